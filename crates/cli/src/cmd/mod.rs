@@ -1,0 +1,7 @@
+//! One module per subcommand; shared flag groups in [`common`].
+pub mod collapse;
+pub mod common;
+pub mod diff;
+pub mod flamegraph;
+pub mod load;
+pub mod record;

@@ -1,0 +1,63 @@
+//! `kiln`: load it, profile it, see why.
+//!
+//! A thin binary: each subcommand parses its flags, turns them into the options of a
+//! library crate and calls it. Errors are printed once, here, as `Error: {:#}`.
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd;
+
+/// kiln drives a load against a server, profiles it, renders flame graphs and compares runs.
+///
+/// Exit codes: 0 success; 1 error (bad input with --strict, unreadable file, failed
+/// recording or load); 2 bad command line.
+#[derive(Debug, Parser)]
+#[command(name = "kiln", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Turn profiler output (perf script text, perf.data, folded, bpftrace/bcc) into folded stacks.
+    Collapse(cmd::collapse::Args),
+    /// Render folded stacks or a profile as an SVG flame graph (or an HTML viewer with -o x.html).
+    Flamegraph(cmd::flamegraph::Args),
+    /// Compare two profiles: differential folded stacks, a flame graph, and a table of changes.
+    Diff(cmd::diff::Args),
+    /// Sample a live process (CPU, off-CPU, memory events) straight to a profile or flame graph.
+    Record(cmd::record::Args),
+    /// Drive a load against a server (AMQP 0.9.1, PerfTest-compatible flags).
+    #[command(subcommand)]
+    Load(cmd::load::LoadCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Collapse(a) => cmd::collapse::run(a),
+        Command::Flamegraph(a) => cmd::flamegraph::run(a),
+        Command::Diff(a) => cmd::diff::run(a),
+        Command::Record(a) => cmd::record::run(a),
+        Command::Load(a) => cmd::load::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+}

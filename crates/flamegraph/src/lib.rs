@@ -1,0 +1,1 @@
+//! kiln-flamegraph (under construction).

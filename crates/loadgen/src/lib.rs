@@ -1,0 +1,1 @@
+//! kiln-loadgen (under construction).

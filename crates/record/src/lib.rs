@@ -1,0 +1,1 @@
+//! kiln-record (under construction).

@@ -1,0 +1,1 @@
+//! kiln-viewer (under construction).
