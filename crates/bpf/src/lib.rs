@@ -1,0 +1,1 @@
+//! kiln-bpf (under construction).

@@ -1,0 +1,1 @@
+//! kiln-testkit (under construction).
