@@ -1,1 +1,56 @@
-//! kiln-testkit (under construction).
+//! Real servers for kiln's tests.
+//!
+//! kiln's tests drive real brokers instead of mocks: a mock cannot show flow control, a
+//! killed broker or a stream queue's offsets. This crate starts Debian's `rabbitmq-server`
+//! as a private node: bound to 127.0.0.1 on free ports, with its own data, log, pid and
+//! config files, its own Erlang cookie and its own `epmd`, so tests never touch a system
+//! broker and several test binaries can run at once.
+//!
+//! Starting a broker costs 5–10 s, so test binaries share one through
+//! [`shared_rabbitmq`] and give each test its own queue names; tests that kill a broker
+//! start their own with [`RabbitMq::start`].
+//!
+//! ```no_run
+//! let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
+//! println!("connect to {}", broker.uri());
+//! ```
+#![deny(missing_docs)]
+
+mod rabbitmq;
+
+pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
+
+/// Why a test server could not be started or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A program the fixture needs is not installed.
+    #[error("{program} not found: {advice}")]
+    NotInstalled {
+        /// Path that was looked for.
+        program: String,
+        /// What to install.
+        advice: &'static str,
+    },
+    /// An I/O error while preparing or starting a server.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The server did not become ready in time.
+    #[error("{server} did not start within {seconds} s; its log: {log}")]
+    StartTimeout {
+        /// Which server.
+        server: String,
+        /// How long we waited.
+        seconds: u64,
+        /// Last lines of its log.
+        log: String,
+    },
+    /// A previous attempt to start the shared server failed.
+    #[error("the shared broker failed to start earlier: {0}")]
+    SharedFailed(String),
+}

@@ -1,0 +1,299 @@
+//! A private RabbitMQ node.
+use crate::Error;
+use std::fmt::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const SERVER: &str = "/usr/lib/rabbitmq/bin/rabbitmq-server";
+const CTL: &str = "/usr/lib/rabbitmq/bin/rabbitmqctl";
+const EPMD: &str = "/usr/bin/epmd";
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A port that was free on 127.0.0.1 a moment ago (the OS picks it).
+pub fn free_port() -> Result<u16, Error> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| io("binding 127.0.0.1:0", e))?;
+    let port = l.local_addr().map_err(|e| io("reading local address", e))?.port();
+    Ok(port)
+}
+
+fn io(what: &str, source: std::io::Error) -> Error {
+    Error::Io { what: what.to_string(), source }
+}
+
+/// Extra settings for a broker.
+#[derive(Debug, Clone, Default)]
+pub struct RabbitMqOptions {
+    /// Lines appended to the node's `rabbitmq.conf` (new-style sysctl format), e.g.
+    /// `vm_memory_high_watermark.absolute = 1` to make the broker block publishers at once.
+    /// Default: none.
+    pub extra_config: Vec<String>,
+}
+
+/// A running private RabbitMQ node. Dropping it shuts the node and its epmd down.
+#[derive(Debug)]
+pub struct RabbitMq {
+    dir: tempfile::TempDir,
+    node: String,
+    port: u16,
+    epmd_port: u16,
+    server: Option<Child>,
+    epmd: Option<Child>,
+}
+
+impl RabbitMq {
+    /// Starts a node with default settings and waits until it accepts connections.
+    pub fn start() -> Result<Self, Error> {
+        Self::start_with(&RabbitMqOptions::default())
+    }
+
+    /// Starts a node with `opts` and waits until it accepts connections.
+    pub fn start_with(opts: &RabbitMqOptions) -> Result<Self, Error> {
+        for p in [SERVER, CTL, EPMD] {
+            if !Path::new(p).exists() {
+                return Err(Error::NotInstalled {
+                    program: p.to_string(),
+                    advice: "install Debian's rabbitmq-server and erlang-nox packages",
+                });
+            }
+        }
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let dir = tempfile::Builder::new()
+            .prefix("kiln-rabbitmq-")
+            .tempdir()
+            .map_err(|e| io("creating the broker's directory", e))?;
+        let node = format!(
+            "kiln{}x{}@localhost",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let port = free_port()?;
+        let dist_port = free_port()?;
+        let epmd_port = free_port()?;
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).map_err(|e| io("creating HOME", e))?;
+        let cookie = home.join(".erlang.cookie");
+        std::fs::write(&cookie, format!("KILNTEST{}", node.len() * 7919 + port as usize))
+            .map_err(|e| io("writing the Erlang cookie", e))?;
+        set_mode_600(&cookie)?;
+        let mut conf = String::from("loopback_users = none\n");
+        for l in &opts.extra_config {
+            let _ = writeln!(conf, "{l}");
+        }
+        std::fs::write(dir.path().join("rabbitmq.conf"), conf)
+            .map_err(|e| io("writing rabbitmq.conf", e))?;
+        std::fs::write(dir.path().join("enabled_plugins"), "[].\n")
+            .map_err(|e| io("writing enabled_plugins", e))?;
+        std::fs::write(dir.path().join("rabbitmq-env.conf"), "")
+            .map_err(|e| io("writing rabbitmq-env.conf", e))?;
+
+        let epmd = Command::new(EPMD)
+            .args(["-port", &epmd_port.to_string(), "-address", "127.0.0.1"])
+            .env("HOME", &home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| io("starting epmd", e))?;
+        let mut me = RabbitMq {
+            dir,
+            node,
+            port,
+            epmd_port,
+            server: None,
+            epmd: Some(epmd),
+        };
+        let log = std::fs::File::create(me.dir.path().join("console.log"))
+            .map_err(|e| io("creating console.log", e))?;
+        let log2 = log.try_clone().map_err(|e| io("cloning console.log", e))?;
+        let mut cmd = Command::new(SERVER);
+        me.env(&mut cmd);
+        cmd.env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
+            .env("RABBITMQ_NODE_PORT", port.to_string())
+            .env("RABBITMQ_DIST_PORT", dist_port.to_string())
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
+        me.server = Some(cmd.spawn().map_err(|e| io("starting rabbitmq-server", e))?);
+        me.await_startup()?;
+        Ok(me)
+    }
+
+    fn env(&self, cmd: &mut Command) {
+        let d = self.dir.path();
+        cmd.env("HOME", d.join("home"))
+            .env("RABBITMQ_NODENAME", &self.node)
+            .env("ERL_EPMD_PORT", self.epmd_port.to_string())
+            .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+            .env("RABBITMQ_CONF_ENV_FILE", d.join("rabbitmq-env.conf"))
+            .env("RABBITMQ_CONFIG_FILE", d.join("rabbitmq.conf"))
+            .env("RABBITMQ_ENABLED_PLUGINS_FILE", d.join("enabled_plugins"))
+            .env("RABBITMQ_MNESIA_BASE", d.join("mnesia"))
+            .env("RABBITMQ_LOG_BASE", d.join("log"))
+            .env("RABBITMQ_PID_FILE", d.join("rabbit.pid"));
+    }
+
+    fn await_startup(&mut self) -> Result<(), Error> {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.server.as_mut() {
+                if let Ok(Some(status)) = s.try_wait() {
+                    return Err(Error::StartTimeout {
+                        server: format!("rabbitmq-server (exited with {status})"),
+                        seconds: start.elapsed().as_secs(),
+                        log: self.log_tail(),
+                    });
+                }
+            }
+            let ok = self
+                .ctl(&["await_startup", "--timeout", "20"])
+                .map(|o| o.status.success())
+                .unwrap_or(false);
+            if ok && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return Ok(());
+            }
+            if start.elapsed() > START_TIMEOUT {
+                return Err(Error::StartTimeout {
+                    server: "rabbitmq-server".into(),
+                    seconds: START_TIMEOUT.as_secs(),
+                    log: self.log_tail(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// Runs `rabbitmqctl -n NODE args…` against this node.
+    pub fn ctl(&self, args: &[&str]) -> Result<std::process::Output, Error> {
+        let mut cmd = Command::new(CTL);
+        self.env(&mut cmd);
+        cmd.arg("-n").arg(&self.node).args(args).stdin(Stdio::null());
+        cmd.output().map_err(|e| io("running rabbitmqctl", e))
+    }
+
+    fn log_tail(&self) -> String {
+        let s = std::fs::read_to_string(self.dir.path().join("console.log")).unwrap_or_default();
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// The AMQP port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `amqp://guest:guest@127.0.0.1:PORT`.
+    pub fn uri(&self) -> String {
+        format!("amqp://guest:guest@127.0.0.1:{}", self.port)
+    }
+
+    /// The Erlang node name.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The broker's private directory (config, data, logs).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The OS pid of the Erlang VM (`beam.smp`), read from the node's pid file.
+    pub fn beam_pid(&self) -> Option<u32> {
+        let s = std::fs::read_to_string(self.dir.path().join("rabbit.pid")).ok()?;
+        s.trim().parse().ok()
+    }
+
+    /// Kills the Erlang VM with SIGKILL, as a crash would, and waits for the wrapper to end.
+    /// Clients see their connections reset.
+    pub fn kill(&mut self) -> Result<(), Error> {
+        if let Some(pid) = self.beam_pid() {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        }
+        if let Some(mut s) = self.server.take() {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+        Ok(())
+    }
+
+    /// Shuts the node down cleanly (`rabbitmqctl shutdown`), then stops its epmd.
+    pub fn stop(&mut self) {
+        if let Some(mut s) = self.server.take() {
+            let ok = self.ctl(&["shutdown"]).map(|o| o.status.success()).unwrap_or(false);
+            if !ok {
+                if let Some(pid) = self.beam_pid() {
+                    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                }
+                let _ = s.kill();
+            }
+            let _ = s.wait();
+        }
+        if let Some(mut e) = self.epmd.take() {
+            let _ = e.kill();
+            let _ = e.wait();
+        }
+    }
+
+    /// Where the node's data, logs and config live, for diagnosing failures.
+    pub fn log_dir(&self) -> PathBuf {
+        self.dir.path().join("log")
+    }
+}
+
+impl Drop for RabbitMq {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn set_mode_600(p: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| io("setting the cookie's mode", e))
+}
+
+/// One broker per test binary, started on first use.
+///
+/// Statics are never dropped and the test harness ends with `process::exit`, so a
+/// destructor cannot stop this node. A reaper (`sh`) is started instead that blocks
+/// reading a pipe whose write end only this process holds: when the test binary exits,
+/// however it exits, the pipe closes and the reaper kills the node and its epmd by PID and
+/// removes the node's directory.
+pub fn shared_rabbitmq() -> Result<&'static RabbitMq, Error> {
+    static SHARED: OnceLock<Result<(RabbitMq, std::process::ChildStdin), String>> = OnceLock::new();
+    let r = SHARED.get_or_init(|| {
+        let b = RabbitMq::start().map_err(|e| e.to_string())?;
+        let reaper = b.reaper().map_err(|e| e.to_string())?;
+        Ok((b, reaper))
+    });
+    match r {
+        Ok((b, _)) => Ok(b),
+        Err(e) => Err(Error::SharedFailed(e.clone())),
+    }
+}
+
+impl RabbitMq {
+    fn reaper(&self) -> Result<std::process::ChildStdin, Error> {
+        let beam = self.beam_pid().map(|p| p.to_string()).unwrap_or_default();
+        let epmd = self.epmd.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
+        let wrapper = self.server.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
+        let script = format!(
+            "cat >/dev/null; kill -KILL {beam} {wrapper} {epmd} 2>/dev/null; sleep 1; rm -rf '{}'",
+            self.dir.path().display()
+        );
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| io("starting the broker's reaper", e))?;
+        child
+            .stdin
+            .take()
+            .ok_or_else(|| io("opening the reaper's pipe", std::io::ErrorKind::BrokenPipe.into()))
+    }
+}
