@@ -1,1 +1,165 @@
-//! kiln-collapse (under construction).
+//! # kiln-collapse: profiler output in, kiln profiles out
+//!
+//! Collapsing turns the text a profiler prints into weighted stacks. kiln reads:
+//!
+//! * `perf script` text ([`Format::Perf`]), everything `stackcollapse-perf.pl` and
+//!   `inferno-collapse-perf` read, plus what they stumble on: tracepoints with argument
+//!   text (`sched:sched_switch: prev_comm=…`), samples without a call chain, comm names
+//!   such as `:-1`, symbols starting with `(`;
+//! * folded stacks ([`Format::Folded`]): `a;b;c 42`, and the two-count form
+//!   `a;b;c 42 17` that differential flame graphs use; bcc's `-f` output is folded;
+//! * bpftrace and bcc map dumps ([`Format::Bpftrace`]): `@[\n  frame\n  frame\n]: 42`.
+//!
+//! ```text
+//! perf script | kiln collapse > stacks.folded
+//! kiln collapse --format bpftrace offcpu.txt > offcpu.folded
+//! ```
+//!
+//! ## Every sample is accounted for
+//!
+//! [`Stats`] counts samples read, kept and skipped with the reason of each skip;
+//! [`Warning`]s name the file, the line and the offending text. With
+//! [`Options::strict`], the first warning is an error instead.
+//!
+//! ## Design constraints
+//!
+//! The parsers work on a byte slice (a memory-mapped file or stdin read whole) and never
+//! copy a line: `perf script` output of a busy minute is hundreds of megabytes, and the
+//! collapse step must stay well below the time `perf script` takes. Frame lines are looked
+//! up in a cache keyed by their symbol and module bytes before any tidying, so each
+//! distinct frame is tidied once. `perf script` input is cut at sample boundaries and
+//! parsed by several threads into separate profiles that are merged at the end.
+#![deny(missing_docs)]
+
+mod bpftrace;
+mod detect;
+mod error;
+pub mod folded;
+pub mod perf;
+mod stats;
+
+pub use detect::detect;
+pub use error::{CollapseError, Warning};
+pub use stats::{SkipReason, Stats};
+
+use kiln_model::Profile;
+
+/// An input format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// The text of `perf script`.
+    Perf,
+    /// Folded stacks: `frame;frame;frame count` (one or two counts).
+    Folded,
+    /// bpftrace / bcc map output with multi-line stacks.
+    Bpftrace,
+}
+
+impl std::str::FromStr for Format {
+    type Err = CollapseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "perf" | "perf-script" => Ok(Format::Perf),
+            "folded" | "bcc" => Ok(Format::Folded),
+            "bpftrace" => Ok(Format::Bpftrace),
+            other => Err(CollapseError::UnknownFormat(other.to_string())),
+        }
+    }
+}
+
+/// Options shared by all formats.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Make the first malformed line an error instead of a counted warning. Default: false.
+    pub strict: bool,
+    /// Options of the `perf script` parser.
+    pub perf: perf::PerfOptions,
+    /// Keep at most this many warnings in [`Collapsed::warnings`] (all are counted).
+    /// Default: 100.
+    pub max_warnings: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            strict: false,
+            perf: perf::PerfOptions::default(),
+            max_warnings: 100,
+        }
+    }
+}
+
+/// A named input: `name` appears in warnings and errors (a path, or `<stdin>`).
+#[derive(Clone, Copy, Debug)]
+pub struct Input<'a> {
+    /// Display name.
+    pub name: &'a str,
+    /// The bytes.
+    pub data: &'a [u8],
+}
+
+/// The result of collapsing one input.
+#[derive(Debug, Default)]
+pub struct Collapsed {
+    /// The profile (for two-count folded input: the "before" counts).
+    pub profile: Profile,
+    /// For two-count folded input, the "after" counts.
+    pub after: Option<Profile>,
+    /// What was read, kept and skipped.
+    pub stats: Stats,
+    /// The first warnings (see [`Options::max_warnings`]); `stats.warnings` counts all.
+    pub warnings: Vec<Warning>,
+}
+
+/// Collapses `input` in `format` (see [`detect`] to choose one).
+pub fn collapse(
+    input: Input<'_>,
+    format: Format,
+    opts: &Options,
+) -> Result<Collapsed, CollapseError> {
+    match format {
+        Format::Perf => perf::collapse(input, opts),
+        Format::Folded => folded::collapse(input, opts),
+        Format::Bpftrace => bpftrace::collapse(input, opts),
+    }
+}
+
+/// Collects warnings: counts all, keeps the first `max`, or fails on the first in strict mode.
+#[derive(Debug)]
+pub(crate) struct Warnings<'a> {
+    source: &'a str,
+    strict: bool,
+    max: usize,
+    pub(crate) list: Vec<Warning>,
+    pub(crate) count: u64,
+}
+
+impl<'a> Warnings<'a> {
+    pub(crate) fn new(source: &'a str, opts: &Options) -> Self {
+        Warnings {
+            source,
+            strict: opts.strict,
+            max: opts.max_warnings,
+            list: Vec::new(),
+            count: 0,
+        }
+    }
+
+    pub(crate) fn warn(
+        &mut self,
+        line: u64,
+        message: &str,
+        text: &[u8],
+    ) -> Result<(), CollapseError> {
+        let w = Warning::new(self.source, line, message, text);
+        if self.strict {
+            return Err(CollapseError::Malformed(w));
+        }
+        self.count += 1;
+        if self.list.len() < self.max {
+            self.list.push(w);
+        }
+        Ok(())
+    }
+}

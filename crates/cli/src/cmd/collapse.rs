@@ -1,10 +1,117 @@
-//! `kiln collapse`.
+//! `kiln collapse`: profiler output in, folded stacks out.
+use super::common::{apply_transforms, collapse_input, write_output, InputArgs, TransformArgs};
+use anyhow::Result;
+use kiln_collapse::perf::{PerfOptions, PerfWeight};
+use kiln_model::{FoldedOptions, FoldedWriter};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Flags.
+/// Turn `perf script` text, folded stacks or bpftrace output into folded stacks.
+///
+/// A drop-in for stackcollapse-perf.pl and inferno-collapse-perf that counts every
+/// sample: a summary on stderr says how many were read, kept and skipped, and why.
+///
+/// Examples:
+///   perf script | kiln collapse > out.folded
+///   kiln collapse --merge-threads --kernel out.perf -o out.folded
+///   kiln collapse --format bpftrace offcpu.txt > offcpu.folded
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Input file; standard input when absent or `-`.
+    pub input: Option<PathBuf>,
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not yet")
+    /// Write the folded stacks to FILE (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub perf: PerfArgs,
+
+    #[command(flatten)]
+    pub input_args: InputArgs,
+
+    #[command(flatten)]
+    pub transforms: TransformArgs,
+}
+
+/// stackcollapse-perf.pl's options.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "perf script input")]
+pub struct PerfArgs {
+    /// Include the PID in the root frame (`comm-PID`).
+    #[arg(long)]
+    pub pid: bool,
+    /// Include PID and TID in the root frame (`comm-PID/TID`).
+    #[arg(long)]
+    pub tid: bool,
+    /// Annotate kernel frames with `_[k]`.
+    #[arg(long)]
+    pub kernel: bool,
+    /// Annotate JIT frames (from /tmp/perf-PID.map) with `_[j]`.
+    #[arg(long)]
+    pub jit: bool,
+    /// Annotate inlined frames with `_[i]`.
+    #[arg(long)]
+    pub inline: bool,
+    /// All annotations: --kernel --jit --inline.
+    #[arg(long)]
+    pub all: bool,
+    /// Name frames without a symbol `[module <ADDR>]` instead of `[module]`.
+    #[arg(long)]
+    pub addrs: bool,
+    /// Keep only samples of EVENT (default: the first event in the input, as
+    /// stackcollapse-perf.pl does; the others are counted as skipped).
+    /// Example: --event-filter page-faults
+    #[arg(long, value_name = "EVENT")]
+    pub event_filter: Option<String>,
+    /// Weight each sample by its period (ns for cpu-clock) instead of counting it once.
+    #[arg(long)]
+    pub period: bool,
+    /// Parser threads (default: one per core).
+    #[arg(long, value_name = "N", default_value_t = 0, alias = "nthreads")]
+    pub threads: usize,
+}
+
+impl PerfArgs {
+    /// The library options for these flags.
+    pub fn to_options(&self) -> PerfOptions {
+        PerfOptions {
+            include_pid: self.pid || self.tid,
+            include_tid: self.tid,
+            annotate_kernel: self.kernel || self.all,
+            annotate_jit: self.jit || self.all,
+            annotate_inline: self.inline || self.all,
+            include_addrs: self.addrs,
+            event_filter: self.event_filter.clone(),
+            weight: if self.period {
+                PerfWeight::Period
+            } else {
+                PerfWeight::Samples
+            },
+            threads: self.threads,
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let transforms = args.transforms.to_transforms()?;
+    let c = collapse_input(
+        args.input.as_deref(),
+        &args.input_args,
+        args.perf.to_options(),
+        true,
+    )?;
+    if c.after.is_some() {
+        anyhow::bail!(
+            "the input has two counts per line (a differential profile); render it with \
+             `kiln flamegraph` or split it before collapsing"
+        );
+    }
+    let profile = apply_transforms(c.profile, &transforms, args.input_args.quiet);
+    write_output(args.output.as_deref(), |w| {
+        FoldedWriter::new(FoldedOptions::default()).write(&profile, w)?;
+        Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
 }

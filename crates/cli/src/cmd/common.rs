@@ -113,3 +113,162 @@ pub fn write_output(
         }
     }
 }
+
+/// Input options shared by commands that read profiler output.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Input")]
+pub struct InputArgs {
+    /// Input format: perf (perf script text), folded, bcc (folded), bpftrace.
+    /// Default: detected from the content.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Treat malformed input as an error (exit 1) instead of a counted warning.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Do not print the summary of samples read, kept and skipped (warnings still print).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Bytes of an input: memory-mapped file or stdin.
+pub enum InputBytes {
+    /// A mapped file.
+    Mapped(memmap2::Mmap),
+    /// Bytes read whole (stdin, or an empty file).
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for InputBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            InputBytes::Mapped(m) => m,
+            InputBytes::Owned(v) => v,
+        }
+    }
+}
+
+/// Reads `path` (or stdin for `None`/`-`), returning its display name and bytes.
+pub fn read_input(path: Option<&Path>) -> Result<(String, InputBytes)> {
+    use std::io::Read;
+    match path {
+        Some(p) if p != Path::new("-") => {
+            let f = std::fs::File::open(p)
+                .with_context(|| format!("Failed to open '{}'", p.display()))?;
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            let bytes = if len == 0 {
+                let mut v = Vec::new();
+                (&f).read_to_end(&mut v)
+                    .with_context(|| format!("Failed to read '{}'", p.display()))?;
+                InputBytes::Owned(v)
+            } else {
+                // SAFETY: the file is only read; if another process truncates it while we
+                // read, the process may fault, as with any mmap-based reader (perf, samply).
+                let m = unsafe { memmap2::Mmap::map(&f) }
+                    .with_context(|| format!("Failed to read '{}'", p.display()))?;
+                InputBytes::Mapped(m)
+            };
+            Ok((p.display().to_string(), bytes))
+        }
+        _ => {
+            let mut v = Vec::new();
+            io::stdin()
+                .lock()
+                .read_to_end(&mut v)
+                .context("Failed to read standard input")?;
+            Ok(("<stdin>".to_string(), InputBytes::Owned(v)))
+        }
+    }
+}
+
+/// Collapses one input into profiles, printing warnings and (unless quiet) the summary.
+pub fn collapse_input(
+    path: Option<&Path>,
+    args: &InputArgs,
+    perf: kiln_collapse::perf::PerfOptions,
+    always_summarise: bool,
+) -> Result<kiln_collapse::Collapsed> {
+    let (name, bytes) = read_input(path)?;
+    if bytes.starts_with(b"PERFILE2") {
+        anyhow::bail!(
+            "'{name}' is a perf.data recording; run `perf script -i {name} | kiln collapse` \
+             (reading perf.data directly needs a kiln built with the recorder)"
+        );
+    }
+    let format = match &args.format {
+        Some(f) => f.parse::<kiln_collapse::Format>()?,
+        None => match kiln_collapse::detect(&bytes) {
+            Some(f) => f,
+            None if bytes.iter().all(u8::is_ascii_whitespace) => kiln_collapse::Format::Folded,
+            None => return Err(kiln_collapse::CollapseError::Undetected(name).into()),
+        },
+    };
+    let opts = kiln_collapse::Options {
+        strict: args.strict,
+        perf,
+        ..Default::default()
+    };
+    let c = kiln_collapse::collapse(
+        kiln_collapse::Input {
+            name: &name,
+            data: &bytes,
+        },
+        format,
+        &opts,
+    )?;
+    report(&name, &c, args.quiet, always_summarise);
+    Ok(c)
+}
+
+/// Prints warnings and the summary of a collapse to stderr.
+pub fn report(name: &str, c: &kiln_collapse::Collapsed, quiet: bool, always: bool) {
+    for w in &c.warnings {
+        eprintln!("warning: {w}");
+    }
+    let shown = c.warnings.len() as u64;
+    if c.stats.warnings > shown {
+        eprintln!(
+            "warning: {name}: {} more malformed lines not shown",
+            c.stats.warnings - shown
+        );
+    }
+    let eventful = c.stats.skipped_total() > 0 || c.stats.warnings > 0;
+    if !quiet && (always || eventful) {
+        eprintln!("{name}: {}", c.stats);
+    }
+}
+
+/// Applies transforms, reporting what they removed.
+pub fn apply_transforms(
+    p: kiln_model::Profile,
+    t: &Transforms,
+    quiet: bool,
+) -> kiln_model::Profile {
+    if t.is_identity() {
+        return p;
+    }
+    let (q, st) = t.apply(&p);
+    if !quiet && st.removed() > 0 {
+        let mut parts = Vec::new();
+        if st.dropped.0 > 0 {
+            parts.push(format!("{} by --drop-samples", st.dropped.0));
+        }
+        if st.unfocused.0 > 0 {
+            parts.push(format!("{} outside --focus", st.unfocused.0));
+        }
+        if st.emptied.0 > 0 {
+            parts.push(format!(
+                "{} left with no frame by --drop-frames",
+                st.emptied.0
+            ));
+        }
+        eprintln!(
+            "transforms removed {} samples: {}",
+            st.removed(),
+            parts.join(", ")
+        );
+    }
+    q
+}

@@ -1,0 +1,65 @@
+use thiserror::Error;
+
+/// A malformed piece of input: where it is and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The input's name (path or `<stdin>`).
+    pub source: String,
+    /// 1-based line number.
+    pub line: u64,
+    /// What is wrong.
+    pub message: String,
+    /// The offending line (lossily decoded, control characters escaped, at most 200 chars).
+    pub text: String,
+}
+
+impl Warning {
+    pub(crate) fn new(source: &str, line: u64, message: &str, text: &[u8]) -> Self {
+        let mut t = String::new();
+        for c in String::from_utf8_lossy(text).chars() {
+            if t.len() >= 200 {
+                t.push('…');
+                break;
+            }
+            if c.is_control() {
+                t.extend(c.escape_default());
+            } else {
+                t.push(c);
+            }
+        }
+        Warning {
+            source: source.to_string(),
+            line,
+            message: message.to_string(),
+            text: t,
+        }
+    }
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}: {}",
+            self.source, self.line, self.message, self.text
+        )
+    }
+}
+
+/// Errors of the collapsers.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum CollapseError {
+    /// A malformed line in strict mode.
+    #[error("{0} (strict mode: malformed input is an error)")]
+    Malformed(Warning),
+    /// The format name is not one kiln reads.
+    #[error("unknown input format {0:?}: expected perf, folded, bcc or bpftrace")]
+    UnknownFormat(String),
+    /// The input's format could not be recognised.
+    #[error("{0}: cannot tell the input format (not perf script text, folded stacks or bpftrace output); use --format")]
+    Undetected(String),
+    /// The model refused the input (too many distinct frames).
+    #[error("{0}")]
+    Model(#[from] kiln_model::ModelError),
+}
