@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0
+ *
+ * The few kernel types offcpu.bpf.c touches, written here by hand instead of
+ * a full vmlinux.h: building needs no bpftool and no BTF on the build machine.
+ * Every struct carries preserve_access_index, so the field offsets below are
+ * only names: libbpf relocates each access against the running kernel's BTF
+ * (CO-RE) when the program is loaded.
+ */
+#ifndef KILN_KERNEL_H
+#define KILN_KERNEL_H
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+
+typedef __u8 u8;
+typedef __u32 u32;
+typedef __s32 s32;
+typedef __u64 u64;
+typedef _Bool bool;
+
+#define PF_KTHREAD 0x00200000
+
+struct task_struct {
+	unsigned int flags;
+	int pid;
+	int tgid;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+#if defined(__TARGET_ARCH_x86)
+/* x86-64 register frame saved on kernel entry (arch/x86/include/asm/ptrace.h). */
+struct pt_regs {
+	unsigned long r15;
+	unsigned long r14;
+	unsigned long r13;
+	unsigned long r12;
+	unsigned long bp;
+	unsigned long bx;
+	unsigned long r11;
+	unsigned long r10;
+	unsigned long r9;
+	unsigned long r8;
+	unsigned long ax;
+	unsigned long cx;
+	unsigned long dx;
+	unsigned long si;
+	unsigned long di;
+	unsigned long orig_ax;
+	unsigned long ip;
+	unsigned long cs;
+	unsigned long flags;
+	unsigned long sp;
+	unsigned long ss;
+} __attribute__((preserve_access_index));
+#define KILN_REG_IP(r) ((r)->ip)
+#define KILN_REG_SP(r) ((r)->sp)
+#define KILN_REG_FP(r) ((r)->bp)
+#else
+#error "kiln-bpf: only x86-64 is supported so far (pt_regs layout)"
+#endif
+
+#endif

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// Off-CPU time aggregated in the kernel.
+//
+// One program on the sched_switch tracepoint (tp_btf, so no kprobes are
+// needed) sees both halves of every context switch:
+//   * prev is leaving the CPU. If it blocks (not preempted) and belongs to a
+//     traced process, note the time and WHERE it went to sleep: kernel stack
+//     id, frame-pointer user stack id and a hash of the code addresses found
+//     near the user stack pointer (see caller_hash below). On the first sight
+//     of a user-side key also keep a snapshot: user registers and a copy of
+//     the user stack, so user space can unwind it with CFI.
+//   * next is coming back. If it has a pending note, the block lasted
+//     now - then; blocks of at least min_block_ns add to the aggregate map.
+// User space reads and clears the aggregate; nothing is sent per event, so
+// the cost does not depend on how often results are read.
+
+#include "kiln_kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define MAX_STACK_DEPTH 127
+#define MAX_USER_STACK 32768
+#define PAGE_BYTES 4096
+#define SCAN_WORDS 64
+#define MAX_CODE_WORDS 12
+#define MAX_RANGES 64
+
+/* Keep in sync with offcpu.rs (Counter). */
+enum counter {
+	C_BLOCKS = 0,       /* traced threads that went to sleep */
+	C_COUNTED,          /* blocks that reached min_block_ns */
+	C_SHORT,            /* blocks shorter than min_block_ns */
+	C_AGG_FULL,         /* blocks lost: aggregate map full */
+	C_AGG_FULL_NS,      /* ... and their time */
+	C_KSTACK_ERR,       /* kernel stack not recorded */
+	C_USTACK_ERR,       /* frame-pointer user stack not recorded */
+	C_SNAP_TAKEN,       /* user stack snapshots stored */
+	C_SNAP_ERR,         /* snapshot not stored: map full or no memory */
+	C_STACK_COPY_ERR,   /* user stack memory unreadable at sp */
+	C_STORAGE_ERR,      /* per-thread state unavailable */
+	C_NO_RANGES,        /* caller hash skipped: no code ranges known for the process */
+	C_SCAN_ERR,         /* caller hash skipped: stack words unreadable */
+	C_MAX,
+};
+
+struct config {
+	u64 min_block_ns;
+	u32 user_stack_bytes;
+	u32 filter_pids;
+};
+
+const volatile struct config cfg = {};
+
+/* Aggregate key: one row of output. */
+struct agg_key {
+	u32 tgid;
+	u32 pid;
+	s32 kstack;
+	s32 ustack;
+	u64 caller_hash;
+};
+
+struct agg_val {
+	u64 total_ns;
+	u64 count;
+	char comm[16];
+};
+
+/* What decides the user-side stack: one snapshot per (process, fp stack, caller hash). */
+struct snap_key {
+	u32 tgid;
+	s32 ustack;
+	u64 caller_hash;
+};
+
+struct snap_hdr {
+	u64 ip;
+	u64 sp;
+	u64 bp;
+	u32 len;
+	u32 flags;
+};
+
+struct scratch {
+	u64 words[SCAN_WORDS];
+	struct snap_hdr hdr;
+	/* Snapshot map values are hdr + stack[0..user_stack_bytes]; the extra
+	 * pages let each page-sized read be proven in bounds by the verifier. */
+	u8 stack[MAX_USER_STACK + 2 * PAGE_BYTES];
+};
+
+struct ranges {
+	u32 n;
+	u32 pad;
+	u64 start[MAX_RANGES];
+	u64 end[MAX_RANGES];
+};
+
+struct pending {
+	u64 ts;
+	struct agg_key key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct agg_key);
+	__type(value, struct agg_val);
+} agg SEC(".maps");
+
+/* No BTF types on purpose: user space sizes the value to the configured stack bytes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__uint(key_size, sizeof(struct snap_key));
+	__uint(value_size, sizeof(struct snap_hdr) + 16384);
+} snaps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(u64));
+} kstacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(u64));
+} ustacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pending);
+} pend SEC(".maps");
+
+/* Traced processes (tgid -> 1) when cfg.filter_pids is set. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u8);
+} pids SEC(".maps");
+
+/* Executable mappings per process, sorted, filled from /proc/PID/maps by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct ranges);
+} code SEC(".maps");
+
+/* One scratch area per CPU (too large for a per-CPU array); user space sets max_entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_MAX);
+	__type(key, u32);
+	__type(value, u64);
+} counters SEC(".maps");
+
+static __always_inline void count(u32 which, u64 by)
+{
+	u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		*c += by;
+}
+
+struct scan_ctx {
+	struct scratch *s;
+	struct ranges *r;
+	u32 nwords;
+	u32 matched;
+	u64 hash;
+};
+
+/* Is w inside one of the process's executable mappings? Binary search, 64 ranges max. */
+static __always_inline bool in_code(struct ranges *r, u64 w)
+{
+	u32 lo = 0, hi = r->n, idx;
+
+	if (hi > MAX_RANGES)
+		hi = MAX_RANGES;
+#pragma unroll
+	for (int k = 0; k < 7; k++) {
+		if (lo >= hi)
+			break;
+		u32 mid = (lo + hi) / 2;
+		if (mid >= MAX_RANGES)
+			break;
+		if (r->start[mid] <= w)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return 0;
+	idx = lo - 1;
+	if (idx >= MAX_RANGES)
+		return 0;
+	return w < r->end[idx];
+}
+
+static long scan_word(u32 i, void *arg)
+{
+	struct scan_ctx *c = arg;
+	u64 w;
+
+	u64 idx = i;
+
+	if (i >= c->nwords)
+		return 1;
+	asm volatile("%[x] &= 63" : [x] "+r"(idx)); /* SCAN_WORDS - 1, for the verifier */
+	w = c->s->words[idx];
+	if (!in_code(c->r, w))
+		return 0;
+	/* FNV-1a over the 8 bytes of the word, folded into one multiply. */
+	c->hash = (c->hash ^ w) * 0x100000001b3ULL;
+	c->matched++;
+	return c->matched >= MAX_CODE_WORDS;
+}
+
+/*
+ * Distinguishes callers that the frame-pointer walk merges. Code without
+ * frame pointers (Debian's libc) leaves rbp pointing at its caller's caller's
+ * frame, so the fp walk skips the function that called, e.g.,
+ * pthread_mutex_lock. The skipped return addresses still sit on the stack
+ * between sp and that frame; hashing the first few words that point into
+ * executable mappings separates such callers without hashing data (which
+ * would split keys per mutex address, per request...).
+ */
+static __always_inline u64 caller_hash(struct scratch *s, u32 tgid, u64 sp)
+{
+	struct scan_ctx c = { .s = s, .hash = 0xcbf29ce484222325ULL };
+	u32 first;
+
+	c.r = bpf_map_lookup_elem(&code, &tgid);
+	if (!c.r) {
+		count(C_NO_RANGES, 1);
+		return 0;
+	}
+	/* Read up to the end of sp's page first: the next page may not exist. */
+	first = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
+	if (first > sizeof(s->words))
+		first = sizeof(s->words);
+	first &= ~7U;
+	if (first == 0 || bpf_probe_read_user(s->words, first, (void *)sp)) {
+		count(C_SCAN_ERR, 1);
+		return 0;
+	}
+	c.nwords = first / 8;
+	if (first < sizeof(s->words)) {
+		u32 rest = sizeof(s->words) - first;
+
+		if (rest <= sizeof(s->words) && first < sizeof(s->words) &&
+		    !bpf_probe_read_user((u8 *)s->words + first, rest & (sizeof(s->words) - 1),
+					 (void *)(sp + first)))
+			c.nwords = SCAN_WORDS;
+	}
+	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
+	return c.hash;
+}
+
+/* Copy up to user_stack_bytes of the stack from sp upwards, page by page:
+ * a read that crosses into an unmapped page fails whole, so reading one page
+ * at a time keeps everything up to the end of the stack mapping. */
+static __always_inline u32 copy_stack(struct scratch *s, u64 sp)
+{
+	u64 want = cfg.user_stack_bytes, got = 0;
+
+	if (want > MAX_USER_STACK)
+		want = MAX_USER_STACK;
+	for (int i = 0; i < MAX_USER_STACK / PAGE_BYTES + 1; i++) {
+		u64 n, left;
+
+		if (got >= want)
+			break;
+		left = want - got;
+		n = PAGE_BYTES - ((sp + got) & (PAGE_BYTES - 1));
+		if (n > left)
+			n = left;
+		/* No-ops given the checks above, but they bound the very registers
+		 * passed to the helper, which is what the verifier needs. */
+		asm volatile("%[n] &= 0x1fff" : [n] "+r"(n));
+		asm volatile("%[g] &= 0x7fff" : [g] "+r"(got));
+		if (bpf_probe_read_user(&s->stack[got], n, (void *)(sp + got)))
+			break;
+		got += n;
+	}
+	return got;
+}
+
+static __always_inline void snapshot(struct scratch *s, struct agg_key *key, struct pt_regs *regs,
+				     u64 ip, u64 sp, u64 bp)
+{
+	struct snap_key sk = { .tgid = key->tgid, .ustack = key->ustack, .caller_hash = key->caller_hash };
+	long err;
+
+	if (bpf_map_lookup_elem(&snaps, &sk))
+		return;
+	s->hdr.ip = ip;
+	s->hdr.sp = sp;
+	s->hdr.bp = bp;
+	s->hdr.flags = 0;
+	s->hdr.len = copy_stack(s, sp);
+	if (s->hdr.len == 0)
+		count(C_STACK_COPY_ERR, 1);
+	err = bpf_map_update_elem(&snaps, &sk, &s->hdr, BPF_NOEXIST);
+	if (err == 0)
+		count(C_SNAP_TAKEN, 1);
+	else if (err != -17 /* EEXIST: another CPU stored it first */)
+		count(C_SNAP_ERR, 1);
+}
+
+static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
+{
+	u32 tgid = BPF_CORE_READ(prev, tgid);
+	u32 pid = BPF_CORE_READ(prev, pid);
+	u32 zero = 0, cpu;
+	struct pending *p;
+	struct scratch *s;
+
+	if (pid == 0)
+		return;
+	if (cfg.filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return;
+	count(C_BLOCKS, 1);
+	p = bpf_task_storage_get(&pend, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
+		count(C_STORAGE_ERR, 1);
+		return;
+	}
+	p->key.tgid = tgid;
+	p->key.pid = pid;
+	p->key.caller_hash = 0;
+	p->key.kstack = bpf_get_stackid(ctx, &kstacks, 0);
+	if (p->key.kstack < 0)
+		count(C_KSTACK_ERR, 1);
+	p->key.ustack = -1;
+	if (!(BPF_CORE_READ(prev, flags) & PF_KTHREAD)) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		u64 ip, sp, bp;
+
+		p->key.ustack = bpf_get_stackid(ctx, &ustacks, BPF_F_USER_STACK);
+		if (p->key.ustack < 0)
+			count(C_USTACK_ERR, 1);
+		cpu = bpf_get_smp_processor_id();
+		s = bpf_map_lookup_elem(&scratch, &cpu);
+		if (regs && s) {
+			ip = BPF_CORE_READ(regs, ip);
+			sp = BPF_CORE_READ(regs, sp);
+			bp = BPF_CORE_READ(regs, bp);
+			p->key.caller_hash = caller_hash(s, tgid, sp);
+			snapshot(s, &p->key, regs, ip, sp, bp);
+		} else {
+			count(C_SNAP_ERR, 1);
+		}
+	}
+	p->ts = bpf_ktime_get_ns();
+}
+
+static __always_inline void on_wake(struct task_struct *next)
+{
+	struct pending *p = bpf_task_storage_get(&pend, next, 0, 0);
+	struct agg_val *v, init = {};
+	u64 delta;
+
+	if (!p || p->ts == 0)
+		return;
+	delta = bpf_ktime_get_ns() - p->ts;
+	p->ts = 0;
+	if (delta < cfg.min_block_ns) {
+		count(C_SHORT, 1);
+		return;
+	}
+	v = bpf_map_lookup_elem(&agg, &p->key);
+	if (!v) {
+		BPF_CORE_READ_STR_INTO(&init.comm, next, comm);
+		bpf_map_update_elem(&agg, &p->key, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&agg, &p->key);
+		if (!v) {
+			count(C_AGG_FULL, 1);
+			count(C_AGG_FULL_NS, delta);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->total_ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+	count(C_COUNTED, 1);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(kiln_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	/* Preempted threads are runnable, not blocked: waiting for a CPU is not off-CPU here. */
+	if (!preempt && prev_state != 0)
+		on_sleep(ctx, prev);
+	on_wake(next);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

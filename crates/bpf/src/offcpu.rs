@@ -1,0 +1,632 @@
+//! Off-CPU time: how long threads were blocked, and where they went to sleep.
+//!
+//! ## How it measures
+//! One eBPF program on the `sched:sched_switch` tracepoint (attached as
+//! `tp_btf`, so no kprobes are needed) notes, when a traced thread blocks
+//! (leaves the CPU in a sleeping state, not preempted), the time and its
+//! stacks; when the thread is next switched in it adds `now - then` to an
+//! in-kernel aggregate keyed by (process, thread, kernel stack, frame-pointer
+//! user stack, caller hash). Blocks shorter than
+//! [`OffCpuConfig::min_block_us`] are counted in [`OffCpuStats`] but add no
+//! time. Time is therefore "switch-out to switch-in": it includes the wait for
+//! a CPU after the wake-up. Time spent preempted (runnable, waiting for a CPU)
+//! without blocking is not counted.
+//!
+//! ## Why a stack snapshot
+//! A frame-pointer walk (what `bpf_get_stack` and bpftrace's `ustack` do)
+//! skips frames of code built without frame pointers. Debian's libc is such
+//! code: the function that called `pthread_mutex_lock` is lost. So, for every
+//! distinct user-side key, the kernel also keeps ONE snapshot (the first seen)
+//! of the user registers and of up to [`OffCpuConfig::user_stack_bytes`] of
+//! stack memory from `sp` upwards, for a CFI unwinder (the recorder's) to walk.
+//! The key includes a hash of the first code-pointing words near `sp`; it is
+//! what keeps two callers that the frame-pointer walk merges apart, so each
+//! snapshot stands for the time it is attached to.
+//!
+//! ## Cost
+//! Per block: two stack walks, one 512-byte user read, a map update.
+//! Per new user-side key: one copy of the stack. Nothing is sent to user
+//! space per event; [`OffCpuCollector::drain`] reads and clears the
+//! aggregate. `bench/offcpu/` measures the overhead.
+
+use std::collections::{HashMap, HashSet};
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::Mutex;
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{ErrorKind, MapCore, MapFlags, OpenObject, PrintLevel};
+
+use crate::procmaps;
+use crate::skel::{OffcpuSkel, OffcpuSkelBuilder};
+use crate::BpfError;
+
+/// Largest supported [`OffCpuConfig::user_stack_bytes`] (`MAX_USER_STACK` in offcpu.bpf.c).
+pub const MAX_USER_STACK_BYTES: u32 = 32768;
+
+/// Entries of the in-kernel maps; also the most distinct rows between two drains.
+const AGG_ENTRIES: u32 = 16384;
+/// Snapshots waiting in the kernel for the next drain.
+const SNAP_ENTRIES: u32 = 1024;
+const SCAN_RANGES: usize = procmaps::MAX_RANGES;
+const SNAP_HDR: usize = 32;
+
+/// What to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffCpuConfig {
+    /// Processes to trace; `None` traces the whole system. A pid selects all
+    /// threads of its process, including threads started later (a thread id
+    /// selects its whole process too).
+    pub pids: Option<Vec<u32>>,
+    /// Blocks shorter than this many microseconds add no time (they are still
+    /// counted in [`OffCpuStats::short_blocks`]). 0 keeps every block.
+    pub min_block_us: u64,
+    /// Bytes of user stack copied from `sp` upwards for each distinct stack,
+    /// for a CFI unwinder; at most [`MAX_USER_STACK_BYTES`]; 0 disables the copy
+    /// (registers are still kept). 16384 reaches the root of most stacks.
+    pub user_stack_bytes: u32,
+}
+
+/// User registers at the moment the thread entered the kernel to block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserRegs {
+    /// Instruction pointer (the syscall return address in user code).
+    pub ip: u64,
+    /// Stack pointer; [`OffCpuEntry::user_stack`] starts here.
+    pub sp: u64,
+    /// Frame pointer register (rbp on x86-64).
+    pub bp: u64,
+}
+
+/// Blocked time of one thread at one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffCpuEntry {
+    /// Process id (thread group id).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Thread name at the time it woke up (`comm`, at most 15 bytes).
+    pub comm: Vec<u8>,
+    /// Total blocked time in nanoseconds (blocks of at least `min_block_us`).
+    pub total_ns: u64,
+    /// Number of such blocks.
+    pub count: u64,
+    /// Kernel stack where the thread went to sleep, innermost first; empty if
+    /// it could not be recorded (see [`OffCpuStats::kernel_stack_errors`]).
+    pub kernel_ips: Vec<u64>,
+    /// Frame-pointer walk of the user stack, innermost first (empty for
+    /// kernel threads or when it could not be recorded). Frames of code
+    /// without frame pointers are missing from it: unwind
+    /// [`OffCpuEntry::user_stack`] for a complete stack.
+    pub user_ips: Vec<u64>,
+    /// User registers of the snapshot, `None` for kernel threads or when no
+    /// snapshot could be stored.
+    pub user_regs: Option<UserRegs>,
+    /// Copy of user stack memory from `user_regs.sp` upwards (may be shorter
+    /// than configured when the stack ends earlier).
+    pub user_stack: Vec<u8>,
+}
+
+/// Counters of what the collector saw and lost, summed over all CPUs since start.
+///
+/// Nothing is dropped silently: every block either adds time to an entry or
+/// is counted here with the reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OffCpuStats {
+    /// Times a traced thread blocked.
+    pub blocks: u64,
+    /// Blocks that reached `min_block_us` and were aggregated.
+    pub counted_blocks: u64,
+    /// Blocks shorter than `min_block_us`.
+    pub short_blocks: u64,
+    /// Blocks lost because the aggregate map was full (drain more often).
+    pub dropped_blocks: u64,
+    /// Their time in nanoseconds.
+    pub dropped_ns: u64,
+    /// Blocks whose kernel stack could not be recorded (stack map full or hash collision).
+    pub kernel_stack_errors: u64,
+    /// Blocks whose frame-pointer user stack could not be recorded.
+    pub user_stack_errors: u64,
+    /// Stack snapshots stored by the kernel.
+    pub snapshots: u64,
+    /// Snapshots that could not be stored (map full or out of memory).
+    pub snapshot_errors: u64,
+    /// Snapshots whose stack memory could not be read at all.
+    pub stack_copy_errors: u64,
+    /// Blocks not followed because per-thread state could not be allocated.
+    pub thread_state_errors: u64,
+    /// Blocks keyed without caller hash: no code ranges known for the process yet.
+    pub no_code_ranges: u64,
+    /// Blocks keyed without caller hash: stack words at sp were unreadable.
+    pub scan_errors: u64,
+    /// Aggregated rows whose snapshot was not found in user space (see `snapshot_errors`).
+    pub missing_snapshots: u64,
+}
+
+/// Counter slots of the kernel side (`enum counter` in offcpu.bpf.c).
+const N_COUNTERS: u32 = 13;
+
+impl OffCpuStats {
+    fn from_counters(c: &[u64; N_COUNTERS as usize], missing_snapshots: u64) -> Self {
+        OffCpuStats {
+            blocks: c[0],
+            counted_blocks: c[1],
+            short_blocks: c[2],
+            dropped_blocks: c[3],
+            dropped_ns: c[4],
+            kernel_stack_errors: c[5],
+            user_stack_errors: c[6],
+            snapshots: c[7],
+            snapshot_errors: c[8],
+            stack_copy_errors: c[9],
+            thread_state_errors: c[10],
+            no_code_ranges: c[11],
+            scan_errors: c[12],
+            missing_snapshots,
+        }
+    }
+}
+
+/// Key of one aggregated row, as laid out by the kernel (`struct agg_key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct AggKey {
+    tgid: u32,
+    pid: u32,
+    kstack: i32,
+    ustack: i32,
+    caller_hash: u64,
+}
+
+impl AggKey {
+    fn parse(b: &[u8]) -> Option<Self> {
+        Some(AggKey {
+            tgid: u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?),
+            pid: u32::from_ne_bytes(b.get(4..8)?.try_into().ok()?),
+            kstack: i32::from_ne_bytes(b.get(8..12)?.try_into().ok()?),
+            ustack: i32::from_ne_bytes(b.get(12..16)?.try_into().ok()?),
+            caller_hash: u64::from_ne_bytes(b.get(16..24)?.try_into().ok()?),
+        })
+    }
+}
+
+/// Key of one snapshot (`struct snap_key`): what decides the user-side stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct SnapKey {
+    tgid: u32,
+    ustack: i32,
+    caller_hash: u64,
+}
+
+impl SnapKey {
+    fn parse(b: &[u8]) -> Option<Self> {
+        Some(SnapKey {
+            tgid: u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?),
+            ustack: i32::from_ne_bytes(b.get(4..8)?.try_into().ok()?),
+            caller_hash: u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?),
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Snapshot {
+    regs: UserRegs,
+    stack: Vec<u8>,
+}
+
+fn parse_snapshot(b: &[u8]) -> Option<Snapshot> {
+    let word =
+        |i: usize| -> Option<u64> { Some(u64::from_ne_bytes(b.get(i..i + 8)?.try_into().ok()?)) };
+    let len = u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?) as usize;
+    let stack = b.get(SNAP_HDR..SNAP_HDR + len)?.to_vec();
+    Some(Snapshot {
+        regs: UserRegs {
+            ip: word(0)?,
+            sp: word(8)?,
+            bp: word(16)?,
+        },
+        stack,
+    })
+}
+
+fn parse_ips(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .map(|c| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .take_while(|&ip| ip != 0)
+        .collect()
+}
+
+/// Running off-CPU collection. Dropping it detaches the program and frees its maps.
+pub struct OffCpuCollector {
+    skel: OffcpuSkel<'static>,
+    /// Every snapshot fetched so far; the kernel map is only a transfer buffer.
+    snapshots: HashMap<SnapKey, Snapshot>,
+    kstack_cache: HashMap<i32, Vec<u64>>,
+    ustack_cache: HashMap<i32, Vec<u64>>,
+    /// Processes whose code ranges the kernel has.
+    ranged: HashSet<u32>,
+    missing_snapshots: u64,
+}
+
+impl std::fmt::Debug for OffCpuCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffCpuCollector")
+            .field("snapshots", &self.snapshots.len())
+            .field("processes_with_code_ranges", &self.ranged.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Last lines libbpf printed while loading, for [`BpfError::ProgramRejected`].
+static LIBBPF_LOG: Mutex<String> = Mutex::new(String::new());
+
+fn capture_libbpf(_level: PrintLevel, msg: String) {
+    if let Ok(mut log) = LIBBPF_LOG.lock() {
+        log.push_str(&msg);
+        if log.len() > 64 * 1024 {
+            let cut = log.len() - 32 * 1024;
+            let cut = (cut..log.len())
+                .find(|&i| log.is_char_boundary(i))
+                .unwrap_or(0);
+            log.drain(..cut);
+        }
+    }
+}
+
+fn log_tail(lines: usize) -> String {
+    let log = LIBBPF_LOG.lock().map(|l| l.clone()).unwrap_or_default();
+    let all: Vec<&str> = log.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The errno under a libbpf error, found by walking its sources.
+fn errno(e: &libbpf_rs::Error) -> Option<i32> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return io.raw_os_error();
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// EPERM always means missing privileges; EACCES does only for an
+/// unprivileged caller (the verifier also answers EACCES when it rejects a
+/// program, and then the log says why).
+fn is_permission(e: &libbpf_rs::Error) -> bool {
+    match errno(e) {
+        Some(libc::EPERM) => true,
+        Some(libc::EACCES) => unsafe_free_euid() != 0,
+        _ => e.kind() == ErrorKind::PermissionDenied && unsafe_free_euid() != 0,
+    }
+}
+
+/// The effective uid, read from /proc to stay free of `unsafe`.
+fn unsafe_free_euid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(u32::MAX)
+}
+
+fn map_err(action: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
+    move |e| {
+        if is_permission(&e) {
+            BpfError::PermissionDenied {
+                action,
+                detail: e.to_string(),
+            }
+        } else {
+            BpfError::Map {
+                action,
+                detail: e.to_string(),
+            }
+        }
+    }
+}
+
+fn possible_cpus() -> Result<u32, BpfError> {
+    let n = libbpf_rs::num_possible_cpus().map_err(|e| BpfError::Map {
+        action: "counting possible CPUs",
+        detail: e.to_string(),
+    })?;
+    u32::try_from(n).map_err(|_| BpfError::InvalidConfig(format!("{n} CPUs")))
+}
+
+impl OffCpuCollector {
+    /// Loads and attaches the eBPF program; collection starts immediately.
+    ///
+    /// Fails with a message saying what is missing: privileges
+    /// ([`BpfError::PermissionDenied`]), kernel BTF ([`BpfError::NoKernelBtf`]),
+    /// a kernel that rejects the program ([`BpfError::ProgramRejected`]) or a
+    /// pid that does not exist ([`BpfError::NoSuchProcess`]).
+    pub fn start(cfg: &OffCpuConfig) -> Result<Self, BpfError> {
+        if cfg.user_stack_bytes > MAX_USER_STACK_BYTES {
+            return Err(BpfError::InvalidConfig(format!(
+                "user_stack_bytes {} exceeds the maximum of {MAX_USER_STACK_BYTES}",
+                cfg.user_stack_bytes
+            )));
+        }
+        let min_block_ns = cfg.min_block_us.checked_mul(1000).ok_or_else(|| {
+            BpfError::InvalidConfig(format!("min_block_us {} is too large", cfg.min_block_us))
+        })?;
+        let tgids = match &cfg.pids {
+            None => None,
+            Some(p) if p.is_empty() => {
+                return Err(BpfError::InvalidConfig(
+                    "an empty pid list traces nothing; give pids, or none for system-wide".into(),
+                ))
+            }
+            Some(p) => {
+                let mut t = p
+                    .iter()
+                    .map(|&pid| procmaps::tgid_of(pid))
+                    .collect::<Result<Vec<_>, _>>()?;
+                t.sort_unstable();
+                t.dedup();
+                Some(t)
+            }
+        };
+        let btf = Path::new("/sys/kernel/btf/vmlinux");
+        if !btf.exists() {
+            return Err(BpfError::NoKernelBtf {
+                path: btf.to_path_buf(),
+            });
+        }
+
+        let skel = open_and_load(cfg, min_block_ns, tgids.is_some())?;
+        let mut collector = OffCpuCollector {
+            snapshots: HashMap::new(),
+            kstack_cache: HashMap::new(),
+            ustack_cache: HashMap::new(),
+            ranged: HashSet::new(),
+            missing_snapshots: 0,
+            skel: {
+                // Filled before attaching, so no block of a traced process is missed.
+                if let Some(t) = &tgids {
+                    for tgid in t {
+                        skel.maps
+                            .pids
+                            .update(&tgid.to_ne_bytes(), &[1], MapFlags::ANY)
+                            .map_err(map_err("adding a pid to the filter"))?;
+                    }
+                }
+                skel
+            },
+        };
+        let initial = tgids.clone().unwrap_or_else(procmaps::all_tgids);
+        for tgid in initial {
+            // A process may exit meanwhile; it then simply has no code ranges.
+            let _ = collector.load_code_ranges(tgid);
+        }
+        collector.skel.attach().map_err(|e| {
+            if is_permission(&e) {
+                BpfError::PermissionDenied {
+                    action: "attaching to sched:sched_switch",
+                    detail: e.to_string(),
+                }
+            } else {
+                BpfError::Attach {
+                    detail: e.to_string(),
+                }
+            }
+        })?;
+        Ok(collector)
+    }
+
+    /// Reads and clears what the kernel aggregated since the last drain.
+    ///
+    /// Entries come with their stacks and snapshot. Call it regularly (every
+    /// second or so in long recordings): between two drains the kernel keeps
+    /// at most 16384 rows and 1024 new snapshots; what does not fit is counted
+    /// in [`OffCpuStats`].
+    pub fn drain(&mut self) -> Result<Vec<OffCpuEntry>, BpfError> {
+        // Rows first: a row's snapshot is stored at switch-out, before the
+        // row gets time at switch-in, so fetching snapshots afterwards finds it.
+        let keys: Vec<Vec<u8>> = self.skel.maps.agg.keys().collect();
+        let mut rows = Vec::with_capacity(keys.len());
+        for k in keys {
+            let Some(v) = self
+                .skel
+                .maps
+                .agg
+                .lookup_and_delete(&k)
+                .map_err(map_err("reading the off-CPU aggregate"))?
+            else {
+                continue;
+            };
+            if let (Some(key), Some(val)) = (AggKey::parse(&k), parse_agg_val(&v)) {
+                rows.push((key, val));
+            }
+        }
+        self.fetch_snapshots()?;
+
+        let mut out = Vec::with_capacity(rows.len());
+        let mut seen = HashSet::new();
+        for (key, (total_ns, count, comm)) in rows {
+            if key.tgid != 0 && seen.insert(key.tgid) && !self.ranged.contains(&key.tgid) {
+                let _ = self.load_code_ranges(key.tgid);
+            }
+            let kernel_ips = stack_ips(&self.skel.maps.kstacks, &mut self.kstack_cache, key.kstack);
+            let user_ips = stack_ips(&self.skel.maps.ustacks, &mut self.ustack_cache, key.ustack);
+            let snap = self.snapshots.get(&SnapKey {
+                tgid: key.tgid,
+                ustack: key.ustack,
+                caller_hash: key.caller_hash,
+            });
+            if snap.is_none() && key.ustack >= 0 {
+                self.missing_snapshots += 1;
+            }
+            out.push(OffCpuEntry {
+                pid: key.tgid,
+                tid: key.pid,
+                comm,
+                total_ns,
+                count,
+                kernel_ips,
+                user_ips,
+                user_regs: snap.map(|s| s.regs),
+                user_stack: snap.map(|s| s.stack.clone()).unwrap_or_default(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Counters of events seen and lost since start.
+    pub fn stats(&self) -> OffCpuStats {
+        let mut c = [0u64; N_COUNTERS as usize];
+        for (i, slot) in c.iter_mut().enumerate() {
+            let key = (i as u32).to_ne_bytes();
+            if let Ok(Some(per_cpu)) = self.skel.maps.counters.lookup_percpu(&key, MapFlags::ANY) {
+                *slot = per_cpu
+                    .iter()
+                    .filter_map(|v| Some(u64::from_ne_bytes(v.get(0..8)?.try_into().ok()?)))
+                    .sum();
+            }
+        }
+        OffCpuStats::from_counters(&c, self.missing_snapshots)
+    }
+
+    /// Number of distinct user-side stacks (snapshots) fetched so far.
+    pub fn distinct_snapshots(&self) -> usize {
+        self.snapshots.len()
+    }
+
+    fn fetch_snapshots(&mut self) -> Result<(), BpfError> {
+        let keys: Vec<Vec<u8>> = self.skel.maps.snaps.keys().collect();
+        for k in keys {
+            let v = self
+                .skel
+                .maps
+                .snaps
+                .lookup(&k, MapFlags::ANY)
+                .map_err(map_err("reading a stack snapshot"))?;
+            if let (Some(key), Some(snap)) =
+                (SnapKey::parse(&k), v.as_deref().and_then(parse_snapshot))
+            {
+                // First seen wins; later copies of the same key are equivalent.
+                self.snapshots.entry(key).or_insert(snap);
+            }
+            // Free the slot; the kernel stores the key again if it sees it again.
+            let _ = self.skel.maps.snaps.delete(&k);
+        }
+        Ok(())
+    }
+
+    fn load_code_ranges(&mut self, tgid: u32) -> Result<(), BpfError> {
+        let ranges = procmaps::read_exec_ranges(tgid)?;
+        let mut value = vec![0u8; 8 + 16 * SCAN_RANGES];
+        value[0..4].copy_from_slice(&(ranges.len() as u32).to_ne_bytes());
+        for (i, (lo, hi)) in ranges.iter().enumerate() {
+            value[8 + 8 * i..16 + 8 * i].copy_from_slice(&lo.to_ne_bytes());
+            let e = 8 + 8 * SCAN_RANGES + 8 * i;
+            value[e..e + 8].copy_from_slice(&hi.to_ne_bytes());
+        }
+        self.skel
+            .maps
+            .code
+            .update(&tgid.to_ne_bytes(), &value, MapFlags::ANY)
+            .map_err(map_err("storing code ranges"))?;
+        self.ranged.insert(tgid);
+        Ok(())
+    }
+}
+
+fn parse_agg_val(b: &[u8]) -> Option<(u64, u64, Vec<u8>)> {
+    let total = u64::from_ne_bytes(b.get(0..8)?.try_into().ok()?);
+    let count = u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?);
+    let comm = b.get(16..32)?;
+    let end = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
+    Some((total, count, comm[..end].to_vec()))
+}
+
+/// Stack ids are never removed from the kernel maps, so ids can be cached.
+fn stack_ips(map: &libbpf_rs::MapMut<'_>, cache: &mut HashMap<i32, Vec<u64>>, id: i32) -> Vec<u64> {
+    if id < 0 {
+        return Vec::new();
+    }
+    if let Some(ips) = cache.get(&id) {
+        return ips.clone();
+    }
+    let ips = match map.lookup(&id.to_ne_bytes(), MapFlags::ANY) {
+        Ok(Some(v)) => parse_ips(&v),
+        _ => Vec::new(),
+    };
+    cache.insert(id, ips.clone());
+    ips
+}
+
+fn open_and_load(
+    cfg: &OffCpuConfig,
+    min_block_ns: u64,
+    filter: bool,
+) -> Result<OffcpuSkel<'static>, BpfError> {
+    // The skeleton borrows its object storage for its whole life; the
+    // collector owns the skeleton, so the storage (one pointer) is leaked.
+    let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+    let cpus = possible_cpus()?;
+
+    if let Ok(mut log) = LIBBPF_LOG.lock() {
+        log.clear();
+    }
+    let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
+    let result = build_skel(storage, cfg, min_block_ns, filter, cpus);
+    libbpf_rs::set_print(previous);
+    result
+}
+
+fn build_skel(
+    storage: &'static mut MaybeUninit<OpenObject>,
+    cfg: &OffCpuConfig,
+    min_block_ns: u64,
+    filter: bool,
+    cpus: u32,
+) -> Result<OffcpuSkel<'static>, BpfError> {
+    let mut open =
+        OffcpuSkelBuilder::default()
+            .open(storage)
+            .map_err(|e| BpfError::ProgramRejected {
+                detail: format!("opening the embedded object: {e}"),
+                log: log_tail(20),
+            })?;
+    let rodata = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .ok_or_else(|| BpfError::ProgramRejected {
+            detail: "the object has no .rodata section".into(),
+            log: String::new(),
+        })?;
+    rodata.cfg.min_block_ns = min_block_ns;
+    rodata.cfg.user_stack_bytes = cfg.user_stack_bytes;
+    rodata.cfg.filter_pids = u32::from(filter);
+    let sizing = |e: libbpf_rs::Error| BpfError::Map {
+        action: "sizing maps",
+        detail: e.to_string(),
+    };
+    open.maps.scratch.set_max_entries(cpus).map_err(sizing)?;
+    open.maps
+        .snaps
+        .set_max_entries(SNAP_ENTRIES)
+        .map_err(sizing)?;
+    open.maps.agg.set_max_entries(AGG_ENTRIES).map_err(sizing)?;
+    let value = SNAP_HDR as u32 + cfg.user_stack_bytes.div_ceil(8) * 8;
+    open.maps.snaps.set_value_size(value).map_err(sizing)?;
+    open.load().map_err(|e| {
+        if is_permission(&e) {
+            BpfError::PermissionDenied {
+                action: "loading the eBPF program",
+                detail: e.to_string(),
+            }
+        } else {
+            BpfError::ProgramRejected {
+                detail: e.to_string(),
+                log: log_tail(40),
+            }
+        }
+    })
+}
