@@ -1,1 +1,227 @@
-//! kiln-viewer (under construction).
+//! # kiln-viewer: flame graphs as one self-contained HTML file
+//!
+//! SVG flame graphs do not scale in a browser: every frame is a DOM element, so a 12 MB
+//! SVG (55k frames) takes seconds to show and a 384 MB one (1.8M frames) never renders.
+//! This crate writes an HTML file that carries the profile as compact typed arrays
+//! (deflate-compressed, base64) and a canvas viewer (the TypeScript in `web/`, built into
+//! `web/dist/viewer.js` and embedded here with `include_str!`). The file works offline
+//! from `file://`, draws only what is on screen and wider than a pixel, and offers zoom,
+//! search, a function table, sandwich, transforms, a time-range strip and a differential
+//! view.
+//!
+//! ```text
+//! kiln flamegraph stacks.folded -o flame.html
+//! kiln diff before.folded after.folded -o diff.html
+//! ```
+//!
+//! ## Design constraints
+//!
+//! * **Nothing from the profile is ever markup.** Names reach the page only as canvas
+//!   `fillText` or DOM `textContent`. The data sits base64-encoded in a
+//!   `<script type="application/octet-stream">`, whose alphabet cannot contain `<`, and the
+//!   metadata is JSON with `<`, `>` and `&` escaped, so no name can close the script element.
+//! * **Invalid UTF-8 is shown, not rejected.** Names are decoded lossily (U+FFFD).
+//! * **The viewer is built by `web/build.mjs`, not by cargo**, so `cargo build` needs no
+//!   npm; CI checks that the committed bundle matches its sources (`npm run check-dist`).
+#![deny(missing_docs)]
+
+mod encode;
+mod error;
+
+pub use encode::{MAGIC, VERSION};
+pub use error::ViewerError;
+
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use kiln_model::Profile;
+use std::io::Write;
+
+/// The built viewer (from `web/`); see the crate docs.
+pub const VIEWER_JS: &str = include_str!("../../../web/dist/viewer.js");
+
+/// Options of the HTML viewer.
+#[derive(Clone, Debug)]
+pub struct HtmlOptions {
+    /// Title shown in the page header and the browser tab. Default: `Flame Graph`.
+    pub title: String,
+    /// A second header line (command, host, date). Default: none.
+    pub subtitle: Option<String>,
+    /// Initial palette, one of flamegraph.pl's: `hot`, `mem`, `io`, `wakeup`, `chain`,
+    /// `java`, `js`, `perl`, `red`, `green`, `blue`, `aqua`, `yellow`, `purple`, `orange`.
+    /// Default: `hot`.
+    pub palette: String,
+    /// Start as an icicle graph (roots at the top). Default: false.
+    pub inverted: bool,
+    /// Start in left-heavy order (widest first) instead of alphabetical. Default: false.
+    pub left_heavy: bool,
+    /// Profiles whose encoding exceeds this many bytes are deflate-compressed (the browser
+    /// inflates them with `DecompressionStream`). Default: 64 KiB.
+    pub compress_above: usize,
+    /// Names of the two sides of a differential view. Default: `before`, `after`.
+    pub diff_labels: (String, String),
+}
+
+impl Default for HtmlOptions {
+    fn default() -> Self {
+        HtmlOptions {
+            title: "Flame Graph".to_string(),
+            subtitle: None,
+            palette: "hot".to_string(),
+            inverted: false,
+            left_heavy: false,
+            compress_above: 64 * 1024,
+            diff_labels: ("before".to_string(), "after".to_string()),
+        }
+    }
+}
+
+/// The palettes [`HtmlOptions::palette`] accepts.
+pub const PALETTES: &[&str] = &[
+    "hot", "mem", "io", "wakeup", "chain", "java", "js", "perl", "red", "green", "blue", "aqua",
+    "yellow", "purple", "orange",
+];
+
+/// Writes a viewer of `profile` as one HTML file to `out`.
+///
+/// Write through [`kiln_model::io::AtomicFile`] so a failure leaves no half file.
+pub fn write_html(
+    profile: &Profile,
+    opts: &HtmlOptions,
+    out: &mut dyn Write,
+) -> Result<(), ViewerError> {
+    write_page(&[profile], opts, out)
+}
+
+/// Writes a differential viewer: `after`'s flame graph coloured by the change from
+/// `before` (red grew, blue shrank, distinct colours for stacks that are new or gone).
+pub fn write_diff_html(
+    before: &Profile,
+    after: &Profile,
+    opts: &HtmlOptions,
+    out: &mut dyn Write,
+) -> Result<(), ViewerError> {
+    write_page(&[before, after], opts, out)
+}
+
+fn write_page(
+    profiles: &[&Profile],
+    opts: &HtmlOptions,
+    out: &mut dyn Write,
+) -> Result<(), ViewerError> {
+    if !PALETTES.contains(&opts.palette.as_str()) {
+        return Err(ViewerError::BadOption {
+            option: "palette",
+            reason: format!(
+                "unknown palette '{}'; use one of {}",
+                opts.palette,
+                PALETTES.join(", ")
+            ),
+        });
+    }
+    let mut blobs = Vec::with_capacity(profiles.len());
+    for p in profiles {
+        let raw = encode::encode(p)?;
+        let compressed = raw.len() > opts.compress_above;
+        let bytes = if compressed {
+            let mut z = ZlibEncoder::new(Vec::with_capacity(raw.len() / 3), Compression::new(6));
+            z.write_all(&raw)?;
+            z.finish()?
+        } else {
+            raw
+        };
+        blobs.push((bytes, compressed));
+    }
+    let meta = serde_json::json!({
+        "title": opts.title,
+        "subtitle": opts.subtitle,
+        "palette": opts.palette,
+        "inverted": opts.inverted,
+        "leftHeavy": opts.left_heavy,
+        "mode": if profiles.len() == 2 { "diff" } else { "single" },
+        "labels": [opts.diff_labels.0, opts.diff_labels.1],
+        "profiles": profiles.iter().zip(&blobs).map(|(p, (_, c))| serde_json::json!({
+            "unit": p.event.unit.name(),
+            "event": p.event.name,
+            "compressed": c,
+        })).collect::<Vec<_>>(),
+    });
+    out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")?;
+    out.write_all(b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")?;
+    out.write_all(b"<title>")?;
+    out.write_all(escape_html(&opts.title).as_bytes())?;
+    out.write_all(b"</title></head>\n<body>\n<noscript>This flame graph viewer needs JavaScript.</noscript>\n")?;
+    out.write_all(b"<script id=\"kiln-meta\" type=\"application/json\">")?;
+    out.write_all(script_safe_json(&meta.to_string()).as_bytes())?;
+    out.write_all(b"</script>\n")?;
+    for (i, (bytes, _)) in blobs.iter().enumerate() {
+        write!(
+            out,
+            "<script id=\"kiln-data-{i}\" type=\"application/octet-stream\">"
+        )?;
+        encode::base64_into(bytes, out)?;
+        out.write_all(b"</script>\n")?;
+    }
+    out.write_all(b"<script>\n")?;
+    out.write_all(VIEWER_JS.as_bytes())?;
+    out.write_all(b"</script>\n</body></html>\n")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Escapes text for HTML element content and attribute values.
+fn escape_html(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if c.is_control() => o.push('\u{fffd}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// JSON that cannot end a `<script>` element or open a comment: `<`, `>` and `&` become
+/// `\u` escapes, which `JSON.parse` reads back unchanged.
+fn script_safe_json(json: &str) -> String {
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(
+            escape_html("<a href='x'>&\u{7}"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;\u{fffd}"
+        );
+        assert_eq!(
+            script_safe_json("\"</script>\""),
+            "\"\\u003c/script\\u003e\""
+        );
+    }
+
+    #[test]
+    fn viewer_bundle_cannot_close_its_script() {
+        assert!(!VIEWER_JS.to_ascii_lowercase().contains("</script"));
+        assert!(!VIEWER_JS.contains("<!--"));
+    }
+
+    #[test]
+    fn unknown_palette_is_an_error() {
+        let opts = HtmlOptions {
+            palette: "neon".into(),
+            ..Default::default()
+        };
+        let err = write_html(&Profile::default(), &opts, &mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("unknown palette 'neon'"), "{err}");
+    }
+}

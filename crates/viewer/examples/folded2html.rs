@@ -1,0 +1,79 @@
+//! Writes the HTML viewer of a folded-stacks file (used by `bench/viewer/`):
+//! `folded2html IN.folded OUT.html [--title T]`, or with two inputs and `--diff` a
+//! differential viewer: `folded2html BEFORE AFTER OUT.html --diff`.
+//!
+//! The real entry point is `kiln flamegraph -o x.html`; this example keeps the benchmark
+//! independent of the CLI and of the collapse crate.
+use kiln_model::{io::AtomicFile, FrameKind, Profile, ThreadId, NO_TIME};
+use kiln_viewer::{write_diff_html, write_html, HtmlOptions};
+use std::io::BufRead;
+use std::process::ExitCode;
+
+fn read_folded(path: &str) -> Result<Profile, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut p = Profile::default();
+    let mut frames = Vec::new();
+    for (i, line) in std::io::BufReader::new(f).split(b'\n').enumerate() {
+        let line = line.map_err(|e| format!("{path}: {e}"))?;
+        if line.is_empty() {
+            continue;
+        }
+        let sp = line
+            .iter()
+            .rposition(|&b| b == b' ')
+            .ok_or_else(|| format!("{path}:{}: no count after the stack", i + 1))?;
+        let count: u64 = std::str::from_utf8(&line[sp + 1..])
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| format!("{path}:{}: the count is not a number", i + 1))?;
+        frames.clear();
+        for name in line[..sp].split(|&b| b == b';') {
+            frames.push(p.frame(name, FrameKind::Unknown));
+        }
+        p.add_sample_path(&frames, count, NO_TIME, ThreadId::NONE);
+    }
+    Ok(p)
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let diff = args.iter().any(|a| a == "--diff");
+    let mut opts = HtmlOptions::default();
+    let mut pos = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--diff" => {}
+            "--title" => opts.title = it.next().ok_or("--title needs a value")?.clone(),
+            _ => pos.push(a.clone()),
+        }
+    }
+    let out = pos
+        .last()
+        .ok_or("usage: folded2html IN.folded [IN2.folded] OUT.html [--diff]")?;
+    let mut file = AtomicFile::create(out).map_err(|e| format!("{out}: {e}"))?;
+    if diff {
+        if pos.len() != 3 {
+            return Err("--diff needs BEFORE AFTER OUT.html".into());
+        }
+        let (a, b) = (read_folded(&pos[0])?, read_folded(&pos[1])?);
+        write_diff_html(&a, &b, &opts, &mut file).map_err(|e| e.to_string())?;
+    } else {
+        if pos.len() != 2 {
+            return Err("usage: folded2html IN.folded OUT.html".into());
+        }
+        let p = read_folded(&pos[0])?;
+        write_html(&p, &opts, &mut file).map_err(|e| e.to_string())?;
+    }
+    file.commit().map_err(|e| format!("{out}: {e}"))
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! The binary encoding of a profile inside the HTML file.
+//!
+//! Why binary: a million frames written as JSON objects costs tens of megabytes and seconds
+//! of `JSON.parse`; as typed arrays the browser maps them without parsing. The layout
+//! (little-endian, every section starting at a multiple of 8 so the browser can view it as
+//! a typed array in place) is read by `web/src/import/decode.ts`; keep the two in step and
+//! bump [`VERSION`] on any change.
+//!
+//! ```text
+//! header   u32 magic "KNV1", u32 version, u32 flags (1 = times, 2 = threads),
+//!          u32 strings, frames, stacks, samples, threads, text bytes, reserved; f64 time origin
+//! text     UTF-8 of every name (invalid UTF-8 already replaced by U+FFFD), joined
+//! u32[strings+1]  UTF-16 offsets of each name in the decoded text
+//! u32[frames] name · u8[frames] kind · u32[frames] rank in byte order of names
+//! i32[stacks] parent (-1 for a root) · u32[stacks] frame
+//! u32[samples] stack · f64[samples] weight
+//! f64[samples] time in ns since the origin, -1 if unknown     (flag 1)
+//! i32[samples] thread, -1 if unknown                          (flag 2)
+//! u32[threads] name · i32[threads] tid (-1 if unknown)
+//! ```
+//!
+//! Without timestamps, samples are aggregated to one row per (stack, thread): the viewer
+//! then only needs weights, and a folded file of a million lines stays a million rows.
+use crate::ViewerError;
+use kiln_model::{FrameKind, Profile, StackId, ThreadId, NO_TIME};
+use std::collections::HashMap;
+
+/// `KNV1` read as a little-endian `u32`.
+pub const MAGIC: u32 = u32::from_le_bytes(*b"KNV1");
+/// Version of the layout.
+pub const VERSION: u32 = 1;
+const FLAG_TIME: u32 = 1;
+const FLAG_THREADS: u32 = 2;
+
+fn count(what: &'static str, n: usize) -> Result<u32, ViewerError> {
+    // Keep one value free so `n + 1` offsets and `-1` markers always fit.
+    let max = i32::MAX as usize - 1;
+    if n > max {
+        return Err(ViewerError::TooLarge {
+            what,
+            count: n,
+            max,
+        });
+    }
+    Ok(n as u32)
+}
+
+struct Blob(Vec<u8>);
+
+impl Blob {
+    fn pad(&mut self) {
+        while self.0.len() % 8 != 0 {
+            self.0.push(0);
+        }
+    }
+    fn u32s(&mut self, it: impl IntoIterator<Item = u32>) {
+        for v in it {
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+        self.pad();
+    }
+    fn i32s(&mut self, it: impl IntoIterator<Item = i32>) {
+        for v in it {
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+        self.pad();
+    }
+    fn f64s(&mut self, it: impl IntoIterator<Item = f64>) {
+        for v in it {
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+        self.pad();
+    }
+}
+
+fn kind_code(k: FrameKind) -> u8 {
+    match k {
+        FrameKind::User => 1,
+        FrameKind::Kernel => 2,
+        FrameKind::Jit => 3,
+        FrameKind::Inline => 4,
+        FrameKind::Root => 5,
+        _ => 0,
+    }
+}
+
+/// Encodes `p` in the layout described in the module docs.
+pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
+    let n_strings = count("strings", p.strings.len())?;
+    let n_frames = count("frames", p.frames.len())?;
+    let n_stacks = count("stacks", p.stacks.len())?;
+    let n_threads = count("threads", p.threads.len())?;
+    let timed = p.samples.has_time();
+    let threaded = p.samples.thread.iter().any(|&t| t != ThreadId::NONE);
+
+    // Rows: per sample when timed, else summed per (stack, thread).
+    let rows: Vec<(StackId, f64, f64, i32)> = if timed {
+        let origin = p.samples.time_range().map_or(0, |r| r.0);
+        (0..p.samples.len())
+            .map(|i| {
+                let t = p.samples.time[i];
+                let rel = if t == NO_TIME {
+                    -1.0
+                } else {
+                    (t - origin) as f64
+                };
+                let th = p.samples.thread[i];
+                let th = if th == ThreadId::NONE {
+                    -1
+                } else {
+                    th.0 as i32
+                };
+                (p.samples.stack[i], p.samples.weight[i] as f64, rel, th)
+            })
+            .collect()
+    } else {
+        let mut sums: HashMap<(u32, u32), u64> = HashMap::new();
+        let mut order = Vec::new();
+        for i in 0..p.samples.len() {
+            let key = (p.samples.stack[i].0, p.samples.thread[i].0);
+            let e = sums.entry(key).or_insert_with(|| {
+                order.push(key);
+                0
+            });
+            *e = e.saturating_add(p.samples.weight[i]);
+        }
+        order
+            .into_iter()
+            .map(|k| {
+                let th = if k.1 == ThreadId::NONE.0 {
+                    -1
+                } else {
+                    k.1 as i32
+                };
+                (StackId(k.0), sums[&k] as f64, -1.0, th)
+            })
+            .collect()
+    };
+    let n_samples = count("samples", rows.len())?;
+
+    // Names: lossy UTF-8, with offsets in UTF-16 units so the viewer decodes the text once
+    // and slices it, instead of running a decoder per name.
+    let mut text = String::new();
+    let mut offsets = Vec::with_capacity(p.strings.len() + 1);
+    let mut units: u64 = 0;
+    offsets.push(0u32);
+    for (_, s) in p.strings.iter() {
+        let s = String::from_utf8_lossy(s);
+        units += s.encode_utf16().count() as u64;
+        if units > u64::from(u32::MAX) {
+            return Err(ViewerError::TooLarge {
+                what: "UTF-16 units of names",
+                count: units as usize,
+                max: u32::MAX as usize,
+            });
+        }
+        offsets.push(units as u32);
+        text.push_str(&s);
+    }
+    let text_bytes = count("bytes of names", text.len())?;
+
+    // Alphabetical rank of each frame by name bytes, as flamegraph.pl sorts.
+    let mut by_name: Vec<u32> = (0..n_frames).collect();
+    by_name.sort_by(|&a, &b| {
+        let na = p.strings.get(p.frames.get(kiln_model::FrameId(a)).name);
+        let nb = p.strings.get(p.frames.get(kiln_model::FrameId(b)).name);
+        na.cmp(nb).then(a.cmp(&b))
+    });
+    let mut rank = vec![0u32; n_frames as usize];
+    for (r, &f) in by_name.iter().enumerate() {
+        rank[f as usize] = r as u32;
+    }
+
+    let origin = p.samples.time_range().map_or(0, |r| r.0);
+    let mut b = Blob(Vec::with_capacity(64 + text.len() + rows.len() * 24));
+    let flags = if timed { FLAG_TIME } else { 0 } | if threaded { FLAG_THREADS } else { 0 };
+    b.u32s([
+        MAGIC, VERSION, flags, n_strings, n_frames, n_stacks, n_samples, n_threads, text_bytes, 0,
+    ]);
+    b.f64s([origin as f64]);
+    b.0.extend_from_slice(text.as_bytes());
+    b.pad();
+    b.u32s(offsets);
+    b.u32s(p.frames.iter().map(|(_, f)| f.name.0));
+    b.0.extend(p.frames.iter().map(|(_, f)| kind_code(f.kind)));
+    b.pad();
+    b.u32s(rank);
+    b.i32s(p.stacks.raw_parents().iter().map(|&x| x as i32));
+    b.u32s(p.stacks.raw_frames().iter().map(|f| f.0));
+    b.u32s(rows.iter().map(|r| r.0 .0));
+    b.f64s(rows.iter().map(|r| r.1));
+    if timed {
+        b.f64s(rows.iter().map(|r| r.2));
+    }
+    if threaded {
+        b.i32s(rows.iter().map(|r| r.3));
+    }
+    b.u32s(p.threads.iter().map(|(_, t)| t.name.0));
+    b.i32s(
+        p.threads
+            .iter()
+            .map(|(_, t)| t.tid.map_or(-1, |x| x.min(i32::MAX as u32) as i32)),
+    );
+    Ok(b.0)
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding. Its alphabet has no `<`, so the embedded data can never
+/// close the `<script>` element that holds it.
+pub fn base64_into(data: &[u8], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(64 * 1024);
+    for chunk in data.chunks(3) {
+        let n = chunk.len();
+        let v = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        buf.push(B64[(v >> 18) as usize & 63]);
+        buf.push(B64[(v >> 12) as usize & 63]);
+        buf.push(if n > 1 {
+            B64[(v >> 6) as usize & 63]
+        } else {
+            b'='
+        });
+        buf.push(if n > 2 { B64[v as usize & 63] } else { b'=' });
+        if buf.len() >= 64 * 1024 - 4 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            let mut v = Vec::new();
+            base64_into(i.as_bytes(), &mut v).unwrap();
+            assert_eq!(String::from_utf8(v).unwrap(), o);
+        }
+    }
+
+    #[test]
+    fn layout_is_aligned_and_counts_match() {
+        let mut p = Profile::default();
+        let a = p.frame(b"main", FrameKind::User);
+        let b = p.frame(b"\xffbad", FrameKind::Kernel);
+        p.add_sample_path(&[a, b], 3, NO_TIME, ThreadId::NONE);
+        p.add_sample_path(&[a, b], 2, NO_TIME, ThreadId::NONE);
+        p.add_sample_path(&[a], 1, NO_TIME, ThreadId::NONE);
+        let blob = encode(&p).unwrap();
+        assert_eq!(blob.len() % 8, 0);
+        let word = |i: usize| u32::from_le_bytes(blob[i * 4..i * 4 + 4].try_into().unwrap());
+        assert_eq!(word(0), MAGIC);
+        assert_eq!(word(2), 0, "no times, no threads");
+        assert_eq!(word(5), 2, "two stacks");
+        assert_eq!(word(6), 2, "two aggregated rows");
+        // "main" + U+FFFD + "bad": the invalid byte became one replacement character.
+        assert_eq!(word(8) as usize, "main\u{fffd}bad".len());
+    }
+}

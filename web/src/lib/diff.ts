@@ -1,0 +1,123 @@
+// A differential profile: two trees merged by call path over one set of frames (joined by
+// name, since the two profiles intern names separately).
+import { Layout, Order, layoutTree } from './layout.js';
+import { FrameSet, Tree, TreeBuilder } from './profile.js';
+
+/** Frames of both profiles joined by name; `mapA`/`mapB` translate each side's frame ids. */
+export function joinFrames(a: FrameSet, b: FrameSet): { frames: FrameSet; mapA: Int32Array; mapB: Int32Array } {
+  const index = new Map<string, number>();
+  const names: string[] = [];
+  const kinds: number[] = [];
+  const add = (fs: FrameSet): Int32Array => {
+    const m = new Int32Array(fs.names.length);
+    for (let f = 0; f < fs.names.length; f++) {
+      const name = fs.names[f];
+      let id = index.get(name);
+      if (id === undefined) {
+        id = names.length;
+        names.push(name);
+        kinds.push(fs.kinds[f]);
+        index.set(name, id);
+      }
+      m[f] = id;
+    }
+    return m;
+  };
+  const mapA = add(a);
+  const mapB = add(b);
+  const byName = names.map((_, i) => i).sort((x, y) => (names[x] < names[y] ? -1 : names[x] > names[y] ? 1 : 0));
+  const order = new Uint32Array(names.length);
+  byName.forEach((f, r) => (order[f] = r));
+  return { frames: { names, kinds: Uint8Array.from(kinds), order }, mapA, mapB };
+}
+
+/** Re-expresses a tree's frames through `map`. */
+export function remapFrames(t: Tree, map: Int32Array): Tree {
+  const frame = new Int32Array(t.length);
+  for (let i = 0; i < t.length; i++) frame[i] = map[t.frame[i]];
+  return { parent: t.parent, frame, self: t.self, length: t.length };
+}
+
+export interface DiffLayout {
+  layout: Layout;
+  /** Total weight per node in each profile (after normalisation of `before`, if asked). */
+  before: Float64Array;
+  after: Float64Array;
+  selfBefore: Float64Array;
+  selfAfter: Float64Array;
+  sumBefore: number;
+  sumAfter: number;
+  /** Scale applied to before's weights (sumAfter / sumBefore when normalising, else 1). */
+  scale: number;
+}
+
+/**
+ * Merges two trees (same frame set) and lays out the result with after's widths; stacks
+ * gone in after keep their before widths so they stay visible in their own colour.
+ */
+export function diffLayout(a: Tree, b: Tree, frames: FrameSet, order: Order, normalise: boolean): DiffLayout {
+  const builder = new TreeBuilder(frames.names.length, a.length + b.length + 16);
+  const ma = new Int32Array(a.length);
+  for (let i = 0; i < a.length; i++) ma[i] = builder.intern(a.parent[i] < 0 ? -1 : ma[a.parent[i]], a.frame[i]);
+  const mb = new Int32Array(b.length);
+  for (let i = 0; i < b.length; i++) mb[i] = builder.intern(b.parent[i] < 0 ? -1 : mb[b.parent[i]], b.frame[i]);
+  const t = builder.finish();
+  let sumA = 0;
+  let sumB = 0;
+  for (let i = 0; i < a.length; i++) sumA += a.self[i];
+  for (let i = 0; i < b.length; i++) sumB += b.self[i];
+  const scale = normalise && sumA > 0 ? sumB / sumA : 1;
+  const selfA = new Float64Array(t.length);
+  const selfB = new Float64Array(t.length);
+  for (let i = 0; i < a.length; i++) selfA[ma[i]] += a.self[i] * scale;
+  for (let i = 0; i < b.length; i++) selfB[mb[i]] += b.self[i];
+  const totA = total(t, selfA);
+  const totB = total(t, selfB);
+  const width = new Float64Array(t.length);
+  for (let i = 0; i < t.length; i++) width[i] = totB[i] > 0 ? selfB[i] : selfA[i];
+  const layout = layoutTree(t, frames, order, width);
+  const before = new Float64Array(layout.n);
+  const after = new Float64Array(layout.n);
+  const sb = new Float64Array(layout.n);
+  const sa = new Float64Array(layout.n);
+  for (let i = 0; i < t.length; i++) {
+    before[i + 1] = totA[i];
+    after[i + 1] = totB[i];
+    sb[i + 1] = selfA[i];
+    sa[i + 1] = selfB[i];
+  }
+  before[0] = sumA * scale;
+  after[0] = sumB;
+  return { layout, before, after, selfBefore: sb, selfAfter: sa, sumBefore: sumA * scale, sumAfter: sumB, scale };
+}
+
+function total(t: Tree, self: Float64Array): Float64Array {
+  const out = Float64Array.from(self);
+  for (let i = t.length - 1; i >= 0; i--) if (t.parent[i] >= 0) out[t.parent[i]] += out[i];
+  return out;
+}
+
+export const NEW_COLOR = 'rgb(40,170,90)';
+export const GONE_COLOR = 'rgb(150,150,160)';
+
+/**
+ * Colour of a node by its change: red grew, blue shrank, white-ish unchanged; the
+ * intensity is the change relative to the largest change on screen (`maxDelta`).
+ */
+export function diffColor(before: number, after: number, maxDelta: number): string {
+  if (before <= 0 && after > 0) return NEW_COLOR;
+  if (after <= 0 && before > 0) return GONE_COLOR;
+  const d = after - before;
+  const a = maxDelta > 0 ? Math.min(1, Math.abs(d) / maxDelta) : 0;
+  const c = Math.round(245 - 200 * a);
+  return d > 0 ? `rgb(255,${c},${c})` : d < 0 ? `rgb(${c},${c},255)` : 'rgb(245,245,245)';
+}
+
+/** Largest |after - before| among nodes that exist on both sides (root excluded). */
+export function maxDelta(d: DiffLayout): number {
+  let m = 0;
+  for (let v = 1; v < d.layout.n; v++) {
+    if (d.before[v] > 0 && d.after[v] > 0) m = Math.max(m, Math.abs(d.after[v] - d.before[v]));
+  }
+  return m;
+}

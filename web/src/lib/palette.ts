@@ -1,0 +1,90 @@
+// flamegraph.pl's palettes. A hash of the name picks the shade, so a function keeps its
+// colour across graphs and redraws; colours are computed once per frame and cached.
+import { FrameSet, KIND_INLINE, KIND_JIT, KIND_KERNEL } from './profile.js';
+
+export const PALETTES = [
+  'hot', 'mem', 'io', 'wakeup', 'chain', 'java', 'js', 'perl',
+  'red', 'green', 'blue', 'aqua', 'yellow', 'purple', 'orange',
+] as const;
+export type Palette = (typeof PALETTES)[number];
+
+/** Three stable values in [0, 1) from a name (FNV-1a, split into three byte lanes). */
+export function nameHash(name: string): [number, number, number] {
+  // Module prefixes (`lib.so\`func`) do not change a function's colour.
+  const tick = name.indexOf('`');
+  if (tick >= 0) name = name.slice(tick + 1);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) {
+    h ^= name.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 15;
+  h = Math.imul(h, 0x2c1b3c6d);
+  h ^= h >>> 12;
+  return [(h & 0xff) / 256, ((h >>> 8) & 0xff) / 256, ((h >>> 16) & 0xff) / 256];
+}
+
+const rgb = (r: number, g: number, b: number): string => `rgb(${r | 0},${g | 0},${b | 0})`;
+
+type Base = 'red' | 'green' | 'blue' | 'aqua' | 'yellow' | 'purple' | 'orange';
+
+function base(b: Base, v1: number): string {
+  switch (b) {
+    case 'red':
+      return rgb(200 + 55 * v1, 50 + 80 * v1, 50 + 80 * v1);
+    case 'green':
+      return rgb(50 + 60 * v1, 200 + 55 * v1, 50 + 60 * v1);
+    case 'blue':
+      return rgb(80 + 60 * v1, 80 + 60 * v1, 205 + 50 * v1);
+    case 'aqua':
+      return rgb(50 + 60 * v1, 165 + 55 * v1, 165 + 55 * v1);
+    case 'yellow':
+      return rgb(175 + 55 * v1, 175 + 55 * v1, 50 + 20 * v1);
+    case 'purple':
+      return rgb(190 + 65 * v1, 80 + 60 * v1, 190 + 65 * v1);
+    case 'orange':
+      return rgb(190 + 65 * v1, 90 + 65 * v1, 0);
+  }
+}
+
+/** Which base colour a language palette gives a frame. */
+function languageBase(p: Palette, name: string, kind: number): Base {
+  if (name.endsWith('_[k]') || kind === KIND_KERNEL) return 'orange';
+  if (name.endsWith('_[i]') || kind === KIND_INLINE) return 'aqua';
+  if (name.endsWith('_[j]') || kind === KIND_JIT) return 'green';
+  if (p === 'java') return name.includes('::') ? 'yellow' : name.includes('/') || name.includes('.') ? 'green' : 'red';
+  if (p === 'js') return name.includes('::') ? 'yellow' : name.includes('/') || name.includes('.js') ? 'green' : 'red';
+  /* perl */ return name.includes('::') ? 'yellow' : name.includes('Perl') || name.includes('.pl') ? 'green' : 'red';
+}
+
+export function colorOf(p: Palette, name: string, kind: number): string {
+  const [v1, v2, v3] = nameHash(name);
+  switch (p) {
+    case 'hot':
+      return rgb(205 + 50 * v3, 230 * v1, 55 * v2);
+    case 'mem':
+      return rgb(0, 190 + 50 * v2, 210 * v1);
+    case 'io':
+      return rgb(80 + 60 * v1, 80 + 60 * v1, 190 + 55 * v2);
+    case 'wakeup':
+      return base('aqua', v1);
+    case 'chain':
+      return name.endsWith('_[w]') ? base('aqua', v1) : base('blue', v1);
+    case 'java':
+    case 'js':
+    case 'perl':
+      return base(languageBase(p, name, kind), v1);
+    default:
+      return base(p, v1);
+  }
+}
+
+/** Colour strings of every frame for a palette (computed once per frame). */
+export function frameColors(frames: FrameSet, p: Palette): string[] {
+  const out = new Array<string>(frames.names.length);
+  for (let f = 0; f < out.length; f++) out[f] = colorOf(p, frames.names[f], frames.kinds[f]);
+  return out;
+}
+
+/** Search matches, as in flamegraph.pl. */
+export const MATCH_COLOR = 'rgb(230,0,230)';

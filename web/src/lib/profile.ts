@@ -1,0 +1,201 @@
+// The DOM-free profile model of the viewer: what import/decode.ts produces and every
+// other module reads. Frames and stacks are typed arrays (a million frames must not cost
+// a million objects); names are strings sliced from one decoded text.
+
+/** One decoded profile, as the HTML embeds it (see crates/viewer/src/encode.rs). */
+export interface RawProfile {
+  strings: string[];
+  frameName: Uint32Array;
+  frameKind: Uint8Array;
+  /** Rank of each frame in byte order of names (alphabetical sort without comparing strings). */
+  frameOrder: Uint32Array;
+  stackParent: Int32Array;
+  stackFrame: Uint32Array;
+  sampleStack: Uint32Array;
+  sampleWeight: Float64Array;
+  /** ns since timeOrigin, -1 when unknown; null when the profile has no timestamps. */
+  sampleTime: Float64Array | null;
+  /** Thread index per sample, -1 when unknown; null when no sample has a thread. */
+  sampleThread: Int32Array | null;
+  threadName: Uint32Array;
+  threadTid: Int32Array;
+  timeOrigin: number;
+}
+
+/** Frame kinds as encoded. */
+export const KIND_KERNEL = 2;
+export const KIND_JIT = 3;
+export const KIND_INLINE = 4;
+
+/**
+ * The functions a tree can name: every frame of the profile plus synthetic root frames
+ * for threads. Transforms, search and the tables speak of functions by these ids.
+ */
+export interface FrameSet {
+  names: string[];
+  kinds: Uint8Array;
+  /** Alphabetical rank. */
+  order: Uint32Array;
+}
+
+/** A weighted prefix tree of stacks: parents always have smaller ids than children. */
+export interface Tree {
+  parent: Int32Array;
+  frame: Int32Array;
+  self: Float64Array;
+  length: number;
+}
+
+export function frameSetOf(raw: RawProfile, extra: string[] = []): FrameSet {
+  const n = raw.frameName.length;
+  const names = new Array<string>(n + extra.length);
+  for (let i = 0; i < n; i++) names[i] = raw.strings[raw.frameName[i]] ?? '';
+  for (let i = 0; i < extra.length; i++) names[n + i] = extra[i];
+  const kinds = new Uint8Array(n + extra.length);
+  kinds.set(raw.frameKind);
+  const order = new Uint32Array(n + extra.length);
+  order.set(raw.frameOrder);
+  // Synthetic thread roots sort after every real frame, among themselves by name.
+  const idx = extra.map((_, i) => i).sort((a, b) => (extra[a] < extra[b] ? -1 : extra[a] > extra[b] ? 1 : a - b));
+  idx.forEach((e, r) => (order[n + e] = n + r));
+  return { names, kinds, order };
+}
+
+/** Builds a tree by interning (parent, frame) pairs; ids come out parent-first. */
+export class TreeBuilder {
+  parent: Int32Array;
+  frame: Int32Array;
+  self: Float64Array;
+  length = 0;
+  private index = new Map<number, number>();
+  private readonly stride: number;
+
+  constructor(nFrames: number, capacity = 1024) {
+    this.stride = nFrames + 1;
+    this.parent = new Int32Array(capacity);
+    this.frame = new Int32Array(capacity);
+    this.self = new Float64Array(capacity);
+  }
+
+  /** The node for `frame` under `parent` (-1 for a root), created if new. */
+  intern(parent: number, frame: number): number {
+    const key = (parent + 1) * this.stride + frame;
+    const found = this.index.get(key);
+    if (found !== undefined) return found;
+    if (this.length === this.parent.length) this.grow();
+    const id = this.length++;
+    this.parent[id] = parent;
+    this.frame[id] = frame;
+    this.index.set(key, id);
+    return id;
+  }
+
+  private grow(): void {
+    const cap = this.parent.length * 2;
+    const p = new Int32Array(cap);
+    p.set(this.parent);
+    const f = new Int32Array(cap);
+    f.set(this.frame);
+    const s = new Float64Array(cap);
+    s.set(this.self);
+    this.parent = p;
+    this.frame = f;
+    this.self = s;
+  }
+
+  finish(): Tree {
+    return {
+      parent: this.parent.subarray(0, this.length),
+      frame: this.frame.subarray(0, this.length),
+      self: this.self.subarray(0, this.length),
+      length: this.length,
+    };
+  }
+}
+
+/** How threads appear in the tree. */
+export type ThreadMode = 'merged' | 'threads' | 'groups';
+
+/** Name of a thread's group: threads whose names differ only by numbers share one. */
+export function threadGroupName(name: string): string {
+  return name.replace(/[0-9]+/g, 'N');
+}
+
+/** Names of the synthetic root frames a thread mode needs, and each thread's root index. */
+export function threadRoots(raw: RawProfile, mode: ThreadMode): { names: string[]; rootOf: Int32Array } {
+  const nT = raw.threadName.length;
+  const rootOf = new Int32Array(nT).fill(-1);
+  const names: string[] = [];
+  if (mode === 'merged') return { names, rootOf };
+  const seen = new Map<string, number>();
+  for (let t = 0; t < nT; t++) {
+    const base = raw.strings[raw.threadName[t]] ?? '';
+    const name = mode === 'groups' ? threadGroupName(base) : raw.threadTid[t] >= 0 ? `${base} [${raw.threadTid[t]}]` : base;
+    let r = seen.get(name);
+    if (r === undefined) {
+      r = names.length;
+      names.push(name);
+      seen.set(name, r);
+    }
+    rootOf[t] = r;
+  }
+  return { names, rootOf };
+}
+
+/** Options for building the base tree of a profile. */
+export interface BaseOptions {
+  /** Keep samples with time in [from, to] (ns since origin) only. */
+  range: [number, number] | null;
+  threadMode: ThreadMode;
+  /** Frame id of the first synthetic thread root (frames.length before the roots). */
+  firstThreadFrame: number;
+  rootOf: Int32Array;
+}
+
+/**
+ * The tree of a profile's samples. Fast path: without thread roots the profile's own
+ * stack table is the tree and only self weights are summed.
+ */
+export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
+  const nS = raw.stackParent.length;
+  const { sampleStack: st, sampleWeight: w, sampleTime: tm, sampleThread: th } = raw;
+  const inRange = (i: number): boolean => {
+    if (!opts.range || !tm) return true;
+    const t = tm[i];
+    return t >= opts.range[0] && t <= opts.range[1];
+  };
+  if (opts.threadMode === 'merged' || !th) {
+    const self = new Float64Array(nS);
+    for (let i = 0; i < st.length; i++) if (inRange(i)) self[st[i]] += w[i];
+    return { parent: raw.stackParent, frame: raw.stackFrame as unknown as Int32Array, self, length: nS };
+  }
+  const b = new TreeBuilder(opts.firstThreadFrame + 1 + opts.rootOf.length, nS + 64);
+  // Memo of (root, stack) -> node; recursion replaced by walking up to a known prefix.
+  const memo = new Map<number, number>();
+  const path: number[] = [];
+  for (let i = 0; i < st.length; i++) {
+    if (!inRange(i)) continue;
+    const t = th[i];
+    const r = t >= 0 ? opts.rootOf[t] : -1;
+    const rootNode = r >= 0 ? b.intern(-1, opts.firstThreadFrame + r) : -1;
+    let s = st[i];
+    path.length = 0;
+    let at = -1;
+    while (s >= 0) {
+      const m = memo.get((r + 1) * nS + s);
+      if (m !== undefined) {
+        at = m;
+        break;
+      }
+      path.push(s);
+      s = raw.stackParent[s];
+    }
+    if (s < 0) at = rootNode;
+    for (let k = path.length - 1; k >= 0; k--) {
+      at = b.intern(at, raw.stackFrame[path[k]]);
+      memo.set((r + 1) * nS + path[k], at);
+    }
+    b.self[at] += w[i];
+  }
+  return b.finish();
+}

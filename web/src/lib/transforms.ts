@@ -1,0 +1,161 @@
+// Transforms in the spirit of the Firefox Profiler's: each maps a tree to a new tree in
+// one pass over its nodes, parents first, so the cost is one step per distinct stack and
+// never one per sample.
+import { Tree, TreeBuilder } from './profile.js';
+
+/** A transform of the call tree; `f` is a frame id of the FrameSet. */
+export type Transform =
+  | { kind: 'merge'; f: number } // remove the function; its callees attach to its caller
+  | { kind: 'focus-function'; f: number } // only samples through f, each starting at its outermost f
+  | { kind: 'focus-subtree'; path: number[] } // only samples under this path, which becomes the root
+  | { kind: 'drop'; f: number } // drop samples whose stack has f
+  | { kind: 'collapse-recursion'; f: number }; // f ... f collapses into the outer f
+
+const DROPPED = -2;
+
+export function applyTransform(t: Tree, tr: Transform, nFrames: number): Tree {
+  const b = new TreeBuilder(nFrames, Math.max(16, t.length));
+  const map = new Int32Array(t.length);
+  const at = (p: number): number => (p < 0 ? -1 : map[p]);
+  switch (tr.kind) {
+    case 'merge':
+      for (let i = 0; i < t.length; i++) {
+        const p = at(t.parent[i]);
+        map[i] = p === DROPPED ? DROPPED : t.frame[i] === tr.f ? p : b.intern(p, t.frame[i]);
+      }
+      break;
+    case 'drop':
+      for (let i = 0; i < t.length; i++) {
+        const p = at(t.parent[i]);
+        map[i] = p === DROPPED || t.frame[i] === tr.f ? DROPPED : b.intern(p, t.frame[i]);
+      }
+      break;
+    case 'focus-function': {
+      // map: DROPPED while outside f; once inside, nodes of the focused tree.
+      for (let i = 0; i < t.length; i++) {
+        const p = t.parent[i] < 0 ? DROPPED : map[t.parent[i]];
+        if (p === DROPPED) map[i] = t.frame[i] === tr.f ? b.intern(-1, tr.f) : DROPPED;
+        else map[i] = b.intern(p, t.frame[i]);
+      }
+      break;
+    }
+    case 'focus-subtree': {
+      // state[i]: frames of the path matched (n: inside the focused subtree), -1: dropped.
+      const state = new Int32Array(t.length);
+      const n = tr.path.length;
+      for (let i = 0; i < t.length; i++) {
+        const pp = t.parent[i];
+        const m = pp < 0 ? 0 : state[pp];
+        if (m < 0) {
+          state[i] = -1;
+          map[i] = DROPPED;
+        } else if (m < n) {
+          if (t.frame[i] === tr.path[m]) {
+            state[i] = m + 1;
+            // Nodes on the path above its end carry weight outside the subtree: -3 drops it.
+            map[i] = m + 1 === n ? b.intern(-1, t.frame[i]) : -3;
+          } else {
+            state[i] = -1;
+            map[i] = DROPPED;
+          }
+        } else {
+          state[i] = n;
+          map[i] = b.intern(pp < 0 ? -1 : map[pp], t.frame[i]);
+        }
+      }
+      break;
+    }
+    case 'collapse-recursion': {
+      // outer[i]: the output node of the nearest enclosing f, or -1.
+      const outer = new Int32Array(t.length);
+      for (let i = 0; i < t.length; i++) {
+        const pp = t.parent[i];
+        const p = at(pp);
+        const o = pp < 0 ? -1 : outer[pp];
+        if (p === DROPPED) {
+          map[i] = DROPPED;
+          outer[i] = -1;
+        } else if (t.frame[i] === tr.f && o >= 0) {
+          map[i] = o;
+          outer[i] = o;
+        } else {
+          map[i] = b.intern(p, t.frame[i]);
+          outer[i] = t.frame[i] === tr.f ? map[i] : o;
+        }
+      }
+      break;
+    }
+  }
+  let rootSelf = 0;
+  for (let i = 0; i < t.length; i++) {
+    const m = map[i];
+    if (m >= 0) b.self[m] += t.self[i];
+    else if (m === -1) rootSelf += t.self[i];
+  }
+  const out = b.finish();
+  return rootSelf > 0 ? withRootSelf(out, rootSelf) : out;
+}
+
+/** Weight that lost every frame (a merged single-frame stack) stays in the root total. */
+export interface RootSelf {
+  rootSelf?: number;
+}
+
+function withRootSelf(t: Tree, w: number): Tree {
+  const r = t as Tree & RootSelf;
+  r.rootSelf = w;
+  return r;
+}
+
+export function applyTransforms(t: Tree, trs: Transform[], nFrames: number): Tree {
+  let rootSelf = (t as Tree & RootSelf).rootSelf ?? 0;
+  for (const tr of trs) {
+    t = applyTransform(t, tr, nFrames);
+    rootSelf += (t as Tree & RootSelf).rootSelf ?? 0;
+  }
+  if (rootSelf > 0) (t as Tree & RootSelf).rootSelf = rootSelf;
+  return t;
+}
+
+/** Short label of a transform for the transform bar. */
+export function describe(tr: Transform, name: (f: number) => string): string {
+  switch (tr.kind) {
+    case 'merge':
+      return `Merge: ${name(tr.f)}`;
+    case 'focus-function':
+      return `Focus function: ${name(tr.f)}`;
+    case 'focus-subtree':
+      return `Focus subtree: ${tr.path.map(name).join(' > ')}`;
+    case 'drop':
+      return `Drop: ${name(tr.f)}`;
+    case 'collapse-recursion':
+      return `Collapse recursion: ${name(tr.f)}`;
+  }
+}
+
+/** Compact text form for the URL: `m12`, `F3`, `S1.2.3`, `d4`, `r5`, joined by `~`. */
+export function encodeTransforms(trs: Transform[]): string {
+  return trs
+    .map((t) =>
+      t.kind === 'focus-subtree'
+        ? 'S' + t.path.join('.')
+        : ({ merge: 'm', 'focus-function': 'F', drop: 'd', 'collapse-recursion': 'r' } as const)[t.kind] + t.f,
+    )
+    .join('~');
+}
+
+export function decodeTransforms(s: string, nFrames: number): Transform[] {
+  const out: Transform[] = [];
+  for (const part of s.split('~')) {
+    if (!part) continue;
+    const k = part[0];
+    const nums = part.slice(1).split('.').map(Number);
+    if (nums.some((x) => !Number.isInteger(x) || x < 0 || x >= nFrames)) continue;
+    if (k === 'S') out.push({ kind: 'focus-subtree', path: nums });
+    else if (nums.length === 1) {
+      const kind = ({ m: 'merge', F: 'focus-function', d: 'drop', r: 'collapse-recursion' } as const)[k as 'm'];
+      if (kind) out.push({ kind, f: nums[0] });
+    }
+  }
+  return out;
+}
