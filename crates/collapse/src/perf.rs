@@ -28,11 +28,12 @@ use std::hash::{BuildHasher, Hasher};
 /// How each perf sample is weighted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PerfWeight {
-    /// Each sample counts 1 (stackcollapse-perf.pl, inferno).
+    /// Each sample counts its period where perf printed one (nanoseconds for cpu-clock,
+    /// events otherwise), else 1: what stackcollapse-perf.pl and inferno do.
     #[default]
-    Samples,
-    /// Each sample counts its period (nanoseconds for cpu-clock; events otherwise).
     Period,
+    /// Each sample counts 1.
+    Samples,
 }
 
 /// Options of the `perf script` collapser. Defaults match `stackcollapse-perf.pl`.
@@ -168,6 +169,9 @@ fn is_cpu_token(t: &[u8]) -> bool {
 
 /// Parses a sample header line; `None` if `line` is not one.
 pub fn parse_header(line: &[u8]) -> Option<Header<'_>> {
+    // perf right-aligns the comm in 16 columns when there is no call chain: skip padding.
+    let pad = line.iter().take_while(|&&c| c == b' ').count();
+    let line = &line[pad..];
     if line.first().is_none_or(|&c| is_space(c)) {
         return None;
     }
@@ -437,12 +441,25 @@ impl<'a> Folder<'a> {
                 }
                 continue;
             }
+            // Stack lines start with a tab; a line that does not may be the header of the
+            // next sample (output without call chains has no blank lines between samples).
+            if line[0] != b'\t' {
+                if let Some(h) = parse_header(line).filter(|h| h.time != NO_TIME || line[0] != b' ')
+                {
+                    self.end_sample(header.take(), skip);
+                    self.stats.read += 1;
+                    self.leaf_first.clear();
+                    skip = self.filtered(&h);
+                    header = Some(h);
+                    continue;
+                }
+            }
             if skip {
                 continue;
             }
             match parse_frame(line) {
                 Some((pc, sym, module)) => {
-                    let java = header.as_ref().is_some_and(|h| h.comm == b"java");
+                    let java = header.as_ref().is_some_and(|h| h.comm.starts_with(b"java"));
                     self.push_frame(pc, sym, module, java);
                 }
                 None => {
@@ -460,6 +477,19 @@ impl<'a> Folder<'a> {
         Ok(())
     }
 
+    /// Whether a sample is of another event than the one kept (counted as skipped).
+    fn filtered(&mut self, h: &Header<'_>) -> bool {
+        if let Some(f) = self.filter {
+            if !h.event.is_empty() && !event_matches(h.event, f) {
+                self.stats.skip(SkipReason::OtherEvent(
+                    String::from_utf8_lossy(h.event).into_owned(),
+                ));
+                return true;
+            }
+        }
+        false
+    }
+
     fn end_sample(&mut self, header: Option<Header<'_>>, skip: bool) {
         let Some(h) = header else { return };
         if skip {
@@ -469,7 +499,7 @@ impl<'a> Folder<'a> {
         if self.leaf_first.is_empty() && !h.trailing.is_empty() {
             if let Some((pc, sym, module)) = parse_frame(h.trailing) {
                 if !module.is_empty() {
-                    self.push_frame(pc, sym, module, h.comm == b"java");
+                    self.push_frame(pc, sym, module, h.comm.starts_with(b"java"));
                 }
             }
         }
@@ -591,15 +621,22 @@ impl<'a> Folder<'a> {
             vec![sym]
         };
         for (i, part) in parts.iter().enumerate() {
-            let mut name = with_module_fallback(module, part, pc, o.include_addrs);
-            tidy_generic(&mut name);
+            let mut name = frame_name(module, part, pc, o.include_addrs);
             if java && name.first() == Some(&b'L') && name.contains(&b'/') {
                 name.remove(0);
             }
             let is_kernel = (module.first() == Some(&b'[') || module.ends_with(b"vmlinux"))
                 && module != b"[unknown]";
-            let is_jit = module.starts_with(b"/tmp/perf-") && module.ends_with(b".map");
-            let kind = if i > 0 || inlined_module {
+            let is_jit = (module.starts_with(b"/tmp/perf-") && module.ends_with(b".map"))
+                || (memchr::memmem::find(module, b"/jitted-").is_some()
+                    && module.ends_with(b".so"));
+            let kind = if i > 0 {
+                // Java inline chains `a->b`: always annotated, as the other collapsers do.
+                if !name.ends_with(b"_[i]") {
+                    name.extend_from_slice(b"_[i]");
+                }
+                FrameKind::Inline
+            } else if inlined_module {
                 if o.annotate_inline {
                     name.extend_from_slice(b"_[i]");
                 }
@@ -647,10 +684,15 @@ fn strip_offset(sym: &[u8]) -> &[u8] {
     sym
 }
 
-fn with_module_fallback(module: &[u8], func: &[u8], pc: &[u8], include_addrs: bool) -> Vec<u8> {
+/// The name of a frame: its symbol, tidied; or, for `[unknown]`, `[module]` (the module's
+/// file name, without perf's ` (deleted)` mark).
+fn frame_name(module: &[u8], func: &[u8], pc: &[u8], include_addrs: bool) -> Vec<u8> {
     if func != b"[unknown]" && !func.is_empty() {
-        return func.to_vec();
+        let mut name = func.to_vec();
+        tidy_generic(&mut name);
+        return name;
     }
+    let module = module.strip_suffix(b" (deleted)").unwrap_or(module);
     if func.is_empty() {
         // `7f1e2215d058  (/lib/libc.so)`: no symbol at all.
         if module.is_empty() {
@@ -674,50 +716,36 @@ fn with_module_fallback(module: &[u8], func: &[u8], pc: &[u8], include_addrs: bo
     res
 }
 
-/// Tidies a symbol the way stackcollapse-perf.pl does: `;` becomes `:` (it would split
-/// the folded stack), and an argument list is removed, except in Go method names
-/// (`net/http.(*Client).Do`) and C++ `(anonymous namespace)`.
+/// Tidies a symbol the way stackcollapse-perf.pl and inferno do: `;` becomes `:` (it would
+/// split the folded stack), and the argument list — the first parenthesis outside any
+/// `<>`, `{}` or `[]` — is removed, except in Go method names (`net/http.(*Client).Do`)
+/// and C++ `(anonymous namespace)`.
 fn tidy_generic(name: &mut Vec<u8>) {
     for c in name.iter_mut() {
         if *c == b';' {
             *c = b':';
         }
     }
-    // A name that starts with a parenthesised group keeps it; arguments after it go.
-    let search_from = if name.first() == Some(&b'(') {
-        let mut depth = 0;
-        let mut close = None;
-        for (i, &c) in name.iter().enumerate() {
-            match c {
-                b'(' => depth += 1,
-                b')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(i + 1);
-                        break;
-                    }
+    let mut depth: i32 = 0;
+    let mut after_dot = false;
+    let mut cut = None;
+    for (i, &c) in name.iter().enumerate() {
+        match c {
+            b'<' | b'{' | b'[' => depth += 1,
+            b'>' | b'}' | b']' | b')' => depth -= 1,
+            b'(' => {
+                if depth == 0 && !after_dot && !name[i..].starts_with(b"(anonymous namespace)") {
+                    cut = Some(i);
+                    break;
                 }
-                _ => {}
+                depth += 1;
             }
+            _ => {}
         }
-        match close {
-            Some(c) => c,
-            None => return,
-        }
-    } else {
-        0
-    };
-    if let Some(rel) = memchr::memchr(b'(', &name[search_from..]) {
-        let p = search_from + rel;
-        if name[p..].starts_with(b"(anonymous namespace)") {
-            return;
-        }
-        if p > 0 && name[p - 1] == b'.' {
-            return; // Go method
-        }
-        if p > 0 {
-            name.truncate(p);
-        }
+        after_dot = c == b'.';
+    }
+    if let Some(i) = cut {
+        name.truncate(i);
     }
 }
 
@@ -729,11 +757,14 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
         Some(f) => Some(f.as_bytes().to_vec()),
         None => first_event(data).map(<[u8]>::to_vec),
     };
+    // Automatic threading splits inputs of 1 MiB and more (below that, starting threads
+    // costs more than it saves); an explicit count always splits, which tests use.
     let threads = match popts.threads {
+        0 if data.len() < (1 << 20) => 1,
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let chunks = split_chunks(data, if data.len() < (1 << 20) { 1 } else { threads });
+    let chunks = split_chunks(data, threads);
     let results: Vec<Result<(Profile, Stats, Vec<Warning>), CollapseError>> = if chunks.len() == 1 {
         vec![run_chunk(input.name, data, opts, filter.as_deref())]
     } else {

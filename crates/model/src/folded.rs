@@ -28,7 +28,11 @@ impl FoldedWriter {
     }
 
     /// Writes one line per distinct stack with a non-zero weight.
-    pub fn write<W: Write>(&self, profile: &Profile, out: &mut W) -> Result<(), ModelError> {
+    pub fn write<W: Write + ?Sized>(
+        &self,
+        profile: &Profile,
+        out: &mut W,
+    ) -> Result<(), ModelError> {
         let weights = profile.self_weights();
         let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
         let mut lines: Vec<(u32, u32, u64)> = Vec::new();
@@ -60,7 +64,7 @@ impl FoldedWriter {
         self.flush(&buf, &mut lines, out)
     }
 
-    fn flush<W: Write>(
+    fn flush<W: Write + ?Sized>(
         &self,
         buf: &[u8],
         lines: &mut Vec<(u32, u32, u64)>,

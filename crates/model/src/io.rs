@@ -24,9 +24,9 @@ impl AtomicFile {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let name = dest
-            .file_name()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "output path has no file name"))?;
+        let name = dest.file_name().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "output path has no file name")
+        })?;
         let mut tmp_name = std::ffi::OsString::from(".");
         tmp_name.push(name);
         tmp_name.push(format!(".kiln-tmp-{}", std::process::id()));
@@ -98,7 +98,11 @@ mod tests {
         f.write_all(b"half").unwrap();
         drop(f);
         assert!(!dest.exists());
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "temporary file removed");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "temporary file removed"
+        );
         let r: Result<(), io::Error> = write_atomically(&dest, |w| w.write_all(b"whole"));
         r.unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), b"whole");

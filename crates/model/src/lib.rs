@@ -29,9 +29,9 @@
 #![deny(missing_docs)]
 
 mod error;
-pub mod io;
 mod folded;
 mod frames;
+pub mod io;
 mod profile;
 mod samples;
 mod stacks;

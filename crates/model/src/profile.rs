@@ -1,6 +1,6 @@
 use crate::{
-    Frame, FrameId, FrameKind, FrameTable, SampleTable, StackId, StackTable, StringTable,
-    Thread, ThreadId, ThreadTable,
+    Frame, FrameId, FrameKind, FrameTable, SampleTable, StackId, StackTable, StringTable, Thread,
+    ThreadId, ThreadTable,
 };
 
 /// What a sample's weight counts.
@@ -156,7 +156,11 @@ impl Profile {
     /// Appends the samples of `other` to `self`, re-interning its names, frames, stacks
     /// and threads. Used to join profiles built in parallel.
     pub fn merge_from(&mut self, other: &Profile) {
-        let str_map: Vec<_> = other.strings.iter().map(|(_, s)| self.strings.intern(s)).collect();
+        let str_map: Vec<_> = other
+            .strings
+            .iter()
+            .map(|(_, s)| self.strings.intern(s))
+            .collect();
         let frame_map: Vec<_> = other
             .frames
             .iter()
@@ -241,7 +245,10 @@ mod tests {
         a.merge_from(&b);
         let s = a.self_weights();
         let t = a.total_weights(&s);
-        let main = a.stacks.find(None, a.frames.intern_name(&mut a.strings.clone(), b"main")).unwrap();
+        let main = a
+            .stacks
+            .find(None, a.frames.intern_name(&mut a.strings.clone(), b"main"))
+            .unwrap();
         assert_eq!(t[main.0 as usize], 6);
         assert_eq!(a.total_weight(), 11);
         assert_eq!(a.aggregated().samples.len(), 3);

@@ -131,8 +131,12 @@ mod tests {
     #[test]
     fn prefixes_are_shared() {
         let mut t = StackTable::new();
-        let a = t.intern_path(&[FrameId(0), FrameId(1), FrameId(2)]).unwrap();
-        let b = t.intern_path(&[FrameId(0), FrameId(1), FrameId(3)]).unwrap();
+        let a = t
+            .intern_path(&[FrameId(0), FrameId(1), FrameId(2)])
+            .unwrap();
+        let b = t
+            .intern_path(&[FrameId(0), FrameId(1), FrameId(3)])
+            .unwrap();
         assert_eq!(t.len(), 4);
         assert_eq!(t.parent(a), t.parent(b));
         assert_eq!(t.path(b), vec![FrameId(0), FrameId(1), FrameId(3)]);

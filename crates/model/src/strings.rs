@@ -18,7 +18,9 @@ pub struct StringTable {
 
 impl std::fmt::Debug for StringTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StringTable").field("len", &self.strings.len()).finish()
+        f.debug_struct("StringTable")
+            .field("len", &self.strings.len())
+            .finish()
     }
 }
 

@@ -161,33 +161,40 @@ impl Transforms {
             focus: bool,
         }
         let mut finfo: Vec<Option<FrameInfo>> = vec![None; p.frames.len()];
-        let mut frame_info = |out: &mut Profile, f: FrameId, root: bool| -> (Option<FrameId>, bool, bool) {
-            let slot = &mut finfo[f.0 as usize];
-            let info = slot.get_or_insert_with(|| {
-                let name = p.frame_name(f);
-                FrameInfo {
-                    mapped: [None, None],
-                    drop_sample: self.drop_samples.as_ref().is_some_and(|r| r.is_match(name)),
-                    focus: self.focus.as_ref().is_some_and(|r| r.is_match(name)),
-                }
-            });
-            let k = usize::from(root);
-            if info.mapped[k].is_none() {
-                let frame = p.frames.get(f);
-                let name = p.strings.get(frame.name);
-                let renamed = self.rename(name, root);
-                let dropped = self.drop_frames.as_ref().is_some_and(|r| r.is_match(&renamed));
-                // Encode "dropped" as the sentinel FrameId(u32::MAX).
-                info.mapped[k] = Some(if dropped {
-                    FrameId(u32::MAX)
-                } else {
-                    let n = out.strings.intern(&renamed);
-                    out.frames.intern(Frame { name: n, kind: frame.kind })
+        let mut frame_info =
+            |out: &mut Profile, f: FrameId, root: bool| -> (Option<FrameId>, bool, bool) {
+                let slot = &mut finfo[f.0 as usize];
+                let info = slot.get_or_insert_with(|| {
+                    let name = p.frame_name(f);
+                    FrameInfo {
+                        mapped: [None, None],
+                        drop_sample: self.drop_samples.as_ref().is_some_and(|r| r.is_match(name)),
+                        focus: self.focus.as_ref().is_some_and(|r| r.is_match(name)),
+                    }
                 });
-            }
-            let m = info.mapped[k].filter(|f| f.0 != u32::MAX);
-            (m, info.drop_sample, info.focus)
-        };
+                let k = usize::from(root);
+                if info.mapped[k].is_none() {
+                    let frame = p.frames.get(f);
+                    let name = p.strings.get(frame.name);
+                    let renamed = self.rename(name, root);
+                    let dropped = self
+                        .drop_frames
+                        .as_ref()
+                        .is_some_and(|r| r.is_match(&renamed));
+                    // Encode "dropped" as the sentinel FrameId(u32::MAX).
+                    info.mapped[k] = Some(if dropped {
+                        FrameId(u32::MAX)
+                    } else {
+                        let n = out.strings.intern(&renamed);
+                        out.frames.intern(Frame {
+                            name: n,
+                            kind: frame.kind,
+                        })
+                    });
+                }
+                let m = info.mapped[k].filter(|f| f.0 != u32::MAX);
+                (m, info.drop_sample, info.focus)
+            };
 
         const NONE: u32 = u32::MAX;
         let n = p.stacks.len();
@@ -321,7 +328,9 @@ mod tests {
 
     fn folded(p: &Profile) -> String {
         let mut v = Vec::new();
-        FoldedWriter::new(FoldedOptions::default()).write(p, &mut v).unwrap();
+        FoldedWriter::new(FoldedOptions::default())
+            .write(p, &mut v)
+            .unwrap();
         String::from_utf8(v).unwrap()
     }
 
@@ -349,11 +358,7 @@ mod tests {
 
     #[test]
     fn drop_focus_recursion_offsets() {
-        let p = profile(&[
-            ("a;b;b;b;c+0x1f", 2),
-            ("a;idle", 5),
-            ("a;d;e", 1),
-        ]);
+        let p = profile(&[("a;b;b;b;c+0x1f", 2), ("a;idle", 5), ("a;d;e", 1)]);
         let t = Transforms {
             drop_samples: Some(regex("^idle$", false).unwrap()),
             collapse_recursion: true,

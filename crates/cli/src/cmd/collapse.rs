@@ -65,9 +65,10 @@ pub struct PerfArgs {
     /// Example: --event-filter page-faults
     #[arg(long, value_name = "EVENT")]
     pub event_filter: Option<String>,
-    /// Weight each sample by its period (ns for cpu-clock) instead of counting it once.
+    /// Count each sample once. By default a sample weighs its period where perf printed
+    /// one (nanoseconds for cpu-clock), as stackcollapse-perf.pl and inferno do.
     #[arg(long)]
-    pub period: bool,
+    pub count_samples: bool,
     /// Parser threads (default: one per core).
     #[arg(long, value_name = "N", default_value_t = 0, alias = "nthreads")]
     pub threads: usize,
@@ -84,10 +85,10 @@ impl PerfArgs {
             annotate_inline: self.inline || self.all,
             include_addrs: self.addrs,
             event_filter: self.event_filter.clone(),
-            weight: if self.period {
-                PerfWeight::Period
-            } else {
+            weight: if self.count_samples {
                 PerfWeight::Samples
+            } else {
+                PerfWeight::Period
             },
             threads: self.threads,
         }
