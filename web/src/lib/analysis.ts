@@ -63,7 +63,7 @@ export function functionStats(l: Layout, nFrames: number, weight?: { self: Float
       self[f] += selfW[v];
       if (onStack[f] === 0) total[f] += totalW[v];
       onStack[f]++;
-      seen[f] = 1;
+      if (totalW[v] > 0) seen[f] = 1;
       stack.push(~v);
     }
     for (let k = l.childStart[v + 1]; k-- > l.childStart[v]; ) stack.push(l.childList[k]);

@@ -111,7 +111,9 @@ export function applyTransforms(t: Tree, trs: Transform[], nFrames: number): Tre
   let rootSelf = (t as Tree & RootSelf).rootSelf ?? 0;
   for (const tr of trs) {
     t = applyTransform(t, tr, nFrames);
-    rootSelf += (t as Tree & RootSelf).rootSelf ?? 0;
+    // Samples left without frames have no f to focus on; other transforms keep them.
+    const keeps = tr.kind !== 'focus-function' && tr.kind !== 'focus-subtree';
+    rootSelf = (keeps ? rootSelf : 0) + ((t as Tree & RootSelf).rootSelf ?? 0);
   }
   if (rootSelf > 0) (t as Tree & RootSelf).rootSelf = rootSelf;
   return t;
@@ -147,7 +149,7 @@ export function encodeTransforms(trs: Transform[]): string {
 export function decodeTransforms(s: string, nFrames: number): Transform[] {
   const out: Transform[] = [];
   for (const part of s.split('~')) {
-    if (!part) continue;
+    if (part.length < 2) continue;
     const k = part[0];
     const nums = part.slice(1).split('.').map(Number);
     if (nums.some((x) => !Number.isInteger(x) || x < 0 || x >= nFrames)) continue;

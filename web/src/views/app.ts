@@ -277,7 +277,7 @@ export class App {
           { title: 'Function', key: 'name', numeric: false, text: name },
         ];
     let rows = Array.from(stats.present);
-    if (before) for (const f of before.present) if (!stats.total[f]) rows.push(f);
+    if (before) for (const f of before.present) if (!(stats.total[f] > 0)) rows.push(f);
     if (s.filter) {
       const q = s.filter.toLowerCase();
       rows = rows.filter((f) => name(f).toLowerCase().includes(q));

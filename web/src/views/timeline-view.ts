@@ -66,14 +66,16 @@ export class TimelineView {
     const ctx = this.canvas.getContext('2d');
     if (!ctx) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    if (!this.hist || this.hist.buckets.length !== w) this.hist = this.histogramFor(w);
+    const n = Math.max(1, Math.floor(w / 3));
+    if (!this.hist || this.hist.buckets.length !== n) this.hist = this.histogramFor(n);
     const hist = this.hist;
     ctx.fillStyle = '#f4f4f4';
     ctx.fillRect(0, 0, w, h);
     ctx.fillStyle = 'rgb(90,110,170)';
-    for (let i = 0; i < hist.buckets.length; i++) {
+    const bw = w / n;
+    for (let i = 0; i < n; i++) {
       const bh = hist.max > 0 ? (hist.buckets[i] / hist.max) * (h - 2) : 0;
-      if (bh > 0) ctx.fillRect(i, h - bh, 1, bh);
+      if (bh > 0) ctx.fillRect(i * bw, h - bh, Math.max(1, bw - 0.5), bh);
     }
     const [a, b] = this.span;
     const x = (t: number): number => ((t - a) / Math.max(1, b - a)) * w;

@@ -1,0 +1,269 @@
+// Unit tests of the DOM-free model (src/lib, src/app-state/state.ts, src/import/decode.ts),
+// run with `npm test` (node's built-in test runner). Transforms and layouts are checked
+// against a slow, obviously-correct model over explicit stack lists.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Tree, TreeBuilder, FrameSet, threadGroupName } from '../src/lib/profile.js';
+import { Transform, applyTransforms, decodeTransforms, encodeTransforms } from '../src/lib/transforms.js';
+import { layoutTree, nodeAt, pathOf, findPath } from '../src/lib/layout.js';
+import { calleesTree, callersTree, compileSearch, functionStats, matchFrames, matchedWeight } from '../src/lib/analysis.js';
+import { diffLayout, diffColor, joinFrames, remapFrames, NEW_COLOR, GONE_COLOR } from '../src/lib/diff.js';
+import { defaultState, fromHash, toHash } from '../src/app-state/state.js';
+import { colorOf, nameHash } from '../src/lib/palette.js';
+import { decodeProfile, DecodeError } from '../src/import/decode.js';
+import { percent } from '../src/lib/format.js';
+
+type Stacks = [number[], number][];
+
+function treeOf(stacks: Stacks, nFrames: number): Tree {
+  const b = new TreeBuilder(nFrames);
+  for (const [path, w] of stacks) {
+    let n = -1;
+    for (const f of path) n = b.intern(n, f);
+    if (n >= 0) b.self[n] += w;
+  }
+  return b.finish();
+}
+
+/** Leaf paths with self weight, as "a;b;c" -> weight (the root's own weight under ""). */
+function folded(t: Tree): Map<string, number> {
+  const out = new Map<string, number>();
+  const paths: string[] = [];
+  for (let i = 0; i < t.length; i++) {
+    paths[i] = (t.parent[i] >= 0 ? paths[t.parent[i]] + ';' : '') + t.frame[i];
+    if (t.self[i] > 0) out.set(paths[i], (out.get(paths[i]) ?? 0) + t.self[i]);
+  }
+  const rootSelf = (t as Tree & { rootSelf?: number }).rootSelf ?? 0;
+  if (rootSelf > 0) out.set('', rootSelf);
+  return out;
+}
+
+function foldedRef(stacks: Stacks): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [p, w] of stacks) {
+    const k = p.join(';');
+    out.set(k, (out.get(k) ?? 0) + w);
+  }
+  return out;
+}
+
+function refTransform(stacks: Stacks, tr: Transform): Stacks {
+  const out: Stacks = [];
+  for (const [p, w] of stacks) {
+    switch (tr.kind) {
+      case 'merge':
+        out.push([p.filter((x) => x !== tr.f), w]);
+        break;
+      case 'drop':
+        if (!p.includes(tr.f)) out.push([p, w]);
+        break;
+      case 'focus-function': {
+        const i = p.indexOf(tr.f);
+        if (i >= 0) out.push([p.slice(i), w]);
+        break;
+      }
+      case 'focus-subtree':
+        if (tr.path.every((f, i) => p[i] === f)) out.push([p.slice(tr.path.length - 1), w]);
+        break;
+      case 'collapse-recursion': {
+        let r: number[] = [];
+        for (const x of p) {
+          if (x === tr.f && r.includes(tr.f)) r = r.slice(0, r.indexOf(tr.f) + 1);
+          else r.push(x);
+        }
+        out.push([r, w]);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// A small deterministic PRNG so failures reproduce.
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+function randomStacks(r: () => number, nFrames: number): Stacks {
+  const out: Stacks = [];
+  const n = 1 + Math.floor(r() * 40);
+  for (let i = 0; i < n; i++) {
+    const len = 1 + Math.floor(r() * 7);
+    out.push([Array.from({ length: len }, () => Math.floor(r() * nFrames)), 1 + Math.floor(r() * 9)]);
+  }
+  return out;
+}
+
+function randomTransform(r: () => number, nFrames: number, stacks: Stacks): Transform {
+  const f = Math.floor(r() * nFrames);
+  switch (Math.floor(r() * 5)) {
+    case 0:
+      return { kind: 'merge', f };
+    case 1:
+      return { kind: 'drop', f };
+    case 2:
+      return { kind: 'focus-function', f };
+    case 3: {
+      const p = stacks[Math.floor(r() * stacks.length)][0];
+      return { kind: 'focus-subtree', path: p.slice(0, 1 + Math.floor(r() * p.length)) };
+    }
+    default:
+      return { kind: 'collapse-recursion', f };
+  }
+}
+
+test('transforms agree with the reference model on random profiles', () => {
+  const r = rng(42);
+  for (let round = 0; round < 400; round++) {
+    const nFrames = 2 + Math.floor(r() * 5);
+    let stacks = randomStacks(r, nFrames);
+    const trs: Transform[] = [];
+    for (let k = 0, n = 1 + Math.floor(r() * 3); k < n; k++) {
+      const tr = randomTransform(r, nFrames, stacks.length ? stacks : [[[0], 1]]);
+      trs.push(tr);
+    }
+    const got = folded(applyTransforms(treeOf(stacks, nFrames), trs, nFrames));
+    for (const tr of trs) stacks = refTransform(stacks, tr);
+    assert.deepEqual(got, foldedRef(stacks), `round ${round}: ${JSON.stringify(trs)}`);
+  }
+});
+
+const frames = (names: string[]): FrameSet => {
+  const order = new Uint32Array(names.length);
+  names.map((_, i) => i).sort((a, b) => (names[a] < names[b] ? -1 : 1)).forEach((f, r) => (order[f] = r));
+  return { names, kinds: new Uint8Array(names.length), order };
+};
+
+test('layout: totals, starts, alphabetical and left-heavy order, hit testing', () => {
+  // frames: 0 main, 1 b, 2 a
+  const fs = frames(['main', 'b', 'a']);
+  const t = treeOf([[[0, 1], 5], [[0, 2], 2], [[0], 1]], 3);
+  const l = layoutTree(t, fs, 'alphabetical');
+  assert.equal(l.total[0], 8);
+  const main = findPath(l, [0]);
+  const a = findPath(l, [0, 2]);
+  const b = findPath(l, [0, 1]);
+  assert.equal(l.total[main], 8);
+  assert.equal(l.start[a], 0, 'a before b alphabetically');
+  assert.equal(l.start[b], 2);
+  assert.deepEqual(pathOf(l, b), [0, 1]);
+  assert.equal(l.maxDepth, 2);
+  assert.deepEqual(Array.from(l.rows[2]), [a, b]);
+  assert.equal(nodeAt(l, 2, 1.5), a);
+  assert.equal(nodeAt(l, 2, 7.5), -1, 'self weight of main is empty space');
+  const h = layoutTree(t, fs, 'left-heavy');
+  assert.equal(h.start[findPath(h, [0, 1])], 0, 'heaviest first');
+});
+
+test('search counts nested matches once, and regex errors are reported', () => {
+  const fs = frames(['main', 'Lock', 'lock_inner', 'work']);
+  const t = treeOf([[[0, 1, 2], 4], [[0, 3], 6], [[0, 1], 2]], 4);
+  const l = layoutTree(t, fs, 'alphabetical');
+  const re = compileSearch('lock', false) as RegExp;
+  const m = matchFrames(fs, re);
+  assert.deepEqual(Array.from(m), [0, 1, 1, 0]);
+  assert.equal(matchedWeight(l, m), 6);
+  assert.equal(percent(matchedWeight(l, m), l.total[0]), '50.0%');
+  const cs = compileSearch('lock', true) as RegExp;
+  assert.equal(matchedWeight(l, matchFrames(fs, cs)), 4, 'case-sensitive: only lock_inner');
+  assert.ok(compileSearch('(', false) instanceof Error);
+  assert.equal(compileSearch('', false), null);
+});
+
+test('function table counts recursive totals once', () => {
+  const fs = frames(['main', 'fib']);
+  const t = treeOf([[[0, 1, 1, 1], 3], [[0, 1], 1], [[0], 2]], 2);
+  const l = layoutTree(t, fs, 'alphabetical');
+  const s = functionStats(l, 2);
+  assert.equal(s.total[1], 4);
+  assert.equal(s.self[1], 4);
+  assert.equal(s.total[0], 6);
+  assert.equal(s.self[0], 2);
+  assert.deepEqual(Array.from(s.present), [0, 1]);
+});
+
+test('sandwich: callers and callees of a function', () => {
+  // 0 main, 1 a, 2 b, 3 f, 4 g
+  const fs = frames(['main', 'a', 'b', 'f', 'g']);
+  const t = treeOf([[[0, 1, 3, 4], 3], [[0, 2, 3], 2], [[0, 1, 3, 3], 1], [[0, 4], 7]], 5);
+  const l = layoutTree(t, fs, 'alphabetical');
+  const callers = folded(callersTree(l, 3, 5));
+  assert.deepEqual(callers, new Map([['3;1;0', 4], ['3;2;0', 2]]));
+  const callees = folded(calleesTree(l, 3, 5));
+  assert.deepEqual(callees, new Map([['3;4', 3], ['3', 2], ['3;3', 1]]));
+});
+
+test('diff: normalisation, new and gone stacks keep their colours', () => {
+  const fa = frames(['main', 'old', 'same']);
+  const fb = frames(['same', 'main', 'new']);
+  const j = joinFrames(fa, fb);
+  assert.equal(j.frames.names.length, 4);
+  const a = remapFrames(treeOf([[[0, 1], 10], [[0, 2], 10]], 3), j.mapA);
+  const b = remapFrames(treeOf([[[1, 0], 40], [[1, 2], 40]], 3), j.mapB);
+  const d = diffLayout(a, b, j.frames, 'alphabetical', true);
+  const id = (n: string) => j.frames.names.indexOf(n);
+  const main = findPath(d.layout, [id('main')]);
+  const same = findPath(d.layout, [id('main'), id('same')]);
+  const old = findPath(d.layout, [id('main'), id('old')]);
+  const nw = findPath(d.layout, [id('main'), id('new')]);
+  assert.equal(d.scale, 4);
+  assert.equal(d.before[same], 40);
+  assert.equal(d.after[same], 40);
+  assert.equal(d.after[old], 0);
+  assert.equal(d.layout.total[old], 40, 'gone stacks keep their (normalised) before width');
+  assert.equal(d.before[nw], 0);
+  assert.equal(diffColor(d.before[nw], d.after[nw], 1), NEW_COLOR);
+  assert.equal(diffColor(d.before[old], d.after[old], 1), GONE_COLOR);
+  assert.equal(diffColor(10, 20, 10), 'rgb(255,45,45)');
+  assert.equal(diffColor(20, 10, 10), 'rgb(45,45,255)');
+  assert.ok(main > 0);
+  const raw = diffLayout(a, b, j.frames, 'alphabetical', false);
+  assert.equal(raw.before[findPath(raw.layout, [id('main'), id('same')])], 10);
+});
+
+test('URL state round-trips and ignores garbage', () => {
+  const def = defaultState('hot', false, false);
+  const s = {
+    ...def,
+    view: 'sandwich' as const,
+    icicle: true,
+    order: 'left-heavy' as const,
+    query: 'a&b=c#d',
+    matchCase: true,
+    zoom: [1, 2, 3],
+    transforms: [{ kind: 'merge', f: 4 }, { kind: 'focus-subtree', path: [1, 2] }] as Transform[],
+    range: [100, 2000] as [number, number],
+    fn: 7,
+    palette: 'java' as const,
+  };
+  assert.deepEqual(fromHash('#' + toHash(s, def), def, 10), s);
+  const bad = fromHash('#z=1.x&tf=m99~q1~S&t=9-1&fn=-3&palette=neon&v=evil', def, 10);
+  assert.deepEqual(bad, def);
+  assert.deepEqual(decodeTransforms(encodeTransforms(s.transforms), 10), s.transforms);
+});
+
+test('palettes: stable per name, within flamegraph.pl ranges', () => {
+  assert.deepEqual(nameHash('foo'), nameHash('lib.so`foo'));
+  assert.equal(colorOf('hot', 'x', 0), colorOf('hot', 'x', 0));
+  const m = /^rgb\((\d+),(\d+),(\d+)\)$/.exec(colorOf('hot', 'some_function', 0));
+  assert.ok(m);
+  assert.ok(Number(m[1]) >= 205 && Number(m[3]) <= 55);
+  assert.match(colorOf('java', 'java/lang/String.hashCode', 0), /^rgb\(\d+,2\d\d,/, 'java frames are green');
+  assert.equal(threadGroupName('1_scheduler'), threadGroupName('12_scheduler'));
+});
+
+test('decoding rejects truncated or foreign data with a message', () => {
+  assert.throws(() => decodeProfile(new Uint8Array(10)), DecodeError);
+  const junk = new Uint8Array(64);
+  assert.throws(() => decodeProfile(junk), /bad magic/);
+  const hdr = new Uint8Array(64);
+  const v = new DataView(hdr.buffer);
+  v.setUint32(0, 0x31564e4b, true);
+  v.setUint32(4, 1, true);
+  v.setUint32(12, 1000, true); // 1000 strings but no data
+  assert.throws(() => decodeProfile(hdr), /truncated/);
+});
