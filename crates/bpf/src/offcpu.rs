@@ -173,7 +173,7 @@ struct AggKey {
     tgid: u32,
     pid: u32,
     kstack: i32,
-    ustack: i32,
+    ustack: u64,
     caller_hash: u64,
 }
 
@@ -183,8 +183,8 @@ impl AggKey {
             tgid: u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?),
             pid: u32::from_ne_bytes(b.get(4..8)?.try_into().ok()?),
             kstack: i32::from_ne_bytes(b.get(8..12)?.try_into().ok()?),
-            ustack: i32::from_ne_bytes(b.get(12..16)?.try_into().ok()?),
-            caller_hash: u64::from_ne_bytes(b.get(16..24)?.try_into().ok()?),
+            ustack: u64::from_ne_bytes(b.get(16..24)?.try_into().ok()?),
+            caller_hash: u64::from_ne_bytes(b.get(24..32)?.try_into().ok()?),
         })
     }
 }
@@ -193,7 +193,7 @@ impl AggKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct SnapKey {
     tgid: u32,
-    ustack: i32,
+    ustack: u64,
     caller_hash: u64,
 }
 
@@ -201,8 +201,8 @@ impl SnapKey {
     fn parse(b: &[u8]) -> Option<Self> {
         Some(SnapKey {
             tgid: u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?),
-            ustack: i32::from_ne_bytes(b.get(4..8)?.try_into().ok()?),
-            caller_hash: u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?),
+            ustack: u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?),
+            caller_hash: u64::from_ne_bytes(b.get(16..24)?.try_into().ok()?),
         })
     }
 }
@@ -241,7 +241,7 @@ pub struct OffCpuCollector {
     /// Every snapshot fetched so far; the kernel map is only a transfer buffer.
     snapshots: HashMap<SnapKey, Snapshot>,
     kstack_cache: HashMap<i32, Vec<u64>>,
-    ustack_cache: HashMap<i32, Vec<u64>>,
+    ustack_cache: HashMap<u64, Vec<u64>>,
     /// Processes whose code ranges the kernel has.
     ranged: HashSet<u32>,
     missing_snapshots: u64,
@@ -451,14 +451,15 @@ impl OffCpuCollector {
             if key.tgid != 0 && seen.insert(key.tgid) && !self.ranged.contains(&key.tgid) {
                 let _ = self.load_code_ranges(key.tgid);
             }
-            let kernel_ips = stack_ips(&self.skel.maps.kstacks, &mut self.kstack_cache, key.kstack);
-            let user_ips = stack_ips(&self.skel.maps.ustacks, &mut self.ustack_cache, key.ustack);
+            let kernel_ips =
+                kernel_stack(&self.skel.maps.kstacks, &mut self.kstack_cache, key.kstack);
+            let user_ips = user_stack(&self.skel.maps.ustacks, &mut self.ustack_cache, key.ustack);
             let snap = self.snapshots.get(&SnapKey {
                 tgid: key.tgid,
                 ustack: key.ustack,
                 caller_hash: key.caller_hash,
             });
-            if snap.is_none() && key.ustack >= 0 {
+            if snap.is_none() && key.ustack != 0 {
                 self.missing_snapshots += 1;
             }
             out.push(OffCpuEntry {
@@ -544,8 +545,12 @@ fn parse_agg_val(b: &[u8]) -> Option<(u64, u64, Vec<u8>)> {
     Some((total, count, comm[..end].to_vec()))
 }
 
-/// Stack ids are never removed from the kernel maps, so ids can be cached.
-fn stack_ips(map: &libbpf_rs::MapMut<'_>, cache: &mut HashMap<i32, Vec<u64>>, id: i32) -> Vec<u64> {
+/// Stacks are never removed from the kernel maps, so they can be cached by id.
+fn kernel_stack(
+    map: &libbpf_rs::MapMut<'_>,
+    cache: &mut HashMap<i32, Vec<u64>>,
+    id: i32,
+) -> Vec<u64> {
     if id < 0 {
         return Vec::new();
     }
@@ -557,6 +562,35 @@ fn stack_ips(map: &libbpf_rs::MapMut<'_>, cache: &mut HashMap<i32, Vec<u64>>, id
         _ => Vec::new(),
     };
     cache.insert(id, ips.clone());
+    ips
+}
+
+/// User stacks are stored by hash as `{u32 len; u32 pad; u64 ips[]}`.
+fn user_stack(
+    map: &libbpf_rs::MapMut<'_>,
+    cache: &mut HashMap<u64, Vec<u64>>,
+    hash: u64,
+) -> Vec<u64> {
+    if hash == 0 {
+        return Vec::new();
+    }
+    if let Some(ips) = cache.get(&hash) {
+        return ips.clone();
+    }
+    let ips = match map.lookup(&hash.to_ne_bytes(), MapFlags::ANY) {
+        Ok(Some(v)) => {
+            let len = v
+                .get(0..4)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u32::from_ne_bytes);
+            let body = v.get(8..).unwrap_or_default();
+            let mut ips = parse_ips(body);
+            ips.truncate(len as usize);
+            ips
+        }
+        _ => Vec::new(),
+    };
+    cache.insert(hash, ips.clone());
     ips
 }
 

@@ -18,6 +18,7 @@ typedef __s32 s32;
 typedef __u64 u64;
 typedef _Bool bool;
 
+#define PF_EXITING 0x00000004
 #define PF_KTHREAD 0x00200000
 
 struct task_struct {

@@ -40,7 +40,7 @@ enum counter {
 	C_SNAP_ERR,         /* snapshot not stored: map full or no memory */
 	C_STACK_COPY_ERR,   /* user stack memory unreadable at sp */
 	C_STORAGE_ERR,      /* per-thread state unavailable */
-	C_NO_RANGES,        /* caller hash skipped: no code ranges known for the process */
+	C_NO_RANGES,        /* no code ranges known for the process: no caller hash, fp stack uncut */
 	C_SCAN_ERR,         /* caller hash skipped: stack words unreadable */
 	C_MAX,
 };
@@ -58,7 +58,8 @@ struct agg_key {
 	u32 tgid;
 	u32 pid;
 	s32 kstack;
-	s32 ustack;
+	u32 pad;
+	u64 ustack;      /* hash of the validated frame-pointer user stack, 0 = none */
 	u64 caller_hash;
 };
 
@@ -71,7 +72,8 @@ struct agg_val {
 /* What decides the user-side stack: one snapshot per (process, fp stack, caller hash). */
 struct snap_key {
 	u32 tgid;
-	s32 ustack;
+	u32 pad;
+	u64 ustack;
 	u64 caller_hash;
 };
 
@@ -83,8 +85,15 @@ struct snap_hdr {
 	u32 flags;
 };
 
+struct ustack_val {
+	u32 len;
+	u32 pad;
+	u64 ips[MAX_STACK_DEPTH + 1];
+};
+
 struct scratch {
 	u64 words[SCAN_WORDS];
+	struct ustack_val ustack;
 	struct snap_hdr hdr;
 	/* Snapshot map values are hdr + stack[0..user_stack_bytes]; the extra
 	 * pages let each page-sized read be proven in bounds by the verifier. */
@@ -126,11 +135,15 @@ struct {
 	__uint(value_size, MAX_STACK_DEPTH * sizeof(u64));
 } kstacks SEC(".maps");
 
+/* User stacks by hash. Not a STACK_TRACE map: those key by the raw walk,
+ * and a frame-pointer walk through code without frame pointers picks up
+ * junk (e.g. a double stored where rbp points) that differs on every block. */
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(u32));
-	__uint(value_size, MAX_STACK_DEPTH * sizeof(u64));
+	__type(key, u64);
+	__type(value, struct ustack_val);
 } ustacks SEC(".maps");
 
 struct {
@@ -242,16 +255,13 @@ static long scan_word(u32 i, void *arg)
  * executable mappings separates such callers without hashing data (which
  * would split keys per mutex address, per request...).
  */
-static __always_inline u64 caller_hash(struct scratch *s, u32 tgid, u64 sp)
+static __always_inline u64 caller_hash(struct scratch *s, struct ranges *r, u64 sp)
 {
-	struct scan_ctx c = { .s = s, .hash = 0xcbf29ce484222325ULL };
+	struct scan_ctx c = { .s = s, .r = r, .hash = 0xcbf29ce484222325ULL };
 	u32 first;
 
-	c.r = bpf_map_lookup_elem(&code, &tgid);
-	if (!c.r) {
-		count(C_NO_RANGES, 1);
+	if (!r)
 		return 0;
-	}
 	/* Read up to the end of sp's page first: the next page may not exist. */
 	first = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
 	if (first > sizeof(s->words))
@@ -271,6 +281,59 @@ static __always_inline u64 caller_hash(struct scratch *s, u32 tgid, u64 sp)
 			c.nwords = SCAN_WORDS;
 	}
 	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
+	return c.hash;
+}
+
+struct ips_ctx {
+	struct scratch *s;
+	struct ranges *r;
+	u32 n;
+	u64 hash;
+};
+
+static long keep_ip(u32 i, void *arg)
+{
+	struct ips_ctx *c = arg;
+	u64 idx = i, ip;
+
+	if (i >= c->n)
+		return 1;
+	asm volatile("%[x] &= 127" : [x] "+r"(idx)); /* MAX_STACK_DEPTH, for the verifier */
+	ip = c->s->ustack.ips[idx];
+	/* The first ip comes from the registers; later ones must return into code. */
+	if (i > 0 && c->r && !in_code(c->r, ip))
+		return 1;
+	c->hash = (c->hash ^ ip) * 0x100000001b3ULL;
+	c->s->ustack.len = i + 1;
+	return 0;
+}
+
+/*
+ * Frame-pointer walk of the user stack, cut at the first return address that
+ * is not in an executable mapping (the walk has left real frames there), and
+ * stored under its hash. Returns the hash, 0 if there is no stack.
+ */
+static __always_inline u64 user_stack(void *ctx, struct scratch *s, struct ranges *r)
+{
+	struct ips_ctx c = { .s = s, .r = r, .hash = 0xcbf29ce484222325ULL };
+	long bytes;
+
+	bytes = bpf_get_stack(ctx, s->ustack.ips, MAX_STACK_DEPTH * sizeof(u64), BPF_F_USER_STACK);
+	if (bytes <= 0) {
+		count(C_USTACK_ERR, 1);
+		return 0;
+	}
+	c.n = bytes / sizeof(u64);
+	s->ustack.len = 0;
+	bpf_loop(MAX_STACK_DEPTH, keep_ip, &c, 0);
+	if (c.hash == 0)
+		c.hash = 1;
+	if (!bpf_map_lookup_elem(&ustacks, &c.hash)) {
+		long err = bpf_map_update_elem(&ustacks, &c.hash, &s->ustack, BPF_NOEXIST);
+
+		if (err && err != -17 /* EEXIST */)
+			count(C_USTACK_ERR, 1);
+	}
 	return c.hash;
 }
 
@@ -303,8 +366,7 @@ static __always_inline u32 copy_stack(struct scratch *s, u64 sp)
 	return got;
 }
 
-static __always_inline void snapshot(struct scratch *s, struct agg_key *key, struct pt_regs *regs,
-				     u64 ip, u64 sp, u64 bp)
+static __always_inline void snapshot(struct scratch *s, struct agg_key *key, u64 ip, u64 sp, u64 bp)
 {
 	struct snap_key sk = { .tgid = key->tgid, .ustack = key->ustack, .caller_hash = key->caller_hash };
 	long err;
@@ -333,7 +395,10 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 	struct pending *p;
 	struct scratch *s;
 
-	if (pid == 0)
+	u32 flags = BPF_CORE_READ(prev, flags);
+
+	/* A thread's last switch-out is not a block; its memory is gone by then. */
+	if (pid == 0 || (flags & PF_EXITING))
 		return;
 	if (cfg.filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return;
@@ -349,22 +414,24 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 	p->key.kstack = bpf_get_stackid(ctx, &kstacks, 0);
 	if (p->key.kstack < 0)
 		count(C_KSTACK_ERR, 1);
-	p->key.ustack = -1;
-	if (!(BPF_CORE_READ(prev, flags) & PF_KTHREAD)) {
+	p->key.pad = 0;
+	p->key.ustack = 0;
+	if (!(flags & PF_KTHREAD)) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		struct ranges *r = bpf_map_lookup_elem(&code, &tgid);
 		u64 ip, sp, bp;
 
-		p->key.ustack = bpf_get_stackid(ctx, &ustacks, BPF_F_USER_STACK);
-		if (p->key.ustack < 0)
-			count(C_USTACK_ERR, 1);
+		if (!r)
+			count(C_NO_RANGES, 1);
 		cpu = bpf_get_smp_processor_id();
 		s = bpf_map_lookup_elem(&scratch, &cpu);
 		if (regs && s) {
 			ip = BPF_CORE_READ(regs, ip);
 			sp = BPF_CORE_READ(regs, sp);
 			bp = BPF_CORE_READ(regs, bp);
-			p->key.caller_hash = caller_hash(s, tgid, sp);
-			snapshot(s, &p->key, regs, ip, sp, bp);
+			p->key.ustack = user_stack(ctx, s, r);
+			p->key.caller_hash = caller_hash(s, r, sp);
+			snapshot(s, &p->key, ip, sp, bp);
 		} else {
 			count(C_SNAP_ERR, 1);
 		}

@@ -2,8 +2,10 @@
  *
  * Usage: mutex THREADS ITERATIONS HOLD_US
  * Prints "ready" and waits for a line on stdin before starting (so the test
- * can attach first), prints "elapsed_ns N" when all threads are done, then
- * waits for another line before exiting (so /proc/PID/maps stays readable).
+ * can attach first), prints "elapsed_ns N"
+ * and "lifetimes_ns N" (the workers' lifetimes added up) when all threads are
+ * done, then waits for another line before exiting (so /proc/PID/maps stays
+ * readable).
  *
  * Each iteration takes the lock through lock_via_a() or lock_via_b(), two
  * functions called from the same place: a frame-pointer walk that skips the
@@ -40,22 +42,26 @@ __attribute__((noinline)) void lock_via_b(void)
 	__asm__ volatile("" ::: "memory");
 }
 
-static void *worker(void *arg)
-{
-	(void)arg;
-	pthread_setname_np(pthread_self(), "kiln-worker");
-	for (long i = 0; i < iterations; i++) {
-		void (*f)(void) = (i & 1) ? lock_via_b : lock_via_a;
-		f();
-	}
-	return NULL;
-}
-
 static long now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static long lifetimes_ns; /* sum over workers of (exit - start) */
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	long start = now_ns();
+	pthread_setname_np(pthread_self(), "kiln-worker");
+	for (long i = 0; i < iterations; i++) {
+		void (*f)(void) = (i & 1) ? lock_via_b : lock_via_a;
+		f();
+	}
+	__atomic_add_fetch(&lifetimes_ns, now_ns() - start, __ATOMIC_SEQ_CST);
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -80,7 +86,7 @@ int main(int argc, char **argv)
 		pthread_create(&t[i], NULL, worker, NULL);
 	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
-	printf("elapsed_ns %ld\n", now_ns() - start);
+	printf("elapsed_ns %ld lifetimes_ns %ld\n", now_ns() - start, lifetimes_ns);
 	fflush(stdout);
 	if (!fgets(line, sizeof line, stdin))
 		return 0;

@@ -1,0 +1,329 @@
+//! The off-CPU collector against real programs built and started here.
+//! Needs root (eBPF); gcc, nm and a Go toolchain.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use common::*;
+use kiln_bpf::offcpu::{OffCpuCollector, OffCpuConfig, OffCpuEntry};
+use kiln_bpf::BpfError;
+
+fn collector(pids: Option<Vec<u32>>, min_block_us: u64) -> OffCpuCollector {
+    require_root();
+    OffCpuCollector::start(&OffCpuConfig {
+        pids,
+        min_block_us,
+        user_stack_bytes: 16384,
+    })
+    .unwrap_or_else(|e| panic!("starting the collector: {e}"))
+}
+
+#[test]
+fn mutex_contention_time_and_stacks() {
+    let bin = build_c(
+        "mutex",
+        &["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie"],
+    );
+    let (threads, iterations, hold_us) = (4u64, 10u64, 5000u64);
+    let mut prog = Prog::spawn(
+        &bin,
+        &[
+            &threads.to_string(),
+            &iterations.to_string(),
+            &hold_us.to_string(),
+        ],
+    );
+    let pid = prog.pid();
+    let mut c = collector(Some(vec![pid]), 0);
+    prog.go_on();
+    let done = prog.line();
+    let lifetimes_ns: u64 = done.split_whitespace().nth(3).unwrap().parse().unwrap();
+    let entries = c.drain().unwrap();
+    let stats = c.stats();
+    let ksyms = Kallsyms::load();
+    let libc = exec_mappings(pid, "libc.so");
+    assert!(!libc.is_empty(), "libc not mapped in the test program");
+    let via_a = symbol_range(&bin, "lock_via_a");
+    let via_b = symbol_range(&bin, "lock_via_b");
+
+    assert!(
+        entries.iter().all(|e| e.pid == pid),
+        "an entry from another process"
+    );
+    let workers: Vec<&OffCpuEntry> = entries
+        .iter()
+        .filter(|e| e.comm == b"kiln-worker")
+        .collect();
+    let blocked: u64 = workers.iter().map(|e| e.total_ns).sum();
+    let futex: Vec<&&OffCpuEntry> = workers.iter().filter(|e| ksyms.has(e, "futex")).collect();
+    let sleep_ns: u64 = workers
+        .iter()
+        .filter(|e| ksyms.has(e, "nanosleep"))
+        .map(|e| e.total_ns)
+        .sum();
+    eprintln!(
+        "entries {}, worker entries {}, futex entries {}, snapshots {}, blocked {:.1} ms of \
+         {:.1} ms of thread lifetime, in nanosleep {:.1} ms; {stats:?}",
+        entries.len(),
+        workers.len(),
+        futex.len(),
+        c.distinct_snapshots(),
+        ms(blocked),
+        ms(lifetimes_ns),
+        ms(sleep_ns)
+    );
+
+    // Workers are blocked for nearly all their life: waiting for the lock or
+    // sleeping while holding it.
+    let ratio = blocked as f64 / lifetimes_ns as f64;
+    assert!(
+        (0.75..=1.05).contains(&ratio),
+        "blocked/lifetime = {ratio:.3}"
+    );
+    // Every iteration sleeps hold_us while holding the lock.
+    let expected_sleep = threads * iterations * hold_us * 1000;
+    let sleep_ratio = sleep_ns as f64 / expected_sleep as f64;
+    assert!(
+        (0.95..=2.5).contains(&sleep_ratio),
+        "nanosleep time ratio {sleep_ratio:.3}"
+    );
+    assert!(!futex.is_empty(), "no worker blocked in a futex wait");
+    assert_eq!(stats.dropped_blocks, 0);
+
+    // The frame-pointer stacks are cut where the walk leaves real frames.
+    let code = exec_mappings(pid, "");
+    for e in &entries {
+        assert!(
+            e.user_ips.iter().all(|&ip| in_any(&code, ip)),
+            "junk in {:x?}",
+            e.user_ips
+        );
+    }
+    let fp_knows_caller = futex
+        .iter()
+        .filter(|e| {
+            e.user_ips
+                .iter()
+                .any(|&x| in_any(&[via_a, via_b], x.wrapping_sub(1)))
+        })
+        .count();
+    eprintln!(
+        "{fp_knows_caller} of {} futex fp stacks name lock_via_a/b",
+        futex.len()
+    );
+
+    let mut from_a = 0;
+    let mut from_b = 0;
+    for e in &futex {
+        let regs = e.user_regs.expect("futex entry without user registers");
+        assert!(!e.user_stack.is_empty(), "empty user stack copy");
+        assert!(e.user_stack.len() <= 16384);
+        assert_eq!(
+            e.user_ips.first(),
+            Some(&regs.ip),
+            "fp walk must start at the user ip"
+        );
+        assert!(
+            in_any(&libc, regs.ip),
+            "ip {:#x} of a futex wait is not in libc",
+            regs.ip
+        );
+        let w: Vec<u64> = words(&e.user_stack).take(64).collect();
+        from_a += usize::from(w.iter().any(|&x| via_a.0 < x && x <= via_a.1));
+        from_b += usize::from(w.iter().any(|&x| via_b.0 < x && x <= via_b.1));
+    }
+    // lock_via_a and lock_via_b call pthread_mutex_lock from the same parent;
+    // only the caller hash keeps their snapshots apart.
+    assert!(
+        from_a > 0 && from_b > 0,
+        "snapshots name lock_via_a {from_a} and lock_via_b {from_b} times"
+    );
+}
+
+fn nanosleep_blocks(entries: &[OffCpuEntry], ksyms: &Kallsyms, pid: u32) -> (u64, u64) {
+    entries
+        .iter()
+        .filter(|e| e.pid == pid && ksyms.has(e, "nanosleep"))
+        .fold((0, 0), |(n, t), e| (n + e.count, t + e.total_ns))
+}
+
+#[test]
+fn min_block_filters_short_sleeps() {
+    let bin = build_c("sleeper", &["-O1"]);
+    let ksyms = Kallsyms::load();
+    let (short, short_us, long, long_us) = (20u64, 500u64, 5u64, 40_000u64);
+    let args = [
+        short.to_string(),
+        short_us.to_string(),
+        long.to_string(),
+        long_us.to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    let mut prog = Prog::spawn(&bin, &args);
+    let mut c = collector(Some(vec![prog.pid()]), 15_000);
+    prog.go_on();
+    assert_eq!(prog.line(), "done");
+    let entries = c.drain().unwrap();
+    let (count, total) = nanosleep_blocks(&entries, &ksyms, prog.pid());
+    let stats = c.stats();
+    eprintln!("min 15 ms: {count} blocks, {:.1} ms; {stats:?}", ms(total));
+    assert_eq!(count, long, "only the long sleeps pass a 15 ms threshold");
+    assert!(total >= long * long_us * 1000 && total < long * long_us * 1000 * 2);
+    assert!(
+        stats.short_blocks >= short,
+        "short blocks counted: {}",
+        stats.short_blocks
+    );
+    drop(prog);
+
+    let mut prog = Prog::spawn(&bin, &args);
+    let mut c = collector(Some(vec![prog.pid()]), 0);
+    prog.go_on();
+    assert_eq!(prog.line(), "done");
+    let entries = c.drain().unwrap();
+    let (count, total) = nanosleep_blocks(&entries, &ksyms, prog.pid());
+    eprintln!("no threshold: {count} blocks, {:.1} ms", ms(total));
+    assert!(
+        count >= short + long,
+        "every sleep counted without threshold: {count}"
+    );
+    assert!(total >= short * short_us * 1000 + long * long_us * 1000);
+    assert_eq!(c.stats().short_blocks, 0);
+}
+
+#[test]
+fn system_wide_sees_every_process() {
+    let bin = build_c("sleeper", &["-O1"]);
+    let ksyms = Kallsyms::load();
+    let mut prog = Prog::spawn(&bin, &["0", "0", "5", "20000"]);
+    let mut c = collector(None, 0);
+    prog.go_on();
+    assert_eq!(prog.line(), "done");
+    std::thread::sleep(Duration::from_millis(50));
+    let entries = c.drain().unwrap();
+    let (count, _) = nanosleep_blocks(&entries, &ksyms, prog.pid());
+    let pids: HashSet<u32> = entries.iter().map(|e| e.pid).collect();
+    let keys: HashSet<(u32, u32, Vec<u64>, Vec<u64>)> = entries
+        .iter()
+        .map(|e| (e.pid, e.tid, e.kernel_ips.clone(), e.user_ips.clone()))
+        .collect();
+    eprintln!(
+        "{} entries ({} distinct without the caller hash), {} processes, {} snapshots; {:?}",
+        entries.len(),
+        keys.len(),
+        pids.len(),
+        c.distinct_snapshots(),
+        c.stats()
+    );
+    assert!(
+        count >= 5,
+        "the sleeper's 5 sleeps were seen system-wide: {count}"
+    );
+    assert!(
+        pids.len() >= 3,
+        "only {} processes blocked system-wide",
+        pids.len()
+    );
+    // Kernel threads have no user side.
+    assert!(entries
+        .iter()
+        .filter(|e| e.user_ips.is_empty())
+        .all(|e| e.user_regs.is_none() || !e.kernel_ips.is_empty()));
+    // A second drain does not repeat the first one's time.
+    let again = c.drain().unwrap();
+    let (count2, _) = nanosleep_blocks(&again, &ksyms, prog.pid());
+    assert_eq!(count2, 0, "drain did not clear the sleeper's entries");
+}
+
+#[test]
+fn refuses_bad_configurations() {
+    let missing = u32::MAX - 1;
+    let err = OffCpuCollector::start(&OffCpuConfig {
+        pids: Some(vec![missing]),
+        min_block_us: 0,
+        user_stack_bytes: 16384,
+    })
+    .unwrap_err();
+    assert!(
+        matches!(err, BpfError::NoSuchProcess { pid } if pid == missing),
+        "{err}"
+    );
+    assert!(err.to_string().contains(&missing.to_string()));
+
+    let err = OffCpuCollector::start(&OffCpuConfig {
+        pids: Some(vec![]),
+        min_block_us: 0,
+        user_stack_bytes: 16384,
+    })
+    .unwrap_err();
+    assert!(matches!(err, BpfError::InvalidConfig(_)), "{err}");
+
+    let err = OffCpuCollector::start(&OffCpuConfig {
+        pids: None,
+        min_block_us: 0,
+        user_stack_bytes: 1 << 20,
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("user_stack_bytes"), "{err}");
+}
+
+#[test]
+fn go_mutex_held_across_a_blocking_syscall() {
+    let bin = build_go("gomutex");
+    let ksyms = Kallsyms::load();
+    let (goroutines, iterations, hold_us) = (4u64, 10u64, 5000u64);
+    let mut prog = Prog::spawn(
+        &bin,
+        &[
+            &goroutines.to_string(),
+            &iterations.to_string(),
+            &hold_us.to_string(),
+        ],
+    );
+    let pid = prog.pid();
+    let text = exec_mappings(pid, "gomutex");
+    let mut c = collector(Some(vec![pid]), 0);
+    prog.go_on();
+    assert_eq!(prog.line(), "done");
+    let entries = c.drain().unwrap();
+    let total: u64 = entries.iter().map(|e| e.total_ns).sum();
+    let sleeping: Vec<&OffCpuEntry> = entries
+        .iter()
+        .filter(|e| ksyms.has(e, "nanosleep"))
+        .collect();
+    let sleep_ns: u64 = sleeping.iter().map(|e| e.total_ns).sum();
+    let threads: HashMap<u32, u64> = sleeping.iter().fold(HashMap::new(), |mut m, e| {
+        *m.entry(e.tid).or_default() += e.total_ns;
+        m
+    });
+    eprintln!(
+        "{} entries, blocked {:.1} ms, in nanosleep {:.1} ms over {} threads",
+        entries.len(),
+        ms(total),
+        ms(sleep_ns),
+        threads.len()
+    );
+    let expected = goroutines * iterations * hold_us * 1000;
+    let ratio = sleep_ns as f64 / expected as f64;
+    assert!(
+        (0.95..=2.5).contains(&ratio),
+        "nanosleep time {ratio:.3} of expected"
+    );
+    // Go keeps frame pointers: the fp walk reaches into the program's own code.
+    let in_text = sleeping
+        .iter()
+        .filter(|e| e.user_ips.iter().any(|&ip| in_any(&text, ip)));
+    let in_text_ns: u64 = in_text.map(|e| e.total_ns).sum();
+    assert!(
+        in_text_ns * 10 >= sleep_ns * 9,
+        "only {:.1} of {:.1} ms have user frames in the Go binary",
+        ms(in_text_ns),
+        ms(sleep_ns)
+    );
+    assert!(sleeping
+        .iter()
+        .all(|e| e.user_regs.is_some() && !e.user_stack.is_empty()));
+}
