@@ -1,0 +1,414 @@
+//! Where each rectangle goes.
+//!
+//! The profile's stack table already is the merged call tree a flame graph draws (see
+//! `kiln_model::StackTable`), so the classic layout never sorts or merges stack lines as
+//! flamegraph.pl and inferno do: it orders each node's children once and walks the tree.
+//! Narrow subtrees are pruned while building the child lists, so with the default minimum
+//! width most of a large profile's nodes are never sorted or visited.
+use kiln_model::{Profile, StackId};
+use std::cmp::Ordering;
+
+const NONE: u32 = u32::MAX;
+
+/// Per-node weights of the profile being drawn.
+pub(crate) struct Weights {
+    /// Self weight (samples ending at the node).
+    pub selfw: Vec<u64>,
+    /// Total weight (self plus descendants): the rectangle's width.
+    pub total: Vec<u64>,
+    /// For differential graphs: the node's self weight after minus before.
+    pub delta: Option<Vec<i64>>,
+    /// Largest |delta| (at least 1).
+    pub max_delta: u64,
+}
+
+impl Weights {
+    pub(crate) fn of(p: &Profile) -> Weights {
+        let selfw = p.self_weights();
+        let total = p.total_weights(&selfw);
+        Weights {
+            selfw,
+            total,
+            delta: None,
+            max_delta: 1,
+        }
+    }
+}
+
+/// How siblings are ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// By name, as flamegraph.pl's sorted lines order them; self weight to the left.
+    Name,
+    /// Heaviest first; self weight to the right.
+    Heavy,
+}
+
+/// A rectangle of a flame chart.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rect {
+    pub node: u32,
+    pub x: u64,
+    pub w: u64,
+}
+
+/// A layout ready to be walked.
+pub(crate) enum Plan {
+    /// A merged call tree.
+    Tree {
+        order: Order,
+        /// Child lists (CSR) of every node whose parent is drawn.
+        start: Vec<u32>,
+        kids: Vec<u32>,
+        roots: Vec<u32>,
+        kept: Vec<bool>,
+    },
+    /// A flame chart: rectangles in sample order.
+    Chart(Vec<Rect>),
+}
+
+/// Summary of a plan.
+pub(crate) struct PlanInfo {
+    /// Deepest drawn level ("all" is level 0).
+    pub depth_max: u32,
+    /// Rectangles drawn, "all" included.
+    pub drawn: u64,
+    /// Nodes (or chart rectangles) too narrow to draw.
+    pub pruned: u64,
+}
+
+/// Compares `a` followed by `ta` with `b` followed by `tb`.
+fn cmp_term(a: &[u8], ta: u8, b: &[u8], tb: u8) -> Ordering {
+    a.iter()
+        .chain(std::iter::once(&ta))
+        .cmp(b.iter().chain(std::iter::once(&tb)))
+}
+
+/// Sort ranks of every frame's name as flamegraph.pl's line sort orders siblings: a frame
+/// with callees is followed by `;` in its lines, a leaf by a space. Index `2*frame` is
+/// the rank as a leaf, `2*frame+1` as a caller.
+fn name_ranks(p: &Profile) -> Vec<u32> {
+    let n = p.frames.len();
+    let mut keys: Vec<u32> = (0..2 * n as u32).collect();
+    let term = |k: u32| if k & 1 == 0 { b' ' } else { b';' };
+    let name = |k: u32| p.frame_name(kiln_model::FrameId(k >> 1));
+    keys.sort_unstable_by(|&a, &b| cmp_term(name(a), term(a), name(b), term(b)).then(a.cmp(&b)));
+    let mut rank = vec![0u32; 2 * n];
+    let mut r = 0u32;
+    for (i, &k) in keys.iter().enumerate() {
+        if i > 0
+            && cmp_term(name(keys[i - 1]), term(keys[i - 1]), name(k), term(k)) != Ordering::Equal
+        {
+            r += 1;
+        }
+        rank[k as usize] = r;
+    }
+    rank
+}
+
+impl Plan {
+    /// Plans the merged call tree, dropping nodes narrower than `min_w` weight units.
+    pub(crate) fn tree(p: &Profile, w: &Weights, order: Order, min_w: f64) -> (Plan, PlanInfo) {
+        let n = p.stacks.len();
+        let parents = p.stacks.raw_parents();
+        let kept: Vec<bool> = w
+            .total
+            .iter()
+            .map(|&t| t > 0 && (t as f64) >= min_w)
+            .collect();
+        // Child lists for nodes whose parent is drawn (they may be pruned themselves, but
+        // still take their place on the x axis).
+        let mut count = vec![0u32; n + 1];
+        let mut roots = Vec::new();
+        let mut depth_max = 0u32;
+        let mut drawn = 1u64;
+        for (i, &par) in parents.iter().enumerate() {
+            if par == NONE {
+                roots.push(i as u32);
+            } else if kept[par as usize] {
+                count[par as usize + 1] += 1;
+            }
+            if kept[i] {
+                drawn += 1;
+                depth_max = depth_max.max(p.stacks.depth(StackId(i as u32)) + 1);
+            }
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let start = count;
+        let mut fill = start.clone();
+        let mut kids = vec![0u32; start[n] as usize];
+        for (i, &par) in parents.iter().enumerate() {
+            if par != NONE && kept[par as usize] {
+                let slot = &mut fill[par as usize];
+                kids[*slot as usize] = i as u32;
+                *slot += 1;
+            }
+        }
+        let frames = p.stacks.raw_frames();
+        match order {
+            Order::Name => {
+                let rank = name_ranks(p);
+                let has_kids = |c: u32| w.total[c as usize] > w.selfw[c as usize];
+                let key = |c: u32| {
+                    let r = rank[2 * frames[c as usize].0 as usize + usize::from(has_kids(c))];
+                    (u64::from(r) << 32) | u64::from(c)
+                };
+                roots.sort_unstable_by_key(|&c| key(c));
+                for i in 0..n {
+                    let (a, b) = (start[i] as usize, start[i + 1] as usize);
+                    if b - a > 1 {
+                        kids[a..b].sort_unstable_by_key(|&c| key(c));
+                    }
+                }
+            }
+            Order::Heavy => {
+                let rank = name_ranks(p);
+                let key = |c: u32| {
+                    (
+                        std::cmp::Reverse(w.total[c as usize]),
+                        rank[2 * frames[c as usize].0 as usize + 1],
+                        c,
+                    )
+                };
+                roots.sort_unstable_by_key(|&c| key(c));
+                for i in 0..n {
+                    let (a, b) = (start[i] as usize, start[i + 1] as usize);
+                    if b - a > 1 {
+                        kids[a..b].sort_unstable_by_key(|&c| key(c));
+                    }
+                }
+            }
+        }
+        let pruned = kept.iter().filter(|&&k| !k).count() as u64;
+        (
+            Plan::Tree {
+                order,
+                start,
+                kids,
+                roots,
+                kept,
+            },
+            PlanInfo {
+                depth_max,
+                drawn,
+                pruned,
+            },
+        )
+    }
+
+    /// Plans a flame chart: samples in time order (input order when times are unknown),
+    /// consecutive samples merged where their stacks share a prefix.
+    pub(crate) fn chart(p: &Profile, min_w: f64) -> (Plan, PlanInfo) {
+        let s = &p.samples;
+        let mut idx: Vec<u32> = (0..s.len() as u32).collect();
+        let sorted = s.time.windows(2).all(|t| t[0] <= t[1]);
+        if !sorted && s.time.iter().all(|&t| t != kiln_model::NO_TIME) {
+            idx.sort_by_key(|&i| s.time[i as usize]);
+        }
+        let mut rects = Vec::new();
+        let mut open: Vec<(u32, u64)> = Vec::new();
+        let mut path: Vec<u32> = Vec::new();
+        let mut time = 0u64;
+        let mut prev = NONE;
+        let depth = |v: u32| p.stacks.depth(StackId(v));
+        let parent = |v: u32| p.stacks.parent(StackId(v)).map_or(NONE, |s| s.0);
+        for &i in &idx {
+            let wgt = s.weight[i as usize];
+            if wgt == 0 {
+                continue;
+            }
+            let v = s.stack[i as usize].0;
+            if v != prev {
+                // Common ancestor of the previous and this stack.
+                let (mut a, mut b) = (prev, v);
+                if a != NONE {
+                    while depth(a) > depth(b) {
+                        a = parent(a);
+                    }
+                    while depth(b) > depth(a) {
+                        b = parent(b);
+                    }
+                    while a != b {
+                        a = parent(a);
+                        b = parent(b);
+                    }
+                } else {
+                    a = NONE;
+                }
+                let keep = if a == NONE { 0 } else { depth(a) as usize + 1 };
+                while open.len() > keep {
+                    if let Some((node, x)) = open.pop() {
+                        rects.push(Rect {
+                            node,
+                            x,
+                            w: time - x,
+                        });
+                    }
+                }
+                path.clear();
+                let mut c = v;
+                while c != NONE && depth(c) as usize >= keep {
+                    path.push(c);
+                    c = parent(c);
+                }
+                open.extend(path.iter().rev().map(|&node| (node, time)));
+                prev = v;
+            }
+            time += wgt;
+        }
+        while let Some((node, x)) = open.pop() {
+            rects.push(Rect {
+                node,
+                x,
+                w: time - x,
+            });
+        }
+        let before = rects.len();
+        rects.retain(|r| (r.w as f64) >= min_w && r.w > 0);
+        rects.sort_by_key(|r| (r.x, depth(r.node)));
+        let depth_max = rects.iter().map(|r| depth(r.node) + 1).max().unwrap_or(0);
+        let info = PlanInfo {
+            depth_max,
+            drawn: rects.len() as u64 + 1,
+            pruned: (before - rects.len()) as u64,
+        };
+        (Plan::Chart(rects), info)
+    }
+
+    /// Calls `emit(node, x, width, level)` for every rectangle, parents before children;
+    /// `node` is `None` for the "all" rectangle at level 0.
+    pub(crate) fn walk<E>(
+        &self,
+        p: &Profile,
+        w: &Weights,
+        time: u64,
+        mut emit: impl FnMut(Option<u32>, u64, u64, u32) -> Result<(), E>,
+    ) -> Result<(), E> {
+        emit(None, 0, time, 0)?;
+        match self {
+            Plan::Chart(rects) => {
+                for r in rects {
+                    emit(Some(r.node), r.x, r.w, p.stacks.depth(StackId(r.node)) + 1)?;
+                }
+            }
+            Plan::Tree {
+                order,
+                start,
+                kids,
+                roots,
+                kept,
+            } => {
+                let mut stack: Vec<(u32, u64)> = Vec::new();
+                let push_children = |stack: &mut Vec<(u32, u64)>, list: &[u32], mut x: u64| {
+                    let mark = stack.len();
+                    for &c in list {
+                        if kept[c as usize] {
+                            stack.push((c, x));
+                        }
+                        x += w.total[c as usize];
+                    }
+                    stack[mark..].reverse();
+                };
+                push_children(&mut stack, roots, 0);
+                while let Some((v, x)) = stack.pop() {
+                    let i = v as usize;
+                    emit(Some(v), x, w.total[i], p.stacks.depth(StackId(v)) + 1)?;
+                    let first = match order {
+                        Order::Name => x + w.selfw[i],
+                        Order::Heavy => x,
+                    };
+                    let list = &kids[start[i] as usize..start[i + 1] as usize];
+                    push_children(&mut stack, list, first);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The profile with every stack reversed (leaf first), samples kept in order.
+pub(crate) fn reversed(p: &Profile) -> Profile {
+    let mut out = Profile {
+        strings: p.strings.clone(),
+        frames: p.frames.clone(),
+        stacks: Default::default(),
+        threads: p.threads.clone(),
+        samples: Default::default(),
+        event: p.event.clone(),
+    };
+    let mut memo = vec![NONE; p.stacks.len()];
+    let mut path = Vec::new();
+    let s = &p.samples;
+    for k in 0..s.len() {
+        let v = s.stack[k].0 as usize;
+        if memo[v] == NONE {
+            path.clear();
+            p.stacks.path_into(StackId(v as u32), &mut path);
+            path.reverse();
+            memo[v] = out.stacks.intern_path(&path).map_or(NONE, |s| s.0);
+        }
+        if memo[v] != NONE {
+            out.samples
+                .push(StackId(memo[v]), s.weight[k], s.time[k], s.thread[k]);
+        }
+    }
+    out
+}
+
+/// One tree holding the stacks of both profiles, with differential weights: widths are
+/// the `after` weights, deltas `after − before` self weights, as flamegraph.pl draws
+/// two-count input.
+pub(crate) fn merged_diff(before: &Profile, after: &Profile) -> (Profile, Weights) {
+    let mut m = after.clone();
+    let n_after = m.stacks.len();
+    let str_map: Vec<_> = before
+        .strings
+        .iter()
+        .map(|(_, s)| m.strings.intern(s))
+        .collect();
+    let frame_map: Vec<_> = before
+        .frames
+        .iter()
+        .map(|(_, f)| {
+            m.frames.intern(kiln_model::Frame {
+                name: str_map[f.name.0 as usize],
+                kind: f.kind,
+            })
+        })
+        .collect();
+    let mut node_map: Vec<StackId> = Vec::with_capacity(before.stacks.len());
+    for id in before.stacks.ids() {
+        let parent = before.stacks.parent(id).map(|q| node_map[q.0 as usize]);
+        let f = frame_map[before.stacks.frame(id).0 as usize];
+        node_map.push(m.stacks.intern(parent, f));
+    }
+    let n = m.stacks.len();
+    let mut selfw = after.self_weights();
+    selfw.resize(n, 0);
+    let total = m.total_weights(&selfw);
+    let mut before_self = vec![0u64; n];
+    for (i, &x) in before.self_weights().iter().enumerate() {
+        let j = node_map[i].0 as usize;
+        before_self[j] = before_self[j].saturating_add(x);
+    }
+    let mut delta = vec![0i64; n];
+    let mut max_delta = 1u64;
+    for i in 0..n {
+        let d = i128::from(selfw[i]) - i128::from(before_self[i]);
+        let d = d.clamp(i128::from(i64::MIN + 1), i128::from(i64::MAX)) as i64;
+        delta[i] = d;
+        max_delta = max_delta.max(d.unsigned_abs());
+    }
+    debug_assert!(n >= n_after);
+    (
+        m,
+        Weights {
+            selfw,
+            total,
+            delta: Some(delta),
+            max_delta,
+        },
+    )
+}
