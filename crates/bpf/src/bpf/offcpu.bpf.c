@@ -207,6 +207,8 @@ static __always_inline bool in_code(struct ranges *r, u64 w)
 
 	if (hi > MAX_RANGES)
 		hi = MAX_RANGES;
+	if (hi == 0 || w < r->start[0] || w >= r->end[(hi - 1) & (MAX_RANGES - 1)])
+		return 0; /* outside all code: most data words end here */
 #pragma unroll
 	for (int k = 0; k < 7; k++) {
 		if (lo >= hi)
