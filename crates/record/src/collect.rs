@@ -1,0 +1,354 @@
+//! Turning records (live ring buffers, perf.data files, eBPF off-CPU entries) into profiles.
+//!
+//! Samples are unwound as they arrive, while the process and its mappings still exist,
+//! but symbolized only at the end: a raw stack is a path of *locations* (kernel address,
+//! image + stated address, JIT address of a pid) kept in a prefix tree, so each distinct
+//! location is named once, after the JIT has written its perf map.
+use crate::symbols::{demangle, PerfMap, SymbolTable};
+use crate::unwind::{Images, Process, UserLoc};
+use kiln_model::{EventInfo, FrameKind, Profile, StackId};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Counts that say how complete a recording is. Nothing is dropped without being counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Samples kept, per event (same order as the profiles).
+    pub samples: Vec<u64>,
+    /// Records the kernel could not write because the ring buffer was full.
+    pub lost: u64,
+    /// Samples whose user stack could not be unwound past the sampled instruction.
+    pub shallow_user_stacks: u64,
+    /// Samples for an event id no event of this recording has (should not happen).
+    pub unattributed: u64,
+    /// Records that could not be parsed.
+    pub bad_records: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Loc {
+    Comm(Box<[u8]>),
+    Kernel(u64),
+    User(UserLoc),
+}
+
+/// How frames are named.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NamingOptions {
+    /// Append `_[k]` to kernel frames, as `stackcollapse-perf.pl --kernel` does. Default: false.
+    pub annotate_kernel: bool,
+    /// Append `_[j]` to JIT frames (perf-map symbols), as `stackcollapse-perf.pl --jit` does.
+    /// Default: false.
+    pub annotate_jit: bool,
+}
+
+struct EventAcc {
+    info: EventInfo,
+    node_index: HashMap<(u32, u32), u32>,
+    node_parent: Vec<u32>,
+    node_loc: Vec<u32>,
+    threads: HashMap<(u32, u32, u32), u32>,
+    s_node: Vec<u32>,
+    s_weight: Vec<u64>,
+    s_time: Vec<u64>,
+    s_thread: Vec<u32>,
+}
+
+const NO_PARENT: u32 = u32::MAX;
+
+impl EventAcc {
+    fn new(info: EventInfo) -> Self {
+        EventAcc {
+            info,
+            node_index: HashMap::new(),
+            node_parent: Vec::new(),
+            node_loc: Vec::new(),
+            threads: HashMap::new(),
+            s_node: Vec::new(),
+            s_weight: Vec::new(),
+            s_time: Vec::new(),
+            s_thread: Vec::new(),
+        }
+    }
+}
+
+/// The user part of a stack as a source provides it.
+pub(crate) enum UserStack<'a> {
+    /// Registers and a copy of the stack from `sp` upwards: unwound here.
+    Regs {
+        ip: u64,
+        sp: u64,
+        bp: u64,
+        stack: &'a [u8],
+    },
+    /// Addresses already walked (frame-pointer call chains), leaf first; the first is the
+    /// sampled instruction, the rest return addresses.
+    Ips(&'a [u64]),
+    /// No user part (kernel threads, or the sample was taken in the kernel with no user
+    /// context).
+    None,
+}
+
+/// Accumulates samples of several events.
+pub(crate) struct Collector {
+    images: Images,
+    procs: HashMap<u32, Process>,
+    comms: HashMap<u32, Box<[u8]>>,
+    locs: HashMap<Loc, u32>,
+    loc_list: Vec<Loc>,
+    events: Vec<EventAcc>,
+    naming: NamingOptions,
+    path: Vec<u32>,
+    pub summary: Summary,
+}
+
+impl Collector {
+    pub fn new(events: Vec<EventInfo>, naming: NamingOptions) -> Self {
+        Collector {
+            images: Images::default(),
+            procs: HashMap::new(),
+            comms: HashMap::new(),
+            locs: HashMap::new(),
+            loc_list: Vec::new(),
+            summary: Summary {
+                samples: vec![0; events.len()],
+                ..Default::default()
+            },
+            events: events.into_iter().map(EventAcc::new).collect(),
+            naming,
+            path: Vec::new(),
+        }
+    }
+
+    fn loc(&mut self, l: Loc) -> u32 {
+        if let Some(&id) = self.locs.get(&l) {
+            return id;
+        }
+        let id = self.loc_list.len() as u32;
+        self.loc_list.push(l.clone());
+        self.locs.insert(l, id);
+        id
+    }
+
+    fn process(&mut self, pid: u32) -> &mut Process {
+        let images = &mut self.images;
+        self.procs
+            .entry(pid)
+            .or_insert_with(|| Process::from_proc(pid, images))
+    }
+
+    /// A thread's name changed (or was first seen); `exec` resets the process's mappings.
+    pub fn on_comm(&mut self, pid: u32, tid: u32, name: &[u8], exec: bool) {
+        self.comms.insert(tid, name.into());
+        if exec && pid == tid {
+            self.procs.insert(pid, Process::empty());
+        }
+    }
+
+    /// A process or thread was created.
+    pub fn on_fork(&mut self, pid: u32, ppid: u32, tid: u32, ptid: u32) {
+        if pid != ppid {
+            if let Some(parent) = self.procs.get(&ppid) {
+                let child = parent.fork();
+                self.procs.insert(pid, child);
+            }
+        }
+        if let Some(c) = self.comms.get(&ptid).cloned() {
+            self.comms.entry(tid).or_insert(c);
+        }
+    }
+
+    /// An executable mapping appeared.
+    pub fn on_mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
+        if pid == u32::MAX || pid == 0 {
+            return; // kernel modules
+        }
+        let known = self.procs.contains_key(&pid);
+        let images = &mut self.images;
+        let p = self
+            .procs
+            .entry(pid)
+            .or_insert_with(|| Process::from_proc(pid, images));
+        // A process first read from /proc already has this mapping.
+        if known {
+            p.add_mapping(start, start.saturating_add(len), pgoff, path, images);
+        }
+    }
+
+    fn comm_of(&mut self, pid: u32, tid: u32) -> Box<[u8]> {
+        if let Some(c) = self.comms.get(&tid) {
+            return c.clone();
+        }
+        let name = std::fs::read(format!("/proc/{pid}/task/{tid}/comm"))
+            .ok()
+            .map(|mut v| {
+                while v.last() == Some(&b'\n') {
+                    v.pop();
+                }
+                v
+            })
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| format!(":{tid}").into_bytes());
+        let b: Box<[u8]> = name.into();
+        self.comms.insert(tid, b.clone());
+        b
+    }
+
+    /// Adds one sample of event `ev`. `kernel` holds kernel addresses, leaf first.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_sample(
+        &mut self,
+        ev: usize,
+        pid: u32,
+        tid: u32,
+        time: u64,
+        weight: u64,
+        kernel: &mut dyn Iterator<Item = u64>,
+        user: UserStack<'_>,
+    ) {
+        if ev >= self.events.len() {
+            self.summary.unattributed += 1;
+            return;
+        }
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        for a in kernel {
+            let l = self.loc(Loc::Kernel(a));
+            path.push(l);
+        }
+        let mut user_locs: Vec<UserLoc> = Vec::new();
+        match user {
+            UserStack::Regs { ip, sp, bp, stack } if ip != 0 => {
+                let mut addrs: Vec<u64> = Vec::with_capacity(32);
+                let p = self.process(pid);
+                let n = p.unwind(ip, sp, bp, stack, |a| addrs.push(a));
+                if n <= 1 {
+                    self.summary.shallow_user_stacks += 1;
+                }
+                let p = &self.procs[&pid];
+                user_locs.extend(addrs.iter().map(|&a| p.locate(a, pid, &self.images)));
+            }
+            UserStack::Ips(ips) if !ips.is_empty() => {
+                self.process(pid);
+                let p = &self.procs[&pid];
+                for (i, &a) in ips.iter().enumerate() {
+                    let a = if i == 0 { a } else { a.saturating_sub(1) };
+                    user_locs.push(p.locate(a, pid, &self.images));
+                }
+            }
+            _ => {}
+        }
+        for u in user_locs {
+            let l = self.loc(Loc::User(u));
+            path.push(l);
+        }
+        let comm = self.comm_of(pid, tid);
+        let comm_loc = self.loc(Loc::Comm(comm));
+        path.push(comm_loc);
+
+        let acc = &mut self.events[ev];
+        let mut node = NO_PARENT;
+        for &l in path.iter().rev() {
+            let next = acc.node_parent.len() as u32;
+            node = *acc.node_index.entry((node, l)).or_insert_with(|| {
+                acc.node_parent.push(node);
+                acc.node_loc.push(l);
+                next
+            });
+        }
+        let nthreads = acc.threads.len() as u32;
+        let th = *acc.threads.entry((pid, tid, comm_loc)).or_insert(nthreads);
+        acc.s_node.push(node);
+        acc.s_weight.push(weight);
+        acc.s_time.push(time);
+        acc.s_thread.push(th);
+        self.summary.samples[ev] += 1;
+        self.path = path;
+    }
+
+    /// Names every location and builds one profile per event.
+    pub fn finish(self) -> (Vec<Profile>, Summary) {
+        let mut kallsyms: Option<SymbolTable> = None;
+        let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
+        let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
+        for loc in &self.loc_list {
+            names.push(match loc {
+                Loc::Comm(c) => (c.to_vec(), FrameKind::Root),
+                Loc::Kernel(a) => {
+                    let t = kallsyms.get_or_insert_with(SymbolTable::kallsyms);
+                    let mut n = match t.lookup(*a) {
+                        Some(n) => n.to_vec(),
+                        None => b"[unknown]".to_vec(),
+                    };
+                    if self.naming.annotate_kernel {
+                        n.extend_from_slice(b"_[k]");
+                    }
+                    (n, FrameKind::Kernel)
+                }
+                Loc::User(UserLoc::Elf { image, svma }) => {
+                    let img = &self.images.list[*image as usize];
+                    match img.symbols().lookup(*svma) {
+                        Some(n) => (demangle(n), FrameKind::User),
+                        None => (offset_name(&img.path, *svma), FrameKind::User),
+                    }
+                }
+                Loc::User(UserLoc::Jit { pid, addr }) => {
+                    let m = perf_maps
+                        .entry(*pid)
+                        .or_insert_with(|| PerfMap::for_pid(*pid));
+                    match m.as_ref().and_then(|m| m.lookup(*addr)) {
+                        Some(n) => {
+                            let mut n = n.to_vec();
+                            if self.naming.annotate_jit {
+                                n.extend_from_slice(b"_[j]");
+                            }
+                            (n, FrameKind::Jit)
+                        }
+                        None => (b"[unknown]".to_vec(), FrameKind::User),
+                    }
+                }
+                Loc::User(UserLoc::Named { name }) => (name.to_vec(), FrameKind::User),
+            });
+        }
+        let mut profiles = Vec::with_capacity(self.events.len());
+        for acc in self.events {
+            let mut p = Profile::new(acc.info);
+            let mut frame_of_loc: HashMap<u32, kiln_model::FrameId> = HashMap::new();
+            let mut stack_of_node: Vec<StackId> = Vec::with_capacity(acc.node_loc.len());
+            for (i, &l) in acc.node_loc.iter().enumerate() {
+                let f = *frame_of_loc.entry(l).or_insert_with(|| {
+                    let (n, k) = &names[l as usize];
+                    p.frame(n, *k)
+                });
+                let parent = acc.node_parent[i];
+                let parent = (parent != NO_PARENT).then(|| stack_of_node[parent as usize]);
+                stack_of_node.push(p.stacks.intern(parent, f));
+            }
+            let mut thread_ids = vec![kiln_model::ThreadId::NONE; acc.threads.len()];
+            for (&(pid, tid, comm), &i) in &acc.threads {
+                let name = &names[comm as usize].0;
+                thread_ids[i as usize] = p.thread(Some(pid), Some(tid), name);
+            }
+            for k in 0..acc.s_node.len() {
+                p.samples.push(
+                    stack_of_node[acc.s_node[k] as usize],
+                    acc.s_weight[k],
+                    acc.s_time[k],
+                    thread_ids[acc.s_thread[k] as usize],
+                );
+            }
+            profiles.push(p);
+        }
+        (profiles, self.summary)
+    }
+}
+
+/// `libfoo.so+0x1234` for code without a symbol.
+fn offset_name(path: &Path, svma: u64) -> Vec<u8> {
+    let base = path
+        .file_name()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    format!("{base}+0x{svma:x}").into_bytes()
+}

@@ -1,0 +1,400 @@
+//! kiln's native profile format: the [`Profile`] model as compact binary columns.
+//!
+//! Why not folded stacks: they lose timestamps, threads and the event; the viewer's time
+//! selection and stored runs need all three. Why not JSON: names are bytes (not always
+//! UTF-8) and a 30 s recording holds tens of thousands of samples whose timestamps
+//! compress to a byte or two each as deltas.
+//!
+//! ## Layout (version 1)
+//!
+//! All integers are unsigned LEB128 varints unless noted; `bytes` is a varint length
+//! followed by that many bytes.
+//!
+//! ```text
+//! file     = "KILNPROF" version:u8(=1) count profile*count
+//! profile  = event_name:bytes unit:u8
+//!            nstrings (bytes)*nstrings
+//!            nframes  (name:strid kind:u8)*nframes
+//!            nstacks  (parent+1 frame)*nstacks         parent+1 = 0 for a root; parent < index
+//!            nthreads (pid+1 tid+1 name:strid)*nthreads  0 = unknown
+//!            nsamples stack*n weight*n timedelta*n thread+1*n
+//! ```
+//!
+//! `timedelta` is the zig-zag encoded wrapping difference from the previous sample's time
+//! (starting at 0), so `NO_TIME` round-trips. Units: 0 samples, 1 period, 2 ns, 3 us,
+//! 4 bytes, 5 events. Frame kinds: 0 unknown, 1 user, 2 kernel, 3 JIT, 4 inline, 5 root.
+//! Readers reject anything else (a newer version says so in the error).
+use crate::error::RecordError;
+use kiln_model::{
+    EventInfo, Frame, FrameKind, Profile, StackId, StrId, Thread, ThreadId, WeightUnit,
+};
+use std::io::Write;
+use std::path::Path;
+
+/// The first bytes of every native profile file.
+pub const MAGIC: &[u8; 8] = b"KILNPROF";
+/// The version this code writes.
+pub const VERSION: u8 = 1;
+
+fn put(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn unit_code(u: WeightUnit) -> u8 {
+    match u {
+        WeightUnit::Samples => 0,
+        WeightUnit::Period => 1,
+        WeightUnit::Nanoseconds => 2,
+        WeightUnit::Microseconds => 3,
+        WeightUnit::Bytes => 4,
+        WeightUnit::Events => 5,
+        _ => 0,
+    }
+}
+
+fn kind_code(k: FrameKind) -> u8 {
+    match k {
+        FrameKind::Unknown => 0,
+        FrameKind::User => 1,
+        FrameKind::Kernel => 2,
+        FrameKind::Jit => 3,
+        FrameKind::Inline => 4,
+        FrameKind::Root => 5,
+        _ => 0,
+    }
+}
+
+/// Encodes profiles into bytes.
+pub fn encode(profiles: &[Profile]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 << 16);
+    out.extend_from_slice(MAGIC);
+    out.push(VERSION);
+    put(&mut out, profiles.len() as u64);
+    for p in profiles {
+        put_bytes(&mut out, p.event.name.as_bytes());
+        out.push(unit_code(p.event.unit));
+        put(&mut out, p.strings.len() as u64);
+        for (_, s) in p.strings.iter() {
+            put_bytes(&mut out, s);
+        }
+        put(&mut out, p.frames.len() as u64);
+        for (_, f) in p.frames.iter() {
+            put(&mut out, u64::from(f.name.0));
+            out.push(kind_code(f.kind));
+        }
+        put(&mut out, p.stacks.len() as u64);
+        for (&parent, f) in p.stacks.raw_parents().iter().zip(p.stacks.raw_frames()) {
+            put(
+                &mut out,
+                if parent == u32::MAX {
+                    0
+                } else {
+                    u64::from(parent) + 1
+                },
+            );
+            put(&mut out, u64::from(f.0));
+        }
+        put(&mut out, p.threads.len() as u64);
+        for (_, t) in p.threads.iter() {
+            put(&mut out, t.pid.map_or(0, |x| u64::from(x) + 1));
+            put(&mut out, t.tid.map_or(0, |x| u64::from(x) + 1));
+            put(&mut out, u64::from(t.name.0));
+        }
+        let s = &p.samples;
+        put(&mut out, s.len() as u64);
+        for x in &s.stack {
+            put(&mut out, u64::from(x.0));
+        }
+        for &w in &s.weight {
+            put(&mut out, w);
+        }
+        let mut prev = 0u64;
+        for &t in &s.time {
+            let d = t.wrapping_sub(prev) as i64;
+            put(&mut out, ((d << 1) ^ (d >> 63)) as u64);
+            prev = t;
+        }
+        for x in &s.thread {
+            put(
+                &mut out,
+                if *x == ThreadId::NONE {
+                    0
+                } else {
+                    u64::from(x.0) + 1
+                },
+            );
+        }
+    }
+    out
+}
+
+/// Writes profiles to `out`.
+pub fn write(profiles: &[Profile], out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(&encode(profiles))
+}
+
+/// Whether `bytes` start like a native profile (content sniffing).
+pub fn is_native(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+    path: &'a Path,
+}
+
+impl Reader<'_> {
+    fn err(&self, why: impl Into<String>) -> RecordError {
+        RecordError::Native {
+            path: self.path.to_path_buf(),
+            offset: self.pos as u64,
+            why: why.into(),
+        }
+    }
+
+    fn u8(&mut self) -> Result<u8, RecordError> {
+        let v = *self
+            .b
+            .get(self.pos)
+            .ok_or_else(|| self.err("unexpected end of file"))?;
+        self.pos += 1;
+        Ok(v)
+    }
+
+    fn var(&mut self) -> Result<u64, RecordError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.err("integer longer than 64 bits"))
+    }
+
+    fn count(&mut self, what: &str, min_bytes_each: usize) -> Result<usize, RecordError> {
+        let n = self.var()?;
+        let left = (self.b.len() - self.pos) as u64;
+        if n.saturating_mul(min_bytes_each as u64) > left {
+            return Err(self.err(format!("{what} count {n} exceeds the file size")));
+        }
+        Ok(n as usize)
+    }
+
+    fn index(&mut self, what: &str, len: usize) -> Result<u32, RecordError> {
+        let v = self.var()?;
+        if v >= len as u64 {
+            return Err(self.err(format!("{what} index {v} out of range (have {len})")));
+        }
+        Ok(v as u32)
+    }
+
+    fn bytes(&mut self) -> Result<&[u8], RecordError> {
+        let n = self.var()? as usize;
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len());
+        let end = end.ok_or_else(|| self.err(format!("string of {n} bytes runs past the end")))?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+}
+
+/// Decodes the profiles of a native file's bytes; `path` names it in errors.
+pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, RecordError> {
+    let mut r = Reader {
+        b: bytes,
+        pos: 0,
+        path,
+    };
+    if !bytes.starts_with(MAGIC) {
+        return Err(r.err("missing KILNPROF signature"));
+    }
+    r.pos = MAGIC.len();
+    let version = r.u8()?;
+    if version != VERSION {
+        return Err(r.err(format!(
+            "format version {version}; this kiln reads version {VERSION} (a newer kiln wrote it?)"
+        )));
+    }
+    let n = r.count("profile", 1)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = String::from_utf8_lossy(r.bytes()?).into_owned();
+        let unit = match r.u8()? {
+            0 => WeightUnit::Samples,
+            1 => WeightUnit::Period,
+            2 => WeightUnit::Nanoseconds,
+            3 => WeightUnit::Microseconds,
+            4 => WeightUnit::Bytes,
+            5 => WeightUnit::Events,
+            u => return Err(r.err(format!("unknown weight unit {u}"))),
+        };
+        let mut p = Profile::new(EventInfo { name, unit });
+        let ns = r.count("string", 1)?;
+        for i in 0..ns {
+            let s = r.bytes()?.to_vec();
+            if p.strings.intern(&s).0 as usize != i {
+                return Err(r.err("duplicate string in the string table"));
+            }
+        }
+        let nf = r.count("frame", 2)?;
+        for i in 0..nf {
+            let name = StrId(r.index("string", ns)?);
+            let kind = match r.u8()? {
+                0 => FrameKind::Unknown,
+                1 => FrameKind::User,
+                2 => FrameKind::Kernel,
+                3 => FrameKind::Jit,
+                4 => FrameKind::Inline,
+                5 => FrameKind::Root,
+                k => return Err(r.err(format!("unknown frame kind {k}"))),
+            };
+            if p.frames.intern(Frame { name, kind }).0 as usize != i {
+                return Err(r.err("duplicate frame in the frame table"));
+            }
+        }
+        let nst = r.count("stack", 2)?;
+        for i in 0..nst {
+            let parent = r.index("parent stack", i + 1)?;
+            let frame = kiln_model::FrameId(r.index("frame", nf)?);
+            let parent = (parent > 0).then(|| StackId(parent - 1));
+            if p.stacks.intern(parent, frame).0 as usize != i {
+                return Err(r.err("duplicate node in the stack table"));
+            }
+        }
+        let nt = r.count("thread", 3)?;
+        for i in 0..nt {
+            let pid = r.var()?;
+            let tid = r.var()?;
+            let name = StrId(r.index("string", ns)?);
+            let conv = |v: u64| (v > 0).then(|| (v - 1) as u32);
+            let t = Thread {
+                pid: conv(pid),
+                tid: conv(tid),
+                name,
+            };
+            if p.threads.intern(t).0 as usize != i {
+                return Err(r.err("duplicate thread in the thread table"));
+            }
+        }
+        let nsm = r.count("sample", 4)?;
+        let mut stacks = Vec::with_capacity(nsm);
+        for _ in 0..nsm {
+            stacks.push(StackId(r.index("stack", nst)?));
+        }
+        let mut weights = Vec::with_capacity(nsm);
+        for _ in 0..nsm {
+            weights.push(r.var()?);
+        }
+        let mut times = Vec::with_capacity(nsm);
+        let mut prev = 0u64;
+        for _ in 0..nsm {
+            let z = r.var()?;
+            let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            prev = prev.wrapping_add(d as u64);
+            times.push(prev);
+        }
+        for k in 0..nsm {
+            let t = r.index("thread", nt + 1)?;
+            let t = if t == 0 {
+                ThreadId::NONE
+            } else {
+                ThreadId(t - 1)
+            };
+            p.samples.push(stacks[k], weights[k], times[k], t);
+        }
+        out.push(p);
+    }
+    if r.pos != bytes.len() {
+        return Err(r.err("trailing bytes after the last profile"));
+    }
+    Ok(out)
+}
+
+/// Reads a native profile file.
+pub fn read_file(path: &Path) -> Result<Vec<Profile>, RecordError> {
+    let bytes = std::fs::read(path).map_err(|source| RecordError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    decode(&bytes, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_model::{FoldedOptions, FoldedWriter, NO_TIME};
+
+    fn sample_profile() -> Profile {
+        let mut p = Profile::new(EventInfo {
+            name: "cpu-clock".into(),
+            unit: WeightUnit::Samples,
+        });
+        let root = p.frame(b"1_scheduler", FrameKind::Root);
+        let f = p.frame(b"$lists:foldl/3", FrameKind::Jit);
+        let k = p.frame(b"\xffbytes", FrameKind::Kernel);
+        let t = p.thread(Some(10), Some(11), b"1_scheduler");
+        p.add_sample_path(&[root, f], 1, 5_000, t);
+        p.add_sample_path(&[root, f, k], 3, 4_000, t);
+        p.add_sample_path(&[root], 2, NO_TIME, ThreadId::NONE);
+        p
+    }
+
+    fn folded(p: &Profile) -> Vec<u8> {
+        let mut v = Vec::new();
+        FoldedWriter::new(FoldedOptions::default())
+            .write(p, &mut v)
+            .unwrap();
+        v
+    }
+
+    #[test]
+    fn round_trips() {
+        let a = sample_profile();
+        let mut b = Profile::default();
+        b.event.name = "page-faults".into();
+        let bytes = encode(&[a.clone(), b]);
+        assert!(is_native(&bytes));
+        let back = decode(&bytes, Path::new("x")).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(folded(&back[0]), folded(&a));
+        assert_eq!(back[0].samples.time, a.samples.time);
+        assert_eq!(back[0].samples.thread, a.samples.thread);
+        assert_eq!(back[0].event, a.event);
+        assert_eq!(back[0].threads.get(ThreadId(0)), a.threads.get(ThreadId(0)));
+        assert_eq!(back[1].event.name, "page-faults");
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        let bytes = encode(&[sample_profile()]);
+        for n in 0..bytes.len() {
+            let e = decode(&bytes[..n], Path::new("p.kiln"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("p.kiln: not a valid kiln profile at byte"),
+                "{e}"
+            );
+        }
+        let mut bad = bytes.clone();
+        bad[8] = 9;
+        let e = decode(&bad, Path::new("p")).unwrap_err().to_string();
+        assert!(e.contains("version 9"), "{e}");
+    }
+}

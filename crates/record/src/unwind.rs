@@ -1,0 +1,409 @@
+//! Processes, their executable mappings, and user-stack unwinding.
+//!
+//! The unwinder's input is deliberately small: the registers `ip`, `sp`, `bp`, a copy of
+//! the user stack from `sp` upwards, and the process's mappings. A perf sample
+//! (`PERF_SAMPLE_REGS_USER` + `PERF_SAMPLE_STACK_USER`) and an off-CPU snapshot taken by
+//! eBPF both carry exactly that, so one code path unwinds both.
+//!
+//! Method per piece of code (framehop decides per address): DWARF CFI from `.eh_frame`
+//! (present even in stripped binaries such as Debian's `beam.smp`) for code in an ELF
+//! image; frame pointers for code outside any image (JIT code in anonymous executable
+//! mappings, which the BEAM with `+JPperf true` and Node compile with frame pointers) and
+//! wherever CFI is missing.
+use crate::symbols::{self, SymbolTable};
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use memmap2::Mmap;
+use object::{Object, ObjectSection, ObjectSegment};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::{Deref, Range};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Maximum number of user frames followed per stack.
+const MAX_USER_FRAMES: usize = 1024;
+
+/// Bytes of a mapped file, shared between the unwinder's modules and the symbolizer.
+#[derive(Clone)]
+pub(crate) struct Bytes {
+    map: Arc<Mmap>,
+    range: Range<usize>,
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
+/// One ELF file, mapped once however many processes use it.
+pub(crate) struct Image {
+    pub path: PathBuf,
+    map: Arc<Mmap>,
+    /// `(p_offset, p_vaddr, p_filesz)` of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+    symbols: OnceLock<SymbolTable>,
+}
+
+impl Image {
+    fn open(path: &Path) -> Option<Image> {
+        let file = std::fs::File::open(path).ok()?;
+        // SAFETY: the file is mapped read-only; a binary rewritten while mapped would show
+        // torn bytes, which the parsers treat as malformed input, never as memory errors.
+        let map = unsafe { Mmap::map(&file) }.ok()?;
+        let obj = object::File::parse(&*map).ok()?;
+        let segments = obj
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, s.address(), size)
+            })
+            .collect();
+        Some(Image {
+            path: path.to_path_buf(),
+            map: Arc::new(map),
+            segments,
+            symbols: OnceLock::new(),
+        })
+    }
+
+    /// Converts a file offset into the address the ELF file states for it.
+    pub fn svma_of_offset(&self, off: u64) -> u64 {
+        for &(p_off, vaddr, size) in &self.segments {
+            if off >= p_off && off < p_off + size.max(1) {
+                return off - p_off + vaddr;
+            }
+        }
+        off
+    }
+
+    /// `base_avma` for a mapping at `start` of file offset `pgoff`.
+    fn base_avma(&self, start: u64, pgoff: u64) -> u64 {
+        for &(p_off, vaddr, size) in &self.segments {
+            let aligned = p_off & !0xfff;
+            if pgoff >= aligned && pgoff < p_off + size.max(1) {
+                return (start + p_off).wrapping_sub(pgoff).wrapping_sub(vaddr);
+            }
+        }
+        start.wrapping_sub(pgoff)
+    }
+
+    fn section(&self, obj: &object::File<'_>, name: &str) -> Option<(Range<u64>, Bytes)> {
+        let s = obj.section_by_name(name)?;
+        let (off, size) = s.file_range()?;
+        let range = off as usize..(off + size) as usize;
+        if range.end > self.map.len() {
+            return None;
+        }
+        Some((
+            s.address()..s.address() + s.size(),
+            Bytes {
+                map: self.map.clone(),
+                range,
+            },
+        ))
+    }
+
+    fn module(&self, avma: Range<u64>, pgoff: u64) -> Option<Module<Bytes>> {
+        let obj = object::File::parse(&**self.map).ok()?;
+        let mut info = ExplicitModuleSectionInfo::<Bytes> {
+            base_svma: 0,
+            text_svma: None,
+            text: None,
+            stubs_svma: None,
+            stub_helper_svma: None,
+            got_svma: None,
+            unwind_info: None,
+            eh_frame_svma: None,
+            eh_frame: None,
+            eh_frame_hdr_svma: None,
+            eh_frame_hdr: None,
+            debug_frame: None,
+            text_segment_svma: None,
+            text_segment: None,
+        };
+        if let Some((r, b)) = self.section(&obj, ".text") {
+            info.text_svma = Some(r);
+            info.text = Some(b);
+        }
+        if let Some((r, b)) = self.section(&obj, ".eh_frame") {
+            info.eh_frame_svma = Some(r);
+            info.eh_frame = Some(b);
+        }
+        if let Some((r, b)) = self.section(&obj, ".eh_frame_hdr") {
+            info.eh_frame_hdr_svma = Some(r);
+            info.eh_frame_hdr = Some(b);
+        }
+        if let Some((_, b)) = self.section(&obj, ".debug_frame") {
+            info.debug_frame = Some(b);
+        }
+        if let Some(s) = obj.section_by_name(".got") {
+            info.got_svma = Some(s.address()..s.address() + s.size());
+        }
+        let base = self.base_avma(avma.start, pgoff);
+        Some(Module::new(
+            self.path.to_string_lossy().into_owned(),
+            avma,
+            base,
+            info,
+        ))
+    }
+
+    /// The symbol table, from the file itself or, when it is stripped, from an installed
+    /// separate debug file.
+    pub fn symbols(&self) -> &SymbolTable {
+        self.symbols.get_or_init(|| {
+            let Ok(obj) = object::File::parse(&**self.map) else {
+                return SymbolTable::default();
+            };
+            let own = SymbolTable::from_elf(&obj);
+            if symbols::has_symtab(&obj) {
+                return own;
+            }
+            for cand in symbols::debug_file_candidates(&self.path, &obj) {
+                if let Some(dbg) = Image::open(&cand) {
+                    if let Ok(o) = object::File::parse(&**dbg.map) {
+                        let t = SymbolTable::from_elf(&o);
+                        if t.len() > own.len() {
+                            return t;
+                        }
+                    }
+                }
+            }
+            own
+        })
+    }
+}
+
+/// All ELF images seen, indexed by a small id.
+#[derive(Default)]
+pub(crate) struct Images {
+    by_path: HashMap<PathBuf, Option<u32>>,
+    pub list: Vec<Arc<Image>>,
+}
+
+impl Images {
+    pub fn get(&mut self, path: &Path) -> Option<u32> {
+        if let Some(&id) = self.by_path.get(path) {
+            return id;
+        }
+        let id = Image::open(path).map(|img| {
+            self.list.push(Arc::new(img));
+            (self.list.len() - 1) as u32
+        });
+        self.by_path.insert(path.to_path_buf(), id);
+        id
+    }
+}
+
+/// What is mapped at an address range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MapKind {
+    /// A file we could open as ELF (image id).
+    Elf(u32),
+    /// Anonymous or unreadable: JIT code, or a file that is gone.
+    Anon,
+    /// A kernel-provided or unreadable named mapping (`[vdso]`, a deleted file).
+    Named(Box<[u8]>),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Mapping {
+    pub end: u64,
+    pub pgoff: u64,
+    pub kind: MapKind,
+}
+
+/// Where a user address points, resolved at sample time (mappings change later).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum UserLoc {
+    /// In an ELF image, at a stated address.
+    Elf { image: u32, svma: u64 },
+    /// Outside any image: JIT code of `pid`.
+    Jit { pid: u32, addr: u64 },
+    /// In a named mapping with no symbols.
+    Named { name: Box<[u8]> },
+}
+
+/// A process: its executable mappings and an unwinder built from them.
+pub(crate) struct Process {
+    maps: BTreeMap<u64, Mapping>,
+    unwinder: UnwinderX86_64<Bytes>,
+    cache: CacheX86_64,
+}
+
+impl Process {
+    pub fn empty() -> Process {
+        Process {
+            maps: BTreeMap::new(),
+            unwinder: UnwinderX86_64::new(),
+            cache: CacheX86_64::new(),
+        }
+    }
+
+    /// A process known from `/proc/<pid>/maps` (empty if it is gone).
+    pub fn from_proc(pid: u32, images: &mut Images) -> Process {
+        let mut p = Process::empty();
+        let text = std::fs::read(format!("/proc/{pid}/maps")).unwrap_or_default();
+        for line in text.split(|&b| b == b'\n') {
+            if let Some((start, end, pgoff, path)) = parse_maps_line(line) {
+                p.add_mapping(start, end, pgoff, path, images);
+            }
+        }
+        p
+    }
+
+    /// A copy for a forked child (same mappings, fresh unwinder cache).
+    pub fn fork(&self) -> Process {
+        Process {
+            maps: self.maps.clone(),
+            unwinder: self.unwinder.clone(),
+            cache: CacheX86_64::new(),
+        }
+    }
+
+    /// Adds an executable mapping (from `/proc/<pid>/maps` or an `MMAP2` record).
+    pub fn add_mapping(
+        &mut self,
+        start: u64,
+        end: u64,
+        pgoff: u64,
+        path: &[u8],
+        images: &mut Images,
+    ) {
+        if end <= start {
+            return;
+        }
+        // Remove what the new mapping replaces.
+        let overlapping: Vec<u64> = self
+            .maps
+            .range(..end)
+            .rev()
+            .take_while(|(_, m)| m.end > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            if let Some(m) = self.maps.remove(&s) {
+                if matches!(m.kind, MapKind::Elf(_)) {
+                    self.unwinder.remove_module(s);
+                }
+            }
+        }
+        let kind = if path.is_empty() || path.starts_with(b"//anon") || path.starts_with(b"[anon") {
+            MapKind::Anon
+        } else if path.starts_with(b"/") && !path.ends_with(b" (deleted)") {
+            let p = Path::new(std::ffi::OsStr::from_bytes(path));
+            match images.get(p) {
+                Some(id) => MapKind::Elf(id),
+                None => MapKind::Named(path.into()),
+            }
+        } else if path.starts_with(b"/memfd:") || path.starts_with(b"/dev/zero") {
+            MapKind::Anon
+        } else {
+            MapKind::Named(path.into())
+        };
+        if let MapKind::Elf(id) = kind {
+            if let Some(m) = images.list[id as usize].module(start..end, pgoff) {
+                self.unwinder.add_module(m);
+            }
+        }
+        self.maps.insert(start, Mapping { end, pgoff, kind });
+    }
+
+    /// Where `addr` points.
+    pub fn locate(&self, addr: u64, pid: u32, images: &Images) -> UserLoc {
+        match self.maps.range(..=addr).next_back() {
+            Some((&start, m)) if addr < m.end => match &m.kind {
+                MapKind::Elf(id) => UserLoc::Elf {
+                    image: *id,
+                    svma: images.list[*id as usize].svma_of_offset(addr - start + m.pgoff),
+                },
+                MapKind::Anon => UserLoc::Jit { pid, addr },
+                MapKind::Named(n) => UserLoc::Named { name: n.clone() },
+            },
+            _ => UserLoc::Jit { pid, addr },
+        }
+    }
+
+    /// Unwinds a user stack: `stack` holds the memory from `sp` upwards. Calls `f` with
+    /// each frame's lookup address (the instruction pointer, then return address - 1),
+    /// leaf first. Returns the number of frames.
+    pub fn unwind(
+        &mut self,
+        ip: u64,
+        sp: u64,
+        bp: u64,
+        stack: &[u8],
+        mut f: impl FnMut(u64),
+    ) -> usize {
+        let mut read = |addr: u64| -> Result<u64, ()> {
+            let off = addr.checked_sub(sp).ok_or(())? as usize;
+            let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
+            Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?))
+        };
+        let mut it = self.unwinder.iter_frames(
+            ip,
+            UnwindRegsX86_64::new(ip, sp, bp),
+            &mut self.cache,
+            &mut read,
+        );
+        let mut n = 0;
+        while let Ok(Some(frame)) = it.next() {
+            f(frame.address_for_lookup());
+            n += 1;
+            if n >= MAX_USER_FRAMES {
+                break;
+            }
+        }
+        n
+    }
+}
+
+/// Splits a `/proc/<pid>/maps` line into `(start, end, offset, path)`, executable ones only.
+pub(crate) fn parse_maps_line(line: &[u8]) -> Option<(u64, u64, u64, &[u8])> {
+    let mut fields = line.splitn(6, |&b| b == b' ');
+    let range = fields.next()?;
+    let perms = fields.next()?;
+    let off = fields.next()?;
+    let _dev = fields.next()?;
+    let _inode = fields.next()?;
+    let path = fields.next().unwrap_or(b"");
+    if perms.get(2) != Some(&b'x') {
+        return None;
+    }
+    let dash = range.iter().position(|&b| b == b'-')?;
+    let start = symbols::parse_hex(&range[..dash])?;
+    let end = symbols::parse_hex(&range[dash + 1..])?;
+    let off = symbols::parse_hex(off)?;
+    let path = trim_start(path);
+    Some((start, end, off, path))
+}
+
+fn trim_start(b: &[u8]) -> &[u8] {
+    let i = b.iter().position(|&c| c != b' ').unwrap_or(b.len());
+    &b[i..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines() {
+        let l = b"7f12a000-7f12b000 r-xp 00002000 08:01 1234      /usr/lib/libc.so.6";
+        assert_eq!(
+            parse_maps_line(l),
+            Some((0x7f12a000, 0x7f12b000, 0x2000, &b"/usr/lib/libc.so.6"[..]))
+        );
+        assert_eq!(
+            parse_maps_line(b"7f12a000-7f12b000 rw-p 00000000 00:00 0"),
+            None
+        );
+        assert_eq!(
+            parse_maps_line(b"7f12a000-7f12b000 rwxp 00000000 00:00 0 "),
+            Some((0x7f12a000, 0x7f12b000, 0, &b""[..]))
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! On-CPU recording of C programs with known hot functions, built with and without frame
+//! pointers: the split of the work must come out as designed and stacks must reach main.
+mod common;
+
+use common::*;
+use kiln_record::{record, RecordOptions, StopReason, Target};
+use std::time::Duration;
+
+fn check_hot(flags: &[&str], name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "hot.c", name, flags);
+    let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "1.5".into()]));
+    opts.duration = Some(Duration::from_secs(20));
+    let rec = record(&opts).expect("recording works");
+    assert_eq!(rec.stopped, StopReason::TargetExited);
+    assert!(rec.exit_status.unwrap().success());
+    assert_eq!(rec.profiles.len(), 1);
+    let p = &rec.profiles[0];
+    assert_eq!(p.event.name, "cpu-clock");
+    let lines = folded(p);
+    let total: u64 = lines.iter().map(|l| l.1).sum();
+    assert!(
+        total > 100,
+        "1.5 s of CPU at 999 Hz gives up to 1500 samples, got {total}\n{}",
+        dump(&lines)
+    );
+    let complete = |f: &[String]| {
+        f.first().map(String::as_str) == Some(name)
+            && f.iter().any(|x| x == "main")
+            && f.len() >= 2
+            && f[f.len() - 2] == "work"
+    };
+    let (a, a_ok) = leaf_weight(&lines, "hot_a", complete);
+    let (b, b_ok) = leaf_weight(&lines, "hot_b", complete);
+    let share = a as f64 / (a + b) as f64;
+    assert!(
+        (share - 2.0 / 3.0).abs() < 0.08,
+        "hot_a share {share:.3} (a={a}, b={b})\n{}",
+        dump(&lines)
+    );
+    assert!(
+        (a + b) as f64 > 0.9 * total as f64,
+        "hot functions should take nearly all samples\n{}",
+        dump(&lines)
+    );
+    assert!(
+        (a_ok + b_ok) as f64 >= 0.97 * (a + b) as f64,
+        "stacks must reach main through work: {a_ok}+{b_ok} of {a}+{b}\n{}",
+        dump(&lines)
+    );
+    // Per-sample time and thread are kept.
+    assert_eq!(p.samples.len() as u64, rec.summary.samples[0]);
+    let (t0, t1) = p.samples.time_range().expect("timestamps");
+    assert!(
+        t1 > t0 && (t1 - t0) > 1_000_000_000,
+        "the samples span the run"
+    );
+    let th = p.threads.get(p.samples.thread[0]).expect("thread known");
+    assert!(th.pid.is_some() && th.tid.is_some());
+}
+
+#[test]
+fn hot_functions_with_frame_pointers() {
+    check_hot(
+        &[
+            "-O2",
+            "-fno-inline",
+            "-fno-ipa-icf",
+            "-fno-optimize-sibling-calls",
+            "-fno-omit-frame-pointer",
+        ],
+        "hot-fp",
+    );
+}
+
+#[test]
+fn hot_functions_without_frame_pointers_unwind_with_cfi() {
+    check_hot(
+        &[
+            "-O2",
+            "-fno-inline",
+            "-fno-ipa-icf",
+            "-fno-optimize-sibling-calls",
+            "-fomit-frame-pointer",
+        ],
+        "hot-nofp",
+    );
+}
