@@ -16,7 +16,7 @@ async function bundle() {
     bundle: true,
     format: 'iife',
     target: 'es2022',
-    minify: true,
+    minify: !process.env.KILN_NO_MINIFY,
     legalComments: 'none',
     charset: 'utf8',
     write: false,

@@ -23,5 +23,5 @@ export async function launch(extraArgs = []) {
     await context.close().catch(() => {});
     rmSync(userDataDir, { recursive: true, force: true });
   };
-  return { context, close };
+  return { context, close, userDataDir };
 }

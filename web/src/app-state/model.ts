@@ -128,7 +128,7 @@ export class Model {
       const md = maxDelta(diff);
       color = (v) => (match && v > 0 && match[layout.frame[v]] ? MATCH_COLOR : v === 0 ? 'rgb(220,220,220)' : diffColor(diff.before[v], diff.after[v], md));
     } else {
-      color = (v) => (v === 0 ? 'rgb(220,120,60)' : match && match[layout.frame[v]] ? MATCH_COLOR : colors[layout.frame[v]]);
+      color = (v) => (v === 0 ? 'rgb(220,120,60)' : match && match[layout.frame[v]] ? MATCH_COLOR : colors(layout.frame[v]));
     }
     const nFrames = frames.names.length;
     return {

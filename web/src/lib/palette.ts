@@ -79,11 +79,13 @@ export function colorOf(p: Palette, name: string, kind: number): string {
   }
 }
 
-/** Colour strings of every frame for a palette (computed once per frame). */
-export function frameColors(frames: FrameSet, p: Palette): string[] {
-  const out = new Array<string>(frames.names.length);
-  for (let f = 0; f < out.length; f++) out[f] = colorOf(p, frames.names[f], frames.kinds[f]);
-  return out;
+/**
+ * Colour of each frame for a palette, computed when a frame is first drawn and cached:
+ * a million frames are never all on screen, so they are never all hashed.
+ */
+export function frameColors(frames: FrameSet, p: Palette): (f: number) => string {
+  const cache = new Array<string | undefined>(frames.names.length);
+  return (f) => (cache[f] ??= colorOf(p, frames.names[f], frames.kinds[f]));
 }
 
 /** Search matches, as in flamegraph.pl. */

@@ -82,40 +82,55 @@ export class FlameRenderer {
     const labelY: number[] = [];
     const labelW: number[] = [];
     let rects = 0;
-    let lastStyle = '';
-    let faded = false;
+    // Rectangles are batched by colour (x, y, width triples) and filled after the walk,
+    // so the fill style, which the canvas parses as CSS, changes once per colour.
+    const batches = new Map<string, number[]>();
+    const fadedBatches = new Map<string, number[]>();
+    const batch = (style: string, fade: boolean): number[] => {
+      const m = fade ? fadedBatches : batches;
+      let b = m.get(style);
+      if (!b) m.set(style, (b = []));
+      return b;
+    };
     for (let d = 0; d <= l.maxDepth; d++) {
       const y = this.rowY(s, d);
       if (y <= -ROW_HEIGHT || y >= H) continue;
       const row = l.rows[d];
       const fade = d < s.fadeAbove;
-      if (fade !== faded) {
-        ctx.globalAlpha = fade ? 0.55 : 1;
-        faded = fade;
-      }
       let k = firstEndingAfter(l, row, s.x0);
+      // A run of adjacent pixel columns holding only sub-pixel nodes, drawn as one bar.
+      let runFrom = -1;
+      let runTo = -1;
+      let runStyle = '';
+      const flushRun = (): void => {
+        if (runFrom < 0) return;
+        batch(runStyle, fade).push(runFrom, y, runTo - runFrom);
+        rects++;
+        runFrom = -1;
+      };
       while (k < row.length) {
         const v = row[k];
         const st = l.start[v];
         if (st >= s.x1) break;
         const px = (st - s.x0) * scale;
         const w = l.total[v] * scale;
-        const style = s.color(v);
-        if (style !== lastStyle) {
-          ctx.fillStyle = style;
-          lastStyle = style;
-        }
-        rects++;
         if (w < 1) {
-          // Everything ending inside this pixel column becomes one 1-pixel bar.
+          // Everything ending inside this pixel column joins the current run.
           const col = Math.floor(px);
-          ctx.fillRect(col, y, 1, ROW_HEIGHT - 1);
+          if (col !== runTo) {
+            flushRun();
+            runFrom = col;
+            runStyle = s.color(v);
+          }
+          runTo = col + 1;
           k = firstEndingAfter(l, row, s.x0 + (col + 1) / scale, k + 1);
           continue;
         }
+        flushRun();
+        rects++;
         const left = Math.max(px, -1);
         const right = Math.min(px + w, W + 1);
-        ctx.fillRect(left, y, Math.max(1, right - left - (w > 3 ? 0.5 : 0)), ROW_HEIGHT - 1);
+        batch(s.color(v), fade).push(left, y, Math.max(1, right - left - (w > 3 ? 0.5 : 0)));
         if (right - left > 22) {
           labelV.push(v);
           labelX.push(left);
@@ -124,8 +139,16 @@ export class FlameRenderer {
         }
         k++;
       }
+      flushRun();
     }
-    if (faded) ctx.globalAlpha = 1;
+    for (const [m, alpha] of [[batches, 1], [fadedBatches, 0.55]] as const) {
+      ctx.globalAlpha = alpha;
+      for (const [style, b] of m) {
+        ctx.fillStyle = style;
+        for (let i = 0; i < b.length; i += 3) ctx.fillRect(b[i], b[i + 1], b[i + 2], ROW_HEIGHT - 1);
+      }
+    }
+    ctx.globalAlpha = 1;
     ctx.fillStyle = '#000000';
     ctx.textBaseline = 'middle';
     ctx.font = this.text.font;

@@ -19,6 +19,7 @@ export class FlameView {
   drawCount = 0;
   onDrawn: ((s: DrawStats) => void) | null = null;
   private pending = 0;
+  private dirty = false;
   private drag: { x: number; y: number; x0: number; x1: number; scrollY: number; moved: boolean } | null = null;
   private hovered = -1;
 
@@ -26,7 +27,10 @@ export class FlameView {
     this.canvas = el('canvas', { class: 'flame-canvas', tabindex: 0 });
     this.el = el('div', { class: cls }, this.canvas);
     this.renderer = new FlameRenderer(this.canvas);
-    new ResizeObserver(() => this.requestDraw()).observe(this.el);
+    new ResizeObserver(() => {
+      const r = this.el.getBoundingClientRect();
+      if (Math.floor(r.width) !== this.renderer.width || Math.floor(r.height) !== this.renderer.height) this.requestDraw();
+    }).observe(this.el);
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mousedown', (e) => {
       if (e.button !== 0 || !this.scene) return;
@@ -82,10 +86,11 @@ export class FlameView {
   }
 
   requestDraw(): void {
+    this.dirty = true;
     if (this.pending) return;
     this.pending = requestAnimationFrame(() => {
       this.pending = 0;
-      this.drawNow();
+      if (this.dirty) this.drawNow();
     });
   }
 
@@ -95,6 +100,7 @@ export class FlameView {
     if (r.width === 0 || r.height === 0) return null;
     this.renderer.resize(r.width, r.height);
     this.clampScroll();
+    this.dirty = false;
     const s = this.renderer.draw(this.scene);
     this.lastStats = s;
     this.drawCount++;

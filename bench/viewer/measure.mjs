@@ -1,0 +1,98 @@
+// Opens flame graphs in headless Chromium and measures, for each file:
+//   show  ms from navigation start to the first complete drawing
+//         (kiln: the viewer's first canvas draw; SVG: load event + two animation frames)
+//   zoom  ms of a zoom redraw (kiln: click-zoom state change + redraw, median of 5;
+//         SVG: inferno's own click handler + two animation frames, median of 5)
+//   peak  MiB, the browser's peak proportional set size (sum of PSS of its processes,
+//         sampled every 100 ms)
+// Usage: node measure.mjs TIMEOUT_S FILE...   prints one JSON line per file.
+import { readFileSync, readdirSync } from 'node:fs';
+import { launch } from '../../web/tests/chromium.mjs';
+
+const [timeoutS, ...files] = process.argv.slice(2);
+const timeout = Number(timeoutS) * 1000;
+
+function pssOf(dir) {
+  let kb = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmd.includes(dir)) continue;
+      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+      if (m) kb += Number(m[1]);
+    } catch {
+      // the process ended between listing and reading
+    }
+  }
+  return kb / 1024;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+for (const file of files) {
+  const { context, close, userDataDir } = await launch();
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, pssOf(userDataDir))), 100);
+  const result = { file, show: null, zoom: null, peak: null, note: '' };
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(timeout);
+    const isSvg = file.endsWith('.svg');
+    if (isSvg) {
+      await page.goto(`file://${file}`, { waitUntil: 'load', timeout });
+      result.show = await page.evaluate(
+        () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now())))),
+      );
+      // Zoom on a frame a few levels deep, through inferno's own click handler.
+      const zooms = [];
+      for (let i = 0; i < 5; i++) {
+        zooms.push(
+          await page.evaluate(async (k) => {
+            const gs = document.querySelectorAll('#frames > g');
+            const g = gs[Math.floor((gs.length * (k + 1)) / 7)];
+            const t = performance.now();
+            g.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+            await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+            return performance.now() - t;
+          }, i),
+        );
+      }
+      result.zoom = median(zooms);
+    } else {
+      await page.goto(`file://${file}`, { waitUntil: 'commit', timeout });
+      await page.waitForFunction(() => window.__kiln && (window.__kiln.ready || window.__kiln.error), null, { timeout, polling: 50 });
+      const err = await page.evaluate(() => window.__kiln.error);
+      if (err) throw new Error(err);
+      result.show = await page.evaluate(() => window.__kiln.firstDrawMs);
+      const zooms = [];
+      for (let i = 0; i < 5; i++) {
+        zooms.push(
+          await page.evaluate((k) => {
+            const app = window.__kiln.app;
+            const l = app.derived.layout;
+            // A node about 3 levels deep, at a different place each time.
+            const row = l.rows[Math.min(3, l.maxDepth)];
+            const v = row[Math.floor((row.length * (k + 1)) / 7)];
+            const path = [];
+            for (let u = v; u > 0; u = l.parent[u]) path.unshift(l.frame[u]);
+            const t = performance.now();
+            app.setState({ zoom: k % 2 ? [] : path });
+            app.main.drawNow();
+            return performance.now() - t;
+          }, i),
+        );
+      }
+      result.zoom = median(zooms);
+      result.note = JSON.stringify(await page.evaluate(() => window.__kiln.app.main.lastStats));
+    }
+  } catch (e) {
+    result.note = `failed: ${String(e.message ?? e).split('\n')[0]}`;
+  } finally {
+    clearInterval(sampler);
+    peak = Math.max(peak, pssOf(userDataDir));
+    result.peak = Math.round(peak);
+    await close();
+  }
+  console.log(JSON.stringify(result));
+}
