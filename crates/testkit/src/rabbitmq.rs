@@ -16,12 +16,18 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 /// A port that was free on 127.0.0.1 a moment ago (the OS picks it).
 pub fn free_port() -> Result<u16, Error> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| io("binding 127.0.0.1:0", e))?;
-    let port = l.local_addr().map_err(|e| io("reading local address", e))?.port();
+    let port = l
+        .local_addr()
+        .map_err(|e| io("reading local address", e))?
+        .port();
     Ok(port)
 }
 
 fn io(what: &str, source: std::io::Error) -> Error {
-    Error::Io { what: what.to_string(), source }
+    Error::Io {
+        what: what.to_string(),
+        source,
+    }
 }
 
 /// Extra settings for a broker.
@@ -76,8 +82,11 @@ impl RabbitMq {
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).map_err(|e| io("creating HOME", e))?;
         let cookie = home.join(".erlang.cookie");
-        std::fs::write(&cookie, format!("KILNTEST{}", node.len() * 7919 + port as usize))
-            .map_err(|e| io("writing the Erlang cookie", e))?;
+        std::fs::write(
+            &cookie,
+            format!("KILNTEST{}", node.len() * 7919 + port as usize),
+        )
+        .map_err(|e| io("writing the Erlang cookie", e))?;
         set_mode_600(&cookie)?;
         let mut conf = String::from("loopback_users = none\n");
         for l in &opts.extra_config {
@@ -114,6 +123,11 @@ impl RabbitMq {
         cmd.env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
             .env("RABBITMQ_NODE_PORT", port.to_string())
             .env("RABBITMQ_DIST_PORT", dist_port.to_string())
+            // Erlang distribution listens on all interfaces unless told otherwise.
+            .env(
+                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
+                "-kernel inet_dist_use_interface {127,0,0,1}",
+            )
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2);
@@ -170,7 +184,10 @@ impl RabbitMq {
     pub fn ctl(&self, args: &[&str]) -> Result<std::process::Output, Error> {
         let mut cmd = Command::new(CTL);
         self.env(&mut cmd);
-        cmd.arg("-n").arg(&self.node).args(args).stdin(Stdio::null());
+        cmd.arg("-n")
+            .arg(&self.node)
+            .args(args)
+            .stdin(Stdio::null());
         cmd.output().map_err(|e| io("running rabbitmqctl", e))
     }
 
@@ -210,7 +227,9 @@ impl RabbitMq {
     /// Clients see their connections reset.
     pub fn kill(&mut self) -> Result<(), Error> {
         if let Some(pid) = self.beam_pid() {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
         }
         if let Some(mut s) = self.server.take() {
             let _ = s.kill();
@@ -222,10 +241,15 @@ impl RabbitMq {
     /// Shuts the node down cleanly (`rabbitmqctl shutdown`), then stops its epmd.
     pub fn stop(&mut self) {
         if let Some(mut s) = self.server.take() {
-            let ok = self.ctl(&["shutdown"]).map(|o| o.status.success()).unwrap_or(false);
+            let ok = self
+                .ctl(&["shutdown"])
+                .map(|o| o.status.success())
+                .unwrap_or(false);
             if !ok {
                 if let Some(pid) = self.beam_pid() {
-                    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &pid.to_string()])
+                        .status();
                 }
                 let _ = s.kill();
             }
@@ -278,8 +302,16 @@ pub fn shared_rabbitmq() -> Result<&'static RabbitMq, Error> {
 impl RabbitMq {
     fn reaper(&self) -> Result<std::process::ChildStdin, Error> {
         let beam = self.beam_pid().map(|p| p.to_string()).unwrap_or_default();
-        let epmd = self.epmd.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
-        let wrapper = self.server.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
+        let epmd = self
+            .epmd
+            .as_ref()
+            .map(|c| c.id().to_string())
+            .unwrap_or_default();
+        let wrapper = self
+            .server
+            .as_ref()
+            .map(|c| c.id().to_string())
+            .unwrap_or_default();
         let script = format!(
             "cat >/dev/null; kill -KILL {beam} {wrapper} {epmd} 2>/dev/null; sleep 1; rm -rf '{}'",
             self.dir.path().display()
@@ -291,9 +323,11 @@ impl RabbitMq {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| io("starting the broker's reaper", e))?;
-        child
-            .stdin
-            .take()
-            .ok_or_else(|| io("opening the reaper's pipe", std::io::ErrorKind::BrokenPipe.into()))
+        child.stdin.take().ok_or_else(|| {
+            io(
+                "opening the reaper's pipe",
+                std::io::ErrorKind::BrokenPipe.into(),
+            )
+        })
     }
 }

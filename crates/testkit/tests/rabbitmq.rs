@@ -16,5 +16,8 @@ fn starts_serves_and_dies_when_killed() {
     assert!(b.beam_pid().is_some());
     b.kill().unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(TcpStream::connect(("127.0.0.1", b.port())).is_err(), "port closed after kill");
+    assert!(
+        TcpStream::connect(("127.0.0.1", b.port())).is_err(),
+        "port closed after kill"
+    );
 }

@@ -1,0 +1,264 @@
+//! A consumer: one connection, one thread reading deliveries in place and batching acks.
+use super::Shared;
+use crate::amqp::wire::{self, m, Dec};
+use crate::amqp::{Connection, FrameReader, Writer};
+use crate::stats::{record, Counters};
+use crate::Error;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Timestamps further than this from now are not ours (another publisher's messages).
+const PLAUSIBLE_NS: u64 = 3_600_000_000_000;
+
+struct State {
+    received: u64,
+}
+
+pub(super) fn run(sh: &Shared, idx: usize) {
+    let mut st = State { received: 0 };
+    let name = format!("consumer {idx}");
+    sh.agent(&name, |connected| session(sh, idx, &mut st, connected));
+}
+
+fn session(
+    sh: &Shared,
+    idx: usize,
+    st: &mut State,
+    connected: &mut dyn FnMut(),
+) -> Result<(), Error> {
+    let o = sh.opts;
+    let topo = &sh.topo;
+    let mut conn = Connection::open(&sh.uri, &format!("kiln-consumer-{idx}"))?;
+    if o.qos > 0 {
+        conn.qos(o.qos)?;
+    }
+    let queue = if topo.queues.is_empty() {
+        conn.declare_exchange(&o.exchange, &o.exchange_type)?;
+        let q = conn.declare_queue("", false, true, true, &o.queue_args)?;
+        conn.bind(&q, &o.exchange, &topo.routing_key)?;
+        q
+    } else {
+        let q = topo.queues[idx % topo.queues.len()].clone();
+        topo.declare(&mut conn, o, Some(&q))?;
+        q
+    };
+    conn.consume(&queue, &format!("kiln-{idx}"), o.autoack, &o.consumer_args)?;
+    let (reader, writer) = conn.split();
+    sh.register(&writer);
+    connected();
+    consume_loop(sh, idx, st, reader, &writer)
+}
+
+/// Where the frame after a `basic.deliver` stands.
+enum Expect {
+    Method,
+    Header {
+        tag: u64,
+    },
+    Body {
+        tag: u64,
+        remaining: u64,
+        got: usize,
+        prefix: [u8; 20],
+    },
+}
+
+fn consume_loop(
+    sh: &Shared,
+    idx: usize,
+    st: &mut State,
+    mut reader: FrameReader,
+    writer: &Writer,
+) -> Result<(), Error> {
+    let o = sh.opts;
+    let c = &sh.consumers[idx];
+    let measure = !o.json_body;
+    let co = o.rate_limited();
+    let every = o.multi_ack_every.max(1) as u64;
+    let mut acks: Vec<u8> = Vec::with_capacity(4096);
+    let mut unacked = 0u64;
+    let mut last_tag = 0u64;
+    let mut expect = Expect::Method;
+    let mut pace_start: Option<(Instant, u64)> = None;
+    let mut pending_received = 0u64;
+    loop {
+        let done_msg;
+        {
+            let f = reader.next()?;
+            done_msg = match (f.kind, &mut expect) {
+                (wire::FRAME_METHOD, _) => {
+                    let id = wire::method_id(f.payload);
+                    let mut d = Dec::new(&f.payload[4..]);
+                    match id {
+                        Some(m::BASIC_DELIVER) => {
+                            let _ = d.shortstr();
+                            let tag = d.u64().map_err(|_| short(sh, "basic.deliver"))?;
+                            expect = Expect::Header { tag };
+                            None
+                        }
+                        Some(m::BASIC_CANCEL) => {
+                            return Err(Error::Closed {
+                                uri: sh.uri.display(),
+                                code: 0,
+                                text: "the broker cancelled the consumer (queue deleted?)".into(),
+                            })
+                        }
+                        Some(m::CONN_CLOSE) | Some(m::CHAN_CLOSE) => {
+                            let code = d.u16().unwrap_or(0);
+                            let text = d.shortstr().unwrap_or("").to_string();
+                            let mut out = Vec::new();
+                            let ok = if id == Some(m::CONN_CLOSE) {
+                                m::CONN_CLOSE_OK
+                            } else {
+                                m::CHAN_CLOSE_OK
+                            };
+                            wire::method_frame(&mut out, f.channel, ok, |_| {});
+                            let _ = writer.write(&out);
+                            return Err(Error::Closed {
+                                uri: sh.uri.display(),
+                                code,
+                                text,
+                            });
+                        }
+                        _ => None,
+                    }
+                }
+                (wire::FRAME_HEADER, Expect::Header { tag }) => {
+                    let mut d = Dec::new(f.payload);
+                    let size = (|| {
+                        d.u16()?;
+                        d.u16()?;
+                        d.u64()
+                    })()
+                    .map_err(|_| short(sh, "content header"))?;
+                    let tag = *tag;
+                    if size == 0 {
+                        expect = Expect::Method;
+                        Some((tag, [0u8; 20], 0usize))
+                    } else {
+                        expect = Expect::Body {
+                            tag,
+                            remaining: size,
+                            got: 0,
+                            prefix: [0; 20],
+                        };
+                        None
+                    }
+                }
+                (
+                    wire::FRAME_BODY,
+                    Expect::Body {
+                        tag,
+                        remaining,
+                        got,
+                        prefix,
+                    },
+                ) => {
+                    let p = f.payload;
+                    if *got < 20 {
+                        let k = (20 - *got).min(p.len());
+                        prefix[*got..*got + k].copy_from_slice(&p[..k]);
+                        *got += k;
+                    }
+                    *remaining = remaining.saturating_sub(p.len() as u64);
+                    if *remaining == 0 {
+                        let r = Some((*tag, *prefix, *got));
+                        expect = Expect::Method;
+                        r
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+        }
+        if let Some((tag, prefix, got)) = done_msg {
+            st.received += 1;
+            pending_received += 1;
+            if measure && got >= 12 {
+                let now = Shared::real_ns();
+                let ts = u64::from_be_bytes(prefix[4..12].try_into().unwrap_or([0; 8]));
+                if ts != 0 && now.abs_diff(ts) < PLAUSIBLE_NS {
+                    let mut h = c.hists.lock().unwrap_or_else(|p| p.into_inner());
+                    record(&mut h.consumer, now.saturating_sub(ts) / 1000);
+                    if co && got >= 20 {
+                        let it = u64::from_be_bytes(prefix[12..20].try_into().unwrap_or([0; 8]));
+                        if it != 0 && now.abs_diff(it) < PLAUSIBLE_NS {
+                            record(&mut h.consumer_intended, now.saturating_sub(it) / 1000);
+                        }
+                    }
+                }
+            }
+            if !o.autoack {
+                last_tag = tag;
+                unacked += 1;
+                if unacked >= every {
+                    ack(&mut acks, last_tag, every > 1);
+                    unacked = 0;
+                }
+            }
+            let done = o.cmessages > 0 && st.received >= o.cmessages;
+            let throttled = o.consumer_rate.is_some() || !o.consumer_latency.is_zero();
+            if done
+                || throttled
+                || pending_received >= 256
+                || acks.len() > 16 * 1024
+                || !reader.has_frame()
+            {
+                if done && unacked > 0 {
+                    ack(&mut acks, last_tag, true);
+                    unacked = 0;
+                }
+                if !acks.is_empty() {
+                    writer.write(&acks)?;
+                    acks.clear();
+                }
+                Counters::add(&c.received, pending_received);
+                pending_received = 0;
+            }
+            if done {
+                sh.consumers_done.fetch_add(1, Ordering::SeqCst);
+                while !sh.stopping() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                return Ok(());
+            }
+            if !o.consumer_latency.is_zero() {
+                std::thread::sleep(o.consumer_latency);
+            }
+            if let Some(rate) = o.consumer_rate {
+                let (t0, n0) = *pace_start.get_or_insert((Instant::now(), st.received - 1));
+                let due = Duration::from_secs_f64((st.received - n0) as f64 / rate.max(1e-9));
+                let el = t0.elapsed();
+                if due > el {
+                    std::thread::sleep((due - el).min(Duration::from_secs(5)));
+                }
+            }
+        }
+        // Multi-ack leftovers are acked when the broker has nothing more for us right now,
+        // so a prefetch smaller than --multi-ack-every cannot deadlock the run.
+        if unacked > 0 && !reader.has_frame() {
+            ack(&mut acks, last_tag, true);
+            unacked = 0;
+            writer.write(&acks)?;
+            acks.clear();
+        }
+        if pending_received > 0 && !reader.has_frame() {
+            Counters::add(&c.received, pending_received);
+            pending_received = 0;
+        }
+    }
+}
+
+fn ack(out: &mut Vec<u8>, tag: u64, multiple: bool) {
+    wire::method_frame(out, 1, m::BASIC_ACK, |e| {
+        e.u64(tag).u8(multiple as u8);
+    });
+}
+
+fn short(sh: &Shared, what: &str) -> Error {
+    Error::Protocol {
+        uri: sh.uri.display(),
+        reason: format!("short {what} frame"),
+    }
+}
