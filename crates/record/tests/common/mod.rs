@@ -65,7 +65,7 @@ pub fn leaf_weight(
 /// Prints a profile's heaviest stacks (on failure, to see what was recorded).
 pub fn dump(lines: &[(Vec<String>, u64)]) -> String {
     let mut v: Vec<_> = lines.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.sort_by_key(|l| std::cmp::Reverse(l.1));
     v.iter()
         .take(25)
         .map(|(f, w)| format!("{w:6} {}\n", f.join(";")))

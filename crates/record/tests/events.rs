@@ -1,0 +1,137 @@
+//! Memory events (mmap tracepoint, page faults), a target that exits mid-recording, and
+//! clear refusals (unknown PID, unknown tracepoint).
+mod common;
+
+use common::*;
+use kiln_model::WeightUnit;
+use kiln_record::{record, EventSpec, RecordError, RecordOptions, StopReason, Target};
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn mmap_and_page_faults_of_an_mmap_heavy_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(
+        dir.path(),
+        "memhog.c",
+        "memhog",
+        &["-O2", "-fno-inline", "-fno-optimize-sibling-calls"],
+    );
+    let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "1".into()]));
+    opts.events = EventSpec::parse_list("mmap,page-faults,munmap").unwrap();
+    opts.duration = Some(Duration::from_secs(30));
+    let rec = record(&opts).expect("recording works");
+    assert_eq!(rec.profiles.len(), 3);
+    let names: Vec<_> = rec.profiles.iter().map(|p| p.event.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "syscalls:sys_enter_mmap",
+            "page-faults",
+            "syscalls:sys_enter_munmap"
+        ]
+    );
+    for p in &rec.profiles {
+        assert_eq!(p.event.unit, WeightUnit::Events);
+        let lines = folded(p);
+        let all: u64 = lines.iter().map(|l| l.1).sum();
+        let ours: u64 = lines
+            .iter()
+            .filter(|(f, _)| {
+                f[0] == "memhog"
+                    && f.iter().any(|x| x == "main")
+                    && f.iter().any(|x| x == "map_and_touch")
+            })
+            .map(|l| l.1)
+            .sum();
+        assert!(
+            all > 100,
+            "{}: only {all} events\n{}",
+            p.event.name,
+            dump(&lines)
+        );
+        assert!(
+            ours as f64 >= 0.8 * all as f64,
+            "{}: {ours} of {all} events under main;map_and_touch\n{}",
+            p.event.name,
+            dump(&lines)
+        );
+    }
+    // mmap and munmap come in pairs in the loop.
+    let (m, u) = (rec.summary.samples[0] as f64, rec.summary.samples[2] as f64);
+    assert!((m - u).abs() <= 0.05 * m + 10.0, "mmap {m} vs munmap {u}");
+}
+
+#[test]
+fn target_exiting_mid_recording_still_gives_its_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(
+        dir.path(),
+        "hot.c",
+        "hot-exit",
+        &["-O2", "-fno-inline", "-fno-ipa-icf"],
+    );
+    let mut child = Command::new(&exe).arg("1").spawn().unwrap();
+    let mut opts = RecordOptions::new(Target::Pids(vec![child.id()]));
+    opts.duration = Some(Duration::from_secs(30));
+    let started = std::time::Instant::now();
+    let rec = record(&opts).expect("recording works");
+    child.wait().unwrap();
+    assert_eq!(rec.stopped, StopReason::TargetExited);
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "stopped at exit, not at -d"
+    );
+    let lines = folded(&rec.profiles[0]);
+    let (a, _) = leaf_weight(&lines, "hot_a", |_| true);
+    assert!(a > 10, "samples before the exit are kept\n{}", dump(&lines));
+}
+
+#[test]
+fn unknown_pid_is_refused_clearly() {
+    let opts = RecordOptions::new(Target::Pids(vec![4_194_303]));
+    let e = record(&opts).unwrap_err();
+    assert!(matches!(e, RecordError::NoSuchProcess(4_194_303)), "{e:?}");
+    let msg = e.to_string();
+    assert!(msg.contains("no process with PID 4194303"), "{msg}");
+}
+
+#[test]
+fn unknown_tracepoint_is_refused_clearly() {
+    let me = std::process::id();
+    for (ev, needle) in [
+        ("nosuchcat:nosuch", "no tracepoint category 'nosuchcat'"),
+        (
+            "sched:no_such_event",
+            "no tracepoint 'no_such_event' in 'sched'",
+        ),
+    ] {
+        let mut opts = RecordOptions::new(Target::Pids(vec![me]));
+        opts.events = vec![EventSpec::parse(ev).unwrap()];
+        let e = record(&opts).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, RecordError::UnknownEvent { .. }), "{e:?}");
+        assert!(msg.contains(needle) && msg.contains(ev), "{msg}");
+    }
+}
+
+#[test]
+fn a_tracepoint_by_name_records_the_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "hot.c", "hot-sched", &["-O2"]);
+    let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "0.5".into()]));
+    opts.events = vec![EventSpec::parse("sched:sched_process_exit").unwrap()];
+    let rec = record(&opts).expect("recording works");
+    let p = &rec.profiles[0];
+    assert_eq!(p.event.name, "sched:sched_process_exit");
+    let lines = folded(p);
+    assert_eq!(p.total_weight(), 1, "one exit\n{}", dump(&lines));
+    // main returned; libc's exit() ends in the kernel's do_exit, with both halves of the
+    // stack present.
+    let f = &lines[0].0;
+    assert!(
+        f[0] == "hot-sched" && f.iter().any(|x| x == "_start") && f.iter().any(|x| x == "do_exit"),
+        "{}",
+        dump(&lines)
+    );
+}

@@ -1,0 +1,106 @@
+//! JIT code: Erlang with `+JPperf true` (BEAM JIT perf map, frame pointers in JIT code,
+//! CFI in the stripped `beam.smp`) and Node with `--perf-basic-prof`.
+mod common;
+
+use common::*;
+use kiln_record::{record, RecordOptions, Target};
+use std::process::Command;
+use std::time::Duration;
+
+fn position(frames: &[String], name: &str) -> Option<usize> {
+    frames.iter().position(|f| f == name)
+}
+
+#[test]
+fn erlang_hot_function_under_its_erlang_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = Command::new("erlc")
+        .arg("-o")
+        .arg(dir.path())
+        .arg(programs().join("hot.erl"))
+        .status()
+        .expect("erlc runs (Debian package erlang-nox)");
+    assert!(st.success());
+    let argv = [
+        "erl",
+        "+JPperf",
+        "true",
+        "-noshell",
+        "-pa",
+        dir.path().to_str().unwrap(),
+        "-eval",
+        "hot:start(3), halt().",
+    ];
+    let mut opts = RecordOptions::new(Target::Command(argv.iter().map(Into::into).collect()));
+    opts.duration = Some(Duration::from_secs(60));
+    let rec = record(&opts).expect("recording works");
+    let lines = folded(&rec.profiles[0]);
+    let mut spin = 0;
+    let mut under_outer = 0;
+    let mut under_loop = 0;
+    for (f, w) in &lines {
+        let Some(i) = position(f, "$hot:spin/2") else {
+            continue;
+        };
+        spin += w;
+        if let Some(o) = position(f, "$hot:outer/1") {
+            if o < i {
+                under_outer += w;
+                if position(f, "$hot:loop/1").is_some_and(|l| l < o) {
+                    under_loop += w;
+                }
+            }
+        }
+    }
+    let all: u64 = lines.iter().map(|l| l.1).sum();
+    assert!(
+        spin as f64 > 0.3 * all as f64,
+        "the hot Erlang function should be prominent: {spin} of {all}\n{}",
+        dump(&lines)
+    );
+    assert!(
+        under_outer as f64 >= 0.9 * spin as f64 && under_loop as f64 >= 0.9 * spin as f64,
+        "hot:spin/2 must sit under hot:outer/1 under hot:loop/1: {under_outer}, {under_loop} of {spin}\n{}",
+        dump(&lines)
+    );
+}
+
+#[test]
+fn node_perf_basic_prof() {
+    let script = programs().join("hot.js");
+    let argv = [
+        "node".into(),
+        "--perf-basic-prof".into(),
+        script.into_os_string(),
+        "3".into(),
+    ];
+    let mut opts = RecordOptions::new(Target::Command(argv.to_vec()));
+    opts.duration = Some(Duration::from_secs(60));
+    let rec = record(&opts).expect("recording works");
+    let lines = folded(&rec.profiles[0]);
+    // V8 may inline hotSpin into outerWork once optimised, so the check is on the JS
+    // frames named from the perf map (`JS:*outerWork …hot.js:8:19`) and on the walk
+    // through them reaching the process root (`_start` in node's own code).
+    let has = |f: &[String], pat: &str| f.iter().position(|x| x.contains(pat));
+    let mut js = 0;
+    let mut rooted = 0;
+    for (f, w) in &lines {
+        if let Some(j) = has(f, "outerWork").or_else(|| has(f, "hotSpin")) {
+            js += w;
+            if has(f, "_start").is_some_and(|s| s < j) && has(f, "main").is_some_and(|m| m < j) {
+                rooted += w;
+            }
+        }
+    }
+    let all: u64 = lines.iter().map(|l| l.1).sum();
+    assert!(
+        js as f64 > 0.5 * all as f64,
+        "the hot JS functions should be prominent: {js} of {all}\n{}",
+        dump(&lines)
+    );
+    assert!(
+        rooted as f64 >= 0.9 * js as f64,
+        "JS frames must sit under main (and the process root): {rooted} of {js}\n{}",
+        dump(&lines)
+    );
+}
