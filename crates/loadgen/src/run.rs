@@ -423,10 +423,17 @@ impl Ticker {
             return;
         }
         let o = sh.opts;
+        // A second without sends is a stall only if the schedule asked for a few messages
+        // in it: not in a zero step of --variable-rate, not for mostly idle producers.
+        let expected_rate = if let Some(p) = o.publishing_interval {
+            o.producers as f64 / p.as_secs_f64()
+        } else if !o.variable_rate.is_empty() {
+            producer::step_at(&o.variable_rate, (at_s - 0.5).max(0.0)).0 * o.producers as f64
+        } else {
+            o.rate.map_or(f64::INFINITY, |r| r * o.producers as f64)
+        };
         let expects_traffic = o.producers > 0
-            && o.rate != Some(0.0)
-            && o.publishing_interval
-                .map_or(true, |p| p <= Duration::from_secs(1))
+            && expected_rate >= 2.0
             && (o.pmessages == 0 || sh.producers_done.load(Ordering::SeqCst) < o.producers);
         let blocked_now = sh.blocked_now.load(Ordering::SeqCst) > 0;
         let tick = Tick {
@@ -442,7 +449,7 @@ impl Ticker {
             confirm_latency: pct(&self.interval.confirm),
             confirm_latency_intended: pct(&self.interval.confirm_intended),
             blocked: sh.blocked_in_tick.swap(blocked_now, Ordering::SeqCst) || blocked_now,
-            stalled: expects_traffic && !last && d[0] == 0 && interval_s >= 0.5,
+            stalled: expects_traffic && d[0] == 0 && interval_s >= 0.5,
             disconnected: sh.down_in_tick.swap(false, Ordering::SeqCst)
                 || sh.down_now.load(Ordering::SeqCst) > 0,
         };

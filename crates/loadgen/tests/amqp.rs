@@ -1,8 +1,10 @@
-//! Load runs against a real RabbitMQ (Debian's rabbitmq-server, private node on 127.0.0.1).
-//! One broker per test binary; each test uses its own queue names.
+//! Load runs against a real RabbitMQ (Debian's rabbitmq-server, a private node on
+//! 127.0.0.1 started by kiln-testkit). One broker is shared by the tests of this binary, each
+//! with its own queue names; tests that kill or block a broker start their own.
 use kiln_loadgen::{run, AmqpOptions, FieldValue, Report, Tick};
+use kiln_testkit::{RabbitMq, RabbitMqOptions};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn uri() -> String {
     kiln_testkit::shared_rabbitmq()
@@ -21,28 +23,404 @@ fn base(id: &str) -> AmqpOptions {
     AmqpOptions {
         uri: uri(),
         id: id.into(),
-        time: Some(Duration::from_secs(30)),
+        // A bound for runs that end on message counts: they never get near it.
+        time: Some(Duration::from_secs(60)),
         ..Default::default()
     }
+}
+
+fn args(kv: &[(&str, &str)]) -> Vec<(String, FieldValue)> {
+    kv.iter()
+        .map(|(k, v)| (k.to_string(), FieldValue::infer(v)))
+        .collect()
+}
+
+/// What the broker says is left in a queue (ready + unacknowledged), once the broker has
+/// processed the acks already sent (it handles them asynchronously): polls up to 10 s while
+/// the depth is not yet 0.
+fn queue_depth(name: &str) -> u64 {
+    let mut d = queue_depth_now(name);
+    for _ in 0..20 {
+        if d == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        d = queue_depth_now(name);
+    }
+    d
+}
+
+fn queue_depth_now(name: &str) -> u64 {
+    let b = kiln_testkit::shared_rabbitmq().unwrap();
+    let out = b
+        .ctl(&[
+            "list_queues",
+            "-q",
+            "--no-table-headers",
+            "name",
+            "messages",
+        ])
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    s.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .find(|(n, _)| n.trim() == name)
+        .and_then(|(_, m)| m.trim().parse().ok())
+        .unwrap_or_else(|| panic!("queue {name} not listed: {s}"))
 }
 
 #[test]
 fn classic_queue_counts_every_message_exactly() {
     let o = AmqpOptions {
         queue: Some("kiln-exact".into()),
-        pmessages: 5000,
-        cmessages: 5000,
+        producers: 2,
+        consumers: 2,
+        pmessages: 3000,
+        cmessages: 3000,
+        auto_delete: false,
         ..base("exact")
     };
     let (r, ticks) = go(&o);
     let s = &r.summary;
-    assert_eq!((s.sent, s.received), (5000, 5000), "{s:?}");
-    assert!(s.failure.is_none());
-    assert_eq!(r.series, ticks);
-    assert_eq!(r.series.iter().map(|t| t.sent).sum::<u64>(), 5000);
-    assert_eq!(r.series.iter().map(|t| t.received).sum::<u64>(), 5000);
+    assert_eq!((s.sent, s.received), (6000, 6000), "{s:?}");
+    assert!(s.failure.is_none() && !s.interrupted);
+    assert_eq!(r.series, ticks, "every tick was shown as it happened");
+    assert_eq!(r.series.iter().map(|t| t.sent).sum::<u64>(), 6000);
+    assert_eq!(r.series.iter().map(|t| t.received).sum::<u64>(), 6000);
     let lat = s.consumer_latency.expect("latency measured");
-    assert_eq!(lat.count, 5000);
+    assert_eq!(lat.count, 6000);
     assert!(lat.min_us <= lat.p50_us && lat.p50_us <= lat.p99_us && lat.p99_us <= lat.max_us);
     assert!(s.confirm_latency.is_none() && s.consumer_latency_intended.is_none());
+    assert_eq!(
+        queue_depth("kiln-exact"),
+        0,
+        "every delivery was acknowledged"
+    );
+}
+
+#[test]
+fn quorum_queue_with_confirms_persistence_multi_ack_and_qos() {
+    let o = AmqpOptions {
+        queue: Some("kiln-quorum".into()),
+        queue_args: args(&[("x-queue-type", "quorum")]),
+        confirm: Some(100),
+        persistent: true,
+        multi_ack_every: 10,
+        qos: 50,
+        pmessages: 2000,
+        cmessages: 2000,
+        ..base("quorum")
+    };
+    let (r, _) = go(&o);
+    let s = &r.summary;
+    assert_eq!(
+        (s.sent, s.confirmed, s.nacked, s.received),
+        (2000, 2000, 0, 2000),
+        "{s:?}"
+    );
+    assert_eq!(s.confirm_latency.expect("confirm latency").count, 2000);
+    assert_eq!(
+        queue_depth("kiln-quorum"),
+        0,
+        "multi-acks covered every message"
+    );
+}
+
+#[test]
+fn stream_with_confirms_read_from_first_offset() {
+    let o = AmqpOptions {
+        queue: Some("kiln-stream".into()),
+        queue_args: args(&[("x-queue-type", "stream")]),
+        consumer_args: args(&[("x-stream-offset", "first")]),
+        confirm: Some(500),
+        persistent: true,
+        qos: 500,
+        pmessages: 3000,
+        cmessages: 3000,
+        size: 100,
+        ..base("stream")
+    };
+    let (r, _) = go(&o);
+    let s = &r.summary;
+    assert_eq!(
+        (s.sent, s.confirmed, s.received),
+        (3000, 3000, 3000),
+        "{s:?}"
+    );
+    assert_eq!(s.consumer_latency.unwrap().count, 3000);
+}
+
+#[test]
+fn rate_limit_and_latency_from_intended_send_time() {
+    let o = AmqpOptions {
+        queue: Some("kiln-rate".into()),
+        rate: Some(200.0),
+        time: Some(Duration::from_secs(3)),
+        ..base("rate")
+    };
+    let (r, _) = go(&o);
+    let s = &r.summary;
+    // Intended send times are 0, 5 ms, 10 ms…: no more than that schedule can be sent
+    // (+2: float rounding of the schedule and the message due exactly at the end).
+    assert!(s.sent > 0 && s.sent <= 603, "{s:?}");
+    let a = s.consumer_latency.expect("latency");
+    let i = s
+        .consumer_latency_intended
+        .expect("latency from intended send times");
+    assert_eq!(i.count, a.count);
+    // Each message is sent at or after its intended time, so every quantile is at least as large.
+    assert!(i.p50_us >= a.p50_us && i.max_us >= a.max_us, "{a:?} {i:?}");
+    assert_eq!(s.stalled_seconds, 0, "{:?}", r.series);
+}
+
+#[test]
+fn variable_rate_follows_its_steps() {
+    let o = AmqpOptions {
+        queue: Some("kiln-vrate".into()),
+        variable_rate: vec![(100.0, 1), (0.0, 1)],
+        time: Some(Duration::from_secs(4)),
+        ..base("vrate")
+    };
+    let (r, _) = go(&o);
+    let s = &r.summary;
+    // Steps [0,1) and [2,3) ask for 100 messages each; [1,2) and [3,4) for none
+    // (+3: float rounding at each step's end and the message due exactly at the end).
+    assert!(s.sent > 100 && s.sent <= 203, "{s:?}");
+    assert!(r.series[1].sent < r.series[0].sent, "{:?}", r.series);
+    assert_eq!(
+        s.stalled_seconds, 0,
+        "idle steps are not stalls: {:?}",
+        r.series
+    );
+    assert_eq!(s.received, s.sent);
+}
+
+#[test]
+fn many_mostly_idle_producers_with_publishing_interval() {
+    let o = AmqpOptions {
+        queue: Some("kiln-interval".into()),
+        producers: 30,
+        publishing_interval: Some(Duration::from_secs(1)),
+        time: Some(Duration::from_secs(3)),
+        ..base("interval")
+    };
+    let (r, _) = go(&o);
+    let s = &r.summary;
+    // Each producer's first message is due within its first second, then one per second.
+    assert!(s.sent >= 30 && s.sent <= 90, "{s:?}");
+    assert_eq!(s.received, s.sent, "{s:?}");
+    assert_eq!(s.stalled_seconds, 0);
+}
+
+#[test]
+fn unroutable_mandatory_messages_come_back() {
+    let o = AmqpOptions {
+        consumers: 0,
+        mandatory: true,
+        confirm: Some(50),
+        pmessages: 200,
+        routing_key: Some("nobody-listens".into()),
+        ..base("mandatory")
+    };
+    let (r, _) = go(&o);
+    let s = &r.summary;
+    assert_eq!(
+        (s.sent, s.returned, s.confirmed, s.received),
+        (200, 200, 200, 0),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn server_named_queues_give_each_consumer_every_message() {
+    let o = AmqpOptions {
+        consumers: 2,
+        pmessages: 500,
+        cmessages: 500,
+        ..base("fanout")
+    };
+    let (r, _) = go(&o);
+    assert_eq!(
+        (r.summary.sent, r.summary.received),
+        (500, 1000),
+        "{:?}",
+        r.summary
+    );
+}
+
+#[test]
+fn queue_pattern_spreads_producers_and_consumers() {
+    let o = AmqpOptions {
+        queue_pattern: Some(kiln_loadgen::QueuePattern {
+            pattern: "kiln-pat-%d".into(),
+            from: 1,
+            to: 3,
+        }),
+        producers: 3,
+        consumers: 3,
+        pmessages: 400,
+        cmessages: 400,
+        auto_delete: false,
+        ..base("pattern")
+    };
+    let (r, _) = go(&o);
+    assert_eq!(
+        (r.summary.sent, r.summary.received),
+        (1200, 1200),
+        "{:?}",
+        r.summary
+    );
+    for q in ["kiln-pat-1", "kiln-pat-2", "kiln-pat-3"] {
+        assert_eq!(queue_depth(q), 0);
+    }
+}
+
+#[test]
+fn refused_declaration_names_the_broker_reason() {
+    // A stream cannot be consumed without a prefetch: the broker closes the channel.
+    let o = AmqpOptions {
+        queue: Some("kiln-stream-noqos".into()),
+        queue_args: args(&[("x-queue-type", "stream")]),
+        ..base("noqos")
+    };
+    let e = run(&o, &AtomicBool::new(false), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("consumer 0") && e.contains("406"), "{e}");
+}
+
+#[test]
+fn no_broker_is_a_fast_clear_error_naming_the_uri() {
+    let port = kiln_testkit::free_port().unwrap();
+    let o = AmqpOptions {
+        uri: format!("amqp://guest:secret@127.0.0.1:{port}"),
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let e = run(&o, &AtomicBool::new(false), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(
+        e.contains(&format!("amqp://guest@127.0.0.1:{port}")) && e.contains("refused"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("secret"),
+        "the password stays out of messages: {e}"
+    );
+}
+
+#[test]
+fn broker_killed_mid_run_keeps_results_so_far() {
+    let mut b = RabbitMq::start().expect("broker starts");
+    let o = AmqpOptions {
+        uri: b.uri(),
+        queue: Some("kiln-killed".into()),
+        rate: Some(500.0),
+        time: Some(Duration::from_secs(60)),
+        ..Default::default()
+    };
+    let r = std::thread::scope(|s| {
+        let h = s.spawn(|| run(&o, &AtomicBool::new(false), &mut |_| {}));
+        std::thread::sleep(Duration::from_millis(2500));
+        b.kill().unwrap();
+        h.join().unwrap()
+    })
+    .expect("a lost connection ends the run with results, not an error");
+    let s = &r.summary;
+    let f = s.failure.as_deref().expect("the failure is reported");
+    assert!(f.contains(&format!("127.0.0.1:{}", b.port())), "{f}");
+    assert!(
+        s.sent > 0 && s.received > 0 && !r.series.is_empty(),
+        "{s:?}"
+    );
+    assert!(s.duration_s < 30.0, "the run ended at the fault: {s:?}");
+    assert!(
+        r.events.iter().any(|e| e.kind == "connection-lost"),
+        "{:?}",
+        r.events
+    );
+}
+
+#[test]
+fn reconnect_rides_through_a_broker_restart_and_marks_the_gap() {
+    let mut b = RabbitMq::start().expect("broker starts");
+    let o = AmqpOptions {
+        uri: b.uri(),
+        queue: Some("kiln-restart".into()),
+        persistent: true,
+        rate: Some(200.0),
+        reconnect: true,
+        time: Some(Duration::from_secs(60)),
+        ..Default::default()
+    };
+    let stop = AtomicBool::new(false);
+    let mut after_restart = 0u64;
+    let restarted = AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            run(&o, &stop, &mut |t| {
+                if restarted.load(std::sync::atomic::Ordering::SeqCst) {
+                    after_restart += t.received;
+                }
+            })
+        });
+        std::thread::sleep(Duration::from_secs(2));
+        b.restart().expect("broker restarts");
+        restarted.store(true, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(Duration::from_secs(3));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        h.join().unwrap()
+    })
+    .expect("run");
+    let s = &r.summary;
+    assert!(s.failure.is_none(), "{s:?}");
+    assert!(s.interrupted);
+    assert!(
+        s.reconnects >= 2,
+        "producer and consumer reconnected: {s:?} {:?}",
+        r.events
+    );
+    assert!(s.disconnected_seconds >= 1 && r.series.iter().any(|t| t.disconnected));
+    assert!(after_restart > 0, "messages flowed again after the restart");
+}
+
+#[test]
+fn memory_alarm_blocks_publishers_and_the_stall_is_reported() {
+    let b = RabbitMq::start_with(&RabbitMqOptions {
+        extra_config: vec!["vm_memory_high_watermark.absolute = 1".into()],
+    })
+    .expect("broker starts");
+    let o = AmqpOptions {
+        uri: b.uri(),
+        queue: Some("kiln-blocked".into()),
+        time: Some(Duration::from_secs(4)),
+        ..Default::default()
+    };
+    let (r, _) = {
+        let stop = AtomicBool::new(false);
+        let mut ticks = Vec::new();
+        let r = run(&o, &stop, &mut |t| ticks.push(t.clone())).expect("run");
+        (r, ticks)
+    };
+    let s = &r.summary;
+    assert!(s.blocked_notifications >= 1, "{s:?} {:?}", r.events);
+    assert!(
+        s.blocked_seconds >= 2 && s.stalled_seconds >= 2,
+        "{s:?} {:?}",
+        r.series
+    );
+    assert_eq!(s.received, 0);
+    assert!(
+        r.events
+            .iter()
+            .any(|e| e.kind == "blocked" && e.detail.contains("memory")),
+        "{:?}",
+        r.events
+    );
 }

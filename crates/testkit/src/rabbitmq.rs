@@ -45,6 +45,7 @@ pub struct RabbitMq {
     dir: tempfile::TempDir,
     node: String,
     port: u16,
+    dist_port: u16,
     epmd_port: u16,
     server: Option<Child>,
     epmd: Option<Child>,
@@ -111,18 +112,28 @@ impl RabbitMq {
             dir,
             node,
             port,
+            dist_port,
             epmd_port,
             server: None,
             epmd: Some(epmd),
         };
-        let log = std::fs::File::create(me.dir.path().join("console.log"))
-            .map_err(|e| io("creating console.log", e))?;
+        me.spawn_server()?;
+        me.await_startup()?;
+        Ok(me)
+    }
+
+    fn spawn_server(&mut self) -> Result<(), Error> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("console.log"))
+            .map_err(|e| io("opening console.log", e))?;
         let log2 = log.try_clone().map_err(|e| io("cloning console.log", e))?;
         let mut cmd = Command::new(SERVER);
-        me.env(&mut cmd);
+        self.env(&mut cmd);
         cmd.env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
-            .env("RABBITMQ_NODE_PORT", port.to_string())
-            .env("RABBITMQ_DIST_PORT", dist_port.to_string())
+            .env("RABBITMQ_NODE_PORT", self.port.to_string())
+            .env("RABBITMQ_DIST_PORT", self.dist_port.to_string())
             // Erlang distribution listens on all interfaces unless told otherwise.
             .env(
                 "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
@@ -131,9 +142,17 @@ impl RabbitMq {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2);
-        me.server = Some(cmd.spawn().map_err(|e| io("starting rabbitmq-server", e))?);
-        me.await_startup()?;
-        Ok(me)
+        self.server = Some(cmd.spawn().map_err(|e| io("starting rabbitmq-server", e))?);
+        Ok(())
+    }
+
+    /// Starts the node again after [`RabbitMq::kill`], on the same ports and data, and waits
+    /// until it accepts connections: a broker restart as clients see it.
+    pub fn restart(&mut self) -> Result<(), Error> {
+        self.kill()?;
+        let _ = std::fs::remove_file(self.dir.path().join("rabbit.pid"));
+        self.spawn_server()?;
+        self.await_startup()
     }
 
     fn env(&self, cmd: &mut Command) {

@@ -218,9 +218,9 @@ fn consume_loop(
             }
             if done {
                 sh.consumers_done.fetch_add(1, Ordering::SeqCst);
-                while !sh.stopping() {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
+                // Leave at once: messages prefetched beyond our count go back to the queue
+                // for the other consumers instead of sitting unacknowledged here.
+                writer.shutdown();
                 return Ok(());
             }
             if !o.consumer_latency.is_zero() {
