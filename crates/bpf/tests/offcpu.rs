@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use common::*;
@@ -39,6 +39,7 @@ fn mutex_contention_time_and_stacks() {
     let mut c = collector(Some(vec![pid]), 0);
     prog.go_on();
     let done = prog.line();
+    let elapsed_ns: u64 = done.split_whitespace().nth(1).unwrap().parse().unwrap();
     let lifetimes_ns: u64 = done.split_whitespace().nth(3).unwrap().parse().unwrap();
     let entries = c.drain().unwrap();
     let stats = c.stats();
@@ -82,12 +83,15 @@ fn mutex_contention_time_and_stacks() {
         (0.75..=1.05).contains(&ratio),
         "blocked/lifetime = {ratio:.3}"
     );
-    // Every iteration sleeps hold_us while holding the lock.
+    // Every iteration sleeps hold_us while holding the lock: the sleeps are
+    // serialised, so they add up to at least their sum and at most the run.
     let expected_sleep = threads * iterations * hold_us * 1000;
-    let sleep_ratio = sleep_ns as f64 / expected_sleep as f64;
     assert!(
-        (0.95..=2.5).contains(&sleep_ratio),
-        "nanosleep time ratio {sleep_ratio:.3}"
+        sleep_ns >= expected_sleep && sleep_ns <= elapsed_ns,
+        "nanosleep {:.1} ms, expected {:.1} ms..{:.1} ms",
+        ms(sleep_ns),
+        ms(expected_sleep),
+        ms(elapsed_ns)
     );
     assert!(!futex.is_empty(), "no worker blocked in a futex wait");
     assert_eq!(stats.dropped_blocks, 0);
@@ -153,7 +157,7 @@ fn nanosleep_blocks(entries: &[OffCpuEntry], ksyms: &Kallsyms, pid: u32) -> (u64
 fn min_block_filters_short_sleeps() {
     let bin = build_c("sleeper", &["-O1"]);
     let ksyms = Kallsyms::load();
-    let (short, short_us, long, long_us) = (20u64, 500u64, 5u64, 40_000u64);
+    let (short, short_us, long, long_us) = (20u64, 200u64, 5u64, 40_000u64);
     let args = [
         short.to_string(),
         short_us.to_string(),
@@ -170,12 +174,21 @@ fn min_block_filters_short_sleeps() {
     let (count, total) = nanosleep_blocks(&entries, &ksyms, prog.pid());
     let stats = c.stats();
     eprintln!("min 15 ms: {count} blocks, {:.1} ms; {stats:?}", ms(total));
-    assert_eq!(count, long, "only the long sleeps pass a 15 ms threshold");
-    assert!(total >= long * long_us * 1000 && total < long * long_us * 1000 * 2);
+    // Every counted block lasted at least the threshold; on a loaded machine a
+    // short sleep may be woken late enough to pass it too, so bound, not equate.
+    assert!(count >= long, "a long sleep was not counted: {count}");
     assert!(
-        stats.short_blocks >= short,
-        "short blocks counted: {}",
-        stats.short_blocks
+        total >= count * 15_000_000,
+        "a block under 15 ms was counted: {count} in {total} ns"
+    );
+    assert!(total >= long * long_us * 1000);
+    assert!(
+        stats.short_blocks + (count - long) >= short,
+        "short sleeps unaccounted: {stats:?}"
+    );
+    assert!(
+        stats.short_blocks >= short / 2,
+        "most short sleeps are filtered: {stats:?}"
     );
     drop(prog);
 
@@ -287,43 +300,48 @@ fn go_mutex_held_across_a_blocking_syscall() {
     let text = exec_mappings(pid, "gomutex");
     let mut c = collector(Some(vec![pid]), 0);
     prog.go_on();
-    assert_eq!(prog.line(), "done");
+    let done = prog.line();
+    let elapsed_ns: u64 = done
+        .strip_prefix("done elapsed_ns ")
+        .unwrap()
+        .parse()
+        .unwrap();
     let entries = c.drain().unwrap();
     let total: u64 = entries.iter().map(|e| e.total_ns).sum();
     let sleeping: Vec<&OffCpuEntry> = entries
         .iter()
         .filter(|e| ksyms.has(e, "nanosleep"))
         .collect();
-    let sleep_ns: u64 = sleeping.iter().map(|e| e.total_ns).sum();
-    let threads: HashMap<u32, u64> = sleeping.iter().fold(HashMap::new(), |mut m, e| {
-        *m.entry(e.tid).or_default() += e.total_ns;
-        m
-    });
+    // Go frames: the fp walk reaches the function holding the mutex. The Go
+    // runtime's own sleeps (sysmon's usleep is also a nanosleep) do not.
+    let hold = symbol_range(&bin, "main.holdLocked");
+    let under_lock: Vec<&&OffCpuEntry> = sleeping
+        .iter()
+        .filter(|e| e.user_ips.iter().any(|&ip| hold.0 < ip && ip <= hold.1))
+        .collect();
+    let sleep_ns: u64 = under_lock.iter().map(|e| e.total_ns).sum();
+    let threads: HashSet<u32> = under_lock.iter().map(|e| e.tid).collect();
     eprintln!(
-        "{} entries, blocked {:.1} ms, in nanosleep {:.1} ms over {} threads",
+        "{} entries, blocked {:.1} ms, in nanosleep {:.1} ms, under the lock {:.1} ms over {} \
+         threads, run {:.1} ms",
         entries.len(),
         ms(total),
+        ms(sleeping.iter().map(|e| e.total_ns).sum()),
         ms(sleep_ns),
-        threads.len()
+        threads.len(),
+        ms(elapsed_ns)
     );
+    // The mutex serialises the sleeps: at least their sum, at most the run.
     let expected = goroutines * iterations * hold_us * 1000;
-    let ratio = sleep_ns as f64 / expected as f64;
     assert!(
-        (0.95..=2.5).contains(&ratio),
-        "nanosleep time {ratio:.3} of expected"
+        sleep_ns >= expected && sleep_ns <= elapsed_ns,
+        "nanosleep under the lock {:.1} ms, expected {:.1} ms..{:.1} ms",
+        ms(sleep_ns),
+        ms(expected),
+        ms(elapsed_ns)
     );
-    // Go keeps frame pointers: the fp walk reaches into the program's own code.
-    let in_text = sleeping
-        .iter()
-        .filter(|e| e.user_ips.iter().any(|&ip| in_any(&text, ip)));
-    let in_text_ns: u64 = in_text.map(|e| e.total_ns).sum();
-    assert!(
-        in_text_ns * 10 >= sleep_ns * 9,
-        "only {:.1} of {:.1} ms have user frames in the Go binary",
-        ms(in_text_ns),
-        ms(sleep_ns)
-    );
-    assert!(sleeping
+    assert!(!text.is_empty());
+    assert!(under_lock
         .iter()
         .all(|e| e.user_regs.is_some() && !e.user_stack.is_empty()));
 }

@@ -1,7 +1,7 @@
 // Goroutines hold a sync.Mutex across a blocking syscall (nanosleep).
 //
 // Usage: gomutex GOROUTINES ITERATIONS HOLD_US
-// Prints "ready", waits for a line on stdin, runs, prints "done", waits for
+// Prints "ready", waits for a line on stdin, runs, prints "done elapsed_ns N", waits for
 // another line before exiting.
 package main
 
@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 var mu sync.Mutex
@@ -39,6 +40,7 @@ func main() {
 	if _, err := in.ReadString('\n'); err != nil {
 		os.Exit(1)
 	}
+	start := time.Now()
 	var wg sync.WaitGroup
 	for g := 0; g < n; g++ {
 		wg.Add(1)
@@ -50,6 +52,6 @@ func main() {
 		}()
 	}
 	wg.Wait()
-	fmt.Println("done")
+	fmt.Println("done elapsed_ns", time.Since(start).Nanoseconds())
 	in.ReadString('\n')
 }
