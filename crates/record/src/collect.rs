@@ -24,6 +24,11 @@ pub struct Summary {
     pub unattributed: u64,
     /// Records that could not be parsed.
     pub bad_records: u64,
+    /// Off-CPU blocks the eBPF collector could not account (its maps were full).
+    pub offcpu_dropped_blocks: u64,
+    /// Problems that did not stop the recording (e.g. the off-CPU collector failing
+    /// midway: what it had gathered is kept).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -144,6 +149,11 @@ impl Collector {
         if exec && pid == tid {
             self.procs.insert(pid, Process::empty());
         }
+    }
+
+    /// Names a thread unless a record already did.
+    pub fn on_comm_if_unknown(&mut self, tid: u32, name: &[u8]) {
+        self.comms.entry(tid).or_insert_with(|| name.into());
     }
 
     /// A process or thread was created.

@@ -73,7 +73,7 @@ impl Opened {
     /// Opens every event for `tid` (-1: all tasks) on every CPU.
     fn open_task(
         &mut self,
-        attrs: &[(EventSpec, PerfEventAttr)],
+        attrs: &[(usize, EventSpec, PerfEventAttr)],
         tid: i32,
         cpus: &[i32],
         pages: usize,
@@ -83,7 +83,7 @@ impl Opened {
             if !self.done.insert((tid, cpu)) {
                 continue;
             }
-            for (k, (spec, attr)) in attrs.iter().enumerate() {
+            for (k, (index, spec, attr)) in attrs.iter().enumerate() {
                 let mut a = *attr;
                 if k == 0 {
                     // One event per (task, CPU) reports mappings, names and forks.
@@ -97,7 +97,7 @@ impl Opened {
                     sys::perf_event_open(&a, tid, cpu).map_err(|e| open_error(e, spec, tid))?;
                 let id =
                     sys::event_id(&fd).map_err(|e| RecordError::sys("PERF_EVENT_IOC_ID", e))?;
-                self.ids.insert(id, k);
+                self.ids.insert(id, *index);
                 match self.leader.get(&cpu) {
                     Some(&b) => {
                         sys::set_output(&fd, self.buffers[b].fd())
@@ -315,16 +315,10 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     if opts.events.is_empty() {
         return Err(RecordError::InvalidOption("no event to record".into()));
     }
-    if opts.events.contains(&EventSpec::OffCpu) {
-        return crate::offcpu::record_with_offcpu(opts);
-    }
-    record_perf(opts, &opts.events)
+    record_events(opts, &opts.events)
 }
 
-pub(crate) fn record_perf(
-    opts: &RecordOptions,
-    events: &[EventSpec],
-) -> Result<Recording, RecordError> {
+fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording, RecordError> {
     if opts.frequency == 0 {
         return Err(RecordError::InvalidOption(
             "the frequency (-F) must be at least 1 Hz".into(),
@@ -352,7 +346,10 @@ pub(crate) fn record_perf(
     let page_size = 4096u32;
     let spawned = matches!(opts.target, Target::Command(_));
     let mut attrs = Vec::new();
-    for ev in events {
+    for (index, ev) in events.iter().enumerate() {
+        if *ev == EventSpec::OffCpu {
+            continue;
+        }
         let (type_, config, period, freq) = ev.perf_config(opts.frequency)?;
         let mut flags = sys::FLAG_DISABLED
             | sys::FLAG_SAMPLE_ID_ALL
@@ -369,6 +366,7 @@ pub(crate) fn record_perf(
             flags |= sys::FLAG_ENABLE_ON_EXEC;
         }
         attrs.push((
+            index,
             ev.clone(),
             PerfEventAttr {
                 type_,
@@ -389,8 +387,49 @@ pub(crate) fn record_perf(
             },
         ));
     }
+    if attrs.is_empty() {
+        // Off-CPU alone: a dummy event that never samples still reports mappings, names
+        // and forks, which unwinding and naming the off-CPU stacks need after the
+        // processes are gone.
+        let flags = sys::FLAG_DISABLED
+            | sys::FLAG_SAMPLE_ID_ALL
+            | sys::FLAG_USE_CLOCKID
+            | if matches!(opts.target, Target::System) {
+                0
+            } else {
+                sys::FLAG_INHERIT
+            }
+            | if spawned { sys::FLAG_ENABLE_ON_EXEC } else { 0 };
+        attrs.push((
+            usize::MAX,
+            EventSpec::OffCpu,
+            PerfEventAttr {
+                type_: sys::PERF_TYPE_SOFTWARE,
+                config: sys::PERF_COUNT_SW_DUMMY,
+                sample_period_or_freq: 1,
+                sample_type,
+                flags,
+                sample_regs_user: if opts.stack_bytes > 0 {
+                    sys::REGS_MASK_X86_64
+                } else {
+                    0
+                },
+                sample_stack_user: opts.stack_bytes,
+                clockid: libc::CLOCK_MONOTONIC,
+                ..Default::default()
+            },
+        ));
+    }
     // Resolve tracepoints etc. before spawning anything.
-    let parse_attr_bytes = attrs[0].1.to_bytes();
+    let parse_attr_bytes = attrs
+        .first()
+        .map(|a| a.2)
+        .unwrap_or(PerfEventAttr {
+            sample_type,
+            flags: sys::FLAG_SAMPLE_ID_ALL,
+            ..Default::default()
+        })
+        .to_bytes();
     let (reader_attr, _) = linux_perf_data::linux_perf_event_reader::PerfEventAttr::parse::<
         _,
         byteorder::NativeEndian,
@@ -483,6 +522,21 @@ pub(crate) fn record_perf(
             }
         }
     }
+    let mut offcpu = match events.iter().position(|e| *e == EventSpec::OffCpu) {
+        Some(index) => {
+            let pids = (!matches!(opts.target, Target::System)).then(|| pids.clone());
+            match crate::offcpu::OffCpu::start(pids, opts.stack_bytes, index) {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    if let Some(mut c) = child.take() {
+                        c.stop();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
     if let (Some(c), Target::Command(argv)) = (&mut child, &opts.target) {
         // Let the held child exec; the events enable themselves at exec.
         c.release(&argv[0])?;
@@ -525,12 +579,24 @@ pub(crate) fn record_perf(
     };
 
     let start = Instant::now();
+    let mut last_offcpu = Instant::now();
     let stopped = loop {
-        {
+        if opened.buffers.is_empty() {
+            std::thread::sleep(Duration::from_millis(100));
+        } else {
             let fds: Vec<&OwnedFd> = opened.buffers.iter().map(|b| b.fd()).collect();
             sys::poll(&fds, 100);
         }
         drain_all(&mut opened, &mut collector, &mut scratch);
+        if let Some(o) = offcpu.as_mut() {
+            if last_offcpu.elapsed() >= Duration::from_secs(1) {
+                if let Err(e) = o.drain(&mut collector) {
+                    collector.summary.warnings.push(e.to_string());
+                    offcpu = None;
+                }
+                last_offcpu = Instant::now();
+            }
+        }
         if opts
             .stop
             .as_ref()
@@ -554,6 +620,13 @@ pub(crate) fn record_perf(
         sys::disable(fd);
     }
     drain_all(&mut opened, &mut collector, &mut scratch);
+    if let Some(o) = offcpu.as_mut() {
+        if let Err(e) = o.drain(&mut collector) {
+            collector.summary.warnings.push(e.to_string());
+        }
+        collector.summary.offcpu_dropped_blocks = o.dropped();
+    }
+    drop(offcpu);
     // The recording may end first (duration, Ctrl-C): stop the program we started.
     let exit_status = child.as_mut().and_then(|c| c.stop());
     drop(opened);

@@ -1,18 +1,103 @@
-//! Off-CPU profiles through the eBPF collector of `kiln-bpf`.
+//! Off-CPU profiles through the eBPF collector of `kiln-bpf` (feature `offcpu`, on by
+//! default).
 //!
-//! Integration point: `kiln_bpf::offcpu::{OffCpuConfig, OffCpuCollector}` hands over
-//! aggregated entries (pid, tid, comm, total ns, count, kernel ips, user ips from a
-//! frame-pointer walk, user registers and a user stack copy). Each entry becomes one sample
-//! weighted by its blocked time, unwound with the same code as perf samples
-//! ([`crate::collect::UserStack::Regs`]).
+//! The collector aggregates blocked time in the kernel per (thread, kernel stack, user
+//! stack) and hands over, per entry, the kernel addresses, the user registers and a copy
+//! of the user stack. Each entry becomes one sample weighted by its blocked time in
+//! nanoseconds, unwound by the same code as perf samples (CFI + frame pointers), and
+//! timestamped when it was drained (the kernel aggregates, so individual blocks have no
+//! time of their own).
+use crate::collect::{Collector, UserStack};
 use crate::error::RecordError;
-use crate::live::Recording;
-use crate::RecordOptions;
 
-pub(crate) fn record_with_offcpu(_opts: &RecordOptions) -> Result<Recording, RecordError> {
-    Err(RecordError::OffCpu(
-        "this build has no eBPF off-CPU collector (kiln-bpf); record cpu, page-faults or \
-         tracepoints such as sched:sched_switch instead"
-            .into(),
-    ))
+#[cfg(feature = "offcpu")]
+pub(crate) struct OffCpu {
+    collector: kiln_bpf::offcpu::OffCpuCollector,
+    event: usize,
+}
+
+#[cfg(feature = "offcpu")]
+impl OffCpu {
+    /// Starts collecting for `pids` (`None`: the whole system) into event `event`.
+    pub fn start(
+        pids: Option<Vec<u32>>,
+        stack_bytes: u32,
+        event: usize,
+    ) -> Result<Self, RecordError> {
+        let cfg = kiln_bpf::offcpu::OffCpuConfig {
+            pids,
+            min_block_us: 0,
+            user_stack_bytes: stack_bytes.min(kiln_bpf::offcpu::MAX_USER_STACK_BYTES),
+        };
+        let collector = kiln_bpf::offcpu::OffCpuCollector::start(&cfg)
+            .map_err(|e| RecordError::OffCpu(e.to_string()))?;
+        Ok(OffCpu { collector, event })
+    }
+
+    /// Moves what the kernel aggregated so far into `c`.
+    pub fn drain(&mut self, c: &mut Collector) -> Result<(), RecordError> {
+        let entries = self
+            .collector
+            .drain()
+            .map_err(|e| RecordError::OffCpu(e.to_string()))?;
+        let now = monotonic_ns();
+        for e in entries {
+            if e.total_ns == 0 {
+                continue;
+            }
+            if !e.comm.is_empty() {
+                c.on_comm_if_unknown(e.tid, &e.comm);
+            }
+            let user = match e.user_regs {
+                Some(r) if !e.user_stack.is_empty() => UserStack::Regs {
+                    ip: r.ip,
+                    sp: r.sp,
+                    bp: r.bp,
+                    stack: &e.user_stack,
+                },
+                _ if !e.user_ips.is_empty() => UserStack::Ips(&e.user_ips),
+                _ => UserStack::None,
+            };
+            let mut kernel = e.kernel_ips.iter().copied();
+            c.add_sample(self.event, e.pid, e.tid, now, e.total_ns, &mut kernel, user);
+        }
+        Ok(())
+    }
+
+    /// Blocks the collector could not account (for the summary).
+    pub fn dropped(&self) -> u64 {
+        let s = self.collector.stats();
+        s.dropped_blocks
+    }
+}
+
+#[cfg(not(feature = "offcpu"))]
+pub(crate) struct OffCpu;
+
+#[cfg(not(feature = "offcpu"))]
+impl OffCpu {
+    pub fn start(_: Option<Vec<u32>>, _: u32, _: usize) -> Result<Self, RecordError> {
+        Err(RecordError::OffCpu(
+            "this kiln was built without the `offcpu` feature (eBPF); rebuild with \
+             --features offcpu, or record sched:sched_switch instead"
+                .into(),
+        ))
+    }
+    pub fn drain(&mut self, _: &mut Collector) -> Result<(), RecordError> {
+        Ok(())
+    }
+    pub fn dropped(&self) -> u64 {
+        0
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds, the clock perf samples use here too.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the struct.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -12,6 +12,7 @@ pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
 pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
 pub(crate) const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 pub(crate) const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
+pub(crate) const PERF_COUNT_SW_DUMMY: u64 = 9;
 
 pub(crate) const SAMPLE_IP: u64 = 1 << 0;
 pub(crate) const SAMPLE_TID: u64 = 1 << 1;
