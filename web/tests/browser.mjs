@@ -19,6 +19,15 @@ const { context, close } = await launch();
 const errors = [];
 let step = 'start';
 
+async function load(file, hash = '') {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.removeAllListeners('pageerror');
+  page.on('pageerror', (e) => errors.push(`${file}: ${e.message}`));
+  await page.goto(`file://${join(dir, file)}${hash ? '#' + hash : ''}`);
+  await page.waitForFunction(() => window.__kiln && (window.__kiln.ready || window.__kiln.error), null, { timeout: 20000 });
+  return page;
+}
+
 async function open(file, hash = '') {
   const page = context.pages()[0] ?? (await context.newPage());
   page.removeAllListeners('pageerror');
@@ -239,6 +248,16 @@ try {
     assert.ok(rows.some((r) => r[3] === 'gone' && r[1] === '0.0%'), 'gone listed with 0% after');
     assert.ok(rows.some((r) => r[3] === 'grows' && r[2] === '+30 samples'));
     assert.equal(rows.filter((r) => r[3] === 'gone').length, 1, 'each function once');
+  });
+
+  await check('an empty profile opens; damaged data gives a message, not a blank page', async () => {
+    page = await open('empty.html');
+    assert.equal(await page.textContent('.crumb'), 'all');
+    page = await load('broken.html');
+    const err = await page.evaluate(() => window.__kiln.error);
+    assert.ok(err, 'the damage is reported');
+    assert.match(await page.textContent('.error'), /^This flame graph cannot be shown: /);
+    await page.screenshot({ path: join(shots, 'broken.png') });
   });
 
   assert.deepEqual(errors, [], 'no page errors');

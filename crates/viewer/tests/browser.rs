@@ -100,6 +100,17 @@ fn viewer_in_headless_chromium() {
     write(&dir.path().join("diff.html"), |f| {
         write_diff_html(&before, &after, &HtmlOptions::default(), f).unwrap()
     });
+    write(&dir.path().join("empty.html"), |f| {
+        write_html(&Profile::default(), &HtmlOptions::default(), f).unwrap()
+    });
+    // A page whose data was damaged after writing: the viewer must say so, not go blank.
+    let mut page = Vec::new();
+    write_html(&p, &HtmlOptions::default(), &mut page).unwrap();
+    let page = String::from_utf8(page).unwrap();
+    let start = page.find("id=\"kiln-data-0\"").unwrap();
+    let body = start + page[start..].find('>').unwrap() + 1;
+    let broken = format!("{}S05WMQ{}", &page[..body], &page[body + 200..]);
+    std::fs::write(dir.path().join("broken.html"), broken).unwrap();
     let shots = std::env::var_os("KILN_SCREENSHOTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.path().to_path_buf());
