@@ -20,7 +20,10 @@ function treeOf(stacks: Stacks, nFrames: number): Tree {
   for (const [path, w] of stacks) {
     let n = -1;
     for (const f of path) n = b.intern(n, f);
-    if (n >= 0) b.self[n] += w;
+    if (n >= 0) {
+      b.self[n] += w;
+      b.count[n] += 1;
+    }
   }
   return b.finish();
 }
@@ -35,6 +38,19 @@ function folded(t: Tree): Map<string, number> {
   }
   const rootSelf = (t as Tree & { rootSelf?: number }).rootSelf ?? 0;
   if (rootSelf > 0) out.set('', rootSelf);
+  return out;
+}
+
+/** Sample counts per leaf path, like folded(). */
+function counts(t: Tree): Map<string, number> {
+  const out = new Map<string, number>();
+  const paths: string[] = [];
+  for (let i = 0; i < t.length; i++) {
+    paths[i] = (t.parent[i] >= 0 ? paths[t.parent[i]] + ';' : '') + t.frame[i];
+    if (t.count[i] > 0) out.set(paths[i], (out.get(paths[i]) ?? 0) + t.count[i]);
+  }
+  const rootCount = (t as Tree & { rootCount?: number }).rootCount ?? 0;
+  if (rootCount > 0) out.set('', rootCount);
   return out;
 }
 
@@ -126,9 +142,11 @@ test('transforms agree with the reference model on random profiles', () => {
       const tr = randomTransform(r, nFrames, stacks.length ? stacks : [[[0], 1]]);
       trs.push(tr);
     }
-    const got = folded(applyTransforms(treeOf(stacks, nFrames), trs, nFrames));
+    const t = applyTransforms(treeOf(stacks, nFrames), trs, nFrames);
     for (const tr of trs) stacks = refTransform(stacks, tr);
-    assert.deepEqual(got, foldedRef(stacks), `round ${round}: ${JSON.stringify(trs)}`);
+    assert.deepEqual(folded(t), foldedRef(stacks), `round ${round}: ${JSON.stringify(trs)}`);
+    const ones: Stacks = stacks.map(([p]) => [p, 1]);
+    assert.deepEqual(counts(t), foldedRef(ones), `counts, round ${round}`);
   }
 });
 

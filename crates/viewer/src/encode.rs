@@ -13,7 +13,7 @@
 //! u32[strings+1]  UTF-16 offsets of each name in the decoded text
 //! u32[frames] name · u8[frames] kind · u32[frames] rank in byte order of names
 //! i32[stacks] parent (-1 for a root) · u32[stacks] frame
-//! u32[samples] stack · f64[samples] weight
+//! u32[samples] stack · f64[samples] weight · f64[samples] samples the row stands for
 //! f64[samples] time in ns since the origin, -1 if unknown     (flag 1)
 //! i32[samples] thread, -1 if unknown                          (flag 2)
 //! u32[threads] name · i32[threads] tid (-1 if unknown)
@@ -22,7 +22,7 @@
 //! Without timestamps, samples are aggregated to one row per (stack, thread): the viewer
 //! then only needs weights, and a folded file of a million lines stays a million rows.
 use crate::ViewerError;
-use kiln_model::{FrameKind, Profile, StackId, ThreadId, NO_TIME};
+use kiln_model::{FrameKind, Profile, StackId, ThreadId, WeightUnit, NO_TIME};
 use std::collections::HashMap;
 
 /// `KNV1` read as a little-endian `u32`.
@@ -93,8 +93,17 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     let timed = p.samples.has_time();
     let threaded = p.samples.thread.iter().any(|&t| t != ThreadId::NONE);
 
+    // How many samples a row of the model stands for: folded input keeps one row per
+    // stack with the sample count as weight; recordings keep one row per sample.
+    let samples_in = |w: u64| -> u64 {
+        if p.event.unit == WeightUnit::Samples {
+            w
+        } else {
+            1
+        }
+    };
     // Rows: per sample when timed, else summed per (stack, thread).
-    let rows: Vec<(StackId, f64, f64, i32)> = if timed {
+    let rows: Vec<(StackId, f64, f64, i32, f64)> = if timed {
         let origin = p.samples.time_range().map_or(0, |r| r.0);
         (0..p.samples.len())
             .map(|i| {
@@ -110,19 +119,22 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
                 } else {
                     th.0 as i32
                 };
-                (p.samples.stack[i], p.samples.weight[i] as f64, rel, th)
+                let w = p.samples.weight[i];
+                (p.samples.stack[i], w as f64, rel, th, samples_in(w) as f64)
             })
             .collect()
     } else {
-        let mut sums: HashMap<(u32, u32), u64> = HashMap::new();
+        let mut sums: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
         let mut order = Vec::new();
         for i in 0..p.samples.len() {
             let key = (p.samples.stack[i].0, p.samples.thread[i].0);
             let e = sums.entry(key).or_insert_with(|| {
                 order.push(key);
-                0
+                (0, 0)
             });
-            *e = e.saturating_add(p.samples.weight[i]);
+            let w = p.samples.weight[i];
+            e.0 = e.0.saturating_add(w);
+            e.1 = e.1.saturating_add(samples_in(w));
         }
         order
             .into_iter()
@@ -132,7 +144,8 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
                 } else {
                     k.1 as i32
                 };
-                (StackId(k.0), sums[&k] as f64, -1.0, th)
+                let (w, n) = sums[&k];
+                (StackId(k.0), w as f64, -1.0, th, n as f64)
             })
             .collect()
     };
@@ -189,6 +202,7 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     b.u32s(p.stacks.raw_frames().iter().map(|f| f.0));
     b.u32s(rows.iter().map(|r| r.0 .0));
     b.f64s(rows.iter().map(|r| r.1));
+    b.f64s(rows.iter().map(|r| r.4));
     if timed {
         b.f64s(rows.iter().map(|r| r.2));
     }

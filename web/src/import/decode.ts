@@ -67,6 +67,7 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   const stackFrame = u32(nSt, 'stack frames');
   const sampleStack = u32(nSa, 'sample stacks');
   const sampleWeight = f64(nSa, 'sample weights');
+  const sampleCount = f64(nSa, 'sample counts');
   const sampleTime = flags & 1 ? f64(nSa, 'sample times') : null;
   const sampleThread = flags & 2 ? i32(nSa, 'sample threads') : null;
   const threadName = u32(nTh, 'threads');
@@ -82,6 +83,6 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   for (let i = 0; i < nTh; i++) if (threadName[i] >= nStr) throw new DecodeError(`thread ${i} names string ${threadName[i]} of ${nStr}`);
   return {
     strings, frameName, frameKind, frameOrder, stackParent, stackFrame,
-    sampleStack, sampleWeight, sampleTime, sampleThread, threadName, threadTid, timeOrigin,
+    sampleStack, sampleWeight, sampleCount, sampleTime, sampleThread, threadName, threadTid, timeOrigin,
   };
 }

@@ -88,6 +88,7 @@ export function callersTree(l: Layout, f: number, nFrames: number): Tree {
     let node = b.intern(-1, f);
     for (let u = p; u > 0; u = l.parent[u]) node = b.intern(node, l.frame[u]);
     b.self[node] += l.total[v];
+    b.count[node] += l.count[v];
   }
   return b.finish();
 }
@@ -100,7 +101,10 @@ export function calleesTree(l: Layout, f: number, nFrames: number): Tree {
     const pm = map[l.parent[v]];
     if (pm >= 0) map[v] = b.intern(pm, l.frame[v]);
     else if (l.frame[v] === f) map[v] = b.intern(-1, f);
-    if (map[v] >= 0) b.self[map[v]] += l.self[v];
+    if (map[v] >= 0) {
+      b.self[map[v]] += l.self[v];
+      b.count[map[v]] += l.selfCount[v];
+    }
   }
   return b.finish();
 }

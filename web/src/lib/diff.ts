@@ -35,7 +35,7 @@ export function joinFrames(a: FrameSet, b: FrameSet): { frames: FrameSet; mapA: 
 export function remapFrames(t: Tree, map: Int32Array): Tree {
   const frame = new Int32Array(t.length);
   for (let i = 0; i < t.length; i++) frame[i] = map[t.frame[i]];
-  return { parent: t.parent, frame, self: t.self, length: t.length };
+  return { parent: t.parent, frame, self: t.self, count: t.count, length: t.length };
 }
 
 export interface DiffLayout {

@@ -15,6 +15,9 @@ export interface Layout {
   start: Float64Array;
   total: Float64Array;
   self: Float64Array;
+  /** Samples ending at / under each node. */
+  selfCount: Float64Array;
+  count: Float64Array;
   /** Children of node i: childList[childStart[i] .. childStart[i + 1]], in drawing order. */
   childStart: Uint32Array;
   childList: Uint32Array;
@@ -32,14 +35,21 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
   parent[0] = -1;
   frame[0] = -1;
   self[0] = (t as Tree & RootSelf).rootSelf ?? 0;
+  const selfCount = new Float64Array(n);
+  selfCount[0] = (t as Tree & RootSelf).rootCount ?? 0;
   const ws = widthSelf ?? t.self;
   for (let i = 0; i < t.length; i++) {
     parent[i + 1] = t.parent[i] + 1;
     frame[i + 1] = t.frame[i];
     self[i + 1] = ws[i];
+    selfCount[i + 1] = t.count[i];
   }
   total.set(self);
-  for (let i = n - 1; i > 0; i--) total[parent[i]] += total[i];
+  const count = Float64Array.from(selfCount);
+  for (let i = n - 1; i > 0; i--) {
+    total[parent[i]] += total[i];
+    count[parent[i]] += count[i];
+  }
   let maxDepth = 0;
   for (let i = 1; i < n; i++) {
     const d = depth[parent[i]] + 1;
@@ -91,7 +101,7 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
     }
     for (let k = e; k-- > a; ) stack.push(childList[k]);
   }
-  return { n, frame, parent, depth, start, total, self, childStart, childList, rows, maxDepth };
+  return { n, frame, parent, depth, start, total, self, selfCount, count, childStart, childList, rows, maxDepth };
 }
 
 /** The node of `row` that covers x, or -1. */

@@ -13,6 +13,8 @@ export interface RawProfile {
   stackFrame: Uint32Array;
   sampleStack: Uint32Array;
   sampleWeight: Float64Array;
+  /** How many samples each row stands for (rows may aggregate many). */
+  sampleCount: Float64Array;
   /** ns since timeOrigin, -1 when unknown; null when the profile has no timestamps. */
   sampleTime: Float64Array | null;
   /** Thread index per sample, -1 when unknown; null when no sample has a thread. */
@@ -43,6 +45,8 @@ export interface Tree {
   parent: Int32Array;
   frame: Int32Array;
   self: Float64Array;
+  /** Samples ending at each node (weights may be periods or bytes; this counts samples). */
+  count: Float64Array;
   length: number;
 }
 
@@ -66,6 +70,7 @@ export class TreeBuilder {
   parent: Int32Array;
   frame: Int32Array;
   self: Float64Array;
+  count: Float64Array;
   length = 0;
   private index = new Map<number, number>();
   private readonly stride: number;
@@ -75,6 +80,7 @@ export class TreeBuilder {
     this.parent = new Int32Array(capacity);
     this.frame = new Int32Array(capacity);
     this.self = new Float64Array(capacity);
+    this.count = new Float64Array(capacity);
   }
 
   /** The node for `frame` under `parent` (-1 for a root), created if new. */
@@ -98,6 +104,9 @@ export class TreeBuilder {
     f.set(this.frame);
     const s = new Float64Array(cap);
     s.set(this.self);
+    const c = new Float64Array(cap);
+    c.set(this.count);
+    this.count = c;
     this.parent = p;
     this.frame = f;
     this.self = s;
@@ -108,6 +117,7 @@ export class TreeBuilder {
       parent: this.parent.subarray(0, this.length),
       frame: this.frame.subarray(0, this.length),
       self: this.self.subarray(0, this.length),
+      count: this.count.subarray(0, this.length),
       length: this.length,
     };
   }
@@ -158,7 +168,7 @@ export interface BaseOptions {
  */
 export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   const nS = raw.stackParent.length;
-  const { sampleStack: st, sampleWeight: w, sampleTime: tm, sampleThread: th } = raw;
+  const { sampleStack: st, sampleWeight: w, sampleCount: c, sampleTime: tm, sampleThread: th } = raw;
   const inRange = (i: number): boolean => {
     if (!opts.range || !tm) return true;
     const t = tm[i];
@@ -166,8 +176,13 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   };
   if (opts.threadMode === 'merged' || !th) {
     const self = new Float64Array(nS);
-    for (let i = 0; i < st.length; i++) if (inRange(i)) self[st[i]] += w[i];
-    return { parent: raw.stackParent, frame: raw.stackFrame as unknown as Int32Array, self, length: nS };
+    const count = new Float64Array(nS);
+    for (let i = 0; i < st.length; i++) {
+      if (!inRange(i)) continue;
+      self[st[i]] += w[i];
+      count[st[i]] += c[i];
+    }
+    return { parent: raw.stackParent, frame: raw.stackFrame as unknown as Int32Array, self, count, length: nS };
   }
   const b = new TreeBuilder(opts.firstThreadFrame + 1 + opts.rootOf.length, nS + 64);
   // Memo of (root, stack) -> node; recursion replaced by walking up to a known prefix.
@@ -196,6 +211,7 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
       memo.set((r + 1) * nS + path[k], at);
     }
     b.self[at] += w[i];
+    b.count[at] += c[i];
   }
   return b.finish();
 }

@@ -87,35 +87,42 @@ export function applyTransform(t: Tree, tr: Transform, nFrames: number): Tree {
     }
   }
   let rootSelf = 0;
+  let rootCount = 0;
   for (let i = 0; i < t.length; i++) {
     const m = map[i];
-    if (m >= 0) b.self[m] += t.self[i];
-    else if (m === -1) rootSelf += t.self[i];
+    if (m >= 0) {
+      b.self[m] += t.self[i];
+      b.count[m] += t.count[i];
+    } else if (m === -1) {
+      rootSelf += t.self[i];
+      rootCount += t.count[i];
+    }
   }
-  const out = b.finish();
-  return rootSelf > 0 ? withRootSelf(out, rootSelf) : out;
+  const out = b.finish() as Tree & RootSelf;
+  if (rootSelf > 0 || rootCount > 0) {
+    out.rootSelf = rootSelf;
+    out.rootCount = rootCount;
+  }
+  return out;
 }
 
 /** Weight that lost every frame (a merged single-frame stack) stays in the root total. */
 export interface RootSelf {
   rootSelf?: number;
-}
-
-function withRootSelf(t: Tree, w: number): Tree {
-  const r = t as Tree & RootSelf;
-  r.rootSelf = w;
-  return r;
+  rootCount?: number;
 }
 
 export function applyTransforms(t: Tree, trs: Transform[], nFrames: number): Tree {
   let rootSelf = (t as Tree & RootSelf).rootSelf ?? 0;
+  let rootCount = (t as Tree & RootSelf).rootCount ?? 0;
   for (const tr of trs) {
     t = applyTransform(t, tr, nFrames);
     // Samples left without frames have no f to focus on; other transforms keep them.
     const keeps = tr.kind !== 'focus-function' && tr.kind !== 'focus-subtree';
     rootSelf = (keeps ? rootSelf : 0) + ((t as Tree & RootSelf).rootSelf ?? 0);
+    rootCount = (keeps ? rootCount : 0) + ((t as Tree & RootSelf).rootCount ?? 0);
   }
-  if (rootSelf > 0) (t as Tree & RootSelf).rootSelf = rootSelf;
+  if (rootSelf > 0 || rootCount > 0) Object.assign(t, { rootSelf, rootCount });
   return t;
 }
 

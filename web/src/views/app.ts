@@ -355,6 +355,7 @@ export class App {
       const zoom = which === 'main' ? d.zoomNode : 0;
       lines.push(`total: ${formatWeight(l.total[v], unit)} — ${percent(l.total[v], l.total[0])} of all, ${percent(l.total[v], l.total[zoom])} of ${zoom === 0 ? 'the view' : 'the zoomed frame'}`);
       lines.push(`self: ${formatWeight(l.self[v], unit)} (${percent(l.self[v], l.total[0])})`);
+      if (unit !== 'samples') lines.push(`samples: ${Math.round(l.count[v]).toLocaleString('en-US')} (${Math.round(l.selfCount[v]).toLocaleString('en-US')} self)`);
     }
     this.tooltip.replaceChildren(el('div', { class: 'tt-name', text: name }), ...lines.map((t) => el('div', { text: t })));
     this.tooltip.hidden = false;
