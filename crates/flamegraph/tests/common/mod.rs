@@ -62,7 +62,6 @@ pub fn frames(svg: &str) -> Vec<Drawn> {
     };
     let doc = roxmltree::Document::parse_with_options(svg, opts)
         .unwrap_or_else(|e| panic!("SVG is not well-formed XML: {e}"));
-    let fg = "urn:kiln:flamegraph";
     let container = doc
         .descendants()
         .find(|n| n.attribute("id") == Some("frames"))
@@ -92,14 +91,8 @@ pub fn frames(svg: &str) -> Vec<Drawn> {
         out.push(Drawn {
             title,
             label,
-            x: rect
-                .attribute((fg, "x"))
-                .and_then(|v| v.parse().ok())
-                .expect("fg:x"),
-            w: rect
-                .attribute((fg, "w"))
-                .and_then(|v| v.parse().ok())
-                .expect("fg:w"),
+            x: fg_attr(rect, "x").expect("fg:x"),
+            w: fg_attr(rect, "w").expect("fg:w"),
             y: rect.attribute("y").and_then(|v| v.parse().ok()).expect("y"),
             x_pct: pct("x"),
             w_pct: pct("width"),
@@ -107,6 +100,19 @@ pub fn frames(svg: &str) -> Vec<Drawn> {
         });
     }
     out
+}
+
+/// `fg:NAME` in kiln's namespace or inferno's (both prefix it `fg:`).
+fn fg_attr(node: roxmltree::Node, name: &str) -> Option<u64> {
+    node.attributes()
+        .find(|a| {
+            a.name() == name
+                && matches!(
+                    a.namespace(),
+                    Some("urn:kiln:flamegraph") | Some("http://github.com/jonhoo/inferno")
+                )
+        })
+        .and_then(|a| a.value().parse().ok())
 }
 
 /// The function name of a tooltip `NAME (N samples, P%)`.
@@ -138,4 +144,37 @@ pub fn check_golden(name: &str, actual: &str) {
             "{name} differs from the golden file; run with KILN_BLESS=1 if the change is intended"
         );
     }
+}
+
+/// A stack path, root first ("all" is the empty path).
+pub type StackPath = Vec<String>;
+
+/// Rectangles keyed by their stack path, found by containment in the level below.
+pub fn by_path(drawn: &[Drawn]) -> Vec<(StackPath, Drawn)> {
+    // Level from y: the root has the largest y (flame graphs grow upwards).
+    let mut ys: Vec<i64> = drawn.iter().map(|d| (d.y * 100.0) as i64).collect();
+    ys.sort_unstable();
+    ys.dedup();
+    ys.reverse();
+    let level = |d: &Drawn| ys.iter().position(|&y| y == (d.y * 100.0) as i64).unwrap();
+    let mut sorted: Vec<&Drawn> = drawn.iter().collect();
+    sorted.sort_by_key(|d| (level(d), d.x));
+    let mut out: Vec<(StackPath, Drawn, usize)> = Vec::new();
+    for d in sorted {
+        let lv = level(d);
+        let path = if lv == 0 {
+            Vec::new()
+        } else {
+            let parent = out
+                .iter()
+                .rev()
+                .find(|(_, p, plv)| *plv == lv - 1 && p.x <= d.x && d.x + d.w <= p.x + p.w)
+                .unwrap_or_else(|| panic!("no parent for {d:?}"));
+            let mut path = parent.0.clone();
+            path.push(name_of(&d.title).to_string());
+            path
+        };
+        out.push((path, d.clone(), lv));
+    }
+    out.into_iter().map(|(p, d, _)| (p, d)).collect()
 }
