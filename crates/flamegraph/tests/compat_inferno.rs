@@ -81,7 +81,7 @@ fn compare(fixture: &str) -> Option<(usize, usize, usize)> {
         .filter(|(_, &n)| n > 1)
         .map(|(p, _)| p[..p.len() - 1].to_vec())
         .collect();
-    let affected = |p: &Path| (0..p.len()).any(|k| split.contains(&p[..k].to_vec()));
+    let affected = |p: &Path| (0..p.len()).any(|k| split.contains(&p[..k]));
 
     // 1. Width per path.
     let sum = |v: &[(Path, Drawn)]| {
