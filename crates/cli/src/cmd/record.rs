@@ -1,10 +1,248 @@
-//! `kiln record` (being built).
+//! `kiln record`: sample a live process (or a command, or the whole machine) straight to a
+//! profile, folded stacks, an SVG flame graph or the HTML viewer.
+use super::common::{write_output, TransformArgs};
+use anyhow::{bail, Context, Result};
+use kiln_model::{FoldedOptions, FoldedWriter, Profile};
+use kiln_record::{EventSpec, NamingOptions, RecordOptions, StopReason, Target};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-/// Sample a live process.
+/// Sample a live process: CPU, off-CPU, page faults, syscalls or any tracepoint, with
+/// complete stacks through native and JIT code (no `perf script`).
+///
+/// Examples:
+///   kiln record -p $(pgrep beam.smp) -d 30 -o rabbit.svg --merge-threads
+///   kiln record -e cpu,page-faults,mmap -o run.kiln -- ./server --port 8080
+///   kiln record -a -F 99 -d 10 > all.folded
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Record these processes (all threads, including threads started later).
+    /// Comma-separated or repeated.
+    #[arg(short, long, value_name = "PID[,PID...]", value_delimiter = ',', conflicts_with_all = ["all_cpus", "command"])]
+    pub pid: Vec<u32>,
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("kiln record is not available in this build")
+    /// Record every process on every CPU.
+    #[arg(short, long, conflicts_with = "command")]
+    pub all_cpus: bool,
+
+    /// Events to record, one profile each: cpu, offcpu, page-faults, mmap, munmap, brk, or a
+    /// tracepoint such as sched:sched_switch or syscalls:sys_enter_read.
+    /// Example: -e cpu,page-faults,syscalls:sys_enter_mmap
+    #[arg(
+        short,
+        long,
+        value_name = "EVENT[,EVENT...]",
+        value_delimiter = ',',
+        default_value = "cpu"
+    )]
+    pub event: Vec<String>,
+
+    /// Sampling frequency of the cpu event, in Hz.
+    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 999)]
+    pub frequency: u32,
+
+    /// Stop after this many seconds (otherwise on Ctrl-C or when the target exits).
+    #[arg(short, long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+
+    /// Output file; its extension chooses the format: .folded (folded stacks), .svg (flame
+    /// graph), .html (interactive viewer), .kiln (native profile keeping timestamps, threads
+    /// and every event). With several events, .folded/.svg/.html write one file per event
+    /// (NAME.EVENT.EXT). Default: folded stacks to stdout (one event only).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Bytes of user stack copied per sample for unwinding (CFI and frame pointers).
+    /// Larger reaches deeper stacks at more overhead; 0 records kernel stacks only.
+    #[arg(long, value_name = "BYTES", default_value_t = 16384)]
+    pub stack_size: u32,
+
+    /// Annotate kernel frames with _[k] (as stackcollapse-perf --kernel).
+    #[arg(long)]
+    pub kernel: bool,
+
+    /// Annotate JIT frames (from perf maps) with _[j] (as stackcollapse-perf --jit).
+    #[arg(long)]
+    pub jit: bool,
+
+    /// Title of the SVG or HTML output.
+    #[arg(long)]
+    pub title: Option<String>,
+
+    #[command(flatten)]
+    pub transforms: TransformArgs,
+
+    /// Command to start and record (with its children), after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Format {
+    Folded,
+    Svg,
+    Html,
+    Native,
+}
+
+fn format_of(path: &Path) -> Result<Format> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("folded") | Some("txt") => Ok(Format::Folded),
+        Some("svg") => Ok(Format::Svg),
+        Some("html") | Some("htm") => Ok(Format::Html),
+        Some("kiln") => Ok(Format::Native),
+        _ => bail!(
+            "Cannot tell the output format of '{}': use a .folded, .svg, .html or .kiln file name",
+            path.display()
+        ),
+    }
+}
+
+impl Args {
+    fn record_options(&self) -> Result<RecordOptions> {
+        let target = if !self.pid.is_empty() {
+            Target::Pids(self.pid.clone())
+        } else if self.all_cpus {
+            Target::System
+        } else if !self.command.is_empty() {
+            Target::Command(self.command.clone())
+        } else {
+            bail!("Nothing to record: give -p PID, -a, or a command after `--` (e.g. kiln record -- ./server)");
+        };
+        let events = self
+            .event
+            .iter()
+            .map(|e| EventSpec::parse(e.trim()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let duration = match self.duration {
+            Some(d) if !(d > 0.0 && d.is_finite()) => {
+                bail!("-d/--duration must be a positive number of seconds")
+            }
+            Some(d) => Some(Duration::from_secs_f64(d)),
+            None => None,
+        };
+        let mut o = RecordOptions::new(target);
+        o.events = events;
+        o.frequency = self.frequency;
+        o.duration = duration;
+        o.stack_bytes = self.stack_size;
+        o.naming = NamingOptions {
+            annotate_kernel: self.kernel,
+            annotate_jit: self.jit,
+        };
+        Ok(o)
+    }
+}
+
+fn per_event_path(base: &Path, event: &str) -> PathBuf {
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let ext = base
+        .extension()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let ev: String = event
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    base.with_file_name(format!("{stem}.{ev}.{ext}"))
+}
+
+fn write_one(p: &Profile, path: Option<&Path>, format: Format, title: Option<&str>) -> Result<()> {
+    write_output(path, |w| {
+        match format {
+            Format::Folded => FoldedWriter::new(FoldedOptions::default()).write(p, w)?,
+            Format::Svg => {
+                let mut o = kiln_flamegraph::Options::default();
+                o.title = title.map(str::to_string);
+                o.count_name = p.event.unit.name().to_string();
+                o.subtitle = Some(format!("kiln record: {}", p.event.name));
+                kiln_flamegraph::render(p, &o, w)?;
+            }
+            Format::Html => {
+                let mut o = kiln_viewer::HtmlOptions::default();
+                if let Some(t) = title {
+                    o.title = t.to_string();
+                }
+                o.subtitle = Some(format!("kiln record: {}", p.event.name));
+                kiln_viewer::write_html(p, &o, w)?;
+            }
+            Format::Native => kiln_record::native::write(std::slice::from_ref(p), w)?,
+        }
+        Ok(())
+    })
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let mut opts = args.record_options()?;
+    let format = match &args.output {
+        Some(p) if p != Path::new("-") => format_of(p)?,
+        _ => Format::Folded,
+    };
+    let to_stdout = args.output.as_deref().is_none_or(|p| p == Path::new("-"));
+    if to_stdout && opts.events.len() > 1 {
+        bail!("Several events give several profiles: write them with -o FILE.kiln (one file) or -o FILE.svg (one per event)");
+    }
+    let transforms = args.transforms.to_transforms()?;
+    opts.stop = Some(kiln_record::stop_on_ctrl_c());
+    let rec = kiln_record::record(&opts).context("Recording failed")?;
+    let mut profiles = rec.profiles;
+    if !transforms.is_identity() {
+        profiles = profiles.iter().map(|p| transforms.apply(p).0).collect();
+    }
+    match (format, args.output.as_deref()) {
+        (Format::Native, Some(path)) => write_output(Some(path), |w| {
+            kiln_record::native::write(&profiles, w)?;
+            Ok(())
+        })?,
+        (_, path) if profiles.len() == 1 || to_stdout => {
+            write_one(&profiles[0], path, format, args.title.as_deref())?
+        }
+        (_, Some(path)) => {
+            for p in &profiles {
+                write_one(
+                    p,
+                    Some(&per_event_path(path, &p.event.name)),
+                    format,
+                    args.title.as_deref(),
+                )?;
+            }
+        }
+        (_, None) => unreachable!("stdout handled above"),
+    }
+    let s = &rec.summary;
+    let why = match rec.stopped {
+        StopReason::Duration => "duration reached",
+        StopReason::Interrupted => "interrupted",
+        StopReason::TargetExited => "target exited",
+        _ => "stopped",
+    };
+    for (p, n) in profiles.iter().zip(&s.samples) {
+        eprintln!(
+            "kiln record: {n} samples of {} (total weight {} {})",
+            p.event.name,
+            p.total_weight(),
+            p.event.unit.name()
+        );
+    }
+    eprintln!(
+        "kiln record: {why}; {} lost records, {} samples with a one-frame user stack, {} unreadable records",
+        s.lost, s.shallow_user_stacks, s.bad_records
+    );
+    if let Some(st) = rec.exit_status {
+        if !st.success() {
+            eprintln!("kiln record: the command exited with {st}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
