@@ -7,13 +7,14 @@
 //! bump [`VERSION`] on any change.
 //!
 //! ```text
-//! header   u32 magic "KNV1", u32 version, u32 flags (1 = times, 2 = threads),
+//! header   u32 magic "KNV1", u32 version, u32 flags (1 = times, 2 = threads, 4 = counts),
 //!          u32 strings, frames, stacks, samples, threads, text bytes, reserved; f64 time origin
 //! text     UTF-8 of every name (invalid UTF-8 already replaced by U+FFFD), joined
 //! u32[strings+1]  UTF-16 offsets of each name in the decoded text
 //! u32[frames] name · u8[frames] kind · u32[frames] rank in byte order of names
 //! i32[stacks] parent (-1 for a root) · u32[stacks] frame
-//! u32[samples] stack · f64[samples] weight · f64[samples] samples the row stands for
+//! u32[samples] stack · f64[samples] weight
+//! f64[samples] samples each row stands for (flag 4; absent when every row is one sample)
 //! f64[samples] time in ns since the origin, -1 if unknown     (flag 1)
 //! i32[samples] thread, -1 if unknown                          (flag 2)
 //! u32[threads] name · i32[threads] tid (-1 if unknown)
@@ -31,6 +32,7 @@ pub const MAGIC: u32 = u32::from_le_bytes(*b"KNV1");
 pub const VERSION: u32 = 1;
 const FLAG_TIME: u32 = 1;
 const FLAG_THREADS: u32 = 2;
+const FLAG_COUNTS: u32 = 4;
 
 fn count(what: &'static str, n: usize) -> Result<u32, ViewerError> {
     // Keep one value free so `n + 1` offsets and `-1` markers always fit.
@@ -186,7 +188,11 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
 
     let origin = p.samples.time_range().map_or(0, |r| r.0);
     let mut b = Blob(Vec::with_capacity(64 + text.len() + rows.len() * 24));
-    let flags = if timed { FLAG_TIME } else { 0 } | if threaded { FLAG_THREADS } else { 0 };
+    // Recordings are one sample per row: their count column would be all ones.
+    let counted = rows.iter().any(|r| r.4 != 1.0);
+    let flags = if timed { FLAG_TIME } else { 0 }
+        | if threaded { FLAG_THREADS } else { 0 }
+        | if counted { FLAG_COUNTS } else { 0 };
     b.u32s([
         MAGIC, VERSION, flags, n_strings, n_frames, n_stacks, n_samples, n_threads, text_bytes, 0,
     ]);
@@ -202,7 +208,9 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     b.u32s(p.stacks.raw_frames().iter().map(|f| f.0));
     b.u32s(rows.iter().map(|r| r.0 .0));
     b.f64s(rows.iter().map(|r| r.1));
-    b.f64s(rows.iter().map(|r| r.4));
+    if counted {
+        b.f64s(rows.iter().map(|r| r.4));
+    }
     if timed {
         b.f64s(rows.iter().map(|r| r.2));
     }
@@ -278,7 +286,11 @@ mod tests {
         assert_eq!(blob.len() % 8, 0);
         let word = |i: usize| u32::from_le_bytes(blob[i * 4..i * 4 + 4].try_into().unwrap());
         assert_eq!(word(0), MAGIC);
-        assert_eq!(word(2), 0, "no times, no threads");
+        assert_eq!(
+            word(2),
+            FLAG_COUNTS,
+            "no times, no threads, rows of several samples"
+        );
         assert_eq!(word(5), 2, "two stacks");
         assert_eq!(word(6), 2, "two aggregated rows");
         // "main" + U+FFFD + "bad": the invalid byte became one replacement character.

@@ -67,7 +67,7 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   const stackFrame = u32(nSt, 'stack frames');
   const sampleStack = u32(nSa, 'sample stacks');
   const sampleWeight = f64(nSa, 'sample weights');
-  const sampleCount = f64(nSa, 'sample counts');
+  const sampleCount = flags & 4 ? f64(nSa, 'sample counts') : null;
   const sampleTime = flags & 1 ? f64(nSa, 'sample times') : null;
   const sampleThread = flags & 2 ? i32(nSa, 'sample threads') : null;
   const threadName = u32(nTh, 'threads');

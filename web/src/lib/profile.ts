@@ -13,8 +13,8 @@ export interface RawProfile {
   stackFrame: Uint32Array;
   sampleStack: Uint32Array;
   sampleWeight: Float64Array;
-  /** How many samples each row stands for (rows may aggregate many). */
-  sampleCount: Float64Array;
+  /** How many samples each row stands for (rows may aggregate many); null: one each. */
+  sampleCount: Float64Array | null;
   /** ns since timeOrigin, -1 when unknown; null when the profile has no timestamps. */
   sampleTime: Float64Array | null;
   /** Thread index per sample, -1 when unknown; null when no sample has a thread. */
@@ -180,7 +180,7 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
     for (let i = 0; i < st.length; i++) {
       if (!inRange(i)) continue;
       self[st[i]] += w[i];
-      count[st[i]] += c[i];
+      count[st[i]] += c ? c[i] : 1;
     }
     return { parent: raw.stackParent, frame: raw.stackFrame as unknown as Int32Array, self, count, length: nS };
   }
@@ -211,7 +211,7 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
       memo.set((r + 1) * nS + path[k], at);
     }
     b.self[at] += w[i];
-    b.count[at] += c[i];
+    b.count[at] += c ? c[i] : 1;
   }
   return b.finish();
 }
