@@ -216,6 +216,33 @@ mod tests {
     }
 
     #[test]
+    fn hostile_names_and_title_cannot_add_elements() {
+        let mut p = Profile::default();
+        let evil = p.frame(
+            b"</script><script>alert(1)</script><!--\xff",
+            kiln_model::FrameKind::User,
+        );
+        p.add_sample_path(&[evil], 1, kiln_model::NO_TIME, kiln_model::ThreadId::NONE);
+        for compress_above in [0, usize::MAX] {
+            let opts = HtmlOptions {
+                title: "</title><script>alert(2)</script>".into(),
+                subtitle: Some("</script>&".into()),
+                compress_above,
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            write_html(&p, &opts, &mut out).unwrap();
+            let html = String::from_utf8(out).unwrap().to_ascii_lowercase();
+            // meta, data, viewer: three elements open and close, nothing else.
+            assert_eq!(html.matches("<script").count(), 3);
+            assert_eq!(html.matches("</script").count(), 3);
+            assert_eq!(html.matches("</title").count(), 1);
+            assert!(!html.contains("<!--"));
+            assert!(html.contains("<title>&lt;/title&gt;&lt;script&gt;"));
+        }
+    }
+
+    #[test]
     fn unknown_palette_is_an_error() {
         let opts = HtmlOptions {
             palette: "neon".into(),
