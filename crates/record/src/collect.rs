@@ -105,12 +105,16 @@ pub(crate) struct Collector {
     events: Vec<EventAcc>,
     naming: NamingOptions,
     path: Vec<u32>,
+    /// Whether the processes are live (read `/proc` for what no record said) or from a
+    /// file (where `/proc` would describe some other, current process).
+    live: bool,
     pub summary: Summary,
 }
 
 impl Collector {
-    pub fn new(events: Vec<EventInfo>, naming: NamingOptions) -> Self {
+    pub fn new(events: Vec<EventInfo>, naming: NamingOptions, live: bool) -> Self {
         Collector {
+            live,
             images: Images::default(),
             procs: HashMap::new(),
             comms: HashMap::new(),
@@ -138,9 +142,14 @@ impl Collector {
 
     fn process(&mut self, pid: u32) -> &mut Process {
         let images = &mut self.images;
-        self.procs
-            .entry(pid)
-            .or_insert_with(|| Process::from_proc(pid, images))
+        let live = self.live;
+        self.procs.entry(pid).or_insert_with(|| {
+            if live {
+                Process::from_proc(pid, images)
+            } else {
+                Process::empty()
+            }
+        })
     }
 
     /// A thread's name changed (or was first seen); `exec` resets the process's mappings.
@@ -174,15 +183,16 @@ impl Collector {
         if pid == u32::MAX || pid == 0 {
             return; // kernel modules
         }
-        let known = self.procs.contains_key(&pid);
-        let images = &mut self.images;
-        let p = self
-            .procs
-            .entry(pid)
-            .or_insert_with(|| Process::from_proc(pid, images));
-        // A process first read from /proc already has this mapping.
-        if known {
-            p.add_mapping(start, start.saturating_add(len), pgoff, path, images);
+        self.process(pid);
+        if let Some(p) = self.procs.get_mut(&pid) {
+            // Replaces the same mapping if /proc already listed it.
+            p.add_mapping(
+                start,
+                start.saturating_add(len),
+                pgoff,
+                path,
+                &mut self.images,
+            );
         }
     }
 
@@ -190,8 +200,12 @@ impl Collector {
         if let Some(c) = self.comms.get(&tid) {
             return c.clone();
         }
-        let name = std::fs::read(format!("/proc/{pid}/task/{tid}/comm"))
-            .ok()
+        let from_proc = if self.live {
+            std::fs::read(format!("/proc/{pid}/task/{tid}/comm")).ok()
+        } else {
+            None
+        };
+        let name = from_proc
             .map(|mut v| {
                 while v.last() == Some(&b'\n') {
                     v.pop();

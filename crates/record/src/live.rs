@@ -29,6 +29,11 @@ pub struct Recording {
     pub stopped: StopReason,
     /// Exit status of the spawned command, if it exited.
     pub exit_status: Option<ExitStatus>,
+    /// Time from the end of sampling to the finished profiles (reading what was left in
+    /// the buffers, unwinding it, naming every frame), excluding the wait for a started
+    /// command to stop. The "results seconds after the load stops" promise is measured
+    /// on this.
+    pub processing: Duration,
 }
 
 /// Why a recording ended.
@@ -500,6 +505,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
             })
             .collect(),
         opts.naming,
+        true,
     );
     if !spawned {
         for fd in &opened.fds {
@@ -616,6 +622,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
             break StopReason::TargetExited;
         }
     };
+    let stopped_at = Instant::now();
     for fd in &opened.fds {
         sys::disable(fd);
     }
@@ -628,13 +635,17 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     }
     drop(offcpu);
     // The recording may end first (duration, Ctrl-C): stop the program we started.
+    let drained = stopped_at.elapsed();
     let exit_status = child.as_mut().and_then(|c| c.stop());
     drop(opened);
+    let finish_start = Instant::now();
     let (profiles, summary) = collector.finish();
+    let processing = drained + finish_start.elapsed();
     Ok(Recording {
         profiles,
         summary,
         stopped,
         exit_status,
+        processing,
     })
 }

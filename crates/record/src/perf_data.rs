@@ -58,7 +58,7 @@ pub fn read(
         })
         .collect();
     let units: Vec<WeightUnit> = events.iter().map(|e| e.unit).collect();
-    let mut collector = Collector::new(events, opts.naming);
+    let mut collector = Collector::new(events, opts.naming, false);
     let mut scratch = Scratch::default();
     loop {
         let rec = record_iter

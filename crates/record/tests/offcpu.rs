@@ -91,7 +91,6 @@ fn go_goroutines_holding_a_mutex_across_a_syscall() {
         .arg(programs().join("mutex.go"))
         .env("GO111MODULE", "off")
         .env("GOFLAGS", "")
-        .env("GOCACHE", dir.path().join("gocache"))
         .status()
         .expect("go runs");
     assert!(st.success());

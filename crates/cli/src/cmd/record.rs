@@ -196,6 +196,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let transforms = args.transforms.to_transforms()?;
     opts.stop = Some(kiln_record::stop_on_ctrl_c());
     let rec = kiln_record::record(&opts).context("Recording failed")?;
+    let write_start = std::time::Instant::now();
     let mut profiles = rec.profiles;
     if !transforms.is_identity() {
         profiles = profiles.iter().map(|p| transforms.apply(p).0).collect();
@@ -220,6 +221,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         (_, None) => unreachable!("stdout handled above"),
     }
+    let ready = rec.processing + write_start.elapsed();
     let s = &rec.summary;
     let why = match rec.stopped {
         StopReason::Duration => "duration reached",
@@ -234,6 +236,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             p.total_weight(),
             p.event.unit.name()
         );
+    }
+    eprintln!(
+        "kiln record: output written {:.3} s after sampling stopped",
+        ready.as_secs_f64()
+    );
+    for w in &s.warnings {
+        eprintln!("kiln record: warning: {w}");
     }
     eprintln!(
         "kiln record: {why}; {} lost records, {} samples with a one-frame user stack, {} unreadable records",
