@@ -281,7 +281,9 @@ test('decoding rejects truncated or foreign data with a message', () => {
   const hdr = new Uint8Array(64);
   const v = new DataView(hdr.buffer);
   v.setUint32(0, 0x31564e4b, true);
-  v.setUint32(4, 1, true);
+  v.setUint32(4, 2, true);
   v.setUint32(12, 1000, true); // 1000 strings but no data
   assert.throws(() => decodeProfile(hdr), /truncated/);
+  v.setUint32(4, 1, true);
+  assert.throws(() => decodeProfile(hdr), /version 1; this viewer reads version 2/);
 });

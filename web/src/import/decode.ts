@@ -3,7 +3,7 @@
 import { RawProfile } from '../lib/profile.js';
 
 export const MAGIC = 0x3156_4e4b; // "KNV1" little-endian
-export const VERSION = 1;
+export const VERSION = 2;
 
 /** A problem with the embedded data, shown to the user instead of a blank page. */
 export class DecodeError extends Error {}
@@ -27,6 +27,13 @@ export async function inflate(bytes: Uint8Array): Promise<Uint8Array> {
   } catch (e) {
     throw new DecodeError(`the embedded profile could not be decompressed: ${String(e)}`);
   }
+}
+
+/** Prefix sums in place (wrapping at 2^32), undoing the encoder's differences. */
+function undelta(a: Uint32Array): Uint32Array {
+  let v = 0;
+  for (let i = 0; i < a.length; i++) a[i] = v = (v + a[i]) >>> 0;
+  return a;
 }
 
 /** Parses the binary layout; every length is checked against the buffer first. */
@@ -57,15 +64,27 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   const f64 = (n: number, what: string) => new Float64Array(ab, take(n * 8, what), n);
   const textAt = take(textBytes, 'names');
   const text = new TextDecoder('utf-8').decode(new Uint8Array(ab, textAt, textBytes));
-  const offsets = u32(nStr + 1, 'name offsets');
+  const lengths = u32(nStr, 'name lengths');
   const strings = new Array<string>(nStr);
-  for (let i = 0; i < nStr; i++) strings[i] = text.slice(offsets[i], offsets[i + 1]);
-  const frameName = u32(nFr, 'frames');
+  let pos = 0;
+  for (let i = 0; i < nStr; i++) {
+    const end = pos + lengths[i];
+    strings[i] = text.slice(pos, end);
+    pos = end;
+  }
+  if (pos !== text.length) throw new DecodeError(`the names add up to ${pos} characters, the text has ${text.length}`);
+  const frameName = undelta(u32(nFr, 'frames'));
   const frameKind = new Uint8Array(ab, take(nFr, 'frame kinds'), nFr);
   const frameOrder = u32(nFr, 'frame order');
   const stackParent = i32(nSt, 'stack parents');
+  // Stored as index minus parent, 0 for roots.
+  for (let i = 0; i < nSt; i++) {
+    const d = stackParent[i];
+    if (d < 0 || d > i) throw new DecodeError(`stack ${i} has parent ${i - d}, not an earlier stack`);
+    stackParent[i] = d === 0 ? -1 : i - d;
+  }
   const stackFrame = u32(nSt, 'stack frames');
-  const sampleStack = u32(nSa, 'sample stacks');
+  const sampleStack = undelta(u32(nSa, 'sample stacks'));
   const sampleWeight = f64(nSa, 'sample weights');
   const sampleCount = flags & 4 ? f64(nSa, 'sample counts') : null;
   const sampleTime = flags & 1 ? f64(nSa, 'sample times') : null;
@@ -75,7 +94,6 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   // Indices are checked once here so later code can trust them.
   for (let i = 0; i < nFr; i++) if (frameName[i] >= nStr) throw new DecodeError(`frame ${i} names string ${frameName[i]} of ${nStr}`);
   for (let i = 0; i < nSt; i++) {
-    if (stackParent[i] >= i) throw new DecodeError(`stack ${i} has parent ${stackParent[i]}, not an earlier stack`);
     if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
   }
   for (let i = 0; i < nSa; i++) if (sampleStack[i] >= nSt) throw new DecodeError(`sample ${i} has stack ${sampleStack[i]} of ${nSt}`);
