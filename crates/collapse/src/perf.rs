@@ -22,8 +22,9 @@
 //! * a sample whose stack could not be read at all still counts, with its root frame.
 use crate::{CollapseError, Collapsed, Input, Options, SkipReason, Stats, Warning, Warnings};
 use hashbrown::HashTable;
-use kiln_model::{EventInfo, FrameId, FrameKind, Profile, WeightUnit, NO_TIME};
+use kiln_model::{EventInfo, FrameId, FrameKind, Profile, StackId, ThreadId, WeightUnit, NO_TIME};
 use std::hash::{BuildHasher, Hasher};
+use std::io::Read;
 
 /// How each perf sample is weighted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -58,6 +59,13 @@ pub struct PerfOptions {
     pub weight: PerfWeight,
     /// Parser threads; 0 means one per available core. Default: 0.
     pub threads: usize,
+    /// Keep one row per distinct stack with the summed weight, dropping per-sample
+    /// timestamps and threads: all that folded output and SVG rendering need, and much
+    /// smaller and faster than a row per sample. Default: false.
+    pub aggregate: bool,
+    /// Size of the blocks the input is read and parsed in; 0 means 512 KiB. Tests set it
+    /// small to exercise block boundaries. Default: 0.
+    pub block_bytes: usize,
 }
 
 /// A parsed sample header line.
@@ -149,8 +157,11 @@ fn parse_id(t: &[u8]) -> Option<Option<u32>> {
     std::str::from_utf8(t).ok()?.parse().ok().map(Some)
 }
 
+/// Process and thread ids as parsed, and as printed.
+type Ids<'a> = (Option<u32>, Option<u32>, &'a [u8], &'a [u8]);
+
 /// `pid/tid`, `tid`, `-1/-1` → (pid, tid, pid text, tid text).
-fn parse_ids(t: &[u8]) -> Option<(Option<u32>, Option<u32>, &[u8], &[u8])> {
+fn parse_ids(t: &[u8]) -> Option<Ids<'_>> {
     match memchr::memchr(b'/', t) {
         Some(s) => {
             let (p, tt) = (&t[..s], &t[s + 1..]);
@@ -176,7 +187,15 @@ pub fn parse_header(line: &[u8]) -> Option<Header<'_>> {
         return None;
     }
     // Anchor on the timestamp: everything before the pid token is the comm.
-    let toks: Vec<(usize, &[u8])> = tokens(line).take(64).collect();
+    // Header lines have a dozen tokens at most (tracepoint arguments aside): keep the
+    // first 64 on the stack, no allocation per sample.
+    let mut buf: [(usize, &[u8]); 64] = [(0, &[]); 64];
+    let mut n = 0;
+    for t in tokens(line).take(64) {
+        buf[n] = t;
+        n += 1;
+    }
+    let toks = &buf[..n];
     let (k, after) = match toks.iter().position(|(_, t)| is_time_token(t)) {
         Some(k) => (k, k + 1),
         None => {
@@ -199,9 +218,7 @@ pub fn parse_header(line: &[u8]) -> Option<Header<'_>> {
         NO_TIME
     };
     let mut j = k.checked_sub(1)?;
-    if time != NO_TIME && is_cpu_token(toks[j].1) {
-        j = j.checked_sub(1)?;
-    } else if time == NO_TIME && is_cpu_token(toks[j].1) {
+    if is_cpu_token(toks[j].1) {
         j = j.checked_sub(1)?;
     }
     if j == 0 {
@@ -268,6 +285,14 @@ pub fn parse_frame(line: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
         return None;
     }
     if rest.last() == Some(&b')') {
+        // Fast path: the last `(` opens the module when it follows a space and nothing
+        // but the final `)` closes inside it (module paths rarely hold parentheses).
+        if let Some(i) = memchr::memrchr(b'(', rest) {
+            let inner = &rest[i + 1..rest.len() - 1];
+            if i > 0 && is_space(rest[i - 1]) && memchr::memchr(b')', inner).is_none() {
+                return Some((pc, trim(&rest[..i]), inner));
+            }
+        }
         // The module is the last balanced parenthesised group.
         let mut depth = 0i32;
         for i in (0..rest.len()).rev() {
@@ -356,7 +381,22 @@ struct Folder<'a> {
     name_buf: Vec<u8>,
     root_cache: Vec<u8>,
     root_frame: Option<FrameId>,
+    /// Per root frame: the previous sample's path and its stack nodes.
+    prev: Vec<(FrameId, Vec<FrameId>, Vec<StackId>)>,
+    /// Recent threads: (tid, pid, comm, id).
+    threads: Vec<RecentThread>,
+    /// Aggregated weight per stack node (with `aggregate`).
+    agg: Vec<u64>,
+    /// Stack lines seen before → their frames (in `cache_frames`).
+    line_cache: HashTable<CacheEntry>,
+    line_keys: Vec<u8>,
 }
+
+/// A recently seen thread: (tid, pid, comm) and its id.
+type RecentThread = (Option<u32>, Option<u32>, Vec<u8>, ThreadId);
+
+/// At most this many bytes of distinct stack lines are remembered per parser thread.
+const LINE_CACHE_BYTES: usize = 2 << 20;
 
 impl<'a> Folder<'a> {
     fn new(opts: &'a PerfOptions, filter: Option<&'a [u8]>) -> Self {
@@ -384,10 +424,16 @@ impl<'a> Folder<'a> {
             name_buf: Vec::with_capacity(256),
             root_cache: Vec::new(),
             root_frame: None,
+            prev: Vec::new(),
+            threads: Vec::new(),
+            agg: Vec::new(),
+            line_cache: HashTable::new(),
+            line_keys: Vec::new(),
         }
     }
 
-    fn run(&mut self, data: &[u8], w: &mut Warnings<'_>) -> Result<(), CollapseError> {
+    /// Parses a block, returning its number of lines.
+    fn run(&mut self, data: &[u8], w: &mut Warnings<'_>) -> Result<u64, CollapseError> {
         let mut pos = 0usize;
         let mut lineno = 0u64;
         // Current sample: Some(header) while reading its stack; `skip` when filtered.
@@ -457,10 +503,15 @@ impl<'a> Folder<'a> {
             if skip {
                 continue;
             }
+            let java = header.as_ref().is_some_and(|h| h.comm.starts_with(b"java"));
+            if self.cached_line(line, java) {
+                continue;
+            }
             match parse_frame(line) {
                 Some((pc, sym, module)) => {
-                    let java = header.as_ref().is_some_and(|h| h.comm.starts_with(b"java"));
+                    let start = self.leaf_first.len();
                     self.push_frame(pc, sym, module, java);
+                    self.remember_line(line, java, start);
                 }
                 None => {
                     w.warn(
@@ -474,7 +525,53 @@ impl<'a> Folder<'a> {
         if in_sample {
             self.end_sample(header.take(), skip);
         }
-        Ok(())
+        Ok(lineno)
+    }
+
+    /// Appends the frames of a stack line seen before (the same address in the same
+    /// module: call sites and hot loops repeat), skipping its parsing altogether.
+    #[inline]
+    fn cached_line(&mut self, line: &[u8], java: bool) -> bool {
+        let hash = self.hasher.hash_one((line, java));
+        let keys = &self.line_keys;
+        if let Some(e) = self.line_cache.find(hash, |e| {
+            e.java == java
+                && e.sym_len as usize == line.len()
+                && &keys[e.sym_start as usize..e.sym_start as usize + line.len()] == line
+        }) {
+            let (s, l) = (e.frames_start as usize, e.frames_len as usize);
+            self.leaf_first
+                .extend_from_slice(&self.cache_frames[s..s + l]);
+            return true;
+        }
+        false
+    }
+
+    /// Remembers the frames a stack line gave (those after `start` in `leaf_first`), while
+    /// the cache is below its size limit.
+    fn remember_line(&mut self, line: &[u8], java: bool, start: usize) {
+        if self.line_keys.len() + line.len() > LINE_CACHE_BYTES {
+            return;
+        }
+        let hash = self.hasher.hash_one((line, java));
+        let frames_start = self.cache_frames.len() as u32;
+        self.cache_frames
+            .extend_from_slice(&self.leaf_first[start..]);
+        let entry = CacheEntry {
+            sym_start: self.line_keys.len() as u32,
+            sym_len: line.len() as u32,
+            mod_len: 0,
+            java,
+            frames_start,
+            frames_len: (self.leaf_first.len() - start) as u32,
+        };
+        self.line_keys.extend_from_slice(line);
+        let hasher = self.hasher;
+        let keys = &self.line_keys;
+        self.line_cache.insert_unique(hash, entry, |e| {
+            let s = e.sym_start as usize;
+            hasher.hash_one((&keys[s..s + e.sym_len as usize], e.java))
+        });
     }
 
     /// Whether a sample is of another event than the one kept (counted as skipped).
@@ -511,14 +608,77 @@ impl<'a> Folder<'a> {
             PerfWeight::Samples => 1,
             PerfWeight::Period => h.period.unwrap_or(1),
         };
-        let thread = self.profile.thread(h.pid, h.tid, h.comm);
-        let stack = self
-            .profile
-            .stacks
-            .intern_path(&self.path)
-            .expect("root frame present");
-        self.profile.samples.push(stack, weight, h.time, thread);
+        let stack = self.intern_path(root);
+        if self.opts.aggregate {
+            let i = stack.0 as usize;
+            if i >= self.agg.len() {
+                self.agg.resize(i + 1, 0);
+            }
+            self.agg[i] = self.agg[i].saturating_add(weight);
+        } else {
+            let thread = self.thread(&h);
+            self.profile.samples.push(stack, weight, h.time, thread);
+        }
         self.stats.kept += 1;
+    }
+
+    /// Interns `self.path` (root first), reusing the nodes of the previous sample with the
+    /// same root frame: consecutive samples of a thread share most of their callers, and
+    /// comparing frame ids is much cheaper than a hash lookup per frame.
+    fn intern_path(&mut self, root: FrameId) -> StackId {
+        let slot = match self.prev.iter().position(|p| p.0 == root) {
+            Some(i) => i,
+            None => {
+                if self.prev.len() >= 64 {
+                    self.prev.swap_remove(0);
+                }
+                self.prev.push((root, Vec::new(), Vec::new()));
+                self.prev.len() - 1
+            }
+        };
+        let (_, frames, nodes) = &mut self.prev[slot];
+        let keep = frames
+            .iter()
+            .zip(&self.path)
+            .take_while(|(a, b)| a == b)
+            .count();
+        nodes.truncate(keep);
+        frames.truncate(keep);
+        for &f in &self.path[keep..] {
+            let parent = nodes.last().copied();
+            nodes.push(self.profile.stacks.intern(parent, f));
+            frames.push(f);
+        }
+        *nodes.last().expect("root frame present")
+    }
+
+    /// The thread of a sample; the last few are cached (samples come in runs per thread).
+    fn thread(&mut self, h: &Header<'_>) -> ThreadId {
+        if let Some(t) = self
+            .threads
+            .iter()
+            .find(|t| t.0 == h.tid && t.1 == h.pid && t.2 == h.comm)
+        {
+            return t.3;
+        }
+        let id = self.profile.thread(h.pid, h.tid, h.comm);
+        if self.threads.len() >= 16 {
+            self.threads.swap_remove(0);
+        }
+        self.threads.push((h.tid, h.pid, h.comm.to_vec(), id));
+        id
+    }
+
+    /// Moves aggregated weights into the sample table (one row per stack).
+    fn finish(mut self) -> (Profile, Stats) {
+        for (i, &w) in self.agg.iter().enumerate() {
+            if w > 0 {
+                self.profile
+                    .samples
+                    .push(StackId(i as u32), w, NO_TIME, ThreadId::NONE);
+            }
+        }
+        (self.profile, self.stats)
     }
 
     fn root(&mut self, h: &Header<'_>) -> FrameId {
@@ -751,108 +911,328 @@ fn tidy_generic(name: &mut Vec<u8>) {
 
 /// Collapses `perf script` text (see [`crate::collapse`]).
 pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseError> {
-    let popts = &opts.perf;
-    let data = input.data;
-    let filter: Option<Vec<u8>> = match &popts.event_filter {
-        Some(f) => Some(f.as_bytes().to_vec()),
-        None => first_event(data).map(<[u8]>::to_vec),
+    let mut data = input.data;
+    collapse_reader(input.name, &mut data, opts).map_err(|e| match e {
+        ReadError::Collapse(e) => e,
+        ReadError::Io(e) => unreachable!("reading a slice cannot fail: {e}"),
+    })
+}
+
+/// Errors of [`collapse_reader`]: the input could not be read, or it is malformed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// Reading the input failed.
+    #[error("read failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The input is malformed (strict mode) or too large.
+    #[error(transparent)]
+    Collapse(#[from] CollapseError),
+}
+
+/// Size of the blocks `perf script` text is read and parsed in. Small enough that a few
+/// in flight cost little memory (inferno streams too), large enough that starting a
+/// block (a fresh frame cache) is rare.
+const BLOCK: usize = 512 << 10;
+
+/// Where a block may end: after the last newline that starts a sample header (a line
+/// that starts with neither a tab nor a newline). `None` if the buffer holds no such line.
+fn block_cut(buf: &[u8]) -> Option<usize> {
+    let mut end = buf.len();
+    while let Some(p) = memchr::memrchr(b'\n', &buf[..end]) {
+        if p + 1 < buf.len() && buf[p + 1] != b'\t' && buf[p + 1] != b'\n' {
+            return Some(p + 1);
+        }
+        end = p;
+    }
+    None
+}
+
+/// What parsing one block gave, apart from the samples (which stay in the worker's
+/// profile, in `samples`).
+struct BlockInfo {
+    idx: usize,
+    lines: u64,
+    stats: Stats,
+    warnings: Vec<Warning>,
+    samples: std::ops::Range<usize>,
+}
+
+/// A parser thread's work: its profile (with caches kept across blocks, so each distinct
+/// frame is tidied and interned once per thread, not once per block), what each of its
+/// blocks gave, and the first error it met.
+struct WorkerOut<'a> {
+    folder: Folder<'a>,
+    blocks: Vec<BlockInfo>,
+    error: Option<(usize, CollapseError)>,
+}
+
+fn parse_blocks<'a>(
+    name: &str,
+    opts: &'a Options,
+    filter: Option<&'a [u8]>,
+    jobs: impl Iterator<Item = (usize, Vec<u8>)>,
+    failed: &std::sync::atomic::AtomicBool,
+) -> WorkerOut<'a> {
+    let mut out = WorkerOut {
+        folder: Folder::new(&opts.perf, filter),
+        blocks: Vec::new(),
+        error: None,
     };
-    // Automatic threading splits inputs of 1 MiB and more (below that, starting threads
-    // costs more than it saves); an explicit count always splits, which tests use.
+    for (idx, block) in jobs {
+        let mut w = Warnings::new(name, opts);
+        let start = out.folder.profile.samples.len();
+        match out.folder.run(&block, &mut w) {
+            Ok(lines) => {
+                let mut stats = std::mem::take(&mut out.folder.stats);
+                stats.warnings = w.count;
+                let end = out.folder.profile.samples.len();
+                out.blocks.push(BlockInfo {
+                    idx,
+                    lines,
+                    stats,
+                    warnings: w.list,
+                    samples: start..end,
+                });
+            }
+            Err(e) => {
+                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                out.error = Some((idx, e));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Collapses `perf script` text from a reader, in blocks: memory stays bounded by a few
+/// blocks whatever the size of the input, and with `threads > 1` blocks are parsed in
+/// parallel while the next ones are read. Samples are joined in input order, so the
+/// profile is the same whatever the thread count.
+pub fn collapse_reader(
+    name: &str,
+    reader: &mut dyn Read,
+    opts: &Options,
+) -> Result<Collapsed, ReadError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let popts = &opts.perf;
     let threads = match popts.threads {
-        0 if data.len() < (1 << 20) => 1,
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let chunks = split_chunks(data, threads);
-    let results: Vec<Result<(Profile, Stats, Vec<Warning>), CollapseError>> = if chunks.len() == 1 {
-        vec![run_chunk(input.name, data, opts, filter.as_deref())]
+    let mut blocks = BlockReader::new(
+        reader,
+        if popts.block_bytes == 0 {
+            BLOCK
+        } else {
+            popts.block_bytes
+        },
+    );
+    let Some(first) = blocks.next_block()? else {
+        return Ok(Collapsed::default());
+    };
+    let filter: Option<Vec<u8>> = match &popts.event_filter {
+        Some(f) => Some(f.as_bytes().to_vec()),
+        None => first_event(&first).map(<[u8]>::to_vec),
+    };
+    let filter = filter.as_deref();
+    let failed = AtomicBool::new(false);
+    let mut read_error = None;
+    let outs: Vec<WorkerOut<'_>> = if threads <= 1 {
+        let mut next = Some(first);
+        let mut idx = 0;
+        let jobs = std::iter::from_fn(|| {
+            let b = next.take()?;
+            match blocks.next_block() {
+                Ok(n) => next = n,
+                Err(e) => read_error = Some(e),
+            }
+            idx += 1;
+            Some((idx - 1, b))
+        });
+        vec![parse_blocks(name, opts, filter, jobs, &failed)]
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> = chunks
-                .iter()
-                .map(|&(a, b)| {
-                    let f = filter.as_deref();
-                    s.spawn(move || run_chunk(input.name, &data[a..b], opts, f))
+            let (job_tx, job_rx) = crossbeam_channel::bounded::<(usize, Vec<u8>)>(threads);
+            let failed = &failed;
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let job_rx = job_rx.clone();
+                    s.spawn(move || parse_blocks(name, opts, filter, job_rx.into_iter(), failed))
                 })
                 .collect();
+            drop(job_rx);
+            let mut block = Some(first);
+            let mut idx = 0;
+            while let Some(b) = block {
+                if failed.load(Ordering::Relaxed) || job_tx.send((idx, b)).is_err() {
+                    break;
+                }
+                idx += 1;
+                block = match blocks.next_block() {
+                    Ok(b) => b,
+                    Err(e) => {
+                        read_error = Some(e);
+                        None
+                    }
+                };
+            }
+            drop(job_tx);
             handles
                 .into_iter()
                 .map(|h| h.join().expect("collapse thread panicked"))
                 .collect()
         })
     };
-    let mut out = Collapsed::default();
-    let mut first = true;
-    // Line numbers are counted within each chunk; the lines before a chunk are counted
-    // only when it has something to report (warnings are rare, counting is not free).
-    let lines_before = |a: usize| memchr::memchr_iter(b'\n', &data[..a]).count() as u64;
-    for (r, &(a, _)) in results.into_iter().zip(&chunks) {
-        let (p, st, warns) = match r {
-            Ok(x) => x,
-            Err(CollapseError::Malformed(mut w)) => {
-                w.line += lines_before(a);
-                return Err(CollapseError::Malformed(w));
+    if let Some(e) = read_error {
+        return Err(ReadError::Io(e));
+    }
+    assemble(outs, opts, filter).map_err(ReadError::from)
+}
+
+/// Joins the workers' results: line numbers fixed up in input order, samples in input
+/// order (or, aggregated, one row per stack).
+fn assemble(
+    mut outs: Vec<WorkerOut<'_>>,
+    opts: &Options,
+    filter: Option<&[u8]>,
+) -> Result<Collapsed, CollapseError> {
+    // Lines before each block, for line numbers relative to the whole input.
+    let mut lines: Vec<(usize, u64)> = outs
+        .iter()
+        .flat_map(|o| o.blocks.iter().map(|b| (b.idx, b.lines)))
+        .collect();
+    lines.sort_unstable();
+    let base = |idx: usize| -> u64 {
+        lines
+            .iter()
+            .take_while(|(i, _)| *i < idx)
+            .map(|(_, l)| l)
+            .sum()
+    };
+    let first_error = outs
+        .iter_mut()
+        .filter_map(|o| o.error.take())
+        .min_by_key(|(i, _)| *i);
+    if let Some((idx, e)) = first_error {
+        return Err(match e {
+            CollapseError::Malformed(mut w) => {
+                w.line += base(idx);
+                CollapseError::Malformed(w)
             }
-            Err(e) => return Err(e),
-        };
-        if first {
-            out.profile = p;
-            first = false;
-        } else {
-            out.profile.merge_from(&p);
+            e => e,
+        });
+    }
+    let mut out = Collapsed::default();
+    // (block idx, worker, position in the worker's list), in input order.
+    let mut order: Vec<(usize, usize, usize)> = Vec::new();
+    for (wi, o) in outs.iter().enumerate() {
+        for (bi, b) in o.blocks.iter().enumerate() {
+            order.push((b.idx, wi, bi));
         }
-        out.stats.add(&st);
-        let base = if a > 0 && !warns.is_empty() {
-            lines_before(a)
-        } else {
-            0
-        };
-        for mut w in warns {
+    }
+    order.sort_unstable();
+    let mut ranges = Vec::with_capacity(order.len());
+    for &(idx, wi, bi) in &order {
+        let b = &mut outs[wi].blocks[bi];
+        out.stats.add(&b.stats);
+        let base = base(idx);
+        for mut w in std::mem::take(&mut b.warnings) {
             if out.warnings.len() < opts.max_warnings {
                 w.line += base;
                 out.warnings.push(w);
             }
         }
+        ranges.push((wi, b.samples.clone()));
     }
-    out.stats.event = filter.map(|f| String::from_utf8_lossy(&f).into_owned());
+    let mut profiles: Vec<Profile> = outs.into_iter().map(|o| o.folder.finish().0).collect();
+    if profiles.len() == 1 {
+        out.profile = profiles.pop().expect("one profile");
+    } else if opts.perf.aggregate {
+        // One row per stack: the order of rows carries no meaning.
+        let mut it = profiles.into_iter();
+        out.profile = it.next().unwrap_or_default();
+        for p in it {
+            out.profile.merge_from(&p);
+        }
+    } else {
+        let mut merged = Profile::new(profiles[0].event.clone());
+        let maps: Vec<_> = profiles.iter().map(|p| merged.import_tables(p)).collect();
+        for (wi, r) in ranges {
+            merged.push_samples_from(&profiles[wi], r, &maps[wi]);
+        }
+        out.profile = merged;
+    }
+    out.stats.event = filter.map(|f| String::from_utf8_lossy(f).into_owned());
     if let Some(e) = &out.stats.event {
         out.profile.event.name.clone_from(e);
     }
     Ok(out)
 }
 
-fn run_chunk(
-    name: &str,
-    chunk: &[u8],
-    opts: &Options,
-    filter: Option<&[u8]>,
-) -> Result<(Profile, Stats, Vec<Warning>), CollapseError> {
-    let mut w = Warnings::new(name, opts);
-    let mut f = Folder::new(&opts.perf, filter);
-    f.run(chunk, &mut w)?;
-    f.stats.warnings = w.count;
-    Ok((f.profile, f.stats, w.list))
+/// Reads `perf script` text in blocks that end at sample boundaries.
+struct BlockReader<'r> {
+    reader: &'r mut dyn Read,
+    carry: Vec<u8>,
+    eof: bool,
+    block: usize,
 }
 
-/// Cuts `data` into `n` pieces at sample boundaries (blank lines).
-fn split_chunks(data: &[u8], n: usize) -> Vec<(usize, usize)> {
-    let mut out = Vec::with_capacity(n);
-    let mut start = 0;
-    for i in 1..n {
-        let target = data.len() * i / n;
-        if target <= start {
-            continue;
-        }
-        match memchr::memmem::find(&data[target..], b"\n\n") {
-            Some(p) => {
-                let cut = target + p + 2;
-                out.push((start, cut));
-                start = cut;
-            }
-            None => break,
+impl<'r> BlockReader<'r> {
+    fn new(reader: &'r mut dyn Read, block: usize) -> Self {
+        BlockReader {
+            reader,
+            carry: Vec::new(),
+            eof: false,
+            block,
         }
     }
-    out.push((start, data.len()));
-    out
+
+    fn next_block(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        if self.eof && self.carry.is_empty() {
+            return Ok(None);
+        }
+        let mut buf = Vec::with_capacity(self.block + self.carry.len() + 4096);
+        buf.append(&mut self.carry);
+        loop {
+            while !self.eof && buf.len() < self.block {
+                let start = buf.len();
+                buf.resize(start.max(self.block).min(start + self.block), 0);
+                let n = loop {
+                    match self.reader.read(&mut buf[start..]) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    }
+                };
+                buf.truncate(start + n);
+                if n == 0 {
+                    self.eof = true;
+                }
+            }
+            if self.eof {
+                return Ok((!buf.is_empty()).then_some(buf));
+            }
+            // Cut after the last complete sample; a sample longer than the block makes the
+            // block grow until it ends.
+            match block_cut(&buf).filter(|&c| c > 0) {
+                Some(cut) => {
+                    self.carry = buf[cut..].to_vec();
+                    buf.truncate(cut);
+                    return Ok(Some(buf));
+                }
+                None => {
+                    let more = buf.len() + self.block;
+                    buf.reserve(self.block);
+                    let start = buf.len();
+                    buf.resize(more, 0);
+                    let n = self.reader.read(&mut buf[start..])?;
+                    buf.truncate(start + n);
+                    if n == 0 {
+                        self.eof = true;
+                    }
+                }
+            }
+        }
+    }
 }

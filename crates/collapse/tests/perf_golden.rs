@@ -101,7 +101,10 @@ fn golden_outputs_and_sample_accounting() {
                 assert_eq!(c.stats.warnings, 0, "{fx}/{name}: {:?}", c.warnings);
                 outs.push(folded(&c.profile));
             }
-            assert_eq!(outs[0], outs[1], "{fx}/{name}: 1 and 2 threads agree");
+            assert_eq!(
+                outs[0], outs[1],
+                "{fx}/{name}: 1 and 2 threads, per-sample and aggregated agree"
+            );
             check_golden(
                 &outs[0],
                 &dir.join(format!("results/perf/{fx}.{name}.folded")),

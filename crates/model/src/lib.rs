@@ -42,7 +42,7 @@ pub mod transform;
 pub use error::ModelError;
 pub use folded::{FoldedOptions, FoldedWriter};
 pub use frames::{Frame, FrameId, FrameKind, FrameTable};
-pub use profile::{EventInfo, Profile, WeightUnit};
+pub use profile::{EventInfo, ImportMap, Profile, WeightUnit};
 pub use samples::{SampleTable, NO_TIME};
 pub use stacks::{StackId, StackTable};
 pub use strings::{StrId, StringTable};

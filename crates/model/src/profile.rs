@@ -46,6 +46,16 @@ pub struct EventInfo {
     pub unit: WeightUnit,
 }
 
+/// Where the stacks and threads of one profile landed in another
+/// ([`Profile::import_tables`]).
+#[derive(Clone, Debug, Default)]
+pub struct ImportMap {
+    /// New id of each of the other profile's stacks.
+    pub stacks: Vec<StackId>,
+    /// New id of each of the other profile's threads.
+    pub threads: Vec<ThreadId>,
+}
+
 /// A profile: one event's weighted samples over interned stacks.
 #[derive(Default, Clone, Debug)]
 pub struct Profile {
@@ -156,6 +166,13 @@ impl Profile {
     /// Appends the samples of `other` to `self`, re-interning its names, frames, stacks
     /// and threads. Used to join profiles built in parallel.
     pub fn merge_from(&mut self, other: &Profile) {
+        let map = self.import_tables(other);
+        self.push_samples_from(other, 0..other.samples.len(), &map);
+    }
+
+    /// Interns every string, frame, stack and thread of `other` into `self` (no samples),
+    /// returning where each of `other`'s stacks and threads landed.
+    pub fn import_tables(&mut self, other: &Profile) -> ImportMap {
         let str_map: Vec<_> = other
             .strings
             .iter()
@@ -171,13 +188,13 @@ impl Profile {
                 })
             })
             .collect();
-        let mut stack_map: Vec<StackId> = Vec::with_capacity(other.stacks.len());
+        let mut stacks: Vec<StackId> = Vec::with_capacity(other.stacks.len());
         for id in other.stacks.ids() {
-            let parent = other.stacks.parent(id).map(|p| stack_map[p.0 as usize]);
+            let parent = other.stacks.parent(id).map(|p| stacks[p.0 as usize]);
             let f = frame_map[other.stacks.frame(id).0 as usize];
-            stack_map.push(self.stacks.intern(parent, f));
+            stacks.push(self.stacks.intern(parent, f));
         }
-        let thread_map: Vec<_> = other
+        let threads: Vec<_> = other
             .threads
             .iter()
             .map(|(_, t)| {
@@ -187,16 +204,30 @@ impl Profile {
                 })
             })
             .collect();
+        ImportMap { stacks, threads }
+    }
+
+    /// Appends `other`'s samples in `range`, mapped by `map` (from [`Self::import_tables`]).
+    pub fn push_samples_from(
+        &mut self,
+        other: &Profile,
+        range: std::ops::Range<usize>,
+        map: &ImportMap,
+    ) {
         let s = &other.samples;
-        for i in 0..s.len() {
+        for i in range {
             let th = s.thread[i];
             let th = if th == ThreadId::NONE {
                 th
             } else {
-                thread_map[th.0 as usize]
+                map.threads[th.0 as usize]
             };
-            self.samples
-                .push(stack_map[s.stack[i].0 as usize], s.weight[i], s.time[i], th);
+            self.samples.push(
+                map.stacks[s.stack[i].0 as usize],
+                s.weight[i],
+                s.time[i],
+                th,
+            );
         }
     }
 

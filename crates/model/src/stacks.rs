@@ -17,6 +17,9 @@ pub struct StackTable {
     frame: Vec<FrameId>,
     parent: Vec<u32>,
     depth: Vec<u32>,
+    /// The child of each node looked up last: most lookups repeat the previous one
+    /// (samples of one thread share their callers), and this skips the hash map.
+    last_child: Vec<u32>,
     index: HashMap<u64, u32, FastHash>,
 }
 
@@ -32,6 +35,12 @@ impl StackTable {
     #[inline]
     pub fn intern(&mut self, parent: Option<StackId>, frame: FrameId) -> StackId {
         let p = parent.map_or(NO_PARENT, |s| s.0);
+        if p != NO_PARENT {
+            let lc = self.last_child[p as usize];
+            if lc != NO_PARENT && self.frame[lc as usize] == frame {
+                return StackId(lc);
+            }
+        }
         let key = (u64::from(p) << 32) | u64::from(frame.0);
         let next = self.frame.len() as u32;
         let id = *self.index.entry(key).or_insert(next);
@@ -39,8 +48,12 @@ impl StackTable {
             assert!(next != NO_PARENT, "more than 4 billion stacks");
             self.frame.push(frame);
             self.parent.push(p);
+            self.last_child.push(NO_PARENT);
             self.depth
                 .push(parent.map_or(0, |s| self.depth[s.0 as usize] + 1));
+        }
+        if p != NO_PARENT {
+            self.last_child[p as usize] = id;
         }
         StackId(id)
     }

@@ -84,7 +84,7 @@ pub struct Transforms {
     pub collapse_recursion: bool,
     /// Remove `+0x1f` offsets from names. Default: false.
     pub strip_offsets: bool,
-    /// Replace hexadecimal addresses (`0x7f12ab`, `[unknown] 7f12ab`) by `0x?`. Default: false.
+    /// Replace hexadecimal addresses (`0x7f12ab`) by `0x...`. Default: false.
     pub strip_addresses: bool,
 }
 
@@ -130,10 +130,10 @@ impl Transforms {
     fn rename<'a>(&self, name: &'a [u8], root: bool) -> Cow<'a, [u8]> {
         let mut name = Cow::Borrowed(name);
         if self.strip_offsets {
-            name = own(name, |n| strip_offsets(n));
+            name = own(name, strip_offsets);
         }
         if self.strip_addresses {
-            name = own(name, |n| strip_addresses(n));
+            name = own(name, strip_addresses);
         }
         if root {
             for r in &self.merge_rules {
@@ -283,7 +283,7 @@ pub fn strip_offsets(name: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// Replaces hexadecimal addresses (`0x` followed by hex digits) by `0x?`, as
+/// Replaces hexadecimal addresses (`0x` followed by hex digits) by `0x...`, as
 /// `difffolded.pl -s` does before comparing two profiles.
 pub fn strip_addresses(name: &[u8]) -> Cow<'_, [u8]> {
     if memchr::memmem::find(name, b"0x").is_none() {
@@ -298,7 +298,7 @@ pub fn strip_addresses(name: &[u8]) -> Cow<'_, [u8]> {
                 j += 1;
             }
             if j > i + 2 {
-                out.extend_from_slice(b"0x?");
+                out.extend_from_slice(b"0x...");
                 i = j;
                 continue;
             }
@@ -382,7 +382,7 @@ mod tests {
     #[test]
     fn strip_helpers() {
         assert_eq!(&*strip_offsets(b"f+0x1f;g+0xz"), b"f;g+0xz");
-        assert_eq!(&*strip_addresses(b"[unknown] 0x7fab12"), b"[unknown] 0x?");
+        assert_eq!(&*strip_addresses(b"[unknown] 0x7fab12"), b"[unknown] 0x...");
         assert!(MergeRule::parse("nope").is_err());
         assert!(MergeRule::parse("([=x").is_err());
     }

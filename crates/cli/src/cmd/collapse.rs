@@ -91,18 +91,19 @@ impl PerfArgs {
                 PerfWeight::Period
             },
             threads: self.threads,
+            ..Default::default()
         }
     }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let transforms = args.transforms.to_transforms()?;
-    let c = collapse_input(
-        args.input.as_deref(),
-        &args.input_args,
-        args.perf.to_options(),
-        true,
-    )?;
+    // Folded output needs one row per stack, not per sample.
+    let popts = PerfOptions {
+        aggregate: true,
+        ..args.perf.to_options()
+    };
+    let c = collapse_input(args.input.as_deref(), &args.input_args, popts, true)?;
     if c.after.is_some() {
         anyhow::bail!(
             "the input has two counts per line (a differential profile); render it with \

@@ -46,7 +46,7 @@ pub struct TransformArgs {
     #[arg(long)]
     pub strip_offsets: bool,
 
-    /// Replace hexadecimal addresses in names by `0x?`.
+    /// Replace hexadecimal addresses in names by `0x...` (difffolded.pl -s).
     #[arg(long)]
     pub strip_addresses: bool,
 }
@@ -132,66 +132,36 @@ pub struct InputArgs {
     pub quiet: bool,
 }
 
-/// Bytes of an input: memory-mapped file or stdin.
-pub enum InputBytes {
-    /// A mapped file.
-    Mapped(memmap2::Mmap),
-    /// Bytes read whole (stdin, or an empty file).
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for InputBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            InputBytes::Mapped(m) => m,
-            InputBytes::Owned(v) => v,
-        }
-    }
-}
-
-/// Reads `path` (or stdin for `None`/`-`), returning its display name and bytes.
-pub fn read_input(path: Option<&Path>) -> Result<(String, InputBytes)> {
-    use std::io::Read;
+/// Opens `path`, or stdin for `None`/`-`, returning its display name and a reader.
+pub fn open_input(path: Option<&Path>) -> Result<(String, Box<dyn io::Read>)> {
     match path {
         Some(p) if p != Path::new("-") => {
             let f = std::fs::File::open(p)
                 .with_context(|| format!("Failed to open '{}'", p.display()))?;
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-            let bytes = if len == 0 {
-                let mut v = Vec::new();
-                (&f).read_to_end(&mut v)
-                    .with_context(|| format!("Failed to read '{}'", p.display()))?;
-                InputBytes::Owned(v)
-            } else {
-                // SAFETY: the file is only read; if another process truncates it while we
-                // read, the process may fault, as with any mmap-based reader (perf, samply).
-                let m = unsafe { memmap2::Mmap::map(&f) }
-                    .with_context(|| format!("Failed to read '{}'", p.display()))?;
-                InputBytes::Mapped(m)
-            };
-            Ok((p.display().to_string(), bytes))
+            Ok((p.display().to_string(), Box::new(f)))
         }
-        _ => {
-            let mut v = Vec::new();
-            io::stdin()
-                .lock()
-                .read_to_end(&mut v)
-                .context("Failed to read standard input")?;
-            Ok(("<stdin>".to_string(), InputBytes::Owned(v)))
-        }
+        _ => Ok(("<stdin>".to_string(), Box::new(io::stdin()))),
     }
 }
 
 /// Collapses one input into profiles, printing warnings and (unless quiet) the summary.
+///
+/// `perf script` text is streamed in blocks (memory stays small whatever its size); other
+/// formats are read whole.
 pub fn collapse_input(
     path: Option<&Path>,
     args: &InputArgs,
     perf: kiln_collapse::perf::PerfOptions,
     always_summarise: bool,
 ) -> Result<kiln_collapse::Collapsed> {
-    let (name, bytes) = read_input(path)?;
-    if bytes.starts_with(b"PERFILE2") {
+    use std::io::Read;
+    let (name, mut reader) = open_input(path)?;
+    let mut head = Vec::with_capacity(64 * 1024);
+    (&mut reader)
+        .take(64 * 1024)
+        .read_to_end(&mut head)
+        .with_context(|| format!("Failed to read '{name}'"))?;
+    if head.starts_with(b"PERFILE2") {
         anyhow::bail!(
             "'{name}' is a perf.data recording; run `perf script -i {name} | kiln collapse` \
              (reading perf.data directly needs a kiln built with the recorder)"
@@ -199,9 +169,9 @@ pub fn collapse_input(
     }
     let format = match &args.format {
         Some(f) => f.parse::<kiln_collapse::Format>()?,
-        None => match kiln_collapse::detect(&bytes) {
+        None => match kiln_collapse::detect(&head) {
             Some(f) => f,
-            None if bytes.iter().all(u8::is_ascii_whitespace) => kiln_collapse::Format::Folded,
+            None if head.iter().all(u8::is_ascii_whitespace) => kiln_collapse::Format::Folded,
             None => return Err(kiln_collapse::CollapseError::Undetected(name).into()),
         },
     };
@@ -210,14 +180,28 @@ pub fn collapse_input(
         perf,
         ..Default::default()
     };
-    let c = kiln_collapse::collapse(
-        kiln_collapse::Input {
-            name: &name,
-            data: &bytes,
-        },
-        format,
-        &opts,
-    )?;
+    let c = if format == kiln_collapse::Format::Perf {
+        let mut all = io::Cursor::new(head).chain(reader);
+        kiln_collapse::perf::collapse_reader(&name, &mut all, &opts).map_err(|e| match e {
+            kiln_collapse::perf::ReadError::Io(e) => {
+                anyhow::Error::new(e).context(format!("Failed to read '{name}'"))
+            }
+            e => e.into(),
+        })?
+    } else {
+        let mut data = head;
+        reader
+            .read_to_end(&mut data)
+            .with_context(|| format!("Failed to read '{name}'"))?;
+        kiln_collapse::collapse(
+            kiln_collapse::Input {
+                name: &name,
+                data: &data,
+            },
+            format,
+            &opts,
+        )?
+    };
     report(&name, &c, args.quiet, always_summarise);
     Ok(c)
 }

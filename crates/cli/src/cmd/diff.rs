@@ -1,10 +1,145 @@
-//! `kiln diff`.
+//! `kiln diff`: compare two profiles.
+use super::collapse::PerfArgs;
+use super::common::{apply_transforms, collapse_input, write_output, InputArgs, TransformArgs};
+use anyhow::{Context, Result};
+use kiln_diff::{function_changes, write_diff_folded, write_table, DiffOptions};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Flags.
+/// Compare two profiles (before and after a change).
+///
+/// Writes differential folded stacks (`stack before after`, difffolded.pl's output) to
+/// stdout, or with -o a differential flame graph (.svg, .html) or folded file; --table
+/// prints the functions whose self and total share changed most.
+///
+/// Examples:
+///   kiln diff before.folded after.folded | kiln flamegraph > diff.svg
+///   kiln diff -n before.folded after.folded -o diff.svg
+///   kiln diff --table 15 before.perf after.perf
+///   kiln diff before.folded after.folded -o diff.html
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The profile before the change (any format `kiln collapse` reads).
+    pub before: PathBuf,
+    /// The profile after the change.
+    pub after: PathBuf,
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not yet")
+    /// Normalise: scale the "before" counts so both totals match (difffolded.pl -n).
+    #[arg(short = 'n', long)]
+    pub normalize: bool,
+
+    /// Strip hexadecimal addresses (0x…) from names before comparing (difffolded.pl -s).
+    #[arg(short = 's', long)]
+    pub strip_hex: bool,
+
+    /// Write to FILE: .svg or .html draw a differential flame graph (widths of the after
+    /// profile, red where it grew, blue where it shrank); anything else gets folded text.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Print the N functions whose share changed most (self and total, before and after,
+    /// in % of each profile) to stdout.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "20")]
+    pub table: Option<usize>,
+
+    /// Title of the flame graph.
+    #[arg(long, default_value = "Differential Flame Graph")]
+    pub title: String,
+
+    #[command(flatten)]
+    pub perf: PerfArgs,
+
+    #[command(flatten)]
+    pub input_args: InputArgs,
+
+    #[command(flatten)]
+    pub transforms: TransformArgs,
+}
+
+fn load(
+    path: &Path,
+    args: &Args,
+    t: &kiln_model::transform::Transforms,
+) -> Result<kiln_model::Profile> {
+    let popts = kiln_collapse::perf::PerfOptions {
+        aggregate: true,
+        ..args.perf.to_options()
+    };
+    let c = collapse_input(Some(path), &args.input_args, popts, false)?;
+    if c.after.is_some() {
+        anyhow::bail!(
+            "'{}' is already a differential profile (two counts per line)",
+            path.display()
+        );
+    }
+    Ok(apply_transforms(c.profile, t, args.input_args.quiet))
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let mut t = args.transforms.to_transforms()?;
+    t.strip_addresses |= args.strip_hex;
+    let before = load(&args.before, &args, &t)?;
+    let after = load(&args.after, &args, &t)?;
+    let opts = DiffOptions {
+        normalize: args.normalize,
+    };
+    if let Some(n) = args.table {
+        let rows = function_changes(&before, &after);
+        write_output(None, |w| Ok(write_table(&rows, n, w)?))?;
+        if args.output.is_none() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let ext = args
+        .output
+        .as_deref()
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => {
+            let mut o = kiln_flamegraph::Options::default();
+            o.title = Some(args.title.clone());
+            let (b, a) = normalized(before, after, args.normalize);
+            write_output(args.output.as_deref(), |w| {
+                kiln_flamegraph::render_diff(&b, &a, &o, w)
+                    .context("Failed to render the flame graph")?;
+                Ok(())
+            })?;
+        }
+        Some("html") | Some("htm") => {
+            let o = kiln_viewer::HtmlOptions {
+                title: args.title.clone(),
+                ..Default::default()
+            };
+            write_output(args.output.as_deref(), |w| {
+                kiln_viewer::write_diff_html(&before, &after, &o, w)
+                    .context("Failed to write the viewer")?;
+                Ok(())
+            })?;
+        }
+        _ => write_output(args.output.as_deref(), |w| {
+            Ok(write_diff_folded(&before, &after, opts, w)?)
+        })?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// With -n, the "before" weights scaled to the "after" total (as difffolded.pl -n does
+/// before its output reaches flamegraph.pl).
+fn normalized(
+    before: kiln_model::Profile,
+    after: kiln_model::Profile,
+    normalize: bool,
+) -> (kiln_model::Profile, kiln_model::Profile) {
+    let (tb, ta) = (before.total_weight(), after.total_weight());
+    if !normalize || tb == ta || tb == 0 {
+        return (before, after);
+    }
+    let mut b = before;
+    for w in b.samples.weight.iter_mut() {
+        *w = (*w as u128 * ta as u128 / tb as u128) as u64;
+    }
+    (b, after)
 }

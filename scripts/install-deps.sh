@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what kiln's build, demo and tests need on Debian 12, as root. Idempotent and
+# quick when everything is present. Rust (cargo, with a nightly toolchain for the fuzz
+# targets) is expected from rustup.
+set -euo pipefail
+
+need_apt=()
+pkgs=(build-essential pkg-config curl linux-perf clang llvm libbpf-dev libelf-dev zlib1g-dev
+      bpftool rabbitmq-server erlang-nox chromium mosquitto nodejs npm hyperfine time python3)
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
+done
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "install-deps: installing ${need_apt[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+# The Debian packages start services we do not use: the tests start private brokers.
+for svc in rabbitmq-server mosquitto; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    systemctl stop "$svc" || true
+  fi
+done
+
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    echo "install-deps: cargo not found; install Rust with rustup (https://rustup.rs)" >&2
+    exit 1
+  fi
+fi
+# Anchor tools the comparison tests and benchmarks run against.
+if ! command -v inferno-collapse-perf >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-collapse-perf" ]; then
+  echo "install-deps: installing inferno 0.12.3 from crates.io" >&2
+  cargo install --locked --quiet inferno --version 0.12.3
+fi
+if [ "${KILN_SKIP_FUZZ:-}" != 1 ] && ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "install-deps: installing cargo-fuzz from crates.io" >&2
+  cargo install --locked --quiet cargo-fuzz
+fi

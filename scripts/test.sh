@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# kiln's whole test suite, as root on Debian 12: formatting, lints, unit and integration
+# tests (real perf_event_open and eBPF sampling, real RabbitMQ, real Chromium), the
+# viewer's tests, and a short run of every fuzz target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
+export KILN_REQUIRE_ANCHORS=1
+export CARGO_TERM_COLOR=never
+
+step() { echo; echo "=== $* ===" >&2; }
+step "cargo fmt --check"
+cargo fmt --all --check
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+step "cargo test"
+cargo test --workspace
+if [ -f web/package.json ]; then
+  step "web viewer tests"
+  (cd web && npm ci --no-audit --no-fund --silent && npm test)
+fi
+if [ "${KILN_SKIP_FUZZ:-}" != 1 ]; then
+  step "fuzz targets"
+  scripts/fuzz.sh "${KILN_FUZZ_SECONDS:-15}"
+fi
+echo "kiln: all tests passed" >&2
