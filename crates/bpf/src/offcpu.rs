@@ -23,11 +23,24 @@
 //! what keeps two callers that the frame-pointer walk merges apart, so each
 //! snapshot stands for the time it is attached to.
 //!
+//! ## Frame-pointer stacks are validated
+//! [`OffCpuEntry::user_ips`] comes from the kernel's frame-pointer walk, cut
+//! at the first return address outside the process's executable mappings
+//! (read from `/proc/PID/maps` at start and for each new process seen): a walk
+//! through code without frame pointers follows whatever `rbp` holds, and the
+//! junk it then reports differs on every block. Uncut, a pipe ping-pong made
+//! a new key per block; cut, it makes two.
+//!
 //! ## Cost
-//! Per block: two stack walks, one 512-byte user read, a map update.
-//! Per new user-side key: one copy of the stack. Nothing is sent to user
-//! space per event; [`OffCpuCollector::drain`] reads and clears the
-//! aggregate. `bench/offcpu/` measures the overhead.
+//! Per block: a kernel stack walk (the largest part), a user frame-pointer
+//! walk, one 512-byte user read for the caller hash, a few map operations;
+//! per new user-side key, one copy of the stack. Measured with
+//! `kernel.bpf_stats_enabled` on a pipe ping-pong (2 shared CPUs): about
+//! 2.4 us per traced context switch, of which ~1.3 us is the kernel stack and
+//! ~1 us the user stack and caller hash; untraced switches cost ~0.1 us.
+//! Nothing is sent to user space per event; [`OffCpuCollector::drain`] reads
+//! and clears the aggregate. `bench/offcpu/run.sh` measures the overhead
+//! against no tracer and against the equivalent bpftrace script.
 
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
