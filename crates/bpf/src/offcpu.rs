@@ -46,6 +46,7 @@ use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{ErrorKind, MapCore, MapFlags, OpenObject, PrintLevel};
@@ -63,6 +64,8 @@ const AGG_ENTRIES: u32 = 16384;
 const SNAP_ENTRIES: u32 = 1024;
 const SCAN_RANGES: usize = procmaps::MAX_RANGES;
 const SNAP_HDR: usize = 32;
+/// How often [`OffCpuCollector::drain`] re-reads code ranges.
+const RANGES_REFRESH: Duration = Duration::from_secs(2);
 
 /// What to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,8 +258,10 @@ pub struct OffCpuCollector {
     snapshots: HashMap<SnapKey, Snapshot>,
     kstack_cache: HashMap<i32, Vec<u64>>,
     ustack_cache: HashMap<u64, Vec<u64>>,
-    /// Processes whose code ranges the kernel has.
-    ranged: HashSet<u32>,
+    /// Code ranges the kernel has, per process.
+    ranged: HashMap<u32, Vec<(u64, u64)>>,
+    /// When the code ranges were last re-read.
+    refreshed: Instant,
     missing_snapshots: u64,
 }
 
@@ -396,7 +401,8 @@ impl OffCpuCollector {
             snapshots: HashMap::new(),
             kstack_cache: HashMap::new(),
             ustack_cache: HashMap::new(),
-            ranged: HashSet::new(),
+            ranged: HashMap::new(),
+            refreshed: Instant::now(),
             missing_snapshots: 0,
             skel: {
                 // Filled before attaching, so no block of a traced process is missed.
@@ -461,7 +467,7 @@ impl OffCpuCollector {
         let mut out = Vec::with_capacity(rows.len());
         let mut seen = HashSet::new();
         for (key, (total_ns, count, comm)) in rows {
-            if key.tgid != 0 && seen.insert(key.tgid) && !self.ranged.contains(&key.tgid) {
+            if key.tgid != 0 && seen.insert(key.tgid) && !self.ranged.contains_key(&key.tgid) {
                 let _ = self.load_code_ranges(key.tgid);
             }
             let kernel_ips =
@@ -487,7 +493,29 @@ impl OffCpuCollector {
                 user_stack: snap.map(|s| s.stack.clone()).unwrap_or_default(),
             });
         }
+        if self.refreshed.elapsed() >= RANGES_REFRESH {
+            self.refresh_code_ranges(&seen)?;
+            self.refreshed = Instant::now();
+        }
         Ok(out)
+    }
+
+    /// Keeps the code ranges current: libraries loaded since (dlopen, JIT
+    /// code in files) join for processes that blocked recently, and exited
+    /// processes leave the kernel table and the snapshot cache (bounding both
+    /// in long system-wide recordings).
+    fn refresh_code_ranges(&mut self, seen: &HashSet<u32>) -> Result<(), BpfError> {
+        let known: Vec<u32> = self.ranged.keys().copied().collect();
+        for tgid in known {
+            if !Path::new(&format!("/proc/{tgid}")).exists() {
+                self.ranged.remove(&tgid);
+                let _ = self.skel.maps.code.delete(&tgid.to_ne_bytes());
+                self.snapshots.retain(|k, _| k.tgid != tgid);
+            } else if seen.contains(&tgid) {
+                let _ = self.load_code_ranges(tgid);
+            }
+        }
+        Ok(())
     }
 
     /// Counters of events seen and lost since start.
@@ -533,6 +561,9 @@ impl OffCpuCollector {
 
     fn load_code_ranges(&mut self, tgid: u32) -> Result<(), BpfError> {
         let ranges = procmaps::read_exec_ranges(tgid)?;
+        if self.ranged.get(&tgid) == Some(&ranges) {
+            return Ok(());
+        }
         let mut value = vec![0u8; 8 + 16 * SCAN_RANGES];
         value[0..4].copy_from_slice(&(ranges.len() as u32).to_ne_bytes());
         for (i, (lo, hi)) in ranges.iter().enumerate() {
@@ -545,7 +576,7 @@ impl OffCpuCollector {
             .code
             .update(&tgid.to_ne_bytes(), &value, MapFlags::ANY)
             .map_err(map_err("storing code ranges"))?;
-        self.ranged.insert(tgid);
+        self.ranged.insert(tgid, ranges);
         Ok(())
     }
 }
