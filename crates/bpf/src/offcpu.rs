@@ -708,3 +708,9 @@ fn build_skel(
         }
     })
 }
+
+/// The recorder drains from its own thread: keep the collector `Send`.
+const _: fn() = || {
+    fn assert_send<T: Send>() {}
+    assert_send::<OffCpuCollector>();
+};
