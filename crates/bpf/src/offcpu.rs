@@ -116,7 +116,10 @@ pub struct OffCpuEntry {
     /// [`OffCpuEntry::user_stack`] for a complete stack.
     pub user_ips: Vec<u64>,
     /// User registers of the snapshot, `None` for kernel threads or when no
-    /// snapshot could be stored.
+    /// snapshot could be stored. The snapshot is the first one the kernel took
+    /// for this entry's user-side key (process, fp stack, caller hash), so it
+    /// may come from another thread of the process blocked at the same place:
+    /// the stack it unwinds to is the same.
     pub user_regs: Option<UserRegs>,
     /// Copy of user stack memory from `user_regs.sp` upwards (may be shorter
     /// than configured when the stack ends earlier).
