@@ -364,7 +364,11 @@ fn refuses_without_privileges() {
         return;
     }
     require_root();
-    // Run this same test again as nobody, without capabilities.
+    // Run this same test again as nobody, without capabilities, from a copy
+    // in the temp dir (the build directory may not be reachable for nobody).
+    let exe = std::env::temp_dir().join(format!("kiln-bpf-unprivileged-{}", std::process::id()));
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = std::process::Command::new("setpriv")
         .args([
             "--reuid=65534",
@@ -373,11 +377,12 @@ fn refuses_without_privileges() {
             "--inh-caps=-all",
             "--",
         ])
-        .arg(std::env::current_exe().unwrap())
+        .arg(&exe)
         .args(["--exact", "refuses_without_privileges", "--nocapture"])
         .env(UNPRIVILEGED_CHILD, "1")
         .output()
         .expect("running setpriv (util-linux)");
+    let _ = std::fs::remove_file(&exe);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "unprivileged child failed:\n{stderr}");
     assert!(
