@@ -536,7 +536,8 @@ impl OffCpuCollector {
         OffCpuStats::from_counters(&c, self.missing_snapshots)
     }
 
-    /// Number of distinct user-side stacks (snapshots) fetched so far.
+    /// Number of distinct user-side stacks (snapshots) held for processes
+    /// still running (those of exited processes are forgotten).
     pub fn distinct_snapshots(&self) -> usize {
         self.snapshots.len()
     }
