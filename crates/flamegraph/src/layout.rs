@@ -256,7 +256,7 @@ impl Plan {
                 open.extend(path.iter().rev().map(|&node| (node, time)));
                 prev = v;
             }
-            time += wgt;
+            time = time.saturating_add(wgt);
         }
         while let Some((node, x)) = open.pop() {
             rects.push(Rect {
