@@ -48,3 +48,8 @@ for mode in default minwidth0; do
         "$mode" "$kt" $((kr / 1024)) $((ks / 1048576)) "$it" $((ir / 1024)) $((is / 1048576)) \
         "$(awk -v a="$it" -v b="$kt" 'BEGIN{print a/b}')" "$(awk -v a="$kr" -v b="$ir" 'BEGIN{print a/b}')"
 done
+
+# Render alone (parse excluded), with RENDER_ONLY=1: compiles the bench in release mode.
+if [ "${RENDER_ONLY:-0}" = 1 ]; then
+    (cd "$root" && cargo bench -q -p kiln-flamegraph --bench render -- "$input" "$dir")
+fi

@@ -3,7 +3,8 @@
  * of what an off-CPU tracer costs per block and wake-up.
  *
  * Usage: pingpong WARMUP_S MEASURE_S
- * Prints "pid N" at start and "round_trips_per_s R" at the end.
+ * Prints "pid N", waits for a line on stdin (the tracer is attached), bounces
+ * for WARMUP_S, then measures for MEASURE_S and prints "round_trips_per_s R".
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -57,6 +58,9 @@ int main(int argc, char **argv)
 		return 1;
 	printf("pid %d\n", getpid());
 	fflush(stdout);
+	char line[16];
+	if (!fgets(line, sizeof line, stdin))
+		return 1;
 	pthread_create(&t, NULL, echo, NULL);
 	bounce_until(now() + warm);
 	double start = now();

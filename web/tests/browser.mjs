@@ -222,6 +222,21 @@ try {
     assert.equal(await page.inputValue('[data-ctrl=order]'), 'left-heavy');
     // Left-heavy: the widest child of main (alpha, 60) comes first.
     assert.ok((await find(page, 'alpha')).x < (await find(page, 'beta')).x);
+    // Zooming from one frame to another at the same depth through the hash (back button,
+    // pasted link) moves the view.
+    const ids = await page.evaluate(() => {
+      const names = window.__kiln.app.derived.frames.names;
+      return ['main', 'alpha', 'beta'].map((n) => names.indexOf(n));
+    });
+    const width = await page.evaluate(() => window.__kiln.app.main.renderer.width);
+    for (const target of ['alpha', 'beta']) {
+      const path = [ids[0], ids[target === 'alpha' ? 1 : 2]].join('.');
+      await page.evaluate((z) => (location.hash = `z=${z}`), path);
+      await page.waitForFunction((n) => window.__kiln.app.state.zoom.length === 2 && window.__kiln.app.state.zoom[1] === n, ids[target === 'alpha' ? 1 : 2]);
+      await settle(page);
+      const r = await find(page, target);
+      assert.ok(r && Math.abs(r.w - width) < 1, `${target} fills the width after a hash change`);
+    }
   });
 
   await check('diff view: colours, legend, normalise toggle', async () => {

@@ -25,6 +25,7 @@ fn main() {
             std::process::exit(1);
         }
     };
+    eprintln!("recording");
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut entries = Vec::new();
     while Instant::now() < end {

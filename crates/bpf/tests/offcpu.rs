@@ -345,3 +345,48 @@ fn go_mutex_held_across_a_blocking_syscall() {
         .iter()
         .all(|e| e.user_regs.is_some() && !e.user_stack.is_empty()));
 }
+
+/// Set in the child that `refuses_without_privileges` starts as nobody.
+const UNPRIVILEGED_CHILD: &str = "KILN_BPF_TEST_UNPRIVILEGED_CHILD";
+
+#[test]
+fn refuses_without_privileges() {
+    if std::env::var_os(UNPRIVILEGED_CHILD).is_some() {
+        let err = OffCpuCollector::start(&OffCpuConfig {
+            pids: None,
+            min_block_us: 0,
+            user_stack_bytes: 16384,
+        })
+        .unwrap_err();
+        eprintln!("unprivileged: {err}");
+        assert!(matches!(err, BpfError::PermissionDenied { .. }), "{err}");
+        assert!(err.to_string().contains("CAP_BPF"), "{err}");
+        return;
+    }
+    require_root();
+    // Run this same test again as nobody, without capabilities, from a copy
+    // in the temp dir (the build directory may not be reachable for nobody).
+    let exe = std::env::temp_dir().join(format!("kiln-bpf-unprivileged-{}", std::process::id()));
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--",
+        ])
+        .arg(&exe)
+        .args(["--exact", "refuses_without_privileges", "--nocapture"])
+        .env(UNPRIVILEGED_CHILD, "1")
+        .output()
+        .expect("running setpriv (util-linux)");
+    let _ = std::fs::remove_file(&exe);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "unprivileged child failed:\n{stderr}");
+    assert!(
+        stderr.contains("unprivileged: "),
+        "the child did not run the check:\n{stderr}"
+    );
+}

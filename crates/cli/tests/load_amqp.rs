@@ -127,6 +127,11 @@ fn run_prints_perftest_lines_and_writes_json_and_csv() {
     assert_eq!(json["summary"]["received"], 2000);
     assert_eq!(json["summary"]["confirmed"], 2000);
     assert_eq!(json["options"]["confirm"], 100);
+    let uri = json["options"]["uri"].as_str().unwrap();
+    assert!(
+        uri.starts_with("amqp://guest@127.0.0.1:"),
+        "no password in the file: {uri}"
+    );
     let csv = std::fs::read_to_string(prefix.with_extension("csv")).unwrap();
     let mut lines = csv.lines();
     assert!(lines

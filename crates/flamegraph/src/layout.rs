@@ -5,7 +5,7 @@
 //! flamegraph.pl and inferno do: it orders each node's children once and walks the tree.
 //! Narrow subtrees are pruned while building the child lists, so with the default minimum
 //! width most of a large profile's nodes are never sorted or visited.
-use kiln_model::{Profile, StackId};
+use kiln_model::{FrameId, Profile, StackId};
 use std::cmp::Ordering;
 
 const NONE: u32 = u32::MAX;
@@ -256,7 +256,7 @@ impl Plan {
                 open.extend(path.iter().rev().map(|&node| (node, time)));
                 prev = v;
             }
-            time += wgt;
+            time = time.saturating_add(wgt);
         }
         while let Some((node, x)) = open.pop() {
             rects.push(Rect {
@@ -277,20 +277,32 @@ impl Plan {
         (Plan::Chart(rects), info)
     }
 
-    /// Calls `emit(node, x, width, level)` for every rectangle, parents before children;
-    /// `node` is `None` for the "all" rectangle at level 0.
+    /// Calls `emit(node, frame, x, width, level)` for every rectangle, parents before
+    /// children; `node` and `frame` are `None` for the "all" rectangle at level 0.
+    ///
+    /// The walk visits nodes in an order unrelated to their index, so every per-node
+    /// array read is a likely cache miss on large profiles: a child's frame, width and
+    /// level are read while its parent's child list is scanned (independent loads the
+    /// CPU overlaps) and carried on the stack, rather than read one by one later.
     pub(crate) fn walk<E>(
         &self,
         p: &Profile,
         w: &Weights,
         time: u64,
-        mut emit: impl FnMut(Option<u32>, u64, u64, u32) -> Result<(), E>,
+        mut emit: impl FnMut(Option<u32>, Option<FrameId>, u64, u64, u32) -> Result<(), E>,
     ) -> Result<(), E> {
-        emit(None, 0, time, 0)?;
+        emit(None, None, 0, time, 0)?;
         match self {
             Plan::Chart(rects) => {
                 for r in rects {
-                    emit(Some(r.node), r.x, r.w, p.stacks.depth(StackId(r.node)) + 1)?;
+                    let v = StackId(r.node);
+                    emit(
+                        Some(r.node),
+                        Some(p.stacks.frame(v)),
+                        r.x,
+                        r.w,
+                        p.stacks.depth(v) + 1,
+                    )?;
                 }
             }
             Plan::Tree {
@@ -300,27 +312,44 @@ impl Plan {
                 roots,
                 kept,
             } => {
-                let mut stack: Vec<(u32, u64)> = Vec::new();
-                let push_children = |stack: &mut Vec<(u32, u64)>, list: &[u32], mut x: u64| {
-                    let mark = stack.len();
-                    for &c in list {
-                        if kept[c as usize] {
-                            stack.push((c, x));
+                #[derive(Clone, Copy)]
+                struct Item {
+                    node: u32,
+                    frame: FrameId,
+                    level: u32,
+                    x: u64,
+                    w: u64,
+                }
+                let frames = p.stacks.raw_frames();
+                let mut stack: Vec<Item> = Vec::new();
+                let push_children =
+                    |stack: &mut Vec<Item>, list: &[u32], mut x: u64, level: u32| {
+                        let mark = stack.len();
+                        for &c in list {
+                            let width = w.total[c as usize];
+                            if kept[c as usize] {
+                                stack.push(Item {
+                                    node: c,
+                                    frame: frames[c as usize],
+                                    level,
+                                    x,
+                                    w: width,
+                                });
+                            }
+                            x += width;
                         }
-                        x += w.total[c as usize];
-                    }
-                    stack[mark..].reverse();
-                };
-                push_children(&mut stack, roots, 0);
-                while let Some((v, x)) = stack.pop() {
-                    let i = v as usize;
-                    emit(Some(v), x, w.total[i], p.stacks.depth(StackId(v)) + 1)?;
+                        stack[mark..].reverse();
+                    };
+                push_children(&mut stack, roots, 0, 1);
+                while let Some(it) = stack.pop() {
+                    let i = it.node as usize;
+                    emit(Some(it.node), Some(it.frame), it.x, it.w, it.level)?;
                     let first = match order {
-                        Order::Name => x + w.selfw[i],
-                        Order::Heavy => x,
+                        Order::Name => it.x + w.selfw[i],
+                        Order::Heavy => it.x,
                     };
                     let list = &kids[start[i] as usize..start[i + 1] as usize];
-                    push_children(&mut stack, list, first);
+                    push_children(&mut stack, list, first, it.level + 1);
                 }
             }
         }

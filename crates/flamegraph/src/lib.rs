@@ -384,8 +384,8 @@ fn draw(
     };
     let mut w = svg::SvgWriter::new(p, weights, opts, timemax, info.depth_max, out);
     w.header()?;
-    plan.walk(p, weights, time, |node, x, width, level| {
-        w.frame(node, x, width, level)
+    plan.walk(p, weights, time, |node, frame, x, width, level| {
+        w.frame(node, frame, x, width, level)
     })?;
     let palette_map = w.finish()?;
     Ok(RenderStats {

@@ -3,7 +3,7 @@ use crate::color::{self, ColorMode, Rgb, Rng};
 use crate::escape::{self, coord, push_bytes, push_fixed, push_text, push_thousands};
 use crate::layout::Weights;
 use crate::{FlamegraphError, Options, Palette, PaletteMap};
-use kiln_model::{FrameId, Profile, StackId};
+use kiln_model::{FrameId, Profile};
 use std::io::Write;
 
 /// Left and right padding, pixels.
@@ -398,16 +398,16 @@ impl<'a> SvgWriter<'a> {
         self.attr_list[slot as usize]
     }
 
-    /// Writes one rectangle: `node` (`None` for "all") at `x` weight units, `w` wide, on
-    /// `level`.
+    /// Writes one rectangle: `node` of frame `f` (both `None` for "all") at `x` weight
+    /// units, `w` wide, on `level`.
     pub(crate) fn frame(
         &mut self,
         node: Option<u32>,
+        f: Option<FrameId>,
         x: u64,
         w: u64,
         level: u32,
     ) -> Result<(), FlamegraphError> {
-        let f = node.map(|n| self.p.stacks.frame(StackId(n)));
         let attrs = f.and_then(|f| self.attrs(f));
         let is_link = attrs.is_some_and(|a| a.href.is_some());
         match attrs {

@@ -112,6 +112,9 @@ pub enum Error {
         /// What is expected instead.
         reason: String,
     },
+    /// The load could not start: a producer or consumer failed to connect or set up.
+    #[error("starting the load failed: {0}")]
+    Start(String),
     /// An output file could not be written.
     #[error("cannot write {path}: {source}")]
     Output {

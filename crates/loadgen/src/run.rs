@@ -320,10 +320,7 @@ pub fn run(
         sh.shutdown_all();
     });
     if let Some(e) = startup_error {
-        return Err(Error::Protocol {
-            uri: sh.uri.display(),
-            reason: format!("starting the load failed: {e}"),
-        });
+        return Err(Error::Start(e));
     }
     // The last partial second, counted after every agent has stopped.
     ticker.tick(&sh, end_s, on_tick, true);
@@ -468,8 +465,9 @@ impl Ticker {
             &self.interval.confirm,
             &self.interval.confirm_intended,
         ]
-        .iter()
-        .all(|h| h.as_ref().map_or(true, |h| h.is_empty()))
+        .into_iter()
+        .flatten()
+        .all(|h| h.is_empty())
     }
 
     fn report(self, sh: &Shared, end_s: f64, interrupted: bool) -> Report {
@@ -500,9 +498,12 @@ impl Ticker {
             interrupted,
         };
         let events = std::mem::take(&mut *sh.events.lock().unwrap_or_else(|p| p.into_inner()));
+        // The options as run, without the password.
+        let mut options = sh.opts.clone();
+        options.uri = sh.uri.display();
         Report {
             version: 1,
-            options: sh.opts.clone(),
+            options,
             summary,
             series: self.series,
             events,

@@ -174,6 +174,12 @@ pub(crate) struct Hists {
     pub confirm_intended: Option<Histogram<u64>>,
 }
 
+/// A histogram of one agent and its counterpart in the collecting set.
+type HistPair<'a> = (
+    &'a mut Option<Histogram<u64>>,
+    &'a mut Option<Histogram<u64>>,
+);
+
 /// Records `us` into a lazily allocated histogram (values beyond an hour are clamped).
 pub(crate) fn record(h: &mut Option<Histogram<u64>>, us: u64) {
     h.get_or_insert_with(new_hist).saturating_record(us.max(1));
@@ -184,13 +190,7 @@ impl Hists {
         Self::default()
     }
 
-    fn pairs<'a>(
-        &'a mut self,
-        into: &'a mut Hists,
-    ) -> [(
-        &'a mut Option<Histogram<u64>>,
-        &'a mut Option<Histogram<u64>>,
-    ); 4] {
+    fn pairs<'a>(&'a mut self, into: &'a mut Hists) -> [HistPair<'a>; 4] {
         [
             (&mut self.consumer, &mut into.consumer),
             (&mut self.consumer_intended, &mut into.consumer_intended),

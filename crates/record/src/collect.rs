@@ -108,6 +108,7 @@ pub(crate) struct Collector {
     /// Whether the processes are live (read `/proc` for what no record said) or from a
     /// file (where `/proc` would describe some other, current process).
     live: bool,
+    kallsyms: Option<SymbolTable>,
     pub summary: Summary,
 }
 
@@ -115,6 +116,7 @@ impl Collector {
     pub fn new(events: Vec<EventInfo>, naming: NamingOptions, live: bool) -> Self {
         Collector {
             live,
+            kallsyms: None,
             images: Images::default(),
             procs: HashMap::new(),
             comms: HashMap::new(),
@@ -291,9 +293,28 @@ impl Collector {
         self.path = path;
     }
 
+    /// Drops the leaf kernel frames that belong to the tracing machinery that took the
+    /// stack (`bpf_prog_*`, `bpf_trace_run*`, `__traceiter_*`), so an off-CPU stack ends
+    /// in the scheduler as bcc's `offcputime` shows it.
+    pub fn trim_tracing_frames<'a>(&mut self, kernel: &'a [u64]) -> &'a [u64] {
+        let t = self.kallsyms.get_or_insert_with(SymbolTable::kallsyms);
+        let skip = kernel
+            .iter()
+            .take_while(|&&a| {
+                t.lookup(a).is_none_or(|n| {
+                    n.starts_with(b"bpf_prog_")
+                        || n.starts_with(b"bpf_trace_run")
+                        || n.starts_with(b"__traceiter_")
+                        || n.starts_with(b"__bpf_trace_")
+                })
+            })
+            .count();
+        &kernel[skip..]
+    }
+
     /// Names every location and builds one profile per event.
     pub fn finish(self) -> (Vec<Profile>, Summary) {
-        let mut kallsyms: Option<SymbolTable> = None;
+        let mut kallsyms: Option<SymbolTable> = self.kallsyms;
         let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
         for loc in &self.loc_list {

@@ -58,7 +58,7 @@ impl OffCpu {
                 _ if !e.user_ips.is_empty() => UserStack::Ips(&e.user_ips),
                 _ => UserStack::None,
             };
-            let mut kernel = e.kernel_ips.iter().copied();
+            let mut kernel = c.trim_tracing_frames(&e.kernel_ips).iter().copied();
             c.add_sample(self.event, e.pid, e.tid, now, e.total_ns, &mut kernel, user);
         }
         Ok(())

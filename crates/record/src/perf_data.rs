@@ -14,14 +14,21 @@ pub struct PerfDataOptions {
     pub naming: NamingOptions,
 }
 
-/// Reads a perf.data file into one profile per event it recorded.
+/// Reads a perf.data file into one profile per event it recorded (see
+/// [`read_with_summary`] for what was skipped).
+pub fn read(path: &Path, opts: &PerfDataOptions) -> Result<Vec<Profile>, RecordError> {
+    read_with_summary(path, opts).map(|(p, _)| p)
+}
+
+/// Reads a perf.data file into one profile per event, with the counts of what could not
+/// be used (lost records, unparsable records, shallow stacks).
 ///
 /// Records are streamed (never collected into a list). Samples with a user register and
 /// stack dump (`perf record --call-graph dwarf`) are unwound with kiln's unwinder; samples
 /// with frame-pointer call chains (`perf record -g`) use the chain as recorded. Binaries
 /// and JIT perf maps are looked up on this machine, at the paths the recording names, so
 /// read the file where it was recorded.
-pub fn read(
+pub fn read_with_summary(
     path: &Path,
     opts: &PerfDataOptions,
 ) -> Result<(Vec<Profile>, crate::Summary), RecordError> {

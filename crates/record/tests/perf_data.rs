@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use kiln_record::perf_data::{read, PerfDataOptions};
+use kiln_record::perf_data::{read, read_with_summary, PerfDataOptions};
 use std::process::Command;
 
 fn perf_record(
@@ -41,7 +41,8 @@ fn reads_fp_and_dwarf_recordings() {
     );
     for cg in ["fp", "dwarf"] {
         let data = perf_record(dir.path(), &exe, cg);
-        let (profiles, summary) = read(&data, &PerfDataOptions::default()).expect("readable");
+        let (profiles, summary) =
+            read_with_summary(&data, &PerfDataOptions::default()).expect("readable");
         assert_eq!(profiles.len(), 1, "{cg}");
         let p = &profiles[0];
         assert!(

@@ -22,6 +22,7 @@ export class FlameView {
   private dirty = false;
   private drag: { x: number; y: number; x0: number; x1: number; scrollY: number; moved: boolean } | null = null;
   private hovered = -1;
+  private zoomNode = -1;
 
   constructor(private readonly h: FlameViewHandlers, cls = 'flame') {
     this.canvas = el('canvas', { class: 'flame-canvas', tabindex: 0 });
@@ -60,7 +61,9 @@ export class FlameView {
 
   /** Shows a layout zoomed on node `zoom`; keeps the vertical scroll where sensible. */
   show(layout: Layout, color: (v: number) => string, label: (v: number) => string, icicle: boolean, zoom: number): void {
-    const same = this.scene?.layout === layout && this.scene.fadeAbove === layout.depth[zoom];
+    // The same layout zoomed on the same node keeps the user's panning and scrolling.
+    const same = this.scene?.layout === layout && this.zoomNode === zoom;
+    this.zoomNode = zoom;
     this.scene = {
       layout,
       color,

@@ -218,8 +218,8 @@ impl SvgArgs {
 
 /// The profiles read: one, or two for differential input.
 enum Input {
-    One(Profile),
-    Diff(Profile, Profile),
+    One(Box<Profile>),
+    Diff(Box<Profile>, Box<Profile>),
 }
 
 fn read_inputs(args: &Args) -> Result<Input> {
@@ -253,10 +253,14 @@ fn read_inputs(args: &Args) -> Result<Input> {
     let transforms = args.transforms.to_transforms()?;
     let quiet = args.input_args.quiet;
     match merged {
-        Some((p, None)) => Ok(Input::One(apply_transforms(p, &transforms, quiet))),
+        Some((p, None)) => Ok(Input::One(Box::new(apply_transforms(
+            p,
+            &transforms,
+            quiet,
+        )))),
         Some((before, Some(after))) => Ok(Input::Diff(
-            apply_transforms(before, &transforms, quiet),
-            apply_transforms(after, &transforms, quiet),
+            Box::new(apply_transforms(before, &transforms, quiet)),
+            Box::new(apply_transforms(after, &transforms, quiet)),
         )),
         None => bail!("no input"),
     }

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 /// How long connecting and the handshake may take before the broker counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
 const FRAME_MAX: u32 = 131_072;
+/// The `durable` bit of `exchange.declare`.
+const DURABLE: u8 = 1 << 1;
 
 /// A parsed `amqp://user:pass@host:port/vhost` URI.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -505,7 +507,8 @@ impl Connection {
         self.expect(if reply.0 == 10 { 0 } else { 1 }, reply)
     }
 
-    /// `exchange.declare` (skipped for the default exchange and `amq.*`).
+    /// `exchange.declare`, durable as PerfTest declares it, so kiln and PerfTest runs can share
+    /// a broker (skipped for the default exchange and `amq.*`).
     pub fn declare_exchange(&mut self, name: &str, kind: &str) -> Result<(), Error> {
         if name.is_empty() || name.starts_with("amq.") {
             return Ok(());
@@ -513,7 +516,11 @@ impl Connection {
         self.rpc(
             m::EXCHANGE_DECLARE,
             |e| {
-                e.u16(0).shortstr(name).shortstr(kind).u8(0).table(&[]);
+                e.u16(0)
+                    .shortstr(name)
+                    .shortstr(kind)
+                    .u8(DURABLE)
+                    .table(&[]);
             },
             m::EXCHANGE_DECLARE_OK,
         )

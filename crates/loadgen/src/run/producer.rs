@@ -544,7 +544,7 @@ fn random_json(size: usize) -> Vec<u8> {
     let pad = size.saturating_sub(s.len() + sep.len() + 7);
     s.push_str(sep);
     s.push_str("\"p\":\"");
-    s.extend(std::iter::repeat('x').take(pad));
+    s.push_str(&"x".repeat(pad));
     s.push_str("\"}");
     s.into_bytes()
 }
