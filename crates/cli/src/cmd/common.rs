@@ -162,10 +162,12 @@ pub fn collapse_input(
         .read_to_end(&mut head)
         .with_context(|| format!("Failed to read '{name}'"))?;
     if head.starts_with(b"PERFILE2") {
-        anyhow::bail!(
-            "'{name}' is a perf.data recording; run `perf script -i {name} | kiln collapse` \
-             (reading perf.data directly needs a kiln built with the recorder)"
-        );
+        let Some(path) = path.filter(|p| *p != Path::new("-")) else {
+            anyhow::bail!("perf.data input must be given as a file path, not on standard input");
+        };
+        let c = collapse_perf_data(path, &name, &perf)?;
+        report(&name, &c, args.quiet, always_summarise);
+        return Ok(c);
     }
     let format = match &args.format {
         Some(f) => f.parse::<kiln_collapse::Format>()?,
@@ -204,6 +206,81 @@ pub fn collapse_input(
     };
     report(&name, &c, args.quiet, always_summarise);
     Ok(c)
+}
+
+/// Reads a perf.data recording directly (no `perf script`): one profile per event; the
+/// one kept is chosen like `perf script` input's (`--event-filter`, else the first), and
+/// the others' samples are counted as skipped.
+fn collapse_perf_data(
+    path: &Path,
+    name: &str,
+    perf: &kiln_collapse::perf::PerfOptions,
+) -> Result<kiln_collapse::Collapsed> {
+    use kiln_collapse::{Collapsed, SkipReason, Stats};
+    if perf.include_pid || perf.include_tid || perf.include_addrs {
+        eprintln!("warning: {name}: --pid, --tid and --addrs apply to perf script text, not perf.data; ignored");
+    }
+    let opts = kiln_record::perf_data::PerfDataOptions {
+        naming: kiln_record::NamingOptions {
+            annotate_kernel: perf.annotate_kernel,
+            annotate_jit: perf.annotate_jit,
+        },
+    };
+    let (profiles, summary) = kiln_record::perf_data::read_with_summary(path, &opts)
+        .with_context(|| format!("Failed to read perf.data file '{name}'"))?;
+    for w in &summary.warnings {
+        eprintln!("warning: {name}: {w}");
+    }
+    if summary.lost > 0 {
+        eprintln!(
+            "warning: {name}: {} records were lost by the kernel during recording",
+            summary.lost
+        );
+    }
+    if summary.bad_records > 0 {
+        eprintln!(
+            "warning: {name}: {} records could not be parsed",
+            summary.bad_records
+        );
+    }
+    let matches = |e: &str, f: &str| {
+        e == f || e.split(':').next() == Some(f) || e.strip_suffix(":ppp") == Some(f)
+    };
+    let chosen = match &perf.event_filter {
+        Some(f) => profiles
+            .iter()
+            .position(|p| matches(&p.event.name, f))
+            .with_context(|| {
+                let names: Vec<_> = profiles.iter().map(|p| p.event.name.as_str()).collect();
+                format!("'{name}' has no event '{f}' (it has: {})", names.join(", "))
+            })?,
+        None => 0,
+    };
+    let mut stats = Stats::default();
+    for (i, n) in summary.samples.iter().enumerate() {
+        stats.read += n;
+        if i == chosen {
+            stats.kept += n;
+        } else if *n > 0 {
+            let ev = profiles
+                .get(i)
+                .map_or_else(String::new, |p| p.event.name.clone());
+            *stats.skipped.entry(SkipReason::OtherEvent(ev)).or_insert(0) += n;
+        }
+    }
+    let mut profiles = profiles;
+    let profile = if profiles.is_empty() {
+        kiln_model::Profile::default()
+    } else {
+        profiles.swap_remove(chosen)
+    };
+    stats.event = Some(profile.event.name.clone());
+    Ok(Collapsed {
+        profile,
+        after: None,
+        stats,
+        warnings: Vec::new(),
+    })
 }
 
 /// Prints warnings and the summary of a collapse to stderr.
