@@ -6,12 +6,16 @@ set -euo pipefail
 
 need_apt=()
 pkgs=(build-essential pkg-config curl linux-perf clang llvm libbpf-dev libelf-dev zlib1g-dev
-      bpftool rabbitmq-server erlang-nox chromium mosquitto nodejs npm hyperfine time python3
+      bpftool rabbitmq-server erlang-nox chromium mosquitto hyperfine time python3
       make linux-libc-dev binutils util-linux)
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
+# Node and Go may come from elsewhere than Debian (nodesource, go.dev): only install
+# Debian's when the commands are missing.
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: installing ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
