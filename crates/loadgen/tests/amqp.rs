@@ -504,3 +504,32 @@ fn consumer_rate_limit_holds_consumers_back() {
         "{s:?}"
     );
 }
+
+#[test]
+fn idle_connections_keep_alive_with_heartbeats() {
+    // A 2 s heartbeat: a client that sends nothing for 4 s is dropped by the broker.
+    let b = RabbitMq::start_with(&RabbitMqOptions {
+        extra_config: vec!["heartbeat = 2".into()],
+    })
+    .expect("broker starts");
+    let o = AmqpOptions {
+        uri: b.uri(),
+        producers: 1,
+        consumers: 1,
+        publishing_interval: Some(Duration::from_secs(30)),
+        time: Some(Duration::from_secs(7)),
+        ..Default::default()
+    };
+    let (r, _) = {
+        let stop = AtomicBool::new(false);
+        let r = run(&o, &stop, &mut |_| {}).expect("run");
+        (r, ())
+    };
+    assert!(
+        r.summary.failure.is_none(),
+        "{:?} {:?}",
+        r.summary,
+        r.events
+    );
+    assert!(r.summary.duration_s >= 6.9, "{:?}", r.summary);
+}
