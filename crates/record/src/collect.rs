@@ -21,6 +21,10 @@ pub struct Summary {
     pub samples: Vec<u64>,
     /// Records the kernel could not write because the ring buffer was full.
     pub lost: u64,
+    /// Times the kernel throttled an event for firing faster than
+    /// `kernel.perf_event_max_sample_rate` allows (events in the rest of that tick are not
+    /// sampled and cannot be counted).
+    pub throttled: u64,
     /// Samples whose user stack could not be unwound past the sampled instruction.
     pub shallow_user_stacks: u64,
     /// Samples for an event id no event of this recording has (should not happen).

@@ -52,6 +52,7 @@ pub(crate) fn handle(
             &r.path.as_slice(),
         ),
         EventRecord::Lost(r) => c.summary.lost += r.count,
+        EventRecord::Throttle(_) => c.summary.throttled += 1,
         _ => {}
     }
 }
