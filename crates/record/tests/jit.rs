@@ -70,14 +70,17 @@ fn erlang_hot_function_under_its_erlang_callers() {
 
 #[test]
 fn node_perf_basic_prof() {
+    // V8 writes an isolate log into the working directory with --perf-basic-prof; run it
+    // from a temporary one (the shell execs node, which the recording follows).
+    let dir = tempfile::tempdir().unwrap();
     let script = programs().join("hot.js");
-    let argv = [
-        "node".into(),
-        "--perf-basic-prof".into(),
-        script.into_os_string(),
-        "3".into(),
-    ];
-    let mut opts = RecordOptions::new(Target::Command(argv.to_vec()));
+    let cmd = format!(
+        "cd '{}' && exec node --perf-basic-prof '{}' 3",
+        dir.path().display(),
+        script.display()
+    );
+    let argv: Vec<std::ffi::OsString> = vec!["sh".into(), "-c".into(), cmd.into()];
+    let mut opts = RecordOptions::new(Target::Command(argv));
     opts.duration = Some(Duration::from_secs(60));
     let rec = record(&opts).expect("recording works");
     let lines = folded(&rec.profiles[0]);
