@@ -44,7 +44,7 @@ ctl() { HOME="$dir/broker/home" ERL_EPMD_PORT=$((port + 3)) /usr/lib/rabbitmq/bi
 broker_ticks() { awk '{print $14 + $15}' "/proc/$beam/stat"; }
 
 echo "# $(date -u +%Y-%m-%d) $(nproc) cores; broker RabbitMQ $(dpkg-query -W -f '${Version}' rabbitmq-server); ${secs} s per run"
-printf '%-8s %-9s %12s %12s %10s %14s %10s\n' scenario tool "sent msg/s" "recv msg/s" "client s" "client s/Mmsg" "broker s"
+printf '%-8s %-9s %12s %12s %10s %14s %10s %14s\n' scenario tool "sent msg/s" "recv msg/s" "client s" "client s/Mmsg" "broker s" "broker s/Mmsg"
 
 measure() { # scenario tool queue -- args...
   scen=$1 tool=$2 q=$3; shift 3
@@ -60,8 +60,9 @@ measure() { # scenario tool queue -- args...
   cpu=$(awk '{printf "%.2f", $1 + $2}' "$dir/time")
   per=$(awk -v c="$cpu" -v r="$sent" -v s="$secs" 'BEGIN { m = r * s / 1e6; if (m > 0) printf "%.2f", c / m; else print "n/a" }')
   bcpu=$(awk -v a="$b0" -v b="$b1" -v t="$tck" 'BEGIN { printf "%.2f", (b - a) / t }')
-  printf '%-8s %-9s %12s %12s %10s %14s %10s\n' "$scen" "$tool" "$sent" "$recv" "$cpu" "$per" "$bcpu"
-  echo "$scen $tool $sent $recv $cpu $per $bcpu" >> "$dir/results"
+  bper=$(awk -v c="$bcpu" -v r="$sent" -v s="$secs" 'BEGIN { m = r * s / 1e6; if (m > 0) printf "%.2f", c / m; else print "n/a" }')
+  printf '%-8s %-9s %12s %12s %10s %14s %10s %14s\n' "$scen" "$tool" "$sent" "$recv" "$cpu" "$per" "$bcpu" "$bper"
+  echo "$scen $tool $sent $recv $cpu $per $bcpu $bper" >> "$dir/results"
   [ -z "$q" ] || ctl delete_queue "$q" > /dev/null 2>&1 || true
   sleep 2
 }
@@ -73,5 +74,5 @@ for tool in perftest kiln; do
 done
 
 echo "# kiln / PerfTest"
-awk '{ k = $1; if ($2 == "kiln") { ks[k] = $3; kc[k] = $6; kb[k] = $7 } else { ps[k] = $3; pc[k] = $6; pb[k] = $7 } }
-  END { for (k in ks) printf "%-8s sending rate x%.2f, client CPU per message x%.2f, broker CPU x%.2f\n", k, ks[k] / ps[k], kc[k] / pc[k], kb[k] / pb[k] }' "$dir/results"
+awk '{ k = $1; if ($2 == "kiln") { ks[k] = $3; kc[k] = $6; kb[k] = $8 } else { ps[k] = $3; pc[k] = $6; pb[k] = $8 } }
+  END { for (k in ks) printf "%-8s sending rate x%.2f, client CPU per message x%.2f, broker CPU per message x%.2f\n", k, ks[k] / ps[k], kc[k] / pc[k], kb[k] / pb[k] }' "$dir/results"

@@ -29,8 +29,9 @@ t0=$(date +%s.%N)
 perf script -i "$work/perf.data" 2>/dev/null | inferno-collapse-perf | inferno-flamegraph >"$work/perf.svg"
 t1=$(date +%s.%N)
 perf_s=$(echo "$t1 - $t0" | bc -l)
-samples=$(perf script -i "$work/perf.data" -F ip 2>/dev/null | wc -l || true)
+samples=$(perf report -i "$work/perf.data" --stdio 2>/dev/null | sed -n 's/^# Samples: \(.*\) of event.*/\1/p' | head -1)
 
-printf 'kiln: %.3f s from end of sampling to SVG\n' "$kiln_s"
+kiln_samples=$(sed -n 's/.*: \([0-9]*\) samples of cpu-clock.*/\1/p' "$work/kiln.err")
+printf 'kiln: %.3f s from end of sampling to SVG (%s samples)\n' "$kiln_s" "$kiln_samples"
 printf 'perf script | inferno: %.3f s from perf.data to SVG (%s samples in perf.data)\n' "$perf_s" "$samples"
 printf 'ratio (perf pipeline / kiln): %.1fx\n' "$(echo "$perf_s / $kiln_s" | bc -l)"

@@ -7,7 +7,8 @@
 # Needs: node 20 with `npm ci` done in web/, /usr/bin/chromium, inferno-flamegraph on PATH
 # (or in ~/.cargo/bin). The SVG is written with --minwidth 0 so that, like the SVG
 # flame graphs users open, it holds every frame; SVGs that do not show within
-# SVG_TIMEOUT seconds (default 120) are reported as timeouts.
+# SVG_TIMEOUT seconds (default 120) are reported as timeouts. kiln's figures are medians of
+# three fresh browsers; the SVG is opened once (it takes up to minutes).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -30,7 +31,7 @@ for n in "${sizes[@]}"; do
   "$folded2html" "$f" "$work/p$n.html" --title "synthetic $n frames"
   inferno-flamegraph --minwidth 0 --title "synthetic $n frames" "$f" > "$work/p$n.svg"
   svg_frames=$(grep -o '<g>' "$work/p$n.svg" | wc -l)
-  k=$(node "$here/measure.mjs" 60 "$work/p$n.html")
+  k=$(REPEAT=3 node "$here/measure.mjs" 60 "$work/p$n.html")
   s=$(node "$here/measure.mjs" "$svg_timeout" "$work/p$n.svg")
   node -e '
     const [n, k, s, html, svg, svgFrames] = process.argv.slice(1);

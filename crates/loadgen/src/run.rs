@@ -316,8 +316,11 @@ pub fn run(
             return;
         }
         let _ = sh.go_ns.set(sh.mono_ns());
-        end_s = ticker.drive(&sh, stop, on_tick);
+        ticker.drive(&sh, stop, on_tick);
         sh.shutdown_all();
+        // The load ends when the agents are told to stop, not when the ticker noticed the
+        // end was due: messages sent in between are counted, so they are timed too.
+        end_s = sh.time_s();
     });
     if let Some(e) = startup_error {
         return Err(Error::Start(e));
@@ -364,8 +367,8 @@ impl Ticker {
         }
     }
 
-    /// Emits a tick every second until the run ends; returns the end time in seconds.
-    fn drive(&mut self, sh: &Shared, stop: &AtomicBool, on_tick: &mut dyn FnMut(&Tick)) -> f64 {
+    /// Emits a tick every second until the run is due to end.
+    fn drive(&mut self, sh: &Shared, stop: &AtomicBool, on_tick: &mut dyn FnMut(&Tick)) {
         let o = sh.opts;
         let mut next = 1.0;
         loop {
@@ -380,12 +383,7 @@ impl Ticker {
             let done = limits && p_done && c_done;
             let failed = sh.has_failure();
             if stop.load(Ordering::SeqCst) || time_up || done || failed {
-                let end = if time_up {
-                    o.time.map_or(now, |t| t.as_secs_f64().min(now))
-                } else {
-                    now
-                };
-                return end;
+                return;
             }
             if now >= next {
                 self.tick(sh, next, on_tick, false);

@@ -424,3 +424,112 @@ fn memory_alarm_blocks_publishers_and_the_stall_is_reported() {
         r.events
     );
 }
+
+#[test]
+fn rate_sweep_runs_one_step_per_rate() {
+    let o = AmqpOptions {
+        queue: Some("kiln-sweep".into()),
+        time: Some(Duration::from_secs(2)),
+        ..base("sweep")
+    };
+    let rates = kiln_loadgen::parse_sweep("100,300").unwrap();
+    let mut seen = Vec::new();
+    let rows = kiln_loadgen::sweep(&o, &rates, &AtomicBool::new(false), &mut |rate, _| {
+        seen.push(rate)
+    })
+    .unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.attempted_rate).collect::<Vec<_>>(),
+        vec![100.0, 300.0]
+    );
+    for r in &rows {
+        // No more than the schedule (+2 for rounding and the message due at the end).
+        assert!(
+            r.send_rate > 0.0 && r.send_rate * 2.0 <= r.attempted_rate * 2.0 + 2.0,
+            "{r:?}"
+        );
+        assert!(
+            r.consumer_latency_intended.is_some() && r.failure.is_none(),
+            "{r:?}"
+        );
+    }
+    assert!(seen.contains(&100.0) && seen.contains(&300.0));
+}
+
+#[test]
+fn json_bodies_and_variable_sizes_are_delivered() {
+    let o = AmqpOptions {
+        queue: Some("kiln-json".into()),
+        json_body: true,
+        size: 300,
+        pmessages: 200,
+        cmessages: 200,
+        ..base("json")
+    };
+    let (r, _) = go(&o);
+    assert_eq!((r.summary.sent, r.summary.received), (200, 200));
+    assert!(
+        r.summary.consumer_latency.is_none(),
+        "JSON bodies carry no timestamp"
+    );
+    let o = AmqpOptions {
+        queue: Some("kiln-vsize".into()),
+        // Bigger than a frame: bodies are split over several frames.
+        variable_size: vec![(200_000, 1), (12, 1)],
+        rate: Some(50.0),
+        time: Some(Duration::from_secs(3)),
+        ..base("vsize")
+    };
+    let (r, _) = go(&o);
+    let s = &r.summary;
+    assert!(s.sent > 0 && s.received == s.sent, "{s:?}");
+    assert_eq!(s.consumer_latency.unwrap().count, s.received);
+}
+
+#[test]
+fn consumer_rate_limit_holds_consumers_back() {
+    let o = AmqpOptions {
+        queue: Some("kiln-crate".into()),
+        consumer_rate: Some(100.0),
+        qos: 10,
+        rate: Some(400.0),
+        time: Some(Duration::from_secs(3)),
+        ..base("crate")
+    };
+    let (r, _) = go(&o);
+    let s = &r.summary;
+    // The consumer takes at most 100/s (+1 for the first message, which starts its clock).
+    assert!(
+        s.received > 0 && s.received <= 301 && s.sent > s.received,
+        "{s:?}"
+    );
+}
+
+#[test]
+fn idle_connections_keep_alive_with_heartbeats() {
+    // A 2 s heartbeat: a client that sends nothing for 4 s is dropped by the broker.
+    let b = RabbitMq::start_with(&RabbitMqOptions {
+        extra_config: vec!["heartbeat = 2".into()],
+    })
+    .expect("broker starts");
+    let o = AmqpOptions {
+        uri: b.uri(),
+        producers: 1,
+        consumers: 1,
+        publishing_interval: Some(Duration::from_secs(30)),
+        time: Some(Duration::from_secs(7)),
+        ..Default::default()
+    };
+    let (r, _) = {
+        let stop = AtomicBool::new(false);
+        let r = run(&o, &stop, &mut |_| {}).expect("run");
+        (r, ())
+    };
+    assert!(
+        r.summary.failure.is_none(),
+        "{:?} {:?}",
+        r.summary,
+        r.events
+    );
+    assert!(r.summary.duration_s >= 6.9, "{:?}", r.summary);
+}

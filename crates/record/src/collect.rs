@@ -8,6 +8,9 @@ use crate::symbols::{demangle, PerfMap, SymbolTable};
 use crate::unwind::{Images, Process, UserLoc};
 use kiln_model::{EventInfo, FrameKind, Profile, StackId};
 use std::collections::HashMap;
+
+/// Fast hashing for the per-sample interning tables (local data, not attacker-controlled).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 use std::path::Path;
 
 /// Counts that say how complete a recording is. Nothing is dropped without being counted.
@@ -18,6 +21,10 @@ pub struct Summary {
     pub samples: Vec<u64>,
     /// Records the kernel could not write because the ring buffer was full.
     pub lost: u64,
+    /// Times the kernel throttled an event for firing faster than
+    /// `kernel.perf_event_max_sample_rate` allows (events in the rest of that tick are not
+    /// sampled and cannot be counted).
+    pub throttled: u64,
     /// Samples whose user stack could not be unwound past the sampled instruction.
     pub shallow_user_stacks: u64,
     /// Samples for an event id no event of this recording has (should not happen).
@@ -50,10 +57,10 @@ pub struct NamingOptions {
 
 struct EventAcc {
     info: EventInfo,
-    node_index: HashMap<(u32, u32), u32>,
+    node_index: FastMap<(u32, u32), u32>,
     node_parent: Vec<u32>,
     node_loc: Vec<u32>,
-    threads: HashMap<(u32, u32, u32), u32>,
+    threads: FastMap<(u32, u32, u32), u32>,
     s_node: Vec<u32>,
     s_weight: Vec<u64>,
     s_time: Vec<u64>,
@@ -66,10 +73,10 @@ impl EventAcc {
     fn new(info: EventInfo) -> Self {
         EventAcc {
             info,
-            node_index: HashMap::new(),
+            node_index: FastMap::default(),
             node_parent: Vec::new(),
             node_loc: Vec::new(),
-            threads: HashMap::new(),
+            threads: FastMap::default(),
             s_node: Vec::new(),
             s_weight: Vec::new(),
             s_time: Vec::new(),
@@ -98,9 +105,13 @@ pub(crate) enum UserStack<'a> {
 /// Accumulates samples of several events.
 pub(crate) struct Collector {
     images: Images,
-    procs: HashMap<u32, Process>,
-    comms: HashMap<u32, Box<[u8]>>,
-    locs: HashMap<Loc, u32>,
+    procs: FastMap<u32, Process>,
+    comms: FastMap<u32, Box<[u8]>>,
+    /// Root location of each thread's current name.
+    comm_locs: FastMap<u32, u32>,
+    locs: FastMap<Loc, u32>,
+    addrs: Vec<u64>,
+    user_locs: Vec<UserLoc>,
     loc_list: Vec<Loc>,
     events: Vec<EventAcc>,
     naming: NamingOptions,
@@ -118,9 +129,12 @@ impl Collector {
             live,
             kallsyms: None,
             images: Images::default(),
-            procs: HashMap::new(),
-            comms: HashMap::new(),
-            locs: HashMap::new(),
+            procs: FastMap::default(),
+            comms: FastMap::default(),
+            comm_locs: FastMap::default(),
+            locs: FastMap::default(),
+            addrs: Vec::new(),
+            user_locs: Vec::new(),
             loc_list: Vec::new(),
             summary: Summary {
                 samples: vec![0; events.len()],
@@ -157,6 +171,7 @@ impl Collector {
     /// A thread's name changed (or was first seen); `exec` resets the process's mappings.
     pub fn on_comm(&mut self, pid: u32, tid: u32, name: &[u8], exec: bool) {
         self.comms.insert(tid, name.into());
+        self.comm_locs.remove(&tid);
         if exec && pid == tid {
             self.procs.insert(pid, Process::empty());
         }
@@ -177,6 +192,7 @@ impl Collector {
         }
         if let Some(c) = self.comms.get(&ptid).cloned() {
             self.comms.entry(tid).or_insert(c);
+            self.comm_locs.remove(&tid);
         }
     }
 
@@ -243,10 +259,12 @@ impl Collector {
             let l = self.loc(Loc::Kernel(a));
             path.push(l);
         }
-        let mut user_locs: Vec<UserLoc> = Vec::new();
+        let mut user_locs = std::mem::take(&mut self.user_locs);
+        user_locs.clear();
         match user {
             UserStack::Regs { ip, sp, bp, stack } if ip != 0 => {
-                let mut addrs: Vec<u64> = Vec::with_capacity(32);
+                let mut addrs = std::mem::take(&mut self.addrs);
+                addrs.clear();
                 let p = self.process(pid);
                 let n = p.unwind(ip, sp, bp, stack, |a| addrs.push(a));
                 if n <= 1 {
@@ -254,6 +272,7 @@ impl Collector {
                 }
                 let p = &self.procs[&pid];
                 user_locs.extend(addrs.iter().map(|&a| p.locate(a, pid, &self.images)));
+                self.addrs = addrs;
             }
             UserStack::Ips(ips) if !ips.is_empty() => {
                 self.process(pid);
@@ -265,12 +284,20 @@ impl Collector {
             }
             _ => {}
         }
-        for u in user_locs {
+        for u in user_locs.drain(..) {
             let l = self.loc(Loc::User(u));
             path.push(l);
         }
-        let comm = self.comm_of(pid, tid);
-        let comm_loc = self.loc(Loc::Comm(comm));
+        self.user_locs = user_locs;
+        let comm_loc = match self.comm_locs.get(&tid) {
+            Some(&l) => l,
+            None => {
+                let comm = self.comm_of(pid, tid);
+                let l = self.loc(Loc::Comm(comm));
+                self.comm_locs.insert(tid, l);
+                l
+            }
+        };
         path.push(comm_loc);
 
         let acc = &mut self.events[ev];
@@ -291,6 +318,12 @@ impl Collector {
         acc.s_thread.push(th);
         self.summary.samples[ev] += 1;
         self.path = path;
+    }
+
+    /// Parses `/proc/kallsyms` now (about 0.1 s) rather than after the recording, when
+    /// the user is waiting for the result.
+    pub fn preload_kallsyms(&mut self) {
+        self.kallsyms.get_or_insert_with(SymbolTable::kallsyms);
     }
 
     /// Drops the leaf kernel frames that belong to the tracing machinery that took the

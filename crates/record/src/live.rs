@@ -507,6 +507,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         opts.naming,
         true,
     );
+    collector.preload_kallsyms();
     if !spawned {
         for fd in &opened.fds {
             sys::enable(fd).map_err(|e| RecordError::sys("PERF_EVENT_IOC_ENABLE", e))?;

@@ -52,6 +52,7 @@ pub(crate) fn handle(
             &r.path.as_slice(),
         ),
         EventRecord::Lost(r) => c.summary.lost += r.count,
+        EventRecord::Throttle(_) => c.summary.throttled += 1,
         _ => {}
     }
 }
@@ -82,16 +83,17 @@ fn sample(c: &mut Collector, sc: &mut Scratch, ev: usize, weight: u64, s: &Sampl
         .as_ref()
         .and_then(|r| Some((r.get(REG_IP)?, r.get(REG_SP)?, r.get(REG_BP)?)));
     sc.stack.clear();
-    if let Some((data, dyn_size)) = &s.user_stack {
-        copy_raw(data, *dyn_size as usize, &mut sc.stack);
-    }
+    // The stack is used in place when it does not wrap around the ring buffer's end.
+    let stack: &[u8] = match &s.user_stack {
+        Some((RawData::Single(a), dyn_size)) => &a[..(*dyn_size as usize).min(a.len())],
+        Some((data, dyn_size)) => {
+            copy_raw(data, *dyn_size as usize, &mut sc.stack);
+            &sc.stack
+        }
+        None => &[],
+    };
     let user = match regs {
-        Some((ip, sp, bp)) if !sc.stack.is_empty() => UserStack::Regs {
-            ip,
-            sp,
-            bp,
-            stack: &sc.stack,
-        },
+        Some((ip, sp, bp)) if !stack.is_empty() => UserStack::Regs { ip, sp, bp, stack },
         _ if !sc.user.is_empty() => UserStack::Ips(&sc.user),
         Some((ip, _, _)) if ip != 0 => {
             sc.user.push(ip);

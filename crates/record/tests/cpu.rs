@@ -86,3 +86,37 @@ fn hot_functions_without_frame_pointers_unwind_with_cfi() {
         "hot-nofp",
     );
 }
+
+#[test]
+fn system_wide_sees_a_process_started_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(
+        dir.path(),
+        "hot.c",
+        "hot-sys",
+        &[
+            "-O2",
+            "-fno-inline",
+            "-fno-ipa-icf",
+            "-fno-optimize-sibling-calls",
+        ],
+    );
+    let mut child = std::process::Command::new(&exe).arg("3").spawn().unwrap();
+    let mut opts = RecordOptions::new(Target::System);
+    opts.duration = Some(Duration::from_secs(1));
+    let rec = record(&opts).expect("system-wide recording works");
+    child.kill().ok();
+    child.wait().unwrap();
+    assert_eq!(rec.stopped, StopReason::Duration);
+    let lines = folded(&rec.profiles[0]);
+    let (a, a_ok) = leaf_weight(&lines, "hot_a", |f| {
+        f[0] == "hot-sys" && f.iter().any(|x| x == "main")
+    });
+    assert!(a > 10 && a_ok == a, "{a_ok} of {a}\n{}", dump(&lines));
+    let threads: std::collections::HashSet<_> = rec.profiles[0]
+        .threads
+        .iter()
+        .filter_map(|(_, t)| t.pid)
+        .collect();
+    assert!(threads.len() > 1, "other processes are sampled too");
+}

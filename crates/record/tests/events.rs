@@ -17,11 +17,14 @@ fn mmap_and_page_faults_of_an_mmap_heavy_program() {
         "memhog",
         &["-O2", "-fno-inline", "-fno-optimize-sibling-calls"],
     );
-    let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "1".into()]));
+    let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "100".into()]));
     opts.events = EventSpec::parse_list("mmap,page-faults,munmap").unwrap();
     opts.duration = Some(Duration::from_secs(30));
+    opts.buffer_pages = 8192;
     let rec = record(&opts).expect("recording works");
     assert_eq!(rec.profiles.len(), 3);
+    let lost = rec.summary.lost;
+    let throttled = rec.summary.throttled;
     let names: Vec<_> = rec.profiles.iter().map(|p| p.event.name.as_str()).collect();
     assert_eq!(
         names,
@@ -31,10 +34,12 @@ fn mmap_and_page_faults_of_an_mmap_heavy_program() {
             "syscalls:sys_enter_munmap"
         ]
     );
-    for p in &rec.profiles {
+    // 100 rounds: 100 mmap and munmap calls and 64 * 100 page faults in map_and_touch.
+    // Every event is either in the profile or counted as lost (a 16 KiB stack copy per
+    // page fault can outrun the reader on a busy machine).
+    for (p, expected) in rec.profiles.iter().zip([100u64, 64 * 100, 100]) {
         assert_eq!(p.event.unit, WeightUnit::Events);
         let lines = folded(p);
-        let all: u64 = lines.iter().map(|l| l.1).sum();
         let ours: u64 = lines
             .iter()
             .filter(|(f, _)| {
@@ -45,21 +50,16 @@ fn mmap_and_page_faults_of_an_mmap_heavy_program() {
             .map(|l| l.1)
             .sum();
         assert!(
-            all > 100,
-            "{}: only {all} events\n{}",
+            ours <= expected && (ours + lost >= expected || throttled > 0),
+            "{}: {ours} events under main;map_and_touch, {lost} lost, {throttled} throttled, \
+             {expected} made\n{}",
             p.event.name,
             dump(&lines)
         );
-        assert!(
-            ours as f64 >= 0.8 * all as f64,
-            "{}: {ours} of {all} events under main;map_and_touch\n{}",
-            p.event.name,
-            dump(&lines)
-        );
+        if lost == 0 && throttled == 0 {
+            assert_eq!(ours, expected, "{}", p.event.name);
+        }
     }
-    // mmap and munmap come in pairs in the loop.
-    let (m, u) = (rec.summary.samples[0] as f64, rec.summary.samples[2] as f64);
-    assert!((m - u).abs() <= 0.05 * m + 10.0, "mmap {m} vs munmap {u}");
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn target_exiting_mid_recording_still_gives_its_profile() {
         "hot-exit",
         &["-O2", "-fno-inline", "-fno-ipa-icf"],
     );
-    let mut child = Command::new(&exe).arg("1").spawn().unwrap();
+    let mut child = Command::new(&exe).arg("2").spawn().unwrap();
     let mut opts = RecordOptions::new(Target::Pids(vec![child.id()]));
     opts.duration = Some(Duration::from_secs(30));
     let started = std::time::Instant::now();
@@ -84,7 +84,7 @@ fn target_exiting_mid_recording_still_gives_its_profile() {
     );
     let lines = folded(&rec.profiles[0]);
     let (a, _) = leaf_weight(&lines, "hot_a", |_| true);
-    assert!(a > 10, "samples before the exit are kept\n{}", dump(&lines));
+    assert!(a > 5, "samples before the exit are kept\n{}", dump(&lines));
 }
 
 #[test]

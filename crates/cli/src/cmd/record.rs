@@ -245,8 +245,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("kiln record: warning: {w}");
     }
     eprintln!(
-        "kiln record: {why}; {} lost records, {} samples with a one-frame user stack, {} unreadable records",
-        s.lost, s.shallow_user_stacks, s.bad_records
+        "kiln record: {why}; {} lost records, {} throttled intervals, {} samples with a one-frame user stack, {} unreadable records",
+        s.lost, s.throttled, s.shallow_user_stacks, s.bad_records
     );
     if let Some(st) = rec.exit_status {
         if !st.success() {

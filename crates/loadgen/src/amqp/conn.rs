@@ -138,20 +138,40 @@ fn pct(s: &str) -> Result<String, String> {
 /// The write half, shared by the thread that publishes (or acks) and the reader (heartbeats).
 #[derive(Debug)]
 pub struct Writer {
-    stream: Mutex<TcpStream>,
+    /// The socket and when we last wrote to it.
+    stream: Mutex<(TcpStream, Instant)>,
     /// A clone used only to shut the socket down while a writer may hold the lock.
     ctl: TcpStream,
     uri: String,
 }
 
+const HEARTBEAT_FRAME: [u8; 8] = [wire::FRAME_HEARTBEAT, 0, 0, 0, 0, 0, 0, wire::FRAME_END];
+
 impl Writer {
     /// Writes all of `bytes` as one unit (frames from two threads never interleave).
     pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
         let mut s = self.stream.lock().unwrap_or_else(|p| p.into_inner());
-        s.write_all(bytes).map_err(|e| Error::Io {
+        s.1 = Instant::now();
+        s.0.write_all(bytes).map_err(|e| Error::Io {
             uri: self.uri.clone(),
             source: e,
         })
+    }
+
+    /// Sends a heartbeat if nothing was written for `idle`. Skipped while another thread
+    /// is writing: that write is traffic the broker counts, and waiting for it could stall
+    /// the reader behind TCP backpressure.
+    fn heartbeat_if_idle(&self, idle: Duration) -> Result<(), Error> {
+        if let Ok(mut s) = self.stream.try_lock() {
+            if s.1.elapsed() >= idle {
+                s.1 = Instant::now();
+                s.0.write_all(&HEARTBEAT_FRAME).map_err(|e| Error::Io {
+                    uri: self.uri.clone(),
+                    source: e,
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// Closes both directions so a blocked reader or writer returns at once.
@@ -170,6 +190,8 @@ pub struct FrameReader {
     frame_max: usize,
     uri: String,
     heartbeat: Option<Duration>,
+    /// True until the handshake is done: a read timeout then is an error.
+    handshaking: bool,
     last_read: Instant,
     writer: Arc<Writer>,
 }
@@ -236,35 +258,41 @@ impl FrameReader {
                 Ok(n) => {
                     self.end += n;
                     self.last_read = Instant::now();
+                    if let Some(hb) = self.heartbeat {
+                        self.writer.heartbeat_if_idle(hb / 2)?;
+                    }
                     return Ok(());
                 }
                 Err(e)
                     if e.kind() == std::io::ErrorKind::WouldBlock
                         || e.kind() == std::io::ErrorKind::TimedOut =>
                 {
-                    let hb = self.heartbeat.unwrap_or(Duration::from_secs(30));
-                    if self.last_read.elapsed() > hb * 2 {
-                        return Err(Error::Io {
-                            uri: self.uri.clone(),
-                            source: std::io::Error::new(
-                                std::io::ErrorKind::TimedOut,
-                                format!(
-                                    "no heartbeat from the broker for {} s",
-                                    (hb * 2).as_secs()
-                                ),
-                            ),
-                        });
+                    match self.heartbeat {
+                        // During the handshake silence means this is not a working broker.
+                        None if self.handshaking => {
+                            return Err(Error::Io {
+                                uri: self.uri.clone(),
+                                source: e,
+                            })
+                        }
+                        // No heartbeats negotiated: an idle connection is fine.
+                        None => {}
+                        Some(hb) => {
+                            if self.last_read.elapsed() > hb * 2 {
+                                return Err(Error::Io {
+                                    uri: self.uri.clone(),
+                                    source: std::io::Error::new(
+                                        std::io::ErrorKind::TimedOut,
+                                        format!(
+                                            "no heartbeat from the broker for {} s",
+                                            (hb * 2).as_secs()
+                                        ),
+                                    ),
+                                });
+                            }
+                            self.writer.heartbeat_if_idle(hb / 2)?;
+                        }
                     }
-                    self.writer.write(&[
-                        wire::FRAME_HEARTBEAT,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0,
-                        wire::FRAME_END,
-                    ])?;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -328,7 +356,7 @@ impl Connection {
         let wstream = stream.try_clone().map_err(conn_err)?;
         let ctl = stream.try_clone().map_err(conn_err)?;
         let writer = Arc::new(Writer {
-            stream: Mutex::new(wstream),
+            stream: Mutex::new((wstream, Instant::now())),
             ctl,
             uri: shown.clone(),
         });
@@ -341,6 +369,7 @@ impl Connection {
                 frame_max: FRAME_MAX as usize,
                 uri: shown.clone(),
                 heartbeat: None,
+                handshaking: true,
                 last_read: Instant::now(),
                 writer: writer.clone(),
             },
@@ -447,13 +476,15 @@ impl Connection {
         if heartbeat > 0 {
             let hb = Duration::from_secs(heartbeat as u64);
             self.reader.heartbeat = Some(hb);
-            let _ = self.reader.stream.set_read_timeout(Some(hb / 2));
+            // Wake often enough to send our heartbeat within half an interval of silence.
+            let _ = self.reader.stream.set_read_timeout(Some(hb / 4));
         } else {
             let _ = self
                 .reader
                 .stream
                 .set_read_timeout(Some(Duration::from_secs(15)));
         }
+        self.reader.handshaking = false;
         Ok(())
     }
 
@@ -633,6 +664,8 @@ impl Connection {
             e.u16(200).shortstr("kiln done").u16(0).u16(0);
         });
         if self.writer.write(&out).is_ok() {
+            // A timeout waiting for close-ok ends the wait (as during the handshake).
+            self.reader.handshaking = true;
             let _ = self
                 .reader
                 .stream

@@ -219,8 +219,11 @@ fn consume_loop(
             if done {
                 sh.consumers_done.fetch_add(1, Ordering::SeqCst);
                 // Leave at once: messages prefetched beyond our count go back to the queue
-                // for the other consumers instead of sitting unacknowledged here.
-                writer.shutdown();
+                // for the other consumers instead of sitting unacknowledged here. Close
+                // politely and wait for close-ok, so the broker has applied every ack sent
+                // (an abrupt close can lose acks still in its socket buffer, and those
+                // messages would be delivered again).
+                close_politely(&mut reader, writer);
                 return Ok(());
             }
             if !o.consumer_latency.is_zero() {
@@ -248,6 +251,29 @@ fn consume_loop(
             pending_received = 0;
         }
     }
+}
+
+fn close_politely(reader: &mut FrameReader, writer: &Writer) {
+    let mut out = Vec::new();
+    wire::method_frame(&mut out, 0, m::CONN_CLOSE, |e| {
+        e.u16(200).shortstr("message count reached").u16(0).u16(0);
+    });
+    if writer.write(&out).is_ok() {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            match reader.next() {
+                Ok(f)
+                    if f.kind == wire::FRAME_METHOD
+                        && wire::method_id(f.payload) == Some(m::CONN_CLOSE_OK) =>
+                {
+                    break
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    writer.shutdown();
 }
 
 fn ack(out: &mut Vec<u8>, tag: u64, multiple: bool) {

@@ -336,6 +336,7 @@ fn publish_loop(
     let c = &sh.producers[idx];
     let go_ns = sh.go_ns.get().copied().unwrap_or(0);
     let co = o.rate_limited() && !o.json_body;
+    let end_s = o.time.map_or(f64::INFINITY, |t| t.as_secs_f64());
     let mut buf: Vec<u8> = Vec::with_capacity(FLUSH_BYTES * 2);
     let mut unflushed = 0u64;
     let mut intended = [0f64; BATCH];
@@ -401,7 +402,8 @@ fn publish_loop(
         let now_s = sh.mono_ns().saturating_sub(go_ns) as f64 / 1e9;
         if let Some(p) = st.pacer.as_mut() {
             let mut k = 0;
-            while (k as u64) < n && p.next <= now_s {
+            // Nothing is scheduled at or after the end of a timed run.
+            while (k as u64) < n && p.next <= now_s && p.next < end_s {
                 intended[k] = p.next;
                 p.advance();
                 k += 1;

@@ -42,7 +42,8 @@ pub fn folded(p: &Profile) -> Vec<(Vec<String>, u64)> {
         .collect()
 }
 
-/// Total weight of stacks whose leaf is `leaf`, and of those, the weight whose stack also
+/// Total weight of stacks whose deepest user frame is `leaf` (kernel frames above it,
+/// from an interrupt or a preemption, do not count: the kernel works on its behalf), and of those, the weight whose stack also
 /// satisfies `pred`.
 pub fn leaf_weight(
     lines: &[(Vec<String>, u64)],
@@ -52,9 +53,14 @@ pub fn leaf_weight(
     let mut all = 0;
     let mut ok = 0;
     for (frames, w) in lines {
-        if frames.last().map(String::as_str) == Some(leaf) {
+        // Kernel frames (interrupt entry and what follows) sit above the user leaf.
+        let user_end = frames
+            .iter()
+            .position(|f| f.starts_with("asm_") || f.starts_with("entry_SYSCALL"))
+            .unwrap_or(frames.len());
+        if user_end > 0 && frames[user_end - 1] == leaf {
             all += w;
-            if pred(frames) {
+            if pred(&frames[..user_end]) {
                 ok += w;
             }
         }
