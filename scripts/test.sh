@@ -10,16 +10,16 @@ export KILN_REQUIRE_ANCHORS=1
 export CARGO_TERM_COLOR=never
 
 step() { echo; echo "=== $* ===" >&2; }
+step "web viewer: npm ci, bundle up to date, typecheck, unit tests"
+# Before cargo test: the viewer's browser test drives Chromium with playwright-core.
+(cd web && npm ci --no-audit --no-fund --silent && npm run --silent check-dist \
+  && npm run --silent typecheck && npm test)
 step "cargo fmt --check"
 cargo fmt --all --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test"
-cargo test --workspace
-if [ -f web/package.json ]; then
-  step "web viewer tests"
-  (cd web && npm ci --no-audit --no-fund --silent && npm test)
-fi
+cargo test --workspace --no-fail-fast
 if [ "${KILN_SKIP_FUZZ:-}" != 1 ]; then
   step "fuzz targets"
   scripts/fuzz.sh "${KILN_FUZZ_SECONDS:-15}"

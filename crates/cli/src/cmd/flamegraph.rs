@@ -228,9 +228,15 @@ fn read_inputs(args: &Args) -> Result<Input> {
     } else {
         args.inputs.iter().map(|p| Some(p.as_path())).collect()
     };
+    // perf input: an SVG needs one row per stack, unless it is a flame chart (sample order)
+    // or the HTML viewer (timestamps for its time strip).
+    let popts = kiln_collapse::perf::PerfOptions {
+        aggregate: !args.svg.flamechart && !is_html(args.output.as_deref()),
+        ..Default::default()
+    };
     let mut merged: Option<(Profile, Option<Profile>)> = None;
     for path in paths {
-        let c = collapse_input(path, &args.input_args, Default::default(), false)?;
+        let c = collapse_input(path, &args.input_args, popts.clone(), false)?;
         match &mut merged {
             None => merged = Some((c.profile, c.after)),
             Some((p, after)) => {
