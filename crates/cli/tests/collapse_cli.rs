@@ -149,7 +149,10 @@ fn diff_folded_and_table() {
     let text = std::fs::read_to_string(&svg).unwrap();
     roxmltree::Document::parse_with_options(
         &text,
-        roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() },
+        roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        },
     )
     .expect("well-formed SVG");
     assert!(text.contains("rabbit_exchange:route/2"));

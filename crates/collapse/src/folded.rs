@@ -102,23 +102,161 @@ impl PrefixReuse {
     }
 }
 
+/// A data line: where its stack is, its counts, its line number.
+struct Line {
+    start: usize,
+    len: u32,
+    c1: u64,
+    c2: Option<u64>,
+}
+
+/// Length of the common prefix of two byte strings, eight bytes at a time.
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// Compares two stacks frame by frame (`a;b` before `a;b;c` before `a;b1` before `a;bc`),
+/// so that the lines under one prefix are contiguous once sorted. Equivalent to comparing
+/// the bytes with the end of the string lowest, then `;`, then every other byte.
+fn cmp_frames(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let i = common_prefix(a, b);
+    let rank = |s: &[u8]| -> u16 {
+        match s.get(i) {
+            None => 0,
+            Some(b';') => 1,
+            Some(&c) => u16::from(c) + 2,
+        }
+    };
+    rank(a).cmp(&rank(b))
+}
+
+/// Builds stacks from lines sorted with [`cmp_frames`]: a frame that differs from the
+/// previous line's at the same depth starts a new node, so nodes are appended without a
+/// lookup; names are mapped to frames through a cache.
+struct SortedBuilder {
+    prev: Vec<(usize, usize)>,
+    nodes: Vec<StackId>,
+    names: hashbrown::HashTable<FrameId>,
+    hasher: foldhash::fast::FixedState,
+    prev_line: (usize, usize),
+}
+
+impl SortedBuilder {
+    fn new() -> Self {
+        SortedBuilder {
+            prev: Vec::new(),
+            nodes: Vec::new(),
+            names: hashbrown::HashTable::new(),
+            hasher: Default::default(),
+            prev_line: (0, 0),
+        }
+    }
+
+    fn frame(&mut self, p: &mut Profile, name: &[u8]) -> FrameId {
+        use std::hash::BuildHasher;
+        let h = self.hasher.hash_one(name);
+        if let Some(&f) = self.names.find(h, |&f| p.frame_name(f) == name) {
+            return f;
+        }
+        let f = p.frame(name, FrameKind::Unknown);
+        let hasher = self.hasher;
+        let prof: &Profile = p;
+        self.names
+            .insert_unique(h, f, |&g| hasher.hash_one(prof.frame_name(g)));
+        f
+    }
+
+    fn stack(&mut self, p: &mut Profile, data: &[u8], stack: (usize, usize)) -> StackId {
+        let (s, e) = stack;
+        let line = &data[s..e];
+        let prev = &data[self.prev_line.0..self.prev_line.1];
+        let common = common_prefix(line, prev);
+        if common == line.len() && common == prev.len() && !self.nodes.is_empty() {
+            // The same stack as the previous line (equal lines are adjacent once sorted).
+            let shift = s as isize - self.prev_line.0 as isize;
+            for f in self.prev.iter_mut() {
+                *f = (
+                    (f.0 as isize + shift) as usize,
+                    (f.1 as isize + shift) as usize,
+                );
+            }
+            self.prev_line = (s, e);
+            return *self.nodes.last().expect("non-empty stack");
+        }
+        // Frames of the previous line that end inside the common bytes, at a frame boundary
+        // of both lines, are this line's too.
+        let boundary = |x: &[u8], at: usize| at == x.len() || x[at] == b';';
+        let mut keep = 0;
+        while keep < self.prev.len() {
+            let end = self.prev[keep].1 - self.prev_line.0;
+            if end <= common && boundary(line, end) && boundary(prev, end) {
+                keep += 1;
+            } else {
+                break;
+            }
+        }
+        self.nodes.truncate(keep);
+        self.prev.truncate(keep);
+        let mut start = match self.prev.last() {
+            Some(&(_, end)) => end - self.prev_line.0 + 1,
+            None => 0,
+        };
+        // Re-base kept frames on this line (same bytes, new offsets).
+        let shift = s as isize - self.prev_line.0 as isize;
+        for f in self.prev.iter_mut() {
+            *f = (
+                (f.0 as isize + shift) as usize,
+                (f.1 as isize + shift) as usize,
+            );
+        }
+        while start <= line.len() {
+            let end = memchr::memchr(b';', &line[start..]).map_or(line.len(), |q| start + q);
+            let f = self.frame(p, &line[start..end]);
+            let parent = self.nodes.last().copied();
+            self.nodes.push(p.stacks.push_new(parent, f));
+            self.prev.push((s + start, s + end));
+            start = end + 1;
+        }
+        self.prev_line = (s, e);
+        *self.nodes.last().expect("non-empty stack")
+    }
+}
+
 /// Collapses folded input (see [`crate::collapse`]).
+///
+/// Unless [`Options::keep_order`] is set, lines are sorted (frame by frame) before the
+/// stack tree is built, which makes building it a matter of appending nodes; sample
+/// rows then come in stack order rather than input order, which only a flame chart cares
+/// about.
 pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseError> {
     let mut out = Collapsed {
         profile: Profile::new(EventInfo::default()),
         ..Default::default()
     };
-    let mut after: Option<Profile> = None;
     let mut two_counts: Option<bool> = None;
     let mut warnings = Warnings::new(input.name, opts);
-    let mut reuse = PrefixReuse::new();
-    let mut reuse_after = PrefixReuse::new();
     let data = input.data;
+    let mut lines: Vec<Line> = Vec::new();
     let mut pos = 0usize;
     let mut lineno = 0u64;
     while pos < data.len() {
         let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
         let raw = &data[pos..end];
+        let line_start = pos;
         pos = end + 1;
         lineno += 1;
         let line = trim_end(raw);
@@ -136,12 +274,7 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
         }
         let is_two = c2.is_some();
         match two_counts {
-            None => {
-                two_counts = Some(is_two);
-                if is_two {
-                    after = Some(Profile::new(EventInfo::default()));
-                }
-            }
+            None => two_counts = Some(is_two),
             Some(t) if t != is_two => {
                 warnings.warn(
                     lineno,
@@ -162,15 +295,44 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
             warnings.warn(lineno, "empty stack", line)?;
             continue;
         }
-        let node = reuse
-            .stack(&mut out.profile, stack)
-            .expect("non-empty stack");
-        out.profile.samples.push(node, c1, NO_TIME, ThreadId::NONE);
-        if let (Some(a), Some(c2)) = (after.as_mut(), c2) {
-            let node = reuse_after.stack(a, stack).expect("non-empty stack");
-            a.samples.push(node, c2, NO_TIME, ThreadId::NONE);
-        }
+        lines.push(Line {
+            start: line_start,
+            len: stack.len() as u32,
+            c1,
+            c2,
+        });
         out.stats.kept += 1;
+    }
+    let slice = |l: &Line| &data[l.start..l.start + l.len as usize];
+    let mut after = (two_counts == Some(true)).then(|| Profile::new(EventInfo::default()));
+    if opts.keep_order {
+        let mut reuse = PrefixReuse::new();
+        let mut reuse_after = PrefixReuse::new();
+        for l in &lines {
+            let node = reuse
+                .stack(&mut out.profile, slice(l))
+                .expect("non-empty stack");
+            out.profile
+                .samples
+                .push(node, l.c1, NO_TIME, ThreadId::NONE);
+            if let (Some(a), Some(c2)) = (after.as_mut(), l.c2) {
+                let node = reuse_after.stack(a, slice(l)).expect("non-empty stack");
+                a.samples.push(node, c2, NO_TIME, ThreadId::NONE);
+            }
+        }
+    } else {
+        lines.sort_unstable_by(|a, b| cmp_frames(slice(a), slice(b)));
+        let mut b1 = SortedBuilder::new();
+        let mut b2 = SortedBuilder::new();
+        for l in &lines {
+            let range = (l.start, l.start + l.len as usize);
+            let n1 = b1.stack(&mut out.profile, data, range);
+            out.profile.samples.push(n1, l.c1, NO_TIME, ThreadId::NONE);
+            if let (Some(a), Some(c2)) = (after.as_mut(), l.c2) {
+                let n2 = b2.stack(a, data, range);
+                a.samples.push(n2, c2, NO_TIME, ThreadId::NONE);
+            }
+        }
     }
     out.after = after;
     out.stats.warnings = warnings.count;

@@ -78,6 +78,9 @@ pub struct Options {
     /// Keep at most this many warnings in [`Collapsed::warnings`] (all are counted).
     /// Default: 100.
     pub max_warnings: usize,
+    /// Folded input: keep samples in input order (flame charts need it). Otherwise lines
+    /// are sorted before the stack tree is built, which is much faster. Default: false.
+    pub keep_order: bool,
 }
 
 impl Default for Options {
@@ -86,6 +89,7 @@ impl Default for Options {
             strict: false,
             perf: perf::PerfOptions::default(),
             max_warnings: 100,
+            keep_order: false,
         }
     }
 }

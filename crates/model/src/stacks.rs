@@ -21,6 +21,9 @@ pub struct StackTable {
     /// (samples of one thread share their callers), and this skips the hash map.
     last_child: Vec<u32>,
     index: HashMap<u64, u32, FastHash>,
+    /// Nodes below this many are in `index`; nodes appended by [`Self::push_new`] are
+    /// indexed on the next lookup.
+    indexed: usize,
 }
 
 const NO_PARENT: u32 = u32::MAX;
@@ -34,6 +37,7 @@ impl StackTable {
     /// The node for `frame` called from `parent` (`None` for a root frame), created if new.
     #[inline]
     pub fn intern(&mut self, parent: Option<StackId>, frame: FrameId) -> StackId {
+        self.ensure_index();
         let p = parent.map_or(NO_PARENT, |s| s.0);
         if p != NO_PARENT {
             let lc = self.last_child[p as usize];
@@ -51,11 +55,40 @@ impl StackTable {
             self.last_child.push(NO_PARENT);
             self.depth
                 .push(parent.map_or(0, |s| self.depth[s.0 as usize] + 1));
+            self.indexed = self.frame.len();
         }
         if p != NO_PARENT {
             self.last_child[p as usize] = id;
         }
         StackId(id)
+    }
+
+    /// Appends a node for `frame` under `parent` that the caller knows is new (no node has
+    /// this frame under this parent), without a hash lookup. Builders that see stacks in
+    /// sorted order use it: a tree of millions of nodes is then built at the cost of
+    /// appending to arrays; the lookup index is completed on the next [`Self::intern`] or
+    /// [`Self::find`]. Appending a node that exists already breaks the tree (two nodes for
+    /// one path), so only call it when sure.
+    pub fn push_new(&mut self, parent: Option<StackId>, frame: FrameId) -> StackId {
+        let p = parent.map_or(NO_PARENT, |s| s.0);
+        let id = self.frame.len() as u32;
+        assert!(id != NO_PARENT, "more than 4 billion stacks");
+        self.frame.push(frame);
+        self.parent.push(p);
+        self.last_child.push(NO_PARENT);
+        self.depth
+            .push(parent.map_or(0, |s| self.depth[s.0 as usize] + 1));
+        StackId(id)
+    }
+
+    /// Indexes nodes appended by [`Self::push_new`].
+    fn ensure_index(&mut self) {
+        while self.indexed < self.frame.len() {
+            let i = self.indexed;
+            let key = (u64::from(self.parent[i]) << 32) | u64::from(self.frame[i].0);
+            self.index.insert(key, i as u32);
+            self.indexed += 1;
+        }
     }
 
     /// The node for the whole path `frames` (root first); `None` for an empty path.
@@ -69,6 +102,14 @@ impl StackTable {
 
     /// Looks up the node for `frame` under `parent` without creating it.
     pub fn find(&self, parent: Option<StackId>, frame: FrameId) -> Option<StackId> {
+        if self.indexed < self.frame.len() {
+            // Not indexed yet: a linear scan is correct, if slow; callers that mix
+            // push_new and find should intern instead.
+            let p = parent.map_or(NO_PARENT, |s| s.0);
+            return (0..self.frame.len())
+                .find(|&i| self.parent[i] == p && self.frame[i] == frame)
+                .map(|i| StackId(i as u32));
+        }
         let p = parent.map_or(NO_PARENT, |s| s.0);
         let key = (u64::from(p) << 32) | u64::from(frame.0);
         self.index.get(&key).map(|&i| StackId(i))

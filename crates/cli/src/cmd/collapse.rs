@@ -103,7 +103,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         aggregate: true,
         ..args.perf.to_options()
     };
-    let c = collapse_input(args.input.as_deref(), &args.input_args, popts, true)?;
+    let c = collapse_input(args.input.as_deref(), &args.input_args, popts, true, false)?;
     if c.after.is_some() {
         anyhow::bail!(
             "the input has two counts per line (a differential profile); render it with \

@@ -147,12 +147,13 @@ pub fn open_input(path: Option<&Path>) -> Result<(String, Box<dyn io::Read>)> {
 /// Collapses one input into profiles, printing warnings and (unless quiet) the summary.
 ///
 /// `perf script` text is streamed in blocks (memory stays small whatever its size); other
-/// formats are read whole.
+/// formats are read whole. `keep_order` keeps folded lines in input order (flame charts).
 pub fn collapse_input(
     path: Option<&Path>,
     args: &InputArgs,
     perf: kiln_collapse::perf::PerfOptions,
     always_summarise: bool,
+    keep_order: bool,
 ) -> Result<kiln_collapse::Collapsed> {
     use std::io::Read;
     let (name, mut reader) = open_input(path)?;
@@ -180,6 +181,7 @@ pub fn collapse_input(
     let opts = kiln_collapse::Options {
         strict: args.strict,
         perf,
+        keep_order,
         ..Default::default()
     };
     let c = if format == kiln_collapse::Format::Perf {

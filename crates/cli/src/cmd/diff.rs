@@ -66,7 +66,7 @@ fn load(
         aggregate: true,
         ..args.perf.to_options()
     };
-    let c = collapse_input(Some(path), &args.input_args, popts, false)?;
+    let c = collapse_input(Some(path), &args.input_args, popts, false, false)?;
     if c.after.is_some() {
         anyhow::bail!(
             "'{}' is already a differential profile (two counts per line)",

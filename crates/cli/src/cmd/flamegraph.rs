@@ -236,7 +236,13 @@ fn read_inputs(args: &Args) -> Result<Input> {
     };
     let mut merged: Option<(Profile, Option<Profile>)> = None;
     for path in paths {
-        let c = collapse_input(path, &args.input_args, popts.clone(), false)?;
+        let c = collapse_input(
+            path,
+            &args.input_args,
+            popts.clone(),
+            false,
+            args.svg.flamechart,
+        )?;
         match &mut merged {
             None => merged = Some((c.profile, c.after)),
             Some((p, after)) => {

@@ -20,7 +20,11 @@ pub fn folded(bytes: &[u8]) -> (Profile, Option<Profile>) {
             data: bytes,
         },
         kiln_collapse::Format::Folded,
-        &kiln_collapse::Options::default(),
+        // Input order, as flamegraph.pl reads it (flame charts depend on it).
+        &kiln_collapse::Options {
+            keep_order: true,
+            ..Default::default()
+        },
     )
     .expect("folded input parses");
     (c.profile, c.after)
