@@ -352,7 +352,12 @@ impl Collector {
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
         for loc in &self.loc_list {
             names.push(match loc {
-                Loc::Comm(c) => (c.to_vec(), FrameKind::Root),
+                // The root frame names the thread as stackcollapse-perf.pl does (spaces
+                // become `_`), so `kiln record` and `perf script | kiln collapse` agree.
+                Loc::Comm(c) => (
+                    c.iter().map(|&b| if b == b' ' { b'_' } else { b }).collect(),
+                    FrameKind::Root,
+                ),
                 Loc::Kernel(a) => {
                     let t = kallsyms.get_or_insert_with(SymbolTable::kallsyms);
                     let mut n = match t.lookup(*a) {
