@@ -453,21 +453,7 @@ impl PaletteMap {
     /// Reads a palette map; `path` names the source in errors.
     pub fn read(reader: impl BufRead, path: &Path) -> Result<PaletteMap, FlamegraphError> {
         let mut map = HashMap::new();
-        for (i, line) in reader.split(b'\n').enumerate() {
-            let line = line.map_err(|source| FlamegraphError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            let line = line.strip_suffix(b"\r").unwrap_or(&line);
-            if line.is_empty() {
-                continue;
-            }
-            let bad = |reason| FlamegraphError::BadFileLine {
-                path: path.to_path_buf(),
-                line: i as u64 + 1,
-                reason,
-                text: String::from_utf8_lossy(line).into_owned(),
-            };
+        crate::lines::for_each_line(reader, path, |line, bad| {
             let sep = memchr::memmem::rfind(line, b"->")
                 .ok_or_else(|| bad("expected NAME->rgb(R,G,B)"))?;
             let color = std::str::from_utf8(&line[sep + 2..])
@@ -475,7 +461,8 @@ impl PaletteMap {
                 .and_then(Rgb::parse)
                 .ok_or_else(|| bad("expected a colour rgb(R,G,B) after '->'"))?;
             map.insert(line[..sep].to_vec(), color);
-        }
+            Ok(())
+        })?;
         Ok(PaletteMap { map })
     }
 

@@ -45,6 +45,7 @@ mod color;
 mod error;
 mod escape;
 mod layout;
+mod lines;
 mod nameattr;
 mod svg;
 

@@ -47,21 +47,7 @@ impl NameAttrs {
     /// Reads the file format; `path` names the source in errors.
     pub fn read(reader: impl BufRead, path: &Path) -> Result<NameAttrs, FlamegraphError> {
         let mut map: HashMap<Vec<u8>, FrameAttrs> = HashMap::new();
-        for (i, line) in reader.split(b'\n').enumerate() {
-            let line = line.map_err(|source| FlamegraphError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            let line = line.strip_suffix(b"\r").unwrap_or(&line);
-            if line.is_empty() {
-                continue;
-            }
-            let bad = |reason| FlamegraphError::BadFileLine {
-                path: path.to_path_buf(),
-                line: i as u64 + 1,
-                reason,
-                text: String::from_utf8_lossy(line).into_owned(),
-            };
+        crate::lines::for_each_line(reader, path, |line, bad| {
             let tab = memchr::memchr(b'\t', line)
                 .ok_or_else(|| bad("expected FUNCTION<TAB>name=value"))?;
             let (func, rest) = (&line[..tab], &line[tab + 1..]);
@@ -91,7 +77,8 @@ impl NameAttrs {
                     _ => return Err(bad("invalid attribute name (event handlers and drawing attributes are not allowed)")),
                 }
             }
-        }
+            Ok(())
+        })?;
         Ok(NameAttrs { map })
     }
 
