@@ -390,12 +390,15 @@ struct Folder<'a> {
     /// Stack lines seen before → their frames (in `cache_frames`).
     line_cache: HashTable<CacheEntry>,
     line_keys: Vec<u8>,
+    /// Bytes of lines this thread may remember (the budget is shared by the threads).
+    line_cache_limit: usize,
 }
 
 /// A recently seen thread: (tid, pid, comm) and its id.
 type RecentThread = (Option<u32>, Option<u32>, Vec<u8>, ThreadId);
 
-/// At most this many bytes of distinct stack lines are remembered per parser thread.
+/// At most this many bytes of distinct stack lines are remembered, shared by the parser
+/// threads.
 const LINE_CACHE_BYTES: usize = 2 << 20;
 
 impl<'a> Folder<'a> {
@@ -429,6 +432,7 @@ impl<'a> Folder<'a> {
             agg: Vec::new(),
             line_cache: HashTable::new(),
             line_keys: Vec::new(),
+            line_cache_limit: LINE_CACHE_BYTES,
         }
     }
 
@@ -550,7 +554,7 @@ impl<'a> Folder<'a> {
     /// Remembers the frames a stack line gave (those after `start` in `leaf_first`), while
     /// the cache is below its size limit.
     fn remember_line(&mut self, line: &[u8], java: bool, start: usize) {
-        if self.line_keys.len() + line.len() > LINE_CACHE_BYTES {
+        if self.line_keys.len() + line.len() > self.line_cache_limit {
             return;
         }
         let hash = self.hasher.hash_one((line, java));
@@ -973,12 +977,14 @@ fn parse_blocks<'a>(
     filter: Option<&'a [u8]>,
     jobs: impl Iterator<Item = (usize, Vec<u8>)>,
     failed: &std::sync::atomic::AtomicBool,
+    threads: usize,
 ) -> WorkerOut<'a> {
     let mut out = WorkerOut {
         folder: Folder::new(&opts.perf, filter),
         blocks: Vec::new(),
         error: None,
     };
+    out.folder.line_cache_limit = LINE_CACHE_BYTES / threads.max(1);
     for (idx, block) in jobs {
         let mut w = Warnings::new(name, opts);
         let start = out.folder.profile.samples.len();
@@ -1050,7 +1056,7 @@ pub fn collapse_reader(
             idx += 1;
             Some((idx - 1, b))
         });
-        vec![parse_blocks(name, opts, filter, jobs, &failed)]
+        vec![parse_blocks(name, opts, filter, jobs, &failed, 1)]
     } else {
         std::thread::scope(|s| {
             let (job_tx, job_rx) = crossbeam_channel::bounded::<(usize, Vec<u8>)>(threads);
@@ -1058,7 +1064,9 @@ pub fn collapse_reader(
             let handles: Vec<_> = (0..threads)
                 .map(|_| {
                     let job_rx = job_rx.clone();
-                    s.spawn(move || parse_blocks(name, opts, filter, job_rx.into_iter(), failed))
+                    s.spawn(move || {
+                        parse_blocks(name, opts, filter, job_rx.into_iter(), failed, threads)
+                    })
                 })
                 .collect();
             drop(job_rx);
