@@ -355,7 +355,9 @@ impl Collector {
                 // The root frame names the thread as stackcollapse-perf.pl does (spaces
                 // become `_`), so `kiln record` and `perf script | kiln collapse` agree.
                 Loc::Comm(c) => (
-                    c.iter().map(|&b| if b == b' ' { b'_' } else { b }).collect(),
+                    c.iter()
+                        .map(|&b| if b == b' ' { b'_' } else { b })
+                        .collect(),
                     FrameKind::Root,
                 ),
                 Loc::Kernel(a) => {
