@@ -508,3 +508,30 @@ impl Ticker {
         }
     }
 }
+
+/// The broker closed the connection or a channel (`id` is the method): answer with the
+/// matching close-ok, so it can finish cleanly, and return the error naming its reason.
+fn closed_by_broker(
+    d: &mut crate::amqp::wire::Dec<'_>,
+    id: Option<(u16, u16)>,
+    channel: u16,
+    writer: &Writer,
+    sh: &Shared,
+) -> Error {
+    use crate::amqp::wire::{self, m};
+    let code = d.u16().unwrap_or(0);
+    let text = d.shortstr().unwrap_or("").to_string();
+    let ok = if id == Some(m::CONN_CLOSE) {
+        m::CONN_CLOSE_OK
+    } else {
+        m::CHAN_CLOSE_OK
+    };
+    let mut out = Vec::new();
+    wire::method_frame(&mut out, channel, ok, |_| {});
+    let _ = writer.write(&out);
+    Error::Closed {
+        uri: sh.uri.display(),
+        code,
+        text,
+    }
+}

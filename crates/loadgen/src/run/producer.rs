@@ -500,21 +500,7 @@ fn read_loop(
                 sh.event("unblocked", format!("producer {idx}"));
             }
             Some(m::CONN_CLOSE) | Some(m::CHAN_CLOSE) => {
-                let code = d.u16().unwrap_or(0);
-                let text = d.shortstr().unwrap_or("").to_string();
-                let mut out = Vec::new();
-                let ok = if id == Some(m::CONN_CLOSE) {
-                    m::CONN_CLOSE_OK
-                } else {
-                    m::CHAN_CLOSE_OK
-                };
-                wire::method_frame(&mut out, f.channel, ok, |_| {});
-                let _ = writer.write(&out);
-                return Err(Error::Closed {
-                    uri: sh.uri.display(),
-                    code,
-                    text,
-                });
+                return Err(super::closed_by_broker(&mut d, id, f.channel, writer, sh));
             }
             _ => {}
         }
