@@ -1,5 +1,5 @@
-//! Compiles the eBPF side (`src/bpf/offcpu.bpf.c`) with clang and generates
-//! its Rust skeleton into `OUT_DIR`.
+//! Compiles the eBPF programs (`src/bpf/*.bpf.c`) with clang and generates
+//! their Rust skeletons into `OUT_DIR`.
 //!
 //! The kernel types the program needs are declared by hand in
 //! `src/bpf/kiln_kernel.h` (CO-RE relocated at load time), so building needs
@@ -11,7 +11,10 @@ use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const SRC: &str = "src/bpf/offcpu.bpf.c";
+const SOURCES: [(&str, &str); 2] = [
+    ("src/bpf/offcpu.bpf.c", "offcpu.skel.rs"),
+    ("src/bpf/sampler.bpf.c", "sampler.skel.rs"),
+];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -23,23 +26,25 @@ fn main() {
         other => other,
     };
     let clang = env::var_os("CLANG").unwrap_or_else(|| "clang".into());
-    SkeletonBuilder::new()
-        .source(SRC)
-        .clang(clang)
-        .clang_args([
-            "-Wall".to_string(),
-            "-Wno-unused-function".to_string(),
-            format!("-I/usr/include/{multiarch}"),
-        ])
-        .build_and_generate(out.join("offcpu.skel.rs"))
-        .unwrap_or_else(|e| {
-            panic!(
-                "building {SRC} failed: {e:#}\n\
-                 kiln-bpf needs clang (>= 14) and the Linux UAPI headers \
-                 (Debian: apt-get install clang linux-libc-dev); set CLANG to pick a compiler"
-            )
-        });
-    println!("cargo:rerun-if-changed={SRC}");
+    for (src, skel) in SOURCES {
+        SkeletonBuilder::new()
+            .source(src)
+            .clang(&clang)
+            .clang_args([
+                "-Wall".to_string(),
+                "-Wno-unused-function".to_string(),
+                format!("-I/usr/include/{multiarch}"),
+            ])
+            .build_and_generate(out.join(skel))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "building {src} failed: {e:#}\n\
+                     kiln-bpf needs clang (>= 14) and the Linux UAPI headers \
+                     (Debian: apt-get install clang linux-libc-dev); set CLANG to pick a compiler"
+                )
+            });
+        println!("cargo:rerun-if-changed={src}");
+    }
     println!("cargo:rerun-if-changed=src/bpf/kiln_kernel.h");
     println!("cargo:rerun-if-env-changed=CLANG");
 }

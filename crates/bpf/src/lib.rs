@@ -1,5 +1,10 @@
 //! eBPF collectors for `kiln record`.
 //!
+//! [`sampler`] unwinds the stacks of perf samples in the kernel at sample time, with
+//! unwind tables ([`unwind_table`]) built from each image's `.eh_frame` for native code
+//! and frame pointers for JIT code: complete stacks through code that keeps its frames
+//! away from the thread's stack (the BEAM's Erlang processes).
+//!
 //! [`offcpu`] measures off-CPU time (how long threads were blocked, and the
 //! kernel and user stacks where they went to sleep) with one eBPF program on
 //! the `sched:sched_switch` tracepoint, aggregated in the kernel. It replaces
@@ -29,12 +34,37 @@
 #![deny(missing_docs)]
 
 mod error;
+mod load;
 pub mod offcpu;
 mod procmaps;
+pub mod sampler;
+pub mod unwind_table;
 
 pub use error::BpfError;
 
-#[allow(clippy::all, missing_docs, unused_imports, unsafe_op_in_unsafe_fn)]
+/// The generated skeletons, one module each (they define items of the same names).
 mod skel {
-    include!(concat!(env!("OUT_DIR"), "/offcpu.skel.rs"));
+    #[allow(clippy::all, missing_docs, unused_imports, unsafe_op_in_unsafe_fn)]
+    mod offcpu {
+        include!(concat!(env!("OUT_DIR"), "/offcpu.skel.rs"));
+    }
+    #[allow(clippy::all, missing_docs, unused_imports, unsafe_op_in_unsafe_fn)]
+    mod sampler {
+        include!(concat!(env!("OUT_DIR"), "/sampler.skel.rs"));
+    }
+    pub(crate) use offcpu::{OffcpuSkel, OffcpuSkelBuilder};
+    pub(crate) use sampler::{SamplerSkel, SamplerSkelBuilder};
+}
+
+/// Fails with [`BpfError::NoKernelBtf`] when the kernel publishes no BTF, which the
+/// programs' CO-RE relocations need.
+fn require_btf() -> Result<(), BpfError> {
+    let btf = std::path::Path::new("/sys/kernel/btf/vmlinux");
+    if btf.exists() {
+        Ok(())
+    } else {
+        Err(BpfError::NoKernelBtf {
+            path: btf.to_path_buf(),
+        })
+    }
 }

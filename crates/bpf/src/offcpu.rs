@@ -45,12 +45,12 @@
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{ErrorKind, MapCore, MapFlags, OpenObject, PrintLevel};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
+use crate::load::{self, is_permission, log_tail, map_err, possible_cpus};
 use crate::procmaps;
 use crate::skel::{OffcpuSkel, OffcpuSkelBuilder};
 use crate::BpfError;
@@ -277,87 +277,6 @@ impl std::fmt::Debug for OffCpuCollector {
     }
 }
 
-/// Last lines libbpf printed while loading, for [`BpfError::ProgramRejected`].
-static LIBBPF_LOG: Mutex<String> = Mutex::new(String::new());
-
-fn capture_libbpf(_level: PrintLevel, msg: String) {
-    if let Ok(mut log) = LIBBPF_LOG.lock() {
-        log.push_str(&msg);
-        if log.len() > 64 * 1024 {
-            let cut = log.len() - 32 * 1024;
-            let cut = (cut..log.len())
-                .find(|&i| log.is_char_boundary(i))
-                .unwrap_or(0);
-            log.drain(..cut);
-        }
-    }
-}
-
-fn log_tail(lines: usize) -> String {
-    let log = LIBBPF_LOG.lock().map(|l| l.clone()).unwrap_or_default();
-    let all: Vec<&str> = log.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// The errno under a libbpf error, found by walking its sources.
-fn errno(e: &libbpf_rs::Error) -> Option<i32> {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            return io.raw_os_error();
-        }
-        cur = err.source();
-    }
-    None
-}
-
-/// EPERM always means missing privileges; EACCES does only for an
-/// unprivileged caller (the verifier also answers EACCES when it rejects a
-/// program, and then the log says why).
-fn is_permission(e: &libbpf_rs::Error) -> bool {
-    match errno(e) {
-        Some(libc::EPERM) => true,
-        Some(libc::EACCES) => unsafe_free_euid() != 0,
-        _ => e.kind() == ErrorKind::PermissionDenied && unsafe_free_euid() != 0,
-    }
-}
-
-/// The effective uid, read from /proc to stay free of `unsafe`.
-fn unsafe_free_euid() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|v| v.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(u32::MAX)
-}
-
-fn map_err(action: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
-    move |e| {
-        if is_permission(&e) {
-            BpfError::PermissionDenied {
-                action,
-                detail: e.to_string(),
-            }
-        } else {
-            BpfError::Map {
-                action,
-                detail: e.to_string(),
-            }
-        }
-    }
-}
-
-fn possible_cpus() -> Result<u32, BpfError> {
-    let n = libbpf_rs::num_possible_cpus().map_err(|e| BpfError::Map {
-        action: "counting possible CPUs",
-        detail: e.to_string(),
-    })?;
-    u32::try_from(n).map_err(|_| BpfError::InvalidConfig(format!("{n} CPUs")))
-}
-
 impl OffCpuCollector {
     /// Loads and attaches the eBPF program; collection starts immediately.
     ///
@@ -392,12 +311,7 @@ impl OffCpuCollector {
                 Some(t)
             }
         };
-        let btf = Path::new("/sys/kernel/btf/vmlinux");
-        if !btf.exists() {
-            return Err(BpfError::NoKernelBtf {
-                path: btf.to_path_buf(),
-            });
-        }
+        crate::require_btf()?;
 
         let skel = open_and_load(cfg, min_block_ns, tgids.is_some())?;
         let mut collector = OffCpuCollector {
@@ -525,13 +439,7 @@ impl OffCpuCollector {
     pub fn stats(&self) -> OffCpuStats {
         let mut c = [0u64; N_COUNTERS as usize];
         for (i, slot) in c.iter_mut().enumerate() {
-            let key = (i as u32).to_ne_bytes();
-            if let Ok(Some(per_cpu)) = self.skel.maps.counters.lookup_percpu(&key, MapFlags::ANY) {
-                *slot = per_cpu
-                    .iter()
-                    .filter_map(|v| Some(u64::from_ne_bytes(v.get(0..8)?.try_into().ok()?)))
-                    .sum();
-            }
+            *slot = load::percpu_counter(&self.skel.maps.counters, i as u32);
         }
         OffCpuStats::from_counters(&c, self.missing_snapshots)
     }
@@ -652,13 +560,7 @@ fn open_and_load(
     let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
     let cpus = possible_cpus()?;
 
-    if let Ok(mut log) = LIBBPF_LOG.lock() {
-        log.clear();
-    }
-    let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
-    let result = build_skel(storage, cfg, min_block_ns, filter, cpus);
-    libbpf_rs::set_print(previous);
-    result
+    load::capturing_log(|| build_skel(storage, cfg, min_block_ns, filter, cpus))
 }
 
 fn build_skel(

@@ -13,8 +13,11 @@
 #include <linux/bpf.h>
 
 typedef __u8 u8;
+typedef __u16 u16;
 typedef __u32 u32;
+typedef __s16 s16;
 typedef __s32 s32;
+typedef __s64 s64;
 typedef __u64 u64;
 typedef _Bool bool;
 

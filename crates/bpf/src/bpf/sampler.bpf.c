@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// CPU samples with complete stacks, unwound in the kernel at sample time.
+//
+// Attached to the recorder's perf events (cpu-clock, page-faults...), this
+// program runs on every sample, in the sampled thread's context, and writes
+// one record per sample to a ring buffer: the kernel stack and the user stack
+// as return addresses. It returns 0, so perf writes no sample of its own --
+// except for processes it has no tables for yet (just started, just exec'd):
+// it returns 1 and perf writes its usual sample with a copy of the stack,
+// which user space unwinds after the fact.
+//
+// The user stack is unwound here, while the thread's memory is exactly as it
+// was when the sample was taken:
+//   * code in an ELF image with an unwind table (built by user space from the
+//     image's .eh_frame, see unwind_table.rs) follows its CFI rows;
+//   * any other code (JIT code: the BEAM with +JPperf true, V8 with
+//     --perf-basic-prof; images without tables) follows frame pointers.
+// This is what makes mixed stacks complete: Debian's beam.smp has no frame
+// pointers in its C code but CFI for it, while its JIT code has frame
+// pointers and keeps its frames on the Erlang process's own stack, far from
+// the C stack. A copy of the stack taken at sample time and unwound later
+// cannot reach those frames; reading them here can.
+
+#include "kiln_kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define MAX_KERNEL 127
+#define MAX_USER 128
+#define MAX_MAPS 256
+#define MAP_STEPS 9    /* log2(MAX_MAPS) + 1 */
+#define ROW_STEPS 25   /* up to 2^24 rows per image */
+
+/* Keep in sync with unwind_table.rs (RowKind) and sampler.rs. */
+enum row_kind { ROW_NONE = 0, ROW_CFA_RSP = 1, ROW_CFA_RBP = 2, ROW_PLT = 3, ROW_END = 4 };
+
+/* Why a user stack ended. Keep in sync with sampler.rs (StackEnd). */
+enum stack_end {
+	END_ROOT = 0,      /* CFI says outermost frame (rip undefined) */
+	END_FP_ZERO,       /* a frame-pointer frame with rbp == 0: the root of JIT/fp code */
+	END_RA_ZERO,       /* a return address of 0 */
+	END_READ,          /* stack memory unreadable */
+	END_NO_RULE,       /* code with no unwind rule and no usable frame pointer */
+	END_DEPTH,         /* MAX_USER frames */
+	END_NO_USER,       /* kernel thread, or no user registers */
+	END_LOOP,          /* a frame-pointer chain that did not move up the stack */
+	END_BAD_RA,        /* a return address outside the process's code: the walk left real frames */
+};
+
+/* Keep in sync with sampler.rs (Counter). */
+enum counter {
+	C_SAMPLES = 0,   /* program runs */
+	C_WRITTEN,       /* records written */
+	C_LOST,          /* records lost: ring buffer full */
+	C_NO_TABLES,     /* samples of processes without tables yet: left to perf (stack copy) */
+	C_CFI_FRAMES,    /* frames unwound with CFI rows */
+	C_FP_FRAMES,     /* frames unwound with frame pointers */
+	C_JIT_PROLOGUE,  /* first frames in JIT prologues/epilogues handled */
+	C_MAX,
+};
+
+struct row {
+	u64 pc;
+	s32 cfa_off;
+	s16 rbp_off;
+	u8 kind;
+	u8 arg;
+};
+
+struct mapping {
+	u64 start;
+	u64 end;
+	u64 bias;       /* stated address = runtime address - bias */
+	u32 row_start;
+	u32 row_count;
+};
+
+struct proc {
+	u32 n;
+	u32 pad;
+	struct mapping m[MAX_MAPS];
+};
+
+struct hdr {
+	u32 pid;
+	u32 tid;
+	u64 time;
+	u32 cpu;
+	u16 nkernel;
+	u16 nuser;
+	u32 end;
+	u32 slot;      /* which program (event) took the sample */
+};
+
+struct record {
+	struct hdr h;
+	u64 ips[MAX_KERNEL + 1 + MAX_USER];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* user space sets the capacity */
+	__type(key, u32);
+	__type(value, struct row);
+} rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 8192);
+	__type(key, u32);
+	__type(value, struct proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 23); /* user space may resize */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct record);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_MAX);
+	__type(key, u32);
+	__type(value, u64);
+} counters SEC(".maps");
+
+/* The perf_event program context (linux/bpf_perf_event.h): the interrupted
+ * registers as the x86-64 user ABI lays them out (asm/ptrace.h), which is
+ * fixed. Declared as words so that every access is the full 8-byte load the
+ * verifier allows on this context. */
+struct kiln_perf_event_data {
+	u64 regs[21];
+	u64 sample_period;
+	u64 addr;
+};
+#define PT_BP 4
+#define PT_IP 16
+#define PT_CS 17
+#define PT_SP 19
+
+static __always_inline void count(u32 which, u64 by)
+{
+	u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		*c += by;
+}
+
+struct walk {
+	struct record *rec;
+	struct proc *proc;
+	u64 ip, sp, bp;
+	u32 base;      /* index of the first user slot in rec->ips */
+	u32 n;         /* user frames written */
+	u32 end;
+	u32 prev_fp;   /* the previous frame was unwound by frame pointers */
+	u64 cfi;
+	u64 fp;
+	u64 prologue;
+};
+
+static __always_inline int read_u64(u64 addr, u64 *out)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+}
+
+/*
+ * Binary searches run as bpf_loop callbacks: the verifier checks one step
+ * once instead of every path through an unrolled search.
+ */
+struct map_search {
+	struct proc *p;
+	u64 pc;
+	u32 lo, hi;
+};
+
+static long map_search_step(u32 i, void *arg)
+{
+	struct map_search *s = arg;
+	u32 mid;
+
+	if (s->lo >= s->hi)
+		return 1;
+	mid = s->lo + (s->hi - s->lo) / 2;
+	if (s->p->m[mid & (MAX_MAPS - 1)].start <= s->pc)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* The executable mapping that contains pc (with or without an unwind table), or NULL. */
+static __always_inline struct mapping *find_mapping(struct proc *p, u64 pc)
+{
+	struct map_search s = { .p = p, .pc = pc, .lo = 0 };
+	u32 idx;
+
+	if (!p)
+		return 0;
+	s.hi = p->n;
+	if (s.hi > MAX_MAPS)
+		s.hi = MAX_MAPS;
+	bpf_loop(MAP_STEPS + 1, map_search_step, &s, 0);
+	if (s.lo == 0)
+		return 0;
+	idx = (s.lo - 1) & (MAX_MAPS - 1);
+	if (pc >= p->m[idx].end)
+		return 0;
+	return &p->m[idx];
+}
+
+struct row_search {
+	u64 key;
+	u32 lo, hi;
+	u32 failed;
+};
+
+static long row_search_step(u32 i, void *arg)
+{
+	struct row_search *s = arg;
+	struct row *r;
+	u32 mid;
+
+	if (s->lo >= s->hi)
+		return 1;
+	mid = s->lo + (s->hi - s->lo) / 2;
+	r = bpf_map_lookup_elem(&rows, &mid);
+	if (!r) {
+		s->failed = 1;
+		return 1;
+	}
+	if (r->pc <= s->key)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* The last row of the mapping's table with row.pc <= rel, or NULL. */
+static __always_inline struct row *find_row(struct mapping *m, u64 rel)
+{
+	struct row_search s = { .key = rel, .lo = m->row_start, .failed = 0 };
+	u32 idx;
+
+	s.hi = m->row_start + m->row_count;
+	bpf_loop(ROW_STEPS + 1, row_search_step, &s, 0);
+	if (s.failed || s.lo == m->row_start)
+		return 0;
+	idx = s.lo - 1;
+	return bpf_map_lookup_elem(&rows, &idx);
+}
+
+/*
+ * The first frame in code without CFI may be in a function's prologue or
+ * epilogue, where rbp still (or again) holds the caller's frame: the return
+ * address is then on top of the stack, not at rbp + 8. JIT compilers emit
+ * the canonical sequences (the BEAM: push rbp; mov rbp,rsp ... leave; ret or
+ * leave; jmp), so the bytes around ip tell. Returns 1 if handled.
+ */
+static __always_inline int jit_edge(struct walk *w)
+{
+	u8 b[16];
+	u64 ra, skip = 0;
+	int leave = 0;
+
+	if (bpf_probe_read_user(b, sizeof(b), (void *)(w->ip - 8)))
+		return 0;
+	/* b[8] is the byte at ip, the first of an instruction. */
+	if (b[8] == 0x55 || b[8] == 0xc3) {
+		/* at push rbp, or at ret */
+		skip = 0;
+	} else if (b[7] == 0x55 && b[8] == 0x48 && b[9] == 0x89 && b[10] == 0xe5) {
+		/* after push rbp, at mov rbp,rsp */
+		skip = 8;
+	} else if (b[7] == 0xc9 || (b[4] == 0xc9 && b[5] == 0x49 && b[6] == 0xff && b[7] == 0xce)) {
+		/* right after leave, or after the BEAM's leave; dec r14 (reduction
+		 * count) at the branch that follows. 0xc9 also ends other
+		 * instructions (xor ecx,ecx), so these need a return address that
+		 * points into code to be believed. */
+		leave = 1;
+	} else {
+		return 0;
+	}
+	if (read_u64(w->sp + skip, &ra))
+		return 0;
+	if (leave && (ra == 0 || !find_mapping(w->proc, ra - 1)))
+		return 0;
+	w->sp += skip + 8;
+	w->ip = ra;
+	w->prologue++;
+	return 1;
+}
+
+static long step(u32 i, void *arg)
+{
+	struct walk *w = arg;
+	struct mapping *m;
+	struct row *r = 0;
+	u64 pc, slot, cfa, ra, nbp;
+
+	slot = w->base + w->n;
+	if (slot >= MAX_KERNEL + 1 + MAX_USER) {
+		w->end = END_DEPTH;
+		return 1;
+	}
+	pc = w->n == 0 ? w->ip : w->ip - 1;
+	m = find_mapping(w->proc, pc);
+	if (!m && w->n > 0 && w->proc && w->prev_fp) {
+		/* A frame-pointer walk read something that is not a return address. */
+		w->end = END_BAD_RA;
+		return 1;
+	}
+	w->rec->ips[slot] = w->ip;
+	w->n++;
+
+	if (m && m->row_count)
+		r = find_row(m, pc - m->bias);
+	if (r && r->kind == ROW_END) {
+		w->end = END_ROOT;
+		return 1;
+	}
+	if (r && r->kind != ROW_NONE) {
+		if (r->kind == ROW_CFA_RSP)
+			cfa = w->sp + (s64)r->cfa_off;
+		else if (r->kind == ROW_CFA_RBP)
+			cfa = w->bp + (s64)r->cfa_off;
+		else /* ROW_PLT */
+			cfa = w->sp + 8 + ((w->ip & 15) >= r->arg ? 8 : 0);
+		if (read_u64(cfa - 8, &ra)) {
+			w->end = END_READ;
+			return 1;
+		}
+		if (r->rbp_off != 0 && read_u64(cfa + (s64)r->rbp_off, &w->bp)) {
+			w->end = END_READ;
+			return 1;
+		}
+		w->sp = cfa;
+		w->ip = ra;
+		w->prev_fp = 0;
+		w->cfi++;
+	} else {
+		if (w->n == 1 && !(m && m->row_count) && w->proc && jit_edge(w))
+			goto next;
+		if (w->bp == 0) {
+			w->end = END_FP_ZERO;
+			return 1;
+		}
+		if (w->bp & 7) {
+			w->end = END_NO_RULE;
+			return 1;
+		}
+		if (read_u64(w->bp + 8, &ra) || read_u64(w->bp, &nbp)) {
+			w->end = END_READ;
+			return 1;
+		}
+		/* Frames of one stack are chained towards higher addresses. */
+		if (w->prev_fp && nbp != 0 && nbp <= w->bp) {
+			w->end = END_LOOP;
+			return 1;
+		}
+		w->sp = w->bp + 16;
+		w->bp = nbp;
+		w->ip = ra;
+		w->prev_fp = 1;
+		w->fp++;
+	}
+next:
+	if (w->ip == 0) {
+		w->end = END_RA_ZERO;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, zero = 0;
+	struct task_struct *task;
+	struct record *rec;
+	struct walk w = {};
+	long got;
+	u64 size;
+
+	count(C_SAMPLES, 1);
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec)
+		return 0;
+	rec->h.pid = tgid;
+	rec->h.tid = (u32)id;
+	rec->h.time = bpf_ktime_get_ns();
+	rec->h.cpu = bpf_get_smp_processor_id();
+	rec->h.nkernel = 0;
+	rec->h.nuser = 0;
+	rec->h.slot = slot;
+
+	w.rec = rec;
+	w.end = END_NO_USER;
+	if ((ctx->regs[PT_CS] & 3) == 3) {
+		/* Sampled in user mode: the context registers are the user's. */
+		w.ip = ctx->regs[PT_IP];
+		w.sp = ctx->regs[PT_SP];
+		w.bp = ctx->regs[PT_BP];
+	} else {
+		task = bpf_get_current_task_btf();
+		if (task && !(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
+			struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
+
+			if (u) {
+				w.ip = BPF_CORE_READ(u, ip);
+				w.sp = BPF_CORE_READ(u, sp);
+				w.bp = BPF_CORE_READ(u, bp);
+			}
+		}
+	}
+	if (w.ip != 0 && tgid != 0) {
+		w.proc = bpf_map_lookup_elem(&procs, &tgid);
+		if (!w.proc) {
+			/* No tables for this process yet (it just started, or exec'd):
+			 * let perf write its own sample, with a copy of the stack that
+			 * user space unwinds after the fact. */
+			count(C_NO_TABLES, 1);
+			return 1;
+		}
+	}
+	if ((ctx->regs[PT_CS] & 3) != 3) {
+		got = bpf_get_stack(ctx, rec->ips, MAX_KERNEL * sizeof(u64), 0);
+		if (got > 0)
+			rec->h.nkernel = got / sizeof(u64);
+	}
+	if (w.proc) {
+		w.base = rec->h.nkernel;
+		if (w.base > MAX_KERNEL)
+			w.base = MAX_KERNEL;
+		w.end = END_DEPTH;
+		bpf_loop(MAX_USER, step, &w, 0);
+		rec->h.nuser = w.n;
+		count(C_CFI_FRAMES, w.cfi);
+		count(C_FP_FRAMES, w.fp);
+		count(C_JIT_PROLOGUE, w.prologue);
+	}
+	rec->h.end = w.end;
+	size = sizeof(struct hdr) + ((u64)rec->h.nkernel + rec->h.nuser) * sizeof(u64);
+	if (size > sizeof(*rec))
+		size = sizeof(*rec);
+	if (bpf_ringbuf_output(&events, rec, size, 0))
+		count(C_LOST, 1);
+	else
+		count(C_WRITTEN, 1);
+	return 0;
+}
+
+/* One program per event kind: the program, unlike an attach cookie, is
+ * inherited by the events the kernel creates for new threads. */
+SEC("perf_event")
+int kiln_sample0(struct kiln_perf_event_data *ctx) { return sample(ctx, 0); }
+SEC("perf_event")
+int kiln_sample1(struct kiln_perf_event_data *ctx) { return sample(ctx, 1); }
+SEC("perf_event")
+int kiln_sample2(struct kiln_perf_event_data *ctx) { return sample(ctx, 2); }
+SEC("perf_event")
+int kiln_sample3(struct kiln_perf_event_data *ctx) { return sample(ctx, 3); }
+
+char LICENSE[] SEC("license") = "GPL";

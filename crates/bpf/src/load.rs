@@ -1,0 +1,112 @@
+//! Loading eBPF objects: libbpf's log kept for error messages, and errors that say
+//! what is missing.
+
+use std::sync::Mutex;
+
+use libbpf_rs::{ErrorKind, MapCore, MapFlags, PrintLevel};
+
+use crate::BpfError;
+
+/// Last lines libbpf printed while loading, for [`BpfError::ProgramRejected`].
+static LIBBPF_LOG: Mutex<String> = Mutex::new(String::new());
+
+fn capture_libbpf(_level: PrintLevel, msg: String) {
+    if let Ok(mut log) = LIBBPF_LOG.lock() {
+        log.push_str(&msg);
+        if log.len() > 64 * 1024 {
+            let cut = log.len() - 32 * 1024;
+            let cut = (cut..log.len())
+                .find(|&i| log.is_char_boundary(i))
+                .unwrap_or(0);
+            log.drain(..cut);
+        }
+    }
+}
+
+pub(crate) fn log_tail(lines: usize) -> String {
+    let log = LIBBPF_LOG.lock().map(|l| l.clone()).unwrap_or_default();
+    let all: Vec<&str> = log.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The errno under a libbpf error, found by walking its sources.
+fn errno(e: &libbpf_rs::Error) -> Option<i32> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return io.raw_os_error();
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// EPERM always means missing privileges; EACCES does only for an
+/// unprivileged caller (the verifier also answers EACCES when it rejects a
+/// program, and then the log says why).
+pub(crate) fn is_permission(e: &libbpf_rs::Error) -> bool {
+    match errno(e) {
+        Some(libc::EPERM) => true,
+        Some(libc::EACCES) => unsafe_free_euid() != 0,
+        _ => e.kind() == ErrorKind::PermissionDenied && unsafe_free_euid() != 0,
+    }
+}
+
+/// The effective uid, read from /proc to stay free of `unsafe`.
+fn unsafe_free_euid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(u32::MAX)
+}
+
+pub(crate) fn map_err(action: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
+    move |e| {
+        if is_permission(&e) {
+            BpfError::PermissionDenied {
+                action,
+                detail: e.to_string(),
+            }
+        } else {
+            BpfError::Map {
+                action,
+                detail: e.to_string(),
+            }
+        }
+    }
+}
+
+pub(crate) fn possible_cpus() -> Result<u32, BpfError> {
+    let n = libbpf_rs::num_possible_cpus().map_err(|e| BpfError::Map {
+        action: "counting possible CPUs",
+        detail: e.to_string(),
+    })?;
+    u32::try_from(n).map_err(|_| BpfError::InvalidConfig(format!("{n} CPUs")))
+}
+
+/// Runs `f` (opening and loading a skeleton) with libbpf's messages captured for
+/// [`log_tail`].
+pub(crate) fn capturing_log<T>(f: impl FnOnce() -> T) -> T {
+    if let Ok(mut log) = LIBBPF_LOG.lock() {
+        log.clear();
+    }
+    let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
+    let result = f();
+    libbpf_rs::set_print(previous);
+    result
+}
+
+/// Sums slot `i` of a per-CPU array of u64 counters over all CPUs.
+pub(crate) fn percpu_counter(map: &dyn MapCore, i: u32) -> u64 {
+    match map.lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY) {
+        Ok(Some(per_cpu)) => per_cpu
+            .iter()
+            .filter_map(|v| Some(u64::from_ne_bytes(v.get(0..8)?.try_into().ok()?)))
+            .sum(),
+        _ => 0,
+    }
+}

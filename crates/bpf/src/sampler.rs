@@ -1,0 +1,514 @@
+//! Samples with complete stacks, unwound in the kernel at sample time.
+//!
+//! [`Sampler`] is an eBPF program attached to the caller's perf events (cpu-clock,
+//! page-faults: any software or hardware sampling event). On each sample it walks the
+//! kernel stack and the user stack in the sampled thread's context, and hands over the
+//! return addresses through a ring buffer; perf itself then writes no sample record.
+//!
+//! ## Why in the kernel
+//! Unwinding a copy of the stack after the fact (perf's `--call-graph dwarf`, and
+//! `kiln record --unwind copy`) only sees the memory copied from the stack pointer up.
+//! Code that keeps its frames elsewhere defeats it: the BEAM's JIT runs Erlang code on
+//! each process's own stack (on the process heap) and calls C code on the scheduler's
+//! stack, so after the C frames the walk needs memory the copy does not have. Here the
+//! walk reads the thread's memory as it is at the sample, wherever the frames are.
+//!
+//! ## Method per piece of code
+//! The caller gives the program, per process, its executable mappings; for ELF images
+//! also an unwind table ([`crate::unwind_table`], built from `.eh_frame`, present even in
+//! stripped binaries). Code with a table follows its CFI rows; other code (JIT code,
+//! images without `.eh_frame`) follows frame pointers, with the first frame's
+//! prologue/epilogue recognised from its instruction bytes. A frame-pointer walk stops
+//! at a return address outside the process's code. Samples of processes the program
+//! has no mappings for yet are left to perf, which writes its own sample record
+//! ([`SamplerStats::no_tables`]): give the events a user stack copy to unwind those.
+//!
+//! ## Cost
+//! Per sample: a kernel stack walk when the sample is in the kernel, and per user frame
+//! two binary searches (mapping, then row) and two or three 8-byte user reads. Nothing
+//! is copied but the addresses: about 0.3 KiB per sample, against 16 KiB for a stack
+//! copy.
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd};
+use std::rc::Rc;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
+
+use crate::load::{self, is_permission, log_tail, map_err};
+use crate::skel::{SamplerSkel, SamplerSkelBuilder};
+use crate::unwind_table::{UnwindRow, ROW_BYTES};
+use crate::BpfError;
+
+/// Executable mappings per process the kernel side can search (`MAX_MAPS`).
+pub const MAX_MAPPINGS: usize = 256;
+/// Events one sampler can tell apart ([`Sampler::attach`]).
+pub const SLOTS: u32 = 4;
+/// Kernel frames per sample (`MAX_KERNEL`).
+pub const MAX_KERNEL_FRAMES: usize = 127;
+/// User frames per sample (`MAX_USER`).
+pub const MAX_USER_FRAMES: usize = 128;
+const MAPPING_BYTES: usize = 32;
+const HDR_BYTES: usize = 32;
+
+/// Sizes of the sampler's kernel memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SamplerConfig {
+    /// Unwind rows the kernel table holds, over all images ([`crate::unwind_table`]); 16
+    /// bytes each, allocated up front. Default: 2^20 (16 MiB; Debian's `beam.smp` has
+    /// about 54,000 rows, libc 24,000).
+    pub row_capacity: u32,
+    /// Bytes of the ring buffer samples pass through (a power of two). Default: 8 MiB,
+    /// seconds of samples at 999 Hz on many CPUs; records that do not fit are counted
+    /// in [`SamplerStats::lost`].
+    pub ring_bytes: u32,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        SamplerConfig {
+            row_capacity: 1 << 20,
+            ring_bytes: 1 << 23,
+        }
+    }
+}
+
+/// Where an image's rows sit in the kernel table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RowRange {
+    /// Index of the first row.
+    pub start: u32,
+    /// Number of rows.
+    pub count: u32,
+}
+
+/// One executable mapping of a process, as the kernel side sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeMapping {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// Runtime address minus the address stated in the image (what the rows use).
+    pub bias: u64,
+    /// The image's unwind rows; `None`: frame pointers (JIT code, no table).
+    pub rows: Option<RowRange>,
+}
+
+/// Why the user part of a sample's stack ended (`enum stack_end` in sampler.bpf.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StackEnd {
+    /// The CFI of the last frame marks it outermost (`_start`, `clone3`).
+    Root,
+    /// A frame-pointer frame with a null frame pointer: the root of frame-pointer
+    /// code (the bottom of an Erlang process's stack, the BEAM's scheduler loop).
+    FramePointerZero,
+    /// A null return address.
+    ReturnAddressZero,
+    /// Stack memory could not be read (not resident, or unmapped).
+    Unreadable,
+    /// Code with neither an unwind rule nor a usable frame pointer.
+    NoRule,
+    /// [`MAX_USER_FRAMES`] frames were taken.
+    Depth,
+    /// No user stack (a kernel thread, or no user registers).
+    NoUser,
+    /// A frame-pointer chain that did not move up the stack.
+    Loop,
+    /// A frame-pointer walk reached a return address outside the process's code.
+    BadReturnAddress,
+    /// A value this version does not know.
+    Unknown(u32),
+}
+
+impl StackEnd {
+    fn from_raw(v: u32) -> StackEnd {
+        match v {
+            0 => StackEnd::Root,
+            1 => StackEnd::FramePointerZero,
+            2 => StackEnd::ReturnAddressZero,
+            3 => StackEnd::Unreadable,
+            4 => StackEnd::NoRule,
+            5 => StackEnd::Depth,
+            6 => StackEnd::NoUser,
+            7 => StackEnd::Loop,
+            8 => StackEnd::BadReturnAddress,
+            v => StackEnd::Unknown(v),
+        }
+    }
+
+    /// Whether the walk reached what the code itself marks as its root.
+    pub fn is_root(self) -> bool {
+        matches!(
+            self,
+            StackEnd::Root | StackEnd::FramePointerZero | StackEnd::ReturnAddressZero
+        )
+    }
+}
+
+/// One sample as the kernel side wrote it.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSample<'a> {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub time: u64,
+    /// CPU the sample was taken on.
+    pub cpu: u32,
+    /// The slot of the event that took it ([`Sampler::attach`]).
+    pub slot: u32,
+    /// Kernel frames, innermost first (empty for samples taken in user mode).
+    pub kernel: &'a [u64],
+    /// User frames, innermost first: the instruction pointer, then return addresses.
+    pub user: &'a [u64],
+    /// Why the user stack ended.
+    pub end: StackEnd,
+}
+
+/// What the kernel side counted since start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SamplerStats {
+    /// Samples the program saw.
+    pub samples: u64,
+    /// Samples written to the ring buffer.
+    pub written: u64,
+    /// Samples lost because the ring buffer was full.
+    pub lost: u64,
+    /// Samples of processes whose mappings were not loaded yet: the program left them
+    /// to perf, which wrote its own sample (with whatever the event asks for, such as a
+    /// copy of the stack).
+    pub no_tables: u64,
+    /// Frames unwound with CFI rows.
+    pub cfi_frames: u64,
+    /// Frames unwound with frame pointers.
+    pub fp_frames: u64,
+    /// First frames found in a JIT function's prologue or epilogue.
+    pub jit_edges: u64,
+}
+
+/// Records copied out of the ring buffer, waiting to be handed to the caller.
+type Queue = Rc<RefCell<Vec<u8>>>;
+
+/// The in-kernel sampler: load it, give it tables, attach it to perf events, drain it.
+pub struct Sampler {
+    skel: SamplerSkel<'static>,
+    ring: RingBuffer<'static>,
+    queue: Queue,
+    rows: memmap2::MmapMut,
+    capacity: u32,
+    used: u32,
+    links: Vec<Link>,
+}
+
+impl std::fmt::Debug for Sampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampler")
+            .field("rows_used", &self.used)
+            .field("row_capacity", &self.capacity)
+            .field("attached", &self.links.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sampler {
+    /// Loads the program and allocates its maps; nothing is sampled until
+    /// [`Sampler::attach`].
+    pub fn load(cfg: &SamplerConfig) -> Result<Self, BpfError> {
+        if !cfg.ring_bytes.is_power_of_two() || cfg.ring_bytes < 4096 {
+            return Err(BpfError::InvalidConfig(format!(
+                "the ring buffer size {} is not a power of two of at least 4096",
+                cfg.ring_bytes
+            )));
+        }
+        if cfg.row_capacity == 0 {
+            return Err(BpfError::InvalidConfig("a row capacity of 0".into()));
+        }
+        crate::require_btf()?;
+        let storage: &'static mut MaybeUninit<OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let skel = load::capturing_log(|| open_and_load(storage, cfg))?;
+        let len = cfg.row_capacity as usize * ROW_BYTES;
+        let fd = skel.maps.rows.as_fd().as_raw_fd();
+        // SAFETY: the map is BPF_F_MMAPABLE and `len` bytes long; the mapping lives in
+        // this struct, beside the skeleton that owns the map, and only this struct
+        // writes to it.
+        let rows = unsafe { memmap2::MmapOptions::new().len(len).map_mut(fd) }.map_err(|e| {
+            BpfError::Map {
+                action: "mapping the unwind table",
+                detail: e.to_string(),
+            }
+        })?;
+        let queue: Queue = Rc::new(RefCell::new(Vec::new()));
+        let q = queue.clone();
+        let mut builder = RingBufferBuilder::new();
+        builder
+            .add(&skel.maps.events, move |data: &[u8]| {
+                let mut q = q.borrow_mut();
+                q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+                q.extend_from_slice(data);
+                0
+            })
+            .map_err(map_err("opening the sample ring buffer"))?;
+        let ring = builder
+            .build()
+            .map_err(map_err("opening the sample ring buffer"))?;
+        Ok(Sampler {
+            skel,
+            ring,
+            queue,
+            rows,
+            capacity: cfg.row_capacity,
+            used: 0,
+            links: Vec::new(),
+        })
+    }
+
+    /// Runs the program on every sample of the perf event `perf_fd` (and of the events
+    /// the kernel inherits from it for new threads); its samples carry `slot` (below
+    /// [`SLOTS`]), which tells events apart.
+    pub fn attach(
+        &mut self,
+        perf_fd: std::os::fd::BorrowedFd<'_>,
+        slot: u32,
+    ) -> Result<(), BpfError> {
+        let progs = &self.skel.progs;
+        let prog = match slot {
+            0 => &progs.kiln_sample0,
+            1 => &progs.kiln_sample1,
+            2 => &progs.kiln_sample2,
+            3 => &progs.kiln_sample3,
+            _ => {
+                return Err(BpfError::InvalidConfig(format!(
+                    "sampler slot {slot}: there are {SLOTS}"
+                )))
+            }
+        };
+        // libbpf's link owns the descriptor it is given (it closes it on detach): give it
+        // a duplicate, the caller keeps its own.
+        let dup = perf_fd.try_clone_to_owned().map_err(|e| BpfError::Attach {
+            detail: format!("duplicating a perf event descriptor: {e}"),
+        })?;
+        let link = prog.attach_perf_event(dup.as_raw_fd()).map_err(|e| {
+            if is_permission(&e) {
+                BpfError::PermissionDenied {
+                    action: "attaching the sampling program to a perf event",
+                    detail: e.to_string(),
+                }
+            } else {
+                BpfError::Attach {
+                    detail: format!("sampling program on a perf event: {e}"),
+                }
+            }
+        })?;
+        // Attached: the link closes the duplicate from now on.
+        let _ = std::os::fd::IntoRawFd::into_raw_fd(dup);
+        self.links.push(link);
+        Ok(())
+    }
+
+    /// Rows still free in the kernel table.
+    pub fn rows_free(&self) -> u32 {
+        self.capacity - self.used
+    }
+
+    /// Copies an image's rows into the kernel table; `None` when they do not fit
+    /// (the image's code is then walked by frame pointers).
+    pub fn add_rows(&mut self, rows: &[UnwindRow]) -> Option<RowRange> {
+        let n = u32::try_from(rows.len()).ok()?;
+        if n == 0 || n > self.rows_free() {
+            return None;
+        }
+        let start = self.used;
+        for (i, r) in rows.iter().enumerate() {
+            let off = (start as usize + i) * ROW_BYTES;
+            self.rows[off..off + ROW_BYTES].copy_from_slice(&r.to_bytes());
+        }
+        self.used += n;
+        Some(RowRange { start, count: n })
+    }
+
+    /// Sets the executable mappings of process `tgid` (replacing what it had). At most
+    /// [`MAX_MAPPINGS`] are kept: mappings with rows first, then the largest; returns
+    /// how many were left out.
+    pub fn set_process(&mut self, tgid: u32, maps: &[CodeMapping]) -> Result<usize, BpfError> {
+        let mut keep: Vec<CodeMapping> = maps.iter().filter(|m| m.end > m.start).copied().collect();
+        let left_out = keep.len().saturating_sub(MAX_MAPPINGS);
+        if left_out > 0 {
+            keep.sort_by_key(|m| (m.rows.is_none(), std::cmp::Reverse(m.end - m.start)));
+            keep.truncate(MAX_MAPPINGS);
+        }
+        keep.sort_by_key(|m| m.start);
+        let mut value = vec![0u8; 8 + MAX_MAPPINGS * MAPPING_BYTES];
+        value[0..4].copy_from_slice(&(keep.len() as u32).to_ne_bytes());
+        for (i, m) in keep.iter().enumerate() {
+            let o = 8 + i * MAPPING_BYTES;
+            let r = m.rows.unwrap_or(RowRange { start: 0, count: 0 });
+            value[o..o + 8].copy_from_slice(&m.start.to_ne_bytes());
+            value[o + 8..o + 16].copy_from_slice(&m.end.to_ne_bytes());
+            value[o + 16..o + 24].copy_from_slice(&m.bias.to_ne_bytes());
+            value[o + 24..o + 28].copy_from_slice(&r.start.to_ne_bytes());
+            value[o + 28..o + 32].copy_from_slice(&r.count.to_ne_bytes());
+        }
+        self.skel
+            .maps
+            .procs
+            .update(&tgid.to_ne_bytes(), &value, MapFlags::ANY)
+            .map_err(map_err("storing a process's code mappings"))?;
+        Ok(left_out)
+    }
+
+    /// Forgets a process (it exited).
+    pub fn forget_process(&mut self, tgid: u32) {
+        let _ = self.skel.maps.procs.delete(&tgid.to_ne_bytes());
+    }
+
+    /// Hands every sample written since the last call to `f`, in the order the kernel
+    /// wrote them. Returns the number of samples. Records too short to parse are
+    /// counted in the second value.
+    pub fn drain(&mut self, mut f: impl FnMut(&KernelSample<'_>)) -> Result<(u64, u64), BpfError> {
+        self.ring
+            .consume()
+            .map_err(map_err("reading the sample ring buffer"))?;
+        let queue = std::mem::take(&mut *self.queue.borrow_mut());
+        let (mut n, mut bad) = (0, 0);
+        let mut ips: Vec<u64> = Vec::with_capacity(MAX_KERNEL_FRAMES + MAX_USER_FRAMES);
+        let mut rest = &queue[..];
+        while rest.len() >= 4 {
+            let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            let Some(rec) = rest.get(4..4 + len) else {
+                bad += 1;
+                break;
+            };
+            rest = &rest[4 + len..];
+            match parse(rec, &mut ips) {
+                Some(s) => {
+                    f(&s);
+                    n += 1;
+                }
+                None => bad += 1,
+            }
+        }
+        // Give the buffer back for reuse.
+        let mut q = self.queue.borrow_mut();
+        if q.is_empty() {
+            let mut queue = queue;
+            queue.clear();
+            *q = queue;
+        }
+        Ok((n, bad))
+    }
+
+    /// Counters since start, summed over CPUs.
+    pub fn stats(&self) -> SamplerStats {
+        let c = |i| load::percpu_counter(&self.skel.maps.counters, i);
+        SamplerStats {
+            samples: c(0),
+            written: c(1),
+            lost: c(2),
+            no_tables: c(3),
+            cfi_frames: c(4),
+            fp_frames: c(5),
+            jit_edges: c(6),
+        }
+    }
+}
+
+fn parse<'a>(rec: &[u8], ips: &'a mut Vec<u64>) -> Option<KernelSample<'a>> {
+    let u32_at =
+        |o: usize| -> Option<u32> { Some(u32::from_ne_bytes(rec.get(o..o + 4)?.try_into().ok()?)) };
+    let pid = u32_at(0)?;
+    let tid = u32_at(4)?;
+    let time = u64::from_ne_bytes(rec.get(8..16)?.try_into().ok()?);
+    let cpu = u32_at(16)?;
+    let counts = u32_at(20)?;
+    let (nk, nu) = ((counts & 0xffff) as usize, (counts >> 16) as usize);
+    let end = StackEnd::from_raw(u32_at(24)?);
+    let slot = u32_at(28)?;
+    let body = rec.get(HDR_BYTES..HDR_BYTES + (nk + nu) * 8)?;
+    ips.clear();
+    ips.extend(
+        body.chunks_exact(8)
+            .map(|c| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+    );
+    let (kernel, user) = ips.split_at(nk);
+    Some(KernelSample {
+        pid,
+        tid,
+        time,
+        cpu,
+        slot,
+        kernel,
+        user,
+        end,
+    })
+}
+
+fn open_and_load(
+    storage: &'static mut MaybeUninit<OpenObject>,
+    cfg: &SamplerConfig,
+) -> Result<SamplerSkel<'static>, BpfError> {
+    let mut open =
+        SamplerSkelBuilder::default()
+            .open(storage)
+            .map_err(|e| BpfError::ProgramRejected {
+                detail: format!("opening the embedded sampling object: {e}"),
+                log: log_tail(20),
+            })?;
+    let sizing = |e: libbpf_rs::Error| BpfError::Map {
+        action: "sizing the sampler's maps",
+        detail: e.to_string(),
+    };
+    open.maps
+        .rows
+        .set_max_entries(cfg.row_capacity)
+        .map_err(sizing)?;
+    open.maps
+        .events
+        .set_max_entries(cfg.ring_bytes)
+        .map_err(sizing)?;
+    open.load().map_err(|e| {
+        if is_permission(&e) {
+            BpfError::PermissionDenied {
+                action: "loading the sampling eBPF program",
+                detail: e.to_string(),
+            }
+        } else {
+            BpfError::ProgramRejected {
+                detail: e.to_string(),
+                log: log_tail(40),
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_parse_and_short_ones_do_not() {
+        let mut rec = vec![0u8; HDR_BYTES + 3 * 8];
+        rec[0..4].copy_from_slice(&7u32.to_ne_bytes());
+        rec[4..8].copy_from_slice(&8u32.to_ne_bytes());
+        rec[8..16].copy_from_slice(&99u64.to_ne_bytes());
+        rec[20..24].copy_from_slice(&(1u32 | (2 << 16)).to_ne_bytes());
+        rec[24..28].copy_from_slice(&1u32.to_ne_bytes());
+        for (i, v) in [0xffff_ffff_8100_0000u64, 0x401000, 0x402000]
+            .iter()
+            .enumerate()
+        {
+            rec[HDR_BYTES + 8 * i..HDR_BYTES + 8 * i + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        let mut ips = Vec::new();
+        let s = parse(&rec, &mut ips).unwrap();
+        assert_eq!((s.pid, s.tid, s.time), (7, 8, 99));
+        assert_eq!(s.kernel, &[0xffff_ffff_8100_0000]);
+        assert_eq!(s.user, &[0x401000, 0x402000]);
+        assert_eq!(s.end, StackEnd::FramePointerZero);
+        assert!(parse(&rec[..HDR_BYTES + 8], &mut ips).is_none());
+    }
+}
