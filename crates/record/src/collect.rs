@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 /// Fast hashing for the per-sample interning tables (local data, not attacker-controlled).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+type FastSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 use std::path::Path;
 
 /// Counts that say how complete a recording is. Nothing is dropped without being counted.
@@ -36,6 +37,9 @@ pub struct Summary {
     /// Problems that did not stop the recording (e.g. the off-CPU collector failing
     /// midway: what it had gathered is kept).
     pub warnings: Vec<String>,
+    /// How the stacks unwound in the kernel ended (when they were).
+    #[cfg(feature = "bpf")]
+    pub in_kernel: Option<crate::InKernelSummary>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -93,6 +97,10 @@ pub(crate) enum UserStack<'a> {
         sp: u64,
         bp: u64,
         stack: &'a [u8],
+        /// The kernel's frame-pointer walk of the same stack (may be empty): where the
+        /// copy ends at JIT code whose frames live elsewhere (the BEAM's Erlang stack),
+        /// the walk goes on with it.
+        fp_chain: &'a [u64],
     },
     /// Addresses already walked (frame-pointer call chains), leaf first; the first is the
     /// sampled instruction, the rest return addresses.
@@ -120,6 +128,10 @@ pub(crate) struct Collector {
     /// file (where `/proc` would describe some other, current process).
     live: bool,
     kallsyms: Option<SymbolTable>,
+    /// Processes whose executable mappings changed (for the in-kernel unwinder's tables).
+    changed: FastSet<u32>,
+    /// Processes that exited.
+    exited: Vec<u32>,
     pub summary: Summary,
 }
 
@@ -143,6 +155,8 @@ impl Collector {
             events: events.into_iter().map(EventAcc::new).collect(),
             naming,
             path: Vec::new(),
+            changed: FastSet::default(),
+            exited: Vec::new(),
         }
     }
 
@@ -159,7 +173,9 @@ impl Collector {
     fn process(&mut self, pid: u32) -> &mut Process {
         let images = &mut self.images;
         let live = self.live;
+        let changed = &mut self.changed;
         self.procs.entry(pid).or_insert_with(|| {
+            changed.insert(pid);
             if live {
                 Process::from_proc(pid, images)
             } else {
@@ -168,12 +184,56 @@ impl Collector {
         })
     }
 
+    /// Starts following process `pid` (its mappings read from `/proc` now).
+    pub fn track(&mut self, pid: u32) {
+        self.process(pid);
+    }
+
+    /// Reads a live process's mappings from `/proc` again (mappings that no record
+    /// announced: code made executable by `mprotect`); returns whether they changed.
+    pub fn refresh(&mut self, pid: u32) -> bool {
+        if !self.live {
+            return false;
+        }
+        let fresh = Process::from_proc(pid, &mut self.images);
+        let changed = match self.procs.get(&pid) {
+            Some(old) => fresh.mappings().next().is_some() && !old.same_mappings(&fresh),
+            None => true,
+        };
+        if changed {
+            self.procs.insert(pid, fresh);
+            self.changed.insert(pid);
+        }
+        changed
+    }
+
+    /// Processes whose executable mappings changed, and processes that exited, since the
+    /// last call.
+    pub fn take_changes(&mut self) -> (Vec<u32>, Vec<u32>) {
+        let mut changed: Vec<u32> = self.changed.drain().collect();
+        changed.sort_unstable();
+        (changed, std::mem::take(&mut self.exited))
+    }
+
+    /// A process's mappings and the images they refer to.
+    pub fn process_view(&self, pid: u32) -> Option<(&Process, &Images)> {
+        Some((self.procs.get(&pid)?, &self.images))
+    }
+
+    /// A process or thread exited.
+    pub fn on_exit(&mut self, pid: u32, tid: u32) {
+        if pid == tid {
+            self.exited.push(pid);
+        }
+    }
+
     /// A thread's name changed (or was first seen); `exec` resets the process's mappings.
     pub fn on_comm(&mut self, pid: u32, tid: u32, name: &[u8], exec: bool) {
         self.comms.insert(tid, name.into());
         self.comm_locs.remove(&tid);
         if exec && pid == tid {
             self.procs.insert(pid, Process::empty());
+            self.changed.insert(pid);
         }
     }
 
@@ -188,6 +248,7 @@ impl Collector {
             if let Some(parent) = self.procs.get(&ppid) {
                 let child = parent.fork();
                 self.procs.insert(pid, child);
+                self.changed.insert(pid);
             }
         }
         if let Some(c) = self.comms.get(&ptid).cloned() {
@@ -211,6 +272,7 @@ impl Collector {
                 path,
                 &mut self.images,
             );
+            self.changed.insert(pid);
         }
     }
 
@@ -262,14 +324,21 @@ impl Collector {
         let mut user_locs = std::mem::take(&mut self.user_locs);
         user_locs.clear();
         match user {
-            UserStack::Regs { ip, sp, bp, stack } if ip != 0 => {
+            UserStack::Regs {
+                ip,
+                sp,
+                bp,
+                stack,
+                fp_chain,
+            } if ip != 0 => {
                 let mut addrs = std::mem::take(&mut self.addrs);
                 addrs.clear();
                 let p = self.process(pid);
-                let n = p.unwind(ip, sp, bp, stack, |a| addrs.push(a));
-                if n <= 1 {
+                let end = p.unwind(ip, sp, bp, stack, fp_chain, |a| addrs.push(a));
+                if end.frames <= 1 {
                     self.summary.shallow_user_stacks += 1;
                 }
+
                 let p = &self.procs[&pid];
                 user_locs.extend(addrs.iter().map(|&a| p.locate(a, pid, &self.images)));
                 self.addrs = addrs;
@@ -375,7 +444,10 @@ impl Collector {
                     let img = &self.images.list[*image as usize];
                     match img.symbols().lookup(*svma) {
                         Some(n) => (demangle(n), FrameKind::User),
-                        None => (offset_name(&img.path, *svma), FrameKind::User),
+                        None => (
+                            offset_name(&img.path, img.function_start(*svma).unwrap_or(*svma)),
+                            FrameKind::User,
+                        ),
                     }
                 }
                 Loc::User(UserLoc::Jit { pid, addr }) => {
@@ -429,7 +501,8 @@ impl Collector {
     }
 }
 
-/// `libfoo.so+0x1234` for code without a symbol.
+/// `libfoo.so+0x1234` for code without a symbol: the start of its function when the
+/// image's unwind information tells where functions start, else the address itself.
 fn offset_name(path: &Path, svma: u64) -> Vec<u8> {
     let base = path
         .file_name()

@@ -49,6 +49,9 @@ pub enum RecordError {
     /// The off-CPU collector (eBPF) is not available.
     #[error("off-CPU profiling is not available: {0}")]
     OffCpu(String),
+    /// In-kernel unwinding (eBPF) was asked for and is not available.
+    #[error("in-kernel unwinding is not available: {0}. Use --unwind copy to unwind copies of the stack instead")]
+    InKernelUnwind(String),
     /// A command line option has a value that cannot work.
     #[error("invalid option: {0}")]
     InvalidOption(String),

@@ -39,6 +39,8 @@
 mod collect;
 mod error;
 mod events;
+#[cfg(feature = "bpf")]
+mod inkernel;
 mod live;
 pub mod native;
 mod offcpu;
@@ -51,6 +53,8 @@ mod unwind;
 pub use collect::{NamingOptions, Summary};
 pub use error::RecordError;
 pub use events::EventSpec;
+#[cfg(feature = "bpf")]
+pub use inkernel::InKernelSummary;
 pub use live::{record, Recording, StopReason};
 
 use std::ffi::OsString;
@@ -68,6 +72,25 @@ pub enum Target {
     Command(Vec<OsString>),
     /// Every process on every CPU.
     System,
+}
+
+/// Where user stacks are unwound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnwindMode {
+    /// In the kernel when it can be (eBPF: root, BTF; software events such as `cpu` and
+    /// `page-faults`), otherwise from copies of the stack, with a warning.
+    #[default]
+    Auto,
+    /// In the kernel at sample time, by an eBPF program that follows CFI tables built
+    /// from `.eh_frame` and frame pointers for JIT code, reading the thread's memory
+    /// wherever its frames are. Fails if eBPF is not available. Tracepoint events are
+    /// still unwound from copies.
+    Kernel,
+    /// From a copy of the stack taken with each sample (`--stack-size` bytes from the
+    /// stack pointer up), unwound after the fact, as `perf record --call-graph dwarf`
+    /// does. Frames kept elsewhere (the BEAM's Erlang stacks) are out of its reach.
+    Copy,
 }
 
 /// Options of a recording.
@@ -91,6 +114,8 @@ pub struct RecordOptions {
     pub buffer_pages: usize,
     /// How frames are named. Default: no annotations.
     pub naming: NamingOptions,
+    /// Where user stacks are unwound. Default: [`UnwindMode::Auto`].
+    pub unwind: UnwindMode,
     /// Raised (e.g. by a Ctrl-C handler, see [`stop_on_ctrl_c`]) to end the recording.
     /// Default: none.
     pub stop: Option<Arc<AtomicBool>>,
@@ -107,6 +132,7 @@ impl RecordOptions {
             stack_bytes: 16384,
             buffer_pages: 2048,
             naming: NamingOptions::default(),
+            unwind: UnwindMode::Auto,
             stop: None,
         }
     }

@@ -48,6 +48,86 @@ pub enum StopReason {
     TargetExited,
 }
 
+/// An event to open: its index among the recording's events, what it is, its
+/// attributes, and its in-kernel sampler slot when its stacks are unwound in the kernel.
+type EventAttr = (usize, EventSpec, PerfEventAttr, Option<u32>);
+
+#[cfg(feature = "bpf")]
+type KernelUnwinder = Option<crate::inkernel::InKernel>;
+#[cfg(not(feature = "bpf"))]
+type KernelUnwinder = Option<std::convert::Infallible>;
+
+/// Attaches the in-kernel unwinder to an event that has a sampler slot; returns whether
+/// it did.
+#[cfg(feature = "bpf")]
+fn attach_sampler(
+    k: &mut KernelUnwinder,
+    fd: &OwnedFd,
+    slot: Option<u32>,
+) -> Result<bool, RecordError> {
+    match (k, slot) {
+        (Some(k), Some(slot)) => k.attach(fd, slot).map(|()| true),
+        _ => Ok(false),
+    }
+}
+
+#[cfg(not(feature = "bpf"))]
+fn attach_sampler(
+    _: &mut KernelUnwinder,
+    _: &OwnedFd,
+    _: Option<u32>,
+) -> Result<bool, RecordError> {
+    Ok(false)
+}
+
+/// Loads the in-kernel unwinder if the mode and the events call for it. In `Auto` mode a
+/// failure is a warning (stacks are then unwound from copies); in `Kernel` mode, an error.
+#[cfg(feature = "bpf")]
+fn load_unwinder(
+    mode: crate::UnwindMode,
+    wanted: bool,
+    warnings: &mut Vec<String>,
+) -> Result<KernelUnwinder, RecordError> {
+    use crate::UnwindMode;
+    if mode == UnwindMode::Copy || !wanted {
+        return Ok(None);
+    }
+    match crate::inkernel::InKernel::load() {
+        Ok(k) => Ok(Some(k)),
+        Err(e) if mode == UnwindMode::Auto => {
+            warnings.push(format!("{e}; stacks are unwound from copies of the stack"));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(feature = "bpf"))]
+fn load_unwinder(
+    mode: crate::UnwindMode,
+    _: bool,
+    _: &mut Vec<String>,
+) -> Result<KernelUnwinder, RecordError> {
+    if mode == crate::UnwindMode::Kernel {
+        return Err(RecordError::InKernelUnwind(
+            "this kiln was built without the `bpf` feature (eBPF)".into(),
+        ));
+    }
+    Ok(None)
+}
+
+/// Gives the kernel new mappings, then moves its samples into the collector.
+#[cfg(feature = "bpf")]
+fn drain_unwinder(k: &mut KernelUnwinder, c: &mut Collector) {
+    if let Some(k) = k {
+        k.sync(c);
+        k.drain(c);
+    }
+}
+
+#[cfg(not(feature = "bpf"))]
+fn drain_unwinder(_: &mut KernelUnwinder, _: &mut Collector) {}
+
 struct Opened {
     fds: Vec<OwnedFd>,
     buffers: Vec<RingBuffer>,
@@ -75,20 +155,22 @@ fn open_error(e: io::Error, event: &EventSpec, tid: i32) -> RecordError {
 }
 
 impl Opened {
-    /// Opens every event for `tid` (-1: all tasks) on every CPU.
+    /// Opens every event for `tid` (-1: all tasks) on every CPU; events with a sampler
+    /// slot get the in-kernel unwinder attached before they are enabled.
     fn open_task(
         &mut self,
-        attrs: &[(usize, EventSpec, PerfEventAttr)],
+        attrs: &[EventAttr],
         tid: i32,
         cpus: &[i32],
         pages: usize,
         enable_now: bool,
+        kernel: &mut KernelUnwinder,
     ) -> Result<(), RecordError> {
         for &cpu in cpus {
             if !self.done.insert((tid, cpu)) {
                 continue;
             }
-            for (k, (index, spec, attr)) in attrs.iter().enumerate() {
+            for (k, (index, spec, attr, slot)) in attrs.iter().enumerate() {
                 let mut a = *attr;
                 if k == 0 {
                     // One event per (task, CPU) reports mappings, names and forks.
@@ -100,6 +182,11 @@ impl Opened {
                 }
                 let fd =
                     sys::perf_event_open(&a, tid, cpu).map_err(|e| open_error(e, spec, tid))?;
+                if attach_sampler(kernel, &fd, *slot)? && !enable_now {
+                    // Attaching enables the event (libbpf does); keep it off until the
+                    // kernel has the processes' tables (or until exec, for a command).
+                    sys::disable(&fd);
+                }
                 let id =
                     sys::event_id(&fd).map_err(|e| RecordError::sys("PERF_EVENT_IOC_ID", e))?;
                 self.ids.insert(id, *index);
@@ -141,6 +228,16 @@ fn tasks_of(pid: u32) -> Vec<i32> {
         .unwrap_or_default();
     v.sort_unstable();
     v
+}
+
+/// Every process now running.
+fn all_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn alive(pid: u32) -> bool {
@@ -350,19 +447,39 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     let pages = opts.buffer_pages.next_power_of_two().max(8);
     let page_size = 4096u32;
     let spawned = matches!(opts.target, Target::Command(_));
-    let mut attrs = Vec::new();
+    let mut warnings = Vec::new();
+    // Software events (cpu-clock, page-faults) can have their stacks unwound in the
+    // kernel; tracepoints cannot take the sampling program.
+    let sampled_in_kernel = |ev: &EventSpec| -> bool {
+        matches!(ev.perf_config(opts.frequency), Ok((t, ..)) if t == sys::PERF_TYPE_SOFTWARE)
+    };
+    let mut kernel = load_unwinder(
+        opts.unwind,
+        events.iter().any(sampled_in_kernel),
+        &mut warnings,
+    )?;
+    let mut attrs: Vec<EventAttr> = Vec::new();
     for (index, ev) in events.iter().enumerate() {
         if *ev == EventSpec::OffCpu {
             continue;
         }
         let (type_, config, period, freq) = ev.perf_config(opts.frequency)?;
+        let slot = match kernel.as_mut() {
+            #[cfg(feature = "bpf")]
+            Some(k) if sampled_in_kernel(ev) => k.slot_for(index),
+            _ => None,
+        };
         let mut flags = sys::FLAG_DISABLED
             | sys::FLAG_SAMPLE_ID_ALL
-            | sys::FLAG_EXCLUDE_CALLCHAIN_USER
             | sys::FLAG_USE_CLOCKID
             | sys::FLAG_WATERMARK;
         if freq {
             flags |= sys::FLAG_FREQ;
+        }
+        if slot.is_some() {
+            // Unwound in the kernel: perf's own samples (for processes without tables
+            // yet) need no frame-pointer walk of the user stack; they carry a copy.
+            flags |= sys::FLAG_EXCLUDE_CALLCHAIN_USER;
         }
         if !matches!(opts.target, Target::System) {
             flags |= sys::FLAG_INHERIT;
@@ -390,6 +507,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
                 sample_max_stack: 127,
                 ..Default::default()
             },
+            slot,
         ));
     }
     if attrs.is_empty() {
@@ -423,6 +541,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
                 clockid: libc::CLOCK_MONOTONIC,
                 ..Default::default()
             },
+            None,
         ));
     }
     // Resolve tracepoints etc. before spawning anything.
@@ -476,11 +595,11 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     };
     let opened_result = (|| -> Result<(), RecordError> {
         match &opts.target {
-            Target::System => opened.open_task(&attrs, -1, &cpus, pages, false)?,
+            Target::System => opened.open_task(&attrs, -1, &cpus, pages, false, &mut kernel)?,
             _ => {
                 for &p in &pids {
                     for tid in tasks_of(p) {
-                        match opened.open_task(&attrs, tid, &cpus, pages, false) {
+                        match opened.open_task(&attrs, tid, &cpus, pages, false, &mut kernel) {
                             Err(RecordError::NoSuchProcess(_)) if tid != p as i32 => {}
                             r => r?,
                         }
@@ -507,7 +626,19 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         opts.naming,
         true,
     );
+    collector.summary.warnings = warnings;
     collector.preload_kallsyms();
+    if kernel.is_some() {
+        // The kernel needs the mappings of what it will sample before it samples.
+        // (A started command's mappings come with its exec; before it, the held child
+        // is a copy of this process, whose tables would be wrong after the exec.)
+        match &opts.target {
+            Target::System => all_pids().into_iter().for_each(|p| collector.track(p)),
+            Target::Pids(p) => p.iter().for_each(|&p| collector.track(p)),
+            Target::Command(_) => {}
+        }
+        drain_unwinder(&mut kernel, &mut collector);
+    }
     if !spawned {
         for fd in &opened.fds {
             sys::enable(fd).map_err(|e| RecordError::sys("PERF_EVENT_IOC_ENABLE", e))?;
@@ -518,7 +649,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
             let before = opened.done.len();
             for &p in &pids {
                 for tid in tasks_of(p) {
-                    match opened.open_task(&attrs, tid, &cpus, pages, true) {
+                    match opened.open_task(&attrs, tid, &cpus, pages, true, &mut kernel) {
                         Ok(()) | Err(RecordError::NoSuchProcess(_)) => {}
                         Err(e) => return Err(e),
                     }
@@ -587,14 +718,19 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
 
     let start = Instant::now();
     let mut last_offcpu = Instant::now();
+    // With in-kernel unwinding, mappings reach the kernel when the rings are read: read
+    // them often, so that a new process (a started command right after its exec) is
+    // walked with its tables within milliseconds.
+    let poll_ms = if kernel.is_some() { 10 } else { 100 };
     let stopped = loop {
         if opened.buffers.is_empty() {
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(poll_ms as u64));
         } else {
             let fds: Vec<&OwnedFd> = opened.buffers.iter().map(|b| b.fd()).collect();
-            sys::poll(&fds, 100);
+            sys::poll(&fds, poll_ms);
         }
         drain_all(&mut opened, &mut collector, &mut scratch);
+        drain_unwinder(&mut kernel, &mut collector);
         if let Some(o) = offcpu.as_mut() {
             if last_offcpu.elapsed() >= Duration::from_secs(1) {
                 if let Err(e) = o.drain(&mut collector) {
@@ -628,6 +764,13 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         sys::disable(fd);
     }
     drain_all(&mut opened, &mut collector, &mut scratch);
+    drain_unwinder(&mut kernel, &mut collector);
+    #[cfg(feature = "bpf")]
+    if let Some(k) = kernel.as_mut() {
+        k.finish(&mut collector);
+        collector.summary.in_kernel = Some(k.summary.clone());
+    }
+    drop(kernel);
     if let Some(o) = offcpu.as_mut() {
         if let Err(e) = o.drain(&mut collector) {
             collector.summary.warnings.push(e.to_string());

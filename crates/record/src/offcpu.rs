@@ -1,4 +1,4 @@
-//! Off-CPU profiles through the eBPF collector of `kiln-bpf` (feature `offcpu`, on by
+//! Off-CPU profiles through the eBPF collector of `kiln-bpf` (feature `bpf`, on by
 //! default).
 //!
 //! The collector aggregates blocked time in the kernel per (thread, kernel stack, user
@@ -10,13 +10,13 @@
 use crate::collect::{Collector, UserStack};
 use crate::error::RecordError;
 
-#[cfg(feature = "offcpu")]
+#[cfg(feature = "bpf")]
 pub(crate) struct OffCpu {
     collector: kiln_bpf::offcpu::OffCpuCollector,
     event: usize,
 }
 
-#[cfg(feature = "offcpu")]
+#[cfg(feature = "bpf")]
 impl OffCpu {
     /// Starts collecting for `pids` (`None`: the whole system) into event `event`.
     pub fn start(
@@ -54,6 +54,7 @@ impl OffCpu {
                     sp: r.sp,
                     bp: r.bp,
                     stack: &e.user_stack,
+                    fp_chain: &e.user_ips,
                 },
                 _ if !e.user_ips.is_empty() => UserStack::Ips(&e.user_ips),
                 _ => UserStack::None,
@@ -71,15 +72,15 @@ impl OffCpu {
     }
 }
 
-#[cfg(not(feature = "offcpu"))]
+#[cfg(not(feature = "bpf"))]
 pub(crate) struct OffCpu;
 
-#[cfg(not(feature = "offcpu"))]
+#[cfg(not(feature = "bpf"))]
 impl OffCpu {
     pub fn start(_: Option<Vec<u32>>, _: u32, _: usize) -> Result<Self, RecordError> {
         Err(RecordError::OffCpu(
-            "this kiln was built without the `offcpu` feature (eBPF); rebuild with \
-             --features offcpu, or record sched:sched_switch instead"
+            "this kiln was built without the `bpf` feature (eBPF); rebuild with \
+             --features bpf, or record sched:sched_switch instead"
                 .into(),
         ))
     }

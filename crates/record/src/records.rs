@@ -37,6 +37,7 @@ pub(crate) fn handle(
             c.on_comm(r.pid as u32, r.tid as u32, &r.name.as_slice(), r.is_execve);
         }
         EventRecord::Fork(r) => c.on_fork(r.pid as u32, r.ppid as u32, r.tid as u32, r.ptid as u32),
+        EventRecord::Exit(r) => c.on_exit(r.pid as u32, r.tid as u32),
         EventRecord::Mmap(r) => c.on_mmap(
             r.pid as u32,
             r.address,
@@ -93,7 +94,13 @@ fn sample(c: &mut Collector, sc: &mut Scratch, ev: usize, weight: u64, s: &Sampl
         None => &[],
     };
     let user = match regs {
-        Some((ip, sp, bp)) if !stack.is_empty() => UserStack::Regs { ip, sp, bp, stack },
+        Some((ip, sp, bp)) if !stack.is_empty() => UserStack::Regs {
+            ip,
+            sp,
+            bp,
+            stack,
+            fp_chain: &sc.user,
+        },
         _ if !sc.user.is_empty() => UserStack::Ips(&sc.user),
         Some((ip, _, _)) if ip != 0 => {
             sc.user.push(ip);

@@ -12,7 +12,7 @@
 //! wherever CFI is missing.
 use crate::symbols::{self, SymbolTable};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
-use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use memmap2::Mmap;
 use object::{Object, ObjectSection, ObjectSegment};
 use std::collections::{BTreeMap, HashMap};
@@ -45,6 +45,8 @@ pub(crate) struct Image {
     /// `(p_offset, p_vaddr, p_filesz)` of each loadable segment.
     segments: Vec<(u64, u64, u64)>,
     symbols: OnceLock<SymbolTable>,
+    #[cfg(feature = "bpf")]
+    table: OnceLock<Option<kiln_bpf::unwind_table::UnwindTable>>,
 }
 
 impl Image {
@@ -66,7 +68,35 @@ impl Image {
             map: Arc::new(map),
             segments,
             symbols: OnceLock::new(),
+            #[cfg(feature = "bpf")]
+            table: OnceLock::new(),
         })
+    }
+
+    /// The image's unwind table (from `.eh_frame`), built on first use; `None` when the
+    /// image has no usable `.eh_frame`.
+    #[cfg(feature = "bpf")]
+    pub fn unwind_table(&self) -> Option<&kiln_bpf::unwind_table::UnwindTable> {
+        self.table
+            .get_or_init(|| kiln_bpf::unwind_table::build(&self.map).ok())
+            .as_ref()
+    }
+
+    /// The start of the function (FDE) that contains `svma`: code without a symbol is
+    /// named after it, so that samples anywhere in one stripped function share a frame.
+    pub fn function_start(&self, svma: u64) -> Option<u64> {
+        #[cfg(feature = "bpf")]
+        {
+            let f = &self.unwind_table()?.functions;
+            let i = f.partition_point(|&(start, _)| start <= svma);
+            let (start, end) = *f.get(i.checked_sub(1)?)?;
+            (svma < end).then_some(start)
+        }
+        #[cfg(not(feature = "bpf"))]
+        {
+            let _ = svma;
+            None
+        }
     }
 
     /// Converts a file offset into the address the ELF file states for it.
@@ -79,8 +109,9 @@ impl Image {
         off
     }
 
-    /// `base_avma` for a mapping at `start` of file offset `pgoff`.
-    fn base_avma(&self, start: u64, pgoff: u64) -> u64 {
+    /// `base_avma` for a mapping at `start` of file offset `pgoff`: where the image's
+    /// stated address 0 is mapped (runtime address = stated address + base).
+    pub(crate) fn base_avma(&self, start: u64, pgoff: u64) -> u64 {
         for &(p_off, vaddr, size) in &self.segments {
             let aligned = p_off & !0xfff;
             if pgoff >= aligned && pgoff < p_off + size.max(1) {
@@ -209,7 +240,7 @@ pub(crate) enum MapKind {
     Named(Box<[u8]>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Mapping {
     pub end: u64,
     pub pgoff: u64,
@@ -253,6 +284,11 @@ impl Process {
             }
         }
         p
+    }
+
+    /// Whether both list the same executable mappings.
+    pub fn same_mappings(&self, other: &Process) -> bool {
+        self.maps == other.maps
     }
 
     /// A copy for a forked child (same mappings, fresh unwinder cache).
@@ -312,6 +348,11 @@ impl Process {
         self.maps.insert(start, Mapping { end, pgoff, kind });
     }
 
+    /// The executable mappings, by start address.
+    pub fn mappings(&self) -> impl Iterator<Item = (u64, &Mapping)> {
+        self.maps.iter().map(|(&s, m)| (s, m))
+    }
+
     /// Where `addr` points.
     pub fn locate(&self, addr: u64, pid: u32, images: &Images) -> UserLoc {
         match self.maps.range(..=addr).next_back() {
@@ -329,36 +370,69 @@ impl Process {
 
     /// Unwinds a user stack: `stack` holds the memory from `sp` upwards. Calls `f` with
     /// each frame's lookup address (the instruction pointer, then return address - 1),
-    /// leaf first. Returns the number of frames.
+    /// leaf first. `fp_chain` is the kernel's frame-pointer walk taken with the same
+    /// sample (instruction pointer first, then return addresses), or empty.
     pub fn unwind(
         &mut self,
         ip: u64,
         sp: u64,
         bp: u64,
         stack: &[u8],
+        fp_chain: &[u64],
         mut f: impl FnMut(u64),
-    ) -> usize {
+    ) -> UnwindEnd {
         let mut read = |addr: u64| -> Result<u64, ()> {
             let off = addr.checked_sub(sp).ok_or(())? as usize;
             let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
             Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?))
         };
-        let mut it = self.unwinder.iter_frames(
-            ip,
-            UnwindRegsX86_64::new(ip, sp, bp),
-            &mut self.cache,
-            &mut read,
-        );
-        let mut n = 0;
-        while let Ok(Some(frame)) = it.next() {
-            f(frame.address_for_lookup());
-            n += 1;
-            if n >= MAX_USER_FRAMES {
+        let in_copy = |a: u64| a >= sp && a.saturating_add(16) <= sp + stack.len() as u64;
+        let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
+        let mut addr = FrameAddress::InstructionPointer(ip);
+        let mut end = UnwindEnd::default();
+        loop {
+            f(addr.address_for_lookup());
+            end.frames += 1;
+            if end.frames >= MAX_USER_FRAMES {
                 break;
             }
+            let frame_bp = regs.bp();
+            match self
+                .unwinder
+                .unwind_frame(addr, &mut regs, &mut self.cache, &mut read)
+            {
+                Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
+                    Some(a) => addr = a,
+                    None => break,
+                },
+                Ok(None) => break,
+                Err(_) => {
+                    let jit = !matches!(
+                        self.maps.range(..=addr.address()).next_back(),
+                        Some((_, m)) if addr.address() < m.end && matches!(m.kind, MapKind::Elf(_))
+                    );
+                    // The copy ends where a JIT frame's frame pointer leads out of it.
+                    // When no frame in between changed rbp, the kernel's frame-pointer
+                    // walk of this sample started from the same frame: go on with it.
+                    if jit && !in_copy(frame_bp) && frame_bp == bp && fp_chain.len() > 1 {
+                        for &ra in &fp_chain[1..] {
+                            f(ra.saturating_sub(1));
+                            end.frames += 1;
+                        }
+                    }
+                    break;
+                }
+            }
         }
-        n
+        end
     }
+}
+
+/// How an unwind ended.
+#[derive(Default, Debug)]
+pub(crate) struct UnwindEnd {
+    /// Frames reported.
+    pub frames: usize,
 }
 
 /// Splits a `/proc/<pid>/maps` line into `(start, end, offset, path)`, executable ones only.

@@ -1,16 +1,33 @@
 //! On-CPU recording of C programs with known hot functions, built with and without frame
-//! pointers: the split of the work must come out as designed and stacks must reach main.
+//! pointers, unwound in the kernel and from stack copies: the split of the work must come
+//! out as designed and stacks must reach main.
 mod common;
 
 use common::*;
-use kiln_record::{record, RecordOptions, StopReason, Target};
+use kiln_record::{record, RecordOptions, StopReason, Target, UnwindMode};
 use std::time::Duration;
 
-fn check_hot(flags: &[&str], name: &str) {
+const NO_FP: [&str; 5] = [
+    "-O2",
+    "-fno-inline",
+    "-fno-ipa-icf",
+    "-fno-optimize-sibling-calls",
+    "-fomit-frame-pointer",
+];
+const FP: [&str; 5] = [
+    "-O2",
+    "-fno-inline",
+    "-fno-ipa-icf",
+    "-fno-optimize-sibling-calls",
+    "-fno-omit-frame-pointer",
+];
+
+fn check_hot(flags: &[&str], name: &str, mode: UnwindMode) {
     let dir = tempfile::tempdir().unwrap();
     let exe = build_c(dir.path(), "hot.c", name, flags);
     let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "1.5".into()]));
     opts.duration = Some(Duration::from_secs(20));
+    opts.unwind = mode;
     let rec = record(&opts).expect("recording works");
     assert_eq!(rec.stopped, StopReason::TargetExited);
     assert!(rec.exit_status.unwrap().success());
@@ -57,34 +74,78 @@ fn check_hot(flags: &[&str], name: &str) {
     );
     let th = p.threads.get(p.samples.thread[0]).expect("thread known");
     assert!(th.pid.is_some() && th.tid.is_some());
+    // The summary says how the stacks were unwound, and every sample is accounted for.
+    match (mode, &rec.summary.in_kernel) {
+        (UnwindMode::Kernel, Some(k)) => {
+            assert!(
+                k.ended_at_root + k.no_tables >= rec.summary.samples[0] * 97 / 100,
+                "in-kernel walks should end at the root: {k:?}"
+            );
+            assert!(k.cfi_frames > 0 || k.fp_frames > 0, "{k:?}");
+        }
+        (UnwindMode::Copy, None) => {}
+        (m, k) => panic!("unwind mode {m:?} but in-kernel summary {k:?}"),
+    }
 }
 
 #[test]
 fn hot_functions_with_frame_pointers() {
-    check_hot(
-        &[
-            "-O2",
-            "-fno-inline",
-            "-fno-ipa-icf",
-            "-fno-optimize-sibling-calls",
-            "-fno-omit-frame-pointer",
-        ],
-        "hot-fp",
+    check_hot(&FP, "hot-fp", UnwindMode::Kernel);
+}
+
+#[test]
+fn hot_functions_with_frame_pointers_from_stack_copies() {
+    check_hot(&FP, "hot-fp-copy", UnwindMode::Copy);
+}
+
+#[test]
+fn hot_functions_without_frame_pointers_from_stack_copies() {
+    check_hot(&NO_FP, "hot-nofp-copy", UnwindMode::Copy);
+}
+
+/// A stripped binary has no names for its functions; samples anywhere in one function
+/// still share one frame, named after the image and the function's start (from its
+/// unwind information), so the split of the work survives stripping.
+#[test]
+fn stripped_functions_are_named_by_their_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "hot.c", "hot-stripped", &NO_FP);
+    let st = std::process::Command::new("strip")
+        .arg(&exe)
+        .status()
+        .expect("strip runs (binutils)");
+    assert!(st.success());
+    let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "1.5".into()]));
+    opts.duration = Some(Duration::from_secs(20));
+    let rec = record(&opts).expect("recording works");
+    let lines = folded(&rec.profiles[0]);
+    let mut leaves: std::collections::HashMap<String, u64> = Default::default();
+    let mut total = 0;
+    for (f, w) in &lines {
+        total += w;
+        let leaf = f.last().unwrap();
+        if leaf.starts_with("hot-stripped+0x") {
+            *leaves.entry(leaf.clone()).or_default() += w;
+        }
+    }
+    let mut top: Vec<u64> = leaves.values().copied().collect();
+    top.sort_unstable_by(|a, b| b.cmp(a));
+    assert!(
+        top.len() >= 2 && top[0] + top[1] > total * 9 / 10,
+        "two leaf functions should take nearly all samples: {leaves:?}\n{}",
+        dump(&lines)
+    );
+    let share = top[0] as f64 / (top[0] + top[1]) as f64;
+    assert!(
+        (share - 2.0 / 3.0).abs() < 0.08,
+        "the larger function's share {share:.3}\n{}",
+        dump(&lines)
     );
 }
 
 #[test]
 fn hot_functions_without_frame_pointers_unwind_with_cfi() {
-    check_hot(
-        &[
-            "-O2",
-            "-fno-inline",
-            "-fno-ipa-icf",
-            "-fno-optimize-sibling-calls",
-            "-fomit-frame-pointer",
-        ],
-        "hot-nofp",
-    );
+    check_hot(&NO_FP, "hot-nofp", UnwindMode::Kernel);
 }
 
 #[test]

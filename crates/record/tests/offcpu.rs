@@ -1,6 +1,6 @@
 //! Off-CPU profiles (eBPF, kiln-bpf) of lock contention: C threads on a pthread mutex and
 //! Go goroutines holding a mutex across a blocking system call.
-#![cfg(feature = "offcpu")]
+#![cfg(feature = "bpf")]
 mod common;
 
 use common::*;

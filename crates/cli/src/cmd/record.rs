@@ -3,7 +3,7 @@
 use super::common::{write_output, TransformArgs};
 use anyhow::{bail, Context, Result};
 use kiln_model::{FoldedOptions, FoldedWriter, Profile};
-use kiln_record::{EventSpec, NamingOptions, RecordOptions, StopReason, Target};
+use kiln_record::{EventSpec, NamingOptions, RecordOptions, StopReason, Target, UnwindMode};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -54,8 +54,19 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Bytes of user stack copied per sample for unwinding (CFI and frame pointers).
-    /// Larger reaches deeper stacks at more overhead; 0 records kernel stacks only.
+    /// Where user stacks are unwound. kernel: at sample time by an eBPF program that
+    /// follows CFI tables (from .eh_frame, present even in stripped binaries) for native
+    /// code and frame pointers for JIT code, reading the thread's memory wherever its
+    /// frames are (complete stacks through the BEAM's Erlang stacks); needs root and BTF;
+    /// applies to cpu and page-faults. copy: from a copy of the stack taken with each
+    /// sample (--stack-size bytes), unwound afterwards, as perf's --call-graph dwarf.
+    /// auto: kernel where possible, else copy.
+    #[arg(long, value_enum, value_name = "WHERE", default_value = "auto")]
+    pub unwind: UnwindArg,
+
+    /// Bytes of user stack copied per sample when stacks are unwound from copies
+    /// (--unwind copy, tracepoint events, off-CPU snapshots). Larger reaches deeper
+    /// stacks at more overhead; 0 records kernel stacks only.
     #[arg(long, value_name = "BYTES", default_value_t = 16384)]
     pub stack_size: u32,
 
@@ -77,6 +88,17 @@ pub struct Args {
     /// Command to start and record (with its children), after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+/// `--unwind` values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum UnwindArg {
+    /// In the kernel where possible, else from copies.
+    Auto,
+    /// In the kernel at sample time (eBPF).
+    Kernel,
+    /// From copies of the stack, afterwards.
+    Copy,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -128,6 +150,11 @@ impl Args {
         o.frequency = self.frequency;
         o.duration = duration;
         o.stack_bytes = self.stack_size;
+        o.unwind = match self.unwind {
+            UnwindArg::Auto => UnwindMode::Auto,
+            UnwindArg::Kernel => UnwindMode::Kernel,
+            UnwindArg::Copy => UnwindMode::Copy,
+        };
         o.naming = NamingOptions {
             annotate_kernel: self.kernel,
             annotate_jit: self.jit,
@@ -248,6 +275,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "kiln record: {why}; {} lost records, {} throttled intervals, {} samples with a one-frame user stack, {} unreadable records",
         s.lost, s.throttled, s.shallow_user_stacks, s.bad_records
     );
+    if let Some(k) = &s.in_kernel {
+        eprintln!(
+            "kiln record: stacks unwound in the kernel: {} reached their root, {} stopped at unreadable memory, \
+             {} at code without unwind rules, {} at a bad frame, {} at the depth limit; {} without a user stack; \
+             {} unwound from stack copies (taken before the process's tables were loaded); frames: {} by CFI, {} by frame pointers",
+            k.ended_at_root,
+            k.ended_unreadable,
+            k.ended_no_rule,
+            k.ended_bad_frame,
+            k.ended_depth,
+            k.no_user_stack,
+            k.no_tables,
+            k.cfi_frames,
+            k.fp_frames
+        );
+    }
     if let Some(st) = rec.exit_status {
         if !st.success() {
             eprintln!("kiln record: the command exited with {st}");

@@ -1,0 +1,265 @@
+//! Stacks unwound in the kernel at sample time (`--unwind kernel`), through the eBPF
+//! sampler of `kiln-bpf`.
+//!
+//! The sampler needs, per process, its executable mappings and, for each ELF image, the
+//! image's unwind table. They come from what the collector already follows for naming:
+//! `/proc/PID/maps` when a process is first seen, then the perf ring's `MMAP2`, `FORK`,
+//! `COMM` (exec) and `EXIT` records. Each image's table is built once (from the file the
+//! collector has mapped anyway) and copied into the kernel once, however many processes
+//! map it. Samples of a process whose mappings the kernel does not have yet are left to
+//! perf, which copies the stack for the user-space unwinder ([`InKernelSummary::no_tables`]).
+use crate::collect::{Collector, UserStack};
+use crate::error::RecordError;
+use crate::unwind::{Images, MapKind};
+use kiln_bpf::sampler::{CodeMapping, RowRange, Sampler, SamplerConfig, StackEnd};
+use std::collections::HashMap;
+use std::os::fd::AsFd;
+
+/// How in-kernel unwinding went, for the recording's summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InKernelSummary {
+    /// Samples taken.
+    pub samples: u64,
+    /// User stacks that ended where the code marks its root: the outermost CFI frame
+    /// (`_start`, `clone3`), a null frame pointer (the bottom of an Erlang process's
+    /// stack, the BEAM's scheduler loop) or a null return address.
+    pub ended_at_root: u64,
+    /// User stacks that ended at memory that could not be read.
+    pub ended_unreadable: u64,
+    /// User stacks that ended in code with no unwind rule and no frame pointer.
+    pub ended_no_rule: u64,
+    /// User stacks that ended at a frame-pointer value that was not a return address
+    /// (the walk had left real frames) or did not move up the stack.
+    pub ended_bad_frame: u64,
+    /// User stacks cut at the frame limit (128).
+    pub ended_depth: u64,
+    /// Samples without a user stack (kernel threads, the idle task).
+    pub no_user_stack: u64,
+    /// Samples of processes whose mappings the kernel did not have yet (a command just
+    /// started or exec'd): perf took them with a copy of the stack, unwound afterwards.
+    pub no_tables: u64,
+    /// Frames unwound with CFI rows, and with frame pointers.
+    pub cfi_frames: u64,
+    /// Frames unwound with frame pointers.
+    pub fp_frames: u64,
+    /// Samples taken in a JIT function's prologue or epilogue (return address read from
+    /// the top of the stack).
+    pub jit_edges: u64,
+    /// Images whose code the kernel walks by frame pointers: no `.eh_frame`, or the table
+    /// was full.
+    pub images_without_table: u64,
+    /// Processes with more executable mappings than the kernel table holds (the
+    /// smallest mappings without unwind rows were left out).
+    pub processes_over_mapping_limit: u64,
+}
+
+pub(crate) struct InKernel {
+    sampler: Sampler,
+    /// Event index of each sampler slot.
+    slots: Vec<usize>,
+    /// Kernel rows per image id (`None`: none, walked by frame pointers).
+    image_rows: HashMap<u32, Option<RowRange>>,
+    vdso: Option<Vdso>,
+    /// What the kernel has for each process.
+    pushed: HashMap<u32, Vec<CodeMapping>>,
+    /// Processes whose walks left their known code, and when their mappings were last
+    /// re-read from `/proc`.
+    suspect: Vec<u32>,
+    refreshed: HashMap<u32, std::time::Instant>,
+    pub summary: InKernelSummary,
+}
+
+/// This kernel's vDSO, the same image in every process.
+struct Vdso {
+    /// The stated address its first byte has (usually 0).
+    base: u64,
+    rows: Option<RowRange>,
+}
+
+fn sampler_error(e: kiln_bpf::BpfError) -> RecordError {
+    RecordError::InKernelUnwind(e.to_string())
+}
+
+impl InKernel {
+    pub fn load() -> Result<InKernel, RecordError> {
+        let sampler = Sampler::load(&SamplerConfig::default()).map_err(sampler_error)?;
+        let mut k = InKernel {
+            sampler,
+            slots: Vec::new(),
+            image_rows: HashMap::new(),
+            vdso: None,
+            pushed: HashMap::new(),
+            suspect: Vec::new(),
+            refreshed: HashMap::new(),
+            summary: InKernelSummary::default(),
+        };
+        k.vdso = k.load_vdso();
+        Ok(k)
+    }
+
+    /// The slot for event `index`, if one is left.
+    pub fn slot_for(&mut self, index: usize) -> Option<u32> {
+        if let Some(s) = self.slots.iter().position(|&e| e == index) {
+            return Some(s as u32);
+        }
+        if self.slots.len() as u32 >= kiln_bpf::sampler::SLOTS {
+            return None;
+        }
+        self.slots.push(index);
+        Some(self.slots.len() as u32 - 1)
+    }
+
+    pub fn attach(&mut self, fd: &std::os::fd::OwnedFd, slot: u32) -> Result<(), RecordError> {
+        self.sampler.attach(fd.as_fd(), slot).map_err(sampler_error)
+    }
+
+    fn load_vdso(&mut self) -> Option<Vdso> {
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+        let (range, _) = line.split_once(' ')?;
+        let (lo, hi) = range.split_once('-')?;
+        let (lo, hi) = (
+            u64::from_str_radix(lo, 16).ok()?,
+            u64::from_str_radix(hi, 16).ok()?,
+        );
+        let mut bytes = vec![0u8; hi.checked_sub(lo)? as usize];
+        let mem = std::fs::File::open("/proc/self/mem").ok()?;
+        std::os::unix::fs::FileExt::read_exact_at(&mem, &mut bytes, lo).ok()?;
+        let file = object::File::parse(&*bytes).ok()?;
+        let base = object::Object::segments(&file)
+            .map(|s| object::ObjectSegment::address(&s))
+            .min()
+            .unwrap_or(0);
+        let rows = kiln_bpf::unwind_table::build(&bytes)
+            .ok()
+            .and_then(|t| self.sampler.add_rows(&t.rows));
+        Some(Vdso { base, rows })
+    }
+
+    fn rows_for(&mut self, id: u32, images: &Images) -> Option<RowRange> {
+        if let Some(r) = self.image_rows.get(&id) {
+            return *r;
+        }
+        let rows = images.list[id as usize]
+            .unwind_table()
+            .and_then(|t| self.sampler.add_rows(&t.rows));
+        if rows.is_none() {
+            self.summary.images_without_table += 1;
+        }
+        self.image_rows.insert(id, rows);
+        rows
+    }
+
+    /// Gives the kernel the current mappings of every process that changed.
+    ///
+    /// Mappings usually arrive as perf records, but code made executable by `mprotect`
+    /// (the BEAM's JIT regions) has none: a frame-pointer walk that reaches a return
+    /// address outside the known code has the process's `/proc/PID/maps` read again, at
+    /// most every 100 ms.
+    pub fn sync(&mut self, c: &mut Collector) {
+        let now = std::time::Instant::now();
+        for pid in std::mem::take(&mut self.suspect) {
+            let due = self
+                .refreshed
+                .get(&pid)
+                .is_none_or(|t| now.duration_since(*t) >= std::time::Duration::from_millis(100));
+            if due {
+                self.refreshed.insert(pid, now);
+                c.refresh(pid);
+            }
+        }
+        let (changed, exited) = c.take_changes();
+        for pid in exited {
+            self.sampler.forget_process(pid);
+            self.pushed.remove(&pid);
+            self.refreshed.remove(&pid);
+        }
+        for pid in changed {
+            let Some((p, images)) = c.process_view(pid) else {
+                continue;
+            };
+            let mut maps = Vec::new();
+            for (start, m) in p.mappings() {
+                let (bias, rows) = match &m.kind {
+                    MapKind::Elf(id) => (
+                        images.list[*id as usize].base_avma(start, m.pgoff),
+                        self.rows_for(*id, images),
+                    ),
+                    MapKind::Named(n) if &**n == b"[vdso]" => match &self.vdso {
+                        Some(v) => (start.wrapping_sub(v.base), v.rows),
+                        None => (0, None),
+                    },
+                    MapKind::Anon | MapKind::Named(_) => (0, None),
+                };
+                maps.push(CodeMapping {
+                    start,
+                    end: m.end,
+                    bias,
+                    rows,
+                });
+            }
+            if self.pushed.get(&pid) == Some(&maps) {
+                continue;
+            }
+            match self.sampler.set_process(pid, &maps) {
+                Ok(0) => {}
+                Ok(_) => self.summary.processes_over_mapping_limit += 1,
+                Err(e) => c.summary.warnings.push(format!(
+                    "in-kernel unwinding: process {pid} is walked by frame pointers only ({e})"
+                )),
+            }
+            self.pushed.insert(pid, maps);
+        }
+    }
+
+    /// Moves the samples the kernel wrote into the collector.
+    pub fn drain(&mut self, c: &mut Collector) {
+        let slots = &self.slots;
+        let s = &mut self.summary;
+        let suspect = &mut self.suspect;
+        let result = self.sampler.drain(|k| {
+            let Some(&ev) = slots.get(k.slot as usize) else {
+                c.summary.unattributed += 1;
+                return;
+            };
+            match k.end {
+                e if e.is_root() => s.ended_at_root += 1,
+                StackEnd::Unreadable => s.ended_unreadable += 1,
+                StackEnd::NoRule => s.ended_no_rule += 1,
+                StackEnd::BadReturnAddress => {
+                    s.ended_bad_frame += 1;
+                    if suspect.last() != Some(&k.pid) {
+                        suspect.push(k.pid);
+                    }
+                }
+                StackEnd::Loop => s.ended_bad_frame += 1,
+                StackEnd::Depth => s.ended_depth += 1,
+                StackEnd::NoUser => s.no_user_stack += 1,
+                _ => {}
+            }
+            let user = if k.user.is_empty() {
+                UserStack::None
+            } else {
+                UserStack::Ips(k.user)
+            };
+            let mut kernel = k.kernel.iter().copied();
+            c.add_sample(ev, k.pid, k.tid, k.time, 1, &mut kernel, user);
+        });
+        match result {
+            Ok((_, bad)) => c.summary.bad_records += bad,
+            Err(e) => c.summary.warnings.push(e.to_string()),
+        }
+    }
+
+    /// Final counters from the kernel side.
+    pub fn finish(&mut self, c: &mut Collector) {
+        let st = self.sampler.stats();
+        self.summary.samples = st.samples;
+        self.summary.no_tables = st.no_tables;
+        self.summary.cfi_frames = st.cfi_frames;
+        self.summary.fp_frames = st.fp_frames;
+        self.summary.jit_edges = st.jit_edges;
+        c.summary.lost += st.lost;
+    }
+}
