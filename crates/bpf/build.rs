@@ -6,16 +6,24 @@
 //! clang and the Linux UAPI headers (Debian: `clang`, `linux-libc-dev`) but
 //! neither bpftool nor BTF on the build machine.
 
+#[cfg(feature = "programs")]
 use std::env;
+#[cfg(feature = "programs")]
 use std::path::PathBuf;
 
+#[cfg(feature = "programs")]
 use libbpf_cargo::SkeletonBuilder;
 
+#[cfg(feature = "programs")]
 const SOURCES: [(&str, &str); 2] = [
     ("src/bpf/offcpu.bpf.c", "offcpu.skel.rs"),
     ("src/bpf/sampler.bpf.c", "sampler.skel.rs"),
 ];
 
+#[cfg(not(feature = "programs"))]
+fn main() {}
+
+#[cfg(feature = "programs")]
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();

@@ -23,6 +23,10 @@
 //! # Ok::<(), kiln_bpf::BpfError>(())
 //! ```
 //!
+//! ## Feature `programs` (default)
+//! The eBPF programs and their loaders. Without it, only [`unwind_table`] is built (no
+//! clang, no libbpf).
+//!
 //! ## Requirements
 //! Running: Linux >= 5.18 with BTF (`/sys/kernel/btf/vmlinux`), x86-64, and
 //! root or CAP_BPF + CAP_PERFMON. Building: clang and the Linux UAPI headers
@@ -33,16 +37,23 @@
 //! relocated against the running kernel at load time (CO-RE).
 #![deny(missing_docs)]
 
+#[cfg(feature = "programs")]
 mod error;
+#[cfg(feature = "programs")]
 mod load;
+#[cfg(feature = "programs")]
 pub mod offcpu;
+#[cfg(feature = "programs")]
 mod procmaps;
+#[cfg(feature = "programs")]
 pub mod sampler;
 pub mod unwind_table;
 
+#[cfg(feature = "programs")]
 pub use error::BpfError;
 
 /// The generated skeletons, one module each (they define items of the same names).
+#[cfg(feature = "programs")]
 mod skel {
     #[allow(clippy::all, missing_docs, unused_imports, unsafe_op_in_unsafe_fn)]
     mod offcpu {
@@ -58,6 +69,7 @@ mod skel {
 
 /// Fails with [`BpfError::NoKernelBtf`] when the kernel publishes no BTF, which the
 /// programs' CO-RE relocations need.
+#[cfg(feature = "programs")]
 fn require_btf() -> Result<(), BpfError> {
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux");
     if btf.exists() {
