@@ -105,6 +105,9 @@ pub struct OffCpuEntry {
     pub comm: Vec<u8>,
     /// Total blocked time in nanoseconds (blocks of at least `min_block_us`).
     pub total_ns: u64,
+    /// When the latest of these blocks ended (CLOCK_MONOTONIC nanoseconds): the
+    /// entry's blocks all ended between the previous drain and this one.
+    pub last_ns: u64,
     /// Number of such blocks.
     pub count: u64,
     /// Kernel stack where the thread went to sleep, innermost first; empty if
@@ -383,7 +386,7 @@ impl OffCpuCollector {
 
         let mut out = Vec::with_capacity(rows.len());
         let mut seen = HashSet::new();
-        for (key, (total_ns, count, comm)) in rows {
+        for (key, (total_ns, count, comm, last_ns)) in rows {
             if key.tgid != 0 && seen.insert(key.tgid) && !self.ranged.contains_key(&key.tgid) {
                 let _ = self.load_code_ranges(key.tgid);
             }
@@ -403,6 +406,7 @@ impl OffCpuCollector {
                 tid: key.pid,
                 comm,
                 total_ns,
+                last_ns,
                 count,
                 kernel_ips,
                 user_ips,
@@ -493,12 +497,14 @@ impl OffCpuCollector {
     }
 }
 
-fn parse_agg_val(b: &[u8]) -> Option<(u64, u64, Vec<u8>)> {
+/// `struct agg_val`: total, count, comm, last_ns.
+fn parse_agg_val(b: &[u8]) -> Option<(u64, u64, Vec<u8>, u64)> {
     let total = u64::from_ne_bytes(b.get(0..8)?.try_into().ok()?);
     let count = u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?);
     let comm = b.get(16..32)?;
     let end = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
-    Some((total, count, comm[..end].to_vec()))
+    let last = u64::from_ne_bytes(b.get(32..40)?.try_into().ok()?);
+    Some((total, count, comm[..end].to_vec(), last))
 }
 
 /// Stacks are never removed from the kernel maps, so they can be cached by id.

@@ -5,9 +5,11 @@
 //! stack) and hands over, per entry, the kernel addresses, the user registers and a copy
 //! of the user stack. Each entry becomes one sample weighted by its blocked time in
 //! nanoseconds, unwound by the same code as perf samples (CFI + frame pointers), and
-//! timestamped when it was drained (the kernel aggregates, so individual blocks have no
-//! time of their own).
-use crate::collect::{Collector, UserStack};
+//! timestamped with the end of the latest block it aggregates (the kernel aggregates
+//! between drains, a second apart, so individual blocks have no time of their own).
+use crate::collect::Collector;
+#[cfg(feature = "bpf")]
+use crate::collect::UserStack;
 use crate::error::RecordError;
 
 #[cfg(feature = "bpf")]
@@ -60,7 +62,18 @@ impl OffCpu {
                 _ => UserStack::None,
             };
             let mut kernel = c.trim_tracing_frames(&e.kernel_ips).iter().copied();
-            c.add_sample(self.event, e.pid, e.tid, now, e.total_ns, &mut kernel, user);
+            // Stamped with the end of the latest block aggregated into the entry (the
+            // kernel keeps no per-block times); entries cover one drain interval.
+            let time = if e.last_ns != 0 { e.last_ns } else { now };
+            c.add_sample(
+                self.event,
+                e.pid,
+                e.tid,
+                time,
+                e.total_ns,
+                &mut kernel,
+                user,
+            );
         }
         Ok(())
     }
@@ -93,6 +106,7 @@ impl OffCpu {
 }
 
 /// CLOCK_MONOTONIC in nanoseconds, the clock perf samples use here too.
+#[cfg(feature = "bpf")]
 pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

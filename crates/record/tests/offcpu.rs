@@ -9,11 +9,29 @@ use kiln_record::{record, EventSpec, RecordOptions, Target};
 use std::process::Command;
 use std::time::Duration;
 
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the struct it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn offcpu(argv: Vec<std::ffi::OsString>) -> kiln_model::Profile {
     let mut opts = RecordOptions::new(Target::Command(argv));
     opts.events = vec![EventSpec::OffCpu];
     opts.duration = Some(Duration::from_secs(30));
+    let before = monotonic_ns();
     let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
+    let after = monotonic_ns();
+    // Each entry is stamped with the end of its latest block: within the recording.
+    let (first, last) = rec.profiles[0].samples.time_range().expect("timestamps");
+    assert!(
+        before <= first && last <= after,
+        "sample times {first}..{last} outside the recording {before}..{after}"
+    );
     assert!(
         rec.summary.warnings.is_empty(),
         "{:?}",

@@ -67,6 +67,7 @@ struct agg_val {
 	u64 total_ns;
 	u64 count;
 	char comm[16];
+	u64 last_ns;     /* when the latest block counted here ended (switch-in) */
 };
 
 /* What decides the user-side stack: one snapshot per (process, fp stack, caller hash). */
@@ -445,11 +446,12 @@ static __always_inline void on_wake(struct task_struct *next)
 {
 	struct pending *p = bpf_task_storage_get(&pend, next, 0, 0);
 	struct agg_val *v, init = {};
-	u64 delta;
+	u64 delta, now;
 
 	if (!p || p->ts == 0)
 		return;
-	delta = bpf_ktime_get_ns() - p->ts;
+	now = bpf_ktime_get_ns();
+	delta = now - p->ts;
 	p->ts = 0;
 	if (delta < cfg.min_block_ns) {
 		count(C_SHORT, 1);
@@ -467,6 +469,7 @@ static __always_inline void on_wake(struct task_struct *next)
 		}
 	}
 	__sync_fetch_and_add(&v->total_ns, delta);
+	v->last_ns = now;
 	__sync_fetch_and_add(&v->count, 1);
 	count(C_COUNTED, 1);
 }
