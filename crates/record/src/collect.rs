@@ -140,7 +140,7 @@ impl Collector {
         Collector {
             live,
             kallsyms: None,
-            images: Images::default(),
+            images: Images::new(live),
             procs: FastMap::default(),
             comms: FastMap::default(),
             comm_locs: FastMap::default(),
@@ -191,6 +191,7 @@ impl Collector {
 
     /// Reads a live process's mappings from `/proc` again (mappings that no record
     /// announced: code made executable by `mprotect`); returns whether they changed.
+    #[cfg(feature = "bpf")]
     pub fn refresh(&mut self, pid: u32) -> bool {
         if !self.live {
             return false;
@@ -209,6 +210,7 @@ impl Collector {
 
     /// Processes whose executable mappings changed, and processes that exited, since the
     /// last call.
+    #[cfg(feature = "bpf")]
     pub fn take_changes(&mut self) -> (Vec<u32>, Vec<u32>) {
         let mut changed: Vec<u32> = self.changed.drain().collect();
         changed.sort_unstable();
@@ -216,6 +218,7 @@ impl Collector {
     }
 
     /// A process's mappings and the images they refer to.
+    #[cfg(feature = "bpf")]
     pub fn process_view(&self, pid: u32) -> Option<(&Process, &Images)> {
         Some((self.procs.get(&pid)?, &self.images))
     }
@@ -238,6 +241,7 @@ impl Collector {
     }
 
     /// Names a thread unless a record already did.
+    #[cfg(feature = "bpf")]
     pub fn on_comm_if_unknown(&mut self, tid: u32, name: &[u8]) {
         self.comms.entry(tid).or_insert_with(|| name.into());
     }
@@ -398,6 +402,7 @@ impl Collector {
     /// Drops the leaf kernel frames that belong to the tracing machinery that took the
     /// stack (`bpf_prog_*`, `bpf_trace_run*`, `__traceiter_*`), so an off-CPU stack ends
     /// in the scheduler as bcc's `offcputime` shows it.
+    #[cfg(feature = "bpf")]
     pub fn trim_tracing_frames<'a>(&mut self, kernel: &'a [u64]) -> &'a [u64] {
         let t = self.kallsyms.get_or_insert_with(SymbolTable::kallsyms);
         let skip = kernel

@@ -60,7 +60,6 @@ pub(crate) struct InKernel {
     slots: Vec<usize>,
     /// Kernel rows per image id (`None`: none, walked by frame pointers).
     image_rows: HashMap<u32, Option<RowRange>>,
-    vdso: Option<Vdso>,
     /// What the kernel has for each process.
     pushed: HashMap<u32, Vec<CodeMapping>>,
     /// Processes whose walks left their known code, and when their mappings were last
@@ -70,13 +69,6 @@ pub(crate) struct InKernel {
     pub summary: InKernelSummary,
 }
 
-/// This kernel's vDSO, the same image in every process.
-struct Vdso {
-    /// The stated address its first byte has (usually 0).
-    base: u64,
-    rows: Option<RowRange>,
-}
-
 fn sampler_error(e: kiln_bpf::BpfError) -> RecordError {
     RecordError::InKernelUnwind(e.to_string())
 }
@@ -84,18 +76,15 @@ fn sampler_error(e: kiln_bpf::BpfError) -> RecordError {
 impl InKernel {
     pub fn load() -> Result<InKernel, RecordError> {
         let sampler = Sampler::load(&SamplerConfig::default()).map_err(sampler_error)?;
-        let mut k = InKernel {
+        Ok(InKernel {
             sampler,
             slots: Vec::new(),
             image_rows: HashMap::new(),
-            vdso: None,
             pushed: HashMap::new(),
             suspect: Vec::new(),
             refreshed: HashMap::new(),
             summary: InKernelSummary::default(),
-        };
-        k.vdso = k.load_vdso();
-        Ok(k)
+        })
     }
 
     /// The slot for event `index`, if one is left.
@@ -112,29 +101,6 @@ impl InKernel {
 
     pub fn attach(&mut self, fd: &std::os::fd::OwnedFd, slot: u32) -> Result<(), RecordError> {
         self.sampler.attach(fd.as_fd(), slot).map_err(sampler_error)
-    }
-
-    fn load_vdso(&mut self) -> Option<Vdso> {
-        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-        let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-        let (range, _) = line.split_once(' ')?;
-        let (lo, hi) = range.split_once('-')?;
-        let (lo, hi) = (
-            u64::from_str_radix(lo, 16).ok()?,
-            u64::from_str_radix(hi, 16).ok()?,
-        );
-        let mut bytes = vec![0u8; hi.checked_sub(lo)? as usize];
-        let mem = std::fs::File::open("/proc/self/mem").ok()?;
-        std::os::unix::fs::FileExt::read_exact_at(&mem, &mut bytes, lo).ok()?;
-        let file = object::File::parse(&*bytes).ok()?;
-        let base = object::Object::segments(&file)
-            .map(|s| object::ObjectSegment::address(&s))
-            .min()
-            .unwrap_or(0);
-        let rows = kiln_bpf::unwind_table::build(&bytes)
-            .ok()
-            .and_then(|t| self.sampler.add_rows(&t.rows));
-        Some(Vdso { base, rows })
     }
 
     fn rows_for(&mut self, id: u32, images: &Images) -> Option<RowRange> {
@@ -186,10 +152,6 @@ impl InKernel {
                         images.list[*id as usize].base_avma(start, m.pgoff),
                         self.rows_for(*id, images),
                     ),
-                    MapKind::Named(n) if &**n == b"[vdso]" => match &self.vdso {
-                        Some(v) => (start.wrapping_sub(v.base), v.rows),
-                        None => (0, None),
-                    },
                     MapKind::Anon | MapKind::Named(_) => (0, None),
                 };
                 maps.push(CodeMapping {

@@ -128,6 +128,18 @@ fn drain_unwinder(k: &mut KernelUnwinder, c: &mut Collector) {
 #[cfg(not(feature = "bpf"))]
 fn drain_unwinder(_: &mut KernelUnwinder, _: &mut Collector) {}
 
+/// Takes the kernel side's final counters into the summary and detaches the program.
+#[cfg(feature = "bpf")]
+fn finish_unwinder(k: KernelUnwinder, c: &mut Collector) {
+    if let Some(mut k) = k {
+        k.finish(c);
+        c.summary.in_kernel = Some(k.summary);
+    }
+}
+
+#[cfg(not(feature = "bpf"))]
+fn finish_unwinder(_: KernelUnwinder, _: &mut Collector) {}
+
 struct Opened {
     fds: Vec<OwnedFd>,
     buffers: Vec<RingBuffer>,
@@ -765,12 +777,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     }
     drain_all(&mut opened, &mut collector, &mut scratch);
     drain_unwinder(&mut kernel, &mut collector);
-    #[cfg(feature = "bpf")]
-    if let Some(k) = kernel.as_mut() {
-        k.finish(&mut collector);
-        collector.summary.in_kernel = Some(k.summary.clone());
-    }
-    drop(kernel);
+    finish_unwinder(kernel, &mut collector);
     if let Some(o) = offcpu.as_mut() {
         if let Err(e) = o.drain(&mut collector) {
             collector.summary.warnings.push(e.to_string());

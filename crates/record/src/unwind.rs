@@ -55,6 +55,10 @@ impl Image {
         // SAFETY: the file is mapped read-only; a binary rewritten while mapped would show
         // torn bytes, which the parsers treat as malformed input, never as memory errors.
         let map = unsafe { Mmap::map(&file) }.ok()?;
+        Image::from_map(path.to_path_buf(), map)
+    }
+
+    fn from_map(path: PathBuf, map: Mmap) -> Option<Image> {
         let obj = object::File::parse(&*map).ok()?;
         let segments = obj
             .segments()
@@ -64,13 +68,31 @@ impl Image {
             })
             .collect();
         Some(Image {
-            path: path.to_path_buf(),
+            path,
             map: Arc::new(map),
             segments,
             symbols: OnceLock::new(),
             #[cfg(feature = "bpf")]
             table: OnceLock::new(),
         })
+    }
+
+    /// This kernel's vDSO, the same image in every process: a copy of the one mapped in
+    /// this process (its symbols name `clock_gettime`'s code; its CFI unwinds it).
+    fn vdso() -> Option<Image> {
+        let maps = std::fs::read("/proc/self/maps").ok()?;
+        let line = maps
+            .split(|&b| b == b'\n')
+            .find(|l| l.ends_with(b"[vdso]"))?;
+        let dash = line.iter().position(|&b| b == b'-')?;
+        let space = line.iter().position(|&b| b == b' ')?;
+        let lo = symbols::parse_hex(&line[..dash])?;
+        let hi = symbols::parse_hex(line.get(dash + 1..space)?)?;
+        let len = usize::try_from(hi.checked_sub(lo)?).ok()?;
+        let mut copy = memmap2::MmapMut::map_anon(len).ok()?;
+        let mem = std::fs::File::open("/proc/self/mem").ok()?;
+        std::os::unix::fs::FileExt::read_exact_at(&mem, &mut copy, lo).ok()?;
+        Image::from_map(PathBuf::from("[vdso]"), copy.make_read_only().ok()?)
     }
 
     /// The image's unwind table (from `.eh_frame`), built on first use; `None` when the
@@ -213,9 +235,37 @@ impl Image {
 pub(crate) struct Images {
     by_path: HashMap<PathBuf, Option<u32>>,
     pub list: Vec<Arc<Image>>,
+    /// Whether `[vdso]` mappings are this kernel's vDSO (live processes, not a
+    /// perf.data file from who knows where).
+    pub live_vdso: bool,
+    vdso: Option<Option<u32>>,
 }
 
 impl Images {
+    /// No images yet; `live_vdso` as the field says.
+    pub fn new(live_vdso: bool) -> Images {
+        Images {
+            live_vdso,
+            ..Images::default()
+        }
+    }
+
+    /// The id of this kernel's vDSO image, if it can be read.
+    pub fn vdso(&mut self) -> Option<u32> {
+        if !self.live_vdso {
+            return None;
+        }
+        if let Some(id) = self.vdso {
+            return id;
+        }
+        let id = Image::vdso().map(|img| {
+            self.list.push(Arc::new(img));
+            (self.list.len() - 1) as u32
+        });
+        self.vdso = Some(id);
+        id
+    }
+
     pub fn get(&mut self, path: &Path) -> Option<u32> {
         if let Some(&id) = self.by_path.get(path) {
             return id;
@@ -287,6 +337,7 @@ impl Process {
     }
 
     /// Whether both list the same executable mappings.
+    #[cfg(feature = "bpf")]
     pub fn same_mappings(&self, other: &Process) -> bool {
         self.maps == other.maps
     }
@@ -337,6 +388,11 @@ impl Process {
             }
         } else if path.starts_with(b"/memfd:") || path.starts_with(b"/dev/zero") {
             MapKind::Anon
+        } else if path == b"[vdso]" {
+            match images.vdso() {
+                Some(id) => MapKind::Elf(id),
+                None => MapKind::Named(path.into()),
+            }
         } else {
             MapKind::Named(path.into())
         };
@@ -349,6 +405,7 @@ impl Process {
     }
 
     /// The executable mappings, by start address.
+    #[cfg(feature = "bpf")]
     pub fn mappings(&self) -> impl Iterator<Item = (u64, &Mapping)> {
         self.maps.iter().map(|(&s, m)| (s, m))
     }
