@@ -3,6 +3,8 @@
 #   bench/amqp/broker.sh start DIR PORT   -> prints the beam.smp pid when ready
 #   bench/amqp/broker.sh stop DIR
 # Same isolation as kiln-testkit: own data/log/config dirs, cookie, epmd port.
+# BROKER_ERL_ARGS adds emulator flags (e.g. "+JPperf true" for JIT perf maps and frame
+# pointers).
 set -eu
 cmd=$1 dir=$2
 node="kilnbench@localhost"
@@ -24,7 +26,7 @@ start)
   /usr/bin/epmd -port $((PORT + 3)) -address 127.0.0.1 >/dev/null 2>&1 &
   echo $! > "$dir/epmd.pid"
   RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$PORT RABBITMQ_DIST_PORT=$((PORT + 1)) \
-    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1} ${BROKER_ERL_ARGS:-}" \
     /usr/lib/rabbitmq/bin/rabbitmq-server > "$dir/console.log" 2>&1 &
   echo $! > "$dir/wrapper.pid"
   i=0

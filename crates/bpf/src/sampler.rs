@@ -20,8 +20,10 @@
 //! images without `.eh_frame`) follows frame pointers, with the first frame's
 //! prologue/epilogue recognised from its instruction bytes. A frame-pointer walk stops
 //! at a return address outside the process's code. Samples of processes the program
-//! has no mappings for yet are left to perf, which writes its own sample record
-//! ([`SamplerStats::no_tables`]): give the events a user stack copy to unwind those.
+//! has no mappings for yet, or whose mappings were stored before the process exec'd (the
+//! program ties them to the address space of the first sample that uses them), are left
+//! to perf, which writes its own sample record ([`SamplerStats::no_tables`],
+//! [`SamplerStats::stale_tables`]): give the events a user stack copy to unwind those.
 //!
 //! ## Cost
 //! Per sample: a kernel stack walk when the sample is in the kernel, and per user frame
@@ -50,6 +52,8 @@ pub const MAX_KERNEL_FRAMES: usize = 127;
 /// User frames per sample (`MAX_USER`).
 pub const MAX_USER_FRAMES: usize = 128;
 const MAPPING_BYTES: usize = 32;
+/// `struct proc`: mm, n, pad, then the mappings.
+const PROC_HDR: usize = 16;
 const HDR_BYTES: usize = 32;
 
 /// Sizes of the sampler's kernel memory.
@@ -188,6 +192,9 @@ pub struct SamplerStats {
     pub fp_frames: u64,
     /// First frames found in a JIT function's prologue or epilogue.
     pub jit_edges: u64,
+    /// Samples of a process that exec'd after its mappings were stored (left to perf
+    /// until new ones are).
+    pub stale_tables: u64,
 }
 
 /// Records copied out of the ring buffer, waiting to be handed to the caller.
@@ -342,10 +349,12 @@ impl Sampler {
             keep.truncate(MAX_MAPPINGS);
         }
         keep.sort_by_key(|m| m.start);
-        let mut value = vec![0u8; 8 + MAX_MAPPINGS * MAPPING_BYTES];
-        value[0..4].copy_from_slice(&(keep.len() as u32).to_ne_bytes());
+        // mm stays 0: the first sample that uses the mappings ties them to its address
+        // space.
+        let mut value = vec![0u8; PROC_HDR + MAX_MAPPINGS * MAPPING_BYTES];
+        value[8..12].copy_from_slice(&(keep.len() as u32).to_ne_bytes());
         for (i, m) in keep.iter().enumerate() {
-            let o = 8 + i * MAPPING_BYTES;
+            let o = PROC_HDR + i * MAPPING_BYTES;
             let r = m.rows.unwrap_or(RowRange { start: 0, count: 0 });
             value[o..o + 8].copy_from_slice(&m.start.to_ne_bytes());
             value[o + 8..o + 16].copy_from_slice(&m.end.to_ne_bytes());
@@ -413,6 +422,7 @@ impl Sampler {
             cfi_frames: c(4),
             fp_frames: c(5),
             jit_edges: c(6),
+            stale_tables: c(7),
         }
     }
 }

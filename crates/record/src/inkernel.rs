@@ -46,6 +46,12 @@ pub struct InKernelSummary {
     /// Samples taken in a JIT function's prologue or epilogue (return address read from
     /// the top of the stack).
     pub jit_edges: u64,
+    /// Samples of a process that exec'd after its mappings were given to the kernel
+    /// (also unwound from stack copies).
+    pub stale_tables: u64,
+    /// Processes the kernel could not take mappings for (its table of processes was
+    /// full): their samples are unwound from stack copies.
+    pub processes_not_stored: u64,
     /// Images whose code the kernel walks by frame pointers: no `.eh_frame`, or the table
     /// was full.
     pub images_without_table: u64,
@@ -167,9 +173,17 @@ impl InKernel {
             match self.sampler.set_process(pid, &maps) {
                 Ok(0) => {}
                 Ok(_) => self.summary.processes_over_mapping_limit += 1,
-                Err(e) => c.summary.warnings.push(format!(
-                    "in-kernel unwinding: process {pid} is walked by frame pointers only ({e})"
-                )),
+                Err(e) => {
+                    if self.summary.processes_not_stored == 0 {
+                        c.summary.warnings.push(format!(
+                            "in-kernel unwinding: the mappings of process {pid} (and of any \
+                             other counted in the summary) could not be stored: {e}; their \
+                             samples are unwound from stack copies"
+                        ));
+                    }
+                    self.summary.processes_not_stored += 1;
+                    continue;
+                }
             }
             self.pushed.insert(pid, maps);
         }
@@ -222,6 +236,7 @@ impl InKernel {
         self.summary.cfi_frames = st.cfi_frames;
         self.summary.fp_frames = st.fp_frames;
         self.summary.jit_edges = st.jit_edges;
+        self.summary.stale_tables = st.stale_tables;
         c.summary.lost += st.lost;
     }
 }

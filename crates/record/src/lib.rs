@@ -13,19 +13,25 @@
 //!
 //! * **No `perf script`.** It is the slowest link of the classic pipeline (about 2.5 s for a
 //!   25 s, 2-CPU recording). Samples are read straight from `perf_event_open` ring buffers
-//!   ([`record`]) and unwound as they arrive; the recording is never kept as a list of raw
-//!   records, so the profile is ready a moment after the recording stops.
+//!   and an eBPF ring buffer ([`record`]) as they arrive; the recording is never kept as a
+//!   list of raw records, so the profile is ready a moment after the recording stops.
 //! * **Complete stacks through mixed code.** Debian's `beam.smp` is stripped and its C code
-//!   has no frame pointers, while the Erlang JIT's code has them: a frame-pointer walk loses
-//!   most Erlang frames, and a DWARF walk stops at the first JIT frame. The unwinder
-//!   (framehop) uses `.eh_frame` CFI for code in ELF images and frame pointers elsewhere,
-//!   from the user registers and a copy of the user stack taken with each sample. The same
-//!   input (registers + stack bytes + mappings) comes from the eBPF off-CPU collector, so
-//!   one code path unwinds both.
+//!   has no frame pointers, while the Erlang JIT's code has them and keeps each Erlang
+//!   process's frames on that process's own stack: a frame-pointer walk loses most Erlang
+//!   frames, and a DWARF walk of a stack copy stops at the first JIT frame. So stacks are
+//!   unwound in the kernel at sample time ([`UnwindMode::Kernel`], kiln-bpf's sampler):
+//!   `.eh_frame` CFI (as tables built here) for code in ELF images, frame pointers for JIT
+//!   code, reading the thread's memory wherever its frames are. Where eBPF is not
+//!   available ([`UnwindMode::Copy`]), and for tracepoints and off-CPU snapshots, a copy of
+//!   the user stack taken with each sample is unwound afterwards by framehop with the same
+//!   methods; the eBPF off-CPU collector hands over the same input (registers + stack
+//!   bytes + mappings), so one code path unwinds both.
 //! * **Names without perf.** ELF symbol tables (or installed separate debug files),
 //!   `/proc/kallsyms`, JIT perf maps (`/tmp/perf-<pid>.map`, read at the end of the
-//!   recording so that JIT entries exist), Rust and C++ demangling, and `image+0xOFFSET`
-//!   where nothing names the code. See [`symbols`].
+//!   recording so that JIT entries exist), the vDSO's own symbols, Rust and C++
+//!   demangling, and `image+0xSTART` where nothing names the code (the start of its
+//!   function, from `.eh_frame`, so that one stripped function is one frame). See
+//!   [`symbols`].
 //! * **Shaped like stackcollapse-perf.** Stacks are root first with the thread name
 //!   (`comm`) as root frame, so `--merge-threads` applies; kernel frames get `_[k]` and JIT
 //!   frames `_[j]` only when asked ([`NamingOptions`]), as `stackcollapse-perf.pl --kernel`

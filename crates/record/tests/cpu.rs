@@ -181,3 +181,46 @@ fn system_wide_sees_a_process_started_elsewhere() {
         .collect();
     assert!(threads.len() > 1, "other processes are sampled too");
 }
+
+/// A shell that runs a while, then execs the program: the kernel must not walk the
+/// program's stacks with the shell's tables (it ties them to the shell's address space
+/// and leaves the next samples to stack copies until the program's tables arrive).
+#[test]
+fn a_process_that_execs_is_unwound_with_its_new_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "hot.c", "hot-exec", &NO_FP);
+    let script = format!(
+        "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec '{}' 1.5",
+        exe.display()
+    );
+    let mut opts = RecordOptions::new(Target::Command(vec![
+        "sh".into(),
+        "-c".into(),
+        script.into(),
+    ]));
+    opts.duration = Some(Duration::from_secs(30));
+    opts.unwind = UnwindMode::Kernel;
+    let rec = record(&opts).expect("recording works");
+    let lines = folded(&rec.profiles[0]);
+    let shell: u64 = lines
+        .iter()
+        .filter(|(f, _)| f[0] == "sh")
+        .map(|l| l.1)
+        .sum();
+    assert!(
+        shell > 50,
+        "the shell ran before the exec\n{}",
+        dump(&lines)
+    );
+    let complete = |f: &[String]| {
+        f[0] == "hot-exec" && f.iter().any(|x| x == "main") && f[f.len() - 2] == "work"
+    };
+    let (a, a_ok) = leaf_weight(&lines, "hot_a", complete);
+    let (b, b_ok) = leaf_weight(&lines, "hot_b", complete);
+    assert!(a + b > 500, "{a}+{b}\n{}", dump(&lines));
+    assert!(
+        (a_ok + b_ok) as f64 >= 0.97 * (a + b) as f64,
+        "after the exec, stacks must be the program's: {a_ok}+{b_ok} of {a}+{b}\n{}",
+        dump(&lines)
+    );
+}

@@ -24,11 +24,14 @@ typedef _Bool bool;
 #define PF_EXITING 0x00000004
 #define PF_KTHREAD 0x00200000
 
+struct mm_struct;
+
 struct task_struct {
 	unsigned int flags;
 	int pid;
 	int tgid;
 	char comm[16];
+	struct mm_struct *mm;
 } __attribute__((preserve_access_index));
 
 #if defined(__TARGET_ARCH_x86)

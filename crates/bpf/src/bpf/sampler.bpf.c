@@ -58,6 +58,7 @@ enum counter {
 	C_CFI_FRAMES,    /* frames unwound with CFI rows */
 	C_FP_FRAMES,     /* frames unwound with frame pointers */
 	C_JIT_PROLOGUE,  /* first frames in JIT prologues/epilogues handled */
+	C_STALE_TABLES,  /* samples of a process that exec'd after its tables were stored */
 	C_MAX,
 };
 
@@ -78,6 +79,10 @@ struct mapping {
 };
 
 struct proc {
+	/* The address space the mappings belong to: 0 as user space stores them,
+	 * set by the first sample that uses them. A later sample from another
+	 * address space (the process exec'd since) must not use them. */
+	u64 mm;
 	u32 n;
 	u32 pad;
 	struct mapping m[MAX_MAPS];
@@ -425,8 +430,21 @@ static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
 	}
 	if (w.ip != 0 && tgid != 0) {
 		w.proc = bpf_map_lookup_elem(&procs, &tgid);
+		if (w.proc) {
+			u64 mm;
+
+			task = bpf_get_current_task_btf();
+			mm = task ? (u64)BPF_CORE_READ(task, mm) : 0;
+			if (w.proc->mm == 0)
+				w.proc->mm = mm;
+			else if (w.proc->mm != mm) {
+				count(C_STALE_TABLES, 1);
+				w.proc = 0;
+			}
+		}
 		if (!w.proc) {
-			/* No tables for this process yet (it just started, or exec'd):
+			/* No tables for this address space yet (the process just
+			 * started, or exec'd):
 			 * let perf write its own sample, with a copy of the stack that
 			 * user space unwinds after the fact. */
 			count(C_NO_TABLES, 1);

@@ -279,14 +279,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!(
             "kiln record: stacks unwound in the kernel: {} reached their root, {} stopped at unreadable memory, \
              {} at code without unwind rules, {} at a bad frame, {} at the depth limit; {} without a user stack; \
-             {} unwound from stack copies (taken before the process's tables were loaded); frames: {} by CFI, {} by frame pointers",
+             {} unwound from stack copies (taken before the process's tables were loaded, or right after an exec); frames: {} by CFI, {} by frame pointers",
             k.ended_at_root,
             k.ended_unreadable,
             k.ended_no_rule,
             k.ended_bad_frame,
             k.ended_depth,
             k.no_user_stack,
-            k.no_tables,
+            k.no_tables + k.stale_tables,
             k.cfi_frames,
             k.fp_frames
         );

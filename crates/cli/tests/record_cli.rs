@@ -1,0 +1,107 @@
+//! `kiln record` as a user runs it: where stacks are unwound, what it reports on stderr,
+//! and clear refusals with the right exit codes.
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn kiln() -> Command {
+    Command::cargo_bin("kiln").unwrap()
+}
+
+/// Builds the recorder tests' hot.c (two hot functions under work() under main()).
+fn hot(dir: &Path) -> PathBuf {
+    let exe = dir.join("hot");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
+    let st = std::process::Command::new("cc")
+        .args([
+            "-O2",
+            "-fno-inline",
+            "-fno-optimize-sibling-calls",
+            "-fomit-frame-pointer",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    exe
+}
+
+fn hot_under_main(folded: &str) -> (u64, u64) {
+    let mut all = 0;
+    let mut rooted = 0;
+    for line in folded.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        let n: u64 = n.parse().unwrap();
+        if stack.ends_with(";hot_a") || stack.ends_with(";hot_b") {
+            all += n;
+            if stack.starts_with("hot;_start;") && stack.contains(";main;work;") {
+                rooted += n;
+            }
+        }
+    }
+    (all, rooted)
+}
+
+#[test]
+fn unwinds_in_the_kernel_and_says_how_every_walk_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let out = dir.path().join("cpu.folded");
+    kiln()
+        .args(["record", "--unwind", "kernel", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg("1")
+        .assert()
+        .success()
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("stacks unwound in the kernel: "))
+        .stderr(predicate::str::contains(" reached their root"));
+    let (all, rooted) = hot_under_main(&std::fs::read_to_string(&out).unwrap());
+    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+}
+
+#[test]
+fn unwinds_stack_copies_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let assert = kiln()
+        .args([
+            "record",
+            "--unwind",
+            "copy",
+            "--",
+            exe.to_str().unwrap(),
+            "1",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("stacks unwound in the kernel").not());
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let (all, rooted) = hot_under_main(&stdout);
+    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+}
+
+#[test]
+fn refusals_are_clear() {
+    kiln()
+        .args(["record", "--unwind", "sideways", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("invalid value 'sideways'"))
+        .stderr(predicate::str::contains("kernel"));
+    // A pid that cannot exist (above the kernel's pid_max limit of 2^22).
+    kiln()
+        .args(["record", "-p", "99999999", "-d", "1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no process with PID 99999999"));
+    kiln()
+        .args(["record", "-d", "1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("Nothing to record"));
+}
