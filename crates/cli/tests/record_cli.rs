@@ -105,3 +105,59 @@ fn refusals_are_clear() {
         .code(1)
         .stderr(predicate::str::contains("Nothing to record"));
 }
+
+/// A `.kiln` recording keeps every event; the other commands read it back (one event at
+/// a time), and a damaged file is refused with the byte where it goes wrong.
+#[test]
+fn native_recordings_are_read_back_by_the_other_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let run = dir.path().join("run.kiln");
+    kiln()
+        .args(["record", "-e", "cpu,page-faults", "-o"])
+        .arg(&run)
+        .arg("--")
+        .arg(&exe)
+        .arg("1")
+        .assert()
+        .success();
+    let cpu = kiln()
+        .arg("collapse")
+        .arg(&run)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("(event 'cpu-clock')"))
+        .stderr(predicate::str::contains(
+            "event 'page-faults' (not the one kept",
+        ));
+    let cpu = String::from_utf8(cpu.get_output().stdout.clone()).unwrap();
+    let (all, rooted) = hot_under_main(&cpu);
+    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+    kiln()
+        .args(["collapse", "--event-filter", "page-faults"])
+        .arg(&run)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("hot;_start;"))
+        .stderr(predicate::str::contains("(event 'page-faults')"));
+    let svg = dir.path().join("cpu.svg");
+    kiln()
+        .arg("flamegraph")
+        .arg(&run)
+        .arg("-o")
+        .arg(&svg)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("hot_a"));
+    // Damaged: cut in the middle.
+    let bytes = std::fs::read(&run).unwrap();
+    let cut = dir.path().join("cut.kiln");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    kiln()
+        .arg("flamegraph")
+        .arg(&cut)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("not a valid kiln profile at byte"));
+}

@@ -27,4 +27,23 @@ pub enum ModelError {
     /// Writing output failed.
     #[error("write failed: {0}")]
     Io(#[from] std::io::Error),
+    /// A native profile file is malformed.
+    #[error("{path}: not a valid kiln profile at byte {offset}: {why}")]
+    Native {
+        /// The file (or `-`).
+        path: std::path::PathBuf,
+        /// Byte offset of the problem.
+        offset: u64,
+        /// What is wrong.
+        why: String,
+    },
+    /// Reading a file failed.
+    #[error("{path}: {source}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The system error.
+        #[source]
+        source: std::io::Error,
+    },
 }

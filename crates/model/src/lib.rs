@@ -32,6 +32,7 @@ mod error;
 mod folded;
 mod frames;
 pub mod io;
+pub mod native;
 mod profile;
 mod samples;
 mod stacks;

@@ -30,6 +30,9 @@ pub struct Summary {
     pub shallow_user_stacks: u64,
     /// Samples for an event id no event of this recording has (should not happen).
     pub unattributed: u64,
+    /// Samples of events weighed by an argument (`mmap`'s length) whose raw data did not
+    /// hold it.
+    pub unweighable: u64,
     /// Records that could not be parsed.
     pub bad_records: u64,
     /// Off-CPU blocks the eBPF collector could not account (its maps were full).

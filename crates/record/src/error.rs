@@ -81,16 +81,6 @@ pub enum RecordError {
         /// What is wrong with it.
         why: String,
     },
-    /// A native profile file is malformed.
-    #[error("{path}: not a valid kiln profile at byte {offset}: {why}")]
-    Native {
-        /// The file (or `-`).
-        path: PathBuf,
-        /// Byte offset of the problem.
-        offset: u64,
-        /// What is wrong.
-        why: String,
-    },
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

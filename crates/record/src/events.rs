@@ -21,12 +21,19 @@ pub enum EventSpec {
     },
     /// Off-CPU time: blocked stacks weighted by time off CPU (eBPF, see `kiln-bpf`).
     OffCpu,
+    /// A system call weighed by the bytes it asks for: `mmap` and `munmap`, each call
+    /// counting its `len` argument (read from the `syscalls:sys_enter_*` tracepoint's
+    /// raw data). `syscalls:sys_enter_mmap` itself counts calls, as perf does.
+    SyscallBytes {
+        /// The system call (`mmap`, `munmap`).
+        syscall: String,
+    },
 }
 
 impl EventSpec {
     /// Parses one event name: `cpu` (or `cpu-clock`), `page-faults` (or `faults`), `offcpu`,
-    /// `mmap`, `munmap`, `brk` (their `syscalls:sys_enter_*` tracepoints), or any
-    /// tracepoint as `category:name`.
+    /// `mmap`, `munmap` (bytes mapped and unmapped), `brk` (calls; its
+    /// `syscalls:sys_enter_brk` tracepoint), or any tracepoint as `category:name`.
     pub fn parse(name: &str) -> Result<EventSpec, RecordError> {
         let tp = |c: &str, n: &str| EventSpec::Tracepoint {
             category: c.into(),
@@ -36,7 +43,10 @@ impl EventSpec {
             "cpu" | "cpu-clock" => EventSpec::Cpu,
             "page-faults" | "faults" => EventSpec::PageFaults,
             "offcpu" | "off-cpu" => EventSpec::OffCpu,
-            "mmap" | "munmap" | "brk" => tp("syscalls", &format!("sys_enter_{name}")),
+            "mmap" | "munmap" => EventSpec::SyscallBytes {
+                syscall: name.into(),
+            },
+            "brk" => tp("syscalls", "sys_enter_brk"),
             _ => match name.split_once(':') {
                 Some((c, n))
                     if !c.is_empty()
@@ -75,6 +85,7 @@ impl EventSpec {
             EventSpec::PageFaults => "page-faults".into(),
             EventSpec::Tracepoint { category, name } => format!("{category}:{name}"),
             EventSpec::OffCpu => "offcpu".into(),
+            EventSpec::SyscallBytes { syscall } => syscall.clone(),
         }
     }
 
@@ -84,6 +95,7 @@ impl EventSpec {
             EventSpec::Cpu => WeightUnit::Samples,
             EventSpec::PageFaults | EventSpec::Tracepoint { .. } => WeightUnit::Events,
             EventSpec::OffCpu => WeightUnit::Nanoseconds,
+            EventSpec::SyscallBytes { .. } => WeightUnit::Bytes,
         }
     }
 
@@ -108,6 +120,12 @@ impl EventSpec {
                 1,
                 false,
             ),
+            EventSpec::SyscallBytes { syscall } => (
+                sys::PERF_TYPE_TRACEPOINT,
+                tracepoint_id("syscalls", &format!("sys_enter_{syscall}"))?,
+                1,
+                false,
+            ),
             EventSpec::OffCpu => {
                 return Err(RecordError::InvalidOption(
                     "offcpu is collected with eBPF, not perf_event_open".into(),
@@ -115,6 +133,54 @@ impl EventSpec {
             }
         })
     }
+
+    /// For events weighed by an argument: the byte offset and size of that argument in
+    /// the tracepoint's raw sample data (from its tracefs `format` file).
+    pub(crate) fn weight_field(&self) -> Result<Option<(usize, usize)>, RecordError> {
+        let EventSpec::SyscallBytes { syscall } = self else {
+            return Ok(None);
+        };
+        let full = format!("syscalls:sys_enter_{syscall}");
+        let path = tracefs_events(&full)?
+            .join("syscalls")
+            .join(format!("sys_enter_{syscall}"))
+            .join("format");
+        let text = std::fs::read_to_string(&path).map_err(|e| RecordError::UnknownEvent {
+            name: full.clone(),
+            why: format!("cannot read {}: {e}", path.display()),
+        })?;
+        field_of(&text, "len")
+            .map(Some)
+            .ok_or_else(|| RecordError::UnknownEvent {
+                name: full,
+                why: format!("{} has no 8-byte field 'len'", path.display()),
+            })
+    }
+}
+
+/// `(offset, size)` of field `name` in a tracefs `format` file
+/// (`field:size_t len; offset:24; size:8; signed:0;`, tab-separated), for 8-byte
+/// fields.
+fn field_of(format: &str, name: &str) -> Option<(usize, usize)> {
+    for line in format.lines() {
+        let mut decl = None;
+        let mut offset = None;
+        let mut size = None;
+        for part in line.split(';') {
+            let part = part.trim();
+            if let Some(d) = part.strip_prefix("field:") {
+                decl = d.rsplit([' ', '*']).next();
+            } else if let Some(o) = part.strip_prefix("offset:") {
+                offset = o.parse().ok();
+            } else if let Some(s) = part.strip_prefix("size:") {
+                size = s.parse().ok();
+            }
+        }
+        if decl == Some(name) && size == Some(8) {
+            return Some((offset?, 8));
+        }
+    }
+    None
 }
 
 /// Finds the tracefs `events` directory, mounting tracefs if it is not mounted (as perf
@@ -185,21 +251,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn finds_fields_in_tracepoint_formats() {
+        let f = "name: sys_enter_mmap\nID: 101\nformat:\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n\
+            \tfield:unsigned long addr;\toffset:16;\tsize:8;\tsigned:0;\n\
+            \tfield:size_t len;\toffset:24;\tsize:8;\tsigned:0;\n";
+        assert_eq!(field_of(f, "len"), Some((24, 8)));
+        assert_eq!(field_of(f, "addr"), Some((16, 8)));
+        assert_eq!(field_of(f, "__syscall_nr"), None);
+        assert_eq!(field_of(f, "prot"), None);
+    }
+
+    #[test]
     fn parses_names() {
         assert_eq!(
             EventSpec::parse_list("cpu, page-faults,mmap,sched:sched_switch").unwrap(),
             vec![
                 EventSpec::Cpu,
                 EventSpec::PageFaults,
-                EventSpec::Tracepoint {
-                    category: "syscalls".into(),
-                    name: "sys_enter_mmap".into()
+                EventSpec::SyscallBytes {
+                    syscall: "mmap".into()
                 },
                 EventSpec::Tracepoint {
                     category: "sched".into(),
                     name: "sched_switch".into()
                 },
             ]
+        );
+        assert_eq!(
+            EventSpec::parse("munmap").unwrap(),
+            EventSpec::SyscallBytes {
+                syscall: "munmap".into()
+            }
         );
         let e = EventSpec::parse("cycles").unwrap_err().to_string();
         assert!(e.contains("unknown event 'cycles'"), "{e}");

@@ -39,7 +39,7 @@
 //! * **Existing recordings too.** [`perf_data::read`] turns a `perf.data` file into the same
 //!   profiles, with the same unwinder when the file has user stacks (`--call-graph dwarf`).
 //!
-//! Profiles are saved in kiln's native format ([`native`]) or as folded stacks.
+//! Profiles are saved in kiln's native format (`kiln_model::native`) or as folded stacks.
 #![deny(missing_docs)]
 
 mod collect;
@@ -48,7 +48,6 @@ mod events;
 #[cfg(feature = "bpf")]
 mod inkernel;
 mod live;
-pub mod native;
 mod offcpu;
 pub mod perf_data;
 mod records;

@@ -242,6 +242,14 @@ fn tasks_of(pid: u32) -> Vec<i32> {
     v
 }
 
+/// Byte `i` of a sample's raw data, which may wrap around the ring buffer's end.
+fn raw_byte(raw: &RawData<'_>, i: usize) -> Option<u8> {
+    match raw {
+        RawData::Single(a) => a.get(i).copied(),
+        RawData::Split(a, b) => a.get(i).or_else(|| b.get(i - a.len())).copied(),
+    }
+}
+
 /// Every process now running.
 fn all_pids() -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -444,7 +452,18 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         ));
     }
     raise_fd_limit();
-    let sample_type = sys::SAMPLE_IDENTIFIER
+    // Events weighed by a tracepoint argument need the raw data of their samples.
+    let weigh: Vec<Option<(usize, usize)>> = events
+        .iter()
+        .map(EventSpec::weight_field)
+        .collect::<Result<_, _>>()?;
+    let raw = if weigh.iter().any(Option::is_some) {
+        sys::SAMPLE_RAW
+    } else {
+        0
+    };
+    let sample_type = raw
+        | sys::SAMPLE_IDENTIFIER
         | sys::SAMPLE_IP
         | sys::SAMPLE_TID
         | sys::SAMPLE_TIME
@@ -698,14 +717,22 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         move |s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>| -> Option<usize> {
             s.id.and_then(|id| ids.get(&id).copied())
         };
-    let weight_of =
-        move |ev: usize, s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>| -> u64 {
-            if is_cpu[ev] {
-                1
-            } else {
-                s.period.unwrap_or(1).max(1)
+    let weight_of = move |ev: usize,
+                          s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>|
+          -> Option<u64> {
+        if let Some((off, _)) = weigh[ev] {
+            let raw = s.raw.as_ref()?;
+            let mut b = [0u8; 8];
+            for (i, byte) in b.iter_mut().enumerate() {
+                *byte = raw_byte(raw, off + i)?;
             }
-        };
+            Some(u64::from_ne_bytes(b))
+        } else if is_cpu[ev] {
+            Some(1)
+        } else {
+            Some(s.period.unwrap_or(1).max(1))
+        }
+    };
     let mut scratch = Scratch::default();
     let drain_all = |opened: &mut Opened, collector: &mut Collector, scratch: &mut Scratch| {
         for rb in opened.buffers.iter_mut() {

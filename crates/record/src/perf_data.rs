@@ -79,16 +79,12 @@ pub fn read_with_summary(
             Ok(r) => {
                 let ev = attr_index;
                 let units = &units;
-                records::handle(
-                    &mut collector,
-                    &mut scratch,
-                    r,
-                    &|_| Some(ev),
-                    &|ev, s| match units.get(ev) {
+                records::handle(&mut collector, &mut scratch, r, &|_| Some(ev), &|ev, s| {
+                    Some(match units.get(ev) {
                         Some(WeightUnit::Events) => s.period.unwrap_or(1).max(1),
                         _ => 1,
-                    },
-                );
+                    })
+                });
             }
             Err(_) => collector.summary.bad_records += 1,
         }

@@ -16,13 +16,14 @@ pub(crate) struct Scratch {
     user: Vec<u64>,
 }
 
-/// Handles one record; `event_of` maps a sample to its event index (`None`: not ours).
+/// Handles one record; `event_of` maps a sample to its event index (`None`: not ours),
+/// `weight_of` gives its weight (`None`: the sample lacks what its event weighs).
 pub(crate) fn handle(
     c: &mut Collector,
     scratch: &mut Scratch,
     record: EventRecord<'_>,
     event_of: &dyn Fn(&SampleRecord<'_>) -> Option<usize>,
-    weight_of: &dyn Fn(usize, &SampleRecord<'_>) -> u64,
+    weight_of: &dyn Fn(usize, &SampleRecord<'_>) -> Option<u64>,
 ) {
     match record {
         EventRecord::Sample(s) => {
@@ -30,7 +31,10 @@ pub(crate) fn handle(
                 c.summary.unattributed += 1;
                 return;
             };
-            let w = weight_of(ev, &s);
+            let Some(w) = weight_of(ev, &s) else {
+                c.summary.unweighable += 1;
+                return;
+            };
             sample(c, scratch, ev, w, &s);
         }
         EventRecord::Comm(r) => {

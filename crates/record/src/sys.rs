@@ -20,6 +20,7 @@ pub(crate) const SAMPLE_TIME: u64 = 1 << 2;
 pub(crate) const SAMPLE_CALLCHAIN: u64 = 1 << 5;
 pub(crate) const SAMPLE_CPU: u64 = 1 << 7;
 pub(crate) const SAMPLE_PERIOD: u64 = 1 << 8;
+pub(crate) const SAMPLE_RAW: u64 = 1 << 10;
 pub(crate) const SAMPLE_REGS_USER: u64 = 1 << 12;
 pub(crate) const SAMPLE_STACK_USER: u64 = 1 << 13;
 pub(crate) const SAMPLE_IDENTIFIER: u64 = 1 << 16;

@@ -119,7 +119,9 @@ pub fn write_output(
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
     /// Input format: perf (perf script text), folded, bcc (folded), bpftrace.
-    /// Default: detected from the content.
+    /// Default: detected from the content. perf.data files and kiln's own .kiln profiles
+    /// (kiln record -o x.kiln) are always recognised; --event-filter picks one of their
+    /// events.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
 
@@ -167,6 +169,15 @@ pub fn collapse_input(
             anyhow::bail!("perf.data input must be given as a file path, not on standard input");
         };
         let c = collapse_perf_data(path, &name, &perf)?;
+        report(&name, &c, args.quiet, always_summarise);
+        return Ok(c);
+    }
+    if kiln_model::native::is_native(&head) {
+        let mut data = head;
+        reader
+            .read_to_end(&mut data)
+            .with_context(|| format!("Failed to read '{name}'"))?;
+        let c = collapse_native(&name, &data, &perf)?;
         report(&name, &c, args.quiet, always_summarise);
         return Ok(c);
     }
@@ -218,7 +229,6 @@ fn collapse_perf_data(
     name: &str,
     perf: &kiln_collapse::perf::PerfOptions,
 ) -> Result<kiln_collapse::Collapsed> {
-    use kiln_collapse::{Collapsed, SkipReason, Stats};
     if perf.include_pid || perf.include_tid || perf.include_addrs {
         eprintln!("warning: {name}: --pid, --tid and --addrs apply to perf script text, not perf.data; ignored");
     }
@@ -245,10 +255,39 @@ fn collapse_perf_data(
             summary.bad_records
         );
     }
+    pick_event(
+        name,
+        profiles,
+        &summary.samples,
+        perf.event_filter.as_deref(),
+    )
+}
+
+/// Reads a native `.kiln` profile file (whole; from a path or standard input): its
+/// event is chosen like perf.data's.
+fn collapse_native(
+    name: &str,
+    bytes: &[u8],
+    perf: &kiln_collapse::perf::PerfOptions,
+) -> Result<kiln_collapse::Collapsed> {
+    let profiles = kiln_model::native::decode(bytes, Path::new(name))?;
+    let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
+    pick_event(name, profiles, &counts, perf.event_filter.as_deref())
+}
+
+/// Keeps the profile of one event of a multi-event input (`filter`: an event name, or
+/// its category before `:`; else the first) and counts the others' samples as skipped.
+fn pick_event(
+    name: &str,
+    mut profiles: Vec<kiln_model::Profile>,
+    counts: &[u64],
+    filter: Option<&str>,
+) -> Result<kiln_collapse::Collapsed> {
+    use kiln_collapse::{Collapsed, SkipReason, Stats};
     let matches = |e: &str, f: &str| {
         e == f || e.split(':').next() == Some(f) || e.strip_suffix(":ppp") == Some(f)
     };
-    let chosen = match &perf.event_filter {
+    let chosen = match filter {
         Some(f) => profiles
             .iter()
             .position(|p| matches(&p.event.name, f))
@@ -259,7 +298,7 @@ fn collapse_perf_data(
         None => 0,
     };
     let mut stats = Stats::default();
-    for (i, n) in summary.samples.iter().enumerate() {
+    for (i, n) in counts.iter().enumerate() {
         stats.read += n;
         if i == chosen {
             stats.kept += n;
@@ -270,7 +309,6 @@ fn collapse_perf_data(
             *stats.skipped.entry(SkipReason::OtherEvent(ev)).or_insert(0) += n;
         }
     }
-    let mut profiles = profiles;
     let profile = if profiles.is_empty() {
         kiln_model::Profile::default()
     } else {

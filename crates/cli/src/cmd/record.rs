@@ -27,9 +27,10 @@ pub struct Args {
     #[arg(short, long, conflicts_with = "command")]
     pub all_cpus: bool,
 
-    /// Events to record, one profile each: cpu, offcpu, page-faults, mmap, munmap, brk, or a
-    /// tracepoint such as sched:sched_switch or syscalls:sys_enter_read.
-    /// Example: -e cpu,page-faults,syscalls:sys_enter_mmap
+    /// Events to record, one profile each: cpu, offcpu (time blocked), page-faults, mmap and
+    /// munmap (weighed by the bytes each call maps or unmaps), brk (calls), or a tracepoint
+    /// such as sched:sched_switch or syscalls:sys_enter_read (counted, as perf does).
+    /// Example: -e cpu,page-faults,mmap
     #[arg(
         short,
         long,
@@ -204,7 +205,7 @@ fn write_one(p: &Profile, path: Option<&Path>, format: Format, title: Option<&st
                 o.subtitle = Some(format!("kiln record: {}", p.event.name));
                 kiln_viewer::write_html(p, &o, w)?;
             }
-            Format::Native => kiln_record::native::write(std::slice::from_ref(p), w)?,
+            Format::Native => kiln_model::native::write(std::slice::from_ref(p), w)?,
         }
         Ok(())
     })
@@ -230,7 +231,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     match (format, args.output.as_deref()) {
         (Format::Native, Some(path)) => write_output(Some(path), |w| {
-            kiln_record::native::write(&profiles, w)?;
+            kiln_model::native::write(&profiles, w)?;
             Ok(())
         })?,
         (_, path) if profiles.len() == 1 || to_stdout => {
@@ -270,6 +271,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     );
     for w in &s.warnings {
         eprintln!("kiln record: warning: {w}");
+    }
+    if s.unweighable > 0 {
+        eprintln!(
+            "kiln record: warning: {} samples skipped: their raw data lacked the length they are weighed by",
+            s.unweighable
+        );
     }
     eprintln!(
         "kiln record: {why}; {} lost records, {} throttled intervals, {} samples with a one-frame user stack, {} unreadable records",

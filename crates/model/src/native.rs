@@ -24,9 +24,8 @@
 //! (starting at 0), so `NO_TIME` round-trips. Units: 0 samples, 1 period, 2 ns, 3 us,
 //! 4 bytes, 5 events. Frame kinds: 0 unknown, 1 user, 2 kernel, 3 JIT, 4 inline, 5 root.
 //! Readers reject anything else (a newer version says so in the error).
-use crate::error::RecordError;
-use kiln_model::{
-    EventInfo, Frame, FrameKind, Profile, StackId, StrId, Thread, ThreadId, WeightUnit,
+use crate::{
+    EventInfo, Frame, FrameKind, ModelError, Profile, StackId, StrId, Thread, ThreadId, WeightUnit,
 };
 use std::io::Write;
 use std::path::Path;
@@ -61,7 +60,6 @@ fn unit_code(u: WeightUnit) -> u8 {
         WeightUnit::Microseconds => 3,
         WeightUnit::Bytes => 4,
         WeightUnit::Events => 5,
-        _ => 0,
     }
 }
 
@@ -73,7 +71,6 @@ fn kind_code(k: FrameKind) -> u8 {
         FrameKind::Jit => 3,
         FrameKind::Inline => 4,
         FrameKind::Root => 5,
-        _ => 0,
     }
 }
 
@@ -158,15 +155,15 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn err(&self, why: impl Into<String>) -> RecordError {
-        RecordError::Native {
+    fn err(&self, why: impl Into<String>) -> ModelError {
+        ModelError::Native {
             path: self.path.to_path_buf(),
             offset: self.pos as u64,
             why: why.into(),
         }
     }
 
-    fn u8(&mut self) -> Result<u8, RecordError> {
+    fn u8(&mut self) -> Result<u8, ModelError> {
         let v = *self
             .b
             .get(self.pos)
@@ -175,7 +172,7 @@ impl Reader<'_> {
         Ok(v)
     }
 
-    fn var(&mut self) -> Result<u64, RecordError> {
+    fn var(&mut self) -> Result<u64, ModelError> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -187,7 +184,7 @@ impl Reader<'_> {
         Err(self.err("integer longer than 64 bits"))
     }
 
-    fn count(&mut self, what: &str, min_bytes_each: usize) -> Result<usize, RecordError> {
+    fn count(&mut self, what: &str, min_bytes_each: usize) -> Result<usize, ModelError> {
         let n = self.var()?;
         let left = (self.b.len() - self.pos) as u64;
         if n.saturating_mul(min_bytes_each as u64) > left {
@@ -196,7 +193,7 @@ impl Reader<'_> {
         Ok(n as usize)
     }
 
-    fn index(&mut self, what: &str, len: usize) -> Result<u32, RecordError> {
+    fn index(&mut self, what: &str, len: usize) -> Result<u32, ModelError> {
         let v = self.var()?;
         if v >= len as u64 {
             return Err(self.err(format!("{what} index {v} out of range (have {len})")));
@@ -204,7 +201,7 @@ impl Reader<'_> {
         Ok(v as u32)
     }
 
-    fn bytes(&mut self) -> Result<&[u8], RecordError> {
+    fn bytes(&mut self) -> Result<&[u8], ModelError> {
         let n = self.var()? as usize;
         let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len());
         let end = end.ok_or_else(|| self.err(format!("string of {n} bytes runs past the end")))?;
@@ -215,7 +212,7 @@ impl Reader<'_> {
 }
 
 /// Decodes the profiles of a native file's bytes; `path` names it in errors.
-pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, RecordError> {
+pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
     let mut r = Reader {
         b: bytes,
         pos: 0,
@@ -271,7 +268,7 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, RecordError> {
         let nst = r.count("stack", 2)?;
         for i in 0..nst {
             let parent = r.index("parent stack", i + 1)?;
-            let frame = kiln_model::FrameId(r.index("frame", nf)?);
+            let frame = crate::FrameId(r.index("frame", nf)?);
             let parent = (parent > 0).then(|| StackId(parent - 1));
             if p.stacks.intern(parent, frame).0 as usize != i {
                 return Err(r.err("duplicate node in the stack table"));
@@ -327,8 +324,8 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, RecordError> {
 }
 
 /// Reads a native profile file.
-pub fn read_file(path: &Path) -> Result<Vec<Profile>, RecordError> {
-    let bytes = std::fs::read(path).map_err(|source| RecordError::Io {
+pub fn read_file(path: &Path) -> Result<Vec<Profile>, ModelError> {
+    let bytes = std::fs::read(path).map_err(|source| ModelError::File {
         path: path.to_path_buf(),
         source,
     })?;
@@ -338,7 +335,7 @@ pub fn read_file(path: &Path) -> Result<Vec<Profile>, RecordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kiln_model::{FoldedOptions, FoldedWriter, NO_TIME};
+    use crate::{FoldedOptions, FoldedWriter, NO_TIME};
 
     fn sample_profile() -> Profile {
         let mut p = Profile::new(EventInfo {
