@@ -17,24 +17,9 @@
 # Usage: bench/record/rabbitmq.sh [SECONDS]   (default 15; root, or perf_event_paranoid <= 1)
 set -euo pipefail
 secs=${1:-15}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-kiln=${KILN:-$root/target/release/kiln}
-[ -x "$kiln" ] || (cd "$root" && cargo build --release -q -p kiln)
-work=$(mktemp -d)
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-load=
-cleanup() {
-  [ -n "$load" ] && kill "$load" 2>/dev/null || true
-  "$root/bench/amqp/broker.sh" stop "$work/broker" || true
-  [ -n "${KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
-}
-trap cleanup EXIT
-beam=$(BROKER_ERL_ARGS="+JPperf true" "$root/bench/amqp/broker.sh" start "$work/broker" "$port")
-[ -s "/tmp/perf-$beam.map" ] || echo "warning: /tmp/perf-$beam.map missing (+JPperf not applied?)" >&2
-"$kiln" load amqp --uri "amqp://guest:guest@127.0.0.1:$port" -x 1 -y 1 -r 5000 -z $((3 * secs + 10)) \
-  >"$work/load.log" 2>&1 &
-load=$!
+. "$(dirname "$0")/with_broker.sh"
+"$kiln" load amqp --uri "$uri" -x 1 -y 1 -r 5000 -z $((3 * secs + 10)) >"$work/load.log" 2>&1 &
+bg+=($!)
 sleep 3
 "$kiln" record --unwind kernel -p "$beam" -d "$secs" -o "$work/kernel.folded" 2>"$work/kernel.err"
 "$kiln" record --unwind copy -p "$beam" -d "$secs" -o "$work/copy.folded" 2>"$work/copy.err"

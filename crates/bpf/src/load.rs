@@ -88,6 +88,32 @@ pub(crate) fn possible_cpus() -> Result<u32, BpfError> {
     u32::try_from(n).map_err(|_| BpfError::InvalidConfig(format!("{n} CPUs")))
 }
 
+/// The error of opening an embedded object (`what` names it).
+pub(crate) fn open_error(what: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
+    move |e| BpfError::ProgramRejected {
+        detail: format!("opening the embedded {what}: {e}"),
+        log: log_tail(20),
+    }
+}
+
+/// The error of loading a program (`action` says which): missing privileges, or the
+/// verifier's refusal with the end of its log.
+pub(crate) fn load_error(action: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
+    move |e| {
+        if is_permission(&e) {
+            BpfError::PermissionDenied {
+                action,
+                detail: e.to_string(),
+            }
+        } else {
+            BpfError::ProgramRejected {
+                detail: e.to_string(),
+                log: log_tail(40),
+            }
+        }
+    }
+}
+
 /// Runs `f` (opening and loading a skeleton) with libbpf's messages captured for
 /// [`log_tail`].
 pub(crate) fn capturing_log<T>(f: impl FnOnce() -> T) -> T {

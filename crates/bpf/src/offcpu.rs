@@ -32,11 +32,13 @@
 //! a new key per block; cut, it makes two.
 //!
 //! ## Cost
-//! Per block: a kernel stack walk (the largest part), a user frame-pointer
-//! walk, one 512-byte user read for the caller hash, a few map operations;
+//! Per block: a user frame-pointer walk, one 512-byte user read for the caller
+//! hash, a few map operations; per block of at least `min_block_us`, a kernel
+//! stack walk at switch-in (the largest part: the thread has not run since it
+//! blocked, so its kernel stack is still there, and shorter blocks skip it);
 //! per new user-side key, one copy of the stack. Measured with
 //! `kernel.bpf_stats_enabled` on a pipe ping-pong (2 shared CPUs): about
-//! 2.4 us per traced context switch, of which ~1.3 us is the kernel stack and
+//! 2.6 us per traced context switch, of which ~1.2 us is the kernel stack and
 //! ~1 us the user stack and caller hash; untraced switches cost ~0.1 us.
 //! Nothing is sent to user space per event; [`OffCpuCollector::drain`] reads
 //! and clears the aggregate. `bench/offcpu/run.sh` measures the overhead
@@ -50,7 +52,7 @@ use std::time::{Duration, Instant};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
-use crate::load::{self, is_permission, log_tail, map_err, possible_cpus};
+use crate::load::{self, is_permission, map_err, possible_cpus};
 use crate::procmaps;
 use crate::skel::{OffcpuSkel, OffcpuSkelBuilder};
 use crate::BpfError;
@@ -194,7 +196,7 @@ impl OffCpuStats {
 struct AggKey {
     tgid: u32,
     pid: u32,
-    kstack: i32,
+    kstack: u64,
     ustack: u64,
     caller_hash: u64,
 }
@@ -204,7 +206,7 @@ impl AggKey {
         Some(AggKey {
             tgid: u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?),
             pid: u32::from_ne_bytes(b.get(4..8)?.try_into().ok()?),
-            kstack: i32::from_ne_bytes(b.get(8..12)?.try_into().ok()?),
+            kstack: u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?),
             ustack: u64::from_ne_bytes(b.get(16..24)?.try_into().ok()?),
             caller_hash: u64::from_ne_bytes(b.get(24..32)?.try_into().ok()?),
         })
@@ -262,7 +264,7 @@ pub struct OffCpuCollector {
     skel: OffcpuSkel<'static>,
     /// Every snapshot fetched so far; the kernel map is only a transfer buffer.
     snapshots: HashMap<SnapKey, Snapshot>,
-    kstack_cache: HashMap<i32, Vec<u64>>,
+    kstack_cache: HashMap<u64, Vec<u64>>,
     ustack_cache: HashMap<u64, Vec<u64>>,
     /// Code ranges the kernel has, per process.
     ranged: HashMap<u32, Vec<(u64, u64)>>,
@@ -391,8 +393,9 @@ impl OffCpuCollector {
                 let _ = self.load_code_ranges(key.tgid);
             }
             let kernel_ips =
-                kernel_stack(&self.skel.maps.kstacks, &mut self.kstack_cache, key.kstack);
-            let user_ips = user_stack(&self.skel.maps.ustacks, &mut self.ustack_cache, key.ustack);
+                stored_stack(&self.skel.maps.kstacks, &mut self.kstack_cache, key.kstack);
+            let user_ips =
+                stored_stack(&self.skel.maps.ustacks, &mut self.ustack_cache, key.ustack);
             let snap = self.snapshots.get(&SnapKey {
                 tgid: key.tgid,
                 ustack: key.ustack,
@@ -507,28 +510,9 @@ fn parse_agg_val(b: &[u8]) -> Option<(u64, u64, Vec<u8>, u64)> {
     Some((total, count, comm[..end].to_vec(), last))
 }
 
-/// Stacks are never removed from the kernel maps, so they can be cached by id.
-fn kernel_stack(
-    map: &libbpf_rs::MapMut<'_>,
-    cache: &mut HashMap<i32, Vec<u64>>,
-    id: i32,
-) -> Vec<u64> {
-    if id < 0 {
-        return Vec::new();
-    }
-    if let Some(ips) = cache.get(&id) {
-        return ips.clone();
-    }
-    let ips = match map.lookup(&id.to_ne_bytes(), MapFlags::ANY) {
-        Ok(Some(v)) => parse_ips(&v),
-        _ => Vec::new(),
-    };
-    cache.insert(id, ips.clone());
-    ips
-}
-
-/// User stacks are stored by hash as `{u32 len; u32 pad; u64 ips[]}`.
-fn user_stack(
+/// Stacks are stored by hash as `{u32 len; u32 pad; u64 ips[]}` and never removed from
+/// the kernel maps, so they can be cached by hash.
+fn stored_stack(
     map: &libbpf_rs::MapMut<'_>,
     cache: &mut HashMap<u64, Vec<u64>>,
     hash: u64,
@@ -576,13 +560,9 @@ fn build_skel(
     filter: bool,
     cpus: u32,
 ) -> Result<OffcpuSkel<'static>, BpfError> {
-    let mut open =
-        OffcpuSkelBuilder::default()
-            .open(storage)
-            .map_err(|e| BpfError::ProgramRejected {
-                detail: format!("opening the embedded object: {e}"),
-                log: log_tail(20),
-            })?;
+    let mut open = OffcpuSkelBuilder::default()
+        .open(storage)
+        .map_err(load::open_error("object"))?;
     let rodata = open
         .maps
         .rodata_data
@@ -606,19 +586,8 @@ fn build_skel(
     open.maps.agg.set_max_entries(AGG_ENTRIES).map_err(sizing)?;
     let value = SNAP_HDR as u32 + cfg.user_stack_bytes.div_ceil(8) * 8;
     open.maps.snaps.set_value_size(value).map_err(sizing)?;
-    open.load().map_err(|e| {
-        if is_permission(&e) {
-            BpfError::PermissionDenied {
-                action: "loading the eBPF program",
-                detail: e.to_string(),
-            }
-        } else {
-            BpfError::ProgramRejected {
-                detail: e.to_string(),
-                log: log_tail(40),
-            }
-        }
-    })
+    open.load()
+        .map_err(load::load_error("loading the eBPF program"))
 }
 
 /// The recorder drains from its own thread: keep the collector `Send`.

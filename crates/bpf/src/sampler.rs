@@ -38,7 +38,7 @@ use std::rc::Rc;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
-use crate::load::{self, is_permission, log_tail, map_err};
+use crate::load::{self, is_permission, map_err};
 use crate::skel::{SamplerSkel, SamplerSkelBuilder};
 use crate::unwind_table::{UnwindRow, ROW_BYTES};
 use crate::BpfError;
@@ -461,13 +461,9 @@ fn open_and_load(
     storage: &'static mut MaybeUninit<OpenObject>,
     cfg: &SamplerConfig,
 ) -> Result<SamplerSkel<'static>, BpfError> {
-    let mut open =
-        SamplerSkelBuilder::default()
-            .open(storage)
-            .map_err(|e| BpfError::ProgramRejected {
-                detail: format!("opening the embedded sampling object: {e}"),
-                log: log_tail(20),
-            })?;
+    let mut open = SamplerSkelBuilder::default()
+        .open(storage)
+        .map_err(load::open_error("sampling object"))?;
     let sizing = |e: libbpf_rs::Error| BpfError::Map {
         action: "sizing the sampler's maps",
         detail: e.to_string(),
@@ -480,19 +476,8 @@ fn open_and_load(
         .events
         .set_max_entries(cfg.ring_bytes)
         .map_err(sizing)?;
-    open.load().map_err(|e| {
-        if is_permission(&e) {
-            BpfError::PermissionDenied {
-                action: "loading the sampling eBPF program",
-                detail: e.to_string(),
-            }
-        } else {
-            BpfError::ProgramRejected {
-                detail: e.to_string(),
-                log: log_tail(40),
-            }
-        }
-    })
+    open.load()
+        .map_err(load::load_error("loading the sampling eBPF program"))
 }
 
 #[cfg(test)]

@@ -37,6 +37,10 @@ pub struct Summary {
     pub bad_records: u64,
     /// Off-CPU blocks the eBPF collector could not account (its maps were full).
     pub offcpu_dropped_blocks: u64,
+    /// Off-CPU blocks shorter than the minimum asked for (not in the profile).
+    pub offcpu_short_blocks: u64,
+    /// Off-CPU blocks seen (traced threads going to sleep).
+    pub offcpu_blocks: u64,
     /// Problems that did not stop the recording (e.g. the off-CPU collector failing
     /// midway: what it had gathered is kept).
     pub warnings: Vec<String>,

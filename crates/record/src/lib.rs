@@ -121,6 +121,9 @@ pub struct RecordOptions {
     pub naming: NamingOptions,
     /// Where user stacks are unwound. Default: [`UnwindMode::Auto`].
     pub unwind: UnwindMode,
+    /// Off-CPU blocks shorter than this many microseconds add no time (they are counted
+    /// in [`Summary::offcpu_short_blocks`]). Default: 0 (every block).
+    pub offcpu_min_block_us: u64,
     /// Raised (e.g. by a Ctrl-C handler, see [`stop_on_ctrl_c`]) to end the recording.
     /// Default: none.
     pub stop: Option<Arc<AtomicBool>>,
@@ -138,6 +141,7 @@ impl RecordOptions {
             buffer_pages: 2048,
             naming: NamingOptions::default(),
             unwind: UnwindMode::Auto,
+            offcpu_min_block_us: 0,
             stop: None,
         }
     }

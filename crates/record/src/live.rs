@@ -694,7 +694,12 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     let mut offcpu = match events.iter().position(|e| *e == EventSpec::OffCpu) {
         Some(index) => {
             let pids = (!matches!(opts.target, Target::System)).then(|| pids.clone());
-            match crate::offcpu::OffCpu::start(pids, opts.stack_bytes, index) {
+            match crate::offcpu::OffCpu::start(
+                pids,
+                opts.stack_bytes,
+                opts.offcpu_min_block_us,
+                index,
+            ) {
                 Ok(o) => Some(o),
                 Err(e) => {
                     if let Some(mut c) = child.take() {
@@ -809,7 +814,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         if let Err(e) = o.drain(&mut collector) {
             collector.summary.warnings.push(e.to_string());
         }
-        collector.summary.offcpu_dropped_blocks = o.dropped();
+        o.summarise(&mut collector);
     }
     drop(offcpu);
     // The recording may end first (duration, Ctrl-C): stop the program we started.

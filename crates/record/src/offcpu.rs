@@ -24,11 +24,12 @@ impl OffCpu {
     pub fn start(
         pids: Option<Vec<u32>>,
         stack_bytes: u32,
+        min_block_us: u64,
         event: usize,
     ) -> Result<Self, RecordError> {
         let cfg = kiln_bpf::offcpu::OffCpuConfig {
             pids,
-            min_block_us: 0,
+            min_block_us,
             user_stack_bytes: stack_bytes.min(kiln_bpf::offcpu::MAX_USER_STACK_BYTES),
         };
         let collector = kiln_bpf::offcpu::OffCpuCollector::start(&cfg)
@@ -78,10 +79,12 @@ impl OffCpu {
         Ok(())
     }
 
-    /// Blocks the collector could not account (for the summary).
-    pub fn dropped(&self) -> u64 {
+    /// Writes the collector's counts into the summary.
+    pub fn summarise(&self, c: &mut Collector) {
         let s = self.collector.stats();
-        s.dropped_blocks
+        c.summary.offcpu_dropped_blocks = s.dropped_blocks;
+        c.summary.offcpu_short_blocks = s.short_blocks;
+        c.summary.offcpu_blocks = s.blocks;
     }
 }
 
@@ -90,7 +93,7 @@ pub(crate) struct OffCpu;
 
 #[cfg(not(feature = "bpf"))]
 impl OffCpu {
-    pub fn start(_: Option<Vec<u32>>, _: u32, _: usize) -> Result<Self, RecordError> {
+    pub fn start(_: Option<Vec<u32>>, _: u32, _: u64, _: usize) -> Result<Self, RecordError> {
         Err(RecordError::OffCpu(
             "this kiln was built without the `bpf` feature (eBPF); rebuild with \
              --features bpf, or record sched:sched_switch instead"
@@ -100,9 +103,7 @@ impl OffCpu {
     pub fn drain(&mut self, _: &mut Collector) -> Result<(), RecordError> {
         Ok(())
     }
-    pub fn dropped(&self) -> u64 {
-        0
-    }
+    pub fn summarise(&self, _: &mut Collector) {}
 }
 
 /// CLOCK_MONOTONIC in nanoseconds, the clock perf samples use here too.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0
  *
- * The few kernel types offcpu.bpf.c touches, written here by hand instead of
+ * The few kernel types the programs touch, written here by hand instead of
  * a full vmlinux.h: building needs no bpftool and no BTF on the build machine.
  * Every struct carries preserve_access_index, so the field offsets below are
  * only names: libbpf relocates each access against the running kernel's BTF
@@ -65,5 +65,23 @@ struct pt_regs {
 #else
 #error "kiln-bpf: only x86-64 is supported so far (pt_regs layout)"
 #endif
+
+/*
+ * Per-CPU u64 counters: KILN_COUNTERS(N) declares the map `counters` (N slots,
+ * summed over CPUs by user space) and count(which, by). Needs bpf_helpers.h.
+ */
+#define KILN_COUNTERS(n)                                                      \
+	struct {                                                              \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                      \
+		__uint(max_entries, n);                                       \
+		__type(key, u32);                                             \
+		__type(value, u64);                                           \
+	} counters SEC(".maps");                                              \
+	static __always_inline void count(u32 which, u64 by)                  \
+	{                                                                     \
+		u64 *c = bpf_map_lookup_elem(&counters, &which);              \
+		if (c)                                                        \
+			*c += by;                                             \
+	}
 
 #endif

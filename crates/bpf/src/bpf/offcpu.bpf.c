@@ -5,13 +5,15 @@
 // One program on the sched_switch tracepoint (tp_btf, so no kprobes are
 // needed) sees both halves of every context switch:
 //   * prev is leaving the CPU. If it blocks (not preempted) and belongs to a
-//     traced process, note the time and WHERE it went to sleep: kernel stack
-//     id, frame-pointer user stack id and a hash of the code addresses found
+//     traced process, note the time and WHERE it went to sleep in user code:
+//     frame-pointer user stack id and a hash of the code addresses found
 //     near the user stack pointer (see caller_hash below). On the first sight
 //     of a user-side key also keep a snapshot: user registers and a copy of
 //     the user stack, so user space can unwind it with CFI.
 //   * next is coming back. If it has a pending note, the block lasted
-//     now - then; blocks of at least min_block_ns add to the aggregate map.
+//     now - then; blocks of at least min_block_ns get their kernel stack
+//     (still intact: the thread has not run since) and add to the aggregate
+//     map; shorter ones cost no kernel stack walk.
 // User space reads and clears the aggregate; nothing is sent per event, so
 // the cost does not depend on how often results are read.
 
@@ -57,8 +59,7 @@ const volatile struct config cfg = {};
 struct agg_key {
 	u32 tgid;
 	u32 pid;
-	s32 kstack;
-	u32 pad;
+	u64 kstack;      /* hash of the kernel stack, 0 = none */
 	u64 ustack;      /* hash of the validated frame-pointer user stack, 0 = none */
 	u64 caller_hash;
 };
@@ -95,6 +96,7 @@ struct ustack_val {
 struct scratch {
 	u64 words[SCAN_WORDS];
 	struct ustack_val ustack;
+	struct ustack_val kstack;
 	struct snap_hdr hdr;
 	/* Snapshot map values are hdr + stack[0..user_stack_bytes]; the extra
 	 * pages let each page-sized read be proven in bounds by the verifier. */
@@ -129,11 +131,13 @@ struct {
 	__uint(value_size, sizeof(struct snap_hdr) + 16384);
 } snaps SEC(".maps");
 
+/* Kernel stacks by hash ({len, ips}), like ustacks. */
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(u32));
-	__uint(value_size, MAX_STACK_DEPTH * sizeof(u64));
+	__type(key, u64);
+	__type(value, struct ustack_val);
 } kstacks SEC(".maps");
 
 /* User stacks by hash. Not a STACK_TRACE map: those key by the raw walk,
@@ -178,20 +182,7 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, C_MAX);
-	__type(key, u32);
-	__type(value, u64);
-} counters SEC(".maps");
-
-static __always_inline void count(u32 which, u64 by)
-{
-	u64 *c = bpf_map_lookup_elem(&counters, &which);
-
-	if (c)
-		*c += by;
-}
+KILN_COUNTERS(C_MAX)
 
 struct scan_ctx {
 	struct scratch *s;
@@ -414,10 +405,8 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 	p->key.tgid = tgid;
 	p->key.pid = pid;
 	p->key.caller_hash = 0;
-	p->key.kstack = bpf_get_stackid(ctx, &kstacks, 0);
-	if (p->key.kstack < 0)
-		count(C_KSTACK_ERR, 1);
-	p->key.pad = 0;
+	/* The kernel stack is taken at switch-in, and only for blocks that count. */
+	p->key.kstack = 0;
 	p->key.ustack = 0;
 	if (!(flags & PF_KTHREAD)) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
@@ -442,6 +431,58 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 	p->ts = bpf_ktime_get_ns();
 }
 
+struct hash_ctx {
+	struct ustack_val *st;
+	u64 hash;
+};
+
+static long hash_ip(u32 i, void *arg)
+{
+	struct hash_ctx *c = arg;
+	u64 idx = i;
+
+	if (i >= c->st->len)
+		return 1;
+	asm volatile("%[x] &= 127" : [x] "+r"(idx)); /* MAX_STACK_DEPTH, for the verifier */
+	c->hash = (c->hash ^ c->st->ips[idx]) * 0x100000001b3ULL;
+	return 0;
+}
+
+/*
+ * The kernel stack of a thread that is about to run again after a block that
+ * counts: it has not run since it went to sleep, so its saved kernel stack is
+ * still where it blocked. Walking it here rather than at switch-out spares
+ * the walk (the largest part of the cost) for blocks shorter than
+ * min_block_ns. Stored under its hash; returns the hash, 0 if none.
+ */
+static __always_inline u64 kernel_stack(struct task_struct *task)
+{
+	u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
+	struct hash_ctx c = { .hash = 0xcbf29ce484222325ULL };
+	long bytes;
+
+	if (!s)
+		return 0;
+	bytes = bpf_get_task_stack(task, s->kstack.ips, MAX_STACK_DEPTH * sizeof(u64), 0);
+	if (bytes <= 0) {
+		count(C_KSTACK_ERR, 1);
+		return 0;
+	}
+	s->kstack.len = bytes / sizeof(u64);
+	c.st = &s->kstack;
+	bpf_loop(MAX_STACK_DEPTH, hash_ip, &c, 0);
+	if (c.hash == 0)
+		c.hash = 1;
+	if (!bpf_map_lookup_elem(&kstacks, &c.hash)) {
+		long err = bpf_map_update_elem(&kstacks, &c.hash, &s->kstack, BPF_NOEXIST);
+
+		if (err && err != -17 /* EEXIST */)
+			count(C_KSTACK_ERR, 1);
+	}
+	return c.hash;
+}
+
 static __always_inline void on_wake(struct task_struct *next)
 {
 	struct pending *p = bpf_task_storage_get(&pend, next, 0, 0);
@@ -457,6 +498,7 @@ static __always_inline void on_wake(struct task_struct *next)
 		count(C_SHORT, 1);
 		return;
 	}
+	p->key.kstack = kernel_stack(next);
 	v = bpf_map_lookup_elem(&agg, &p->key);
 	if (!v) {
 		BPF_CORE_READ_STR_INTO(&init.comm, next, comm);

@@ -132,12 +132,7 @@ struct {
 	__type(value, struct record);
 } scratch SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, C_MAX);
-	__type(key, u32);
-	__type(value, u64);
-} counters SEC(".maps");
+KILN_COUNTERS(C_MAX)
 
 /* The perf_event program context (linux/bpf_perf_event.h): the interrupted
  * registers as the x86-64 user ABI lays them out (asm/ptrace.h), which is
@@ -152,14 +147,6 @@ struct kiln_perf_event_data {
 #define PT_IP 16
 #define PT_CS 17
 #define PT_SP 19
-
-static __always_inline void count(u32 which, u64 by)
-{
-	u64 *c = bpf_map_lookup_elem(&counters, &which);
-
-	if (c)
-		*c += by;
-}
 
 struct walk {
 	struct record *rec;

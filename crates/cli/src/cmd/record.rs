@@ -40,6 +40,12 @@ pub struct Args {
     )]
     pub event: Vec<String>,
 
+    /// Off-CPU blocks shorter than this many microseconds add no time (bcc offcputime's
+    /// -m): keeps scheduler ping-pong out of an investigation of long waits. Blocks
+    /// left out are counted in the summary.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
+    pub min_block: u64,
+
     /// Sampling frequency of the cpu event, in Hz.
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 999)]
     pub frequency: u32,
@@ -151,6 +157,7 @@ impl Args {
         o.frequency = self.frequency;
         o.duration = duration;
         o.stack_bytes = self.stack_size;
+        o.offcpu_min_block_us = self.min_block;
         o.unwind = match self.unwind {
             UnwindArg::Auto => UnwindMode::Auto,
             UnwindArg::Kernel => UnwindMode::Kernel,
@@ -271,6 +278,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     );
     for w in &s.warnings {
         eprintln!("kiln record: warning: {w}");
+    }
+    if s.offcpu_blocks > 0 {
+        eprintln!(
+            "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} not accounted (maps full)",
+            s.offcpu_blocks, s.offcpu_short_blocks, s.offcpu_dropped_blocks
+        );
     }
     if s.unweighable > 0 {
         eprintln!(
