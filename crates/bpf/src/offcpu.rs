@@ -73,8 +73,9 @@ const RANGES_REFRESH: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffCpuConfig {
     /// Processes to trace; `None` traces the whole system. A pid selects all
-    /// threads of its process, including threads started later (a thread id
-    /// selects its whole process too).
+    /// threads of its process, including threads started later, and the
+    /// processes it starts from then on (a thread id selects its whole process
+    /// too).
     pub pids: Option<Vec<u32>>,
     /// Blocks shorter than this many microseconds add no time (they are still
     /// counted in [`OffCpuStats::short_blocks`]). 0 keeps every block.

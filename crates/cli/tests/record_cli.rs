@@ -161,3 +161,34 @@ fn native_recordings_are_read_back_by_the_other_commands() {
         .stdout(predicate::str::is_empty())
         .stderr(predicate::str::contains("not a valid kiln profile at byte"));
 }
+
+/// Off-CPU time with a minimum block: two 200 ms sleeps are there without one, gone
+/// (and counted) with a minimum of one second.
+#[test]
+fn offcpu_min_block_keeps_long_blocks_only() {
+    let script = ["sh", "-c", "sleep 0.2; sleep 0.2"];
+    let all = kiln()
+        .args(["record", "-e", "offcpu", "--"])
+        .args(script)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("kiln record: off-CPU: "));
+    let folded = String::from_utf8(all.get_output().stdout.clone()).unwrap();
+    let slept: u64 = folded
+        .lines()
+        .filter(|l| l.contains("nanosleep"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert!(slept >= 380_000_000, "{slept} ns in nanosleep\n{folded}");
+    let long_only = kiln()
+        .args(["record", "-e", "offcpu", "--min-block", "1000000", "--"])
+        .args(script)
+        .assert()
+        .success()
+        .stderr(
+            predicate::str::is_match(r"off-CPU: \d+ blocks, [1-9]\d* shorter than --min-block")
+                .unwrap(),
+        );
+    let folded = String::from_utf8(long_only.get_output().stdout.clone()).unwrap();
+    assert!(!folded.contains("nanosleep"), "{folded}");
+}

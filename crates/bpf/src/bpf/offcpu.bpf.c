@@ -527,4 +527,36 @@ int BPF_PROG(kiln_sched_switch, bool preempt, struct task_struct *prev, struct t
 	return 0;
 }
 
+/* Processes started by traced processes are traced too (a started command's
+ * children, a server's workers), as perf's inherited events follow them. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(kiln_fork, struct task_struct *parent, struct task_struct *child)
+{
+	u32 ptgid, ctgid;
+	u8 one = 1;
+
+	if (!cfg.filter_pids)
+		return 0;
+	ptgid = BPF_CORE_READ(parent, tgid);
+	ctgid = BPF_CORE_READ(child, tgid);
+	if (ctgid != ptgid && bpf_map_lookup_elem(&pids, &ptgid))
+		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* A traced process that ends leaves the filter (which holds 4096). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kiln_exit, struct task_struct *p)
+{
+	u32 tgid, pid;
+
+	if (!cfg.filter_pids)
+		return 0;
+	tgid = BPF_CORE_READ(p, tgid);
+	pid = BPF_CORE_READ(p, pid);
+	if (pid == tgid)
+		bpf_map_delete_elem(&pids, &tgid);
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";

@@ -310,6 +310,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
             k.cfi_frames,
             k.fp_frames
         );
+        if k.images_without_table + k.processes_over_mapping_limit + k.processes_not_stored > 0 {
+            eprintln!(
+                "kiln record: warning: in the kernel, {} images had no unwind table (no .eh_frame, or the table was full) \
+                 and were walked by frame pointers; {} processes had more code mappings than it holds; \
+                 {} processes' mappings could not be stored (unwound from stack copies)",
+                k.images_without_table, k.processes_over_mapping_limit, k.processes_not_stored
+            );
+        }
     }
     if let Some(st) = rec.exit_status {
         if !st.success() {
