@@ -64,20 +64,24 @@ fn unsafe_free_euid() -> u32 {
         .unwrap_or(u32::MAX)
 }
 
-pub(crate) fn map_err(action: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
-    move |e| {
-        if is_permission(&e) {
-            BpfError::PermissionDenied {
-                action,
-                detail: e.to_string(),
-            }
-        } else {
-            BpfError::Map {
-                action,
-                detail: e.to_string(),
-            }
+/// Missing privileges when the error says so, else what `other` makes of the error's text.
+pub(crate) fn permission_or(
+    action: &'static str,
+    e: &libbpf_rs::Error,
+    other: impl FnOnce(String) -> BpfError,
+) -> BpfError {
+    if is_permission(e) {
+        BpfError::PermissionDenied {
+            action,
+            detail: e.to_string(),
         }
+    } else {
+        other(e.to_string())
     }
+}
+
+pub(crate) fn map_err(action: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
+    move |e| permission_or(action, &e, |detail| BpfError::Map { action, detail })
 }
 
 pub(crate) fn possible_cpus() -> Result<u32, BpfError> {
@@ -100,17 +104,10 @@ pub(crate) fn open_error(what: &'static str) -> impl Fn(libbpf_rs::Error) -> Bpf
 /// verifier's refusal with the end of its log.
 pub(crate) fn load_error(action: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
     move |e| {
-        if is_permission(&e) {
-            BpfError::PermissionDenied {
-                action,
-                detail: e.to_string(),
-            }
-        } else {
-            BpfError::ProgramRejected {
-                detail: e.to_string(),
-                log: log_tail(40),
-            }
-        }
+        permission_or(action, &e, |detail| BpfError::ProgramRejected {
+            detail,
+            log: log_tail(40),
+        })
     }
 }
 

@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
-use crate::load::{self, is_permission, map_err, possible_cpus};
+use crate::load::{self, map_err, possible_cpus};
 use crate::procmaps;
 use crate::skel::{OffcpuSkel, OffcpuSkelBuilder};
 use crate::BpfError;
@@ -346,16 +346,9 @@ impl OffCpuCollector {
             let _ = collector.load_code_ranges(tgid);
         }
         collector.skel.attach().map_err(|e| {
-            if is_permission(&e) {
-                BpfError::PermissionDenied {
-                    action: "attaching to sched:sched_switch",
-                    detail: e.to_string(),
-                }
-            } else {
-                BpfError::Attach {
-                    detail: e.to_string(),
-                }
-            }
+            load::permission_or("attaching to sched:sched_switch", &e, |detail| {
+                BpfError::Attach { detail }
+            })
         })?;
         Ok(collector)
     }

@@ -38,7 +38,7 @@ use std::rc::Rc;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
-use crate::load::{self, is_permission, map_err};
+use crate::load::{self, map_err};
 use crate::skel::{SamplerSkel, SamplerSkelBuilder};
 use crate::unwind_table::{UnwindRow, ROW_BYTES};
 use crate::BpfError;
@@ -300,16 +300,13 @@ impl Sampler {
             detail: format!("duplicating a perf event descriptor: {e}"),
         })?;
         let link = prog.attach_perf_event(dup.as_raw_fd()).map_err(|e| {
-            if is_permission(&e) {
-                BpfError::PermissionDenied {
-                    action: "attaching the sampling program to a perf event",
-                    detail: e.to_string(),
-                }
-            } else {
-                BpfError::Attach {
-                    detail: format!("sampling program on a perf event: {e}"),
-                }
-            }
+            load::permission_or(
+                "attaching the sampling program to a perf event",
+                &e,
+                |detail| BpfError::Attach {
+                    detail: format!("sampling program on a perf event: {detail}"),
+                },
+            )
         })?;
         // Attached: the link closes the duplicate from now on.
         let _ = std::os::fd::IntoRawFd::into_raw_fd(dup);

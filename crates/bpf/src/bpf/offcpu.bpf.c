@@ -278,6 +278,21 @@ static __always_inline u64 caller_hash(struct scratch *s, struct ranges *r, u64 
 	return c.hash;
 }
 
+/* Stores a stack under its hash (0 is kept for "none") unless it is there
+ * already; returns the hash. */
+static __always_inline u64 store_stack(void *map, u64 hash, struct ustack_val *v, u32 err_counter)
+{
+	if (hash == 0)
+		hash = 1;
+	if (!bpf_map_lookup_elem(map, &hash)) {
+		long err = bpf_map_update_elem(map, &hash, v, BPF_NOEXIST);
+
+		if (err && err != -17 /* EEXIST: another CPU stored it first */)
+			count(err_counter, 1);
+	}
+	return hash;
+}
+
 struct ips_ctx {
 	struct scratch *s;
 	struct ranges *r;
@@ -320,15 +335,7 @@ static __always_inline u64 user_stack(void *ctx, struct scratch *s, struct range
 	c.n = bytes / sizeof(u64);
 	s->ustack.len = 0;
 	bpf_loop(MAX_STACK_DEPTH, keep_ip, &c, 0);
-	if (c.hash == 0)
-		c.hash = 1;
-	if (!bpf_map_lookup_elem(&ustacks, &c.hash)) {
-		long err = bpf_map_update_elem(&ustacks, &c.hash, &s->ustack, BPF_NOEXIST);
-
-		if (err && err != -17 /* EEXIST */)
-			count(C_USTACK_ERR, 1);
-	}
-	return c.hash;
+	return store_stack(&ustacks, c.hash, &s->ustack, C_USTACK_ERR);
 }
 
 /* Copy up to user_stack_bytes of the stack from sp upwards, page by page:
@@ -472,15 +479,7 @@ static __always_inline u64 kernel_stack(struct task_struct *task)
 	s->kstack.len = bytes / sizeof(u64);
 	c.st = &s->kstack;
 	bpf_loop(MAX_STACK_DEPTH, hash_ip, &c, 0);
-	if (c.hash == 0)
-		c.hash = 1;
-	if (!bpf_map_lookup_elem(&kstacks, &c.hash)) {
-		long err = bpf_map_update_elem(&kstacks, &c.hash, &s->kstack, BPF_NOEXIST);
-
-		if (err && err != -17 /* EEXIST */)
-			count(C_KSTACK_ERR, 1);
-	}
-	return c.hash;
+	return store_stack(&kstacks, c.hash, &s->kstack, C_KSTACK_ERR);
 }
 
 static __always_inline void on_wake(struct task_struct *next)
