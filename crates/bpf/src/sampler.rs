@@ -19,7 +19,9 @@
 //! stripped binaries). Code with a table follows its CFI rows; other code (JIT code,
 //! images without `.eh_frame`) follows frame pointers, with the first frame's
 //! prologue/epilogue recognised from its instruction bytes. A frame-pointer walk stops
-//! at a return address outside the process's code. Samples of processes the program
+//! at a return address outside the process's executable memory (code the caller's
+//! mappings do not list is looked up in the process's memory map, and the sample says so:
+//! [`KernelSample::unlisted_code`]). Samples of processes the program
 //! has no mappings for yet, or whose mappings were stored before the process exec'd (the
 //! program ties them to the address space of the first sample that uses them), are left
 //! to perf, which writes its own sample record ([`SamplerStats::no_tables`],
@@ -171,6 +173,10 @@ pub struct KernelSample<'a> {
     pub user: &'a [u64],
     /// Why the user stack ended.
     pub end: StackEnd,
+    /// The walk went through executable code the process's mappings given to
+    /// [`Sampler::set_process`] do not list (JIT code made executable by `mprotect`):
+    /// they are worth reading again.
+    pub unlisted_code: bool,
 }
 
 /// What the kernel side counted since start.
@@ -434,7 +440,8 @@ fn parse<'a>(rec: &[u8], ips: &'a mut Vec<u64>) -> Option<KernelSample<'a>> {
     let counts = u32_at(20)?;
     let (nk, nu) = ((counts & 0xffff) as usize, (counts >> 16) as usize);
     let end = StackEnd::from_raw(u32_at(24)?);
-    let slot = u32_at(28)?;
+    let slot_flags = u32_at(28)?;
+    let (slot, flags) = (slot_flags & 0xffff, slot_flags >> 16);
     let body = rec.get(HDR_BYTES..HDR_BYTES + (nk + nu) * 8)?;
     ips.clear();
     ips.extend(
@@ -451,6 +458,7 @@ fn parse<'a>(rec: &[u8], ips: &'a mut Vec<u64>) -> Option<KernelSample<'a>> {
         kernel,
         user,
         end,
+        unlisted_code: flags & 1 != 0,
     })
 }
 
@@ -489,6 +497,7 @@ mod tests {
         rec[8..16].copy_from_slice(&99u64.to_ne_bytes());
         rec[20..24].copy_from_slice(&(1u32 | (2 << 16)).to_ne_bytes());
         rec[24..28].copy_from_slice(&1u32.to_ne_bytes());
+        rec[28..32].copy_from_slice(&(2u32 | (1 << 16)).to_ne_bytes());
         for (i, v) in [0xffff_ffff_8100_0000u64, 0x401000, 0x402000]
             .iter()
             .enumerate()
@@ -501,6 +510,8 @@ mod tests {
         assert_eq!(s.kernel, &[0xffff_ffff_8100_0000]);
         assert_eq!(s.user, &[0x401000, 0x402000]);
         assert_eq!(s.end, StackEnd::FramePointerZero);
+        assert_eq!(s.slot, 2);
+        assert!(s.unlisted_code);
         assert!(parse(&rec[..HDR_BYTES + 8], &mut ips).is_none());
     }
 }

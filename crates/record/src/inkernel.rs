@@ -126,9 +126,9 @@ impl InKernel {
     /// Gives the kernel the current mappings of every process that changed.
     ///
     /// Mappings usually arrive as perf records, but code made executable by `mprotect`
-    /// (the BEAM's JIT regions) has none: a frame-pointer walk that reaches a return
-    /// address outside the known code has the process's `/proc/PID/maps` read again, at
-    /// most every 100 ms.
+    /// (the BEAM's and V8's JIT regions) has none: the kernel side still walks through it
+    /// (it looks the address up in the process's memory map) and flags the sample, and the
+    /// process's `/proc/PID/maps` is read again, at most every 100 ms.
     pub fn sync(&mut self, c: &mut Collector) {
         let now = std::time::Instant::now();
         for pid in std::mem::take(&mut self.suspect) {
@@ -199,16 +199,14 @@ impl InKernel {
                 c.summary.unattributed += 1;
                 return;
             };
+            if k.unlisted_code && suspect.last() != Some(&k.pid) {
+                suspect.push(k.pid);
+            }
             match k.end {
                 e if e.is_root() => s.ended_at_root += 1,
                 StackEnd::Unreadable => s.ended_unreadable += 1,
                 StackEnd::NoRule => s.ended_no_rule += 1,
-                StackEnd::BadReturnAddress => {
-                    s.ended_bad_frame += 1;
-                    if suspect.last() != Some(&k.pid) {
-                        suspect.push(k.pid);
-                    }
-                }
+                StackEnd::BadReturnAddress => s.ended_bad_frame += 1,
                 StackEnd::Loop => s.ended_bad_frame += 1,
                 StackEnd::Depth => s.ended_depth += 1,
                 StackEnd::NoUser => s.no_user_stack += 1,

@@ -26,6 +26,14 @@ typedef _Bool bool;
 
 struct mm_struct;
 
+#define VM_EXEC 0x00000004
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	unsigned long vm_flags;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
 	int pid;

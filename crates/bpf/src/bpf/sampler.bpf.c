@@ -96,8 +96,13 @@ struct hdr {
 	u16 nkernel;
 	u16 nuser;
 	u32 end;
-	u32 slot;      /* which program (event) took the sample */
+	u16 slot;      /* which program (event) took the sample */
+	u16 flags;     /* F_* below */
 };
+
+/* The walk went through code the tables do not list (found executable in the
+ * process's memory map): user space should read the process's mappings again. */
+#define F_UNLISTED_CODE 1
 
 struct record {
 	struct hdr h;
@@ -149,6 +154,7 @@ struct kiln_perf_event_data {
 #define PT_SP 19
 
 struct walk {
+	struct task_struct *task;
 	struct record *rec;
 	struct proc *proc;
 	u64 ip, sp, bp;
@@ -159,7 +165,26 @@ struct walk {
 	u64 cfi;
 	u64 fp;
 	u64 prologue;
+	u32 flags;
 };
+
+static long is_exec(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(u32 *)data = (BPF_CORE_READ(vma, vm_flags) & VM_EXEC) != 0;
+	return 0;
+}
+
+/* Whether addr is in executable memory of the sampled process: for code the tables
+ * do not list yet (JIT code made executable with mprotect, which no perf record
+ * announces). */
+static __always_inline int unlisted_code(struct walk *w, u64 addr)
+{
+	u32 exec = 0;
+
+	if (!w->task || bpf_find_vma(w->task, addr, is_exec, &exec, 0))
+		return 0;
+	return exec;
+}
 
 static __always_inline int read_u64(u64 addr, u64 *out)
 {
@@ -308,9 +333,12 @@ static long step(u32 i, void *arg)
 	pc = w->n == 0 ? w->ip : w->ip - 1;
 	m = find_mapping(w->proc, pc);
 	if (!m && w->n > 0 && w->proc && w->prev_fp) {
-		/* A frame-pointer walk read something that is not a return address. */
-		w->end = END_BAD_RA;
-		return 1;
+		if (!unlisted_code(w, pc)) {
+			/* A frame-pointer walk read something that is not a return address. */
+			w->end = END_BAD_RA;
+			return 1;
+		}
+		w->flags |= F_UNLISTED_CODE;
 	}
 	w->rec->ips[slot] = w->ip;
 	w->n++;
@@ -395,6 +423,7 @@ static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
 	rec->h.nkernel = 0;
 	rec->h.nuser = 0;
 	rec->h.slot = slot;
+	rec->h.flags = 0;
 
 	w.rec = rec;
 	w.end = END_NO_USER;
@@ -444,12 +473,14 @@ static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
 			rec->h.nkernel = got / sizeof(u64);
 	}
 	if (w.proc) {
+		w.task = bpf_get_current_task_btf();
 		w.base = rec->h.nkernel;
 		if (w.base > MAX_KERNEL)
 			w.base = MAX_KERNEL;
 		w.end = END_DEPTH;
 		bpf_loop(MAX_USER, step, &w, 0);
 		rec->h.nuser = w.n;
+		rec->h.flags = w.flags;
 		count(C_CFI_FRAMES, w.cfi);
 		count(C_FP_FRAMES, w.fp);
 		count(C_JIT_PROLOGUE, w.prologue);
