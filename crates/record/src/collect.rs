@@ -345,8 +345,8 @@ impl Collector {
                 let mut addrs = std::mem::take(&mut self.addrs);
                 addrs.clear();
                 let p = self.process(pid);
-                let end = p.unwind(ip, sp, bp, stack, fp_chain, |a| addrs.push(a));
-                if end.frames <= 1 {
+                let n = p.unwind(ip, sp, bp, stack, fp_chain, |a| addrs.push(a));
+                if n <= 1 {
                     self.summary.shallow_user_stacks += 1;
                 }
 

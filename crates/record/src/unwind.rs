@@ -428,7 +428,8 @@ impl Process {
     /// Unwinds a user stack: `stack` holds the memory from `sp` upwards. Calls `f` with
     /// each frame's lookup address (the instruction pointer, then return address - 1),
     /// leaf first. `fp_chain` is the kernel's frame-pointer walk taken with the same
-    /// sample (instruction pointer first, then return addresses), or empty.
+    /// sample (instruction pointer first, then return addresses), or empty. Returns the
+    /// number of frames.
     pub fn unwind(
         &mut self,
         ip: u64,
@@ -437,7 +438,7 @@ impl Process {
         stack: &[u8],
         fp_chain: &[u64],
         mut f: impl FnMut(u64),
-    ) -> UnwindEnd {
+    ) -> usize {
         let mut read = |addr: u64| -> Result<u64, ()> {
             let off = addr.checked_sub(sp).ok_or(())? as usize;
             let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
@@ -446,11 +447,11 @@ impl Process {
         let in_copy = |a: u64| a >= sp && a.saturating_add(16) <= sp + stack.len() as u64;
         let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
         let mut addr = FrameAddress::InstructionPointer(ip);
-        let mut end = UnwindEnd::default();
+        let mut frames = 0;
         loop {
             f(addr.address_for_lookup());
-            end.frames += 1;
-            if end.frames >= MAX_USER_FRAMES {
+            frames += 1;
+            if frames >= MAX_USER_FRAMES {
                 break;
             }
             let frame_bp = regs.bp();
@@ -474,22 +475,15 @@ impl Process {
                     if jit && !in_copy(frame_bp) && frame_bp == bp && fp_chain.len() > 1 {
                         for &ra in &fp_chain[1..] {
                             f(ra.saturating_sub(1));
-                            end.frames += 1;
+                            frames += 1;
                         }
                     }
                     break;
                 }
             }
         }
-        end
+        frames
     }
-}
-
-/// How an unwind ended.
-#[derive(Default, Debug)]
-pub(crate) struct UnwindEnd {
-    /// Frames reported.
-    pub frames: usize,
 }
 
 /// Splits a `/proc/<pid>/maps` line into `(start, end, offset, path)`, executable ones only.
