@@ -174,19 +174,21 @@ fn min_block_filters_short_sleeps() {
     let (count, total) = nanosleep_blocks(&entries, &ksyms, prog.pid());
     let stats = c.stats();
     eprintln!("min 15 ms: {count} blocks, {:.1} ms; {stats:?}", ms(total));
-    // Every counted block lasted at least the threshold; on a loaded machine a
-    // short sleep may be woken late enough to pass it too, so bound, not equate.
-    assert!(count >= long, "a long sleep was not counted: {count}");
+    // A sleep is not always a block: when its thread is preempted on the way in for
+    // longer than the sleep (seen while a Go build shared the two CPUs), its timer fires
+    // first and it never blocks. So one sleep may be missing, and besides the final
+    // wait on stdin (still in progress) one other block (a page fault waiting for I/O)
+    // may be unfinished. Every counted block lasted at least the threshold; a short
+    // sleep woken late enough passes it too, so bound, not equate.
+    assert!(count + 1 >= long, "long sleeps not counted: {count}");
     assert!(
         total >= count * 15_000_000,
         "a block under 15 ms was counted: {count} in {total} ns"
     );
-    assert!(total >= long * long_us * 1000);
-    // Every block is counted or short, but for the one still in progress (the program
-    // waiting on stdin). A short sleep is not always a block: when the thread is
-    // preempted before it sleeps, its timer may fire first and it never blocks.
+    assert!(total >= (long - 1) * long_us * 1000);
+    let finished = stats.counted_blocks + stats.short_blocks;
     assert!(
-        stats.blocks <= stats.counted_blocks + stats.short_blocks + 1,
+        finished <= stats.blocks && stats.blocks <= finished + 2,
         "blocks unaccounted: {stats:?}"
     );
     assert!(
@@ -202,19 +204,19 @@ fn min_block_filters_short_sleeps() {
     let entries = c.drain().unwrap();
     let (count, total) = nanosleep_blocks(&entries, &ksyms, prog.pid());
     eprintln!("no threshold: {count} blocks, {:.1} ms", ms(total));
-    // Without a threshold every block counts (a short sleep that never blocked, see
-    // above, is no block); nearly all sleeps block.
+    // Without a threshold every finished block counts; nearly all sleeps block (see
+    // above).
     let stats = c.stats();
     assert_eq!(stats.short_blocks, 0);
     assert!(
-        stats.blocks <= stats.counted_blocks + 1,
+        stats.counted_blocks <= stats.blocks && stats.blocks <= stats.counted_blocks + 2,
         "blocks unaccounted: {stats:?}"
     );
     assert!(
-        count >= long + short * 3 / 4,
+        count >= (long + short) * 3 / 4,
         "sleeps counted without threshold: {count}; {stats:?}\n{entries:#?}"
     );
-    assert!(total >= long * long_us * 1000);
+    assert!(total >= (long - 1) * long_us * 1000);
 }
 
 #[test]
