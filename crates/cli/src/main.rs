@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
+mod signals;
 
 /// kiln drives a load against a server, profiles it, renders flame graphs and compares runs.
 ///
@@ -35,15 +36,27 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let on_signal = match cli.command {
+        Command::Record(_) | Command::Load(_) => signals::OnSignal::Finish,
+        Command::Collapse(_) | Command::Flamegraph(_) | Command::Diff(_) => signals::OnSignal::Exit,
+    };
+    let stop = match signals::install(on_signal) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("Error: cannot install the signal handler: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let result = match cli.command {
         Command::Collapse(a) => cmd::collapse::run(a),
         Command::Flamegraph(a) => cmd::flamegraph::run(a),
         Command::Diff(a) => cmd::diff::run(a),
-        Command::Record(a) => cmd::record::run(a),
-        Command::Load(a) => cmd::load::run(a),
+        Command::Record(a) => cmd::record::run(a, &stop),
+        Command::Load(a) => cmd::load::run(a, &stop),
     };
     match result {
-        Ok(code) => code,
+        // Results are written; a signal still says the command was cut short.
+        Ok(code) => signals::exit_code(&stop).unwrap_or(code),
         Err(e) => {
             eprintln!("Error: {e:#}");
             ExitCode::from(1)

@@ -45,9 +45,6 @@ pub use run::run;
 pub use stats::{Event, Percentiles, Report, Summary, Tick};
 pub use sweep::{parse_sweep, sweep, SweepRow};
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 /// Why a load run could not start or was cut short.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -123,17 +120,4 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// Ctrl-C handling could not be installed.
-    #[error("cannot install the Ctrl-C handler: {0}")]
-    Signal(String),
-}
-
-/// Returns a flag that becomes true on Ctrl-C (SIGINT) or SIGTERM, so a run ends early and
-/// still prints its summary and writes its files. Installs a process-wide handler; call once.
-pub fn stop_on_ctrl_c() -> Result<Arc<AtomicBool>, Error> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    ctrlc::set_handler(move || f.store(true, Ordering::SeqCst))
-        .map_err(|e| Error::Signal(e.to_string()))?;
-    Ok(flag)
 }

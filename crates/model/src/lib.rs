@@ -36,6 +36,7 @@ pub mod native;
 mod profile;
 mod samples;
 mod stacks;
+pub mod stop;
 mod strings;
 mod threads;
 pub mod transform;

@@ -63,8 +63,6 @@ pub use inkernel::InKernelSummary;
 pub use live::{record, Recording, StopReason};
 
 use std::ffi::OsString;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// What to record.
@@ -124,9 +122,9 @@ pub struct RecordOptions {
     /// Off-CPU blocks shorter than this many microseconds add no time (they are counted
     /// in [`Summary::offcpu_short_blocks`]). Default: 0 (every block).
     pub offcpu_min_block_us: u64,
-    /// Raised (e.g. by a Ctrl-C handler, see [`stop_on_ctrl_c`]) to end the recording.
-    /// Default: none.
-    pub stop: Option<Arc<AtomicBool>>,
+    /// Raised (by the binary's signal handling, or a `kiln run` ending its measurement)
+    /// to end the recording; it is then written as usual. Default: none.
+    pub stop: Option<kiln_model::stop::Stop>,
 }
 
 impl RecordOptions {
@@ -145,30 +143,4 @@ impl RecordOptions {
             stop: None,
         }
     }
-}
-
-static CTRL_C: AtomicBool = AtomicBool::new(false);
-static CTRL_C_FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    CTRL_C.store(true, std::sync::atomic::Ordering::Relaxed);
-    if let Some(f) = CTRL_C_FLAG.get() {
-        f.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Installs a SIGINT/SIGTERM handler that raises the returned flag instead of killing the
-/// process, so an interrupted recording is still written. For binaries; a library user
-/// with its own signal handling passes its own flag in [`RecordOptions::stop`].
-pub fn stop_on_ctrl_c() -> Arc<AtomicBool> {
-    let flag = CTRL_C_FLAG
-        .get_or_init(|| Arc::new(AtomicBool::new(false)))
-        .clone();
-    let handler: extern "C" fn(libc::c_int) = on_sigint;
-    // SAFETY: the handler only stores to atomics, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
-    }
-    flag
 }

@@ -14,7 +14,6 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::process::ExitStatus;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The result of a recording.
@@ -784,11 +783,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
                 last_offcpu = Instant::now();
             }
         }
-        if opts
-            .stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Relaxed))
-        {
+        if opts.stop.as_ref().is_some_and(|s| s.is_raised()) {
             break StopReason::Interrupted;
         }
         if opts.duration.is_some_and(|d| start.elapsed() >= d) {

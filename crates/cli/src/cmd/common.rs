@@ -99,6 +99,7 @@ pub fn write_output(
             Ok(())
         }
         _ => {
+            ensure_stdout_open()?;
             let stdout = io::stdout();
             if stdout.is_terminal() {
                 let mut lock = stdout.lock();
@@ -111,6 +112,16 @@ pub fn write_output(
             }
             Ok(())
         }
+    }
+}
+
+/// Fails when standard output is closed (`>&-`): data written there would be lost
+/// without a word (Rust discards writes to a closed descriptor).
+pub fn ensure_stdout_open() -> Result<()> {
+    if kiln_model::io::stdout_is_open() {
+        Ok(())
+    } else {
+        anyhow::bail!("standard output is closed: nowhere to write the data (give -o FILE, or redirect stdout)")
     }
 }
 

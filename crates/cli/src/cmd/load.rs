@@ -252,22 +252,23 @@ impl AmqpArgs {
     }
 }
 
-pub fn run(cmd: LoadCommand) -> Result<ExitCode> {
+pub fn run(cmd: LoadCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     match cmd {
-        LoadCommand::Amqp(a) => amqp(a),
+        LoadCommand::Amqp(a) => amqp(a, stop),
     }
 }
 
-fn amqp(args: AmqpArgs) -> Result<ExitCode> {
+fn amqp(args: AmqpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     let (opts, output, sweep) = args.into_options()?;
     if opts.rate_limited() && opts.size < 20 && !opts.json_body {
         eprintln!("note: rate-limited messages carry their intended send time too, so they are 20 bytes, not {}", opts.size);
     }
-    let stop = kiln_loadgen::stop_on_ctrl_c()?;
+    super::common::ensure_stdout_open()?;
+    let stop = stop.as_flag();
     let mut out = std::io::stdout().lock();
     if let Some(spec) = sweep {
         let rates = kiln_loadgen::parse_sweep(&spec)?;
-        let rows = kiln_loadgen::sweep(&opts, &rates, &stop, &mut |rate, t| {
+        let rows = kiln_loadgen::sweep(&opts, &rates, stop, &mut |rate, t| {
             let _ = writeln!(out, "rate {rate:.0}: {}", report::format_tick(&opts.id, t));
         })?;
         let table = report::format_sweep(&rows);
@@ -285,7 +286,7 @@ fn amqp(args: AmqpArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let report = kiln_loadgen::run(&opts, &stop, &mut |t| {
+    let report = kiln_loadgen::run(&opts, stop, &mut |t| {
         let _ = writeln!(out, "{}", report::format_tick(&opts.id, t));
         let _ = out.flush();
     })?;

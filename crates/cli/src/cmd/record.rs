@@ -218,7 +218,7 @@ fn write_one(p: &Profile, path: Option<&Path>, format: Format, title: Option<&st
     })
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     let mut opts = args.record_options()?;
     let format = match &args.output {
         Some(p) if p != Path::new("-") => format_of(p)?,
@@ -229,7 +229,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         bail!("Several events give several profiles: write them with -o FILE.kiln (one file) or -o FILE.svg (one per event)");
     }
     let transforms = args.transforms.to_transforms()?;
-    opts.stop = Some(kiln_record::stop_on_ctrl_c());
+    opts.stop = Some(stop.clone());
     let rec = kiln_record::record(&opts).context("Recording failed")?;
     let write_start = std::time::Instant::now();
     let mut profiles = rec.profiles;
