@@ -115,6 +115,48 @@ pub fn write_output(
     }
 }
 
+/// Refuses an output path that is one of the inputs (same device and inode, links
+/// followed): `kiln flamegraph f.folded -o f.folded` would replace the profile with a
+/// picture of it. Outputs are completed in a temporary file before they replace anything,
+/// so a command that writes the *same* format back (`kiln collapse f.folded -o f.folded`)
+/// may; `same_format` says whether this command would, and a note says what happens.
+pub fn check_output_not_input(
+    output: Option<&Path>,
+    inputs: &[Option<&Path>],
+    same_format: bool,
+) -> Result<()> {
+    let Some(out) = output.filter(|p| *p != Path::new("-")) else {
+        return Ok(());
+    };
+    for input in inputs.iter().flatten().filter(|p| **p != Path::new("-")) {
+        if kiln_model::io::same_file(out, input) {
+            if same_format {
+                eprintln!(
+                    "note: '{}' is also the input: it is read whole, then replaced by the result",
+                    out.display()
+                );
+            } else {
+                anyhow::bail!(
+                    "the output '{}' is the input '{}': writing would replace the profile with its result; choose another -o",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the file at `path` holds folded stacks (by its first 64 KiB).
+pub fn looks_folded(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(64 * 1024).read_to_end(&mut head))
+        .is_ok()
+        && kiln_collapse::detect(&head) == Some(kiln_collapse::Format::Folded)
+}
+
 /// Fails when standard output is closed (`>&-`): data written there would be lost
 /// without a word (Rust discards writes to a closed descriptor).
 pub fn ensure_stdout_open() -> Result<()> {

@@ -77,6 +77,11 @@ fn load(
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    super::common::check_output_not_input(
+        args.output.as_deref(),
+        &[Some(args.before.as_path()), Some(args.after.as_path())],
+        false,
+    )?;
     let mut t = args.transforms.to_transforms()?;
     t.strip_addresses |= args.strip_hex;
     let before = load(&args.before, &args, &t)?;
