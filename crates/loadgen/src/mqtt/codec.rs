@@ -2,9 +2,10 @@
 //!
 //! Hand-written for the hot path: a PUBLISH is appended to a reused buffer with its stamp
 //! and zero padding written in place (no allocation per message), and incoming packets are
-//! decoded in place in the read buffer ([`Packet`] borrows it). The general codecs we
-//! measured allocate a topic `String` and a payload buffer per message (see
-//! `bench/mqtt/README.md`). Decoding never panics on any input (fuzzed: `fuzz/`).
+//! decoded in place in the read buffer ([`Packet`] borrows it). The standalone codec crate
+//! (`mqttbytes`) has had no release since 2021 (its code lives on inside `rumqttc`, with
+//! tokio), has no MQTT 3.1, and allocates a topic `String` and a payload `Bytes` per
+//! PUBLISH. Decoding never panics on any input (fuzzed: `fuzz/fuzz_targets/mqtt_packet.rs`).
 
 /// Protocol versions (the CONNECT protocol level).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
