@@ -103,6 +103,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         aggregate: true,
         ..args.perf.to_options()
     };
+    super::common::check_output_not_input(
+        args.output.as_deref(),
+        &[args.input.as_deref()],
+        args.input
+            .as_deref()
+            .is_some_and(super::common::looks_folded),
+    )?;
     let c = collapse_input(args.input.as_deref(), &args.input_args, popts, true, false)?;
     if c.after.is_some() {
         anyhow::bail!(

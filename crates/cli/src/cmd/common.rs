@@ -115,6 +115,48 @@ pub fn write_output(
     }
 }
 
+/// Refuses an output path that is one of the inputs (same device and inode, links
+/// followed): `kiln flamegraph f.folded -o f.folded` would replace the profile with a
+/// picture of it. Outputs are completed in a temporary file before they replace anything,
+/// so a command that writes the *same* format back (`kiln collapse f.folded -o f.folded`)
+/// may; `same_format` says whether this command would, and a note says what happens.
+pub fn check_output_not_input(
+    output: Option<&Path>,
+    inputs: &[Option<&Path>],
+    same_format: bool,
+) -> Result<()> {
+    let Some(out) = output.filter(|p| *p != Path::new("-")) else {
+        return Ok(());
+    };
+    for input in inputs.iter().flatten().filter(|p| **p != Path::new("-")) {
+        if kiln_model::io::same_file(out, input) {
+            if same_format {
+                eprintln!(
+                    "note: '{}' is also the input: it is read whole, then replaced by the result",
+                    out.display()
+                );
+            } else {
+                anyhow::bail!(
+                    "the output '{}' is the input '{}': writing would replace the profile with its result; choose another -o",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the file at `path` holds folded stacks (by its first 64 KiB).
+pub fn looks_folded(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(64 * 1024).read_to_end(&mut head))
+        .is_ok()
+        && kiln_collapse::detect(&head) == Some(kiln_collapse::Format::Folded)
+}
+
 /// Fails when standard output is closed (`>&-`): data written there would be lost
 /// without a word (Rust discards writes to a closed descriptor).
 pub fn ensure_stdout_open() -> Result<()> {
@@ -169,6 +211,12 @@ pub fn collapse_input(
     keep_order: bool,
 ) -> Result<kiln_collapse::Collapsed> {
     use std::io::Read;
+    if let Some(r) = path.and_then(super::store::run_input) {
+        let (name, profiles) = r?;
+        let c = pick_stored(&name, profiles, &perf)?;
+        report(&name, &c, args.quiet, always_summarise);
+        return Ok(c);
+    }
     let (name, mut reader) = open_input(path)?;
     let mut head = Vec::with_capacity(64 * 1024);
     (&mut reader)
@@ -180,6 +228,15 @@ pub fn collapse_input(
             anyhow::bail!("perf.data input must be given as a file path, not on standard input");
         };
         let c = collapse_perf_data(path, &name, &perf)?;
+        report(&name, &c, args.quiet, always_summarise);
+        return Ok(c);
+    }
+    if kiln_store::is_store_file(&head) {
+        let Some(path) = path.filter(|p| *p != Path::new("-")) else {
+            anyhow::bail!("a stored run must be given as a file path, not on standard input");
+        };
+        let profiles = super::store::store_file_profiles(path)?;
+        let c = pick_stored(&name, profiles, &perf)?;
         report(&name, &c, args.quiet, always_summarise);
         return Ok(c);
     }
@@ -282,6 +339,19 @@ fn collapse_native(
     perf: &kiln_collapse::perf::PerfOptions,
 ) -> Result<kiln_collapse::Collapsed> {
     let profiles = kiln_model::native::decode(bytes, Path::new(name))?;
+    let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
+    pick_event(name, profiles, &counts, perf.event_filter.as_deref())
+}
+
+/// The event of a stored run's profiles that `--event-filter` picks (else the first).
+fn pick_stored(
+    name: &str,
+    profiles: Vec<kiln_model::Profile>,
+    perf: &kiln_collapse::perf::PerfOptions,
+) -> Result<kiln_collapse::Collapsed> {
+    if profiles.is_empty() {
+        anyhow::bail!("'{name}' has no profile (the run recorded nothing)");
+    }
     let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
     pick_event(name, profiles, &counts, perf.event_filter.as_deref())
 }

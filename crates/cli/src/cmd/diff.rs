@@ -77,6 +77,11 @@ fn load(
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    super::common::check_output_not_input(
+        args.output.as_deref(),
+        &[Some(args.before.as_path()), Some(args.after.as_path())],
+        false,
+    )?;
     let mut t = args.transforms.to_transforms()?;
     t.strip_addresses |= args.strip_hex;
     let before = load(&args.before, &args, &t)?;
@@ -128,7 +133,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 /// With -n, the "before" weights scaled to the "after" total (as difffolded.pl -n does
 /// before its output reaches flamegraph.pl).
-fn normalized(
+pub(crate) fn normalized(
     before: kiln_model::Profile,
     after: kiln_model::Profile,
     normalize: bool,

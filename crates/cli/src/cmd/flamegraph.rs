@@ -285,6 +285,8 @@ fn is_html(path: Option<&Path>) -> bool {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let inputs: Vec<Option<&Path>> = args.inputs.iter().map(|p| Some(p.as_path())).collect();
+    super::common::check_output_not_input(args.output.as_deref(), &inputs, false)?;
     let input = read_inputs(&args)?;
     let first = match &input {
         Input::One(p) | Input::Diff(_, p) => p,

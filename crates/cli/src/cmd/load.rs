@@ -350,7 +350,7 @@ pub struct AmqpArgs {
 }
 
 impl AmqpArgs {
-    fn into_options(self) -> Result<(AmqpOptions, Option<PathBuf>, Option<String>)> {
+    pub(crate) fn into_options(self) -> Result<(AmqpOptions, Option<PathBuf>, Option<String>)> {
         let d = AmqpOptions::default();
         let queue_pattern = match (
             self.queue_pattern,
