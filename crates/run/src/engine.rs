@@ -18,63 +18,39 @@ impl AmqpLoad {
     }
 }
 
-fn latency_values(
-    out: &mut Vec<(String, String, Option<f64>)>,
-    name: &str,
-    p: &Option<Percentiles>,
-) {
-    for (q, v) in [
-        ("p50", p.map(|p| p.p50_us)),
-        ("p99", p.map(|p| p.p99_us)),
-        ("p99.9", p.map(|p| p.p999_us)),
-        ("max", p.map(|p| p.max_us)),
-    ] {
-        out.push((
-            format!("{name} latency {q}"),
-            "us".into(),
-            v.map(|v| v as f64),
+/// Every value of a protocol-neutral second: counter rates, latency percentiles, flags.
+fn convert(t: &Tick, completed: &str, sent: &str) -> LoadTick {
+    let mut values = Vec::new();
+    for c in &t.counters {
+        values.push((
+            c.name.to_string(),
+            format!("{}/s", c.unit),
+            Some(t.rate(&c.name)),
         ));
     }
-}
-
-fn convert(t: &Tick, o: &AmqpOptions) -> LoadTick {
-    let r = |n: u64| Some(t.rate(n));
-    let mut values = vec![
-        ("sent".to_string(), "msg/s".to_string(), r(t.sent)),
-        ("received".into(), "msg/s".into(), r(t.received)),
-    ];
-    if o.confirm.is_some() {
-        values.push(("confirmed".into(), "msg/s".into(), r(t.confirmed)));
-        values.push(("nacked".into(), "msg/s".into(), r(t.nacked)));
+    for l in &t.latencies {
+        let p: Option<&Percentiles> = l.percentiles.as_ref();
+        for (q, v) in [
+            ("p50", p.map(|p| p.p50_us)),
+            ("p99", p.map(|p| p.p99_us)),
+            ("p99.9", p.map(|p| p.p999_us)),
+            ("max", p.map(|p| p.max_us)),
+        ] {
+            values.push((format!("{} {q}", l.name), "us".into(), v.map(|v| v as f64)));
+        }
     }
-    values.push(("returned".into(), "msg/s".into(), r(t.returned)));
-    latency_values(&mut values, "consumer", &t.consumer_latency);
-    if o.rate_limited() {
-        latency_values(
-            &mut values,
-            "consumer (intended)",
-            &t.consumer_latency_intended,
-        );
+    for f in &t.flags {
+        values.push((
+            f.name.to_string(),
+            "bool".into(),
+            Some(if f.value { 1.0 } else { 0.0 }),
+        ));
     }
-    if o.confirm.is_some() {
-        latency_values(&mut values, "confirm", &t.confirm_latency);
-    }
-    let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
-    values.push(("blocked".into(), "bool".into(), flag(t.blocked)));
-    values.push(("stalled".into(), "bool".into(), flag(t.stalled)));
-    values.push(("disconnected".into(), "bool".into(), flag(t.disconnected)));
-    let completed = if o.consumers > 0 {
-        t.received
-    } else if o.confirm.is_some() {
-        t.confirmed
-    } else {
-        t.sent
-    };
     LoadTick {
-        end_ns: kiln_model::clock::monotonic_ns(),
+        end_ns: t.end_mono_ns,
         interval_s: t.interval_s,
-        completed: Some(completed),
-        sent: Some(t.sent),
+        completed: Some(t.counter(completed)),
+        sent: Some(t.counter(sent)),
         values,
         latency: Vec::new(),
     }
@@ -91,30 +67,55 @@ impl Load for AmqpLoad {
     }
 
     fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
-        let mut started = false;
-        let o = self.opts.clone();
-        let r = kiln_loadgen::run(&self.opts, stop.as_flag(), &mut |t| {
-            if !started {
-                started = true;
-                events.started(None);
-            }
-            events.tick(convert(t, &o));
-        });
-        match r {
-            Ok(report) => LoadOutcome {
-                started: true,
-                ended_by_itself: !stop.is_raised(),
-                failure: report.summary.failure.clone(),
-                report: serde_json::to_value(&report).unwrap_or_default(),
-                ..Default::default()
+        let o = &self.opts;
+        let completed = if o.consumers > 0 {
+            "received"
+        } else if o.confirm.is_some() {
+            "confirmed"
+        } else {
+            "sent"
+        };
+        run_protocol(
+            &mut kiln_loadgen::amqp::AmqpLoad {
+                opts: self.opts.clone(),
+                sweep: None,
             },
-            Err(e) if !started => LoadOutcome::failed_to_start(e.to_string()),
-            Err(e) => LoadOutcome {
-                started: true,
-                ended_by_itself: true,
-                failure: Some(e.to_string()),
-                ..Default::default()
-            },
+            completed,
+            stop,
+            events,
+        )
+    }
+}
+
+/// Runs a kiln load protocol, reporting its seconds as [`LoadTick`]s.
+pub fn run_protocol(
+    load: &mut dyn kiln_loadgen::Load,
+    completed: &str,
+    stop: &Stop,
+    events: &mut dyn LoadEvents,
+) -> LoadOutcome {
+    let mut started = false;
+    let r = load.run(stop, &mut |t| {
+        if !started {
+            started = true;
+            events.started(None);
         }
+        events.tick(convert(t, completed, "sent"));
+    });
+    match r {
+        Ok(report) => LoadOutcome {
+            started: true,
+            ended_by_itself: !stop.is_raised(),
+            failure: report.headline.failure.clone(),
+            report: serde_json::to_value(&report).unwrap_or_default(),
+            ..Default::default()
+        },
+        Err(e) if !started => LoadOutcome::failed_to_start(e.to_string()),
+        Err(e) => LoadOutcome {
+            started: true,
+            ended_by_itself: true,
+            failure: Some(e.to_string()),
+            ..Default::default()
+        },
     }
 }

@@ -148,7 +148,9 @@ fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
     match load {
         RunLoad::Exec { command } => Ok(Box::new(kiln_run::ExecLoad::new(command))),
         RunLoad::Load(cmd) => {
-            let LoadCommand::Amqp(a) = *cmd;
+            let LoadCommand::Amqp(a) = *cmd else {
+                bail!("kiln run drives `load amqp` (and external commands with exec --) so far");
+            };
             let (opts, output, sweep) = a.into_options()?;
             if output.is_some() {
                 bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
