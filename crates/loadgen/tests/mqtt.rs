@@ -281,3 +281,65 @@ fn qos0_losses_are_counted_not_hidden() {
         h.total("lost")
     );
 }
+
+#[test]
+fn broker_restart_qos1_persistent_sessions_lose_nothing_and_qos0_losses_are_counted() {
+    let mut b = Mosquitto::start_with(&MosquittoOptions {
+        persistence: true,
+        ..Default::default()
+    })
+    .expect("mosquitto starts");
+    let port = b.port();
+    let run_with_restart = |b: &mut Mosquitto, qos: u8| {
+        let o = MqttOptions {
+            count: 2,
+            subscribers: 1,
+            qos,
+            version: Version::V4,
+            clean: false,
+            reconnect: true,
+            inflight: 5,
+            pub_interval_ms: 5.0,
+            topic: format!("restart/{qos}/%i"),
+            prefix: format!("restart{qos}"),
+            time: Some(Duration::from_secs(6)),
+            drain: Duration::from_secs(5),
+            ..opts(port, Scenario::PubSub)
+        };
+        std::thread::scope(|s| {
+            let h = s.spawn(|| go(&o));
+            std::thread::sleep(Duration::from_secs(2));
+            b.restart().expect("mosquitto restarts");
+            h.join().unwrap()
+        })
+    };
+    let r = run_with_restart(&mut b, 1);
+    let h = &r.headline;
+    let ctx = format!("{:?} {:?}", h.totals, r.events);
+    assert!(
+        h.total("reconnects") >= 3,
+        "every client reconnected: {ctx}"
+    );
+    assert!(h.total("dropped") >= 3, "{ctx}");
+    assert!(r.series.iter().any(|t| t.flag("disconnected")), "{ctx}");
+    assert!(
+        !r.events.iter().any(|e| e.kind == "session-lost"),
+        "the restarted broker kept the sessions: {ctx}"
+    );
+    assert_eq!(h.total("lost"), 0, "QoS 1 with a persistent session: {ctx}");
+    assert!(
+        h.total("sent") > 1000 && h.total("received") >= h.total("sent"),
+        "{ctx}"
+    );
+    assert!(summary(&r).verdict.contains("nothing lost"), "{ctx}");
+    // QoS 0: what the restart swallowed is counted, per publisher, not hidden.
+    let r = run_with_restart(&mut b, 0);
+    let h = &r.headline;
+    let ctx = format!("{:?} {:?}", h.totals, r.events);
+    assert!(h.total("reconnects") >= 3, "{ctx}");
+    assert_eq!(
+        h.total("received") + h.total("lost") - h.total("duplicated"),
+        h.total("sent"),
+        "{ctx}"
+    );
+}

@@ -16,6 +16,9 @@ pub struct MosquittoOptions {
     pub users: Vec<(String, String)>,
     /// Lines appended to `mosquitto.conf`. Default: none.
     pub extra_config: Vec<String>,
+    /// Keep sessions and queued messages across [`Mosquitto::restart`] (saved when the
+    /// broker shuts down). Default false.
+    pub persistence: bool,
 }
 
 /// A running private mosquitto on 127.0.0.1. Dropping it stops it.
@@ -50,9 +53,20 @@ impl Mosquitto {
             .map_err(io("creating the broker's directory"))?;
         let port = free_port()?;
         let mut conf = format!(
-            "listener {port} 127.0.0.1\nmax_connections -1\npersistence false\nlog_dest file {}\nlog_type error\nlog_type warning\nlog_type notice\n",
+            "listener {port} 127.0.0.1\nmax_connections -1\nlog_dest file {}\nlog_type error\nlog_type warning\nlog_type notice\n",
             dir.path().join("mosquitto.log").display()
         );
+        if opts.persistence {
+            let _ = writeln!(
+                conf,
+                // As root mosquitto would drop to the user mosquitto, who cannot write the
+                // private directory.
+                "persistence true\npersistence_location {}/\nautosave_interval 0\nuser root",
+                dir.path().display()
+            );
+        } else {
+            conf.push_str("persistence false\n");
+        }
         if opts.users.is_empty() {
             conf.push_str("allow_anonymous true\n");
         } else {
@@ -154,9 +168,15 @@ impl Mosquitto {
         }
     }
 
-    /// Starts it again on the same port after [`Mosquitto::kill`].
+    /// Stops the broker with SIGTERM (it saves its sessions when persistent) and starts it
+    /// again on the same port: a broker restart as clients see it.
     pub fn restart(&mut self) -> Result<(), Error> {
-        self.kill();
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
         let conf = self.dir.path().join("mosquitto.conf");
         let child = Command::new(MOSQUITTO)
             .arg("-c")

@@ -274,13 +274,28 @@ struct Conn {
     alias_max: u16,
 }
 
+/// A QoS 1/2 message not yet acknowledged.
+struct Inflight {
+    pid: u16,
+    sent_ns: u64,
+    /// PUBREC received (QoS 2): PUBREL is what to send again.
+    released: bool,
+    /// Wholly written to a socket once (counted as sent).
+    written: bool,
+    /// The PUBLISH, kept only with a persistent session, to send again (DUP) after a
+    /// reconnect.
+    packet: Vec<u8>,
+}
+
 struct PubState {
     schedule: Option<Schedule>,
     seq: u32,
+    /// Messages encoded (sequence numbers used).
     sent: u64,
+    /// Of those, never written (their connection closed first).
+    unsent: u64,
     next_pid: u16,
-    /// (packet id, sent ns, intended ns, released)
-    inflight: VecDeque<(u16, u64, u64, bool)>,
+    inflight: VecDeque<Inflight>,
     window: u16,
     alias_set: bool,
     topic: Vec<u8>,
@@ -389,6 +404,9 @@ struct Loop<'a> {
     refusals: BTreeMap<String, u64>,
     first_error: Option<Error>,
     go: bool,
+    /// Sessions outlive connections (clean session off): unacknowledged messages are sent
+    /// again after a reconnect.
+    persistent: bool,
     pubs_done: u32,
     sent_total: u64,
 }
@@ -486,6 +504,7 @@ impl Driver for MqttDriver {
             refusals: BTreeMap::new(),
             first_error: None,
             go: false,
+            persistent: !o.clean,
             pubs_done: 0,
             sent_total: 0,
         };
@@ -540,6 +559,8 @@ impl MqttOptions {
 }
 
 const RECONNECT_NS: u64 = 1_000_000_000;
+/// Connection handshakes in progress at once.
+const MAX_HANDSHAKES: usize = 100;
 
 impl Loop<'_> {
     fn now(&self) -> u64 {
@@ -572,16 +593,17 @@ impl Loop<'_> {
         let mut draining: Option<u64> = None;
         loop {
             let now = self.now();
-            // Open connections as -i allows (at most 1000 handshakes at a time).
+            // Open connections as -i allows, at most 100 handshakes at a time: brokers listen
+            // with small backlogs (mosquitto: 100), and a dropped SYN costs a 1 s retransmit.
             let pending = self
                 .conns
                 .iter()
                 .take(self.launched as usize)
                 .rev()
-                .take(1000)
+                .take(MAX_HANDSHAKES)
                 .filter(|c| matches!(c.st, St::Connecting | St::Handshake))
                 .count();
-            let mut budget = 1000usize.saturating_sub(pending).min(256);
+            let mut budget = MAX_HANDSHAKES.saturating_sub(pending);
             while draining.is_none()
                 && self.launched < self.launch_limit()
                 && budget > 0
@@ -671,8 +693,8 @@ impl Loop<'_> {
             }
         }
         self.ctx.mark_end();
-        self.account_tail();
         self.close_all();
+        self.account_tail();
         Ok(())
     }
 
@@ -688,24 +710,30 @@ impl Loop<'_> {
         got >= want
     }
 
-    fn pub_sent(&self) -> Vec<u64> {
-        let mut v = vec![0u64; self.npubs as usize];
+    /// Per publisher: messages encoded (sequence numbers used), and of those never written.
+    fn pub_counts(&self) -> Vec<(u64, u64)> {
+        let mut v = vec![(0u64, 0u64); self.npubs as usize];
         for c in &self.conns {
             if let (Role::Pub(p), Some(ps)) = (c.role, &c.pubs) {
-                v[p as usize] = ps.sent;
+                v[p as usize] = (ps.sent, ps.unsent);
             }
         }
         v
     }
 
-    /// Messages never received by the end: each subscriber's tail of each publisher.
+    fn pub_sent(&self) -> Vec<u64> {
+        self.pub_counts().iter().map(|c| c.0).collect()
+    }
+
+    /// Messages never received by the end: each subscriber's gaps and tail of each
+    /// publisher's sequence, less the messages that were never written.
     fn account_tail(&mut self) {
-        let sent = self.pub_sent();
+        let counts = self.pub_counts();
         let mut lost = 0;
         for t in &mut self.tracks {
-            for (p, s) in sent.iter().enumerate() {
-                let tail = s.saturating_sub(t[p].next);
-                t[p].missing += tail;
+            for (p, &(encoded, unsent)) in counts.iter().enumerate() {
+                let tail = encoded.saturating_sub(t[p].next);
+                t[p].missing = (t[p].missing + tail).saturating_sub(unsent);
                 lost += t[p].missing;
             }
         }
@@ -713,12 +741,12 @@ impl Loop<'_> {
     }
 
     fn deliveries(&self) -> Vec<Delivery> {
-        let sent = self.pub_sent();
+        let counts = self.pub_counts();
         (0..self.npubs as usize)
             .map(|p| {
                 let mut d = Delivery {
                     publisher: p as u32,
-                    sent: sent[p],
+                    sent: counts[p].0 - counts[p].1,
                     ..Default::default()
                 };
                 for t in &self.tracks {
@@ -819,8 +847,9 @@ impl Loop<'_> {
         }
         self.ctx.event("connect-failed", format!("client {i}: {e}"));
         if self.o.reconnect && !self.ctx.stopping() {
-            self.conns[i].st = St::Waiting;
             let at = self.now() + RECONNECT_NS;
+            self.conns[i].st = St::Waiting;
+            self.conns[i].started_ns = at;
             self.timer(at, i as u32);
         }
     }
@@ -834,11 +863,23 @@ impl Loop<'_> {
         c.rbuf = Vec::new();
         c.wbuf = Vec::new();
         c.wpos = 0;
+        // PUBLISH packets not (wholly) written: never sent.
+        let unwritten = c.ends.len();
         c.ends.clear();
         c.rel = Vec::new();
         if let Some(p) = c.pubs.as_mut() {
-            // Unacknowledged messages of a lost connection will not be acknowledged.
-            p.inflight.clear();
+            if self.persistent && self.o.qos > 0 {
+                // Unacknowledged messages are sent again after the reconnect (those never
+                // written count as sent then).
+                let n = p.inflight.len();
+                for f in p.inflight.iter_mut().skip(n.saturating_sub(unwritten)) {
+                    f.written = false;
+                }
+            } else {
+                // Never acknowledged now; those never written were never sent.
+                p.inflight.clear();
+                p.unsent += unwritten as u64;
+            }
         }
     }
 
@@ -858,8 +899,9 @@ impl Loop<'_> {
             .event("connection-lost", format!("client {i}: {why}"));
         if self.o.reconnect {
             self.ctx.flag_on(F_DISCONNECTED);
-            self.conns[i].st = St::Waiting;
             let at = self.now() + RECONNECT_NS;
+            self.conns[i].st = St::Waiting;
+            self.conns[i].started_ns = at;
             self.timer(at, i as u32);
         } else if !matches!(self.o.scenario, Scenario::Conn) {
             self.ctx.fail(format!("client {i}: {why}"));
@@ -883,7 +925,12 @@ impl Loop<'_> {
         let ka = self.o.keepalive as u64 * 1_000_000_000;
         let st = self.conns[i].st;
         match st {
-            St::Waiting if !self.ctx.stopping() && self.conns[i].ever => {
+            // While waiting, `started_ns` holds when to try again.
+            St::Waiting
+                if !self.ctx.stopping()
+                    && self.conns[i].ever
+                    && now >= self.conns[i].started_ns =>
+            {
                 self.open(i as u32);
             }
             St::Connecting | St::Handshake | St::Subscribing => {
@@ -1150,7 +1197,11 @@ impl Loop<'_> {
     fn on_packet(&mut self, i: usize, p: Packet) {
         let now = self.now();
         match p {
-            Packet::ConnAck { code, props, .. } => {
+            Packet::ConnAck {
+                code,
+                props,
+                session_present,
+            } => {
                 if code != 0 {
                     let why = self.refused("CONNACK", code);
                     let reason = props.reason.map(|r| format!(": {r}")).unwrap_or_default();
@@ -1202,6 +1253,7 @@ impl Loop<'_> {
                                 schedule,
                                 seq: 0,
                                 sent: 0,
+                                unsent: 0,
                                 next_pid: 1,
                                 inflight: VecDeque::new(),
                                 window,
@@ -1212,8 +1264,23 @@ impl Loop<'_> {
                         } else if let Some(ps) = c.pubs.as_mut() {
                             ps.window = window;
                             ps.alias_set = false;
+                            if !session_present && !ps.inflight.is_empty() {
+                                // The broker kept no session: messages it had not
+                                // acknowledged are published again as new ones (at least
+                                // once, as the application sees it); a QoS 2 message it had
+                                // received (PUBREC) stays delivered and is forgotten.
+                                ps.inflight.retain(|f| !f.released);
+                                self.ctx.event(
+                                    "session-lost",
+                                    format!(
+                                        "client {i}: the broker kept no session; {} unacknowledged message(s) published again",
+                                        ps.inflight.len()
+                                    ),
+                                );
+                            }
                         }
                         self.arm_keepalive(i, now);
+                        self.resend(i, now, session_present);
                         self.ready.push_back(i as u32);
                     }
                     Role::Idle => {
@@ -1277,6 +1344,44 @@ impl Loop<'_> {
                 self.dropped(i, format!("the broker disconnected: {why}{reason}"));
             }
             Packet::UnsubAck { .. } | Packet::PingReq | Packet::Auth { .. } => {}
+        }
+    }
+
+    /// Sends unacknowledged messages again after a reconnect with a persistent session: the
+    /// PUBLISH (DUP set when the broker kept the session), or the PUBREL of a QoS 2 message
+    /// already received.
+    fn resend(&mut self, i: usize, now: u64, dup: bool) {
+        let Some(ps) = self.conns[i].pubs.as_mut() else {
+            return;
+        };
+        let mut packets: Vec<(Vec<u8>, bool)> = Vec::new();
+        for f in ps.inflight.iter_mut() {
+            f.sent_ns = now;
+            if f.released {
+                let mut b = Vec::with_capacity(4);
+                codec::ack(&mut b, kind::PUBREL, f.pid);
+                packets.push((b, false));
+            } else if let Some(&first) = f.packet.first() {
+                let mut b = f.packet.clone();
+                // DUP only for what this session may have seen.
+                b[0] = if dup && f.written {
+                    first | 0x08
+                } else {
+                    first
+                };
+                packets.push((b, !f.written));
+                f.written = true;
+            }
+        }
+        if packets.is_empty() {
+            return;
+        }
+        self.ctx.event(
+            "resent",
+            format!("client {i}: {} unacknowledged message(s)", packets.len()),
+        );
+        for (b, first_time) in packets {
+            self.send(i, &b, first_time.then_some(()));
         }
     }
 
@@ -1364,11 +1469,12 @@ impl Loop<'_> {
         let Some(ps) = self.conns[i].pubs.as_mut() else {
             return;
         };
-        let Some(pos) = ps.inflight.iter().position(|e| e.0 == pid) else {
+        let Some(pos) = ps.inflight.iter().position(|e| e.pid == pid) else {
             return;
         };
         if k == kind::PUBREC && qos2 && code < 0x80 {
-            ps.inflight[pos].3 = true;
+            ps.inflight[pos].released = true;
+            ps.inflight[pos].packet = Vec::new();
             let mut out = std::mem::take(&mut self.out);
             out.clear();
             codec::ack(&mut out, kind::PUBREL, pid);
@@ -1376,13 +1482,12 @@ impl Loop<'_> {
             self.out = out;
             return;
         }
-        let Some((_, sent, intended, _)) = ps.inflight.remove(pos) else {
+        let Some(Inflight { sent_ns: sent, .. }) = ps.inflight.remove(pos) else {
             return;
         };
         if (k == kind::PUBACK && !qos2) || k == kind::PUBCOMP || code >= 0x80 {
             if code < 0x80 {
                 self.ctx.add(0, C_ACKED, 1);
-                let _ = intended;
                 self.ctx.record(0, L_ACK, now.saturating_sub(sent) / 1000);
             }
             self.ready.push_back(i as u32);
@@ -1400,6 +1505,7 @@ impl Loop<'_> {
             return;
         }
         let mut budget = 64 * 1024usize;
+        let persistent = self.persistent;
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         let mut next_due = None;
@@ -1461,7 +1567,13 @@ impl Loop<'_> {
                     } else {
                         ps.next_pid + 1
                     };
-                    ps.inflight.push_back((pid, now, it_ns.unwrap_or(0), false));
+                    ps.inflight.push_back(Inflight {
+                        pid,
+                        sent_ns: now,
+                        released: false,
+                        written: true,
+                        packet: Vec::new(),
+                    });
                     pid
                 } else {
                     0
@@ -1490,6 +1602,29 @@ impl Loop<'_> {
                 );
                 if alias.is_some() {
                     ps.alias_set = true;
+                }
+                if persistent && o.qos > 0 {
+                    // Kept to send again after a reconnect, with its full topic: topic
+                    // aliases do not outlive a connection.
+                    let mut again = Vec::with_capacity(out.len() - before + ps.topic.len());
+                    codec::publish(
+                        &mut again,
+                        &codec::Publish {
+                            version: o.version,
+                            qos: o.qos,
+                            retain: o.retain,
+                            dup: false,
+                            topic: &ps.topic,
+                            pid,
+                            topic_alias: None,
+                            message_expiry: o.message_expiry,
+                        },
+                        &head[..hl],
+                        o.size,
+                    );
+                    if let Some(f) = ps.inflight.back_mut() {
+                        f.packet = again;
+                    }
                 }
                 c.ends.push_back(c.wbuf.len() + out.len());
                 ps.seq = ps.seq.wrapping_add(1);
