@@ -119,3 +119,53 @@ pub fn run_protocol(
         },
     }
 }
+
+/// Any other kiln load protocol (`kiln load mqtt …`) under `kiln run`.
+pub struct ProtocolLoad {
+    load: Box<dyn kiln_loadgen::Load>,
+    argv: Vec<String>,
+    unit: String,
+    completed: String,
+}
+
+impl std::fmt::Debug for ProtocolLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProtocolLoad")
+            .field("protocol", &self.load.protocol())
+            .field("argv", &self.argv)
+            .finish()
+    }
+}
+
+impl ProtocolLoad {
+    /// `load`, given on the command line as `argv`; `completed` names the counter of
+    /// completed operations (`received`, `connected`), counted in `unit`.
+    pub fn new(
+        load: Box<dyn kiln_loadgen::Load>,
+        argv: Vec<String>,
+        unit: &str,
+        completed: &str,
+    ) -> Self {
+        ProtocolLoad {
+            load,
+            argv,
+            unit: unit.into(),
+            completed: completed.into(),
+        }
+    }
+}
+
+impl Load for ProtocolLoad {
+    fn info(&self) -> LoadInfo {
+        LoadInfo {
+            protocol: self.load.protocol().into(),
+            argv: self.argv.clone(),
+            unit: self.unit.clone(),
+            report: serde_json::Value::Null,
+        }
+    }
+
+    fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
+        run_protocol(self.load.as_mut(), &self.completed, stop, events)
+    }
+}

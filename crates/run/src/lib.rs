@@ -43,7 +43,7 @@ mod meta;
 pub mod procfs;
 pub mod wrk;
 
-pub use engine::AmqpLoad;
+pub use engine::{AmqpLoad, ProtocolLoad};
 pub use exec::ExecLoad;
 pub use headline::deserialise as decode_histogram;
 

@@ -434,9 +434,18 @@ impl AmqpArgs {
     }
 }
 
+/// What `kiln run` counts as a completed operation of an MQTT scenario, and its unit.
+pub fn mqtt_units(cmd: &MqttCommand) -> (&'static str, &'static str) {
+    match cmd {
+        MqttCommand::Conn(_) => ("conn", "connected"),
+        MqttCommand::Pub(a) if a.qos > 0 => ("msg", "acked"),
+        MqttCommand::Pub(_) => ("msg", "sent"),
+        MqttCommand::Sub(_) | MqttCommand::Pubsub(_) => ("msg", "received"),
+    }
+}
+
 /// The load a `kiln load …` command line describes, ready to run (`kiln run` starts loads
 /// this way), with its output prefix.
-#[allow(dead_code)] // the entry point of `kiln run`'s load
 pub fn into_load(cmd: LoadCommand) -> Result<(Box<dyn Load>, Option<PathBuf>)> {
     match cmd {
         LoadCommand::Amqp(a) => {

@@ -147,23 +147,36 @@ fn load_argv(which: &str) -> Vec<String> {
 fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
     match load {
         RunLoad::Exec { command } => Ok(Box::new(kiln_run::ExecLoad::new(command))),
-        RunLoad::Load(cmd) => {
-            let LoadCommand::Amqp(a) = *cmd else {
-                bail!("kiln run drives `load amqp` (and external commands with exec --) so far");
-            };
-            let (opts, output, sweep) = a.into_options()?;
-            if output.is_some() {
-                bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
+        RunLoad::Load(cmd) => match *cmd {
+            LoadCommand::Amqp(a) => {
+                let (opts, output, sweep) = a.into_options()?;
+                if output.is_some() {
+                    bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
+                }
+                if sweep.is_some() {
+                    bail!("--rate-sweep under kiln run is not supported yet; run one rate per kiln run (--name per rate) and compare them");
+                }
+                let mut argv = load_argv("load");
+                if argv.first().map(String::as_str) == Some("amqp") {
+                    argv.remove(0);
+                }
+                Ok(Box::new(kiln_run::AmqpLoad::new(opts, argv)))
             }
-            if sweep.is_some() {
-                bail!("--rate-sweep under kiln run is not supported yet; run one rate per kiln run (--name per rate) and compare them");
+            LoadCommand::Mqtt(m) => {
+                let (unit, completed) = super::load::mqtt_units(&m);
+                let (load, output) = super::load::into_load(LoadCommand::Mqtt(m))?;
+                if output.is_some() {
+                    bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
+                }
+                let mut argv = load_argv("load");
+                if argv.first().map(String::as_str) == Some("mqtt") {
+                    argv.remove(0);
+                }
+                Ok(Box::new(kiln_run::ProtocolLoad::new(
+                    load, argv, unit, completed,
+                )))
             }
-            let mut argv = load_argv("load");
-            if argv.first().map(String::as_str) == Some("amqp") {
-                argv.remove(0);
-            }
-            Ok(Box::new(kiln_run::AmqpLoad::new(opts, argv)))
-        }
+        },
     }
 }
 
