@@ -80,8 +80,8 @@ echo "== kiln run 'after'" >&2
   -d "$secs" --warmup 3 "${load[@]}" | tee "$out/after.txt" || true
 ctl -q trace_off >/dev/null
 echo "== kiln compare before after" >&2
-"$kiln" compare before after -o "$out/compare.html" | tee "$out/compare.txt"
-"$kiln" compare before after --format markdown -o "$out/compare.md" >/dev/null
-"$kiln" compare before after -o "$out/compare.svg" >/dev/null
+"$kiln" compare --merge-threads before after -o "$out/compare.html" | tee "$out/compare.txt"
+"$kiln" compare --merge-threads before after --format markdown -o "$out/compare.md" >/dev/null
+"$kiln" compare --merge-threads before after -o "$out/compare.svg" >/dev/null
 "$kiln" flamegraph --merge-threads run:after -o "$out/after.cpu.html"
 echo "kiln demo: wrote $out/ (runs.db, compare.txt, compare.md, compare.svg, compare.html, after.cpu.html)" >&2
