@@ -328,8 +328,8 @@ fn render(
                     "total%",
                     "total%",
                     "Δtotal",
-                    "self µs",
-                    "self µs"
+                    "µs/op",
+                    "µs/op"
                 );
                 let _ = writeln!(
                     s,
