@@ -289,6 +289,11 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
             .save(&run)
             .with_context(|| format!("Cannot save the run in '{}'", store.location().display()))?;
         run.meta.id = Some(id);
+        // How long the results took once the measurement ended (the last seconds of load,
+        // the profiles' symbols, the save): "results seconds after the load stops".
+        let stored_after = kiln_model::clock::monotonic_ns()
+            .saturating_sub(run.meta.measure.end_ns) as f64
+            / 1e9;
         all_complete &= run.meta.status.complete;
         let mut out = std::io::stdout().lock();
         if json {
@@ -297,6 +302,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
             write!(out, "{}", summary(&run, store.location()))?;
         }
         out.flush()?;
+        eprintln!("kiln run: stored {stored_after:.2} s after the measurement ended");
     }
     Ok(if all_complete {
         ExitCode::SUCCESS
