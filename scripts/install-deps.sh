@@ -42,6 +42,15 @@ if ! command -v inferno-collapse-perf >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bi
   echo "install-deps: installing inferno 0.12.3 from crates.io" >&2
   cargo install --locked --quiet inferno --version 0.12.3
 fi
+# vegeta, the constant-rate HTTP anchor of bench/http, from the Go module proxy.
+if ! command -v vegeta >/dev/null 2>&1 && [ ! -x "$HOME/go/bin/vegeta" ]; then
+  gobin=$(command -v go || echo /usr/local/go/bin/go)
+  if [ -x "$gobin" ] || command -v go >/dev/null 2>&1; then
+    echo "install-deps: installing vegeta v12.13.0 with go install" >&2
+    GOTOOLCHAIN=local "$gobin" install github.com/tsenart/vegeta/v12@v12.13.0 || \
+      echo "install-deps: vegeta could not be installed; bench/http will skip it" >&2
+  fi
+fi
 if [ "${KILN_SKIP_FUZZ:-}" != 1 ] && ! cargo fuzz --version >/dev/null 2>&1; then
   echo "install-deps: installing cargo-fuzz from crates.io" >&2
   cargo install --locked --quiet cargo-fuzz

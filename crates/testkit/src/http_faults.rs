@@ -47,6 +47,8 @@ struct State {
     requests: AtomicU64,
     responses: AtomicU64,
     connections: AtomicU64,
+    /// Responses begun (complete or cut), to choose which are cut.
+    begun: AtomicU64,
 }
 
 /// A running misbehaving server. Dropping it stops it and closes its connections.
@@ -77,6 +79,7 @@ impl FaultServer {
             requests: AtomicU64::new(0),
             responses: AtomicU64::new(0),
             connections: AtomicU64::new(0),
+            begun: AtomicU64::new(0),
         });
         let st = state.clone();
         let accept = std::thread::Builder::new()
@@ -228,7 +231,7 @@ fn serve(mut s: TcpStream, st: &State) {
             }
             Fault::ResetMidResponse { every } => {
                 for _ in 0..n {
-                    let k = st.responses.load(Ordering::SeqCst) + 1;
+                    let k = st.begun.fetch_add(1, Ordering::SeqCst) + 1;
                     if every <= 1 || k.is_multiple_of(every) {
                         out.extend_from_slice(
                             b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n",
