@@ -32,13 +32,23 @@ enum Command {
     /// Drive a load against a server (AMQP 0.9.1, PerfTest-compatible flags).
     #[command(subcommand)]
     Load(cmd::load::LoadCommand),
+    /// Drive a load and profile the server under it on one clock; every run is stored.
+    Run(cmd::run::Args),
+    /// List, show, remove, export and import stored runs.
+    Runs(cmd::runs::Args),
+    /// Compare stored runs: figures with statistics, function changes, a differential flame graph.
+    Compare(cmd::compare::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let on_signal = match cli.command {
-        Command::Record(_) | Command::Load(_) => signals::OnSignal::Finish,
-        Command::Collapse(_) | Command::Flamegraph(_) | Command::Diff(_) => signals::OnSignal::Exit,
+        Command::Record(_) | Command::Load(_) | Command::Run(_) => signals::OnSignal::Finish,
+        Command::Collapse(_)
+        | Command::Flamegraph(_)
+        | Command::Diff(_)
+        | Command::Runs(_)
+        | Command::Compare(_) => signals::OnSignal::Exit,
     };
     let stop = match signals::install(on_signal) {
         Ok(s) => s,
@@ -53,6 +63,9 @@ fn main() -> ExitCode {
         Command::Diff(a) => cmd::diff::run(a),
         Command::Record(a) => cmd::record::run(a, &stop),
         Command::Load(a) => cmd::load::run(a, &stop),
+        Command::Run(a) => cmd::run::run(a, &stop),
+        Command::Runs(a) => cmd::runs::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
     };
     match result {
         // Results are written; a signal still says the command was cut short.

@@ -186,3 +186,88 @@ fn ctrl_c_still_prints_the_summary_and_writes_files() {
     assert_eq!(json["summary"]["interrupted"], true);
     assert!(json["summary"]["sent"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn consumer_latency_does_not_outlive_the_deadline_or_sigterm() {
+    let b = kiln_testkit::shared_rabbitmq().unwrap();
+    // -z is a hard deadline even while a consumer sleeps out a ~28 h consumer latency.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+        .args(["load", "amqp", "-h", &b.uri(), "-u", "cli-slow", "-r", "20"])
+        .args(["-L", "99999999999", "-z", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "ended at -z 2");
+    // Without -z, SIGTERM ends it (exit 128 + 15) with the summary written.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+        .args([
+            "load",
+            "amqp",
+            "-h",
+            &b.uri(),
+            "-u",
+            "cli-slow2",
+            "-r",
+            "20",
+        ])
+        .args(["-L", "99999999999"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
+}
+
+#[test]
+fn huge_messages_keep_memory_bounded() {
+    // 64 MiB messages: the producer once built 128 of them (8.4 GB) before each write.
+    let b = kiln_testkit::shared_rabbitmq().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("huge");
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "maxrss_kb=%M"])
+        .arg(assert_cmd::cargo::cargo_bin("kiln"))
+        .args(["load", "amqp", "-h", &b.uri(), "-u", "cli-huge"])
+        .args(["--size", "67108864", "-z", "4", "-o"])
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let kb: u64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("maxrss_kb="))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(kb < 1024 * 1024, "max RSS {kb} KiB");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(prefix.with_extension("json")).unwrap())
+            .unwrap();
+    let (sent, received) = (
+        json["summary"]["sent"].as_u64().unwrap(),
+        json["summary"]["received"].as_u64().unwrap(),
+    );
+    assert!(
+        sent > 0 && received <= sent,
+        "sent {sent} received {received}"
+    );
+}

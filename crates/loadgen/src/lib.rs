@@ -1,4 +1,4 @@
-//! A PerfTest-compatible AMQP 0.9.1 load generator with honest latency.
+//! Load generators on one protocol-neutral engine, with honest latency.
 //!
 //! `kiln load amqp` takes RabbitMQ PerfTest's flags (`-x 1 -y 1 -c 2000 -z 60 …`) and
 //! reports what PerfTest reports — sending, confirm and receiving rates, consumer and
@@ -9,42 +9,72 @@
 //!   client hides when it measures from the actual send.
 //! - **Flow control.** `connection.blocked`/`unblocked` notifications and seconds in which
 //!   publishing stalled are marked in the series and counted in the summary.
-//! - **The whole series**, not only a summary, as JSON and CSV ([`report`]).
-//! - **Faults.** A broker that is not running fails within seconds naming the URI; a broker
-//!   that dies mid-run ends the run with the results so far (or, with `reconnect`, the
-//!   run continues and the gap is marked).
+//! - **The whole series**, not only a summary, as JSON and CSV.
+//! - **Faults.** A broker that is not running fails within seconds naming the URI; refused
+//!   credentials are named as such; a broker that dies mid-run ends the run with the results
+//!   so far (or, with `reconnect`, the run continues and the gap is marked).
 //!
-//! The library does the work ([`run`], [`sweep`]); the `kiln` binary only converts flags into
-//! [`AmqpOptions`] and prints. Later `kiln run` drives the same library while it profiles
-//! the broker, which is why results are plain serde types.
+//! # One engine, one driver per protocol
+//! [`engine`] owns what every protocol shares: pacers (when each message or request is due),
+//! the message layout, the once-a-second ticker, HdrHistogram latency, the report and its
+//! JSON/CSV/text outputs, sweeps, and the stop. A protocol is an [`engine::Driver`] beside
+//! the others ([`amqp`]; MQTT and HTTP sit beside it): it declares its counters, latencies
+//! and flags in a [`engine::stats::Schema`] and counts into the [`engine::Ctx`] it is
+//! handed.
+//!
+//! # Driving a load from another program (`kiln run`)
+//! A load is a [`Load`] trait object: build it from options ([`amqp::AmqpLoad`]), then
+//!
+//! ```no_run
+//! use kiln_loadgen::{amqp::{AmqpLoad, AmqpOptions}, Load};
+//! let stop = kiln_model::stop::Stop::new();
+//! let mut load: Box<dyn Load> = Box::new(AmqpLoad { opts: AmqpOptions::default(), sweep: None });
+//! let report = load.run(&stop, &mut |tick| {
+//!     // One protocol-neutral second: time_s, interval_s, end_mono_ns (CLOCK_MONOTONIC, the
+//!     // clock `kiln record` stamps samples with), named counters with units, named latency
+//!     // percentiles, flags.
+//!     println!("{} {} sent/s", tick.end_mono_ns, tick.rate("sent"));
+//! })?;
+//! # Ok::<(), kiln_loadgen::Error>(())
+//! ```
+//!
+//! - **It ends** on its own (`-z`, a hard deadline; message counts; the last step of a sweep)
+//!   or when `stop` is raised — raise it when the measurement window closes. Without a
+//!   duration or counts it runs until then.
+//! - **[`Tick`]**: `time_s` since the load started, `interval_s`, `end_mono_ns`; `counters`
+//!   ([`engine::stats::Count`]: name, unit, value — AMQP: `sent`, `confirmed`, `nacked`,
+//!   `returned`, `received`…), `latencies` ([`engine::stats::Latency`], µs: service time and
+//!   time from the intended send), `flags` (`blocked`, `stalled`, `disconnected`…); in a
+//!   sweep, `step`. Units of every name are in the protocol's [`engine::stats::Schema`].
+//! - **[`Report`]**: the neutral [`engine::Headline`] (primary throughput with its unit,
+//!   totals by counter, latency percentiles by name, failure, interrupted, start and end as
+//!   `CLOCK_MONOTONIC` ns), the whole `series`, `events`, mergeable whole-run latency
+//!   `histograms` (HdrHistogram V2 deflate, by name), the protocol's own `options` and
+//!   `summary` as JSON, and for sweeps `steps`, each with its `CLOCK_MONOTONIC` window and
+//!   its own headline.
 //!
 //! # Design constraints
-//! The client shares the machine with the broker it measures (often two cores), so its CPU
+//! The client shares the machine with the server it measures (often two cores), so its CPU
 //! per message is a goal. That is why the AMQP client inside is hand-written and
-//! synchronous: blocking sockets, one thread reading and one writing per connection,
-//! hand-written framing into a reused buffer and batched writes cost less per message than
-//! a general async client's per-message futures and channels (measured in `bench/amqp/`).
+//! synchronous (see [`amqp`]), and why agents count into their own slots.
 //!
 //! # Message layout
-//! Like PerfTest: a 4-byte big-endian sequence number, then an 8-byte timestamp (here
-//! nanoseconds since the Unix epoch, so a consumer in another process on the same host can
-//! read it), padded with zeros to `--size` (default and minimum 12). Rate-limited runs add
-//! the intended send time in bytes 12..20 and so use at least 20 bytes.
+//! In one place, [`engine::body`]: PerfTest's 4-byte big-endian sequence number and 8-byte
+//! timestamp (here nanoseconds since the Unix epoch, so a consumer in another process on
+//! the same host can read it), padded with zeros to `--size` (default and minimum 12);
+//! rate-limited runs add the intended send time (20 bytes), delivery accounting the
+//! publisher id (24 bytes).
 #![deny(missing_docs)]
 
-mod amqp;
+pub mod amqp;
+pub mod engine;
 pub mod http;
-mod options;
-pub mod report;
-mod run;
-mod stats;
-mod sweep;
 
-pub use amqp::{FieldValue, Uri};
-pub use options::{parse_key_values, parse_value_duration, AmqpOptions, QueuePattern};
-pub use run::run;
-pub use stats::{Event, Percentiles, Report, Summary, Tick};
-pub use sweep::{parse_sweep, sweep, SweepRow};
+pub use amqp::{
+    parse_key_values, parse_value_duration, AmqpOptions, FieldValue, QueuePattern, Uri,
+};
+pub use engine::stats::{Event, Percentiles, Tick};
+pub use engine::{Headline, Load, Report};
 
 /// Why a load run could not start or was cut short.
 #[derive(Debug, thiserror::Error)]

@@ -28,6 +28,7 @@
 //!   per sample (see [`transform`]).
 #![deny(missing_docs)]
 
+pub mod clock;
 mod error;
 mod folded;
 mod frames;

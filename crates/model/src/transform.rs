@@ -36,9 +36,22 @@ impl MergeRule {
         Self::new(pat, rep)
     }
 
-    fn apply<'a>(&self, name: &'a [u8]) -> Cow<'a, [u8]> {
+    /// `name` with this rule applied.
+    pub fn apply<'a>(&self, name: &'a [u8]) -> Cow<'a, [u8]> {
         self.re.replace_all(name, self.replacement.as_slice())
     }
+}
+
+/// `name` with every rule applied in turn: the thread group a thread belongs to
+/// (`3_scheduler` → `scheduler`). Used for root frames and for per-thread CPU series.
+pub fn merge_name(rules: &[MergeRule], name: &[u8]) -> Vec<u8> {
+    let mut out = name.to_vec();
+    for r in rules {
+        if let Cow::Owned(o) = r.apply(&out) {
+            out = o;
+        }
+    }
+    out
 }
 
 /// The default thread-merging rules.

@@ -33,6 +33,15 @@ pub struct Recording {
     /// command to stop. The "results seconds after the load stops" promise is measured
     /// on this.
     pub processing: Duration,
+    /// When sampling began and ended, CLOCK_MONOTONIC ns (the clock of the samples).
+    pub sampling: (u64, u64),
+}
+
+impl Recording {
+    /// When sampling began and ended, CLOCK_MONOTONIC ns: the window the profiles cover.
+    pub fn sampling_window(&self) -> Option<(u64, u64)> {
+        (self.sampling.1 > self.sampling.0).then_some(self.sampling)
+    }
 }
 
 /// Why a recording ended.
@@ -760,6 +769,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     };
 
     let start = Instant::now();
+    let sampling_start_ns = kiln_model::clock::monotonic_ns();
     let mut last_offcpu = Instant::now();
     // With in-kernel unwinding, mappings reach the kernel when the rings are read: read
     // them often, so that a new process (a started command right after its exec) is
@@ -799,6 +809,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         }
     };
     let stopped_at = Instant::now();
+    let sampling_end_ns = kiln_model::clock::monotonic_ns();
     for fd in &opened.fds {
         sys::disable(fd);
     }
@@ -825,5 +836,6 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         stopped,
         exit_status,
         processing,
+        sampling: (sampling_start_ns, sampling_end_ns),
     })
 }

@@ -211,6 +211,12 @@ pub fn collapse_input(
     keep_order: bool,
 ) -> Result<kiln_collapse::Collapsed> {
     use std::io::Read;
+    if let Some(r) = path.and_then(super::store::run_input) {
+        let (name, profiles) = r?;
+        let c = pick_stored(&name, profiles, &perf)?;
+        report(&name, &c, args.quiet, always_summarise);
+        return Ok(c);
+    }
     let (name, mut reader) = open_input(path)?;
     let mut head = Vec::with_capacity(64 * 1024);
     (&mut reader)
@@ -222,6 +228,15 @@ pub fn collapse_input(
             anyhow::bail!("perf.data input must be given as a file path, not on standard input");
         };
         let c = collapse_perf_data(path, &name, &perf)?;
+        report(&name, &c, args.quiet, always_summarise);
+        return Ok(c);
+    }
+    if kiln_store::is_store_file(&head) {
+        let Some(path) = path.filter(|p| *p != Path::new("-")) else {
+            anyhow::bail!("a stored run must be given as a file path, not on standard input");
+        };
+        let profiles = super::store::store_file_profiles(path)?;
+        let c = pick_stored(&name, profiles, &perf)?;
         report(&name, &c, args.quiet, always_summarise);
         return Ok(c);
     }
@@ -324,6 +339,19 @@ fn collapse_native(
     perf: &kiln_collapse::perf::PerfOptions,
 ) -> Result<kiln_collapse::Collapsed> {
     let profiles = kiln_model::native::decode(bytes, Path::new(name))?;
+    let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
+    pick_event(name, profiles, &counts, perf.event_filter.as_deref())
+}
+
+/// The event of a stored run's profiles that `--event-filter` picks (else the first).
+fn pick_stored(
+    name: &str,
+    profiles: Vec<kiln_model::Profile>,
+    perf: &kiln_collapse::perf::PerfOptions,
+) -> Result<kiln_collapse::Collapsed> {
+    if profiles.is_empty() {
+        anyhow::bail!("'{name}' has no profile (the run recorded nothing)");
+    }
     let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
     pick_event(name, profiles, &counts, perf.event_filter.as_deref())
 }

@@ -133,7 +133,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 /// With -n, the "before" weights scaled to the "after" total (as difffolded.pl -n does
 /// before its output reaches flamegraph.pl).
-fn normalized(
+pub(crate) fn normalized(
     before: kiln_model::Profile,
     after: kiln_model::Profile,
     normalize: bool,

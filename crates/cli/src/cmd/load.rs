@@ -1,6 +1,8 @@
 //! `kiln load amqp`: PerfTest's flags in, [`kiln_loadgen::AmqpOptions`] out.
 use anyhow::{Context, Result};
-use kiln_loadgen::{report, AmqpOptions, QueuePattern};
+use kiln_loadgen::amqp::{self, AmqpLoad};
+use kiln_loadgen::engine::report as er;
+use kiln_loadgen::{AmqpOptions, Load, QueuePattern, Report};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -168,7 +170,7 @@ pub struct AmqpArgs {
 }
 
 impl AmqpArgs {
-    fn into_options(self) -> Result<(AmqpOptions, Option<PathBuf>, Option<String>)> {
+    pub(crate) fn into_options(self) -> Result<(AmqpOptions, Option<PathBuf>, Option<String>)> {
         let d = AmqpOptions::default();
         let queue_pattern = match (
             self.queue_pattern,
@@ -252,67 +254,110 @@ impl AmqpArgs {
     }
 }
 
-pub fn run(cmd: LoadCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+/// The load a `kiln load …` command line describes, ready to run (`kiln run` starts loads
+/// this way), with its output prefix.
+#[allow(dead_code)] // the entry point of `kiln run`'s load
+pub fn into_load(cmd: LoadCommand) -> Result<(Box<dyn Load>, Option<PathBuf>)> {
     match cmd {
-        LoadCommand::Amqp(a) => amqp(a, stop),
+        LoadCommand::Amqp(a) => {
+            let (opts, output, sweep) = a.into_options()?;
+            let sweep = sweep.map(|s| amqp::parse_sweep(&s)).transpose()?;
+            Ok((Box::new(AmqpLoad { opts, sweep }), output))
+        }
     }
 }
 
-fn amqp(args: AmqpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+pub fn run(cmd: LoadCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+    match cmd {
+        LoadCommand::Amqp(a) => amqp_cmd(a, stop),
+    }
+}
+
+fn amqp_cmd(args: AmqpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     let (opts, output, sweep) = args.into_options()?;
     if opts.rate_limited() && opts.size < 20 && !opts.json_body {
         eprintln!("note: rate-limited messages carry their intended send time too, so they are 20 bytes, not {}", opts.size);
     }
     super::common::ensure_stdout_open()?;
-    let stop = stop.as_flag();
     let mut out = std::io::stdout().lock();
     if let Some(spec) = sweep {
-        let rates = kiln_loadgen::parse_sweep(&spec)?;
-        let rows = kiln_loadgen::sweep(&opts, &rates, stop, &mut |rate, t| {
-            let _ = writeln!(out, "rate {rate:.0}: {}", report::format_tick(&opts.id, t));
+        let rates = amqp::parse_sweep(&spec)?;
+        let report = amqp::sweep(&opts, &rates, stop, &mut |t| {
+            let rate = t
+                .step
+                .and_then(|s| rates.get(s as usize))
+                .copied()
+                .unwrap_or(0.0);
+            let _ = writeln!(out, "rate {rate:.0}: {}", amqp::format_tick(&opts.id, t));
+            let _ = out.flush();
         })?;
-        let table = report::format_sweep(&rows);
+        let rows = amqp::sweep_rows(&report);
+        let table = amqp::format_sweep(&rows);
         write!(out, "{table}")?;
         out.flush()?;
         if let Some(p) = &output {
             let csv = with_ext(p, "sweep.csv");
             let json = with_ext(p, "sweep.json");
-            report::write_sweep_csv(&csv, &rows)?;
-            report::write_sweep_json(&json, &rows)?;
+            amqp::report::write_sweep_csv(&csv, &rows)?;
+            amqp::report::write_sweep_json(&json, &rows)?;
             eprintln!("wrote {} and {}", csv.display(), json.display());
         }
         if let Some(f) = rows.iter().find_map(|r| r.failure.clone()) {
             anyhow::bail!("the sweep ended early: {f}");
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(interrupted_code(&report));
     }
-    let report = kiln_loadgen::run(&opts, stop, &mut |t| {
-        let _ = writeln!(out, "{}", report::format_tick(&opts.id, t));
+    let report = amqp::run(&opts, stop, &mut |t| {
+        let _ = writeln!(out, "{}", amqp::format_tick(&opts.id, t));
         let _ = out.flush();
     })?;
-    write!(out, "{}", report::format_summary(&report.summary))?;
+    write!(out, "{}", amqp::format_summary(&report.headline))?;
     out.flush()?;
-    if let Some(p) = &output {
+    save(&output, &report, &amqp::SCHEMA)?;
+    finish(&output, &report)
+}
+
+/// Writes PREFIX.json (the whole report) and PREFIX.csv (the series).
+fn save(
+    output: &Option<PathBuf>,
+    report: &Report,
+    schema: &kiln_loadgen::engine::stats::Schema,
+) -> Result<()> {
+    if let Some(p) = output {
         let json = with_ext(p, "json");
         let csv = with_ext(p, "csv");
-        report::write_json(&json, &report)
+        er::write_json(&json, report)
             .with_context(|| format!("saving the run to {}", json.display()))?;
-        report::write_csv(&csv, &report.series)
+        er::write_csv(&csv, schema, &report.series)
             .with_context(|| format!("saving the series to {}", csv.display()))?;
         eprintln!("wrote {} and {}", json.display(), csv.display());
     }
-    if let Some(f) = &report.summary.failure {
+    Ok(())
+}
+
+/// The exit of a finished run: an error naming the fault (results are kept), 130 when
+/// interrupted.
+fn finish(output: &Option<PathBuf>, report: &Report) -> Result<ExitCode> {
+    if let Some(f) = &report.headline.failure {
         let kept = if output.is_some() {
             "results so far were written"
         } else {
             "results so far are above"
         };
-        anyhow::bail!("{f} ({kept}; use --reconnect to ride through broker restarts)");
+        if f.contains(" lost: ") {
+            anyhow::bail!("{f} ({kept}; use --reconnect to ride through broker restarts)");
+        }
+        anyhow::bail!("{f} ({kept})");
     }
-    if report.summary.interrupted {
-        return Ok(ExitCode::from(130));
+    Ok(interrupted_code(report))
+}
+
+fn interrupted_code(report: &Report) -> ExitCode {
+    if report.headline.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {

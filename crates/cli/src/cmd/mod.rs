@@ -1,7 +1,11 @@
 //! One module per subcommand; shared flag groups in [`common`].
 pub mod collapse;
 pub mod common;
+pub mod compare;
 pub mod diff;
 pub mod flamegraph;
 pub mod load;
 pub mod record;
+pub mod run;
+pub mod runs;
+pub mod store;

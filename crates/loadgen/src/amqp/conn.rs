@@ -158,6 +158,39 @@ impl Writer {
         })
     }
 
+    /// Writes all of `bytes` as one unit; on failure also says how many bytes were written
+    /// before it (so whole messages among them can be counted as sent).
+    pub fn write_counted(&self, bytes: &[u8]) -> Result<(), (usize, Error)> {
+        let mut s = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        s.1 = Instant::now();
+        let mut done = 0;
+        while done < bytes.len() {
+            match s.0.write(&bytes[done..]) {
+                Ok(0) => {
+                    return Err((
+                        done,
+                        Error::Io {
+                            uri: self.uri.clone(),
+                            source: std::io::ErrorKind::WriteZero.into(),
+                        },
+                    ))
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err((
+                        done,
+                        Error::Io {
+                            uri: self.uri.clone(),
+                            source: e,
+                        },
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Sends a heartbeat if nothing was written for `idle`. Skipped while another thread
     /// is writing: that write is traffic the broker counts, and waiting for it could stall
     /// the reader behind TCP backpressure.
@@ -377,6 +410,7 @@ impl Connection {
             out: Vec::with_capacity(4096),
         };
         c.writer.write(b"AMQP\x00\x00\x09\x01")?;
+        c.check_protocol()?;
         c.handshake(uri, name).map_err(|e| match e {
             Error::Io { uri, source } if source.kind() == std::io::ErrorKind::UnexpectedEof => {
                 Error::Handshake {
@@ -384,6 +418,11 @@ impl Connection {
                     reason: "the broker closed the connection during the handshake (wrong user or password, or no access to the vhost?)".into(),
                 }
             }
+            // With the authentication_failure_close capability the broker says why.
+            Error::Closed { uri: u, code, text } if code == 403 || code == 530 => Error::Handshake {
+                uri: u,
+                reason: format!("the broker refused user '{}': {code} {text}", uri.user),
+            },
             Error::Io { uri, source }
                 if matches!(source.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
             {
@@ -392,6 +431,65 @@ impl Connection {
             other => other,
         })?;
         Ok(c)
+    }
+
+    /// Looks at the server's first bytes before parsing them as frames: a server of another
+    /// AMQP version answers with its own protocol header and closes; a server of another
+    /// protocol answers with something else. Either is named as such.
+    fn check_protocol(&mut self) -> Result<(), Error> {
+        let r = &mut self.reader;
+        while r.end - r.start < 8 {
+            match r.fill() {
+                Ok(()) => {}
+                // A close before 8 bytes: let the handshake report what it has.
+                Err(_) if r.end > r.start => break,
+                Err(Error::Io { uri, source })
+                    if source.kind() == std::io::ErrorKind::UnexpectedEof =>
+                {
+                    return Err(Error::Handshake {
+                        uri,
+                        reason: "the server closed the connection without answering the AMQP header (is this an AMQP 0-9-1 port?)".into(),
+                    })
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let b = &r.buf[r.start..r.end];
+        if b.starts_with(b"AMQP") {
+            let v = b.get(4..8).unwrap_or(&[]);
+            return Err(Error::Handshake {
+                uri: r.uri.clone(),
+                reason: format!(
+                    "the server speaks another AMQP version ({}), not 0-9-1",
+                    match v {
+                        [0, 0, 9, 1] => "0-9-1, yet refused the header".to_string(),
+                        [0, 1, 0, 0] | [3, 1, 0, 0] | [2, 1, 0, 0] => "AMQP 1.0".to_string(),
+                        [a, b, c, d] => format!("{a}-{b}-{c}-{d}"),
+                        _ => "a truncated header".to_string(),
+                    }
+                ),
+            });
+        }
+        if b.first() != Some(&wire::FRAME_METHOD) || b.get(1..3) != Some(&[0, 0]) {
+            let shown: String = b
+                .iter()
+                .take(40)
+                .map(|&c| {
+                    if (0x20..0x7f).contains(&c) {
+                        c as char
+                    } else {
+                        '.'
+                    }
+                })
+                .collect();
+            return Err(Error::Handshake {
+                uri: r.uri.clone(),
+                reason: format!(
+                    "this is not an AMQP 0-9-1 server: it answered '{shown}' (is the port another service's?)"
+                ),
+            });
+        }
+        Ok(())
     }
 
     fn handshake(&mut self, uri: &Uri, name: &str) -> Result<(), Error> {
@@ -438,6 +536,9 @@ impl Connection {
                 ("connection.blocked", true),
                 ("consumer_cancel_notify", true),
                 ("exchange_exchange_bindings", true),
+                // Refused credentials then come as connection.close 403 with the broker's
+                // reason instead of a bare closed socket.
+                ("authentication_failure_close", true),
             ]);
             let len = (e.buf.len() - at - 4) as u32;
             e.buf[at..at + 4].copy_from_slice(&len.to_be_bytes());

@@ -1,11 +1,98 @@
-//! A small synchronous AMQP 0.9.1 client, specialised for load generation.
+//! AMQP 0.9.1 (RabbitMQ), PerfTest-compatible.
 //!
-//! Why not a general client: the goal is the least client CPU per message, so the client
-//! takes load from the broker it measures as little as possible. Blocking sockets with one
-//! thread reading and one writing per connection, hand-written framing and batched writes
-//! cost less per message than a general async client's per-message futures and channels.
-pub mod conn;
-pub mod wire;
+//! A small synchronous client specialised for load generation. Why not a general client:
+//! the goal is the least client CPU per message, so the client takes load from the broker
+//! it measures as little as possible. Blocking sockets with one thread reading and one
+//! writing per connection, hand-written framing and batched writes cost less per message
+//! than a general async client's per-message futures and channels (`bench/amqp/`).
+mod conn;
+mod consumer;
+mod driver;
+mod options;
+mod producer;
+pub mod report;
+mod wire;
 
-pub use conn::{Connection, FrameReader, Uri, Writer};
+pub use conn::Uri;
+pub use driver::{AmqpDriver, SCHEMA};
+pub use options::{parse_key_values, parse_value_duration, AmqpOptions, QueuePattern};
+pub use report::{format_summary, format_sweep, format_tick, sweep_rows, Summary, SweepRow};
 pub use wire::FieldValue;
+
+use crate::engine::stats::Tick;
+use crate::engine::{Load, Report};
+use crate::Error;
+use kiln_model::stop::Stop;
+
+/// Runs an AMQP load to its end (see [`crate::engine::run`]).
+pub fn run(
+    opts: &AmqpOptions,
+    stop: &Stop,
+    on_tick: &mut dyn FnMut(&Tick),
+) -> Result<Report, Error> {
+    let d = AmqpDriver::new(opts.clone())?;
+    crate::engine::run(&d, stop, on_tick)
+}
+
+/// Parses `--rate-sweep`: `FROM:TO:STEPS` or a list `1000,2000,5000` (total rates).
+pub fn parse_sweep(s: &str) -> Result<Vec<f64>, Error> {
+    crate::engine::sweep::parse_steps("--rate-sweep", s)
+}
+
+/// Runs `opts` once per total rate (each `opts.time` long, 10 s if unset), the rate split
+/// evenly over the producers. Ticks carry their step's index; see [`sweep_rows`].
+pub fn sweep(
+    opts: &AmqpOptions,
+    rates: &[f64],
+    stop: &Stop,
+    on_tick: &mut dyn FnMut(&Tick),
+) -> Result<Report, Error> {
+    opts.validate()?;
+    let step_opts = |rate: f64| {
+        let mut o = opts.clone();
+        o.rate = Some(rate / o.producers.max(1) as f64);
+        o.variable_rate.clear();
+        o.publishing_interval = None;
+        o.time = Some(opts.time.unwrap_or(std::time::Duration::from_secs(10)));
+        o
+    };
+    // Options are checked once; each step's driver is then built without failing.
+    let drivers: Vec<AmqpDriver> = rates
+        .iter()
+        .map(|&r| AmqpDriver::new(step_opts(r)))
+        .collect::<Result<_, _>>()?;
+    let mut drivers = drivers.into_iter();
+    let mut r = crate::engine::sweep::run_sweep(
+        "rate",
+        rates,
+        |_| drivers.next().expect("one driver per rate"),
+        stop,
+        on_tick,
+    )?;
+    r.summary = serde_json::to_value(sweep_rows(&r)).unwrap_or_default();
+    Ok(r)
+}
+
+/// An AMQP load as `kiln run` starts it: one run, or a rate sweep.
+#[derive(Debug, Clone)]
+pub struct AmqpLoad {
+    /// The options.
+    pub opts: AmqpOptions,
+    /// Total rates of a `--rate-sweep`, if any.
+    pub sweep: Option<Vec<f64>>,
+}
+
+impl Load for AmqpLoad {
+    fn protocol(&self) -> &'static str {
+        "amqp"
+    }
+    fn id(&self) -> &str {
+        &self.opts.id
+    }
+    fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
+        match &self.sweep {
+            Some(rates) => sweep(&self.opts, rates, stop, on_tick),
+            None => run(&self.opts, stop, on_tick),
+        }
+    }
+}

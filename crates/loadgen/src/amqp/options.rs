@@ -1,5 +1,5 @@
 //! What a run does: PerfTest's options as a plain struct.
-use crate::amqp::FieldValue;
+use super::wire::FieldValue;
 use crate::Error;
 use std::time::Duration;
 

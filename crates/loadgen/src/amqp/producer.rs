@@ -1,103 +1,45 @@
 //! A producer: one connection; this thread publishes, a second one reads confirms, returns
 //! and flow-control notifications.
-use super::Shared;
-use crate::amqp::wire::{self, m, Dec};
-use crate::amqp::{Connection, FrameReader, Writer};
-use crate::stats::{record, Counters};
+use super::conn::{Connection, FrameReader, Writer};
+use super::driver::{
+    Shared, C_BLOCKED_NOTIFICATIONS, C_CONFIRMED, C_NACKED, C_RETURNED, C_SENT, F_BLOCKED,
+    L_CONFIRM, L_CONFIRM_INTENDED,
+};
+use super::wire::{self, m, Dec};
+use crate::engine::body::{self, Stamp};
+use crate::engine::pacer::{self, Constant, Schedule, Steps};
+use crate::engine::stats::record;
 use crate::Error;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Messages encoded per loop turn: enough to amortise the write syscall, small enough that a
-/// confirm window or a rate schedule is followed closely.
+/// Most messages encoded per loop turn: enough to amortise the write syscall, small enough
+/// that a confirm window or a rate schedule is followed closely.
 const BATCH: usize = 128;
-/// Bytes buffered before a write when publishing flat out.
+/// Bytes buffered before a write; a batch never holds more than this plus one message, so
+/// memory stays bounded whatever the message size.
 const FLUSH_BYTES: usize = 32 * 1024;
 
-/// When each message is meant to be sent, in seconds since the load started.
-///
-/// Each message's intended time follows the previous one by 1/rate, whatever happened to the
-/// actual sends; latency measured from these times is free of coordinated omission.
-#[derive(Debug)]
-pub(crate) struct Pacer {
-    /// Intended time of the next message; infinite when the rate is 0 for good.
-    pub next: f64,
-    steps: Vec<(f64, u64)>,
-}
-
-impl Pacer {
-    pub fn new(o: &crate::AmqpOptions) -> Option<Pacer> {
-        if let Some(p) = o.publishing_interval {
-            let ps = p.as_secs_f64();
-            // Spread many idle producers over the interval instead of a thundering herd.
-            return Some(Pacer {
-                next: fastrand::f64() * ps,
-                steps: vec![(1.0 / ps, 0)],
-            });
-        }
-        let mut p = if !o.variable_rate.is_empty() {
-            Pacer {
-                next: 0.0,
-                steps: o.variable_rate.clone(),
-            }
-        } else {
-            Pacer {
-                next: 0.0,
-                steps: vec![(o.rate?, 0)],
-            }
-        };
-        p.skip_idle();
-        Some(p)
+/// The schedule of one producer, from the options (`None`: as fast as possible).
+pub(crate) fn schedule(o: &super::AmqpOptions) -> Option<Schedule> {
+    if let Some(p) = o.publishing_interval {
+        let ps = p.as_secs_f64();
+        // Spread many idle producers over the interval instead of a thundering herd.
+        return Some(Schedule::new(Box::new(Constant {
+            rate: 1.0 / ps,
+            offset: fastrand::f64() * ps,
+        })));
     }
-
-    /// The rate in force at `t` and when that step ends (infinity for a fixed rate).
-    fn rate_at(&self, t: f64) -> (f64, f64) {
-        step_at(&self.steps, t)
+    if !o.variable_rate.is_empty() {
+        return Some(Schedule::new(Box::new(Steps::new(&o.variable_rate))));
     }
-
-    /// Moves to the next message's intended time.
-    pub fn advance(&mut self) {
-        let (r, _) = self.rate_at(self.next);
-        if r > 0.0 {
-            self.next += 1.0 / r;
-        }
-        self.skip_idle();
-    }
-
-    /// Moves `next` out of steps whose rate is 0.
-    fn skip_idle(&mut self) {
-        for _ in 0..1000 {
-            let (r, end) = self.rate_at(self.next);
-            if r > 0.0 {
-                return;
-            }
-            if end.is_infinite() {
-                self.next = f64::INFINITY;
-                return;
-            }
-            self.next = end;
-        }
-        self.next = f64::INFINITY;
-    }
-}
-
-/// The value of cycling `(value, seconds)` steps at time `t`, and when its step ends. A single
-/// step with 0 seconds is a constant.
-pub(crate) fn step_at<T: Copy>(steps: &[(T, u64)], t: f64) -> (T, f64) {
-    if steps.len() == 1 && steps[0].1 == 0 {
-        return (steps[0].0, f64::INFINITY);
-    }
-    let cycle: u64 = steps.iter().map(|s| s.1).sum();
-    let cycles = (t / cycle as f64).floor();
-    let mut at = cycles * cycle as f64;
-    for &(v, d) in steps {
-        at += d as f64;
-        if t < at {
-            return (v, at);
-        }
-    }
-    (steps[0].0, at + steps[0].1 as f64)
+    o.rate.map(|r| {
+        Schedule::new(Box::new(Constant {
+            rate: r,
+            offset: 0.0,
+        }))
+    })
 }
 
 /// Publisher-confirm bookkeeping: send times by delivery tag in a ring the reader thread
@@ -136,14 +78,14 @@ impl Window {
     }
 
     /// Handles `basic.ack`/`basic.nack` for `tag` (and below, when `multiple`).
-    fn settle(&self, sh: &Shared, c: &Counters, tag: u64, multiple: bool, nack: bool) {
-        let now = sh.mono_ns();
+    fn settle(&self, sh: &Shared, slot: usize, tag: u64, multiple: bool, nack: bool) {
+        let now = sh.ctx.ns();
         let next = self.next_tag.load(Ordering::Acquire);
         if tag == 0 || tag >= next {
             return;
         }
         let mut k = 0u64;
-        let mut h = c.hists.lock().unwrap_or_else(|p| p.into_inner());
+        let mut h = sh.ctx.hists(slot);
         let mut one = |t: u64| {
             let slot = (t & self.mask) as usize;
             let v = self.sent_ns[slot].swap(0, Ordering::AcqRel);
@@ -151,9 +93,12 @@ impl Window {
             if v != 0 {
                 k += 1;
                 if !nack {
-                    record(&mut h.confirm, now.saturating_sub(v - 1) / 1000);
+                    record(&mut h[L_CONFIRM], now.saturating_sub(v - 1) / 1000);
                     if iv != 0 {
-                        record(&mut h.confirm_intended, now.saturating_sub(iv - 1) / 1000);
+                        record(
+                            &mut h[L_CONFIRM_INTENDED],
+                            now.saturating_sub(iv - 1) / 1000,
+                        );
                     }
                 }
             }
@@ -178,7 +123,8 @@ impl Window {
         }
         drop(h);
         self.outstanding.fetch_sub(k, Ordering::AcqRel);
-        Counters::add(if nack { &c.nacked } else { &c.confirmed }, k);
+        sh.ctx
+            .add(slot, if nack { C_NACKED } else { C_CONFIRMED }, k);
     }
 }
 
@@ -186,7 +132,7 @@ impl Window {
 struct State {
     seq: u32,
     sent: u64,
-    pacer: Option<Pacer>,
+    pacer: Option<Schedule>,
     json: Option<Vec<u8>>,
 }
 
@@ -195,8 +141,8 @@ pub(super) fn run(sh: &Shared, idx: usize) {
     let mut st = State {
         seq: 0,
         sent: 0,
-        pacer: Pacer::new(o),
-        json: o.json_body.then(|| random_json(o.size)),
+        pacer: schedule(o),
+        json: o.json_body.then(|| body::random_json(o.size)),
     };
     let name = format!("producer {idx}");
     sh.agent(&name, |connected| session(sh, idx, &mut st, connected));
@@ -210,7 +156,7 @@ fn session(
 ) -> Result<(), Error> {
     let o = sh.opts;
     let topo = &sh.topo;
-    let mut conn = Connection::open(&sh.uri, &format!("kiln-producer-{idx}"))?;
+    let mut conn = Connection::open(sh.uri, &format!("kiln-producer-{idx}"))?;
     let target = (!topo.queues.is_empty()).then(|| topo.queues[idx % topo.queues.len()].as_str());
     topo.declare(&mut conn, o, target)?;
     if o.confirm.is_some() {
@@ -231,7 +177,7 @@ fn session(
     let (reader, writer) = conn.split();
     sh.register(&writer);
     connected();
-    if !sh.wait_go() {
+    if !sh.ctx.wait_go() {
         return Ok(());
     }
     let window = o.confirm.map(Window::new);
@@ -321,6 +267,37 @@ impl Encoder<'_> {
             written += n;
         }
     }
+
+    /// Bytes [`Encoder::message`] appends for a body of `body_len`.
+    fn encoded_len(&self, body_len: usize) -> usize {
+        let frames = body_len.div_ceil(self.frame_max - 8);
+        self.method.len() + 8 + 14 + self.persistent as usize + frames * 8 + body_len
+    }
+}
+
+/// Encoded messages waiting to be written, with where each one ends: a message counts as
+/// sent once its last byte is written, exactly once, even when a write fails half-way.
+struct Batch {
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    fn flush(&mut self, writer: &Writer, sh: &Shared, slot: usize) -> Result<(), Error> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = writer.write_counted(&self.buf);
+        let written = match &r {
+            Ok(()) => self.buf.len(),
+            Err((n, _)) => *n,
+        };
+        let whole = self.ends.iter().take_while(|&&e| e <= written).count();
+        sh.ctx.add(slot, C_SENT, whole as u64);
+        self.buf.clear();
+        self.ends.clear();
+        r.map_err(|(_, e)| e)
+    }
 }
 
 fn publish_loop(
@@ -333,63 +310,58 @@ fn publish_loop(
     enc: &Encoder,
 ) -> Result<(), Error> {
     let o = sh.opts;
-    let c = &sh.producers[idx];
-    let go_ns = sh.go_ns.get().copied().unwrap_or(0);
+    let ctx = sh.ctx;
+    let slot = sh.producer(idx);
+    let go_ns = ctx.go_ns().unwrap_or(0);
     let co = o.rate_limited() && !o.json_body;
-    let end_s = o.time.map_or(f64::INFINITY, |t| t.as_secs_f64());
-    let mut buf: Vec<u8> = Vec::with_capacity(FLUSH_BYTES * 2);
-    let mut unflushed = 0u64;
+    let end_s = ctx.end_s();
+    let mut b = Batch {
+        buf: Vec::with_capacity(FLUSH_BYTES * 2),
+        ends: Vec::with_capacity(BATCH),
+    };
     let mut intended = [0f64; BATCH];
     let sizes: Vec<(usize, u64)> = if o.variable_size.is_empty() {
         vec![(o.size, 0)]
     } else {
         o.variable_size.clone()
     };
-    let flush = |buf: &mut Vec<u8>, unflushed: &mut u64| -> Result<(), Error> {
-        if !buf.is_empty() {
-            writer.write(buf)?;
-            buf.clear();
-            Counters::add(&c.sent, *unflushed);
-            *unflushed = 0;
-        }
-        Ok(())
-    };
     loop {
         if failed.load(Ordering::Relaxed) {
             return Err(closed(sh));
         }
         if sh.stopping() {
-            return flush(&mut buf, &mut unflushed);
+            return b.flush(writer, sh, slot);
         }
         if o.pmessages > 0 && st.sent >= o.pmessages {
-            flush(&mut buf, &mut unflushed)?;
+            b.flush(writer, sh, slot)?;
             // Wait (bounded) for the last confirms so they are counted.
             if let Some(w) = window {
                 for _ in 0..1000 {
                     if w.outstanding.load(Ordering::Acquire) == 0
-                        || sh.stopping()
                         || failed.load(Ordering::Relaxed)
+                        || ctx.stop().sleep(Duration::from_millis(10))
                     {
                         break;
                     }
-                    std::thread::sleep(Duration::from_millis(10));
                 }
             }
-            sh.producers_done.fetch_add(1, Ordering::SeqCst);
+            sh.producer_done();
             // Stay connected (idle) until the run ends, so consumers and confirms finish.
-            while !sh.stopping() && !failed.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            while !failed.load(Ordering::Relaxed) && !ctx.stop().sleep(Duration::from_millis(20)) {}
             return Ok(());
         }
-        let mut n = BATCH as u64;
+        let now_s = ctx.ns().saturating_sub(go_ns) as f64 / 1e9;
+        let size = pacer::step_at(&sizes, now_s).0;
+        let msg_len = enc.encoded_len(st.json.as_ref().map_or(size.max(body::MIN), |j| j.len()));
+        // Bound the batch by bytes as well as by count: 128 messages of 64 MiB would be 8 GiB.
+        let mut n = (BATCH as u64).min((FLUSH_BYTES / msg_len.max(1)).max(1) as u64);
         if o.pmessages > 0 {
             n = n.min(o.pmessages - st.sent);
         }
         if let Some(w) = window {
             let a = w.avail();
             if a == 0 {
-                flush(&mut buf, &mut unflushed)?;
+                b.flush(writer, sh, slot)?;
                 w.waiting.store(true, Ordering::SeqCst);
                 if w.avail() == 0 {
                     std::thread::park_timeout(Duration::from_millis(20));
@@ -399,56 +371,62 @@ fn publish_loop(
             }
             n = n.min(a);
         }
-        let now_s = sh.mono_ns().saturating_sub(go_ns) as f64 / 1e9;
         if let Some(p) = st.pacer.as_mut() {
             let mut k = 0;
             // Nothing is scheduled at or after the end of a timed run.
-            while (k as u64) < n && p.next <= now_s && p.next < end_s {
-                intended[k] = p.next;
-                p.advance();
-                k += 1;
+            while (k as u64) < n {
+                match p.take_due(now_s, end_s) {
+                    Some(t) => {
+                        intended[k] = t;
+                        k += 1;
+                    }
+                    None => break,
+                }
             }
             if k == 0 {
-                flush(&mut buf, &mut unflushed)?;
-                let wait = (p.next - now_s).clamp(0.0, 0.05);
-                std::thread::sleep(Duration::from_secs_f64(wait));
+                b.flush(writer, sh, slot)?;
+                let wait = p
+                    .next()
+                    .filter(|&t| t < end_s)
+                    .map_or(0.05, |t| (t - now_s).clamp(0.0, 0.05));
+                ctx.stop().sleep(Duration::from_secs_f64(wait));
                 continue;
             }
             n = k as u64;
         }
-        let size = step_at(&sizes, now_s).0;
-        let real = Shared::real_ns();
-        let mono = sh.mono_ns();
+        let real = crate::engine::clock::real_ns();
+        let mono = ctx.ns();
         let mut tag = window.map_or(0, |w| w.next_tag.load(Ordering::Relaxed));
         for &it in intended.iter().take(n as usize) {
-            let mut prefix = [0u8; 20];
-            prefix[0..4].copy_from_slice(&st.seq.to_be_bytes());
-            prefix[4..12].copy_from_slice(&real.to_be_bytes());
-            let it_mono = go_ns + (it * 1e9) as u64;
-            let plen = if co {
-                prefix[12..20].copy_from_slice(&(sh.base_real_ns + it_mono).to_be_bytes());
-                20
-            } else {
-                12
+            let it_ns = go_ns + (it * 1e9) as u64;
+            let stamp = Stamp {
+                seq: st.seq,
+                sent_ns: real,
+                intended_ns: co.then(|| ctx.clock().real_at(it_ns)),
+                publisher: None,
             };
+            let mut prefix = [0u8; body::FULL];
+            let plen = stamp.write(&mut prefix);
             st.seq = st.seq.wrapping_add(1);
             if let Some(w) = window {
                 let slot = (tag & w.mask) as usize;
                 w.sent_ns[slot].store(mono + 1, Ordering::Release);
-                w.intended_ns[slot].store(if co { it_mono + 1 } else { 0 }, Ordering::Release);
+                w.intended_ns[slot].store(if co { it_ns + 1 } else { 0 }, Ordering::Release);
                 tag += 1;
             }
-            enc.message(&mut buf, size, &prefix[..plen], st.json.as_deref());
+            enc.message(&mut b.buf, size, &prefix[..plen], st.json.as_deref());
+            b.ends.push(b.buf.len());
         }
         if let Some(w) = window {
             w.outstanding.fetch_add(n, Ordering::AcqRel);
             w.next_tag.store(tag, Ordering::Release);
         }
         st.sent += n;
-        unflushed += n;
-        if buf.len() >= FLUSH_BYTES || st.pacer.is_some() || window.is_some_and(|w| w.avail() == 0)
+        if b.buf.len() >= FLUSH_BYTES
+            || st.pacer.is_some()
+            || window.is_some_and(|w| w.avail() == 0)
         {
-            flush(&mut buf, &mut unflushed)?;
+            b.flush(writer, sh, slot)?;
         }
     }
 }
@@ -461,7 +439,8 @@ fn read_loop(
     window: Option<&Window>,
     producer: &std::thread::Thread,
 ) -> Result<(), Error> {
-    let c = &sh.producers[idx];
+    let ctx = sh.ctx;
+    let slot = sh.producer(idx);
     let mut blocked = false;
     let r = (|| loop {
         let f = reader.next()?;
@@ -475,102 +454,60 @@ fn read_loop(
                 let tag = d.u64().unwrap_or(0);
                 let multiple = d.u8().unwrap_or(0) & 1 == 1;
                 if let Some(w) = window {
-                    w.settle(sh, c, tag, multiple, id == Some(m::BASIC_NACK));
+                    w.settle(sh, slot, tag, multiple, id == Some(m::BASIC_NACK));
                     if w.waiting.load(Ordering::SeqCst) {
                         producer.unpark();
                     }
                 }
             }
-            Some(m::BASIC_RETURN) => Counters::add(&c.returned, 1),
+            Some(m::BASIC_RETURN) => ctx.add(slot, C_RETURNED, 1),
             Some(m::CONN_BLOCKED) => {
                 let reason = d.shortstr().unwrap_or("").to_string();
                 if !blocked {
                     blocked = true;
-                    sh.blocked_now.fetch_add(1, Ordering::SeqCst);
+                    ctx.flag_on(F_BLOCKED);
                 }
-                sh.blocked_in_tick.store(true, Ordering::SeqCst);
-                sh.blocked_notifications.fetch_add(1, Ordering::SeqCst);
-                sh.event("blocked", format!("producer {idx}: {reason}"));
+                ctx.flag_pulse(F_BLOCKED);
+                ctx.add(slot, C_BLOCKED_NOTIFICATIONS, 1);
+                ctx.event("blocked", format!("producer {idx}: {reason}"));
             }
             Some(m::CONN_UNBLOCKED) => {
                 if blocked {
                     blocked = false;
-                    sh.blocked_now.fetch_sub(1, Ordering::SeqCst);
+                    ctx.flag_off(F_BLOCKED);
                 }
-                sh.event("unblocked", format!("producer {idx}"));
+                ctx.event("unblocked", format!("producer {idx}"));
             }
             Some(m::CONN_CLOSE) | Some(m::CHAN_CLOSE) => {
-                return Err(super::closed_by_broker(&mut d, id, f.channel, writer, sh));
+                let e = super::driver::closed_by_broker(&mut d, id, f.channel, writer, sh);
+                return Err(too_big(e, sh.opts));
             }
             _ => {}
         }
     })();
     if blocked {
-        sh.blocked_now.fetch_sub(1, Ordering::SeqCst);
+        ctx.flag_off(F_BLOCKED);
     }
     r
 }
 
-/// A JSON document of exactly `size` bytes with random keys and values.
-fn random_json(size: usize) -> Vec<u8> {
-    let mut s = String::from("{");
-    let mut i = 0;
-    while s.len() + 40 < size {
-        if i > 0 {
-            s.push(',');
-        }
-        let key: String = (0..6).map(|_| fastrand::alphanumeric()).collect();
-        if fastrand::bool() {
-            s.push_str(&format!("\"{key}\":{}", fastrand::u32(..)));
-        } else {
-            let v: String = (0..8).map(|_| fastrand::alphanumeric()).collect();
-            s.push_str(&format!("\"{key}\":\"{v}\""));
-        }
-        i += 1;
-    }
-    let sep = if i > 0 { "," } else { "" };
-    let pad = size.saturating_sub(s.len() + sep.len() + 7);
-    s.push_str(sep);
-    s.push_str("\"p\":\"");
-    s.push_str(&"x".repeat(pad));
-    s.push_str("\"}");
-    s.into_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn steps_cycle() {
-        let steps = [(10.0, 2), (0.0, 3)];
-        assert_eq!(step_at(&steps, 0.5), (10.0, 2.0));
-        assert_eq!(step_at(&steps, 2.5), (0.0, 5.0));
-        assert_eq!(step_at(&steps, 5.5), (10.0, 7.0));
-        assert_eq!(step_at(&[(7usize, 0)], 1e9).0, 7);
-    }
-
-    #[test]
-    fn pacer_skips_zero_rate_steps() {
-        let o = crate::AmqpOptions {
-            variable_rate: vec![(2.0, 1), (0.0, 1)],
-            ..Default::default()
-        };
-        let mut p = Pacer::new(&o).unwrap();
-        let mut times = vec![];
-        while p.next < 4.0 {
-            times.push(p.next);
-            p.advance();
-        }
-        assert_eq!(times, vec![0.0, 0.5, 2.0, 2.5]);
-    }
-
-    #[test]
-    fn json_body_has_the_size_and_parses() {
-        for size in [12, 50, 1000] {
-            let j = random_json(size);
-            assert_eq!(j.len(), size, "size {size}");
-            serde_json::from_slice::<serde_json::Value>(&j).unwrap();
-        }
+/// A broker that refuses a message for its size says so in a 406; name the flag.
+fn too_big(e: Error, o: &super::AmqpOptions) -> Error {
+    match e {
+        Error::Closed {
+            code: 406, text, ..
+        } if text.contains("message size") => Error::Option {
+            flag: "--size",
+            value: o
+                .variable_size
+                .iter()
+                .map(|s| s.0)
+                .max()
+                .unwrap_or(0)
+                .max(o.size)
+                .to_string(),
+            reason: format!("larger than the broker accepts ({text})"),
+        },
+        e => e,
     }
 }

@@ -1,10 +1,10 @@
 //! A consumer: one connection, one thread reading deliveries in place and batching acks.
-use super::Shared;
-use crate::amqp::wire::{self, m, Dec};
-use crate::amqp::{Connection, FrameReader, Writer};
-use crate::stats::{record, Counters};
+use super::conn::{Connection, FrameReader, Writer};
+use super::driver::{Shared, C_RECEIVED, L_CONSUMER, L_CONSUMER_INTENDED};
+use super::wire::{self, m, Dec};
+use crate::engine::body::{self, Stamp};
+use crate::engine::stats::record;
 use crate::Error;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Timestamps further than this from now are not ours (another publisher's messages).
@@ -28,7 +28,7 @@ fn session(
 ) -> Result<(), Error> {
     let o = sh.opts;
     let topo = &sh.topo;
-    let mut conn = Connection::open(&sh.uri, &format!("kiln-consumer-{idx}"))?;
+    let mut conn = Connection::open(sh.uri, &format!("kiln-consumer-{idx}"))?;
     if o.qos > 0 {
         conn.qos(o.qos)?;
     }
@@ -71,7 +71,8 @@ fn consume_loop(
     writer: &Writer,
 ) -> Result<(), Error> {
     let o = sh.opts;
-    let c = &sh.consumers[idx];
+    let ctx = sh.ctx;
+    let slot = sh.consumer(idx);
     let measure = !o.json_body;
     let co = o.rate_limited();
     let every = o.multi_ack_every.max(1) as u64;
@@ -104,7 +105,9 @@ fn consume_loop(
                             })
                         }
                         Some(m::CONN_CLOSE) | Some(m::CHAN_CLOSE) => {
-                            return Err(super::closed_by_broker(&mut d, id, f.channel, writer, sh));
+                            return Err(super::driver::closed_by_broker(
+                                &mut d, id, f.channel, writer, sh,
+                            ));
                         }
                         _ => None,
                     }
@@ -161,17 +164,17 @@ fn consume_loop(
         if let Some((tag, prefix, got)) = done_msg {
             st.received += 1;
             pending_received += 1;
-            if measure && got >= 12 {
-                let now = Shared::real_ns();
-                let ts = u64::from_be_bytes(prefix[4..12].try_into().unwrap_or([0; 8]));
-                if ts != 0 && now.abs_diff(ts) < PLAUSIBLE_NS {
-                    let mut h = c.hists.lock().unwrap_or_else(|p| p.into_inner());
-                    record(&mut h.consumer, now.saturating_sub(ts) / 1000);
-                    if co && got >= 20 {
-                        let it = u64::from_be_bytes(prefix[12..20].try_into().unwrap_or([0; 8]));
-                        if it != 0 && now.abs_diff(it) < PLAUSIBLE_NS {
-                            record(&mut h.consumer_intended, now.saturating_sub(it) / 1000);
-                        }
+            if measure {
+                let stamp = Stamp::read(&prefix[..got.min(body::WITH_INTENDED)]);
+                let now = crate::engine::clock::real_ns();
+                if let Some(s) = stamp.filter(|s| now.abs_diff(s.sent_ns) < PLAUSIBLE_NS) {
+                    let mut h = ctx.hists(slot);
+                    record(&mut h[L_CONSUMER], now.saturating_sub(s.sent_ns) / 1000);
+                    if let Some(it) = s
+                        .intended_ns
+                        .filter(|&it| co && now.abs_diff(it) < PLAUSIBLE_NS)
+                    {
+                        record(&mut h[L_CONSUMER_INTENDED], now.saturating_sub(it) / 1000);
                     }
                 }
             }
@@ -199,28 +202,30 @@ fn consume_loop(
                     writer.write(&acks)?;
                     acks.clear();
                 }
-                Counters::add(&c.received, pending_received);
+                ctx.add(slot, C_RECEIVED, pending_received);
                 pending_received = 0;
             }
             if done {
-                sh.consumers_done.fetch_add(1, Ordering::SeqCst);
                 // Leave at once: messages prefetched beyond our count go back to the queue
                 // for the other consumers instead of sitting unacknowledged here. Close
                 // politely and wait for close-ok, so the broker has applied every ack sent
                 // (an abrupt close can lose acks still in its socket buffer, and those
                 // messages would be delivered again).
                 close_politely(&mut reader, writer);
+                sh.consumer_done();
                 return Ok(());
             }
-            if !o.consumer_latency.is_zero() {
-                std::thread::sleep(o.consumer_latency);
+            // Simulated processing time and the consumer rate: both wake on the stop, so
+            // -z stays a hard deadline whatever -L is.
+            if !o.consumer_latency.is_zero() && ctx.stop().sleep(o.consumer_latency) {
+                return Ok(());
             }
             if let Some(rate) = o.consumer_rate {
                 let (t0, n0) = *pace_start.get_or_insert((Instant::now(), st.received - 1));
                 let due = Duration::from_secs_f64((st.received - n0) as f64 / rate.max(1e-9));
                 let el = t0.elapsed();
-                if due > el {
-                    std::thread::sleep((due - el).min(Duration::from_secs(5)));
+                if due > el && ctx.stop().sleep((due - el).min(Duration::from_secs(5))) {
+                    return Ok(());
                 }
             }
         }
@@ -233,7 +238,7 @@ fn consume_loop(
             acks.clear();
         }
         if pending_received > 0 && !reader.has_frame() {
-            Counters::add(&c.received, pending_received);
+            ctx.add(slot, C_RECEIVED, pending_received);
             pending_received = 0;
         }
     }

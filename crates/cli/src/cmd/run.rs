@@ -1,0 +1,445 @@
+//! `kiln run`: drive a load, profile the target under it, keep the run.
+use super::load::LoadCommand;
+use super::store::StoreArgs;
+use anyhow::{bail, Context, Result};
+use kiln_model::stop::Stop;
+use kiln_record::{EventSpec, UnwindMode};
+use kiln_run::{Load, Phase, Progress, RunOptions};
+use kiln_store::{RunData, Store};
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Drive a load against a server and profile the server under it, on one clock; every run
+/// is stored (kiln runs) and can be compared (kiln compare).
+///
+/// The load is a kiln load protocol with its own flags (`load amqp -x 1 -y 1 -r 20000`) or
+/// any command after `exec --` (its output is kept with the run). After --warmup seconds
+/// the target is recorded for -d seconds while the load runs (the measurement window);
+/// then the load is stopped unless it ended first. The target's CPU per thread group,
+/// memory, context switches, threads and files, and the machine's CPU, are sampled every
+/// second. A run cut short (the target exits, the load fails, Ctrl-C) is still stored,
+/// marked incomplete with the reason.
+///
+/// Examples:
+///   kiln run --name before -p "$(pgrep -o beam.smp)" -e cpu,offcpu -d 30 --warmup 5 load amqp -x 1 -y 1 -r 20000
+///   kiln run --name wrk-48 -p "$(pgrep -x myserver)" -d 30 exec -- wrk -c 48 -d 40 http://127.0.0.1:8080/q
+///   kiln run --name aa --repeat 5 -p 4242 -d 10 load amqp -x 1 -y 1 -r 5000
+#[derive(Debug, clap::Args)]
+#[command(subcommand_value_name = "LOAD", subcommand_help_heading = "Loads")]
+pub struct Args {
+    /// Name of the run (runs of one name are compared as a group: kiln compare before after).
+    #[arg(short, long, default_value = "run")]
+    pub name: String,
+
+    /// The process(es) to profile (the server under load). Comma-separated or repeated.
+    #[arg(
+        short,
+        long,
+        value_name = "PID[,PID...]",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub pid: Vec<u32>,
+
+    /// Events to record, as kiln record's -e: cpu, offcpu, page-faults, mmap, munmap, brk,
+    /// or a tracepoint. Example: -e cpu,offcpu
+    #[arg(
+        short,
+        long,
+        value_name = "EVENT[,EVENT...]",
+        value_delimiter = ',',
+        default_value = "cpu"
+    )]
+    pub event: Vec<String>,
+
+    /// Sampling frequency of the cpu event, Hz.
+    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 999)]
+    pub frequency: u32,
+
+    /// Length of the measurement (recording) window, seconds.
+    #[arg(short, long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub duration: f64,
+
+    /// Seconds of load before the measurement starts (connections warmed, caches filled).
+    #[arg(short, long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub warmup: f64,
+
+    /// Run the same configuration N times (one group: kiln compare uses the repeats to tell
+    /// change from noise; 4 or more per group can show a significant difference).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+
+    /// Off-CPU blocks shorter than this many microseconds add no time.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
+    pub min_block: u64,
+
+    /// Where user stacks are unwound (as kiln record --unwind).
+    #[arg(long, value_enum, value_name = "WHERE", default_value = "auto")]
+    pub unwind: super::record::UnwindArg,
+
+    /// A note kept with the run (what changed).
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+
+    /// A label kept with the run, KEY=VALUE (repeatable). Example: --tag sbwt=none
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub tag: Vec<String>,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Print the summary as JSON (the stored metadata and headline figures) instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The load.
+    #[command(subcommand)]
+    pub load: RunLoad,
+}
+
+/// What drives the load.
+#[derive(Debug, clap::Subcommand)]
+pub enum RunLoad {
+    /// A kiln load protocol, with its own flags (see kiln load amqp --help).
+    #[command(subcommand)]
+    Load(Box<LoadCommand>),
+    /// Any command, after `--`: wrk, vegeta, PerfTest, a script. It runs in its own process
+    /// group and is stopped (SIGINT, then SIGTERM, then SIGKILL) when the measurement ends.
+    Exec {
+        /// The command and its arguments.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<OsString>,
+    },
+}
+
+fn seconds(flag: &'static str, v: f64, zero_ok: bool) -> Result<Duration> {
+    if !v.is_finite() || v < 0.0 || (!zero_ok && v == 0.0) {
+        bail!(
+            "{flag} must be a {} number of seconds",
+            if zero_ok { "non-negative" } else { "positive" }
+        );
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// The load's part of kiln's command line: the words after `load` or `exec`.
+fn load_argv(which: &str) -> Vec<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let start = args
+        .iter()
+        .position(|a| a == "run")
+        .and_then(|r| {
+            args[r + 1..]
+                .iter()
+                .position(|a| a == which)
+                .map(|p| r + 1 + p + 1)
+        })
+        .unwrap_or(args.len());
+    args[start..]
+        .iter()
+        .filter(|a| *a != "--")
+        .cloned()
+        .collect()
+}
+
+fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
+    match load {
+        RunLoad::Exec { command } => Ok(Box::new(kiln_run::ExecLoad::new(command))),
+        RunLoad::Load(cmd) => {
+            let LoadCommand::Amqp(a) = *cmd;
+            let (opts, output, sweep) = a.into_options()?;
+            if output.is_some() {
+                bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
+            }
+            if sweep.is_some() {
+                bail!("--rate-sweep under kiln run is not supported yet; run one rate per kiln run (--name per rate) and compare them");
+            }
+            let mut argv = load_argv("load");
+            if argv.first().map(String::as_str) == Some("amqp") {
+                argv.remove(0);
+            }
+            Ok(Box::new(kiln_run::AmqpLoad::new(opts, argv)))
+        }
+    }
+}
+
+fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
+    tags.iter()
+        .map(|t| {
+            t.split_once('=')
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .with_context(|| format!("--tag '{t}': expected KEY=VALUE"))
+        })
+        .collect()
+}
+
+/// Prints progress to stderr: a line rewritten in place on a terminal, a plain line every
+/// five seconds (and at each phase change) otherwise.
+struct ProgressLine {
+    live: bool,
+    last_phase: Option<Phase>,
+    last_plain: f64,
+    width: usize,
+}
+
+impl ProgressLine {
+    fn new() -> Self {
+        ProgressLine {
+            live: std::io::stderr().is_terminal(),
+            last_phase: None,
+            last_plain: -10.0,
+            width: 0,
+        }
+    }
+
+    fn show(&mut self, p: &Progress, label: &str) {
+        let phase = match p.phase {
+            Phase::Warmup => "warm-up",
+            Phase::Measure => "measuring",
+            Phase::Finishing => "finishing",
+        };
+        let mut line = format!("{label}{phase} {:.0} s", p.elapsed_s);
+        if p.phase != Phase::Warmup {
+            line.push_str(&format!(" (measured {:.0} s)", p.measured_s));
+        }
+        if let Some(r) = p.rate {
+            line.push_str(&format!(", {}", kiln_run::compare::format_value(r, "/s")));
+        }
+        if let Some(q) = p.p99_us {
+            line.push_str(&format!(
+                ", p99 {}",
+                kiln_run::compare::format_value(q, "us")
+            ));
+        }
+        if let Some(c) = p.target_cpu_pct {
+            line.push_str(&format!(", target CPU {c:.0}%"));
+        }
+        let mut err = std::io::stderr().lock();
+        if self.live {
+            let pad = self.width.saturating_sub(line.chars().count());
+            let _ = write!(err, "\r{line}{}", " ".repeat(pad));
+            self.width = line.chars().count();
+            let _ = err.flush();
+        } else if self.last_phase != Some(p.phase) || p.elapsed_s - self.last_plain >= 5.0 {
+            let _ = writeln!(err, "{line}");
+            self.last_plain = p.elapsed_s;
+        }
+        self.last_phase = Some(p.phase);
+    }
+
+    fn done(&mut self) {
+        if self.live && self.width > 0 {
+            let _ = writeln!(std::io::stderr());
+            self.width = 0;
+        }
+    }
+}
+
+pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
+    if args.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let events = args
+        .event
+        .iter()
+        .map(|e| EventSpec::parse(e.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut opts = RunOptions::new(&args.name, args.pid.clone());
+    opts.events = events;
+    opts.frequency = args.frequency;
+    opts.duration = seconds("-d/--duration", args.duration, false)?;
+    opts.warmup = seconds("--warmup", args.warmup, true)?;
+    opts.min_block_us = args.min_block;
+    opts.unwind = match args.unwind {
+        super::record::UnwindArg::Auto => UnwindMode::Auto,
+        super::record::UnwindArg::Kernel => UnwindMode::Kernel,
+        super::record::UnwindArg::Copy => UnwindMode::Copy,
+    };
+    opts.note = args.note.clone();
+    opts.tags = parse_tags(&args.tag)?;
+    opts.command_line = std::env::args().collect();
+    let mut store = args.store.open()?;
+    let json = args.json;
+    let repeat = args.repeat;
+    let mut load = make_load(args.load)?;
+    let group = format!("{}@{}", opts.name, kiln_model::clock::unix_ms());
+    let mut progress = ProgressLine::new();
+    let mut all_complete = true;
+    for i in 1..=repeat {
+        if stop.is_raised() {
+            break;
+        }
+        opts.group = Some(group.clone());
+        opts.repeat = (i, repeat);
+        let label = if repeat > 1 {
+            format!("{} {i}/{repeat}: ", opts.name)
+        } else {
+            String::new()
+        };
+        let run = kiln_run::run(&opts, load.as_mut(), stop, &mut |p| {
+            progress.show(p, &label)
+        });
+        progress.done();
+        let mut run = run?;
+        let id = store
+            .save(&run)
+            .with_context(|| format!("Cannot save the run in '{}'", store.location().display()))?;
+        run.meta.id = Some(id);
+        all_complete &= run.meta.status.complete;
+        let mut out = std::io::stdout().lock();
+        if json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&run.meta)?)?;
+        } else {
+            write!(out, "{}", summary(&run, store.location()))?;
+        }
+        out.flush()?;
+    }
+    Ok(if all_complete {
+        ExitCode::SUCCESS
+    } else {
+        // Stored, but cut short: say so to scripts too (a signal's own code wins in main).
+        ExitCode::from(1)
+    })
+}
+
+/// The text summary of a stored run.
+pub fn summary(run: &RunData, store: &std::path::Path) -> String {
+    use kiln_run::compare::format_value as fv;
+    use std::fmt::Write as _;
+    let m = &run.meta;
+    let h = &m.headline;
+    let mut s = String::new();
+    let status = match &m.status.reason {
+        None => "complete".to_string(),
+        Some(r) => format!("INCOMPLETE: {r}"),
+    };
+    let _ = writeln!(
+        s,
+        "run '{}' #{} ({status}): {:.1} s measured",
+        m.name,
+        m.id.unwrap_or(0),
+        m.measure.seconds()
+    );
+    let unit = if m.load.unit.is_empty() {
+        "op"
+    } else {
+        m.load.unit.as_str()
+    };
+    let _ = write!(s, "  load: {} {}", m.load.protocol, m.load.argv.join(" "));
+    if let Some(t) = h.throughput {
+        let _ = write!(s, ": {} {unit}", fv(t, "/s"));
+        if let Some(sr) = h.send_rate.filter(|sr| (sr - t).abs() > 0.5) {
+            let _ = write!(s, " completed, {} sent", fv(sr, "/s"));
+        }
+    }
+    let _ = writeln!(s);
+    if let Some(l) = &h.latency {
+        let p = |v: Option<f64>| v.map_or("-".to_string(), |v| fv(v, "us"));
+        let _ = writeln!(
+            s,
+            "  latency ({l}): p50 {}  p99 {}  p99.9 {}  max {}",
+            p(h.p50_us),
+            p(h.p99_us),
+            p(h.p999_us),
+            p(h.max_us)
+        );
+    }
+    let secs = m.measure.seconds().max(1e-9);
+    if let Some(cpu) = h.target_cpu_s {
+        let _ = write!(
+            s,
+            "  target {} (pid {}): CPU {:.1}% (user {:.1}%, system {:.1}%)",
+            m.target.comm,
+            m.target
+                .pids
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            cpu / secs * 100.0,
+            h.target_user_s.unwrap_or(0.0) / secs * 100.0,
+            h.target_system_s.unwrap_or(0.0) / secs * 100.0,
+        );
+        if let Some(c) = h.cpu_per_op_us {
+            let _ = write!(s, " = {} per {unit}", fv(c, "us"));
+        }
+        let _ = writeln!(s);
+    }
+    let mut extra = Vec::new();
+    if let Some(r) = h.rss_max_bytes {
+        extra.push(format!("RSS max {}", fv(r as f64, "bytes")));
+    }
+    if let Some(c) = h.context_switches {
+        let mut t = format!("{:.0} context switches/s", c as f64 / secs);
+        if let Some(p) = h.switches_per_op {
+            t.push_str(&format!(" ({p:.2} per {unit})"));
+        }
+        extra.push(t);
+    }
+    if !extra.is_empty() {
+        let _ = writeln!(s, "  {}", extra.join("; "));
+    }
+    let mut own = Vec::new();
+    if let Some(k) = h.kiln_cpu_s {
+        own.push(format!("kiln CPU {:.1}%", k / secs * 100.0));
+    }
+    if let Some(l) = h.load_cpu_s {
+        own.push(format!("load command CPU {:.1}%", l / secs * 100.0));
+    }
+    if let Some(b) = h.machine_busy_pct {
+        own.push(format!("machine busy {b:.0}% of {} CPUs", m.cpus));
+    }
+    if !own.is_empty() {
+        let _ = writeln!(s, "  {}", own.join("; "));
+    }
+    for p in &run.profiles {
+        let top = top_functions(p, 8);
+        if top.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "  top functions ({}, self):", p.event.name);
+        for (name, share) in top {
+            let _ = writeln!(s, "    {share:5.1}%  {name}");
+        }
+    }
+    for w in &m.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
+    let _ = writeln!(
+        s,
+        "  stored in {} as #{}",
+        store.display(),
+        m.id.unwrap_or(0)
+    );
+    s
+}
+
+/// The functions with the most self weight, as shares of the profile.
+fn top_functions(p: &kiln_model::Profile, n: usize) -> Vec<(String, f64)> {
+    let selfw = p.self_weights();
+    let total: u128 = selfw.iter().map(|&w| w as u128).sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut by_name: std::collections::HashMap<&[u8], u128> = std::collections::HashMap::new();
+    for (i, &w) in selfw.iter().enumerate() {
+        if w > 0 {
+            let name = p.node_name(kiln_model::StackId(i as u32));
+            *by_name.entry(name).or_default() += w as u128;
+        }
+    }
+    let mut v: Vec<(&[u8], u128)> = by_name.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.into_iter()
+        .take(n)
+        .map(|(name, w)| {
+            (
+                String::from_utf8_lossy(name).into_owned(),
+                w as f64 * 100.0 / total as f64,
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,347 @@
+//! `kiln runs`: list, show, remove, export and import stored runs.
+use super::store::{resolve, StoreArgs};
+use anyhow::{bail, Context, Result};
+use kiln_run::compare::format_value as fv;
+use kiln_store::{RunMeta, SqliteStore, Store};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Stored runs: list them (the default), show one, remove, export one to a file to share,
+/// import such a file.
+///
+/// A run is named by its id (12 or #12) or by its name (the latest run, or group of
+/// --repeat runs, of that name). Every command that reads a profile also takes a stored
+/// run: kiln flamegraph run:before -o before.html.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<RunsCommand>,
+
+    #[command(flatten)]
+    pub list: ListArgs,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `kiln runs` listing options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ListArgs {
+    /// Only runs with this name.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Print JSON (one object per run: metadata and headline figures).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `kiln runs` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum RunsCommand {
+    /// List runs (the default).
+    List(ListArgs),
+    /// Everything about a run: what ran, headline figures, warnings, series, profiles.
+    Show {
+        /// The run (id or name).
+        run: String,
+        /// Print the metadata as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove runs.
+    Rm {
+        /// The runs (ids or names: a name removes its latest group).
+        #[arg(required = true)]
+        runs: Vec<String>,
+    },
+    /// Write runs (a name: its latest group) to one self-contained file to share.
+    Export {
+        /// The run (id or name).
+        run: String,
+        /// The file to write (conventionally NAME.kiln); other kiln commands read it as a
+        /// profile, kiln runs import adds it to a store.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Add the runs of an exported file to the store.
+    Import {
+        /// Files written by kiln runs export.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+fn date(ms: i64) -> String {
+    // UTC, from days since the epoch (civil_from_days, H. Hinnant).
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+fn opt(v: Option<f64>, unit: &str) -> String {
+    v.map_or_else(|| "-".to_string(), |v| fv(v, unit))
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// The table of `kiln runs`.
+pub fn list_table(runs: &[RunMeta]) -> String {
+    let mut rows = vec![[
+        "id",
+        "name",
+        "date (UTC)",
+        "target",
+        "load",
+        "rate",
+        "p50",
+        "p99",
+        "cpu/op",
+        "status",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for m in runs {
+        let h = &m.headline;
+        rows.push(vec![
+            m.id.unwrap_or(0).to_string(),
+            truncate(&m.name, 24),
+            date(m.started_unix_ms),
+            truncate(&m.target.comm, 16),
+            truncate(
+                &format!("{} {}", m.load.protocol, m.load.argv.join(" ")),
+                40,
+            ),
+            opt(h.throughput, "/s"),
+            opt(h.p50_us, "us"),
+            opt(h.p99_us, "us"),
+            opt(h.cpu_per_op_us, "us"),
+            if m.status.complete {
+                "complete".into()
+            } else {
+                "incomplete".into()
+            },
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = " ".repeat(widths[i] - c.chars().count());
+                // Numbers right-aligned, text left-aligned.
+                if i == 0 || (5..=8).contains(&i) {
+                    format!("{pad}{c}")
+                } else {
+                    format!("{c}{pad}")
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn show(store: &SqliteStore, reference: &str, json: bool) -> Result<String> {
+    let runs = resolve(store, reference)?;
+    let mut out = String::new();
+    for m in &runs {
+        let id = m.id.context("run without id")?;
+        let run = store.load(id)?;
+        if json {
+            out.push_str(&serde_json::to_string_pretty(&run.meta)?);
+            out.push('\n');
+            continue;
+        }
+        out.push_str(&super::run::summary(&run, store.location()));
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "  started {} UTC on {} (kernel {}, {} CPUs), kiln {}",
+            date(m.started_unix_ms),
+            m.host,
+            m.kernel,
+            m.cpus,
+            m.kiln_version
+        );
+        let _ = writeln!(out, "  command: {}", m.command_line.join(" "));
+        let _ = writeln!(
+            out,
+            "  target: {} {} (build id {})",
+            m.target.exe,
+            m.target.cmdline.join(" "),
+            if m.target.build_id.is_empty() {
+                "none"
+            } else {
+                &m.target.build_id
+            }
+        );
+        if let Some(n) = &m.note {
+            let _ = writeln!(out, "  note: {n}");
+        }
+        if !m.tags.is_empty() {
+            let tags: Vec<String> = m.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(out, "  tags: {}", tags.join(" "));
+        }
+        if m.repeat.1 > 1 {
+            let _ = writeln!(
+                out,
+                "  repeat {} of {} (group {})",
+                m.repeat.0, m.repeat.1, m.group
+            );
+        }
+        for s in &run.series {
+            let cols: Vec<&str> = s.columns.iter().map(|c| c.name.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "  series '{}': {} seconds of {}",
+                s.name,
+                s.time_ns.len(),
+                cols.join(", ")
+            );
+        }
+        for p in &run.profiles {
+            let _ = writeln!(
+                out,
+                "  profile '{}': {} samples, {} stacks",
+                p.event.name,
+                p.samples.len(),
+                p.stacks.len()
+            );
+        }
+        for h in &run.histograms {
+            let _ = writeln!(out, "  latency histogram '{}' ({})", h.name, h.window);
+        }
+        for a in &run.attachments {
+            let _ = writeln!(out, "  attachment '{}': {} bytes", a.name, a.data.len());
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    super::common::ensure_stdout_open()?;
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        None => list(&args.store, &args.list, &mut out)?,
+        Some(RunsCommand::List(l)) => list(&args.store, &l, &mut out)?,
+        Some(RunsCommand::Show { run, json }) => {
+            let store = args.store.open_existing()?;
+            write!(out, "{}", show(&store, &run, json)?)?;
+        }
+        Some(RunsCommand::Rm { runs }) => {
+            let mut store = args.store.open_existing()?;
+            let mut ids = Vec::new();
+            for r in &runs {
+                ids.extend(resolve(&store, r)?.into_iter().filter_map(|m| m.id));
+            }
+            for id in &ids {
+                store.remove(*id)?;
+            }
+            eprintln!(
+                "removed {} run(s) from {}",
+                ids.len(),
+                store.location().display()
+            );
+        }
+        Some(RunsCommand::Export { run, output }) => {
+            let store = args.store.open_existing()?;
+            let ids: Vec<i64> = resolve(&store, &run)?
+                .into_iter()
+                .filter_map(|m| m.id)
+                .collect();
+            if let Some(dest) = output.to_str().filter(|_| output.exists()) {
+                if kiln_model::io::same_file(&output, store.location()) {
+                    bail!("the output '{dest}' is the store itself; choose another -o");
+                }
+            }
+            store.export(&ids, &output)?;
+            eprintln!("wrote {} run(s) to {}", ids.len(), output.display());
+        }
+        Some(RunsCommand::Import { files }) => {
+            let mut store = args.store.open()?;
+            for f in &files {
+                if kiln_model::io::same_file(f, store.location()) {
+                    bail!("'{}' is the store itself", f.display());
+                }
+                let from = SqliteStore::open_existing(f)
+                    .with_context(|| format!("Cannot import '{}'", f.display()))?;
+                let mut n = 0;
+                for m in from.list()? {
+                    let run = from.load(m.id.context("run without id")?)?;
+                    let id = store.save(&run)?;
+                    eprintln!("imported '{}' from {} as #{id}", m.name, f.display());
+                    n += 1;
+                }
+                if n == 0 {
+                    eprintln!("warning: '{}' holds no run", f.display());
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
+    let path = store.path();
+    if !path.exists() {
+        eprintln!(
+            "no runs yet: no store at '{}' (kiln run creates it)",
+            path.display()
+        );
+        return Ok(());
+    }
+    let s = store.open_existing()?;
+    let mut runs = s.list()?;
+    if let Some(n) = &l.name {
+        runs.retain(|m| &m.name == n);
+    }
+    if l.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&runs)?)?;
+    } else {
+        write!(out, "{}", list_table(&runs))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_utc() {
+        assert_eq!(date(0), "1970-01-01 00:00");
+        assert_eq!(date(1_795_449_600_000), "2026-11-23 00:00");
+    }
+}

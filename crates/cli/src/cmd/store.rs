@@ -1,0 +1,97 @@
+//! The run store as the commands see it: `--store`, `KILN_STORE`, run references.
+use anyhow::{Context, Result};
+use kiln_store::{RunMeta, SqliteStore, Store};
+use std::path::{Path, PathBuf};
+
+/// `--store`, shared by the commands that keep or read runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StoreArgs {
+    /// The run store: an SQLite file (created if missing). Default: $KILN_STORE, else
+    /// ./kiln-runs.db.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub store: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    /// The store's path.
+    pub fn path(&self) -> PathBuf {
+        kiln_store::default_location(self.store.as_deref())
+    }
+
+    /// Opens (or creates) the store.
+    pub fn open(&self) -> Result<SqliteStore> {
+        let p = self.path();
+        SqliteStore::open(&p)
+            .with_context(|| format!("Cannot open the run store '{}'", p.display()))
+    }
+
+    /// Opens an existing store (reading commands: a missing store is an error, not a new
+    /// empty file).
+    pub fn open_existing(&self) -> Result<SqliteStore> {
+        let p = self.path();
+        if !p.exists() {
+            anyhow::bail!(
+                "no run store at '{}' (kiln run creates it; choose one with --store or KILN_STORE)",
+                p.display()
+            );
+        }
+        SqliteStore::open_existing(&p)
+            .with_context(|| format!("Cannot open the run store '{}'", p.display()))
+    }
+}
+
+/// The runs `reference` names: `NAME` (its latest group of repeats), `ID`/`#ID`.
+pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
+    Ok(store.resolve(reference)?)
+}
+
+/// The profiles of a group of runs, one per event, repeats merged: what profile readers
+/// (`flamegraph run:before`) see. Also returns the total sample rows per event.
+pub fn group_profiles(store: &dyn Store, runs: &[RunMeta]) -> Result<Vec<kiln_model::Profile>> {
+    let mut merged: Vec<kiln_model::Profile> = Vec::new();
+    for r in runs {
+        let id = r.id.context("run without id")?;
+        for p in store.profiles(id)? {
+            match merged.iter_mut().find(|m| m.event.name == p.event.name) {
+                Some(m) => m.merge_from(&p),
+                None => merged.push(p),
+            }
+        }
+    }
+    Ok(merged)
+}
+
+/// A profile input that is a stored run: `run:REF` (in the default store), or a file that
+/// is a store (an exported run; its latest run).
+pub fn run_input(path: &Path) -> Option<Result<(String, Vec<kiln_model::Profile>)>> {
+    let s = path.to_str()?;
+    if let Some(reference) = s.strip_prefix("run:") {
+        if path.exists() {
+            return None;
+        }
+        let args = StoreArgs::default();
+        return Some((|| {
+            let store = args.open_existing()?;
+            let runs = resolve(&store, reference)?;
+            let name = format!("run:{reference}");
+            Ok((name, group_profiles(&store, &runs)?))
+        })());
+    }
+    None
+}
+
+/// The latest run of a store file (an exported run read as a profile).
+pub fn store_file_profiles(path: &Path) -> Result<Vec<kiln_model::Profile>> {
+    let store = SqliteStore::open_existing(path)
+        .with_context(|| format!("Cannot read the stored run '{}'", path.display()))?;
+    let runs = store.list()?;
+    let last = runs
+        .last()
+        .with_context(|| format!("'{}' holds no run", path.display()))?;
+    let group: Vec<RunMeta> = runs
+        .iter()
+        .filter(|r| r.group == last.group)
+        .cloned()
+        .collect();
+    group_profiles(&store, &group)
+}

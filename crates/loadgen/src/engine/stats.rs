@@ -1,0 +1,340 @@
+//! What a run measures: named counters, latency histograms and flags, per second and in
+//! total, whatever the protocol.
+use hdrhistogram::Histogram;
+use serde::ser::SerializeMap;
+use std::borrow::Cow;
+
+/// A name or unit: static when a driver declares it, owned when read back from JSON.
+pub type Name = Cow<'static, str>;
+
+/// When a counter appears in the per-second text line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Show {
+    /// Always.
+    Always,
+    /// When it is not zero.
+    NonZero,
+    /// When it is not zero or the latency with this index was measured.
+    NonZeroOrLatency(usize),
+    /// Never (the files still have it).
+    Never,
+}
+
+/// A counter a protocol keeps (`sent`, `requests`, `connected`…).
+#[derive(Debug, Clone, Copy)]
+pub struct CounterDef {
+    /// Name in the series, the files and [`Tick::counter`].
+    pub name: &'static str,
+    /// What one count is: `msg`, `req`, `conn`, `B`…
+    pub unit: &'static str,
+    /// One line for people.
+    pub description: &'static str,
+    /// When the per-second line shows it.
+    pub show: Show,
+    /// The summary's average-rate line label (`sending rate`), if it has one.
+    pub rate_label: Option<&'static str>,
+}
+
+/// A latency a protocol measures, in microseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct LatencyDef {
+    /// Name in the series and JSON (`consumer_latency`).
+    pub name: &'static str,
+    /// Column prefix in CSV (`consumer` → `consumer_p99_us`).
+    pub csv: &'static str,
+    /// Label in the per-second line (`min/median/…/max consumer latency`).
+    pub line_label: &'static str,
+    /// Label in the summary (`consumer latency`).
+    pub summary_label: &'static str,
+    /// One line for people: service time or from the intended send time, and of what.
+    pub description: &'static str,
+}
+
+/// A condition marked on the seconds it held in (`blocked`, `stalled`, `disconnected`).
+#[derive(Debug, Clone, Copy)]
+pub struct FlagDef {
+    /// Name in the series and files.
+    pub name: &'static str,
+    /// The marker in the per-second line (`BLOCKED`).
+    pub marker: &'static str,
+    /// One line for people.
+    pub description: &'static str,
+}
+
+/// Everything a protocol measures, declared once by its driver.
+#[derive(Debug, Clone, Copy)]
+pub struct Schema {
+    /// Protocol name (`amqp`, `mqtt`, `http`).
+    pub protocol: &'static str,
+    /// Counters, in series order.
+    pub counters: &'static [CounterDef],
+    /// Latencies (microseconds), in series order.
+    pub latencies: &'static [LatencyDef],
+    /// Flags, in series order.
+    pub flags: &'static [FlagDef],
+    /// Index of the counter whose rate is the headline throughput.
+    pub throughput: usize,
+    /// Unit of the throughput (`msg/s`, `req/s`).
+    pub throughput_unit: &'static str,
+    /// Index of the flag the engine sets when the counter `stall_counter` stayed at 0 in a
+    /// second in which the driver expected traffic.
+    pub stall: Option<(usize, usize)>,
+}
+
+impl Schema {
+    /// Index of the counter named `name`.
+    pub fn counter(&self, name: &str) -> Option<usize> {
+        self.counters.iter().position(|c| c.name == name)
+    }
+    /// Index of the latency named `name`.
+    pub fn latency(&self, name: &str) -> Option<usize> {
+        self.latencies.iter().position(|c| c.name == name)
+    }
+    /// Index of the flag named `name`.
+    pub fn flag(&self, name: &str) -> Option<usize> {
+        self.flags.iter().position(|c| c.name == name)
+    }
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Percentiles {
+    /// Number of measured values.
+    pub count: u64,
+    /// Minimum.
+    pub min_us: u64,
+    /// Median.
+    pub p50_us: u64,
+    /// 75th percentile.
+    pub p75_us: u64,
+    /// 95th percentile.
+    pub p95_us: u64,
+    /// 99th percentile.
+    pub p99_us: u64,
+    /// 99.9th percentile.
+    pub p999_us: u64,
+    /// Maximum.
+    pub max_us: u64,
+}
+
+impl Percentiles {
+    /// The percentiles of `h`, `None` when it is empty.
+    pub fn of(h: &Histogram<u64>) -> Option<Self> {
+        if h.is_empty() {
+            return None;
+        }
+        Some(Percentiles {
+            count: h.len(),
+            min_us: h.min(),
+            p50_us: h.value_at_quantile(0.5),
+            p75_us: h.value_at_quantile(0.75),
+            p95_us: h.value_at_quantile(0.95),
+            p99_us: h.value_at_quantile(0.99),
+            p999_us: h.value_at_quantile(0.999),
+            max_us: h.max(),
+        })
+    }
+}
+
+/// A new latency histogram: 1 µs to 1 hour at 3 significant digits (~190 KB, allocated on
+/// first use, so thousands of idle agents cost nothing).
+pub fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds are valid")
+}
+
+/// Records `us` into a lazily allocated histogram (values beyond an hour are clamped).
+#[inline]
+pub fn record(h: &mut Option<Histogram<u64>>, us: u64) {
+    h.get_or_insert_with(new_hist).saturating_record(us.max(1));
+}
+
+/// Adds `from` into `into` (allocating it on first use).
+pub fn merge(into: &mut Option<Histogram<u64>>, from: &Histogram<u64>) {
+    if !from.is_empty() {
+        let _ = into.get_or_insert_with(new_hist).add(from);
+    }
+}
+
+/// One named count in a [`Tick`] or a total.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Count {
+    /// Counter name.
+    pub name: Name,
+    /// Unit of one count.
+    pub unit: Name,
+    /// The count.
+    pub value: u64,
+}
+
+/// One named latency in a [`Tick`] or the headline (microseconds).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Latency {
+    /// Latency name.
+    pub name: Name,
+    /// Always `µs`.
+    pub unit: Name,
+    /// Percentiles, `None` when nothing was measured.
+    pub percentiles: Option<Percentiles>,
+}
+
+/// One named flag in a [`Tick`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Flag {
+    /// Flag name.
+    pub name: Name,
+    /// Whether it held at some point of the interval.
+    pub value: bool,
+}
+
+/// One second of a run, the same shape for every protocol.
+///
+/// In JSON the counters, latencies and flags are flattened into the object by name
+/// (`{"time_s":1.0,"interval_s":1.0,"end_mono_ns":…,"sent":5000,…,"consumer_latency":{…},
+/// "blocked":false}`), the shape `kiln load amqp` has always written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tick {
+    /// Seconds since the load started, at the end of this interval.
+    pub time_s: f64,
+    /// Length of the interval in seconds (about 1; shorter for the last one).
+    pub interval_s: f64,
+    /// `CLOCK_MONOTONIC` ns at the end of the interval (the clock of `kiln record`).
+    pub end_mono_ns: u64,
+    /// Counts in the interval, in the protocol's order.
+    pub counters: Vec<Count>,
+    /// Latency percentiles of the interval.
+    pub latencies: Vec<Latency>,
+    /// Conditions that held in the interval.
+    pub flags: Vec<Flag>,
+    /// In a sweep, the index of the step (in [`crate::Report::steps`]) this second belongs
+    /// to; `time_s` is then counted from that step's start.
+    pub step: Option<u32>,
+}
+
+impl Tick {
+    /// The count of `name` in this interval (0 if the protocol has no such counter).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0, |c| c.value)
+    }
+
+    /// `name` per second in this interval.
+    pub fn rate(&self, name: &str) -> f64 {
+        per_second(self.counter(name), self.interval_s)
+    }
+
+    /// The latency `name` in this interval.
+    pub fn latency(&self, name: &str) -> Option<&Percentiles> {
+        self.latencies
+            .iter()
+            .find(|l| l.name == name)
+            .and_then(|l| l.percentiles.as_ref())
+    }
+
+    /// Whether flag `name` held in this interval.
+    pub fn flag(&self, name: &str) -> bool {
+        self.flags.iter().any(|f| f.name == name && f.value)
+    }
+
+    /// `CLOCK_MONOTONIC` ns at the start of the interval.
+    pub fn start_mono_ns(&self) -> u64 {
+        self.end_mono_ns
+            .saturating_sub((self.interval_s * 1e9).round() as u64)
+    }
+}
+
+pub(crate) fn per_second(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+impl serde::Serialize for Tick {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("time_s", &self.time_s)?;
+        m.serialize_entry("interval_s", &self.interval_s)?;
+        for c in &self.counters {
+            m.serialize_entry(&c.name, &c.value)?;
+        }
+        for l in &self.latencies {
+            m.serialize_entry(&l.name, &l.percentiles)?;
+        }
+        for f in &self.flags {
+            m.serialize_entry(&f.name, &f.value)?;
+        }
+        m.serialize_entry("end_mono_ns", &self.end_mono_ns)?;
+        if let Some(step) = self.step {
+            m.serialize_entry("step", &step)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tick {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        use serde_json::Value;
+        let map = serde_json::Map::<String, Value>::deserialize(d)?;
+        let mut t = Tick {
+            time_s: 0.0,
+            interval_s: 0.0,
+            end_mono_ns: 0,
+            counters: Vec::new(),
+            latencies: Vec::new(),
+            flags: Vec::new(),
+            step: None,
+        };
+        for (k, v) in map {
+            let key = k.clone();
+            match (key.as_str(), v) {
+                ("time_s", v) => t.time_s = v.as_f64().ok_or_else(|| D::Error::custom("time_s"))?,
+                ("interval_s", v) => {
+                    t.interval_s = v.as_f64().ok_or_else(|| D::Error::custom("interval_s"))?
+                }
+                ("end_mono_ns", v) => {
+                    t.end_mono_ns = v.as_u64().ok_or_else(|| D::Error::custom("end_mono_ns"))?
+                }
+                ("step", v) => {
+                    t.step = Some(
+                        v.as_u64()
+                            .and_then(|s| u32::try_from(s).ok())
+                            .ok_or_else(|| D::Error::custom("step"))?,
+                    )
+                }
+                (_, Value::Bool(b)) => t.flags.push(Flag {
+                    name: k.into(),
+                    value: b,
+                }),
+                (_, Value::Number(n)) => t.counters.push(Count {
+                    name: k.into(),
+                    unit: "".into(),
+                    value: n
+                        .as_u64()
+                        .ok_or_else(|| D::Error::custom(format!("{key} is not a count")))?,
+                }),
+                (_, v @ (Value::Null | Value::Object(_))) => t.latencies.push(Latency {
+                    name: k.into(),
+                    unit: "µs".into(),
+                    percentiles: serde_json::from_value(v).map_err(D::Error::custom)?,
+                }),
+                (_, _) => return Err(D::Error::custom(format!("unexpected field {key}"))),
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Something that happened during a run, at a time.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Event {
+    /// Seconds since the start of the load.
+    pub time_s: f64,
+    /// `blocked`, `unblocked`, `connection-lost`, `reconnected`, `refused`…
+    pub kind: String,
+    /// Details (the server's reason, the error).
+    pub detail: String,
+}

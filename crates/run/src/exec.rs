@@ -1,0 +1,179 @@
+//! An external command as the load: `kiln run ... exec -- wrk -c 48 -d 40 URL`.
+//!
+//! The command runs in its own process group, so that stopping it at the end of the
+//! measurement reaches the processes it started too: SIGINT first (load tools such as wrk,
+//! vegeta and PerfTest print their results on Ctrl-C), SIGTERM and then SIGKILL if it
+//! lingers. Its standard output and error are kept with the run (up to
+//! [`CAPTURE_LIMIT`] bytes each; bytes beyond are counted, not kept), and its CPU is
+//! sampled beside the target's: on a 2-core machine a load generator's own CPU decides
+//! what the numbers mean.
+use crate::{Load, LoadEvents, LoadOutcome};
+use kiln_model::stop::Stop;
+use kiln_store::{Attachment, LoadInfo};
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Bytes of each of stdout and stderr kept with a run.
+pub const CAPTURE_LIMIT: usize = 16 << 20;
+
+/// Time a stopped command gets between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// An external command driving the load.
+#[derive(Debug, Clone)]
+pub struct ExecLoad {
+    argv: Vec<OsString>,
+}
+
+impl ExecLoad {
+    /// The command `argv[0]` with arguments `argv[1..]`.
+    pub fn new(argv: Vec<OsString>) -> Self {
+        ExecLoad { argv }
+    }
+}
+
+/// A captured stream: the bytes kept and how many more there were.
+fn capture(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<(Vec<u8>, u64)> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut dropped = 0u64;
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = CAPTURE_LIMIT.saturating_sub(kept.len()).min(n);
+                    kept.extend_from_slice(&buf[..room]);
+                    dropped += (n - room) as u64;
+                }
+            }
+        }
+        (kept, dropped)
+    })
+}
+
+fn signal_group(child: &Child, sig: i32) {
+    // SAFETY: signalling the process group we created for our own child (pgid = its pid).
+    unsafe { libc::kill(-(child.id() as i32), sig) };
+}
+
+/// Stops a running command: SIGINT, then SIGTERM, then SIGKILL, a grace period apart.
+fn stop_child(child: &mut Child) -> Option<std::process::ExitStatus> {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        signal_group(child, sig);
+        let t = Instant::now();
+        while t.elapsed() < GRACE {
+            if let Ok(Some(s)) = child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    signal_group(child, libc::SIGKILL);
+    child.wait().ok()
+}
+
+impl Load for ExecLoad {
+    fn info(&self) -> LoadInfo {
+        LoadInfo {
+            protocol: "exec".into(),
+            argv: self
+                .argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            unit: String::new(),
+            report: serde_json::Value::Null,
+        }
+    }
+
+    fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
+        let shown = self.info().argv.join(" ");
+        let Some((prog, args)) = self.argv.split_first() else {
+            return LoadOutcome::failed_to_start("no load command given after `exec --`".into());
+        };
+        let mut child = match Command::new(prog)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                return LoadOutcome::failed_to_start(format!(
+                    "cannot start the load command '{}': {e}",
+                    prog.to_string_lossy()
+                ))
+            }
+        };
+        let out = child.stdout.take().map(capture);
+        let err = child.stderr.take().map(capture);
+        events.started(Some(child.id()));
+        let mut stopped_by_us = false;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) => {}
+                Err(_) => break None,
+            }
+            if stop.sleep(Duration::from_millis(50)) {
+                stopped_by_us = true;
+                break stop_child(&mut child);
+            }
+        };
+        let mut attachments = Vec::new();
+        let mut notes = Vec::new();
+        for (name, h) in [("load.stdout", out), ("load.stderr", err)] {
+            if let Some(Ok((data, dropped))) = h.map(|h| h.join()) {
+                if dropped > 0 {
+                    notes.push(format!(
+                        "{name}: {dropped} bytes beyond the first {CAPTURE_LIMIT} were not kept"
+                    ));
+                }
+                attachments.push(Attachment {
+                    name: name.into(),
+                    data,
+                });
+            }
+        }
+        let code = status.and_then(|s| s.code());
+        let signal = status.and_then(|s| s.signal());
+        let failure = match (stopped_by_us, code, signal) {
+            (true, _, _) => None,
+            (false, Some(0), _) => None,
+            (false, Some(c), _) => {
+                Some(format!("the load command '{shown}' exited with status {c}"))
+            }
+            (false, None, Some(s)) => Some(format!(
+                "the load command '{shown}' was killed by signal {s}"
+            )),
+            (false, None, None) => Some(format!(
+                "the load command '{shown}' could not be waited for"
+            )),
+        };
+        let stdout = attachments
+            .iter()
+            .find(|a| a.name == "load.stdout")
+            .map(|a| String::from_utf8_lossy(&a.data).into_owned())
+            .unwrap_or_default();
+        LoadOutcome {
+            failure,
+            ended_by_itself: !stopped_by_us,
+            report: serde_json::json!({
+                "exit_code": code,
+                "signal": signal,
+                "stopped_by_kiln": stopped_by_us,
+                "notes": notes,
+                "parsed": crate::wrk::parse(&stdout),
+            }),
+            attachments,
+            started: true,
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The figures of a run over its measurement window, from the load's seconds, the
+//! resource samples and the recording.
+use crate::procfs::{ProcSampler, TableBuilder};
+use crate::{LoadOutcome, LoadTick};
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use kiln_store::{Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window};
+
+pub(crate) struct Computed {
+    pub headline: Headline,
+    pub histograms: Vec<StoredHistogram>,
+    pub warnings: Vec<String>,
+}
+
+/// Whether a second belongs to a window: its middle lies in it.
+fn in_window(t: &LoadTick, w: &Window) -> bool {
+    let mid = t.end_ns.saturating_sub((t.interval_s * 0.5e9) as u64);
+    w.contains(mid)
+}
+
+/// The latency histograms of the seconds in `w`, merged per name (in first-seen order).
+fn merged(ticks: &[LoadTick], w: &Window) -> Vec<(String, Histogram<u64>)> {
+    let mut out: Vec<(String, Histogram<u64>)> = Vec::new();
+    for t in ticks.iter().filter(|t| in_window(t, w)) {
+        for (name, h) in &t.latency {
+            match out.iter_mut().find(|(n, _)| n == name) {
+                Some((_, acc)) => {
+                    let _ = acc.add(h);
+                }
+                None => out.push((name.clone(), h.clone())),
+            }
+        }
+    }
+    out.retain(|(_, h)| !h.is_empty());
+    out
+}
+
+fn serialise(h: &Histogram<u64>) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut buf).ok()?;
+    Some(buf)
+}
+
+/// Decodes a stored histogram.
+pub fn deserialise(data: &[u8]) -> Option<Histogram<u64>> {
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(data))
+        .ok()
+}
+
+fn rate(ticks: &[LoadTick], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<f64> {
+    let mut n = 0u64;
+    let mut secs = 0.0;
+    let mut any = false;
+    for t in ticks.iter().filter(|t| in_window(t, w)) {
+        if let Some(c) = f(t) {
+            n += c;
+            any = true;
+        }
+        secs += t.interval_s;
+    }
+    (any && secs > 0.0).then(|| n as f64 / secs)
+}
+
+pub(crate) fn compute(
+    w: &Window,
+    ticks: &[LoadTick],
+    sampler: &ProcSampler,
+    info: &LoadInfo,
+    outcome: &LoadOutcome,
+) -> Computed {
+    let mut h = Headline::default();
+    let mut warnings = Vec::new();
+    let mut histograms = Vec::new();
+    let secs = w.seconds();
+    h.throughput = rate(ticks, w, |t| t.completed);
+    h.send_rate = rate(ticks, w, |t| t.sent);
+    let hist = merged(ticks, w);
+    if let Some((name, p)) = hist.first() {
+        h.latency = Some(name.clone());
+        h.p50_us = Some(p.value_at_quantile(0.5) as f64);
+        h.p99_us = Some(p.value_at_quantile(0.99) as f64);
+        h.p999_us = Some(p.value_at_quantile(0.999) as f64);
+        h.max_us = Some(p.max() as f64);
+    }
+    for (name, p) in &hist {
+        if let Some(data) = serialise(p) {
+            histograms.push(StoredHistogram {
+                name: name.clone(),
+                window: w.name.clone(),
+                unit: "us".into(),
+                data,
+            });
+        }
+    }
+    for step in &outcome.windows {
+        for (name, p) in merged(ticks, step) {
+            if let Some(data) = serialise(&p) {
+                histograms.push(StoredHistogram {
+                    name,
+                    window: step.name.clone(),
+                    unit: "us".into(),
+                    data,
+                });
+            }
+        }
+    }
+    // An external command's own summary, when it prints one (wrk).
+    if h.throughput.is_none() {
+        if let Some(p) = outcome.report.get("parsed").filter(|p| !p.is_null()) {
+            h.throughput = p.get("requests_per_s").and_then(|v| v.as_f64());
+            let pct = |q: f64| {
+                p.get("latency_us")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
+                    .find(|(p, _)| (*p - q).abs() < 1e-9)
+                    .map(|(_, v)| v)
+            };
+            h.p50_us = pct(50.0);
+            h.p99_us = pct(99.0);
+            h.p999_us = pct(99.9);
+            if h.p50_us.is_some() {
+                h.latency = Some("request (as the load command reported it)".into());
+            }
+            if h.throughput.is_some() {
+                warnings.push(format!(
+                    "throughput and latency are the load command's own figures over its whole run ('{}'), not only the measurement window",
+                    info.argv.first().map(String::as_str).unwrap_or("?")
+                ));
+            }
+        }
+    }
+    if let Some(t) = h.throughput {
+        h.operations = Some((t * secs).round() as u64);
+    }
+    if let (Some(a), Some(b)) = (sampler.totals_at(w.start_ns), sampler.totals_at(w.end_ns)) {
+        let user = (b.target_user_s - a.target_user_s).max(0.0);
+        let system = (b.target_system_s - a.target_system_s).max(0.0);
+        h.target_user_s = Some(user);
+        h.target_system_s = Some(system);
+        h.target_cpu_s = Some(user + system);
+        let switches = (b.voluntary + b.involuntary).saturating_sub(a.voluntary + a.involuntary);
+        h.context_switches = Some(switches);
+        h.kiln_cpu_s = Some((b.kiln_s - a.kiln_s).max(0.0));
+        if info.protocol == "exec" {
+            h.load_cpu_s = Some((b.load_s - a.load_s).max(0.0));
+        }
+        let total = b.machine_total_s - a.machine_total_s;
+        if total > 0.0 {
+            let busy = ((b.machine_busy_s - a.machine_busy_s) / total * 100.0).clamp(0.0, 100.0);
+            h.machine_busy_pct = Some(busy);
+            if busy >= 95.0 {
+                warnings.push(format!(
+                    "the machine's CPUs were {busy:.0}% busy during the measurement: the load generator, kiln and the target competed for CPU, so the load may have been limited by the client"
+                ));
+            }
+        }
+        if let Some(ops) = h.operations.filter(|&o| o > 0) {
+            h.cpu_per_op_us = Some((user + system) * 1e6 / ops as f64);
+            h.switches_per_op = Some(switches as f64 / ops as f64);
+        }
+    }
+    let rss = sampler.peak_rss();
+    if rss > 0 {
+        h.rss_max_bytes = Some(rss);
+    }
+    Computed {
+        headline: h,
+        histograms,
+        warnings,
+    }
+}
+
+/// The load's seconds as a series table.
+pub(crate) fn load_series(ticks: &[LoadTick]) -> SeriesTable {
+    let mut t = TableBuilder::new("load");
+    for tick in ticks {
+        let row: Vec<(String, &str, Option<f64>)> = tick
+            .values
+            .iter()
+            .map(|(n, u, v)| (n.clone(), u.as_str(), *v))
+            .collect();
+        t.row(tick.end_ns, &row);
+    }
+    t.finish()
+}
+
+/// What a reader of the run must know about the recording.
+pub(crate) fn recording_warnings(s: &kiln_record::Summary) -> Vec<String> {
+    let mut w = Vec::new();
+    if s.lost > 0 {
+        w.push(format!(
+            "{} sample records were lost by the kernel (ring buffer full)",
+            s.lost
+        ));
+    }
+    if s.throttled > 0 {
+        w.push(format!(
+            "the kernel throttled sampling {} times (kernel.perf_event_max_sample_rate)",
+            s.throttled
+        ));
+    }
+    if s.offcpu_dropped_blocks > 0 {
+        w.push(format!(
+            "{} off-CPU blocks could not be accounted (maps full)",
+            s.offcpu_dropped_blocks
+        ));
+    }
+    if s.bad_records > 0 {
+        w.push(format!("{} records could not be parsed", s.bad_records));
+    }
+    w.extend(s.warnings.iter().cloned());
+    w
+}

@@ -1,0 +1,85 @@
+//! What a run records about where it ran and what it profiled.
+use kiln_store::TargetInfo;
+
+fn uname() -> Option<libc::utsname> {
+    // SAFETY: uname fills the struct we own; all-zero bytes are a valid utsname.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        (libc::uname(&mut u) == 0).then_some(u)
+    }
+}
+
+fn field(f: &[libc::c_char]) -> String {
+    let bytes: Vec<u8> = f
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The machine's host name.
+pub fn host_name() -> String {
+    uname().map(|u| field(&u.nodename)).unwrap_or_default()
+}
+
+/// The kernel release (`uname -r`).
+pub fn kernel_release() -> String {
+    uname().map(|u| field(&u.release)).unwrap_or_default()
+}
+
+/// CPUs online.
+pub fn cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as u32
+}
+
+/// The GNU build id of an ELF file, hex; empty when it has none or cannot be read.
+pub fn build_id(path: &std::path::Path) -> String {
+    use object::Object;
+    let Ok(file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    // SAFETY: a read-only private mapping; a file changed underneath could only give
+    // garbage bytes to a parser that checks every bound.
+    let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else {
+        return String::new();
+    };
+    match object::File::parse(&*map)
+        .ok()
+        .and_then(|f| f.build_id().ok().flatten())
+    {
+        Some(id) => id.iter().map(|b| format!("{b:02x}")).collect(),
+        None => String::new(),
+    }
+}
+
+/// What the target processes are: name, executable, its build id, command line.
+pub fn target_info(pids: &[u32]) -> TargetInfo {
+    let Some(&first) = pids.first() else {
+        return TargetInfo::default();
+    };
+    let comm = std::fs::read_to_string(format!("/proc/{first}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_default();
+    let exe_path = std::fs::read_link(format!("/proc/{first}/exe")).ok();
+    let build_id = build_id(std::path::Path::new(&format!("/proc/{first}/exe")));
+    let cmdline = std::fs::read(format!("/proc/{first}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    TargetInfo {
+        pids: pids.to_vec(),
+        comm,
+        exe: exe_path
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        build_id,
+        cmdline,
+    }
+}

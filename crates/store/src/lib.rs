@@ -1,0 +1,177 @@
+//! # kiln-store: every run kept
+//!
+//! `kiln run` saves each run — what was run, the load's and the target's per-second
+//! series, the latency histograms, the profiles of every recorded event, an external load
+//! command's output — into a store, so that `kiln runs`, `kiln compare` and every command
+//! that reads a profile can come back to it:
+//!
+//! ```text
+//! kiln run --name before -p "$(pgrep -o beam.smp)" -d 30 load amqp -x 1 -y 1 -r 20000
+//! kiln runs                                   # list
+//! kiln flamegraph run:before -o before.html   # a stored run is a profile input
+//! kiln runs export before -o before.kiln      # one self-contained file to share
+//! ```
+//!
+//! ## Design constraints
+//!
+//! * **One embedded file by default.** [`SqliteStore`] keeps runs in one SQLite database
+//!   (WAL, so readers never wait for a writer). Each run is written in one transaction:
+//!   `kill -9` during a save loses at most that run. Two `kiln run`s saving at once both
+//!   land (the second waits for the first's transaction).
+//! * **A shared store later.** Commands talk to the [`Store`] trait; a PostgreSQL store
+//!   for teams implements the same trait and shares the schema's shape (a `runs` table of
+//!   metadata and headline figures, a `blobs` table of compressed bulk data).
+//! * **Listing is cheap.** Metadata and headline figures are a few hundred bytes of JSON
+//!   per run, apart from the bulk data, so `kiln runs` reads 1,000 runs in milliseconds.
+//! * **Bulk data compressed.** Profiles are kiln's native format ([`kiln_model::native`]),
+//!   series are columnar JSON, both zstd-compressed; latency histograms are HdrHistogram's
+//!   own compressed serialisation, mergeable across repeats and windows.
+//! * **Never damage what is not ours.** A file that is not a kiln store, is damaged, or was
+//!   written by a newer kiln is refused with a clear error and left as it is.
+#![deny(missing_docs)]
+
+mod model;
+mod sqlite;
+
+pub use model::{
+    Attachment, Column, Headline, Histogram, LoadInfo, RunData, RunId, RunMeta, RunStatus,
+    SeriesTable, TargetInfo, Window,
+};
+pub use sqlite::{SqliteStore, SCHEMA_VERSION};
+
+use std::path::{Path, PathBuf};
+
+/// Where runs are kept when neither `--store` nor `KILN_STORE` says: this file in the
+/// working directory.
+pub const DEFAULT_STORE: &str = "kiln-runs.db";
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The file exists but is not a kiln store.
+    #[error("'{0}' is not a kiln run store (it is not an SQLite database written by kiln); give another --store, or move the file away")]
+    NotAStore(PathBuf),
+    /// The store was written by a newer kiln.
+    #[error("'{path}' holds schema version {found}, newer than this kiln reads ({supported}); use a newer kiln")]
+    Newer {
+        /// The store.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The newest this build reads.
+        supported: i64,
+    },
+    /// SQLite reported an error (a damaged file, a full disk...).
+    #[error("run store '{path}': {source}")]
+    Sqlite {
+        /// The store.
+        path: PathBuf,
+        /// The error.
+        source: rusqlite::Error,
+    },
+    /// A stored value could not be read back.
+    #[error("run store '{path}': run {run}: {what}")]
+    Corrupt {
+        /// The store.
+        path: PathBuf,
+        /// The run.
+        run: RunId,
+        /// What was wrong.
+        what: String,
+    },
+    /// No run matches a reference.
+    #[error("no run '{reference}' in '{path}'{hint}")]
+    NoSuchRun {
+        /// The reference as given.
+        reference: String,
+        /// The store.
+        path: PathBuf,
+        /// A hint (the names there are).
+        hint: String,
+    },
+    /// An I/O error around the store file.
+    #[error("run store '{path}': {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// One line of `kiln runs`: metadata with headline figures, no bulk data.
+pub type RunSummary = RunMeta;
+
+/// A place runs are kept.
+pub trait Store {
+    /// Saves a whole run in one transaction; returns its id.
+    fn save(&mut self, run: &RunData) -> Result<RunId>;
+    /// Every run, oldest first (metadata and headline figures only).
+    fn list(&self) -> Result<Vec<RunSummary>>;
+    /// A run's metadata.
+    fn meta(&self, id: RunId) -> Result<RunMeta>;
+    /// A whole run.
+    fn load(&self, id: RunId) -> Result<RunData>;
+    /// A run's profiles only (what profile readers need).
+    fn profiles(&self, id: RunId) -> Result<Vec<kiln_model::Profile>>;
+    /// Removes a run.
+    fn remove(&mut self, id: RunId) -> Result<()>;
+    /// The store's location, for messages.
+    fn location(&self) -> &Path;
+
+    /// The runs a reference names, oldest first: a run id (`12` or `#12`), or a name — the
+    /// latest group of runs with that name (all its `--repeat`s).
+    fn resolve(&self, reference: &str) -> Result<Vec<RunMeta>> {
+        let all = self.list()?;
+        let id = reference.strip_prefix('#').unwrap_or(reference);
+        if let Ok(id) = id.parse::<RunId>() {
+            if let Some(m) = all.iter().find(|m| m.id == Some(id)) {
+                return Ok(vec![m.clone()]);
+            }
+        }
+        let latest_group = all
+            .iter()
+            .rev()
+            .find(|m| m.name == reference)
+            .map(|m| m.group.clone());
+        match latest_group {
+            Some(g) => Ok(all.into_iter().filter(|m| m.group == g).collect()),
+            None => {
+                let mut names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
+                names.dedup();
+                let hint = if names.is_empty() {
+                    " (the store is empty)".to_string()
+                } else {
+                    let shown: Vec<&str> = names.iter().rev().take(10).copied().collect();
+                    format!(" (latest names: {})", shown.join(", "))
+                };
+                Err(StoreError::NoSuchRun {
+                    reference: reference.to_string(),
+                    path: self.location().to_path_buf(),
+                    hint,
+                })
+            }
+        }
+    }
+}
+
+/// The store `--store`/`KILN_STORE` name, or [`DEFAULT_STORE`].
+pub fn default_location(flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    match std::env::var_os("KILN_STORE") {
+        Some(v) if !v.is_empty() => PathBuf::from(v),
+        _ => PathBuf::from(DEFAULT_STORE),
+    }
+}
+
+/// Whether `head` (a file's first bytes) is an SQLite database: a kiln store or an
+/// exported run.
+pub fn is_store_file(head: &[u8]) -> bool {
+    head.starts_with(b"SQLite format 3\0")
+}

@@ -1,0 +1,260 @@
+//! What a stored run is: metadata, per-second series, latency histograms, profiles and
+//! attachments. Every field that can be absent is optional, so that runs written by
+//! older kilns (and runs of loads that measure no latency, such as an external command)
+//! read back.
+use kiln_model::Profile;
+use serde::{Deserialize, Serialize};
+
+/// A run's identity in its store.
+pub type RunId = i64;
+
+/// Whether a run measured what it was asked to.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunStatus {
+    /// The measurement window ran to its end.
+    pub complete: bool,
+    /// Why not (target exited, load failed, interrupted by SIGINT...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The process a run profiled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// Process ids.
+    pub pids: Vec<u32>,
+    /// The first process's name (`comm`).
+    #[serde(default)]
+    pub comm: String,
+    /// Its executable (`/proc/PID/exe`).
+    #[serde(default)]
+    pub exe: String,
+    /// The executable's GNU build id, hex; empty when it has none.
+    #[serde(default)]
+    pub build_id: String,
+    /// Its command line.
+    #[serde(default)]
+    pub cmdline: Vec<String>,
+}
+
+/// The load a run drove.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadInfo {
+    /// `amqp`, `mqtt`, `http`, or `exec` for an external command.
+    pub protocol: String,
+    /// Its arguments as given (`-x 1 -y 1 -r 20000`, or the command line).
+    pub argv: Vec<String>,
+    /// What one operation is: `msg`, `req`, `conn`; empty when unknown (external commands).
+    #[serde(default)]
+    pub unit: String,
+    /// The load's own options and summary, as it reports them.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub report: serde_json::Value,
+}
+
+/// A span of a run on the CLOCK_MONOTONIC clock of the machine it ran on (ns), the clock
+/// of profile samples and series.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// A name (`measure`, a sweep step such as `48` or `20000`).
+    pub name: String,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+}
+
+impl Window {
+    /// Length in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9
+    }
+
+    /// Whether `t_ns` lies in the window (start included, end excluded).
+    pub fn contains(&self, t_ns: u64) -> bool {
+        t_ns >= self.start_ns && t_ns < self.end_ns
+    }
+}
+
+/// The figures a run is listed and compared by, over its measurement window. Absent
+/// where the run could not measure them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    /// Operations completed per second (messages received, requests answered...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<f64>,
+    /// Operations per second sent (messages published; equal to throughput for requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_rate: Option<f64>,
+    /// Operations counted in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<u64>,
+    /// What the latency figures measure (`consumer`, `consumer (intended)`, `request`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<String>,
+    /// Latency median, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    /// 99th percentile, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<f64>,
+    /// 99.9th percentile, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_us: Option<f64>,
+    /// Maximum, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_us: Option<f64>,
+    /// Target CPU (user + system) in the window, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu_s: Option<f64>,
+    /// Its user part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_user_s: Option<f64>,
+    /// Its system part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_system_s: Option<f64>,
+    /// Target CPU per operation, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_per_op_us: Option<f64>,
+    /// Largest RSS of the target, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_max_bytes: Option<u64>,
+    /// Context switches (voluntary + involuntary) of the target in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switches: Option<u64>,
+    /// Context switches per operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switches_per_op: Option<f64>,
+    /// kiln's own CPU in the window (load, recorder, sampling), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kiln_cpu_s: Option<f64>,
+    /// CPU of an external load command (and its children) in the window, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_cpu_s: Option<f64>,
+    /// Busy share of the whole machine in the window, percent of all CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_busy_pct: Option<f64>,
+}
+
+/// Per-second values sharing one time column (uPlot's columnar layout): `time_ns[i]` is
+/// the end of the i-th interval on the run's CLOCK_MONOTONIC clock.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesTable {
+    /// `load`, `target`, `machine`, `kiln`.
+    pub name: String,
+    /// End of each interval, ns.
+    pub time_ns: Vec<u64>,
+    /// The columns, each as long as `time_ns`.
+    pub columns: Vec<Column>,
+}
+
+impl SeriesTable {
+    /// The column named `name`.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+}
+
+/// One series of a [`SeriesTable`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    /// Name (`sent/s`, `p99`, `cpu user %:scheduler`).
+    pub name: String,
+    /// Unit: `msg/s`, `req/s`, `us`, `%`, `bytes`, `1/s`, `count`, `bool`.
+    pub unit: String,
+    /// Values; `None` where nothing was measured (no latency in a second without
+    /// messages).
+    pub values: Vec<Option<f64>>,
+}
+
+/// A latency histogram (HdrHistogram, V2 deflate serialisation: mergeable, so repeated
+/// runs and windows combine exactly).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    /// What it measures (`consumer`, `consumer (intended)`, `confirm`, `request`).
+    pub name: String,
+    /// The window it covers (`measure`, or a sweep step's name).
+    pub window: String,
+    /// Unit of recorded values (`us`).
+    pub unit: String,
+    /// The serialised histogram.
+    pub data: Vec<u8>,
+}
+
+/// A file kept with a run: an external load's stdout and stderr, for instance.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// Name (`load.stdout`).
+    pub name: String,
+    /// Its bytes.
+    pub data: Vec<u8>,
+}
+
+/// Everything about a run except its bulk data.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Id in the store it was read from; `None` before it is saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<RunId>,
+    /// `--name`.
+    pub name: String,
+    /// Runs of one `--repeat` share a group; a run alone is its own group.
+    pub group: String,
+    /// Position in its group (1-based) and the group's size.
+    #[serde(default)]
+    pub repeat: (u32, u32),
+    /// Start, ms since the Unix epoch.
+    pub started_unix_ms: i64,
+    /// Complete, or why not.
+    pub status: RunStatus,
+    /// kiln's command line.
+    pub command_line: Vec<String>,
+    /// `--note`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// `--tag k=v`.
+    #[serde(default)]
+    pub tags: Vec<(String, String)>,
+    /// Host name.
+    pub host: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// CPUs online.
+    pub cpus: u32,
+    /// kiln's version.
+    pub kiln_version: String,
+    /// The profiled process.
+    pub target: TargetInfo,
+    /// The load.
+    pub load: LoadInfo,
+    /// Recorded events (`cpu-clock`, `offcpu`...).
+    pub events: Vec<String>,
+    /// Sampling frequency of the cpu event, Hz.
+    #[serde(default)]
+    pub frequency: u32,
+    /// The measurement window.
+    pub measure: Window,
+    /// Further windows: the steps of a sweep.
+    #[serde(default)]
+    pub windows: Vec<Window>,
+    /// Headline figures over the measurement window.
+    pub headline: Headline,
+    /// What the reader must know (lost samples, a saturated client...).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// A whole run.
+#[derive(Clone, Debug, Default)]
+pub struct RunData {
+    /// Metadata and headline figures.
+    pub meta: RunMeta,
+    /// Per-second series.
+    pub series: Vec<SeriesTable>,
+    /// Latency histograms.
+    pub histograms: Vec<Histogram>,
+    /// One profile per recorded event.
+    pub profiles: Vec<Profile>,
+    /// Files kept with the run.
+    pub attachments: Vec<Attachment>,
+}
