@@ -6,15 +6,21 @@
 //! reset, a connection the server closed, a response that did not parse, or "unanswered
 //! when the run ended". Tickets of the rate schedule that found no free connection before
 //! the end are counted as not sent. Nothing is dropped silently.
+use super::driver::{
+    Extra, C_1XX, C_ANSWERED, C_BYTES_READ, C_BYTES_WRITTEN, C_CONNECTS, C_NOT_SENT, C_SENT,
+    C_UNANSWERED, F_ERRORS, L_INTENDED, L_LATENCY,
+};
 use super::request::Plan;
 use super::response::{ParseError, ResponseReader};
-use super::stats::{ErrorKind, ThreadStats};
-use kiln_model::stop::Stop;
+use super::ErrorKind;
+use crate::engine::pacer::{Constant, Pacer};
+use crate::engine::stats::record;
+use crate::engine::Ctx;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const TIMER: Token = Token(usize::MAX - 1);
@@ -33,13 +39,9 @@ pub(crate) struct WorkerConfig {
     pub connections: usize,
     /// Requests in flight per connection (1: no pipelining).
     pub pipeline: usize,
-    /// Requests per second for this thread; `None`: closed loop.
-    pub rate: Option<f64>,
-    /// Offset of this thread's schedule, ns (threads interleave their ticks).
-    pub rate_offset_ns: u64,
+    /// This thread's schedule; `None`: closed loop.
+    pub pacer: Option<Constant>,
     pub timeout: Duration,
-    /// When issuing stops, relative to `base`; `None`: until the stop is raised.
-    pub end: Option<Duration>,
     /// How long in-flight requests may still be answered after issuing stops.
     pub drain: Duration,
     /// Stop issuing after this many requests from this thread (0: no limit).
@@ -103,9 +105,16 @@ type Deadline = (u64, usize, u64, u64);
 pub(crate) struct Worker<'a> {
     cfg: WorkerConfig,
     plan: &'a Plan,
-    stop: &'a Stop,
+    ctx: &'a Ctx,
+    /// The agent slot this thread counts into.
+    agent: usize,
+    /// Time 0 of the load (the engine's start).
     base: Instant,
-    stats: Arc<Mutex<ThreadStats>>,
+    /// Responses by exact status code, and the first message of each error kind, merged
+    /// into the driver's `extra` at the end.
+    status: Vec<u64>,
+    details: [Option<String>; 6],
+    extra: &'a Mutex<Extra>,
     poll: Poll,
     conns: Vec<Conn>,
     /// Open connections that can take another request.
@@ -127,12 +136,14 @@ impl<'a> Worker<'a> {
     pub fn new(
         cfg: WorkerConfig,
         plan: &'a Plan,
-        stop: &'a Stop,
-        base: Instant,
-        stats: Arc<Mutex<ThreadStats>>,
+        ctx: &'a Ctx,
+        extra: &'a Mutex<Extra>,
     ) -> std::io::Result<Self> {
         let poll = Poll::new()?;
-        let timer = if cfg.rate.is_some() {
+        let base = ctx
+            .clock()
+            .instant_at(ctx.go_ns().unwrap_or_else(|| ctx.ns()));
+        let timer = if cfg.pacer.is_some() {
             let t = TimerFd::new()?;
             poll.registry()
                 .register(&mut mio::unix::SourceFd(&t.fd), TIMER, Interest::READABLE)?;
@@ -141,14 +152,21 @@ impl<'a> Worker<'a> {
             None
         };
         let seed = cfg.index as u64 * 0x9e37_79b9_7f4a_7c15 + 1;
+        let first = cfg
+            .pacer
+            .and_then(|p| p.due(0))
+            .map_or(u64::MAX, |t| (t * 1e9) as u64);
         Ok(Worker {
             conns: (0..cfg.connections).map(|_| Conn::new()).collect(),
-            next_ticket_ns: cfg.rate_offset_ns,
+            next_ticket_ns: first,
+            agent: cfg.index as usize,
             cfg,
             plan,
-            stop,
+            ctx,
             base,
-            stats,
+            status: vec![0; 1000],
+            details: Default::default(),
+            extra,
             poll,
             free: Vec::new(),
             deadlines: VecDeque::new(),
@@ -177,9 +195,10 @@ impl<'a> Worker<'a> {
         loop {
             let now = self.now_ns();
             if self.issuing {
-                let over = self.cfg.end.is_some_and(|e| now >= e.as_nanos() as u64)
-                    || self.stop.is_raised()
-                    || (self.cfg.max_requests > 0 && self.issued >= self.cfg.max_requests);
+                let over = self.ctx.stopping()
+                    || (self.cfg.max_requests > 0
+                        && self.issued >= self.cfg.max_requests
+                        && self.backlog.is_empty());
                 if over {
                     self.issuing = false;
                     drain_until = Some(now + self.cfg.drain.as_nanos() as u64);
@@ -249,7 +268,7 @@ impl<'a> Worker<'a> {
                 break;
             }
         }
-        if self.issuing && self.cfg.rate.is_some() {
+        if self.issuing && self.cfg.pacer.is_some() && self.next_ticket_ns != u64::MAX {
             let next = self.next_ticket_ns;
             if next <= now {
                 return Duration::ZERO;
@@ -267,23 +286,28 @@ impl<'a> Worker<'a> {
 
     /// Moves due tickets of the rate schedule into the backlog.
     fn release_tickets(&mut self, now: u64) {
-        let Some(rate) = self.cfg.rate else { return };
-        let interval = 1e9 / rate;
+        let Some(pacer) = self.cfg.pacer else { return };
+        // Nothing is scheduled at or after the end of the run.
+        let end_ns = (self.ctx.end_s() * 1e9).min(u64::MAX as f64) as u64;
         while self.next_ticket_ns <= now {
-            if self.cfg.max_requests > 0
-                && self.issued + self.backlog.len() as u64 >= self.cfg.max_requests
+            if self.next_ticket_ns >= end_ns
+                || (self.cfg.max_requests > 0
+                    && self.issued + self.backlog.len() as u64 >= self.cfg.max_requests)
             {
+                self.next_ticket_ns = u64::MAX;
                 break;
             }
             self.backlog.push_back(self.next_ticket_ns);
             self.tickets += 1;
-            self.next_ticket_ns = self.cfg.rate_offset_ns + (self.tickets as f64 * interval) as u64;
+            self.next_ticket_ns = pacer
+                .due(self.tickets)
+                .map_or(u64::MAX, |t| (t * 1e9) as u64);
         }
     }
 
     /// Sends what can be sent: backlog tickets (rate) or a full pipeline (closed loop).
     fn dispatch(&mut self) {
-        if self.cfg.rate.is_some() {
+        if self.cfg.pacer.is_some() {
             while !self.backlog.is_empty() {
                 let Some(i) = self.take_free() else { break };
                 let intended = self.backlog.pop_front();
@@ -349,11 +373,8 @@ impl<'a> Worker<'a> {
             c.generation,
             c.seq,
         ));
-        {
-            let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-            s.sent += 1;
-            s.bytes_written += bytes;
-        }
+        self.ctx.add(self.agent, C_SENT, 1);
+        self.ctx.add(self.agent, C_BYTES_WRITTEN, bytes);
         self.flush(i);
         self.mark_free(i);
     }
@@ -396,10 +417,7 @@ impl<'a> Worker<'a> {
                     return;
                 }
                 Ok(n) => {
-                    self.stats
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .bytes_read += n as u64;
+                    self.ctx.add(self.agent, C_BYTES_READ, n as u64);
                     if !self.consume(i, n) {
                         return;
                     }
@@ -449,19 +467,17 @@ impl<'a> Worker<'a> {
                     if !resp.keep_alive {
                         c.closing = true;
                     }
-                    {
-                        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-                        s.response(
-                            resp.status,
-                            now.saturating_sub(sent.sent_ns),
-                            sent.intended_ns.map(|t| now.saturating_sub(t)),
-                        );
-                    }
-                    if c.closing {
-                        if c.inflight.is_empty() {
+                    let (closing, behind) = (c.closing, c.inflight.len());
+                    self.response(
+                        resp.status,
+                        now.saturating_sub(sent.sent_ns),
+                        sent.intended_ns.map(|t| now.saturating_sub(t)),
+                    );
+                    if closing {
+                        if behind == 0 {
                             self.close_and_reconnect(i, 0);
                         } else {
-                            let k = c.inflight.len();
+                            let k = behind;
                             self.fail_conn(
                                 i,
                                 ErrorKind::Closed,
@@ -471,7 +487,7 @@ impl<'a> Worker<'a> {
                         return false;
                     }
                     if self.issuing {
-                        if self.cfg.rate.is_some() {
+                        if self.cfg.pacer.is_some() {
                             if let Some(t) = self.backlog.pop_front() {
                                 self.issue(i, Some(t));
                             } else {
@@ -499,14 +515,11 @@ impl<'a> Worker<'a> {
                 // A body that ran to the end of the connection.
                 let now = ns_since(self.base);
                 if let Some(sent) = c.inflight.pop_front() {
-                    self.stats
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .response(
-                            resp.status,
-                            now.saturating_sub(sent.sent_ns),
-                            sent.intended_ns.map(|t| now.saturating_sub(t)),
-                        );
+                    self.response(
+                        resp.status,
+                        now.saturating_sub(sent.sent_ns),
+                        sent.intended_ns.map(|t| now.saturating_sub(t)),
+                    );
                 }
                 if self.conns[i].inflight.is_empty() {
                     self.close_and_reconnect(i, 0);
@@ -533,10 +546,7 @@ impl<'a> Worker<'a> {
     fn fail_conn(&mut self, i: usize, kind: ErrorKind, detail: String) {
         let c = &mut self.conns[i];
         let lost = c.inflight.len() as u64;
-        {
-            let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-            s.error(kind, lost, &detail);
-        }
+        self.error(kind, lost, detail);
         self.close_and_reconnect(i, 0);
     }
 
@@ -554,7 +564,7 @@ impl<'a> Worker<'a> {
         c.generation += 1;
         c.closing = false;
         c.state = ConnState::Down {
-            retry_ns: self.base.elapsed().as_nanos() as u64 + delay_ns,
+            retry_ns: ns_since(self.base) + delay_ns,
         };
         if delay_ns == 0 {
             self.connect(i);
@@ -578,12 +588,7 @@ impl<'a> Worker<'a> {
         if !self.issuing {
             return;
         }
-        {
-            self.stats
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .connects += 1;
-        }
+        self.ctx.add(self.agent, C_CONNECTS, 1);
         match TcpStream::connect(self.plan.addr) {
             Ok(mut s) => {
                 let r = self.poll.registry().register(
@@ -604,20 +609,14 @@ impl<'a> Worker<'a> {
     }
 
     fn connect_failed(&mut self, i: usize, e: &std::io::Error) {
-        {
-            let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-            s.error(
-                ErrorKind::Connect,
-                1,
-                &format!("connecting to {}: {e}", self.plan.addr),
-            );
-        }
+        let detail = format!("connecting to {}: {e}", self.plan.addr);
+        self.error(ErrorKind::Connect, 1, detail);
         let c = &mut self.conns[i];
         if let Some(mut s) = c.sock.take() {
             let _ = self.poll.registry().deregister(&mut s);
         }
         c.state = ConnState::Down {
-            retry_ns: self.base.elapsed().as_nanos() as u64 + RECONNECT_BACKOFF.as_nanos() as u64,
+            retry_ns: ns_since(self.base) + RECONNECT_BACKOFF.as_nanos() as u64,
         };
     }
 
@@ -667,22 +666,51 @@ impl<'a> Worker<'a> {
     }
 
     fn fatal(&mut self, what: String) {
-        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-        s.error(ErrorKind::Other, 0, &what);
+        self.error(ErrorKind::Other, 0, what);
+    }
+
+    /// Counts a complete response and records its latencies.
+    fn response(&mut self, status: u16, service_ns: u64, intended_ns: Option<u64>) {
+        let a = self.agent;
+        self.ctx.add(a, C_ANSWERED, 1);
+        if (100..600).contains(&status) {
+            self.ctx.add(a, C_1XX + (status as usize / 100 - 1), 1);
+        }
+        self.status[(status as usize).min(999)] += 1;
+        let mut h = self.ctx.hists(a);
+        record(&mut h[L_LATENCY], (service_ns / 1000).max(1));
+        if let Some(t) = intended_ns {
+            record(&mut h[L_INTENDED], (t / 1000).max(1));
+        }
+    }
+
+    /// Counts `requests` failed with `kind` (a failed connection attempt counts once).
+    fn error(&mut self, kind: ErrorKind, requests: u64, detail: String) {
+        let n = if kind == ErrorKind::Connect {
+            1
+        } else {
+            requests
+        };
+        self.ctx.add(self.agent, kind.counter(), n);
+        self.ctx.flag_pulse(F_ERRORS);
+        let d = &mut self.details[kind as usize];
+        if d.is_none() {
+            *d = Some(detail);
+        }
     }
 
     fn finish(&mut self) {
         let unanswered: u64 = self.conns.iter().map(|c| c.inflight.len() as u64).sum();
-        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-        s.unanswered += unanswered;
-        s.not_sent += self.backlog.len() as u64;
-        s.finished = true;
-        drop(s);
+        self.ctx.add(self.agent, C_UNANSWERED, unanswered);
+        self.ctx
+            .add(self.agent, C_NOT_SENT, self.backlog.len() as u64);
         for c in &mut self.conns {
             if let Some(mut sock) = c.sock.take() {
                 let _ = self.poll.registry().deregister(&mut sock);
             }
         }
+        let mut x = self.extra.lock().unwrap_or_else(|p| p.into_inner());
+        x.merge(&self.status, &mut self.details);
     }
 }
 

@@ -15,21 +15,66 @@
 //! are warm, one `write` and about one `read` per request, latency recorded into
 //! HdrHistograms under a per-thread mutex that only the once-a-second reader contends.
 mod client;
+mod driver;
+pub mod report;
 pub mod request;
 pub mod response;
-mod stats;
+mod target;
 
+pub use driver::{HttpDriver, SCHEMA, SCHEMA_RATE};
+pub use report::{find_plateau, format_sweep, sweep_rows, Plateau, Summary, SweepRow};
 pub use request::{
     parse_header, parse_targets, parse_targets_file, parse_url, Csv, Plan, Target, Url,
 };
-pub use stats::{ErrorKind, ThreadStats};
 
+use crate::engine::stats::{Schema, Tick};
+use crate::engine::{Load, Report};
 use crate::Error;
 use kiln_model::stop::Stop;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// Why a request failed (or, for `Connect`, a connection attempt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// A connection could not be opened (refused, unreachable…). Counted per attempt.
+    Connect,
+    /// No complete response within `--timeout`.
+    Timeout,
+    /// The connection was reset (RST, broken pipe).
+    Reset,
+    /// The server closed the connection before or while answering.
+    Closed,
+    /// The response was not valid HTTP/1.1.
+    Protocol,
+    /// Anything else (epoll or socket errors).
+    Other,
+}
+
+impl ErrorKind {
+    /// Every kind, in report order.
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::Connect,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::Closed,
+        ErrorKind::Protocol,
+        ErrorKind::Other,
+    ];
+
+    /// Lower-case name used in reports (`connect`, `timeout`…); the series counter is
+    /// `err_NAME`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Other => "other",
+        }
+    }
+}
 
 /// An HTTP load. Defaults follow wrk where it has one (see [`HttpOptions::default`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -56,6 +101,11 @@ pub struct HttpOptions {
     pub pipeline: u32,
     /// Stop after this many requests (0: no limit). Default 0.
     pub max_requests: u64,
+    /// Processes whose CPU time and context switches are counted beside the load
+    /// (`--target-pid`). Default none.
+    pub target_pids: Vec<u32>,
+    /// The run's label (`--id`). Default `http`.
+    pub id: String,
 }
 
 impl Default for HttpOptions {
@@ -71,6 +121,8 @@ impl Default for HttpOptions {
             timeout: Duration::from_secs(2),
             pipeline: 1,
             max_requests: 0,
+            target_pids: Vec::new(),
+            id: "http".into(),
         }
     }
 }
@@ -105,6 +157,11 @@ impl HttpOptions {
         if self.targets.is_empty() {
             return bad("URL", String::new(), "give a URL or --targets FILE");
         }
+        for p in &self.target_pids {
+            if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+                return bad("--target-pid", p.to_string(), "no such process");
+            }
+        }
         Ok(())
     }
 
@@ -115,22 +172,6 @@ impl HttpOptions {
             None => None,
         };
         Plan::new(&self.targets, &self.headers, csv)
-    }
-}
-
-/// A load running on its threads.
-pub struct Running {
-    stats: Vec<Arc<Mutex<ThreadStats>>>,
-    handles: Vec<JoinHandle<()>>,
-    /// When the load started.
-    pub started: Instant,
-    /// The server's address.
-    pub addr: std::net::SocketAddr,
-}
-
-impl std::fmt::Debug for Running {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Running").field("addr", &self.addr).finish()
     }
 }
 
@@ -145,92 +186,121 @@ pub fn probe(plan: &Plan, timeout: Duration) -> Result<(), Error> {
         })
 }
 
-/// Starts the load: probes the server, then starts the threads. `stop` ends it early.
-pub fn start(opts: &HttpOptions, stop: &Stop) -> Result<Running, Error> {
-    opts.validate()?;
-    let plan = Arc::new(opts.plan()?);
-    probe(&plan, opts.timeout)?;
-    let threads = opts.threads.min(opts.connections).max(1);
-    let base = Instant::now();
-    let mut stats = Vec::new();
-    let mut handles = Vec::new();
-    for t in 0..threads {
-        let conns =
-            (opts.connections / threads + u32::from(t < opts.connections % threads)) as usize;
-        let rate = opts.rate.map(|r| r / threads as f64);
-        let cfg = client::WorkerConfig {
-            index: t,
-            threads,
-            connections: conns,
-            pipeline: opts.pipeline as usize,
-            rate,
-            // Threads interleave: thread t's first tick is t/R after the start.
-            rate_offset_ns: opts.rate.map_or(0, |r| (t as f64 * 1e9 / r) as u64),
-            timeout: opts.timeout,
-            end: opts.duration,
-            drain: opts.timeout.min(Duration::from_secs(2)),
-            max_requests: if opts.max_requests == 0 {
-                0
-            } else {
-                opts.max_requests / threads as u64
-                    + u64::from((t as u64) < opts.max_requests % threads as u64)
-            },
-        };
-        let s = Arc::new(Mutex::new(ThreadStats::default()));
-        stats.push(s.clone());
-        let plan = plan.clone();
-        let stop = stop.clone();
-        let h = std::thread::Builder::new()
-            .name(format!("kiln-http-{t}"))
-            .spawn(
-                move || match client::Worker::new(cfg, &plan, &stop, base, s.clone()) {
-                    Ok(w) => w.run(),
-                    Err(e) => {
-                        let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
-                        s.error(ErrorKind::Other, 0, &format!("cannot start a worker: {e}"));
-                        s.finished = true;
-                    }
-                },
-            )
-            .map_err(|e| Error::Start(format!("cannot start a thread: {e}")))?;
-        handles.push(h);
-    }
-    Ok(Running {
-        stats,
-        handles,
-        started: base,
-        addr: plan.addr,
-    })
+/// Runs an HTTP load to its end (see [`crate::engine::run`]).
+pub fn run(
+    opts: &HttpOptions,
+    stop: &Stop,
+    on_tick: &mut dyn FnMut(&Tick),
+) -> Result<Report, Error> {
+    let d = HttpDriver::new(opts.clone())?;
+    crate::engine::run(&d, stop, on_tick)
 }
 
-impl Running {
-    /// Everything counted since the last call (the per-second series reads this).
-    pub fn take(&self) -> ThreadStats {
-        let mut sum = ThreadStats::default();
-        for s in &self.stats {
-            let part = s.lock().unwrap_or_else(|p| p.into_inner()).take();
-            sum.add(&part);
-        }
-        sum
-    }
+/// What a sweep varies.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Sweep {
+    /// `--rate-sweep`: one constant-rate step per total rate.
+    Rate(Vec<f64>),
+    /// `--concurrency-sweep`: one step per connection count (closed loop unless -R).
+    Connections(Vec<u32>),
+}
 
-    /// Whether every thread has ended (time up, stop raised, request limit).
-    pub fn finished(&self) -> bool {
-        self.stats
-            .iter()
-            .all(|s| s.lock().unwrap_or_else(|p| p.into_inner()).finished)
-    }
+/// Parses `--concurrency-sweep 8,16,32` (or `FROM:TO:STEPS`).
+pub fn parse_concurrency_sweep(s: &str) -> Result<Vec<u32>, Error> {
+    let v = crate::engine::sweep::parse_steps("--concurrency-sweep", s)?;
+    v.iter()
+        .map(|&c| {
+            let r = c.round();
+            if (r - c).abs() > 1e-9 || !(1.0..=1_000_000.0).contains(&r) {
+                Err(Error::Option {
+                    flag: "--concurrency-sweep",
+                    value: s.to_string(),
+                    reason: format!("{c} is not a whole number of connections"),
+                })
+            } else {
+                Ok(r as u32)
+            }
+        })
+        .collect()
+}
 
-    /// Waits for the threads to end and returns what they counted since the last
-    /// [`Running::take`].
-    pub fn join(self) -> ThreadStats {
-        for h in self.handles {
-            let _ = h.join();
+/// Runs one step per value of `sweep` (each `opts.duration` long, 10 s if unset). The
+/// report's summary holds the table ([`SweepRow`]) and, for connections, the plateau.
+pub fn sweep(
+    opts: &HttpOptions,
+    sweep: &Sweep,
+    plateau_threshold: f64,
+    stop: &Stop,
+    on_tick: &mut dyn FnMut(&Tick),
+) -> Result<Report, Error> {
+    opts.validate()?;
+    let plan = std::sync::Arc::new(opts.plan()?);
+    probe(&plan, opts.timeout)?;
+    let mut base = opts.clone();
+    base.duration = Some(opts.duration.unwrap_or(Duration::from_secs(10)));
+    let (param, values): (&str, Vec<f64>) = match sweep {
+        Sweep::Rate(r) => ("rate", r.clone()),
+        Sweep::Connections(c) => ("connections", c.iter().map(|&c| c as f64).collect()),
+    };
+    let is_rate = matches!(sweep, Sweep::Rate(_));
+    let mut r = crate::engine::sweep::run_sweep(
+        param,
+        &values,
+        |v| {
+            let mut o = base.clone();
+            if is_rate {
+                o.rate = Some(v);
+            } else {
+                o.connections = v as u32;
+            }
+            HttpDriver::with_plan(o, plan.clone())
+        },
+        stop,
+        on_tick,
+    )?;
+    let rows = sweep_rows(&r, &base);
+    let plateau = if is_rate {
+        None
+    } else {
+        Some(find_plateau(&rows, plateau_threshold, &base))
+    };
+    r.summary = serde_json::json!({ "rows": rows, "plateau": plateau });
+    Ok(r)
+}
+
+/// An HTTP load as `kiln load` and `kiln run` start it: one run or a sweep.
+#[derive(Debug, Clone)]
+pub struct HttpLoad {
+    /// The options.
+    pub opts: HttpOptions,
+    /// A sweep, if any.
+    pub sweep: Option<Sweep>,
+    /// Throughput growth below which a concurrency step counts as the plateau (0.1: 10%).
+    pub plateau_threshold: f64,
+}
+
+impl HttpLoad {
+    /// What the load measures (latency from the intended send first with a rate).
+    pub fn schema(&self) -> &'static Schema {
+        if matches!(self.sweep, Some(Sweep::Rate(_))) {
+            &SCHEMA_RATE
+        } else {
+            HttpDriver::schema_for(&self.opts)
         }
-        let mut sum = ThreadStats::default();
-        for s in &self.stats {
-            sum.add(&s.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+}
+
+impl Load for HttpLoad {
+    fn protocol(&self) -> &'static str {
+        "http"
+    }
+    fn id(&self) -> &str {
+        &self.opts.id
+    }
+    fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
+        match &self.sweep {
+            Some(s) => sweep(&self.opts, s, self.plateau_threshold, stop, on_tick),
+            None => run(&self.opts, stop, on_tick),
         }
-        sum
     }
 }
