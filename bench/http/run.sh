@@ -65,10 +65,12 @@ kiln_run() { # mode extra-args...
   t0=$(ticks)
   /usr/bin/time -f '%U %S %M' -o "$dir/time" "$kiln" load http -t1 -c64 -d"${secs}s" "$@" "$url" > "$dir/out"
   t1=$(ticks)
-  reqs=$(grep -o 'requests: [0-9]* sent, [0-9]* answered' "$dir/out" | awk '{print $4}')
-  lat=$(grep -E 'latency( from intended send| \(closed-loop)' "$dir/out" | head -1 | grep -o '[0-9.]*/[0-9.]*/[0-9.]*/[0-9.]*/[0-9.]*/[0-9.]*/[0-9.]* ms')
-  p50=$(echo "$lat" | cut -d/ -f2)
-  p99=$(echo "$lat" | cut -d/ -f5)
+  # "requests: N sent = M answered + …"; the summary's first latency line is the headline one
+  # (from the intended send with -R, closed-loop otherwise), in µs.
+  reqs=$(grep -o 'sent = [0-9]* answered' "$dir/out" | awk '{print $3}')
+  lat=$(grep -E 'id: http, (latency from intended send|latency \(closed-loop)' "$dir/out" | head -1 | grep -o '[0-9]*/[0-9]*/[0-9]*/[0-9]*/[0-9]*/[0-9]*/[0-9]* µs')
+  p50=$(echo "$lat" | cut -d/ -f2 | awk '{printf "%.3f", $1 / 1000}')
+  p99=$(echo "$lat" | cut -d/ -f5 | awk '{printf "%.3f", $1 / 1000}')
   row "$mode" kiln "$reqs" "$(awk '{printf "%.2f", $1 + $2}' "$dir/time")" "$p50" "$p99" "$(awk -v a="$t0" -v b="$t1" -v t="$tck" 'BEGIN {printf "%.2f", (b - a) / t}')"
 }
 
@@ -115,5 +117,5 @@ done
 echo
 echo "# kiln holding 10,000 keep-alive connections at ${rate} req/s for ${secs} s"
 /usr/bin/time -f '%U %S %M' -o "$dir/time" "$kiln" load http -t1 -c10000 -R "$rate" -d"${secs}s" --timeout 10s "$url" > "$dir/out"
-grep -E 'requests:|answered rate' "$dir/out"
+grep -E 'requests:|answered rate|errors' "$dir/out"
 awk '{printf "kiln max RSS %.1f MB (%.2f KB per connection), CPU %.2f s\n", $3 / 1024, $3 / 10000, $1 + $2}' "$dir/time"
