@@ -125,7 +125,12 @@ pub(crate) struct Worker<'a> {
     next_ticket_ns: u64,
     tickets: u64,
     timer: Option<TimerFd>,
-    timer_armed_ns: u64,
+    /// The timer woke the loop in this iteration.
+    timer_woke: bool,
+    /// Period of this thread's schedule, ns (the timer repeats at it).
+    period_ns: u64,
+    /// Requests of the schedule released in this iteration.
+    released: u64,
     issued: u64,
     rng: fastrand::Rng,
     rbuf: Vec<u8>,
@@ -173,7 +178,9 @@ impl<'a> Worker<'a> {
             backlog: VecDeque::new(),
             tickets: 0,
             timer,
-            timer_armed_ns: 0,
+            timer_woke: false,
+            period_ns: 0,
+            released: 0,
             issued: 0,
             rng: fastrand::Rng::with_seed(seed),
             rbuf: vec![0; 64 * 1024],
@@ -191,6 +198,12 @@ impl<'a> Worker<'a> {
         for i in 0..self.conns.len() {
             self.connect(i);
         }
+        if let (Some(p), Some(tf)) = (self.cfg.pacer, &self.timer) {
+            self.period_ns = ((1e9 / p.rate) as u64).max(1);
+            if self.next_ticket_ns != u64::MAX {
+                tf.arm(self.base, self.next_ticket_ns, self.period_ns);
+            }
+        }
         let mut drain_until = None;
         loop {
             let now = self.now_ns();
@@ -200,7 +213,12 @@ impl<'a> Worker<'a> {
                         && self.issued >= self.cfg.max_requests
                         && self.backlog.is_empty());
                 if over {
+                    // Requests due before the end but not sent yet are counted as not sent.
+                    self.release_tickets(now);
                     self.issuing = false;
+                    if let Some(tf) = &self.timer {
+                        tf.disarm();
+                    }
                     drain_until = Some(now + self.cfg.drain.as_nanos() as u64);
                 }
             }
@@ -225,10 +243,9 @@ impl<'a> Worker<'a> {
             for ev in events.iter() {
                 let t = ev.token();
                 if t == TIMER {
-                    if let Some(tf) = &self.timer {
-                        tf.drain();
-                    }
-                    self.timer_armed_ns = 0;
+                    // Edge-triggered: every expiration is a new edge, so the count is
+                    // never read (one system call less per scheduled request).
+                    self.timer_woke = true;
                     continue;
                 }
                 let i = t.0;
@@ -273,11 +290,13 @@ impl<'a> Worker<'a> {
             if next <= now {
                 return Duration::ZERO;
             }
-            // epoll rounds timeouts up to milliseconds; the timerfd wakes us on time.
-            if self.timer_armed_ns != next {
+            // epoll rounds timeouts up to milliseconds; the timerfd, repeating at the
+            // schedule's period, wakes us on time. Its period is rounded down to whole ns,
+            // so it drifts early: when it woke us before the next request was due, it
+            // starts again from that request's time.
+            if std::mem::take(&mut self.timer_woke) && self.released == 0 {
                 if let Some(tf) = &self.timer {
-                    tf.arm(self.base, next);
-                    self.timer_armed_ns = next;
+                    tf.arm(self.base, next, self.period_ns);
                 }
             }
         }
@@ -286,6 +305,7 @@ impl<'a> Worker<'a> {
 
     /// Moves due tickets of the rate schedule into the backlog.
     fn release_tickets(&mut self, now: u64) {
+        self.released = 0;
         let Some(pacer) = self.cfg.pacer else { return };
         // Nothing is scheduled at or after the end of the run.
         let end_ns = (self.ctx.end_s() * 1e9).min(u64::MAX as f64) as u64;
@@ -299,6 +319,7 @@ impl<'a> Worker<'a> {
             }
             self.backlog.push_back(self.next_ticket_ns);
             self.tickets += 1;
+            self.released += 1;
             self.next_ticket_ns = pacer
                 .due(self.tickets)
                 .map_or(u64::MAX, |t| (t * 1e9) as u64);
@@ -729,7 +750,7 @@ fn classify(e: &std::io::Error) -> ErrorKind {
     }
 }
 
-/// A CLOCK_MONOTONIC timerfd armed at absolute times (nanosecond resolution).
+/// A CLOCK_MONOTONIC timerfd armed at absolute times, repeating (nanosecond resolution).
 struct TimerFd {
     fd: i32,
 }
@@ -749,8 +770,8 @@ impl TimerFd {
         Ok(TimerFd { fd })
     }
 
-    /// Arms the timer for `at_ns` after `base`.
-    fn arm(&self, base: Instant, at_ns: u64) {
+    /// Arms the timer for `at_ns` after `base`, then every `interval_ns`.
+    fn arm(&self, base: Instant, at_ns: u64, interval_ns: u64) {
         let now_rel = base.elapsed().as_nanos() as u64;
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -762,8 +783,8 @@ impl TimerFd {
         let target = now_mono + at_ns.saturating_sub(now_rel).max(1);
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
+                tv_sec: (interval_ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (interval_ns % 1_000_000_000) as libc::c_long,
             },
             it_value: libc::timespec {
                 tv_sec: (target / 1_000_000_000) as libc::time_t,
@@ -781,10 +802,18 @@ impl TimerFd {
         };
     }
 
-    fn drain(&self) {
-        let mut b = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into b.
-        unsafe { libc::read(self.fd, b.as_mut_ptr() as *mut libc::c_void, 8) };
+    /// Stops the timer.
+    fn disarm(&self) {
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let spec = libc::itimerspec {
+            it_interval: zero,
+            it_value: zero,
+        };
+        // SAFETY: valid fd and itimerspec.
+        unsafe { libc::timerfd_settime(self.fd, 0, &spec, std::ptr::null_mut()) };
     }
 }
 
