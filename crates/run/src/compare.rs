@@ -570,9 +570,11 @@ pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
         let (pos, greater) = match (part.find('>'), part.find('<')) {
             (Some(p), None) => (p, true),
             (None, Some(p)) => (p, false),
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "'{part}': expected FIGURE>LIMIT or FIGURE<LIMIT, e.g. p99>+10% or throughput<-5%"
-            )),
+            ))
+            }
         };
         let name = &part[..pos];
         let m = metric(name).ok_or_else(|| {

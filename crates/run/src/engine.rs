@@ -1,113 +1,139 @@
-//! kiln's own load protocols as [`Load`]s.
+//! kiln's own load protocols (the load engine's [`kiln_loadgen::Load`]s) under `kiln run`:
+//! one adapter for every protocol, since the engine's seconds are already
+//! protocol-neutral.
 use crate::{Load, LoadEvents, LoadOutcome, LoadTick};
-use kiln_loadgen::{AmqpOptions, Percentiles, Tick};
+use kiln_loadgen::Tick;
 use kiln_model::stop::Stop;
-use kiln_store::LoadInfo;
+use kiln_store::{LoadInfo, Window};
 
-/// `kiln load amqp` under `kiln run`.
-#[derive(Debug, Clone)]
-pub struct AmqpLoad {
-    opts: AmqpOptions,
+/// A load of kiln's engine (`load amqp …`) driven by `kiln run`.
+pub struct EngineLoad {
+    load: Box<dyn kiln_loadgen::Load>,
     argv: Vec<String>,
 }
 
-impl AmqpLoad {
-    /// The load of `opts`, given on the command line as `argv`.
-    pub fn new(opts: AmqpOptions, argv: Vec<String>) -> Self {
-        AmqpLoad { opts, argv }
+impl std::fmt::Debug for EngineLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineLoad")
+            .field("protocol", &self.load.protocol())
+            .field("argv", &self.argv)
+            .finish()
     }
 }
 
-fn latency_values(
-    out: &mut Vec<(String, String, Option<f64>)>,
-    name: &str,
-    p: &Option<Percentiles>,
-) {
-    for (q, v) in [
-        ("p50", p.map(|p| p.p50_us)),
-        ("p99", p.map(|p| p.p99_us)),
-        ("p99.9", p.map(|p| p.p999_us)),
-        ("max", p.map(|p| p.max_us)),
-    ] {
-        out.push((
-            format!("{name} latency {q}"),
-            "us".into(),
-            v.map(|v| v as f64),
+impl EngineLoad {
+    /// `load`, given on the command line as `argv` (the protocol's own flags).
+    pub fn new(load: Box<dyn kiln_loadgen::Load>, argv: Vec<String>) -> Self {
+        EngineLoad { load, argv }
+    }
+}
+
+/// What one operation is, per protocol.
+fn unit_of(protocol: &str) -> &'static str {
+    match protocol {
+        "http" => "req",
+        "amqp" | "mqtt" => "msg",
+        _ => "op",
+    }
+}
+
+fn convert(t: &Tick, throughput_counter: Option<&str>) -> LoadTick {
+    let mut values: Vec<(String, String, Option<f64>)> = Vec::new();
+    for c in &t.counters {
+        values.push((
+            c.name.to_string(),
+            format!("{}/s", c.unit),
+            Some(t.rate(&c.name)),
         ));
     }
-}
-
-fn convert(t: &Tick, o: &AmqpOptions) -> LoadTick {
-    let r = |n: u64| Some(t.rate(n));
-    let mut values = vec![
-        ("sent".to_string(), "msg/s".to_string(), r(t.sent)),
-        ("received".into(), "msg/s".into(), r(t.received)),
-    ];
-    if o.confirm.is_some() {
-        values.push(("confirmed".into(), "msg/s".into(), r(t.confirmed)));
-        values.push(("nacked".into(), "msg/s".into(), r(t.nacked)));
+    for l in &t.latencies {
+        let p = l.percentiles.as_ref();
+        for (q, v) in [
+            ("p50", p.map(|p| p.p50_us)),
+            ("p99", p.map(|p| p.p99_us)),
+            ("p99.9", p.map(|p| p.p999_us)),
+            ("max", p.map(|p| p.max_us)),
+        ] {
+            values.push((format!("{} {q}", l.name), "us".into(), v.map(|v| v as f64)));
+        }
     }
-    values.push(("returned".into(), "msg/s".into(), r(t.returned)));
-    latency_values(&mut values, "consumer", &t.consumer_latency);
-    if o.rate_limited() {
-        latency_values(
-            &mut values,
-            "consumer (intended)",
-            &t.consumer_latency_intended,
-        );
+    for f in &t.flags {
+        values.push((
+            f.name.to_string(),
+            "bool".into(),
+            Some(if f.value { 1.0 } else { 0.0 }),
+        ));
     }
-    if o.confirm.is_some() {
-        latency_values(&mut values, "confirm", &t.confirm_latency);
-    }
-    let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
-    values.push(("blocked".into(), "bool".into(), flag(t.blocked)));
-    values.push(("stalled".into(), "bool".into(), flag(t.stalled)));
-    values.push(("disconnected".into(), "bool".into(), flag(t.disconnected)));
-    let completed = if o.consumers > 0 {
-        t.received
-    } else if o.confirm.is_some() {
-        t.confirmed
-    } else {
-        t.sent
-    };
+    let latency = t
+        .latencies
+        .iter()
+        .zip(&t.histograms)
+        .filter_map(|(l, h)| Some((l.name.to_string(), h.clone()?)))
+        .collect();
     LoadTick {
-        end_ns: kiln_model::clock::monotonic_ns(),
+        end_ns: t.end_mono_ns,
         interval_s: t.interval_s,
-        completed: Some(completed),
-        sent: Some(t.sent),
+        completed: throughput_counter.map(|c| t.counter(c)),
+        sent: t
+            .counters
+            .iter()
+            .find(|c| c.name == "sent")
+            .map(|c| c.value),
         values,
-        latency: Vec::new(),
+        latency,
     }
 }
 
-impl Load for AmqpLoad {
+impl Load for EngineLoad {
     fn info(&self) -> LoadInfo {
+        let protocol = self.load.protocol();
         LoadInfo {
-            protocol: "amqp".into(),
+            protocol: protocol.into(),
             argv: self.argv.clone(),
-            unit: "msg".into(),
+            unit: unit_of(protocol).into(),
             report: serde_json::Value::Null,
         }
     }
 
     fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
         let mut started = false;
-        let o = self.opts.clone();
-        let r = kiln_loadgen::run(&self.opts, stop.as_flag(), &mut |t| {
+        let schema = self.load.schema();
+        let throughput = schema.counters.get(schema.throughput).map(|c| c.name);
+        let r = self.load.run(stop, &mut |t| {
             if !started {
                 started = true;
                 events.started(None);
             }
-            events.tick(convert(t, &o));
+            events.tick(convert(t, throughput));
         });
         match r {
-            Ok(report) => LoadOutcome {
-                started: true,
-                ended_by_itself: !stop.is_raised(),
-                failure: report.summary.failure.clone(),
-                report: serde_json::to_value(&report).unwrap_or_default(),
-                ..Default::default()
-            },
+            Ok(report) => {
+                let windows = report
+                    .steps
+                    .iter()
+                    .map(|s| Window {
+                        name: format!("{}={}", s.param, s.value),
+                        start_ns: s.start_mono_ns,
+                        end_ns: s.end_mono_ns,
+                    })
+                    .collect();
+                LoadOutcome {
+                    started: true,
+                    ended_by_itself: !stop.is_raised(),
+                    failure: report.headline.failure.clone(),
+                    // The series is kept as the run's own table; here the rest.
+                    report: serde_json::json!({
+                        "protocol": report.protocol,
+                        "options": report.options,
+                        "summary": report.summary,
+                        "headline": report.headline,
+                        "events": report.events,
+                        "steps": report.steps,
+                    }),
+                    windows,
+                    ..Default::default()
+                }
+            }
             Err(e) if !started => LoadOutcome::failed_to_start(e.to_string()),
             Err(e) => LoadOutcome {
                 started: true,

@@ -264,7 +264,6 @@ impl AmqpArgs {
 
 /// The load a `kiln load …` command line describes, ready to run (`kiln run` starts loads
 /// this way), with its output prefix.
-#[allow(dead_code)] // the entry point of `kiln run`'s load
 pub fn into_load(cmd: LoadCommand) -> Result<(Box<dyn Load>, Option<PathBuf>)> {
     match cmd {
         LoadCommand::Amqp(a) => {

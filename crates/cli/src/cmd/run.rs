@@ -148,19 +148,15 @@ fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
     match load {
         RunLoad::Exec { command } => Ok(Box::new(kiln_run::ExecLoad::new(command))),
         RunLoad::Load(cmd) => {
-            let LoadCommand::Amqp(a) = *cmd;
-            let (opts, output, sweep) = a.into_options()?;
+            let (load, output) = super::load::into_load(*cmd)?;
             if output.is_some() {
                 bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
             }
-            if sweep.is_some() {
-                bail!("--rate-sweep under kiln run is not supported yet; run one rate per kiln run (--name per rate) and compare them");
-            }
             let mut argv = load_argv("load");
-            if argv.first().map(String::as_str) == Some("amqp") {
+            if argv.first().map(String::as_str) == Some(load.protocol()) {
                 argv.remove(0);
             }
-            Ok(Box::new(kiln_run::AmqpLoad::new(opts, argv)))
+            Ok(Box::new(kiln_run::EngineLoad::new(load, argv)))
         }
     }
 }
@@ -261,6 +257,11 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     opts.note = args.note.clone();
     opts.tags = parse_tags(&args.tag)?;
     opts.command_line = std::env::args().collect();
+    for &p in &opts.pids {
+        if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+            bail!("no process {p} (the target must be running; give its pid with -p)");
+        }
+    }
     let mut store = args.store.open()?;
     let json = args.json;
     let repeat = args.repeat;

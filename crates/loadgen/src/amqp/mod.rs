@@ -86,6 +86,9 @@ impl Load for AmqpLoad {
     fn protocol(&self) -> &'static str {
         "amqp"
     }
+    fn schema(&self) -> &'static crate::engine::stats::Schema {
+        &driver::SCHEMA
+    }
     fn id(&self) -> &str {
         &self.opts.id
     }
