@@ -38,7 +38,7 @@ tck=$(getconf CLK_TCK)
 # Latency in wrk's units (us, ms, s) to ms.
 to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'; }
 
-echo "# $(date -u +%Y-%m-%d) $(nproc) cores; nginx $(dpkg-query -W -f '${Version}' nginx 2>/dev/null || echo ?) one worker; wrk $(dpkg-query -W -f '${Version}' wrk 2>/dev/null || echo ?); vegeta $("$vegeta" -version 2>/dev/null | awk '/Version/ {print $2}' || echo absent); ${secs} s per run, ${reps} runs each"
+echo "# $(date -u +%Y-%m-%d) $(nproc) cores; nginx $(dpkg-query -W -f '${Version}' nginx 2>/dev/null || echo ?) one worker; wrk $(dpkg-query -W -f '${Version}' wrk 2>/dev/null || echo ?); vegeta $( (go version -m "$vegeta" 2>/dev/null || /usr/local/go/bin/go version -m "$vegeta" 2>/dev/null) | awk '$1 == "mod" {print $3}' || echo absent); ${secs} s per run, ${reps} runs each"
 printf '%-6s %-7s %12s %9s %11s %9s %9s %9s\n' mode tool "req/s" "client s" "client µs/req" "p50 ms" "p99 ms" "nginx s"
 
 results="$dir/results"

@@ -204,6 +204,16 @@ impl HttpArgs {
     }
 }
 
+/// Under `kiln run -p PID`, an HTTP load without `--target-pid` counts the run's target,
+/// so a concurrency sweep can tell whether the target was short of CPU.
+pub fn default_target(cmd: &mut super::load::LoadCommand, pids: &[u32]) {
+    if let super::load::LoadCommand::Http(a) = cmd {
+        if a.target_pid.is_empty() {
+            a.target_pid = pids.to_vec();
+        }
+    }
+}
+
 fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {
     let mut s = prefix.as_os_str().to_owned();
     s.push(".");

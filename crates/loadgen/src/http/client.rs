@@ -20,6 +20,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -135,6 +136,8 @@ pub(crate) struct Worker<'a> {
     rng: fastrand::Rng,
     rbuf: Vec<u8>,
     issuing: bool,
+    /// The load started (requests may be sent).
+    started: bool,
 }
 
 impl<'a> Worker<'a> {
@@ -185,6 +188,7 @@ impl<'a> Worker<'a> {
             rng: fastrand::Rng::with_seed(seed),
             rbuf: vec![0; 64 * 1024],
             issuing: true,
+            started: false,
         })
     }
 
@@ -192,12 +196,47 @@ impl<'a> Worker<'a> {
         ns_since(self.base)
     }
 
-    /// Runs until the end, the stop, or the request limit; then drains.
-    pub fn run(mut self) {
+    /// Opens the connections, counts itself in `ready`, waits for the load to start, then
+    /// runs until the end, the stop, or the request limit, and drains.
+    pub fn run(mut self, ready: &AtomicUsize) {
         let mut events = Events::with_capacity(1024);
         for i in 0..self.conns.len() {
             self.connect(i);
         }
+        // Connections first (bounded by --timeout): the schedule starts when every thread
+        // has its connections, so connection setup is not counted as queueing.
+        let t0 = Instant::now();
+        while self.conns.iter().any(|c| c.state == ConnState::Connecting)
+            && !self.ctx.stopping()
+            && t0.elapsed() < self.cfg.timeout
+        {
+            if self
+                .poll
+                .poll(&mut events, Some(Duration::from_millis(20)))
+                .is_err()
+            {
+                break;
+            }
+            for ev in events.iter() {
+                let i = ev.token().0;
+                if i < self.conns.len() && self.conns[i].state == ConnState::Connecting {
+                    self.on_connect_event(i);
+                }
+            }
+        }
+        ready.fetch_add(1, Ordering::SeqCst);
+        if self.ctx.wait_go() {
+            let go = self.ctx.go_ns().unwrap_or_else(|| self.ctx.ns());
+            self.base = self.ctx.clock().instant_at(go);
+            for c in &mut self.conns {
+                if let ConnState::Down { retry_ns } = &mut c.state {
+                    *retry_ns = 0;
+                }
+            }
+        } else {
+            self.issuing = false;
+        }
+        self.started = true;
         if let (Some(p), Some(tf)) = (self.cfg.pacer, &self.timer) {
             self.period_ns = ((1e9 / p.rate) as u64).max(1);
             if self.next_ticket_ns != u64::MAX {
@@ -243,8 +282,11 @@ impl<'a> Worker<'a> {
             for ev in events.iter() {
                 let t = ev.token();
                 if t == TIMER {
-                    // Edge-triggered: every expiration is a new edge, so the count is
-                    // never read (one system call less per scheduled request).
+                    // Reading the expiration count also re-arms the repeating timer (the
+                    // kernel restarts it on read), so no timerfd_settime per request.
+                    if let Some(tf) = &self.timer {
+                        tf.drain();
+                    }
                     self.timer_woke = true;
                     continue;
                 }
@@ -656,7 +698,7 @@ impl<'a> Worker<'a> {
                 let _ = s.set_nodelay(true);
                 c.state = ConnState::Open;
                 self.mark_free(i);
-                if self.issuing {
+                if self.issuing && self.started {
                     self.dispatch();
                 }
             }
@@ -800,6 +842,13 @@ impl TimerFd {
                 std::ptr::null_mut(),
             )
         };
+    }
+
+    /// Reads the expiration count; a repeating timer is restarted by this read.
+    fn drain(&self) {
+        let mut b = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into b.
+        unsafe { libc::read(self.fd, b.as_mut_ptr() as *mut libc::c_void, 8) };
     }
 
     /// Stops the timer.

@@ -6,6 +6,7 @@ use crate::engine::pacer::Constant;
 use crate::engine::stats::{CounterDef, FlagDef, LatencyDef, Schema, Show};
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -315,8 +316,8 @@ impl Driver for HttpDriver {
         super::probe(&self.plan, self.opts.timeout)?;
         let o = &self.opts;
         let threads = self.threads();
-        ctx.start_load();
-        let mut target = super::target::Sampler::new(&o.target_pids);
+        let ready = AtomicUsize::new(0);
+        let mut target = None;
         std::thread::scope(|s| -> Result<(), Error> {
             let mut handles = Vec::new();
             for t in 0..threads {
@@ -343,18 +344,32 @@ impl Driver for HttpDriver {
                 };
                 let plan = &*self.plan;
                 let extra = &self.extra;
+                let ready = &ready;
                 let h = std::thread::Builder::new()
                     .name(format!("kiln-http-{t}"))
                     .spawn_scoped(s, move || match Worker::new(cfg, plan, ctx, extra) {
-                        Ok(w) => w.run(),
-                        Err(e) => ctx.fail(format!("cannot start an HTTP worker: {e}")),
+                        Ok(w) => w.run(ready),
+                        Err(e) => {
+                            ctx.fail(format!("cannot start an HTTP worker: {e}"));
+                            ready.fetch_add(1, Ordering::SeqCst);
+                        }
                     })
                     .map_err(|e| Error::Start(format!("cannot start a thread: {e}")))?;
                 handles.push(h);
             }
+            // The load starts once every thread has opened its connections.
+            while ready.load(Ordering::SeqCst) < threads as usize && !ctx.stopping() {
+                ctx.stop().sleep(Duration::from_millis(1));
+            }
+            if !ctx.stopping() {
+                ctx.start_load();
+                target = Some(super::target::Sampler::new(&o.target_pids));
+            }
             // Sample the target's and kiln's CPU while the workers run.
             while !handles.iter().all(|h| h.is_finished()) {
-                target.sample(ctx);
+                if let Some(t) = target.as_mut() {
+                    t.sample(ctx);
+                }
                 if ctx.stop().sleep(Duration::from_millis(200)) {
                     ctx.mark_end();
                     break;
@@ -363,8 +378,11 @@ impl Driver for HttpDriver {
             for h in handles {
                 let _ = h.join();
             }
-            target.sample(ctx);
-            if let Some(e) = target.error() {
+            let target_error = target.as_mut().and_then(|t| {
+                t.sample(ctx);
+                t.error()
+            });
+            if let Some(e) = target_error {
                 self.extra
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

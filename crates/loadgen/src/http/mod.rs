@@ -294,6 +294,9 @@ impl Load for HttpLoad {
     fn protocol(&self) -> &'static str {
         "http"
     }
+    fn schema(&self) -> &'static Schema {
+        HttpLoad::schema(self)
+    }
     fn id(&self) -> &str {
         &self.opts.id
     }
