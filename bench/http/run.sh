@@ -5,8 +5,9 @@
 #   bench/http/run.sh [SECONDS] [REPS]          (default 10 s per run, 3 repetitions)
 #
 # Closed loop: `wrk -t1 -c64 --latency` and `kiln load http -t1 -c64`.
-# Constant rate: `vegeta attack -rate 10000/s` (its CPU measured on the attack alone, the
-# report is decoded afterwards) and `kiln load http -t1 -c64 -R 10000`.
+# Constant rate, at each of $RATES (default 2000 and 10000 req/s): `vegeta attack -rate R/s`
+# (its CPU measured on the attack alone, the report is decoded afterwards) and
+# `kiln load http -t1 -c64 -R R`.
 # For each run: answered requests/s, the client's CPU seconds (user+sys, /usr/bin/time) and
 # microseconds of client CPU per request, p50/p99 latency (for the constant rate: kiln's
 # from the intended send time; vegeta's from its send), the nginx worker's CPU seconds.
@@ -23,7 +24,10 @@ reps=${2:-3}
 kiln=${KILN:-$root/target/release/kiln}
 vegeta=${VEGETA:-$(command -v vegeta || echo "$HOME/go/bin/vegeta")}
 port=${BENCH_PORT:-18480}
-rate=${RATE:-10000}
+# Constant rates: vegeta keeps up with the lower one on a loaded 2-core machine; the higher
+# is the goal's.
+rates=${RATES:-2000 10000}
+rate=$(echo "$rates" | awk '{print $NF}')
 [ -x "$kiln" ] || { echo "build kiln first: cargo build --release -p kiln (or set KILN)" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)" >&2; exit 1; }
 
@@ -74,23 +78,25 @@ kiln_run() { # mode extra-args...
   row "$mode" kiln "$reqs" "$(awk '{printf "%.2f", $1 + $2}' "$dir/time")" "$p50" "$p99" "$(awk -v a="$t0" -v b="$t1" -v t="$tck" 'BEGIN {printf "%.2f", (b - a) / t}')"
 }
 
-rate_vegeta() {
+rate_vegeta() { # rate
   t0=$(ticks)
-  echo "GET $url" | /usr/bin/time -f '%U %S' -o "$dir/time" "$vegeta" attack -rate="${rate}/s" -duration="${secs}s" -keepalive=true > "$dir/vegeta.bin"
+  echo "GET $url" | /usr/bin/time -f '%U %S' -o "$dir/time" "$vegeta" attack -rate="$1/s" -duration="${secs}s" -keepalive=true > "$dir/vegeta.bin"
   t1=$(ticks)
   "$vegeta" report -type=json < "$dir/vegeta.bin" > "$dir/vegeta.json"
   reqs=$(grep -o '"requests":[0-9]*' "$dir/vegeta.json" | cut -d: -f2)
   p50=$(grep -o '"50th":[0-9]*' "$dir/vegeta.json" | cut -d: -f2 | awk '{printf "%.3f", $1 / 1e6}')
   p99=$(grep -o '"99th":[0-9]*' "$dir/vegeta.json" | cut -d: -f2 | awk '{printf "%.3f", $1 / 1e6}')
-  row rate vegeta "$reqs" "$(awk '{printf "%.2f", $1 + $2}' "$dir/time")" "$p50" "$p99" "$(awk -v a="$t0" -v b="$t1" -v t="$tck" 'BEGIN {printf "%.2f", (b - a) / t}')"
+  row "R$1" vegeta "$reqs" "$(awk '{printf "%.2f", $1 + $2}' "$dir/time")" "$p50" "$p99" "$(awk -v a="$t0" -v b="$t1" -v t="$tck" 'BEGIN {printf "%.2f", (b - a) / t}')"
 }
 
 i=0
 while [ $i -lt "$reps" ]; do
   closed_wrk
   kiln_run closed
-  if [ -x "$vegeta" ]; then rate_vegeta; fi
-  kiln_run rate -R "$rate"
+  for r in $rates; do
+    if [ -x "$vegeta" ]; then rate_vegeta "$r"; fi
+    kiln_run "R$r" -R "$r"
+  done
   i=$((i + 1))
 done
 
@@ -99,8 +105,8 @@ echo "# medians over $reps runs (spread: min-max)"
 med() { # mode tool column
   awk -v m="$1" -v t="$2" -v c="$3" '$1 == m && $2 == t {print $c}' "$results" | sort -g | awk '{a[NR] = $1} END { if (NR == 0) { print "- - -"; exit } printf "%s %s %s\n", a[int((NR + 1) / 2)], a[1], a[NR] }'
 }
-for m in closed rate; do
-  anchor=wrk; [ "$m" = rate ] && anchor=vegeta
+for m in closed $(for r in $rates; do printf 'R%s ' "$r"; done); do
+  anchor=wrk; [ "$m" != closed ] && anchor=vegeta
   for t in $anchor kiln; do
     set -- $(med $m $t 3); r=$1 rl=$2 rh=$3
     set -- $(med $m $t 5); c=$1 cl=$2 ch=$3
