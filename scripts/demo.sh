@@ -15,58 +15,19 @@ out=kiln-demo
 mkdir -p "$out"
 export KILN_STORE="$out/runs.db"
 
-for p in /usr/lib/rabbitmq/bin/rabbitmq-server /usr/lib/rabbitmq/bin/rabbitmqctl; do
-  [ -x "$p" ] || { echo "demo: $p not found (scripts/install-deps.sh installs rabbitmq-server)" >&2; exit 1; }
-done
-epmd_bin=$(command -v epmd || ls /usr/lib/erlang/erts-*/bin/epmd 2>/dev/null | head -1)
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || {
+  echo "demo: rabbitmq-server not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
 dir=$(mktemp -d /tmp/kiln-demo-rabbitmq.XXXXXX)
-port=$(free_port); dist=$(free_port); epmd_port=$(free_port)
-mkdir -p "$dir/home"
-printf 'KILNDEMO%s' "$RANDOM$RANDOM" > "$dir/home/.erlang.cookie"
-chmod 600 "$dir/home/.erlang.cookie"
-echo "loopback_users = none" > "$dir/rabbitmq.conf"
-echo "[]." > "$dir/enabled_plugins"
-: > "$dir/rabbitmq-env.conf"
-export HOME="$dir/home" RABBITMQ_NODENAME="kilndemo$$@localhost" ERL_EPMD_PORT="$epmd_port" \
-  ERL_EPMD_ADDRESS=127.0.0.1 RABBITMQ_CONF_ENV_FILE="$dir/rabbitmq-env.conf" \
-  RABBITMQ_CONFIG_FILE="$dir/rabbitmq.conf" RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" \
-  RABBITMQ_MNESIA_BASE="$dir/mnesia" RABBITMQ_LOG_BASE="$dir/log" RABBITMQ_PID_FILE="$dir/rabbit.pid" \
-  RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$port" RABBITMQ_DIST_PORT="$dist" \
-  RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS='+JPperf true -kernel inet_dist_use_interface {127,0,0,1}'
-ctl() { /usr/lib/rabbitmq/bin/rabbitmqctl -n "$RABBITMQ_NODENAME" "$@"; }
-
-"$epmd_bin" -port "$epmd_port" -address 127.0.0.1 >/dev/null 2>&1 &
-epmd_pid=$!
-/usr/lib/rabbitmq/bin/rabbitmq-server > "$dir/console.log" 2>&1 &
-server_pid=$!
-beam=""
-cleanup() {
-  # Stop what this script started, by PID.
-  [ -n "$beam" ] && kill "$beam" 2>/dev/null || true
-  kill "$server_pid" 2>/dev/null || true
-  sleep 1
-  [ -n "$beam" ] && kill -9 "$beam" 2>/dev/null || true
-  kill "$epmd_pid" 2>/dev/null || true
-  rm -rf "$dir"
-}
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+broker=bench/amqp/broker.sh   # a private node: own directories, cookie and epmd, 127.0.0.1
+cleanup() { "$broker" stop "$dir/broker" >/dev/null 2>&1 || true; rm -rf "$dir"; }
 trap cleanup EXIT
 echo "demo: starting a private RabbitMQ on 127.0.0.1:$port (+JPperf true)" >&2
-started=""
-for _ in $(seq 120); do
-  kill -0 "$server_pid" 2>/dev/null || break
-  if ctl -q await_startup --timeout 5 >/dev/null 2>&1; then started=1; break; fi
-  sleep 1
-done
-if [ -z "$started" ]; then
-  echo "demo: RabbitMQ did not start; its log:" >&2
-  tail -20 "$dir/console.log" >&2
-  exit 1
-fi
-beam=$(cat "$dir/rabbit.pid")
+beam=$(BROKER_ERL_ARGS="+JPperf true" "$broker" start "$dir/broker" "$port")
+ctl() {
+  HOME="$dir/broker/home" ERL_EPMD_PORT=$((port + 3)) ERL_EPMD_ADDRESS=127.0.0.1 \
+    /usr/lib/rabbitmq/bin/rabbitmqctl -n kilnbench@localhost "$@"
+}
 uri="amqp://guest:guest@127.0.0.1:$port"
 
 load=(load amqp -h "$uri" -x 1 -y 0 -c 2000 -f persistent --queue kiln-demo --queue-args x-queue-type=stream --auto-delete false)
@@ -80,8 +41,8 @@ echo "== kiln run 'after'" >&2
   -d "$secs" --warmup 3 "${load[@]}" | tee "$out/after.txt" || true
 ctl -q trace_off >/dev/null
 echo "== kiln compare before after" >&2
-"$kiln" compare before after -o "$out/compare.html" | tee "$out/compare.txt"
-"$kiln" compare before after --format markdown -o "$out/compare.md" >/dev/null
-"$kiln" compare before after -o "$out/compare.svg" >/dev/null
+"$kiln" compare --merge-threads before after -o "$out/compare.html" | tee "$out/compare.txt"
+"$kiln" compare --merge-threads before after --format markdown -o "$out/compare.md" >/dev/null
+"$kiln" compare --merge-threads before after -o "$out/compare.svg" >/dev/null
 "$kiln" flamegraph --merge-threads run:after -o "$out/after.cpu.html"
 echo "kiln demo: wrote $out/ (runs.db, compare.txt, compare.md, compare.svg, compare.html, after.cpu.html)" >&2

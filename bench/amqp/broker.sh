@@ -4,7 +4,7 @@
 #   bench/amqp/broker.sh stop DIR
 # Same isolation as kiln-testkit: own data/log/config dirs, cookie, epmd port.
 # BROKER_ERL_ARGS adds emulator flags (e.g. "+JPperf true" for JIT perf maps and frame
-# pointers).
+# pointers, "+sbwt none"); BROKER_MQTT_PORT enables the MQTT plugin on that port.
 set -eu
 cmd=$1 dir=$2
 node="kilnbench@localhost"
@@ -22,6 +22,10 @@ start)
   printf 'KILNBENCH%s' "$PORT" > "$dir/home/.erlang.cookie"; chmod 600 "$dir/home/.erlang.cookie"
   printf 'loopback_users = none\n' > "$dir/rabbitmq.conf"
   echo '[].' > "$dir/enabled_plugins"; : > "$dir/rabbitmq-env.conf"
+  if [ -n "${BROKER_MQTT_PORT:-}" ]; then
+    printf 'mqtt.listeners.tcp.default = 127.0.0.1:%s\nmqtt.allow_anonymous = true\n' "$BROKER_MQTT_PORT" >> "$dir/rabbitmq.conf"
+    echo '[rabbitmq_mqtt].' > "$dir/enabled_plugins"
+  fi
   envs
   /usr/bin/epmd -port $((PORT + 3)) -address 127.0.0.1 >/dev/null 2>&1 &
   echo $! > "$dir/epmd.pid"

@@ -69,6 +69,7 @@
 pub mod amqp;
 pub mod engine;
 pub mod http;
+pub mod mqtt;
 
 pub use amqp::{
     parse_key_values, parse_value_duration, AmqpOptions, FieldValue, QueuePattern, Uri,
@@ -96,8 +97,8 @@ pub enum Error {
         /// The socket error.
         source: std::io::Error,
     },
-    /// The AMQP handshake failed.
-    #[error("AMQP handshake with {uri} failed: {reason}")]
+    /// The protocol handshake failed (refused, not this protocol, no answer).
+    #[error("handshake with {uri} failed: {reason}")]
     Handshake {
         /// The URI (password removed).
         uri: String,
@@ -122,7 +123,7 @@ pub enum Error {
         /// The socket error.
         source: std::io::Error,
     },
-    /// The broker sent bytes that are not valid AMQP 0.9.1.
+    /// The server sent bytes that are not valid for the protocol.
     #[error("protocol error from {uri}: {reason}")]
     Protocol {
         /// The URI (password removed).

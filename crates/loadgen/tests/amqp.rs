@@ -668,6 +668,17 @@ fn other_protocols_and_amqp_versions_are_named() {
         let e = run(&o, &Stop::new(), &mut |_| {}).unwrap_err().to_string();
         assert!(e.contains(want) && !e.contains("frame"), "{e}");
     }
+    // A real server of another protocol: mosquitto resets the connection.
+    let m = kiln_testkit::Mosquitto::start().expect("mosquitto starts");
+    let o = AmqpOptions {
+        uri: format!("amqp://127.0.0.1:{}", m.port()),
+        ..Default::default()
+    };
+    let e = run(&o, &Stop::new(), &mut |_| {}).unwrap_err().to_string();
+    assert!(
+        e.contains("without answering the AMQP header (is this an AMQP 0-9-1 port?)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -28,16 +28,19 @@ impl EngineLoad {
     }
 }
 
-/// What one operation is, per protocol.
-fn unit_of(protocol: &str) -> &'static str {
-    match protocol {
-        "http" => "req",
-        "amqp" | "mqtt" => "msg",
-        _ => "op",
-    }
+/// What one operation is: the unit of the counter of completed operations.
+fn unit_of(load: &dyn kiln_loadgen::Load) -> String {
+    let schema = load.schema();
+    let completed = load.completed();
+    schema
+        .counters
+        .iter()
+        .find(|c| c.name == completed)
+        .map(|c| c.unit.to_string())
+        .unwrap_or_else(|| "op".into())
 }
 
-fn convert(t: &Tick, throughput_counter: Option<&str>) -> LoadTick {
+fn convert(t: &Tick, completed: &str) -> LoadTick {
     let mut values: Vec<(String, String, Option<f64>)> = Vec::new();
     for c in &t.counters {
         values.push((
@@ -73,7 +76,7 @@ fn convert(t: &Tick, throughput_counter: Option<&str>) -> LoadTick {
     LoadTick {
         end_ns: t.end_mono_ns,
         interval_s: t.interval_s,
-        completed: throughput_counter.map(|c| t.counter(c)),
+        completed: Some(t.counter(completed)),
         sent: t
             .counters
             .iter()
@@ -86,25 +89,23 @@ fn convert(t: &Tick, throughput_counter: Option<&str>) -> LoadTick {
 
 impl Load for EngineLoad {
     fn info(&self) -> LoadInfo {
-        let protocol = self.load.protocol();
         LoadInfo {
-            protocol: protocol.into(),
+            protocol: self.load.protocol().into(),
             argv: self.argv.clone(),
-            unit: unit_of(protocol).into(),
+            unit: unit_of(self.load.as_ref()),
             report: serde_json::Value::Null,
         }
     }
 
     fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
         let mut started = false;
-        let schema = self.load.schema();
-        let throughput = schema.counters.get(schema.throughput).map(|c| c.name);
+        let completed = self.load.completed();
         let r = self.load.run(stop, &mut |t| {
             if !started {
                 started = true;
                 events.started(None);
             }
-            events.tick(convert(t, throughput));
+            events.tick(convert(t, completed));
         });
         match r {
             Ok(report) => {

@@ -1,8 +1,9 @@
 //! Real servers for kiln's tests.
 //!
 //! kiln's tests drive real brokers instead of mocks: a mock cannot show flow control, a
-//! killed broker or a stream queue's offsets. This crate starts Debian's `rabbitmq-server`
-//! as a private node: bound to 127.0.0.1 on free ports, with its own data, log, pid and
+//! killed broker or a stream queue's offsets. This crate starts Debian's `mosquitto` (one
+//! process, private config, [`Mosquitto`]) and `rabbitmq-server` (optionally with its MQTT
+//! plugin, [`RabbitMq::start_with_plugins`]) as a private node: bound to 127.0.0.1 on free ports, with its own data, log, pid and
 //! config files, its own Erlang cookie and its own `epmd`, so tests never touch a system
 //! broker and several test binaries can run at once.
 //!
@@ -24,12 +25,14 @@
 
 mod go_blockcache;
 mod http_faults;
+mod mosquitto;
 mod nginx;
 mod proc;
 mod rabbitmq;
 
 pub use go_blockcache::{build_go_blockcache, go_blockcache_source, go_command, GoBlockCache};
 pub use http_faults::{Fault, FaultServer};
+pub use mosquitto::{Mosquitto, MosquittoOptions};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 

@@ -45,6 +45,7 @@ pub struct RabbitMq {
     dir: tempfile::TempDir,
     node: String,
     port: u16,
+    mqtt_port: Option<u16>,
     dist_port: u16,
     epmd_port: u16,
     server: Option<Child>,
@@ -59,6 +60,13 @@ impl RabbitMq {
 
     /// Starts a node with `opts` and waits until it accepts connections.
     pub fn start_with(opts: &RabbitMqOptions) -> Result<Self, Error> {
+        Self::start_with_plugins(opts, &[])
+    }
+
+    /// Starts a node with `opts` and `plugins` enabled, e.g. `rabbitmq_mqtt` (its listener
+    /// then gets a free port of its own, [`RabbitMq::mqtt_port`], and allows anonymous
+    /// clients as guest).
+    pub fn start_with_plugins(opts: &RabbitMqOptions, plugins: &[&str]) -> Result<Self, Error> {
         for p in [SERVER, CTL, EPMD] {
             if !Path::new(p).exists() {
                 return Err(Error::NotInstalled {
@@ -90,13 +98,26 @@ impl RabbitMq {
         .map_err(|e| io("writing the Erlang cookie", e))?;
         set_mode_600(&cookie)?;
         let mut conf = String::from("loopback_users = none\n");
+        let mqtt_port = if plugins.contains(&"rabbitmq_mqtt") {
+            let p = free_port()?;
+            let _ = writeln!(
+                conf,
+                "mqtt.listeners.tcp.default = 127.0.0.1:{p}\nmqtt.allow_anonymous = true"
+            );
+            Some(p)
+        } else {
+            None
+        };
         for l in &opts.extra_config {
             let _ = writeln!(conf, "{l}");
         }
         std::fs::write(dir.path().join("rabbitmq.conf"), conf)
             .map_err(|e| io("writing rabbitmq.conf", e))?;
-        std::fs::write(dir.path().join("enabled_plugins"), "[].\n")
-            .map_err(|e| io("writing enabled_plugins", e))?;
+        std::fs::write(
+            dir.path().join("enabled_plugins"),
+            format!("[{}].\n", plugins.join(",")),
+        )
+        .map_err(|e| io("writing enabled_plugins", e))?;
         std::fs::write(dir.path().join("rabbitmq-env.conf"), "")
             .map_err(|e| io("writing rabbitmq-env.conf", e))?;
 
@@ -112,6 +133,7 @@ impl RabbitMq {
             dir,
             node,
             port,
+            mqtt_port,
             dist_port,
             epmd_port,
             server: None,
@@ -219,6 +241,11 @@ impl RabbitMq {
     /// The AMQP port on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The MQTT port on 127.0.0.1, when the `rabbitmq_mqtt` plugin is enabled.
+    pub fn mqtt_port(&self) -> Option<u16> {
+        self.mqtt_port
     }
 
     /// `amqp://guest:guest@127.0.0.1:PORT`.

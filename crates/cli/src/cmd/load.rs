@@ -2,6 +2,7 @@
 use anyhow::{Context, Result};
 use kiln_loadgen::amqp::{self, AmqpLoad};
 use kiln_loadgen::engine::report as er;
+use kiln_loadgen::mqtt::{self, MqttLoad, MqttOptions};
 use kiln_loadgen::{AmqpOptions, Load, QueuePattern, Report};
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,6 +29,185 @@ pub enum LoadCommand {
     /// file, per-request variables ({i}, {rand:A-B}, {csv:COLUMN}), keep-alive, optional
     /// pipelining; `--concurrency-sweep 8,16,32,64` finds where throughput stops growing.
     Http(super::load_http::HttpArgs),
+    /// MQTT 3.1/3.1.1/5 (mosquitto, RabbitMQ, EMQX…), emqtt-bench's flags.
+    ///
+    /// `kiln load mqtt conn -c 15000 -i 0 -k 15` holds an idle fleet;
+    /// `kiln load mqtt pubsub -c 10 -I 10 -q 1 -z 30` publishes and subscribes in one process
+    /// and accounts for every message per publisher (lost, duplicated, out of order).
+    /// Per-second lines go to stdout; `--output run1` also saves run1.json and run1.csv.
+    #[command(subcommand)]
+    Mqtt(MqttCommand),
+}
+
+/// MQTT scenarios (emqtt-bench's subcommands, plus pubsub).
+#[derive(Debug, clap::Subcommand)]
+pub enum MqttCommand {
+    /// Open -c connections at one per -i ms and hold them idle with keepalive pings.
+    Conn(MqttArgs),
+    /// -c subscribers on -t.
+    Sub(MqttArgs),
+    /// -c publishers on -t, one message per -I ms each.
+    Pub(MqttArgs),
+    /// --subscribers subscribers, then -c publishers, in one process: end-to-end latency and
+    /// delivery accounting per publisher.
+    Pubsub(MqttArgs),
+}
+
+/// `kiln load mqtt` flags (emqtt-bench's names and defaults where it has them).
+#[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true, disable_version_flag = true)]
+pub struct MqttArgs {
+    /// Print help (`-h` is --host, as in emqtt-bench).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Broker host.
+    #[arg(short = 'h', long, default_value = "localhost")]
+    host: String,
+    /// Broker port.
+    #[arg(short = 'p', long, default_value_t = 1883)]
+    port: u16,
+    /// Broker as a URI, mqtt://[user[:password]@]host[:port] (instead of -h/-p/-u/-P).
+    #[arg(long)]
+    uri: Option<String>,
+    /// Protocol version: 3 (3.1), 4 (3.1.1) or 5.
+    #[arg(short = 'V', long = "version", default_value_t = 5, value_parser = clap::value_parser!(u8).range(3..=5))]
+    protocol_version: u8,
+    /// Connections: publishers (pub, pubsub) or subscribers (sub).
+    #[arg(short = 'c', long, default_value_t = 200)]
+    count: u32,
+    /// Subscribers (pubsub).
+    #[arg(long, default_value_t = 1)]
+    subscribers: u32,
+    /// Milliseconds between connects; 0 = as fast as the broker accepts.
+    #[arg(short = 'i', long, default_value_t = 10.0)]
+    interval: f64,
+    /// Topic; %i is the client index, %c the client id. Example: -t 'bench/%i'
+    #[arg(short = 't', long, default_value = "bench/%i")]
+    topic: String,
+    /// Subscribers' filter in pubsub (default: -t with %i and %c as +); $share/GROUP/…
+    /// for shared subscriptions (MQTT 5).
+    #[arg(long)]
+    sub_topic: Option<String>,
+    /// QoS 0, 1 or 2.
+    #[arg(short = 'q', long, default_value_t = 0)]
+    qos: u8,
+    /// Payload size in bytes (at least 24: publisher, sequence, send and intended times).
+    #[arg(short = 's', long, default_value_t = 256)]
+    size: usize,
+    /// Milliseconds between messages of each publisher; 0 = as fast as possible. Latency is
+    /// also measured from each message's intended send time when > 0.
+    #[arg(
+        short = 'I',
+        long = "interval_of_msg",
+        visible_alias = "interval-of-msg",
+        default_value_t = 1000.0
+    )]
+    interval_of_msg: f64,
+    /// Keepalive in seconds.
+    #[arg(short = 'k', long, default_value_t = 300)]
+    keepalive: u16,
+    /// User name.
+    #[arg(short = 'u', long)]
+    username: Option<String>,
+    /// Password.
+    #[arg(short = 'P', long)]
+    password: Option<String>,
+    /// Clean session (3.1.1) / clean start (5).
+    #[arg(short = 'C', long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    clean: bool,
+    /// Client id prefix.
+    #[arg(long, default_value = "kiln")]
+    prefix: String,
+    /// Messages per publisher; 0 = no limit.
+    #[arg(short = 'L', long, default_value_t = 0)]
+    limit: u64,
+    /// Unacknowledged QoS 1/2 messages per publisher.
+    #[arg(short = 'F', long, default_value_t = 1)]
+    inflight: u16,
+    /// Publish retained messages.
+    #[arg(short = 'r', long)]
+    retain: bool,
+    /// MQTT 5: publish through a topic alias after each publisher's first message.
+    #[arg(long)]
+    topic_alias: bool,
+    /// MQTT 5: message expiry interval in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    message_expiry: Option<u32>,
+    /// MQTT 5: session expiry interval in seconds (with -C false: a persistent session).
+    #[arg(long, value_name = "SECONDS")]
+    session_expiry: Option<u32>,
+    /// Reconnect lost connections after a second and keep running.
+    #[arg(long)]
+    reconnect: bool,
+    /// Seconds allowed for TCP connect + CONNACK.
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    connect_timeout: f64,
+    /// Seconds subscribers keep receiving after publishers stop (until all is accounted).
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    drain: f64,
+    /// Run duration in seconds (default: until -L is reached, or Ctrl-C).
+    #[arg(short = 'z', long, value_name = "SECONDS")]
+    time: Option<u64>,
+    /// Label shown on every line and stored with the results.
+    #[arg(long)]
+    id: Option<String>,
+    /// Save the run as PREFIX.json and PREFIX.csv.
+    #[arg(short = 'o', long, value_name = "PREFIX")]
+    output: Option<PathBuf>,
+    /// One run per total publishing rate: FROM:TO:STEPS or a list; each lasts -z (10 s).
+    #[arg(long, value_name = "SPEC")]
+    rate_sweep: Option<String>,
+}
+
+impl MqttArgs {
+    fn into_options(
+        self,
+        scenario: mqtt::Scenario,
+    ) -> Result<(MqttOptions, Option<PathBuf>, Option<String>)> {
+        let secs = |flag: &str, v: f64| -> Result<Duration> {
+            if v > 0.0 && v.is_finite() {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                anyhow::bail!("invalid {flag} '{v}': must be > 0 seconds")
+            }
+        };
+        let mut o = MqttOptions {
+            scenario,
+            host: self.host,
+            port: self.port,
+            count: self.count,
+            subscribers: self.subscribers,
+            interval_ms: self.interval,
+            topic: self.topic,
+            sub_topic: self.sub_topic,
+            qos: self.qos,
+            size: self.size,
+            pub_interval_ms: self.interval_of_msg,
+            keepalive: self.keepalive,
+            version: mqtt::codec::Version::from_level(self.protocol_version)
+                .unwrap_or(mqtt::codec::Version::V5),
+            username: self.username,
+            password: self.password,
+            clean: self.clean,
+            prefix: self.prefix,
+            limit: self.limit,
+            time: self.time.map(Duration::from_secs),
+            inflight: self.inflight,
+            retain: self.retain,
+            topic_alias: self.topic_alias,
+            message_expiry: self.message_expiry,
+            session_expiry: self.session_expiry,
+            reconnect: self.reconnect,
+            connect_timeout: secs("--connect-timeout", self.connect_timeout)?,
+            drain: secs("--drain", self.drain)?,
+            id: self.id.unwrap_or_else(|| MqttOptions::default().id),
+        };
+        if let Some(u) = &self.uri {
+            o.set_uri(u)?;
+        }
+        o.validate()?;
+        Ok((o, self.output, self.rate_sweep))
+    }
 }
 
 /// `kiln load amqp` flags (PerfTest 2.22 names and defaults).
@@ -275,13 +455,66 @@ pub fn into_load(cmd: LoadCommand) -> Result<(Box<dyn Load>, Option<PathBuf>)> {
             let (load, output) = a.into_load()?;
             Ok((Box::new(load), output))
         }
+        LoadCommand::Mqtt(m) => {
+            let (scenario, a) = m.split();
+            let (opts, output, sweep) = a.into_options(scenario)?;
+            let sweep = sweep
+                .map(|s| kiln_loadgen::engine::sweep::parse_steps("--rate-sweep", &s))
+                .transpose()?;
+            Ok((Box::new(MqttLoad { opts, sweep }), output))
+        }
     }
+}
+
+impl MqttCommand {
+    fn split(self) -> (mqtt::Scenario, MqttArgs) {
+        match self {
+            MqttCommand::Conn(a) => (mqtt::Scenario::Conn, a),
+            MqttCommand::Sub(a) => (mqtt::Scenario::Sub, a),
+            MqttCommand::Pub(a) => (mqtt::Scenario::Pub, a),
+            MqttCommand::Pubsub(a) => (mqtt::Scenario::PubSub, a),
+        }
+    }
+}
+
+fn mqtt_cmd(cmd: MqttCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+    let (scenario, a) = cmd.split();
+    let (opts, output, sweep) = a.into_options(scenario)?;
+    super::common::ensure_stdout_open()?;
+    let mut out = std::io::stdout().lock();
+    let report = match sweep {
+        Some(spec) => {
+            let rates = kiln_loadgen::engine::sweep::parse_steps("--rate-sweep", &spec)?;
+            let r = mqtt::sweep(&opts, &rates, stop, &mut |t| {
+                let rate = t
+                    .step
+                    .and_then(|s| rates.get(s as usize))
+                    .copied()
+                    .unwrap_or(0.0);
+                let _ = writeln!(out, "rate {rate:.0}: {}", mqtt::format_tick(&opts, t));
+                let _ = out.flush();
+            })?;
+            write!(out, "{}", er::format_steps(&r))?;
+            r
+        }
+        None => mqtt::run(&opts, stop, &mut |t| {
+            let _ = writeln!(out, "{}", mqtt::format_tick(&opts, t));
+            let _ = out.flush();
+        })?,
+    };
+    if report.steps.is_empty() {
+        write!(out, "{}", mqtt::format_summary(&opts, &report))?;
+    }
+    out.flush()?;
+    save(&output, &report, mqtt::schema(&opts))?;
+    finish(&output, &report)
 }
 
 pub fn run(cmd: LoadCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     match cmd {
         LoadCommand::Amqp(a) => amqp_cmd(a, stop),
         LoadCommand::Http(a) => super::load_http::run(a, stop),
+        LoadCommand::Mqtt(m) => mqtt_cmd(m, stop),
     }
 }
 

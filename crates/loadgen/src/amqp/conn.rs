@@ -444,7 +444,10 @@ impl Connection {
                 // A close before 8 bytes: let the handshake report what it has.
                 Err(_) if r.end > r.start => break,
                 Err(Error::Io { uri, source })
-                    if source.kind() == std::io::ErrorKind::UnexpectedEof =>
+                    if matches!(
+                        source.kind(),
+                        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+                    ) =>
                 {
                     return Err(Error::Handshake {
                         uri,

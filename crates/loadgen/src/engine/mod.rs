@@ -51,6 +51,13 @@ pub trait Load: Send {
     /// What the protocol measures (its counters, latencies and flags, and which counter is
     /// the throughput): `kiln run` reads every second through it.
     fn schema(&self) -> &'static Schema;
+    /// The counter of completed operations with these options — messages received when
+    /// there are consumers, connections held by an idle fleet — which `kiln run` divides the
+    /// target's CPU by. Default: the schema's throughput counter.
+    fn completed(&self) -> &'static str {
+        let s = self.schema();
+        s.counters[s.throughput].name
+    }
     /// The run's label (`--id`).
     fn id(&self) -> &str;
     /// Runs the load. An `Err` means it could not start (bad options, nothing listening,

@@ -360,3 +360,44 @@ pub fn format_summary(schema: &Schema, h: &Headline, extra: &[String]) -> String
     }
     o
 }
+
+/// The steps of a sweep as aligned text: value, throughput, primary latency percentiles.
+pub fn format_steps(r: &Report) -> String {
+    let mut o = String::new();
+    let Some(first) = r.steps.first() else {
+        return o;
+    };
+    let lname = first
+        .headline
+        .latencies
+        .iter()
+        .rev()
+        .find(|l| l.percentiles.is_some())
+        .map(|l| l.name.clone())
+        .unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "{:>12} {:>14} {:>10} {:>10} {:>10} {:>10}  ({lname})",
+        first.param, first.headline.throughput.unit, "p50 µs", "p99 µs", "p99.9 µs", "max µs"
+    );
+    for s in &r.steps {
+        let p = s.headline.latency(&lname);
+        let f = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        let _ = writeln!(
+            o,
+            "{:>12.0} {:>14.0} {:>10} {:>10} {:>10} {:>10}{}",
+            s.value,
+            s.headline.throughput.value,
+            f(p.map(|p| p.p50_us)),
+            f(p.map(|p| p.p99_us)),
+            f(p.map(|p| p.p999_us)),
+            f(p.map(|p| p.max_us)),
+            s.headline
+                .failure
+                .as_ref()
+                .map(|f| format!("  ended early: {f}"))
+                .unwrap_or_default()
+        );
+    }
+    o
+}

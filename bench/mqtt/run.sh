@@ -1,0 +1,124 @@
+#!/bin/sh
+# kiln load mqtt against the anchors, same brokers, same run.
+#
+#   bench/mqtt/run.sh [CONNECTIONS] [HOLD_SECONDS] [MESSAGES]   (default 15000 40 200000)
+#
+# 1. The seed's idle fleet: CONNECTIONS connections with a 15 s keepalive held HOLD
+#    seconds, against a private mosquitto and a private RabbitMQ (MQTT plugin) with
+#    +sbwt none (RabbitMQ's default) and +sbwt very_long, by kiln and by a minimal asyncio
+#    client (pyfleet.py). Per case: connect rate, client RSS per connection, client CPU and
+#    broker CPU (user/system, /proc) over the idle part, per 1,000 connections; and where the
+#    broker's CPU goes: `kiln record -p BROKER` for 10 s of the idle part, top frames.
+# 2. Pub/sub through mosquitto, QoS 0 and 1, MESSAGES messages of 100 bytes, one publisher
+#    and one subscriber: kiln pubsub vs mosquitto_pub -l + mosquitto_sub (the C clients of
+#    libmosquitto; MQTT.js and paho-mqtt are slower clients): messages/s delivered and client
+#    CPU per message (user+sys of all client processes), and messages received of those
+#    sent.
+# Needs: mosquitto, mosquitto-clients, rabbitmq-server, python3, a release kiln ($KILN).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+n=${1:-15000}
+hold=${2:-40}
+msgs=${3:-200000}
+kiln=${KILN:-$root/target/release/kiln}
+[ -x "$kiln" ] || { echo "build kiln first: cargo build --release -p kiln (or set KILN)" >&2; exit 1; }
+dir=$(mktemp -d /tmp/kiln-bench-mqtt.XXXXXX)
+tck=$(getconf CLK_TCK)
+mpid=
+cleanup() {
+  [ -z "$mpid" ] || kill "$mpid" 2>/dev/null || true
+  [ ! -d "$dir/rabbit" ] || "$root/bench/amqp/broker.sh" stop "$dir/rabbit" >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
+start_mosquitto() {
+  port=$1
+  printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_connections -1\npersistence false\n' "$port" > "$dir/mosquitto.conf"
+  /usr/sbin/mosquitto -c "$dir/mosquitto.conf" > "$dir/mosquitto.log" 2>&1 &
+  mpid=$!
+  i=0; until (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
+}
+
+# fleet BROKER_NAME BROKER_PID PORT CLIENT
+fleet() {
+  name=$1 bpid=$2 port=$3 client=$4
+  b0=$(ticks "$bpid")
+  if [ "$client" = kiln ]; then
+    "$kiln" load mqtt conn -h 127.0.0.1 -p "$port" -c "$n" -i 0 -k 15 -V 4 -z "$hold" -o "$dir/fleet" > "$dir/fleet.out" 2>&1 &
+  else
+    python3 "$here/pyfleet.py" 127.0.0.1 "$port" "$n" 15 "$hold" > "$dir/fleet.out" 2>&1 &
+  fi
+  cpid=$!
+  # Wait until every connection is up (or 60 s), then measure the idle part.
+  t0=$(date +%s.%N)
+  i=0
+  while [ "$(ls /proc/$cpid/fd 2>/dev/null | wc -l)" -lt "$n" ] && [ $i -lt 600 ]; do i=$((i + 1)); sleep 0.1; done
+  sleep 3
+  c0=$(ticks "$cpid"); bi0=$(ticks "$bpid"); ti0=$(date +%s.%N)
+  "$kiln" record -p "$bpid" -d 10 -o "$dir/broker-$name-$client.folded" > /dev/null 2>&1 || true
+  sleep 5
+  c1=$(ticks "$cpid"); bi1=$(ticks "$bpid"); ti1=$(date +%s.%N); crss=$(rss_kb "$cpid"); brss=$(rss_kb "$bpid")
+  wait "$cpid" || true
+  idle=$(echo "$ti1 - $ti0" | bc -l)
+  set -- $c0 $c1; cu=$(( $3 - $1 )); cs=$(( $4 - $2 ))
+  set -- $bi0 $bi1; bu=$(( $3 - $1 )); bs=$(( $4 - $2 ))
+  if [ "$client" = kiln ]; then
+    rate=$(python3 -c "import json,sys; r=json.load(open('$dir/fleet.json')); s=r['series']; t=next((x['time_s'] for x in s if sum(y['connected'] for y in s[:s.index(x)+1])>=$n), None); print(f\"{$n/t:.0f}\" if t else 'n/a')")
+    perconn=$(echo "($crss - 3000) / $n" | bc -l)
+  else
+    rate=$(grep -o 'rate [0-9]*' "$dir/fleet.out" | grep -o '[0-9]*$' || echo n/a)
+    perconn=$(grep -o 'rss_per_conn_kb [0-9.]*' "$dir/fleet.out" | grep -o '[0-9.]*$' || echo n/a)
+  fi
+  printf '%-22s %-8s %8s %10s %12.2f %14s %14s %10s\n' "$name" "$client" "$rate" "$crss" "$perconn" \
+    "$(echo "scale=3; ($cu + $cs) * 100 / $tck / $idle * 1000 / $n" | bc -l)" \
+    "$(echo "scale=3; $bu * 100 / $tck / $idle * 1000 / $n" | bc -l)/$(echo "scale=3; $bs * 100 / $tck / $idle * 1000 / $n" | bc -l)" "$brss"
+  if [ -s "$dir/broker-$name-$client.folded" ]; then
+    awk '{ n = $NF; $NF = ""; k = split($0, f, ";"); leaf = f[k]; sub(/ +$/, "", leaf); w[leaf] += n; t += n }
+      END { for (l in w) printf "%6.1f%%  %s\n", 100 * w[l] / t, l }' "$dir/broker-$name-$client.folded" | sort -rn | head -6 | sed 's/^/    /' >> "$dir/frames"
+    echo "  ^ $name/$client" >> "$dir/frames"
+  fi
+  sleep 2
+}
+
+echo "# $(date -u +%Y-%m-%d) $(nproc) cores; mosquitto $(dpkg-query -W -f '${Version}' mosquitto), RabbitMQ $(dpkg-query -W -f '${Version}' rabbitmq-server); $n connections, keepalive 15 s"
+printf '%-22s %-8s %8s %10s %12s %14s %14s %10s\n' broker client "conn/s" "RSS KiB" "KiB/conn" "client %/1k" "broker u/s %/1k" "brk RSS KiB"
+start_mosquitto 18883
+for c in kiln python; do fleet mosquitto "$mpid" 18883 "$c"; done
+for sbwt in none very_long; do
+  BROKER_MQTT_PORT=18884 BROKER_ERL_ARGS="+sbwt $sbwt +sbwtdcpu $sbwt +sbwtdio $sbwt +P 2000000 +Q 100000" \
+    "$root/bench/amqp/broker.sh" start "$dir/rabbit" 5697 > "$dir/beam.pid"
+  beam=$(cat "$dir/beam.pid")
+  for c in kiln python; do fleet "rabbitmq+sbwt-$sbwt" "$beam" 18884 "$c"; done
+  "$root/bench/amqp/broker.sh" stop "$dir/rabbit" > /dev/null 2>&1 || true
+  sleep 3; rm -rf "$dir/rabbit"
+done
+echo "# where each broker's CPU went while idle (kiln record -p, leaf frames):"
+cat "$dir/frames" 2>/dev/null || true
+
+echo "# pub/sub through mosquitto: $msgs messages of 100 bytes, 1 publisher, 1 subscriber"
+printf '%-5s %-10s %12s %12s %12s %14s\n' qos client sent received "recv msg/s" "client µs/msg"
+python3 -c "import sys; sys.stdout.write(('x' * 99 + '\n') * $msgs)" > "$dir/lines"
+for q in 0 1; do
+  for rep in 1 2; do
+    # mosquitto_pub -l + mosquitto_sub: the subscriber stops at $msgs or 5 s after the last.
+    /usr/bin/time -f '%U %S' -o "$dir/tsub" mosquitto_sub -h 127.0.0.1 -p 18883 -t "b/$q/$rep" -q "$q" -C "$msgs" -W 30 > "$dir/sub.out" 2>/dev/null &
+    spid=$!
+    sleep 0.5
+    t0=$(date +%s.%N)
+    /usr/bin/time -f '%U %S' -o "$dir/tpub" mosquitto_pub -h 127.0.0.1 -p 18883 -t "b/$q/$rep" -q "$q" -l < "$dir/lines"
+    wait "$spid" || true
+    t1=$(date +%s.%N)
+    got=$(wc -l < "$dir/sub.out")
+    cpu=$(cat "$dir/tpub" "$dir/tsub" | awk '{s += $1 + $2} END {print s}')
+    printf '%-5s %-10s %12s %12s %12.0f %14.2f\n' "$q" mosquitto "$msgs" "$got" "$(echo "$got / ($t1 - $t0)" | bc -l)" "$(echo "$cpu * 1000000 / $msgs" | bc -l)"
+    /usr/bin/time -f '%U %S' -o "$dir/tk" "$kiln" load mqtt pubsub -h 127.0.0.1 -p 18883 -c 1 --subscribers 1 -t "k/$q/$rep" \
+      -q "$q" -F 100 -s 100 -I 0 -L "$msgs" -V 4 -o "$dir/ps" > "$dir/ps.out" 2>&1 || true
+    eval "$(python3 -c "import json; h=json.load(open('$dir/ps.json'))['headline']; t={c['name']: c['value'] for c in h['totals']}; print(f\"sent={t['sent']} got={t['received']} dur={h['duration_s']}\")")"
+    cpu=$(awk '{print $1 + $2}' "$dir/tk")
+    printf '%-5s %-10s %12s %12s %12.0f %14.2f\n' "$q" kiln "$sent" "$got" "$(echo "$got / $dur" | bc -l)" "$(echo "$cpu * 1000000 / $msgs" | bc -l)"
+  done
+done

@@ -1,0 +1,132 @@
+//! An MQTT run in words: delivery per publisher, refusals by name, what QoS promised.
+use super::driver::{Delivery, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
+use super::options::{MqttOptions, Scenario};
+use crate::engine::report::{self as er, Headline, Report};
+use crate::engine::stats::{Schema, Tick};
+use std::collections::BTreeMap;
+
+/// The protocol's own summary (the `summary` object of the JSON file).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    /// `conn`, `sub`, `pub` or `pubsub`.
+    pub scenario: Scenario,
+    /// QoS of the run.
+    pub qos: u8,
+    /// Connections at the end that had been established and not lost.
+    pub connected: u64,
+    /// Pings sent and not answered.
+    pub pings_unanswered: u64,
+    /// Refusals by packet and reason code name (`CONNACK Not authorized`: 3).
+    pub refusals: BTreeMap<String, u64>,
+    /// Per publisher of this process: sent, received, lost, duplicated, out of order.
+    pub delivery: Vec<Delivery>,
+    /// What the delivery accounting shows, in words.
+    pub verdict: String,
+}
+
+impl Summary {
+    pub(crate) fn of(
+        o: &MqttOptions,
+        r: &Report,
+        delivery: &[Delivery],
+        refusals: &BTreeMap<String, u64>,
+    ) -> Self {
+        let h = &r.headline;
+        Summary {
+            scenario: o.scenario,
+            qos: o.qos,
+            connected: h
+                .total("connected")
+                .saturating_sub(h.total("dropped"))
+                .saturating_sub(h.total("reconnects")),
+            pings_unanswered: h.total("pings").saturating_sub(h.total("pongs")),
+            refusals: refusals.clone(),
+            delivery: delivery.to_vec(),
+            verdict: verdict(o, h),
+        }
+    }
+}
+
+fn verdict(o: &MqttOptions, h: &Headline) -> String {
+    if o.scenario != Scenario::PubSub {
+        return match o.scenario {
+            Scenario::Conn => format!(
+                "{} connections established, {} failed, {} dropped; {} of {} pings answered",
+                h.total("connected"),
+                h.total("failed"),
+                h.total("dropped"),
+                h.total("pongs"),
+                h.total("pings")
+            ),
+            _ => "delivery is accounted per publisher only when both sides run in one process (pubsub)".into(),
+        };
+    }
+    let (lost, dup, ooo) = (
+        h.total("lost"),
+        h.total("duplicated"),
+        h.total("out_of_order"),
+    );
+    let counts = format!(
+        "{} sent, {} received, {lost} lost, {dup} duplicated, {ooo} out of order",
+        h.total("sent"),
+        h.total("received")
+    );
+    match o.qos {
+        0 if lost == 0 => {
+            format!("QoS 0: {counts}: every message arrived (QoS 0 does not promise it)")
+        }
+        0 => format!(
+            "QoS 0: {counts}: the broker dropped {lost} (QoS 0 allows it; counted, not hidden)"
+        ),
+        1 if lost == 0 => format!("QoS 1: {counts}: at least once held, nothing lost"),
+        1 => format!("QoS 1: {counts}: AT LEAST ONCE BROKEN: {lost} messages lost"),
+        _ if lost == 0 && dup == 0 => format!("QoS 2: {counts}: exactly once held"),
+        _ => format!("QoS 2: {counts}: EXACTLY ONCE BROKEN: {lost} lost, {dup} duplicated"),
+    }
+}
+
+/// The schema of a scenario.
+pub fn schema(o: &MqttOptions) -> &'static Schema {
+    match o.scenario {
+        Scenario::Conn => &SCHEMA_CONN,
+        Scenario::Pub => &SCHEMA_PUB,
+        Scenario::Sub | Scenario::PubSub => &SCHEMA_SUB,
+    }
+}
+
+/// One line per second.
+pub fn format_tick(o: &MqttOptions, t: &Tick) -> String {
+    er::format_tick(schema(o), &o.id, t)
+}
+
+/// The summary lines.
+pub fn format_summary(o: &MqttOptions, r: &Report) -> String {
+    let h = &r.headline;
+    let mut extra = Vec::new();
+    if h.total("pings") > 0 {
+        extra.push(format!(
+            "pings: {} sent, {} answered",
+            h.total("pings"),
+            h.total("pongs")
+        ));
+    }
+    if let Ok(s) = serde_json::from_value::<Summary>(r.summary.clone()) {
+        for (name, n) in &s.refusals {
+            extra.push(format!("refused: {name} × {n}"));
+        }
+        let bad: Vec<&Delivery> = s
+            .delivery
+            .iter()
+            .filter(|d| d.lost + d.duplicated + d.out_of_order > 0)
+            .take(10)
+            .collect();
+        for d in bad {
+            extra.push(format!(
+                "publisher {}: sent {}, received {}, lost {}, duplicated {}, out of order {}",
+                d.publisher, d.sent, d.received, d.lost, d.duplicated, d.out_of_order
+            ));
+        }
+        extra.push(s.verdict);
+    }
+    er::format_summary(schema(o), h, &extra)
+}

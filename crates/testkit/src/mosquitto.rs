@@ -1,0 +1,201 @@
+//! A private mosquitto broker.
+use crate::rabbitmq::free_port;
+use crate::Error;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MOSQUITTO: &str = "/usr/sbin/mosquitto";
+const PASSWD: &str = "/usr/bin/mosquitto_passwd";
+
+/// Settings of a mosquitto broker.
+#[derive(Debug, Clone, Default)]
+pub struct MosquittoOptions {
+    /// Users and passwords; empty (default): anonymous clients are allowed.
+    pub users: Vec<(String, String)>,
+    /// Lines appended to `mosquitto.conf`. Default: none.
+    pub extra_config: Vec<String>,
+    /// Keep sessions and queued messages across [`Mosquitto::restart`] (saved when the
+    /// broker shuts down). Default false.
+    pub persistence: bool,
+}
+
+/// A running private mosquitto on 127.0.0.1. Dropping it stops it.
+#[derive(Debug)]
+pub struct Mosquitto {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Mosquitto {
+    /// Starts a broker that allows anonymous clients.
+    pub fn start() -> Result<Self, Error> {
+        Self::start_with(&MosquittoOptions::default())
+    }
+
+    /// Starts a broker with `opts` and waits until it accepts connections.
+    pub fn start_with(opts: &MosquittoOptions) -> Result<Self, Error> {
+        if !Path::new(MOSQUITTO).exists() {
+            return Err(Error::NotInstalled {
+                program: MOSQUITTO.into(),
+                advice: "install Debian's mosquitto package",
+            });
+        }
+        let io = |what: &str| {
+            let what = what.to_string();
+            move |source| Error::Io { what, source }
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("kiln-mosquitto-")
+            .tempdir()
+            .map_err(io("creating the broker's directory"))?;
+        let port = free_port()?;
+        let mut conf = format!(
+            "listener {port} 127.0.0.1\nmax_connections -1\nlog_dest file {}\nlog_type error\nlog_type warning\nlog_type notice\n",
+            dir.path().join("mosquitto.log").display()
+        );
+        if opts.persistence {
+            let _ = writeln!(
+                conf,
+                // As root mosquitto would drop to the user mosquitto, who cannot write the
+                // private directory.
+                "persistence true\npersistence_location {}/\nautosave_interval 0\nuser root",
+                dir.path().display()
+            );
+        } else {
+            conf.push_str("persistence false\n");
+        }
+        if opts.users.is_empty() {
+            conf.push_str("allow_anonymous true\n");
+        } else {
+            let pw = dir.path().join("passwd");
+            for (i, (u, p)) in opts.users.iter().enumerate() {
+                let mut cmd = Command::new(PASSWD);
+                if i == 0 {
+                    cmd.arg("-c");
+                }
+                let st = cmd
+                    .args(["-b"])
+                    .arg(&pw)
+                    .args([u, p])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .map_err(io("running mosquitto_passwd"))?;
+                if !st.success() {
+                    return Err(Error::Io {
+                        what: format!("mosquitto_passwd for user {u}"),
+                        source: std::io::Error::other(format!("exited with {st}")),
+                    });
+                }
+            }
+            let _ = writeln!(
+                conf,
+                "allow_anonymous false\npassword_file {}",
+                pw.display()
+            );
+        }
+        for l in &opts.extra_config {
+            let _ = writeln!(conf, "{l}");
+        }
+        let conf_path = dir.path().join("mosquitto.conf");
+        std::fs::write(&conf_path, conf).map_err(io("writing mosquitto.conf"))?;
+        let child = Command::new(MOSQUITTO)
+            .arg("-c")
+            .arg(&conf_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(io("starting mosquitto"))?;
+        let mut me = Mosquitto {
+            dir,
+            port,
+            child: Some(child),
+        };
+        me.await_startup()?;
+        Ok(me)
+    }
+
+    fn await_startup(&mut self) -> Result<(), Error> {
+        let t = Instant::now();
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return Ok(());
+            }
+            if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
+                return Err(Error::StartTimeout {
+                    server: format!("mosquitto (exited with {st})"),
+                    seconds: t.elapsed().as_secs(),
+                    log: self.log_tail(),
+                });
+            }
+            if t.elapsed() > Duration::from_secs(20) {
+                return Err(Error::StartTimeout {
+                    server: "mosquitto".into(),
+                    seconds: 20,
+                    log: self.log_tail(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let s = std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default();
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// The MQTT port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The broker's PID.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Kills the broker (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Stops the broker with SIGTERM (it saves its sessions when persistent) and starts it
+    /// again on the same port: a broker restart as clients see it.
+    pub fn restart(&mut self) -> Result<(), Error> {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
+        let conf = self.dir.path().join("mosquitto.conf");
+        let child = Command::new(MOSQUITTO)
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|source| Error::Io {
+                what: "restarting mosquitto".into(),
+                source,
+            })?;
+        self.child = Some(child);
+        self.await_startup()
+    }
+}
+
+impl Drop for Mosquitto {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
