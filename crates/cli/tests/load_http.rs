@@ -200,3 +200,72 @@ fn ctrl_c_ends_the_run_with_a_summary() {
         "{s}"
     );
 }
+
+#[test]
+fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
+    let n = Nginx::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let worker = n.worker_pids()[0];
+    kiln()
+        .args([
+            "run",
+            "--name",
+            "sweep",
+            "-p",
+            &worker.to_string(),
+            "-d",
+            "1.5",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .args([
+            "load",
+            "http",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            "--concurrency-sweep",
+            "1,2",
+            &n.url("/"),
+        ])
+        .assert()
+        // On a loaded machine the recorder may start after this short sweep ended: the run
+        // is then stored marked incomplete (exit 1); its load and windows are kept either way.
+        .code(predicate::in_iter([0, 1]))
+        .stdout(predicate::str::contains("stored in"));
+    let out = kiln()
+        .args(["runs", "show", "sweep", "--json", "--store"])
+        .arg(&store)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let run: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let windows: Vec<String> = run["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        windows.contains(&"connections=1".to_string()),
+        "{windows:?}"
+    );
+    assert!(
+        windows.contains(&"connections=2".to_string()),
+        "{windows:?}"
+    );
+    let summary = &run["load"]["report"]["summary"];
+    // The run's -p became the load's --target-pid: the sweep measured nginx's CPU.
+    assert!(
+        summary["rows"][0]["target_cpu_pct"].as_f64().is_some(),
+        "{summary}"
+    );
+    assert!(
+        summary["plateau"]["verdict"].as_str().is_some(),
+        "{summary}"
+    );
+}
