@@ -265,7 +265,11 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     let mut store = args.store.open()?;
     let json = args.json;
     let repeat = args.repeat;
-    let mut load = make_load(args.load)?;
+    let mut load_cmd = args.load;
+    if let RunLoad::Load(cmd) = &mut load_cmd {
+        super::load_http::default_target(cmd, &opts.pids);
+    }
+    let mut load = make_load(load_cmd)?;
     let group = format!("{}@{}", opts.name, kiln_model::clock::unix_ms());
     let mut progress = ProgressLine::new();
     let mut all_complete = true;
