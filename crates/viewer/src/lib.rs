@@ -33,7 +33,7 @@ pub use error::ViewerError;
 
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
-use kiln_model::Profile;
+use kiln_model::{Profile, Quantity};
 use std::io::Write;
 
 /// The built viewer (from `web/`); see the crate docs.
@@ -59,6 +59,17 @@ pub struct HtmlOptions {
     pub compress_above: usize,
     /// Names of the two sides of a differential view. Default: `before`, `after`.
     pub diff_labels: (String, String),
+    /// What the counts are (`--countname`), overriding the unit the profile carries:
+    /// a time or size unit (`ns`, `us`, `ms`, `s`, `bytes`, `KiB`) makes the viewer scale
+    /// numbers to µs/ms/s or KiB/MiB, any other word (`calls`) is shown after plain counts.
+    /// Default: none (the profile's own unit).
+    pub count_name: Option<String>,
+    /// Where each profile came from (file names), shown in the header and the diff
+    /// legend; one per profile, or empty. Default: empty.
+    pub sources: Vec<String>,
+    /// Open on the time-ordered flame chart (`--flamechart`) when the profile has
+    /// timestamps. Default: false (the merged flame graph).
+    pub flamechart: bool,
 }
 
 impl Default for HtmlOptions {
@@ -71,6 +82,9 @@ impl Default for HtmlOptions {
             left_heavy: false,
             compress_above: 64 * 1024,
             diff_labels: ("before".to_string(), "after".to_string()),
+            count_name: None,
+            sources: Vec::new(),
+            flamechart: false,
         }
     }
 }
@@ -139,11 +153,16 @@ fn write_page(
         "leftHeavy": opts.left_heavy,
         "mode": if profiles.len() == 2 { "diff" } else { "single" },
         "labels": [opts.diff_labels.0, opts.diff_labels.1],
-        "profiles": profiles.iter().zip(&blobs).map(|(p, (_, c))| serde_json::json!({
-            "unit": p.event.unit.name(),
-            "event": p.event.name,
-            "compressed": c,
-        })).collect::<Vec<_>>(),
+        "view": if opts.flamechart { "chart" } else { "flame" },
+        "profiles": profiles.iter().zip(&blobs).enumerate().map(|(i, (p, (_, c)))| {
+            let mut m = unit_meta(p.event.quantity());
+            m.insert("unit".into(), p.event.unit.name().into());
+            m.insert("event".into(), p.event.name.clone().into());
+            m.insert("compressed".into(), (*c).into());
+            m.insert("countName".into(), opts.count_name.clone().into());
+            m.insert("source".into(), opts.sources.get(i).filter(|s| !s.is_empty()).cloned().into());
+            serde_json::Value::Object(m)
+        }).collect::<Vec<_>>(),
     });
     out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")?;
     out.write_all(b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")?;
@@ -166,6 +185,21 @@ fn write_page(
     out.write_all(b"</script>\n</body></html>\n")?;
     out.flush()?;
     Ok(())
+}
+
+/// How the viewer labels a profile's numbers (`web/src/lib/units.ts` reads these keys).
+fn unit_meta(q: Quantity) -> serde_json::Map<String, serde_json::Value> {
+    let (quantity, ns_per_unit, period) = match q {
+        Quantity::Samples { period_ns } => ("samples", None, period_ns),
+        Quantity::Time { ns_per_unit } => ("time", Some(ns_per_unit), None),
+        Quantity::Bytes => ("bytes", None, None),
+        _ => ("events", None, None),
+    };
+    let mut m = serde_json::Map::new();
+    m.insert("quantity".into(), quantity.into());
+    m.insert("nsPerUnit".into(), ns_per_unit.into());
+    m.insert("samplePeriodNs".into(), period.into());
+    m
 }
 
 /// Escapes text for HTML element content and attribute values.
