@@ -91,7 +91,8 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
   while (stack.length) {
     const v = stack.pop() as number;
     rows[depth[v]][rowFill[depth[v]]++] = v;
-    let x = start[v];
+    // Self weight first, then the children, as flamegraph.pl and kiln flamegraph draw.
+    let x = start[v] + self[v];
     const a = childStart[v];
     const e = childStart[v + 1];
     for (let k = a; k < e; k++) {

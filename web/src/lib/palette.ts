@@ -90,5 +90,3 @@ export function frameColors(frames: FrameSet, p: Palette): (f: number) => string
   return (f) => (cache[f] ??= colorOf(p, frames.names[f], frames.kinds[f]));
 }
 
-/** Search matches, as in flamegraph.pl. */
-export const MATCH_COLOR = 'rgb(230,0,230)';
