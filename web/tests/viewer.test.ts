@@ -349,3 +349,62 @@ test('the left-heavy layout of a layout tree keeps total weights', () => {
   const l = layoutTree(treeOf([[[0, 1], 2], [[0, 2], 5]], 3), fs, 'left-heavy');
   assert.equal(l.total[0], 7);
 });
+
+test('the alphabetical layout of a tree in name order takes the fast path to the same result', () => {
+  const r = rng(11);
+  const nFrames = 6;
+  const names = ['f', 'e', 'd', 'c', 'b', 'a'];
+  const order = Uint32Array.from([5, 4, 3, 2, 1, 0]);
+  const fs = { names, kinds: new Uint8Array(nFrames), order };
+  for (let round = 0; round < 200; round++) {
+    const stacks: Stacks = Array.from({ length: 1 + Math.floor(r() * 25) }, () => [
+      Array.from({ length: 1 + Math.floor(r() * 5) }, () => Math.floor(r() * nFrames)),
+      Math.floor(r() * 4),
+    ]);
+    const t = treeOf(stacks, nFrames);
+    // Renumber depth first with children by name, as kiln's encoder does.
+    const kids: number[][] = Array.from({ length: t.length + 1 }, () => []);
+    for (let i = 0; i < t.length; i++) kids[t.parent[i] + 1].push(i);
+    for (const k of kids) k.sort((a, b) => order[t.frame[a]] - order[t.frame[b]]);
+    const pre: number[] = [];
+    const walk = (v: number): void => {
+      for (const c of kids[v + 1]) {
+        pre.push(c);
+        walk(c);
+      }
+    };
+    walk(-1);
+    const newId = new Int32Array(t.length);
+    pre.forEach((o, i) => (newId[o] = i));
+    const s: Tree = {
+      parent: Int32Array.from(pre, (o) => (t.parent[o] < 0 ? -1 : newId[t.parent[o]])),
+      frame: Int32Array.from(pre, (o) => t.frame[o]),
+      self: Float64Array.from(pre, (o) => t.self[o]),
+      count: Float64Array.from(pre, (o) => t.count[o]),
+      length: t.length,
+      nameOrder: true,
+    };
+    const fast = layoutTree(s, fs, 'alphabetical');
+    const slow = layoutTree({ ...s, nameOrder: false }, fs, 'alphabetical');
+    assert.deepEqual([...fast.start], [...slow.start], `round ${round}`);
+    assert.deepEqual(fast.rows.map((x) => [...x]), slow.rows.map((x) => [...x]), `round ${round}`);
+    assert.deepEqual([...fast.childList], [...slow.childList], `round ${round}`);
+    assert.equal(fast.maxDepth, slow.maxDepth);
+  }
+});
+
+test('galloping search agrees with the binary search', async () => {
+  const { firstEndingAfter, nextEndingAfter } = await import('../src/lib/layout.js');
+  const r = rng(5);
+  const fs = { names: ['m', 'a', 'b', 'c'], kinds: new Uint8Array(4), order: Uint32Array.from([3, 0, 1, 2]) };
+  const stacks: Stacks = Array.from({ length: 300 }, () => [[0, ...Array.from({ length: 1 + Math.floor(r() * 4) }, () => 1 + Math.floor(r() * 3))], 1 + Math.floor(r() * 5)]);
+  const l = layoutTree(treeOf(stacks, 4), fs, 'alphabetical');
+  for (let d = 0; d <= l.maxDepth; d++) {
+    const row = l.rows[d];
+    for (let q = 0; q < 200; q++) {
+      const x = r() * l.total[0];
+      const from = Math.floor(r() * (firstEndingAfter(l, row, x) + 1));
+      assert.equal(nextEndingAfter(l, row, x, from), firstEndingAfter(l, row, x, from));
+    }
+  }
+});

@@ -171,7 +171,7 @@ export class Model {
     return this.memo(key, () => {
       const sides = this.raws.map((raw) => {
         const roots = threadRoots(raw, s.threadMode);
-        const frames = frameSetOf(raw, roots.names);
+        const frames = this.isDiff ? frameSetOf(raw, roots.names) : this.frames(s);
         const tree = baseTree(raw, {
           range: s.range,
           threadMode: s.threadMode,

@@ -8,7 +8,18 @@ export const VERSION = 2;
 /** A problem with the embedded data, shown to the user instead of a blank page. */
 export class DecodeError extends Error {}
 
+type FromBase64 = { fromBase64?: (s: string) => Uint8Array };
+
 export function base64ToBytes(b64: string): Uint8Array {
+  // The browser's own decoder where it has one (no 10 MB intermediate string).
+  const U8 = Uint8Array as unknown as FromBase64;
+  if (U8.fromBase64) {
+    try {
+      return U8.fromBase64(b64);
+    } catch {
+      throw new DecodeError('the embedded profile is not valid base64');
+    }
+  }
   let bin: string;
   try {
     bin = atob(b64.replace(/\s+/g, ''));
@@ -77,30 +88,29 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   const frameKind = new Uint8Array(ab, take(nFr, 'frame kinds'), nFr);
   const frameOrder = u32(nFr, 'frame order');
   const stackParent = i32(nSt, 'stack parents');
-  // Stored as index minus parent, 0 for roots.
+  const stackFrame = u32(nSt, 'stack frames');
+  // Parents are stored as index minus parent, 0 for roots; one pass restores and checks.
   for (let i = 0; i < nSt; i++) {
     const d = stackParent[i];
     if (d < 0 || d > i) throw new DecodeError(`stack ${i} has parent ${i - d}, not an earlier stack`);
     stackParent[i] = d === 0 ? -1 : i - d;
+    if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
   }
-  const stackFrame = u32(nSt, 'stack frames');
   const sampleStack = undelta(u32(nSa, 'sample stacks'));
-  const sampleWeight = f64(nSa, 'sample weights');
-  const sampleCount = flags & 4 ? f64(nSa, 'sample counts') : null;
+  const sampleWeight = flags & 32 ? Float64Array.from(u32(nSa, 'sample weights')) : f64(nSa, 'sample weights');
+  const sampleCount = flags & 4 ? (flags & 16 ? sampleWeight : f64(nSa, 'sample counts')) : null;
   const sampleTime = flags & 1 ? f64(nSa, 'sample times') : null;
   const sampleThread = flags & 2 ? i32(nSa, 'sample threads') : null;
   const threadName = u32(nTh, 'threads');
   const threadTid = i32(nTh, 'thread ids');
   // Indices are checked once here so later code can trust them.
   for (let i = 0; i < nFr; i++) if (frameName[i] >= nStr) throw new DecodeError(`frame ${i} names string ${frameName[i]} of ${nStr}`);
-  for (let i = 0; i < nSt; i++) {
-    if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
-  }
   for (let i = 0; i < nSa; i++) if (sampleStack[i] >= nSt) throw new DecodeError(`sample ${i} has stack ${sampleStack[i]} of ${nSt}`);
   if (sampleThread) for (let i = 0; i < nSa; i++) if (sampleThread[i] >= nTh) throw new DecodeError(`sample ${i} has thread ${sampleThread[i]} of ${nTh}`);
   for (let i = 0; i < nTh; i++) if (threadName[i] >= nStr) throw new DecodeError(`thread ${i} names string ${threadName[i]} of ${nStr}`);
   return {
     strings, frameName, frameKind, frameOrder, stackParent, stackFrame,
     sampleStack, sampleWeight, sampleCount, sampleTime, sampleThread, threadName, threadTid, timeOrigin,
+    stacksInNameOrder: (flags & 8) !== 0,
   };
 }

@@ -124,7 +124,6 @@ export function buildFlameChart(
   for (let i = 0; i < nSamples; i++) if (time[i] >= 0 && stackNode[raw.sampleStack[i]] >= 0) order[fill[laneOf(i)]++] = i;
   let lo = Infinity;
   let hi = -Infinity;
-  const path = new Int32Array(maxDepth + 1);
   for (let t = 0; t <= nT; t++) {
     const from = perLane[t];
     const to = perLane[t + 1];
@@ -143,9 +142,22 @@ export function buildFlameChart(
     const cap = opts.periodNs ?? 2 * usual;
     const tolerance = 0.5 * usual;
     const rows: RowBuilder[] = [];
-    const open = new Int32Array(maxDepth + 1).fill(-1); // node of the last box per depth
-    let openDepth = 0; // depths [0, openDepth) hold the previous sample's boxes
+    // The boxes the previous sample left open: for depth j < openDepth, the box's index
+    // in row j and the ordinal of the sample that opened it. A box's end and count are
+    // written when it closes, so a sample whose stack is its predecessor's costs O(1) and
+    // any sample costs O(frames that changed), not O(depth).
+    const openBox = new Int32Array(maxDepth + 1);
+    const openedAt = new Int32Array(maxDepth + 1);
+    let openDepth = 0;
+    let prevNode = -1;
     let prevEnd = -Infinity;
+    const close = (from: number, k: number): void => {
+      for (let j = from; j < openDepth; j++) {
+        const r = rows[j];
+        r.end[openBox[j]] = prevEnd;
+        r.count[openBox[j]] = k - openedAt[j];
+      }
+    };
     for (let k = 0; k < idx.length; k++) {
       const i = idx[k];
       const s = time[i];
@@ -154,31 +166,37 @@ export function buildFlameChart(
       else e = s + cap;
       if (k + 1 < idx.length) e = Math.min(e, Math.max(s, time[idx[k + 1]]));
       if (e < s) e = s;
-      // The sample's path, root first.
-      let v = stackNode[raw.sampleStack[i]];
+      const v = stackNode[raw.sampleStack[i]];
       const d = depth[v] + 1;
-      for (let j = d - 1; j >= 0; j--, v = parent[v]) path[j] = v;
-      const contiguous = s - prevEnd <= tolerance;
-      let j = 0;
-      if (contiguous) {
-        // Extend the boxes the previous sample left open while the path agrees.
-        while (j < d && j < openDepth && open[j] === path[j]) {
-          const r = rows[j];
-          r.end[r.length - 1] = e;
-          r.count[r.length - 1]++;
-          j++;
+      // Frames shared with the previous sample: the depth of their common ancestor + 1.
+      let common = 0;
+      if (prevNode >= 0 && s - prevEnd <= tolerance) {
+        let a = prevNode;
+        let b = v;
+        while (depth[a] > depth[b]) a = parent[a];
+        while (depth[b] > depth[a]) b = parent[b];
+        while (a !== b) {
+          a = parent[a];
+          b = parent[b];
         }
+        common = a < 0 ? 0 : depth[a] + 1;
       }
-      for (; j < d; j++) {
-        if (!rows[j]) rows[j] = new RowBuilder();
-        rows[j].push(s, e, path[j]);
-        open[j] = path[j];
+      close(common, k);
+      // New boxes for the frames below the shared ones, deepest first up the parents.
+      let u = v;
+      for (let j = d - 1; j >= common; j--, u = parent[u]) {
+        const r = (rows[j] ??= new RowBuilder());
+        openBox[j] = r.length;
+        openedAt[j] = k;
+        r.push(s, e, u);
       }
       openDepth = d;
+      prevNode = v;
       prevEnd = e;
       if (s < lo) lo = s;
       if (e > hi) hi = e;
     }
+    close(0, idx.length);
     lanes.push({ name: threadLabel(t < nT ? t : -1), thread: t < nT ? t : -1, rows: rows.map((r) => r.finish()), samples: idx.length });
   }
   // Busiest threads first.

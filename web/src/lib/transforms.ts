@@ -121,7 +121,7 @@ export interface RootSelf {
 }
 
 export function applyTransforms(t: Tree, trs: Transform[], nFrames: number): Tree {
-  return applyTransformsMapped(t, trs, nFrames).tree;
+  return trs.length === 0 ? t : applyTransformsMapped(t, trs, nFrames).tree;
 }
 
 /**

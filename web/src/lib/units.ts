@@ -16,8 +16,17 @@ export interface UnitMeta {
 
 export type UnitKind = 'samples' | 'time' | 'bytes' | 'count';
 
+/** 1234567 as 1,234,567 (by hand: toLocaleString's first call loads locale data). */
 export function thousands(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
+  const r = Math.round(n);
+  if (!Number.isFinite(r)) return String(r);
+  const d = String(Math.abs(r));
+  let out = '';
+  for (let i = 0; i < d.length; i++) {
+    if (i > 0 && (d.length - i) % 3 === 0) out += ',';
+    out += d[i];
+  }
+  return r < 0 ? `-${out}` : out;
 }
 
 /** Three significant digits below 1,000 (1.20, 12.3, 123), whole numbers above. */

@@ -4,7 +4,7 @@
 // pixel column, rectangles are batched by colour. Cost per frame depends on the pixels,
 // not on the number of samples, which keeps panning and zooming smooth.
 import { ChartRow, FlameChart, boxAt, firstBoxEndingAfter } from '../lib/flamechart.js';
-import { formatNs } from '../lib/units.js';
+import { formatNs, thousands } from '../lib/units.js';
 import { ROW_HEIGHT } from './flame-renderer.js';
 import { TextFitter } from './text.js';
 import { Theme, currentTheme } from './theme.js';
@@ -110,7 +110,7 @@ export class ChartRenderer {
       const top = AXIS_HEIGHT + tops[li] - s.scrollY;
       const bottom = top + LANE_HEADER + lane.rows.length * ROW_HEIGHT;
       if (bottom < AXIS_HEIGHT || top > H) continue;
-      headers.push([`${lane.name} — ${lane.samples.toLocaleString('en-US')} samples`, top]);
+      headers.push([`${lane.name} — ${thousands(lane.samples)} samples`, top]);
       for (let d = 0; d < lane.rows.length; d++) {
         const y = top + LANE_HEADER + d * ROW_HEIGHT;
         if (y + ROW_HEIGHT < AXIS_HEIGHT || y > H) continue;

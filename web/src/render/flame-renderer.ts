@@ -3,7 +3,7 @@
 // than a pixel are skipped with another binary search and drawn as one pixel column, so a
 // redraw costs O(rows x pixels x log n) whatever the profile's size. Rectangles are drawn
 // first and labels after, so the fill style changes only when the colour does.
-import { Layout, firstEndingAfter } from '../lib/layout.js';
+import { Layout, firstEndingAfter, nextEndingAfter } from '../lib/layout.js';
 import { TextFitter } from './text.js';
 import { Theme, currentTheme } from './theme.js';
 
@@ -139,7 +139,7 @@ export class FlameRenderer {
             runKind = kind;
           }
           runTo = col + 1;
-          k = firstEndingAfter(l, row, s.x0 + (col + 1) / scale, k + 1);
+          k = nextEndingAfter(l, row, s.x0 + (col + 1) / scale, k + 1);
           continue;
         }
         flushRun();

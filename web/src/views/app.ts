@@ -274,6 +274,8 @@ export class App {
     }
     this.lastView = s.view;
     this.lastNormalise = s.normalise;
+    // Controls of the merged graph mean nothing on the time-ordered chart.
+    for (const k of ['icicle', 'order', 'threads', 'reset']) if (this.ctrl[k]) this.ctrl[k].hidden = s.view === 'chart';
     this.ctrl.icicle.setAttribute('aria-pressed', String(s.icicle));
     (this.ctrl.order as HTMLSelectElement).value = s.order;
     if (this.ctrl.threads) (this.ctrl.threads as HTMLSelectElement).value = s.threadMode;

@@ -19,7 +19,7 @@ export interface FlameViewHandlers {
 export class FlameView {
   readonly el: HTMLDivElement;
   readonly canvas: HTMLCanvasElement;
-  readonly renderer: FlameRenderer;
+  private renderer_: FlameRenderer | null = null;
   scene: FlameScene | null = null;
   lastStats: DrawStats | null = null;
   drawCount = 0;
@@ -39,10 +39,11 @@ export class FlameView {
       'aria-label': `${name}. Arrow keys move between frames, Enter zooms, Escape resets, Shift+F10 opens the frame's actions.`,
     });
     this.el = el('div', { class: cls }, this.canvas);
-    this.renderer = new FlameRenderer(this.canvas);
     new ResizeObserver(() => {
       const r = this.el.getBoundingClientRect();
-      if (Math.floor(r.width) !== this.renderer.width || Math.floor(r.height) !== this.renderer.height) this.requestDraw();
+      if (r.width === 0 || r.height === 0) return;
+      const rr = this.renderer_;
+      if (!rr || Math.floor(r.width) !== rr.width || Math.floor(r.height) !== rr.height) this.requestDraw();
     }).observe(this.el);
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mousedown', (e) => {
@@ -76,6 +77,11 @@ export class FlameView {
     this.canvas.addEventListener('focus', () => {
       if (this.scene && this.scene.selected < 0) this.setSelected(Math.max(this.zoomNode, this.firstNode()), true);
     });
+  }
+
+  /** The canvas's drawing state, made when first needed (a hidden pane costs nothing). */
+  get renderer(): FlameRenderer {
+    return (this.renderer_ ??= new FlameRenderer(this.canvas));
   }
 
   /** The node the keyboard selected, or -1. */
