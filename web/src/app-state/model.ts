@@ -88,6 +88,9 @@ function once<T>(f: () => T): () => T {
 }
 
 export const ROOT_COLOR = 'rgb(220,120,60)';
+
+/** The largest change of each diff layout, computed once. */
+const maxDeltas = new WeakMap<DiffLayout, number>();
 export const DIFF_ROOT_COLOR = 'rgb(220,220,220)';
 
 export class Model {
@@ -229,7 +232,8 @@ export class Model {
     const matched = match ? matchedWeight(layout, match) : 0;
     let color: (v: number) => string;
     if (diff) {
-      const md = maxDelta(diff);
+      let md = maxDeltas.get(diff);
+      if (md === undefined) maxDeltas.set(diff, (md = maxDelta(diff)));
       color = (v) => (v === 0 ? DIFF_ROOT_COLOR : diffColorOf(diff, v, md));
     } else {
       color = (v) => (v === 0 ? ROOT_COLOR : colors(layout.frame[v]));

@@ -227,9 +227,12 @@ export class App {
     else write();
   }
 
+  private derivedFor: { state: ViewState; d: Derived } | null = null;
+
   /** Everything the flame graph, table and sandwich draw for the current state. */
   get derived(): Derived {
-    return this.model.derive(this.state);
+    if (this.derivedFor?.state !== this.state) this.derivedFor = { state: this.state, d: this.model.derive(this.state) };
+    return this.derivedFor.d;
   }
 
   setState(patch: Partial<ViewState>): void {
