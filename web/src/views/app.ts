@@ -200,7 +200,8 @@ export class App {
     this.root.addEventListener('keydown', (e) => this.onKey(e));
     if (opts.documentKeys) {
       document.addEventListener('keydown', (e) => {
-        if (e.target === document.body || e.target === document.documentElement) this.onKey(e);
+        const t = e.target as Node | null;
+        if (t === document || t === document.body || t === document.documentElement) this.onKey(e);
       });
     }
     document.addEventListener('mousedown', (e) => {

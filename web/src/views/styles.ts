@@ -26,6 +26,7 @@ select,input{border:1px solid var(--button-line);border-radius:3px}
 .search{width:220px}
 .search.invalid{outline:2px solid #d33}
 .matched{font-weight:bold;min-width:110px}
+.matched:empty{min-width:0}
 .match-count{color:var(--muted);font-size:12px;white-space:nowrap}
 .notice{padding:3px 8px;background:var(--warn-bg);border-bottom:1px solid var(--warn-line);font-size:12px}
 .transforms{padding:3px 8px;background:var(--warn-bg);border-bottom:1px solid var(--warn-line)}
