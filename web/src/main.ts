@@ -66,6 +66,7 @@ async function startOne(metaEl: Element, api: KilnApi, single: boolean): Promise
     api.phases.drawStart = performance.now();
     // Draw now rather than on the next animation frame: the layout is ready.
     app.drawNow();
+    app.warmUp();
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
     api.error ??= msg;

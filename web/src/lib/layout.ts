@@ -178,37 +178,49 @@ export function nodeAt(l: Layout, depthIndex: number, x: number): number {
   return l.start[v] <= x ? v : -1;
 }
 
-/** Index in `row` of the first node whose end lies beyond x. */
-export function firstEndingAfter(l: Layout, row: Uint32Array, x: number, from = 0): number {
-  let lo = from;
-  let hi = row.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    const v = row[mid];
-    if (l.start[v] + l.total[v] <= x) lo = mid + 1;
-    else hi = mid;
+/**
+ * End (start + total) of each node of each row, contiguous: searching a row then reads
+ * one array instead of two spread over the whole layout, which at a million nodes is
+ * most of a redraw's time. Made on first use, kept per layout.
+ */
+const rowEndsOf = new WeakMap<Layout, Float64Array[]>();
+export function rowEnds(l: Layout): Float64Array[] {
+  let ends = rowEndsOf.get(l);
+  if (!ends) {
+    ends = l.rows.map((row) => {
+      const e = new Float64Array(row.length);
+      for (let k = 0; k < row.length; k++) e[k] = l.start[row[k]] + l.total[row[k]];
+      return e;
+    });
+    rowEndsOf.set(l, ends);
   }
-  return lo;
+  return ends;
 }
 
-/**
- * firstEndingAfter for a target usually a few nodes ahead of `from` (the next pixel
- * column): gallops forward, then searches the bracket. Cheaper than a search over the
- * rest of a row of a million nodes each time.
- */
-export function nextEndingAfter(l: Layout, row: Uint32Array, x: number, from: number): number {
-  const n = row.length;
+/** Index of the first end beyond x in `ends` (a row's ends), from `from` on, galloping. */
+export function nextEnd(ends: Float64Array, x: number, from: number): number {
+  const n = ends.length;
   let lo = from;
   let step = 1;
   let hi = from;
-  while (hi < n) {
-    const v = row[hi];
-    if (l.start[v] + l.total[v] > x) break;
+  while (hi < n && ends[hi] <= x) {
     lo = hi + 1;
     hi += step;
     step *= 2;
   }
   if (hi > n) hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ends[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Index in `row` of the first node whose end lies beyond x. */
+export function firstEndingAfter(l: Layout, row: Uint32Array, x: number, from = 0): number {
+  let lo = from;
+  let hi = row.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     const v = row[mid];

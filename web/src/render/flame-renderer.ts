@@ -3,7 +3,7 @@
 // than a pixel are skipped with another binary search and drawn as one pixel column, so a
 // redraw costs O(rows x pixels x log n) whatever the profile's size. Rectangles are drawn
 // first and labels after, so the fill style changes only when the colour does.
-import { Layout, firstEndingAfter, nextEndingAfter } from '../lib/layout.js';
+import { Layout, nextEnd, rowEnds } from '../lib/layout.js';
 import { TextFitter } from './text.js';
 import { Theme, currentTheme } from './theme.js';
 
@@ -105,12 +105,14 @@ export class FlameRenderer {
       return b;
     };
     const dim = s.dim;
+    const allEnds = rowEnds(l);
     for (let d = s.base; d <= l.maxDepth; d++) {
       const y = this.rowY(s, d);
       if (y <= -ROW_HEIGHT || y >= H) continue;
       const row = l.rows[d];
+      const ends = allEnds[d];
       const fade = d < s.fadeAbove;
-      let k = firstEndingAfter(l, row, s.x0);
+      let k = nextEnd(ends, s.x0, 0);
       // A run of adjacent pixel columns holding only sub-pixel nodes, drawn as one bar.
       let runFrom = -1;
       let runTo = -1;
@@ -135,11 +137,14 @@ export class FlameRenderer {
           if (col !== runTo || kind !== runKind) {
             flushRun();
             runFrom = col;
-            runStyle = s.color(v);
+            // In the caller's colour: stable while panning (the first node of a pixel
+            // column changes at every step), and the caller was drawn already.
+            const p = l.parent[v];
+            runStyle = s.color(p > 0 && d > s.base ? p : v);
             runKind = kind;
           }
           runTo = col + 1;
-          k = nextEndingAfter(l, row, s.x0 + (col + 1) / scale, k + 1);
+          k = nextEnd(ends, s.x0 + (col + 1) / scale, k + 1);
           continue;
         }
         flushRun();
@@ -193,7 +198,7 @@ export class FlameRenderer {
     if (d < s.base || d > l.maxDepth) return -1;
     const wx = s.x0 + (x / this.width) * (s.x1 - s.x0);
     const row = l.rows[d];
-    const k = firstEndingAfter(l, row, wx);
+    const k = nextEnd(rowEnds(l)[d], wx, 0);
     if (k >= row.length) return -1;
     const v = row[k];
     return l.start[v] <= wx ? v : -1;

@@ -879,6 +879,20 @@ export class App {
     else if (this.state.view === 'flame') this.main.drawNow();
   }
 
+  /**
+   * Builds, once the page is shown, what the first clicks need and the first drawing did
+   * not (children lists for zooming, sample counts for tooltips), so a click does not pay
+   * for them.
+   */
+  warmUp(): void {
+    setTimeout(() => {
+      if (this.state.view === 'chart') return;
+      const l = this.derived.layout;
+      void l.childList;
+      void l.count;
+    }, 0);
+  }
+
   private redrawAll(): void {
     for (const v of [this.main, this.callers, this.callees]) v.requestDraw();
     this.chart?.requestDraw();
