@@ -350,7 +350,7 @@ test('the left-heavy layout of a layout tree keeps total weights', () => {
   assert.equal(l.total[0], 7);
 });
 
-test('the alphabetical layout of a tree in name order takes the fast path to the same result', () => {
+test('the alphabetical layout of a tree in name order takes the fast path to the same result', async () => {
   const r = rng(11);
   const nFrames = 6;
   const names = ['f', 'e', 'd', 'c', 'b', 'a'];
@@ -390,6 +390,8 @@ test('the alphabetical layout of a tree in name order takes the fast path to the
     assert.deepEqual(fast.rows.map((x) => [...x]), slow.rows.map((x) => [...x]), `round ${round}`);
     assert.deepEqual([...fast.childList], [...slow.childList], `round ${round}`);
     assert.equal(fast.maxDepth, slow.maxDepth);
+    const { rowEnds } = await import('../src/lib/layout.js');
+    assert.deepEqual(rowEnds(fast).map((x) => [...x]), rowEnds(slow).map((x) => [...x]), `round ${round}: row ends`);
   }
 });
 

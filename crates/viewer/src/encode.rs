@@ -13,12 +13,16 @@
 //!
 //! ```text
 //! header   u32 magic "KNV1", u32 version, u32 flags (1 = times, 2 = threads, 4 = counts,
-//!          8 = stacks in name order, 16 = counts are the weights, 32 = u32 weights),
+//!          8 = stacks in name order, 16 = counts are the weights, 32 = u32 weights,
+//!          64 = depths instead of parents),
 //!          u32 strings, frames, stacks, samples, threads, text bytes, reserved; f64 time origin
 //! text     UTF-8 of every name (invalid UTF-8 already replaced by U+FFFD), joined
 //! u32[strings]  length of each name in UTF-16 units of the decoded text
 //! u32[frames] name Δ · u8[frames] kind · u32[frames] rank in byte order of names
 //! u32[stacks] index minus parent (0 for a root) · u32[stacks] frame
+//!              (flag 64: u8[stacks] depth instead of the parents, 0 for a root: in
+//!              depth-first order a node's parent is the last node before it one level
+//!              up, and a byte per stack inflates four times faster than a word)
 //! u32[samples] stack Δ · f64[samples] weight (u32[samples] with flag 32: all fit)
 //! f64[samples] samples each row stands for (flag 4; absent when every row is one sample,
 //!              or with flag 16, when each row's count is its weight: counted samples)
@@ -48,6 +52,7 @@ const FLAG_COUNTS: u32 = 4;
 const FLAG_NAME_ORDER: u32 = 8;
 const FLAG_COUNTS_ARE_WEIGHTS: u32 = 16;
 const FLAG_U32_WEIGHTS: u32 = 32;
+const FLAG_DEPTHS: u32 = 64;
 
 fn count(what: &'static str, n: usize) -> Result<u32, ViewerError> {
     // Keep one value free so `n + 1` offsets and `-1` markers always fit.
@@ -121,7 +126,17 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     for (r, &f) in by_name.iter().enumerate() {
         rank[f as usize] = r as u32;
     }
-    let (new_id, old_of) = name_preorder(p.stacks.raw_parents(), p.stacks.raw_frames(), &rank);
+    let parents = p.stacks.raw_parents();
+    let (new_id, old_of) = name_preorder(parents, p.stacks.raw_frames(), &rank);
+    // Depth of each stack (parents come first), when every one fits in a byte.
+    let mut depth = vec![0u32; parents.len()];
+    for (i, &x) in parents.iter().enumerate() {
+        if x != u32::MAX {
+            depth[i] = depth[x as usize] + 1;
+        }
+    }
+    let shallow = depth.iter().all(|&d| d <= u32::from(u8::MAX));
+    let depths = shallow.then_some(depth);
 
     // How many samples a row of the model stands for: folded input keeps one row per
     // stack with the sample count as weight; recordings keep one row per sample.
@@ -226,6 +241,7 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
             0
         }
         | if small { FLAG_U32_WEIGHTS } else { 0 }
+        | if shallow { FLAG_DEPTHS } else { 0 }
         | FLAG_NAME_ORDER;
     b.u32s([
         MAGIC, VERSION, flags, n_strings, n_frames, n_stacks, n_samples, n_threads, text_bytes, 0,
@@ -238,16 +254,20 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     b.0.extend(p.frames.iter().map(|(_, f)| kind_code(f.kind)));
     b.pad();
     b.u32s(rank);
-    let parents = p.stacks.raw_parents();
     let frames = p.stacks.raw_frames();
-    b.u32s(old_of.iter().enumerate().map(|(i, &o)| {
-        let x = parents[o as usize];
-        if x == u32::MAX {
-            0
-        } else {
-            i as u32 - new_id[x as usize]
-        }
-    }));
+    if let Some(depth) = &depths {
+        b.0.extend(old_of.iter().map(|&o| depth[o as usize] as u8));
+        b.pad();
+    } else {
+        b.u32s(old_of.iter().enumerate().map(|(i, &o)| {
+            let x = parents[o as usize];
+            if x == u32::MAX {
+                0
+            } else {
+                i as u32 - new_id[x as usize]
+            }
+        }));
+    }
     b.u32s(old_of.iter().map(|&o| frames[o as usize].0));
     b.u32s(deltas(rows.iter().map(|r| r.0 .0)));
     if small {
@@ -404,7 +424,11 @@ mod tests {
         assert_eq!(word(0), MAGIC);
         assert_eq!(
             word(2),
-            FLAG_COUNTS | FLAG_NAME_ORDER | FLAG_COUNTS_ARE_WEIGHTS | FLAG_U32_WEIGHTS,
+            FLAG_COUNTS
+                | FLAG_NAME_ORDER
+                | FLAG_COUNTS_ARE_WEIGHTS
+                | FLAG_U32_WEIGHTS
+                | FLAG_DEPTHS,
             "no times, no threads, rows of several samples"
         );
         assert_eq!(word(5), 2, "two stacks");

@@ -87,14 +87,32 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   const frameName = undelta(u32(nFr, 'frames'));
   const frameKind = new Uint8Array(ab, take(nFr, 'frame kinds'), nFr);
   const frameOrder = u32(nFr, 'frame order');
-  const stackParent = i32(nSt, 'stack parents');
+  let stackParent: Int32Array;
+  let stackDepth: Uint8Array | null = null;
+  if (flags & 64) {
+    // Depths of a depth-first order: a node's parent is the last node one level up.
+    stackDepth = new Uint8Array(ab, take(nSt, 'stack depths'), nSt);
+    stackParent = new Int32Array(nSt);
+  } else stackParent = i32(nSt, 'stack parents');
   const stackFrame = u32(nSt, 'stack frames');
-  // Parents are stored as index minus parent, 0 for roots; one pass restores and checks.
-  for (let i = 0; i < nSt; i++) {
-    const d = stackParent[i];
-    if (d < 0 || d > i) throw new DecodeError(`stack ${i} has parent ${i - d}, not an earlier stack`);
-    stackParent[i] = d === 0 ? -1 : i - d;
-    if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
+  if (stackDepth) {
+    const last = new Int32Array(257).fill(-1);
+    for (let i = 0; i < nSt; i++) {
+      const d = stackDepth[i];
+      const p = d === 0 ? -1 : last[d - 1];
+      if (d > 0 && (p < 0 || (i > 0 && d > stackDepth[i - 1] + 1))) throw new DecodeError(`stack ${i} has depth ${d} below no parent`);
+      stackParent[i] = p;
+      last[d] = i;
+      if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
+    }
+  } else {
+    // Parents are stored as index minus parent, 0 for roots; one pass restores and checks.
+    for (let i = 0; i < nSt; i++) {
+      const d = stackParent[i];
+      if (d < 0 || d > i) throw new DecodeError(`stack ${i} has parent ${i - d}, not an earlier stack`);
+      stackParent[i] = d === 0 ? -1 : i - d;
+      if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
+    }
   }
   const sampleStack = undelta(u32(nSa, 'sample stacks'));
   const sampleWeight = flags & 32 ? Float64Array.from(u32(nSa, 'sample weights')) : f64(nSa, 'sample weights');
@@ -112,5 +130,6 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
     strings, frameName, frameKind, frameOrder, stackParent, stackFrame,
     sampleStack, sampleWeight, sampleCount, sampleTime, sampleThread, threadName, threadTid, timeOrigin,
     stacksInNameOrder: (flags & 8) !== 0,
+    stackDepth,
   };
 }

@@ -53,20 +53,24 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
   frame[0] = -1;
   self[0] = (t as Tree & RootSelf).rootSelf ?? 0;
   const tp = t.parent;
+  let deepest = 0;
   for (let i = 1; i < n; i++) {
     const p = tp[i - 1] + 1;
     parent[i] = p;
-    depth[i] = depth[p] + 1;
+    const d = depth[p] + 1;
+    depth[i] = d;
+    if (d > deepest) deepest = d;
   }
   const total = self.slice();
   for (let i = n - 1; i > 0; i--) total[parent[i]] += total[i];
-  let maxDepth = 0;
-  for (let i = 1; i < n; i++) if (total[i] > 0 && depth[i] > maxDepth) maxDepth = depth[i];
+  // Nodes per row; the deepest row holding weight is the graph's depth.
+  const perDepth = new Uint32Array(deepest + 1);
+  perDepth[0] = 1;
+  for (let i = 1; i < n; i++) if (total[i] > 0) perDepth[depth[i]]++;
+  let maxDepth = deepest;
+  while (maxDepth > 0 && perDepth[maxDepth] === 0) maxDepth--;
   const start = new Float64Array(n);
-  const rowCount = new Uint32Array(maxDepth + 1);
-  rowCount[0] = 1;
-  for (let i = 1; i < n; i++) if (total[i] > 0) rowCount[depth[i]]++;
-  const rows = Array.from(rowCount, (c) => new Uint32Array(c));
+  const rows = Array.from(perDepth.subarray(0, maxDepth + 1), (c) => new Uint32Array(c));
   const l = { n, frame, parent, depth, start, total, self, rows, maxDepth } as Layout;
   // Samples per node: only tooltips and the sandwich read them, so they wait until then.
   lazy(l, 'selfCount', () => {
@@ -118,18 +122,24 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
     // The children lists are not needed to draw, so they wait until asked for.
     const cursor = new Float64Array(n);
     const rowFill = new Uint32Array(maxDepth + 1);
+    const ends = rows.map((r) => new Float64Array(r.length));
     rowFill[0] = 1;
+    ends[0][0] = total[0];
     cursor[0] = self[0];
     for (let i = 1; i < n; i++) {
-      if (!(total[i] > 0)) continue;
+      const w = total[i];
+      if (!(w > 0)) continue;
       const p = parent[i];
       const x = cursor[p];
       start[i] = x;
-      cursor[p] = x + total[i];
+      cursor[p] = x + w;
       cursor[i] = x + self[i];
       const d = depth[i];
-      rows[d][rowFill[d]++] = i;
+      const k = rowFill[d]++;
+      rows[d][k] = i;
+      ends[d][k] = x + w;
     }
+    rowEndsOf.set(l, ends);
     let csr: { childStart: Uint32Array; childList: Uint32Array } | null = null;
     lazy(l, 'childStart', () => (csr ??= children()).childStart);
     lazy(l, 'childList', () => (csr ??= children()).childList);

@@ -24,6 +24,8 @@ export interface RawProfile {
   timeOrigin: number;
   /** Stacks are numbered depth first, each node's children in name order. */
   stacksInNameOrder?: boolean;
+  /** Depth of each stack (0 for a root), when the page carries it. */
+  stackDepth?: Uint8Array | null;
 }
 
 /** Frame kinds as encoded. */
