@@ -14,11 +14,14 @@
 //! ```text
 //! header   u32 magic "KNV1", u32 version, u32 flags (1 = times, 2 = threads, 4 = counts,
 //!          8 = stacks in name order, 16 = counts are the weights, 32 = u32 weights,
-//!          64 = depths instead of parents),
+//!          64 = depths instead of parents, 128 = frames and names in name order),
 //!          u32 strings, frames, stacks, samples, threads, text bytes, reserved; f64 time origin
 //! text     UTF-8 of every name (invalid UTF-8 already replaced by U+FFFD), joined
 //! u32[strings]  length of each name in UTF-16 units of the decoded text
 //! u32[frames] name Δ · u8[frames] kind · u32[frames] rank in byte order of names
+//!              (flag 128: names and frames are numbered in byte order of names, so a
+//!              frame's rank is its index and the column is left out; sorted names
+//!              also compress better, shared prefixes side by side)
 //! u32[stacks] index minus parent (0 for a root) · u32[stacks] frame
 //!              (flag 64: u8[stacks] depth instead of the parents, 0 for a root: in
 //!              depth-first order a node's parent is the last node before it one level
@@ -53,6 +56,7 @@ const FLAG_NAME_ORDER: u32 = 8;
 const FLAG_COUNTS_ARE_WEIGHTS: u32 = 16;
 const FLAG_U32_WEIGHTS: u32 = 32;
 const FLAG_DEPTHS: u32 = 64;
+const FLAG_SORTED_FRAMES: u32 = 128;
 
 fn count(what: &'static str, n: usize) -> Result<u32, ViewerError> {
     // Keep one value free so `n + 1` offsets and `-1` markers always fit.
@@ -115,12 +119,25 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     let timed = p.samples.has_time();
     let threaded = p.samples.thread.iter().any(|&t| t != ThreadId::NONE);
 
-    // Alphabetical rank of each frame by name bytes, as flamegraph.pl sorts.
+    // Names and frames renumbered in byte order of names (flamegraph.pl's order): a
+    // frame's id is then its alphabetical rank.
+    let mut str_order: Vec<u32> = (0..n_strings).collect();
+    str_order.sort_by(|&a, &b| {
+        p.strings
+            .get(kiln_model::StrId(a))
+            .cmp(p.strings.get(kiln_model::StrId(b)))
+            .then(a.cmp(&b))
+    });
+    let mut str_new = vec![0u32; n_strings as usize];
+    for (r, &x) in str_order.iter().enumerate() {
+        str_new[x as usize] = r as u32;
+    }
     let mut by_name: Vec<u32> = (0..n_frames).collect();
-    by_name.sort_by(|&a, &b| {
-        let na = p.strings.get(p.frames.get(kiln_model::FrameId(a)).name);
-        let nb = p.strings.get(p.frames.get(kiln_model::FrameId(b)).name);
-        na.cmp(nb).then(a.cmp(&b))
+    by_name.sort_by_key(|&f| {
+        (
+            str_new[p.frames.get(kiln_model::FrameId(f)).name.0 as usize],
+            f,
+        )
     });
     let mut rank = vec![0u32; n_frames as usize];
     for (r, &f) in by_name.iter().enumerate() {
@@ -209,8 +226,8 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     let mut text = String::new();
     let mut lengths = Vec::with_capacity(p.strings.len());
     let mut units: u64 = 0;
-    for (_, s) in p.strings.iter() {
-        let s = String::from_utf8_lossy(s);
+    for &x in &str_order {
+        let s = String::from_utf8_lossy(p.strings.get(kiln_model::StrId(x)));
         let n = s.encode_utf16().count();
         units += n as u64;
         if units > u64::from(u32::MAX) {
@@ -242,7 +259,8 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
         }
         | if small { FLAG_U32_WEIGHTS } else { 0 }
         | if shallow { FLAG_DEPTHS } else { 0 }
-        | FLAG_NAME_ORDER;
+        | FLAG_NAME_ORDER
+        | FLAG_SORTED_FRAMES;
     b.u32s([
         MAGIC, VERSION, flags, n_strings, n_frames, n_stacks, n_samples, n_threads, text_bytes, 0,
     ]);
@@ -250,10 +268,12 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     b.0.extend_from_slice(text.as_bytes());
     b.pad();
     b.u32s(lengths);
-    b.u32s(deltas(p.frames.iter().map(|(_, f)| f.name.0)));
-    b.0.extend(p.frames.iter().map(|(_, f)| kind_code(f.kind)));
+    let frame = |f: u32| p.frames.get(kiln_model::FrameId(f));
+    b.u32s(deltas(
+        by_name.iter().map(|&f| str_new[frame(f).name.0 as usize]),
+    ));
+    b.0.extend(by_name.iter().map(|&f| kind_code(frame(f).kind)));
     b.pad();
-    b.u32s(rank);
     let frames = p.stacks.raw_frames();
     if let Some(depth) = &depths {
         b.0.extend(old_of.iter().map(|&o| depth[o as usize] as u8));
@@ -268,7 +288,7 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
             }
         }));
     }
-    b.u32s(old_of.iter().map(|&o| frames[o as usize].0));
+    b.u32s(old_of.iter().map(|&o| rank[frames[o as usize].0 as usize]));
     b.u32s(deltas(rows.iter().map(|r| r.0 .0)));
     if small {
         b.u32s(rows.iter().map(|r| r.1 as u32));
@@ -284,7 +304,7 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     if threaded {
         b.i32s(rows.iter().map(|r| r.3));
     }
-    b.u32s(p.threads.iter().map(|(_, t)| t.name.0));
+    b.u32s(p.threads.iter().map(|(_, t)| str_new[t.name.0 as usize]));
     b.i32s(
         p.threads
             .iter()
@@ -428,7 +448,8 @@ mod tests {
                 | FLAG_NAME_ORDER
                 | FLAG_COUNTS_ARE_WEIGHTS
                 | FLAG_U32_WEIGHTS
-                | FLAG_DEPTHS,
+                | FLAG_DEPTHS
+                | FLAG_SORTED_FRAMES,
             "no times, no threads, rows of several samples"
         );
         assert_eq!(word(5), 2, "two stacks");

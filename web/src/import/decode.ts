@@ -86,7 +86,12 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   if (pos !== text.length) throw new DecodeError(`the names add up to ${pos} characters, the text has ${text.length}`);
   const frameName = undelta(u32(nFr, 'frames'));
   const frameKind = new Uint8Array(ab, take(nFr, 'frame kinds'), nFr);
-  const frameOrder = u32(nFr, 'frame order');
+  let frameOrder: Uint32Array;
+  if (flags & 128) {
+    // Frames come in name order: each one's rank is its index.
+    frameOrder = new Uint32Array(nFr);
+    for (let i = 0; i < nFr; i++) frameOrder[i] = i;
+  } else frameOrder = u32(nFr, 'frame order');
   let stackParent: Int32Array;
   let stackDepth: Uint8Array | null = null;
   if (flags & 64) {
