@@ -61,12 +61,17 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
     depth[i] = d;
     if (d > deepest) deepest = d;
   }
+  // Totals, children before parents; a node's total is final when the walk reaches it,
+  // so the same pass counts the nodes per row that hold weight. (Each pass over a million
+  // nodes costs tens of milliseconds before the engine has compiled it: fewer passes.)
   const total = self.slice();
-  for (let i = n - 1; i > 0; i--) total[parent[i]] += total[i];
-  // Nodes per row; the deepest row holding weight is the graph's depth.
   const perDepth = new Uint32Array(deepest + 1);
   perDepth[0] = 1;
-  for (let i = 1; i < n; i++) if (total[i] > 0) perDepth[depth[i]]++;
+  for (let i = n - 1; i > 0; i--) {
+    const w = total[i];
+    if (w > 0) perDepth[depth[i]]++;
+    total[parent[i]] += w;
+  }
   let maxDepth = deepest;
   while (maxDepth > 0 && perDepth[maxDepth] === 0) maxDepth--;
   const start = new Float64Array(n);

@@ -186,10 +186,22 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   if (opts.threadMode === 'merged' || !th) {
     const self = new Float64Array(nS);
     const count = new Float64Array(nS);
-    for (let i = 0; i < st.length; i++) {
-      if (!inRange(i)) continue;
-      self[st[i]] += w[i];
-      count[st[i]] += c ? c[i] : 1;
+    if (opts.range && tm) {
+      for (let i = 0; i < st.length; i++) {
+        if (!inRange(i)) continue;
+        self[st[i]] += w[i];
+        count[st[i]] += c ? c[i] : 1;
+      }
+    } else if (c) {
+      for (let i = 0; i < st.length; i++) {
+        self[st[i]] += w[i];
+        count[st[i]] += c[i];
+      }
+    } else {
+      for (let i = 0; i < st.length; i++) {
+        self[st[i]] += w[i];
+        count[st[i]] += 1;
+      }
     }
     return { parent: raw.stackParent, frame: new Int32Array(raw.stackFrame.buffer, raw.stackFrame.byteOffset, nS), self, count, length: nS, nameOrder: raw.stacksInNameOrder };
   }
