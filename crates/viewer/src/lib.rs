@@ -6,8 +6,14 @@
 //! (deflate-compressed, base64) and a canvas viewer (the TypeScript in `web/`, built into
 //! `web/dist/viewer.js` and embedded here with `include_str!`). The file works offline
 //! from `file://`, draws only what is on screen and wider than a pixel, and offers zoom,
-//! search, a function table, sandwich, transforms, a time-range strip and a differential
-//! view.
+//! search, a function table, sandwich, transforms, a time-range strip, a time-ordered
+//! flame chart of recordings, a differential view, and export of the view (SVG, PNG,
+//! folded). Numbers carry the profile's unit ([`kiln_model::Quantity`]): CPU time,
+//! off-CPU time, bytes, events, or what `--countname` names.
+//!
+//! A page may hold several viewers (the run report's CPU, off-CPU and memory graphs):
+//! each owns the URL keys under its prefix and they share the page's time window; see
+//! `web/src/main.ts` and `web/README.md`.
 //!
 //! ```text
 //! kiln flamegraph stacks.folded -o flame.html
