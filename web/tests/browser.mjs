@@ -721,6 +721,37 @@ try {
     await axe(page, 'search');
   });
 
+  await check('two viewers on one page: own URL keys, one shared time window', async () => {
+    page = await open('two.html');
+    assert.equal(await page.evaluate(() => window.__kiln.apps.length), 2);
+    const origin = await page.evaluate(() => window.__kiln.apps[0].model.raw.timeOrigin);
+    const totals = () => page.evaluate(() => window.__kiln.apps.map((a) => a.derived.layout.total[0]));
+    assert.deepEqual(await totals(), [200, 200]);
+    // The page selects a window (the run report's chart would): both viewers follow.
+    await page.evaluate((o) => window.__kiln.setWindow([o + 5.2e9, o + 9.9e9]), origin);
+    await settle(page);
+    assert.deepEqual(await totals(), [95, 95]);
+    // The URL holds it once, on the page's clock (its origin is a second before the run).
+    const t = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get('t'));
+    assert.equal(t, `${6.2e9}-${10.9e9}`);
+    // A window dragged on one viewer's strip reaches the other; a search stays its own.
+    const box = await page.$eval('.kiln-mount >> nth=1 >> .timeline-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
+    await page.mouse.move(box.x + box.width * 0.02, box.y + 10);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.3, box.y + 10, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => window.__kiln.apps[0].state.range?.[1] < 4e9);
+    const [a, b] = await page.evaluate(() => window.__kiln.apps.map((x) => x.window));
+    assert.deepEqual(a, b);
+    await page.fill('.kiln-mount >> nth=0 >> [data-ctrl=search]', 'fib');
+    await page.waitForFunction(() => /cpu\.q=fib/.test(location.hash));
+    assert.equal(await page.evaluate(() => window.__kiln.apps[1].state.query), '');
+    assert.match(await page.textContent('.kiln-mount >> nth=1 >> [data-fact=total]'), /page-faults/);
+    const ids = await page.$$eval('[id]', (els) => els.map((e) => e.id));
+    assert.equal(new Set(ids).size, ids.length, 'element ids are unique on the page');
+    await axe(page, 'two viewers');
+  });
+
   await check('an empty profile opens; damaged data gives a message, not a blank page', async () => {
     page = await open('empty.html');
     assert.equal(await page.textContent('.crumb'), 'all');

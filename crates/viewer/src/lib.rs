@@ -123,11 +123,85 @@ pub fn write_diff_html(
     write_page(&[before, after], opts, out)
 }
 
-fn write_page(
+/// Writes one viewer of a page that holds several (the run report: CPU, off-CPU and memory
+/// flame graphs beside charts of the load): the element it draws in, its metadata and
+/// its data. `key` (letters, digits, `-`, `_`) names its keys in the page's URL
+/// (`cpu.q=…`); `origin_ns` is the page's time origin on the profiles' clock, the zero of
+/// the time window `t` that every viewer (and whatever else on the page) shares.
+///
+/// The page writes its own `<head>` (with a `<meta charset="utf-8">`) and body, calls this
+/// for each viewer (one profile, or two for a diff), then [`write_viewer_script`] once.
+/// `window.__kiln.setWindow([t0, t1])` then shows one window of time everywhere.
+pub fn write_embedded(
     profiles: &[&Profile],
     opts: &HtmlOptions,
+    key: &str,
+    origin_ns: Option<u64>,
     out: &mut dyn Write,
 ) -> Result<(), ViewerError> {
+    let key_ok = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !key_ok {
+        return Err(ViewerError::BadOption {
+            option: "key",
+            reason: format!("'{key}' must be 1 to 64 letters, digits, '-' or '_'"),
+        });
+    }
+    if profiles.is_empty() || profiles.len() > 2 {
+        return Err(ViewerError::BadOption {
+            option: "profiles",
+            reason: format!(
+                "a viewer shows one profile or a diff of two, not {}",
+                profiles.len()
+            ),
+        });
+    }
+    let (blobs, mut meta) = encode_page(profiles, opts)?;
+    let ids: Vec<String> = (0..blobs.len())
+        .map(|i| format!("kiln-data-{key}-{i}"))
+        .collect();
+    meta["key"] = key.into();
+    meta["data"] = ids.clone().into();
+    if let Some(o) = origin_ns {
+        meta["origin"] = (o as f64).into();
+    }
+    writeln!(
+        out,
+        "<div class=\"kiln-mount\" data-kiln-mount=\"{key}\"></div>"
+    )?;
+    out.write_all(b"<script class=\"kiln-meta\" type=\"application/json\">")?;
+    out.write_all(script_safe_json(&meta.to_string()).as_bytes())?;
+    out.write_all(b"</script>\n")?;
+    for (id, (bytes, _)) in ids.iter().zip(&blobs) {
+        write!(
+            out,
+            "<script id=\"{id}\" type=\"application/octet-stream\">"
+        )?;
+        encode::base64_into(bytes, out)?;
+        out.write_all(b"</script>\n")?;
+    }
+    Ok(())
+}
+
+/// Writes the viewer's code, once per page, after every [`write_embedded`] viewer.
+pub fn write_viewer_script(out: &mut dyn Write) -> Result<(), ViewerError> {
+    out.write_all(b"<script>\n")?;
+    out.write_all(VIEWER_JS.as_bytes())?;
+    out.write_all(b"</script>\n")?;
+    Ok(())
+}
+
+/// Each profile's encoded bytes and whether they are compressed.
+type Blobs = Vec<(Vec<u8>, bool)>;
+
+/// The profiles' encoded data (compressed where large) and the viewer's metadata.
+fn encode_page(
+    profiles: &[&Profile],
+    opts: &HtmlOptions,
+) -> Result<(Blobs, serde_json::Value), ViewerError> {
     if !PALETTES.contains(&opts.palette.as_str()) {
         return Err(ViewerError::BadOption {
             option: "palette",
@@ -170,6 +244,15 @@ fn write_page(
             serde_json::Value::Object(m)
         }).collect::<Vec<_>>(),
     });
+    Ok((blobs, meta))
+}
+
+fn write_page(
+    profiles: &[&Profile],
+    opts: &HtmlOptions,
+    out: &mut dyn Write,
+) -> Result<(), ViewerError> {
+    let (blobs, meta) = encode_page(profiles, opts)?;
     out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")?;
     out.write_all(b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")?;
     out.write_all(b"<title>")?;
@@ -282,6 +365,32 @@ mod tests {
             assert!(!html.contains("<!--"));
             assert!(html.contains("<title>&lt;/title&gt;&lt;script&gt;"));
         }
+    }
+
+    #[test]
+    fn several_viewers_on_a_page() {
+        let mut p = Profile::default();
+        let f = p.frame(b"main", kiln_model::FrameKind::User);
+        p.add_sample_path(&[f], 1, kiln_model::NO_TIME, kiln_model::ThreadId::NONE);
+        let mut out = Vec::new();
+        let opts = HtmlOptions::default();
+        write_embedded(&[&p], &opts, "cpu", Some(5), &mut out).unwrap();
+        write_embedded(&[&p, &p], &opts, "off-cpu_2", None, &mut out).unwrap();
+        write_viewer_script(&mut out).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        assert!(html.contains("<div class=\"kiln-mount\" data-kiln-mount=\"cpu\"></div>"));
+        assert!(html.contains("id=\"kiln-data-off-cpu_2-1\""));
+        assert!(html.contains("\"data\":[\"kiln-data-cpu-0\"]"));
+        assert!(html.contains("\"origin\":5.0"));
+        assert_eq!(html.matches("class=\"kiln-meta\"").count(), 2);
+        for bad in ["", "a b", "x\"y", "<s>", &"k".repeat(65)] {
+            let err = write_embedded(&[&p], &opts, bad, None, &mut Vec::new()).unwrap_err();
+            assert!(
+                err.to_string().contains("invalid viewer option key"),
+                "{err}"
+            );
+        }
+        assert!(write_embedded(&[], &opts, "k", None, &mut Vec::new()).is_err());
     }
 
     #[test]

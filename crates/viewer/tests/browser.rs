@@ -12,7 +12,7 @@ use kiln_model::{
     io::AtomicFile, transform::Transforms, EventInfo, FoldedOptions, FoldedWriter, FrameKind,
     Profile, ThreadId, WeightUnit, NO_TIME,
 };
-use kiln_viewer::{write_diff_html, write_html, HtmlOptions};
+use kiln_viewer::{write_diff_html, write_embedded, write_html, write_viewer_script, HtmlOptions};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -343,6 +343,17 @@ fn write_fixtures(dir: &Path) {
     );
     page(dir, "deep.html", &deep_profile(), &plain);
     page(dir, "empty.html", &Profile::default(), &plain);
+    // A page holding two viewers of the same run (CPU and a second event on one clock),
+    // as the run report does; the page's origin is the run's start.
+    let mut other = p.clone();
+    other.event = EventInfo::new("page-faults", WeightUnit::Events);
+    let mut two = b"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>two viewers</title></head><body>\n".to_vec();
+    let run_start = p.samples.time_range().map(|r| r.0 - 1_000_000_000);
+    write_embedded(&[&p], &plain, "cpu", run_start, &mut two).unwrap();
+    write_embedded(&[&other], &plain, "faults", run_start, &mut two).unwrap();
+    write_viewer_script(&mut two).unwrap();
+    two.extend_from_slice(b"</body></html>\n");
+    std::fs::write(dir.join("two.html"), two).unwrap();
     // Exports: the page's must equal kiln's own output of the same view.
     let e = export_profile();
     page(dir, "export.html", &e, &plain);

@@ -49,6 +49,19 @@ const SHORTCUTS: [string, string][] = [
 
 type Which = 'main' | 'callers' | 'callees';
 
+/**
+ * The page-level time window event: dispatched on `window` when a viewer's window
+ * changes (detail: the window on the profiles' clock, ns, or null for all). A page
+ * that draws other things over time (the run report's charts) may dispatch it too, with
+ * any `source`, and every viewer follows.
+ */
+export const WINDOW_EVENT = 'kiln-window';
+
+export interface WindowEvent {
+  source: unknown;
+  window: [number, number] | null;
+}
+
 export interface AppOptions {
   /** Prefix of this viewer's keys in the URL ('' when the page holds one viewer). */
   key?: string;
@@ -193,6 +206,16 @@ export class App {
       this.notice.hidden = false;
       setText(this.notice, 'This profile has no timestamps, so it has no time order to chart: showing the merged flame graph.');
     }
+    // A window selected elsewhere on the page (another viewer, a chart of the load).
+    // Applied once the window settles: a pan on one viewer's flame chart sends one per
+    // frame, and re-laying out every other graph per frame would make the pan stutter.
+    let pendingWindow = 0;
+    window.addEventListener(WINDOW_EVENT, (e) => {
+      const d = (e as CustomEvent<WindowEvent>).detail;
+      if (!d || d.source === this) return;
+      clearTimeout(pendingWindow);
+      pendingWindow = window.setTimeout(() => this.setWindow(d.window), 120);
+    });
     window.addEventListener('hashchange', () => {
       this.state = this.readUrl();
       this.render();
@@ -236,21 +259,29 @@ export class App {
     return this.derivedFor.d;
   }
 
-  setState(patch: Partial<ViewState>): void {
+  setState(patch: Partial<ViewState>, announce = true): void {
     if ('query' in patch || 'matchCase' in patch || 'transforms' in patch || 'range' in patch || 'threadMode' in patch) this.matchIndex = -1;
+    const before = this.state.range;
     this.state = { ...this.state, ...patch };
     const keys = Object.keys(patch);
     this.writeUrl(keys.length === 1 && keys[0] === 'range' && this.state.view === 'chart');
     this.render();
+    // The time window is the page's: tell the other viewers (and whatever else listens).
+    if (announce && 'range' in patch && before !== this.state.range) {
+      window.dispatchEvent(new CustomEvent<WindowEvent>(WINDOW_EVENT, { detail: { source: this, window: this.window } }));
+    }
   }
 
   /**
    * Shows the samples of a time window [t0, t1] (ns on the profiles' clock), or all with
    * null: the call a page makes when a window is selected elsewhere (a chart of the load).
    */
-  setWindow(w: [number, number] | null): void {
+  setWindow(w: [number, number] | null, announce = false): void {
     const o = this.model.raw.timeOrigin;
-    this.setState({ range: w ? [w[0] - o, w[1] - o] : null, zoom: [] });
+    const r: [number, number] | null = w ? [w[0] - o, w[1] - o] : null;
+    const cur = this.state.range;
+    if (r === cur || (r && cur && r[0] === cur[0] && r[1] === cur[1])) return;
+    this.setState({ range: r, zoom: [] }, announce);
   }
 
   /** The selected window on the profiles' clock, or null. */

@@ -8,6 +8,7 @@ export const STYLES = `
 --link:#a9c1ff;--hover:#2c3142;--stripe:#1d1e23;--active:#2b3a66;--tip:#2a2b22;--tip-line:#6b6a55;--warn-bg:#33301f;--warn-line:#5a5535;--focus:#7fb0ff;--error:#ff8a8a;--kbd:#2a2c33}}
 html,body{margin:0;height:100%;font:13px Verdana,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg)}
 .kiln{display:flex;flex-direction:column;height:100vh}
+.kiln-mount .kiln{height:var(--kiln-viewer-height,70vh);border:1px solid var(--line)}
 header{padding:4px 8px;border-bottom:1px solid var(--line);background:var(--panel)}
 h1.title{font-size:16px;margin:2px 0;white-space:pre;overflow:hidden;text-overflow:ellipsis}
 .subtitle{color:var(--muted);font-size:12px;white-space:pre;overflow:hidden;text-overflow:ellipsis}
