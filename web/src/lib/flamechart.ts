@@ -223,3 +223,15 @@ export function boxAt(row: ChartRow | undefined, t: number): number {
   const k = firstBoxEndingAfter(row, t);
   return k < row.length && row.start[k] <= t ? k : -1;
 }
+
+/** Boxes whose frame matches, lane by lane, each lane's in time order (search steps). */
+export function matchingBoxes(chart: FlameChart, match: Uint8Array): { lane: number; depth: number; index: number }[] {
+  const boxes: { lane: number; depth: number; index: number; start: number }[] = [];
+  chart.lanes.forEach((lane, li) =>
+    lane.rows.forEach((row, depth) => {
+      for (let k = 0; k < row.length; k++) if (match[chart.frame[row.node[k]]]) boxes.push({ lane: li, depth, index: k, start: row.start[k] });
+    }),
+  );
+  boxes.sort((a, b) => a.lane - b.lane || a.start - b.start || a.depth - b.depth);
+  return boxes.map(({ lane, depth, index }) => ({ lane, depth, index }));
+}

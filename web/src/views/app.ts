@@ -8,11 +8,12 @@ import { VIEWS, ViewName, ViewState, defaultState, fromParams, toParams } from '
 import { HashParams } from '../app-state/url.js';
 import { DiffLayout, maxDelta } from '../lib/diff.js';
 import { foldedOf, svgOf } from '../lib/export.js';
+import { matchingBoxes } from '../lib/flamechart.js';
 import { Layout, pathOf } from '../lib/layout.js';
 import { Palette } from '../lib/palette.js';
 import { histogram, timeSpan } from '../lib/timeline.js';
 import { Transform, describe } from '../lib/transforms.js';
-import { formatNs, thousands } from '../lib/units.js';
+import { thousands } from '../lib/units.js';
 import { percent } from '../lib/format.js';
 import { ChartBox } from '../render/chart-renderer.js';
 import { DrawStats } from '../render/flame-renderer.js';
@@ -22,30 +23,12 @@ import { el, setText, uniquePrefix } from './dom.js';
 import { canvasPng, copyText, download, fileStem } from './download.js';
 import { FlameView } from './flame-view.js';
 import { Menu, MenuItem } from './menu.js';
-import { Column, TableView } from './table-view.js';
+import { TableView } from './table-view.js';
 import { TimelineView } from './timeline-view.js';
+import { describeBox, describeFrame, functionTable } from './describe.js';
+import { HelpDialog } from './help.js';
 import { HeaderParts, TabSpec, buildHeader } from './toolbar.js';
 
-const SHORTCUTS: [string, string][] = [
-  ['Tab', 'move between controls, the views and the canvas'],
-  ['← → ↑ ↓', 'on the canvas: move between frames; Enter zooms to the selected frame'],
-  ['Shift+F10', 'actions of the selected frame (also the context-menu key, or right-click)'],
-  ['/', 'search; Enter / Shift+Enter: next / previous match'],
-  ['c', 'toggle match case'],
-  ['Esc', 'close / clear search / reset zoom or time window'],
-  ['1 2 3 4', 'flame graph / functions / sandwich / flame chart'],
-  ['i', 'flame ↔ icicle'],
-  ['l', 'alphabetical ↔ left-heavy'],
-  ['z', 'zoom out one level'],
-  ['0', 'reset zoom'],
-  ['u', 'undo last transform'],
-  ['m F x d r s', 'on the selected or hovered frame: merge, focus function, focus subtree, drop, collapse recursion, sandwich'],
-  ['y', 'copy the selected or hovered frame\'s name'],
-  ['e', 'export: SVG, PNG, folded stacks'],
-  ['+ −', 'flame chart: zoom time; Shift+← →: pan'],
-  ['n', 'normalise (diff)'],
-  ['?', 'this help'],
-];
 
 type Which = 'main' | 'callers' | 'callees';
 
@@ -94,7 +77,7 @@ export class App {
   private readonly crumbs: HTMLElement;
   private readonly transformsBar: HTMLDivElement;
   private readonly menu = new Menu();
-  private readonly help: HTMLDivElement;
+  private readonly help: HelpDialog;
   private readonly panes: Record<ViewName, HTMLElement>;
   private readonly sandwichTitle: HTMLDivElement;
   private hovered: { which: Which; v: number } | null = null;
@@ -158,7 +141,7 @@ export class App {
       step: (d) => this.stepMatch(d),
       matchCase: () => this.setState({ matchCase: !this.state.matchCase }),
       exportMenu: (b) => this.openExportMenu(b),
-      help: () => this.toggleHelp(),
+      help: () => this.help.toggle(),
     });
     this.ctrl = this.header.ctrl;
     this.tooltip = el('div', { class: 'tooltip', role: 'tooltip', hidden: true });
@@ -167,7 +150,7 @@ export class App {
     this.notice = el('div', { class: 'notice', hidden: true });
     this.crumbs = el('nav', { class: 'crumbs', 'aria-label': 'Zoom path' });
     this.transformsBar = el('div', { class: 'transforms', hidden: true });
-    this.help = el('div', { class: 'help', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': `${this.ids}-help-title`, hidden: true });
+    this.help = new HelpDialog(`${this.ids}-help-title`);
     this.sandwichTitle = el('div', { class: 'sandwich-title' });
     const pane = (v: ViewName, cls: string, ...children: (Node | null)[]): HTMLElement =>
       el('section', { class: `pane ${cls}`, role: 'tabpanel', id: `${this.ids}-pane-${v}`, 'aria-labelledby': `${this.ids}-tab-${v}` }, ...children);
@@ -198,10 +181,9 @@ export class App {
       this.status,
       this.tooltip,
       this.menu.el,
-      this.help,
+      this.help.el,
     );
     mount.replaceChildren(this.root);
-    this.buildHelp();
     if (meta.view === 'chart' && !model.hasChart) {
       this.notice.hidden = false;
       setText(this.notice, 'This profile has no timestamps, so it has no time order to chart: showing the merged flame graph.');
@@ -426,56 +408,9 @@ export class App {
   }
 
   private renderTable(): void {
-    const d = this.derived;
     const s = this.state;
-    const stats = d.stats();
-    const before = d.statsBefore();
-    const unit = this.model.unit;
-    const all = d.layout.total[0];
-    const name = (f: number): string => d.frames.names[f] ?? '';
-    const m = this.model.meta;
-    let cols: Column[];
-    if (before && d.diff) {
-      const sb = d.diff.sumBefore;
-      const sa = d.diff.sumAfter;
-      const abs = (x: number): string => unit.format(x);
-      cols = [
-        { title: `Self ${m.labels[0]}`, key: null, numeric: true, text: (f) => percent(before.self[f], sb), hint: (f) => abs(before.self[f]) },
-        { title: `Self ${m.labels[1]}`, key: 'self', numeric: true, text: (f) => percent(stats.self[f], sa), hint: (f) => abs(stats.self[f]) },
-        { title: 'Δ self', key: 'dself', numeric: true, text: (f) => unit.formatDelta(stats.self[f] - before.self[f]) },
-        { title: `Total ${m.labels[0]}`, key: null, numeric: true, text: (f) => percent(before.total[f], sb), hint: (f) => abs(before.total[f]) },
-        { title: `Total ${m.labels[1]}`, key: 'total', numeric: true, text: (f) => percent(stats.total[f], sa), hint: (f) => abs(stats.total[f]) },
-        { title: 'Δ total', key: 'delta', numeric: true, text: (f) => unit.formatDelta(stats.total[f] - before.total[f]) },
-        { title: 'Function', key: 'name', numeric: false, text: name },
-      ];
-    } else {
-      const what = unit.countsSamples ? 'samples' : unit.isTime ? 'time' : unit.kind === 'bytes' ? 'bytes' : unit.name;
-      cols = [
-        { title: `Self (${what})`, key: 'self', numeric: true, text: (f) => unit.format(stats.self[f]) },
-        { title: 'Self %', key: 'self', numeric: true, text: (f) => percent(stats.self[f], all) },
-        { title: `Total (${what})`, key: 'total', numeric: true, text: (f) => unit.format(stats.total[f]) },
-        { title: 'Total %', key: 'total', numeric: true, text: (f) => percent(stats.total[f], all) },
-        { title: 'Function', key: 'name', numeric: false, text: name },
-      ];
-    }
-    let rows = Array.from(stats.present);
-    if (before) for (const f of before.present) if (!(stats.total[f] > 0)) rows.push(f);
-    if (s.filter) {
-      const q = s.filter.toLowerCase();
-      rows = rows.filter((f) => name(f).toLowerCase().includes(q));
-    }
-    const key: Record<string, (f: number) => number> = {
-      self: (f) => stats.self[f],
-      total: (f) => stats.total[f],
-      delta: (f) => Math.abs(stats.total[f] - (before?.total[f] ?? 0)),
-      dself: (f) => Math.abs(stats.self[f] - (before?.self[f] ?? 0)),
-    };
-    if (s.sort === 'name') rows.sort((a, b) => d.frames.order[a] - d.frames.order[b]);
-    else {
-      const k = key[s.sort] ?? key.total;
-      rows.sort((a, b) => k(b) - k(a) || d.frames.order[a] - d.frames.order[b]);
-    }
-    this.table.show(cols, Uint32Array.from(rows), s.sort, s.filter);
+    const { columns, rows } = functionTable(this.derived, this.model.unit, this.model.meta.labels, s.sort, s.filter);
+    this.table.show(columns, rows, s.sort, s.filter);
   }
 
   private renderSandwich(): void {
@@ -516,43 +451,11 @@ export class App {
   /** Lines describing node v of a view (tooltip, details, announcements). */
   private describeNode(which: Which, v: number): { name: string; lines: string[] } {
     const l = this.layoutOf(which);
-    const d = this.derived;
-    const u = this.model.unit;
-    const labels = this.model.meta.labels;
-    const name = this.labelOf(l, v);
-    const lines: string[] = [];
-    const samples = (v: number): string | null =>
-      u.countsSamples || !u.samplesKnown || this.model.isDiff ? null : `samples: ${thousands(l.count[v])} (${thousands(l.selfCount[v])} self)`;
-    if (which === 'main' && d.diff) {
-      const b = d.diff.before[v];
-      const a = d.diff.after[v];
-      lines.push(`${labels[0]}: ${u.format(b)} (${percent(b, d.diff.sumBefore)})`);
-      lines.push(`${labels[1]}: ${u.format(a)} (${percent(a, d.diff.sumAfter)})`);
-      lines.push(b <= 0 ? 'new stack' : a <= 0 ? 'stack gone' : `change: ${u.formatDelta(a - b)} (${signedPct(a - b, b)})`);
-    } else if (which !== 'main') {
-      const sw = this.sandwichData;
-      const diff = sw && (which === 'callers' ? sw.callersDiff : sw.calleesDiff);
-      const fname = d.frames.names[sw?.f ?? -1] ?? 'the function';
-      if (diff) {
-        const b = diff.before[v];
-        const a = diff.after[v];
-        lines.push(`${labels[0]}: ${u.format(b)} (${percent(b, diff.before[0])} of ${fname})`);
-        lines.push(`${labels[1]}: ${u.format(a)} (${percent(a, diff.after[0])} of ${fname})`);
-        lines.push(b <= 0 ? 'new' : a <= 0 ? 'gone' : `change: ${u.formatDelta(a - b)} (${signedPct(a - b, b)})`);
-      } else {
-        lines.push(`total: ${u.format(l.total[v])} — ${percent(l.total[v], l.total[0])} of ${fname}, ${percent(l.total[v], d.layout.total[0])} of all`);
-        if (which === 'callees') lines.push(`self: ${u.format(l.self[v])} (${percent(l.self[v], l.total[0])} of ${fname})`);
-        const sm = samples(v);
-        if (sm) lines.push(sm);
-      }
-    } else {
-      const zoom = d.zoomNode;
-      lines.push(`total: ${u.format(l.total[v])} — ${percent(l.total[v], l.total[0])} of all, ${percent(l.total[v], l.total[zoom])} of ${zoom === 0 ? 'the view' : 'the zoomed frame'}`);
-      lines.push(`self: ${u.format(l.self[v])} (${percent(l.self[v], l.total[0])})`);
-      const sm = samples(v);
-      if (sm) lines.push(sm);
-    }
-    return { name, lines };
+    const m = this.model;
+    return {
+      name: this.labelOf(l, v),
+      lines: describeFrame({ which, layout: l, derived: this.derived, sandwich: this.sandwichData, unit: m.unit, labels: m.meta.labels, isDiff: m.isDiff }, v),
+    };
   }
 
   private showTooltip(name: string, lines: string[], ev: MouseEvent): void {
@@ -585,22 +488,7 @@ export class App {
   }
 
   private boxInfo(b: ChartBox): { name: string; lines: string[]; frame: number } | null {
-    const chart = this.model.chart(this.state);
-    const row = chart.lanes[b.lane]?.rows[b.depth];
-    if (!row || b.index < 0 || b.index >= row.length) return null;
-    const frames = this.model.frames({ ...this.state, threadMode: 'merged' });
-    const frame = chart.frame[row.node[b.index]];
-    const s = row.start[b.index];
-    const e = row.end[b.index];
-    const n = row.count[b.index];
-    return {
-      name: frames.names[frame] ?? '',
-      frame,
-      lines: [
-        `${formatNs(e - s)} from ${formatNs(s)} to ${formatNs(e)}`,
-        `${thousands(n)} sample${n === 1 ? '' : 's'} in a row on ${chart.lanes[b.lane].name}`,
-      ],
-    };
+    return describeBox(this.model.chart(this.state), this.model.frames({ ...this.state, threadMode: 'merged' }).names, b);
   }
 
   private onChartHover(b: ChartBox | null, ev: MouseEvent | null): void {
@@ -773,50 +661,12 @@ export class App {
     const frames = this.model.frames({ ...this.state, threadMode: 'merged' });
     const { match } = this.model.search({ ...this.state, threadMode: 'merged' }, frames);
     if (!match) return;
-    // Next matching box after the selected one: lanes in order, each row by time.
-    const boxes: ChartBox[] = [];
-    chart.lanes.forEach((lane, li) =>
-      lane.rows.forEach((row, depth) => {
-        for (let k = 0; k < row.length; k++) if (match[chart.frame[row.node[k]]]) boxes.push({ lane: li, depth, index: k });
-      }),
-    );
+    const boxes = matchingBoxes(chart, match);
     const n = boxes.length;
     if (!n) return setText(this.ctrl['match-count'], 'no frames match');
-    boxes.sort((a, b) => a.lane - b.lane || chart.lanes[a.lane].rows[a.depth].start[a.index] - chart.lanes[b.lane].rows[b.depth].start[b.index] || a.depth - b.depth);
     this.matchIndex = this.matchIndex < 0 ? (dir > 0 ? 0 : n - 1) : (this.matchIndex + dir + n) % n;
     view.setSelected(boxes[this.matchIndex], true);
     setText(this.ctrl['match-count'], `${this.matchIndex + 1} of ${thousands(n)} boxes`);
-  }
-
-  private buildHelp(): void {
-    const close = el('button', { type: 'button', class: 'help-close', text: 'Close', 'aria-label': 'Close the help' });
-    close.addEventListener('click', () => this.toggleHelp(false));
-    this.help.replaceChildren(
-      el('h2', { id: `${this.ids}-help-title`, text: 'Keyboard shortcuts' }),
-      el('table', {}, el('tbody', {}, ...SHORTCUTS.map(([k, t]) => el('tr', {}, el('th', { scope: 'row' }, el('kbd', { text: k })), el('td', { text: t }))))),
-      el('p', { text: 'Mouse: click a frame to zoom, drag to pan, Ctrl+wheel to zoom, wheel to scroll, right-click for actions; drag on the time strip to select a window. The URL keeps the view: copy it to share.' }),
-      close,
-    );
-    this.help.addEventListener('keydown', (e) => {
-      if (e.key === 'Escape') {
-        e.preventDefault();
-        e.stopPropagation();
-        this.toggleHelp(false);
-      }
-    });
-  }
-
-  private helpReturn: HTMLElement | null = null;
-
-  private toggleHelp(open = this.help.hidden): void {
-    if (open) {
-      this.helpReturn = document.activeElement as HTMLElement | null;
-      this.help.hidden = false;
-      (this.help.querySelector('.help-close') as HTMLElement).focus();
-    } else if (!this.help.hidden) {
-      this.help.hidden = true;
-      this.helpReturn?.focus();
-    }
   }
 
   /** The frame a key acts on: the keyboard's selection on a focused canvas, else the hovered one. */
@@ -840,7 +690,7 @@ export class App {
     }
     if (e.key === 'Escape') {
       if (this.menu.isOpen) return this.menu.close();
-      if (!this.help.hidden) return this.toggleHelp(false);
+      if (this.help.isOpen) return this.help.close();
       if (typing) return (t as HTMLInputElement).blur();
       if (this.state.query) this.setState({ query: '' });
       else if (this.state.view === 'chart') this.setState({ range: null });
@@ -892,7 +742,7 @@ export class App {
       case 'e':
         return this.openExportMenu(this.ctrl.export);
       case '?':
-        return this.toggleHelp();
+        return this.help.toggle();
       case 'm':
       case 'F':
       case 'x':
@@ -967,9 +817,6 @@ function diffColorFor(diff: DiffLayout, v: number): string {
   return diffColorOf(diff, v, md);
 }
 
-function signedPct(x: number, base: number): string {
-  return (x >= 0 ? '+' : '−') + percent(Math.abs(x), base);
-}
 
 function capitalise(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
