@@ -268,4 +268,45 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
         summary["plateau"]["verdict"].as_str().is_some(),
         "{summary}"
     );
+    // Each step is a window of the run: compared as two runs, read as a profile.
+    let out = kiln()
+        .args([
+            "compare",
+            "sweep@1",
+            "sweep@connections=2",
+            "--format",
+            "json",
+            "--store",
+        ])
+        .arg(&store)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let cmp: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let thr = cmp["comparison"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "throughput")
+        .expect("each step has its throughput");
+    let per_step: Vec<f64> = (0..2)
+        .map(|i| thr["groups"][i]["median"].as_f64().unwrap())
+        .collect();
+    let rows = summary["rows"].as_array().unwrap();
+    for (i, row) in rows.iter().enumerate().take(2) {
+        let answered = row["answered_rate"].as_f64().unwrap();
+        assert!(
+            (per_step[i] - answered).abs() <= 0.25 * answered.max(1.0),
+            "step {i}: {} from the stored seconds, {answered} in the sweep table",
+            per_step[i]
+        );
+    }
+    kiln()
+        .args(["runs", "show", "sweep@3", "--store"])
+        .arg(&store)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("has no window '3'"));
 }

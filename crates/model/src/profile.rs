@@ -291,6 +291,27 @@ impl Profile {
         w
     }
 
+    /// The samples taken in `[from, to)` (ns on the samples' clock; off-CPU blocks by their
+    /// start), with the same names, frames, stacks and threads: a window of a run.
+    pub fn time_slice(&self, from: u64, to: u64) -> Profile {
+        let mut p = Profile {
+            strings: self.strings.clone(),
+            frames: self.frames.clone(),
+            stacks: self.stacks.clone(),
+            threads: self.threads.clone(),
+            samples: SampleTable::default(),
+            event: self.event.clone(),
+        };
+        let s = &self.samples;
+        for i in 0..s.len() {
+            let t = s.time[i];
+            if t != crate::NO_TIME && t >= from && t < to {
+                p.samples.push(s.stack[i], s.weight[i], t, s.thread[i]);
+            }
+        }
+        p
+    }
+
     /// Total weight of every node (self plus all descendants) from self weights.
     pub fn total_weights(&self, self_weights: &[u64]) -> Vec<u64> {
         let mut t = self_weights.to_vec();

@@ -93,6 +93,7 @@ impl Load for EngineLoad {
             protocol: self.load.protocol().into(),
             argv: self.argv.clone(),
             unit: unit_of(self.load.as_ref()),
+            completed: self.load.completed().into(),
             report: serde_json::Value::Null,
         }
     }

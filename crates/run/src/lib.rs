@@ -41,6 +41,7 @@ mod exec;
 mod headline;
 mod meta;
 pub mod procfs;
+pub mod window;
 pub mod wrk;
 
 pub use engine::EngineLoad;

@@ -295,9 +295,8 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         run.meta.id = Some(id);
         // How long the results took once the measurement ended (the last seconds of load,
         // the profiles' symbols, the save): "results seconds after the load stops".
-        let stored_after = kiln_model::clock::monotonic_ns()
-            .saturating_sub(run.meta.measure.end_ns) as f64
-            / 1e9;
+        let stored_after =
+            kiln_model::clock::monotonic_ns().saturating_sub(run.meta.measure.end_ns) as f64 / 1e9;
         all_complete &= run.meta.status.complete;
         let mut out = std::io::stdout().lock();
         if json {
@@ -405,6 +404,24 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     }
     if !own.is_empty() {
         let _ = writeln!(s, "  {}", own.join("; "));
+    }
+    // A sweep's own finding (the HTTP load's plateau), in its words.
+    if let Some(v) = m
+        .load
+        .report
+        .pointer("/summary/plateau/verdict")
+        .and_then(|v| v.as_str())
+    {
+        let _ = writeln!(s, "  {v}");
+    }
+    if !m.windows.is_empty() {
+        let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "  windows: {} (kiln compare {n}@STEP …, kiln flamegraph run:{n}@STEP)",
+            names.join(", "),
+            n = m.name
+        );
     }
     for p in &run.profiles {
         let top = top_functions(p, 8);
