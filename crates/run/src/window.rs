@@ -24,7 +24,7 @@ pub fn find_window(meta: &RunMeta, name: &str) -> Option<Window> {
 
 /// Values of column `name` of `table` for the seconds in `w` (a second belongs to the
 /// window its middle lies in), with each second's length.
-fn values<'a>(table: Option<&'a SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)> {
+fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)> {
     let Some(t) = table else {
         return Vec::new();
     };
