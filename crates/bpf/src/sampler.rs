@@ -251,7 +251,7 @@ impl Sampler {
         // writes to it.
         let rows = unsafe { memmap2::MmapOptions::new().len(len).map_mut(fd) }.map_err(|e| {
             BpfError::Map {
-                action: "mapping the unwind table",
+                action: "mapping the sampling program's unwind table",
                 detail: e.to_string(),
             }
         })?;
@@ -265,10 +265,10 @@ impl Sampler {
                 q.extend_from_slice(data);
                 0
             })
-            .map_err(map_err("opening the sample ring buffer"))?;
+            .map_err(map_err("opening the sampling program's ring buffer"))?;
         let ring = builder
             .build()
-            .map_err(map_err("opening the sample ring buffer"))?;
+            .map_err(map_err("opening the sampling program's ring buffer"))?;
         Ok(Sampler {
             skel,
             ring,
@@ -303,14 +303,18 @@ impl Sampler {
         // libbpf's link owns the descriptor it is given (it closes it on detach): give it
         // a duplicate, the caller keeps its own.
         let dup = perf_fd.try_clone_to_owned().map_err(|e| BpfError::Attach {
-            detail: format!("duplicating a perf event descriptor: {e}"),
+            program: "sampling",
+            event: "a perf event (cpu-clock, page-faults)",
+            detail: format!("duplicating its descriptor: {e}"),
         })?;
         let link = prog.attach_perf_event(dup.as_raw_fd()).map_err(|e| {
             load::permission_or(
-                "attaching the sampling program to a perf event",
+                "attaching the sampling eBPF program to a perf event",
                 &e,
                 |detail| BpfError::Attach {
-                    detail: format!("sampling program on a perf event: {detail}"),
+                    program: "sampling",
+                    event: "a perf event (cpu-clock, page-faults)",
+                    detail,
                 },
             )
         })?;
@@ -369,7 +373,9 @@ impl Sampler {
             .maps
             .procs
             .update(&tgid.to_ne_bytes(), &value, MapFlags::ANY)
-            .map_err(map_err("storing a process's code mappings"))?;
+            .map_err(map_err(
+                "storing a process's code mappings for the sampling program",
+            ))?;
         Ok(left_out)
     }
 
@@ -384,7 +390,7 @@ impl Sampler {
     pub fn drain(&mut self, mut f: impl FnMut(&KernelSample<'_>)) -> Result<(u64, u64), BpfError> {
         self.ring
             .consume()
-            .map_err(map_err("reading the sample ring buffer"))?;
+            .map_err(map_err("reading the sampling program's ring buffer"))?;
         let queue = std::mem::take(&mut *self.queue.borrow_mut());
         let (mut n, mut bad) = (0, 0);
         let mut ips: Vec<u64> = Vec::with_capacity(MAX_KERNEL_FRAMES + MAX_USER_FRAMES);
@@ -468,9 +474,9 @@ fn open_and_load(
 ) -> Result<SamplerSkel<'static>, BpfError> {
     let mut open = SamplerSkelBuilder::default()
         .open(storage)
-        .map_err(load::open_error("sampling object"))?;
+        .map_err(load::open_error("sampling"))?;
     let sizing = |e: libbpf_rs::Error| BpfError::Map {
-        action: "sizing the sampler's maps",
+        action: "sizing the sampling program's maps",
         detail: e.to_string(),
     };
     open.maps
@@ -481,8 +487,10 @@ fn open_and_load(
         .events
         .set_max_entries(cfg.ring_bytes)
         .map_err(sizing)?;
-    open.load()
-        .map_err(load::load_error("loading the sampling eBPF program"))
+    open.load().map_err(load::load_error(
+        "sampling",
+        "perf events: cpu-clock, page-faults",
+    ))
 }
 
 #[cfg(test)]

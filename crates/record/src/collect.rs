@@ -112,6 +112,10 @@ pub(crate) enum UserStack<'a> {
     /// Addresses already walked (frame-pointer call chains), leaf first; the first is the
     /// sampled instruction, the rest return addresses.
     Ips(&'a [u64]),
+    /// Addresses to look up as they are (what [`Collector::unwind_user`] gives), leaf
+    /// first.
+    #[cfg_attr(not(feature = "bpf"), allow(dead_code))]
+    Lookup(&'a [u64]),
     /// No user part (kernel threads, or the sample was taken in the kernel with no user
     /// context).
     None,
@@ -362,6 +366,11 @@ impl Collector {
                     user_locs.push(p.locate(a, pid, &self.images));
                 }
             }
+            UserStack::Lookup(addrs) if !addrs.is_empty() => {
+                self.process(pid);
+                let p = &self.procs[&pid];
+                user_locs.extend(addrs.iter().map(|&a| p.locate(a, pid, &self.images)));
+            }
             _ => {}
         }
         for u in user_locs.drain(..) {
@@ -398,6 +407,28 @@ impl Collector {
         acc.s_thread.push(th);
         self.summary.samples[ev] += 1;
         self.path = path;
+    }
+
+    /// Unwinds a user stack of process `pid` (registers and a copy of the stack from
+    /// `sp` up, see [`UserStack::Regs`]) into lookup addresses, leaf first, appended to
+    /// `out`; returns their number.
+    #[cfg(feature = "bpf")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn unwind_user(
+        &mut self,
+        pid: u32,
+        ip: u64,
+        sp: u64,
+        bp: u64,
+        stack: &[u8],
+        fp_chain: &[u64],
+        out: &mut Vec<u64>,
+    ) -> usize {
+        if ip == 0 {
+            return 0;
+        }
+        self.process(pid)
+            .unwind(ip, sp, bp, stack, fp_chain, |a| out.push(a))
     }
 
     /// Parses `/proc/kallsyms` now (about 0.1 s) rather than after the recording, when

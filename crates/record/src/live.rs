@@ -760,7 +760,6 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     };
 
     let start = Instant::now();
-    let mut last_offcpu = Instant::now();
     // With in-kernel unwinding, mappings reach the kernel when the rings are read: read
     // them often, so that a new process (a started command right after its exec) is
     // walked with its tables within milliseconds.
@@ -775,12 +774,9 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         drain_all(&mut opened, &mut collector, &mut scratch);
         drain_unwinder(&mut kernel, &mut collector);
         if let Some(o) = offcpu.as_mut() {
-            if last_offcpu.elapsed() >= Duration::from_secs(1) {
-                if let Err(e) = o.drain(&mut collector) {
-                    collector.summary.warnings.push(e.to_string());
-                    offcpu = None;
-                }
-                last_offcpu = Instant::now();
+            if let Err(e) = o.drain(&mut collector) {
+                collector.summary.warnings.push(e.to_string());
+                offcpu = None;
             }
         }
         if opts.stop.as_ref().is_some_and(|s| s.is_raised()) {

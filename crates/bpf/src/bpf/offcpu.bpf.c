@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// Off-CPU time aggregated in the kernel.
+// Off-CPU time, one record per block.
 //
 // One program on the sched_switch tracepoint (tp_btf, so no kprobes are
 // needed) sees both halves of every context switch:
@@ -12,10 +12,12 @@
 //     the user stack, so user space can unwind it with CFI.
 //   * next is coming back. If it has a pending note, the block lasted
 //     now - then; blocks of at least min_block_ns get their kernel stack
-//     (still intact: the thread has not run since) and add to the aggregate
-//     map; shorter ones cost no kernel stack walk.
-// User space reads and clears the aggregate; nothing is sent per event, so
-// the cost does not depend on how often results are read.
+//     (still intact: the thread has not run since) and one record in the
+//     `blocks` ring buffer: when the block started (CLOCK_MONOTONIC, the clock
+//     of perf samples), how long it lasted, and the stack ids. Shorter blocks
+//     cost no kernel stack walk and no record.
+// Records are written without waking user space (BPF_RB_NO_WAKEUP): the
+// recorder reads the ring on its own schedule, so a block costs no wake-up.
 
 #include "kiln_kernel.h"
 #include <bpf/bpf_helpers.h>
@@ -34,8 +36,8 @@ enum counter {
 	C_BLOCKS = 0,       /* traced threads that went to sleep */
 	C_COUNTED,          /* blocks that reached min_block_ns */
 	C_SHORT,            /* blocks shorter than min_block_ns */
-	C_AGG_FULL,         /* blocks lost: aggregate map full */
-	C_AGG_FULL_NS,      /* ... and their time */
+	C_RING_FULL,        /* blocks lost: the ring buffer was full */
+	C_RING_FULL_NS,     /* ... and their time */
 	C_KSTACK_ERR,       /* kernel stack not recorded */
 	C_USTACK_ERR,       /* frame-pointer user stack not recorded */
 	C_SNAP_TAKEN,       /* user stack snapshots stored */
@@ -55,8 +57,8 @@ struct config {
 
 const volatile struct config cfg = {};
 
-/* Aggregate key: one row of output. */
-struct agg_key {
+/* Where a thread blocked: the key of its stacks. */
+struct stack_key {
 	u32 tgid;
 	u32 pid;
 	u64 kstack;      /* hash of the kernel stack, 0 = none */
@@ -64,11 +66,12 @@ struct agg_key {
 	u64 caller_hash;
 };
 
-struct agg_val {
-	u64 total_ns;
-	u64 count;
+/* One record of the `blocks` ring buffer (struct Block in offcpu.rs). */
+struct block {
+	u64 start_ns;    /* switch-out, bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	u64 dur_ns;      /* switch-in - switch-out */
+	struct stack_key key;
 	char comm[16];
-	u64 last_ns;     /* when the latest block counted here ended (switch-in) */
 };
 
 /* What decides the user-side stack: one snapshot per (process, fp stack, caller hash). */
@@ -112,15 +115,14 @@ struct ranges {
 
 struct pending {
 	u64 ts;
-	struct agg_key key;
+	struct stack_key key;
 };
 
+/* Finished blocks, read by user space; user space sets the size. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct agg_key);
-	__type(value, struct agg_val);
-} agg SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} blocks SEC(".maps");
 
 /* No BTF types on purpose: user space sizes the value to the configured stack bytes. */
 struct {
@@ -367,7 +369,7 @@ static __always_inline u32 copy_stack(struct scratch *s, u64 sp)
 	return got;
 }
 
-static __always_inline void snapshot(struct scratch *s, struct agg_key *key, u64 ip, u64 sp, u64 bp)
+static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u64 ip, u64 sp, u64 bp)
 {
 	struct snap_key sk = { .tgid = key->tgid, .ustack = key->ustack, .caller_hash = key->caller_hash };
 	long err;
@@ -485,33 +487,31 @@ static __always_inline u64 kernel_stack(struct task_struct *task)
 static __always_inline void on_wake(struct task_struct *next)
 {
 	struct pending *p = bpf_task_storage_get(&pend, next, 0, 0);
-	struct agg_val *v, init = {};
-	u64 delta, now;
+	struct block *b;
+	u64 delta, now, start;
 
 	if (!p || p->ts == 0)
 		return;
 	now = bpf_ktime_get_ns();
-	delta = now - p->ts;
+	start = p->ts;
+	delta = now - start;
 	p->ts = 0;
 	if (delta < cfg.min_block_ns) {
 		count(C_SHORT, 1);
 		return;
 	}
 	p->key.kstack = kernel_stack(next);
-	v = bpf_map_lookup_elem(&agg, &p->key);
-	if (!v) {
-		BPF_CORE_READ_STR_INTO(&init.comm, next, comm);
-		bpf_map_update_elem(&agg, &p->key, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&agg, &p->key);
-		if (!v) {
-			count(C_AGG_FULL, 1);
-			count(C_AGG_FULL_NS, delta);
-			return;
-		}
+	b = bpf_ringbuf_reserve(&blocks, sizeof(*b), 0);
+	if (!b) {
+		count(C_RING_FULL, 1);
+		count(C_RING_FULL_NS, delta);
+		return;
 	}
-	__sync_fetch_and_add(&v->total_ns, delta);
-	v->last_ns = now;
-	__sync_fetch_and_add(&v->count, 1);
+	b->start_ns = start;
+	b->dur_ns = delta;
+	b->key = p->key;
+	BPF_CORE_READ_STR_INTO(&b->comm, next, comm);
+	bpf_ringbuf_submit(b, BPF_RB_NO_WAKEUP);
 	count(C_COUNTED, 1);
 }
 
