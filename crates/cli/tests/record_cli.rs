@@ -163,12 +163,12 @@ fn native_recordings_are_read_back_by_the_other_commands() {
 }
 
 /// Off-CPU time with a minimum block: two 200 ms sleeps are there without one, gone
-/// (and counted) with a minimum of one second.
+/// (and counted) with a minimum of one second. `--units ns` keeps nanoseconds.
 #[test]
 fn offcpu_min_block_keeps_long_blocks_only() {
     let script = ["sh", "-c", "sleep 0.2; sleep 0.2"];
     let all = kiln()
-        .args(["record", "-e", "offcpu", "--"])
+        .args(["record", "-e", "offcpu", "--units", "ns", "--"])
         .args(script)
         .assert()
         .success()
@@ -191,4 +191,38 @@ fn offcpu_min_block_keeps_long_blocks_only() {
         );
     let folded = String::from_utf8(long_only.get_output().stdout.clone()).unwrap();
     assert!(!folded.contains("nanosleep"), "{folded}");
+}
+
+/// Off-CPU folded output is in microseconds by default, and a .kiln recording says so.
+#[test]
+fn offcpu_in_microseconds_by_default() {
+    let script = ["sh", "-c", "sleep 0.2; sleep 0.2"];
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("off.kiln");
+    let out = kiln()
+        .args(["record", "-e", "offcpu", "--"])
+        .args(script)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(" us)"));
+    let folded = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let slept: u64 = folded
+        .lines()
+        .filter(|l| l.contains("nanosleep"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    // Two 200 ms sleeps (each process blocks in its own: sh waits, sleep sleeps).
+    assert!(
+        (380_000..4_000_000).contains(&slept),
+        "{slept} us in nanosleep\n{folded}"
+    );
+    kiln()
+        .args(["record", "-e", "offcpu", "-o"])
+        .arg(&run)
+        .arg("--")
+        .args(script)
+        .assert()
+        .success();
+    let p = &kiln_model::native::read_file(&run).unwrap()[0];
+    assert_eq!(p.event.unit, kiln_model::WeightUnit::Microseconds);
 }

@@ -68,6 +68,11 @@ pub struct NamingOptions {
 
 struct EventAcc {
     info: EventInfo,
+    /// Source weights are divided by this (1, or 1000 for off-CPU nanoseconds kept in
+    /// microseconds), with per-node carries: `(source total, weight given)` per node, so
+    /// that a stack's weights add up to its rounded total.
+    divisor: u64,
+    carry: Vec<(u64, u64)>,
     node_index: FastMap<(u32, u32), u32>,
     node_parent: Vec<u32>,
     node_loc: Vec<u32>,
@@ -83,6 +88,8 @@ const NO_PARENT: u32 = u32::MAX;
 impl EventAcc {
     fn new(info: EventInfo) -> Self {
         EventAcc {
+            divisor: 1,
+            carry: Vec::new(),
             info,
             node_index: FastMap::default(),
             node_parent: Vec::new(),
@@ -399,6 +406,20 @@ impl Collector {
                 next
             });
         }
+        let weight = if acc.divisor > 1 {
+            let i = node as usize;
+            if acc.carry.len() <= i {
+                acc.carry.resize(i + 1, (0, 0));
+            }
+            let (total, given) = &mut acc.carry[i];
+            *total = total.saturating_add(weight);
+            let rounded = total.saturating_add(acc.divisor / 2) / acc.divisor;
+            let w = rounded - *given;
+            *given = rounded;
+            w
+        } else {
+            weight
+        };
         let nthreads = acc.threads.len() as u32;
         let th = *acc.threads.entry((pid, tid, comm_loc)).or_insert(nthreads);
         acc.s_node.push(node);
@@ -429,6 +450,14 @@ impl Collector {
         }
         self.process(pid)
             .unwind(ip, sp, bp, stack, fp_chain, |a| out.push(a))
+    }
+
+    /// Samples of event `ev` will be given in nanoseconds while its unit is
+    /// microseconds: divide them (see [`crate::RecordOptions::offcpu_unit`]).
+    pub fn weigh_ns_as_us(&mut self, ev: usize) {
+        if let Some(acc) = self.events.get_mut(ev) {
+            acc.divisor = 1000;
+        }
     }
 
     /// Parses `/proc/kallsyms` now (about 0.1 s) rather than after the recording, when
@@ -552,4 +581,43 @@ fn offset_name(path: &Path, svma: u64) -> Vec<u8> {
         .map(|s| s.to_string_lossy())
         .unwrap_or_default();
     format!("{base}+0x{svma:x}").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_model::WeightUnit;
+
+    /// Nanoseconds kept as microseconds: each stack's weights add up to its total,
+    /// rounded, whatever the sizes of its samples.
+    #[test]
+    fn nanoseconds_as_microseconds_add_up_per_stack() {
+        let info = EventInfo {
+            name: "offcpu".into(),
+            unit: WeightUnit::Microseconds,
+        };
+        let mut c = Collector::new(vec![info], NamingOptions::default(), false);
+        c.weigh_ns_as_us(0);
+        let mut add = |tid: u32, ns: u64| {
+            c.add_sample(
+                0,
+                1,
+                tid,
+                0,
+                ns,
+                &mut [0xffff_0000u64].into_iter(),
+                UserStack::None,
+            )
+        };
+        for ns in [400, 400, 400, 2_600] {
+            add(1, ns);
+        }
+        add(2, 1_499);
+        let (p, _) = c.finish();
+        let p = &p[0];
+        let by_thread: Vec<u64> = p.samples.weight.clone();
+        // Thread 1: 0.4, 0.8 -> 1, 1.2 -> 1, 3.8 -> 4; thread 2 (another root): 1.499 -> 1.
+        assert_eq!(by_thread, vec![0, 1, 0, 3, 1]);
+        assert_eq!(p.total_weight(), 5);
+    }
 }

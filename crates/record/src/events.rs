@@ -89,12 +89,13 @@ impl EventSpec {
         }
     }
 
-    /// What the weights of this event count.
+    /// What the weights of this event count (off-CPU: the default unit, see
+    /// [`crate::RecordOptions::offcpu_unit`]).
     pub fn unit(&self) -> WeightUnit {
         match self {
             EventSpec::Cpu => WeightUnit::Samples,
             EventSpec::PageFaults | EventSpec::Tracepoint { .. } => WeightUnit::Events,
-            EventSpec::OffCpu => WeightUnit::Nanoseconds,
+            EventSpec::OffCpu => WeightUnit::Microseconds,
             EventSpec::SyscallBytes { .. } => WeightUnit::Bytes,
         }
     }

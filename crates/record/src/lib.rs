@@ -62,6 +62,7 @@ pub use events::EventSpec;
 pub use inkernel::InKernelSummary;
 pub use live::{record, Recording, StopReason};
 
+use kiln_model::WeightUnit;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -122,6 +123,13 @@ pub struct RecordOptions {
     /// Off-CPU blocks shorter than this many microseconds add no time (they are counted
     /// in [`Summary::offcpu_short_blocks`]). Default: 0 (every block).
     pub offcpu_min_block_us: u64,
+    /// Unit of off-CPU weights: [`WeightUnit::Microseconds`] (as bcc's `offcputime` and
+    /// the usual off-CPU flame graph recipes) or [`WeightUnit::Nanoseconds`]. Blocks are
+    /// measured in nanoseconds; in microseconds each sample's weight is rounded so that
+    /// the weights of the samples of one stack add up to that stack's total, rounded
+    /// (a sample of a block under half a microsecond may weigh 0). Default:
+    /// microseconds.
+    pub offcpu_unit: WeightUnit,
     /// Raised (by the binary's signal handling, or a `kiln run` ending its measurement)
     /// to end the recording; it is then written as usual. Default: none.
     pub stop: Option<kiln_model::stop::Stop>,
@@ -140,6 +148,7 @@ impl RecordOptions {
             naming: NamingOptions::default(),
             unwind: UnwindMode::Auto,
             offcpu_min_block_us: 0,
+            offcpu_unit: WeightUnit::Microseconds,
             stop: None,
         }
     }

@@ -450,6 +450,15 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
             "the user stack copy must be a multiple of 8 bytes, at most 65528".into(),
         ));
     }
+    if !matches!(
+        opts.offcpu_unit,
+        kiln_model::WeightUnit::Microseconds | kiln_model::WeightUnit::Nanoseconds
+    ) {
+        return Err(RecordError::InvalidOption(format!(
+            "off-CPU time is counted in microseconds or nanoseconds, not {}",
+            opts.offcpu_unit.name()
+        )));
+    }
     raise_fd_limit();
     // Events weighed by a tracepoint argument need the raw data of their samples.
     let weigh: Vec<Option<(usize, usize)>> = events
@@ -650,13 +659,22 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
             .iter()
             .map(|e| EventInfo {
                 name: e.name(),
-                unit: e.unit(),
+                unit: if *e == EventSpec::OffCpu {
+                    opts.offcpu_unit
+                } else {
+                    e.unit()
+                },
             })
             .collect(),
         opts.naming,
         true,
     );
     collector.summary.warnings = warnings;
+    if let Some(i) = events.iter().position(|e| *e == EventSpec::OffCpu) {
+        if opts.offcpu_unit == kiln_model::WeightUnit::Microseconds {
+            collector.weigh_ns_as_us(i);
+        }
+    }
     collector.preload_kallsyms();
     if kernel.is_some() {
         // The kernel needs the mappings of what it will sample before it samples.

@@ -22,6 +22,7 @@ fn monotonic_ns() -> u64 {
 fn offcpu(argv: Vec<std::ffi::OsString>) -> kiln_model::Profile {
     let mut opts = RecordOptions::new(Target::Command(argv));
     opts.events = vec![EventSpec::OffCpu];
+    opts.offcpu_unit = WeightUnit::Nanoseconds;
     opts.duration = Some(Duration::from_secs(30));
     let before = monotonic_ns();
     let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
@@ -158,9 +159,11 @@ fn blocks_are_stamped_at_their_start_with_their_duration() {
         times.clone().into(),
     ]));
     opts.events = vec![EventSpec::OffCpu];
+    opts.offcpu_unit = WeightUnit::Nanoseconds;
     opts.duration = Some(Duration::from_secs(30));
     let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
     let p = &rec.profiles[0];
+    assert_eq!(p.event.unit, WeightUnit::Nanoseconds);
     let intervals: Vec<(u64, u64)> = std::fs::read_to_string(&times)
         .unwrap()
         .lines()
@@ -213,4 +216,45 @@ fn blocks_are_stamped_at_their_start_with_their_duration() {
             assert!(w >= ms * 1_000_000 && w <= b - a, "window {k}: {w} ns");
         }
     }
+}
+
+/// Microseconds by default (as bcc's offcputime): each stack's weight is its time in
+/// nanoseconds, rounded, and the profile says so.
+#[test]
+fn microseconds_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "sleeps.c", "sleeps", &["-O1"]);
+    let times = dir.path().join("times");
+    let mut opts = RecordOptions::new(Target::Command(vec![
+        exe.into(),
+        "4".into(),
+        "20".into(),
+        times.clone().into(),
+    ]));
+    opts.events = vec![EventSpec::OffCpu];
+    let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
+    let p = &rec.profiles[0];
+    assert_eq!(p.event.unit, WeightUnit::Microseconds);
+    let (mut slept, mut blocks) = (0u64, 0u64);
+    for (f, w) in folded(p) {
+        if f.iter().any(|x| x == "sleep_once") && f.iter().any(|x| x.contains("nanosleep")) {
+            slept += w;
+            blocks += 1;
+        }
+    }
+    let intervals: u64 = std::fs::read_to_string(&times)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (a, b) = l.split_once(' ').unwrap();
+            b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap()
+        })
+        .sum();
+    // Four 20 ms sleeps (one may not block, see above): at least 60,000 us, at most the
+    // time between the program's clock readings around them.
+    assert!(blocks >= 1, "no nanosleep stack");
+    assert!(
+        slept >= 60_000 && slept <= intervals / 1000 + 1,
+        "{slept} us asleep, {intervals} ns of intervals"
+    );
 }

@@ -46,6 +46,12 @@ pub struct Args {
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
     pub min_block: u64,
 
+    /// Unit of off-CPU time in the output: us (microseconds, as bcc's offcputime and the
+    /// usual off-CPU flame graph recipes) or ns (nanoseconds, as measured). The unit is
+    /// written into .kiln profiles and labels SVG and HTML output.
+    #[arg(long, value_enum, value_name = "UNIT", default_value = "us")]
+    pub units: UnitsArg,
+
     /// Sampling frequency of the cpu event, in Hz.
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 999)]
     pub frequency: u32,
@@ -95,6 +101,15 @@ pub struct Args {
     /// Command to start and record (with its children), after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+/// `--units` values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum UnitsArg {
+    /// Microseconds.
+    Us,
+    /// Nanoseconds.
+    Ns,
 }
 
 /// `--unwind` values.
@@ -158,6 +173,10 @@ impl Args {
         o.duration = duration;
         o.stack_bytes = self.stack_size;
         o.offcpu_min_block_us = self.min_block;
+        o.offcpu_unit = match self.units {
+            UnitsArg::Us => kiln_model::WeightUnit::Microseconds,
+            UnitsArg::Ns => kiln_model::WeightUnit::Nanoseconds,
+        };
         o.unwind = match self.unwind {
             UnwindArg::Auto => UnwindMode::Auto,
             UnwindArg::Kernel => UnwindMode::Kernel,
