@@ -41,6 +41,9 @@ pub struct Summary {
     pub offcpu_short_blocks: u64,
     /// Off-CPU blocks seen (traced threads going to sleep).
     pub offcpu_blocks: u64,
+    /// `brk` calls weighed 0 because their process's previous break was unknown (its
+    /// first call seen, usually glibc's `brk(0)` query).
+    pub brk_unknown_base: u64,
     /// Problems that did not stop the recording (e.g. the off-CPU collector failing
     /// midway: what it had gathered is kept).
     pub warnings: Vec<String>,

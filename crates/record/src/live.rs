@@ -3,7 +3,7 @@
 use crate::collect::{Collector, Summary};
 use crate::error::RecordError;
 use crate::events::EventSpec;
-use crate::records::{self, Scratch};
+use crate::records::{self, Scratch, Weigh, Weigher};
 use crate::sys::{self, PerfEventAttr, RingBuffer};
 use crate::{RecordOptions, Target};
 use kiln_model::{EventInfo, Profile};
@@ -241,14 +241,6 @@ fn tasks_of(pid: u32) -> Vec<i32> {
     v
 }
 
-/// Byte `i` of a sample's raw data, which may wrap around the ring buffer's end.
-fn raw_byte(raw: &RawData<'_>, i: usize) -> Option<u8> {
-    match raw {
-        RawData::Single(a) => a.get(i).copied(),
-        RawData::Split(a, b) => a.get(i).or_else(|| b.get(i - a.len())).copied(),
-    }
-}
-
 /// Every process now running.
 fn all_pids() -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -460,12 +452,21 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
         )));
     }
     raise_fd_limit();
-    // Events weighed by a tracepoint argument need the raw data of their samples.
-    let weigh: Vec<Option<(usize, usize)>> = events
-        .iter()
-        .map(EventSpec::weight_field)
-        .collect::<Result<_, _>>()?;
-    let raw = if weigh.iter().any(Option::is_some) {
+    // Events weighed by a tracepoint field need the raw data of their samples.
+    let mut weigher = Weigher::new(
+        events
+            .iter()
+            .map(|e| {
+                Ok(match (e, e.weight_field()?) {
+                    (EventSpec::Brk, Some((off, _))) => Weigh::BreakGrowth(off),
+                    (_, Some((off, _))) => Weigh::Field(off),
+                    (EventSpec::Cpu, None) => Weigh::One,
+                    (_, None) => Weigh::Period,
+                })
+            })
+            .collect::<Result<_, RecordError>>()?,
+    );
+    let raw = if weigher.needs_raw() {
         sys::SAMPLE_RAW
     } else {
         0
@@ -734,29 +735,15 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     }
 
     let ids = opened.ids.clone();
-    let is_cpu: Vec<bool> = events.iter().map(|e| *e == EventSpec::Cpu).collect();
     let event_of =
         move |s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>| -> Option<usize> {
             s.id.and_then(|id| ids.get(&id).copied())
         };
-    let weight_of = move |ev: usize,
-                          s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>|
-          -> Option<u64> {
-        if let Some((off, _)) = weigh[ev] {
-            let raw = s.raw.as_ref()?;
-            let mut b = [0u8; 8];
-            for (i, byte) in b.iter_mut().enumerate() {
-                *byte = raw_byte(raw, off + i)?;
-            }
-            Some(u64::from_ne_bytes(b))
-        } else if is_cpu[ev] {
-            Some(1)
-        } else {
-            Some(s.period.unwrap_or(1).max(1))
-        }
-    };
     let mut scratch = Scratch::default();
-    let drain_all = |opened: &mut Opened, collector: &mut Collector, scratch: &mut Scratch| {
+    let drain_all = |opened: &mut Opened,
+                     collector: &mut Collector,
+                     scratch: &mut Scratch,
+                     weigher: &mut Weigher| {
         for rb in opened.buffers.iter_mut() {
             rb.drain(|rtype, misc, a, b| {
                 let data = if b.is_empty() {
@@ -770,7 +757,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
                 }
                 let raw = RawEventRecord::new(rt, misc, data, parse_info);
                 match raw.parse() {
-                    Ok(r) => records::handle(collector, scratch, r, &event_of, &weight_of),
+                    Ok(r) => records::handle(collector, scratch, r, &event_of, weigher),
                     Err(_) => collector.summary.bad_records += 1,
                 }
             });
@@ -789,7 +776,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
             let fds: Vec<&OwnedFd> = opened.buffers.iter().map(|b| b.fd()).collect();
             sys::poll(&fds, poll_ms);
         }
-        drain_all(&mut opened, &mut collector, &mut scratch);
+        drain_all(&mut opened, &mut collector, &mut scratch, &mut weigher);
         drain_unwinder(&mut kernel, &mut collector);
         if let Some(o) = offcpu.as_mut() {
             if let Err(e) = o.drain(&mut collector) {
@@ -816,7 +803,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     for fd in &opened.fds {
         sys::disable(fd);
     }
-    drain_all(&mut opened, &mut collector, &mut scratch);
+    drain_all(&mut opened, &mut collector, &mut scratch, &mut weigher);
     drain_unwinder(&mut kernel, &mut collector);
     finish_unwinder(kernel, &mut collector);
     if let Some(o) = offcpu.as_mut() {
@@ -830,6 +817,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
     let drained = stopped_at.elapsed();
     let exit_status = child.as_mut().and_then(|c| c.stop());
     drop(opened);
+    collector.summary.brk_unknown_base = weigher.unknown_break;
     let finish_start = Instant::now();
     let (profiles, summary) = collector.finish();
     let processing = drained + finish_start.elapsed();

@@ -1,7 +1,7 @@
 //! Reading `perf.data` files without `perf script`.
 use crate::collect::{Collector, NamingOptions};
 use crate::error::RecordError;
-use crate::records::{self, Scratch};
+use crate::records::{self, Scratch, Weigh, Weigher};
 use kiln_model::{EventInfo, Profile, WeightUnit};
 use linux_perf_data::linux_perf_event_reader::PerfEventType;
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
@@ -64,7 +64,15 @@ pub fn read_with_summary(
             EventInfo { name, unit }
         })
         .collect();
-    let units: Vec<WeightUnit> = events.iter().map(|e| e.unit).collect();
+    let mut weigher = Weigher::new(
+        events
+            .iter()
+            .map(|e| match e.unit {
+                WeightUnit::Events => Weigh::Period,
+                _ => Weigh::One,
+            })
+            .collect(),
+    );
     let mut collector = Collector::new(events, opts.naming, false);
     let mut scratch = Scratch::default();
     loop {
@@ -78,13 +86,7 @@ pub fn read_with_summary(
         match record.parse() {
             Ok(r) => {
                 let ev = attr_index;
-                let units = &units;
-                records::handle(&mut collector, &mut scratch, r, &|_| Some(ev), &|ev, s| {
-                    Some(match units.get(ev) {
-                        Some(WeightUnit::Events) => s.period.unwrap_or(1).max(1),
-                        _ => 1,
-                    })
-                });
+                records::handle(&mut collector, &mut scratch, r, &|_| Some(ev), &mut weigher);
             }
             Err(_) => collector.summary.bad_records += 1,
         }

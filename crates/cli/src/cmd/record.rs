@@ -28,8 +28,9 @@ pub struct Args {
     pub all_cpus: bool,
 
     /// Events to record, one profile each: cpu, offcpu (time blocked), page-faults, mmap and
-    /// munmap (weighed by the bytes each call maps or unmaps), brk (calls), or a tracepoint
-    /// such as sched:sched_switch or syscalls:sys_enter_read (counted, as perf does).
+    /// munmap (weighed by the bytes each call maps or unmaps), brk (weighed by the bytes
+    /// the heap grew by), or a tracepoint such as sched:sched_switch or
+    /// syscalls:sys_enter_read (counted, as perf does).
     /// Example: -e cpu,page-faults,mmap
     #[arg(
         short,
@@ -302,6 +303,12 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         eprintln!(
             "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} not accounted (maps full)",
             s.offcpu_blocks, s.offcpu_short_blocks, s.offcpu_dropped_blocks
+        );
+    }
+    if s.brk_unknown_base > 0 {
+        eprintln!(
+            "kiln record: {} brk calls weigh 0: their process's previous break was unknown (its first call seen, usually a query)",
+            s.brk_unknown_base
         );
     }
     if s.unweighable > 0 {
