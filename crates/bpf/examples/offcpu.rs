@@ -17,6 +17,7 @@ fn main() {
         pids: if pids.is_empty() { None } else { Some(pids) },
         min_block_us: 0,
         user_stack_bytes: 16384,
+        ..Default::default()
     };
     let mut collector = match OffCpuCollector::start(&cfg) {
         Ok(c) => c,

@@ -13,7 +13,12 @@
 //!
 //! ```no_run
 //! use kiln_bpf::offcpu::{OffCpuCollector, OffCpuConfig};
-//! let cfg = OffCpuConfig { pids: Some(vec![1234]), min_block_us: 100, user_stack_bytes: 16384 };
+//! let cfg = OffCpuConfig {
+//!     pids: Some(vec![1234]),
+//!     min_block_us: 100,
+//!     user_stack_bytes: 16384,
+//!     ..Default::default()
+//! };
 //! let mut collector = OffCpuCollector::start(&cfg)?;
 //! std::thread::sleep(std::time::Duration::from_secs(10));
 //! for b in collector.drain()? {

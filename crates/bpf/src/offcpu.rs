@@ -80,7 +80,7 @@ const KEY_BYTES: usize = 32;
 const RANGES_REFRESH: Duration = Duration::from_secs(2);
 
 /// What to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffCpuConfig {
     /// Processes to trace; `None` traces the whole system. A pid selects all
     /// threads of its process, including threads started later, and the
@@ -95,6 +95,9 @@ pub struct OffCpuConfig {
     /// for a CFI unwinder; at most [`MAX_USER_STACK_BYTES`]; 0 disables the copy
     /// (registers are still kept). 16384 reaches the root of most stacks.
     pub user_stack_bytes: u32,
+    /// The text of `/proc/PID/maps` of processes the caller has read already (a
+    /// recorder reads them for its own use): the collector reads the others itself.
+    pub maps: HashMap<u32, Arc<[u8]>>,
 }
 
 /// User registers at the moment the thread entered the kernel to block.
@@ -435,7 +438,11 @@ impl OffCpuCollector {
         let initial = tgids.clone().unwrap_or_else(procmaps::all_tgids);
         for tgid in initial {
             // A process may exit meanwhile; it then simply has no code ranges.
-            let _ = collector.load_code_ranges(tgid);
+            let _ = match cfg.maps.get(&tgid) {
+                Some(text) => collector
+                    .store_code_ranges(tgid, procmaps::exec_ranges(&String::from_utf8_lossy(text))),
+                None => collector.load_code_ranges(tgid),
+            };
         }
         collector.skel.attach().map_err(|e| {
             load::permission_or(
@@ -583,6 +590,10 @@ impl OffCpuCollector {
 
     fn load_code_ranges(&mut self, tgid: u32) -> Result<(), BpfError> {
         let ranges = procmaps::read_exec_ranges(tgid)?;
+        self.store_code_ranges(tgid, ranges)
+    }
+
+    fn store_code_ranges(&mut self, tgid: u32, ranges: Vec<(u64, u64)>) -> Result<(), BpfError> {
         if self.ranged.get(&tgid) == Some(&ranges) {
             return Ok(());
         }

@@ -32,10 +32,9 @@
 //! two binary searches (mapping, then row) and two or three 8-byte user reads. Nothing
 //! is copied but the addresses: about 0.3 KiB per sample, against 16 KiB for a stack
 //! copy.
-use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
@@ -69,6 +68,10 @@ pub struct SamplerConfig {
     /// seconds of samples at 999 Hz on many CPUs; records that do not fit are counted
     /// in [`SamplerStats::lost`].
     pub ring_bytes: u32,
+    /// Slots to load (1 to [`SLOTS`]), one program each: the kernel verifies each
+    /// program it loads, which is most of the time a start takes, so load only as many
+    /// as there are events to attach. Default: [`SLOTS`].
+    pub slots: u32,
 }
 
 impl Default for SamplerConfig {
@@ -76,6 +79,7 @@ impl Default for SamplerConfig {
         SamplerConfig {
             row_capacity: 1 << 20,
             ring_bytes: 1 << 23,
+            slots: SLOTS,
         }
     }
 }
@@ -204,7 +208,7 @@ pub struct SamplerStats {
 }
 
 /// Records copied out of the ring buffer, waiting to be handed to the caller.
-type Queue = Rc<RefCell<Vec<u8>>>;
+type Queue = Arc<Mutex<Vec<u8>>>;
 
 /// The in-kernel sampler: load it, give it tables, attach it to perf events, drain it.
 pub struct Sampler {
@@ -214,6 +218,8 @@ pub struct Sampler {
     rows: memmap2::MmapMut,
     capacity: u32,
     used: u32,
+    /// Slots loaded.
+    slots: u32,
     links: Vec<Link>,
 }
 
@@ -237,6 +243,12 @@ impl Sampler {
                 cfg.ring_bytes
             )));
         }
+        if cfg.slots == 0 || cfg.slots > SLOTS {
+            return Err(BpfError::InvalidConfig(format!(
+                "{} sampler slots: there are 1 to {SLOTS}",
+                cfg.slots
+            )));
+        }
         if cfg.row_capacity == 0 {
             return Err(BpfError::InvalidConfig("a row capacity of 0".into()));
         }
@@ -255,14 +267,15 @@ impl Sampler {
                 detail: e.to_string(),
             }
         })?;
-        let queue: Queue = Rc::new(RefCell::new(Vec::new()));
+        let queue: Queue = Arc::new(Mutex::new(Vec::new()));
         let q = queue.clone();
         let mut builder = RingBufferBuilder::new();
         builder
             .add(&skel.maps.events, move |data: &[u8]| {
-                let mut q = q.borrow_mut();
-                q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
-                q.extend_from_slice(data);
+                if let Ok(mut q) = q.lock() {
+                    q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+                    q.extend_from_slice(data);
+                }
                 0
             })
             .map_err(map_err("opening the sampling program's ring buffer"))?;
@@ -276,6 +289,7 @@ impl Sampler {
             rows,
             capacity: cfg.row_capacity,
             used: 0,
+            slots: cfg.slots,
             links: Vec::new(),
         })
     }
@@ -300,6 +314,12 @@ impl Sampler {
                 )))
             }
         };
+        if slot >= self.slots {
+            return Err(BpfError::InvalidConfig(format!(
+                "sampler slot {slot}: only {} were loaded",
+                self.slots
+            )));
+        }
         // libbpf's link owns the descriptor it is given (it closes it on detach): give it
         // a duplicate, the caller keeps its own.
         let dup = perf_fd.try_clone_to_owned().map_err(|e| BpfError::Attach {
@@ -391,7 +411,10 @@ impl Sampler {
         self.ring
             .consume()
             .map_err(map_err("reading the sampling program's ring buffer"))?;
-        let queue = std::mem::take(&mut *self.queue.borrow_mut());
+        let queue = match self.queue.lock() {
+            Ok(mut q) => std::mem::take(&mut *q),
+            Err(_) => Vec::new(),
+        };
         let (mut n, mut bad) = (0, 0);
         let mut ips: Vec<u64> = Vec::with_capacity(MAX_KERNEL_FRAMES + MAX_USER_FRAMES);
         let mut rest = &queue[..];
@@ -411,11 +434,12 @@ impl Sampler {
             }
         }
         // Give the buffer back for reuse.
-        let mut q = self.queue.borrow_mut();
-        if q.is_empty() {
-            let mut queue = queue;
-            queue.clear();
-            *q = queue;
+        if let Ok(mut q) = self.queue.lock() {
+            if q.is_empty() {
+                let mut queue = queue;
+                queue.clear();
+                *q = queue;
+            }
         }
         Ok((n, bad))
     }
@@ -487,11 +511,30 @@ fn open_and_load(
         .events
         .set_max_entries(cfg.ring_bytes)
         .map_err(sizing)?;
+    let progs = &mut open.progs;
+    for (slot, prog) in [
+        &mut progs.kiln_sample0,
+        &mut progs.kiln_sample1,
+        &mut progs.kiln_sample2,
+        &mut progs.kiln_sample3,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        prog.set_autoload(slot < cfg.slots as usize);
+    }
     open.load().map_err(load::load_error(
         "sampling",
         "perf events: cpu-clock, page-faults",
     ))
 }
+
+/// The recorder loads the sampler on one thread while it opens its events on another:
+/// keep it `Send`.
+const _: fn() = || {
+    fn assert_send<T: Send>() {}
+    assert_send::<Sampler>();
+};
 
 #[cfg(test)]
 mod tests {

@@ -16,6 +16,7 @@ fn collector(pids: Option<Vec<u32>>, min_block_us: u64) -> OffCpuCollector {
         pids,
         min_block_us,
         user_stack_bytes: 16384,
+        ..Default::default()
     })
     .unwrap_or_else(|e| panic!("starting the collector: {e}"))
 }
@@ -285,6 +286,7 @@ fn refuses_bad_configurations() {
         pids: Some(vec![missing]),
         min_block_us: 0,
         user_stack_bytes: 16384,
+        ..Default::default()
     })
     .unwrap_err();
     assert!(
@@ -297,6 +299,7 @@ fn refuses_bad_configurations() {
         pids: Some(vec![]),
         min_block_us: 0,
         user_stack_bytes: 16384,
+        ..Default::default()
     })
     .unwrap_err();
     assert!(matches!(err, BpfError::InvalidConfig(_)), "{err}");
@@ -305,6 +308,7 @@ fn refuses_bad_configurations() {
         pids: None,
         min_block_us: 0,
         user_stack_bytes: 1 << 20,
+        ..Default::default()
     })
     .unwrap_err();
     assert!(err.to_string().contains("user_stack_bytes"), "{err}");
@@ -392,6 +396,7 @@ fn refuses_without_privileges() {
             pids: None,
             min_block_us: 0,
             user_stack_bytes: 16384,
+            ..Default::default()
         })
         .unwrap_err();
         eprintln!("unprivileged: {err}");

@@ -148,7 +148,8 @@ pub(crate) struct Collector {
     /// Whether the processes are live (read `/proc` for what no record said) or from a
     /// file (where `/proc` would describe some other, current process).
     live: bool,
-    kallsyms: Option<SymbolTable>,
+    /// The kernel's symbols, parsed on the tables thread when there is one.
+    kallsyms: std::sync::Arc<std::sync::OnceLock<SymbolTable>>,
     /// Processes whose executable mappings changed (for the in-kernel unwinder's tables).
     changed: FastSet<u32>,
     /// Processes that exited.
@@ -160,7 +161,7 @@ impl Collector {
     pub fn new(events: Vec<EventInfo>, naming: NamingOptions, live: bool) -> Self {
         Collector {
             live,
-            kallsyms: None,
+            kallsyms: Default::default(),
             images: Images::new(live),
             procs: FastMap::default(),
             comms: FastMap::default(),
@@ -205,9 +206,11 @@ impl Collector {
         })
     }
 
-    /// Starts following process `pid` (its mappings read from `/proc` now).
-    pub fn track(&mut self, pid: u32) {
-        self.process(pid);
+    /// Starts following process `pid`, whose `/proc/PID/maps` reads `maps`.
+    pub fn track(&mut self, pid: u32, maps: &[u8]) {
+        let p = Process::from_maps(maps, &mut self.images);
+        self.procs.insert(pid, p);
+        self.changed.insert(pid);
     }
 
     /// Reads a live process's mappings from `/proc` again (mappings that no record
@@ -463,10 +466,18 @@ impl Collector {
         }
     }
 
-    /// Parses `/proc/kallsyms` now (about 0.1 s) rather than after the recording, when
-    /// the user is waiting for the result.
-    pub fn preload_kallsyms(&mut self) {
-        self.kallsyms.get_or_insert_with(SymbolTable::kallsyms);
+    /// A collector of live processes whose symbol and unwind tables are built on a
+    /// second thread (see `Images::with_tables_thread`).
+    pub fn live(events: Vec<EventInfo>, naming: NamingOptions) -> Self {
+        let mut c = Collector::new(events, naming, true);
+        let (images, kallsyms) = Images::with_tables_thread(true);
+        c.images = images;
+        c.kallsyms = kallsyms;
+        c
+    }
+
+    fn kallsyms(&self) -> &SymbolTable {
+        self.kallsyms.get_or_init(SymbolTable::kallsyms)
     }
 
     /// Drops the leaf kernel frames that belong to the tracing machinery that took the
@@ -474,7 +485,7 @@ impl Collector {
     /// in the scheduler as bcc's `offcputime` shows it.
     #[cfg(feature = "bpf")]
     pub fn trim_tracing_frames<'a>(&mut self, kernel: &'a [u64]) -> &'a [u64] {
-        let t = self.kallsyms.get_or_insert_with(SymbolTable::kallsyms);
+        let t = self.kallsyms();
         let skip = kernel
             .iter()
             .take_while(|&&a| {
@@ -491,7 +502,7 @@ impl Collector {
 
     /// Names every location and builds one profile per event.
     pub fn finish(self) -> (Vec<Profile>, Summary) {
-        let mut kallsyms: Option<SymbolTable> = self.kallsyms;
+        let kallsyms = self.kallsyms();
         let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
         for loc in &self.loc_list {
@@ -505,8 +516,7 @@ impl Collector {
                     FrameKind::Root,
                 ),
                 Loc::Kernel(a) => {
-                    let t = kallsyms.get_or_insert_with(SymbolTable::kallsyms);
-                    let mut n = match t.lookup(*a) {
+                    let mut n = match kallsyms.lookup(*a) {
                         Some(n) => n.to_vec(),
                         None => b"[unknown]".to_vec(),
                     };

@@ -42,6 +42,7 @@
 //! Profiles are saved in kiln's native format (`kiln_model::native`) or as folded stacks.
 #![deny(missing_docs)]
 
+mod child;
 mod collect;
 mod error;
 mod events;

@@ -36,11 +36,13 @@ impl OffCpu {
         stack_bytes: u32,
         min_block_us: u64,
         event: usize,
+        maps: HashMap<u32, Arc<[u8]>>,
     ) -> Result<Self, RecordError> {
         let cfg = kiln_bpf::offcpu::OffCpuConfig {
             pids,
             min_block_us,
             user_stack_bytes: stack_bytes.min(kiln_bpf::offcpu::MAX_USER_STACK_BYTES),
+            maps,
         };
         let collector = kiln_bpf::offcpu::OffCpuCollector::start(&cfg)
             .map_err(|e| RecordError::OffCpu(e.to_string()))?;
@@ -140,7 +142,13 @@ pub(crate) struct OffCpu;
 
 #[cfg(not(feature = "bpf"))]
 impl OffCpu {
-    pub fn start(_: Option<Vec<u32>>, _: u32, _: u64, _: usize) -> Result<Self, RecordError> {
+    pub fn start(
+        _: Option<Vec<u32>>,
+        _: u32,
+        _: u64,
+        _: usize,
+        _: std::collections::HashMap<u32, std::sync::Arc<[u8]>>,
+    ) -> Result<Self, RecordError> {
         Err(RecordError::OffCpu(
             "this kiln was built without the `bpf` feature (eBPF); rebuild with \
              --features bpf, or record sched:sched_switch instead"

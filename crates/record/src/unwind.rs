@@ -104,6 +104,13 @@ impl Image {
             .as_ref()
     }
 
+    /// The unwind table if it was built already (by the tables thread, see
+    /// [`Images::with_tables_thread`]): `None` while it is not.
+    #[cfg(feature = "bpf")]
+    pub fn unwind_table_if_built(&self) -> Option<Option<&kiln_bpf::unwind_table::UnwindTable>> {
+        self.table.get().map(Option::as_ref)
+    }
+
     /// The start of the function (FDE) that contains `svma`: code without a symbol is
     /// named after it, so that samples anywhere in one stripped function share a frame.
     pub fn function_start(&self, svma: u64) -> Option<u64> {
@@ -239,6 +246,8 @@ pub(crate) struct Images {
     /// perf.data file from who knows where).
     pub live_vdso: bool,
     vdso: Option<Option<u32>>,
+    /// Where new images go to have their tables built (see [`Images::with_tables_thread`]).
+    tables: Option<std::sync::mpsc::Sender<Arc<Image>>>,
 }
 
 impl Images {
@@ -250,6 +259,67 @@ impl Images {
         }
     }
 
+    /// Like [`Images::new`], with a second thread that builds each new image's tables
+    /// as soon as it is seen: first its unwind table (which the in-kernel unwinder
+    /// needs before it can walk the image's code), then, when no unwind table is
+    /// waiting, its symbol table (which naming needs when the recording ends). The
+    /// thread that reads the ring buffers then never stops to parse an ELF file, and
+    /// the names are ready, or nearly, when sampling stops. The thread also parses
+    /// `kallsyms` first thing, into the returned cell.
+    pub fn with_tables_thread(live_vdso: bool) -> (Images, Arc<OnceLock<SymbolTable>>) {
+        let (tx, rx) = std::sync::mpsc::channel::<Arc<Image>>();
+        let kallsyms = Arc::new(OnceLock::new());
+        let k = kallsyms.clone();
+        let spawned = std::thread::Builder::new()
+            .name("kiln-tables".into())
+            .spawn(move || {
+                k.get_or_init(SymbolTable::kallsyms);
+                let mut named: Vec<Arc<Image>> = Vec::new();
+                loop {
+                    let img = match rx.try_recv() {
+                        Ok(img) => img,
+                        Err(std::sync::mpsc::TryRecvError::Empty) => match named.pop() {
+                            Some(img) => {
+                                img.symbols();
+                                continue;
+                            }
+                            None => match rx.recv() {
+                                Ok(img) => img,
+                                Err(_) => break,
+                            },
+                        },
+                        Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                    };
+                    #[cfg(feature = "bpf")]
+                    img.unwind_table();
+                    named.push(img);
+                }
+                // The recording is over: names are built where they are needed.
+            });
+        let images = Images {
+            live_vdso,
+            tables: spawned.ok().map(|_| tx),
+            ..Images::default()
+        };
+        (images, kallsyms)
+    }
+
+    fn added(&mut self, img: Image) -> u32 {
+        let img = Arc::new(img);
+        if let Some(tx) = &self.tables {
+            let _ = tx.send(img.clone());
+        }
+        self.list.push(img);
+        (self.list.len() - 1) as u32
+    }
+
+    /// Whether a tables thread builds the images' tables (otherwise whoever needs a table
+    /// builds it).
+    #[cfg(feature = "bpf")]
+    pub fn tables_thread(&self) -> bool {
+        self.tables.is_some()
+    }
+
     /// The id of this kernel's vDSO image, if it can be read.
     pub fn vdso(&mut self) -> Option<u32> {
         if !self.live_vdso {
@@ -258,10 +328,7 @@ impl Images {
         if let Some(id) = self.vdso {
             return id;
         }
-        let id = Image::vdso().map(|img| {
-            self.list.push(Arc::new(img));
-            (self.list.len() - 1) as u32
-        });
+        let id = Image::vdso().map(|img| self.added(img));
         self.vdso = Some(id);
         id
     }
@@ -270,10 +337,7 @@ impl Images {
         if let Some(&id) = self.by_path.get(path) {
             return id;
         }
-        let id = Image::open(path).map(|img| {
-            self.list.push(Arc::new(img));
-            (self.list.len() - 1) as u32
-        });
+        let id = Image::open(path).map(|img| self.added(img));
         self.by_path.insert(path.to_path_buf(), id);
         id
     }
@@ -326,8 +390,13 @@ impl Process {
 
     /// A process known from `/proc/<pid>/maps` (empty if it is gone).
     pub fn from_proc(pid: u32, images: &mut Images) -> Process {
-        let mut p = Process::empty();
         let text = std::fs::read(format!("/proc/{pid}/maps")).unwrap_or_default();
+        Process::from_maps(&text, images)
+    }
+
+    /// A process known from the text of its `/proc/<pid>/maps`.
+    pub fn from_maps(text: &[u8], images: &mut Images) -> Process {
+        let mut p = Process::empty();
         for line in text.split(|&b| b == b'\n') {
             if let Some((start, end, pgoff, path)) = parse_maps_line(line) {
                 p.add_mapping(start, end, pgoff, path, images);

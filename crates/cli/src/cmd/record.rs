@@ -293,7 +293,8 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         );
     }
     eprintln!(
-        "kiln record: output written {:.3} s after sampling stopped",
+        "kiln record: sampling started {:.3} s after launch; output written {:.3} s after sampling stopped",
+        rec.startup.as_secs_f64(),
         ready.as_secs_f64()
     );
     for w in &s.warnings {
