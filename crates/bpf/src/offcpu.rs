@@ -43,7 +43,7 @@
 //! hash, a few map operations; per block of at least `min_block_us`, a kernel
 //! stack walk at switch-in (the largest part: the thread has not run since it
 //! blocked, so its kernel stack is still there, and shorter blocks skip it)
-//! and one 80-byte ring buffer record, written without waking the reader;
+//! and one 128-byte ring buffer record, written without waking the reader;
 //! per new user-side key, one copy of the stack. Stacks are stored once per
 //! distinct stack, by hash. `bench/offcpu/run.sh` measures the overhead
 //! against no tracer and against the equivalent bpftrace script.
@@ -73,7 +73,7 @@ const SNAP_ENTRIES: u32 = 1024;
 const SCAN_RANGES: usize = procmaps::MAX_RANGES;
 const SNAP_HDR: usize = 32;
 /// Bytes of one `struct block` record.
-const BLOCK_BYTES: usize = 16 + KEY_BYTES + 16;
+const BLOCK_BYTES: usize = 16 + 2 * (KEY_BYTES + 16) + 8;
 /// Bytes of one `struct stack_key`.
 const KEY_BYTES: usize = 32;
 /// How often [`OffCpuCollector::drain`] re-reads code ranges.
@@ -95,6 +95,11 @@ pub struct OffCpuConfig {
     /// for a CFI unwinder; at most [`MAX_USER_STACK_BYTES`]; 0 disables the copy
     /// (registers are still kept). 16384 reaches the root of most stacks.
     pub user_stack_bytes: u32,
+    /// Also record, for each block, the thread that woke it and its stacks
+    /// ([`OffCpuBlock::waker`]), as bcc's `offwaketime`: in lock contention the
+    /// waker is the lock's holder. Costs a kernel and a user stack walk per
+    /// wake-up of a blocked traced thread.
+    pub wakers: bool,
     /// The text of `/proc/PID/maps` of processes the caller has read already (a
     /// recorder reads them for its own use): the collector reads the others itself.
     pub maps: HashMap<u32, Arc<[u8]>>,
@@ -172,6 +177,11 @@ pub struct OffCpuBlock {
     pub duration_ns: u64,
     /// The thread that blocked, where it blocked.
     pub blocked: TaskStacks,
+    /// The thread that woke it, where it was when it did (with
+    /// [`OffCpuConfig::wakers`]; `None` otherwise, or when no wake-up was seen:
+    /// see [`OffCpuStats::blocks_without_waker`]). A block ended by an
+    /// interrupt (a timer) names whatever the interrupt interrupted.
+    pub waker: Option<TaskStacks>,
 }
 
 /// Counters of what the collector saw and lost, summed over all CPUs since start.
@@ -210,10 +220,16 @@ pub struct OffCpuStats {
     pub missing_snapshots: u64,
     /// Records that could not be parsed (should not happen).
     pub bad_records: u64,
+    /// Wake-ups recorded (with [`OffCpuConfig::wakers`]).
+    pub wakers: u64,
+    /// Blocks recorded without their waker (with [`OffCpuConfig::wakers`]): no
+    /// wake-up seen, or the block was woken before `min_block_us` and ended
+    /// after it (waiting for a CPU).
+    pub blocks_without_waker: u64,
 }
 
 /// Counter slots of the kernel side (`enum counter` in offcpu.bpf.c).
-const N_COUNTERS: u32 = 13;
+const N_COUNTERS: u32 = 15;
 
 impl OffCpuStats {
     fn from_counters(c: &[u64; N_COUNTERS as usize], missing_snapshots: u64, bad: u64) -> Self {
@@ -233,6 +249,8 @@ impl OffCpuStats {
             scan_errors: c[12],
             missing_snapshots,
             bad_records: bad,
+            wakers: c[13],
+            blocks_without_waker: c[14],
         }
     }
 }
@@ -245,7 +263,12 @@ struct RawBlock {
     pid: u32,
     key: StackKey,
     comm: [u8; 16],
+    /// The waker's thread id, key and name (`waker == WAKER_SEEN`).
+    waker: Option<(u32, StackKey, [u8; 16])>,
 }
+
+/// `enum waker_state` in offcpu.bpf.c.
+const WAKER_SEEN: u32 = 1;
 
 fn u32_at(b: &[u8], o: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(o..o + 4)?.try_into().ok()?))
@@ -274,6 +297,17 @@ impl RawBlock {
             return None;
         }
         let (pid, key) = parse_key(b, 16)?;
+        let w = 16 + KEY_BYTES + 16;
+        let waker = if u32_at(b, w + KEY_BYTES + 16)? == WAKER_SEEN {
+            let (wpid, wkey) = parse_key(b, w)?;
+            Some((
+                wpid,
+                wkey,
+                b.get(w + KEY_BYTES..w + KEY_BYTES + 16)?.try_into().ok()?,
+            ))
+        } else {
+            None
+        };
         Some(RawBlock {
             start_ns: u64_at(b, 0)?,
             dur_ns: u64_at(b, 8)?,
@@ -283,6 +317,7 @@ impl RawBlock {
                 .get(16 + KEY_BYTES..16 + KEY_BYTES + 16)?
                 .try_into()
                 .ok()?,
+            waker,
         })
     }
 }
@@ -488,9 +523,11 @@ impl OffCpuCollector {
         }
         // A block's snapshot is stored at switch-out, before its record is written
         // at switch-in, so fetching snapshots after reading the records finds it.
+        // A waker's snapshot is stored at the wake-up, before the block ends.
+        let missing = |k: &StackKey| k.ustack != 0 && !self.snapshots.contains_key(&SnapKey::of(k));
         if raw
             .iter()
-            .any(|b| b.key.ustack != 0 && !self.snapshots.contains_key(&SnapKey::of(&b.key)))
+            .any(|b| missing(&b.key) || b.waker.is_some_and(|(_, k, _)| missing(&k)))
         {
             self.fetch_snapshots()?;
         }
@@ -502,10 +539,18 @@ impl OffCpuCollector {
                 let _ = self.load_code_ranges(b.key.tgid);
             }
             let blocked = self.task_stacks(b.pid, &b.key, &b.comm);
+            let waker = b.waker.map(|(wpid, wkey, wcomm)| {
+                if wkey.tgid != 0 && seen.insert(wkey.tgid) && !self.ranged.contains_key(&wkey.tgid)
+                {
+                    let _ = self.load_code_ranges(wkey.tgid);
+                }
+                self.task_stacks(wpid, &wkey, &wcomm)
+            });
             out.push(OffCpuBlock {
                 start_ns: b.start_ns,
                 duration_ns: b.dur_ns,
                 blocked,
+                waker,
             });
         }
         if self.refreshed.elapsed() >= RANGES_REFRESH {
@@ -550,6 +595,13 @@ impl OffCpuCollector {
             }
         }
         Ok(())
+    }
+
+    /// Process `pid` exec'd or mapped new code: re-read its code ranges now (they are
+    /// otherwise re-read every 2 s for processes that block), so that the blocks of
+    /// its new code are told apart by caller.
+    pub fn process_changed(&mut self, pid: u32) {
+        let _ = self.load_code_ranges(pid);
     }
 
     /// Counters of events seen and lost since start.
@@ -678,6 +730,8 @@ fn build_skel(
     rodata.cfg.min_block_ns = min_block_ns;
     rodata.cfg.user_stack_bytes = cfg.user_stack_bytes;
     rodata.cfg.filter_pids = u32::from(filter);
+    rodata.cfg.wakers = u32::from(cfg.wakers);
+    open.progs.kiln_wakeup.set_autoload(cfg.wakers);
     let sizing = |e: libbpf_rs::Error| BpfError::Map {
         action: "sizing the off-CPU program's maps",
         detail: e.to_string(),
@@ -695,7 +749,12 @@ fn build_skel(
     open.maps.snaps.set_value_size(value).map_err(sizing)?;
     open.load().map_err(load::load_error(
         PROGRAM,
-        "sched:sched_switch, sched:sched_process_fork and sched:sched_process_exit",
+        if cfg.wakers {
+            "sched:sched_switch, sched:sched_wakeup, sched:sched_process_fork and \
+             sched:sched_process_exit"
+        } else {
+            "sched:sched_switch, sched:sched_process_fork and sched:sched_process_exit"
+        },
     ))
 }
 

@@ -226,3 +226,61 @@ fn offcpu_in_microseconds_by_default() {
     let p = &kiln_model::native::read_file(&run).unwrap()[0];
     assert_eq!(p.event.unit, kiln_model::WeightUnit::Microseconds);
 }
+
+/// `--wakers`: the holder of a contended mutex shows above the waiters' lock waits, in
+/// the chain palette; without -e offcpu the flag is refused.
+#[test]
+fn offcpu_wakers_show_the_lock_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("wakers");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/wakers.c");
+    let st = std::process::Command::new("cc")
+        .args([
+            "-O1",
+            "-pthread",
+            "-fno-inline",
+            "-fno-optimize-sibling-calls",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    let svg = dir.path().join("wake.svg");
+    kiln()
+        .args(["record", "-e", "offcpu", "--wakers", "-o"])
+        .arg(&svg)
+        .arg("--")
+        .arg(&exe)
+        .args(["3", "50"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("blocks without their waker"));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse_with_options(
+        &svg,
+        roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        },
+    )
+    .expect("valid SVG");
+    let titles: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(titles.iter().any(|t| t.starts_with("-- (")), "no separator");
+    assert!(
+        titles.iter().any(|t| t.starts_with("hold_and_work (")),
+        "the holder is not above a lock wait"
+    );
+    kiln()
+        .args(["record", "--wakers", "--", "true"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--wakers goes with the offcpu event",
+        ));
+}

@@ -41,6 +41,9 @@ pub struct Summary {
     pub offcpu_short_blocks: u64,
     /// Off-CPU blocks seen (traced threads going to sleep).
     pub offcpu_blocks: u64,
+    /// Off-CPU blocks recorded without their waker (with wakers asked for): no wake-up
+    /// was seen, or it came before the minimum block time.
+    pub offcpu_without_waker: u64,
     /// `brk` calls weighed 0 because their process's previous break was unknown (its
     /// first call seen, usually glibc's `brk(0)` query).
     pub brk_unknown_base: u64,
@@ -54,6 +57,9 @@ pub struct Summary {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Loc {
+    /// The `--` between a blocked thread's stack and its waker's.
+    #[cfg_attr(not(feature = "bpf"), allow(dead_code))]
+    Separator,
     Comm(Box<[u8]>),
     Kernel(u64),
     User(UserLoc),
@@ -154,6 +160,8 @@ pub(crate) struct Collector {
     changed: FastSet<u32>,
     /// Processes that exited.
     exited: Vec<u32>,
+    /// Processes that exec'd (for the off-CPU collector's code ranges).
+    execs: Vec<u32>,
     pub summary: Summary,
 }
 
@@ -179,6 +187,7 @@ impl Collector {
             path: Vec::new(),
             changed: FastSet::default(),
             exited: Vec::new(),
+            execs: Vec::new(),
         }
     }
 
@@ -241,6 +250,12 @@ impl Collector {
         (changed, std::mem::take(&mut self.exited))
     }
 
+    /// Processes that exec'd since the last call.
+    #[cfg(feature = "bpf")]
+    pub fn take_execs(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.execs)
+    }
+
     /// A process's mappings and the images they refer to.
     #[cfg(feature = "bpf")]
     pub fn process_view(&self, pid: u32) -> Option<(&Process, &Images)> {
@@ -261,6 +276,7 @@ impl Collector {
         if exec && pid == tid {
             self.procs.insert(pid, Process::empty());
             self.changed.insert(pid);
+            self.execs.push(pid);
         }
     }
 
@@ -345,6 +361,61 @@ impl Collector {
         }
         let mut path = std::mem::take(&mut self.path);
         path.clear();
+        self.side_path(pid, tid, kernel, user, &mut path);
+        self.add_path(ev, pid, tid, time, weight, path);
+    }
+
+    /// Adds one off-CPU sample whose stack goes on with the stack of the thread that
+    /// woke it, as bcc's `offwaketime` draws it: the blocked thread's stack from its
+    /// root, a `--` frame, then the waker's stack from its leaf (where it woke the
+    /// blocked thread) to its root (its thread name) at the top.
+    #[cfg(feature = "bpf")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_woken_sample(
+        &mut self,
+        ev: usize,
+        time: u64,
+        weight: u64,
+        blocked: (u32, u32, &[u64], &[u64]),
+        waker: (u32, u32, &[u64], &[u64]),
+    ) {
+        if ev >= self.events.len() {
+            self.summary.unattributed += 1;
+            return;
+        }
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        let (wpid, wtid, wk, wu) = waker;
+        self.side_path(
+            wpid,
+            wtid,
+            &mut wk.iter().copied(),
+            UserStack::Lookup(wu),
+            &mut path,
+        );
+        path.reverse();
+        let sep = self.loc(Loc::Separator);
+        path.push(sep);
+        let (pid, tid, k, u) = blocked;
+        self.side_path(
+            pid,
+            tid,
+            &mut k.iter().copied(),
+            UserStack::Lookup(u),
+            &mut path,
+        );
+        self.add_path(ev, pid, tid, time, weight, path);
+    }
+
+    /// Appends one thread's stack, leaf first: kernel frames, user frames, its name.
+    fn side_path(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        kernel: &mut dyn Iterator<Item = u64>,
+        user: UserStack<'_>,
+        path: &mut Vec<u32>,
+    ) {
         for a in kernel {
             let l = self.loc(Loc::Kernel(a));
             path.push(l);
@@ -401,7 +472,12 @@ impl Collector {
             }
         };
         path.push(comm_loc);
+    }
 
+    /// Adds a sample whose stack is `path` (locations, leaf first; its last is the
+    /// thread's name).
+    fn add_path(&mut self, ev: usize, pid: u32, tid: u32, time: u64, weight: u64, path: Vec<u32>) {
+        let comm_loc = *path.last().unwrap_or(&0);
         let acc = &mut self.events[ev];
         let mut node = NO_PARENT;
         for &l in path.iter().rev() {
@@ -507,6 +583,7 @@ impl Collector {
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
         for loc in &self.loc_list {
             names.push(match loc {
+                Loc::Separator => (b"--".to_vec(), FrameKind::Unknown),
                 // The root frame names the thread as stackcollapse-perf.pl does (spaces
                 // become `_`), so `kiln record` and `perf script | kiln collapse` agree.
                 Loc::Comm(c) => (

@@ -131,6 +131,11 @@ pub struct RecordOptions {
     /// (a sample of a block under half a microsecond may weigh 0). Default:
     /// microseconds.
     pub offcpu_unit: WeightUnit,
+    /// Off-CPU stacks go on with the stack of the thread that woke the blocked one (as
+    /// bcc's `offwaketime`): the blocked stack, a `--` frame, then the waker's stack from
+    /// where it woke the thread up to its root. In lock contention the waker is the
+    /// lock's holder. Default: false.
+    pub offcpu_wakers: bool,
     /// Raised (by the binary's signal handling, or a `kiln run` ending its measurement)
     /// to end the recording; it is then written as usual. Default: none.
     pub stop: Option<kiln_model::stop::Stop>,
@@ -150,6 +155,7 @@ impl RecordOptions {
             unwind: UnwindMode::Auto,
             offcpu_min_block_us: 0,
             offcpu_unit: WeightUnit::Microseconds,
+            offcpu_wakers: false,
             stop: None,
         }
     }

@@ -295,8 +295,8 @@ type Loaded = (
 );
 
 /// What the off-CPU collector is started with: pids (`None`: the whole system), stack
-/// bytes, minimum block, event index, the processes' maps already read.
-type OffCpuStart = (Option<Vec<u32>>, u32, u64, usize, Maps);
+/// bytes, minimum block, event index, the processes' maps already read, wakers.
+type OffCpuStart = (Option<Vec<u32>>, u32, u64, usize, Maps, bool);
 
 /// The text of `/proc/PID/maps` per process, read once for everyone who needs it.
 type Maps = HashMap<u32, std::sync::Arc<[u8]>>;
@@ -319,8 +319,8 @@ fn load_programs(in_kernel: bool, slots: Vec<usize>, offcpu: Option<OffCpuStart>
         let _ = (in_kernel, slots);
         None
     };
-    let offcpu = offcpu.map(|(pids, stack_bytes, min_block_us, index, maps)| {
-        crate::offcpu::OffCpu::start(pids, stack_bytes, min_block_us, index, maps)
+    let offcpu = offcpu.map(|(pids, stack_bytes, min_block_us, index, maps, wakers)| {
+        crate::offcpu::OffCpu::start(pids, stack_bytes, min_block_us, index, maps, wakers)
     });
     (unwinder, offcpu)
 }
@@ -554,6 +554,7 @@ impl Started {
                 opts.offcpu_min_block_us,
                 index,
                 maps.clone(),
+                opts.offcpu_wakers,
             )
         });
         let (in_kernel, slots) = (plan.in_kernel, plan.slots.clone());
@@ -718,10 +719,15 @@ struct Running {
 impl Running {
     /// Reads the rings until the duration passes, the stop is raised or the target exits.
     fn drain_until_stop(&mut self, opts: &RecordOptions) -> StopReason {
-        // With in-kernel unwinding, mappings reach the kernel when the rings are read:
-        // read them often, so that a new process (a started command right after its
-        // exec) is walked with its tables within milliseconds.
-        let poll_ms = if self.kernel.is_some() { 10 } else { 100 };
+        // With in-kernel unwinding and off-CPU, mappings reach the kernel when the rings
+        // are read: read them often, so that a new process (a started command right
+        // after its exec) is walked with its tables, and its blocks told apart by
+        // caller, within milliseconds.
+        let poll_ms = if self.kernel.is_some() || self.offcpu.is_some() {
+            10
+        } else {
+            100
+        };
         loop {
             if self.opened.buffers.is_empty() {
                 std::thread::sleep(Duration::from_millis(poll_ms as u64));

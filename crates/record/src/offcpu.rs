@@ -37,11 +37,13 @@ impl OffCpu {
         min_block_us: u64,
         event: usize,
         maps: HashMap<u32, Arc<[u8]>>,
+        wakers: bool,
     ) -> Result<Self, RecordError> {
         let cfg = kiln_bpf::offcpu::OffCpuConfig {
             pids,
             min_block_us,
             user_stack_bytes: stack_bytes.min(kiln_bpf::offcpu::MAX_USER_STACK_BYTES),
+            wakers,
             maps,
         };
         let collector = kiln_bpf::offcpu::OffCpuCollector::start(&cfg)
@@ -56,6 +58,11 @@ impl OffCpu {
 
     /// Moves the blocks that ended since the last call into `c`.
     pub fn drain(&mut self, c: &mut Collector) -> Result<(), RecordError> {
+        // A process that exec'd has new code: the kernel's caller hash needs its ranges
+        // (a started command's were read before its exec, from this program's image).
+        for pid in c.take_execs() {
+            self.collector.process_changed(pid);
+        }
         let blocks = self
             .collector
             .drain()
@@ -67,15 +74,31 @@ impl OffCpu {
             }
             let kernel = self.kernel(c, t);
             let user = self.user(c, t);
-            c.add_sample(
-                self.event,
-                t.pid,
-                t.tid,
-                b.start_ns,
-                b.duration_ns,
-                &mut kernel.iter().copied(),
-                UserStack::Lookup(&user),
-            );
+            match &b.waker {
+                Some(w) => {
+                    if !w.comm.is_empty() {
+                        c.on_comm_if_unknown(w.tid, &w.comm);
+                    }
+                    let wk = self.kernel(c, w);
+                    let wu = self.user(c, w);
+                    c.add_woken_sample(
+                        self.event,
+                        b.start_ns,
+                        b.duration_ns,
+                        (t.pid, t.tid, &kernel, &user),
+                        (w.pid, w.tid, &wk, &wu),
+                    );
+                }
+                None => c.add_sample(
+                    self.event,
+                    t.pid,
+                    t.tid,
+                    b.start_ns,
+                    b.duration_ns,
+                    &mut kernel.iter().copied(),
+                    UserStack::Lookup(&user),
+                ),
+            }
         }
         Ok(())
     }
@@ -133,6 +156,7 @@ impl OffCpu {
         c.summary.offcpu_dropped_blocks = s.dropped_blocks;
         c.summary.offcpu_short_blocks = s.short_blocks;
         c.summary.offcpu_blocks = s.blocks;
+        c.summary.offcpu_without_waker = s.blocks_without_waker;
         c.summary.bad_records += s.bad_records;
     }
 }
@@ -148,6 +172,7 @@ impl OffCpu {
         _: u64,
         _: usize,
         _: std::collections::HashMap<u32, std::sync::Arc<[u8]>>,
+        _: bool,
     ) -> Result<Self, RecordError> {
         Err(RecordError::OffCpu(
             "this kiln was built without the `bpf` feature (eBPF); rebuild with \

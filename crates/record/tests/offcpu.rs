@@ -258,3 +258,56 @@ fn microseconds_by_default() {
         "{slept} us asleep, {intervals} ns of intervals"
     );
 }
+
+/// Waker stacks (`offwaketime`): a holder does slow work under a mutex while waiters
+/// block on it; the block of the waiter it wakes goes on, after `--`, with the holder's
+/// stack from the wake-up in the kernel up through `hold_and_work` to its thread.
+#[test]
+fn the_waker_of_a_lock_wait_is_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(
+        dir.path(),
+        "wakers.c",
+        "wakers",
+        &[
+            "-O1",
+            "-pthread",
+            "-fno-inline",
+            "-fno-optimize-sibling-calls",
+        ],
+    );
+    let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "3".into(), "50".into()]));
+    opts.events = vec![EventSpec::OffCpu];
+    opts.offcpu_wakers = true;
+    opts.offcpu_unit = WeightUnit::Nanoseconds;
+    let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
+    let lines = folded(&rec.profiles[0]);
+    let mut woken_by_holder = 0u64;
+    for (f, w) in &lines {
+        let Some(sep) = f.iter().position(|x| x == "--") else {
+            continue;
+        };
+        let (blocked, waker) = (&f[..sep], &f[sep + 1..]);
+        if blocked[0] != "waiter" || !blocked.iter().any(|x| x == "wait_for_lock") {
+            continue;
+        }
+        if waker.iter().any(|x| x == "hold_and_work") {
+            // The waker's stack reads from where it woke the waiter to its root.
+            assert_eq!(waker.last().map(String::as_str), Some("holder"), "{f:?}");
+            let wake = waker.iter().position(|x| x.contains("wake")).unwrap();
+            let hold = waker.iter().position(|x| x == "hold_and_work").unwrap();
+            assert!(
+                wake < hold,
+                "kernel wake-up before the holder's frames: {f:?}"
+            );
+            woken_by_holder += w;
+        }
+    }
+    // The first waiter to block waits at least for the whole slow work.
+    assert!(
+        woken_by_holder >= 50_000_000,
+        "{woken_by_holder} ns of waiting woken by hold_and_work\n{}",
+        dump(&lines)
+    );
+    assert_eq!(rec.summary.offcpu_dropped_blocks, 0);
+}

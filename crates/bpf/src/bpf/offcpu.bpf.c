@@ -18,6 +18,13 @@
 //     cost no kernel stack walk and no record.
 // Records are written without waking user space (BPF_RB_NO_WAKEUP): the
 // recorder reads the ring on its own schedule, so a block costs no wake-up.
+//
+// With cfg.wakers, a second program on sched_wakeup notes, when a traced
+// thread that is blocked is woken, who woke it (the current task: the thread
+// that released the lock, wrote to the pipe, signalled the condition) and its
+// stacks, kernel and user, the user side with the same snapshot as a blocked
+// thread's; the block's record carries them (bcc's offwaketime does this with
+// kprobes).
 
 #include "kiln_kernel.h"
 #include <bpf/bpf_helpers.h>
@@ -46,6 +53,8 @@ enum counter {
 	C_STORAGE_ERR,      /* per-thread state unavailable */
 	C_NO_RANGES,        /* no code ranges known for the process: no caller hash, fp stack uncut */
 	C_SCAN_ERR,         /* caller hash skipped: stack words unreadable */
+	C_WAKERS,           /* wakers recorded */
+	C_NO_WAKER,         /* blocks recorded without their waker (none seen, or woken before min_block_ns) */
 	C_MAX,
 };
 
@@ -53,6 +62,8 @@ struct config {
 	u64 min_block_ns;
 	u32 user_stack_bytes;
 	u32 filter_pids;
+	u32 wakers;
+	u32 pad;
 };
 
 const volatile struct config cfg = {};
@@ -66,12 +77,22 @@ struct stack_key {
 	u64 caller_hash;
 };
 
-/* One record of the `blocks` ring buffer (struct Block in offcpu.rs). */
+/* One record of the `blocks` ring buffer (RawBlock in offcpu.rs). */
 struct block {
 	u64 start_ns;    /* switch-out, bpf_ktime_get_ns (CLOCK_MONOTONIC) */
 	u64 dur_ns;      /* switch-in - switch-out */
 	struct stack_key key;
 	char comm[16];
+	struct stack_key wkey; /* the waker, when waker == WAKER_SEEN */
+	char wcomm[16];
+	u32 waker;
+	u32 pad;
+};
+
+enum waker_state {
+	WAKER_OFF = 0,   /* wakers not asked for */
+	WAKER_SEEN,      /* wkey/wcomm hold the waker */
+	WAKER_NONE,      /* asked for, not seen (or woken before min_block_ns) */
 };
 
 /* What decides the user-side stack: one snapshot per (process, fp stack, caller hash). */
@@ -116,6 +137,10 @@ struct ranges {
 struct pending {
 	u64 ts;
 	struct stack_key key;
+	struct stack_key wkey;
+	char wcomm[16];
+	u32 waker;
+	u32 pad;
 };
 
 /* Finished blocks, read by user space; user space sets the size. */
@@ -414,6 +439,7 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 	p->key.tgid = tgid;
 	p->key.pid = pid;
 	p->key.caller_hash = 0;
+	p->waker = cfg.wakers ? WAKER_NONE : WAKER_OFF;
 	/* The kernel stack is taken at switch-in, and only for blocks that count. */
 	p->key.kstack = 0;
 	p->key.ustack = 0;
@@ -511,6 +537,13 @@ static __always_inline void on_wake(struct task_struct *next)
 	b->dur_ns = delta;
 	b->key = p->key;
 	BPF_CORE_READ_STR_INTO(&b->comm, next, comm);
+	b->waker = p->waker;
+	if (p->waker == WAKER_SEEN) {
+		b->wkey = p->wkey;
+		__builtin_memcpy(b->wcomm, p->wcomm, sizeof(b->wcomm));
+	} else if (p->waker == WAKER_NONE) {
+		count(C_NO_WAKER, 1);
+	}
 	bpf_ringbuf_submit(b, BPF_RB_NO_WAKEUP);
 	count(C_COUNTED, 1);
 }
@@ -523,6 +556,65 @@ int BPF_PROG(kiln_sched_switch, bool preempt, struct task_struct *prev, struct t
 	if (!preempt && prev_state != 0)
 		on_sleep(ctx, prev);
 	on_wake(next);
+	return 0;
+}
+
+/*
+ * A traced thread that is blocked is being woken: the current task woke it.
+ * Keep the waker's stacks (kernel stack by hash, user side as a blocked
+ * thread's) for the block's record, once per block. Blocks that already
+ * lasted less than min_block_ns when woken skip it (they are most likely
+ * too short to be recorded).
+ */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(kiln_wakeup, struct task_struct *p)
+{
+	struct pending *pd = bpf_task_storage_get(&pend, p, 0, 0);
+	struct task_struct *cur;
+	struct scratch *s;
+	struct hash_ctx c = { .hash = 0xcbf29ce484222325ULL };
+	u32 cpu, flags, wtgid;
+	long bytes;
+
+	if (!pd || pd->ts == 0 || pd->waker != WAKER_NONE)
+		return 0;
+	if (bpf_ktime_get_ns() - pd->ts < cfg.min_block_ns)
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!s)
+		return 0;
+	cur = bpf_get_current_task_btf();
+	wtgid = BPF_CORE_READ(cur, tgid);
+	flags = BPF_CORE_READ(cur, flags);
+	pd->wkey.tgid = wtgid;
+	pd->wkey.pid = BPF_CORE_READ(cur, pid);
+	pd->wkey.kstack = 0;
+	pd->wkey.ustack = 0;
+	pd->wkey.caller_hash = 0;
+	BPF_CORE_READ_STR_INTO(&pd->wcomm, cur, comm);
+	bytes = bpf_get_stack(ctx, s->kstack.ips, MAX_STACK_DEPTH * sizeof(u64), 0);
+	if (bytes > 0) {
+		s->kstack.len = bytes / sizeof(u64);
+		c.st = &s->kstack;
+		bpf_loop(MAX_STACK_DEPTH, hash_ip, &c, 0);
+		pd->wkey.kstack = store_stack(&kstacks, c.hash, &s->kstack, C_KSTACK_ERR);
+	}
+	if (wtgid != 0 && !(flags & PF_KTHREAD)) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(cur);
+		struct ranges *r = bpf_map_lookup_elem(&code, &wtgid);
+
+		if (regs) {
+			u64 ip = BPF_CORE_READ(regs, ip), sp = BPF_CORE_READ(regs, sp),
+			    bp = BPF_CORE_READ(regs, bp);
+
+			pd->wkey.ustack = user_stack(ctx, s, r);
+			pd->wkey.caller_hash = caller_hash(s, r, sp);
+			snapshot(s, &pd->wkey, ip, sp, bp);
+		}
+	}
+	pd->waker = WAKER_SEEN;
+	count(C_WAKERS, 1);
 	return 0;
 }
 

@@ -47,6 +47,13 @@ pub struct Args {
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
     pub min_block: u64,
 
+    /// With -e offcpu: follow each blocked stack with the stack of the thread that woke
+    /// it (as bcc's offwaketime), above a `--` frame, drawn in the chain palette (waker
+    /// frames in aqua). In lock contention the waker is the lock's holder.
+    /// Example: kiln record -e offcpu --wakers -p $(pgrep -o myserver) -d 10 -o wake.svg
+    #[arg(long)]
+    pub wakers: bool,
+
     /// Unit of off-CPU time in the output: us (microseconds, as bcc's offcputime and the
     /// usual off-CPU flame graph recipes) or ns (nanoseconds, as measured). The unit is
     /// written into .kiln profiles and labels SVG and HTML output.
@@ -174,6 +181,10 @@ impl Args {
         o.duration = duration;
         o.stack_bytes = self.stack_size;
         o.offcpu_min_block_us = self.min_block;
+        o.offcpu_wakers = self.wakers;
+        if self.wakers && !o.events.contains(&EventSpec::OffCpu) {
+            bail!("--wakers goes with the offcpu event: add -e offcpu");
+        }
         o.offcpu_unit = match self.units {
             UnitsArg::Us => kiln_model::WeightUnit::Microseconds,
             UnitsArg::Ns => kiln_model::WeightUnit::Nanoseconds,
@@ -213,12 +224,23 @@ fn per_event_path(base: &Path, event: &str) -> PathBuf {
     base.with_file_name(format!("{stem}.{ev}.{ext}"))
 }
 
-fn write_one(p: &Profile, path: Option<&Path>, format: Format, title: Option<&str>) -> Result<()> {
+fn write_one(
+    p: &Profile,
+    path: Option<&Path>,
+    format: Format,
+    title: Option<&str>,
+    wakers: bool,
+) -> Result<()> {
+    // Off-CPU stacks followed by their wakers' are drawn as bcc's recipe draws them.
+    let chain = wakers && p.event.name == "offcpu";
     write_output(path, |w| {
         match format {
             Format::Folded => FoldedWriter::new(FoldedOptions::default()).write(p, w)?,
             Format::Svg => {
                 let mut o = kiln_flamegraph::Options::default();
+                if chain {
+                    o.colors = kiln_flamegraph::Palette::Chain;
+                }
                 o.title = title.map(str::to_string);
                 o.count_name = p.event.unit.name().to_string();
                 o.subtitle = Some(format!("kiln record: {}", p.event.name));
@@ -226,6 +248,9 @@ fn write_one(p: &Profile, path: Option<&Path>, format: Format, title: Option<&st
             }
             Format::Html => {
                 let mut o = kiln_viewer::HtmlOptions::default();
+                if chain {
+                    o.palette = "chain".to_string();
+                }
                 if let Some(t) = title {
                     o.title = t.to_string();
                 }
@@ -261,9 +286,13 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
             kiln_model::native::write(&profiles, w)?;
             Ok(())
         })?,
-        (_, path) if profiles.len() == 1 || to_stdout => {
-            write_one(&profiles[0], path, format, args.title.as_deref())?
-        }
+        (_, path) if profiles.len() == 1 || to_stdout => write_one(
+            &profiles[0],
+            path,
+            format,
+            args.title.as_deref(),
+            args.wakers,
+        )?,
         (_, Some(path)) => {
             for p in &profiles {
                 write_one(
@@ -271,6 +300,7 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
                     Some(&per_event_path(path, &p.event.name)),
                     format,
                     args.title.as_deref(),
+                    args.wakers,
                 )?;
             }
         }
@@ -302,9 +332,15 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     }
     if s.offcpu_blocks > 0 {
         eprintln!(
-            "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} not accounted (maps full)",
+            "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} not accounted (ring buffer full)",
             s.offcpu_blocks, s.offcpu_short_blocks, s.offcpu_dropped_blocks
         );
+        if args.wakers {
+            eprintln!(
+                "kiln record: off-CPU: {} blocks without their waker (no wake-up seen, or woken before --min-block)",
+                s.offcpu_without_waker
+            );
+        }
     }
     if s.brk_unknown_base > 0 {
         eprintln!(
