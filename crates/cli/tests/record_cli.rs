@@ -284,3 +284,110 @@ fn offcpu_wakers_show_the_lock_holder() {
             "--wakers goes with the offcpu event",
         ));
 }
+
+/// The `busy` benchmark program (bench/record/busy.c), built once per test.
+fn busy(dir: &Path) -> PathBuf {
+    let exe = dir.join("busy");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/record/busy.c");
+    let st = std::process::Command::new("cc")
+        .args(["-O2", "-pthread", "-fno-inline", "-o"])
+        .arg(&exe)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    exe
+}
+
+/// The pid of a child of `parent` whose name is `comm`, once there is one.
+fn child_named(parent: u32, comm: &str) -> u32 {
+    loop {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some((name, rest)) = stat.split_once(") ") else {
+                continue;
+            };
+            let ppid: u32 = rest.split(' ').nth(1).unwrap().parse().unwrap();
+            if ppid == parent && name.ends_with(&format!("({comm}")) {
+                return pid;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// CPU time (user + system, clock ticks) a process has used.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split(' ').collect();
+    f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+}
+
+/// SIGINT, SIGTERM and SIGHUP each end a recording of a started command as the end of
+/// its duration would: the output is written whole, the command is stopped and reaped,
+/// no temporary file is left, and the exit status is 128 + the signal's number.
+#[test]
+fn signals_finish_the_recording_and_stop_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = busy(dir.path());
+    for (sig, name) in [
+        (libc_sig::SIGHUP, "SIGHUP"),
+        (libc_sig::SIGTERM, "SIGTERM"),
+        (libc_sig::SIGINT, "SIGINT"),
+    ] {
+        let out_dir = tempfile::tempdir().unwrap();
+        let svg = out_dir.path().join("cpu.svg");
+        let mut kiln = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+            .args(["record", "-o"])
+            .arg(&svg)
+            .arg("--")
+            .arg(&exe)
+            .args(["600", "1"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Once the command runs (exec'd: sampling is on) and has had some CPU.
+        let busy = child_named(kiln.id(), "busy");
+        while cpu_ticks(busy) < 30 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let st = std::process::Command::new("kill")
+            .args([format!("-{name}"), kiln.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let status = kiln.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut kiln.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(128 + sig), "{name}: {stderr}");
+        assert!(stderr.contains("interrupted"), "{name}: {stderr}");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{busy}")).exists(),
+            "{name}: the command is still there (or not reaped)"
+        );
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.trim_end().ends_with("</svg>"), "{name}: cut SVG");
+        assert!(text.contains("level1"), "{name}: no samples of busy");
+        let left: Vec<_> = std::fs::read_dir(out_dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n != "cpu.svg")
+            .collect();
+        assert!(left.is_empty(), "{name}: left behind {left:?}");
+    }
+}
+
+/// Signal numbers on Linux (x86-64), without a libc dependency.
+mod libc_sig {
+    pub const SIGHUP: i32 = 1;
+    pub const SIGINT: i32 = 2;
+    pub const SIGTERM: i32 = 15;
+}
