@@ -358,6 +358,7 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         "kiln record: {why}; {} lost records, {} throttled intervals, {} samples with a one-frame user stack, {} unreadable records",
         s.lost, s.throttled, s.shallow_user_stacks, s.bad_records
     );
+    #[cfg(feature = "bpf")]
     if let Some(k) = &s.in_kernel {
         eprintln!(
             "kiln record: stacks unwound in the kernel: {} reached their root, {} stopped at unreadable memory, \
