@@ -56,6 +56,8 @@ pub struct Recording {
     /// command to stop. The "results seconds after the load stops" promise is measured
     /// on this.
     pub processing: Duration,
+    /// Of `processing`: reading what was left in the buffers (and unwinding it).
+    pub final_drain: Duration,
 }
 
 /// Why a recording ended.
@@ -824,6 +826,7 @@ impl Running {
             exit_status,
             startup: Duration::ZERO,
             processing: drained + build_start.elapsed(),
+            final_drain: drained,
         }
     }
 }

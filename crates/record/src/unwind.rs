@@ -51,6 +51,10 @@ pub(crate) struct Image {
 
 impl Image {
     fn open(path: &Path) -> Option<Image> {
+        // Only regular files: a path read from a recording may name a FIFO or a device.
+        if !std::fs::metadata(path).ok()?.is_file() {
+            return None;
+        }
         let file = std::fs::File::open(path).ok()?;
         // SAFETY: the file is mapped read-only; a binary rewritten while mapped would show
         // torn bytes, which the parsers treat as malformed input, never as memory errors.

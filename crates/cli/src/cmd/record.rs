@@ -306,7 +306,8 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         }
         (_, None) => unreachable!("stdout handled above"),
     }
-    let ready = rec.processing + write_start.elapsed();
+    let written = write_start.elapsed();
+    let ready = rec.processing + written;
     let s = &rec.summary;
     let why = match rec.stopped {
         StopReason::Duration => "duration reached",
@@ -323,9 +324,13 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         );
     }
     eprintln!(
-        "kiln record: sampling started {:.3} s after launch; output written {:.3} s after sampling stopped",
+        "kiln record: sampling started {:.3} s after launch; output written {:.3} s after sampling stopped \
+         (last samples read {:.3} s, frames named and stacks built {:.3} s, written {:.3} s)",
         rec.startup.as_secs_f64(),
-        ready.as_secs_f64()
+        ready.as_secs_f64(),
+        rec.final_drain.as_secs_f64(),
+        (rec.processing - rec.final_drain).as_secs_f64(),
+        written.as_secs_f64()
     );
     for w in &s.warnings {
         eprintln!("kiln record: warning: {w}");
