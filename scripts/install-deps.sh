@@ -7,7 +7,7 @@ set -euo pipefail
 need_apt=()
 pkgs=(build-essential pkg-config curl linux-perf clang llvm libbpf-dev libelf-dev zlib1g-dev
       bpftool rabbitmq-server erlang-nox chromium mosquitto hyperfine time python3
-      make linux-libc-dev binutils util-linux)
+      make linux-libc-dev binutils util-linux debuginfod)
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done

@@ -391,3 +391,141 @@ mod libc_sig {
     pub const SIGINT: i32 = 2;
     pub const SIGTERM: i32 = 15;
 }
+
+/// A free TCP port on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Names for a stripped binary: none without its debug file (and the summary says so),
+/// from `.gnu_debuglink` when its debug file is beside it, and from a debuginfod server
+/// (Debian's, started here on a free port, serving the unstripped binary) when
+/// DEBUGINFOD_URLS names it; the summary gives the share of named frames.
+#[test]
+fn stripped_binaries_are_named_from_debug_files_and_debuginfod() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
+    let build = |out: &Path| {
+        let st = std::process::Command::new("cc")
+            .args([
+                "-O2",
+                "-g",
+                "-fno-inline",
+                "-fno-optimize-sibling-calls",
+                "-Wl,--build-id",
+                "-o",
+            ])
+            .arg(out)
+            .arg(&src)
+            .status()
+            .expect("cc runs");
+        assert!(st.success());
+    };
+    let run = |exe: &Path, env: &[(&str, &str)]| -> (String, String) {
+        let mut cmd = kiln();
+        cmd.env_remove("DEBUGINFOD_URLS");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .args(["record", "--"])
+            .arg(exe)
+            .arg("0.5")
+            .assert()
+            .success();
+        let o = out.get_output();
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let strip = |exe: &Path| {
+        assert!(std::process::Command::new("strip")
+            .arg(exe)
+            .status()
+            .unwrap()
+            .success());
+    };
+
+    // Stripped, no debug file anywhere: code named by address, and the summary says why.
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let unstripped = served.join("hot-dbg");
+    build(&unstripped);
+    let bare = dir.path().join("hot-bare");
+    std::fs::copy(&unstripped, &bare).unwrap();
+    strip(&bare);
+    let (folded, err) = run(&bare, &[]);
+    assert!(!folded.contains("hot_a"), "{folded}");
+    assert!(folded.contains("hot-bare+0x"), "{folded}");
+    assert!(err.contains("% of frames named by a symbol"), "{err}");
+    assert!(
+        err.contains("hot-bare: stripped; no debug file found"),
+        "{err}"
+    );
+
+    // .gnu_debuglink to a debug file beside the binary.
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    let exe = linked.join("hot-linked");
+    build(&exe);
+    let dbg = linked.join("hot-linked.debug");
+    let objcopy = |args: &[&std::ffi::OsStr]| {
+        assert!(std::process::Command::new("objcopy")
+            .args(args)
+            .status()
+            .unwrap()
+            .success());
+    };
+    objcopy(&[
+        "--only-keep-debug".as_ref(),
+        exe.as_os_str(),
+        dbg.as_os_str(),
+    ]);
+    strip(&exe);
+    let link = format!("--add-gnu-debuglink={}", dbg.display());
+    objcopy(&[link.as_ref(), exe.as_os_str()]);
+    let (folded, _) = run(&exe, &[]);
+    assert!(folded.contains(";main;work;hot_a"), "{folded}");
+
+    // debuginfod, serving the unstripped binary by its build id.
+    let port = free_port();
+    let db = dir.path().join("debuginfod.sqlite");
+    let mut server = std::process::Command::new("debuginfod")
+        .args(["-p", &port.to_string(), "-d"])
+        .arg(&db)
+        .arg("-F")
+        .arg(&served)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("debuginfod runs (Debian package debuginfod)");
+    let url = format!("http://127.0.0.1:{port}");
+    let cache = dir.path().join("cache");
+    let (folded, err) = (0..60)
+        .find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            // Until the server has scanned its directory, it answers 404.
+            let (f, e) = run(
+                &bare,
+                &[
+                    ("DEBUGINFOD_URLS", url.as_str()),
+                    ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap()),
+                ],
+            );
+            f.contains("hot_a").then_some((f, e))
+        })
+        .unwrap_or_default();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(folded.contains(";main;work;hot_a"), "{folded}\n{err}");
+    assert!(err.contains("% of frames named by a symbol"), "{err}");
+    // Fetched once, kept in the cache as elfutils' client keeps it.
+    let cached: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().collect();
+    assert_eq!(cached.len(), 1);
+    assert!(cached[0].path().join("debuginfo").is_file());
+}

@@ -44,6 +44,13 @@ pub struct Summary {
     /// Off-CPU blocks recorded without their waker (with wakers asked for): no wake-up
     /// was seen, or it came before the minimum block time.
     pub offcpu_without_waker: u64,
+    /// Frames of every sample (code frames: thread names and `--` separators apart).
+    pub frames: u64,
+    /// Of them, frames named by a symbol (ELF symbol tables and debug files, kallsyms,
+    /// JIT perf maps).
+    pub named_frames: u64,
+    /// The images with the most frames without a name (at most three), most first.
+    pub unnamed_images: Vec<UnnamedImage>,
     /// `brk` calls weighed 0 because their process's previous break was unknown (its
     /// first call seen, usually glibc's `brk(0)` query).
     pub brk_unknown_base: u64,
@@ -546,10 +553,16 @@ impl Collector {
     /// second thread (see `Images::with_tables_thread`).
     pub fn live(events: Vec<EventInfo>, naming: NamingOptions) -> Self {
         let mut c = Collector::new(events, naming, true);
-        let (images, kallsyms) = Images::with_tables_thread(true);
+        let (mut images, kallsyms) = Images::with_tables_thread(true);
+        images.debuginfod = crate::debuginfo::Debuginfod::from_env().map(std::sync::Arc::new);
         c.images = images;
         c.kallsyms = kallsyms;
         c
+    }
+
+    /// Fetch missing debug files from this debuginfod client (see [`crate::debuginfo`]).
+    pub fn use_debuginfod(&mut self, d: Option<crate::debuginfo::Debuginfod>) {
+        self.images.debuginfod = d.map(std::sync::Arc::new);
     }
 
     fn kallsyms(&self) -> &SymbolTable {
@@ -577,11 +590,30 @@ impl Collector {
     }
 
     /// Names every location and builds one profile per event.
-    pub fn finish(self) -> (Vec<Profile>, Summary) {
-        let kallsyms = self.kallsyms();
+    pub fn finish(mut self) -> (Vec<Profile>, Summary) {
+        let ks = self.kallsyms.clone();
+        let kallsyms = ks.get_or_init(SymbolTable::kallsyms);
         let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
+        // Whether each location is named by a symbol: `None` for the thread names and
+        // separators, which are no code; `Some(Err(image))` for code of an ELF image
+        // without a symbol there.
+        let mut named: Vec<Option<Result<(), Option<u32>>>> =
+            Vec::with_capacity(self.loc_list.len());
         for loc in &self.loc_list {
+            named.push(match loc {
+                Loc::Separator | Loc::Comm(_) => None,
+                Loc::Kernel(a) => Some(kallsyms.lookup(*a).map(|_| ()).ok_or(None)),
+                Loc::User(UserLoc::Elf { image, svma }) => Some(
+                    self.images.list[*image as usize]
+                        .symbols()
+                        .lookup(*svma)
+                        .map(|_| ())
+                        .ok_or(Some(*image)),
+                ),
+                Loc::User(UserLoc::Jit { .. }) => Some(Ok(())), // decided below
+                Loc::User(UserLoc::Named { .. }) => Some(Err(None)),
+            });
             names.push(match loc {
                 Loc::Separator => (b"--".to_vec(), FrameKind::Unknown),
                 // The root frame names the thread as stackcollapse-perf.pl does (spaces
@@ -624,12 +656,18 @@ impl Collector {
                             }
                             (n, FrameKind::Jit)
                         }
-                        None => (b"[unknown]".to_vec(), FrameKind::User),
+                        None => {
+                            if let Some(x) = named.last_mut() {
+                                *x = Some(Err(None));
+                            }
+                            (b"[unknown]".to_vec(), FrameKind::User)
+                        }
                     }
                 }
                 Loc::User(UserLoc::Named { name }) => (name.to_vec(), FrameKind::User),
             });
         }
+        self.count_named_frames(&named);
         let mut profiles = Vec::with_capacity(self.events.len());
         for acc in self.events {
             let mut p = Profile::new(acc.info);
@@ -661,6 +699,73 @@ impl Collector {
         }
         (profiles, self.summary)
     }
+}
+
+impl Collector {
+    /// Counts, over every frame of every sample, the frames named by a symbol, and
+    /// names the images whose code most often had none.
+    fn count_named_frames(&mut self, named: &[Option<Result<(), Option<u32>>>]) {
+        let mut unnamed_by_image: HashMap<u32, u64> = HashMap::new();
+        let (mut total, mut good) = (0u64, 0u64);
+        for acc in &self.events {
+            // Samples through each node: its own, then its descendants' (a child is
+            // always created after its parent).
+            let mut through = vec![0u64; acc.node_loc.len()];
+            for &n in &acc.s_node {
+                through[n as usize] += 1;
+            }
+            for i in (0..through.len()).rev() {
+                let p = acc.node_parent[i];
+                if p != NO_PARENT {
+                    through[p as usize] += through[i];
+                }
+            }
+            for (i, &l) in acc.node_loc.iter().enumerate() {
+                match named[l as usize] {
+                    None => {}
+                    Some(Ok(())) => {
+                        total += through[i];
+                        good += through[i];
+                    }
+                    Some(Err(img)) => {
+                        total += through[i];
+                        if let Some(img) = img {
+                            *unnamed_by_image.entry(img).or_default() += through[i];
+                        }
+                    }
+                }
+            }
+        }
+        let mut worst: Vec<(u32, u64)> = unnamed_by_image.into_iter().collect();
+        worst.sort_by_key(|&(img, n)| (std::cmp::Reverse(n), img));
+        self.summary.frames = total;
+        self.summary.named_frames = good;
+        self.summary.unnamed_images = worst
+            .into_iter()
+            .take(3)
+            .map(|(img, n)| {
+                let i = &self.images.list[img as usize];
+                UnnamedImage {
+                    path: i.path.clone(),
+                    frames: n,
+                    note: i.symbols_note().map(str::to_string),
+                }
+            })
+            .collect();
+    }
+}
+
+/// An image whose code was sampled without a symbol to name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnnamedImage {
+    /// The image.
+    pub path: std::path::PathBuf,
+    /// Frames in its code without a name (named `image+0xSTART`).
+    pub frames: u64,
+    /// Why it has no symbols there, when it is stripped (no debug file found; what
+    /// debuginfod answered).
+    pub note: Option<String>,
 }
 
 /// `libfoo.so+0x1234` for code without a symbol: the start of its function when the

@@ -44,6 +44,7 @@
 
 mod child;
 mod collect;
+pub mod debuginfo;
 mod error;
 mod events;
 #[cfg(feature = "bpf")]
@@ -56,7 +57,7 @@ pub mod symbols;
 mod sys;
 mod unwind;
 
-pub use collect::{NamingOptions, Summary};
+pub use collect::{NamingOptions, Summary, UnnamedImage};
 pub use error::RecordError;
 pub use events::EventSpec;
 #[cfg(feature = "bpf")]

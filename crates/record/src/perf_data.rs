@@ -114,6 +114,7 @@ fn read_stream<R: Read + Seek>(
             .collect(),
     );
     let mut collector = Collector::new(events, opts.naming, false);
+    collector.use_debuginfod(crate::debuginfo::Debuginfod::from_env());
     if let Some(d) = damage {
         collector.summary.warnings.push(d.to_string());
     }

@@ -44,7 +44,9 @@ pub(crate) struct Image {
     map: Arc<Mmap>,
     /// `(p_offset, p_vaddr, p_filesz)` of each loadable segment.
     segments: Vec<(u64, u64, u64)>,
-    symbols: OnceLock<SymbolTable>,
+    symbols: OnceLock<(SymbolTable, Option<String>)>,
+    /// Where to fetch separate debug files from (see [`crate::debuginfo`]).
+    debuginfod: Option<Arc<crate::debuginfo::Debuginfod>>,
     #[cfg(feature = "bpf")]
     table: OnceLock<Option<kiln_bpf::unwind_table::UnwindTable>>,
 }
@@ -76,6 +78,7 @@ impl Image {
             map: Arc::new(map),
             segments,
             symbols: OnceLock::new(),
+            debuginfod: None,
             #[cfg(feature = "bpf")]
             table: OnceLock::new(),
         })
@@ -215,30 +218,61 @@ impl Image {
         ))
     }
 
-    /// The symbol table, from the file itself or, when it is stripped, from an installed
-    /// separate debug file.
+    /// The symbol table, from the file itself or, when it is stripped, from a separate
+    /// debug file (see [`crate::debuginfo`]).
     pub fn symbols(&self) -> &SymbolTable {
+        &self.symbols_and_note().0
+    }
+
+    /// Why a stripped image has no more symbols than its own (no debug file found,
+    /// what debuginfod answered), if it has not.
+    pub fn symbols_note(&self) -> Option<&str> {
+        self.symbols_and_note().1.as_deref()
+    }
+
+    fn symbols_and_note(&self) -> &(SymbolTable, Option<String>) {
         self.symbols.get_or_init(|| {
             let Ok(obj) = object::File::parse(&**self.map) else {
-                return SymbolTable::default();
+                return (SymbolTable::default(), None);
             };
             let own = SymbolTable::from_elf(&obj);
             if symbols::has_symtab(&obj) {
-                return own;
+                return (own, None);
             }
-            for cand in symbols::debug_file_candidates(&self.path, &obj) {
-                if let Some(dbg) = Image::open(&cand) {
-                    if let Ok(o) = object::File::parse(&**dbg.map) {
-                        let t = SymbolTable::from_elf(&o);
-                        if t.len() > own.len() {
-                            return t;
-                        }
+            for (cand, crc) in crate::debuginfo::local_candidates(&self.path, &obj) {
+                if let Some(t) = debug_symbols(&cand, crc) {
+                    if t.len() > own.len() {
+                        return (t, None);
                     }
                 }
             }
-            own
+            let hex = crate::debuginfo::build_id_hex(&obj);
+            let note = match (&self.debuginfod, &hex) {
+                (Some(d), Some(hex)) => match d.debuginfo(hex) {
+                    Ok(p) => match debug_symbols(&p, None) {
+                        Some(t) if t.len() > own.len() => return (t, None),
+                        _ => format!("debuginfod's file {} adds no symbols", p.display()),
+                    },
+                    Err(e) => format!("debuginfod: {e}"),
+                },
+                (Some(_), None) => "no build id to ask debuginfod for".to_string(),
+                (None, _) => "stripped; no debug file found (install its -dbgsym package, or \
+                     set DEBUGINFOD_URLS)"
+                    .to_string(),
+            };
+            (own, Some(note))
         })
     }
+}
+
+/// The symbols of a separate debug file, if it is one (and has the CRC asked for).
+fn debug_symbols(path: &Path, crc: Option<u32>) -> Option<SymbolTable> {
+    let dbg = Image::open(path)?;
+    if crc.is_some_and(|c| !crate::debuginfo::crc_matches(&dbg.map, c)) {
+        return None;
+    }
+    let o = object::File::parse(&**dbg.map).ok()?;
+    Some(SymbolTable::from_elf(&o))
 }
 
 /// All ELF images seen, indexed by a small id.
@@ -252,6 +286,8 @@ pub(crate) struct Images {
     vdso: Option<Option<u32>>,
     /// Where new images go to have their tables built (see [`Images::with_tables_thread`]).
     tables: Option<std::sync::mpsc::Sender<Arc<Image>>>,
+    /// The debuginfod client new images use, if any.
+    pub debuginfod: Option<Arc<crate::debuginfo::Debuginfod>>,
 }
 
 impl Images {
@@ -308,7 +344,8 @@ impl Images {
         (images, kallsyms)
     }
 
-    fn added(&mut self, img: Image) -> u32 {
+    fn added(&mut self, mut img: Image) -> u32 {
+        img.debuginfod = self.debuginfod.clone();
         let img = Arc::new(img);
         if let Some(tx) = &self.tables {
             let _ = tx.send(img.clone());

@@ -335,6 +335,25 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     for w in &s.warnings {
         eprintln!("kiln record: warning: {w}");
     }
+    if s.frames > 0 {
+        eprintln!(
+            "kiln record: {:.1}% of frames named by a symbol ({} of {})",
+            100.0 * s.named_frames as f64 / s.frames as f64,
+            s.named_frames,
+            s.frames
+        );
+        for u in &s.unnamed_images {
+            eprintln!(
+                "kiln record:   {} frames without a name in {}{}",
+                u.frames,
+                u.path.display(),
+                u.note
+                    .as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
     if s.offcpu_blocks > 0 {
         eprintln!(
             "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} not accounted (ring buffer full)",
