@@ -158,6 +158,16 @@ struct {
 	__uint(value_size, sizeof(struct snap_hdr) + 16384);
 } snaps SEC(".maps");
 
+/* Snapshot keys already taken: user space takes snapshots out of `snaps` (to
+ * free their memory), and a key seen again must not be copied again. LRU: a
+ * key forgotten and seen again is copied once more, which user space ignores. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct snap_key);
+	__type(value, u8);
+} snapped SEC(".maps");
+
 /* Kernel stacks by hash ({len, ips}), like ustacks. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -398,8 +408,9 @@ static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u
 {
 	struct snap_key sk = { .tgid = key->tgid, .ustack = key->ustack, .caller_hash = key->caller_hash };
 	long err;
+	u8 one = 1;
 
-	if (bpf_map_lookup_elem(&snaps, &sk))
+	if (bpf_map_lookup_elem(&snapped, &sk))
 		return;
 	s->hdr.ip = ip;
 	s->hdr.sp = sp;
@@ -409,8 +420,10 @@ static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u
 	if (s->hdr.len == 0)
 		count(C_STACK_COPY_ERR, 1);
 	err = bpf_map_update_elem(&snaps, &sk, &s->hdr, BPF_NOEXIST);
-	if (err == 0)
+	if (err == 0) {
+		bpf_map_update_elem(&snapped, &sk, &one, BPF_ANY);
 		count(C_SNAP_TAKEN, 1);
+	}
 	else if (err != -17 /* EEXIST: another CPU stored it first */)
 		count(C_SNAP_ERR, 1);
 }
