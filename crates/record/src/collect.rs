@@ -565,6 +565,7 @@ impl Collector {
         self.images.debuginfod = d.map(std::sync::Arc::new);
     }
 
+    #[cfg(feature = "bpf")]
     fn kallsyms(&self) -> &SymbolTable {
         self.kallsyms.get_or_init(SymbolTable::kallsyms)
     }
