@@ -61,7 +61,8 @@ fn unwinds_in_the_kernel_and_says_how_every_walk_ended() {
         .stderr(predicate::str::contains("stacks unwound in the kernel: "))
         .stderr(predicate::str::contains(" reached their root"));
     let (all, rooted) = hot_under_main(&std::fs::read_to_string(&out).unwrap());
-    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+    // A second of the program, of which a loaded machine may give it a tenth.
+    assert!(all > 50 && rooted * 100 >= all * 97, "{rooted} of {all}");
 }
 
 #[test]
@@ -82,7 +83,8 @@ fn unwinds_stack_copies_when_asked() {
         .stderr(predicate::str::contains("stacks unwound in the kernel").not());
     let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
     let (all, rooted) = hot_under_main(&stdout);
-    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+    // A second of the program, of which a loaded machine may give it a tenth.
+    assert!(all > 50 && rooted * 100 >= all * 97, "{rooted} of {all}");
 }
 
 #[test]
@@ -132,7 +134,8 @@ fn native_recordings_are_read_back_by_the_other_commands() {
         ));
     let cpu = String::from_utf8(cpu.get_output().stdout.clone()).unwrap();
     let (all, rooted) = hot_under_main(&cpu);
-    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+    // A second of the program, of which a loaded machine may give it a tenth.
+    assert!(all > 50 && rooted * 100 >= all * 97, "{rooted} of {all}");
     kiln()
         .args(["collapse", "--event-filter", "page-faults"])
         .arg(&run)
