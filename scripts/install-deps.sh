@@ -37,6 +37,12 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
   fi
 fi
+# The oldest Rust the workspace builds with (rust-version in Cargo.toml), for the check
+# `cargo +1.88.0 check --workspace --all-targets`.
+if command -v rustup >/dev/null 2>&1 && ! rustup run 1.88.0 rustfmt --version >/dev/null 2>&1; then
+  echo "install-deps: installing Rust 1.88.0 (the minimum supported)" >&2
+  rustup toolchain install 1.88.0 --profile minimal -c rustfmt >/dev/null
+fi
 # Anchor tools the comparison tests and benchmarks run against.
 if ! command -v inferno-collapse-perf >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-collapse-perf" ]; then
   echo "install-deps: installing inferno 0.12.3 from crates.io" >&2

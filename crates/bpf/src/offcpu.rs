@@ -103,6 +103,10 @@ pub struct OffCpuConfig {
     /// The text of `/proc/PID/maps` of processes the caller has read already (a
     /// recorder reads them for its own use): the collector reads the others itself.
     pub maps: HashMap<u32, Arc<[u8]>>,
+    /// The caller hands over the processes' maps itself once collection runs
+    /// ([`OffCpuCollector::set_maps`]): read none at start. Until then blocks are
+    /// keyed without caller hash (counted in [`OffCpuStats::no_code_ranges`]).
+    pub maps_from_caller: bool,
 }
 
 /// User registers at the moment the thread entered the kernel to block.
@@ -470,7 +474,11 @@ impl OffCpuCollector {
             missing_snapshots: 0,
             bad_records: 0,
         };
-        let initial = tgids.clone().unwrap_or_else(procmaps::all_tgids);
+        let initial = match (&tgids, cfg.maps_from_caller) {
+            (_, true) => Vec::new(),
+            (Some(t), false) => t.clone(),
+            (None, false) => procmaps::all_tgids(),
+        };
         for tgid in initial {
             // A process may exit meanwhile; it then simply has no code ranges.
             let _ = match cfg.maps.get(&tgid) {
@@ -602,6 +610,12 @@ impl OffCpuCollector {
     /// its new code are told apart by caller.
     pub fn process_changed(&mut self, pid: u32) {
         let _ = self.load_code_ranges(pid);
+    }
+
+    /// The text of process `pid`'s `/proc/PID/maps`, read by the caller: its code
+    /// ranges for the caller hash.
+    pub fn set_maps(&mut self, pid: u32, maps: &[u8]) {
+        let _ = self.store_code_ranges(pid, procmaps::exec_ranges(&String::from_utf8_lossy(maps)));
     }
 
     /// Counters of events seen and lost since start.

@@ -6,10 +6,11 @@
 //! 1. [`Plan::new`]: check the options, turn the events into `perf_event_attr`s.
 //! 2. [`Started::new`]: start the target (a held command, or check the pids) and, on a
 //!    thread of their own, load the eBPF programs (the verifier takes a good part of a
-//!    second, more on a loaded machine) while this thread opens the perf events and
-//!    reads `/proc`.
+//!    second, more on a loaded machine) while this thread opens the perf events.
 //! 3. [`Started::attach`]: attach the in-kernel unwinder to the events, enable them,
-//!    let the command `exec`. Sampling starts here ([`Recording::startup`]).
+//!    read each target's `/proc/PID/maps` once (for the unwinders, the names and the
+//!    off-CPU caller hash), let the command `exec`. Sampling starts here
+//!    ([`Recording::startup`]).
 //! 4. [`Running::drain_until_stop`]: read the rings until the duration passes, the stop
 //!    is raised or the target exits.
 //! 5. [`Running::finish`]: read what is left, stop a started command, and build the
@@ -540,15 +541,7 @@ impl Started {
             Target::System => Vec::new(),
         };
         let system = matches!(opts.target, Target::System);
-        // The processes' mappings, read once: the in-kernel unwinder needs them before
-        // it samples, the off-CPU collector for its caller hash. (A started command's
-        // mappings come with its exec; before it, the held child is a copy of this
-        // process, whose tables would be wrong after the exec.)
-        let maps = match &opts.target {
-            Target::System => read_maps(&all_pids()),
-            Target::Pids(p) => read_maps(p),
-            Target::Command(_) => HashMap::new(),
-        };
+        let maps = Maps::new();
         let offcpu = plan.offcpu.map(|index| {
             (
                 (!system).then(|| pids.clone()),
@@ -573,8 +566,7 @@ impl Started {
                 return Err(e);
             }
         };
-        // Meanwhile: open the events, and read the targets' mappings (the tables thread
-        // builds their symbol and unwind tables).
+        // Meanwhile: open the events.
         let mut opened = Opened::new(plan.pages);
         let result = (|| -> Result<(), RecordError> {
             if system {
@@ -602,9 +594,6 @@ impl Started {
             if opts.offcpu_unit == WeightUnit::Microseconds {
                 collector.weigh_ns_as_us(i);
             }
-        }
-        for (&pid, text) in &maps {
-            collector.track(pid, text);
         }
         Ok(Started {
             plan,
@@ -660,18 +649,34 @@ impl Started {
             }
             None => None,
         };
-        let offcpu = match offcpu {
+        let mut offcpu = match offcpu {
             Some(Ok(o)) => Some(o),
             Some(Err(e)) => return Err(fail(&mut child, e)),
             None => None,
         };
         if let Some(k) = kernel.as_mut() {
             opened.attach_all(k).map_err(|e| fail(&mut child, e))?;
-            sync_unwinder(k, &mut collector);
         }
         let spawned = child.is_some();
         if !spawned {
             opened.enable_all().map_err(|e| fail(&mut child, e))?;
+            // The processes' mappings, read once, now: what they map from here on comes
+            // as records of the enabled events. (Read before, a process that had just
+            // exec'd could still be without its program's mappings.) A started command's
+            // mappings come with its exec.
+            let maps = match &opts.target {
+                Target::System => read_maps(&all_pids()),
+                _ => read_maps(&pids),
+            };
+            for (&pid, text) in &maps {
+                collector.track(pid, text);
+                if let Some(o) = offcpu.as_mut() {
+                    o.set_maps(pid, text);
+                }
+            }
+            if let Some(k) = kernel.as_mut() {
+                sync_unwinder(k, &mut collector);
+            }
             // Threads started while we were opening: attach to them too (new threads
             // of threads we already follow are inherited by the kernel).
             for _ in 0..3 {

@@ -44,6 +44,8 @@ impl OffCpu {
             min_block_us,
             user_stack_bytes: stack_bytes.min(kiln_bpf::offcpu::MAX_USER_STACK_BYTES),
             wakers,
+            // The recorder reads the maps once the events run (see live.rs).
+            maps_from_caller: true,
             maps,
         };
         let collector = kiln_bpf::offcpu::OffCpuCollector::start(&cfg)
@@ -150,6 +152,11 @@ impl OffCpu {
         addrs
     }
 
+    /// Gives the collector a process's maps (read by the recorder).
+    pub fn set_maps(&mut self, pid: u32, maps: &[u8]) {
+        self.collector.set_maps(pid, maps);
+    }
+
     /// Writes the collector's counts into the summary.
     pub fn summarise(&self, c: &mut Collector) {
         let s = self.collector.stats();
@@ -183,5 +190,6 @@ impl OffCpu {
     pub fn drain(&mut self, _: &mut Collector) -> Result<(), RecordError> {
         Ok(())
     }
+    pub fn set_maps(&mut self, _: u32, _: &[u8]) {}
     pub fn summarise(&self, _: &mut Collector) {}
 }

@@ -219,8 +219,8 @@ fn a_process_that_execs_is_unwound_with_its_new_tables() {
     };
     let (a, a_ok) = leaf_weight(&lines, "hot_a", complete);
     let (b, b_ok) = leaf_weight(&lines, "hot_b", complete);
-    // 1.5 s of CPU at 999 Hz, of which a loaded machine may give a third.
-    assert!(a + b > 300, "{a}+{b}\n{}", dump(&lines));
+    // 1.5 s of the program at 999 Hz, of which a loaded machine may give it a tenth.
+    assert!(a + b > 100, "{a}+{b}\n{}", dump(&lines));
     assert!(
         (a_ok + b_ok) as f64 >= 0.97 * (a + b) as f64,
         "after the exec, stacks must be the program's: {a_ok}+{b_ok} of {a}+{b}\n{}",
