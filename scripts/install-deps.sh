@@ -7,7 +7,7 @@ set -euo pipefail
 need_apt=()
 pkgs=(build-essential pkg-config curl linux-perf clang llvm libbpf-dev libelf-dev zlib1g-dev
       bpftool rabbitmq-server erlang-nox chromium mosquitto mosquitto-clients hyperfine time python3
-      make linux-libc-dev binutils util-linux nginx wrk)
+      make linux-libc-dev binutils util-linux nginx wrk debuginfod)
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
@@ -36,6 +36,12 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "install-deps: cargo not found; install Rust with rustup (https://rustup.rs)" >&2
     exit 1
   fi
+fi
+# The oldest Rust the workspace builds with (rust-version in Cargo.toml), for the check
+# `cargo +1.88.0 check --workspace --all-targets`.
+if command -v rustup >/dev/null 2>&1 && ! rustup run 1.88.0 rustfmt --version >/dev/null 2>&1; then
+  echo "install-deps: installing Rust 1.88.0 (the minimum supported)" >&2
+  rustup toolchain install 1.88.0 --profile minimal -c rustfmt >/dev/null
 fi
 # Anchor tools the comparison tests and benchmarks run against.
 if ! command -v inferno-collapse-perf >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-collapse-perf" ]; then

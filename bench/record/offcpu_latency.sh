@@ -3,9 +3,10 @@
 # (+JPperf true) under a steady publish and consume load (kiln load amqp -r RATE, consumer
 # latency in HdrHistogram), each round running the same load
 #   * with nothing recording,
-#   * under `kiln record -e offcpu -p BEAM` (eBPF on sched_switch, aggregated in the kernel),
+#   * under `kiln record -e offcpu -p BEAM` (eBPF on sched_switch, one record per block),
 #   * the same with --min-block 100 (blocks under 100 us add no time and cost no
 #     kernel stack walk),
+#   * the same with --wakers (a second program on sched_wakeup takes the waker's stacks),
 #   * under `perf record -e sched:sched_switch -g -p BEAM` (a sample per switch),
 # interleaved, ROUNDS times. For each configuration it prints the median over rounds of
 # each run's p50/p95/p99 consumer latency, and the median over every second of every
@@ -27,6 +28,7 @@ run() {
   case $what in
     kiln) "$kiln" record -e offcpu -p "$beam" -d $((secs + 4)) -o "$out.folded" 2>"$out.err" & ;;
     kiln100) "$kiln" record -e offcpu --min-block 100 -p "$beam" -d $((secs + 4)) -o "$out.folded" 2>"$out.err" & ;;
+    kilnw) "$kiln" record -e offcpu --wakers -p "$beam" -d $((secs + 4)) -o "$out.folded" 2>"$out.err" & ;;
     perf) perf record -q -e sched:sched_switch -g -p "$beam" -o "$out.data" -- sleep $((secs + 4)) 2>/dev/null & ;;
   esac
   sleep 2
@@ -35,15 +37,20 @@ run() {
   sed -n 's|.*min/median/75th/95th/99th/99.9th/max consumer latency: \([0-9]*\)/\([0-9]*\)/\([0-9]*\)/\([0-9]*\)/\([0-9]*\)/.*|\2 \4 \5|p' \
     "$out.load" | tail -1 >>"$work/$what"
 }
-: >"$work/none"; : >"$work/kiln"; : >"$work/kiln100"; : >"$work/perf"
+: >"$work/none"; : >"$work/kiln"; : >"$work/kiln100"; : >"$work/kilnw"; : >"$work/perf"
 for r in $(seq "$rounds"); do
-  run none "$r"; run kiln "$r"; run kiln100 "$r"; run perf "$r"
+  run none "$r"; run kiln "$r"; run kiln100 "$r"; run kilnw "$r"; run perf "$r"
+done
+# kiln's own CPU and what it recorded, from the last round's summaries.
+for w in kiln kiln100 kilnw; do
+  echo "$w: $(grep -E 'off-CPU: [0-9]+ blocks' "$work/$w.$rounds.err" | head -1)"
 done
 python3 - "$work" "$rate" "$secs" "$rounds" <<'PY'
 import json, statistics, sys, glob, os
 work, rate, secs, rounds = sys.argv[1:5]
 names = {"none": "none", "kiln": "kiln record -e offcpu",
          "kiln100": "kiln record -e offcpu --min-block 100",
+         "kilnw": "kiln record -e offcpu --wakers",
          "perf": "perf record -e sched:sched_switch -g"}
 rows = {}
 for w in names:

@@ -1,8 +1,8 @@
 //! Records off-CPU time for a while and prints one line per entry.
 //!
 //! `cargo run -p kiln-bpf --example offcpu -- SECONDS [PID...]` (as root).
-//! Without pids it records the whole system. Output (stdout):
-//! `pid tid comm total_us count kernel_depth user_depth stack_bytes`, then the
+//! Without pids it records the whole system. Output (stdout), one line per block:
+//! `pid tid comm start_ns duration_us kernel_depth user_depth stack_bytes`, then the
 //! statistics on stderr. Used by bench/offcpu to measure overhead.
 
 use std::time::{Duration, Instant};
@@ -17,6 +17,7 @@ fn main() {
         pids: if pids.is_empty() { None } else { Some(pids) },
         min_block_us: 0,
         user_stack_bytes: 16384,
+        ..Default::default()
     };
     let mut collector = match OffCpuCollector::start(&cfg) {
         Ok(c) => c,
@@ -29,7 +30,7 @@ fn main() {
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut entries = Vec::new();
     while Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(250).min(end - Instant::now()));
+        std::thread::sleep(Duration::from_millis(100).min(end - Instant::now()));
         match collector.drain() {
             Ok(mut e) => entries.append(&mut e),
             Err(e) => {
@@ -41,18 +42,18 @@ fn main() {
     for e in &entries {
         println!(
             "{} {} {} {} {} {} {} {}",
-            e.pid,
-            e.tid,
-            String::from_utf8_lossy(&e.comm),
-            e.total_ns / 1000,
-            e.count,
-            e.kernel_ips.len(),
-            e.user_ips.len(),
-            e.user_stack.len()
+            e.blocked.pid,
+            e.blocked.tid,
+            String::from_utf8_lossy(&e.blocked.comm),
+            e.start_ns,
+            e.duration_ns / 1000,
+            e.blocked.kernel_ips.len(),
+            e.blocked.user_ips.len(),
+            e.blocked.user.as_ref().map_or(0, |u| u.stack.len())
         );
     }
     eprintln!(
-        "entries: {}, distinct snapshots: {}",
+        "blocks: {}, distinct snapshots: {}",
         entries.len(),
         collector.distinct_snapshots()
     );

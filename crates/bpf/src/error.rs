@@ -3,10 +3,11 @@
 use std::io;
 use std::path::PathBuf;
 
-/// Why the off-CPU collector could not start or read its results.
+/// Why a program (the off-CPU collector, the sampler) could not start or read its
+/// results.
 ///
-/// Every variant says what is missing and, where there is one, how to fix it:
-/// these messages reach the user of `kiln record -e offcpu` unchanged.
+/// Every variant names the program and says what is missing and, where there is
+/// one, how to fix it: these messages reach the user of `kiln record` unchanged.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BpfError {
@@ -16,15 +17,16 @@ pub enum BpfError {
          (e.g. `sudo setcap cap_bpf,cap_perfmon+ep $(which kiln)`)"
     )]
     PermissionDenied {
-        /// What was being done.
-        action: &'static str,
+        /// What was being done (names the program).
+        action: String,
         /// The kernel's answer.
         detail: String,
     },
     /// The kernel publishes no BTF, which `tp_btf` programs and CO-RE need.
     #[error(
-        "the kernel has no BTF type information ({} is missing): off-CPU recording needs a \
-         kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian, Ubuntu, Fedora and RHEL kernels are)",
+        "the kernel has no BTF type information ({} is missing): kiln's eBPF programs (off-CPU \
+         time, stacks unwound in the kernel) need a kernel built with CONFIG_DEBUG_INFO_BTF=y \
+         (Debian, Ubuntu, Fedora and RHEL kernels are)",
         path.display()
     )]
     NoKernelBtf {
@@ -33,18 +35,24 @@ pub enum BpfError {
     },
     /// The verifier (or libbpf while preparing the program) rejected it.
     #[error(
-        "the kernel rejected the off-CPU eBPF program ({detail}); it needs Linux >= 5.18 with \
+        "the kernel rejected the {program} eBPF program ({detail}); it needs Linux >= 5.18 with \
          tp_btf, task storage and bpf_loop support. Verifier/libbpf log (last lines):\n{log}"
     )]
     ProgramRejected {
+        /// The program (`off-CPU`, `sampling`).
+        program: &'static str,
         /// The error returned by the load.
         detail: String,
         /// The tail of what libbpf and the verifier printed.
         log: String,
     },
-    /// Attaching to `sched:sched_switch` failed.
-    #[error("attaching to the sched:sched_switch tracepoint failed: {detail}")]
+    /// Attaching a program to its event failed.
+    #[error("attaching the {program} eBPF program to {event} failed: {detail}")]
     Attach {
+        /// The program (`off-CPU`, `sampling`).
+        program: &'static str,
+        /// The event it was being attached to (`sched:sched_switch`, a perf event).
+        event: &'static str,
         /// The error returned by the attach.
         detail: String,
     },
@@ -55,7 +63,7 @@ pub enum BpfError {
         pid: u32,
     },
     /// The configuration cannot be honoured.
-    #[error("invalid off-CPU configuration: {0}")]
+    #[error("invalid eBPF program configuration: {0}")]
     InvalidConfig(String),
     /// A BPF map operation failed while reading or configuring the collector.
     #[error("{action} failed: {detail}")]

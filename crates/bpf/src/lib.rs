@@ -5,19 +5,24 @@
 //! and frame pointers for JIT code: complete stacks through code that keeps its frames
 //! away from the thread's stack (the BEAM's Erlang processes).
 //!
-//! [`offcpu`] measures off-CPU time (how long threads were blocked, and the
-//! kernel and user stacks where they went to sleep) with one eBPF program on
-//! the `sched:sched_switch` tracepoint, aggregated in the kernel. It replaces
-//! bcc's `offcputime` (which needs kprobes, absent on many kernels) and
-//! bpftrace scripts (whose per-stack printing costs ~0.25 s of CPU each):
+//! [`offcpu`] measures off-CPU time (when and how long threads were blocked,
+//! and the kernel and user stacks where they went to sleep) with one eBPF
+//! program on the `sched:sched_switch` tracepoint, one record per block. It
+//! replaces bcc's `offcputime` (which needs kprobes, absent on many kernels)
+//! and bpftrace scripts (whose per-stack printing costs ~0.25 s of CPU each):
 //!
 //! ```no_run
 //! use kiln_bpf::offcpu::{OffCpuCollector, OffCpuConfig};
-//! let cfg = OffCpuConfig { pids: Some(vec![1234]), min_block_us: 100, user_stack_bytes: 16384 };
+//! let cfg = OffCpuConfig {
+//!     pids: Some(vec![1234]),
+//!     min_block_us: 100,
+//!     user_stack_bytes: 16384,
+//!     ..Default::default()
+//! };
 //! let mut collector = OffCpuCollector::start(&cfg)?;
 //! std::thread::sleep(std::time::Duration::from_secs(10));
-//! for e in collector.drain()? {
-//!     println!("{} {} us in {} blocks", e.tid, e.total_ns / 1000, e.count);
+//! for b in collector.drain()? {
+//!     println!("{} blocked {} us from {} ns", b.blocked.tid, b.duration_ns / 1000, b.start_ns);
 //! }
 //! eprintln!("{:?}", collector.stats());
 //! # Ok::<(), kiln_bpf::BpfError>(())

@@ -72,7 +72,7 @@ pub(crate) fn permission_or(
 ) -> BpfError {
     if is_permission(e) {
         BpfError::PermissionDenied {
-            action,
+            action: action.into(),
             detail: e.to_string(),
         }
     } else {
@@ -92,22 +92,34 @@ pub(crate) fn possible_cpus() -> Result<u32, BpfError> {
     u32::try_from(n).map_err(|_| BpfError::InvalidConfig(format!("{n} CPUs")))
 }
 
-/// The error of opening an embedded object (`what` names it).
-pub(crate) fn open_error(what: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
+/// The error of opening the embedded object of `program`.
+pub(crate) fn open_error(program: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
     move |e| BpfError::ProgramRejected {
-        detail: format!("opening the embedded {what}: {e}"),
+        program,
+        detail: format!("opening its embedded object: {e}"),
         log: log_tail(20),
     }
 }
 
-/// The error of loading a program (`action` says which): missing privileges, or the
-/// verifier's refusal with the end of its log.
-pub(crate) fn load_error(action: &'static str) -> impl Fn(libbpf_rs::Error) -> BpfError {
+/// The error of loading `program` (for `events`): missing privileges, or the verifier's
+/// refusal with the end of its log.
+pub(crate) fn load_error(
+    program: &'static str,
+    events: &'static str,
+) -> impl Fn(libbpf_rs::Error) -> BpfError {
     move |e| {
-        permission_or(action, &e, |detail| BpfError::ProgramRejected {
-            detail,
-            log: log_tail(40),
-        })
+        if is_permission(&e) {
+            BpfError::PermissionDenied {
+                action: format!("loading the {program} eBPF program (for {events})"),
+                detail: e.to_string(),
+            }
+        } else {
+            BpfError::ProgramRejected {
+                program,
+                detail: format!("loading it for {events}: {e}"),
+                log: log_tail(40),
+            }
+        }
     }
 }
 

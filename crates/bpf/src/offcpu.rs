@@ -1,16 +1,23 @@
-//! Off-CPU time: how long threads were blocked, and where they went to sleep.
+//! Off-CPU time: how long threads were blocked, when, and where they went to sleep.
 //!
 //! ## How it measures
 //! One eBPF program on the `sched:sched_switch` tracepoint (attached as
 //! `tp_btf`, so no kprobes are needed) notes, when a traced thread blocks
 //! (leaves the CPU in a sleeping state, not preempted), the time and its
-//! stacks; when the thread is next switched in it adds `now - then` to an
-//! in-kernel aggregate keyed by (process, thread, kernel stack, frame-pointer
-//! user stack, caller hash). Blocks shorter than
-//! [`OffCpuConfig::min_block_us`] are counted in [`OffCpuStats`] but add no
-//! time. Time is therefore "switch-out to switch-in": it includes the wait for
-//! a CPU after the wake-up. Time spent preempted (runnable, waiting for a CPU)
-//! without blocking is not counted.
+//! stacks; when the thread is next switched in, the block lasted `now - then`.
+//! Each block of at least [`OffCpuConfig::min_block_us`] becomes one record
+//! ([`OffCpuBlock`]): when it started (switch-out, `CLOCK_MONOTONIC`
+//! nanoseconds, the clock of perf samples), how long it lasted, and the ids of
+//! its stacks. Shorter blocks are counted in [`OffCpuStats`]. Time is
+//! "switch-out to switch-in": it includes the wait for a CPU after the
+//! wake-up. Time spent preempted (runnable, waiting for a CPU) without
+//! blocking is not counted.
+//!
+//! ## Why one record per block
+//! A profile of a whole run could sum blocks in the kernel, but a window of a
+//! run (the part of a load test where latency rose) needs exactly the blocking
+//! that happened in it: each block keeps its own start and duration, on the
+//! clock the CPU samples and the load's series use.
 //!
 //! ## Why a stack snapshot
 //! A frame-pointer walk (what `bpf_get_stack` and bpftrace's `ustack` do)
@@ -21,10 +28,10 @@
 //! stack memory from `sp` upwards, for a CFI unwinder (the recorder's) to walk.
 //! The key includes a hash of the first code-pointing words near `sp`; it is
 //! what keeps two callers that the frame-pointer walk merges apart, so each
-//! snapshot stands for the time it is attached to.
+//! snapshot stands for the blocks that carry its key.
 //!
 //! ## Frame-pointer stacks are validated
-//! [`OffCpuEntry::user_ips`] comes from the kernel's frame-pointer walk, cut
+//! [`TaskStacks::user_ips`] comes from the kernel's frame-pointer walk, cut
 //! at the first return address outside the process's executable mappings
 //! (read from `/proc/PID/maps` at start and for each new process seen): a walk
 //! through code without frame pointers follows whatever `rbp` holds, and the
@@ -35,22 +42,20 @@
 //! Per block: a user frame-pointer walk, one 512-byte user read for the caller
 //! hash, a few map operations; per block of at least `min_block_us`, a kernel
 //! stack walk at switch-in (the largest part: the thread has not run since it
-//! blocked, so its kernel stack is still there, and shorter blocks skip it);
-//! per new user-side key, one copy of the stack. Measured with
-//! `kernel.bpf_stats_enabled` on a pipe ping-pong (2 shared CPUs): about
-//! 2.6 us per traced context switch, of which ~1.2 us is the kernel stack and
-//! ~1 us the user stack and caller hash; untraced switches cost ~0.1 us.
-//! Nothing is sent to user space per event; [`OffCpuCollector::drain`] reads
-//! and clears the aggregate. `bench/offcpu/run.sh` measures the overhead
+//! blocked, so its kernel stack is still there, and shorter blocks skip it)
+//! and one 128-byte ring buffer record, written without waking the reader;
+//! per new user-side key, one copy of the stack. Stacks are stored once per
+//! distinct stack, by hash. `bench/offcpu/run.sh` measures the overhead
 //! against no tracer and against the equivalent bpftrace script.
 
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use libbpf_rs::{MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
 use crate::load::{self, map_err, possible_cpus};
 use crate::procmaps;
@@ -60,30 +65,48 @@ use crate::BpfError;
 /// Largest supported [`OffCpuConfig::user_stack_bytes`] (`MAX_USER_STACK` in offcpu.bpf.c).
 pub const MAX_USER_STACK_BYTES: u32 = 32768;
 
-/// Entries of the in-kernel maps; also the most distinct rows between two drains.
-const AGG_ENTRIES: u32 = 16384;
+/// Bytes of the ring buffer of finished blocks: about 50,000 blocks between two
+/// drains.
+const RING_BYTES: u32 = 4 << 20;
 /// Snapshots waiting in the kernel for the next drain.
 const SNAP_ENTRIES: u32 = 1024;
 const SCAN_RANGES: usize = procmaps::MAX_RANGES;
 const SNAP_HDR: usize = 32;
+/// Bytes of one `struct block` record.
+const BLOCK_BYTES: usize = 16 + 2 * (KEY_BYTES + 16) + 8;
+/// Bytes of one `struct stack_key`.
+const KEY_BYTES: usize = 32;
 /// How often [`OffCpuCollector::drain`] re-reads code ranges.
 const RANGES_REFRESH: Duration = Duration::from_secs(2);
 
 /// What to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffCpuConfig {
     /// Processes to trace; `None` traces the whole system. A pid selects all
     /// threads of its process, including threads started later, and the
     /// processes it starts from then on (a thread id selects its whole process
     /// too).
     pub pids: Option<Vec<u32>>,
-    /// Blocks shorter than this many microseconds add no time (they are still
-    /// counted in [`OffCpuStats::short_blocks`]). 0 keeps every block.
+    /// Blocks shorter than this many microseconds are not recorded (they are
+    /// counted in [`OffCpuStats::short_blocks`], and cost no kernel stack walk).
+    /// 0 keeps every block.
     pub min_block_us: u64,
     /// Bytes of user stack copied from `sp` upwards for each distinct stack,
     /// for a CFI unwinder; at most [`MAX_USER_STACK_BYTES`]; 0 disables the copy
     /// (registers are still kept). 16384 reaches the root of most stacks.
     pub user_stack_bytes: u32,
+    /// Also record, for each block, the thread that woke it and its stacks
+    /// ([`OffCpuBlock::waker`]), as bcc's `offwaketime`: in lock contention the
+    /// waker is the lock's holder. Costs a kernel and a user stack walk per
+    /// wake-up of a blocked traced thread.
+    pub wakers: bool,
+    /// The text of `/proc/PID/maps` of processes the caller has read already (a
+    /// recorder reads them for its own use): the collector reads the others itself.
+    pub maps: HashMap<u32, Arc<[u8]>>,
+    /// The caller hands over the processes' maps itself once collection runs
+    /// ([`OffCpuCollector::set_maps`]): read none at start. Until then blocks are
+    /// keyed without caller hash (counted in [`OffCpuStats::no_code_ranges`]).
+    pub maps_from_caller: bool,
 }
 
 /// User registers at the moment the thread entered the kernel to block.
@@ -91,60 +114,93 @@ pub struct OffCpuConfig {
 pub struct UserRegs {
     /// Instruction pointer (the syscall return address in user code).
     pub ip: u64,
-    /// Stack pointer; [`OffCpuEntry::user_stack`] starts here.
+    /// Stack pointer; [`UserSnapshot::stack`] starts here.
     pub sp: u64,
     /// Frame pointer register (rbp on x86-64).
     pub bp: u64,
 }
 
-/// Blocked time of one thread at one place.
+/// User registers and a copy of the user stack, for a CFI unwinder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffCpuEntry {
+pub struct UserSnapshot {
+    /// The registers.
+    pub regs: UserRegs,
+    /// Copy of user stack memory from `regs.sp` upwards (may be shorter than
+    /// configured when the stack ends earlier).
+    pub stack: Vec<u8>,
+}
+
+/// What identifies a thread's stacks: equal keys have equal stacks (and
+/// snapshots), so a consumer may unwind and name once per key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StackKey {
+    /// Process id.
+    pub tgid: u32,
+    /// Hash of the kernel stack (0: none).
+    pub kstack: u64,
+    /// Hash of the validated frame-pointer user stack (0: none).
+    pub ustack: u64,
+    /// Hash of the code addresses near the user stack pointer.
+    pub caller_hash: u64,
+}
+
+/// One thread at one place: ids, name and stacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStacks {
     /// Process id (thread group id).
     pub pid: u32,
     /// Thread id.
     pub tid: u32,
-    /// Thread name at the time it woke up (`comm`, at most 15 bytes).
+    /// Thread name (`comm`, at most 15 bytes).
     pub comm: Vec<u8>,
-    /// Total blocked time in nanoseconds (blocks of at least `min_block_us`).
-    pub total_ns: u64,
-    /// When the latest of these blocks ended (CLOCK_MONOTONIC nanoseconds): the
-    /// entry's blocks all ended between the previous drain and this one.
-    pub last_ns: u64,
-    /// Number of such blocks.
-    pub count: u64,
-    /// Kernel stack where the thread went to sleep, innermost first; empty if
-    /// it could not be recorded (see [`OffCpuStats::kernel_stack_errors`]).
-    pub kernel_ips: Vec<u64>,
+    /// Kernel stack, innermost first; empty if it could not be recorded (see
+    /// [`OffCpuStats::kernel_stack_errors`]).
+    pub kernel_ips: Arc<[u64]>,
     /// Frame-pointer walk of the user stack, innermost first (empty for
     /// kernel threads or when it could not be recorded). Frames of code
     /// without frame pointers are missing from it: unwind
-    /// [`OffCpuEntry::user_stack`] for a complete stack.
-    pub user_ips: Vec<u64>,
-    /// User registers of the snapshot, `None` for kernel threads or when no
+    /// [`TaskStacks::user`] for a complete stack.
+    pub user_ips: Arc<[u64]>,
+    /// User registers and stack copy, `None` for kernel threads or when no
     /// snapshot could be stored. The snapshot is the first one the kernel took
-    /// for this entry's user-side key (process, fp stack, caller hash), so it
-    /// may come from another thread of the process blocked at the same place:
-    /// the stack it unwinds to is the same.
-    pub user_regs: Option<UserRegs>,
-    /// Copy of user stack memory from `user_regs.sp` upwards (may be shorter
-    /// than configured when the stack ends earlier).
-    pub user_stack: Vec<u8>,
+    /// for this key (process, fp stack, caller hash), so it may come from
+    /// another thread of the process blocked at the same place: the stack it
+    /// unwinds to is the same.
+    pub user: Option<Arc<UserSnapshot>>,
+    /// The key of these stacks.
+    pub key: StackKey,
+}
+
+/// One block: a thread off CPU from `start_ns` for `duration_ns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffCpuBlock {
+    /// When the thread left the CPU (CLOCK_MONOTONIC nanoseconds, the clock of
+    /// perf samples taken with `use_clockid`).
+    pub start_ns: u64,
+    /// How long until it ran again, in nanoseconds.
+    pub duration_ns: u64,
+    /// The thread that blocked, where it blocked.
+    pub blocked: TaskStacks,
+    /// The thread that woke it, where it was when it did (with
+    /// [`OffCpuConfig::wakers`]; `None` otherwise, or when no wake-up was seen:
+    /// see [`OffCpuStats::blocks_without_waker`]). A block ended by an
+    /// interrupt (a timer) names whatever the interrupt interrupted.
+    pub waker: Option<TaskStacks>,
 }
 
 /// Counters of what the collector saw and lost, summed over all CPUs since start.
 ///
-/// Nothing is dropped silently: every block either adds time to an entry or
-/// is counted here with the reason.
+/// Nothing is dropped silently: every block either becomes a record or is
+/// counted here with the reason.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OffCpuStats {
     /// Times a traced thread blocked.
     pub blocks: u64,
-    /// Blocks that reached `min_block_us` and were aggregated.
+    /// Blocks that reached `min_block_us` and were recorded.
     pub counted_blocks: u64,
     /// Blocks shorter than `min_block_us`.
     pub short_blocks: u64,
-    /// Blocks lost because the aggregate map was full (drain more often).
+    /// Blocks lost because the ring buffer was full (drain more often).
     pub dropped_blocks: u64,
     /// Their time in nanoseconds.
     pub dropped_ns: u64,
@@ -164,15 +220,23 @@ pub struct OffCpuStats {
     pub no_code_ranges: u64,
     /// Blocks keyed without caller hash: stack words at sp were unreadable.
     pub scan_errors: u64,
-    /// Aggregated rows whose snapshot was not found in user space (see `snapshot_errors`).
+    /// Records whose snapshot was not found in user space (see `snapshot_errors`).
     pub missing_snapshots: u64,
+    /// Records that could not be parsed (should not happen).
+    pub bad_records: u64,
+    /// Wake-ups recorded (with [`OffCpuConfig::wakers`]).
+    pub wakers: u64,
+    /// Blocks recorded without their waker (with [`OffCpuConfig::wakers`]): no
+    /// wake-up seen, or the block was woken before `min_block_us` and ended
+    /// after it (waiting for a CPU).
+    pub blocks_without_waker: u64,
 }
 
 /// Counter slots of the kernel side (`enum counter` in offcpu.bpf.c).
-const N_COUNTERS: u32 = 13;
+const N_COUNTERS: u32 = 15;
 
 impl OffCpuStats {
-    fn from_counters(c: &[u64; N_COUNTERS as usize], missing_snapshots: u64) -> Self {
+    fn from_counters(c: &[u64; N_COUNTERS as usize], missing_snapshots: u64, bad: u64) -> Self {
         OffCpuStats {
             blocks: c[0],
             counted_blocks: c[1],
@@ -188,28 +252,76 @@ impl OffCpuStats {
             no_code_ranges: c[11],
             scan_errors: c[12],
             missing_snapshots,
+            bad_records: bad,
+            wakers: c[13],
+            blocks_without_waker: c[14],
         }
     }
 }
 
-/// Key of one aggregated row, as laid out by the kernel (`struct agg_key`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct AggKey {
-    tgid: u32,
+/// A `struct block` as the kernel wrote it.
+#[derive(Debug, Clone, Copy)]
+struct RawBlock {
+    start_ns: u64,
+    dur_ns: u64,
     pid: u32,
-    kstack: u64,
-    ustack: u64,
-    caller_hash: u64,
+    key: StackKey,
+    comm: [u8; 16],
+    /// The waker's thread id, key and name (`waker == WAKER_SEEN`).
+    waker: Option<(u32, StackKey, [u8; 16])>,
 }
 
-impl AggKey {
+/// `enum waker_state` in offcpu.bpf.c.
+const WAKER_SEEN: u32 = 1;
+
+fn u32_at(b: &[u8], o: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(o..o + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], o: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(b.get(o..o + 8)?.try_into().ok()?))
+}
+
+/// `struct stack_key` at `o`: (tid, key).
+fn parse_key(b: &[u8], o: usize) -> Option<(u32, StackKey)> {
+    Some((
+        u32_at(b, o + 4)?,
+        StackKey {
+            tgid: u32_at(b, o)?,
+            kstack: u64_at(b, o + 8)?,
+            ustack: u64_at(b, o + 16)?,
+            caller_hash: u64_at(b, o + 24)?,
+        },
+    ))
+}
+
+impl RawBlock {
     fn parse(b: &[u8]) -> Option<Self> {
-        Some(AggKey {
-            tgid: u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?),
-            pid: u32::from_ne_bytes(b.get(4..8)?.try_into().ok()?),
-            kstack: u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?),
-            ustack: u64::from_ne_bytes(b.get(16..24)?.try_into().ok()?),
-            caller_hash: u64::from_ne_bytes(b.get(24..32)?.try_into().ok()?),
+        if b.len() < BLOCK_BYTES {
+            return None;
+        }
+        let (pid, key) = parse_key(b, 16)?;
+        let w = 16 + KEY_BYTES + 16;
+        let waker = if u32_at(b, w + KEY_BYTES + 16)? == WAKER_SEEN {
+            let (wpid, wkey) = parse_key(b, w)?;
+            Some((
+                wpid,
+                wkey,
+                b.get(w + KEY_BYTES..w + KEY_BYTES + 16)?.try_into().ok()?,
+            ))
+        } else {
+            None
+        };
+        Some(RawBlock {
+            start_ns: u64_at(b, 0)?,
+            dur_ns: u64_at(b, 8)?,
+            pid,
+            key,
+            comm: b
+                .get(16 + KEY_BYTES..16 + KEY_BYTES + 16)?
+                .try_into()
+                .ok()?,
+            waker,
         })
     }
 }
@@ -225,29 +337,29 @@ struct SnapKey {
 impl SnapKey {
     fn parse(b: &[u8]) -> Option<Self> {
         Some(SnapKey {
-            tgid: u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?),
-            ustack: u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?),
-            caller_hash: u64::from_ne_bytes(b.get(16..24)?.try_into().ok()?),
+            tgid: u32_at(b, 0)?,
+            ustack: u64_at(b, 8)?,
+            caller_hash: u64_at(b, 16)?,
         })
+    }
+
+    fn of(k: &StackKey) -> Self {
+        SnapKey {
+            tgid: k.tgid,
+            ustack: k.ustack,
+            caller_hash: k.caller_hash,
+        }
     }
 }
 
-#[derive(Debug, Clone)]
-struct Snapshot {
-    regs: UserRegs,
-    stack: Vec<u8>,
-}
-
-fn parse_snapshot(b: &[u8]) -> Option<Snapshot> {
-    let word =
-        |i: usize| -> Option<u64> { Some(u64::from_ne_bytes(b.get(i..i + 8)?.try_into().ok()?)) };
-    let len = u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?) as usize;
+fn parse_snapshot(b: &[u8]) -> Option<UserSnapshot> {
+    let len = u32_at(b, 24)? as usize;
     let stack = b.get(SNAP_HDR..SNAP_HDR + len)?.to_vec();
-    Some(Snapshot {
+    Some(UserSnapshot {
         regs: UserRegs {
-            ip: word(0)?,
-            sp: word(8)?,
-            bp: word(16)?,
+            ip: u64_at(b, 0)?,
+            sp: u64_at(b, 8)?,
+            bp: u64_at(b, 16)?,
         },
         stack,
     })
@@ -260,18 +372,24 @@ fn parse_ips(b: &[u8]) -> Vec<u64> {
         .collect()
 }
 
+/// Records as the ring buffer's callback copied them, each preceded by its length.
+type Queue = Arc<Mutex<Vec<u8>>>;
+
 /// Running off-CPU collection. Dropping it detaches the program and frees its maps.
 pub struct OffCpuCollector {
     skel: OffcpuSkel<'static>,
+    ring: RingBuffer<'static>,
+    queue: Queue,
     /// Every snapshot fetched so far; the kernel map is only a transfer buffer.
-    snapshots: HashMap<SnapKey, Snapshot>,
-    kstack_cache: HashMap<u64, Vec<u64>>,
-    ustack_cache: HashMap<u64, Vec<u64>>,
+    snapshots: HashMap<SnapKey, Arc<UserSnapshot>>,
+    kstack_cache: HashMap<u64, Arc<[u64]>>,
+    ustack_cache: HashMap<u64, Arc<[u64]>>,
     /// Code ranges the kernel has, per process.
     ranged: HashMap<u32, Vec<(u64, u64)>>,
     /// When the code ranges were last re-read.
     refreshed: Instant,
     missing_snapshots: u64,
+    bad_records: u64,
 }
 
 impl std::fmt::Debug for OffCpuCollector {
@@ -320,95 +438,127 @@ impl OffCpuCollector {
         crate::require_btf()?;
 
         let skel = open_and_load(cfg, min_block_ns, tgids.is_some())?;
+        // Filled before attaching, so no block of a traced process is missed.
+        if let Some(t) = &tgids {
+            for tgid in t {
+                skel.maps
+                    .pids
+                    .update(&tgid.to_ne_bytes(), &[1], MapFlags::ANY)
+                    .map_err(map_err("adding a pid to the off-CPU program's filter"))?;
+            }
+        }
+        let queue: Queue = Arc::new(Mutex::new(Vec::new()));
+        let q = queue.clone();
+        let mut builder = RingBufferBuilder::new();
+        builder
+            .add(&skel.maps.blocks, move |data: &[u8]| {
+                if let Ok(mut q) = q.lock() {
+                    q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+                    q.extend_from_slice(data);
+                }
+                0
+            })
+            .map_err(map_err("opening the off-CPU program's ring buffer"))?;
+        let ring = builder
+            .build()
+            .map_err(map_err("opening the off-CPU program's ring buffer"))?;
         let mut collector = OffCpuCollector {
+            skel,
+            ring,
+            queue,
             snapshots: HashMap::new(),
             kstack_cache: HashMap::new(),
             ustack_cache: HashMap::new(),
             ranged: HashMap::new(),
             refreshed: Instant::now(),
             missing_snapshots: 0,
-            skel: {
-                // Filled before attaching, so no block of a traced process is missed.
-                if let Some(t) = &tgids {
-                    for tgid in t {
-                        skel.maps
-                            .pids
-                            .update(&tgid.to_ne_bytes(), &[1], MapFlags::ANY)
-                            .map_err(map_err("adding a pid to the filter"))?;
-                    }
-                }
-                skel
-            },
+            bad_records: 0,
         };
-        let initial = tgids.clone().unwrap_or_else(procmaps::all_tgids);
+        let initial = match (&tgids, cfg.maps_from_caller) {
+            (_, true) => Vec::new(),
+            (Some(t), false) => t.clone(),
+            (None, false) => procmaps::all_tgids(),
+        };
         for tgid in initial {
             // A process may exit meanwhile; it then simply has no code ranges.
-            let _ = collector.load_code_ranges(tgid);
+            let _ = match cfg.maps.get(&tgid) {
+                Some(text) => collector
+                    .store_code_ranges(tgid, procmaps::exec_ranges(&String::from_utf8_lossy(text))),
+                None => collector.load_code_ranges(tgid),
+            };
         }
         collector.skel.attach().map_err(|e| {
-            load::permission_or("attaching to sched:sched_switch", &e, |detail| {
-                BpfError::Attach { detail }
-            })
+            load::permission_or(
+                "attaching the off-CPU program to sched:sched_switch",
+                &e,
+                |detail| BpfError::Attach {
+                    program: "off-CPU",
+                    event: "sched:sched_switch",
+                    detail,
+                },
+            )
         })?;
         Ok(collector)
     }
 
-    /// Reads and clears what the kernel aggregated since the last drain.
+    /// Reads the blocks that ended since the last drain, oldest first per CPU.
     ///
-    /// Entries come with their stacks and snapshot. Call it regularly (every
-    /// second or so in long recordings): between two drains the kernel keeps
-    /// at most 16384 rows and 1024 new snapshots; what does not fit is counted
-    /// in [`OffCpuStats`].
-    pub fn drain(&mut self) -> Result<Vec<OffCpuEntry>, BpfError> {
-        // Rows first: a row's snapshot is stored at switch-out, before the
-        // row gets time at switch-in, so fetching snapshots afterwards finds it.
-        let keys: Vec<Vec<u8>> = self.skel.maps.agg.keys().collect();
-        let mut rows = Vec::with_capacity(keys.len());
-        for k in keys {
-            let Some(v) = self
-                .skel
-                .maps
-                .agg
-                .lookup_and_delete(&k)
-                .map_err(map_err("reading the off-CPU aggregate"))?
-            else {
-                continue;
+    /// Blocks come with their stacks and snapshot. Call it regularly (every
+    /// 100 ms or so in long recordings): between two drains the kernel keeps
+    /// about 50,000 blocks and 1024 new snapshots; what does not fit is
+    /// counted in [`OffCpuStats`].
+    pub fn drain(&mut self) -> Result<Vec<OffCpuBlock>, BpfError> {
+        self.ring
+            .consume()
+            .map_err(map_err("reading the off-CPU program's ring buffer"))?;
+        let queue = match self.queue.lock() {
+            Ok(mut q) => std::mem::take(&mut *q),
+            Err(_) => Vec::new(),
+        };
+        let mut raw = Vec::with_capacity(queue.len() / (BLOCK_BYTES + 4));
+        let mut rest = &queue[..];
+        while rest.len() >= 4 {
+            let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            let Some(rec) = rest.get(4..4 + len) else {
+                self.bad_records += 1;
+                break;
             };
-            if let (Some(key), Some(val)) = (AggKey::parse(&k), parse_agg_val(&v)) {
-                rows.push((key, val));
+            rest = &rest[4 + len..];
+            match RawBlock::parse(rec) {
+                Some(b) => raw.push(b),
+                None => self.bad_records += 1,
             }
         }
-        self.fetch_snapshots()?;
-
-        let mut out = Vec::with_capacity(rows.len());
+        // A block's snapshot is stored at switch-out, before its record is written
+        // at switch-in, so fetching snapshots after reading the records finds it.
+        // A waker's snapshot is stored at the wake-up, before the block ends.
+        let missing = |k: &StackKey| k.ustack != 0 && !self.snapshots.contains_key(&SnapKey::of(k));
+        if raw
+            .iter()
+            .any(|b| missing(&b.key) || b.waker.is_some_and(|(_, k, _)| missing(&k)))
+        {
+            self.fetch_snapshots()?;
+        }
+        let mut out = Vec::with_capacity(raw.len());
         let mut seen = HashSet::new();
-        for (key, (total_ns, count, comm, last_ns)) in rows {
-            if key.tgid != 0 && seen.insert(key.tgid) && !self.ranged.contains_key(&key.tgid) {
-                let _ = self.load_code_ranges(key.tgid);
+        for b in raw {
+            if b.key.tgid != 0 && seen.insert(b.key.tgid) && !self.ranged.contains_key(&b.key.tgid)
+            {
+                let _ = self.load_code_ranges(b.key.tgid);
             }
-            let kernel_ips =
-                stored_stack(&self.skel.maps.kstacks, &mut self.kstack_cache, key.kstack);
-            let user_ips =
-                stored_stack(&self.skel.maps.ustacks, &mut self.ustack_cache, key.ustack);
-            let snap = self.snapshots.get(&SnapKey {
-                tgid: key.tgid,
-                ustack: key.ustack,
-                caller_hash: key.caller_hash,
+            let blocked = self.task_stacks(b.pid, &b.key, &b.comm);
+            let waker = b.waker.map(|(wpid, wkey, wcomm)| {
+                if wkey.tgid != 0 && seen.insert(wkey.tgid) && !self.ranged.contains_key(&wkey.tgid)
+                {
+                    let _ = self.load_code_ranges(wkey.tgid);
+                }
+                self.task_stacks(wpid, &wkey, &wcomm)
             });
-            if snap.is_none() && key.ustack != 0 {
-                self.missing_snapshots += 1;
-            }
-            out.push(OffCpuEntry {
-                pid: key.tgid,
-                tid: key.pid,
-                comm,
-                total_ns,
-                last_ns,
-                count,
-                kernel_ips,
-                user_ips,
-                user_regs: snap.map(|s| s.regs),
-                user_stack: snap.map(|s| s.stack.clone()).unwrap_or_default(),
+            out.push(OffCpuBlock {
+                start_ns: b.start_ns,
+                duration_ns: b.dur_ns,
+                blocked,
+                waker,
             });
         }
         if self.refreshed.elapsed() >= RANGES_REFRESH {
@@ -416,6 +566,25 @@ impl OffCpuCollector {
             self.refreshed = Instant::now();
         }
         Ok(out)
+    }
+
+    fn task_stacks(&mut self, tid: u32, key: &StackKey, comm: &[u8; 16]) -> TaskStacks {
+        let end = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
+        let kernel_ips = stored_stack(&self.skel.maps.kstacks, &mut self.kstack_cache, key.kstack);
+        let user_ips = stored_stack(&self.skel.maps.ustacks, &mut self.ustack_cache, key.ustack);
+        let user = self.snapshots.get(&SnapKey::of(key)).cloned();
+        if user.is_none() && key.ustack != 0 {
+            self.missing_snapshots += 1;
+        }
+        TaskStacks {
+            pid: key.tgid,
+            tid,
+            comm: comm[..end].to_vec(),
+            kernel_ips,
+            user_ips,
+            user,
+            key: *key,
+        }
     }
 
     /// Keeps the code ranges current: libraries loaded since (dlopen, JIT
@@ -436,13 +605,26 @@ impl OffCpuCollector {
         Ok(())
     }
 
+    /// Process `pid` exec'd or mapped new code: re-read its code ranges now (they are
+    /// otherwise re-read every 2 s for processes that block), so that the blocks of
+    /// its new code are told apart by caller.
+    pub fn process_changed(&mut self, pid: u32) {
+        let _ = self.load_code_ranges(pid);
+    }
+
+    /// The text of process `pid`'s `/proc/PID/maps`, read by the caller: its code
+    /// ranges for the caller hash.
+    pub fn set_maps(&mut self, pid: u32, maps: &[u8]) {
+        let _ = self.store_code_ranges(pid, procmaps::exec_ranges(&String::from_utf8_lossy(maps)));
+    }
+
     /// Counters of events seen and lost since start.
     pub fn stats(&self) -> OffCpuStats {
         let mut c = [0u64; N_COUNTERS as usize];
         for (i, slot) in c.iter_mut().enumerate() {
             *slot = load::percpu_counter(&self.skel.maps.counters, i as u32);
         }
-        OffCpuStats::from_counters(&c, self.missing_snapshots)
+        OffCpuStats::from_counters(&c, self.missing_snapshots, self.bad_records)
     }
 
     /// Number of distinct user-side stacks (snapshots) held for processes
@@ -459,12 +641,12 @@ impl OffCpuCollector {
                 .maps
                 .snaps
                 .lookup(&k, MapFlags::ANY)
-                .map_err(map_err("reading a stack snapshot"))?;
+                .map_err(map_err("reading an off-CPU stack snapshot"))?;
             if let (Some(key), Some(snap)) =
                 (SnapKey::parse(&k), v.as_deref().and_then(parse_snapshot))
             {
                 // First seen wins; later copies of the same key are equivalent.
-                self.snapshots.entry(key).or_insert(snap);
+                self.snapshots.entry(key).or_insert_with(|| Arc::new(snap));
             }
             // Free the slot; the kernel stores the key again if it sees it again.
             let _ = self.skel.maps.snaps.delete(&k);
@@ -474,6 +656,10 @@ impl OffCpuCollector {
 
     fn load_code_ranges(&mut self, tgid: u32) -> Result<(), BpfError> {
         let ranges = procmaps::read_exec_ranges(tgid)?;
+        self.store_code_ranges(tgid, ranges)
+    }
+
+    fn store_code_ranges(&mut self, tgid: u32, ranges: Vec<(u64, u64)>) -> Result<(), BpfError> {
         if self.ranged.get(&tgid) == Some(&ranges) {
             return Ok(());
         }
@@ -488,41 +674,28 @@ impl OffCpuCollector {
             .maps
             .code
             .update(&tgid.to_ne_bytes(), &value, MapFlags::ANY)
-            .map_err(map_err("storing code ranges"))?;
+            .map_err(map_err("storing code ranges for the off-CPU program"))?;
         self.ranged.insert(tgid, ranges);
         Ok(())
     }
-}
-
-/// `struct agg_val`: total, count, comm, last_ns.
-fn parse_agg_val(b: &[u8]) -> Option<(u64, u64, Vec<u8>, u64)> {
-    let total = u64::from_ne_bytes(b.get(0..8)?.try_into().ok()?);
-    let count = u64::from_ne_bytes(b.get(8..16)?.try_into().ok()?);
-    let comm = b.get(16..32)?;
-    let end = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
-    let last = u64::from_ne_bytes(b.get(32..40)?.try_into().ok()?);
-    Some((total, count, comm[..end].to_vec(), last))
 }
 
 /// Stacks are stored by hash as `{u32 len; u32 pad; u64 ips[]}` and never removed from
 /// the kernel maps, so they can be cached by hash.
 fn stored_stack(
     map: &libbpf_rs::MapMut<'_>,
-    cache: &mut HashMap<u64, Vec<u64>>,
+    cache: &mut HashMap<u64, Arc<[u64]>>,
     hash: u64,
-) -> Vec<u64> {
+) -> Arc<[u64]> {
     if hash == 0 {
-        return Vec::new();
+        return Arc::from(Vec::new());
     }
     if let Some(ips) = cache.get(&hash) {
         return ips.clone();
     }
     let ips = match map.lookup(&hash.to_ne_bytes(), MapFlags::ANY) {
         Ok(Some(v)) => {
-            let len = v
-                .get(0..4)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u32::from_ne_bytes);
+            let len = u32_at(&v, 0).unwrap_or(0);
             let body = v.get(8..).unwrap_or_default();
             let mut ips = parse_ips(body);
             ips.truncate(len as usize);
@@ -530,6 +703,7 @@ fn stored_stack(
         }
         _ => Vec::new(),
     };
+    let ips: Arc<[u64]> = Arc::from(ips);
     cache.insert(hash, ips.clone());
     ips
 }
@@ -554,22 +728,26 @@ fn build_skel(
     filter: bool,
     cpus: u32,
 ) -> Result<OffcpuSkel<'static>, BpfError> {
+    const PROGRAM: &str = "off-CPU";
     let mut open = OffcpuSkelBuilder::default()
         .open(storage)
-        .map_err(load::open_error("object"))?;
+        .map_err(load::open_error(PROGRAM))?;
     let rodata = open
         .maps
         .rodata_data
         .as_deref_mut()
         .ok_or_else(|| BpfError::ProgramRejected {
+            program: PROGRAM,
             detail: "the object has no .rodata section".into(),
             log: String::new(),
         })?;
     rodata.cfg.min_block_ns = min_block_ns;
     rodata.cfg.user_stack_bytes = cfg.user_stack_bytes;
     rodata.cfg.filter_pids = u32::from(filter);
+    rodata.cfg.wakers = u32::from(cfg.wakers);
+    open.progs.kiln_wakeup.set_autoload(cfg.wakers);
     let sizing = |e: libbpf_rs::Error| BpfError::Map {
-        action: "sizing maps",
+        action: "sizing the off-CPU program's maps",
         detail: e.to_string(),
     };
     open.maps.scratch.set_max_entries(cpus).map_err(sizing)?;
@@ -577,11 +755,21 @@ fn build_skel(
         .snaps
         .set_max_entries(SNAP_ENTRIES)
         .map_err(sizing)?;
-    open.maps.agg.set_max_entries(AGG_ENTRIES).map_err(sizing)?;
+    open.maps
+        .blocks
+        .set_max_entries(RING_BYTES)
+        .map_err(sizing)?;
     let value = SNAP_HDR as u32 + cfg.user_stack_bytes.div_ceil(8) * 8;
     open.maps.snaps.set_value_size(value).map_err(sizing)?;
-    open.load()
-        .map_err(load::load_error("loading the eBPF program"))
+    open.load().map_err(load::load_error(
+        PROGRAM,
+        if cfg.wakers {
+            "sched:sched_switch, sched:sched_wakeup, sched:sched_process_fork and \
+             sched:sched_process_exit"
+        } else {
+            "sched:sched_switch, sched:sched_process_fork and sched:sched_process_exit"
+        },
+    ))
 }
 
 /// The recorder drains from its own thread: keep the collector `Send`.

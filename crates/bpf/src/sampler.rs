@@ -32,10 +32,9 @@
 //! two binary searches (mapping, then row) and two or three 8-byte user reads. Nothing
 //! is copied but the addresses: about 0.3 KiB per sample, against 16 KiB for a stack
 //! copy.
-use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
@@ -69,6 +68,10 @@ pub struct SamplerConfig {
     /// seconds of samples at 999 Hz on many CPUs; records that do not fit are counted
     /// in [`SamplerStats::lost`].
     pub ring_bytes: u32,
+    /// Slots to load (1 to [`SLOTS`]), one program each: the kernel verifies each
+    /// program it loads, which is most of the time a start takes, so load only as many
+    /// as there are events to attach. Default: [`SLOTS`].
+    pub slots: u32,
 }
 
 impl Default for SamplerConfig {
@@ -76,6 +79,7 @@ impl Default for SamplerConfig {
         SamplerConfig {
             row_capacity: 1 << 20,
             ring_bytes: 1 << 23,
+            slots: SLOTS,
         }
     }
 }
@@ -204,7 +208,7 @@ pub struct SamplerStats {
 }
 
 /// Records copied out of the ring buffer, waiting to be handed to the caller.
-type Queue = Rc<RefCell<Vec<u8>>>;
+type Queue = Arc<Mutex<Vec<u8>>>;
 
 /// The in-kernel sampler: load it, give it tables, attach it to perf events, drain it.
 pub struct Sampler {
@@ -214,6 +218,8 @@ pub struct Sampler {
     rows: memmap2::MmapMut,
     capacity: u32,
     used: u32,
+    /// Slots loaded.
+    slots: u32,
     links: Vec<Link>,
 }
 
@@ -237,6 +243,12 @@ impl Sampler {
                 cfg.ring_bytes
             )));
         }
+        if cfg.slots == 0 || cfg.slots > SLOTS {
+            return Err(BpfError::InvalidConfig(format!(
+                "{} sampler slots: there are 1 to {SLOTS}",
+                cfg.slots
+            )));
+        }
         if cfg.row_capacity == 0 {
             return Err(BpfError::InvalidConfig("a row capacity of 0".into()));
         }
@@ -251,24 +263,25 @@ impl Sampler {
         // writes to it.
         let rows = unsafe { memmap2::MmapOptions::new().len(len).map_mut(fd) }.map_err(|e| {
             BpfError::Map {
-                action: "mapping the unwind table",
+                action: "mapping the sampling program's unwind table",
                 detail: e.to_string(),
             }
         })?;
-        let queue: Queue = Rc::new(RefCell::new(Vec::new()));
+        let queue: Queue = Arc::new(Mutex::new(Vec::new()));
         let q = queue.clone();
         let mut builder = RingBufferBuilder::new();
         builder
             .add(&skel.maps.events, move |data: &[u8]| {
-                let mut q = q.borrow_mut();
-                q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
-                q.extend_from_slice(data);
+                if let Ok(mut q) = q.lock() {
+                    q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+                    q.extend_from_slice(data);
+                }
                 0
             })
-            .map_err(map_err("opening the sample ring buffer"))?;
+            .map_err(map_err("opening the sampling program's ring buffer"))?;
         let ring = builder
             .build()
-            .map_err(map_err("opening the sample ring buffer"))?;
+            .map_err(map_err("opening the sampling program's ring buffer"))?;
         Ok(Sampler {
             skel,
             ring,
@@ -276,6 +289,7 @@ impl Sampler {
             rows,
             capacity: cfg.row_capacity,
             used: 0,
+            slots: cfg.slots,
             links: Vec::new(),
         })
     }
@@ -300,17 +314,27 @@ impl Sampler {
                 )))
             }
         };
+        if slot >= self.slots {
+            return Err(BpfError::InvalidConfig(format!(
+                "sampler slot {slot}: only {} were loaded",
+                self.slots
+            )));
+        }
         // libbpf's link owns the descriptor it is given (it closes it on detach): give it
         // a duplicate, the caller keeps its own.
         let dup = perf_fd.try_clone_to_owned().map_err(|e| BpfError::Attach {
-            detail: format!("duplicating a perf event descriptor: {e}"),
+            program: "sampling",
+            event: "a perf event (cpu-clock, page-faults)",
+            detail: format!("duplicating its descriptor: {e}"),
         })?;
         let link = prog.attach_perf_event(dup.as_raw_fd()).map_err(|e| {
             load::permission_or(
-                "attaching the sampling program to a perf event",
+                "attaching the sampling eBPF program to a perf event",
                 &e,
                 |detail| BpfError::Attach {
-                    detail: format!("sampling program on a perf event: {detail}"),
+                    program: "sampling",
+                    event: "a perf event (cpu-clock, page-faults)",
+                    detail,
                 },
             )
         })?;
@@ -369,7 +393,9 @@ impl Sampler {
             .maps
             .procs
             .update(&tgid.to_ne_bytes(), &value, MapFlags::ANY)
-            .map_err(map_err("storing a process's code mappings"))?;
+            .map_err(map_err(
+                "storing a process's code mappings for the sampling program",
+            ))?;
         Ok(left_out)
     }
 
@@ -384,8 +410,11 @@ impl Sampler {
     pub fn drain(&mut self, mut f: impl FnMut(&KernelSample<'_>)) -> Result<(u64, u64), BpfError> {
         self.ring
             .consume()
-            .map_err(map_err("reading the sample ring buffer"))?;
-        let queue = std::mem::take(&mut *self.queue.borrow_mut());
+            .map_err(map_err("reading the sampling program's ring buffer"))?;
+        let queue = match self.queue.lock() {
+            Ok(mut q) => std::mem::take(&mut *q),
+            Err(_) => Vec::new(),
+        };
         let (mut n, mut bad) = (0, 0);
         let mut ips: Vec<u64> = Vec::with_capacity(MAX_KERNEL_FRAMES + MAX_USER_FRAMES);
         let mut rest = &queue[..];
@@ -405,11 +434,12 @@ impl Sampler {
             }
         }
         // Give the buffer back for reuse.
-        let mut q = self.queue.borrow_mut();
-        if q.is_empty() {
-            let mut queue = queue;
-            queue.clear();
-            *q = queue;
+        if let Ok(mut q) = self.queue.lock() {
+            if q.is_empty() {
+                let mut queue = queue;
+                queue.clear();
+                *q = queue;
+            }
         }
         Ok((n, bad))
     }
@@ -468,9 +498,9 @@ fn open_and_load(
 ) -> Result<SamplerSkel<'static>, BpfError> {
     let mut open = SamplerSkelBuilder::default()
         .open(storage)
-        .map_err(load::open_error("sampling object"))?;
+        .map_err(load::open_error("sampling"))?;
     let sizing = |e: libbpf_rs::Error| BpfError::Map {
-        action: "sizing the sampler's maps",
+        action: "sizing the sampling program's maps",
         detail: e.to_string(),
     };
     open.maps
@@ -481,9 +511,30 @@ fn open_and_load(
         .events
         .set_max_entries(cfg.ring_bytes)
         .map_err(sizing)?;
-    open.load()
-        .map_err(load::load_error("loading the sampling eBPF program"))
+    let progs = &mut open.progs;
+    for (slot, prog) in [
+        &mut progs.kiln_sample0,
+        &mut progs.kiln_sample1,
+        &mut progs.kiln_sample2,
+        &mut progs.kiln_sample3,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        prog.set_autoload(slot < cfg.slots as usize);
+    }
+    open.load().map_err(load::load_error(
+        "sampling",
+        "perf events: cpu-clock, page-faults",
+    ))
 }
+
+/// The recorder loads the sampler on one thread while it opens its events on another:
+/// keep it `Send`.
+const _: fn() = || {
+    fn assert_send<T: Send>() {}
+    assert_send::<Sampler>();
+};
 
 #[cfg(test)]
 mod tests {

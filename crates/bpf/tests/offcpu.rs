@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::*;
-use kiln_bpf::offcpu::{OffCpuCollector, OffCpuConfig, OffCpuEntry};
+use kiln_bpf::offcpu::{OffCpuBlock, OffCpuCollector, OffCpuConfig};
 use kiln_bpf::BpfError;
 
 fn collector(pids: Option<Vec<u32>>, min_block_us: u64) -> OffCpuCollector {
@@ -16,6 +16,7 @@ fn collector(pids: Option<Vec<u32>>, min_block_us: u64) -> OffCpuCollector {
         pids,
         min_block_us,
         user_stack_bytes: 16384,
+        ..Default::default()
     })
     .unwrap_or_else(|e| panic!("starting the collector: {e}"))
 }
@@ -50,19 +51,19 @@ fn mutex_contention_time_and_stacks() {
     let via_b = symbol_range(&bin, "lock_via_b");
 
     assert!(
-        entries.iter().all(|e| e.pid == pid),
+        entries.iter().all(|e| e.blocked.pid == pid),
         "an entry from another process"
     );
-    let workers: Vec<&OffCpuEntry> = entries
+    let workers: Vec<&OffCpuBlock> = entries
         .iter()
-        .filter(|e| e.comm == b"kiln-worker")
+        .filter(|e| e.blocked.comm == b"kiln-worker")
         .collect();
-    let blocked: u64 = workers.iter().map(|e| e.total_ns).sum();
-    let futex: Vec<&&OffCpuEntry> = workers.iter().filter(|e| ksyms.has(e, "futex")).collect();
+    let blocked: u64 = workers.iter().map(|e| e.duration_ns).sum();
+    let futex: Vec<&&OffCpuBlock> = workers.iter().filter(|e| ksyms.has(e, "futex")).collect();
     let sleep_ns: u64 = workers
         .iter()
         .filter(|e| ksyms.has(e, "nanosleep"))
-        .map(|e| e.total_ns)
+        .map(|e| e.duration_ns)
         .sum();
     eprintln!(
         "entries {}, worker entries {}, futex entries {}, snapshots {}, blocked {:.1} ms of \
@@ -100,15 +101,16 @@ fn mutex_contention_time_and_stacks() {
     let code = exec_mappings(pid, "");
     for e in &entries {
         assert!(
-            e.user_ips.iter().all(|&ip| in_any(&code, ip)),
+            e.blocked.user_ips.iter().all(|&ip| in_any(&code, ip)),
             "junk in {:x?}",
-            e.user_ips
+            e.blocked.user_ips
         );
     }
     let fp_knows_caller = futex
         .iter()
         .filter(|e| {
-            e.user_ips
+            e.blocked
+                .user_ips
                 .iter()
                 .any(|&x| in_any(&[via_a, via_b], x.wrapping_sub(1)))
         })
@@ -121,11 +123,16 @@ fn mutex_contention_time_and_stacks() {
     let mut from_a = 0;
     let mut from_b = 0;
     for e in &futex {
-        let regs = e.user_regs.expect("futex entry without user registers");
-        assert!(!e.user_stack.is_empty(), "empty user stack copy");
-        assert!(e.user_stack.len() <= 16384);
+        let snap = e
+            .blocked
+            .user
+            .as_ref()
+            .expect("futex block without user registers");
+        let regs = snap.regs;
+        assert!(!snap.stack.is_empty(), "empty user stack copy");
+        assert!(snap.stack.len() <= 16384);
         assert_eq!(
-            e.user_ips.first(),
+            e.blocked.user_ips.first(),
             Some(&regs.ip),
             "fp walk must start at the user ip"
         );
@@ -134,7 +141,7 @@ fn mutex_contention_time_and_stacks() {
             "ip {:#x} of a futex wait is not in libc",
             regs.ip
         );
-        let w: Vec<u64> = words(&e.user_stack).take(64).collect();
+        let w: Vec<u64> = words(&snap.stack).take(64).collect();
         from_a += usize::from(w.iter().any(|&x| via_a.0 < x && x <= via_a.1));
         from_b += usize::from(w.iter().any(|&x| via_b.0 < x && x <= via_b.1));
     }
@@ -146,11 +153,11 @@ fn mutex_contention_time_and_stacks() {
     );
 }
 
-fn nanosleep_blocks(entries: &[OffCpuEntry], ksyms: &Kallsyms, pid: u32) -> (u64, u64) {
+fn nanosleep_blocks(entries: &[OffCpuBlock], ksyms: &Kallsyms, pid: u32) -> (u64, u64) {
     entries
         .iter()
-        .filter(|e| e.pid == pid && ksyms.has(e, "nanosleep"))
-        .fold((0, 0), |(n, t), e| (n + e.count, t + e.total_ns))
+        .filter(|e| e.blocked.pid == pid && ksyms.has(e, "nanosleep"))
+        .fold((0, 0), |(n, t), e| (n + 1, t + e.duration_ns))
 }
 
 #[test]
@@ -230,10 +237,17 @@ fn system_wide_sees_every_process() {
     std::thread::sleep(Duration::from_millis(50));
     let entries = c.drain().unwrap();
     let (count, _) = nanosleep_blocks(&entries, &ksyms, prog.pid());
-    let pids: HashSet<u32> = entries.iter().map(|e| e.pid).collect();
+    let pids: HashSet<u32> = entries.iter().map(|e| e.blocked.pid).collect();
     let keys: HashSet<(u32, u32, Vec<u64>, Vec<u64>)> = entries
         .iter()
-        .map(|e| (e.pid, e.tid, e.kernel_ips.clone(), e.user_ips.clone()))
+        .map(|e| {
+            (
+                e.blocked.pid,
+                e.blocked.tid,
+                e.blocked.kernel_ips.to_vec(),
+                e.blocked.user_ips.to_vec(),
+            )
+        })
         .collect();
     eprintln!(
         "{} entries ({} distinct without the caller hash), {} processes, {} snapshots; {:?}",
@@ -257,8 +271,8 @@ fn system_wide_sees_every_process() {
     // Kernel threads have no user side.
     assert!(entries
         .iter()
-        .filter(|e| e.user_ips.is_empty())
-        .all(|e| e.user_regs.is_none() || !e.kernel_ips.is_empty()));
+        .filter(|e| e.blocked.user_ips.is_empty())
+        .all(|e| e.blocked.user.is_none() || !e.blocked.kernel_ips.is_empty()));
     // A second drain does not repeat the first one's time.
     let again = c.drain().unwrap();
     let (count2, _) = nanosleep_blocks(&again, &ksyms, prog.pid());
@@ -272,6 +286,7 @@ fn refuses_bad_configurations() {
         pids: Some(vec![missing]),
         min_block_us: 0,
         user_stack_bytes: 16384,
+        ..Default::default()
     })
     .unwrap_err();
     assert!(
@@ -284,6 +299,7 @@ fn refuses_bad_configurations() {
         pids: Some(vec![]),
         min_block_us: 0,
         user_stack_bytes: 16384,
+        ..Default::default()
     })
     .unwrap_err();
     assert!(matches!(err, BpfError::InvalidConfig(_)), "{err}");
@@ -292,6 +308,7 @@ fn refuses_bad_configurations() {
         pids: None,
         min_block_us: 0,
         user_stack_bytes: 1 << 20,
+        ..Default::default()
     })
     .unwrap_err();
     assert!(err.to_string().contains("user_stack_bytes"), "{err}");
@@ -321,26 +338,31 @@ fn go_mutex_held_across_a_blocking_syscall() {
         .parse()
         .unwrap();
     let entries = c.drain().unwrap();
-    let total: u64 = entries.iter().map(|e| e.total_ns).sum();
-    let sleeping: Vec<&OffCpuEntry> = entries
+    let total: u64 = entries.iter().map(|e| e.duration_ns).sum();
+    let sleeping: Vec<&OffCpuBlock> = entries
         .iter()
         .filter(|e| ksyms.has(e, "nanosleep"))
         .collect();
     // Go frames: the fp walk reaches the function holding the mutex. The Go
     // runtime's own sleeps (sysmon's usleep is also a nanosleep) do not.
     let hold = symbol_range(&bin, "main.holdLocked");
-    let under_lock: Vec<&&OffCpuEntry> = sleeping
+    let under_lock: Vec<&&OffCpuBlock> = sleeping
         .iter()
-        .filter(|e| e.user_ips.iter().any(|&ip| hold.0 < ip && ip <= hold.1))
+        .filter(|e| {
+            e.blocked
+                .user_ips
+                .iter()
+                .any(|&ip| hold.0 < ip && ip <= hold.1)
+        })
         .collect();
-    let sleep_ns: u64 = under_lock.iter().map(|e| e.total_ns).sum();
-    let threads: HashSet<u32> = under_lock.iter().map(|e| e.tid).collect();
+    let sleep_ns: u64 = under_lock.iter().map(|e| e.duration_ns).sum();
+    let threads: HashSet<u32> = under_lock.iter().map(|e| e.blocked.tid).collect();
     eprintln!(
         "{} entries, blocked {:.1} ms, in nanosleep {:.1} ms, under the lock {:.1} ms over {} \
          threads, run {:.1} ms",
         entries.len(),
         ms(total),
-        ms(sleeping.iter().map(|e| e.total_ns).sum()),
+        ms(sleeping.iter().map(|e| e.duration_ns).sum()),
         ms(sleep_ns),
         threads.len(),
         ms(elapsed_ns)
@@ -357,9 +379,11 @@ fn go_mutex_held_across_a_blocking_syscall() {
         ms(elapsed_ns)
     );
     assert!(!text.is_empty());
-    assert!(under_lock
-        .iter()
-        .all(|e| e.user_regs.is_some() && !e.user_stack.is_empty()));
+    assert!(under_lock.iter().all(|e| e
+        .blocked
+        .user
+        .as_ref()
+        .is_some_and(|u| !u.stack.is_empty())));
 }
 
 /// Set in the child that `refuses_without_privileges` starts as nobody.
@@ -372,6 +396,7 @@ fn refuses_without_privileges() {
             pids: None,
             min_block_us: 0,
             user_stack_bytes: 16384,
+            ..Default::default()
         })
         .unwrap_err();
         eprintln!("unprivileged: {err}");

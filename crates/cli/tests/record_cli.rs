@@ -61,7 +61,8 @@ fn unwinds_in_the_kernel_and_says_how_every_walk_ended() {
         .stderr(predicate::str::contains("stacks unwound in the kernel: "))
         .stderr(predicate::str::contains(" reached their root"));
     let (all, rooted) = hot_under_main(&std::fs::read_to_string(&out).unwrap());
-    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+    // A second of the program, of which a loaded machine may give it a tenth.
+    assert!(all > 50 && rooted * 100 >= all * 97, "{rooted} of {all}");
 }
 
 #[test]
@@ -82,7 +83,8 @@ fn unwinds_stack_copies_when_asked() {
         .stderr(predicate::str::contains("stacks unwound in the kernel").not());
     let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
     let (all, rooted) = hot_under_main(&stdout);
-    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+    // A second of the program, of which a loaded machine may give it a tenth.
+    assert!(all > 50 && rooted * 100 >= all * 97, "{rooted} of {all}");
 }
 
 #[test]
@@ -132,7 +134,8 @@ fn native_recordings_are_read_back_by_the_other_commands() {
         ));
     let cpu = String::from_utf8(cpu.get_output().stdout.clone()).unwrap();
     let (all, rooted) = hot_under_main(&cpu);
-    assert!(all > 300 && rooted * 100 >= all * 97, "{rooted} of {all}");
+    // A second of the program, of which a loaded machine may give it a tenth.
+    assert!(all > 50 && rooted * 100 >= all * 97, "{rooted} of {all}");
     kiln()
         .args(["collapse", "--event-filter", "page-faults"])
         .arg(&run)
@@ -163,12 +166,12 @@ fn native_recordings_are_read_back_by_the_other_commands() {
 }
 
 /// Off-CPU time with a minimum block: two 200 ms sleeps are there without one, gone
-/// (and counted) with a minimum of one second.
+/// (and counted) with a minimum of one second. `--units ns` keeps nanoseconds.
 #[test]
 fn offcpu_min_block_keeps_long_blocks_only() {
     let script = ["sh", "-c", "sleep 0.2; sleep 0.2"];
     let all = kiln()
-        .args(["record", "-e", "offcpu", "--"])
+        .args(["record", "-e", "offcpu", "--units", "ns", "--"])
         .args(script)
         .assert()
         .success()
@@ -191,4 +194,341 @@ fn offcpu_min_block_keeps_long_blocks_only() {
         );
     let folded = String::from_utf8(long_only.get_output().stdout.clone()).unwrap();
     assert!(!folded.contains("nanosleep"), "{folded}");
+}
+
+/// Off-CPU folded output is in microseconds by default, and a .kiln recording says so.
+#[test]
+fn offcpu_in_microseconds_by_default() {
+    let script = ["sh", "-c", "sleep 0.2; sleep 0.2"];
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("off.kiln");
+    let out = kiln()
+        .args(["record", "-e", "offcpu", "--"])
+        .args(script)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(" us)"));
+    let folded = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let slept: u64 = folded
+        .lines()
+        .filter(|l| l.contains("nanosleep"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    // Two 200 ms sleeps (each process blocks in its own: sh waits, sleep sleeps).
+    assert!(
+        (380_000..4_000_000).contains(&slept),
+        "{slept} us in nanosleep\n{folded}"
+    );
+    kiln()
+        .args(["record", "-e", "offcpu", "-o"])
+        .arg(&run)
+        .arg("--")
+        .args(script)
+        .assert()
+        .success();
+    let p = &kiln_model::native::read_file(&run).unwrap()[0];
+    assert_eq!(p.event.unit, kiln_model::WeightUnit::Microseconds);
+}
+
+/// `--wakers`: the holder of a contended mutex shows above the waiters' lock waits, in
+/// the chain palette; without -e offcpu the flag is refused.
+#[test]
+fn offcpu_wakers_show_the_lock_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("wakers");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/wakers.c");
+    let st = std::process::Command::new("cc")
+        .args([
+            "-O1",
+            "-pthread",
+            "-fno-inline",
+            "-fno-optimize-sibling-calls",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    let svg = dir.path().join("wake.svg");
+    kiln()
+        .args(["record", "-e", "offcpu", "--wakers", "-o"])
+        .arg(&svg)
+        .arg("--")
+        .arg(&exe)
+        .args(["3", "50"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("blocks without their waker"));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse_with_options(
+        &svg,
+        roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        },
+    )
+    .expect("valid SVG");
+    let titles: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(titles.iter().any(|t| t.starts_with("-- (")), "no separator");
+    assert!(
+        titles.iter().any(|t| t.starts_with("hold_and_work (")),
+        "the holder is not above a lock wait"
+    );
+    kiln()
+        .args(["record", "--wakers", "--", "true"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--wakers goes with the offcpu event",
+        ));
+}
+
+/// The `busy` benchmark program (bench/record/busy.c), built once per test.
+fn busy(dir: &Path) -> PathBuf {
+    let exe = dir.join("busy");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/record/busy.c");
+    let st = std::process::Command::new("cc")
+        .args(["-O2", "-pthread", "-fno-inline", "-o"])
+        .arg(&exe)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    exe
+}
+
+/// The pid of a child of `parent` whose name is `comm`, once there is one.
+fn child_named(parent: u32, comm: &str) -> u32 {
+    loop {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some((name, rest)) = stat.split_once(") ") else {
+                continue;
+            };
+            let ppid: u32 = rest.split(' ').nth(1).unwrap().parse().unwrap();
+            if ppid == parent && name.ends_with(&format!("({comm}")) {
+                return pid;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// CPU time (user + system, clock ticks) a process has used.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split(' ').collect();
+    f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+}
+
+/// SIGINT, SIGTERM and SIGHUP each end a recording of a started command as the end of
+/// its duration would: the output is written whole, the command is stopped and reaped,
+/// no temporary file is left, and the exit status is 128 + the signal's number.
+#[test]
+fn signals_finish_the_recording_and_stop_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = busy(dir.path());
+    for (sig, name) in [
+        (libc_sig::SIGHUP, "SIGHUP"),
+        (libc_sig::SIGTERM, "SIGTERM"),
+        (libc_sig::SIGINT, "SIGINT"),
+    ] {
+        let out_dir = tempfile::tempdir().unwrap();
+        let svg = out_dir.path().join("cpu.svg");
+        let mut kiln = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+            .args(["record", "-o"])
+            .arg(&svg)
+            .arg("--")
+            .arg(&exe)
+            .args(["600", "1"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Once the command runs (exec'd: sampling is on) and has had some CPU.
+        let busy = child_named(kiln.id(), "busy");
+        while cpu_ticks(busy) < 30 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let st = std::process::Command::new("kill")
+            .args([format!("-{name}"), kiln.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let status = kiln.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut kiln.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(128 + sig), "{name}: {stderr}");
+        assert!(stderr.contains("interrupted"), "{name}: {stderr}");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{busy}")).exists(),
+            "{name}: the command is still there (or not reaped)"
+        );
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.trim_end().ends_with("</svg>"), "{name}: cut SVG");
+        assert!(text.contains("level1"), "{name}: no samples of busy");
+        let left: Vec<_> = std::fs::read_dir(out_dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n != "cpu.svg")
+            .collect();
+        assert!(left.is_empty(), "{name}: left behind {left:?}");
+    }
+}
+
+/// Signal numbers on Linux (x86-64), without a libc dependency.
+mod libc_sig {
+    pub const SIGHUP: i32 = 1;
+    pub const SIGINT: i32 = 2;
+    pub const SIGTERM: i32 = 15;
+}
+
+/// A free TCP port on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Names for a stripped binary: none without its debug file (and the summary says so),
+/// from `.gnu_debuglink` when its debug file is beside it, and from a debuginfod server
+/// (Debian's, started here on a free port, serving the unstripped binary) when
+/// DEBUGINFOD_URLS names it; the summary gives the share of named frames.
+#[test]
+fn stripped_binaries_are_named_from_debug_files_and_debuginfod() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
+    let build = |out: &Path| {
+        let st = std::process::Command::new("cc")
+            .args([
+                "-O2",
+                "-g",
+                "-fno-inline",
+                "-fno-optimize-sibling-calls",
+                "-Wl,--build-id",
+                "-o",
+            ])
+            .arg(out)
+            .arg(&src)
+            .status()
+            .expect("cc runs");
+        assert!(st.success());
+    };
+    let run = |exe: &Path, env: &[(&str, &str)]| -> (String, String) {
+        let mut cmd = kiln();
+        cmd.env_remove("DEBUGINFOD_URLS");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .args(["record", "--"])
+            .arg(exe)
+            .arg("0.5")
+            .assert()
+            .success();
+        let o = out.get_output();
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let strip = |exe: &Path| {
+        assert!(std::process::Command::new("strip")
+            .arg(exe)
+            .status()
+            .unwrap()
+            .success());
+    };
+
+    // Stripped, no debug file anywhere: code named by address, and the summary says why.
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let unstripped = served.join("hot-dbg");
+    build(&unstripped);
+    let bare = dir.path().join("hot-bare");
+    std::fs::copy(&unstripped, &bare).unwrap();
+    strip(&bare);
+    let (folded, err) = run(&bare, &[]);
+    assert!(!folded.contains("hot_a"), "{folded}");
+    assert!(folded.contains("hot-bare+0x"), "{folded}");
+    assert!(err.contains("% of frames named by a symbol"), "{err}");
+    assert!(
+        err.contains("hot-bare: stripped; no debug file found"),
+        "{err}"
+    );
+
+    // .gnu_debuglink to a debug file beside the binary.
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    let exe = linked.join("hot-linked");
+    build(&exe);
+    let dbg = linked.join("hot-linked.debug");
+    let objcopy = |args: &[&std::ffi::OsStr]| {
+        assert!(std::process::Command::new("objcopy")
+            .args(args)
+            .status()
+            .unwrap()
+            .success());
+    };
+    objcopy(&[
+        "--only-keep-debug".as_ref(),
+        exe.as_os_str(),
+        dbg.as_os_str(),
+    ]);
+    strip(&exe);
+    let link = format!("--add-gnu-debuglink={}", dbg.display());
+    objcopy(&[link.as_ref(), exe.as_os_str()]);
+    let (folded, _) = run(&exe, &[]);
+    assert!(folded.contains(";main;work;hot_a"), "{folded}");
+
+    // debuginfod, serving the unstripped binary by its build id.
+    let port = free_port();
+    let db = dir.path().join("debuginfod.sqlite");
+    let mut server = std::process::Command::new("debuginfod")
+        .args(["-p", &port.to_string(), "-d"])
+        .arg(&db)
+        .arg("-F")
+        .arg(&served)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("debuginfod runs (Debian package debuginfod)");
+    let url = format!("http://127.0.0.1:{port}");
+    let cache = dir.path().join("cache");
+    let (folded, err) = (0..60)
+        .find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            // Until the server has scanned its directory, it answers 404.
+            let (f, e) = run(
+                &bare,
+                &[
+                    ("DEBUGINFOD_URLS", url.as_str()),
+                    ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap()),
+                ],
+            );
+            f.contains("hot_a").then_some((f, e))
+        })
+        .unwrap_or_default();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(folded.contains(";main;work;hot_a"), "{folded}\n{err}");
+    assert!(err.contains("% of frames named by a symbol"), "{err}");
+    // Fetched once, kept in the cache as elfutils' client keeps it.
+    let cached: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().collect();
+    assert_eq!(cached.len(), 1);
+    assert!(cached[0].path().join("debuginfo").is_file());
 }

@@ -41,6 +41,19 @@ pub struct Summary {
     pub offcpu_short_blocks: u64,
     /// Off-CPU blocks seen (traced threads going to sleep).
     pub offcpu_blocks: u64,
+    /// Off-CPU blocks recorded without their waker (with wakers asked for): no wake-up
+    /// was seen, or it came before the minimum block time.
+    pub offcpu_without_waker: u64,
+    /// Frames of every sample (code frames: thread names and `--` separators apart).
+    pub frames: u64,
+    /// Of them, frames named by a symbol (ELF symbol tables and debug files, kallsyms,
+    /// JIT perf maps).
+    pub named_frames: u64,
+    /// The images with the most frames without a name (at most three), most first.
+    pub unnamed_images: Vec<UnnamedImage>,
+    /// `brk` calls weighed 0 because their process's previous break was unknown (its
+    /// first call seen, usually glibc's `brk(0)` query).
+    pub brk_unknown_base: u64,
     /// Problems that did not stop the recording (e.g. the off-CPU collector failing
     /// midway: what it had gathered is kept).
     pub warnings: Vec<String>,
@@ -51,6 +64,9 @@ pub struct Summary {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Loc {
+    /// The `--` between a blocked thread's stack and its waker's.
+    #[cfg_attr(not(feature = "bpf"), allow(dead_code))]
+    Separator,
     Comm(Box<[u8]>),
     Kernel(u64),
     User(UserLoc),
@@ -68,6 +84,11 @@ pub struct NamingOptions {
 
 struct EventAcc {
     info: EventInfo,
+    /// Source weights are divided by this (1, or 1000 for off-CPU nanoseconds kept in
+    /// microseconds), with per-node carries: `(source total, weight given)` per node, so
+    /// that a stack's weights add up to its rounded total.
+    divisor: u64,
+    carry: Vec<(u64, u64)>,
     node_index: FastMap<(u32, u32), u32>,
     node_parent: Vec<u32>,
     node_loc: Vec<u32>,
@@ -83,6 +104,8 @@ const NO_PARENT: u32 = u32::MAX;
 impl EventAcc {
     fn new(info: EventInfo) -> Self {
         EventAcc {
+            divisor: 1,
+            carry: Vec::new(),
             info,
             node_index: FastMap::default(),
             node_parent: Vec::new(),
@@ -112,6 +135,10 @@ pub(crate) enum UserStack<'a> {
     /// Addresses already walked (frame-pointer call chains), leaf first; the first is the
     /// sampled instruction, the rest return addresses.
     Ips(&'a [u64]),
+    /// Addresses to look up as they are (what [`Collector::unwind_user`] gives), leaf
+    /// first.
+    #[cfg_attr(not(feature = "bpf"), allow(dead_code))]
+    Lookup(&'a [u64]),
     /// No user part (kernel threads, or the sample was taken in the kernel with no user
     /// context).
     None,
@@ -134,11 +161,14 @@ pub(crate) struct Collector {
     /// Whether the processes are live (read `/proc` for what no record said) or from a
     /// file (where `/proc` would describe some other, current process).
     live: bool,
-    kallsyms: Option<SymbolTable>,
+    /// The kernel's symbols, parsed on the tables thread when there is one.
+    kallsyms: std::sync::Arc<std::sync::OnceLock<SymbolTable>>,
     /// Processes whose executable mappings changed (for the in-kernel unwinder's tables).
     changed: FastSet<u32>,
     /// Processes that exited.
     exited: Vec<u32>,
+    /// Processes that exec'd (for the off-CPU collector's code ranges).
+    execs: Vec<u32>,
     pub summary: Summary,
 }
 
@@ -146,7 +176,7 @@ impl Collector {
     pub fn new(events: Vec<EventInfo>, naming: NamingOptions, live: bool) -> Self {
         Collector {
             live,
-            kallsyms: None,
+            kallsyms: Default::default(),
             images: Images::new(live),
             procs: FastMap::default(),
             comms: FastMap::default(),
@@ -164,6 +194,7 @@ impl Collector {
             path: Vec::new(),
             changed: FastSet::default(),
             exited: Vec::new(),
+            execs: Vec::new(),
         }
     }
 
@@ -191,9 +222,11 @@ impl Collector {
         })
     }
 
-    /// Starts following process `pid` (its mappings read from `/proc` now).
-    pub fn track(&mut self, pid: u32) {
-        self.process(pid);
+    /// Starts following process `pid`, whose `/proc/PID/maps` reads `maps`.
+    pub fn track(&mut self, pid: u32, maps: &[u8]) {
+        let p = Process::from_maps(maps, &mut self.images);
+        self.procs.insert(pid, p);
+        self.changed.insert(pid);
     }
 
     /// Reads a live process's mappings from `/proc` again (mappings that no record
@@ -224,6 +257,12 @@ impl Collector {
         (changed, std::mem::take(&mut self.exited))
     }
 
+    /// Processes that exec'd since the last call.
+    #[cfg(feature = "bpf")]
+    pub fn take_execs(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.execs)
+    }
+
     /// A process's mappings and the images they refer to.
     #[cfg(feature = "bpf")]
     pub fn process_view(&self, pid: u32) -> Option<(&Process, &Images)> {
@@ -244,6 +283,7 @@ impl Collector {
         if exec && pid == tid {
             self.procs.insert(pid, Process::empty());
             self.changed.insert(pid);
+            self.execs.push(pid);
         }
     }
 
@@ -328,6 +368,61 @@ impl Collector {
         }
         let mut path = std::mem::take(&mut self.path);
         path.clear();
+        self.side_path(pid, tid, kernel, user, &mut path);
+        self.add_path(ev, pid, tid, time, weight, path);
+    }
+
+    /// Adds one off-CPU sample whose stack goes on with the stack of the thread that
+    /// woke it, as bcc's `offwaketime` draws it: the blocked thread's stack from its
+    /// root, a `--` frame, then the waker's stack from its leaf (where it woke the
+    /// blocked thread) to its root (its thread name) at the top.
+    #[cfg(feature = "bpf")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_woken_sample(
+        &mut self,
+        ev: usize,
+        time: u64,
+        weight: u64,
+        blocked: (u32, u32, &[u64], &[u64]),
+        waker: (u32, u32, &[u64], &[u64]),
+    ) {
+        if ev >= self.events.len() {
+            self.summary.unattributed += 1;
+            return;
+        }
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        let (wpid, wtid, wk, wu) = waker;
+        self.side_path(
+            wpid,
+            wtid,
+            &mut wk.iter().copied(),
+            UserStack::Lookup(wu),
+            &mut path,
+        );
+        path.reverse();
+        let sep = self.loc(Loc::Separator);
+        path.push(sep);
+        let (pid, tid, k, u) = blocked;
+        self.side_path(
+            pid,
+            tid,
+            &mut k.iter().copied(),
+            UserStack::Lookup(u),
+            &mut path,
+        );
+        self.add_path(ev, pid, tid, time, weight, path);
+    }
+
+    /// Appends one thread's stack, leaf first: kernel frames, user frames, its name.
+    fn side_path(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        kernel: &mut dyn Iterator<Item = u64>,
+        user: UserStack<'_>,
+        path: &mut Vec<u32>,
+    ) {
         for a in kernel {
             let l = self.loc(Loc::Kernel(a));
             path.push(l);
@@ -362,6 +457,11 @@ impl Collector {
                     user_locs.push(p.locate(a, pid, &self.images));
                 }
             }
+            UserStack::Lookup(addrs) if !addrs.is_empty() => {
+                self.process(pid);
+                let p = &self.procs[&pid];
+                user_locs.extend(addrs.iter().map(|&a| p.locate(a, pid, &self.images)));
+            }
             _ => {}
         }
         for u in user_locs.drain(..) {
@@ -379,7 +479,12 @@ impl Collector {
             }
         };
         path.push(comm_loc);
+    }
 
+    /// Adds a sample whose stack is `path` (locations, leaf first; its last is the
+    /// thread's name).
+    fn add_path(&mut self, ev: usize, pid: u32, tid: u32, time: u64, weight: u64, path: Vec<u32>) {
+        let comm_loc = *path.last().unwrap_or(&0);
         let acc = &mut self.events[ev];
         let mut node = NO_PARENT;
         for &l in path.iter().rev() {
@@ -390,6 +495,20 @@ impl Collector {
                 next
             });
         }
+        let weight = if acc.divisor > 1 {
+            let i = node as usize;
+            if acc.carry.len() <= i {
+                acc.carry.resize(i + 1, (0, 0));
+            }
+            let (total, given) = &mut acc.carry[i];
+            *total = total.saturating_add(weight);
+            let rounded = total.saturating_add(acc.divisor / 2) / acc.divisor;
+            let w = rounded - *given;
+            *given = rounded;
+            w
+        } else {
+            weight
+        };
         let nthreads = acc.threads.len() as u32;
         let th = *acc.threads.entry((pid, tid, comm_loc)).or_insert(nthreads);
         acc.s_node.push(node);
@@ -400,10 +519,55 @@ impl Collector {
         self.path = path;
     }
 
-    /// Parses `/proc/kallsyms` now (about 0.1 s) rather than after the recording, when
-    /// the user is waiting for the result.
-    pub fn preload_kallsyms(&mut self) {
-        self.kallsyms.get_or_insert_with(SymbolTable::kallsyms);
+    /// Unwinds a user stack of process `pid` (registers and a copy of the stack from
+    /// `sp` up, see [`UserStack::Regs`]) into lookup addresses, leaf first, appended to
+    /// `out`; returns their number.
+    #[cfg(feature = "bpf")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn unwind_user(
+        &mut self,
+        pid: u32,
+        ip: u64,
+        sp: u64,
+        bp: u64,
+        stack: &[u8],
+        fp_chain: &[u64],
+        out: &mut Vec<u64>,
+    ) -> usize {
+        if ip == 0 {
+            return 0;
+        }
+        self.process(pid)
+            .unwind(ip, sp, bp, stack, fp_chain, |a| out.push(a))
+    }
+
+    /// Samples of event `ev` will be given in nanoseconds while its unit is
+    /// microseconds: divide them (see [`crate::RecordOptions::offcpu_unit`]).
+    pub fn weigh_ns_as_us(&mut self, ev: usize) {
+        if let Some(acc) = self.events.get_mut(ev) {
+            acc.divisor = 1000;
+        }
+    }
+
+    /// A collector of live processes whose symbol and unwind tables are built on a
+    /// second thread (see `Images::with_tables_thread`).
+    pub fn live(events: Vec<EventInfo>, naming: NamingOptions) -> Self {
+        let mut c = Collector::new(events, naming, true);
+        let (mut images, kallsyms) = Images::with_tables_thread(true);
+        images.debuginfod = crate::debuginfo::Debuginfod::from_env().map(std::sync::Arc::new);
+        c.images = images;
+        c.kallsyms = kallsyms;
+        c
+    }
+
+    /// Fetch missing debug files from this debuginfod client (see [`crate::debuginfo`]).
+    pub fn use_debuginfod(&mut self, d: Option<crate::debuginfo::Debuginfod>) {
+        self.images.debuginfod = d.map(std::sync::Arc::new);
+    }
+
+    #[cfg(feature = "bpf")]
+    fn kallsyms(&self) -> &SymbolTable {
+        self.kallsyms.get_or_init(SymbolTable::kallsyms)
     }
 
     /// Drops the leaf kernel frames that belong to the tracing machinery that took the
@@ -411,7 +575,7 @@ impl Collector {
     /// in the scheduler as bcc's `offcputime` shows it.
     #[cfg(feature = "bpf")]
     pub fn trim_tracing_frames<'a>(&mut self, kernel: &'a [u64]) -> &'a [u64] {
-        let t = self.kallsyms.get_or_insert_with(SymbolTable::kallsyms);
+        let t = self.kallsyms();
         let skip = kernel
             .iter()
             .take_while(|&&a| {
@@ -427,12 +591,32 @@ impl Collector {
     }
 
     /// Names every location and builds one profile per event.
-    pub fn finish(self) -> (Vec<Profile>, Summary) {
-        let mut kallsyms: Option<SymbolTable> = self.kallsyms;
+    pub fn finish(mut self) -> (Vec<Profile>, Summary) {
+        let ks = self.kallsyms.clone();
+        let kallsyms = ks.get_or_init(SymbolTable::kallsyms);
         let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
+        // Whether each location is named by a symbol: `None` for the thread names and
+        // separators, which are no code; `Some(Err(image))` for code of an ELF image
+        // without a symbol there.
+        let mut named: Vec<Option<Result<(), Option<u32>>>> =
+            Vec::with_capacity(self.loc_list.len());
         for loc in &self.loc_list {
+            named.push(match loc {
+                Loc::Separator | Loc::Comm(_) => None,
+                Loc::Kernel(a) => Some(kallsyms.lookup(*a).map(|_| ()).ok_or(None)),
+                Loc::User(UserLoc::Elf { image, svma }) => Some(
+                    self.images.list[*image as usize]
+                        .symbols()
+                        .lookup(*svma)
+                        .map(|_| ())
+                        .ok_or(Some(*image)),
+                ),
+                Loc::User(UserLoc::Jit { .. }) => Some(Ok(())), // decided below
+                Loc::User(UserLoc::Named { .. }) => Some(Err(None)),
+            });
             names.push(match loc {
+                Loc::Separator => (b"--".to_vec(), FrameKind::Unknown),
                 // The root frame names the thread as stackcollapse-perf.pl does (spaces
                 // become `_`), so `kiln record` and `perf script | kiln collapse` agree.
                 Loc::Comm(c) => (
@@ -442,8 +626,7 @@ impl Collector {
                     FrameKind::Root,
                 ),
                 Loc::Kernel(a) => {
-                    let t = kallsyms.get_or_insert_with(SymbolTable::kallsyms);
-                    let mut n = match t.lookup(*a) {
+                    let mut n = match kallsyms.lookup(*a) {
                         Some(n) => n.to_vec(),
                         None => b"[unknown]".to_vec(),
                     };
@@ -474,12 +657,18 @@ impl Collector {
                             }
                             (n, FrameKind::Jit)
                         }
-                        None => (b"[unknown]".to_vec(), FrameKind::User),
+                        None => {
+                            if let Some(x) = named.last_mut() {
+                                *x = Some(Err(None));
+                            }
+                            (b"[unknown]".to_vec(), FrameKind::User)
+                        }
                     }
                 }
                 Loc::User(UserLoc::Named { name }) => (name.to_vec(), FrameKind::User),
             });
         }
+        self.count_named_frames(&named);
         let mut profiles = Vec::with_capacity(self.events.len());
         for acc in self.events {
             let mut p = Profile::new(acc.info);
@@ -513,6 +702,73 @@ impl Collector {
     }
 }
 
+impl Collector {
+    /// Counts, over every frame of every sample, the frames named by a symbol, and
+    /// names the images whose code most often had none.
+    fn count_named_frames(&mut self, named: &[Option<Result<(), Option<u32>>>]) {
+        let mut unnamed_by_image: HashMap<u32, u64> = HashMap::new();
+        let (mut total, mut good) = (0u64, 0u64);
+        for acc in &self.events {
+            // Samples through each node: its own, then its descendants' (a child is
+            // always created after its parent).
+            let mut through = vec![0u64; acc.node_loc.len()];
+            for &n in &acc.s_node {
+                through[n as usize] += 1;
+            }
+            for i in (0..through.len()).rev() {
+                let p = acc.node_parent[i];
+                if p != NO_PARENT {
+                    through[p as usize] += through[i];
+                }
+            }
+            for (i, &l) in acc.node_loc.iter().enumerate() {
+                match named[l as usize] {
+                    None => {}
+                    Some(Ok(())) => {
+                        total += through[i];
+                        good += through[i];
+                    }
+                    Some(Err(img)) => {
+                        total += through[i];
+                        if let Some(img) = img {
+                            *unnamed_by_image.entry(img).or_default() += through[i];
+                        }
+                    }
+                }
+            }
+        }
+        let mut worst: Vec<(u32, u64)> = unnamed_by_image.into_iter().collect();
+        worst.sort_by_key(|&(img, n)| (std::cmp::Reverse(n), img));
+        self.summary.frames = total;
+        self.summary.named_frames = good;
+        self.summary.unnamed_images = worst
+            .into_iter()
+            .take(3)
+            .map(|(img, n)| {
+                let i = &self.images.list[img as usize];
+                UnnamedImage {
+                    path: i.path.clone(),
+                    frames: n,
+                    note: i.symbols_note().map(str::to_string),
+                }
+            })
+            .collect();
+    }
+}
+
+/// An image whose code was sampled without a symbol to name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnnamedImage {
+    /// The image.
+    pub path: std::path::PathBuf,
+    /// Frames in its code without a name (named `image+0xSTART`).
+    pub frames: u64,
+    /// Why it has no symbols there, when it is stripped (no debug file found; what
+    /// debuginfod answered).
+    pub note: Option<String>,
+}
+
 /// `libfoo.so+0x1234` for code without a symbol: the start of its function when the
 /// image's unwind information tells where functions start, else the address itself.
 fn offset_name(path: &Path, svma: u64) -> Vec<u8> {
@@ -521,4 +777,44 @@ fn offset_name(path: &Path, svma: u64) -> Vec<u8> {
         .map(|s| s.to_string_lossy())
         .unwrap_or_default();
     format!("{base}+0x{svma:x}").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_model::WeightUnit;
+
+    /// Nanoseconds kept as microseconds: each stack's weights add up to its total,
+    /// rounded, whatever the sizes of its samples.
+    #[test]
+    fn nanoseconds_as_microseconds_add_up_per_stack() {
+        let info = EventInfo {
+            name: "offcpu".into(),
+            unit: WeightUnit::Microseconds,
+            ..Default::default()
+        };
+        let mut c = Collector::new(vec![info], NamingOptions::default(), false);
+        c.weigh_ns_as_us(0);
+        let mut add = |tid: u32, ns: u64| {
+            c.add_sample(
+                0,
+                1,
+                tid,
+                0,
+                ns,
+                &mut [0xffff_0000u64].into_iter(),
+                UserStack::None,
+            )
+        };
+        for ns in [400, 400, 400, 2_600] {
+            add(1, ns);
+        }
+        add(2, 1_499);
+        let (p, _) = c.finish();
+        let p = &p[0];
+        let by_thread: Vec<u64> = p.samples.weight.clone();
+        // Thread 1: 0.4, 0.8 -> 1, 1.2 -> 1, 3.8 -> 4; thread 2 (another root): 1.499 -> 1.
+        assert_eq!(by_thread, vec![0, 1, 0, 3, 1]);
+        assert_eq!(p.total_weight(), 5);
+    }
 }

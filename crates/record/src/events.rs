@@ -28,12 +28,17 @@ pub enum EventSpec {
         /// The system call (`mmap`, `munmap`).
         syscall: String,
     },
+    /// `brk` weighed by the bytes each call grows the heap by: the break it returns
+    /// (`syscalls:sys_exit_brk`'s `ret`) minus the process's previous break. Calls that
+    /// shrink or query the break weigh 0; so does a process's first call seen when its
+    /// previous break is unknown (counted in [`crate::Summary::brk_unknown_base`]).
+    Brk,
 }
 
 impl EventSpec {
     /// Parses one event name: `cpu` (or `cpu-clock`), `page-faults` (or `faults`), `offcpu`,
-    /// `mmap`, `munmap` (bytes mapped and unmapped), `brk` (calls; its
-    /// `syscalls:sys_enter_brk` tracepoint), or any tracepoint as `category:name`.
+    /// `mmap`, `munmap` (bytes mapped and unmapped), `brk` (bytes the heap grew by), or
+    /// any tracepoint as `category:name`.
     pub fn parse(name: &str) -> Result<EventSpec, RecordError> {
         let tp = |c: &str, n: &str| EventSpec::Tracepoint {
             category: c.into(),
@@ -46,7 +51,7 @@ impl EventSpec {
             "mmap" | "munmap" => EventSpec::SyscallBytes {
                 syscall: name.into(),
             },
-            "brk" => tp("syscalls", "sys_enter_brk"),
+            "brk" => EventSpec::Brk,
             _ => match name.split_once(':') {
                 Some((c, n))
                     if !c.is_empty()
@@ -86,16 +91,18 @@ impl EventSpec {
             EventSpec::Tracepoint { category, name } => format!("{category}:{name}"),
             EventSpec::OffCpu => "offcpu".into(),
             EventSpec::SyscallBytes { syscall } => syscall.clone(),
+            EventSpec::Brk => "brk".into(),
         }
     }
 
-    /// What the weights of this event count.
+    /// What the weights of this event count (off-CPU: the default unit, see
+    /// [`crate::RecordOptions::offcpu_unit`]).
     pub fn unit(&self) -> WeightUnit {
         match self {
             EventSpec::Cpu => WeightUnit::Samples,
             EventSpec::PageFaults | EventSpec::Tracepoint { .. } => WeightUnit::Events,
-            EventSpec::OffCpu => WeightUnit::Nanoseconds,
-            EventSpec::SyscallBytes { .. } => WeightUnit::Bytes,
+            EventSpec::OffCpu => WeightUnit::Microseconds,
+            EventSpec::SyscallBytes { .. } | EventSpec::Brk => WeightUnit::Bytes,
         }
     }
 
@@ -126,6 +133,12 @@ impl EventSpec {
                 1,
                 false,
             ),
+            EventSpec::Brk => (
+                sys::PERF_TYPE_TRACEPOINT,
+                tracepoint_id("syscalls", "sys_exit_brk")?,
+                1,
+                false,
+            ),
             EventSpec::OffCpu => {
                 return Err(RecordError::InvalidOption(
                     "offcpu is collected with eBPF, not perf_event_open".into(),
@@ -134,26 +147,28 @@ impl EventSpec {
         })
     }
 
-    /// For events weighed by an argument: the byte offset and size of that argument in
-    /// the tracepoint's raw sample data (from its tracefs `format` file).
+    /// For events weighed by a tracepoint field: the byte offset and size of that field
+    /// in the tracepoint's raw sample data (from its tracefs `format` file).
     pub(crate) fn weight_field(&self) -> Result<Option<(usize, usize)>, RecordError> {
-        let EventSpec::SyscallBytes { syscall } = self else {
-            return Ok(None);
+        let (tp, field) = match self {
+            EventSpec::SyscallBytes { syscall } => (format!("sys_enter_{syscall}"), "len"),
+            EventSpec::Brk => ("sys_exit_brk".to_string(), "ret"),
+            _ => return Ok(None),
         };
-        let full = format!("syscalls:sys_enter_{syscall}");
+        let full = format!("syscalls:{tp}");
         let path = tracefs_events(&full)?
             .join("syscalls")
-            .join(format!("sys_enter_{syscall}"))
+            .join(&tp)
             .join("format");
         let text = std::fs::read_to_string(&path).map_err(|e| RecordError::UnknownEvent {
             name: full.clone(),
             why: format!("cannot read {}: {e}", path.display()),
         })?;
-        field_of(&text, "len")
+        field_of(&text, field)
             .map(Some)
             .ok_or_else(|| RecordError::UnknownEvent {
                 name: full,
-                why: format!("{} has no 8-byte field 'len'", path.display()),
+                why: format!("{} has no 8-byte field '{field}'", path.display()),
             })
     }
 }

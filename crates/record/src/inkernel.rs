@@ -71,6 +71,9 @@ pub(crate) struct InKernel {
     /// Processes whose walks left their known code, and when their mappings were last
     /// re-read from `/proc`.
     suspect: Vec<u32>,
+    /// Processes whose mappings wait for an image's unwind table (being built on the
+    /// tables thread); the kernel leaves their samples to perf meanwhile.
+    waiting: Vec<u32>,
     refreshed: HashMap<u32, std::time::Instant>,
     pub summary: InKernelSummary,
 }
@@ -80,47 +83,47 @@ fn sampler_error(e: kiln_bpf::BpfError) -> RecordError {
 }
 
 impl InKernel {
-    pub fn load() -> Result<InKernel, RecordError> {
-        let sampler = Sampler::load(&SamplerConfig::default()).map_err(sampler_error)?;
+    /// Loads the sampler; `slots` gives the event index of each of its slots.
+    pub fn load(slots: Vec<usize>) -> Result<InKernel, RecordError> {
+        let cfg = SamplerConfig {
+            slots: (slots.len() as u32).clamp(1, kiln_bpf::sampler::SLOTS),
+            ..SamplerConfig::default()
+        };
+        let sampler = Sampler::load(&cfg).map_err(sampler_error)?;
         Ok(InKernel {
             sampler,
-            slots: Vec::new(),
+            slots,
             image_rows: HashMap::new(),
             pushed: HashMap::new(),
             suspect: Vec::new(),
+            waiting: Vec::new(),
             refreshed: HashMap::new(),
             summary: InKernelSummary::default(),
         })
-    }
-
-    /// The slot for event `index`, if one is left.
-    pub fn slot_for(&mut self, index: usize) -> Option<u32> {
-        if let Some(s) = self.slots.iter().position(|&e| e == index) {
-            return Some(s as u32);
-        }
-        if self.slots.len() as u32 >= kiln_bpf::sampler::SLOTS {
-            return None;
-        }
-        self.slots.push(index);
-        Some(self.slots.len() as u32 - 1)
     }
 
     pub fn attach(&mut self, fd: &std::os::fd::OwnedFd, slot: u32) -> Result<(), RecordError> {
         self.sampler.attach(fd.as_fd(), slot).map_err(sampler_error)
     }
 
-    fn rows_for(&mut self, id: u32, images: &Images) -> Option<RowRange> {
+    /// The kernel rows of image `id`; `Err` while its table is being built on the tables
+    /// thread.
+    fn rows_for(&mut self, id: u32, images: &Images) -> Result<Option<RowRange>, ()> {
         if let Some(r) = self.image_rows.get(&id) {
-            return *r;
+            return Ok(*r);
         }
-        let rows = images.list[id as usize]
-            .unwind_table()
-            .and_then(|t| self.sampler.add_rows(&t.rows));
+        let img = &images.list[id as usize];
+        let table = if images.tables_thread() {
+            img.unwind_table_if_built().ok_or(())?
+        } else {
+            img.unwind_table()
+        };
+        let rows = table.and_then(|t| self.sampler.add_rows(&t.rows));
         if rows.is_none() {
             self.summary.images_without_table += 1;
         }
         self.image_rows.insert(id, rows);
-        rows
+        Ok(rows)
     }
 
     /// Gives the kernel the current mappings of every process that changed.
@@ -141,23 +144,30 @@ impl InKernel {
                 c.refresh(pid);
             }
         }
-        let (changed, exited) = c.take_changes();
-        for pid in exited {
-            self.sampler.forget_process(pid);
-            self.pushed.remove(&pid);
-            self.refreshed.remove(&pid);
+        let (mut changed, exited) = c.take_changes();
+        for pid in &exited {
+            self.sampler.forget_process(*pid);
+            self.pushed.remove(pid);
+            self.refreshed.remove(pid);
         }
-        for pid in changed {
+        self.waiting.retain(|p| !exited.contains(p));
+        changed.append(&mut self.waiting);
+        changed.sort_unstable();
+        changed.dedup();
+        'process: for pid in changed {
             let Some((p, images)) = c.process_view(pid) else {
                 continue;
             };
             let mut maps = Vec::new();
             for (start, m) in p.mappings() {
                 let (bias, rows) = match &m.kind {
-                    MapKind::Elf(id) => (
-                        images.list[*id as usize].base_avma(start, m.pgoff),
-                        self.rows_for(*id, images),
-                    ),
+                    MapKind::Elf(id) => match self.rows_for(*id, images) {
+                        Ok(rows) => (images.list[*id as usize].base_avma(start, m.pgoff), rows),
+                        Err(()) => {
+                            self.waiting.push(pid);
+                            continue 'process;
+                        }
+                    },
                     MapKind::Anon | MapKind::Named(_) => (0, None),
                 };
                 maps.push(CodeMapping {

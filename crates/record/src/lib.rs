@@ -42,7 +42,9 @@
 //! Profiles are saved in kiln's native format (`kiln_model::native`) or as folded stacks.
 #![deny(missing_docs)]
 
+mod child;
 mod collect;
+pub mod debuginfo;
 mod error;
 mod events;
 #[cfg(feature = "bpf")]
@@ -55,13 +57,14 @@ pub mod symbols;
 mod sys;
 mod unwind;
 
-pub use collect::{NamingOptions, Summary};
+pub use collect::{NamingOptions, Summary, UnnamedImage};
 pub use error::RecordError;
 pub use events::EventSpec;
 #[cfg(feature = "bpf")]
 pub use inkernel::InKernelSummary;
 pub use live::{record, Recording, StopReason};
 
+use kiln_model::WeightUnit;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -122,9 +125,37 @@ pub struct RecordOptions {
     /// Off-CPU blocks shorter than this many microseconds add no time (they are counted
     /// in [`Summary::offcpu_short_blocks`]). Default: 0 (every block).
     pub offcpu_min_block_us: u64,
+    /// Unit of off-CPU weights: [`WeightUnit::Microseconds`] (as bcc's `offcputime` and
+    /// the usual off-CPU flame graph recipes) or [`WeightUnit::Nanoseconds`]. Blocks are
+    /// measured in nanoseconds; in microseconds each sample's weight is rounded so that
+    /// the weights of the samples of one stack add up to that stack's total, rounded
+    /// (a sample of a block under half a microsecond may weigh 0). Default:
+    /// microseconds.
+    pub offcpu_unit: WeightUnit,
+    /// Off-CPU stacks go on with the stack of the thread that woke the blocked one (as
+    /// bcc's `offwaketime`): the blocked stack, a `--` frame, then the waker's stack from
+    /// where it woke the thread up to its root. In lock contention the waker is the
+    /// lock's holder. Default: false.
+    pub offcpu_wakers: bool,
     /// Raised (by the binary's signal handling, or a `kiln run` ending its measurement)
     /// to end the recording; it is then written as usual. Default: none.
     pub stop: Option<kiln_model::stop::Stop>,
+    /// Start sampling only when told: the recorder loads its programs and opens its events,
+    /// raises [`StartGate::ready`], and enables the events once [`StartGate::go`] is raised.
+    /// `kiln run` uses it so that the measurement starts exactly when the warm-up ends
+    /// (or before a load with its own schedule, a sweep, starts), whatever the start-up
+    /// costs. Default: none (sampling starts as soon as everything is ready). Not used for
+    /// a started command, whose events enable themselves at its exec.
+    pub gate: Option<StartGate>,
+}
+
+/// The two signals of a gated start ([`RecordOptions::gate`]).
+#[derive(Clone, Debug, Default)]
+pub struct StartGate {
+    /// Raised by the recorder when everything is loaded and opened.
+    pub ready: kiln_model::stop::Stop,
+    /// Raised by the caller to start sampling.
+    pub go: kiln_model::stop::Stop,
 }
 
 impl RecordOptions {
@@ -140,7 +171,10 @@ impl RecordOptions {
             naming: NamingOptions::default(),
             unwind: UnwindMode::Auto,
             offcpu_min_block_us: 0,
+            offcpu_unit: WeightUnit::Microseconds,
+            offcpu_wakers: false,
             stop: None,
+            gate: None,
         }
     }
 }

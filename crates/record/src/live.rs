@@ -1,14 +1,35 @@
 //! Recording a live target with `perf_event_open`: one ring buffer per CPU, read as the
 //! kernel fills it, every sample unwound on arrival.
+//!
+//! [`record`] goes through stages a reader can follow one function at a time:
+//!
+//! 1. [`Plan::new`]: check the options, turn the events into `perf_event_attr`s.
+//! 2. [`Started::new`]: start the target (a held command, or check the pids) and, on a
+//!    thread of their own, load the eBPF programs (the verifier takes a good part of a
+//!    second, more on a loaded machine) while this thread opens the perf events.
+//! 3. [`Started::attach`]: attach the in-kernel unwinder to the events, enable them,
+//!    read each target's `/proc/PID/maps` once (for the unwinders, the names and the
+//!    off-CPU caller hash), let the command `exec`. Sampling starts here
+//!    ([`Recording::startup`]).
+//! 4. [`Running::drain_until_stop`]: read the rings until the duration passes, the stop
+//!    is raised or the target exits.
+//! 5. [`Running::finish`]: read what is left, stop a started command, and build the
+//!    profiles (naming every frame). Symbol tables and unwind tables are built on a
+//!    second thread as images appear (see `Images::with_tables_thread`), not on the
+//!    thread that drains the rings, so they are ready, or nearly, when sampling stops.
+//!
+//! Writing the profiles is the caller's (the `kiln` binary writes `.folded`, `.svg`,
+//! `.html` or `.kiln`).
+use crate::child::HeldChild;
 use crate::collect::{Collector, Summary};
 use crate::error::RecordError;
 use crate::events::EventSpec;
-use crate::records::{self, Scratch};
+use crate::records::{self, Scratch, Weigh, Weigher};
 use crate::sys::{self, PerfEventAttr, RingBuffer};
-use crate::{RecordOptions, Target};
-use kiln_model::{EventInfo, Profile};
+use crate::{RecordOptions, Target, UnwindMode};
+use kiln_model::{EventInfo, Profile, WeightUnit};
 use linux_perf_data::linux_perf_event_reader::{
-    Endianness, RawData, RawEventRecord, RecordParseInfo, RecordType,
+    Endianness, RawData, RawEventRecord, RecordParseInfo, RecordType, SampleRecord,
 };
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -28,11 +49,16 @@ pub struct Recording {
     pub stopped: StopReason,
     /// Exit status of the spawned command, if it exited.
     pub exit_status: Option<ExitStatus>,
+    /// Time from the call to the events being enabled (loading the eBPF programs,
+    /// opening the events, reading `/proc`): the wait before the first sample.
+    pub startup: Duration,
     /// Time from the end of sampling to the finished profiles (reading what was left in
     /// the buffers, unwinding it, naming every frame), excluding the wait for a started
     /// command to stop. The "results seconds after the load stops" promise is measured
     /// on this.
     pub processing: Duration,
+    /// Of `processing`: reading what was left in the buffers (and unwinding it).
+    pub final_drain: Duration,
     /// When sampling began and ended, CLOCK_MONOTONIC ns (the clock of the samples).
     pub sampling: (u64, u64),
 }
@@ -56,106 +82,278 @@ pub enum StopReason {
     TargetExited,
 }
 
+/// Records `opts.target` until the duration passes, the stop flag is raised or the
+/// target exits, and returns one profile per event. What was recorded is always returned,
+/// however the recording ends.
+pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
+    let launched = Instant::now();
+    let plan = Plan::new(opts)?;
+    let started = Started::new(opts, plan)?;
+    let mut running = started.attach(opts)?;
+    let startup = launched.elapsed();
+    let stopped = running.drain_until_stop(opts);
+    let mut rec = running.finish(stopped);
+    rec.startup = startup;
+    Ok(rec)
+}
+
 /// An event to open: its index among the recording's events, what it is, its
 /// attributes, and its in-kernel sampler slot when its stacks are unwound in the kernel.
-type EventAttr = (usize, EventSpec, PerfEventAttr, Option<u32>);
-
-#[cfg(feature = "bpf")]
-type KernelUnwinder = Option<crate::inkernel::InKernel>;
-#[cfg(not(feature = "bpf"))]
-type KernelUnwinder = Option<std::convert::Infallible>;
-
-/// Attaches the in-kernel unwinder to an event that has a sampler slot; returns whether
-/// it did.
-#[cfg(feature = "bpf")]
-fn attach_sampler(
-    k: &mut KernelUnwinder,
-    fd: &OwnedFd,
+struct EventAttr {
+    index: usize,
+    spec: EventSpec,
+    attr: PerfEventAttr,
     slot: Option<u32>,
-) -> Result<bool, RecordError> {
-    match (k, slot) {
-        (Some(k), Some(slot)) => k.attach(fd, slot).map(|()| true),
-        _ => Ok(false),
-    }
 }
 
-#[cfg(not(feature = "bpf"))]
-fn attach_sampler(
-    _: &mut KernelUnwinder,
-    _: &OwnedFd,
-    _: Option<u32>,
-) -> Result<bool, RecordError> {
-    Ok(false)
+/// Stage 1: what to open, and how to read and weigh what it gives.
+struct Plan {
+    attrs: Vec<EventAttr>,
+    parse_info: RecordParseInfo,
+    weigher: Weigher,
+    pages: usize,
+    /// Whether the in-kernel unwinder is wanted (mode and events allow it).
+    in_kernel: bool,
+    /// Event index of each sampler slot.
+    slots: Vec<usize>,
+    offcpu: Option<usize>,
+    infos: Vec<EventInfo>,
 }
 
-/// Loads the in-kernel unwinder if the mode and the events call for it. In `Auto` mode a
-/// failure is a warning (stacks are then unwound from copies); in `Kernel` mode, an error.
-#[cfg(feature = "bpf")]
-fn load_unwinder(
-    mode: crate::UnwindMode,
-    wanted: bool,
-    warnings: &mut Vec<String>,
-) -> Result<KernelUnwinder, RecordError> {
-    use crate::UnwindMode;
-    if mode == UnwindMode::Copy || !wanted {
-        return Ok(None);
-    }
-    match crate::inkernel::InKernel::load() {
-        Ok(k) => Ok(Some(k)),
-        Err(e) if mode == UnwindMode::Auto => {
-            warnings.push(format!("{e}; stacks are unwound from copies of the stack"));
-            Ok(None)
+impl Plan {
+    fn new(opts: &RecordOptions) -> Result<Plan, RecordError> {
+        let events = &opts.events;
+        if events.is_empty() {
+            return Err(RecordError::InvalidOption("no event to record".into()));
         }
-        Err(e) => Err(e),
+        if opts.frequency == 0 {
+            return Err(RecordError::InvalidOption(
+                "the frequency (-F) must be at least 1 Hz".into(),
+            ));
+        }
+        if !opts.stack_bytes.is_multiple_of(8) || opts.stack_bytes > 65528 {
+            return Err(RecordError::InvalidOption(
+                "the user stack copy must be a multiple of 8 bytes, at most 65528".into(),
+            ));
+        }
+        if !matches!(
+            opts.offcpu_unit,
+            WeightUnit::Microseconds | WeightUnit::Nanoseconds
+        ) {
+            return Err(RecordError::InvalidOption(format!(
+                "off-CPU time is counted in microseconds or nanoseconds, not {}",
+                opts.offcpu_unit.name()
+            )));
+        }
+        // Events weighed by a tracepoint field need the raw data of their samples.
+        let weigher = Weigher::new(
+            events
+                .iter()
+                .map(|e| {
+                    Ok(match (e, e.weight_field()?) {
+                        (EventSpec::Brk, Some((off, _))) => Weigh::BreakGrowth(off),
+                        (_, Some((off, _))) => Weigh::Field(off),
+                        (EventSpec::Cpu, None) => Weigh::One,
+                        (_, None) => Weigh::Period,
+                    })
+                })
+                .collect::<Result<_, RecordError>>()?,
+        );
+        let copies = opts.stack_bytes > 0;
+        let sample_type = if weigher.needs_raw() {
+            sys::SAMPLE_RAW
+        } else {
+            0
+        } | sys::SAMPLE_IDENTIFIER
+            | sys::SAMPLE_IP
+            | sys::SAMPLE_TID
+            | sys::SAMPLE_TIME
+            | sys::SAMPLE_CPU
+            | sys::SAMPLE_PERIOD
+            | sys::SAMPLE_CALLCHAIN
+            | if copies {
+                sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER
+            } else {
+                0
+            };
+        let pages = opts.buffer_pages.next_power_of_two().max(8);
+        let spawned = matches!(opts.target, Target::Command(_));
+        let system = matches!(opts.target, Target::System);
+        // Software events (cpu-clock, page-faults) can have their stacks unwound in the
+        // kernel; tracepoints cannot take the sampling program.
+        let sampled_in_kernel = |ev: &EventSpec| -> bool {
+            matches!(ev.perf_config(opts.frequency), Ok((t, ..)) if t == sys::PERF_TYPE_SOFTWARE)
+        };
+        let in_kernel = cfg!(feature = "bpf")
+            && opts.unwind != UnwindMode::Copy
+            && events.iter().any(sampled_in_kernel);
+        let mut slots: Vec<usize> = Vec::new();
+        let common = |flags: u64| {
+            flags
+                | sys::FLAG_DISABLED
+                | sys::FLAG_SAMPLE_ID_ALL
+                | sys::FLAG_USE_CLOCKID
+                | if system { 0 } else { sys::FLAG_INHERIT }
+                | if spawned { sys::FLAG_ENABLE_ON_EXEC } else { 0 }
+        };
+        let user_regs = if copies { sys::REGS_MASK_X86_64 } else { 0 };
+        let mut attrs = Vec::new();
+        for (index, ev) in events.iter().enumerate() {
+            if *ev == EventSpec::OffCpu {
+                continue;
+            }
+            let (type_, config, period, freq) = ev.perf_config(opts.frequency)?;
+            let slot =
+                (in_kernel && sampled_in_kernel(ev) && slots.len() < SAMPLER_SLOTS).then(|| {
+                    slots.push(index);
+                    slots.len() as u32 - 1
+                });
+            let mut flags = common(sys::FLAG_WATERMARK);
+            if freq {
+                flags |= sys::FLAG_FREQ;
+            }
+            if slot.is_some() && copies {
+                // Unwound in the kernel: perf's own samples (for processes without
+                // tables yet) need no frame-pointer walk of the user stack; they carry
+                // a copy.
+                flags |= sys::FLAG_EXCLUDE_CALLCHAIN_USER;
+            }
+            attrs.push(EventAttr {
+                index,
+                spec: ev.clone(),
+                attr: PerfEventAttr {
+                    type_,
+                    config,
+                    sample_period_or_freq: period,
+                    sample_type,
+                    flags,
+                    wakeup: (pages as u32 * PAGE_SIZE) / 4,
+                    sample_regs_user: user_regs,
+                    sample_stack_user: opts.stack_bytes,
+                    clockid: libc::CLOCK_MONOTONIC,
+                    sample_max_stack: 127,
+                    ..Default::default()
+                },
+                slot,
+            });
+        }
+        if attrs.is_empty() {
+            // Off-CPU alone: a dummy event that never samples still reports mappings,
+            // names and forks, which unwinding and naming the off-CPU stacks need after
+            // the processes are gone.
+            attrs.push(EventAttr {
+                index: usize::MAX,
+                spec: EventSpec::OffCpu,
+                attr: PerfEventAttr {
+                    type_: sys::PERF_TYPE_SOFTWARE,
+                    config: sys::PERF_COUNT_SW_DUMMY,
+                    sample_period_or_freq: 1,
+                    sample_type,
+                    flags: common(0),
+                    sample_regs_user: user_regs,
+                    sample_stack_user: opts.stack_bytes,
+                    clockid: libc::CLOCK_MONOTONIC,
+                    ..Default::default()
+                },
+                slot: None,
+            });
+        }
+        let attr_bytes = attrs[0].attr.to_bytes();
+        let (reader_attr, _) = linux_perf_data::linux_perf_event_reader::PerfEventAttr::parse::<
+            _,
+            byteorder::NativeEndian,
+        >(&attr_bytes[..])
+        .map_err(|e| RecordError::sys("perf_event_attr", e))?;
+        let infos = events
+            .iter()
+            .map(|e| EventInfo {
+                name: e.name(),
+                unit: if *e == EventSpec::OffCpu {
+                    opts.offcpu_unit
+                } else {
+                    e.unit()
+                },
+                // What one cpu sample stands for: the period the kernel gives a timer
+                // sampled at the frequency.
+                sample_period_ns: (*e == EventSpec::Cpu)
+                    .then(|| 1_000_000_000 / u64::from(opts.frequency.max(1))),
+            })
+            .collect();
+        Ok(Plan {
+            parse_info: RecordParseInfo::new(&reader_attr, Endianness::NATIVE),
+            attrs,
+            weigher,
+            pages,
+            in_kernel: in_kernel && !slots.is_empty(),
+            slots,
+            offcpu: events.iter().position(|e| *e == EventSpec::OffCpu),
+            infos,
+        })
     }
 }
 
-#[cfg(not(feature = "bpf"))]
-fn load_unwinder(
-    mode: crate::UnwindMode,
-    _: bool,
-    _: &mut Vec<String>,
-) -> Result<KernelUnwinder, RecordError> {
-    if mode == crate::UnwindMode::Kernel {
-        return Err(RecordError::InKernelUnwind(
-            "this kiln was built without the `bpf` feature (eBPF)".into(),
-        ));
-    }
-    Ok(None)
-}
-
-/// Gives the kernel new mappings, then moves its samples into the collector.
+const PAGE_SIZE: u32 = 4096;
 #[cfg(feature = "bpf")]
-fn drain_unwinder(k: &mut KernelUnwinder, c: &mut Collector) {
-    if let Some(k) = k {
-        k.sync(c);
-        k.drain(c);
-    }
-}
-
+const SAMPLER_SLOTS: usize = kiln_bpf::sampler::SLOTS as usize;
 #[cfg(not(feature = "bpf"))]
-fn drain_unwinder(_: &mut KernelUnwinder, _: &mut Collector) {}
+const SAMPLER_SLOTS: usize = 0;
 
-/// Takes the kernel side's final counters into the summary and detaches the program.
 #[cfg(feature = "bpf")]
-fn finish_unwinder(k: KernelUnwinder, c: &mut Collector) {
-    if let Some(mut k) = k {
-        k.finish(c);
-        c.summary.in_kernel = Some(k.summary);
-    }
+type KernelUnwinder = crate::inkernel::InKernel;
+#[cfg(not(feature = "bpf"))]
+type KernelUnwinder = std::convert::Infallible;
+
+/// What the loading thread hands back: the in-kernel unwinder (or why it is missing) and
+/// the off-CPU collector.
+type Loaded = (
+    Option<Result<KernelUnwinder, RecordError>>,
+    Option<Result<crate::offcpu::OffCpu, RecordError>>,
+);
+
+/// What the off-CPU collector is started with: pids (`None`: the whole system), stack
+/// bytes, minimum block, event index, the processes' maps already read, wakers.
+type OffCpuStart = (Option<Vec<u32>>, u32, u64, usize, Maps, bool);
+
+/// The text of `/proc/PID/maps` per process, read once for everyone who needs it.
+type Maps = HashMap<u32, std::sync::Arc<[u8]>>;
+
+fn read_maps(pids: &[u32]) -> Maps {
+    pids.iter()
+        .filter_map(|&p| {
+            let text = std::fs::read(format!("/proc/{p}/maps")).ok()?;
+            Some((p, std::sync::Arc::from(text)))
+        })
+        .collect()
 }
 
-#[cfg(not(feature = "bpf"))]
-fn finish_unwinder(_: KernelUnwinder, _: &mut Collector) {}
+/// Loads the eBPF programs the plan needs (verifying them takes most of the start-up).
+fn load_programs(in_kernel: bool, slots: Vec<usize>, offcpu: Option<OffCpuStart>) -> Loaded {
+    #[cfg(feature = "bpf")]
+    let unwinder = in_kernel.then(|| crate::inkernel::InKernel::load(slots));
+    #[cfg(not(feature = "bpf"))]
+    let unwinder: Option<Result<KernelUnwinder, RecordError>> = {
+        let _ = (in_kernel, slots);
+        None
+    };
+    let offcpu = offcpu.map(|(pids, stack_bytes, min_block_us, index, maps, wakers)| {
+        crate::offcpu::OffCpu::start(pids, stack_bytes, min_block_us, index, maps, wakers)
+    });
+    (unwinder, offcpu)
+}
 
+/// The events opened so far, and their ring buffers (one per CPU).
 struct Opened {
     fds: Vec<OwnedFd>,
+    /// Sampler slot of each descriptor (same order as `fds`).
+    slots: Vec<Option<u32>>,
     buffers: Vec<RingBuffer>,
     /// Buffer index per CPU (position in `cpus`).
     leader: HashMap<i32, usize>,
     ids: HashMap<u64, usize>,
     /// (tid, cpu) pairs already opened.
     done: HashSet<(i32, i32)>,
+    cpus: Vec<i32>,
+    pages: usize,
 }
 
 fn open_error(e: io::Error, event: &EventSpec, tid: i32) -> RecordError {
@@ -175,23 +373,36 @@ fn open_error(e: io::Error, event: &EventSpec, tid: i32) -> RecordError {
 }
 
 impl Opened {
-    /// Opens every event for `tid` (-1: all tasks) on every CPU; events with a sampler
-    /// slot get the in-kernel unwinder attached before they are enabled.
+    fn new(pages: usize) -> Opened {
+        Opened {
+            fds: Vec::new(),
+            slots: Vec::new(),
+            buffers: Vec::new(),
+            leader: HashMap::new(),
+            ids: HashMap::new(),
+            done: HashSet::new(),
+            cpus: sys::online_cpus(),
+            pages,
+        }
+    }
+
+    /// Opens every event for `tid` (-1: all tasks) on every CPU, disabled; `kernel`
+    /// (when loaded) is attached to the events with a sampler slot, and with `enable`
+    /// the events are enabled.
     fn open_task(
         &mut self,
         attrs: &[EventAttr],
         tid: i32,
-        cpus: &[i32],
-        pages: usize,
-        enable_now: bool,
-        kernel: &mut KernelUnwinder,
+        kernel: Option<&mut KernelUnwinder>,
+        enable: bool,
     ) -> Result<(), RecordError> {
-        for &cpu in cpus {
+        let mut kernel = kernel;
+        for cpu in self.cpus.clone() {
             if !self.done.insert((tid, cpu)) {
                 continue;
             }
-            for (k, (index, spec, attr, slot)) in attrs.iter().enumerate() {
-                let mut a = *attr;
+            for (k, e) in attrs.iter().enumerate() {
+                let mut a = e.attr;
                 if k == 0 {
                     // One event per (task, CPU) reports mappings, names and forks.
                     a.flags |= sys::FLAG_MMAP
@@ -200,43 +411,65 @@ impl Opened {
                         | sys::FLAG_COMM_EXEC
                         | sys::FLAG_TASK;
                 }
-                let fd =
-                    sys::perf_event_open(&a, tid, cpu).map_err(|e| open_error(e, spec, tid))?;
-                if attach_sampler(kernel, &fd, *slot)? && !enable_now {
-                    // Attaching enables the event (libbpf does); keep it off until the
-                    // kernel has the processes' tables (or until exec, for a command).
-                    sys::disable(&fd);
-                }
+                let fd = sys::perf_event_open(&a, tid, cpu)
+                    .map_err(|err| open_error(err, &e.spec, tid))?;
                 let id =
                     sys::event_id(&fd).map_err(|e| RecordError::sys("PERF_EVENT_IOC_ID", e))?;
-                self.ids.insert(id, *index);
+                self.ids.insert(id, e.index);
                 match self.leader.get(&cpu) {
-                    Some(&b) => {
-                        sys::set_output(&fd, self.buffers[b].fd())
-                            .map_err(|e| RecordError::sys("PERF_EVENT_IOC_SET_OUTPUT", e))?;
-                        if enable_now {
-                            sys::enable(&fd)
-                                .map_err(|e| RecordError::sys("PERF_EVENT_IOC_ENABLE", e))?;
-                        }
-                        self.fds.push(fd);
-                    }
+                    Some(&b) => sys::set_output(&fd, self.buffers[b].fd())
+                        .map_err(|e| RecordError::sys("PERF_EVENT_IOC_SET_OUTPUT", e))?,
                     None => {
                         let dup = fd.try_clone().map_err(|e| RecordError::sys("dup", e))?;
-                        let rb = RingBuffer::new(dup, pages)
+                        let rb = RingBuffer::new(dup, self.pages)
                             .map_err(|e| RecordError::sys("mmap of the perf ring buffer", e))?;
-                        if enable_now {
-                            sys::enable(&fd)
-                                .map_err(|e| RecordError::sys("PERF_EVENT_IOC_ENABLE", e))?;
-                        }
                         self.leader.insert(cpu, self.buffers.len());
                         self.buffers.push(rb);
-                        self.fds.push(fd);
                     }
                 }
+                if let (Some(k), Some(slot)) = (kernel.as_deref_mut(), e.slot) {
+                    attach_sampler(k, &fd, slot)?;
+                }
+                if enable {
+                    sys::enable(&fd).map_err(|e| RecordError::sys("PERF_EVENT_IOC_ENABLE", e))?;
+                } else {
+                    // Attaching enables the event (libbpf does): off until all is ready.
+                    sys::disable(&fd);
+                }
+                self.fds.push(fd);
+                self.slots.push(e.slot);
             }
         }
         Ok(())
     }
+
+    /// Attaches the in-kernel unwinder to every descriptor with a sampler slot.
+    fn attach_all(&mut self, kernel: &mut KernelUnwinder) -> Result<(), RecordError> {
+        for (fd, slot) in self.fds.iter().zip(&self.slots) {
+            if let Some(slot) = slot {
+                attach_sampler(kernel, fd, *slot)?;
+                sys::disable(fd);
+            }
+        }
+        Ok(())
+    }
+
+    fn enable_all(&self) -> Result<(), RecordError> {
+        for fd in &self.fds {
+            sys::enable(fd).map_err(|e| RecordError::sys("PERF_EVENT_IOC_ENABLE", e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "bpf")]
+fn attach_sampler(k: &mut KernelUnwinder, fd: &OwnedFd, slot: u32) -> Result<(), RecordError> {
+    k.attach(fd, slot)
+}
+
+#[cfg(not(feature = "bpf"))]
+fn attach_sampler(k: &mut KernelUnwinder, _: &OwnedFd, _: u32) -> Result<(), RecordError> {
+    match *k {}
 }
 
 fn tasks_of(pid: u32) -> Vec<i32> {
@@ -248,14 +481,6 @@ fn tasks_of(pid: u32) -> Vec<i32> {
         .unwrap_or_default();
     v.sort_unstable();
     v
-}
-
-/// Byte `i` of a sample's raw data, which may wrap around the ring buffer's end.
-fn raw_byte(raw: &RawData<'_>, i: usize) -> Option<u8> {
-    match raw {
-        RawData::Single(a) => a.get(i).copied(),
-        RawData::Split(a, b) => a.get(i).or_else(|| b.get(i - a.len())).copied(),
-    }
 }
 
 /// Every process now running.
@@ -293,462 +518,288 @@ fn raise_fd_limit() {
     }
 }
 
-/// A program we started, held before `exec` until the events are attached.
-struct HeldChild {
-    pid: i32,
-    release: Option<OwnedFd>,
-    exec_errors: OwnedFd,
-    status: Option<ExitStatus>,
+/// Stage 2: the target started, its events open (disabled), the programs loading.
+struct Started {
+    plan: Plan,
+    opened: Opened,
+    collector: Collector,
+    child: Option<HeldChild>,
+    pids: Vec<u32>,
+    loading: std::thread::JoinHandle<Loaded>,
 }
 
-impl HeldChild {
-    /// Forks; the child waits for one byte on a pipe, then execs `argv`, so the events
-    /// can be attached (with `enable_on_exec`) before the program runs. (`Command::spawn`
-    /// cannot do this: it waits for the `exec` itself.)
-    fn spawn(argv: &[std::ffi::OsString]) -> Result<HeldChild, RecordError> {
-        use std::os::unix::ffi::OsStrExt;
-        let spawn_err = |source: io::Error| RecordError::Spawn {
-            command: argv[0].to_string_lossy().into_owned(),
-            source,
-        };
-        let cargs: Vec<std::ffi::CString> = argv
-            .iter()
-            .map(|a| std::ffi::CString::new(a.as_bytes()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| {
-                spawn_err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "argument contains a NUL byte",
-                ))
-            })?;
-        let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
-        let pipe = || -> Result<(OwnedFd, OwnedFd), RecordError> {
-            let mut fds = [0i32; 2];
-            // SAFETY: pipe2 fills two descriptors.
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-                return Err(RecordError::sys("pipe", io::Error::last_os_error()));
-            }
-            // SAFETY: both descriptors are fresh and ours.
-            unsafe {
-                Ok((
-                    <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fds[0]),
-                    <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fds[1]),
-                ))
-            }
-        };
-        let (go_rd, go_wr) = pipe()?;
-        let (err_rd, err_wr) = pipe()?;
-        use std::os::fd::AsRawFd;
-        let (go_rd_fd, err_wr_fd) = (go_rd.as_raw_fd(), err_wr.as_raw_fd());
-        // SAFETY: after fork the child only calls async-signal-safe functions (read,
-        // execvp, write, _exit) on memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(spawn_err(io::Error::last_os_error()));
-        }
-        if pid == 0 {
-            // SAFETY: see above; the child never returns from this block.
-            unsafe {
-                let mut b = 0u8;
-                if libc::read(go_rd_fd, &mut b as *mut u8 as *mut libc::c_void, 1) == 1 {
-                    libc::execvp(ptrs[0], ptrs.as_ptr());
+impl Started {
+    fn new(opts: &RecordOptions, plan: Plan) -> Result<Started, RecordError> {
+        raise_fd_limit();
+        let mut child: Option<HeldChild> = None;
+        let pids: Vec<u32> = match &opts.target {
+            Target::Pids(pids) => {
+                if pids.is_empty() {
+                    return Err(RecordError::InvalidOption("no PID given".into()));
                 }
-                let e = *libc::__errno_location();
-                libc::write(err_wr_fd, &e as *const i32 as *const libc::c_void, 4);
-                libc::_exit(127);
-            }
-        }
-        drop(go_rd);
-        drop(err_wr);
-        Ok(HeldChild {
-            pid,
-            release: Some(go_wr),
-            exec_errors: err_rd,
-            status: None,
-        })
-    }
-
-    /// Lets the child exec; fails if the exec failed.
-    fn release(&mut self, argv0: &std::ffi::OsStr) -> Result<(), RecordError> {
-        use std::os::fd::AsRawFd;
-        if let Some(w) = self.release.take() {
-            // SAFETY: writing one byte to our pipe end.
-            unsafe { libc::write(w.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, 1) };
-        }
-        let mut e = 0i32;
-        // SAFETY: reading at most 4 bytes into an i32; EOF (0) means the exec succeeded.
-        let n = unsafe {
-            libc::read(
-                self.exec_errors.as_raw_fd(),
-                &mut e as *mut i32 as *mut libc::c_void,
-                4,
-            )
-        };
-        if n == 4 {
-            self.wait_blocking();
-            return Err(RecordError::Spawn {
-                command: argv0.to_string_lossy().into_owned(),
-                source: io::Error::from_raw_os_error(e),
-            });
-        }
-        Ok(())
-    }
-
-    fn try_wait(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            let mut st = 0;
-            // SAFETY: waiting for our own child without blocking.
-            if unsafe { libc::waitpid(self.pid, &mut st, libc::WNOHANG) } == self.pid {
-                self.status = Some(std::os::unix::process::ExitStatusExt::from_raw(st));
-            }
-        }
-        self.status
-    }
-
-    fn wait_blocking(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            let mut st = 0;
-            // SAFETY: waiting for our own child.
-            if unsafe { libc::waitpid(self.pid, &mut st, 0) } == self.pid {
-                self.status = Some(std::os::unix::process::ExitStatusExt::from_raw(st));
-            }
-        }
-        self.status
-    }
-
-    /// Stops the child we started: SIGTERM, then SIGKILL after two seconds.
-    fn stop(&mut self) -> Option<ExitStatus> {
-        if let Some(s) = self.try_wait() {
-            return Some(s);
-        }
-        self.release.take();
-        // SAFETY: signalling our own child by PID.
-        unsafe { libc::kill(self.pid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline {
-            if let Some(s) = self.try_wait() {
-                return Some(s);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // SAFETY: as above.
-        unsafe { libc::kill(self.pid, libc::SIGKILL) };
-        self.wait_blocking()
-    }
-}
-
-/// Records `opts.target` until the duration passes, the stop flag is raised or the
-/// target exits, and returns one profile per event. What was recorded is always returned,
-/// however the recording ends.
-pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
-    if opts.events.is_empty() {
-        return Err(RecordError::InvalidOption("no event to record".into()));
-    }
-    record_events(opts, &opts.events)
-}
-
-fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording, RecordError> {
-    if opts.frequency == 0 {
-        return Err(RecordError::InvalidOption(
-            "the frequency (-F) must be at least 1 Hz".into(),
-        ));
-    }
-    if !opts.stack_bytes.is_multiple_of(8) || opts.stack_bytes > 65528 {
-        return Err(RecordError::InvalidOption(
-            "the user stack copy must be a multiple of 8 bytes, at most 65528".into(),
-        ));
-    }
-    raise_fd_limit();
-    // Events weighed by a tracepoint argument need the raw data of their samples.
-    let weigh: Vec<Option<(usize, usize)>> = events
-        .iter()
-        .map(EventSpec::weight_field)
-        .collect::<Result<_, _>>()?;
-    let raw = if weigh.iter().any(Option::is_some) {
-        sys::SAMPLE_RAW
-    } else {
-        0
-    };
-    let sample_type = raw
-        | sys::SAMPLE_IDENTIFIER
-        | sys::SAMPLE_IP
-        | sys::SAMPLE_TID
-        | sys::SAMPLE_TIME
-        | sys::SAMPLE_CPU
-        | sys::SAMPLE_PERIOD
-        | sys::SAMPLE_CALLCHAIN
-        | if opts.stack_bytes > 0 {
-            sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER
-        } else {
-            0
-        };
-    let pages = opts.buffer_pages.next_power_of_two().max(8);
-    let page_size = 4096u32;
-    let spawned = matches!(opts.target, Target::Command(_));
-    let mut warnings = Vec::new();
-    // Software events (cpu-clock, page-faults) can have their stacks unwound in the
-    // kernel; tracepoints cannot take the sampling program.
-    let sampled_in_kernel = |ev: &EventSpec| -> bool {
-        matches!(ev.perf_config(opts.frequency), Ok((t, ..)) if t == sys::PERF_TYPE_SOFTWARE)
-    };
-    let mut kernel = load_unwinder(
-        opts.unwind,
-        events.iter().any(sampled_in_kernel),
-        &mut warnings,
-    )?;
-    let mut attrs: Vec<EventAttr> = Vec::new();
-    for (index, ev) in events.iter().enumerate() {
-        if *ev == EventSpec::OffCpu {
-            continue;
-        }
-        let (type_, config, period, freq) = ev.perf_config(opts.frequency)?;
-        let slot = match kernel.as_mut() {
-            #[cfg(feature = "bpf")]
-            Some(k) if sampled_in_kernel(ev) => k.slot_for(index),
-            _ => None,
-        };
-        let mut flags = sys::FLAG_DISABLED
-            | sys::FLAG_SAMPLE_ID_ALL
-            | sys::FLAG_USE_CLOCKID
-            | sys::FLAG_WATERMARK;
-        if freq {
-            flags |= sys::FLAG_FREQ;
-        }
-        if slot.is_some() {
-            // Unwound in the kernel: perf's own samples (for processes without tables
-            // yet) need no frame-pointer walk of the user stack; they carry a copy.
-            flags |= sys::FLAG_EXCLUDE_CALLCHAIN_USER;
-        }
-        if !matches!(opts.target, Target::System) {
-            flags |= sys::FLAG_INHERIT;
-        }
-        if spawned {
-            flags |= sys::FLAG_ENABLE_ON_EXEC;
-        }
-        attrs.push((
-            index,
-            ev.clone(),
-            PerfEventAttr {
-                type_,
-                config,
-                sample_period_or_freq: period,
-                sample_type,
-                flags,
-                wakeup: (pages as u32 * page_size) / 4,
-                sample_regs_user: if opts.stack_bytes > 0 {
-                    sys::REGS_MASK_X86_64
-                } else {
-                    0
-                },
-                sample_stack_user: opts.stack_bytes,
-                clockid: libc::CLOCK_MONOTONIC,
-                sample_max_stack: 127,
-                ..Default::default()
-            },
-            slot,
-        ));
-    }
-    if attrs.is_empty() {
-        // Off-CPU alone: a dummy event that never samples still reports mappings, names
-        // and forks, which unwinding and naming the off-CPU stacks need after the
-        // processes are gone.
-        let flags = sys::FLAG_DISABLED
-            | sys::FLAG_SAMPLE_ID_ALL
-            | sys::FLAG_USE_CLOCKID
-            | if matches!(opts.target, Target::System) {
-                0
-            } else {
-                sys::FLAG_INHERIT
-            }
-            | if spawned { sys::FLAG_ENABLE_ON_EXEC } else { 0 };
-        attrs.push((
-            usize::MAX,
-            EventSpec::OffCpu,
-            PerfEventAttr {
-                type_: sys::PERF_TYPE_SOFTWARE,
-                config: sys::PERF_COUNT_SW_DUMMY,
-                sample_period_or_freq: 1,
-                sample_type,
-                flags,
-                sample_regs_user: if opts.stack_bytes > 0 {
-                    sys::REGS_MASK_X86_64
-                } else {
-                    0
-                },
-                sample_stack_user: opts.stack_bytes,
-                clockid: libc::CLOCK_MONOTONIC,
-                ..Default::default()
-            },
-            None,
-        ));
-    }
-    // Resolve tracepoints etc. before spawning anything.
-    let parse_attr_bytes = attrs
-        .first()
-        .map(|a| a.2)
-        .unwrap_or(PerfEventAttr {
-            sample_type,
-            flags: sys::FLAG_SAMPLE_ID_ALL,
-            ..Default::default()
-        })
-        .to_bytes();
-    let (reader_attr, _) = linux_perf_data::linux_perf_event_reader::PerfEventAttr::parse::<
-        _,
-        byteorder::NativeEndian,
-    >(&parse_attr_bytes[..])
-    .map_err(|e| RecordError::sys("perf_event_attr", e))?;
-    let parse_info = RecordParseInfo::new(&reader_attr, Endianness::NATIVE);
-
-    let cpus = sys::online_cpus();
-    let mut opened = Opened {
-        fds: Vec::new(),
-        buffers: Vec::new(),
-        leader: HashMap::new(),
-        ids: HashMap::new(),
-        done: HashSet::new(),
-    };
-    let mut child: Option<HeldChild> = None;
-    let pids: Vec<u32> = match &opts.target {
-        Target::Pids(pids) => {
-            if pids.is_empty() {
-                return Err(RecordError::InvalidOption("no PID given".into()));
-            }
-            for &p in pids {
-                if !alive(p) {
+                if let Some(&p) = pids.iter().find(|&&p| !alive(p)) {
                     return Err(RecordError::NoSuchProcess(p));
                 }
+                pids.clone()
             }
-            pids.clone()
-        }
-        Target::Command(argv) => {
-            if argv.is_empty() {
-                return Err(RecordError::InvalidOption("no command given".into()));
-            }
-            let c = HeldChild::spawn(argv)?;
-            let pid = c.pid as u32;
-            child = Some(c);
-            vec![pid]
-        }
-        Target::System => Vec::new(),
-    };
-    let opened_result = (|| -> Result<(), RecordError> {
-        match &opts.target {
-            Target::System => opened.open_task(&attrs, -1, &cpus, pages, false, &mut kernel)?,
-            _ => {
-                for &p in &pids {
-                    for tid in tasks_of(p) {
-                        match opened.open_task(&attrs, tid, &cpus, pages, false, &mut kernel) {
-                            Err(RecordError::NoSuchProcess(_)) if tid != p as i32 => {}
-                            r => r?,
-                        }
-                    }
+            Target::Command(argv) => {
+                if argv.is_empty() {
+                    return Err(RecordError::InvalidOption("no command given".into()));
                 }
+                let c = HeldChild::spawn(argv)?;
+                let pid = c.pid as u32;
+                child = Some(c);
+                vec![pid]
             }
-        }
-        Ok(())
-    })();
-    if let Err(e) = opened_result {
-        if let Some(mut c) = child.take() {
-            c.stop();
-        }
-        return Err(e);
-    }
-    let mut collector = Collector::new(
-        events
-            .iter()
-            .map(|e| EventInfo {
-                name: e.name(),
-                unit: e.unit(),
-                ..Default::default()
-            })
-            .collect(),
-        opts.naming,
-        true,
-    );
-    collector.summary.warnings = warnings;
-    collector.preload_kallsyms();
-    if kernel.is_some() {
-        // The kernel needs the mappings of what it will sample before it samples.
-        // (A started command's mappings come with its exec; before it, the held child
-        // is a copy of this process, whose tables would be wrong after the exec.)
-        match &opts.target {
-            Target::System => all_pids().into_iter().for_each(|p| collector.track(p)),
-            Target::Pids(p) => p.iter().for_each(|&p| collector.track(p)),
-            Target::Command(_) => {}
-        }
-        drain_unwinder(&mut kernel, &mut collector);
-    }
-    if !spawned {
-        for fd in &opened.fds {
-            sys::enable(fd).map_err(|e| RecordError::sys("PERF_EVENT_IOC_ENABLE", e))?;
-        }
-        // Threads started while we were opening: attach to them too (new threads of
-        // threads we already follow are inherited by the kernel).
-        for _ in 0..3 {
-            let before = opened.done.len();
-            for &p in &pids {
-                for tid in tasks_of(p) {
-                    match opened.open_task(&attrs, tid, &cpus, pages, true, &mut kernel) {
-                        Ok(()) | Err(RecordError::NoSuchProcess(_)) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-            }
-            if opened.done.len() == before {
-                break;
-            }
-        }
-    }
-    let mut offcpu = match events.iter().position(|e| *e == EventSpec::OffCpu) {
-        Some(index) => {
-            let pids = (!matches!(opts.target, Target::System)).then(|| pids.clone());
-            match crate::offcpu::OffCpu::start(
-                pids,
+            Target::System => Vec::new(),
+        };
+        let system = matches!(opts.target, Target::System);
+        let maps = Maps::new();
+        let offcpu = plan.offcpu.map(|index| {
+            (
+                (!system).then(|| pids.clone()),
                 opts.stack_bytes,
                 opts.offcpu_min_block_us,
                 index,
-            ) {
-                Ok(o) => Some(o),
-                Err(e) => {
-                    if let Some(mut c) = child.take() {
-                        c.stop();
+                maps.clone(),
+                opts.offcpu_wakers,
+            )
+        });
+        let (in_kernel, slots) = (plan.in_kernel, plan.slots.clone());
+        let loading = std::thread::Builder::new()
+            .name("kiln-bpf-load".into())
+            .spawn(move || load_programs(in_kernel, slots, offcpu))
+            .map_err(|e| RecordError::sys("starting a thread", e));
+        let loading = match loading {
+            Ok(l) => l,
+            Err(e) => {
+                if let Some(mut c) = child {
+                    c.stop();
+                }
+                return Err(e);
+            }
+        };
+        // Meanwhile: open the events.
+        let mut opened = Opened::new(plan.pages);
+        let result = (|| -> Result<(), RecordError> {
+            if system {
+                return opened.open_task(&plan.attrs, -1, None, false);
+            }
+            for &p in &pids {
+                for tid in tasks_of(p) {
+                    match opened.open_task(&plan.attrs, tid, None, false) {
+                        Err(RecordError::NoSuchProcess(_)) if tid != p as i32 => {}
+                        r => r?,
                     }
-                    return Err(e);
+                }
+            }
+            Ok(())
+        })();
+        let mut collector = Collector::live(plan.infos.clone(), opts.naming);
+        if let Err(e) = result {
+            if let Some(mut c) = child {
+                c.stop();
+            }
+            let _ = loading.join();
+            return Err(e);
+        }
+        if let Some(i) = plan.offcpu {
+            if opts.offcpu_unit == WeightUnit::Microseconds {
+                collector.weigh_ns_as_us(i);
+            }
+        }
+        Ok(Started {
+            plan,
+            opened,
+            collector,
+            child,
+            pids,
+            loading,
+        })
+    }
+
+    /// Stage 3: the programs attached, the events enabled, the command let go.
+    fn attach(self, opts: &RecordOptions) -> Result<Running, RecordError> {
+        let Started {
+            plan,
+            mut opened,
+            mut collector,
+            mut child,
+            pids,
+            loading,
+        } = self;
+        let fail = |child: &mut Option<HeldChild>, e: RecordError| {
+            if let Some(c) = child.as_mut() {
+                c.stop();
+            }
+            e
+        };
+        let (unwinder, offcpu) = loading.join().map_err(|_| {
+            fail(
+                &mut child,
+                RecordError::InvalidOption("the eBPF loader panicked".into()),
+            )
+        })?;
+        let mut kernel = match unwinder {
+            Some(Ok(k)) => Some(k),
+            Some(Err(e)) if opts.unwind == UnwindMode::Auto => {
+                collector
+                    .summary
+                    .warnings
+                    .push(format!("{e}; stacks are unwound from copies of the stack"));
+                None
+            }
+            Some(Err(e)) => return Err(fail(&mut child, e)),
+            None if opts.unwind == UnwindMode::Kernel => {
+                return Err(fail(
+                    &mut child,
+                    RecordError::InKernelUnwind(if cfg!(feature = "bpf") {
+                        "no event of this recording is sampled (cpu, page-faults)".into()
+                    } else {
+                        "this kiln was built without the `bpf` feature (eBPF)".into()
+                    }),
+                ))
+            }
+            None => None,
+        };
+        let mut offcpu = match offcpu {
+            Some(Ok(o)) => Some(o),
+            Some(Err(e)) => return Err(fail(&mut child, e)),
+            None => None,
+        };
+        if let Some(k) = kernel.as_mut() {
+            opened.attach_all(k).map_err(|e| fail(&mut child, e))?;
+        }
+        let spawned = child.is_some();
+        if let Some(g) = &opts.gate {
+            // Everything is loaded and opened: sampling starts when the caller says so.
+            g.ready.raise();
+            while !g.go.sleep(Duration::from_millis(20)) {
+                if opts.stop.as_ref().is_some_and(|s| s.is_raised()) {
+                    break;
                 }
             }
         }
-        None => None,
-    };
-    if let (Some(c), Target::Command(argv)) = (&mut child, &opts.target) {
-        // Let the held child exec; the events enable themselves at exec.
-        c.release(&argv[0])?;
+        if !spawned {
+            opened.enable_all().map_err(|e| fail(&mut child, e))?;
+            // The processes' mappings, read once, now: what they map from here on comes
+            // as records of the enabled events. (Read before, a process that had just
+            // exec'd could still be without its program's mappings.) A started command's
+            // mappings come with its exec.
+            let maps = match &opts.target {
+                Target::System => read_maps(&all_pids()),
+                _ => read_maps(&pids),
+            };
+            for (&pid, text) in &maps {
+                collector.track(pid, text);
+                if let Some(o) = offcpu.as_mut() {
+                    o.set_maps(pid, text);
+                }
+            }
+            if let Some(k) = kernel.as_mut() {
+                sync_unwinder(k, &mut collector);
+            }
+            // Threads started while we were opening: attach to them too (new threads
+            // of threads we already follow are inherited by the kernel).
+            for _ in 0..3 {
+                let before = opened.done.len();
+                for &p in &pids {
+                    for tid in tasks_of(p) {
+                        match opened.open_task(&plan.attrs, tid, kernel.as_mut(), true) {
+                            Ok(()) | Err(RecordError::NoSuchProcess(_)) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                if opened.done.len() == before {
+                    break;
+                }
+            }
+        }
+        if let (Some(c), Target::Command(argv)) = (&mut child, &opts.target) {
+            // Let the held child exec; the events enable themselves at exec.
+            c.release(&argv[0])?;
+        }
+        Ok(Running {
+            plan,
+            opened,
+            collector,
+            child,
+            kernel,
+            offcpu,
+            scratch: Scratch::default(),
+            started: Instant::now(),
+            started_ns: kiln_model::clock::monotonic_ns(),
+        })
+    }
+}
+
+/// Stage 4: sampling.
+struct Running {
+    plan: Plan,
+    opened: Opened,
+    collector: Collector,
+    child: Option<HeldChild>,
+    kernel: Option<KernelUnwinder>,
+    offcpu: Option<crate::offcpu::OffCpu>,
+    scratch: Scratch,
+    started: Instant,
+    /// CLOCK_MONOTONIC ns when sampling began.
+    started_ns: u64,
+}
+
+impl Running {
+    /// Reads the rings until the duration passes, the stop is raised or the target exits.
+    fn drain_until_stop(&mut self, opts: &RecordOptions) -> StopReason {
+        // With in-kernel unwinding and off-CPU, mappings reach the kernel when the rings
+        // are read: read them often, so that a new process (a started command right
+        // after its exec) is walked with its tables, and its blocks told apart by
+        // caller, within milliseconds.
+        let poll_ms = if self.kernel.is_some() || self.offcpu.is_some() {
+            10
+        } else {
+            100
+        };
+        loop {
+            if self.opened.buffers.is_empty() {
+                std::thread::sleep(Duration::from_millis(poll_ms as u64));
+            } else {
+                let fds: Vec<&OwnedFd> = self.opened.buffers.iter().map(|b| b.fd()).collect();
+                sys::poll(&fds, poll_ms);
+            }
+            self.drain_once();
+            if opts.stop.as_ref().is_some_and(|s| s.is_raised()) {
+                return StopReason::Interrupted;
+            }
+            if opts.duration.is_some_and(|d| self.started.elapsed() >= d) {
+                return StopReason::Duration;
+            }
+            let exited = match (&mut self.child, &opts.target) {
+                (Some(c), _) => c.try_wait().is_some(),
+                (None, Target::Pids(p)) => p.iter().all(|&p| !alive(p)),
+                _ => false,
+            };
+            if exited {
+                return StopReason::TargetExited;
+            }
+        }
     }
 
-    let ids = opened.ids.clone();
-    let is_cpu: Vec<bool> = events.iter().map(|e| *e == EventSpec::Cpu).collect();
-    let event_of =
-        move |s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>| -> Option<usize> {
-            s.id.and_then(|id| ids.get(&id).copied())
-        };
-    let weight_of = move |ev: usize,
-                          s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>|
-          -> Option<u64> {
-        if let Some((off, _)) = weigh[ev] {
-            let raw = s.raw.as_ref()?;
-            let mut b = [0u8; 8];
-            for (i, byte) in b.iter_mut().enumerate() {
-                *byte = raw_byte(raw, off + i)?;
-            }
-            Some(u64::from_ne_bytes(b))
-        } else if is_cpu[ev] {
-            Some(1)
-        } else {
-            Some(s.period.unwrap_or(1).max(1))
-        }
-    };
-    let mut scratch = Scratch::default();
-    let drain_all = |opened: &mut Opened, collector: &mut Collector, scratch: &mut Scratch| {
+    /// Moves everything the kernel wrote so far into the collector.
+    fn drain_once(&mut self) {
+        let Running {
+            plan,
+            opened,
+            collector,
+            kernel,
+            offcpu,
+            scratch,
+            ..
+        } = self;
+        let ids = &opened.ids;
+        let event_of = |s: &SampleRecord<'_>| s.id.and_then(|id| ids.get(&id).copied());
+        let parse_info = plan.parse_info;
+        let weigher = &mut plan.weigher;
         for rb in opened.buffers.iter_mut() {
             rb.drain(|rtype, misc, a, b| {
                 let data = if b.is_empty() {
@@ -760,83 +811,88 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
                 if !rt.is_builtin_type() {
                     return;
                 }
-                let raw = RawEventRecord::new(rt, misc, data, parse_info);
-                match raw.parse() {
-                    Ok(r) => records::handle(collector, scratch, r, &event_of, &weight_of),
+                match RawEventRecord::new(rt, misc, data, parse_info).parse() {
+                    Ok(r) => records::handle(collector, scratch, r, &event_of, weigher),
                     Err(_) => collector.summary.bad_records += 1,
                 }
             });
         }
-    };
-
-    let start = Instant::now();
-    let sampling_start_ns = kiln_model::clock::monotonic_ns();
-    let mut last_offcpu = Instant::now();
-    // With in-kernel unwinding, mappings reach the kernel when the rings are read: read
-    // them often, so that a new process (a started command right after its exec) is
-    // walked with its tables within milliseconds.
-    let poll_ms = if kernel.is_some() { 10 } else { 100 };
-    let stopped = loop {
-        if opened.buffers.is_empty() {
-            std::thread::sleep(Duration::from_millis(poll_ms as u64));
-        } else {
-            let fds: Vec<&OwnedFd> = opened.buffers.iter().map(|b| b.fd()).collect();
-            sys::poll(&fds, poll_ms);
+        if let Some(k) = kernel.as_mut() {
+            sync_unwinder(k, collector);
+            drain_unwinder(k, collector);
         }
-        drain_all(&mut opened, &mut collector, &mut scratch);
-        drain_unwinder(&mut kernel, &mut collector);
         if let Some(o) = offcpu.as_mut() {
-            if last_offcpu.elapsed() >= Duration::from_secs(1) {
-                if let Err(e) = o.drain(&mut collector) {
-                    collector.summary.warnings.push(e.to_string());
-                    offcpu = None;
-                }
-                last_offcpu = Instant::now();
+            if let Err(e) = o.drain(collector) {
+                collector.summary.warnings.push(e.to_string());
+                *offcpu = None;
             }
         }
-        if opts.stop.as_ref().is_some_and(|s| s.is_raised()) {
-            break StopReason::Interrupted;
-        }
-        if opts.duration.is_some_and(|d| start.elapsed() >= d) {
-            break StopReason::Duration;
-        }
-        let exited = match (&mut child, &opts.target) {
-            (Some(c), _) => c.try_wait().is_some(),
-            (None, Target::Pids(p)) => p.iter().all(|&p| !alive(p)),
-            _ => false,
-        };
-        if exited {
-            break StopReason::TargetExited;
-        }
-    };
-    let stopped_at = Instant::now();
-    let sampling_end_ns = kiln_model::clock::monotonic_ns();
-    for fd in &opened.fds {
-        sys::disable(fd);
     }
-    drain_all(&mut opened, &mut collector, &mut scratch);
-    drain_unwinder(&mut kernel, &mut collector);
-    finish_unwinder(kernel, &mut collector);
-    if let Some(o) = offcpu.as_mut() {
-        if let Err(e) = o.drain(&mut collector) {
-            collector.summary.warnings.push(e.to_string());
+
+    /// Stage 5: what is left read, a started command stopped, the profiles built.
+    fn finish(mut self, stopped: StopReason) -> Recording {
+        let stopped_at = Instant::now();
+        let stopped_ns = kiln_model::clock::monotonic_ns();
+        for fd in &self.opened.fds {
+            sys::disable(fd);
         }
-        o.summarise(&mut collector);
+        self.drain_once();
+        if let Some(k) = self.kernel.take() {
+            finish_unwinder(k, &mut self.collector);
+        }
+        if let Some(o) = self.offcpu.take() {
+            o.summarise(&mut self.collector);
+        }
+        self.collector.summary.brk_unknown_base = self.plan.weigher.unknown_break;
+        let drained = stopped_at.elapsed();
+        // The recording may end first (duration, Ctrl-C): stop the program we started.
+        let exit_status = self.child.as_mut().and_then(|c| c.stop());
+        drop(self.opened);
+        let build_start = Instant::now();
+        let (profiles, summary) = self.collector.finish();
+        Recording {
+            profiles,
+            summary,
+            stopped,
+            exit_status,
+            startup: Duration::ZERO,
+            processing: drained + build_start.elapsed(),
+            final_drain: drained,
+            sampling: (self.started_ns, stopped_ns),
+        }
     }
-    drop(offcpu);
-    // The recording may end first (duration, Ctrl-C): stop the program we started.
-    let drained = stopped_at.elapsed();
-    let exit_status = child.as_mut().and_then(|c| c.stop());
-    drop(opened);
-    let finish_start = Instant::now();
-    let (profiles, summary) = collector.finish();
-    let processing = drained + finish_start.elapsed();
-    Ok(Recording {
-        profiles,
-        summary,
-        stopped,
-        exit_status,
-        processing,
-        sampling: (sampling_start_ns, sampling_end_ns),
-    })
+}
+
+/// Gives the kernel the mappings (and unwind tables) of processes that changed.
+#[cfg(feature = "bpf")]
+fn sync_unwinder(k: &mut KernelUnwinder, c: &mut Collector) {
+    k.sync(c);
+}
+
+#[cfg(not(feature = "bpf"))]
+fn sync_unwinder(k: &mut KernelUnwinder, _: &mut Collector) {
+    match *k {}
+}
+
+/// Moves the in-kernel unwinder's samples into the collector.
+#[cfg(feature = "bpf")]
+fn drain_unwinder(k: &mut KernelUnwinder, c: &mut Collector) {
+    k.drain(c);
+}
+
+#[cfg(not(feature = "bpf"))]
+fn drain_unwinder(k: &mut KernelUnwinder, _: &mut Collector) {
+    match *k {}
+}
+
+/// Takes the kernel side's final counters into the summary and detaches the program.
+#[cfg(feature = "bpf")]
+fn finish_unwinder(mut k: KernelUnwinder, c: &mut Collector) {
+    k.finish(c);
+    c.summary.in_kernel = Some(k.summary);
+}
+
+#[cfg(not(feature = "bpf"))]
+fn finish_unwinder(k: KernelUnwinder, _: &mut Collector) {
+    match k {}
 }

@@ -1,21 +1,31 @@
 //! Off-CPU profiles through the eBPF collector of `kiln-bpf` (feature `bpf`, on by
 //! default).
 //!
-//! The collector aggregates blocked time in the kernel per (thread, kernel stack, user
-//! stack) and hands over, per entry, the kernel addresses, the user registers and a copy
-//! of the user stack. Each entry becomes one sample weighted by its blocked time in
-//! nanoseconds, unwound by the same code as perf samples (CFI + frame pointers), and
-//! timestamped with the end of the latest block it aggregates (the kernel aggregates
-//! between drains, a second apart, so individual blocks have no time of their own).
+//! The collector hands over one record per block: when it started (switch-out, on
+//! CLOCK_MONOTONIC like the perf samples), how long it lasted, and its stacks (kernel
+//! addresses, and user registers with a copy of the user stack). Each block becomes one
+//! sample stamped with its start and weighted by its duration, so a time window of the
+//! recording holds exactly the blocks that started in it. User stacks are unwound by the
+//! same code as perf samples (CFI + frame pointers), once per distinct stack: blocks at
+//! the same place share a key, and the unwound addresses are kept per key.
 use crate::collect::Collector;
 #[cfg(feature = "bpf")]
 use crate::collect::UserStack;
 use crate::error::RecordError;
+#[cfg(feature = "bpf")]
+use std::collections::HashMap;
+#[cfg(feature = "bpf")]
+use std::sync::Arc;
 
 #[cfg(feature = "bpf")]
 pub(crate) struct OffCpu {
     collector: kiln_bpf::offcpu::OffCpuCollector,
     event: usize,
+    /// Unwound user stacks (lookup addresses, leaf first) and whether they were shallow,
+    /// per stack key.
+    user_cache: HashMap<kiln_bpf::offcpu::StackKey, (Arc<[u64]>, bool)>,
+    /// Kernel stacks without the tracing machinery's frames, per kernel stack hash.
+    kernel_cache: HashMap<u64, Arc<[u64]>>,
 }
 
 #[cfg(feature = "bpf")]
@@ -26,57 +36,125 @@ impl OffCpu {
         stack_bytes: u32,
         min_block_us: u64,
         event: usize,
+        maps: HashMap<u32, Arc<[u8]>>,
+        wakers: bool,
     ) -> Result<Self, RecordError> {
         let cfg = kiln_bpf::offcpu::OffCpuConfig {
             pids,
             min_block_us,
             user_stack_bytes: stack_bytes.min(kiln_bpf::offcpu::MAX_USER_STACK_BYTES),
+            wakers,
+            // The recorder reads the maps once the events run (see live.rs).
+            maps_from_caller: true,
+            maps,
         };
         let collector = kiln_bpf::offcpu::OffCpuCollector::start(&cfg)
             .map_err(|e| RecordError::OffCpu(e.to_string()))?;
-        Ok(OffCpu { collector, event })
+        Ok(OffCpu {
+            collector,
+            event,
+            user_cache: HashMap::new(),
+            kernel_cache: HashMap::new(),
+        })
     }
 
-    /// Moves what the kernel aggregated so far into `c`.
+    /// Moves the blocks that ended since the last call into `c`.
     pub fn drain(&mut self, c: &mut Collector) -> Result<(), RecordError> {
-        let entries = self
+        // A process that exec'd has new code: the kernel's caller hash needs its ranges
+        // (a started command's were read before its exec, from this program's image).
+        for pid in c.take_execs() {
+            self.collector.process_changed(pid);
+        }
+        let blocks = self
             .collector
             .drain()
             .map_err(|e| RecordError::OffCpu(e.to_string()))?;
-        let now = monotonic_ns();
-        for e in entries {
-            if e.total_ns == 0 {
-                continue;
+        for b in blocks {
+            let t = &b.blocked;
+            if !t.comm.is_empty() {
+                c.on_comm_if_unknown(t.tid, &t.comm);
             }
-            if !e.comm.is_empty() {
-                c.on_comm_if_unknown(e.tid, &e.comm);
+            let kernel = self.kernel(c, t);
+            let user = self.user(c, t);
+            match &b.waker {
+                Some(w) => {
+                    if !w.comm.is_empty() {
+                        c.on_comm_if_unknown(w.tid, &w.comm);
+                    }
+                    let wk = self.kernel(c, w);
+                    let wu = self.user(c, w);
+                    c.add_woken_sample(
+                        self.event,
+                        b.start_ns,
+                        b.duration_ns,
+                        (t.pid, t.tid, &kernel, &user),
+                        (w.pid, w.tid, &wk, &wu),
+                    );
+                }
+                None => c.add_sample(
+                    self.event,
+                    t.pid,
+                    t.tid,
+                    b.start_ns,
+                    b.duration_ns,
+                    &mut kernel.iter().copied(),
+                    UserStack::Lookup(&user),
+                ),
             }
-            let user = match e.user_regs {
-                Some(r) if !e.user_stack.is_empty() => UserStack::Regs {
-                    ip: r.ip,
-                    sp: r.sp,
-                    bp: r.bp,
-                    stack: &e.user_stack,
-                    fp_chain: &e.user_ips,
-                },
-                _ if !e.user_ips.is_empty() => UserStack::Ips(&e.user_ips),
-                _ => UserStack::None,
-            };
-            let mut kernel = c.trim_tracing_frames(&e.kernel_ips).iter().copied();
-            // Stamped with the end of the latest block aggregated into the entry (the
-            // kernel keeps no per-block times); entries cover one drain interval.
-            let time = if e.last_ns != 0 { e.last_ns } else { now };
-            c.add_sample(
-                self.event,
-                e.pid,
-                e.tid,
-                time,
-                e.total_ns,
-                &mut kernel,
-                user,
-            );
         }
         Ok(())
+    }
+
+    /// The kernel stack of `t`, ending in the scheduler (see
+    /// [`Collector::trim_tracing_frames`]).
+    fn kernel(&mut self, c: &mut Collector, t: &kiln_bpf::offcpu::TaskStacks) -> Arc<[u64]> {
+        self.kernel_cache
+            .entry(t.key.kstack)
+            .or_insert_with(|| Arc::from(c.trim_tracing_frames(&t.kernel_ips)))
+            .clone()
+    }
+
+    /// The user stack of `t` (lookup addresses, leaf first), unwound once per key.
+    fn user(&mut self, c: &mut Collector, t: &kiln_bpf::offcpu::TaskStacks) -> Arc<[u64]> {
+        let (addrs, shallow) = self
+            .user_cache
+            .entry(t.key)
+            .or_insert_with(|| {
+                let mut out = Vec::new();
+                let frames = match &t.user {
+                    Some(s) if !s.stack.is_empty() => c.unwind_user(
+                        t.pid,
+                        s.regs.ip,
+                        s.regs.sp,
+                        s.regs.bp,
+                        &s.stack,
+                        &t.user_ips,
+                        &mut out,
+                    ),
+                    _ => {
+                        // The frame-pointer walk: return addresses after the first.
+                        out.extend(t.user_ips.iter().enumerate().map(|(i, &a)| {
+                            if i == 0 {
+                                a
+                            } else {
+                                a.saturating_sub(1)
+                            }
+                        }));
+                        out.len()
+                    }
+                };
+                (Arc::from(out), frames == 1)
+            })
+            .clone();
+        if shallow {
+            c.summary.shallow_user_stacks += 1;
+        }
+        addrs
+    }
+
+    /// Gives the collector a process's maps (read by the recorder).
+    pub fn set_maps(&mut self, pid: u32, maps: &[u8]) {
+        self.collector.set_maps(pid, maps);
     }
 
     /// Writes the collector's counts into the summary.
@@ -85,6 +163,8 @@ impl OffCpu {
         c.summary.offcpu_dropped_blocks = s.dropped_blocks;
         c.summary.offcpu_short_blocks = s.short_blocks;
         c.summary.offcpu_blocks = s.blocks;
+        c.summary.offcpu_without_waker = s.blocks_without_waker;
+        c.summary.bad_records += s.bad_records;
     }
 }
 
@@ -93,7 +173,14 @@ pub(crate) struct OffCpu;
 
 #[cfg(not(feature = "bpf"))]
 impl OffCpu {
-    pub fn start(_: Option<Vec<u32>>, _: u32, _: u64, _: usize) -> Result<Self, RecordError> {
+    pub fn start(
+        _: Option<Vec<u32>>,
+        _: u32,
+        _: u64,
+        _: usize,
+        _: std::collections::HashMap<u32, std::sync::Arc<[u8]>>,
+        _: bool,
+    ) -> Result<Self, RecordError> {
         Err(RecordError::OffCpu(
             "this kiln was built without the `bpf` feature (eBPF); rebuild with \
              --features bpf, or record sched:sched_switch instead"
@@ -103,17 +190,6 @@ impl OffCpu {
     pub fn drain(&mut self, _: &mut Collector) -> Result<(), RecordError> {
         Ok(())
     }
+    pub fn set_maps(&mut self, _: u32, _: &[u8]) {}
     pub fn summarise(&self, _: &mut Collector) {}
-}
-
-/// CLOCK_MONOTONIC in nanoseconds, the clock perf samples use here too.
-#[cfg(feature = "bpf")]
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the struct.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

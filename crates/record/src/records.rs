@@ -2,6 +2,7 @@
 use crate::collect::{Collector, UserStack};
 use crate::sys::{REG_BP, REG_IP, REG_SP};
 use linux_perf_data::linux_perf_event_reader::{EventRecord, RawData, SampleRecord};
+use std::collections::HashMap;
 
 /// Context markers in a callchain (`PERF_CONTEXT_*`): values from -4095 up.
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
@@ -17,13 +18,13 @@ pub(crate) struct Scratch {
 }
 
 /// Handles one record; `event_of` maps a sample to its event index (`None`: not ours),
-/// `weight_of` gives its weight (`None`: the sample lacks what its event weighs).
+/// `weigher` gives its weight (`None`: the sample lacks what its event weighs).
 pub(crate) fn handle(
     c: &mut Collector,
     scratch: &mut Scratch,
     record: EventRecord<'_>,
     event_of: &dyn Fn(&SampleRecord<'_>) -> Option<usize>,
-    weight_of: &dyn Fn(usize, &SampleRecord<'_>) -> Option<u64>,
+    weigher: &mut Weigher,
 ) {
     match record {
         EventRecord::Sample(s) => {
@@ -31,7 +32,7 @@ pub(crate) fn handle(
                 c.summary.unattributed += 1;
                 return;
             };
-            let Some(w) = weight_of(ev, &s) else {
+            let Some(w) = weigher.weight(ev, &s) else {
                 c.summary.unweighable += 1;
                 return;
             };
@@ -40,7 +41,10 @@ pub(crate) fn handle(
         EventRecord::Comm(r) => {
             c.on_comm(r.pid as u32, r.tid as u32, &r.name.as_slice(), r.is_execve);
         }
-        EventRecord::Fork(r) => c.on_fork(r.pid as u32, r.ppid as u32, r.tid as u32, r.ptid as u32),
+        EventRecord::Fork(r) => {
+            weigher.on_fork(r.pid as u32, r.ppid as u32);
+            c.on_fork(r.pid as u32, r.ppid as u32, r.tid as u32, r.ptid as u32)
+        }
         EventRecord::Exit(r) => c.on_exit(r.pid as u32, r.tid as u32),
         EventRecord::Mmap(r) => c.on_mmap(
             r.pid as u32,
@@ -114,6 +118,89 @@ fn sample(c: &mut Collector, sc: &mut Scratch, ev: usize, weight: u64, s: &Sampl
     };
     let mut kernel = sc.kernel.iter().copied();
     c.add_sample(ev, pid, tid, time, weight, &mut kernel, user);
+}
+
+/// How a live recording's samples are weighed, per event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Weigh {
+    /// One per sample (`cpu`: samples, as perf's frequency mode gives uneven periods).
+    One,
+    /// The sample's period (counted events).
+    Period,
+    /// A tracepoint field at this offset in the raw data (`mmap`'s `len`).
+    Field(usize),
+    /// The growth of the break: the field at this offset (`sys_exit_brk`'s `ret`)
+    /// minus the process's previous break.
+    BreakGrowth(usize),
+}
+
+/// Weighs samples (see [`Weigh`]); keeps each process's break for `brk`.
+#[derive(Debug, Default)]
+pub(crate) struct Weigher {
+    pub rules: Vec<Weigh>,
+    breaks: HashMap<u32, u64>,
+    /// `brk` calls of processes whose previous break was unknown (weighed 0).
+    pub unknown_break: u64,
+}
+
+impl Weigher {
+    pub fn new(rules: Vec<Weigh>) -> Self {
+        Weigher {
+            rules,
+            ..Weigher::default()
+        }
+    }
+
+    /// Whether any event needs the samples' raw data.
+    pub fn needs_raw(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|w| matches!(w, Weigh::Field(_) | Weigh::BreakGrowth(_)))
+    }
+
+    /// The weight of sample `s` of event `ev`; `None` when its raw data lacks the field.
+    pub fn weight(&mut self, ev: usize, s: &SampleRecord<'_>) -> Option<u64> {
+        match self.rules.get(ev).copied().unwrap_or(Weigh::Period) {
+            Weigh::One => Some(1),
+            Weigh::Period => Some(s.period.unwrap_or(1).max(1)),
+            Weigh::Field(off) => raw_u64(s, off),
+            Weigh::BreakGrowth(off) => {
+                let now = raw_u64(s, off)?;
+                let pid = s.pid.unwrap_or(-1) as u32;
+                match self.breaks.insert(pid, now) {
+                    Some(before) => Some(now.saturating_sub(before)),
+                    None => {
+                        self.unknown_break += 1;
+                        Some(0)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A process started: its break is known from its first call (glibc queries it
+    /// with `brk(0)` before growing it), and a forked child starts with its parent's.
+    pub fn on_fork(&mut self, pid: u32, ppid: u32) {
+        if let Some(&b) = self.breaks.get(&ppid) {
+            self.breaks.entry(pid).or_insert(b);
+        }
+    }
+}
+
+/// The 8 bytes at `off` of a sample's raw data, which may wrap around the ring's end.
+fn raw_u64(s: &SampleRecord<'_>, off: usize) -> Option<u64> {
+    let raw = s.raw.as_ref()?;
+    let mut b = [0u8; 8];
+    for (i, byte) in b.iter_mut().enumerate() {
+        *byte = match raw {
+            RawData::Single(a) => a.get(off + i).copied(),
+            RawData::Split(a, c) => a
+                .get(off + i)
+                .or_else(|| c.get((off + i).checked_sub(a.len())?))
+                .copied(),
+        }?;
+    }
+    Some(u64::from_ne_bytes(b))
 }
 
 fn copy_raw(data: &RawData<'_>, limit: usize, out: &mut Vec<u8>) {

@@ -7,7 +7,7 @@
 //! binary search, and the JIT maps need rules of their own (see [`PerfMap`]).
 use object::{Object, ObjectSymbol, SymbolKind};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A sorted table of function symbols: `(start, size, name)` with names in one arena.
 #[derive(Debug, Default)]
@@ -224,28 +224,6 @@ pub fn demangle(name: &[u8]) -> Vec<u8> {
         }
     }
     name.to_vec()
-}
-
-/// Where a separate debug file for `path` may be installed (Debian's `-dbgsym`
-/// packages put them under `/usr/lib/debug/.build-id/`).
-pub(crate) fn debug_file_candidates(path: &Path, file: &object::File<'_>) -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    if let Ok(Some(id)) = file.build_id() {
-        if id.len() > 1 {
-            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-            v.push(PathBuf::from(format!(
-                "/usr/lib/debug/.build-id/{}/{}.debug",
-                &hex[..2],
-                &hex[2..]
-            )));
-        }
-    }
-    let mut p = PathBuf::from("/usr/lib/debug");
-    p.push(path.strip_prefix("/").unwrap_or(path));
-    let mut s = p.into_os_string();
-    s.push(".debug");
-    v.push(PathBuf::from(s));
-    v
 }
 
 /// Whether an ELF image carries a full symbol table (not stripped).

@@ -44,13 +44,19 @@ pub(crate) struct Image {
     map: Arc<Mmap>,
     /// `(p_offset, p_vaddr, p_filesz)` of each loadable segment.
     segments: Vec<(u64, u64, u64)>,
-    symbols: OnceLock<SymbolTable>,
+    symbols: OnceLock<(SymbolTable, Option<String>)>,
+    /// Where to fetch separate debug files from (see [`crate::debuginfo`]).
+    debuginfod: Option<Arc<crate::debuginfo::Debuginfod>>,
     #[cfg(feature = "bpf")]
     table: OnceLock<Option<kiln_bpf::unwind_table::UnwindTable>>,
 }
 
 impl Image {
     fn open(path: &Path) -> Option<Image> {
+        // Only regular files: a path read from a recording may name a FIFO or a device.
+        if !std::fs::metadata(path).ok()?.is_file() {
+            return None;
+        }
         let file = std::fs::File::open(path).ok()?;
         // SAFETY: the file is mapped read-only; a binary rewritten while mapped would show
         // torn bytes, which the parsers treat as malformed input, never as memory errors.
@@ -72,6 +78,7 @@ impl Image {
             map: Arc::new(map),
             segments,
             symbols: OnceLock::new(),
+            debuginfod: None,
             #[cfg(feature = "bpf")]
             table: OnceLock::new(),
         })
@@ -102,6 +109,13 @@ impl Image {
         self.table
             .get_or_init(|| kiln_bpf::unwind_table::build(&self.map).ok())
             .as_ref()
+    }
+
+    /// The unwind table if it was built already (by the tables thread, see
+    /// [`Images::with_tables_thread`]): `None` while it is not.
+    #[cfg(feature = "bpf")]
+    pub fn unwind_table_if_built(&self) -> Option<Option<&kiln_bpf::unwind_table::UnwindTable>> {
+        self.table.get().map(Option::as_ref)
     }
 
     /// The start of the function (FDE) that contains `svma`: code without a symbol is
@@ -204,30 +218,61 @@ impl Image {
         ))
     }
 
-    /// The symbol table, from the file itself or, when it is stripped, from an installed
-    /// separate debug file.
+    /// The symbol table, from the file itself or, when it is stripped, from a separate
+    /// debug file (see [`crate::debuginfo`]).
     pub fn symbols(&self) -> &SymbolTable {
+        &self.symbols_and_note().0
+    }
+
+    /// Why a stripped image has no more symbols than its own (no debug file found,
+    /// what debuginfod answered), if it has not.
+    pub fn symbols_note(&self) -> Option<&str> {
+        self.symbols_and_note().1.as_deref()
+    }
+
+    fn symbols_and_note(&self) -> &(SymbolTable, Option<String>) {
         self.symbols.get_or_init(|| {
             let Ok(obj) = object::File::parse(&**self.map) else {
-                return SymbolTable::default();
+                return (SymbolTable::default(), None);
             };
             let own = SymbolTable::from_elf(&obj);
             if symbols::has_symtab(&obj) {
-                return own;
+                return (own, None);
             }
-            for cand in symbols::debug_file_candidates(&self.path, &obj) {
-                if let Some(dbg) = Image::open(&cand) {
-                    if let Ok(o) = object::File::parse(&**dbg.map) {
-                        let t = SymbolTable::from_elf(&o);
-                        if t.len() > own.len() {
-                            return t;
-                        }
+            for (cand, crc) in crate::debuginfo::local_candidates(&self.path, &obj) {
+                if let Some(t) = debug_symbols(&cand, crc) {
+                    if t.len() > own.len() {
+                        return (t, None);
                     }
                 }
             }
-            own
+            let hex = crate::debuginfo::build_id_hex(&obj);
+            let note = match (&self.debuginfod, &hex) {
+                (Some(d), Some(hex)) => match d.debuginfo(hex) {
+                    Ok(p) => match debug_symbols(&p, None) {
+                        Some(t) if t.len() > own.len() => return (t, None),
+                        _ => format!("debuginfod's file {} adds no symbols", p.display()),
+                    },
+                    Err(e) => format!("debuginfod: {e}"),
+                },
+                (Some(_), None) => "no build id to ask debuginfod for".to_string(),
+                (None, _) => "stripped; no debug file found (install its -dbgsym package, or \
+                     set DEBUGINFOD_URLS)"
+                    .to_string(),
+            };
+            (own, Some(note))
         })
     }
+}
+
+/// The symbols of a separate debug file, if it is one (and has the CRC asked for).
+fn debug_symbols(path: &Path, crc: Option<u32>) -> Option<SymbolTable> {
+    let dbg = Image::open(path)?;
+    if crc.is_some_and(|c| !crate::debuginfo::crc_matches(&dbg.map, c)) {
+        return None;
+    }
+    let o = object::File::parse(&**dbg.map).ok()?;
+    Some(SymbolTable::from_elf(&o))
 }
 
 /// All ELF images seen, indexed by a small id.
@@ -239,6 +284,10 @@ pub(crate) struct Images {
     /// perf.data file from who knows where).
     pub live_vdso: bool,
     vdso: Option<Option<u32>>,
+    /// Where new images go to have their tables built (see [`Images::with_tables_thread`]).
+    tables: Option<std::sync::mpsc::Sender<Arc<Image>>>,
+    /// The debuginfod client new images use, if any.
+    pub debuginfod: Option<Arc<crate::debuginfo::Debuginfod>>,
 }
 
 impl Images {
@@ -250,6 +299,68 @@ impl Images {
         }
     }
 
+    /// Like [`Images::new`], with a second thread that builds each new image's tables
+    /// as soon as it is seen: first its unwind table (which the in-kernel unwinder
+    /// needs before it can walk the image's code), then, when no unwind table is
+    /// waiting, its symbol table (which naming needs when the recording ends). The
+    /// thread that reads the ring buffers then never stops to parse an ELF file, and
+    /// the names are ready, or nearly, when sampling stops. The thread also parses
+    /// `kallsyms` first thing, into the returned cell.
+    pub fn with_tables_thread(live_vdso: bool) -> (Images, Arc<OnceLock<SymbolTable>>) {
+        let (tx, rx) = std::sync::mpsc::channel::<Arc<Image>>();
+        let kallsyms = Arc::new(OnceLock::new());
+        let k = kallsyms.clone();
+        let spawned = std::thread::Builder::new()
+            .name("kiln-tables".into())
+            .spawn(move || {
+                k.get_or_init(SymbolTable::kallsyms);
+                let mut named: Vec<Arc<Image>> = Vec::new();
+                loop {
+                    let img = match rx.try_recv() {
+                        Ok(img) => img,
+                        Err(std::sync::mpsc::TryRecvError::Empty) => match named.pop() {
+                            Some(img) => {
+                                img.symbols();
+                                continue;
+                            }
+                            None => match rx.recv() {
+                                Ok(img) => img,
+                                Err(_) => break,
+                            },
+                        },
+                        Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                    };
+                    #[cfg(feature = "bpf")]
+                    img.unwind_table();
+                    named.push(img);
+                }
+                // The recording is over: names are built where they are needed.
+            });
+        let images = Images {
+            live_vdso,
+            tables: spawned.ok().map(|_| tx),
+            ..Images::default()
+        };
+        (images, kallsyms)
+    }
+
+    fn added(&mut self, mut img: Image) -> u32 {
+        img.debuginfod = self.debuginfod.clone();
+        let img = Arc::new(img);
+        if let Some(tx) = &self.tables {
+            let _ = tx.send(img.clone());
+        }
+        self.list.push(img);
+        (self.list.len() - 1) as u32
+    }
+
+    /// Whether a tables thread builds the images' tables (otherwise whoever needs a table
+    /// builds it).
+    #[cfg(feature = "bpf")]
+    pub fn tables_thread(&self) -> bool {
+        self.tables.is_some()
+    }
+
     /// The id of this kernel's vDSO image, if it can be read.
     pub fn vdso(&mut self) -> Option<u32> {
         if !self.live_vdso {
@@ -258,10 +369,7 @@ impl Images {
         if let Some(id) = self.vdso {
             return id;
         }
-        let id = Image::vdso().map(|img| {
-            self.list.push(Arc::new(img));
-            (self.list.len() - 1) as u32
-        });
+        let id = Image::vdso().map(|img| self.added(img));
         self.vdso = Some(id);
         id
     }
@@ -270,10 +378,7 @@ impl Images {
         if let Some(&id) = self.by_path.get(path) {
             return id;
         }
-        let id = Image::open(path).map(|img| {
-            self.list.push(Arc::new(img));
-            (self.list.len() - 1) as u32
-        });
+        let id = Image::open(path).map(|img| self.added(img));
         self.by_path.insert(path.to_path_buf(), id);
         id
     }
@@ -326,8 +431,13 @@ impl Process {
 
     /// A process known from `/proc/<pid>/maps` (empty if it is gone).
     pub fn from_proc(pid: u32, images: &mut Images) -> Process {
-        let mut p = Process::empty();
         let text = std::fs::read(format!("/proc/{pid}/maps")).unwrap_or_default();
+        Process::from_maps(&text, images)
+    }
+
+    /// A process known from the text of its `/proc/<pid>/maps`.
+    pub fn from_maps(text: &[u8], images: &mut Images) -> Process {
+        let mut p = Process::empty();
         for line in text.split(|&b| b == b'\n') {
             if let Some((start, end, pgoff, path)) = parse_maps_line(line) {
                 p.add_mapping(start, end, pgoff, path, images);

@@ -162,7 +162,9 @@ fn system_wide_sees_a_process_started_elsewhere() {
             "-fno-optimize-sibling-calls",
         ],
     );
-    let mut child = std::process::Command::new(&exe).arg("3").spawn().unwrap();
+    // Runs longer than the recording's start-up can take on a loaded machine; killed
+    // when the recording ends.
+    let mut child = std::process::Command::new(&exe).arg("60").spawn().unwrap();
     let mut opts = RecordOptions::new(Target::System);
     opts.duration = Some(Duration::from_secs(1));
     let rec = record(&opts).expect("system-wide recording works");
@@ -217,7 +219,8 @@ fn a_process_that_execs_is_unwound_with_its_new_tables() {
     };
     let (a, a_ok) = leaf_weight(&lines, "hot_a", complete);
     let (b, b_ok) = leaf_weight(&lines, "hot_b", complete);
-    assert!(a + b > 500, "{a}+{b}\n{}", dump(&lines));
+    // 1.5 s of the program at 999 Hz, of which a loaded machine may give it a tenth.
+    assert!(a + b > 100, "{a}+{b}\n{}", dump(&lines));
     assert!(
         (a_ok + b_ok) as f64 >= 0.97 * (a + b) as f64,
         "after the exec, stacks must be the program's: {a_ok}+{b_ok} of {a}+{b}\n{}",

@@ -141,3 +141,25 @@ fn a_tracepoint_by_name_records_the_scheduler() {
         dump(&lines)
     );
 }
+
+/// `brk` weighs the bytes the heap grew by (the break returned minus the previous
+/// one): exactly what the program asked for under grow().
+#[test]
+fn brk_weighs_the_bytes_the_heap_grew_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "brk.c", "brk", &["-O1", "-fno-inline"]);
+    let mut opts = RecordOptions::new(Target::Command(vec![exe.into()]));
+    opts.events = vec![EventSpec::parse("brk").unwrap()];
+    let rec = record(&opts).expect("recording works");
+    let p = &rec.profiles[0];
+    assert_eq!(p.event.name, "brk");
+    assert_eq!(p.event.unit, WeightUnit::Bytes);
+    assert_eq!(rec.summary.lost, 0);
+    let lines = folded(p);
+    let grown: u64 = lines
+        .iter()
+        .filter(|(f, _)| f.iter().any(|x| x == "grow"))
+        .map(|l| l.1)
+        .sum();
+    assert_eq!(grown, 5 * (1 << 20) + 3 * 4096, "\n{}", dump(&lines));
+}

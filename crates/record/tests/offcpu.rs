@@ -22,11 +22,12 @@ fn monotonic_ns() -> u64 {
 fn offcpu(argv: Vec<std::ffi::OsString>) -> kiln_model::Profile {
     let mut opts = RecordOptions::new(Target::Command(argv));
     opts.events = vec![EventSpec::OffCpu];
+    opts.offcpu_unit = WeightUnit::Nanoseconds;
     opts.duration = Some(Duration::from_secs(30));
     let before = monotonic_ns();
     let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
     let after = monotonic_ns();
-    // Each entry is stamped with the end of its latest block: within the recording.
+    // Each block is stamped with its start: within the recording.
     let (first, last) = rec.profiles[0].samples.time_range().expect("timestamps");
     assert!(
         before <= first && last <= after,
@@ -138,4 +139,175 @@ fn go_goroutines_holding_a_mutex_across_a_syscall() {
         "{held} ns of {total} in main.worker;main.holdAcrossSyscall;…Nanosleep\n{}",
         dump(&lines)
     );
+}
+
+/// Each block is one sample stamped at its start (on CLOCK_MONOTONIC, the clock of the
+/// CPU samples) and weighed by its duration: a window of the recording holds exactly
+/// the blocks that started in it. The program notes the clock before and after each
+/// sleep; every nanosleep block lies inside one such interval, no interval holds two,
+/// and the window's weight is at least the sleep and at most the interval.
+#[test]
+fn blocks_are_stamped_at_their_start_with_their_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "sleeps.c", "sleeps", &["-O1"]);
+    let times = dir.path().join("times");
+    let (n, ms) = (8u64, 30u64);
+    let mut opts = RecordOptions::new(Target::Command(vec![
+        exe.into(),
+        n.to_string().into(),
+        ms.to_string().into(),
+        times.clone().into(),
+    ]));
+    opts.events = vec![EventSpec::OffCpu];
+    opts.offcpu_unit = WeightUnit::Nanoseconds;
+    opts.duration = Some(Duration::from_secs(30));
+    let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
+    let p = &rec.profiles[0];
+    assert_eq!(p.event.unit, WeightUnit::Nanoseconds);
+    let intervals: Vec<(u64, u64)> = std::fs::read_to_string(&times)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (a, b) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(intervals.len() as u64, n);
+    let in_sleep: Vec<bool> = p
+        .stacks
+        .ids()
+        .map(|s| {
+            let path = p.stacks.path(s);
+            path.iter()
+                .any(|&f| String::from_utf8_lossy(p.frame_name(f)).contains("nanosleep"))
+                && path.iter().any(|&f| p.frame_name(f) == b"sleep_once")
+        })
+        .collect();
+    let mut found = vec![0u32; intervals.len()];
+    for i in 0..p.samples.len() {
+        if !in_sleep[p.samples.stack[i].0 as usize] {
+            continue;
+        }
+        let (start, dur) = (p.samples.time[i], p.samples.weight[i]);
+        let k = intervals
+            .iter()
+            .position(|&(a, b)| a <= start && start + dur <= b)
+            .unwrap_or_else(|| {
+                panic!("block {start}+{dur} ns is inside no sleep interval: {intervals:?}")
+            });
+        assert!(dur >= ms * 1_000_000, "a {ms} ms sleep blocked {dur} ns");
+        found[k] += 1;
+    }
+    // A sleep blocks once; it may not block at all if its thread was preempted on the
+    // way in for longer than the sleep (its timer fired first), which a loaded machine
+    // has done to one sleep in a run.
+    assert!(found.iter().all(|&f| f <= 1), "{found:?}");
+    assert!(found.iter().sum::<u32>() as u64 + 1 >= n, "{found:?}");
+    // The window of each interval weighs what blocked in it.
+    for (k, &(a, b)) in intervals.iter().enumerate() {
+        let w: u64 = p
+            .self_weights_in(a, b)
+            .iter()
+            .zip(&in_sleep)
+            .filter(|(_, &s)| s)
+            .map(|(w, _)| w)
+            .sum();
+        if found[k] == 1 {
+            assert!(w >= ms * 1_000_000 && w <= b - a, "window {k}: {w} ns");
+        }
+    }
+}
+
+/// Microseconds by default (as bcc's offcputime): each stack's weight is its time in
+/// nanoseconds, rounded, and the profile says so.
+#[test]
+fn microseconds_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "sleeps.c", "sleeps", &["-O1"]);
+    let times = dir.path().join("times");
+    let mut opts = RecordOptions::new(Target::Command(vec![
+        exe.into(),
+        "4".into(),
+        "20".into(),
+        times.clone().into(),
+    ]));
+    opts.events = vec![EventSpec::OffCpu];
+    let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
+    let p = &rec.profiles[0];
+    assert_eq!(p.event.unit, WeightUnit::Microseconds);
+    let (mut slept, mut blocks) = (0u64, 0u64);
+    for (f, w) in folded(p) {
+        if f.iter().any(|x| x == "sleep_once") && f.iter().any(|x| x.contains("nanosleep")) {
+            slept += w;
+            blocks += 1;
+        }
+    }
+    let intervals: u64 = std::fs::read_to_string(&times)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (a, b) = l.split_once(' ').unwrap();
+            b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap()
+        })
+        .sum();
+    // Four 20 ms sleeps (one may not block, see above): at least 60,000 us, at most the
+    // time between the program's clock readings around them.
+    assert!(blocks >= 1, "no nanosleep stack");
+    assert!(
+        slept >= 60_000 && slept <= intervals / 1000 + 1,
+        "{slept} us asleep, {intervals} ns of intervals"
+    );
+}
+
+/// Waker stacks (`offwaketime`): a holder does slow work under a mutex while waiters
+/// block on it; the block of the waiter it wakes goes on, after `--`, with the holder's
+/// stack from the wake-up in the kernel up through `hold_and_work` to its thread.
+#[test]
+fn the_waker_of_a_lock_wait_is_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(
+        dir.path(),
+        "wakers.c",
+        "wakers",
+        &[
+            "-O1",
+            "-pthread",
+            "-fno-inline",
+            "-fno-optimize-sibling-calls",
+        ],
+    );
+    let mut opts = RecordOptions::new(Target::Command(vec![exe.into(), "3".into(), "50".into()]));
+    opts.events = vec![EventSpec::OffCpu];
+    opts.offcpu_wakers = true;
+    opts.offcpu_unit = WeightUnit::Nanoseconds;
+    let rec = record(&opts).expect("off-CPU recording works (root, BTF)");
+    let lines = folded(&rec.profiles[0]);
+    let mut woken_by_holder = 0u64;
+    for (f, w) in &lines {
+        let Some(sep) = f.iter().position(|x| x == "--") else {
+            continue;
+        };
+        let (blocked, waker) = (&f[..sep], &f[sep + 1..]);
+        if blocked[0] != "waiter" || !blocked.iter().any(|x| x == "wait_for_lock") {
+            continue;
+        }
+        if waker.iter().any(|x| x == "hold_and_work") {
+            // The waker's stack reads from where it woke the waiter to its root.
+            assert_eq!(waker.last().map(String::as_str), Some("holder"), "{f:?}");
+            let wake = waker.iter().position(|x| x.contains("wake")).unwrap();
+            let hold = waker.iter().position(|x| x == "hold_and_work").unwrap();
+            assert!(
+                wake < hold,
+                "kernel wake-up before the holder's frames: {f:?}"
+            );
+            woken_by_holder += w;
+        }
+    }
+    // The first waiter to block waits at least for the whole slow work.
+    assert!(
+        woken_by_holder >= 50_000_000,
+        "{woken_by_holder} ns of waiting woken by hold_and_work\n{}",
+        dump(&lines)
+    );
+    assert_eq!(rec.summary.offcpu_dropped_blocks, 0);
 }

@@ -97,3 +97,55 @@ fn a_file_that_is_not_perf_data_is_a_clear_error() {
     .to_string();
     assert!(e.contains("missing.data"), "{e}");
 }
+
+/// A perf.data cut short is read up to the damage, with a warning giving the offset,
+/// as `perf script` reads it: every sample perf script finds, kiln finds.
+#[test]
+fn a_cut_file_is_read_up_to_the_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path(), "hot.c", "hot-cut", &["-O2", "-fno-inline"]);
+    let data = perf_record(dir.path(), &exe, "fp");
+    let whole = std::fs::read(&data).unwrap();
+    let (all, _) = read_with_summary(&data, &PerfDataOptions::default()).unwrap();
+    let n_all = all[0].samples.len();
+    // perf's own count of the data section's end (header: data offset, data size).
+    let data_end = u64::from_le_bytes(whole[40..48].try_into().unwrap())
+        + u64::from_le_bytes(whole[48..56].try_into().unwrap());
+    let data_off = u64::from_le_bytes(whole[40..48].try_into().unwrap()) as usize;
+    let in_data = [100, (data_end as usize - data_off) / 2];
+    for cut in [7]
+        .into_iter()
+        .chain(in_data.map(|c| whole.len() - data_end as usize + c))
+    {
+        let short = dir.path().join(format!("cut-{cut}.data"));
+        std::fs::write(&short, &whole[..whole.len() - cut]).unwrap();
+        let (p, summary) = read_with_summary(&short, &PerfDataOptions::default())
+            .unwrap_or_else(|e| panic!("cut by {cut}: {e}"));
+        assert_eq!(summary.warnings.len(), 1, "{:?}", summary.warnings);
+        let w = &summary.warnings[0];
+        assert!(
+            w.contains(&format!("ends at byte {}", whole.len() - cut)),
+            "{w}"
+        );
+        let script = Command::new("perf")
+            .args(["script", "-F", "comm,tid", "-i"])
+            .arg(&short)
+            .output()
+            .unwrap();
+        let perf_samples = String::from_utf8_lossy(&script.stdout)
+            .lines()
+            .filter(|l| l.contains("hot-cut"))
+            .count();
+        let n = p[0].samples.len();
+        if cut == 7 {
+            assert_eq!(n, n_all, "the data was whole: {w}");
+        } else {
+            assert!(n < n_all && n > 0, "cut by {cut}: {n} of {n_all}");
+        }
+        eprintln!("cut by {cut}: kiln {n}, perf script {perf_samples} (whole: {n_all}): {w}");
+        assert!(
+            n >= perf_samples,
+            "perf script found {perf_samples}, kiln {n}"
+        );
+    }
+}

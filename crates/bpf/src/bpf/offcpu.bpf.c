@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// Off-CPU time aggregated in the kernel.
+// Off-CPU time, one record per block.
 //
 // One program on the sched_switch tracepoint (tp_btf, so no kprobes are
 // needed) sees both halves of every context switch:
@@ -12,10 +12,19 @@
 //     the user stack, so user space can unwind it with CFI.
 //   * next is coming back. If it has a pending note, the block lasted
 //     now - then; blocks of at least min_block_ns get their kernel stack
-//     (still intact: the thread has not run since) and add to the aggregate
-//     map; shorter ones cost no kernel stack walk.
-// User space reads and clears the aggregate; nothing is sent per event, so
-// the cost does not depend on how often results are read.
+//     (still intact: the thread has not run since) and one record in the
+//     `blocks` ring buffer: when the block started (CLOCK_MONOTONIC, the clock
+//     of perf samples), how long it lasted, and the stack ids. Shorter blocks
+//     cost no kernel stack walk and no record.
+// Records are written without waking user space (BPF_RB_NO_WAKEUP): the
+// recorder reads the ring on its own schedule, so a block costs no wake-up.
+//
+// With cfg.wakers, a second program on sched_wakeup notes, when a traced
+// thread that is blocked is woken, who woke it (the current task: the thread
+// that released the lock, wrote to the pipe, signalled the condition) and its
+// stacks, kernel and user, the user side with the same snapshot as a blocked
+// thread's; the block's record carries them (bcc's offwaketime does this with
+// kprobes).
 
 #include "kiln_kernel.h"
 #include <bpf/bpf_helpers.h>
@@ -34,8 +43,8 @@ enum counter {
 	C_BLOCKS = 0,       /* traced threads that went to sleep */
 	C_COUNTED,          /* blocks that reached min_block_ns */
 	C_SHORT,            /* blocks shorter than min_block_ns */
-	C_AGG_FULL,         /* blocks lost: aggregate map full */
-	C_AGG_FULL_NS,      /* ... and their time */
+	C_RING_FULL,        /* blocks lost: the ring buffer was full */
+	C_RING_FULL_NS,     /* ... and their time */
 	C_KSTACK_ERR,       /* kernel stack not recorded */
 	C_USTACK_ERR,       /* frame-pointer user stack not recorded */
 	C_SNAP_TAKEN,       /* user stack snapshots stored */
@@ -44,6 +53,8 @@ enum counter {
 	C_STORAGE_ERR,      /* per-thread state unavailable */
 	C_NO_RANGES,        /* no code ranges known for the process: no caller hash, fp stack uncut */
 	C_SCAN_ERR,         /* caller hash skipped: stack words unreadable */
+	C_WAKERS,           /* wakers recorded */
+	C_NO_WAKER,         /* blocks recorded without their waker (none seen, or woken before min_block_ns) */
 	C_MAX,
 };
 
@@ -51,12 +62,14 @@ struct config {
 	u64 min_block_ns;
 	u32 user_stack_bytes;
 	u32 filter_pids;
+	u32 wakers;
+	u32 pad;
 };
 
 const volatile struct config cfg = {};
 
-/* Aggregate key: one row of output. */
-struct agg_key {
+/* Where a thread blocked: the key of its stacks. */
+struct stack_key {
 	u32 tgid;
 	u32 pid;
 	u64 kstack;      /* hash of the kernel stack, 0 = none */
@@ -64,11 +77,22 @@ struct agg_key {
 	u64 caller_hash;
 };
 
-struct agg_val {
-	u64 total_ns;
-	u64 count;
+/* One record of the `blocks` ring buffer (RawBlock in offcpu.rs). */
+struct block {
+	u64 start_ns;    /* switch-out, bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	u64 dur_ns;      /* switch-in - switch-out */
+	struct stack_key key;
 	char comm[16];
-	u64 last_ns;     /* when the latest block counted here ended (switch-in) */
+	struct stack_key wkey; /* the waker, when waker == WAKER_SEEN */
+	char wcomm[16];
+	u32 waker;
+	u32 pad;
+};
+
+enum waker_state {
+	WAKER_OFF = 0,   /* wakers not asked for */
+	WAKER_SEEN,      /* wkey/wcomm hold the waker */
+	WAKER_NONE,      /* asked for, not seen (or woken before min_block_ns) */
 };
 
 /* What decides the user-side stack: one snapshot per (process, fp stack, caller hash). */
@@ -112,15 +136,18 @@ struct ranges {
 
 struct pending {
 	u64 ts;
-	struct agg_key key;
+	struct stack_key key;
+	struct stack_key wkey;
+	char wcomm[16];
+	u32 waker;
+	u32 pad;
 };
 
+/* Finished blocks, read by user space; user space sets the size. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct agg_key);
-	__type(value, struct agg_val);
-} agg SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} blocks SEC(".maps");
 
 /* No BTF types on purpose: user space sizes the value to the configured stack bytes. */
 struct {
@@ -130,6 +157,16 @@ struct {
 	__uint(key_size, sizeof(struct snap_key));
 	__uint(value_size, sizeof(struct snap_hdr) + 16384);
 } snaps SEC(".maps");
+
+/* Snapshot keys already taken: user space takes snapshots out of `snaps` (to
+ * free their memory), and a key seen again must not be copied again. LRU: a
+ * key forgotten and seen again is copied once more, which user space ignores. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct snap_key);
+	__type(value, u8);
+} snapped SEC(".maps");
 
 /* Kernel stacks by hash ({len, ips}), like ustacks. */
 struct {
@@ -367,12 +404,13 @@ static __always_inline u32 copy_stack(struct scratch *s, u64 sp)
 	return got;
 }
 
-static __always_inline void snapshot(struct scratch *s, struct agg_key *key, u64 ip, u64 sp, u64 bp)
+static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u64 ip, u64 sp, u64 bp)
 {
 	struct snap_key sk = { .tgid = key->tgid, .ustack = key->ustack, .caller_hash = key->caller_hash };
 	long err;
+	u8 one = 1;
 
-	if (bpf_map_lookup_elem(&snaps, &sk))
+	if (bpf_map_lookup_elem(&snapped, &sk))
 		return;
 	s->hdr.ip = ip;
 	s->hdr.sp = sp;
@@ -382,8 +420,10 @@ static __always_inline void snapshot(struct scratch *s, struct agg_key *key, u64
 	if (s->hdr.len == 0)
 		count(C_STACK_COPY_ERR, 1);
 	err = bpf_map_update_elem(&snaps, &sk, &s->hdr, BPF_NOEXIST);
-	if (err == 0)
+	if (err == 0) {
+		bpf_map_update_elem(&snapped, &sk, &one, BPF_ANY);
 		count(C_SNAP_TAKEN, 1);
+	}
 	else if (err != -17 /* EEXIST: another CPU stored it first */)
 		count(C_SNAP_ERR, 1);
 }
@@ -412,6 +452,7 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 	p->key.tgid = tgid;
 	p->key.pid = pid;
 	p->key.caller_hash = 0;
+	p->waker = cfg.wakers ? WAKER_NONE : WAKER_OFF;
 	/* The kernel stack is taken at switch-in, and only for blocks that count. */
 	p->key.kstack = 0;
 	p->key.ustack = 0;
@@ -485,33 +526,38 @@ static __always_inline u64 kernel_stack(struct task_struct *task)
 static __always_inline void on_wake(struct task_struct *next)
 {
 	struct pending *p = bpf_task_storage_get(&pend, next, 0, 0);
-	struct agg_val *v, init = {};
-	u64 delta, now;
+	struct block *b;
+	u64 delta, now, start;
 
 	if (!p || p->ts == 0)
 		return;
 	now = bpf_ktime_get_ns();
-	delta = now - p->ts;
+	start = p->ts;
+	delta = now - start;
 	p->ts = 0;
 	if (delta < cfg.min_block_ns) {
 		count(C_SHORT, 1);
 		return;
 	}
 	p->key.kstack = kernel_stack(next);
-	v = bpf_map_lookup_elem(&agg, &p->key);
-	if (!v) {
-		BPF_CORE_READ_STR_INTO(&init.comm, next, comm);
-		bpf_map_update_elem(&agg, &p->key, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&agg, &p->key);
-		if (!v) {
-			count(C_AGG_FULL, 1);
-			count(C_AGG_FULL_NS, delta);
-			return;
-		}
+	b = bpf_ringbuf_reserve(&blocks, sizeof(*b), 0);
+	if (!b) {
+		count(C_RING_FULL, 1);
+		count(C_RING_FULL_NS, delta);
+		return;
 	}
-	__sync_fetch_and_add(&v->total_ns, delta);
-	v->last_ns = now;
-	__sync_fetch_and_add(&v->count, 1);
+	b->start_ns = start;
+	b->dur_ns = delta;
+	b->key = p->key;
+	BPF_CORE_READ_STR_INTO(&b->comm, next, comm);
+	b->waker = p->waker;
+	if (p->waker == WAKER_SEEN) {
+		b->wkey = p->wkey;
+		__builtin_memcpy(b->wcomm, p->wcomm, sizeof(b->wcomm));
+	} else if (p->waker == WAKER_NONE) {
+		count(C_NO_WAKER, 1);
+	}
+	bpf_ringbuf_submit(b, BPF_RB_NO_WAKEUP);
 	count(C_COUNTED, 1);
 }
 
@@ -523,6 +569,65 @@ int BPF_PROG(kiln_sched_switch, bool preempt, struct task_struct *prev, struct t
 	if (!preempt && prev_state != 0)
 		on_sleep(ctx, prev);
 	on_wake(next);
+	return 0;
+}
+
+/*
+ * A traced thread that is blocked is being woken: the current task woke it.
+ * Keep the waker's stacks (kernel stack by hash, user side as a blocked
+ * thread's) for the block's record, once per block. Blocks that already
+ * lasted less than min_block_ns when woken skip it (they are most likely
+ * too short to be recorded).
+ */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(kiln_wakeup, struct task_struct *p)
+{
+	struct pending *pd = bpf_task_storage_get(&pend, p, 0, 0);
+	struct task_struct *cur;
+	struct scratch *s;
+	struct hash_ctx c = { .hash = 0xcbf29ce484222325ULL };
+	u32 cpu, flags, wtgid;
+	long bytes;
+
+	if (!pd || pd->ts == 0 || pd->waker != WAKER_NONE)
+		return 0;
+	if (bpf_ktime_get_ns() - pd->ts < cfg.min_block_ns)
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!s)
+		return 0;
+	cur = bpf_get_current_task_btf();
+	wtgid = BPF_CORE_READ(cur, tgid);
+	flags = BPF_CORE_READ(cur, flags);
+	pd->wkey.tgid = wtgid;
+	pd->wkey.pid = BPF_CORE_READ(cur, pid);
+	pd->wkey.kstack = 0;
+	pd->wkey.ustack = 0;
+	pd->wkey.caller_hash = 0;
+	BPF_CORE_READ_STR_INTO(&pd->wcomm, cur, comm);
+	bytes = bpf_get_stack(ctx, s->kstack.ips, MAX_STACK_DEPTH * sizeof(u64), 0);
+	if (bytes > 0) {
+		s->kstack.len = bytes / sizeof(u64);
+		c.st = &s->kstack;
+		bpf_loop(MAX_STACK_DEPTH, hash_ip, &c, 0);
+		pd->wkey.kstack = store_stack(&kstacks, c.hash, &s->kstack, C_KSTACK_ERR);
+	}
+	if (wtgid != 0 && !(flags & PF_KTHREAD)) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(cur);
+		struct ranges *r = bpf_map_lookup_elem(&code, &wtgid);
+
+		if (regs) {
+			u64 ip = BPF_CORE_READ(regs, ip), sp = BPF_CORE_READ(regs, sp),
+			    bp = BPF_CORE_READ(regs, bp);
+
+			pd->wkey.ustack = user_stack(ctx, s, r);
+			pd->wkey.caller_hash = caller_hash(s, r, sp);
+			snapshot(s, &pd->wkey, ip, sp, bp);
+		}
+	}
+	pd->waker = WAKER_SEEN;
+	count(C_WAKERS, 1);
 	return 0;
 }
 

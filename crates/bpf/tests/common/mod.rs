@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use kiln_bpf::offcpu::OffCpuEntry;
+use kiln_bpf::offcpu::OffCpuBlock;
 
 /// The tests load eBPF programs: they need root (CI runs them as root).
 pub fn require_root() {
@@ -162,9 +162,10 @@ impl Kallsyms {
         }
     }
 
-    /// Does any frame of the entry's kernel stack contain `needle`?
-    pub fn has(&self, e: &OffCpuEntry, needle: &str) -> bool {
-        e.kernel_ips
+    /// Does any frame of the block's kernel stack contain `needle`?
+    pub fn has(&self, e: &OffCpuBlock, needle: &str) -> bool {
+        e.blocked
+            .kernel_ips
             .iter()
             .any(|&ip| self.name(ip).contains(needle))
     }

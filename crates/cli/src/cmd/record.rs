@@ -28,8 +28,9 @@ pub struct Args {
     pub all_cpus: bool,
 
     /// Events to record, one profile each: cpu, offcpu (time blocked), page-faults, mmap and
-    /// munmap (weighed by the bytes each call maps or unmaps), brk (calls), or a tracepoint
-    /// such as sched:sched_switch or syscalls:sys_enter_read (counted, as perf does).
+    /// munmap (weighed by the bytes each call maps or unmaps), brk (weighed by the bytes
+    /// the heap grew by), or a tracepoint such as sched:sched_switch or
+    /// syscalls:sys_enter_read (counted, as perf does).
     /// Example: -e cpu,page-faults,mmap
     #[arg(
         short,
@@ -45,6 +46,19 @@ pub struct Args {
     /// left out are counted in the summary.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
     pub min_block: u64,
+
+    /// With -e offcpu: follow each blocked stack with the stack of the thread that woke
+    /// it (as bcc's offwaketime), above a `--` frame, drawn in the chain palette (waker
+    /// frames in aqua). In lock contention the waker is the lock's holder.
+    /// Example: kiln record -e offcpu --wakers -p $(pgrep -o myserver) -d 10 -o wake.svg
+    #[arg(long)]
+    pub wakers: bool,
+
+    /// Unit of off-CPU time in the output: us (microseconds, as bcc's offcputime and the
+    /// usual off-CPU flame graph recipes) or ns (nanoseconds, as measured). The unit is
+    /// written into .kiln profiles and labels SVG and HTML output.
+    #[arg(long, value_enum, value_name = "UNIT", default_value = "us")]
+    pub units: UnitsArg,
 
     /// Sampling frequency of the cpu event, in Hz.
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 999)]
@@ -95,6 +109,15 @@ pub struct Args {
     /// Command to start and record (with its children), after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+/// `--units` values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum UnitsArg {
+    /// Microseconds.
+    Us,
+    /// Nanoseconds.
+    Ns,
 }
 
 /// `--unwind` values.
@@ -158,6 +181,14 @@ impl Args {
         o.duration = duration;
         o.stack_bytes = self.stack_size;
         o.offcpu_min_block_us = self.min_block;
+        o.offcpu_wakers = self.wakers;
+        if self.wakers && !o.events.contains(&EventSpec::OffCpu) {
+            bail!("--wakers goes with the offcpu event: add -e offcpu");
+        }
+        o.offcpu_unit = match self.units {
+            UnitsArg::Us => kiln_model::WeightUnit::Microseconds,
+            UnitsArg::Ns => kiln_model::WeightUnit::Nanoseconds,
+        };
         o.unwind = match self.unwind {
             UnwindArg::Auto => UnwindMode::Auto,
             UnwindArg::Kernel => UnwindMode::Kernel,
@@ -193,12 +224,23 @@ fn per_event_path(base: &Path, event: &str) -> PathBuf {
     base.with_file_name(format!("{stem}.{ev}.{ext}"))
 }
 
-fn write_one(p: &Profile, path: Option<&Path>, format: Format, title: Option<&str>) -> Result<()> {
+fn write_one(
+    p: &Profile,
+    path: Option<&Path>,
+    format: Format,
+    title: Option<&str>,
+    wakers: bool,
+) -> Result<()> {
+    // Off-CPU stacks followed by their wakers' are drawn as bcc's recipe draws them.
+    let chain = wakers && p.event.name == "offcpu";
     write_output(path, |w| {
         match format {
             Format::Folded => FoldedWriter::new(FoldedOptions::default()).write(p, w)?,
             Format::Svg => {
                 let mut o = kiln_flamegraph::Options::default();
+                if chain {
+                    o.colors = kiln_flamegraph::Palette::Chain;
+                }
                 o.title = title.map(str::to_string);
                 o.count_name = p.event.unit.name().to_string();
                 o.subtitle = Some(format!("kiln record: {}", p.event.name));
@@ -206,6 +248,9 @@ fn write_one(p: &Profile, path: Option<&Path>, format: Format, title: Option<&st
             }
             Format::Html => {
                 let mut o = kiln_viewer::HtmlOptions::default();
+                if chain {
+                    o.palette = "chain".to_string();
+                }
                 if let Some(t) = title {
                     o.title = t.to_string();
                 }
@@ -232,14 +277,9 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     opts.stop = Some(stop.clone());
     let rec = kiln_record::record(&opts).context("Recording failed")?;
     let write_start = std::time::Instant::now();
+    // (The recorder gives timer profiles the period one sample stands for, 1e9/F ns, so
+    // pages show CPU time rather than bare sample counts.)
     let mut profiles = rec.profiles;
-    // The kernel turns a timer event's frequency into a fixed period (1e9/F ns of CPU
-    // time per sample): with it, pages can show CPU time rather than bare sample counts.
-    for p in &mut profiles {
-        if p.event.is_clock() && p.event.sample_period_ns.is_none() && opts.frequency > 0 {
-            p.event.sample_period_ns = Some(1_000_000_000 / u64::from(opts.frequency));
-        }
-    }
     if !transforms.is_identity() {
         profiles = profiles.iter().map(|p| transforms.apply(p).0).collect();
     }
@@ -248,9 +288,13 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
             kiln_model::native::write(&profiles, w)?;
             Ok(())
         })?,
-        (_, path) if profiles.len() == 1 || to_stdout => {
-            write_one(&profiles[0], path, format, args.title.as_deref())?
-        }
+        (_, path) if profiles.len() == 1 || to_stdout => write_one(
+            &profiles[0],
+            path,
+            format,
+            args.title.as_deref(),
+            args.wakers,
+        )?,
         (_, Some(path)) => {
             for p in &profiles {
                 write_one(
@@ -258,12 +302,14 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
                     Some(&per_event_path(path, &p.event.name)),
                     format,
                     args.title.as_deref(),
+                    args.wakers,
                 )?;
             }
         }
         (_, None) => unreachable!("stdout handled above"),
     }
-    let ready = rec.processing + write_start.elapsed();
+    let written = write_start.elapsed();
+    let ready = rec.processing + written;
     let s = &rec.summary;
     let why = match rec.stopped {
         StopReason::Duration => "duration reached",
@@ -280,16 +326,52 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         );
     }
     eprintln!(
-        "kiln record: output written {:.3} s after sampling stopped",
-        ready.as_secs_f64()
+        "kiln record: sampling started {:.3} s after launch; output written {:.3} s after sampling stopped \
+         (last samples read {:.3} s, frames named and stacks built {:.3} s, written {:.3} s)",
+        rec.startup.as_secs_f64(),
+        ready.as_secs_f64(),
+        rec.final_drain.as_secs_f64(),
+        (rec.processing - rec.final_drain).as_secs_f64(),
+        written.as_secs_f64()
     );
     for w in &s.warnings {
         eprintln!("kiln record: warning: {w}");
     }
+    if s.frames > 0 {
+        eprintln!(
+            "kiln record: {:.1}% of frames named by a symbol ({} of {})",
+            100.0 * s.named_frames as f64 / s.frames as f64,
+            s.named_frames,
+            s.frames
+        );
+        for u in &s.unnamed_images {
+            eprintln!(
+                "kiln record:   {} frames without a name in {}{}",
+                u.frames,
+                u.path.display(),
+                u.note
+                    .as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
     if s.offcpu_blocks > 0 {
         eprintln!(
-            "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} not accounted (maps full)",
+            "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} not accounted (ring buffer full)",
             s.offcpu_blocks, s.offcpu_short_blocks, s.offcpu_dropped_blocks
+        );
+        if args.wakers {
+            eprintln!(
+                "kiln record: off-CPU: {} blocks without their waker (no wake-up seen, or woken before --min-block)",
+                s.offcpu_without_waker
+            );
+        }
+    }
+    if s.brk_unknown_base > 0 {
+        eprintln!(
+            "kiln record: {} brk calls weigh 0: their process's previous break was unknown (its first call seen, usually a query)",
+            s.brk_unknown_base
         );
     }
     if s.unweighable > 0 {
@@ -302,6 +384,7 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         "kiln record: {why}; {} lost records, {} throttled intervals, {} samples with a one-frame user stack, {} unreadable records",
         s.lost, s.throttled, s.shallow_user_stacks, s.bad_records
     );
+    #[cfg(feature = "bpf")]
     if let Some(k) = &s.in_kernel {
         eprintln!(
             "kiln record: stacks unwound in the kernel: {} reached their root, {} stopped at unreadable memory, \

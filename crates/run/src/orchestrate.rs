@@ -1,0 +1,468 @@
+//! One pass of `kiln run`, as stages a reader can follow:
+//!
+//! 1. **prepare**: the recorder loads its programs and opens its events (it can take
+//!    seconds: eBPF verification) while the load connects — but it does not sample yet
+//!    ([`kiln_record::StartGate`]);
+//! 2. **start**: the load starts; with no warm-up the recorder is ready first, so a load
+//!    with its own schedule (a sweep) is recorded from its first second;
+//! 3. **warm up**: the load runs unrecorded for `--warmup`;
+//! 4. **measure**: the gate opens and the recorder samples for `-d`; a load that ends or
+//!    fails stops it early;
+//! 5. **finish**: the load is told to stop and given a grace period, the resource sampler
+//!    takes its last sample;
+//! 6. **build**: the run's metadata, series, window histograms and profiles.
+use crate::headline::{self, Second};
+use crate::procfs::ProcSampler;
+use crate::{meta, Load, LoadEvents, LoadOutcome, LoadTick, Phase, Progress, RunError, RunOptions};
+use kiln_model::stop::Stop;
+use kiln_record::{RecordError, RecordOptions, Recording, StartGate, StopReason, Target};
+use kiln_store::{LoadInfo, RunData, RunMeta, RunStatus, Window};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::ScopedJoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a load gets to end after it is told to stop.
+const LOAD_STOP_GRACE: Duration = Duration::from_secs(30);
+
+enum Msg {
+    Started(Option<u32>),
+    Tick(LoadTick),
+    Done(LoadOutcome),
+}
+
+struct Sender(mpsc::Sender<Msg>);
+
+impl LoadEvents for Sender {
+    fn started(&mut self, pid: Option<u32>) {
+        let _ = self.0.send(Msg::Started(pid));
+    }
+    fn tick(&mut self, tick: LoadTick) {
+        let _ = self.0.send(Msg::Tick(tick));
+    }
+}
+
+fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        s => format!("signal {s}"),
+    }
+}
+
+fn lock(s: &Mutex<ProcSampler>) -> MutexGuard<'_, ProcSampler> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+type RecorderHandle<'s> = ScopedJoinHandle<'s, Result<Recording, RecordError>>;
+
+/// What the pass has seen so far.
+struct Pass<'a> {
+    opts: &'a RunOptions,
+    stop: &'a Stop,
+    on_progress: &'a mut dyn FnMut(&Progress),
+    rx: Receiver<Msg>,
+    sampler: Arc<Mutex<ProcSampler>>,
+    t0: Instant,
+    ticks: Vec<Second>,
+    outcome: Option<LoadOutcome>,
+    started: bool,
+    reasons: Vec<String>,
+    measure_from: Option<Instant>,
+    /// The load was told to stop: its end is expected, not a reason.
+    stopping: bool,
+    last_progress: Instant,
+}
+
+impl Pass<'_> {
+    /// Handles one message from the load.
+    fn take(&mut self, m: Msg) {
+        match m {
+            Msg::Started(pid) => {
+                self.started = true;
+                lock(&self.sampler).set_load_pid(pid);
+            }
+            Msg::Tick(t) => self.ticks.push(Second::new(t)),
+            Msg::Done(o) => {
+                if self.stopping {
+                    // Ended because it was told to.
+                } else if let Some(from) = self.measure_from {
+                    let at = from.elapsed().as_secs_f64();
+                    self.reasons.push(match &o.failure {
+                        Some(f) => format!("the load failed {at:.1} s into the measurement: {f}"),
+                        None => format!("the load ended {at:.1} s into the measurement"),
+                    });
+                } else if o.started || self.started {
+                    self.reasons.push(match &o.failure {
+                        Some(f) => format!("the load failed before the measurement: {f}"),
+                        None => "the load ended before the measurement".into(),
+                    });
+                }
+                self.outcome = Some(o);
+            }
+        }
+    }
+
+    /// Waits up to `d` for a message from the load; returns false when the load has gone.
+    fn pump(&mut self, d: Duration) -> bool {
+        match self.rx.recv_timeout(d) {
+            Ok(m) => {
+                self.take(m);
+                true
+            }
+            Err(RecvTimeoutError::Timeout) => true,
+            Err(RecvTimeoutError::Disconnected) => false,
+        }
+    }
+
+    fn progress(&mut self, phase: Phase, force: bool) {
+        if !force && self.last_progress.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.last_progress = Instant::now();
+        let last = self.ticks.last();
+        let p = Progress {
+            phase,
+            elapsed_s: self.t0.elapsed().as_secs_f64(),
+            measured_s: self.measure_from.map_or(0.0, |m| m.elapsed().as_secs_f64()),
+            rate: last.and_then(|t| {
+                t.tick
+                    .completed
+                    .or(t.tick.sent)
+                    .map(|c| c as f64 / t.tick.interval_s.max(1e-9))
+            }),
+            p99_us: last.and_then(|t| t.p99_us),
+            target_cpu_pct: lock(&self.sampler).latest_cpu_pct(),
+        };
+        (self.on_progress)(&p);
+    }
+
+    /// Waits until the recorder is ready to sample (or has given up).
+    fn await_ready(&mut self, gate: &StartGate, recorder: &RecorderHandle<'_>) {
+        while !gate.ready.is_raised() && !recorder.is_finished() && !self.stop.is_raised() {
+            self.pump(Duration::from_millis(20));
+            self.progress(Phase::Warmup, false);
+        }
+    }
+
+    /// Waits until the load has started (its first second), ended, or the stop.
+    fn await_start(&mut self) {
+        while !self.started && self.outcome.is_none() && !self.stop.is_raised() {
+            if !self.pump(Duration::from_millis(50)) {
+                break;
+            }
+        }
+    }
+
+    /// Lets the load run unrecorded for the warm-up.
+    fn warm_up(&mut self) {
+        let end = Instant::now() + self.opts.warmup;
+        while self.outcome.is_none() && !self.stop.is_raised() && Instant::now() < end {
+            let wait = end
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(200));
+            if !self.pump(wait) {
+                break;
+            }
+            self.progress(Phase::Warmup, false);
+        }
+    }
+
+    /// Keeps reading the load while the recorder samples; a load that ends stops it.
+    fn measure(&mut self, recorder: &RecorderHandle<'_>, rec_stop: &Stop) {
+        self.measure_from = Some(Instant::now());
+        while !recorder.is_finished() {
+            let had = self.outcome.is_some();
+            self.pump(Duration::from_millis(100));
+            if !had && self.outcome.is_some() {
+                rec_stop.raise();
+            }
+            self.progress(Phase::Measure, false);
+        }
+    }
+
+    /// Tells the load to stop and waits for its outcome.
+    fn finish_load(&mut self, load_stop: &Stop) {
+        self.stopping = true;
+        load_stop.raise();
+        self.progress(Phase::Finishing, true);
+        let deadline = Instant::now() + LOAD_STOP_GRACE;
+        while self.outcome.is_none() {
+            match self
+                .rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(m) => self.take(m),
+                Err(_) => {
+                    self.reasons.push(format!(
+                        "the load did not stop within {} s of being told to",
+                        LOAD_STOP_GRACE.as_secs()
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// What the recording gave, as the run keeps it.
+#[derive(Default)]
+struct Recorded {
+    window: Option<(u64, u64)>,
+    profiles: Vec<kiln_model::Profile>,
+    warnings: Vec<String>,
+}
+
+fn recorded(
+    r: Option<std::thread::Result<Result<Recording, RecordError>>>,
+    stop: &Stop,
+    reasons: &mut Vec<String>,
+) -> Recorded {
+    let mut out = Recorded::default();
+    match r {
+        Some(Ok(Ok(rec))) => {
+            out.window = rec.sampling_window();
+            let secs = out.window.map_or(0.0, |(a, b)| (b - a) as f64 / 1e9);
+            match rec.stopped {
+                StopReason::Duration => {}
+                StopReason::TargetExited => reasons.push(format!(
+                    "the target exited {secs:.1} s into the measurement"
+                )),
+                StopReason::Interrupted => {
+                    if !stop.is_raised() && reasons.is_empty() {
+                        reasons.push("the recording was stopped early".into());
+                    }
+                }
+                _ => reasons.push("the recording stopped early".into()),
+            }
+            out.warnings = headline::recording_warnings(&rec.summary);
+            out.profiles = rec.profiles;
+        }
+        Some(Ok(Err(RecordError::NoSuchProcess(_)))) => {
+            reasons.push("the target exited before the recording could start".into())
+        }
+        Some(Ok(Err(e))) => reasons.push(format!("the recording failed: {e}")),
+        Some(Err(_)) => reasons.push("the recording failed: the recorder panicked".into()),
+        None => {}
+    }
+    out
+}
+
+/// Runs one pass: load, warm-up, measurement, and returns the run (complete or not).
+pub fn run(
+    opts: &RunOptions,
+    load: &mut dyn Load,
+    stop: &Stop,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunData, RunError> {
+    validate(opts)?;
+    let started_unix_ms = kiln_model::clock::unix_ms();
+    let target = meta::target_info(&opts.pids);
+    let load_info = load.info();
+    let sampler = Arc::new(Mutex::new(ProcSampler::new(&opts.pids, None)));
+    lock(&sampler).sample();
+    let sampler_stop = Stop::new();
+    let load_stop = stop.child();
+    let rec_stop = stop.child();
+    let gate = StartGate::default();
+    let mut rec_opts = RecordOptions::new(Target::Pids(opts.pids.clone()));
+    rec_opts.events = opts.events.clone();
+    rec_opts.frequency = opts.frequency;
+    rec_opts.duration = Some(opts.duration);
+    rec_opts.offcpu_min_block_us = opts.min_block_us;
+    rec_opts.unwind = opts.unwind;
+    rec_opts.stop = Some(rec_stop.clone());
+    rec_opts.gate = Some(gate.clone());
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut pass = Pass {
+        opts,
+        stop,
+        on_progress,
+        rx,
+        sampler: sampler.clone(),
+        t0: Instant::now(),
+        ticks: Vec::new(),
+        outcome: None,
+        started: false,
+        reasons: Vec::new(),
+        measure_from: None,
+        stopping: false,
+        last_progress: Instant::now(),
+    };
+
+    let (recording, gate_opened) = std::thread::scope(|scope| {
+        {
+            let sampler = sampler.clone();
+            let sampler_stop = sampler_stop.clone();
+            let every = opts.sample_interval;
+            scope.spawn(move || {
+                let mut next = Instant::now() + every;
+                while !sampler_stop.sleep_until(next) {
+                    lock(&sampler).sample();
+                    next += every;
+                }
+            });
+        }
+        // 1. The recorder prepares (without sampling) from the start.
+        let rec_opts = &rec_opts;
+        let recorder = scope.spawn(move || kiln_record::record(rec_opts));
+        let start_load = |tx: mpsc::Sender<Msg>| {
+            let load_stop = load_stop.clone();
+            scope.spawn(move || {
+                let mut events = Sender(tx.clone());
+                let outcome = load.run(&load_stop, &mut events);
+                let _ = tx.send(Msg::Done(outcome));
+            });
+        };
+        // 2–3. With no warm-up the recorder is ready before the load starts; otherwise it
+        // gets ready while the load warms up.
+        if opts.warmup.is_zero() {
+            pass.await_ready(&gate, &recorder);
+            start_load(tx);
+        } else {
+            start_load(tx);
+            pass.await_start();
+            pass.warm_up();
+            pass.await_ready(&gate, &recorder);
+        }
+        // 4. The measurement, unless the load never started, ended already, or a stop.
+        let measuring = pass.outcome.is_none()
+            && !stop.is_raised()
+            && gate.ready.is_raised()
+            && !recorder.is_finished();
+        if measuring {
+            gate.go.raise();
+            pass.measure(&recorder, &rec_stop);
+        } else {
+            rec_stop.raise();
+            gate.go.raise();
+        }
+        let rec = recorder.join();
+        // 5. The load stops; the sampler takes its last sample.
+        pass.finish_load(&load_stop);
+        lock(&sampler).sample();
+        sampler_stop.raise();
+        (rec, measuring)
+    });
+    if pass.outcome.as_ref().is_some_and(|o| !o.started) && !pass.started {
+        let o = pass.outcome.take().unwrap_or_default();
+        return Err(RunError::LoadStart(
+            o.failure.unwrap_or_else(|| "it ended at once".into()),
+        ));
+    }
+    // A recorder that failed before sampling counts whether or not the gate opened.
+    let rec = if gate_opened {
+        recorded(Some(recording), stop, &mut pass.reasons)
+    } else {
+        match recording {
+            Ok(Err(e)) => recorded(Some(Ok(Err(e))), stop, &mut pass.reasons),
+            _ => Recorded::default(),
+        }
+    };
+    if let Some(sig) = stop.signal() {
+        pass.reasons
+            .insert(0, format!("interrupted by {}", signal_name(sig)));
+    } else if stop.is_raised() {
+        pass.reasons.insert(0, "interrupted".into());
+    }
+    let sampler = std::mem::replace(&mut *lock(&sampler), ProcSampler::new(&[], None));
+    Ok(build(
+        opts,
+        started_unix_ms,
+        target,
+        load_info,
+        pass.outcome.take().unwrap_or_default(),
+        pass.ticks,
+        sampler,
+        rec,
+        pass.reasons,
+    ))
+}
+
+fn validate(opts: &RunOptions) -> Result<(), RunError> {
+    if opts.pids.is_empty() {
+        return Err(RunError::Option {
+            flag: "-p/--pid",
+            reason: "give the pid of the process to profile".into(),
+        });
+    }
+    for &p in &opts.pids {
+        if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+            return Err(RunError::NoTarget(p));
+        }
+    }
+    if opts.duration.is_zero() {
+        return Err(RunError::Option {
+            flag: "-d/--duration",
+            reason: "the measurement needs a positive duration".into(),
+        });
+    }
+    Ok(())
+}
+
+/// 6. The run, from what the pass gathered.
+#[allow(clippy::too_many_arguments)]
+fn build(
+    opts: &RunOptions,
+    started_unix_ms: i64,
+    target: kiln_store::TargetInfo,
+    mut load_info: LoadInfo,
+    outcome: LoadOutcome,
+    ticks: Vec<Second>,
+    sampler: ProcSampler,
+    rec: Recorded,
+    reasons: Vec<String>,
+) -> RunData {
+    let now = kiln_model::clock::monotonic_ns();
+    let (start, end) = rec.window.unwrap_or((now, now));
+    let measure = Window {
+        name: "measure".into(),
+        start_ns: start,
+        end_ns: end,
+    };
+    let computed = headline::compute(&measure, &ticks, &sampler, &load_info, &outcome);
+    let mut warnings = rec.warnings;
+    warnings.extend(computed.warnings);
+    let mut series = vec![headline::load_series(&ticks)];
+    series.retain(|s| !s.time_ns.is_empty());
+    series.extend(sampler.finish());
+    load_info.report = outcome.report;
+    let events = rec.profiles.iter().map(|p| p.event.name.clone()).collect();
+    let meta = RunMeta {
+        id: None,
+        name: opts.name.clone(),
+        group: opts
+            .group
+            .clone()
+            .unwrap_or_else(|| format!("{}@{started_unix_ms}", opts.name)),
+        repeat: opts.repeat,
+        started_unix_ms,
+        status: RunStatus {
+            complete: reasons.is_empty(),
+            reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+        },
+        command_line: opts.command_line.clone(),
+        note: opts.note.clone(),
+        tags: opts.tags.clone(),
+        host: meta::host_name(),
+        kernel: meta::kernel_release(),
+        cpus: meta::cpus(),
+        kiln_version: env!("CARGO_PKG_VERSION").to_string(),
+        target,
+        load: load_info,
+        events,
+        frequency: opts.frequency,
+        measure,
+        windows: outcome.windows.clone(),
+        headline: computed.headline,
+        warnings,
+    };
+    RunData {
+        meta,
+        series,
+        histograms: computed.histograms,
+        profiles: rec.profiles,
+        attachments: outcome.attachments,
+    }
+}
