@@ -18,6 +18,9 @@ step "cargo fmt --check"
 cargo fmt --all --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+step "the oldest Rust kiln builds with (rust-version), and kiln without eBPF"
+cargo +1.88.0 check --workspace --all-targets --quiet
+cargo check -p kiln --no-default-features --quiet
 step "cargo test"
 cargo test --workspace --no-fail-fast
 if [ "${KILN_SKIP_FUZZ:-}" != 1 ]; then

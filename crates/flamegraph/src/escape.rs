@@ -112,7 +112,7 @@ pub(crate) fn push_thousands(out: &mut Vec<u8>, v: u64) {
     let digits = buf.format(v).as_bytes();
     let n = digits.len();
     for (i, &d) in digits.iter().enumerate() {
-        if i > 0 && (n - i) % 3 == 0 {
+        if i > 0 && (n - i).is_multiple_of(3) {
             out.push(b',');
         }
         out.push(d);

@@ -75,7 +75,7 @@ struct Blob(Vec<u8>);
 
 impl Blob {
     fn pad(&mut self) {
-        while self.0.len() % 8 != 0 {
+        while !self.0.len().is_multiple_of(8) {
             self.0.push(0);
         }
     }
