@@ -342,6 +342,6 @@ mod tests {
     #[test]
     fn dates_are_utc() {
         assert_eq!(date(0), "1970-01-01 00:00");
-        assert_eq!(date(1_795_449_600_000), "2026-11-23 00:00");
+        assert_eq!(date(1_795_449_600_000), "2026-11-23 16:00");
     }
 }
