@@ -15,6 +15,8 @@
 #    libmosquitto; MQTT.js and paho-mqtt are slower clients): messages/s delivered and client
 #    CPU per message (user+sys of all client processes), and messages received of those
 #    sent.
+# PARTS="mosquitto rabbitmq pubsub" (default all) chooses; RABBIT_PORT (default 25697) moves
+# the private RabbitMQ off ports in use.
 # Needs: mosquitto, mosquitto-clients, rabbitmq-server, python3, a release kiln ($KILN).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -89,31 +91,39 @@ profile() {
   echo "## $name" >> "$dir/frames"
   "$kiln" run --store "$dir/runs.db" --name "fleet-$name" -p "$bpid" -w 25 -d 15 \
     load mqtt conn -h 127.0.0.1 -p "$port" -c "$n" -i 0 -k 15 -V 4 > "$dir/run.out" 2>&1 || true
-  grep -E "target |top functions|^ +[0-9.]+%" "$dir/run.out" | head -9 >> "$dir/frames"
+  grep -E "^  target |^  top functions|^ +[0-9.]+%  " "$dir/run.out" | head -9 >> "$dir/frames"
   sleep 2
 }
 
 echo "# $(date -u +%Y-%m-%d) $(nproc) cores; mosquitto $(dpkg-query -W -f '${Version}' mosquitto), RabbitMQ $(dpkg-query -W -f '${Version}' rabbitmq-server); $n connections, keepalive 15 s"
 printf '%-22s %-8s %8s %10s %12s %14s %14s %10s\n' broker client "conn/s" "RSS KiB" "KiB/conn" "client %/1k" "broker u/s %/1k" "brk RSS KiB"
+parts=${PARTS:-mosquitto rabbitmq pubsub}
+rport=${RABBIT_PORT:-25697}
 start_mosquitto 18883
 # kiln's RSS with one connection, subtracted before dividing by the fleet.
 "$kiln" load mqtt conn -h 127.0.0.1 -p 18883 -c 1 -k 15 -V 4 > /dev/null 2>&1 &
 bp=$!; sleep 3; kiln_base=$(rss_kb "$bp"); kill -INT "$bp"; wait "$bp" || true
 echo "# kiln RSS with one connection: $kiln_base KiB (subtracted)"
-for c in kiln python; do fleet mosquitto "$mpid" 18883 "$c"; done
-profile mosquitto "$mpid" 18883
+case $parts in *mosquitto*)
+  for c in kiln python; do fleet mosquitto "$mpid" 18883 "$c"; done
+  profile mosquitto "$mpid" 18883 ;;
+esac
+# RabbitMQ's AMQP port RABBIT_PORT (+1 distribution, +3 epmd), MQTT on +5.
+case $parts in *rabbitmq*)
 for sbwt in none very_long; do
-  BROKER_MQTT_PORT=18884 BROKER_ERL_ARGS="+sbwt $sbwt +sbwtdcpu $sbwt +sbwtdio $sbwt +P 2000000 +Q 100000" \
-    "$root/bench/amqp/broker.sh" start "$dir/rabbit" 5697 > "$dir/beam.pid"
+  BROKER_MQTT_PORT=$((rport + 5)) BROKER_ERL_ARGS="+sbwt $sbwt +sbwtdcpu $sbwt +sbwtdio $sbwt +P 2000000 +Q 100000" \
+    "$root/bench/amqp/broker.sh" start "$dir/rabbit" "$rport" > "$dir/beam.pid"
   beam=$(cat "$dir/beam.pid")
-  for c in kiln python; do fleet "rabbitmq+sbwt-$sbwt" "$beam" 18884 "$c"; done
-  profile "rabbitmq+sbwt-$sbwt" "$beam" 18884
+  for c in kiln python; do fleet "rabbitmq+sbwt-$sbwt" "$beam" $((rport + 5)) "$c"; done
+  profile "rabbitmq+sbwt-$sbwt" "$beam" $((rport + 5))
   "$root/bench/amqp/broker.sh" stop "$dir/rabbit" > /dev/null 2>&1 || true
   sleep 3; rm -rf "$dir/rabbit"
-done
+done ;;
+esac
 echo "# where each broker's CPU went while the fleet idled (kiln run -p BROKER, 15 s):"
 cat "$dir/frames" 2>/dev/null || true
 
+case $parts in *pubsub*) ;; *) exit 0 ;; esac
 echo "# pub/sub through mosquitto: $msgs messages of 100 bytes, 1 publisher, 1 subscriber"
 printf '%-5s %-10s %12s %12s %12s %14s\n' qos client sent received "recv msg/s" "client µs/msg"
 python3 -c "import sys; sys.stdout.write(('x' * 99 + '\n') * $msgs)" > "$dir/lines"
