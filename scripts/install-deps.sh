@@ -7,7 +7,7 @@ set -euo pipefail
 need_apt=()
 pkgs=(build-essential pkg-config curl linux-perf clang llvm libbpf-dev libelf-dev zlib1g-dev
       bpftool rabbitmq-server erlang-nox chromium mosquitto mosquitto-clients hyperfine time python3
-      make linux-libc-dev binutils util-linux)
+      make linux-libc-dev binutils util-linux nginx wrk)
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
@@ -23,7 +23,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 # The Debian packages start services we do not use: the tests start private brokers.
-for svc in rabbitmq-server mosquitto; do
+for svc in rabbitmq-server mosquitto nginx; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" || true
   fi
@@ -41,6 +41,15 @@ fi
 if ! command -v inferno-collapse-perf >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-collapse-perf" ]; then
   echo "install-deps: installing inferno 0.12.3 from crates.io" >&2
   cargo install --locked --quiet inferno --version 0.12.3
+fi
+# vegeta, the constant-rate HTTP anchor of bench/http, from the Go module proxy.
+if ! command -v vegeta >/dev/null 2>&1 && [ ! -x "$HOME/go/bin/vegeta" ]; then
+  gobin=$(command -v go || echo /usr/local/go/bin/go)
+  if [ -x "$gobin" ] || command -v go >/dev/null 2>&1; then
+    echo "install-deps: installing vegeta v12.13.0 with go install" >&2
+    GOTOOLCHAIN=local "$gobin" install github.com/tsenart/vegeta/v12@v12.13.0 || \
+      echo "install-deps: vegeta could not be installed; bench/http will skip it" >&2
+  fi
 fi
 if [ "${KILN_SKIP_FUZZ:-}" != 1 ] && ! cargo fuzz --version >/dev/null 2>&1; then
   echo "install-deps: installing cargo-fuzz from crates.io" >&2

@@ -3,6 +3,8 @@
 //         (kiln: the viewer's first canvas draw; SVG: load event + two animation frames)
 //   zoom  ms of a zoom redraw (kiln: click-zoom state change + redraw, median of 5;
 //         SVG: inferno's own click handler + two animation frames, median of 5)
+//   cpu   ms of CPU time (user + system) the browser's processes spent from navigation to
+//         "shown": less sensitive than wall time to other work on a shared machine
 //   peak  MiB, the browser's peak proportional set size (sum of PSS of its processes,
 //         sampled every 100 ms)
 // Usage: [REPEAT=n] node measure.mjs TIMEOUT_S FILE...   prints one JSON line per file;
@@ -30,6 +32,23 @@ function pssOf(dir) {
   return kb / 1024;
 }
 
+/** CPU time (user + system, ms) of the browser's processes so far. */
+function cpuOf(dir) {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir)) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // the process ended between listing and reading
+    }
+  }
+  return ticks * 10; // USER_HZ is 100 on Linux
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const repeat = Math.max(1, Number(process.env.REPEAT ?? 1));
@@ -42,6 +61,7 @@ for (const file of files) {
     JSON.stringify({
       file,
       show: pick('show'),
+      cpu: pick('cpu'),
       zoom: pick('zoom'),
       peak: Math.max(...runs.map((r) => r.peak)),
       note: runs.map((r) => r.note).find((n) => n.startsWith('failed')) ?? runs[0].note,
@@ -54,16 +74,18 @@ async function measure(file) {
   const { context, close, userDataDir } = await launch();
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, pssOf(userDataDir))), 100);
-  const result = { file, show: null, zoom: null, peak: null, note: '' };
+  const result = { file, show: null, cpu: null, zoom: null, peak: null, note: '' };
   try {
     const page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(timeout);
+    const cpu0 = cpuOf(userDataDir);
     const isSvg = file.endsWith('.svg');
     if (isSvg) {
       await page.goto(`file://${file}`, { waitUntil: 'load', timeout });
       result.show = await page.evaluate(
         () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now())))),
       );
+      result.cpu = cpuOf(userDataDir) - cpu0;
       // Zoom on a frame a few levels deep, through inferno's own click handler.
       const zooms = [];
       for (let i = 0; i < 5; i++) {
@@ -85,6 +107,7 @@ async function measure(file) {
       const err = await page.evaluate(() => window.__kiln.error);
       if (err) throw new Error(err);
       result.show = await page.evaluate(() => window.__kiln.firstDrawMs);
+      result.cpu = cpuOf(userDataDir) - cpu0;
       const zooms = [];
       for (let i = 0; i < 5; i++) {
         zooms.push(

@@ -8,7 +8,8 @@
 # (or in ~/.cargo/bin). The SVG is written with --minwidth 0 so that, like the SVG
 # flame graphs users open, it holds every frame; SVGs that do not show within
 # SVG_TIMEOUT seconds (default 120) are reported as timeouts. kiln's figures are medians of
-# three fresh browsers; the SVG is opened once (it takes up to minutes).
+# three fresh browsers; the SVG is opened once (it takes up to minutes). Beside wall time,
+# the CPU time the browser spent up to "shown" (less sensitive to a shared machine's load).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -23,8 +24,8 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 (cd "$root" && cargo build -q --release -p kiln-viewer --example folded2html)
 folded2html="$target/release/examples/folded2html"
 
-printf '%-9s %9s %9s | %9s %9s %7s | %8s %9s | %8s %8s | %s\n' \
-  frames html_MB svg_MB kiln_show svg_show ratio kiln_zoom svg_zoom kiln_MiB svg_MiB notes
+printf '%-9s %9s %9s | %9s %9s %7s | %8s %8s | %8s %9s | %8s %8s | %s\n' \
+  frames html_MB svg_MB kiln_show svg_show ratio kiln_cpu svg_cpu kiln_zoom svg_zoom kiln_MiB svg_MiB notes
 for n in "${sizes[@]}"; do
   f="$work/p$n.folded"
   [ -s "$f" ] || node "$here/gen-folded.mjs" "$n" "$f"
@@ -41,7 +42,8 @@ for n in "${sizes[@]}"; do
     const ratio = K.show != null && S.show != null ? (S.show / K.show).toFixed(1) + "x" : S.show == null ? ">" + (Number(process.env.SVG_TIMEOUT || 120) * 1000 / K.show).toFixed(0) + "x" : "-";
     const notes = [K.note.startsWith("failed") ? "kiln " + K.note : "", S.note ? "svg " + S.note : "", "svg frames " + (svgFrames - 1)].filter(Boolean).join("; ");
     console.log([n.padEnd(9), mb(html).padStart(9), mb(svg).padStart(9), "|", ms(K.show).padStart(9), ms(S.show).padStart(9), ratio.padStart(7), "|",
+      ms(K.cpu).padStart(8), ms(S.show == null ? null : S.cpu).padStart(8), "|",
       ms(K.zoom).padStart(8), ms(S.zoom).padStart(9), "|", String(K.peak).padStart(8), String(S.peak).padStart(8), "|", notes].join(" "));
   ' "$n" "$k" "$s" "$work/p$n.html" "$work/p$n.svg" "$svg_frames"
 done
-echo "(times in ms; MiB = peak PSS of the browser; work dir $work)" >&2
+echo "(times in ms; cpu = the browser's CPU time up to 'shown'; MiB = peak PSS of the browser; load $(cut -d' ' -f1-3 /proc/loadavg); work dir $work)" >&2

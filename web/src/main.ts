@@ -1,19 +1,29 @@
-// Entry point: read the metadata and embedded profiles, start the app, and expose a small
-// API on window.__kiln for the browser tests and benchmarks (timings, node positions).
+// Entry point: read each viewer's metadata and embedded profiles, start the apps, and
+// expose a small API on window.__kiln for the browser tests, the benchmarks and pages
+// that hold several viewers (timings, the apps, a page-level time window).
+//
+// A page holds one viewer (`<script id="kiln-meta">`, data in `kiln-data-N`, mounted at
+// the end of the body) or several (`<script class="kiln-meta">`, each with `key` naming
+// its URL keys, `data` naming its data elements, and a `<div data-kiln-mount="KEY">` to
+// draw in); they share the page's time window (`t` in the URL, `__kiln.setWindow`).
 import { Meta, Model } from './app-state/model.js';
 import { DecodeError, base64ToBytes, decodeProfile, inflate } from './import/decode.js';
 import { RawProfile } from './lib/profile.js';
 import { App } from './views/app.js';
 import { el } from './views/dom.js';
-import { CSS } from './views/styles.js';
+import { STYLES } from './views/styles.js';
 
 interface KilnApi {
   ready: boolean;
   error: string | null;
   firstDrawMs: number | null;
+  /** The first viewer (the only one on most pages). */
   app: App | null;
+  apps: App[];
   /** performance.now() at the end of each start-up phase, for the benchmark. */
   phases: Record<string, number>;
+  /** Shows the window [t0, t1] (ns on the profiles' clock) in every viewer; null: all. */
+  setWindow(w: [number, number] | null): void;
 }
 
 declare global {
@@ -22,56 +32,70 @@ declare global {
   }
 }
 
-async function loadProfiles(meta: Meta): Promise<RawProfile[]> {
+async function loadProfiles(meta: Meta, phases: Record<string, number>): Promise<RawProfile[]> {
   const out: RawProfile[] = [];
   for (let i = 0; i < meta.profiles.length; i++) {
-    const node = document.getElementById(`kiln-data-${i}`);
-    if (!node) throw new DecodeError(`profile ${i} is missing from the page`);
+    const id = meta.data?.[i] ?? `kiln-data-${i}`;
+    const node = document.getElementById(id);
+    if (!node) throw new DecodeError(`profile ${i} (${id}) is missing from the page`);
     let bytes = base64ToBytes(node.textContent ?? '');
     node.textContent = ''; // release the base64 text
-    window.__kiln.phases[`base64-${i}`] = performance.now();
+    phases[`base64-${id}`] = performance.now();
     if (meta.profiles[i].compressed) bytes = await inflate(bytes);
-    window.__kiln.phases[`inflate-${i}`] = performance.now();
+    phases[`inflate-${id}`] = performance.now();
     out.push(decodeProfile(bytes));
   }
   return out;
 }
 
-async function start(): Promise<void> {
-  const api: KilnApi = (window.__kiln = { ready: false, error: null, firstDrawMs: null, app: null, phases: {} });
-  document.head.append(el('style', { text: CSS }));
-  const mount = el('div', { class: 'kiln-root' });
-  document.body.append(mount);
+async function startOne(metaEl: Element, api: KilnApi, single: boolean): Promise<void> {
+  const meta = JSON.parse(metaEl.textContent ?? '') as Meta;
+  const key = single ? '' : (meta.key ?? `v${api.apps.length + 1}`);
+  let mount = single ? null : document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(key)}"]`);
+  if (!mount) {
+    mount = el('div', { class: 'kiln-root' });
+    document.body.append(mount);
+  }
   try {
-    const metaEl = document.getElementById('kiln-meta');
-    if (!metaEl) throw new DecodeError('the page has no kiln metadata');
-    const meta = JSON.parse(metaEl.textContent ?? '') as Meta;
-    api.phases.script = performance.now();
-    const raws = await loadProfiles(meta);
+    const raws = await loadProfiles(meta, api.phases);
     api.phases.decoded = performance.now();
-    const app = new App(new Model(raws, meta), mount);
-    api.app = app;
+    const app = new App(new Model(raws, meta), mount, { key, origin: meta.origin, documentKeys: single });
+    api.apps.push(app);
+    api.app ??= app;
     api.phases.laidOut = performance.now();
-    const view = app.main;
-    // "Shown" means the first complete drawing of the main view has been painted.
-    view.onDrawn = () => {
-      if (api.firstDrawMs === null) api.firstDrawMs = performance.now();
-      api.ready = true;
-    };
+    api.phases.drawStart = performance.now();
     // Draw now rather than on the next animation frame: the layout is ready.
-    if (app.state.view === 'flame') {
-      api.phases.drawStart = performance.now();
-      view.drawNow();
-    }
-    else {
-      api.firstDrawMs = performance.now();
-      api.ready = true;
-    }
+    app.drawNow();
+    app.warmUp();
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
-    api.error = msg;
-    mount.replaceChildren(el('div', { class: 'error', text: `This flame graph cannot be shown: ${msg}` }));
+    api.error ??= msg;
+    mount.replaceChildren(el('div', { class: 'error', role: 'alert', text: `This flame graph cannot be shown: ${msg}` }));
   }
+}
+
+async function start(): Promise<void> {
+  const api: KilnApi = (window.__kiln = {
+    ready: false,
+    error: null,
+    firstDrawMs: null,
+    app: null,
+    apps: [],
+    phases: {},
+    setWindow: (w) => api.apps.forEach((a) => a.setWindow(w)),
+  });
+  document.head.append(el('style', { text: STYLES }));
+  api.phases.script = performance.now();
+  const metas = [...document.querySelectorAll('script.kiln-meta, script#kiln-meta')];
+  if (metas.length === 0) {
+    api.error = 'the page has no kiln metadata';
+    document.body.append(el('div', { class: 'error', role: 'alert', text: `This flame graph cannot be shown: ${api.error}` }));
+    return;
+  }
+  for (const m of metas) await startOne(m, api, metas.length === 1);
+  // "Shown" means the first complete drawing of the views has been painted.
+  api.firstDrawMs = performance.now();
+  api.ready = true;
 }
 
 void start();

@@ -1,8 +1,10 @@
 // Browser checks of the viewer files crates/viewer/tests/browser.rs writes:
 //   node tests/browser.mjs FIXTURE_DIR SCREENSHOT_DIR
-// Every check clicks, types or drags like a user and reads the result from the page or
-// from a screenshot's pixels.
+// Every check clicks, types or drags like a user (or walks with the keyboard only) and
+// reads the result from the page or from a screenshot's pixels.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { launch } from './chromium.mjs';
 import { decodePng } from './png.mjs';
@@ -13,27 +15,34 @@ if (!dir) {
   process.exit(2);
 }
 
+const require = createRequire(import.meta.url);
+const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const HOSTILE_IMG = '<img src=x onerror=window.__pwned=1>';
 const HOSTILE_SCRIPT = '</script><script>window.__pwned=2</script>';
 const { context, close } = await launch();
+await context.grantPermissions(['clipboard-read', 'clipboard-write']).catch(() => {});
 const errors = [];
+const requests = [];
 let step = 'start';
 
-async function load(file, hash = '') {
+async function load(file, hash = '', scheme = 'light') {
   const page = context.pages()[0] ?? (await context.newPage());
   page.removeAllListeners('pageerror');
+  page.removeAllListeners('request');
   page.on('pageerror', (e) => errors.push(`${file}: ${e.message}`));
+  page.on('request', (r) => {
+    if (!r.url().startsWith('file:') && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) requests.push(r.url());
+  });
+  await page.emulateMedia({ colorScheme: scheme });
+  // A fresh document even when only the hash differs.
+  await page.goto('about:blank');
   await page.goto(`file://${join(dir, file)}${hash ? '#' + hash : ''}`);
   await page.waitForFunction(() => window.__kiln && (window.__kiln.ready || window.__kiln.error), null, { timeout: 20000 });
   return page;
 }
 
-async function open(file, hash = '') {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.removeAllListeners('pageerror');
-  page.on('pageerror', (e) => errors.push(`${file}: ${e.message}`));
-  await page.goto(`file://${join(dir, file)}${hash ? '#' + hash : ''}`);
-  await page.waitForFunction(() => window.__kiln && (window.__kiln.ready || window.__kiln.error), null, { timeout: 20000 });
+async function open(file, hash = '', scheme = 'light') {
+  const page = await load(file, hash, scheme);
   const err = await page.evaluate(() => window.__kiln.error);
   assert.equal(err, null, `${file} failed to load: ${err}`);
   await settle(page);
@@ -42,23 +51,46 @@ async function open(file, hash = '') {
 
 /** Waits until pending animation frames have drawn. */
 const settle = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-const find = (page, name) => page.evaluate((n) => window.__kiln.app.find(n), name);
+const find = (page, name, which = 'main') => page.evaluate(([n, w]) => window.__kiln.app.find(n, w), [name, which]);
 const center = (r) => [r.x + Math.min(r.w, 40) / 2, r.y + r.h / 2];
+const fact = (page, key) => page.textContent(`[data-fact=${key}] .fact-value`);
+const hash = (page) => page.evaluate(() => location.hash);
 
-async function pixel(page, name, x, y) {
-  const png = decodePng(await page.screenshot({ path: join(shots, `${name}.png`) }));
-  return png.at(x, y);
+async function shot(page, name) {
+  return decodePng(await page.screenshot({ path: join(shots, `${name}.png`) }));
 }
 
-async function colourOf(page, frame, shot) {
-  const r = await find(page, frame);
+async function colourOf(page, frame, name, which = 'main') {
+  const r = await find(page, frame, which);
   assert.ok(r, `${frame} is drawn`);
   // The top pixel row of a frame is always fill, never label text.
-  return pixel(page, shot, r.x + Math.min(r.w, 40) / 2, r.y + 1);
+  return (await shot(page, name)).at(r.x + Math.min(r.w, 40) / 2, r.y + 1);
 }
 
-const isMagenta = ([r, g, b]) => r > 200 && g < 40 && b > 200;
 const pwned = (page) => page.evaluate(() => window.__pwned ?? null);
+const brightness = ([r, g, b]) => r + g + b;
+
+async function tooltipOf(page, frame, which = 'main') {
+  const r = await find(page, frame, which);
+  assert.ok(r, `${frame} is drawn in ${which}`);
+  // From elsewhere first: a move to where the pointer already is sends no event.
+  await page.mouse.move(1, 1);
+  await page.mouse.move(...center(r));
+  await settle(page);
+  return page.textContent('.tooltip');
+}
+
+/** Runs axe-core on the page; fails on serious or critical violations. */
+async function axe(page, what) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.addScriptTag({ content: AXE });
+  const result = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 4) }));
+  });
+  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  assert.deepEqual(bad, [], `${what}: axe-core found serious or critical violations: ${JSON.stringify(bad, null, 1)}`);
+  return result;
+}
 
 async function check(name, f) {
   step = name;
@@ -67,30 +99,99 @@ async function check(name, f) {
   console.log(`ok - ${name} (${Date.now() - t} ms)`);
 }
 
+/** Presses Tab until `selector` has focus; returns the number of presses. */
+async function tabTo(page, selector, max = 40) {
+  for (let i = 1; i <= max; i++) {
+    await page.keyboard.press('Tab');
+    if (await page.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return i;
+  }
+  throw new Error(`${selector} not reached with ${max} Tab presses`);
+}
+
 try {
   let page = await open('timed.html');
 
-  await check('first drawing uses the hot palette', async () => {
+  await check('first drawing uses the hot palette; the header says what the profile is', async () => {
     const c = await colourOf(page, 'alpha_leaf', 'initial');
     assert.ok(c[0] >= 200 && c[2] <= 60, `hot colour, got ${c}`);
     assert.equal(await page.title(), 'kiln test </title><script>window.__pwned=3</script>');
+    assert.equal(await fact(page, 'total'), '200 samples');
+    assert.equal(await fact(page, 'duration'), '9.95 s');
+    assert.equal(await page.$('.menu:not([hidden])'), null, 'no menu is visible at load');
+    assert.equal(await page.$$eval('[role=menu]:not([hidden])', (x) => x.length), 0);
   });
 
-  await check('search highlights matches, reports Matched: and honours the case toggle', async () => {
+  await check('units and totals: period, timer samples, time, bytes, --countname', async () => {
+    const cases = [
+      ['period.html', { input: 'perf.txt', event: 'cpu-clock', total: '1.20 s of CPU time', samples: '1,198 samples', duration: '1.20 s' }],
+      ['record-cpu.html', { event: 'cpu-clock', total: '1.20 s of CPU time', samples: '1,198 samples (one per 1.00 ms of CPU, 999 Hz)' }],
+      ['offcpu.html', { event: 'offcpu', total: '4.17 s of off-CPU time', samples: '80 samples' }],
+      ['bytes.html', { event: 'mmap', total: '3.50 MiB', samples: '2 samples' }],
+      ['countname.html', { total: '1,234 calls', samples: null }],
+      ['countname-us.html', { total: '250 ms of time', samples: null }],
+    ];
+    for (const [file, want] of cases) {
+      page = await open(file);
+      for (const [k, v] of Object.entries(want)) {
+        if (v === null) assert.equal(await page.$(`[data-fact=${k}]`), null, `${file}: no ${k}`);
+        else assert.equal(await fact(page, k), v, `${file}: ${k}`);
+      }
+    }
+    page = await open('period.html');
+    assert.match(await tooltipOf(page, 'compute'), /total: 799 ms — 66\.6% of all.*samples: 798 \(798 self\)/s);
+    assert.match(await tooltipOf(page, 'main'), /total: 1\.20 s — 100\.0% of all/);
+    await page.keyboard.press('2');
+    await settle(page);
+    const head = await page.$$eval('.table-head [role=columnheader]', (x) => x.map((e) => e.textContent));
+    assert.deepEqual(head.map((h) => h.replace(/ [▼▲]$/, '')), ['Self (time)', 'Self %', 'Total (time)', 'Total %', 'Function']);
+    const rows = await page.$$eval('.table-rows .row', (r) => r.map((x) => [...x.children].map((c) => c.textContent)));
+    assert.deepEqual(rows[0], ['0 ns', '0.0%', '1.20 s', '100.0%', 'main']);
+    page = await open('bytes.html');
+    assert.match(await tooltipOf(page, 'alloc_arena'), /total: 3\.00 MiB — 85\.7% of all/);
+  });
+
+  page = await open('timed.html');
+
+  await check('search dims what does not match, counts and steps through matches', async () => {
+    const plain = await colourOf(page, 'lock_wait', 'search-before');
+    const other = await colourOf(page, 'alpha_leaf', 'search-before');
+    const acquire = await colourOf(page, 'Lock_acquire', 'search-before');
     await page.fill('[data-ctrl=search]', 'lock');
     await settle(page);
     assert.equal(await page.textContent('[data-ctrl=matched]'), 'Matched: 20.0%');
-    assert.ok(isMagenta(await colourOf(page, 'lock_wait', 'search')), 'lock_wait is magenta');
-    assert.ok(isMagenta(await colourOf(page, 'Lock_acquire', 'search-ci')), 'case-insensitive by default');
+    assert.equal(await page.textContent('[data-ctrl=match-count]'), '2 frames');
+    assert.deepEqual(await colourOf(page, 'lock_wait', 'search'), plain, 'a match keeps its colour');
+    const dimmed = await colourOf(page, 'alpha_leaf', 'search');
+    assert.ok(brightness(dimmed) > brightness(other) + 150, `alpha_leaf is dimmed: ${other} -> ${dimmed}`);
+    assert.deepEqual(await colourOf(page, 'Lock_acquire', 'search-ci'), acquire, 'case-insensitive by default');
+    await page.press('[data-ctrl=search]', 'Enter');
+    await settle(page);
+    assert.equal(await page.textContent('[data-ctrl=match-count]'), '1 of 2 frames');
+    const first = await page.evaluate(() => window.__kiln.app.main.selected);
+    await page.press('[data-ctrl=search]', 'Enter');
+    await settle(page);
+    assert.equal(await page.textContent('[data-ctrl=match-count]'), '2 of 2 frames');
+    const second = await page.evaluate(() => window.__kiln.app.main.selected);
+    const names = await page.evaluate(([a, b]) => {
+      const app = window.__kiln.app;
+      const l = app.derived.layout;
+      return [a, b].map((v) => app.derived.frames.names[l.frame[v]]);
+    }, [first, second]);
+    assert.deepEqual(names.sort(), ['Lock_acquire', 'lock_wait']);
+    await page.press('[data-ctrl=search]', 'Shift+Enter');
+    assert.equal(await page.textContent('[data-ctrl=match-count]'), '1 of 2 frames');
+    // The selection's outline would cover the frame's top pixels.
+    await page.evaluate(() => window.__kiln.app.main.setSelected(-1));
     await page.click('[data-ctrl=case]');
     await settle(page);
     assert.equal(await page.textContent('[data-ctrl=matched]'), 'Matched: 10.0%');
-    assert.ok(!isMagenta(await colourOf(page, 'Lock_acquire', 'search-case')), 'Lock_acquire no longer matches');
+    assert.ok(brightness(await colourOf(page, 'Lock_acquire', 'search-case')) > brightness(acquire) + 100, 'Lock_acquire no longer matches');
     await page.fill('[data-ctrl=search]', '(');
     await settle(page);
     assert.equal(await page.textContent('[data-ctrl=matched]'), 'Invalid regex');
     await page.fill('[data-ctrl=search]', '');
     await page.click('[data-ctrl=case]');
+    await page.evaluate(() => document.activeElement.blur());
   });
 
   await check('click zooms with breadcrumbs; hover shows % of the zoomed frame; reset', async () => {
@@ -102,13 +203,8 @@ try {
     assert.ok(Math.abs(zoomed.w - width) < 1, `alpha fills the width (${zoomed.w} of ${width})`);
     const crumbs = await page.$$eval('.crumb', (b) => b.map((x) => x.textContent));
     assert.deepEqual(crumbs, ['all', 'main', 'alpha']);
-    assert.match(await page.evaluate(() => location.hash), /z=\d+\.\d+/);
-    const leaf = await find(page, 'alpha_leaf');
-    await page.mouse.move(...center(leaf));
-    await settle(page);
-    const tip = await page.textContent('.tooltip');
-    assert.match(tip, /alpha_leaf/);
-    assert.match(tip, /20\.0% of all, 66\.7% of the zoomed frame/);
+    assert.match(await hash(page), /z=\d+\.\d+/);
+    assert.match(await tooltipOf(page, 'alpha_leaf'), /20\.0% of all, 66\.7% of the zoomed frame/);
     await page.click('[data-ctrl=reset]');
     await settle(page);
     assert.ok((await find(page, 'alpha')).w < width / 2, 'zoom reset');
@@ -128,23 +224,120 @@ try {
     assert.equal(await pwned(page), null);
   });
 
-  await check('sandwich of a recursive function from the context menu', async () => {
+  await check('keyboard only: Tab to the canvas, arrows move, Enter zooms, Esc resets, Shift+F10 opens actions', async () => {
+    page = await open('timed.html');
+    const presses = await tabTo(page, 'canvas.flame-canvas');
+    assert.ok(presses <= 25, `the canvas is reached in ${presses} Tab presses`);
+    const sel = () =>
+      page.evaluate(() => {
+        const app = window.__kiln.app;
+        const v = app.main.selected;
+        return v <= 0 ? (v === 0 ? 'all' : null) : app.derived.frames.names[app.derived.layout.frame[v]];
+      });
+    assert.equal(await sel(), 'all', 'focus selects the root');
+    await page.keyboard.press('ArrowUp');
+    assert.equal(await sel(), 'main');
+    assert.match(await page.textContent('[data-ctrl=status]'), /^main — total: 200 samples/);
+    await page.keyboard.press('ArrowUp');
+    assert.equal(await sel(), 'alpha', 'up goes to the widest callee');
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await sel(), 'beta');
+    await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('ArrowUp');
+    assert.equal(await sel(), 'alpha_leaf');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await sel(), 'alpha');
+    await page.keyboard.press('Enter');
+    await settle(page);
+    const zoom = await page.evaluate(() => window.__kiln.app.state.zoom.length);
+    assert.equal(zoom, 2, 'Enter zooms to main > alpha');
+    await page.keyboard.press('Shift+F10');
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('role')), 'menuitem', 'the menu has focus');
+    assert.equal(await page.getAttribute('.menu', 'aria-label'), 'alpha');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.action), 'x');
+    await page.keyboard.press('Escape');
+    assert.equal(await page.$('.menu:not([hidden])'), null, 'Esc closes the menu');
+    assert.ok(await page.evaluate(() => document.activeElement?.matches('canvas.flame-canvas')), 'focus is back on the canvas');
+    assert.equal(await page.evaluate(() => window.__kiln.app.state.zoom.length), 2, 'the first Esc only closed the menu');
+    await page.keyboard.press('Escape');
+    await settle(page);
+    assert.equal(await page.evaluate(() => window.__kiln.app.state.zoom.length), 0, 'Esc resets the zoom');
+    // A key on the selected frame: s opens its sandwich.
+    await page.keyboard.press('ArrowUp');
+    await page.keyboard.press('s');
+    await settle(page);
+    assert.match(await page.textContent('.sandwich-title'), /^alpha_leaf — /);
+    assert.equal(await page.getAttribute('[data-ctrl=tab-sandwich]', 'aria-selected'), 'true');
+    assert.equal(await page.getAttribute('[data-ctrl=tab-sandwich]', 'role'), 'tab');
+  });
+
+  await check('the function table sorts and picks with the keyboard', async () => {
+    page = await open('timed.html', 'v=table');
+    const names = () => page.$$eval('.table-rows .row', (r) => r.map((x) => x.lastChild.textContent));
+    assert.equal((await names())[0], 'main', 'sorted by total');
+    await tabTo(page, '.table-head button[data-key=self]');
+    await page.keyboard.press('Enter');
+    await settle(page);
+    assert.deepEqual((await names()).slice(0, 3).sort(), ['alpha_leaf', 'beta_child', 'fib']);
+    assert.equal(await page.getAttribute('.table-head [role=columnheader]:has(button[data-key=self]) >> nth=0', 'aria-sort'), 'descending');
+    await tabTo(page, '.table-grid');
+    await page.keyboard.press('End');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowDown');
+    const active = await page.evaluate(() => document.getElementById(document.activeElement.getAttribute('aria-activedescendant'))?.lastChild.textContent);
+    assert.equal(active, (await names())[1], 'aria-activedescendant names the active row');
+    await page.keyboard.press('Enter');
+    await settle(page);
+    assert.ok((await page.textContent('.sandwich-title')).startsWith(`${active} — `), 'Enter opens the sandwich of the active row');
+    await page.keyboard.press('2');
+    await page.fill('.table-filter', 'LOCK');
+    await settle(page);
+    assert.deepEqual((await names()).sort(), ['Lock_acquire', 'lock_wait']);
+    await shot(page, 'table');
+  });
+
+  await check('sandwich: no synthetic root, percentages of the function as the model computes them', async () => {
+    page = await open('timed.html');
     await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'fib') });
     assert.equal(await page.textContent('.menu-title'), 'fib');
     await page.click('[data-action=s]');
     await settle(page);
-    assert.match(await page.textContent('.sandwich-title'), /^fib — total 40 samples \(20\.0%\), self 40 samples/);
-    assert.match(await page.evaluate(() => location.hash), /v=sandwich/);
-    assert.match(await page.evaluate(() => location.hash), /fn=\d+/);
-    const shot = decodePng(await page.screenshot({ path: join(shots, 'sandwich.png') }));
+    assert.match(await page.textContent('.sandwich-title'), /^fib — total 40 samples \(20\.0% of all\), self 40 samples/);
+    assert.match(await hash(page), /v=sandwich/);
+    assert.match(await hash(page), /fn=\d+/);
+    // The rows at the seam are fib itself: no grey "all" row between it and its callers.
     const box = await page.$eval('.sandwich-flame:not([hidden]) >> nth=0', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
-    // Callers pane: its root row ("all") at the bottom, fib above it, main above that.
-    const c = shot.at(box.x + 20, box.y + box.height - 8 - 17);
-    assert.ok(c[0] >= 200, `fib drawn in the callers pane, got ${c}`);
-    await page.keyboard.press('1');
+    const fibCaller = await find(page, 'fib', 'callers');
+    assert.ok(Math.abs(fibCaller.y + fibCaller.h + 1 - (box.y + box.height)) < 2, 'fib is the bottom row of the callers pane');
+    const c = (await shot(page, 'sandwich')).at(box.x + 20, box.y + box.height - 8);
+    assert.ok(c[0] >= 200 && c[1] < 200, `the bottom row is fib's colour, got ${c}`);
+    const model = await page.evaluate(() => {
+      const app = window.__kiln.app;
+      const sw = app.model.sandwich(app.state, app.state.fn);
+      const names = app.derived.frames.names;
+      const pct = (l, name) => {
+        for (let v = 1; v < l.n; v++) if (names[l.frame[v]] === name && l.depth[v] === 2) return (100 * l.total[v]) / l.total[1];
+        return null;
+      };
+      return { main: pct(sw.callers, 'main'), fib: pct(sw.callees, 'fib') };
+    });
+    assert.deepEqual(model, { main: 100, fib: 100 });
+    assert.match(await tooltipOf(page, 'main', 'callers'), /total: 40 samples — 100.0% of fib, 20\.0% of all/);
+    const callee = await page.evaluate(() => {
+      const app = window.__kiln.app;
+      const sw = app.model.sandwich(app.state, app.state.fn);
+      const l = sw.callees;
+      for (let v = 1; v < l.n; v++) if (l.depth[v] === 3) return (100 * l.total[v]) / l.total[1];
+      return null;
+    });
+    assert.equal(callee, 50, 'fib > fib > fib is half of fib');
+    const rows = await page.evaluate(() => window.__kiln.app.callees.scene.layout.rows[3].length);
+    assert.equal(rows, 1);
   });
 
   await check('merge transform removes a function and shows in the transform bar', async () => {
+    page = await open('timed.html');
     await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'beta') });
     await page.click('[data-action=m]');
     await settle(page);
@@ -153,50 +346,54 @@ try {
     const child = await find(page, 'beta_child');
     assert.equal(Math.round(main.y - child.y), 17, 'beta_child moved up to main');
     assert.match(await page.textContent('.transforms'), /Merge: beta/);
-    await page.screenshot({ path: join(shots, 'merged.png') });
     await page.click('.transform');
     await settle(page);
     assert.ok(await find(page, 'beta'), 'removing the transform restores beta');
   });
 
-  await check('function table sorts and filters; a row opens the sandwich', async () => {
-    await page.keyboard.press('2');
-    await settle(page);
-    const first = await page.$$eval('.table-rows .row', (r) => r.map((x) => x.lastChild.textContent));
-    assert.equal(first[0], 'main', 'sorted by total');
-    await page.click('.table-head [data-key=self]');
-    await settle(page);
-    const bySelf = await page.$$eval('.table-rows .row', (r) => r.map((x) => x.lastChild.textContent));
-    assert.deepEqual(bySelf.slice(0, 3).sort(), ['alpha_leaf', 'beta_child', 'fib']);
-    await page.fill('.table-filter', 'LOCK');
-    await settle(page);
-    const filtered = await page.$$eval('.table-rows .row', (r) => r.map((x) => x.lastChild.textContent));
-    assert.deepEqual(filtered.sort(), ['Lock_acquire', 'lock_wait']);
-    await page.screenshot({ path: join(shots, 'table.png') });
-    await page.click('.table-rows .row >> nth=0');
-    await settle(page);
-    assert.match(await page.textContent('.sandwich-title'), /lock|Lock/);
-    await page.keyboard.press('2');
-    await page.fill('.table-filter', '');
-    await page.keyboard.press('Escape');
-    await page.keyboard.press('1');
-  });
-
-  await check('time range selection shows only that range', async () => {
+  await check('time window selection shows only that window; the caption stays off the bars', async () => {
     const box = await page.$eval('.timeline-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
+    const label = await page.$eval('.timeline-label', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
+    assert.ok(label.y + label.height <= box.y + 0.5, 'the caption is above the bars');
     await page.mouse.move(box.x + box.width * 0.02, box.y + 20);
     await page.mouse.down();
     await page.mouse.move(box.x + box.width * 0.3, box.y + 20, { steps: 4 });
     await page.mouse.up();
     await settle(page);
-    assert.match(await page.evaluate(() => location.hash), /t=\d+-\d+/);
+    assert.match(await hash(page), /t=\d+-\d+/);
     assert.ok(await find(page, 'alpha'), 'alpha ran in the first half');
     assert.equal(await find(page, 'beta'), null, 'beta ran only in the second half');
-    assert.match(await page.textContent('.timeline-label'), /^Selected/);
-    await page.screenshot({ path: join(shots, 'range.png') });
+    assert.match(await page.textContent('.timeline-label'), /^Window /);
+    // The model gives the same tree for that window, asked directly.
+    const same = await page.evaluate(() => {
+      const app = window.__kiln.app;
+      const w = app.window;
+      const other = app.model.derive({ ...app.state, range: [w[0] - app.model.raw.timeOrigin, w[1] - app.model.raw.timeOrigin] });
+      return other.layout.total[0] === app.derived.layout.total[0];
+    });
+    assert.ok(same);
     await page.dblclick('.timeline-canvas');
     await settle(page);
-    assert.ok(await find(page, 'beta'), 'double-click clears the range');
+    assert.ok(await find(page, 'beta'), 'double-click clears the window');
+    await page.setViewportSize({ width: 420, height: 700 });
+    await settle(page);
+    const narrow = await page.evaluate(() => {
+      const l = document.querySelector('.timeline-label').getBoundingClientRect();
+      const c = document.querySelector('.timeline-canvas').getBoundingClientRect();
+      return l.bottom <= c.top + 0.5;
+    });
+    assert.ok(narrow, 'no overlap at 420 px either');
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  await check('a window set by the page (the run report) redraws the view', async () => {
+    const origin = await page.evaluate(() => window.__kiln.app.model.raw.timeOrigin);
+    await page.evaluate((o) => window.__kiln.setWindow([o + 5.2e9, o + 9.9e9]), origin);
+    await settle(page);
+    assert.equal(await find(page, 'alpha'), null);
+    assert.ok(await find(page, 'beta'));
+    await page.evaluate(() => window.__kiln.setWindow(null));
+    await settle(page);
   });
 
   await check('threads merged by number, and icicle by keyboard', async () => {
@@ -208,6 +405,7 @@ try {
     assert.ok(await find(page, '1_scheduler [11]'));
     assert.ok(await find(page, '2_scheduler [12]'));
     await page.selectOption('[data-ctrl=threads]', 'merged');
+    await page.evaluate(() => document.activeElement.blur());
     await page.keyboard.press('i');
     await settle(page);
     assert.ok((await find(page, 'main')).y < (await find(page, 'alpha')).y, 'icicle: callers above callees');
@@ -220,10 +418,7 @@ try {
     assert.equal(await page.textContent('[data-ctrl=matched]'), 'Matched: 20.0%');
     assert.equal(await page.getAttribute('[data-ctrl=icicle]', 'aria-pressed'), 'true');
     assert.equal(await page.inputValue('[data-ctrl=order]'), 'left-heavy');
-    // Left-heavy: the widest child of main (alpha, 60) comes first.
     assert.ok((await find(page, 'alpha')).x < (await find(page, 'beta')).x);
-    // Zooming from one frame to another at the same depth through the hash (back button,
-    // pasted link) moves the view.
     const ids = await page.evaluate(() => {
       const names = window.__kiln.app.derived.frames.names;
       return ['main', 'alpha', 'beta'].map((n) => names.indexOf(n));
@@ -239,10 +434,55 @@ try {
     }
   });
 
-  await check('diff view: colours, legend, normalise toggle', async () => {
+  await check('stale details are cleared when the view changes', async () => {
+    page = await open('timed.html');
+    await tooltipOf(page, 'alpha');
+    assert.match(await page.textContent('[data-ctrl=details]'), /^alpha — /);
+    await page.mouse.move(5, 5);
+    await page.keyboard.press('2');
+    await settle(page);
+    assert.equal(await page.textContent('[data-ctrl=details]'), '');
+  });
+
+  await check('help: a dialog whose key labels do not wrap', async () => {
+    await page.keyboard.press('1');
+    await page.keyboard.press('?');
+    await settle(page);
+    assert.equal(await page.getAttribute('.help', 'role'), 'dialog');
+    const tall = await page.$$eval('.help kbd', (ks) => ks.filter((k) => k.getBoundingClientRect().height > 24).map((k) => k.textContent));
+    assert.deepEqual(tall, [], 'every key label is on one line');
+    await axe(page, 'help dialog');
+    await page.keyboard.press('Escape');
+    assert.equal(await page.$('.help:not([hidden])'), null);
+  });
+
+  await check('deep stacks: the breadcrumbs keep the current frame in view', async () => {
+    page = await open('deep.html');
+    await page.evaluate(() => {
+      const app = window.__kiln.app;
+      const l = app.derived.layout;
+      const v = l.rows[l.maxDepth][0];
+      const path = [];
+      for (let u = v; u > 0; u = l.parent[u]) path.unshift(l.frame[u]);
+      app.setState({ zoom: path });
+    });
+    await settle(page);
+    const r = await page.evaluate(() => {
+      const nav = document.querySelector('.crumbs').getBoundingClientRect();
+      const cur = document.querySelector('.crumb.current');
+      const c = cur.getBoundingClientRect();
+      return { inside: c.left >= nav.left && c.right <= nav.right + 0.5, cut: cur.scrollWidth > cur.clientWidth + 1, text: cur.textContent };
+    });
+    assert.equal(r.text, 'level_59_some_function_name');
+    assert.ok(r.inside && !r.cut, 'the current frame is whole and visible');
+    assert.match(await page.textContent('.crumb-gap'), /more/);
+  });
+
+  await check('diff view: colours, legend with the inputs, tooltips, normalise', async () => {
     page = await open('diff.html');
     const legend = await page.$$eval('.legend-item', (x) => x.map((e) => e.textContent));
-    assert.deepEqual(legend.slice(0, 4), ['grew in after', 'shrank in after', 'new in after', 'gone in after (width from before)']);
+    assert.deepEqual(legend.slice(0, 2), ['grew in after (new.folded)', 'shrank in after (new.folded)']);
+    assert.match(await page.textContent('.facts'), /before:.*Input base\.folded.*after:.*Input new\.folded/s);
     const grows = await colourOf(page, 'grows', 'diff');
     assert.ok(grows[0] === 255 && grows[1] < 100, `grows is red, got ${grows}`);
     const shrinks = await colourOf(page, 'shrinks', 'diff');
@@ -251,18 +491,265 @@ try {
     assert.deepEqual(await colourOf(page, 'gone', 'diff'), [150, 150, 160]);
     const same = await colourOf(page, 'same', 'diff');
     assert.ok(same[0] > 240 && same[1] > 240 && same[2] > 240, `unchanged is pale, got ${same}`);
-    await page.mouse.move(...center(await find(page, 'grows')));
-    await settle(page);
-    assert.match(await page.textContent('.tooltip'), /before: 10 samples.*after: 40 samples.*change: \+30 samples \(\+300\.0%\)/s);
+    assert.match(await tooltipOf(page, 'grows'), /before: 10 samples.*after: 40 samples.*change: \+30 samples \(\+300\.0%\)/s);
     await page.click('[data-ctrl=normalise]');
     await settle(page);
-    assert.match(await page.evaluate(() => location.hash), /norm=0/);
+    assert.match(await hash(page), /norm=0/);
     await page.keyboard.press('2');
     await settle(page);
     const rows = await page.$$eval('.table-rows .row', (r) => r.map((x) => [...x.children].map((c) => c.textContent)));
-    assert.ok(rows.some((r) => r[3] === 'gone' && r[1] === '0.0%'), 'gone listed with 0% after');
-    assert.ok(rows.some((r) => r[3] === 'grows' && r[2] === '+30 samples'));
-    assert.equal(rows.filter((r) => r[3] === 'gone').length, 1, 'each function once');
+    const by = Object.fromEntries(rows.map((r) => [r[6], r]));
+    assert.deepEqual(by.gone.slice(0, 6), ['9.1%', '0.0%', '−10 samples', '9.1%', '0.0%', '−10 samples']);
+    assert.equal(by.grows[5], '+30 samples');
+    assert.equal(rows.filter((r) => r[6] === 'gone').length, 1, 'each function once');
+  });
+
+  await check('diff table: seven columns, nothing cut at 1280 px', async () => {
+    page = await open('diff-wide.html', 'v=table');
+    const head = await page.$$eval('.table-head [role=columnheader]', (x) => x.map((e) => e.textContent.replace(/ [▼▲]$/, '')));
+    assert.deepEqual(head, ['Self before', 'Self after', 'Δ self', 'Total before', 'Total after', 'Δ total', 'Function']);
+    const cut = await page.$$eval('.table-rows .row .cell, .table-head .cell', (cells) =>
+      cells.filter((c) => c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > window.innerWidth).map((c) => c.textContent),
+    );
+    assert.deepEqual(cut, [], 'no cell is truncated');
+    const names = await page.$$eval('.table-rows .row', (r) => r.map((x) => x.lastChild.textContent));
+    assert.ok(names.includes('rabbit_amqqueue_process:handle_cast/2'));
+    const delta = await page.$$eval('.table-rows .row', (r) => r.map((x) => x.children[5].textContent));
+    assert.ok(delta.every((d) => /^[+−±][0-9.,]+ (ns|µs|ms|s)$/.test(d)), `Δ total in time: ${delta}`);
+    await shot(page, 'diff-table');
+    await axe(page, 'diff table');
+  });
+
+  await check('diff sandwich keeps the diff colours', async () => {
+    const f = await page.evaluate(() => window.__kiln.app.derived.frames.names.indexOf('rabbit_exchange:route/2'));
+    page = await open('diff-wide.html', `v=sandwich&fn=${f}`);
+    const c = await colourOf(page, 'rabbit_exchange:route/2', 'diff-sandwich', 'callers');
+    assert.ok(c[2] === 255 && c[0] < 120, `shrank: blue in the sandwich, got ${c}`);
+    const py = await page.evaluate(() => window.__kiln.app.derived.frames.names.indexOf('py_encode_basestring_ascii'));
+    page = await open('diff-wide.html', `v=sandwich&fn=${py}`);
+    const r = await colourOf(page, 'py_encode_basestring_ascii', 'diff-sandwich-2', 'callers');
+    assert.ok(r[0] === 255 && r[2] < 120, `grew: red in the sandwich, got ${r}`);
+    assert.match(await tooltipOf(page, 'process_main', 'callers'), /before: .* of py_encode_basestring_ascii.*after: .*change: \+/s);
+  });
+
+  await check('flame chart: boxes in the order of the samples\' timestamps, per thread', async () => {
+    page = await open('timed-chart.html');
+    assert.equal(await page.evaluate(() => window.__kiln.app.state.view), 'chart', '--flamechart opens the chart');
+    const samples = JSON.parse(readFileSync(join(dir, 'timed.json'), 'utf8'));
+    const threads = [...new Set(samples.map((s) => s.thread))];
+    for (const th of threads) {
+      const mine = samples.filter((s) => s.thread === th).sort((a, b) => a.t - b.t);
+      for (const depth of [0, 1, 2]) {
+        // Runs of the same path down to this depth, in time order (a sample not that
+        // deep ends the run).
+        const want = [];
+        let prev = null;
+        for (const s of mine) {
+          if (s.stack.length <= depth) {
+            prev = null;
+            continue;
+          }
+          const key = s.stack.slice(0, depth + 1).join(';');
+          if (key === prev) want[want.length - 1][1]++;
+          else want.push([s.stack[depth], 1]);
+          prev = key;
+        }
+        const got = await page.evaluate(
+          ([thread, d]) => {
+            const app = window.__kiln.app;
+            const c = app.model.chart(app.state);
+            const lane = c.lanes.find((l) => l.name === thread);
+            const names = app.model.frames({ ...app.state, threadMode: 'merged' }).names;
+            const row = lane.rows[d];
+            const out = [];
+            for (let k = 0; k < row.length; k++) out.push([names[c.frame[row.node[k]]], row.count[k], row.start[k]]);
+            return out;
+          },
+          [th, depth],
+        );
+        assert.deepEqual(got.map(([n, c]) => [n, c]), want, `${th} depth ${depth}`);
+        assert.ok(got.every((b, i) => i === 0 || b[2] > got[i - 1][2]), 'boxes start in time order');
+      }
+    }
+    // Pixels: the chart is drawn, and the box under the pointer is the sample's frame.
+    const canvas = await page.$eval('canvas.chart-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
+    const at = await page.evaluate(() => {
+      const app = window.__kiln.app;
+      const r = app.chart.renderer;
+      const s = app.chart.scene;
+      const lane = s.chart.lanes[0];
+      const row = lane.rows[1];
+      const k = row.length - 1;
+      const rect = r.rectOf(s, { lane: 0, depth: 1, index: k });
+      return { x: rect.x + rect.w / 2, y: rect.y + 8, name: app.model.frames({ ...app.state, threadMode: 'merged' }).names[s.chart.frame[row.node[k]]] };
+    });
+    await page.mouse.move(canvas.x + at.x, canvas.y + at.y);
+    await settle(page);
+    assert.equal(await page.textContent('.tt-name'), at.name);
+    assert.match(await page.textContent('.tooltip'), /samples? in a row on/);
+    const px = (await shot(page, 'chart')).at(canvas.x + at.x, canvas.y + at.y - 6);
+    assert.ok(px[0] > 150 && px[2] < 120, `a flame colour under the pointer, got ${px}`);
+  });
+
+  await check('flame chart: keyboard zoom and pan move the time window shared with the strip and the URL', async () => {
+    await tabTo(page, 'canvas.chart-canvas');
+    await page.keyboard.press('+');
+    await page.keyboard.press('+');
+    await settle(page);
+    const r1 = await page.evaluate(() => window.__kiln.app.state.range);
+    assert.ok(r1 && r1[1] - r1[0] < 3e9, `zoomed to a quarter: ${r1}`);
+    await page.keyboard.press('Shift+ArrowRight');
+    const r2 = await page.evaluate(() => window.__kiln.app.state.range);
+    assert.ok(r2[0] > r1[0], 'panned right');
+    assert.match(await page.textContent('.timeline-label'), /^Window /);
+    await page.waitForFunction(() => /t=\d+-\d+/.test(location.hash));
+    await page.keyboard.press('ArrowDown');
+    assert.match(await page.textContent('[data-ctrl=status]'), / — .* in a row on /);
+    await page.keyboard.press('Escape');
+    await settle(page);
+    assert.equal(await page.evaluate(() => window.__kiln.app.state.range), null, 'Esc shows the whole time');
+    await page.keyboard.press('1');
+    await settle(page);
+    assert.ok(await find(page, 'alpha'), 'the flame graph of the same profile');
+    await axe(page, 'flame graph of the chart page');
+    await page.keyboard.press('4');
+    await settle(page);
+    await axe(page, 'flame chart');
+  });
+
+  await check('export: SVG equal in frames to kiln flamegraph\'s for the same view', async () => {
+    page = await open('export.html');
+    await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'gc') });
+    await page.click('[data-action=d]');
+    await settle(page);
+    const svg = await page.evaluate(() => window.__kiln.app.exportSvg());
+    const ref = readFileSync(join(dir, 'ref-drop-gc.svg'), 'utf8');
+    const framesOf = (text) =>
+      page.evaluate((t) => {
+        const doc = new DOMParser().parseFromString(t, 'image/svg+xml');
+        if (doc.querySelector('parsererror')) return null;
+        return [...doc.querySelectorAll('g')]
+          .filter((g) => g.querySelector('rect[fg\\:w], rect'))
+          .map((g) => {
+            const r = g.querySelector('rect');
+            const title = g.querySelector('title')?.textContent ?? '';
+            const name = title.replace(/ \([^()]*\)$/, '');
+            return `${name}|${r.getAttribute('fg:x')}|${r.getAttribute('fg:w')}`;
+          })
+          .filter((s) => !s.startsWith('|'))
+          .sort();
+      }, text);
+    const mine = await framesOf(svg);
+    assert.ok(mine, 'the exported SVG is well-formed XML');
+    const theirs = (await framesOf(ref)).map((s) => s.replace(/^all\|/, 'all|'));
+    assert.deepEqual(mine.map((s) => s.replace(/^all \(\)\|/, 'all|')), theirs);
+    assert.ok(!mine.some((s) => s.startsWith('gc|')), 'gc was dropped');
+    // The download itself, from the Export menu.
+    const [dl] = await Promise.all([page.waitForEvent('download'), (async () => {
+      await page.click('[data-ctrl=export]');
+      await page.click('.menu [data-action=svg]');
+    })()]);
+    assert.match(dl.suggestedFilename(), /\.svg$/);
+    assert.equal(readFileSync(await dl.path(), 'utf8'), svg);
+  });
+
+  await check('export: folded stacks equal the transformed profile; PNG is a PNG', async () => {
+    page = await open('export.html');
+    await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'serve') });
+    await page.click('[data-action=m]');
+    await settle(page);
+    const folded = await page.evaluate(() => window.__kiln.app.exportFolded());
+    const ref = readFileSync(join(dir, 'ref-merge-serve.folded'), 'utf8');
+    const lines = (t) => t.trim().split('\n').sort();
+    assert.deepEqual(lines(folded), lines(ref));
+    const [dl] = await Promise.all([page.waitForEvent('download'), (async () => {
+      await page.keyboard.press('e');
+      await page.click('.menu [data-action=png]');
+    })()]);
+    const png = readFileSync(await dl.path());
+    assert.deepEqual([...png.subarray(1, 4)], [0x50, 0x4e, 0x47], 'PNG signature');
+    const img = decodePng(png);
+    assert.ok(img.width > 500, `PNG of the canvas, ${img.width} px wide`);
+  });
+
+  await check('export of hostile names is well-formed and inert; copy a frame\'s name', async () => {
+    page = await open('timed.html');
+    const ok = await page.evaluate(() => {
+      const t = window.__kiln.app.exportSvg();
+      const doc = new DOMParser().parseFromString(t, 'image/svg+xml');
+      return !doc.querySelector('parsererror') && doc.querySelectorAll('script').length === 0 && t.includes('&lt;img src=x');
+    });
+    assert.ok(ok);
+    await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, HOSTILE_IMG) });
+    await page.click('[data-action=y]');
+    await page.waitForFunction(() => /Copied|refused/.test(document.querySelector('[data-ctrl=status]').textContent));
+    assert.equal(await page.textContent('[data-ctrl=status]'), `Copied the name “${HOSTILE_IMG}”`);
+    const clip = await page.evaluate(() => navigator.clipboard.readText().catch(() => null));
+    if (clip !== null) assert.equal(clip, HOSTILE_IMG);
+    assert.equal(await pwned(page), null);
+  });
+
+  await check('dark mode: dark page and canvas, frames keep their colours', async () => {
+    page = await open('timed.html', '', 'dark');
+    assert.equal(await page.evaluate(() => window.__kiln.app.theme), 'dark');
+    const img = await shot(page, 'dark');
+    const c = await page.$eval('canvas.flame-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
+    const bg = img.at(c.x + c.width - 5, c.y + 5);
+    assert.ok(brightness(bg) < 120, `dark canvas background, got ${bg}`);
+    const header = img.at(5, 5);
+    assert.ok(brightness(header) < 120, `dark header, got ${header}`);
+    const leaf = await colourOf(page, 'alpha_leaf', 'dark-frame');
+    assert.ok(leaf[0] >= 200 && leaf[2] <= 60, `hot colour in the dark too, got ${leaf}`);
+    const fg = await page.evaluate(() => getComputedStyle(document.querySelector('h1.title')).color);
+    assert.match(fg, /rgb\(2[0-9]{2}, 2[0-9]{2}, 2[0-9]{2}\)/, `light text, got ${fg}`);
+    await axe(page, 'dark flame graph');
+  });
+
+  await check('accessibility scan of every view (axe-core: no serious or critical violations)', async () => {
+    page = await open('timed.html');
+    await axe(page, 'flame graph');
+    await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'alpha') });
+    await axe(page, 'context menu');
+    await page.keyboard.press('Escape');
+    for (const v of ['table', 'sandwich']) {
+      page = await open('timed.html', v === 'sandwich' ? 'v=sandwich&fn=2' : `v=${v}`);
+      await axe(page, v);
+    }
+    page = await open('diff.html');
+    await axe(page, 'diff');
+    page = await open('period.html', 'q=parse');
+    await axe(page, 'search');
+  });
+
+  await check('two viewers on one page: own URL keys, one shared time window', async () => {
+    page = await open('two.html');
+    assert.equal(await page.evaluate(() => window.__kiln.apps.length), 2);
+    const origin = await page.evaluate(() => window.__kiln.apps[0].model.raw.timeOrigin);
+    const totals = () => page.evaluate(() => window.__kiln.apps.map((a) => a.derived.layout.total[0]));
+    assert.deepEqual(await totals(), [200, 200]);
+    // The page selects a window (the run report's chart would): both viewers follow.
+    await page.evaluate((o) => window.__kiln.setWindow([o + 5.2e9, o + 9.9e9]), origin);
+    await settle(page);
+    assert.deepEqual(await totals(), [95, 95]);
+    // The URL holds it once, on the page's clock (its origin is a second before the run).
+    const t = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get('t'));
+    assert.equal(t, `${6.2e9}-${10.9e9}`);
+    // A window dragged on one viewer's strip reaches the other; a search stays its own.
+    const box = await page.$eval('.kiln-mount >> nth=1 >> .timeline-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
+    await page.mouse.move(box.x + box.width * 0.02, box.y + 10);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.3, box.y + 10, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => window.__kiln.apps[0].state.range?.[1] < 4e9);
+    const [a, b] = await page.evaluate(() => window.__kiln.apps.map((x) => x.window));
+    assert.deepEqual(a, b);
+    await page.fill('.kiln-mount >> nth=0 >> [data-ctrl=search]', 'fib');
+    await page.waitForFunction(() => /cpu\.q=fib/.test(location.hash));
+    assert.equal(await page.evaluate(() => window.__kiln.apps[1].state.query), '');
+    assert.match(await page.textContent('.kiln-mount >> nth=1 >> [data-fact=total]'), /page-faults/);
+    const ids = await page.$$eval('[id]', (els) => els.map((e) => e.id));
+    assert.equal(new Set(ids).size, ids.length, 'element ids are unique on the page');
+    await axe(page, 'two viewers');
   });
 
   await check('an empty profile opens; damaged data gives a message, not a blank page', async () => {
@@ -272,10 +759,10 @@ try {
     const err = await page.evaluate(() => window.__kiln.error);
     assert.ok(err, 'the damage is reported');
     assert.match(await page.textContent('.error'), /^This flame graph cannot be shown: /);
-    await page.screenshot({ path: join(shots, 'broken.png') });
   });
 
   assert.deepEqual(errors, [], 'no page errors');
+  assert.deepEqual(requests, [], 'no request leaves the page');
   console.log('all browser checks passed');
 } catch (e) {
   console.log(`FAILED at: ${step}`);

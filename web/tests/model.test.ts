@@ -166,15 +166,16 @@ test('layout: totals, starts, alphabetical and left-heavy order, hit testing', (
   const a = findPath(l, [0, 2]);
   const b = findPath(l, [0, 1]);
   assert.equal(l.total[main], 8);
-  assert.equal(l.start[a], 0, 'a before b alphabetically');
-  assert.equal(l.start[b], 2);
+  // A frame's own weight comes first, then its callees (flamegraph.pl's placement).
+  assert.equal(l.start[a], 1, 'a before b alphabetically, after main\'s self weight');
+  assert.equal(l.start[b], 3);
   assert.deepEqual(pathOf(l, b), [0, 1]);
   assert.equal(l.maxDepth, 2);
   assert.deepEqual(Array.from(l.rows[2]), [a, b]);
   assert.equal(nodeAt(l, 2, 1.5), a);
-  assert.equal(nodeAt(l, 2, 7.5), -1, 'self weight of main is empty space');
+  assert.equal(nodeAt(l, 2, 0.5), -1, 'self weight of main is empty space');
   const h = layoutTree(t, fs, 'left-heavy');
-  assert.equal(h.start[findPath(h, [0, 1])], 0, 'heaviest first');
+  assert.equal(h.start[findPath(h, [0, 1])], 1, 'heaviest first');
 });
 
 test('search counts nested matches once, and regex errors are reported', () => {

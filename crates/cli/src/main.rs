@@ -29,7 +29,7 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Sample a live process (CPU, off-CPU, memory events) straight to a profile or flame graph.
     Record(cmd::record::Args),
-    /// Drive a load against a server (AMQP 0.9.1 with PerfTest's flags, MQTT with emqtt-bench's).
+    /// Drive a load against a server (AMQP 0.9.1 with PerfTest's flags, MQTT with emqtt-bench's, HTTP/1.1 with wrk's).
     #[command(subcommand)]
     Load(cmd::load::LoadCommand),
     /// Drive a load and profile the server under it on one clock; every run is stored.

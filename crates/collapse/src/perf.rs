@@ -412,6 +412,7 @@ impl<'a> Folder<'a> {
                 .map(|f| String::from_utf8_lossy(f).into_owned())
                 .unwrap_or_default(),
             unit,
+            ..Default::default()
         };
         Folder {
             opts,

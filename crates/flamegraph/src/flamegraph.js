@@ -25,9 +25,9 @@ function init(evt) {
 	cfg.nametype = attr(frames, "fg:nametype");
 	cfg.countname = attr(frames, "fg:countname");
 	cfg.width = num(frames, "width");
-	// The tooltip is "NAME (COUNT COUNTNAME, PCT%)" (plus "; DELTA%" in a diff).
-	cfg.suffix = new RegExp(" \\([0-9,]+ " + cfg.countname.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") +
-		", [0-9.]+%(; [-+]?[0-9.]+%)?\\)$");
+	// The tooltip is "NAME (COUNT, PCT%)" (plus "; DELTA%" in a diff); COUNT is
+	// "1,234 COUNTNAME", a time or size ("1.20 s", "3.50 MiB"), or both.
+	cfg.suffix = / \([^()]*, [0-9.]+%(; [-+]?[0-9.]+%)?\)$/;
 	restore_state();
 }
 

@@ -53,7 +53,7 @@ pub use color::{Background, ColorMode, Palette, PaletteMap, Rgb};
 pub use error::FlamegraphError;
 pub use nameattr::{FrameAttrs, NameAttrs};
 
-use kiln_model::Profile;
+use kiln_model::{Profile, Quantity};
 use layout::{Order, Plan, Weights};
 
 /// The minimum width of a drawn frame (`--minwidth`).
@@ -122,6 +122,11 @@ pub struct Options {
     pub font_width: f64,
     /// What the weights count (`--countname`). Default: "samples".
     pub count_name: String,
+    /// How counts are written in tooltips. `None` (the default) takes the profile's own
+    /// ([`kiln_model::EventInfo::quantity`]): time as `1.20 s`, bytes as `3.50 MiB`,
+    /// samples of a timer as `1,198 samples, 1.20 s`; plain counts and samples are written
+    /// as flamegraph.pl writes them (`1,234 samples`, with [`Options::count_name`]).
+    pub quantity: Option<Quantity>,
     /// What the names are, shown before the details (`--nametype`). Default: "Function:".
     pub name_type: String,
     /// Notes embedded in a comment of the SVG (`--notes`). Default: empty.
@@ -168,6 +173,7 @@ impl Default for Options {
             font_size: 12.0,
             font_width: 0.59,
             count_name: "samples".to_string(),
+            quantity: None,
             name_type: "Function:".to_string(),
             notes: String::new(),
             name_attrs: NameAttrs::default(),

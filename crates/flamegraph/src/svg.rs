@@ -3,7 +3,7 @@ use crate::color::{self, ColorMode, Rgb, Rng};
 use crate::escape::{self, coord, push_bytes, push_fixed, push_text, push_thousands};
 use crate::layout::Weights;
 use crate::{FlamegraphError, Options, Palette, PaletteMap};
-use kiln_model::{FrameId, Profile};
+use kiln_model::{FrameId, Profile, Quantity};
 use std::io::Write;
 
 /// Left and right padding, pixels.
@@ -60,6 +60,8 @@ pub(crate) struct SvgWriter<'a> {
     palette_map: Option<PaletteMap>,
     rng: Rng,
     factor_one: bool,
+    /// How counts are written when not as plain numbers (time, bytes, timer samples).
+    scaled: Option<Quantity>,
 }
 
 /// Strips flamegraph.pl's annotations (`_[k]`, `_[w]`, `_[i]`, `_[j]`) from a name.
@@ -170,6 +172,12 @@ impl<'a> SvgWriter<'a> {
             palette_map: opts.palette_map.clone(),
             rng: Rng::new(seed),
             factor_one: opts.factor == 1.0,
+            scaled: match opts.quantity.unwrap_or_else(|| p.event.quantity()) {
+                q @ (Quantity::Time { .. }
+                | Quantity::Bytes
+                | Quantity::Samples { period_ns: Some(_) }) => Some(q),
+                _ => None,
+            },
         }
     }
 
@@ -284,6 +292,30 @@ impl<'a> SvgWriter<'a> {
         self.buf.extend_from_slice(b"\">\n");
         self.flush_if_full()?;
         Ok(())
+    }
+
+    /// A tooltip's count: `1,234 samples` (flamegraph.pl's form), or at a readable scale
+    /// when the weights are time or bytes (`1.20 s`), or both for timer samples.
+    fn push_count(&mut self, count: u64) {
+        match self.scaled {
+            Some(Quantity::Samples { period_ns: Some(p) }) => {
+                push_thousands(&mut self.buf, count);
+                self.buf.push(b' ');
+                push_bytes(&mut self.buf, self.opts.count_name.as_bytes());
+                self.buf.extend_from_slice(b", ");
+                let t = kiln_model::format_ns(count as f64 * p as f64);
+                self.buf.extend_from_slice(t.as_bytes());
+            }
+            Some(q) => {
+                let v = q.format_value(count as f64);
+                self.buf.extend_from_slice(v.as_bytes());
+            }
+            None => {
+                push_thousands(&mut self.buf, count);
+                self.buf.push(b' ');
+                push_bytes(&mut self.buf, self.opts.count_name.as_bytes());
+            }
+        }
     }
 
     fn text(&mut self, id: &str, x: f64, y: f64, content: &str, class: Option<&str>) {
@@ -447,17 +479,13 @@ impl<'a> SvgWriter<'a> {
             (Some(t), _) => push_bytes(&mut self.buf, t.as_bytes()),
             (None, None) => {
                 self.buf.extend_from_slice(b"all (");
-                push_thousands(&mut self.buf, count);
-                self.buf.push(b' ');
-                push_bytes(&mut self.buf, self.opts.count_name.as_bytes());
+                self.push_count(count);
                 self.buf.extend_from_slice(b", 100%)");
             }
             (None, Some(n)) => {
                 self.push_name(n, None);
                 self.buf.extend_from_slice(b" (");
-                push_thousands(&mut self.buf, count);
-                self.buf.push(b' ');
-                push_bytes(&mut self.buf, self.opts.count_name.as_bytes());
+                self.push_count(count);
                 self.buf.extend_from_slice(b", ");
                 let denom = self.timemax as f64 * self.opts.factor;
                 push_fixed(&mut self.buf, 100.0 * count as f64 / denom, 2);

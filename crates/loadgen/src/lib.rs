@@ -70,6 +70,7 @@
 
 pub mod amqp;
 pub mod engine;
+pub mod http;
 pub mod mqtt;
 
 pub use amqp::{
@@ -145,6 +146,42 @@ pub enum Error {
     /// The load could not start: a producer or consumer failed to connect or set up.
     #[error("starting the load failed: {0}")]
     Start(String),
+    /// A URL cannot be loaded.
+    #[error("invalid URL '{url}': {reason}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A targets file has a malformed line.
+    #[error("{path}:{line}: {reason}")]
+    Targets {
+        /// The file.
+        path: String,
+        /// Line number (1-based; 0: the file as a whole).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A CSV file for `{csv:…}` variables is malformed.
+    #[error("{path}:{line}: {reason}")]
+    Csv {
+        /// The file.
+        path: String,
+        /// Line number (1-based).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An input file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Input {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// An output file could not be written.
     #[error("cannot write {path}: {source}")]
     Output {

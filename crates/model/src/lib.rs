@@ -45,7 +45,9 @@ pub mod transform;
 pub use error::ModelError;
 pub use folded::{FoldedOptions, FoldedWriter};
 pub use frames::{Frame, FrameId, FrameKind, FrameTable};
-pub use profile::{EventInfo, ImportMap, Profile, WeightUnit};
+pub use profile::{
+    format_bytes, format_ns, thousands, EventInfo, ImportMap, Profile, Quantity, WeightUnit,
+};
 pub use samples::{SampleTable, NO_TIME};
 pub use stacks::{StackId, StackTable};
 pub use strings::{StrId, StringTable};

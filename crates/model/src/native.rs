@@ -5,14 +5,14 @@
 //! UTF-8) and a 30 s recording holds tens of thousands of samples whose timestamps
 //! compress to a byte or two each as deltas.
 //!
-//! ## Layout (version 1)
+//! ## Layout (version 2)
 //!
 //! All integers are unsigned LEB128 varints unless noted; `bytes` is a varint length
 //! followed by that many bytes.
 //!
 //! ```text
-//! file     = "KILNPROF" version:u8(=1) count profile*count
-//! profile  = event_name:bytes unit:u8
+//! file     = "KILNPROF" version:u8(=2) count profile*count
+//! profile  = event_name:bytes unit:u8 period_ns+1        (period: version 2; 0 = unknown)
 //!            nstrings (bytes)*nstrings
 //!            nframes  (name:strid kind:u8)*nframes
 //!            nstacks  (parent+1 frame)*nstacks         parent+1 = 0 for a root; parent < index
@@ -22,8 +22,10 @@
 //!
 //! `timedelta` is the zig-zag encoded wrapping difference from the previous sample's time
 //! (starting at 0), so `NO_TIME` round-trips. Units: 0 samples, 1 period, 2 ns, 3 us,
-//! 4 bytes, 5 events. Frame kinds: 0 unknown, 1 user, 2 kernel, 3 JIT, 4 inline, 5 root.
-//! Readers reject anything else (a newer version says so in the error).
+//! 4 bytes, 5 events. `period_ns` is [`EventInfo::sample_period_ns`]: the CPU time one
+//! sample stands for. Frame kinds: 0 unknown, 1 user, 2 kernel, 3 JIT, 4 inline, 5 root.
+//! Version 1 files (no period) are read too; readers reject anything else (a newer
+//! version says so in the error).
 use crate::{
     EventInfo, Frame, FrameKind, ModelError, Profile, StackId, StrId, Thread, ThreadId, WeightUnit,
 };
@@ -33,7 +35,7 @@ use std::path::Path;
 /// The first bytes of every native profile file.
 pub const MAGIC: &[u8; 8] = b"KILNPROF";
 /// The version this code writes.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 fn put(out: &mut Vec<u8>, mut v: u64) {
     loop {
@@ -83,6 +85,10 @@ pub fn encode(profiles: &[Profile]) -> Vec<u8> {
     for p in profiles {
         put_bytes(&mut out, p.event.name.as_bytes());
         out.push(unit_code(p.event.unit));
+        put(
+            &mut out,
+            p.event.sample_period_ns.map_or(0, |x| x.saturating_add(1)),
+        );
         put(&mut out, p.strings.len() as u64);
         for (_, s) in p.strings.iter() {
             put_bytes(&mut out, s);
@@ -223,9 +229,9 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
     }
     r.pos = MAGIC.len();
     let version = r.u8()?;
-    if version != VERSION {
+    if version != 1 && version != VERSION {
         return Err(r.err(format!(
-            "format version {version}; this kiln reads version {VERSION} (a newer kiln wrote it?)"
+            "format version {version}; this kiln reads versions 1 to {VERSION} (a newer kiln wrote it?)"
         )));
     }
     let n = r.count("profile", 1)?;
@@ -241,7 +247,11 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
             5 => WeightUnit::Events,
             u => return Err(r.err(format!("unknown weight unit {u}"))),
         };
-        let mut p = Profile::new(EventInfo { name, unit });
+        let mut event = EventInfo::new(name, unit);
+        if version >= 2 {
+            event.sample_period_ns = r.var()?.checked_sub(1);
+        }
+        let mut p = Profile::new(event);
         let ns = r.count("string", 1)?;
         for i in 0..ns {
             let s = r.bytes()?.to_vec();
@@ -341,6 +351,7 @@ mod tests {
         let mut p = Profile::new(EventInfo {
             name: "cpu-clock".into(),
             unit: WeightUnit::Samples,
+            sample_period_ns: Some(1_001_001),
         });
         let root = p.frame(b"1_scheduler", FrameKind::Root);
         let f = p.frame(b"$lists:foldl/3", FrameKind::Jit);
@@ -375,6 +386,20 @@ mod tests {
         assert_eq!(back[0].event, a.event);
         assert_eq!(back[0].threads.get(ThreadId(0)), a.threads.get(ThreadId(0)));
         assert_eq!(back[1].event.name, "page-faults");
+    }
+
+    #[test]
+    fn reads_version_1_files() {
+        // A version 1 file: one empty `offcpu` profile in ns, no period.
+        let mut v1 = MAGIC.to_vec();
+        v1.extend_from_slice(&[1, 1, 6]);
+        v1.extend_from_slice(b"offcpu");
+        v1.extend_from_slice(&[2, 0, 0, 0, 0, 0]);
+        let back = decode(&v1, Path::new("old.kiln")).unwrap();
+        assert_eq!(
+            back[0].event,
+            EventInfo::new("offcpu", WeightUnit::Nanoseconds)
+        );
     }
 
     #[test]

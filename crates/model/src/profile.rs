@@ -44,6 +44,147 @@ pub struct EventInfo {
     pub name: String,
     /// What weights count.
     pub unit: WeightUnit,
+    /// What one sample stands for, in nanoseconds of CPU time, when the weights count
+    /// samples of a timer: `cpu-clock` sampled at 999 Hz fires every 1,001,001 ns of the
+    /// task's CPU time (the kernel turns a timer event's frequency into this fixed
+    /// period). `None` when unknown (folded input) or not a timer.
+    pub sample_period_ns: Option<u64>,
+}
+
+/// What a profile's weights measure and at what scale: how every number drawn from them
+/// is labelled (the viewer's header, tooltips and tables, the SVG's tooltips).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Quantity {
+    /// Counted samples; `period_ns` is the CPU time one sample stands for, when known.
+    Samples {
+        /// Nanoseconds of CPU time per sample.
+        period_ns: Option<u64>,
+    },
+    /// Time: `ns_per_unit` nanoseconds per unit of weight (1 for ns, 1,000 for µs).
+    Time {
+        /// Nanoseconds per unit of weight.
+        ns_per_unit: u64,
+    },
+    /// Bytes (allocations, mapped or read memory).
+    Bytes,
+    /// Occurrences of an event (page faults, tracepoint hits, calls, cycles).
+    Events,
+}
+
+impl Quantity {
+    /// `v` units of weight for a reader, at a readable scale: `1.20 s`, `850 µs`,
+    /// `3.50 MiB`, `1,234` (counts, without a name: the caller knows what they count).
+    /// Three significant digits, as the viewer shows them (`web/src/lib/units.ts`).
+    pub fn format_value(&self, v: f64) -> String {
+        match *self {
+            Quantity::Time { ns_per_unit } => format_ns(v * ns_per_unit as f64),
+            Quantity::Bytes => format_bytes(v),
+            _ => thousands(v.round() as u64),
+        }
+    }
+}
+
+/// A duration in nanoseconds as `12 ns`, `1.50 µs`, `850 ms`, `1.20 s`, `1,234 s`.
+pub fn format_ns(ns: f64) -> String {
+    let a = ns.abs();
+    let (v, unit) = if a < 1e3 {
+        return format!("{} ns", ns.round());
+    } else if a < 1e6 {
+        (ns / 1e3, "µs")
+    } else if a < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    format!("{} {unit}", three_digits(v))
+}
+
+/// A size in bytes as `512 B`, `1.50 KiB`, `3.20 MiB`, `1.00 GiB`.
+pub fn format_bytes(b: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v.abs() >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{} B", b.round())
+    } else {
+        format!("{} {}", three_digits(v), UNITS[i])
+    }
+}
+
+/// Three significant digits below 1,000 (`1.20`, `12.3`, `123`), whole numbers with
+/// thousands separators above.
+fn three_digits(v: f64) -> String {
+    let a = v.abs();
+    if a >= 999.5 {
+        let s = thousands(a.round() as u64);
+        return if v < 0.0 { format!("-{s}") } else { s };
+    }
+    let decimals = if a >= 99.95 {
+        0
+    } else if a >= 9.995 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.decimals$}")
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(v: u64) -> String {
+    let d = v.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl EventInfo {
+    /// An event with no known sample period.
+    pub fn new(name: impl Into<String>, unit: WeightUnit) -> Self {
+        EventInfo {
+            name: name.into(),
+            unit,
+            sample_period_ns: None,
+        }
+    }
+
+    /// Whether the event is a timer that counts nanoseconds of CPU or wall time, so its
+    /// periods are nanoseconds (perf's `cpu-clock` and `task-clock`, with or without a
+    /// `:u`/`:k` modifier or a `software:` prefix).
+    pub fn is_clock(&self) -> bool {
+        let n = self
+            .name
+            .rsplit_once('/')
+            .map_or(self.name.as_str(), |x| x.1);
+        let n = n
+            .split(':')
+            .find(|s| !s.is_empty() && *s != "software" && *s != "sw");
+        matches!(n, Some("cpu-clock" | "task-clock"))
+    }
+
+    /// What the weights measure: perf periods of a clock event are nanoseconds, other
+    /// periods count the event; samples of a timer carry the time each stands for.
+    pub fn quantity(&self) -> Quantity {
+        match self.unit {
+            WeightUnit::Samples => Quantity::Samples {
+                period_ns: self.sample_period_ns.filter(|&p| p > 0),
+            },
+            WeightUnit::Period if self.is_clock() => Quantity::Time { ns_per_unit: 1 },
+            WeightUnit::Period | WeightUnit::Events => Quantity::Events,
+            WeightUnit::Nanoseconds => Quantity::Time { ns_per_unit: 1 },
+            WeightUnit::Microseconds => Quantity::Time { ns_per_unit: 1_000 },
+            WeightUnit::Bytes => Quantity::Bytes,
+        }
+    }
 }
 
 /// Where the stacks and threads of one profile landed in another
@@ -148,6 +289,27 @@ impl Profile {
             }
         }
         w
+    }
+
+    /// The samples taken in `[from, to)` (ns on the samples' clock; off-CPU blocks by their
+    /// start), with the same names, frames, stacks and threads: a window of a run.
+    pub fn time_slice(&self, from: u64, to: u64) -> Profile {
+        let mut p = Profile {
+            strings: self.strings.clone(),
+            frames: self.frames.clone(),
+            stacks: self.stacks.clone(),
+            threads: self.threads.clone(),
+            samples: SampleTable::default(),
+            event: self.event.clone(),
+        };
+        let s = &self.samples;
+        for i in 0..s.len() {
+            let t = s.time[i];
+            if t != crate::NO_TIME && t >= from && t < to {
+                p.samples.push(s.stack[i], s.weight[i], t, s.thread[i]);
+            }
+        }
+        p
     }
 
     /// Total weight of every node (self plus all descendants) from self weights.
@@ -263,6 +425,60 @@ mod tests {
             .map(|n| p.frame(n.as_bytes(), FrameKind::Unknown))
             .collect();
         p.add_sample_path(&frames, w, crate::NO_TIME, ThreadId::NONE);
+    }
+
+    #[test]
+    fn quantities() {
+        let q = |name: &str, unit| EventInfo::new(name, unit).quantity();
+        assert_eq!(
+            q("cpu-clock", WeightUnit::Period),
+            Quantity::Time { ns_per_unit: 1 }
+        );
+        assert_eq!(
+            q("cpu-clock:u", WeightUnit::Period),
+            Quantity::Time { ns_per_unit: 1 }
+        );
+        assert_eq!(
+            q("software:task-clock", WeightUnit::Period),
+            Quantity::Time { ns_per_unit: 1 }
+        );
+        assert_eq!(q("cycles", WeightUnit::Period), Quantity::Events);
+        assert_eq!(q("page-faults", WeightUnit::Events), Quantity::Events);
+        assert_eq!(
+            q("offcpu", WeightUnit::Microseconds),
+            Quantity::Time { ns_per_unit: 1000 }
+        );
+        assert_eq!(q("mmap", WeightUnit::Bytes), Quantity::Bytes);
+        assert_eq!(
+            q("", WeightUnit::Samples),
+            Quantity::Samples { period_ns: None }
+        );
+        let mut e = EventInfo::new("cpu-clock", WeightUnit::Samples);
+        e.sample_period_ns = Some(1_001_001);
+        assert_eq!(
+            e.quantity(),
+            Quantity::Samples {
+                period_ns: Some(1_001_001)
+            }
+        );
+    }
+
+    #[test]
+    fn readable_values() {
+        let t = Quantity::Time { ns_per_unit: 1 };
+        assert_eq!(t.format_value(1_199_199_198.0), "1.20 s");
+        assert_eq!(t.format_value(850_000_000.0), "850 ms");
+        assert_eq!(t.format_value(12_345.0), "12.3 µs");
+        assert_eq!(t.format_value(999.0), "999 ns");
+        assert_eq!(t.format_value(1_234_000_000_000.0), "1,234 s");
+        let us = Quantity::Time { ns_per_unit: 1000 };
+        assert_eq!(us.format_value(1500.0), "1.50 ms");
+        assert_eq!(Quantity::Bytes.format_value(512.0), "512 B");
+        assert_eq!(
+            Quantity::Bytes.format_value(3.5 * 1024.0 * 1024.0),
+            "3.50 MiB"
+        );
+        assert_eq!(Quantity::Events.format_value(1_234_567.0), "1,234,567");
     }
 
     #[test]

@@ -660,6 +660,7 @@ fn record_events(opts: &RecordOptions, events: &[EventSpec]) -> Result<Recording
             .map(|e| EventInfo {
                 name: e.name(),
                 unit: e.unit(),
+                ..Default::default()
             })
             .collect(),
         opts.naming,

@@ -61,7 +61,11 @@ pub fn read_with_summary(
                 PerfEventType::Tracepoint(_) => WeightUnit::Events,
                 _ => WeightUnit::Samples,
             };
-            EventInfo { name, unit }
+            EventInfo {
+                name,
+                unit,
+                ..Default::default()
+            }
         })
         .collect();
     let units: Vec<WeightUnit> = events.iter().map(|e| e.unit).collect();

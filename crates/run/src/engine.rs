@@ -1,26 +1,47 @@
-//! kiln's own load protocols as [`Load`]s.
+//! kiln's own load protocols (the load engine's [`kiln_loadgen::Load`]s) under `kiln run`:
+//! one adapter for every protocol, since the engine's seconds are already
+//! protocol-neutral.
 use crate::{Load, LoadEvents, LoadOutcome, LoadTick};
-use kiln_loadgen::{AmqpOptions, Percentiles, Tick};
+use kiln_loadgen::Tick;
 use kiln_model::stop::Stop;
-use kiln_store::LoadInfo;
+use kiln_store::{LoadInfo, Window};
 
-/// `kiln load amqp` under `kiln run`.
-#[derive(Debug, Clone)]
-pub struct AmqpLoad {
-    opts: AmqpOptions,
+/// A load of kiln's engine (`load amqp …`) driven by `kiln run`.
+pub struct EngineLoad {
+    load: Box<dyn kiln_loadgen::Load>,
     argv: Vec<String>,
 }
 
-impl AmqpLoad {
-    /// The load of `opts`, given on the command line as `argv`.
-    pub fn new(opts: AmqpOptions, argv: Vec<String>) -> Self {
-        AmqpLoad { opts, argv }
+impl std::fmt::Debug for EngineLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineLoad")
+            .field("protocol", &self.load.protocol())
+            .field("argv", &self.argv)
+            .finish()
     }
 }
 
-/// Every value of a protocol-neutral second: counter rates, latency percentiles, flags.
-fn convert(t: &Tick, completed: &str, sent: &str) -> LoadTick {
-    let mut values = Vec::new();
+impl EngineLoad {
+    /// `load`, given on the command line as `argv` (the protocol's own flags).
+    pub fn new(load: Box<dyn kiln_loadgen::Load>, argv: Vec<String>) -> Self {
+        EngineLoad { load, argv }
+    }
+}
+
+/// What one operation is: the unit of the counter of completed operations.
+fn unit_of(load: &dyn kiln_loadgen::Load) -> String {
+    let schema = load.schema();
+    let completed = load.completed();
+    schema
+        .counters
+        .iter()
+        .find(|c| c.name == completed)
+        .map(|c| c.unit.to_string())
+        .unwrap_or_else(|| "op".into())
+}
+
+fn convert(t: &Tick, completed: &str) -> LoadTick {
+    let mut values: Vec<(String, String, Option<f64>)> = Vec::new();
     for c in &t.counters {
         values.push((
             c.name.to_string(),
@@ -29,7 +50,7 @@ fn convert(t: &Tick, completed: &str, sent: &str) -> LoadTick {
         ));
     }
     for l in &t.latencies {
-        let p: Option<&Percentiles> = l.percentiles.as_ref();
+        let p = l.percentiles.as_ref();
         for (q, v) in [
             ("p50", p.map(|p| p.p50_us)),
             ("p99", p.map(|p| p.p99_us)),
@@ -46,126 +67,82 @@ fn convert(t: &Tick, completed: &str, sent: &str) -> LoadTick {
             Some(if f.value { 1.0 } else { 0.0 }),
         ));
     }
+    let latency = t
+        .latencies
+        .iter()
+        .zip(&t.histograms)
+        .filter_map(|(l, h)| Some((l.name.to_string(), h.clone()?)))
+        .collect();
     LoadTick {
         end_ns: t.end_mono_ns,
         interval_s: t.interval_s,
         completed: Some(t.counter(completed)),
-        sent: Some(t.counter(sent)),
+        sent: t
+            .counters
+            .iter()
+            .find(|c| c.name == "sent")
+            .map(|c| c.value),
         values,
-        latency: Vec::new(),
+        latency,
     }
 }
 
-impl Load for AmqpLoad {
-    fn info(&self) -> LoadInfo {
-        LoadInfo {
-            protocol: "amqp".into(),
-            argv: self.argv.clone(),
-            unit: "msg".into(),
-            report: serde_json::Value::Null,
-        }
-    }
-
-    fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
-        let o = &self.opts;
-        let completed = if o.consumers > 0 {
-            "received"
-        } else if o.confirm.is_some() {
-            "confirmed"
-        } else {
-            "sent"
-        };
-        run_protocol(
-            &mut kiln_loadgen::amqp::AmqpLoad {
-                opts: self.opts.clone(),
-                sweep: None,
-            },
-            completed,
-            stop,
-            events,
-        )
-    }
-}
-
-/// Runs a kiln load protocol, reporting its seconds as [`LoadTick`]s.
-pub fn run_protocol(
-    load: &mut dyn kiln_loadgen::Load,
-    completed: &str,
-    stop: &Stop,
-    events: &mut dyn LoadEvents,
-) -> LoadOutcome {
-    let mut started = false;
-    let r = load.run(stop, &mut |t| {
-        if !started {
-            started = true;
-            events.started(None);
-        }
-        events.tick(convert(t, completed, "sent"));
-    });
-    match r {
-        Ok(report) => LoadOutcome {
-            started: true,
-            ended_by_itself: !stop.is_raised(),
-            failure: report.headline.failure.clone(),
-            report: serde_json::to_value(&report).unwrap_or_default(),
-            ..Default::default()
-        },
-        Err(e) if !started => LoadOutcome::failed_to_start(e.to_string()),
-        Err(e) => LoadOutcome {
-            started: true,
-            ended_by_itself: true,
-            failure: Some(e.to_string()),
-            ..Default::default()
-        },
-    }
-}
-
-/// Any other kiln load protocol (`kiln load mqtt …`) under `kiln run`.
-pub struct ProtocolLoad {
-    load: Box<dyn kiln_loadgen::Load>,
-    argv: Vec<String>,
-    unit: String,
-    completed: String,
-}
-
-impl std::fmt::Debug for ProtocolLoad {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProtocolLoad")
-            .field("protocol", &self.load.protocol())
-            .field("argv", &self.argv)
-            .finish()
-    }
-}
-
-impl ProtocolLoad {
-    /// `load`, given on the command line as `argv`; `completed` names the counter of
-    /// completed operations (`received`, `connected`), counted in `unit`.
-    pub fn new(
-        load: Box<dyn kiln_loadgen::Load>,
-        argv: Vec<String>,
-        unit: &str,
-        completed: &str,
-    ) -> Self {
-        ProtocolLoad {
-            load,
-            argv,
-            unit: unit.into(),
-            completed: completed.into(),
-        }
-    }
-}
-
-impl Load for ProtocolLoad {
+impl Load for EngineLoad {
     fn info(&self) -> LoadInfo {
         LoadInfo {
             protocol: self.load.protocol().into(),
             argv: self.argv.clone(),
-            unit: self.unit.clone(),
+            unit: unit_of(self.load.as_ref()),
+            completed: self.load.completed().into(),
             report: serde_json::Value::Null,
         }
     }
 
     fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
-        run_protocol(self.load.as_mut(), &self.completed, stop, events)
+        let mut started = false;
+        let completed = self.load.completed();
+        let r = self.load.run(stop, &mut |t| {
+            if !started {
+                started = true;
+                events.started(None);
+            }
+            events.tick(convert(t, completed));
+        });
+        match r {
+            Ok(report) => {
+                let windows = report
+                    .steps
+                    .iter()
+                    .map(|s| Window {
+                        name: format!("{}={}", s.param, s.value),
+                        start_ns: s.start_mono_ns,
+                        end_ns: s.end_mono_ns,
+                    })
+                    .collect();
+                LoadOutcome {
+                    started: true,
+                    ended_by_itself: !stop.is_raised(),
+                    failure: report.headline.failure.clone(),
+                    // The series is kept as the run's own table; here the rest.
+                    report: serde_json::json!({
+                        "protocol": report.protocol,
+                        "options": report.options,
+                        "summary": report.summary,
+                        "headline": report.headline,
+                        "events": report.events,
+                        "steps": report.steps,
+                    }),
+                    windows,
+                    ..Default::default()
+                }
+            }
+            Err(e) if !started => LoadOutcome::failed_to_start(e.to_string()),
+            Err(e) => LoadOutcome {
+                started: true,
+                ended_by_itself: true,
+                failure: Some(e.to_string()),
+                ..Default::default()
+            },
+        }
     }
 }

@@ -86,6 +86,7 @@ impl Load for ExecLoad {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
             unit: String::new(),
+            completed: String::new(),
             report: serde_json::Value::Null,
         }
     }

@@ -6,6 +6,34 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use kiln_store::{Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window};
 
+/// A second of the load as a run keeps it: the values, and the latency histograms
+/// compressed (a few hundred bytes each instead of ~190 KB: an hour-long run stays small).
+pub(crate) struct Second {
+    pub tick: LoadTick,
+    pub p99_us: Option<f64>,
+    pub hists: Vec<(String, Vec<u8>)>,
+}
+
+impl Second {
+    pub fn new(mut tick: LoadTick) -> Self {
+        let p99_us = tick
+            .latency
+            .first()
+            .filter(|(_, h)| !h.is_empty())
+            .map(|(_, h)| h.value_at_quantile(0.99) as f64);
+        let hists = std::mem::take(&mut tick.latency)
+            .into_iter()
+            .filter(|(_, h)| !h.is_empty())
+            .filter_map(|(n, h)| Some((n, serialise(&h)?)))
+            .collect();
+        Second {
+            tick,
+            p99_us,
+            hists,
+        }
+    }
+}
+
 pub(crate) struct Computed {
     pub headline: Headline,
     pub histograms: Vec<StoredHistogram>,
@@ -13,21 +41,23 @@ pub(crate) struct Computed {
 }
 
 /// Whether a second belongs to a window: its middle lies in it.
-fn in_window(t: &LoadTick, w: &Window) -> bool {
+fn in_window(s: &Second, w: &Window) -> bool {
+    let t = &s.tick;
     let mid = t.end_ns.saturating_sub((t.interval_s * 0.5e9) as u64);
     w.contains(mid)
 }
 
 /// The latency histograms of the seconds in `w`, merged per name (in first-seen order).
-fn merged(ticks: &[LoadTick], w: &Window) -> Vec<(String, Histogram<u64>)> {
+fn merged(ticks: &[Second], w: &Window) -> Vec<(String, Histogram<u64>)> {
     let mut out: Vec<(String, Histogram<u64>)> = Vec::new();
     for t in ticks.iter().filter(|t| in_window(t, w)) {
-        for (name, h) in &t.latency {
+        for (name, data) in &t.hists {
+            let Some(h) = deserialise(data) else { continue };
             match out.iter_mut().find(|(n, _)| n == name) {
                 Some((_, acc)) => {
-                    let _ = acc.add(h);
+                    let _ = acc.add(&h);
                 }
-                None => out.push((name.clone(), h.clone())),
+                None => out.push((name.clone(), h)),
             }
         }
     }
@@ -48,23 +78,23 @@ pub fn deserialise(data: &[u8]) -> Option<Histogram<u64>> {
         .ok()
 }
 
-fn rate(ticks: &[LoadTick], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<f64> {
+fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<f64> {
     let mut n = 0u64;
     let mut secs = 0.0;
     let mut any = false;
-    for t in ticks.iter().filter(|t| in_window(t, w)) {
-        if let Some(c) = f(t) {
+    for s in ticks.iter().filter(|t| in_window(t, w)) {
+        if let Some(c) = f(&s.tick) {
             n += c;
             any = true;
         }
-        secs += t.interval_s;
+        secs += s.tick.interval_s;
     }
     (any && secs > 0.0).then(|| n as f64 / secs)
 }
 
 pub(crate) fn compute(
     w: &Window,
-    ticks: &[LoadTick],
+    ticks: &[Second],
     sampler: &ProcSampler,
     info: &LoadInfo,
     outcome: &LoadOutcome,
@@ -173,9 +203,9 @@ pub(crate) fn compute(
 }
 
 /// The load's seconds as a series table.
-pub(crate) fn load_series(ticks: &[LoadTick]) -> SeriesTable {
+pub(crate) fn load_series(ticks: &[Second]) -> SeriesTable {
     let mut t = TableBuilder::new("load");
-    for tick in ticks {
+    for tick in ticks.iter().map(|s| &s.tick) {
         let row: Vec<(String, &str, Option<f64>)> = tick
             .values
             .iter()

@@ -41,9 +41,10 @@ mod exec;
 mod headline;
 mod meta;
 pub mod procfs;
+pub mod window;
 pub mod wrk;
 
-pub use engine::{AmqpLoad, ProtocolLoad};
+pub use engine::EngineLoad;
 pub use exec::ExecLoad;
 pub use headline::deserialise as decode_histogram;
 
@@ -328,27 +329,28 @@ pub fn run(
         }
         drop(tx);
 
-        let mut ticks: Vec<LoadTick> = Vec::new();
+        let mut ticks: Vec<headline::Second> = Vec::new();
         let mut outcome: Option<LoadOutcome> = None;
         let mut last_progress = Instant::now();
-        let progress =
-            |phase, ticks: &[LoadTick], measure_from: Option<Instant>, s: &procfs::ProcSampler| {
-                let last = ticks.last();
-                Progress {
-                    phase,
-                    elapsed_s: t0.elapsed().as_secs_f64(),
-                    measured_s: measure_from.map_or(0.0, |m| m.elapsed().as_secs_f64()),
-                    rate: last.and_then(|t| {
-                        t.completed
-                            .or(t.sent)
-                            .map(|c| c as f64 / t.interval_s.max(1e-9))
-                    }),
-                    p99_us: last.and_then(|t| t.latency.first()).and_then(|(_, h)| {
-                        (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64)
-                    }),
-                    target_cpu_pct: s.latest_cpu_pct(),
-                }
-            };
+        let progress = |phase,
+                        ticks: &[headline::Second],
+                        measure_from: Option<Instant>,
+                        s: &procfs::ProcSampler| {
+            let last = ticks.last();
+            Progress {
+                phase,
+                elapsed_s: t0.elapsed().as_secs_f64(),
+                measured_s: measure_from.map_or(0.0, |m| m.elapsed().as_secs_f64()),
+                rate: last.and_then(|t| {
+                    t.tick
+                        .completed
+                        .or(t.tick.sent)
+                        .map(|c| c as f64 / t.tick.interval_s.max(1e-9))
+                }),
+                p99_us: last.and_then(|t| t.p99_us),
+                target_cpu_pct: s.latest_cpu_pct(),
+            }
+        };
         // Until the load is going.
         let mut load_pid = None;
         loop {
@@ -357,7 +359,7 @@ pub fn run(
                     load_pid = pid;
                     break;
                 }
-                Ok(Msg::Tick(t)) => ticks.push(t),
+                Ok(Msg::Tick(t)) => ticks.push(headline::Second::new(t)),
                 Ok(Msg::Done(o)) => {
                     sampler_stop.raise();
                     if !o.started {
@@ -382,7 +384,7 @@ pub fn run(
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(200));
             match rx.recv_timeout(wait) {
-                Ok(Msg::Tick(t)) => ticks.push(t),
+                Ok(Msg::Tick(t)) => ticks.push(headline::Second::new(t)),
                 Ok(Msg::Done(o)) => outcome = Some(o),
                 Ok(Msg::Started(_)) | Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -407,7 +409,7 @@ pub fn run(
             let recorder = scope.spawn(move || kiln_record::record(rec_opts));
             while !recorder.is_finished() {
                 match rx.recv_timeout(Duration::from_millis(100)) {
-                    Ok(Msg::Tick(t)) => ticks.push(t),
+                    Ok(Msg::Tick(t)) => ticks.push(headline::Second::new(t)),
                     Ok(Msg::Done(o)) => {
                         let at = measure_start.elapsed().as_secs_f64();
                         reasons.push(match &o.failure {
@@ -447,7 +449,7 @@ pub fn run(
         let deadline = Instant::now() + LOAD_STOP_GRACE;
         while outcome.is_none() {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(Msg::Tick(t)) => ticks.push(t),
+                Ok(Msg::Tick(t)) => ticks.push(headline::Second::new(t)),
                 Ok(Msg::Done(o)) => outcome = Some(o),
                 Ok(Msg::Started(_)) => {}
                 Err(_) => {
@@ -489,7 +491,14 @@ pub fn run(
                 events = rec.profiles.iter().map(|p| p.event.name.clone()).collect();
                 profiles = rec.profiles;
             }
-            Some(Ok(Err(e))) => reasons.push(format!("the recording failed: {e}")),
+            Some(Ok(Err(kiln_record::RecordError::NoSuchProcess(_)))) => {
+                measure_end_ns = measure_start_ns;
+                reasons.push("the target exited before the recording could start".into())
+            }
+            Some(Ok(Err(e))) => {
+                measure_end_ns = measure_start_ns;
+                reasons.push(format!("the recording failed: {e}"))
+            }
             Some(Err(_)) => reasons.push("the recording failed: the recorder panicked".into()),
             None => {}
         }

@@ -47,6 +47,10 @@ pub struct LoadInfo {
     /// What one operation is: `msg`, `req`, `conn`; empty when unknown (external commands).
     #[serde(default)]
     pub unit: String,
+    /// The series column counting completed operations (`received`, `answered`,
+    /// `connected`), per second; empty when the load counts none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub completed: String,
     /// The load's own options and summary, as it reports them.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub report: serde_json::Value,

@@ -11,16 +11,29 @@
 //! [`shared_rabbitmq`] and give each test its own queue names; tests that kill a broker
 //! start their own with [`RabbitMq::start`].
 //!
+//! HTTP servers for `kiln load http`: a private Debian nginx ([`Nginx`]: one worker,
+//! keep-alive, a static file, an access log whose lines the tests count), the example Go
+//! query server built from `examples/go-blockcache` ([`GoBlockCache`]), and small
+//! misbehaving servers inside the test process ([`FaultServer`]). Servers are stopped by
+//! PID when dropped, and by a guard process if the test binary dies first.
+//!
 //! ```no_run
 //! let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
 //! println!("connect to {}", broker.uri());
 //! ```
 #![deny(missing_docs)]
 
+mod go_blockcache;
+mod http_faults;
 mod mosquitto;
+mod nginx;
+mod proc;
 mod rabbitmq;
 
+pub use go_blockcache::{build_go_blockcache, go_blockcache_source, go_command, GoBlockCache};
+pub use http_faults::{Fault, FaultServer};
 pub use mosquitto::{Mosquitto, MosquittoOptions};
+pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 
 /// Why a test server could not be started or stopped.
@@ -52,6 +65,24 @@ pub enum Error {
         seconds: u64,
         /// Last lines of its log.
         log: String,
+    },
+    /// A log line a fixture reads does not have the expected shape.
+    #[error("{path}:{line}: unexpected log line: {text}")]
+    BadLog {
+        /// The log file.
+        path: String,
+        /// Line number (1-based).
+        line: usize,
+        /// The line.
+        text: String,
+    },
+    /// Building a test program failed.
+    #[error("{what} failed:\n{output}")]
+    Build {
+        /// The build command.
+        what: String,
+        /// What it printed.
+        output: String,
     },
     /// A previous attempt to start the shared server failed.
     #[error("the shared broker failed to start earlier: {0}")]

@@ -12,14 +12,23 @@
 //! parse and inflate time shrinks with it.
 //!
 //! ```text
-//! header   u32 magic "KNV1", u32 version, u32 flags (1 = times, 2 = threads, 4 = counts),
+//! header   u32 magic "KNV1", u32 version, u32 flags (1 = times, 2 = threads, 4 = counts,
+//!          8 = stacks in name order, 16 = counts are the weights, 32 = u32 weights,
+//!          64 = depths instead of parents, 128 = frames and names in name order),
 //!          u32 strings, frames, stacks, samples, threads, text bytes, reserved; f64 time origin
 //! text     UTF-8 of every name (invalid UTF-8 already replaced by U+FFFD), joined
 //! u32[strings]  length of each name in UTF-16 units of the decoded text
 //! u32[frames] name Δ · u8[frames] kind · u32[frames] rank in byte order of names
+//!              (flag 128: names and frames are numbered in byte order of names, so a
+//!              frame's rank is its index and the column is left out; sorted names
+//!              also compress better, shared prefixes side by side)
 //! u32[stacks] index minus parent (0 for a root) · u32[stacks] frame
-//! u32[samples] stack Δ · f64[samples] weight
-//! f64[samples] samples each row stands for (flag 4; absent when every row is one sample)
+//!              (flag 64: u8[stacks] depth instead of the parents, 0 for a root: in
+//!              depth-first order a node's parent is the last node before it one level
+//!              up, and a byte per stack inflates four times faster than a word)
+//! u32[samples] stack Δ · f64[samples] weight (u32[samples] with flag 32: all fit)
+//! f64[samples] samples each row stands for (flag 4; absent when every row is one sample,
+//!              or with flag 16, when each row's count is its weight: counted samples)
 //! f64[samples] time in ns since the origin, -1 if unknown     (flag 1)
 //! i32[samples] thread, -1 if unknown                          (flag 2)
 //! u32[threads] name · i32[threads] tid (-1 if unknown)
@@ -27,6 +36,11 @@
 //!
 //! Without timestamps, samples are aggregated to one row per (stack, thread): the viewer
 //! then only needs weights, and a folded file of a million lines stays a million rows.
+//!
+//! Stacks are renumbered depth first, each node's children in name order (flag 8): the
+//! viewer's first layout (alphabetical, as flamegraph.pl draws) then needs no sorting and
+//! walks its arrays front to back, which at a million frames is the difference between
+//! a few passes over memory and a sort per parent.
 use crate::ViewerError;
 use kiln_model::{FrameKind, Profile, StackId, ThreadId, WeightUnit, NO_TIME};
 use std::collections::HashMap;
@@ -38,6 +52,11 @@ pub const VERSION: u32 = 2;
 const FLAG_TIME: u32 = 1;
 const FLAG_THREADS: u32 = 2;
 const FLAG_COUNTS: u32 = 4;
+const FLAG_NAME_ORDER: u32 = 8;
+const FLAG_COUNTS_ARE_WEIGHTS: u32 = 16;
+const FLAG_U32_WEIGHTS: u32 = 32;
+const FLAG_DEPTHS: u32 = 64;
+const FLAG_SORTED_FRAMES: u32 = 128;
 
 fn count(what: &'static str, n: usize) -> Result<u32, ViewerError> {
     // Keep one value free so `n + 1` offsets and `-1` markers always fit.
@@ -100,6 +119,42 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     let timed = p.samples.has_time();
     let threaded = p.samples.thread.iter().any(|&t| t != ThreadId::NONE);
 
+    // Names and frames renumbered in byte order of names (flamegraph.pl's order): a
+    // frame's id is then its alphabetical rank.
+    let mut str_order: Vec<u32> = (0..n_strings).collect();
+    str_order.sort_by(|&a, &b| {
+        p.strings
+            .get(kiln_model::StrId(a))
+            .cmp(p.strings.get(kiln_model::StrId(b)))
+            .then(a.cmp(&b))
+    });
+    let mut str_new = vec![0u32; n_strings as usize];
+    for (r, &x) in str_order.iter().enumerate() {
+        str_new[x as usize] = r as u32;
+    }
+    let mut by_name: Vec<u32> = (0..n_frames).collect();
+    by_name.sort_by_key(|&f| {
+        (
+            str_new[p.frames.get(kiln_model::FrameId(f)).name.0 as usize],
+            f,
+        )
+    });
+    let mut rank = vec![0u32; n_frames as usize];
+    for (r, &f) in by_name.iter().enumerate() {
+        rank[f as usize] = r as u32;
+    }
+    let parents = p.stacks.raw_parents();
+    let (new_id, old_of) = name_preorder(parents, p.stacks.raw_frames(), &rank);
+    // Depth of each stack (parents come first), when every one fits in a byte.
+    let mut depth = vec![0u32; parents.len()];
+    for (i, &x) in parents.iter().enumerate() {
+        if x != u32::MAX {
+            depth[i] = depth[x as usize] + 1;
+        }
+    }
+    let shallow = depth.iter().all(|&d| d <= u32::from(u8::MAX));
+    let depths = shallow.then_some(depth);
+
     // How many samples a row of the model stands for: folded input keeps one row per
     // stack with the sample count as weight; recordings keep one row per sample.
     let samples_in = |w: u64| -> u64 {
@@ -127,7 +182,13 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
                     th.0 as i32
                 };
                 let w = p.samples.weight[i];
-                (p.samples.stack[i], w as f64, rel, th, samples_in(w) as f64)
+                (
+                    StackId(new_id[p.samples.stack[i].0 as usize]),
+                    w as f64,
+                    rel,
+                    th,
+                    samples_in(w) as f64,
+                )
             })
             .collect()
     } else {
@@ -143,6 +204,8 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
             e.0 = e.0.saturating_add(w);
             e.1 = e.1.saturating_add(samples_in(w));
         }
+        // In stack order: the differences between rows' stacks stay small.
+        order.sort_unstable_by_key(|k| (new_id[k.0 as usize], k.1));
         order
             .into_iter()
             .map(|k| {
@@ -152,7 +215,7 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
                     k.1 as i32
                 };
                 let (w, n) = sums[&k];
-                (StackId(k.0), w as f64, -1.0, th, n as f64)
+                (StackId(new_id[k.0 as usize]), w as f64, -1.0, th, n as f64)
             })
             .collect()
     };
@@ -163,8 +226,8 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     let mut text = String::new();
     let mut lengths = Vec::with_capacity(p.strings.len());
     let mut units: u64 = 0;
-    for (_, s) in p.strings.iter() {
-        let s = String::from_utf8_lossy(s);
+    for &x in &str_order {
+        let s = String::from_utf8_lossy(p.strings.get(kiln_model::StrId(x)));
         let n = s.encode_utf16().count();
         units += n as u64;
         if units > u64::from(u32::MAX) {
@@ -179,25 +242,25 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     }
     let text_bytes = count("bytes of names", text.len())?;
 
-    // Alphabetical rank of each frame by name bytes, as flamegraph.pl sorts.
-    let mut by_name: Vec<u32> = (0..n_frames).collect();
-    by_name.sort_by(|&a, &b| {
-        let na = p.strings.get(p.frames.get(kiln_model::FrameId(a)).name);
-        let nb = p.strings.get(p.frames.get(kiln_model::FrameId(b)).name);
-        na.cmp(nb).then(a.cmp(&b))
-    });
-    let mut rank = vec![0u32; n_frames as usize];
-    for (r, &f) in by_name.iter().enumerate() {
-        rank[f as usize] = r as u32;
-    }
-
     let origin = p.samples.time_range().map_or(0, |r| r.0);
     let mut b = Blob(Vec::with_capacity(64 + text.len() + rows.len() * 24));
     // Recordings are one sample per row: their count column would be all ones.
     let counted = rows.iter().any(|r| r.4 != 1.0);
+    // Folded samples: each row's count is its weight; do not store it twice.
+    let counts_are_weights = counted && rows.iter().all(|r| r.4 == r.1);
+    let small = rows.iter().all(|r| r.1 <= f64::from(u32::MAX));
     let flags = if timed { FLAG_TIME } else { 0 }
         | if threaded { FLAG_THREADS } else { 0 }
-        | if counted { FLAG_COUNTS } else { 0 };
+        | if counted { FLAG_COUNTS } else { 0 }
+        | if counts_are_weights {
+            FLAG_COUNTS_ARE_WEIGHTS
+        } else {
+            0
+        }
+        | if small { FLAG_U32_WEIGHTS } else { 0 }
+        | if shallow { FLAG_DEPTHS } else { 0 }
+        | FLAG_NAME_ORDER
+        | FLAG_SORTED_FRAMES;
     b.u32s([
         MAGIC, VERSION, flags, n_strings, n_frames, n_stacks, n_samples, n_threads, text_bytes, 0,
     ]);
@@ -205,21 +268,34 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     b.0.extend_from_slice(text.as_bytes());
     b.pad();
     b.u32s(lengths);
-    b.u32s(deltas(p.frames.iter().map(|(_, f)| f.name.0)));
-    b.0.extend(p.frames.iter().map(|(_, f)| kind_code(f.kind)));
+    let frame = |f: u32| p.frames.get(kiln_model::FrameId(f));
+    b.u32s(deltas(
+        by_name.iter().map(|&f| str_new[frame(f).name.0 as usize]),
+    ));
+    b.0.extend(by_name.iter().map(|&f| kind_code(frame(f).kind)));
     b.pad();
-    b.u32s(rank);
-    b.u32s(p.stacks.raw_parents().iter().enumerate().map(|(i, &x)| {
-        if x == u32::MAX {
-            0
-        } else {
-            i as u32 - x
-        }
-    }));
-    b.u32s(p.stacks.raw_frames().iter().map(|f| f.0));
+    let frames = p.stacks.raw_frames();
+    if let Some(depth) = &depths {
+        b.0.extend(old_of.iter().map(|&o| depth[o as usize] as u8));
+        b.pad();
+    } else {
+        b.u32s(old_of.iter().enumerate().map(|(i, &o)| {
+            let x = parents[o as usize];
+            if x == u32::MAX {
+                0
+            } else {
+                i as u32 - new_id[x as usize]
+            }
+        }));
+    }
+    b.u32s(old_of.iter().map(|&o| rank[frames[o as usize].0 as usize]));
     b.u32s(deltas(rows.iter().map(|r| r.0 .0)));
-    b.f64s(rows.iter().map(|r| r.1));
-    if counted {
+    if small {
+        b.u32s(rows.iter().map(|r| r.1 as u32));
+    } else {
+        b.f64s(rows.iter().map(|r| r.1));
+    }
+    if counted && !counts_are_weights {
         b.f64s(rows.iter().map(|r| r.4));
     }
     if timed {
@@ -228,13 +304,57 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     if threaded {
         b.i32s(rows.iter().map(|r| r.3));
     }
-    b.u32s(p.threads.iter().map(|(_, t)| t.name.0));
+    b.u32s(p.threads.iter().map(|(_, t)| str_new[t.name.0 as usize]));
     b.i32s(
         p.threads
             .iter()
             .map(|(_, t)| t.tid.map_or(-1, |x| x.min(i32::MAX as u32) as i32)),
     );
     Ok(b.0)
+}
+
+/// Depth-first order of a stack table (parents before children), each node's children
+/// by the rank of their frame's name: `(new id of each stack, old id of each new id)`.
+fn name_preorder(
+    parents: &[u32],
+    frames: &[kiln_model::FrameId],
+    rank: &[u32],
+) -> (Vec<u32>, Vec<u32>) {
+    let n = parents.len();
+    // Children lists (roots under a virtual node n), sorted by name rank.
+    let mut count = vec![0u32; n + 2];
+    for &p in parents {
+        let p = if p == u32::MAX { n } else { p as usize };
+        count[p + 1] += 1;
+    }
+    for i in 0..=n {
+        count[i + 1] += count[i];
+    }
+    let mut fill = count.clone();
+    let mut children = vec![0u32; n];
+    for (i, &p) in parents.iter().enumerate() {
+        let p = if p == u32::MAX { n } else { p as usize };
+        children[fill[p] as usize] = i as u32;
+        fill[p] += 1;
+    }
+    let key = |c: &u32| rank[frames[*c as usize].0 as usize];
+    for p in 0..=n {
+        children[count[p] as usize..count[p + 1] as usize].sort_unstable_by_key(key);
+    }
+    let mut new_id = vec![0u32; n];
+    let mut old_of = Vec::with_capacity(n);
+    let mut stack: Vec<u32> = children[count[n] as usize..count[n + 1] as usize]
+        .iter()
+        .rev()
+        .copied()
+        .collect();
+    while let Some(v) = stack.pop() {
+        new_id[v as usize] = old_of.len() as u32;
+        old_of.push(v);
+        let (a, e) = (count[v as usize] as usize, count[v as usize + 1] as usize);
+        stack.extend(children[a..e].iter().rev());
+    }
+    (new_id, old_of)
 }
 
 /// Differences from the previous value (wrapping), the first from 0.
@@ -296,6 +416,21 @@ mod tests {
     }
 
     #[test]
+    fn stacks_are_renumbered_depth_first_in_name_order() {
+        let rank = [2, 0, 1]; // frames c, a, b by name: a < b < c
+        let f = |i| kiln_model::FrameId(i);
+        // 0 c (root), 1 a under 0, 2 b (root), 3 b under 0, 4 a (root), 5 c under 1
+        let parents = [u32::MAX, 0, u32::MAX, 0, u32::MAX, 1];
+        let frames = [f(0), f(1), f(2), f(2), f(1), f(0)];
+        let (new_id, old_of) = name_preorder(&parents, &frames, &rank);
+        // a(4); b(2); c(0) > a(1) > c(5), c(0) > b(3)
+        assert_eq!(old_of, [4, 2, 0, 1, 5, 3]);
+        for (n, &o) in old_of.iter().enumerate() {
+            assert_eq!(new_id[o as usize] as usize, n);
+        }
+    }
+
+    #[test]
     fn layout_is_aligned_and_counts_match() {
         let mut p = Profile::default();
         let a = p.frame(b"main", FrameKind::User);
@@ -309,7 +444,12 @@ mod tests {
         assert_eq!(word(0), MAGIC);
         assert_eq!(
             word(2),
-            FLAG_COUNTS,
+            FLAG_COUNTS
+                | FLAG_NAME_ORDER
+                | FLAG_COUNTS_ARE_WEIGHTS
+                | FLAG_U32_WEIGHTS
+                | FLAG_DEPTHS
+                | FLAG_SORTED_FRAMES,
             "no times, no threads, rows of several samples"
         );
         assert_eq!(word(5), 2, "two stacks");

@@ -6,8 +6,14 @@
 //! (deflate-compressed, base64) and a canvas viewer (the TypeScript in `web/`, built into
 //! `web/dist/viewer.js` and embedded here with `include_str!`). The file works offline
 //! from `file://`, draws only what is on screen and wider than a pixel, and offers zoom,
-//! search, a function table, sandwich, transforms, a time-range strip and a differential
-//! view.
+//! search, a function table, sandwich, transforms, a time-range strip, a time-ordered
+//! flame chart of recordings, a differential view, and export of the view (SVG, PNG,
+//! folded). Numbers carry the profile's unit ([`kiln_model::Quantity`]): CPU time,
+//! off-CPU time, bytes, events, or what `--countname` names.
+//!
+//! A page may hold several viewers (the run report's CPU, off-CPU and memory graphs):
+//! each owns the URL keys under its prefix and they share the page's time window; see
+//! `web/src/main.ts` and `web/README.md`.
 //!
 //! ```text
 //! kiln flamegraph stacks.folded -o flame.html
@@ -33,7 +39,7 @@ pub use error::ViewerError;
 
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
-use kiln_model::Profile;
+use kiln_model::{Profile, Quantity};
 use std::io::Write;
 
 /// The built viewer (from `web/`); see the crate docs.
@@ -59,6 +65,17 @@ pub struct HtmlOptions {
     pub compress_above: usize,
     /// Names of the two sides of a differential view. Default: `before`, `after`.
     pub diff_labels: (String, String),
+    /// What the counts are (`--countname`), overriding the unit the profile carries:
+    /// a time or size unit (`ns`, `us`, `ms`, `s`, `bytes`, `KiB`) makes the viewer scale
+    /// numbers to µs/ms/s or KiB/MiB, any other word (`calls`) is shown after plain counts.
+    /// Default: none (the profile's own unit).
+    pub count_name: Option<String>,
+    /// Where each profile came from (file names), shown in the header and the diff
+    /// legend; one per profile, or empty. Default: empty.
+    pub sources: Vec<String>,
+    /// Open on the time-ordered flame chart (`--flamechart`) when the profile has
+    /// timestamps. Default: false (the merged flame graph).
+    pub flamechart: bool,
 }
 
 impl Default for HtmlOptions {
@@ -71,6 +88,9 @@ impl Default for HtmlOptions {
             left_heavy: false,
             compress_above: 64 * 1024,
             diff_labels: ("before".to_string(), "after".to_string()),
+            count_name: None,
+            sources: Vec::new(),
+            flamechart: false,
         }
     }
 }
@@ -103,11 +123,85 @@ pub fn write_diff_html(
     write_page(&[before, after], opts, out)
 }
 
-fn write_page(
+/// Writes one viewer of a page that holds several (the run report: CPU, off-CPU and memory
+/// flame graphs beside charts of the load): the element it draws in, its metadata and
+/// its data. `key` (letters, digits, `-`, `_`) names its keys in the page's URL
+/// (`cpu.q=…`); `origin_ns` is the page's time origin on the profiles' clock, the zero of
+/// the time window `t` that every viewer (and whatever else on the page) shares.
+///
+/// The page writes its own `<head>` (with a `<meta charset="utf-8">`) and body, calls this
+/// for each viewer (one profile, or two for a diff), then [`write_viewer_script`] once.
+/// `window.__kiln.setWindow([t0, t1])` then shows one window of time everywhere.
+pub fn write_embedded(
     profiles: &[&Profile],
     opts: &HtmlOptions,
+    key: &str,
+    origin_ns: Option<u64>,
     out: &mut dyn Write,
 ) -> Result<(), ViewerError> {
+    let key_ok = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !key_ok {
+        return Err(ViewerError::BadOption {
+            option: "key",
+            reason: format!("'{key}' must be 1 to 64 letters, digits, '-' or '_'"),
+        });
+    }
+    if profiles.is_empty() || profiles.len() > 2 {
+        return Err(ViewerError::BadOption {
+            option: "profiles",
+            reason: format!(
+                "a viewer shows one profile or a diff of two, not {}",
+                profiles.len()
+            ),
+        });
+    }
+    let (blobs, mut meta) = encode_page(profiles, opts)?;
+    let ids: Vec<String> = (0..blobs.len())
+        .map(|i| format!("kiln-data-{key}-{i}"))
+        .collect();
+    meta["key"] = key.into();
+    meta["data"] = ids.clone().into();
+    if let Some(o) = origin_ns {
+        meta["origin"] = (o as f64).into();
+    }
+    writeln!(
+        out,
+        "<div class=\"kiln-mount\" data-kiln-mount=\"{key}\"></div>"
+    )?;
+    out.write_all(b"<script class=\"kiln-meta\" type=\"application/json\">")?;
+    out.write_all(script_safe_json(&meta.to_string()).as_bytes())?;
+    out.write_all(b"</script>\n")?;
+    for (id, (bytes, _)) in ids.iter().zip(&blobs) {
+        write!(
+            out,
+            "<script id=\"{id}\" type=\"application/octet-stream\">"
+        )?;
+        encode::base64_into(bytes, out)?;
+        out.write_all(b"</script>\n")?;
+    }
+    Ok(())
+}
+
+/// Writes the viewer's code, once per page, after every [`write_embedded`] viewer.
+pub fn write_viewer_script(out: &mut dyn Write) -> Result<(), ViewerError> {
+    out.write_all(b"<script>\n")?;
+    out.write_all(VIEWER_JS.as_bytes())?;
+    out.write_all(b"</script>\n")?;
+    Ok(())
+}
+
+/// Each profile's encoded bytes and whether they are compressed.
+type Blobs = Vec<(Vec<u8>, bool)>;
+
+/// The profiles' encoded data (compressed where large) and the viewer's metadata.
+fn encode_page(
+    profiles: &[&Profile],
+    opts: &HtmlOptions,
+) -> Result<(Blobs, serde_json::Value), ViewerError> {
     if !PALETTES.contains(&opts.palette.as_str()) {
         return Err(ViewerError::BadOption {
             option: "palette",
@@ -139,12 +233,26 @@ fn write_page(
         "leftHeavy": opts.left_heavy,
         "mode": if profiles.len() == 2 { "diff" } else { "single" },
         "labels": [opts.diff_labels.0, opts.diff_labels.1],
-        "profiles": profiles.iter().zip(&blobs).map(|(p, (_, c))| serde_json::json!({
-            "unit": p.event.unit.name(),
-            "event": p.event.name,
-            "compressed": c,
-        })).collect::<Vec<_>>(),
+        "view": if opts.flamechart { "chart" } else { "flame" },
+        "profiles": profiles.iter().zip(&blobs).enumerate().map(|(i, (p, (_, c)))| {
+            let mut m = unit_meta(p.event.quantity());
+            m.insert("unit".into(), p.event.unit.name().into());
+            m.insert("event".into(), p.event.name.clone().into());
+            m.insert("compressed".into(), (*c).into());
+            m.insert("countName".into(), opts.count_name.clone().into());
+            m.insert("source".into(), opts.sources.get(i).filter(|s| !s.is_empty()).cloned().into());
+            serde_json::Value::Object(m)
+        }).collect::<Vec<_>>(),
     });
+    Ok((blobs, meta))
+}
+
+fn write_page(
+    profiles: &[&Profile],
+    opts: &HtmlOptions,
+    out: &mut dyn Write,
+) -> Result<(), ViewerError> {
+    let (blobs, meta) = encode_page(profiles, opts)?;
     out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")?;
     out.write_all(b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")?;
     out.write_all(b"<title>")?;
@@ -166,6 +274,21 @@ fn write_page(
     out.write_all(b"</script>\n</body></html>\n")?;
     out.flush()?;
     Ok(())
+}
+
+/// How the viewer labels a profile's numbers (`web/src/lib/units.ts` reads these keys).
+fn unit_meta(q: Quantity) -> serde_json::Map<String, serde_json::Value> {
+    let (quantity, ns_per_unit, period) = match q {
+        Quantity::Samples { period_ns } => ("samples", None, period_ns),
+        Quantity::Time { ns_per_unit } => ("time", Some(ns_per_unit), None),
+        Quantity::Bytes => ("bytes", None, None),
+        _ => ("events", None, None),
+    };
+    let mut m = serde_json::Map::new();
+    m.insert("quantity".into(), quantity.into());
+    m.insert("nsPerUnit".into(), ns_per_unit.into());
+    m.insert("samplePeriodNs".into(), period.into());
+    m
 }
 
 /// Escapes text for HTML element content and attribute values.
@@ -232,7 +355,9 @@ mod tests {
             };
             let mut out = Vec::new();
             write_html(&p, &opts, &mut out).unwrap();
-            let html = String::from_utf8(out).unwrap().to_ascii_lowercase();
+            let html = String::from_utf8(out).unwrap();
+            // The page around the viewer's code (which writes SVG markup into strings).
+            let html = html.replace(VIEWER_JS, "").to_ascii_lowercase();
             // meta, data, viewer: three elements open and close, nothing else.
             assert_eq!(html.matches("<script").count(), 3);
             assert_eq!(html.matches("</script").count(), 3);
@@ -240,6 +365,32 @@ mod tests {
             assert!(!html.contains("<!--"));
             assert!(html.contains("<title>&lt;/title&gt;&lt;script&gt;"));
         }
+    }
+
+    #[test]
+    fn several_viewers_on_a_page() {
+        let mut p = Profile::default();
+        let f = p.frame(b"main", kiln_model::FrameKind::User);
+        p.add_sample_path(&[f], 1, kiln_model::NO_TIME, kiln_model::ThreadId::NONE);
+        let mut out = Vec::new();
+        let opts = HtmlOptions::default();
+        write_embedded(&[&p], &opts, "cpu", Some(5), &mut out).unwrap();
+        write_embedded(&[&p, &p], &opts, "off-cpu_2", None, &mut out).unwrap();
+        write_viewer_script(&mut out).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        assert!(html.contains("<div class=\"kiln-mount\" data-kiln-mount=\"cpu\"></div>"));
+        assert!(html.contains("id=\"kiln-data-off-cpu_2-1\""));
+        assert!(html.contains("\"data\":[\"kiln-data-cpu-0\"]"));
+        assert!(html.contains("\"origin\":5.0"));
+        assert_eq!(html.matches("class=\"kiln-meta\"").count(), 2);
+        for bad in ["", "a b", "x\"y", "<s>", &"k".repeat(65)] {
+            let err = write_embedded(&[&p], &opts, bad, None, &mut Vec::new()).unwrap_err();
+            assert!(
+                err.to_string().contains("invalid viewer option key"),
+                "{err}"
+            );
+        }
+        assert!(write_embedded(&[], &opts, "k", None, &mut Vec::new()).is_err());
     }
 
     #[test]

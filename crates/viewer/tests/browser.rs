@@ -1,11 +1,19 @@
-//! Browser tests: writes viewer files from real `kiln_model` profiles, then drives Debian's
-//! headless Chromium over them with `web/tests/browser.mjs` (playwright-core): search,
-//! zoom, reset, sandwich, a transform, the diff view, a time-range selection, hostile
-//! names, with screenshots checked pixel by pixel.
+//! Browser tests: writes viewer files from real `kiln_model` profiles (and, for the
+//! export checks, kiln's own SVG and folded output of the same views), then drives
+//! Debian's headless Chromium over them with `web/tests/browser.mjs` (playwright-core):
+//! units and totals, search, zoom, the keyboard, sandwich, transforms, the diff table,
+//! time windows, the flame chart, export, dark mode, hostile names, an axe-core scan;
+//! screenshots are checked pixel by pixel.
 //!
-//! Needs `npm ci` in `web/` (playwright-core) and `/usr/bin/chromium`.
-use kiln_model::{io::AtomicFile, FrameKind, Profile, ThreadId};
-use kiln_viewer::{write_diff_html, write_html, HtmlOptions};
+//! Needs `npm ci` in `web/` (playwright-core, axe-core) and `/usr/bin/chromium`.
+//! `KILN_SCREENSHOTS=DIR` keeps the screenshots; `KILN_FIXTURES=DIR` writes the pages
+//! there (and keeps them) instead of a temporary directory.
+use kiln_model::{
+    io::AtomicFile, transform::Transforms, EventInfo, FoldedOptions, FoldedWriter, FrameKind,
+    Profile, ThreadId, WeightUnit, NO_TIME,
+};
+use kiln_viewer::{write_diff_html, write_embedded, write_html, write_viewer_script, HtmlOptions};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -53,7 +61,7 @@ fn timed_profile() -> Profile {
 
 fn diff_profiles() -> (Profile, Profile) {
     let none = ThreadId::NONE;
-    let t = kiln_model::NO_TIME;
+    let t = NO_TIME;
     let mut before = Profile::default();
     add(&mut before, &[b"main", b"same"], 50, t, none);
     add(&mut before, &[b"main", b"shrinks"], 40, t, none);
@@ -67,25 +75,201 @@ fn diff_profiles() -> (Profile, Profile) {
     (before, after)
 }
 
+/// A perf-style diff (cpu-clock periods in ns) with realistic names under 40 characters
+/// and large weights, as the diff table must show them uncut.
+fn wide_diff_profiles() -> (Profile, Profile) {
+    let ev = || EventInfo::new("cpu-clock", WeightUnit::Period);
+    let names: [&[u8]; 6] = [
+        b"py_encode_basestring_ascii",
+        b"rabbit_exchange:route/2",
+        b"rabbit_amqqueue_process:handle_cast/2",
+        b"ets:lookup/2",
+        b"__memmove_avx_unaligned_erms",
+        b"erts_schedule",
+    ];
+    let mut before = Profile::new(ev());
+    let mut after = Profile::new(ev());
+    for (i, n) in names.iter().enumerate() {
+        let w = 8_888_688_000 / (i as u64 + 1);
+        add(
+            &mut before,
+            &[b"beam.smp", b"process_main", n],
+            w,
+            NO_TIME,
+            ThreadId::NONE,
+        );
+        add(
+            &mut before,
+            &[b"beam.smp", n],
+            w / 3,
+            NO_TIME,
+            ThreadId::NONE,
+        );
+        let w2 = if i % 2 == 0 { w * 3 } else { w / 7 };
+        add(
+            &mut after,
+            &[b"beam.smp", b"process_main", n],
+            w2,
+            NO_TIME,
+            ThreadId::NONE,
+        );
+        add(
+            &mut after,
+            &[b"beam.smp", n],
+            w2 / 5,
+            NO_TIME,
+            ThreadId::NONE,
+        );
+    }
+    (before, after)
+}
+
+/// `n` samples 1,001,001 ns apart on one thread, each weighing `weight`.
+fn clock_profile(event: EventInfo, n: u64, weight: u64) -> Profile {
+    let mut p = Profile::new(event);
+    let th = p.thread(Some(7), Some(7), b"worker");
+    for i in 0..n {
+        let leaf: &[u8] = if i % 3 == 0 { b"parse" } else { b"compute" };
+        add(
+            &mut p,
+            &[b"main", b"run", leaf],
+            weight,
+            1_000_000_000 + i * 1_001_001,
+            th,
+        );
+    }
+    p
+}
+
+/// Off-CPU blocks: weights are ns blocked, stamped when each block began.
+fn offcpu_profile() -> Profile {
+    let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Nanoseconds));
+    let a = p.thread(Some(9), Some(9), b"server");
+    let b = p.thread(Some(9), Some(10), b"logger");
+    let mut t = 5_000_000_000u64;
+    for i in 0..40u64 {
+        let blocked = 50_000_000 + i * 1_000_000;
+        add(
+            &mut p,
+            &[b"main", b"accept", b"__x64_sys_epoll_wait"],
+            blocked,
+            t,
+            a,
+        );
+        add(
+            &mut p,
+            &[b"log_loop", b"futex_wait"],
+            blocked / 2,
+            t + 10_000_000,
+            b,
+        );
+        t += blocked + 20_000_000;
+    }
+    p
+}
+
+fn bytes_profile() -> Profile {
+    let mut p = Profile::new(EventInfo::new("mmap", WeightUnit::Bytes));
+    add(
+        &mut p,
+        &[b"main", b"alloc_arena"],
+        3 << 20,
+        NO_TIME,
+        ThreadId::NONE,
+    );
+    add(
+        &mut p,
+        &[b"main", b"grow_buffer"],
+        512 << 10,
+        NO_TIME,
+        ThreadId::NONE,
+    );
+    p
+}
+
+/// A stack 60 frames deep, for the breadcrumbs.
+fn deep_profile() -> Profile {
+    let mut p = Profile::default();
+    let names: Vec<Vec<u8>> = (0..60)
+        .map(|i| format!("level_{i:02}_some_function_name").into_bytes())
+        .collect();
+    let refs: Vec<&[u8]> = names.iter().map(|n| n.as_slice()).collect();
+    add(&mut p, &refs, 10, NO_TIME, ThreadId::NONE);
+    add(&mut p, &refs[..30], 5, NO_TIME, ThreadId::NONE);
+    p
+}
+
+/// Plain names, for comparing the page's exports with kiln's own output.
+fn export_profile() -> Profile {
+    let mut p = Profile::default();
+    let none = ThreadId::NONE;
+    for (stack, w) in [
+        (vec![&b"main"[..], b"serve", b"parse", b"lex"], 120),
+        (vec![b"main", b"serve", b"parse"], 30),
+        (vec![b"main", b"serve", b"respond", b"write"], 200),
+        (vec![b"main", b"serve", b"respond", b"gzip", b"deflate"], 90),
+        (vec![b"main", b"gc", b"mark"], 60),
+        (vec![b"main", b"gc", b"sweep"], 25),
+        (vec![b"main", b"idle"], 3),
+        (vec![b"main", b"serve", b"gc", b"mark"], 40),
+        (vec![b"main", b"tiny"], 1),
+    ] {
+        add(&mut p, &stack, w, NO_TIME, none);
+    }
+    p
+}
+
 fn write(path: &Path, f: impl FnOnce(&mut AtomicFile)) {
     let mut file = AtomicFile::create(path).unwrap();
     f(&mut file);
     file.commit().unwrap();
 }
 
+fn page(dir: &Path, name: &str, p: &Profile, opts: &HtmlOptions) {
+    write(&dir.join(name), |f| write_html(p, opts, f).unwrap());
+}
+
+/// The samples of a profile as JSON lines `{"t":ns,"thread":"name [tid]","stack":[...]}`
+/// (time relative to the first sample), for checking the flame chart's order.
+fn samples_json(p: &Profile) -> String {
+    let origin = p.samples.time_range().map_or(0, |r| r.0);
+    let mut out = String::from("[");
+    for i in 0..p.samples.len() {
+        let th = p
+            .threads
+            .get(p.samples.thread[i])
+            .expect("every sample has a thread");
+        let name = format!(
+            "{} [{}]",
+            String::from_utf8_lossy(p.strings.get(th.name)),
+            th.tid.unwrap_or(0)
+        );
+        let mut stack = Vec::new();
+        let mut s = Some(p.samples.stack[i]);
+        while let Some(id) = s {
+            stack.push(String::from_utf8_lossy(p.node_name(id)).into_owned());
+            s = p.stacks.parent(id);
+        }
+        stack.reverse();
+        let _ = write!(
+            out,
+            "{}{{\"t\":{},\"thread\":{},\"stack\":{}}}",
+            if i > 0 { "," } else { "" },
+            p.samples.time[i] - origin,
+            serde_json::to_string(&name).unwrap(),
+            serde_json::to_string(&stack).unwrap()
+        );
+    }
+    out.push(']');
+    out
+}
+
 fn web_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web")
 }
 
-#[test]
-fn viewer_in_headless_chromium() {
-    let web = web_dir();
-    assert!(
-        web.join("node_modules/playwright-core").is_dir(),
-        "playwright-core is missing: run `npm ci` in {}",
-        web.display()
-    );
-    let dir = tempfile::tempdir().unwrap();
+/// Writes every page and reference file the browser checks read.
+fn write_fixtures(dir: &Path) {
     let opts = HtmlOptions {
         title: "kiln test </title><script>window.__pwned=3</script>".into(),
         // Force the compressed path (DecompressionStream) even for this small profile.
@@ -93,30 +277,139 @@ fn viewer_in_headless_chromium() {
         ..Default::default()
     };
     let p = timed_profile();
-    write(&dir.path().join("timed.html"), |f| {
-        write_html(&p, &opts, f).unwrap()
-    });
+    page(dir, "timed.html", &p, &opts);
+    std::fs::write(dir.join("timed.json"), samples_json(&p)).unwrap();
+    page(
+        dir,
+        "timed-chart.html",
+        &p,
+        &HtmlOptions {
+            title: "Flame Chart".into(),
+            flamechart: true,
+            ..Default::default()
+        },
+    );
     let (before, after) = diff_profiles();
-    write(&dir.path().join("diff.html"), |f| {
-        write_diff_html(&before, &after, &HtmlOptions::default(), f).unwrap()
+    let diff_opts = HtmlOptions {
+        sources: vec!["base.folded".into(), "new.folded".into()],
+        ..Default::default()
+    };
+    write(&dir.join("diff.html"), |f| {
+        write_diff_html(&before, &after, &diff_opts, f).unwrap()
     });
-    write(&dir.path().join("empty.html"), |f| {
-        write_html(&Profile::default(), &HtmlOptions::default(), f).unwrap()
+    let (before, after) = wide_diff_profiles();
+    write(&dir.join("diff-wide.html"), |f| {
+        write_diff_html(&before, &after, &diff_opts, f).unwrap()
     });
+    let plain = HtmlOptions::default();
+    // perf script input: cpu-clock periods (ns), 1,198 samples at 999 Hz.
+    page(
+        dir,
+        "period.html",
+        &clock_profile(
+            EventInfo::new("cpu-clock", WeightUnit::Period),
+            1198,
+            1_001_001,
+        ),
+        &HtmlOptions {
+            sources: vec!["perf.txt".into()],
+            ..Default::default()
+        },
+    );
+    // kiln record's CPU profile: counted samples of a 999 Hz timer.
+    let mut ev = EventInfo::new("cpu-clock", WeightUnit::Samples);
+    ev.sample_period_ns = Some(1_001_001);
+    page(dir, "record-cpu.html", &clock_profile(ev, 1198, 1), &plain);
+    page(dir, "offcpu.html", &offcpu_profile(), &plain);
+    page(dir, "bytes.html", &bytes_profile(), &plain);
+    let folded_counts = clock_profile(EventInfo::default(), 1234, 1).aggregated();
+    page(
+        dir,
+        "countname.html",
+        &folded_counts,
+        &HtmlOptions {
+            count_name: Some("calls".into()),
+            ..Default::default()
+        },
+    );
+    page(
+        dir,
+        "countname-us.html",
+        &clock_profile(EventInfo::default(), 100, 2_500).aggregated(),
+        &HtmlOptions {
+            count_name: Some("us".into()),
+            ..Default::default()
+        },
+    );
+    page(dir, "deep.html", &deep_profile(), &plain);
+    page(dir, "empty.html", &Profile::default(), &plain);
+    // A page holding two viewers of the same run (CPU and a second event on one clock),
+    // as the run report does; the page's origin is the run's start.
+    let mut other = p.clone();
+    other.event = EventInfo::new("page-faults", WeightUnit::Events);
+    let mut two = b"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>two viewers</title></head><body>\n".to_vec();
+    let run_start = p.samples.time_range().map(|r| r.0 - 1_000_000_000);
+    write_embedded(&[&p], &plain, "cpu", run_start, &mut two).unwrap();
+    write_embedded(&[&other], &plain, "faults", run_start, &mut two).unwrap();
+    write_viewer_script(&mut two).unwrap();
+    two.extend_from_slice(b"</body></html>\n");
+    std::fs::write(dir.join("two.html"), two).unwrap();
+    // Exports: the page's must equal kiln's own output of the same view.
+    let e = export_profile();
+    page(dir, "export.html", &e, &plain);
+    let drop_gc = Transforms {
+        drop_samples: Some(kiln_model::transform::regex("^gc$", false).unwrap()),
+        ..Default::default()
+    };
+    let mut svg = Vec::new();
+    kiln_flamegraph::render(
+        &drop_gc.apply(&e).0,
+        &kiln_flamegraph::Options::default(),
+        &mut svg,
+    )
+    .unwrap();
+    std::fs::write(dir.join("ref-drop-gc.svg"), svg).unwrap();
+    let merge_serve = Transforms {
+        drop_frames: Some(kiln_model::transform::regex("^serve$", false).unwrap()),
+        ..Default::default()
+    };
+    let mut folded = Vec::new();
+    FoldedWriter::new(FoldedOptions::default())
+        .write(&merge_serve.apply(&e).0, &mut folded)
+        .unwrap();
+    std::fs::write(dir.join("ref-merge-serve.folded"), folded).unwrap();
     // A page whose data was damaged after writing: the viewer must say so, not go blank.
-    let mut page = Vec::new();
-    write_html(&p, &HtmlOptions::default(), &mut page).unwrap();
-    let page = String::from_utf8(page).unwrap();
-    let start = page.find("id=\"kiln-data-0\"").unwrap();
-    let body = start + page[start..].find('>').unwrap() + 1;
-    let broken = format!("{}S05WMQ{}", &page[..body], &page[body + 200..]);
-    std::fs::write(dir.path().join("broken.html"), broken).unwrap();
+    let mut html = Vec::new();
+    write_html(&p, &HtmlOptions::default(), &mut html).unwrap();
+    let html = String::from_utf8(html).unwrap();
+    let start = html.find("id=\"kiln-data-0\"").unwrap();
+    let body = start + html[start..].find('>').unwrap() + 1;
+    let broken = format!("{}S05WMQ{}", &html[..body], &html[body + 200..]);
+    std::fs::write(dir.join("broken.html"), broken).unwrap();
+}
+
+#[test]
+fn viewer_in_headless_chromium() {
+    let web = web_dir();
+    for module in ["playwright-core", "axe-core"] {
+        assert!(
+            web.join("node_modules").join(module).is_dir(),
+            "{module} is missing: run `npm ci` in {}",
+            web.display()
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::env::var_os("KILN_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir).unwrap();
+    write_fixtures(&dir);
     let shots = std::env::var_os("KILN_SCREENSHOTS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| dir.path().to_path_buf());
+        .unwrap_or_else(|| dir.clone());
     let out = Command::new("node")
         .arg(web.join("tests/browser.mjs"))
-        .arg(dir.path())
+        .arg(&dir)
         .arg(&shots)
         .output()
         .expect("node runs (install Node.js 20)");

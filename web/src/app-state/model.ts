@@ -1,13 +1,23 @@
 // Derives what the views draw from the raw profiles and the view state, caching each
 // stage by the parts of the state it depends on: changing the search does not rebuild
-// the layout, changing the order does not rebuild the tree.
-import { FunctionStats, compileSearch, functionStats, matchFrames, matchedWeight } from '../lib/analysis.js';
+// the layout, changing the order does not rebuild the tree. DOM-free: a page that holds
+// several viewers (the run report) or a test can ask it for the tree, table or chart of
+// any time window without drawing anything.
+import { FunctionStats, calleesTree, callersTree, compileSearch, functionStats, matchFrames, matchNodes, matchedWeight } from '../lib/analysis.js';
 import { DiffLayout, diffColor, diffLayout, joinFrames, maxDelta, remapFrames } from '../lib/diff.js';
+import { ChartOptions, FlameChart, buildFlameChart } from '../lib/flamechart.js';
 import { Layout, findPath, layoutTree } from '../lib/layout.js';
-import { MATCH_COLOR, Palette, frameColors } from '../lib/palette.js';
+import { Palette, frameColors } from '../lib/palette.js';
 import { FrameSet, RawProfile, Tree, baseTree, frameSetOf, threadRoots } from '../lib/profile.js';
-import { applyTransforms } from '../lib/transforms.js';
-import { ViewState } from './state.js';
+import { applyTransforms, applyTransformsMapped } from '../lib/transforms.js';
+import { Unit, UnitMeta } from '../lib/units.js';
+import { ViewName, ViewState } from './state.js';
+
+export interface ProfileMeta extends UnitMeta {
+  compressed: boolean;
+  /** Where the profile came from (a file name), if known. */
+  source?: string | null;
+}
 
 export interface Meta {
   title: string;
@@ -17,20 +27,52 @@ export interface Meta {
   leftHeavy: boolean;
   mode: 'single' | 'diff';
   labels: [string, string];
-  profiles: { unit: string; event: string; compressed: boolean }[];
+  /** The view to open on (`--flamechart`: the time-ordered chart). */
+  view?: ViewName;
+  profiles: ProfileMeta[];
+  /** Prefix of this viewer's keys in the URL when a page holds several viewers. */
+  key?: string;
+  /** Ids of the elements holding each profile's data; default `kiln-data-N`. */
+  data?: string[];
+  /** The page's time origin (ns on the profiles' clock) for the shared window `t`. */
+  origin?: number;
 }
 
+/** What a view of the state shows. */
 export interface Derived {
   frames: FrameSet;
   layout: Layout;
   diff: DiffLayout | null;
   zoomNode: number;
+  /** Base colour of a node (palette or diff colours), without search. */
   color: (v: number) => string;
+  /** Palette colour of a frame. */
+  frameColor: (f: number) => string;
   match: Uint8Array | null;
   matchedWeight: number;
   searchError: string | null;
+  /** Matching nodes in drawing order (for stepping through matches). */
+  matches: () => Uint32Array;
   stats: () => FunctionStats;
   statsBefore: () => FunctionStats | null;
+}
+
+/** Callers and callees of one function, laid out; diff weights when comparing. */
+export interface Sandwich {
+  f: number;
+  callers: Layout;
+  callees: Layout;
+  /** Per side in a diff: weights of each node before and after. */
+  callersDiff: DiffLayout | null;
+  calleesDiff: DiffLayout | null;
+}
+
+/** Totals of one profile, for the header. */
+export interface Totals {
+  weight: number;
+  samples: number;
+  /** Time covered by timestamped samples, ns; null without timestamps. */
+  durationNs: number | null;
 }
 
 function once<T>(f: () => T): () => T {
@@ -45,17 +87,37 @@ function once<T>(f: () => T): () => T {
   };
 }
 
+export const ROOT_COLOR = 'rgb(220,120,60)';
+
+/** The largest change of each diff layout, computed once. */
+const maxDeltas = new WeakMap<DiffLayout, number>();
+export const DIFF_ROOT_COLOR = 'rgb(220,220,220)';
+
 export class Model {
   private cache = new Map<string, unknown>();
+  /** What each profile's weights are. */
+  readonly units: Unit[];
 
-  constructor(readonly raws: RawProfile[], readonly meta: Meta) {}
+  constructor(readonly raws: RawProfile[], readonly meta: Meta) {
+    this.units = raws.map((_, i) => Unit.of(meta.profiles[i] ?? {}));
+  }
 
   get isDiff(): boolean {
     return this.raws.length === 2;
   }
 
-  get unit(): string {
-    return this.meta.profiles[this.raws.length - 1]?.unit ?? 'samples';
+  /** The profile drawn (after, in a diff). */
+  get raw(): RawProfile {
+    return this.raws[this.raws.length - 1];
+  }
+
+  get unit(): Unit {
+    return this.units[this.units.length - 1];
+  }
+
+  /** Whether the time-ordered flame chart can be drawn (one profile with timestamps). */
+  get hasChart(): boolean {
+    return !this.isDiff && this.raw.sampleTime !== null;
   }
 
   /** Upper bound of frame ids any state may name (frames plus thread roots). */
@@ -63,6 +125,11 @@ export class Model {
     let n = 0;
     for (const r of this.raws) n += r.frameName.length + r.threadName.length;
     return n;
+  }
+
+  /** ns per unit of weight when weights are time (samples then cover [t, t + w]). */
+  get nsPerWeight(): number | null {
+    return this.unit.kind === 'time' ? this.unit.scale : null;
   }
 
   private memo<T>(key: string, f: () => T): T {
@@ -75,12 +142,39 @@ export class Model {
     return v;
   }
 
+  /** Totals of profile i (sum of weights and samples, span of timestamps). */
+  totals(i = this.raws.length - 1): Totals {
+    return this.memo(`totals${i}|`, () => {
+      const r = this.raws[i];
+      let weight = 0;
+      let samples = 0;
+      for (let k = 0; k < r.sampleWeight.length; k++) {
+        weight += r.sampleWeight[k];
+        samples += r.sampleCount ? r.sampleCount[k] : 1;
+      }
+      let durationNs: number | null = null;
+      if (r.sampleTime) {
+        let lo = Infinity;
+        let hi = -Infinity;
+        const nsw = this.units[i].kind === 'time' ? this.units[i].scale : 0;
+        for (let k = 0; k < r.sampleTime.length; k++) {
+          const t = r.sampleTime[k];
+          if (t < 0) continue;
+          lo = Math.min(lo, t);
+          hi = Math.max(hi, t + r.sampleWeight[k] * nsw);
+        }
+        if (lo <= hi) durationNs = hi - lo;
+      }
+      return { weight, samples, durationNs };
+    });
+  }
+
   private framesAndTrees(s: ViewState): { frames: FrameSet; trees: Tree[] } {
     const key = `trees|${s.threadMode}|${s.range ?? ''}|${JSON.stringify(s.transforms)}`;
     return this.memo(key, () => {
       const sides = this.raws.map((raw) => {
         const roots = threadRoots(raw, s.threadMode);
-        const frames = frameSetOf(raw, roots.names);
+        const frames = this.isDiff ? frameSetOf(raw, roots.names) : this.frames(s);
         const tree = baseTree(raw, {
           range: s.range,
           threadMode: s.threadMode,
@@ -105,6 +199,26 @@ export class Model {
     });
   }
 
+  /** The frames a state names (cheap: no tree is built). */
+  frames(s: ViewState): FrameSet {
+    if (this.isDiff) return this.framesAndTrees(s).frames;
+    return this.memo(`frames|${s.threadMode}`, () => frameSetOf(this.raw, threadRoots(this.raw, s.threadMode).names));
+  }
+
+  /** Colour of each frame in a palette (cached per palette and frame set). */
+  private paletteColors(s: ViewState, frames: FrameSet): (f: number) => string {
+    return this.memo(`colors|${s.palette}|${s.threadMode}|${frames.names.length}`, () => frameColors(frames, s.palette));
+  }
+
+  /** Which frames the search matches, or why it cannot. */
+  search(s: ViewState, frames: FrameSet): { match: Uint8Array | null; error: string | null } {
+    const search = compileSearch(s.query, s.matchCase);
+    if (search instanceof Error) return { match: null, error: search.message };
+    if (!search) return { match: null, error: null };
+    return { match: this.memo(`match|${s.query}|${s.matchCase}|${s.threadMode}|${frames.names.length}`, () => matchFrames(frames, search)), error: null };
+  }
+
+  /** Everything the flame graph, the table and the sandwich draw for a state. */
   derive(s: ViewState): Derived {
     const { frames, trees } = this.framesAndTrees(s);
     const lkey = `layout|${s.threadMode}|${s.range ?? ''}|${JSON.stringify(s.transforms)}|${s.order}|${s.normalise}`;
@@ -113,22 +227,16 @@ export class Model {
       const d = diffLayout(trees[0], trees[1], frames, s.order, s.normalise);
       return { layout: d.layout, diff: d };
     });
-    const colors = this.memo(`colors|${s.palette}|${s.threadMode}|${frames.names.length}`, () =>
-      frameColors(frames, s.palette),
-    );
-    const search = compileSearch(s.query, s.matchCase);
-    const searchError = search instanceof Error ? search.message : null;
-    const re = search instanceof RegExp ? search : null;
-    const match = re
-      ? this.memo(`match|${s.query}|${s.matchCase}|${s.threadMode}|${frames.names.length}`, () => matchFrames(frames, re))
-      : null;
+    const colors = this.paletteColors(s, frames);
+    const { match, error } = this.search(s, frames);
     const matched = match ? matchedWeight(layout, match) : 0;
     let color: (v: number) => string;
     if (diff) {
-      const md = maxDelta(diff);
-      color = (v) => (match && v > 0 && match[layout.frame[v]] ? MATCH_COLOR : v === 0 ? 'rgb(220,220,220)' : diffColor(diff.before[v], diff.after[v], md));
+      let md = maxDeltas.get(diff);
+      if (md === undefined) maxDeltas.set(diff, (md = maxDelta(diff)));
+      color = (v) => (v === 0 ? DIFF_ROOT_COLOR : diffColorOf(diff, v, md));
     } else {
-      color = (v) => (v === 0 ? 'rgb(220,120,60)' : match && match[layout.frame[v]] ? MATCH_COLOR : colors(layout.frame[v]));
+      color = (v) => (v === 0 ? ROOT_COLOR : colors(layout.frame[v]));
     }
     const nFrames = frames.names.length;
     return {
@@ -137,17 +245,88 @@ export class Model {
       diff,
       zoomNode: findPath(layout, s.zoom),
       color,
+      frameColor: colors,
       match,
       matchedWeight: matched,
-      searchError,
+      searchError: error,
+      matches: once(() => (match ? matchNodes(layout, match) : new Uint32Array(0))),
       stats: once(() => functionStats(layout, nFrames, diff ? { self: diff.selfAfter, total: diff.after } : undefined)),
       statsBefore: once(() => (diff ? functionStats(layout, nFrames, { self: diff.selfBefore, total: diff.before }) : null)),
     };
   }
 
+  /**
+   * Callers and callees of function f in a state's tree: each outermost call of f counted
+   * once, f itself the root of both (no synthetic "all" above it).
+   */
+  sandwich(s: ViewState, f: number): Sandwich {
+    const d = this.derive(s);
+    const lkey = `sandwich|${f}|${s.threadMode}|${s.range ?? ''}|${JSON.stringify(s.transforms)}|${s.order}|${s.normalise}`;
+    return this.memo(lkey, () => {
+      const n = d.frames.names.length;
+      const l = d.layout;
+      if (!d.diff) {
+        return {
+          f,
+          callers: layoutTree(callersTree(l, f, n), d.frames, s.order),
+          callees: layoutTree(calleesTree(l, f, n), d.frames, s.order),
+          callersDiff: null,
+          calleesDiff: null,
+        };
+      }
+      // Before's and after's weights through the same merged tree, then compared as the
+      // main view compares them (before is already normalised).
+      const dd = d.diff;
+      const zero = new Float64Array(l.n);
+      const callersDiff = diffLayout(callersTree(l, f, n, dd.before, zero), callersTree(l, f, n, dd.after, l.count), d.frames, s.order, false);
+      const calleesDiff = diffLayout(calleesTree(l, f, n, dd.selfBefore, zero), calleesTree(l, f, n, dd.selfAfter, l.selfCount), d.frames, s.order, false);
+      return { f, callers: callersDiff.layout, callees: calleesDiff.layout, callersDiff, calleesDiff };
+    });
+  }
+
+  /**
+   * The time-ordered flame chart: one lane per thread, the state's transforms applied to
+   * every sample's stack. Independent of the time window (the chart shows the window).
+   */
+  chart(s: ViewState): FlameChart {
+    const raw = this.raw;
+    // Transforms naming thread roots of another thread mode cannot apply to lanes.
+    const nF = raw.frameName.length;
+    const trs = s.transforms.filter((t) => (t.kind === 'focus-subtree' ? t.path.every((f) => f < nF) : t.f < nF));
+    return this.memo(`chart|${JSON.stringify(trs)}`, () => {
+      const base: Tree = {
+        parent: raw.stackParent,
+        frame: raw.stackFrame as unknown as Int32Array,
+        self: new Float64Array(raw.stackParent.length),
+        count: new Float64Array(raw.stackParent.length),
+        length: raw.stackParent.length,
+      };
+      const { tree, map } = applyTransformsMapped(base, trs, nF);
+      const label = (t: number): string => {
+        if (t < 0) return 'samples without a thread';
+        const name = raw.strings[raw.threadName[t]] ?? '';
+        return raw.threadTid[t] >= 0 ? `${name} [${raw.threadTid[t]}]` : name;
+      };
+      const opts: ChartOptions = { nsPerWeight: this.nsPerWeight, periodNs: this.unit.periodNs };
+      return buildFlameChart(raw, map, tree.parent, tree.frame, label, opts);
+    });
+  }
+
+  /** Colour of a frame in the flame chart (the palette of the merged frame set). */
+  chartColors(s: ViewState): (f: number) => string {
+    const frames = this.frames({ ...s, threadMode: 'merged' });
+    return this.paletteColors({ ...s, threadMode: 'merged' }, frames);
+  }
+
   /** Root label: the profile's event, or "all". */
   rootLabel(): string {
-    const ev = this.meta.profiles[this.raws.length - 1]?.event;
+    const ev = this.unit.event;
     return ev ? `all (${ev})` : 'all';
   }
+}
+
+
+/** A node's diff colour: red grew, blue shrank, distinct colours for new and gone. */
+export function diffColorOf(d: DiffLayout, v: number, md: number): string {
+  return diffColor(d.before[v], d.after[v], md);
 }

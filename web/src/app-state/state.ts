@@ -1,11 +1,16 @@
 // The view state: everything a shared link must reproduce. It lives in the URL hash so a
-// view can be bookmarked or sent; the rest of the app derives from it.
+// view can be bookmarked or sent; the rest of the app derives from it. The state is read
+// from and written to URLSearchParams (DOM-free); app-state/url.ts maps them onto the
+// page's hash, with a prefix per viewer when a page holds several.
 import { Order } from '../lib/layout.js';
 import { PALETTES, Palette } from '../lib/palette.js';
 import { ThreadMode } from '../lib/profile.js';
 import { Transform, decodeTransforms, encodeTransforms } from '../lib/transforms.js';
 
-export type ViewName = 'flame' | 'table' | 'sandwich';
+export type ViewName = 'flame' | 'chart' | 'table' | 'sandwich';
+export const VIEWS: readonly ViewName[] = ['flame', 'chart', 'table', 'sandwich'];
+
+export type SortKey = 'self' | 'total' | 'name' | 'delta' | 'dself';
 
 export interface ViewState {
   view: ViewName;
@@ -18,25 +23,32 @@ export interface ViewState {
   zoom: number[];
   transforms: Transform[];
   threadMode: ThreadMode;
-  /** Selected time range, ns since the profile's first sample. */
+  /**
+   * Selected time window, ns since the profile's first sample: the flame graph, table and
+   * sandwich show only its samples; the flame chart shows this window.
+   */
   range: [number, number] | null;
   /** Function shown in the sandwich view, -1 for none. */
   fn: number;
   normalise: boolean;
-  sort: 'self' | 'total' | 'name' | 'delta';
+  sort: SortKey;
   filter: string;
 }
 
-export function defaultState(palette: Palette, icicle: boolean, leftHeavy: boolean): ViewState {
+export function defaultState(palette: Palette, icicle: boolean, leftHeavy: boolean, view: ViewName = 'flame'): ViewState {
   return {
-    view: 'flame', icicle, order: leftHeavy ? 'left-heavy' : 'alphabetical', palette,
+    view, icicle, order: leftHeavy ? 'left-heavy' : 'alphabetical', palette,
     query: '', matchCase: false, zoom: [], transforms: [], threadMode: 'merged', range: null,
     fn: -1, normalise: true, sort: 'total', filter: '',
   };
 }
 
-/** Serialises the differences from `defaults` as `a=1&b=2`. */
-export function toHash(s: ViewState, defaults: ViewState): string {
+/**
+ * The differences from `defaults` as parameters. `shift` is added to the time window:
+ * `t` is written on the page's clock (ns since the page's origin), which a page holding
+ * several profiles shares between them.
+ */
+export function toParams(s: ViewState, defaults: ViewState, shift = 0): URLSearchParams {
   const p = new URLSearchParams();
   if (s.view !== defaults.view) p.set('v', s.view);
   if (s.icicle !== defaults.icicle) p.set('icicle', s.icicle ? '1' : '0');
@@ -47,20 +59,19 @@ export function toHash(s: ViewState, defaults: ViewState): string {
   if (s.zoom.length) p.set('z', s.zoom.join('.'));
   if (s.transforms.length) p.set('tf', encodeTransforms(s.transforms));
   if (s.threadMode !== 'merged') p.set('threads', s.threadMode);
-  if (s.range) p.set('t', `${Math.round(s.range[0])}-${Math.round(s.range[1])}`);
+  if (s.range) p.set('t', `${Math.round(s.range[0] + shift)}-${Math.round(s.range[1] + shift)}`);
   if (s.fn >= 0) p.set('fn', String(s.fn));
   if (s.normalise !== defaults.normalise) p.set('norm', s.normalise ? '1' : '0');
   if (s.sort !== defaults.sort) p.set('sort', s.sort);
   if (s.filter) p.set('filter', s.filter);
-  return p.toString();
+  return p;
 }
 
-/** Reads a hash; anything malformed falls back to the default, never throws. */
-export function fromHash(hash: string, defaults: ViewState, nFrames: number): ViewState {
-  const p = new URLSearchParams(hash.replace(/^#/, ''));
+/** Reads parameters; anything malformed falls back to the default, never throws. */
+export function fromParams(p: URLSearchParams, defaults: ViewState, nFrames: number, shift = 0): ViewState {
   const s: ViewState = { ...defaults, zoom: [], transforms: [] };
   const v = p.get('v');
-  if (v === 'flame' || v === 'table' || v === 'sandwich') s.view = v;
+  if (v && (VIEWS as readonly string[]).includes(v)) s.view = v as ViewName;
   const icicle = p.get('icicle');
   if (icicle !== null) s.icicle = icicle === '1';
   const order = p.get('order');
@@ -81,14 +92,24 @@ export function fromHash(hash: string, defaults: ViewState, nFrames: number): Vi
   const th = p.get('threads');
   if (th === 'threads' || th === 'groups') s.threadMode = th;
   const t = p.get('t');
-  const m = t ? /^(\d+)-(\d+)$/.exec(t) : null;
-  if (m && Number(m[1]) <= Number(m[2])) s.range = [Number(m[1]), Number(m[2])];
+  const m = t ? /^(-?\d+)-(-?\d+)$/.exec(t) : null;
+  if (m && Number(m[1]) <= Number(m[2])) s.range = [Number(m[1]) - shift, Number(m[2]) - shift];
   const fn = Number(p.get('fn') ?? -1);
   if (Number.isInteger(fn) && fn >= 0 && fn < nFrames) s.fn = fn;
   const norm = p.get('norm');
   if (norm !== null) s.normalise = norm === '1';
   const sort = p.get('sort');
-  if (sort === 'self' || sort === 'total' || sort === 'name' || sort === 'delta') s.sort = sort;
+  if (sort === 'self' || sort === 'total' || sort === 'name' || sort === 'delta' || sort === 'dself') s.sort = sort;
   s.filter = p.get('filter') ?? '';
   return s;
+}
+
+/** `a=1&b=2` form of toParams (one viewer on the page). */
+export function toHash(s: ViewState, defaults: ViewState): string {
+  return toParams(s, defaults).toString();
+}
+
+/** Reads a `#a=1&b=2` hash (one viewer on the page). */
+export function fromHash(hash: string, defaults: ViewState, nFrames: number): ViewState {
+  return fromParams(new URLSearchParams(hash.replace(/^#/, '')), defaults, nFrames);
 }

@@ -8,7 +8,18 @@ export const VERSION = 2;
 /** A problem with the embedded data, shown to the user instead of a blank page. */
 export class DecodeError extends Error {}
 
+type FromBase64 = { fromBase64?: (s: string) => Uint8Array };
+
 export function base64ToBytes(b64: string): Uint8Array {
+  // The browser's own decoder where it has one (no 10 MB intermediate string).
+  const U8 = Uint8Array as unknown as FromBase64;
+  if (U8.fromBase64) {
+    try {
+      return U8.fromBase64(b64);
+    } catch {
+      throw new DecodeError('the embedded profile is not valid base64');
+    }
+  }
   let bin: string;
   try {
     bin = atob(b64.replace(/\s+/g, ''));
@@ -75,32 +86,55 @@ export function decodeProfile(bytes: Uint8Array): RawProfile {
   if (pos !== text.length) throw new DecodeError(`the names add up to ${pos} characters, the text has ${text.length}`);
   const frameName = undelta(u32(nFr, 'frames'));
   const frameKind = new Uint8Array(ab, take(nFr, 'frame kinds'), nFr);
-  const frameOrder = u32(nFr, 'frame order');
-  const stackParent = i32(nSt, 'stack parents');
-  // Stored as index minus parent, 0 for roots.
-  for (let i = 0; i < nSt; i++) {
-    const d = stackParent[i];
-    if (d < 0 || d > i) throw new DecodeError(`stack ${i} has parent ${i - d}, not an earlier stack`);
-    stackParent[i] = d === 0 ? -1 : i - d;
-  }
+  let frameOrder: Uint32Array;
+  if (flags & 128) {
+    // Frames come in name order: each one's rank is its index.
+    frameOrder = new Uint32Array(nFr);
+    for (let i = 0; i < nFr; i++) frameOrder[i] = i;
+  } else frameOrder = u32(nFr, 'frame order');
+  let stackParent: Int32Array;
+  let stackDepth: Uint8Array | null = null;
+  if (flags & 64) {
+    // Depths of a depth-first order: a node's parent is the last node one level up.
+    stackDepth = new Uint8Array(ab, take(nSt, 'stack depths'), nSt);
+    stackParent = new Int32Array(nSt);
+  } else stackParent = i32(nSt, 'stack parents');
   const stackFrame = u32(nSt, 'stack frames');
+  if (stackDepth) {
+    const last = new Int32Array(257).fill(-1);
+    for (let i = 0; i < nSt; i++) {
+      const d = stackDepth[i];
+      const p = d === 0 ? -1 : last[d - 1];
+      if (d > 0 && (p < 0 || (i > 0 && d > stackDepth[i - 1] + 1))) throw new DecodeError(`stack ${i} has depth ${d} below no parent`);
+      stackParent[i] = p;
+      last[d] = i;
+      if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
+    }
+  } else {
+    // Parents are stored as index minus parent, 0 for roots; one pass restores and checks.
+    for (let i = 0; i < nSt; i++) {
+      const d = stackParent[i];
+      if (d < 0 || d > i) throw new DecodeError(`stack ${i} has parent ${i - d}, not an earlier stack`);
+      stackParent[i] = d === 0 ? -1 : i - d;
+      if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
+    }
+  }
   const sampleStack = undelta(u32(nSa, 'sample stacks'));
-  const sampleWeight = f64(nSa, 'sample weights');
-  const sampleCount = flags & 4 ? f64(nSa, 'sample counts') : null;
+  const sampleWeight = flags & 32 ? Float64Array.from(u32(nSa, 'sample weights')) : f64(nSa, 'sample weights');
+  const sampleCount = flags & 4 ? (flags & 16 ? sampleWeight : f64(nSa, 'sample counts')) : null;
   const sampleTime = flags & 1 ? f64(nSa, 'sample times') : null;
   const sampleThread = flags & 2 ? i32(nSa, 'sample threads') : null;
   const threadName = u32(nTh, 'threads');
   const threadTid = i32(nTh, 'thread ids');
   // Indices are checked once here so later code can trust them.
   for (let i = 0; i < nFr; i++) if (frameName[i] >= nStr) throw new DecodeError(`frame ${i} names string ${frameName[i]} of ${nStr}`);
-  for (let i = 0; i < nSt; i++) {
-    if (stackFrame[i] >= nFr) throw new DecodeError(`stack ${i} has frame ${stackFrame[i]} of ${nFr}`);
-  }
   for (let i = 0; i < nSa; i++) if (sampleStack[i] >= nSt) throw new DecodeError(`sample ${i} has stack ${sampleStack[i]} of ${nSt}`);
   if (sampleThread) for (let i = 0; i < nSa; i++) if (sampleThread[i] >= nTh) throw new DecodeError(`sample ${i} has thread ${sampleThread[i]} of ${nTh}`);
   for (let i = 0; i < nTh; i++) if (threadName[i] >= nStr) throw new DecodeError(`thread ${i} names string ${threadName[i]} of ${nStr}`);
   return {
     strings, frameName, frameKind, frameOrder, stackParent, stackFrame,
     sampleStack, sampleWeight, sampleCount, sampleTime, sampleThread, threadName, threadTid, timeOrigin,
+    stacksInNameOrder: (flags & 8) !== 0,
+    stackDepth,
   };
 }

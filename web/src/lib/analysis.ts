@@ -77,24 +77,24 @@ export function functionStats(l: Layout, nFrames: number, weight?: { self: Float
  * Callers of f: a tree rooted at f whose children are its callers, theirs their callers,
  * and so on; each outermost occurrence of f contributes its total once.
  */
-export function callersTree(l: Layout, f: number, nFrames: number): Tree {
+export function callersTree(l: Layout, f: number, nFrames: number, total: Float64Array = l.total, count: Float64Array = l.count): Tree {
   const b = new TreeBuilder(nFrames);
   const inside = new Uint8Array(l.n);
   for (let v = 1; v < l.n; v++) {
     const p = l.parent[v];
     const hit = l.frame[v] === f;
     inside[v] = hit || inside[p] ? 1 : 0;
-    if (!hit || inside[p] || l.total[v] === 0) continue;
+    if (!hit || inside[p] || total[v] === 0) continue;
     let node = b.intern(-1, f);
     for (let u = p; u > 0; u = l.parent[u]) node = b.intern(node, l.frame[u]);
-    b.self[node] += l.total[v];
-    b.count[node] += l.count[v];
+    b.self[node] += total[v];
+    b.count[node] += count[v];
   }
   return b.finish();
 }
 
 /** Callees of f: every outermost occurrence of f merged into one tree rooted at f. */
-export function calleesTree(l: Layout, f: number, nFrames: number): Tree {
+export function calleesTree(l: Layout, f: number, nFrames: number, self: Float64Array = l.self, selfCount: Float64Array = l.selfCount): Tree {
   const b = new TreeBuilder(nFrames);
   const map = new Int32Array(l.n).fill(-1);
   for (let v = 1; v < l.n; v++) {
@@ -102,9 +102,24 @@ export function calleesTree(l: Layout, f: number, nFrames: number): Tree {
     if (pm >= 0) map[v] = b.intern(pm, l.frame[v]);
     else if (l.frame[v] === f) map[v] = b.intern(-1, f);
     if (map[v] >= 0) {
-      b.self[map[v]] += l.self[v];
-      b.count[map[v]] += l.selfCount[v];
+      b.self[map[v]] += self[v];
+      b.count[map[v]] += selfCount[v];
     }
   }
   return b.finish();
+}
+
+/**
+ * Matching nodes in drawing order (depth first, left to right), for stepping through
+ * search results; nodes without weight are not drawn and not listed.
+ */
+export function matchNodes(l: Layout, match: Uint8Array): Uint32Array {
+  const out: number[] = [];
+  const stack: number[] = [0];
+  while (stack.length) {
+    const v = stack.pop() as number;
+    if (v > 0 && match[l.frame[v]] && l.total[v] > 0) out.push(v);
+    for (let k = l.childStart[v + 1]; k-- > l.childStart[v]; ) stack.push(l.childList[k]);
+  }
+  return Uint32Array.from(out);
 }

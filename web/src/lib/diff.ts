@@ -110,8 +110,12 @@ export function diffColor(before: number, after: number, maxDelta: number): stri
   const d = after - before;
   const a = maxDelta > 0 ? Math.min(1, Math.abs(d) / maxDelta) : 0;
   const c = Math.round(245 - 200 * a);
-  return d > 0 ? `rgb(255,${c},${c})` : d < 0 ? `rgb(${c},${c},255)` : 'rgb(245,245,245)';
+  return d > 0 ? GREW[c - 45] : d < 0 ? SHRANK[c - 45] : 'rgb(245,245,245)';
 }
+
+// The 201 shades of each direction, made once (the renderer asks for a colour per node).
+const GREW = Array.from({ length: 201 }, (_, i) => `rgb(255,${i + 45},${i + 45})`);
+const SHRANK = Array.from({ length: 201 }, (_, i) => `rgb(${i + 45},${i + 45},255)`);
 
 /** Largest |after - before| among nodes that exist on both sides (root excluded). */
 export function maxDelta(d: DiffLayout): number {

@@ -86,9 +86,22 @@ export function colorOf(p: Palette, name: string, kind: number): string {
  * a million frames are never all on screen, so they are never all hashed.
  */
 export function frameColors(frames: FrameSet, p: Palette): (f: number) => string {
-  const cache = new Array<string | undefined>(frames.names.length);
-  return (f) => (cache[f] ??= colorOf(p, frames.names[f], frames.kinds[f]));
+  // An index per frame into a short list of colour strings (a palette has a few hundred):
+  // a typed array, not a million-slot JavaScript array, and each string made once.
+  const index = new Uint16Array(frames.names.length);
+  const styles: string[] = [''];
+  const seen = new Map<string, number>();
+  return (f) => {
+    const i = index[f];
+    if (i !== 0) return styles[i];
+    const c = colorOf(p, frames.names[f], frames.kinds[f]);
+    let k = seen.get(c);
+    if (k === undefined) {
+      k = styles.push(c) - 1;
+      if (k < 65536) seen.set(c, k);
+    }
+    if (k < 65536) index[f] = k;
+    return c;
+  };
 }
 
-/** Search matches, as in flamegraph.pl. */
-export const MATCH_COLOR = 'rgb(230,0,230)';

@@ -22,6 +22,10 @@ export interface RawProfile {
   threadName: Uint32Array;
   threadTid: Int32Array;
   timeOrigin: number;
+  /** Stacks are numbered depth first, each node's children in name order. */
+  stacksInNameOrder?: boolean;
+  /** Depth of each stack (0 for a root), when the page carries it. */
+  stackDepth?: Uint8Array | null;
 }
 
 /** Frame kinds as encoded. */
@@ -48,6 +52,11 @@ export interface Tree {
   /** Samples ending at each node (weights may be periods or bytes; this counts samples). */
   count: Float64Array;
   length: number;
+  /**
+   * Ids are a depth-first order with each node's children in name order (the profile's
+   * own stack table as kiln writes it): the alphabetical layout then needs no sorting.
+   */
+  nameOrder?: boolean;
 }
 
 export function frameSetOf(raw: RawProfile, extra: string[] = []): FrameSet {
@@ -177,12 +186,24 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   if (opts.threadMode === 'merged' || !th) {
     const self = new Float64Array(nS);
     const count = new Float64Array(nS);
-    for (let i = 0; i < st.length; i++) {
-      if (!inRange(i)) continue;
-      self[st[i]] += w[i];
-      count[st[i]] += c ? c[i] : 1;
+    if (opts.range && tm) {
+      for (let i = 0; i < st.length; i++) {
+        if (!inRange(i)) continue;
+        self[st[i]] += w[i];
+        count[st[i]] += c ? c[i] : 1;
+      }
+    } else if (c) {
+      for (let i = 0; i < st.length; i++) {
+        self[st[i]] += w[i];
+        count[st[i]] += c[i];
+      }
+    } else {
+      for (let i = 0; i < st.length; i++) {
+        self[st[i]] += w[i];
+        count[st[i]] += 1;
+      }
     }
-    return { parent: raw.stackParent, frame: raw.stackFrame as unknown as Int32Array, self, count, length: nS };
+    return { parent: raw.stackParent, frame: new Int32Array(raw.stackFrame.buffer, raw.stackFrame.byteOffset, nS), self, count, length: nS, nameOrder: raw.stacksInNameOrder };
   }
   const b = new TreeBuilder(opts.firstThreadFrame + 1 + opts.rootOf.length, nS + 64);
   // Memo of (root, stack) -> node; recursion replaced by walking up to a known prefix.

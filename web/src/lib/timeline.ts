@@ -1,4 +1,7 @@
-// Sample density over time for the FlameScope-style strip.
+// Sample density over time for the time strip. Samples whose weight is time (off-CPU
+// blocks, perf clock periods) cover [t, t + weight]: their weight is spread over the
+// buckets they cover, so the strip shows when threads were blocked, not only when the
+// blocks were recorded.
 import { RawProfile } from './profile.js';
 
 export interface Histogram {
@@ -10,7 +13,8 @@ export interface Histogram {
   max: number;
 }
 
-export function timeSpan(raw: RawProfile): [number, number] | null {
+/** First and last instant covered by timestamped samples, ns since the origin. */
+export function timeSpan(raw: RawProfile, nsPerWeight: number | null = null): [number, number] | null {
   const t = raw.sampleTime;
   if (!t) return null;
   let lo = Infinity;
@@ -19,25 +23,50 @@ export function timeSpan(raw: RawProfile): [number, number] | null {
     const x = t[i];
     if (x < 0) continue;
     if (x < lo) lo = x;
-    if (x > hi) hi = x;
+    const e = nsPerWeight === null ? x : x + raw.sampleWeight[i] * nsPerWeight;
+    if (e > hi) hi = e;
   }
   return lo <= hi ? [lo, hi] : null;
 }
 
-export function histogram(raw: RawProfile, n: number, span: [number, number]): Histogram {
+export function histogram(raw: RawProfile, n: number, span: [number, number], nsPerWeight: number | null = null): Histogram {
   const buckets = new Float64Array(Math.max(1, n));
+  const nb = buckets.length;
   const t = raw.sampleTime;
   const [from, to] = span;
   const width = Math.max(1, to - from);
+  const perNs = nb / width;
+  // Whole buckets covered by spread samples: a difference array keeps each sample O(1).
+  const diff = new Float64Array(nb + 1);
   if (t) {
     for (let i = 0; i < t.length; i++) {
       const x = t[i];
       if (x < 0) continue;
-      const k = Math.min(buckets.length - 1, Math.floor(((x - from) / width) * buckets.length));
-      buckets[k] += raw.sampleWeight[i];
+      const w = raw.sampleWeight[i];
+      const a = Math.min(nb, Math.max(0, (x - from) * perNs));
+      const len = nsPerWeight === null ? 0 : w * nsPerWeight * perNs;
+      const b = Math.min(nb, a + len);
+      const ka = Math.min(nb - 1, Math.floor(a));
+      if (b - a < 1e-9 || Math.floor(b) === ka || b <= ka + 1) {
+        buckets[ka] += w;
+        continue;
+      }
+      const density = w / (b - a);
+      buckets[ka] += density * (ka + 1 - a);
+      const kb = Math.min(nb - 1, Math.floor(b));
+      if (kb > ka + 1) {
+        diff[ka + 1] += density;
+        diff[kb] -= density;
+      }
+      if (kb > ka) buckets[kb] += density * (b - kb);
     }
   }
+  let run = 0;
   let max = 0;
-  for (const b of buckets) if (b > max) max = b;
+  for (let k = 0; k < nb; k++) {
+    run += diff[k];
+    buckets[k] += run;
+    if (buckets[k] > max) max = buckets[k];
+  }
   return { buckets, from, to, max };
 }

@@ -14,6 +14,14 @@ export type Transform =
 const DROPPED = -2;
 
 export function applyTransform(t: Tree, tr: Transform, nFrames: number): Tree {
+  return applyMapped(t, tr, nFrames).tree;
+}
+
+/**
+ * One transform, and where each input node went: an output node, -1 (its samples lost
+ * every frame: their weight stays in the root), or below -1 (dropped).
+ */
+function applyMapped(t: Tree, tr: Transform, nFrames: number): { tree: Tree; map: Int32Array } {
   const b = new TreeBuilder(nFrames, Math.max(16, t.length));
   const map = new Int32Array(t.length);
   const at = (p: number): number => (p < 0 ? -1 : map[p]);
@@ -103,7 +111,7 @@ export function applyTransform(t: Tree, tr: Transform, nFrames: number): Tree {
     out.rootSelf = rootSelf;
     out.rootCount = rootCount;
   }
-  return out;
+  return { tree: out, map };
 }
 
 /** Weight that lost every frame (a merged single-frame stack) stays in the root total. */
@@ -113,17 +121,30 @@ export interface RootSelf {
 }
 
 export function applyTransforms(t: Tree, trs: Transform[], nFrames: number): Tree {
+  return trs.length === 0 ? t : applyTransformsMapped(t, trs, nFrames).tree;
+}
+
+/**
+ * Transforms in order, and where each node of the input tree ended up (see applyMapped):
+ * the flame chart follows each sample's stack through it.
+ */
+export function applyTransformsMapped(t: Tree, trs: Transform[], nFrames: number): { tree: Tree; map: Int32Array } {
+  const map = new Int32Array(t.length);
+  for (let i = 0; i < map.length; i++) map[i] = i;
   let rootSelf = (t as Tree & RootSelf).rootSelf ?? 0;
   let rootCount = (t as Tree & RootSelf).rootCount ?? 0;
   for (const tr of trs) {
-    t = applyTransform(t, tr, nFrames);
+    const step = applyMapped(t, tr, nFrames);
+    t = step.tree;
+    for (let i = 0; i < map.length; i++) if (map[i] >= 0) map[i] = step.map[map[i]];
     // Samples left without frames have no f to focus on; other transforms keep them.
     const keeps = tr.kind !== 'focus-function' && tr.kind !== 'focus-subtree';
     rootSelf = (keeps ? rootSelf : 0) + ((t as Tree & RootSelf).rootSelf ?? 0);
     rootCount = (keeps ? rootCount : 0) + ((t as Tree & RootSelf).rootCount ?? 0);
+    if (!keeps) for (let i = 0; i < map.length; i++) if (map[i] === -1) map[i] = DROPPED;
   }
   if (rootSelf > 0 || rootCount > 0) Object.assign(t, { rootSelf, rootCount });
-  return t;
+  return { tree: t, map };
 }
 
 /** Short label of a transform for the transform bar. */

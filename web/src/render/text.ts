@@ -1,21 +1,38 @@
 // Label fitting with cached widths: measuring text is the slow part of canvas drawing, so
 // each character's width is measured once and labels are truncated arithmetically.
 
+/** Widths per font, shared by every canvas of the page (each viewer has several). */
+const shared = new Map<string, { ascii: Float64Array; widths: Map<number, number> }>();
+
 export class TextFitter {
-  private widths = new Map<number, number>();
+  /** Widths of ASCII characters, measured together up front (one font change). */
+  private ascii: Float64Array;
+  private widths: Map<number, number>;
   private readonly ellipsis = '..';
   private ellipsisWidth: number;
 
   constructor(private readonly ctx: CanvasRenderingContext2D, readonly font: string) {
-    ctx.font = font;
-    this.ellipsisWidth = this.charWidth(46) * 2;
+    let w = shared.get(font);
+    if (!w) {
+      ctx.font = font;
+      const ascii = new Float64Array(128);
+      for (let c = 32; c < 127; c++) ascii[c] = ctx.measureText(String.fromCharCode(c)).width;
+      shared.set(font, (w = { ascii, widths: new Map() }));
+    }
+    this.ascii = w.ascii;
+    this.widths = w.widths;
+    this.ellipsisWidth = this.ascii[46] * 2;
   }
 
   private charWidth(code: number): number {
+    if (code >= 32 && code < 127) return this.ascii[code];
     let w = this.widths.get(code);
     if (w === undefined) {
+      // The caller set this.font: labels are measured while drawing with it.
+      const font = this.ctx.font;
       this.ctx.font = this.font;
       w = this.ctx.measureText(String.fromCharCode(code)).width;
+      this.ctx.font = font;
       this.widths.set(code, w);
     }
     return w;

@@ -1,7 +1,7 @@
 // Tiny DOM helpers. Text always goes through textContent: profile names are data, never
 // markup, so nothing here ever assigns innerHTML.
 
-type Attrs = Record<string, string | boolean | number | undefined>;
+type Attrs = Record<string, string | boolean | number | undefined | null>;
 
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -10,7 +10,7 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 ): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === false) continue;
+    if (v === undefined || v === null || v === false) continue;
     if (k === 'text') e.textContent = String(v);
     else if (k === 'class') e.className = String(v);
     else e.setAttribute(k, v === true ? '' : String(v));
@@ -21,4 +21,11 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 
 export function setText(e: Element, text: string): void {
   if (e.textContent !== text) e.textContent = text;
+}
+
+let nextId = 0;
+
+/** A prefix for element ids no other viewer on the page uses. */
+export function uniquePrefix(): string {
+  return `kiln${++nextId}`;
 }

@@ -1,19 +1,25 @@
-// An interactive flame graph pane: a canvas, its viewport, and the mouse (hover, click to
-// zoom, drag to pan, Ctrl+wheel to zoom, wheel to scroll, right-click for actions).
-import { Layout } from '../lib/layout.js';
+// An interactive flame graph pane: a canvas, its viewport, the mouse (hover, click to
+// zoom, drag to pan, Ctrl+wheel to zoom, wheel to scroll, right-click for actions) and the
+// keyboard (Tab to the canvas; arrows move between frames, Enter zooms, the context-menu
+// key or Shift+F10 opens the actions of the selected frame).
+import { Layout, firstEndingAfter } from '../lib/layout.js';
 import { DrawStats, FlameRenderer, FlameScene, ROW_HEIGHT } from '../render/flame-renderer.js';
+import { currentTheme } from '../render/theme.js';
 import { el } from './dom.js';
 
 export interface FlameViewHandlers {
   hover(v: number, ev: MouseEvent | null): void;
   click(v: number): void;
-  context(v: number, ev: MouseEvent): void;
+  /** Actions of a node, at page position (x, y). */
+  context(v: number, x: number, y: number): void;
+  /** The keyboard selection moved to v (-1: none). */
+  select(v: number): void;
 }
 
 export class FlameView {
   readonly el: HTMLDivElement;
   readonly canvas: HTMLCanvasElement;
-  readonly renderer: FlameRenderer;
+  private renderer_: FlameRenderer | null = null;
   scene: FlameScene | null = null;
   lastStats: DrawStats | null = null;
   drawCount = 0;
@@ -24,13 +30,20 @@ export class FlameView {
   private hovered = -1;
   private zoomNode = -1;
 
-  constructor(private readonly h: FlameViewHandlers, cls = 'flame') {
-    this.canvas = el('canvas', { class: 'flame-canvas', tabindex: 0 });
+  constructor(private readonly h: FlameViewHandlers, cls: string, name: string) {
+    this.canvas = el('canvas', {
+      class: 'flame-canvas',
+      tabindex: 0,
+      role: 'application',
+      'aria-roledescription': 'flame graph',
+      'aria-label': `${name}. Arrow keys move between frames, Enter zooms, Escape resets, Shift+F10 opens the frame's actions.`,
+    });
     this.el = el('div', { class: cls }, this.canvas);
-    this.renderer = new FlameRenderer(this.canvas);
     new ResizeObserver(() => {
       const r = this.el.getBoundingClientRect();
-      if (Math.floor(r.width) !== this.renderer.width || Math.floor(r.height) !== this.renderer.height) this.requestDraw();
+      if (r.width === 0 || r.height === 0) return;
+      const rr = this.renderer_;
+      if (!rr || Math.floor(r.width) !== rr.width || Math.floor(r.height) !== rr.height) this.requestDraw();
     }).observe(this.el);
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mousedown', (e) => {
@@ -42,7 +55,10 @@ export class FlameView {
       this.drag = null;
       if (d && !d.moved && e.target === this.canvas && this.scene) {
         const v = this.renderer.hit(this.scene, e.offsetX, e.offsetY);
-        if (v >= 0) this.h.click(v);
+        if (v >= 0) {
+          this.setSelected(v, false);
+          this.h.click(v);
+        }
       }
     });
     this.canvas.addEventListener('mouseleave', () => {
@@ -54,25 +70,54 @@ export class FlameView {
       const v = this.renderer.hit(this.scene, e.offsetX, e.offsetY);
       if (v < 0) return;
       e.preventDefault();
-      this.h.context(v, e);
+      this.h.context(v, e.clientX, e.clientY);
     });
     this.canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
+    this.canvas.addEventListener('keydown', (e) => this.onKey(e));
+    this.canvas.addEventListener('focus', () => {
+      if (this.scene && this.scene.selected < 0) this.setSelected(Math.max(this.zoomNode, this.firstNode()), true);
+    });
   }
 
-  /** Shows a layout zoomed on node `zoom`; keeps the vertical scroll where sensible. */
-  show(layout: Layout, color: (v: number) => string, label: (v: number) => string, icicle: boolean, zoom: number): void {
+  /** The canvas's drawing state, made when first needed (a hidden pane costs nothing). */
+  get renderer(): FlameRenderer {
+    return (this.renderer_ ??= new FlameRenderer(this.canvas));
+  }
+
+  /** The node the keyboard selected, or -1. */
+  get selected(): number {
+    return this.scene?.selected ?? -1;
+  }
+
+  /**
+   * Shows a layout zoomed on node `zoom`; keeps the vertical scroll where sensible.
+   * `base` is the first depth drawn (1 hides the root, as the sandwich does).
+   */
+  show(
+    layout: Layout,
+    color: (v: number) => string,
+    dim: ((v: number) => boolean) | null,
+    label: (v: number) => string,
+    icicle: boolean,
+    zoom: number,
+    base = 0,
+  ): void {
     // The same layout zoomed on the same node keeps the user's panning and scrolling.
-    const same = this.scene?.layout === layout && this.zoomNode === zoom;
+    const prev = this.scene;
+    const same = prev?.layout === layout && this.zoomNode === zoom;
     this.zoomNode = zoom;
     this.scene = {
       layout,
       color,
+      dim,
       label,
       icicle,
-      x0: same && this.scene ? this.scene.x0 : layout.start[zoom],
-      x1: same && this.scene ? this.scene.x1 : layout.start[zoom] + layout.total[zoom],
-      scrollY: same && this.scene ? this.scene.scrollY : 0,
+      base,
+      x0: same && prev ? prev.x0 : layout.start[zoom],
+      x1: same && prev ? prev.x1 : layout.start[zoom] + layout.total[zoom],
+      scrollY: same && prev ? prev.scrollY : 0,
       fadeAbove: layout.depth[zoom],
+      selected: prev?.layout === layout ? prev.selected : -1,
     };
     if (!same) this.clampScroll();
     this.requestDraw();
@@ -104,17 +149,125 @@ export class FlameView {
     this.renderer.resize(r.width, r.height);
     this.clampScroll();
     this.dirty = false;
-    const s = this.renderer.draw(this.scene);
+    const s = this.renderer.draw(this.scene, currentTheme());
     this.lastStats = s;
     this.drawCount++;
     this.onDrawn?.(s);
     return s;
   }
 
+  /** Selects node v with the keyboard's outline; scrolls and pans it into view. */
+  setSelected(v: number, reveal = true): void {
+    const s = this.scene;
+    if (!s) return;
+    s.selected = v;
+    if (v >= 0 && reveal) this.reveal(v);
+    this.requestDraw();
+    this.h.select(v);
+  }
+
+  /** Pans (and zooms, when it is too narrow to see) so node v is on screen. */
+  reveal(v: number): void {
+    const s = this.scene;
+    if (!s || v < 0 || this.renderer.width === 0) return;
+    const l = s.layout;
+    const a = l.start[v];
+    const b = a + l.total[v];
+    const span = s.x1 - s.x0;
+    const px = (l.total[v] / span) * this.renderer.width;
+    if (px < 3) {
+      // Too narrow to see: show it with some context, a tenth of the width at least.
+      const want = Math.max(l.total[v] * 10, l.total[v]);
+      const mid = (a + b) / 2;
+      this.setRange(mid - want / 2, mid + want / 2);
+    } else if (a < s.x0 || b > s.x1) {
+      if (b - a > span) this.setRange(a, b);
+      else if (a < s.x0) this.setRange(a, a + span);
+      else this.setRange(b - span, b);
+    }
+    const y = this.renderer.rowY(s, l.depth[v]);
+    const H = this.renderer.height;
+    if (y < 0) s.scrollY += s.icicle ? y : -y;
+    else if (y + ROW_HEIGHT > H) s.scrollY += s.icicle ? y + ROW_HEIGHT - H : -(y + ROW_HEIGHT - H);
+    this.clampScroll();
+  }
+
+  private firstNode(): number {
+    const s = this.scene;
+    if (!s) return -1;
+    return s.layout.rows[s.base]?.[0] ?? -1;
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    const s = this.scene;
+    if (!s || e.ctrlKey || e.metaKey || e.altKey) return;
+    const l = s.layout;
+    let v = s.selected >= 0 ? s.selected : this.firstNode();
+    if (v < 0) return;
+    const inRow = (delta: number): number => {
+      const row = l.rows[l.depth[v]];
+      const k = firstEndingAfter(l, row, l.start[v]) + delta;
+      return k >= 0 && k < row.length ? row[k] : v;
+    };
+    const widestChild = (): number => {
+      let best = -1;
+      for (let k = l.childStart[v]; k < l.childStart[v + 1]; k++) {
+        const c = l.childList[k];
+        if (best < 0 || l.total[c] > l.total[best]) best = c;
+      }
+      return best < 0 ? v : best;
+    };
+    const parent = (): number => (l.parent[v] >= 0 && l.depth[v] > s.base ? l.parent[v] : v);
+    const towardLeaves = s.icicle ? 'ArrowDown' : 'ArrowUp';
+    const towardRoot = s.icicle ? 'ArrowUp' : 'ArrowDown';
+    switch (e.key) {
+      case 'ArrowLeft':
+        v = inRow(-1);
+        break;
+      case 'ArrowRight':
+        v = inRow(1);
+        break;
+      case towardLeaves:
+        v = widestChild();
+        break;
+      case towardRoot:
+        v = parent();
+        break;
+      case 'Home':
+        v = this.firstNode();
+        break;
+      case 'Enter':
+      case ' ':
+        e.preventDefault();
+        this.h.click(v);
+        return;
+      case 'ContextMenu':
+      case 'F10':
+        if (e.key === 'F10' && !e.shiftKey) return;
+        e.preventDefault();
+        e.stopPropagation();
+        this.openMenuAt(v);
+        return;
+      default:
+        return;
+    }
+    e.preventDefault();
+    this.setSelected(v, true);
+  }
+
+  /** Opens the actions of node v beside it. */
+  openMenuAt(v: number): void {
+    const s = this.scene;
+    if (!s) return;
+    const r = this.renderer.rectOf(s, v);
+    const c = this.canvas.getBoundingClientRect();
+    this.h.context(v, c.left + Math.max(0, Math.min(r.x, this.renderer.width - 40)) + 8, c.top + r.y + r.h);
+  }
+
   private clampScroll(): void {
     const s = this.scene;
     if (!s) return;
-    const content = (s.layout.maxDepth + 1) * ROW_HEIGHT;
+    const content = (s.layout.maxDepth + 1 - s.base) * ROW_HEIGHT;
     const max = Math.max(0, content - this.renderer.height);
     s.scrollY = Math.min(Math.max(0, s.scrollY), max);
   }

@@ -1,26 +1,30 @@
-// The FlameScope-style strip: sample density over time; drag to select a range and the
-// flame graph shows that range only; double-click clears it.
-import { formatSeconds } from '../lib/format.js';
+// The time strip: sample density over time; drag to select a window and the flame graph,
+// table and sandwich show that window only (the flame chart shows it); double-click clears
+// it. Its caption sits on its own line above the bars, so nothing covers them.
 import { Histogram } from '../lib/timeline.js';
+import { formatNs } from '../lib/units.js';
+import { currentTheme } from '../render/theme.js';
 import { el, setText } from './dom.js';
 
 export class TimelineView {
   readonly el: HTMLDivElement;
   readonly canvas: HTMLCanvasElement;
-  private readonly label: HTMLSpanElement;
+  private readonly label: HTMLDivElement;
   private hist: Histogram | null = null;
   private range: [number, number] | null = null;
   private drag: number | null = null;
   private dragTo = 0;
 
   constructor(
-    private readonly span: [number, number],
+    readonly span: [number, number],
     private readonly histogramFor: (buckets: number) => Histogram,
     private readonly onRange: (r: [number, number] | null) => void,
+    /** What the bars sum ("CPU time", "samples"). */
+    private readonly what: string,
   ) {
-    this.canvas = el('canvas', { class: 'timeline-canvas' });
-    this.label = el('span', { class: 'timeline-label' });
-    this.el = el('div', { class: 'timeline' }, this.canvas, this.label);
+    this.canvas = el('canvas', { class: 'timeline-canvas', role: 'img', 'aria-label': `${what} over time; drag to select a time window, double-click to clear it` });
+    this.label = el('div', { class: 'timeline-label', 'data-ctrl': 'timeline-label' });
+    this.el = el('div', { class: 'timeline' }, this.label, el('div', { class: 'timeline-bars' }, this.canvas));
     new ResizeObserver(() => this.draw()).observe(this.el);
     this.canvas.addEventListener('mousedown', (e) => {
       this.drag = this.timeAt(e.offsetX);
@@ -50,6 +54,7 @@ export class TimelineView {
   }
 
   setRange(r: [number, number] | null): void {
+    if (r === this.range || (r && this.range && r[0] === this.range[0] && r[1] === this.range[1])) return;
     this.range = r;
     this.draw();
   }
@@ -65,27 +70,33 @@ export class TimelineView {
     }
     const ctx = this.canvas.getContext('2d');
     if (!ctx) return;
+    const theme = currentTheme();
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const n = Math.max(1, Math.floor(w / 3));
     if (!this.hist || this.hist.buckets.length !== n) this.hist = this.histogramFor(n);
     const hist = this.hist;
-    ctx.fillStyle = '#f4f4f4';
+    ctx.fillStyle = theme.dark ? '#202228' : '#f4f4f4';
     ctx.fillRect(0, 0, w, h);
-    ctx.fillStyle = 'rgb(90,110,170)';
+    ctx.fillStyle = theme.bar;
     const bw = w / n;
     for (let i = 0; i < n; i++) {
-      const bh = hist.max > 0 ? (hist.buckets[i] / hist.max) * (h - 2) : 0;
+      // Any bucket with samples shows at least 2 px, so sparse profiles do not look empty.
+      const v = hist.buckets[i];
+      const bh = hist.max > 0 && v > 0 ? Math.max(2, (v / hist.max) * (h - 2)) : 0;
       if (bh > 0) ctx.fillRect(i * bw, h - bh, Math.max(1, bw - 0.5), bh);
     }
     const [a, b] = this.span;
     const x = (t: number): number => ((t - a) / Math.max(1, b - a)) * w;
     const sel = this.drag !== null ? [Math.min(this.drag, this.dragTo), Math.max(this.drag, this.dragTo)] : this.range;
     if (sel) {
-      ctx.fillStyle = 'rgba(255,170,0,0.35)';
+      ctx.fillStyle = theme.selection;
       ctx.fillRect(x(sel[0]), 0, Math.max(1, x(sel[1]) - x(sel[0])), h);
-      setText(this.label, `Selected ${formatSeconds(sel[0])} – ${formatSeconds(sel[1])} of ${formatSeconds(b)} (double-click to clear)`);
+      setText(
+        this.label,
+        `Window ${formatNs(sel[0] - a)} – ${formatNs(sel[1] - a)} (${formatNs(sel[1] - sel[0])}) of ${formatNs(b - a)}; double-click the strip to clear`,
+      );
     } else {
-      setText(this.label, `Samples over ${formatSeconds(b - a)}: drag to select a range`);
+      setText(this.label, `${this.what} over ${formatNs(b - a)}: drag on the strip to select a window`);
     }
   }
 }

@@ -65,6 +65,9 @@ pub struct Args {
 
     #[command(flatten)]
     pub store: StoreArgs,
+
+    #[command(flatten)]
+    pub transforms: super::common::TransformArgs,
 }
 
 /// One function's change, with its CPU time per operation.
@@ -72,9 +75,10 @@ pub struct Args {
 pub struct FunctionRow {
     #[serde(flatten)]
     pub change: kiln_diff::FunctionChange,
-    /// Self CPU time per operation before and after, µs (CPU profiles of runs that count
-    /// operations).
-    pub self_us_per_op: (Option<f64>, Option<f64>),
+    /// CPU time per operation spent in the function and its callees (its total share of
+    /// the target's CPU per operation), before and after, µs: unlike a share, it stays
+    /// comparable when the rate changed (CPU profiles of runs that count operations).
+    pub us_per_op: (Option<f64>, Option<f64>),
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -130,8 +134,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     );
     let first = &groups[0].1;
     let last = &groups[groups.len() - 1].1;
-    let before = group_profiles(&store, first)?;
-    let after = group_profiles(&store, last)?;
+    let t = args.transforms.to_transforms()?;
+    let before: Vec<_> = group_profiles(&store, first)?
+        .into_iter()
+        .map(|p| super::common::apply_transforms(p, &t, true))
+        .collect();
+    let after: Vec<_> = group_profiles(&store, last)?
+        .into_iter()
+        .map(|p| super::common::apply_transforms(p, &t, true))
+        .collect();
     let event = args.event.as_deref();
     let profiles = match (pick(&before, event), pick(&after, event)) {
         (Some(b), Some(a)) => Some((b, a)),
@@ -162,10 +173,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 .into_iter()
                 .take(args.table)
                 .map(|change| FunctionRow {
-                    self_us_per_op: if is_cpu {
+                    us_per_op: if is_cpu {
                         (
-                            cb.map(|c| c * change.self_before / 100.0),
-                            ca.map(|c| c * change.self_after / 100.0),
+                            cb.map(|c| c * change.total_before / 100.0),
+                            ca.map(|c| c * change.total_after / 100.0),
                         )
                     } else {
                         (None, None)
@@ -273,7 +284,7 @@ fn render(
         "markdown" | "md" => {
             compare::write_markdown(c, &mut s);
             if !functions.is_empty() {
-                let _ = writeln!(s, "\n| function | self % | self % | Δself | total % | total % | Δtotal | self µs/op | self µs/op |");
+                let _ = writeln!(s, "\n| function | self % before | self % after | Δself | total % before | total % after | Δtotal | µs/op before | µs/op after |");
                 let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
                 for f in functions {
                     let r = &f.change;
@@ -288,8 +299,8 @@ fn render(
                         r.total_before,
                         r.total_after,
                         r.total_delta(),
-                        us(f.self_us_per_op.0),
-                        us(f.self_us_per_op.1)
+                        us(f.us_per_op.0),
+                        us(f.us_per_op.1)
                     );
                 }
             }
@@ -317,13 +328,13 @@ fn render(
                     "total%",
                     "total%",
                     "Δtotal",
-                    "self µs",
-                    "self µs"
+                    "µs/op",
+                    "µs/op"
                 );
                 let _ = writeln!(
                     s,
                     "{:<width$}  {:>7} {:>7} {:>7}  {:>7} {:>7} {:>7}  {:>9} {:>9}",
-                    "", "before", "after", "", "before", "after", "", "/op before", "/op after"
+                    "", "before", "after", "", "before", "after", "", "before", "after"
                 );
                 for f in functions {
                     let r = &f.change;
@@ -348,10 +359,14 @@ fn render(
                         r.total_before,
                         r.total_after,
                         r.total_delta(),
-                        us(f.self_us_per_op.0),
-                        us(f.self_us_per_op.1)
+                        us(f.us_per_op.0),
+                        us(f.us_per_op.1)
                     );
                 }
+                let _ = writeln!(
+                    s,
+                    "(µs/op: CPU time per operation in the function and its callees)"
+                );
             }
             for w in warnings {
                 let _ = writeln!(s, "note: {w}");

@@ -116,6 +116,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some("html") | Some("htm") => {
             let o = kiln_viewer::HtmlOptions {
                 title: args.title.clone(),
+                sources: vec![
+                    args.before.display().to_string(),
+                    args.after.display().to_string(),
+                ],
                 ..Default::default()
             };
             write_output(args.output.as_deref(), |w| {

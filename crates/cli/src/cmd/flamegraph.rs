@@ -72,7 +72,8 @@ pub struct SvgArgs {
     /// Average character width relative to the font size (to fit labels).
     #[arg(long, value_name = "NUM", default_value_t = 0.59)]
     pub fontwidth: f64,
-    /// What the counts are. Default: "samples" (or the recording's unit).
+    /// What the counts are. Default: "samples" (or the recording's unit). In the HTML
+    /// viewer a time or size unit (ns, us, ms, s, bytes) also scales the numbers shown.
     #[arg(long, value_name = "TEXT")]
     pub countname: Option<String>,
     /// What the names are, shown before the details on hover.
@@ -161,6 +162,10 @@ impl SvgArgs {
             .countname
             .clone()
             .unwrap_or_else(|| profile.event.unit.name().to_string());
+        if self.countname.is_some() {
+            // Counts named by the user are written as flamegraph.pl writes them.
+            o.quantity = Some(kiln_model::Quantity::Samples { period_ns: None });
+        }
         o.name_type = self.nametype.clone();
         o.notes = self.notes.clone().unwrap_or_default();
         if let Some(path) = &self.nameattr {
@@ -200,13 +205,16 @@ impl SvgArgs {
         Ok(o)
     }
 
-    /// Options of the HTML viewer for these flags.
-    fn to_html_options(&self, title: &str) -> kiln_viewer::HtmlOptions {
+    /// Options of the HTML viewer for these flags; `source` names the input.
+    fn to_html_options(&self, title: &str, source: String) -> kiln_viewer::HtmlOptions {
         let mut h = kiln_viewer::HtmlOptions {
             title: title.to_string(),
             subtitle: self.subtitle.clone(),
             inverted: self.inverted,
             left_heavy: self.left_heavy,
+            count_name: self.countname.clone(),
+            sources: vec![source.clone(), source],
+            flamechart: self.flamechart,
             ..Default::default()
         };
         if kiln_viewer::PALETTES.contains(&self.colors.as_str()) {
@@ -295,7 +303,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let output = args.output.as_deref();
     if is_html(output) {
         // The HTML viewer: one self-contained file, fast at any profile size.
-        let html = args.svg.to_html_options(opts.effective_title());
+        let source = match args.inputs.as_slice() {
+            [] => "<stdin>".to_string(),
+            paths => paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" + "),
+        };
+        let html = args.svg.to_html_options(opts.effective_title(), source);
         write_output(output, |w| {
             match &input {
                 Input::One(p) => kiln_viewer::write_html(p, &html, w)?,

@@ -21,6 +21,14 @@ pub enum LoadCommand {
     /// PerfTest's multi-letter short options (`-qa`, `-vr`…) are spelled with two dashes
     /// (`--qa`, `--vr`) or by their long names.
     Amqp(AmqpArgs),
+    /// HTTP/1.1, wrk/wrk2 and vegeta habits: -c connections, -t threads, -d duration, -R rate.
+    ///
+    /// `kiln load http -c 64 -t 1 -d 30s http://127.0.0.1:8080/` runs a closed loop (as wrk);
+    /// with `-R 10000` a constant rate whose latency is measured from each request's intended
+    /// send time (as wrk2), the service time beside it. Several URLs or a vegeta targets
+    /// file, per-request variables ({i}, {rand:A-B}, {csv:COLUMN}), keep-alive, optional
+    /// pipelining; `--concurrency-sweep 8,16,32,64` finds where throughput stops growing.
+    Http(super::load_http::HttpArgs),
     /// MQTT 3.1/3.1.1/5 (mosquitto, RabbitMQ, EMQX…), emqtt-bench's flags.
     ///
     /// `kiln load mqtt conn -c 15000 -i 0 -k 15` holds an idle fleet;
@@ -434,16 +442,6 @@ impl AmqpArgs {
     }
 }
 
-/// What `kiln run` counts as a completed operation of an MQTT scenario, and its unit.
-pub fn mqtt_units(cmd: &MqttCommand) -> (&'static str, &'static str) {
-    match cmd {
-        MqttCommand::Conn(_) => ("conn", "connected"),
-        MqttCommand::Pub(a) if a.qos > 0 => ("msg", "acked"),
-        MqttCommand::Pub(_) => ("msg", "sent"),
-        MqttCommand::Sub(_) | MqttCommand::Pubsub(_) => ("msg", "received"),
-    }
-}
-
 /// The load a `kiln load …` command line describes, ready to run (`kiln run` starts loads
 /// this way), with its output prefix.
 pub fn into_load(cmd: LoadCommand) -> Result<(Box<dyn Load>, Option<PathBuf>)> {
@@ -452,6 +450,10 @@ pub fn into_load(cmd: LoadCommand) -> Result<(Box<dyn Load>, Option<PathBuf>)> {
             let (opts, output, sweep) = a.into_options()?;
             let sweep = sweep.map(|s| amqp::parse_sweep(&s)).transpose()?;
             Ok((Box::new(AmqpLoad { opts, sweep }), output))
+        }
+        LoadCommand::Http(a) => {
+            let (load, output) = a.into_load()?;
+            Ok((Box::new(load), output))
         }
         LoadCommand::Mqtt(m) => {
             let (scenario, a) = m.split();
@@ -511,6 +513,7 @@ fn mqtt_cmd(cmd: MqttCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode>
 pub fn run(cmd: LoadCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     match cmd {
         LoadCommand::Amqp(a) => amqp_cmd(a, stop),
+        LoadCommand::Http(a) => super::load_http::run(a, stop),
         LoadCommand::Mqtt(m) => mqtt_cmd(m, stop),
     }
 }

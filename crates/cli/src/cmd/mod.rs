@@ -5,6 +5,7 @@ pub mod compare;
 pub mod diff;
 pub mod flamegraph;
 pub mod load;
+pub mod load_http;
 pub mod record;
 pub mod run;
 pub mod runs;

@@ -233,6 +233,13 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     let rec = kiln_record::record(&opts).context("Recording failed")?;
     let write_start = std::time::Instant::now();
     let mut profiles = rec.profiles;
+    // The kernel turns a timer event's frequency into a fixed period (1e9/F ns of CPU
+    // time per sample): with it, pages can show CPU time rather than bare sample counts.
+    for p in &mut profiles {
+        if p.event.is_clock() && p.event.sample_period_ns.is_none() && opts.frequency > 0 {
+            p.event.sample_period_ns = Some(1_000_000_000 / u64::from(opts.frequency));
+        }
+    }
     if !transforms.is_identity() {
         profiles = profiles.iter().map(|p| transforms.apply(p).0).collect();
     }

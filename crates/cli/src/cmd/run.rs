@@ -147,36 +147,17 @@ fn load_argv(which: &str) -> Vec<String> {
 fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
     match load {
         RunLoad::Exec { command } => Ok(Box::new(kiln_run::ExecLoad::new(command))),
-        RunLoad::Load(cmd) => match *cmd {
-            LoadCommand::Amqp(a) => {
-                let (opts, output, sweep) = a.into_options()?;
-                if output.is_some() {
-                    bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
-                }
-                if sweep.is_some() {
-                    bail!("--rate-sweep under kiln run is not supported yet; run one rate per kiln run (--name per rate) and compare them");
-                }
-                let mut argv = load_argv("load");
-                if argv.first().map(String::as_str) == Some("amqp") {
-                    argv.remove(0);
-                }
-                Ok(Box::new(kiln_run::AmqpLoad::new(opts, argv)))
+        RunLoad::Load(cmd) => {
+            let (load, output) = super::load::into_load(*cmd)?;
+            if output.is_some() {
+                bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
             }
-            LoadCommand::Mqtt(m) => {
-                let (unit, completed) = super::load::mqtt_units(&m);
-                let (load, output) = super::load::into_load(LoadCommand::Mqtt(m))?;
-                if output.is_some() {
-                    bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
-                }
-                let mut argv = load_argv("load");
-                if argv.first().map(String::as_str) == Some("mqtt") {
-                    argv.remove(0);
-                }
-                Ok(Box::new(kiln_run::ProtocolLoad::new(
-                    load, argv, unit, completed,
-                )))
+            let mut argv = load_argv("load");
+            if argv.first().map(String::as_str) == Some(load.protocol()) {
+                argv.remove(0);
             }
-        },
+            Ok(Box::new(kiln_run::EngineLoad::new(load, argv)))
+        }
     }
 }
 
@@ -276,10 +257,19 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     opts.note = args.note.clone();
     opts.tags = parse_tags(&args.tag)?;
     opts.command_line = std::env::args().collect();
+    for &p in &opts.pids {
+        if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+            bail!("no process {p} (the target must be running; give its pid with -p)");
+        }
+    }
     let mut store = args.store.open()?;
     let json = args.json;
     let repeat = args.repeat;
-    let mut load = make_load(args.load)?;
+    let mut load_cmd = args.load;
+    if let RunLoad::Load(cmd) = &mut load_cmd {
+        super::load_http::default_target(cmd, &opts.pids);
+    }
+    let mut load = make_load(load_cmd)?;
     let group = format!("{}@{}", opts.name, kiln_model::clock::unix_ms());
     let mut progress = ProgressLine::new();
     let mut all_complete = true;
@@ -303,6 +293,10 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
             .save(&run)
             .with_context(|| format!("Cannot save the run in '{}'", store.location().display()))?;
         run.meta.id = Some(id);
+        // How long the results took once the measurement ended (the last seconds of load,
+        // the profiles' symbols, the save): "results seconds after the load stops".
+        let stored_after =
+            kiln_model::clock::monotonic_ns().saturating_sub(run.meta.measure.end_ns) as f64 / 1e9;
         all_complete &= run.meta.status.complete;
         let mut out = std::io::stdout().lock();
         if json {
@@ -311,6 +305,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
             write!(out, "{}", summary(&run, store.location()))?;
         }
         out.flush()?;
+        eprintln!("kiln run: stored {stored_after:.2} s after the measurement ended");
     }
     Ok(if all_complete {
         ExitCode::SUCCESS
@@ -409,6 +404,24 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     }
     if !own.is_empty() {
         let _ = writeln!(s, "  {}", own.join("; "));
+    }
+    // A sweep's own finding (the HTTP load's plateau), in its words.
+    if let Some(v) = m
+        .load
+        .report
+        .pointer("/summary/plateau/verdict")
+        .and_then(|v| v.as_str())
+    {
+        let _ = writeln!(s, "  {v}");
+    }
+    if !m.windows.is_empty() {
+        let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "  windows: {} (kiln compare {n}@STEP …, kiln flamegraph run:{n}@STEP)",
+            names.join(", "),
+            n = m.name
+        );
     }
     for p in &run.profiles {
         let top = top_functions(p, 8);

@@ -1,5 +1,5 @@
 //! The run store as the commands see it: `--store`, `KILN_STORE`, run references.
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use kiln_store::{RunMeta, SqliteStore, Store};
 use std::path::{Path, PathBuf};
 
@@ -40,18 +40,47 @@ impl StoreArgs {
     }
 }
 
-/// The runs `reference` names: `NAME` (its latest group of repeats), `ID`/`#ID`.
+/// The runs `reference` names: `NAME` (its latest group of repeats), `ID`/`#ID`, and
+/// `REF@WINDOW`, a window of each (a sweep step: `sweep@48`, `sweep@connections=48`), whose
+/// metadata then holds that window as its measurement and the window's own figures.
 pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
-    Ok(store.resolve(reference)?)
+    let err = match store.resolve(reference) {
+        Ok(runs) => return Ok(runs),
+        Err(e) => e,
+    };
+    let Some((run, window)) = reference.rsplit_once('@') else {
+        return Err(err.into());
+    };
+    let runs = store.resolve(run)?;
+    let mut out = Vec::new();
+    for m in runs {
+        let Some(w) = kiln_run::window::find_window(&m, window) else {
+            let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
+            bail!(
+                "run '{run}' (#{}) has no window '{window}' (it has: measure{}{})",
+                m.id.unwrap_or(0),
+                if names.is_empty() { "" } else { ", " },
+                names.join(", ")
+            );
+        };
+        let data = store.load(m.id.context("run without id")?)?;
+        out.push(kiln_run::window::window_view(&data, &w));
+    }
+    Ok(out)
 }
 
 /// The profiles of a group of runs, one per event, repeats merged: what profile readers
-/// (`flamegraph run:before`) see. Also returns the total sample rows per event.
+/// (`flamegraph run:before`) see. Runs seen through a window (`sweep@48`) give that
+/// window's samples only.
 pub fn group_profiles(store: &dyn Store, runs: &[RunMeta]) -> Result<Vec<kiln_model::Profile>> {
     let mut merged: Vec<kiln_model::Profile> = Vec::new();
     for r in runs {
         let id = r.id.context("run without id")?;
-        for p in store.profiles(id)? {
+        let windowed = r.measure.name != "measure";
+        for mut p in store.profiles(id)? {
+            if windowed {
+                p = p.time_slice(r.measure.start_ns, r.measure.end_ns);
+            }
             match merged.iter_mut().find(|m| m.event.name == p.event.name) {
                 Some(m) => m.merge_from(&p),
                 None => merged.push(p),

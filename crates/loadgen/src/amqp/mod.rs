@@ -86,6 +86,18 @@ impl Load for AmqpLoad {
     fn protocol(&self) -> &'static str {
         "amqp"
     }
+    fn schema(&self) -> &'static crate::engine::stats::Schema {
+        &driver::SCHEMA
+    }
+    fn completed(&self) -> &'static str {
+        if self.opts.consumers > 0 {
+            "received"
+        } else if self.opts.confirm.is_some() {
+            "confirmed"
+        } else {
+            "sent"
+        }
+    }
     fn id(&self) -> &str {
         &self.opts.id
     }

@@ -48,6 +48,16 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub trait Load: Send {
     /// Protocol name (`amqp`, `mqtt`, `http`).
     fn protocol(&self) -> &'static str;
+    /// What the protocol measures (its counters, latencies and flags, and which counter is
+    /// the throughput): `kiln run` reads every second through it.
+    fn schema(&self) -> &'static Schema;
+    /// The counter of completed operations with these options — messages received when
+    /// there are consumers, connections held by an idle fleet — which `kiln run` divides the
+    /// target's CPU by. Default: the schema's throughput counter.
+    fn completed(&self) -> &'static str {
+        let s = self.schema();
+        s.counters[s.throughput].name
+    }
     /// The run's label (`--id`).
     fn id(&self) -> &str;
     /// Runs the load. An `Err` means it could not start (bad options, nothing listening,
@@ -461,7 +471,8 @@ impl Ticker {
             }
         }
         let go = ctx.go_ns().unwrap_or(0);
-        let tick = Tick {
+        let mut tick = Tick {
+            histograms: self.interval.clone(),
             time_s: (at_s * 1000.0).round() / 1000.0,
             interval_s: (interval_s * 1000.0).round() / 1000.0,
             end_mono_ns: ctx.clock.mono_at(go + (at_s * 1e9) as u64),
@@ -497,6 +508,7 @@ impl Ticker {
         self.prev = sums;
         self.last_s = at_s;
         on_tick(&tick);
+        tick.histograms = Vec::new();
         self.series.push(tick);
     }
 

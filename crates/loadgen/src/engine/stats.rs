@@ -208,6 +208,11 @@ pub struct Tick {
     /// In a sweep, the index of the step (in [`crate::Report::steps`]) this second belongs
     /// to; `time_s` is then counted from that step's start.
     pub step: Option<u32>,
+    /// The interval's latency histograms (µs), in the schema's order, for callers that
+    /// merge exact percentiles over a window of their own (`kiln run`). Present only in the
+    /// tick handed to `on_tick`: the report's series keeps percentiles, so a long run's
+    /// memory does not grow by a histogram a second.
+    pub histograms: Vec<Option<Histogram<u64>>>,
 }
 
 impl Tick {
@@ -280,6 +285,7 @@ impl<'de> serde::Deserialize<'de> for Tick {
         use serde_json::Value;
         let map = serde_json::Map::<String, Value>::deserialize(d)?;
         let mut t = Tick {
+            histograms: Vec::new(),
             time_s: 0.0,
             interval_s: 0.0,
             end_mono_ns: 0,

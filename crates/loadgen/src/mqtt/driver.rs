@@ -411,13 +411,18 @@ struct Loop<'a> {
     sent_total: u64,
 }
 
+/// What a scenario measures.
+pub fn schema_for(opts: &MqttOptions) -> &'static Schema {
+    match opts.scenario {
+        Scenario::Conn => &SCHEMA_CONN,
+        Scenario::Pub => &SCHEMA_PUB,
+        Scenario::Sub | Scenario::PubSub => &SCHEMA_SUB,
+    }
+}
+
 impl Driver for MqttDriver {
     fn schema(&self) -> &'static Schema {
-        match self.opts.scenario {
-            Scenario::Conn => &SCHEMA_CONN,
-            Scenario::Pub => &SCHEMA_PUB,
-            Scenario::Sub | Scenario::PubSub => &SCHEMA_SUB,
-        }
+        schema_for(&self.opts)
     }
 
     fn agents(&self) -> usize {

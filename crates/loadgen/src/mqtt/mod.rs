@@ -69,6 +69,17 @@ impl Load for MqttLoad {
     fn protocol(&self) -> &'static str {
         "mqtt"
     }
+    fn schema(&self) -> &'static crate::engine::stats::Schema {
+        driver::schema_for(&self.opts)
+    }
+    fn completed(&self) -> &'static str {
+        match self.opts.scenario {
+            Scenario::Conn => "connected",
+            Scenario::Pub if self.opts.qos > 0 => "acked",
+            Scenario::Pub => "sent",
+            Scenario::Sub | Scenario::PubSub => "received",
+        }
+    }
     fn id(&self) -> &str {
         &self.opts.id
     }

@@ -1,0 +1,312 @@
+//! `kiln load http` as users run it: flag errors, a refused port, real runs against a
+//! private nginx and the Go example, and Ctrl-C.
+use assert_cmd::Command;
+use kiln_testkit::{Nginx, NginxOptions};
+use predicates::prelude::*;
+use std::time::{Duration, Instant};
+
+fn kiln() -> Command {
+    Command::cargo_bin("kiln").unwrap()
+}
+
+#[test]
+fn bad_flags_and_urls_are_named() {
+    for (args, what) in [
+        (&["-c", "0", "http://127.0.0.1:1/"][..], "-c"),
+        (&["-R", "0", "http://127.0.0.1:1/"][..], "-R"),
+        (&["-H", "nocolon", "http://127.0.0.1:1/"][..], "-H"),
+        (&["https://127.0.0.1:1/"][..], "https is not supported"),
+        (&["http://127.0.0.1:1/{rand:5-1}"][..], "A <= B"),
+        (&[][..], "give a URL"),
+        (
+            &["--targets", "/nonexistent/targets.txt"][..],
+            "/nonexistent/targets.txt",
+        ),
+    ] {
+        kiln()
+            .args(["load", "http"])
+            .args(args)
+            .assert()
+            .code(1)
+            .stdout("")
+            .stderr(predicate::str::starts_with("Error: ").and(predicate::str::contains(what)));
+    }
+    kiln()
+        .args(["load", "http", "-d", "5x", "http://127.0.0.1:1/"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown unit"));
+}
+
+#[test]
+fn a_refused_port_fails_at_once() {
+    let port = kiln_testkit::free_port().unwrap();
+    let t = Instant::now();
+    kiln()
+        .args(["load", "http", &format!("http://127.0.0.1:{port}/")])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("cannot connect")
+                .and(predicate::str::contains(port.to_string())),
+        );
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = kiln()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+/// The `N` of `requests: N sent = M answered …`.
+fn answered(s: &str) -> u64 {
+    s.lines()
+        .find_map(|l| l.split_once(" sent = "))
+        .and_then(|(_, r)| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no accounting line in {s}"))
+}
+
+#[test]
+fn closed_loop_and_constant_rate_against_nginx() {
+    let n = Nginx::start_with(&NginxOptions::default()).unwrap();
+    let s = stdout_of(&[
+        "load",
+        "http",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "2s",
+        &n.url("/"),
+    ]);
+    assert!(s.contains("id: http, time 1.000 s, sent: "), "{s}");
+    assert!(s.contains("latency (closed-loop): "), "{s}");
+    assert!(s.contains("latency is closed-loop"), "{s}");
+    let got = answered(&s);
+    let log = n.access_entries_settled(Duration::from_secs(5)).unwrap();
+    assert_eq!(log.len() as u64, got, "{s}");
+    assert!(s.contains(&format!("status: 200 × {got}")), "{s}");
+    assert!(s.contains(" + 0 failed + 0 unanswered"), "{s}");
+
+    let s = stdout_of(&[
+        "load",
+        "http",
+        "-c",
+        "4",
+        "-R",
+        "500",
+        "-d",
+        "2s",
+        "--id",
+        "r",
+        &n.url("/"),
+    ]);
+    assert!(
+        s.contains("id: r, requests: 1000 sent = 1000 answered + 0 failed"),
+        "{s}"
+    );
+    assert!(s.contains("id: r, latency from intended send min/"), "{s}");
+    assert!(s.contains("service time (actual send to response)"), "{s}");
+}
+
+#[test]
+fn a_concurrency_sweep_writes_its_table_windows_and_verdict() {
+    let n = Nginx::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("sweep");
+    let worker = n.worker_pids()[0].to_string();
+    let s = stdout_of(&[
+        "load",
+        "http",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--concurrency-sweep",
+        "1,4",
+        "--target-pid",
+        &worker,
+        "-o",
+        prefix.to_str().unwrap(),
+        &n.url("/"),
+    ]);
+    assert!(s.contains("connections 1: id: http, time "), "{s}");
+    assert!(s.contains("connections 4: id: http, time "), "{s}");
+    assert!(s.contains("connections   answered/s"), "{s}");
+    // A verdict either way, in words.
+    assert!(
+        s.contains("throughput stops growing at ~") || s.contains("throughput kept growing"),
+        "{s}"
+    );
+    let csv = std::fs::read_to_string(dir.path().join("sweep.sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(
+        csv.lines().nth(1).unwrap().starts_with("connections,1,"),
+        "{csv}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("sweep.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(json["steps"][1]["param"], "connections");
+    assert!(json["summary"]["rows"][0]["target_cpu_pct"]
+        .as_f64()
+        .is_some());
+    // Every request nginx logged is in the two steps' totals.
+    let total = json["headline"]["totals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "answered")
+        .unwrap()["value"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        n.access_entries_settled(Duration::from_secs(5))
+            .unwrap()
+            .len() as u64,
+        total
+    );
+}
+
+#[test]
+fn ctrl_c_ends_the_run_with_a_summary() {
+    let n = Nginx::start().unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+        .args(["load", "http", "-c", "2", "-d", "60s", &n.url("/")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(130));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("answered rate avg"), "{s}");
+    assert!(
+        s.contains("interrupted: results up to the interruption"),
+        "{s}"
+    );
+}
+
+#[test]
+fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
+    let n = Nginx::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let worker = n.worker_pids()[0];
+    kiln()
+        .args([
+            "run",
+            "--name",
+            "sweep",
+            "-p",
+            &worker.to_string(),
+            "-d",
+            "1.5",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .args([
+            "load",
+            "http",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            "--concurrency-sweep",
+            "1,2",
+            &n.url("/"),
+        ])
+        .assert()
+        // On a loaded machine the recorder may start after this short sweep ended: the run
+        // is then stored marked incomplete (exit 1); its load and windows are kept either way.
+        .code(predicate::in_iter([0, 1]))
+        .stdout(predicate::str::contains("stored in"));
+    let out = kiln()
+        .args(["runs", "show", "sweep", "--json", "--store"])
+        .arg(&store)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let run: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let windows: Vec<String> = run["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        windows.contains(&"connections=1".to_string()),
+        "{windows:?}"
+    );
+    assert!(
+        windows.contains(&"connections=2".to_string()),
+        "{windows:?}"
+    );
+    let summary = &run["load"]["report"]["summary"];
+    // The run's -p became the load's --target-pid: the sweep measured nginx's CPU.
+    assert!(
+        summary["rows"][0]["target_cpu_pct"].as_f64().is_some(),
+        "{summary}"
+    );
+    assert!(
+        summary["plateau"]["verdict"].as_str().is_some(),
+        "{summary}"
+    );
+    // Each step is a window of the run: compared as two runs, read as a profile.
+    let out = kiln()
+        .args([
+            "compare",
+            "sweep@1",
+            "sweep@connections=2",
+            "--format",
+            "json",
+            "--store",
+        ])
+        .arg(&store)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let cmp: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let thr = cmp["comparison"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "throughput")
+        .expect("each step has its throughput");
+    let per_step: Vec<f64> = (0..2)
+        .map(|i| thr["groups"][i]["median"].as_f64().unwrap())
+        .collect();
+    let rows = summary["rows"].as_array().unwrap();
+    for (i, row) in rows.iter().enumerate().take(2) {
+        let answered = row["answered_rate"].as_f64().unwrap();
+        assert!(
+            (per_step[i] - answered).abs() <= 0.25 * answered.max(1.0),
+            "step {i}: {} from the stored seconds, {answered} in the sweep table",
+            per_step[i]
+        );
+    }
+    kiln()
+        .args(["runs", "show", "sweep@3", "--store"])
+        .arg(&store)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("has no window '3'"));
+}

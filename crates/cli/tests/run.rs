@@ -1,0 +1,468 @@
+//! `kiln run`, `kiln runs` and `kiln compare` end to end: real targets built here, a real
+//! RabbitMQ, real SQLite stores.
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn kiln(store: &Path) -> Command {
+    let mut c = Command::cargo_bin("kiln").unwrap();
+    c.env("KILN_STORE", store);
+    c
+}
+
+/// The test target: 100 ticks a second of fixed_work() plus `units` of variable_work().
+fn ticker(dir: &Path) -> PathBuf {
+    let exe = dir.join("ticker");
+    if !exe.exists() {
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/programs/ticker.c");
+        let st = std::process::Command::new("cc")
+            .args(["-O2", "-fno-omit-frame-pointer", "-fno-inline", "-o"])
+            .arg(&exe)
+            .arg(src)
+            .status()
+            .expect("cc runs");
+        assert!(st.success());
+    }
+    exe
+}
+
+struct Target(Child);
+
+impl Target {
+    fn start(exe: &Path, units: u32) -> Self {
+        Target(
+            std::process::Command::new(exe)
+                .arg(units.to_string())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    }
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+/// `kiln runs --json` of a store.
+fn runs(store: &Path) -> Vec<Value> {
+    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out.stdout).as_array().unwrap().clone()
+}
+
+fn metric<'a>(cmp: &'a Value, key: &str) -> &'a Value {
+    cmp["comparison"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} in {cmp:#}"))
+}
+
+#[test]
+fn an_ab_change_is_detected_and_an_aa_comparison_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = ticker(dir.path());
+    for (name, units) in [("a", 40), ("a-again", 40), ("b-quarter", 10)] {
+        let t = Target::start(&exe, units);
+        kiln(&store)
+            .args(["run", "--name", name, "--repeat", "4", "-d", "2", "-p"])
+            .arg(t.pid())
+            .args(["exec", "--", "sleep", "600"])
+            .timeout(Duration::from_secs(300))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("variable_work"));
+    }
+    assert_eq!(runs(&store).len(), 12);
+    let cmp = |a: &str, b: &str| {
+        // 10%: a change that large in an A/A comparison would be a defect, not noise.
+        let out = kiln(&store)
+            .args(["compare", a, b, "--format", "json", "--threshold", "10"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out.stdout)
+    };
+    // A/B: variable_work cut to a quarter, so the target's CPU falls by about 60%.
+    let ab = cmp("a", "b-quarter");
+    let cpu = metric(&ab, "target_cpu");
+    let change = &cpu["changes"][1];
+    assert!(
+        change["percent"].as_f64().unwrap() < -30.0,
+        "target CPU change {change}"
+    );
+    assert_eq!(change["verdict"]["verdict"], "significant", "{cpu:#}");
+    let functions = ab["functions"].as_array().unwrap();
+    let vw = functions
+        .iter()
+        .find(|f| f["name"] == "variable_work")
+        .expect("variable_work in the function table");
+    assert!(
+        vw["self_after"].as_f64().unwrap() < vw["self_before"].as_f64().unwrap(),
+        "{vw}"
+    );
+    // A/A: the same configuration twice; no significant change of 10% or more.
+    let aa = cmp("a", "a-again");
+    let v = &metric(&aa, "target_cpu")["changes"][1]["verdict"]["verdict"];
+    assert_ne!(v, "significant", "{aa:#}");
+    // A CI gate on the A/B: CPU fell, so "cpu rose by more than 5%" passes and "fell by
+    // more than 10%" fires with status 3.
+    kiln(&store)
+        .args(["compare", "a", "b-quarter", "--fail-if", "target_cpu>+5%"])
+        .assert()
+        .success();
+    kiln(&store)
+        .args(["compare", "a", "b-quarter", "--fail-if", "target_cpu<-10%"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("fail-if: target_cpu<-10%"));
+    // Markdown for a pull request, and the differential flame graph.
+    kiln(&store)
+        .args(["compare", "a", "b-quarter", "--format", "markdown"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("| target CPU |"));
+    let svg = dir.path().join("diff.svg");
+    kiln(&store)
+        .args(["compare", "a", "b-quarter", "-o"])
+        .arg(&svg)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&svg)
+        .unwrap()
+        .contains("variable_work"));
+}
+
+#[test]
+fn runs_are_listed_shown_read_as_profiles_exported_and_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = ticker(dir.path());
+    let t = Target::start(&exe, 5);
+    kiln(&store)
+        .args([
+            "run",
+            "--name",
+            "<b>x</b>",
+            "--note",
+            "note & <script>",
+            "--tag",
+            "k=v",
+            "-d",
+            "2",
+            "-e",
+            "cpu,offcpu",
+            "-p",
+        ])
+        .arg(t.pid())
+        .args([
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "echo hello from the load; exec sleep 600",
+        ])
+        .assert()
+        .success();
+    let list = kiln(&store).arg("runs").output().unwrap();
+    let text = String::from_utf8(list.stdout).unwrap();
+    assert!(
+        text.contains("<b>x</b>") && text.contains("ticker"),
+        "{text}"
+    );
+    let all = runs(&store);
+    let run = &all[0];
+    assert_eq!(run["note"], "note & <script>");
+    assert_eq!(run["status"]["complete"], true);
+    assert_eq!(run["events"], serde_json::json!(["cpu-clock", "offcpu"]));
+    assert!(run["headline"]["target_cpu_s"].as_f64().unwrap() > 0.0);
+    let id = run["id"].as_i64().unwrap();
+    kiln(&store)
+        .args(["runs", "show", &id.to_string()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("attachment 'load.stdout'"))
+        .stdout(predicate::str::contains("series 'target'"));
+    // A stored run is a profile input, by name or id, any event.
+    let folded = kiln(&store)
+        .args(["collapse", "run:<b>x</b>"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&folded.stdout).contains("variable_work"));
+    kiln(&store)
+        .args(["collapse", "--event-filter", "offcpu", &format!("run:{id}")])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("clock_nanosleep").or(predicate::str::contains("nanosleep")),
+        );
+    // Export: one file, readable as a profile, importable into another store.
+    let file = dir.path().join("x.kiln");
+    kiln(&store)
+        .args(["runs", "export", &id.to_string(), "-o"])
+        .arg(&file)
+        .assert()
+        .success();
+    Command::cargo_bin("kiln")
+        .unwrap()
+        .arg("flamegraph")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("variable_work"));
+    let laptop = dir.path().join("laptop.db");
+    kiln(&laptop)
+        .args(["runs", "import"])
+        .arg(&file)
+        .assert()
+        .success();
+    assert_eq!(runs(&laptop)[0]["name"], "<b>x</b>");
+    kiln(&laptop)
+        .args(["runs", "rm", "<b>x</b>"])
+        .assert()
+        .success();
+    assert!(runs(&laptop).is_empty());
+    kiln(&store)
+        .args(["collapse", "run:nope"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no run 'nope'"));
+}
+
+#[test]
+fn runs_cut_short_are_stored_and_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = ticker(dir.path());
+    // The target exits during the measurement (or, on a loaded machine, before the
+    // recorder has started: both are the target exiting).
+    let mut t = Target::start(&exe, 10);
+    let pid = t.pid();
+    let killer = std::thread::spawn({
+        let pid: i32 = pid.parse().unwrap();
+        move || {
+            std::thread::sleep(Duration::from_secs(3));
+            // SAFETY: signalling the target we started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    kiln(&store)
+        .args(["run", "--name", "target-dies", "-d", "60", "-p", &pid])
+        .args(["exec", "--", "sleep", "600"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("INCOMPLETE: the target exited"));
+    let all = runs(&store);
+    assert_eq!(all[0]["name"], "target-dies");
+    killer.join().unwrap();
+    let _ = t.0.wait();
+    // The load fails.
+    let t = Target::start(&exe, 10);
+    kiln(&store)
+        .args(["run", "--name", "load-fails", "-d", "60", "-p", &t.pid()])
+        .args(["exec", "--", "sh", "-c", "sleep 1; exit 7"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("exited with status 7"));
+    // Ctrl-C.
+    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let child = std::process::Command::new(&bin)
+        .env("KILN_STORE", &store)
+        .args(["run", "--name", "interrupted", "-d", "60", "-p", &t.pid()])
+        .args(["exec", "--", "sleep", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(130));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted by SIGINT"));
+    let all = runs(&store);
+    let names: Vec<&str> = all.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["target-dies", "load-fails", "interrupted"]);
+    for r in &all {
+        assert_eq!(r["status"]["complete"], false, "{r}");
+        assert!(r["status"]["reason"].as_str().unwrap().len() > 5);
+    }
+}
+
+#[test]
+fn two_runs_writing_one_store_at_once_both_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = ticker(dir.path());
+    let t = Target::start(&exe, 10);
+    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let children: Vec<Child> = (0..2)
+        .map(|i| {
+            std::process::Command::new(&bin)
+                .env("KILN_STORE", &store)
+                .args(["run", "--name", &format!("w{i}"), "-d", "1", "-p", &t.pid()])
+                .args(["exec", "--", "sleep", "600"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut names: Vec<String> = runs(&store)
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["w0", "w1"]);
+}
+
+#[test]
+fn bad_stores_and_targets_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, "not a database").unwrap();
+    kiln(&junk)
+        .arg("runs")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is not a kiln run store"));
+    assert_eq!(std::fs::read_to_string(&junk).unwrap(), "not a database");
+    let store = dir.path().join("runs.db");
+    kiln(&store)
+        .args(["compare", "a", "b"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no run store"));
+    kiln(&store)
+        .args(["run", "-d", "1", "-p", "999999999", "exec", "--", "true"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no process 999999999"));
+    kiln(&store)
+        .args(["run", "-d", "1", "-p", &std::process::id().to_string()])
+        .args(["exec", "--", "/nonexistent/load"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot start the load command"));
+    kiln(&store)
+        .args(["compare", "a", "b"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no run 'a'"));
+    kiln(&store)
+        .args(["compare", "a", "b", "--fail-if", "p98>1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown figure 'p98'"));
+}
+
+#[test]
+fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
+    let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
+    let beam = broker.beam_pid().expect("broker pid").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    for (name, rate) in [("r500", "500"), ("r2500", "2500")] {
+        let out = kiln(&store)
+            .args([
+                "run", "--name", name, "-d", "3", "--warmup", "1", "-p", &beam,
+            ])
+            .args([
+                "load",
+                "amqp",
+                "-h",
+                &broker.uri(),
+                "-x",
+                "1",
+                "-y",
+                "1",
+                "-r",
+                rate,
+            ])
+            .args([
+                "--queue",
+                &format!("kiln-run-{name}-{}", std::process::id()),
+            ])
+            .timeout(Duration::from_secs(180))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("latency (consumer"), "{text}");
+    }
+    let all = runs(&store);
+    let tp: Vec<f64> = all
+        .iter()
+        .map(|r| r["headline"]["throughput"].as_f64().unwrap())
+        .collect();
+    assert!(
+        (tp[0] - 500.0).abs() < 50.0 && (tp[1] - 2500.0).abs() < 250.0,
+        "{tp:?}"
+    );
+    for r in &all {
+        assert!(r["headline"]["p99_us"].as_f64().unwrap() > 0.0);
+        assert!(r["headline"]["cpu_per_op_us"].as_f64().unwrap() > 0.0);
+    }
+    let out = kiln(&store)
+        .args(["compare", "r500", "r2500", "--format", "json"])
+        .output()
+        .unwrap();
+    let cmp = json(&out.stdout);
+    let thr = &metric(&cmp, "throughput")["changes"][1];
+    let pct = thr["percent"].as_f64().unwrap();
+    assert!((pct - 400.0).abs() < 60.0, "throughput change {pct}");
+    assert_eq!(thr["verdict"]["verdict"], "no_repeats");
+    let cpu = &metric(&cmp, "target_cpu")["groups"];
+    assert!(
+        cpu[1]["median"].as_f64().unwrap() > cpu[0]["median"].as_f64().unwrap(),
+        "broker CPU grows with the rate: {cpu}"
+    );
+    let text = kiln(&store).arg("runs").output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("r500") && text.contains("r2500") && text.contains("beam.smp"),
+        "{text}"
+    );
+}

@@ -1,0 +1,412 @@
+//! The HTTP driver: what it measures, its worker threads, and the target's CPU beside it.
+use super::client::{Worker, WorkerConfig};
+use super::request::Plan;
+use super::{ErrorKind, HttpOptions};
+use crate::engine::pacer::Constant;
+use crate::engine::stats::{CounterDef, FlagDef, LatencyDef, Schema, Show};
+use crate::engine::{Ctx, Driver, Report};
+use crate::Error;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Counter indices.
+pub(crate) const C_SENT: usize = 0;
+pub(crate) const C_ANSWERED: usize = 1;
+/// `status_1xx`; the other classes follow in order.
+pub(crate) const C_1XX: usize = 2;
+/// `err_connect`; the other error kinds follow in [`ErrorKind`]'s order.
+pub(crate) const C_ERR: usize = 7;
+pub(crate) const C_UNANSWERED: usize = 13;
+pub(crate) const C_NOT_SENT: usize = 14;
+pub(crate) const C_BYTES_READ: usize = 15;
+pub(crate) const C_BYTES_WRITTEN: usize = 16;
+pub(crate) const C_CONNECTS: usize = 17;
+pub(crate) const C_TARGET_USER: usize = 18;
+pub(crate) const C_TARGET_SYS: usize = 19;
+pub(crate) const C_TARGET_CSW: usize = 20;
+pub(crate) const C_CLIENT_CPU: usize = 21;
+pub(crate) const C_MACHINE_BUSY: usize = 22;
+/// Latency indices.
+pub(crate) const L_INTENDED: usize = 0;
+pub(crate) const L_LATENCY: usize = 1;
+/// Flag indices.
+pub(crate) const F_STALLED: usize = 0;
+pub(crate) const F_ERRORS: usize = 1;
+
+const fn counter(
+    name: &'static str,
+    unit: &'static str,
+    description: &'static str,
+    show: Show,
+) -> CounterDef {
+    CounterDef {
+        name,
+        unit,
+        description,
+        show,
+        rate_label: None,
+    }
+}
+
+const COUNTERS: &[CounterDef] = &[
+    CounterDef {
+        name: "sent",
+        unit: "req",
+        description: "requests written to a connection",
+        show: Show::Always,
+        rate_label: Some("sending rate"),
+    },
+    CounterDef {
+        name: "answered",
+        unit: "req",
+        description: "complete responses, any status",
+        show: Show::Always,
+        rate_label: Some("answered rate"),
+    },
+    counter("status_1xx", "req", "responses 100-199", Show::NonZero),
+    counter("status_2xx", "req", "responses 200-299", Show::Always),
+    counter("status_3xx", "req", "responses 300-399", Show::NonZero),
+    counter("status_4xx", "req", "responses 400-499", Show::NonZero),
+    counter("status_5xx", "req", "responses 500-599", Show::NonZero),
+    counter(
+        "err_connect",
+        "attempt",
+        "connection attempts that failed (refused, unreachable)",
+        Show::NonZero,
+    ),
+    counter(
+        "err_timeout",
+        "req",
+        "requests without a complete response within --timeout",
+        Show::NonZero,
+    ),
+    counter(
+        "err_reset",
+        "req",
+        "requests lost to a reset connection",
+        Show::NonZero,
+    ),
+    counter(
+        "err_closed",
+        "req",
+        "requests whose connection the server closed before or while answering",
+        Show::NonZero,
+    ),
+    counter(
+        "err_protocol",
+        "req",
+        "responses that are not valid HTTP/1.1",
+        Show::NonZero,
+    ),
+    counter("err_other", "req", "other socket errors", Show::NonZero),
+    counter(
+        "unanswered",
+        "req",
+        "requests still in flight when the run ended (after the drain)",
+        Show::NonZero,
+    ),
+    counter(
+        "not_sent",
+        "req",
+        "scheduled requests (-R) that found no free connection before the end",
+        Show::NonZero,
+    ),
+    counter("bytes_read", "B", "bytes of responses read", Show::Always),
+    counter(
+        "bytes_written",
+        "B",
+        "bytes of requests written",
+        Show::Never,
+    ),
+    counter("connects", "conn", "connections opened", Show::Never),
+    counter(
+        "target_cpu_user_us",
+        "µs",
+        "user CPU time of the --target-pid processes",
+        Show::Never,
+    ),
+    counter(
+        "target_cpu_sys_us",
+        "µs",
+        "system CPU time of the --target-pid processes",
+        Show::Never,
+    ),
+    counter(
+        "target_ctx_switches",
+        "switch",
+        "context switches (voluntary and not) of the --target-pid processes' threads",
+        Show::Never,
+    ),
+    counter(
+        "client_cpu_us",
+        "µs",
+        "CPU time (user + system) of kiln itself",
+        Show::Never,
+    ),
+    counter(
+        "machine_busy_us",
+        "µs",
+        "CPU time of the whole machine, all CPUs, not idle (/proc/stat)",
+        Show::Never,
+    ),
+];
+
+const FLAGS: &[FlagDef] = &[
+    FlagDef {
+        name: "stalled",
+        marker: "STALLED",
+        description: "requests were due (-R) but none was sent",
+    },
+    FlagDef {
+        name: "errors",
+        marker: "ERRORS",
+        description: "some request failed or a connection attempt failed",
+    },
+];
+
+/// What a closed-loop HTTP run measures.
+pub static SCHEMA: Schema = Schema {
+    protocol: "http",
+    counters: COUNTERS,
+    latencies: &[
+        LatencyDef {
+            name: "latency_intended",
+            csv: "intended",
+            line_label: "",
+            summary_label: "latency from intended send",
+            description: "intended send time to complete response (-R only)",
+        },
+        LatencyDef {
+            name: "latency",
+            csv: "latency",
+            line_label: "min/median/75th/95th/99th/99.9th/max latency (closed-loop)",
+            summary_label: "latency (closed-loop: from each actual send; a slow response delays the next send, so queueing is not counted — use -R)",
+            description: "actual send to complete response",
+        },
+    ],
+    flags: FLAGS,
+    throughput: C_ANSWERED,
+    throughput_unit: "req/s",
+    stall: Some((F_STALLED, C_SENT)),
+};
+
+/// What a constant-rate HTTP run measures: the same values, latency from the intended send
+/// time first.
+pub static SCHEMA_RATE: Schema = Schema {
+    protocol: "http",
+    counters: COUNTERS,
+    latencies: &[
+        LatencyDef {
+            name: "latency_intended",
+            csv: "intended",
+            line_label: "min/median/75th/95th/99th/99.9th/max latency from intended send",
+            summary_label: "latency from intended send",
+            description: "intended send time to complete response (-R only)",
+        },
+        LatencyDef {
+            name: "latency",
+            csv: "latency",
+            line_label: "service time",
+            summary_label: "service time (actual send to response)",
+            description: "actual send to complete response",
+        },
+    ],
+    flags: FLAGS,
+    throughput: C_ANSWERED,
+    throughput_unit: "req/s",
+    stall: Some((F_STALLED, C_SENT)),
+};
+
+impl ErrorKind {
+    pub(crate) fn counter(self) -> usize {
+        C_ERR + self as usize
+    }
+}
+
+/// Status codes and error messages the workers saw, merged at their end.
+#[derive(Debug)]
+pub(crate) struct Extra {
+    pub status: Vec<u64>,
+    pub details: [Option<String>; 6],
+    /// Target CPU sampling failed (the process ended, no permission).
+    pub target_error: Option<String>,
+}
+
+impl Default for Extra {
+    fn default() -> Self {
+        Extra {
+            status: vec![0; 1000],
+            details: Default::default(),
+            target_error: None,
+        }
+    }
+}
+
+impl Extra {
+    pub fn merge(&mut self, status: &[u64], details: &mut [Option<String>; 6]) {
+        for (a, b) in self.status.iter_mut().zip(status) {
+            *a += b;
+        }
+        for (a, b) in self.details.iter_mut().zip(details.iter_mut()) {
+            if a.is_none() {
+                *a = b.take();
+            }
+        }
+    }
+}
+
+/// An HTTP load, ready to run: [`crate::engine::run`] drives it.
+#[derive(Debug)]
+pub struct HttpDriver {
+    pub(crate) opts: HttpOptions,
+    plan: Arc<Plan>,
+    pub(crate) extra: Mutex<Extra>,
+}
+
+impl HttpDriver {
+    /// Checks the options, compiles the targets and checks that the server accepts a
+    /// connection.
+    pub fn new(opts: HttpOptions) -> Result<Self, Error> {
+        opts.validate()?;
+        let plan = Arc::new(opts.plan()?);
+        Ok(Self::with_plan(opts, plan))
+    }
+
+    pub(crate) fn with_plan(opts: HttpOptions, plan: Arc<Plan>) -> Self {
+        HttpDriver {
+            opts,
+            plan,
+            extra: Mutex::new(Extra::default()),
+        }
+    }
+
+    fn threads(&self) -> u32 {
+        self.opts.threads.min(self.opts.connections).max(1)
+    }
+
+    /// The run's schema: latency from the intended send first with -R.
+    pub fn schema_for(opts: &HttpOptions) -> &'static Schema {
+        if opts.rate.is_some() {
+            &SCHEMA_RATE
+        } else {
+            &SCHEMA
+        }
+    }
+}
+
+impl Driver for HttpDriver {
+    fn schema(&self) -> &'static Schema {
+        Self::schema_for(&self.opts)
+    }
+
+    fn agents(&self) -> usize {
+        self.threads() as usize
+    }
+
+    fn id(&self) -> &str {
+        &self.opts.id
+    }
+
+    fn duration(&self) -> Option<Duration> {
+        self.opts.duration
+    }
+
+    fn run(&self, ctx: &Ctx) -> Result<(), Error> {
+        super::probe(&self.plan, self.opts.timeout)?;
+        let o = &self.opts;
+        let threads = self.threads();
+        let ready = AtomicUsize::new(0);
+        let mut target = None;
+        std::thread::scope(|s| -> Result<(), Error> {
+            let mut handles = Vec::new();
+            for t in 0..threads {
+                let conns =
+                    (o.connections / threads + u32::from(t < o.connections % threads)) as usize;
+                let cfg = WorkerConfig {
+                    index: t,
+                    threads,
+                    connections: conns,
+                    pipeline: o.pipeline as usize,
+                    // Threads interleave: thread t's first request is due t/R after the start.
+                    pacer: o.rate.map(|r| Constant {
+                        rate: r / threads as f64,
+                        offset: t as f64 / r,
+                    }),
+                    timeout: o.timeout,
+                    drain: o.timeout.min(Duration::from_secs(2)),
+                    max_requests: if o.max_requests == 0 {
+                        0
+                    } else {
+                        o.max_requests / threads as u64
+                            + u64::from((t as u64) < o.max_requests % threads as u64)
+                    },
+                };
+                let plan = &*self.plan;
+                let extra = &self.extra;
+                let ready = &ready;
+                let h = std::thread::Builder::new()
+                    .name(format!("kiln-http-{t}"))
+                    .spawn_scoped(s, move || match Worker::new(cfg, plan, ctx, extra) {
+                        Ok(w) => w.run(ready),
+                        Err(e) => {
+                            ctx.fail(format!("cannot start an HTTP worker: {e}"));
+                            ready.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                    .map_err(|e| Error::Start(format!("cannot start a thread: {e}")))?;
+                handles.push(h);
+            }
+            // The load starts once every thread has opened its connections.
+            while ready.load(Ordering::SeqCst) < threads as usize && !ctx.stopping() {
+                ctx.stop().sleep(Duration::from_millis(1));
+            }
+            if !ctx.stopping() {
+                ctx.start_load();
+                target = Some(super::target::Sampler::new(&o.target_pids));
+            }
+            // Sample the target's and kiln's CPU while the workers run.
+            while !handles.iter().all(|h| h.is_finished()) {
+                if let Some(t) = target.as_mut() {
+                    t.sample(ctx);
+                }
+                if ctx.stop().sleep(Duration::from_millis(200)) {
+                    ctx.mark_end();
+                    break;
+                }
+            }
+            for h in handles {
+                let _ = h.join();
+            }
+            let target_error = target.as_mut().and_then(|t| {
+                t.sample(ctx);
+                t.error()
+            });
+            if let Some(e) = target_error {
+                self.extra
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .target_error = Some(e);
+            }
+            Ok(())
+        })?;
+        // The request limit was reached: the run ends by itself.
+        if !ctx.stopping() {
+            ctx.finish();
+        }
+        Ok(())
+    }
+
+    fn expects_traffic(&self, _ctx: &Ctx, _at_s: f64) -> bool {
+        self.opts.rate.is_some_and(|r| r >= 2.0)
+    }
+
+    fn options(&self) -> serde_json::Value {
+        serde_json::to_value(&self.opts).unwrap_or_default()
+    }
+
+    fn summary(&self, report: &Report) -> serde_json::Value {
+        let x = self.extra.lock().unwrap_or_else(|p| p.into_inner());
+        serde_json::to_value(super::report::Summary::of(&self.opts, report, &x)).unwrap_or_default()
+    }
+}

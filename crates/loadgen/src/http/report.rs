@@ -1,0 +1,523 @@
+//! What an HTTP run adds to the engine's report: status codes, errors with an example each,
+//! the accounting of every request, the target's CPU; the sweep table and the plateau.
+use super::driver::Extra;
+use super::{ErrorKind, HttpOptions};
+use crate::engine::report::Headline;
+use crate::engine::stats::Percentiles;
+use crate::engine::Report;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Failed requests of one kind.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorCount {
+    /// `connect`, `timeout`, `reset`, `closed`, `protocol`, `other`.
+    pub kind: String,
+    /// Requests (for `connect`: attempts).
+    pub count: u64,
+    /// The first message seen.
+    pub example: Option<String>,
+}
+
+/// The HTTP summary of a run (the `summary` object of the JSON file).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    /// The run's `--id`.
+    pub id: String,
+    /// `closed-loop` or `constant-rate`.
+    pub mode: String,
+    /// `-R`, if any.
+    pub rate: Option<f64>,
+    /// `-c`.
+    pub connections: u32,
+    /// Seconds of load.
+    pub duration_s: f64,
+    /// Requests written.
+    pub sent: u64,
+    /// Complete responses.
+    pub answered: u64,
+    /// Requests that failed (timeouts, resets, closed, protocol, other).
+    pub failed: u64,
+    /// Requests in flight when the run ended.
+    pub unanswered: u64,
+    /// Scheduled requests never sent (every connection busy until the end).
+    pub not_sent: u64,
+    /// `sent == answered + failed + unanswered`: every request is in exactly one bucket.
+    pub accounted: bool,
+    /// Average answered rate, req/s.
+    pub answered_rate: f64,
+    /// Responses by status code.
+    pub status: BTreeMap<u16, u64>,
+    /// Errors by kind.
+    pub errors: Vec<ErrorCount>,
+    /// Latency from the intended send time (-R).
+    pub latency_intended: Option<Percentiles>,
+    /// Latency from the actual send (service time).
+    pub latency: Option<Percentiles>,
+    /// `--target-pid`.
+    pub target_pids: Vec<u32>,
+    /// The targets' CPU, percent of one core (user, system).
+    pub target_cpu_user_pct: Option<f64>,
+    /// System part.
+    pub target_cpu_sys_pct: Option<f64>,
+    /// The targets' context switches per second.
+    pub target_ctx_switches_per_s: Option<f64>,
+    /// Why the target could not be read for the whole run, if it could not.
+    pub target_error: Option<String>,
+    /// kiln's own CPU, percent of one core.
+    pub client_cpu_pct: f64,
+    /// kiln's CPU per answered request, µs.
+    pub client_cpu_us_per_request: Option<f64>,
+    /// The fault that ended the run early, if any.
+    pub failure: Option<String>,
+    /// Ended by Ctrl-C (or `kiln run`'s window).
+    pub interrupted: bool,
+}
+
+fn pct_of_core(us: u64, secs: f64) -> f64 {
+    us as f64 / (secs.max(1e-9) * 1e6) * 100.0
+}
+
+impl Summary {
+    /// The summary of a finished run of `opts`.
+    pub(crate) fn of(opts: &HttpOptions, r: &Report, x: &Extra) -> Self {
+        let h = &r.headline;
+        let secs = h.duration_s;
+        let failed: u64 = ErrorKind::ALL[1..]
+            .iter()
+            .map(|k| h.total(&format!("err_{}", k.name())))
+            .sum();
+        let measured = !opts.target_pids.is_empty();
+        let answered = h.total("answered");
+        Summary {
+            id: h.id.clone(),
+            mode: if opts.rate.is_some() {
+                "constant-rate".into()
+            } else {
+                "closed-loop".into()
+            },
+            rate: opts.rate,
+            connections: opts.connections,
+            duration_s: secs,
+            sent: h.total("sent"),
+            answered,
+            failed,
+            unanswered: h.total("unanswered"),
+            not_sent: h.total("not_sent"),
+            accounted: h.total("sent") == answered + failed + h.total("unanswered"),
+            answered_rate: h.rate("answered"),
+            status: x
+                .status
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(c, n)| (c as u16, *n))
+                .collect(),
+            errors: ErrorKind::ALL
+                .iter()
+                .filter_map(|&k| {
+                    let count = h.total(&format!("err_{}", k.name()));
+                    (count > 0).then(|| ErrorCount {
+                        kind: k.name().into(),
+                        count,
+                        example: x.details[k as usize].clone(),
+                    })
+                })
+                .collect(),
+            latency_intended: h.latency("latency_intended").copied(),
+            latency: h.latency("latency").copied(),
+            target_pids: opts.target_pids.clone(),
+            target_cpu_user_pct: measured.then(|| pct_of_core(h.total("target_cpu_user_us"), secs)),
+            target_cpu_sys_pct: measured.then(|| pct_of_core(h.total("target_cpu_sys_us"), secs)),
+            target_ctx_switches_per_s: measured.then(|| h.rate("target_ctx_switches")),
+            target_error: x.target_error.clone(),
+            client_cpu_pct: pct_of_core(h.total("client_cpu_us"), secs),
+            client_cpu_us_per_request: (answered > 0)
+                .then(|| h.total("client_cpu_us") as f64 / answered as f64),
+            failure: h.failure.clone(),
+            interrupted: h.interrupted,
+        }
+    }
+
+    /// Lines for the text summary, after the engine's (status, errors, accounting, CPU).
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let codes: Vec<String> = self
+            .status
+            .iter()
+            .map(|(c, n)| format!("{c} × {n}"))
+            .collect();
+        out.push(format!(
+            "status: {}",
+            if codes.is_empty() {
+                "-".to_string()
+            } else {
+                codes.join(", ")
+            }
+        ));
+        for e in &self.errors {
+            let what = if e.kind == "connect" {
+                "attempt(s)"
+            } else {
+                "request(s)"
+            };
+            out.push(format!(
+                "errors {}: {} {what}, e.g. {}",
+                e.kind,
+                e.count,
+                e.example.as_deref().unwrap_or("-")
+            ));
+        }
+        let mut acc = format!(
+            "requests: {} sent = {} answered + {} failed + {} unanswered at the end",
+            self.sent, self.answered, self.failed, self.unanswered
+        );
+        if !self.accounted {
+            acc = format!(
+                "requests: {} sent, {} answered, {} failed, {} unanswered: NOT ACCOUNTED FOR (a bug; please report it)",
+                self.sent, self.answered, self.failed, self.unanswered
+            );
+        }
+        if self.not_sent > 0 {
+            let _ = write!(
+                acc,
+                "; {} scheduled requests not sent (every connection was busy: add -c)",
+                self.not_sent
+            );
+        }
+        out.push(acc);
+        if self.mode == "closed-loop" {
+            out.push("latency is closed-loop: measured from each actual send, so time a request waited behind a slow one is not in it (use -R for latency from intended send times)".into());
+        }
+        if let (Some(u), Some(s)) = (self.target_cpu_user_pct, self.target_cpu_sys_pct) {
+            out.push(format!(
+                "target CPU: {:.1}% of one core ({u:.1}% user, {s:.1}% system), {:.0} context switches/s",
+                u + s,
+                self.target_ctx_switches_per_s.unwrap_or(0.0)
+            ));
+        }
+        if let Some(e) = &self.target_error {
+            out.push(format!("target: {e}"));
+        }
+        out.push(format!(
+            "kiln CPU: {:.1}% of one core{}",
+            self.client_cpu_pct,
+            self.client_cpu_us_per_request
+                .map_or(String::new(), |u| format!(
+                    ", {u:.1} µs per answered request"
+                ))
+        ));
+        out
+    }
+}
+
+/// One step of a sweep.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SweepRow {
+    /// `connections` or `rate`.
+    pub param: String,
+    /// Its value.
+    pub value: f64,
+    /// Answered requests per second.
+    pub answered_rate: f64,
+    /// Latency percentiles (from the intended send time with -R, else closed-loop).
+    pub latency: Option<Percentiles>,
+    /// Failed requests.
+    pub failed: u64,
+    /// The targets' CPU, percent of one core (user + system), if measured.
+    pub target_cpu_pct: Option<f64>,
+    /// User part.
+    pub target_cpu_user_pct: Option<f64>,
+    /// System part.
+    pub target_cpu_sys_pct: Option<f64>,
+    /// Context switches per second of the targets.
+    pub target_ctx_switches_per_s: Option<f64>,
+    /// kiln's CPU, percent of one core.
+    pub client_cpu_pct: f64,
+    /// The whole machine's busy CPU, percent of all its CPUs.
+    pub machine_cpu_pct: f64,
+    /// `CLOCK_MONOTONIC` window of the step.
+    pub start_mono_ns: u64,
+    /// End of the window.
+    pub end_mono_ns: u64,
+    /// Why the step ended early, if it did.
+    pub failure: Option<String>,
+}
+
+fn row_of(param: &str, value: f64, h: &Headline, measured: bool) -> SweepRow {
+    let secs = h.duration_s;
+    let failed: u64 = ErrorKind::ALL[1..]
+        .iter()
+        .map(|k| h.total(&format!("err_{}", k.name())))
+        .sum();
+    let u = pct_of_core(h.total("target_cpu_user_us"), secs);
+    let s = pct_of_core(h.total("target_cpu_sys_us"), secs);
+    SweepRow {
+        param: param.into(),
+        value,
+        answered_rate: h.rate("answered"),
+        latency: h
+            .latency("latency_intended")
+            .or_else(|| h.latency("latency"))
+            .copied(),
+        failed,
+        target_cpu_pct: measured.then_some(u + s),
+        target_cpu_user_pct: measured.then_some(u),
+        target_cpu_sys_pct: measured.then_some(s),
+        target_ctx_switches_per_s: measured.then(|| h.rate("target_ctx_switches")),
+        client_cpu_pct: pct_of_core(h.total("client_cpu_us"), secs),
+        machine_cpu_pct: pct_of_core(h.total("machine_busy_us"), secs) / cpus() as f64,
+        start_mono_ns: h.start_mono_ns,
+        end_mono_ns: h.end_mono_ns,
+        failure: h.failure.clone(),
+    }
+}
+
+/// The rows of a sweep's report.
+pub fn sweep_rows(r: &Report, opts: &HttpOptions) -> Vec<SweepRow> {
+    let measured = !opts.target_pids.is_empty();
+    r.steps
+        .iter()
+        .map(|s| row_of(&s.param, s.value, &s.headline, measured))
+        .collect()
+}
+
+/// Where throughput stopped growing in a concurrency sweep, and what that says.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Plateau {
+    /// Index of the step after which throughput grows less than the threshold while
+    /// latency grows; `None`: throughput kept growing.
+    pub step: Option<usize>,
+    /// Its connection count.
+    pub connections: Option<f64>,
+    /// Its throughput, req/s.
+    pub answered_rate: Option<f64>,
+    /// The threshold used (0.1 = 10%).
+    pub threshold: f64,
+    /// The target's CPU at the plateau, percent of one core.
+    pub target_cpu_pct: Option<f64>,
+    /// The same as a share of the machine's CPUs.
+    pub target_machine_pct: Option<f64>,
+    /// CPUs of the machine.
+    pub cpus: usize,
+    /// The finding in words.
+    pub verdict: String,
+}
+
+/// Share of the machine above which the target counts as busy on CPU.
+const CPU_BOUND: f64 = 80.0;
+/// Share of all CPUs busy above which the machine counts as saturated.
+const MACHINE_BOUND: f64 = 90.0;
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Finds the plateau: the first step k after which no later step's throughput exceeds step
+/// k's by `threshold` (0.1 = 10%) while the next step's median latency grows by more than
+/// `threshold`.
+pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Plateau {
+    let cpus = cpus();
+    let p50 = |r: &SweepRow| r.latency.map_or(0.0, |l| l.p50_us as f64);
+    let ok: Vec<&SweepRow> = rows.iter().filter(|r| r.failure.is_none()).collect();
+    let mut found = None;
+    for k in 0..ok.len().saturating_sub(1) {
+        let tp = ok[k].answered_rate;
+        let flat = ok[k + 1..]
+            .iter()
+            .all(|r| r.answered_rate < tp * (1.0 + threshold));
+        let slower = p50(ok[k + 1]) > p50(ok[k]) * (1.0 + threshold);
+        if flat && slower {
+            found = Some(k);
+            break;
+        }
+    }
+    let mut p = Plateau {
+        step: found.and_then(|k| rows.iter().position(|r| std::ptr::eq(r, ok[k]))),
+        connections: found.map(|k| ok[k].value),
+        answered_rate: found.map(|k| ok[k].answered_rate),
+        threshold,
+        target_cpu_pct: None,
+        target_machine_pct: None,
+        cpus,
+        verdict: String::new(),
+    };
+    let Some(k) = found else {
+        p.verdict = match ok.last() {
+            Some(last) => format!(
+                "throughput kept growing up to {} connections ({:.0} req/s): no plateau within {:.0}%",
+                last.value,
+                last.answered_rate,
+                threshold * 100.0
+            ),
+            None => "no step completed".into(),
+        };
+        return p;
+    };
+    let (a, b) = (ok[k], ok[k + 1]);
+    let mut v = format!(
+        "throughput stops growing at ~{} connections ({:.0} req/s; at {} connections {:.0} req/s while median latency went from {:.2} to {:.2} ms)",
+        a.value,
+        a.answered_rate,
+        b.value,
+        b.answered_rate,
+        p50(a) / 1000.0,
+        p50(b) / 1000.0
+    );
+    // The target's CPU over the steps from the plateau on: how busy it is while flat.
+    let flat: Vec<f64> = ok[k..].iter().filter_map(|r| r.target_cpu_pct).collect();
+    if flat.is_empty() || opts.target_pids.is_empty() {
+        v.push_str(
+            "; give --target-pid PID (or run under kiln run -p PID) to tell whether the target is busy on CPU",
+        );
+    } else {
+        let cpu = flat.iter().cloned().fold(0.0, f64::max);
+        let machine = cpu / cpus as f64;
+        let busy = ok[k..]
+            .iter()
+            .map(|r| r.machine_cpu_pct)
+            .fold(0.0, f64::max);
+        let kiln = ok[k..].iter().map(|r| r.client_cpu_pct).fold(0.0, f64::max);
+        p.target_cpu_pct = Some(cpu);
+        p.target_machine_pct = Some(machine);
+        if machine < CPU_BOUND && busy >= MACHINE_BOUND {
+            let others = (busy * cpus as f64 - cpu - kiln).max(0.0);
+            let _ = write!(
+                v,
+                " while the target uses {machine:.0}% of its CPU ({cpu:.0}% of one core) but the machine's {cpus} cores are {busy:.0}% busy (kiln {kiln:.0}%, other processes {others:.0}% of one core): the target may be short of CPU — look at the CPU profile, and drive the load from another machine or quiet the others"
+            );
+        } else if machine < CPU_BOUND {
+            let _ = write!(
+                v,
+                " while the target uses {machine:.0}% of its CPU ({cpu:.0}% of one core, {cpus} cores): the bottleneck is not CPU — look at the off-CPU profile"
+            );
+        } else {
+            let _ = write!(
+                v,
+                " while the target uses {machine:.0}% of its CPU ({cpu:.0}% of one core, {cpus} cores): the target is busy on CPU — look at the CPU profile"
+            );
+        }
+    }
+    p.verdict = v;
+    p
+}
+
+/// The sweep table as aligned text.
+pub fn format_sweep(rows: &[SweepRow]) -> String {
+    let param = rows.first().map_or("value", |r| r.param.as_str());
+    let mut o = format!(
+        "{:>12} {:>12} {:>10} {:>10} {:>10} {:>8} {:>12} {:>12} {:>10} {:>12}\n",
+        param,
+        "answered/s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "failed",
+        "target CPU%",
+        "target cs/s",
+        "kiln CPU%",
+        "machine CPU%"
+    );
+    for r in rows {
+        let l = r.latency.as_ref();
+        let ms =
+            |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{:.2}", v as f64 / 1000.0));
+        let opt = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+        let _ = writeln!(
+            o,
+            "{:>12} {:>12.0} {:>10} {:>10} {:>10} {:>8} {:>12} {:>12} {:>10.1} {:>12.1}",
+            r.value,
+            r.answered_rate,
+            ms(l.map(|l| l.p50_us)),
+            ms(l.map(|l| l.p99_us)),
+            ms(l.map(|l| l.max_us)),
+            r.failed,
+            opt(r.target_cpu_pct, 1),
+            opt(r.target_ctx_switches_per_s, 0),
+            r.client_cpu_pct,
+            r.machine_cpu_pct
+        );
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(c: f64, rate: f64, p50_ms: f64, cpu: f64) -> SweepRow {
+        let us = (p50_ms * 1000.0) as u64;
+        SweepRow {
+            param: "connections".into(),
+            value: c,
+            answered_rate: rate,
+            latency: Some(Percentiles {
+                count: 1,
+                min_us: us,
+                p50_us: us,
+                p75_us: us,
+                p95_us: us,
+                p99_us: us,
+                p999_us: us,
+                max_us: us,
+            }),
+            failed: 0,
+            target_cpu_pct: Some(cpu),
+            target_cpu_user_pct: Some(cpu),
+            target_cpu_sys_pct: Some(0.0),
+            target_ctx_switches_per_s: Some(0.0),
+            client_cpu_pct: 0.0,
+            machine_cpu_pct: 50.0,
+            start_mono_ns: 0,
+            end_mono_ns: 0,
+            failure: None,
+        }
+    }
+
+    #[test]
+    fn plateau_found_and_absent() {
+        let o = HttpOptions {
+            target_pids: vec![1],
+            ..Default::default()
+        };
+        // The seed's table: 1,426 → 1,541 → 1,564 QPS at 48/128/256, CPU 55–65% of a core.
+        let rows = vec![
+            row(8.0, 900.0, 8.0, 40.0),
+            row(48.0, 1426.0, 33.0, 55.0),
+            row(128.0, 1541.0, 83.0, 65.0),
+            row(256.0, 1564.0, 163.0, 65.0),
+        ];
+        let p = find_plateau(&rows, 0.1, &o);
+        assert_eq!(p.connections, Some(48.0), "{p:?}");
+        assert!(
+            p.verdict.contains("stops growing at ~48 connections"),
+            "{}",
+            p.verdict
+        );
+        assert!(
+            p.verdict.contains("the bottleneck is not CPU"),
+            "{}",
+            p.verdict
+        );
+        // Growing all along: none.
+        let rows = vec![
+            row(8.0, 1000.0, 8.0, 20.0),
+            row(16.0, 1900.0, 8.4, 40.0),
+            row(32.0, 3700.0, 8.6, 80.0),
+        ];
+        let p = find_plateau(&rows, 0.1, &o);
+        assert_eq!(p.step, None);
+        assert!(p.verdict.contains("kept growing up to 32"), "{}", p.verdict);
+        // Flat but CPU-bound.
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let rows = vec![
+            row(8.0, 1000.0, 8.0, 95.0 * n),
+            row(16.0, 1010.0, 16.0, 96.0 * n),
+        ];
+        let p = find_plateau(&rows, 0.1, &o);
+        assert!(p.verdict.contains("busy on CPU"), "{}", p.verdict);
+        // Without a target pid it says how to tell.
+        let p = find_plateau(&rows, 0.1, &HttpOptions::default());
+        assert!(p.verdict.contains("--target-pid"), "{}", p.verdict);
+    }
+}

@@ -1,0 +1,198 @@
+//! A run seen through one of its windows: a step of a sweep (`run:sweep@48`), or any span
+//! of its clock. The headline figures are computed again from what the run stored for
+//! every second — the load's rates, the target's CPU, memory and switches — and from the
+//! latency histograms kept for that window, so `kiln compare sweep@48 sweep@256` compares
+//! two steps of one run as it compares two runs.
+use kiln_store::{Headline, RunData, RunMeta, SeriesTable, Window};
+
+/// Finds the window `name` names in `meta`: a window's full name (`connections=48`), the
+/// value after its `=` (`48`), or `measure`.
+pub fn find_window(meta: &RunMeta, name: &str) -> Option<Window> {
+    if name == "measure" || name == meta.measure.name {
+        return Some(meta.measure.clone());
+    }
+    meta.windows
+        .iter()
+        .find(|w| w.name == name)
+        .or_else(|| {
+            meta.windows
+                .iter()
+                .find(|w| w.name.rsplit_once('=').is_some_and(|(_, v)| v == name))
+        })
+        .cloned()
+}
+
+/// Values of column `name` of `table` for the seconds in `w` (a second belongs to the
+/// window its middle lies in), with each second's length.
+fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)> {
+    let Some(t) = table else {
+        return Vec::new();
+    };
+    let Some(c) = t.column(name) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, &end) in t.time_ns.iter().enumerate() {
+        let len = if i > 0 {
+            end.saturating_sub(t.time_ns[i - 1]) as f64 / 1e9
+        } else {
+            1.0
+        };
+        let mid = end.saturating_sub((len * 0.5e9) as u64);
+        if w.contains(mid) {
+            if let Some(v) = c.values.get(i).copied().flatten() {
+                out.push((v, len));
+            }
+        }
+    }
+    out
+}
+
+/// Sum of rate × seconds: the count over the window.
+fn integral(v: &[(f64, f64)]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().map(|(x, s)| x * s).sum())
+}
+
+fn seconds(v: &[(f64, f64)]) -> f64 {
+    v.iter().map(|(_, s)| s).sum()
+}
+
+/// `run` as seen through window `w`: metadata whose measurement window is `w` and whose
+/// headline figures cover `w` only.
+pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
+    let mut meta = run.meta.clone();
+    let table = |n: &str| run.series.iter().find(|t| t.name == n);
+    let (load, target, machine, kiln) = (
+        table("load"),
+        table("target"),
+        table("machine"),
+        table("kiln"),
+    );
+    let mut h = Headline::default();
+    if !meta.load.completed.is_empty() {
+        let v = values(load, &meta.load.completed, w);
+        let secs = seconds(&v);
+        if secs > 0.0 {
+            h.throughput = integral(&v).map(|n| n / secs);
+        }
+    }
+    let sent = values(load, "sent", w);
+    if seconds(&sent) > 0.0 {
+        h.send_rate = integral(&sent).map(|n| n / seconds(&sent));
+    }
+    if let Some(hist) = run
+        .histograms
+        .iter()
+        .find(|x| x.window == w.name)
+        .and_then(|x| Some((x.name.clone(), crate::decode_histogram(&x.data)?)))
+    {
+        let (name, p) = hist;
+        h.latency = Some(name);
+        h.p50_us = Some(p.value_at_quantile(0.5) as f64);
+        h.p99_us = Some(p.value_at_quantile(0.99) as f64);
+        h.p999_us = Some(p.value_at_quantile(0.999) as f64);
+        h.max_us = Some(p.max() as f64);
+    }
+    let user = integral(&values(target, "cpu user", w)).map(|x| x / 100.0);
+    let system = integral(&values(target, "cpu system", w)).map(|x| x / 100.0);
+    h.target_user_s = user;
+    h.target_system_s = system;
+    h.target_cpu_s = match (user, system) {
+        (Some(u), Some(s)) => Some(u + s),
+        _ => None,
+    };
+    let switches = match (
+        integral(&values(target, "voluntary switches", w)),
+        integral(&values(target, "involuntary switches", w)),
+    ) {
+        (Some(a), Some(b)) => Some((a + b).round() as u64),
+        _ => None,
+    };
+    h.context_switches = switches;
+    h.rss_max_bytes = values(target, "rss", w)
+        .iter()
+        .map(|(v, _)| *v as u64)
+        .max();
+    h.kiln_cpu_s = integral(&values(kiln, "kiln cpu", w)).map(|x| x / 100.0);
+    h.load_cpu_s = integral(&values(kiln, "load command cpu", w)).map(|x| x / 100.0);
+    let busy = values(machine, "busy", w);
+    if seconds(&busy) > 0.0 {
+        h.machine_busy_pct = integral(&busy).map(|x| x / seconds(&busy));
+    }
+    let secs = w.seconds();
+    if let Some(t) = h.throughput {
+        h.operations = Some((t * secs).round() as u64);
+    }
+    if let (Some(cpu), Some(ops)) = (h.target_cpu_s, h.operations.filter(|&o| o > 0)) {
+        h.cpu_per_op_us = Some(cpu * 1e6 / ops as f64);
+        h.switches_per_op = switches.map(|s| s as f64 / ops as f64);
+    }
+    meta.headline = h;
+    meta.measure = w.clone();
+    meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_store::Column;
+
+    fn series(name: &str, cols: &[(&str, &[f64])]) -> SeriesTable {
+        let n = cols[0].1.len();
+        SeriesTable {
+            name: name.into(),
+            time_ns: (1..=n as u64).map(|i| i * 1_000_000_000).collect(),
+            columns: cols
+                .iter()
+                .map(|(c, v)| Column {
+                    name: c.to_string(),
+                    unit: String::new(),
+                    values: v.iter().map(|x| Some(*x)).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_window_has_its_own_figures() {
+        let mut run = RunData::default();
+        run.meta.load.completed = "received".into();
+        run.meta.windows = vec![
+            Window {
+                name: "connections=8".into(),
+                start_ns: 0,
+                end_ns: 3_000_000_000,
+            },
+            Window {
+                name: "connections=48".into(),
+                start_ns: 3_000_000_000,
+                end_ns: 6_000_000_000,
+            },
+        ];
+        run.series = vec![
+            series(
+                "load",
+                &[("received", &[100.0, 100.0, 100.0, 300.0, 300.0, 300.0])],
+            ),
+            series(
+                "target",
+                &[
+                    ("cpu user", &[10.0, 10.0, 10.0, 40.0, 40.0, 40.0]),
+                    ("cpu system", &[0.0, 0.0, 0.0, 20.0, 20.0, 20.0]),
+                    ("rss", &[1.0, 2.0, 3.0, 4.0, 9.0, 5.0]),
+                ],
+            ),
+        ];
+        let w = find_window(&run.meta, "48").unwrap();
+        assert_eq!(w.name, "connections=48");
+        let m = window_view(&run, &w);
+        assert_eq!(m.headline.throughput, Some(300.0));
+        assert!((m.headline.target_cpu_s.unwrap() - 1.8).abs() < 1e-9);
+        assert_eq!(m.headline.operations, Some(900));
+        assert!((m.headline.cpu_per_op_us.unwrap() - 2000.0).abs() < 1e-6);
+        assert_eq!(m.headline.rss_max_bytes, Some(9));
+        let first = window_view(&run, &find_window(&run.meta, "connections=8").unwrap());
+        assert_eq!(first.headline.throughput, Some(100.0));
+        assert!(find_window(&run.meta, "16").is_none());
+    }
+}

@@ -1,0 +1,92 @@
+//! Stopping servers the tests started, by PID, whatever way the test binary ends.
+use crate::Error;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Sends `sig` to `pid` (never to a group or by name).
+pub(crate) fn signal(pid: u32, sig: i32) {
+    if pid > 1 {
+        // SAFETY: kill(2) with a positive pid addresses one process.
+        unsafe {
+            libc::kill(pid as libc::pid_t, sig);
+        }
+    }
+}
+
+/// Whether `pid` still exists (a zombie counts as gone).
+pub(crate) fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Asks `child` to stop with `sig`, waits up to `grace`, then kills it and the other `pids`
+/// (its workers) with SIGKILL.
+pub(crate) fn terminate(child: &mut Child, sig: i32, grace: Duration, pids: &[u32]) {
+    signal(child.id(), sig);
+    let t = Instant::now();
+    while t.elapsed() < grace {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if !matches!(child.try_wait(), Ok(Some(_))) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    for &p in pids {
+        if alive(p) {
+            signal(p, libc::SIGKILL);
+        }
+    }
+}
+
+/// A guard process that kills `pids` (and removes `dir`) when this process exits, however
+/// it exits: it blocks reading a pipe whose write end only this process holds. Dropping the
+/// returned handle ends the guard without killing anything once the caller stopped the
+/// servers itself ([`Reaper::disarm`]).
+#[derive(Debug)]
+pub(crate) struct Reaper {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Reaper {
+    pub fn spawn(pids: &[u32], dir: Option<&Path>) -> Result<Self, Error> {
+        let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+        let rm = dir.map_or(String::new(), |d| {
+            format!("; rm -rf '{}'", d.display().to_string().replace('\'', ""))
+        });
+        // Reading "disarm" means the servers were stopped cleanly: exit without killing.
+        let script = format!(
+            "read line; [ \"$line\" = disarm ] && exit 0; kill -KILL {} 2>/dev/null{rm}",
+            list.join(" ")
+        );
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|source| Error::Io {
+                what: "starting a reaper".into(),
+                source,
+            })?;
+        let stdin = child.stdin.take();
+        Ok(Reaper { child, stdin })
+    }
+
+    /// The servers were stopped: let the guard exit without killing.
+    pub fn disarm(&mut self) {
+        if let Some(mut s) = self.stdin.take() {
+            use std::io::Write;
+            let _ = s.write_all(b"disarm\n");
+        }
+        let _ = self.child.wait();
+    }
+}

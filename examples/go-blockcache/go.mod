@@ -1,0 +1,3 @@
+module kiln.example/go-blockcache
+
+go 1.21

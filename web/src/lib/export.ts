@@ -1,0 +1,144 @@
+// Taking the view away: folded stacks of the transformed tree (what `kiln collapse` with
+// the same transforms writes), and an SVG flame graph in the layout of `kiln flamegraph`
+// (same geometry, same minimum width, same tooltip form), so the two agree frame by
+// frame. DOM-free: the page only turns the text into a download.
+import { Layout } from './layout.js';
+import { FrameSet } from './profile.js';
+import { Unit } from './units.js';
+
+/** Path names from the root to each node (the root itself excluded), built on demand. */
+function pathNames(l: Layout, frames: FrameSet): (v: number) => string {
+  const memo = new Array<string | undefined>(l.n);
+  const of = (v: number): string => {
+    const m = memo[v];
+    if (m !== undefined) return m;
+    const name = frames.names[l.frame[v]] ?? '';
+    const p = l.parent[v];
+    const s = p > 0 ? `${of(p)};${name}` : name;
+    memo[v] = s;
+    return s;
+  };
+  return of;
+}
+
+/** Integer weights stay integers; others get up to 6 decimals. */
+function num(w: number): string {
+  return Number.isInteger(w) ? String(w) : String(Math.round(w * 1e6) / 1e6);
+}
+
+/**
+ * Folded stacks of a layout: one line per node with self weight, `a;b;c weight`, in the
+ * layout's order. With `before`, two counts per line (difffolded.pl's `before after`).
+ */
+export function foldedOf(l: Layout, frames: FrameSet, before?: { self: Float64Array; after: Float64Array }): string {
+  const path = pathNames(l, frames);
+  const out: string[] = [];
+  const stack: number[] = [0];
+  while (stack.length) {
+    const v = stack.pop() as number;
+    if (v > 0) {
+      if (before) {
+        const b = before.self[v];
+        const a = before.after[v];
+        if (b > 0 || a > 0) out.push(`${path(v)} ${num(b)} ${num(a)}`);
+      } else if (l.self[v] > 0) out.push(`${path(v)} ${num(l.self[v])}`);
+    }
+    for (let k = l.childStart[v + 1]; k-- > l.childStart[v]; ) stack.push(l.childList[k]);
+  }
+  return out.length ? out.join('\n') + '\n' : '';
+}
+
+/** Text for XML content and attributes; characters XML 1.0 forbids become U+FFFD. */
+export function escapeXml(s: string): string {
+  return s
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd')
+    .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+}
+
+export interface SvgOptions {
+  title: string;
+  subtitle?: string | null;
+  /** Fill of a node. */
+  color: (v: number) => string;
+  label: (v: number) => string;
+  unit: Unit;
+  /** The node drawn full width (its ancestors above it full width too). Default: 0. */
+  zoom?: number;
+  icicle?: boolean;
+  /** kiln flamegraph's defaults: 1200 px wide, frames narrower than 0.1 px left out. */
+  width?: number;
+  minWidthPx?: number;
+  background?: string;
+  textColor?: string;
+}
+
+// kiln flamegraph's geometry (crates/flamegraph/src/svg.rs).
+const XPAD = 10;
+const FONT_SIZE = 12;
+const FONT_WIDTH = 0.59;
+const FRAME_HEIGHT = 16;
+const FRAMEPAD = 1;
+
+/** An SVG flame graph of a layout; frames follow `kiln flamegraph`'s rules. */
+export function svgOf(l: Layout, o: SvgOptions): string {
+  const width = o.width ?? 1200;
+  const zoom = o.zoom ?? 0;
+  const framesPx = width - 2 * XPAD;
+  const x0 = l.start[zoom];
+  const span = l.total[zoom];
+  const minW = ((o.minWidthPx ?? 0.1) * span) / framesPx;
+  // Nodes drawn: the zoomed node's ancestors and its subtree, pruned below the minimum
+  // width (with its subtree, as kiln flamegraph prunes).
+  const drawn: number[] = [];
+  let depthMax = 0;
+  for (let u = l.parent[zoom]; u >= 0; u = l.parent[u]) drawn.push(u);
+  const stack = [zoom];
+  while (stack.length) {
+    const v = stack.pop() as number;
+    if (v !== zoom && !(l.total[v] >= minW && l.total[v] > 0)) continue;
+    drawn.push(v);
+    if (l.depth[v] > depthMax) depthMax = l.depth[v];
+    for (let k = l.childStart[v + 1]; k-- > l.childStart[v]; ) stack.push(l.childList[k]);
+  }
+  const ypad1 = FONT_SIZE * 3;
+  const ypad2 = FONT_SIZE * 2 + 10;
+  const ypad3 = o.subtitle ? FONT_SIZE * 2 : 0;
+  const height = (depthMax + 1) * FRAME_HEIGHT + ypad1 + ypad2 + ypad3;
+  const c = (x: number): string => String(Math.round(x * 100) / 100);
+  const pct = (x: number): string => (Math.round(x * 1e4) / 1e4).toFixed(4);
+  const text = o.textColor ?? 'rgb(0,0,0)';
+  const out: string[] = [];
+  out.push('<?xml version="1.0" standalone="no"?>\n');
+  out.push(`<svg version="1.1" width="${width}" height="${c(height)}" viewBox="0 0 ${width} ${c(height)}" xmlns="http://www.w3.org/2000/svg" xmlns:fg="http://github.com/jonhoo/inferno">\n`);
+  out.push(`<!-- Exported from the kiln viewer. -->\n`);
+  out.push(`<style type="text/css">text { font-family: Verdana, "DejaVu Sans", sans-serif; font-size: ${FONT_SIZE}px; fill: ${text}; } #title { text-anchor: middle; font-size: 17px; }</style>\n`);
+  out.push(`<rect x="0" y="0" width="100%" height="100%" fill="${escapeXml(o.background ?? '#ffffff')}"/>\n`);
+  out.push(`<text id="title" x="${c(width / 2)}" y="${c(FONT_SIZE * 2)}">${escapeXml(o.title)}</text>\n`);
+  if (o.subtitle) out.push(`<text id="subtitle" x="${c(width / 2)}" y="${c(FONT_SIZE * 4)}" text-anchor="middle">${escapeXml(o.subtitle)}</text>\n`);
+  out.push(`<svg id="frames" x="${XPAD}" width="${framesPx}" fg:total="${num(span)}">\n`);
+  const all = l.total[0];
+  for (const v of drawn) {
+    const inView = v === zoom || l.depth[v] > l.depth[zoom];
+    const x = inView ? l.start[v] - x0 : 0;
+    const w = inView ? l.total[v] : span;
+    const level = l.depth[v];
+    let y1: number;
+    if (o.icicle) y1 = ypad1 + ypad3 + level * FRAME_HEIGHT;
+    else y1 = height - ypad2 - level * FRAME_HEIGHT - FRAME_HEIGHT + FRAMEPAD;
+    const h = FRAME_HEIGHT - FRAMEPAD;
+    const xPct = (100 * x) / span;
+    const wPct = (100 * w) / span;
+    const name = o.label(v);
+    const share = v === 0 ? '100%' : `${(Math.round((10000 * l.total[v]) / all) / 100).toFixed(2)}%`;
+    out.push(`<g><title>${escapeXml(`${name} (${o.unit.format(l.total[v])}, ${share})`)}</title>`);
+    out.push(`<rect x="${pct(xPct)}%" y="${c(y1)}" width="${pct(wPct)}%" height="${c(h)}" fill="${escapeXml(o.color(v))}" fg:x="${num(x)}" fg:w="${num(l.total[v])}"/>`);
+    const fit = Math.floor((w / span) * framesPx / (FONT_SIZE * FONT_WIDTH));
+    if (fit >= 3) {
+      const label = [...name].length <= fit ? name : [...name].slice(0, fit - 2).join('') + '..';
+      out.push(`<text x="${pct(xPct + 300 / framesPx)}%" y="${c(y1 + h / 2 + 4)}">${escapeXml(label)}</text>`);
+    }
+    out.push('</g>\n');
+  }
+  out.push('</svg>\n</svg>\n');
+  return out.join('');
+}

@@ -1,0 +1,69 @@
+// The keyboard help: a dialog (role, name, focus on its Close button, Escape closes and
+// returns focus where it was), with key labels that never wrap.
+import { el } from './dom.js';
+
+export const SHORTCUTS: [string, string][] = [
+  ['Tab', 'move between controls, the views and the canvas'],
+  ['← → ↑ ↓', 'on the canvas: move between frames; Enter zooms to the selected frame'],
+  ['Shift+F10', 'actions of the selected frame (also the context-menu key, or right-click)'],
+  ['/', 'search; Enter / Shift+Enter: next / previous match'],
+  ['c', 'toggle match case'],
+  ['Esc', 'close / clear search / reset zoom or time window'],
+  ['1 2 3 4', 'flame graph / functions / sandwich / flame chart'],
+  ['i', 'flame ↔ icicle'],
+  ['l', 'alphabetical ↔ left-heavy'],
+  ['z', 'zoom out one level'],
+  ['0', 'reset zoom'],
+  ['u', 'undo last transform'],
+  ['m F x d r s', 'on the selected or hovered frame: merge, focus function, focus subtree, drop, collapse recursion, sandwich'],
+  ['y', 'copy the selected or hovered frame\'s name'],
+  ['e', 'export: SVG, PNG, folded stacks'],
+  ['+ −', 'flame chart: zoom time; Shift+← →: pan'],
+  ['n', 'normalise (diff)'],
+  ['?', 'this help'],
+];
+
+export class HelpDialog {
+  readonly el: HTMLDivElement;
+  private returnTo: HTMLElement | null = null;
+
+  constructor(titleId: string) {
+    this.el = el('div', { class: 'help', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': titleId, hidden: true });
+    const close = el('button', { type: 'button', class: 'help-close', text: 'Close', 'aria-label': 'Close the help' });
+    close.addEventListener('click', () => this.close());
+    this.el.replaceChildren(
+      el('h2', { id: titleId, text: 'Keyboard shortcuts' }),
+      el('table', {}, el('tbody', {}, ...SHORTCUTS.map(([k, t]) => el('tr', {}, el('th', { scope: 'row' }, el('kbd', { text: k })), el('td', { text: t }))))),
+      el('p', { text: 'Mouse: click a frame to zoom, drag to pan, Ctrl+wheel to zoom, wheel to scroll, right-click for actions; drag on the time strip to select a window. The URL keeps the view: copy it to share.' }),
+      close,
+    );
+    this.el.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation();
+        this.close();
+      }
+    });
+  }
+
+  get isOpen(): boolean {
+    return !this.el.hidden;
+  }
+
+  toggle(): void {
+    if (this.isOpen) this.close();
+    else this.open();
+  }
+
+  open(): void {
+    this.returnTo = document.activeElement as HTMLElement | null;
+    this.el.hidden = false;
+    (this.el.querySelector('.help-close') as HTMLElement).focus();
+  }
+
+  close(): void {
+    if (!this.isOpen) return;
+    this.el.hidden = true;
+    this.returnTo?.focus();
+  }
+}

@@ -1,0 +1,188 @@
+// The header: title, what the profile is (input, event, total, samples, duration), the
+// view tabs, the controls and, for a diff, the legend naming both inputs. Builds the
+// elements; the app wires them to the state.
+import { Model } from '../app-state/model.js';
+import { ViewName } from '../app-state/state.js';
+import { GONE_COLOR, NEW_COLOR } from '../lib/diff.js';
+import { PALETTES } from '../lib/palette.js';
+import { formatNs, thousands } from '../lib/units.js';
+import { el } from './dom.js';
+
+export interface TabSpec {
+  view: ViewName;
+  label: string;
+  key: string;
+}
+
+export interface HeaderParts {
+  el: HTMLElement;
+  ctrl: Record<string, HTMLElement>;
+  tabs: Map<ViewName, HTMLButtonElement>;
+}
+
+export interface HeaderActions {
+  tab(v: ViewName): void;
+  icicle(): void;
+  order(v: string): void;
+  threads(v: string): void;
+  palette(v: string): void;
+  normalise(): void;
+  reset(): void;
+  search(q: string): void;
+  step(dir: 1 | -1): void;
+  matchCase(): void;
+  exportMenu(anchor: HTMLElement): void;
+  help(): void;
+}
+
+/** One line saying what a profile is: where from, which event, how much, over how long. */
+export function facts(model: Model, i: number): HTMLElement[] {
+  const unit = model.units[i];
+  const t = model.totals(i);
+  const meta = model.meta.profiles[i] ?? {};
+  const out: HTMLElement[] = [];
+  const fact = (key: string, label: string, value: string): void => {
+    out.push(el('span', { class: 'fact', 'data-fact': key }, el('span', { class: 'fact-label', text: `${label} ` }), el('span', { class: 'fact-value', text: value })));
+  };
+  if (meta.source) fact('input', 'Input', meta.source);
+  if (unit.event) fact('event', 'Event', unit.event);
+  const total = unit.countsSamples ? unit.formatSamples(t.weight) : unit.format(t.weight) + (unit.isTime ? ` of ${unit.what}` : '');
+  fact('total', 'Total', total);
+  if (!unit.countsSamples && unit.samplesKnown) {
+    let s = unit.formatSamples(t.samples);
+    if (unit.periodNs) s += ` (one per ${formatNs(unit.periodNs)} of CPU, ${thousands(1e9 / unit.periodNs)} Hz)`;
+    fact('samples', 'Samples', s);
+  }
+  if (t.durationNs !== null) fact('duration', 'Duration', formatNs(t.durationNs));
+  return out;
+}
+
+export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a: HeaderActions): HeaderParts {
+  const m = model.meta;
+  const ctrl: Record<string, HTMLElement> = {};
+  const button = (key: string, text: string, title: string, onClick: (b: HTMLButtonElement) => void, extra: Record<string, string> = {}): HTMLButtonElement => {
+    // The accessible name starts with the visible text (WCAG 2.5.3); symbols get words.
+    const words = title.replace(/ \(.*\)$/, '');
+    const name = /^[▲▼?]$/.test(text) ? words : text === 'Aa' ? `Aa, ${words.toLowerCase()}` : undefined;
+    const b = el('button', { type: 'button', 'data-ctrl': key, title, 'aria-label': name, text, ...extra });
+    b.addEventListener('click', () => onClick(b));
+    ctrl[key] = b;
+    return b;
+  };
+  const select = (key: string, title: string, options: [string, string][], onChange: (v: string) => void): HTMLSelectElement => {
+    const s = el('select', { 'data-ctrl': key, title, 'aria-label': title.replace(/ \(.*\)$/, '') }, ...options.map(([v, t]) => el('option', { value: v, text: t })));
+    s.addEventListener('change', () => onChange(s.value));
+    ctrl[key] = s;
+    return s;
+  };
+  const tabs = new Map<ViewName, HTMLButtonElement>();
+  const tablist = el('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Views' });
+  for (const t of views) {
+    const b = el('button', {
+      type: 'button',
+      role: 'tab',
+      id: `${idPrefix}-tab-${t.view}`,
+      'aria-controls': `${idPrefix}-pane-${t.view}`,
+      'data-ctrl': `tab-${t.view}`,
+      title: `${t.label} (${t.key})`,
+      text: t.label,
+    });
+    b.addEventListener('click', () => a.tab(t.view));
+    tabs.set(t.view, b);
+    ctrl[`tab-${t.view}`] = b;
+    tablist.append(b);
+  }
+  // Arrow keys move between tabs (the ARIA tabs pattern: one tab stop for the list).
+  tablist.addEventListener('keydown', (e) => {
+    const list = [...tabs.values()];
+    const i = list.indexOf(document.activeElement as HTMLButtonElement);
+    if (i < 0) return;
+    let k = -1;
+    if (e.key === 'ArrowRight') k = (i + 1) % list.length;
+    else if (e.key === 'ArrowLeft') k = (i - 1 + list.length) % list.length;
+    else if (e.key === 'Home') k = 0;
+    else if (e.key === 'End') k = list.length - 1;
+    if (k < 0) return;
+    e.preventDefault();
+    e.stopPropagation();
+    list[k].focus();
+    list[k].click();
+  });
+  const search = el('input', { type: 'search', class: 'search', placeholder: 'Search (regex)', 'aria-label': 'Search functions (regular expression)', 'data-ctrl': 'search' });
+  search.addEventListener('input', () => a.search(search.value));
+  search.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') {
+      e.preventDefault();
+      a.step(e.shiftKey ? -1 : 1);
+    }
+  });
+  ctrl.search = search;
+  const raw = model.raw;
+  const searchGroup = el(
+    'span',
+    { class: 'search-group', role: 'search' },
+    search,
+    button('case', 'Aa', 'Match case (c)', () => a.matchCase()),
+    button('prev-match', '▲', 'Previous match (Shift+Enter)', () => a.step(-1)),
+    button('next-match', '▼', 'Next match (Enter)', () => a.step(1)),
+    el('span', { class: 'match-count', 'data-ctrl': 'match-count', 'aria-live': 'polite' }),
+    el('span', { class: 'matched', 'data-ctrl': 'matched' }),
+  );
+  ctrl.matched = searchGroup.querySelector('.matched') as HTMLElement;
+  ctrl['match-count'] = searchGroup.querySelector('.match-count') as HTMLElement;
+  const tools = el(
+    'div',
+    { class: 'toolbar' },
+    tablist,
+    button('icicle', 'Icicle', 'Roots at the top (i)', () => a.icicle()),
+    select('order', 'Order of frames (l)', [['alphabetical', 'Alphabetical'], ['left-heavy', 'Left-heavy']], a.order),
+    raw.sampleThread
+      ? select('threads', 'Threads', [['merged', 'All threads merged'], ['groups', 'Threads by name (numbers merged)'], ['threads', 'One root per thread']], a.threads)
+      : null,
+    model.isDiff ? null : select('palette', 'Palette', PALETTES.map((p) => [p, p] as [string, string]), a.palette),
+    model.isDiff ? button('normalise', 'Normalise', 'Scale before to after\'s total (n)', () => a.normalise()) : null,
+    button('reset', 'Reset zoom', 'Reset zoom (0)', () => a.reset()),
+    searchGroup,
+    button('export', 'Export', 'Export this view: SVG, PNG or folded stacks (e)', (b) => a.exportMenu(b), { 'aria-haspopup': 'menu' }),
+    button('help', '?', 'Keyboard shortcuts (?)', () => a.help()),
+  );
+  const info = model.isDiff
+    ? el(
+        'div',
+        { class: 'facts' },
+        ...[0, 1].flatMap((i) => [el('span', { class: 'fact-side', text: `${m.labels[i]}:` }), ...facts(model, i)]),
+      )
+    : el('div', { class: 'facts' }, ...facts(model, 0));
+  const name = (i: number): string => {
+    const src = m.profiles[i]?.source;
+    return src ? `${m.labels[i]} (${src})` : m.labels[i];
+  };
+  const legend = model.isDiff
+    ? el(
+        'div',
+        { class: 'legend' },
+        swatch('rgb(255,60,60)', `grew in ${name(1)}`),
+        swatch('rgb(60,60,255)', `shrank in ${name(1)}`),
+        swatch(NEW_COLOR, `new in ${m.labels[1]}`),
+        swatch(GONE_COLOR, `gone in ${m.labels[1]} (width from ${m.labels[0]})`),
+        el('span', { class: 'legend-note', 'data-ctrl': 'legend-note' }),
+      )
+    : null;
+  if (legend) ctrl['legend-note'] = legend.querySelector('.legend-note') as HTMLElement;
+  const header = el(
+    'header',
+    {},
+    el('h1', { class: 'title', text: m.title }),
+    m.subtitle ? el('div', { class: 'subtitle', text: m.subtitle }) : null,
+    info,
+    tools,
+    legend,
+  );
+  return { el: header, ctrl, tabs };
+}
+
+function swatch(color: string, text: string): HTMLElement {
+  const s = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+  s.style.background = color;
+  return el('span', { class: 'legend-item' }, s, text);
+}

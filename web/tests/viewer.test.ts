@@ -1,0 +1,412 @@
+// Unit tests of the DOM-free parts added for units, the flame chart, exports, the URL
+// shared by several viewers and time windows. Each is checked against a slow, obviously
+// correct computation over explicit sample lists.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Meta, Model } from '../src/app-state/model.js';
+import { defaultState, fromParams, toParams } from '../src/app-state/state.js';
+import { HashParams } from '../src/app-state/url.js';
+import { foldedOf, svgOf, escapeXml } from '../src/lib/export.js';
+import { buildFlameChart } from '../src/lib/flamechart.js';
+import { layoutTree } from '../src/lib/layout.js';
+import { RawProfile, Tree, TreeBuilder } from '../src/lib/profile.js';
+import { histogram, timeSpan } from '../src/lib/timeline.js';
+import { Transform, applyTransformsMapped } from '../src/lib/transforms.js';
+import { Unit, formatBytes, formatNs } from '../src/lib/units.js';
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+interface Sample {
+  stack: string[];
+  weight: number;
+  time: number; // ns, -1 unknown
+  thread: number; // -1 unknown
+}
+
+/** A RawProfile as the page decodes it, from explicit samples (stacks interned). */
+function raw(samples: Sample[], threads: string[] = []): RawProfile {
+  const strings: string[] = [];
+  const sid = new Map<string, number>();
+  const str = (s: string): number => {
+    let i = sid.get(s);
+    if (i === undefined) sid.set(s, (i = strings.push(s) - 1));
+    return i;
+  };
+  const frameName: number[] = [];
+  const fid = new Map<string, number>();
+  const frame = (n: string): number => {
+    let i = fid.get(n);
+    if (i === undefined) fid.set(n, (i = frameName.push(str(n)) - 1));
+    return i;
+  };
+  const parent: number[] = [];
+  const sframe: number[] = [];
+  const node = new Map<string, number>();
+  const stackOf = (names: string[]): number => {
+    let p = -1;
+    for (const n of names) {
+      const f = frame(n);
+      const k = `${p}/${f}`;
+      let i = node.get(k);
+      if (i === undefined) {
+        i = parent.push(p) - 1;
+        sframe.push(f);
+        node.set(k, i);
+      }
+      p = i;
+    }
+    return p;
+  };
+  const st = samples.map((s) => stackOf(s.stack));
+  const names = frameName.map((s) => strings[s]);
+  const byName = names.map((_, i) => i).sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : a - b));
+  const order = new Uint32Array(names.length);
+  byName.forEach((f, r) => (order[f] = r));
+  const threadName = threads.map((t) => str(t));
+  return {
+    strings,
+    frameName: Uint32Array.from(frameName),
+    frameKind: new Uint8Array(frameName.length),
+    frameOrder: order,
+    stackParent: Int32Array.from(parent),
+    stackFrame: Uint32Array.from(sframe),
+    sampleStack: Uint32Array.from(st),
+    sampleWeight: Float64Array.from(samples.map((s) => s.weight)),
+    sampleCount: null,
+    sampleTime: samples.some((s) => s.time >= 0) ? Float64Array.from(samples.map((s) => s.time)) : null,
+    sampleThread: samples.some((s) => s.thread >= 0) ? Int32Array.from(samples.map((s) => s.thread)) : null,
+    threadName: Uint32Array.from(threadName),
+    threadTid: Int32Array.from(threads.map((_, i) => 100 + i)),
+    timeOrigin: 1e12,
+  };
+}
+
+const meta = (unit: Record<string, unknown> = {}): Meta => ({
+  title: 't',
+  subtitle: null,
+  palette: 'hot',
+  inverted: false,
+  leftHeavy: false,
+  mode: 'single',
+  labels: ['before', 'after'],
+  profiles: [{ compressed: false, ...unit }],
+});
+
+test('units: readable scales, as kiln_model::Quantity::format_value writes them', () => {
+  assert.equal(formatNs(1_199_199_198), '1.20 s');
+  assert.equal(formatNs(850_000_000), '850 ms');
+  assert.equal(formatNs(12_345), '12.3 µs');
+  assert.equal(formatNs(999), '999 ns');
+  assert.equal(formatNs(1_234e9), '1,234 s');
+  assert.equal(formatBytes(512), '512 B');
+  assert.equal(formatBytes(3.5 * 1024 * 1024), '3.50 MiB');
+  const period = Unit.of({ unit: 'period', event: 'cpu-clock', quantity: 'time', nsPerUnit: 1 });
+  assert.equal(period.format(1_199_199_198), '1.20 s');
+  assert.equal(period.what, 'CPU time');
+  const timer = Unit.of({ unit: 'samples', event: 'cpu-clock', quantity: 'samples', samplePeriodNs: 1_001_001 });
+  assert.equal(timer.format(1198), '1.20 s');
+  assert.ok(timer.isTime && !timer.countsSamples);
+  const off = Unit.of({ unit: 'ns', event: 'offcpu', quantity: 'time', nsPerUnit: 1 });
+  assert.equal(off.what, 'off-CPU time');
+  assert.equal(Unit.of({ unit: 'bytes', quantity: 'bytes' }).format(1536), '1.50 KiB');
+  assert.equal(Unit.of({ unit: 'samples', quantity: 'samples' }).format(1234), '1,234 samples');
+  assert.equal(Unit.of({ unit: 'events', event: 'page-faults', quantity: 'events' }).format(7), '7 page-faults');
+  // --countname: a unit scales, a word names plain counts.
+  const us = Unit.of({ unit: 'samples', quantity: 'samples', countName: 'us' });
+  assert.equal(us.format(2500), '2.50 ms');
+  assert.ok(!us.samplesKnown, 'folded weights in µs say nothing about samples');
+  assert.equal(Unit.of({ unit: 'samples', quantity: 'samples', countName: 'calls' }).format(3), '3 calls');
+  assert.equal(Unit.of({ unit: 'samples', quantity: 'samples', countName: 'MiB' }).format(2), '2.00 MiB');
+  assert.equal(Unit.of({ unit: 'us' }).format(1500), '1.50 ms', 'pages without a quantity');
+  assert.equal(period.formatDelta(-3e6), '−3.00 ms');
+});
+
+type Stacks = [number[], number][];
+
+function treeOf(stacks: Stacks, nFrames: number): Tree {
+  const b = new TreeBuilder(nFrames);
+  for (const [path, w] of stacks) {
+    let n = -1;
+    for (const f of path) n = b.intern(n, f);
+    if (n >= 0) {
+      b.self[n] += w;
+      b.count[n] += 1;
+    }
+  }
+  return b.finish();
+}
+
+function pathTo(t: { parent: Int32Array; frame: Int32Array }, v: number): number[] {
+  const p: number[] = [];
+  for (; v >= 0; v = t.parent[v]) p.unshift(t.frame[v]);
+  return p;
+}
+
+function refPath(p: number[], trs: Transform[]): number[] | null {
+  for (const tr of trs) {
+    switch (tr.kind) {
+      case 'merge':
+        p = p.filter((x) => x !== tr.f);
+        break;
+      case 'drop':
+        if (p.includes(tr.f)) return null;
+        break;
+      case 'focus-function': {
+        const i = p.indexOf(tr.f);
+        if (i < 0) return null;
+        p = p.slice(i);
+        break;
+      }
+      case 'focus-subtree':
+        if (!tr.path.every((f, i) => p[i] === f)) return null;
+        p = p.slice(tr.path.length - 1);
+        break;
+      case 'collapse-recursion': {
+        let r: number[] = [];
+        for (const x of p) {
+          if (x === tr.f && r.includes(tr.f)) r = r.slice(0, r.indexOf(tr.f) + 1);
+          else r.push(x);
+        }
+        p = r;
+        break;
+      }
+    }
+  }
+  return p;
+}
+
+test('transforms map every stack to where its samples went', () => {
+  const r = rng(7);
+  for (let round = 0; round < 300; round++) {
+    const nFrames = 2 + Math.floor(r() * 5);
+    const stacks: Stacks = Array.from({ length: 1 + Math.floor(r() * 30) }, () => [
+      Array.from({ length: 1 + Math.floor(r() * 6) }, () => Math.floor(r() * nFrames)),
+      1,
+    ]);
+    const kinds = ['merge', 'drop', 'focus-function', 'collapse-recursion'] as const;
+    const trs: Transform[] = Array.from({ length: 1 + Math.floor(r() * 3) }, () => ({ kind: kinds[Math.floor(r() * 4)], f: Math.floor(r() * nFrames) }));
+    const t = treeOf(stacks, nFrames);
+    const { tree, map } = applyTransformsMapped(t, trs, nFrames);
+    for (let i = 0; i < t.length; i++) {
+      const want = refPath(pathTo(t, i), trs);
+      if (want === null) assert.ok(map[i] < -1, `round ${round}: node ${i} dropped`);
+      else if (want.length === 0) assert.ok(map[i] < 0, `round ${round}: node ${i} lost its frames`);
+      else assert.deepEqual(pathTo(tree, map[i]), want, `round ${round}: node ${i} ${JSON.stringify(trs)}`);
+    }
+  }
+});
+
+test('flame chart: per thread, boxes are the runs of frames in time order', () => {
+  const r = rng(3);
+  const names = ['main', 'a', 'b', 'c'];
+  for (let round = 0; round < 100; round++) {
+    const samples: Sample[] = [];
+    const clock = [0, 500];
+    for (let i = 0; i < 60; i++) {
+      const thread = Math.floor(r() * 2);
+      clock[thread] += 1000;
+      const depth = Math.floor(r() * 4);
+      samples.push({ stack: ['main', ...Array.from({ length: depth }, () => names[1 + Math.floor(r() * 3)])], weight: 1, time: clock[thread], thread });
+    }
+    // Shuffled: the chart must order by time itself.
+    const shuffled = [...samples].sort(() => r() - 0.5);
+    const model = new Model([raw(shuffled, ['t0', 't1'])], meta({ unit: 'samples', quantity: 'samples' }));
+    const s = defaultState('hot', false, false);
+    const c = model.chart(s);
+    const frameNames = model.frames(s).names;
+    for (const lane of c.lanes) {
+      const mine = samples.filter((x) => `t${x.thread} [${100 + x.thread}]` === lane.name).sort((a, b) => a.time - b.time);
+      for (let d = 0; d < 4; d++) {
+        // A run continues while the path from the root to depth d is the same.
+        const want: [string, number][] = [];
+        let prev: string | null = null;
+        for (const x of mine) {
+          if (x.stack.length > d) {
+            const key = x.stack.slice(0, d + 1).join(';');
+            if (key === prev) want[want.length - 1][1]++;
+            else want.push([x.stack[d], 1]);
+            prev = key;
+          } else prev = null;
+        }
+        const row = lane.rows[d];
+        const got = row ? Array.from({ length: row.length }, (_, k) => [frameNames[c.frame[row.node[k]]], row.count[k]]) : [];
+        assert.deepEqual(got, want, `round ${round} ${lane.name} depth ${d}`);
+      }
+      assert.equal(lane.samples, mine.length);
+    }
+  }
+});
+
+test('flame chart: time weights cover [t, t + w], samples without time are counted', () => {
+  const p = raw(
+    [
+      { stack: ['main', 'wait'], weight: 5_000, time: 10_000, thread: 0 },
+      { stack: ['main', 'wait'], weight: 2_000, time: 20_000, thread: 0 },
+      { stack: ['main', 'poll'], weight: 1_000, time: -1, thread: 0 },
+    ],
+    ['io'],
+  );
+  const m = new Model([p], meta({ unit: 'us', quantity: 'time', nsPerUnit: 1000, event: 'offcpu' }));
+  const c = m.chart(defaultState('hot', false, false));
+  assert.equal(c.untimed, 1);
+  const row = c.lanes[0].rows[1];
+  // 5,000 µs from 10 µs would reach past the next sample: a box ends where the next begins.
+  assert.deepEqual([...row.start], [10_000]);
+  assert.deepEqual([...row.end], [20_000 + 2_000_000]);
+  assert.deepEqual([...row.count], [2]);
+  // The strip spreads each block over the time it covers.
+  const span = timeSpan(p, 1000) as [number, number];
+  assert.deepEqual(span, [10_000, 5_010_000]);
+  const h = histogram(p, 10, span, 1000);
+  const sum = h.buckets.reduce((a, b) => a + b, 0);
+  assert.ok(Math.abs(sum - 7_000) < 1e-6, `weight kept: ${sum}`);
+  assert.ok(h.buckets.filter((b) => b > 0).length >= 9, 'spread over the buckets it covers');
+});
+
+test('a time window is a state: the model gives exactly the samples inside it', () => {
+  const samples: Sample[] = [];
+  for (let i = 0; i < 100; i++) samples.push({ stack: ['main', i < 50 ? 'early' : 'late'], weight: 1 + (i % 3), time: i * 1e6, thread: -1 });
+  const m = new Model([raw(samples)], meta({ unit: 'samples', quantity: 'samples' }));
+  const s = defaultState('hot', false, false);
+  for (const [a, b] of [[0, 49e6], [30e6, 70e6], [50e6, 99e6], [10.5e6, 10.6e6]]) {
+    const d = m.derive({ ...s, range: [a, b] });
+    const want = samples.filter((x) => x.time >= a && x.time <= b).reduce((n, x) => n + x.weight, 0);
+    assert.equal(d.layout.total[0], want, `window ${a}-${b}`);
+  }
+});
+
+test('sandwich: callers and callees rooted at the function, percentages of it', () => {
+  const p = raw([
+    { stack: ['main', 'a', 'f', 'g'], weight: 3, time: -1, thread: -1 },
+    { stack: ['main', 'b', 'f'], weight: 1, time: -1, thread: -1 },
+    { stack: ['main', 'f', 'f', 'g'], weight: 2, time: -1, thread: -1 },
+  ]);
+  const m = new Model([p], meta());
+  const s = defaultState('hot', false, false);
+  const f = m.frames(s).names.indexOf('f');
+  const sw = m.sandwich(s, f);
+  const names = m.frames(s).names;
+  // Node 1 is f itself: the synthetic root has f as its only child.
+  assert.equal(names[sw.callers.frame[1]], 'f');
+  assert.equal(sw.callers.total[1], 6);
+  const callers = new Map<string, number>();
+  for (let v = 2; v < sw.callers.n; v++) if (sw.callers.depth[v] === 2) callers.set(names[sw.callers.frame[v]], sw.callers.total[v] / sw.callers.total[1]);
+  assert.deepEqual(Object.fromEntries(callers), { a: 0.5, b: 1 / 6, main: 1 / 3 });
+});
+
+test('folded export equals the tree; SVG export escapes and prunes like kiln flamegraph', () => {
+  const p = raw([
+    { stack: ['main', 'a<b>&"c\'', 'x'], weight: 40, time: -1, thread: -1 },
+    { stack: ['main', 'a<b>&"c\''], weight: 9, time: -1, thread: -1 },
+    { stack: ['main', 'ctl\u0007\ud800'], weight: 50, time: -1, thread: -1 },
+    { stack: ['main', 'tiny'], weight: 0.01, time: -1, thread: -1 },
+  ]);
+  const m = new Model([p], meta());
+  const d = m.derive(defaultState('hot', false, false));
+  const lines = foldedOf(d.layout, d.frames).trim().split('\n').sort();
+  assert.deepEqual(lines, ['main;a<b>&"c\' 9', 'main;a<b>&"c\';x 40', 'main;ctl\u0007\ud800 50', 'main;tiny 0.01'].sort());
+  const svg = svgOf(d.layout, { title: 'T <&>', color: () => 'rgb(1,2,3)', label: (v) => (v ? d.frames.names[d.layout.frame[v]] : 'all'), unit: m.unit });
+  assert.ok(!/[\u0000-\u0008\ud800]/.test(svg), 'no character XML forbids');
+  assert.ok(svg.includes('a&lt;b&gt;&amp;&quot;c&#39;'));
+  assert.ok(svg.includes('<text id="title" x="600" y="24">T &lt;&amp;&gt;</text>'));
+  // 0.01 of 99.01 is 0.12 px of 1180: drawn; at 1 px minimum width it is not.
+  assert.equal((svg.match(/<g>/g) ?? []).length, 6);
+  const pruned = svgOf(d.layout, { title: '', color: () => '#000', label: () => 'x', unit: m.unit, minWidthPx: 1 });
+  assert.equal((pruned.match(/<g>/g) ?? []).length, 5);
+  assert.equal(escapeXml('\ud83d\ude00'), '\ud83d\ude00', 'pairs survive');
+});
+
+test('the URL: each viewer owns its prefixed keys; the time window is the page\'s', () => {
+  const cpu = new HashParams('cpu');
+  const off = new HashParams('offcpu');
+  let h = '';
+  h = cpu.write(h, new URLSearchParams('q=lock&v=table&t=5-9'));
+  h = off.write(h, new URLSearchParams('v=chart&t=5-9'));
+  assert.equal(h, 'cpu.q=lock&cpu.v=table&offcpu.v=chart&t=5-9');
+  assert.equal(cpu.read(h).toString(), 'q=lock&v=table&t=5-9');
+  assert.equal(off.read(h).toString(), 'v=chart&t=5-9');
+  // Clearing the window in one viewer clears it for the page.
+  h = off.write(h, new URLSearchParams('v=chart'));
+  assert.equal(cpu.read(h).get('t'), null);
+  assert.equal(new HashParams('').read('#q=x&cpu.q=y').toString(), 'q=x', 'a lone viewer ignores prefixed keys');
+  // Windows are written on the page's clock: shift = profile origin - page origin.
+  const d = defaultState('hot', false, false);
+  const s = { ...d, range: [100, 200] as [number, number], view: 'chart' as const };
+  const params = toParams(s, d, 1000);
+  assert.equal(params.get('t'), '1100-1200');
+  assert.deepEqual(fromParams(params, d, 10, 1000).range, [100, 200]);
+  assert.equal(fromParams(new URLSearchParams('v=bogus&t=9-3'), d, 10).view, 'flame');
+});
+
+test('the left-heavy layout of a layout tree keeps total weights', () => {
+  const fs = { names: ['m', 'a', 'b'], kinds: new Uint8Array(3), order: Uint32Array.from([2, 0, 1]) };
+  const l = layoutTree(treeOf([[[0, 1], 2], [[0, 2], 5]], 3), fs, 'left-heavy');
+  assert.equal(l.total[0], 7);
+});
+
+test('the alphabetical layout of a tree in name order takes the fast path to the same result', async () => {
+  const r = rng(11);
+  const nFrames = 6;
+  const names = ['f', 'e', 'd', 'c', 'b', 'a'];
+  const order = Uint32Array.from([5, 4, 3, 2, 1, 0]);
+  const fs = { names, kinds: new Uint8Array(nFrames), order };
+  for (let round = 0; round < 200; round++) {
+    const stacks: Stacks = Array.from({ length: 1 + Math.floor(r() * 25) }, () => [
+      Array.from({ length: 1 + Math.floor(r() * 5) }, () => Math.floor(r() * nFrames)),
+      Math.floor(r() * 4),
+    ]);
+    const t = treeOf(stacks, nFrames);
+    // Renumber depth first with children by name, as kiln's encoder does.
+    const kids: number[][] = Array.from({ length: t.length + 1 }, () => []);
+    for (let i = 0; i < t.length; i++) kids[t.parent[i] + 1].push(i);
+    for (const k of kids) k.sort((a, b) => order[t.frame[a]] - order[t.frame[b]]);
+    const pre: number[] = [];
+    const walk = (v: number): void => {
+      for (const c of kids[v + 1]) {
+        pre.push(c);
+        walk(c);
+      }
+    };
+    walk(-1);
+    const newId = new Int32Array(t.length);
+    pre.forEach((o, i) => (newId[o] = i));
+    const s: Tree = {
+      parent: Int32Array.from(pre, (o) => (t.parent[o] < 0 ? -1 : newId[t.parent[o]])),
+      frame: Int32Array.from(pre, (o) => t.frame[o]),
+      self: Float64Array.from(pre, (o) => t.self[o]),
+      count: Float64Array.from(pre, (o) => t.count[o]),
+      length: t.length,
+      nameOrder: true,
+    };
+    const fast = layoutTree(s, fs, 'alphabetical');
+    const slow = layoutTree({ ...s, nameOrder: false }, fs, 'alphabetical');
+    assert.deepEqual([...fast.start], [...slow.start], `round ${round}`);
+    assert.deepEqual(fast.rows.map((x) => [...x]), slow.rows.map((x) => [...x]), `round ${round}`);
+    assert.deepEqual([...fast.childList], [...slow.childList], `round ${round}`);
+    assert.equal(fast.maxDepth, slow.maxDepth);
+    const { rowEnds } = await import('../src/lib/layout.js');
+    assert.deepEqual(rowEnds(fast).map((x) => [...x]), rowEnds(slow).map((x) => [...x]), `round ${round}: row ends`);
+  }
+});
+
+test('galloping search agrees with the binary search', async () => {
+  const { firstEndingAfter, nextEnd, rowEnds } = await import('../src/lib/layout.js');
+  const r = rng(5);
+  const fs = { names: ['m', 'a', 'b', 'c'], kinds: new Uint8Array(4), order: Uint32Array.from([3, 0, 1, 2]) };
+  const stacks: Stacks = Array.from({ length: 300 }, () => [[0, ...Array.from({ length: 1 + Math.floor(r() * 4) }, () => 1 + Math.floor(r() * 3))], 1 + Math.floor(r() * 5)]);
+  const l = layoutTree(treeOf(stacks, 4), fs, 'alphabetical');
+  for (let d = 0; d <= l.maxDepth; d++) {
+    const row = l.rows[d];
+    for (let q = 0; q < 200; q++) {
+      const x = r() * l.total[0];
+      const from = Math.floor(r() * (firstEndingAfter(l, row, x) + 1));
+      assert.equal(nextEnd(rowEnds(l)[d], x, from), firstEndingAfter(l, row, x, from));
+    }
+  }
+});
