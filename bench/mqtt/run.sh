@@ -60,7 +60,8 @@ fleet() {
   # Wait until every connection is up (or 60 s), then measure the idle part.
   t0=$(date +%s.%N)
   i=0
-  while [ "$(ls /proc/$cpid/fd 2>/dev/null | wc -l)" -lt "$n" ] && [ $i -lt 600 ]; do i=$((i + 1)); sleep 0.1; done
+  while [ "$(ls /proc/$cpid/fd 2>/dev/null | wc -l)" -lt "$n" ] && [ $i -lt 1800 ]; do i=$((i + 1)); sleep 0.1; done
+  [ $i -lt 1800 ] || echo "# $name/$client: not all $n connections up after 180 s" >&2
   sleep 3
   c0=$(ticks "$cpid"); bi0=$(ticks "$bpid"); ti0=$(date +%s.%N)
   sleep "$hold"
@@ -79,7 +80,8 @@ fleet() {
     rate=$(grep -o 'rate [0-9]*' "$dir/fleet.out" | grep -o '[0-9]*$' || echo n/a)
     perconn=$(grep -o 'rss_per_conn_kb [0-9.]*' "$dir/fleet.out" | grep -o '[0-9.]*$' || echo n/a)
   fi
-  printf '%-22s %-8s %8s %10s %12.2f %14s %14s %10s\n' "$name" "$client" "$rate" "$crss" "$perconn" \
+  perconn=$(printf '%.2f' "$perconn" 2>/dev/null) || perconn=n/a
+  printf '%-22s %-8s %8s %10s %12s %14s %14s %10s\n' "$name" "$client" "$rate" "$crss" "$perconn" \
     "$(echo "scale=3; ($cu + $cs) * 100 / $tck / $idle * 1000 / $n" | bc -l)" \
     "$(echo "scale=3; $bu * 100 / $tck / $idle * 1000 / $n" | bc -l)/$(echo "scale=3; $bs * 100 / $tck / $idle * 1000 / $n" | bc -l)" "$brss"
   sleep 2
