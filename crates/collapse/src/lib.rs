@@ -150,6 +150,10 @@ impl<'a> Warnings<'a> {
         }
     }
 
+    pub(crate) fn source(&self) -> &str {
+        self.source
+    }
+
     pub(crate) fn warn(
         &mut self,
         line: u64,

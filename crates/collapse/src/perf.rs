@@ -85,6 +85,8 @@ pub struct Header<'a> {
     pub time: u64,
     /// The sample period, where printed.
     pub period: Option<u64>,
+    /// A period was printed but does not fit in 64 bits (`period` is then `None`).
+    pub period_too_large: bool,
     /// The event name without the trailing colon (`cpu-clock`, `sched:sched_switch`).
     pub event: &'a [u8],
     /// Text after the event: tracepoint arguments, or the frame of a sample without a
@@ -151,10 +153,7 @@ fn parse_id(t: &[u8]) -> Option<Option<u32>> {
     if t == b"-1" {
         return Some(None);
     }
-    if t.is_empty() || !t.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(t).ok()?.parse().ok().map(Some)
+    parse_u64(t).and_then(|v| u32::try_from(v).ok()).map(Some)
 }
 
 /// Process and thread ids as parsed, and as printed.
@@ -180,6 +179,75 @@ fn is_cpu_token(t: &[u8]) -> bool {
 
 /// Parses a sample header line; `None` if `line` is not one.
 pub fn parse_header(line: &[u8]) -> Option<Header<'_>> {
+    // Fast path for the usual header, `comm [pid/]tid [cpu] secs.frac: [period] event: …`:
+    // scan tokens up to the timestamp keeping the last three, without collecting them.
+    // Whatever else (no timestamp) takes the general path; both give the same result.
+    let pad = line.iter().take_while(|&&c| c == b' ').count();
+    let l = &line[pad..];
+    if l.first().is_none_or(|&c| is_space(c)) {
+        return None;
+    }
+    let mut toks = tokens(l);
+    let mut last: [(usize, &[u8]); 3] = [(0, &[]); 3];
+    let mut k = 0;
+    let time = loop {
+        let t = toks.next().filter(|_| k < 64);
+        match t {
+            Some(t) if is_time_token(t.1) => break t,
+            Some(t) => {
+                last = [last[1], last[2], t];
+                k += 1;
+            }
+            None => return parse_header_tokens(line),
+        }
+    };
+    // `last[2]` is the token just before the timestamp: a cpu, or the ids.
+    let (ids, before) = if k >= 1 && is_cpu_token(last[2].1) {
+        (last[1], 2)
+    } else {
+        (last[2], 1)
+    };
+    // The ids token needs a comm before it.
+    if k < before + 1 {
+        return None;
+    }
+    let (pid, tid, pid_text, tid_text) = parse_ids(ids.1)?;
+    let mut ce = ids.0;
+    while ce > 0 && is_space(l[ce - 1]) {
+        ce -= 1;
+    }
+    let comm = &l[..ce];
+    // After the time: [period] event: [trailing], within the first 64 tokens.
+    let mut next = toks.next().filter(|_| k + 1 < 64);
+    let mut period = None;
+    let mut period_too_large = false;
+    if let Some((_, t)) = next.filter(|(_, t)| t.iter().all(u8::is_ascii_digit)) {
+        period = parse_u64(t);
+        period_too_large = period.is_none();
+        next = toks.next().filter(|_| k + 2 < 64);
+    }
+    let (event, trailing): (&[u8], &[u8]) = match next {
+        Some((s, t)) if t.ends_with(b":") => (&t[..t.len() - 1], trim(&l[s + t.len()..])),
+        Some((s, _)) => (b"", trim(&l[s..])),
+        None => (b"", b""),
+    };
+    Some(Header {
+        comm,
+        pid,
+        tid,
+        pid_text,
+        tid_text,
+        time: parse_time(time.1),
+        period,
+        period_too_large,
+        event,
+        trailing,
+    })
+}
+
+/// [`parse_header`] the general way: every token (the first 64) at hand; used for
+/// headers without a timestamp.
+fn parse_header_tokens(line: &[u8]) -> Option<Header<'_>> {
     // perf right-aligns the comm in 16 columns when there is no call chain: skip padding.
     let pad = line.iter().take_while(|&&c| c == b' ').count();
     let line = &line[pad..];
@@ -234,10 +302,10 @@ pub fn parse_header(line: &[u8]) -> Option<Header<'_>> {
     // After the time: [period] event: [trailing]
     let mut i = after;
     let mut period = None;
+    let mut period_too_large = false;
     if i < toks.len() && toks[i].1.iter().all(u8::is_ascii_digit) {
-        period = std::str::from_utf8(toks[i].1)
-            .ok()
-            .and_then(|s| s.parse().ok());
+        period = parse_u64(toks[i].1);
+        period_too_large = period.is_none();
         i += 1;
     }
     let (event, trailing): (&[u8], &[u8]) = if i < toks.len() && toks[i].1.ends_with(b":") {
@@ -256,8 +324,19 @@ pub fn parse_header(line: &[u8]) -> Option<Header<'_>> {
         tid_text,
         time,
         period,
+        period_too_large,
         event,
         trailing,
+    })
+}
+
+/// A decimal number of ASCII digits, `None` if empty or above `u64::MAX`.
+fn parse_u64(t: &[u8]) -> Option<u64> {
+    if t.is_empty() || !t.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    t.iter().try_fold(0u64, |v, &c| {
+        v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
     })
 }
 
@@ -366,27 +445,152 @@ struct CacheEntry {
     frames_len: u32,
 }
 
+/// "No node": the parent of a root.
+const NONE: u32 = u32::MAX;
+
+/// The call tree a parser thread builds: node `i` is `(parent, frame)`, every parent
+/// before its children. Eight bytes a node and a four-byte index slot: with several
+/// parser threads, each building the tree of what it read, the trees are most of the
+/// memory a collapse needs, so they are kept smaller than the model's stack table (which
+/// is built once, at the end, without an index).
+#[derive(Default)]
+struct Tree {
+    nodes: Vec<(u32, u32)>,
+    index: HashTable<u32>,
+}
+
+#[inline]
+fn node_hash(parent: u32, frame: u32) -> u64 {
+    let k = (u64::from(parent) << 32) | u64::from(frame);
+    let m = u128::from(k ^ 0x243f_6a88_85a3_08d3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
+impl Tree {
+    /// The node for `frame` under `parent` ([`NONE`] for a root), created if new.
+    #[inline]
+    fn intern(&mut self, parent: u32, frame: FrameId) -> u32 {
+        let key = (parent, frame.0);
+        let h = node_hash(key.0, key.1);
+        let nodes = &self.nodes;
+        if let Some(&i) = self.index.find(h, |&i| nodes[i as usize] == key) {
+            return i;
+        }
+        let id = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&i| i != NONE)
+            .expect("more than 4 billion stack nodes");
+        self.nodes.push(key);
+        let nodes = &self.nodes;
+        self.index.insert_unique(h, id, |&i| {
+            node_hash(nodes[i as usize].0, nodes[i as usize].1)
+        });
+        id
+    }
+}
+
+/// What the parser remembers of one task (comm, pid, tid) between its samples: its root
+/// node, and its previous sample's stack lines with the node each line led to.
+///
+/// Consecutive samples of a thread share most of their callers, so a sample's stack is
+/// compared with the previous one from the bottom (the root end), line by line, before
+/// anything is looked up: the lines they share cost a short comparison of bytes that are
+/// in cache, and their node is known without hashing.
+struct Slot {
+    /// Hash of `key`.
+    hash: u64,
+    /// comm, pid text and tid text, concatenated.
+    key: Vec<u8>,
+    comm_len: u32,
+    pid_len: u32,
+    /// The root node (the comm, with pid/tid as the options say).
+    root: u32,
+    /// Java names get their `L` prefix removed.
+    java: bool,
+    /// The thread, once a sample needed it ([`ThreadId::NONE`] before).
+    thread: ThreadId,
+    /// Where the previous sample's stack lines are, leaf first: (start, end) in the block
+    /// being parsed while `in_block`, else in `body` (copied there when the block ends).
+    lines: Vec<(usize, usize)>,
+    in_block: bool,
+    /// The previous sample's stack lines, once the block they were in is gone.
+    body: Vec<u8>,
+    /// `nodes[j]`: the node reached from the root through the `j` bottom lines;
+    /// `nodes[0]` is the root. Stops below the first line that could not be read (its
+    /// warning must be repeated when it repeats).
+    nodes: Vec<u32>,
+}
+
+impl Slot {
+    fn is(&self, h: &Header<'_>) -> bool {
+        let (c, p) = (self.comm_len as usize, self.pid_len as usize);
+        self.key.len() == c + p + h.tid_text.len()
+            && &self.key[..c] == h.comm
+            && &self.key[c..c + p] == h.pid_text
+            && &self.key[c + p..] == h.tid_text
+    }
+
+    /// The previous sample's `i`th stack line (`data`: the block being parsed).
+    #[inline]
+    fn line<'d>(&'d self, i: usize, data: &'d [u8]) -> &'d [u8] {
+        let (a, b) = self.lines[i];
+        if self.in_block {
+            &data[a..b]
+        } else {
+            &self.body[a..b]
+        }
+    }
+
+    /// Copies the lines out of the block that is about to go.
+    fn keep_lines(&mut self, data: &[u8]) {
+        if !self.in_block {
+            return;
+        }
+        self.body.clear();
+        for l in self.lines.iter_mut() {
+            let start = self.body.len();
+            self.body.extend_from_slice(&data[l.0..l.1]);
+            *l = (start, self.body.len());
+        }
+        self.in_block = false;
+    }
+}
+
+/// At most this many tasks are remembered per parser thread (the oldest is forgotten).
+const MAX_SLOTS: usize = 256;
+
 /// Per-thread collapse state.
 struct Folder<'a> {
     opts: &'a PerfOptions,
     filter: Option<&'a [u8]>,
+    /// Names, frames, threads and (unless aggregating) samples; stacks are in `tree`.
     profile: Profile,
+    tree: Tree,
     stats: Stats,
     cache: HashTable<CacheEntry>,
     cache_keys: Vec<u8>,
     cache_frames: Vec<FrameId>,
     hasher: foldhash::fast::FixedState,
     leaf_first: Vec<FrameId>,
-    path: Vec<FrameId>,
     name_buf: Vec<u8>,
-    root_cache: Vec<u8>,
-    root_frame: Option<FrameId>,
-    /// Per root frame: the previous sample's path and its stack nodes.
-    prev: Vec<(FrameId, Vec<FrameId>, Vec<StackId>)>,
-    /// Recent threads: (tid, pid, comm, id).
-    threads: Vec<RecentThread>,
-    /// Aggregated weight per stack node (with `aggregate`).
+    slots: Vec<Slot>,
+    slot_index: HashTable<u32>,
+    /// Next slot to forget when all are taken.
+    clock: usize,
+    /// Slots whose lines are in the block being parsed.
+    touched: Vec<u32>,
+    /// Stack lines of the current sample (start, end in the block), leaf first.
+    cur: Vec<(usize, usize)>,
+    /// Line number of the current sample's header.
+    cur_lineno: u64,
+    /// Lines of the current sample that could not be read (indices in `cur`).
+    bad: Vec<usize>,
+    /// Aggregated weight per tree node (with `aggregate`).
     agg: Vec<u64>,
+    /// Sum of the weights of the samples kept.
+    total: u64,
+    /// Samples kept whose header gave a period.
+    with_period: u64,
     /// Stack lines seen before → their frames (in `cache_frames`).
     line_cache: HashTable<CacheEntry>,
     line_keys: Vec<u8>,
@@ -394,57 +598,57 @@ struct Folder<'a> {
     line_cache_limit: usize,
 }
 
-/// A recently seen thread: (tid, pid, comm) and its id.
-type RecentThread = (Option<u32>, Option<u32>, Vec<u8>, ThreadId);
-
 /// At most this many bytes of distinct stack lines are remembered, shared by the parser
 /// threads.
-const LINE_CACHE_BYTES: usize = 2 << 20;
+const LINE_CACHE_BYTES: usize = 1 << 20;
 
 impl<'a> Folder<'a> {
     fn new(opts: &'a PerfOptions, filter: Option<&'a [u8]>) -> Self {
-        let unit = match opts.weight {
-            PerfWeight::Samples => WeightUnit::Samples,
-            PerfWeight::Period => WeightUnit::Period,
-        };
         let event = EventInfo {
             name: filter
                 .map(|f| String::from_utf8_lossy(f).into_owned())
                 .unwrap_or_default(),
-            unit,
+            unit: WeightUnit::Samples,
         };
         Folder {
             opts,
             filter,
             profile: Profile::new(event),
+            tree: Tree::default(),
             stats: Stats::default(),
             cache: HashTable::new(),
             cache_keys: Vec::new(),
             cache_frames: Vec::new(),
             hasher: foldhash::fast::FixedState::default(),
             leaf_first: Vec::with_capacity(128),
-            path: Vec::with_capacity(128),
             name_buf: Vec::with_capacity(256),
-            root_cache: Vec::new(),
-            root_frame: None,
-            prev: Vec::new(),
-            threads: Vec::new(),
+            slots: Vec::new(),
+            slot_index: HashTable::new(),
+            clock: 0,
+            touched: Vec::new(),
+            cur: Vec::with_capacity(128),
+            cur_lineno: 0,
+            bad: Vec::new(),
             agg: Vec::new(),
+            total: 0,
+            with_period: 0,
             line_cache: HashTable::new(),
             line_keys: Vec::new(),
             line_cache_limit: LINE_CACHE_BYTES,
         }
     }
 
-    /// Parses a block, returning its number of lines.
+    /// Parses a block, returning its number of lines. Line numbers in warnings and errors
+    /// are relative to the block.
     fn run(&mut self, data: &[u8], w: &mut Warnings<'_>) -> Result<u64, CollapseError> {
         let mut pos = 0usize;
         let mut lineno = 0u64;
-        // Current sample: Some(header) while reading its stack; `skip` when filtered.
+        // Current sample: Some(header) while reading its stack; `skip` when not kept.
         let mut header: Option<Header<'_>> = None;
         let mut skip = false;
         let mut in_sample = false;
         while pos < data.len() {
+            let start = pos;
             let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
             let mut line = &data[pos..end];
             pos = end + 1;
@@ -454,41 +658,17 @@ impl<'a> Folder<'a> {
             }
             if line.is_empty() {
                 if in_sample {
-                    self.end_sample(header.take(), skip);
+                    self.end_sample(data, header.take(), skip, w)?;
                     in_sample = false;
                 }
                 continue;
             }
             if !in_sample {
-                if line[0] == b'#' {
-                    continue;
-                }
-                if line.iter().all(|&c| is_space(c)) {
+                if line[0] == b'#' || line.iter().all(|&c| is_space(c)) {
                     continue;
                 }
                 in_sample = true;
-                self.stats.read += 1;
-                self.leaf_first.clear();
-                match parse_header(line) {
-                    Some(h) => {
-                        skip = false;
-                        if let Some(f) = self.filter {
-                            if !h.event.is_empty() && !event_matches(h.event, f) {
-                                skip = true;
-                                self.stats.skip(SkipReason::OtherEvent(
-                                    String::from_utf8_lossy(h.event).into_owned(),
-                                ));
-                            }
-                        }
-                        header = Some(h);
-                    }
-                    None => {
-                        w.warn(lineno, "unrecognised sample header line", line)?;
-                        self.stats.skip(SkipReason::MalformedHeader);
-                        skip = true;
-                        header = None;
-                    }
-                }
+                (header, skip) = self.start_sample(parse_header(line), line, lineno, w)?;
                 continue;
             }
             // Stack lines start with a tab; a line that does not may be the header of the
@@ -496,40 +676,264 @@ impl<'a> Folder<'a> {
             if line[0] != b'\t' {
                 if let Some(h) = parse_header(line).filter(|h| h.time != NO_TIME || line[0] != b' ')
                 {
-                    self.end_sample(header.take(), skip);
-                    self.stats.read += 1;
-                    self.leaf_first.clear();
-                    skip = self.filtered(&h);
-                    header = Some(h);
+                    self.end_sample(data, header.take(), skip, w)?;
+                    (header, skip) = self.start_sample(Some(h), line, lineno, w)?;
                     continue;
                 }
             }
-            if skip {
-                continue;
-            }
-            let java = header.as_ref().is_some_and(|h| h.comm.starts_with(b"java"));
-            if self.cached_line(line, java) {
-                continue;
-            }
-            match parse_frame(line) {
-                Some((pc, sym, module)) => {
-                    let start = self.leaf_first.len();
-                    self.push_frame(pc, sym, module, java);
-                    self.remember_line(line, java, start);
-                }
-                None => {
-                    w.warn(
-                        lineno,
-                        "unrecognised stack line (left out of its sample)",
-                        line,
-                    )?;
-                }
+            if !skip {
+                self.cur.push((start, start + line.len()));
             }
         }
         if in_sample {
-            self.end_sample(header.take(), skip);
+            self.end_sample(data, header.take(), skip, w)?;
         }
+        for &i in &self.touched {
+            self.slots[i as usize].keep_lines(data);
+        }
+        self.touched.clear();
         Ok(lineno)
+    }
+
+    /// Starts a sample at its header line (`header`: the line parsed): returns the header
+    /// and whether the sample is skipped.
+    fn start_sample<'d>(
+        &mut self,
+        header: Option<Header<'d>>,
+        line: &[u8],
+        lineno: u64,
+        w: &mut Warnings<'_>,
+    ) -> Result<(Option<Header<'d>>, bool), CollapseError> {
+        self.stats.read += 1;
+        self.cur.clear();
+        self.cur_lineno = lineno;
+        let Some(h) = header else {
+            w.warn(lineno, "unrecognised sample header line", line)?;
+            self.stats.skip(SkipReason::MalformedHeader);
+            return Ok((None, true));
+        };
+        if let Some(f) = self.filter {
+            if !h.event.is_empty() && !event_matches(h.event, f) {
+                self.stats.skip(SkipReason::OtherEvent(
+                    String::from_utf8_lossy(h.event).into_owned(),
+                ));
+                return Ok((Some(h), true));
+            }
+        }
+        if h.period_too_large && self.opts.weight == PerfWeight::Period {
+            w.warn(
+                lineno,
+                "sample period does not fit in 64 bits (sample left out)",
+                line,
+            )?;
+            self.stats.skip(SkipReason::WeightTooLarge);
+            return Ok((Some(h), true));
+        }
+        Ok((Some(h), false))
+    }
+
+    /// The slot of the task of `h`, created (and its root frame interned) if new.
+    fn slot(&mut self, h: &Header<'_>) -> usize {
+        let hash = {
+            let mut s = self.hasher.build_hasher();
+            s.write(h.comm);
+            s.write_u8(0xff);
+            s.write(h.pid_text);
+            s.write_u8(0xff);
+            s.write(h.tid_text);
+            s.finish()
+        };
+        let slots = &self.slots;
+        if let Some(&i) = self.slot_index.find(hash, |&i| slots[i as usize].is(h)) {
+            return i as usize;
+        }
+        let root = {
+            let f = self.root_frame(h);
+            self.tree.intern(NONE, f)
+        };
+        let i = if self.slots.len() < MAX_SLOTS {
+            self.slots.push(Slot {
+                hash,
+                key: Vec::new(),
+                comm_len: 0,
+                pid_len: 0,
+                root,
+                java: false,
+                thread: ThreadId::NONE,
+                lines: Vec::new(),
+                in_block: false,
+                body: Vec::new(),
+                nodes: Vec::new(),
+            });
+            self.slots.len() - 1
+        } else {
+            let i = self.clock;
+            self.clock = (self.clock + 1) % MAX_SLOTS;
+            let old = self.slots[i].hash;
+            if let Ok(e) = self.slot_index.find_entry(old, |&j| j as usize == i) {
+                e.remove();
+            }
+            i
+        };
+        let s = &mut self.slots[i];
+        s.hash = hash;
+        s.key.clear();
+        s.key.extend_from_slice(h.comm);
+        s.key.extend_from_slice(h.pid_text);
+        s.key.extend_from_slice(h.tid_text);
+        s.comm_len = h.comm.len() as u32;
+        s.pid_len = h.pid_text.len() as u32;
+        s.root = root;
+        s.java = h.comm.starts_with(b"java");
+        s.thread = ThreadId::NONE;
+        s.lines.clear();
+        s.in_block = false;
+        s.body.clear();
+        s.nodes.clear();
+        s.nodes.push(root);
+        let slots = &self.slots;
+        self.slot_index
+            .insert_unique(hash, i as u32, |&j| slots[j as usize].hash);
+        i
+    }
+
+    /// Ends the current sample: its stack (the lines in `cur`) becomes a tree node, and
+    /// its weight is added to it.
+    fn end_sample(
+        &mut self,
+        data: &[u8],
+        header: Option<Header<'_>>,
+        skip: bool,
+        w: &mut Warnings<'_>,
+    ) -> Result<(), CollapseError> {
+        let Some(h) = header else { return Ok(()) };
+        if skip {
+            return Ok(());
+        }
+        let si = self.slot(&h);
+        let n = self.cur.len();
+        // The bottom lines this sample shares with the task's previous one.
+        let mut nodes = std::mem::take(&mut self.slots[si].nodes);
+        let same = {
+            let s = &self.slots[si];
+            let m = s.lines.len();
+            let reusable = (nodes.len() - 1).min(n);
+            let mut j = 0;
+            while j < reusable {
+                let (a, b) = self.cur[n - 1 - j];
+                if s.line(m - 1 - j, data) != &data[a..b] {
+                    break;
+                }
+                j += 1;
+            }
+            j
+        };
+        nodes.truncate(same + 1);
+        let java = self.slots[si].java;
+        let mut node = nodes[same];
+        self.bad.clear();
+        for i in (0..n - same).rev() {
+            let (a, b) = self.cur[i];
+            if self.line_frames(&data[a..b], java) {
+                for k in (0..self.leaf_first.len()).rev() {
+                    node = self.tree.intern(node, self.leaf_first[k]);
+                }
+            } else {
+                self.bad.push(i);
+            }
+            if self.bad.is_empty() {
+                nodes.push(node);
+            }
+        }
+        let root = self.slots[si].root;
+        // A sample without a call chain carries its frame on the header line.
+        if node == root && !h.trailing.is_empty() {
+            if let Some((pc, sym, module)) = parse_frame(h.trailing) {
+                if !module.is_empty() {
+                    self.leaf_first.clear();
+                    self.push_frame(pc, sym, module, java);
+                    for k in (0..self.leaf_first.len()).rev() {
+                        node = self.tree.intern(node, self.leaf_first[k]);
+                    }
+                }
+            }
+        }
+        // Remember where this sample's lines are, for the task's next one (they are
+        // copied only if still needed when the block is done).
+        {
+            let s = &mut self.slots[si];
+            s.nodes = nodes;
+            s.lines.clear();
+            s.lines.extend_from_slice(&self.cur);
+            if !s.in_block {
+                s.in_block = true;
+                self.touched.push(si as u32);
+            }
+        }
+        for k in (0..self.bad.len()).rev() {
+            let i = self.bad[k];
+            let (a, b) = self.cur[i];
+            w.warn(
+                self.cur_lineno + 1 + i as u64,
+                "unrecognised stack line (left out of its sample)",
+                &data[a..b],
+            )?;
+        }
+        let weight = match self.opts.weight {
+            PerfWeight::Samples => 1,
+            PerfWeight::Period => h.period.unwrap_or(1),
+        };
+        self.total = self.total.checked_add(weight).ok_or_else(|| {
+            CollapseError::WeightOverflow(Warning::new(
+                w.source(),
+                self.cur_lineno,
+                "the weights of the samples add up to more than 2^64-1",
+                b"",
+            ))
+        })?;
+        if h.period.is_some() {
+            self.with_period += 1;
+        }
+        if self.opts.aggregate {
+            let i = node as usize;
+            if i >= self.agg.len() {
+                self.agg.resize(i + 1, 0);
+            }
+            // Cannot overflow: the total did not.
+            self.agg[i] += weight;
+        } else {
+            let thread = match self.slots[si].thread {
+                ThreadId::NONE => {
+                    let t = self.profile.thread(h.pid, h.tid, h.comm);
+                    self.slots[si].thread = t;
+                    t
+                }
+                t => t,
+            };
+            self.profile
+                .samples
+                .push(StackId(node), weight, h.time, thread);
+        }
+        self.stats.kept += 1;
+        Ok(())
+    }
+
+    /// Puts the frames of one stack line in `leaf_first` (leaf first); false if the line
+    /// cannot be read.
+    #[inline]
+    fn line_frames(&mut self, line: &[u8], java: bool) -> bool {
+        self.leaf_first.clear();
+        if self.cached_line(line, java) {
+            return true;
+        }
+        match parse_frame(line) {
+            Some((pc, sym, module)) => {
+                self.push_frame(pc, sym, module, java);
+                self.remember_line(line, java, 0);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Appends the frames of a stack line seen before (the same address in the same
@@ -578,114 +982,9 @@ impl<'a> Folder<'a> {
         });
     }
 
-    /// Whether a sample is of another event than the one kept (counted as skipped).
-    fn filtered(&mut self, h: &Header<'_>) -> bool {
-        if let Some(f) = self.filter {
-            if !h.event.is_empty() && !event_matches(h.event, f) {
-                self.stats.skip(SkipReason::OtherEvent(
-                    String::from_utf8_lossy(h.event).into_owned(),
-                ));
-                return true;
-            }
-        }
-        false
-    }
-
-    fn end_sample(&mut self, header: Option<Header<'_>>, skip: bool) {
-        let Some(h) = header else { return };
-        if skip {
-            return;
-        }
-        // A sample without a call chain carries its frame on the header line.
-        if self.leaf_first.is_empty() && !h.trailing.is_empty() {
-            if let Some((pc, sym, module)) = parse_frame(h.trailing) {
-                if !module.is_empty() {
-                    self.push_frame(pc, sym, module, h.comm.starts_with(b"java"));
-                }
-            }
-        }
-        let root = self.root(&h);
-        self.path.clear();
-        self.path.push(root);
-        self.path.extend(self.leaf_first.iter().rev());
-        let weight = match self.opts.weight {
-            PerfWeight::Samples => 1,
-            PerfWeight::Period => h.period.unwrap_or(1),
-        };
-        let stack = self.intern_path(root);
-        if self.opts.aggregate {
-            let i = stack.0 as usize;
-            if i >= self.agg.len() {
-                self.agg.resize(i + 1, 0);
-            }
-            self.agg[i] = self.agg[i].saturating_add(weight);
-        } else {
-            let thread = self.thread(&h);
-            self.profile.samples.push(stack, weight, h.time, thread);
-        }
-        self.stats.kept += 1;
-    }
-
-    /// Interns `self.path` (root first), reusing the nodes of the previous sample with the
-    /// same root frame: consecutive samples of a thread share most of their callers, and
-    /// comparing frame ids is much cheaper than a hash lookup per frame.
-    fn intern_path(&mut self, root: FrameId) -> StackId {
-        let slot = match self.prev.iter().position(|p| p.0 == root) {
-            Some(i) => i,
-            None => {
-                if self.prev.len() >= 64 {
-                    self.prev.swap_remove(0);
-                }
-                self.prev.push((root, Vec::new(), Vec::new()));
-                self.prev.len() - 1
-            }
-        };
-        let (_, frames, nodes) = &mut self.prev[slot];
-        let keep = frames
-            .iter()
-            .zip(&self.path)
-            .take_while(|(a, b)| a == b)
-            .count();
-        nodes.truncate(keep);
-        frames.truncate(keep);
-        for &f in &self.path[keep..] {
-            let parent = nodes.last().copied();
-            nodes.push(self.profile.stacks.intern(parent, f));
-            frames.push(f);
-        }
-        *nodes.last().expect("root frame present")
-    }
-
-    /// The thread of a sample; the last few are cached (samples come in runs per thread).
-    fn thread(&mut self, h: &Header<'_>) -> ThreadId {
-        if let Some(t) = self
-            .threads
-            .iter()
-            .find(|t| t.0 == h.tid && t.1 == h.pid && t.2 == h.comm)
-        {
-            return t.3;
-        }
-        let id = self.profile.thread(h.pid, h.tid, h.comm);
-        if self.threads.len() >= 16 {
-            self.threads.swap_remove(0);
-        }
-        self.threads.push((h.tid, h.pid, h.comm.to_vec(), id));
-        id
-    }
-
-    /// Moves aggregated weights into the sample table (one row per stack).
-    fn finish(mut self) -> (Profile, Stats) {
-        for (i, &w) in self.agg.iter().enumerate() {
-            if w > 0 {
-                self.profile
-                    .samples
-                    .push(StackId(i as u32), w, NO_TIME, ThreadId::NONE);
-            }
-        }
-        (self.profile, self.stats)
-    }
-
-    fn root(&mut self, h: &Header<'_>) -> FrameId {
+    /// The root frame of a task: its comm (spaces made underscores), with pid/tid as the
+    /// options say.
+    fn root_frame(&mut self, h: &Header<'_>) -> FrameId {
         let nb = &mut self.name_buf;
         nb.clear();
         nb.extend(h.comm.iter().map(|&c| if c == b' ' { b'_' } else { c }));
@@ -698,16 +997,7 @@ impl<'a> Folder<'a> {
             nb.push(b'-');
             nb.extend_from_slice(h.pid_text);
         }
-        if let Some(f) = self.root_frame {
-            if self.root_cache == *nb {
-                return f;
-            }
-        }
-        let f = self.profile.frame(nb, FrameKind::Root);
-        self.root_cache.clear();
-        self.root_cache.extend_from_slice(nb);
-        self.root_frame = Some(f);
-        f
+        self.profile.frame(nb, FrameKind::Root)
     }
 
     fn push_frame(&mut self, pc: &[u8], sym: &[u8], module: &[u8], java: bool) {
@@ -934,10 +1224,10 @@ pub enum ReadError {
     Collapse(#[from] CollapseError),
 }
 
-/// Size of the blocks `perf script` text is read and parsed in. Small enough that a few
-/// in flight cost little memory (inferno streams too), large enough that starting a
-/// block (a fresh frame cache) is rare.
-const BLOCK: usize = 512 << 10;
+/// Size of the blocks `perf script` text is read and parsed in. Small enough that the
+/// few in flight cost little memory (inferno streams too), large enough that handing one
+/// to a parser thread is rare. Parser threads keep their caches from block to block.
+const BLOCK: usize = 256 << 10;
 
 /// Where a block may end: after the last newline that starts a sample header (a line
 /// that starts with neither a tab nor a newline). `None` if the buffer holds no such line.
@@ -962,20 +1252,22 @@ struct BlockInfo {
     samples: std::ops::Range<usize>,
 }
 
-/// A parser thread's work: its profile (with caches kept across blocks, so each distinct
-/// frame is tidied and interned once per thread, not once per block), what each of its
-/// blocks gave, and the first error it met.
+/// A parser thread's work: its profile and tree (with caches kept across blocks, so each
+/// distinct frame is tidied and interned once per thread, not once per block), what each
+/// of its blocks gave, and the first error it met.
 struct WorkerOut<'a> {
     folder: Folder<'a>,
     blocks: Vec<BlockInfo>,
     error: Option<(usize, CollapseError)>,
 }
 
+/// Parses the blocks `jobs` gives, handing each buffer back through `done` once parsed.
 fn parse_blocks<'a>(
     name: &str,
     opts: &'a Options,
     filter: Option<&'a [u8]>,
-    jobs: impl Iterator<Item = (usize, Vec<u8>)>,
+    jobs: impl Iterator<Item = (usize, Block)>,
+    done: &mut dyn FnMut(Block),
     failed: &std::sync::atomic::AtomicBool,
     threads: usize,
 ) -> WorkerOut<'a> {
@@ -988,7 +1280,9 @@ fn parse_blocks<'a>(
     for (idx, block) in jobs {
         let mut w = Warnings::new(name, opts);
         let start = out.folder.profile.samples.len();
-        match out.folder.run(&block, &mut w) {
+        let r = out.folder.run(block.data(), &mut w);
+        done(block);
+        match r {
             Ok(lines) => {
                 let mut stats = std::mem::take(&mut out.folder.stats);
                 stats.warnings = w.count;
@@ -1034,42 +1328,61 @@ pub fn collapse_reader(
             popts.block_bytes
         },
     );
-    let Some(first) = blocks.next_block()? else {
+    let Some(first) = blocks.next_block(Block::default())? else {
         return Ok(Collapsed::default());
     };
     let filter: Option<Vec<u8>> = match &popts.event_filter {
         Some(f) => Some(f.as_bytes().to_vec()),
-        None => first_event(&first).map(<[u8]>::to_vec),
+        None => first_event(first.data()).map(<[u8]>::to_vec),
     };
     let filter = filter.as_deref();
     let failed = AtomicBool::new(false);
     let mut read_error = None;
     let outs: Vec<WorkerOut<'_>> = if threads <= 1 {
-        let mut next = Some(first);
-        let mut idx = 0;
-        let jobs = std::iter::from_fn(|| {
-            let b = next.take()?;
-            match blocks.next_block() {
-                Ok(n) => next = n,
-                Err(e) => read_error = Some(e),
-            }
+        // One buffer, parsed, then read into again.
+        let pending = std::cell::RefCell::new(Some(first));
+        let blocks = &mut blocks;
+        let read_error = &mut read_error;
+        let mut done = |b: Block| match blocks.next_block(b) {
+            Ok(n) => *pending.borrow_mut() = n,
+            Err(e) => *read_error = Some(e),
+        };
+        let mut idx = 0usize;
+        let source = std::iter::from_fn(|| {
+            let b = pending.borrow_mut().take()?;
             idx += 1;
             Some((idx - 1, b))
         });
-        vec![parse_blocks(name, opts, filter, jobs, &failed, 1)]
+        vec![parse_blocks(
+            name, opts, filter, source, &mut done, &failed, 1,
+        )]
     } else {
         std::thread::scope(|s| {
-            let (job_tx, job_rx) = crossbeam_channel::bounded::<(usize, Vec<u8>)>(threads);
+            let (job_tx, job_rx) = crossbeam_channel::bounded::<(usize, Block)>(1);
+            let (free_tx, free_rx) = crossbeam_channel::unbounded::<Block>();
             let failed = &failed;
             let handles: Vec<_> = (0..threads)
                 .map(|_| {
                     let job_rx = job_rx.clone();
+                    let free_tx = free_tx.clone();
                     s.spawn(move || {
-                        parse_blocks(name, opts, filter, job_rx.into_iter(), failed, threads)
+                        let mut done = |b: Block| {
+                            let _ = free_tx.send(b);
+                        };
+                        parse_blocks(
+                            name,
+                            opts,
+                            filter,
+                            job_rx.into_iter(),
+                            &mut done,
+                            failed,
+                            threads,
+                        )
                     })
                 })
                 .collect();
             drop(job_rx);
+            drop(free_tx);
             let mut block = Some(first);
             let mut idx = 0;
             while let Some(b) = block {
@@ -1077,7 +1390,8 @@ pub fn collapse_reader(
                     break;
                 }
                 idx += 1;
-                block = match blocks.next_block() {
+                let buf = free_rx.try_recv().unwrap_or_default();
+                block = match blocks.next_block(buf) {
                     Ok(b) => b,
                     Err(e) => {
                         read_error = Some(e);
@@ -1095,15 +1409,16 @@ pub fn collapse_reader(
     if let Some(e) = read_error {
         return Err(ReadError::Io(e));
     }
-    assemble(outs, opts, filter).map_err(ReadError::from)
+    assemble(outs, opts, filter, name).map_err(ReadError::from)
 }
 
-/// Joins the workers' results: line numbers fixed up in input order, samples in input
-/// order (or, aggregated, one row per stack).
+/// Joins the workers' results: line numbers fixed up in input order, trees merged,
+/// samples in input order (or, aggregated, one row per stack).
 fn assemble(
     mut outs: Vec<WorkerOut<'_>>,
     opts: &Options,
     filter: Option<&[u8]>,
+    name: &str,
 ) -> Result<Collapsed, CollapseError> {
     // Lines before each block, for line numbers relative to the whole input.
     let mut lines: Vec<(usize, u64)> = outs
@@ -1127,6 +1442,10 @@ fn assemble(
             CollapseError::Malformed(mut w) => {
                 w.line += base(idx);
                 CollapseError::Malformed(w)
+            }
+            CollapseError::WeightOverflow(mut w) => {
+                w.line += base(idx);
+                CollapseError::WeightOverflow(w)
             }
             e => e,
         });
@@ -1153,29 +1472,168 @@ fn assemble(
         }
         ranges.push((wi, b.samples.clone()));
     }
-    let mut profiles: Vec<Profile> = outs.into_iter().map(|o| o.folder.finish().0).collect();
-    if profiles.len() == 1 {
-        out.profile = profiles.pop().expect("one profile");
-    } else if opts.perf.aggregate {
-        // One row per stack: the order of rows carries no meaning.
-        let mut it = profiles.into_iter();
-        out.profile = it.next().unwrap_or_default();
-        for p in it {
-            out.profile.merge_from(&p);
+    let mut total = 0u64;
+    let mut with_period = 0u64;
+    for o in &outs {
+        total = total.checked_add(o.folder.total).ok_or_else(|| {
+            CollapseError::WeightOverflow(Warning::new(
+                name,
+                0,
+                "the weights of the samples add up to more than 2^64-1",
+                b"",
+            ))
+        })?;
+        with_period += o.folder.with_period;
+    }
+    let mut folders = outs.into_iter().map(|o| o.folder);
+    let Some(mut main) = folders.next() else {
+        return Ok(out);
+    };
+    let aggregate = opts.perf.aggregate;
+    if aggregate {
+        main.agg.resize(main.tree.nodes.len(), 0);
+    }
+    // Where each worker's nodes and threads landed in the first one's tables.
+    let mut maps: Vec<(Vec<u32>, Vec<ThreadId>)> = vec![(Vec::new(), Vec::new())];
+    let mut others: Vec<Profile> = Vec::new();
+    for f in folders {
+        let fmap: Vec<FrameId> = f
+            .profile
+            .frames
+            .iter()
+            .map(|(_, fr)| main.profile.frame(f.profile.strings.get(fr.name), fr.kind))
+            .collect();
+        let tmap: Vec<ThreadId> = f
+            .profile
+            .threads
+            .iter()
+            .map(|(_, t)| {
+                main.profile
+                    .thread(t.pid, t.tid, f.profile.strings.get(t.name))
+            })
+            .collect();
+        let mut nmap: Vec<u32> = Vec::with_capacity(f.tree.nodes.len());
+        for &(parent, frame) in &f.tree.nodes {
+            let parent = if parent == NONE {
+                NONE
+            } else {
+                nmap[parent as usize]
+            };
+            nmap.push(main.tree.intern(parent, fmap[frame as usize]));
         }
-    } else {
-        let mut merged = Profile::new(profiles[0].event.clone());
-        let maps: Vec<_> = profiles.iter().map(|p| merged.import_tables(p)).collect();
+        if aggregate {
+            main.agg.resize(main.tree.nodes.len(), 0);
+            for (i, &w) in f.agg.iter().enumerate() {
+                if w > 0 {
+                    // Cannot overflow: the total did not.
+                    main.agg[nmap[i] as usize] += w;
+                }
+            }
+            maps.push((Vec::new(), Vec::new()));
+        } else {
+            maps.push((nmap, tmap));
+        }
+        others.push(f.profile);
+    }
+    // The model's stack table, built by appending: the tree has no duplicates.
+    let Folder {
+        tree,
+        agg,
+        mut profile,
+        ..
+    } = main;
+    let Tree { nodes, index } = tree;
+    drop(index);
+    let mut stacks = kiln_model::StackTable::new();
+    for &(parent, frame) in &nodes {
+        let parent = (parent != NONE).then_some(StackId(parent));
+        stacks.push_new(parent, FrameId(frame));
+    }
+    drop(nodes);
+    profile.stacks = stacks;
+    if aggregate {
+        for (i, &w) in agg.iter().enumerate() {
+            if w > 0 {
+                profile
+                    .samples
+                    .push(StackId(i as u32), w, NO_TIME, ThreadId::NONE);
+            }
+        }
+    } else if !others.is_empty() {
+        // Rows in input order: the first worker's as they are, the others' mapped.
+        let mine = std::mem::take(&mut profile.samples);
+        let mut samples = kiln_model::SampleTable::default();
         for (wi, r) in ranges {
-            merged.push_samples_from(&profiles[wi], r, &maps[wi]);
+            let src = if wi == 0 {
+                &mine
+            } else {
+                &others[wi - 1].samples
+            };
+            let (nmap, tmap) = &maps[wi];
+            for i in r {
+                let (stack, thread) = if wi == 0 {
+                    (src.stack[i], src.thread[i])
+                } else {
+                    let th = src.thread[i];
+                    (
+                        StackId(nmap[src.stack[i].0 as usize]),
+                        if th == ThreadId::NONE {
+                            th
+                        } else {
+                            tmap[th.0 as usize]
+                        },
+                    )
+                };
+                samples.push(stack, src.weight[i], src.time[i], thread);
+            }
         }
-        out.profile = merged;
+        profile.samples = samples;
     }
     out.stats.event = filter.map(|f| String::from_utf8_lossy(f).into_owned());
     if let Some(e) = &out.stats.event {
-        out.profile.event.name.clone_from(e);
+        profile.event.name.clone_from(e);
     }
+    profile.event.unit = match opts.perf.weight {
+        PerfWeight::Period if with_period > 0 => period_unit(&profile.event.name),
+        _ => WeightUnit::Samples,
+    };
+    out.profile = profile;
     Ok(out)
+}
+
+/// What the periods of samples of `event` count: nanoseconds of CPU time for perf's
+/// `cpu-clock` and `task-clock`, occurrences for tracepoints, the counter's own unit
+/// otherwise. The perf.data reader weighs its samples by the same rule.
+pub fn period_unit(event: &str) -> WeightUnit {
+    let base = match event.rsplit_once(':') {
+        // `cpu-clock:ppp`, `cycles:u`: modifiers.
+        Some((b, m))
+            if !m.is_empty() && m.len() <= 6 && m.bytes().all(|c| b"ukhpPGHISDWe".contains(&c)) =>
+        {
+            b
+        }
+        _ => event,
+    };
+    match base {
+        "cpu-clock" | "task-clock" => WeightUnit::Nanoseconds,
+        b if b.contains(':') => WeightUnit::Events,
+        _ => WeightUnit::Period,
+    }
+}
+
+/// A buffer of `perf script` text: `buf[..len]` is the text; the rest is spare room,
+/// initialised once, that the next read reuses (buffers go back and forth between the
+/// reader and the parser threads, so the input is read without allocating or zeroing).
+#[derive(Default)]
+struct Block {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Block {
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
 }
 
 /// Reads `perf script` text in blocks that end at sample boundaries.
@@ -1192,55 +1650,51 @@ impl<'r> BlockReader<'r> {
             reader,
             carry: Vec::new(),
             eof: false,
-            block,
+            block: block.max(1),
         }
     }
 
-    fn next_block(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+    /// The next block, read into `b` (whose contents are discarded); `None` at the end.
+    fn next_block(&mut self, mut b: Block) -> std::io::Result<Option<Block>> {
         if self.eof && self.carry.is_empty() {
             return Ok(None);
         }
-        let mut buf = Vec::with_capacity(self.block + self.carry.len() + 4096);
-        buf.append(&mut self.carry);
+        let mut target = self.block;
+        if b.buf.len() < self.carry.len() {
+            b.buf.resize(self.carry.len(), 0);
+        }
+        b.buf[..self.carry.len()].copy_from_slice(&self.carry);
+        b.len = self.carry.len();
+        self.carry.clear();
         loop {
-            while !self.eof && buf.len() < self.block {
-                let start = buf.len();
-                buf.resize(start.max(self.block).min(start + self.block), 0);
+            // Fill to at least one block (more when a sample is longer than that).
+            while !self.eof && b.len < target {
+                if b.buf.len() < target {
+                    b.buf.resize(target, 0);
+                }
                 let n = loop {
-                    match self.reader.read(&mut buf[start..]) {
+                    match self.reader.read(&mut b.buf[b.len..]) {
                         Ok(n) => break n,
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                         Err(e) => return Err(e),
                     }
                 };
-                buf.truncate(start + n);
                 if n == 0 {
                     self.eof = true;
                 }
+                b.len += n;
             }
             if self.eof {
-                return Ok((!buf.is_empty()).then_some(buf));
+                return Ok((b.len > 0).then_some(b));
             }
             // Cut after the last complete sample; a sample longer than the block makes the
             // block grow until it ends.
-            match block_cut(&buf).filter(|&c| c > 0) {
-                Some(cut) => {
-                    self.carry = buf[cut..].to_vec();
-                    buf.truncate(cut);
-                    return Ok(Some(buf));
-                }
-                None => {
-                    let more = buf.len() + self.block;
-                    buf.reserve(self.block);
-                    let start = buf.len();
-                    buf.resize(more, 0);
-                    let n = self.reader.read(&mut buf[start..])?;
-                    buf.truncate(start + n);
-                    if n == 0 {
-                        self.eof = true;
-                    }
-                }
+            if let Some(cut) = block_cut(b.data()).filter(|&c| c > 0) {
+                self.carry.extend_from_slice(&b.buf[cut..b.len]);
+                b.len = cut;
+                return Ok(Some(b));
             }
+            target = b.len + self.block;
         }
     }
 }
