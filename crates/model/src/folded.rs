@@ -339,7 +339,11 @@ mod tests {
     #[test]
     fn names_with_semicolons_sort_as_text() {
         let mut p = Profile::default();
-        for (path, w) in [(&["a;b", "c"][..], 1), (&["a", "b"][..], 2), (&["a"][..], 3)] {
+        for (path, w) in [
+            (&["a;b", "c"][..], 1),
+            (&["a", "b"][..], 2),
+            (&["a"][..], 3),
+        ] {
             let f: Vec<_> = path
                 .iter()
                 .map(|n| p.frame(n.as_bytes(), FrameKind::Unknown))
