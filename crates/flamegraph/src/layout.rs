@@ -57,11 +57,14 @@ pub(crate) enum Plan {
     /// A merged call tree.
     Tree {
         order: Order,
-        /// Child lists (CSR) of every node whose parent is drawn.
+        /// Child lists of the drawn nodes (CSR over the drawn nodes only: with the
+        /// default minimum width a few thousand of millions): drawn node `k` (its number
+        /// in `drawn_id`) has children `kids[start[k]..start[k + 1]]`.
         start: Vec<u32>,
         kids: Vec<u32>,
         roots: Vec<u32>,
-        kept: Vec<bool>,
+        /// Each node's number among the drawn nodes, or `NONE` if it is not drawn.
+        drawn_id: Vec<u32>,
     },
     /// A flame chart: rectangles in sample order.
     Chart(Vec<Rect>),
@@ -79,9 +82,12 @@ pub(crate) struct PlanInfo {
 
 /// Compares `a` followed by `ta` with `b` followed by `tb`.
 fn cmp_term(a: &[u8], ta: u8, b: &[u8], tb: u8) -> Ordering {
-    a.iter()
-        .chain(std::iter::once(&ta))
-        .cmp(b.iter().chain(std::iter::once(&tb)))
+    let l = a.len().min(b.len());
+    a[..l].cmp(&b[..l]).then_with(|| {
+        let x = a.get(l).copied().unwrap_or(ta);
+        let y = b.get(l).copied().unwrap_or(tb);
+        x.cmp(&y).then(a.len().cmp(&b.len()))
+    })
 }
 
 /// Sort ranks of every frame's name as flamegraph.pl's line sort orders siblings: a frame
@@ -109,43 +115,46 @@ fn name_ranks(p: &Profile) -> Vec<u32> {
 impl Plan {
     /// Plans the merged call tree, dropping nodes narrower than `min_w` weight units.
     pub(crate) fn tree(p: &Profile, w: &Weights, order: Order, min_w: f64) -> (Plan, PlanInfo) {
-        let n = p.stacks.len();
         let parents = p.stacks.raw_parents();
-        let kept: Vec<bool> = w
-            .total
-            .iter()
-            .map(|&t| t > 0 && (t as f64) >= min_w)
-            .collect();
-        // Child lists for nodes whose parent is drawn (they may be pruned themselves, but
-        // still take their place on the x axis).
-        let mut count = vec![0u32; n + 1];
+        let mut drawn_id: Vec<u32> = Vec::with_capacity(w.total.len());
+        let mut kept_count = 0u32;
+        for &t in &w.total {
+            if t > 0 && (t as f64) >= min_w {
+                drawn_id.push(kept_count);
+                kept_count += 1;
+            } else {
+                drawn_id.push(NONE);
+            }
+        }
+        // Child lists of drawn nodes (the children may be pruned themselves, but still
+        // take their place on the x axis).
+        let mut start = vec![0u32; kept_count as usize + 1];
         let mut roots = Vec::new();
         let mut depth_max = 0u32;
-        let mut drawn = 1u64;
         for (i, &par) in parents.iter().enumerate() {
             if par == NONE {
                 roots.push(i as u32);
-            } else if kept[par as usize] {
-                count[par as usize + 1] += 1;
+            } else if drawn_id[par as usize] != NONE {
+                start[drawn_id[par as usize] as usize + 1] += 1;
             }
-            if kept[i] {
-                drawn += 1;
+            if drawn_id[i] != NONE {
                 depth_max = depth_max.max(p.stacks.depth(StackId(i as u32)) + 1);
             }
         }
-        for i in 0..n {
-            count[i + 1] += count[i];
+        for k in 0..kept_count as usize {
+            start[k + 1] += start[k];
         }
-        let start = count;
         let mut fill = start.clone();
-        let mut kids = vec![0u32; start[n] as usize];
+        let mut kids = vec![0u32; start[kept_count as usize] as usize];
         for (i, &par) in parents.iter().enumerate() {
-            if par != NONE && kept[par as usize] {
-                let slot = &mut fill[par as usize];
+            if par != NONE && drawn_id[par as usize] != NONE {
+                let slot = &mut fill[drawn_id[par as usize] as usize];
                 kids[*slot as usize] = i as u32;
                 *slot += 1;
             }
         }
+        drop(fill);
+        let drawn = 1 + u64::from(kept_count);
         let frames = p.stacks.raw_frames();
         match order {
             Order::Name => {
@@ -156,8 +165,8 @@ impl Plan {
                     (u64::from(r) << 32) | u64::from(c)
                 };
                 roots.sort_unstable_by_key(|&c| key(c));
-                for i in 0..n {
-                    let (a, b) = (start[i] as usize, start[i + 1] as usize);
+                for k in 0..kept_count as usize {
+                    let (a, b) = (start[k] as usize, start[k + 1] as usize);
                     if b - a > 1 {
                         kids[a..b].sort_unstable_by_key(|&c| key(c));
                     }
@@ -173,22 +182,22 @@ impl Plan {
                     )
                 };
                 roots.sort_unstable_by_key(|&c| key(c));
-                for i in 0..n {
-                    let (a, b) = (start[i] as usize, start[i + 1] as usize);
+                for k in 0..kept_count as usize {
+                    let (a, b) = (start[k] as usize, start[k + 1] as usize);
                     if b - a > 1 {
                         kids[a..b].sort_unstable_by_key(|&c| key(c));
                     }
                 }
             }
         }
-        let pruned = kept.iter().filter(|&&k| !k).count() as u64;
+        let pruned = (drawn_id.len() - kept_count as usize) as u64;
         (
             Plan::Tree {
                 order,
                 start,
                 kids,
                 roots,
-                kept,
+                drawn_id,
             },
             PlanInfo {
                 depth_max,
@@ -310,7 +319,7 @@ impl Plan {
                 start,
                 kids,
                 roots,
-                kept,
+                drawn_id,
             } => {
                 #[derive(Clone, Copy)]
                 struct Item {
@@ -327,7 +336,7 @@ impl Plan {
                         let mark = stack.len();
                         for &c in list {
                             let width = w.total[c as usize];
-                            if kept[c as usize] {
+                            if drawn_id[c as usize] != NONE {
                                 stack.push(Item {
                                     node: c,
                                     frame: frames[c as usize],
@@ -348,7 +357,8 @@ impl Plan {
                         Order::Name => it.x + w.selfw[i],
                         Order::Heavy => it.x,
                     };
-                    let list = &kids[start[i] as usize..start[i + 1] as usize];
+                    let k = drawn_id[i] as usize;
+                    let list = &kids[start[k] as usize..start[k + 1] as usize];
                     push_children(&mut stack, list, first, it.level + 1);
                 }
             }
