@@ -334,3 +334,78 @@ fn same_profile_whatever_the_blocks_threads_and_aggregation() {
         }
     }
 }
+
+/// A period beyond 64 bits is a malformed sample with that reason (it used to weigh 1,
+/// silently); weights adding up beyond 64 bits are an error naming the line (they used
+/// to saturate, drawing every frame at 100%).
+#[test]
+fn periods_that_do_not_fit_are_malformed_and_totals_do_not_saturate() {
+    let text = b"prog 12 [000] 1.000001: 99999999999999999999 cpu-clock:\n\t1234 f (/bin/x)\n\nprog 12 [000] 1.000002: 7 cpu-clock:\n\t1234 g (/bin/x)\n";
+    for threads in [1, 2] {
+        let opts = Options {
+            perf: PerfOptions {
+                threads,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let input = kiln_collapse::Input {
+            name: "big.txt",
+            data: text,
+        };
+        let c = kiln_collapse::collapse(input, Format::Perf, &opts).unwrap();
+        assert_eq!((c.stats.read, c.stats.kept), (2, 1));
+        assert_eq!(
+            c.stats
+                .skipped
+                .get(&kiln_collapse::SkipReason::WeightTooLarge),
+            Some(&1)
+        );
+        assert_eq!(c.stats.warnings, 1);
+        assert_eq!(
+            c.warnings[0].to_string(),
+            "big.txt:1: sample period does not fit in 64 bits (sample left out): prog 12 [000] 1.000001: 99999999999999999999 cpu-clock:"
+        );
+        assert_eq!(folded(&c.profile), "prog;g 7\n");
+        // Counting samples, the period does not matter.
+        let samples = Options {
+            perf: PerfOptions {
+                weight: PerfWeight::Samples,
+                threads,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let c = kiln_collapse::collapse(input, Format::Perf, &samples).unwrap();
+        assert_eq!((c.stats.kept, c.stats.warnings), (2, 0));
+    }
+    let max = u64::MAX;
+    let text = format!(
+        "prog 12 [000] 1.000001: {max} cpu-clock:\n\t1234 f (/bin/x)\n\nprog 12 [000] 1.000002: 1 cpu-clock:\n\t1234 g (/bin/x)\n"
+    );
+    for (threads, block_bytes) in [(1, 0), (2, 1)] {
+        let opts = Options {
+            perf: PerfOptions {
+                threads,
+                block_bytes,
+                aggregate: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let e = kiln_collapse::collapse(
+            kiln_collapse::Input {
+                name: "sum.txt",
+                data: text.as_bytes(),
+            },
+            Format::Perf,
+            &opts,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, kiln_collapse::CollapseError::WeightOverflow(_)),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("sum.txt"), "{e}");
+    }
+}
