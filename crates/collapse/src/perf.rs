@@ -1637,8 +1637,10 @@ fn assemble(
 }
 
 /// What the periods of samples of `event` count: nanoseconds of CPU time for perf's
-/// `cpu-clock` and `task-clock`, occurrences for tracepoints, the counter's own unit
-/// otherwise. The perf.data reader weighs its samples by the same rule.
+/// `cpu-clock` and `task-clock`, occurrences for tracepoints and software events
+/// (page faults, context switches, migrations), the counter's own unit otherwise. The
+/// perf.data reader weighs its samples by the same rule, so one recording read either
+/// way compares as equal.
 pub fn period_unit(event: &str) -> WeightUnit {
     let base = match event.rsplit_once(':') {
         // `cpu-clock:ppp`, `cycles:u`: modifiers.
@@ -1651,6 +1653,10 @@ pub fn period_unit(event: &str) -> WeightUnit {
     };
     match base {
         "cpu-clock" | "task-clock" => WeightUnit::Nanoseconds,
+        "page-faults" | "faults" | "minor-faults" | "major-faults" | "context-switches" | "cs"
+        | "cpu-migrations" | "migrations" | "alignment-faults" | "emulation-faults" => {
+            WeightUnit::Events
+        }
         b if b.contains(':') => WeightUnit::Events,
         _ => WeightUnit::Period,
     }

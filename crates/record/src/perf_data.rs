@@ -12,6 +12,34 @@ use std::path::Path;
 pub struct PerfDataOptions {
     /// How frames are named. Default: no annotations.
     pub naming: NamingOptions,
+    /// Count each sample once. By default a sample weighs its period, as `perf script`
+    /// text does in `kiln collapse` and inferno (nanoseconds of CPU time for cpu-clock
+    /// and task-clock, occurrences for tracepoints and software events, the counter's
+    /// unit otherwise): the same recording read either way weighs the same. Default:
+    /// false.
+    pub count_samples: bool,
+}
+
+/// What the period of a sample of `event` counts: the rule `kiln_collapse` applies to
+/// `perf script` text (kept the same; a test reads one recording both ways).
+fn period_unit(event: &str) -> WeightUnit {
+    let base = match event.rsplit_once(':') {
+        Some((b, m))
+            if !m.is_empty() && m.len() <= 6 && m.bytes().all(|c| b"ukhpPGHISDWe".contains(&c)) =>
+        {
+            b
+        }
+        _ => event,
+    };
+    match base {
+        "cpu-clock" | "task-clock" => WeightUnit::Nanoseconds,
+        "page-faults" | "faults" | "minor-faults" | "major-faults" | "context-switches" | "cs"
+        | "cpu-migrations" | "migrations" | "alignment-faults" | "emulation-faults" => {
+            WeightUnit::Events
+        }
+        b if b.contains(':') => WeightUnit::Events,
+        _ => WeightUnit::Period,
+    }
 }
 
 /// Reads a perf.data file into one profile per event it recorded (see
@@ -58,8 +86,9 @@ pub fn read_with_summary(
                     _ => "event".into(),
                 });
             let unit = match a.attr.type_ {
+                _ if opts.count_samples => WeightUnit::Samples,
                 PerfEventType::Tracepoint(_) => WeightUnit::Events,
-                _ => WeightUnit::Samples,
+                _ => period_unit(&name),
             };
             EventInfo { name, unit }
         })
@@ -81,8 +110,9 @@ pub fn read_with_summary(
                 let units = &units;
                 records::handle(&mut collector, &mut scratch, r, &|_| Some(ev), &|ev, s| {
                     Some(match units.get(ev) {
+                        Some(WeightUnit::Samples) | None => 1,
                         Some(WeightUnit::Events) => s.period.unwrap_or(1).max(1),
-                        _ => 1,
+                        Some(_) => s.period.unwrap_or(1),
                     })
                 });
             }

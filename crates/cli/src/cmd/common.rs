@@ -248,6 +248,8 @@ fn collapse_perf_data(
             annotate_kernel: perf.annotate_kernel,
             annotate_jit: perf.annotate_jit,
         },
+        // One rule for perf.data and `perf script` text: periods, or --count-samples.
+        count_samples: perf.weight == kiln_collapse::perf::PerfWeight::Samples,
     };
     let (profiles, summary) = kiln_record::perf_data::read_with_summary(path, &opts)
         .with_context(|| format!("Failed to read perf.data file '{name}'"))?;
