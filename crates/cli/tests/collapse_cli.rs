@@ -255,3 +255,32 @@ fn diff_weighs_perf_script_and_perf_data_alike_and_refuses_mixed_units() {
         .success()
         .stdout(predicate::str::contains("self%"));
 }
+
+/// Format detection reads several lines: a first line with a negative count is one bad
+/// line (it used to make the file unreadable: "cannot tell the input format"), and so is a
+/// folded file of one 10 MB line, which detection sees cut at 64 KiB.
+#[test]
+fn one_bad_first_line_and_one_long_line_are_still_folded_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let neg = dir.path().join("neg.folded");
+    std::fs::write(&neg, "main;a -5\nmain;b 3\n").unwrap();
+    kiln()
+        .arg("collapse")
+        .arg(&neg)
+        .assert()
+        .success()
+        .stdout("main;b 3\n")
+        .stderr(predicate::str::contains(
+            "neg.folded:1: negative sample count",
+        ))
+        .stderr(predicate::str::contains("skipped 1: negative count"));
+    let long = dir.path().join("long.folded");
+    let mut line = String::new();
+    while line.len() < 10 << 20 {
+        line.push_str("some_function;");
+    }
+    line.push_str("leaf 42\n");
+    std::fs::write(&long, &line).unwrap();
+    let out = kiln().arg("collapse").arg(&long).assert().success();
+    assert_eq!(out.get_output().stdout, line.as_bytes());
+}
