@@ -90,12 +90,25 @@ fn cmp_term(a: &[u8], ta: u8, b: &[u8], tb: u8) -> Ordering {
     })
 }
 
-/// Sort ranks of every frame's name as flamegraph.pl's line sort orders siblings: a frame
-/// with callees is followed by `;` in its lines, a leaf by a space. Index `2*frame` is
-/// the rank as a leaf, `2*frame+1` as a caller.
-fn name_ranks(p: &Profile) -> Vec<u32> {
+/// Sort ranks of the names of the frames of `nodes` as flamegraph.pl's line sort orders
+/// siblings: a frame with callees is followed by `;` in its lines, a leaf by a space.
+/// Index `2*frame` is the rank as a leaf, `2*frame+1` as a caller. Only the frames of
+/// the nodes given are ranked (with the default minimum width, those of the children
+/// of drawn nodes: a fraction of a large profile's frames); the others' ranks are 0.
+fn name_ranks(p: &Profile, nodes: impl Iterator<Item = u32>) -> Vec<u32> {
     let n = p.frames.len();
-    let mut keys: Vec<u32> = (0..2 * n as u32).collect();
+    let frames = p.stacks.raw_frames();
+    let mut needed = vec![false; n];
+    let mut keys: Vec<u32> = Vec::new();
+    for c in nodes {
+        let f = frames[c as usize].0;
+        if !needed[f as usize] {
+            needed[f as usize] = true;
+            keys.push(2 * f);
+            keys.push(2 * f + 1);
+        }
+    }
+    drop(needed);
     let term = |k: u32| if k & 1 == 0 { b' ' } else { b';' };
     let name = |k: u32| p.frame_name(kiln_model::FrameId(k >> 1));
     keys.sort_unstable_by(|&a, &b| cmp_term(name(a), term(a), name(b), term(b)).then(a.cmp(&b)));
@@ -158,7 +171,7 @@ impl Plan {
         let frames = p.stacks.raw_frames();
         match order {
             Order::Name => {
-                let rank = name_ranks(p);
+                let rank = name_ranks(p, roots.iter().chain(&kids).copied());
                 let has_kids = |c: u32| w.total[c as usize] > w.selfw[c as usize];
                 let key = |c: u32| {
                     let r = rank[2 * frames[c as usize].0 as usize + usize::from(has_kids(c))];
@@ -173,7 +186,7 @@ impl Plan {
                 }
             }
             Order::Heavy => {
-                let rank = name_ranks(p);
+                let rank = name_ranks(p, roots.iter().chain(&kids).copied());
                 let key = |c: u32| {
                     (
                         std::cmp::Reverse(w.total[c as usize]),
