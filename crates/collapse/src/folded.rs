@@ -2,6 +2,7 @@
 //!
 //! Also reads the two-count form `stack before after` of differential flame graphs
 //! (`difffolded.pl` output). bcc tools' `-f` output is this format.
+use crate::perf::ReadError;
 use crate::{CollapseError, Collapsed, Input, Options, SkipReason, Warnings};
 use kiln_model::{EventInfo, FrameId, FrameKind, Profile, StackId, ThreadId, NO_TIME};
 
@@ -362,6 +363,32 @@ impl Splitter {
         }
     }
 
+    /// A new block of input: the previous line is gone.
+    fn new_block(&mut self) {
+        self.prev = (0, 0);
+        self.prev_ends.clear();
+    }
+
+    /// Renumbers the names in the order of their bytes (ids then depend only on the set
+    /// of names, not on the order they were met in).
+    fn renumber_by_name(&mut self) {
+        let names = &mut self.names;
+        let mut order: Vec<u32> = (0..names.spans.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| names.get(a).cmp(names.get(b)));
+        let mut new_id = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old as usize] = new as u32;
+        }
+        for id in self.ids.iter_mut() {
+            *id = new_id[*id as usize];
+        }
+        let spans: Vec<(u32, u32)> = order.iter().map(|&o| names.spans[o as usize]).collect();
+        names.spans = spans;
+        for e in names.table.iter_mut() {
+            e.0 = new_id[e.0 as usize];
+        }
+    }
+
     /// Splits the stack `data[s..e]`: returns where its ids start and how many frames.
     fn split(&mut self, data: &[u8], s: usize, e: usize) -> Result<(usize, u32), TooManyNames> {
         let line = &data[s..e];
@@ -402,28 +429,54 @@ impl Splitter {
     }
 }
 
-/// Collapses folded input (see [`crate::collapse`]).
-///
-/// Unless [`Options::keep_order`] is set, each line's frames are named by small integers
-/// as the lines are read (each distinct name hashed once per line at most, frames shared
-/// with the previous line reused), the lines are sorted by those integer sequences, and
-/// the stack tree is built from the sorted sequences by appending nodes: lines under one
-/// prefix are contiguous once sorted, so no node is ever looked up. Sample rows then come
-/// in stack order rather than input order, which only a flame chart cares about.
-pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseError> {
-    let mut out = Collapsed {
-        profile: Profile::new(EventInfo::default()),
-        ..Default::default()
-    };
-    let mut two_counts: Option<bool> = None;
-    let mut warnings = Warnings::new(input.name, opts);
-    let data = input.data;
-    let mut lines: Vec<Line> = Vec::new();
-    let mut rows: Vec<Row> = Vec::new();
-    let mut splitter = Splitter::new();
-    let (mut total1, mut total2) = (0u64, 0u64);
-    let mut pos = 0usize;
-    let mut lineno = 0u64;
+/// What a reader of folded lines builds across the blocks it reads: frame ids and rows
+/// (or, keeping the input order, the lines), and the arity of the file once known.
+struct Parsed {
+    splitter: Splitter,
+    rows: Vec<Row>,
+    lines: Vec<Line>,
+    /// Stack bytes of `lines` (keeping the input order).
+    line_bytes: Vec<u8>,
+    /// Whether the lines have two counts: decided by the first line with a count.
+    two_counts: Option<bool>,
+}
+
+impl Parsed {
+    fn new(two_counts: Option<bool>) -> Self {
+        Parsed {
+            splitter: Splitter::new(),
+            rows: Vec::new(),
+            lines: Vec::new(),
+            line_bytes: Vec::new(),
+            two_counts,
+        }
+    }
+}
+
+/// What reading one block gave, apart from the rows.
+struct BlockOut {
+    idx: usize,
+    lines: u64,
+    stats: crate::Stats,
+    warnings: Vec<crate::Warning>,
+    warned: u64,
+    totals: (u64, u64),
+}
+
+/// Reads the lines of one block into `p`, numbering them from 1 (the caller adds the
+/// lines of the blocks before).
+fn read_block<'n>(
+    name: &'n str,
+    data: &[u8],
+    p: &mut Parsed,
+    opts: &Options,
+) -> Result<(u64, crate::Stats, Warnings<'n>, (u64, u64)), CollapseError> {
+    let mut stats = crate::Stats::default();
+    let mut warnings = Warnings::new(name, opts);
+    let mut totals = (0u64, 0u64);
+    p.splitter.new_block();
+    let mut pos = 0;
+    let mut lineno = 0;
     while pos < data.len() {
         let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
         let raw = &data[pos..end];
@@ -434,7 +487,7 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
         if line.is_empty() || line[0] == b'#' {
             continue;
         }
-        out.stats.read += 1;
+        stats.read += 1;
         let (stack, c1, c2, lossy) = match split_line(line) {
             Ok(parts) => parts,
             Err(bad) => {
@@ -450,7 +503,7 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
                     ),
                 };
                 warnings.warn(lineno, message, line)?;
-                out.stats.skip(reason);
+                stats.skip(reason);
                 continue;
             }
         };
@@ -458,8 +511,8 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
             warnings.warn(lineno, "fractional count rounded to an integer", line)?;
         }
         let is_two = c2.is_some();
-        match two_counts {
-            None => two_counts = Some(is_two),
+        match p.two_counts {
+            None => p.two_counts = Some(is_two),
             Some(t) if t != is_two => {
                 warnings.warn(
                     lineno,
@@ -470,22 +523,22 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
                     },
                     line,
                 )?;
-                out.stats.skip(SkipReason::MalformedLine);
+                stats.skip(SkipReason::MalformedLine);
                 continue;
             }
             _ => {}
         }
         if stack.is_empty() {
-            out.stats.skip(SkipReason::EmptyStack);
+            stats.skip(SkipReason::EmptyStack);
             warnings.warn(lineno, "empty stack", line)?;
             continue;
         }
         let c2 = c2.unwrap_or(0);
-        match (total1.checked_add(c1), total2.checked_add(c2)) {
-            (Some(t1), Some(t2)) => (total1, total2) = (t1, t2),
+        match (totals.0.checked_add(c1), totals.1.checked_add(c2)) {
+            (Some(t1), Some(t2)) => totals = (t1, t2),
             _ => {
                 return Err(CollapseError::WeightOverflow(crate::Warning::new(
-                    input.name,
+                    name,
                     lineno,
                     "the counts add up to more than 2^64-1",
                     line,
@@ -493,22 +546,19 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
             }
         }
         if opts.keep_order {
-            lines.push(Line {
-                start: line_start,
+            p.lines.push(Line {
+                start: p.line_bytes.len(),
                 len: stack.len() as u32,
                 c1,
                 c2,
             });
+            p.line_bytes.extend_from_slice(stack);
         } else {
-            let (at, frames) = splitter
+            let (at, frames) = p
+                .splitter
                 .split(data, line_start, line_start + stack.len())
-                .map_err(|TooManyNames| {
-                    CollapseError::Model(kiln_model::ModelError::TooMany {
-                        what: "bytes of distinct frame names",
-                        limit: u64::from(u32::MAX),
-                    })
-                })?;
-            rows.push(Row {
+                .map_err(|TooManyNames| too_many_names())?;
+            p.rows.push(Row {
                 key: 0,
                 lcp: 0,
                 frames,
@@ -518,11 +568,230 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
                 next: [0; 4],
             });
         }
-        out.stats.kept += 1;
+        stats.kept += 1;
     }
-    let slice = |l: &Line| &data[l.start..l.start + l.len as usize];
+    Ok((lineno, stats, warnings, totals))
+}
+
+fn too_many_names() -> CollapseError {
+    CollapseError::Model(kiln_model::ModelError::TooMany {
+        what: "bytes of distinct frame names",
+        limit: u64::from(u32::MAX),
+    })
+}
+
+/// Where a block of folded text may end: after its last newline.
+fn line_cut(buf: &[u8]) -> Option<usize> {
+    memchr::memrchr(b'\n', buf).map(|p| p + 1)
+}
+
+/// The arity of a folded file: whether its first line with a count has two.
+fn first_arity(data: &[u8]) -> Option<bool> {
+    data.split(|&c| c == b'\n')
+        .map(trim_end)
+        .filter(|l| !l.is_empty() && l[0] != b'#')
+        .find_map(|l| split_line(l).ok())
+        .map(|(_, _, c2, _)| c2.is_some())
+}
+
+/// A thread reading blocks of folded text.
+struct FoldedWorker {
+    parsed: Parsed,
+    blocks: Vec<BlockOut>,
+    error: Option<(usize, CollapseError)>,
+}
+
+/// Collapses folded input (see [`crate::collapse`]).
+pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseError> {
+    let mut data = input.data;
+    collapse_reader(input.name, &mut data, opts).map_err(|e| match e {
+        ReadError::Collapse(e) => e,
+        ReadError::Io(e) => unreachable!("reading a slice cannot fail: {e}"),
+    })
+}
+
+/// Collapses folded input from a reader, in blocks: only the frame ids of each line are
+/// kept (4 bytes a frame), not the text, and with several threads the blocks are read in
+/// parallel (the first block must say whether the file has one count a line or two).
+///
+/// Unless [`Options::keep_order`] is set, each line's frames are named by small integers
+/// as the lines are read (each distinct name hashed once per line at most, frames shared
+/// with the previous line reused), the lines are grouped by those integer sequences, and
+/// the stack tree is built from the grouped sequences by appending nodes: lines under one
+/// prefix are contiguous once grouped, so no node is ever looked up. Sample rows then come
+/// in stack order rather than input order, which only a flame chart cares about.
+pub fn collapse_reader(
+    name: &str,
+    reader: &mut dyn std::io::Read,
+    opts: &Options,
+) -> Result<Collapsed, ReadError> {
+    let threads = match opts.perf.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let block = if opts.perf.block_bytes == 0 {
+        crate::blocks::BLOCK
+    } else {
+        opts.perf.block_bytes
+    };
+    let mut blocks = crate::blocks::BlockReader::new(reader, block, line_cut);
+    let Some(first) = blocks.next_block(crate::blocks::Block::default())? else {
+        return Ok(Collapsed {
+            profile: Profile::new(EventInfo::default()),
+            ..Default::default()
+        });
+    };
+    // Parts read in parallel must agree on the arity, decided by the first line with a
+    // count: when the first block has none, one thread reads in order. Input order kept:
+    // one thread.
+    let arity = first_arity(first.data());
+    let threads = if arity.is_none() || opts.keep_order {
+        1
+    } else {
+        threads
+    };
+    let make = || FoldedWorker {
+        parsed: Parsed::new(arity),
+        blocks: Vec::new(),
+        error: None,
+    };
+    let parse = |w: &mut FoldedWorker, idx: usize, data: &[u8]| match read_block(
+        name,
+        data,
+        &mut w.parsed,
+        opts,
+    ) {
+        Ok((lines, stats, warnings, totals)) => {
+            w.blocks.push(BlockOut {
+                idx,
+                lines,
+                stats,
+                warned: warnings.count,
+                warnings: warnings.list,
+                totals,
+            });
+            true
+        }
+        Err(e) => {
+            w.error = Some((idx, e));
+            false
+        }
+    };
+    let (workers, read_error) = crate::blocks::drive(&mut blocks, first, threads, &make, &parse);
+    if let Some(e) = read_error {
+        return Err(ReadError::Io(e));
+    }
+    Ok(assemble(workers, name, opts)?)
+}
+
+/// Joins what the workers read: stats and warnings in input order (line numbers made
+/// relative to the whole input), frame ids in the first worker's numbering (then, with
+/// several workers, renumbered by name so the result does not depend on which worker read
+/// which block), totals checked; then groups the rows and builds the tree.
+fn assemble(
+    mut workers: Vec<FoldedWorker>,
+    name: &str,
+    opts: &Options,
+) -> Result<Collapsed, CollapseError> {
+    let mut order: Vec<(usize, usize, usize)> = Vec::new();
+    for (wi, w) in workers.iter().enumerate() {
+        for (bi, b) in w.blocks.iter().enumerate() {
+            order.push((b.idx, wi, bi));
+        }
+    }
+    order.sort_unstable();
+    let first_error = workers
+        .iter_mut()
+        .filter_map(|w| w.error.take())
+        .min_by_key(|(i, _)| *i);
+    if let Some((idx, e)) = first_error {
+        let base: u64 = order
+            .iter()
+            .filter(|(i, _, _)| *i < idx)
+            .map(|&(_, wi, bi)| workers[wi].blocks[bi].lines)
+            .sum();
+        return Err(match e {
+            CollapseError::Malformed(mut w) => {
+                w.line += base;
+                CollapseError::Malformed(w)
+            }
+            CollapseError::WeightOverflow(mut w) => {
+                w.line += base;
+                CollapseError::WeightOverflow(w)
+            }
+            e => e,
+        });
+    }
+    let mut out = Collapsed {
+        profile: Profile::new(EventInfo::default()),
+        ..Default::default()
+    };
+    let mut warned = 0;
+    let mut totals = (0u64, 0u64);
+    let mut base = 0u64;
+    for &(_, wi, bi) in &order {
+        let b = &mut workers[wi].blocks[bi];
+        out.stats.add(&b.stats);
+        warned += b.warned;
+        for mut w in std::mem::take(&mut b.warnings) {
+            if out.warnings.len() < opts.max_warnings {
+                w.line += base;
+                out.warnings.push(w);
+            }
+        }
+        match (
+            totals.0.checked_add(b.totals.0),
+            totals.1.checked_add(b.totals.1),
+        ) {
+            (Some(t1), Some(t2)) => totals = (t1, t2),
+            _ => {
+                return Err(CollapseError::WeightOverflow(crate::Warning::new(
+                    name,
+                    0,
+                    "the counts add up to more than 2^64-1",
+                    b"",
+                )))
+            }
+        }
+        base += b.lines;
+    }
+    out.stats.warnings = warned;
+    let mut it = workers.into_iter().map(|w| w.parsed);
+    let mut main = it.next().unwrap_or_else(|| Parsed::new(None));
+    let several = it.len() > 0;
+    for p in it {
+        let names = &mut main.splitter.names;
+        let map: Vec<u32> = (0..p.splitter.names.spans.len() as u32)
+            .map(|id| {
+                let bytes = p.splitter.names.get(id);
+                let h = names.hasher.hash(bytes);
+                names.id(bytes, h)
+            })
+            .collect::<Option<_>>()
+            .ok_or_else(too_many_names)?;
+        let offset = main.splitter.ids.len();
+        main.splitter
+            .ids
+            .extend(p.splitter.ids.iter().map(|&id| map[id as usize]));
+        main.rows.extend(p.rows.iter().map(|r| Row {
+            at: r.at + offset,
+            ..*r
+        }));
+        main.two_counts = main.two_counts.or(p.two_counts);
+    }
+    if several {
+        main.splitter.renumber_by_name();
+    }
+    let Parsed {
+        splitter,
+        mut rows,
+        lines,
+        line_bytes,
+        two_counts,
+    } = main;
     let mut after = (two_counts == Some(true)).then(|| Profile::new(EventInfo::default()));
     if opts.keep_order {
+        let slice = |l: &Line| &line_bytes[l.start..l.start + l.len as usize];
         let mut reuse = PrefixReuse::new();
         let mut reuse_after = PrefixReuse::new();
         for l in &lines {
@@ -546,8 +815,6 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
         }
     }
     out.after = after;
-    out.stats.warnings = warnings.count;
-    out.warnings = warnings.list;
     Ok(out)
 }
 
@@ -624,6 +891,12 @@ fn build_sorted(
     const NEW: FrameId = FrameId(u32::MAX);
     let mut frames = vec![NEW; names.spans.len()];
     let mut nodes: Vec<StackId> = Vec::new();
+    // The nodes to append: each row's frames beyond those it shares with the one before.
+    let new_nodes: usize = order
+        .iter()
+        .map(|r| (r.frames - r.lcp.min(r.frames)) as usize)
+        .sum();
+    p.stacks.reserve(new_nodes);
     p.samples.stack.reserve(order.len());
     p.samples.weight.reserve(order.len());
     p.samples.time.reserve(order.len());
@@ -711,6 +984,63 @@ mod tests {
         // A first line with a negative count is one bad line, not a bad file.
         let c = run("main;a -1\nmain;b 2\n");
         assert_eq!((c.stats.kept, c.stats.warnings), (1, 1));
+    }
+
+    /// Blocks read by several threads give the same profile, stats and warnings (line
+    /// numbers of later blocks included) as one thread, for one and two counts, and strict
+    /// mode's error is the first one in the file.
+    #[test]
+    fn two_halves_read_in_parallel_give_what_one_thread_gives() {
+        for two in [false, true] {
+            let mut text = String::new();
+            let mut i = 0u64;
+            while text.len() < 1 << 20 {
+                let count = if two {
+                    format!("{} {}", i % 7, i % 5)
+                } else {
+                    format!("{}", i % 9 + 1)
+                };
+                text.push_str(&format!(
+                    "root{};mid{};leaf{} {count}\n",
+                    i % 3,
+                    i % 11,
+                    i % 101
+                ));
+                if i % 3_000 == 7 {
+                    text.push_str("a broken line\nmain;neg -4\n");
+                }
+                i += 1;
+            }
+            let with = |threads: usize, strict: bool| {
+                collapse(
+                    Input {
+                        name: "big",
+                        data: text.as_bytes(),
+                    },
+                    &Options {
+                        strict,
+                        perf: crate::perf::PerfOptions {
+                            threads,
+                            block_bytes: if threads == 1 { 0 } else { 4096 },
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    },
+                )
+            };
+            let (one, both) = (with(1, false).unwrap(), with(3, false).unwrap());
+            assert_eq!(folded(&one.profile), folded(&both.profile));
+            assert_eq!(
+                one.after.as_ref().map(folded),
+                both.after.as_ref().map(folded)
+            );
+            assert_eq!(one.stats, both.stats);
+            assert!(one.stats.warnings > 10);
+            assert_eq!(one.warnings, both.warnings);
+            let e1 = with(1, true).unwrap_err().to_string();
+            let e2 = with(3, true).unwrap_err().to_string();
+            assert_eq!(e1, e2);
+        }
     }
 
     #[test]

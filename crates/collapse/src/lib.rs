@@ -31,6 +31,7 @@
 //! parsed by several threads into separate profiles that are merged at the end.
 #![deny(missing_docs)]
 
+mod blocks;
 mod bpftrace;
 mod detect;
 mod error;

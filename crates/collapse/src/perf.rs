@@ -20,6 +20,7 @@
 //!   name to skip;
 //! * a sample without a call chain (the frame printed on the header line) is kept;
 //! * a sample whose stack could not be read at all still counts, with its root frame.
+use crate::blocks::{Block, BlockReader, BLOCK};
 use crate::{CollapseError, Collapsed, Input, Options, SkipReason, Stats, Warning, Warnings};
 use hashbrown::HashTable;
 use kiln_model::{EventInfo, FrameId, FrameKind, Profile, StackId, ThreadId, WeightUnit, NO_TIME};
@@ -1271,11 +1272,6 @@ pub enum ReadError {
     Collapse(#[from] CollapseError),
 }
 
-/// Size of the blocks `perf script` text is read and parsed in. Small enough that the
-/// few in flight cost little memory (inferno streams too), large enough that handing one
-/// to a parser thread is rare. Parser threads keep their caches from block to block.
-const BLOCK: usize = 256 << 10;
-
 /// Where a block may end: after the last newline that starts a sample header (a line
 /// that starts with neither a tab nor a newline). `None` if the buffer holds no such line.
 fn block_cut(buf: &[u8]) -> Option<usize> {
@@ -1308,46 +1304,35 @@ struct WorkerOut<'a> {
     error: Option<(usize, CollapseError)>,
 }
 
-/// Parses the blocks `jobs` gives, handing each buffer back through `done` once parsed.
-fn parse_blocks<'a>(
+/// Parses one block into a worker's state (false: the block had an error, kept).
+fn parse_block(
+    out: &mut WorkerOut<'_>,
     name: &str,
-    opts: &'a Options,
-    filter: Option<&'a [u8]>,
-    jobs: impl Iterator<Item = (usize, Block)>,
-    done: &mut dyn FnMut(Block),
-    failed: &std::sync::atomic::AtomicBool,
-) -> WorkerOut<'a> {
-    let mut out = WorkerOut {
-        folder: Folder::new(&opts.perf, filter),
-        blocks: Vec::new(),
-        error: None,
-    };
-    for (idx, block) in jobs {
-        let mut w = Warnings::new(name, opts);
-        let start = out.folder.profile.samples.len();
-        let r = out.folder.run(block.data(), &mut w);
-        done(block);
-        match r {
-            Ok(lines) => {
-                let mut stats = std::mem::take(&mut out.folder.stats);
-                stats.warnings = w.count;
-                let end = out.folder.profile.samples.len();
-                out.blocks.push(BlockInfo {
-                    idx,
-                    lines,
-                    stats,
-                    warnings: w.list,
-                    samples: start..end,
-                });
-            }
-            Err(e) => {
-                failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                out.error = Some((idx, e));
-                break;
-            }
+    opts: &Options,
+    idx: usize,
+    data: &[u8],
+) -> bool {
+    let mut w = Warnings::new(name, opts);
+    let start = out.folder.profile.samples.len();
+    match out.folder.run(data, &mut w) {
+        Ok(lines) => {
+            let mut stats = std::mem::take(&mut out.folder.stats);
+            stats.warnings = w.count;
+            let end = out.folder.profile.samples.len();
+            out.blocks.push(BlockInfo {
+                idx,
+                lines,
+                stats,
+                warnings: w.list,
+                samples: start..end,
+            });
+            true
+        }
+        Err(e) => {
+            out.error = Some((idx, e));
+            false
         }
     }
-    out
 }
 
 /// Collapses `perf script` text from a reader, in blocks: memory stays bounded by a few
@@ -1359,7 +1344,6 @@ pub fn collapse_reader(
     reader: &mut dyn Read,
     opts: &Options,
 ) -> Result<Collapsed, ReadError> {
-    use std::sync::atomic::{AtomicBool, Ordering};
     let popts = &opts.perf;
     let threads = match popts.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -1372,6 +1356,7 @@ pub fn collapse_reader(
         } else {
             popts.block_bytes
         },
+        block_cut,
     );
     let Some(first) = blocks.next_block(Block::default())? else {
         return Ok(Collapsed::default());
@@ -1381,66 +1366,14 @@ pub fn collapse_reader(
         None => first_event(first.data()).map(<[u8]>::to_vec),
     };
     let filter = filter.as_deref();
-    let failed = AtomicBool::new(false);
-    let mut read_error = None;
-    let outs: Vec<WorkerOut<'_>> = if threads <= 1 {
-        // One buffer, parsed, then read into again.
-        let pending = std::cell::RefCell::new(Some(first));
-        let blocks = &mut blocks;
-        let read_error = &mut read_error;
-        let mut done = |b: Block| match blocks.next_block(b) {
-            Ok(n) => *pending.borrow_mut() = n,
-            Err(e) => *read_error = Some(e),
-        };
-        let mut idx = 0usize;
-        let source = std::iter::from_fn(|| {
-            let b = pending.borrow_mut().take()?;
-            idx += 1;
-            Some((idx - 1, b))
-        });
-        vec![parse_blocks(name, opts, filter, source, &mut done, &failed)]
-    } else {
-        std::thread::scope(|s| {
-            let (job_tx, job_rx) = crossbeam_channel::bounded::<(usize, Block)>(1);
-            let (free_tx, free_rx) = crossbeam_channel::unbounded::<Block>();
-            let failed = &failed;
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    let job_rx = job_rx.clone();
-                    let free_tx = free_tx.clone();
-                    s.spawn(move || {
-                        let mut done = |b: Block| {
-                            let _ = free_tx.send(b);
-                        };
-                        parse_blocks(name, opts, filter, job_rx.into_iter(), &mut done, failed)
-                    })
-                })
-                .collect();
-            drop(job_rx);
-            drop(free_tx);
-            let mut block = Some(first);
-            let mut idx = 0;
-            while let Some(b) = block {
-                if failed.load(Ordering::Relaxed) || job_tx.send((idx, b)).is_err() {
-                    break;
-                }
-                idx += 1;
-                let buf = free_rx.try_recv().unwrap_or_default();
-                block = match blocks.next_block(buf) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        read_error = Some(e);
-                        None
-                    }
-                };
-            }
-            drop(job_tx);
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("collapse thread panicked"))
-                .collect()
-        })
+    let make = || WorkerOut {
+        folder: Folder::new(&opts.perf, filter),
+        blocks: Vec::new(),
+        error: None,
     };
+    let parse =
+        |out: &mut WorkerOut<'_>, idx: usize, data: &[u8]| parse_block(out, name, opts, idx, data);
+    let (outs, read_error) = crate::blocks::drive(&mut blocks, first, threads, &make, &parse);
     if let Some(e) = read_error {
         return Err(ReadError::Io(e));
     }
@@ -1659,83 +1592,5 @@ pub fn period_unit(event: &str) -> WeightUnit {
         }
         b if b.contains(':') => WeightUnit::Events,
         _ => WeightUnit::Period,
-    }
-}
-
-/// A buffer of `perf script` text: `buf[..len]` is the text; the rest is spare room,
-/// initialised once, that the next read reuses (buffers go back and forth between the
-/// reader and the parser threads, so the input is read without allocating or zeroing).
-#[derive(Default)]
-struct Block {
-    buf: Vec<u8>,
-    len: usize,
-}
-
-impl Block {
-    fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-/// Reads `perf script` text in blocks that end at sample boundaries.
-struct BlockReader<'r> {
-    reader: &'r mut dyn Read,
-    carry: Vec<u8>,
-    eof: bool,
-    block: usize,
-}
-
-impl<'r> BlockReader<'r> {
-    fn new(reader: &'r mut dyn Read, block: usize) -> Self {
-        BlockReader {
-            reader,
-            carry: Vec::new(),
-            eof: false,
-            block: block.max(1),
-        }
-    }
-
-    /// The next block, read into `b` (whose contents are discarded); `None` at the end.
-    fn next_block(&mut self, mut b: Block) -> std::io::Result<Option<Block>> {
-        if self.eof && self.carry.is_empty() {
-            return Ok(None);
-        }
-        let mut target = self.block;
-        if b.buf.len() < self.carry.len() {
-            b.buf.resize(self.carry.len(), 0);
-        }
-        b.buf[..self.carry.len()].copy_from_slice(&self.carry);
-        b.len = self.carry.len();
-        self.carry.clear();
-        loop {
-            // Fill to at least one block (more when a sample is longer than that).
-            while !self.eof && b.len < target {
-                if b.buf.len() < target {
-                    b.buf.resize(target, 0);
-                }
-                let n = loop {
-                    match self.reader.read(&mut b.buf[b.len..]) {
-                        Ok(n) => break n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(e),
-                    }
-                };
-                if n == 0 {
-                    self.eof = true;
-                }
-                b.len += n;
-            }
-            if self.eof {
-                return Ok((b.len > 0).then_some(b));
-            }
-            // Cut after the last complete sample; a sample longer than the block makes the
-            // block grow until it ends.
-            if let Some(cut) = block_cut(b.data()).filter(|&c| c > 0) {
-                self.carry.extend_from_slice(&b.buf[cut..b.len]);
-                b.len = cut;
-                return Ok(Some(b));
-            }
-            target = b.len + self.block;
-        }
     }
 }
