@@ -12,10 +12,13 @@ const NONE: u32 = u32::MAX;
 
 /// Per-node weights of the profile being drawn.
 pub(crate) struct Weights {
-    /// Self weight (samples ending at the node).
-    pub selfw: Vec<u64>,
     /// Total weight (self plus descendants): the rectangle's width.
     pub total: Vec<u64>,
+    /// Whether the node has a child with weight (in folded lines its name is followed by
+    /// `;`). A node's self weight is its total minus its children's, computed for the
+    /// drawn nodes only: a self-weight array for every node of a large profile cost as
+    /// much memory (and page faults) as the totals.
+    pub has_kids: Vec<bool>,
     /// For differential graphs: the node's self weight after minus before.
     pub delta: Option<Vec<i64>>,
     /// Largest |delta| (at least 1).
@@ -24,15 +27,34 @@ pub(crate) struct Weights {
 
 impl Weights {
     pub(crate) fn of(p: &Profile) -> Weights {
-        let selfw = p.self_weights();
-        let total = p.total_weights(&selfw);
+        let mut total = vec![0u64; p.stacks.len()];
+        for (s, &x) in p.samples.stack.iter().zip(&p.samples.weight) {
+            let slot = &mut total[s.0 as usize];
+            *slot = slot.saturating_add(x);
+        }
+        let has_kids = accumulate(p, &mut total);
         Weights {
-            selfw,
             total,
+            has_kids,
             delta: None,
             max_delta: 1,
         }
     }
+}
+
+/// Turns self weights into totals (a parent always comes before its children), returning
+/// which nodes have a child with weight.
+fn accumulate(p: &Profile, total: &mut [u64]) -> Vec<bool> {
+    let parents = p.stacks.raw_parents();
+    let mut has_kids = vec![false; total.len()];
+    for i in (0..total.len()).rev() {
+        let par = parents[i];
+        if par != NONE && total[i] > 0 {
+            total[par as usize] = total[par as usize].saturating_add(total[i]);
+            has_kids[par as usize] = true;
+        }
+    }
+    has_kids
 }
 
 /// How siblings are ordered.
@@ -172,7 +194,7 @@ impl Plan {
         match order {
             Order::Name => {
                 let rank = name_ranks(p, roots.iter().chain(&kids).copied());
-                let has_kids = |c: u32| w.total[c as usize] > w.selfw[c as usize];
+                let has_kids = |c: u32| w.has_kids[c as usize];
                 let key = |c: u32| {
                     let r = rank[2 * frames[c as usize].0 as usize + usize::from(has_kids(c))];
                     (u64::from(r) << 32) | u64::from(c)
@@ -366,12 +388,16 @@ impl Plan {
                 while let Some(it) = stack.pop() {
                     let i = it.node as usize;
                     emit(Some(it.node), Some(it.frame), it.x, it.w, it.level)?;
-                    let first = match order {
-                        Order::Name => it.x + w.selfw[i],
-                        Order::Heavy => it.x,
-                    };
                     let k = drawn_id[i] as usize;
                     let list = &kids[start[k] as usize..start[k + 1] as usize];
+                    let first = match order {
+                        // Self weight first: the total less the children's.
+                        Order::Name => {
+                            let children: u64 = list.iter().map(|&c| w.total[c as usize]).sum();
+                            it.x + (it.w - children)
+                        }
+                        Order::Heavy => it.x,
+                    };
                     push_children(&mut stack, list, first, it.level + 1);
                 }
             }
@@ -439,7 +465,8 @@ pub(crate) fn merged_diff(before: &Profile, after: &Profile) -> (Profile, Weight
     let n = m.stacks.len();
     let mut selfw = after.self_weights();
     selfw.resize(n, 0);
-    let total = m.total_weights(&selfw);
+    let mut total = selfw.clone();
+    let has_kids = accumulate(&m, &mut total);
     let mut before_self = vec![0u64; n];
     for (i, &x) in before.self_weights().iter().enumerate() {
         let j = node_map[i].0 as usize;
@@ -457,8 +484,8 @@ pub(crate) fn merged_diff(before: &Profile, after: &Profile) -> (Profile, Weight
     (
         m,
         Weights {
-            selfw,
             total,
+            has_kids,
             delta: Some(delta),
             max_delta,
         },

@@ -311,8 +311,8 @@ pub fn render(
     };
     let weights = match opts.layout {
         Layout::FlameChart => Weights {
-            selfw: Vec::new(),
             total: Vec::new(),
+            has_kids: Vec::new(),
             delta: None,
             max_delta: 1,
         },
