@@ -58,7 +58,8 @@ pub struct PerfOptions {
     pub event_filter: Option<String>,
     /// Sample weighting. Default: one per sample.
     pub weight: PerfWeight,
-    /// Parser threads; 0 means one per available core. Default: 0.
+    /// Parser threads; 0 means one per available core for `perf script` text and one for
+    /// folded stacks (see [`crate::folded::collapse_reader`]). Default: 0.
     pub threads: usize,
     /// Keep one row per distinct stack with the summed weight, dropping per-sample
     /// timestamps and threads: all that folded output and SVG rendering need, and much
