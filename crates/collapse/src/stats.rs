@@ -15,6 +15,10 @@ pub enum SkipReason {
     MalformedLine,
     /// A sample with no frames at all.
     EmptyStack,
+    /// A sample whose weight (perf period, folded count) does not fit in 64 bits.
+    WeightTooLarge,
+    /// A folded or bpftrace line whose count is negative.
+    NegativeCount,
 }
 
 impl fmt::Display for SkipReason {
@@ -28,6 +32,10 @@ impl fmt::Display for SkipReason {
             SkipReason::MalformedHeader => f.write_str("unreadable sample header line"),
             SkipReason::MalformedLine => f.write_str("malformed line"),
             SkipReason::EmptyStack => f.write_str("no frames"),
+            SkipReason::WeightTooLarge => {
+                f.write_str("weight (period or count) too large for 64 bits")
+            }
+            SkipReason::NegativeCount => f.write_str("negative count"),
         }
     }
 }

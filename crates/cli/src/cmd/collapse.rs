@@ -69,7 +69,8 @@ pub struct PerfArgs {
     /// one (nanoseconds for cpu-clock), as stackcollapse-perf.pl and inferno do.
     #[arg(long)]
     pub count_samples: bool,
-    /// Parser threads (default: one per core).
+    /// Parser threads (default: one per core for perf script text, one for folded
+    /// stacks, where a second thread paid off only on an idle machine).
     #[arg(long, value_name = "N", default_value_t = 0, alias = "nthreads")]
     pub threads: usize,
 }

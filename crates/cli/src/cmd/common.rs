@@ -201,8 +201,8 @@ pub fn open_input(path: Option<&Path>) -> Result<(String, Box<dyn io::Read>)> {
 
 /// Collapses one input into profiles, printing warnings and (unless quiet) the summary.
 ///
-/// `perf script` text is streamed in blocks (memory stays small whatever its size); other
-/// formats are read whole. `keep_order` keeps folded lines in input order (flame charts).
+/// `perf script` text and folded stacks are streamed in blocks (memory stays small
+/// whatever their size); bpftrace output is read whole. `keep_order` keeps folded lines in input order (flame charts).
 pub fn collapse_input(
     path: Option<&Path>,
     args: &InputArgs,
@@ -263,14 +263,19 @@ pub fn collapse_input(
         keep_order,
         ..Default::default()
     };
+    let read_error = |e| match e {
+        kiln_collapse::perf::ReadError::Io(e) => {
+            anyhow::Error::new(e).context(format!("Failed to read '{name}'"))
+        }
+        e => e.into(),
+    };
     let c = if format == kiln_collapse::Format::Perf {
         let mut all = io::Cursor::new(head).chain(reader);
-        kiln_collapse::perf::collapse_reader(&name, &mut all, &opts).map_err(|e| match e {
-            kiln_collapse::perf::ReadError::Io(e) => {
-                anyhow::Error::new(e).context(format!("Failed to read '{name}'"))
-            }
-            e => e.into(),
-        })?
+        kiln_collapse::perf::collapse_reader(&name, &mut all, &opts).map_err(read_error)?
+    } else if format == kiln_collapse::Format::Folded {
+        // Streamed too: only each line's frame ids are kept, not the text.
+        let mut all = io::Cursor::new(head).chain(reader);
+        kiln_collapse::folded::collapse_reader(&name, &mut all, &opts).map_err(read_error)?
     } else {
         let mut data = head;
         reader
@@ -305,6 +310,8 @@ fn collapse_perf_data(
             annotate_kernel: perf.annotate_kernel,
             annotate_jit: perf.annotate_jit,
         },
+        // One rule for perf.data and `perf script` text: periods, or --count-samples.
+        count_samples: perf.weight == kiln_collapse::perf::PerfWeight::Samples,
     };
     let (profiles, summary) = kiln_record::perf_data::read_with_summary(path, &opts)
         .with_context(|| format!("Failed to read perf.data file '{name}'"))?;

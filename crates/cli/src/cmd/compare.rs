@@ -169,7 +169,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 )
             };
             let (cb, ca) = (per_op(first), per_op(last));
-            kiln_diff::function_changes(b, a)
+            kiln_diff::function_changes(b, a)?
                 .into_iter()
                 .take(args.table)
                 .map(|change| FunctionRow {
