@@ -385,10 +385,12 @@ mod tests {
         a.event = kiln_model::EventInfo {
             name: "cpu-clock".into(),
             unit: WeightUnit::Samples,
+            ..Default::default()
         };
         b.event = kiln_model::EventInfo {
             name: "cpu-clock".into(),
             unit: WeightUnit::Nanoseconds,
+            ..Default::default()
         };
         let e = comparable(&a, &b).unwrap_err();
         assert_eq!(
