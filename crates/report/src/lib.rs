@@ -45,22 +45,35 @@
 //!   once per page after it.
 #![deny(missing_docs)]
 
+//!
+//! ## Features
+//!
+//! * `html` (default): the pages. Without it only [`categories`] is built.
+
 pub mod categories;
+#[cfg(feature = "html")]
 mod compare;
+#[cfg(feature = "html")]
 pub mod latency;
+#[cfg(feature = "html")]
 mod page;
+#[cfg(feature = "html")]
 mod run;
 
 pub use categories::{Rules, RulesError};
+#[cfg(feature = "html")]
 pub use compare::{write_compare_report, CompareReport, FunctionLine};
+#[cfg(feature = "html")]
 pub use run::write_run_report;
 
 use std::path::{Path, PathBuf};
 
 /// The report's code (`web/src/report/`, built by `web/build.mjs`).
+#[cfg(feature = "html")]
 pub const REPORT_JS: &str = include_str!("../../../web/dist/report.js");
 
 /// Why a report could not be written.
+#[cfg(feature = "html")]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReportError {
@@ -82,6 +95,7 @@ pub enum ReportError {
 }
 
 /// Options of a report.
+#[cfg(feature = "html")]
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
     /// Category rules for the CPU-by-category charts. Default: the built-in sets.
@@ -91,6 +105,7 @@ pub struct ReportOptions {
     pub compress_above: usize,
 }
 
+#[cfg(feature = "html")]
 impl Default for ReportOptions {
     fn default() -> Self {
         ReportOptions {
@@ -100,6 +115,7 @@ impl Default for ReportOptions {
     }
 }
 
+#[cfg(feature = "html")]
 /// Writes the report of `run` to the file `path`, atomically (a temporary file renamed
 /// into place; never replacing what is not a regular file).
 pub fn write_run_report_file(
@@ -110,6 +126,7 @@ pub fn write_run_report_file(
     kiln_model::io::write_atomically(path, |w| write_run_report(run, opts, w))
 }
 
+#[cfg(feature = "html")]
 /// Writes a comparison page to the file `path`, atomically.
 pub fn write_compare_report_file(
     c: &CompareReport<'_>,
@@ -190,6 +207,7 @@ mod tests {
         assert_eq!(numbered_path(Path::new("r"), 3), Path::new("r-3"));
     }
 
+    #[cfg(feature = "html")]
     #[test]
     fn report_bundle_cannot_close_its_script() {
         assert!(!REPORT_JS.to_ascii_lowercase().contains("</script"));
