@@ -11,7 +11,9 @@ use kiln_report::{write_run_report_file, ReportOptions};
 use kiln_store::{Column, Headline, LoadInfo, RunData, RunMeta, SeriesTable, Window};
 
 fn main() {
-    let out = std::env::args().nth(1).unwrap_or_else(|| "hour.html".into());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "hour.html".into());
     let s = 1_000_000_000u64;
     let t0 = 1_000 * s;
     let n = 3600usize;
@@ -19,7 +21,9 @@ fn main() {
     // A small deterministic generator: the series look like a real run's, with spikes.
     let mut x = 12345u64;
     let mut rnd = move || {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (x >> 33) as f64 / (1u64 << 31) as f64
     };
     let mut load = Vec::new();
@@ -27,11 +31,24 @@ fn main() {
         load.push(Column {
             name: format!("rate{k}"),
             unit: "msg/s".into(),
-            values: (0..n).map(|i| Some(20000.0 + 3000.0 * (i as f64 / 300.0 + k as f64).sin() + 500.0 * rnd())).collect(),
+            values: (0..n)
+                .map(|i| {
+                    Some(20000.0 + 3000.0 * (i as f64 / 300.0 + k as f64).sin() + 500.0 * rnd())
+                })
+                .collect(),
         });
     }
-    for fam in ["consumer_latency", "consumer_latency_intended", "confirm_latency"] {
-        for (q, base) in [("p50", 300.0), ("p99", 3000.0), ("p99.9", 9000.0), ("max", 20000.0)] {
+    for fam in [
+        "consumer_latency",
+        "consumer_latency_intended",
+        "confirm_latency",
+    ] {
+        for (q, base) in [
+            ("p50", 300.0),
+            ("p99", 3000.0),
+            ("p99.9", 9000.0),
+            ("max", 20000.0),
+        ] {
             load.push(Column {
                 name: format!("{fam} {q}"),
                 unit: "us".into(),
@@ -47,7 +64,9 @@ fn main() {
     load.push(Column {
         name: "blocked".into(),
         unit: "bool".into(),
-        values: (0..n).map(|i| Some(if i % 600 < 5 { 1.0 } else { 0.0 })).collect(),
+        values: (0..n)
+            .map(|i| Some(if i % 600 < 5 { 1.0 } else { 0.0 }))
+            .collect(),
     });
     let mut target = vec![
         Column {
@@ -71,13 +90,20 @@ fn main() {
         }
     }
     let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
-    let names: Vec<Vec<u8>> = (0..400).map(|i| format!("$mod{}:fun{}/{}", i % 40, i, i % 4).into_bytes()).collect();
+    let names: Vec<Vec<u8>> = (0..400)
+        .map(|i| format!("$mod{}:fun{}/{}", i % 40, i, i % 4).into_bytes())
+        .collect();
     let th = p.thread(Some(1), Some(2), b"1_scheduler");
     let frames: Vec<_> = names.iter().map(|nm| p.frame(nm, FrameKind::Jit)).collect();
     for i in 0..(n as u64 * 100) {
         let a = (i * 7919) as usize % frames.len();
         let b = (i * 104729) as usize % frames.len();
-        p.add_sample_path(&[frames[a / 10], frames[a], frames[b]], 1, t0 + i * s / 100, th);
+        p.add_sample_path(
+            &[frames[a / 10], frames[a], frames[b]],
+            1,
+            t0 + i * s / 100,
+            th,
+        );
     }
     let run = RunData {
         meta: RunMeta {
@@ -118,7 +144,9 @@ fn main() {
         profiles: vec![p],
         ..Default::default()
     };
-    if let Err(e) = write_run_report_file(&run, &ReportOptions::default(), std::path::Path::new(&out)) {
+    if let Err(e) =
+        write_run_report_file(&run, &ReportOptions::default(), std::path::Path::new(&out))
+    {
         eprintln!("hour: {e}");
         std::process::exit(1);
     }
