@@ -41,7 +41,7 @@ else
 fi
 "$kiln" runs show bench | grep -E "profile|series" || true
 
-ms() { python3 -c 'import sys,time; t=time.perf_counter(); import subprocess; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(round((time.perf_counter()-t)*1000))' "$@"; }
+ms() { python3 -c 'import sys,time; t=time.perf_counter(); import subprocess; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); print(round((time.perf_counter()-t)*1000))' "$@"; }
 stats() { python3 -c 'import sys,statistics as s; v=sorted(map(float,sys.argv[1:])); print(f"median {s.median(v):.0f} ms (min {v[0]:.0f}, max {v[-1]:.0f}; {len(v)} runs)")' "$@"; }
 rep=(); fg=()
 for _ in $(seq "$repeat"); do

@@ -207,6 +207,24 @@ fn a_closed_stdout_is_an_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("standard output is closed"));
+    // /dev/null opened read-write (Python's subprocess.DEVNULL, service managers) is an
+    // open standard output, and -o FILE needs none.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{bin}' collapse '{input}' 1<>/dev/null && '{bin}' flamegraph '{input}' -o '{svg}' >&-",
+            bin = bin.display(),
+            input = input.display(),
+            svg = dir.path().join("x.svg").display(),
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.path().join("x.svg").is_file());
 }
 
 /// A folded profile big enough that rendering it takes a while (hundreds of ms).

@@ -286,31 +286,6 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Whether this process's standard output was open when the process started. Writes to
-/// a closed descriptor would be lost without a word (`kiln ... >&-`), so commands that
-/// print data check this first.
-///
-/// Rust's runtime replaces a closed standard descriptor by `/dev/null` opened read-write
-/// before `main`; a shell redirection (`>/dev/null`) opens it write-only. So a read-write
-/// `/dev/null` on descriptor 1 is taken for a closed standard output.
-pub fn stdout_is_open() -> bool {
-    // SAFETY: F_GETFL and fstat on a descriptor number only read kernel state into
-    // memory we own.
-    unsafe {
-        let flags = libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFL);
-        if flags == -1 {
-            return false;
-        }
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(libc::STDOUT_FILENO, &mut st) != 0 {
-            return false;
-        }
-        let dev_null =
-            (st.st_mode & libc::S_IFMT) == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
-        !(dev_null && flags & libc::O_ACCMODE == libc::O_RDWR)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,6 +451,5 @@ mod tests {
         symlink(&a, dir.path().join("b")).unwrap();
         assert!(same_file(&a, &dir.path().join("b")));
         assert!(!same_file(&a, &dir.path().join("missing")));
-        assert!(stdout_is_open());
     }
 }

@@ -3,6 +3,7 @@ use anyhow::{Context, Result};
 use kiln_model::transform::{default_merge_rules, regex, MergeRule, Transforms};
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Transforms, available to every command that reads or writes a profile.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -157,14 +158,32 @@ pub fn looks_folded(path: &Path) -> bool {
         && kiln_collapse::detect(&head) == Some(kiln_collapse::Format::Folded)
 }
 
-/// Fails when standard output is closed (`>&-`): data written there would be lost
-/// without a word (Rust discards writes to a closed descriptor).
+/// Whether descriptor 1 was closed when kiln started (`>&-`). Rust's runtime puts
+/// `/dev/null` in its place before `main`, which then cannot be told from a redirection to
+/// `/dev/null` (Python's `subprocess.DEVNULL` and service managers open it read-write, as
+/// the runtime does), so it is looked at earlier: from `.init_array`, which the C library
+/// runs before the runtime's start-up.
+static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+
+#[used]
+#[link_section = ".init_array"]
+static CHECK_STDOUT_AT_START: extern "C" fn() = check_stdout_at_start;
+
+extern "C" fn check_stdout_at_start() {
+    // SAFETY: F_GETFD on a descriptor number only reads kernel state.
+    if unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1 {
+        STDOUT_CLOSED_AT_START.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Fails when standard output was closed (`>&-`): data written there would be lost
+/// without a word (Rust's runtime gives the closed descriptor `/dev/null`). Call it only
+/// where data is about to go to standard output.
 pub fn ensure_stdout_open() -> Result<()> {
-    if kiln_model::io::stdout_is_open() {
-        Ok(())
-    } else {
+    if STDOUT_CLOSED_AT_START.load(Ordering::Relaxed) {
         anyhow::bail!("standard output is closed: nowhere to write the data (give -o FILE, or redirect stdout)")
     }
+    Ok(())
 }
 
 /// Input options shared by commands that read profiler output.

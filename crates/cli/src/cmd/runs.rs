@@ -249,7 +249,12 @@ fn show(store: &SqliteStore, reference: &str, json: bool) -> Result<String> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    super::common::ensure_stdout_open()?;
+    if matches!(
+        args.command,
+        None | Some(RunsCommand::List(_)) | Some(RunsCommand::Show { .. })
+    ) {
+        super::common::ensure_stdout_open()?;
+    }
     let mut out = std::io::stdout().lock();
     match args.command {
         None => list(&args.store, &args.list, &mut out)?,
