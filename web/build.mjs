@@ -1,6 +1,7 @@
-// Builds web/dist/viewer.js (embedded by crates/viewer) and, with --tests, the unit tests.
-//   node build.mjs            write dist/viewer.js
-//   node build.mjs --check    fail if dist/viewer.js differs from a fresh build (CI)
+// Builds web/dist/viewer.js (embedded by crates/viewer), web/dist/report.js (embedded by
+// crates/report) and, with --tests, the unit tests.
+//   node build.mjs            write dist/viewer.js and dist/report.js
+//   node build.mjs --check    fail if a bundle in dist/ differs from a fresh build (CI)
 //   node build.mjs --tests    build tests/*.test.ts into build-tests/ for `node --test`
 import * as esbuild from 'esbuild';
 import { readFileSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs';
@@ -10,9 +11,14 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 
-async function bundle() {
+const BUNDLES = [
+  ['src/main.ts', 'dist/viewer.js'],
+  ['src/report/main.ts', 'dist/report.js'],
+];
+
+async function bundle(entry) {
   const r = await esbuild.build({
-    entryPoints: [join(here, 'src/main.ts')],
+    entryPoints: [join(here, entry)],
     bundle: true,
     format: 'iife',
     target: 'es2022',
@@ -43,21 +49,26 @@ if (args.includes('--tests')) {
     logLevel: 'warning',
   });
 } else {
-  const js = await bundle();
-  const out = join(here, 'dist/viewer.js');
-  if (args.includes('--check')) {
-    let old = '';
-    try {
-      old = readFileSync(out, 'utf8');
-    } catch {}
-    if (old !== js) {
-      console.error('web/dist/viewer.js is out of date: run `npm run build` in web/ and commit it');
-      process.exit(1);
+  let stale = false;
+  for (const [entry, file] of BUNDLES) {
+    const js = await bundle(entry);
+    const out = join(here, file);
+    if (args.includes('--check')) {
+      let old = '';
+      try {
+        old = readFileSync(out, 'utf8');
+      } catch {}
+      if (old !== js) {
+        console.error(`web/${file} is out of date: run \`npm run build\` in web/ and commit it`);
+        stale = true;
+      } else {
+        console.error(`web/${file} matches its sources`);
+      }
+    } else {
+      mkdirSync(join(here, 'dist'), { recursive: true });
+      writeFileSync(out, js);
+      console.error(`wrote ${out} (${js.length} bytes)`);
     }
-    console.error('web/dist/viewer.js matches its sources');
-  } else {
-    mkdirSync(join(here, 'dist'), { recursive: true });
-    writeFileSync(out, js);
-    console.error(`wrote ${out} (${js.length} bytes)`);
   }
+  if (stale) process.exit(1);
 }

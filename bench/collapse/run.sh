@@ -1,68 +1,87 @@
 #!/usr/bin/env bash
-# Collapse benchmark: kiln collapse vs inferno-collapse-perf on the same >=100 MB
-# `perf script` input, one and two threads, in the same run; prints times, throughput,
-# peak memory and ratios. As root (it records with perf).
+# Collapse benchmark: kiln collapse vs inferno-collapse-perf on the same large `perf script`
+# input, one and two threads, in the same run. The four commands run in turn, round after
+# round (so a burst of load on this shared machine hits all of them alike); prints each
+# command's median wall time and spread, peak memory, and the ratios of the medians and of
+# each round. As root (it records with perf).
 #
-#   bench/collapse/run.sh [WORKDIR]      (default bench/work; kept for re-runs)
+#   bench/collapse/run.sh [INPUT]     (default: bench/work/perf-big.txt, recorded once)
+#   ROUNDS=9 bench/collapse/run.sh    (default 7 rounds)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=${1:-$root/bench/work}
+work=$root/bench/work
 mkdir -p "$work"
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 (cd "$root" && cargo build --release -q -p kiln)
 kiln=$CARGO_TARGET_DIR/release/kiln
 inferno=$(command -v inferno-collapse-perf)
+rounds=${ROUNDS:-7}
 
-input=$work/perf-100mb.txt
+input=${1:-$work/perf-big.txt}
 if [ ! -s "$input" ]; then
   cc -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread \
     "$root/examples/workload/workload.c" -o "$work/workload"
-  # 25 s system-wide at 999 Hz on both CPUs while the workload runs: the shape of the
-  # recording in the seeds (25 s, 2 CPUs), with kernel, libc and other processes' stacks.
-  perf record -q -a -g -F 999 -o "$work/perf.data" -- "$work/workload" 25 3 >/dev/null 2>&1
-  perf script -i "$work/perf.data" > "$work/perf-one.txt" 2>/dev/null
-  # Repeat the recording until the input passes 100 MB (same samples, several times).
-  : > "$input"
-  while [ "$(stat -c %s "$input")" -lt 100000000 ]; do cat "$work/perf-one.txt" >> "$input"; done
+  # One system-wide recording at 999 Hz on both CPUs while the workload runs (and
+  # whatever else runs on the machine: builds, with deep Rust and C++ stacks), long
+  # enough that its text passes 90 MB: distinct samples, not one recording repeated.
+  secs=70
+  while :; do
+    perf record -q -a -g -F 999 -o "$work/perf.data" -- "$work/workload" "$secs" 3 >/dev/null 2>&1
+    perf script -i "$work/perf.data" > "$input" 2>/dev/null
+    [ "$(stat -c %s "$input")" -ge 90000000 ] && break
+    secs=$((secs * 2))
+  done
 fi
-size=$(stat -c %s "$input")
-echo "input: $input ($((size / 1000000)) MB, $(grep -c 'cpu-clock' "$input") samples)"
+size=$(stat -L -c %s "$input")
+echo "input: $input ($((size / 1000000)) MB, $(grep -c '^[^[:space:]#]' "$input") samples)"
+echo "date: $(date -u +%F), cpus: $(nproc), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-measure() { # NAME CMD... -> prints "NAME median_s maxrss_kb"
-  local name=$1; shift
-  hyperfine -N --warmup 1 --runs 5 --export-json "$work/$name.json" -- "$*" >/dev/null 2>&1
-  local med; med=$(python3 -c "import json,sys; r=json.load(open('$work/$name.json'))['results'][0]; print(r['median'])")
-  local rss
-  /usr/bin/time -f %M "$@" > /dev/null 2> "$work/$name.time" || true
-  rss=$(tail -1 "$work/$name.time")
-  echo "$name $med $rss"
-}
-
-{
-  measure inferno-1 "$inferno" -n 1 -q "$input"
-  measure inferno-2 "$inferno" -n 2 -q "$input"
-  measure kiln-1 "$kiln" collapse --threads 1 -q "$input"
-  measure kiln-2 "$kiln" collapse --threads 2 -q "$input"
-} > "$work/collapse-results.txt"
-
-# Same output check (kiln and inferno agree on this input apart from the documented
-# differences; print the count of differing lines for the record).
+names=(inferno-1 inferno-2 kiln-1 kiln-2)
+cmds=(
+  "$inferno -n 1 -q $input"
+  "$inferno -n 2 -q $input"
+  "$kiln collapse --threads 1 -q $input"
+  "$kiln collapse --threads 2 -q $input"
+)
+# Warm the page cache and check the outputs once.
 "$kiln" collapse -q "$input" > "$work/kiln.folded"
 "$inferno" -q "$input" > "$work/inferno.folded"
-difflines=$(diff "$work/kiln.folded" "$work/inferno.folded" | grep -c '^[<>]' || true)
+difflines=$(diff <(sort "$work/kiln.folded") <(sort "$work/inferno.folded") | grep -c '^[<>]' || true)
 
-python3 - "$work/collapse-results.txt" "$size" "$difflines" <<'PY'
-import sys
-rows = {l.split()[0]: (float(l.split()[1]), int(l.split()[2])) for l in open(sys.argv[1])}
+: > "$work/collapse-rounds.txt"
+for r in $(seq "$rounds"); do
+  for i in "${!names[@]}"; do
+    # shellcheck disable=SC2086
+    /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" ${cmds[$i]} > /dev/null
+    echo "$r ${names[$i]} $(cat "$work/time.txt")" >> "$work/collapse-rounds.txt"
+  done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$work/collapse-rounds.txt" "$size" "$difflines" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
 size = int(sys.argv[2]) / 1e6
-print(f"{'tool':<10} {'threads':>7} {'median s':>9} {'MB/s':>7} {'peak RSS MB':>11}")
+by = {}
+for r, name, wall, rss, user, sys_ in rows:
+    by.setdefault(name, []).append((int(r), float(wall), int(rss), float(user) + float(sys_)))
+def med(name, k): return st.median(x[k] for x in by[name])
+print(f"{'tool':<8} {'threads':>7} {'median s':>9} {'min-max s':>12} {'MB/s':>6} {'CPU s':>6} {'peak RSS MB':>11}")
 for name in ["inferno-1", "inferno-2", "kiln-1", "kiln-2"]:
-    t, rss = rows[name]
-    print(f"{name.split('-')[0]:<10} {name.split('-')[1]:>7} {t:>9.3f} {size/t:>7.0f} {rss/1024:>11.1f}")
+    w = [x[1] for x in by[name]]
+    print(f"{name.split('-')[0]:<8} {name.split('-')[1]:>7} {med(name,1):>9.3f} {min(w):>5.2f}-{max(w):<6.2f} {size/med(name,1):>6.0f} {med(name,3):>6.2f} {max(x[2] for x in by[name])/1024:>11.1f}")
+def per_round(a, b):
+    ra = {x[0]: x[1] for x in by[a]}
+    return sorted(ra[x[0]] / x[1] for x in by[b])
 for n in ["1", "2"]:
-    print(f"ratio kiln/inferno throughput, {n} thread(s): {rows['inferno-'+n][0]/rows['kiln-'+n][0]:.2f}x")
-print(f"ratio kiln 2 threads / inferno 1 thread: {rows['inferno-1'][0]/rows['kiln-2'][0]:.2f}x")
-print(f"peak memory kiln/inferno (2 threads): {rows['kiln-2'][1]/rows['inferno-2'][1]:.2f}")
+    pr = per_round("inferno-" + n, "kiln-" + n)
+    print(f"kiln/inferno throughput, {n} thread(s): {med('inferno-'+n,1)/med('kiln-'+n,1):.2f}x "
+          f"(rounds: {', '.join(f'{x:.2f}' for x in pr)})")
+pr = per_round("inferno-1", "kiln-2")
+print(f"kiln 2 threads / inferno 1 thread: {med('inferno-1',1)/med('kiln-2',1):.2f}x (rounds: {', '.join(f'{x:.2f}' for x in pr)})")
+for n in ["1", "2"]:
+    print(f"peak memory kiln/inferno ({n} thread(s)): "
+          f"{max(x[2] for x in by['kiln-'+n])/max(x[2] for x in by['inferno-'+n]):.2f}")
 print(f"folded lines that differ (documented differences): {sys.argv[3]}")
 PY

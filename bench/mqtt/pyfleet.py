@@ -56,11 +56,13 @@ async def main():
     while len(done) < n and time.monotonic() < hold_until:
         await asyncio.sleep(0.05)
     t = done[-1] - t0 if done else float("nan")
+    await asyncio.sleep(3)
     rss = rss_kb()
-    results = await asyncio.gather(*tasks, return_exceptions=True)
-    errors = sum(1 for x in results if isinstance(x, Exception))
+    errors = sum(1 for x in tasks if x.done() and x.exception() is not None)
     print(f"connections {len(done)} errors {errors} seconds {t:.2f} rate {len(done) / t:.0f} "
-          f"rss_kb {rss} rss_per_conn_kb {(rss - base) / max(len(done), 1):.2f} pings {pings[0]}")
+          f"rss_kb {rss} rss_per_conn_kb {(rss - base) / max(len(done), 1):.2f}", flush=True)
+    await asyncio.gather(*tasks, return_exceptions=True)
+    print(f"pings {pings[0]}", flush=True)
 
 
 asyncio.run(main())

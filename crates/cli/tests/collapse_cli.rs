@@ -94,7 +94,9 @@ fn errors_name_the_problem() {
         .write_stdin("a 1\n")
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("unknown input format \"nope\""));
+        .stderr(predicate::str::contains(
+            "unknown format 'nope': expected one of perf",
+        ));
     kiln()
         .args(["collapse", "--no-such-flag"])
         .assert()
@@ -156,4 +158,131 @@ fn diff_folded_and_table() {
     )
     .expect("well-formed SVG");
     assert!(text.contains("rabbit_exchange:route/2"));
+}
+
+/// One recording read as `perf script` text and as perf.data weighs the same on both
+/// sides of `kiln diff` (periods, or one per sample with --count-samples; they used to be
+/// periods on one side and samples on the other); profiles counting different things
+/// are refused, except as shares (-n, --table).
+#[test]
+fn diff_weighs_perf_script_and_perf_data_alike_and_refuses_mixed_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("hot");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
+    let st = std::process::Command::new("cc")
+        .args(["-O2", "-fno-inline", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    let record = |name: &str, event: &[&str]| -> (PathBuf, PathBuf) {
+        let data = dir.path().join(format!("{name}.data"));
+        let st = std::process::Command::new("perf")
+            .args(["record", "-q", "-g"])
+            .args(event)
+            .arg("-o")
+            .arg(&data)
+            .arg("--")
+            .arg(&exe)
+            .arg("1")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("perf runs (Debian package linux-perf)");
+        assert!(st.success(), "perf record failed");
+        let text = std::process::Command::new("perf")
+            .args(["script", "-i"])
+            .arg(&data)
+            .output()
+            .expect("perf script runs");
+        let perf = dir.path().join(format!("{name}.perf"));
+        std::fs::write(&perf, text.stdout).unwrap();
+        (perf, data)
+    };
+    let totals = |out: &[u8]| -> (u64, u64, usize) {
+        let text = std::str::from_utf8(out).unwrap();
+        let mut t = (0, 0, 0);
+        for line in text.lines() {
+            let mut it = line.rsplitn(3, ' ');
+            let after: u64 = it.next().unwrap().parse().unwrap();
+            let before: u64 = it.next().unwrap().parse().unwrap();
+            t = (t.0 + before, t.1 + after, t.2 + 1);
+        }
+        t
+    };
+    let (cpu_text, cpu_data) = record("cpu", &["-F", "999"]);
+    for extra in [&[][..], &["--count-samples"][..]] {
+        let out = kiln()
+            .arg("diff")
+            .args(extra)
+            .arg(&cpu_text)
+            .arg(&cpu_data)
+            .assert()
+            .success();
+        let (before, after, lines) = totals(&out.get_output().stdout);
+        assert!(lines > 0 && before > 0, "{extra:?}");
+        assert_eq!(
+            before, after,
+            "{extra:?}: the same recording weighs the same"
+        );
+        if extra.is_empty() {
+            // cpu-clock periods: nanoseconds, about 1 ms a sample at 999 Hz.
+            assert!(before > 100 * 900_000, "{before}");
+        }
+    }
+    // Page faults (events) against cpu-clock (nanoseconds): refused, with the way out.
+    let (faults_text, _) = record("faults", &["-e", "page-faults", "-c", "1"]);
+    kiln()
+        .arg("diff")
+        .arg(&cpu_text)
+        .arg(&faults_text)
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "the one before counts nanoseconds, the one after events",
+        ))
+        .stderr(predicate::str::contains("-n"));
+    kiln()
+        .args(["diff", "-n"])
+        .arg(&cpu_text)
+        .arg(&faults_text)
+        .assert()
+        .success();
+    kiln()
+        .args(["diff", "--table", "5"])
+        .arg(&cpu_text)
+        .arg(&faults_text)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("self%"));
+}
+
+/// Format detection reads several lines: a first line with a negative count is one bad
+/// line (it used to make the file unreadable: "cannot tell the input format"), and so is a
+/// folded file of one 10 MB line, which detection sees cut at 64 KiB.
+#[test]
+fn one_bad_first_line_and_one_long_line_are_still_folded_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let neg = dir.path().join("neg.folded");
+    std::fs::write(&neg, "main;a -5\nmain;b 3\n").unwrap();
+    kiln()
+        .arg("collapse")
+        .arg(&neg)
+        .assert()
+        .success()
+        .stdout("main;b 3\n")
+        .stderr(predicate::str::contains(
+            "neg.folded:1: negative sample count",
+        ))
+        .stderr(predicate::str::contains("skipped 1: negative count"));
+    let long = dir.path().join("long.folded");
+    let mut line = String::new();
+    while line.len() < 10 << 20 {
+        line.push_str("some_function;");
+    }
+    line.push_str("leaf 42\n");
+    std::fs::write(&long, &line).unwrap();
+    let out = kiln().arg("collapse").arg(&long).assert().success();
+    assert_eq!(out.get_output().stdout, line.as_bytes());
 }

@@ -49,6 +49,11 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
     let mut in_entry = false;
     let mut entry_line = 0u64;
     let mut frames = Vec::new();
+    let mut ctx = Ctx {
+        warnings: &mut warnings,
+        total: 0,
+        source: input.name,
+    };
     for (i, raw) in input.data.split(|&c| c == b'\n').enumerate() {
         let lineno = i as u64 + 1;
         let line = trim(raw);
@@ -75,7 +80,15 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
                     for k in split_keys(keys) {
                         scalars.push(k.to_vec());
                     }
-                    emit(&mut out, &scalars, &stacks, count, &mut frames);
+                    emit(
+                        &mut out,
+                        &scalars,
+                        &stacks,
+                        count,
+                        &mut frames,
+                        &mut ctx,
+                        lineno,
+                    )?;
                     in_entry = false;
                 }
                 None => {
@@ -99,11 +112,20 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
             }
             match done {
                 Some(count) => {
-                    emit(&mut out, &scalars, &stacks, count, &mut frames);
+                    emit(
+                        &mut out,
+                        &scalars,
+                        &stacks,
+                        count,
+                        &mut frames,
+                        &mut ctx,
+                        lineno,
+                    )?;
                     in_entry = false;
                 }
                 None if line.starts_with(b"]") => {
-                    warnings.warn(lineno, "bpftrace entry without a count", line)?;
+                    ctx.warnings
+                        .warn(lineno, "bpftrace entry without a count", line)?;
                     out.stats.skip(SkipReason::MalformedLine);
                     in_entry = false;
                 }
@@ -117,7 +139,8 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
         }
     }
     if in_entry {
-        warnings.warn(entry_line, "bpftrace entry cut off at end of input", b"@[")?;
+        ctx.warnings
+            .warn(entry_line, "bpftrace entry cut off at end of input", b"@[")?;
         out.stats.skip(SkipReason::MalformedLine);
     }
     out.stats.warnings = warnings.count;
@@ -126,12 +149,24 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
 }
 
 /// `…]: 123` → (keys before `]`, 123).
-fn finish(line: &[u8]) -> Option<(&[u8], u64)> {
+fn finish(line: &[u8]) -> Option<(&[u8], Count)> {
     let close = memchr::memmem::rfind(line, b"]:")?;
     let count = trim(&line[close + 2..]);
-    let s = std::str::from_utf8(count).ok()?;
-    let n: u64 = s.parse().ok()?;
-    Some((&line[..close], n))
+    if count.is_empty() || !count.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = count.iter().try_fold(0u64, |v, &c| {
+        v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+    });
+    Some((&line[..close], n.map_or(Count::TooLarge, Count::Value)))
+}
+
+/// An entry's count.
+#[derive(Clone, Copy)]
+enum Count {
+    Value(u64),
+    /// Digits beyond 2^64-1.
+    TooLarge,
 }
 
 fn split_keys(keys: &[u8]) -> impl Iterator<Item = &[u8]> {
@@ -140,13 +175,31 @@ fn split_keys(keys: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|k| !k.is_empty())
 }
 
+/// What entries are checked against: warnings, and the sum of the counts so far.
+struct Ctx<'w, 's> {
+    warnings: &'w mut Warnings<'s>,
+    total: u64,
+    source: &'s str,
+}
+
 fn emit(
     out: &mut Collapsed,
     scalars: &[Vec<u8>],
     stacks: &[Vec<Vec<u8>>],
-    count: u64,
+    count: Count,
     frames: &mut Vec<kiln_model::FrameId>,
-) {
+    ctx: &mut Ctx<'_, '_>,
+    lineno: u64,
+) -> Result<(), CollapseError> {
+    let count = match count {
+        Count::Value(n) => n,
+        Count::TooLarge => {
+            ctx.warnings
+                .warn(lineno, "count does not fit in 64 bits", b"")?;
+            out.stats.skip(SkipReason::WeightTooLarge);
+            return Ok(());
+        }
+    };
     frames.clear();
     let p = &mut out.profile;
     for s in scalars {
@@ -159,10 +212,19 @@ fn emit(
     }
     if frames.is_empty() {
         out.stats.skip(SkipReason::EmptyStack);
-        return;
+        return Ok(());
     }
+    ctx.total = ctx.total.checked_add(count).ok_or_else(|| {
+        CollapseError::WeightOverflow(crate::Warning::new(
+            ctx.source,
+            lineno,
+            "the counts add up to more than 2^64-1",
+            b"",
+        ))
+    })?;
     p.add_sample_path(frames, count, NO_TIME, ThreadId::NONE);
     out.stats.kept += 1;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -192,5 +254,24 @@ mod tests {
         assert_eq!(c.stats.read, 4);
         assert_eq!(c.stats.kept, 3);
         assert_eq!(c.stats.skipped_total(), 1);
+    }
+
+    #[test]
+    fn counts_beyond_64_bits() {
+        let run = |text: &str| {
+            collapse(
+                Input {
+                    name: "b",
+                    data: text.as_bytes(),
+                },
+                &Options::default(),
+            )
+        };
+        let c = run("@[a]: 99999999999999999999\n@[b]: 2\n").unwrap();
+        assert_eq!((c.stats.kept, c.stats.warnings), (1, 1));
+        assert_eq!(c.stats.skipped.get(&SkipReason::WeightTooLarge), Some(&1));
+        let e = run("@[a]: 18446744073709551615\n@[b]: 1\n").unwrap_err();
+        assert!(matches!(e, CollapseError::WeightOverflow(_)), "{e}");
+        assert!(e.to_string().contains("line 2"), "{e}");
     }
 }

@@ -46,6 +46,14 @@ impl std::fmt::Display for Warning {
     }
 }
 
+fn line_suffix(line: u64) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(" (at line {line})")
+    }
+}
+
 /// Errors of the collapsers.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -59,6 +67,11 @@ pub enum CollapseError {
     /// The input's format could not be recognised.
     #[error("{0}: cannot tell the input format (not perf script text, folded stacks or bpftrace output); use --format")]
     Undetected(String),
+    /// The weights of the samples kept add up to more than a 64-bit total can hold: any
+    /// share or width computed from it would be wrong. `line` 0 means the overflow came
+    /// from joining the parts of the input parsed in parallel.
+    #[error("{}: the weights of the samples add up to more than {} (2^64-1), more than kiln can count{}", .0.source, u64::MAX, line_suffix(.0.line))]
+    WeightOverflow(Warning),
     /// The model refused the input (too many distinct frames).
     #[error("{0}")]
     Model(#[from] kiln_model::ModelError),

@@ -31,6 +31,7 @@
 //! parsed by several threads into separate profiles that are merged at the end.
 #![deny(missing_docs)]
 
+mod blocks;
 mod bpftrace;
 mod detect;
 mod error;
@@ -148,6 +149,10 @@ impl<'a> Warnings<'a> {
             list: Vec::new(),
             count: 0,
         }
+    }
+
+    pub(crate) fn source(&self) -> &str {
+        self.source
     }
 
     pub(crate) fn warn(

@@ -18,6 +18,10 @@ pub enum SkipReason {
     /// A sample whose value is negative (a pprof difference of two profiles): kiln's
     /// weights are not.
     NegativeValue,
+    /// A sample whose weight (perf period, folded count) does not fit in 64 bits.
+    WeightTooLarge,
+    /// A folded or bpftrace line whose count is negative.
+    NegativeCount,
 }
 
 impl fmt::Display for SkipReason {
@@ -32,6 +36,10 @@ impl fmt::Display for SkipReason {
             SkipReason::MalformedLine => f.write_str("malformed line"),
             SkipReason::EmptyStack => f.write_str("no frames"),
             SkipReason::NegativeValue => f.write_str("negative value (a difference of profiles)"),
+            SkipReason::WeightTooLarge => {
+                f.write_str("weight (period or count) too large for 64 bits")
+            }
+            SkipReason::NegativeCount => f.write_str("negative count"),
         }
     }
 }

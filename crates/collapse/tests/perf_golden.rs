@@ -255,3 +255,157 @@ fn malformed_lines_are_reported_with_file_and_line() {
     .unwrap_err();
     assert!(e.to_string().starts_with("bad.txt:3: "), "{e}");
 }
+
+/// The profile does not depend on how the input is cut and parsed: one or several parser
+/// threads, tiny blocks (every block boundary inside the fixtures' samples is crossed),
+/// one row per sample or per stack. Stats and warnings agree too.
+#[test]
+fn same_profile_whatever_the_blocks_threads_and_aggregation() {
+    let dir = data_dir();
+    // A malformed stack line and header among good samples, repeated so that a task's
+    // next sample reuses lines of its previous one (and must warn again).
+    let mut hostile = String::new();
+    for i in 0..40 {
+        hostile.push_str(&format!(
+            "prog 12 [000] 1.{i:06}: 7 cpu-clock:\n\t1234 f (/bin/x)\n\tnot a frame\n\t99 main (/bin/x)\n\n"
+        ));
+        hostile.push_str(&format!(
+            "other 13 [001] 1.{i:06}: 5 cpu-clock:\n\t1234 g (/bin/x)\n\t99 main (/bin/x)\n\n"
+        ));
+        if i % 7 == 0 {
+            hostile.push_str("not a header\n\t1 x (/y)\n\n");
+        }
+    }
+    let mut inputs: Vec<(String, Vec<u8>)> = FIXTURES
+        .iter()
+        .map(|fx| {
+            let p = dir.join(format!("perf/{fx}.txt"));
+            (fx.to_string(), std::fs::read(p).unwrap())
+        })
+        .collect();
+    inputs.push(("hostile".into(), hostile.into_bytes()));
+    for (fx, data) in &inputs {
+        for (name, popts) in variants() {
+            let mut reference: Option<(String, String, Vec<String>)> = None;
+            for (threads, block_bytes, aggregate) in [
+                (1, 0, false),
+                (1, 0, true),
+                (2, 0, true),
+                (1, 1, false),
+                (2, 1, true),
+                (3, 700, false),
+                (3, 4096, true),
+            ] {
+                let opts = Options {
+                    perf: PerfOptions {
+                        threads,
+                        block_bytes,
+                        aggregate,
+                        ..popts.clone()
+                    },
+                    ..Default::default()
+                };
+                let c = kiln_collapse::collapse(
+                    kiln_collapse::Input { name: fx, data },
+                    Format::Perf,
+                    &opts,
+                )
+                .unwrap();
+                if fx == "hostile" {
+                    // 40 bad stack lines (each warned about, though its neighbours are
+                    // reused from the task's previous sample) and 6 bad headers.
+                    assert_eq!(c.stats.warnings, 46, "{name}: {:?}", c.warnings);
+                    assert_eq!(c.stats.read, 86);
+                }
+                let got = (
+                    folded(&c.profile),
+                    format!("{} {:?}", c.stats, c.profile.event),
+                    c.warnings.iter().map(|w| w.to_string()).collect(),
+                );
+                match &reference {
+                    None => reference = Some(got),
+                    Some(r) => pretty_assertions::assert_eq!(
+                        r,
+                        &got,
+                        "{fx}/{name}: threads {threads}, blocks {block_bytes}, aggregate {aggregate}"
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// A period beyond 64 bits is a malformed sample with that reason (it used to weigh 1,
+/// silently); weights adding up beyond 64 bits are an error naming the line (they used
+/// to saturate, drawing every frame at 100%).
+#[test]
+fn periods_that_do_not_fit_are_malformed_and_totals_do_not_saturate() {
+    let text = b"prog 12 [000] 1.000001: 99999999999999999999 cpu-clock:\n\t1234 f (/bin/x)\n\nprog 12 [000] 1.000002: 7 cpu-clock:\n\t1234 g (/bin/x)\n";
+    for threads in [1, 2] {
+        let opts = Options {
+            perf: PerfOptions {
+                threads,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let input = kiln_collapse::Input {
+            name: "big.txt",
+            data: text,
+        };
+        let c = kiln_collapse::collapse(input, Format::Perf, &opts).unwrap();
+        assert_eq!((c.stats.read, c.stats.kept), (2, 1));
+        assert_eq!(
+            c.stats
+                .skipped
+                .get(&kiln_collapse::SkipReason::WeightTooLarge),
+            Some(&1)
+        );
+        assert_eq!(c.stats.warnings, 1);
+        assert_eq!(
+            c.warnings[0].to_string(),
+            "big.txt:1: sample period does not fit in 64 bits (sample left out): prog 12 [000] 1.000001: 99999999999999999999 cpu-clock:"
+        );
+        assert_eq!(folded(&c.profile), "prog;g 7\n");
+        // Counting samples, the period does not matter.
+        let samples = Options {
+            perf: PerfOptions {
+                weight: PerfWeight::Samples,
+                threads,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let c = kiln_collapse::collapse(input, Format::Perf, &samples).unwrap();
+        assert_eq!((c.stats.kept, c.stats.warnings), (2, 0));
+    }
+    let max = u64::MAX;
+    let text = format!(
+        "prog 12 [000] 1.000001: {max} cpu-clock:\n\t1234 f (/bin/x)\n\nprog 12 [000] 1.000002: 1 cpu-clock:\n\t1234 g (/bin/x)\n"
+    );
+    for (threads, block_bytes) in [(1, 0), (2, 1)] {
+        let opts = Options {
+            perf: PerfOptions {
+                threads,
+                block_bytes,
+                aggregate: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let e = kiln_collapse::collapse(
+            kiln_collapse::Input {
+                name: "sum.txt",
+                data: text.as_bytes(),
+            },
+            Format::Perf,
+            &opts,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, kiln_collapse::CollapseError::WeightOverflow(_)),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("sum.txt"), "{e}");
+    }
+}

@@ -14,7 +14,7 @@
 //! samples with it anywhere on the stack, once per sample even under recursion.
 #![deny(missing_docs)]
 
-use kiln_model::{FrameId, Profile, StackId};
+use kiln_model::{FrameId, Profile, StackId, WeightUnit};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
@@ -25,6 +25,70 @@ pub enum DiffError {
     /// Writing failed.
     #[error("write failed: {0}")]
     Io(#[from] std::io::Error),
+    /// The two profiles weigh their samples in different units (samples against
+    /// nanoseconds, say): their counts cannot be subtracted. Shares can be compared
+    /// ([`DiffOptions::normalize`], [`function_changes`]).
+    #[error("the profiles do not count the same thing: the one before counts {}, the one after {}", describe(*.before), describe(*.after))]
+    UnitsDiffer {
+        /// The unit of the profile before.
+        before: WeightUnit,
+        /// The unit of the profile after.
+        after: WeightUnit,
+    },
+    /// A profile's weights add up to more than 2^64-1.
+    #[error(
+        "the weights of the profile {side} add up to more than {} (2^64-1)",
+        u64::MAX
+    )]
+    WeightOverflow {
+        /// "before" or "after".
+        side: &'static str,
+    },
+}
+
+/// A unit in words.
+fn describe(u: WeightUnit) -> &'static str {
+    match u {
+        WeightUnit::Samples => "samples",
+        WeightUnit::Period => "event periods",
+        WeightUnit::Nanoseconds => "nanoseconds",
+        WeightUnit::Microseconds => "microseconds",
+        WeightUnit::Bytes => "bytes",
+        WeightUnit::Events => "events",
+        other => other.name(),
+    }
+}
+
+/// The unit of a profile's weights, when known: folded stacks do not say what their
+/// counts are (no event, counted as samples), so they compare with anything.
+fn known_unit(p: &Profile) -> Option<WeightUnit> {
+    (!(p.event.name.is_empty() && p.event.unit == WeightUnit::Samples)).then_some(p.event.unit)
+}
+
+/// Whether the counts of two profiles can be compared as they are: both totals fit in
+/// 64 bits, and the units are the same (or one of them is not known). Scaling one
+/// profile to the other's total ([`DiffOptions::normalize`]) compares shares, whatever
+/// the units.
+pub fn comparable(before: &Profile, after: &Profile) -> Result<(), DiffError> {
+    total(before, "before")?;
+    total(after, "after")?;
+    match (known_unit(before), known_unit(after)) {
+        (Some(b), Some(a)) if a != b => Err(DiffError::UnitsDiffer {
+            before: b,
+            after: a,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The total weight of a profile, or an error if it does not fit in 64 bits (the
+/// model's sums saturate).
+fn total(p: &Profile, side: &'static str) -> Result<u64, DiffError> {
+    p.samples
+        .weight
+        .iter()
+        .try_fold(0u64, |a, &w| a.checked_add(w))
+        .ok_or(DiffError::WeightOverflow { side })
 }
 
 /// Options of the differential folded output.
@@ -59,15 +123,21 @@ pub fn stack_weights(p: &Profile) -> BTreeMap<Vec<u8>, u64> {
 }
 
 /// Writes `stack before after` for every stack of either profile, sorted by stack.
+///
+/// Refuses profiles whose units differ ([`comparable`]) unless `opts.normalize` scales
+/// them to the same total.
 pub fn write_diff_folded(
     before: &Profile,
     after: &Profile,
     opts: DiffOptions,
     out: &mut dyn Write,
 ) -> Result<(), DiffError> {
+    let (ta, tb) = (total(before, "before")?, total(after, "after")?);
+    if !opts.normalize {
+        comparable(before, after)?;
+    }
     let a = stack_weights(before);
     let b = stack_weights(after);
-    let (ta, tb) = (before.total_weight(), after.total_weight());
     let mut all: BTreeMap<&[u8], (u64, u64)> = BTreeMap::new();
     for (k, v) in &a {
         all.entry(k.as_slice()).or_default().0 = *v;
@@ -122,10 +192,11 @@ impl FunctionChange {
     }
 }
 
-/// Self and total weight of every function name of `p`.
-fn function_weights(p: &Profile) -> HashMap<Vec<u8>, (u64, u64)> {
+/// Self and total weight of every function name of `p` (sums in 128 bits: frames of
+/// one name and several kinds may count a sample twice).
+fn function_weights(p: &Profile) -> HashMap<Vec<u8>, (u128, u128)> {
     let selfw = p.self_weights();
-    let mut by_frame: HashMap<FrameId, (u64, u64)> = HashMap::new();
+    let mut by_frame: HashMap<FrameId, (u128, u128)> = HashMap::new();
     let mut seen: Vec<FrameId> = Vec::new();
     let mut path = Vec::new();
     for (i, &w) in selfw.iter().enumerate() {
@@ -133,19 +204,19 @@ fn function_weights(p: &Profile) -> HashMap<Vec<u8>, (u64, u64)> {
             continue;
         }
         let id = StackId(i as u32);
-        by_frame.entry(p.stacks.frame(id)).or_default().0 += w;
+        by_frame.entry(p.stacks.frame(id)).or_default().0 += u128::from(w);
         path.clear();
         p.stacks.path_into(id, &mut path);
         seen.clear();
         for f in &path {
             if !seen.contains(f) {
                 seen.push(*f);
-                by_frame.entry(*f).or_default().1 += w;
+                by_frame.entry(*f).or_default().1 += u128::from(w);
             }
         }
     }
     // Frames with the same name but another kind are one function here.
-    let mut out: HashMap<Vec<u8>, (u64, u64)> = HashMap::new();
+    let mut out: HashMap<Vec<u8>, (u128, u128)> = HashMap::new();
     for (f, (s, t)) in by_frame {
         let e = out.entry(p.frame_name(f).to_vec()).or_default();
         e.0 += s;
@@ -156,17 +227,21 @@ fn function_weights(p: &Profile) -> HashMap<Vec<u8>, (u64, u64)> {
 
 /// Every function of either profile with its shares, the largest movers first (by the
 /// larger of the self and total changes, in absolute percentage points; ties by name).
-pub fn function_changes(before: &Profile, after: &Profile) -> Vec<FunctionChange> {
+/// Shares compare whatever the units of the two profiles.
+pub fn function_changes(
+    before: &Profile,
+    after: &Profile,
+) -> Result<Vec<FunctionChange>, DiffError> {
+    let (ta, tb) = (total(before, "before")?, total(after, "after")?);
     let a = function_weights(before);
     let b = function_weights(after);
-    let pct = |x: u64, total: u64| {
+    let pct = |x: u128, total: u64| {
         if total == 0 {
             0.0
         } else {
             x as f64 * 100.0 / total as f64
         }
     };
-    let (ta, tb) = (before.total_weight(), after.total_weight());
     let mut names: Vec<&Vec<u8>> = a.keys().chain(b.keys()).collect();
     names.sort();
     names.dedup();
@@ -186,7 +261,7 @@ pub fn function_changes(before: &Profile, after: &Profile) -> Vec<FunctionChange
         .collect();
     let key = |r: &FunctionChange| r.self_delta().abs().max(r.total_delta().abs());
     rows.sort_by(|x, y| key(y).total_cmp(&key(x)).then_with(|| x.name.cmp(&y.name)));
-    rows
+    Ok(rows)
 }
 
 /// Writes the first `limit` rows as an aligned text table.
@@ -282,7 +357,7 @@ mod tests {
     fn function_table_shares() {
         let a = profile(&[("main;rabbit_exchange:route/2", 95), ("main;f;f", 5)]);
         let b = profile(&[("main;rabbit_exchange:route/2", 25), ("main;f;f", 75)]);
-        let rows = function_changes(&a, &b);
+        let rows = function_changes(&a, &b).unwrap();
         // Both moved 70 points: ties go by name.
         assert_eq!(rows[0].name, "f");
         assert_eq!(rows[1].name, "rabbit_exchange:route/2");
@@ -299,5 +374,49 @@ mod tests {
             t.contains("rabbit_exchange:route/2     95.00    25.00   -70.00"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn counts_in_different_units_are_refused_shares_are_not() {
+        let mut a = profile(&[("main;f", 5)]);
+        let mut b = profile(&[("main;f", 7_000_000)]);
+        // Folded input says nothing of its unit: comparable with anything.
+        assert!(comparable(&a, &b).is_ok());
+        a.event = kiln_model::EventInfo {
+            name: "cpu-clock".into(),
+            unit: WeightUnit::Samples,
+            ..Default::default()
+        };
+        b.event = kiln_model::EventInfo {
+            name: "cpu-clock".into(),
+            unit: WeightUnit::Nanoseconds,
+            ..Default::default()
+        };
+        let e = comparable(&a, &b).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the profiles do not count the same thing: the one before counts samples, the one after nanoseconds"
+        );
+        let mut out = Vec::new();
+        assert!(matches!(
+            write_diff_folded(&a, &b, DiffOptions::default(), &mut out),
+            Err(DiffError::UnitsDiffer { .. })
+        ));
+        write_diff_folded(&a, &b, DiffOptions { normalize: true }, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "main;f 7000000 7000000\n");
+        assert_eq!(function_changes(&a, &b).unwrap()[0].self_after, 100.0);
+    }
+
+    #[test]
+    fn totals_beyond_64_bits_are_errors() {
+        let big = profile(&[("main;a", u64::MAX), ("main;b", u64::MAX)]);
+        let small = profile(&[("main;a", 1)]);
+        let mut out = Vec::new();
+        let e = write_diff_folded(&small, &big, DiffOptions::default(), &mut out).unwrap_err();
+        assert!(
+            matches!(e, DiffError::WeightOverflow { side: "after" }),
+            "{e}"
+        );
+        assert!(function_changes(&big, &small).is_err());
     }
 }

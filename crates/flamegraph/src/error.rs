@@ -11,6 +11,13 @@ pub enum FlamegraphError {
     /// so a pipeline notices.
     #[error("no samples to draw (the profile is empty or every weight is zero)")]
     NoSamples,
+    /// The weights of the profile add up to more than 2^64-1: widths and percentages
+    /// computed from a saturated total would be wrong, so nothing is drawn.
+    #[error(
+        "the weights of the samples add up to more than {} (2^64-1): too large to draw",
+        u64::MAX
+    )]
+    WeightOverflow,
     /// An option has a value the renderer cannot use.
     #[error("invalid {option} {value:?}: {reason}")]
     InvalidOption {

@@ -12,10 +12,13 @@ const NONE: u32 = u32::MAX;
 
 /// Per-node weights of the profile being drawn.
 pub(crate) struct Weights {
-    /// Self weight (samples ending at the node).
-    pub selfw: Vec<u64>,
     /// Total weight (self plus descendants): the rectangle's width.
     pub total: Vec<u64>,
+    /// Whether the node has a child with weight (in folded lines its name is followed by
+    /// `;`). A node's self weight is its total minus its children's, computed for the
+    /// drawn nodes only: a self-weight array for every node of a large profile cost as
+    /// much memory (and page faults) as the totals.
+    pub has_kids: Vec<bool>,
     /// For differential graphs: the node's self weight after minus before.
     pub delta: Option<Vec<i64>>,
     /// Largest |delta| (at least 1).
@@ -24,15 +27,34 @@ pub(crate) struct Weights {
 
 impl Weights {
     pub(crate) fn of(p: &Profile) -> Weights {
-        let selfw = p.self_weights();
-        let total = p.total_weights(&selfw);
+        let mut total = vec![0u64; p.stacks.len()];
+        for (s, &x) in p.samples.stack.iter().zip(&p.samples.weight) {
+            let slot = &mut total[s.0 as usize];
+            *slot = slot.saturating_add(x);
+        }
+        let has_kids = accumulate(p, &mut total);
         Weights {
-            selfw,
             total,
+            has_kids,
             delta: None,
             max_delta: 1,
         }
     }
+}
+
+/// Turns self weights into totals (a parent always comes before its children), returning
+/// which nodes have a child with weight.
+fn accumulate(p: &Profile, total: &mut [u64]) -> Vec<bool> {
+    let parents = p.stacks.raw_parents();
+    let mut has_kids = vec![false; total.len()];
+    for i in (0..total.len()).rev() {
+        let par = parents[i];
+        if par != NONE && total[i] > 0 {
+            total[par as usize] = total[par as usize].saturating_add(total[i]);
+            has_kids[par as usize] = true;
+        }
+    }
+    has_kids
 }
 
 /// How siblings are ordered.
@@ -57,11 +79,14 @@ pub(crate) enum Plan {
     /// A merged call tree.
     Tree {
         order: Order,
-        /// Child lists (CSR) of every node whose parent is drawn.
+        /// Child lists of the drawn nodes (CSR over the drawn nodes only: with the
+        /// default minimum width a few thousand of millions): drawn node `k` (its number
+        /// in `drawn_id`) has children `kids[start[k]..start[k + 1]]`.
         start: Vec<u32>,
         kids: Vec<u32>,
         roots: Vec<u32>,
-        kept: Vec<bool>,
+        /// Each node's number among the drawn nodes, or `NONE` if it is not drawn.
+        drawn_id: Vec<u32>,
     },
     /// A flame chart: rectangles in sample order.
     Chart(Vec<Rect>),
@@ -79,17 +104,33 @@ pub(crate) struct PlanInfo {
 
 /// Compares `a` followed by `ta` with `b` followed by `tb`.
 fn cmp_term(a: &[u8], ta: u8, b: &[u8], tb: u8) -> Ordering {
-    a.iter()
-        .chain(std::iter::once(&ta))
-        .cmp(b.iter().chain(std::iter::once(&tb)))
+    let l = a.len().min(b.len());
+    a[..l].cmp(&b[..l]).then_with(|| {
+        let x = a.get(l).copied().unwrap_or(ta);
+        let y = b.get(l).copied().unwrap_or(tb);
+        x.cmp(&y).then(a.len().cmp(&b.len()))
+    })
 }
 
-/// Sort ranks of every frame's name as flamegraph.pl's line sort orders siblings: a frame
-/// with callees is followed by `;` in its lines, a leaf by a space. Index `2*frame` is
-/// the rank as a leaf, `2*frame+1` as a caller.
-fn name_ranks(p: &Profile) -> Vec<u32> {
+/// Sort ranks of the names of the frames of `nodes` as flamegraph.pl's line sort orders
+/// siblings: a frame with callees is followed by `;` in its lines, a leaf by a space.
+/// Index `2*frame` is the rank as a leaf, `2*frame+1` as a caller. Only the frames of
+/// the nodes given are ranked (with the default minimum width, those of the children
+/// of drawn nodes: a fraction of a large profile's frames); the others' ranks are 0.
+fn name_ranks(p: &Profile, nodes: impl Iterator<Item = u32>) -> Vec<u32> {
     let n = p.frames.len();
-    let mut keys: Vec<u32> = (0..2 * n as u32).collect();
+    let frames = p.stacks.raw_frames();
+    let mut needed = vec![false; n];
+    let mut keys: Vec<u32> = Vec::new();
+    for c in nodes {
+        let f = frames[c as usize].0;
+        if !needed[f as usize] {
+            needed[f as usize] = true;
+            keys.push(2 * f);
+            keys.push(2 * f + 1);
+        }
+    }
+    drop(needed);
     let term = |k: u32| if k & 1 == 0 { b' ' } else { b';' };
     let name = |k: u32| p.frame_name(kiln_model::FrameId(k >> 1));
     keys.sort_unstable_by(|&a, &b| cmp_term(name(a), term(a), name(b), term(b)).then(a.cmp(&b)));
@@ -109,62 +150,65 @@ fn name_ranks(p: &Profile) -> Vec<u32> {
 impl Plan {
     /// Plans the merged call tree, dropping nodes narrower than `min_w` weight units.
     pub(crate) fn tree(p: &Profile, w: &Weights, order: Order, min_w: f64) -> (Plan, PlanInfo) {
-        let n = p.stacks.len();
         let parents = p.stacks.raw_parents();
-        let kept: Vec<bool> = w
-            .total
-            .iter()
-            .map(|&t| t > 0 && (t as f64) >= min_w)
-            .collect();
-        // Child lists for nodes whose parent is drawn (they may be pruned themselves, but
-        // still take their place on the x axis).
-        let mut count = vec![0u32; n + 1];
+        let mut drawn_id: Vec<u32> = Vec::with_capacity(w.total.len());
+        let mut kept_count = 0u32;
+        for &t in &w.total {
+            if t > 0 && (t as f64) >= min_w {
+                drawn_id.push(kept_count);
+                kept_count += 1;
+            } else {
+                drawn_id.push(NONE);
+            }
+        }
+        // Child lists of drawn nodes (the children may be pruned themselves, but still
+        // take their place on the x axis).
+        let mut start = vec![0u32; kept_count as usize + 1];
         let mut roots = Vec::new();
         let mut depth_max = 0u32;
-        let mut drawn = 1u64;
         for (i, &par) in parents.iter().enumerate() {
             if par == NONE {
                 roots.push(i as u32);
-            } else if kept[par as usize] {
-                count[par as usize + 1] += 1;
+            } else if drawn_id[par as usize] != NONE {
+                start[drawn_id[par as usize] as usize + 1] += 1;
             }
-            if kept[i] {
-                drawn += 1;
+            if drawn_id[i] != NONE {
                 depth_max = depth_max.max(p.stacks.depth(StackId(i as u32)) + 1);
             }
         }
-        for i in 0..n {
-            count[i + 1] += count[i];
+        for k in 0..kept_count as usize {
+            start[k + 1] += start[k];
         }
-        let start = count;
         let mut fill = start.clone();
-        let mut kids = vec![0u32; start[n] as usize];
+        let mut kids = vec![0u32; start[kept_count as usize] as usize];
         for (i, &par) in parents.iter().enumerate() {
-            if par != NONE && kept[par as usize] {
-                let slot = &mut fill[par as usize];
+            if par != NONE && drawn_id[par as usize] != NONE {
+                let slot = &mut fill[drawn_id[par as usize] as usize];
                 kids[*slot as usize] = i as u32;
                 *slot += 1;
             }
         }
+        drop(fill);
+        let drawn = 1 + u64::from(kept_count);
         let frames = p.stacks.raw_frames();
         match order {
             Order::Name => {
-                let rank = name_ranks(p);
-                let has_kids = |c: u32| w.total[c as usize] > w.selfw[c as usize];
+                let rank = name_ranks(p, roots.iter().chain(&kids).copied());
+                let has_kids = |c: u32| w.has_kids[c as usize];
                 let key = |c: u32| {
                     let r = rank[2 * frames[c as usize].0 as usize + usize::from(has_kids(c))];
                     (u64::from(r) << 32) | u64::from(c)
                 };
                 roots.sort_unstable_by_key(|&c| key(c));
-                for i in 0..n {
-                    let (a, b) = (start[i] as usize, start[i + 1] as usize);
+                for k in 0..kept_count as usize {
+                    let (a, b) = (start[k] as usize, start[k + 1] as usize);
                     if b - a > 1 {
                         kids[a..b].sort_unstable_by_key(|&c| key(c));
                     }
                 }
             }
             Order::Heavy => {
-                let rank = name_ranks(p);
+                let rank = name_ranks(p, roots.iter().chain(&kids).copied());
                 let key = |c: u32| {
                     (
                         std::cmp::Reverse(w.total[c as usize]),
@@ -173,22 +217,22 @@ impl Plan {
                     )
                 };
                 roots.sort_unstable_by_key(|&c| key(c));
-                for i in 0..n {
-                    let (a, b) = (start[i] as usize, start[i + 1] as usize);
+                for k in 0..kept_count as usize {
+                    let (a, b) = (start[k] as usize, start[k + 1] as usize);
                     if b - a > 1 {
                         kids[a..b].sort_unstable_by_key(|&c| key(c));
                     }
                 }
             }
         }
-        let pruned = kept.iter().filter(|&&k| !k).count() as u64;
+        let pruned = (drawn_id.len() - kept_count as usize) as u64;
         (
             Plan::Tree {
                 order,
                 start,
                 kids,
                 roots,
-                kept,
+                drawn_id,
             },
             PlanInfo {
                 depth_max,
@@ -310,7 +354,7 @@ impl Plan {
                 start,
                 kids,
                 roots,
-                kept,
+                drawn_id,
             } => {
                 #[derive(Clone, Copy)]
                 struct Item {
@@ -327,7 +371,7 @@ impl Plan {
                         let mark = stack.len();
                         for &c in list {
                             let width = w.total[c as usize];
-                            if kept[c as usize] {
+                            if drawn_id[c as usize] != NONE {
                                 stack.push(Item {
                                     node: c,
                                     frame: frames[c as usize],
@@ -344,11 +388,16 @@ impl Plan {
                 while let Some(it) = stack.pop() {
                     let i = it.node as usize;
                     emit(Some(it.node), Some(it.frame), it.x, it.w, it.level)?;
+                    let k = drawn_id[i] as usize;
+                    let list = &kids[start[k] as usize..start[k + 1] as usize];
                     let first = match order {
-                        Order::Name => it.x + w.selfw[i],
+                        // Self weight first: the total less the children's.
+                        Order::Name => {
+                            let children: u64 = list.iter().map(|&c| w.total[c as usize]).sum();
+                            it.x + (it.w - children)
+                        }
                         Order::Heavy => it.x,
                     };
-                    let list = &kids[start[i] as usize..start[i + 1] as usize];
                     push_children(&mut stack, list, first, it.level + 1);
                 }
             }
@@ -416,7 +465,8 @@ pub(crate) fn merged_diff(before: &Profile, after: &Profile) -> (Profile, Weight
     let n = m.stacks.len();
     let mut selfw = after.self_weights();
     selfw.resize(n, 0);
-    let total = m.total_weights(&selfw);
+    let mut total = selfw.clone();
+    let has_kids = accumulate(&m, &mut total);
     let mut before_self = vec![0u64; n];
     for (i, &x) in before.self_weights().iter().enumerate() {
         let j = node_map[i].0 as usize;
@@ -434,8 +484,8 @@ pub(crate) fn merged_diff(before: &Profile, after: &Profile) -> (Profile, Weight
     (
         m,
         Weights {
-            selfw,
             total,
+            has_kids,
             delta: Some(delta),
             max_delta,
         },

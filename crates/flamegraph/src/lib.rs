@@ -317,8 +317,8 @@ pub fn render(
     };
     let weights = match opts.layout {
         Layout::FlameChart => Weights {
-            selfw: Vec::new(),
             total: Vec::new(),
+            has_kids: Vec::new(),
             delta: None,
             max_delta: 1,
         },
@@ -337,6 +337,8 @@ pub fn render_diff(
     out: &mut dyn std::io::Write,
 ) -> Result<RenderStats, FlamegraphError> {
     opts.validate()?;
+    checked_total(before)?;
+    checked_total(after)?;
     let (b, a);
     let (before, after) = if opts.reverse {
         b = layout::reversed(before);
@@ -354,13 +356,23 @@ pub fn render_diff(
     draw(&merged, &weights, &opts, out)
 }
 
+/// The sum of the weights of `p`'s samples, or an error if it does not fit in 64 bits
+/// (the model's sums saturate).
+fn checked_total(p: &Profile) -> Result<u64, FlamegraphError> {
+    p.samples
+        .weight
+        .iter()
+        .try_fold(0u64, |a, &w| a.checked_add(w))
+        .ok_or(FlamegraphError::WeightOverflow)
+}
+
 fn draw(
     p: &Profile,
     weights: &Weights,
     opts: &Options,
     out: &mut dyn std::io::Write,
 ) -> Result<RenderStats, FlamegraphError> {
-    let time = p.total_weight();
+    let time = checked_total(p)?;
     if time == 0 {
         return Err(FlamegraphError::NoSamples);
     }

@@ -201,3 +201,32 @@ fn hostile_differential_and_reversed() {
         .iter()
         .any(|d| d.title.starts_with("\u{FFFD}<new> (5 sam<ples>\", ")));
 }
+
+/// Weights adding up beyond 64 bits (a profile from any reader: the model's sums
+/// saturate) are an error, not a graph where every frame is 100% wide.
+#[test]
+fn weights_beyond_64_bits_are_refused() {
+    let mut p = Profile::default();
+    let main = p.frame(b"main", FrameKind::Unknown);
+    for name in [&b"a"[..], b"b"] {
+        let f = p.frame(name, FrameKind::Unknown);
+        p.add_sample_path(&[main, f], u64::MAX, NO_TIME, ThreadId::NONE);
+    }
+    let mut out = Vec::new();
+    let e = kiln_flamegraph::render(&p, &Options::default(), &mut out).unwrap_err();
+    assert!(
+        matches!(e, kiln_flamegraph::FlamegraphError::WeightOverflow),
+        "{e}"
+    );
+    assert!(out.is_empty());
+    let e = kiln_flamegraph::render_diff(&p, &p, &Options::default(), &mut out).unwrap_err();
+    assert!(matches!(
+        e,
+        kiln_flamegraph::FlamegraphError::WeightOverflow
+    ));
+    // Exactly 2^64-1 in total draws.
+    let mut q = Profile::default();
+    let f = q.frame(b"a", FrameKind::Unknown);
+    q.add_sample_path(&[f], u64::MAX, NO_TIME, ThreadId::NONE);
+    kiln_flamegraph::render(&q, &Options::default(), &mut out).unwrap();
+}

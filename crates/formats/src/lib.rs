@@ -386,8 +386,17 @@ pub enum FormatError {
         /// What there is.
         have: String,
     },
+    /// An input could not be opened.
+    #[error("Failed to open '{name}'")]
+    Open {
+        /// The file.
+        name: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Reading or writing failed.
-    #[error("{name}: {source}")]
+    #[error("Failed to read or write '{name}'")]
     Io {
         /// The file.
         name: String,
@@ -402,7 +411,7 @@ pub enum FormatError {
     #[error(transparent)]
     Model(#[from] kiln_model::ModelError),
     /// perf.data could not be read.
-    #[error("Failed to read perf.data file '{name}': {source}")]
+    #[error("Failed to read perf.data file '{name}'")]
     PerfData {
         /// The file.
         name: String,
@@ -411,7 +420,7 @@ pub enum FormatError {
         source: kiln_record::RecordError,
     },
     /// An exported run could not be read.
-    #[error("Cannot read the stored run '{name}': {source}")]
+    #[error("Cannot read the stored run '{name}'")]
     Store {
         /// The file.
         name: String,
@@ -443,20 +452,35 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
     }
 }
 
-/// The format an output file name asks for, among the formats `among` that a command
-/// writes; `forced` (`--output-format`) wins over the name.
+/// The format an output asks for, among the formats `among` that a command writes:
+/// `forced` (`--output-format`) wins; else `path`'s extension (the longest that matches);
+/// else, for standard output (`None` or `-`) or a name without any extension (a FIFO,
+/// `/dev/stdout`), the command's `default`. An extension none of `among` has is an error
+/// listing them.
 pub fn output_format(
-    path: &Path,
+    path: Option<&Path>,
     forced: Option<&str>,
     among: &[Format],
+    default: Option<Format>,
 ) -> Result<Format, FormatError> {
     if let Some(f) = forced {
         return Format::by_name(f, among);
     }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
+    let shown = path.map_or_else(|| "<stdout>".to_string(), |p| p.display().to_string());
+    let unknown = || FormatError::UnknownOutput {
+        path: shown.clone(),
+        formats: list(among),
+    };
+    let name = match path {
+        Some(p) if p != Path::new("-") => p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default(),
+        _ => return default.ok_or_else(unknown),
+    };
+    if !name.trim_start_matches('.').contains('.') {
+        return default.ok_or_else(unknown);
+    }
     // The longest matching extension decides; several formats with it are ambiguous.
     let mut best: Vec<Format> = Vec::new();
     let mut best_len = 0;
@@ -475,12 +499,9 @@ pub fn output_format(
     }
     match best.as_slice() {
         [f] => Ok(*f),
-        [] => Err(FormatError::UnknownOutput {
-            path: path.display().to_string(),
-            formats: list(among),
-        }),
+        [] => Err(unknown()),
         many => Err(FormatError::Ambiguous {
-            path: path.display().to_string(),
+            path: shown.clone(),
             candidates: names(many),
         }),
     }
@@ -512,8 +533,8 @@ pub struct ReadResult {
 
 /// Reads one input: a file, or standard input for `None` or `-`.
 ///
-/// `perf script` text is streamed in blocks (memory stays small whatever its size); other
-/// formats are read whole. Gzip data is inflated first.
+/// `perf script` text and folded stacks are streamed in blocks (memory stays small
+/// whatever their size); other formats are read whole. Gzip data is inflated first.
 pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, FormatError> {
     let is_stdin = path.is_none_or(|p| p == Path::new("-"));
     let name = match path {
@@ -525,7 +546,12 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
         source,
     };
     let mut reader: Box<dyn Read> = match path {
-        Some(p) if !is_stdin => Box::new(std::fs::File::open(p).map_err(io)?),
+        Some(p) if !is_stdin => {
+            Box::new(std::fs::File::open(p).map_err(|source| FormatError::Open {
+                name: name.clone(),
+                source,
+            })?)
+        }
         _ => Box::new(std::io::stdin()),
     };
     let mut head = Vec::with_capacity(64 * 1024);
@@ -555,22 +581,28 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
             })?;
             read_store_file(p, &name, opts)
         }
-        Some(Format::PerfScript) if sniffed != Some(Format::Native) => {
+        Some(f @ (Format::PerfScript | Format::Folded))
+            if !matches!(sniffed, Some(Format::Native | Format::Pprof)) =>
+        {
+            // Streamed in blocks: only what each sample's stack needs is kept.
             let mut all = std::io::Cursor::new(head).chain(reader);
-            let c = kiln_collapse::perf::collapse_reader(&name, &mut all, &opts.collapse).map_err(
-                |e| match e {
-                    kiln_collapse::perf::ReadError::Io(e) => io(e),
-                    kiln_collapse::perf::ReadError::Collapse(e) => FormatError::Collapse(e),
-                    e => FormatError::Malformed {
-                        name: name.clone(),
-                        format: "perf script",
-                        why: e.to_string(),
-                    },
+            let read = if f == Format::PerfScript {
+                kiln_collapse::perf::collapse_reader(&name, &mut all, &opts.collapse)
+            } else {
+                kiln_collapse::folded::collapse_reader(&name, &mut all, &opts.collapse)
+            };
+            let c = read.map_err(|e| match e {
+                kiln_collapse::perf::ReadError::Io(e) => io(e),
+                kiln_collapse::perf::ReadError::Collapse(e) => FormatError::Collapse(e),
+                e => FormatError::Malformed {
+                    name: name.clone(),
+                    format: f.name(),
+                    why: e.to_string(),
                 },
-            )?;
+            })?;
             Ok(ReadResult {
                 collapsed: c,
-                format: Format::PerfScript,
+                format: f,
                 notes: Vec::new(),
             })
         }
@@ -727,6 +759,8 @@ fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadRes
             annotate_kernel: perf.annotate_kernel,
             annotate_jit: perf.annotate_jit,
         },
+        // One rule for perf.data and `perf script` text: periods, or --count-samples.
+        count_samples: perf.weight == kiln_collapse::perf::PerfWeight::Samples,
     };
     let (profiles, summary) =
         kiln_record::perf_data::read_with_summary(path, &ropts).map_err(|source| {
@@ -938,7 +972,7 @@ mod tests {
             .filter(|f| f.write)
             .map(|f| f.format)
             .collect();
-        let of = |p: &str| output_format(Path::new(p), None, PROFILE_OUTPUTS);
+        let of = |p: &str| output_format(Some(Path::new(p)), None, PROFILE_OUTPUTS, None);
         assert_eq!(of("x.pb.gz").unwrap(), Format::Pprof);
         assert_eq!(of("x.pb").unwrap(), Format::Pprof);
         assert_eq!(of("X.PPROF").unwrap(), Format::Pprof);
@@ -949,19 +983,28 @@ mod tests {
             e.contains("folded (.folded, .txt)") && e.contains("pprof (.pb.gz"),
             "{e}"
         );
-        let e = output_format(Path::new("x.txt"), None, &all)
+        let e = output_format(Some(Path::new("x.txt")), None, &all, None)
             .unwrap_err()
             .to_string();
         assert!(e.contains("folded, text"), "{e}");
         assert_eq!(
-            output_format(Path::new("x.txt"), Some("text"), &all).unwrap(),
+            output_format(Some(Path::new("x.txt")), Some("text"), &all, None).unwrap(),
             Format::Text
         );
-        let e = output_format(Path::new("x"), Some("gif"), PROFILE_OUTPUTS)
+        let e = output_format(Some(Path::new("x")), Some("gif"), PROFILE_OUTPUTS, None)
             .unwrap_err()
             .to_string();
         assert!(e.contains("unknown format 'gif'"), "{e}");
         assert!(of(".pb").is_err(), "a bare extension is no file name");
+        assert!(of("x").is_err(), "no default");
+        let def = Some(Format::Folded);
+        for p in [None, Some(Path::new("-")), Some(Path::new("/tmp/pipe"))] {
+            assert_eq!(
+                output_format(p, None, PROFILE_OUTPUTS, def).unwrap(),
+                Format::Folded
+            );
+        }
+        assert!(output_format(Some(Path::new("x.png")), None, PROFILE_OUTPUTS, def).is_err());
     }
 
     #[test]

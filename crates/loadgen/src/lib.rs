@@ -18,12 +18,14 @@
 //! [`engine`] owns what every protocol shares: pacers (when each message or request is due),
 //! the message layout, the once-a-second ticker, HdrHistogram latency, the report and its
 //! JSON/CSV/text outputs, sweeps, and the stop. A protocol is an [`engine::Driver`] beside
-//! the others ([`amqp`]; MQTT and HTTP sit beside it): it declares its counters, latencies
-//! and flags in a [`engine::stats::Schema`] and counts into the [`engine::Ctx`] it is
-//! handed.
+//! the others ([`amqp`]: PerfTest's flags, a thread pair per connection; [`mqtt`]:
+//! emqtt-bench's, one epoll event loop for every connection; HTTP sits beside them): it
+//! declares its counters, latencies and flags in a [`engine::stats::Schema`] and counts into
+//! the [`engine::Ctx`] it is handed.
 //!
 //! # Driving a load from another program (`kiln run`)
-//! A load is a [`Load`] trait object: build it from options ([`amqp::AmqpLoad`]), then
+//! A load is a [`Load`] trait object: build it from options ([`amqp::AmqpLoad`],
+//! [`mqtt::MqttLoad`]), then
 //!
 //! ```no_run
 //! use kiln_loadgen::{amqp::{AmqpLoad, AmqpOptions}, Load};

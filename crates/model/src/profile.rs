@@ -23,6 +23,34 @@ pub enum WeightUnit {
 }
 
 impl WeightUnit {
+    /// What the periods of samples of `event` count: nanoseconds of CPU time for perf's
+    /// `cpu-clock` and `task-clock`, occurrences for tracepoints and software events
+    /// (page faults, context switches, migrations), the counter's own unit otherwise.
+    /// `perf script` text and perf.data files are weighed by this one rule, so one
+    /// recording read either way compares as equal.
+    pub fn of_period(event: &str) -> WeightUnit {
+        let base = match event.rsplit_once(':') {
+            // `cpu-clock:ppp`, `cycles:u`: modifiers.
+            Some((b, m))
+                if !m.is_empty()
+                    && m.len() <= 6
+                    && m.bytes().all(|c| b"ukhpPGHISDWe".contains(&c)) =>
+            {
+                b
+            }
+            _ => event,
+        };
+        match base {
+            "cpu-clock" | "task-clock" => WeightUnit::Nanoseconds,
+            "page-faults" | "faults" | "minor-faults" | "major-faults" | "context-switches"
+            | "cs" | "cpu-migrations" | "migrations" | "alignment-faults" | "emulation-faults" => {
+                WeightUnit::Events
+            }
+            b if b.contains(':') => WeightUnit::Events,
+            _ => WeightUnit::Period,
+        }
+    }
+
     /// A short English name, used as flame graph "count name".
     pub fn name(self) -> &'static str {
         match self {

@@ -81,6 +81,15 @@ impl StackTable {
         StackId(id)
     }
 
+    /// Reserves room for `additional` more nodes (builders that know how many nodes
+    /// they will append avoid growing the table's arrays step by step).
+    pub fn reserve(&mut self, additional: usize) {
+        self.frame.reserve_exact(additional);
+        self.parent.reserve_exact(additional);
+        self.depth.reserve_exact(additional);
+        self.last_child.reserve_exact(additional);
+    }
+
     /// Indexes nodes appended by [`Self::push_new`].
     fn ensure_index(&mut self) {
         while self.indexed < self.frame.len() {

@@ -13,6 +13,12 @@ use std::path::Path;
 pub struct PerfDataOptions {
     /// How frames are named. Default: no annotations.
     pub naming: NamingOptions,
+    /// Count each sample once. By default a sample weighs its period, as `perf script`
+    /// text does in `kiln collapse` and inferno (nanoseconds of CPU time for cpu-clock
+    /// and task-clock, occurrences for tracepoints and software events, the counter's
+    /// unit otherwise): the same recording read either way weighs the same. Default:
+    /// false.
+    pub count_samples: bool,
 }
 
 /// Reads a perf.data file into one profile per event it recorded (see
@@ -98,8 +104,9 @@ fn read_stream<R: Read + Seek>(
                     _ => "event".into(),
                 });
             let unit = match a.attr.type_ {
+                _ if opts.count_samples => WeightUnit::Samples,
                 PerfEventType::Tracepoint(_) => WeightUnit::Events,
-                _ => WeightUnit::Samples,
+                _ => WeightUnit::of_period(&name),
             };
             EventInfo {
                 name,
@@ -112,8 +119,8 @@ fn read_stream<R: Read + Seek>(
         events
             .iter()
             .map(|e| match e.unit {
-                WeightUnit::Events => Weigh::Period,
-                _ => Weigh::One,
+                WeightUnit::Samples => Weigh::One,
+                _ => Weigh::Period,
             })
             .collect(),
     );

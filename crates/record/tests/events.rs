@@ -77,11 +77,23 @@ fn target_exiting_mid_recording_still_gives_its_profile() {
         "hot-exit",
         &["-O2", "-fno-inline", "-fno-ipa-icf"],
     );
-    let mut child = Command::new(&exe).arg("2").spawn().unwrap();
-    let mut opts = RecordOptions::new(Target::Pids(vec![child.id()]));
+    let mut child = Command::new(&exe).arg("60").spawn().unwrap();
+    let pid = child.id();
+    // The target dies 2 s into the sampling, however long the recorder took to start.
+    let gate = kiln_record::StartGate::default();
+    let mut opts = RecordOptions::new(Target::Pids(vec![pid]));
     opts.duration = Some(Duration::from_secs(30));
+    opts.gate = Some(gate.clone());
+    let killer = std::thread::spawn(move || {
+        gate.ready.wait();
+        gate.go.raise();
+        std::thread::sleep(Duration::from_secs(2));
+        // SAFETY: signalling the child this test started.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
     let started = std::time::Instant::now();
     let rec = record(&opts).expect("recording works");
+    killer.join().unwrap();
     child.wait().unwrap();
     assert_eq!(rec.stopped, StopReason::TargetExited);
     assert!(

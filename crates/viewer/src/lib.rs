@@ -34,7 +34,7 @@
 mod encode;
 mod error;
 
-pub use encode::{MAGIC, VERSION};
+pub use encode::{base64_into, MAGIC, VERSION};
 pub use error::ViewerError;
 
 use flate2::write::ZlibEncoder;
@@ -291,8 +291,9 @@ fn unit_meta(q: Quantity) -> serde_json::Map<String, serde_json::Value> {
     m
 }
 
-/// Escapes text for HTML element content and attribute values.
-fn escape_html(s: &str) -> String {
+/// Escapes text for HTML element content and attribute values (pages that embed viewers
+/// write their own text through it).
+pub fn escape_html(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -310,7 +311,7 @@ fn escape_html(s: &str) -> String {
 
 /// JSON that cannot end a `<script>` element or open a comment: `<`, `>` and `&` become
 /// `\u` escapes, which `JSON.parse` reads back unchanged.
-fn script_safe_json(json: &str) -> String {
+pub fn script_safe_json(json: &str) -> String {
     json.replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('&', "\\u0026")

@@ -172,11 +172,13 @@ export class Model {
   private framesAndTrees(s: ViewState): { frames: FrameSet; trees: Tree[] } {
     const key = `trees|${s.threadMode}|${s.range ?? ''}|${JSON.stringify(s.transforms)}`;
     return this.memo(key, () => {
-      const sides = this.raws.map((raw) => {
+      const sides = this.raws.map((raw, i) => {
         const roots = threadRoots(raw, s.threadMode);
         const frames = this.isDiff ? frameSetOf(raw, roots.names) : this.frames(s);
+        const unit = this.units[i];
         const tree = baseTree(raw, {
           range: s.range,
+          nsPerWeight: unit.kind === 'time' ? unit.scale : null,
           threadMode: s.threadMode,
           firstThreadFrame: raw.frameName.length,
           rootOf: roots.rootOf,

@@ -163,8 +163,14 @@ export function threadRoots(raw: RawProfile, mode: ThreadMode): { names: string[
 
 /** Options for building the base tree of a profile. */
 export interface BaseOptions {
-  /** Keep samples with time in [from, to] (ns since origin) only. */
+  /**
+   * Keep samples with time in [from, to] (ns since origin) only. Samples that weigh time
+   * (`nsPerWeight`: off-CPU blocks stamped when they began) cover [t, t + weight] and
+   * count the part of it inside the window.
+   */
   range: [number, number] | null;
+  /** ns per unit of weight when weights are time; null (default) for point samples. */
+  nsPerWeight?: number | null;
   threadMode: ThreadMode;
   /** Frame id of the first synthetic thread root (frames.length before the roots). */
   firstThreadFrame: number;
@@ -178,18 +184,35 @@ export interface BaseOptions {
 export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   const nS = raw.stackParent.length;
   const { sampleStack: st, sampleWeight: w, sampleCount: c, sampleTime: tm, sampleThread: th } = raw;
-  const inRange = (i: number): boolean => {
-    if (!opts.range || !tm) return true;
+  // The share of sample i's weight inside the window: 1 or 0 for a point in time, the
+  // covered part of [t, t + w] for a span.
+  const nsw = opts.nsPerWeight ?? null;
+  const share = (i: number): number => {
+    if (!opts.range || !tm) return 1;
     const t = tm[i];
-    return t >= opts.range[0] && t <= opts.range[1];
+    const [r0, r1] = opts.range;
+    if (t < 0) return 0;
+    const len = nsw === null ? 0 : w[i] * nsw;
+    if (len <= 0) return t >= r0 && t <= r1 ? 1 : 0;
+    const covered = Math.min(t + len, r1) - Math.max(t, r0);
+    return covered <= 0 ? 0 : covered >= len ? 1 : covered / len;
   };
   if (opts.threadMode === 'merged' || !th) {
     const self = new Float64Array(nS);
     const count = new Float64Array(nS);
-    if (opts.range && tm) {
+    if (opts.range && tm && nsw === null) {
+      const [r0, r1] = opts.range;
       for (let i = 0; i < st.length; i++) {
-        if (!inRange(i)) continue;
+        const t = tm[i];
+        if (t < r0 || t > r1) continue;
         self[st[i]] += w[i];
+        count[st[i]] += c ? c[i] : 1;
+      }
+    } else if (opts.range && tm) {
+      for (let i = 0; i < st.length; i++) {
+        const f = share(i);
+        if (f === 0) continue;
+        self[st[i]] += f === 1 ? w[i] : w[i] * f;
         count[st[i]] += c ? c[i] : 1;
       }
     } else if (c) {
@@ -210,7 +233,8 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   const memo = new Map<number, number>();
   const path: number[] = [];
   for (let i = 0; i < st.length; i++) {
-    if (!inRange(i)) continue;
+    const f = share(i);
+    if (f === 0) continue;
     const t = th[i];
     const r = t >= 0 ? opts.rootOf[t] : -1;
     const rootNode = r >= 0 ? b.intern(-1, opts.firstThreadFrame + r) : -1;
@@ -231,7 +255,7 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
       at = b.intern(at, raw.stackFrame[path[k]]);
       memo.set((r + 1) * nS + path[k], at);
     }
-    b.self[at] += w[i];
+    b.self[at] += f === 1 ? w[i] : w[i] * f;
     b.count[at] += c ? c[i] : 1;
   }
   return b.finish();

@@ -79,7 +79,8 @@ pub struct PerfArgs {
     /// one (nanoseconds for cpu-clock), as stackcollapse-perf.pl and inferno do.
     #[arg(long)]
     pub count_samples: bool,
-    /// Parser threads (default: one per core).
+    /// Parser threads (default: one per core for perf script text, one for folded
+    /// stacks, where a second thread paid off only on an idle machine).
     #[arg(long, value_name = "N", default_value_t = 0, alias = "nthreads")]
     pub threads: usize,
 }
@@ -109,13 +110,12 @@ impl PerfArgs {
 pub fn run(args: Args) -> Result<ExitCode> {
     let transforms = args.transforms.to_transforms()?;
     let outputs = kiln_formats::PROFILE_OUTPUTS;
-    let format = match (args.output.as_deref(), args.output_format.as_deref()) {
-        (Some(p), f) if p != std::path::Path::new("-") => {
-            kiln_formats::output_format(p, f, outputs)?
-        }
-        (_, Some(f)) => kiln_formats::Format::by_name(f, outputs)?,
-        _ => kiln_formats::Format::Folded,
-    };
+    let format = kiln_formats::output_format(
+        args.output.as_deref(),
+        args.output_format.as_deref(),
+        outputs,
+        Some(kiln_formats::Format::Folded),
+    )?;
     let folded = format == kiln_formats::Format::Folded;
     // Folded output needs one row per stack, not per sample; other formats keep samples.
     let popts = PerfOptions {

@@ -210,8 +210,8 @@ pub struct InputArgs {
 /// Collapses one input into profiles, printing warnings and (unless quiet) the summary.
 ///
 /// The format is recognised from the content (the one table, `kiln_formats`); `run:REF`
-/// names a stored run. `perf script` text is streamed in blocks (memory stays small
-/// whatever its size); other formats are read whole. `keep_order` keeps folded lines in
+/// names a stored run. `perf script` text and folded stacks are streamed in blocks
+/// (memory stays small whatever their size); other formats are read whole. `keep_order` keeps folded lines in
 /// input order (flame charts).
 pub fn collapse_input(
     path: Option<&Path>,

@@ -3,7 +3,7 @@
 use super::store::{group_profiles, resolve, StoreArgs};
 use anyhow::{bail, Context, Result};
 use kiln_run::compare::{self, Comparison};
-use kiln_store::RunMeta;
+use kiln_store::{RunMeta, Store};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,8 +32,10 @@ pub struct Args {
     #[arg(long, default_value = "text", value_parser = ["text", "markdown", "md", "json"])]
     pub format: String,
 
-    /// Also write FILE: a differential flame graph (.svg, .html) of the first and last runs'
-    /// profiles, or the table (.md, .json, .txt).
+    /// Also write FILE: the comparison page (.html: figures, latency distributions and
+    /// series overlaid, the differential flame graph and function table; offline, one
+    /// file), a differential flame graph (.svg) of the first and last runs' profiles, or
+    /// the table (.md, .json, .txt).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -169,7 +171,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 )
             };
             let (cb, ca) = (per_op(first), per_op(last));
-            kiln_diff::function_changes(b, a)
+            kiln_diff::function_changes(b, a)?
                 .into_iter()
                 .take(args.table)
                 .map(|change| FunctionRow {
@@ -198,9 +200,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
         match ext.as_deref() {
-            Some("svg") | Some("html") | Some("htm") => {
+            Some("svg") => {
                 let (b, a) = profiles.context("the runs have no profiles to draw")?;
-                write_flame(path, ext.as_deref() == Some("svg"), b, a, &args.runs)?;
+                write_flame(path, b, a, &args.runs)?;
+            }
+            Some("html") | Some("htm") => {
+                // The comparison page: figures, distributions, series, diff flame graph.
+                let runs = groups
+                    .iter()
+                    .map(|(_, g)| g.iter().filter_map(|m| m.id).map(|i| store.load(i)).collect())
+                    .collect::<Result<Vec<Vec<_>>, _>>()?;
+                let lines: Vec<_> = functions
+                    .iter()
+                    .map(|f| kiln_report::FunctionLine {
+                        change: f.change.clone(),
+                        us_per_op: f.us_per_op,
+                    })
+                    .collect();
+                let page = kiln_report::CompareReport {
+                    comparison: &c,
+                    runs: &runs,
+                    functions: &lines,
+                    notes: &warnings,
+                    profiles,
+                };
+                kiln_report::write_compare_report_file(&page, &Default::default(), path)
+                    .with_context(|| format!("Failed to write '{}'", path.display()))?;
             }
             Some("md") | Some("markdown") => write_file(path, &render("markdown", &c, &functions, &warnings)?)?,
             Some("json") => write_file(path, &render("json", &c, &functions, &warnings)?)?,
@@ -232,7 +257,6 @@ fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
 
 fn write_flame(
     path: &std::path::Path,
-    svg: bool,
     before: &kiln_model::Profile,
     after: &kiln_model::Profile,
     names: &[String],
@@ -246,19 +270,9 @@ fn write_flame(
     // Normalised: runs of different length or rate compare by share.
     let (b, a) = super::diff::normalized(before.clone(), after.clone(), true);
     super::common::write_output(Some(path), |w| {
-        if svg {
-            let mut o = kiln_flamegraph::Options::default();
-            o.title = Some(title.clone());
-            kiln_flamegraph::render_diff(&b, &a, &o, w)
-                .context("Failed to render the flame graph")?;
-        } else {
-            let o = kiln_viewer::HtmlOptions {
-                title: title.clone(),
-                ..Default::default()
-            };
-            kiln_viewer::write_diff_html(before, after, &o, w)
-                .context("Failed to write the viewer")?;
-        }
+        let mut o = kiln_flamegraph::Options::default();
+        o.title = Some(title.clone());
+        kiln_flamegraph::render_diff(&b, &a, &o, w).context("Failed to render the flame graph")?;
         Ok(())
     })
 }

@@ -2,7 +2,7 @@
 use super::collapse::PerfArgs;
 use super::common::{apply_transforms, collapse_input, write_output, InputArgs, TransformArgs};
 use anyhow::{Context, Result};
-use kiln_diff::{function_changes, write_diff_folded, write_table, DiffOptions};
+use kiln_diff::{comparable, function_changes, write_diff_folded, write_table, DiffOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,6 +11,11 @@ use std::process::ExitCode;
 /// Writes differential folded stacks (`stack before after`, difffolded.pl's output) to
 /// stdout, or with -o a differential flame graph (.svg, .html) or folded file; --table
 /// prints the functions whose self and total share changed most.
+///
+/// Both inputs are read by the same rule: perf samples weigh their period (perf script
+/// text and perf.data alike), or 1 each with --count-samples. Profiles that count
+/// different things (samples against nanoseconds) are refused, except with -n, which
+/// compares shares; --table always compares shares.
 ///
 /// Examples:
 ///   kiln diff before.folded after.folded | kiln flamegraph > diff.svg
@@ -90,10 +95,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         normalize: args.normalize,
     };
     if let Some(n) = args.table {
-        let rows = function_changes(&before, &after);
+        let rows = function_changes(&before, &after)?;
         write_output(None, |w| Ok(write_table(&rows, n, w)?))?;
         if args.output.is_none() {
             return Ok(ExitCode::SUCCESS);
+        }
+    }
+    // Counts are subtracted below: they must count the same thing, or be scaled (-n).
+    if let Err(e) = comparable(&before, &after) {
+        match e {
+            kiln_diff::DiffError::UnitsDiffer { .. } if args.normalize => {}
+            kiln_diff::DiffError::UnitsDiffer { .. } => {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "Cannot compare the counts of '{}' and '{}': compare shares with -n, \
+                     or count samples on both sides with --count-samples",
+                    args.before.display(),
+                    args.after.display()
+                )))
+            }
+            e => return Err(e.into()),
         }
     }
     let ext = args
@@ -122,6 +142,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 ],
                 ..Default::default()
             };
+            // The viewer compares shares itself; profiles in different units (allowed
+            // with -n) reach it scaled to one total and one unit.
+            let units_differ = before.event.unit != after.event.unit;
+            let (before, after) = normalized(before, after, args.normalize && units_differ);
             write_output(args.output.as_deref(), |w| {
                 kiln_viewer::write_diff_html(&before, &after, &o, w)
                     .context("Failed to write the viewer")?;
@@ -136,19 +160,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// With -n, the "before" weights scaled to the "after" total (as difffolded.pl -n does
-/// before its output reaches flamegraph.pl).
+/// before its output reaches flamegraph.pl), and so counted in the after's unit.
 pub(crate) fn normalized(
     before: kiln_model::Profile,
     after: kiln_model::Profile,
     normalize: bool,
 ) -> (kiln_model::Profile, kiln_model::Profile) {
     let (tb, ta) = (before.total_weight(), after.total_weight());
-    if !normalize || tb == ta || tb == 0 {
+    if !normalize || tb == 0 {
         return (before, after);
     }
     let mut b = before;
-    for w in b.samples.weight.iter_mut() {
-        *w = (*w as u128 * ta as u128 / tb as u128) as u64;
+    b.event.unit = after.event.unit;
+    if tb != ta {
+        for w in b.samples.weight.iter_mut() {
+            *w = (*w as u128 * ta as u128 / tb as u128) as u64;
+        }
     }
     (b, after)
 }

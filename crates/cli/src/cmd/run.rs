@@ -94,6 +94,16 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
+    /// Write the run's report (one offline HTML file: figures, series, flame graphs, pick
+    /// a window) to FILE; with --repeat, each run's number goes before the extension.
+    /// Default: <store's directory>/<name>-<id>.html.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_report")]
+    pub report: Option<std::path::PathBuf>,
+
+    /// Write no report (kiln runs report writes one later).
+    #[arg(long)]
+    pub no_report: bool,
+
     /// The load.
     #[command(subcommand)]
     pub load: RunLoad,
@@ -265,6 +275,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     let mut store = args.store.open()?;
     let json = args.json;
     let repeat = args.repeat;
+    let report = (!args.no_report).then_some(args.report.clone());
     let mut load_cmd = args.load;
     if let RunLoad::Load(cmd) = &mut load_cmd {
         super::load_http::default_target(cmd, &opts.pids);
@@ -306,6 +317,9 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         }
         out.flush()?;
         eprintln!("kiln run: stored {stored_after:.2} s after the measurement ended");
+        if let Some(to) = &report {
+            write_report(&run, to.as_deref(), (i, repeat), store.location(), id);
+        }
     }
     Ok(if all_complete {
         ExitCode::SUCCESS
@@ -313,6 +327,33 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         // Stored, but cut short: say so to scripts too (a signal's own code wins in main).
         ExitCode::from(1)
     })
+}
+
+/// Writes a run's report (a failure is a warning: the run is stored).
+fn write_report(
+    run: &RunData,
+    to: Option<&std::path::Path>,
+    (i, n): (u32, u32),
+    store: &std::path::Path,
+    id: i64,
+) {
+    let path = match to {
+        Some(p) if n > 1 => kiln_report::numbered_path(p, i),
+        Some(p) => p.to_path_buf(),
+        None => kiln_report::default_report_path(store, &run.meta.name, id),
+    };
+    let t = std::time::Instant::now();
+    match kiln_report::write_run_report_file(run, &Default::default(), &path) {
+        Ok(()) => eprintln!(
+            "kiln run: report {} ({:.2} s)",
+            path.display(),
+            t.elapsed().as_secs_f64()
+        ),
+        Err(e) => eprintln!(
+            "warning: the run is stored, but its report '{}' could not be written: {e}",
+            path.display()
+        ),
+    }
 }
 
 /// The text summary of a stored run.

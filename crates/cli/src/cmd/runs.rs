@@ -66,6 +66,20 @@ pub enum RunsCommand {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
     },
+    /// Write a run's report: one offline HTML file with its figures, every series on one
+    /// time axis, and its flame graphs; a window dragged on a chart shows its samples.
+    /// Example: kiln runs report before -o before.html
+    Report {
+        /// The run (id or name; a name with --repeat runs: the latest of them).
+        run: String,
+        /// The HTML file to write.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Category rules (CATEGORY = REGEX per line) tried before the built-in BEAM, Go,
+        /// JVM and kernel sets in the CPU-by-category charts.
+        #[arg(long, value_name = "FILE")]
+        categories: Option<PathBuf>,
+    },
     /// Add the runs of an exported file to the store.
     Import {
         /// Files written by kiln runs export.
@@ -288,6 +302,28 @@ pub fn run(args: Args) -> Result<ExitCode> {
             store.export(&ids, &output)?;
             eprintln!("wrote {} run(s) to {}", ids.len(), output.display());
         }
+        Some(RunsCommand::Report {
+            run,
+            output,
+            categories,
+        }) => {
+            let store = args.store.open_existing()?;
+            let runs = resolve(&store, &run)?;
+            let last = runs.last().and_then(|m| m.id).context("run without id")?;
+            if runs.len() > 1 {
+                eprintln!(
+                    "'{run}' names {} runs; reporting the latest, #{last} (name another by its id)",
+                    runs.len()
+                );
+            }
+            let mut opts = kiln_report::ReportOptions::default();
+            if let Some(c) = &categories {
+                opts.rules = kiln_report::Rules::from_file_and_builtin(c)?;
+            }
+            kiln_report::write_run_report_file(&store.load(last)?, &opts, &output)
+                .with_context(|| format!("Failed to write '{}'", output.display()))?;
+            eprintln!("wrote {}", output.display());
+        }
         Some(RunsCommand::Import { files }) => {
             let mut store = args.store.open()?;
             for f in &files {
@@ -342,6 +378,6 @@ mod tests {
     #[test]
     fn dates_are_utc() {
         assert_eq!(date(0), "1970-01-01 00:00");
-        assert_eq!(date(1_795_449_600_000), "2026-11-23 00:00");
+        assert_eq!(date(1_795_449_600_000), "2026-11-23 16:00");
     }
 }

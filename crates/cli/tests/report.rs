@@ -1,0 +1,379 @@
+//! The run report and the comparison page end to end: real runs (a program built here, the
+//! testkit's RabbitMQ) rendered by `kiln run`, `kiln runs report` and `kiln compare -o
+//! x.html`, then driven in headless Chromium by `web/tests/report.mjs` (playwright-core):
+//! charts drawn, hover values equal to the stored series, a window's flame graphs equal to
+//! the store's samples of that window, the window in the URL, sweep steps, compare's signs
+//! and colours, hostile names as text, and no request leaving the page.
+//!
+//! Needs `npm ci` in `web/` and `/usr/bin/chromium`. `KILN_FIXTURES=DIR` keeps the pages
+//! and the store's expectations in DIR; `KILN_SCREENSHOTS=DIR` keeps the screenshots.
+use assert_cmd::Command;
+use kiln_model::Quantity;
+use kiln_store::{SqliteStore, Store};
+use predicates::prelude::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+/// The test target: alternates every second between `phase_even` and `phase_odd` (each
+/// spinning in its own loop, so each is a leaf), sleeping between ticks (off-CPU time in
+/// `nanosleep`), with a longer nap every half second.
+const PHASES_C: &str = r#"
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) void phase_even(void) {
+    unsigned long x = 1;
+    for (long i = 0; i < 300000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+}
+__attribute__((noinline)) void phase_odd(void) {
+    unsigned long x = 7;
+    for (long i = 0; i < 300000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+}
+__attribute__((noinline)) void nap(long ms) {
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, 0);
+}
+int main(void) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (long n = 0;; n++) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - start.tv_sec) % 2 == 0) phase_even(); else phase_odd();
+        nap(n % 50 == 0 ? 60 : 4);
+    }
+}
+"#;
+
+fn kiln(store: &Path) -> Command {
+    let mut c = Command::cargo_bin("kiln").unwrap();
+    c.env("KILN_STORE", store);
+    c
+}
+
+fn web_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web")
+}
+
+struct Target(Child);
+
+impl Target {
+    fn phases(dir: &Path) -> Self {
+        let src = dir.join("phases.c");
+        let exe = dir.join("phases");
+        std::fs::write(&src, PHASES_C).unwrap();
+        let st = std::process::Command::new("cc")
+            .args(["-O2", "-fno-omit-frame-pointer", "-fno-inline", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .expect("cc runs");
+        assert!(st.success());
+        Target(
+            std::process::Command::new(&exe)
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What the store holds for the latest run named `reference`, times in ns since the start
+/// of its measurement (the report's origin): series, windows, every sample.
+fn expectations(store: &Path, reference: &str) -> Value {
+    let s = SqliteStore::open_existing(store).unwrap();
+    let id = s.resolve(reference).unwrap().last().unwrap().id.unwrap();
+    let run = s.load(id).unwrap();
+    let m = &run.meta;
+    let o = m.measure.start_ns as i64;
+    let rel = |t: u64| t as i64 - o;
+    let tables: serde_json::Map<String, Value> = run
+        .series
+        .iter()
+        .map(|t| {
+            let cols: serde_json::Map<String, Value> = t
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), json!(c.values)))
+                .collect();
+            (
+                t.name.clone(),
+                json!({ "time": t.time_ns.iter().map(|&x| rel(x)).collect::<Vec<_>>(), "columns": cols }),
+            )
+        })
+        .collect();
+    let profiles: Vec<Value> = run
+        .profiles
+        .iter()
+        .map(|p| {
+            let ns = match p.event.quantity() {
+                Quantity::Time { ns_per_unit } => Some(ns_per_unit),
+                _ => None,
+            };
+            let samples: Vec<Value> = (0..p.samples.len())
+                .map(|i| {
+                    let st = p.samples.stack[i];
+                    let path: Vec<String> = p
+                        .stacks
+                        .path(st)
+                        .iter()
+                        .map(|&f| String::from_utf8_lossy(p.frame_name(f)).into_owned())
+                        .collect();
+                    json!([
+                        rel(p.samples.time[i]),
+                        p.samples.weight[i],
+                        String::from_utf8_lossy(p.node_name(st)),
+                        path.join(";")
+                    ])
+                })
+                .collect();
+            json!({ "event": p.event.name, "nsPerWeight": ns, "samples": samples })
+        })
+        .collect();
+    json!({
+        "id": id,
+        "name": m.name,
+        "note": m.note,
+        "tags": m.tags,
+        "origin": o,
+        "measure": [rel(m.measure.start_ns), rel(m.measure.end_ns)],
+        "windows": m.windows.iter().map(|w| json!({"name": w.name, "start": rel(w.start_ns), "end": rel(w.end_ns)})).collect::<Vec<_>>(),
+        "tables": tables,
+        "profiles": profiles,
+    })
+}
+
+fn fixtures_dir(tmp: &Path, sub: &str) -> PathBuf {
+    let dir = std::env::var_os("KILN_FIXTURES")
+        .map(|d| PathBuf::from(d).join(sub))
+        .unwrap_or_else(|| tmp.join(sub));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `web/tests/report.mjs` over the pages in `dir`.
+fn browser(dir: &Path) {
+    let web = web_dir();
+    for module in ["playwright-core", "axe-core"] {
+        assert!(
+            web.join("node_modules").join(module).is_dir(),
+            "{module} is missing: run `npm ci` in {}",
+            web.display()
+        );
+    }
+    let shots = std::env::var_os("KILN_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.to_path_buf());
+    std::fs::create_dir_all(&shots).unwrap();
+    let out = std::process::Command::new("node")
+        .arg(web.join("tests/report.mjs"))
+        .arg(dir)
+        .arg(&shots)
+        .output()
+        .expect("node runs (install Node.js 20)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(
+        out.status.success() && stdout.contains("report: all browser checks passed"),
+        "browser checks failed:\n{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+fn a_run_report_shows_exactly_the_window_it_is_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fixtures_dir(tmp.path(), "program");
+    let store = tmp.path().join("runs.db");
+    let target = Target::phases(tmp.path());
+    let pid = target.0.id().to_string();
+    let name = "<img src=x onerror=window.__pwned=1>";
+    let note = "</script><script>window.__pwned=2</script> & more";
+    let out = kiln(&store)
+        .args(["run", "--name", name, "--note", note])
+        .args(["--tag", "k=<b>v</b>", "--tag", "build=\"x\""])
+        .args(["-e", "cpu,offcpu", "-d", "5", "--warmup", "1", "-p", &pid])
+        .args(["exec", "--", "sleep", "600"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // kiln run writes the report beside the store by default and says where.
+    let default = tmp
+        .path()
+        .join(format!("{}-1.html", kiln_report::file_name_part(name)));
+    assert!(
+        stderr.contains(&format!("kiln run: report {}", default.display())),
+        "{stderr}"
+    );
+    let html = std::fs::read_to_string(&default).unwrap();
+    assert!(!html.contains("<img src=x"), "the name is not markup");
+    // kiln runs report, with the user's category rules first.
+    let rules = tmp.path().join("cats.rules");
+    std::fs::write(
+        &rules,
+        "# the test program's own work\nphase work = ^phase_(even|odd)$\n",
+    )
+    .unwrap();
+    kiln(&store)
+        .args(["runs", "report", "1", "-o"])
+        .arg(dir.join("run.html"))
+        .arg("--categories")
+        .arg(&rules)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("wrote"));
+    std::fs::write(
+        dir.join("run.expect.json"),
+        expectations(&store, "1").to_string(),
+    )
+    .unwrap();
+    // Malformed rules: the file and line are named, nothing is written.
+    let bad = tmp.path().join("bad.rules");
+    std::fs::write(&bad, "ok = ^a\nbroken = (unclosed\n").unwrap();
+    let none = tmp.path().join("none.html");
+    kiln(&store)
+        .args(["runs", "report", "1", "-o"])
+        .arg(&none)
+        .arg("--categories")
+        .arg(&bad)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "bad.rules:2: invalid regular expression",
+        ));
+    assert!(!none.exists());
+    kiln(&store)
+        .args(["runs", "report", "nope", "-o"])
+        .arg(&none)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no run 'nope'"));
+    // --report and --no-report cannot both be given.
+    kiln(&store)
+        .args([
+            "run",
+            "--report",
+            "x.html",
+            "--no-report",
+            "-p",
+            &pid,
+            "exec",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(2);
+    browser(&dir);
+    drop(target);
+}
+
+#[test]
+fn rabbitmq_sweep_and_comparison_pages() {
+    let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
+    let beam = broker.beam_pid().expect("broker pid").to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fixtures_dir(tmp.path(), "rabbitmq");
+    let store = tmp.path().join("runs.db");
+    let queue = |n: &str| format!("kiln-report-{n}-{}", std::process::id());
+    // A rate sweep: two steps of 7 s, measured for 3 s (the recorder takes seconds to
+    // start; the run must end before the load does), the report written where asked.
+    let sweep = dir.join("sweep.html");
+    kiln(&store)
+        .args([
+            "run",
+            "--name",
+            "sweep",
+            "-e",
+            "cpu,offcpu",
+            "-d",
+            "3",
+            "-p",
+            &beam,
+        ])
+        .arg("--report")
+        .arg(&sweep)
+        .args(["load", "amqp", "-h", &broker.uri(), "-x", "1", "-y", "1"])
+        .args([
+            "-z",
+            "7",
+            "--rate-sweep",
+            "200,600",
+            "--queue",
+            &queue("sweep"),
+        ])
+        .timeout(Duration::from_secs(180))
+        .assert()
+        .success();
+    std::fs::write(
+        dir.join("sweep.expect.json"),
+        expectations(&store, "sweep").to_string(),
+    )
+    .unwrap();
+    // Two rates, compared; the first name is hostile.
+    let slow = "<i>slow</i>";
+    for (name, rate) in [(slow, "300"), ("fast", "900")] {
+        kiln(&store)
+            .args([
+                "run", "--name", name, "-d", "3", "--warmup", "1", "-p", &beam,
+            ])
+            .arg("--no-report")
+            .args([
+                "load",
+                "amqp",
+                "-h",
+                &broker.uri(),
+                "-x",
+                "1",
+                "-y",
+                "1",
+                "-r",
+                rate,
+            ])
+            .args(["--queue", &queue(rate)])
+            .timeout(Duration::from_secs(180))
+            .assert()
+            .success();
+    }
+    let htmls = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .map(|e| e.path().extension().is_some_and(|x| x == "html"))
+                .unwrap_or(false)
+        })
+        .count();
+    assert_eq!(htmls, 0, "--no-report writes no report");
+    kiln(&store)
+        .args(["compare", slow, "fast", "-o"])
+        .arg(dir.join("compare.html"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("wrote"));
+    let first = expectations(&store, slow);
+    let metrics: Vec<Value> = kiln_run::compare::METRICS
+        .iter()
+        .map(|m| {
+            json!({"key": m.key, "better": if m.better == kiln_run::compare::Better::Higher { "higher" } else { "lower" }})
+        })
+        .collect();
+    let load = &first["tables"]["load"];
+    let compare = json!({
+        "labels": [slow, "fast"],
+        "metrics": metrics,
+        "runs": [{ "load": load }],
+    });
+    std::fs::write(dir.join("compare.expect.json"), compare.to_string()).unwrap();
+    browser(&dir);
+}

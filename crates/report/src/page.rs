@@ -1,0 +1,154 @@
+//! The HTML around the report: head (charset, a Content-Security-Policy that allows no
+//! request), the data (base64 of JSON, deflated when large), the embedded viewers, and
+//! the two scripts (the report's, then the viewer's).
+use crate::{ReportError, ReportOptions, REPORT_JS};
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use kiln_model::Profile;
+use kiln_viewer::HtmlOptions;
+use serde::Serialize;
+use std::io::Write;
+
+/// No request of any kind: inline scripts and styles, images from data and blob URLs
+/// (the viewer's PNG export), nothing else.
+const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'";
+
+/// One flame graph viewer of the page.
+pub(crate) struct Viewer<'a> {
+    /// Its key (URL prefix, mount name).
+    pub key: String,
+    /// One profile, or two for a diff.
+    pub profiles: Vec<&'a Profile>,
+    pub opts: HtmlOptions,
+}
+
+/// Writes the page: `data` is the report's model, `origin` the page's time origin on the
+/// profiles' clock (ns), shared with every viewer.
+pub(crate) fn write<T: Serialize>(
+    title: &str,
+    data: &T,
+    viewers: &[Viewer<'_>],
+    origin: Option<u64>,
+    opts: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let json = serde_json::to_vec(data)?;
+    let compressed = json.len() > opts.compress_above;
+    let bytes = if compressed {
+        let mut z = ZlibEncoder::new(Vec::with_capacity(json.len() / 4), Compression::new(6));
+        z.write_all(&json)?;
+        z.finish()?
+    } else {
+        json
+    };
+    out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")?;
+    writeln!(
+        out,
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
+    )?;
+    out.write_all(b"<meta name=\"referrer\" content=\"no-referrer\">\n")?;
+    out.write_all(b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")?;
+    out.write_all(b"<title>")?;
+    out.write_all(kiln_viewer::escape_html(title).as_bytes())?;
+    out.write_all(b"</title></head>\n<body>\n<noscript>This kiln report needs JavaScript (it runs offline, from this file only).</noscript>\n")?;
+    out.write_all(b"<div id=\"kiln-report-root\"></div>\n")?;
+    writeln!(
+        out,
+        "<script id=\"kiln-report-data\" type=\"application/octet-stream\" data-compressed=\"{}\">",
+        u8::from(compressed)
+    )?;
+    kiln_viewer::base64_into(&bytes, out)?;
+    out.write_all(b"</script>\n")?;
+    for v in viewers {
+        kiln_viewer::write_embedded(&v.profiles, &v.opts, &v.key, origin, out)?;
+    }
+    out.write_all(b"<script>\n")?;
+    out.write_all(REPORT_JS.as_bytes())?;
+    out.write_all(b"</script>\n")?;
+    if !viewers.is_empty() {
+        kiln_viewer::write_viewer_script(out)?;
+    }
+    out.write_all(b"</body></html>\n")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// A viewer key from an event name: letters, digits, `-` and `_`, unique on the page.
+pub(crate) fn key_for(event: &str, taken: &[String]) -> String {
+    let mut k: String = event
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect();
+    if k.is_empty() {
+        k.push_str("profile");
+    }
+    let base = k.clone();
+    let mut n = 2;
+    while taken.contains(&k) {
+        k = format!("{base}-{n}");
+        n += 1;
+    }
+    k
+}
+
+/// The viewer palette of an event (flamegraph.pl's habits: `io` for off-CPU time, `mem`
+/// for memory events).
+pub(crate) fn palette_for(event: &str) -> &'static str {
+    let e = event.to_ascii_lowercase();
+    if e.contains("offcpu") || e.contains("off-cpu") || e.contains("sched_switch") {
+        "io"
+    } else if e.contains("fault") || e.contains("mmap") || e.contains("brk") || e.contains("alloc")
+    {
+        "mem"
+    } else {
+        "hot"
+    }
+}
+
+/// UTC date and time of a Unix time in ms (`2026-11-23 16:18 UTC`).
+pub(crate) fn date(ms: i64) -> String {
+    // civil_from_days (H. Hinnant).
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_dates_palettes() {
+        assert_eq!(key_for("cpu-clock", &[]), "cpu-clock");
+        assert_eq!(key_for("sched:sched_switch", &[]), "sched_sched_switch");
+        assert_eq!(key_for("x", &["x".into()]), "x-2");
+        assert_eq!(key_for("", &[]), "profile");
+        assert_eq!(date(1_795_449_600_000), "2026-11-23 16:00:00 UTC");
+        assert_eq!(palette_for("offcpu"), "io");
+        assert_eq!(palette_for("page-faults"), "mem");
+        assert_eq!(palette_for("cpu-clock"), "hot");
+    }
+}

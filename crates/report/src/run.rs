@@ -1,0 +1,793 @@
+//! The report of one run: what `web/src/report/` draws (see `data.ts` there for the same
+//! shapes on the page's side).
+use crate::categories::{categorise, CategorySeries};
+use crate::latency::{self, Distribution, Percentiles};
+use crate::page::{self, Viewer};
+use crate::{ReportError, ReportOptions};
+use kiln_model::Profile;
+use kiln_store::{RunData, RunMeta, SeriesTable, Window};
+use kiln_viewer::HtmlOptions;
+use serde::Serialize;
+use std::borrow::Cow;
+use std::io::Write;
+
+/// A series table as the page gets it: times relative to the page's origin.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Table {
+    pub name: String,
+    /// End of each interval, ns since the origin.
+    pub time: Vec<i64>,
+    pub columns: Vec<Col>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Col {
+    pub name: String,
+    pub unit: String,
+    pub values: Vec<Option<f64>>,
+}
+
+pub(crate) fn table(t: &SeriesTable, origin: u64) -> Table {
+    Table {
+        name: t.name.clone(),
+        time: t
+            .time_ns
+            .iter()
+            .map(|&x| x as i64 - origin as i64)
+            .collect(),
+        columns: t
+            .columns
+            .iter()
+            .map(|c| Col {
+                name: c.name.clone(),
+                unit: c.unit.clone(),
+                values: c
+                    .values
+                    .iter()
+                    .map(|v| v.filter(|x| x.is_finite()))
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// A span of time relative to the origin, ns.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Span {
+    pub name: String,
+    pub start: i64,
+    pub end: i64,
+}
+
+pub(crate) fn span(w: &Window, origin: u64) -> Span {
+    Span {
+        name: w.name.clone(),
+        start: w.start_ns as i64 - origin as i64,
+        end: w.end_ns as i64 - origin as i64,
+    }
+}
+
+/// A line of the header: `Target: beam.smp (pid 42)`.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Fact {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub value: String,
+}
+
+/// A headline figure: its value (for tests and sorting) and how it reads.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Figure {
+    pub key: &'static str,
+    pub label: String,
+    pub value: f64,
+    pub unit: String,
+    pub text: String,
+    /// A second line (user/system split, per-operation figure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// One step of a sweep, with its figures.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct SweepPoint {
+    pub name: String,
+    /// The swept parameter's value (`rate=2000` → 2000).
+    pub value: Option<f64>,
+    pub start: i64,
+    pub end: i64,
+    /// Operations completed per second in the step.
+    pub throughput: Option<f64>,
+    pub latency: Option<Percentiles>,
+    /// Latency from the intended send time, when the rate was fixed.
+    pub intended: Option<Percentiles>,
+    /// Target CPU, % of one CPU (mean of the step's seconds).
+    pub target_cpu: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Sweep {
+    /// `rate`, `concurrency`...
+    pub param: String,
+    pub points: Vec<SweepPoint>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct ProfileInfo {
+    pub key: String,
+    pub event: String,
+    pub samples: usize,
+    pub title: String,
+}
+
+/// The run's part of the page.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct RunPage {
+    pub name: String,
+    pub id: Option<i64>,
+    pub complete: bool,
+    pub reason: Option<String>,
+    pub note: Option<String>,
+    pub tags: Vec<(String, String)>,
+    pub facts: Vec<Fact>,
+    pub figures: Vec<Figure>,
+    pub warnings: Vec<String>,
+    /// What one operation is (`msg`, `req`), `op` when unknown.
+    pub unit: String,
+    /// The latency the headline figures measure (`consumer_latency`).
+    pub latency: Option<String>,
+    pub cpus: u32,
+    pub measure: Span,
+    pub windows: Vec<Span>,
+    pub tables: Vec<Table>,
+    pub sweep: Option<Sweep>,
+    pub distributions: Vec<Distribution>,
+    pub categories: Vec<CategorySeries>,
+    pub profiles: Vec<ProfileInfo>,
+}
+
+#[derive(Serialize)]
+struct Page<'a> {
+    kind: &'static str,
+    version: u32,
+    title: String,
+    /// The page's origin on the profiles' clock (CLOCK_MONOTONIC ns): what the viewers'
+    /// windows are written against.
+    origin: u64,
+    run: &'a RunPage,
+}
+
+/// The origin of a run's page: the start of its measurement (x = 0 on every chart).
+pub(crate) fn origin_of(meta: &RunMeta, series: &[SeriesTable]) -> u64 {
+    if meta.measure.start_ns > 0 {
+        return meta.measure.start_ns;
+    }
+    series
+        .iter()
+        .filter_map(|t| t.time_ns.first().copied())
+        .min()
+        .unwrap_or(0)
+}
+
+fn rate_text(v: f64, unit: &str) -> String {
+    if v >= 1e4 {
+        format!("{:.1}k {unit}/s", v / 1e3)
+    } else if v >= 100.0 {
+        format!("{v:.0} {unit}/s")
+    } else {
+        format!("{v:.1} {unit}/s")
+    }
+}
+
+fn us_text(v: f64) -> String {
+    kiln_run::compare::format_value(v, "us")
+}
+
+/// Headline figures with their units, in the order a reader looks for them.
+pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
+    let h = &m.headline;
+    let unit = op_unit(m);
+    let secs = m.measure.seconds();
+    let mut f = Vec::new();
+    let mut push = |key, label: String, value: f64, u: &str, text: String, detail| {
+        if value.is_finite() {
+            f.push(Figure {
+                key,
+                label,
+                value,
+                unit: u.to_string(),
+                text,
+                detail,
+            });
+        }
+    };
+    if let Some(t) = h.throughput {
+        let detail = h
+            .send_rate
+            .filter(|s| (s - t).abs() > 0.5)
+            .map(|s| format!("{} sent", rate_text(s, &unit)));
+        push(
+            "throughput",
+            "throughput".into(),
+            t,
+            "/s",
+            rate_text(t, &unit),
+            detail,
+        );
+    }
+    let lat = h.latency.clone().unwrap_or_else(|| "latency".into());
+    for (key, q, v) in [
+        ("p50", "p50", h.p50_us),
+        ("p99", "p99", h.p99_us),
+        ("p999", "p99.9", h.p999_us),
+        ("max", "max", h.max_us),
+    ] {
+        if let Some(v) = v {
+            push(key, format!("{lat} {q}"), v, "us", us_text(v), None);
+        }
+    }
+    if let (Some(c), true) = (h.target_cpu_s, secs > 0.0) {
+        let pct = c / secs * 100.0;
+        let detail = Some(format!(
+            "user {:.1}%, system {:.1}%",
+            h.target_user_s.unwrap_or(0.0) / secs * 100.0,
+            h.target_system_s.unwrap_or(0.0) / secs * 100.0
+        ));
+        push(
+            "target_cpu",
+            "target CPU".into(),
+            pct,
+            "%",
+            format!("{pct:.1}% of one CPU"),
+            detail,
+        );
+    }
+    if let Some(c) = h.cpu_per_op_us {
+        push(
+            "cpu_per_op",
+            format!("target CPU per {unit}"),
+            c,
+            "us",
+            us_text(c),
+            None,
+        );
+    }
+    if let Some(r) = h.rss_max_bytes {
+        push(
+            "rss",
+            "target RSS max".into(),
+            r as f64,
+            "bytes",
+            kiln_run::compare::format_value(r as f64, "bytes"),
+            None,
+        );
+    }
+    if let (Some(c), true) = (h.context_switches, secs > 0.0) {
+        let per_s = c as f64 / secs;
+        let detail = h.switches_per_op.map(|p| format!("{p:.2} per {unit}"));
+        push(
+            "switches",
+            "context switches".into(),
+            per_s,
+            "1/s",
+            format!("{per_s:.0}/s"),
+            detail,
+        );
+    }
+    if let (Some(k), true) = (h.kiln_cpu_s, secs > 0.0) {
+        let pct = k / secs * 100.0;
+        push(
+            "kiln_cpu",
+            "kiln's own CPU".into(),
+            pct,
+            "%",
+            format!("{pct:.1}% of one CPU"),
+            None,
+        );
+    }
+    if let (Some(l), true) = (h.load_cpu_s, secs > 0.0) {
+        let pct = l / secs * 100.0;
+        push(
+            "load_cpu",
+            "load command CPU".into(),
+            pct,
+            "%",
+            format!("{pct:.1}% of one CPU"),
+            None,
+        );
+    }
+    if let Some(b) = h.machine_busy_pct {
+        push(
+            "machine_busy",
+            "machine busy".into(),
+            b,
+            "%",
+            format!("{b:.0}% of {} CPUs", m.cpus),
+            None,
+        );
+    }
+    f
+}
+
+fn op_unit(m: &RunMeta) -> String {
+    if m.load.unit.is_empty() {
+        "op".into()
+    } else {
+        m.load.unit.clone()
+    }
+}
+
+fn facts(m: &RunMeta) -> Vec<Fact> {
+    let mut f = Vec::new();
+    let mut push = |key, label, value: String| {
+        if !value.trim().is_empty() {
+            f.push(Fact { key, label, value });
+        }
+    };
+    let pids: Vec<String> = m.target.pids.iter().map(|p| p.to_string()).collect();
+    push(
+        "target",
+        "Target",
+        format!("{} (pid {})", m.target.comm, pids.join(", ")),
+    );
+    let mut exe = m.target.exe.clone();
+    if !m.target.build_id.is_empty() {
+        exe.push_str(&format!(" (build id {})", m.target.build_id));
+    }
+    push("exe", "Executable", exe);
+    push(
+        "target_cmdline",
+        "Target command",
+        m.target.cmdline.join(" "),
+    );
+    push(
+        "load",
+        "Load",
+        format!("{} {}", m.load.protocol, m.load.argv.join(" ")),
+    );
+    push("command", "kiln command", m.command_line.join(" "));
+    push("started", "Started", page::date(m.started_unix_ms));
+    push(
+        "measured",
+        "Measured",
+        format!("{:.1} s", m.measure.seconds()),
+    );
+    let mut ev = m.events.join(", ");
+    if m.frequency > 0 && m.events.iter().any(|e| e.contains("cpu")) {
+        ev.push_str(&format!(" at {} Hz", m.frequency));
+    }
+    push("events", "Events", ev);
+    push(
+        "host",
+        "Host",
+        format!("{} (kernel {}, {} CPUs)", m.host, m.kernel, m.cpus),
+    );
+    if m.repeat.1 > 1 {
+        push(
+            "repeat",
+            "Repeat",
+            format!("{} of {} (group {})", m.repeat.0, m.repeat.1, m.group),
+        );
+    }
+    push("kiln", "kiln", m.kiln_version.clone());
+    f
+}
+
+/// Rows of `t` whose interval's middle lies in `w` (as the headline figures count them).
+fn rows_in(t: &SeriesTable, w: &Window) -> Vec<usize> {
+    let step = typical_step(&t.time_ns);
+    (0..t.time_ns.len())
+        .filter(|&i| {
+            let start = if i > 0 {
+                t.time_ns[i - 1]
+            } else {
+                t.time_ns[0].saturating_sub(step)
+            };
+            let mid = start + (t.time_ns[i].saturating_sub(start)) / 2;
+            w.contains(mid)
+        })
+        .collect()
+}
+
+/// The usual interval of a table (its median step), 1 s when it has one row.
+pub(crate) fn typical_step(times: &[u64]) -> u64 {
+    let mut d: Vec<u64> = times
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .collect();
+    if d.is_empty() {
+        return 1_000_000_000;
+    }
+    d.sort_unstable();
+    d[d.len() / 2].max(1)
+}
+
+fn mean_of(t: &SeriesTable, col: &str, rows: &[usize]) -> Option<f64> {
+    let c = t.column(col)?;
+    let v: Vec<f64> = rows
+        .iter()
+        .filter_map(|&i| c.values.get(i).copied().flatten())
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The load column that counts completed operations: among the rates of the load's unit,
+/// the one whose mean over the measurement equals the headline throughput.
+pub(crate) fn completed_column(run: &RunData) -> Option<String> {
+    let load = run.series.iter().find(|t| t.name == "load")?;
+    let unit = format!("{}/s", op_unit(&run.meta));
+    let rows = rows_in(load, &run.meta.measure);
+    let candidates: Vec<&str> = load
+        .columns
+        .iter()
+        .filter(|c| c.unit == unit)
+        .map(|c| c.name.as_str())
+        .collect();
+    match run.meta.headline.throughput {
+        Some(t) => candidates
+            .iter()
+            .filter_map(|&c| Some((c, (mean_of(load, c, &rows)? - t).abs())))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, _)| c.to_string()),
+        None => candidates
+            .iter()
+            .find(|&&c| c != "sent")
+            .or(candidates.first())
+            .map(|c| c.to_string()),
+    }
+}
+
+fn sweep(run: &RunData, origin: u64, skipped: &mut usize) -> Option<Sweep> {
+    let m = &run.meta;
+    if m.windows.is_empty() {
+        return None;
+    }
+    let param = m.windows[0]
+        .name
+        .split_once('=')
+        .map(|(p, _)| p.to_string())
+        .unwrap_or_else(|| "step".into());
+    let load = run.series.iter().find(|t| t.name == "load");
+    let target = run.series.iter().find(|t| t.name == "target");
+    let completed = completed_column(run);
+    let lat = m.headline.latency.clone().or_else(|| {
+        run.histograms
+            .iter()
+            .find(|h| !h.name.ends_with("_intended"))
+            .map(|h| h.name.clone())
+    });
+    let points = m
+        .windows
+        .iter()
+        .map(|w| {
+            let value = w
+                .name
+                .split_once('=')
+                .and_then(|(_, v)| v.trim().parse::<f64>().ok());
+            let throughput = match (load, &completed) {
+                (Some(t), Some(c)) => mean_of(t, c, &rows_in(t, w)),
+                _ => None,
+            };
+            let target_cpu = target.and_then(|t| {
+                let rows = rows_in(t, w);
+                Some(mean_of(t, "cpu user", &rows)? + mean_of(t, "cpu system", &rows)?)
+            });
+            let pct = |name: &str, skipped: &mut usize| {
+                latency::merged(&run.histograms, name, &w.name, skipped)
+                    .map(|h| latency::percentiles(&h))
+            };
+            SweepPoint {
+                name: w.name.clone(),
+                value,
+                start: w.start_ns as i64 - origin as i64,
+                end: w.end_ns as i64 - origin as i64,
+                throughput,
+                latency: lat.as_deref().and_then(|l| pct(l, skipped)),
+                intended: lat
+                    .as_deref()
+                    .and_then(|l| pct(&format!("{l}_intended"), skipped)),
+                target_cpu,
+            }
+        })
+        .collect();
+    Some(Sweep { param, points })
+}
+
+/// The latency distributions of the measurement window, the headline one first.
+fn distributions(run: &RunData, skipped: &mut usize) -> Vec<Distribution> {
+    let mut names: Vec<&str> = Vec::new();
+    if let Some(l) = &run.meta.headline.latency {
+        names.push(l);
+    }
+    for h in &run.histograms {
+        if h.window == run.meta.measure.name && !names.contains(&h.name.as_str()) {
+            names.push(&h.name);
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let h = latency::merged(&run.histograms, n, &run.meta.measure.name, skipped)?;
+            Some(latency::distribution(n, 0, &h))
+        })
+        .collect()
+}
+
+/// Interval edges for the category charts: the target's seconds (so categories line up
+/// with its CPU), else the load's, else whole seconds of the measurement.
+fn category_edges(run: &RunData) -> Vec<u64> {
+    let t = run
+        .series
+        .iter()
+        .find(|t| t.name == "target" && t.time_ns.len() >= 2)
+        .or_else(|| run.series.iter().find(|t| t.time_ns.len() >= 2));
+    match t {
+        Some(t) => {
+            let step = typical_step(&t.time_ns);
+            let mut e = Vec::with_capacity(t.time_ns.len() + 1);
+            e.push(t.time_ns[0].saturating_sub(step));
+            for &x in &t.time_ns {
+                if x > *e.last().unwrap_or(&0) {
+                    e.push(x);
+                }
+            }
+            e
+        }
+        None => {
+            let m = &run.meta.measure;
+            let mut e = vec![m.start_ns];
+            while *e.last().unwrap_or(&0) < m.end_ns {
+                let next = e.last().unwrap_or(&0) + 1_000_000_000;
+                e.push(next.min(m.end_ns));
+            }
+            e
+        }
+    }
+}
+
+/// The run's profiles, each clock event given the CPU time one sample stands for when the
+/// store does not say (1 s / the sampling frequency, as `kiln record` writes it): the
+/// flame graphs then read in CPU time and the category chart in % of a CPU.
+pub(crate) fn timed_profiles(run: &RunData) -> Vec<Cow<'_, Profile>> {
+    let f = run.meta.frequency;
+    run.profiles
+        .iter()
+        .map(|p| {
+            if p.event.is_clock() && p.event.sample_period_ns.is_none() && f > 0 {
+                let mut q = p.clone();
+                q.event.sample_period_ns = Some(1_000_000_000 / u64::from(f));
+                Cow::Owned(q)
+            } else {
+                Cow::Borrowed(p)
+            }
+        })
+        .collect()
+}
+
+/// The run's page model and its viewers.
+pub(crate) fn run_page<'a>(
+    run: &'a RunData,
+    profiles_in: &'a [Cow<'a, Profile>],
+    opts: &ReportOptions,
+) -> Result<(RunPage, Vec<Viewer<'a>>, u64), ReportError> {
+    let m = &run.meta;
+    let origin = origin_of(m, &run.series);
+    let mut warnings = Vec::new();
+    if !m.status.complete {
+        warnings.push(format!(
+            "Incomplete run: {}",
+            m.status
+                .reason
+                .as_deref()
+                .unwrap_or("it did not run to its end")
+        ));
+    }
+    warnings.extend(m.warnings.iter().cloned());
+    let mut skipped = 0usize;
+    let sweep = sweep(run, origin, &mut skipped);
+    let distributions = distributions(run, &mut skipped);
+    let edges = category_edges(run);
+    let mut categories = Vec::new();
+    for p in profiles_in.iter().map(|p| p.as_ref()) {
+        if let Some(c) = categorise(p, &opts.rules, &edges, origin)? {
+            if c.outside > 0 {
+                warnings.push(format!(
+                    "{} of the {} samples of '{}' lie outside the charted seconds and are not in its category chart (they are in its flame graph)",
+                    c.outside,
+                    p.samples.len(),
+                    p.event.name
+                ));
+            }
+            if c.untimed > 0 {
+                warnings.push(format!(
+                    "{} samples of '{}' have no timestamp: no time window selects them",
+                    c.untimed, p.event.name
+                ));
+            }
+            categories.push(c);
+        }
+    }
+    if skipped > 0 {
+        warnings.push(format!(
+            "{skipped} stored latency histogram(s) could not be read and are left out"
+        ));
+    }
+    let mut keys: Vec<String> = Vec::new();
+    let mut viewers = Vec::new();
+    let mut profiles = Vec::new();
+    for p in profiles_in.iter().map(|p| p.as_ref()) {
+        let key = page::key_for(&p.event.name, &keys);
+        keys.push(key.clone());
+        let title = format!("{} — run '{}'", p.event.name, m.name);
+        viewers.push(Viewer {
+            key: key.clone(),
+            profiles: vec![p],
+            opts: HtmlOptions {
+                title: title.clone(),
+                palette: page::palette_for(&p.event.name).into(),
+                compress_above: opts.compress_above,
+                sources: vec![format!("run '{}' #{}", m.name, m.id.unwrap_or(0))],
+                ..Default::default()
+            },
+        });
+        profiles.push(ProfileInfo {
+            key,
+            event: p.event.name.clone(),
+            samples: p.samples.len(),
+            title,
+        });
+    }
+    let page = RunPage {
+        name: m.name.clone(),
+        id: m.id,
+        complete: m.status.complete,
+        reason: m.status.reason.clone(),
+        note: m.note.clone(),
+        tags: m.tags.clone(),
+        facts: facts(m),
+        figures: figures(m),
+        warnings,
+        unit: op_unit(m),
+        latency: m.headline.latency.clone(),
+        cpus: m.cpus,
+        measure: span(&m.measure, origin),
+        windows: m.windows.iter().map(|w| span(w, origin)).collect(),
+        tables: run.series.iter().map(|t| table(t, origin)).collect(),
+        sweep,
+        distributions,
+        categories,
+        profiles,
+    };
+    Ok((page, viewers, origin))
+}
+
+/// Writes the report of `run` as one HTML file to `out` (write through
+/// [`kiln_model::io::AtomicFile`] so a failure leaves no half file).
+pub fn write_run_report(
+    run: &RunData,
+    opts: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let profiles = timed_profiles(run);
+    let (page, viewers, origin) = run_page(run, &profiles, opts)?;
+    let title = match run.meta.id {
+        Some(id) => format!("kiln run '{}' #{id}", run.meta.name),
+        None => format!("kiln run '{}'", run.meta.name),
+    };
+    let data = Page {
+        kind: "run",
+        version: 1,
+        title: title.clone(),
+        origin,
+        run: &page,
+    };
+    page::write(&title, &data, &viewers, Some(origin), opts, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_model::{EventInfo, FrameKind, Profile, WeightUnit};
+    use kiln_store::{Column, Headline, LoadInfo};
+
+    fn sample_run(name: &str) -> RunData {
+        let s = 1_000_000_000u64;
+        let t0 = 50 * s;
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let f = p.frame(b"</script><img src=x onerror=alert(1)>", FrameKind::User);
+        let th = p.thread(Some(1), Some(1), b"1_scheduler");
+        for i in 0..40 {
+            p.add_sample_path(&[f], 1, t0 + i * s / 10, th);
+        }
+        let load = SeriesTable {
+            name: "load".into(),
+            time_ns: (1..=6).map(|i| t0 - s + i * s).collect(),
+            columns: vec![
+                Column {
+                    name: "sent".into(),
+                    unit: "msg/s".into(),
+                    values: vec![Some(100.0); 6],
+                },
+                Column {
+                    name: "received".into(),
+                    unit: "msg/s".into(),
+                    values: vec![
+                        Some(90.0),
+                        Some(90.0),
+                        Some(90.0),
+                        Some(90.0),
+                        None,
+                        Some(f64::NAN),
+                    ],
+                },
+            ],
+        };
+        RunData {
+            meta: RunMeta {
+                name: name.into(),
+                id: Some(7),
+                note: Some("<b>note</b>".into()),
+                measure: Window {
+                    name: "measure".into(),
+                    start_ns: t0,
+                    end_ns: t0 + 4 * s,
+                },
+                load: LoadInfo {
+                    protocol: "amqp".into(),
+                    unit: "msg".into(),
+                    ..Default::default()
+                },
+                headline: Headline {
+                    throughput: Some(90.0),
+                    send_rate: Some(100.0),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            series: vec![load],
+            profiles: vec![p],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_page_is_inert_whatever_the_names() {
+        let run = sample_run("</title><script>alert(2)</script>");
+        let mut out = Vec::new();
+        write_run_report(&run, &ReportOptions::default(), &mut out).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        let outer = html
+            .replace(crate::REPORT_JS, "")
+            .replace(kiln_viewer::VIEWER_JS, "")
+            .to_ascii_lowercase();
+        // data, viewer meta, viewer data, report code, viewer code.
+        assert_eq!(outer.matches("<script").count(), 5, "{outer}");
+        assert_eq!(outer.matches("</script").count(), 5);
+        assert_eq!(outer.matches("</title").count(), 1);
+        assert!(!outer.contains("<img"));
+        assert!(outer.contains("content-security-policy"));
+        assert!(outer.contains("default-src 'none'"));
+    }
+
+    #[test]
+    fn figures_and_the_completed_column() {
+        let run = sample_run("r");
+        assert_eq!(completed_column(&run).as_deref(), Some("received"));
+        let f = figures(&run.meta);
+        assert_eq!(f[0].key, "throughput");
+        assert_eq!(f[0].text, "90.0 msg/s");
+        assert_eq!(f[0].detail.as_deref(), Some("100 msg/s sent"));
+        let profiles = timed_profiles(&run);
+        let (page, viewers, origin) = run_page(&run, &profiles, &ReportOptions::default()).unwrap();
+        assert_eq!(origin, run.meta.measure.start_ns);
+        assert_eq!(viewers.len(), 1);
+        assert_eq!(page.tables[0].time[0], 0);
+        assert_eq!(page.tables[0].columns[1].values[5], None, "NaN is no value");
+        assert_eq!(page.measure.end, 4_000_000_000);
+        let c = &page.categories[0];
+        assert_eq!(c.names, ["other"]);
+        // 4 s of target-less edges from the load table: 10 samples per second, 1 ms each
+        // (no period known: counted per second).
+        assert_eq!(c.unit, "/s");
+    }
+}

@@ -1,0 +1,192 @@
+// What the report page carries (crates/report/src/run.rs and compare.rs write it): the
+// run's metadata, formatted headline figures, its per-second series (columnar, uPlot's
+// layout), sweep steps, latency distributions, CPU by category, and the flame graphs'
+// keys. Times are ns relative to the page's origin (the start of the measurement).
+
+export interface Column {
+  name: string;
+  unit: string;
+  values: (number | null)[];
+}
+
+export interface Table {
+  name: string;
+  /** End of each interval, ns since the origin. */
+  time: number[];
+  columns: Column[];
+}
+
+export interface Span {
+  name: string;
+  start: number;
+  end: number;
+}
+
+export interface Fact {
+  key: string;
+  label: string;
+  value: string;
+}
+
+export interface Figure {
+  key: string;
+  label: string;
+  value: number;
+  unit: string;
+  text: string;
+  detail?: string;
+}
+
+export interface Percentiles {
+  p50: number;
+  p99: number;
+  p999: number;
+  max: number;
+  count: number;
+}
+
+export interface SweepPoint {
+  name: string;
+  value: number | null;
+  start: number;
+  end: number;
+  throughput: number | null;
+  latency: Percentiles | null;
+  intended: Percentiles | null;
+  target_cpu: number | null;
+}
+
+export interface Sweep {
+  param: string;
+  points: SweepPoint[];
+}
+
+export interface Distribution {
+  name: string;
+  group: number;
+  intended: boolean;
+  count: number;
+  /** (percentile 0–100, value µs) */
+  points: [number, number][];
+  max: number;
+}
+
+export interface CategorySeries {
+  event: string;
+  unit: string;
+  names: string[];
+  /** Interval edges, ns since the origin: interval i is [edges[i], edges[i + 1]). */
+  edges: number[];
+  values: number[][];
+  shares: number[];
+  outside: number;
+  untimed: number;
+}
+
+export interface ProfileInfo {
+  key: string;
+  event: string;
+  samples: number;
+  title: string;
+}
+
+export interface RunPage {
+  name: string;
+  id: number | null;
+  complete: boolean;
+  reason: string | null;
+  note: string | null;
+  tags: [string, string][];
+  facts: Fact[];
+  figures: Figure[];
+  warnings: string[];
+  unit: string;
+  latency: string | null;
+  cpus: number;
+  measure: Span;
+  windows: Span[];
+  tables: Table[];
+  sweep: Sweep | null;
+  distributions: Distribution[];
+  categories: CategorySeries[];
+  profiles: ProfileInfo[];
+}
+
+export interface RunRef {
+  id: number | null;
+  name: string;
+  started: string;
+  note: string | null;
+  tags: [string, string][];
+  complete: boolean;
+  reason: string | null;
+  load: string;
+  target: string;
+}
+
+export interface Cell {
+  text: string;
+  median: number;
+  min: number;
+  max: number;
+  n: number;
+}
+
+export interface ChangeCell {
+  percent: number;
+  text: string;
+  better: boolean | null;
+  verdict: 'significant' | 'small' | 'not_significant' | 'no_repeats';
+  verdict_text: string;
+}
+
+export interface MetricRow {
+  key: string;
+  label: string;
+  unit: string;
+  better: 'higher' | 'lower';
+  cells: (Cell | null)[];
+  changes: (ChangeCell | null)[];
+}
+
+export interface RunSeries {
+  group: number;
+  id: number | null;
+  index: number;
+  tables: Table[];
+  measure_end: number;
+  unit: string;
+  completed: string | null;
+  latency: string | null;
+  cpus: number;
+}
+
+export interface FunctionRow {
+  name: string;
+  self_before: number;
+  self_after: number;
+  total_before: number;
+  total_after: number;
+  us_before: number | null;
+  us_after: number | null;
+}
+
+export interface ComparePage {
+  groups: { label: string; runs: RunRef[] }[];
+  metrics: MetricRow[];
+  notes: string[];
+  distributions: Distribution[];
+  series: RunSeries[];
+  functions: FunctionRow[];
+  diff: { key: string; event: string; title: string } | null;
+}
+
+export interface ReportData {
+  kind: 'run' | 'compare';
+  version: number;
+  title: string;
+  /** The page's origin on the profiles' clock (CLOCK_MONOTONIC ns). */
+  origin: number;
+  run?: RunPage;
+  compare?: ComparePage;
+}

@@ -1,0 +1,256 @@
+// Which charts a run gets, from its stored tables (DOM-free): the load's rates, latency
+// percentiles per measured latency (log scale, the intended-time latency dashed beside the
+// measured one), flow-control spans, the target's CPU by thread group (stacked), memory,
+// context switches, threads and files, who used the machine's CPUs, and CPU by category.
+// Only series that hold something are charted; every chart names its unit.
+import { CategorySeries, Column, Table } from '../data.js';
+import { ScaleKind } from './scale.js';
+
+export type ChartKind = 'lines' | 'stacked' | 'spans';
+
+export interface Line {
+  label: string;
+  /** The stored column's name (tests match hover values against the store by it). */
+  column: string;
+  table: string;
+  time: number[];
+  values: (number | null)[];
+  color: string;
+  dash?: boolean;
+  width?: number;
+  /** Comparisons: the group a run belongs to. */
+  group?: number;
+}
+
+export interface ChartSpec {
+  id: string;
+  title: string;
+  unit: string;
+  scale: ScaleKind;
+  kind: ChartKind;
+  lines: Line[];
+  /** Height of the plot, px. */
+  height: number;
+  /** Upper bound of the axis when known (all CPUs busy). */
+  yMax?: number;
+  note?: string;
+}
+
+/** Colours of series (Tableau 10: distinct in light and dark pages). */
+export const COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+/** Colours of compared groups: first blue, then orange, green, purple. */
+export const GROUP_COLORS = ['#2f6fd0', '#e0622b', '#3a9a4a', '#9a4fc0', '#b8860b'];
+
+export const hasValue = (c: Column): boolean => c.values.some((v) => v !== null && v !== undefined && Number.isFinite(v) && v !== 0);
+const anyValue = (c: Column): boolean => c.values.some((v) => v !== null && v !== undefined && Number.isFinite(v));
+
+function line(t: Table, c: Column, color: string, label = c.name, extra: Partial<Line> = {}): Line {
+  return { label, column: c.name, table: t.name, time: t.time, values: c.values, color, ...extra };
+}
+
+/** Element-wise sum of columns (null where all are null). */
+export function sumColumns(cols: Column[], n: number): (number | null)[] {
+  const out: (number | null)[] = new Array(n).fill(null);
+  for (const c of cols) {
+    for (let i = 0; i < n; i++) {
+      const v = c.values[i];
+      if (v === null || v === undefined || !Number.isFinite(v)) continue;
+      out[i] = (out[i] ?? 0) + v;
+    }
+  }
+  return out;
+}
+
+const LATENCY_COLORS: Record<string, string> = { p50: '#4e79a7', p99: '#f28e2b', 'p99.9': '#e15759', max: '#9c755f' };
+
+/** Latency families of a load table: `consumer_latency p99` → family `consumer_latency`. */
+export function latencyFamilies(t: Table): Map<string, Column[]> {
+  const fams = new Map<string, Column[]>();
+  for (const c of t.columns) {
+    if (c.unit !== 'us') continue;
+    const sp = c.name.lastIndexOf(' ');
+    if (sp <= 0) continue;
+    const fam = c.name.slice(0, sp);
+    if (!fams.has(fam)) fams.set(fam, []);
+    fams.get(fam)!.push(c);
+  }
+  return fams;
+}
+
+export interface RunShape {
+  tables: Table[];
+  /** What one operation is (`msg`). */
+  unit: string;
+  /** The headline latency's name. */
+  latency: string | null;
+  cpus: number;
+  categories: CategorySeries[];
+}
+
+/** The charts of a run, top to bottom. */
+export function runCharts(r: RunShape): ChartSpec[] {
+  const out: ChartSpec[] = [];
+  const table = (n: string): Table | undefined => r.tables.find((t) => t.name === n);
+  const load = table('load');
+  const target = table('target');
+  const machine = table('machine');
+  const kiln = table('kiln');
+  if (load) {
+    const main = `${r.unit}/s`;
+    const rates = load.columns.filter((c) => c.unit === main && hasValue(c));
+    if (rates.length) {
+      out.push({ id: 'rates', title: `Load: ${r.unit} per second`, unit: main, scale: 'linear', kind: 'lines', height: 130, lines: rates.map((c, i) => line(load, c, COLORS[i % COLORS.length])) });
+    }
+    const others = load.columns.filter((c) => c.unit.endsWith('/s') && c.unit !== main && hasValue(c));
+    for (const unit of new Set(others.map((c) => c.unit))) {
+      const cols = others.filter((c) => c.unit === unit);
+      out.push({ id: `events:${unit}`, title: `Load: ${unit.replace(/\/s$/, '')} events per second`, unit, scale: 'linear', kind: 'lines', height: 90, lines: cols.map((c, i) => line(load, c, COLORS[(i + 3) % COLORS.length])) });
+    }
+    const fams = latencyFamilies(load);
+    const order = [...fams.keys()].filter((f) => !f.endsWith('_intended'));
+    if (r.latency) order.sort((a, b) => Number(b === r.latency) - Number(a === r.latency));
+    for (const fam of order) {
+      const cols = fams.get(fam)!.filter(anyValue);
+      if (!cols.length) continue;
+      const intended = (fams.get(`${fam}_intended`) ?? []).filter(anyValue);
+      const lines: Line[] = [];
+      for (const c of cols) {
+        const q = c.name.slice(fam.length + 1);
+        lines.push(line(load, c, LATENCY_COLORS[q] ?? COLORS[lines.length % COLORS.length], q));
+      }
+      for (const c of intended) {
+        const q = c.name.slice(fam.length + 10);
+        lines.push(line(load, c, LATENCY_COLORS[q] ?? COLORS[lines.length % COLORS.length], `${q} intended`, { dash: true }));
+      }
+      out.push({
+        id: `latency:${fam}`,
+        title: `Latency: ${fam}${intended.length ? ' (dashed: from the intended send time)' : ''}`,
+        unit: 'us',
+        scale: 'log',
+        kind: 'lines',
+        height: 150,
+        lines,
+      });
+    }
+    const flags = load.columns.filter((c) => c.unit === 'bool');
+    if (flags.length) {
+      const colors: Record<string, string> = { blocked: '#e15759', stalled: '#f28e2b', disconnected: '#7a2a8a' };
+      out.push({
+        id: 'spans',
+        title: 'Flow control: seconds the load was blocked, stalled or disconnected',
+        unit: 'bool',
+        scale: 'linear',
+        kind: 'spans',
+        height: 14 * flags.length + 6,
+        lines: flags.map((c, i) => line(load, c, colors[c.name] ?? COLORS[(i + 2) % COLORS.length])),
+      });
+    }
+  }
+  if (target) {
+    const n = target.time.length;
+    const groups = new Map<string, { user?: Column; system?: Column }>();
+    for (const c of target.columns) {
+      const m = /^cpu (user|system):(.*)$/.exec(c.name);
+      if (!m) continue;
+      const g = groups.get(m[2]) ?? {};
+      g[m[1] as 'user' | 'system'] = c;
+      groups.set(m[2], g);
+    }
+    const layers: Line[] = [];
+    let k = 0;
+    for (const [g, { user, system }] of groups) {
+      if (!(user && hasValue(user)) && !(system && hasValue(system))) continue;
+      const color = COLORS[k++ % COLORS.length];
+      if (user) layers.push(line(target, user, color, `${g} user`));
+      if (system) layers.push(line(target, system, shade(color), `${g} system`));
+    }
+    if (!layers.length) {
+      for (const [name, color] of [['cpu user', COLORS[0]], ['cpu system', shade(COLORS[0])]]) {
+        const c = target.columns.find((x) => x.name === name);
+        if (c) layers.push(line(target, c, color));
+      }
+    }
+    if (layers.length) {
+      out.push({ id: 'cpu', title: 'Target CPU by thread group, % of one CPU (lighter: system time)', unit: '%', scale: 'linear', kind: 'stacked', height: 150, lines: layers });
+    }
+    const rss = target.columns.find((c) => c.name === 'rss');
+    if (rss && anyValue(rss)) out.push({ id: 'rss', title: 'Target resident memory (RSS)', unit: 'bytes', scale: 'linear', kind: 'lines', height: 90, lines: [line(target, rss, COLORS[4])] });
+    const sw = ['voluntary switches', 'involuntary switches'].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
+    if (sw.length) out.push({ id: 'switches', title: 'Target context switches per second', unit: '1/s', scale: 'linear', kind: 'lines', height: 90, lines: sw.map((c, i) => line(target, c, COLORS[(i + 5) % COLORS.length])) });
+    const counts = ['threads', 'open files', 'sockets'].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
+    if (counts.length) out.push({ id: 'counts', title: 'Target threads, open files and sockets', unit: 'count', scale: 'linear', kind: 'lines', height: 80, lines: counts.map((c, i) => line(target, c, COLORS[(i + 6) % COLORS.length])) });
+    const busy = machine?.columns.find((c) => c.name === 'busy');
+    const lines: Line[] = [];
+    if (machine && busy && anyValue(busy)) {
+      lines.push({ ...line(machine, busy, '#888888', `machine (all processes, ${r.cpus} CPUs)`), values: busy.values.map((v) => (v === null ? null : v * Math.max(1, r.cpus))) });
+    }
+    const cpuCols = target.columns.filter((c) => c.name === 'cpu user' || c.name === 'cpu system');
+    if (cpuCols.length) lines.push({ label: 'target', column: 'cpu user+system', table: 'target', time: target.time, values: sumColumns(cpuCols, n), color: COLORS[0] });
+    for (const c of kiln?.columns ?? []) {
+      if (c.unit === '%' && anyValue(c)) lines.push(line(kiln!, c, c.name.startsWith('kiln') ? COLORS[2] : COLORS[1], c.name.replace(/ cpu$/, '')));
+    }
+    if (lines.length > 1 || busy) {
+      out.push({
+        id: 'machine',
+        title: `Who used the machine's CPUs, % of one CPU (${Math.max(1, r.cpus) * 100}% = all ${r.cpus})`,
+        unit: '%',
+        scale: 'linear',
+        kind: 'lines',
+        height: 110,
+        yMax: Math.max(1, r.cpus) * 100,
+        lines,
+      });
+    }
+  }
+  for (const c of r.categories) out.push(categoryChart(c));
+  return out;
+}
+
+/** A stacked chart of a profile's categories per interval. */
+export function categoryChart(c: CategorySeries): ChartSpec {
+  const time = c.edges.slice(1);
+  const what = c.unit === 'threads' ? 'threads blocked (mean)' : c.unit === '/s' ? 'samples per second' : '% of one CPU';
+  return {
+    id: `category:${c.event}`,
+    title: `Where the ${c.unit === 'threads' ? 'off-CPU time' : 'CPU'} went by category (${c.event}), ${what}`,
+    unit: c.unit,
+    scale: 'linear',
+    kind: 'stacked',
+    height: 160,
+    lines: c.names.map((name, i) => ({
+      label: `${name} (${c.shares[i].toFixed(1)}%)`,
+      column: name,
+      table: `category:${c.event}`,
+      time,
+      values: c.values[i],
+      color: categoryColor(name, i),
+    })),
+    note: c.outside ? `${c.outside} samples fall outside the charted seconds` : undefined,
+  };
+}
+
+/** Stable colours for well-known categories; others from the palette. */
+export function categoryColor(name: string, i: number): string {
+  if (name.startsWith('other')) return name.includes('kernel') ? '#c7c7c7' : '#a0a0a0';
+  const known: Record<string, string> = {
+    'I/O polling (poll/epoll)': '#e15759',
+    'garbage collection': '#b07aa1',
+    'Erlang code': '#59a14f',
+    'BEAM scheduler (busy-wait, spin)': '#f28e2b',
+    'port and socket I/O': '#4e79a7',
+    'BIFs and NIFs': '#76b7b2',
+    'BEAM runtime (other)': '#9c755f',
+    'syscall: futex (locks, sleeping)': '#edc948',
+  };
+  return known[name] ?? COLORS[(i + 3) % COLORS.length];
+}
+
+/** A lighter shade of a #rrggbb colour (system time beside user time). */
+export function shade(hex: string): string {
+  const n = parseInt(hex.slice(1), 16);
+  const mix = (c: number): number => Math.round(c + (255 - c) * 0.5);
+  const r = mix((n >> 16) & 255);
+  const g = mix((n >> 8) & 255);
+  const b = mix(n & 255);
+  return `#${((r << 16) | (g << 8) | b).toString(16).padStart(6, '0')}`;
+}

@@ -1,0 +1,192 @@
+// The comparison page: the groups compared, the figures side by side with the change
+// (green better, red worse) and whether it is beyond noise, the latency distributions
+// overlaid, the series overlaid with every run aligned at the start of its measurement,
+// the function table and the differential flame graph.
+import { el } from '../../views/dom.js';
+import { ComparePage } from '../data.js';
+import { ChartSpec, GROUP_COLORS, Line, sumColumns } from '../lib/charts.js';
+import { compact } from '../lib/format.js';
+import { ChartGroup, TimeChart } from './time-chart.js';
+import { statusBadge, tagList } from './header.js';
+import { extentOf } from './run-page.js';
+import { XYChart } from './xy-chart.js';
+
+export interface CompareView {
+  group: ChartGroup;
+  charts: Record<string, TimeChart>;
+  distribution: XYChart | null;
+}
+
+const groupColor = (g: number): string => GROUP_COLORS[g % GROUP_COLORS.length];
+
+export function buildComparePage(root: HTMLElement, c: ComparePage, title: string, status: HTMLElement): CompareView {
+  const labels = c.groups.map((g) => g.label);
+  const head = el('header', { class: 'r-head' }, el('h1', { 'data-field': 'title', text: title }));
+  const groups = el(
+    'div',
+    { class: 'r-groups' },
+    ...c.groups.map((g, gi) =>
+      el(
+        'section',
+        { class: 'r-group', 'data-group': String(gi), style: `--c:${groupColor(gi)}`, 'aria-label': `Group ${g.label}` },
+        el('h3', { text: `${gi === 0 ? 'Baseline' : 'Compared'}: ${g.label} (${g.runs.length} run${g.runs.length === 1 ? '' : 's'})` }),
+        ...g.runs.map((r) =>
+          el(
+            'div',
+            { class: 'r-run', 'data-run': String(r.id ?? '') },
+            el('span', { text: `#${r.id ?? '?'} '${r.name}', ${r.started} — ${r.load}` }),
+            r.complete ? null : statusBadge(false, r.reason),
+            r.note ? el('div', { 'data-field': 'note', text: `note: ${r.note}` }) : null,
+            tagList(r.tags),
+          ),
+        ),
+      ),
+    ),
+  );
+
+  // Figures side by side.
+  const table = el('table', { class: 'r-table', 'data-table': 'figures' });
+  const hr = el('tr', {}, el('th', { scope: 'col', text: 'figure' }));
+  labels.forEach((l, i) => {
+    hr.append(el('th', { scope: 'col', text: c.groups[i].runs.length > 1 ? `${l} (median, range)` : l }));
+    if (i > 0) hr.append(el('th', { scope: 'col', text: `change vs ${labels[0]}` }), el('th', { scope: 'col', text: 'beyond noise?' }));
+  });
+  table.append(el('thead', {}, hr));
+  const body = el('tbody');
+  for (const m of c.metrics) {
+    const tr = el('tr', { 'data-metric': m.key }, el('th', { scope: 'row', text: `${m.label}${m.better === 'higher' ? ' (higher is better)' : ''}` }));
+    m.cells.forEach((cell, i) => {
+      tr.append(el('td', { 'data-group': String(i), text: cell ? cell.text : '–' }));
+      if (i === 0) return;
+      const ch = m.changes[i];
+      const cls = !ch || ch.better === null ? 'r-same' : ch.better ? 'r-better' : 'r-worse';
+      const word = !ch || ch.better === null ? '' : ch.better ? ' better' : ' worse';
+      tr.append(
+        el('td', { class: `r-change ${cls}`, 'data-change': String(i), 'data-percent': ch ? String(ch.percent) : '', 'data-better': ch?.better === null || !ch ? '' : String(ch.better), text: ch ? `${ch.text}${word}` : '' }),
+        el('td', { class: 'r-verdict', 'data-verdict': ch?.verdict ?? '', text: ch?.verdict_text ?? '' }),
+      );
+    });
+    body.append(tr);
+  }
+  table.append(body);
+  const notes = c.notes.length ? el('ul', { class: 'r-warnings', 'aria-label': 'Notes' }, ...c.notes.map((n) => el('li', { 'data-field': 'note', text: n }))) : null;
+
+  // Latency distributions.
+  let distribution: XYChart | null = null;
+  if (c.distributions.length) {
+    distribution = new XYChart({
+      id: 'distribution',
+      title: 'Latency by percentile over each measurement (log scale; dashed: from the intended send time)',
+      x: { kind: 'nines', label: 'percentile', format: (v) => `${v.toFixed(3).replace(/\.?0+$/, '')}%` },
+      left: { unit: 'us', scale: 'log', label: 'latency' },
+      series: c.distributions.map((d) => ({ label: `${d.name} (${compact(d.count)})`, color: groupColor(d.group), dash: d.intended, points: d.points.map(([p, v]) => [p, v] as [number, number]) })),
+      height: 280,
+    });
+  }
+
+  // Series overlaid, aligned at the start of each run's measurement.
+  const measureEnd = Math.max(0, ...c.series.map((s) => s.measure_end));
+  const group = new ChartGroup(extentOf(c.series.flatMap((s) => s.tables), [[0, measureEnd]]), {
+    selectable: false,
+    edges: [],
+    measure: [0, measureEnd],
+    status,
+    axisLabel: 'seconds from the start of each measurement',
+  });
+  const charts: Record<string, TimeChart> = {};
+  const specs: ChartSpec[] = [];
+  const runLabel = (s: ComparePage['series'][0]): string => `${labels[s.group]} #${s.id ?? '?'}`;
+  const overlay = (id: string, title: string, unit: string, scale: 'linear' | 'log', pickLine: (s: ComparePage['series'][0]) => Line | null): void => {
+    const lines: Line[] = [];
+    for (const s of c.series) {
+      const l = pickLine(s);
+      if (l && l.values.some((v) => v !== null)) lines.push({ ...l, label: runLabel(s), color: groupColor(s.group), width: s.index === 0 ? 1.75 : 1, group: s.group });
+    }
+    if (lines.length) specs.push({ id, title, unit, scale, kind: 'lines', lines, height: 120 });
+  };
+  const col = (s: ComparePage['series'][0], table: string, name: string | null): Line | null => {
+    const t = s.tables.find((x) => x.name === table);
+    const cl = name ? t?.columns.find((x) => x.name === name) : undefined;
+    return t && cl ? { label: name!, column: name!, table, time: t.time, values: cl.values, color: '' } : null;
+  };
+  const sum = (s: ComparePage['series'][0], table: string, names: string[], as: string): Line | null => {
+    const t = s.tables.find((x) => x.name === table);
+    const cols = t ? t.columns.filter((x) => names.includes(x.name)) : [];
+    return t && cols.length ? { label: as, column: as, table, time: t.time, values: sumColumns(cols, t.time.length), color: '' } : null;
+  };
+  const unit = c.series[0]?.unit ?? 'op';
+  overlay('throughput', `Throughput: ${unit} completed per second`, `${unit}/s`, 'linear', (s) => col(s, 'load', s.completed));
+  overlay('p99', 'Latency p99 per second (log scale)', 'us', 'log', (s) => col(s, 'load', s.latency ? `${s.latency} p99` : null));
+  overlay('target_cpu', 'Target CPU, % of one CPU', '%', 'linear', (s) => sum(s, 'target', ['cpu user', 'cpu system'], 'cpu user+system'));
+  overlay('rss', 'Target resident memory (RSS)', 'bytes', 'linear', (s) => col(s, 'target', 'rss'));
+  overlay('switches', 'Target context switches per second', '1/s', 'linear', (s) => sum(s, 'target', ['voluntary switches', 'involuntary switches'], 'switches'));
+  overlay('machine', 'Machine busy, % of all CPUs', '%', 'linear', (s) => col(s, 'machine', 'busy'));
+  const series = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-series' }, el('h2', { id: 'r-h-series', text: 'Series overlaid, aligned at the start of each measurement (0 s)' }));
+  for (const spec of specs) {
+    const ch = group.add(spec);
+    charts[spec.id] = ch;
+    series.append(ch.el);
+  }
+
+  // The function table.
+  let functions: HTMLElement | null = null;
+  if (c.functions.length) {
+    const [a, b] = [labels[0], labels[labels.length - 1]];
+    const ft = el('table', { class: 'r-table', 'data-table': 'functions' });
+    ft.append(
+      el(
+        'thead',
+        {},
+        el('tr', {}, ...['function', `self % ${a}`, `self % ${b}`, 'Δ self', `total % ${a}`, `total % ${b}`, 'Δ total', `µs/${unit} ${a}`, `µs/${unit} ${b}`].map((h) => el('th', { scope: 'col', text: h }))),
+      ),
+    );
+    const tb = el('tbody');
+    const pct = (v: number): string => v.toFixed(2);
+    const delta = (d: number): HTMLElement => el('td', { class: d > 0 ? 'r-grew' : d < 0 ? 'r-shrank' : 'r-same', 'data-delta': String(d), text: `${d > 0 ? '+' : d < 0 ? '−' : '±'}${Math.abs(d).toFixed(2)}` });
+    const us = (v: number | null): string => (v === null ? '–' : v.toFixed(2));
+    for (const f of c.functions) {
+      tb.append(
+        el(
+          'tr',
+          { 'data-function': f.name },
+          el('td', { title: f.name, text: f.name }),
+          el('td', { text: pct(f.self_before) }),
+          el('td', { text: pct(f.self_after) }),
+          delta(f.self_after - f.self_before),
+          el('td', { text: pct(f.total_before) }),
+          el('td', { text: pct(f.total_after) }),
+          delta(f.total_after - f.total_before),
+          el('td', { text: us(f.us_before) }),
+          el('td', { text: us(f.us_after) }),
+        ),
+      );
+    }
+    ft.append(tb);
+    functions = el(
+      'section',
+      { class: 'r-section', 'aria-labelledby': 'r-h-functions' },
+      el('h2', { id: 'r-h-functions', text: `Functions whose share changed most (red grew, blue shrank; µs/${unit}: CPU time per operation in the function and its callees)` }),
+      ft,
+    );
+  }
+  let diff: HTMLElement | null = null;
+  if (c.diff) {
+    const mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(c.diff.key)}"]`);
+    diff = el(
+      'section',
+      { class: 'r-section', 'aria-labelledby': 'r-h-diff' },
+      el('h2', { id: 'r-h-diff', text: `Differential flame graph (${c.diff.event}): ${labels[0]} → ${labels[labels.length - 1]}, normalised, red grew, blue shrank` }),
+      mount,
+    );
+  }
+  root.append(
+    head,
+    groups,
+    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), table, notes),
+    ...(distribution ? [el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distributions' }), distribution.el)] : []),
+    series,
+    ...(functions ? [functions] : []),
+    ...(diff ? [diff] : []),
+  );
+  return { group, charts, distribution };
+}

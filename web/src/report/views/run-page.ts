@@ -1,0 +1,248 @@
+// The run report: header, a window bar, the timeline (every series on one time axis),
+// the sweep curves, the latency distribution, then the flame graphs of every event.
+// A window chosen anywhere — dragged on a chart, a sweep step clicked, a button, the URL,
+// or a viewer's own time strip — is shown everywhere: every chart shades it, every flame
+// graph and function table shows exactly its samples.
+import { el, setText } from '../../views/dom.js';
+import { RunPage, Table } from '../data.js';
+import { COLORS, runCharts } from '../lib/charts.js';
+import { compact, formatValue, formatWindow } from '../lib/format.js';
+import { edgesOf, parseWindow, typicalStep, writeWindow } from '../lib/intervals.js';
+import { ChartGroup, TimeChart } from './time-chart.js';
+import { runHeader } from './header.js';
+import { XYChart, XYSeries } from './xy-chart.js';
+
+/** What the page exposes for tests and benchmarks (window.__kilnReport). */
+export interface RunView {
+  /** The page's data as the report carries it. */
+  data: RunPage;
+  group: ChartGroup;
+  charts: Record<string, TimeChart>;
+  sweep: XYChart[];
+  distribution: XYChart | null;
+  /** The selected window, ns since the origin, or null. */
+  window: [number, number] | null;
+  /** Selects a window (ns since the origin) as a drag on a chart would. */
+  setWindow(w: [number, number] | null): void;
+}
+
+/** The `kiln-window` event of the viewers (web/src/views/app.ts). */
+const WINDOW_EVENT = 'kiln-window';
+
+interface KilnViewers {
+  setWindow(w: [number, number] | null): void;
+}
+
+function viewers(): KilnViewers | null {
+  return (window as unknown as { __kiln?: KilnViewers }).__kiln ?? null;
+}
+
+/** The time axis' extent: every table's first interval start to its last end. */
+export function extentOf(tables: Table[], extra: [number, number][] = []): [number, number] {
+  let a = Infinity;
+  let b = -Infinity;
+  for (const t of tables) {
+    if (!t.time.length) continue;
+    a = Math.min(a, t.time[0] - typicalStep(t.time));
+    b = Math.max(b, t.time[t.time.length - 1]);
+  }
+  for (const [x, y] of extra) {
+    a = Math.min(a, x);
+    b = Math.max(b, y);
+  }
+  if (!(a < b)) return [0, 1e9];
+  return [a, b];
+}
+
+export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, status: HTMLElement): RunView {
+  const measure: [number, number] = [r.measure.start, r.measure.end];
+  const primary = r.tables.find((t) => t.name === 'load' && t.time.length > 1) ?? r.tables.find((t) => t.name === 'target' && t.time.length > 1) ?? r.tables.find((t) => t.time.length > 1);
+  const edges = primary ? edgesOf(primary) : [];
+  const range = extentOf(r.tables, [measure]);
+  let current: [number, number] | null = parseWindow(location.hash);
+
+  const windowText = el('span', { class: 'r-window-text', 'data-ctrl': 'window', 'aria-live': 'polite' });
+  const button = (label: string, title: string, f: () => void, extra: Record<string, string> = {}): HTMLButtonElement => {
+    const b = el('button', { type: 'button', title, text: label, ...extra });
+    b.addEventListener('click', f);
+    return b;
+  };
+  const bar = el(
+    'div',
+    { class: 'r-windowbar', role: 'region', 'aria-label': 'Time window' },
+    windowText,
+    button('Measurement', 'Select the measurement window', () => apply(measure), { 'data-ctrl': 'measure' }),
+    ...r.windows.map((w) => button(w.name, `Select the sweep step ${w.name}`, () => apply([w.start, w.end]), { 'data-step': w.name })),
+    button('Whole run', 'Clear the window: every sample', () => apply(null), { 'data-ctrl': 'clear' }),
+    el('span', { class: 'r-window-help', text: 'Drag on any chart to choose a window (a click: that second); the flame graphs below show exactly its samples.' }),
+  );
+
+  const group = new ChartGroup(range, {
+    selectable: true,
+    edges,
+    measure,
+    status,
+    axisLabel: 'seconds from the start of the measurement',
+    onSelect: (w) => apply(w),
+  });
+  const charts: Record<string, TimeChart> = {};
+  const timeline = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-timeline' }, el('h2', { id: 'r-h-timeline', text: 'Timeline (seconds from the start of the measurement; shaded: outside it)' }));
+  for (const spec of runCharts({ tables: r.tables, unit: r.unit, latency: r.latency, cpus: r.cpus, categories: r.categories })) {
+    const c = group.add(spec);
+    charts[spec.id] = c;
+    timeline.append(c.el);
+  }
+  if (!group.charts.length) timeline.append(el('p', { text: 'This run stored no series.' }));
+
+  const sweepCharts: XYChart[] = [];
+  let sweepSection: HTMLElement | null = null;
+  if (r.sweep && r.sweep.points.length) {
+    const sw = r.sweep;
+    const pts = sw.points;
+    const xs = pts.map((p, i) => p.value ?? i + 1);
+    const positive = xs.every((x) => x > 0);
+    const kind = positive && Math.max(...xs) / Math.min(...xs) >= 8 ? 'log' : 'linear';
+    const names = pts.map((p) => p.name);
+    const pick = (i: number): void => apply([pts[i].start, pts[i].end]);
+    const qs: [keyof NonNullable<(typeof pts)[0]['latency']>, string, string][] = [
+      ['p50', 'p50', '#4e79a7'],
+      ['p99', 'p99', '#f28e2b'],
+      ['p999', 'p99.9', '#e15759'],
+      ['max', 'max', '#9c755f'],
+    ];
+    const lat: XYSeries[] = [];
+    for (const [k, label, color] of qs) {
+      if (pts.some((p) => p.latency)) lat.push({ label, color, points: pts.map((p, i) => [xs[i], p.latency ? p.latency[k] : null]) });
+    }
+    for (const [k, label, color] of qs) {
+      if (pts.some((p) => p.intended)) lat.push({ label: `${label} intended`, color, dash: true, points: pts.map((p, i) => [xs[i], p.intended ? p.intended[k] : null]) });
+    }
+    const xLabel = `${sw.param} (sweep step; click one to select its window)`;
+    const fmt = (v: number): string => compact(v);
+    if (lat.length) {
+      sweepCharts.push(
+        new XYChart({ id: 'sweep-latency', title: `Latency vs ${sw.param} (log scale)`, x: { kind, label: xLabel, format: fmt }, left: { unit: 'us', scale: 'log', label: 'latency' }, series: lat, height: 240, onPick: pick, names }),
+      );
+    }
+    const tp: XYSeries[] = [];
+    if (pts.some((p) => p.throughput !== null)) tp.push({ label: `throughput (${r.unit}/s)`, color: COLORS[0], points: pts.map((p, i) => [xs[i], p.throughput]) });
+    if (pts.some((p) => p.target_cpu !== null)) tp.push({ label: 'target CPU (% of one CPU)', color: COLORS[2], axis: 'right', points: pts.map((p, i) => [xs[i], p.target_cpu]) });
+    if (tp.length) {
+      sweepCharts.push(
+        new XYChart({
+          id: 'sweep-throughput',
+          title: `Throughput and target CPU vs ${sw.param}`,
+          x: { kind, label: xLabel, format: fmt },
+          left: { unit: `${r.unit}/s`, scale: 'linear', label: 'throughput' },
+          right: tp.some((s) => s.axis === 'right') ? { unit: '%', scale: 'linear', label: 'CPU' } : undefined,
+          series: tp,
+          height: 240,
+          onPick: pick,
+          names,
+        }),
+      );
+    }
+    const table = el('table', { class: 'r-table', 'data-table': 'sweep' });
+    table.append(el('thead', {}, el('tr', {}, ...['step', 'throughput', 'p50', 'p99', 'p99.9', 'max', 'target CPU'].map((h) => el('th', { scope: 'col', text: h })))));
+    const body = el('tbody');
+    for (const p of pts) {
+      body.append(
+        el(
+          'tr',
+          { 'data-step': p.name },
+          el('td', { text: p.name }),
+          el('td', { text: formatValue(p.throughput, `${r.unit}/s`) }),
+          el('td', { text: formatValue(p.latency?.p50, 'us') }),
+          el('td', { text: formatValue(p.latency?.p99, 'us') }),
+          el('td', { text: formatValue(p.latency?.p999, 'us') }),
+          el('td', { text: formatValue(p.latency?.max, 'us') }),
+          el('td', { text: formatValue(p.target_cpu, '%') }),
+        ),
+      );
+    }
+    table.append(body);
+    sweepSection = el(
+      'section',
+      { class: 'r-section', 'aria-labelledby': 'r-h-sweep' },
+      el('h2', { id: 'r-h-sweep', text: `Sweep: ${pts.length} steps of ${sw.param}` }),
+      el('div', { class: 'r-row' }, ...sweepCharts.map((c) => c.el)),
+      table,
+    );
+  }
+
+  let distribution: XYChart | null = null;
+  let distSection: HTMLElement | null = null;
+  if (r.distributions.length) {
+    distribution = new XYChart({
+      id: 'distribution',
+      title: 'Latency by percentile over the measurement (log scale; dashed: from the intended send time)',
+      x: { kind: 'nines', label: 'percentile', format: (v) => `${v.toFixed(3).replace(/\.?0+$/, '')}%` },
+      left: { unit: 'us', scale: 'log', label: 'latency' },
+      series: r.distributions.map((d, i) => ({ label: `${d.name} (${compact(d.count)} values)`, color: d.intended ? COLORS[(i + 1) % COLORS.length] : COLORS[i % COLORS.length], dash: d.intended, points: d.points.map(([p, v]) => [p, v] as [number, number]) })),
+      height: 260,
+    });
+    distSection = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distribution' }), distribution.el);
+  }
+
+  const profileWindows: HTMLElement[] = [];
+  const profiles = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-profiles' }, el('h2', { id: 'r-h-profiles', text: 'Flame graphs (they show the selected window)' }));
+  for (const p of r.profiles) {
+    const mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(p.key)}"]`);
+    const w = el('div', { class: 'r-profile-window', 'data-ctrl': 'profile-window' });
+    profileWindows.push(w);
+    const hid = `r-h-profile-${p.key}`;
+    profiles.append(el('section', { class: 'r-profile', 'data-profile': p.key, 'aria-labelledby': hid }, el('h3', { id: hid, text: `${p.event}: ${compact(p.samples)} samples` }), w, mount));
+  }
+  if (!r.profiles.length) profiles.append(el('p', { text: 'This run recorded no profile.' }));
+
+  root.append(runHeader(r), bar, timeline, ...(sweepSection ? [sweepSection] : []), ...(distSection ? [distSection] : []), profiles);
+
+  const show = (): void => {
+    const w = current;
+    setText(windowText, w ? `Window: ${formatWindow(w)}` : 'Window: the whole run');
+    for (const e of profileWindows) setText(e, w ? `Samples in ${formatWindow(w)} only` : 'Every sample of the run');
+    for (const c of sweepCharts) {
+      const i = r.sweep ? r.sweep.points.findIndex((p) => w && p.start === w[0] && p.end === w[1]) : -1;
+      if (c.selected !== i) {
+        c.selected = i;
+        c.draw();
+      }
+    }
+  };
+  function apply(w: [number, number] | null, fromViewer = false): void {
+    current = w;
+    group.setSelection(w);
+    show();
+    const h = writeWindow(location.hash, w);
+    history.replaceState(history.state, '', h ? `#${h}` : location.pathname + location.search);
+    if (!fromViewer) viewers()?.setWindow(w ? [origin + w[0], origin + w[1]] : null);
+  }
+  // A window chosen in a viewer's own time strip (or flame chart) reaches the charts.
+  window.addEventListener(WINDOW_EVENT, (e) => {
+    const d = (e as CustomEvent<{ source: unknown; window: [number, number] | null }>).detail;
+    if (!d) return;
+    const w: [number, number] | null = d.window ? [d.window[0] - origin, d.window[1] - origin] : null;
+    if (w === current || (w && current && w[0] === current[0] && w[1] === current[1])) return;
+    current = w;
+    group.setSelection(w);
+    show();
+  });
+  window.addEventListener('hashchange', () => {
+    current = parseWindow(location.hash);
+    group.setSelection(current);
+    show();
+  });
+  group.setSelection(current);
+  show();
+  return {
+    data: r,
+    group,
+    charts,
+    sweep: sweepCharts,
+    distribution,
+    get window() {
+      return current;
+    },
+    setWindow: (w) => apply(w),
+  };
+}

@@ -1,0 +1,486 @@
+// Browser checks of the report pages crates/cli/tests/report.rs writes from real runs:
+//   node tests/report.mjs FIXTURE_DIR [SCREENSHOT_DIR]
+// FIXTURE_DIR holds pages (run.html, compare.html, sweep.html, …) and, beside each run's
+// page, NAME.expect.json: what the run store holds for that run (series, windows, every
+// sample's time, weight and leaf function), written by the Rust test from the store, not
+// from the page. Every check acts like a user (hover, drag, click, keys, URL) and compares
+// what the page shows with the store.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { launch } from './chromium.mjs';
+import { decodePng } from './png.mjs';
+
+const [dir, shots = dir] = process.argv.slice(2);
+if (!dir) {
+  console.error('usage: node tests/report.mjs FIXTURE_DIR [SCREENSHOT_DIR]');
+  process.exit(2);
+}
+const require = createRequire(import.meta.url);
+const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const { context, close } = await launch();
+const errors = [];
+const requests = [];
+let step = 'start';
+
+const expectOf = (name) => JSON.parse(readFileSync(join(dir, `${name}.expect.json`), 'utf8'));
+
+async function open(file, hash = '', scheme = 'light') {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.removeAllListeners('pageerror');
+  page.removeAllListeners('request');
+  page.on('pageerror', (e) => errors.push(`${file}: ${e.message}`));
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith('file:') && !u.startsWith('blob:') && !u.startsWith('data:')) requests.push(`${file}: ${u}`);
+  });
+  await page.emulateMedia({ colorScheme: scheme });
+  await page.goto('about:blank');
+  await page.goto(`file://${join(dir, file)}${hash ? '#' + hash : ''}`);
+  await waitFor(
+    page,
+    () => window.__kilnReport && (window.__kilnReport.ready || window.__kilnReport.error) && (!document.querySelector('.kiln-mount') || (window.__kiln && (window.__kiln.ready || window.__kiln.error))),
+    null,
+    30000,
+  );
+  const err = await page.evaluate(() => window.__kilnReport.error ?? window.__kiln?.error ?? null);
+  assert.equal(err, null, `${file} failed to load: ${err}`);
+  await settle(page);
+  return page;
+}
+
+/**
+ * Polls `f(arg)` in the page until it is true. (Playwright's waitForFunction with an
+ * argument evaluates a string, which the report's Content-Security-Policy forbids.)
+ */
+async function waitFor(page, f, arg, timeout = 10000) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    if (await page.evaluate(f, arg)) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${f}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const settle = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+async function check(name, f) {
+  step = name;
+  const t = Date.now();
+  await f();
+  console.log(`ok - ${name} (${Date.now() - t} ms)`);
+}
+
+async function shot(page, name) {
+  return decodePng(await page.screenshot({ path: join(shots, `${name}.png`) }));
+}
+
+/** The overlay canvas of a chart, and where time t is on the page. */
+async function chartGeometry(page, id) {
+  return page.evaluate((id) => {
+    const r = window.__kilnReport;
+    const g = (r.run ?? r.compare).group;
+    const c = g.charts.find((x) => x.spec.id === id);
+    if (!c) return null;
+    c.overlay.scrollIntoView({ block: 'center' });
+    const b = c.overlay.getBoundingClientRect();
+    return { left: b.left, top: b.top, width: b.width, height: b.height, plotH: c.spec.height, range: g.range };
+  }, id);
+}
+
+const pageX = (geo, t) => {
+  const [a, b] = geo.range;
+  return geo.left + 72 + ((t - a) / (b - a)) * (geo.width - 72 - 14);
+};
+
+/** Samples of a profile inside [w0, w1] (ns since the origin): total and per leaf. */
+function expectedIn(profile, w) {
+  const perLeaf = new Map();
+  let total = 0;
+  for (const [t, weight, leaf] of profile.samples) {
+    let part;
+    if (profile.nsPerWeight && weight > 0) {
+      const len = weight * profile.nsPerWeight;
+      const covered = Math.min(t + len, w[1]) - Math.max(t, w[0]);
+      part = covered <= 0 ? 0 : covered >= len ? weight : (weight * covered) / len;
+    } else part = t >= w[0] && t <= w[1] ? weight : 0;
+    if (!part) continue;
+    total += part;
+    perLeaf.set(leaf, (perLeaf.get(leaf) ?? 0) + part);
+  }
+  return { total, perLeaf };
+}
+
+/** What each viewer shows: its event, total, and self weight per function. */
+const shown = (page) =>
+  page.evaluate(() =>
+    window.__kiln.apps.map((a) => {
+      const d = a.derived;
+      const l = d.layout;
+      const self = {};
+      for (let v = 1; v < l.n; v++) {
+        if (!l.self[v]) continue;
+        const name = d.frames.names[l.frame[v]];
+        self[name] = (self[name] ?? 0) + l.self[v];
+      }
+      return { event: a.model.unit.event, total: l.total[0], self, window: a.window };
+    }),
+  );
+
+const close_ = (a, b) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a), Math.abs(b));
+
+/** Every viewer shows exactly the store's samples of window w. */
+async function assertViewersShow(page, exp, w, what) {
+  const views = await shown(page);
+  assert.equal(views.length, exp.profiles.length, `${what}: one viewer per profile`);
+  for (const p of exp.profiles) {
+    const v = views.find((x) => x.event === p.event);
+    assert.ok(v, `${what}: a viewer of ${p.event}`);
+    const e = expectedIn(p, w ?? [-Infinity, Infinity]);
+    assert.ok(close_(v.total, e.total), `${what}: ${p.event} total ${v.total}, the store has ${e.total} in ${w}`);
+    for (const [leaf, x] of e.perLeaf) {
+      assert.ok(close_(v.self[leaf] ?? 0, x), `${what}: ${p.event} ${leaf}: shown ${v.self[leaf]}, stored ${x}`);
+    }
+    for (const [name, x] of Object.entries(v.self)) assert.ok(e.perLeaf.has(name) || x === 0, `${what}: ${p.event} shows ${name} (${x}), which has no sample there`);
+    if (w) assert.deepEqual(v.window, [exp.origin + w[0], exp.origin + w[1]], `${what}: ${p.event}'s window`);
+    else assert.equal(v.window, null);
+  }
+}
+
+/** Interval edges of a stored table (ns since the origin). */
+function edgesOf(t) {
+  const d = [];
+  for (let i = 1; i < t.time.length; i++) d.push(t.time[i] - t.time[i - 1]);
+  d.sort((a, b) => a - b);
+  const step = d.length ? d[d.length >> 1] : 1e9;
+  return [t.time[0] - step, ...t.time];
+}
+
+async function axe(page, what) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.addScriptTag({ content: AXE });
+  const result = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 4) }));
+  });
+  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  assert.deepEqual(bad, [], `${what}: axe-core found serious or critical violations: ${JSON.stringify(bad, null, 1)}`);
+}
+
+/** Pixels of a region that are neither background nor grey (series colours). */
+function colouredPixels(png, box) {
+  let n = 0;
+  for (let y = Math.max(0, Math.floor(box.top)); y < Math.min(png.height, box.top + box.height); y++) {
+    for (let x = Math.max(0, Math.floor(box.left)); x < Math.min(png.width, box.left + box.width); x++) {
+      const [r, g, b] = png.at(x, y);
+      if (Math.max(r, g, b) - Math.min(r, g, b) > 40) n++;
+    }
+  }
+  return n;
+}
+
+try {
+  // ---------------------------------------------------------------- the run report
+  let page;
+  if (existsSync(join(dir, 'run.html'))) {
+    const exp = expectOf('run');
+    page = await open('run.html');
+    const target = exp.tables.target;
+    const edges = edgesOf(target);
+
+    await check('names, notes and tags stay text; the header has figures and units', async () => {
+      assert.equal(await page.evaluate(() => window.__pwned ?? null), null);
+      assert.equal(await page.textContent('[data-field=title]'), `Run '${exp.name}' #${exp.id}`);
+      assert.equal(await page.textContent('[data-field=note]'), exp.note);
+      assert.deepEqual(await page.$$eval('[data-field=tag]', (e) => e.map((x) => x.textContent)), exp.tags.map(([k, v]) => `${k}=${v}`));
+      assert.equal(await page.$$eval('img, iframe, object, embed', (e) => e.length), 0, 'no element came from a name');
+      assert.equal(await page.title(), `kiln run '${exp.name}' #${exp.id}`);
+      assert.match(await page.textContent('[data-figure=target_cpu] .r-figure-value'), /^\d+\.\d% of one CPU$/);
+      assert.match(await page.textContent('[data-fact=events]'), /cpu-clock, offcpu at 999 Hz/);
+      assert.equal(await page.textContent('[data-field=status]'), 'complete');
+    });
+
+    await check('charts are drawn (pixels of the series colours on every chart)', async () => {
+      const ids = await page.evaluate(() => window.__kilnReport.run.group.charts.map((c) => c.spec.id));
+      for (const want of ['cpu', 'rss', 'switches', 'machine', 'category:cpu-clock', 'category:offcpu']) assert.ok(ids.includes(want), `chart ${want} in ${ids}`);
+      for (const id of ['cpu', 'category:cpu-clock', 'machine']) {
+        const geo = await chartGeometry(page, id);
+        await settle(page);
+        const png = await shot(page, `run-chart-${id.replace(/\W/g, '_')}`);
+        const n = colouredPixels(png, { left: geo.left + 72, top: geo.top, width: geo.width - 86, height: geo.plotH });
+        assert.ok(n > 300, `${id}: ${n} coloured pixels`);
+      }
+    });
+
+    await check('hover shows the stored values of that second', async () => {
+      const geo = await chartGeometry(page, 'cpu');
+      const cols = ['cpu user:phases', 'cpu system:phases'];
+      for (const i of [2, Math.floor(target.time.length / 2), target.time.length - 2]) {
+        const mid = (target.time[i - 1] + target.time[i]) / 2;
+        await page.mouse.move(1, 1);
+        await page.mouse.move(pageX(geo, mid), geo.top + 20);
+        await settle(page);
+        for (const c of cols) {
+          const v = await page.getAttribute(`[data-chart=cpu] [data-column="${c}"] .r-value`, 'data-value');
+          assert.equal(Number(v), target.columns[c][i], `${c} at row ${i}`);
+        }
+        // Every chart shows the same second.
+        const rss = await page.getAttribute('[data-chart=rss] [data-column=rss] .r-value', 'data-value');
+        assert.equal(Number(rss), target.columns.rss[i]);
+        const vol = await page.getAttribute('[data-chart=switches] [data-column="voluntary switches"] .r-value', 'data-value');
+        assert.equal(Number(vol), target.columns['voluntary switches'][i]);
+      }
+      await page.mouse.move(1, 1);
+    });
+
+    let win;
+    await check('a window dragged on a chart: every flame graph shows exactly the store’s samples of it', async () => {
+      await assertViewersShow(page, exp, null, 'before any window');
+      const geo = await chartGeometry(page, 'cpu');
+      const [m0, m1] = exp.measure;
+      const a = m0 + (m1 - m0) * 0.3;
+      const b = m0 + (m1 - m0) * 0.62;
+      await page.mouse.move(pageX(geo, a), geo.top + 30);
+      await page.mouse.down();
+      await page.mouse.move(pageX(geo, (a + b) / 2), geo.top + 30, { steps: 3 });
+      await page.mouse.move(pageX(geo, b), geo.top + 30, { steps: 3 });
+      await page.mouse.up();
+      await settle(page);
+      win = await page.evaluate(() => window.__kilnReport.run.window);
+      assert.ok(win, 'a window is selected');
+      // Widened to whole seconds of the series: the smallest run of intervals holding the drag.
+      const i0 = edges.indexOf(win[0]);
+      const i1 = edges.indexOf(win[1]);
+      assert.ok(i0 >= 0 && i1 > i0, `window ${win} on the series' edges`);
+      const px = (geo.width - 86) / (geo.range[1] - geo.range[0]);
+      assert.ok(win[0] <= a + 2 / px && edges[i0 + 1] > a - 2 / px, `start ${win[0]} is the edge before ${a}`);
+      assert.ok(win[1] >= b - 2 / px && edges[i1 - 1] < b + 2 / px, `end ${win[1]} is the edge after ${b}`);
+      await assertViewersShow(page, exp, win, 'dragged window');
+      const t = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get('t'));
+      assert.equal(t, `${win[0]}-${win[1]}`, 'the window is in the URL');
+      assert.match(await page.textContent('[data-ctrl=window]'), /^Window: /);
+      // The function table follows too.
+      const rows = await page.evaluate(() => window.__kiln.apps[0].derived.stats());
+      assert.ok(rows, 'function statistics of the window');
+    });
+
+    await check('the URL restores the window', async () => {
+      page = await open('run.html', `t=${win[0]}-${win[1]}`);
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), win);
+      await assertViewersShow(page, exp, win, 'restored window');
+      // The charts show it: the selection colour inside the window on the CPU chart.
+      const geo = await chartGeometry(page, 'switches');
+      await settle(page);
+      const png = await shot(page, 'run-restored');
+      const x = Math.round((pageX(geo, win[0]) + pageX(geo, win[1])) / 2);
+      const [r, g, b] = png.at(x, Math.round(geo.top + 3));
+      assert.ok(r > 240 && g > 200 && b < 235, `selection shade at the window's middle, got ${[r, g, b]}`);
+    });
+
+    await check('a click selects its second; keys move, extend and select; Esc clears', async () => {
+      const geo = await chartGeometry(page, 'rss');
+      const i = Math.floor(target.time.length / 2);
+      const mid = (target.time[i - 1] + target.time[i]) / 2;
+      await page.mouse.click(pageX(geo, mid), geo.top + 20);
+      await settle(page);
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), [target.time[i - 1], target.time[i]]);
+      await assertViewersShow(page, exp, [target.time[i - 1], target.time[i]], 'clicked second');
+      // Keyboard only: the cursor starts on the focused chart, → moves a second, Shift+→ extends.
+      await page.mouse.move(1, 1);
+      await page.focus('[data-chart=rss] canvas.r-overlay');
+      await page.keyboard.press('ArrowRight');
+      await page.keyboard.press('Shift+ArrowRight');
+      await page.keyboard.press('Shift+ArrowRight');
+      await page.keyboard.press('Enter');
+      await settle(page);
+      const kw = await page.evaluate(() => window.__kilnReport.run.window);
+      const k0 = edges.indexOf(kw[0]);
+      assert.ok(k0 >= 0 && edges[k0 + 3] === kw[1], `three seconds on the edges: ${kw}`);
+      await assertViewersShow(page, exp, kw, 'keyboard window');
+      await page.keyboard.press('Escape');
+      await settle(page);
+      assert.equal(await page.evaluate(() => window.__kilnReport.run.window), null);
+      await assertViewersShow(page, exp, null, 'cleared');
+    });
+
+    await check('a window chosen in a viewer’s time strip reaches the charts; buttons select the measurement', async () => {
+      await page.click('[data-ctrl=measure]');
+      await settle(page);
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), exp.measure);
+      await assertViewersShow(page, exp, exp.measure, 'measurement');
+      const box = await page.$eval('.kiln-mount >> nth=0 >> .timeline-canvas', (e) => {
+        e.scrollIntoView({ block: 'center' });
+        return JSON.parse(JSON.stringify(e.getBoundingClientRect()));
+      });
+      await page.mouse.move(box.x + box.width * 0.1, box.y + 10);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width * 0.4, box.y + 10, { steps: 4 });
+      await page.mouse.up();
+      await waitFor(page, (m) => {
+        const w = window.__kilnReport.run.window;
+        return w && (w[0] !== m[0] || w[1] !== m[1]);
+      }, exp.measure);
+      const [rw, aw] = await page.evaluate(() => [window.__kilnReport.run.window, window.__kiln.apps[0].window]);
+      assert.deepEqual(rw, [aw[0] - exp.origin, aw[1] - exp.origin]);
+      await waitFor(page, () => {
+        const ws = window.__kiln.apps.map((a) => JSON.stringify(a.window));
+        return ws.every((w) => w === ws[0]);
+      });
+      await assertViewersShow(page, exp, rw, 'window from a viewer');
+      await page.click('[data-ctrl=clear]');
+      await settle(page);
+    });
+
+    await check('categories: the user’s rule and the built-in kernel sets, summing to the profile', async () => {
+      const legend = await page.$$eval('[data-chart="category:cpu-clock"] .r-item', (e) => e.map((x) => x.getAttribute('data-column')));
+      assert.ok(legend.includes('phase work'), `the user rule's category: ${legend}`);
+      const off = await page.$$eval('[data-chart="category:offcpu"] .r-item', (e) => e.map((x) => x.getAttribute('data-column')));
+      assert.ok(off.includes('syscall: time and sleep'), `off-CPU time is in nanosleep: ${off}`);
+      // Per interval, the categories add up to the profile's samples in it, and the user's
+      // category holds exactly the samples whose leaf is a phase function (leaf first).
+      const cats = await page.evaluate(() => window.__kilnReport.run.data.categories.find((c) => c.event === 'cpu-clock'));
+      const cpu = exp.profiles.find((p) => p.event === 'cpu-clock');
+      const period = Math.floor(1e9 / 999);
+      const mine = cats.names.indexOf('phase work');
+      for (let i = 0; i + 1 < cats.edges.length; i++) {
+        const [a, b] = [cats.edges[i], cats.edges[i + 1]];
+        const inside = cpu.samples.filter(([t]) => t >= a && t < b);
+        const scale = (period / (b - a)) * 100;
+        const total = cats.values.reduce((s, v) => s + v[i], 0);
+        assert.ok(close_(total, inside.reduce((s, x) => s + x[1], 0) * scale), `interval ${i}: ${total}`);
+        // At least the samples whose leaf is a phase function, at most those with one on
+        // the stack (an interrupt below it may be the kernel's softirq).
+        const leaf = inside.filter(([, , l]) => /^phase_(even|odd)$/.test(l)).reduce((s, x) => s + x[1], 0);
+        const any = inside.filter(([, , , st]) => /(^|;)phase_(even|odd)(;|$)/.test(st)).reduce((s, x) => s + x[1], 0);
+        const v = cats.values[mine][i];
+        assert.ok(v >= leaf * scale - 1e-9 && v <= any * scale + 1e-9, `interval ${i}: phase work ${v} within ${leaf * scale}..${any * scale}`);
+      }
+    });
+
+    await check('accessibility scan (axe-core: no serious or critical violations), dark mode', async () => {
+      await axe(page, 'run report');
+      page = await open('run.html', '', 'dark');
+      const png = await shot(page, 'run-dark');
+      const [r, g, b] = png.at(5, 5);
+      assert.ok(r + g + b < 150, `dark background, got ${[r, g, b]}`);
+      await axe(page, 'run report, dark');
+    });
+  }
+
+  // ---------------------------------------------------------------- sweeps (RabbitMQ)
+  if (existsSync(join(dir, 'sweep.html'))) {
+    const sw = expectOf('sweep');
+    page = await open('sweep.html');
+    await check('sweep: the latency-vs-rate curve; a click on a step selects its window exactly', async () => {
+      assert.ok(await page.$('[data-chart=sweep-latency]'), 'latency curve');
+      assert.ok(await page.$('[data-chart=sweep-throughput]'), 'throughput curve');
+      const labels = await page.$$eval('[data-chart=sweep-latency] .r-item', (e) => e.map((x) => x.getAttribute('data-series')));
+      assert.ok(labels.includes('p99') && labels.includes('p99 intended'), `measured and intended latency: ${labels}`);
+      const pos = await page.evaluate(() => {
+        const c = window.__kilnReport.run.sweep[0];
+        c.canvas.scrollIntoView({ block: 'center' });
+        const b = c.canvas.getBoundingClientRect();
+        return { x: b.left + c.xOf(c.count - 1), y: b.top + b.height / 2 };
+      });
+      await page.mouse.click(pos.x, pos.y);
+      await settle(page);
+      const step = sw.windows[sw.windows.length - 1];
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), [step.start, step.end]);
+      await assertViewersShow(page, sw, [step.start, step.end], `step ${step.name}`);
+      await page.click(`[data-step="${sw.windows[0].name}"]`);
+      await settle(page);
+      await assertViewersShow(page, sw, [sw.windows[0].start, sw.windows[0].end], `step ${sw.windows[0].name}`);
+    });
+    await check('rate-limited load: intended-time latency beside the measured one; flow-control strip; hover equals the store', async () => {
+      const lat = await page.$$eval('[data-chart="latency:consumer_latency"] .r-item', (e) => e.map((x) => x.getAttribute('data-column')));
+      assert.ok(lat.includes('consumer_latency p99') && lat.includes('consumer_latency_intended p99'), `${lat}`);
+      assert.ok(await page.$('[data-chart=spans]'), 'the flow-control strip');
+      const load = sw.tables.load;
+      const geo = await chartGeometry(page, 'rates');
+      const i = Math.floor(load.time.length / 2);
+      await page.mouse.move(1, 1);
+      await page.mouse.move(pageX(geo, (load.time[i - 1] + load.time[i]) / 2), geo.top + 20);
+      await settle(page);
+      for (const c of ['sent', 'received']) {
+        const v = await page.getAttribute(`[data-chart=rates] [data-column="${c}"] .r-value`, 'data-value');
+        assert.equal(Number(v), load.columns[c][i], `${c} at row ${i}`);
+      }
+      const p99 = await page.getAttribute('[data-chart="latency:consumer_latency"] [data-column="consumer_latency p99"] .r-value', 'data-value');
+      assert.equal(p99 === '' ? null : Number(p99), load.columns['consumer_latency p99'][i]);
+      const cats = await page.$$eval('[data-chart="category:cpu-clock"] .r-item', (e) => e.map((x) => x.getAttribute('data-column')));
+      // The testkit's broker runs without +JPperf: no Erlang names, but the runtime's are there.
+        assert.ok(cats.includes('I/O polling (poll/epoll)') && cats.some((c) => c.startsWith('BEAM')), `BEAM categories: ${cats}`);
+      await axe(page, 'sweep report');
+    });
+  }
+
+  // ---------------------------------------------------------------- compare
+  if (existsSync(join(dir, 'compare.html'))) {
+    const ce = JSON.parse(readFileSync(join(dir, 'compare.expect.json'), 'utf8'));
+    page = await open('compare.html');
+    await check('compare: signs and colours of the changes, hostile labels as text', async () => {
+      assert.equal(await page.evaluate(() => window.__pwned ?? null), null);
+      assert.equal(await page.$$eval('img, iframe', (e) => e.length), 0);
+      const rows = await page.$$eval('[data-table=figures] tbody tr', (trs) =>
+        trs.map((tr) => {
+          const c = tr.querySelector('[data-change="1"]');
+          return { key: tr.dataset.metric, text: c?.textContent ?? '', cls: c?.className ?? '', pct: Number(c?.dataset.percent), better: c?.dataset.better, color: c ? getComputedStyle(c).color : '' };
+        }),
+      );
+      const thr = rows.find((r) => r.key === 'throughput');
+      assert.ok(thr, 'a throughput row');
+      assert.ok(thr.pct > 50, `throughput rose: ${thr.pct}`);
+      assert.match(thr.text, /^\+\d+\.\d% better$/);
+      assert.match(thr.cls, /r-better/);
+      assert.equal(thr.color, 'rgb(26, 127, 55)', 'better is green');
+      for (const r of rows) {
+        if (!r.text || r.text === 'new') continue;
+        assert.equal(r.text.startsWith('+'), r.pct > 0, `${r.key}: sign of ${r.text} and ${r.pct}`);
+        const m = ce.metrics.find((x) => x.key === r.key);
+        const better = m.better === 'higher' ? r.pct > 0 : r.pct < 0;
+        if (r.pct !== 0) {
+          assert.match(r.cls, better ? /r-better/ : /r-worse/, `${r.key} ${r.text}`);
+          assert.equal(r.color, better ? 'rgb(26, 127, 55)' : 'rgb(198, 40, 40)', `${r.key} colour`);
+        }
+      }
+      const labels = await page.$$eval('.r-group h3', (e) => e.map((x) => x.textContent));
+      assert.ok(labels[0].includes(ce.labels[0]), `${labels[0]} names ${ce.labels[0]} as text`);
+    });
+    await check('compare: distributions and series overlaid, hover equals each run’s stored values', async () => {
+      const n = await page.evaluate(() => window.__kilnReport.compare.distribution.spec.series.length);
+      assert.ok(n >= 2, `two groups' distributions, got ${n}`);
+      const geo = await chartGeometry(page, 'throughput');
+      await settle(page);
+      const png = await shot(page, 'compare-throughput');
+      assert.ok(colouredPixels(png, { left: geo.left + 72, top: geo.top, width: geo.width - 86, height: geo.plotH }) > 100);
+      const i = 2;
+      const t = ce.runs[0].load.time;
+      await page.mouse.move(1, 1);
+      await page.mouse.move(pageX(geo, (t[i - 1] + t[i]) / 2), geo.top + 20);
+      await settle(page);
+      const vals = await page.$$eval('[data-chart=throughput] .r-item', (e) => e.map((x) => [x.dataset.column, x.querySelector('.r-value').dataset.value]));
+      // The column counting completed operations (the store does not name it: the page
+      // takes the rate whose mean is the headline throughput).
+      const [col, v] = vals[0];
+      assert.ok(col === 'received' || col === 'sent', `a message rate: ${col}`);
+      assert.equal(Number(v), ce.runs[0].load.columns[col][i], `the first run's ${col} at that second`);
+      const fn = await page.$$eval('[data-table=functions] tbody tr', (trs) => trs.length);
+      assert.ok(fn > 0, 'the function table');
+      const delta = await page.$$eval('[data-table=functions] td[data-delta]', (e) => e.map((x) => [Number(x.dataset.delta), x.className]));
+      for (const [d, cls] of delta) assert.match(cls, d > 0 ? /r-grew/ : d < 0 ? /r-shrank/ : /r-same/);
+      assert.equal(await page.evaluate(() => window.__kiln.apps[0].model.isDiff), true, 'the differential flame graph');
+      await axe(page, 'compare');
+    });
+  }
+
+  assert.deepEqual(requests, [], 'no request leaves the page');
+  assert.deepEqual(errors, [], 'no script errors');
+  console.log('report: all browser checks passed');
+} catch (e) {
+  console.error(`not ok - ${step}`);
+  console.error(e);
+  if (errors.length) console.error('page errors:', errors);
+  process.exitCode = 1;
+} finally {
+  await close();
+}
