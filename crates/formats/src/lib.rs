@@ -443,6 +443,14 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
     if kiln_store::is_store_file(head) {
         return Some(Format::RunStore);
     }
+    // Control characters other than whitespace mean binary data: pprof before any text
+    // format (a protobuf message can pass for a few malformed folded lines).
+    let binary = head
+        .iter()
+        .any(|&b| b < 0x09 || (0x0e..0x20).contains(&b) && b != 0x1b);
+    if binary && pprof::sniff(head) {
+        return Some(Format::Pprof);
+    }
     match kiln_collapse::detect(head) {
         Some(kiln_collapse::Format::Perf) => Some(Format::PerfScript),
         Some(kiln_collapse::Format::Folded) => Some(Format::Folded),

@@ -261,7 +261,13 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
     for (i, f) in msg.function.iter().enumerate() {
         let what = format!("function {} (#{i})", f.id);
         let n = if f.name != 0 { f.name } else { f.system_name };
-        let name = intern(&mut base, n, &what)?;
+        // A function without a name (Go's threadcreate profiles) reads as go tool
+        // pprof -traces shows it.
+        let name = if strings.get(n, &what)?.is_empty() {
+            base.strings.intern(b"<unknown>")
+        } else {
+            intern(&mut base, n, &what)?
+        };
         let _ = intern(&mut base, f.system_name, &what)?;
         let source = if f.filename != 0 {
             Some(Source {

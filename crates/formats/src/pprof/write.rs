@@ -72,7 +72,14 @@ fn value_types(p: &Profile) -> ValueTypes {
     match p.event.unit {
         WeightUnit::Samples => match period {
             Some(per) => (
-                vec![("samples".into(), "count"), (ev, "nanoseconds")],
+                vec![
+                    ("samples".into(), "count"),
+                    // Go's name for the time of CPU samples; never two types of one name.
+                    (
+                        if ev == "samples" { "cpu".into() } else { ev },
+                        "nanoseconds",
+                    ),
+                ],
                 vec![|w, _, _| w, |w, _, per| w.saturating_mul(per)],
                 Some(per),
             ),
