@@ -175,3 +175,82 @@ fn kiln_pprof_output_reads_back_in_go_tool_pprof() {
         }
     }
 }
+
+/// A profile of `event` in `unit` over two stacks, weights 3 and 4.
+fn synthetic(event: &str, unit: kiln_model::WeightUnit, period: Option<u64>) -> Profile {
+    let mut e = kiln_model::EventInfo::new(event, unit);
+    e.sample_period_ns = period;
+    let mut p = Profile::new(e);
+    let main = p.frame(b"main", FrameKind::User);
+    let a = p.frame(b"a", FrameKind::User);
+    let b = p.frame(b"b", FrameKind::Kernel);
+    let m = p.stacks.intern(None, main);
+    let ma = p.stacks.intern(Some(m), a);
+    let mab = p.stacks.intern(Some(ma), b);
+    for (s, w) in [(ma, 3), (mab, 4), (ma, 0)] {
+        p.samples
+            .push(s, w, kiln_model::NO_TIME, kiln_model::ThreadId::NONE);
+    }
+    p
+}
+
+#[test]
+fn kiln_units_in_go_tool_pprof() {
+    use kiln_model::WeightUnit as U;
+    if !have_go() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // (event, unit, period) → go tool pprof's sample types and the total of the last.
+    type Case<'a> = (&'a str, U, Option<u64>, &'a [&'a str], i64);
+    let cases: &[Case] = &[
+        // Counted timer samples: Go's CPU profile shape, samples and time.
+        (
+            "cpu-clock",
+            U::Samples,
+            Some(1_001_001),
+            &["samples/count", "cpu-clock/nanoseconds"],
+            7 * 1_001_001,
+        ),
+        ("samples", U::Samples, None, &["samples/count"], 7),
+        // perf's cpu-clock periods are nanoseconds.
+        (
+            "cpu-clock",
+            U::Nanoseconds,
+            None,
+            &["cpu-clock/nanoseconds"],
+            7,
+        ),
+        // Off-CPU time recorded in microseconds: written in nanoseconds.
+        (
+            "offcpu",
+            U::Microseconds,
+            None,
+            &["offcpu/nanoseconds"],
+            7000,
+        ),
+        ("cycles", U::Period, None, &["cycles/count"], 7),
+        ("page-faults", U::Events, None, &["page-faults/count"], 7),
+        ("alloc", U::Bytes, None, &["alloc/bytes"], 7),
+    ];
+    for (i, (event, unit, period, types, want)) in cases.iter().enumerate() {
+        let p = synthetic(event, *unit, *period);
+        let path = tmp.path().join(format!("{i}.pb.gz"));
+        let mut bytes = Vec::new();
+        kiln_formats::pprof::write(&p, &Default::default(), true, &mut bytes).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let r = raw(&path);
+        assert_eq!(r.types, *types, "{event} {unit:?}");
+        let last = r.types.len() - 1;
+        assert_eq!(r.total(last, &[]), *want, "{event} {unit:?}");
+        let f = r.folded(last);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(
+            go_default_type(&path),
+            types[last].split('/').next().unwrap()
+        );
+        // kiln reads its output back with the weights it wrote.
+        let back = read_type(&path, None).collapsed.profile;
+        assert_eq!(total(&back), *want, "{event} {unit:?} read back");
+    }
+}

@@ -33,7 +33,8 @@ pub fn have_go() -> bool {
 
 /// Builds tests/goprof into `dir` and runs it there; returns the profiles' directory.
 pub fn go_profiles(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/goprof");
+    // Both crates/formats and crates/cli are two levels under the workspace.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../formats/tests/goprof");
     let bin = dir.join("goprof");
     let out = go()
         .current_dir(&src)
@@ -99,7 +100,11 @@ pub fn raw(file: &Path) -> Raw {
         }
         match section {
             "Samples:" if r.types.is_empty() => {
-                r.types = line.split_whitespace().map(str::to_string).collect();
+                // The default type is marked `[dflt]`.
+                r.types = line
+                    .split_whitespace()
+                    .map(|t| t.trim_end_matches("[dflt]").to_string())
+                    .collect();
             }
             "Samples:" => {
                 if let Some((vals, locs)) = line.split_once(':').filter(|(v, _)| {
