@@ -219,7 +219,7 @@ pub const FORMATS: &[FormatInfo] = &[
         format: Format::Markdown,
         name: "markdown",
         aliases: &["md"],
-        extensions: &[".md"],
+        extensions: &[".md", ".markdown"],
         read: false,
         write: true,
         multi: false,
@@ -964,6 +964,38 @@ pub fn write(
     }
 }
 
+/// The file for one event of several written in a format that holds one profile:
+/// `out.svg` → `out.EVENT.svg`, `cpu.pb.gz` → `cpu.EVENT.pb.gz` (the format's extension
+/// kept whole; characters other than letters, digits and `-` in the event become `_`).
+pub fn per_event_path(base: &Path, format: Format, event: &str) -> std::path::PathBuf {
+    let name = base
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let lower = name.to_ascii_lowercase();
+    let ext_len = format
+        .info()
+        .extensions
+        .iter()
+        .filter(|e| lower.ends_with(*e) && lower.len() > e.len())
+        .map(|e| e.len())
+        .max()
+        .or_else(|| lower.rfind('.').filter(|&i| i > 0).map(|i| lower.len() - i))
+        .unwrap_or(0);
+    let (stem, ext) = name.split_at(name.len() - ext_len);
+    let ev: String = event
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    base.with_file_name(format!("{stem}.{ev}{ext}"))
+}
+
 /// Whether `path` asks for an uncompressed pprof (`.pb`) rather than gzip.
 pub fn pprof_uncompressed(path: &Path) -> bool {
     path.to_string_lossy().to_ascii_lowercase().ends_with(".pb")
@@ -1013,6 +1045,20 @@ mod tests {
             );
         }
         assert!(output_format(Some(Path::new("x.png")), None, PROFILE_OUTPUTS, def).is_err());
+    }
+
+    #[test]
+    fn per_event_paths_keep_the_whole_extension() {
+        let p = |b: &str, f| per_event_path(Path::new(b), f, "cpu-clock:ppp");
+        assert_eq!(
+            p("d/cpu.pb.gz", Format::Pprof),
+            Path::new("d/cpu.cpu-clock_ppp.pb.gz")
+        );
+        assert_eq!(
+            p("out.svg", Format::Svg),
+            Path::new("out.cpu-clock_ppp.svg")
+        );
+        assert_eq!(p("out", Format::Folded), Path::new("out.cpu-clock_ppp"));
     }
 
     #[test]
