@@ -239,3 +239,98 @@ fn sample_types_labels_and_errors_on_the_command_line() {
         .stderr(predicate::str::contains("cut.pb.gz"))
         .stderr(predicate::str::contains("truncated"));
 }
+
+/// Builds the recorder tests' hot.c (two hot functions under work() under main()).
+fn hot(dir: &Path) -> PathBuf {
+    let exe = dir.join("hot");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
+    let st = std::process::Command::new("cc")
+        .args(["-O2", "-fno-inline", "-o"])
+        .arg(&exe)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    exe
+}
+
+#[test]
+fn recorded_events_to_pprof_agree_with_go_tool_pprof() {
+    if !have_go() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let rec = dir.path().join("rec.kiln");
+    // CPU time, then time asleep (the shell waits for both).
+    let script = format!("'{}' 0.3; sleep 0.05", exe.display());
+    // Off-CPU time needs eBPF (root, BTF); without it the other events are checked.
+    let mut events = "cpu,offcpu,page-faults,mmap";
+    let ok = kiln()
+        .args(["record", "-e", events, "-o"])
+        .arg(&rec)
+        .args(["--", "sh", "-c"])
+        .arg(&script)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    if !ok {
+        eprintln!("offcpu not recordable here; checking cpu, page-faults, mmap");
+        events = "cpu,page-faults,mmap";
+        kiln()
+            .args(["record", "-e", events, "-o"])
+            .arg(&rec)
+            .args(["--", "sh", "-c"])
+            .arg(&script)
+            .assert()
+            .success();
+    }
+    let r = kiln_formats::read(Some(&rec), &Default::default()).unwrap();
+    assert!(r.collapsed.stats.read > 0);
+    for event in events.split(',') {
+        let filter = if event == "cpu" { "cpu-clock" } else { event };
+        let kiln_folded = collapse(&[rec.as_os_str(), "--event-filter".as_ref(), filter.as_ref()]);
+        let out = dir.path().join(format!("{event}.pb.gz"));
+        kiln()
+            .args(["collapse", "-q", "--event-filter", filter])
+            .arg(&rec)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let raw = raw(&out);
+        let ctx = format!("{event}: {:?}", raw.types);
+        match event {
+            // Timer samples: counts and the CPU time they stand for, as Go's CPU profiles.
+            "cpu" => {
+                assert_eq!(raw.types[0], "samples/count", "{ctx}");
+                assert!(raw.types[1].ends_with("/nanoseconds"), "{ctx}");
+                assert_eq!(raw.folded(0), kiln_folded, "{ctx}");
+                let (n, ns) = (raw.total(0, &[]), raw.total(1, &[]));
+                assert!(
+                    n > 0 && ns % n == 0 && ns / n >= 1_000_000,
+                    "{ctx}: {n} {ns}"
+                );
+            }
+            // Off-CPU blocks in microseconds: written in nanoseconds.
+            "offcpu" => {
+                assert_eq!(raw.types, ["offcpu/nanoseconds"], "{ctx}");
+                let us: BTreeMap<String, i64> = kiln_folded
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v * 1000))
+                    .collect();
+                assert_eq!(raw.folded(0), us, "{ctx}");
+            }
+            "page-faults" => {
+                assert_eq!(raw.types, ["page-faults/count"], "{ctx}");
+                assert_eq!(raw.folded(0), kiln_folded, "{ctx}");
+            }
+            _ => {
+                assert_eq!(raw.types, ["mmap/bytes"], "{ctx}");
+                assert_eq!(raw.folded(0), kiln_folded, "{ctx}");
+            }
+        }
+        assert!(!kiln_folded.is_empty(), "{ctx}: no samples");
+    }
+}
