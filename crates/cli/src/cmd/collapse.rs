@@ -11,8 +11,9 @@ use std::process::ExitCode;
 ///
 /// A drop-in for stackcollapse-perf.pl and inferno-collapse-perf that counts every
 /// sample: a summary on stderr says how many were read, kept and skipped, and why.
-/// `-o`'s extension (or --output-format) chooses the output: folded (default), .kiln,
-/// pprof (.pb.gz, .pprof, .pb).
+/// `-o`'s extension (or --output-format) chooses the output: folded (default; .folded,
+/// .txt), kiln (.kiln), pprof (.pb.gz, .pprof, .pb uncompressed), speedscope
+/// (.speedscope.json), gecko (.gecko.json, the Firefox Profiler).
 ///
 /// Examples:
 ///   perf script | kiln collapse > out.folded
@@ -27,11 +28,12 @@ pub struct Args {
     pub input: Option<PathBuf>,
 
     /// Write to FILE (atomically) instead of standard output; its extension chooses the
-    /// format (.folded, .kiln, .pb.gz...).
+    /// format (.folded, .kiln, .pb.gz, .speedscope.json, .gecko.json).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Output format, whatever -o's name: folded, kiln, pprof...
+    /// Output format, whatever -o's name (or on standard output): folded, kiln, pprof,
+    /// speedscope, gecko.
     #[arg(long, value_name = "FORMAT")]
     pub output_format: Option<String>,
 
