@@ -515,6 +515,26 @@ pub fn output_format(
     }
 }
 
+/// The text format an input's name says (`.perf`, `.folded`), when only one does: for
+/// inputs whose content matches no format. Binary formats are always known by content.
+pub fn input_format_by_name(path: &Path) -> Option<Format> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    let mut found = FORMATS.iter().filter(|f| {
+        f.read
+            && matches!(
+                f.format,
+                Format::PerfScript | Format::Folded | Format::Bpftrace
+            )
+            && f.extensions
+                .iter()
+                .any(|e| name.ends_with(e) && name.len() > e.len())
+    });
+    match (found.next(), found.next()) {
+        (Some(f), None) => Some(f.format),
+        _ => None,
+    }
+}
+
 /// How to read an input.
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
@@ -575,6 +595,23 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
         return read_bytes(&name, inflated, opts);
     }
     let sniffed = sniff(&head);
+    // Content first; a name only where the content says nothing (`x.perf` of one odd
+    // line).
+    let by_name = match (opts.format, sniffed, path) {
+        (None, None, Some(p)) if !is_stdin => input_format_by_name(p),
+        _ => None,
+    };
+    let named;
+    let opts = match by_name {
+        Some(f) => {
+            named = ReadOptions {
+                format: Some(f),
+                ..opts.clone()
+            };
+            &named
+        }
+        None => opts,
+    };
     let format = opts.format.or(sniffed);
     match format {
         Some(Format::PerfData) => {
@@ -1059,6 +1096,20 @@ mod tests {
             Path::new("out.cpu-clock_ppp.svg")
         );
         assert_eq!(p("out", Format::Folded), Path::new("out.cpu-clock_ppp"));
+    }
+
+    #[test]
+    fn input_names_only_for_text() {
+        assert_eq!(
+            input_format_by_name(Path::new("a/x.perf")),
+            Some(Format::PerfScript)
+        );
+        assert_eq!(
+            input_format_by_name(Path::new("x.FOLDED")),
+            Some(Format::Folded)
+        );
+        assert_eq!(input_format_by_name(Path::new("x.pb.gz")), None);
+        assert_eq!(input_format_by_name(Path::new("x")), None);
     }
 
     #[test]
