@@ -20,7 +20,7 @@
 //!   (perf.data), `KILNPROF` (kiln's native profiles), SQLite's header (an exported run),
 //!   gzip (inflated, then recognised again: pprof files, gzipped text), pprof's first
 //!   protobuf field, and the text formats by their first lines. An extension never
-//!   overrides content.
+//!   overrides content; it names the text format of content that matches none.
 //! * **Outputs by extension.** The longest extension that matches wins
 //!   (`x.speedscope.json` is speedscope, `x.otlp.pb` OTLP, `x.pb` pprof); a command
 //!   accepts only the outputs it can make, and says which.
