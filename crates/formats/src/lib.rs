@@ -557,6 +557,9 @@ pub struct ReadResult {
     /// What the reader must know besides malformed lines (perf.data's lost records, a
     /// pprof's zero-valued samples...).
     pub notes: Vec<String>,
+    /// What went wrong without stopping the reading (perf.data's lost records, options
+    /// that do not apply): to be shown even when summaries are not.
+    pub warnings: Vec<String>,
 }
 
 /// Reads one input: a file, or standard input for `None` or `-`.
@@ -649,6 +652,7 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
                 collapsed: c,
                 format: f,
                 notes: Vec::new(),
+                warnings: Vec::new(),
             })
         }
         _ => {
@@ -718,6 +722,7 @@ pub fn read_bytes(
         collapsed,
         format,
         notes,
+        warnings: Vec::new(),
     })
 }
 
@@ -793,9 +798,9 @@ fn read_pprof(
 /// chosen like `perf script` input's.
 fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadResult, FormatError> {
     let perf = &opts.collapse.perf;
-    let mut notes = Vec::new();
+    let mut warnings = Vec::new();
     if perf.include_pid || perf.include_tid || perf.include_addrs {
-        notes.push(format!(
+        warnings.push(format!(
             "{name}: --pid, --tid and --addrs apply to perf script text, not perf.data; ignored"
         ));
     }
@@ -815,16 +820,16 @@ fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadRes
             }
         })?;
     for w in &summary.warnings {
-        notes.push(format!("{name}: {w}"));
+        warnings.push(format!("{name}: {w}"));
     }
     if summary.lost > 0 {
-        notes.push(format!(
+        warnings.push(format!(
             "{name}: {} records were lost by the kernel during recording",
             summary.lost
         ));
     }
     if summary.bad_records > 0 {
-        notes.push(format!(
+        warnings.push(format!(
             "{name}: {} records could not be parsed",
             summary.bad_records
         ));
@@ -839,7 +844,8 @@ fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadRes
     Ok(ReadResult {
         collapsed,
         format: Format::PerfData,
-        notes,
+        notes: Vec::new(),
+        warnings,
     })
 }
 
@@ -875,6 +881,7 @@ fn read_store_file(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadRe
         collapsed,
         format: Format::RunStore,
         notes: Vec::new(),
+        warnings: Vec::new(),
     })
 }
 

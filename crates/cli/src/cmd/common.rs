@@ -254,8 +254,13 @@ pub fn collapse_input(
     if r.format != kiln_formats::Format::Pprof && args.sample_type.is_some() {
         eprintln!("warning: {name}: --sample-type applies to pprof input; ignored");
     }
-    for n in &r.notes {
-        eprintln!("note: {n}");
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    if !args.quiet {
+        for n in &r.notes {
+            eprintln!("note: {n}");
+        }
     }
     report(&name, &r.collapsed, args.quiet, always_summarise);
     Ok(r.collapsed)
