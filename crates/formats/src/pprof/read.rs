@@ -8,6 +8,9 @@ use kiln_model::{
 };
 use prost::Message;
 use std::collections::HashMap;
+
+/// A fast, fixed hasher: ids from the file, not from an adversary who gains anything.
+type Fast = foldhash::fast::FixedState;
 use std::io::Read;
 
 /// What a pprof file held besides its samples.
@@ -166,7 +169,7 @@ impl Strings<'_> {
 /// Ids to positions: dense (`1..=n` in order, as Go writes them) or a map.
 enum Index {
     Dense(usize),
-    Map(HashMap<u64, u32>),
+    Map(HashMap<u64, u32, Fast>),
 }
 
 impl Index {
@@ -175,7 +178,7 @@ impl Index {
         if ids.clone().enumerate().all(|(i, id)| id == i as u64 + 1) {
             return Ok(Index::Dense(n));
         }
-        let mut m = HashMap::with_capacity(n);
+        let mut m = HashMap::with_capacity_and_hasher(n, Fast::default());
         for (i, id) in ids.enumerate() {
             if m.insert(id, i as u32).is_some() {
                 return Err(id);
@@ -354,9 +357,12 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
         loc_frames.push(frames);
     }
 
-    // Samples: stacks (memoised per location under a parent), labels, thread.
+    // Samples: stacks, labels, thread.
     let ntypes = msg.sample_type.len();
-    let mut node_of: HashMap<(u32, u32), StackId> = HashMap::new();
+    // The previous sample's locations and nodes, root first: samples next to each other
+    // often share their root side, which is then not looked up again.
+    let mut prev_locs: Vec<u64> = Vec::new();
+    let mut prev_nodes: Vec<StackId> = Vec::new();
     let thread_key = |s: &[u8]| matches!(s, b"thread" | b"comm" | b"thread_name");
     let mut stacks: Vec<Option<StackId>> = Vec::with_capacity(msg.sample.len());
     let mut sample_labels: Vec<(LabelSetId, ThreadId)> = Vec::with_capacity(msg.sample.len());
@@ -368,26 +374,28 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
                 s.value.len()
             )));
         }
-        let mut parent: Option<StackId> = None;
-        for &lid in s.location_id.iter().rev() {
+        let shared = prev_locs
+            .iter()
+            .zip(s.location_id.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        prev_locs.truncate(shared);
+        prev_nodes.truncate(shared);
+        let mut parent: Option<StackId> = prev_nodes.last().copied();
+        for &lid in s.location_id.iter().rev().skip(shared) {
             let Some(li) = lidx.get(lid) else {
                 return Err(bad(format!(
                     "sample {si} names location {lid}, which does not exist"
                 )));
             };
-            let key_parent = parent.map_or(u32::MAX, |p| p.0);
-            parent = Some(match node_of.get(&(key_parent, li as u32)) {
-                Some(&n) => n,
-                None => {
-                    let mut node = parent;
-                    for &f in &loc_frames[li] {
-                        node = Some(base.stacks.intern(node, f));
-                    }
-                    let n = node.ok_or_else(|| bad(format!("location {lid} has no frame")))?;
-                    node_of.insert((key_parent, li as u32), n);
-                    n
-                }
-            });
+            // The stack table interns (parent, frame) pairs itself: one lookup a frame.
+            let mut node = parent;
+            for &f in &loc_frames[li] {
+                node = Some(base.stacks.intern(node, f));
+            }
+            parent = Some(node.ok_or_else(|| bad(format!("location {lid} has no frame")))?);
+            prev_locs.push(lid);
+            prev_nodes.extend(parent);
         }
         stacks.push(parent);
         // Labels; a thread's name and ids (kiln's own pprof output) become its thread.
