@@ -93,7 +93,8 @@ profile() {
   echo "## $name" >> "$dir/frames"
   "$kiln" run --store "$dir/runs.db" --name "fleet-$name" -p "$bpid" -w 25 -d 15 \
     load mqtt conn -h 127.0.0.1 -p "$port" -c "$n" -i 0 -k 15 -V 4 > "$dir/run.out" 2>&1 || true
-  grep -E "^  target |^  top functions|^ +[0-9.]+%  " "$dir/run.out" | head -9 >> "$dir/frames"
+  grep -E "^  target |^  top functions|^ +[0-9.]+%  " "$dir/run.out" | head -9 >> "$dir/frames" \
+    || { echo "  (no summary; kiln run's last lines:)"; tail -5 "$dir/run.out"; } >> "$dir/frames"
   sleep 2
 }
 

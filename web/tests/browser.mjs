@@ -4,9 +4,8 @@
 // reads the result from the page or from a screenshot's pixels.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { launch } from './chromium.mjs';
+import { axe, launch } from './chromium.mjs';
 import { decodePng } from './png.mjs';
 
 const [dir, shots = dir] = process.argv.slice(2);
@@ -15,8 +14,6 @@ if (!dir) {
   process.exit(2);
 }
 
-const require = createRequire(import.meta.url);
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const HOSTILE_IMG = '<img src=x onerror=window.__pwned=1>';
 const HOSTILE_SCRIPT = '</script><script>window.__pwned=2</script>';
 const { context, close } = await launch();
@@ -78,18 +75,6 @@ async function tooltipOf(page, frame, which = 'main') {
   await page.mouse.move(...center(r));
   await settle(page);
   return page.textContent('.tooltip');
-}
-
-/** Runs axe-core on the page; fails on serious or critical violations. */
-async function axe(page, what) {
-  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.addScriptTag({ content: AXE });
-  const result = await page.evaluate(async () => {
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 4) }));
-  });
-  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(bad, [], `${what}: axe-core found serious or critical violations: ${JSON.stringify(bad, null, 1)}`);
-  return result;
 }
 
 async function check(name, f) {

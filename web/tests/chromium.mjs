@@ -1,7 +1,9 @@
 // Launches Debian's Chromium headless through playwright-core, with a fresh profile
 // directory, for the browser tests and the benchmark.
 import { chromium } from 'playwright-core';
-import { mkdtempSync, rmSync } from 'node:fs';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -24,4 +26,18 @@ export async function launch(extraArgs = []) {
     rmSync(userDataDir, { recursive: true, force: true });
   };
   return { context, close, userDataDir };
+}
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** Runs axe-core on the page; fails on serious or critical violations. */
+export async function axe(page, what) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.addScriptTag({ content: AXE });
+  const result = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 4) }));
+  });
+  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  assert.deepEqual(bad, [], `${what}: axe-core found serious or critical violations: ${JSON.stringify(bad, null, 1)}`);
+  return result;
 }

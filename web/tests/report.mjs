@@ -7,9 +7,8 @@
 // what the page shows with the store.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { launch } from './chromium.mjs';
+import { axe, launch } from './chromium.mjs';
 import { decodePng } from './png.mjs';
 
 const [dir, shots = dir] = process.argv.slice(2);
@@ -17,8 +16,6 @@ if (!dir) {
   console.error('usage: node tests/report.mjs FIXTURE_DIR [SCREENSHOT_DIR]');
   process.exit(2);
 }
-const require = createRequire(import.meta.url);
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const { context, close } = await launch();
 const errors = [];
 const requests = [];
@@ -155,16 +152,6 @@ function edgesOf(t) {
   d.sort((a, b) => a - b);
   const step = d.length ? d[d.length >> 1] : 1e9;
   return [t.time[0] - step, ...t.time];
-}
-
-async function axe(page, what) {
-  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.addScriptTag({ content: AXE });
-  const result = await page.evaluate(async () => {
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 4) }));
-  });
-  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(bad, [], `${what}: axe-core found serious or critical violations: ${JSON.stringify(bad, null, 1)}`);
 }
 
 /** Pixels of a region that are neither background nor grey (series colours). */

@@ -53,10 +53,6 @@ fn kiln(store: &Path) -> Command {
     c
 }
 
-fn web_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web")
-}
-
 struct Target(Child);
 
 impl Target {
@@ -162,32 +158,7 @@ fn fixtures_dir(tmp: &Path, sub: &str) -> PathBuf {
 
 /// Runs `web/tests/report.mjs` over the pages in `dir`.
 fn browser(dir: &Path) {
-    let web = web_dir();
-    for module in ["playwright-core", "axe-core"] {
-        assert!(
-            web.join("node_modules").join(module).is_dir(),
-            "{module} is missing: run `npm ci` in {}",
-            web.display()
-        );
-    }
-    let shots = std::env::var_os("KILN_SCREENSHOTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir.to_path_buf());
-    std::fs::create_dir_all(&shots).unwrap();
-    let out = std::process::Command::new("node")
-        .arg(web.join("tests/report.mjs"))
-        .arg(dir)
-        .arg(&shots)
-        .output()
-        .expect("node runs (install Node.js 20)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    eprintln!("{stderr}");
-    assert!(
-        out.status.success() && stdout.contains("report: all browser checks passed"),
-        "browser checks failed:\n{stdout}\n{stderr}"
-    );
+    kiln_testkit::run_browser_checks("report.mjs", dir);
 }
 
 #[test]

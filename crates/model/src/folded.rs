@@ -214,7 +214,8 @@ fn write_sorted<W: Write + ?Sized>(
         if end {
             levels[top].1 = next + 1;
             buf.extend_from_slice(&prefix);
-            if !prefix.is_empty() {
+            // By depth, not by the prefix's length: a frame may have an empty name.
+            if top > 0 {
                 buf.push(b';');
             }
             buf.extend_from_slice(name);
@@ -235,7 +236,7 @@ fn write_sorted<W: Write + ?Sized>(
         }
         levels[top].1 = next;
         let before = prefix.len();
-        if !prefix.is_empty() {
+        if top > 0 {
             prefix.push(b';');
         }
         prefix.extend_from_slice(name);
@@ -311,16 +312,17 @@ mod tests {
 
     proptest! {
         /// Names that are prefixes of each other (`a`, `a1`, `ab`), bytes below and above
-        /// `;`, the same name as frames of different kinds, stacks that are prefixes of
-        /// others: the tree walk orders lines exactly as sorting their text does.
+        /// `;`, the same name as frames of different kinds, empty names, stacks that are
+        /// prefixes of others: the tree walk orders and writes lines exactly as sorting
+        /// their text does.
         #[test]
         fn sorted_like_the_text(
             stacks in prop::collection::vec(
-                (prop::collection::vec((0usize..7, 0usize..2), 1..6), 1u64..50),
+                (prop::collection::vec((0usize..8, 0usize..2), 1..6), 1u64..50),
                 1..40,
             )
         ) {
-            const NAMES: [&str; 7] = ["a", "a1", "ab", "a!", "b", "a~", "0"];
+            const NAMES: [&str; 8] = ["a", "a1", "ab", "a!", "b", "a~", "0", ""];
             let mut p = Profile::default();
             for (path, w) in &stacks {
                 let frames: Vec<_> = path

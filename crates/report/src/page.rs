@@ -112,28 +112,9 @@ pub(crate) fn palette_for(event: &str) -> &'static str {
     }
 }
 
-/// UTC date and time of a Unix time in ms (`2026-11-23 16:18 UTC`).
+/// UTC date and time of a Unix time in ms (`2026-11-23 16:18:00 UTC`).
 pub(crate) fn date(ms: i64) -> String {
-    // civil_from_days (H. Hinnant).
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    format!("{} UTC", kiln_model::clock::utc_date_time(ms))
 }
 
 #[cfg(test)]

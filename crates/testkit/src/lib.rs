@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod browser;
 mod go_blockcache;
 mod http_faults;
 mod mosquitto;
@@ -30,6 +31,7 @@ mod nginx;
 mod proc;
 mod rabbitmq;
 
+pub use browser::{run_browser_checks, web_dir};
 pub use go_blockcache::{build_go_blockcache, go_blockcache_source, go_command, GoBlockCache};
 pub use http_faults::{Fault, FaultServer};
 pub use mosquitto::{Mosquitto, MosquittoOptions};

@@ -15,7 +15,6 @@ use kiln_model::{
 use kiln_viewer::{write_diff_html, write_embedded, write_html, write_viewer_script, HtmlOptions};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn add(p: &mut Profile, names: &[&[u8]], weight: u64, time: u64, thread: ThreadId) {
     let frames: Vec<_> = names.iter().map(|n| p.frame(n, FrameKind::User)).collect();
@@ -264,10 +263,6 @@ fn samples_json(p: &Profile) -> String {
     out
 }
 
-fn web_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web")
-}
-
 /// Writes every page and reference file the browser checks read.
 fn write_fixtures(dir: &Path) {
     let opts = HtmlOptions {
@@ -390,36 +385,11 @@ fn write_fixtures(dir: &Path) {
 
 #[test]
 fn viewer_in_headless_chromium() {
-    let web = web_dir();
-    for module in ["playwright-core", "axe-core"] {
-        assert!(
-            web.join("node_modules").join(module).is_dir(),
-            "{module} is missing: run `npm ci` in {}",
-            web.display()
-        );
-    }
     let tmp = tempfile::tempdir().unwrap();
     let dir = std::env::var_os("KILN_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir).unwrap();
     write_fixtures(&dir);
-    let shots = std::env::var_os("KILN_SCREENSHOTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir.clone());
-    let out = Command::new("node")
-        .arg(web.join("tests/browser.mjs"))
-        .arg(&dir)
-        .arg(&shots)
-        .output()
-        .expect("node runs (install Node.js 20)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    eprintln!("{stderr}");
-    assert!(
-        out.status.success(),
-        "browser checks failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("all browser checks passed"), "{stdout}");
+    kiln_testkit::run_browser_checks("browser.mjs", &dir);
 }
