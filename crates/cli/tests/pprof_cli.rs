@@ -334,3 +334,48 @@ fn recorded_events_to_pprof_agree_with_go_tool_pprof() {
         assert!(!kiln_folded.is_empty(), "{ctx}: no samples");
     }
 }
+
+#[test]
+fn record_writes_one_pprof_per_event_and_one_speedscope_file_for_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let base = dir.path().join("r.pb.gz");
+    kiln()
+        .args(["record", "-e", "cpu,page-faults", "-o"])
+        .arg(&base)
+        .arg("--")
+        .arg(&exe)
+        .arg("0.2")
+        .assert()
+        .success();
+    for ev in ["cpu-clock", "page-faults"] {
+        let f = dir.path().join(format!("r.{ev}.pb.gz"));
+        let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(bytes.starts_with(&[0x1f, 0x8b]), "{ev}: gzipped pprof");
+        let p = kiln_formats::read(Some(&f), &Default::default())
+            .unwrap()
+            .collapsed
+            .profile;
+        assert!(!p.samples.is_empty(), "{ev}: samples");
+    }
+    assert!(!base.exists(), "one file per event, not the base name");
+    let ss = dir.path().join("r.speedscope.json");
+    kiln()
+        .args(["record", "-e", "cpu,page-faults", "-o"])
+        .arg(&ss)
+        .arg("--")
+        .arg(&exe)
+        .arg("0.2")
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&ss).unwrap()).unwrap();
+    let names: Vec<&str> = v["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for ev in ["cpu-clock", "page-faults"] {
+        assert!(names.iter().any(|n| n.starts_with(ev)), "{ev} in {names:?}");
+    }
+}
