@@ -94,7 +94,9 @@ fn errors_name_the_problem() {
         .write_stdin("a 1\n")
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("unknown input format \"nope\""));
+        .stderr(predicate::str::contains(
+            "unknown format 'nope': expected one of perf",
+        ));
     kiln()
         .args(["collapse", "--no-such-flag"])
         .assert()

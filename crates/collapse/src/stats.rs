@@ -15,6 +15,9 @@ pub enum SkipReason {
     MalformedLine,
     /// A sample with no frames at all.
     EmptyStack,
+    /// A sample whose value is negative (a pprof difference of two profiles): kiln's
+    /// weights are not.
+    NegativeValue,
     /// A sample whose weight (perf period, folded count) does not fit in 64 bits.
     WeightTooLarge,
     /// A folded or bpftrace line whose count is negative.
@@ -32,6 +35,7 @@ impl fmt::Display for SkipReason {
             SkipReason::MalformedHeader => f.write_str("unreadable sample header line"),
             SkipReason::MalformedLine => f.write_str("malformed line"),
             SkipReason::EmptyStack => f.write_str("no frames"),
+            SkipReason::NegativeValue => f.write_str("negative value (a difference of profiles)"),
             SkipReason::WeightTooLarge => {
                 f.write_str("weight (period or count) too large for 64 bits")
             }

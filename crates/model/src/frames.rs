@@ -37,11 +37,23 @@ pub struct Frame {
     pub kind: FrameKind,
 }
 
-/// Interned frames.
+/// Where a function's code is: its source file and first line, where the input says
+/// (pprof's `Function.filename` and `start_line`, or the line of its first location).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Source {
+    /// The file name.
+    pub file: StrId,
+    /// The line, 1-based; 0 when unknown.
+    pub line: u32,
+}
+
+/// Interned frames, with the source location of those whose input gives one.
 #[derive(Default, Clone, Debug)]
 pub struct FrameTable {
     frames: Vec<Frame>,
     index: HashMap<Frame, FrameId, FastHash>,
+    /// Empty, or one entry per frame.
+    sources: Vec<Option<Source>>,
 }
 
 impl FrameTable {
@@ -55,8 +67,37 @@ impl FrameTable {
         let next = FrameId(u32::try_from(self.frames.len()).expect("more than 4 billion frames"));
         *self.index.entry(frame).or_insert_with(|| {
             self.frames.push(frame);
+            if !self.sources.is_empty() {
+                self.sources.push(None);
+            }
             next
         })
+    }
+
+    /// Records where the code of `id` is (the first source given for a frame stays).
+    pub fn set_source(&mut self, id: FrameId, source: Source) {
+        let i = id.0 as usize;
+        if i >= self.frames.len() {
+            return;
+        }
+        if self.sources.is_empty() {
+            self.sources.resize(self.frames.len(), None);
+        }
+        let slot = &mut self.sources[i];
+        if slot.is_none() {
+            *slot = Some(source);
+        }
+    }
+
+    /// Where the code of `id` is, when known.
+    #[inline]
+    pub fn source(&self, id: FrameId) -> Option<Source> {
+        self.sources.get(id.0 as usize).copied().flatten()
+    }
+
+    /// Whether any frame has a source location.
+    pub fn has_sources(&self) -> bool {
+        !self.sources.is_empty()
     }
 
     /// Interns a frame by name, of kind [`FrameKind::Unknown`].

@@ -33,6 +33,7 @@ mod error;
 mod folded;
 mod frames;
 pub mod io;
+mod labels;
 pub mod native;
 mod profile;
 mod samples;
@@ -44,7 +45,8 @@ pub mod transform;
 
 pub use error::ModelError;
 pub use folded::{FoldedOptions, FoldedWriter};
-pub use frames::{Frame, FrameId, FrameKind, FrameTable};
+pub use frames::{Frame, FrameId, FrameKind, FrameTable, Source};
+pub use labels::{Label, LabelMatch, LabelSetId, LabelTable, LabelValue};
 pub use profile::{
     format_bytes, format_ns, thousands, EventInfo, ImportMap, Profile, Quantity, WeightUnit,
 };

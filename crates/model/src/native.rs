@@ -5,7 +5,7 @@
 //! UTF-8) and a 30 s recording holds tens of thousands of samples whose timestamps
 //! compress to a byte or two each as deltas.
 //!
-//! ## Layout (version 2)
+//! ## Layout (versions 2 and 3)
 //!
 //! All integers are unsigned LEB128 varints unless noted; `bytes` is a varint length
 //! followed by that many bytes.
@@ -18,7 +18,15 @@
 //!            nstacks  (parent+1 frame)*nstacks         parent+1 = 0 for a root; parent < index
 //!            nthreads (pid+1 tid+1 name:strid)*nthreads  0 = unknown
 //!            nsamples stack*n weight*n timedelta*n thread+1*n
+//!            extras                                      (version 3 only)
+//! extras   = nsources (frame file:strid line)*nsources  frames with a source location
+//!            nsets (nlabels label*nlabels)*nsets         label sets after the empty one
+//!            haslabels:u8 (set*nsamples if haslabels=1)  0 = no label
+//! label    = key:strid 0 value:strid | key:strid 1 zigzag(value) unit+1
 //! ```
+//!
+//! Version 3 adds source locations and sample labels (pprof input keeps both); a file
+//! whose profiles have neither is written as version 2, byte for byte as before.
 //!
 //! `timedelta` is the zig-zag encoded wrapping difference from the previous sample's time
 //! (starting at 0), so `NO_TIME` round-trips. Units: 0 samples, 1 period, 2 ns, 3 us,
@@ -27,15 +35,17 @@
 //! Version 1 files (no period) are read too; readers reject anything else (a newer
 //! version says so in the error).
 use crate::{
-    EventInfo, Frame, FrameKind, ModelError, Profile, StackId, StrId, Thread, ThreadId, WeightUnit,
+    EventInfo, Frame, FrameId, FrameKind, Label, LabelSetId, LabelValue, ModelError, Profile,
+    Source, StackId, StrId, Thread, ThreadId, WeightUnit,
 };
 use std::io::Write;
 use std::path::Path;
 
 /// The first bytes of every native profile file.
 pub const MAGIC: &[u8; 8] = b"KILNPROF";
-/// The version this code writes.
-pub const VERSION: u8 = 2;
+/// The newest version this code writes (profiles without sources or labels are written
+/// as version 2).
+pub const VERSION: u8 = 3;
 
 fn put(out: &mut Vec<u8>, mut v: u64) {
     loop {
@@ -80,7 +90,10 @@ fn kind_code(k: FrameKind) -> u8 {
 pub fn encode(profiles: &[Profile]) -> Vec<u8> {
     let mut out = Vec::with_capacity(1 << 16);
     out.extend_from_slice(MAGIC);
-    out.push(VERSION);
+    let extras = profiles
+        .iter()
+        .any(|p| p.frames.has_sources() || p.samples.has_labels());
+    out.push(if extras { 3 } else { 2 });
     put(&mut out, profiles.len() as u64);
     for p in profiles {
         put_bytes(&mut out, p.event.name.as_bytes());
@@ -140,8 +153,52 @@ pub fn encode(profiles: &[Profile]) -> Vec<u8> {
                 },
             );
         }
+        if extras {
+            encode_extras(p, &mut out);
+        }
     }
     out
+}
+
+fn encode_extras(p: &Profile, out: &mut Vec<u8>) {
+    let sources: Vec<(FrameId, Source)> = p
+        .frames
+        .iter()
+        .filter_map(|(id, _)| p.frames.source(id).map(|s| (id, s)))
+        .collect();
+    put(out, sources.len() as u64);
+    for (id, src) in sources {
+        put(out, u64::from(id.0));
+        put(out, u64::from(src.file.0));
+        put(out, u64::from(src.line));
+    }
+    let sets = &p.samples.label_sets;
+    put(out, sets.len().saturating_sub(1) as u64);
+    for (_, set) in sets.iter().skip(1) {
+        put(out, set.len() as u64);
+        for l in set {
+            put(out, u64::from(l.key.0));
+            match l.value {
+                LabelValue::Str(v) => {
+                    out.push(0);
+                    put(out, u64::from(v.0));
+                }
+                LabelValue::Num { value, unit } => {
+                    out.push(1);
+                    put(out, ((value << 1) ^ (value >> 63)) as u64);
+                    put(out, unit.map_or(0, |u| u64::from(u.0) + 1));
+                }
+            }
+        }
+    }
+    if p.samples.has_labels() {
+        out.push(1);
+        for l in &p.samples.labels {
+            put(out, u64::from(l.0));
+        }
+    } else {
+        out.push(0);
+    }
 }
 
 /// Writes profiles to `out`.
@@ -229,7 +286,7 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
     }
     r.pos = MAGIC.len();
     let version = r.u8()?;
-    if version != 1 && version != VERSION {
+    if !(1..=VERSION).contains(&version) {
         return Err(r.err(format!(
             "format version {version}; this kiln reads versions 1 to {VERSION} (a newer kiln wrote it?)"
         )));
@@ -325,12 +382,69 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
             };
             p.samples.push(stacks[k], weights[k], times[k], t);
         }
+        if version >= 3 {
+            decode_extras(&mut r, &mut p, ns, nf, nsm)?;
+        }
         out.push(p);
     }
     if r.pos != bytes.len() {
         return Err(r.err("trailing bytes after the last profile"));
     }
     Ok(out)
+}
+
+fn decode_extras(
+    r: &mut Reader<'_>,
+    p: &mut Profile,
+    ns: usize,
+    nf: usize,
+    nsm: usize,
+) -> Result<(), ModelError> {
+    let nsrc = r.count("source", 3)?;
+    for _ in 0..nsrc {
+        let f = FrameId(r.index("frame", nf)?);
+        let file = StrId(r.index("string", ns)?);
+        let line = u32::try_from(r.var()?).map_err(|_| r.err("line number above 2^32"))?;
+        p.frames.set_source(f, Source { file, line });
+    }
+    let nsets = r.count("label set", 1)?;
+    let mut labels = Vec::new();
+    for i in 0..nsets {
+        let n = r.count("label", 3)?;
+        labels.clear();
+        for _ in 0..n {
+            let key = StrId(r.index("string", ns)?);
+            let value = match r.u8()? {
+                0 => LabelValue::Str(StrId(r.index("string", ns)?)),
+                1 => {
+                    let z = r.var()?;
+                    let value = ((z >> 1) as i64) ^ -((z & 1) as i64);
+                    let unit = r.index("string", ns + 1)?;
+                    LabelValue::Num {
+                        value,
+                        unit: (unit > 0).then(|| StrId(unit - 1)),
+                    }
+                }
+                t => return Err(r.err(format!("unknown label value type {t}"))),
+            };
+            labels.push(Label { key, value });
+        }
+        if p.samples.label_sets.intern(&labels).0 as usize != i + 1 {
+            return Err(r.err("duplicate set in the label table"));
+        }
+    }
+    match r.u8()? {
+        0 => {}
+        1 => {
+            let mut col = Vec::with_capacity(nsm);
+            for _ in 0..nsm {
+                col.push(LabelSetId(r.index("label set", nsets + 1)?));
+            }
+            p.samples.labels = col;
+        }
+        t => return Err(r.err(format!("unknown label column flag {t}"))),
+    }
+    Ok(())
 }
 
 /// Reads a native profile file.
@@ -386,6 +500,50 @@ mod tests {
         assert_eq!(back[0].event, a.event);
         assert_eq!(back[0].threads.get(ThreadId(0)), a.threads.get(ThreadId(0)));
         assert_eq!(back[1].event.name, "page-faults");
+    }
+
+    #[test]
+    fn keeps_sources_and_labels() {
+        let mut a = sample_profile();
+        assert_eq!(
+            encode(std::slice::from_ref(&a))[8],
+            2,
+            "plain profiles stay version 2"
+        );
+        let f = a.frame(b"$lists:foldl/3", FrameKind::Jit);
+        let file = a.strings.intern(b"lists.erl");
+        a.frames.set_source(f, Source { file, line: 1263 });
+        let k = a.strings.intern(b"handler");
+        let v = a.strings.intern(b"query");
+        let bytes = a.strings.intern(b"bytes");
+        let set = a.samples.label_sets.intern(&[
+            Label {
+                key: k,
+                value: LabelValue::Str(v),
+            },
+            Label {
+                key: bytes,
+                value: LabelValue::Num {
+                    value: -5,
+                    unit: Some(bytes),
+                },
+            },
+        ]);
+        let stack = a.samples.stack[0];
+        a.samples.push_labeled(stack, 7, 9_000, ThreadId::NONE, set);
+        let enc = encode(std::slice::from_ref(&a));
+        assert_eq!(enc[8], 3);
+        let back = decode(&enc, Path::new("x")).unwrap().remove(0);
+        assert_eq!(back.frames.source(f), Some(Source { file, line: 1263 }));
+        assert_eq!(back.samples.labels, a.samples.labels);
+        assert_eq!(
+            back.samples.label_sets.get(set),
+            a.samples.label_sets.get(set)
+        );
+        assert_eq!(folded(&back), folded(&a));
+        for n in 0..enc.len() {
+            assert!(decode(&enc[..n], Path::new("p")).is_err());
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 use crate::{
-    Frame, FrameId, FrameKind, FrameTable, SampleTable, StackId, StackTable, StringTable, Thread,
-    ThreadId, ThreadTable,
+    Frame, FrameId, FrameKind, FrameTable, Label, LabelSetId, LabelValue, SampleTable, Source,
+    StackId, StackTable, StringTable, Thread, ThreadId, ThreadTable,
 };
 
 /// What a sample's weight counts.
@@ -223,6 +223,8 @@ pub struct ImportMap {
     pub stacks: Vec<StackId>,
     /// New id of each of the other profile's threads.
     pub threads: Vec<ThreadId>,
+    /// New id of each of the other profile's label sets.
+    pub labels: Vec<LabelSetId>,
 }
 
 /// A profile: one event's weighted samples over interned stacks.
@@ -330,11 +332,13 @@ impl Profile {
             samples: SampleTable::default(),
             event: self.event.clone(),
         };
+        p.samples.label_sets = self.samples.label_sets.clone();
         let s = &self.samples;
         for i in 0..s.len() {
             let t = s.time[i];
             if t != crate::NO_TIME && t >= from && t < to {
-                p.samples.push(s.stack[i], s.weight[i], t, s.thread[i]);
+                p.samples
+                    .push_labeled(s.stack[i], s.weight[i], t, s.thread[i], s.label_set(i));
             }
         }
         p
@@ -371,11 +375,21 @@ impl Profile {
         let frame_map: Vec<_> = other
             .frames
             .iter()
-            .map(|(_, f)| {
-                self.frames.intern(Frame {
+            .map(|(id, f)| {
+                let new = self.frames.intern(Frame {
                     name: str_map[f.name.0 as usize],
                     kind: f.kind,
-                })
+                });
+                if let Some(src) = other.frames.source(id) {
+                    self.frames.set_source(
+                        new,
+                        Source {
+                            file: str_map[src.file.0 as usize],
+                            line: src.line,
+                        },
+                    );
+                }
+                new
             })
             .collect();
         let mut stacks: Vec<StackId> = Vec::with_capacity(other.stacks.len());
@@ -394,7 +408,32 @@ impl Profile {
                 })
             })
             .collect();
-        ImportMap { stacks, threads }
+        let labels = other
+            .samples
+            .label_sets
+            .iter()
+            .map(|(_, set)| {
+                let mapped: Vec<Label> = set
+                    .iter()
+                    .map(|l| Label {
+                        key: str_map[l.key.0 as usize],
+                        value: match l.value {
+                            LabelValue::Str(v) => LabelValue::Str(str_map[v.0 as usize]),
+                            LabelValue::Num { value, unit } => LabelValue::Num {
+                                value,
+                                unit: unit.map(|u| str_map[u.0 as usize]),
+                            },
+                        },
+                    })
+                    .collect();
+                self.samples.label_sets.intern(&mapped)
+            })
+            .collect();
+        ImportMap {
+            stacks,
+            threads,
+            labels,
+        }
     }
 
     /// Appends `other`'s samples in `range`, mapped by `map` (from [`Self::import_tables`]).
@@ -412,11 +451,17 @@ impl Profile {
             } else {
                 map.threads[th.0 as usize]
             };
-            self.samples.push(
+            let labels = map
+                .labels
+                .get(s.label_set(i).0 as usize)
+                .copied()
+                .unwrap_or(LabelSetId::EMPTY);
+            self.samples.push_labeled(
                 map.stacks[s.stack[i].0 as usize],
                 s.weight[i],
                 s.time[i],
                 th,
+                labels,
             );
         }
     }

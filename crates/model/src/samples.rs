@@ -1,4 +1,4 @@
-use crate::{StackId, ThreadId};
+use crate::{LabelSetId, LabelTable, StackId, ThreadId};
 
 /// Timestamp value meaning "unknown".
 pub const NO_TIME: u64 = u64::MAX;
@@ -9,6 +9,10 @@ pub const NO_TIME: u64 = u64::MAX;
 ///
 /// A sample may stand for many: folded input gives one row per distinct stack with its
 /// count as weight; a recording gives one row per sample with its period or duration.
+///
+/// Samples may carry labels (pprof's `key=value` pairs): `labels[i]` is the set of
+/// sample `i` in `label_sets`. Without any label the column is empty, so profiles
+/// without labels pay nothing for them.
 #[derive(Default, Clone, Debug)]
 pub struct SampleTable {
     /// Stack of each sample.
@@ -19,6 +23,10 @@ pub struct SampleTable {
     pub time: Vec<u64>,
     /// Thread of each sample, or [`ThreadId::NONE`].
     pub thread: Vec<ThreadId>,
+    /// Label set of each sample; empty when no sample has labels.
+    pub labels: Vec<LabelSetId>,
+    /// The label sets `labels` points into (names in the profile's strings).
+    pub label_sets: LabelTable,
 }
 
 impl SampleTable {
@@ -29,6 +37,42 @@ impl SampleTable {
         self.weight.push(weight);
         self.time.push(time);
         self.thread.push(thread);
+        if !self.labels.is_empty() {
+            self.labels.push(LabelSetId::EMPTY);
+        }
+    }
+
+    /// Appends a sample with labels (a set of `label_sets`).
+    pub fn push_labeled(
+        &mut self,
+        stack: StackId,
+        weight: u64,
+        time: u64,
+        thread: ThreadId,
+        labels: LabelSetId,
+    ) {
+        let had_labels = self.has_labels();
+        self.stack.push(stack);
+        self.weight.push(weight);
+        self.time.push(time);
+        self.thread.push(thread);
+        if had_labels {
+            self.labels.push(labels);
+        } else if labels != LabelSetId::EMPTY {
+            self.labels.resize(self.stack.len() - 1, LabelSetId::EMPTY);
+            self.labels.push(labels);
+        }
+    }
+
+    /// The label set of sample `i` ([`LabelSetId::EMPTY`] when it has none).
+    #[inline]
+    pub fn label_set(&self, i: usize) -> LabelSetId {
+        self.labels.get(i).copied().unwrap_or(LabelSetId::EMPTY)
+    }
+
+    /// Whether any sample carries labels.
+    pub fn has_labels(&self) -> bool {
+        !self.labels.is_empty()
     }
 
     /// Number of samples (rows).

@@ -5,7 +5,7 @@
 //! parent, so [`Transforms::apply`] runs once per distinct stack node (parents first) and
 //! once per distinct frame for the regular expressions, never once per sample. A profile
 //! of ten million samples over fifty thousand stacks costs fifty thousand steps.
-use crate::{Frame, FrameId, ModelError, Profile, SampleTable, StackId, ThreadTable};
+use crate::{Frame, FrameId, LabelMatch, ModelError, Profile, SampleTable, StackId, ThreadTable};
 use regex::bytes::Regex;
 use std::borrow::Cow;
 
@@ -99,6 +99,9 @@ pub struct Transforms {
     pub strip_offsets: bool,
     /// Replace hexadecimal addresses (`0x7f12ab`) by `0x...`. Default: false.
     pub strip_addresses: bool,
+    /// Keep only samples carrying every one of these labels (pprof's `-tagfocus`).
+    /// Default: none.
+    pub focus_labels: Vec<LabelMatch>,
 }
 
 /// What a transform did to the samples.
@@ -110,12 +113,14 @@ pub struct TransformStats {
     pub unfocused: (u64, u64),
     /// Samples left with no frame after `drop_frames` (count, weight).
     pub emptied: (u64, u64),
+    /// Samples removed because they lack a label of `focus_labels` (count, weight).
+    pub unlabeled: (u64, u64),
 }
 
 impl TransformStats {
     /// Total number of samples removed.
     pub fn removed(&self) -> u64 {
-        self.dropped.0 + self.unfocused.0 + self.emptied.0
+        self.dropped.0 + self.unfocused.0 + self.emptied.0 + self.unlabeled.0
     }
 }
 
@@ -138,6 +143,7 @@ impl Transforms {
             && !self.collapse_recursion
             && !self.strip_offsets
             && !self.strip_addresses
+            && self.focus_labels.is_empty()
     }
 
     fn rename<'a>(&self, name: &'a [u8], root: bool) -> Cow<'a, [u8]> {
@@ -166,6 +172,14 @@ impl Transforms {
             samples: SampleTable::default(),
             event: p.event.clone(),
         };
+        out.samples.label_sets = p.samples.label_sets.clone();
+        // Whether each label set passes `focus_labels`.
+        let label_ok: Vec<bool> = p
+            .samples
+            .label_sets
+            .iter()
+            .map(|(_, set)| self.focus_labels.iter().all(|m| m.matches(&p.strings, set)))
+            .collect();
         // Per old frame: (mapped frame as non-root, as root, drop-sample hit, focus hit).
         #[derive(Clone, Copy)]
         struct FrameInfo {
@@ -199,10 +213,14 @@ impl Transforms {
                         FrameId(u32::MAX)
                     } else {
                         let n = out.strings.intern(&renamed);
-                        out.frames.intern(Frame {
+                        let new = out.frames.intern(Frame {
                             name: n,
                             kind: frame.kind,
-                        })
+                        });
+                        if let Some(src) = p.frames.source(f) {
+                            out.frames.set_source(new, src);
+                        }
+                        new
                     });
                 }
                 let m = info.mapped[k].filter(|f| f.0 != u32::MAX);
@@ -246,7 +264,10 @@ impl Transforms {
                 c.0 += 1;
                 c.1 = c.1.saturating_add(w);
             };
-            if dropped[i] {
+            let labels = s.label_set(k);
+            if !label_ok.get(labels.0 as usize).copied().unwrap_or(true) {
+                bump(&mut stats.unlabeled);
+            } else if dropped[i] {
                 bump(&mut stats.dropped);
             } else if self.focus.is_some() && !focused[i] {
                 bump(&mut stats.unfocused);
@@ -258,7 +279,8 @@ impl Transforms {
                     Some(t) => out.threads.intern(t),
                     None => th,
                 };
-                out.samples.push(StackId(new_node[i]), w, s.time[k], th);
+                out.samples
+                    .push_labeled(StackId(new_node[i]), w, s.time[k], th, labels);
             }
         }
         (out, stats)
@@ -398,5 +420,40 @@ mod tests {
         assert_eq!(&*strip_addresses(b"[unknown] 0x7fab12"), b"[unknown] 0x...");
         assert!(MergeRule::parse("nope").is_err());
         assert!(MergeRule::parse("([=x").is_err());
+    }
+
+    #[test]
+    fn focus_labels_keep_labelled_samples_and_sources_survive() {
+        use crate::{Label, LabelValue, Source};
+        let mut p = profile(&[("main;serve", 1)]);
+        let k = p.strings.intern(b"handler");
+        let q = p.strings.intern(b"query");
+        let put = p.strings.intern(b"put");
+        let file = p.strings.intern(b"main.go");
+        let serve = p.frame(b"serve", FrameKind::Unknown);
+        p.frames.set_source(serve, Source { file, line: 12 });
+        let stack = p.samples.stack[0];
+        for (v, w) in [(q, 3), (put, 5)] {
+            let set = p.samples.label_sets.intern(&[Label {
+                key: k,
+                value: LabelValue::Str(v),
+            }]);
+            p.samples
+                .push_labeled(stack, w, NO_TIME, ThreadId::NONE, set);
+        }
+        let t = Transforms {
+            focus_labels: vec![LabelMatch::parse("handler=query").unwrap()],
+            strip_offsets: true,
+            ..Default::default()
+        };
+        let (out, stats) = t.apply(&p);
+        assert_eq!(stats.unlabeled, (2, 6));
+        assert_eq!(folded(&out), "main;serve 3\n");
+        let serve2 = out.stacks.frame(out.samples.stack[0]);
+        assert_eq!(out.frames.source(serve2).map(|s| s.line), Some(12));
+        assert_eq!(
+            out.samples.label_sets.get(out.samples.label_set(0)).len(),
+            1
+        );
     }
 }

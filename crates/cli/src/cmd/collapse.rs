@@ -6,24 +6,36 @@ use kiln_model::{FoldedOptions, FoldedWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Turn `perf script` text, folded stacks or bpftrace output into folded stacks.
+/// Turn `perf script` text, folded stacks, bpftrace output, perf.data, pprof or a stored
+/// run into folded stacks, or convert it to another profile format.
 ///
 /// A drop-in for stackcollapse-perf.pl and inferno-collapse-perf that counts every
 /// sample: a summary on stderr says how many were read, kept and skipped, and why.
+/// `-o`'s extension (or --output-format) chooses the output: folded (default; .folded,
+/// .txt), kiln (.kiln), pprof (.pb.gz, .pprof, .pb uncompressed), speedscope
+/// (.speedscope.json), gecko (.gecko.json, the Firefox Profiler).
 ///
 /// Examples:
 ///   perf script | kiln collapse > out.folded
 ///   kiln collapse --merge-threads --kernel out.perf -o out.folded
 ///   kiln collapse --format bpftrace offcpu.txt > offcpu.folded
+///   kiln collapse --sample-type alloc_space heap.pb.gz > alloc.folded
+///   kiln collapse perf.data -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// Input file; standard input when absent or `-`.
     pub input: Option<PathBuf>,
 
-    /// Write the folded stacks to FILE (atomically) instead of standard output.
+    /// Write to FILE (atomically) instead of standard output; its extension chooses the
+    /// format (.folded, .kiln, .pb.gz, .speedscope.json, .gecko.json).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Output format, whatever -o's name (or on standard output): folded, kiln, pprof,
+    /// speedscope, gecko.
+    #[arg(long, value_name = "FORMAT")]
+    pub output_format: Option<String>,
 
     #[command(flatten)]
     pub perf: PerfArgs,
@@ -99,17 +111,27 @@ impl PerfArgs {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let transforms = args.transforms.to_transforms()?;
-    // Folded output needs one row per stack, not per sample.
+    let outputs = kiln_formats::PROFILE_OUTPUTS;
+    let format = kiln_formats::output_format(
+        args.output.as_deref(),
+        args.output_format.as_deref(),
+        outputs,
+        Some(kiln_formats::Format::Folded),
+    )?;
+    let folded = format == kiln_formats::Format::Folded;
+    // Folded output needs one row per stack, not per sample; other formats keep samples.
     let popts = PerfOptions {
-        aggregate: true,
+        aggregate: folded,
         ..args.perf.to_options()
     };
     super::common::check_output_not_input(
         args.output.as_deref(),
         &[args.input.as_deref()],
-        args.input
-            .as_deref()
-            .is_some_and(super::common::looks_folded),
+        folded
+            && args
+                .input
+                .as_deref()
+                .is_some_and(super::common::looks_folded),
     )?;
     let c = collapse_input(args.input.as_deref(), &args.input_args, popts, true, false)?;
     if c.after.is_some() {
@@ -119,8 +141,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
     }
     let profile = apply_transforms(c.profile, &transforms, args.input_args.quiet);
+    let wopts = kiln_formats::WriteOptions {
+        title: args.input.as_ref().map(|p| p.display().to_string()),
+        uncompressed: args
+            .output
+            .as_deref()
+            .is_some_and(kiln_formats::pprof_uncompressed),
+        ..Default::default()
+    };
     write_output(args.output.as_deref(), |w| {
-        FoldedWriter::new(FoldedOptions::default()).write(&profile, w)?;
+        if folded {
+            FoldedWriter::new(FoldedOptions::default()).write(&profile, w)?;
+        } else {
+            kiln_formats::write(std::slice::from_ref(&profile), format, &wopts, w)?;
+        }
         Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -35,6 +35,12 @@ pub struct TransformArgs {
     #[arg(long, value_name = "REGEX")]
     pub focus: Option<String>,
 
+    /// Keep only samples carrying the label KEY=VALUE (pprof labels, such as Go's
+    /// pprof.Do labels, or a heap sample's bytes=1024); repeatable: all must hold.
+    /// Example: --focus-label handler=query
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub focus_label: Vec<String>,
+
     /// Make the REGEX options above case-insensitive.
     #[arg(long)]
     pub ignore_case: bool,
@@ -80,6 +86,14 @@ impl TransformArgs {
             collapse_recursion: self.collapse_recursion,
             strip_offsets: self.strip_offsets,
             strip_addresses: self.strip_addresses,
+            focus_labels: self
+                .focus_label
+                .iter()
+                .map(|l| {
+                    kiln_model::LabelMatch::parse(l)
+                        .with_context(|| format!("Invalid --focus-label '{l}': expected KEY=VALUE"))
+                })
+                .collect::<Result<_>>()?,
         })
     }
 }
@@ -155,7 +169,7 @@ pub fn looks_folded(path: &Path) -> bool {
     std::fs::File::open(path)
         .and_then(|f| f.take(64 * 1024).read_to_end(&mut head))
         .is_ok()
-        && kiln_collapse::detect(&head) == Some(kiln_collapse::Format::Folded)
+        && kiln_formats::sniff(&head) == Some(kiln_formats::Format::Folded)
 }
 
 /// Whether descriptor 1 was closed when kiln started (`>&-`). Rust's runtime puts
@@ -190,12 +204,18 @@ pub fn ensure_stdout_open() -> Result<()> {
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
-    /// Input format: perf (perf script text), folded, bcc (folded), bpftrace.
-    /// Default: detected from the content. perf.data files and kiln's own .kiln profiles
-    /// (kiln record -o x.kiln) are always recognised; --event-filter picks one of their
-    /// events.
+    /// Input format: perf (perf script text), folded (or bcc), bpftrace. Default:
+    /// detected from the content. Binary inputs are always recognised by their content:
+    /// perf.data, kiln's .kiln profiles, exported runs, pprof (gzipped or not); gzipped
+    /// text is inflated first. --event-filter picks one of several events.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
+
+    /// pprof input: the sample type to read (alloc_space, inuse_objects, contentions,
+    /// delay...). Default: the one `go tool pprof` shows (the file's default, else the
+    /// last).
+    #[arg(long, value_name = "TYPE")]
+    pub sample_type: Option<String>,
 
     /// Treat malformed input as an error (exit 1) instead of a counted warning.
     #[arg(long)]
@@ -206,22 +226,12 @@ pub struct InputArgs {
     pub quiet: bool,
 }
 
-/// Opens `path`, or stdin for `None`/`-`, returning its display name and a reader.
-pub fn open_input(path: Option<&Path>) -> Result<(String, Box<dyn io::Read>)> {
-    match path {
-        Some(p) if p != Path::new("-") => {
-            let f = std::fs::File::open(p)
-                .with_context(|| format!("Failed to open '{}'", p.display()))?;
-            Ok((p.display().to_string(), Box::new(f)))
-        }
-        _ => Ok(("<stdin>".to_string(), Box::new(io::stdin()))),
-    }
-}
-
 /// Collapses one input into profiles, printing warnings and (unless quiet) the summary.
 ///
-/// `perf script` text and folded stacks are streamed in blocks (memory stays small
-/// whatever their size); bpftrace output is read whole. `keep_order` keeps folded lines in input order (flame charts).
+/// The format is recognised from the content (the one table, `kiln_formats`); `run:REF`
+/// names a stored run. `perf script` text and folded stacks are streamed in blocks
+/// (memory stays small whatever their size); other formats are read whole. `keep_order` keeps folded lines in
+/// input order (flame charts).
 pub fn collapse_input(
     path: Option<&Path>,
     args: &InputArgs,
@@ -229,205 +239,50 @@ pub fn collapse_input(
     always_summarise: bool,
     keep_order: bool,
 ) -> Result<kiln_collapse::Collapsed> {
-    use std::io::Read;
     if let Some(r) = path.and_then(super::store::run_input) {
         let (name, profiles) = r?;
-        let c = pick_stored(&name, profiles, &perf)?;
+        let c = kiln_formats::pick_stored(&name, profiles, perf.event_filter.as_deref())?;
         report(&name, &c, args.quiet, always_summarise);
         return Ok(c);
     }
-    let (name, mut reader) = open_input(path)?;
-    let mut head = Vec::with_capacity(64 * 1024);
-    (&mut reader)
-        .take(64 * 1024)
-        .read_to_end(&mut head)
-        .with_context(|| format!("Failed to read '{name}'"))?;
-    if head.starts_with(b"PERFILE2") {
-        let Some(path) = path.filter(|p| *p != Path::new("-")) else {
-            anyhow::bail!("perf.data input must be given as a file path, not on standard input");
-        };
-        let c = collapse_perf_data(path, &name, &perf)?;
-        report(&name, &c, args.quiet, always_summarise);
-        return Ok(c);
-    }
-    if kiln_store::is_store_file(&head) {
-        let Some(path) = path.filter(|p| *p != Path::new("-")) else {
-            anyhow::bail!("a stored run must be given as a file path, not on standard input");
-        };
-        let profiles = super::store::store_file_profiles(path)?;
-        let c = pick_stored(&name, profiles, &perf)?;
-        report(&name, &c, args.quiet, always_summarise);
-        return Ok(c);
-    }
-    if kiln_model::native::is_native(&head) {
-        let mut data = head;
-        reader
-            .read_to_end(&mut data)
-            .with_context(|| format!("Failed to read '{name}'"))?;
-        let c = collapse_native(&name, &data, &perf)?;
-        report(&name, &c, args.quiet, always_summarise);
-        return Ok(c);
-    }
-    let format = match &args.format {
-        Some(f) => f.parse::<kiln_collapse::Format>()?,
-        None => match kiln_collapse::detect(&head) {
-            Some(f) => f,
-            None if head.iter().all(u8::is_ascii_whitespace) => kiln_collapse::Format::Folded,
-            None => return Err(kiln_collapse::CollapseError::Undetected(name).into()),
+    let text_formats = [
+        kiln_formats::Format::PerfScript,
+        kiln_formats::Format::Folded,
+        kiln_formats::Format::Bpftrace,
+    ];
+    let format = args
+        .format
+        .as_deref()
+        .map(|f| kiln_formats::Format::by_name(f, &text_formats))
+        .transpose()?;
+    let opts = kiln_formats::ReadOptions {
+        format,
+        collapse: kiln_collapse::Options {
+            strict: args.strict,
+            perf,
+            keep_order,
+            ..Default::default()
         },
+        sample_type: args.sample_type.clone(),
     };
-    let opts = kiln_collapse::Options {
-        strict: args.strict,
-        perf,
-        keep_order,
-        ..Default::default()
+    let r = kiln_formats::read(path, &opts)?;
+    let name = match path {
+        Some(p) if p != Path::new("-") => p.display().to_string(),
+        _ => "<stdin>".to_string(),
     };
-    let read_error = |e| match e {
-        kiln_collapse::perf::ReadError::Io(e) => {
-            anyhow::Error::new(e).context(format!("Failed to read '{name}'"))
-        }
-        e => e.into(),
-    };
-    let c = if format == kiln_collapse::Format::Perf {
-        let mut all = io::Cursor::new(head).chain(reader);
-        kiln_collapse::perf::collapse_reader(&name, &mut all, &opts).map_err(read_error)?
-    } else if format == kiln_collapse::Format::Folded {
-        // Streamed too: only each line's frame ids are kept, not the text.
-        let mut all = io::Cursor::new(head).chain(reader);
-        kiln_collapse::folded::collapse_reader(&name, &mut all, &opts).map_err(read_error)?
-    } else {
-        let mut data = head;
-        reader
-            .read_to_end(&mut data)
-            .with_context(|| format!("Failed to read '{name}'"))?;
-        kiln_collapse::collapse(
-            kiln_collapse::Input {
-                name: &name,
-                data: &data,
-            },
-            format,
-            &opts,
-        )?
-    };
-    report(&name, &c, args.quiet, always_summarise);
-    Ok(c)
-}
-
-/// Reads a perf.data recording directly (no `perf script`): one profile per event; the
-/// one kept is chosen like `perf script` input's (`--event-filter`, else the first), and
-/// the others' samples are counted as skipped.
-fn collapse_perf_data(
-    path: &Path,
-    name: &str,
-    perf: &kiln_collapse::perf::PerfOptions,
-) -> Result<kiln_collapse::Collapsed> {
-    if perf.include_pid || perf.include_tid || perf.include_addrs {
-        eprintln!("warning: {name}: --pid, --tid and --addrs apply to perf script text, not perf.data; ignored");
+    if r.format != kiln_formats::Format::Pprof && args.sample_type.is_some() {
+        eprintln!("warning: {name}: --sample-type applies to pprof input; ignored");
     }
-    let opts = kiln_record::perf_data::PerfDataOptions {
-        naming: kiln_record::NamingOptions {
-            annotate_kernel: perf.annotate_kernel,
-            annotate_jit: perf.annotate_jit,
-        },
-        // One rule for perf.data and `perf script` text: periods, or --count-samples.
-        count_samples: perf.weight == kiln_collapse::perf::PerfWeight::Samples,
-    };
-    let (profiles, summary) = kiln_record::perf_data::read_with_summary(path, &opts)
-        .with_context(|| format!("Failed to read perf.data file '{name}'"))?;
-    for w in &summary.warnings {
-        eprintln!("warning: {name}: {w}");
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
     }
-    if summary.lost > 0 {
-        eprintln!(
-            "warning: {name}: {} records were lost by the kernel during recording",
-            summary.lost
-        );
-    }
-    if summary.bad_records > 0 {
-        eprintln!(
-            "warning: {name}: {} records could not be parsed",
-            summary.bad_records
-        );
-    }
-    pick_event(
-        name,
-        profiles,
-        &summary.samples,
-        perf.event_filter.as_deref(),
-    )
-}
-
-/// Reads a native `.kiln` profile file (whole; from a path or standard input): its
-/// event is chosen like perf.data's.
-fn collapse_native(
-    name: &str,
-    bytes: &[u8],
-    perf: &kiln_collapse::perf::PerfOptions,
-) -> Result<kiln_collapse::Collapsed> {
-    let profiles = kiln_model::native::decode(bytes, Path::new(name))?;
-    let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
-    pick_event(name, profiles, &counts, perf.event_filter.as_deref())
-}
-
-/// The event of a stored run's profiles that `--event-filter` picks (else the first).
-fn pick_stored(
-    name: &str,
-    profiles: Vec<kiln_model::Profile>,
-    perf: &kiln_collapse::perf::PerfOptions,
-) -> Result<kiln_collapse::Collapsed> {
-    if profiles.is_empty() {
-        anyhow::bail!("'{name}' has no profile (the run recorded nothing)");
-    }
-    let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
-    pick_event(name, profiles, &counts, perf.event_filter.as_deref())
-}
-
-/// Keeps the profile of one event of a multi-event input (`filter`: an event name, or
-/// its category before `:`; else the first) and counts the others' samples as skipped.
-fn pick_event(
-    name: &str,
-    mut profiles: Vec<kiln_model::Profile>,
-    counts: &[u64],
-    filter: Option<&str>,
-) -> Result<kiln_collapse::Collapsed> {
-    use kiln_collapse::{Collapsed, SkipReason, Stats};
-    let matches = |e: &str, f: &str| {
-        e == f || e.split(':').next() == Some(f) || e.strip_suffix(":ppp") == Some(f)
-    };
-    let chosen = match filter {
-        Some(f) => profiles
-            .iter()
-            .position(|p| matches(&p.event.name, f))
-            .with_context(|| {
-                let names: Vec<_> = profiles.iter().map(|p| p.event.name.as_str()).collect();
-                format!("'{name}' has no event '{f}' (it has: {})", names.join(", "))
-            })?,
-        None => 0,
-    };
-    let mut stats = Stats::default();
-    for (i, n) in counts.iter().enumerate() {
-        stats.read += n;
-        if i == chosen {
-            stats.kept += n;
-        } else if *n > 0 {
-            let ev = profiles
-                .get(i)
-                .map_or_else(String::new, |p| p.event.name.clone());
-            *stats.skipped.entry(SkipReason::OtherEvent(ev)).or_insert(0) += n;
+    if !args.quiet {
+        for n in &r.notes {
+            eprintln!("note: {n}");
         }
     }
-    let profile = if profiles.is_empty() {
-        kiln_model::Profile::default()
-    } else {
-        profiles.swap_remove(chosen)
-    };
-    stats.event = Some(profile.event.name.clone());
-    Ok(Collapsed {
-        profile,
-        after: None,
-        stats,
-        warnings: Vec::new(),
-    })
+    report(&name, &r.collapsed, args.quiet, always_summarise);
+    Ok(r.collapsed)
 }
 
 /// Prints warnings and the summary of a collapse to stderr.
@@ -465,6 +320,12 @@ pub fn apply_transforms(
         }
         if st.unfocused.0 > 0 {
             parts.push(format!("{} outside --focus", st.unfocused.0));
+        }
+        if st.unlabeled.0 > 0 {
+            parts.push(format!(
+                "{} without the --focus-label labels",
+                st.unlabeled.0
+            ));
         }
         if st.emptied.0 > 0 {
             parts.push(format!(

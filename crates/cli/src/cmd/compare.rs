@@ -39,6 +39,10 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Format of -o's file, whatever its name: html, svg, markdown, json, text.
+    #[arg(long, value_name = "FORMAT", requires = "output")]
+    pub output_format: Option<String>,
+
     /// Exit with status 3 when a condition holds for the last run against the first:
     /// FIGURE>LIMIT or FIGURE<LIMIT, comma-separated; LIMIT in % is a relative change, else
     /// the value in the figure's unit. Figures: throughput, send_rate, p50, p99, p999, max,
@@ -111,7 +115,20 @@ fn pick<'a>(
     }
 }
 
+/// What `kiln compare -o` writes.
+const OUTPUTS: &[kiln_formats::Format] = &[
+    kiln_formats::Format::Html,
+    kiln_formats::Format::Svg,
+    kiln_formats::Format::Markdown,
+    kiln_formats::Format::Json,
+    kiln_formats::Format::Text,
+];
+
 pub fn run(args: Args) -> Result<ExitCode> {
+    // An output name that says nothing fails before any work.
+    if let Some(path) = &args.output {
+        kiln_formats::output_format(Some(path), args.output_format.as_deref(), OUTPUTS, None)?;
+    }
     let gates = match &args.fail_if {
         Some(spec) => compare::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if {e}"))?,
         None => Vec::new(),
@@ -195,20 +212,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     if let Some(path) = &args.output {
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("svg") => {
+        use kiln_formats::Format;
+        let format =
+            kiln_formats::output_format(Some(path), args.output_format.as_deref(), OUTPUTS, None)?;
+        match format {
+            Format::Svg => {
                 let (b, a) = profiles.context("the runs have no profiles to draw")?;
                 write_flame(path, b, a, &args.runs)?;
             }
-            Some("html") | Some("htm") => {
+            Format::Html => {
                 // The comparison page: figures, distributions, series, diff flame graph.
                 let runs = groups
                     .iter()
-                    .map(|(_, g)| g.iter().filter_map(|m| m.id).map(|i| store.load(i)).collect())
+                    .map(|(_, g)| {
+                        g.iter()
+                            .filter_map(|m| m.id)
+                            .map(|i| store.load(i))
+                            .collect()
+                    })
                     .collect::<Result<Vec<Vec<_>>, _>>()?;
                 let lines: Vec<_> = functions
                     .iter()
@@ -227,13 +248,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 kiln_report::write_compare_report_file(&page, &Default::default(), path)
                     .with_context(|| format!("Failed to write '{}'", path.display()))?;
             }
-            Some("md") | Some("markdown") => write_file(path, &render("markdown", &c, &functions, &warnings)?)?,
-            Some("json") => write_file(path, &render("json", &c, &functions, &warnings)?)?,
-            Some("txt") => write_file(path, &render("text", &c, &functions, &warnings)?)?,
-            _ => bail!(
-                "Cannot tell the output format of '{}': use .svg or .html (differential flame graph), .md, .json or .txt (the table)",
-                path.display()
-            ),
+            Format::Markdown => write_file(path, &render("markdown", &c, &functions, &warnings)?)?,
+            Format::Json => write_file(path, &render("json", &c, &functions, &warnings)?)?,
+            _ => write_file(path, &render("text", &c, &functions, &warnings)?)?,
         }
         eprintln!("wrote {}", path.display());
     }

@@ -39,9 +39,14 @@ pub struct Args {
     pub strip_hex: bool,
 
     /// Write to FILE: .svg or .html draw a differential flame graph (widths of the after
-    /// profile, red where it grew, blue where it shrank); anything else gets folded text.
+    /// profile, red where it grew, blue where it shrank); .folded, .txt or a name without
+    /// extension get differential folded text.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Output format, whatever -o's name (or on standard output): folded, svg, html.
+    #[arg(long, value_name = "FORMAT")]
+    pub output_format: Option<String>,
 
     /// Print the N functions whose share changed most (self and total, before and after,
     /// in % of each profile) to stdout.
@@ -87,6 +92,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         &[Some(args.before.as_path()), Some(args.after.as_path())],
         false,
     )?;
+    use kiln_formats::Format;
+    let format = kiln_formats::output_format(
+        args.output.as_deref(),
+        args.output_format.as_deref(),
+        &[Format::Folded, Format::Svg, Format::Html],
+        Some(Format::Folded),
+    )?;
     let mut t = args.transforms.to_transforms()?;
     t.strip_addresses |= args.strip_hex;
     let before = load(&args.before, &args, &t)?;
@@ -116,14 +128,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             e => return Err(e.into()),
         }
     }
-    let ext = args
-        .output
-        .as_deref()
-        .and_then(|p| p.extension())
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match ext.as_deref() {
-        Some("svg") => {
+    match format {
+        Format::Svg => {
             let mut o = kiln_flamegraph::Options::default();
             o.title = Some(args.title.clone());
             let (b, a) = normalized(before, after, args.normalize);
@@ -133,7 +139,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 Ok(())
             })?;
         }
-        Some("html") | Some("htm") => {
+        Format::Html => {
             let o = kiln_viewer::HtmlOptions {
                 title: args.title.clone(),
                 sources: vec![

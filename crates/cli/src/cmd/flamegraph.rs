@@ -27,10 +27,15 @@ pub struct Args {
     /// Input files (concatenated, as flamegraph.pl does); standard input when none or `-`.
     pub inputs: Vec<PathBuf>,
 
-    /// Write to FILE (atomically) instead of standard output. A name ending in `.html`
-    /// writes the interactive HTML viewer, which stays fast for any profile size.
+    /// Write to FILE (atomically) instead of standard output. Its extension chooses the
+    /// format: .svg (the flame graph, also the default for a name without extension and
+    /// for standard output) or .html (the interactive viewer, fast at any profile size).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Output format, whatever -o's name (or on standard output): svg, html.
+    #[arg(long, value_name = "FORMAT")]
+    pub output_format: Option<String>,
 
     #[command(flatten)]
     pub svg: SvgArgs,
@@ -239,7 +244,7 @@ fn read_inputs(args: &Args) -> Result<Input> {
     // perf input: an SVG needs one row per stack, unless it is a flame chart (sample order)
     // or the HTML viewer (timestamps for its time strip).
     let popts = kiln_collapse::perf::PerfOptions {
-        aggregate: !args.svg.flamechart && !is_html(args.output.as_deref()),
+        aggregate: !args.svg.flamechart && !is_html(args)?,
         ..Default::default()
     };
     let mut merged: Option<(Profile, Option<Profile>)> = None;
@@ -286,22 +291,31 @@ fn read_inputs(args: &Args) -> Result<Input> {
     }
 }
 
-fn is_html(path: Option<&Path>) -> bool {
-    path.and_then(|p| p.extension())
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+/// What `kiln flamegraph` writes.
+const OUTPUTS: &[kiln_formats::Format] = &[kiln_formats::Format::Svg, kiln_formats::Format::Html];
+
+/// Whether the output is the HTML viewer (else an SVG), from -o's name or --output-format.
+fn is_html(args: &Args) -> Result<bool> {
+    let f = kiln_formats::output_format(
+        args.output.as_deref(),
+        args.output_format.as_deref(),
+        OUTPUTS,
+        Some(kiln_formats::Format::Svg),
+    )?;
+    Ok(f == kiln_formats::Format::Html)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let inputs: Vec<Option<&Path>> = args.inputs.iter().map(|p| Some(p.as_path())).collect();
     super::common::check_output_not_input(args.output.as_deref(), &inputs, false)?;
+    let html = is_html(&args)?;
     let input = read_inputs(&args)?;
     let first = match &input {
         Input::One(p) | Input::Diff(_, p) => p,
     };
     let opts = args.svg.to_options(first)?;
     let output = args.output.as_deref();
-    if is_html(output) {
+    if html {
         // The HTML viewer: one self-contained file, fast at any profile size.
         let source = match args.inputs.as_slice() {
             [] => "<stdin>".to_string(),
@@ -311,11 +325,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(" + "),
         };
-        let html = args.svg.to_html_options(opts.effective_title(), source);
+        let hopts = args.svg.to_html_options(opts.effective_title(), source);
         write_output(output, |w| {
             match &input {
-                Input::One(p) => kiln_viewer::write_html(p, &html, w)?,
-                Input::Diff(b, a) => kiln_viewer::write_diff_html(b, a, &html, w)?,
+                Input::One(p) => kiln_viewer::write_html(p, &hopts, w)?,
+                Input::Diff(b, a) => kiln_viewer::write_diff_html(b, a, &hopts, w)?,
             }
             Ok(())
         })?;

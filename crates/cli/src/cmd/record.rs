@@ -2,6 +2,7 @@
 //! profile, folded stacks, an SVG flame graph or the HTML viewer.
 use super::common::{write_output, TransformArgs};
 use anyhow::{bail, Context, Result};
+use kiln_formats::Format;
 use kiln_model::{FoldedOptions, FoldedWriter, Profile};
 use kiln_record::{EventSpec, NamingOptions, RecordOptions, StopReason, Target, UnwindMode};
 use std::ffi::OsString;
@@ -70,10 +71,17 @@ pub struct Args {
 
     /// Output file; its extension chooses the format: .folded (folded stacks), .svg (flame
     /// graph), .html (interactive viewer), .kiln (native profile keeping timestamps, threads
-    /// and every event). With several events, .folded/.svg/.html write one file per event
-    /// (NAME.EVENT.EXT). Default: folded stacks to stdout (one event only).
+    /// and every event), .pb.gz/.pprof (pprof, for go tool pprof; .pb uncompressed),
+    /// .speedscope.json (speedscope), .gecko.json (Firefox Profiler). kiln, speedscope and
+    /// gecko files hold every event; with several events the others write one file per
+    /// event (NAME.EVENT.EXT). Default: folded stacks to stdout (one event only).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Output format, whatever -o's name (or on standard output): folded, svg, html,
+    /// kiln, pprof, speedscope, gecko.
+    #[arg(long, value_name = "FORMAT")]
+    pub output_format: Option<String>,
 
     /// Where user stacks are unwound. kernel: at sample time by an eBPF program that
     /// follows CFI tables (from .eh_frame, present even in stripped binaries) for native
@@ -131,26 +139,16 @@ pub enum UnwindArg {
     Copy,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Format {
-    Folded,
-    Svg,
-    Html,
-    Native,
-}
-
-fn format_of(path: &Path) -> Result<Format> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("folded") | Some("txt") => Ok(Format::Folded),
-        Some("svg") => Ok(Format::Svg),
-        Some("html") | Some("htm") => Ok(Format::Html),
-        Some("kiln") => Ok(Format::Native),
-        _ => bail!(
-            "Cannot tell the output format of '{}': use a .folded, .svg, .html or .kiln file name",
-            path.display()
-        ),
-    }
-}
+/// What `kiln record -o` writes.
+pub const OUTPUTS: &[Format] = &[
+    Format::Folded,
+    Format::Svg,
+    Format::Html,
+    Format::Native,
+    Format::Pprof,
+    Format::Speedscope,
+    Format::Gecko,
+];
 
 impl Args {
     fn record_options(&self) -> Result<RecordOptions> {
@@ -202,34 +200,13 @@ impl Args {
     }
 }
 
-fn per_event_path(base: &Path, event: &str) -> PathBuf {
-    let stem = base
-        .file_stem()
-        .map(|s| s.to_string_lossy())
-        .unwrap_or_default();
-    let ext = base
-        .extension()
-        .map(|s| s.to_string_lossy())
-        .unwrap_or_default();
-    let ev: String = event
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    base.with_file_name(format!("{stem}.{ev}.{ext}"))
-}
-
 fn write_one(
     p: &Profile,
     path: Option<&Path>,
     format: Format,
     title: Option<&str>,
     wakers: bool,
+    time_nanos: i64,
 ) -> Result<()> {
     // Off-CPU stacks followed by their wakers' are drawn as bcc's recipe draws them.
     let chain = wakers && p.event.name == "offcpu";
@@ -257,7 +234,14 @@ fn write_one(
                 o.subtitle = Some(format!("kiln record: {}", p.event.name));
                 kiln_viewer::write_html(p, &o, w)?;
             }
-            Format::Native => kiln_model::native::write(std::slice::from_ref(p), w)?,
+            other => {
+                let o = kiln_formats::WriteOptions {
+                    time_nanos,
+                    title: title.map(str::to_string),
+                    uncompressed: path.is_some_and(kiln_formats::pprof_uncompressed),
+                };
+                kiln_formats::write(std::slice::from_ref(p), other, &o, w)?;
+            }
         }
         Ok(())
     })
@@ -265,14 +249,20 @@ fn write_one(
 
 pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     let mut opts = args.record_options()?;
-    let format = match &args.output {
-        Some(p) if p != Path::new("-") => format_of(p)?,
-        _ => Format::Folded,
-    };
+    let format = kiln_formats::output_format(
+        args.output.as_deref(),
+        args.output_format.as_deref(),
+        OUTPUTS,
+        Some(Format::Folded),
+    )?;
+    let multi = format.info().multi;
     let to_stdout = args.output.as_deref().is_none_or(|p| p == Path::new("-"));
-    if to_stdout && opts.events.len() > 1 {
+    if to_stdout && opts.events.len() > 1 && !multi {
         bail!("Several events give several profiles: write them with -o FILE.kiln (one file) or -o FILE.svg (one per event)");
     }
+    let time_nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(0));
     let transforms = args.transforms.to_transforms()?;
     opts.stop = Some(stop.clone());
     let rec = kiln_record::record(&opts).context("Recording failed")?;
@@ -283,30 +273,38 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     if !transforms.is_identity() {
         profiles = profiles.iter().map(|p| transforms.apply(p).0).collect();
     }
-    match (format, args.output.as_deref()) {
-        (Format::Native, Some(path)) => write_output(Some(path), |w| {
-            kiln_model::native::write(&profiles, w)?;
+    match args.output.as_deref() {
+        // Formats holding several profiles take every event in one file.
+        path if multi => write_output(path, |w| {
+            let o = kiln_formats::WriteOptions {
+                time_nanos,
+                title: args.title.clone(),
+                uncompressed: false,
+            };
+            kiln_formats::write(&profiles, format, &o, w)?;
             Ok(())
         })?,
-        (_, path) if profiles.len() == 1 || to_stdout => write_one(
+        path if profiles.len() == 1 || to_stdout => write_one(
             &profiles[0],
             path,
             format,
             args.title.as_deref(),
             args.wakers,
+            time_nanos,
         )?,
-        (_, Some(path)) => {
+        Some(path) => {
             for p in &profiles {
                 write_one(
                     p,
-                    Some(&per_event_path(path, &p.event.name)),
+                    Some(&kiln_formats::per_event_path(path, format, &p.event.name)),
                     format,
                     args.title.as_deref(),
                     args.wakers,
+                    time_nanos,
                 )?;
             }
         }
-        (_, None) => unreachable!("stdout handled above"),
+        None => unreachable!("stdout handled above"),
     }
     let written = write_start.elapsed();
     let ready = rec.processing + written;

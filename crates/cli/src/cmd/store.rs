@@ -108,19 +108,3 @@ pub fn run_input(path: &Path) -> Option<Result<(String, Vec<kiln_model::Profile>
     }
     None
 }
-
-/// The latest run of a store file (an exported run read as a profile).
-pub fn store_file_profiles(path: &Path) -> Result<Vec<kiln_model::Profile>> {
-    let store = SqliteStore::open_existing(path)
-        .with_context(|| format!("Cannot read the stored run '{}'", path.display()))?;
-    let runs = store.list()?;
-    let last = runs
-        .last()
-        .with_context(|| format!("'{}' holds no run", path.display()))?;
-    let group: Vec<RunMeta> = runs
-        .iter()
-        .filter(|r| r.group == last.group)
-        .cloned()
-        .collect();
-    group_profiles(&store, &group)
-}

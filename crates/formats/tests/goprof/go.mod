@@ -1,0 +1,3 @@
+module kiln.test/goprof
+
+go 1.21
