@@ -221,6 +221,17 @@ fn runs_are_listed_shown_read_as_profiles_exported_and_imported() {
         .stdout(
             predicate::str::contains("clock_nanosleep").or(predicate::str::contains("nanosleep")),
         );
+    // Every command that reads a profile picks the event the same way.
+    kiln(&store)
+        .args([
+            "flamegraph",
+            "--event-filter",
+            "offcpu",
+            &format!("run:{id}"),
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("nanosleep"));
     // Export: one file, readable as a profile, importable into another store.
     let file = dir.path().join("x.kiln");
     kiln(&store)

@@ -72,11 +72,6 @@ pub struct PerfArgs {
     /// Name frames without a symbol `[module <ADDR>]` instead of `[module]`.
     #[arg(long)]
     pub addrs: bool,
-    /// Keep only samples of EVENT (default: the first event in the input, as
-    /// stackcollapse-perf.pl does; the others are counted as skipped).
-    /// Example: --event-filter page-faults
-    #[arg(long, value_name = "EVENT")]
-    pub event_filter: Option<String>,
     /// Count each sample once. By default a sample weighs its period where perf printed
     /// one (nanoseconds for cpu-clock), as stackcollapse-perf.pl and inferno do.
     #[arg(long)]
@@ -97,7 +92,6 @@ impl PerfArgs {
             annotate_jit: self.jit || self.all,
             annotate_inline: self.inline || self.all,
             include_addrs: self.addrs,
-            event_filter: self.event_filter.clone(),
             weight: if self.count_samples {
                 PerfWeight::Samples
             } else {

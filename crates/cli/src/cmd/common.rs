@@ -217,6 +217,13 @@ pub struct InputArgs {
     #[arg(long, value_name = "TYPE")]
     pub sample_type: Option<String>,
 
+    /// Keep only samples of EVENT, for inputs that hold several (perf script text,
+    /// perf.data, kiln's profiles, stored runs). Default: the first event in the input, as
+    /// stackcollapse-perf.pl does; the others are counted as skipped.
+    /// Example: --event-filter offcpu
+    #[arg(long, value_name = "EVENT")]
+    pub event_filter: Option<String>,
+
     /// Treat malformed input as an error (exit 1) instead of a counted warning.
     #[arg(long)]
     pub strict: bool,
@@ -239,6 +246,10 @@ pub fn collapse_input(
     always_summarise: bool,
     keep_order: bool,
 ) -> Result<kiln_collapse::Collapsed> {
+    let mut perf = perf;
+    if perf.event_filter.is_none() {
+        perf.event_filter = args.event_filter.clone();
+    }
     if let Some(r) = path.and_then(super::store::run_input) {
         let (name, profiles) = r?;
         let c = kiln_formats::pick_stored(&name, profiles, perf.event_filter.as_deref())?;
