@@ -764,7 +764,7 @@ fn build_skel(
     open.load().map_err(load::load_error(
         PROGRAM,
         if cfg.wakers {
-            "sched:sched_switch, sched:sched_wakeup, sched:sched_process_fork and \
+            "sched:sched_switch, sched:sched_waking, sched:sched_process_fork and \
              sched:sched_process_exit"
         } else {
             "sched:sched_switch, sched:sched_process_fork and sched:sched_process_exit"

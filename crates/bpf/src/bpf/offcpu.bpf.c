@@ -19,7 +19,7 @@
 // Records are written without waking user space (BPF_RB_NO_WAKEUP): the
 // recorder reads the ring on its own schedule, so a block costs no wake-up.
 //
-// With cfg.wakers, a second program on sched_wakeup notes, when a traced
+// With cfg.wakers, a second program on sched_waking notes, when a traced
 // thread that is blocked is woken, who woke it (the current task: the thread
 // that released the lock, wrote to the pipe, signalled the condition) and its
 // stacks, kernel and user, the user side with the same snapshot as a blocked
@@ -574,12 +574,15 @@ int BPF_PROG(kiln_sched_switch, bool preempt, struct task_struct *prev, struct t
 
 /*
  * A traced thread that is blocked is being woken: the current task woke it.
+ * sched_waking, not sched_wakeup: the wake-up of a task whose CPU is idle is
+ * queued to that CPU and completed there from the idle task, where
+ * sched_wakeup fires; sched_waking fires in the waker, before the queueing.
  * Keep the waker's stacks (kernel stack by hash, user side as a blocked
  * thread's) for the block's record, once per block. Blocks that already
  * lasted less than min_block_ns when woken skip it (they are most likely
  * too short to be recorded).
  */
-SEC("tp_btf/sched_wakeup")
+SEC("tp_btf/sched_waking")
 int BPF_PROG(kiln_wakeup, struct task_struct *p)
 {
 	struct pending *pd = bpf_task_storage_get(&pend, p, 0, 0);
