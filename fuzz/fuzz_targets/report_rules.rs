@@ -25,6 +25,20 @@ fuzz_target!(|data: &[u8]| {
     let Ok(Some(s)) = categorise(&p, &rules, &[0, 30, 40], 0) else {
         return;
     };
-    let total: f64 = s.values.iter().flatten().sum();
-    assert_eq!(total, 3.0);
+    // Every sample lands in exactly one category: the per-second values, times their
+    // intervals, add up to the three samples, and the shares to 100%.
+    assert_eq!((s.outside, s.untimed), (0, 0));
+    assert_eq!(s.unit, "/s");
+    let total: f64 = s
+        .values
+        .iter()
+        .flat_map(|row| {
+            row.iter()
+                .zip(s.edges.windows(2))
+                .map(|(v, e)| v * (e[1] - e[0]) as f64 / 1e9)
+        })
+        .sum();
+    assert!((total - 3.0).abs() < 1e-6, "{total}");
+    let shares: f64 = s.shares.iter().sum();
+    assert!((shares - 100.0).abs() < 1e-6, "{shares}");
 });
