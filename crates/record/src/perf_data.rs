@@ -223,22 +223,40 @@ impl<R: Read + Seek> Mended<R> {
             pos: 0,
             head,
         };
-        // Only little-endian perf files with a whole header are mended.
-        if n < HEADER_BYTES || &m.head[..8] != b"PERFILE2" {
+        let big = match &m.head[..8] {
+            _ if n < 8 => None,
+            b"PERFILE2" => Some(false),
+            b"2ELIFREP" => Some(true),
+            _ => None,
+        };
+        let Some(big) = big else {
             m.head.truncate(0);
             return Ok((m, None));
+        };
+        if n < HEADER_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the file is {n} bytes long, shorter than perf.data's header ({HEADER_BYTES} bytes)"),
+            ));
         }
-        let u64_at =
-            |h: &[u8], o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap_or([0; 8]));
+        let u64_at = |h: &[u8], o: usize| {
+            let b = h[o..o + 8].try_into().unwrap_or([0; 8]);
+            if big {
+                u64::from_be_bytes(b)
+            } else {
+                u64::from_le_bytes(b)
+            }
+        };
+        check_header(&m.head, len, &u64_at)?;
         let data_off = u64_at(&m.head, DATA_SECTION_AT);
         let data_size = u64_at(&m.head, DATA_SECTION_AT + 8);
         let data_end = data_off.saturating_add(data_size);
         let features: u32 = (0..4)
             .map(|i| u64_at(&m.head, FEATURES_AT + 8 * i).count_ones())
             .sum();
-        if data_end <= len {
+        if data_end <= len || big {
             // The feature table and sections follow the data; where do they end?
-            let table_end = data_end + 16 * features as u64;
+            let table_end = data_end.saturating_add(16 * features as u64);
             let mut end = table_end;
             if table_end <= len {
                 m.file.seek(SeekFrom::Start(data_end))?;
@@ -260,6 +278,11 @@ impl<R: Read + Seek> Mended<R> {
                     end = end.max(at.saturating_add(size));
                 }
             }
+            if big {
+                // Big-endian files (from other machines) are checked, never mended.
+                m.head.truncate(0);
+                return Ok((m, None));
+            }
             let damage = (end > len).then_some(Damage::Features { len });
             return Ok((m, damage));
         }
@@ -267,7 +290,7 @@ impl<R: Read + Seek> Mended<R> {
         let mut pos = data_off;
         let mut hdr = [0u8; 8];
         loop {
-            if pos + 8 > len {
+            if pos.saturating_add(8) > len {
                 break;
             }
             m.file.seek(SeekFrom::Start(pos))?;
@@ -297,6 +320,33 @@ impl<R: Read + Seek> Mended<R> {
             self.head[FEATURES_AT..FEATURES_AT + 32].fill(0);
         }
     }
+}
+
+/// Refuses a header whose numbers cannot be right before the parser trusts them: an
+/// attribute size of 0 would divide by zero, and an attribute section larger than the
+/// file would size a buffer from garbage.
+fn check_header(
+    head: &[u8],
+    len: u64,
+    u64_at: &dyn Fn(&[u8], usize) -> u64,
+) -> std::io::Result<()> {
+    let bad = |why: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
+    let attr_size = u64_at(head, 16);
+    let (attrs_at, attrs_size) = (u64_at(head, 24), u64_at(head, 32));
+    // perf_event_attr is 64 bytes in its first version and a few hundred today.
+    if !(64..=4096).contains(&attr_size) {
+        return bad(format!(
+            "the header gives each event's attributes {attr_size} bytes (perf writes \
+             64 to a few hundred)"
+        ));
+    }
+    if attrs_at.checked_add(attrs_size).is_none_or(|end| end > len) {
+        return bad(format!(
+            "the header lists the event attributes at byte {attrs_at}, {attrs_size} bytes \
+             long, in a file of {len} bytes"
+        ));
+    }
+    Ok(())
 }
 
 /// Reads until `buf` is full or the file ends; returns the bytes read.
