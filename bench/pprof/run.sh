@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# Reading a large pprof: `kiln collapse big.pb.gz` (pprof in, folded stacks out) against
-# `go tool pprof -raw` (pprof in, every sample printed), round after round, in turn.
+# pprof in and out.
 #
-#   bench/pprof/run.sh [SAMPLES] [ROUNDS]
+# Reading: `kiln collapse big.pb.gz` (pprof in, folded stacks out) against what users do
+# without kiln, `go tool pprof -raw big.pb.gz | awk -f fold-raw.awk` (bench/pprof/fold-raw.awk:
+# -raw's samples and locations folded, inlined frames expanded; its output is checked to be
+# the same as kiln's), and against `go tool pprof -raw` alone; round after round, in turn.
 #
-# The profile: SAMPLES distinct stacks 8-40 frames deep over 8,000 function names (little
-# sharing, the hard case for a stack table), written as pprof by kiln from folded stacks.
+# Writing: the profile of a large `perf script` recording (bench/work/perf-big.txt, the
+# collapse benchmark's input, recorded by bench/collapse/run.sh) kept in kiln's native
+# format, then written as pprof, with writing it as folded text beside for scale.
+#
+#   bench/pprof/run.sh [SAMPLES] [ROUNDS]      (default 900000 samples: ~50 MB of protobuf)
+#
+# The profile read: SAMPLES distinct stacks 8-40 frames deep over 8,000 function names
+# (little sharing, the hard case for a stack table), written as pprof by kiln from folded
+# stacks.
 set -euo pipefail
-samples=${1:-300000}
+samples=${1:-900000}
 rounds=${2:-3}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-kiln=${KILN:-$root/target/release/kiln}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+if [ -z "${KILN:-}" ]; then
+  (cd "$root" && cargo build --release -q -p kiln)
+fi
+kiln=${KILN:-$CARGO_TARGET_DIR/release/kiln}
+fold=$root/bench/pprof/fold-raw.awk
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+echo "date: $(date -u +%F), cpus: $(nproc), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$samples" > "$work/big.folded" <<'PY'
 import random, sys
 random.seed(7)
@@ -25,12 +40,37 @@ for i in range(int(sys.argv[1])):
 PY
 "$kiln" collapse -q "$work/big.folded" -o "$work/big.pb.gz"
 echo "profile: $samples samples, $(stat -c %s "$work/big.pb.gz") bytes gzipped, $(gunzip -c "$work/big.pb.gz" | wc -c) bytes of protobuf"
-# Both must agree before anything is timed.
-"$kiln" collapse -q "$work/big.pb.gz" | awk '{s += $NF} END {print "kiln total:", s}'
-go tool pprof -raw "$work/big.pb.gz" | awk '/^Samples:/ {on = 1; getline; next} /^Locations/ {on = 0} on && /:/ {s += $1} END {print "go total:  ", s}'
+# All must agree before anything is timed.
+"$kiln" collapse -q "$work/big.pb.gz" | sort > "$work/kiln.folded"
+go tool pprof -raw "$work/big.pb.gz" | awk -f "$fold" | sort > "$work/awk.folded"
+if cmp -s "$work/kiln.folded" "$work/awk.folded"; then
+  echo "kiln and go tool pprof -raw | fold-raw.awk: the same $(wc -l < "$work/kiln.folded") stacks, total $(awk '{s += $NF} END {print s}' "$work/kiln.folded")"
+else
+  echo "kiln and go tool pprof -raw | fold-raw.awk disagree:" >&2
+  diff "$work/kiln.folded" "$work/awk.folded" | head >&2
+  exit 1
+fi
 for r in $(seq "$rounds"); do
-  /usr/bin/time -f "round $r kiln collapse:     %e s wall, %U s user, %M KiB max RSS" \
+  /usr/bin/time -f "round $r kiln collapse:                 %e s wall, %U s user, %M KiB max RSS" \
     "$kiln" collapse -q "$work/big.pb.gz" > /dev/null
-  /usr/bin/time -f "round $r go tool pprof -raw: %e s wall, %U s user, %M KiB max RSS" \
+  /usr/bin/time -f "round $r go tool pprof -raw | awk fold: %e s wall (the pipeline), %M KiB max RSS (largest)" \
+    sh -c 'go tool pprof -raw "$1" | awk -f "$2" > /dev/null' sh "$work/big.pb.gz" "$fold"
+  /usr/bin/time -f "round $r go tool pprof -raw alone:      %e s wall, %U s user, %M KiB max RSS" \
     go tool pprof -raw "$work/big.pb.gz" > /dev/null
 done
+
+big=$root/bench/work/perf-big.txt
+if [ ! -s "$big" ]; then
+  echo "writing: skipped, no $big (bench/collapse/run.sh records it)"
+  exit 0
+fi
+"$kiln" collapse -q "$big" -o "$work/big.kiln"
+echo "writing: the profile of $big ($(($(stat -L -c %s "$big") / 1000000)) MB of perf script), kept as $(stat -c %s "$work/big.kiln") bytes of kiln's native format"
+for r in $(seq "$rounds"); do
+  /usr/bin/time -f "round $r native -> pprof:  %e s wall, %U s user, %M KiB max RSS" \
+    "$kiln" collapse -q "$work/big.kiln" -o "$work/out.pb.gz"
+  /usr/bin/time -f "round $r native -> folded: %e s wall, %U s user, %M KiB max RSS" \
+    "$kiln" collapse -q "$work/big.kiln" -o "$work/out.folded"
+done
+go tool pprof -raw "$work/out.pb.gz" | awk -f "$fold" | awk '{s += $NF} END {printf "pprof written: %.0f as go tool pprof reads it\n", s}'
+awk '{s += $NF} END {printf "folded written: %.0f\n", s}' "$work/out.folded"
