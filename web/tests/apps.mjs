@@ -1,0 +1,147 @@
+// kiln's exports opened in the applications they are for, offline, in headless Chromium:
+//   node tests/apps.mjs FIXTURE_DIR [SCREENSHOT_DIR]
+// FIXTURE_DIR holds speedscope.expect.json (written by crates/cli/tests/apps.rs from kiln's
+// own recording: per thread its tid, total and each leaf function's self time, in ns) and
+// the file it names (kiln's speedscope export of that recording).
+//
+// speedscope: its released app from the `speedscope` npm package, served with the export
+// from 127.0.0.1 (speedscope refuses `#profileURL=` from file:// pages), loaded with
+// `#profileURL=…&view=sandwich`. The page must name the profile, count one profile per
+// thread, and its sandwich table (every function's total and self time, as speedscope
+// computed them from the file) must hold each thread's leaf functions with kiln's self
+// times and add up to kiln's thread totals. No request may leave 127.0.0.1.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { dirname, extname, join, normalize } from 'node:path';
+import { launch } from './chromium.mjs';
+
+const [dir, shots = dir] = process.argv.slice(2);
+if (!dir) {
+  console.error('usage: node tests/apps.mjs FIXTURE_DIR [SCREENSHOT_DIR]');
+  process.exit(2);
+}
+
+const speedscopeDir = join(dirname(createRequire(import.meta.url).resolve('speedscope/package.json')), 'dist/release');
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm', '.png': 'image/png', '.ico': 'image/x-icon', '.woff2': 'font/woff2' };
+
+/** A static server on 127.0.0.1: `/app/…` from `app`, `/data/…` from `data`. */
+async function serve(app, data) {
+  const server = http.createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
+    const [root, rest] = path.startsWith('/app/') ? [app, path.slice(5)] : path.startsWith('/data/') ? [data, path.slice(6)] : [null, ''];
+    const file = root && normalize(join(root, rest || 'index.html'));
+    if (!file || !file.startsWith(normalize(root))) {
+      res.writeHead(404).end();
+      return;
+    }
+    try {
+      const body = readFileSync(file);
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+/** speedscope's formatted times (`1.23ms`, `0.00ns`, `2.50s`, `12.00µs`) in ns. */
+function ns(text) {
+  const m = /^([\d.]+)(ns|µs|us|ms|s|min)$/.exec(text.trim());
+  assert.ok(m, `not a time: ${text}`);
+  const f = { ns: 1, µs: 1e3, us: 1e3, ms: 1e6, s: 1e9, min: 60e9 }[m[2]];
+  return Number(m[1]) * f;
+}
+
+/** Whether a shown value (rounded to 3 significant digits or 2 decimals) is `want`. */
+function near(shown, want, what) {
+  const tol = Math.max(0.006 * want, 10_000); // 2 decimals of ms, or 3 digits
+  assert.ok(Math.abs(shown - want) <= tol, `${what}: speedscope shows ${shown} ns, kiln has ${want} ns`);
+}
+
+const { context, close } = await launch();
+const server = await serve(speedscopeDir, dir);
+const errors = [];
+const outside = [];
+let step = 'start';
+try {
+  const expect = JSON.parse(readFileSync(join(dir, 'speedscope.expect.json'), 'utf8'));
+  const page = await context.newPage();
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(server.origin) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url());
+  });
+  step = 'speedscope loads the export';
+  await page.goto(`${server.origin}/app/index.html#profileURL=${encodeURIComponent('/data/' + expect.file)}&view=sandwich`);
+  await page.waitForFunction(() => / - speedscope$/.test(document.title), null, { timeout: 30000 });
+  assert.equal(await page.title(), `${expect.title} - speedscope`, 'the profile name');
+
+  // The toolbar names the shown profile and says "(i/N)".
+  const toolbar = async () => {
+    const text = await page.evaluate(() => document.body.innerText);
+    const m = /\n(.*) \((\d+)\/(\d+)\)\n/.exec(text);
+    assert.ok(m, `no profile selector in: ${text.slice(0, 400)}`);
+    return { name: m[1], index: Number(m[2]), count: Number(m[3]) };
+  };
+  const first = await toolbar();
+  assert.equal(first.count, expect.threads.length, 'one profile per thread');
+  // speedscope's profile selector lists every profile with its total weight.
+  const listed = await page.evaluate(() => [...document.querySelectorAll('tr[title]')].map((r) => [...r.querySelectorAll(':scope > td')].map((c) => c.innerText.trim())));
+  assert.equal(listed.length, expect.threads.length, `the profile selector lists one profile per thread: ${JSON.stringify(listed)}`);
+  for (const [, name, total] of listed) {
+    const thread = expect.threads.find((t) => name.endsWith(`(${t.tid})`));
+    assert.ok(thread, `${name}: no thread of the recording has this tid`);
+    near(ns(total), thread.totalNs, `the profile selector's total of ${name}`);
+  }
+
+  // speedscope opens on the file's active profile (kiln's heaviest); then each profile
+  // in turn from the first ('p' and 'n' are speedscope's keys for the previous and next).
+  const press = async (key, from) => {
+    await page.keyboard.press(key);
+    for (let t = 0; t < 100 && (await toolbar()).index === from; t++) await new Promise((r) => setTimeout(r, 50));
+  };
+  for (let i = first.index; i > 1; i--) await press('p', i);
+  const seen = new Set();
+  for (let k = 1; k <= first.count; k++) {
+    const bar = await toolbar();
+    assert.equal(bar.index, k, 'speedscope moves from profile to profile');
+    step = `profile ${bar.index}/${bar.count}: ${bar.name}`;
+    const thread = expect.threads.find((t) => bar.name.endsWith(`(${t.tid})`));
+    assert.ok(thread, `${bar.name}: no thread of the recording has this tid`);
+    assert.ok(bar.name.startsWith(`${expect.event}: ${thread.name}`), `${bar.name}: event and thread name`);
+    seen.add(thread.tid);
+    // The sandwich table: rows of total, self, name.
+    await page.waitForFunction(() => document.body.innerText.includes('Symbol Name'));
+    const rows = await page.evaluate(() =>
+      // The sandwich table's rows (the profile selector's rows carry a title).
+      [...document.querySelectorAll('tr:not([title])')].map((r) => [...r.querySelectorAll(':scope > td')].map((c) => c.innerText.trim())),
+    );
+    const table = rows.filter((r) => r.length >= 3).map(([total, self, name]) => ({ total: ns(total.split(' ')[0]), self: ns(self.split(' ')[0]), name }));
+    assert.ok(table.length > 0, `${step}: the sandwich table is empty`);
+    const self = new Map();
+    for (const r of table) self.set(r.name, (self.get(r.name) ?? 0) + r.self);
+    for (const [name, want] of Object.entries(thread.selfNs)) {
+      assert.ok(self.has(name), `${step}: ${name} is not in speedscope's table (${[...self.keys()].join(', ')})`);
+      near(self.get(name), want, `${step}: self time of ${name}`);
+    }
+    const sum = [...self.values()].reduce((a, b) => a + b, 0);
+    near(sum, thread.totalNs, `${step}: the thread's total (sum of self times)`);
+    for (const r of table) assert.ok(r.total >= r.self && r.total <= thread.totalNs * 1.006, `${step}: ${r.name}: total ${r.total} ns, self ${r.self} ns`);
+    console.log(`ok - speedscope: ${bar.name}: ${table.length} functions, total ${(sum / 1e6).toFixed(2)} ms (kiln ${(thread.totalNs / 1e6).toFixed(2)} ms)`);
+    await page.screenshot({ path: join(shots, `speedscope-${bar.index}.png`) });
+    if (k < first.count) await press('n', k);
+  }
+  assert.equal(seen.size, expect.threads.length, 'every thread shown once');
+  step = 'offline';
+  assert.deepEqual(outside, [], 'requests outside 127.0.0.1');
+  assert.deepEqual(errors, [], 'page errors');
+  console.log('all browser checks passed');
+} catch (e) {
+  console.error(`FAILED at ${step}: ${e.stack ?? e}`);
+  process.exitCode = 1;
+} finally {
+  await close();
+  await server.close();
+}
