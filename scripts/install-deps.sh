@@ -57,6 +57,13 @@ if ! command -v vegeta >/dev/null 2>&1 && [ ! -x "$HOME/go/bin/vegeta" ]; then
       echo "install-deps: vegeta could not be installed; bench/http will skip it" >&2
   fi
 fi
+# OpenTelemetry's Go bindings of the profiles signal (opentelemetry-proto v1.8.0), which
+# the OTLP export's test decodes kiln's files with (tests build offline, GOPROXY=off).
+if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
+  gobin=$(command -v go || echo /usr/local/go/bin/go)
+  (cd "$(dirname "$0")/../crates/formats/tests/otlpdecode" && GOTOOLCHAIN=local "$gobin" mod download) || \
+    echo "install-deps: the OTLP decoder's Go modules could not be downloaded; its test will fail" >&2
+fi
 if [ "${KILN_SKIP_FUZZ:-}" != 1 ] && ! cargo fuzz --version >/dev/null 2>&1; then
   echo "install-deps: installing cargo-fuzz from crates.io" >&2
   cargo install --locked --quiet cargo-fuzz

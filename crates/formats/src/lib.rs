@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod gecko;
+pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 
@@ -59,6 +60,8 @@ pub enum Format {
     Speedscope,
     /// The Firefox Profiler's processed profile format.
     Gecko,
+    /// OpenTelemetry's profiles signal (opentelemetry-proto v1.8.0, in development).
+    Otlp,
     /// An SVG flame graph.
     Svg,
     /// kiln's one-file HTML viewer.
@@ -186,6 +189,16 @@ pub const FORMATS: &[FormatInfo] = &[
         about: "the Firefox Profiler's processed format, per-thread samples with timestamps",
     },
     FormatInfo {
+        format: Format::Otlp,
+        name: "otlp",
+        aliases: &["otlp-profiles"],
+        extensions: &[".otlp.pb"],
+        read: false,
+        write: true,
+        multi: true,
+        about: "OpenTelemetry profiles: an ExportProfilesServiceRequest of opentelemetry-proto v1.8.0 (profiles/v1development, development status)",
+    },
+    FormatInfo {
         format: Format::Svg,
         name: "svg",
         aliases: &[],
@@ -285,6 +298,7 @@ pub const PROFILE_OUTPUTS: &[Format] = &[
     Format::Pprof,
     Format::Speedscope,
     Format::Gecko,
+    Format::Otlp,
 ];
 
 /// `formats` as `name (.ext, .ext)`, joined: for messages and `--help`.
@@ -1000,6 +1014,13 @@ pub fn write(
         Format::Gecko => {
             gecko::write(profiles, opts.title.as_deref().unwrap_or("kiln"), out).map_err(io)
         }
+        Format::Otlp => {
+            let o = otlp::WriteOptions {
+                time_nanos: opts.time_nanos,
+                comment: opts.title.clone(),
+            };
+            otlp::write(profiles, &o, out).map_err(io)
+        }
         other => Err(FormatError::NotHere {
             what: "a profile output".into(),
             format: other.name(),
@@ -1062,6 +1083,8 @@ mod tests {
         assert_eq!(of("X.PPROF").unwrap(), Format::Pprof);
         assert_eq!(of("x.folded").unwrap(), Format::Folded);
         assert_eq!(of("x.kiln").unwrap(), Format::Native);
+        assert_eq!(of("x.otlp.pb").unwrap(), Format::Otlp);
+        assert_eq!(of("x.OTLP.PB").unwrap(), Format::Otlp);
         let e = of("x.png").unwrap_err().to_string();
         assert!(
             e.contains("folded (.folded, .txt)") && e.contains("pprof (.pb.gz"),

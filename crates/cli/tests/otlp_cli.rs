@@ -1,0 +1,200 @@
+//! OTLP profiles out (`-o x.otlp.pb`, opentelemetry-proto v1.8.0), read back by the
+//! OpenTelemetry project's own Go bindings (`go.opentelemetry.io/proto/otlp/collector/
+//! profiles/v1development` v0.1.0, generated from that .proto) in
+//! crates/formats/tests/otlpdecode: a real recording's stacks, threads, values and
+//! sample times as kiln's own folded output and recording have them.
+#[path = "../../formats/tests/common/mod.rs"]
+mod common;
+use assert_cmd::Command;
+use common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn kiln() -> Command {
+    Command::cargo_bin("kiln").unwrap()
+}
+
+fn hot(dir: &Path) -> PathBuf {
+    let exe = dir.join("hot");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
+    let st = std::process::Command::new("cc")
+        .args(["-O2", "-fno-inline", "-o"])
+        .arg(&exe)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    exe
+}
+
+/// Builds and runs the Go decoder on `file`; its output.
+fn decode(dir: &Path, file: &Path) -> String {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../formats/tests/otlpdecode");
+    let bin = dir.join("otlpdecode");
+    let out = go()
+        .current_dir(&src)
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building otlpdecode (its modules come from scripts/install-deps.sh): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(&bin).arg(file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "otlpdecode {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn otlp_export_decodes_with_opentelemetrys_bindings() {
+    if !have_go() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let rec = dir.path().join("r.kiln");
+    // Two processes at once: several threads.
+    let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
+    kiln()
+        .args(["record", "-e", "cpu", "-o"])
+        .arg(&rec)
+        .args(["--", "sh", "-c"])
+        .arg(&script)
+        .assert()
+        .success();
+    let otlp = dir.path().join("r.otlp.pb");
+    kiln()
+        .args(["collapse", "-q"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(&otlp)
+        .assert()
+        .success();
+    let text = decode(dir.path(), &otlp);
+    let profiles: Vec<Vec<&str>> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("profile "))
+        .map(|l| l.split(' ').collect())
+        .collect();
+    assert_eq!(profiles.len(), 1, "one event, one profile: {text}");
+    let p = &profiles[0];
+    let kp = kiln_formats::read(Some(&rec), &Default::default())
+        .unwrap()
+        .collapsed
+        .profile;
+    let period = kp.event.sample_period_ns.unwrap();
+    assert_eq!(
+        &p[..4],
+        ["cpu-clock", "nanoseconds", "cpu-clock", "nanoseconds"]
+    );
+    assert_eq!(p[4], period.to_string(), "the period");
+    assert!(text.contains("scope kiln "), "{text}");
+    // Stacks: the same as kiln's folded output, values count × period.
+    let mut stacks: BTreeMap<String, i64> = BTreeMap::new();
+    let mut threads = BTreeSet::new();
+    let mut n = 0;
+    for l in text.lines().filter_map(|l| l.strip_prefix("stack ")) {
+        let mut f = l.split('\t');
+        let (thread, stack, v) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+        let v: i64 = v.parse().unwrap();
+        assert_eq!(v % period as i64, 0, "{l}: a whole number of samples");
+        *stacks.entry(stack.to_string()).or_default() += v / period as i64;
+        threads.insert(thread.to_string());
+        n += 1;
+    }
+    assert_eq!(p[7], n.to_string(), "sample count");
+    let out = kiln().args(["collapse", "-q"]).arg(&rec).output().unwrap();
+    assert!(out.status.success());
+    let folded = folded_map(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(stacks, folded, "stacks and counts as kiln's folded output");
+    // Threads: every recorded thread, by name and tid.
+    let want: BTreeSet<String> = kp
+        .threads
+        .iter()
+        .filter(|(id, _)| kp.samples.thread.contains(id))
+        .map(|(_, t)| format!("{}/{}", kp.strings.get_lossy(t.name), t.tid.unwrap()))
+        .collect();
+    assert!(want.len() >= 2, "{want:?}");
+    assert_eq!(threads, want, "threads as attributes");
+    // A .kiln file has no wall-clock time: no sample times, rather than wrong ones.
+    let stamps = |text: &str| -> usize {
+        text.lines()
+            .find_map(|l| l.strip_prefix("timestamps "))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(stamps(&text), 0, "no wall clock, no timestamps");
+    let (a, b) = kp.samples.time_range().unwrap();
+    assert_eq!(p[6], (b - a).to_string(), "the profile's duration");
+    // Straight from the recorder, which knows the wall clock: every sample's time, each
+    // within the profile's range (checked by the decoder).
+    let direct = dir.path().join("d.otlp.pb");
+    kiln()
+        .args(["record", "-e", "cpu", "-o"])
+        .arg(&direct)
+        .arg("--")
+        .arg(&exe)
+        .arg("0.2")
+        .assert()
+        .success();
+    let text = decode(dir.path(), &direct);
+    let samples: i64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("stack "))
+        .map(|l| l.rsplit_once('\t').unwrap().1.parse::<i64>().unwrap() / period as i64)
+        .sum();
+    assert!(samples > 0, "{text}");
+    assert_eq!(stamps(&text) as i64, samples, "one time per sample");
+    let start: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("profile "))
+        .unwrap()
+        .split(' ')
+        .nth(5)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        start > 1_600_000_000_000_000_000,
+        "a wall-clock start: {start}"
+    );
+}
+
+#[test]
+fn otlp_by_name_and_among_the_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let folded = dir.path().join("x.folded");
+    std::fs::write(&folded, "main;work 3\nmain;idle 1\n").unwrap();
+    let out = dir.path().join("x.bin");
+    kiln()
+        .args(["collapse", "-q", "--output-format", "otlp"])
+        .arg(&folded)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(!bytes.is_empty());
+    let e = kiln()
+        .args(["collapse", "-q"])
+        .arg(&folded)
+        .arg("-o")
+        .arg(dir.path().join("x.png"))
+        .output()
+        .unwrap();
+    assert!(!e.status.success());
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("otlp (.otlp.pb)"),
+        "{}",
+        String::from_utf8_lossy(&e.stderr)
+    );
+}
