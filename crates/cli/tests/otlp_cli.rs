@@ -198,3 +198,25 @@ fn otlp_by_name_and_among_the_outputs() {
         String::from_utf8_lossy(&e.stderr)
     );
 }
+
+#[test]
+fn an_otlp_file_given_as_input_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let folded = dir.path().join("x.folded");
+    std::fs::write(&folded, "main;work 3\nmain;idle 1\n").unwrap();
+    let out = dir.path().join("x.otlp.pb");
+    kiln()
+        .args(["collapse", "-q"])
+        .arg(&folded)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let e = kiln().args(["collapse", "-q"]).arg(&out).output().unwrap();
+    assert!(!e.status.success());
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        msg.contains("x.otlp.pb") && msg.contains("OTLP profiles request"),
+        "{msg}"
+    );
+}

@@ -745,7 +745,15 @@ fn read_pprof(
     data: &[u8],
     opts: &ReadOptions,
 ) -> Result<(Collapsed, Vec<String>), FormatError> {
-    let d = pprof::decode(name, data)?;
+    let d = pprof::decode(name, data).map_err(|e| match otlp::looks_like_otlp(data) {
+        // OTLP's request passes pprof's first-bytes test but not its decoder.
+        true => FormatError::Malformed {
+            name: name.to_string(),
+            format: "pprof",
+            why: "it is an OTLP profiles request (ExportProfilesServiceRequest), which kiln writes (-o x.otlp.pb) but does not read".into(),
+        },
+        false => e,
+    })?;
     let want = opts
         .sample_type
         .as_deref()

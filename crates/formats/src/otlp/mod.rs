@@ -306,6 +306,19 @@ pub fn to_request(
     }
 }
 
+/// Whether `data` decodes as an OTLP profiles request with a dictionary and profiles
+/// (for a clear error when one is given as an input).
+pub fn looks_like_otlp(data: &[u8]) -> bool {
+    <proto::ExportProfilesServiceRequest as prost::Message>::decode(data).is_ok_and(|r| {
+        r.dictionary
+            .as_ref()
+            .is_some_and(|d| d.string_table.first().is_some_and(String::is_empty))
+            && r.resource_profiles
+                .iter()
+                .any(|rp| rp.scope_profiles.iter().any(|sp| !sp.profiles.is_empty()))
+    })
+}
+
 /// Writes `profiles` as one OTLP `ExportProfilesServiceRequest` (protobuf bytes).
 pub fn write(
     profiles: &[Profile],
