@@ -329,3 +329,87 @@ pub fn write(
     out.write_all(&bytes)?;
     out.flush()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_model::{EventInfo, FrameKind};
+
+    #[test]
+    fn off_cpu_microseconds_as_nanoseconds_with_zero_entries_first() {
+        let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+        let t = p.thread(Some(7), Some(8), b"worker");
+        let main = p.frame(b"main", FrameKind::User);
+        let wait = p.frame(b"wait", FrameKind::User);
+        p.add_sample_path(&[main, wait], 5, 1_000, t);
+        p.add_sample_path(&[main, wait], 2, 3_000, t);
+        p.add_sample_path(&[main], 1, 2_000, t);
+        let opts = WriteOptions {
+            time_nanos: 1_700_000_000_000_000_000,
+            comment: Some("run".into()),
+        };
+        let r = to_request(std::slice::from_ref(&p), &opts);
+        let d = r.dictionary.as_ref().unwrap();
+        assert_eq!(d.string_table[0], "");
+        assert_eq!(d.stack_table[0], proto::Stack::default());
+        assert_eq!(d.location_table[0], proto::Location::default());
+        assert_eq!(d.function_table[0], proto::Function::default());
+        assert_eq!(d.attribute_table[0], proto::KeyValueAndUnit::default());
+        let prof = &r.resource_profiles[0].scope_profiles[0].profiles[0];
+        let st = prof.sample_type.unwrap();
+        assert_eq!(d.string_table[st.type_strindex as usize], "offcpu");
+        assert_eq!(d.string_table[st.unit_strindex as usize], "nanoseconds");
+        assert_eq!(prof.period_type, None, "no period for measured time");
+        // Two stacks; the first summed from two samples, in µs × 1000.
+        assert_eq!(prof.sample.len(), 2);
+        assert_eq!(prof.sample[0].values, [7_000]);
+        assert_eq!(prof.sample[1].values, [1_000]);
+        assert_eq!(
+            prof.sample[0].timestamps_unix_nano,
+            [1_700_000_000_000_000_000, 1_700_000_000_000_002_000]
+        );
+        assert_eq!(prof.time_unix_nano, 1_700_000_000_000_000_000);
+        assert_eq!(prof.duration_nano, 2_000);
+        // Leaf first.
+        let stack = &d.stack_table[prof.sample[0].stack_index as usize];
+        let names: Vec<&str> = stack
+            .location_indices
+            .iter()
+            .map(|&l| {
+                let f = d.location_table[l as usize].line[0].function_index;
+                d.string_table[d.function_table[f as usize].name_strindex as usize].as_str()
+            })
+            .collect();
+        assert_eq!(names, ["wait", "main"]);
+        let attrs: Vec<String> = prof.sample[0]
+            .attribute_indices
+            .iter()
+            .map(|&a| {
+                let kv = &d.attribute_table[a as usize];
+                format!(
+                    "{}={:?}",
+                    d.string_table[kv.key_strindex as usize],
+                    kv.value.as_ref().unwrap().value.as_ref().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            attrs,
+            [
+                "thread.name=StringValue(\"worker\")",
+                "thread.id=IntValue(8)",
+                "process.pid=IntValue(7)"
+            ]
+        );
+        // Without a wall clock, no sample times.
+        let r = to_request(&[p], &WriteOptions::default());
+        let prof = &r.resource_profiles[0].scope_profiles[0].profiles[0];
+        assert!(prof
+            .sample
+            .iter()
+            .all(|s| s.timestamps_unix_nano.is_empty()));
+        assert_eq!(prof.time_unix_nano, 0);
+        let bytes = prost::Message::encode_to_vec(&r);
+        assert!(looks_like_otlp(&bytes));
+    }
+}
