@@ -11,7 +11,7 @@
 // computed them from the file) must hold each thread's leaf functions with kiln's self
 // times and add up to kiln's thread totals. No request may leave 127.0.0.1.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, normalize } from 'node:path';
@@ -26,12 +26,17 @@ if (!dir) {
 const speedscopeDir = join(dirname(createRequire(import.meta.url).resolve('speedscope/package.json')), 'dist/release');
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm', '.png': 'image/png', '.ico': 'image/x-icon', '.woff2': 'font/woff2' };
 
-/** A static server on 127.0.0.1: `/app/…` from `app`, `/data/…` from `data`. */
-async function serve(app, data) {
+/**
+ * A static server on 127.0.0.1: `/app/…` from `app`, `/data/…` from `data`; with
+ * `fallback`, the app at the root too (the Firefox Profiler loads its files from `/`)
+ * and paths that are no file get its index.html (its routes, `/from-url/…/calltree/`).
+ */
+async function serve(app, data, fallback = false) {
   const server = http.createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
-    const [root, rest] = path.startsWith('/app/') ? [app, path.slice(5)] : path.startsWith('/data/') ? [data, path.slice(6)] : [null, ''];
-    const file = root && normalize(join(root, rest || 'index.html'));
+    const [root, rest] = path.startsWith('/data/') ? [data, path.slice(6)] : path.startsWith('/app/') ? [app, path.slice(5)] : fallback ? [app, path.slice(1)] : [null, ''];
+    let file = root && normalize(join(root, rest || 'index.html'));
+    if (fallback && root === app && file && !existsSync(file)) file = join(app, 'index.html');
     if (!file || !file.startsWith(normalize(root))) {
       res.writeHead(404).end();
       return;
@@ -59,6 +64,62 @@ function ns(text) {
 function near(shown, want, what) {
   const tol = Math.max(0.006 * want, 10_000); // 2 decimals of ms, or 3 digits
   assert.ok(Math.abs(shown - want) <= tol, `${what}: speedscope shows ${shown} ns, kiln has ${want} ns`);
+}
+
+/**
+ * The Firefox Profiler, when a build of it is given (`KILN_FIREFOX_PROFILER_DIST`: its
+ * `dist` directory; the app is not published on a package registry, so it is built from
+ * its source by hand): kiln's gecko export loaded with `/from-url/…`, every thread's
+ * inverted call tree (leaf functions and their sample counts, as the profiler computed
+ * them) compared with kiln's recording.
+ */
+async function firefoxProfiler(context) {
+  const dist = process.env.KILN_FIREFOX_PROFILER_DIST;
+  const expect = JSON.parse(readFileSync(join(dir, 'gecko.expect.json'), 'utf8'));
+  if (!dist) {
+    console.log('SKIPPED: Firefox Profiler: set KILN_FIREFOX_PROFILER_DIST to a build of it to load the gecko export there');
+    return;
+  }
+  const fx = await serve(dist, dir, true);
+  try {
+    const file = JSON.parse(readFileSync(join(dir, expect.file), 'utf8'));
+    const page = await context.newPage();
+    const problems = [];
+    // The profiler registers a service worker the build may lack (sw.js); nothing else may fail.
+    page.on('pageerror', (e) => /ServiceWorker/.test(e.message) || problems.push(e.message));
+    page.on('request', (r) => r.url().startsWith(fx.origin) || r.url().startsWith('data:') || r.url().startsWith('blob:') || problems.push(`request to ${r.url()}`));
+    const profileURL = encodeURIComponent(`${fx.origin}/data/${expect.file}`);
+    let total = 0;
+    for (const [i, t] of file.threads.entries()) {
+      step = `Firefox Profiler: thread ${i} (${t.name} ${t.tid})`;
+      const thread = expect.threads.find((x) => String(x.tid) === String(t.tid));
+      assert.ok(thread, `${step}: no such thread in the recording`);
+      await page.goto(`${fx.origin}/from-url/${profileURL}/calltree/?thread=${i}&invertCallstack`);
+      await page.waitForFunction(() => document.querySelector('.treeViewRowScrolledColumns[aria-level="1"]'), null, { timeout: 60000 });
+      assert.match(await page.title(), new RegExp(`Firefox Profiler`), step);
+      // Inverted, the first level is every leaf function with its self count.
+      const leaves = await page.evaluate(() => [...document.querySelectorAll('.treeViewRowScrolledColumns[aria-level="1"]')].map((r) => r.getAttribute('aria-label')));
+      const counts = new Map();
+      for (const label of leaves) {
+        const m = /^(.*), running count is (\d+) samples? \(/.exec(label);
+        assert.ok(m, `${step}: unexpected row ${label}`);
+        counts.set(m[1], (counts.get(m[1]) ?? 0) + Number(m[2]));
+      }
+      const want = new Map(Object.entries(thread.selfNs).map(([k, v]) => [k, v / expect.periodNs]));
+      assert.deepEqual(Object.fromEntries(counts), Object.fromEntries(want), `${step}: leaf functions and their samples`);
+      const sum = [...counts.values()].reduce((a, b) => a + b, 0);
+      assert.equal(sum, thread.totalNs / expect.periodNs, `${step}: the thread's samples`);
+      total += sum;
+      await page.screenshot({ path: join(shots, `firefox-profiler-${i}.png`) });
+      console.log(`ok - Firefox Profiler: thread ${t.name} (${t.tid}): ${counts.size} leaf functions, ${sum} samples`);
+    }
+    assert.equal(file.threads.length, expect.threads.length, 'one track per thread');
+    assert.deepEqual(problems, [], 'Firefox Profiler: page errors or requests outside 127.0.0.1');
+    console.log(`ok - Firefox Profiler: ${file.threads.length} threads, ${total} samples`);
+    await page.close();
+  } finally {
+    await fx.close();
+  }
 }
 
 const { context, close } = await launch();
@@ -134,6 +195,7 @@ try {
     if (k < first.count) await press('n', k);
   }
   assert.equal(seen.size, expect.threads.length, 'every thread shown once');
+  await firefoxProfiler(context);
   step = 'offline';
   assert.deepEqual(outside, [], 'requests outside 127.0.0.1');
   assert.deepEqual(errors, [], 'page errors');

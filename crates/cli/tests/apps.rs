@@ -60,11 +60,11 @@ fn expected(rec: &Path) -> serde_json::Value {
             })
         })
         .collect();
-    json!({ "event": p.event.name, "threads": threads })
+    json!({ "event": p.event.name, "periodNs": period, "threads": threads })
 }
 
 #[test]
-fn speedscope_opens_a_recording_exported_by_kiln() {
+fn speedscope_and_the_firefox_profiler_open_a_recording_exported_by_kiln() {
     let dir = tempfile::tempdir().unwrap();
     let exe = hot(dir.path());
     let rec = dir.path().join("r.kiln");
@@ -93,6 +93,22 @@ fn speedscope_opens_a_recording_exported_by_kiln() {
     expect["file"] = json!("r.speedscope.json");
     std::fs::write(
         dir.path().join("speedscope.expect.json"),
+        serde_json::to_vec_pretty(&expect).unwrap(),
+    )
+    .unwrap();
+    // The same recording for the Firefox Profiler (loaded there when a build of it is
+    // given: KILN_FIREFOX_PROFILER_DIST).
+    let gecko = dir.path().join("r.gecko.json");
+    kiln()
+        .args(["collapse", "-q"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(&gecko)
+        .assert()
+        .success();
+    expect["file"] = json!("r.gecko.json");
+    std::fs::write(
+        dir.path().join("gecko.expect.json"),
         serde_json::to_vec_pretty(&expect).unwrap(),
     )
     .unwrap();
