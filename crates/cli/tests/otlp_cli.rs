@@ -1,8 +1,10 @@
 //! OTLP profiles out (`-o x.otlp.pb`, opentelemetry-proto v1.8.0), read back by the
 //! OpenTelemetry project's own Go bindings (`go.opentelemetry.io/proto/otlp/collector/
 //! profiles/v1development` v0.1.0, generated from that .proto) in
-//! crates/formats/tests/otlpdecode: a real recording's stacks, threads, values and
-//! sample times as kiln's own folded output and recording have them.
+//! crates/formats/tests/otlpdecode, and by the OpenTelemetry Collector's data model
+//! (`go.opentelemetry.io/collector/pdata/pprofile` v0.136.0, what its OTLP receiver
+//! decodes a request with): a real recording's stacks, threads, values and sample times
+//! as kiln's own folded output and recording have them.
 #[path = "../../formats/tests/common/mod.rs"]
 mod common;
 use assert_cmd::Command;
@@ -111,6 +113,13 @@ fn otlp_export_decodes_with_opentelemetrys_bindings() {
         n += 1;
     }
     assert_eq!(p[7], n.to_string(), "sample count");
+    // The Collector's data model reads the same samples and total.
+    let total: i64 = stacks.values().sum::<i64>() * period as i64;
+    assert!(
+        text.lines()
+            .any(|l| l == format!("pdata profile 0 samples {n} total {total}")),
+        "the Collector's pdata disagrees: {text}"
+    );
     let out = kiln().args(["collapse", "-q"]).arg(&rec).output().unwrap();
     assert!(out.status.success());
     let folded = folded_map(&String::from_utf8(out.stdout).unwrap());

@@ -1,10 +1,13 @@
 // Decodes an OTLP profiles export (ExportProfilesServiceRequest, opentelemetry-proto
-// v1.8.0, profiles/v1development) with the OpenTelemetry project's own Go bindings and
-// prints what it holds, for kiln's tests to compare with kiln's own folded output:
+// v1.8.0, profiles/v1development) with the OpenTelemetry project's own Go bindings, and
+// with the OpenTelemetry Collector's data model (pdata pprofile v0.136.0, the first on
+// v1.8.0, as the Collector's OTLP receiver decodes a request), and prints what they
+// hold, for kiln's tests to compare with kiln's own folded output:
 //
 //	otlpdecode FILE
 //
-// prints `profile TYPE UNIT PERIOD_TYPE PERIOD_UNIT PERIOD START_NS DURATION_NS SAMPLES`
+// prints `pdata profile I samples N total T` per profile as pdata reads it, then
+// `profile TYPE UNIT PERIOD_TYPE PERIOD_UNIT PERIOD START_NS DURATION_NS SAMPLES`
 // per profile, `resource KEY=VALUE` per resource attribute, `scope NAME VERSION`, then
 // one `stack NAME/TID<TAB>root;…;leaf<TAB>VALUE` line per sample (the sample's
 // thread.name and thread.id attributes, frames by function name, root first) and `timestamps N` (the
@@ -17,6 +20,7 @@ import (
 	"os"
 	"strings"
 
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	collector "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
@@ -38,6 +42,27 @@ func main() {
 	var req collector.ExportProfilesServiceRequest
 	if err := proto.Unmarshal(data, &req); err != nil {
 		fail("%s: %v", os.Args[1], err)
+	}
+	// The OpenTelemetry Collector's own data model (pdata, as its OTLP receiver decodes
+	// a request): its sample count and every profile's total.
+	col := pprofileotlp.NewExportRequest()
+	if err := col.UnmarshalProto(data); err != nil {
+		fail("%s: the Collector's pdata: %v", os.Args[1], err)
+	}
+	for i := 0; i < col.Profiles().ResourceProfiles().Len(); i++ {
+		sps := col.Profiles().ResourceProfiles().At(i).ScopeProfiles()
+		for j := 0; j < sps.Len(); j++ {
+			for k := 0; k < sps.At(j).Profiles().Len(); k++ {
+				ss := sps.At(j).Profiles().At(k).Sample()
+				var total int64
+				for n := 0; n < ss.Len(); n++ {
+					for _, v := range ss.At(n).Values().AsRaw() {
+						total += v
+					}
+				}
+				fmt.Printf("pdata profile %d samples %d total %d\n", k, ss.Len(), total)
+			}
+		}
 	}
 	d := req.GetDictionary()
 	if d == nil {
