@@ -229,3 +229,151 @@ fn an_otlp_file_given_as_input_is_named_as_such() {
         "{msg}"
     );
 }
+
+/// The Collector scripts/install-deps.sh builds (`KILN_OTELCOL`, else
+/// `~/go/bin/otelcol-kiln`); `None` (and a note) when it is missing, a failure when the
+/// test suite requires every anchor.
+fn otelcol() -> Option<PathBuf> {
+    let path = std::env::var_os("KILN_OTELCOL").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join("go/bin/otelcol-kiln"),
+        PathBuf::from,
+    );
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("KILN_REQUIRE_ANCHORS").is_none(),
+        "the OpenTelemetry Collector ({}) is required: run scripts/install-deps.sh",
+        path.display()
+    );
+    eprintln!(
+        "SKIPPED: no OpenTelemetry Collector at {} (scripts/install-deps.sh builds it)",
+        path.display()
+    );
+    None
+}
+
+/// A collector started by the test, stopped by its PID when dropped.
+struct Collector(std::process::Child);
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// POSTs `body` to `http://127.0.0.1:port{path}`; the response's status line.
+fn post(port: u16, path: &str, body: &[u8]) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    s.write_all(body)?;
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp)?;
+    let text = String::from_utf8_lossy(&resp);
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+#[test]
+fn an_opentelemetry_collector_takes_kilns_profiles() {
+    let Some(bin) = otelcol() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let rec = dir.path().join("r.kiln");
+    let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
+    kiln()
+        .args(["record", "-e", "cpu", "-o"])
+        .arg(&rec)
+        .args(["--", "sh", "-c"])
+        .arg(&script)
+        .assert()
+        .success();
+    let otlp = dir.path().join("r.otlp.pb");
+    kiln()
+        .args(["collapse", "-q"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(&otlp)
+        .assert()
+        .success();
+    let kp = kiln_formats::read(Some(&rec), &Default::default())
+        .unwrap()
+        .collapsed
+        .profile;
+    // Samples of one stack and thread are one OTLP sample.
+    let records: BTreeSet<(u32, u32)> = (0..kp.samples.len())
+        .map(|i| (kp.samples.stack[i].0, kp.samples.thread[i].0))
+        .collect();
+    // The OTLP/HTTP receiver on a free port of 127.0.0.1, the debug exporter to its log.
+    let port = kiln_testkit::free_port().unwrap();
+    let config = dir.path().join("otelcol.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+             exporters:\n  debug:\n    verbosity: detailed\n\
+             service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [debug]\n  \
+             telemetry:\n    metrics:\n      level: none\n"
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("otelcol.log");
+    let col = Collector(
+        std::process::Command::new(&bin)
+            .arg("--config")
+            .arg(&config)
+            // Profiles are in development: the Collector takes them behind this gate.
+            .arg("--feature-gates=service.profilesSupport")
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let body = std::fs::read(&otlp).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        match post(port, "/v1development/profiles", &body) {
+            Ok(s) if !s.is_empty() => break s,
+            _ if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(200))
+            }
+            r => panic!(
+                "the collector did not answer: {r:?}\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            ),
+        }
+    };
+    assert!(
+        status.contains(" 200 "),
+        "{status}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // The debug exporter logs what the pipeline carried.
+    let want = format!("\"sample records\": {}", records.len());
+    let mut text = String::new();
+    while std::time::Instant::now() < deadline {
+        text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains(&want) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    drop(col);
+    assert!(
+        text.contains(&want),
+        "want {want} in the collector's log:\n{text}"
+    );
+    assert!(text.contains("\"resource profiles\": 1"), "{text}");
+    for name in ["hot", "sh"] {
+        assert!(
+            text.contains(&format!("-> thread.name: {name}")),
+            "thread {name} in the collector's log:\n{text}"
+        );
+    }
+}
