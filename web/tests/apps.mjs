@@ -101,9 +101,10 @@ async function firefoxProfiler(context) {
       const leaves = await page.evaluate(() => [...document.querySelectorAll('.treeViewRowScrolledColumns[aria-level="1"]')].map((r) => r.getAttribute('aria-label')));
       const counts = new Map();
       for (const label of leaves) {
-        const m = /^(.*), running count is (\d+) samples? \(/.exec(label);
+        // Counts are shown with thousands separators (`382,284 samples`).
+        const m = /^(.*), running count is ([\d,]+) samples? \(/.exec(label);
         assert.ok(m, `${step}: unexpected row ${label}`);
-        counts.set(m[1], (counts.get(m[1]) ?? 0) + Number(m[2]));
+        counts.set(m[1], (counts.get(m[1]) ?? 0) + Number(m[2].replaceAll(',', '')));
       }
       const want = new Map(Object.entries(thread.selfNs).map(([k, v]) => [k, v / expect.periodNs]));
       assert.deepEqual(Object.fromEntries(counts), Object.fromEntries(want), `${step}: leaf functions and their samples`);
