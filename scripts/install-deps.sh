@@ -57,6 +57,39 @@ if ! command -v vegeta >/dev/null 2>&1 && [ ! -x "$HOME/go/bin/vegeta" ]; then
       echo "install-deps: vegeta could not be installed; bench/http will skip it" >&2
   fi
 fi
+# OpenTelemetry's Go bindings of the profiles signal (opentelemetry-proto v1.8.0), which
+# the OTLP export's test decodes kiln's files with (tests build offline, GOPROXY=off).
+if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
+  gobin=$(command -v go || echo /usr/local/go/bin/go)
+  (cd "$(dirname "$0")/../crates/formats/tests/otlpdecode" && GOTOOLCHAIN=local "$gobin" mod download) || \
+    echo "install-deps: the OTLP decoder's Go modules could not be downloaded; its test will fail" >&2
+fi
+# An OpenTelemetry Collector (its OTLP receiver and debug exporter, v0.136.0: the first on
+# opentelemetry-proto v1.8.0), built with the Collector's own builder, for the test that
+# sends kiln's OTLP profiles to a real collector.
+otelcol_dest=${KILN_OTELCOL:-$HOME/go/bin/otelcol-kiln}
+if [ ! -x "$otelcol_dest" ] && { command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; }; then
+  gobin=$(command -v go || echo /usr/local/go/bin/go)
+  ocb=$(mktemp -d)
+  printf '%s\n' \
+    'dist:' \
+    '  name: otelcol-kiln' \
+    "  description: OpenTelemetry Collector receiving kiln's OTLP profiles in its tests" \
+    "  output_path: $ocb/dist" \
+    'receivers:' \
+    '  - gomod: go.opentelemetry.io/collector/receiver/otlpreceiver v0.136.0' \
+    'exporters:' \
+    '  - gomod: go.opentelemetry.io/collector/exporter/debugexporter v0.136.0' \
+    > "$ocb/manifest.yaml"
+  echo "install-deps: building an OpenTelemetry Collector v0.136.0 (a few minutes)" >&2
+  if GOTOOLCHAIN=local GOBIN="$ocb" "$gobin" install go.opentelemetry.io/collector/cmd/builder@v0.136.0 &&
+    (cd "$ocb" && PATH="$(dirname "$gobin"):$PATH" GOTOOLCHAIN=local ./builder --config manifest.yaml >/dev/null 2>&1); then
+    mkdir -p "$(dirname "$otelcol_dest")" && cp "$ocb/dist/otelcol-kiln" "$otelcol_dest"
+  else
+    echo "install-deps: the OpenTelemetry Collector could not be built; the OTLP collector test will fail" >&2
+  fi
+  rm -rf "$ocb"
+fi
 if [ "${KILN_SKIP_FUZZ:-}" != 1 ] && ! cargo fuzz --version >/dev/null 2>&1; then
   echo "install-deps: installing cargo-fuzz from crates.io" >&2
   cargo install --locked --quiet cargo-fuzz

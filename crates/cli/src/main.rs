@@ -21,13 +21,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Turn profiler output (perf script text, perf.data, folded, bpftrace/bcc, pprof, .kiln) into folded stacks or another format (pprof, speedscope, Firefox Profiler).
+    /// Turn profiler output (perf script text, perf.data, folded, bpftrace/bcc, pprof, .kiln) into folded stacks or another format (pprof, speedscope, Firefox Profiler, OTLP).
     Collapse(cmd::collapse::Args),
     /// Render folded stacks or a profile as an SVG flame graph (or an HTML viewer with -o x.html).
     Flamegraph(cmd::flamegraph::Args),
     /// Compare two profiles: differential folded stacks, a flame graph, and a table of changes.
     Diff(cmd::diff::Args),
-    /// Sample a live process (CPU, off-CPU, memory events) straight to a profile (.kiln, pprof, speedscope, Firefox Profiler) or flame graph.
+    /// Sample a live process (CPU, off-CPU, memory events) straight to a profile (.kiln, pprof, speedscope, Firefox Profiler, OTLP) or flame graph.
     Record(cmd::record::Args),
     /// Drive a load against a server (AMQP 0.9.1 with PerfTest's flags, MQTT with emqtt-bench's, HTTP/1.1 with wrk's).
     #[command(subcommand)]

@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod gecko;
+pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 
@@ -59,6 +60,8 @@ pub enum Format {
     Speedscope,
     /// The Firefox Profiler's processed profile format.
     Gecko,
+    /// OpenTelemetry's profiles signal (opentelemetry-proto v1.8.0, in development).
+    Otlp,
     /// An SVG flame graph.
     Svg,
     /// kiln's one-file HTML viewer.
@@ -186,6 +189,16 @@ pub const FORMATS: &[FormatInfo] = &[
         about: "the Firefox Profiler's processed format, per-thread samples with timestamps",
     },
     FormatInfo {
+        format: Format::Otlp,
+        name: "otlp",
+        aliases: &["otlp-profiles"],
+        extensions: &[".otlp.pb"],
+        read: false,
+        write: true,
+        multi: true,
+        about: "OpenTelemetry profiles: an ExportProfilesServiceRequest of opentelemetry-proto v1.8.0 (profiles/v1development, development status)",
+    },
+    FormatInfo {
         format: Format::Svg,
         name: "svg",
         aliases: &[],
@@ -285,6 +298,7 @@ pub const PROFILE_OUTPUTS: &[Format] = &[
     Format::Pprof,
     Format::Speedscope,
     Format::Gecko,
+    Format::Otlp,
 ];
 
 /// `formats` as `name (.ext, .ext)`, joined: for messages and `--help`.
@@ -731,7 +745,15 @@ fn read_pprof(
     data: &[u8],
     opts: &ReadOptions,
 ) -> Result<(Collapsed, Vec<String>), FormatError> {
-    let d = pprof::decode(name, data)?;
+    let d = pprof::decode(name, data).map_err(|e| match otlp::looks_like_otlp(data) {
+        // OTLP's request passes pprof's first-bytes test but not its decoder.
+        true => FormatError::Malformed {
+            name: name.to_string(),
+            format: "pprof",
+            why: "it is an OTLP profiles request (ExportProfilesServiceRequest), which kiln writes (-o x.otlp.pb) but does not read".into(),
+        },
+        false => e,
+    })?;
     let want = opts
         .sample_type
         .as_deref()
@@ -1000,6 +1022,13 @@ pub fn write(
         Format::Gecko => {
             gecko::write(profiles, opts.title.as_deref().unwrap_or("kiln"), out).map_err(io)
         }
+        Format::Otlp => {
+            let o = otlp::WriteOptions {
+                time_nanos: opts.time_nanos,
+                comment: opts.title.clone(),
+            };
+            otlp::write(profiles, &o, out).map_err(io)
+        }
         other => Err(FormatError::NotHere {
             what: "a profile output".into(),
             format: other.name(),
@@ -1062,6 +1091,8 @@ mod tests {
         assert_eq!(of("X.PPROF").unwrap(), Format::Pprof);
         assert_eq!(of("x.folded").unwrap(), Format::Folded);
         assert_eq!(of("x.kiln").unwrap(), Format::Native);
+        assert_eq!(of("x.otlp.pb").unwrap(), Format::Otlp);
+        assert_eq!(of("x.OTLP.PB").unwrap(), Format::Otlp);
         let e = of("x.png").unwrap_err().to_string();
         assert!(
             e.contains("folded (.folded, .txt)") && e.contains("pprof (.pb.gz"),

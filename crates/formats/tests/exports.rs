@@ -172,3 +172,175 @@ fn gecko_threads_hold_every_sample_with_its_time() {
     let total_ns: u64 = p.samples.weight.iter().sum();
     assert!(weight_us * 1000 <= total_ns && total_ns - weight_us * 1000 < 1000 * samples as u64);
 }
+
+/// The processed profile format at the version kiln writes (`preprocessedProfileVersion`
+/// 55, as samply's fxprof-processed-profile 0.8 writes it; the profiler upgrades it on
+/// import to its current version): every field the profiler's type declarations
+/// (`src/types/profile.js` at version 55) require, every table's columns as long as its
+/// `length`, and every index (into the string array, the func, frame, stack, resource
+/// and native symbol tables, the categories and their subcategories) in range.
+#[test]
+fn gecko_tables_are_complete_at_the_declared_version() {
+    let p = recording();
+    let v = export(&p, Format::Gecko);
+    let meta = &v["meta"];
+    assert_eq!(meta["preprocessedProfileVersion"], 55);
+    assert_eq!(meta["version"], 24, "the Gecko format version beside it");
+    for k in ["interval", "startTime", "processType", "product", "version"] {
+        assert!(!meta[k].is_null(), "meta.{k} is required");
+    }
+    assert!(
+        meta["markerSchema"].is_array(),
+        "meta.markerSchema is required"
+    );
+    let categories = meta["categories"].as_array().unwrap();
+    for c in categories {
+        assert!(c["name"].is_string() && c["color"].is_string(), "{c}");
+        assert!(!c["subcategories"].as_array().unwrap().is_empty(), "{c}");
+    }
+    assert!(v["libs"].is_array(), "libs is required");
+    let threads = v["threads"].as_array().unwrap();
+    assert!(!threads.is_empty());
+    // Every table: exactly these columns (besides `length`), each `length` long.
+    let table = |t: &Value, name: &str, columns: &[&str]| -> usize {
+        let tab = &t[name];
+        let n = u(&tab["length"]);
+        for c in columns {
+            let col = tab[c]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name}.{c} is required"));
+            assert_eq!(
+                col.len(),
+                n,
+                "{name}.{c} has {} rows, length {n}",
+                col.len()
+            );
+        }
+        n
+    };
+    let index = |x: &Value, len: usize, what: &str| {
+        let i = u(x);
+        assert!(i < len, "{what}: index {i} out of range (0..{len})");
+    };
+    let opt_index = |x: &Value, len: usize, what: &str| {
+        if !x.is_null() && x.as_i64() != Some(-1) {
+            index(x, len, what);
+        }
+    };
+    for t in threads {
+        for k in [
+            "processType",
+            "processStartupTime",
+            "registerTime",
+            "name",
+            "isMainThread",
+            "pid",
+            "tid",
+        ] {
+            assert!(!t[k].is_null(), "thread.{k} is required");
+        }
+        for k in ["processShutdownTime", "unregisterTime"] {
+            assert!(t.get(k).is_some(), "thread.{k} is required (may be null)");
+        }
+        assert!(t["pausedRanges"].is_array());
+        let strings = t["stringArray"].as_array().unwrap().len();
+        let nsamples = table(t, "samples", &["stack", "weight"]);
+        let st = table(t, "stackTable", &["frame", "prefix"]);
+        let fr = table(
+            t,
+            "frameTable",
+            &[
+                "address",
+                "inlineDepth",
+                "category",
+                "subcategory",
+                "func",
+                "nativeSymbol",
+                "innerWindowID",
+                "line",
+                "column",
+            ],
+        );
+        let fu = table(
+            t,
+            "funcTable",
+            &[
+                "name",
+                "isJS",
+                "relevantForJS",
+                "resource",
+                "fileName",
+                "lineNumber",
+                "columnNumber",
+            ],
+        );
+        let res = table(t, "resourceTable", &["lib", "name", "host", "type"]);
+        let ns = table(
+            t,
+            "nativeSymbols",
+            &["libIndex", "address", "name", "functionSize"],
+        );
+        let mk = table(
+            t,
+            "markers",
+            &["data", "name", "startTime", "endTime", "phase", "category"],
+        );
+        // Samples: times as deltas or absolute, a weight type the profiler knows.
+        let s = &t["samples"];
+        let times = s["timeDeltas"].as_array().or(s["time"].as_array()).unwrap();
+        assert_eq!(times.len(), nsamples, "one time per sample");
+        assert!(["samples", "tracing-ms", "bytes"].contains(&s["weightType"].as_str().unwrap()));
+        for x in s["stack"].as_array().unwrap() {
+            opt_index(x, st, "samples.stack");
+        }
+        for (i, (f, pre)) in t["stackTable"]["frame"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(t["stackTable"]["prefix"].as_array().unwrap())
+            .enumerate()
+        {
+            index(f, fr, "stackTable.frame");
+            opt_index(pre, i, "stackTable.prefix (an earlier stack)");
+        }
+        let ft = &t["frameTable"];
+        for i in 0..fr {
+            index(&ft["func"][i], fu, "frameTable.func");
+            opt_index(&ft["nativeSymbol"][i], ns, "frameTable.nativeSymbol");
+            let cat = &ft["category"][i];
+            if !cat.is_null() {
+                index(cat, categories.len(), "frameTable.category");
+                let subs = categories[u(cat)]["subcategories"]
+                    .as_array()
+                    .unwrap()
+                    .len();
+                opt_index(&ft["subcategory"][i], subs, "frameTable.subcategory");
+            }
+            assert!(ft["inlineDepth"][i].is_u64());
+        }
+        let fut = &t["funcTable"];
+        for i in 0..fu {
+            index(&fut["name"][i], strings, "funcTable.name");
+            opt_index(&fut["fileName"][i], strings, "funcTable.fileName");
+            opt_index(&fut["resource"][i], res, "funcTable.resource");
+            assert!(fut["isJS"][i].is_boolean() && fut["relevantForJS"][i].is_boolean());
+        }
+        for i in 0..res {
+            index(
+                &t["resourceTable"]["name"][i],
+                strings,
+                "resourceTable.name",
+            );
+        }
+        for i in 0..ns {
+            index(
+                &t["nativeSymbols"]["name"][i],
+                strings,
+                "nativeSymbols.name",
+            );
+        }
+        for i in 0..mk {
+            index(&t["markers"]["name"][i], strings, "markers.name");
+        }
+    }
+}

@@ -13,7 +13,8 @@ use std::process::ExitCode;
 /// sample: a summary on stderr says how many were read, kept and skipped, and why.
 /// `-o`'s extension (or --output-format) chooses the output: folded (default; .folded,
 /// .txt), kiln (.kiln), pprof (.pb.gz, .pprof, .pb uncompressed), speedscope
-/// (.speedscope.json), gecko (.gecko.json, the Firefox Profiler).
+/// (.speedscope.json), gecko (.gecko.json, the Firefox Profiler), otlp (.otlp.pb,
+/// OpenTelemetry profiles, opentelemetry-proto v1.8.0: a signal in development).
 ///
 /// Examples:
 ///   perf script | kiln collapse > out.folded
@@ -28,12 +29,12 @@ pub struct Args {
     pub input: Option<PathBuf>,
 
     /// Write to FILE (atomically) instead of standard output; its extension chooses the
-    /// format (.folded, .kiln, .pb.gz, .speedscope.json, .gecko.json).
+    /// format (.folded, .kiln, .pb.gz, .speedscope.json, .gecko.json, .otlp.pb).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
     /// Output format, whatever -o's name (or on standard output): folded, kiln, pprof,
-    /// speedscope, gecko.
+    /// speedscope, gecko, otlp.
     #[arg(long, value_name = "FORMAT")]
     pub output_format: Option<String>,
 

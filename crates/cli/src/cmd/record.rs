@@ -72,14 +72,15 @@ pub struct Args {
     /// Output file; its extension chooses the format: .folded (folded stacks), .svg (flame
     /// graph), .html (interactive viewer), .kiln (native profile keeping timestamps, threads
     /// and every event), .pb.gz/.pprof (pprof, for go tool pprof; .pb uncompressed),
-    /// .speedscope.json (speedscope), .gecko.json (Firefox Profiler). kiln, speedscope and
-    /// gecko files hold every event; with several events the others write one file per
+    /// .speedscope.json (speedscope), .gecko.json (Firefox Profiler), .otlp.pb (OpenTelemetry
+    /// profiles, opentelemetry-proto v1.8.0, development status). kiln, speedscope, gecko
+    /// and otlp files hold every event; with several events the others write one file per
     /// event (NAME.EVENT.EXT). Default: folded stacks to stdout (one event only).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
     /// Output format, whatever -o's name (or on standard output): folded, svg, html,
-    /// kiln, pprof, speedscope, gecko.
+    /// kiln, pprof, speedscope, gecko, otlp.
     #[arg(long, value_name = "FORMAT")]
     pub output_format: Option<String>,
 
@@ -148,6 +149,7 @@ pub const OUTPUTS: &[Format] = &[
     Format::Pprof,
     Format::Speedscope,
     Format::Gecko,
+    Format::Otlp,
 ];
 
 impl Args {

@@ -1,0 +1,379 @@
+//! OTLP profiles out (`-o x.otlp.pb`, opentelemetry-proto v1.8.0), read back by the
+//! OpenTelemetry project's own Go bindings (`go.opentelemetry.io/proto/otlp/collector/
+//! profiles/v1development` v0.1.0, generated from that .proto) in
+//! crates/formats/tests/otlpdecode, and by the OpenTelemetry Collector's data model
+//! (`go.opentelemetry.io/collector/pdata/pprofile` v0.136.0, what its OTLP receiver
+//! decodes a request with): a real recording's stacks, threads, values and sample times
+//! as kiln's own folded output and recording have them.
+#[path = "../../formats/tests/common/mod.rs"]
+mod common;
+use assert_cmd::Command;
+use common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn kiln() -> Command {
+    Command::cargo_bin("kiln").unwrap()
+}
+
+fn hot(dir: &Path) -> PathBuf {
+    let exe = dir.join("hot");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
+    let st = std::process::Command::new("cc")
+        .args(["-O2", "-fno-inline", "-o"])
+        .arg(&exe)
+        .arg(src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    exe
+}
+
+/// Builds and runs the Go decoder on `file`; its output.
+fn decode(dir: &Path, file: &Path) -> String {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../formats/tests/otlpdecode");
+    let bin = dir.join("otlpdecode");
+    let out = go()
+        .current_dir(&src)
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building otlpdecode (its modules come from scripts/install-deps.sh): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(&bin).arg(file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "otlpdecode {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn otlp_export_decodes_with_opentelemetrys_bindings() {
+    if !have_go() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let rec = dir.path().join("r.kiln");
+    // Two processes at once: several threads.
+    let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
+    kiln()
+        .args(["record", "-e", "cpu", "-o"])
+        .arg(&rec)
+        .args(["--", "sh", "-c"])
+        .arg(&script)
+        .assert()
+        .success();
+    let otlp = dir.path().join("r.otlp.pb");
+    kiln()
+        .args(["collapse", "-q"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(&otlp)
+        .assert()
+        .success();
+    let text = decode(dir.path(), &otlp);
+    let profiles: Vec<Vec<&str>> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("profile "))
+        .map(|l| l.split(' ').collect())
+        .collect();
+    assert_eq!(profiles.len(), 1, "one event, one profile: {text}");
+    let p = &profiles[0];
+    let kp = kiln_formats::read(Some(&rec), &Default::default())
+        .unwrap()
+        .collapsed
+        .profile;
+    let period = kp.event.sample_period_ns.unwrap();
+    assert_eq!(
+        &p[..4],
+        ["cpu-clock", "nanoseconds", "cpu-clock", "nanoseconds"]
+    );
+    assert_eq!(p[4], period.to_string(), "the period");
+    assert!(text.contains("scope kiln "), "{text}");
+    // Stacks: the same as kiln's folded output, values count × period.
+    let mut stacks: BTreeMap<String, i64> = BTreeMap::new();
+    let mut threads = BTreeSet::new();
+    let mut n = 0;
+    for l in text.lines().filter_map(|l| l.strip_prefix("stack ")) {
+        let mut f = l.split('\t');
+        let (thread, stack, v) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+        let v: i64 = v.parse().unwrap();
+        assert_eq!(v % period as i64, 0, "{l}: a whole number of samples");
+        *stacks.entry(stack.to_string()).or_default() += v / period as i64;
+        threads.insert(thread.to_string());
+        n += 1;
+    }
+    assert_eq!(p[7], n.to_string(), "sample count");
+    // The Collector's data model reads the same samples and total.
+    let total: i64 = stacks.values().sum::<i64>() * period as i64;
+    assert!(
+        text.lines()
+            .any(|l| l == format!("pdata profile 0 samples {n} total {total}")),
+        "the Collector's pdata disagrees: {text}"
+    );
+    let out = kiln().args(["collapse", "-q"]).arg(&rec).output().unwrap();
+    assert!(out.status.success());
+    let folded = folded_map(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(stacks, folded, "stacks and counts as kiln's folded output");
+    // Threads: every recorded thread, by name and tid.
+    let want: BTreeSet<String> = kp
+        .threads
+        .iter()
+        .filter(|(id, _)| kp.samples.thread.contains(id))
+        .map(|(_, t)| format!("{}/{}", kp.strings.get_lossy(t.name), t.tid.unwrap()))
+        .collect();
+    assert!(want.len() >= 2, "{want:?}");
+    assert_eq!(threads, want, "threads as attributes");
+    // A .kiln file has no wall-clock time: no sample times, rather than wrong ones.
+    let stamps = |text: &str| -> usize {
+        text.lines()
+            .find_map(|l| l.strip_prefix("timestamps "))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(stamps(&text), 0, "no wall clock, no timestamps");
+    let (a, b) = kp.samples.time_range().unwrap();
+    assert_eq!(p[6], (b - a).to_string(), "the profile's duration");
+    // Straight from the recorder, which knows the wall clock: every sample's time, each
+    // within the profile's range (checked by the decoder).
+    let direct = dir.path().join("d.otlp.pb");
+    kiln()
+        .args(["record", "-e", "cpu", "-o"])
+        .arg(&direct)
+        .arg("--")
+        .arg(&exe)
+        .arg("0.2")
+        .assert()
+        .success();
+    let text = decode(dir.path(), &direct);
+    let samples: i64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("stack "))
+        .map(|l| l.rsplit_once('\t').unwrap().1.parse::<i64>().unwrap() / period as i64)
+        .sum();
+    assert!(samples > 0, "{text}");
+    assert_eq!(stamps(&text) as i64, samples, "one time per sample");
+    let start: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("profile "))
+        .unwrap()
+        .split(' ')
+        .nth(5)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        start > 1_600_000_000_000_000_000,
+        "a wall-clock start: {start}"
+    );
+}
+
+#[test]
+fn otlp_by_name_and_among_the_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let folded = dir.path().join("x.folded");
+    std::fs::write(&folded, "main;work 3\nmain;idle 1\n").unwrap();
+    let out = dir.path().join("x.bin");
+    kiln()
+        .args(["collapse", "-q", "--output-format", "otlp"])
+        .arg(&folded)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(!bytes.is_empty());
+    let e = kiln()
+        .args(["collapse", "-q"])
+        .arg(&folded)
+        .arg("-o")
+        .arg(dir.path().join("x.png"))
+        .output()
+        .unwrap();
+    assert!(!e.status.success());
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("otlp (.otlp.pb)"),
+        "{}",
+        String::from_utf8_lossy(&e.stderr)
+    );
+}
+
+#[test]
+fn an_otlp_file_given_as_input_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let folded = dir.path().join("x.folded");
+    std::fs::write(&folded, "main;work 3\nmain;idle 1\n").unwrap();
+    let out = dir.path().join("x.otlp.pb");
+    kiln()
+        .args(["collapse", "-q"])
+        .arg(&folded)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let e = kiln().args(["collapse", "-q"]).arg(&out).output().unwrap();
+    assert!(!e.status.success());
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        msg.contains("x.otlp.pb") && msg.contains("OTLP profiles request"),
+        "{msg}"
+    );
+}
+
+/// The Collector scripts/install-deps.sh builds (`KILN_OTELCOL`, else
+/// `~/go/bin/otelcol-kiln`); `None` (and a note) when it is missing, a failure when the
+/// test suite requires every anchor.
+fn otelcol() -> Option<PathBuf> {
+    let path = std::env::var_os("KILN_OTELCOL").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join("go/bin/otelcol-kiln"),
+        PathBuf::from,
+    );
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("KILN_REQUIRE_ANCHORS").is_none(),
+        "the OpenTelemetry Collector ({}) is required: run scripts/install-deps.sh",
+        path.display()
+    );
+    eprintln!(
+        "SKIPPED: no OpenTelemetry Collector at {} (scripts/install-deps.sh builds it)",
+        path.display()
+    );
+    None
+}
+
+/// A collector started by the test, stopped by its PID when dropped.
+struct Collector(std::process::Child);
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// POSTs `body` to `http://127.0.0.1:port{path}`; the response's status line.
+fn post(port: u16, path: &str, body: &[u8]) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    s.write_all(body)?;
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp)?;
+    let text = String::from_utf8_lossy(&resp);
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+#[test]
+fn an_opentelemetry_collector_takes_kilns_profiles() {
+    let Some(bin) = otelcol() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let exe = hot(dir.path());
+    let rec = dir.path().join("r.kiln");
+    let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
+    kiln()
+        .args(["record", "-e", "cpu", "-o"])
+        .arg(&rec)
+        .args(["--", "sh", "-c"])
+        .arg(&script)
+        .assert()
+        .success();
+    let otlp = dir.path().join("r.otlp.pb");
+    kiln()
+        .args(["collapse", "-q"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(&otlp)
+        .assert()
+        .success();
+    let kp = kiln_formats::read(Some(&rec), &Default::default())
+        .unwrap()
+        .collapsed
+        .profile;
+    // Samples of one stack and thread are one OTLP sample.
+    let records: BTreeSet<(u32, u32)> = (0..kp.samples.len())
+        .map(|i| (kp.samples.stack[i].0, kp.samples.thread[i].0))
+        .collect();
+    // The OTLP/HTTP receiver on a free port of 127.0.0.1, the debug exporter to its log.
+    let port = kiln_testkit::free_port().unwrap();
+    let config = dir.path().join("otelcol.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+             exporters:\n  debug:\n    verbosity: detailed\n\
+             service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [debug]\n  \
+             telemetry:\n    metrics:\n      level: none\n"
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("otelcol.log");
+    let col = Collector(
+        std::process::Command::new(&bin)
+            .arg("--config")
+            .arg(&config)
+            // Profiles are in development: the Collector takes them behind this gate.
+            .arg("--feature-gates=service.profilesSupport")
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let body = std::fs::read(&otlp).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        match post(port, "/v1development/profiles", &body) {
+            Ok(s) if !s.is_empty() => break s,
+            _ if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(200))
+            }
+            r => panic!(
+                "the collector did not answer: {r:?}\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            ),
+        }
+    };
+    assert!(
+        status.contains(" 200 "),
+        "{status}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // The debug exporter logs what the pipeline carried.
+    let want = format!("\"sample records\": {}", records.len());
+    let mut text = String::new();
+    while std::time::Instant::now() < deadline {
+        text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains(&want) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    drop(col);
+    assert!(
+        text.contains(&want),
+        "want {want} in the collector's log:\n{text}"
+    );
+    assert!(text.contains("\"resource profiles\": 1"), "{text}");
+    for name in ["hot", "sh"] {
+        assert!(
+            text.contains(&format!("-> thread.name: {name}")),
+            "thread {name} in the collector's log:\n{text}"
+        );
+    }
+}

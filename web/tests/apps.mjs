@@ -1,0 +1,210 @@
+// kiln's exports opened in the applications they are for, offline, in headless Chromium:
+//   node tests/apps.mjs FIXTURE_DIR [SCREENSHOT_DIR]
+// FIXTURE_DIR holds speedscope.expect.json (written by crates/cli/tests/apps.rs from kiln's
+// own recording: per thread its tid, total and each leaf function's self time, in ns) and
+// the file it names (kiln's speedscope export of that recording).
+//
+// speedscope: its released app from the `speedscope` npm package, served with the export
+// from 127.0.0.1 (speedscope refuses `#profileURL=` from file:// pages), loaded with
+// `#profileURL=…&view=sandwich`. The page must name the profile, count one profile per
+// thread, and its sandwich table (every function's total and self time, as speedscope
+// computed them from the file) must hold each thread's leaf functions with kiln's self
+// times and add up to kiln's thread totals. No request may leave 127.0.0.1.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { dirname, extname, join, normalize } from 'node:path';
+import { launch } from './chromium.mjs';
+
+const [dir, shots = dir] = process.argv.slice(2);
+if (!dir) {
+  console.error('usage: node tests/apps.mjs FIXTURE_DIR [SCREENSHOT_DIR]');
+  process.exit(2);
+}
+
+const speedscopeDir = join(dirname(createRequire(import.meta.url).resolve('speedscope/package.json')), 'dist/release');
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm', '.png': 'image/png', '.ico': 'image/x-icon', '.woff2': 'font/woff2' };
+
+/**
+ * A static server on 127.0.0.1: `/app/…` from `app`, `/data/…` from `data`; with
+ * `fallback`, the app at the root too (the Firefox Profiler loads its files from `/`)
+ * and paths that are no file get its index.html (its routes, `/from-url/…/calltree/`).
+ */
+async function serve(app, data, fallback = false) {
+  const server = http.createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
+    const [root, rest] = path.startsWith('/data/') ? [data, path.slice(6)] : path.startsWith('/app/') ? [app, path.slice(5)] : fallback ? [app, path.slice(1)] : [null, ''];
+    let file = root && normalize(join(root, rest || 'index.html'));
+    if (fallback && root === app && file && !existsSync(file)) file = join(app, 'index.html');
+    if (!file || !file.startsWith(normalize(root))) {
+      res.writeHead(404).end();
+      return;
+    }
+    try {
+      const body = readFileSync(file);
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+/** speedscope's formatted times (`1.23ms`, `0.00ns`, `2.50s`, `12.00µs`) in ns. */
+function ns(text) {
+  const m = /^([\d.]+)(ns|µs|us|ms|s|min)$/.exec(text.trim());
+  assert.ok(m, `not a time: ${text}`);
+  const f = { ns: 1, µs: 1e3, us: 1e3, ms: 1e6, s: 1e9, min: 60e9 }[m[2]];
+  return Number(m[1]) * f;
+}
+
+/** Whether a shown value (rounded to 3 significant digits or 2 decimals) is `want`. */
+function near(shown, want, what) {
+  const tol = Math.max(0.006 * want, 10_000); // 2 decimals of ms, or 3 digits
+  assert.ok(Math.abs(shown - want) <= tol, `${what}: speedscope shows ${shown} ns, kiln has ${want} ns`);
+}
+
+/**
+ * The Firefox Profiler, when a build of it is given (`KILN_FIREFOX_PROFILER_DIST`: its
+ * `dist` directory; the app is not published on a package registry, so it is built from
+ * its source by hand): kiln's gecko export loaded with `/from-url/…`, every thread's
+ * inverted call tree (leaf functions and their sample counts, as the profiler computed
+ * them) compared with kiln's recording.
+ */
+async function firefoxProfiler(context) {
+  const dist = process.env.KILN_FIREFOX_PROFILER_DIST;
+  const expect = JSON.parse(readFileSync(join(dir, 'gecko.expect.json'), 'utf8'));
+  if (!dist) {
+    console.log('SKIPPED: Firefox Profiler: set KILN_FIREFOX_PROFILER_DIST to a build of it to load the gecko export there');
+    return;
+  }
+  const fx = await serve(dist, dir, true);
+  try {
+    const file = JSON.parse(readFileSync(join(dir, expect.file), 'utf8'));
+    const page = await context.newPage();
+    const problems = [];
+    // The profiler registers a service worker the build may lack (sw.js); nothing else may fail.
+    page.on('pageerror', (e) => /ServiceWorker/.test(e.message) || problems.push(e.message));
+    page.on('request', (r) => r.url().startsWith(fx.origin) || r.url().startsWith('data:') || r.url().startsWith('blob:') || problems.push(`request to ${r.url()}`));
+    const profileURL = encodeURIComponent(`${fx.origin}/data/${expect.file}`);
+    let total = 0;
+    for (const [i, t] of file.threads.entries()) {
+      step = `Firefox Profiler: thread ${i} (${t.name} ${t.tid})`;
+      const thread = expect.threads.find((x) => String(x.tid) === String(t.tid));
+      assert.ok(thread, `${step}: no such thread in the recording`);
+      await page.goto(`${fx.origin}/from-url/${profileURL}/calltree/?thread=${i}&invertCallstack`);
+      await page.waitForFunction(() => document.querySelector('.treeViewRowScrolledColumns[aria-level="1"]'), null, { timeout: 60000 });
+      assert.match(await page.title(), new RegExp(`Firefox Profiler`), step);
+      // Inverted, the first level is every leaf function with its self count.
+      const leaves = await page.evaluate(() => [...document.querySelectorAll('.treeViewRowScrolledColumns[aria-level="1"]')].map((r) => r.getAttribute('aria-label')));
+      const counts = new Map();
+      for (const label of leaves) {
+        // Counts are shown with thousands separators (`382,284 samples`).
+        const m = /^(.*), running count is ([\d,]+) samples? \(/.exec(label);
+        assert.ok(m, `${step}: unexpected row ${label}`);
+        counts.set(m[1], (counts.get(m[1]) ?? 0) + Number(m[2].replaceAll(',', '')));
+      }
+      const want = new Map(Object.entries(thread.selfNs).map(([k, v]) => [k, v / expect.periodNs]));
+      assert.deepEqual(Object.fromEntries(counts), Object.fromEntries(want), `${step}: leaf functions and their samples`);
+      const sum = [...counts.values()].reduce((a, b) => a + b, 0);
+      assert.equal(sum, thread.totalNs / expect.periodNs, `${step}: the thread's samples`);
+      total += sum;
+      await page.screenshot({ path: join(shots, `firefox-profiler-${i}.png`) });
+      console.log(`ok - Firefox Profiler: thread ${t.name} (${t.tid}): ${counts.size} leaf functions, ${sum} samples`);
+    }
+    assert.equal(file.threads.length, expect.threads.length, 'one track per thread');
+    assert.deepEqual(problems, [], 'Firefox Profiler: page errors or requests outside 127.0.0.1');
+    console.log(`ok - Firefox Profiler: ${file.threads.length} threads, ${total} samples`);
+    await page.close();
+  } finally {
+    await fx.close();
+  }
+}
+
+const { context, close } = await launch();
+const server = await serve(speedscopeDir, dir);
+const errors = [];
+const outside = [];
+let step = 'start';
+try {
+  const expect = JSON.parse(readFileSync(join(dir, 'speedscope.expect.json'), 'utf8'));
+  const page = await context.newPage();
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(server.origin) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url());
+  });
+  step = 'speedscope loads the export';
+  await page.goto(`${server.origin}/app/index.html#profileURL=${encodeURIComponent('/data/' + expect.file)}&view=sandwich`);
+  await page.waitForFunction(() => / - speedscope$/.test(document.title), null, { timeout: 30000 });
+  assert.equal(await page.title(), `${expect.title} - speedscope`, 'the profile name');
+
+  // The toolbar names the shown profile and says "(i/N)".
+  const toolbar = async () => {
+    const text = await page.evaluate(() => document.body.innerText);
+    const m = /\n(.*) \((\d+)\/(\d+)\)\n/.exec(text);
+    assert.ok(m, `no profile selector in: ${text.slice(0, 400)}`);
+    return { name: m[1], index: Number(m[2]), count: Number(m[3]) };
+  };
+  const first = await toolbar();
+  assert.equal(first.count, expect.threads.length, 'one profile per thread');
+  // speedscope's profile selector lists every profile with its total weight.
+  const listed = await page.evaluate(() => [...document.querySelectorAll('tr[title]')].map((r) => [...r.querySelectorAll(':scope > td')].map((c) => c.innerText.trim())));
+  assert.equal(listed.length, expect.threads.length, `the profile selector lists one profile per thread: ${JSON.stringify(listed)}`);
+  for (const [, name, total] of listed) {
+    const thread = expect.threads.find((t) => name.endsWith(`(${t.tid})`));
+    assert.ok(thread, `${name}: no thread of the recording has this tid`);
+    near(ns(total), thread.totalNs, `the profile selector's total of ${name}`);
+  }
+
+  // speedscope opens on the file's active profile (kiln's heaviest); then each profile
+  // in turn from the first ('p' and 'n' are speedscope's keys for the previous and next).
+  const press = async (key, from) => {
+    await page.keyboard.press(key);
+    for (let t = 0; t < 100 && (await toolbar()).index === from; t++) await new Promise((r) => setTimeout(r, 50));
+  };
+  for (let i = first.index; i > 1; i--) await press('p', i);
+  const seen = new Set();
+  for (let k = 1; k <= first.count; k++) {
+    const bar = await toolbar();
+    assert.equal(bar.index, k, 'speedscope moves from profile to profile');
+    step = `profile ${bar.index}/${bar.count}: ${bar.name}`;
+    const thread = expect.threads.find((t) => bar.name.endsWith(`(${t.tid})`));
+    assert.ok(thread, `${bar.name}: no thread of the recording has this tid`);
+    assert.ok(bar.name.startsWith(`${expect.event}: ${thread.name}`), `${bar.name}: event and thread name`);
+    seen.add(thread.tid);
+    // The sandwich table: rows of total, self, name.
+    await page.waitForFunction(() => document.body.innerText.includes('Symbol Name'));
+    const rows = await page.evaluate(() =>
+      // The sandwich table's rows (the profile selector's rows carry a title).
+      [...document.querySelectorAll('tr:not([title])')].map((r) => [...r.querySelectorAll(':scope > td')].map((c) => c.innerText.trim())),
+    );
+    const table = rows.filter((r) => r.length >= 3).map(([total, self, name]) => ({ total: ns(total.split(' ')[0]), self: ns(self.split(' ')[0]), name }));
+    assert.ok(table.length > 0, `${step}: the sandwich table is empty`);
+    const self = new Map();
+    for (const r of table) self.set(r.name, (self.get(r.name) ?? 0) + r.self);
+    for (const [name, want] of Object.entries(thread.selfNs)) {
+      assert.ok(self.has(name), `${step}: ${name} is not in speedscope's table (${[...self.keys()].join(', ')})`);
+      near(self.get(name), want, `${step}: self time of ${name}`);
+    }
+    const sum = [...self.values()].reduce((a, b) => a + b, 0);
+    near(sum, thread.totalNs, `${step}: the thread's total (sum of self times)`);
+    for (const r of table) assert.ok(r.total >= r.self && r.total <= thread.totalNs * 1.006, `${step}: ${r.name}: total ${r.total} ns, self ${r.self} ns`);
+    console.log(`ok - speedscope: ${bar.name}: ${table.length} functions, total ${(sum / 1e6).toFixed(2)} ms (kiln ${(thread.totalNs / 1e6).toFixed(2)} ms)`);
+    await page.screenshot({ path: join(shots, `speedscope-${bar.index}.png`) });
+    if (k < first.count) await press('n', k);
+  }
+  assert.equal(seen.size, expect.threads.length, 'every thread shown once');
+  await firefoxProfiler(context);
+  step = 'offline';
+  assert.deepEqual(outside, [], 'requests outside 127.0.0.1');
+  assert.deepEqual(errors, [], 'page errors');
+  console.log('all browser checks passed');
+} catch (e) {
+  console.error(`FAILED at ${step}: ${e.stack ?? e}`);
+  process.exitCode = 1;
+} finally {
+  await close();
+  await server.close();
+}
