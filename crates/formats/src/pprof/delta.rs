@@ -12,10 +12,11 @@ use std::collections::HashMap;
 /// What a subtraction met.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeltaStats {
-    /// Samples of the later profile kept (some value not zero after the subtraction).
+    /// Samples of the later profile kept (some value not zero after the subtraction;
+    /// samples of one meaning merged into one).
     pub kept: usize,
     /// Samples of the later profile whose values all became zero (nothing happened there
-    /// between the two fetches).
+    /// between the two fetches), samples of one meaning merged into one.
     pub unchanged: usize,
     /// Samples of the earlier profile with a non-zero cumulative value that the later one
     /// does not have (a cumulative profile never loses one; a restarted process does).
@@ -162,13 +163,31 @@ pub fn subtract(
             *a = a.saturating_add(*b);
         }
     }
+    // Samples of one meaning are merged first (as pprof merges before subtracting).
+    let mut merged: Vec<proto::Sample> = Vec::with_capacity(later.sample.len());
+    let mut keys: Vec<Key> = Vec::with_capacity(later.sample.len());
+    let mut at: HashMap<Key, usize> = HashMap::with_capacity(later.sample.len());
+    for (si, s) in later.sample.iter().enumerate() {
+        check(&rl, si, s)?;
+        let k = rl.key(si, s)?;
+        match at.get(&k) {
+            Some(&i) => {
+                for (a, b) in merged[i].value.iter_mut().zip(&s.value) {
+                    *a = a.saturating_add(*b);
+                }
+            }
+            None => {
+                at.insert(k.clone(), merged.len());
+                merged.push(s.clone());
+                keys.push(k);
+            }
+        }
+    }
     let mut stats = DeltaStats::default();
     let mut out = later.clone();
     out.sample.clear();
-    for (si, s) in later.sample.iter().enumerate() {
-        check(&rl, si, s)?;
-        let mut s = s.clone();
-        if let Some(b) = before.remove(&rl.key(si, &s)?) {
+    for (mut s, k) in merged.into_iter().zip(keys) {
+        if let Some(b) = before.remove(&k) {
             for (i, v) in s.value.iter_mut().enumerate() {
                 if sub[i] {
                     *v = v.saturating_sub(b[i]);
@@ -296,6 +315,18 @@ mod tests {
         let (_, st) = subtract("x", &base, &later, &|_| true).unwrap();
         assert_eq!(st.base_only, 1);
         assert_eq!(st.negative, 1);
+    }
+
+    #[test]
+    fn samples_of_one_meaning_are_merged_before_the_subtraction() {
+        let base = profile(&[(&["a"], [5, 0])], 0);
+        let later = profile(&[(&["a"], [4, 0]), (&["a"], [3, 1])], 0);
+        let (d, st) = subtract("x", &later, &base, &|t| t == "delay").unwrap();
+        assert_eq!(d.sample.len(), 1);
+        assert_eq!(d.sample[0].value, vec![2, 1]);
+        assert_eq!(st.kept, 1);
+        let (d, _) = subtract("x", &later, &later, &|_| true).unwrap();
+        assert!(d.sample.is_empty());
     }
 
     #[test]
