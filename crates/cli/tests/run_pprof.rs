@@ -79,6 +79,8 @@ fn a_go_servers_own_profiles_of_the_window_are_kept_beside_kilns() {
     .expect("go example starts");
     let base = server.url("/debug/pprof/");
     let dead = format!("http://127.0.0.1:{}/debug/pprof/", dead_port());
+    // The server is up but serves no pprof there: 404s.
+    let missing = server.url("/nope/");
     let window_s = 4u64;
     // The warm-up's contention happens before the window: the stored mutex and block
     // profiles must leave it out.
@@ -93,7 +95,7 @@ fn a_go_servers_own_profiles_of_the_window_are_kept_beside_kilns() {
             "3",
         ])
         .arg("--pprof")
-        .arg(format!("{base},{dead}"))
+        .arg(format!("{base},{dead},{missing}"))
         .arg("--report")
         .arg(&html)
         .args(["load", "http", "-c", "16", "-t", "1", "-d", "60s"])

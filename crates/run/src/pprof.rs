@@ -153,9 +153,18 @@ pub fn begin(urls: &[String], window: Duration) -> PprofSession {
     let started = Instant::now();
     let seconds = window.as_secs_f64().ceil().max(1.0) as u64;
     let several = urls.len() > 1;
+    let mut tags: Vec<String> = Vec::new();
     let targets = urls
         .iter()
         .map(|base| {
+            // host:port names a URL's profiles; two paths on one server get -2, -3….
+            let mut tag = host_tag(base);
+            let mut n = 2;
+            while tags.contains(&tag) {
+                tag = format!("{}-{n}", host_tag(base));
+                n += 1;
+            }
+            tags.push(tag.clone());
             let (tx, rx) = mpsc::channel();
             let cpu_url = format!("{base}profile?seconds={seconds}");
             let timeout = Duration::from_secs(seconds) + CPU_GRACE;
@@ -165,7 +174,7 @@ pub fn begin(urls: &[String], window: Duration) -> PprofSession {
             });
             Target {
                 base: base.clone(),
-                tag: several.then(|| host_tag(base)),
+                tag: several.then_some(tag),
                 cpu: rx,
                 start: Vec::new(),
             }
