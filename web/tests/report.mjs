@@ -418,7 +418,8 @@ try {
       assert.ok(own.profiles.some((p) => p.startsWith('cpu-clock')) && own.profiles.some((p) => p.startsWith('offcpu')), `kiln's: ${own.profiles}`);
       assert.ok(own.profiles.every((p) => !p.startsWith('pprof ')), `kiln's: ${own.profiles}`);
       assert.ok(theirs.profiles.length > 0 && theirs.profiles.every((p) => p.startsWith('pprof ')), `the target's: ${theirs.profiles}`);
-      assert.ok(theirs.profiles.some((p) => p.startsWith('pprof block delay')), `${theirs.profiles}`);
+      // Go's CPU profile faces kiln's CPU profile, Go's delays its off-CPU time.
+      assert.ok(theirs.profiles[0].startsWith('pprof cpu') && theirs.profiles[1].startsWith('pprof block delay'), `${theirs.profiles}`);
       // Side by side at the tests' 1280 px: the same top, the target's to the right.
       assert.ok(theirs.left >= own.right - 1 && Math.abs(theirs.top - own.top) < 2, `columns ${JSON.stringify(cols)}`);
       const origins = await page.$$eval('[data-origin=pprof] [data-ctrl=profile-origin]', (e) => e.map((x) => x.textContent));

@@ -316,6 +316,25 @@ impl PprofSession {
                 )),
             }
         }
+        // In the report's column, the CPU profile faces kiln's CPU profile and the delays
+        // face its off-CPU time; the rest follows.
+        let rank = |name: &str| {
+            let kinds = [
+                "cpu",
+                "block delay",
+                "mutex delay",
+                "block contentions",
+                "mutex contentions",
+                "heap",
+                "goroutine",
+            ];
+            let n = name.strip_prefix(EVENT_PREFIX).unwrap_or(name);
+            kinds
+                .iter()
+                .position(|k| n.starts_with(k))
+                .unwrap_or(kinds.len())
+        };
+        out.profiles.sort_by_key(|p| rank(&p.event.name));
         out
     }
 }
