@@ -81,8 +81,8 @@ pub struct Args {
     pub unwind: super::record::UnwindArg,
 
     /// A Go target's net/http/pprof index (comma-separated or repeated): during the
-    /// measurement kiln fetches profile?seconds=N (N: -d) and, at the window's start and
-    /// end, mutex, block, heap and goroutine; the run keeps what happened in the window
+    /// measurement kiln fetches profile?seconds=N (N: -d, rounded up), mutex, block and
+    /// heap at the window's start and end, and goroutine at its end; the run keeps what happened in the window
     /// (end minus start for the cumulative ones, as go tool pprof -base) as profiles named
     /// 'pprof cpu', 'pprof mutex delay'… and as .pb.gz attachments (kiln runs attachment).
     /// A fetch that fails is a warning, not a failed run.
