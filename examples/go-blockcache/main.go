@@ -9,6 +9,8 @@
 //	curl 'http://127.0.0.1:8080/query?city=17&days=30'
 //	curl http://127.0.0.1:8080/stats
 //	go tool pprof http://127.0.0.1:8080/debug/pprof/profile
+//	./go-blockcache -mutex-profile-fraction 1 -block-profile-rate 1   # and then:
+//	go tool pprof http://127.0.0.1:8080/debug/pprof/mutex
 package main
 
 import (
@@ -226,7 +228,11 @@ func main() {
 	days := flag.Int("days", 30, "default days per query")
 	dataPath := flag.String("data", "", "data file (default: a temporary file, removed at start)")
 	direct := flag.Bool("direct", true, "read blocks with O_DIRECT, so a miss waits for the device as a cold block does")
+	mutexFraction := flag.Int("mutex-profile-fraction", 0, "runtime.SetMutexProfileFraction: report 1 in N mutex contentions in /debug/pprof/mutex (0: none)")
+	blockRate := flag.Int("block-profile-rate", 0, "runtime.SetBlockProfileRate: sample blocking events of at least N ns in /debug/pprof/block (0: none)")
 	flag.Parse()
+	runtime.SetMutexProfileFraction(*mutexFraction)
+	runtime.SetBlockProfileRate(*blockRate)
 
 	bs := *blockKB * 1024
 	if bs < 4096 || bs%4096 != 0 {

@@ -1,6 +1,7 @@
 //! Any bytes given to kiln's pprof reader (gzipped or not): no panic; what decodes is
 //! written back as pprof (gzipped and not), kiln's output decodes again, and each of its
-//! sample types reads back to the total of the values written.
+//! sample types reads back to the total of the values written. A profile minus itself
+//! (`kiln run --pprof`'s deltas) leaves nothing; minus an empty base, itself.
 #![no_main]
 use kiln_formats::pprof;
 use libfuzzer_sys::fuzz_target;
@@ -11,6 +12,22 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert_eq!(decoded.profiles.len(), decoded.info.sample_types.len());
+    if let Ok(msg) = pprof::decode_message("fuzz.pb", data) {
+        if let Ok((d, st)) = pprof::subtract("fuzz.pb", &msg, &msg, &|_| true) {
+            // Saturated sums aside, a profile minus itself leaves nothing.
+            let huge = msg.sample.iter().any(|s| s.value.iter().any(|v| v.unsigned_abs() > 1 << 60));
+            assert!(huge || d.sample.is_empty(), "a profile minus itself");
+            assert_eq!(st.kept, d.sample.len());
+            let mut empty = msg.clone();
+            empty.sample.clear();
+            let (same, _) =
+                pprof::subtract("fuzz.pb", &msg, &empty, &|_| true).expect("an empty base");
+            assert!(same.sample.len() <= msg.sample.len());
+            let back = pprof::decode_message("fuzz-delta.pb", &pprof::encode_gz(&d))
+                .expect("a delta decodes");
+            assert_eq!(back.sample.len(), d.sample.len());
+        }
+    }
     for (i, p) in decoded.profiles.iter().enumerate() {
         let mut out = Vec::new();
         pprof::write(p, &Default::default(), i % 2 == 0, &mut out).expect("write to memory");

@@ -401,6 +401,42 @@ try {
     });
   }
 
+  // ---------------------------------------------------------------- a Go target's own pprof (kiln run --pprof)
+  if (existsSync(join(dir, 'pprof.html'))) {
+    page = await open('pprof.html');
+    await check('pprof: the target\'s own profiles in a column beside kiln\'s, marked as its own, not filtered by a window', async () => {
+      const cols = await page.$$eval('.r-pair > .r-profile-col', (e) =>
+        e.map((c) => {
+          const b = c.getBoundingClientRect();
+          return { left: b.left, right: b.right, top: b.top, origin: c.getAttribute('data-origin'), profiles: [...c.querySelectorAll('[data-profile]')].map((p) => p.querySelector('h3').textContent) };
+        }),
+      );
+      assert.equal(cols.length, 2, 'two columns');
+      const [own, theirs] = cols;
+      assert.equal(own.origin, null);
+      assert.equal(theirs.origin, 'pprof');
+      assert.ok(own.profiles.some((p) => p.startsWith('cpu-clock')) && own.profiles.some((p) => p.startsWith('offcpu')), `kiln's: ${own.profiles}`);
+      assert.ok(own.profiles.every((p) => !p.startsWith('pprof ')), `kiln's: ${own.profiles}`);
+      assert.ok(theirs.profiles.length > 0 && theirs.profiles.every((p) => p.startsWith('pprof ')), `the target's: ${theirs.profiles}`);
+      // Go's CPU profile faces kiln's CPU profile, Go's delays its off-CPU time.
+      assert.ok(theirs.profiles[0].startsWith('pprof cpu') && theirs.profiles[1].startsWith('pprof block delay'), `${theirs.profiles}`);
+      // Side by side at the tests' 1280 px: the same top, the target's to the right.
+      assert.ok(theirs.left >= own.right - 1 && Math.abs(theirs.top - own.top) < 2, `columns ${JSON.stringify(cols)}`);
+      const origins = await page.$$eval('[data-origin=pprof] [data-ctrl=profile-origin]', (e) => e.map((x) => x.textContent));
+      assert.equal(origins.length, theirs.profiles.length);
+      for (const o of origins) assert.match(o, /net\/http\/pprof endpoint \(http:\/\/127\.0\.0\.1:\d+\/debug\/pprof\//);
+      // Every flame graph is drawn; a window selects kiln's samples and leaves Go's whole.
+      assert.equal(await page.evaluate(() => window.__kiln.apps.length), own.profiles.length + theirs.profiles.length);
+      const m = await page.evaluate(() => window.__kilnReport.run.data.measure);
+      await page.evaluate((w) => window.__kilnReport.run.setWindow(w), [m.start, m.start + (m.end - m.start) / 4]);
+      await settle(page);
+      assert.match(await page.textContent('[data-profile] [data-ctrl=profile-window]'), /^Samples in /);
+      assert.deepEqual(await page.$$eval('[data-origin=pprof] [data-ctrl=profile-origin]', (e) => e.map((x) => x.textContent)), origins);
+      await shot(page, 'pprof');
+      await axe(page, 'pprof report');
+    });
+  }
+
   // ---------------------------------------------------------------- compare
   if (existsSync(join(dir, 'compare.html'))) {
     const ce = JSON.parse(readFileSync(join(dir, 'compare.expect.json'), 'utf8'));

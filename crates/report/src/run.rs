@@ -118,6 +118,9 @@ pub(crate) struct ProfileInfo {
     pub event: String,
     pub samples: usize,
     pub title: String,
+    /// Where a profile not recorded by kiln came from (the target's own pprof endpoint),
+    /// and what time it covers.
+    pub origin: Option<String>,
 }
 
 /// The run's part of the page.
@@ -564,6 +567,43 @@ pub(crate) fn timed_profiles(run: &RunData) -> Vec<Cow<'_, Profile>> {
         .collect()
 }
 
+/// What the report says of a profile `kiln run --pprof` fetched from the target: its
+/// endpoint (from the run's command line) and the time it covers; `None` for kiln's own.
+fn pprof_origin(m: &RunMeta, event: &str) -> Option<String> {
+    if !event.starts_with(kiln_run::pprof::EVENT_PREFIX) {
+        return None;
+    }
+    let mut urls = Vec::new();
+    let mut args = m.command_line.iter();
+    while let Some(a) = args.next() {
+        if a == "--pprof" {
+            urls.extend(args.next().cloned());
+        } else if let Some(v) = a.strip_prefix("--pprof=") {
+            urls.push(v.to_string());
+        }
+    }
+    let what = if event.starts_with("pprof cpu") {
+        "Go's CPU profile of the measurement window (profile?seconds=N from its start)"
+    } else if event.starts_with("pprof goroutine") {
+        "Go's goroutines at the end of the measurement window"
+    } else if event.contains("inuse") {
+        "Go's heap in use at the end of the measurement window"
+    } else {
+        "what Go counted during the measurement window (its end minus its start, as go tool pprof -base)"
+    };
+    let from = if urls.is_empty() {
+        "the target's own net/http/pprof endpoint".to_string()
+    } else {
+        format!(
+            "the target's own net/http/pprof endpoint ({})",
+            urls.join(", ")
+        )
+    };
+    Some(format!(
+        "From {from}: {what}. Go's profiles carry no time: a selected window does not filter them."
+    ))
+}
+
 /// The run's page model and its viewers.
 pub(crate) fn run_page<'a>(
     run: &'a RunData,
@@ -635,6 +675,7 @@ pub(crate) fn run_page<'a>(
             event: p.event.name.clone(),
             samples: p.samples.len(),
             title,
+            origin: pprof_origin(m, &p.event.name),
         });
     }
     let page = RunPage {

@@ -31,6 +31,9 @@
 //! * **Nothing is lost.** A target that exits, a load that fails or ends early, a recorder
 //!   that cannot start, a signal: the run is still returned, marked incomplete with the
 //!   reason ([`kiln_store::RunStatus`]), for the caller to store.
+//! * **The target's own view.** With [`RunOptions::pprof`], a Go target's CPU, mutex,
+//!   block, heap and goroutine profiles of the same window are fetched from its
+//!   `net/http/pprof` endpoint and kept beside kiln's ([`pprof`]).
 //! * **Protocol-neutral.** The orchestration knows loads only through [`Load`]: per-second
 //!   [`LoadTick`]s of named values with units and latency histograms.
 #![deny(missing_docs)]
@@ -41,6 +44,7 @@ mod exec;
 mod headline;
 mod meta;
 mod orchestrate;
+pub mod pprof;
 pub mod procfs;
 pub mod window;
 pub mod wrk;
@@ -172,6 +176,10 @@ pub struct RunOptions {
     pub command_line: Vec<String>,
     /// Resource sampling interval. Default: 1 s.
     pub sample_interval: Duration,
+    /// The target's `net/http/pprof` base URLs (`http://127.0.0.1:6060/debug/pprof/`),
+    /// as [`pprof::normalise_url`] gives them: its own profiles of the measurement window
+    /// are kept with the run. Default: none.
+    pub pprof: Vec<String>,
 }
 
 impl RunOptions {
@@ -192,6 +200,7 @@ impl RunOptions {
             warmup: Duration::ZERO,
             command_line: Vec::new(),
             sample_interval: Duration::from_secs(1),
+            pprof: Vec::new(),
         }
     }
 }

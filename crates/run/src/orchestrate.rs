@@ -291,7 +291,7 @@ pub fn run(
         last_progress: Instant::now(),
     };
 
-    let (recording, gate_opened) = std::thread::scope(|scope| {
+    let (recording, gate_opened, fetched) = std::thread::scope(|scope| {
         {
             let sampler = sampler.clone();
             let sampler_stop = sampler_stop.clone();
@@ -331,9 +331,14 @@ pub fn run(
             && !stop.is_raised()
             && gate.ready.is_raised()
             && !recorder.is_finished();
+        let mut fetched = None;
         if measuring {
             gate.go.raise();
+            // The target's own profiles of the same window, when asked for.
+            let session =
+                (!opts.pprof.is_empty()).then(|| crate::pprof::begin(&opts.pprof, opts.duration));
             pass.measure(&recorder, &rec_stop);
+            fetched = session.map(|s| s.finish(stop));
         } else {
             rec_stop.raise();
             gate.go.raise();
@@ -343,7 +348,7 @@ pub fn run(
         pass.finish_load(&load_stop);
         lock(&sampler).sample();
         sampler_stop.raise();
-        (rec, measuring)
+        (rec, measuring, fetched)
     });
     if pass.outcome.as_ref().is_some_and(|o| !o.started) && !pass.started {
         let o = pass.outcome.take().unwrap_or_default();
@@ -367,7 +372,7 @@ pub fn run(
         pass.reasons.insert(0, "interrupted".into());
     }
     let sampler = std::mem::replace(&mut *lock(&sampler), ProcSampler::new(&[], None));
-    Ok(build(
+    let mut data = build(
         opts,
         started_unix_ms,
         target,
@@ -377,7 +382,16 @@ pub fn run(
         sampler,
         rec,
         pass.reasons,
-    ))
+    );
+    if let Some(f) = fetched {
+        data.meta
+            .events
+            .extend(f.profiles.iter().map(|p| p.event.name.clone()));
+        data.profiles.extend(f.profiles);
+        data.attachments.extend(f.attachments);
+        data.meta.warnings.extend(f.warnings);
+    }
+    Ok(data)
 }
 
 fn validate(opts: &RunOptions) -> Result<(), RunError> {
@@ -391,6 +405,12 @@ fn validate(opts: &RunOptions) -> Result<(), RunError> {
         if !std::path::Path::new(&format!("/proc/{p}")).exists() {
             return Err(RunError::NoTarget(p));
         }
+    }
+    for u in &opts.pprof {
+        crate::pprof::normalise_url(u).map_err(|reason| RunError::Option {
+            flag: "--pprof",
+            reason,
+        })?;
     }
     if opts.duration.is_zero() {
         return Err(RunError::Option {

@@ -88,6 +88,8 @@ export interface ProfileInfo {
   event: string;
   samples: number;
   title: string;
+  /** Where a profile not recorded by kiln came from (the target's own pprof), or null. */
+  origin: string | null;
 }
 
 export interface RunPage {

@@ -26,6 +26,7 @@ use std::time::Duration;
 ///   kiln run --name before -p "$(pgrep -o beam.smp)" -e cpu,offcpu -d 30 --warmup 5 load amqp -x 1 -y 1 -r 20000
 ///   kiln run --name wrk-48 -p "$(pgrep -x myserver)" -d 30 exec -- wrk -c 48 -d 40 http://127.0.0.1:8080/q
 ///   kiln run --name aa --repeat 5 -p 4242 -d 10 load amqp -x 1 -y 1 -r 5000
+///   kiln run --name go -p "$(pgrep -x myserver)" -e cpu,offcpu -d 30 --pprof http://127.0.0.1:6060/debug/pprof/ load http -c 48 -d 60s http://127.0.0.1:8080/q
 #[derive(Debug, clap::Args)]
 #[command(subcommand_value_name = "LOAD", subcommand_help_heading = "Loads")]
 pub struct Args {
@@ -78,6 +79,16 @@ pub struct Args {
     /// Where user stacks are unwound (as kiln record --unwind).
     #[arg(long, value_enum, value_name = "WHERE", default_value = "auto")]
     pub unwind: super::record::UnwindArg,
+
+    /// A Go target's net/http/pprof index (comma-separated or repeated): during the
+    /// measurement kiln fetches profile?seconds=N (N: -d, rounded up), mutex, block and
+    /// heap at the window's start and end, and goroutine at its end; the run keeps what happened in the window
+    /// (end minus start for the cumulative ones, as go tool pprof -base) as profiles named
+    /// 'pprof cpu', 'pprof mutex delay'… and as .pb.gz attachments (kiln runs attachment).
+    /// A fetch that fails is a warning, not a failed run.
+    /// Example: --pprof http://127.0.0.1:6060/debug/pprof/
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+    pub pprof: Vec<String>,
 
     /// A note kept with the run (what changed).
     #[arg(long, value_name = "TEXT")]
@@ -264,6 +275,12 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         super::record::UnwindArg::Kernel => UnwindMode::Kernel,
         super::record::UnwindArg::Copy => UnwindMode::Copy,
     };
+    opts.pprof = args
+        .pprof
+        .iter()
+        .map(|u| kiln_run::pprof::normalise_url(u.trim()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!("--pprof {e}"))?;
     opts.note = args.note.clone();
     opts.tags = parse_tags(&args.tag)?;
     opts.command_line = std::env::args().collect();
@@ -300,6 +317,9 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         });
         progress.done();
         let mut run = run?;
+        for w in run.meta.warnings.iter().filter(|w| w.starts_with("pprof:")) {
+            eprintln!("warning: {w}");
+        }
         let id = store
             .save(&run)
             .with_context(|| format!("Cannot save the run in '{}'", store.location().display()))?;

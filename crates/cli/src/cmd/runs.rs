@@ -80,6 +80,21 @@ pub enum RunsCommand {
         #[arg(long, value_name = "FILE")]
         categories: Option<PathBuf>,
     },
+    /// Write a file kept with a run (a load's output, the target's pprof profiles) to FILE,
+    /// or list them (--list). Example: kiln runs attachment go pprof-mutex.pb.gz -o
+    /// mutex.pb.gz && go tool pprof -top mutex.pb.gz
+    Attachment {
+        /// The run (id or name; a name with --repeat runs: the latest of them).
+        run: String,
+        /// The attachment's name (kiln runs show lists them).
+        name: Option<String>,
+        /// The file to write (`-` for stdout).
+        #[arg(short, long, value_name = "FILE", required_unless_present = "list")]
+        output: Option<PathBuf>,
+        /// List the run's attachments.
+        #[arg(long, conflicts_with_all = ["name", "output"])]
+        list: bool,
+    },
     /// Add the runs of an exported file to the store.
     Import {
         /// Files written by kiln runs export.
@@ -313,6 +328,52 @@ pub fn run(args: Args) -> Result<ExitCode> {
             kiln_report::write_run_report_file(&store.load(last)?, &opts, &output)
                 .with_context(|| format!("Failed to write '{}'", output.display()))?;
             eprintln!("wrote {}", output.display());
+        }
+        Some(RunsCommand::Attachment {
+            run,
+            name,
+            output,
+            list,
+        }) => {
+            let store = args.store.open_existing()?;
+            let runs = resolve(&store, &run)?;
+            let last = runs.last().and_then(|m| m.id).context("run without id")?;
+            let data = store.load(last)?;
+            if list {
+                for a in &data.attachments {
+                    writeln!(out, "{}\t{}", a.name, a.data.len())?;
+                }
+            } else {
+                let name = name.context(
+                    "give the attachment's name (kiln runs attachment RUN --list lists them)",
+                )?;
+                let Some(a) = data.attachments.iter().find(|a| a.name == name) else {
+                    let names: Vec<&str> =
+                        data.attachments.iter().map(|a| a.name.as_str()).collect();
+                    bail!(
+                        "run #{last} has no attachment '{name}'; it has: {}",
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    );
+                };
+                let output = output.context("give -o FILE")?;
+                if output.as_os_str() == "-" {
+                    out.write_all(&a.data)?;
+                } else {
+                    if kiln_model::io::same_file(&output, store.location()) {
+                        bail!(
+                            "the output '{}' is the store itself; choose another -o",
+                            output.display()
+                        );
+                    }
+                    kiln_model::io::write_atomically(&output, |w| w.write_all(&a.data))
+                        .with_context(|| format!("Failed to write '{}'", output.display()))?;
+                    eprintln!("wrote {} ({} bytes)", output.display(), a.data.len());
+                }
+            }
         }
         Some(RunsCommand::Import { files }) => {
             let mut store = args.store.open()?;

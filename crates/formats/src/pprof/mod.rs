@@ -14,9 +14,11 @@
 //! with units), and the period. Messages are decoded by prost from the .proto's own
 //! field declarations ([`proto`]); malformed messages, truncated gzip data and indexes
 //! out of range are errors naming the file and what is wrong, never a panic.
+mod delta;
 pub mod proto;
 mod read;
 mod write;
 
+pub use delta::{encode_gz, subtract, DeltaStats};
 pub use read::{convert, decode, decode_message, inflate, sniff, Decoded, PprofInfo};
 pub use write::{to_message, write, WriteOptions};

@@ -186,12 +186,24 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
 
   const profileWindows: HTMLElement[] = [];
   const profiles = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-profiles' }, el('h2', { id: 'r-h-profiles', text: 'Flame graphs (they show the selected window)' }));
+  // kiln's own profiles; beside them, those of the target's own pprof endpoint (kiln run
+  // --pprof), which cover the same seconds but carry no time.
+  const own = el('div', { class: 'r-profile-col' });
+  const theirs = el('div', { class: 'r-profile-col', 'data-origin': 'pprof' });
   for (const p of r.profiles) {
     const mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(p.key)}"]`);
-    const w = el('div', { class: 'r-profile-window', 'data-ctrl': 'profile-window' });
-    profileWindows.push(w);
+    const w = el('div', { class: 'r-profile-window', 'data-ctrl': p.origin ? 'profile-origin' : 'profile-window' });
+    if (p.origin) setText(w, p.origin);
+    else profileWindows.push(w);
     const hid = `r-h-profile-${p.key}`;
-    profiles.append(el('section', { class: 'r-profile', 'data-profile': p.key, 'aria-labelledby': hid }, el('h3', { id: hid, text: `${p.event}: ${compact(p.samples)} samples` }), w, mount));
+    (p.origin ? theirs : own).append(el('section', { class: 'r-profile', 'data-profile': p.key, 'aria-labelledby': hid }, el('h3', { id: hid, text: `${p.event}: ${compact(p.samples)} samples` }), w, mount));
+  }
+  if (theirs.childElementCount) {
+    own.prepend(el('h3', { class: 'r-profile-col-head', text: 'Recorded by kiln' }));
+    theirs.prepend(el('h3', { class: 'r-profile-col-head', text: 'The target’s own pprof, same seconds' }));
+    profiles.append(el('div', { class: 'r-pair' }, own, theirs));
+  } else {
+    profiles.append(...own.childNodes);
   }
   if (!r.profiles.length) profiles.append(el('p', { text: 'This run recorded no profile.' }));
 

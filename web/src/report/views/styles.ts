@@ -47,6 +47,9 @@ body{background:var(--bg)}
 .r-profile{margin:14px 0}
 .r-profile>h3{font-size:14px;margin:0 0 4px}
 .r-profile-window{font-size:12px;color:var(--muted);margin-bottom:4px}
+.r-pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px;align-items:start}
+.r-profile-col{min-width:0}
+.r-profile-col-head{font-size:13px;margin:6px 0 0;color:var(--muted)}
 .r-table{border-collapse:collapse;font-size:12px;margin:6px 0}
 .r-table th,.r-table td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:right;white-space:nowrap}
 .r-table th:first-child,.r-table td:first-child{text-align:left;white-space:pre;max-width:520px;overflow:hidden;text-overflow:ellipsis}

@@ -1,0 +1,285 @@
+//! `kiln run --pprof`: a Go server's own profiles of the measurement window, fetched from
+//! its net/http/pprof endpoint, stored beside kiln's and shown in the report; `go tool
+//! pprof` as the oracle on the stored pprof bytes.
+#[path = "../../formats/tests/common/mod.rs"]
+mod common;
+use assert_cmd::Command;
+use common::*;
+use kiln_store::{RunData, SqliteStore, Store};
+use kiln_testkit::GoBlockCache;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn kiln(store: &Path) -> Command {
+    let mut c = Command::cargo_bin("kiln").unwrap();
+    c.env("KILN_STORE", store);
+    c
+}
+
+fn profile<'a>(run: &'a RunData, event: &str) -> &'a kiln_model::Profile {
+    run.profiles
+        .iter()
+        .find(|p| p.event.name == event)
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = run.profiles.iter().map(|p| p.event.name.as_str()).collect();
+            panic!("no profile '{event}' in {names:?}")
+        })
+}
+
+fn total(p: &kiln_model::Profile) -> u64 {
+    p.total_weight()
+}
+
+/// Folded stacks with each function name cut at its first space, as the oracle's reading
+/// of `go tool pprof -raw` cuts them (`HashTrieMap[go.shape.interface {},…]`).
+fn as_raw_names(m: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for (k, v) in m {
+        let k: Vec<&str> = k
+            .split(';')
+            .map(|f| f.split(' ').next().unwrap_or(f))
+            .collect();
+        *out.entry(k.join(";")).or_insert(0) += v;
+    }
+    out
+}
+
+/// A port nothing listens on.
+fn dead_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_go_servers_own_profiles_of_the_window_are_kept_beside_kilns() {
+    if !have_go() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    // The report goes where the browser checks (web/tests/report.mjs) look for it.
+    let pages = dir.path().join("pages");
+    std::fs::create_dir_all(&pages).unwrap();
+    let html = pages.join("pprof.html");
+    // Every contention and every blocking event recorded: Go's mutex and block profiles.
+    let mut server = GoBlockCache::start(
+        4.0,
+        &[
+            "-data-mb",
+            "64",
+            "-mutex-profile-fraction",
+            "1",
+            "-block-profile-rate",
+            "1",
+        ],
+    )
+    .expect("go example starts");
+    let base = server.url("/debug/pprof/");
+    let dead = format!("http://127.0.0.1:{}/debug/pprof/", dead_port());
+    // The server is up but serves no pprof there: 404s.
+    let missing = server.url("/nope/");
+    let window_s = 4u64;
+    // The warm-up's contention happens before the window: the stored mutex and block
+    // profiles must leave it out.
+    let out = kiln(&db)
+        .args(["run", "--name", "pp", "-p", &server.pid().to_string()])
+        .args([
+            "-e",
+            "cpu,offcpu",
+            "-d",
+            &window_s.to_string(),
+            "--warmup",
+            "3",
+        ])
+        .arg("--pprof")
+        .arg(format!("{base},{dead},{missing}"))
+        .arg("--report")
+        .arg(&html)
+        .args(["load", "http", "-c", "16", "-t", "1", "-d", "60s"])
+        .arg(server.url("/query?city={rand:0-255}"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kiln run failed: {stderr}");
+    // What Go counted since the server started, fetched after the run.
+    let since_start = |kind: &str| {
+        let f = dir.path().join(format!("{kind}-absolute.pb.gz"));
+        let o = go()
+            .args(["tool", "pprof", "-proto", "-output"])
+            .arg(&f)
+            .arg(server.url(&format!("/debug/pprof/{kind}")))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        raw(&f)
+    };
+    let mutex_absolute = since_start("mutex");
+    let block_absolute = since_start("block");
+    server.stop();
+
+    let store = SqliteStore::open_existing(&db).unwrap();
+    let id = store.list().unwrap()[0].id.unwrap();
+    let run = store.load(id).unwrap();
+    let m = &run.meta;
+    assert!(m.status.complete, "{:?}", m.status);
+    let tag = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .replace(':', "_");
+    let ev = |e: &str| format!("pprof {e} ({tag})");
+
+    // The unreachable endpoint: warnings naming it, in the run and on stderr; nothing else lost.
+    let dead_warnings: Vec<&String> = m.warnings.iter().filter(|w| w.contains(&dead)).collect();
+    assert_eq!(dead_warnings.len(), 5, "{:#?}", m.warnings);
+    assert!(
+        dead_warnings.iter().all(|w| w.contains("refused")),
+        "{dead_warnings:#?}"
+    );
+    assert!(
+        stderr.contains(&format!("warning: pprof: {dead}mutex")),
+        "{stderr}"
+    );
+    assert!(
+        !m.warnings
+            .iter()
+            .any(|w| w.contains(&base) && w.contains("window's")),
+        "{:#?}",
+        m.warnings
+    );
+
+    // Every stored profile is what go tool pprof reads in its stored bytes, stack by stack.
+    let names: Vec<String> = run.attachments.iter().map(|a| a.name.clone()).collect();
+    for kind in ["cpu", "mutex", "block", "heap", "goroutine"] {
+        let name = format!("pprof-{tag}-{kind}.pb.gz");
+        assert!(names.contains(&name), "no attachment {name} in {names:?}");
+        let file = dir.path().join(&name);
+        kiln(&db)
+            .args(["runs", "attachment", "pp", &name, "-o"])
+            .arg(&file)
+            .assert()
+            .success();
+        let r = raw(&file);
+        let types: &[(&str, &str)] = match kind {
+            "cpu" => &[("cpu", "cpu")],
+            "mutex" => &[
+                ("mutex delay", "delay"),
+                ("mutex contentions", "contentions"),
+            ],
+            "block" => &[
+                ("block delay", "delay"),
+                ("block contentions", "contentions"),
+            ],
+            "heap" => &[
+                ("heap alloc space", "alloc_space"),
+                ("heap inuse space", "inuse_space"),
+            ],
+            _ => &[("goroutine", "goroutine")],
+        };
+        for (event, ty) in types {
+            let p = profile(&run, &ev(event));
+            let mut oracle = r.folded(r.index(ty));
+            // A goroutine without a stack (Go lists one at times) has no flame to be in:
+            // kiln counts it in a warning instead.
+            if oracle.remove("").is_some() {
+                assert!(
+                    m.warnings
+                        .iter()
+                        .any(|w| w.contains(&base) && w.contains(&format!("'{ty}'"))),
+                    "{:#?}",
+                    m.warnings
+                );
+            }
+            assert_eq!(
+                as_raw_names(&profile_folded(p)),
+                oracle,
+                "{event}: kiln and go tool pprof -raw"
+            );
+            assert!(total(p) > 0, "{event} is empty");
+        }
+    }
+
+    // Mutex and block: the window only (end minus start), not since the server started.
+    for (kind, absolute) in [("mutex", &mutex_absolute), ("block", &block_absolute)] {
+        let delay = total(profile(&run, &ev(&format!("{kind} delay")))) as i64;
+        let all = absolute.total(absolute.index("delay"), &[]);
+        assert!(
+            delay < all,
+            "{kind}: the window's delay {delay} ns is not less than the process's {all} ns"
+        );
+        let n = total(profile(&run, &ev(&format!("{kind} contentions")))) as i64;
+        let all_n = absolute.total(absolute.index("contentions"), &[]);
+        assert!(
+            n < all_n,
+            "{kind}: {n} contentions in the window, {all_n} in all"
+        );
+    }
+    // The block profile says what the seed's engineer was looking for: goroutines waiting
+    // for the block cache's mutex.
+    let block = profile_folded(profile(&run, &ev("block delay")));
+    let on_lock: i64 = block
+        .iter()
+        .filter(|(s, _)| s.contains("blockCache") && s.contains("sync.(*Mutex).Lock"))
+        .map(|(_, v)| v)
+        .sum();
+    let all: i64 = block.values().sum();
+    assert!(on_lock * 2 > all, "the cache's lock: {on_lock} of {all} ns");
+
+    // kiln's off-CPU view of the same seconds sees the same wait: time blocked under the
+    // cache's get (the lock, or the read made while holding it).
+    let offcpu = profile_folded(profile(&run, "offcpu"));
+    assert!(
+        offcpu.keys().any(|s| s.contains("blockCache")),
+        "kiln's off-CPU profile has the block cache"
+    );
+
+    // Go's CPU profile covers the window: no more CPU time than the machine's CPUs had in
+    // it, and of the order of what /proc says the target used.
+    let cpu_ns = total(profile(&run, &ev("cpu"))) as f64;
+    let window_ns = m.measure.seconds() * 1e9;
+    assert!(
+        cpu_ns <= window_ns * f64::from(m.cpus) * 1.1,
+        "{cpu_ns} ns of CPU in {window_ns} ns on {} CPUs",
+        m.cpus
+    );
+    let proc_ns = m.headline.target_cpu_s.unwrap() * 1e9;
+    assert!(
+        cpu_ns > proc_ns * 0.3 && cpu_ns < proc_ns * 1.3,
+        "Go's CPU profile {cpu_ns} ns, /proc {proc_ns} ns"
+    );
+    let cpu_raw = raw(&dir.path().join(format!("pprof-{tag}-cpu.pb.gz")));
+    assert!(cpu_raw.total(cpu_raw.index("cpu"), &[]) > 0);
+
+    // The report shows them, beside kiln's, saying where they come from: in headless
+    // Chromium, as a reader sees the page.
+    let page = std::fs::read_to_string(&html).unwrap();
+    for e in ["cpu", "mutex delay", "block delay", "goroutine"] {
+        assert!(page.contains(&ev(e)), "the report lacks '{}'", ev(e));
+    }
+    kiln_testkit::run_browser_checks("report.mjs", &pages);
+}
+
+#[test]
+fn bad_pprof_urls_and_names_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let pid = std::process::id().to_string();
+    let out = kiln(&db)
+        .args(["run", "-p", &pid, "-d", "1", "--pprof", "localhost:6060"])
+        .args(["exec", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--pprof") && e.contains("localhost:6060"), "{e}");
+    // No such run, no such attachment: errors that say what there is.
+    let out = kiln(&db)
+        .args(["runs", "attachment", "nothing", "x", "-o", "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}

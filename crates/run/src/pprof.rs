@@ -1,0 +1,446 @@
+//! `kiln run --pprof URL`: the target's own Go profiles (`net/http/pprof`) of the
+//! measurement window, kept beside kiln's.
+//!
+//! When the measurement starts, for each base URL (`http://127.0.0.1:6060/debug/pprof/`):
+//! `profile?seconds=N` is requested (N: the window's length, so Go's CPU profile covers
+//! the seconds kiln records), and `mutex`, `block` and `heap` are fetched; when it ends,
+//! they are fetched again with `goroutine`. Mutex and block profiles and the heap's
+//! `alloc_*` values count from the process's start, so the run keeps the end minus the
+//! start (`go tool pprof -base`); `inuse_*` and goroutines are the end's.
+//!
+//! Each profile is kept twice: decoded, one kiln profile per sample type (`pprof mutex
+//! delay`, in its own unit), and as pprof bytes (an attachment, `pprof-mutex.pb.gz`) for
+//! `go tool pprof`. Every fetch is bounded (a timeout, a maximum size); one that fails (the
+//! server is down, the endpoint is not enabled, the body is not a profile) is a warning of
+//! the run naming the URL and why, never a failed run.
+use kiln_formats::pprof::{self, proto};
+use kiln_model::stop::Stop;
+use kiln_model::Profile;
+use kiln_store::Attachment;
+use std::io::Read;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How the names of the profiles fetched from a target begin (`pprof cpu`, `pprof mutex
+/// delay`): the report marks them by it as the target's own.
+pub const EVENT_PREFIX: &str = "pprof ";
+
+/// The largest profile body read (a Go heap profile of a big service is a few MB).
+const MAX_BODY: u64 = 64 << 20;
+/// Time allowed for one snapshot (mutex, block, heap, goroutine).
+const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time allowed beyond its N seconds for the CPU profile.
+const CPU_GRACE: Duration = Duration::from_secs(15);
+
+/// What the fetches of one run gave.
+#[derive(Debug, Default)]
+pub struct PprofResult {
+    /// Decoded profiles, one per sample type kept.
+    pub profiles: Vec<Profile>,
+    /// The pprof bytes (deltas re-encoded).
+    pub attachments: Vec<Attachment>,
+    /// What failed or looked wrong, each naming its URL.
+    pub warnings: Vec<String>,
+}
+
+/// Whether a sample type (`delay`, `alloc_space`) counts from the process's start.
+type Cumulative = fn(&str) -> bool;
+
+/// The snapshot profiles and which of their sample types count from the process's start.
+const SNAPSHOTS: &[(&str, Cumulative)] = &[
+    ("mutex", |_| true),
+    ("block", |_| true),
+    ("heap", |t| t.starts_with("alloc_")),
+];
+
+/// Checks a `--pprof` base URL and gives it a trailing `/`.
+pub fn normalise_url(url: &str) -> Result<String, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("'{url}': give an http:// URL of a net/http/pprof index (http://127.0.0.1:6060/debug/pprof/)"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("'{url}': no host"));
+    }
+    if url.contains(['?', '#']) {
+        return Err(format!(
+            "'{url}': give the index's URL, without a query (kiln adds profile?seconds=N)"
+        ));
+    }
+    let mut u = url.to_string();
+    if !rest.contains('/') {
+        u.push_str("/debug/pprof/");
+    } else if !u.ends_with('/') {
+        u.push('/');
+    }
+    Ok(u)
+}
+
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .new_agent()
+}
+
+/// GETs `url`: the body of a 200 answer, at most [`MAX_BODY`] bytes, else why not.
+fn get(url: &str, timeout: Duration) -> Result<Vec<u8>, String> {
+    let resp = agent(timeout).get(url).call().map_err(|e| e.to_string())?;
+    let status = resp.status();
+    let mut body = Vec::new();
+    resp.into_body()
+        .into_reader()
+        .take(MAX_BODY + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| format!("reading the answer: {e}"))?;
+    if status != 200 {
+        let text = String::from_utf8_lossy(&body[..body.len().min(200)])
+            .trim()
+            .replace('\n', " ");
+        let hint = if status == 404 {
+            " (is net/http/pprof imported and served at this address?)"
+        } else {
+            ""
+        };
+        return Err(format!("HTTP {status}{hint}: {text}"));
+    }
+    if body.len() as u64 > MAX_BODY {
+        return Err(format!("the answer is larger than {} MiB", MAX_BODY >> 20));
+    }
+    Ok(body)
+}
+
+/// Fetches and decodes a profile: its bytes and message.
+fn fetch(url: &str, timeout: Duration) -> Result<(Vec<u8>, proto::Profile), String> {
+    let body = get(url, timeout)?;
+    let raw = pprof::inflate(url, &body).map_err(|e| e.to_string())?;
+    if !pprof::sniff(&raw[..raw.len().min(4096)]) {
+        let text = String::from_utf8_lossy(&raw[..raw.len().min(80)])
+            .trim()
+            .replace('\n', " ");
+        return Err(format!("the answer is not a pprof profile: '{text}'"));
+    }
+    let msg = pprof::decode_message(url, &body).map_err(|e| e.to_string())?;
+    Ok((body, msg))
+}
+
+/// One base URL's fetches, in flight.
+struct Target {
+    base: String,
+    /// Prefix of its attachments and suffix of its profiles' names (several URLs).
+    tag: Option<String>,
+    cpu: mpsc::Receiver<Result<(Vec<u8>, proto::Profile), String>>,
+    start: Vec<Snapshot>,
+}
+
+/// A snapshot's kind, which of its sample types are cumulative, and what its fetch gave.
+type Snapshot = (
+    &'static str,
+    Cumulative,
+    Result<(Vec<u8>, proto::Profile), String>,
+);
+
+/// The fetches of a measurement window, started at its start.
+pub struct PprofSession {
+    targets: Vec<Target>,
+    started: Instant,
+    window: Duration,
+}
+
+/// Starts the fetches for a window of `window` (call it as the window starts).
+pub fn begin(urls: &[String], window: Duration) -> PprofSession {
+    let started = Instant::now();
+    let seconds = window.as_secs_f64().ceil().max(1.0) as u64;
+    let several = urls.len() > 1;
+    let mut tags: Vec<String> = Vec::new();
+    let targets = urls
+        .iter()
+        .map(|base| {
+            // host:port names a URL's profiles; two paths on one server get -2, -3….
+            let mut tag = host_tag(base);
+            let mut n = 2;
+            while tags.contains(&tag) {
+                tag = format!("{}-{n}", host_tag(base));
+                n += 1;
+            }
+            tags.push(tag.clone());
+            let (tx, rx) = mpsc::channel();
+            let cpu_url = format!("{base}profile?seconds={seconds}");
+            let timeout = Duration::from_secs(seconds) + CPU_GRACE;
+            // Detached: a run cut short does not wait for Go's N seconds.
+            std::thread::spawn(move || {
+                let _ = tx.send(fetch(&cpu_url, timeout));
+            });
+            Target {
+                base: base.clone(),
+                tag: several.then_some(tag),
+                cpu: rx,
+                start: Vec::new(),
+            }
+        })
+        .collect::<Vec<_>>();
+    let mut s = PprofSession {
+        targets,
+        started,
+        window,
+    };
+    std::thread::scope(|scope| {
+        for t in &mut s.targets {
+            scope.spawn(|| {
+                for &(kind, cumulative) in SNAPSHOTS {
+                    let url = format!("{}{kind}", t.base);
+                    t.start
+                        .push((kind, cumulative, fetch(&url, SNAPSHOT_TIMEOUT)));
+                }
+            });
+        }
+    });
+    s
+}
+
+fn host_tag(base: &str) -> String {
+    base.trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+impl PprofSession {
+    /// Fetches the end snapshots and waits for the CPU profiles (not past their N seconds
+    /// and a grace period; not at all beyond a moment when `stop` is raised).
+    pub fn finish(self, stop: &Stop) -> PprofResult {
+        let mut out = PprofResult::default();
+        let window_s = self.window.as_secs_f64().ceil().max(1.0);
+        for t in self.targets {
+            let name = |kind: &str, ty: Option<&str>| {
+                let mut n = format!("{EVENT_PREFIX}{kind}");
+                if let Some(ty) = ty {
+                    n.push(' ');
+                    n.push_str(ty);
+                }
+                if let Some(tag) = &t.tag {
+                    n.push_str(&format!(" ({tag})"));
+                }
+                n
+            };
+            let file = |kind: &str| match &t.tag {
+                Some(tag) => format!("pprof-{tag}-{kind}.pb.gz"),
+                None => format!("pprof-{kind}.pb.gz"),
+            };
+            // Snapshots at the end: the cumulative ones minus their start.
+            for (kind, cumulative, start) in t.start {
+                let url = format!("{}{kind}", t.base);
+                let start_msg = match start {
+                    Ok((_, m)) => m,
+                    Err(e) => {
+                        out.warnings
+                            .push(format!("pprof: {url} at the window's start: {e}"));
+                        continue;
+                    }
+                };
+                let end = match fetch(&url, SNAPSHOT_TIMEOUT) {
+                    Ok((_, m)) => m,
+                    Err(e) => {
+                        out.warnings
+                            .push(format!("pprof: {url} at the window's end: {e}"));
+                        continue;
+                    }
+                };
+                match pprof::subtract(&url, &end, &start_msg, &cumulative) {
+                    Ok((delta, stats)) => {
+                        if stats.base_only > 0 || stats.negative > 0 {
+                            out.warnings.push(format!(
+                                "pprof: {url}: {} sample(s) of the window's start are missing at its end and {} went down (did the process restart?); they are left out",
+                                stats.base_only, stats.negative
+                            ));
+                        }
+                        // The heap's object counts stay in its attachment: the space
+                        // tells the story with two flame graphs instead of four.
+                        keep(&mut out, &url, kind, &delta, &name, &file, &|ty| {
+                            kind != "heap" || ty.ends_with("_space")
+                        });
+                    }
+                    Err(e) => out.warnings.push(format!("pprof: {url}: {e}")),
+                }
+            }
+            let url = format!("{}goroutine", t.base);
+            match fetch(&url, SNAPSHOT_TIMEOUT) {
+                Ok((_, m)) => keep(&mut out, &url, "goroutine", &m, &name, &file, &|_| true),
+                Err(e) => out
+                    .warnings
+                    .push(format!("pprof: {url} at the window's end: {e}")),
+            }
+            // The CPU profile ends N seconds after the window's start.
+            let url = format!("{}profile?seconds={window_s}", t.base);
+            let deadline = self.started + Duration::from_secs_f64(window_s) + CPU_GRACE;
+            let wait = if stop.is_raised() {
+                Duration::from_millis(500)
+            } else {
+                deadline.saturating_duration_since(Instant::now())
+            };
+            match t.cpu.recv_timeout(wait) {
+                Ok(Ok((bytes, m))) => {
+                    out.attachments.push(Attachment {
+                        name: file("cpu"),
+                        data: bytes,
+                    });
+                    // Go writes samples/count and cpu/nanoseconds; the time is what counts.
+                    keep(
+                        &mut out,
+                        &url,
+                        "cpu",
+                        &m,
+                        &name,
+                        &|_| String::new(),
+                        &|ty| ty == "cpu",
+                    );
+                }
+                Ok(Err(e)) => out.warnings.push(format!("pprof: {url}: {e}")),
+                Err(_) => out.warnings.push(format!(
+                    "pprof: {url}: no answer {} (the CPU profile is left out)",
+                    if stop.is_raised() {
+                        "before the run was interrupted"
+                    } else {
+                        "in time"
+                    }
+                )),
+            }
+        }
+        // In the report's column, the CPU profile faces kiln's CPU profile and the delays
+        // face its off-CPU time; the rest follows.
+        let rank = |name: &str| {
+            let kinds = [
+                "cpu",
+                "block delay",
+                "mutex delay",
+                "block contentions",
+                "mutex contentions",
+                "heap",
+                "goroutine",
+            ];
+            let n = name.strip_prefix(EVENT_PREFIX).unwrap_or(name);
+            kinds
+                .iter()
+                .position(|k| n.starts_with(k))
+                .unwrap_or(kinds.len())
+        };
+        out.profiles.sort_by_key(|p| rank(&p.event.name));
+        out
+    }
+}
+
+/// Decodes `msg` into `out`'s profiles (the sample types `wanted` accepts, named `pprof
+/// KIND TYPE`) and, unless `file` gives no name, keeps its bytes.
+fn keep(
+    out: &mut PprofResult,
+    url: &str,
+    kind: &str,
+    msg: &proto::Profile,
+    name: &dyn Fn(&str, Option<&str>) -> String,
+    file: &dyn Fn(&str) -> String,
+    wanted: &dyn Fn(&str) -> bool,
+) {
+    let attachment = file(kind);
+    if !attachment.is_empty() {
+        out.attachments.push(Attachment {
+            name: attachment,
+            data: pprof::encode_gz(msg),
+        });
+    }
+    let decoded = match pprof::convert(url, msg) {
+        Ok(d) => d,
+        Err(e) => {
+            out.warnings.push(format!("pprof: {e}"));
+            return;
+        }
+    };
+    let single = decoded.profiles.len() == 1;
+    for (i, mut p) in decoded.profiles.into_iter().enumerate() {
+        let ty = p.event.name.clone();
+        if !wanted(&ty) {
+            continue;
+        }
+        let skipped = decoded.stats[i].read.saturating_sub(decoded.stats[i].kept);
+        if skipped > 0 {
+            out.warnings.push(format!(
+                "pprof: {url}: {skipped} sample(s) of '{ty}' could not be kept (negative values or empty stacks)"
+            ));
+        }
+        if p.samples.is_empty() {
+            let hint = match kind {
+                "mutex" => " (runtime.SetMutexProfileFraction not set, or no contention)",
+                "block" => " (runtime.SetBlockProfileRate not set, or no blocking)",
+                _ => "",
+            };
+            out.warnings.push(format!(
+                "pprof: {url}: '{ty}' has no samples in the window{hint}"
+            ));
+            continue;
+        }
+        p.event.name = if single || kind == "cpu" {
+            name(kind, None)
+        } else {
+            name(kind, Some(&ty.replace('_', " ")))
+        };
+        out.profiles.push(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_and_completed() {
+        assert_eq!(
+            normalise_url("http://127.0.0.1:6060/debug/pprof/").unwrap(),
+            "http://127.0.0.1:6060/debug/pprof/"
+        );
+        assert_eq!(
+            normalise_url("http://127.0.0.1:6060/debug/pprof").unwrap(),
+            "http://127.0.0.1:6060/debug/pprof/"
+        );
+        assert_eq!(
+            normalise_url("http://127.0.0.1:6060").unwrap(),
+            "http://127.0.0.1:6060/debug/pprof/"
+        );
+        assert!(normalise_url("https://x/debug/pprof/").is_err());
+        assert!(normalise_url("127.0.0.1:6060").is_err());
+        assert!(normalise_url("http://x/debug/pprof/profile?seconds=3").is_err());
+        assert_eq!(
+            host_tag("http://127.0.0.1:6060/debug/pprof/"),
+            "127.0.0.1_6060"
+        );
+    }
+
+    #[test]
+    fn an_unreachable_endpoint_is_a_warning() {
+        // A port nothing listens on: bind one, learn its number, close it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/debug/pprof/");
+        let s = begin(std::slice::from_ref(&url), Duration::from_secs(1));
+        let r = s.finish(&Stop::new());
+        assert!(r.profiles.is_empty() && r.attachments.is_empty());
+        // mutex, block, heap at the start; goroutine at the end; the CPU profile.
+        assert_eq!(r.warnings.len(), 5, "{:?}", r.warnings);
+        assert!(
+            r.warnings.iter().all(|w| w.contains(&url)),
+            "{:?}",
+            r.warnings
+        );
+    }
+}
