@@ -30,8 +30,14 @@ impl StoreArgs {
 
     /// Opens (or creates) the store.
     pub fn open(&self) -> Result<Box<dyn Store>> {
-        kiln_store::open(&self.location())
-            .with_context(|| format!("Cannot open the run store '{}'", self.shown()))
+        match kiln_store::open(&self.location()) {
+            Ok(s) => Ok(s),
+            // Already names the store (without its password).
+            Err(e @ StoreError::Postgres { .. }) => Err(e.into()),
+            Err(e) => {
+                Err(e).with_context(|| format!("Cannot open the run store '{}'", self.shown()))
+            }
+        }
     }
 
     /// Opens an existing store (reading commands: a missing store is an error, not a new
@@ -39,7 +45,7 @@ impl StoreArgs {
     pub fn open_existing(&self) -> Result<Box<dyn Store>> {
         match kiln_store::open_existing(&self.location()) {
             Ok(s) => Ok(s),
-            Err(e @ StoreError::Missing { .. }) => Err(e.into()),
+            Err(e @ (StoreError::Missing { .. } | StoreError::Postgres { .. })) => Err(e.into()),
             Err(e) => {
                 Err(e).with_context(|| format!("Cannot open the run store '{}'", self.shown()))
             }
