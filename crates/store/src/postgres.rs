@@ -204,7 +204,8 @@ impl PgStore {
         &self,
         mut f: impl FnMut(&mut Client, u32) -> std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
-        let start = Instant::now();
+        // Counted from the first failure: a long save that breaks still gets its retries.
+        let mut failing_since: Option<Instant> = None;
         let mut attempt = 0u32;
         loop {
             let outcome = {
@@ -220,10 +221,16 @@ impl PgStore {
             };
             match outcome {
                 Ok(v) => return Ok(v),
-                Err(e) if transient(&e) && start.elapsed() < self.retry => {
+                Err(e)
+                    if transient(&e)
+                        && failing_since.get_or_insert_with(Instant::now).elapsed()
+                            < self.retry =>
+                {
                     *self.client.borrow_mut() = None;
+                    let left = failing_since
+                        .map_or(self.retry, |t| self.retry.saturating_sub(t.elapsed()));
                     let pause = Duration::from_millis(100u64 << attempt.min(3));
-                    std::thread::sleep(pause.min(self.retry.saturating_sub(start.elapsed())));
+                    std::thread::sleep(pause.min(left));
                     attempt += 1;
                 }
                 Err(e) => {
