@@ -7,7 +7,7 @@ set -euo pipefail
 need_apt=()
 pkgs=(build-essential pkg-config curl linux-perf clang llvm libbpf-dev libelf-dev zlib1g-dev
       bpftool rabbitmq-server erlang-nox chromium mosquitto mosquitto-clients hyperfine time python3
-      make linux-libc-dev binutils util-linux nginx wrk debuginfod)
+      make linux-libc-dev binutils util-linux nginx wrk debuginfod postgresql)
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
@@ -23,7 +23,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 # The Debian packages start services we do not use: the tests start private brokers.
-for svc in rabbitmq-server mosquitto nginx; do
+for svc in rabbitmq-server mosquitto nginx postgresql; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" || true
   fi

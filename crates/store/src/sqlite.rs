@@ -8,20 +8,18 @@
 //! `PRAGMA application_id` marks the file as kiln's and `PRAGMA user_version` is the
 //! schema version: a newer version is refused (never rewritten), an older one is migrated
 //! in one transaction.
-use crate::model::{Attachment, Histogram, RunData, RunId, RunMeta, SeriesTable};
-use crate::{Result, Store, StoreError};
+use crate::codec;
+use crate::model::{RunData, RunId, RunMeta};
+use crate::{Result, Store, StoreError, SCHEMA_VERSION};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
 
 /// `PRAGMA application_id` of kiln stores: "kiln" in ASCII.
 const APPLICATION_ID: i64 = 0x6b69_6c6e;
 
 /// Migrations, one per version step: `MIGRATIONS[i]` brings version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = ["
     CREATE TABLE runs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         name TEXT NOT NULL,
@@ -41,10 +39,6 @@ const MIGRATIONS: &[&str] = &["
         PRIMARY KEY (run_id, kind, name)
     ) WITHOUT ROWID;
 "];
-
-/// zstd level for bulk data: fast to write (a run is saved within a second of its end),
-/// and profiles' varint columns compress several-fold.
-const ZSTD_LEVEL: i32 = 3;
 
 /// A run store in one SQLite file.
 #[derive(Debug)]
@@ -196,49 +190,16 @@ impl SqliteStore {
     /// Writes the runs `ids` of this store into a new single-file store at `dest` (an
     /// exported run: `kiln runs export`), replacing `dest` only once it is complete.
     pub fn export(&self, ids: &[RunId], dest: &Path) -> Result<()> {
-        let io = |source| StoreError::Io {
-            path: dest.to_path_buf(),
-            source,
-        };
-        let dir = tempfile::tempdir().map_err(io)?;
-        let tmp = dir.path().join("export.db");
-        {
-            let mut out = SqliteStore::open(&tmp)?;
-            // One self-contained file: no -wal beside it.
-            out.conn
-                .query_row("PRAGMA journal_mode = DELETE", [], |r| {
-                    r.get::<_, String>(0)
-                })
-                .map_err(|e| out.err(e))?;
-            for &id in ids {
-                let run = self.load(id)?;
-                out.save(&run)?;
-            }
-        }
-        let mut file = kiln_model::io::AtomicFile::create(dest).map_err(io)?;
-        let mut src = std::fs::File::open(&tmp).map_err(io)?;
-        std::io::copy(&mut src, &mut file).map_err(io)?;
-        file.commit().map_err(io)
+        crate::export(self, ids, dest)
     }
 
-    fn put_blob(
-        tx: &rusqlite::Transaction<'_>,
-        id: RunId,
-        kind: &str,
-        name: &str,
-        raw: &[u8],
-    ) -> rusqlite::Result<()> {
-        // With a checksum: damage inside a blob is an error, never wrong data.
-        let data = zstd::bulk::Compressor::new(ZSTD_LEVEL)
-            .and_then(|mut c| {
-                c.include_checksum(true)?;
-                c.compress(raw)
+    /// Makes this (new) file self-contained: no `-wal` beside it.
+    pub(crate) fn single_file(&self) -> Result<()> {
+        self.conn
+            .query_row("PRAGMA journal_mode = DELETE", [], |r| {
+                r.get::<_, String>(0)
             })
-            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-        tx.execute(
-            "INSERT INTO blobs (run_id, kind, name, codec, size, data) VALUES (?1, ?2, ?3, 'zstd', ?4, ?5)",
-            params![id, kind, name, raw.len() as i64, data],
-        )?;
+            .map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -262,37 +223,19 @@ impl SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (name, codec, size, data) = row.map_err(|e| self.err(e))?;
-            let raw = match codec.as_str() {
-                "zstd" => zstd::bulk::decompress(&data, size.max(0) as usize)
-                    .map_err(|e| self.corrupt(id, format!("{kind} '{name}': {e}")))?,
-                "none" => data,
-                other => {
-                    return Err(
-                        self.corrupt(id, format!("{kind} '{name}': unknown codec '{other}'"))
-                    )
-                }
-            };
+            let raw = codec::decode_blob(kind, &name, &codec, size, data)
+                .map_err(|what| self.corrupt(id, what))?;
             out.push((name, raw));
         }
         Ok(out)
     }
 }
 
-/// Profiles are named by position and event, so that they read back in the order they
-/// were recorded (blobs are read in name order).
-fn profile_blob_name(index: usize, event: &str) -> String {
-    format!("{index:03}:{event}")
-}
-
-fn histogram_blob_name(h: &Histogram) -> String {
-    format!("{}\t{}\t{}", h.window, h.name, h.unit)
-}
-
 impl Store for SqliteStore {
     fn save(&mut self, run: &RunData) -> Result<RunId> {
-        let meta_json = serde_json::to_string(&run.meta).map_err(|e| StoreError::Io {
+        let enc = codec::encode_run(run).map_err(|source| StoreError::Io {
             path: self.path.clone(),
-            source: std::io::Error::other(e),
+            source,
         })?;
         let path = self.path.clone();
         let sql = |source| StoreError::Sqlite {
@@ -310,32 +253,22 @@ impl Store for SqliteStore {
                 run.meta.group,
                 run.meta.started_unix_ms,
                 run.meta.status.complete,
-                meta_json
+                enc.meta_json
             ],
         )
         .map_err(sql)?;
         let id = tx.last_insert_rowid();
-        for (i, p) in run.profiles.iter().enumerate() {
-            let raw = kiln_model::native::encode(std::slice::from_ref(p));
-            Self::put_blob(
-                &tx,
-                id,
-                "profile",
-                &profile_blob_name(i, &p.event.name),
-                &raw,
-            )
-            .map_err(sql)?;
-        }
-        for s in &run.series {
-            let raw = serde_json::to_vec(s)
-                .map_err(|e| sql(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
-            Self::put_blob(&tx, id, "series", &s.name, &raw).map_err(sql)?;
-        }
-        for h in &run.histograms {
-            Self::put_blob(&tx, id, "histogram", &histogram_blob_name(h), &h.data).map_err(sql)?;
-        }
-        for a in &run.attachments {
-            Self::put_blob(&tx, id, "attachment", &a.name, &a.data).map_err(sql)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO blobs (run_id, kind, name, codec, size, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(sql)?;
+            for b in &enc.blobs {
+                insert
+                    .execute(params![id, b.kind, b.name, b.codec, b.size, b.data])
+                    .map_err(sql)?;
+            }
         }
         tx.commit().map_err(sql)?;
         Ok(id)
@@ -352,10 +285,7 @@ impl Store for SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (id, json) = row.map_err(|e| self.err(e))?;
-            let mut m: RunMeta = serde_json::from_str(&json)
-                .map_err(|e| self.corrupt(id, format!("metadata: {e}")))?;
-            m.id = Some(id);
-            out.push(m);
+            out.push(codec::decode_meta(id, &json).map_err(|what| self.corrupt(id, what))?);
         }
         Ok(out)
     }
@@ -373,47 +303,19 @@ impl Store for SqliteStore {
                 hint: String::new(),
             });
         };
-        let mut m: RunMeta =
-            serde_json::from_str(&json).map_err(|e| self.corrupt(id, format!("metadata: {e}")))?;
-        m.id = Some(id);
-        Ok(m)
+        codec::decode_meta(id, &json).map_err(|what| self.corrupt(id, what))
     }
 
     fn load(&self, id: RunId) -> Result<RunData> {
         let meta = self.meta(id)?;
         let profiles = self.profiles(id)?;
-        let mut series = Vec::new();
-        for (name, raw) in self.blobs(id, "series")? {
-            let s: SeriesTable = serde_json::from_slice(&raw)
-                .map_err(|e| self.corrupt(id, format!("series '{name}': {e}")))?;
-            series.push(s);
-        }
-        let mut histograms = Vec::new();
-        for (name, data) in self.blobs(id, "histogram")? {
-            let mut parts = name.splitn(3, '\t');
-            let (window, hname, unit) = (
-                parts.next().unwrap_or_default().to_string(),
-                parts.next().unwrap_or_default().to_string(),
-                parts.next().unwrap_or_default().to_string(),
-            );
-            histograms.push(Histogram {
-                name: hname,
-                window,
-                unit,
-                data,
-            });
-        }
-        let attachments = self
-            .blobs(id, "attachment")?
-            .into_iter()
-            .map(|(name, data)| Attachment { name, data })
-            .collect();
+        let c = |what| self.corrupt(id, what);
         Ok(RunData {
             meta,
-            series,
-            histograms,
+            series: codec::decode_series(self.blobs(id, "series")?).map_err(c)?,
+            histograms: codec::decode_histograms(self.blobs(id, "histogram")?),
             profiles,
-            attachments,
+            attachments: codec::decode_attachments(self.blobs(id, "attachment")?),
         })
     }
 
@@ -421,14 +323,7 @@ impl Store for SqliteStore {
         // Make sure the run exists (a run without profiles is not an error).
         self.meta(id)?;
         let blobs = self.blobs(id, "profile")?;
-        let mut out = Vec::new();
-        for (name, raw) in blobs {
-            let shown = PathBuf::from(format!("{}#{id}/{name}", self.path.display()));
-            let ps = kiln_model::native::decode(&raw, &shown)
-                .map_err(|e| self.corrupt(id, format!("profile '{name}': {e}")))?;
-            out.extend(ps);
-        }
-        Ok(out)
+        codec::decode_profiles(&self.path, id, blobs).map_err(|what| self.corrupt(id, what))
     }
 
     fn remove(&mut self, id: RunId) -> Result<()> {
@@ -459,5 +354,9 @@ impl Store for SqliteStore {
 
     fn location(&self) -> &Path {
         &self.path
+    }
+
+    fn local_file(&self) -> Option<&Path> {
+        Some(&self.path)
     }
 }

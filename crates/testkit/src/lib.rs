@@ -17,6 +17,10 @@
 //! misbehaving servers inside the test process ([`FaultServer`]). Servers are stopped by
 //! PID when dropped, and by a guard process if the test binary dies first.
 //!
+//! A private PostgreSQL server for the shared run store ([`Postgres`]): `initdb` into a
+//! temporary directory, listening on 127.0.0.1 on a free port, stopped and started again
+//! by PID to play a server restarted under a client.
+//!
 //! ```no_run
 //! let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
 //! println!("connect to {}", broker.uri());
@@ -28,6 +32,7 @@ mod go_blockcache;
 mod http_faults;
 mod mosquitto;
 mod nginx;
+mod postgres;
 mod proc;
 mod rabbitmq;
 
@@ -36,6 +41,7 @@ pub use go_blockcache::{build_go_blockcache, go_blockcache_source, go_command, G
 pub use http_faults::{Fault, FaultServer};
 pub use mosquitto::{Mosquitto, MosquittoOptions};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
+pub use postgres::{postgres_installed, Postgres, POSTGRES_BIN};
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 
 /// Why a test server could not be started or stopped.

@@ -3,7 +3,7 @@
 use super::store::{group_profiles, resolve, StoreArgs};
 use anyhow::{bail, Context, Result};
 use kiln_run::compare::{self, Comparison};
-use kiln_store::{RunMeta, Store};
+use kiln_store::RunMeta;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -136,7 +136,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let store = args.store.open_existing()?;
     let mut groups: Vec<(String, Vec<RunMeta>)> = Vec::new();
     for r in &args.runs {
-        groups.push((r.clone(), resolve(&store, r)?));
+        groups.push((r.clone(), resolve(&*store, r)?));
     }
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1");
@@ -154,11 +154,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let first = &groups[0].1;
     let last = &groups[groups.len() - 1].1;
     let t = args.transforms.to_transforms()?;
-    let before: Vec<_> = group_profiles(&store, first)?
+    let before: Vec<_> = group_profiles(&*store, first)?
         .into_iter()
         .map(|p| super::common::apply_transforms(p, &t, true))
         .collect();
-    let after: Vec<_> = group_profiles(&store, last)?
+    let after: Vec<_> = group_profiles(&*store, last)?
         .into_iter()
         .map(|p| super::common::apply_transforms(p, &t, true))
         .collect();

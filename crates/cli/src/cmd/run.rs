@@ -5,9 +5,10 @@ use anyhow::{bail, Context, Result};
 use kiln_model::stop::Stop;
 use kiln_record::{EventSpec, UnwindMode};
 use kiln_run::{Load, Phase, Progress, RunOptions};
-use kiln_store::{RunData, Store};
+use kiln_store::{RunData, Saved};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -21,6 +22,10 @@ use std::time::Duration;
 /// memory, context switches, threads and files, and the machine's CPU, are sampled every
 /// second. A run cut short (the target exits, the load fails, Ctrl-C) is still stored,
 /// marked incomplete with the reason.
+///
+/// With a PostgreSQL store (--store postgres://…) whose server is away when the run ends,
+/// the save retries for 10 s, then keeps the run in ./kiln-unsaved-runs.db, says how to
+/// push it (kiln runs import), and exits 1.
 ///
 /// Examples:
 ///   kiln run --name before -p "$(pgrep -o beam.smp)" -e cpu,offcpu -d 30 --warmup 5 load amqp -x 1 -y 1 -r 20000
@@ -107,7 +112,8 @@ pub struct Args {
 
     /// Write the run's report (one offline HTML file: figures, series, flame graphs, pick
     /// a window) to FILE; with --repeat, each run's number goes before the extension.
-    /// Default: <store's directory>/<name>-<id>.html.
+    /// Default: <store's directory>/<name>-<id>.html (the working directory for a
+    /// PostgreSQL store).
     #[arg(long, value_name = "FILE", conflicts_with = "no_report")]
     pub report: Option<std::path::PathBuf>,
 
@@ -301,6 +307,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     let group = format!("{}@{}", opts.name, kiln_model::clock::unix_ms());
     let mut progress = ProgressLine::new();
     let mut all_complete = true;
+    let mut kept_all = true;
     for i in 1..=repeat {
         if stop.is_raised() {
             break;
@@ -320,9 +327,42 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         for w in run.meta.warnings.iter().filter(|w| w.starts_with("pprof:")) {
             eprintln!("warning: {w}");
         }
-        let id = store
-            .save(&run)
-            .with_context(|| format!("Cannot save the run in '{}'", store.location().display()))?;
+        // A shared store whose server went away (and stayed away through the retries):
+        // the run is kept in a local file rather than lost.
+        let saved = kiln_store::save_or_keep(
+            store.as_mut(),
+            &run,
+            Path::new(kiln_store::FALLBACK_STORE),
+        )
+        .with_context(|| format!("Cannot save the run in '{}'", store.location().display()))?;
+        let (id, kept_in) = match saved {
+            Saved::Stored(id) => (id, None),
+            Saved::Kept { id, file, error } => {
+                eprintln!(
+                    "kiln run: could not save the run (retried for {} s): {error}\n\
+                     kiln run: the run is kept in {} as #{id}; once the server is back, push it with\n\
+                     \x20   kiln runs import {} --store '{}'\n\
+                     kiln run: (with the URL's password if it has one), then remove {}",
+                    kiln_store::DEFAULT_RETRY.as_secs(),
+                    file.display(),
+                    file.display(),
+                    store.location().display(),
+                    file.display()
+                );
+                kept_all = false;
+                (id, Some(file))
+            }
+        };
+        let stored_in = kept_in
+            .as_deref()
+            .unwrap_or_else(|| store.location())
+            .to_path_buf();
+        // Reports go beside a store file; the working directory for a database server.
+        let report_base = kept_in
+            .as_deref()
+            .or(store.local_file())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
         run.meta.id = Some(id);
         // How long the results took once the measurement ended (the last seconds of load,
         // the profiles' symbols, the save): "results seconds after the load stops".
@@ -333,18 +373,19 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         if json {
             writeln!(out, "{}", serde_json::to_string_pretty(&run.meta)?)?;
         } else {
-            write!(out, "{}", summary(&run, store.location()))?;
+            write!(out, "{}", summary(&run, &stored_in))?;
         }
         out.flush()?;
         eprintln!("kiln run: stored {stored_after:.2} s after the measurement ended");
         if let Some(to) = &report {
-            write_report(&run, to.as_deref(), (i, repeat), store.location(), id);
+            write_report(&run, to.as_deref(), (i, repeat), &report_base, id);
         }
     }
-    Ok(if all_complete {
+    Ok(if all_complete && kept_all {
         ExitCode::SUCCESS
     } else {
-        // Stored, but cut short: say so to scripts too (a signal's own code wins in main).
+        // Stored, but cut short, or kept locally instead of in the store: say so to
+        // scripts too (a signal's own code wins in main).
         ExitCode::from(1)
     })
 }

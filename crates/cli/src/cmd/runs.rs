@@ -186,7 +186,7 @@ pub fn list_table(runs: &[RunMeta]) -> String {
     out
 }
 
-fn show(store: &SqliteStore, reference: &str, json: bool) -> Result<String> {
+fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
     let runs = resolve(store, reference)?;
     let mut out = String::new();
     for m in &runs {
@@ -276,13 +276,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some(RunsCommand::List(l)) => list(&args.store, &l, &mut out)?,
         Some(RunsCommand::Show { run, json }) => {
             let store = args.store.open_existing()?;
-            write!(out, "{}", show(&store, &run, json)?)?;
+            write!(out, "{}", show(&*store, &run, json)?)?;
         }
         Some(RunsCommand::Rm { runs }) => {
             let mut store = args.store.open_existing()?;
             let mut ids = Vec::new();
             for r in &runs {
-                ids.extend(resolve(&store, r)?.into_iter().filter_map(|m| m.id));
+                ids.extend(resolve(&*store, r)?.into_iter().filter_map(|m| m.id));
             }
             for id in &ids {
                 store.remove(*id)?;
@@ -295,16 +295,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         Some(RunsCommand::Export { run, output }) => {
             let store = args.store.open_existing()?;
-            let ids: Vec<i64> = resolve(&store, &run)?
+            let ids: Vec<i64> = resolve(&*store, &run)?
                 .into_iter()
                 .filter_map(|m| m.id)
                 .collect();
-            if let Some(dest) = output.to_str().filter(|_| output.exists()) {
-                if kiln_model::io::same_file(&output, store.location()) {
+            if let (Some(dest), Some(file)) = (
+                output.to_str().filter(|_| output.exists()),
+                store.local_file(),
+            ) {
+                if kiln_model::io::same_file(&output, file) {
                     bail!("the output '{dest}' is the store itself; choose another -o");
                 }
             }
-            store.export(&ids, &output)?;
+            kiln_store::export(&*store, &ids, &output)?;
             eprintln!("wrote {} run(s) to {}", ids.len(), output.display());
         }
         Some(RunsCommand::Report {
@@ -313,7 +316,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             categories,
         }) => {
             let store = args.store.open_existing()?;
-            let runs = resolve(&store, &run)?;
+            let runs = resolve(&*store, &run)?;
             let last = runs.last().and_then(|m| m.id).context("run without id")?;
             if runs.len() > 1 {
                 eprintln!(
@@ -336,7 +339,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             list,
         }) => {
             let store = args.store.open_existing()?;
-            let runs = resolve(&store, &run)?;
+            let runs = resolve(&*store, &run)?;
             let last = runs.last().and_then(|m| m.id).context("run without id")?;
             let data = store.load(last)?;
             if list {
@@ -378,7 +381,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some(RunsCommand::Import { files }) => {
             let mut store = args.store.open()?;
             for f in &files {
-                if kiln_model::io::same_file(f, store.location()) {
+                if store
+                    .local_file()
+                    .is_some_and(|s| kiln_model::io::same_file(f, s))
+                {
                     bail!("'{}' is the store itself", f.display());
                 }
                 let from = SqliteStore::open_existing(f)
@@ -401,15 +407,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
-    let path = store.path();
-    if !path.exists() {
-        eprintln!(
-            "no runs yet: no store at '{}' (kiln run creates it)",
-            path.display()
-        );
-        return Ok(());
-    }
-    let s = store.open_existing()?;
+    let s = match store.open_existing() {
+        Ok(s) => s,
+        Err(e) => match e.downcast_ref::<kiln_store::StoreError>() {
+            Some(kiln_store::StoreError::Missing { location }) => {
+                eprintln!("no runs yet: no store at '{location}' (kiln run creates it)");
+                return Ok(());
+            }
+            _ => return Err(e),
+        },
+    };
     let mut runs = s.list()?;
     if let Some(n) = &l.name {
         runs.retain(|m| &m.name == n);

@@ -1,42 +1,55 @@
 //! The run store as the commands see it: `--store`, `KILN_STORE`, run references.
 use anyhow::{bail, Context, Result};
-use kiln_store::{RunMeta, SqliteStore, Store};
+use kiln_store::{RunMeta, Store, StoreError};
 use std::path::{Path, PathBuf};
 
 /// `--store`, shared by the commands that keep or read runs.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StoreArgs {
-    /// The run store: an SQLite file (created if missing). Default: $KILN_STORE, else
-    /// ./kiln-runs.db.
-    #[arg(long, value_name = "FILE", global = true)]
+    /// The run store: an SQLite file (created if missing), or a PostgreSQL database that
+    /// several machines share, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (its tables are
+    /// created on first use). Default: $KILN_STORE, else ./kiln-runs.db.
+    #[arg(long, value_name = "FILE|URL", global = true)]
     pub store: Option<PathBuf>,
 }
 
 impl StoreArgs {
-    /// The store's path.
-    pub fn path(&self) -> PathBuf {
+    /// The store's location as given (a file, or a URL with its password).
+    pub fn location(&self) -> PathBuf {
         kiln_store::default_location(self.store.as_deref())
     }
 
+    /// The location for messages (a URL without its password).
+    fn shown(&self) -> String {
+        let l = self.location();
+        match l.to_str() {
+            Some(s) if kiln_store::is_url(&l) => kiln_store::redact(s),
+            _ => l.display().to_string(),
+        }
+    }
+
     /// Opens (or creates) the store.
-    pub fn open(&self) -> Result<SqliteStore> {
-        let p = self.path();
-        SqliteStore::open(&p)
-            .with_context(|| format!("Cannot open the run store '{}'", p.display()))
+    pub fn open(&self) -> Result<Box<dyn Store>> {
+        match kiln_store::open(&self.location()) {
+            Ok(s) => Ok(s),
+            // Already names the store (without its password).
+            Err(e @ StoreError::Postgres { .. }) => Err(e.into()),
+            Err(e) => {
+                Err(e).with_context(|| format!("Cannot open the run store '{}'", self.shown()))
+            }
+        }
     }
 
     /// Opens an existing store (reading commands: a missing store is an error, not a new
-    /// empty file).
-    pub fn open_existing(&self) -> Result<SqliteStore> {
-        let p = self.path();
-        if !p.exists() {
-            anyhow::bail!(
-                "no run store at '{}' (kiln run creates it; choose one with --store or KILN_STORE)",
-                p.display()
-            );
+    /// empty one).
+    pub fn open_existing(&self) -> Result<Box<dyn Store>> {
+        match kiln_store::open_existing(&self.location()) {
+            Ok(s) => Ok(s),
+            Err(e @ (StoreError::Missing { .. } | StoreError::Postgres { .. })) => Err(e.into()),
+            Err(e) => {
+                Err(e).with_context(|| format!("Cannot open the run store '{}'", self.shown()))
+            }
         }
-        SqliteStore::open_existing(&p)
-            .with_context(|| format!("Cannot open the run store '{}'", p.display()))
     }
 }
 
@@ -101,9 +114,9 @@ pub fn run_input(path: &Path) -> Option<Result<(String, Vec<kiln_model::Profile>
         let args = StoreArgs::default();
         return Some((|| {
             let store = args.open_existing()?;
-            let runs = resolve(&store, reference)?;
+            let runs = resolve(&*store, reference)?;
             let name = format!("run:{reference}");
-            Ok((name, group_profiles(&store, &runs)?))
+            Ok((name, group_profiles(&*store, &runs)?))
         })());
     }
     None

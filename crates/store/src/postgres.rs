@@ -1,0 +1,457 @@
+//! The shared store: a PostgreSQL database that several machines record into.
+//!
+//! ```text
+//! kiln.schema_version (version)
+//! kiln.runs  (id, name, grp, started_ms, complete, meta JSON)
+//! kiln.blobs (run_id, kind, name, codec, size, data)   kind: profile, series, histogram, attachment
+//! ```
+//!
+//! The same shape and the same bytes as the SQLite store ([`crate::codec`]), in a schema of
+//! its own (`kiln`) so that it never meets another program's tables. The first kiln to
+//! use a database creates the tables, under an advisory lock so that two first users do
+//! not race; a database written by a newer kiln is refused, never rewritten.
+//!
+//! A server that goes away (restarted while `kiln run` measures, say) is retried for a
+//! bounded time: every operation reconnects and starts again until
+//! [`PgStore::set_retry`]'s limit (10 s by default). A save is one transaction; a save
+//! retried after its commit's answer was lost finds its run (same name and metadata)
+//! instead of writing it twice.
+use crate::codec;
+use crate::model::{RunData, RunId, RunMeta};
+use crate::{Result, Store, StoreError, SCHEMA_VERSION};
+use postgres::{Client, Config, NoTls};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+/// Migrations, one per version step: `MIGRATIONS[i]` brings version `i` to `i + 1` (the
+/// SQLite store's steps, in PostgreSQL's words).
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = ["
+    CREATE TABLE kiln.runs (
+        id BIGSERIAL PRIMARY KEY,
+        name TEXT NOT NULL,
+        grp TEXT NOT NULL,
+        started_ms BIGINT NOT NULL,
+        complete BOOLEAN NOT NULL,
+        meta TEXT NOT NULL
+    );
+    CREATE INDEX runs_by_name ON kiln.runs (name, id);
+    CREATE TABLE kiln.blobs (
+        run_id BIGINT NOT NULL REFERENCES kiln.runs (id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        codec TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (run_id, kind, name)
+    );
+    -- Already zstd-compressed: stored out of line without compressing again.
+    ALTER TABLE kiln.blobs ALTER COLUMN data SET STORAGE EXTERNAL;
+"];
+
+/// The advisory lock key that serialises schema changes: \"kiln\" in ASCII.
+const SCHEMA_LOCK: i64 = 0x6b69_6c6e;
+
+/// How long an operation keeps retrying a server that went away, by default.
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(10);
+
+/// A run store in a PostgreSQL database.
+pub struct PgStore {
+    config: Config,
+    /// The URL without its password.
+    location: PathBuf,
+    client: RefCell<Option<Client>>,
+    retry: Duration,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a PostgreSQL error means the server could not be reached or went away (worth
+/// retrying), rather than a refusal or a wrong statement.
+pub(crate) fn transient(e: &postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(state) = e.code() {
+        let c = state.code();
+        // Connection exceptions; shut down by an administrator or a crash; starting up.
+        return c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03");
+    }
+    // No SQLSTATE: refused, reset, closed before an answer.
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        src = s.source();
+    }
+    false
+}
+
+/// An error with its causes (`postgres::Error` shows only its kind, "db error").
+pub(crate) fn describe(e: &postgres::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        src = s.source();
+    }
+    out
+}
+
+/// `url` with its password (in the user part or a `password=` parameter) removed: what
+/// messages and [`Store::location`] show.
+pub fn redact(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => (&url[..i + 3], &url[i + 3..]),
+        None => ("", url),
+    };
+    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(auth_end);
+    let authority = match authority.rfind('@') {
+        Some(at) => {
+            let user = &authority[..at];
+            let user = user.split_once(':').map_or(user, |(u, _)| u);
+            format!("{user}@{}", &authority[at + 1..])
+        }
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => p.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}{authority}{tail}")
+}
+
+impl PgStore {
+    /// Opens the store in the database `url` names (`postgres://user@host:port/db`),
+    /// creating its tables on first use.
+    pub fn open(url: &str) -> Result<Self> {
+        Self::open_with(url, true, DEFAULT_RETRY)
+    }
+
+    /// Opens an existing store to read it: a database without kiln's tables is
+    /// [`StoreError::Missing`], and nothing is created.
+    pub fn open_existing(url: &str) -> Result<Self> {
+        Self::open_with(url, false, DEFAULT_RETRY)
+    }
+
+    /// As [`PgStore::open`] (`create`) or [`PgStore::open_existing`], retrying a server that
+    /// cannot be reached for up to `retry`.
+    pub fn open_with(url: &str, create: bool, retry: Duration) -> Result<Self> {
+        let location = redact(url);
+        let mut config = Config::from_str(url).map_err(|error| StoreError::Postgres {
+            location: location.clone(),
+            error,
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(5));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("kiln");
+        }
+        let store = PgStore {
+            config,
+            location: PathBuf::from(location),
+            client: RefCell::new(None),
+            retry,
+        };
+        store.prepare_schema(create)?;
+        Ok(store)
+    }
+
+    /// How long each operation retries a server that went away (default 10 s); zero:
+    /// one attempt.
+    pub fn set_retry(&mut self, retry: Duration) {
+        self.retry = retry;
+    }
+
+    fn err(&self, error: postgres::Error) -> StoreError {
+        StoreError::Postgres {
+            location: self.location.display().to_string(),
+            error,
+        }
+    }
+
+    fn corrupt(&self, run: RunId, what: String) -> StoreError {
+        StoreError::Corrupt {
+            path: self.location.clone(),
+            run,
+            what,
+        }
+    }
+
+    /// Runs `f` on a connection, reconnecting and starting `f` again (its second argument
+    /// counts the attempts) while the server cannot be reached, up to the retry limit.
+    fn with_client<T>(
+        &self,
+        mut f: impl FnMut(&mut Client, u32) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<T> {
+        // Counted from the first failure: a long save that breaks still gets its retries.
+        let mut failing_since: Option<Instant> = None;
+        let mut attempt = 0u32;
+        loop {
+            let outcome = {
+                let mut slot = self.client.borrow_mut();
+                if slot.as_ref().is_some_and(|c| c.is_closed()) {
+                    *slot = None;
+                }
+                let client = match slot.as_mut() {
+                    Some(c) => Ok(c),
+                    None => self.config.connect(NoTls).map(|c| slot.insert(c)),
+                };
+                client.and_then(|c| f(c, attempt))
+            };
+            match outcome {
+                Ok(v) => return Ok(v),
+                Err(e)
+                    if transient(&e)
+                        && failing_since.get_or_insert_with(Instant::now).elapsed()
+                            < self.retry =>
+                {
+                    *self.client.borrow_mut() = None;
+                    let left = failing_since
+                        .map_or(self.retry, |t| self.retry.saturating_sub(t.elapsed()));
+                    let pause = Duration::from_millis(100u64 << attempt.min(3));
+                    std::thread::sleep(pause.min(left));
+                    attempt += 1;
+                }
+                Err(e) => {
+                    *self.client.borrow_mut() = None;
+                    return Err(self.err(e));
+                }
+            }
+        }
+    }
+
+    /// Checks the database's schema is one this build reads; creates or migrates it
+    /// (`create`), or says the store is missing.
+    fn prepare_schema(&self, create: bool) -> Result<()> {
+        let found = self.with_client(|c, _| schema_version(c))?;
+        let newer = |found| StoreError::Newer {
+            path: self.location.clone(),
+            found,
+            supported: SCHEMA_VERSION,
+        };
+        match found {
+            Some(v) if v > SCHEMA_VERSION => Err(newer(v)),
+            Some(v) if v == SCHEMA_VERSION => Ok(()),
+            None if !create => Err(StoreError::Missing {
+                location: self.location.display().to_string(),
+            }),
+            _ => {
+                let now = self.with_client(|c, _| migrate(c))?;
+                if now > SCHEMA_VERSION {
+                    return Err(newer(now));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let rows = self.with_client(|c, _| {
+            c.query(
+                // Byte order, as SQLite reads them, whatever the database's collation.
+                "SELECT name, codec, size, data FROM kiln.blobs WHERE run_id = $1 AND kind = $2 ORDER BY name COLLATE \"C\"",
+                &[&id, &kind],
+            )
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let name: String = row.get(0);
+            let codec: String = row.get(1);
+            let raw = codec::decode_blob(kind, &name, &codec, row.get(2), row.get(3))
+                .map_err(|what| self.corrupt(id, what))?;
+            out.push((name, raw));
+        }
+        Ok(out)
+    }
+}
+
+/// The store's schema version; `None` where kiln's tables are not there.
+fn schema_version(c: &mut Client) -> std::result::Result<Option<i64>, postgres::Error> {
+    let exists: bool = c
+        .query_one("SELECT to_regclass('kiln.schema_version') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let v: Option<i64> = c
+        .query_one("SELECT max(version) FROM kiln.schema_version", &[])?
+        .get(0);
+    Ok(v.or(Some(0)))
+}
+
+/// Creates or migrates the schema in one transaction, under the schema lock; returns the
+/// version found there (newer than this build's: untouched).
+fn migrate(c: &mut Client) -> std::result::Result<i64, postgres::Error> {
+    let mut tx = c.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+    tx.batch_execute(
+        "CREATE SCHEMA IF NOT EXISTS kiln;
+         CREATE TABLE IF NOT EXISTS kiln.schema_version (version BIGINT NOT NULL);",
+    )?;
+    let now: Option<i64> = tx
+        .query_one("SELECT max(version) FROM kiln.schema_version", &[])?
+        .get(0);
+    let now = now.unwrap_or(0);
+    if now >= SCHEMA_VERSION {
+        tx.rollback()?;
+        return Ok(now);
+    }
+    for step in MIGRATIONS.iter().skip(now.max(0) as usize) {
+        tx.batch_execute(step)?;
+    }
+    tx.execute("DELETE FROM kiln.schema_version", &[])?;
+    tx.execute(
+        "INSERT INTO kiln.schema_version (version) VALUES ($1)",
+        &[&SCHEMA_VERSION],
+    )?;
+    tx.commit()?;
+    Ok(SCHEMA_VERSION)
+}
+
+impl Store for PgStore {
+    fn save(&mut self, run: &RunData) -> Result<RunId> {
+        let enc = codec::encode_run(run).map_err(|source| StoreError::Io {
+            path: self.location.clone(),
+            source,
+        })?;
+        self.with_client(|c, attempt| {
+            if attempt > 0 {
+                // The previous attempt's commit may have landed before the connection
+                // broke: its run is there, whole (one transaction).
+                if let Some(row) = c.query_opt(
+                    "SELECT id FROM kiln.runs WHERE name = $1 AND meta = $2",
+                    &[&run.meta.name, &enc.meta_json],
+                )? {
+                    return Ok(row.get(0));
+                }
+            }
+            let mut tx = c.transaction()?;
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO kiln.runs (name, grp, started_ms, complete, meta) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                    &[
+                        &run.meta.name,
+                        &run.meta.group,
+                        &run.meta.started_unix_ms,
+                        &run.meta.status.complete,
+                        &enc.meta_json,
+                    ],
+                )?
+                .get(0);
+            let insert = tx.prepare(
+                "INSERT INTO kiln.blobs (run_id, kind, name, codec, size, data) VALUES ($1, $2, $3, $4, $5, $6)",
+            )?;
+            for b in &enc.blobs {
+                tx.execute(&insert, &[&id, &b.kind, &b.name, &b.codec, &b.size, &b.data])?;
+            }
+            tx.commit()?;
+            Ok(id)
+        })
+    }
+
+    fn list(&self) -> Result<Vec<RunMeta>> {
+        let rows =
+            self.with_client(|c, _| c.query("SELECT id, meta FROM kiln.runs ORDER BY id", &[]))?;
+        rows.iter()
+            .map(|r| {
+                let id: i64 = r.get(0);
+                codec::decode_meta(id, r.get(1)).map_err(|what| self.corrupt(id, what))
+            })
+            .collect()
+    }
+
+    fn meta(&self, id: RunId) -> Result<RunMeta> {
+        let row = self
+            .with_client(|c, _| c.query_opt("SELECT meta FROM kiln.runs WHERE id = $1", &[&id]))?;
+        let Some(row) = row else {
+            return Err(StoreError::NoSuchRun {
+                reference: format!("#{id}"),
+                path: self.location.clone(),
+                hint: String::new(),
+            });
+        };
+        codec::decode_meta(id, row.get(0)).map_err(|what| self.corrupt(id, what))
+    }
+
+    fn load(&self, id: RunId) -> Result<RunData> {
+        let meta = self.meta(id)?;
+        let profiles = self.profiles(id)?;
+        let c = |what| self.corrupt(id, what);
+        Ok(RunData {
+            meta,
+            series: codec::decode_series(self.blobs(id, "series")?).map_err(c)?,
+            histograms: codec::decode_histograms(self.blobs(id, "histogram")?),
+            profiles,
+            attachments: codec::decode_attachments(self.blobs(id, "attachment")?),
+        })
+    }
+
+    fn profiles(&self, id: RunId) -> Result<Vec<kiln_model::Profile>> {
+        // Make sure the run exists (a run without profiles is not an error).
+        self.meta(id)?;
+        let blobs = self.blobs(id, "profile")?;
+        codec::decode_profiles(&self.location, id, blobs).map_err(|what| self.corrupt(id, what))
+    }
+
+    fn remove(&mut self, id: RunId) -> Result<()> {
+        // Its blobs go with it (ON DELETE CASCADE), in the same statement.
+        let n =
+            self.with_client(|c, _| c.execute("DELETE FROM kiln.runs WHERE id = $1", &[&id]))?;
+        if n == 0 {
+            return Err(StoreError::NoSuchRun {
+                reference: format!("#{id}"),
+                path: self.location.clone(),
+                hint: String::new(),
+            });
+        }
+        Ok(())
+    }
+
+    fn location(&self) -> &Path {
+        &self.location
+    }
+
+    fn local_file(&self) -> Option<&Path> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact("postgres://kiln:s3cret@127.0.0.1:5432/runs"),
+            "postgres://kiln@127.0.0.1:5432/runs"
+        );
+        assert_eq!(
+            redact("postgresql://kiln:p@ss:word@db/x?sslmode=disable&password=abc"),
+            "postgresql://kiln@db/x?sslmode=disable&password=***"
+        );
+        assert_eq!(redact("postgres://127.0.0.1/x"), "postgres://127.0.0.1/x");
+        assert_eq!(redact("postgres://u@h"), "postgres://u@h");
+    }
+}
