@@ -92,7 +92,7 @@ async function firefoxProfiler(context) {
     let total = 0;
     for (const [i, t] of file.threads.entries()) {
       step = `Firefox Profiler: thread ${i} (${t.name} ${t.tid})`;
-      const thread = expect.threads.find((x) => String(x.tid) === String(t.tid));
+      const thread = expect.threads.find((x) => x.name === t.name && String(x.tid) === String(t.tid));
       assert.ok(thread, `${step}: no such thread in the recording`);
       await page.goto(`${fx.origin}/from-url/${profileURL}/calltree/?thread=${i}&invertCallstack`);
       await page.waitForFunction(() => document.querySelector('.treeViewRowScrolledColumns[aria-level="1"]'), null, { timeout: 60000 });
@@ -152,9 +152,13 @@ try {
   // speedscope's profile selector lists every profile with its total weight.
   const listed = await page.evaluate(() => [...document.querySelectorAll('tr[title]')].map((r) => [...r.querySelectorAll(':scope > td')].map((c) => c.innerText.trim())));
   assert.equal(listed.length, expect.threads.length, `the profile selector lists one profile per thread: ${JSON.stringify(listed)}`);
+  // A thread is named by its name and tid: a forked child is one tid under two names
+  // (the shell's before exec, the program's after), kiln's threads and speedscope's
+  // profiles alike.
+  const threadOf = (name) => expect.threads.find((t) => name.endsWith(`: ${t.name} (${t.tid})`));
   for (const [, name, total] of listed) {
-    const thread = expect.threads.find((t) => name.endsWith(`(${t.tid})`));
-    assert.ok(thread, `${name}: no thread of the recording has this tid`);
+    const thread = threadOf(name);
+    assert.ok(thread, `${name}: no thread of the recording has this name and tid`);
     near(ns(total), thread.totalNs, `the profile selector's total of ${name}`);
   }
 
@@ -170,10 +174,10 @@ try {
     const bar = await toolbar();
     assert.equal(bar.index, k, 'speedscope moves from profile to profile');
     step = `profile ${bar.index}/${bar.count}: ${bar.name}`;
-    const thread = expect.threads.find((t) => bar.name.endsWith(`(${t.tid})`));
-    assert.ok(thread, `${bar.name}: no thread of the recording has this tid`);
+    const thread = threadOf(bar.name);
+    assert.ok(thread, `${bar.name}: no thread of the recording has this name and tid`);
     assert.ok(bar.name.startsWith(`${expect.event}: ${thread.name}`), `${bar.name}: event and thread name`);
-    seen.add(thread.tid);
+    seen.add(`${thread.name} (${thread.tid})`);
     // The sandwich table: rows of total, self, name.
     await page.waitForFunction(() => document.body.innerText.includes('Symbol Name'));
     const rows = await page.evaluate(() =>

@@ -75,7 +75,12 @@ fn read_stream<R: Read + Seek>(
         path: path.to_path_buf(),
         why: source.to_string(),
     };
-    let (reader, damage) = Mended::open(open()?).map_err(io_err)?;
+    // The header's own checks say what is wrong with it: as a file that is not readable.
+    let unreadable = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::InvalidData => bad(format!("not a readable perf.data file: {e}")),
+        _ => io_err(e),
+    };
+    let (reader, damage) = Mended::open(open()?).map_err(unreadable)?;
     let reader = std::io::BufReader::with_capacity(128 * 1024, reader);
     let PerfFileReader {
         mut perf_file,
