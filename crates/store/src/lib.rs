@@ -155,10 +155,37 @@ pub trait Store {
     fn list(&self) -> Result<Vec<RunSummary>>;
     /// A run's metadata.
     fn meta(&self, id: RunId) -> Result<RunMeta>;
+    /// A run's stored blobs of one kind (`profile`, `series`, `histogram`,
+    /// `attachment`), decompressed, by name in byte order.
+    fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>>;
     /// A whole run.
-    fn load(&self, id: RunId) -> Result<RunData>;
+    fn load(&self, id: RunId) -> Result<RunData> {
+        let meta = self.meta(id)?;
+        let profiles = self.profiles(id)?;
+        let corrupt = |what| self.corrupt(id, what);
+        Ok(RunData {
+            meta,
+            series: codec::decode_series(self.blobs(id, "series")?).map_err(corrupt)?,
+            histograms: codec::decode_histograms(self.blobs(id, "histogram")?),
+            profiles,
+            attachments: codec::decode_attachments(self.blobs(id, "attachment")?),
+        })
+    }
     /// A run's profiles only (what profile readers need).
-    fn profiles(&self, id: RunId) -> Result<Vec<kiln_model::Profile>>;
+    fn profiles(&self, id: RunId) -> Result<Vec<kiln_model::Profile>> {
+        // Make sure the run exists (a run without profiles is not an error).
+        self.meta(id)?;
+        let blobs = self.blobs(id, "profile")?;
+        codec::decode_profiles(self.location(), id, blobs).map_err(|what| self.corrupt(id, what))
+    }
+    /// The error for a stored value of run `id` that cannot be read back.
+    fn corrupt(&self, id: RunId, what: String) -> StoreError {
+        StoreError::Corrupt {
+            path: self.location().to_path_buf(),
+            run: id,
+            what,
+        }
+    }
     /// Removes a run.
     fn remove(&mut self, id: RunId) -> Result<()>;
     /// The store's location, for messages: a file's path, or a URL without its password.

@@ -190,14 +190,6 @@ impl PgStore {
         }
     }
 
-    fn corrupt(&self, run: RunId, what: String) -> StoreError {
-        StoreError::Corrupt {
-            path: self.location.clone(),
-            run,
-            what,
-        }
-    }
-
     /// Runs `f` on a connection, reconnecting and starting `f` again (its second argument
     /// counts the attempts) while the server cannot be reached, up to the retry limit.
     fn with_client<T>(
@@ -264,25 +256,6 @@ impl PgStore {
                 Ok(())
             }
         }
-    }
-
-    fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>> {
-        let rows = self.with_client(|c, _| {
-            c.query(
-                // Byte order, as SQLite reads them, whatever the database's collation.
-                "SELECT name, codec, size, data FROM kiln.blobs WHERE run_id = $1 AND kind = $2 ORDER BY name COLLATE \"C\"",
-                &[&id, &kind],
-            )
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let name: String = row.get(0);
-            let codec: String = row.get(1);
-            let raw = codec::decode_blob(kind, &name, &codec, row.get(2), row.get(3))
-                .map_err(|what| self.corrupt(id, what))?;
-            out.push((name, raw));
-        }
-        Ok(out)
     }
 }
 
@@ -394,24 +367,23 @@ impl Store for PgStore {
         codec::decode_meta(id, row.get(0)).map_err(|what| self.corrupt(id, what))
     }
 
-    fn load(&self, id: RunId) -> Result<RunData> {
-        let meta = self.meta(id)?;
-        let profiles = self.profiles(id)?;
-        let c = |what| self.corrupt(id, what);
-        Ok(RunData {
-            meta,
-            series: codec::decode_series(self.blobs(id, "series")?).map_err(c)?,
-            histograms: codec::decode_histograms(self.blobs(id, "histogram")?),
-            profiles,
-            attachments: codec::decode_attachments(self.blobs(id, "attachment")?),
-        })
-    }
-
-    fn profiles(&self, id: RunId) -> Result<Vec<kiln_model::Profile>> {
-        // Make sure the run exists (a run without profiles is not an error).
-        self.meta(id)?;
-        let blobs = self.blobs(id, "profile")?;
-        codec::decode_profiles(&self.location, id, blobs).map_err(|what| self.corrupt(id, what))
+    fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let rows = self.with_client(|c, _| {
+            c.query(
+                // Byte order, as SQLite reads them, whatever the database's collation.
+                "SELECT name, codec, size, data FROM kiln.blobs WHERE run_id = $1 AND kind = $2 ORDER BY name COLLATE \"C\"",
+                &[&id, &kind],
+            )
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let name: String = row.get(0);
+            let codec: String = row.get(1);
+            let raw = codec::decode_blob(kind, &name, &codec, row.get(2), row.get(3))
+                .map_err(|what| self.corrupt(id, what))?;
+            out.push((name, raw));
+        }
+        Ok(out)
     }
 
     fn remove(&mut self, id: RunId) -> Result<()> {

@@ -114,14 +114,6 @@ impl SqliteStore {
         }
     }
 
-    fn corrupt(&self, run: RunId, what: impl Into<String>) -> StoreError {
-        StoreError::Corrupt {
-            path: self.path.clone(),
-            run,
-            what: what.into(),
-        }
-    }
-
     /// Checks the file is kiln's and its schema one this build reads; creates or migrates.
     fn prepare_schema(&mut self) -> Result<()> {
         let pragma = |c: &Connection, name: &str| -> rusqlite::Result<i64> {
@@ -202,33 +194,6 @@ impl SqliteStore {
             .map_err(|e| self.err(e))?;
         Ok(())
     }
-
-    fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT name, codec, size, data FROM blobs WHERE run_id = ?1 AND kind = ?2 ORDER BY name",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![id, kind], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, Vec<u8>>(3)?,
-                ))
-            })
-            .map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (name, codec, size, data) = row.map_err(|e| self.err(e))?;
-            let raw = codec::decode_blob(kind, &name, &codec, size, data)
-                .map_err(|what| self.corrupt(id, what))?;
-            out.push((name, raw));
-        }
-        Ok(out)
-    }
 }
 
 impl Store for SqliteStore {
@@ -306,24 +271,31 @@ impl Store for SqliteStore {
         codec::decode_meta(id, &json).map_err(|what| self.corrupt(id, what))
     }
 
-    fn load(&self, id: RunId) -> Result<RunData> {
-        let meta = self.meta(id)?;
-        let profiles = self.profiles(id)?;
-        let c = |what| self.corrupt(id, what);
-        Ok(RunData {
-            meta,
-            series: codec::decode_series(self.blobs(id, "series")?).map_err(c)?,
-            histograms: codec::decode_histograms(self.blobs(id, "histogram")?),
-            profiles,
-            attachments: codec::decode_attachments(self.blobs(id, "attachment")?),
-        })
-    }
-
-    fn profiles(&self, id: RunId) -> Result<Vec<kiln_model::Profile>> {
-        // Make sure the run exists (a run without profiles is not an error).
-        self.meta(id)?;
-        let blobs = self.blobs(id, "profile")?;
-        codec::decode_profiles(&self.path, id, blobs).map_err(|what| self.corrupt(id, what))
+    fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT name, codec, size, data FROM blobs WHERE run_id = ?1 AND kind = ?2 ORDER BY name",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![id, kind], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (name, codec, size, data) = row.map_err(|e| self.err(e))?;
+            let raw = codec::decode_blob(kind, &name, &codec, size, data)
+                .map_err(|what| self.corrupt(id, what))?;
+            out.push((name, raw));
+        }
+        Ok(out)
     }
 
     fn remove(&mut self, id: RunId) -> Result<()> {
