@@ -8,24 +8,10 @@ use assert_cmd::Command;
 use kiln_formats::{read, ReadOptions};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn kiln() -> Command {
     Command::cargo_bin("kiln").unwrap()
-}
-
-/// Builds the recorder tests' hot.c (two hot functions under work() under main()).
-fn hot(dir: &Path) -> PathBuf {
-    let exe = dir.join("hot");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
-    let st = std::process::Command::new("cc")
-        .args(["-O2", "-fno-inline", "-o"])
-        .arg(&exe)
-        .arg(src)
-        .status()
-        .expect("cc runs");
-    assert!(st.success());
-    exe
 }
 
 /// What the recording holds, per thread: the tid, the thread's total in nanoseconds
@@ -66,7 +52,7 @@ fn expected(rec: &Path) -> serde_json::Value {
 #[test]
 fn speedscope_and_the_firefox_profiler_open_a_recording_exported_by_kiln() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = hot(dir.path());
+    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
     let rec = dir.path().join("r.kiln");
     // Two processes at once, so the file holds several threads.
     let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());

@@ -16,19 +16,6 @@ fn kiln() -> Command {
     Command::cargo_bin("kiln").unwrap()
 }
 
-fn hot(dir: &Path) -> PathBuf {
-    let exe = dir.join("hot");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
-    let st = std::process::Command::new("cc")
-        .args(["-O2", "-fno-inline", "-o"])
-        .arg(&exe)
-        .arg(src)
-        .status()
-        .expect("cc runs");
-    assert!(st.success());
-    exe
-}
-
 /// Builds and runs the Go decoder on `file`; its output.
 fn decode(dir: &Path, file: &Path) -> String {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../formats/tests/otlpdecode");
@@ -61,7 +48,7 @@ fn otlp_export_decodes_with_opentelemetrys_bindings() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let exe = hot(dir.path());
+    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
     let rec = dir.path().join("r.kiln");
     // Two processes at once: several threads.
     let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
@@ -284,7 +271,7 @@ fn post(port: u16, path: &str, body: &[u8]) -> std::io::Result<String> {
 fn an_opentelemetry_collector_takes_kilns_profiles() {
     let Some(bin) = otelcol() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let exe = hot(dir.path());
+    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
     let rec = dir.path().join("r.kiln");
     let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
     kiln()

@@ -240,27 +240,13 @@ fn sample_types_labels_and_errors_on_the_command_line() {
         .stderr(predicate::str::contains("truncated"));
 }
 
-/// Builds the recorder tests' hot.c (two hot functions under work() under main()).
-fn hot(dir: &Path) -> PathBuf {
-    let exe = dir.join("hot");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
-    let st = std::process::Command::new("cc")
-        .args(["-O2", "-fno-inline", "-o"])
-        .arg(&exe)
-        .arg(src)
-        .status()
-        .expect("cc runs");
-    assert!(st.success());
-    exe
-}
-
 #[test]
 fn recorded_events_to_pprof_agree_with_go_tool_pprof() {
     if !have_go() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let exe = hot(dir.path());
+    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
     let rec = dir.path().join("rec.kiln");
     // CPU time, then time asleep (the shell waits for both).
     let script = format!("'{}' 0.3; sleep 0.05", exe.display());
@@ -338,7 +324,7 @@ fn recorded_events_to_pprof_agree_with_go_tool_pprof() {
 #[test]
 fn record_writes_one_pprof_per_event_and_one_speedscope_file_for_all() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = hot(dir.path());
+    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
     let base = dir.path().join("r.pb.gz");
     kiln()
         .args(["record", "-e", "cpu,page-faults", "-o"])

@@ -8,24 +8,17 @@ fn kiln() -> Command {
     Command::cargo_bin("kiln").unwrap()
 }
 
-/// Builds the recorder tests' hot.c (two hot functions under work() under main()).
+/// The recorder tests' hot.c, without frame pointers (so stacks need unwinding).
 fn hot(dir: &Path) -> PathBuf {
-    let exe = dir.join("hot");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/hot.c");
-    let st = std::process::Command::new("cc")
-        .args([
+    kiln_testkit::build_hot(
+        dir,
+        &[
             "-O2",
             "-fno-inline",
             "-fno-optimize-sibling-calls",
             "-fomit-frame-pointer",
-            "-o",
-        ])
-        .arg(&exe)
-        .arg(src)
-        .status()
-        .expect("cc runs");
-    assert!(st.success());
-    exe
+        ],
+    )
 }
 
 fn hot_under_main(folded: &str) -> (u64, u64) {

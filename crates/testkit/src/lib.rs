@@ -34,6 +34,7 @@ mod mosquitto;
 mod nginx;
 mod postgres;
 mod proc;
+mod programs;
 mod rabbitmq;
 
 pub use browser::{run_browser_checks, web_dir};
@@ -42,6 +43,7 @@ pub use http_faults::{Fault, FaultServer};
 pub use mosquitto::{Mosquitto, MosquittoOptions};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use postgres::{postgres_installed, Postgres, POSTGRES_BIN};
+pub use programs::build_hot;
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 
 /// Why a test server could not be started or stopped.
