@@ -116,17 +116,16 @@ impl SqliteStore {
 
     /// Checks the file is kiln's and its schema one this build reads; creates or migrates.
     fn prepare_schema(&mut self) -> Result<()> {
-        let pragma = |c: &Connection, name: &str| -> rusqlite::Result<i64> {
-            c.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
-        };
-        let app = pragma(&self.conn, "application_id").map_err(|e| self.err(e))?;
-        let version = pragma(&self.conn, "user_version").map_err(|e| self.err(e))?;
-        let tables: i64 = self
+        // One statement, so one snapshot: read one by one, a store another process
+        // creates meanwhile could show its tables but not yet its id, and be refused.
+        let (app, version, tables): (i64, i64, i64) = self
             .conn
             .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                "SELECT (SELECT application_id FROM pragma_application_id), \
+                        (SELECT user_version FROM pragma_user_version), \
+                        (SELECT count(*) FROM sqlite_master WHERE type = 'table')",
                 [],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .map_err(|e| self.err(e))?;
         if app != APPLICATION_ID && (tables > 0 || app != 0) {
