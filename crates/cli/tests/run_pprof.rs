@@ -7,7 +7,6 @@ use assert_cmd::Command;
 use common::*;
 use kiln_store::{RunData, SqliteStore, Store};
 use kiln_testkit::GoBlockCache;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 fn kiln(store: &Path) -> Command {
@@ -28,20 +27,6 @@ fn profile<'a>(run: &'a RunData, event: &str) -> &'a kiln_model::Profile {
 
 fn total(p: &kiln_model::Profile) -> u64 {
     p.total_weight()
-}
-
-/// Folded stacks with each function name cut at its first space, as the oracle's reading
-/// of `go tool pprof -raw` cuts them (`HashTrieMap[go.shape.interface {},…]`).
-fn as_raw_names(m: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
-    let mut out = BTreeMap::new();
-    for (k, v) in m {
-        let k: Vec<&str> = k
-            .split(';')
-            .map(|f| f.split(' ').next().unwrap_or(f))
-            .collect();
-        *out.entry(k.join(";")).or_insert(0) += v;
-    }
-    out
 }
 
 /// A port nothing listens on.
@@ -194,11 +179,7 @@ fn a_go_servers_own_profiles_of_the_window_are_kept_beside_kilns() {
                     m.warnings
                 );
             }
-            assert_eq!(
-                as_raw_names(&profile_folded(p)),
-                oracle,
-                "{event}: kiln and go tool pprof -raw"
-            );
+            assert_eq!(raw_names(p), oracle, "{event}: kiln and go tool pprof -raw");
             assert!(total(p) > 0, "{event} is empty");
         }
     }

@@ -75,7 +75,7 @@ fn go_profiles_agree_with_go_tool_pprof() {
             assert_eq!(p.event.name, tname);
             assert_eq!(total(p), raw.total(i, &[]), "{name} {tname}: total");
             if raw.symbolised() {
-                assert_eq!(profile_folded(p), raw.folded(i), "{name} {tname}: stacks");
+                assert_eq!(raw_names(p), raw.folded(i), "{name} {tname}: stacks");
                 checked_stacks += 1;
             }
         }

@@ -216,3 +216,29 @@ pub fn profile_folded(p: &kiln_model::Profile) -> BTreeMap<String, i64> {
         .unwrap();
     folded_map(&String::from_utf8(out).unwrap())
 }
+
+/// The profile's stacks, root first, with each function name cut at its first space, as
+/// the oracle's reading of `go tool pprof -raw` cuts them
+/// (`HashTrieMap[go.shape.interface {},…]`). Read from the stack table, not from folded
+/// text: a Go generic's name can hold `;` (`go.shape.struct { key string; values []string }`),
+/// which folded text cannot tell from a frame boundary.
+pub fn raw_names(p: &kiln_model::Profile) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    let mut path = Vec::new();
+    for (i, &w) in p.self_weights().iter().enumerate() {
+        if w == 0 {
+            continue;
+        }
+        path.clear();
+        p.stacks.path_into(kiln_model::StackId(i as u32), &mut path);
+        let k: Vec<String> = path
+            .iter()
+            .map(|&f| {
+                let name = String::from_utf8_lossy(p.frame_name(f));
+                name.split(' ').next().unwrap_or_default().to_string()
+            })
+            .collect();
+        *out.entry(k.join(";")).or_insert(0) += w as i64;
+    }
+    out
+}
