@@ -365,3 +365,47 @@ fn record_writes_one_pprof_per_event_and_one_speedscope_file_for_all() {
         assert!(names.iter().any(|n| n.starts_with(ev)), "{ev} in {names:?}");
     }
 }
+
+/// A Go generic's name can hold `;` (`go.shape.struct { key string; values []string }`):
+/// folded text writes it as `:`, as the perf reader and stackcollapse-perf.pl do, so the
+/// function stays one frame when the text is read again.
+#[test]
+fn a_semicolon_in_a_function_name_stays_in_one_frame() {
+    use kiln_model::{FrameKind, Profile, ThreadId, NO_TIME};
+    let dir = tempfile::tempdir().unwrap();
+    let generic = "slices.SortFunc[go.shape.struct { key string; values []string }]";
+    let mut p = Profile::default();
+    let frames = [
+        p.frame(b"main.main", FrameKind::User),
+        p.frame(generic.as_bytes(), FrameKind::User),
+    ];
+    p.add_sample_path(&frames, 7, NO_TIME, ThreadId::NONE);
+    p.add_sample_path(&frames[..1], 2, NO_TIME, ThreadId::NONE);
+    let file = dir.path().join("generic.pb.gz");
+    let mut bytes = Vec::new();
+    kiln_formats::write(
+        &[p],
+        kiln_formats::Format::Pprof,
+        &Default::default(),
+        &mut bytes,
+    )
+    .unwrap();
+    std::fs::write(&file, bytes).unwrap();
+    let folded = collapse(&[file.as_os_str()]);
+    let want: BTreeMap<String, i64> = [
+        ("main.main".to_string(), 2),
+        (format!("main.main;{}", generic.replace(';', ":")), 7),
+    ]
+    .into();
+    assert_eq!(folded, want);
+    // Read again, the folded text has the same two frames.
+    let text = dir.path().join("generic.folded");
+    kiln()
+        .args(["collapse", "-q"])
+        .arg(&file)
+        .arg("-o")
+        .arg(&text)
+        .assert()
+        .success();
+    assert_eq!(collapse(&[text.as_os_str()]), want);
+}

@@ -30,8 +30,10 @@ impl FoldedWriter {
     /// Writes one line per distinct stack with a non-zero weight.
     ///
     /// Sorted lines come from a walk of the stack tree (see [`write_sorted`]): no line
-    /// is built or compared as a string. Names holding a `;` (which folded text cannot
-    /// tell from a frame boundary) take a slower path that compares the joined strings.
+    /// is built or compared as a string. A `;` inside a name (Go generics:
+    /// `go.shape.struct { key string; values []string }`) would read back as a frame
+    /// boundary: it is written as `:`, as stackcollapse-perf.pl and kiln's perf reader
+    /// write it, and such profiles take a slower path that compares the joined strings.
     pub fn write<W: Write + ?Sized>(
         &self,
         profile: &Profile,
@@ -66,7 +68,12 @@ impl FoldedWriter {
                 if k > 0 {
                     buf.push(b';');
                 }
-                buf.extend_from_slice(profile.frame_name(*f));
+                let name = profile.frame_name(*f);
+                if semicolons {
+                    buf.extend(name.iter().map(|&c| if c == b';' { b':' } else { c }));
+                } else {
+                    buf.extend_from_slice(name);
+                }
             }
             buf.push(b' ');
             buf.extend_from_slice(num.format(l.2).as_bytes());
@@ -247,15 +254,16 @@ fn write_sorted<W: Write + ?Sized>(
     Ok(())
 }
 
-/// The bytes of a path, lazily: names joined by `;`.
+/// The bytes of a path as written, lazily: names (a `;` in one as `:`) joined by `;`.
 fn path_bytes<'a>(p: &'a Profile, path: &'a [FrameId]) -> impl Iterator<Item = u8> + 'a {
-    path.iter()
-        .enumerate()
-        .flat_map(move |(k, f)| {
-            let sep: &[u8] = if k > 0 { b";" } else { b"" };
-            sep.iter().chain(p.frame_name(*f).iter())
-        })
-        .copied()
+    path.iter().enumerate().flat_map(move |(k, f)| {
+        let sep: &[u8] = if k > 0 { b";" } else { b"" };
+        sep.iter().copied().chain(
+            p.frame_name(*f)
+                .iter()
+                .map(|&c| if c == b';' { b':' } else { c }),
+        )
+    })
 }
 
 /// Compares two paths as their joined `a;b;c` byte strings would compare.
@@ -290,7 +298,11 @@ mod tests {
                 if k > 0 {
                     s.push(b';');
                 }
-                s.extend_from_slice(p.frame_name(*f));
+                s.extend(
+                    p.frame_name(*f)
+                        .iter()
+                        .map(|&c| if c == b';' { b':' } else { c }),
+                );
             }
             lines.push((s, x));
         }
@@ -339,7 +351,7 @@ mod tests {
     }
 
     #[test]
-    fn names_with_semicolons_sort_as_text() {
+    fn semicolons_in_names_are_written_as_colons_and_sort_as_written() {
         let mut p = Profile::default();
         for (path, w) in [
             (&["a;b", "c"][..], 1),
@@ -353,6 +365,11 @@ mod tests {
             p.add_sample_path(&f, w, NO_TIME, ThreadId::NONE);
         }
         assert_eq!(written(&p), reference(&p));
-        assert_eq!(written(&p), "a 3\na;b 2\na;b;c 1\n");
+        assert_eq!(written(&p), "a 3\na:b;c 1\na;b 2\n");
+        let mut unsorted = Vec::new();
+        FoldedWriter::new(FoldedOptions { sort: false })
+            .write(&p, &mut unsorted)
+            .unwrap();
+        assert_eq!(unsorted, b"a:b;c 1\na 3\na;b 2\n");
     }
 }
