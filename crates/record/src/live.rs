@@ -203,8 +203,12 @@ impl Plan {
                 continue;
             }
             let (type_, config, period, freq) = ev.perf_config(opts.frequency)?;
-            let slot =
-                (in_kernel && sampled_in_kernel(ev) && slots.len() < SAMPLER_SLOTS).then(|| {
+            // (Room left, written so that it reads right when SAMPLER_SLOTS is 0: without
+            // eBPF `len < 0` is a comparison clippy refuses.)
+            let slot = (in_kernel
+                && sampled_in_kernel(ev)
+                && SAMPLER_SLOTS.saturating_sub(slots.len()) > 0)
+                .then(|| {
                     slots.push(index);
                     slots.len() as u32 - 1
                 });
