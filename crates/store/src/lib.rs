@@ -45,7 +45,7 @@ pub use model::{
     Attachment, Column, Headline, Histogram, LoadInfo, RunData, RunId, RunMeta, RunStatus,
     SeriesTable, TargetInfo, Window,
 };
-pub use postgres::{redact, PgStore, DEFAULT_RETRY};
+pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;
 
 /// The schema version this build writes and reads, in every kind of store (each has one

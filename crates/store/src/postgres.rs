@@ -13,7 +13,7 @@
 //!
 //! A server that goes away (restarted while `kiln run` measures, say) is retried for a
 //! bounded time: every operation reconnects and starts again until
-//! [`PgStore::set_retry`]'s limit (10 s by default). A save is one transaction; a save
+//! [`PgStore::set_retry`]'s limit (10 s by default, 2 s for a store opened to read). A save is one transaction; a save
 //! retried after its commit's answer was lost finds its run (same name and metadata)
 //! instead of writing it twice.
 use crate::codec;
@@ -55,6 +55,10 @@ const SCHEMA_LOCK: i64 = 0x6b69_6c6e;
 
 /// How long an operation keeps retrying a server that went away, by default.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(10);
+
+/// The same for a store opened to read ([`PgStore::open_existing`]): a reader has nothing
+/// to lose, so a server that is down is said after 2 s rather than 10.
+pub const READ_RETRY: Duration = Duration::from_secs(2);
 
 /// A run store in a PostgreSQL database.
 pub struct PgStore {
@@ -148,9 +152,10 @@ impl PgStore {
     }
 
     /// Opens an existing store to read it: a database without kiln's tables is
-    /// [`StoreError::Missing`], and nothing is created.
+    /// [`StoreError::Missing`], and nothing is created. A server that cannot be reached
+    /// is retried for [`READ_RETRY`].
     pub fn open_existing(url: &str) -> Result<Self> {
-        Self::open_with(url, false, DEFAULT_RETRY)
+        Self::open_with(url, false, READ_RETRY)
     }
 
     /// As [`PgStore::open`] (`create`) or [`PgStore::open_existing`], retrying a server that

@@ -208,6 +208,14 @@ fn missing_newer_and_unreachable_stores_are_clear_errors() {
     assert!(e.to_string().contains("Connection refused"), "{e}");
     assert!(t.elapsed() >= Duration::from_millis(800), "retried");
     assert!(!e.to_string().contains("s3cret"), "{e}");
+    // A reading command (kiln runs, compare, report) says so after its shorter retry.
+    let t = Instant::now();
+    let Err(e) = kiln_store::open_existing(Path::new(&format!("postgres://127.0.0.1:{port}/x")))
+    else {
+        panic!("a store with no server opened");
+    };
+    assert!(e.is_unreachable(), "{e}");
+    assert!(t.elapsed() >= kiln_store::READ_RETRY, "retried");
     // Not a URL kiln takes.
     assert!(PgStore::open("postgres://[::1").is_err());
 }
