@@ -10,10 +10,10 @@
 use assert_cmd::Command;
 use kiln_model::Quantity;
 use kiln_store::{SqliteStore, Store};
+use kiln_testkit::Started;
 use predicates::prelude::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 /// The test target: alternates every second between `phase_even` and `phase_odd` (each
@@ -53,34 +53,13 @@ fn kiln(store: &Path) -> Command {
     c
 }
 
-struct Target(Child);
-
-impl Target {
-    fn phases(dir: &Path) -> Self {
-        let src = dir.join("phases.c");
-        let exe = dir.join("phases");
-        std::fs::write(&src, PHASES_C).unwrap();
-        let st = std::process::Command::new("cc")
-            .args(["-O2", "-fno-omit-frame-pointer", "-fno-inline", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .status()
-            .expect("cc runs");
-        assert!(st.success());
-        Target(
-            std::process::Command::new(&exe)
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// The phases program, built in `dir` and started.
+fn phases(dir: &Path) -> Started {
+    let src = dir.join("phases.c");
+    std::fs::write(&src, PHASES_C).unwrap();
+    let flags = ["-O2", "-fno-omit-frame-pointer", "-fno-inline"];
+    let exe = kiln_testkit::build_c(dir, &src, "phases", &flags);
+    Started::new(&exe, &[] as &[&str])
 }
 
 /// What the store holds for the latest run named `reference`, times in ns since the start
@@ -166,8 +145,8 @@ fn a_run_report_shows_exactly_the_window_it_is_given() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = fixtures_dir(tmp.path(), "program");
     let store = tmp.path().join("runs.db");
-    let target = Target::phases(tmp.path());
-    let pid = target.0.id().to_string();
+    let target = phases(tmp.path());
+    let pid = target.pid();
     let name = "<img src=x onerror=window.__pwned=1>";
     let note = "</script><script>window.__pwned=2</script> & more";
     let out = kiln(&store)

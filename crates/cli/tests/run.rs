@@ -1,9 +1,10 @@
 //! `kiln run`, `kiln runs` and `kiln compare` end to end: real targets built here, a real
 //! RabbitMQ, real SQLite stores.
 use assert_cmd::Command;
+use kiln_testkit::Started;
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,46 +12,6 @@ fn kiln(store: &Path) -> Command {
     let mut c = Command::cargo_bin("kiln").unwrap();
     c.env("KILN_STORE", store);
     c
-}
-
-/// The test target: 100 ticks a second of fixed_work() plus `units` of variable_work().
-fn ticker(dir: &Path) -> PathBuf {
-    let exe = dir.join("ticker");
-    if !exe.exists() {
-        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/programs/ticker.c");
-        let st = std::process::Command::new("cc")
-            .args(["-O2", "-fno-omit-frame-pointer", "-fno-inline", "-o"])
-            .arg(&exe)
-            .arg(src)
-            .status()
-            .expect("cc runs");
-        assert!(st.success());
-    }
-    exe
-}
-
-struct Target(Child);
-
-impl Target {
-    fn start(exe: &Path, units: u32) -> Self {
-        Target(
-            std::process::Command::new(exe)
-                .arg(units.to_string())
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    }
-    fn pid(&self) -> String {
-        self.0.id().to_string()
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn json(out: &[u8]) -> Value {
@@ -82,9 +43,9 @@ fn metric<'a>(cmp: &'a Value, key: &str) -> &'a Value {
 fn an_ab_change_is_detected_and_an_aa_comparison_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
-    let exe = ticker(dir.path());
+    let exe = kiln_testkit::build_ticker(dir.path());
     for (name, units) in [("a", 40), ("a-again", 40), ("b-quarter", 10)] {
-        let t = Target::start(&exe, units);
+        let t = Started::new(&exe, &[units.to_string()]);
         kiln(&store)
             .args(["run", "--name", name, "--repeat", "4", "-d", "2", "-p"])
             .arg(t.pid())
@@ -162,8 +123,8 @@ fn an_ab_change_is_detected_and_an_aa_comparison_is_not() {
 fn runs_are_listed_shown_read_as_profiles_exported_and_imported() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
-    let exe = ticker(dir.path());
-    let t = Target::start(&exe, 5);
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["5"]);
     kiln(&store)
         .args([
             "run",
@@ -269,10 +230,10 @@ fn runs_are_listed_shown_read_as_profiles_exported_and_imported() {
 fn runs_cut_short_are_stored_and_marked() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
-    let exe = ticker(dir.path());
+    let exe = kiln_testkit::build_ticker(dir.path());
     // The target exits during the measurement (or, on a loaded machine, before the
     // recorder has started: both are the target exiting).
-    let mut t = Target::start(&exe, 10);
+    let mut t = Started::new(&exe, &["10"]);
     let pid = t.pid();
     let killer = std::thread::spawn({
         let pid: i32 = pid.parse().unwrap();
@@ -292,9 +253,9 @@ fn runs_cut_short_are_stored_and_marked() {
     let all = runs(&store);
     assert_eq!(all[0]["name"], "target-dies");
     killer.join().unwrap();
-    let _ = t.0.wait();
+    t.wait();
     // The load fails.
-    let t = Target::start(&exe, 10);
+    let t = Started::new(&exe, &["10"]);
     kiln(&store)
         .args(["run", "--name", "load-fails", "-d", "60", "-p", &t.pid()])
         .args(["exec", "--", "sh", "-c", "sleep 1; exit 7"])
@@ -333,8 +294,8 @@ fn runs_cut_short_are_stored_and_marked() {
 fn two_runs_writing_one_store_at_once_both_land() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
-    let exe = ticker(dir.path());
-    let t = Target::start(&exe, 10);
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["10"]);
     let bin = assert_cmd::cargo::cargo_bin("kiln");
     let children: Vec<Child> = (0..2)
         .map(|i| {

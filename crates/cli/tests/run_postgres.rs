@@ -4,9 +4,10 @@
 //! in a local file, pushed later).
 use assert_cmd::Command;
 use kiln_testkit::Postgres;
+use kiln_testkit::Started;
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -23,46 +24,6 @@ fn have_postgres() -> bool {
     );
     eprintln!("SKIPPED: PostgreSQL is not installed (Debian's postgresql package)");
     false
-}
-
-/// The test target: 100 ticks a second of fixed_work() plus `units` of variable_work().
-fn ticker(dir: &Path) -> PathBuf {
-    let exe = dir.join("ticker");
-    if !exe.exists() {
-        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/programs/ticker.c");
-        let st = std::process::Command::new("cc")
-            .args(["-O2", "-fno-omit-frame-pointer", "-fno-inline", "-o"])
-            .arg(&exe)
-            .arg(src)
-            .status()
-            .expect("cc runs");
-        assert!(st.success());
-    }
-    exe
-}
-
-struct Target(Child);
-
-impl Target {
-    fn start(exe: &Path, units: u32) -> Self {
-        Target(
-            std::process::Command::new(exe)
-                .arg(units.to_string())
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    }
-    fn pid(&self) -> String {
-        self.0.id().to_string()
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// `kiln` with `KILN_STORE` set to `store`, in `dir`.
@@ -170,8 +131,8 @@ fn two_machines_record_into_one_store_and_compare() {
     let pg = Postgres::start().unwrap();
     let url = pg.create_database("team").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let exe = ticker(dir.path());
-    let (ta, tb) = (Target::start(&exe, 40), Target::start(&exe, 10));
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let (ta, tb) = (Started::new(&exe, &["40"]), Started::new(&exe, &["10"]));
     // Two machines saving into one store at once.
     let a = spawn_run(
         &url,
@@ -300,8 +261,8 @@ fn a_server_restarted_during_a_run_or_gone_loses_no_run() {
     // With a password in the URL (trust authentication ignores it): never printed.
     let url = format!("postgres://kiln:s3cret@127.0.0.1:{}/postgres", pg.port());
     let dir = tempfile::tempdir().unwrap();
-    let exe = ticker(dir.path());
-    let t = Target::start(&exe, 10);
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["10"]);
 
     // Restarted while the run measures: saved in the store once it is back.
     let c = spawn_run_and_await_store(&pg, &url, dir.path(), "restarted", &t.pid(), &["-d", "3"]);

@@ -43,7 +43,7 @@ pub use http_faults::{Fault, FaultServer};
 pub use mosquitto::{Mosquitto, MosquittoOptions};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use postgres::{postgres_installed, Postgres, POSTGRES_BIN};
-pub use programs::build_hot;
+pub use programs::{build_c, build_hot, build_ticker, Started};
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 
 /// Why a test server could not be started or stopped.
