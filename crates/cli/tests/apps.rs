@@ -4,6 +4,7 @@
 //! (the `speedscope` npm package, served from 127.0.0.1) in headless Chromium, which
 //! must show the profile's name, one profile per thread, each thread's total and every
 //! function's self time as kiln's own recording has them (web/tests/apps.mjs).
+mod exports;
 use assert_cmd::Command;
 use kiln_formats::{read, ReadOptions};
 use serde_json::json;
@@ -52,25 +53,7 @@ fn expected(rec: &Path) -> serde_json::Value {
 #[test]
 fn speedscope_and_the_firefox_profiler_open_a_recording_exported_by_kiln() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
-    let rec = dir.path().join("r.kiln");
-    // Two processes at once, so the file holds several threads.
-    let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
-    kiln()
-        .args(["record", "-e", "cpu", "-o"])
-        .arg(&rec)
-        .args(["--", "sh", "-c"])
-        .arg(&script)
-        .assert()
-        .success();
-    let ss = dir.path().join("r.speedscope.json");
-    kiln()
-        .args(["collapse", "-q"])
-        .arg(&rec)
-        .arg("-o")
-        .arg(&ss)
-        .assert()
-        .success();
+    let (rec, _) = exports::record_and_export(dir.path(), "r.speedscope.json");
     let mut expect = expected(&rec);
     let threads = expect["threads"].as_array().unwrap().len();
     assert!(threads >= 2, "two processes recorded: {expect}");

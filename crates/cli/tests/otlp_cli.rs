@@ -7,6 +7,7 @@
 //! as kiln's own folded output and recording have them.
 #[path = "../../formats/tests/common/mod.rs"]
 mod common;
+mod exports;
 use assert_cmd::Command;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,25 +49,7 @@ fn otlp_export_decodes_with_opentelemetrys_bindings() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
-    let rec = dir.path().join("r.kiln");
-    // Two processes at once: several threads.
-    let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
-    kiln()
-        .args(["record", "-e", "cpu", "-o"])
-        .arg(&rec)
-        .args(["--", "sh", "-c"])
-        .arg(&script)
-        .assert()
-        .success();
-    let otlp = dir.path().join("r.otlp.pb");
-    kiln()
-        .args(["collapse", "-q"])
-        .arg(&rec)
-        .arg("-o")
-        .arg(&otlp)
-        .assert()
-        .success();
+    let (rec, otlp) = exports::record_and_export(dir.path(), "r.otlp.pb");
     let text = decode(dir.path(), &otlp);
     let profiles: Vec<Vec<&str>> = text
         .lines()
@@ -134,6 +117,7 @@ fn otlp_export_decodes_with_opentelemetrys_bindings() {
     // Straight from the recorder, which knows the wall clock: every sample's time, each
     // within the profile's range (checked by the decoder).
     let direct = dir.path().join("d.otlp.pb");
+    let exe = dir.path().join("hot");
     kiln()
         .args(["record", "-e", "cpu", "-o"])
         .arg(&direct)
@@ -271,24 +255,7 @@ fn post(port: u16, path: &str, body: &[u8]) -> std::io::Result<String> {
 fn an_opentelemetry_collector_takes_kilns_profiles() {
     let Some(bin) = otelcol() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
-    let rec = dir.path().join("r.kiln");
-    let script = format!("'{0}' 0.3 & '{0}' 0.2; wait", exe.display());
-    kiln()
-        .args(["record", "-e", "cpu", "-o"])
-        .arg(&rec)
-        .args(["--", "sh", "-c"])
-        .arg(&script)
-        .assert()
-        .success();
-    let otlp = dir.path().join("r.otlp.pb");
-    kiln()
-        .args(["collapse", "-q"])
-        .arg(&rec)
-        .arg("-o")
-        .arg(&otlp)
-        .assert()
-        .success();
+    let (rec, otlp) = exports::record_and_export(dir.path(), "r.otlp.pb");
     let kp = kiln_formats::read(Some(&rec), &Default::default())
         .unwrap()
         .collapsed
