@@ -29,7 +29,7 @@ use crate::Error;
 use clock::Clock;
 use hdrhistogram::Histogram;
 use kiln_model::stop::Stop;
-use stats::{merge, per_second, record, Count, Event, Flag, Latency, Percentiles, Schema, Tick};
+use stats::{merge, per_second, record, Count, Event, Flag, Schema, Tick};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -476,26 +476,8 @@ impl Ticker {
             time_s: (at_s * 1000.0).round() / 1000.0,
             interval_s: (interval_s * 1000.0).round() / 1000.0,
             end_mono_ns: ctx.clock.mono_at(go + (at_s * 1e9) as u64),
-            counters: s
-                .counters
-                .iter()
-                .zip(&d)
-                .map(|(c, &v)| Count {
-                    name: c.name.into(),
-                    unit: c.unit.into(),
-                    value: v,
-                })
-                .collect(),
-            latencies: s
-                .latencies
-                .iter()
-                .zip(&self.interval)
-                .map(|(l, h)| Latency {
-                    name: l.name.into(),
-                    unit: "µs".into(),
-                    percentiles: h.as_ref().and_then(Percentiles::of),
-                })
-                .collect(),
+            counters: s.counts(&d),
+            latencies: s.latency_percentiles(&self.interval),
             flags,
             step: None,
         };
@@ -539,26 +521,8 @@ impl Ticker {
             start_mono_ns: ctx.clock.mono_at(go),
             end_mono_ns: ctx.clock.mono_at(go + (end_s * 1e9) as u64),
             start_unix_ns: ctx.clock.real_at(go),
-            totals: s
-                .counters
-                .iter()
-                .zip(&totals)
-                .map(|(c, &v)| Count {
-                    name: c.name.into(),
-                    unit: c.unit.into(),
-                    value: v,
-                })
-                .collect(),
-            latencies: s
-                .latencies
-                .iter()
-                .zip(&self.total)
-                .map(|(l, h)| Latency {
-                    name: l.name.into(),
-                    unit: "µs".into(),
-                    percentiles: h.as_ref().and_then(Percentiles::of),
-                })
-                .collect(),
+            totals: s.counts(&totals),
+            latencies: s.latency_percentiles(&self.total),
             flag_seconds,
             failure: ctx.failure(),
             interrupted: ctx.caller.is_raised(),

@@ -94,6 +94,31 @@ impl Schema {
     pub fn flag(&self, name: &str) -> Option<usize> {
         self.flags.iter().position(|c| c.name == name)
     }
+    /// The counters with `values` (in series order), named and with their units.
+    pub fn counts(&self, values: &[u64]) -> Vec<Count> {
+        self.counters
+            .iter()
+            .zip(values)
+            .map(|(c, &v)| Count {
+                name: c.name.into(),
+                unit: c.unit.into(),
+                value: v,
+            })
+            .collect()
+    }
+    /// The latencies' percentiles from `histograms` (in series order; none where a
+    /// latency has no histogram or it is empty).
+    pub fn latency_percentiles(&self, histograms: &[Option<Histogram<u64>>]) -> Vec<Latency> {
+        self.latencies
+            .iter()
+            .zip(histograms)
+            .map(|(l, h)| Latency {
+                name: l.name.into(),
+                unit: "µs".into(),
+                percentiles: h.as_ref().and_then(Percentiles::of),
+            })
+            .collect()
+    }
 }
 
 /// Latency percentiles in microseconds.
