@@ -35,6 +35,31 @@ pub struct CounterDef {
     pub rate_label: Option<&'static str>,
 }
 
+impl CounterDef {
+    /// A counter without a summary rate line.
+    pub const fn new(
+        name: &'static str,
+        unit: &'static str,
+        description: &'static str,
+        show: Show,
+    ) -> Self {
+        CounterDef {
+            name,
+            unit,
+            description,
+            show,
+            rate_label: None,
+        }
+    }
+    /// The same counter with the summary's average-rate line `label`.
+    pub const fn rate(self, label: &'static str) -> Self {
+        CounterDef {
+            rate_label: Some(label),
+            ..self
+        }
+    }
+}
+
 /// A latency a protocol measures, in microseconds.
 #[derive(Debug, Clone, Copy)]
 pub struct LatencyDef {

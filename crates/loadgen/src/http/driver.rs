@@ -34,21 +34,6 @@ pub(crate) const L_LATENCY: usize = 1;
 pub(crate) const F_STALLED: usize = 0;
 pub(crate) const F_ERRORS: usize = 1;
 
-const fn counter(
-    name: &'static str,
-    unit: &'static str,
-    description: &'static str,
-    show: Show,
-) -> CounterDef {
-    CounterDef {
-        name,
-        unit,
-        description,
-        show,
-        rate_label: None,
-    }
-}
-
 const COUNTERS: &[CounterDef] = &[
     CounterDef {
         name: "sent",
@@ -64,87 +49,87 @@ const COUNTERS: &[CounterDef] = &[
         show: Show::Always,
         rate_label: Some("answered rate"),
     },
-    counter("status_1xx", "req", "responses 100-199", Show::NonZero),
-    counter("status_2xx", "req", "responses 200-299", Show::Always),
-    counter("status_3xx", "req", "responses 300-399", Show::NonZero),
-    counter("status_4xx", "req", "responses 400-499", Show::NonZero),
-    counter("status_5xx", "req", "responses 500-599", Show::NonZero),
-    counter(
+    CounterDef::new("status_1xx", "req", "responses 100-199", Show::NonZero),
+    CounterDef::new("status_2xx", "req", "responses 200-299", Show::Always),
+    CounterDef::new("status_3xx", "req", "responses 300-399", Show::NonZero),
+    CounterDef::new("status_4xx", "req", "responses 400-499", Show::NonZero),
+    CounterDef::new("status_5xx", "req", "responses 500-599", Show::NonZero),
+    CounterDef::new(
         "err_connect",
         "attempt",
         "connection attempts that failed (refused, unreachable)",
         Show::NonZero,
     ),
-    counter(
+    CounterDef::new(
         "err_timeout",
         "req",
         "requests without a complete response within --timeout",
         Show::NonZero,
     ),
-    counter(
+    CounterDef::new(
         "err_reset",
         "req",
         "requests lost to a reset connection",
         Show::NonZero,
     ),
-    counter(
+    CounterDef::new(
         "err_closed",
         "req",
         "requests whose connection the server closed before or while answering",
         Show::NonZero,
     ),
-    counter(
+    CounterDef::new(
         "err_protocol",
         "req",
         "responses that are not valid HTTP/1.1",
         Show::NonZero,
     ),
-    counter("err_other", "req", "other socket errors", Show::NonZero),
-    counter(
+    CounterDef::new("err_other", "req", "other socket errors", Show::NonZero),
+    CounterDef::new(
         "unanswered",
         "req",
         "requests still in flight when the run ended (after the drain)",
         Show::NonZero,
     ),
-    counter(
+    CounterDef::new(
         "not_sent",
         "req",
         "scheduled requests (-R) that found no free connection before the end",
         Show::NonZero,
     ),
-    counter("bytes_read", "B", "bytes of responses read", Show::Always),
-    counter(
+    CounterDef::new("bytes_read", "B", "bytes of responses read", Show::Always),
+    CounterDef::new(
         "bytes_written",
         "B",
         "bytes of requests written",
         Show::Never,
     ),
-    counter("connects", "conn", "connections opened", Show::Never),
-    counter(
+    CounterDef::new("connects", "conn", "connections opened", Show::Never),
+    CounterDef::new(
         "target_cpu_user_us",
         "µs",
         "user CPU time of the --target-pid processes",
         Show::Never,
     ),
-    counter(
+    CounterDef::new(
         "target_cpu_sys_us",
         "µs",
         "system CPU time of the --target-pid processes",
         Show::Never,
     ),
-    counter(
+    CounterDef::new(
         "target_ctx_switches",
         "switch",
         "context switches (voluntary and not) of the --target-pid processes' threads",
         Show::Never,
     ),
-    counter(
+    CounterDef::new(
         "client_cpu_us",
         "µs",
         "CPU time (user + system) of kiln itself",
         Show::Never,
     ),
-    counter(
+    CounterDef::new(
         "machine_busy_us",
         "µs",
         "CPU time of the whole machine, all CPUs, not idle (/proc/stat)",

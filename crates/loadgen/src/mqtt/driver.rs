@@ -42,37 +42,21 @@ pub(crate) const L_ACK: usize = 4;
 pub(crate) const F_DISCONNECTED: usize = 0;
 pub(crate) const F_STALLED: usize = 1;
 
-const fn counter(
-    name: &'static str,
-    unit: &'static str,
-    description: &'static str,
-    show: Show,
-    rate_label: Option<&'static str>,
-) -> CounterDef {
-    CounterDef {
-        name,
-        unit,
-        description,
-        show,
-        rate_label,
-    }
-}
-
 const COUNTERS: &[CounterDef] = &[
-    counter("connected", "conn", "connections accepted (CONNACK success)", Show::NonZero, Some("connect rate")),
-    counter("failed", "conn", "connection attempts that failed or were refused", Show::NonZero, None),
-    counter("dropped", "conn", "established connections lost", Show::NonZero, None),
-    counter("reconnects", "conn", "connections established again (--reconnect)", Show::NonZero, None),
-    counter("pings", "ping", "PINGREQ sent", Show::NonZero, None),
-    counter("pongs", "ping", "PINGRESP received", Show::NonZero, None),
-    counter("sent", "msg", "PUBLISH written", Show::NonZero, Some("sending rate")),
-    counter("acked", "msg", "PUBACK (QoS 1) or PUBCOMP (QoS 2) received", Show::NonZero, Some("ack rate")),
-    counter("received", "msg", "PUBLISH delivered to subscribers", Show::NonZero, Some("receiving rate")),
-    counter("lost", "msg", "messages a subscriber never received (gaps in a publisher's sequence, and its tail after the drain)", Show::NonZero, None),
-    counter("duplicated", "msg", "messages a subscriber received again", Show::NonZero, None),
-    counter("out_of_order", "msg", "messages received after a later one of the same publisher", Show::NonZero, None),
-    counter("refused", "packet", "CONNACK/SUBACK/PUBACK refusals and server DISCONNECTs (by reason code name in events)", Show::NonZero, None),
-    counter("foreign", "msg", "messages received in pubsub that this run did not publish (other clients on the topics, or a previous run's backlog)", Show::NonZero, None),
+    CounterDef::new("connected", "conn", "connections accepted (CONNACK success)", Show::NonZero).rate("connect rate"),
+    CounterDef::new("failed", "conn", "connection attempts that failed or were refused", Show::NonZero),
+    CounterDef::new("dropped", "conn", "established connections lost", Show::NonZero),
+    CounterDef::new("reconnects", "conn", "connections established again (--reconnect)", Show::NonZero),
+    CounterDef::new("pings", "ping", "PINGREQ sent", Show::NonZero),
+    CounterDef::new("pongs", "ping", "PINGRESP received", Show::NonZero),
+    CounterDef::new("sent", "msg", "PUBLISH written", Show::NonZero).rate("sending rate"),
+    CounterDef::new("acked", "msg", "PUBACK (QoS 1) or PUBCOMP (QoS 2) received", Show::NonZero).rate("ack rate"),
+    CounterDef::new("received", "msg", "PUBLISH delivered to subscribers", Show::NonZero).rate("receiving rate"),
+    CounterDef::new("lost", "msg", "messages a subscriber never received (gaps in a publisher's sequence, and its tail after the drain)", Show::NonZero),
+    CounterDef::new("duplicated", "msg", "messages a subscriber received again", Show::NonZero),
+    CounterDef::new("out_of_order", "msg", "messages received after a later one of the same publisher", Show::NonZero),
+    CounterDef::new("refused", "packet", "CONNACK/SUBACK/PUBACK refusals and server DISCONNECTs (by reason code name in events)", Show::NonZero),
+    CounterDef::new("foreign", "msg", "messages received in pubsub that this run did not publish (other clients on the topics, or a previous run's backlog)", Show::NonZero),
 ];
 
 const LATENCIES: &[LatencyDef] = &[
