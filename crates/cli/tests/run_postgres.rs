@@ -3,28 +3,13 @@
 //! and compared, a server restarted during a run, and one that stays away (the run kept
 //! in a local file, pushed later).
 use assert_cmd::Command;
-use kiln_testkit::Postgres;
 use kiln_testkit::Started;
+use kiln_testkit::{have_postgres, Postgres};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-/// Whether the PostgreSQL tests can run: they skip (saying so) only where PostgreSQL is
-/// not installed and `KILN_REQUIRE_ANCHORS` is not set.
-fn have_postgres() -> bool {
-    if kiln_testkit::postgres_installed() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("KILN_REQUIRE_ANCHORS").is_none(),
-        "PostgreSQL is required (KILN_REQUIRE_ANCHORS is set) but {}/postgres is missing",
-        kiln_testkit::POSTGRES_BIN
-    );
-    eprintln!("SKIPPED: PostgreSQL is not installed (Debian's postgresql package)");
-    false
-}
 
 /// `kiln` with `KILN_STORE` set to `store`, in `dir`.
 fn kiln(store: &str, dir: &Path) -> Command {

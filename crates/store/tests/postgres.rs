@@ -9,21 +9,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::{folded, run};
-
-/// Whether the PostgreSQL tests can run: they skip (saying so) only where PostgreSQL is
-/// not installed and `KILN_REQUIRE_ANCHORS` is not set.
-fn have_postgres() -> bool {
-    if kiln_testkit::postgres_installed() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("KILN_REQUIRE_ANCHORS").is_none(),
-        "PostgreSQL is required (KILN_REQUIRE_ANCHORS is set) but {}/postgres is missing",
-        kiln_testkit::POSTGRES_BIN
-    );
-    eprintln!("SKIPPED: PostgreSQL is not installed (Debian's postgresql package)");
-    false
-}
+use kiln_testkit::have_postgres;
 
 /// The same run read back from two stores is the same run.
 fn assert_same(a: &RunData, b: &RunData) {

@@ -42,7 +42,7 @@ pub use go_blockcache::{build_go_blockcache, go_blockcache_source, go_command, G
 pub use http_faults::{Fault, FaultServer};
 pub use mosquitto::{Mosquitto, MosquittoOptions};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
-pub use postgres::{postgres_installed, Postgres, POSTGRES_BIN};
+pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};
 pub use programs::{build_c, build_hot, build_ticker, Started};
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 

@@ -24,6 +24,21 @@ pub fn postgres_installed() -> bool {
         && Path::new(POSTGRES_BIN).join("initdb").exists()
 }
 
+/// Whether the PostgreSQL tests can run: they skip (saying so) only where PostgreSQL is
+/// not installed and `KILN_REQUIRE_ANCHORS` is not set; where it is set, a missing
+/// PostgreSQL fails the test.
+pub fn have_postgres() -> bool {
+    if postgres_installed() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("KILN_REQUIRE_ANCHORS").is_none(),
+        "PostgreSQL is required (KILN_REQUIRE_ANCHORS is set) but {POSTGRES_BIN}/postgres is missing"
+    );
+    eprintln!("SKIPPED: PostgreSQL is not installed (Debian's postgresql package)");
+    false
+}
+
 /// A running private PostgreSQL server. Dropping it stops it.
 #[derive(Debug)]
 pub struct Postgres {

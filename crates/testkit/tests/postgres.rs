@@ -1,21 +1,7 @@
 //! The private PostgreSQL server: it starts as an unprivileged user on 127.0.0.1, answers,
 //! stops by its PID and starts again with its data.
-use kiln_testkit::{postgres_installed, Postgres};
+use kiln_testkit::{have_postgres, Postgres};
 use std::process::Command;
-
-/// Whether the PostgreSQL tests can run; they must where `KILN_REQUIRE_ANCHORS` is set.
-fn have_postgres() -> bool {
-    if postgres_installed() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("KILN_REQUIRE_ANCHORS").is_none(),
-        "PostgreSQL is required (KILN_REQUIRE_ANCHORS is set) but {}/postgres is missing",
-        kiln_testkit::POSTGRES_BIN
-    );
-    eprintln!("SKIPPED: PostgreSQL is not installed (Debian's postgresql package)");
-    false
-}
 
 fn psql(pg: &Postgres, db: &str, sql: &str) -> std::process::Output {
     Command::new(format!("{}/psql", kiln_testkit::POSTGRES_BIN))
