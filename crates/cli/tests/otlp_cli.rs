@@ -289,25 +289,43 @@ fn an_opentelemetry_collector_takes_kilns_profiles() {
             .spawn()
             .unwrap(),
     );
-    let body = std::fs::read(&otlp).unwrap();
+    // The receiver listens once the collector is up.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        match post(port, "/v1development/profiles", &body) {
-            Ok(s) if !s.is_empty() => break s,
-            _ if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(200))
-            }
-            r => panic!(
-                "the collector did not answer: {r:?}\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            ),
-        }
-    };
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the collector did not listen:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // kiln sends what it writes to r.otlp.pb: `--otlp-endpoint` with the base URL.
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = kiln()
+        .current_dir(dir.path())
+        .args(["collapse", "-q"])
+        .arg(&rec)
+        .args(["--otlp-endpoint", &endpoint])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        status.contains(" 200 "),
-        "{status}\n{}",
+        out.status.success(),
+        "{stderr}\n{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
+    assert!(out.stdout.is_empty(), "sent, not written to stdout");
+    let body = std::fs::read(&otlp).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "1 profile ({} bytes) sent to {endpoint}/v1development/profiles",
+            body.len()
+        )),
+        "{stderr}"
+    );
+    // The same bytes as the file, posted by hand, are taken too.
+    let status = post(port, "/v1development/profiles", &body).unwrap();
+    assert!(status.contains(" 200 "), "{status}");
     // The debug exporter logs what the pipeline carried.
     let want = format!("\"sample records\": {}", records.len());
     let mut text = String::new();
@@ -330,4 +348,71 @@ fn an_opentelemetry_collector_takes_kilns_profiles() {
             "thread {name} in the collector's log:\n{text}"
         );
     }
+}
+
+/// A collector that is not there: the command fails saying so, and what it measured is
+/// kept in a file that a later `curl` can send.
+#[test]
+fn an_absent_collector_keeps_the_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
+    let port = kiln_testkit::free_port().unwrap();
+    let out = kiln()
+        .current_dir(dir.path())
+        .args(["record", "-e", "cpu", "--otlp-endpoint"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .arg("--")
+        .arg(&exe)
+        .arg("0.2")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty(), "sent, not written to stdout");
+    assert!(
+        stderr.contains(&format!(
+            "the OTLP export failed: http://127.0.0.1:{port}/v1development/profiles"
+        )) && stderr.contains("kept in kiln-unsent-"),
+        "{stderr}"
+    );
+    let kept: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("kiln-unsent-")
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    // OpenTelemetry's own bindings read it: the recording's CPU profile and its stacks.
+    if have_go() {
+        let text = decode(dir.path(), &kept[0]);
+        assert!(
+            text.lines().any(|l| l.starts_with("profile cpu-clock ")),
+            "{text}"
+        );
+        assert!(text.lines().any(|l| l.starts_with("stack ")), "{text}");
+    }
+    // A URL that is not one: refused before anything is recorded.
+    let out = kiln()
+        .args([
+            "record",
+            "-e",
+            "cpu",
+            "--otlp-endpoint",
+            "127.0.0.1:4318",
+            "--",
+        ])
+        .arg(&exe)
+        .arg("0.2")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("--otlp-endpoint") && e.contains("127.0.0.1:4318"),
+        "{e}"
+    );
 }

@@ -1,5 +1,7 @@
 //! `kiln collapse`: profiler output in, folded stacks out.
-use super::common::{apply_transforms, collapse_input, write_output, InputArgs, TransformArgs};
+use super::common::{
+    apply_transforms, collapse_input, write_output, InputArgs, OtlpArgs, TransformArgs,
+};
 use anyhow::Result;
 use kiln_collapse::perf::{PerfOptions, PerfWeight};
 use kiln_model::{FoldedOptions, FoldedWriter};
@@ -22,6 +24,7 @@ use std::process::ExitCode;
 ///   kiln collapse --format bpftrace offcpu.txt > offcpu.folded
 ///   kiln collapse --sample-type alloc_space heap.pb.gz > alloc.folded
 ///   kiln collapse perf.data -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
+///   kiln collapse run:before --otlp-endpoint http://127.0.0.1:4318
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -37,6 +40,9 @@ pub struct Args {
     /// speedscope, gecko, otlp.
     #[arg(long, value_name = "FORMAT")]
     pub output_format: Option<String>,
+
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
 
     #[command(flatten)]
     pub perf: PerfArgs,
@@ -106,6 +112,7 @@ impl PerfArgs {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let transforms = args.transforms.to_transforms()?;
+    args.otlp.check()?;
     let outputs = kiln_formats::PROFILE_OUTPUTS;
     let format = kiln_formats::output_format(
         args.output.as_deref(),
@@ -144,13 +151,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .is_some_and(kiln_formats::pprof_uncompressed),
         ..Default::default()
     };
-    write_output(args.output.as_deref(), |w| {
-        if folded {
-            FoldedWriter::new(FoldedOptions::default()).write(&profile, w)?;
-        } else {
-            kiln_formats::write(std::slice::from_ref(&profile), format, &wopts, w)?;
-        }
-        Ok(())
-    })?;
+    let to_stdout = args.otlp.to_stdout(args.output.as_deref());
+    if args.output.is_some() || to_stdout {
+        write_output(args.output.as_deref(), |w| {
+            if folded {
+                FoldedWriter::new(FoldedOptions::default()).write(&profile, w)?;
+            } else {
+                kiln_formats::write(std::slice::from_ref(&profile), format, &wopts, w)?;
+            }
+            Ok(())
+        })?;
+    }
+    let otlp = kiln_formats::otlp::WriteOptions {
+        time_nanos: wopts.time_nanos,
+        comment: wopts.title.clone(),
+    };
+    args.otlp
+        .send("collapse", std::slice::from_ref(&profile), &otlp)?;
     Ok(ExitCode::SUCCESS)
 }

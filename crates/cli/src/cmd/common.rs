@@ -352,3 +352,100 @@ pub fn apply_transforms(
     }
     q
 }
+
+/// `--otlp-endpoint`: the profiles sent to an OpenTelemetry collector as well.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OtlpArgs {
+    /// Also send the profiles to an OpenTelemetry collector's OTLP/HTTP receiver (the
+    /// profiles signal of opentelemetry-proto v1.8.0, development status; the Collector
+    /// takes it with --feature-gates=service.profilesSupport): a base URL such as
+    /// http://127.0.0.1:4318, to which /v1development/profiles is added, or the full URL of
+    /// the profiles endpoint. Without -o nothing is written to standard output. If the
+    /// collector does not take them, the request is kept in ./kiln-unsent-*.otlp.pb.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+}
+
+impl OtlpArgs {
+    /// Checks the URL before any work is done.
+    pub fn check(&self) -> Result<()> {
+        if let Some(url) = &self.otlp_endpoint {
+            kiln_formats::otlp::profiles_url(url)
+                .map_err(|e| anyhow::anyhow!("Invalid --otlp-endpoint: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the profiles go to standard output (no -o, no endpoint).
+    pub fn to_stdout(&self, output: Option<&Path>) -> bool {
+        self.otlp_endpoint.is_none() && output.is_none_or(|p| p == Path::new("-"))
+    }
+
+    /// Sends `profiles` to the endpoint, if one was given, saying on stderr where they went.
+    /// When the collector does not take them, the request is kept in a new file
+    /// `./kiln-unsent-SECONDS.otlp.pb` (named in the error) so that nothing measured is
+    /// lost.
+    pub fn send(
+        &self,
+        command: &str,
+        profiles: &[kiln_model::Profile],
+        opts: &kiln_formats::otlp::WriteOptions,
+    ) -> Result<()> {
+        let Some(url) = &self.otlp_endpoint else {
+            return Ok(());
+        };
+        let request = kiln_formats::otlp::encode(profiles, opts);
+        match kiln_formats::otlp::send(&request, url, std::time::Duration::from_secs(30)) {
+            Ok(sent) => {
+                eprintln!(
+                    "kiln {command}: {} profile{} ({} bytes) sent to {}",
+                    profiles.len(),
+                    if profiles.len() == 1 { "" } else { "s" },
+                    request.len(),
+                    sent.url
+                );
+                if sent.rejected > 0 || !sent.message.is_empty() {
+                    eprintln!(
+                        "kiln {command}: warning: the collector rejected {} of them: {}",
+                        sent.rejected, sent.message
+                    );
+                }
+                Ok(())
+            }
+            Err(why) => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let kept = (0..100)
+                    .map(|n| {
+                        let suffix = if n == 0 {
+                            String::new()
+                        } else {
+                            format!("-{n}")
+                        };
+                        std::path::PathBuf::from(format!("kiln-unsent-{stamp}{suffix}.otlp.pb"))
+                    })
+                    .find(|p| std::fs::symlink_metadata(p).is_err());
+                let saved = kept.as_ref().and_then(|p| {
+                    let mut f = kiln_model::io::AtomicFile::create(p).ok()?;
+                    f.write_all(&request).ok()?;
+                    f.commit().ok()?;
+                    Some(p)
+                });
+                match saved {
+                    Some(p) => anyhow::bail!(
+                        "the OTLP export failed: {why}\nThe request is kept in {}; send it later \
+                         with: curl --data-binary @{} -H 'Content-Type: application/x-protobuf' {}",
+                        p.display(),
+                        p.display(),
+                        kiln_formats::otlp::profiles_url(url).unwrap_or_else(|_| url.clone())
+                    ),
+                    None => anyhow::bail!(
+                        "the OTLP export failed: {why} (and the request could not be kept in \
+                         the working directory)"
+                    ),
+                }
+            }
+        }
+    }
+}

@@ -17,6 +17,7 @@ use std::time::Duration;
 ///   kiln record -p $(pgrep beam.smp) -d 30 -o rabbit.svg --merge-threads
 ///   kiln record -e cpu,page-faults,mmap -o run.kiln -- ./server --port 8080
 ///   kiln record -a -F 99 -d 10 > all.folded
+///   kiln record -p $(pgrep -x myserver) -d 30 --otlp-endpoint http://127.0.0.1:4318
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Record these processes (all threads, including threads started later).
@@ -111,6 +112,9 @@ pub struct Args {
     /// Title of the SVG or HTML output.
     #[arg(long)]
     pub title: Option<String>,
+
+    #[command(flatten)]
+    pub otlp: super::common::OtlpArgs,
 
     #[command(flatten)]
     pub transforms: TransformArgs,
@@ -258,8 +262,10 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         Some(Format::Folded),
     )?;
     let multi = format.info().multi;
+    args.otlp.check()?;
     let to_stdout = args.output.as_deref().is_none_or(|p| p == Path::new("-"));
-    if to_stdout && opts.events.len() > 1 && !multi {
+    let write = args.output.is_some() || args.otlp.to_stdout(None);
+    if write && to_stdout && opts.events.len() > 1 && !multi {
         bail!("Several events give several profiles: write them with -o FILE.kiln (one file) or -o FILE.svg (one per event)");
     }
     let time_nanos = std::time::SystemTime::now()
@@ -276,6 +282,8 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         profiles = profiles.iter().map(|p| transforms.apply(p).0).collect();
     }
     match args.output.as_deref() {
+        // Only sent (--otlp-endpoint without -o).
+        _ if !write => {}
         // Formats holding several profiles take every event in one file.
         path if multi => write_output(path, |w| {
             let o = kiln_formats::WriteOptions {
@@ -414,5 +422,10 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
             eprintln!("kiln record: the command exited with {st}");
         }
     }
+    let otlp = kiln_formats::otlp::WriteOptions {
+        time_nanos,
+        comment: args.title.clone(),
+    };
+    args.otlp.send("record", &profiles, &otlp)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,10 @@
 //! ```text
 //! kiln collapse perf.data -o cpu.otlp.pb
 //! kiln record -e cpu,offcpu -o run.otlp.pb -- ./server
+//! kiln record -e cpu -d 30 -p PID --otlp-endpoint http://127.0.0.1:4318
 //! ```
+//!
+//! [`send`] posts the same bytes to a collector (`--otlp-endpoint`).
 //!
 //! * **One request.** One `ResourceProfiles` with one `ScopeProfiles` (scope `kiln`, its
 //!   version) holding one `Profile` per event, all indexing one `ProfilesDictionary`
@@ -23,6 +26,9 @@
 //!   semantic conventions) and, when the profile's start is known on the wall clock,
 //!   every sample's time in `timestamps_unix_nano`.
 pub mod proto;
+mod send;
+
+pub use send::{profiles_url, send, Sent, PROFILES_PATH};
 
 use kiln_model::{Profile, StackId, ThreadId, WeightUnit, NO_TIME};
 use proto::any_value::Value;
@@ -325,9 +331,14 @@ pub fn write(
     opts: &WriteOptions,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let bytes = prost::Message::encode_to_vec(&to_request(profiles, opts));
-    out.write_all(&bytes)?;
+    out.write_all(&encode(profiles, opts))?;
     out.flush()
+}
+
+/// The `ExportProfilesServiceRequest` of `profiles`, encoded: what [`write`] writes and
+/// [`send`] posts.
+pub fn encode(profiles: &[Profile], opts: &WriteOptions) -> Vec<u8> {
+    prost::Message::encode_to_vec(&to_request(profiles, opts))
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! development: later versions of the .proto change these messages.
 //!
 //! Messages and fields kiln does not write (links' contents, entity references,
-//! original payloads, the service's response) are left out; a decoder skips what it
+//! original payloads) are left out, and of the service's answers only what kiln reports
+//! (the partial success, an error's message) is here; a decoder skips what it
 //! does not know and reads absent fields as their zero values.
 #![allow(missing_docs)]
 
@@ -239,4 +240,31 @@ pub mod any_value {
         #[prost(int64, tag = "3")]
         IntValue(i64),
     }
+}
+
+/// `collector.profiles.v1development.ExportProfilesServiceResponse`: the answer to an
+/// export.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ExportProfilesServiceResponse {
+    #[prost(message, optional, tag = "1")]
+    pub partial_success: Option<ExportProfilesPartialSuccess>,
+}
+
+/// `collector.profiles.v1development.ExportProfilesPartialSuccess`: what the receiver
+/// refused of a request it otherwise took.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ExportProfilesPartialSuccess {
+    #[prost(int64, tag = "1")]
+    pub rejected_profiles: i64,
+    #[prost(string, tag = "2")]
+    pub error_message: String,
+}
+
+/// `google.rpc.Status`: the body of an OTLP/HTTP error answer (code and message only).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Status {
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub message: String,
 }
