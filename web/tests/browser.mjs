@@ -196,6 +196,26 @@ try {
     assert.deepEqual(await page.$$eval('.crumb', (b) => b.map((x) => x.textContent)), ['all']);
   });
 
+  await check('dragging pans the zoomed graph with the pointer; the press is not a click', async () => {
+    // beta is not the first frame of its row: there is room to its left to pan into.
+    await page.mouse.click(...center(await find(page, 'beta')));
+    await settle(page);
+    const crumbs = await page.$$eval('.crumb', (b) => b.map((x) => x.textContent));
+    assert.equal(crumbs.at(-1), 'beta');
+    const z = await find(page, 'beta');
+    const [x, y] = center(z);
+    await page.mouse.move(x, y);
+    await page.mouse.down();
+    await page.mouse.move(x + 150, y, { steps: 5 });
+    await page.mouse.up();
+    await settle(page);
+    const panned = await find(page, 'beta');
+    assert.ok(Math.abs(panned.x - (z.x + 150)) < 2, `beta follows the pointer (${z.x} → ${panned.x})`);
+    assert.deepEqual(await page.$$eval('.crumb', (b) => b.map((x) => x.textContent)), crumbs, 'no click: the zoom is the same');
+    await page.click('[data-ctrl=reset]');
+    await settle(page);
+  });
+
   await check('hostile names stay text', async () => {
     for (const n of [HOSTILE_IMG, HOSTILE_SCRIPT]) assert.ok(await find(page, n), `${n} is drawn as a frame`);
     const names = await page.evaluate(() => window.__kiln.app.derived.frames.names);
@@ -590,6 +610,17 @@ try {
     await page.waitForFunction(() => /t=\d+-\d+/.test(location.hash));
     await page.keyboard.press('ArrowDown');
     assert.match(await page.textContent('[data-ctrl=status]'), / — .* in a row on /);
+    // The mouse pans the window too: dragged left, it moves later by the dragged share.
+    const c = await page.$eval('canvas.chart-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
+    const r0 = await page.evaluate(() => window.__kiln.app.state.range);
+    await page.mouse.move(c.x + c.width * 0.6, c.y + 20);
+    await page.mouse.down();
+    await page.mouse.move(c.x + c.width * 0.4, c.y + 20, { steps: 5 });
+    await page.mouse.up();
+    await settle(page);
+    const r3 = await page.evaluate(() => window.__kiln.app.state.range);
+    const moved = (r3[0] - r0[0]) / (r0[1] - r0[0]);
+    assert.ok(Math.abs(moved - 0.2) < 0.02 && Math.abs(r3[1] - r3[0] - (r0[1] - r0[0])) < 1, `dragged a fifth of the width: the window moved ${moved} of itself (${r0} → ${r3})`);
     await page.keyboard.press('Escape');
     await settle(page);
     assert.equal(await page.evaluate(() => window.__kiln.app.state.range), null, 'Esc shows the whole time');

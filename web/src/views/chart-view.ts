@@ -6,6 +6,7 @@ import { FlameChart, boxAt } from '../lib/flamechart.js';
 import { ChartBox, ChartRenderer, ChartScene } from '../render/chart-renderer.js';
 import { currentTheme } from '../render/theme.js';
 import { el } from './dom.js';
+import { DragPan } from './drag.js';
 
 export interface ChartViewHandlers {
   hover(b: ChartBox | null, ev: MouseEvent | null): void;
@@ -24,7 +25,7 @@ export class ChartView {
   drawCount = 0;
   lastMs = 0;
   private pending = 0;
-  private drag: { x: number; y: number; t0: number; t1: number; scrollY: number; moved: boolean } | null = null;
+  private readonly drag: DragPan;
   /** The whole time span (zoom limits). */
   private full: [number, number] = [0, 1];
 
@@ -40,17 +41,17 @@ export class ChartView {
     this.renderer = new ChartRenderer(this.canvas);
     new ResizeObserver(() => this.requestDraw()).observe(this.el);
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
-    this.canvas.addEventListener('mousedown', (e) => {
-      if (e.button !== 0 || !this.scene) return;
-      this.drag = { x: e.offsetX, y: e.offsetY, t0: this.scene.t0, t1: this.scene.t1, scrollY: this.scene.scrollY, moved: false };
-    });
-    window.addEventListener('mouseup', (e) => {
-      const d = this.drag;
-      this.drag = null;
-      if (d && !d.moved && e.target === this.canvas && this.scene) {
-        const b = this.renderer.hit(this.scene, e.offsetX, e.offsetY);
-        this.setSelected(b, false);
-      }
+    this.drag = new DragPan(this.canvas, {
+      start: () => this.scene && { a0: this.scene.t0, a1: this.scene.t1, scrollY: this.scene.scrollY },
+      pan: (t0, t1, scrollY, dy) => {
+        if (!this.scene) return;
+        this.scene.scrollY = scrollY - dy;
+        this.setRange(t0, t1);
+      },
+      click: (e) => {
+        if (this.scene) this.setSelected(this.renderer.hit(this.scene, e.offsetX, e.offsetY), false);
+      },
+      width: () => this.renderer.width,
     });
     this.canvas.addEventListener('dblclick', (e) => {
       const b = this.scene && this.renderer.hit(this.scene, e.offsetX, e.offsetY);
@@ -270,18 +271,7 @@ export class ChartView {
   private onMove(e: MouseEvent): void {
     const s = this.scene;
     if (!s) return;
-    const d = this.drag;
-    if (d) {
-      const dx = e.offsetX - d.x;
-      const dy = e.offsetY - d.y;
-      if (Math.abs(dx) + Math.abs(dy) > 3) d.moved = true;
-      if (d.moved) {
-        const shift = (-dx / this.renderer.width) * (d.t1 - d.t0);
-        s.scrollY = d.scrollY - dy;
-        this.setRange(d.t0 + shift, d.t1 + shift);
-        return;
-      }
-    }
+    if (this.drag.move(e)) return;
     const b = this.renderer.hit(s, e.offsetX, e.offsetY);
     this.canvas.style.cursor = b ? 'pointer' : 'default';
     this.h.hover(b, b ? e : null);

@@ -6,6 +6,7 @@ import { Layout, firstEndingAfter } from '../lib/layout.js';
 import { DrawStats, FlameRenderer, FlameScene, ROW_HEIGHT } from '../render/flame-renderer.js';
 import { currentTheme } from '../render/theme.js';
 import { el } from './dom.js';
+import { DragPan } from './drag.js';
 
 export interface FlameViewHandlers {
   hover(v: number, ev: MouseEvent | null): void;
@@ -26,7 +27,7 @@ export class FlameView {
   onDrawn: ((s: DrawStats) => void) | null = null;
   private pending = 0;
   private dirty = false;
-  private drag: { x: number; y: number; x0: number; x1: number; scrollY: number; moved: boolean } | null = null;
+  private readonly drag: DragPan;
   private hovered = -1;
   private zoomNode = -1;
 
@@ -46,20 +47,23 @@ export class FlameView {
       if (!rr || Math.floor(r.width) !== rr.width || Math.floor(r.height) !== rr.height) this.requestDraw();
     }).observe(this.el);
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
-    this.canvas.addEventListener('mousedown', (e) => {
-      if (e.button !== 0 || !this.scene) return;
-      this.drag = { x: e.offsetX, y: e.offsetY, x0: this.scene.x0, x1: this.scene.x1, scrollY: this.scene.scrollY, moved: false };
-    });
-    window.addEventListener('mouseup', (e) => {
-      const d = this.drag;
-      this.drag = null;
-      if (d && !d.moved && e.target === this.canvas && this.scene) {
-        const v = this.renderer.hit(this.scene, e.offsetX, e.offsetY);
+    this.drag = new DragPan(this.canvas, {
+      start: () => this.scene && { a0: this.scene.x0, a1: this.scene.x1, scrollY: this.scene.scrollY },
+      pan: (x0, x1, scrollY, dy) => {
+        const s = this.scene;
+        if (!s) return;
+        this.setRange(x0, x1);
+        s.scrollY = scrollY + (s.icicle ? -dy : dy);
+        this.requestDraw();
+      },
+      click: (e) => {
+        const v = this.scene ? this.renderer.hit(this.scene, e.offsetX, e.offsetY) : -1;
         if (v >= 0) {
           this.setSelected(v, false);
           this.h.click(v);
         }
-      }
+      },
+      width: () => this.renderer.width,
     });
     this.canvas.addEventListener('mouseleave', () => {
       this.hovered = -1;
@@ -275,20 +279,7 @@ export class FlameView {
   private onMove(e: MouseEvent): void {
     const s = this.scene;
     if (!s) return;
-    const d = this.drag;
-    if (d) {
-      const dx = e.offsetX - d.x;
-      const dy = e.offsetY - d.y;
-      if (Math.abs(dx) + Math.abs(dy) > 3) d.moved = true;
-      if (d.moved) {
-        const span = d.x1 - d.x0;
-        const shift = (-dx / this.renderer.width) * span;
-        this.setRange(d.x0 + shift, d.x1 + shift);
-        s.scrollY = d.scrollY + (s.icicle ? -dy : dy);
-        this.requestDraw();
-        return;
-      }
-    }
+    if (this.drag.move(e)) return;
     const v = this.renderer.hit(s, e.offsetX, e.offsetY);
     if (v !== this.hovered) {
       this.hovered = v;
