@@ -19,20 +19,7 @@ fn kiln() -> Command {
 
 /// Builds and runs the Go decoder on `file`; its output.
 fn decode(dir: &Path, file: &Path) -> String {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../formats/tests/otlpdecode");
-    let bin = dir.join("otlpdecode");
-    let out = go()
-        .current_dir(&src)
-        .args(["build", "-o"])
-        .arg(&bin)
-        .arg(".")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "building otlpdecode (its modules come from scripts/install-deps.sh): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let bin = go_build("otlpdecode", dir);
     let out = std::process::Command::new(&bin).arg(file).output().unwrap();
     assert!(
         out.status.success(),

@@ -46,6 +46,14 @@ pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};
 pub use programs::{build_c, build_hot, build_ticker, Started};
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 
+/// The last 20 lines of the log file at `path` (empty when it cannot be read): what a
+/// fixture's errors show of a server that did not start.
+pub(crate) fn log_tail(path: &std::path::Path) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
 /// Why a test server could not be started or stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

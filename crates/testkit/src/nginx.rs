@@ -240,9 +240,7 @@ impl Nginx {
 
     /// The last lines of the error log.
     pub fn error_log(&self) -> String {
-        let s = std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default();
-        let lines: Vec<&str> = s.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+        crate::log_tail(&self.dir.path().join("error.log"))
     }
 
     /// Stops nginx (SIGTERM to the master, then SIGKILL to master and workers by PID if it

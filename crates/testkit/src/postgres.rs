@@ -245,9 +245,7 @@ impl Postgres {
 
     /// The last lines of the server's log.
     pub fn log_tail(&self) -> String {
-        let s = std::fs::read_to_string(self.log_path()).unwrap_or_default();
-        let lines: Vec<&str> = s.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+        crate::log_tail(&self.log_path())
     }
 
     /// The port on 127.0.0.1.

@@ -233,9 +233,7 @@ impl RabbitMq {
     }
 
     fn log_tail(&self) -> String {
-        let s = std::fs::read_to_string(self.dir.path().join("console.log")).unwrap_or_default();
-        let lines: Vec<&str> = s.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+        crate::log_tail(&self.dir.path().join("console.log"))
     }
 
     /// The AMQP port on 127.0.0.1.

@@ -33,11 +33,13 @@ pub fn have_go() -> bool {
     ok
 }
 
-/// Builds tests/goprof into `dir` and runs it there; returns the profiles' directory.
-pub fn go_profiles(dir: &Path) -> PathBuf {
-    // Both crates/formats and crates/cli are two levels under the workspace.
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../formats/tests/goprof");
-    let bin = dir.join("goprof");
+/// Builds the Go program in crates/formats/tests/`name` into `dir/name`; its path. Both
+/// crates/formats and crates/cli are two levels under the workspace.
+pub fn go_build(name: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../formats/tests")
+        .join(name);
+    let bin = dir.join(name);
     let out = go()
         .current_dir(&src)
         .args(["build", "-o"])
@@ -47,9 +49,15 @@ pub fn go_profiles(dir: &Path) -> PathBuf {
         .expect("go build");
     assert!(
         out.status.success(),
-        "go build failed: {}",
+        "go build of {name} failed (its modules come from scripts/install-deps.sh): {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    bin
+}
+
+/// Builds tests/goprof into `dir` and runs it there; returns the profiles' directory.
+pub fn go_profiles(dir: &Path) -> PathBuf {
+    let bin = go_build("goprof", dir);
     let out = Command::new(&bin)
         .arg("-dir")
         .arg(dir)
