@@ -460,6 +460,9 @@ impl Sampler {
     }
 }
 
+/// The lowest of perf's callchain context markers (`PERF_CONTEXT_MAX`, -4095).
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+
 fn parse<'a>(rec: &[u8], ips: &'a mut Vec<u64>) -> Option<KernelSample<'a>> {
     let u32_at =
         |o: usize| -> Option<u32> { Some(u32::from_ne_bytes(rec.get(o..o + 4)?.try_into().ok()?)) };
@@ -474,11 +477,18 @@ fn parse<'a>(rec: &[u8], ips: &'a mut Vec<u64>) -> Option<KernelSample<'a>> {
     let (slot, flags) = (slot_flags & 0xffff, slot_flags >> 16);
     let body = rec.get(HDR_BYTES..HDR_BYTES + (nk + nu) * 8)?;
     ips.clear();
-    ips.extend(
-        body.chunks_exact(8)
-            .map(|c| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
-    );
-    let (kernel, user) = ips.split_at(nk);
+    let words = body
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+    // The kernel stack is perf's own callchain when the event samples one (for the
+    // samples the program leaves to perf), and `bpf_get_stack` then hands it over as perf
+    // keeps it: led by the `PERF_CONTEXT_KERNEL` marker. A marker is no address (no code
+    // lies in the top 4095 bytes of the address space): read as one it became an extra
+    // leaf under every kernel stack, named after whatever symbol kallsyms lists last.
+    ips.extend(words.clone().take(nk).filter(|&a| a < PERF_CONTEXT_MAX));
+    let kept = ips.len();
+    ips.extend(words.skip(nk));
+    let (kernel, user) = ips.split_at(kept);
     Some(KernelSample {
         pid,
         tid,
@@ -542,14 +552,15 @@ mod tests {
 
     #[test]
     fn records_parse_and_short_ones_do_not() {
-        let mut rec = vec![0u8; HDR_BYTES + 3 * 8];
+        let mut rec = vec![0u8; HDR_BYTES + 4 * 8];
         rec[0..4].copy_from_slice(&7u32.to_ne_bytes());
         rec[4..8].copy_from_slice(&8u32.to_ne_bytes());
         rec[8..16].copy_from_slice(&99u64.to_ne_bytes());
-        rec[20..24].copy_from_slice(&(1u32 | (2 << 16)).to_ne_bytes());
+        rec[20..24].copy_from_slice(&(2u32 | (2 << 16)).to_ne_bytes());
         rec[24..28].copy_from_slice(&1u32.to_ne_bytes());
         rec[28..32].copy_from_slice(&(2u32 | (1 << 16)).to_ne_bytes());
-        for (i, v) in [0xffff_ffff_8100_0000u64, 0x401000, 0x402000]
+        // perf's callchain, as bpf_get_stack hands it over: PERF_CONTEXT_KERNEL first.
+        for (i, v) in [-128i64 as u64, 0xffff_ffff_8100_0000u64, 0x401000, 0x402000]
             .iter()
             .enumerate()
         {
@@ -563,6 +574,6 @@ mod tests {
         assert_eq!(s.end, StackEnd::FramePointerZero);
         assert_eq!(s.slot, 2);
         assert!(s.unlisted_code);
-        assert!(parse(&rec[..HDR_BYTES + 8], &mut ips).is_none());
+        assert!(parse(&rec[..HDR_BYTES + 16], &mut ips).is_none());
     }
 }

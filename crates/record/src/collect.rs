@@ -4,7 +4,7 @@
 //! but symbolized only at the end: a raw stack is a path of *locations* (kernel address,
 //! image + stated address, JIT address of a pid) kept in a prefix tree, so each distinct
 //! location is named once, after the JIT has written its perf map.
-use crate::symbols::{demangle, PerfMap, SymbolTable};
+use crate::symbols::{demangle, KernelSymbols, PerfMap};
 use crate::unwind::{Images, Process, UserLoc};
 use kiln_model::{EventInfo, FrameKind, Profile, StackId};
 use std::collections::HashMap;
@@ -162,7 +162,7 @@ pub(crate) struct Collector {
     /// file (where `/proc` would describe some other, current process).
     live: bool,
     /// The kernel's symbols, parsed on the tables thread when there is one.
-    kallsyms: std::sync::Arc<std::sync::OnceLock<SymbolTable>>,
+    kallsyms: std::sync::Arc<std::sync::OnceLock<KernelSymbols>>,
     /// Processes whose executable mappings changed (for the in-kernel unwinder's tables).
     changed: FastSet<u32>,
     /// Processes that exited.
@@ -566,8 +566,8 @@ impl Collector {
     }
 
     #[cfg(feature = "bpf")]
-    fn kallsyms(&self) -> &SymbolTable {
-        self.kallsyms.get_or_init(SymbolTable::kallsyms)
+    fn kallsyms(&self) -> &KernelSymbols {
+        self.kallsyms.get_or_init(KernelSymbols::read)
     }
 
     /// Drops the leaf kernel frames that belong to the tracing machinery that took the
@@ -593,7 +593,18 @@ impl Collector {
     /// Names every location and builds one profile per event.
     pub fn finish(mut self) -> (Vec<Profile>, Summary) {
         let ks = self.kallsyms.clone();
-        let kallsyms = ks.get_or_init(SymbolTable::kallsyms);
+        let mut kallsyms = ks.get_or_init(KernelSymbols::read);
+        // Code the kernel loaded after kallsyms was read (eBPF programs, modules) has no
+        // symbol in that copy: read it again, once, when some kernel address needs it.
+        let fresh;
+        if self
+            .loc_list
+            .iter()
+            .any(|l| matches!(l, Loc::Kernel(a) if kallsyms.lookup(*a).is_none()))
+        {
+            fresh = KernelSymbols::read();
+            kallsyms = &fresh;
+        }
         let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
         // Whether each location is named by a symbol: `None` for the thread names and
@@ -626,10 +637,7 @@ impl Collector {
                     FrameKind::Root,
                 ),
                 Loc::Kernel(a) => {
-                    let mut n = match kallsyms.lookup(*a) {
-                        Some(n) => n.to_vec(),
-                        None => b"[unknown]".to_vec(),
-                    };
+                    let mut n = kallsyms.name(*a).to_vec();
                     if self.naming.annotate_kernel {
                         n.extend_from_slice(b"_[k]");
                     }

@@ -72,33 +72,164 @@ impl SymbolTable {
         t.finish();
         t
     }
+}
 
-    /// The kernel's symbols from `/proc/kallsyms` (text symbols only). Empty when the
-    /// file is unreadable or addresses are hidden (`kptr_restrict`).
-    pub fn kallsyms() -> SymbolTable {
+/// The kernel's code symbols, from `/proc/kallsyms`, each with where it ends.
+///
+/// kallsyms gives start addresses only. A symbol ends where the next symbol begins, but
+/// only within its own section: the core kernel's text ends at `_etext` and its init text
+/// at `_einittext`; a module's symbols (listed with `[NAME]`) end inside the module
+/// (`/proc/modules` gives its extent); the eBPF JIT's (`[bpf]`) inside their own group.
+/// An address with no symbol is never given a neighbour's name: it reads `[unknown
+/// kernel]`, or `[module NAME]`/`[bpf]` when it lies in a range known to belong to one.
+#[derive(Debug, Default)]
+pub struct KernelSymbols {
+    table: SymbolTable,
+    /// Address ranges known to belong to a section without a symbol there: `(start, end,
+    /// label)` sorted by start.
+    areas: Vec<(u64, u64, Box<[u8]>)>,
+}
+
+/// How far the last symbol of a module or eBPF group reaches when nothing says where it
+/// ends: past any function the JIT writes, short of claiming unrelated memory.
+const LAST_SYMBOL_REACH: u64 = 64 << 10;
+/// The eBPF JIT packs programs into chunks of this size (x86-64's `bpf_prog_pack`).
+const BPF_PACK: u64 = 2 << 20;
+
+impl KernelSymbols {
+    /// Reads `/proc/kallsyms` and `/proc/modules`. Empty when kallsyms is unreadable or
+    /// its addresses are hidden (`kptr_restrict`).
+    pub fn read() -> KernelSymbols {
         let text = std::fs::read("/proc/kallsyms").unwrap_or_default();
-        let mut t = SymbolTable::default();
-        for line in text.split(|&b| b == b'\n') {
-            let mut it = line.split(|&b| b == b' ');
-            let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
-                continue;
-            };
-            if !matches!(kind, b"t" | b"T" | b"w" | b"W") {
-                continue;
-            }
-            let Some(addr) = parse_hex(addr) else {
-                continue;
-            };
-            if addr == 0 {
-                continue;
-            }
-            // Module symbols end with "\t[module]"; keep the bare name.
-            let name = name.split(|&b| b == b'\t').next().unwrap_or(name);
-            t.push(addr, 0, name);
-        }
-        t.finish();
-        t
+        let modules = std::fs::read("/proc/modules").unwrap_or_default();
+        KernelSymbols::parse(&text, &modules)
     }
+
+    /// Parses the text of `/proc/kallsyms` and of `/proc/modules`.
+    pub fn parse(kallsyms: &[u8], modules: &[u8]) -> KernelSymbols {
+        // (address, section, name, is code): every symbol bounds the one before it.
+        let mut all: Vec<(u64, &[u8], &[u8], bool)> = Vec::new();
+        for line in kallsyms.split(|&b| b == b'\n') {
+            let mut it = line.splitn(3, |&b| b == b' ');
+            let (Some(addr), Some(kind), Some(rest)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            let Some(addr) = parse_hex(addr).filter(|&a| a != 0) else {
+                continue;
+            };
+            let (name, section) = match rest.iter().position(|&b| b == b'\t') {
+                Some(t) => {
+                    let sec = rest[t + 1..].trim_ascii();
+                    let sec = sec.strip_prefix(b"[").unwrap_or(sec);
+                    (&rest[..t], sec.strip_suffix(b"]").unwrap_or(sec))
+                }
+                None => (rest.trim_ascii_end(), &b""[..]),
+            };
+            let code = matches!(kind, b"t" | b"T" | b"w" | b"W") && !is_text_end(name);
+            all.push((addr, section, name, code));
+        }
+        all.sort_by_key(|e| e.0);
+        let mut k = KernelSymbols::default();
+        let module_ranges = parse_modules(modules);
+        for (i, &(start, section, name, code)) in all.iter().enumerate() {
+            if !code {
+                continue;
+            }
+            // The next symbol at a higher address bounds this one; one of another section
+            // does too, but then, outside the core kernel, the symbol reaches no further
+            // than its section is known to.
+            let next = all[i + 1..].iter().find(|e| e.0 > start);
+            let end = match next {
+                Some(n) if n.1 == section || section.is_empty() => n.0,
+                _ if section.is_empty() => continue, // the last core symbol: no end known
+                other => {
+                    let cap = match module_ranges.iter().find(|m| m.0 <= start && start < m.1) {
+                        Some(m) => m.1,
+                        None => start.saturating_add(LAST_SYMBOL_REACH),
+                    };
+                    other.map_or(cap, |n| n.0.min(cap))
+                }
+            };
+            if end > start {
+                let name: &[u8] = if name.starts_with(b"bpf_trampoline_") {
+                    b"[bpf trampoline]"
+                } else {
+                    name
+                };
+                k.table.push(start, end - start, name);
+            }
+            // Memory of the eBPF JIT's pack around a program is the JIT's.
+            if section == b"bpf" {
+                let pack = start & !(BPF_PACK - 1);
+                k.areas
+                    .push((pack, pack + BPF_PACK, b"[bpf]".as_slice().into()));
+            }
+        }
+        for (s, e, name) in module_ranges {
+            let mut label = b"[module ".to_vec();
+            label.extend_from_slice(&name);
+            label.push(b']');
+            k.areas.push((s, e, label.into()));
+        }
+        k.table.finish();
+        k.areas.sort_by_key(|a| a.0);
+        k.areas.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        k
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether there are no symbols (kallsyms unreadable or hidden).
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// The symbol containing `addr`.
+    pub fn lookup(&self, addr: u64) -> Option<&[u8]> {
+        self.table.lookup(addr)
+    }
+
+    /// The name of the code at `addr`: its symbol, else the section it is known to lie in
+    /// (`[bpf]`, `[module NAME]`), else `[unknown kernel]`.
+    pub fn name(&self, addr: u64) -> &[u8] {
+        if let Some(n) = self.lookup(addr) {
+            return n;
+        }
+        let i = self.areas.partition_point(|a| a.0 <= addr);
+        self.areas[..i]
+            .iter()
+            .rev()
+            .find(|a| addr < a.1)
+            .map_or(b"[unknown kernel]", |a| &a.2)
+    }
+}
+
+/// Markers kallsyms lists as text symbols that end a section rather than begin code
+/// (`_etext`, `_einittext`, `__entry_text_end`, `__end_*`...).
+fn is_text_end(name: &[u8]) -> bool {
+    name == b"_etext"
+        || name == b"_einittext"
+        || name == b"_end"
+        || name.starts_with(b"__end_")
+        || name.starts_with(b"__stop_")
+        || (name.starts_with(b"__") && name.ends_with(b"_text_end"))
+}
+
+/// Module extents from `/proc/modules` (`NAME SIZE REFS DEPS STATE ADDRESS`): `(start,
+/// end, name)`.
+fn parse_modules(text: &[u8]) -> Vec<(u64, u64, Vec<u8>)> {
+    text.split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let f: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            let name = f.first()?;
+            let size: u64 = std::str::from_utf8(f.get(1)?).ok()?.parse().ok()?;
+            let start = parse_hex(f.get(5)?).filter(|&a| a != 0)?;
+            Some((start, start.checked_add(size)?, name.to_vec()))
+        })
+        .collect()
 }
 
 /// Parses hexadecimal with or without `0x`.
@@ -259,6 +390,56 @@ mod tests {
         );
         assert_eq!(demangle(b"_ZN3foo3barEv"), b"foo::bar");
         assert_eq!(demangle(b"main"), b"main");
+    }
+
+    #[test]
+    fn kernel_symbols_end_within_their_section() {
+        let kallsyms = b"ffffffff81000000 T _stext\n\
+ffffffff81000000 T _text\n\
+ffffffff81000100 T do_syscall_64\n\
+ffffffff81000200 t read_zero\n\
+ffffffff81000300 T __entry_text_end\n\
+ffffffff81000400 T vfs_read\n\
+ffffffff81000500 T _etext\n\
+ffffffff81000600 R some_data\n\
+ffffffff81001000 T _sinittext\n\
+ffffffff81001100 t init_fn\n\
+ffffffff81001200 T _einittext\n\
+ffffffffc0001000 t ext4_read\t[ext4]\n\
+ffffffffc0001800 t ext4_write\t[ext4]\n\
+ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n\
+ffffffffc0400000 t bpf_prog_0123456789abcdef_kiln_sample0\t[bpf]\n\
+ffffffffc0400800 t bpf_prog_fedcba9876543210_step\t[bpf]\n\
+ffffffffc0401000 t bpf_trampoline_6442491234\t[bpf]\n\
+0000000000000000 A fixed_percpu_data\n";
+        let modules = b"ext4 8192 1 - Live 0xffffffffc0001000\n";
+        let k = KernelSymbols::parse(kallsyms, modules);
+        let name = |a: u64| String::from_utf8_lossy(k.name(a)).into_owned();
+        assert_eq!(name(0xffffffff81000180), "do_syscall_64");
+        assert_eq!(name(0xffffffff81000250), "read_zero");
+        // Past an end marker and past the end of text: no borrowed name.
+        assert_eq!(name(0xffffffff81000350), "[unknown kernel]");
+        assert_eq!(name(0xffffffff810004ff), "vfs_read");
+        assert_eq!(name(0xffffffff81000510), "[unknown kernel]");
+        assert_eq!(name(0xffffffff81000700), "[unknown kernel]");
+        assert_eq!(name(0xffffffff81001150), "init_fn");
+        assert_eq!(name(0xffffffff81001300), "[unknown kernel]");
+        // A module's last symbol ends with the module; past it, nothing is known.
+        assert_eq!(name(0xffffffffc0001900), "ext4_write");
+        assert_eq!(name(0xffffffffc0003100), "[unknown kernel]");
+        assert_eq!(name(0xffffffffc0201010), "ftrace_trampoline");
+        assert_eq!(
+            name(0xffffffffc0400010),
+            "bpf_prog_0123456789abcdef_kiln_sample0"
+        );
+        assert_eq!(name(0xffffffffc0400900), "bpf_prog_fedcba9876543210_step");
+        assert_eq!(name(0xffffffffc0401004), "[bpf trampoline]");
+        // In the eBPF JIT's pack, past its last program's reach.
+        assert_eq!(name(0xffffffffc0480000), "[bpf]");
+        // perf's context markers and the top of the address space: no code there.
+        assert_eq!(name(-128i64 as u64), "[unknown kernel]");
+        assert_eq!(name(0xffffffff80000000), "[unknown kernel]");
+        assert!(k.lookup(0xffffffff81000350).is_none());
     }
 
     #[test]

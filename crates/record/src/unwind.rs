@@ -10,7 +10,7 @@
 //! image; frame pointers for code outside any image (JIT code in anonymous executable
 //! mappings, which the BEAM with `+JPperf true` and Node compile with frame pointers) and
 //! wherever CFI is missing.
-use crate::symbols::{self, SymbolTable};
+use crate::symbols::{self, KernelSymbols, SymbolTable};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use memmap2::Mmap;
@@ -306,14 +306,14 @@ impl Images {
     /// thread that reads the ring buffers then never stops to parse an ELF file, and
     /// the names are ready, or nearly, when sampling stops. The thread also parses
     /// `kallsyms` first thing, into the returned cell.
-    pub fn with_tables_thread(live_vdso: bool) -> (Images, Arc<OnceLock<SymbolTable>>) {
+    pub fn with_tables_thread(live_vdso: bool) -> (Images, Arc<OnceLock<KernelSymbols>>) {
         let (tx, rx) = std::sync::mpsc::channel::<Arc<Image>>();
         let kallsyms = Arc::new(OnceLock::new());
         let k = kallsyms.clone();
         let spawned = std::thread::Builder::new()
             .name("kiln-tables".into())
             .spawn(move || {
-                k.get_or_init(SymbolTable::kallsyms);
+                k.get_or_init(KernelSymbols::read);
                 let mut named: Vec<Arc<Image>> = Vec::new();
                 loop {
                     let img = match rx.try_recv() {
