@@ -1,9 +1,13 @@
 //! Samples with complete stacks, unwound in the kernel at sample time.
 //!
-//! [`Sampler`] is an eBPF program attached to the caller's perf events (cpu-clock,
-//! page-faults: any software or hardware sampling event). On each sample it walks the
-//! kernel stack and the user stack in the sampled thread's context, and hands over the
-//! return addresses through a ring buffer; perf itself then writes no sample record.
+//! [`Sampler`] is an eBPF program attached to the caller's perf events: sampling events
+//! (cpu-clock, page-faults: any software or hardware sampling event) and tracepoints
+//! (`syscalls:sys_enter_mmap`, `sched:sched_switch`…), one program kind for each
+//! ([`SlotKind`]). On each sample it walks the kernel stack and the user stack in the
+//! sampled thread's context, and hands over the return addresses and the sample's value
+//! (its period, or a field of the tracepoint) through a ring buffer; perf itself then
+//! writes no sample record. Every event is unwound the same way, so a memory flame graph
+//! (`mmap` calls) reaches the same JIT and native callers as a CPU one.
 //!
 //! ## Why in the kernel
 //! Unwinding a copy of the stack after the fact (perf's `--call-graph dwarf`, and
@@ -55,7 +59,7 @@ pub const MAX_USER_FRAMES: usize = 128;
 const MAPPING_BYTES: usize = 32;
 /// `struct proc`: mm, n, pad, then the mappings.
 const PROC_HDR: usize = 16;
-const HDR_BYTES: usize = 32;
+const HDR_BYTES: usize = 40;
 
 /// Sizes of the sampler's kernel memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,10 +72,24 @@ pub struct SamplerConfig {
     /// seconds of samples at 999 Hz on many CPUs; records that do not fit are counted
     /// in [`SamplerStats::lost`].
     pub ring_bytes: u32,
-    /// Slots to load (1 to [`SLOTS`]), one program each: the kernel verifies each
-    /// program it loads, which is most of the time a start takes, so load only as many
-    /// as there are events to attach. Default: [`SLOTS`].
-    pub slots: u32,
+    /// The slots to load (1 to [`SLOTS`]), one program each, of the kind of event it
+    /// will be attached to: the kernel verifies each program it loads, which is most of
+    /// the time a start takes, so load only as many as there are events to attach.
+    /// Default: [`SLOTS`] sampling slots.
+    pub slots: Vec<SlotKind>,
+}
+
+/// What a sampler slot is attached to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotKind {
+    /// Sampling perf events (cpu-clock, page-faults); a sample's value is its period.
+    Sampling,
+    /// A tracepoint's perf event; a sample's value is the 8-byte field at this byte offset
+    /// of the tracepoint's data (its tracefs `format`: `mmap`'s `len`), or 1 when `None`.
+    Tracepoint {
+        /// Offset of the field, at least 8 (the first 8 bytes are the kernel's).
+        value_offset: Option<u32>,
+    },
 }
 
 impl Default for SamplerConfig {
@@ -79,7 +97,7 @@ impl Default for SamplerConfig {
         SamplerConfig {
             row_capacity: 1 << 20,
             ring_bytes: 1 << 23,
-            slots: SLOTS,
+            slots: vec![SlotKind::Sampling; SLOTS as usize],
         }
     }
 }
@@ -171,6 +189,8 @@ pub struct KernelSample<'a> {
     pub cpu: u32,
     /// The slot of the event that took it ([`Sampler::attach`]).
     pub slot: u32,
+    /// The sample's period (sampling slots) or its tracepoint's field (tracepoint slots).
+    pub value: u64,
     /// Kernel frames, innermost first (empty for samples taken in user mode).
     pub kernel: &'a [u64],
     /// User frames, innermost first: the instruction pointer, then return addresses.
@@ -205,6 +225,9 @@ pub struct SamplerStats {
     /// Samples of a process that exec'd after its mappings were stored (left to perf
     /// until new ones are).
     pub stale_tables: u64,
+    /// Samples whose walk reached code of a file the stored mappings do not list yet (a
+    /// library mapped since): left to perf, like [`SamplerStats::no_tables`].
+    pub incomplete_tables: u64,
 }
 
 /// Records copied out of the ring buffer, waiting to be handed to the caller.
@@ -219,7 +242,10 @@ pub struct Sampler {
     capacity: u32,
     used: u32,
     /// Slots loaded.
-    slots: u32,
+    slots: Vec<SlotKind>,
+    /// Tracepoint slots already attached (the kernel runs the program on every hit of
+    /// the tracepoint once attached to any one of its events).
+    tracepoint_attached: [bool; SLOTS as usize],
     links: Vec<Link>,
 }
 
@@ -243,10 +269,20 @@ impl Sampler {
                 cfg.ring_bytes
             )));
         }
-        if cfg.slots == 0 || cfg.slots > SLOTS {
+        if cfg.slots.is_empty() || cfg.slots.len() > SLOTS as usize {
             return Err(BpfError::InvalidConfig(format!(
                 "{} sampler slots: there are 1 to {SLOTS}",
-                cfg.slots
+                cfg.slots.len()
+            )));
+        }
+        if let Some(off) = cfg.slots.iter().find_map(|k| match k {
+            SlotKind::Tracepoint {
+                value_offset: Some(o),
+            } if !(8..4096).contains(o) => Some(*o),
+            _ => None,
+        }) {
+            return Err(BpfError::InvalidConfig(format!(
+                "a tracepoint field at offset {off}: fields lie from 8 to 4095"
             )));
         }
         if cfg.row_capacity == 0 {
@@ -289,42 +325,60 @@ impl Sampler {
             rows,
             capacity: cfg.row_capacity,
             used: 0,
-            slots: cfg.slots,
+            slots: cfg.slots.clone(),
+            tracepoint_attached: [false; SLOTS as usize],
             links: Vec::new(),
         })
     }
 
     /// Runs the program on every sample of the perf event `perf_fd` (and of the events
     /// the kernel inherits from it for new threads); its samples carry `slot` (below
-    /// [`SLOTS`]), which tells events apart.
+    /// [`SLOTS`]), which tells events apart. A tracepoint slot's program runs on every
+    /// hit of the tracepoint once it is attached to one of its events: later calls for
+    /// the same slot do nothing (the kernel would run the program once per attachment).
     pub fn attach(
         &mut self,
         perf_fd: std::os::fd::BorrowedFd<'_>,
         slot: u32,
     ) -> Result<(), BpfError> {
+        let Some(&kind) = self.slots.get(slot as usize) else {
+            return Err(BpfError::InvalidConfig(format!(
+                "sampler slot {slot}: only {} were loaded",
+                self.slots.len()
+            )));
+        };
         let progs = &self.skel.progs;
-        let prog = match slot {
-            0 => &progs.kiln_sample0,
-            1 => &progs.kiln_sample1,
-            2 => &progs.kiln_sample2,
-            3 => &progs.kiln_sample3,
+        let (prog, event) = match (kind, slot) {
+            (SlotKind::Sampling, 0) => {
+                (&progs.kiln_sample0, "a perf event (cpu-clock, page-faults)")
+            }
+            (SlotKind::Sampling, 1) => {
+                (&progs.kiln_sample1, "a perf event (cpu-clock, page-faults)")
+            }
+            (SlotKind::Sampling, 2) => {
+                (&progs.kiln_sample2, "a perf event (cpu-clock, page-faults)")
+            }
+            (SlotKind::Sampling, 3) => {
+                (&progs.kiln_sample3, "a perf event (cpu-clock, page-faults)")
+            }
+            (SlotKind::Tracepoint { .. }, 0) => (&progs.kiln_tp0, "a tracepoint"),
+            (SlotKind::Tracepoint { .. }, 1) => (&progs.kiln_tp1, "a tracepoint"),
+            (SlotKind::Tracepoint { .. }, 2) => (&progs.kiln_tp2, "a tracepoint"),
+            (SlotKind::Tracepoint { .. }, 3) => (&progs.kiln_tp3, "a tracepoint"),
             _ => {
                 return Err(BpfError::InvalidConfig(format!(
                     "sampler slot {slot}: there are {SLOTS}"
                 )))
             }
         };
-        if slot >= self.slots {
-            return Err(BpfError::InvalidConfig(format!(
-                "sampler slot {slot}: only {} were loaded",
-                self.slots
-            )));
+        if matches!(kind, SlotKind::Tracepoint { .. }) && self.tracepoint_attached[slot as usize] {
+            return Ok(());
         }
         // libbpf's link owns the descriptor it is given (it closes it on detach): give it
         // a duplicate, the caller keeps its own.
         let dup = perf_fd.try_clone_to_owned().map_err(|e| BpfError::Attach {
             program: "sampling",
-            event: "a perf event (cpu-clock, page-faults)",
+            event,
             detail: format!("duplicating its descriptor: {e}"),
         })?;
         let link = prog.attach_perf_event(dup.as_raw_fd()).map_err(|e| {
@@ -333,7 +387,7 @@ impl Sampler {
                 &e,
                 |detail| BpfError::Attach {
                     program: "sampling",
-                    event: "a perf event (cpu-clock, page-faults)",
+                    event,
                     detail,
                 },
             )
@@ -341,6 +395,9 @@ impl Sampler {
         // Attached: the link closes the duplicate from now on.
         let _ = std::os::fd::IntoRawFd::into_raw_fd(dup);
         self.links.push(link);
+        if matches!(kind, SlotKind::Tracepoint { .. }) {
+            self.tracepoint_attached[slot as usize] = true;
+        }
         Ok(())
     }
 
@@ -456,6 +513,7 @@ impl Sampler {
             fp_frames: c(5),
             jit_edges: c(6),
             stale_tables: c(7),
+            incomplete_tables: c(8),
         }
     }
 }
@@ -475,6 +533,7 @@ fn parse<'a>(rec: &[u8], ips: &'a mut Vec<u64>) -> Option<KernelSample<'a>> {
     let end = StackEnd::from_raw(u32_at(24)?);
     let slot_flags = u32_at(28)?;
     let (slot, flags) = (slot_flags & 0xffff, slot_flags >> 16);
+    let value = u64::from_ne_bytes(rec.get(32..40)?.try_into().ok()?);
     let body = rec.get(HDR_BYTES..HDR_BYTES + (nk + nu) * 8)?;
     ips.clear();
     let words = body
@@ -495,6 +554,7 @@ fn parse<'a>(rec: &[u8], ips: &'a mut Vec<u64>) -> Option<KernelSample<'a>> {
         time,
         cpu,
         slot,
+        value,
         kernel,
         user,
         end,
@@ -521,21 +581,48 @@ fn open_and_load(
         .events
         .set_max_entries(cfg.ring_bytes)
         .map_err(sizing)?;
+    let rodata = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .ok_or_else(|| BpfError::ProgramRejected {
+            program: "sampling",
+            detail: "the object has no .rodata section".into(),
+            log: String::new(),
+        })?;
+    for (slot, kind) in cfg.slots.iter().enumerate() {
+        if let SlotKind::Tracepoint {
+            value_offset: Some(off),
+        } = kind
+        {
+            rodata.tp_value_off[slot] = *off;
+        }
+    }
     let progs = &mut open.progs;
-    for (slot, prog) in [
+    let sampling = [
         &mut progs.kiln_sample0,
         &mut progs.kiln_sample1,
         &mut progs.kiln_sample2,
         &mut progs.kiln_sample3,
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        prog.set_autoload(slot < cfg.slots as usize);
+    ];
+    for (slot, prog) in sampling.into_iter().enumerate() {
+        prog.set_autoload(cfg.slots.get(slot) == Some(&SlotKind::Sampling));
+    }
+    let tracepoint = [
+        &mut progs.kiln_tp0,
+        &mut progs.kiln_tp1,
+        &mut progs.kiln_tp2,
+        &mut progs.kiln_tp3,
+    ];
+    for (slot, prog) in tracepoint.into_iter().enumerate() {
+        prog.set_autoload(matches!(
+            cfg.slots.get(slot),
+            Some(SlotKind::Tracepoint { .. })
+        ));
     }
     open.load().map_err(load::load_error(
         "sampling",
-        "perf events: cpu-clock, page-faults",
+        "perf events: cpu-clock, page-faults, tracepoints",
     ))
 }
 
@@ -553,6 +640,7 @@ mod tests {
     #[test]
     fn records_parse_and_short_ones_do_not() {
         let mut rec = vec![0u8; HDR_BYTES + 4 * 8];
+        rec[32..40].copy_from_slice(&4096u64.to_ne_bytes());
         rec[0..4].copy_from_slice(&7u32.to_ne_bytes());
         rec[4..8].copy_from_slice(&8u32.to_ne_bytes());
         rec[8..16].copy_from_slice(&99u64.to_ne_bytes());
@@ -573,6 +661,7 @@ mod tests {
         assert_eq!(s.user, &[0x401000, 0x402000]);
         assert_eq!(s.end, StackEnd::FramePointerZero);
         assert_eq!(s.slot, 2);
+        assert_eq!(s.value, 4096);
         assert!(s.unlisted_code);
         assert!(parse(&rec[..HDR_BYTES + 16], &mut ips).is_none());
     }

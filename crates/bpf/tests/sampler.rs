@@ -7,7 +7,7 @@ fn loads_and_takes_tables() {
     let mut s = Sampler::load(&SamplerConfig {
         row_capacity: 1 << 16,
         ring_bytes: 1 << 16,
-        slots: 1,
+        slots: vec![kiln_bpf::sampler::SlotKind::Sampling],
     })
     .expect("the kernel accepts the sampling program (needs root and BTF)");
     let libc = std::fs::read("/lib/x86_64-linux-gnu/libc.so.6").unwrap();

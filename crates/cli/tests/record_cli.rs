@@ -525,3 +525,91 @@ fn stripped_binaries_are_named_from_debug_files_and_debuginfod() {
     assert_eq!(cached.len(), 1);
     assert!(cached[0].path().join("debuginfo").is_file());
 }
+
+/// The RabbitMQ flame-graph article's memory half: a stream with a confirming publisher
+/// and consumers, recorded with `-e cpu,page-faults,mmap`. Every event is unwound the
+/// same way in the kernel, so the stacks of `mmap` calls reach the Erlang functions that
+/// asked for memory about as often as CPU samples reach Erlang code.
+#[test]
+fn memory_stacks_of_rabbitmq_reach_erlang_as_cpu_stacks_do() {
+    let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
+    let beam = broker.beam_pid().expect("broker pid").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = format!("kiln-mmap-{}", std::process::id());
+    let mut load = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args([
+            "load",
+            "amqp",
+            "-h",
+            &broker.uri(),
+            "-x",
+            "1",
+            "-y",
+            "2",
+            "-q",
+            "200",
+        ])
+        .args(["-c", "500", "-s", "4000", "-f", "persistent", "-z", "12"])
+        .args(["--queue", &queue, "--queue-args", "x-queue-type=stream"])
+        .args(["--auto-delete", "false"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let rec = dir.path().join("rmq.kiln");
+    kiln()
+        .args([
+            "record",
+            "-p",
+            &beam,
+            "-e",
+            "cpu,page-faults,mmap",
+            "-d",
+            "6",
+            "-o",
+        ])
+        .arg(&rec)
+        .assert()
+        .success();
+    load.kill().ok();
+    load.wait().ok();
+    broker.ctl(&["delete_queue", &queue]).ok();
+    let share = |event: &str| -> (f64, u64) {
+        let out = kiln()
+            .args(["collapse", "--event-filter", event])
+            .arg(&rec)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (mut all, mut erlang) = (0u64, 0u64);
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let (stack, w) = line.rsplit_once(' ').unwrap();
+            let w: u64 = w.parse().unwrap();
+            all += w;
+            // An Erlang function of the perf map: `$module:function/arity`, not a
+            // `$global::` fragment of the JIT's own.
+            if stack
+                .split(';')
+                .any(|f| f.starts_with('$') && !f.starts_with("$global::") && f.contains('/'))
+            {
+                erlang += w;
+            }
+        }
+        (erlang as f64 / all.max(1) as f64, all)
+    };
+    let (cpu, cpu_n) = share("cpu-clock");
+    let (mmap, mmap_n) = share("mmap");
+    assert!(
+        cpu_n > 100 && mmap_n > 0,
+        "cpu {cpu_n} samples, mmap {mmap_n} bytes"
+    );
+    assert!(
+        cpu > 0.3 && mmap > 0.5 * cpu,
+        "share of weight under an Erlang function: cpu-clock {cpu:.3}, mmap {mmap:.3}"
+    );
+}

@@ -571,8 +571,9 @@ impl Collector {
     }
 
     /// Drops the leaf kernel frames that belong to the tracing machinery that took the
-    /// stack (`bpf_prog_*`, `bpf_trace_run*`, `__traceiter_*`), so an off-CPU stack ends
-    /// in the scheduler as bcc's `offcputime` shows it.
+    /// stack (`bpf_prog_*`, `bpf_trace_run*`, `__traceiter_*`, a tracepoint's perf probe
+    /// `perf_syscall_enter`, `perf_trace_*`), so an off-CPU stack ends in the scheduler
+    /// as bcc's `offcputime` shows it, and a tracepoint's where the tracepoint fired.
     #[cfg(feature = "bpf")]
     pub fn trim_tracing_frames<'a>(&mut self, kernel: &'a [u64]) -> &'a [u64] {
         let t = self.kallsyms();
@@ -584,6 +585,9 @@ impl Collector {
                         || n.starts_with(b"bpf_trace_run")
                         || n.starts_with(b"__traceiter_")
                         || n.starts_with(b"__bpf_trace_")
+                        || n.starts_with(b"perf_syscall_")
+                        || n.starts_with(b"perf_trace_")
+                        || n == b"trace_call_bpf"
                 })
             })
             .count();

@@ -10,8 +10,10 @@
 //! perf, which copies the stack for the user-space unwinder ([`InKernelSummary::no_tables`]).
 use crate::collect::{Collector, UserStack};
 use crate::error::RecordError;
+use crate::live::SlotUse;
+use crate::records::Weigher;
 use crate::unwind::{Images, MapKind};
-use kiln_bpf::sampler::{CodeMapping, RowRange, Sampler, SamplerConfig, StackEnd};
+use kiln_bpf::sampler::{CodeMapping, RowRange, Sampler, SamplerConfig, SlotKind, StackEnd};
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 
@@ -49,6 +51,9 @@ pub struct InKernelSummary {
     /// Samples of a process that exec'd after its mappings were given to the kernel
     /// (also unwound from stack copies).
     pub stale_tables: u64,
+    /// Samples whose walk reached a library mapped after the process's mappings were
+    /// given to the kernel (also unwound from stack copies).
+    pub incomplete_tables: u64,
     /// Processes the kernel could not take mappings for (its table of processes was
     /// full): their samples are unwound from stack copies.
     pub processes_not_stored: u64,
@@ -58,12 +63,27 @@ pub struct InKernelSummary {
     /// Processes with more executable mappings than the kernel table holds (the
     /// smallest mappings without unwind rows were left out).
     pub processes_over_mapping_limit: u64,
+    /// Per event (by its index among the recording's events): stacks unwound in the
+    /// kernel, and of them those that reached their root.
+    pub per_event: Vec<EventWalks>,
+}
+
+/// How the in-kernel walks of one event ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EventWalks {
+    /// The event's index among the recording's events (and profiles).
+    pub event: usize,
+    /// Stacks unwound in the kernel.
+    pub walks: u64,
+    /// Of them, stacks that reached their root.
+    pub at_root: u64,
 }
 
 pub(crate) struct InKernel {
     sampler: Sampler,
-    /// Event index of each sampler slot.
-    slots: Vec<usize>,
+    /// Event index of each sampler slot, and whether it is a tracepoint's.
+    slots: Vec<(usize, bool)>,
     /// Kernel rows per image id (`None`: none, walked by frame pointers).
     image_rows: HashMap<u32, Option<RowRange>>,
     /// What the kernel has for each process.
@@ -83,12 +103,27 @@ fn sampler_error(e: kiln_bpf::BpfError) -> RecordError {
 }
 
 impl InKernel {
-    /// Loads the sampler; `slots` gives the event index of each of its slots.
-    pub fn load(slots: Vec<usize>) -> Result<InKernel, RecordError> {
+    /// Loads the sampler; `slots` gives the event index and kind of each of its slots.
+    pub fn load(slots: Vec<(usize, SlotUse)>) -> Result<InKernel, RecordError> {
+        let mut kinds: Vec<SlotKind> = slots
+            .iter()
+            .map(|(_, u)| match *u {
+                SlotUse::Sampling => SlotKind::Sampling,
+                SlotUse::Tracepoint(value_offset) => SlotKind::Tracepoint { value_offset },
+            })
+            .collect();
+        if kinds.is_empty() {
+            kinds.push(SlotKind::Sampling);
+        }
+        kinds.truncate(kiln_bpf::sampler::SLOTS as usize);
         let cfg = SamplerConfig {
-            slots: (slots.len() as u32).clamp(1, kiln_bpf::sampler::SLOTS),
+            slots: kinds,
             ..SamplerConfig::default()
         };
+        let slots = slots
+            .into_iter()
+            .map(|(ev, u)| (ev, matches!(u, SlotUse::Tracepoint(_))))
+            .collect();
         let sampler = Sampler::load(&cfg).map_err(sampler_error)?;
         Ok(InKernel {
             sampler,
@@ -200,18 +235,30 @@ impl InKernel {
     }
 
     /// Moves the samples the kernel wrote into the collector.
-    pub fn drain(&mut self, c: &mut Collector) {
+    pub fn drain(&mut self, c: &mut Collector, weigher: &mut Weigher) {
         let slots = &self.slots;
         let s = &mut self.summary;
         let suspect = &mut self.suspect;
         let result = self.sampler.drain(|k| {
-            let Some(&ev) = slots.get(k.slot as usize) else {
+            let Some(&(ev, tracepoint)) = slots.get(k.slot as usize) else {
                 c.summary.unattributed += 1;
                 return;
             };
             if k.unlisted_code && suspect.last() != Some(&k.pid) {
                 suspect.push(k.pid);
             }
+            let walks = match s.per_event.iter_mut().position(|w| w.event == ev) {
+                Some(i) => &mut s.per_event[i],
+                None => {
+                    s.per_event.push(EventWalks {
+                        event: ev,
+                        ..EventWalks::default()
+                    });
+                    s.per_event.last_mut().expect("just pushed")
+                }
+            };
+            walks.walks += 1;
+            walks.at_root += u64::from(k.end.is_root());
             match k.end {
                 e if e.is_root() => s.ended_at_root += 1,
                 StackEnd::Unreadable => s.ended_unreadable += 1,
@@ -227,8 +274,15 @@ impl InKernel {
             } else {
                 UserStack::Ips(k.user)
             };
-            let mut kernel = k.kernel.iter().copied();
-            c.add_sample(ev, k.pid, k.tid, k.time, 1, &mut kernel, user);
+            // A tracepoint program's kernel stack starts in the code that ran it.
+            let kernel = if tracepoint {
+                c.trim_tracing_frames(k.kernel)
+            } else {
+                k.kernel
+            };
+            let mut kernel = kernel.iter().copied();
+            let weight = weigher.weight_of_value(ev, k.pid, k.value);
+            c.add_sample(ev, k.pid, k.tid, k.time, weight, &mut kernel, user);
         });
         match result {
             Ok((_, bad)) => c.summary.bad_records += bad,
@@ -245,6 +299,7 @@ impl InKernel {
         self.summary.fp_frames = st.fp_frames;
         self.summary.jit_edges = st.jit_edges;
         self.summary.stale_tables = st.stale_tables;
+        self.summary.incomplete_tables = st.incomplete_tables;
         c.summary.lost += st.lost;
     }
 }

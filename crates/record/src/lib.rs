@@ -61,7 +61,7 @@ pub use collect::{NamingOptions, Summary, UnnamedImage};
 pub use error::RecordError;
 pub use events::EventSpec;
 #[cfg(feature = "bpf")]
-pub use inkernel::InKernelSummary;
+pub use inkernel::{EventWalks, InKernelSummary};
 pub use live::{record, Recording, StopReason};
 
 use kiln_model::WeightUnit;

@@ -97,6 +97,14 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     Ok(rec)
 }
 
+/// What a slot of the in-kernel sampler is loaded for: sampling events, or a tracepoint
+/// whose samples carry the 8-byte field at this offset of its data (the event's weight).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotUse {
+    Sampling,
+    Tracepoint(Option<u32>),
+}
+
 /// An event to open: its index among the recording's events, what it is, its
 /// attributes, and its in-kernel sampler slot when its stacks are unwound in the kernel.
 struct EventAttr {
@@ -114,8 +122,8 @@ struct Plan {
     pages: usize,
     /// Whether the in-kernel unwinder is wanted (mode and events allow it).
     in_kernel: bool,
-    /// Event index of each sampler slot.
-    slots: Vec<usize>,
+    /// Event index and kind of each sampler slot.
+    slots: Vec<(usize, SlotUse)>,
     offcpu: Option<usize>,
     infos: Vec<EventInfo>,
 }
@@ -179,15 +187,23 @@ impl Plan {
         let pages = opts.buffer_pages.next_power_of_two().max(8);
         let spawned = matches!(opts.target, Target::Command(_));
         let system = matches!(opts.target, Target::System);
-        // Software events (cpu-clock, page-faults) can have their stacks unwound in the
-        // kernel; tracepoints cannot take the sampling program.
-        let sampled_in_kernel = |ev: &EventSpec| -> bool {
-            matches!(ev.perf_config(opts.frequency), Ok((t, ..)) if t == sys::PERF_TYPE_SOFTWARE)
+        // Software events (cpu-clock, page-faults) and tracepoints (mmap, brk, any
+        // CATEGORY:NAME) have their stacks unwound in the kernel, by one program of the
+        // sampler per kind of event.
+        let slot_use = |ev: &EventSpec| -> Option<SlotUse> {
+            match ev.perf_config(opts.frequency) {
+                Ok((sys::PERF_TYPE_SOFTWARE, ..)) => Some(SlotUse::Sampling),
+                Ok((sys::PERF_TYPE_TRACEPOINT, ..)) => Some(SlotUse::Tracepoint(
+                    ev.weight_field().ok().flatten().map(|(off, _)| off as u32),
+                )),
+                _ => None,
+            }
         };
+        let sampled_in_kernel = |ev: &EventSpec| slot_use(ev).is_some();
         let in_kernel = cfg!(feature = "bpf")
             && opts.unwind != UnwindMode::Copy
             && events.iter().any(sampled_in_kernel);
-        let mut slots: Vec<usize> = Vec::new();
+        let mut slots: Vec<(usize, SlotUse)> = Vec::new();
         let common = |flags: u64| {
             flags
                 | sys::FLAG_DISABLED
@@ -209,7 +225,7 @@ impl Plan {
                 && sampled_in_kernel(ev)
                 && SAMPLER_SLOTS.saturating_sub(slots.len()) > 0)
                 .then(|| {
-                    slots.push(index);
+                    slots.push((index, slot_use(ev).unwrap_or(SlotUse::Sampling)));
                     slots.len() as u32 - 1
                 });
             let mut flags = common(sys::FLAG_WATERMARK);
@@ -331,7 +347,11 @@ fn read_maps(pids: &[u32]) -> Maps {
 }
 
 /// Loads the eBPF programs the plan needs (verifying them takes most of the start-up).
-fn load_programs(in_kernel: bool, slots: Vec<usize>, offcpu: Option<OffCpuStart>) -> Loaded {
+fn load_programs(
+    in_kernel: bool,
+    slots: Vec<(usize, SlotUse)>,
+    offcpu: Option<OffCpuStart>,
+) -> Loaded {
     #[cfg(feature = "bpf")]
     let unwinder = in_kernel.then(|| crate::inkernel::InKernel::load(slots));
     #[cfg(not(feature = "bpf"))]
@@ -658,7 +678,7 @@ impl Started {
                 return Err(fail(
                     &mut child,
                     RecordError::InKernelUnwind(if cfg!(feature = "bpf") {
-                        "no event of this recording is sampled (cpu, page-faults)".into()
+                        "no event of this recording is sampled by perf (cpu, page-faults, tracepoints)".into()
                     } else {
                         "this kiln was built without the `bpf` feature (eBPF)".into()
                     }),
@@ -823,7 +843,7 @@ impl Running {
         }
         if let Some(k) = kernel.as_mut() {
             sync_unwinder(k, collector);
-            drain_unwinder(k, collector);
+            drain_unwinder(k, collector, weigher);
         }
         if let Some(o) = offcpu.as_mut() {
             if let Err(e) = o.drain(collector) {
@@ -880,12 +900,12 @@ fn sync_unwinder(k: &mut KernelUnwinder, _: &mut Collector) {
 
 /// Moves the in-kernel unwinder's samples into the collector.
 #[cfg(feature = "bpf")]
-fn drain_unwinder(k: &mut KernelUnwinder, c: &mut Collector) {
-    k.drain(c);
+fn drain_unwinder(k: &mut KernelUnwinder, c: &mut Collector, w: &mut Weigher) {
+    k.drain(c, w);
 }
 
 #[cfg(not(feature = "bpf"))]
-fn drain_unwinder(k: &mut KernelUnwinder, _: &mut Collector) {
+fn drain_unwinder(k: &mut KernelUnwinder, _: &mut Collector, _: &mut Weigher) {
     match *k {}
 }
 

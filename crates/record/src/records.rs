@@ -160,20 +160,33 @@ impl Weigher {
 
     /// The weight of sample `s` of event `ev`; `None` when its raw data lacks the field.
     pub fn weight(&mut self, ev: usize, s: &SampleRecord<'_>) -> Option<u64> {
+        let pid = s.pid.unwrap_or(-1) as u32;
         match self.rules.get(ev).copied().unwrap_or(Weigh::Period) {
             Weigh::One => Some(1),
             Weigh::Period => Some(s.period.unwrap_or(1).max(1)),
             Weigh::Field(off) => raw_u64(s, off),
-            Weigh::BreakGrowth(off) => {
-                let now = raw_u64(s, off)?;
-                let pid = s.pid.unwrap_or(-1) as u32;
-                match self.breaks.insert(pid, now) {
-                    Some(before) => Some(now.saturating_sub(before)),
-                    None => {
-                        self.unknown_break += 1;
-                        Some(0)
-                    }
-                }
+            Weigh::BreakGrowth(off) => Some(self.break_growth(pid, raw_u64(s, off)?)),
+        }
+    }
+
+    /// The weight of a sample the in-kernel unwinder took, whose `value` is its period
+    /// or, for an event weighed by a tracepoint field, that field.
+    pub fn weight_of_value(&mut self, ev: usize, pid: u32, value: u64) -> u64 {
+        match self.rules.get(ev).copied().unwrap_or(Weigh::Period) {
+            Weigh::One => 1,
+            Weigh::Period => value.max(1),
+            Weigh::Field(_) => value,
+            Weigh::BreakGrowth(_) => self.break_growth(pid, value),
+        }
+    }
+
+    /// What process `pid`'s heap grew by when its break became `now`.
+    fn break_growth(&mut self, pid: u32, now: u64) -> u64 {
+        match self.breaks.insert(pid, now) {
+            Some(before) => now.saturating_sub(before),
+            None => {
+                self.unknown_break += 1;
+                0
             }
         }
     }

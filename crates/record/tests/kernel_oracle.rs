@@ -33,7 +33,16 @@ fn kernel_addresses() -> HashMap<String, u64> {
 /// perf's share of samples per kernel leaf function (percent of all samples).
 fn perf_kernel_leaves(data: &std::path::Path) -> Vec<(String, f64)> {
     let out = Command::new("perf")
-        .args(["report", "--no-children", "--sort", "sym", "--stdio", "-g", "none", "-i"])
+        .args([
+            "report",
+            "--no-children",
+            "--sort",
+            "sym",
+            "--stdio",
+            "-g",
+            "none",
+            "-i",
+        ])
         .arg(data)
         .stderr(Stdio::null())
         .output()
@@ -57,7 +66,16 @@ fn agree_with_perf(exe: &std::path::Path, args: &[&str]) {
     let pid = child.id();
     let data = dir.path().join("perf.data");
     let mut perf = Command::new("perf")
-        .args(["record", "-q", "-g", "-F", "999", "-p", &pid.to_string(), "-o"])
+        .args([
+            "record",
+            "-q",
+            "-g",
+            "-F",
+            "999",
+            "-p",
+            &pid.to_string(),
+            "-o",
+        ])
         .arg(&data)
         .args(["--", "sleep", "3"])
         .stdout(Stdio::null())
@@ -103,7 +121,10 @@ fn agree_with_perf(exe: &std::path::Path, args: &[&str]) {
     let report = || {
         top.iter()
             .map(|(k, (n, p))| {
-                format!("{n}: perf {p:.1}%, kiln {:.1}%\n", kiln.get(*k).unwrap_or(&0.0))
+                format!(
+                    "{n}: perf {p:.1}%, kiln {:.1}%\n",
+                    kiln.get(*k).unwrap_or(&0.0)
+                )
             })
             .collect::<String>()
     };

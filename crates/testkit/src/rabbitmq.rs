@@ -156,10 +156,12 @@ impl RabbitMq {
         cmd.env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
             .env("RABBITMQ_NODE_PORT", self.port.to_string())
             .env("RABBITMQ_DIST_PORT", self.dist_port.to_string())
-            // Erlang distribution listens on all interfaces unless told otherwise.
+            // Erlang distribution listens on all interfaces unless told otherwise. The
+            // JIT writes a perf map and keeps frame pointers (+JPperf true), as the
+            // profiling workflows kiln serves run RabbitMQ.
             .env(
                 "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
-                "-kernel inet_dist_use_interface {127,0,0,1}",
+                "+JPperf true -kernel inet_dist_use_interface {127,0,0,1}",
             )
             .stdin(Stdio::null())
             .stdout(log)

@@ -28,10 +28,13 @@ struct mm_struct;
 
 #define VM_EXEC 0x00000004
 
+struct file;
+
 struct vm_area_struct {
 	unsigned long vm_start;
 	unsigned long vm_end;
 	unsigned long vm_flags;
+	struct file *vm_file;
 } __attribute__((preserve_access_index));
 
 struct task_struct {

@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// CPU samples with complete stacks, unwound in the kernel at sample time.
+// Samples with complete stacks, unwound in the kernel at sample time.
 //
-// Attached to the recorder's perf events (cpu-clock, page-faults...), this
-// program runs on every sample, in the sampled thread's context, and writes
-// one record per sample to a ring buffer: the kernel stack and the user stack
-// as return addresses. It returns 0, so perf writes no sample of its own --
-// except for processes it has no tables for yet (just started, just exec'd):
-// it returns 1 and perf writes its usual sample with a copy of the stack,
-// which user space unwinds after the fact.
+// Attached to the recorder's perf events -- sampling events (cpu-clock,
+// page-faults) through the perf_event programs, tracepoints (mmap, brk,
+// syscalls:*, sched:*) through the tracepoint programs -- it runs on every
+// sample, in the sampled thread's context, and writes one record per sample to
+// a ring buffer: the kernel stack, the user stack as return addresses, and the
+// sample's value (its period, or the tracepoint field user space asked for).
+// It returns 0, so perf writes no sample of its own -- except for processes it
+// has no tables for yet (just started, just exec'd): it returns 1 and perf
+// writes its usual sample with a copy of the stack, which user space unwinds
+// after the fact.
+//
+// A tracepoint program runs for every hit of its tracepoint on the machine,
+// not only the recorded processes' (the kernel attaches it to the tracepoint,
+// whichever of its perf events it was given): hits of processes without
+// tables return 1 at once, so perf goes on as if the program were not there.
 //
 // The user stack is unwound here, while the thread's memory is exactly as it
 // was when the sample was taken:
@@ -47,6 +55,7 @@ enum stack_end {
 	END_NO_USER,       /* kernel thread, or no user registers */
 	END_LOOP,          /* a frame-pointer chain that did not move up the stack */
 	END_BAD_RA,        /* a return address outside the process's code: the walk left real frames */
+	END_INCOMPLETE,    /* code of a mapped file the tables do not list yet (never written out) */
 };
 
 /* Keep in sync with sampler.rs (Counter). */
@@ -59,6 +68,7 @@ enum counter {
 	C_FP_FRAMES,     /* frames unwound with frame pointers */
 	C_JIT_PROLOGUE,  /* first frames in JIT prologues/epilogues handled */
 	C_STALE_TABLES,  /* samples of a process that exec'd after its tables were stored */
+	C_INCOMPLETE,    /* samples through a file's code the tables do not list yet: left to perf */
 	C_MAX,
 };
 
@@ -98,6 +108,7 @@ struct hdr {
 	u32 end;
 	u16 slot;      /* which program (event) took the sample */
 	u16 flags;     /* F_* below */
+	u64 value;     /* the sample's period, or a tracepoint's field */
 };
 
 /* The walk went through code the tables do not list (found executable in the
@@ -139,6 +150,10 @@ struct {
 
 KILN_COUNTERS(C_MAX)
 
+/* Per tracepoint slot: the byte offset of the 8-byte field whose value the
+ * records carry (mmap's len, brk's ret), or 0 for none. Set before loading. */
+const volatile u32 tp_value_off[4] = {};
+
 /* The perf_event program context (linux/bpf_perf_event.h): the interrupted
  * registers as the x86-64 user ABI lays them out (asm/ptrace.h), which is
  * fixed. Declared as words so that every access is the full 8-byte load the
@@ -168,22 +183,33 @@ struct walk {
 	u32 flags;
 };
 
-static long is_exec(struct task_struct *task, struct vm_area_struct *vma, void *data)
+/* What kind of memory an address lies in (see code_kind). */
+enum code_kind { CODE_NONE = 0, CODE_ANON = 1, CODE_FILE = 2 };
+
+static long vma_kind(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	*(u32 *)data = (BPF_CORE_READ(vma, vm_flags) & VM_EXEC) != 0;
+	u32 *kind = data;
+
+	if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC))
+		*kind = CODE_NONE;
+	else if (BPF_CORE_READ(vma, vm_file))
+		*kind = CODE_FILE;
+	else
+		*kind = CODE_ANON;
 	return 0;
 }
 
-/* Whether addr is in executable memory of the sampled process: for code the tables
- * do not list yet (JIT code made executable with mprotect, which no perf record
- * announces). */
-static __always_inline int unlisted_code(struct walk *w, u64 addr)
+/* For an address the tables do not list: whether it is executable memory of the
+ * sampled process, and mapped from a file (a library loaded since the tables were
+ * stored: they are behind) or anonymous (JIT code made executable with mprotect,
+ * which no perf record announces). */
+static __always_inline u32 code_kind(struct walk *w, u64 addr)
 {
-	u32 exec = 0;
+	u32 kind = CODE_NONE;
 
-	if (!w->task || bpf_find_vma(w->task, addr, is_exec, &exec, 0))
-		return 0;
-	return exec;
+	if (!w->task || bpf_find_vma(w->task, addr, vma_kind, &kind, 0))
+		return CODE_NONE;
+	return kind;
 }
 
 static __always_inline int read_u64(u64 addr, u64 *out)
@@ -332,13 +358,24 @@ static long step(u32 i, void *arg)
 	}
 	pc = w->n == 0 ? w->ip : w->ip - 1;
 	m = find_mapping(w->proc, pc);
-	if (!m && w->n > 0 && w->proc && w->prev_fp) {
-		if (!unlisted_code(w, pc)) {
+	if (!m && w->proc) {
+		u32 kind = code_kind(w, pc);
+
+		if (kind == CODE_FILE) {
+			/* A library mapped since the tables were stored: without its
+			 * unwind rows the walk would stop or go astray here. The
+			 * sample is left to perf (a stack copy), and the records of
+			 * the new mapping bring the tables up to date. */
+			w->end = END_INCOMPLETE;
+			return 1;
+		}
+		if (kind == CODE_ANON)
+			w->flags |= F_UNLISTED_CODE;
+		else if (w->n > 0 && w->prev_fp) {
 			/* A frame-pointer walk read something that is not a return address. */
 			w->end = END_BAD_RA;
 			return 1;
 		}
-		w->flags |= F_UNLISTED_CODE;
 	}
 	w->rec->ips[slot] = w->ip;
 	w->n++;
@@ -402,7 +439,25 @@ next:
 	return 0;
 }
 
-static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
+/* The value of a tracepoint slot: the 8-byte field at the offset user space set. */
+static __always_inline u64 tp_value(void *ctx, u32 slot)
+{
+	u32 off = tp_value_off[slot & 3];
+	u64 v = 1;
+
+	if (off != 0 && off < 4096)
+		bpf_probe_read_kernel(&v, sizeof(v), (char *)ctx + off);
+	return v;
+}
+
+/*
+ * One sample, from either kind of program (tp: a tracepoint's, a constant
+ * once inlined). in_user: the sample interrupted user mode, and ip/sp/bp are
+ * the user's registers; otherwise they are read from those the thread saved
+ * when it entered the kernel.
+ */
+static __always_inline int sample_common(void *ctx, u32 slot, const int tp, int in_user,
+					 u64 ip, u64 sp, u64 bp)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = id >> 32, zero = 0;
@@ -412,27 +467,18 @@ static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
 	long got;
 	u64 size;
 
+	if (tp) {
+		/* Every hit on the machine comes here: leave the others at once. */
+		w.proc = bpf_map_lookup_elem(&procs, &tgid);
+		if (!w.proc)
+			return 1;
+	}
 	count(C_SAMPLES, 1);
-	rec = bpf_map_lookup_elem(&scratch, &zero);
-	if (!rec)
-		return 0;
-	rec->h.pid = tgid;
-	rec->h.tid = (u32)id;
-	rec->h.time = bpf_ktime_get_ns();
-	rec->h.cpu = bpf_get_smp_processor_id();
-	rec->h.nkernel = 0;
-	rec->h.nuser = 0;
-	rec->h.slot = slot;
-	rec->h.flags = 0;
-
-	w.rec = rec;
 	w.end = END_NO_USER;
-	if ((ctx->regs[PT_CS] & 3) == 3) {
-		/* Sampled in user mode: the context registers are the user's. */
-		w.ip = ctx->regs[PT_IP];
-		w.sp = ctx->regs[PT_SP];
-		w.bp = ctx->regs[PT_BP];
-	} else {
+	w.ip = ip;
+	w.sp = sp;
+	w.bp = bp;
+	if (!in_user) {
 		task = bpf_get_current_task_btf();
 		if (task && !(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
 			struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -445,7 +491,8 @@ static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
 		}
 	}
 	if (w.ip != 0 && tgid != 0) {
-		w.proc = bpf_map_lookup_elem(&procs, &tgid);
+		if (!tp)
+			w.proc = bpf_map_lookup_elem(&procs, &tgid);
 		if (w.proc) {
 			u64 mm;
 
@@ -460,14 +507,26 @@ static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
 		}
 		if (!w.proc) {
 			/* No tables for this address space yet (the process just
-			 * started, or exec'd):
-			 * let perf write its own sample, with a copy of the stack that
-			 * user space unwinds after the fact. */
+			 * started, or exec'd): let perf write its own sample, with a
+			 * copy of the stack that user space unwinds after the fact. */
 			count(C_NO_TABLES, 1);
 			return 1;
 		}
 	}
-	if ((ctx->regs[PT_CS] & 3) != 3) {
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec)
+		return 0;
+	rec->h.pid = tgid;
+	rec->h.tid = (u32)id;
+	rec->h.time = bpf_ktime_get_ns();
+	rec->h.cpu = bpf_get_smp_processor_id();
+	rec->h.nkernel = 0;
+	rec->h.nuser = 0;
+	rec->h.slot = slot;
+	rec->h.flags = 0;
+	rec->h.value = tp ? tp_value(ctx, slot) : ((struct kiln_perf_event_data *)ctx)->sample_period;
+	w.rec = rec;
+	if (!in_user) {
 		got = bpf_get_stack(ctx, rec->ips, MAX_KERNEL * sizeof(u64), 0);
 		if (got > 0)
 			rec->h.nkernel = got / sizeof(u64);
@@ -479,6 +538,10 @@ static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
 			w.base = MAX_KERNEL;
 		w.end = END_DEPTH;
 		bpf_loop(MAX_USER, step, &w, 0);
+		if (w.end == END_INCOMPLETE) {
+			count(C_INCOMPLETE, 1);
+			return 1;
+		}
 		rec->h.nuser = w.n;
 		rec->h.flags = w.flags;
 		count(C_CFI_FRAMES, w.cfi);
@@ -496,6 +559,21 @@ static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
 	return 0;
 }
 
+static __always_inline int sample(struct kiln_perf_event_data *ctx, u32 slot)
+{
+	/* Sampled in user mode: the context registers are the user's. */
+	int in_user = (ctx->regs[PT_CS] & 3) == 3;
+
+	return sample_common(ctx, slot, 0, in_user, in_user ? ctx->regs[PT_IP] : 0,
+			     in_user ? ctx->regs[PT_SP] : 0, in_user ? ctx->regs[PT_BP] : 0);
+}
+
+/* A tracepoint hit: always in the kernel. */
+static __always_inline int sample_tp(void *ctx, u32 slot)
+{
+	return sample_common(ctx, slot, 1, 0, 0, 0, 0);
+}
+
 /* One program per event kind: the program, unlike an attach cookie, is
  * inherited by the events the kernel creates for new threads. */
 SEC("perf_event")
@@ -506,5 +584,13 @@ SEC("perf_event")
 int kiln_sample2(struct kiln_perf_event_data *ctx) { return sample(ctx, 2); }
 SEC("perf_event")
 int kiln_sample3(struct kiln_perf_event_data *ctx) { return sample(ctx, 3); }
+SEC("tracepoint")
+int kiln_tp0(void *ctx) { return sample_tp(ctx, 0); }
+SEC("tracepoint")
+int kiln_tp1(void *ctx) { return sample_tp(ctx, 1); }
+SEC("tracepoint")
+int kiln_tp2(void *ctx) { return sample_tp(ctx, 2); }
+SEC("tracepoint")
+int kiln_tp3(void *ctx) { return sample_tp(ctx, 3); }
 
 char LICENSE[] SEC("license") = "GPL";

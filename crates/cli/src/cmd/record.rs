@@ -89,14 +89,15 @@ pub struct Args {
     /// follows CFI tables (from .eh_frame, present even in stripped binaries) for native
     /// code and frame pointers for JIT code, reading the thread's memory wherever its
     /// frames are (complete stacks through the BEAM's Erlang stacks); needs root and BTF;
-    /// applies to cpu and page-faults. copy: from a copy of the stack taken with each
+    /// applies to every event but offcpu (its own eBPF program). copy: from a copy of the stack taken with each
     /// sample (--stack-size bytes), unwound afterwards, as perf's --call-graph dwarf.
     /// auto: kernel where possible, else copy.
     #[arg(long, value_enum, value_name = "WHERE", default_value = "auto")]
     pub unwind: UnwindArg,
 
     /// Bytes of user stack copied per sample when stacks are unwound from copies
-    /// (--unwind copy, tracepoint events, off-CPU snapshots). Larger reaches deeper
+    /// (--unwind copy, a process's first samples before its tables reach the kernel,
+    /// off-CPU snapshots). Larger reaches deeper
     /// stacks at more overhead; 0 records kernel stacks only.
     #[arg(long, value_name = "BYTES", default_value_t = 16384)]
     pub stack_size: u32,
@@ -397,17 +398,37 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         eprintln!(
             "kiln record: stacks unwound in the kernel: {} reached their root, {} stopped at unreadable memory, \
              {} at code without unwind rules, {} at a bad frame, {} at the depth limit; {} without a user stack; \
-             {} unwound from stack copies (taken before the process's tables were loaded, or right after an exec); frames: {} by CFI, {} by frame pointers",
+             {} unwound from stack copies (taken before the process's tables were loaded, right after an exec, or in a library \
+             mapped since); frames: {} by CFI, {} by frame pointers",
             k.ended_at_root,
             k.ended_unreadable,
             k.ended_no_rule,
             k.ended_bad_frame,
             k.ended_depth,
             k.no_user_stack,
-            k.no_tables + k.stale_tables,
+            k.no_tables + k.stale_tables + k.incomplete_tables,
             k.cfi_frames,
             k.fp_frames
         );
+        if k.per_event.len() > 1 {
+            let per: Vec<String> = k
+                .per_event
+                .iter()
+                .map(|w| {
+                    let name = profiles.get(w.event).map_or("?", |p| p.event.name.as_str());
+                    format!(
+                        "{name} {} of {} ({:.1}%)",
+                        w.at_root,
+                        w.walks,
+                        100.0 * w.at_root as f64 / w.walks.max(1) as f64
+                    )
+                })
+                .collect();
+            eprintln!(
+                "kiln record: stacks that reached their root, per event: {}",
+                per.join(", ")
+            );
+        }
         if k.images_without_table + k.processes_over_mapping_limit + k.processes_not_stored > 0 {
             eprintln!(
                 "kiln record: warning: in the kernel, {} images had no unwind table (no .eh_frame, or the table was full) \
