@@ -171,6 +171,7 @@ impl Weigher {
 
     /// The weight of a sample the in-kernel unwinder took, whose `value` is its period
     /// or, for an event weighed by a tracepoint field, that field.
+    #[cfg(feature = "bpf")]
     pub fn weight_of_value(&mut self, ev: usize, pid: u32, value: u64) -> u64 {
         match self.rules.get(ev).copied().unwrap_or(Weigh::Period) {
             Weigh::One => 1,
