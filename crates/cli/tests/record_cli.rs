@@ -613,3 +613,51 @@ fn memory_stacks_of_rabbitmq_reach_erlang_as_cpu_stacks_do() {
         "share of weight under an Erlang function: cpu-clock {cpu:.3}, mmap {mmap:.3}"
     );
 }
+
+/// A weighted event read as its weight or as its count: `mmap` sums the bytes each call
+/// maps; `--count-samples` counts the calls, on every command that reads the recording,
+/// and the labels say which.
+#[test]
+fn mmap_weighs_bytes_and_counts_calls_with_count_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/memhog.c");
+    let exe = kiln_testkit::build_c(dir.path(), &src, "memhog", &["-O2", "-fno-inline"]);
+    let rec = dir.path().join("mem.kiln");
+    kiln()
+        .args(["record", "-e", "mmap", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&exe)
+        .arg("50")
+        .assert()
+        .success();
+    let under = |args: &[&str]| -> u64 {
+        let out = kiln().arg("collapse").args(args).arg(&rec).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(";main;map_and_touch;"))
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    };
+    // 50 calls of 64 pages.
+    assert_eq!(under(&[]), 50 * 64 * 4096);
+    assert_eq!(under(&["--count-samples"]), 50);
+    let svg = dir.path().join("calls.svg");
+    kiln()
+        .args(["flamegraph", "--count-samples", "-o"])
+        .arg(&svg)
+        .arg(&rec)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("fg:countname=\"calls\""), "{}", &text[..2000]);
+    // Naming bytes "calls" without counting them is called out.
+    kiln()
+        .args(["flamegraph", "--countname", "calls", "-o"])
+        .arg(dir.path().join("bytes.svg"))
+        .arg(&rec)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("add --count-samples"));
+}

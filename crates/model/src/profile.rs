@@ -199,6 +199,21 @@ impl EventInfo {
         matches!(n, Some("cpu-clock" | "task-clock"))
     }
 
+    /// What a weight of 1 is called in labels: `calls` for counted system calls (`mmap`,
+    /// `munmap`, `brk`, `syscalls:*`), `blocks` for counted off-CPU blocks, the unit's
+    /// name otherwise (`samples`, `bytes`, `us`, `events`).
+    pub fn count_name(&self) -> &'static str {
+        if self.unit != WeightUnit::Events {
+            return self.unit.name();
+        }
+        match self.name.as_str() {
+            "mmap" | "munmap" | "brk" => "calls",
+            n if n.starts_with("syscalls:") => "calls",
+            "offcpu" => "blocks",
+            _ => "events",
+        }
+    }
+
     /// What the weights measure: perf periods of a clock event are nanoseconds, other
     /// periods count the event; samples of a timer carry the time each stands for.
     pub fn quantity(&self) -> Quantity {

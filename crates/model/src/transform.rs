@@ -5,7 +5,9 @@
 //! parent, so [`Transforms::apply`] runs once per distinct stack node (parents first) and
 //! once per distinct frame for the regular expressions, never once per sample. A profile
 //! of ten million samples over fifty thousand stacks costs fifty thousand steps.
-use crate::{Frame, FrameId, LabelMatch, ModelError, Profile, SampleTable, StackId, ThreadTable};
+use crate::{
+    Frame, FrameId, LabelMatch, ModelError, Profile, SampleTable, StackId, ThreadTable, WeightUnit,
+};
 use regex::bytes::Regex;
 use std::borrow::Cow;
 
@@ -102,6 +104,10 @@ pub struct Transforms {
     /// Keep only samples carrying every one of these labels (pprof's `-tagfocus`).
     /// Default: none.
     pub focus_labels: Vec<LabelMatch>,
+    /// Weigh every sample 1: a weighted event (mmap's bytes, off-CPU time, a perf
+    /// period) counted in calls, blocks, samples. Profiles that already count samples
+    /// keep their weights (a folded line's count is its samples). Default: false.
+    pub count_samples: bool,
 }
 
 /// What a transform did to the samples.
@@ -144,6 +150,7 @@ impl Transforms {
             && !self.strip_offsets
             && !self.strip_addresses
             && self.focus_labels.is_empty()
+            && !self.count_samples
     }
 
     fn rename<'a>(&self, name: &'a [u8], root: bool) -> Cow<'a, [u8]> {
@@ -172,6 +179,20 @@ impl Transforms {
             samples: SampleTable::default(),
             event: p.event.clone(),
         };
+        // Counting samples: every sample weighs 1, unless the weights count samples
+        // already. A timer's samples stay samples (each stands for its period of CPU
+        // time); other events' samples are occurrences (calls, blocks, faults).
+        let count = self.count_samples && p.event.unit != WeightUnit::Samples;
+        if count {
+            out.event.unit = if p.event.is_clock() {
+                WeightUnit::Samples
+            } else {
+                WeightUnit::Events
+            };
+            if !p.event.is_clock() {
+                out.event.sample_period_ns = None;
+            }
+        }
         out.samples.label_sets = p.samples.label_sets.clone();
         // Whether each label set passes `focus_labels`.
         let label_ok: Vec<bool> = p
@@ -259,7 +280,7 @@ impl Transforms {
         let s = &p.samples;
         for k in 0..s.len() {
             let i = s.stack[k].0 as usize;
-            let w = s.weight[k];
+            let w = if count { 1 } else { s.weight[k] };
             let bump = |c: &mut (u64, u64)| {
                 c.0 += 1;
                 c.1 = c.1.saturating_add(w);
@@ -347,7 +368,7 @@ pub fn strip_addresses(name: &[u8]) -> Cow<'_, [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FoldedOptions, FoldedWriter, FrameKind, ThreadId, NO_TIME};
+    use crate::{EventInfo, FoldedOptions, FoldedWriter, FrameKind, ThreadId, NO_TIME};
 
     fn profile(lines: &[(&str, u64)]) -> Profile {
         let mut p = Profile::default();
@@ -412,6 +433,28 @@ mod tests {
         let (q, stats) = t.apply(&p);
         assert_eq!(stats.unfocused, (2, 7));
         assert_eq!(folded(&q), "a;d 1\n");
+    }
+
+    #[test]
+    fn counting_samples_weighs_each_one() {
+        let mut p = profile(&[("main;alloc;mmap", 4096), ("main;mmap", 1 << 20)]);
+        p.event = EventInfo {
+            name: "mmap".into(),
+            unit: WeightUnit::Bytes,
+            sample_period_ns: None,
+        };
+        let t = Transforms {
+            count_samples: true,
+            ..Default::default()
+        };
+        assert!(!t.is_identity());
+        let (q, _) = t.apply(&p);
+        assert_eq!(folded(&q), "main;alloc;mmap 1\nmain;mmap 1\n");
+        assert_eq!(q.event.unit, WeightUnit::Events);
+        assert_eq!(q.event.count_name(), "calls");
+        // Counts of samples stay what they are.
+        let p = profile(&[("a;b", 3)]);
+        assert_eq!(folded(&t.apply(&p).0), "a;b 3\n");
     }
 
     #[test]

@@ -79,10 +79,6 @@ pub struct PerfArgs {
     /// Name frames without a symbol `[module <ADDR>]` instead of `[module]`.
     #[arg(long)]
     pub addrs: bool,
-    /// Count each sample once. By default a sample weighs its period where perf printed
-    /// one (nanoseconds for cpu-clock), as stackcollapse-perf.pl and inferno do.
-    #[arg(long)]
-    pub count_samples: bool,
     /// Parser threads (default: one per core for perf script text, one for folded
     /// stacks, where a second thread paid off only on an idle machine).
     #[arg(long, value_name = "N", default_value_t = 0, alias = "nthreads")]
@@ -90,8 +86,9 @@ pub struct PerfArgs {
 }
 
 impl PerfArgs {
-    /// The library options for these flags.
-    pub fn to_options(&self) -> PerfOptions {
+    /// The library options for these flags; `count_samples`: `--count-samples` (a
+    /// transform flag, which perf input honours while it reads).
+    pub fn to_options(&self, count_samples: bool) -> PerfOptions {
         PerfOptions {
             include_pid: self.pid || self.tid,
             include_tid: self.tid,
@@ -99,7 +96,7 @@ impl PerfArgs {
             annotate_jit: self.jit || self.all,
             annotate_inline: self.inline || self.all,
             include_addrs: self.addrs,
-            weight: if self.count_samples {
+            weight: if count_samples {
                 PerfWeight::Samples
             } else {
                 PerfWeight::Period
@@ -124,7 +121,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Folded output needs one row per stack, not per sample; other formats keep samples.
     let popts = PerfOptions {
         aggregate: folded,
-        ..args.perf.to_options()
+        ..args.perf.to_options(args.transforms.count_samples)
     };
     super::common::check_output_not_input(
         args.output.as_deref(),

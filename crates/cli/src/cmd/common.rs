@@ -56,6 +56,14 @@ pub struct TransformArgs {
     /// Replace hexadecimal addresses in names by `0x...` (difffolded.pl -s).
     #[arg(long)]
     pub strip_addresses: bool,
+
+    /// Count each sample once instead of summing its weight: mmap's calls instead of
+    /// their bytes, off-CPU blocks instead of their time, perf samples instead of their
+    /// periods (nanoseconds for cpu-clock, as stackcollapse-perf.pl and inferno weigh by
+    /// default). Labels follow (calls, blocks, samples).
+    /// Example: kiln flamegraph --event-filter mmap --count-samples run:before -o calls.svg
+    #[arg(long)]
+    pub count_samples: bool,
 }
 
 impl TransformArgs {
@@ -86,6 +94,7 @@ impl TransformArgs {
             collapse_recursion: self.collapse_recursion,
             strip_offsets: self.strip_offsets,
             strip_addresses: self.strip_addresses,
+            count_samples: self.count_samples,
             focus_labels: self
                 .focus_label
                 .iter()

@@ -74,7 +74,7 @@ fn load(
 ) -> Result<kiln_model::Profile> {
     let popts = kiln_collapse::perf::PerfOptions {
         aggregate: true,
-        ..args.perf.to_options()
+        ..args.perf.to_options(args.transforms.count_samples)
     };
     let c = collapse_input(Some(path), &args.input_args, popts, false, false)?;
     if c.after.is_some() {

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use kiln_flamegraph::{
     Background, ColorMode, Layout, MinWidth, NameAttrs, Options, Palette, PaletteMap,
 };
-use kiln_model::Profile;
+use kiln_model::{Profile, WeightUnit};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -148,6 +148,30 @@ fn parse_background(s: &str) -> Result<Background, String> {
         .ok_or_else(|| format!("expected yellow, blue, green, grey or #rrggbb, got {s:?}"))
 }
 
+/// `--countname` renames what the weights are; it does not count anything. Naming bytes
+/// or time as a count ("calls") would mislabel every number: say so, and how to count.
+fn warn_countname(name: &str, profile: &Profile) {
+    let unit = profile.event.unit;
+    let counted = matches!(unit, WeightUnit::Samples | WeightUnit::Events);
+    let word = name.trim().to_ascii_lowercase();
+    let names_a_unit = [
+        "ns", "us", "µs", "ms", "s", "b", "bytes", "kib", "mib", "period", "nsec", "usec",
+    ]
+    .contains(&word.as_str());
+    if !counted && !names_a_unit {
+        eprintln!(
+            "kiln flamegraph: warning: --countname {name:?} labels weights that are {} of {}; \
+             add --count-samples to count each sample once",
+            unit.name(),
+            if profile.event.name.is_empty() {
+                "the input"
+            } else {
+                profile.event.name.as_str()
+            }
+        );
+    }
+}
+
 /// The palette file of `--cp`, in the working directory as flamegraph.pl keeps it.
 const PALETTE_FILE: &str = "palette.map";
 
@@ -166,7 +190,10 @@ impl SvgArgs {
         o.count_name = self
             .countname
             .clone()
-            .unwrap_or_else(|| profile.event.unit.name().to_string());
+            .unwrap_or_else(|| profile.event.count_name().to_string());
+        if let Some(n) = &self.countname {
+            warn_countname(n, profile);
+        }
         if self.countname.is_some() {
             // Counts named by the user are written as flamegraph.pl writes them.
             o.quantity = Some(kiln_model::Quantity::Samples { period_ns: None });

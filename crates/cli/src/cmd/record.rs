@@ -226,7 +226,7 @@ fn write_one(
                     o.colors = kiln_flamegraph::Palette::Chain;
                 }
                 o.title = title.map(str::to_string);
-                o.count_name = p.event.unit.name().to_string();
+                o.count_name = p.event.count_name().to_string();
                 o.subtitle = Some(format!("kiln record: {}", p.event.name));
                 kiln_flamegraph::render(p, &o, w)?;
             }
