@@ -64,6 +64,14 @@ if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
   (cd "$(dirname "$0")/../crates/formats/tests/otlpdecode" && GOTOOLCHAIN=local "$gobin" mod download) || \
     echo "install-deps: the OTLP decoder's Go modules could not be downloaded; its test will fail" >&2
 fi
+# google/pprof's module, for its test profiles (profile/testdata: gobench.heap has a sample
+# without a stack), which the pprof tests read with go tool pprof as the oracle.
+if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
+  gobin=$(command -v go || echo /usr/local/go/bin/go)
+  pprof_mod=github.com/google/pprof@v0.0.0-20261105003125-4bf881d7fb0b
+  [ -d "$("$gobin" env GOMODCACHE)/$pprof_mod" ] || (cd /tmp && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$gobin" mod download "$pprof_mod") || \
+    echo "install-deps: $pprof_mod could not be downloaded; a pprof test will fail" >&2
+fi
 # An OpenTelemetry Collector (its OTLP receiver and debug exporter, v0.136.0: the first on
 # opentelemetry-proto v1.8.0), built with the Collector's own builder, for the test that
 # sends kiln's OTLP profiles to a real collector.

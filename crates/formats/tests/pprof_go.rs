@@ -254,3 +254,51 @@ fn kiln_units_in_go_tool_pprof() {
         assert_eq!(total(&back), *want, "{event} {unit:?} read back");
     }
 }
+
+/// The google/pprof module's own test profiles (downloaded by scripts/install-deps.sh from
+/// the Go module proxy): `gobench.heap`, a legacy heap profile with one sample that has no
+/// stack, converted to protobuf by `go tool pprof -proto`. kiln keeps that sample under a
+/// `[no stack]` frame, so every sample type's total is go tool pprof's.
+const PPROF_MODULE: &str = "github.com/google/pprof@v0.0.0-20261105003125-4bf881d7fb0b";
+
+#[test]
+fn samples_without_a_stack_count_in_the_totals() {
+    if !have_go() {
+        return;
+    }
+    let out = go().args(["env", "GOMODCACHE"]).output().unwrap();
+    let cache = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let legacy = Path::new(&cache)
+        .join(PPROF_MODULE)
+        .join("profile/testdata/gobench.heap");
+    assert!(
+        legacy.exists(),
+        "{} is missing: scripts/install-deps.sh downloads {PPROF_MODULE}",
+        legacy.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("gobench.heap.pb.gz");
+    let conv = go()
+        .args(["tool", "pprof", "-proto"])
+        .arg(&legacy)
+        .output()
+        .unwrap();
+    assert!(conv.status.success(), "{}", String::from_utf8_lossy(&conv.stderr));
+    std::fs::write(&file, &conv.stdout).unwrap();
+    let raw = raw(&file);
+    assert!(
+        raw.samples.iter().any(|s| s.1.is_empty()),
+        "the fixture should hold a sample without locations"
+    );
+    for t in &raw.types {
+        let tname = t.split('/').next().unwrap();
+        let i = raw.index(tname);
+        let r = read_type(&file, Some(tname));
+        let p = &r.collapsed.profile;
+        assert_eq!(total(p), raw.total(i, &[]), "{tname}: total");
+        assert_eq!(r.collapsed.stats.skipped_total(), 0, "{tname}: nothing skipped");
+        let no_stack = (0..p.frames.len() as u32)
+            .any(|f| p.frame_name(kiln_model::FrameId(f)) == b"[no stack]");
+        assert!(no_stack, "{tname}: a [no stack] frame");
+    }
+}

@@ -446,6 +446,18 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
         sample_labels.push((set, thread));
     }
 
+    // A sample without locations (Go's heap profile has one for memory the runtime
+    // cannot attribute) keeps its value under a `[no stack]` frame, as `go tool pprof`
+    // counts it in every total.
+    let no_stack = stacks.iter().any(Option::is_none).then(|| {
+        let name = base.strings.intern(b"[no stack]");
+        let f = base.frames.intern(kiln_model::Frame {
+            name,
+            kind: kiln_model::FrameKind::Unknown,
+        });
+        base.stacks.intern(None, f)
+    });
+
     // One profile per sample type.
     let mut out = Decoded {
         info,
@@ -494,7 +506,7 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
                 stats.skip(SkipReason::NegativeValue);
                 continue;
             }
-            let Some(stack) = stacks[si] else {
+            let Some(stack) = stacks[si].or(no_stack) else {
                 stats.skip(SkipReason::EmptyStack);
                 continue;
             };
