@@ -50,6 +50,7 @@ mod load;
 pub mod offcpu;
 #[cfg(feature = "programs")]
 mod procmaps;
+mod ring;
 #[cfg(feature = "programs")]
 pub mod sampler;
 pub mod unwind_table;

@@ -48,14 +48,15 @@
 //! distinct stack, by hash. `bench/offcpu/run.sh` measures the overhead
 //! against no tracer and against the equivalent bpftrace script.
 
+use crate::ring::RingReader;
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
 
 use crate::load::{self, map_err, possible_cpus};
 use crate::procmaps;
@@ -65,9 +66,8 @@ use crate::BpfError;
 /// Largest supported [`OffCpuConfig::user_stack_bytes`] (`MAX_USER_STACK` in offcpu.bpf.c).
 pub const MAX_USER_STACK_BYTES: u32 = 32768;
 
-/// Bytes of the ring buffer of finished blocks: about 50,000 blocks between two
-/// drains.
-const RING_BYTES: u32 = 4 << 20;
+/// Default bytes of the ring buffer of finished blocks ([`OffCpuConfig::ring_bytes`]).
+const RING_BYTES: u32 = 8 << 20;
 /// Snapshots waiting in the kernel for the next drain.
 const SNAP_ENTRIES: u32 = 1024;
 const SCAN_RANGES: usize = procmaps::MAX_RANGES;
@@ -107,6 +107,12 @@ pub struct OffCpuConfig {
     /// ([`OffCpuCollector::set_maps`]): read none at start. Until then blocks are
     /// keyed without caller hash (counted in [`OffCpuStats::no_code_ranges`]).
     pub maps_from_caller: bool,
+    /// Bytes of the kernel's buffer of finished blocks (128 bytes a block; a power of
+    /// two of at least 4096), which a thread of the collector's empties every few
+    /// milliseconds; blocks that find it full are counted in
+    /// [`OffCpuStats::dropped_blocks`]. 0: the default, 8 MiB (65,536 blocks: a
+    /// second of 60,000 context switches with the reader a second late).
+    pub ring_bytes: u32,
 }
 
 /// User registers at the moment the thread entered the kernel to block.
@@ -372,14 +378,10 @@ fn parse_ips(b: &[u8]) -> Vec<u64> {
         .collect()
 }
 
-/// Records as the ring buffer's callback copied them, each preceded by its length.
-type Queue = Arc<Mutex<Vec<u8>>>;
-
 /// Running off-CPU collection. Dropping it detaches the program and frees its maps.
 pub struct OffCpuCollector {
     skel: OffcpuSkel<'static>,
-    ring: RingBuffer<'static>,
-    queue: Queue,
+    ring: RingReader,
     /// Every snapshot fetched so far; the kernel map is only a transfer buffer.
     snapshots: HashMap<SnapKey, Arc<UserSnapshot>>,
     kstack_cache: HashMap<u64, Arc<[u64]>>,
@@ -409,6 +411,12 @@ impl OffCpuCollector {
     /// a kernel that rejects the program ([`BpfError::ProgramRejected`]) or a
     /// pid that does not exist ([`BpfError::NoSuchProcess`]).
     pub fn start(cfg: &OffCpuConfig) -> Result<Self, BpfError> {
+        if cfg.ring_bytes != 0 && (cfg.ring_bytes < 4096 || !cfg.ring_bytes.is_power_of_two()) {
+            return Err(BpfError::InvalidConfig(format!(
+                "a ring buffer of {} bytes: it takes a power of two of at least 4096",
+                cfg.ring_bytes
+            )));
+        }
         if cfg.user_stack_bytes > MAX_USER_STACK_BYTES {
             return Err(BpfError::InvalidConfig(format!(
                 "user_stack_bytes {} exceeds the maximum of {MAX_USER_STACK_BYTES}",
@@ -447,25 +455,10 @@ impl OffCpuCollector {
                     .map_err(map_err("adding a pid to the off-CPU program's filter"))?;
             }
         }
-        let queue: Queue = Arc::new(Mutex::new(Vec::new()));
-        let q = queue.clone();
-        let mut builder = RingBufferBuilder::new();
-        builder
-            .add(&skel.maps.blocks, move |data: &[u8]| {
-                if let Ok(mut q) = q.lock() {
-                    q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
-                    q.extend_from_slice(data);
-                }
-                0
-            })
-            .map_err(map_err("opening the off-CPU program's ring buffer"))?;
-        let ring = builder
-            .build()
-            .map_err(map_err("opening the off-CPU program's ring buffer"))?;
+        let ring = RingReader::start(&skel.maps.blocks, "off-CPU")?;
         let mut collector = OffCpuCollector {
             skel,
             ring,
-            queue,
             snapshots: HashMap::new(),
             kstack_cache: HashMap::new(),
             ustack_cache: HashMap::new(),
@@ -503,32 +496,21 @@ impl OffCpuCollector {
 
     /// Reads the blocks that ended since the last drain, oldest first per CPU.
     ///
-    /// Blocks come with their stacks and snapshot. Call it regularly (every
-    /// 100 ms or so in long recordings): between two drains the kernel keeps
-    /// about 50,000 blocks and 1024 new snapshots; what does not fit is
-    /// counted in [`OffCpuStats`].
+    /// Blocks come with their stacks and snapshot. A thread of the collector moves
+    /// finished blocks out of the kernel's buffer every few milliseconds, whatever
+    /// the caller is doing, so they wait in memory; snapshots wait in the kernel
+    /// (1024 new ones between two drains): call it regularly (every 100 ms or so in
+    /// long recordings). What does not fit is counted in [`OffCpuStats`].
     pub fn drain(&mut self) -> Result<Vec<OffCpuBlock>, BpfError> {
-        self.ring
-            .consume()
-            .map_err(map_err("reading the off-CPU program's ring buffer"))?;
-        let queue = match self.queue.lock() {
-            Ok(mut q) => std::mem::take(&mut *q),
-            Err(_) => Vec::new(),
-        };
+        let queue = self.ring.take()?;
         let mut raw = Vec::with_capacity(queue.len() / (BLOCK_BYTES + 4));
-        let mut rest = &queue[..];
-        while rest.len() >= 4 {
-            let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            let Some(rec) = rest.get(4..4 + len) else {
-                self.bad_records += 1;
-                break;
-            };
-            rest = &rest[4 + len..];
-            match RawBlock::parse(rec) {
-                Some(b) => raw.push(b),
-                None => self.bad_records += 1,
-            }
-        }
+        let mut bad = 0;
+        bad += crate::ring::for_each_record(&queue, |rec| match RawBlock::parse(rec) {
+            Some(b) => raw.push(b),
+            None => bad += 1,
+        });
+        self.bad_records += bad;
+        self.ring.give_back(queue);
         // A block's snapshot is stored at switch-out, before its record is written
         // at switch-in, so fetching snapshots after reading the records finds it.
         // A waker's snapshot is stored at the wake-up, before the block ends.
@@ -757,7 +739,10 @@ fn build_skel(
         .map_err(sizing)?;
     open.maps
         .blocks
-        .set_max_entries(RING_BYTES)
+        .set_max_entries(match cfg.ring_bytes {
+            0 => RING_BYTES,
+            n => n,
+        })
         .map_err(sizing)?;
     let value = SNAP_HDR as u32 + cfg.user_stack_bytes.div_ceil(8) * 8;
     open.maps.snaps.set_value_size(value).map_err(sizing)?;

@@ -38,12 +38,12 @@
 //! copy.
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd};
-use std::sync::{Arc, Mutex};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
 use crate::load::{self, map_err};
+use crate::ring::{self, RingReader};
 use crate::skel::{SamplerSkel, SamplerSkelBuilder};
 use crate::unwind_table::{UnwindRow, ROW_BYTES};
 use crate::BpfError;
@@ -230,14 +230,10 @@ pub struct SamplerStats {
     pub incomplete_tables: u64,
 }
 
-/// Records copied out of the ring buffer, waiting to be handed to the caller.
-type Queue = Arc<Mutex<Vec<u8>>>;
-
 /// The in-kernel sampler: load it, give it tables, attach it to perf events, drain it.
 pub struct Sampler {
     skel: SamplerSkel<'static>,
-    ring: RingBuffer<'static>,
-    queue: Queue,
+    ring: RingReader,
     rows: memmap2::MmapMut,
     capacity: u32,
     used: u32,
@@ -303,25 +299,10 @@ impl Sampler {
                 detail: e.to_string(),
             }
         })?;
-        let queue: Queue = Arc::new(Mutex::new(Vec::new()));
-        let q = queue.clone();
-        let mut builder = RingBufferBuilder::new();
-        builder
-            .add(&skel.maps.events, move |data: &[u8]| {
-                if let Ok(mut q) = q.lock() {
-                    q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
-                    q.extend_from_slice(data);
-                }
-                0
-            })
-            .map_err(map_err("opening the sampling program's ring buffer"))?;
-        let ring = builder
-            .build()
-            .map_err(map_err("opening the sampling program's ring buffer"))?;
+        let ring = RingReader::start(&skel.maps.events, "sampling")?;
         Ok(Sampler {
             skel,
             ring,
-            queue,
             rows,
             capacity: cfg.row_capacity,
             used: 0,
@@ -465,39 +446,18 @@ impl Sampler {
     /// wrote them. Returns the number of samples. Records too short to parse are
     /// counted in the second value.
     pub fn drain(&mut self, mut f: impl FnMut(&KernelSample<'_>)) -> Result<(u64, u64), BpfError> {
-        self.ring
-            .consume()
-            .map_err(map_err("reading the sampling program's ring buffer"))?;
-        let queue = match self.queue.lock() {
-            Ok(mut q) => std::mem::take(&mut *q),
-            Err(_) => Vec::new(),
-        };
+        let queue = self.ring.take()?;
         let (mut n, mut bad) = (0, 0);
         let mut ips: Vec<u64> = Vec::with_capacity(MAX_KERNEL_FRAMES + MAX_USER_FRAMES);
-        let mut rest = &queue[..];
-        while rest.len() >= 4 {
-            let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            let Some(rec) = rest.get(4..4 + len) else {
-                bad += 1;
-                break;
-            };
-            rest = &rest[4 + len..];
-            match parse(rec, &mut ips) {
-                Some(s) => {
-                    f(&s);
-                    n += 1;
-                }
-                None => bad += 1,
+        let broken = ring::for_each_record(&queue, |rec| match parse(rec, &mut ips) {
+            Some(s) => {
+                f(&s);
+                n += 1;
             }
-        }
-        // Give the buffer back for reuse.
-        if let Ok(mut q) = self.queue.lock() {
-            if q.is_empty() {
-                let mut queue = queue;
-                queue.clear();
-                *q = queue;
-            }
-        }
+            None => bad += 1,
+        });
+        bad += broken;
+        self.ring.give_back(queue);
         Ok((n, bad))
     }
 

@@ -632,7 +632,12 @@ fn mmap_weighs_bytes_and_counts_calls_with_count_samples() {
         .assert()
         .success();
     let under = |args: &[&str]| -> u64 {
-        let out = kiln().arg("collapse").args(args).arg(&rec).output().unwrap();
+        let out = kiln()
+            .arg("collapse")
+            .args(args)
+            .arg(&rec)
+            .output()
+            .unwrap();
         assert!(out.status.success());
         String::from_utf8_lossy(&out.stdout)
             .lines()

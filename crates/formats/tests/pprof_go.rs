@@ -283,7 +283,11 @@ fn samples_without_a_stack_count_in_the_totals() {
         .arg(&legacy)
         .output()
         .unwrap();
-    assert!(conv.status.success(), "{}", String::from_utf8_lossy(&conv.stderr));
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
     std::fs::write(&file, &conv.stdout).unwrap();
     let raw = raw(&file);
     assert!(
@@ -296,7 +300,11 @@ fn samples_without_a_stack_count_in_the_totals() {
         let r = read_type(&file, Some(tname));
         let p = &r.collapsed.profile;
         assert_eq!(total(p), raw.total(i, &[]), "{tname}: total");
-        assert_eq!(r.collapsed.stats.skipped_total(), 0, "{tname}: nothing skipped");
+        assert_eq!(
+            r.collapsed.stats.skipped_total(),
+            0,
+            "{tname}: nothing skipped"
+        );
         let no_stack = (0..p.frames.len() as u32)
             .any(|f| p.frame_name(kiln_model::FrameId(f)) == b"[no stack]");
         assert!(no_stack, "{tname}: a [no stack] frame");

@@ -35,8 +35,11 @@ pub struct Summary {
     pub unweighable: u64,
     /// Records that could not be parsed.
     pub bad_records: u64,
-    /// Off-CPU blocks the eBPF collector could not account (its maps were full).
+    /// Off-CPU blocks lost: the kernel's buffer of finished blocks was full (they are
+    /// not in the profile).
     pub offcpu_dropped_blocks: u64,
+    /// Their time off CPU, in nanoseconds.
+    pub offcpu_dropped_ns: u64,
     /// Off-CPU blocks shorter than the minimum asked for (not in the profile).
     pub offcpu_short_blocks: u64,
     /// Off-CPU blocks seen (traced threads going to sleep).

@@ -47,6 +47,7 @@ impl OffCpu {
             // The recorder reads the maps once the events run (see live.rs).
             maps_from_caller: true,
             maps,
+            ring_bytes: 0,
         };
         let collector = kiln_bpf::offcpu::OffCpuCollector::start(&cfg)
             .map_err(|e| RecordError::OffCpu(e.to_string()))?;
@@ -161,6 +162,7 @@ impl OffCpu {
     pub fn summarise(&self, c: &mut Collector) {
         let s = self.collector.stats();
         c.summary.offcpu_dropped_blocks = s.dropped_blocks;
+        c.summary.offcpu_dropped_ns = s.dropped_ns;
         c.summary.offcpu_short_blocks = s.short_blocks;
         c.summary.offcpu_blocks = s.blocks;
         c.summary.offcpu_without_waker = s.blocks_without_waker;

@@ -233,8 +233,11 @@ pub(crate) fn recording_warnings(s: &kiln_record::Summary) -> Vec<String> {
     }
     if s.offcpu_dropped_blocks > 0 {
         w.push(format!(
-            "{} off-CPU blocks could not be accounted (maps full)",
-            s.offcpu_dropped_blocks
+            "error: {} off-CPU blocks ({:.3} s off CPU) were lost, not in the off-CPU profile: \
+             the kernel's buffer of finished blocks was full (the machine kept kiln's reader \
+             from running)",
+            s.offcpu_dropped_blocks,
+            s.offcpu_dropped_ns as f64 / 1e9
         ));
     }
     if s.bad_records > 0 {

@@ -367,9 +367,17 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     }
     if s.offcpu_blocks > 0 {
         eprintln!(
-            "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} not accounted (ring buffer full)",
+            "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} lost",
             s.offcpu_blocks, s.offcpu_short_blocks, s.offcpu_dropped_blocks
         );
+        if s.offcpu_dropped_blocks > 0 {
+            eprintln!(
+                "kiln record: error: {} off-CPU blocks ({:.3} s off CPU) are not in the profile: \
+                 the kernel's buffer of finished blocks was full",
+                s.offcpu_dropped_blocks,
+                s.offcpu_dropped_ns as f64 / 1e9
+            );
+        }
         if args.wakers {
             eprintln!(
                 "kiln record: off-CPU: {} blocks without their waker (no wake-up seen, or woken before --min-block)",
