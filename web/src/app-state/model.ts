@@ -36,6 +36,11 @@ export interface Meta {
   data?: string[];
   /** The page's time origin (ns on the profiles' clock) for the shared window `t`. */
   origin?: number;
+  /**
+   * A diff's functions whose change is beyond noise (`kiln compare` with repeats): only
+   * their frames are coloured, the others drawn as unchanged. Absent: every frame.
+   */
+  marked?: string[] | null;
 }
 
 /** What a view of the state shows. */
@@ -234,9 +239,11 @@ export class Model {
     const matched = match ? matchedWeight(layout, match) : 0;
     let color: (v: number) => string;
     if (diff) {
+      const marked = this.meta.marked ? markedFrames(frames.names, this.meta.marked) : null;
       let md = maxDeltas.get(diff);
-      if (md === undefined) maxDeltas.set(diff, (md = maxDelta(diff)));
-      color = (v) => (v === 0 ? DIFF_ROOT_COLOR : diffColorOf(diff, v, md));
+      if (md === undefined) maxDeltas.set(diff, (md = maxDelta(diff, marked ? (v) => marked[layout.frame[v]] : undefined)));
+      const mdv = md;
+      color = (v) => (v === 0 ? DIFF_ROOT_COLOR : marked && !marked[layout.frame[v]] ? UNMARKED_COLOR : diffColorOf(diff, v, mdv));
     } else {
       color = (v) => (v === 0 ? ROOT_COLOR : colors(layout.frame[v]));
     }
@@ -327,6 +334,15 @@ export class Model {
   }
 }
 
+
+/** A frame beyond noise is coloured by its change; the others are drawn as unchanged. */
+const UNMARKED_COLOR = 'rgb(245,245,245)';
+
+/** Which frames name a function of `marked`. */
+function markedFrames(names: string[], marked: string[]): boolean[] {
+  const m = new Set(marked);
+  return names.map((n) => m.has(n));
+}
 
 /** A node's diff colour: red grew, blue shrank, distinct colours for new and gone. */
 export function diffColorOf(d: DiffLayout, v: number, md: number): string {

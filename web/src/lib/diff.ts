@@ -117,10 +117,14 @@ export function diffColor(before: number, after: number, maxDelta: number): stri
 const GREW = Array.from({ length: 201 }, (_, i) => `rgb(255,${i + 45},${i + 45})`);
 const SHRANK = Array.from({ length: 201 }, (_, i) => `rgb(${i + 45},${i + 45},255)`);
 
-/** Largest |after - before| among nodes that exist on both sides (root excluded). */
-export function maxDelta(d: DiffLayout): number {
+/**
+ * Largest |after - before| among nodes that exist on both sides (root excluded), of the
+ * nodes `keep` accepts when given.
+ */
+export function maxDelta(d: DiffLayout, keep?: (v: number) => boolean): number {
   let m = 0;
   for (let v = 1; v < d.layout.n; v++) {
+    if (keep && !keep(v)) continue;
     if (d.before[v] > 0 && d.after[v] > 0) m = Math.max(m, Math.abs(d.after[v] - d.before[v]));
   }
   return m;

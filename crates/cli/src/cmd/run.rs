@@ -447,6 +447,11 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             let _ = write!(s, " completed, {} sent", fv(sr, "/s"));
         }
     }
+    // A set rate is a setting: held or not, as kiln compare reports it.
+    if let (Some(rate), Some(got)) = (m.load.rate, h.send_rate.or(h.throughput)) {
+        let held = kiln_run::compare::Held::of(rate, got);
+        let _ = write!(s, " (rate set {}: {})", fv(rate, "/s"), held.text());
+    }
     let _ = writeln!(s);
     if let Some(l) = &h.latency {
         let p = |v: Option<f64>| v.map_or("-".to_string(), |v| fv(v, "us"));
@@ -515,6 +520,10 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         .and_then(|v| v.as_str())
     {
         let _ = writeln!(s, "  {v}");
+    }
+    if let Some(sw) = kiln_run::sweep::sweep(run, &Default::default(), 10) {
+        let _ = writeln!(s, "  sweep ({}):", sw.param);
+        s.push_str(&sw.text());
     }
     if !m.windows.is_empty() {
         let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();

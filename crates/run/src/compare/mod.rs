@@ -1,259 +1,96 @@
-//! `kiln compare`: runs, or groups of repeated runs, side by side — is the change beyond
-//! noise?
+//! `kiln compare`: runs, or groups of repeated runs, side by side — what changed, and how
+//! sure kiln is.
 //!
-//! For each headline figure: the median of each group, its spread (min–max), the change
-//! of each group against the first, and, when both groups have repeats, a two-sided
-//! Mann-Whitney U test (exact for small groups): a rank test that assumes no distribution
-//! shape, which fits latencies and rates measured a handful of times (hyperfine reports
-//! Welch's t-test for the same purpose; critcmp a confidence band). Without repeats the
-//! change is shown and the table says that noise cannot be told from it.
-use kiln_store::{Headline, RunMeta};
+//! One computed value, [`Comparison`], holds everything a comparison says; text,
+//! Markdown and JSON ([`export`]) and the HTML page (`kiln-report`) are exporters of it,
+//! as hyperfine's `BenchmarkResult` is rendered by each of its `Exporter`s. Nothing is
+//! decided twice:
+//!
+//! * [`figures`]: what each figure is in this comparison — a *setting* (a fixed rate,
+//!   held or not held; a concurrency), an *outcome* judged with a direction, or *context*
+//!   (shown, never judged);
+//! * [`stats`]: medians, spreads and the exact Mann-Whitney test;
+//! * [`verdict`]: improved / regressed / no change / cannot tell (and why), from
+//!   `--alpha` and `--threshold`;
+//! * [`functions`]: the function table, each function judged like a figure from its
+//!   cost per operation in every run;
+//! * [`gate`]: `--fail-if`, firing only on a change past its limit and beyond noise.
+//!
+//! ```text
+//! kiln compare before after
+//! kiln compare base pr --fail-if 'p99>+10%,cpu_per_op>+5%'
+//! ```
+use kiln_model::Profile;
+use kiln_store::RunMeta;
 use serde::Serialize;
-use std::fmt::Write as _;
+use std::collections::HashSet;
 
-/// Which way is better for a figure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    /// More is better (throughput).
-    Higher,
-    /// Less is better (latency, CPU per operation).
-    Lower,
+pub mod export;
+pub mod figures;
+pub mod functions;
+pub mod gate;
+pub mod stats;
+pub mod verdict;
+
+pub use export::{format_value, md_escape, Exporter, Format};
+pub use figures::{figure, Better, Figure, Held, Role, FIGURES};
+pub use functions::{FunctionRow, FunctionTable};
+pub use gate::{check_gates, parse_gates, Gate, GateResult, GateStatus};
+pub use stats::{mann_whitney, smallest_group, smallest_p, Stat};
+pub use verdict::{Change, Quiet, Rules, Unsure, Verdict};
+
+/// Why a comparison could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompareError {
+    /// Fewer than two groups.
+    #[error("a comparison needs at least two runs or groups of runs")]
+    TooFew,
+    /// A group without runs.
+    #[error("'{0}' names no runs")]
+    Empty(String),
+    /// The event asked for is not in both groups.
+    #[error("the runs do not both have a profile of event '{0}'")]
+    NoEvent(String),
 }
 
-/// A figure `kiln compare` reports.
-#[derive(Clone, Copy, Debug)]
-pub struct Metric {
-    /// Key used by `--fail-if` and JSON (`p99`, `cpu_per_op`).
-    pub key: &'static str,
-    /// Other keys `--fail-if` accepts for it.
-    pub aliases: &'static [&'static str],
-    /// Label in tables.
-    pub label: &'static str,
-    /// Unit shown.
-    pub unit: &'static str,
-    /// Which way is better.
-    pub better: Better,
-    /// Its value in a run.
-    pub get: fn(&RunMeta) -> Option<f64>,
+/// A group of runs to compare: what it was named by, its runs, and each run's profiles
+/// (one per event; transforms applied; empty when the function table is not wanted).
+#[derive(Clone, Debug, Default)]
+pub struct Group {
+    /// The reference it was given as (`before`, `sweep@20000`).
+    pub label: String,
+    /// Its runs.
+    pub runs: Vec<RunMeta>,
+    /// Each run's profiles, in the order of `runs`.
+    pub profiles: Vec<Vec<Profile>>,
 }
 
-fn hl(m: &RunMeta) -> &Headline {
-    &m.headline
+/// What a comparison computes beyond the rules.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--alpha` and `--threshold`.
+    pub rules: Rules,
+    /// Rows of each function table (0: no table). Default: 15.
+    pub functions: usize,
+    /// The event whose functions to compare; default: CPU, and off-CPU when both groups
+    /// recorded it.
+    pub event: Option<String>,
+    /// Earlier groups of the baseline's name and configuration ([`configuration`]): how
+    /// far they moved from it is each figure's noise floor between groups, which a change
+    /// must clear. Default: none.
+    pub history: Vec<Vec<RunMeta>>,
 }
 
-/// Every figure compared, in table order.
-pub const METRICS: &[Metric] = &[
-    Metric {
-        key: "throughput",
-        aliases: &["rate", "qps", "recv_rate"],
-        label: "throughput",
-        unit: "/s",
-        better: Better::Higher,
-        get: |m| hl(m).throughput,
-    },
-    Metric {
-        key: "send_rate",
-        aliases: &[],
-        label: "send rate",
-        unit: "/s",
-        better: Better::Higher,
-        get: |m| hl(m).send_rate,
-    },
-    Metric {
-        key: "p50",
-        aliases: &["median"],
-        label: "latency p50",
-        unit: "us",
-        better: Better::Lower,
-        get: |m| hl(m).p50_us,
-    },
-    Metric {
-        key: "p99",
-        aliases: &[],
-        label: "latency p99",
-        unit: "us",
-        better: Better::Lower,
-        get: |m| hl(m).p99_us,
-    },
-    Metric {
-        key: "p999",
-        aliases: &["p99.9"],
-        label: "latency p99.9",
-        unit: "us",
-        better: Better::Lower,
-        get: |m| hl(m).p999_us,
-    },
-    Metric {
-        key: "max",
-        aliases: &["max_latency"],
-        label: "latency max",
-        unit: "us",
-        better: Better::Lower,
-        get: |m| hl(m).max_us,
-    },
-    Metric {
-        key: "cpu_per_op",
-        aliases: &[
-            "cpu_per_msg",
-            "cpu_per_req",
-            "cpu_per_request",
-            "cpu_per_message",
-        ],
-        label: "target CPU per op",
-        unit: "us",
-        better: Better::Lower,
-        get: |m| hl(m).cpu_per_op_us,
-    },
-    Metric {
-        key: "target_cpu",
-        aliases: &["cpu"],
-        label: "target CPU",
-        unit: "%",
-        better: Better::Lower,
-        get: |m| {
-            let s = m.measure.seconds();
-            hl(m)
-                .target_cpu_s
-                .filter(|_| s > 0.0)
-                .map(|c| c / s * 100.0)
-        },
-    },
-    Metric {
-        key: "rss",
-        aliases: &["memory"],
-        label: "target RSS max",
-        unit: "bytes",
-        better: Better::Lower,
-        get: |m| hl(m).rss_max_bytes.map(|b| b as f64),
-    },
-    Metric {
-        key: "switches_per_op",
-        aliases: &["ctx_per_msg", "ctx_per_req", "switches_per_msg"],
-        label: "context switches per op",
-        unit: "",
-        better: Better::Lower,
-        get: |m| hl(m).switches_per_op,
-    },
-    Metric {
-        key: "kiln_cpu",
-        aliases: &[],
-        label: "kiln CPU",
-        unit: "%",
-        better: Better::Lower,
-        get: |m| {
-            let s = m.measure.seconds();
-            hl(m).kiln_cpu_s.filter(|_| s > 0.0).map(|c| c / s * 100.0)
-        },
-    },
-];
-
-/// One group's values of a figure.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Stat {
-    /// Median.
-    pub median: f64,
-    /// Smallest.
-    pub min: f64,
-    /// Largest.
-    pub max: f64,
-    /// Every value, one per run.
-    pub values: Vec<f64>,
-}
-
-impl Stat {
-    fn of(mut values: Vec<f64>) -> Option<Stat> {
-        values.retain(|v| v.is_finite());
-        if values.is_empty() {
-            return None;
-        }
-        let mut s = values.clone();
-        s.sort_by(f64::total_cmp);
-        let n = s.len();
-        let median = if n % 2 == 1 {
-            s[n / 2]
-        } else {
-            (s[n / 2 - 1] + s[n / 2]) / 2.0
-        };
-        Some(Stat {
-            median,
-            min: s[0],
-            max: s[n - 1],
-            values,
-        })
-    }
-}
-
-/// How sure a comparison must be before it calls a change real.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct CompareOptions {
-    /// Largest p-value called significant. Default: 0.05.
-    pub alpha: f64,
-    /// Smallest change of the median, in percent, called a change at all (critcmp's
-    /// threshold): on a shared machine identical configurations differ by a few percent
-    /// run to run in ways a handful of repeats cannot average out. Default: 5.
-    pub threshold_pct: f64,
-}
-
-impl Default for CompareOptions {
+impl Default for Options {
     fn default() -> Self {
-        CompareOptions {
-            alpha: 0.05,
-            threshold_pct: 5.0,
+        Options {
+            rules: Rules::default(),
+            functions: 15,
+            event: None,
+            history: Vec::new(),
         }
     }
-}
-
-/// Whether a change is beyond noise.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
-    /// One of the groups has a single run: noise cannot be told from change.
-    NoRepeats,
-    /// The groups differ (p below alpha) by at least the threshold.
-    Significant {
-        /// Mann-Whitney p-value.
-        p: f64,
-    },
-    /// The groups differ (p below alpha), but by less than the threshold.
-    Small {
-        /// Mann-Whitney p-value.
-        p: f64,
-    },
-    /// No evidence of a difference.
-    NotSignificant {
-        /// Mann-Whitney p-value.
-        p: f64,
-        /// The smallest p-value these group sizes can reach; ≥ 0.05 means more repeats
-        /// are needed to ever see a difference.
-        smallest_possible: f64,
-    },
-}
-
-/// A group's change against the first group.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Change {
-    /// Relative change of the median, percent.
-    pub percent: f64,
-    /// Better, worse or the same.
-    pub better: Option<bool>,
-    /// Beyond noise?
-    pub verdict: Verdict,
-}
-
-/// One figure across the groups.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MetricRow {
-    /// Key (`p99`).
-    pub key: &'static str,
-    /// Label.
-    pub label: &'static str,
-    /// Unit.
-    pub unit: &'static str,
-    /// Values per group.
-    pub groups: Vec<Option<Stat>>,
-    /// Change per group against the first (`None` for the first).
-    pub changes: Vec<Option<Change>>,
 }
 
 /// A group of runs as compared.
@@ -265,31 +102,185 @@ pub struct GroupInfo {
     pub runs: Vec<i64>,
     /// Incomplete runs among them (with reasons).
     pub incomplete: Vec<String>,
+    /// The rate its runs were set to, when they agree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set_rate: Option<f64>,
 }
 
-/// The whole comparison.
+/// One figure across the groups.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// Key (`p99`), as `--fail-if` names it.
+    pub key: &'static str,
+    /// Label, with the load's unit (`target CPU per msg`).
+    pub label: String,
+    /// Unit.
+    pub unit: &'static str,
+    /// Which way is better.
+    pub better: Better,
+    /// Setting, outcome or context (first group against the last).
+    pub role: Role,
+    /// Why it is a setting or context, when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Values per group.
+    pub groups: Vec<Option<Stat>>,
+    /// Whether each group held its set rate (rate rows of fixed-rate loads).
+    pub held: Vec<Option<Held>>,
+    /// Change per group against the first (`None` for the first); a verdict for
+    /// outcomes only.
+    pub changes: Vec<Option<Change>>,
+    /// The noise within groups: half the range of the noisiest group, percent of its
+    /// median (0 when no group has repeats).
+    pub noise_pct: f64,
+    /// The noise floor between groups, from the baseline's history.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<verdict::Floor>,
+}
+
+/// The overall result, one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverallVerdict {
+    /// Some outcome improved, none regressed.
+    Improved,
+    /// Some outcome regressed, none improved.
+    Regressed,
+    /// Some improved, some regressed.
+    Mixed,
+    /// Every outcome judged is unchanged.
+    NoChange,
+    /// Nothing changed beyond noise, and some outcome cannot be told.
+    CannotTell,
+}
+
+/// The line at the top of every rendering.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Overall {
+    /// The word.
+    pub verdict: OverallVerdict,
+    /// The sentence: `after against before: regressed. worse: target CPU per msg +14.0%
+    /// (p=0.008); no change: latency p99; rate 25.0k/s held in both`.
+    pub line: String,
+}
+
+/// The whole comparison: what every exporter renders.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     /// The groups, the first being the baseline.
     pub groups: Vec<GroupInfo>,
-    /// Figures.
-    pub metrics: Vec<MetricRow>,
-    /// Why the runs may not be comparable.
-    pub warnings: Vec<String>,
+    /// The rules the verdicts were decided by.
+    pub rules: Rules,
+    /// The overall result, last group against the first.
+    pub overall: Overall,
+    /// The figures.
+    pub rows: Vec<Row>,
+    /// Function tables (CPU, and off-CPU when both groups have it), first against last.
+    pub functions: Vec<FunctionTable>,
+    /// What the reader must know: comparability, repeats, incomplete runs, A/A.
+    pub notes: Vec<String>,
+    /// `--fail-if` results, once checked ([`Comparison::check`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<GateResult>,
+    /// The first function table's profiles, first and last group merged: the
+    /// differential flame graph's input.
+    #[serde(skip)]
+    pub diff: Option<(Profile, Profile)>,
 }
 
-/// Compares groups of runs (each a `(label, runs)`); the first is the baseline.
-pub fn compare(groups: &[(String, Vec<RunMeta>)], opts: &CompareOptions) -> Comparison {
-    let mut metrics = Vec::new();
-    for m in METRICS {
+impl Comparison {
+    /// Checks `gates` (kept in the comparison for the exporters) and returns the worst
+    /// outcome.
+    pub fn check(&mut self, gates: &[Gate]) -> GateStatus {
+        self.gates = check_gates(self, gates);
+        gate::overall(&self.gates)
+    }
+
+    /// Functions whose change is beyond noise in the first table, for the differential
+    /// flame graph; `None` (colour every frame) when the groups have no repeats, so that
+    /// nothing can be told from noise.
+    pub fn marked(&self) -> Option<HashSet<Vec<u8>>> {
+        let t = self.functions.first()?;
+        let repeats = t
+            .rows
+            .first()
+            .is_some_and(|r| r.before.n() > 1 && r.after.n() > 1);
+        repeats.then(|| {
+            t.beyond_noise
+                .iter()
+                .map(|n| n.as_bytes().to_vec())
+                .collect()
+        })
+    }
+
+    /// The first group's label and the last's.
+    pub fn ends(&self) -> (&str, &str) {
+        (
+            self.groups.first().map_or("", |g| g.label.as_str()),
+            self.groups.last().map_or("", |g| g.label.as_str()),
+        )
+    }
+}
+
+/// The unit of one operation of the runs (`msg`, `req`), `op` when unknown.
+fn op_unit(groups: &[Group]) -> String {
+    groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .map(|r| r.load.unit.as_str())
+        .find(|u| !u.is_empty())
+        .unwrap_or("op")
+        .to_string()
+}
+
+/// Compares groups of runs; the first is the baseline.
+pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareError> {
+    if groups.len() < 2 {
+        return Err(CompareError::TooFew);
+    }
+    if let Some(g) = groups.iter().find(|g| g.runs.is_empty()) {
+        return Err(CompareError::Empty(g.label.clone()));
+    }
+    let rules = opts.rules;
+    let op = op_unit(groups);
+    let metas: Vec<(String, Vec<RunMeta>)> = groups
+        .iter()
+        .map(|g| (g.label.clone(), g.runs.clone()))
+        .collect();
+    let not_comparable = not_comparable(&metas);
+    let rates: Vec<Option<f64>> = groups.iter().map(|g| figures::set_rate(&g.runs)).collect();
+    let last = groups.len() - 1;
+    let counted = groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .any(|r| r.headline.throughput.is_some());
+    let mut rows = Vec::new();
+    for f in FIGURES {
         let stats: Vec<Option<Stat>> = groups
             .iter()
-            .map(|(_, runs)| Stat::of(runs.iter().filter_map(|r| (m.get)(r)).collect()))
+            .map(|g| Stat::of(g.runs.iter().filter_map(|r| (f.get)(r)).collect()))
             .collect();
         if stats.iter().all(Option::is_none) {
             continue;
         }
-        let base = stats.first().cloned().flatten();
+        let held: Vec<Option<Held>> = stats
+            .iter()
+            .zip(&rates)
+            .map(|(s, r)| match (f.kind, s, r) {
+                (figures::Kind::Rate, Some(s), Some(r)) => Some(Held::of(*r, s.median)),
+                _ => None,
+            })
+            .collect();
+        let held_at = |i: usize| held[i].as_ref().is_none_or(|h| h.held);
+        let (role, why) = figures::role(
+            f.kind,
+            rates[0],
+            rates[last],
+            (held_at(0), held_at(last)),
+            counted,
+        );
+        let base = stats[0].clone();
+        let floor = floor_of(f, base.as_ref(), &opts.history);
         let changes = stats
             .iter()
             .enumerate()
@@ -298,78 +289,356 @@ pub fn compare(groups: &[(String, Vec<RunMeta>)], opts: &CompareOptions) -> Comp
                     return None;
                 }
                 let (b, s) = (base.as_ref()?, s.as_ref()?);
-                let percent = if b.median != 0.0 {
-                    (s.median - b.median) / b.median.abs() * 100.0
-                } else if s.median == 0.0 {
-                    0.0
-                } else {
-                    f64::INFINITY
-                };
-                let verdict = if b.values.len() < 2 || s.values.len() < 2 {
-                    Verdict::NoRepeats
-                } else {
-                    let p = mann_whitney(&b.values, &s.values);
-                    if p < opts.alpha && percent.abs() >= opts.threshold_pct {
-                        Verdict::Significant { p }
-                    } else if p < opts.alpha {
-                        Verdict::Small { p }
-                    } else {
-                        Verdict::NotSignificant {
-                            p,
-                            smallest_possible: smallest_p(b.values.len(), s.values.len()),
-                        }
-                    }
-                };
-                let better = (percent != 0.0).then_some(match m.better {
-                    Better::Higher => percent > 0.0,
-                    Better::Lower => percent < 0.0,
-                });
-                Some(Change {
-                    percent,
-                    better,
-                    verdict,
-                })
+                let mut c =
+                    verdict::decide(b, s, f.better, &rules, not_comparable.as_deref(), floor);
+                if role != Role::Outcome {
+                    // Shown, never judged.
+                    c.p = None;
+                    c.verdict = Verdict::NoChange {
+                        quiet: Quiet::WithinNoise,
+                    };
+                }
+                Some(c)
             })
             .collect();
-        metrics.push(MetricRow {
-            key: m.key,
-            label: m.label,
-            unit: m.unit,
+        let noise_pct = stats
+            .iter()
+            .flatten()
+            .map(Stat::spread_pct)
+            .fold(0.0, f64::max);
+        rows.push(Row {
+            key: f.key,
+            label: f.label.replace("{op}", &op),
+            unit: f.unit,
+            better: f.better,
+            role,
+            why,
             groups: stats,
+            held,
             changes,
+            noise_pct,
+            floor,
         });
     }
-    Comparison {
-        groups: groups
-            .iter()
-            .map(|(label, runs)| GroupInfo {
-                label: label.clone(),
-                runs: runs.iter().filter_map(|r| r.id).collect(),
-                incomplete: runs
-                    .iter()
-                    .filter(|r| !r.status.complete)
-                    .map(|r| {
-                        format!(
-                            "#{} {}",
-                            r.id.unwrap_or(0),
-                            r.status.reason.as_deref().unwrap_or("incomplete")
-                        )
-                    })
-                    .collect(),
-            })
-            .collect(),
-        metrics,
-        warnings: comparability(groups),
+    let (functions, diff) = function_tables(&groups[0], &groups[last], opts, &op)?;
+    let mut notes = Vec::new();
+    let need = smallest_group(rules.alpha);
+    let smallest = groups.iter().map(|g| g.runs.len()).min().unwrap_or(0);
+    if smallest < 2 {
+        notes.push(format!(
+            "a group has a single run: changes are shown, but noise cannot be told from them (kiln run --repeat {need})"
+        ));
+    } else if smallest < need {
+        notes.push(format!(
+            "groups of {smallest} runs can never show a change at alpha {} (smallest p {:.3}): kiln run --repeat {need}",
+            rules.alpha,
+            smallest_p(smallest, smallest)
+        ));
     }
+    for g in groups {
+        for r in g.runs.iter().filter(|r| !r.status.complete) {
+            notes.push(format!(
+                "{}: incomplete run #{} ({})",
+                g.label,
+                r.id.unwrap_or(0),
+                r.status.reason.as_deref().unwrap_or("incomplete")
+            ));
+        }
+    }
+    if !opts.history.is_empty() {
+        notes.push(format!(
+            "noise floor between groups: {} earlier group(s) of '{}' with the same configuration; a change no larger than they moved is not told from drift",
+            opts.history.len(),
+            groups[0].label
+        ));
+    }
+    if same_configuration(&metas) && smallest >= 2 {
+        notes.push(
+            "the groups have the same configuration (load, executable, host, tags): if nothing else changed either (an A/A check), each figure's change and its noise ± are the noise floor a real change must clear".into(),
+        );
+    }
+    notes.extend(
+        comparability(&metas)
+            .into_iter()
+            .map(|w| format!("not comparable? {w}")),
+    );
+    for t in &functions {
+        if t.folded > 0 {
+            notes.push(format!(
+                "{}: {} thread-name and plumbing frames left out of the function table (--keep-threads keeps thread names apart)",
+                t.event, t.folded
+            ));
+        }
+    }
+    let infos: Vec<GroupInfo> = groups
+        .iter()
+        .zip(&rates)
+        .map(|(g, r)| GroupInfo {
+            label: g.label.clone(),
+            runs: g.runs.iter().filter_map(|r| r.id).collect(),
+            incomplete: g
+                .runs
+                .iter()
+                .filter(|r| !r.status.complete)
+                .map(|r| {
+                    format!(
+                        "#{} {}",
+                        r.id.unwrap_or(0),
+                        r.status.reason.as_deref().unwrap_or("incomplete")
+                    )
+                })
+                .collect(),
+            set_rate: *r,
+        })
+        .collect();
+    let overall = overall(&infos, &rows, last);
+    Ok(Comparison {
+        groups: infos,
+        rules,
+        overall,
+        rows,
+        functions,
+        notes,
+        gates: Vec::new(),
+        diff,
+    })
 }
 
-/// Why runs may not be comparable: different loads, events, kernels, machines, binaries.
+/// How far the medians of earlier groups of the baseline's configuration moved from the
+/// baseline's, for figure `f`.
+fn floor_of(f: &Figure, base: Option<&Stat>, history: &[Vec<RunMeta>]) -> Option<verdict::Floor> {
+    let base = base?.median;
+    let moves: Vec<f64> = history
+        .iter()
+        .filter_map(|g| stats::median(&g.iter().filter_map(|r| (f.get)(r)).collect::<Vec<_>>()))
+        .map(|m| stats::percent_change(base, m).abs())
+        .filter(|p| p.is_finite())
+        .collect();
+    (!moves.is_empty()).then(|| verdict::Floor {
+        pct: moves.iter().copied().fold(0.0, f64::max),
+        groups: moves.len(),
+    })
+}
+
+/// What makes runs the same configuration: the load and its options, the target
+/// executable, the host, the events and frequency, the tags (`--note` is free text and
+/// does not count). A configuration change on the server that none of these show (a
+/// setting changed with `rabbitmqctl`) is the user's to tag (`--tag tracing=on`).
+pub fn configuration(r: &RunMeta) -> String {
+    let mut tags = r.tags.clone();
+    tags.sort();
+    format!(
+        "{}\0{}\0{}\0{}\0{}\0{}\0{}\0{:?}",
+        r.load.protocol,
+        r.load.argv.join(" "),
+        r.target.exe,
+        r.target.build_id,
+        r.host,
+        r.events.join(","),
+        r.frequency,
+        tags
+    )
+}
+
+type Tables = (Vec<FunctionTable>, Option<(Profile, Profile)>);
+
+fn function_tables(
+    first: &Group,
+    last: &Group,
+    opts: &Options,
+    op: &str,
+) -> Result<Tables, CompareError> {
+    let events_of = |g: &Group| -> Vec<String> {
+        let mut e: Vec<String> = Vec::new();
+        for p in g.profiles.iter().flatten() {
+            if !e.contains(&p.event.name) {
+                e.push(p.event.name.clone());
+            }
+        }
+        e
+    };
+    let (eb, ea) = (events_of(first), events_of(last));
+    let both: Vec<&String> = eb.iter().filter(|e| ea.contains(e)).collect();
+    let wanted: Vec<String> = match &opts.event {
+        Some(e) => {
+            let found = both
+                .iter()
+                .find(|n| {
+                    n.as_str() == e
+                        || n.split(':').next() == Some(e)
+                        || (e == "cpu" && n.as_str() == "cpu-clock")
+                })
+                .ok_or_else(|| CompareError::NoEvent(e.clone()))?;
+            vec![(*found).clone()]
+        }
+        None => {
+            // CPU first, then off-CPU, each when both groups have it.
+            let mut w: Vec<String> = both
+                .iter()
+                .filter(|n| n.as_str() == "cpu-clock" || n.as_str() == "task-clock")
+                .map(|n| (*n).clone())
+                .take(1)
+                .collect();
+            w.extend(
+                both.iter()
+                    .filter(|n| n.as_str() == "offcpu")
+                    .map(|n| (*n).clone()),
+            );
+            if w.is_empty() {
+                w.extend(both.first().map(|n| (*n).clone()));
+            }
+            w
+        }
+    };
+    if opts.functions == 0 && opts.event.is_none() {
+        return Ok((Vec::new(), None));
+    }
+    let pairs = |g: &Group, event: &str| -> Vec<(RunMeta, Profile)> {
+        g.runs
+            .iter()
+            .zip(&g.profiles)
+            .filter_map(|(m, ps)| {
+                ps.iter()
+                    .find(|p| p.event.name == event)
+                    .map(|p| (m.clone(), p.clone()))
+            })
+            .collect()
+    };
+    let mut tables = Vec::new();
+    let mut diff = None;
+    for event in wanted {
+        let (b, a) = (pairs(first, &event), pairs(last, &event));
+        let rb: Vec<(&RunMeta, &Profile)> = b.iter().map(|(m, p)| (m, p)).collect();
+        let ra: Vec<(&RunMeta, &Profile)> = a.iter().map(|(m, p)| (m, p)).collect();
+        if let Some((t, mb, ma)) =
+            functions::table(&event, &rb, &ra, &opts.rules, opts.functions, op)
+        {
+            if diff.is_none() {
+                diff = Some((mb, ma));
+            }
+            tables.push(t);
+        }
+    }
+    if opts.functions == 0 {
+        for t in &mut tables {
+            t.rows.clear();
+        }
+    }
+    Ok((tables, diff))
+}
+
+/// The sentence at the top.
+fn overall(groups: &[GroupInfo], rows: &[Row], last: usize) -> Overall {
+    let (a, b) = (&groups[0].label, &groups[last].label);
+    let mut worse = Vec::new();
+    let mut better = Vec::new();
+    let mut same = Vec::new();
+    let mut unsure: Vec<(String, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.role == Role::Outcome) {
+        let Some(c) = r.changes.get(last).cloned().flatten() else {
+            continue;
+        };
+        let p = c.p.map(|p| format!(" (p={p:.3})")).unwrap_or_default();
+        let pct = format!("{:+.1}%", c.percent);
+        match &c.verdict {
+            Verdict::Regressed => worse.push(format!("{} {pct}{p}", r.label)),
+            Verdict::Improved => better.push(format!("{} {pct}{p}", r.label)),
+            Verdict::NoChange { .. } => same.push(r.label.clone()),
+            Verdict::CannotTell { why } => unsure.push((r.label.clone(), why.text())),
+        }
+    }
+    let verdict = match (worse.is_empty(), better.is_empty()) {
+        (false, false) => OverallVerdict::Mixed,
+        (false, true) => OverallVerdict::Regressed,
+        (true, false) => OverallVerdict::Improved,
+        _ if !unsure.is_empty() => OverallVerdict::CannotTell,
+        _ => OverallVerdict::NoChange,
+    };
+    let word = match verdict {
+        OverallVerdict::Improved => "improved",
+        OverallVerdict::Regressed => "regressed",
+        OverallVerdict::Mixed => "mixed",
+        OverallVerdict::NoChange => "no change beyond noise",
+        OverallVerdict::CannotTell => "cannot tell",
+    };
+    let mut parts = Vec::new();
+    if !worse.is_empty() {
+        parts.push(format!("worse: {}", worse.join(", ")));
+    }
+    if !better.is_empty() {
+        parts.push(format!("better: {}", better.join(", ")));
+    }
+    if !same.is_empty() {
+        parts.push(format!("no change: {}", same.join(", ")));
+    }
+    if !unsure.is_empty() {
+        // One reason for all when they share it (one run, too few repeats).
+        let reasons: HashSet<&str> = unsure.iter().map(|(_, w)| w.as_str()).collect();
+        if reasons.len() == 1 {
+            let names: Vec<&str> = unsure.iter().map(|(n, _)| n.as_str()).collect();
+            parts.push(format!(
+                "cannot tell: {} ({})",
+                names.join(", "),
+                unsure[0].1
+            ));
+        } else {
+            let each: Vec<String> = unsure.iter().map(|(n, w)| format!("{n} ({w})")).collect();
+            parts.push(format!("cannot tell: {}", each.join(", ")));
+        }
+    }
+    // The settings: the rate, held or not.
+    if let Some(r) = rows
+        .iter()
+        .find(|r| r.key == "throughput" || r.key == "send_rate")
+    {
+        if let (Some(hb), Some(ha)) = (&r.held[0], &r.held[last]) {
+            parts.push(if hb.set == ha.set && hb.held && ha.held {
+                format!("rate {} held in both", format_value(hb.set, "/s"))
+            } else {
+                format!(
+                    "rate {} {} → {} {}",
+                    format_value(hb.set, "/s"),
+                    hb.text(),
+                    format_value(ha.set, "/s"),
+                    ha.text()
+                )
+            });
+        }
+    }
+    let line = if parts.is_empty() {
+        format!("{b} against {a}: {word}")
+    } else {
+        format!("{b} against {a}: {word}. {}", parts.join("; "))
+    };
+    Overall { verdict, line }
+}
+
+/// Why the runs cannot be compared at all: incomplete runs, other hosts.
+fn not_comparable(groups: &[(String, Vec<RunMeta>)]) -> Option<String> {
+    let all: Vec<&RunMeta> = groups.iter().flat_map(|(_, r)| r).collect();
+    let incomplete = all.iter().filter(|r| !r.status.complete).count();
+    if incomplete > 0 {
+        return Some(format!("{incomplete} incomplete run(s)"));
+    }
+    let mut hosts: Vec<&str> = all.iter().map(|r| r.host.as_str()).collect();
+    hosts.sort();
+    hosts.dedup();
+    (hosts.len() > 1).then(|| format!("runs on different hosts ({})", hosts.join(", ")))
+}
+
+/// Whether every run has the same load, events, target executable and host: an A/A
+/// comparison.
+fn same_configuration(groups: &[(String, Vec<RunMeta>)]) -> bool {
+    let all: Vec<&RunMeta> = groups.iter().flat_map(|(_, r)| r).collect();
+    all.windows(2)
+        .all(|w| configuration(w[0]) == configuration(w[1]))
+}
+
+/// What may make the runs differ besides the change: loads, events, kernels, binaries,
+/// window lengths.
 fn comparability(groups: &[(String, Vec<RunMeta>)]) -> Vec<String> {
     let mut w = Vec::new();
     let all: Vec<&RunMeta> = groups.iter().flat_map(|(_, r)| r).collect();
-    let Some(first) = all.first() else {
-        return w;
-    };
     let mut differs = |what: &str, f: &dyn Fn(&RunMeta) -> String| {
         let mut seen: Vec<String> = Vec::new();
         for r in &all {
@@ -388,7 +657,6 @@ fn comparability(groups: &[(String, Vec<RunMeta>)]) -> Vec<String> {
     differs("recorded events", &|r| r.events.join(","));
     differs("sampling frequencies", &|r| format!("{} Hz", r.frequency));
     differs("kernels", &|r| r.kernel.clone());
-    differs("hosts", &|r| r.host.clone());
     differs("target executables", &|r| {
         if r.target.build_id.is_empty() {
             r.target.exe.clone()
@@ -407,523 +675,155 @@ fn comparability(groups: &[(String, Vec<RunMeta>)]) -> Vec<String> {
             ));
         }
     }
-    let incomplete = all.iter().filter(|r| !r.status.complete).count();
-    if incomplete > 0 {
-        w.push(format!(
-            "{incomplete} of the runs are incomplete (see their reasons)"
-        ));
-    }
-    let _ = first;
     w
-}
-
-/// Ranks of `all` (1-based, ties get their mean rank).
-fn ranks(all: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..all.len()).collect();
-    idx.sort_by(|&a, &b| all[a].total_cmp(&all[b]));
-    let mut r = vec![0.0; all.len()];
-    let mut i = 0;
-    while i < idx.len() {
-        let mut j = i;
-        while j + 1 < idx.len() && all[idx[j + 1]] == all[idx[i]] {
-            j += 1;
-        }
-        let mean = (i + j) as f64 / 2.0 + 1.0;
-        for k in &idx[i..=j] {
-            r[*k] = mean;
-        }
-        i = j + 1;
-    }
-    r
-}
-
-/// Number of arrangements of `m` + `n` distinct values giving each U statistic
-/// (`counts[u]`), by the recurrence N(u; m, n) = N(u - n; m - 1, n) + N(u; m, n - 1).
-fn u_counts(m: usize, n: usize) -> Vec<f64> {
-    // table[j][u] for the current m, j = 0..=n
-    let max = m * n;
-    let mut prev: Vec<Vec<f64>> = (0..=n)
-        .map(|_| {
-            let mut v = vec![0.0; max + 1];
-            v[0] = 1.0;
-            v
-        })
-        .collect();
-    for mi in 1..=m {
-        let mut cur: Vec<Vec<f64>> = vec![vec![0.0; max + 1]; n + 1];
-        cur[0][0] = 1.0;
-        for nj in 1..=n {
-            for u in 0..=mi * nj {
-                let a = if u >= nj { prev[nj][u - nj] } else { 0.0 };
-                let b = cur[nj - 1][u];
-                cur[nj][u] = a + b;
-            }
-        }
-        prev = cur;
-    }
-    prev[n].clone()
-}
-
-/// Two-sided Mann-Whitney U test p-value for samples `a` and `b`: exact for groups of up to
-/// 25 without ties, the normal approximation (with tie correction) otherwise.
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> f64 {
-    let (m, n) = (a.len(), b.len());
-    if m == 0 || n == 0 {
-        return 1.0;
-    }
-    let all: Vec<f64> = a.iter().chain(b).copied().collect();
-    let r = ranks(&all);
-    let ra: f64 = r[..m].iter().sum();
-    let u = ra - (m * (m + 1)) as f64 / 2.0;
-    let ties = {
-        let mut s = all.clone();
-        s.sort_by(f64::total_cmp);
-        s.windows(2).any(|w| w[0] == w[1])
-    };
-    if !ties && m <= 25 && n <= 25 {
-        let counts = u_counts(m, n);
-        let total: f64 = counts.iter().sum();
-        let u = u.round() as usize;
-        let lo: f64 = counts[..=u].iter().sum::<f64>() / total;
-        let hi: f64 = counts[u..].iter().sum::<f64>() / total;
-        return (2.0 * lo.min(hi)).min(1.0);
-    }
-    let (mf, nf) = (m as f64, n as f64);
-    let nt = mf + nf;
-    let mean = mf * nf / 2.0;
-    let mut tie_sum = 0.0;
-    let mut s = all.clone();
-    s.sort_by(f64::total_cmp);
-    let mut i = 0;
-    while i < s.len() {
-        let mut j = i;
-        while j + 1 < s.len() && s[j + 1] == s[i] {
-            j += 1;
-        }
-        let t = (j - i + 1) as f64;
-        tie_sum += t * t * t - t;
-        i = j + 1;
-    }
-    let var = mf * nf / 12.0 * ((nt + 1.0) - tie_sum / (nt * (nt - 1.0)));
-    if var <= 0.0 {
-        return 1.0;
-    }
-    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
-    (2.0 * normal_sf(z)).min(1.0)
-}
-
-/// The smallest two-sided p-value the exact test can give for group sizes `m` and `n`.
-pub fn smallest_p(m: usize, n: usize) -> f64 {
-    if m == 0 || n == 0 {
-        return 1.0;
-    }
-    let counts = u_counts(m.min(25), n.min(25));
-    let total: f64 = counts.iter().sum();
-    (2.0 / total).min(1.0)
-}
-
-/// Upper tail of the standard normal distribution (Abramowitz and Stegun 7.1.26 erfc).
-fn normal_sf(z: f64) -> f64 {
-    let x = z / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    0.5 * poly * (-x * x).exp()
-}
-
-/// A `--fail-if` condition: `p99>+10%`, `throughput<-5%`, `cpu_per_op>50` (absolute, in
-/// the figure's unit).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Gate {
-    /// The figure.
-    pub metric: &'static Metric,
-    /// `>` or `<`.
-    pub greater: bool,
-    /// Threshold.
-    pub threshold: f64,
-    /// Relative (percent change of the median) or absolute (the median itself).
-    pub relative: bool,
-    /// As written.
-    pub text: String,
-}
-
-impl PartialEq for Metric {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-
-/// Finds a figure by key or alias.
-pub fn metric(key: &str) -> Option<&'static Metric> {
-    let k = key.trim().to_ascii_lowercase();
-    METRICS
-        .iter()
-        .find(|m| m.key == k || m.aliases.contains(&k.as_str()))
-}
-
-/// Parses `--fail-if` conditions separated by commas.
-pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
-    let mut out = Vec::new();
-    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (pos, greater) = match (part.find('>'), part.find('<')) {
-            (Some(p), None) => (p, true),
-            (None, Some(p)) => (p, false),
-            _ => {
-                return Err(format!(
-                "'{part}': expected FIGURE>LIMIT or FIGURE<LIMIT, e.g. p99>+10% or throughput<-5%"
-            ))
-            }
-        };
-        let name = &part[..pos];
-        let m = metric(name).ok_or_else(|| {
-            let keys: Vec<&str> = METRICS.iter().map(|m| m.key).collect();
-            format!(
-                "'{part}': unknown figure '{name}' (known: {})",
-                keys.join(", ")
-            )
-        })?;
-        let value = part[pos + 1..].trim();
-        let (num, relative) = match value.strip_suffix('%') {
-            Some(n) => (n, true),
-            None => (value, false),
-        };
-        let threshold: f64 = num
-            .trim_start_matches('+')
-            .parse()
-            .map_err(|_| format!("'{part}': '{value}' is not a number or a percentage"))?;
-        out.push(Gate {
-            metric: m,
-            greater,
-            threshold,
-            relative,
-            text: part.to_string(),
-        });
-    }
-    if out.is_empty() {
-        return Err("no condition given".into());
-    }
-    Ok(out)
-}
-
-/// The gates the last group fails against the first: one message each.
-pub fn check_gates(c: &Comparison, gates: &[Gate]) -> Vec<String> {
-    let mut failed = Vec::new();
-    for g in gates {
-        let Some(row) = c.metrics.iter().find(|r| r.key == g.metric.key) else {
-            failed.push(format!(
-                "{}: the runs do not measure {}",
-                g.text, g.metric.label
-            ));
-            continue;
-        };
-        let last = row.groups.len().saturating_sub(1);
-        let value = if g.relative {
-            row.changes.get(last).cloned().flatten().map(|c| c.percent)
-        } else {
-            row.groups.get(last).cloned().flatten().map(|s| s.median)
-        };
-        let Some(v) = value else {
-            failed.push(format!("{}: no value to check", g.text));
-            continue;
-        };
-        let hit = if g.greater {
-            v > g.threshold
-        } else {
-            v < g.threshold
-        };
-        if hit {
-            let shown = if g.relative {
-                format!("{v:+.1}%")
-            } else {
-                format!("{v:.1}")
-            };
-            failed.push(format!("{}: {} is {shown}", g.text, g.metric.label));
-        }
-    }
-    failed
-}
-
-/// A figure's value as a person reads it.
-pub fn format_value(v: f64, unit: &str) -> String {
-    match unit {
-        "us" => {
-            if v >= 1e6 {
-                format!("{:.2} s", v / 1e6)
-            } else if v >= 1e3 {
-                format!("{:.2} ms", v / 1e3)
-            } else {
-                format!("{v:.1} µs")
-            }
-        }
-        "bytes" => {
-            if v >= (1u64 << 30) as f64 {
-                format!("{:.2} GiB", v / (1u64 << 30) as f64)
-            } else if v >= (1u64 << 20) as f64 {
-                format!("{:.1} MiB", v / (1u64 << 20) as f64)
-            } else {
-                format!("{:.0} KiB", v / 1024.0)
-            }
-        }
-        "%" => format!("{v:.1}%"),
-        "/s" => {
-            if v >= 1e4 {
-                format!("{:.1}k/s", v / 1e3)
-            } else {
-                format!("{v:.0}/s")
-            }
-        }
-        _ => format!("{v:.3}"),
-    }
-}
-
-fn verdict_text(v: &Verdict) -> String {
-    match v {
-        Verdict::NoRepeats => "no repeats".into(),
-        Verdict::Significant { p } => format!("significant (p={p:.3})"),
-        Verdict::Small { p } => format!("small (p={p:.3}, under the threshold)"),
-        Verdict::NotSignificant {
-            p,
-            smallest_possible,
-        } if *smallest_possible >= 0.05 => {
-            format!("noise? (p={p:.2}; too few repeats to tell)")
-        }
-        Verdict::NotSignificant { p, .. } => format!("within noise (p={p:.2})"),
-    }
-}
-
-fn cell(s: &Option<Stat>, unit: &str) -> String {
-    match s {
-        None => "-".into(),
-        Some(s) if s.values.len() > 1 => format!(
-            "{} ({}–{})",
-            format_value(s.median, unit),
-            format_value(s.min, unit),
-            format_value(s.max, unit)
-        ),
-        Some(s) => format_value(s.median, unit),
-    }
-}
-
-fn change_cell(c: &Option<Change>) -> String {
-    match c {
-        None => String::new(),
-        Some(c) => {
-            let mark = match c.better {
-                Some(true) => " better",
-                Some(false) => " worse",
-                None => "",
-            };
-            format!("{:+.1}%{mark}, {}", c.percent, verdict_text(&c.verdict))
-        }
-    }
-}
-
-/// The comparison as rows of cells: header, then one row per figure.
-fn rows(c: &Comparison) -> Vec<Vec<String>> {
-    let mut header = vec!["figure".to_string()];
-    for (i, g) in c.groups.iter().enumerate() {
-        let n = g.runs.len();
-        let label = if n > 1 {
-            format!("{} (median of {n}, range)", g.label)
-        } else {
-            g.label.clone()
-        };
-        header.push(label);
-        if i > 0 {
-            header.push(format!("change vs {}", c.groups[0].label));
-        }
-    }
-    let mut out = vec![header];
-    for r in &c.metrics {
-        let mut row = vec![r.label.to_string()];
-        for (i, s) in r.groups.iter().enumerate() {
-            row.push(cell(s, r.unit));
-            if i > 0 {
-                row.push(change_cell(&r.changes[i]));
-            }
-        }
-        out.push(row);
-    }
-    out
-}
-
-fn notes(c: &Comparison) -> Vec<String> {
-    let mut n = Vec::new();
-    if c.groups.iter().any(|g| g.runs.len() < 2) {
-        n.push("a group has a single run: changes are shown, but noise cannot be told from them (kiln run --repeat N)".into());
-    }
-    for g in &c.groups {
-        for i in &g.incomplete {
-            n.push(format!("{}: incomplete run {i}", g.label));
-        }
-    }
-    n.extend(c.warnings.iter().map(|w| format!("not comparable? {w}")));
-    n
-}
-
-/// Writes the comparison as an aligned text table.
-pub fn write_text(c: &Comparison, out: &mut String) {
-    let rows = rows(c);
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for r in &rows {
-        let mut line = String::new();
-        for (i, cell) in r.iter().enumerate() {
-            let pad = widths[i].saturating_sub(cell.chars().count());
-            if i == 0 {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
-            } else {
-                line.push_str("  ");
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
-            }
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
-    }
-    for n in notes(c) {
-        let _ = writeln!(out, "note: {n}");
-    }
-}
-
-/// Escapes a Markdown table cell.
-pub fn md_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '|' | '\\' | '`' | '*' | '_' | '<' | '>' | '[' | ']' => {
-                o.push('\\');
-                o.push(ch);
-            }
-            '\n' | '\r' => o.push(' '),
-            _ => o.push(ch),
-        }
-    }
-    o
-}
-
-/// Writes the comparison as a Markdown table (to paste into a pull request).
-pub fn write_markdown(c: &Comparison, out: &mut String) {
-    let rows = rows(c);
-    for (i, r) in rows.iter().enumerate() {
-        let cells: Vec<String> = r.iter().map(|c| md_escape(c)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-        if i == 0 {
-            let _ = writeln!(out, "|{}", "---|".repeat(r.len()));
-        }
-    }
-    let n = notes(c);
-    if !n.is_empty() {
-        let _ = writeln!(out);
-        for n in n {
-            let _ = writeln!(out, "- {}", md_escape(&n));
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kiln_store::Headline;
 
-    /// The slow, obviously correct model: enumerate every way to pick which of the
-    /// `m + n` distinct ranks belong to the first group.
-    fn brute_p(a: &[f64], b: &[f64]) -> f64 {
-        let (m, n) = (a.len(), b.len());
-        let all: Vec<f64> = a.iter().chain(b).copied().collect();
-        let r = ranks(&all);
-        let u_obs = r[..m].iter().sum::<f64>() - (m * (m + 1)) as f64 / 2.0;
-        let total = m + n;
-        let (mut le, mut ge, mut count) = (0u64, 0u64, 0u64);
-        for mask in 0u32..(1 << total) {
-            if mask.count_ones() as usize != m {
-                continue;
-            }
-            let ra: usize = (0..total)
-                .filter(|i| mask & (1 << i) != 0)
-                .map(|i| i + 1)
-                .sum();
-            let u = ra as f64 - (m * (m + 1)) as f64 / 2.0;
-            count += 1;
-            if u <= u_obs {
-                le += 1;
-            }
-            if u >= u_obs {
-                ge += 1;
-            }
-        }
-        (2.0 * (le.min(ge) as f64) / count as f64).min(1.0)
-    }
-
-    #[test]
-    fn exact_test_matches_enumeration() {
-        let mut rng = 12345u64;
-        let mut next = || {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (rng >> 11) as f64 / (1u64 << 53) as f64
-        };
-        for m in 1..=6 {
-            for n in 1..=6 {
-                for shift in [0.0, 0.3, 1.0] {
-                    let a: Vec<f64> = (0..m).map(|_| next()).collect();
-                    let b: Vec<f64> = (0..n).map(|_| next() + shift).collect();
-                    let (p, q) = (mann_whitney(&a, &b), brute_p(&a, &b));
-                    assert!((p - q).abs() < 1e-12, "m={m} n={n}: {p} vs {q}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn separated_groups_are_significant_only_with_enough_repeats() {
-        let a = [100.0, 101.0, 102.0, 99.0, 100.5];
-        let b = [150.0, 151.0, 149.0, 152.0, 150.5];
-        assert!(mann_whitney(&a, &b) < 0.01);
-        assert!(smallest_p(3, 3) >= 0.05, "3 vs 3 can never be significant");
-        assert!(smallest_p(4, 4) < 0.05);
-        let same = [100.0, 101.0, 99.0, 100.5, 99.5];
-        let other = [100.2, 100.8, 99.2, 100.1, 99.9];
-        assert!(mann_whitney(&same, &other) > 0.2);
-    }
-
-    #[test]
-    fn gates_parse_and_fire() {
-        let g = parse_gates("p99>+10%, cpu_per_msg>+5%,throughput<-5%").unwrap();
-        assert_eq!(g.len(), 3);
-        assert_eq!(g[1].metric.key, "cpu_per_op");
-        assert!(parse_gates("p98>1").unwrap_err().contains("unknown figure"));
-        assert!(parse_gates("p99=1").is_err());
-        let mk = |p99: f64| RunMeta {
+    fn run(rate: Option<f64>, throughput: f64, cpu_per_op: f64, p99: f64) -> RunMeta {
+        let mut m = RunMeta {
             headline: Headline {
+                throughput: Some(throughput),
+                send_rate: Some(throughput),
+                cpu_per_op_us: Some(cpu_per_op),
                 p99_us: Some(p99),
+                target_cpu_s: Some(throughput * cpu_per_op / 1e6 * 10.0),
+                kiln_cpu_s: Some(1.0),
                 ..Default::default()
             },
             ..Default::default()
         };
-        let c = compare(
-            &[("a".into(), vec![mk(100.0)]), ("b".into(), vec![mk(120.0)])],
-            &CompareOptions::default(),
+        m.status.complete = true;
+        m.load.rate = rate;
+        m.load.unit = "msg".into();
+        m.measure.end_ns = 10_000_000_000;
+        m
+    }
+
+    fn group(label: &str, runs: Vec<RunMeta>) -> Group {
+        Group {
+            label: label.into(),
+            runs,
+            profiles: Vec::new(),
+        }
+    }
+
+    fn row<'a>(c: &'a Comparison, key: &str) -> &'a Row {
+        c.rows.iter().find(|r| r.key == key).unwrap()
+    }
+
+    /// Two fixed rates: the rates are settings (held), total CPU is context, CPU per
+    /// message is the outcome.
+    #[test]
+    fn settings_outcomes_and_context() {
+        let a: Vec<RunMeta> = (0..4)
+            .map(|i| {
+                run(
+                    Some(5000.0),
+                    5000.0 - i as f64,
+                    40.0 + i as f64 * 0.1,
+                    900.0 + i as f64,
+                )
+            })
+            .collect();
+        let b: Vec<RunMeta> = (0..4)
+            .map(|i| {
+                run(
+                    Some(15000.0),
+                    14990.0 - i as f64,
+                    30.0 + i as f64 * 0.1,
+                    901.0 + i as f64 * 3.0,
+                )
+            })
+            .collect();
+        let c = compare(&[group("r5k", a), group("r15k", b)], &Options::default()).unwrap();
+        let tp = row(&c, "throughput");
+        assert_eq!(tp.role, Role::Setting);
+        assert!(tp.held.iter().all(|h| h.as_ref().unwrap().held));
+        assert_eq!(row(&c, "target_cpu").role, Role::Context);
+        assert_eq!(row(&c, "kiln_cpu").role, Role::Context);
+        let cpu = row(&c, "cpu_per_op");
+        assert_eq!(cpu.label, "target CPU per msg");
+        assert_eq!(cpu.changes[1].as_ref().unwrap().verdict, Verdict::Improved);
+        assert_eq!(c.overall.verdict, OverallVerdict::Improved);
+        assert!(
+            c.overall.line.starts_with(
+                "r15k against r5k: improved. better: target CPU per msg -24.9% (p=0.029)"
+            ),
+            "{}",
+            c.overall.line
         );
-        let failed = check_gates(&c, &parse_gates("p99>+10%").unwrap());
-        assert_eq!(failed.len(), 1, "{failed:?}");
-        assert!(check_gates(&c, &parse_gates("p99>+25%").unwrap()).is_empty());
-        let missing = check_gates(&c, &parse_gates("throughput<-5%").unwrap());
-        assert!(missing[0].contains("do not measure"));
+        assert!(
+            c.overall.line.contains("rate 5000/s held → 15.0k/s held"),
+            "{}",
+            c.overall.line
+        );
+    }
+
+    /// The same fixed rate, not held by the candidate: throughput is judged.
+    #[test]
+    fn a_rate_not_held_is_an_outcome() {
+        let a: Vec<RunMeta> = (0..4)
+            .map(|i| run(Some(20000.0), 19990.0 + i as f64, 40.0, 900.0))
+            .collect();
+        let b: Vec<RunMeta> = (0..4)
+            .map(|i| run(Some(20000.0), 15000.0 + i as f64, 40.0, 900.0))
+            .collect();
+        let c = compare(&[group("a", a), group("b", b)], &Options::default()).unwrap();
+        let tp = row(&c, "throughput");
+        assert_eq!(tp.role, Role::Outcome);
+        assert_eq!(
+            tp.held[1].as_ref().unwrap().text(),
+            "not held (\u{2212}25%)"
+        );
+        assert_eq!(tp.changes[1].as_ref().unwrap().verdict, Verdict::Regressed);
+        assert_eq!(row(&c, "target_cpu").role, Role::Outcome, "same set rate");
+        assert!(c.overall.line.contains("not held"), "{}", c.overall.line);
+    }
+
+    /// Single runs: every outcome is "cannot tell", and the overall line says why once.
+    #[test]
+    fn single_runs_cannot_tell() {
+        let c = compare(
+            &[
+                group("a", vec![run(None, 1000.0, 40.0, 900.0)]),
+                group("b", vec![run(None, 1389.0, 40.0, 900.0)]),
+            ],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(c.overall.verdict, OverallVerdict::CannotTell);
+        assert!(
+            c.overall.line.contains(
+                "cannot tell: throughput, send rate, latency p99, target CPU per msg (one run"
+            ),
+            "{}",
+            c.overall.line
+        );
+        assert!(c.notes[0].contains("--repeat 4"), "{:?}", c.notes);
     }
 
     #[test]
-    fn markdown_cells_are_escaped() {
-        assert_eq!(md_escape("a|b<script>"), "a\\|b\\<script\\>");
+    fn groups_need_runs() {
+        assert!(matches!(
+            compare(
+                &[group("a", vec![run(None, 1.0, 1.0, 1.0)])],
+                &Options::default()
+            ),
+            Err(CompareError::TooFew)
+        ));
+        assert!(matches!(
+            compare(
+                &[
+                    group("a", vec![run(None, 1.0, 1.0, 1.0)]),
+                    group("b", vec![])
+                ],
+                &Options::default()
+            ),
+            Err(CompareError::Empty(_))
+        ));
     }
 }
