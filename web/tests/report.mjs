@@ -522,8 +522,10 @@ try {
       assert.equal(Number(v), ce.runs[0].load.columns[col][i], `the first run's ${col} at that second`);
       const fn = await page.$$eval('[data-table=functions] tbody tr', (trs) => trs.length);
       assert.ok(fn > 0, 'the function table');
-      const delta = await page.$$eval('[data-table=functions] td[data-delta]', (e) => e.map((x) => [Number(x.dataset.delta), x.className]));
-      for (const [d, cls] of delta) assert.match(cls, d > 0 ? /r-grew/ : d < 0 ? /r-shrank/ : /r-same/);
+      // Functions are judged like figures: coloured only beyond noise (one run each here).
+      const fv = await page.$$eval('[data-table=functions] tr[data-verdict]', (e) => e.map((x) => [x.dataset.verdict, x.querySelector('td[data-delta]').className]));
+      for (const [v, cls] of fv) assert.match(cls, v === 'regressed' ? /r-worse/ : v === 'improved' ? /r-better/ : /r-same/, `${v}`);
+      assert.ok(fv.every(([v]) => v === 'cannot_tell'), 'one run each: no function can be told from noise');
       assert.equal(await page.evaluate(() => window.__kiln.apps[0].model.isDiff), true, 'the differential flame graph');
       await axe(page, 'compare');
     });

@@ -6,7 +6,7 @@ use crate::latency::{self, Distribution};
 use crate::page::{self, Viewer};
 use crate::run::{completed_column, origin_of, table, Table};
 use crate::{ReportError, ReportOptions};
-use kiln_run::compare::export::{change_text, group_text};
+use kiln_run::compare::export::group_text;
 use kiln_run::compare::{Comparison, Exporter, Role, Verdict};
 use kiln_store::RunData;
 use kiln_viewer::HtmlOptions;
@@ -255,7 +255,11 @@ pub fn write_compare_report(
                         } else {
                             "shown"
                         },
-                        verdict_text: change_text(r, &Some(ch.clone())),
+                        verdict_text: if r.role == Role::Outcome {
+                            ch.verdict_text()
+                        } else {
+                            String::new()
+                        },
                     })
                 })
                 .collect(),

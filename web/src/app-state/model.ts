@@ -4,7 +4,7 @@
 // several viewers (the run report) or a test can ask it for the tree, table or chart of
 // any time window without drawing anything.
 import { FunctionStats, calleesTree, callersTree, compileSearch, functionStats, matchFrames, matchNodes, matchedWeight } from '../lib/analysis.js';
-import { DiffLayout, diffColor, diffLayout, joinFrames, maxDelta, remapFrames } from '../lib/diff.js';
+import { DiffLayout, UNMARKED_COLOR, diffColor, diffLayout, joinFrames, markedFrames, maxDelta, remapFrames } from '../lib/diff.js';
 import { ChartOptions, FlameChart, buildFlameChart } from '../lib/flamechart.js';
 import { Layout, findPath, layoutTree } from '../lib/layout.js';
 import { Palette, frameColors } from '../lib/palette.js';
@@ -334,15 +334,6 @@ export class Model {
   }
 }
 
-
-/** A frame beyond noise is coloured by its change; the others are drawn as unchanged. */
-const UNMARKED_COLOR = 'rgb(245,245,245)';
-
-/** Which frames name a function of `marked`. */
-function markedFrames(names: string[], marked: string[]): boolean[] {
-  const m = new Set(marked);
-  return names.map((n) => m.has(n));
-}
 
 /** A node's diff colour: red grew, blue shrank, distinct colours for new and gone. */
 export function diffColorOf(d: DiffLayout, v: number, md: number): string {

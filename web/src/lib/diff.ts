@@ -97,6 +97,15 @@ function total(t: Tree, self: Float64Array): Float64Array {
   return out;
 }
 
+/** A frame whose change is not beyond noise (`kiln compare`'s marks): drawn as unchanged. */
+export const UNMARKED_COLOR = 'rgb(245,245,245)';
+
+/** Which frames name a function of `marked` (the functions beyond noise). */
+export function markedFrames(names: string[], marked: string[]): boolean[] {
+  const m = new Set(marked);
+  return names.map((n) => m.has(n));
+}
+
 export const NEW_COLOR = 'rgb(40,170,90)';
 export const GONE_COLOR = 'rgb(150,150,160)';
 

@@ -184,6 +184,11 @@ impl Change {
         } else {
             "new".into()
         };
+        format!("{pct} {}", self.verdict_text())
+    }
+
+    /// The verdict in words, without the change: `regressed (p=0.008)`.
+    pub fn verdict_text(&self) -> String {
         let p = self.p.map(|p| format!("p={p:.3}"));
         let detail = match &self.verdict {
             Verdict::Improved | Verdict::Regressed => p,
@@ -203,8 +208,8 @@ impl Change {
             Verdict::CannotTell { why } => Some(why.short()),
         };
         match detail {
-            Some(d) => format!("{pct} {} ({d})", self.verdict.word()),
-            None => format!("{pct} {}", self.verdict.word()),
+            Some(d) => format!("{} ({d})", self.verdict.word()),
+            None => self.verdict.word().to_string(),
         }
     }
 }

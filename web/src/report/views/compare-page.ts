@@ -148,7 +148,8 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     ft.append(el('thead', {}, el('tr', {}, ...['function', `${t.unit} ${a}`, `${t.unit} ${b}`, 'change', `total % ${a}`, `total % ${b}`].map((h) => el('th', { scope: 'col', text: h })))));
     const tb = el('tbody');
     for (const f of t.rows) {
-      const cls = f.delta > 0 ? 'r-grew' : f.delta < 0 ? 'r-shrank' : 'r-same';
+      // Coloured only when judged beyond noise, as the figures are.
+      const cls = verdictClass[f.verdict] ?? 'r-same';
       tb.append(
         el(
           'tr',
@@ -156,7 +157,7 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
           el('td', { title: f.name, text: f.name }),
           el('td', { text: f.before }),
           el('td', { text: f.after }),
-          el('td', { class: `${cls} ${verdictClass[f.verdict] ?? ''}`, 'data-delta': String(f.delta), text: f.change }),
+          el('td', { class: cls, 'data-delta': String(f.delta), text: f.change }),
           el('td', { text: f.total_before.toFixed(2) }),
           el('td', { text: f.total_after.toFixed(2) }),
         ),
