@@ -806,6 +806,86 @@ mod tests {
         assert!(c.notes[0].contains("--repeat 4"), "{:?}", c.notes);
     }
 
+    fn profile(event: &str, unit: kiln_model::WeightUnit, lines: &[(&str, u64)]) -> Profile {
+        use kiln_model::{EventInfo, FrameKind, ThreadId, NO_TIME};
+        let mut p = Profile::new(EventInfo::new(event, unit));
+        for (s, w) in lines {
+            let f: Vec<_> = s
+                .split(';')
+                .map(|n| p.frame(n.as_bytes(), FrameKind::User))
+                .collect();
+            p.add_sample_path(&f, *w, NO_TIME, ThreadId::NONE);
+        }
+        p
+    }
+
+    /// CPU and off-CPU both recorded by both groups: a table each, off-CPU in time
+    /// blocked per operation.
+    #[test]
+    fn off_cpu_is_compared_beside_cpu() {
+        use kiln_model::WeightUnit;
+        let g = |label: &str, lock_us: u64| {
+            let runs: Vec<RunMeta> = (0..4)
+                .map(|_| {
+                    let mut m = run(Some(1000.0), 1000.0, 40.0, 900.0);
+                    m.headline.operations = Some(10_000);
+                    m
+                })
+                .collect();
+            let profiles = runs
+                .iter()
+                .map(|_| {
+                    vec![
+                        profile("cpu-clock", WeightUnit::Period, &[("main;work", 1_000_000)]),
+                        profile(
+                            "offcpu",
+                            WeightUnit::Microseconds,
+                            &[("main;lock", lock_us), ("main;read", 50_000)],
+                        ),
+                    ]
+                })
+                .collect();
+            Group {
+                label: label.into(),
+                runs,
+                profiles,
+            }
+        };
+        let c = compare(&[g("a", 100_000), g("b", 300_000)], &Options::default()).unwrap();
+        let events: Vec<&str> = c.functions.iter().map(|t| t.event.as_str()).collect();
+        assert_eq!(events, ["cpu-clock", "offcpu"]);
+        let off = &c.functions[1];
+        assert_eq!(off.unit, "us/msg");
+        assert!(off.what.starts_with("time blocked per msg"), "{}", off.what);
+        let lock = off.rows.iter().find(|r| r.name == "lock").unwrap();
+        // 100 ms blocked over 10,000 messages: 10 µs per message, then 30.
+        assert_eq!((lock.before.median, lock.after.median), (10.0, 30.0));
+        assert_eq!(lock.change.verdict, Verdict::Regressed);
+        // Ranked by change: lock and main (which holds it) moved by 20 µs, read not at all.
+        let order: Vec<&str> = off.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(order, ["lock", "main", "read"]);
+        // One event asked for: that table alone.
+        let only = compare(
+            &[g("a", 100_000), g("b", 300_000)],
+            &Options {
+                event: Some("offcpu".into()),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(only.functions.len(), 1);
+        assert!(matches!(
+            compare(
+                &[g("a", 1), g("b", 1)],
+                &Options {
+                    event: Some("page-faults".into()),
+                    ..Options::default()
+                }
+            ),
+            Err(CompareError::NoEvent(_))
+        ));
+    }
+
     #[test]
     fn groups_need_runs() {
         assert!(matches!(
