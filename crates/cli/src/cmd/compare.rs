@@ -59,8 +59,11 @@ pub struct Args {
     /// unit. A condition fires (exit 3) only when the change is past its limit AND beyond
     /// noise (p ≤ --alpha; an absolute limit: every run past it); past its limit but not
     /// provably beyond noise is "cannot tell" (exit 4); otherwise it passes (exit 0).
-    /// Figures: throughput, send_rate, p50, p99, p999, max, cpu_per_op (cpu_per_msg,
-    /// cpu_per_req), switches_per_op, rss, target_cpu, kiln_cpu.
+    /// Earlier groups of the baseline's name and configuration in the store set a noise
+    /// floor between groups that a change must also clear (keep a history of the baseline:
+    /// groups run one after the other drift). Figures: throughput, send_rate, p50, p99,
+    /// p999, max, cpu_per_op (cpu_per_msg, cpu_per_req), switches_per_op, rss, target_cpu,
+    /// kiln_cpu.
     /// Example: --fail-if 'p99>+10%,cpu_per_msg>+5%,throughput<-5%'
     #[arg(long, value_name = "CONDITIONS")]
     pub fail_if: Option<String>,

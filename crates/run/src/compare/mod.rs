@@ -351,6 +351,11 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
             opts.history.len(),
             groups[0].label
         ));
+    } else if smallest >= 2 {
+        notes.push(format!(
+            "no earlier group of '{}' with its configuration: drift between groups of runs (the machine's load changing from one group to the next) is not measured, only the noise within each group; run the baseline again under its name to get a noise floor",
+            groups[0].label
+        ));
     }
     if same_configuration(&metas) && smallest >= 2 {
         notes.push(
@@ -362,7 +367,7 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
             .into_iter()
             .map(|w| format!("not comparable? {w}")),
     );
-    for t in &functions {
+    for t in functions.iter().filter(|t| !t.rows.is_empty()) {
         if t.folded > 0 {
             notes.push(format!(
                 "{}: {} thread-name and plumbing frames left out of the function table (--keep-threads keeps thread names apart)",
@@ -490,9 +495,6 @@ fn function_tables(
             w
         }
     };
-    if opts.functions == 0 && opts.event.is_none() {
-        return Ok((Vec::new(), None));
-    }
     let pairs = |g: &Group, event: &str| -> Vec<(RunMeta, Profile)> {
         g.runs
             .iter()
