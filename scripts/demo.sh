@@ -8,11 +8,13 @@
 # timeline and the flame graphs, pick a window), the comparison (compare.html, text,
 # Markdown, differential flame graph).
 #
-#   scripts/demo.sh [SECONDS]      (measurement per run; default 10)
+#   scripts/demo.sh [SECONDS] [REPEATS]   (measurement per run, default 5; runs per side,
+#                                          default 4: the fewest that can show a change)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kiln=${KILN:-target/release/kiln}
-secs=${1:-10}
+secs=${1:-5}
+repeat=${2:-4}
 out=kiln-demo
 mkdir -p "$out"
 export KILN_STORE="$out/runs.db"
@@ -34,20 +36,20 @@ uri="amqp://guest:guest@127.0.0.1:$port"
 
 load=(load amqp -h "$uri" -x 1 -y 0 -c 2000 -f persistent --queue kiln-demo --queue-args x-queue-type=stream --auto-delete false)
 echo "== kiln run 'before': ${secs} s of $uri under load, profiled (pid $beam)" >&2
-"$kiln" run --name before --note "tracing off" -p "$beam" -e cpu --no-report \
+"$kiln" run --name before --note "tracing off" --repeat "$repeat" -p "$beam" -e cpu --no-report \
   -d "$secs" --warmup 3 "${load[@]}" | tee "$out/before.txt" || true
 echo "== one real change: rabbitmqctl trace_on (the firehose copies every message)" >&2
 ctl -q trace_on >/dev/null
 echo "== kiln run 'after'" >&2
-"$kiln" run --name after --note "firehose tracing on" -p "$beam" -e cpu --no-report \
+"$kiln" run --name after --note "firehose tracing on" --tag tracing=on --repeat "$repeat" -p "$beam" -e cpu --no-report \
   -d "$secs" --warmup 3 "${load[@]}" | tee "$out/after.txt" || true
 ctl -q trace_off >/dev/null
 echo "== the run reports" >&2
 "$kiln" runs report before -o "$out/before.html"
 "$kiln" runs report after -o "$out/after.html"
 echo "== kiln compare before after" >&2
-"$kiln" compare --merge-threads before after -o "$out/compare.html" | tee "$out/compare.txt"
-"$kiln" compare --merge-threads before after --format markdown -o "$out/compare.md" >/dev/null
-"$kiln" compare --merge-threads before after -o "$out/compare.svg" >/dev/null
+"$kiln" compare before after -o "$out/compare.html" | tee "$out/compare.txt"
+"$kiln" compare before after --format markdown -o "$out/compare.md" >/dev/null
+"$kiln" compare before after -o "$out/compare.svg" >/dev/null
 "$kiln" flamegraph --merge-threads run:after -o "$out/after.cpu.html"
 echo "kiln demo: wrote $out/ (runs.db, before.html, after.html, compare.html, compare.txt, compare.md, compare.svg, after.cpu.html)" >&2

@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 cargo build --release --locked -p kiln 2>/dev/null || cargo build --release -p kiln
-KILN=target/release/kiln scripts/demo.sh "${KILN_DEMO_SECONDS:-10}"
+KILN=target/release/kiln scripts/demo.sh "${KILN_DEMO_SECONDS:-5}"

@@ -7,7 +7,7 @@ import { Tree, TreeBuilder, FrameSet, threadGroupName } from '../src/lib/profile
 import { Transform, applyTransforms, decodeTransforms, encodeTransforms } from '../src/lib/transforms.js';
 import { layoutTree, nodeAt, pathOf, findPath } from '../src/lib/layout.js';
 import { calleesTree, callersTree, compileSearch, functionStats, matchFrames, matchedWeight } from '../src/lib/analysis.js';
-import { diffLayout, diffColor, joinFrames, remapFrames, NEW_COLOR, GONE_COLOR } from '../src/lib/diff.js';
+import { diffLayout, diffColor, joinFrames, markedFrames, maxDelta, remapFrames, NEW_COLOR, GONE_COLOR } from '../src/lib/diff.js';
 import { defaultState, fromHash, toHash } from '../src/app-state/state.js';
 import { colorOf, nameHash } from '../src/lib/palette.js';
 import { decodeProfile, DecodeError } from '../src/import/decode.js';
@@ -242,6 +242,17 @@ test('diff: normalisation, new and gone stacks keep their colours', () => {
   assert.ok(main > 0);
   const raw = diffLayout(a, b, j.frames, 'alphabetical', false);
   assert.equal(raw.before[findPath(raw.layout, [id('main'), id('same')])], 10);
+});
+
+test('diff: only the functions marked beyond noise set the colour scale', () => {
+  const f = frames(['main', 'noisy', 'real']);
+  const a = treeOf([[[0, 1], 10], [[0, 2], 10]], 3);
+  const b = treeOf([[[0, 1], 100], [[0, 2], 14]], 3);
+  const d = diffLayout(a, b, f, 'alphabetical', false);
+  const marked = markedFrames(f.names, ['real']);
+  assert.deepEqual(marked, [false, false, true]);
+  assert.equal(maxDelta(d), 94, 'every frame: main (and its noisy callee) set the scale');
+  assert.equal(maxDelta(d, (v) => marked[d.layout.frame[v]]), 4, 'marked frames only');
 });
 
 test('URL state round-trips and ignores garbage', () => {

@@ -378,6 +378,25 @@ try {
       await settle(page);
       await assertViewersShow(page, sw, [sw.windows[0].start, sw.windows[0].end], `step ${sw.windows[0].name}`);
     });
+    await check('sweep: one headline row per step, the knee marked, step boundaries on the charts; a row selects its step', async () => {
+      const rows = await page.$$eval('[data-table=sweep-steps] tbody tr', (trs) => trs.map((tr) => ({ step: tr.dataset.step, knee: tr.dataset.knee === '1', held: tr.children[3].textContent })));
+      assert.deepEqual(
+        rows.map((r) => r.step),
+        sw.windows.map((w) => w.name),
+      );
+      assert.ok(rows.every((r) => /^(held|not held \(−\d+%\))$/.test(r.held)), `held or not: ${JSON.stringify(rows)}`);
+      const finding = await page.textContent('[data-field=knee]');
+      assert.equal(rows.filter((r) => r.knee).length, finding.startsWith('knee at ') || finding.startsWith('no knee within') ? 1 : 0, finding);
+      const steps = await page.evaluate(() => window.__kilnReport.run.group.opts.steps);
+      assert.equal(steps.length, sw.windows.length, 'a boundary at each step after the first and at the end');
+      assert.deepEqual(
+        steps.map((b) => b.at),
+        [...sw.windows.slice(1).map((w) => w.start), sw.windows[sw.windows.length - 1].end],
+      );
+      await page.click(`[data-table=sweep-steps] [data-step="${sw.windows[0].name}"] button`);
+      await settle(page);
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), [sw.windows[0].start, sw.windows[0].end]);
+    });
     await check('rate-limited load: intended-time latency beside the measured one; flow-control strip; hover equals the store', async () => {
       const lat = await page.$$eval('[data-chart="latency:consumer_latency"] .r-item', (e) => e.map((x) => x.getAttribute('data-column')));
       assert.ok(lat.includes('consumer_latency p99') && lat.includes('consumer_latency_intended p99'), `${lat}`);
@@ -441,30 +460,44 @@ try {
   if (existsSync(join(dir, 'compare.html'))) {
     const ce = JSON.parse(readFileSync(join(dir, 'compare.expect.json'), 'utf8'));
     page = await open('compare.html');
-    await check('compare: signs and colours of the changes, hostile labels as text', async () => {
+    await check('compare: the overall line, settings held, verdicts coloured, hostile labels as text', async () => {
       assert.equal(await page.evaluate(() => window.__pwned ?? null), null);
       assert.equal(await page.$$eval('img, iframe', (e) => e.length), 0);
-      const rows = await page.$$eval('[data-table=figures] tbody tr', (trs) =>
+      const overall = await page.textContent('[data-field=overall]');
+      assert.ok(overall.startsWith(`fast against ${ce.labels[0]}: `), overall);
+      const rows = await page.$$eval('[data-table=figures] tbody tr[data-metric]', (trs) =>
         trs.map((tr) => {
           const c = tr.querySelector('[data-change="1"]');
-          return { key: tr.dataset.metric, text: c?.textContent ?? '', cls: c?.className ?? '', pct: Number(c?.dataset.percent), better: c?.dataset.better, color: c ? getComputedStyle(c).color : '' };
+          const v = tr.querySelector('[data-verdict]');
+          return {
+            key: tr.dataset.metric,
+            role: tr.dataset.role,
+            held: [...tr.querySelectorAll('[data-held]')].map((x) => x.dataset.held),
+            text: c?.textContent ?? '',
+            cls: c?.className ?? '',
+            pct: Number(c?.dataset.percent),
+            verdict: v?.dataset.verdict ?? '',
+            color: c ? getComputedStyle(c).color : '',
+          };
         }),
       );
+      // Two set rates, both held: a setting, never better or worse.
       const thr = rows.find((r) => r.key === 'throughput');
       assert.ok(thr, 'a throughput row');
+      assert.equal(thr.role, 'setting');
+      assert.deepEqual(thr.held, ['held', 'held']);
       assert.ok(thr.pct > 50, `throughput rose: ${thr.pct}`);
-      assert.match(thr.text, /^\+\d+\.\d% better$/);
-      assert.match(thr.cls, /r-better/);
-      assert.equal(thr.color, 'rgb(26, 127, 55)', 'better is green');
+      assert.match(thr.text, /^\+\d+\.\d%$/);
+      assert.equal(thr.verdict, 'shown');
+      assert.match(thr.cls, /r-same/);
+      assert.equal(rows.find((r) => r.key === 'target_cpu')?.role, 'context', 'total CPU at another rate is context');
       for (const r of rows) {
         if (!r.text || r.text === 'new') continue;
-        assert.equal(r.text.startsWith('+'), r.pct > 0, `${r.key}: sign of ${r.text} and ${r.pct}`);
-        const m = ce.metrics.find((x) => x.key === r.key);
-        const better = m.better === 'higher' ? r.pct > 0 : r.pct < 0;
-        if (r.pct !== 0) {
-          assert.match(r.cls, better ? /r-better/ : /r-worse/, `${r.key} ${r.text}`);
-          assert.equal(r.color, better ? 'rgb(26, 127, 55)' : 'rgb(198, 40, 40)', `${r.key} colour`);
-        }
+        if (Math.abs(r.pct) >= 0.05) assert.equal(r.text.startsWith('+'), r.pct > 0, `${r.key}: sign of ${r.text} and ${r.pct}`);
+        // One run per group: no outcome can be told from noise.
+        if (r.role === 'outcome') assert.equal(r.verdict, 'cannot_tell', `${r.key}`);
+        else assert.equal(r.verdict, 'shown', `${r.key}`);
+        assert.match(r.cls, /r-same/, `${r.key} is not coloured better or worse`);
       }
       const labels = await page.$$eval('.r-group h3', (e) => e.map((x) => x.textContent));
       assert.ok(labels[0].includes(ce.labels[0]), `${labels[0]} names ${ce.labels[0]} as text`);
@@ -489,8 +522,10 @@ try {
       assert.equal(Number(v), ce.runs[0].load.columns[col][i], `the first run's ${col} at that second`);
       const fn = await page.$$eval('[data-table=functions] tbody tr', (trs) => trs.length);
       assert.ok(fn > 0, 'the function table');
-      const delta = await page.$$eval('[data-table=functions] td[data-delta]', (e) => e.map((x) => [Number(x.dataset.delta), x.className]));
-      for (const [d, cls] of delta) assert.match(cls, d > 0 ? /r-grew/ : d < 0 ? /r-shrank/ : /r-same/);
+      // Functions are judged like figures: coloured only beyond noise (one run each here).
+      const fv = await page.$$eval('[data-table=functions] tr[data-verdict]', (e) => e.map((x) => [x.dataset.verdict, x.querySelector('td[data-delta]').className]));
+      for (const [v, cls] of fv) assert.match(cls, v === 'regressed' ? /r-worse/ : v === 'improved' ? /r-better/ : /r-same/, `${v}`);
+      assert.ok(fv.every(([v]) => v === 'cannot_tell'), 'one run each: no function can be told from noise');
       assert.equal(await page.evaluate(() => window.__kiln.apps[0].model.isDiff), true, 'the differential flame graph');
       await axe(page, 'compare');
     });

@@ -11,7 +11,9 @@ mod signals;
 /// kiln drives a load against a server, profiles it, renders flame graphs and compares runs.
 ///
 /// Exit codes: 0 success; 1 error (bad input with --strict, unreadable file, failed
-/// recording or load); 2 bad command line.
+/// recording or load); 2 bad command line; 3 a kiln compare --fail-if condition fired (past
+/// its limit and beyond noise); 4 one cannot tell (past its limit, not provably beyond
+/// noise).
 #[derive(Debug, Parser)]
 #[command(name = "kiln", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
@@ -36,7 +38,7 @@ enum Command {
     Run(cmd::run::Args),
     /// List, show, remove, export and import stored runs.
     Runs(cmd::runs::Args),
-    /// Compare stored runs: figures with statistics, function changes, a differential flame graph.
+    /// Compare stored runs or groups of repeats: settings held or not, outcomes improved, regressed, no change or cannot tell, functions judged alike; --fail-if exits 3 (fired) or 4 (cannot tell).
     Compare(cmd::compare::Args),
 }
 

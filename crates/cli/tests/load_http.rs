@@ -285,7 +285,7 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
         .stdout
         .clone();
     let cmp: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let thr = cmp["comparison"]["metrics"]
+    let thr = cmp["rows"]
         .as_array()
         .unwrap()
         .iter()

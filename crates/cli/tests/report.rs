@@ -312,16 +312,9 @@ fn rabbitmq_sweep_and_comparison_pages() {
         .success()
         .stderr(predicate::str::contains("wrote"));
     let first = expectations(&store, slow);
-    let metrics: Vec<Value> = kiln_run::compare::METRICS
-        .iter()
-        .map(|m| {
-            json!({"key": m.key, "better": if m.better == kiln_run::compare::Better::Higher { "higher" } else { "lower" }})
-        })
-        .collect();
     let load = &first["tables"]["load"];
     let compare = json!({
         "labels": [slow, "fast"],
-        "metrics": metrics,
         "runs": [{ "load": load }],
     });
     std::fs::write(dir.join("compare.expect.json"), compare.to_string()).unwrap();

@@ -31,7 +31,7 @@ fn runs(store: &Path) -> Vec<Value> {
 }
 
 fn metric<'a>(cmp: &'a Value, key: &str) -> &'a Value {
-    cmp["comparison"]["metrics"]
+    cmp["rows"]
         .as_array()
         .unwrap()
         .iter()
@@ -77,20 +77,32 @@ fn an_ab_change_is_detected_and_an_aa_comparison_is_not() {
         change["percent"].as_f64().unwrap() < -30.0,
         "target CPU change {change}"
     );
-    assert_eq!(change["verdict"]["verdict"], "significant", "{cpu:#}");
-    let functions = ab["functions"].as_array().unwrap();
+    // An external command counts no operations: the target's CPU is the outcome.
+    assert_eq!(cpu["role"], "outcome", "{cpu:#}");
+    assert_eq!(change["verdict"], "improved", "{cpu:#}");
+    assert_eq!(ab["overall"]["verdict"], "improved", "{ab:#}");
+    let functions = ab["functions"][0]["rows"].as_array().unwrap();
     let vw = functions
         .iter()
         .find(|f| f["name"] == "variable_work")
         .expect("variable_work in the function table");
     assert!(
+        vw["after"]["median"].as_f64().unwrap() < vw["before"]["median"].as_f64().unwrap(),
+        "{vw}"
+    );
+    assert!(
         vw["self_after"].as_f64().unwrap() < vw["self_before"].as_f64().unwrap(),
         "{vw}"
     );
-    // A/A: the same configuration twice; no significant change of 10% or more.
+    // A/A: the same configuration twice; no change of 10% or more beyond noise.
     let aa = cmp("a", "a-again");
-    let v = &metric(&aa, "target_cpu")["changes"][1]["verdict"]["verdict"];
-    assert_ne!(v, "significant", "{aa:#}");
+    let v = &metric(&aa, "target_cpu")["changes"][1]["verdict"];
+    assert!(v != "improved" && v != "regressed", "{aa:#}");
+    assert!(
+        aa["notes"].to_string().contains("A/A check"),
+        "{}",
+        aa["notes"]
+    );
     // A CI gate on the A/B: CPU fell, so "cpu rose by more than 5%" passes and "fell by
     // more than 10%" fires with status 3.
     kiln(&store)
@@ -101,7 +113,7 @@ fn an_ab_change_is_detected_and_an_aa_comparison_is_not() {
         .args(["compare", "a", "b-quarter", "--fail-if", "target_cpu<-10%"])
         .assert()
         .code(3)
-        .stderr(predicate::str::contains("fail-if: target_cpu<-10%"));
+        .stderr(predicate::str::contains("fail-if: target_cpu<-10%: FIRED"));
     // Markdown for a pull request, and the differential flame graph.
     kiln(&store)
         .args(["compare", "a", "b-quarter", "--format", "markdown"])
@@ -422,10 +434,20 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
         .output()
         .unwrap();
     let cmp = json(&out.stdout);
-    let thr = &metric(&cmp, "throughput")["changes"][1];
-    let pct = thr["percent"].as_f64().unwrap();
+    // Both rates were set and held: settings, not better or worse.
+    let thr = metric(&cmp, "throughput");
+    assert_eq!(thr["role"], "setting", "{thr:#}");
+    for h in thr["held"].as_array().unwrap() {
+        assert_eq!(h["held"], true, "{thr:#}");
+    }
+    let pct = thr["changes"][1]["percent"].as_f64().unwrap();
     assert!((pct - 400.0).abs() < 60.0, "throughput change {pct}");
-    assert_eq!(thr["verdict"]["verdict"], "no_repeats");
+    // The broker's total CPU at another rate is context; CPU per message is judged.
+    assert_eq!(metric(&cmp, "target_cpu")["role"], "context");
+    assert_eq!(metric(&cmp, "kiln_cpu")["role"], "context");
+    let per_msg = metric(&cmp, "cpu_per_op");
+    assert_eq!(per_msg["role"], "outcome");
+    assert_eq!(per_msg["changes"][1]["why"], "one_run", "{per_msg:#}");
     let cpu = &metric(&cmp, "target_cpu")["groups"];
     assert!(
         cpu[1]["median"].as_f64().unwrap() > cpu[0]["median"].as_f64().unwrap(),

@@ -181,7 +181,7 @@ fn two_machines_record_into_one_store_and_compare() {
         String::from_utf8_lossy(&out.stderr)
     );
     let cmp = json(&out.stdout);
-    let cpu = cmp["comparison"]["metrics"]
+    let cpu = cmp["rows"]
         .as_array()
         .unwrap()
         .iter()
@@ -189,7 +189,7 @@ fn two_machines_record_into_one_store_and_compare() {
         .unwrap_or_else(|| panic!("{cmp:#}"));
     let pct = cpu["changes"][1]["percent"].as_f64().unwrap();
     assert!(pct < -30.0, "target CPU change {pct}%: {cpu}");
-    assert!(cmp["functions"]
+    assert!(cmp["functions"][0]["rows"]
         .as_array()
         .unwrap()
         .iter()

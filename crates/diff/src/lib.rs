@@ -193,8 +193,9 @@ impl FunctionChange {
 }
 
 /// Self and total weight of every function name of `p` (sums in 128 bits: frames of
-/// one name and several kinds may count a sample twice).
-fn function_weights(p: &Profile) -> HashMap<Vec<u8>, (u128, u128)> {
+/// one name and several kinds may count a sample twice). A function's total counts each
+/// sample once, even under recursion.
+pub fn function_weights(p: &Profile) -> HashMap<Vec<u8>, (u128, u128)> {
     let selfw = p.self_weights();
     let mut by_frame: HashMap<FrameId, (u128, u128)> = HashMap::new();
     let mut seen: Vec<FrameId> = Vec::new();

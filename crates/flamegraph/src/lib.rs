@@ -157,6 +157,10 @@ pub struct Options {
     pub layout: Layout,
     /// Swap the differential colours (`--negate`). Default: false.
     pub negate: bool,
+    /// In a differential graph, colour only the frames of these functions by their
+    /// change and draw the others as unchanged: `kiln compare` passes the functions whose
+    /// change is beyond noise. Default: `None` (every frame coloured).
+    pub diff_marked: Option<std::collections::HashSet<Vec<u8>>>,
     /// Embed the script (hover, zoom, search). Default: true.
     pub interactive: bool,
 }
@@ -188,6 +192,7 @@ impl Default for Options {
             reverse: false,
             layout: Layout::Classic,
             negate: false,
+            diff_marked: None,
             interactive: true,
         }
     }
@@ -347,7 +352,17 @@ pub fn render_diff(
     } else {
         (before, after)
     };
-    let (merged, weights) = layout::merged_diff(before, after);
+    let (merged, mut weights) = layout::merged_diff(before, after);
+    if let (Some(marked), Some(delta)) = (&opts.diff_marked, weights.delta.as_mut()) {
+        let mut max = 1u64;
+        for (i, d) in delta.iter_mut().enumerate() {
+            if !marked.contains(merged.node_name(kiln_model::StackId(i as u32))) {
+                *d = 0;
+            }
+            max = max.max(d.unsigned_abs());
+        }
+        weights.max_delta = max;
+    }
     let mut opts = opts.clone();
     if opts.layout == Layout::FlameChart {
         // A flame chart has no per-node deltas; draw the merged tree instead.

@@ -230,3 +230,48 @@ fn weights_beyond_64_bits_are_refused() {
     q.add_sample_path(&[f], u64::MAX, NO_TIME, ThreadId::NONE);
     kiln_flamegraph::render(&q, &Options::default(), &mut out).unwrap();
 }
+
+/// `diff_marked`: only the marked functions are coloured by their change; the others are
+/// drawn as unchanged, however much they moved (kiln compare marks those beyond noise).
+#[test]
+fn a_differential_graph_colours_only_marked_functions() {
+    let profile = |noisy: u64, real: u64| {
+        let mut p = Profile::default();
+        let main = p.frame(b"main", FrameKind::Unknown);
+        for (name, w) in [(&b"noisy"[..], noisy), (b"real", real)] {
+            let f = p.frame(name, FrameKind::Unknown);
+            p.add_sample_path(&[main, f], w, NO_TIME, ThreadId::NONE);
+        }
+        p
+    };
+    let (before, after) = (profile(10, 10), profile(100, 20));
+    let fill = |opts: &Options| {
+        let mut out = Vec::new();
+        kiln_flamegraph::render_diff(&before, &after, opts, &mut out).unwrap();
+        let drawn = frames(&String::from_utf8(out).unwrap());
+        let of = |n: &str| {
+            drawn
+                .iter()
+                .find(|d| d.title.starts_with(n))
+                .map(|d| d.fill.clone())
+                .unwrap()
+        };
+        (of("noisy"), of("real"))
+    };
+    let (noisy, real) = fill(&Options::default());
+    assert_ne!(noisy, real, "both grew, by different amounts");
+    let mut opts = Options::default();
+    opts.diff_marked = Some([b"real".to_vec()].into_iter().collect());
+    let (noisy_m, real_m) = fill(&opts);
+    let (unchanged, _) = fill(&{
+        let mut o = Options::default();
+        o.diff_marked = Some(Default::default());
+        o
+    });
+    assert_eq!(noisy_m, unchanged, "unmarked: drawn as unchanged");
+    assert_ne!(real_m, unchanged, "marked: coloured");
+    assert_ne!(
+        real_m, real,
+        "the colour scale is the marked functions' own"
+    );
+}

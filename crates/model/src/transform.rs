@@ -75,6 +75,59 @@ pub fn default_merge_rules() -> Vec<MergeRule> {
     .collect()
 }
 
+/// Frames every thread of a runtime passes through on its way to real work — thread
+/// start-up (`__clone3`, `start_thread`), the kernel's system-call entry
+/// (`entry_SYSCALL_64_after_hwframe`, `do_syscall_64`), BEAM's, Go's and the JVM's thread
+/// wrappers. They sit under nearly every sample, so a table of functions ranked by change
+/// fills up with them and their noise; `kiln compare` leaves them out of its table
+/// (the flame graphs keep them).
+pub const PLUMBING_FRAMES: &[&str] = &[
+    // libc and the kernel: thread and process start-up.
+    "__clone3",
+    "__clone",
+    "clone3",
+    "clone",
+    "start_thread",
+    "thread_start",
+    "_start",
+    "__libc_start_main",
+    "__libc_start_call_main",
+    "ret_from_fork",
+    "ret_from_fork_asm",
+    // The kernel's system-call entry.
+    "entry_SYSCALL_64_after_hwframe",
+    "entry_SYSCALL_64",
+    "do_syscall_64",
+    "x64_sys_call",
+    // Kernel function tracing wraps what it traces.
+    "ftrace_trampoline",
+    // BEAM (erts): thread wrappers, the emulator loop every Erlang process runs in, and
+    // the entry and exit of every process.
+    "thr_wrapper",
+    "sched_thread_func",
+    "process_main",
+    "$global::process_main",
+    "$proc_lib:init_p_do_apply/3",
+    "$erts_beamasm:normal_exit/0",
+    // Go: goroutine and thread entry.
+    "runtime.goexit",
+    "runtime.goexit.abi0",
+    "runtime.mstart",
+    "runtime.mstart0",
+    "runtime.mstart1",
+    "runtime.main",
+    // The JVM: thread entry.
+    "thread_native_entry",
+    "Thread::call_run",
+    "JavaThread::run",
+    "JavaThread::thread_main_inner",
+];
+
+/// Whether `name` is one of the [`PLUMBING_FRAMES`].
+pub fn is_plumbing(name: &[u8]) -> bool {
+    PLUMBING_FRAMES.iter().any(|p| p.as_bytes() == name)
+}
+
 fn compile(pattern: &str) -> Result<Regex, ModelError> {
     Regex::new(pattern).map_err(|source| ModelError::BadRegex {
         pattern: pattern.to_string(),

@@ -6,37 +6,37 @@ use crate::latency::{self, Distribution};
 use crate::page::{self, Viewer};
 use crate::run::{completed_column, origin_of, table, Table};
 use crate::{ReportError, ReportOptions};
-use kiln_model::Profile;
-use kiln_run::compare::{format_value, Better, Comparison, Verdict, METRICS};
+use kiln_run::compare::export::group_text;
+use kiln_run::compare::{Comparison, Exporter, Role, Verdict};
 use kiln_store::RunData;
 use kiln_viewer::HtmlOptions;
 use serde::Serialize;
 use std::io::Write;
 
-/// One function's change, as `kiln compare`'s table shows it.
-#[derive(Clone, Debug)]
-pub struct FunctionLine {
-    /// Its self and total shares before and after.
-    pub change: kiln_diff::FunctionChange,
-    /// CPU time per operation in the function and its callees, before and after, µs.
-    pub us_per_op: (Option<f64>, Option<f64>),
+/// The comparison page as an exporter of a [`Comparison`]: it also needs the runs
+/// themselves (their series and histograms are drawn).
+#[derive(Debug)]
+pub struct CompareHtml<'a> {
+    /// Each group's runs, whole, in the comparison's order.
+    pub runs: &'a [Vec<RunData>],
+    /// Page options.
+    pub opts: &'a ReportOptions,
 }
 
-/// What a comparison page shows.
-#[derive(Debug)]
-pub struct CompareReport<'a> {
-    /// The statistics (`kiln_run::compare::compare`).
-    pub comparison: &'a Comparison,
-    /// Each group's runs, whole (series and histograms are drawn), in the comparison's
-    /// order.
-    pub runs: &'a [Vec<RunData>],
-    /// The function table (first group against the last).
-    pub functions: &'a [FunctionLine],
-    /// Notes to show beside the comparison's own warnings.
-    pub notes: &'a [String],
-    /// The first and last groups' profiles of one event (repeats merged, transforms
-    /// applied) for the differential flame graph.
-    pub profiles: Option<(&'a Profile, &'a Profile)>,
+impl<'a> CompareHtml<'a> {
+    /// The page of `runs` with `opts`.
+    pub fn new(runs: &'a [Vec<RunData>], opts: &'a ReportOptions) -> Self {
+        CompareHtml { runs, opts }
+    }
+}
+
+impl Exporter for CompareHtml<'_> {
+    fn export(&self, c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
+        write_compare_report(c, self.runs, self.opts, out).map_err(|e| match e {
+            ReportError::Io(e) => e,
+            e => std::io::Error::other(e.to_string()),
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -60,11 +60,14 @@ struct GroupPage {
 
 #[derive(Serialize)]
 struct Cell {
+    /// The median (with the range), and for a set rate whether it was held.
     text: String,
     median: f64,
     min: f64,
     max: f64,
     n: usize,
+    /// `held`, `not held (−12%)`, or null.
+    held: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -72,19 +75,22 @@ struct ChangeCell {
     percent: f64,
     /// `+12.3%`.
     text: String,
-    /// Better, worse, or unchanged (null).
-    better: Option<bool>,
-    /// `significant`, `small`, `not_significant`, `no_repeats`.
+    /// `improved`, `regressed`, `no_change`, `cannot_tell`; `shown` for settings and
+    /// context (never judged).
     verdict: &'static str,
+    /// The verdict in words, with p or the reason.
     verdict_text: String,
 }
 
 #[derive(Serialize)]
 struct MetricPage {
     key: &'static str,
-    label: &'static str,
+    label: String,
     unit: &'static str,
     better: &'static str,
+    role: Role,
+    why: Option<String>,
+    noise: Option<String>,
     cells: Vec<Option<Cell>>,
     changes: Vec<Option<ChangeCell>>,
 }
@@ -107,12 +113,21 @@ struct RunSeries {
 #[derive(Serialize)]
 struct FunctionPage {
     name: String,
-    self_before: f64,
-    self_after: f64,
+    before: String,
+    after: String,
+    delta: f64,
+    verdict: &'static str,
+    change: String,
     total_before: f64,
     total_after: f64,
-    us_before: Option<f64>,
-    us_after: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct FunctionTablePage {
+    event: String,
+    unit: String,
+    what: String,
+    rows: Vec<FunctionPage>,
 }
 
 #[derive(Serialize)]
@@ -120,16 +135,20 @@ struct DiffInfo {
     key: String,
     event: String,
     title: String,
+    /// Whether only the frames beyond noise are coloured.
+    marked: bool,
 }
 
 #[derive(Serialize)]
 struct ComparePage {
+    overall: &'static str,
+    overall_line: String,
     groups: Vec<GroupPage>,
     metrics: Vec<MetricPage>,
     notes: Vec<String>,
     distributions: Vec<Distribution>,
     series: Vec<RunSeries>,
-    functions: Vec<FunctionPage>,
+    functions: Vec<FunctionTablePage>,
     diff: Option<DiffInfo>,
 }
 
@@ -142,48 +161,33 @@ struct Page<'a> {
     compare: &'a ComparePage,
 }
 
-fn verdict(v: &Verdict) -> (&'static str, String) {
+fn verdict_key(v: &Verdict) -> &'static str {
     match v {
-        Verdict::NoRepeats => (
-            "no_repeats",
-            "no repeats: noise cannot be told from change".into(),
-        ),
-        Verdict::Significant { p } => ("significant", format!("significant (p = {p:.3})")),
-        Verdict::Small { p } => (
-            "small",
-            format!("real but under the threshold (p = {p:.3})"),
-        ),
-        Verdict::NotSignificant {
-            p,
-            smallest_possible,
-        } if *smallest_possible >= 0.05 => (
-            "not_significant",
-            format!("too few repeats to tell (p = {p:.2})"),
-        ),
-        Verdict::NotSignificant { p, .. } => {
-            ("not_significant", format!("within noise (p = {p:.2})"))
-        }
+        Verdict::Improved => "improved",
+        Verdict::Regressed => "regressed",
+        Verdict::NoChange { .. } => "no_change",
+        Verdict::CannotTell { .. } => "cannot_tell",
     }
 }
 
-/// Writes the comparison page to `out`.
+/// Writes the comparison page of `cmp` (whose groups' runs are `runs`) to `out`.
 pub fn write_compare_report(
-    c: &CompareReport<'_>,
+    cmp: &Comparison,
+    runs: &[Vec<RunData>],
     opts: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
-    let cmp = c.comparison;
-    if cmp.groups.len() < 2 || c.runs.len() != cmp.groups.len() {
+    if cmp.groups.len() < 2 || runs.len() != cmp.groups.len() {
         return Err(ReportError::Empty(format!(
             "a comparison needs two groups of runs and their data ({} groups, {} with data)",
             cmp.groups.len(),
-            c.runs.len()
+            runs.len()
         )));
     }
     let groups = cmp
         .groups
         .iter()
-        .zip(c.runs)
+        .zip(runs)
         .map(|(g, runs)| GroupPage {
             label: g.label.clone(),
             runs: runs
@@ -206,83 +210,66 @@ pub fn write_compare_report(
         })
         .collect();
     let metrics = cmp
-        .metrics
+        .rows
         .iter()
-        .map(|r| {
-            let better = match METRICS.iter().find(|m| m.key == r.key).map(|m| m.better) {
-                Some(Better::Higher) => "higher",
-                _ => "lower",
-            };
-            MetricPage {
-                key: r.key,
-                label: r.label,
-                unit: r.unit,
-                better,
-                cells: r
-                    .groups
-                    .iter()
-                    .map(|s| {
-                        s.as_ref().map(|s| Cell {
-                            text: if s.values.len() > 1 {
-                                format!(
-                                    "{} ({}–{})",
-                                    format_value(s.median, r.unit),
-                                    format_value(s.min, r.unit),
-                                    format_value(s.max, r.unit)
-                                )
-                            } else {
-                                format_value(s.median, r.unit)
-                            },
-                            median: s.median,
-                            min: s.min,
-                            max: s.max,
-                            n: s.values.len(),
-                        })
+        .map(|r| MetricPage {
+            key: r.key,
+            label: r.label.clone(),
+            unit: r.unit,
+            better: match r.better {
+                kiln_run::compare::Better::Higher => "higher",
+                kiln_run::compare::Better::Lower => "lower",
+            },
+            role: r.role,
+            why: r.why.clone(),
+            noise: (r.noise_pct > 0.0).then(|| format!("±{:.1}%", r.noise_pct)),
+            cells: (0..r.groups.len())
+                .map(|i| {
+                    r.groups[i].as_ref().map(|s| Cell {
+                        text: group_text(r, i),
+                        median: s.median,
+                        min: s.min,
+                        max: s.max,
+                        n: s.values.len(),
+                        held: r.held[i].as_ref().map(|h| h.text()),
                     })
-                    .collect(),
-                changes: r
-                    .changes
-                    .iter()
-                    .map(|ch| {
-                        ch.as_ref().map(|ch| {
-                            let (v, text) = verdict(&ch.verdict);
-                            ChangeCell {
-                                percent: if ch.percent.is_finite() {
-                                    ch.percent
-                                } else {
-                                    f64::MAX
-                                },
-                                text: if ch.percent.is_finite() {
-                                    format!("{:+.1}%", ch.percent)
-                                } else {
-                                    "new".into()
-                                },
-                                better: ch.better,
-                                verdict: v,
-                                verdict_text: text,
-                            }
-                        })
+                })
+                .collect(),
+            changes: r
+                .changes
+                .iter()
+                .map(|ch| {
+                    ch.as_ref().map(|ch| ChangeCell {
+                        percent: if ch.percent.is_finite() {
+                            ch.percent
+                        } else {
+                            f64::MAX
+                        },
+                        text: if ch.percent.is_finite() {
+                            format!("{:+.1}%", ch.percent)
+                        } else {
+                            "new".into()
+                        },
+                        verdict: if r.role == Role::Outcome {
+                            verdict_key(&ch.verdict)
+                        } else {
+                            "shown"
+                        },
+                        verdict_text: if r.role == Role::Outcome {
+                            ch.verdict_text()
+                        } else {
+                            String::new()
+                        },
                     })
-                    .collect(),
-            }
+                })
+                .collect(),
         })
         .collect();
-    let mut notes: Vec<String> = Vec::new();
-    if cmp.groups.iter().any(|g| g.runs.len() < 2) {
-        notes.push("A group has a single run: changes are shown, but noise cannot be told from them (kiln run --repeat N).".into());
-    }
-    for g in &cmp.groups {
-        for i in &g.incomplete {
-            notes.push(format!("{}: incomplete run {i}", g.label));
-        }
-    }
-    notes.extend(cmp.warnings.iter().map(|w| format!("Not comparable? {w}")));
-    notes.extend(c.notes.iter().cloned());
-
+    let mut notes: Vec<String> = cmp.notes.clone();
     // Latency distributions: each group's measurement histograms merged across repeats.
     let mut distributions = Vec::new();
     let mut skipped = 0usize;
-    for (gi, runs) in c.runs.iter().enumerate() {
+    for (gi, runs) in runs.iter().enumerate() {
         let Some(first) = runs.first() else { continue };
         let Some(name) = first.meta.headline.latency.clone() else {
             continue;
@@ -305,8 +292,7 @@ pub fn write_compare_report(
             "{skipped} stored latency histogram(s) could not be read and are left out"
         ));
     }
-    let series = c
-        .runs
+    let series = runs
         .iter()
         .enumerate()
         .flat_map(|(gi, runs)| {
@@ -330,23 +316,34 @@ pub fn write_compare_report(
             })
         })
         .collect();
-    let functions = c
+    let functions = cmp
         .functions
         .iter()
-        .map(|f| FunctionPage {
-            name: f.change.name.clone(),
-            self_before: f.change.self_before,
-            self_after: f.change.self_after,
-            total_before: f.change.total_before,
-            total_after: f.change.total_after,
-            us_before: f.us_per_op.0,
-            us_after: f.us_per_op.1,
+        .map(|t| FunctionTablePage {
+            event: t.event.clone(),
+            unit: t.unit.clone(),
+            what: t.what.clone(),
+            rows: t
+                .rows
+                .iter()
+                .map(|f| FunctionPage {
+                    name: f.name.clone(),
+                    before: kiln_run::compare::export::cost_text(&f.before),
+                    after: kiln_run::compare::export::cost_text(&f.after),
+                    delta: f.delta(),
+                    verdict: verdict_key(&f.change.verdict),
+                    change: f.change.text(),
+                    total_before: f.total_before,
+                    total_after: f.total_after,
+                })
+                .collect(),
         })
         .collect();
     let first = &cmp.groups[0].label;
     let last = &cmp.groups[cmp.groups.len() - 1].label;
     let mut viewers = Vec::new();
-    let diff = c.profiles.map(|(b, a)| {
+    let marked = cmp.marked();
+    let diff = cmp.diff.as_ref().map(|(b, a)| {
         let title = format!("{first} → {last} ({})", a.event.name);
         viewers.push(Viewer {
             key: "diff".into(),
@@ -356,6 +353,11 @@ pub fn write_compare_report(
                 diff_labels: (first.clone(), last.clone()),
                 compress_above: opts.compress_above,
                 sources: vec![format!("runs '{first}'"), format!("runs '{last}'")],
+                diff_marked: marked.as_ref().map(|m| {
+                    m.iter()
+                        .map(|n| String::from_utf8_lossy(n).into_owned())
+                        .collect()
+                }),
                 ..Default::default()
             },
         });
@@ -363,9 +365,12 @@ pub fn write_compare_report(
             key: "diff".into(),
             event: a.event.name.clone(),
             title,
+            marked: marked.is_some(),
         }
     });
     let data = ComparePage {
+        overall: verdict_word(cmp),
+        overall_line: cmp.overall.line.clone(),
         groups,
         metrics,
         notes,
@@ -384,4 +389,15 @@ pub fn write_compare_report(
         compare: &data,
     };
     page::write(&title, &page_data, &viewers, None, opts, out)
+}
+
+fn verdict_word(c: &Comparison) -> &'static str {
+    use kiln_run::compare::OverallVerdict as O;
+    match c.overall.verdict {
+        O::Improved => "improved",
+        O::Regressed => "regressed",
+        O::Mixed => "mixed",
+        O::NoChange => "no_change",
+        O::CannotTell => "cannot_tell",
+    }
 }

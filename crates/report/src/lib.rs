@@ -62,7 +62,7 @@ mod run;
 
 pub use categories::{Rules, RulesError};
 #[cfg(feature = "html")]
-pub use compare::{write_compare_report, CompareReport, FunctionLine};
+pub use compare::{write_compare_report, CompareHtml};
 #[cfg(feature = "html")]
 pub use run::write_run_report;
 
@@ -124,16 +124,6 @@ pub fn write_run_report_file(
     path: &Path,
 ) -> Result<(), ReportError> {
     kiln_model::io::write_atomically(path, |w| write_run_report(run, opts, w))
-}
-
-#[cfg(feature = "html")]
-/// Writes a comparison page to the file `path`, atomically.
-pub fn write_compare_report_file(
-    c: &CompareReport<'_>,
-    opts: &ReportOptions,
-    path: &Path,
-) -> Result<(), ReportError> {
-    kiln_model::io::write_atomically(path, |w| write_compare_report(c, opts, w))
 }
 
 /// A run's name as part of a file name: letters, digits, `.`, `-` and `_` kept, anything

@@ -112,6 +112,98 @@ pub(crate) struct Sweep {
     pub points: Vec<SweepPoint>,
 }
 
+/// One step's headline row.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct KneeStep {
+    pub name: String,
+    pub start: i64,
+    pub end: i64,
+    pub attempted: Option<f64>,
+    pub achieved: Option<f64>,
+    /// `held`, `not held (−20%)`.
+    pub held: Option<String>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub cpu_per_op_us: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct KneeDiff {
+    pub key: String,
+    pub title: String,
+    /// The comparison's overall line.
+    pub line: Option<String>,
+}
+
+/// A sweep as `kiln_run::sweep` reads it: steps, knee, finding, the diff across it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct KneePage {
+    pub steps: Vec<KneeStep>,
+    pub knee: Option<usize>,
+    pub finding: String,
+    pub diff: Option<KneeDiff>,
+}
+
+/// The sweep's page part, and the viewer of the windows before and after its knee.
+fn knee_page<'a>(
+    sw: &'a kiln_run::sweep::Sweep,
+    name: &str,
+    origin: u64,
+    keys: &[String],
+    opts: &ReportOptions,
+    viewers: &mut Vec<Viewer<'a>>,
+) -> KneePage {
+    let rel = |t: u64| t as i64 - origin as i64;
+    let diff = sw.across.as_ref().and_then(|c| {
+        let (b, a) = c.diff.as_ref()?;
+        let (first, last) = c.ends();
+        let key = page::key_for("knee", keys);
+        let title = format!(
+            "Before and after the knee: {first} → {last}, differential flame graph ({})",
+            a.event.name
+        );
+        viewers.push(Viewer {
+            key: key.clone(),
+            profiles: vec![b, a],
+            opts: HtmlOptions {
+                title: title.clone(),
+                diff_labels: (first.to_string(), last.to_string()),
+                compress_above: opts.compress_above,
+                sources: vec![
+                    format!("run '{name}' {first}"),
+                    format!("run '{name}' {last}"),
+                ],
+                ..Default::default()
+            },
+        });
+        Some(KneeDiff {
+            key,
+            title,
+            line: Some(c.overall.line.clone()),
+        })
+    });
+    KneePage {
+        steps: sw
+            .steps
+            .iter()
+            .map(|s| KneeStep {
+                name: s.name.clone(),
+                start: rel(s.start_ns),
+                end: rel(s.end_ns),
+                attempted: s.attempted,
+                achieved: s.achieved,
+                held: s.held.as_ref().map(|h| h.text()),
+                p50_us: s.p50_us,
+                p99_us: s.p99_us,
+                cpu_per_op_us: s.cpu_per_op_us,
+            })
+            .collect(),
+        knee: sw.knee.as_ref().map(|k| k.step),
+        finding: sw.finding.clone(),
+        diff,
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct ProfileInfo {
     pub key: String,
@@ -144,6 +236,8 @@ pub(crate) struct RunPage {
     pub windows: Vec<Span>,
     pub tables: Vec<Table>,
     pub sweep: Option<Sweep>,
+    /// The sweep's headline rows, its knee and the before/after diff.
+    pub knee: Option<KneePage>,
     pub distributions: Vec<Distribution>,
     pub categories: Vec<CategorySeries>,
     pub profiles: Vec<ProfileInfo>,
@@ -608,6 +702,7 @@ fn pprof_origin(m: &RunMeta, event: &str) -> Option<String> {
 pub(crate) fn run_page<'a>(
     run: &'a RunData,
     profiles_in: &'a [Cow<'a, Profile>],
+    knee_of: Option<&'a kiln_run::sweep::Sweep>,
     opts: &ReportOptions,
 ) -> Result<(RunPage, Vec<Viewer<'a>>, u64), ReportError> {
     let m = &run.meta;
@@ -678,6 +773,7 @@ pub(crate) fn run_page<'a>(
             origin: pprof_origin(m, &p.event.name),
         });
     }
+    let knee = knee_of.map(|sw| knee_page(sw, &m.name, origin, &keys, opts, &mut viewers));
     let page = RunPage {
         name: m.name.clone(),
         id: m.id,
@@ -695,6 +791,7 @@ pub(crate) fn run_page<'a>(
         windows: m.windows.iter().map(|w| span(w, origin)).collect(),
         tables: run.series.iter().map(|t| table(t, origin)).collect(),
         sweep,
+        knee,
         distributions,
         categories,
         profiles,
@@ -710,7 +807,9 @@ pub fn write_run_report(
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
     let profiles = timed_profiles(run);
-    let (page, viewers, origin) = run_page(run, &profiles, opts)?;
+    // A sweep's knee, and the windows before and after it compared.
+    let knee = kiln_run::sweep::sweep(run, &Default::default(), 15);
+    let (page, viewers, origin) = run_page(run, &profiles, knee.as_ref(), opts)?;
     let title = match run.meta.id {
         Some(id) => format!("kiln run '{}' #{id}", run.meta.name),
         None => format!("kiln run '{}'", run.meta.name),
@@ -819,7 +918,8 @@ mod tests {
         assert_eq!(f[0].text, "90.0 msg/s");
         assert_eq!(f[0].detail.as_deref(), Some("100 msg/s sent"));
         let profiles = timed_profiles(&run);
-        let (page, viewers, origin) = run_page(&run, &profiles, &ReportOptions::default()).unwrap();
+        let (page, viewers, origin) =
+            run_page(&run, &profiles, None, &ReportOptions::default()).unwrap();
         assert_eq!(origin, run.meta.measure.start_ns);
         assert_eq!(viewers.len(), 1);
         assert_eq!(page.tables[0].time[0], 0);

@@ -89,12 +89,15 @@ fn convert(t: &Tick, completed: &str) -> LoadTick {
 
 impl Load for EngineLoad {
     fn info(&self) -> LoadInfo {
+        let settings = self.load.settings();
         LoadInfo {
             protocol: self.load.protocol().into(),
             argv: self.argv.clone(),
             unit: unit_of(self.load.as_ref()),
             completed: self.load.completed().into(),
             report: serde_json::Value::Null,
+            rate: settings.rate,
+            concurrency: settings.concurrency,
         }
     }
 

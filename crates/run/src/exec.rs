@@ -88,6 +88,8 @@ impl Load for ExecLoad {
             unit: String::new(),
             completed: String::new(),
             report: serde_json::Value::Null,
+            rate: None,
+            concurrency: None,
         }
     }
 

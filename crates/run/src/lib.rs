@@ -46,6 +46,7 @@ mod meta;
 mod orchestrate;
 pub mod pprof;
 pub mod procfs;
+pub mod sweep;
 pub mod window;
 pub mod wrk;
 

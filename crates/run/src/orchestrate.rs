@@ -72,6 +72,9 @@ struct Pass<'a> {
     measure_from: Option<Instant>,
     /// The load was told to stop: its end is expected, not a reason.
     stopping: bool,
+    /// The load ran its whole schedule (every step of a sweep) and ended: the recording
+    /// stopped with it, as it should.
+    schedule_done: bool,
     last_progress: Instant,
 }
 
@@ -87,6 +90,14 @@ impl Pass<'_> {
             Msg::Done(o) => {
                 if self.stopping {
                     // Ended because it was told to.
+                } else if self.measure_from.is_some()
+                    && o.failure.is_none()
+                    && !o.windows.is_empty()
+                    && !self.stop.is_raised()
+                {
+                    // A sweep that ran every step: its schedule is the measurement, however
+                    // long -d was.
+                    self.schedule_done = true;
                 } else if let Some(from) = self.measure_from {
                     let at = from.elapsed().as_secs_f64();
                     self.reasons.push(match &o.failure {
@@ -217,6 +228,7 @@ struct Recorded {
 fn recorded(
     r: Option<std::thread::Result<Result<Recording, RecordError>>>,
     stop: &Stop,
+    schedule_done: bool,
     reasons: &mut Vec<String>,
 ) -> Recorded {
     let mut out = Recorded::default();
@@ -230,7 +242,7 @@ fn recorded(
                     "the target exited {secs:.1} s into the measurement"
                 )),
                 StopReason::Interrupted => {
-                    if !stop.is_raised() && reasons.is_empty() {
+                    if !stop.is_raised() && !schedule_done && reasons.is_empty() {
                         reasons.push("the recording was stopped early".into());
                     }
                 }
@@ -288,6 +300,7 @@ pub fn run(
         reasons: Vec::new(),
         measure_from: None,
         stopping: false,
+        schedule_done: false,
         last_progress: Instant::now(),
     };
 
@@ -358,10 +371,10 @@ pub fn run(
     }
     // A recorder that failed before sampling counts whether or not the gate opened.
     let rec = if gate_opened {
-        recorded(Some(recording), stop, &mut pass.reasons)
+        recorded(Some(recording), stop, pass.schedule_done, &mut pass.reasons)
     } else {
         match recording {
-            Ok(Err(e)) => recorded(Some(Ok(Err(e))), stop, &mut pass.reasons),
+            Ok(Err(e)) => recorded(Some(Ok(Err(e))), stop, false, &mut pass.reasons),
             _ => Recorded::default(),
         }
     };

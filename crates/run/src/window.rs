@@ -129,6 +129,12 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
     }
     meta.headline = h;
     meta.measure = w.clone();
+    // A sweep step's setting is its window's value.
+    match w.name.split_once('=') {
+        Some(("rate", v)) => meta.load.rate = v.parse().ok(),
+        Some(("connections", v)) => meta.load.concurrency = v.parse().ok(),
+        _ => {}
+    }
     meta
 }
 

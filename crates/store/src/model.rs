@@ -54,6 +54,16 @@ pub struct LoadInfo {
     /// The load's own options and summary, as it reports them.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub report: serde_json::Value,
+    /// The rate the load was set to, operations per second in all (`-r` × producers,
+    /// `-R`); absent for an open-ended load, a varying rate or a sweep (each step's rate
+    /// is its window's value). A setting, which `kiln compare` reports as held or not,
+    /// never as better or worse. Absent in runs stored before kiln kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// How many producers, connections or clients drive the load (a setting); absent when
+    /// a sweep varies it. Absent in runs stored before kiln kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<f64>,
 }
 
 /// A span of a run on the CLOCK_MONOTONIC clock of the machine it ran on (ns), the clock

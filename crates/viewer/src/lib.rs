@@ -76,6 +76,10 @@ pub struct HtmlOptions {
     /// Open on the time-ordered flame chart (`--flamechart`) when the profile has
     /// timestamps. Default: false (the merged flame graph).
     pub flamechart: bool,
+    /// In a differential view, colour only the frames of these functions (those whose
+    /// change is beyond noise, as `kiln compare` judges them) and draw the others as
+    /// unchanged. Default: `None` (every frame coloured).
+    pub diff_marked: Option<Vec<String>>,
 }
 
 impl Default for HtmlOptions {
@@ -91,6 +95,7 @@ impl Default for HtmlOptions {
             count_name: None,
             sources: Vec::new(),
             flamechart: false,
+            diff_marked: None,
         }
     }
 }
@@ -234,6 +239,7 @@ fn encode_page(
         "mode": if profiles.len() == 2 { "diff" } else { "single" },
         "labels": [opts.diff_labels.0, opts.diff_labels.1],
         "view": if opts.flamechart { "chart" } else { "flame" },
+        "marked": opts.diff_marked,
         "profiles": profiles.iter().zip(&blobs).enumerate().map(|(i, (p, (_, c)))| {
             let mut m = unit_meta(p.event.quantity());
             m.insert("unit".into(), p.event.unit.name().into());

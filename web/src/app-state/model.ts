@@ -4,7 +4,7 @@
 // several viewers (the run report) or a test can ask it for the tree, table or chart of
 // any time window without drawing anything.
 import { FunctionStats, calleesTree, callersTree, compileSearch, functionStats, matchFrames, matchNodes, matchedWeight } from '../lib/analysis.js';
-import { DiffLayout, diffColor, diffLayout, joinFrames, maxDelta, remapFrames } from '../lib/diff.js';
+import { DiffLayout, UNMARKED_COLOR, diffColor, diffLayout, joinFrames, markedFrames, maxDelta, remapFrames } from '../lib/diff.js';
 import { ChartOptions, FlameChart, buildFlameChart } from '../lib/flamechart.js';
 import { Layout, findPath, layoutTree } from '../lib/layout.js';
 import { Palette, frameColors } from '../lib/palette.js';
@@ -36,6 +36,11 @@ export interface Meta {
   data?: string[];
   /** The page's time origin (ns on the profiles' clock) for the shared window `t`. */
   origin?: number;
+  /**
+   * A diff's functions whose change is beyond noise (`kiln compare` with repeats): only
+   * their frames are coloured, the others drawn as unchanged. Absent: every frame.
+   */
+  marked?: string[] | null;
 }
 
 /** What a view of the state shows. */
@@ -234,9 +239,11 @@ export class Model {
     const matched = match ? matchedWeight(layout, match) : 0;
     let color: (v: number) => string;
     if (diff) {
+      const marked = this.meta.marked ? markedFrames(frames.names, this.meta.marked) : null;
       let md = maxDeltas.get(diff);
-      if (md === undefined) maxDeltas.set(diff, (md = maxDelta(diff)));
-      color = (v) => (v === 0 ? DIFF_ROOT_COLOR : diffColorOf(diff, v, md));
+      if (md === undefined) maxDeltas.set(diff, (md = maxDelta(diff, marked ? (v) => marked[layout.frame[v]] : undefined)));
+      const mdv = md;
+      color = (v) => (v === 0 ? DIFF_ROOT_COLOR : marked && !marked[layout.frame[v]] ? UNMARKED_COLOR : diffColorOf(diff, v, mdv));
     } else {
       color = (v) => (v === 0 ? ROOT_COLOR : colors(layout.frame[v]));
     }

@@ -97,6 +97,15 @@ function total(t: Tree, self: Float64Array): Float64Array {
   return out;
 }
 
+/** A frame whose change is not beyond noise (`kiln compare`'s marks): drawn as unchanged. */
+export const UNMARKED_COLOR = 'rgb(245,245,245)';
+
+/** Which frames name a function of `marked` (the functions beyond noise). */
+export function markedFrames(names: string[], marked: string[]): boolean[] {
+  const m = new Set(marked);
+  return names.map((n) => m.has(n));
+}
+
 export const NEW_COLOR = 'rgb(40,170,90)';
 export const GONE_COLOR = 'rgb(150,150,160)';
 
@@ -117,10 +126,14 @@ export function diffColor(before: number, after: number, maxDelta: number): stri
 const GREW = Array.from({ length: 201 }, (_, i) => `rgb(255,${i + 45},${i + 45})`);
 const SHRANK = Array.from({ length: 201 }, (_, i) => `rgb(${i + 45},${i + 45},255)`);
 
-/** Largest |after - before| among nodes that exist on both sides (root excluded). */
-export function maxDelta(d: DiffLayout): number {
+/**
+ * Largest |after - before| among nodes that exist on both sides (root excluded), of the
+ * nodes `keep` accepts when given.
+ */
+export function maxDelta(d: DiffLayout, keep?: (v: number) => boolean): number {
   let m = 0;
   for (let v = 1; v < d.layout.n; v++) {
+    if (keep && !keep(v)) continue;
     if (d.before[v] > 0 && d.after[v] > 0) m = Math.max(m, Math.abs(d.after[v] - d.before[v]));
   }
   return m;

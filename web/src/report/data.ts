@@ -61,6 +61,27 @@ export interface Sweep {
   points: SweepPoint[];
 }
 
+export interface KneeStep {
+  name: string;
+  start: number;
+  end: number;
+  attempted: number | null;
+  achieved: number | null;
+  /** `held`, `not held (−20%)`, or null without a set rate. */
+  held: string | null;
+  p50_us: number | null;
+  p99_us: number | null;
+  cpu_per_op_us: number | null;
+}
+
+/** A sweep's steps, its knee and the before/after comparison (kiln_run::sweep). */
+export interface Knee {
+  steps: KneeStep[];
+  knee: number | null;
+  finding: string;
+  diff: { key: string; title: string; line: string | null } | null;
+}
+
 export interface Distribution {
   name: string;
   group: number;
@@ -109,6 +130,7 @@ export interface RunPage {
   windows: Span[];
   tables: Table[];
   sweep: Sweep | null;
+  knee: Knee | null;
   distributions: Distribution[];
   categories: CategorySeries[];
   profiles: ProfileInfo[];
@@ -127,18 +149,21 @@ export interface RunRef {
 }
 
 export interface Cell {
+  /** The median (with the range), and for a set rate whether it was held. */
   text: string;
   median: number;
   min: number;
   max: number;
   n: number;
+  /** `held`, `not held (−12%)`, or null. */
+  held: string | null;
 }
 
 export interface ChangeCell {
   percent: number;
   text: string;
-  better: boolean | null;
-  verdict: 'significant' | 'small' | 'not_significant' | 'no_repeats';
+  /** `shown` for settings and context: never judged. */
+  verdict: 'improved' | 'regressed' | 'no_change' | 'cannot_tell' | 'shown';
   verdict_text: string;
 }
 
@@ -147,6 +172,9 @@ export interface MetricRow {
   label: string;
   unit: string;
   better: 'higher' | 'lower';
+  role: 'setting' | 'outcome' | 'context';
+  why: string | null;
+  noise: string | null;
   cells: (Cell | null)[];
   changes: (ChangeCell | null)[];
 }
@@ -165,22 +193,32 @@ export interface RunSeries {
 
 export interface FunctionRow {
   name: string;
-  self_before: number;
-  self_after: number;
+  before: string;
+  after: string;
+  delta: number;
+  verdict: 'improved' | 'regressed' | 'no_change' | 'cannot_tell';
+  change: string;
   total_before: number;
   total_after: number;
-  us_before: number | null;
-  us_after: number | null;
+}
+
+export interface FunctionTable {
+  event: string;
+  unit: string;
+  what: string;
+  rows: FunctionRow[];
 }
 
 export interface ComparePage {
+  overall: 'improved' | 'regressed' | 'mixed' | 'no_change' | 'cannot_tell';
+  overall_line: string;
   groups: { label: string; runs: RunRef[] }[];
   metrics: MetricRow[];
   notes: string[];
   distributions: Distribution[];
   series: RunSeries[];
-  functions: FunctionRow[];
-  diff: { key: string; event: string; title: string } | null;
+  functions: FunctionTable[];
+  diff: { key: string; event: string; title: string; marked: boolean } | null;
 }
 
 export interface ReportData {

@@ -1,30 +1,41 @@
-//! `kiln compare`: stored runs (or groups of repeats) side by side, with statistics, the
-//! function table and a differential flame graph; `--fail-if` gates for CI.
-use super::store::{group_profiles, resolve, StoreArgs};
+//! `kiln compare`: parses the flags, loads the runs, asks `kiln_run::compare` for the one
+//! comparison and prints it with the chosen exporter.
+use super::store::{resolve, run_profiles, StoreArgs};
 use anyhow::{bail, Context, Result};
-use kiln_run::compare::{self, Comparison};
-use kiln_store::RunMeta;
+use kiln_run::compare::{self, Exporter, Format, GateStatus};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Exit status when a --fail-if condition holds.
-pub const GATE_FAILED: u8 = 3;
-
-/// Compare stored runs: throughput, latency percentiles, target CPU per operation, memory
-/// and context switches, with the change and whether it is beyond noise (with --repeat
-/// runs: median, range and a Mann-Whitney test); the functions whose share and CPU time
-/// per operation changed most; a differential flame graph with -o x.svg or x.html.
+/// Compare stored runs, or groups of --repeat runs: every figure is a setting (a fixed
+/// rate, reported as held or not held; a concurrency), an outcome judged with a direction
+/// (latency, CPU per operation, memory; throughput of an open-ended load) or context
+/// (shown, never judged: total CPU at another rate, kiln's own CPU). Each outcome gets one
+/// verdict — improved, regressed, no change, or cannot tell (one run, too few repeats,
+/// noise as wide as the change, runs not comparable) — from the median of each group and
+/// an exact Mann-Whitney test; the first line says the overall result. Functions are
+/// judged the same way, ranked by the change of their CPU time per operation (and
+/// off-CPU time when both groups recorded it); -o x.svg or x.html draws the differential
+/// flame graph, colouring only the frames whose change is beyond noise.
+///
+/// Groups of 3 runs can never show a change at --alpha 0.05 (the smallest p is 0.10); 4
+/// can. Run kiln run --repeat 4 or more per side.
+///
+/// Exit status: 0, or with --fail-if: 0 when every condition passed, 3 when one fired (a
+/// change past its limit and beyond noise), 4 when one cannot tell (past its limit, but
+/// the runs cannot show whether beyond noise: add repeats). 1 on errors.
 ///
 /// Examples:
 ///   kiln compare before after
 ///   kiln compare before after --format markdown >> pr.md
 ///   kiln compare base pr --fail-if 'p99>+10%,cpu_per_op>+5%'
+///   kiln compare aa aa-again                      # an A/A check: the noise floor
+///   kiln compare sweep@20000 sweep@30000          # two steps of a sweep
 ///   kiln compare before after -o diff.html
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Runs to compare (ids, or names: the latest group of runs of that name); the first is
-    /// the baseline.
+    /// Runs to compare (ids, or names: the latest group of runs of that name; NAME@STEP
+    /// for a window of a sweep); the first is the baseline.
     #[arg(required = true, num_args = 2.., value_name = "RUN")]
     pub runs: Vec<String>,
 
@@ -34,8 +45,8 @@ pub struct Args {
 
     /// Also write FILE: the comparison page (.html: figures, latency distributions and
     /// series overlaid, the differential flame graph and function table; offline, one
-    /// file), a differential flame graph (.svg) of the first and last runs' profiles, or
-    /// the table (.md, .json, .txt).
+    /// file), a differential flame graph (.svg) of the first and last groups' profiles,
+    /// or the table (.md, .json, .txt).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -43,76 +54,49 @@ pub struct Args {
     #[arg(long, value_name = "FORMAT", requires = "output")]
     pub output_format: Option<String>,
 
-    /// Exit with status 3 when a condition holds for the last run against the first:
-    /// FIGURE>LIMIT or FIGURE<LIMIT, comma-separated; LIMIT in % is a relative change, else
-    /// the value in the figure's unit. Figures: throughput, send_rate, p50, p99, p999, max,
-    /// cpu_per_op (cpu_per_msg, cpu_per_req), target_cpu, rss, switches_per_op, kiln_cpu.
+    /// A CI gate on the last group against the first: FIGURE>LIMIT or FIGURE<LIMIT,
+    /// comma-separated; LIMIT in % is a relative change, else the value in the figure's
+    /// unit. A condition fires (exit 3) only when the change is past its limit AND beyond
+    /// noise (p ≤ --alpha; an absolute limit: every run past it); past its limit but not
+    /// provably beyond noise is "cannot tell" (exit 4); otherwise it passes (exit 0).
+    /// Earlier groups of the baseline's name and configuration in the store set a noise
+    /// floor between groups that a change must also clear (keep a history of the baseline:
+    /// groups run one after the other drift). Figures: throughput, send_rate, p50, p99,
+    /// p999, max, cpu_per_op (cpu_per_msg, cpu_per_req), switches_per_op, rss, target_cpu,
+    /// kiln_cpu.
     /// Example: --fail-if 'p99>+10%,cpu_per_msg>+5%,throughput<-5%'
     #[arg(long, value_name = "CONDITIONS")]
     pub fail_if: Option<String>,
 
     /// Smallest change of a median, in percent, called a change (smaller differences are
-    /// reported as within noise even when the test is sure of them).
+    /// "no change" even when the test is sure of them).
     #[arg(long, value_name = "PERCENT", default_value_t = 5.0)]
     pub threshold: f64,
 
-    /// Largest p-value of the Mann-Whitney test called significant.
+    /// Largest p-value of the Mann-Whitney test called beyond noise.
     #[arg(long, value_name = "P", default_value_t = 0.05)]
     pub alpha: f64,
 
-    /// Rows of the function table (0: none).
+    /// Rows of each function table (0: none).
     #[arg(long, value_name = "N", default_value_t = 15)]
     pub table: usize,
 
-    /// Event whose profiles the function table and flame graph use (default: the first
-    /// recorded, usually cpu-clock).
+    /// Event whose profiles the function table and flame graph use (default: CPU, and
+    /// off-CPU too when both groups recorded it).
     #[arg(long, value_name = "EVENT")]
     pub event: Option<String>,
+
+    /// Keep numbered threads apart (1_scheduler, 2_scheduler…). By default they are
+    /// merged by --merge-threads' rules (BEAM schedulers, Go and JVM pools), so that the
+    /// differential flame graph and the function table compare work, not thread numbers.
+    #[arg(long)]
+    pub keep_threads: bool,
 
     #[command(flatten)]
     pub store: StoreArgs,
 
     #[command(flatten)]
     pub transforms: super::common::TransformArgs,
-}
-
-/// One function's change, with its CPU time per operation.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FunctionRow {
-    #[serde(flatten)]
-    pub change: kiln_diff::FunctionChange,
-    /// CPU time per operation spent in the function and its callees (its total share of
-    /// the target's CPU per operation), before and after, µs: unlike a share, it stays
-    /// comparable when the rate changed (CPU profiles of runs that count operations).
-    pub us_per_op: (Option<f64>, Option<f64>),
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
-fn pick<'a>(
-    profiles: &'a [kiln_model::Profile],
-    event: Option<&str>,
-) -> Option<&'a kiln_model::Profile> {
-    match event {
-        Some(e) => profiles.iter().find(|p| {
-            p.event.name == e
-                || p.event.name.split(':').next() == Some(e)
-                || (e == "cpu" && p.event.name == "cpu-clock")
-        }),
-        None => profiles.first(),
-    }
 }
 
 /// What `kiln compare -o` writes.
@@ -124,285 +108,173 @@ const OUTPUTS: &[kiln_formats::Format] = &[
     kiln_formats::Format::Text,
 ];
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub fn run(mut args: Args) -> Result<ExitCode> {
     // An output name that says nothing fails before any work.
-    if let Some(path) = &args.output {
-        kiln_formats::output_format(Some(path), args.output_format.as_deref(), OUTPUTS, None)?;
-    }
+    let out_format = match &args.output {
+        Some(path) => Some(kiln_formats::output_format(
+            Some(path),
+            args.output_format.as_deref(),
+            OUTPUTS,
+            None,
+        )?),
+        None => None,
+    };
     let gates = match &args.fail_if {
         Some(spec) => compare::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if {e}"))?,
         None => Vec::new(),
     };
-    let store = args.store.open_existing()?;
-    let mut groups: Vec<(String, Vec<RunMeta>)> = Vec::new();
-    for r in &args.runs {
-        groups.push((r.clone(), resolve(&*store, r)?));
-    }
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1");
     }
     if !(args.threshold >= 0.0 && args.threshold.is_finite()) {
         bail!("--threshold must be a non-negative percentage");
     }
-    let c = compare::compare(
-        &groups,
-        &compare::CompareOptions {
+    let format = Format::named(&args.format).context("unknown --format")?;
+    if !args.keep_threads && args.transforms.merge_rule.is_empty() {
+        args.transforms.merge_threads = true;
+    }
+    let t = args.transforms.to_transforms()?;
+    let store = args.store.open_existing()?;
+    let want_profiles = args.table > 0 || args.event.is_some() || args.output.is_some();
+    let mut groups = Vec::new();
+    for r in &args.runs {
+        let runs = resolve(&*store, r)?;
+        let profiles = if want_profiles {
+            runs.iter()
+                .map(|m| {
+                    Ok(run_profiles(&*store, m)?
+                        .into_iter()
+                        .map(|p| super::common::apply_transforms(p, &t, true))
+                        .collect())
+                })
+                .collect::<Result<Vec<Vec<_>>>>()?
+        } else {
+            Vec::new()
+        };
+        groups.push(compare::Group {
+            label: r.clone(),
+            runs,
+            profiles,
+        });
+    }
+    let opts = compare::Options {
+        rules: compare::Rules {
             alpha: args.alpha,
             threshold_pct: args.threshold,
         },
-    );
-    let first = &groups[0].1;
-    let last = &groups[groups.len() - 1].1;
-    let t = args.transforms.to_transforms()?;
-    let before: Vec<_> = group_profiles(&*store, first)?
-        .into_iter()
-        .map(|p| super::common::apply_transforms(p, &t, true))
-        .collect();
-    let after: Vec<_> = group_profiles(&*store, last)?
-        .into_iter()
-        .map(|p| super::common::apply_transforms(p, &t, true))
-        .collect();
-    let event = args.event.as_deref();
-    let profiles = match (pick(&before, event), pick(&after, event)) {
-        (Some(b), Some(a)) => Some((b, a)),
-        _ => None,
+        functions: args.table,
+        event: args.event.clone(),
+        history: history(&*store, &groups)?,
     };
-    if let (Some(e), None) = (event, &profiles) {
-        bail!("the runs do not both have a profile of event '{e}'");
-    }
-    let mut warnings = Vec::new();
-    let functions: Vec<FunctionRow> = match profiles {
-        Some((b, a)) if args.table > 0 => {
-            if b.event.name != a.event.name {
-                warnings.push(format!(
-                    "the profiles measure different events ('{}' and '{}')",
-                    b.event.name, a.event.name
-                ));
-            }
-            let is_cpu = b.event.name == "cpu-clock" || b.event.name == "task-clock";
-            let per_op = |g: &[RunMeta]| {
-                median(
-                    &g.iter()
-                        .filter_map(|m| m.headline.cpu_per_op_us)
-                        .collect::<Vec<_>>(),
-                )
-            };
-            let (cb, ca) = (per_op(first), per_op(last));
-            kiln_diff::function_changes(b, a)?
-                .into_iter()
-                .take(args.table)
-                .map(|change| FunctionRow {
-                    us_per_op: if is_cpu {
-                        (
-                            cb.map(|c| c * change.total_before / 100.0),
-                            ca.map(|c| c * change.total_after / 100.0),
-                        )
-                    } else {
-                        (None, None)
-                    },
-                    change,
-                })
-                .collect()
-        }
-        _ => Vec::new(),
-    };
-    let text = render(&args.format, &c, &functions, &warnings)?;
+    let mut c = compare::compare(&groups, &opts)?;
+    let status = c.check(&gates);
     super::common::ensure_stdout_open()?;
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
+    format.exporter().export(&c, &mut out)?;
     out.flush()?;
-    if let Some(path) = &args.output {
-        use kiln_formats::Format;
-        let format =
-            kiln_formats::output_format(Some(path), args.output_format.as_deref(), OUTPUTS, None)?;
-        match format {
-            Format::Svg => {
-                let (b, a) = profiles.context("the runs have no profiles to draw")?;
-                write_flame(path, b, a, &args.runs)?;
-            }
-            Format::Html => {
-                // The comparison page: figures, distributions, series, diff flame graph.
+    if let (Some(path), Some(f)) = (&args.output, out_format) {
+        use kiln_formats::Format as F;
+        let written = match f {
+            F::Svg => write_flame(path, &c),
+            F::Html => {
                 let runs = groups
                     .iter()
-                    .map(|(_, g)| {
-                        g.iter()
+                    .map(|g| {
+                        g.runs
+                            .iter()
                             .filter_map(|m| m.id)
                             .map(|i| store.load(i))
                             .collect()
                     })
                     .collect::<Result<Vec<Vec<_>>, _>>()?;
-                let lines: Vec<_> = functions
-                    .iter()
-                    .map(|f| kiln_report::FunctionLine {
-                        change: f.change.clone(),
-                        us_per_op: f.us_per_op,
-                    })
-                    .collect();
-                let page = kiln_report::CompareReport {
-                    comparison: &c,
-                    runs: &runs,
-                    functions: &lines,
-                    notes: &warnings,
-                    profiles,
-                };
-                kiln_report::write_compare_report_file(&page, &Default::default(), path)
-                    .with_context(|| format!("Failed to write '{}'", path.display()))?;
+                write_with(
+                    path,
+                    &kiln_report::CompareHtml::new(&runs, &Default::default()),
+                    &c,
+                )
             }
-            Format::Markdown => write_file(path, &render("markdown", &c, &functions, &warnings)?)?,
-            Format::Json => write_file(path, &render("json", &c, &functions, &warnings)?)?,
-            _ => write_file(path, &render("text", &c, &functions, &warnings)?)?,
-        }
+            F::Markdown => write_with(path, &compare::export::Markdown, &c),
+            F::Json => write_with(path, &compare::export::Json, &c),
+            _ => write_with(path, &compare::export::Text, &c),
+        };
+        written.with_context(|| format!("Failed to write '{}'", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
-    if !gates.is_empty() {
-        let failed = compare::check_gates(&c, &gates);
-        if !failed.is_empty() {
-            for f in &failed {
-                eprintln!("fail-if: {f}");
-            }
-            return Ok(ExitCode::from(GATE_FAILED));
-        }
-        eprintln!("fail-if: every condition passed");
+    for g in &c.gates {
+        let word = match g.status {
+            GateStatus::Passed => "passed",
+            GateStatus::Fired => "FIRED",
+            GateStatus::CannotTell => "cannot tell",
+        };
+        eprintln!("fail-if: {}: {word} ({})", g.condition, g.message);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(status.exit_code()))
 }
 
-fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
-    kiln_model::io::write_atomically::<std::io::Error>(path, |w| w.write_all(text.as_bytes()))
-        .with_context(|| format!("Failed to write '{}'", path.display()))
+/// The baseline's history: earlier groups of runs of its name with its configuration
+/// (not any group being compared): how far they moved from it is the noise floor a
+/// change must clear. Only for a baseline given by name (not an id or a window).
+fn history(
+    store: &dyn kiln_store::Store,
+    groups: &[compare::Group],
+) -> Result<Vec<Vec<kiln_store::RunMeta>>> {
+    let base = &groups[0];
+    let Some(first) = base.runs.first() else {
+        return Ok(Vec::new());
+    };
+    if base.label != first.name || first.measure.name != "measure" {
+        return Ok(Vec::new());
+    }
+    let key = compare::configuration(first);
+    let compared: Vec<&str> = groups
+        .iter()
+        .flat_map(|g| g.runs.iter().map(|r| r.group.as_str()))
+        .collect();
+    let mut out: Vec<Vec<kiln_store::RunMeta>> = Vec::new();
+    let mut order: Vec<String> = Vec::new();
+    for r in store.list()? {
+        if r.name != first.name
+            || compared.contains(&r.group.as_str())
+            || !r.status.complete
+            || compare::configuration(&r) != key
+        {
+            continue;
+        }
+        match order.iter().position(|g| *g == r.group) {
+            Some(i) => out[i].push(r),
+            None => {
+                order.push(r.group.clone());
+                out.push(vec![r]);
+            }
+        }
+    }
+    Ok(out)
 }
 
-fn write_flame(
-    path: &std::path::Path,
-    before: &kiln_model::Profile,
-    after: &kiln_model::Profile,
-    names: &[String],
-) -> Result<()> {
-    let title = format!(
-        "{} → {} ({})",
-        names.first().map(String::as_str).unwrap_or(""),
-        names.last().map(String::as_str).unwrap_or(""),
-        after.event.name
-    );
-    // Normalised: runs of different length or rate compare by share.
-    let (b, a) = super::diff::normalized(before.clone(), after.clone(), true);
+fn write_with(path: &std::path::Path, e: &dyn Exporter, c: &compare::Comparison) -> Result<()> {
+    kiln_model::io::write_atomically::<std::io::Error>(path, |w| e.export(c, w))?;
+    Ok(())
+}
+
+/// The differential flame graph of the first and last groups, normalised (runs of
+/// different length or rate compare by share), colouring only frames beyond noise.
+fn write_flame(path: &std::path::Path, c: &compare::Comparison) -> Result<()> {
+    let (before, after) = c
+        .diff
+        .as_ref()
+        .context("the runs have no profiles to draw")?;
+    let (a, b) = c.ends();
+    let title = format!("{a} → {b} ({})", after.event.name);
+    let (bn, an) = super::diff::normalized(before.clone(), after.clone(), true);
     super::common::write_output(Some(path), |w| {
         let mut o = kiln_flamegraph::Options::default();
         o.title = Some(title.clone());
-        kiln_flamegraph::render_diff(&b, &a, &o, w).context("Failed to render the flame graph")?;
+        o.diff_marked = c.marked();
+        if o.diff_marked.is_some() {
+            o.subtitle = Some("coloured: functions whose change is beyond noise".into());
+        }
+        kiln_flamegraph::render_diff(&bn, &an, &o, w)
+            .context("Failed to render the flame graph")?;
         Ok(())
     })
-}
-
-fn render(
-    format: &str,
-    c: &Comparison,
-    functions: &[FunctionRow],
-    warnings: &[String],
-) -> Result<String> {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    match format {
-        "json" => {
-            let v = serde_json::json!({
-                "comparison": c,
-                "functions": functions,
-                "warnings": warnings,
-            });
-            s = serde_json::to_string_pretty(&v)?;
-            s.push('\n');
-        }
-        "markdown" | "md" => {
-            compare::write_markdown(c, &mut s);
-            if !functions.is_empty() {
-                let _ = writeln!(s, "\n| function | self % before | self % after | Δself | total % before | total % after | Δtotal | µs/op before | µs/op after |");
-                let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
-                for f in functions {
-                    let r = &f.change;
-                    let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
-                    let _ = writeln!(
-                        s,
-                        "| {} | {:.2} | {:.2} | {:+.2} | {:.2} | {:.2} | {:+.2} | {} | {} |",
-                        compare::md_escape(&r.name),
-                        r.self_before,
-                        r.self_after,
-                        r.self_delta(),
-                        r.total_before,
-                        r.total_after,
-                        r.total_delta(),
-                        us(f.us_per_op.0),
-                        us(f.us_per_op.1)
-                    );
-                }
-            }
-            for w in warnings {
-                let _ = writeln!(s, "- {}", compare::md_escape(w));
-            }
-        }
-        _ => {
-            compare::write_text(c, &mut s);
-            if !functions.is_empty() {
-                let _ = writeln!(s);
-                let width = functions
-                    .iter()
-                    .map(|f| f.change.name.chars().count())
-                    .max()
-                    .unwrap_or(8)
-                    .clamp(8, 60);
-                let _ = writeln!(
-                    s,
-                    "{:<width$}  {:>7} {:>7} {:>7}  {:>7} {:>7} {:>7}  {:>9} {:>9}",
-                    "function",
-                    "self%",
-                    "self%",
-                    "Δself",
-                    "total%",
-                    "total%",
-                    "Δtotal",
-                    "µs/op",
-                    "µs/op"
-                );
-                let _ = writeln!(
-                    s,
-                    "{:<width$}  {:>7} {:>7} {:>7}  {:>7} {:>7} {:>7}  {:>9} {:>9}",
-                    "", "before", "after", "", "before", "after", "", "before", "after"
-                );
-                for f in functions {
-                    let r = &f.change;
-                    let mut name: String = r
-                        .name
-                        .chars()
-                        .filter(|c| !c.is_control())
-                        .take(width)
-                        .collect();
-                    if r.name.chars().count() > width {
-                        name.pop();
-                        name.push('…');
-                    }
-                    let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
-                    let _ = writeln!(
-                        s,
-                        "{:<width$}  {:>7.2} {:>7.2} {:>+7.2}  {:>7.2} {:>7.2} {:>+7.2}  {:>9} {:>9}",
-                        name,
-                        r.self_before,
-                        r.self_after,
-                        r.self_delta(),
-                        r.total_before,
-                        r.total_after,
-                        r.total_delta(),
-                        us(f.us_per_op.0),
-                        us(f.us_per_op.1)
-                    );
-                }
-                let _ = writeln!(
-                    s,
-                    "(µs/op: CPU time per operation in the function and its callees)"
-                );
-            }
-            for w in warnings {
-                let _ = writeln!(s, "note: {w}");
-            }
-        }
-    }
-    Ok(s)
 }

@@ -73,7 +73,8 @@ pub struct Args {
     pub warmup: f64,
 
     /// Run the same configuration N times (one group: kiln compare uses the repeats to tell
-    /// change from noise; 4 or more per group can show a significant difference).
+    /// change from noise). 4 or more: groups of 3 can never show a change at p < 0.05 (the
+    /// smallest p of 3 runs against 3 is 0.10; 4 against 4 reach 0.029), 5 for 0.01.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
 
@@ -265,6 +266,14 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    let need = kiln_run::compare::smallest_group(0.05);
+    if (2..need as u32).contains(&args.repeat) {
+        eprintln!(
+            "warning: groups of {n} runs can never show a change at p < 0.05 in kiln compare (the smallest p of {n} runs against {n} is {p:.2}): use --repeat {need} or more",
+            n = args.repeat,
+            p = kiln_run::compare::smallest_p(args.repeat as usize, args.repeat as usize)
+        );
+    }
     let events = args
         .event
         .iter()
@@ -447,6 +456,11 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             let _ = write!(s, " completed, {} sent", fv(sr, "/s"));
         }
     }
+    // A set rate is a setting: held or not, as kiln compare reports it.
+    if let (Some(rate), Some(got)) = (m.load.rate, h.send_rate.or(h.throughput)) {
+        let held = kiln_run::compare::Held::of(rate, got);
+        let _ = write!(s, " (rate set {}: {})", fv(rate, "/s"), held.text());
+    }
     let _ = writeln!(s);
     if let Some(l) = &h.latency {
         let p = |v: Option<f64>| v.map_or("-".to_string(), |v| fv(v, "us"));
@@ -515,6 +529,10 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         .and_then(|v| v.as_str())
     {
         let _ = writeln!(s, "  {v}");
+    }
+    if let Some(sw) = kiln_run::sweep::sweep(run, &Default::default(), 10) {
+        let _ = writeln!(s, "  sweep ({}):", sw.param);
+        s.push_str(&sw.text());
     }
     if !m.windows.is_empty() {
         let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();

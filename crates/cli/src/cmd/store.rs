@@ -88,12 +88,7 @@ pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
 pub fn group_profiles(store: &dyn Store, runs: &[RunMeta]) -> Result<Vec<kiln_model::Profile>> {
     let mut merged: Vec<kiln_model::Profile> = Vec::new();
     for r in runs {
-        let id = r.id.context("run without id")?;
-        let windowed = r.measure.name != "measure";
-        for mut p in store.profiles(id)? {
-            if windowed {
-                p = p.time_slice(r.measure.start_ns, r.measure.end_ns);
-            }
+        for p in run_profiles(store, r)? {
             match merged.iter_mut().find(|m| m.event.name == p.event.name) {
                 Some(m) => m.merge_from(&p),
                 None => merged.push(p),
@@ -101,6 +96,24 @@ pub fn group_profiles(store: &dyn Store, runs: &[RunMeta]) -> Result<Vec<kiln_mo
         }
     }
     Ok(merged)
+}
+
+/// The profiles of one run, one per event; a run seen through a window (`sweep@48`)
+/// gives that window's samples only.
+pub fn run_profiles(store: &dyn Store, r: &RunMeta) -> Result<Vec<kiln_model::Profile>> {
+    let id = r.id.context("run without id")?;
+    let windowed = r.measure.name != "measure";
+    Ok(store
+        .profiles(id)?
+        .into_iter()
+        .map(|p| {
+            if windowed {
+                p.time_slice(r.measure.start_ns, r.measure.end_ns)
+            } else {
+                p
+            }
+        })
+        .collect())
 }
 
 /// A profile input that is a stored run: `run:REF` (in the default store), or a file that

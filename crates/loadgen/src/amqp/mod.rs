@@ -101,6 +101,20 @@ impl Load for AmqpLoad {
     fn id(&self) -> &str {
         &self.opts.id
     }
+    fn settings(&self) -> crate::engine::Settings {
+        let o = &self.opts;
+        let fixed = self.sweep.is_none()
+            && o.variable_rate.is_empty()
+            && o.publishing_interval.is_none()
+            && o.producers > 0;
+        crate::engine::Settings {
+            rate: o
+                .rate
+                .filter(|r| fixed && *r > 0.0)
+                .map(|r| r * o.producers as f64),
+            concurrency: Some(o.producers as f64),
+        }
+    }
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
         match &self.sweep {
             Some(rates) => sweep(&self.opts, rates, stop, on_tick),

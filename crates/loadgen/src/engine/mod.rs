@@ -58,12 +58,28 @@ pub trait Load: Send {
         let s = self.schema();
         s.counters[s.throughput].name
     }
+    /// What fixes the load's size — a rate it was set to, how many producers or
+    /// connections drive it — as opposed to what it measured. Default: nothing fixed.
+    fn settings(&self) -> Settings {
+        Settings::default()
+    }
     /// The run's label (`--id`).
     fn id(&self) -> &str;
     /// Runs the load. An `Err` means it could not start (bad options, nothing listening,
     /// refused credentials); faults during the run end it with `Ok` and
     /// [`Headline::failure`] set, keeping the results so far.
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error>;
+}
+
+/// What fixes a load's size: set by its options, not measured. `kiln compare` reports a
+/// rate as held or not held, never as better or worse.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Settings {
+    /// Operations per second in all the load was set to send; `None` for an open-ended
+    /// load, a varying rate or a rate sweep.
+    pub rate: Option<f64>,
+    /// Producers, connections or publishing clients; `None` when a sweep varies it.
+    pub concurrency: Option<f64>,
 }
 
 /// A protocol's side of a run.

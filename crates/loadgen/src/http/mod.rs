@@ -300,6 +300,13 @@ impl Load for HttpLoad {
     fn id(&self) -> &str {
         &self.opts.id
     }
+    fn settings(&self) -> crate::engine::Settings {
+        crate::engine::Settings {
+            rate: self.opts.rate.filter(|_| self.sweep.is_none()),
+            concurrency: (!matches!(self.sweep, Some(Sweep::Connections(_))))
+                .then_some(self.opts.connections as f64),
+        }
+    }
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
         match &self.sweep {
             Some(s) => sweep(&self.opts, s, self.plateau_threshold, stop, on_tick),

@@ -320,18 +320,11 @@ pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Pl
     let cpus = cpus();
     let p50 = |r: &SweepRow| r.latency.map_or(0.0, |l| l.p50_us as f64);
     let ok: Vec<&SweepRow> = rows.iter().filter(|r| r.failure.is_none()).collect();
-    let mut found = None;
-    for k in 0..ok.len().saturating_sub(1) {
-        let tp = ok[k].answered_rate;
-        let flat = ok[k + 1..]
-            .iter()
-            .all(|r| r.answered_rate < tp * (1.0 + threshold));
-        let slower = p50(ok[k + 1]) > p50(ok[k]) * (1.0 + threshold);
-        if flat && slower {
-            found = Some(k);
-            break;
-        }
-    }
+    let found = crate::engine::sweep::plateau(
+        &ok.iter().map(|r| r.answered_rate).collect::<Vec<_>>(),
+        &ok.iter().map(|r| p50(r)).collect::<Vec<_>>(),
+        threshold,
+    );
     let mut p = Plateau {
         step: found.and_then(|k| rows.iter().position(|r| std::ptr::eq(r, ok[k]))),
         connections: found.map(|k| ok[k].value),

@@ -83,6 +83,15 @@ impl Load for MqttLoad {
     fn id(&self) -> &str {
         &self.opts.id
     }
+    fn settings(&self) -> crate::engine::Settings {
+        let o = &self.opts;
+        let publishes = matches!(o.scenario, Scenario::Pub | Scenario::PubSub);
+        crate::engine::Settings {
+            rate: (publishes && self.sweep.is_none() && o.pub_interval_ms > 0.0)
+                .then(|| o.count as f64 * 1000.0 / o.pub_interval_ms),
+            concurrency: Some(o.count as f64),
+        }
+    }
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
         match &self.sweep {
             Some(r) => sweep(&self.opts, r, stop, on_tick),

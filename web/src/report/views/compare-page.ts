@@ -1,5 +1,6 @@
-// The comparison page: the groups compared, the figures side by side with the change
-// (green better, red worse) and whether it is beyond noise, the latency distributions
+// The comparison page: the overall result, the groups compared, the figures side by side
+// by role (outcomes with their verdict: green improved, red regressed; settings held or
+// not; context shown), the latency distributions
 // overlaid, the series overlaid with every run aligned at the start of its measurement,
 // the function table and the differential flame graph.
 import { el } from '../../views/dom.js';
@@ -44,31 +45,41 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     ),
   );
 
-  // Figures side by side.
+  // The overall result, then the figures by role: outcomes judged, settings held or
+  // not, context shown.
+  const overall = el('p', { class: `r-overall r-overall-${c.overall}`, 'data-field': 'overall', 'data-verdict': c.overall, text: c.overall_line });
   const table = el('table', { class: 'r-table', 'data-table': 'figures' });
   const hr = el('tr', {}, el('th', { scope: 'col', text: 'figure' }));
   labels.forEach((l, i) => {
     hr.append(el('th', { scope: 'col', text: c.groups[i].runs.length > 1 ? `${l} (median, range)` : l }));
-    if (i > 0) hr.append(el('th', { scope: 'col', text: `change vs ${labels[0]}` }), el('th', { scope: 'col', text: 'beyond noise?' }));
+    if (i > 0) hr.append(el('th', { scope: 'col', text: `change vs ${labels[0]}` }), el('th', { scope: 'col', text: 'verdict' }));
   });
+  hr.append(el('th', { scope: 'col', text: 'noise' }));
   table.append(el('thead', {}, hr));
-  const body = el('tbody');
-  for (const m of c.metrics) {
-    const tr = el('tr', { 'data-metric': m.key }, el('th', { scope: 'row', text: `${m.label}${m.better === 'higher' ? ' (higher is better)' : ''}` }));
-    m.cells.forEach((cell, i) => {
-      tr.append(el('td', { 'data-group': String(i), text: cell ? cell.text : '–' }));
-      if (i === 0) return;
-      const ch = m.changes[i];
-      const cls = !ch || ch.better === null ? 'r-same' : ch.better ? 'r-better' : 'r-worse';
-      const word = !ch || ch.better === null ? '' : ch.better ? ' better' : ' worse';
-      tr.append(
-        el('td', { class: `r-change ${cls}`, 'data-change': String(i), 'data-percent': ch ? String(ch.percent) : '', 'data-better': ch?.better === null || !ch ? '' : String(ch.better), text: ch ? `${ch.text}${word}` : '' }),
-        el('td', { class: 'r-verdict', 'data-verdict': ch?.verdict ?? '', text: ch?.verdict_text ?? '' }),
-      );
-    });
-    body.append(tr);
+  const headings: Record<string, string> = { outcome: 'Outcomes (judged)', setting: 'Settings (held or not, never judged)', context: 'Context (shown, never judged)' };
+  const verdictClass: Record<string, string> = { improved: 'r-better', regressed: 'r-worse' };
+  const width = 2 + (labels.length - 1) * 3 + 1;
+  for (const role of ['outcome', 'setting', 'context'] as const) {
+    const rows = c.metrics.filter((m) => m.role === role);
+    if (!rows.length) continue;
+    const body = el('tbody', { 'data-role': role }, el('tr', { class: 'r-role' }, el('th', { scope: 'rowgroup', colspan: String(width), text: headings[role] })));
+    for (const m of rows) {
+      const tr = el('tr', { 'data-metric': m.key, 'data-role': m.role }, el('th', { scope: 'row', title: m.why ?? '', text: `${m.label}${role === 'outcome' ? (m.better === 'higher' ? ' (higher is better)' : ' (lower is better)') : ''}` }));
+      m.cells.forEach((cell, i) => {
+        tr.append(el('td', { 'data-group': String(i), 'data-held': cell?.held ?? '', text: cell ? cell.text : '–' }));
+        if (i === 0) return;
+        const ch = m.changes[i];
+        const cls = (ch && verdictClass[ch.verdict]) ?? 'r-same';
+        tr.append(
+          el('td', { class: `r-change ${cls}`, 'data-change': String(i), 'data-percent': ch ? String(ch.percent) : '', text: ch ? ch.text : '' }),
+          el('td', { class: `r-verdict ${cls}`, 'data-verdict': ch?.verdict ?? '', text: ch?.verdict_text ?? '' }),
+        );
+      });
+      tr.append(el('td', { 'data-field': 'noise', text: m.noise ?? '' }));
+      body.append(tr);
+    }
+    table.append(body);
   }
-  table.append(body);
   const notes = c.notes.length ? el('ul', { class: 'r-warnings', 'aria-label': 'Notes' }, ...c.notes.map((n) => el('li', { 'data-field': 'note', text: n }))) : null;
 
   // Latency distributions.
@@ -128,64 +139,54 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     series.append(ch.el);
   }
 
-  // The function table.
-  let functions: HTMLElement | null = null;
-  if (c.functions.length) {
-    const [a, b] = [labels[0], labels[labels.length - 1]];
-    const ft = el('table', { class: 'r-table', 'data-table': 'functions' });
-    ft.append(
-      el(
-        'thead',
-        {},
-        el('tr', {}, ...['function', `self % ${a}`, `self % ${b}`, 'Δ self', `total % ${a}`, `total % ${b}`, 'Δ total', `µs/${unit} ${a}`, `µs/${unit} ${b}`].map((h) => el('th', { scope: 'col', text: h }))),
-      ),
-    );
+  // The function tables: functions judged like figures, ranked by change of cost.
+  const functions: HTMLElement[] = [];
+  const [a, b] = [labels[0], labels[labels.length - 1]];
+  c.functions.forEach((t, ti) => {
+    if (!t.rows.length) return;
+    const ft = el('table', { class: 'r-table', 'data-table': 'functions', 'data-event': t.event });
+    ft.append(el('thead', {}, el('tr', {}, ...['function', `${t.unit} ${a}`, `${t.unit} ${b}`, 'change', `total % ${a}`, `total % ${b}`].map((h) => el('th', { scope: 'col', text: h })))));
     const tb = el('tbody');
-    const pct = (v: number): string => v.toFixed(2);
-    const delta = (d: number): HTMLElement => el('td', { class: d > 0 ? 'r-grew' : d < 0 ? 'r-shrank' : 'r-same', 'data-delta': String(d), text: `${d > 0 ? '+' : d < 0 ? '−' : '±'}${Math.abs(d).toFixed(2)}` });
-    const us = (v: number | null): string => (v === null ? '–' : v.toFixed(2));
-    for (const f of c.functions) {
+    for (const f of t.rows) {
+      // Coloured only when judged beyond noise, as the figures are.
+      const cls = verdictClass[f.verdict] ?? 'r-same';
       tb.append(
         el(
           'tr',
-          { 'data-function': f.name },
+          { 'data-function': f.name, 'data-verdict': f.verdict },
           el('td', { title: f.name, text: f.name }),
-          el('td', { text: pct(f.self_before) }),
-          el('td', { text: pct(f.self_after) }),
-          delta(f.self_after - f.self_before),
-          el('td', { text: pct(f.total_before) }),
-          el('td', { text: pct(f.total_after) }),
-          delta(f.total_after - f.total_before),
-          el('td', { text: us(f.us_before) }),
-          el('td', { text: us(f.us_after) }),
+          el('td', { text: f.before }),
+          el('td', { text: f.after }),
+          el('td', { class: cls, 'data-delta': String(f.delta), text: f.change }),
+          el('td', { text: f.total_before.toFixed(2) }),
+          el('td', { text: f.total_after.toFixed(2) }),
         ),
       );
     }
     ft.append(tb);
-    functions = el(
-      'section',
-      { class: 'r-section', 'aria-labelledby': 'r-h-functions' },
-      el('h2', { id: 'r-h-functions', text: `Functions whose share changed most (red grew, blue shrank; µs/${unit}: CPU time per operation in the function and its callees)` }),
-      ft,
-    );
-  }
+    const id = `r-h-functions-${ti}`;
+    functions.push(el('section', { class: 'r-section', 'aria-labelledby': id }, el('h2', { id, text: `Functions (${t.event}): ${t.what}, ranked by change` }), ft));
+  });
   let diff: HTMLElement | null = null;
   if (c.diff) {
     const mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(c.diff.key)}"]`);
     diff = el(
       'section',
       { class: 'r-section', 'aria-labelledby': 'r-h-diff' },
-      el('h2', { id: 'r-h-diff', text: `Differential flame graph (${c.diff.event}): ${labels[0]} → ${labels[labels.length - 1]}, normalised, red grew, blue shrank` }),
+      el('h2', {
+        id: 'r-h-diff',
+        text: `Differential flame graph (${c.diff.event}): ${labels[0]} → ${labels[labels.length - 1]}, normalised, red grew, blue shrank${c.diff.marked ? '; only functions whose change is beyond noise are coloured' : '; one run per group: every change is coloured, noise included'}`,
+      }),
       mount,
     );
   }
   root.append(
     head,
     groups,
-    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), table, notes),
+    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), overall, table, notes),
     ...(distribution ? [el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distributions' }), distribution.el)] : []),
     series,
-    ...(functions ? [functions] : []),
+    ...functions,
     ...(diff ? [diff] : []),
   );
   return { group, charts, distribution };

@@ -8,6 +8,7 @@ import { RunPage, Table } from '../data.js';
 import { COLORS, runCharts } from '../lib/charts.js';
 import { compact, formatValue, formatWindow } from '../lib/format.js';
 import { edgesOf, parseWindow, typicalStep, writeWindow } from '../lib/intervals.js';
+import { buildKnee, stepBoundaries } from './sweep.js';
 import { ChartGroup, TimeChart } from './time-chart.js';
 import { runHeader } from './header.js';
 import { XYChart, XYSeries } from './xy-chart.js';
@@ -84,6 +85,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     status,
     axisLabel: 'seconds from the start of the measurement',
     onSelect: (w) => apply(w),
+    steps: stepBoundaries(r.knee),
   });
   const charts: Record<string, TimeChart> = {};
   const timeline = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-timeline' }, el('h2', { id: 'r-h-timeline', text: 'Timeline (seconds from the start of the measurement; shaded: outside it)' }));
@@ -142,6 +144,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
         }),
       );
     }
+    const knee = r.knee ? buildKnee(r.knee, r.unit, (w) => apply(w)) : null;
     const table = el('table', { class: 'r-table', 'data-table': 'sweep' });
     table.append(el('thead', {}, el('tr', {}, ...['step', 'throughput', 'p50', 'p99', 'p99.9', 'max', 'target CPU'].map((h) => el('th', { scope: 'col', text: h })))));
     const body = el('tbody');
@@ -165,6 +168,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
       'section',
       { class: 'r-section', 'aria-labelledby': 'r-h-sweep' },
       el('h2', { id: 'r-h-sweep', text: `Sweep: ${pts.length} steps of ${sw.param}` }),
+      ...(knee ? [knee] : []),
       el('div', { class: 'r-row' }, ...sweepCharts.map((c) => c.el)),
       table,
     );

@@ -57,6 +57,11 @@ body{background:var(--bg)}
 .r-better{color:#1a7f37;font-weight:bold}
 .r-worse{color:#c62828;font-weight:bold}
 .r-same{color:var(--muted)}
+.r-overall{font-size:1.05em;font-weight:bold;margin:6px 0 10px;word-break:break-word}
+.r-role th{text-align:left;font-style:italic;color:var(--muted)}
+.r-knee td{font-weight:bold}
+.r-step{font:inherit;background:none;border:0;padding:0;color:inherit;text-decoration:underline dotted;cursor:pointer}
+.r-knee-diff summary{cursor:pointer;margin:6px 0}
 .r-grew{color:#c62828}
 .r-shrank{color:#1f5fbf}
 @media (prefers-color-scheme: dark){.r-better{color:#6fd08a}.r-worse{color:#ff8a80}.r-grew{color:#ff8a80}.r-shrank{color:#8fb8ff}}

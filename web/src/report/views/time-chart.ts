@@ -15,6 +15,7 @@ import { columnMeans, decimate, lowerBound } from '../lib/decimate.js';
 import { formatSeconds, formatTick, formatValue, formatWindow } from '../lib/format.js';
 import { meanIn, rowAt, rowStart, snap, typicalStep } from '../lib/intervals.js';
 import { Scale, linearScale, logScale, timeTicks } from '../lib/scale.js';
+import { drawStepBoundaries } from './sweep.js';
 
 export interface GroupOptions {
   /** Whether windows can be selected (the run report; not the comparison). */
@@ -29,6 +30,8 @@ export interface GroupOptions {
   status: HTMLElement;
   /** What the time axis measures from. */
   axisLabel: string;
+  /** Boundaries of a sweep's steps (the knee's end drawn stronger); see sweep.ts. */
+  steps?: { at: number; knee: boolean }[];
 }
 
 export const MARGIN_LEFT = 72;
@@ -339,6 +342,7 @@ export class TimeChart {
       if (a > left) ctx.fillRect(left, 0, a - left, plotH);
       if (b < right) ctx.fillRect(b, 0, right - b, plotH);
     }
+    drawStepBoundaries(ctx, g.opts.steps, (t) => g.x(t, w), left, right, plotH, theme.dark);
     const y = (v: number): number => {
       const f = this.scale.frac(v);
       return Number.isFinite(f) ? 1 + (1 - f) * (plotH - 2) : plotH + 10;

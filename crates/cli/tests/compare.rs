@@ -1,0 +1,356 @@
+//! `kiln compare` as a CI gate, and the knee of a sweep, on real servers: the testkit's
+//! RabbitMQ (one private vhost per test, so that the firehose tracer traces nothing of
+//! the other tests) and the Go example query server.
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+/// The tests take turns: a sweep flooding the shared broker, or a Go server loading the
+/// CPUs, is noise no gate should have to see.
+static BROKER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn broker_turn() -> std::sync::MutexGuard<'static, ()> {
+    BROKER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn kiln(store: &Path) -> Command {
+    let mut c = Command::cargo_bin("kiln").unwrap();
+    c.env("KILN_STORE", store);
+    c
+}
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+fn row<'a>(cmp: &'a Value, key: &str) -> &'a Value {
+    cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} in {cmp:#}"))
+}
+
+/// A vhost of its own on the shared broker, with guest's permissions.
+fn vhost(broker: &kiln_testkit::RabbitMq, name: &str) -> String {
+    for args in [
+        vec!["add_vhost", name],
+        vec!["set_permissions", "-p", name, "guest", ".*", ".*", ".*"],
+    ] {
+        let out = broker.ctl(&args).expect("rabbitmqctl runs");
+        assert!(out.status.success(), "rabbitmqctl {args:?}: {out:?}");
+    }
+    format!("{}/{name}", broker.uri())
+}
+
+/// Runs `kiln run` for `name`, `repeat` times, at a fixed rate against `uri`; returns its
+/// standard output.
+fn runs(store: &Path, beam: &str, uri: &str, name: &str, repeat: u32, rate: &str) -> String {
+    let out = kiln(store)
+        .args(["run", "--name", name, "--repeat", &repeat.to_string()])
+        .args(["--tag", &format!("tracing={}", name == "firehose")])
+        .args(["-d", "2", "--warmup", "1", "--no-report", "-p", beam])
+        .args(["load", "amqp", "-h", uri, "-x", "1", "-y", "1", "-r", rate])
+        .args(["--queue", "kiln-cmp"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The ids of the runs of `name`, oldest first.
+fn ids(store: &Path, name: &str) -> Vec<String> {
+    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
+    let mut v: Vec<i64> = json(&out.stdout)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == name)
+        .filter_map(|r| r["id"].as_i64())
+        .collect();
+    v.sort();
+    v.iter().map(|i| i.to_string()).collect()
+}
+
+/// Stops the firehose's consumer when the test ends, however it ends.
+struct Tracer(Child);
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The gate on real RabbitMQ: groups of the same configuration never fire it; the
+/// firehose tracer (`rabbitmqctl trace_on` with a consumer of amq.rabbitmq.trace, a real
+/// server-side cost per message) fires it once each side has repeats enough, and is
+/// "cannot tell" with one run each; a fixed rate the broker held is a setting, one it
+/// could not hold is reported as not held.
+#[test]
+fn the_gate_fires_on_the_firehose_and_never_on_noise() {
+    let _turn = broker_turn();
+    let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
+    let beam = broker.beam_pid().expect("broker pid").to_string();
+    let vh = format!("kiln-cmp-{}", std::process::id());
+    let uri = vhost(broker, &vh);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    // The baseline before and after an A/A group: its earlier group is the noise floor
+    // between groups (the machine drifts from one group of runs to the next by more than
+    // the runs of a group differ), and spans the A/A group's time.
+    runs(&store, &beam, &uri, "base", 4, "2000");
+    runs(&store, &beam, &uri, "again", 4, "2000");
+    // Five against five: one stray run (a stall on this shared machine) still leaves
+    // p = 0.016, where four against four would be 0.057.
+    let text = runs(&store, &beam, &uri, "base", 5, "2000");
+    assert!(text.contains("(rate set 2000/s: held)"), "{text}");
+    // The change: every message published and delivered is copied to amq.rabbitmq.trace,
+    // where a consumer takes the copies. A server-side change the runs' configuration
+    // cannot show: tagged, so that the firehose's runs are not the baseline's history.
+    let on = broker.ctl(&["trace_on", "-p", &vh]).unwrap();
+    assert!(on.status.success(), "{on:?}");
+    let tracer = Tracer(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+            .args(["load", "amqp", "-h", &uri, "-x", "0", "-y", "1"])
+            .args([
+                "-e",
+                "amq.rabbitmq.trace",
+                "-t",
+                "topic",
+                "-k",
+                "#",
+                "-z",
+                "300",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    runs(&store, &beam, &uri, "firehose", 5, "2000");
+    drop(tracer);
+    let off = broker.ctl(&["trace_off", "-p", &vh]).unwrap();
+    assert!(off.status.success(), "{off:?}");
+    // A rate the broker cannot reach: 1 M msg/s from one producer.
+    let text = runs(&store, &beam, &uri, "flood", 1, "1000000");
+    assert!(text.contains("not held (\u{2212}"), "{text}");
+
+    let gate = "cpu_per_msg>+10%";
+    // A/A: the same configuration; whatever the noise, the gate does not fire.
+    let out = kiln(&store)
+        .args([
+            "compare",
+            "base",
+            "again",
+            "--format",
+            "json",
+            "--fail-if",
+            gate,
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let aa = json(&out.stdout);
+    let thr = row(&aa, "throughput");
+    assert_eq!(thr["role"], "setting", "a held rate is a setting: {thr:#}");
+    assert!(
+        thr["held"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["held"] == true),
+        "{thr:#}"
+    );
+    assert_eq!(row(&aa, "kiln_cpu")["role"], "context");
+    let v = &row(&aa, "cpu_per_op")["changes"][1]["verdict"];
+    assert!(v != "regressed" && v != "improved", "A/A: {aa:#}");
+    assert!(
+        aa["notes"].to_string().contains("A/A check"),
+        "{}",
+        aa["notes"]
+    );
+    // A/B with one run each: the change is there, but it cannot be told from noise.
+    let (b, f) = (ids(&store, "base"), ids(&store, "firehose"));
+    let out = kiln(&store)
+        .args(["compare", &b[0], &f[0], "--fail-if", gate])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot tell"),
+        "{out:?}"
+    );
+    assert!(
+        text.lines().next().unwrap().contains("cannot tell"),
+        "{text}"
+    );
+    // A/B with five runs each: beyond noise, past the limit — the gate fires.
+    let out = kiln(&store)
+        .args(["compare", "base", "firehose", "--fail-if", gate])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("firehose against base: ")
+            && first.split("; ").next().unwrap().contains("worse: ")
+            && first.contains("target CPU per msg +"),
+        "{first}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("fail-if: cpu_per_msg>+10%: FIRED"),
+        "{out:?}"
+    );
+    // The functions say where: the tracer's own, new in the candidate, beyond noise.
+    let ab = json(
+        &kiln(&store)
+            .args(["compare", "base", "firehose", "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let fns = ab["functions"][0]["rows"].as_array().unwrap();
+    // Functions beyond noise, among every function (what the differential flame graph
+    // colours); the shared broker runs without JIT perf maps, so its Erlang functions
+    // are unnamed here and the named ones are the emulator's and the kernel's (with
+    // `+JPperf true`, as scripts/demo.sh starts it, `$rabbit_trace:trace/5` leads).
+    let marked = ab["functions"][0]["beyond_noise"].as_array().unwrap();
+    assert!(!marked.is_empty(), "{:#}", ab["functions"][0]);
+    assert!(
+        fns.iter().all(|f| {
+            let n = f["name"].as_str().unwrap_or("");
+            !n.ends_with("_scheduler") && n != "start_thread" && n != "__clone3"
+        }),
+        "thread names and plumbing folded: {fns:#?}"
+    );
+    // The rate the broker could not hold.
+    let fl = json(
+        &kiln(&store)
+            .args(["compare", "base", "flood", "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let held = &row(&fl, "throughput")["held"][1];
+    assert_eq!(held["held"], false, "{fl:#}");
+    assert!(held["shortfall_pct"].as_f64().unwrap() < -50.0, "{held}");
+}
+
+/// A rate sweep on RabbitMQ: the sweep that ends before -d is complete, its table and
+/// knee are printed, and the windows before and after the knee are compared.
+#[test]
+fn a_rate_sweep_finds_its_knee_and_what_grew() {
+    let _turn = broker_turn();
+    let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
+    let beam = broker.beam_pid().expect("broker pid").to_string();
+    let uri = vhost(broker, &format!("kiln-sweep-{}", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let out = kiln(&store)
+        .args([
+            "run",
+            "--name",
+            "sweep",
+            "-d",
+            "60",
+            "--no-report",
+            "-p",
+            &beam,
+        ])
+        .args(["load", "amqp", "-h", &uri, "-x", "1", "-y", "1", "-z", "2"])
+        .args(["--rate-sweep", "1000,3000,1000000", "--queue", "kiln-sweep"])
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Three steps of 2 s under a -d of 60 s: the sweep ran every step, so the run is
+    // complete.
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("(complete)"), "{text}");
+    assert!(text.contains("sweep (rate):"), "{text}");
+    for step in ["rate=1000", "rate=3000", "rate=1000000"] {
+        assert!(text.contains(step), "{step}: {text}");
+    }
+    // The last step floods the broker: not held, so the knee is before it.
+    assert!(text.contains("not held"), "{text}");
+    assert!(
+        text.contains("knee at rate=1000:") || text.contains("knee at rate=3000:"),
+        "{text}"
+    );
+    // What grew when the broker fell over: by cost per message, or (when batching made
+    // every message cheaper) by share of the broker's CPU.
+    assert!(
+        text.contains("grew past the knee (us/msg): ")
+            || text.contains("grew as a share of the profile: "),
+        "{text}"
+    );
+}
+
+/// The Go example's concurrency sweep under kiln run: a small cache read under one
+/// mutex, so throughput stops growing after a few connections — the knee.
+#[test]
+fn the_go_examples_concurrency_sweep_has_a_plateau() {
+    let _turn = broker_turn();
+    let server = kiln_testkit::GoBlockCache::start(4.0, &["-block-kb", "1024", "-data-mb", "256"])
+        .expect("go example starts");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let out = kiln(&store)
+        .args(["run", "--name", "go", "-d", "60", "--no-report"])
+        .args(["-p", &server.pid().to_string()])
+        .args([
+            "load",
+            "http",
+            "-t",
+            "1",
+            "-d",
+            "3s",
+            "--plateau-threshold",
+            "0.3",
+        ])
+        .args(["--concurrency-sweep", "1,8,64"])
+        .arg(server.url("/query?city={rand:0-255}&days=30"))
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("sweep (connections):"), "{text}");
+    assert!(text.contains("◀ knee"), "{text}");
+    assert!(
+        text.contains("knee at connections=1:") || text.contains("knee at connections=8:"),
+        "{text}"
+    );
+}

@@ -1,0 +1,69 @@
+//! The comparison as aligned text: the overall line, the figures by role, the function
+//! tables, the notes.
+use super::{clip, figure_rows, function_rows, gate_lines, Exporter};
+use crate::compare::{Comparison, FunctionTable};
+use std::io::Write;
+
+/// Aligned text.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Text;
+
+/// Writes rows of cells with each column as wide as its widest cell; a row of one cell
+/// is a heading.
+fn aligned(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter(|r| r.len() > 1)
+                .filter_map(|r| r.get(i))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in rows {
+        if r.len() == 1 {
+            writeln!(out, "{}", r[0])?;
+            continue;
+        }
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            if i == 0 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str("  ");
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn functions(t: &FunctionTable, c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "functions ({}): {}, ranked by change", t.event, t.what)?;
+    aligned(&function_rows(c, t, |n| clip(n, 60)), out)
+}
+
+impl Exporter for Text {
+    fn export(&self, c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "{}", c.overall.line)?;
+        writeln!(out)?;
+        aligned(&figure_rows(c), out)?;
+        for t in c.functions.iter().filter(|t| !t.rows.is_empty()) {
+            functions(t, c, out)?;
+        }
+        for n in &c.notes {
+            writeln!(out, "note: {n}")?;
+        }
+        for g in gate_lines(c) {
+            writeln!(out, "{g}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,236 @@
+//! `--fail-if`: CI gates that fire only on a change past their limit **and** beyond noise.
+//!
+//! Each condition of the last group against the first ends in one of three outcomes:
+//! passed (the change is within the limit, or past it but within noise and below the
+//! threshold), fired (past the limit with p ≤ alpha: the gate's limit stands in for the
+//! threshold), or cannot tell (past the limit, but the groups cannot show whether it is
+//! real: one run, too few repeats, noise as wide as the change, runs not comparable). A CI job reads the three
+//! from the exit status ([`GateStatus::exit_code`]): a gate that fires on noise gets
+//! switched off, and one that passes what it cannot see is no gate.
+use super::figures::{figure, Figure, Role, FIGURES};
+use super::verdict::{Unsure, Verdict};
+use super::Comparison;
+use serde::Serialize;
+
+/// A `--fail-if` condition: `p99>+10%`, `throughput<-5%`, `cpu_per_op>50` (absolute, in
+/// the figure's unit).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gate {
+    /// The figure.
+    pub figure: &'static Figure,
+    /// `>` or `<`.
+    pub greater: bool,
+    /// The limit.
+    pub limit: f64,
+    /// Relative (percent change of the median) or absolute (the median itself).
+    pub relative: bool,
+    /// As written.
+    pub text: String,
+}
+
+/// Parses `--fail-if` conditions separated by commas.
+pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (pos, greater) = match (part.find('>'), part.find('<')) {
+            (Some(p), None) => (p, true),
+            (None, Some(p)) => (p, false),
+            _ => {
+                return Err(format!(
+                "'{part}': expected FIGURE>LIMIT or FIGURE<LIMIT, e.g. p99>+10% or throughput<-5%"
+            ))
+            }
+        };
+        let name = &part[..pos];
+        let f = figure(name).ok_or_else(|| {
+            let keys: Vec<&str> = FIGURES.iter().map(|m| m.key).collect();
+            format!(
+                "'{part}': unknown figure '{name}' (known: {})",
+                keys.join(", ")
+            )
+        })?;
+        let value = part[pos + 1..].trim();
+        let (num, relative) = match value.strip_suffix('%') {
+            Some(n) => (n, true),
+            None => (value, false),
+        };
+        let limit: f64 = num
+            .trim_start_matches('+')
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| format!("'{part}': '{value}' is not a number or a percentage"))?;
+        out.push(Gate {
+            figure: f,
+            greater,
+            limit,
+            relative,
+            text: part.to_string(),
+        });
+    }
+    if out.is_empty() {
+        return Err("no condition given".into());
+    }
+    Ok(out)
+}
+
+/// How one condition ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    /// Within its limit, or past it only within noise and the threshold.
+    Passed,
+    /// Past its limit, but the runs cannot show whether beyond noise.
+    CannotTell,
+    /// Past its limit and beyond noise.
+    Fired,
+}
+
+impl GateStatus {
+    /// The exit status of `kiln compare`: 0 passed, 3 fired, 4 cannot tell.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            GateStatus::Passed => 0,
+            GateStatus::Fired => 3,
+            GateStatus::CannotTell => 4,
+        }
+    }
+}
+
+/// One condition's outcome, with what the figure did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GateResult {
+    /// The condition as written.
+    pub condition: String,
+    /// How it ended.
+    pub status: GateStatus,
+    /// What the figure did, in words.
+    pub message: String,
+}
+
+/// The outcome of every condition for the last group against the first.
+pub fn check_gates(c: &Comparison, gates: &[Gate]) -> Vec<GateResult> {
+    gates.iter().map(|g| check(c, g)).collect()
+}
+
+/// The worst outcome: fired over cannot tell over passed.
+pub fn overall(results: &[GateResult]) -> GateStatus {
+    results
+        .iter()
+        .map(|r| r.status)
+        .max()
+        .unwrap_or(GateStatus::Passed)
+}
+
+fn check(c: &Comparison, g: &Gate) -> GateResult {
+    let done = |status, message: String| GateResult {
+        condition: g.text.clone(),
+        status,
+        message,
+    };
+    let Some(row) = c.rows.iter().find(|r| r.key == g.figure.key) else {
+        return done(
+            GateStatus::CannotTell,
+            format!("the runs do not measure {}", g.figure.label),
+        );
+    };
+    let last = row.groups.len().saturating_sub(1);
+    let (Some(_), Some(stat)) = (
+        row.groups.first().cloned().flatten(),
+        row.groups.get(last).cloned().flatten(),
+    ) else {
+        return done(
+            GateStatus::CannotTell,
+            format!("{}: a group has no value", row.label),
+        );
+    };
+    let past = |v: f64| if g.greater { v > g.limit } else { v < g.limit };
+    if !g.relative {
+        // An absolute limit on the candidate's own value: beyond noise when every run is
+        // past it.
+        let all = stat.values.iter().all(|&v| past(v));
+        let shown = super::format_value(stat.median, row.unit);
+        return if all {
+            done(
+                GateStatus::Fired,
+                format!("{} is {shown} (every run past the limit)", row.label),
+            )
+        } else if past(stat.median) {
+            done(
+                GateStatus::CannotTell,
+                format!(
+                    "{} is {shown}, but some runs are within the limit",
+                    row.label
+                ),
+            )
+        } else {
+            done(GateStatus::Passed, format!("{} is {shown}", row.label))
+        };
+    }
+    let Some(change) = row.changes.get(last).cloned().flatten() else {
+        return done(
+            GateStatus::CannotTell,
+            format!("{}: no change to check", row.label),
+        );
+    };
+    let text = change.text();
+    if !past(change.percent) {
+        return done(GateStatus::Passed, format!("{}: {text}", row.label));
+    }
+    if row.role != Role::Outcome {
+        // Settings and context carry no verdict: a held rate passes; the rest cannot be
+        // judged.
+        let held = row.held.iter().flatten().all(|h| h.held) && !row.held.is_empty();
+        return if held {
+            done(
+                GateStatus::Passed,
+                format!("{}: the set rates were held", row.label),
+            )
+        } else {
+            done(
+                GateStatus::CannotTell,
+                format!(
+                    "{} is {} here, not judged ({})",
+                    row.label,
+                    serde_json::to_value(row.role)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
+                    row.why.as_deref().unwrap_or("")
+                ),
+            )
+        };
+    }
+    // The gate's own limit stands in for the threshold: past it, significance decides.
+    let significant = change.p.is_some_and(|p| c.rules.significant(p));
+    let status = match &change.verdict {
+        Verdict::CannotTell {
+            why:
+                Unsure::NotComparable { .. }
+                | Unsure::OneRun { .. }
+                | Unsure::TooFewRepeats { .. }
+                | Unsure::Drift { .. },
+        } => GateStatus::CannotTell,
+        _ if significant => GateStatus::Fired,
+        Verdict::NoChange { .. } => GateStatus::Passed,
+        _ => GateStatus::CannotTell,
+    };
+    done(status, format!("{}: {text}", row.label))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_parse() {
+        let g = parse_gates("p99>+10%, cpu_per_msg>+5%,throughput<-5%").unwrap();
+        assert_eq!(g.len(), 3);
+        assert_eq!(g[1].figure.key, "cpu_per_op");
+        assert!(!g[2].greater && g[2].relative && g[2].limit == -5.0);
+        assert!(parse_gates("p98>1").unwrap_err().contains("unknown figure"));
+        assert!(parse_gates("p99=1").is_err());
+        assert!(parse_gates("p99>inf").is_err());
+        assert!(parse_gates(" , ").is_err());
+    }
+}

@@ -1,0 +1,911 @@
+//! `kiln compare`: runs, or groups of repeated runs, side by side — what changed, and how
+//! sure kiln is.
+//!
+//! One computed value, [`Comparison`], holds everything a comparison says; text,
+//! Markdown and JSON ([`export`]) and the HTML page (`kiln-report`) are exporters of it,
+//! as hyperfine's `BenchmarkResult` is rendered by each of its `Exporter`s. Nothing is
+//! decided twice:
+//!
+//! * [`figures`]: what each figure is in this comparison — a *setting* (a fixed rate,
+//!   held or not held; a concurrency), an *outcome* judged with a direction, or *context*
+//!   (shown, never judged);
+//! * [`stats`]: medians, spreads and the exact Mann-Whitney test;
+//! * [`verdict`]: improved / regressed / no change / cannot tell (and why), from
+//!   `--alpha` and `--threshold`;
+//! * [`functions`]: the function table, each function judged like a figure from its
+//!   cost per operation in every run;
+//! * [`gate`]: `--fail-if`, firing only on a change past its limit and beyond noise.
+//!
+//! ```text
+//! kiln compare before after
+//! kiln compare base pr --fail-if 'p99>+10%,cpu_per_op>+5%'
+//! ```
+use kiln_model::Profile;
+use kiln_store::RunMeta;
+use serde::Serialize;
+use std::collections::HashSet;
+
+pub mod export;
+pub mod figures;
+pub mod functions;
+pub mod gate;
+pub mod stats;
+pub mod verdict;
+
+pub use export::{format_value, md_escape, Exporter, Format};
+pub use figures::{figure, Better, Figure, Held, Role, FIGURES};
+pub use functions::{FunctionRow, FunctionTable};
+pub use gate::{check_gates, parse_gates, Gate, GateResult, GateStatus};
+pub use stats::{mann_whitney, smallest_group, smallest_p, Stat};
+pub use verdict::{Change, Quiet, Rules, Unsure, Verdict};
+
+/// Why a comparison could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompareError {
+    /// Fewer than two groups.
+    #[error("a comparison needs at least two runs or groups of runs")]
+    TooFew,
+    /// A group without runs.
+    #[error("'{0}' names no runs")]
+    Empty(String),
+    /// The event asked for is not in both groups.
+    #[error("the runs do not both have a profile of event '{0}'")]
+    NoEvent(String),
+}
+
+/// A group of runs to compare: what it was named by, its runs, and each run's profiles
+/// (one per event; transforms applied; empty when the function table is not wanted).
+#[derive(Clone, Debug, Default)]
+pub struct Group {
+    /// The reference it was given as (`before`, `sweep@20000`).
+    pub label: String,
+    /// Its runs.
+    pub runs: Vec<RunMeta>,
+    /// Each run's profiles, in the order of `runs`.
+    pub profiles: Vec<Vec<Profile>>,
+}
+
+/// What a comparison computes beyond the rules.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--alpha` and `--threshold`.
+    pub rules: Rules,
+    /// Rows of each function table (0: no table). Default: 15.
+    pub functions: usize,
+    /// The event whose functions to compare; default: CPU, and off-CPU when both groups
+    /// recorded it.
+    pub event: Option<String>,
+    /// Earlier groups of the baseline's name and configuration ([`configuration`]): how
+    /// far they moved from it is each figure's noise floor between groups, which a change
+    /// must clear. Default: none.
+    pub history: Vec<Vec<RunMeta>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            rules: Rules::default(),
+            functions: 15,
+            event: None,
+            history: Vec::new(),
+        }
+    }
+}
+
+/// A group of runs as compared.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupInfo {
+    /// The reference it was given as.
+    pub label: String,
+    /// Run ids.
+    pub runs: Vec<i64>,
+    /// Incomplete runs among them (with reasons).
+    pub incomplete: Vec<String>,
+    /// The rate its runs were set to, when they agree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set_rate: Option<f64>,
+}
+
+/// One figure across the groups.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// Key (`p99`), as `--fail-if` names it.
+    pub key: &'static str,
+    /// Label, with the load's unit (`target CPU per msg`).
+    pub label: String,
+    /// Unit.
+    pub unit: &'static str,
+    /// Which way is better.
+    pub better: Better,
+    /// Setting, outcome or context (first group against the last).
+    pub role: Role,
+    /// Why it is a setting or context, when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Values per group.
+    pub groups: Vec<Option<Stat>>,
+    /// Whether each group held its set rate (rate rows of fixed-rate loads).
+    pub held: Vec<Option<Held>>,
+    /// Change per group against the first (`None` for the first); a verdict for
+    /// outcomes only.
+    pub changes: Vec<Option<Change>>,
+    /// The noise within groups: half the range of the noisiest group, percent of its
+    /// median (0 when no group has repeats).
+    pub noise_pct: f64,
+    /// The noise floor between groups, from the baseline's history.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<verdict::Floor>,
+}
+
+/// The overall result, one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverallVerdict {
+    /// Some outcome improved, none regressed.
+    Improved,
+    /// Some outcome regressed, none improved.
+    Regressed,
+    /// Some improved, some regressed.
+    Mixed,
+    /// Every outcome judged is unchanged.
+    NoChange,
+    /// Nothing changed beyond noise, and some outcome cannot be told.
+    CannotTell,
+}
+
+/// The line at the top of every rendering.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Overall {
+    /// The word.
+    pub verdict: OverallVerdict,
+    /// The sentence: `after against before: regressed. worse: target CPU per msg +14.0%
+    /// (p=0.008); no change: latency p99; rate 25.0k/s held in both`.
+    pub line: String,
+}
+
+/// The whole comparison: what every exporter renders.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// The groups, the first being the baseline.
+    pub groups: Vec<GroupInfo>,
+    /// The rules the verdicts were decided by.
+    pub rules: Rules,
+    /// The overall result, last group against the first.
+    pub overall: Overall,
+    /// The figures.
+    pub rows: Vec<Row>,
+    /// Function tables (CPU, and off-CPU when both groups have it), first against last.
+    pub functions: Vec<FunctionTable>,
+    /// What the reader must know: comparability, repeats, incomplete runs, A/A.
+    pub notes: Vec<String>,
+    /// `--fail-if` results, once checked ([`Comparison::check`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<GateResult>,
+    /// The first function table's profiles, first and last group merged: the
+    /// differential flame graph's input.
+    #[serde(skip)]
+    pub diff: Option<(Profile, Profile)>,
+}
+
+impl Comparison {
+    /// Checks `gates` (kept in the comparison for the exporters) and returns the worst
+    /// outcome.
+    pub fn check(&mut self, gates: &[Gate]) -> GateStatus {
+        self.gates = check_gates(self, gates);
+        gate::overall(&self.gates)
+    }
+
+    /// Functions whose change is beyond noise in the first table, for the differential
+    /// flame graph; `None` (colour every frame) when the groups have no repeats, so that
+    /// nothing can be told from noise.
+    pub fn marked(&self) -> Option<HashSet<Vec<u8>>> {
+        let t = self.functions.first()?;
+        let repeats = t
+            .rows
+            .first()
+            .is_some_and(|r| r.before.n() > 1 && r.after.n() > 1);
+        repeats.then(|| {
+            t.beyond_noise
+                .iter()
+                .map(|n| n.as_bytes().to_vec())
+                .collect()
+        })
+    }
+
+    /// The first group's label and the last's.
+    pub fn ends(&self) -> (&str, &str) {
+        (
+            self.groups.first().map_or("", |g| g.label.as_str()),
+            self.groups.last().map_or("", |g| g.label.as_str()),
+        )
+    }
+}
+
+/// The unit of one operation of the runs (`msg`, `req`), `op` when unknown.
+fn op_unit(groups: &[Group]) -> String {
+    groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .map(|r| r.load.unit.as_str())
+        .find(|u| !u.is_empty())
+        .unwrap_or("op")
+        .to_string()
+}
+
+/// Compares groups of runs; the first is the baseline.
+pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareError> {
+    if groups.len() < 2 {
+        return Err(CompareError::TooFew);
+    }
+    if let Some(g) = groups.iter().find(|g| g.runs.is_empty()) {
+        return Err(CompareError::Empty(g.label.clone()));
+    }
+    let rules = opts.rules;
+    let op = op_unit(groups);
+    let metas: Vec<(String, Vec<RunMeta>)> = groups
+        .iter()
+        .map(|g| (g.label.clone(), g.runs.clone()))
+        .collect();
+    let not_comparable = not_comparable(&metas);
+    let rates: Vec<Option<f64>> = groups.iter().map(|g| figures::set_rate(&g.runs)).collect();
+    let last = groups.len() - 1;
+    let counted = groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .any(|r| r.headline.throughput.is_some());
+    let mut rows = Vec::new();
+    for f in FIGURES {
+        let stats: Vec<Option<Stat>> = groups
+            .iter()
+            .map(|g| Stat::of(g.runs.iter().filter_map(|r| (f.get)(r)).collect()))
+            .collect();
+        if stats.iter().all(Option::is_none) {
+            continue;
+        }
+        let held: Vec<Option<Held>> = stats
+            .iter()
+            .zip(&rates)
+            .map(|(s, r)| match (f.kind, s, r) {
+                (figures::Kind::Rate, Some(s), Some(r)) => Some(Held::of(*r, s.median)),
+                _ => None,
+            })
+            .collect();
+        let held_at = |i: usize| held[i].as_ref().is_none_or(|h| h.held);
+        let (role, why) = figures::role(
+            f.kind,
+            rates[0],
+            rates[last],
+            (held_at(0), held_at(last)),
+            counted,
+        );
+        let base = stats[0].clone();
+        let floor = floor_of(f, base.as_ref(), &opts.history);
+        let changes = stats
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if i == 0 {
+                    return None;
+                }
+                let (b, s) = (base.as_ref()?, s.as_ref()?);
+                let mut c =
+                    verdict::decide(b, s, f.better, &rules, not_comparable.as_deref(), floor);
+                if role != Role::Outcome {
+                    // Shown, never judged.
+                    c.p = None;
+                    c.verdict = Verdict::NoChange {
+                        quiet: Quiet::WithinNoise,
+                    };
+                }
+                Some(c)
+            })
+            .collect();
+        let noise_pct = stats
+            .iter()
+            .flatten()
+            .map(Stat::spread_pct)
+            .fold(0.0, f64::max);
+        rows.push(Row {
+            key: f.key,
+            label: f.label.replace("{op}", &op),
+            unit: f.unit,
+            better: f.better,
+            role,
+            why,
+            groups: stats,
+            held,
+            changes,
+            noise_pct,
+            floor,
+        });
+    }
+    let (functions, diff) = function_tables(&groups[0], &groups[last], opts, &op)?;
+    let mut notes = Vec::new();
+    let need = smallest_group(rules.alpha);
+    let smallest = groups.iter().map(|g| g.runs.len()).min().unwrap_or(0);
+    if smallest < 2 {
+        notes.push(format!(
+            "a group has a single run: changes are shown, but noise cannot be told from them (kiln run --repeat {need})"
+        ));
+    } else if smallest < need {
+        notes.push(format!(
+            "groups of {smallest} runs can never show a change at alpha {} (smallest p {:.3}): kiln run --repeat {need}",
+            rules.alpha,
+            smallest_p(smallest, smallest)
+        ));
+    }
+    for g in groups {
+        for r in g.runs.iter().filter(|r| !r.status.complete) {
+            notes.push(format!(
+                "{}: incomplete run #{} ({})",
+                g.label,
+                r.id.unwrap_or(0),
+                r.status.reason.as_deref().unwrap_or("incomplete")
+            ));
+        }
+    }
+    if !opts.history.is_empty() {
+        notes.push(format!(
+            "noise floor between groups: {} earlier group(s) of '{}' with the same configuration; a change no larger than they moved is not told from drift",
+            opts.history.len(),
+            groups[0].label
+        ));
+    } else if smallest >= 2 {
+        notes.push(format!(
+            "no earlier group of '{}' with its configuration: drift between groups of runs (the machine's load changing from one group to the next) is not measured, only the noise within each group; run the baseline again under its name to get a noise floor",
+            groups[0].label
+        ));
+    }
+    if same_configuration(&metas) && smallest >= 2 {
+        notes.push(
+            "the groups have the same configuration (load, executable, host, tags): if nothing else changed either (an A/A check), each figure's change and its noise ± are the noise floor a real change must clear".into(),
+        );
+    }
+    notes.extend(
+        comparability(&metas)
+            .into_iter()
+            .map(|w| format!("not comparable? {w}")),
+    );
+    for t in functions.iter().filter(|t| !t.rows.is_empty()) {
+        if t.folded > 0 {
+            notes.push(format!(
+                "{}: {} thread-name and plumbing frames left out of the function table (--keep-threads keeps thread names apart)",
+                t.event, t.folded
+            ));
+        }
+    }
+    let infos: Vec<GroupInfo> = groups
+        .iter()
+        .zip(&rates)
+        .map(|(g, r)| GroupInfo {
+            label: g.label.clone(),
+            runs: g.runs.iter().filter_map(|r| r.id).collect(),
+            incomplete: g
+                .runs
+                .iter()
+                .filter(|r| !r.status.complete)
+                .map(|r| {
+                    format!(
+                        "#{} {}",
+                        r.id.unwrap_or(0),
+                        r.status.reason.as_deref().unwrap_or("incomplete")
+                    )
+                })
+                .collect(),
+            set_rate: *r,
+        })
+        .collect();
+    let overall = overall(&infos, &rows, last);
+    Ok(Comparison {
+        groups: infos,
+        rules,
+        overall,
+        rows,
+        functions,
+        notes,
+        gates: Vec::new(),
+        diff,
+    })
+}
+
+/// How far the medians of earlier groups of the baseline's configuration moved from the
+/// baseline's, for figure `f`.
+fn floor_of(f: &Figure, base: Option<&Stat>, history: &[Vec<RunMeta>]) -> Option<verdict::Floor> {
+    let base = base?.median;
+    let moves: Vec<f64> = history
+        .iter()
+        .filter_map(|g| stats::median(&g.iter().filter_map(|r| (f.get)(r)).collect::<Vec<_>>()))
+        .map(|m| stats::percent_change(base, m).abs())
+        .filter(|p| p.is_finite())
+        .collect();
+    (!moves.is_empty()).then(|| verdict::Floor {
+        pct: moves.iter().copied().fold(0.0, f64::max),
+        groups: moves.len(),
+    })
+}
+
+/// What makes runs the same configuration: the load and its options, the target
+/// executable, the host, the events and frequency, the tags (`--note` is free text and
+/// does not count). A configuration change on the server that none of these show (a
+/// setting changed with `rabbitmqctl`) is the user's to tag (`--tag tracing=on`).
+pub fn configuration(r: &RunMeta) -> String {
+    let mut tags = r.tags.clone();
+    tags.sort();
+    format!(
+        "{}\0{}\0{}\0{}\0{}\0{}\0{}\0{:?}",
+        r.load.protocol,
+        r.load.argv.join(" "),
+        r.target.exe,
+        r.target.build_id,
+        r.host,
+        r.events.join(","),
+        r.frequency,
+        tags
+    )
+}
+
+type Tables = (Vec<FunctionTable>, Option<(Profile, Profile)>);
+
+fn function_tables(
+    first: &Group,
+    last: &Group,
+    opts: &Options,
+    op: &str,
+) -> Result<Tables, CompareError> {
+    let events_of = |g: &Group| -> Vec<String> {
+        let mut e: Vec<String> = Vec::new();
+        for p in g.profiles.iter().flatten() {
+            if !e.contains(&p.event.name) {
+                e.push(p.event.name.clone());
+            }
+        }
+        e
+    };
+    let (eb, ea) = (events_of(first), events_of(last));
+    let both: Vec<&String> = eb.iter().filter(|e| ea.contains(e)).collect();
+    let wanted: Vec<String> = match &opts.event {
+        Some(e) => {
+            let found = both
+                .iter()
+                .find(|n| {
+                    n.as_str() == e
+                        || n.split(':').next() == Some(e)
+                        || (e == "cpu" && n.as_str() == "cpu-clock")
+                })
+                .ok_or_else(|| CompareError::NoEvent(e.clone()))?;
+            vec![(*found).clone()]
+        }
+        None => {
+            // CPU first, then off-CPU, each when both groups have it.
+            let mut w: Vec<String> = both
+                .iter()
+                .filter(|n| n.as_str() == "cpu-clock" || n.as_str() == "task-clock")
+                .map(|n| (*n).clone())
+                .take(1)
+                .collect();
+            w.extend(
+                both.iter()
+                    .filter(|n| n.as_str() == "offcpu")
+                    .map(|n| (*n).clone()),
+            );
+            if w.is_empty() {
+                w.extend(both.first().map(|n| (*n).clone()));
+            }
+            w
+        }
+    };
+    let pairs = |g: &Group, event: &str| -> Vec<(RunMeta, Profile)> {
+        g.runs
+            .iter()
+            .zip(&g.profiles)
+            .filter_map(|(m, ps)| {
+                ps.iter()
+                    .find(|p| p.event.name == event)
+                    .map(|p| (m.clone(), p.clone()))
+            })
+            .collect()
+    };
+    let mut tables = Vec::new();
+    let mut diff = None;
+    for event in wanted {
+        let (b, a) = (pairs(first, &event), pairs(last, &event));
+        let rb: Vec<(&RunMeta, &Profile)> = b.iter().map(|(m, p)| (m, p)).collect();
+        let ra: Vec<(&RunMeta, &Profile)> = a.iter().map(|(m, p)| (m, p)).collect();
+        if let Some((t, mb, ma)) =
+            functions::table(&event, &rb, &ra, &opts.rules, opts.functions, op)
+        {
+            if diff.is_none() {
+                diff = Some((mb, ma));
+            }
+            tables.push(t);
+        }
+    }
+    if opts.functions == 0 {
+        for t in &mut tables {
+            t.rows.clear();
+        }
+    }
+    Ok((tables, diff))
+}
+
+/// The sentence at the top.
+fn overall(groups: &[GroupInfo], rows: &[Row], last: usize) -> Overall {
+    let (a, b) = (&groups[0].label, &groups[last].label);
+    let mut worse = Vec::new();
+    let mut better = Vec::new();
+    let mut same = Vec::new();
+    let mut unsure: Vec<(String, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.role == Role::Outcome) {
+        let Some(c) = r.changes.get(last).cloned().flatten() else {
+            continue;
+        };
+        let p = c.p.map(|p| format!(" (p={p:.3})")).unwrap_or_default();
+        let pct = format!("{:+.1}%", c.percent);
+        match &c.verdict {
+            Verdict::Regressed => worse.push(format!("{} {pct}{p}", r.label)),
+            Verdict::Improved => better.push(format!("{} {pct}{p}", r.label)),
+            Verdict::NoChange { .. } => same.push(r.label.clone()),
+            Verdict::CannotTell { why } => unsure.push((r.label.clone(), why.text())),
+        }
+    }
+    let verdict = match (worse.is_empty(), better.is_empty()) {
+        (false, false) => OverallVerdict::Mixed,
+        (false, true) => OverallVerdict::Regressed,
+        (true, false) => OverallVerdict::Improved,
+        _ if !unsure.is_empty() => OverallVerdict::CannotTell,
+        _ => OverallVerdict::NoChange,
+    };
+    let word = match verdict {
+        OverallVerdict::Improved => "improved",
+        OverallVerdict::Regressed => "regressed",
+        OverallVerdict::Mixed => "mixed",
+        OverallVerdict::NoChange => "no change beyond noise",
+        OverallVerdict::CannotTell => "cannot tell",
+    };
+    let mut parts = Vec::new();
+    if !worse.is_empty() {
+        parts.push(format!("worse: {}", worse.join(", ")));
+    }
+    if !better.is_empty() {
+        parts.push(format!("better: {}", better.join(", ")));
+    }
+    if !same.is_empty() {
+        parts.push(format!("no change: {}", same.join(", ")));
+    }
+    if !unsure.is_empty() {
+        // One reason for all when they share it (one run, too few repeats).
+        let reasons: HashSet<&str> = unsure.iter().map(|(_, w)| w.as_str()).collect();
+        if reasons.len() == 1 {
+            let names: Vec<&str> = unsure.iter().map(|(n, _)| n.as_str()).collect();
+            parts.push(format!(
+                "cannot tell: {} ({})",
+                names.join(", "),
+                unsure[0].1
+            ));
+        } else {
+            let each: Vec<String> = unsure.iter().map(|(n, w)| format!("{n} ({w})")).collect();
+            parts.push(format!("cannot tell: {}", each.join(", ")));
+        }
+    }
+    // The settings: the rate, held or not.
+    if let Some(r) = rows
+        .iter()
+        .find(|r| r.key == "throughput" || r.key == "send_rate")
+    {
+        if let (Some(hb), Some(ha)) = (&r.held[0], &r.held[last]) {
+            parts.push(if hb.set == ha.set && hb.held && ha.held {
+                format!("rate {} held in both", format_value(hb.set, "/s"))
+            } else {
+                format!(
+                    "rate {} {} → {} {}",
+                    format_value(hb.set, "/s"),
+                    hb.text(),
+                    format_value(ha.set, "/s"),
+                    ha.text()
+                )
+            });
+        }
+    }
+    let line = if parts.is_empty() {
+        format!("{b} against {a}: {word}")
+    } else {
+        format!("{b} against {a}: {word}. {}", parts.join("; "))
+    };
+    Overall { verdict, line }
+}
+
+/// Why the runs cannot be compared at all: incomplete runs, other hosts.
+fn not_comparable(groups: &[(String, Vec<RunMeta>)]) -> Option<String> {
+    let all: Vec<&RunMeta> = groups.iter().flat_map(|(_, r)| r).collect();
+    let incomplete = all.iter().filter(|r| !r.status.complete).count();
+    if incomplete > 0 {
+        return Some(format!("{incomplete} incomplete run(s)"));
+    }
+    let mut hosts: Vec<&str> = all.iter().map(|r| r.host.as_str()).collect();
+    hosts.sort();
+    hosts.dedup();
+    (hosts.len() > 1).then(|| format!("runs on different hosts ({})", hosts.join(", ")))
+}
+
+/// Whether every run has the same load, events, target executable and host: an A/A
+/// comparison.
+fn same_configuration(groups: &[(String, Vec<RunMeta>)]) -> bool {
+    let all: Vec<&RunMeta> = groups.iter().flat_map(|(_, r)| r).collect();
+    all.windows(2)
+        .all(|w| configuration(w[0]) == configuration(w[1]))
+}
+
+/// What may make the runs differ besides the change: loads, events, kernels, binaries,
+/// window lengths.
+fn comparability(groups: &[(String, Vec<RunMeta>)]) -> Vec<String> {
+    let mut w = Vec::new();
+    let all: Vec<&RunMeta> = groups.iter().flat_map(|(_, r)| r).collect();
+    let mut differs = |what: &str, f: &dyn Fn(&RunMeta) -> String| {
+        let mut seen: Vec<String> = Vec::new();
+        for r in &all {
+            let v = f(r);
+            if !seen.contains(&v) {
+                seen.push(v);
+            }
+        }
+        if seen.len() > 1 {
+            w.push(format!("{what} differ: {}", seen.join(" | ")));
+        }
+    };
+    differs("load options", &|r| {
+        format!("{} {}", r.load.protocol, r.load.argv.join(" "))
+    });
+    differs("recorded events", &|r| r.events.join(","));
+    differs("sampling frequencies", &|r| format!("{} Hz", r.frequency));
+    differs("kernels", &|r| r.kernel.clone());
+    differs("target executables", &|r| {
+        if r.target.build_id.is_empty() {
+            r.target.exe.clone()
+        } else {
+            format!("{} (build id {})", r.target.exe, r.target.build_id)
+        }
+    });
+    let lens: Vec<f64> = all.iter().map(|r| r.measure.seconds()).collect();
+    if let (Some(lo), Some(hi)) = (
+        lens.iter().copied().reduce(f64::min),
+        lens.iter().copied().reduce(f64::max),
+    ) {
+        if lo > 0.0 && hi / lo > 1.2 {
+            w.push(format!(
+                "measurement windows differ: {lo:.1} s to {hi:.1} s"
+            ));
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_store::Headline;
+
+    fn run(rate: Option<f64>, throughput: f64, cpu_per_op: f64, p99: f64) -> RunMeta {
+        let mut m = RunMeta {
+            headline: Headline {
+                throughput: Some(throughput),
+                send_rate: Some(throughput),
+                cpu_per_op_us: Some(cpu_per_op),
+                p99_us: Some(p99),
+                target_cpu_s: Some(throughput * cpu_per_op / 1e6 * 10.0),
+                kiln_cpu_s: Some(1.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        m.status.complete = true;
+        m.load.rate = rate;
+        m.load.unit = "msg".into();
+        m.measure.end_ns = 10_000_000_000;
+        m
+    }
+
+    fn group(label: &str, runs: Vec<RunMeta>) -> Group {
+        Group {
+            label: label.into(),
+            runs,
+            profiles: Vec::new(),
+        }
+    }
+
+    fn row<'a>(c: &'a Comparison, key: &str) -> &'a Row {
+        c.rows.iter().find(|r| r.key == key).unwrap()
+    }
+
+    /// Two fixed rates: the rates are settings (held), total CPU is context, CPU per
+    /// message is the outcome.
+    #[test]
+    fn settings_outcomes_and_context() {
+        let a: Vec<RunMeta> = (0..4)
+            .map(|i| {
+                run(
+                    Some(5000.0),
+                    5000.0 - i as f64,
+                    40.0 + i as f64 * 0.1,
+                    900.0 + i as f64,
+                )
+            })
+            .collect();
+        let b: Vec<RunMeta> = (0..4)
+            .map(|i| {
+                run(
+                    Some(15000.0),
+                    14990.0 - i as f64,
+                    30.0 + i as f64 * 0.1,
+                    901.0 + i as f64 * 3.0,
+                )
+            })
+            .collect();
+        let c = compare(&[group("r5k", a), group("r15k", b)], &Options::default()).unwrap();
+        let tp = row(&c, "throughput");
+        assert_eq!(tp.role, Role::Setting);
+        assert!(tp.held.iter().all(|h| h.as_ref().unwrap().held));
+        assert_eq!(row(&c, "target_cpu").role, Role::Context);
+        assert_eq!(row(&c, "kiln_cpu").role, Role::Context);
+        let cpu = row(&c, "cpu_per_op");
+        assert_eq!(cpu.label, "target CPU per msg");
+        assert_eq!(cpu.changes[1].as_ref().unwrap().verdict, Verdict::Improved);
+        assert_eq!(c.overall.verdict, OverallVerdict::Improved);
+        assert!(
+            c.overall.line.starts_with(
+                "r15k against r5k: improved. better: target CPU per msg -24.9% (p=0.029)"
+            ),
+            "{}",
+            c.overall.line
+        );
+        assert!(
+            c.overall.line.contains("rate 5000/s held → 15.0k/s held"),
+            "{}",
+            c.overall.line
+        );
+    }
+
+    /// The same fixed rate, not held by the candidate: throughput is judged.
+    #[test]
+    fn a_rate_not_held_is_an_outcome() {
+        let a: Vec<RunMeta> = (0..4)
+            .map(|i| run(Some(20000.0), 19990.0 + i as f64, 40.0, 900.0))
+            .collect();
+        let b: Vec<RunMeta> = (0..4)
+            .map(|i| run(Some(20000.0), 15000.0 + i as f64, 40.0, 900.0))
+            .collect();
+        let c = compare(&[group("a", a), group("b", b)], &Options::default()).unwrap();
+        let tp = row(&c, "throughput");
+        assert_eq!(tp.role, Role::Outcome);
+        assert_eq!(
+            tp.held[1].as_ref().unwrap().text(),
+            "not held (\u{2212}25%)"
+        );
+        assert_eq!(tp.changes[1].as_ref().unwrap().verdict, Verdict::Regressed);
+        assert_eq!(row(&c, "target_cpu").role, Role::Outcome, "same set rate");
+        assert!(c.overall.line.contains("not held"), "{}", c.overall.line);
+    }
+
+    /// Single runs: every outcome is "cannot tell", and the overall line says why once.
+    #[test]
+    fn single_runs_cannot_tell() {
+        let c = compare(
+            &[
+                group("a", vec![run(None, 1000.0, 40.0, 900.0)]),
+                group("b", vec![run(None, 1389.0, 40.0, 900.0)]),
+            ],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(c.overall.verdict, OverallVerdict::CannotTell);
+        assert!(
+            c.overall.line.contains(
+                "cannot tell: throughput, send rate, latency p99, target CPU per msg (one run"
+            ),
+            "{}",
+            c.overall.line
+        );
+        assert!(c.notes[0].contains("--repeat 4"), "{:?}", c.notes);
+    }
+
+    fn profile(event: &str, unit: kiln_model::WeightUnit, lines: &[(&str, u64)]) -> Profile {
+        use kiln_model::{EventInfo, FrameKind, ThreadId, NO_TIME};
+        let mut p = Profile::new(EventInfo::new(event, unit));
+        for (s, w) in lines {
+            let f: Vec<_> = s
+                .split(';')
+                .map(|n| p.frame(n.as_bytes(), FrameKind::User))
+                .collect();
+            p.add_sample_path(&f, *w, NO_TIME, ThreadId::NONE);
+        }
+        p
+    }
+
+    /// CPU and off-CPU both recorded by both groups: a table each, off-CPU in time
+    /// blocked per operation.
+    #[test]
+    fn off_cpu_is_compared_beside_cpu() {
+        use kiln_model::WeightUnit;
+        let g = |label: &str, lock_us: u64| {
+            let runs: Vec<RunMeta> = (0..4)
+                .map(|_| {
+                    let mut m = run(Some(1000.0), 1000.0, 40.0, 900.0);
+                    m.headline.operations = Some(10_000);
+                    m
+                })
+                .collect();
+            let profiles = runs
+                .iter()
+                .map(|_| {
+                    vec![
+                        profile("cpu-clock", WeightUnit::Period, &[("main;work", 1_000_000)]),
+                        profile(
+                            "offcpu",
+                            WeightUnit::Microseconds,
+                            &[("main;lock", lock_us), ("main;read", 50_000)],
+                        ),
+                    ]
+                })
+                .collect();
+            Group {
+                label: label.into(),
+                runs,
+                profiles,
+            }
+        };
+        let c = compare(&[g("a", 100_000), g("b", 300_000)], &Options::default()).unwrap();
+        let events: Vec<&str> = c.functions.iter().map(|t| t.event.as_str()).collect();
+        assert_eq!(events, ["cpu-clock", "offcpu"]);
+        let off = &c.functions[1];
+        assert_eq!(off.unit, "us/msg");
+        assert!(off.what.starts_with("time blocked per msg"), "{}", off.what);
+        let lock = off.rows.iter().find(|r| r.name == "lock").unwrap();
+        // 100 ms blocked over 10,000 messages: 10 µs per message, then 30.
+        assert_eq!((lock.before.median, lock.after.median), (10.0, 30.0));
+        assert_eq!(lock.change.verdict, Verdict::Regressed);
+        // Ranked by change: lock and main (which holds it) moved by 20 µs, read not at all.
+        let order: Vec<&str> = off.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(order, ["lock", "main", "read"]);
+        // One event asked for: that table alone.
+        let only = compare(
+            &[g("a", 100_000), g("b", 300_000)],
+            &Options {
+                event: Some("offcpu".into()),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(only.functions.len(), 1);
+        assert!(matches!(
+            compare(
+                &[g("a", 1), g("b", 1)],
+                &Options {
+                    event: Some("page-faults".into()),
+                    ..Options::default()
+                }
+            ),
+            Err(CompareError::NoEvent(_))
+        ));
+    }
+
+    #[test]
+    fn groups_need_runs() {
+        assert!(matches!(
+            compare(
+                &[group("a", vec![run(None, 1.0, 1.0, 1.0)])],
+                &Options::default()
+            ),
+            Err(CompareError::TooFew)
+        ));
+        assert!(matches!(
+            compare(
+                &[
+                    group("a", vec![run(None, 1.0, 1.0, 1.0)]),
+                    group("b", vec![])
+                ],
+                &Options::default()
+            ),
+            Err(CompareError::Empty(_))
+        ));
+    }
+}
