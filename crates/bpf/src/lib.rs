@@ -50,6 +50,7 @@ mod load;
 pub mod offcpu;
 #[cfg(feature = "programs")]
 mod procmaps;
+#[cfg(feature = "programs")]
 mod ring;
 #[cfg(feature = "programs")]
 pub mod sampler;
@@ -57,6 +58,8 @@ pub mod unwind_table;
 
 #[cfg(feature = "programs")]
 pub use error::BpfError;
+#[cfg(feature = "programs")]
+pub use load::{ProgramCost, RunTimeStats};
 
 /// The generated skeletons, one module each (they define items of the same names).
 #[cfg(feature = "programs")]

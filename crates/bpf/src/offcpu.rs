@@ -494,6 +494,23 @@ impl OffCpuCollector {
         Ok(collector)
     }
 
+    /// What the off-CPU programs cost the machine so far (needs
+    /// [`crate::RunTimeStats`] enabled while they run): the scheduler's every switch,
+    /// and with wakers every wake-up, runs one.
+    pub fn cost(&self) -> crate::ProgramCost {
+        let p = &self.skel.progs;
+        [
+            &p.kiln_sched_switch,
+            &p.kiln_wakeup,
+            &p.kiln_fork,
+            &p.kiln_exit,
+        ]
+        .into_iter()
+        .filter(|prog| prog.autoload())
+        .map(|prog| crate::load::cost_of(std::os::fd::AsFd::as_fd(prog)))
+        .fold(crate::ProgramCost::default(), |a, b| a + b)
+    }
+
     /// Reads the blocks that ended since the last drain, oldest first per CPU.
     ///
     /// Blocks come with their stacks and snapshot. A thread of the collector moves

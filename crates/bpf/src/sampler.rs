@@ -461,6 +461,26 @@ impl Sampler {
         Ok((n, bad))
     }
 
+    /// What the sampler's programs cost the machine so far (needs
+    /// [`crate::RunTimeStats`] enabled while they run).
+    pub fn cost(&self) -> crate::ProgramCost {
+        let p = &self.skel.progs;
+        [
+            &p.kiln_sample0,
+            &p.kiln_sample1,
+            &p.kiln_sample2,
+            &p.kiln_sample3,
+            &p.kiln_tp0,
+            &p.kiln_tp1,
+            &p.kiln_tp2,
+            &p.kiln_tp3,
+        ]
+        .into_iter()
+        .filter(|prog| prog.autoload())
+        .map(|prog| load::cost_of(prog.as_fd()))
+        .fold(crate::ProgramCost::default(), |a, b| a + b)
+    }
+
     /// Counters since start, summed over CPUs.
     pub fn stats(&self) -> SamplerStats {
         let c = |i| load::percpu_counter(&self.skel.maps.counters, i);

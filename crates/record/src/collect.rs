@@ -63,6 +63,29 @@ pub struct Summary {
     /// How the stacks unwound in the kernel ended (when they were).
     #[cfg(feature = "bpf")]
     pub in_kernel: Option<crate::InKernelSummary>,
+    /// What kiln's own eBPF programs cost the machine, per program: CPU time the kernel
+    /// spent in them (on the recorded threads' behalf, outside kiln's process), and runs.
+    pub own_bpf: Vec<BpfCost>,
+}
+
+/// CPU time and runs of one of kiln's eBPF programs during a recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BpfCost {
+    /// Which program: `sampler` (stacks of perf events), `off-CPU`.
+    pub program: &'static str,
+    /// Nanoseconds of CPU spent in it.
+    pub cpu_ns: u64,
+    /// Times it ran.
+    pub runs: u64,
+}
+
+impl Summary {
+    /// The CPU time of all of kiln's eBPF programs, in nanoseconds (`None` when not
+    /// measured).
+    pub fn own_bpf_cpu_ns(&self) -> Option<u64> {
+        (!self.own_bpf.is_empty()).then(|| self.own_bpf.iter().map(|c| c.cpu_ns).sum())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

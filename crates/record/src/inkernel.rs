@@ -300,6 +300,12 @@ impl InKernel {
         self.summary.jit_edges = st.jit_edges;
         self.summary.stale_tables = st.stale_tables;
         self.summary.incomplete_tables = st.incomplete_tables;
+        let cost = self.sampler.cost();
+        c.summary.own_bpf.push(crate::collect::BpfCost {
+            program: "sampler",
+            cpu_ns: cost.run_time_ns,
+            runs: cost.runs,
+        });
         c.summary.lost += st.lost;
     }
 }

@@ -57,7 +57,7 @@ pub mod symbols;
 mod sys;
 mod unwind;
 
-pub use collect::{NamingOptions, Summary, UnnamedImage};
+pub use collect::{BpfCost, NamingOptions, Summary, UnnamedImage};
 pub use error::RecordError;
 pub use events::EventSpec;
 #[cfg(feature = "bpf")]

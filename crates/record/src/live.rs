@@ -323,6 +323,20 @@ type KernelUnwinder = crate::inkernel::InKernel;
 #[cfg(not(feature = "bpf"))]
 type KernelUnwinder = std::convert::Infallible;
 
+#[cfg(feature = "bpf")]
+type BpfStats = kiln_bpf::RunTimeStats;
+#[cfg(not(feature = "bpf"))]
+type BpfStats = std::convert::Infallible;
+
+/// Starts measuring the run time of eBPF programs; why not, as a warning of the recording.
+fn enable_bpf_stats() -> Result<BpfStats, String> {
+    #[cfg(feature = "bpf")]
+    return kiln_bpf::RunTimeStats::enable()
+        .map_err(|e| format!("kiln's own eBPF cost is not measured: {e}"));
+    #[cfg(not(feature = "bpf"))]
+    Err("kiln's own eBPF cost is not measured: built without eBPF".into())
+}
+
 /// What the loading thread hands back: the in-kernel unwinder (or why it is missing) and
 /// the off-CPU collector.
 type Loaded = (
@@ -550,6 +564,7 @@ struct Started {
     child: Option<HeldChild>,
     pids: Vec<u32>,
     loading: std::thread::JoinHandle<Loaded>,
+    bpf_stats: Option<BpfStats>,
 }
 
 impl Started {
@@ -590,6 +605,11 @@ impl Started {
             )
         });
         let (in_kernel, slots) = (plan.in_kernel, plan.slots.clone());
+        // What kiln's own eBPF programs cost is measured from before they load.
+        let mut stats_warning = None;
+        let bpf_stats = (in_kernel || offcpu.is_some())
+            .then(|| enable_bpf_stats().map_err(|e| stats_warning = Some(e)).ok())
+            .flatten();
         let loading = std::thread::Builder::new()
             .name("kiln-bpf-load".into())
             .spawn(move || load_programs(in_kernel, slots, offcpu))
@@ -620,6 +640,9 @@ impl Started {
             Ok(())
         })();
         let mut collector = Collector::live(plan.infos.clone(), opts.naming);
+        if let Some(w) = stats_warning {
+            collector.summary.warnings.push(w);
+        }
         if let Err(e) = result {
             if let Some(mut c) = child {
                 c.stop();
@@ -639,6 +662,7 @@ impl Started {
             child,
             pids,
             loading,
+            bpf_stats,
         })
     }
 
@@ -651,6 +675,7 @@ impl Started {
             mut child,
             pids,
             loading,
+            bpf_stats,
         } = self;
         let fail = |child: &mut Option<HeldChild>, e: RecordError| {
             if let Some(c) = child.as_mut() {
@@ -752,6 +777,7 @@ impl Started {
             kernel,
             offcpu,
             scratch: Scratch::default(),
+            _bpf_stats: bpf_stats,
             started: Instant::now(),
             started_ns: kiln_model::clock::monotonic_ns(),
         })
@@ -767,6 +793,8 @@ struct Running {
     kernel: Option<KernelUnwinder>,
     offcpu: Option<crate::offcpu::OffCpu>,
     scratch: Scratch,
+    /// While it lives, the kernel measures kiln's eBPF programs' run time.
+    _bpf_stats: Option<BpfStats>,
     started: Instant,
     /// CLOCK_MONOTONIC ns when sampling began.
     started_ns: u64,

@@ -163,6 +163,12 @@ impl OffCpu {
         let s = self.collector.stats();
         c.summary.offcpu_dropped_blocks = s.dropped_blocks;
         c.summary.offcpu_dropped_ns = s.dropped_ns;
+        let cost = self.collector.cost();
+        c.summary.own_bpf.push(crate::collect::BpfCost {
+            program: "off-CPU",
+            cpu_ns: cost.run_time_ns,
+            runs: cost.runs,
+        });
         c.summary.offcpu_short_blocks = s.short_blocks;
         c.summary.offcpu_blocks = s.blocks;
         c.summary.offcpu_without_waker = s.blocks_without_waker;

@@ -382,6 +382,17 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             None,
         );
     }
+    if let (Some(b), true) = (h.kiln_bpf_cpu_s, secs > 0.0) {
+        let pct = b / secs * 100.0;
+        push(
+            "kiln_bpf_cpu",
+            "kiln's eBPF programs".into(),
+            pct,
+            "%",
+            format!("{pct:.1}% of one CPU"),
+            Some("CPU the kernel spent in kiln's eBPF programs (stack walks, off-CPU blocks), on the recorded threads' time".into()),
+        );
+    }
     if let (Some(l), true) = (h.load_cpu_s, secs > 0.0) {
         let pct = l / secs * 100.0;
         push(

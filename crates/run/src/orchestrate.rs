@@ -223,6 +223,8 @@ struct Recorded {
     window: Option<(u64, u64)>,
     profiles: Vec<kiln_model::Profile>,
     warnings: Vec<String>,
+    /// CPU seconds kiln's eBPF programs used over the recording (when measured).
+    bpf_cpu_s: Option<f64>,
 }
 
 fn recorded(
@@ -249,6 +251,7 @@ fn recorded(
                 _ => reasons.push("the recording stopped early".into()),
             }
             out.warnings = headline::recording_warnings(&rec.summary);
+            out.bpf_cpu_s = rec.summary.own_bpf_cpu_ns().map(|ns| ns as f64 / 1e9);
             out.profiles = rec.profiles;
         }
         Some(Ok(Err(RecordError::NoSuchProcess(_)))) => {
@@ -454,7 +457,8 @@ fn build(
         start_ns: start,
         end_ns: end,
     };
-    let computed = headline::compute(&measure, &ticks, &sampler, &load_info, &outcome);
+    let mut computed = headline::compute(&measure, &ticks, &sampler, &load_info, &outcome);
+    computed.headline.kiln_bpf_cpu_s = rec.bpf_cpu_s;
     let mut warnings = rec.warnings;
     warnings.extend(computed.warnings);
     let mut series = vec![headline::load_series(&ticks)];

@@ -142,6 +142,11 @@ pub struct Headline {
     /// kiln's own CPU in the window (load, recorder, sampling), seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kiln_cpu_s: Option<f64>,
+    /// CPU the kernel spent in kiln's eBPF programs (stack walks of samples, off-CPU
+    /// blocks) over the recording, seconds: outside kiln's process, on the recorded
+    /// threads' time. Added in 0.2 (absent in older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kiln_bpf_cpu_s: Option<f64>,
     /// CPU of an external load command (and its children) in the window, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_cpu_s: Option<f64>,

@@ -141,6 +141,13 @@ struct pending {
 	char wcomm[16];
 	u32 waker;
 	u32 pad;
+	/* What this thread's previous block stored already: a thread that blocks
+	 * where it blocked before skips the maps' lookups (user space never
+	 * deletes stacks, and keeps every snapshot it took). */
+	u64 seen_ustack;
+	u64 seen_kstack;
+	u64 seen_snap_ustack;
+	u64 seen_snap_caller;
 };
 
 /* Finished blocks, read by user space; user space sets the size. */
@@ -229,10 +236,16 @@ struct scan_ctx {
 	u64 hash;
 };
 
-/* Is w inside one of the process's executable mappings? Binary search, 64 ranges max. */
-static __always_inline bool in_code(struct ranges *r, u64 w)
+/* Is w inside one of the process's executable mappings? Binary search, 64 ranges max.
+ * A global function: the verifier checks it once, not at every call (its unrolled
+ * search would multiply the paths of every loop that calls it). */
+__attribute__((noinline)) int in_code(struct ranges *r, u64 w)
 {
-	u32 lo = 0, hi = r->n, idx;
+	u32 lo = 0, hi, idx;
+
+	if (!r)
+		return 0;
+	hi = r->n;
 
 	if (hi > MAX_RANGES)
 		hi = MAX_RANGES;
@@ -258,14 +271,12 @@ static __always_inline bool in_code(struct ranges *r, u64 w)
 	return w < r->end[idx];
 }
 
-static long scan_word(u32 i, void *arg)
+/* One word of the scan: hashed when it points into code. Returns 1 when done. */
+static __always_inline int scan_one(struct scan_ctx *c, u64 idx)
 {
-	struct scan_ctx *c = arg;
 	u64 w;
 
-	u64 idx = i;
-
-	if (i >= c->nwords)
+	if (idx >= c->nwords || c->matched >= MAX_CODE_WORDS)
 		return 1;
 	asm volatile("%[x] &= 63" : [x] "+r"(idx)); /* SCAN_WORDS - 1, for the verifier */
 	w = c->s->words[idx];
@@ -274,7 +285,18 @@ static long scan_word(u32 i, void *arg)
 	/* FNV-1a over the 8 bytes of the word, folded into one multiply. */
 	c->hash = (c->hash ^ w) * 0x100000001b3ULL;
 	c->matched++;
-	return c->matched >= MAX_CODE_WORDS;
+	return 0;
+}
+
+/* Eight words per callback: a bpf_loop callback costs more than looking at a word. */
+static long scan_words(u32 i, void *arg)
+{
+	struct scan_ctx *c = arg;
+	u64 base = (u64)i * 8;
+
+	return scan_one(c, base) || scan_one(c, base + 1) || scan_one(c, base + 2) ||
+	       scan_one(c, base + 3) || scan_one(c, base + 4) || scan_one(c, base + 5) ||
+	       scan_one(c, base + 6) || scan_one(c, base + 7);
 }
 
 /*
@@ -286,41 +308,53 @@ static long scan_word(u32 i, void *arg)
  * executable mappings separates such callers without hashing data (which
  * would split keys per mutex address, per request...).
  */
-static __always_inline u64 caller_hash(struct scratch *s, struct ranges *r, u64 sp)
+static __always_inline u64 caller_hash(struct scratch *s, struct ranges *r, u64 sp, u64 bp)
 {
 	struct scan_ctx c = { .s = s, .r = r, .hash = 0xcbf29ce484222325ULL };
-	u32 first;
+	u32 first, want = sizeof(s->words);
 
 	if (!r)
 		return 0;
+	/* When rbp holds a frame pointer just above sp, the return addresses the
+	 * frame-pointer walk skips lie below it (above it are the frames the walk
+	 * has): scan up to that frame's return address only. */
+	if (bp > sp && bp - sp + 16 < want)
+		want = ((u32)(bp - sp) + 16 + 7) & ~7U;
 	/* Read up to the end of sp's page first: the next page may not exist. */
 	first = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
-	if (first > sizeof(s->words))
-		first = sizeof(s->words);
+	if (first > want)
+		first = want;
 	first &= ~7U;
-	if (first == 0 || bpf_probe_read_user(s->words, first, (void *)sp)) {
+	if (first == 0 || first > sizeof(s->words) ||
+	    bpf_probe_read_user(s->words, first, (void *)sp)) {
 		count(C_SCAN_ERR, 1);
 		return 0;
 	}
 	c.nwords = first / 8;
-	if (first < sizeof(s->words)) {
-		u32 rest = sizeof(s->words) - first;
+	if (first < want) {
+		u32 rest = want - first;
 
 		if (rest <= sizeof(s->words) && first < sizeof(s->words) &&
 		    !bpf_probe_read_user((u8 *)s->words + first, rest & (sizeof(s->words) - 1),
 					 (void *)(sp + first)))
-			c.nwords = SCAN_WORDS;
+			c.nwords = want / 8;
 	}
-	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
+	bpf_loop((c.nwords + 7) / 8, scan_words, &c, 0);
 	return c.hash;
 }
 
 /* Stores a stack under its hash (0 is kept for "none") unless it is there
  * already; returns the hash. */
-static __always_inline u64 store_stack(void *map, u64 hash, struct ustack_val *v, u32 err_counter)
+static __always_inline u64 store_stack(void *map, u64 hash, struct ustack_val *v, u32 err_counter,
+				       u64 *seen)
 {
 	if (hash == 0)
 		hash = 1;
+	if (seen) {
+		if (*seen == hash)
+			return hash;
+		*seen = hash;
+	}
 	if (!bpf_map_lookup_elem(map, &hash)) {
 		long err = bpf_map_update_elem(map, &hash, v, BPF_NOEXIST);
 
@@ -337,9 +371,10 @@ struct ips_ctx {
 	u64 hash;
 };
 
-static long keep_ip(u32 i, void *arg)
+/* One ip of the user stack: kept (and hashed) while it returns into code.
+ * Returns 1 when the stack ends. */
+static __always_inline int keep_one(struct ips_ctx *c, u64 i)
 {
-	struct ips_ctx *c = arg;
 	u64 idx = i, ip;
 
 	if (i >= c->n)
@@ -354,12 +389,23 @@ static long keep_ip(u32 i, void *arg)
 	return 0;
 }
 
+/* Eight ips per callback: a bpf_loop callback costs more than an ip. */
+static long keep_ips(u32 i, void *arg)
+{
+	struct ips_ctx *c = arg;
+	u64 base = (u64)i * 8;
+
+	return keep_one(c, base) || keep_one(c, base + 1) || keep_one(c, base + 2) ||
+	       keep_one(c, base + 3) || keep_one(c, base + 4) || keep_one(c, base + 5) ||
+	       keep_one(c, base + 6) || keep_one(c, base + 7);
+}
+
 /*
  * Frame-pointer walk of the user stack, cut at the first return address that
  * is not in an executable mapping (the walk has left real frames there), and
  * stored under its hash. Returns the hash, 0 if there is no stack.
  */
-static __always_inline u64 user_stack(void *ctx, struct scratch *s, struct ranges *r)
+static __always_inline u64 user_stack(void *ctx, struct scratch *s, struct ranges *r, u64 *seen)
 {
 	struct ips_ctx c = { .s = s, .r = r, .hash = 0xcbf29ce484222325ULL };
 	long bytes;
@@ -371,8 +417,8 @@ static __always_inline u64 user_stack(void *ctx, struct scratch *s, struct range
 	}
 	c.n = bytes / sizeof(u64);
 	s->ustack.len = 0;
-	bpf_loop(MAX_STACK_DEPTH, keep_ip, &c, 0);
-	return store_stack(&ustacks, c.hash, &s->ustack, C_USTACK_ERR);
+	bpf_loop((MAX_STACK_DEPTH + 7) / 8, keep_ips, &c, 0);
+	return store_stack(&ustacks, c.hash, &s->ustack, C_USTACK_ERR, seen);
 }
 
 /* Copy up to user_stack_bytes of the stack from sp upwards, page by page:
@@ -404,12 +450,19 @@ static __always_inline u32 copy_stack(struct scratch *s, u64 sp)
 	return got;
 }
 
-static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u64 ip, u64 sp, u64 bp)
+static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u64 ip, u64 sp, u64 bp,
+				     struct pending *seen)
 {
 	struct snap_key sk = { .tgid = key->tgid, .ustack = key->ustack, .caller_hash = key->caller_hash };
 	long err;
 	u8 one = 1;
 
+	if (seen) {
+		if (seen->seen_snap_ustack == key->ustack && seen->seen_snap_caller == key->caller_hash)
+			return;
+		seen->seen_snap_ustack = key->ustack;
+		seen->seen_snap_caller = key->caller_hash;
+	}
 	if (bpf_map_lookup_elem(&snapped, &sk))
 		return;
 	s->hdr.ip = ip;
@@ -469,9 +522,9 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 			ip = BPF_CORE_READ(regs, ip);
 			sp = BPF_CORE_READ(regs, sp);
 			bp = BPF_CORE_READ(regs, bp);
-			p->key.ustack = user_stack(ctx, s, r);
-			p->key.caller_hash = caller_hash(s, r, sp);
-			snapshot(s, &p->key, ip, sp, bp);
+			p->key.ustack = user_stack(ctx, s, r, &p->seen_ustack);
+			p->key.caller_hash = caller_hash(s, r, sp, bp);
+			snapshot(s, &p->key, ip, sp, bp, p);
 		} else {
 			count(C_SNAP_ERR, 1);
 		}
@@ -479,21 +532,18 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 	p->ts = bpf_ktime_get_ns();
 }
 
-struct hash_ctx {
-	struct ustack_val *st;
-	u64 hash;
-};
-
-static long hash_ip(u32 i, void *arg)
+/* FNV-1a over a stack's addresses. An open loop, not bpf_loop: a callback per
+ * frame costs more than the hash. */
+static __always_inline u64 hash_stack(struct ustack_val *st)
 {
-	struct hash_ctx *c = arg;
-	u64 idx = i;
+	u64 hash = 0xcbf29ce484222325ULL;
 
-	if (i >= c->st->len)
-		return 1;
-	asm volatile("%[x] &= 127" : [x] "+r"(idx)); /* MAX_STACK_DEPTH, for the verifier */
-	c->hash = (c->hash ^ c->st->ips[idx]) * 0x100000001b3ULL;
-	return 0;
+	for (int i = 0; i < MAX_STACK_DEPTH; i++) {
+		if (i >= st->len)
+			break;
+		hash = (hash ^ st->ips[i]) * 0x100000001b3ULL;
+	}
+	return hash;
 }
 
 /*
@@ -503,11 +553,10 @@ static long hash_ip(u32 i, void *arg)
  * the walk (the largest part of the cost) for blocks shorter than
  * min_block_ns. Stored under its hash; returns the hash, 0 if none.
  */
-static __always_inline u64 kernel_stack(struct task_struct *task)
+static __always_inline u64 kernel_stack(struct task_struct *task, u64 *seen)
 {
 	u32 cpu = bpf_get_smp_processor_id();
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
-	struct hash_ctx c = { .hash = 0xcbf29ce484222325ULL };
 	long bytes;
 
 	if (!s)
@@ -518,9 +567,7 @@ static __always_inline u64 kernel_stack(struct task_struct *task)
 		return 0;
 	}
 	s->kstack.len = bytes / sizeof(u64);
-	c.st = &s->kstack;
-	bpf_loop(MAX_STACK_DEPTH, hash_ip, &c, 0);
-	return store_stack(&kstacks, c.hash, &s->kstack, C_KSTACK_ERR);
+	return store_stack(&kstacks, hash_stack(&s->kstack), &s->kstack, C_KSTACK_ERR, seen);
 }
 
 static __always_inline void on_wake(struct task_struct *next)
@@ -539,7 +586,7 @@ static __always_inline void on_wake(struct task_struct *next)
 		count(C_SHORT, 1);
 		return;
 	}
-	p->key.kstack = kernel_stack(next);
+	p->key.kstack = kernel_stack(next, &p->seen_kstack);
 	b = bpf_ringbuf_reserve(&blocks, sizeof(*b), 0);
 	if (!b) {
 		count(C_RING_FULL, 1);
@@ -588,7 +635,6 @@ int BPF_PROG(kiln_wakeup, struct task_struct *p)
 	struct pending *pd = bpf_task_storage_get(&pend, p, 0, 0);
 	struct task_struct *cur;
 	struct scratch *s;
-	struct hash_ctx c = { .hash = 0xcbf29ce484222325ULL };
 	u32 cpu, flags, wtgid;
 	long bytes;
 
@@ -612,9 +658,7 @@ int BPF_PROG(kiln_wakeup, struct task_struct *p)
 	bytes = bpf_get_stack(ctx, s->kstack.ips, MAX_STACK_DEPTH * sizeof(u64), 0);
 	if (bytes > 0) {
 		s->kstack.len = bytes / sizeof(u64);
-		c.st = &s->kstack;
-		bpf_loop(MAX_STACK_DEPTH, hash_ip, &c, 0);
-		pd->wkey.kstack = store_stack(&kstacks, c.hash, &s->kstack, C_KSTACK_ERR);
+		pd->wkey.kstack = store_stack(&kstacks, hash_stack(&s->kstack), &s->kstack, C_KSTACK_ERR, 0);
 	}
 	if (wtgid != 0 && !(flags & PF_KTHREAD)) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(cur);
@@ -624,9 +668,9 @@ int BPF_PROG(kiln_wakeup, struct task_struct *p)
 			u64 ip = BPF_CORE_READ(regs, ip), sp = BPF_CORE_READ(regs, sp),
 			    bp = BPF_CORE_READ(regs, bp);
 
-			pd->wkey.ustack = user_stack(ctx, s, r);
-			pd->wkey.caller_hash = caller_hash(s, r, sp);
-			snapshot(s, &pd->wkey, ip, sp, bp);
+			pd->wkey.ustack = user_stack(ctx, s, r, 0);
+			pd->wkey.caller_hash = caller_hash(s, r, sp, bp);
+			snapshot(s, &pd->wkey, ip, sp, bp, 0);
 		}
 	}
 	pd->waker = WAKER_SEEN;

@@ -446,6 +446,29 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
             );
         }
     }
+    if let Some(ns) = s.own_bpf_cpu_ns() {
+        let secs = (rec.sampling.1.saturating_sub(rec.sampling.0)) as f64 / 1e9;
+        let per: Vec<String> = s
+            .own_bpf
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:.3} s in {} runs ({:.0} ns each)",
+                    c.program,
+                    c.cpu_ns as f64 / 1e9,
+                    c.runs,
+                    c.cpu_ns as f64 / c.runs.max(1) as f64
+                )
+            })
+            .collect();
+        eprintln!(
+            "kiln record: kiln's eBPF programs used {:.3} s of CPU in the kernel ({:.1}% of one CPU over {:.1} s): {}",
+            ns as f64 / 1e9,
+            if secs > 0.0 { ns as f64 / 1e9 / secs * 100.0 } else { 0.0 },
+            secs,
+            per.join(", ")
+        );
+    }
     if let Some(st) = rec.exit_status {
         if !st.success() {
             eprintln!("kiln record: the command exited with {st}");

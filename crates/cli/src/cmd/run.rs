@@ -510,7 +510,14 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     }
     let mut own = Vec::new();
     if let Some(k) = h.kiln_cpu_s {
-        own.push(format!("kiln CPU {:.1}%", k / secs * 100.0));
+        own.push(match h.kiln_bpf_cpu_s {
+            Some(b) => format!(
+                "kiln CPU {:.1}% (+ {:.1}% in its eBPF programs, in the kernel)",
+                k / secs * 100.0,
+                b / secs * 100.0
+            ),
+            None => format!("kiln CPU {:.1}%", k / secs * 100.0),
+        });
     }
     if let Some(l) = h.load_cpu_s {
         own.push(format!("load command CPU {:.1}%", l / secs * 100.0));

@@ -207,6 +207,15 @@ pub const FIGURES: &[Figure] = &[
         get: |m| pct_of_window(m, hl(m).kiln_cpu_s),
     },
     Figure {
+        key: "kiln_bpf_cpu",
+        aliases: &[],
+        label: "kiln eBPF CPU",
+        unit: "%",
+        better: Better::Lower,
+        kind: Kind::Context,
+        get: |m| pct_of_window(m, hl(m).kiln_bpf_cpu_s),
+    },
+    Figure {
         key: "machine_busy",
         aliases: &[],
         label: "machine busy",
