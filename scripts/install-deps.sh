@@ -7,7 +7,7 @@ set -euo pipefail
 need_apt=()
 pkgs=(build-essential pkg-config curl linux-perf clang llvm libbpf-dev libelf-dev zlib1g-dev
       bpftool rabbitmq-server erlang-nox chromium mosquitto mosquitto-clients hyperfine time python3
-      make linux-libc-dev binutils util-linux nginx wrk debuginfod postgresql)
+      make linux-libc-dev binutils util-linux nginx wrk debuginfod postgresql bpftrace)
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
