@@ -666,3 +666,78 @@ fn mmap_weighs_bytes_and_counts_calls_with_count_samples() {
         .success()
         .stderr(predicate::str::contains("add --count-samples"));
 }
+
+/// Off-CPU time of an idle RabbitMQ is its runtime waiting for work (schedulers, aux and
+/// poller threads): --drop-idle leaves it out in one step and says how much it left out,
+/// while a lock wait of a C program stays.
+#[test]
+fn drop_idle_leaves_out_runtime_idle_waiting_and_says_so() {
+    let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
+    let beam = broker.beam_pid().expect("broker pid").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("idle.kiln");
+    kiln()
+        .args(["record", "-p", &beam, "-e", "offcpu", "-d", "2", "-o"])
+        .arg(&rec)
+        .assert()
+        .success();
+    let total = |args: &[&str]| -> (u64, String) {
+        let out = kiln()
+            .arg("collapse")
+            .args(args)
+            .arg(&rec)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let sum = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum();
+        (sum, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (all, _) = total(&[]);
+    let (busy, said) = total(&["--drop-idle"]);
+    assert!(all > 0, "an idle broker's threads block");
+    assert!(
+        busy * 10 < all,
+        "idle waiting should be nearly all of an idle broker's off-CPU time: {busy} of {all} left"
+    );
+    assert!(said.contains("of idle waiting by --drop-idle"), "{said}");
+
+    // A lock wait is no idle waiting.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bpf/tests/programs/mutex.c");
+    let exe = kiln_testkit::build_c(dir.path(), &src, "mutex", &["-O1", "-pthread"]);
+    let rec = dir.path().join("lock.kiln");
+    let mut child = std::process::Command::new(&exe)
+        .args(["4", "200", "2000"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let mut stdin = child.stdin.take().unwrap();
+    let rec_cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["record", "-p", &pid, "-e", "offcpu", "-d", "2", "-o"])
+        .arg(&rec)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    use std::io::Write as _;
+    let _ = stdin.write_all(b"go\ngo\n");
+    let out = rec_cmd.wait_with_output().unwrap();
+    assert!(out.status.success());
+    drop(stdin);
+    child.kill().ok();
+    child.wait().ok();
+    let out = kiln()
+        .args(["collapse", "--drop-idle"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(|l| l.contains("lock_via_") && l.contains("pthread_mutex_lock")),
+        "the lock waits stay: {text}"
+    );
+}

@@ -42,6 +42,7 @@ pub mod stop;
 mod strings;
 mod threads;
 pub mod transform;
+pub mod waits;
 
 pub use error::ModelError;
 pub use folded::{FoldedOptions, FoldedWriter};

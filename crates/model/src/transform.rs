@@ -161,6 +161,10 @@ pub struct Transforms {
     /// period) counted in calls, blocks, samples. Profiles that already count samples
     /// keep their weights (a folded line's count is its samples). Default: false.
     pub count_samples: bool,
+    /// Remove off-CPU samples of runtimes' idle threads waiting for work
+    /// ([`crate::waits::WaitReason::Idle`]: the BEAM's idle schedulers, aux and poller
+    /// threads, Go's idle Ms); counted in [`TransformStats::idle`]. Default: false.
+    pub drop_idle: bool,
 }
 
 /// What a transform did to the samples.
@@ -174,12 +178,14 @@ pub struct TransformStats {
     pub emptied: (u64, u64),
     /// Samples removed because they lack a label of `focus_labels` (count, weight).
     pub unlabeled: (u64, u64),
+    /// Samples removed by `drop_idle`: idle waiting (count, weight).
+    pub idle: (u64, u64),
 }
 
 impl TransformStats {
     /// Total number of samples removed.
     pub fn removed(&self) -> u64 {
-        self.dropped.0 + self.unfocused.0 + self.emptied.0 + self.unlabeled.0
+        self.dropped.0 + self.unfocused.0 + self.emptied.0 + self.unlabeled.0 + self.idle.0
     }
 }
 
@@ -204,6 +210,7 @@ impl Transforms {
             && !self.strip_addresses
             && self.focus_labels.is_empty()
             && !self.count_samples
+            && !self.drop_idle
     }
 
     fn rename<'a>(&self, name: &'a [u8], root: bool) -> Cow<'a, [u8]> {
@@ -330,6 +337,14 @@ impl Transforms {
         }
 
         let mut stats = TransformStats::default();
+        let idle: Vec<bool> = if self.drop_idle {
+            crate::waits::stack_reasons(p)
+                .into_iter()
+                .map(|r| r == crate::waits::WaitReason::Idle)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let s = &p.samples;
         for k in 0..s.len() {
             let i = s.stack[k].0 as usize;
@@ -341,6 +356,8 @@ impl Transforms {
             let labels = s.label_set(k);
             if !label_ok.get(labels.0 as usize).copied().unwrap_or(true) {
                 bump(&mut stats.unlabeled);
+            } else if idle.get(i).copied().unwrap_or(false) {
+                bump(&mut stats.idle);
             } else if dropped[i] {
                 bump(&mut stats.dropped);
             } else if self.focus.is_some() && !focused[i] {

@@ -37,6 +37,7 @@
 //! kernel (system calls by family, softirq, page faults, idle). Their patterns name
 //! runtime-specific functions, so they rarely meet; where they do, the same category
 //! name (`I/O polling (poll/epoll)`) joins them.
+use kiln_model::waits::{self, WaitReason};
 use kiln_model::{FrameKind, Profile, Quantity, StackId, ThreadId, NO_TIME};
 use regex::{Regex, RegexSet};
 use serde::Serialize;
@@ -507,7 +508,14 @@ pub fn categorise(
     let c = Compiled::new(rules)?;
     let other = c.categories.len();
     let other_kernel = other + 1;
-    let n_cat = other + 2;
+    // Off-CPU time goes by why it waited (kiln_model::waits), after the rules' categories.
+    let reasons_at = other + 2;
+    let n_cat = reasons_at + WaitReason::ALL.len();
+    let is_offcpu = {
+        let e = p.event.name.to_ascii_lowercase();
+        e.contains("offcpu") || e.contains("off-cpu") || e.contains("sched_switch")
+    };
+    let wait_reasons = is_offcpu.then(|| waits::stack_reasons(p));
 
     // Category of each frame (None: no rule), then of each stack: its own frame's, else
     // its parent's (parents come before children in the stack table).
@@ -558,10 +566,6 @@ pub fn categorise(
         Quantity::Time { ns_per_unit } => (Some(ns_per_unit as f64), true),
         _ => (None, false),
     };
-    let is_offcpu = {
-        let e = p.event.name.to_ascii_lowercase();
-        e.contains("offcpu") || e.contains("off-cpu") || e.contains("sched_switch")
-    };
     let unit = match (ns_per_weight, is_offcpu) {
         (Some(_), true) => "threads",
         (Some(_), false) => "% of one CPU",
@@ -581,11 +585,21 @@ pub fn categorise(
         }
         let st = p.samples.stack[i];
         let th = p.samples.thread[i];
-        let cat = (th != ThreadId::NONE)
-            .then(|| thread_cat.get(th.0 as usize).copied().flatten())
-            .flatten()
-            .or_else(|| stack_cat.get(st.0 as usize).copied().flatten())
-            .unwrap_or(if leaf_kernel(st) { other_kernel } else { other });
+        let cat = match &wait_reasons {
+            Some(r) => {
+                let reason = r.get(st.0 as usize).copied().unwrap_or(WaitReason::Other);
+                reasons_at
+                    + WaitReason::ALL
+                        .iter()
+                        .position(|&x| x == reason)
+                        .unwrap_or(0)
+            }
+            None => (th != ThreadId::NONE)
+                .then(|| thread_cat.get(th.0 as usize).copied().flatten())
+                .flatten()
+                .or_else(|| stack_cat.get(st.0 as usize).copied().flatten())
+                .unwrap_or(if leaf_kernel(st) { other_kernel } else { other }),
+        };
         let w = p.samples.weight[i] as f64;
         let len = if spans {
             w * ns_per_weight.unwrap_or(1.0)
@@ -633,14 +647,17 @@ pub fn categorise(
     let mut names = c.categories.clone();
     names.push("other".into());
     names.push("other (kernel)".into());
-    // Largest first, the two "other"s last; empty categories dropped.
-    let mut order: Vec<usize> = (0..other).filter(|&i| totals[i] > 0.0).collect();
+    names.extend(WaitReason::ALL.iter().map(|r| r.name().to_string()));
+    // Largest first, the "other"s last; empty categories dropped.
+    let (firsts, lasts) = if is_offcpu {
+        let last = reasons_at + WaitReason::ALL.len() - 1;
+        ((reasons_at..last).collect::<Vec<_>>(), vec![last])
+    } else {
+        ((0..other).collect(), vec![other, other_kernel])
+    };
+    let mut order: Vec<usize> = firsts.into_iter().filter(|&i| totals[i] > 0.0).collect();
     order.sort_by(|&a, &b| totals[b].total_cmp(&totals[a]).then(a.cmp(&b)));
-    order.extend(
-        [other, other_kernel]
-            .into_iter()
-            .filter(|&i| totals[i] > 0.0),
-    );
+    order.extend(lasts.into_iter().filter(|&i| totals[i] > 0.0));
     Ok(Some(CategorySeries {
         event: p.event.name.clone(),
         unit: unit.to_string(),
@@ -813,15 +830,17 @@ mod tests {
     #[test]
     fn blocks_are_spread_over_the_intervals_they_cover() {
         let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Nanoseconds));
-        let f = p.frame(b"__x64_sys_futex", K);
+        let lock = p.frame(b"___pthread_mutex_lock", FrameKind::User);
+        let f = p.frame(b"futex_do_wait", K);
         let th = p.thread(Some(1), Some(1), b"t");
         // A 1.5 s block from 0.5 s: half a second in the first interval, one in the second.
-        p.add_sample_path(&[f], 1_500_000_000, 500_000_000, th);
+        // Off-CPU time goes by why it waited: here a lock.
+        p.add_sample_path(&[lock, f], 1_500_000_000, 500_000_000, th);
         let s = categorise(&p, &Rules::builtin(), &[0, 1_000_000_000, 2_000_000_000], 0)
             .unwrap()
             .unwrap();
         assert_eq!(s.unit, "threads");
-        assert_eq!(s.names, ["syscall: futex (locks, sleeping)"]);
+        assert_eq!(s.names, ["lock"]);
         assert!((s.values[0][0] - 0.5).abs() < 1e-9, "{:?}", s.values);
         assert!((s.values[0][1] - 1.0).abs() < 1e-9, "{:?}", s.values);
         assert!(matches("^a", "abc"));

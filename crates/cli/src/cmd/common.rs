@@ -64,6 +64,13 @@ pub struct TransformArgs {
     /// Example: kiln flamegraph --event-filter mmap --count-samples run:before -o calls.svg
     #[arg(long)]
     pub count_samples: bool,
+
+    /// Leave out off-CPU time of runtimes' idle threads waiting for work (the BEAM's
+    /// idle schedulers, aux and poller threads; Go's idle Ms and sysmon): what is left
+    /// is waiting in the work (locks, I/O, sleeps, polls). The time left out is counted
+    /// and reported. Example: kiln flamegraph --event-filter offcpu --drop-idle run:before -o off.html
+    #[arg(long)]
+    pub drop_idle: bool,
 }
 
 impl TransformArgs {
@@ -95,6 +102,7 @@ impl TransformArgs {
             strip_offsets: self.strip_offsets,
             strip_addresses: self.strip_addresses,
             count_samples: self.count_samples,
+            drop_idle: self.drop_idle,
             focus_labels: self
                 .focus_label
                 .iter()
@@ -337,6 +345,14 @@ pub fn apply_transforms(
         let mut parts = Vec::new();
         if st.dropped.0 > 0 {
             parts.push(format!("{} by --drop-samples", st.dropped.0));
+        }
+        if st.idle.0 > 0 {
+            parts.push(format!(
+                "{} of idle waiting by --drop-idle ({} of {})",
+                st.idle.0,
+                p.event.quantity().format_value(st.idle.1 as f64),
+                p.event.name
+            ));
         }
         if st.unfocused.0 > 0 {
             parts.push(format!("{} outside --focus", st.unfocused.0));

@@ -551,6 +551,10 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         );
     }
     for p in &run.profiles {
+        if p.event.name == "offcpu" {
+            offcpu_summary(&mut s, p, &m.name);
+            continue;
+        }
         let top = top_functions(p, 8);
         if top.is_empty() {
             continue;
@@ -570,6 +574,98 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         m.id.unwrap_or(0)
     );
     s
+}
+
+/// Off-CPU time by why it waited, then the top functions of what is not idle waiting
+/// (runtimes' idle threads block all the time the server is not busy: left out, and said).
+fn offcpu_summary(s: &mut String, p: &kiln_model::Profile, run_name: &str) {
+    use kiln_model::waits::{stack_reasons, WaitReason};
+    use std::fmt::Write as _;
+    let reasons = stack_reasons(p);
+    let mut by_reason = [0u128; WaitReason::ALL.len()];
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        let r = reasons
+            .get(st.0 as usize)
+            .copied()
+            .unwrap_or(WaitReason::Other);
+        let i = WaitReason::ALL.iter().position(|&x| x == r).unwrap_or(0);
+        by_reason[i] += w as u128;
+    }
+    let total: u128 = by_reason.iter().sum();
+    if total == 0 {
+        return;
+    }
+    let q = p.event.quantity();
+    let parts: Vec<String> = WaitReason::ALL
+        .iter()
+        .zip(by_reason)
+        .filter(|(_, w)| *w > 0)
+        .map(|(r, w)| {
+            format!(
+                "{} {} ({:.1}%)",
+                r.name(),
+                q.format_value(w as f64),
+                w as f64 * 100.0 / total as f64
+            )
+        })
+        .collect();
+    let _ = writeln!(s, "  off-CPU by reason: {}", parts.join(", "));
+    let t = kiln_model::transform::Transforms {
+        drop_idle: true,
+        ..Default::default()
+    };
+    let (busy, _) = t.apply(p);
+    let top = top_waiters(&busy, 8);
+    if top.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "  where threads waited (offcpu, the code above the wait; idle waiting left out: kiln flamegraph --event-filter offcpu --drop-idle run:{run_name}):"
+    );
+    for (name, share) in top {
+        let _ = writeln!(s, "    {share:5.1}%  {name}");
+    }
+}
+
+/// The code that waited, by weight: for each off-CPU stack, the frame nearest the leaf
+/// that is neither the kernel's nor a waiting primitive (`pthread_mutex_lock`, `epoll_wait`,
+/// `syscall`): the function that blocked, as shares of the profile.
+fn top_waiters(p: &kiln_model::Profile, n: usize) -> Vec<(String, f64)> {
+    let mut by_name: std::collections::HashMap<String, u128> = Default::default();
+    let mut total = 0u128;
+    let mut path = Vec::new();
+    let mut waiter: Vec<Option<String>> = vec![None; p.stacks.len()];
+    let mut done = vec![false; p.stacks.len()];
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        let i = st.0 as usize;
+        if !done[i] {
+            path.clear();
+            p.stacks.path_into(st, &mut path);
+            waiter[i] = path.iter().rev().find_map(|&f| {
+                let frame = p.frames.get(f);
+                let name = String::from_utf8_lossy(p.strings.get(frame.name));
+                (frame.kind != kiln_model::FrameKind::Kernel
+                    && frame.kind != kiln_model::FrameKind::Root
+                    && !kiln_model::waits::is_wait_primitive(&name))
+                .then(|| name.into_owned())
+            });
+            done[i] = true;
+        }
+        total += w as u128;
+        if let Some(name) = &waiter[i] {
+            *by_name.entry(name.clone()).or_default() += w as u128;
+        }
+    }
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut v: Vec<(String, u128)> = by_name.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.into_iter()
+        .take(n)
+        .map(|(name, w)| (name, w as f64 * 100.0 / total as f64))
+        .collect()
 }
 
 /// The functions with the most self weight, as shares of the profile.

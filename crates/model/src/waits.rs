@@ -1,0 +1,249 @@
+//! Why a thread was off CPU: the reason a blocked stack waited, read from its frames.
+//!
+//! An off-CPU profile of a server holds every second every thread spent blocked, and
+//! most of it is no news: a runtime's idle threads waiting for work (the BEAM's dirty
+//! schedulers, aux and poller threads, Go's idle Ms, the sysmon) block all the time the
+//! server is not busy. What the engineer looks for — a lock, a disk, a sleep in the
+//! request path — is a small share beside them. This module tells the reasons apart so
+//! that idle waiting can be left out in one step (`--drop-idle`), counted, and the rest
+//! shown by reason.
+//!
+//! ## Rules
+//!
+//! A stack is read from the root towards the leaf. The first frame that belongs to a
+//! runtime's idle loop (`erts_schedule` waiting in `ethr_event_twait`, the BEAM's I/O
+//! poll `erts_check_io`, Go's `runtime.findRunnable`, `runtime.sysmon`) makes it
+//! [`WaitReason::Idle`] unless a lock frame comes after it (a scheduler that blocks on a
+//! mutex while looking for work waits for the lock, not for work). Otherwise the frame
+//! nearest the leaf that names a kind of wait decides: a lock, disk or page I/O, a
+//! sleep, an event poll, another futex wait (a condition variable, an event).
+use crate::Profile;
+use regex::RegexSet;
+use std::sync::OnceLock;
+
+/// Why a blocked stack waited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum WaitReason {
+    /// A runtime's idle thread waiting for work (no load-related work in it).
+    Idle,
+    /// A lock held by another thread (pthread/BEAM/Go mutexes, kernel locks).
+    Lock,
+    /// Disk, page-in or block I/O.
+    Io,
+    /// A sleep the code asked for (nanosleep, usleep, timers).
+    Sleep,
+    /// Waiting for events on file descriptors (epoll, poll, select), or network reads.
+    Poll,
+    /// A futex wait that is not a lock: a condition variable, an event, a semaphore.
+    Futex,
+    /// Anything else.
+    Other,
+}
+
+impl WaitReason {
+    /// Every reason, in the order reports list them.
+    pub const ALL: [WaitReason; 7] = [
+        WaitReason::Idle,
+        WaitReason::Lock,
+        WaitReason::Io,
+        WaitReason::Sleep,
+        WaitReason::Poll,
+        WaitReason::Futex,
+        WaitReason::Other,
+    ];
+
+    /// A short name for tables and legends.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitReason::Idle => "idle (runtime waiting for work)",
+            WaitReason::Lock => "lock",
+            WaitReason::Io => "disk and page I/O",
+            WaitReason::Sleep => "sleep",
+            WaitReason::Poll => "event poll and network",
+            WaitReason::Futex => "condition or event (futex)",
+            WaitReason::Other => "other",
+        }
+    }
+}
+
+/// Frames of runtimes' idle loops.
+const IDLE: &[&str] = &[
+    // BEAM: a scheduler with nothing to run sleeps in scheduler_wait (static; reached
+    // from erts_schedule); the poller, aux and scheduler threads poll for I/O.
+    r"^(scheduler_wait|erts_check_io\w*|erts_poll_wait\w*|aux_thread|erts_sys_main_thread)$",
+    // Go: an M with no goroutine to run, the network poller when idle, sysmon.
+    r"^runtime\.(findRunnable|findrunnable|stopm|sysmon|templateThread)$",
+    // JVM: idle worker gangs and the periodic task thread.
+    r"^(WorkerThread::run|GangWorker::loop|WatcherThread::sleep|WorkerThreads::\w+)",
+];
+
+/// The BEAM's scheduler loop: idle when it waits for an event directly (no lock frame
+/// after it); `scheduler_wait` is static in Debian's stripped beam.smp, so the wait
+/// functions it calls stand for it.
+const BEAM_SCHEDULER: &str = r"^erts_schedule$";
+const BEAM_EVENT_WAIT: &str = r"^(ethr_event_twait|ethr_event_wait)$";
+
+const LOCK: &[&str] = &[
+    r"^(_{0,3}pthread_mutex_(timed)?lock\w*|__lll_lock_wait\w*|pthread_rwlock_\w*lock|__pthread_rwlock_\w+|lll_lock_wait)$",
+    r"^(erts_proc_lock_failed|ethr_mutex_lock\w*|ethr_rwmutex_\w*lock\w*|erts_mtx_lock\w*|erts_rwmtx_\w*lock\w*)$",
+    r"^(sync\.\(\*(Mutex|RWMutex)\)\.\w*[Ll]ock\w*|runtime\.lock2|runtime\.lockWithRank|runtime\.semacquire\w*|sync\.runtime_Semacquire\w*)$",
+    r"^(ObjectMonitor::enter\w*|Mutex::lock\w*|Monitor::lock\w*)",
+    r"^(__mutex_lock\w*|mutex_lock\w*|rwsem_down_\w+|down_read\w*|down_write\w*|__down\w*|rt_mutex_\w+)$",
+];
+
+const IO: &[&str] = &[
+    r"^(io_schedule\w*|folio_wait_bit\w*|folio_wait_\w+|wait_on_page_bit\w*|__folio_lock\w*|submit_bio_wait|blk_mq_\w+|wait_for_completion_io\w*|jbd2_\w+|ext4_sync_file|xfs_file_fsync|bit_wait_io|__wait_on_buffer|filemap_fault|do_read_cache_\w+)$",
+];
+
+const SLEEP: &[&str] = &[
+    r"^(do_nanosleep|hrtimer_nanosleep|common_nsleep|__x64_sys_nanosleep|__x64_sys_clock_nanosleep|msleep\w*|usleep_range\w*|schedule_timeout_\w*interruptible)$",
+    r"^(nanosleep|__nanosleep|clock_nanosleep|__clock_nanosleep\w*|usleep|sleep|runtime\.usleep|time\.Sleep)$",
+];
+
+const POLL: &[&str] = &[
+    r"^(do_epoll_wait|ep_poll|do_sys_poll|do_select|core_sys_select|poll_schedule_timeout\w*|sk_wait_data|inet_csk_accept|wait_woken|unix_stream_read_generic|pipe_read|pipe_write|tcp_recvmsg\w*|sock_recvmsg)$",
+    r"^(epoll_wait|epoll_pwait2?|__GI_ppoll|ppoll|poll|__poll|select|pselect|runtime\.netpoll\w*|internal/poll\.\w+)$",
+];
+
+const FUTEX: &[&str] =
+    &[r"^(futex_wait\w*|futex_do_wait|__futex_wait|futex_wait_queue\w*|do_futex)$"];
+
+struct Compiled {
+    idle: RegexSet,
+    beam_scheduler: regex::Regex,
+    beam_event_wait: regex::Regex,
+    lock: RegexSet,
+    io: RegexSet,
+    sleep: RegexSet,
+    poll: RegexSet,
+    futex: RegexSet,
+}
+
+fn compiled() -> &'static Compiled {
+    static C: OnceLock<Compiled> = OnceLock::new();
+    C.get_or_init(|| {
+        let set = |p: &[&str]| RegexSet::new(p).expect("built-in wait rules compile");
+        let one = |p: &str| regex::Regex::new(p).expect("built-in wait rules compile");
+        Compiled {
+            idle: set(IDLE),
+            beam_scheduler: one(BEAM_SCHEDULER),
+            beam_event_wait: one(BEAM_EVENT_WAIT),
+            lock: set(LOCK),
+            io: set(IO),
+            sleep: set(SLEEP),
+            poll: set(POLL),
+            futex: set(FUTEX),
+        }
+    })
+}
+
+/// The reason a blocked stack waited; `frames` from the root (the thread) to the leaf.
+pub fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
+    let c = compiled();
+    let names: Vec<&str> = frames
+        .iter()
+        .map(|f| {
+            let f = f.as_ref();
+            f.strip_prefix("__GI_").unwrap_or(f)
+        })
+        .collect();
+    // Idle: a runtime's idle loop with no lock wait after it.
+    let lock_at = names.iter().rposition(|f| c.lock.is_match(f));
+    let idle_at = names.iter().position(|f| c.idle.is_match(f)).or_else(|| {
+        let sched = names.iter().position(|f| c.beam_scheduler.is_match(f))?;
+        names[sched..]
+            .iter()
+            .position(|f| c.beam_event_wait.is_match(f))
+            .map(|i| sched + i)
+    });
+    if let Some(i) = idle_at {
+        if lock_at.is_none_or(|l| l < i) {
+            return WaitReason::Idle;
+        }
+    }
+    // Otherwise the frame nearest the leaf that names a kind of wait.
+    for f in names.iter().rev() {
+        for (set, reason) in [
+            (&c.lock, WaitReason::Lock),
+            (&c.io, WaitReason::Io),
+            (&c.sleep, WaitReason::Sleep),
+            (&c.poll, WaitReason::Poll),
+        ] {
+            if set.is_match(f) {
+                return reason;
+            }
+        }
+    }
+    if names.iter().any(|f| c.futex.is_match(f)) {
+        return WaitReason::Futex;
+    }
+    WaitReason::Other
+}
+
+/// Whether `name` is a waiting primitive rather than the code that waits: a lock, sleep,
+/// poll or futex function, or a system call's wrapper (`syscall`, `__GI_…`).
+pub fn is_wait_primitive(name: &str) -> bool {
+    let c = compiled();
+    let n = name.strip_prefix("__GI_").unwrap_or(name);
+    n == "syscall"
+        || c.lock.is_match(n)
+        || c.sleep.is_match(n)
+        || c.poll.is_match(n)
+        || c.futex.is_match(n)
+        || c.io.is_match(n)
+        || c.beam_event_wait.is_match(n)
+}
+
+/// The wait reason of every stack of `p` (indexed by stack id), computed once per stack.
+pub fn stack_reasons(p: &Profile) -> Vec<WaitReason> {
+    let mut out = Vec::with_capacity(p.stacks.len());
+    let mut path = Vec::new();
+    for id in p.stacks.ids() {
+        path.clear();
+        p.stacks.path_into(id, &mut path);
+        let names: Vec<std::borrow::Cow<'_, str>> = path
+            .iter()
+            .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
+            .collect();
+        out.push(wait_reason(&names));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(stack: &str) -> WaitReason {
+        wait_reason(&stack.split(';').collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn beam_idle_threads_are_idle_and_its_locks_are_locks() {
+        // What kiln recorded of RabbitMQ under load.
+        assert_eq!(r("aux;__clone3;start_thread;beam.smp+0x2e9b00;beam.smp+0x73660;erts_check_io;erts_poll_wait_flbk;__GI_ppoll;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_ppoll;do_sys_poll;poll_schedule_timeout.constprop.0"), WaitReason::Idle);
+        assert_eq!(r("dirty_io_sche;__clone3;start_thread;beam.smp+0x2e9b00;beam.smp+0x699a0;erts_dirty_process_main;erts_schedule;beam.smp+0x73ee0;ethr_event_twait;syscall;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_futex;do_futex;futex_wait;__futex_wait;futex_do_wait"), WaitReason::Idle);
+        assert_eq!(r("poller;__clone3;start_thread;beam.smp+0x2e9b00;beam.smp+0x6b800;erts_check_io;erts_poll_wait;epoll_wait;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_epoll_wait;do_epoll_wait"), WaitReason::Idle);
+        assert_eq!(r("scheduler;$global::process_main;erts_schedule;erts_port_task_execute;___pthread_mutex_lock;__GI___lll_lock_wait;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_futex;do_futex;futex_wait;__futex_wait;futex_do_wait"), WaitReason::Lock);
+        assert_eq!(r("scheduler;$global::call_light_bif_shared;erl_send;erts_send_message;erts_proc_sig_queue_lock;erts_proc_lock_failed;ethr_event_wait;syscall;do_syscall_64;futex_do_wait"), WaitReason::Lock);
+        assert_eq!(r("poller;__clone3;start_thread;erts_check_io;erts_port_task_schedule;___pthread_mutex_lock;__GI___lll_lock_wait;futex_do_wait"), WaitReason::Lock);
+    }
+
+    #[test]
+    fn other_reasons() {
+        assert_eq!(r("mm;main;usleep;__nanosleep;__clock_nanosleep_2;do_syscall_64;__x64_sys_clock_nanosleep;common_nsleep;hrtimer_nanosleep;do_nanosleep;schedule;__schedule"), WaitReason::Sleep);
+        assert_eq!(
+            r("nginx;main;ngx_process_events;epoll_wait;do_syscall_64;do_epoll_wait"),
+            WaitReason::Poll
+        );
+        assert_eq!(r("db;main;pread64;do_syscall_64;vfs_read;filemap_read;folio_wait_bit_common;io_schedule"), WaitReason::Io);
+        assert_eq!(
+            r("app;worker;pthread_cond_wait;do_syscall_64;futex_wait;futex_do_wait"),
+            WaitReason::Futex
+        );
+        assert_eq!(r("server;runtime.mstart;runtime.schedule;runtime.findRunnable;runtime.stopm;runtime.mPark;runtime.notesleep;runtime.futexsleep;runtime.futex;futex_do_wait"), WaitReason::Idle);
+        assert_eq!(r("server;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex"), WaitReason::Lock);
+        assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Other);
+    }
+}
