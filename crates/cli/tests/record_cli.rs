@@ -460,7 +460,12 @@ fn stripped_binaries_are_named_from_debug_files_and_debuginfod() {
     assert!(folded.contains("hot-bare+0x"), "{folded}");
     assert!(err.contains("% of frames named by a symbol"), "{err}");
     assert!(
-        err.contains("hot-bare: stripped; no debug file found"),
+        err.contains("hot-bare (build id ") && err.contains("): stripped; no debug file found"),
+        "{err}"
+    );
+    // And what to do about it.
+    assert!(
+        err.contains("to name them: ") && err.contains("set DEBUGINFOD_URLS=https://"),
         "{err}"
     );
 
@@ -737,7 +742,8 @@ fn drop_idle_leaves_out_runtime_idle_waiting_and_says_so() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.lines().any(|l| l.contains("lock_via_") && l.contains("pthread_mutex_lock")),
+        text.lines()
+            .any(|l| l.contains("lock_via_") && l.contains("pthread_mutex_lock")),
         "the lock waits stay: {text}"
     );
 }

@@ -415,6 +415,12 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(text.contains("latency (consumer"), "{text}");
+        // Debian's beam.smp is stripped: the run says where names are missing and the fix.
+        assert!(
+            text.contains("beam.smp (build id ")
+                && text.contains("which is stripped: install erlang-base-dbgsym"),
+            "{text}"
+        );
     }
     let all = runs(&store);
     let tp: Vec<f64> = all

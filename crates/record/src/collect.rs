@@ -784,10 +784,16 @@ impl Collector {
             .take(3)
             .map(|(img, n)| {
                 let i = &self.images.list[img as usize];
+                let note = i.symbols_note().map(str::to_string);
                 UnnamedImage {
                     path: i.path.clone(),
                     frames: n,
-                    note: i.symbols_note().map(str::to_string),
+                    build_id: i.build_id(),
+                    // Asked only of stripped images: which package ships the file.
+                    package: note
+                        .as_ref()
+                        .and_then(|_| crate::debuginfo::package_of(&i.path)),
+                    note,
                 }
             })
             .collect();
@@ -805,6 +811,47 @@ pub struct UnnamedImage {
     /// Why it has no symbols there, when it is stripped (no debug file found; what
     /// debuginfod answered).
     pub note: Option<String>,
+    /// Its build id (hexadecimal), what debug files and debuginfod are found by.
+    pub build_id: Option<String>,
+    /// The Debian package that installed it, when it is stripped (`dpkg -S`).
+    pub package: Option<String>,
+}
+
+impl UnnamedImage {
+    /// What to do to get names there, in one sentence: the debug-symbol package of the
+    /// package that installed it (from the distribution's debug archive), or a debuginfod
+    /// server. Empty when the image is not stripped (its code has no symbols to find).
+    pub fn fix(&self) -> String {
+        if self.note.is_none() {
+            return String::new();
+        }
+        let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+        let id = os
+            .lines()
+            .find_map(|l| l.strip_prefix("ID="))
+            .map(|v| v.trim_matches('"').to_string())
+            .unwrap_or_default();
+        let codename = os
+            .lines()
+            .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
+            .map(|v| v.trim_matches('"').to_string())
+            .unwrap_or_default();
+        let server = match id.as_str() {
+            "debian" => "https://debuginfod.debian.net",
+            "ubuntu" => "https://debuginfod.ubuntu.com",
+            "fedora" => "https://debuginfod.fedoraproject.org",
+            _ => "https://debuginfod.elfutils.org",
+        };
+        let package = match (&self.package, id.as_str()) {
+            (Some(p), "debian") => format!(
+                "install {p}-dbgsym (add 'deb http://deb.debian.org/debian-debug {codename}-debug main' to the APT sources), or "
+            ),
+            (Some(p), "ubuntu") => format!("install {p}-dbgsym (from ddebs.ubuntu.com), or "),
+            (Some(p), _) => format!("install the debug symbols of {p}, or "),
+            (None, _) => String::new(),
+        };
+        format!("{package}set DEBUGINFOD_URLS={server} and record again")
+    }
 }
 
 /// `libfoo.so+0x1234` for code without a symbol: the start of its function when the

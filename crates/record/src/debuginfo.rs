@@ -60,6 +60,24 @@ pub(crate) fn local_candidates(
     v
 }
 
+/// The Debian package that installed `path` (`dpkg -S`), if dpkg knows it.
+pub(crate) fn package_of(path: &Path) -> Option<String> {
+    let out = std::process::Command::new("dpkg")
+        .arg("-S")
+        .arg(path)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(out.stdout).ok()?;
+    // `erlang-base: /usr/lib/erlang/erts-13.1.5/bin/beam.smp` (a package may carry an
+    // architecture: `libc6:amd64`).
+    let pkg = text.lines().next()?.split(':').next()?.trim();
+    (!pkg.is_empty() && !pkg.contains(' ')).then(|| pkg.to_string())
+}
+
 /// The image's build id in hexadecimal, if it has one.
 pub(crate) fn build_id_hex(file: &object::File<'_>) -> Option<String> {
     use object::Object;

@@ -230,6 +230,12 @@ impl Image {
         self.symbols_and_note().1.as_deref()
     }
 
+    /// The image's build id in hexadecimal, if it has one.
+    pub fn build_id(&self) -> Option<String> {
+        let obj = object::File::parse(&**self.map).ok()?;
+        crate::debuginfo::build_id_hex(&obj)
+    }
+
     fn symbols_and_note(&self) -> &(SymbolTable, Option<String>) {
         self.symbols.get_or_init(|| {
             let Ok(obj) = object::File::parse(&**self.map) else {
@@ -256,9 +262,7 @@ impl Image {
                     Err(e) => format!("debuginfod: {e}"),
                 },
                 (Some(_), None) => "no build id to ask debuginfod for".to_string(),
-                (None, _) => "stripped; no debug file found (install its -dbgsym package, or \
-                     set DEBUGINFOD_URLS)"
-                    .to_string(),
+                (None, _) => "stripped; no debug file found".to_string(),
             };
             (own, Some(note))
         })

@@ -243,6 +243,22 @@ pub(crate) fn recording_warnings(s: &kiln_record::Summary) -> Vec<String> {
     if s.bad_records > 0 {
         w.push(format!("{} records could not be parsed", s.bad_records));
     }
+    // Names missing: which binaries, their build ids, and the fix, once.
+    for u in s.unnamed_images.iter().filter(|u| u.note.is_some()) {
+        if s.frames == 0 || u.frames * 100 < s.frames {
+            continue;
+        }
+        w.push(format!(
+            "{:.1}% of the profile's frames have no name in {}{}, which is stripped: {}",
+            u.frames as f64 * 100.0 / s.frames as f64,
+            u.path.display(),
+            u.build_id
+                .as_deref()
+                .map(|b| format!(" (build id {b})"))
+                .unwrap_or_default(),
+            u.fix()
+        ));
+    }
     w.extend(s.warnings.iter().cloned());
     w
 }

@@ -355,14 +355,22 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         );
         for u in &s.unnamed_images {
             eprintln!(
-                "kiln record:   {} frames without a name in {}{}",
+                "kiln record:   {} frames without a name in {}{}{}",
                 u.frames,
                 u.path.display(),
+                u.build_id
+                    .as_deref()
+                    .map(|b| format!(" (build id {b})"))
+                    .unwrap_or_default(),
                 u.note
                     .as_deref()
                     .map(|n| format!(": {n}"))
                     .unwrap_or_default()
             );
+            let fix = u.fix();
+            if !fix.is_empty() {
+                eprintln!("kiln record:   to name them: {fix}");
+            }
         }
     }
     if s.offcpu_blocks > 0 {
