@@ -747,3 +747,39 @@ fn drop_idle_leaves_out_runtime_idle_waiting_and_says_so() {
         "the lock waits stay: {text}"
     );
 }
+
+/// RabbitMQ under load, recorded by kiln and by `perf record -g` at once: the kernel
+/// functions where the broker was interrupted carry the same shares in both.
+#[test]
+fn rabbitmq_kernel_leaves_agree_with_perf() {
+    let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");
+    let beam = broker.beam_pid().expect("broker pid");
+    let dir = tempfile::tempdir().unwrap();
+    let queue = format!("kiln-oracle-{}", std::process::id());
+    let mut load = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["load", "amqp", "-h", &broker.uri(), "-x", "1", "-y", "1"])
+        .args(["-r", "3000", "-z", "8", "--queue", &queue])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let perf = kiln_testkit::perf_oracle::PerfRecord::start(beam, 4, dir.path());
+    let out = kiln()
+        .args(["record", "-p", &beam.to_string(), "-d", "4"])
+        .output()
+        .unwrap();
+    let perf = perf.kernel_leaves();
+    load.kill().ok();
+    load.wait().ok();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    kiln_testkit::perf_oracle::assert_kernel_leaves_agree(
+        &String::from_utf8_lossy(&out.stdout),
+        &perf,
+        5.0,
+    );
+}

@@ -32,6 +32,7 @@ mod go_blockcache;
 mod http_faults;
 mod mosquitto;
 mod nginx;
+pub mod perf_oracle;
 mod postgres;
 mod proc;
 mod programs;
