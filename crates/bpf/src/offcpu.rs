@@ -617,7 +617,13 @@ impl OffCpuCollector {
         let _ = self.store_code_ranges(pid, procmaps::exec_ranges(&String::from_utf8_lossy(maps)));
     }
 
-    /// Counters of events seen and lost since start.
+    /// Blocks lost so far because the kernel's buffer was full (one counter of
+    /// [`OffCpuCollector::stats`], cheap enough to read at every drain).
+    pub fn dropped_blocks(&self) -> u64 {
+        load::percpu_counter(&self.skel.maps.counters, 3)
+    }
+
+    /// Counters of events seen and lost since start, summed over CPUs.
     pub fn stats(&self) -> OffCpuStats {
         let mut c = [0u64; N_COUNTERS as usize];
         for (i, slot) in c.iter_mut().enumerate() {

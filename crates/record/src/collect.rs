@@ -40,6 +40,9 @@ pub struct Summary {
     pub offcpu_dropped_blocks: u64,
     /// Their time off CPU, in nanoseconds.
     pub offcpu_dropped_ns: u64,
+    /// When they were lost: `(start of the second, CLOCK_MONOTONIC ns; blocks lost in it)`,
+    /// as the recorder noticed at its drains.
+    pub offcpu_dropped_per_second: Vec<(u64, u64)>,
     /// Off-CPU blocks shorter than the minimum asked for (not in the profile).
     pub offcpu_short_blocks: u64,
     /// Off-CPU blocks seen (traced threads going to sleep).

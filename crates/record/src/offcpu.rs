@@ -26,6 +26,8 @@ pub(crate) struct OffCpu {
     user_cache: HashMap<kiln_bpf::offcpu::StackKey, (Arc<[u64]>, bool)>,
     /// Kernel stacks without the tracing machinery's frames, per kernel stack hash.
     kernel_cache: HashMap<u64, Arc<[u64]>>,
+    /// Blocks lost so far (the kernel's count at the last drain).
+    dropped: u64,
 }
 
 #[cfg(feature = "bpf")]
@@ -56,6 +58,7 @@ impl OffCpu {
             event,
             user_cache: HashMap::new(),
             kernel_cache: HashMap::new(),
+            dropped: 0,
         })
     }
 
@@ -70,6 +73,17 @@ impl OffCpu {
             .collector
             .drain()
             .map_err(|e| RecordError::OffCpu(e.to_string()))?;
+        // Losses per second of the recording, for the run to show when they happened.
+        let dropped = self.collector.dropped_blocks();
+        if dropped > self.dropped {
+            let second = kiln_model::clock::monotonic_ns() / 1_000_000_000 * 1_000_000_000;
+            let per_s = &mut c.summary.offcpu_dropped_per_second;
+            match per_s.last_mut() {
+                Some((t, n)) if *t == second => *n += dropped - self.dropped,
+                _ => per_s.push((second, dropped - self.dropped)),
+            }
+            self.dropped = dropped;
+        }
         for b in blocks {
             let t = &b.blocked;
             if !t.comm.is_empty() {

@@ -216,8 +216,9 @@ pub(crate) fn load_series(ticks: &[Second]) -> SeriesTable {
     t.finish()
 }
 
-/// What a reader of the run must know about the recording.
-pub(crate) fn recording_warnings(s: &kiln_record::Summary) -> Vec<String> {
+/// What a reader of the run must know about the recording; `start_ns`: the start of the
+/// measurement (CLOCK_MONOTONIC), which times are given from.
+pub(crate) fn recording_warnings(s: &kiln_record::Summary, start_ns: u64) -> Vec<String> {
     let mut w = Vec::new();
     if s.lost > 0 {
         w.push(format!(
@@ -239,6 +240,17 @@ pub(crate) fn recording_warnings(s: &kiln_record::Summary) -> Vec<String> {
             s.offcpu_dropped_blocks,
             s.offcpu_dropped_ns as f64 / 1e9
         ));
+        let when: Vec<String> = s
+            .offcpu_dropped_per_second
+            .iter()
+            .map(|&(t, n)| format!("{n} at {:.0} s", t.saturating_sub(start_ns) as f64 / 1e9))
+            .collect();
+        if !when.is_empty() {
+            w.push(format!(
+                "off-CPU blocks lost per second of the measurement: {}",
+                when.join(", ")
+            ));
+        }
     }
     if s.bad_records > 0 {
         w.push(format!("{} records could not be parsed", s.bad_records));
