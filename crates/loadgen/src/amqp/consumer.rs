@@ -81,7 +81,6 @@ fn consume_loop(
     let mut last_tag = 0u64;
     let mut expect = Expect::Method;
     let mut pace_start: Option<(Instant, u64)> = None;
-    let mut pending_received = 0u64;
     loop {
         let done_msg;
         {
@@ -163,7 +162,11 @@ fn consume_loop(
         }
         if let Some((tag, prefix, got)) = done_msg {
             st.received += 1;
-            pending_received += 1;
+            // Counted where its latency is recorded, one by one: the receive counter and
+            // the latency histogram are one event's and must agree whenever the loop ends
+            // (a batch of counts still pending when a timed run stopped left the counter
+            // one short of the histogram).
+            ctx.add(slot, C_RECEIVED, 1);
             if measure {
                 let stamp = Stamp::read(&prefix[..got.min(body::WITH_INTENDED)]);
                 let now = crate::engine::clock::real_ns();
@@ -188,12 +191,7 @@ fn consume_loop(
             }
             let done = o.cmessages > 0 && st.received >= o.cmessages;
             let throttled = o.consumer_rate.is_some() || !o.consumer_latency.is_zero();
-            if done
-                || throttled
-                || pending_received >= 256
-                || acks.len() > 16 * 1024
-                || !reader.has_frame()
-            {
+            if done || throttled || acks.len() > 16 * 1024 || !reader.has_frame() {
                 if done && unacked > 0 {
                     ack(&mut acks, last_tag, true);
                     unacked = 0;
@@ -202,8 +200,6 @@ fn consume_loop(
                     writer.write(&acks)?;
                     acks.clear();
                 }
-                ctx.add(slot, C_RECEIVED, pending_received);
-                pending_received = 0;
             }
             if done {
                 // Leave at once: messages prefetched beyond our count go back to the queue
@@ -236,10 +232,6 @@ fn consume_loop(
             unacked = 0;
             writer.write(&acks)?;
             acks.clear();
-        }
-        if pending_received > 0 && !reader.has_frame() {
-            ctx.add(slot, C_RECEIVED, pending_received);
-            pending_received = 0;
         }
     }
 }
