@@ -92,7 +92,6 @@ fn round_even(v: f64) -> u64 {
 }
 
 impl<'a> SvgWriter<'a> {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         p: &'a Profile,
         weights: &'a Weights,

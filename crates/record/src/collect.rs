@@ -406,7 +406,6 @@ impl Collector {
     /// root, a `--` frame, then the waker's stack from its leaf (where it woke the
     /// blocked thread) to its root (its thread name) at the top.
     #[cfg(feature = "bpf")]
-    #[allow(clippy::too_many_arguments)]
     pub fn add_woken_sample(
         &mut self,
         ev: usize,

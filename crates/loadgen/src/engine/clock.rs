@@ -6,19 +6,8 @@
 //! instead (`CLOCK_REALTIME`), because a consumer in another process reads them.
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// `CLOCK_MONOTONIC` now, in nanoseconds.
-pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC exists on every Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// `CLOCK_MONOTONIC` now, in nanoseconds (kiln's one reading of it).
+pub use kiln_model::clock::monotonic_ns as mono_ns;
 
 /// Wall-clock nanoseconds since the Unix epoch.
 pub fn real_ns() -> u64 {

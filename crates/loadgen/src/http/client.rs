@@ -815,13 +815,7 @@ impl TimerFd {
     /// Arms the timer for `at_ns` after `base`, then every `interval_ns`.
     fn arm(&self, base: Instant, at_ns: u64, interval_ns: u64) {
         let now_rel = base.elapsed().as_nanos() as u64;
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes into ts.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        let now_mono = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        let now_mono = kiln_model::clock::monotonic_ns();
         let target = now_mono + at_ns.saturating_sub(now_rel).max(1);
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
