@@ -200,6 +200,39 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Err
     })
 }
 
+/// A report as `-o PREFIX` writes it: every field of [`Report`], and beside them the
+/// headline's lists as objects keyed by name (`jq .totals.sent`, `jq
+/// '.latencies.consumer_latency.p99_us'`), which read the same as the lists.
+#[derive(serde::Serialize)]
+struct ReportFile<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    /// Totals by counter.
+    totals: std::collections::BTreeMap<&'a str, u64>,
+    /// Whole-run latency percentiles by name (absent when nothing was measured).
+    latencies: std::collections::BTreeMap<&'a str, &'a Percentiles>,
+    /// Seconds in which each flag held.
+    flag_seconds: std::collections::BTreeMap<&'a str, u64>,
+}
+
+/// Writes a run's report as pretty JSON, atomically (see `ReportFile`).
+pub fn write_report_json(path: &Path, report: &Report) -> Result<(), Error> {
+    let h = &report.headline;
+    write_json(
+        path,
+        &ReportFile {
+            report,
+            totals: h.totals.iter().map(|c| (&*c.name, c.value)).collect(),
+            latencies: h
+                .latencies
+                .iter()
+                .filter_map(|l| Some((&*l.name, l.percentiles.as_ref()?)))
+                .collect(),
+            flag_seconds: h.flag_seconds.iter().map(|c| (&*c.name, c.value)).collect(),
+        },
+    )
+}
+
 fn pcols(p: Option<&Percentiles>) -> String {
     match p {
         Some(p) => format!(
