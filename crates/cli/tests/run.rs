@@ -169,6 +169,37 @@ fn runs_are_listed_shown_read_as_profiles_exported_and_imported() {
         .success()
         .stdout(predicate::str::contains("attachment 'load.stdout'"))
         .stdout(predicate::str::contains("series 'target'"));
+    // --json: the metadata and the per-second series, as the store holds them.
+    let shown = kiln(&store)
+        .args(["runs", "show", "--json", &id.to_string()])
+        .output()
+        .unwrap();
+    let shown = json(&shown.stdout);
+    assert_eq!(shown["name"], "<b>x</b>");
+    let stored = {
+        use kiln_store::Store;
+        let s = kiln_store::SqliteStore::open_existing(&store).unwrap();
+        s.load(id).unwrap()
+    };
+    let series = shown["series"].as_array().expect("series in --json");
+    assert_eq!(series.len(), stored.series.len());
+    for (j, t) in series.iter().zip(&stored.series) {
+        assert_eq!(j["name"], t.name.as_str());
+        assert_eq!(j["time_ns"], serde_json::json!(t.time_ns));
+        let cols = j["columns"].as_array().unwrap();
+        assert_eq!(cols.len(), t.columns.len());
+        for (jc, c) in cols.iter().zip(&t.columns) {
+            assert_eq!(jc["name"], c.name.as_str());
+            assert_eq!(jc["values"], serde_json::json!(c.values), "{}", c.name);
+        }
+    }
+    assert!(
+        stored
+            .series
+            .iter()
+            .any(|t| t.name == "target" && t.time_ns.len() >= 2),
+        "the target's seconds"
+    );
     // A stored run is a profile input, by name or id, any event.
     let folded = kiln(&store)
         .args(["collapse", "run:<b>x</b>"])
