@@ -111,6 +111,125 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
     }
 }
 
+/// A run's per-second latency histograms as the page merges them for any window: every
+/// bucket's value once (HdrHistogram's highest equivalent value of the bucket, what its
+/// `value_at_quantile` answers), and per second the buckets it counted. Merging the
+/// seconds of a window and walking the buckets up to a quantile gives exactly the
+/// percentile of the merged histogram.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PerSecond {
+    /// Bucket values, µs, ascending.
+    pub values: Vec<u64>,
+    /// One entry per latency.
+    pub series: Vec<LatencySeconds>,
+}
+
+/// One latency's seconds.
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencySeconds {
+    /// What it measures (`consumer_latency`).
+    pub name: String,
+    /// End of each second, ns since the page's origin (the `load` series' times).
+    pub time: Vec<i64>,
+    /// Per second: pairs of (index into `values`, as the difference from the previous
+    /// pair's index, the first from 0) and count.
+    pub counts: Vec<Vec<u64>>,
+}
+
+/// The per-second logs ([`kiln_store::PER_SECOND`]) of `hists`, aligned with the `load`
+/// series' times `load_time` (CLOCK_MONOTONIC ns). A log that cannot be read, or whose
+/// seconds are not the load's, is left out and counted in `skipped`.
+pub fn per_second(
+    hists: &[Stored],
+    load_time: &[u64],
+    origin: u64,
+    skipped: &mut usize,
+) -> PerSecond {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use std::collections::BTreeMap;
+    /// A second's buckets: (value, count).
+    type Buckets = Vec<(u64, u64)>;
+    let mut decoded: Vec<(String, Vec<Buckets>)> = Vec::new();
+    for h in hists.iter().filter(|h| h.window == kiln_store::PER_SECOND) {
+        let mut seconds: Vec<Buckets> = Vec::new();
+        let mut ok = true;
+        for e in IntervalLogIterator::new(&h.data) {
+            let Ok(LogEntry::Interval(ih)) = e else {
+                ok &= e.is_ok();
+                continue;
+            };
+            let i = seconds.len();
+            let end = (ih.start_timestamp() + ih.duration()).as_nanos() as i128;
+            // Timestamps are written to the millisecond.
+            let aligned = load_time
+                .get(i)
+                .is_some_and(|&t| (t as i128 - end).abs() <= 2_000_000);
+            let bytes = base64_decode(ih.encoded_histogram());
+            let hist = bytes.as_deref().and_then(decode);
+            match (aligned, hist) {
+                (true, Some(x)) => seconds.push(
+                    x.iter_recorded()
+                        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                        .collect(),
+                ),
+                _ => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok && seconds.len() == load_time.len() {
+            decoded.push((h.name.clone(), seconds));
+        } else {
+            *skipped += 1;
+        }
+    }
+    let mut index: BTreeMap<u64, usize> = BTreeMap::new();
+    for (_, secs) in &decoded {
+        for s in secs {
+            for &(v, _) in s {
+                index.insert(v, 0);
+            }
+        }
+    }
+    for (i, k) in index.values_mut().enumerate() {
+        *k = i;
+    }
+    let time: Vec<i64> = load_time
+        .iter()
+        .map(|&t| t as i64 - origin as i64)
+        .collect();
+    PerSecond {
+        values: index.keys().copied().collect(),
+        series: decoded
+            .into_iter()
+            .map(|(name, secs)| LatencySeconds {
+                name,
+                time: time.clone(),
+                counts: secs
+                    .into_iter()
+                    .map(|s| {
+                        let mut prev = 0usize;
+                        let mut out = Vec::with_capacity(s.len() * 2);
+                        for (v, c) in s {
+                            let k = index[&v];
+                            out.push((k - prev) as u64);
+                            out.push(c);
+                            prev = k;
+                        }
+                        out
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(s).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +248,79 @@ mod tests {
             unit: "us".into(),
             data,
         }
+    }
+
+    /// An interval log as `kiln run` writes it: one line per second.
+    fn log(seconds: &[(u64, &[u64])]) -> Vec<u8> {
+        use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+        let mut data = Vec::new();
+        let mut ser = V2DeflateSerializer::new();
+        let mut w = IntervalLogWriterBuilder::new()
+            .begin_log_with(&mut data, &mut ser)
+            .unwrap();
+        for &(end, values) in seconds {
+            let mut h = Histogram::<u64>::new(3).unwrap();
+            for &v in values {
+                h.record(v).unwrap();
+            }
+            let e = std::time::Duration::from_nanos(end);
+            let one = std::time::Duration::from_secs(1);
+            w.write_histogram(&h, e - one, one, None).unwrap();
+        }
+        drop(w);
+        data
+    }
+
+    #[test]
+    fn per_second_buckets_merge_to_the_histograms_percentiles() {
+        let s = 1_000_000_000u64;
+        let a: Vec<u64> = (1..=900).collect();
+        let b: Vec<u64> = (1000..=1100).chain([250_000]).collect();
+        let secs: [(u64, &[u64]); 3] = [(11 * s, &a), (12 * s, &[]), (13 * s, &b)];
+        let stored = Stored {
+            name: "consumer".into(),
+            window: kiln_store::PER_SECOND.into(),
+            unit: "us".into(),
+            data: log(&secs),
+        };
+        let mut skipped = 0;
+        let times = [11 * s, 12 * s, 13 * s];
+        let p = per_second(std::slice::from_ref(&stored), &times, 10 * s, &mut skipped);
+        assert_eq!(skipped, 0);
+        assert_eq!(p.series.len(), 1);
+        let l = &p.series[0];
+        assert_eq!(l.time, [s as i64, 2 * s as i64, 3 * s as i64]);
+        assert!(l.counts[1].is_empty());
+        // Merge every second as the page does and compare with HdrHistogram's own merge.
+        let mut merged: Vec<u64> = vec![0; p.values.len()];
+        for c in &l.counts {
+            let mut k = 0usize;
+            for pair in c.chunks(2) {
+                k += pair[0] as usize;
+                merged[k] += pair[1];
+            }
+        }
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for &v in a.iter().chain(&b) {
+            h.record(v).unwrap();
+        }
+        let n: u64 = merged.iter().sum();
+        assert_eq!(n, h.len());
+        for q in [0.5, 0.99, 0.999] {
+            let want = (q * n as f64).ceil().max(1.0) as u64;
+            let mut run = 0;
+            let at = merged.iter().position(|&c| {
+                run += c;
+                run >= want
+            });
+            assert_eq!(p.values[at.unwrap()], h.value_at_quantile(q), "q {q}");
+        }
+        let top = merged.iter().rposition(|&c| c > 0).unwrap();
+        assert_eq!(p.values[top], h.max());
+        // A log whose seconds are not the load's is left out, and said so.
+        let p = per_second(&[stored], &times[..2], 10 * s, &mut skipped);
+        assert!(p.series.is_empty());
+        assert_eq!(skipped, 1);
     }
 
     #[test]

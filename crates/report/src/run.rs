@@ -145,6 +145,8 @@ pub(crate) struct RunPage {
     pub tables: Vec<Table>,
     pub sweep: Option<Sweep>,
     pub distributions: Vec<Distribution>,
+    /// Per-second latency histograms: any window's exact percentiles.
+    pub latency_seconds: latency::PerSecond,
     pub categories: Vec<CategorySeries>,
     pub profiles: Vec<ProfileInfo>,
 }
@@ -626,6 +628,12 @@ pub(crate) fn run_page<'a>(
     let mut skipped = 0usize;
     let sweep = sweep(run, origin, &mut skipped);
     let distributions = distributions(run, &mut skipped);
+    let load_time = run
+        .series
+        .iter()
+        .find(|t| t.name == "load")
+        .map_or(&[][..], |t| &t.time_ns[..]);
+    let latency_seconds = latency::per_second(&run.histograms, load_time, origin, &mut skipped);
     let edges = category_edges(run);
     let mut categories = Vec::new();
     for p in profiles_in.iter().map(|p| p.as_ref()) {
@@ -696,6 +704,7 @@ pub(crate) fn run_page<'a>(
         tables: run.series.iter().map(|t| table(t, origin)).collect(),
         sweep,
         distributions,
+        latency_seconds,
         categories,
         profiles,
     };

@@ -78,6 +78,66 @@ pub fn deserialise(data: &[u8]) -> Option<Histogram<u64>> {
         .ok()
 }
 
+/// Every latency's per-second histograms as one interval log each (window
+/// [`kiln_store::PER_SECOND`]): one line per load second, in the order of the `load`
+/// series, an empty histogram where the second recorded none of that latency.
+fn per_second(ticks: &[Second]) -> Vec<StoredHistogram> {
+    use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+    let mut names: Vec<&str> = Vec::new();
+    for t in ticks {
+        for (n, _) in &t.hists {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let mut data = Vec::new();
+        let mut ser = V2DeflateSerializer::new();
+        let Ok(mut log) = IntervalLogWriterBuilder::new()
+            .add_comment(&format!(
+                "kiln: '{name}' latency (us) per second of the load; timestamps are CLOCK_MONOTONIC seconds"
+            ))
+            .begin_log_with(&mut data, &mut ser)
+        else {
+            continue;
+        };
+        let empty = Histogram::<u64>::new(3).ok();
+        let mut ok = true;
+        for t in ticks {
+            // A second that cannot be read back spoils the log (no window would be exact).
+            let h = match t.hists.iter().find(|(n, _)| n == name) {
+                Some((_, d)) => deserialise(d),
+                None => empty.clone(),
+            };
+            let Some(h) = h else {
+                ok = false;
+                break;
+            };
+            let end = std::time::Duration::from_nanos(t.tick.end_ns);
+            let len = std::time::Duration::from_secs_f64(t.tick.interval_s.max(0.0));
+            if log
+                .write_histogram(&h, end.saturating_sub(len), len, None)
+                .is_err()
+            {
+                ok = false;
+                break;
+            }
+        }
+        drop(log);
+        if ok {
+            out.push(StoredHistogram {
+                name: name.to_string(),
+                window: kiln_store::PER_SECOND.into(),
+                unit: "us".into(),
+                data,
+            });
+        }
+    }
+    out
+}
+
 fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<f64> {
     let mut n = 0u64;
     let mut secs = 0.0;
@@ -123,6 +183,7 @@ pub(crate) fn compute(
             });
         }
     }
+    histograms.extend(per_second(ticks));
     for step in &outcome.windows {
         for (name, p) in merged(ticks, step) {
             if let Some(data) = serialise(&p) {
@@ -242,4 +303,56 @@ pub(crate) fn recording_warnings(s: &kiln_record::Summary) -> Vec<String> {
     }
     w.extend(s.warnings.iter().cloned());
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second(end_ns: u64, values: &[u64]) -> Second {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for &v in values {
+            h.record(v).unwrap();
+        }
+        let latency = if values.is_empty() {
+            Vec::new()
+        } else {
+            vec![("consumer".to_string(), h)]
+        };
+        Second::new(LoadTick {
+            end_ns,
+            interval_s: 1.0,
+            latency,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn per_second_logs_have_one_line_per_load_second() {
+        use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+        let s = 1_000_000_000u64;
+        let ticks = [
+            second(5 * s, &[10, 20]),
+            second(6 * s, &[]),
+            second(7 * s, &[30]),
+        ];
+        let logs = per_second(&ticks);
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[0].window, kiln_store::PER_SECOND);
+        let lines: Vec<(u64, u64)> = IntervalLogIterator::new(&logs[0].data)
+            .filter_map(|e| match e.unwrap() {
+                LogEntry::Interval(h) => {
+                    let end = (h.start_timestamp() + h.duration()).as_nanos() as u64;
+                    let b = base64::Engine::decode(
+                        &base64::engine::general_purpose::STANDARD,
+                        h.encoded_histogram(),
+                    )
+                    .unwrap();
+                    Some((end, deserialise(&b).unwrap().len()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(lines, [(5 * s, 2), (6 * s, 0), (7 * s, 1)]);
+    }
 }
