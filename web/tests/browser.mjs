@@ -757,15 +757,20 @@ try {
     await axe(page, 'dark flame graph');
   });
 
-  await check('accessibility scan of every view (axe-core: no serious or critical violations)', async () => {
+  await check('accessibility scan of every view, light and dark (axe-core: no moderate, serious or critical violations)', async () => {
     page = await open('timed.html');
     await axe(page, 'flame graph');
     await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'alpha') });
     await axe(page, 'context menu');
     await page.keyboard.press('Escape');
-    for (const v of ['table', 'sandwich']) {
-      page = await open('timed.html', v === 'sandwich' ? 'v=sandwich&fn=2' : `v=${v}`);
-      await axe(page, v);
+    for (const scheme of ['light', 'dark']) {
+      for (const v of ['table', 'sandwich', 'tree', 'tree&inv=1']) {
+        page = await open('timed.html', v === 'sandwich' ? 'v=sandwich&fn=2' : `v=${v}`, scheme);
+        await axe(page, `${v}, ${scheme}`);
+      }
+      page = await open('timed-chart.html', 'v=chart', scheme);
+      await page.click('[data-ctrl=thread-list]');
+      await axe(page, `thread list over the flame chart, ${scheme}`);
     }
     page = await open('diff.html');
     await axe(page, 'diff');

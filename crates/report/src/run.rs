@@ -147,6 +147,8 @@ pub(crate) struct RunPage {
     pub distributions: Vec<Distribution>,
     /// Per-second latency histograms: any window's exact percentiles.
     pub latency_seconds: latency::PerSecond,
+    /// The load column counting completed operations (the throughput's).
+    pub completed: Option<String>,
     pub categories: Vec<CategorySeries>,
     pub profiles: Vec<ProfileInfo>,
 }
@@ -705,6 +707,7 @@ pub(crate) fn run_page<'a>(
         sweep,
         distributions,
         latency_seconds,
+        completed: completed_column(run),
         categories,
         profiles,
     };

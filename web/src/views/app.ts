@@ -56,6 +56,10 @@ export interface AppOptions {
   origin?: number;
   /** Take keys typed while nothing in particular has focus (a page with one viewer). */
   documentKeys?: boolean;
+  /** The viewer is part of a page with its own headings and landmarks (the run report). */
+  embedded?: boolean;
+  /** Level of the viewer's title heading (1 on a page of its own; under the page's headings). */
+  headingLevel?: number;
 }
 
 export class App {
@@ -69,7 +73,7 @@ export class App {
   readonly tree: TreeView;
   readonly threadList: ThreadList | null;
   readonly timeline: TimelineView | null;
-  readonly root: HTMLDivElement;
+  readonly root: HTMLElement;
   readonly ids = uniquePrefix();
   private readonly hash: HashParams;
   /** Added to a window (ns since the profile's origin) to write it on the page's clock. */
@@ -161,7 +165,7 @@ export class App {
       { view: 'table', label: 'Functions', key: '2' },
       { view: 'sandwich', label: 'Sandwich', key: '3' },
     ];
-    this.header = buildHeader(model, views, this.ids, {
+    this.header = buildHeader(model, views, this.ids, opts.embedded ? opts.key ?? '' : null, opts.headingLevel ?? 1, {
       tab: (v) => this.setState({ view: v }),
       icicle: () => this.setState({ icicle: !this.state.icicle }),
       order: (v) => this.setState({ order: v as ViewState['order'] }),
@@ -184,7 +188,8 @@ export class App {
     this.status = el('div', { class: 'sr-only', role: 'status', 'aria-live': 'polite', 'data-ctrl': 'status' });
     this.notice = el('div', { class: 'notice', hidden: true });
     this.empty = el('div', { class: 'empty', role: 'note', 'data-ctrl': 'empty', hidden: true });
-    this.crumbs = el('nav', { class: 'crumbs', 'aria-label': 'Zoom path' });
+    // Landmarks named after the viewer: a page may hold several.
+    this.crumbs = el('nav', { class: 'crumbs', 'aria-label': opts.embedded ? `Zoom path of the ${opts.key} flame graph` : 'Zoom path' });
     this.transformsBar = el('div', { class: 'transforms', hidden: true });
     this.help = new HelpDialog(`${this.ids}-help-title`);
     this.sandwichTitle = el('div', { class: 'sandwich-title' });
@@ -205,16 +210,17 @@ export class App {
         this.callees.el,
       ),
     };
+    // A page of its own: the whole viewer is its main landmark; a report's page holds the
+    // viewer inside its own.
     this.root = el(
-      'div',
+      opts.embedded ? 'div' : 'main',
       { class: 'kiln' },
       this.header.el,
       this.notice,
       this.transformsBar,
       this.timeline ? this.timeline.el : null,
       this.crumbs,
-      // A page of its own has its main landmark here; a report's page holds the viewer in its own.
-      el(opts.documentKeys ? 'main' : 'div', { class: 'panes' }, ...VIEWS.map((v) => this.panes[v]), this.empty),
+      el('div', { class: 'panes' }, ...VIEWS.map((v) => this.panes[v]), this.empty),
       this.details,
       this.status,
       this.tooltip,

@@ -9,11 +9,12 @@ export const STYLES = `
 html,body{margin:0;height:100%;font:13px Verdana,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg)}
 .kiln{display:flex;flex-direction:column;height:100vh}
 .kiln-mount .kiln{height:var(--kiln-viewer-height,70vh);border:1px solid var(--line)}
-header{padding:4px 8px;border-bottom:1px solid var(--line);background:var(--panel)}
-h1.title{font-size:16px;margin:2px 0;white-space:pre;overflow:hidden;text-overflow:ellipsis}
+.kiln-header{padding:4px 8px;border-bottom:1px solid var(--line);background:var(--panel);min-width:0}
+.title{font-size:16px;margin:2px 0;white-space:pre;overflow:hidden;text-overflow:ellipsis}
 .subtitle{color:var(--muted);font-size:12px;white-space:pre;overflow:hidden;text-overflow:ellipsis}
 .facts{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:2px 0}
 .fact-label{color:var(--muted)}
+.fact{min-width:0;max-width:100%;overflow:hidden;text-overflow:ellipsis;white-space:pre}
 .fact-value{white-space:pre}
 .fact-side{font-weight:bold}
 .toolbar{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-top:4px}

@@ -47,7 +47,7 @@ export function facts(model: Model, i: number, ctrl: Record<string, HTMLElement>
   const fact = (key: string, label: string, value: string): void => {
     const v = el('span', { class: 'fact-value', text: value });
     ctrl[`fact-${key}-${i}`] = v;
-    out.push(el('span', { class: 'fact', 'data-fact': key }, el('span', { class: 'fact-label', text: `${label} ` }), v));
+    out.push(el('span', { class: 'fact', 'data-fact': key, title: key === 'input' ? value : undefined }, el('span', { class: 'fact-label', text: `${label} ` }), v));
   };
   if (meta.source) fact('input', 'Input', meta.source);
   if (unit.event) fact('event', 'Event', unit.event);
@@ -62,7 +62,11 @@ export function facts(model: Model, i: number, ctrl: Record<string, HTMLElement>
   return out;
 }
 
-export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a: HeaderActions): HeaderParts {
+/**
+ * `embedded`: the key of a viewer that is part of a page (null: a page of its own): its
+ * header is then no banner landmark, and its search landmark is named after it.
+ */
+export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, embedded: string | null, headingLevel: number, a: HeaderActions): HeaderParts {
   const m = model.meta;
   const ctrl: Record<string, HTMLElement> = {};
   const button = (key: string, text: string, title: string, onClick: (b: HTMLButtonElement) => void, extra: Record<string, string> = {}): HTMLButtonElement => {
@@ -125,7 +129,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a:
   const raw = model.raw;
   const searchGroup = el(
     'span',
-    { class: 'search-group', role: 'search' },
+    { class: 'search-group', role: 'search', 'aria-label': embedded !== null ? `Search the ${embedded} flame graph` : undefined },
     search,
     button('case', 'Aa', 'Match case always (c); without it, a pattern with a capital letter matches case', () => a.matchCase()),
     button('names', 'Names', 'Also match process and thread names (t); without it, functions only', () => a.searchNames()),
@@ -178,9 +182,9 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a:
     : null;
   if (legend) ctrl['legend-note'] = legend.querySelector('.legend-note') as HTMLElement;
   const header = el(
-    'header',
-    {},
-    el('h1', { class: 'title', title: m.title, text: m.title }),
+    embedded !== null ? 'div' : 'header',
+    { class: 'kiln-header' },
+    el(`h${Math.min(6, Math.max(1, headingLevel))}` as 'h1', { class: 'title', title: m.title, text: m.title }),
     m.subtitle ? el('div', { class: 'subtitle', title: m.subtitle, text: m.subtitle }) : null,
     info,
     tools,
