@@ -655,6 +655,41 @@ try {
         assert.ok(cats.includes('I/O polling (poll/epoll)') && cats.some((c) => c.startsWith('BEAM')), `BEAM categories: ${cats}`);
       await axe(page, 'sweep report');
     });
+    await check('latency figures, legends and distribution of a window: exactly the stored seconds\' histograms merged', async () => {
+      page = await open('sweep.html');
+      const load = sw.tables.load;
+      const lat = await page.evaluate(() => window.__kilnReport.run.data.latency);
+      assert.ok(lat, 'a headline latency');
+      const expLat = { ...sw, latency: lat };
+      let compared = 0;
+      // Every window of whole stored seconds the store's oracle has (at most six).
+      const windows = Object.keys(sw.latencies).map((k) => k.split(/(?<=\d)-/).map(Number)).slice(0, 6);
+      assert.ok(windows.length >= 3, `windows of the stored seconds: ${windows.length} (${load.time.length} seconds)`);
+      for (const w of windows) {
+        const want = sw.latencies[`${w[0]}-${w[1]}`];
+        if (!want || !want[lat]) continue;
+        await page.evaluate((x) => window.__kilnReport.run.setWindow(x), w);
+        await settle(page);
+        await assertFigures(page, expLat, w, `window ${w}`);
+        // The latency chart's legend (away from the cursor): the same exact percentiles.
+        await page.mouse.move(1, 1);
+        await settle(page);
+        for (const [q, k] of [['p50', 'p50'], ['p99', 'p99'], ['p99.9', 'p999'], ['max', 'max']]) {
+          const v = await page.getAttribute(`[data-chart="latency:${lat}"] [data-column="${lat} ${q}"] .r-value`, 'data-value');
+          assert.equal(Number(v), want[lat][k], `${lat} ${q} in ${w}`);
+          const intended = want[`${lat}_intended`];
+          if (intended) assert.equal(Number(await page.getAttribute(`[data-chart="latency:${lat}"] [data-column="${lat}_intended ${q}"] .r-value`, 'data-value')), intended[k]);
+        }
+        assert.match(await page.textContent(`[data-chart="latency:${lat}"] [data-ctrl=caption]`), /^exact percentiles of the window’s seconds merged: the window/);
+        // The distribution is the window's: its count is the merged histograms'.
+        const label = await page.$eval('[data-chart=distribution] .r-item .r-label', (x) => x.textContent);
+        const n = want[lat].count;
+        if (n < 1e4) assert.ok(label.endsWith(`(${n.toLocaleString('en-US')} values)`), `${label}: ${n} values`);
+        assert.match(await page.textContent('[data-chart=distribution] .r-chart-title'), /over the window/);
+        compared++;
+      }
+      assert.ok(compared >= 3, `windows compared: ${compared} of ${windows.length}`);
+    });
   }
 
   // ---------------------------------------------------------------- a Go target's own pprof (kiln run --pprof)
@@ -749,6 +784,25 @@ try {
       for (const [d, cls] of delta) assert.match(cls, d > 0 ? /r-grew/ : d < 0 ? /r-shrank/ : /r-same/);
       assert.equal(await page.evaluate(() => window.__kiln.apps[0].model.isDiff), true, 'the differential flame graph');
       await axe(page, 'compare');
+      page = await open('compare.html', '', 'dark');
+      await axe(page, 'compare, dark');
+    });
+    await check('compare: everything in the content column, the differential viewer in its section; p99 legends are the table\'s figures', async () => {
+      page = await open('compare.html');
+      const out = await page.evaluate(insideColumn);
+      assert.deepEqual(out.bad, [], `elements outside the column ${out.col}`);
+      const where = await page.evaluate(() => {
+        const m = document.querySelector('.kiln-mount');
+        const col = document.querySelector('main').getBoundingClientRect();
+        const r = m.getBoundingClientRect();
+        return { inMain: !!m.closest('main .r-section'), left: r.left, right: r.right, col: [col.left, col.right] };
+      });
+      assert.ok(where.inMain, 'the viewer is inside its section');
+      assert.ok(where.left >= where.col[0] && where.right <= where.col[1], `the viewer's box ${where.left}–${where.right} inside ${where.col}`);
+      const p99 = await page.$$eval('[data-chart=p99] .r-item', (e) => e.map((x) => x.querySelector('.r-value').textContent));
+      const cells = await page.$$eval('[data-table=figures] tr[data-metric=p99] td[data-group]', (e) => e.map((x) => x.textContent));
+      assert.ok(p99.length >= 2 && p99.every((v) => cells.some((c) => v.startsWith(c))), `legend ${p99}, table ${cells}`);
+      assert.match(await page.textContent('[data-chart=p99] [data-ctrl=caption]'), /^p99 over each measurement, from its histograms/);
     });
   }
 

@@ -150,7 +150,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
     raw.sampleThread
       ? select('threads', 'Threads', [['merged', 'All threads merged'], ['groups', 'Threads by name (numbers merged)'], ['threads', 'One root per thread']], a.threads)
       : null,
-    raw.sampleThread ? button('thread-list', 'Threads…', 'Show or hide threads (h)', (b) => a.threadList(b), { 'aria-haspopup': 'dialog' }) : null,
+    raw.sampleThread && !model.isDiff ? button('thread-list', 'Threads…', 'Show or hide threads (h)', (b) => a.threadList(b), { 'aria-haspopup': 'dialog' }) : null,
     model.isDiff ? null : select('palette', 'Palette', PALETTES.map((p) => [p, p] as [string, string]), a.palette),
     model.isDiff ? button('normalise', 'Normalise', 'Scale before to after\'s total (n)', () => a.normalise()) : null,
     button('reset', 'Reset zoom', 'Reset zoom (0)', () => a.reset()),

@@ -194,7 +194,8 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   }
   root.append(
     head,
-    groups,
+    // The groups under a heading of their level (the page's headings go 1, 2, 3).
+    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-groups' }, el('h2', { id: 'r-h-groups', text: 'Runs compared' }), groups),
     el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), scroll(table, 'Figures side by side'), notes),
     ...(distribution ? [el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distributions' }), distribution.el)] : []),
     series,

@@ -196,7 +196,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   const ps = r.latency_seconds;
   const distNames = r.distributions.map((d) => d.name);
   const perSecond = distNames.length > 0 && distNames.every((n) => ps?.series.some((x) => x.name === n));
-  const distLabel = (name: string, count: number): string => `${plainLatency(name)} (${compact(count)} values)`;
+  const distLabel = (name: string, count: number): string => `${plainLatency(name)} (${count >= 1e4 ? compact(count) : thousands(count)} values)`;
   const distSeries = (w: [number, number]): XYSeries[] =>
     r.distributions.flatMap((d, i) => {
       const x = perSecond ? distributionIn(ps, d.name, w) : { points: d.points, count: d.count };
