@@ -264,3 +264,23 @@ test('window figures: rates and CPU from the seconds inside, the largest RSS, sh
   assert.equal(plainGroup('dirty_io_sche'), 'dirty I/O schedulers');
   assert.equal(plainColumn('consumer_latency_intended p50'), 'latency, publish to consume, from the intended send time: median (p50)');
 });
+
+test('a fleet: the connections held at the window\'s end, CPU per 1,000 of them, no throughput', () => {
+  const time = [1e9, 2e9, 3e9, 4e9];
+  const r = {
+    unit: 'conn',
+    latency: null,
+    cpus: 2,
+    completed: 'connected',
+    tables: [
+      { name: 'load', time, columns: [{ name: 'connected', unit: 'conn/s', values: [1000, 500, 0, 0] }, { name: 'dropped', unit: 'conn/s', values: [0, 0, 100, 0] }] },
+      { name: 'target', time, columns: [{ name: 'cpu user', unit: '%', values: [1, 1, 2.8, 2.8] }, { name: 'cpu system', unit: '%', values: [0, 0, 0, 0] }] },
+    ],
+    latency_seconds: { values: [], series: [] },
+  } as unknown as RunPage;
+  const f = windowFigures(r, [2e9, 4e9]);
+  assert.equal(f.get('connections')!.value, 1400);
+  assert.equal(f.get('cpu_per_1000_conn')!.value, 2.8 / 1.4);
+  assert.equal(f.has('throughput'), false);
+  assert.equal(windowFigures(r, [0, 2e9]).get('connections')!.value, 1500);
+});

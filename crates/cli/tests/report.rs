@@ -230,6 +230,18 @@ fn a_run_report_shows_exactly_the_window_it_is_given() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The terminal's summary has the target's CPU by thread group.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("  target CPU by thread group, % of one CPU over the measurement:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("phases ") && l.ends_with('%')),
+        "a row for the program's thread: {stdout}"
+    );
     // kiln run writes the report beside the store by default and says where.
     let default = tmp
         .path()

@@ -469,3 +469,49 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
         "{text}"
     );
 }
+
+#[test]
+fn an_idle_mqtt_fleet_reads_connections_held_and_cpu_by_thread_group() {
+    let broker = kiln_testkit::Mosquitto::start().expect("mosquitto installed");
+    let pid = broker.pid().expect("broker pid").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let out = kiln(&store)
+        .args([
+            "run", "--name", "fleet", "-d", "2", "--warmup", "1", "-p", &pid,
+        ])
+        .arg("--report")
+        .arg(dir.path().join("fleet.html"))
+        .args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-p"])
+        .arg(broker.port().to_string())
+        .args(["-c", "60", "-k", "1"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    // The fleet connected during the warm-up and held on: 60 held, no "0/s conn".
+    assert!(stdout.contains(": 60 connections held"), "{stdout}");
+    assert!(!stdout.contains("/s conn"), "{stdout}");
+    assert!(
+        stdout.contains("target CPU by thread group"),
+        "the thread-group table: {stdout}"
+    );
+    if stdout.contains("thread group  ") {
+        assert!(stdout.contains("per 1,000 connections"), "{stdout}");
+    }
+    let run = &runs(&store)[0];
+    let h = &run["headline"];
+    assert_eq!(h["connections"], 60, "{h}");
+    assert!(
+        h.get("throughput").is_none(),
+        "a fleet has no throughput: {h}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("fleet.html")).unwrap();
+    assert!(html.contains("kiln-report-data"));
+}

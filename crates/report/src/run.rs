@@ -222,6 +222,16 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             detail,
         );
     }
+    if let Some(n) = h.connections {
+        push(
+            "connections",
+            "connections held".into(),
+            n as f64,
+            "count",
+            kiln_model::thousands(n),
+            Some("at the end of the window".into()),
+        );
+    }
     let lat = h.latency.clone().unwrap_or_else(|| "latency".into());
     for (key, q, v) in [
         ("p50", "p50", h.p50_us),
@@ -248,6 +258,19 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             format!("{pct:.1}% of one CPU"),
             detail,
         );
+    }
+    if let (Some(c), Some(n), true) = (h.target_cpu_s, h.connections, secs > 0.0) {
+        if n > 0 {
+            let pct = c / secs * 100.0 / (n as f64 / 1000.0);
+            push(
+                "cpu_per_1000_conn",
+                "target CPU per 1,000 connections".into(),
+                pct,
+                "%",
+                format!("{pct:.2}% of one CPU"),
+                None,
+            );
+        }
     }
     if let Some(c) = h.cpu_per_op_us {
         push(

@@ -93,6 +93,11 @@ pub struct Headline {
     /// Operations counted in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<u64>,
+    /// A fleet of connections (MQTT `conn`: operations are connections): how many the load
+    /// held open at the end of the window. Such a run has no throughput: connecting is not
+    /// its work, holding is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
     /// What the latency figures measure (`consumer`, `consumer (intended)`, `request`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<String>,

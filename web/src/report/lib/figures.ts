@@ -1,7 +1,8 @@
 // The headline figures of any window (DOM-free): the same keys, meanings and units as the
 // run's headline over the measurement (crates/report/src/run.rs `figures`), from the
 // stored series and per-second latency histograms of the window's seconds.
-import { RunPage } from '../data.js';
+import { RunPage, Table } from '../data.js';
+import { rowStart, typicalStep } from './intervals.js';
 import { thousands } from '../../lib/units.js';
 import { formatValue } from './format.js';
 import { integral, maxIn, percentilesIn, rateIn } from './window.js';
@@ -19,6 +20,21 @@ export function rateText(v: number, unit: string): string {
   return `${v.toFixed(1)} ${unit}/s`;
 }
 
+/** Connections open at `end`: connected minus dropped over the load's seconds up to it. */
+export function connectionsHeld(load: Table, end: number): number | null {
+  const col = (n: string) => load.columns.find((c) => c.name === n);
+  const connected = col('connected');
+  if (!connected) return null;
+  const dropped = col('dropped');
+  const step = typicalStep(load.time);
+  let open = 0;
+  for (let i = 0; i < load.time.length && load.time[i] <= end + step / 2; i++) {
+    const dt = (load.time[i] - rowStart(load.time, i, step)) / 1e9;
+    open += ((connected.values[i] ?? 0) - (dropped?.values[i] ?? 0)) * dt;
+  }
+  return Math.max(0, Math.round(open));
+}
+
 /** The figures of window w by key; a key is missing where the window has no value. */
 export function windowFigures(r: RunPage, w: [number, number]): Map<string, WindowFigure> {
   const out = new Map<string, WindowFigure>();
@@ -30,12 +46,17 @@ export function windowFigures(r: RunPage, w: [number, number]): Map<string, Wind
   const unit = r.unit;
   // Operations completed and their rate.
   const done = r.completed ? integral(load, r.completed, w) : null;
-  const throughput = done && done.any && done.seconds > 0 ? done.sum / done.seconds : null;
+  // A fleet's connect rate is not its work (holding is): it has no throughput.
+  const throughput = r.unit !== 'conn' && done && done.any && done.seconds > 0 ? done.sum / done.seconds : null;
   if (throughput !== null) {
     const sent = rateIn(load, 'sent', w);
     out.set('throughput', { value: throughput, text: rateText(throughput, unit), detail: sent !== null && Math.abs(sent - throughput) > 0.5 ? `${rateText(sent, unit)} sent` : undefined });
   }
   const ops = throughput !== null && done ? Math.round(done.sum) : null;
+  // A fleet: the connections held at the window's end (connected minus dropped, every
+  // second of the load up to it).
+  const held = r.unit === 'conn' && load ? connectionsHeld(load, w[1]) : null;
+  if (held !== null) out.set('connections', { value: held, text: thousands(held), detail: 'at the end of the window' });
   if (r.latency) {
     const p = percentilesIn(r.latency_seconds, r.latency, w);
     if (p) {
@@ -51,6 +72,7 @@ export function windowFigures(r: RunPage, w: [number, number]): Map<string, Wind
     const pct = (cpuS / secs) * 100;
     out.set('target_cpu', { value: pct, text: `${pct.toFixed(1)}% of one CPU`, detail: `user ${(user.sum / secs).toFixed(1)}%, system ${(system.sum / secs).toFixed(1)}%` });
     if (ops) out.set('cpu_per_op', { value: (cpuS * 1e6) / ops, text: formatValue((cpuS * 1e6) / ops, 'us') });
+    if (held) out.set('cpu_per_1000_conn', { value: pct / (held / 1000), text: `${(pct / (held / 1000)).toFixed(2)}% of one CPU` });
   }
   const rss = maxIn(target, 'rss', w);
   if (rss !== null) out.set('rss', { value: rss, text: formatValue(rss, 'bytes') });
