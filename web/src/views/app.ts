@@ -428,6 +428,16 @@ export class App {
     }
   }
 
+  /**
+   * Samples in the selected window (all threads, no transforms): from the drawn tree when
+   * nothing else removes samples (no extra pass over them), else counted.
+   */
+  windowSamples(): number {
+    const s = this.state;
+    if (!s.hidden.length && !s.transforms.length && s.view !== 'chart') return this.derived.layout.count[0];
+    return this.windowCounts().total;
+  }
+
   /** Weight and samples of what the views show (window, hidden threads, transforms). */
   shownTotals(): { weight: number; samples: number } {
     const l = this.derived.layout;
@@ -450,8 +460,9 @@ export class App {
       if (m.unit.periodNs || /cpu|clock|cycles/i.test(ev)) return `the target did not run on a CPU ${where} (an idle or stopped process)`;
       return `no event of this kind happened ${where}`;
     };
+    // The window's samples are counted (a pass over every sample) only when nothing is shown.
     if (all.samples === 0) text = `No samples in this profile: ${what('while it was recorded')}.`;
-    else {
+    else if (total === null ? s.range !== null : !(total > 0)) {
       const inWindow = s.range ? this.windowCounts().total : all.samples;
       const r = s.range;
       if (r && inWindow === 0) {

@@ -39,6 +39,8 @@ const READY_EVENT = 'kiln-viewers-ready';
 
 interface ViewerApp {
   opts: { key?: string };
+  window: [number, number] | null;
+  windowSamples(): number;
   model: { raw: { timeOrigin: number; sampleTime: unknown }; samplesIn(r: [number, number] | null): { total: number } };
 }
 
@@ -267,7 +269,10 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
       else if (!w || !h.timed || !app || !app.model.raw.sampleTime) text = `${h.event}: ${thousands(h.samples)} samples${w && !h.timed ? ' (no time: every sample, whatever the window)' : ''}`;
       else {
         const o = app.model.raw.timeOrigin - origin;
-        const n = app.model.samplesIn([w[0] - o, w[1] - o]).total;
+        // The viewer's own count when it already shows this window (it follows a window
+        // chosen in another viewer a moment later); else counted here.
+        const aw = app.window;
+        const n = aw && aw[0] === w[0] + origin && aw[1] === w[1] + origin ? app.windowSamples() : app.model.samplesIn([w[0] - o, w[1] - o]).total;
         text = n ? `${h.event}: ${thousands(n)} of ${thousands(h.samples)} samples in the window` : `${h.event}: no samples in the window (of ${thousands(h.samples)})`;
       }
       setText(h.el, text);
