@@ -499,3 +499,41 @@ test('instants on a time axis keep the digits their resolution needs', () => {
   const ticks = [0, 1, 2, 3].map((k) => formatInstant(12.5e9 + k * 2e5, 2e5));
   assert.equal(new Set(ticks).size, 4, `${ticks}`);
 });
+
+test('a window\'s tree from the time index equals a pass over every sample, points and spans', () => {
+  const r = rng(11);
+  for (let round = 0; round < 80; round++) {
+    const samples: Sample[] = [];
+    const n = 1 + Math.floor(r() * 200);
+    for (let i = 0; i < n; i++) {
+      const stack = ['main', ['a', 'b', 'c', 'd'][Math.floor(r() * 4)]];
+      if (r() < 0.5) stack.push('leaf');
+      // Out of time order now and then, a few without a time.
+      samples.push({ stack, weight: Math.floor(r() * 50), time: r() < 0.05 ? -1 : Math.floor(r() * 1000), thread: -1 });
+    }
+    const spans = round % 2 === 1;
+    const m = new Model([raw(samples)], meta(spans ? { unit: 'ns', quantity: 'time', nsPerUnit: 1 } : { unit: 'samples', quantity: 'samples' }));
+    assert.equal(m.nsPerWeight, spans ? 1 : null);
+    for (let k = 0; k < 10; k++) {
+      const a = Math.floor(r() * 1100) - 50;
+      const b = a + Math.floor(r() * 400);
+      const d = m.derive({ ...defaultState('hot', false, false), range: [a, b] });
+      let total = 0;
+      let count = 0;
+      for (const x of samples) {
+        if (x.time < 0) continue;
+        let part: number;
+        if (spans && x.weight > 0) {
+          const covered = Math.min(x.time + x.weight, b) - Math.max(x.time, a);
+          part = covered <= 0 ? 0 : covered >= x.weight ? 1 : covered / x.weight;
+        } else part = x.time >= a && x.time <= b ? 1 : 0;
+        if (part > 0) {
+          total += x.weight * part;
+          count++;
+        }
+      }
+      assert.ok(Math.abs(d.layout.total[0] - total) < 1e-9 * Math.max(1, total), `round ${round}, [${a}, ${b}]: ${d.layout.total[0]} vs ${total}`);
+      assert.equal(d.layout.count[0], count, `round ${round}, [${a}, ${b}]: samples`);
+    }
+  }
+});

@@ -96,6 +96,8 @@ export const DIFF_ROOT_COLOR = 'rgb(220,220,220)';
 
 export class Model {
   private cache = new Map<string, unknown>();
+  /** The base tree of each profile's whole time (no window), for the last thread mode. */
+  private readonly whole = new Map<string, Tree>();
   /** What each profile's weights are. */
   readonly units: Unit[];
 
@@ -177,14 +179,24 @@ export class Model {
         const roots = threadRoots(raw, s.threadMode);
         const frames = this.isDiff ? frameSetOf(raw, roots.names) : this.frames(s);
         const unit = this.units[i];
-        const tree = baseTree(raw, {
-          range: s.range,
-          nsPerWeight: unit.kind === 'time' ? unit.scale : null,
-          threadMode: s.threadMode,
-          firstThreadFrame: raw.frameName.length,
-          rootOf: roots.rootOf,
-          hidden: this.isDiff ? null : hiddenMask(raw, s.hidden),
-        });
+        const build = (): Tree =>
+          baseTree(raw, {
+            range: s.range,
+            nsPerWeight: unit.kind === 'time' ? unit.scale : null,
+            threadMode: s.threadMode,
+            firstThreadFrame: raw.frameName.length,
+            rootOf: roots.rootOf,
+            hidden: this.isDiff ? null : hiddenMask(raw, s.hidden),
+          });
+        // The whole profile's tree is kept across windows: clearing a window is then
+        // free, not a pass over every sample.
+        let tree: Tree;
+        if (s.range === null) {
+          const k = `${i}|${s.threadMode}|${s.hidden.join('.')}`;
+          tree = this.whole.get(k) ?? build();
+          for (const old of [...this.whole.keys()]) if (old.startsWith(`${i}|`)) this.whole.delete(old);
+          this.whole.set(k, tree);
+        } else tree = build();
         return { frames, tree };
       });
       if (sides.length === 1) {

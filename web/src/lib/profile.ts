@@ -1,6 +1,7 @@
 // The DOM-free profile model of the viewer: what import/decode.ts produces and every
 // other module reads. Frames and stacks are typed arrays (a million frames must not cost
 // a million objects); names are strings sliced from one decoded text.
+import { timeIndex, windowSums } from './timeindex.js';
 
 /** One decoded profile, as the HTML embeds it (see crates/viewer/src/encode.rs). */
 export interface RawProfile {
@@ -215,6 +216,12 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   if (opts.threadMode === 'merged' || !th) {
     const self = new Float64Array(nS);
     const count = new Float64Array(nS);
+    const index = opts.range && tm && !hide ? timeIndex(raw, nsw) : null;
+    if (index && opts.range) {
+      // A window: differences of running sums per stack (lib/timeindex.ts).
+      const sums = windowSums(raw, index, opts.range[0], opts.range[1], nsw, share);
+      return { parent: raw.stackParent, frame: new Int32Array(raw.stackFrame.buffer, raw.stackFrame.byteOffset, nS), self: sums.self, count: sums.count, length: nS, nameOrder: raw.stacksInNameOrder };
+    }
     if (hide) {
       for (let i = 0; i < st.length; i++) {
         const f = share(i);

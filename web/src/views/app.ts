@@ -13,6 +13,7 @@ import { CallNode, CallTree } from '../lib/calltree.js';
 import { Layout, pathOf } from '../lib/layout.js';
 import { Palette } from '../lib/palette.js';
 import { histogram, timeSpan } from '../lib/timeline.js';
+import { timeIndex } from '../lib/timeindex.js';
 import { Transform, describe } from '../lib/transforms.js';
 import { formatInstant, formatNs, thousands } from '../lib/units.js';
 import { FlameChart } from '../lib/flamechart.js';
@@ -274,6 +275,7 @@ export class App {
     clearTimeout(this.urlTimer);
     const write = (): void => {
       const h = this.hash.write(location.hash, toParams(this.state, this.defaults, this.shift));
+      if (h === location.hash.replace(/^#/, '')) return;
       history.replaceState(history.state, '', h ? `#${h}` : location.pathname + location.search);
     };
     if (later) this.urlTimer = window.setTimeout(write, 200);
@@ -1050,15 +1052,18 @@ export class App {
 
   /**
    * Builds, once the page is shown, what the first clicks need and the first drawing did
-   * not (children lists for zooming, sample counts for tooltips), so a click does not pay
-   * for them.
+   * not (children lists for zooming, sample counts for tooltips, the time index for
+   * windows), so a click does not pay for them.
    */
   warmUp(): void {
     setTimeout(() => {
-      if (this.state.view === 'chart') return;
-      const l = this.derived.layout;
-      void l.childList;
-      void l.count;
+      if (this.state.view !== 'chart') {
+        const l = this.derived.layout;
+        void l.childList;
+        void l.count;
+      }
+      // The time index: a window's tree then costs its stacks, not every sample.
+      setTimeout(() => timeIndex(this.model.raw, this.model.nsPerWeight), 0);
     }, 0);
   }
 

@@ -16,6 +16,7 @@ export class TimelineView {
   private range: [number, number] | null = null;
   private drag: number | null = null;
   private dragTo = 0;
+  private pending = 0;
 
   constructor(
     readonly span: [number, number],
@@ -60,7 +61,14 @@ export class TimelineView {
   setRange(r: [number, number] | null): void {
     if (r === this.range || (r && this.range && r[0] === this.range[0] && r[1] === this.range[1])) return;
     this.range = r;
-    this.draw();
+    // On the next frame: reading the strip's size now would force the page's layout in
+    // the middle of a window change that updates many elements.
+    if (!this.pending) {
+      this.pending = requestAnimationFrame(() => {
+        this.pending = 0;
+        this.draw();
+      });
+    }
   }
 
   draw(): void {

@@ -65,8 +65,13 @@ export interface WindowPercentiles {
   count: number;
 }
 
+/** The last merge of each latency's seconds (the legends and the distribution ask for the same window). */
+const lastMerge = new WeakMap<LatencySeconds, { w0: number; w1: number; merged: Float64Array }>();
+
 /** The counts per bucket of a latency's seconds in w, merged (indices into `values`). */
 export function mergedCounts(ps: PerSecond, l: LatencySeconds, w: [number, number]): Float64Array {
+  const last = lastMerge.get(l);
+  if (last && last.w0 === w[0] && last.w1 === w[1] && last.merged.length === ps.values.length) return last.merged;
   const merged = new Float64Array(ps.values.length);
   for (const [i] of rowsIn(l.time, w)) {
     const c = l.counts[i];
@@ -76,6 +81,7 @@ export function mergedCounts(ps: PerSecond, l: LatencySeconds, w: [number, numbe
       merged[k] += c[j + 1];
     }
   }
+  lastMerge.set(l, { w0: w[0], w1: w[1], merged });
   return merged;
 }
 
@@ -109,7 +115,11 @@ export function percentilesIn(ps: PerSecond | undefined, name: string, w: [numbe
   return { p50: at(0.5), p99: at(0.99), p999: at(0.999), max: ps.values[top], count: total };
 }
 
-/** The percentile curve of latency `name` over w: (percentile, value) at each bucket's end. */
+/**
+ * The percentile curve of latency `name` over w, at the levels HdrHistogram's quantile
+ * iteration visits (5 per half of the distance to 100%, as the stored measurement's curve
+ * in crates/report/src/latency.rs): about a hundred points whatever the histogram.
+ */
 export function distributionIn(ps: PerSecond | undefined, name: string, w: [number, number]): { points: [number, number][]; count: number; max: number } | null {
   const l = ps?.series.find((x) => x.name === name);
   if (!ps || !l) return null;
@@ -117,18 +127,22 @@ export function distributionIn(ps: PerSecond | undefined, name: string, w: [numb
   let total = 0;
   for (let k = 0; k < counts.length; k++) total += counts[k];
   if (!total) return null;
+  const ticks = 5;
   const points: [number, number][] = [];
   let run = 0;
   let max = 0;
+  let next = 0;
   for (let k = 0; k < counts.length; k++) {
     if (!counts[k]) continue;
-    // The percentile below this bucket, then at its end: the curve steps at each value.
-    const below = (run / total) * 100;
     run += counts[k];
     max = ps.values[k];
-    if (below > 0 && below < 100) points.push([below, ps.values[k]]);
-    const p = (run / total) * 100;
-    if (p < 100) points.push([p, ps.values[k]]);
+    const at = run / total;
+    while (next < 1 && at >= next) {
+      if (!points.length || points[points.length - 1][0] < next * 100) points.push([next * 100, ps.values[k]]);
+      const halvings = Math.floor(Math.log2(1 / (1 - next)));
+      const sum = next + 1 / (ticks * 2 ** (halvings + 1));
+      next = sum === next ? 1 : sum;
+    }
   }
   return { points, count: total, max };
 }
