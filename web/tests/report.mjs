@@ -689,6 +689,16 @@ try {
         compared++;
       }
       assert.ok(compared >= 3, `windows compared: ${compared} of ${windows.length}`);
+      // Over the measurement, the page's curve from the merged seconds is the one the run
+      // stored for the measurement (HdrHistogram's own merge and quantile iteration).
+      const same = await page.evaluate(() => {
+        const r = window.__kilnReport.run;
+        r.setWindow(null);
+        const d = r.data.distributions[0];
+        const shown = r.distribution.spec.series[0];
+        return { stored: d.points, shown: shown.points, label: shown.label };
+      });
+      assert.deepEqual(same.shown, same.stored, `the measurement's curve (${same.label})`);
     });
   }
 

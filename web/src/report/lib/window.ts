@@ -128,23 +128,25 @@ export function distributionIn(ps: PerSecond | undefined, name: string, w: [numb
   for (let k = 0; k < counts.length; k++) total += counts[k];
   if (!total) return null;
   const ticks = 5;
+  let top = counts.length - 1;
+  while (top > 0 && !counts[top]) top--;
   const points: [number, number][] = [];
   let run = 0;
-  let max = 0;
   let next = 0;
-  for (let k = 0; k < counts.length; k++) {
+  for (let k = 0; k <= top; k++) {
     if (!counts[k]) continue;
     run += counts[k];
-    max = ps.values[k];
     const at = run / total;
+    // A bucket gives a point per level it reaches; the last gives one, then 100% (left out).
     while (next < 1 && at >= next) {
       if (!points.length || points[points.length - 1][0] < next * 100) points.push([next * 100, ps.values[k]]);
       const halvings = Math.floor(Math.log2(1 / (1 - next)));
       const sum = next + 1 / (ticks * 2 ** (halvings + 1));
       next = sum === next ? 1 : sum;
+      if (k === top) break;
     }
   }
-  return { points, count: total, max };
+  return { points, count: total, max: ps.values[top] };
 }
 
 /**
