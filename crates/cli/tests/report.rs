@@ -66,8 +66,6 @@ fn phases(dir: &Path) -> Started {
 /// since the origin), as HdrHistogram merges the stored seconds: the oracle of the page's
 /// window figures and legends. Keyed `START-END`, then the latency's name.
 fn window_latencies(run: &kiln_store::RunData, origin: i64) -> Value {
-    use base64::Engine as _;
-    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     let Some(load) = run.series.iter().find(|t| t.name == "load") else {
         return json!({});
     };
@@ -77,20 +75,10 @@ fn window_latencies(run: &kiln_store::RunData, origin: i64) -> Value {
         .iter()
         .filter(|h| h.window == kiln_store::PER_SECOND)
     {
-        let seconds: Vec<_> = IntervalLogIterator::new(&h.data)
-            .filter_map(|e| match e.unwrap() {
-                LogEntry::Interval(ih) => {
-                    let b = base64::engine::general_purpose::STANDARD
-                        .decode(ih.encoded_histogram())
-                        .unwrap();
-                    Some(
-                        hdrhistogram::serialization::Deserializer::new()
-                            .deserialize::<u64, _>(&mut &b[..])
-                            .unwrap(),
-                    )
-                }
-                _ => None,
-            })
+        let seconds: Vec<_> = kiln_loadgen::engine::report::read_interval_log(&h.data)
+            .unwrap()
+            .into_iter()
+            .map(|(_, h)| h)
             .collect();
         assert_eq!(
             seconds.len(),

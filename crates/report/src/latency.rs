@@ -145,44 +145,34 @@ pub fn per_second(
     origin: u64,
     skipped: &mut usize,
 ) -> PerSecond {
-    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use std::collections::BTreeMap;
     /// A second's buckets: (value, count).
     type Buckets = Vec<(u64, u64)>;
     let mut decoded: Vec<(String, Vec<Buckets>)> = Vec::new();
     for h in hists.iter().filter(|h| h.window == kiln_store::PER_SECOND) {
-        let mut seconds: Vec<Buckets> = Vec::new();
-        let mut ok = true;
-        for e in IntervalLogIterator::new(&h.data) {
-            let Ok(LogEntry::Interval(ih)) = e else {
-                ok &= e.is_ok();
-                continue;
-            };
-            let i = seconds.len();
-            let end = (ih.start_timestamp() + ih.duration()).as_nanos() as i128;
-            // Timestamps are written to the millisecond.
-            let aligned = load_time
-                .get(i)
-                .is_some_and(|&t| (t as i128 - end).abs() <= 2_000_000);
-            let bytes = base64_decode(ih.encoded_histogram());
-            let hist = bytes.as_deref().and_then(decode);
-            match (aligned, hist) {
-                (true, Some(x)) => seconds.push(
-                    x.iter_recorded()
-                        .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                        .collect(),
-                ),
-                _ => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-        if ok && seconds.len() == load_time.len() {
-            decoded.push((h.name.clone(), seconds));
-        } else {
+        let Ok(log) = kiln_loadgen::engine::report::read_interval_log(&h.data) else {
             *skipped += 1;
+            continue;
+        };
+        // The log's timestamps are kept to the millisecond: line i is the load's row i.
+        let aligned = log.len() == load_time.len()
+            && log
+                .iter()
+                .zip(load_time)
+                .all(|((end, _), &t)| end.abs_diff(t) <= 2_000_000);
+        if !aligned {
+            *skipped += 1;
+            continue;
         }
+        let seconds = log
+            .into_iter()
+            .map(|(_, x)| {
+                x.iter_recorded()
+                    .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                    .collect()
+            })
+            .collect();
+        decoded.push((h.name.clone(), seconds));
     }
     let mut index: BTreeMap<u64, usize> = BTreeMap::new();
     for (_, secs) in &decoded {
@@ -225,11 +215,6 @@ pub fn per_second(
     }
 }
 
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.decode(s).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,23 +237,21 @@ mod tests {
 
     /// An interval log as `kiln run` writes it: one line per second.
     fn log(seconds: &[(u64, &[u64])]) -> Vec<u8> {
-        use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
-        let mut data = Vec::new();
-        let mut ser = V2DeflateSerializer::new();
-        let mut w = IntervalLogWriterBuilder::new()
-            .begin_log_with(&mut data, &mut ser)
-            .unwrap();
-        for &(end, values) in seconds {
-            let mut h = Histogram::<u64>::new(3).unwrap();
-            for &v in values {
-                h.record(v).unwrap();
-            }
-            let e = std::time::Duration::from_nanos(end);
-            let one = std::time::Duration::from_secs(1);
-            w.write_histogram(&h, e - one, one, None).unwrap();
-        }
-        drop(w);
-        data
+        let hs: Vec<(u64, Histogram<u64>)> = seconds
+            .iter()
+            .map(|&(end, values)| {
+                let mut h = Histogram::<u64>::new(3).unwrap();
+                for &v in values {
+                    h.record(v).unwrap();
+                }
+                (end, h)
+            })
+            .collect();
+        kiln_loadgen::engine::report::write_interval_log(
+            "test",
+            hs.iter().map(|(end, h)| (*end, 1.0, h)),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -317,10 +300,22 @@ mod tests {
         }
         let top = merged.iter().rposition(|&c| c > 0).unwrap();
         assert_eq!(p.values[top], h.max());
-        // A log whose seconds are not the load's is left out, and said so.
-        let p = per_second(&[stored], &times[..2], 10 * s, &mut skipped);
+        // A log whose seconds are not the load's is left out, and said so; so is a damaged one.
+        let p = per_second(
+            std::slice::from_ref(&stored),
+            &times[..2],
+            10 * s,
+            &mut skipped,
+        );
         assert!(p.series.is_empty());
         assert_eq!(skipped, 1);
+        let mut damaged = stored;
+        damaged.data.truncate(damaged.data.len() / 2);
+        damaged.data.extend_from_slice(b"not a log line\n");
+        assert!(per_second(&[damaged], &times, 10 * s, &mut skipped)
+            .series
+            .is_empty());
+        assert_eq!(skipped, 2);
     }
 
     #[test]

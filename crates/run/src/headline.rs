@@ -82,7 +82,6 @@ pub fn deserialise(data: &[u8]) -> Option<Histogram<u64>> {
 /// [`kiln_store::PER_SECOND`]): one line per load second, in the order of the `load`
 /// series, an empty histogram where the second recorded none of that latency.
 fn per_second(ticks: &[Second]) -> Vec<StoredHistogram> {
-    use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
     let mut names: Vec<&str> = Vec::new();
     for t in ticks {
         for (n, _) in &t.hists {
@@ -91,42 +90,28 @@ fn per_second(ticks: &[Second]) -> Vec<StoredHistogram> {
             }
         }
     }
+    let Ok(empty) = Histogram::<u64>::new(3) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for name in names {
-        let mut data = Vec::new();
-        let mut ser = V2DeflateSerializer::new();
-        let Ok(mut log) = IntervalLogWriterBuilder::new()
-            .add_comment(&format!(
-                "kiln: '{name}' latency (us) per second of the load; timestamps are CLOCK_MONOTONIC seconds"
-            ))
-            .begin_log_with(&mut data, &mut ser)
-        else {
-            continue;
-        };
-        let empty = Histogram::<u64>::new(3).ok();
-        let mut ok = true;
-        for t in ticks {
-            // A second that cannot be read back spoils the log (no window would be exact).
-            let h = match t.hists.iter().find(|(n, _)| n == name) {
+        // A second that cannot be read back spoils the log (no window would be exact).
+        let seconds: Option<Vec<Histogram<u64>>> = ticks
+            .iter()
+            .map(|t| match t.hists.iter().find(|(n, _)| n == name) {
                 Some((_, d)) => deserialise(d),
-                None => empty.clone(),
-            };
-            let Some(h) = h else {
-                ok = false;
-                break;
-            };
-            let end = std::time::Duration::from_nanos(t.tick.end_ns);
-            let len = std::time::Duration::from_secs_f64(t.tick.interval_s.max(0.0));
-            if log
-                .write_histogram(&h, end.saturating_sub(len), len, None)
-                .is_err()
-            {
-                ok = false;
-                break;
-            }
-        }
-        drop(log);
-        if ok {
+                None => Some(empty.clone()),
+            })
+            .collect();
+        let Some(seconds) = seconds else { continue };
+        let comment = format!(
+            "kiln: '{name}' latency (us) per second of the load; timestamps are CLOCK_MONOTONIC seconds"
+        );
+        let lines = ticks
+            .iter()
+            .zip(&seconds)
+            .map(|(t, h)| (t.tick.end_ns, t.tick.interval_s, h));
+        if let Ok(data) = kiln_loadgen::engine::report::write_interval_log(&comment, lines) {
             out.push(StoredHistogram {
                 name: name.to_string(),
                 window: kiln_store::PER_SECOND.into(),
@@ -492,7 +477,6 @@ mod tests {
 
     #[test]
     fn per_second_logs_have_one_line_per_load_second() {
-        use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
         let s = 1_000_000_000u64;
         let ticks = [
             second(5 * s, &[10, 20]),
@@ -502,19 +486,10 @@ mod tests {
         let logs = per_second(&ticks);
         assert_eq!(logs.len(), 1);
         assert_eq!(logs[0].window, kiln_store::PER_SECOND);
-        let lines: Vec<(u64, u64)> = IntervalLogIterator::new(&logs[0].data)
-            .filter_map(|e| match e.unwrap() {
-                LogEntry::Interval(h) => {
-                    let end = (h.start_timestamp() + h.duration()).as_nanos() as u64;
-                    let b = base64::Engine::decode(
-                        &base64::engine::general_purpose::STANDARD,
-                        h.encoded_histogram(),
-                    )
-                    .unwrap();
-                    Some((end, deserialise(&b).unwrap().len()))
-                }
-                _ => None,
-            })
+        let lines: Vec<(u64, u64)> = kiln_loadgen::engine::report::read_interval_log(&logs[0].data)
+            .unwrap()
+            .into_iter()
+            .map(|(end, h)| (end, h.len()))
             .collect();
         assert_eq!(lines, [(5 * s, 2), (6 * s, 0), (7 * s, 1)]);
     }
