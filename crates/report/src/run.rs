@@ -730,7 +730,10 @@ pub(crate) fn run_page<'a>(
         sweep,
         distributions,
         latency_seconds,
-        completed: completed_column(run),
+        // The load's own word for it; older runs did not store it.
+        completed: Some(m.load.completed.clone())
+            .filter(|c| !c.is_empty())
+            .or_else(|| completed_column(run)),
         categories,
         profiles,
     };
