@@ -512,6 +512,10 @@ fn an_idle_mqtt_fleet_reads_connections_held_and_cpu_by_thread_group() {
         h.get("throughput").is_none(),
         "a fleet has no throughput: {h}"
     );
+    // The load's own totals, by name beside its list.
+    let report = &run["load"]["report"];
+    assert_eq!(report["totals"]["connected"], 60, "{report}");
+    assert!(report["headline"]["totals"].is_array());
     let html = std::fs::read_to_string(dir.path().join("fleet.html")).unwrap();
     assert!(html.contains("kiln-report-data"));
 }

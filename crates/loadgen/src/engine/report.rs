@@ -73,6 +73,11 @@ impl Headline {
             .and_then(|l| l.percentiles.as_ref())
     }
 
+    /// Totals by counter name, as an object in JSON (`jq .totals.sent`) beside the list.
+    pub fn named_totals(&self) -> std::collections::BTreeMap<&str, u64> {
+        self.totals.iter().map(|c| (&*c.name, c.value)).collect()
+    }
+
     /// Seconds in which flag `name` held.
     pub fn flag_seconds(&self, name: &str) -> u64 {
         self.flag_seconds
@@ -273,7 +278,7 @@ pub fn write_report_json(path: &Path, report: &Report) -> Result<(), Error> {
         path,
         &ReportFile {
             report,
-            totals: h.totals.iter().map(|c| (&*c.name, c.value)).collect(),
+            totals: h.named_totals(),
             latencies: h
                 .latencies
                 .iter()
