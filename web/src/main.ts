@@ -51,7 +51,8 @@ async function loadProfiles(meta: Meta, phases: Record<string, number>): Promise
 async function startOne(metaEl: Element, api: KilnApi, single: boolean): Promise<void> {
   const meta = JSON.parse(metaEl.textContent ?? '') as Meta;
   const key = single ? '' : (meta.key ?? `v${api.apps.length + 1}`);
-  let mount = single ? null : document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(key)}"]`);
+  // A page's own place for the viewer (the report's sections), even when it holds one.
+  let mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(meta.key ?? key)}"]`);
   if (!mount) {
     mount = el('div', { class: 'kiln-root' });
     document.body.append(mount);
@@ -59,7 +60,9 @@ async function startOne(metaEl: Element, api: KilnApi, single: boolean): Promise
   try {
     const raws = await loadProfiles(meta, api.phases);
     api.phases.decoded = performance.now();
-    const app = new App(new Model(raws, meta), mount, { key, origin: meta.origin, documentKeys: single });
+    const embedded = mount.hasAttribute('data-kiln-mount');
+    const headingLevel = Number(mount.dataset.headingLevel) || 1;
+    const app = new App(new Model(raws, meta), mount, { key, origin: meta.origin, documentKeys: single && !embedded, embedded, headingLevel });
     api.apps.push(app);
     api.app ??= app;
     api.phases.laidOut = performance.now();
@@ -96,6 +99,7 @@ async function start(): Promise<void> {
   // "Shown" means the first complete drawing of the views has been painted.
   api.firstDrawMs = performance.now();
   api.ready = true;
+  window.dispatchEvent(new Event('kiln-viewers-ready'));
 }
 
 void start();

@@ -596,34 +596,70 @@ try {
     assert.ok(px[0] > 150 && px[2] < 120, `a flame colour under the pointer, got ${px}`);
   });
 
-  await check('flame chart: keyboard zoom and pan move the time window shared with the strip and the URL', async () => {
+  await check('flame chart: zoom and pan move the chart\'s own view, never the selected window or the URL; axis labels stay distinct at any zoom', async () => {
     await tabTo(page, 'canvas.chart-canvas');
+    const view = () => page.evaluate(() => [window.__kiln.app.chart.scene.t0, window.__kiln.app.chart.scene.t1]);
+    const state = () => page.evaluate(() => [window.__kiln.app.state.range, new URLSearchParams(location.hash.slice(1)).get('t')]);
+    const [f0, f1] = await view();
     await page.keyboard.press('+');
     await page.keyboard.press('+');
     await settle(page);
-    const r1 = await page.evaluate(() => window.__kiln.app.state.range);
-    assert.ok(r1 && r1[1] - r1[0] < 3e9, `zoomed to a quarter: ${r1}`);
+    const v1 = await view();
+    assert.ok(v1[1] - v1[0] < (f1 - f0) / 3, `zoomed to a quarter: ${v1} of ${[f0, f1]}`);
+    assert.deepEqual(await state(), [null, null], 'zooming selects no window and writes none in the URL');
     await page.keyboard.press('Shift+ArrowRight');
-    const r2 = await page.evaluate(() => window.__kiln.app.state.range);
-    assert.ok(r2[0] > r1[0], 'panned right');
-    assert.match(await page.textContent('.timeline-label'), /^Window /);
-    await page.waitForFunction(() => /t=\d+-\d+/.test(location.hash));
+    const v2 = await view();
+    assert.ok(v2[0] > v1[0], 'panned right');
     await page.keyboard.press('ArrowDown');
     assert.match(await page.textContent('[data-ctrl=status]'), / — .* in a row on /);
-    // The mouse pans the window too: dragged left, it moves later by the dragged share.
+    // The mouse pans the view: dragged left, it moves later by the dragged share.
     const c = await page.$eval('canvas.chart-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
-    const r0 = await page.evaluate(() => window.__kiln.app.state.range);
+    const r0 = await view();
     await page.mouse.move(c.x + c.width * 0.6, c.y + 20);
     await page.mouse.down();
     await page.mouse.move(c.x + c.width * 0.4, c.y + 20, { steps: 5 });
     await page.mouse.up();
     await settle(page);
-    const r3 = await page.evaluate(() => window.__kiln.app.state.range);
+    const r3 = await view();
     const moved = (r3[0] - r0[0]) / (r0[1] - r0[0]);
-    assert.ok(Math.abs(moved - 0.2) < 0.02 && Math.abs(r3[1] - r3[0] - (r0[1] - r0[0])) < 1, `dragged a fifth of the width: the window moved ${moved} of itself (${r0} → ${r3})`);
+    assert.ok(Math.abs(moved - 0.2) < 0.02 && Math.abs(r3[1] - r3[0] - (r0[1] - r0[0])) < 1, `dragged a fifth of the width: the view moved ${moved} of itself (${r0} → ${r3})`);
+    assert.deepEqual(await state(), [null, null], 'panning selects no window');
+    // A window selected elsewhere (the strip, the report): the chart opens on it, its lanes
+    // count the window's samples, and zooming deep leaves it and the URL alone.
+    const win = await page.evaluate(() => {
+      const a = window.__kiln.app;
+      const [t0, t1] = a.model.chart(a.state).span;
+      const o = a.model.raw.timeOrigin;
+      a.setWindow([o + Math.round(t0 + (t1 - t0) * 0.25), o + Math.round(t0 + (t1 - t0) * 0.5)]);
+      return a.state.range;
+    });
+    await settle(page);
+    assert.deepEqual(await view(), win, 'the chart shows the window');
+    const [, t] = await state();
+    assert.equal(t, `${win[0]}-${win[1]}`);
+    assert.match(await page.evaluate(() => window.__kiln.app.chart.scene.laneLabel(0)), / — [\d,]+ of [\d,]+ samples in the window$/);
+    await page.focus('canvas.chart-canvas');
+    for (let i = 0; i < 14; i++) await page.keyboard.press('+');
+    await settle(page);
+    const deep = await view();
+    assert.ok(deep[1] - deep[0] < 1e6, `zoomed under a millisecond: ${deep[1] - deep[0]} ns`);
+    assert.deepEqual(await state(), [win, t], 'the window and the URL stay');
+    const ticks = await page.evaluate(() => window.__kiln.app.chart.renderer.axisTicks(window.__kiln.app.chart.scene).map((x) => x.text));
+    assert.ok(ticks.length >= 3, `ticks ${ticks}`);
+    assert.equal(new Set(ticks).size, ticks.length, `every tick reads differently: ${ticks}`);
+    // A box's tooltip: its start and end read differently too.
+    await page.keyboard.press('ArrowDown');
+    const status = await page.textContent('[data-ctrl=status]');
+    const m = /from (-?[\d.]+ s) to (-?[\d.]+ s)/.exec(status);
+    assert.ok(m && m[1] !== m[2], `start and end of the box: ${status}`);
+    // Escape: first the chart's own zoom (back to the window), then the window.
     await page.keyboard.press('Escape');
     await settle(page);
-    assert.equal(await page.evaluate(() => window.__kiln.app.state.range), null, 'Esc shows the whole time');
+    assert.deepEqual(await view(), win, 'Esc: the view back on the window');
+    assert.deepEqual((await state())[0], win);
+    await page.keyboard.press('Escape');
+    await settle(page);
+    assert.equal(await page.evaluate(() => window.__kiln.app.state.range), null, 'Esc again: the whole time');
     await page.keyboard.press('1');
     await settle(page);
     assert.ok(await find(page, 'alpha'), 'the flame graph of the same profile');
@@ -721,15 +757,20 @@ try {
     await axe(page, 'dark flame graph');
   });
 
-  await check('accessibility scan of every view (axe-core: no serious or critical violations)', async () => {
+  await check('accessibility scan of every view, light and dark (axe-core: no moderate, serious or critical violations)', async () => {
     page = await open('timed.html');
     await axe(page, 'flame graph');
     await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'alpha') });
     await axe(page, 'context menu');
     await page.keyboard.press('Escape');
-    for (const v of ['table', 'sandwich']) {
-      page = await open('timed.html', v === 'sandwich' ? 'v=sandwich&fn=2' : `v=${v}`);
-      await axe(page, v);
+    for (const scheme of ['light', 'dark']) {
+      for (const v of ['table', 'sandwich', 'tree', 'tree&inv=1']) {
+        page = await open('timed.html', v === 'sandwich' ? 'v=sandwich&fn=2' : `v=${v}`, scheme);
+        await axe(page, `${v}, ${scheme}`);
+      }
+      page = await open('timed-chart.html', 'v=chart', scheme);
+      await page.click('[data-ctrl=thread-list]');
+      await axe(page, `thread list over the flame chart, ${scheme}`);
     }
     page = await open('diff.html');
     await axe(page, 'diff');
@@ -768,9 +809,183 @@ try {
     await axe(page, 'two viewers');
   });
 
+  await check('search: smart case, and functions only unless process and thread names are asked for', async () => {
+    page = await open('timed.html');
+    const matched = async (q) => {
+      await page.fill('[data-ctrl=search]', q);
+      await settle(page);
+      return page.textContent('[data-ctrl=matched]');
+    };
+    assert.equal(await matched('lock'), 'Matched: 20.0%', 'lower case: either case');
+    assert.equal(await matched('Lock'), 'Matched: 10.0%', 'a capital letter: that case only');
+    assert.equal(await matched('\\block'), 'Matched: 20.0%', 'an escape is not a capital');
+    // One root per thread: the thread names are frames, searched only when asked (t).
+    await page.selectOption('[data-ctrl=threads]', 'threads');
+    await settle(page);
+    assert.equal(await matched('scheduler'), 'Matched: 0.0%', 'thread names are not functions');
+    assert.equal(await page.textContent('[data-ctrl=match-count]'), 'no frames match');
+    await page.click('[data-ctrl=names]');
+    await settle(page);
+    assert.equal(await page.textContent('[data-ctrl=matched]'), 'Matched: 100.0%');
+    assert.equal(await page.getAttribute('[data-ctrl=names]', 'aria-pressed'), 'true');
+    assert.match(await hash(page), /qn=1/);
+    await page.fill('[data-ctrl=search]', '');
+    await page.evaluate(() => document.activeElement.blur());
+  });
+
+  await check('call tree: totals equal the flame graph\'s, inverted and not; the keyboard opens, closes and acts on rows', async () => {
+    page = await open('timed.html');
+    await page.keyboard.press('5');
+    await settle(page);
+    assert.equal(await page.getAttribute('[data-ctrl=tab-tree]', 'aria-selected'), 'true');
+    const compare = () =>
+      page.evaluate(() => {
+        const app = window.__kiln.app;
+        const l = app.derived.layout;
+        const names = app.derived.frames.names;
+        const tree = app.callTree();
+        const stats = app.derived.stats();
+        const out = { rows: [], flame: {}, self: {}, total: l.total[0] };
+        for (const n of tree.roots()) out.rows.push([names[n.frame], n.total, n.self]);
+        // The flame graph: the root's children (non-inverted), each function's self (inverted).
+        for (let k = l.childStart[0]; k < l.childStart[1]; k++) out.flame[names[l.frame[l.childList[k]]]] = l.total[l.childList[k]];
+        for (const f of stats.present) if (stats.self[f] > 0) out.self[names[f]] = stats.self[f];
+        return out;
+      });
+    const top = await compare();
+    assert.ok(top.rows.length > 0);
+    for (const [name, total] of top.rows) assert.equal(total, top.flame[name], `${name}: the tree's total is the flame graph's`);
+    assert.equal(top.rows.reduce((a, r) => a + r[1], 0), top.total);
+    // The rows on the page: level-1 rows, names and totals as the unit writes them.
+    const shownRows = await page.$$eval('[role=treegrid] [role=row][aria-level="1"]', (rs) => rs.map((r) => [r.querySelector('.fn-name').textContent, r.querySelector('[aria-colindex="1"]').textContent]));
+    assert.equal(shownRows[0][0], top.rows[0][0]);
+    // Opened on the heaviest path: main is open, its heaviest child is shown below it.
+    assert.equal(await page.getAttribute('[role=treegrid] [role=row][aria-level="1"]', 'aria-expanded'), 'true');
+    // Inverted (b): the first level is every function that ran, with its self weight.
+    await page.keyboard.press('b');
+    await settle(page);
+    assert.equal(await page.getAttribute('[data-ctrl=invert]', 'aria-pressed'), 'true');
+    const inv = await compare();
+    assert.deepEqual(Object.fromEntries(inv.rows.map(([n, t]) => [n, t])), inv.self, 'inverted roots: each function\'s self, as the function table has it');
+    for (const [, total, self] of inv.rows) assert.equal(total, self);
+    assert.equal(inv.rows.reduce((a, r) => a + r[1], 0), inv.total);
+    // Keyboard: Tab to the tree, → opens the first row (its callers), ← closes it.
+    await tabTo(page, '[role=treegrid]');
+    await page.keyboard.press('Home');
+    const first = '[role=treegrid] [role=row][aria-selected=true]';
+    const opened = await page.getAttribute(first, 'aria-expanded');
+    if (opened === 'true') await page.keyboard.press('ArrowLeft');
+    assert.equal(await page.getAttribute(first, 'aria-expanded'), 'false');
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.getAttribute(first, 'aria-expanded'), 'true');
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.getAttribute(first, 'aria-level'), '2', '→ on an open row: its first child');
+    const caller = await page.textContent(`${first} .fn-name`);
+    const callers = await page.evaluate(() => {
+      const app = window.__kiln.app;
+      const tree = app.callTree();
+      const r = tree.roots()[0];
+      return tree.children(r).map((n) => [app.derived.frames.names[n.frame], n.total]);
+    });
+    assert.equal(caller, callers[0][0]);
+    if ((await page.getAttribute(first, 'aria-expanded')) === 'true') {
+      await page.keyboard.press('ArrowLeft');
+      assert.equal(await page.getAttribute(first, 'aria-expanded'), 'false', '← on an open row closes it');
+    }
+    await page.keyboard.press('ArrowLeft');
+    assert.equal(await page.getAttribute(first, 'aria-level'), '1', '← on a closed child: its parent');
+    await page.keyboard.press('ArrowLeft');
+    assert.equal(await page.getAttribute(first, 'aria-expanded'), 'false');
+    // The window applies: a window of the second half shows beta, not alpha.
+    await page.evaluate(() => {
+      const a = window.__kiln.app;
+      const o = a.model.raw.timeOrigin;
+      a.setWindow([o + 5e9, o + 10e9]);
+    });
+    await settle(page);
+    const late = await compare();
+    assert.ok(late.self.beta_child > 0 && !late.self.alpha_leaf, 'the window\'s functions');
+    assert.deepEqual(Object.fromEntries(late.rows.map(([n, t]) => [n, t])), late.self);
+    // A frame action from the tree's row: s opens its sandwich.
+    await page.focus('[role=treegrid]');
+    await page.keyboard.press('s');
+    await settle(page);
+    assert.equal(await page.getAttribute('[data-ctrl=tab-sandwich]', 'aria-selected'), 'true');
+    await axe(page, 'sandwich from the call tree');
+    await page.keyboard.press('5');
+    await settle(page);
+    await axe(page, 'call tree');
+    // The search keeps matching samples: fib's rows only, totals of fib's samples.
+    await page.keyboard.press('b');
+    await page.fill('[data-ctrl=search]', 'fib');
+    await settle(page);
+    const fib = await compare();
+    assert.deepEqual(fib.rows.map((r) => r[0]), ['main']);
+    assert.equal(fib.rows[0][1], await page.evaluate(() => window.__kiln.app.derived.matchedWeight));
+    await page.fill('[data-ctrl=search]', '');
+  });
+
+  await check('threads: the list hides a thread in the flame graph, the call tree and the flame chart', async () => {
+    page = await open('timed-chart.html');
+    const lanes = () => page.evaluate(() => window.__kiln.app.chart.scene.chart.lanes.map((l) => l.name));
+    assert.deepEqual(await lanes(), ['1_scheduler [11]', '2_scheduler [12]']);
+    await page.click('[data-ctrl=thread-list]');
+    assert.equal(await page.getAttribute('[data-ctrl=thread-list]', 'aria-expanded'), 'true');
+    assert.equal(await page.textContent('[data-ctrl=threads-summary]'), '2 of 2 threads shown');
+    const rows = await page.$$eval('.thread-row', (rs) => rs.map((r) => r.textContent));
+    assert.deepEqual(rows.map((r) => r.replace(/only$/, '')), ['1_scheduler [11]100 samples', '2_scheduler [12]100 samples']);
+    // Keyboard: focus is on the first checkbox; Space hides that thread.
+    await page.keyboard.press('Space');
+    await settle(page);
+    assert.equal(await page.textContent('[data-ctrl=threads-summary]'), '1 of 2 threads shown');
+    assert.deepEqual(await lanes(), ['2_scheduler [12]']);
+    assert.match(await hash(page), /hide=0/);
+    const total = await page.evaluate(() => window.__kiln.app.derived.layout.total[0]);
+    assert.equal(total, 100, 'the flame graph keeps the other thread\'s 100 samples');
+    assert.equal(await page.textContent('[data-ctrl=thread-list]'), 'Threads… (1 hidden)');
+    assert.match(await fact(page, 'total'), /^100 of 200 samples$/);
+    await page.keyboard.press('Escape');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.ctrl), 'thread-list', 'focus back on the button');
+    await page.keyboard.press('5');
+    await settle(page);
+    assert.equal(await page.evaluate(() => window.__kiln.app.callTree().total), 100);
+    await page.click('[data-ctrl=thread-list]');
+    await page.click('[data-ctrl=threads-all]');
+    await settle(page);
+    assert.equal(await page.evaluate(() => window.__kiln.app.callTree().total), 200);
+    await axe(page, 'thread list');
+    await page.keyboard.press('Escape');
+  });
+
+  await check('the header follows the window: total, samples and duration beside the whole profile\'s; times on one clock', async () => {
+    page = await open('timed.html', 't=2500000000-5000000000');
+    // A sample every 50 ms; the window holds both its ends.
+    assert.match(await fact(page, 'total'), /^51 of 200 samples$/);
+    assert.match(await fact(page, 'duration'), /^2\.50 s window \(2\.5 s – 5\.0 s\) of /);
+    assert.match(await page.textContent('.timeline-label'), /^Window 2\.50 s – 5\.00 s \(2\.50 s\) of 0\.00 s – 9\.95 s;/);
+  });
+
+  await check('no samples: the profile, the window or the view says why instead of blank boxes', async () => {
+    page = await open('timed.html', `t=${20e9}-${21e9}`);
+    assert.match(await page.textContent('[data-ctrl=empty]'), /^No samples in this window \(20\.0 s – 21\.0 s\): .*The profile's samples lie between 0\.0 s and /);
+    await page.evaluate(() => window.__kiln.app.setWindow(null));
+    await settle(page);
+    assert.equal(await page.isVisible('[data-ctrl=empty]'), false);
+    // Every function dropped: the transforms removed them, said so.
+    await page.evaluate(() => {
+      const a = window.__kiln.app;
+      const main = a.derived.frames.names.indexOf('main');
+      a.setState({ transforms: [{ kind: 'drop', f: main }] });
+    });
+    await settle(page);
+    assert.match(await page.textContent('[data-ctrl=empty]'), /^No samples left: none of the 200 samples of the profile remain after the transforms \(u undoes the last\)\.$/);
+    await axe(page, 'no samples left');
+  });
+
   await check('an empty profile opens; damaged data gives a message, not a blank page', async () => {
     page = await open('empty.html');
     assert.equal(await page.textContent('.crumb'), 'all');
+    assert.match(await page.textContent('[data-ctrl=empty]'), /^No samples in this profile: /);
     page = await load('broken.html');
     const err = await page.evaluate(() => window.__kiln.error);
     assert.ok(err, 'the damage is reported');

@@ -30,14 +30,14 @@ export async function launch(extraArgs = []) {
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-/** Runs axe-core on the page; fails on serious or critical violations. */
+/** Runs axe-core on the page; fails on moderate, serious or critical violations. */
 export async function axe(page, what) {
   if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.addScriptTag({ content: AXE });
   const result = await page.evaluate(async () => {
     const r = await window.axe.run(document, { resultTypes: ['violations'] });
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 4) }));
   });
-  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  assert.deepEqual(bad, [], `${what}: axe-core found serious or critical violations: ${JSON.stringify(bad, null, 1)}`);
+  const bad = result.filter((v) => v.impact === 'moderate' || v.impact === 'serious' || v.impact === 'critical');
+  assert.deepEqual(bad, [], `${what}: axe-core found moderate, serious or critical violations: ${JSON.stringify(bad, null, 1)}`);
   return result;
 }

@@ -154,6 +154,130 @@ function edgesOf(t) {
   return [t.time[0] - step, ...t.time];
 }
 
+/** Rows of a stored table in window w, as the headline counts seconds: [row, interval ns]. */
+function rowsIn(t, w) {
+  const d = [];
+  for (let i = 1; i < t.time.length; i++) d.push(t.time[i] - t.time[i - 1]);
+  d.sort((a, b) => a - b);
+  const step = d.length ? d[d.length >> 1] : 1e9;
+  const out = [];
+  for (let i = 0; i < t.time.length; i++) {
+    const start = i > 0 && t.time[i] - t.time[i - 1] <= 2 * step ? t.time[i - 1] : t.time[i] - step;
+    const mid = start + (t.time[i] - start) / 2;
+    if (mid >= w[0] && mid < w[1]) out.push([i, t.time[i] - start]);
+  }
+  return out;
+}
+
+/** Σ value × seconds of a stored column over w, and the seconds of w's rows. */
+function integral(t, col, w) {
+  const out = { sum: 0, secs: 0, any: false };
+  if (!t || !t.columns[col]) return out;
+  for (const [i, dt] of rowsIn(t, w)) {
+    out.secs += dt / 1e9;
+    const v = t.columns[col][i];
+    if (v !== null && v !== undefined) {
+      out.sum += (v * dt) / 1e9;
+      out.any = true;
+    }
+  }
+  return out;
+}
+
+/** What each headline figure is over window w, from the store's series and histograms. */
+function expectedFigures(exp, w) {
+  const t = exp.tables;
+  const out = {};
+  const mean = (table, col) => {
+    const x = integral(table, col, w);
+    return x.any && x.secs > 0 ? x.sum / x.secs : undefined;
+  };
+  if (exp.completed && t.load) out.throughput = mean(t.load, exp.completed);
+  const user = integral(t.target, 'cpu user', w);
+  const system = integral(t.target, 'cpu system', w);
+  if (user.any) out.target_cpu = (user.sum + system.sum) / Math.max(user.secs, system.secs);
+  if (t.target?.columns.rss) out.rss = Math.max(...rowsIn(t.target, w).map(([i]) => t.target.columns.rss[i]));
+  const vol = integral(t.target, 'voluntary switches', w);
+  const inv = integral(t.target, 'involuntary switches', w);
+  if (vol.any) out.switches = (vol.sum + inv.sum) / vol.secs;
+  if (t.kiln) {
+    out.kiln_cpu = mean(t.kiln, 'kiln cpu');
+    out.load_cpu = mean(t.kiln, 'load command cpu');
+  }
+  if (t.machine) out.machine_busy = mean(t.machine, 'busy');
+  const lat = exp.latencies?.[`${w[0]}-${w[1]}`]?.[exp.latency];
+  if (lat) for (const k of ['p50', 'p99', 'p999', 'max']) out[k] = lat[k];
+  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];
+  return out;
+}
+
+/** The figure cards as the page shows them: key → [value, scope]. */
+const cardsOf = (page) =>
+  page.$$eval('[data-figure]', (cs) => Object.fromEntries(cs.map((c) => [c.dataset.figure, [c.dataset.value === '' ? null : Number(c.dataset.value), c.dataset.scope, c.querySelector('[data-ctrl=figure-whole]').textContent]])));
+
+/** Every figure the store can compute for w equals the card's; the whole measurement's is beside it. */
+async function assertFigures(page, exp, w, what) {
+  const cards = await cardsOf(page);
+  const want = expectedFigures(exp, w);
+  assert.ok(Object.keys(want).length >= 3, `${what}: figures to compare: ${Object.keys(want)}`);
+  for (const [k, v] of Object.entries(want)) {
+    const card = cards[k];
+    assert.ok(card, `${what}: a card for ${k}`);
+    assert.equal(card[1], 'window', `${what}: ${k} is the window's`);
+    assert.ok(close_(card[0], v), `${what}: ${k} shows ${card[0]}, the store has ${v} in ${w}`);
+    assert.match(card[2], /^whole measurement: /, `${what}: ${k} has the measurement's beside it`);
+  }
+}
+
+/** Samples of each profile in w (spans overlapping it), as the flame graph counts them. */
+function samplesIn(p, w) {
+  let n = 0;
+  for (const [t, weight] of p.samples) {
+    const len = p.nsPerWeight && weight > 0 ? weight * p.nsPerWeight : 0;
+    if (len > 0 ? t + len > w[0] && t < w[1] : t >= w[0] && t <= w[1]) n++;
+  }
+  return n;
+}
+
+/** Every profile's heading counts the store's samples of w. */
+async function assertHeadings(page, exp, w, what) {
+  const hs = await page.$$eval('[data-profile]', (ps) => ps.map((p) => [p.dataset.profile, p.querySelector('[data-ctrl=profile-heading]').textContent]));
+  for (const p of exp.profiles) {
+    const h = hs.find(([, text]) => text.startsWith(`${p.event}:`));
+    assert.ok(h, `${what}: a heading for ${p.event}`);
+    const n = samplesIn(p, w);
+    const all = p.samples.length;
+    const want = !all ? `${p.event}: no samples in this run` : n ? `${p.event}: ${n.toLocaleString('en-US')} of ${all.toLocaleString('en-US')} samples in the window` : `${p.event}: no samples in the window (of ${all.toLocaleString('en-US')})`;
+    assert.equal(h[1], want, what);
+  }
+}
+
+/**
+ * Elements of the page's main column that stick out of it (run in the page). What an
+ * ancestor clips or scrolls inside the column (a cut name, a wide table) is inside it.
+ */
+function insideColumn() {
+  const main = document.querySelector('main');
+  const col = main.getBoundingClientRect();
+  const clipped = (e) => {
+    for (let a = e.parentElement; a && a !== main; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') {
+        const r = a.getBoundingClientRect();
+        if (r.left >= col.left - 1 && r.right <= col.right + 1) return true;
+      }
+    }
+    return false;
+  };
+  const bad = [];
+  for (const e of main.querySelectorAll('*')) {
+    if (e.closest('.tooltip, .menu, .help, .threads, [hidden]')) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    if ((r.right > col.right + 1 || r.left < col.left - 1) && !clipped(e)) bad.push(`${e.tagName}.${e.className} ${Math.round(r.left)}–${Math.round(r.right)}`);
+  }
+  return { col: [col.left, col.right], bad: bad.slice(0, 8) };
+}
+
 /** Pixels of a region that are neither background nor grey (series colours). */
 function colouredPixels(png, box) {
   let n = 0;
@@ -344,13 +468,145 @@ try {
       }
     });
 
-    await check('accessibility scan (axe-core: no serious or critical violations), dark mode', async () => {
+    await check('every figure follows the window: headline cards, headings, legends and the viewers\' totals, the whole measurement\'s beside them', async () => {
+      page = await open('run.html');
+      const e = edgesOf(target);
+      const w = [e[1], e[Math.min(e.length - 1, 4)]];
+      const before = await cardsOf(page);
+      assert.ok(Object.values(before).every(([, scope, whole]) => scope === 'measurement' && whole === ''), 'no window: the measurement\'s figures');
+      await page.evaluate((x) => window.__kilnReport.run.setWindow(x), w);
+      await settle(page);
+      await assertFigures(page, exp, w, 'a window of three seconds');
+      await assertHeadings(page, exp, w, 'a window of three seconds');
+      // Legends: the category chart's shares of the window add up to 100%.
+      const shares = await page.$$eval('[data-chart="category:cpu-clock"] .r-value', (vs) => vs.map((v) => Number(v.dataset.value)));
+      assert.ok(Math.abs(shares.reduce((a, b) => a + b, 0) - 100) < 0.01, `shares ${shares}`);
+      assert.match(await page.textContent('[data-chart="category:cpu-clock"] [data-ctrl=caption]'), /^share of the CPU time: the window \(/);
+      // One number per category, its whole-run share in the tooltip.
+      const item = await page.$eval('[data-chart="category:cpu-clock"] .r-item', (e) => [e.querySelector('.r-label').textContent, e.title]);
+      assert.ok(!/%/.test(item[0]) && /% of the cpu-clock samples over the whole run$/.test(item[1]), `${item}`);
+      // Each viewer's header: the window's samples of the profile's.
+      let facts = 0;
+      for (const p of exp.profiles) {
+        const n = samplesIn(p, w);
+        const key = p.event.replace(/[^A-Za-z0-9_-]/g, '_');
+        const text = await page.evaluate((k) => document.querySelector(`[data-profile="${k}"] [data-fact=samples] .fact-value`)?.textContent ?? null, key);
+        if (text === null) continue;
+        facts++;
+        assert.ok(text.startsWith(`${n.toLocaleString('en-US')} of ${p.samples.length.toLocaleString('en-US')}`), `${p.event}: ${text}`);
+      }
+      assert.ok(facts >= 1, 'the viewers count the window\'s samples');
+      // The same window from the URL, on opening.
+      page = await open('run.html', `t=${w[0]}-${w[1]}`);
+      await assertFigures(page, exp, w, 'the window from the URL');
+      await assertHeadings(page, exp, w, 'the window from the URL');
+      // Another window, other figures.
+      const w2 = [e[e.length - 3], e[e.length - 1]];
+      await page.evaluate((x) => window.__kilnReport.run.setWindow(x), w2);
+      await settle(page);
+      await assertFigures(page, exp, w2, 'the last two seconds');
+      await assertHeadings(page, exp, w2, 'the last two seconds');
+    });
+
+    await check('the header links to every section without touching the window in the URL', async () => {
+      const links = await page.$$eval('nav.r-toc a', (as) => as.map((a) => a.dataset.jump));
+      const sections = await page.$$eval('main .r-section[id], main .r-profile[id]', (ss) => ss.map((s) => s.id));
+      for (const id of sections) assert.ok(links.includes(id), `a link to ${id}: ${links}`);
+      const hash = await page.evaluate(() => location.hash);
+      const last = links[links.length - 1];
+      await page.click(`nav.r-toc a[data-jump="${last}"]`);
+      await settle(page);
+      const [top, focused] = await page.evaluate((id) => [document.getElementById(id).getBoundingClientRect().top, document.activeElement.closest('[id]')?.id], last);
+      assert.ok(top >= -1 && top < 200, `the section is at the top of the view: ${top}`);
+      assert.ok(focused === last || focused?.startsWith('r-h-profile'), `focus moved to the section: ${focused}`);
+      assert.equal(await page.evaluate(() => location.hash), hash, 'the URL keeps the window');
+    });
+
+    await check('Ctrl+wheel zooms every chart\'s time axis, never the selected window; 0 or the button shows the whole axis', async () => {
+      const before = await page.evaluate(() => [window.__kilnReport.run.window, [...window.__kilnReport.run.group.range], location.hash]);
+      const geo = await chartGeometry(page, 'cpu');
+      await page.mouse.move(geo.left + geo.width / 2, geo.top + 30);
+      await page.keyboard.down('Control');
+      await page.mouse.wheel(0, -400);
+      await page.keyboard.up('Control');
+      await settle(page);
+      const after = await page.evaluate(() => [window.__kilnReport.run.window, [...window.__kilnReport.run.group.range], location.hash]);
+      assert.ok(after[1][1] - after[1][0] < (before[1][1] - before[1][0]) * 0.7, `zoomed in: ${before[1]} → ${after[1]}`);
+      assert.deepEqual([after[0], after[2]], [before[0], before[2]], 'the window and the URL stay');
+      assert.equal(await page.isVisible('[data-ctrl=zoom-reset]'), true);
+      await page.click('[data-ctrl=zoom-reset]');
+      await settle(page);
+      assert.deepEqual(await page.evaluate(() => [...window.__kilnReport.run.group.range]), before[1]);
+      assert.equal(await page.isVisible('[data-ctrl=zoom-reset]'), false);
+    });
+
+    await check('the call tree of every viewer: its totals are the flame graph\'s, inverted and not, in the window', async () => {
+      for (const invert of [false, true]) {
+        const res = await page.evaluate((inv) => {
+          return window.__kiln.apps.map((a) => {
+            a.setState({ view: 'tree', invert: inv });
+            const l = a.derived.layout;
+            const stats = a.derived.stats();
+            const tree = a.callTree();
+            const rows = tree.roots().map((n) => [n.frame, n.total, n.node]);
+            const want = rows.map(([f, , v]) => (inv ? stats.self[f] : l.total[v]));
+            return { event: a.model.unit.event, rows: rows.map((r) => r[1]), want, total: tree.total, flame: l.total[0] - l.self[0] };
+          });
+        }, invert);
+        for (const r of res) {
+          assert.deepEqual(r.rows, r.want, `${r.event}, ${invert ? 'inverted' : 'top-down'}: first-level rows`);
+          assert.ok(close_(r.rows.reduce((a, b) => a + b, 0), r.flame), `${r.event}: the rows sum to the flame graph's total`);
+        }
+      }
+      await page.evaluate(() => window.__kiln.apps.forEach((a) => a.setState({ view: 'flame', invert: false })));
+    });
+
+    await check('accessibility scan (axe-core: no moderate, serious or critical violations), light and dark', async () => {
       await axe(page, 'run report');
       page = await open('run.html', '', 'dark');
       const png = await shot(page, 'run-dark');
       const [r, g, b] = png.at(5, 5);
       assert.ok(r + g + b < 150, `dark background, got ${[r, g, b]}`);
       await axe(page, 'run report, dark');
+    });
+  }
+
+  // ---------------------------------------------------------------- an idle target, a long name
+  if (existsSync(join(dir, 'idle.html'))) {
+    const exp = expectOf('idle');
+    page = await open('idle.html');
+    await check('an idle run: "no samples in this run, because …" instead of blank flame graphs', async () => {
+      for (const p of exp.profiles) assert.equal(p.samples.length, 0, `${p.event}: the idle target has no samples`);
+      const hs = await page.$$eval('[data-ctrl=profile-heading]', (e) => e.map((x) => x.textContent));
+      assert.ok(hs.length >= 1 && hs.every((h) => /: no samples in this run$/.test(h)), `${hs}`);
+      const notes = await page.$$eval('.kiln-mount [data-ctrl=empty]', (e) => e.map((x) => [x.hidden, x.textContent]));
+      assert.equal(notes.length, hs.length);
+      for (const [hidden, text] of notes) {
+        assert.equal(hidden, false);
+        assert.match(text, /^No samples in this profile: (the target did not run on a CPU|no thread of the target was off CPU) while it was recorded/);
+      }
+      // No 700-px blank boxes: an empty viewer is as tall as its message.
+      const heights = await page.$$eval('.kiln-mount .kiln', (e) => e.map((x) => x.getBoundingClientRect().height));
+      assert.ok(heights.every((h) => h < 300), `heights ${heights}`);
+      await assertHeadings(page, exp, exp.measure, 'idle, a window');
+    });
+    await check('a 400-character name: the page stays in its column, the full name on hover', async () => {
+      assert.ok(exp.name.length >= 400);
+      const [sw, iw] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+      assert.ok(sw <= iw, `no sideways scrolling: ${sw} > ${iw}`);
+      const title = await page.$eval('[data-field=title]', (e) => [e.textContent, e.title, e.getBoundingClientRect().right]);
+      assert.equal(title[1], title[0], 'the full title on hover');
+      assert.ok(title[2] <= iw);
+      // Every element inside the page's column (canvases and scrolled tables excepted: they
+      // scroll inside it).
+      const out = await page.evaluate(insideColumn);
+      assert.deepEqual(out.bad, [], `elements outside the column ${out.col}`);
+      // The viewer's title is cut to the column, its full text on hover.
+      const vt = await page.$eval('.kiln-mount .title', (e) => [e.title, e.scrollWidth > e.clientWidth]);
+      assert.ok(vt[0].includes(exp.name) && vt[1], 'cut, with the name in the tooltip');
+      await axe(page, 'idle run with a long name');
+      page = await open('idle.html', '', 'dark');
+      await axe(page, 'idle run with a long name, dark');
     });
   }
 
@@ -417,6 +673,51 @@ try {
       // The testkit's broker runs without +JPperf: no Erlang names, but the runtime's are there.
         assert.ok(cats.includes('I/O polling (poll/epoll)') && cats.some((c) => c.startsWith('BEAM')), `BEAM categories: ${cats}`);
       await axe(page, 'sweep report');
+    });
+    await check('latency figures, legends and distribution of a window: exactly the stored seconds\' histograms merged', async () => {
+      page = await open('sweep.html');
+      const load = sw.tables.load;
+      const lat = await page.evaluate(() => window.__kilnReport.run.data.latency);
+      assert.ok(lat, 'a headline latency');
+      const expLat = { ...sw, latency: lat };
+      let compared = 0;
+      // Every window of whole stored seconds the store's oracle has (at most six).
+      const windows = Object.keys(sw.latencies).map((k) => k.split(/(?<=\d)-/).map(Number)).slice(0, 6);
+      assert.ok(windows.length >= 3, `windows of the stored seconds: ${windows.length} (${load.time.length} seconds)`);
+      for (const w of windows) {
+        const want = sw.latencies[`${w[0]}-${w[1]}`];
+        if (!want || !want[lat]) continue;
+        await page.evaluate((x) => window.__kilnReport.run.setWindow(x), w);
+        await settle(page);
+        await assertFigures(page, expLat, w, `window ${w}`);
+        // The latency chart's legend (away from the cursor): the same exact percentiles.
+        await page.mouse.move(1, 1);
+        await settle(page);
+        for (const [q, k] of [['p50', 'p50'], ['p99', 'p99'], ['p99.9', 'p999'], ['max', 'max']]) {
+          const v = await page.getAttribute(`[data-chart="latency:${lat}"] [data-column="${lat} ${q}"] .r-value`, 'data-value');
+          assert.equal(Number(v), want[lat][k], `${lat} ${q} in ${w}`);
+          const intended = want[`${lat}_intended`];
+          if (intended) assert.equal(Number(await page.getAttribute(`[data-chart="latency:${lat}"] [data-column="${lat}_intended ${q}"] .r-value`, 'data-value')), intended[k]);
+        }
+        assert.match(await page.textContent(`[data-chart="latency:${lat}"] [data-ctrl=caption]`), /^exact percentiles of the window’s seconds merged: the window/);
+        // The distribution is the window's: its count is the merged histograms'.
+        const label = await page.$eval('[data-chart=distribution] .r-item .r-label', (x) => x.textContent);
+        const n = want[lat].count;
+        if (n < 1e4) assert.ok(label.endsWith(`(${n.toLocaleString('en-US')} values)`), `${label}: ${n} values`);
+        assert.match(await page.textContent('[data-chart=distribution] .r-chart-title'), /over the window/);
+        compared++;
+      }
+      assert.ok(compared >= 3, `windows compared: ${compared} of ${windows.length}`);
+      // Over the measurement, the page's curve from the merged seconds is the one the run
+      // stored for the measurement (HdrHistogram's own merge and quantile iteration).
+      const same = await page.evaluate(() => {
+        const r = window.__kilnReport.run;
+        r.setWindow(null);
+        const d = r.data.distributions[0];
+        const shown = r.distribution.spec.series[0];
+        return { stored: d.points, shown: shown.points, label: shown.label };
+      });
+      assert.deepEqual(same.shown, same.stored, `the measurement's curve (${same.label})`);
     });
   }
 
@@ -528,6 +829,25 @@ try {
       assert.ok(fv.every(([v]) => v === 'cannot_tell'), 'one run each: no function can be told from noise');
       assert.equal(await page.evaluate(() => window.__kiln.apps[0].model.isDiff), true, 'the differential flame graph');
       await axe(page, 'compare');
+      page = await open('compare.html', '', 'dark');
+      await axe(page, 'compare, dark');
+    });
+    await check('compare: everything in the content column, the differential viewer in its section; p99 legends are the table\'s figures', async () => {
+      page = await open('compare.html');
+      const out = await page.evaluate(insideColumn);
+      assert.deepEqual(out.bad, [], `elements outside the column ${out.col}`);
+      const where = await page.evaluate(() => {
+        const m = document.querySelector('.kiln-mount');
+        const col = document.querySelector('main').getBoundingClientRect();
+        const r = m.getBoundingClientRect();
+        return { inMain: !!m.closest('main .r-section'), left: r.left, right: r.right, col: [col.left, col.right] };
+      });
+      assert.ok(where.inMain, 'the viewer is inside its section');
+      assert.ok(where.left >= where.col[0] && where.right <= where.col[1], `the viewer's box ${where.left}–${where.right} inside ${where.col}`);
+      const p99 = await page.$$eval('[data-chart=p99] .r-item', (e) => e.map((x) => x.querySelector('.r-value').textContent));
+      const cells = await page.$$eval('[data-table=figures] tr[data-metric=p99] td[data-group]', (e) => e.map((x) => x.textContent));
+      assert.ok(p99.length >= 2 && p99.every((v) => cells.some((c) => v.startsWith(c))), `legend ${p99}, table ${cells}`);
+      assert.match(await page.textContent('[data-chart=p99] [data-ctrl=caption]'), /^p99 over each measurement, from its histograms/);
     });
   }
 

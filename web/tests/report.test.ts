@@ -8,7 +8,10 @@ import { binaryStep, linearScale, logScale, nines, ninesTicks, timeTicks } from 
 import { formatSeconds, formatValue } from '../src/report/lib/format.js';
 import { runCharts, shade } from '../src/report/lib/charts.js';
 import { RawProfile, baseTree } from '../src/lib/profile.js';
-import { Table } from '../src/report/data.js';
+import { CategorySeries, PerSecond, RunPage, Table } from '../src/report/data.js';
+import { categorySharesIn, distributionIn, percentilesIn, rowsIn } from '../src/report/lib/window.js';
+import { windowFigures } from '../src/report/lib/figures.js';
+import { plainColumn, plainGroup } from '../src/report/lib/names.js';
 
 /** A deterministic pseudo-random sequence. */
 function rng(seed: number): () => number {
@@ -153,7 +156,9 @@ test('a run’s charts: only series that hold something, latency on a log scale 
   const lat = charts[2];
   assert.equal(lat.scale, 'log');
   assert.deepEqual(lat.lines.map((l) => [l.label, !!l.dash]), [['p99', false], ['p99 intended', true]]);
-  assert.deepEqual(charts[4].lines.map((l) => l.label), ['scheduler user', 'scheduler system'], 'idle thread groups are left out');
+  assert.deepEqual(charts[4].lines.map((l) => l.label), ['schedulers user', 'schedulers system'], 'idle thread groups are left out; plain words');
+  assert.deepEqual(charts[4].lines.map((l) => l.hint), ['cpu user:scheduler', 'cpu system:scheduler'], 'the store\'s names in the tooltip');
+  assert.equal(lat.title, 'Latency per second: latency, publish to consume (dashed: from the intended send time)');
   assert.equal(charts[6].yMax, 200);
   assert.deepEqual(charts[6].lines[0].values, [100, 120, 140], 'machine busy in % of one CPU');
 });
@@ -186,4 +191,96 @@ test('a window over samples that weigh time counts the part of each block inside
   assert.deepEqual([...none.self], [0, 0]);
   const all = baseTree(raw, { ...opts, range: null, nsPerWeight: 1 });
   assert.deepEqual([...all.self], [10, 10]);
+});
+
+/** HdrHistogram-like buckets for the tests: values are their own buckets. */
+function perSecond(seconds: number[][], time: number[], name = 'lat'): PerSecond {
+  const values = [...new Set(seconds.flat())].sort((a, b) => a - b);
+  const counts = seconds.map((vs) => {
+    const c = new Map<number, number>();
+    for (const v of vs) c.set(values.indexOf(v), (c.get(values.indexOf(v)) ?? 0) + 1);
+    const out: number[] = [];
+    let prev = 0;
+    for (const [k, n] of [...c].sort((a, b) => a[0] - b[0])) {
+      out.push(k - prev, n);
+      prev = k;
+    }
+    return out;
+  });
+  return { values, series: [{ name, time, counts }] };
+}
+
+test('a window\'s percentiles are those of its seconds\' values merged, not means of per-second percentiles', () => {
+  const r = rng(3);
+  const time = Array.from({ length: 10 }, (_, i) => (i + 1) * 1e9);
+  const seconds = time.map(() => Array.from({ length: Math.floor(r() * 50) }, () => 1 + Math.floor(r() * 1000) * (r() < 0.05 ? 100 : 1)));
+  const ps = perSecond(seconds, time);
+  for (const [a, b] of [[0, 10e9], [2e9, 5e9], [5e9, 6e9], [9e9, 10e9]]) {
+    const rows = rowsIn(time, [a, b]).map(([i]) => i);
+    const all = rows.flatMap((i) => seconds[i]).sort((x, y) => x - y);
+    const p = percentilesIn(ps, 'lat', [a, b]);
+    if (!all.length) {
+      assert.equal(p, null);
+      continue;
+    }
+    const at = (q: number): number => all[Math.max(1, Math.ceil(q * all.length)) - 1];
+    assert.deepEqual(p, { p50: at(0.5), p99: at(0.99), p999: at(0.999), max: all[all.length - 1], count: all.length }, `window ${a}-${b}`);
+    const d = distributionIn(ps, 'lat', [a, b])!;
+    assert.equal(d.count, all.length);
+    assert.ok(d.points.every((x, i) => i === 0 || (x[0] >= d.points[i - 1][0] && x[1] >= d.points[i - 1][1])), 'the curve rises');
+  }
+  assert.equal(percentilesIn(ps, 'other', [0, 10e9]), null);
+});
+
+test('window figures: rates and CPU from the seconds inside, the largest RSS, shares of categories', () => {
+  const time = [1e9, 2e9, 3e9, 4e9];
+  const t = (name: string, columns: [string, string, (number | null)[]][]): Table => ({ name, time, columns: columns.map(([n, u, v]) => ({ name: n, unit: u, values: v })) });
+  const r = {
+    unit: 'msg',
+    latency: 'lat',
+    cpus: 2,
+    completed: 'received',
+    tables: [
+      t('load', [['sent', 'msg/s', [100, 200, 300, 400]], ['received', 'msg/s', [100, 200, null, 400]]]),
+      t('target', [['cpu user', '%', [10, 20, 30, 40]], ['cpu system', '%', [5, 5, 5, 5]], ['rss', 'bytes', [1, 9, 3, 4]], ['voluntary switches', '1/s', [10, 10, 10, 10]], ['involuntary switches', '1/s', [0, 2, 0, 0]]]),
+      t('machine', [['busy', '%', [50, 50, 100, 100]]]),
+    ],
+    latency_seconds: perSecond([[1, 2], [3], [4, 5, 6], [7]], time),
+  } as unknown as RunPage;
+  const f = windowFigures(r, [1e9, 3e9]);
+  // Rows 1 and 2 (the seconds ending at 2 s and 3 s): received 200 and nothing.
+  assert.equal(f.get('throughput')!.value, 100, '200 messages over two seconds');
+  assert.equal(f.get('throughput')!.detail, '250 msg/s sent');
+  assert.equal(f.get('target_cpu')!.value, 30, '(20 + 5 + 30 + 5) / 2');
+  assert.equal(f.get('cpu_per_op')!.value, 0.6 * 1e6 / 200, 'CPU seconds per message, µs');
+  assert.equal(f.get('rss')!.value, 9);
+  assert.equal(f.get('switches')!.value, 11);
+  assert.equal(f.get('machine_busy')!.value, 75);
+  assert.deepEqual([f.get('p50')!.value, f.get('max')!.value], [4, 6]);
+  const c: CategorySeries = { event: 'cpu-clock', unit: '% of one CPU', names: ['a', 'b'], edges: [0, 1e9, 2e9], values: [[10, 30], [10, 10]], shares: [], outside: 0, untimed: 0 };
+  assert.deepEqual(categorySharesIn(c, [0, 2e9]), [(40 / 60) * 100, (20 / 60) * 100]);
+  assert.deepEqual(categorySharesIn(c, [1.5e9, 2e9]), [75, 25], 'half of the second interval');
+  assert.equal(categorySharesIn(c, [5e9, 6e9]), null);
+  assert.equal(plainGroup('dirty_io_sche'), 'dirty I/O schedulers');
+  assert.equal(plainColumn('consumer_latency_intended p50'), 'latency, publish to consume, from the intended send time: median (p50)');
+});
+
+test('a fleet: the connections held at the window\'s end, CPU per 1,000 of them, no throughput', () => {
+  const time = [1e9, 2e9, 3e9, 4e9];
+  const r = {
+    unit: 'conn',
+    latency: null,
+    cpus: 2,
+    completed: 'connected',
+    tables: [
+      { name: 'load', time, columns: [{ name: 'connected', unit: 'conn/s', values: [1000, 500, 0, 0] }, { name: 'dropped', unit: 'conn/s', values: [0, 0, 100, 0] }] },
+      { name: 'target', time, columns: [{ name: 'cpu user', unit: '%', values: [1, 1, 2.8, 2.8] }, { name: 'cpu system', unit: '%', values: [0, 0, 0, 0] }] },
+    ],
+    latency_seconds: { values: [], series: [] },
+  } as unknown as RunPage;
+  const f = windowFigures(r, [2e9, 4e9]);
+  assert.equal(f.get('connections')!.value, 1400);
+  assert.equal(f.get('cpu_per_1000_conn')!.value, 2.8 / 1.4);
+  assert.equal(f.has('throughput'), false);
+  assert.equal(windowFigures(r, [0, 2e9]).get('connections')!.value, 1500);
 });

@@ -12,7 +12,8 @@ import { layoutTree } from '../src/lib/layout.js';
 import { RawProfile, Tree, TreeBuilder } from '../src/lib/profile.js';
 import { histogram, timeSpan } from '../src/lib/timeline.js';
 import { Transform, applyTransformsMapped } from '../src/lib/transforms.js';
-import { Unit, formatBytes, formatNs } from '../src/lib/units.js';
+import { Unit, formatBytes, formatInstant, formatNs } from '../src/lib/units.js';
+import { hasCapital } from '../src/lib/analysis.js';
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -407,6 +408,132 @@ test('galloping search agrees with the binary search', async () => {
       const x = r() * l.total[0];
       const from = Math.floor(r() * (firstEndingAfter(l, row, x) + 1));
       assert.equal(nextEnd(rowEnds(l)[d], x, from), firstEndingAfter(l, row, x, from));
+    }
+  }
+});
+
+test('call tree: every row is the weight of the stacks through it, top-down and inverted, with and without a search', () => {
+  const r = rng(7);
+  const names = ['main', 'a', 'b', 'c', 'lock'];
+  for (let round = 0; round < 60; round++) {
+    const samples: Sample[] = [];
+    for (let i = 0, n = 1 + Math.floor(r() * 30); i < n; i++) {
+      const len = 1 + Math.floor(r() * 5);
+      samples.push({ stack: ['main', ...Array.from({ length: len - 1 }, () => names[1 + Math.floor(r() * 4)])], weight: 1 + Math.floor(r() * 5), time: i, thread: -1 });
+    }
+    const m = new Model([raw(samples)], meta({ unit: 'samples', quantity: 'samples' }));
+    for (const invert of [false, true]) {
+      for (const query of ['', 'lock']) {
+        const s = { ...defaultState('hot', false, false), invert, query };
+        const tree = m.callTree(s);
+        const fnames = m.frames(s).names;
+        // Reference: every prefix of every stack (reversed when inverted) gets its weight.
+        const want = new Map<string, number>();
+        for (const x of samples) {
+          if (query && !x.stack.includes(query)) continue;
+          const path = invert ? [...x.stack].reverse() : x.stack;
+          for (let k = 1; k <= path.length; k++) {
+            const key = path.slice(0, k).join(';');
+            want.set(key, (want.get(key) ?? 0) + x.weight);
+          }
+        }
+        const got = new Map<string, number>();
+        const walk = (list: ReturnType<typeof tree.roots>, prefix: string): void => {
+          for (const n of list) {
+            const key = prefix ? `${prefix};${fnames[n.frame]}` : fnames[n.frame];
+            got.set(key, n.total);
+            walk(tree.children(n), key);
+          }
+        };
+        walk(tree.roots(), '');
+        assert.deepEqual(got, want, `round ${round}, ${invert ? 'inverted' : 'top-down'}, search '${query}'`);
+        // Rows come heaviest first; every row's children sum to at most its total.
+        const rows = tree.rows(new Set(got.keys() as Iterable<string>));
+        for (let i = 1; i < rows.length; i++) if (rows[i].depth === rows[i - 1].depth && rows[i].key.split('.').length === 1) assert.ok(rows[i].total <= rows[i - 1].total);
+      }
+    }
+  }
+});
+
+test('hidden threads leave the trees; a window counts its samples per thread', () => {
+  const samples: Sample[] = [];
+  for (let i = 0; i < 60; i++) samples.push({ stack: ['main', i % 3 === 0 ? 'x' : 'y'], weight: 2, time: i * 1e6, thread: i % 3 });
+  const m = new Model([raw(samples, ['t0', 't1', 't2'])], meta({ unit: 'samples', quantity: 'samples' }));
+  const s = defaultState('hot', false, false);
+  const d = m.derive({ ...s, hidden: [0] });
+  assert.equal(d.layout.total[0], 80, 'threads 1 and 2: 40 samples of weight 2');
+  assert.equal(d.frames.names.indexOf('x') >= 0 && d.stats().total[d.frames.names.indexOf('x')], 0, 'x ran on thread 0 only');
+  const c = m.samplesIn([10e6, 19e6]);
+  assert.deepEqual(Array.from(c.perThread), [3, 4, 3]);
+  assert.equal(c.total, 10);
+  // In the URL, and only threads that exist.
+  const p = toParams({ ...s, hidden: [0, 2], invert: true, searchNames: true }, s);
+  assert.equal(p.toString(), 'qn=1&hide=0.2&inv=1');
+  const back = fromParams(new URLSearchParams('hide=2.0.9.x&inv=1&qn=1'), s, 10, 0, 3);
+  assert.deepEqual([back.hidden, back.invert, back.searchNames], [[0, 2], true, true]);
+});
+
+test('search: smart case, and process and thread names only when asked', () => {
+  assert.equal(hasCapital('Lock'), true);
+  assert.equal(hasCapital('lock'), false);
+  assert.equal(hasCapital('\\bl\\S+\\W\\p{Lu}'), false, 'escapes are not letters to match');
+  const m = new Model([raw([{ stack: ['main', 'Lock_acquire'], weight: 1, time: 0, thread: 0 }, { stack: ['main', 'lock_wait'], weight: 1, time: 1, thread: 1 }], ['Locker', 'worker'])], meta());
+  const s = { ...defaultState('hot', false, false), threadMode: 'threads' as const };
+  const frames = m.frames(s);
+  const matched = (query: string, extra: Partial<typeof s> = {}): string[] => {
+    const { match } = m.search({ ...s, query, ...extra }, frames);
+    return frames.names.filter((_, f) => match![f]);
+  };
+  assert.deepEqual(matched('lock'), ['Lock_acquire', 'lock_wait']);
+  assert.deepEqual(matched('Lock'), ['Lock_acquire']);
+  assert.deepEqual(matched('lock', { matchCase: true }), ['lock_wait']);
+  assert.deepEqual(matched('ker'), [], 'thread names are not functions');
+  assert.deepEqual(matched('ker', { searchNames: true }), ['Locker [100]', 'worker [101]']);
+});
+
+test('instants on a time axis keep the digits their resolution needs', () => {
+  assert.equal(formatInstant(12_503_100_000, 1e6), '12.503 s');
+  assert.equal(formatInstant(12_503_100_000, 1e9), '13 s');
+  assert.equal(formatInstant(-2_000_000_000, 1e8), '-2.0 s');
+  assert.equal(formatInstant(-1, 1e8), '0.0 s');
+  const ticks = [0, 1, 2, 3].map((k) => formatInstant(12.5e9 + k * 2e5, 2e5));
+  assert.equal(new Set(ticks).size, 4, `${ticks}`);
+});
+
+test('a window\'s tree from the time index equals a pass over every sample, points and spans', () => {
+  const r = rng(11);
+  for (let round = 0; round < 80; round++) {
+    const samples: Sample[] = [];
+    const n = 1 + Math.floor(r() * 200);
+    for (let i = 0; i < n; i++) {
+      const stack = ['main', ['a', 'b', 'c', 'd'][Math.floor(r() * 4)]];
+      if (r() < 0.5) stack.push('leaf');
+      // Out of time order now and then, a few without a time.
+      samples.push({ stack, weight: Math.floor(r() * 50), time: r() < 0.05 ? -1 : Math.floor(r() * 1000), thread: -1 });
+    }
+    const spans = round % 2 === 1;
+    const m = new Model([raw(samples)], meta(spans ? { unit: 'ns', quantity: 'time', nsPerUnit: 1 } : { unit: 'samples', quantity: 'samples' }));
+    assert.equal(m.nsPerWeight, spans ? 1 : null);
+    for (let k = 0; k < 10; k++) {
+      const a = Math.floor(r() * 1100) - 50;
+      const b = a + Math.floor(r() * 400);
+      const d = m.derive({ ...defaultState('hot', false, false), range: [a, b] });
+      let total = 0;
+      let count = 0;
+      for (const x of samples) {
+        if (x.time < 0) continue;
+        let part: number;
+        if (spans && x.weight > 0) {
+          const covered = Math.min(x.time + x.weight, b) - Math.max(x.time, a);
+          part = covered <= 0 ? 0 : covered >= x.weight ? 1 : covered / x.weight;
+        } else part = x.time >= a && x.time <= b ? 1 : 0;
+        if (part > 0) {
+          total += x.weight * part;
+          count++;
+        }
+      }
+      assert.ok(Math.abs(d.layout.total[0] - total) < 1e-9 * Math.max(1, total), `round ${round}, [${a}, ${b}]: ${d.layout.total[0]} vs ${total}`);
+      assert.equal(d.layout.count[0], count, `round ${round}, [${a}, ${b}]: samples`);
     }
   }
 });

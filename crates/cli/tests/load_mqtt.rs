@@ -42,6 +42,8 @@ fn bad_flags_and_uris_are_named() {
 fn pubsub_prints_lines_and_writes_json_and_csv() {
     let b = kiln_testkit::Mosquitto::start().unwrap();
     let dir = tempfile::tempdir().unwrap();
+    // -o names the JSON file itself: m1.json and m1.csv, not m1.json.json.
+    let named = dir.path().join("m1.json");
     let prefix = dir.path().join("m1");
     let out = kiln()
         .args(["load", "mqtt", "pubsub", "-h", "127.0.0.1", "-p"])
@@ -49,7 +51,7 @@ fn pubsub_prints_lines_and_writes_json_and_csv() {
         .args([
             "-c", "2", "-I", "5", "-q", "1", "-L", "200", "--id", "m<1>", "-o",
         ])
-        .arg(&prefix)
+        .arg(&named)
         .assert()
         .success()
         .get_output()
@@ -70,6 +72,18 @@ fn pubsub_prints_lines_and_writes_json_and_csv() {
     assert_eq!(json["summary"]["delivery"][0]["sent"], 200);
     assert_eq!(json["summary"]["delivery"][1]["received"], 200);
     assert!(json["histograms"].as_array().unwrap().len() >= 3);
+    assert!(!dir.path().join("m1.json.json").exists());
+    // Totals by name beside the headline's list, the same numbers.
+    assert_eq!(json["totals"]["sent"], 400, "two publishers, -L 200 each");
+    for c in json["headline"]["totals"].as_array().unwrap() {
+        let name = c["name"].as_str().unwrap();
+        assert_eq!(json["totals"][name], c["value"], "{name}");
+    }
+    let l = &json["headline"]["latencies"][0];
+    assert_eq!(
+        json["latencies"][l["name"].as_str().unwrap()],
+        l["percentiles"]
+    );
     let csv = std::fs::read_to_string(prefix.with_extension("csv")).unwrap();
     assert!(
         csv.starts_with("time_s,interval_s,connected,failed"),

@@ -62,6 +62,63 @@ fn phases(dir: &Path) -> Started {
     Started::new(&exe, &[] as &[&str])
 }
 
+/// Latency percentiles of every window of whole load seconds (`[time[i], time[j]]`, ns
+/// since the origin), as HdrHistogram merges the stored seconds: the oracle of the page's
+/// window figures and legends. Keyed `START-END`, then the latency's name.
+fn window_latencies(run: &kiln_store::RunData, origin: i64) -> Value {
+    let Some(load) = run.series.iter().find(|t| t.name == "load") else {
+        return json!({});
+    };
+    let mut per_name: Vec<(String, Vec<hdrhistogram::Histogram<u64>>)> = Vec::new();
+    for h in run
+        .histograms
+        .iter()
+        .filter(|h| h.window == kiln_store::PER_SECOND)
+    {
+        let seconds: Vec<_> = kiln_loadgen::engine::report::read_interval_log(&h.data)
+            .unwrap()
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect();
+        assert_eq!(
+            seconds.len(),
+            load.time_ns.len(),
+            "one histogram per load second"
+        );
+        per_name.push((h.name.clone(), seconds));
+    }
+    let t: Vec<i64> = load.time_ns.iter().map(|&x| x as i64 - origin).collect();
+    let mut out = serde_json::Map::new();
+    for i in 0..t.len() {
+        for j in i + 1..t.len() {
+            let mut names = serde_json::Map::new();
+            for (name, seconds) in &per_name {
+                // Seconds i+1..=j: those ending after the window's start, up to its end.
+                let mut acc = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+                acc.auto(true);
+                for h in &seconds[i + 1..=j] {
+                    acc.add(h).unwrap();
+                }
+                if acc.is_empty() {
+                    continue;
+                }
+                names.insert(
+                    name.clone(),
+                    json!({
+                        "p50": acc.value_at_quantile(0.5),
+                        "p99": acc.value_at_quantile(0.99),
+                        "p999": acc.value_at_quantile(0.999),
+                        "max": acc.max(),
+                        "count": acc.len(),
+                    }),
+                );
+            }
+            out.insert(format!("{}-{}", t[i], t[j]), Value::Object(names));
+        }
+    }
+    Value::Object(out)
+}
+
 /// What the store holds for the latest run named `reference`, times in ns since the start
 /// of its measurement (the report's origin): series, windows, every sample.
 fn expectations(store: &Path, reference: &str) -> Value {
@@ -115,6 +172,8 @@ fn expectations(store: &Path, reference: &str) -> Value {
         })
         .collect();
     json!({
+        "latencies": window_latencies(&run, o),
+        "completed": m.load.completed,
         "id": id,
         "name": m.name,
         "note": m.note,
@@ -159,6 +218,18 @@ fn a_run_report_shows_exactly_the_window_it_is_given() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The terminal's summary has the target's CPU by thread group.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("  target CPU by thread group, % of one CPU over the measurement:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("phases ") && l.ends_with('%')),
+        "a row for the program's thread: {stdout}"
+    );
     // kiln run writes the report beside the store by default and says where.
     let default = tmp
         .path()
@@ -225,7 +296,27 @@ fn a_run_report_shows_exactly_the_window_it_is_given() {
         ])
         .assert()
         .code(2);
+    // An idle target (asleep the whole time: no CPU sample, no off-CPU block ending) under a
+    // 400-character name: the page says why its flame graphs are empty and stays in its
+    // column.
+    let idle = Started::new(Path::new("/bin/sleep"), &["600"]);
+    let long = format!("{}<b>end", "long-name-".repeat(40));
+    kiln(&store)
+        .args(["run", "--name", &long, "-e", "cpu,offcpu", "-d", "2"])
+        .args(["-p", &idle.pid()])
+        .arg("--report")
+        .arg(dir.join("idle.html"))
+        .args(["exec", "--", "sleep", "600"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    std::fs::write(
+        dir.join("idle.expect.json"),
+        expectations(&store, &long).to_string(),
+    )
+    .unwrap();
     browser(&dir);
+    drop(idle);
     drop(target);
 }
 

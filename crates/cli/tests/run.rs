@@ -181,6 +181,37 @@ fn runs_are_listed_shown_read_as_profiles_exported_and_imported() {
         .success()
         .stdout(predicate::str::contains("attachment 'load.stdout'"))
         .stdout(predicate::str::contains("series 'target'"));
+    // --json: the metadata and the per-second series, as the store holds them.
+    let shown = kiln(&store)
+        .args(["runs", "show", "--json", &id.to_string()])
+        .output()
+        .unwrap();
+    let shown = json(&shown.stdout);
+    assert_eq!(shown["name"], "<b>x</b>");
+    let stored = {
+        use kiln_store::Store;
+        let s = kiln_store::SqliteStore::open_existing(&store).unwrap();
+        s.load(id).unwrap()
+    };
+    let series = shown["series"].as_array().expect("series in --json");
+    assert_eq!(series.len(), stored.series.len());
+    for (j, t) in series.iter().zip(&stored.series) {
+        assert_eq!(j["name"], t.name.as_str());
+        assert_eq!(j["time_ns"], serde_json::json!(t.time_ns));
+        let cols = j["columns"].as_array().unwrap();
+        assert_eq!(cols.len(), t.columns.len());
+        for (jc, c) in cols.iter().zip(&t.columns) {
+            assert_eq!(jc["name"], c.name.as_str());
+            assert_eq!(jc["values"], serde_json::json!(c.values), "{}", c.name);
+        }
+    }
+    assert!(
+        stored
+            .series
+            .iter()
+            .any(|t| t.name == "target" && t.time_ns.len() >= 2),
+        "the target's seconds"
+    );
     // A stored run is a profile input, by name or id, any event.
     let folded = kiln(&store)
         .args(["collapse", "run:<b>x</b>"])
@@ -465,4 +496,54 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
         text.contains("r500") && text.contains("r2500") && text.contains("beam.smp"),
         "{text}"
     );
+}
+
+#[test]
+fn an_idle_mqtt_fleet_reads_connections_held_and_cpu_by_thread_group() {
+    let broker = kiln_testkit::Mosquitto::start().expect("mosquitto installed");
+    let pid = broker.pid().expect("broker pid").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let out = kiln(&store)
+        .args([
+            "run", "--name", "fleet", "-d", "2", "--warmup", "1", "-p", &pid,
+        ])
+        .arg("--report")
+        .arg(dir.path().join("fleet.html"))
+        .args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-p"])
+        .arg(broker.port().to_string())
+        .args(["-c", "60", "-k", "1"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    // The fleet connected during the warm-up and held on: 60 held, no "0/s conn".
+    assert!(stdout.contains(": 60 connections held"), "{stdout}");
+    assert!(!stdout.contains("/s conn"), "{stdout}");
+    assert!(
+        stdout.contains("target CPU by thread group"),
+        "the thread-group table: {stdout}"
+    );
+    if stdout.contains("thread group  ") {
+        assert!(stdout.contains("per 1,000 connections"), "{stdout}");
+    }
+    let run = &runs(&store)[0];
+    let h = &run["headline"];
+    assert_eq!(h["connections"], 60, "{h}");
+    assert!(
+        h.get("throughput").is_none(),
+        "a fleet has no throughput: {h}"
+    );
+    // The load's own totals, by name beside its list.
+    let report = &run["load"]["report"];
+    assert_eq!(report["totals"]["connected"], 60, "{report}");
+    assert!(report["headline"]["totals"].is_array());
+    let html = std::fs::read_to_string(dir.path().join("fleet.html")).unwrap();
+    assert!(html.contains("kiln-report-data"));
 }

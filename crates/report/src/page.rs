@@ -2,8 +2,6 @@
 //! request), the data (base64 of JSON, deflated when large), the embedded viewers, and
 //! the two scripts (the report's, then the viewer's).
 use crate::{ReportError, ReportOptions, REPORT_JS};
-use flate2::write::ZlibEncoder;
-use flate2::Compression;
 use kiln_model::Profile;
 use kiln_viewer::HtmlOptions;
 use serde::Serialize;
@@ -24,7 +22,7 @@ pub(crate) struct Viewer<'a> {
 
 /// Writes the page: `data` is the report's model, `origin` the page's time origin on the
 /// profiles' clock (ns), shared with every viewer.
-pub(crate) fn write<T: Serialize>(
+pub(crate) fn write<T: Serialize + Sync>(
     title: &str,
     data: &T,
     viewers: &[Viewer<'_>],
@@ -32,15 +30,31 @@ pub(crate) fn write<T: Serialize>(
     opts: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
-    let json = serde_json::to_vec(data)?;
-    let compressed = json.len() > opts.compress_above;
-    let bytes = if compressed {
-        let mut z = ZlibEncoder::new(Vec::with_capacity(json.len() / 4), Compression::new(6));
-        z.write_all(&json)?;
-        z.finish()?
-    } else {
-        json
-    };
+    // The page's parts are encoded and compressed side by side (most of the time of a long
+    // run's report is deflating its samples), then written in order.
+    let (data, embedded) = std::thread::scope(|s| {
+        let data = s.spawn(|| -> Result<(Vec<u8>, bool), ReportError> {
+            let json = serde_json::to_vec(data)?;
+            let compressed = json.len() > opts.compress_above;
+            Ok(if compressed {
+                (kiln_viewer::deflate(&json)?, true)
+            } else {
+                (json, false)
+            })
+        });
+        let embedded: Vec<_> = viewers
+            .iter()
+            .map(|v| s.spawn(|| kiln_viewer::Embedded::new(&v.profiles, &v.opts, &v.key, origin)))
+            .collect();
+        (
+            joined(data.join()),
+            embedded
+                .into_iter()
+                .map(|h| joined(h.join()))
+                .collect::<Vec<_>>(),
+        )
+    });
+    let (bytes, compressed) = data?;
     out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")?;
     writeln!(
         out,
@@ -59,8 +73,8 @@ pub(crate) fn write<T: Serialize>(
     )?;
     kiln_viewer::base64_into(&bytes, out)?;
     out.write_all(b"</script>\n")?;
-    for v in viewers {
-        kiln_viewer::write_embedded(&v.profiles, &v.opts, &v.key, origin, out)?;
+    for e in embedded {
+        e?.write(out)?;
     }
     out.write_all(b"<script>\n")?;
     out.write_all(REPORT_JS.as_bytes())?;
@@ -71,6 +85,11 @@ pub(crate) fn write<T: Serialize>(
     out.write_all(b"</body></html>\n")?;
     out.flush()?;
     Ok(())
+}
+
+/// A scoped thread's result (its panic carried on).
+fn joined<T>(r: std::thread::Result<T>) -> T {
+    r.unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
 
 /// A viewer key from an event name: letters, digits, `-` and `_`, unique on the page.

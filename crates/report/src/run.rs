@@ -239,6 +239,10 @@ pub(crate) struct RunPage {
     /// The sweep's headline rows, its knee and the before/after diff.
     pub knee: Option<KneePage>,
     pub distributions: Vec<Distribution>,
+    /// Per-second latency histograms: any window's exact percentiles.
+    pub latency_seconds: latency::PerSecond,
+    /// The load column counting completed operations (the throughput's).
+    pub completed: Option<String>,
     pub categories: Vec<CategorySeries>,
     pub profiles: Vec<ProfileInfo>,
 }
@@ -312,6 +316,16 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             detail,
         );
     }
+    if let Some(n) = h.connections {
+        push(
+            "connections",
+            "connections held".into(),
+            n as f64,
+            "count",
+            kiln_model::thousands(n),
+            Some("at the end of the window".into()),
+        );
+    }
     let lat = h.latency.clone().unwrap_or_else(|| "latency".into());
     for (key, q, v) in [
         ("p50", "p50", h.p50_us),
@@ -338,6 +352,19 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             format!("{pct:.1}% of one CPU"),
             detail,
         );
+    }
+    if let (Some(c), Some(n), true) = (h.target_cpu_s, h.connections, secs > 0.0) {
+        if n > 0 {
+            let pct = c / secs * 100.0 / (n as f64 / 1000.0);
+            push(
+                "cpu_per_1000_conn",
+                "target CPU per 1,000 connections".into(),
+                pct,
+                "%",
+                format!("{pct:.2}% of one CPU"),
+                None,
+            );
+        }
     }
     if let Some(c) = h.cpu_per_op_us {
         push(
@@ -732,6 +759,12 @@ pub(crate) fn run_page<'a>(
     let mut skipped = 0usize;
     let sweep = sweep(run, origin, &mut skipped);
     let distributions = distributions(run, &mut skipped);
+    let load_time = run
+        .series
+        .iter()
+        .find(|t| t.name == "load")
+        .map_or(&[][..], |t| &t.time_ns[..]);
+    let latency_seconds = latency::per_second(&run.histograms, load_time, origin, &mut skipped);
     let edges = category_edges(run);
     let mut categories = Vec::new();
     for p in profiles_in.iter().map(|p| p.as_ref()) {
@@ -804,6 +837,11 @@ pub(crate) fn run_page<'a>(
         sweep,
         knee,
         distributions,
+        latency_seconds,
+        // The load's own word for it; older runs did not store it.
+        completed: Some(m.load.completed.clone())
+            .filter(|c| !c.is_empty())
+            .or_else(|| completed_column(run)),
         categories,
         profiles,
     };

@@ -132,6 +132,7 @@ impl Load for EngineLoad {
                         "options": report.options,
                         "summary": report.summary,
                         "headline": report.headline,
+                        "totals": report.headline.named_totals(),
                         "events": report.events,
                         "steps": report.steps,
                     }),

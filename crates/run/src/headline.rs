@@ -78,6 +78,143 @@ pub fn deserialise(data: &[u8]) -> Option<Histogram<u64>> {
         .ok()
 }
 
+/// Every latency's per-second histograms as one interval log each (window
+/// [`kiln_store::PER_SECOND`]): one line per load second, in the order of the `load`
+/// series, an empty histogram where the second recorded none of that latency.
+fn per_second(ticks: &[Second]) -> Vec<StoredHistogram> {
+    let mut names: Vec<&str> = Vec::new();
+    for t in ticks {
+        for (n, _) in &t.hists {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    let Ok(empty) = Histogram::<u64>::new(3) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for name in names {
+        // A second that cannot be read back spoils the log (no window would be exact).
+        let seconds: Option<Vec<Histogram<u64>>> = ticks
+            .iter()
+            .map(|t| match t.hists.iter().find(|(n, _)| n == name) {
+                Some((_, d)) => deserialise(d),
+                None => Some(empty.clone()),
+            })
+            .collect();
+        let Some(seconds) = seconds else { continue };
+        let comment = format!(
+            "kiln: '{name}' latency (us) per second of the load; timestamps are CLOCK_MONOTONIC seconds"
+        );
+        let lines = ticks
+            .iter()
+            .zip(&seconds)
+            .map(|(t, h)| (t.tick.end_ns, t.tick.interval_s, h));
+        if let Ok(data) = kiln_loadgen::engine::report::write_interval_log(&comment, lines) {
+            out.push(StoredHistogram {
+                name: name.to_string(),
+                window: kiln_store::PER_SECOND.into(),
+                unit: "us".into(),
+                data,
+            });
+        }
+    }
+    out
+}
+
+/// The target's CPU in one thread group over a window, % of one CPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupCpu {
+    /// The group (`scheduler`, `dirty_io_sch`, a merged pool), as the series names it.
+    pub name: String,
+    /// User time.
+    pub user: f64,
+    /// System time.
+    pub system: f64,
+}
+
+/// The target's CPU by thread group over `w` (the `cpu user:GROUP` and `cpu system:GROUP`
+/// columns of its series: CPU seconds over the seconds whose middle lies in `w`), busiest
+/// first; groups that used no CPU are left out.
+pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
+    let n = target.time_ns.len();
+    let mut d: Vec<u64> = target
+        .time_ns
+        .windows(2)
+        .map(|x| x[1].saturating_sub(x[0]))
+        .collect();
+    d.sort_unstable();
+    let step = d.get(d.len() / 2).copied().unwrap_or(1_000_000_000).max(1);
+    let rows: Vec<(usize, f64)> = (0..n)
+        .filter_map(|i| {
+            let end = target.time_ns[i];
+            let start = if i > 0 && end - target.time_ns[i - 1] <= 2 * step {
+                target.time_ns[i - 1]
+            } else {
+                end.saturating_sub(step)
+            };
+            w.contains(start + (end - start) / 2)
+                .then(|| (i, (end - start) as f64 / 1e9))
+        })
+        .collect();
+    let secs: f64 = rows.iter().map(|r| r.1).sum();
+    let mean = |col: &str| -> f64 {
+        let Some(c) = target.column(col) else {
+            return 0.0;
+        };
+        let sum: f64 = rows
+            .iter()
+            .filter_map(|&(i, dt)| Some(c.values.get(i).copied().flatten()? * dt))
+            .sum();
+        if secs > 0.0 {
+            sum / secs
+        } else {
+            0.0
+        }
+    };
+    let mut out: Vec<GroupCpu> = target
+        .columns
+        .iter()
+        .filter_map(|c| c.name.strip_prefix("cpu user:"))
+        .map(|g| GroupCpu {
+            name: g.to_string(),
+            user: mean(&format!("cpu user:{g}")),
+            system: mean(&format!("cpu system:{g}")),
+        })
+        .filter(|g| g.user + g.system > 0.0)
+        .collect();
+    out.sort_by(|a, b| (b.user + b.system).total_cmp(&(a.user + a.system)));
+    out
+}
+
+/// The unit of a load whose operations are connections held open (MQTT `conn`).
+pub const FLEET_UNIT: &str = "conn";
+
+/// A count of one second: its rate times its length.
+fn count_of(t: &LoadTick, name: &str) -> f64 {
+    t.values
+        .iter()
+        .find(|(n, _, _)| n == name)
+        .and_then(|(_, _, v)| *v)
+        .map_or(0.0, |r| r * t.interval_s)
+}
+
+/// Connections a fleet holds open at `end_ns`: connected minus dropped, every second of
+/// the load up to then (reconnections are connections again).
+fn connections_held(ticks: &[Second], end_ns: u64) -> Option<u64> {
+    let mut open = 0.0;
+    let mut any = false;
+    for s in ticks
+        .iter()
+        .filter(|s| s.tick.end_ns <= end_ns + 500_000_000)
+    {
+        open += count_of(&s.tick, "connected") - count_of(&s.tick, "dropped");
+        any = true;
+    }
+    any.then(|| open.round().max(0.0) as u64)
+}
+
 fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<f64> {
     let mut n = 0u64;
     let mut secs = 0.0;
@@ -105,6 +242,13 @@ pub(crate) fn compute(
     let secs = w.seconds();
     h.throughput = rate(ticks, w, |t| t.completed);
     h.send_rate = rate(ticks, w, |t| t.sent);
+    if info.unit == FLEET_UNIT {
+        // A fleet's work is holding its connections, not opening them: no rate of
+        // connections per second stands for it (an idle fleet would read "0/s").
+        h.connections = connections_held(ticks, w.end_ns);
+        h.throughput = None;
+        h.send_rate = None;
+    }
     let hist = merged(ticks, w);
     if let Some((name, p)) = hist.first() {
         h.latency = Some(name.clone());
@@ -123,6 +267,7 @@ pub(crate) fn compute(
             });
         }
     }
+    histograms.extend(per_second(ticks));
     for step in &outcome.windows {
         for (name, p) in merged(ticks, step) {
             if let Some(data) = serialise(&p) {
@@ -273,4 +418,110 @@ pub(crate) fn recording_warnings(s: &kiln_record::Summary, start_ns: u64) -> Vec
     }
     w.extend(s.warnings.iter().cloned());
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second(end_ns: u64, values: &[u64]) -> Second {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for &v in values {
+            h.record(v).unwrap();
+        }
+        let latency = if values.is_empty() {
+            Vec::new()
+        } else {
+            vec![("consumer".to_string(), h)]
+        };
+        Second::new(LoadTick {
+            end_ns,
+            interval_s: 1.0,
+            latency,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn thread_groups_over_a_window_and_a_fleets_connections() {
+        let s = 1_000_000_000u64;
+        let col = |name: &str, v: &[f64]| kiln_store::Column {
+            name: name.into(),
+            unit: "%".into(),
+            values: v.iter().map(|&x| Some(x)).collect(),
+        };
+        let target = SeriesTable {
+            name: "target".into(),
+            time_ns: vec![s, 2 * s, 3 * s, 4 * s],
+            columns: vec![
+                col("cpu user:scheduler", &[10.0, 20.0, 30.0, 40.0]),
+                col("cpu system:scheduler", &[1.0, 2.0, 3.0, 4.0]),
+                col("cpu user:aux", &[0.0, 0.0, 0.0, 0.0]),
+                col("cpu system:aux", &[0.0, 0.0, 0.0, 0.0]),
+                col("cpu user:poller", &[50.0, 50.0, 50.0, 50.0]),
+                col("cpu system:poller", &[0.0, 10.0, 0.0, 0.0]),
+            ],
+        };
+        let w = Window {
+            name: "measure".into(),
+            start_ns: s,
+            end_ns: 3 * s,
+        };
+        let g = group_cpu(&target, &w);
+        // The seconds ending at 2 s and 3 s; aux used nothing.
+        assert_eq!(
+            g,
+            [
+                GroupCpu {
+                    name: "poller".into(),
+                    user: 50.0,
+                    system: 5.0
+                },
+                GroupCpu {
+                    name: "scheduler".into(),
+                    user: 25.0,
+                    system: 2.5
+                },
+            ]
+        );
+        // A fleet: 100 connect in the first second, 50 more, 10 dropped.
+        let tick = |end: u64, connected: f64, dropped: f64| {
+            Second::new(LoadTick {
+                end_ns: end,
+                interval_s: 1.0,
+                values: vec![
+                    ("connected".into(), "conn/s".into(), Some(connected)),
+                    ("dropped".into(), "conn/s".into(), Some(dropped)),
+                ],
+                ..Default::default()
+            })
+        };
+        let ticks = [
+            tick(s, 100.0, 0.0),
+            tick(2 * s, 50.0, 0.0),
+            tick(3 * s, 0.0, 10.0),
+            tick(4 * s, 0.0, 0.0),
+        ];
+        assert_eq!(connections_held(&ticks, 2 * s), Some(150));
+        assert_eq!(connections_held(&ticks, 4 * s), Some(140));
+    }
+
+    #[test]
+    fn per_second_logs_have_one_line_per_load_second() {
+        let s = 1_000_000_000u64;
+        let ticks = [
+            second(5 * s, &[10, 20]),
+            second(6 * s, &[]),
+            second(7 * s, &[30]),
+        ];
+        let logs = per_second(&ticks);
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[0].window, kiln_store::PER_SECOND);
+        let lines: Vec<(u64, u64)> = kiln_loadgen::engine::report::read_interval_log(&logs[0].data)
+            .unwrap()
+            .into_iter()
+            .map(|(end, h)| (end, h.len()))
+            .collect();
+        assert_eq!(lines, [(5 * s, 2), (6 * s, 0), (7 * s, 1)]);
+    }
 }

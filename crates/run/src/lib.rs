@@ -53,6 +53,7 @@ pub mod wrk;
 pub use engine::EngineLoad;
 pub use exec::ExecLoad;
 pub use headline::deserialise as decode_histogram;
+pub use headline::{group_cpu, GroupCpu, FLEET_UNIT};
 pub use orchestrate::run;
 
 use kiln_model::stop::Stop;

@@ -43,7 +43,7 @@ mod sqlite;
 
 pub use model::{
     Attachment, Column, Headline, Histogram, LoadInfo, RunData, RunId, RunMeta, RunStatus,
-    SeriesTable, TargetInfo, Window,
+    SeriesTable, TargetInfo, Window, PER_SECOND,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

@@ -103,6 +103,11 @@ pub struct Headline {
     /// Operations counted in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<u64>,
+    /// A fleet of connections (MQTT `conn`: operations are connections): how many the load
+    /// held open at the end of the window. Such a run has no throughput: connecting is not
+    /// its work, holding is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
     /// What the latency figures measure (`consumer`, `consumer (intended)`, `request`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<String>,
@@ -192,13 +197,21 @@ pub struct Column {
 pub struct Histogram {
     /// What it measures (`consumer`, `consumer (intended)`, `confirm`, `request`).
     pub name: String,
-    /// The window it covers (`measure`, or a sweep step's name).
+    /// The window it covers (`measure`, or a sweep step's name), or [`PER_SECOND`].
     pub window: String,
     /// Unit of recorded values (`us`).
     pub unit: String,
-    /// The serialised histogram.
+    /// The serialised histogram; for [`PER_SECOND`], an interval log.
     pub data: Vec<u8>,
 }
+
+/// The window name of a latency's per-second histograms: `data` is then an HdrHistogram
+/// interval log (the text `HistogramLogWriter` writes and any HdrHistogram tool reads), one
+/// line per row of the `load` series in its order, empty seconds included; timestamps are
+/// CLOCK_MONOTONIC seconds. Any window's exact percentiles are the merge of its seconds
+/// (the report's figures follow a selected window this way). Runs stored before this
+/// existed have none.
+pub const PER_SECOND: &str = "per-second";
 
 /// A file kept with a run: an external load's stdout and stderr, for instance.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -342,10 +342,12 @@ fn write_fixtures(dir: &Path) {
     // as the run report does; the page's origin is the run's start.
     let mut other = p.clone();
     other.event = EventInfo::new("page-faults", WeightUnit::Events);
-    let mut two = b"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>two viewers</title></head><body>\n".to_vec();
+    // The page is the viewers' main landmark, as the report's is.
+    let mut two = b"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>two viewers</title></head><body><main>\n".to_vec();
     let run_start = p.samples.time_range().map(|r| r.0 - 1_000_000_000);
     write_embedded(&[&p], &plain, "cpu", run_start, &mut two).unwrap();
     write_embedded(&[&other], &plain, "faults", run_start, &mut two).unwrap();
+    two.extend_from_slice(b"</main>\n");
     write_viewer_script(&mut two).unwrap();
     two.extend_from_slice(b"</body></html>\n");
     std::fs::write(dir.join("two.html"), two).unwrap();

@@ -8,7 +8,8 @@ import { DiffLayout, UNMARKED_COLOR, diffColor, diffLayout, joinFrames, markedFr
 import { ChartOptions, FlameChart, buildFlameChart } from '../lib/flamechart.js';
 import { Layout, findPath, layoutTree } from '../lib/layout.js';
 import { Palette, frameColors } from '../lib/palette.js';
-import { FrameSet, RawProfile, Tree, baseTree, frameSetOf, threadRoots } from '../lib/profile.js';
+import { CallTree } from '../lib/calltree.js';
+import { FrameSet, RawProfile, Tree, WindowCounts, baseTree, frameSetOf, hiddenMask, samplesIn, threadRoots } from '../lib/profile.js';
 import { applyTransforms, applyTransformsMapped } from '../lib/transforms.js';
 import { Unit, UnitMeta } from '../lib/units.js';
 import { ViewName, ViewState } from './state.js';
@@ -100,6 +101,8 @@ export const DIFF_ROOT_COLOR = 'rgb(220,220,220)';
 
 export class Model {
   private cache = new Map<string, unknown>();
+  /** The base tree of each profile's whole time (no window), for the last thread mode. */
+  private readonly whole = new Map<string, Tree>();
   /** What each profile's weights are. */
   readonly units: Unit[];
 
@@ -175,19 +178,30 @@ export class Model {
   }
 
   private framesAndTrees(s: ViewState): { frames: FrameSet; trees: Tree[] } {
-    const key = `trees|${s.threadMode}|${s.range ?? ''}|${JSON.stringify(s.transforms)}`;
+    const key = `trees|${this.treeKey(s)}`;
     return this.memo(key, () => {
       const sides = this.raws.map((raw, i) => {
         const roots = threadRoots(raw, s.threadMode);
         const frames = this.isDiff ? frameSetOf(raw, roots.names) : this.frames(s);
         const unit = this.units[i];
-        const tree = baseTree(raw, {
-          range: s.range,
-          nsPerWeight: unit.kind === 'time' ? unit.scale : null,
-          threadMode: s.threadMode,
-          firstThreadFrame: raw.frameName.length,
-          rootOf: roots.rootOf,
-        });
+        const build = (): Tree =>
+          baseTree(raw, {
+            range: s.range,
+            nsPerWeight: unit.kind === 'time' ? unit.scale : null,
+            threadMode: s.threadMode,
+            firstThreadFrame: raw.frameName.length,
+            rootOf: roots.rootOf,
+            hidden: this.isDiff ? null : hiddenMask(raw, s.hidden),
+          });
+        // The whole profile's tree is kept across windows: clearing a window is then
+        // free, not a pass over every sample.
+        let tree: Tree;
+        if (s.range === null) {
+          const k = `${i}|${s.threadMode}|${s.hidden.join('.')}`;
+          tree = this.whole.get(k) ?? build();
+          for (const old of [...this.whole.keys()]) if (old.startsWith(`${i}|`)) this.whole.delete(old);
+          this.whole.set(k, tree);
+        } else tree = build();
         return { frames, tree };
       });
       if (sides.length === 1) {
@@ -206,6 +220,11 @@ export class Model {
     });
   }
 
+  /** What the trees of a state depend on. */
+  private treeKey(s: ViewState): string {
+    return `${s.threadMode}|${s.range ?? ''}|${s.hidden.join('.')}|${JSON.stringify(s.transforms)}`;
+  }
+
   /** The frames a state names (cheap: no tree is built). */
   frames(s: ViewState): FrameSet {
     if (this.isDiff) return this.framesAndTrees(s).frames;
@@ -222,13 +241,16 @@ export class Model {
     const search = compileSearch(s.query, s.matchCase);
     if (search instanceof Error) return { match: null, error: search.message };
     if (!search) return { match: null, error: null };
-    return { match: this.memo(`match|${s.query}|${s.matchCase}|${s.threadMode}|${frames.names.length}`, () => matchFrames(frames, search)), error: null };
+    return {
+      match: this.memo(`match|${s.query}|${s.matchCase}|${s.searchNames}|${s.threadMode}|${frames.names.length}`, () => matchFrames(frames, search, s.searchNames)),
+      error: null,
+    };
   }
 
   /** Everything the flame graph, the table and the sandwich draw for a state. */
   derive(s: ViewState): Derived {
     const { frames, trees } = this.framesAndTrees(s);
-    const lkey = `layout|${s.threadMode}|${s.range ?? ''}|${JSON.stringify(s.transforms)}|${s.order}|${s.normalise}`;
+    const lkey = `layout|${this.treeKey(s)}|${s.order}|${s.normalise}`;
     const { layout, diff } = this.memo(lkey, () => {
       if (trees.length === 1) return { layout: layoutTree(trees[0], frames, s.order), diff: null };
       const d = diffLayout(trees[0], trees[1], frames, s.order, s.normalise);
@@ -270,7 +292,7 @@ export class Model {
    */
   sandwich(s: ViewState, f: number): Sandwich {
     const d = this.derive(s);
-    const lkey = `sandwich|${f}|${s.threadMode}|${s.range ?? ''}|${JSON.stringify(s.transforms)}|${s.order}|${s.normalise}`;
+    const lkey = `sandwich|${f}|${this.treeKey(s)}|${s.order}|${s.normalise}`;
     return this.memo(lkey, () => {
       const n = d.frames.names.length;
       const l = d.layout;
@@ -325,6 +347,16 @@ export class Model {
   chartColors(s: ViewState): (f: number) => string {
     const frames = this.frames({ ...s, threadMode: 'merged' });
     return this.paletteColors({ ...s, threadMode: 'merged' }, frames);
+  }
+
+  /** Samples of the drawn profile in a window (null: all), per thread (cached). */
+  samplesIn(range: [number, number] | null): WindowCounts {
+    return this.memo(`counts|${range ?? ''}`, () => samplesIn(this.raw, range, this.nsPerWeight));
+  }
+
+  /** The call tree of a state (its derived layout, inverted or not, its search). */
+  callTree(s: ViewState, d: Derived = this.derive(s)): CallTree {
+    return this.memo(`calltree|${this.treeKey(s)}|${s.order}|${s.normalise}|${s.invert}|${s.query}|${s.matchCase}|${s.searchNames}`, () => new CallTree(d.layout, s.invert, d.frames.order, d.match));
   }
 
   /** Root label: the profile's event, or "all". */

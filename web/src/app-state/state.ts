@@ -7,8 +7,8 @@ import { PALETTES, Palette } from '../lib/palette.js';
 import { ThreadMode } from '../lib/profile.js';
 import { Transform, decodeTransforms, encodeTransforms } from '../lib/transforms.js';
 
-export type ViewName = 'flame' | 'chart' | 'table' | 'sandwich';
-export const VIEWS: readonly ViewName[] = ['flame', 'chart', 'table', 'sandwich'];
+export type ViewName = 'flame' | 'chart' | 'tree' | 'table' | 'sandwich';
+export const VIEWS: readonly ViewName[] = ['flame', 'chart', 'tree', 'table', 'sandwich'];
 
 export type SortKey = 'self' | 'total' | 'name' | 'delta' | 'dself';
 
@@ -18,11 +18,18 @@ export interface ViewState {
   order: Order;
   palette: Palette;
   query: string;
+  /** Case always matters (else only when the pattern has a capital letter). */
   matchCase: boolean;
+  /** The search also matches process and thread names (else functions only). */
+  searchNames: boolean;
   /** Frame path of the zoomed node (empty: the whole graph). */
   zoom: number[];
   transforms: Transform[];
   threadMode: ThreadMode;
+  /** Threads (indices in the profile) left out of every view, ascending. */
+  hidden: number[];
+  /** The call tree is inverted (bottom-up: functions that ran, then their callers). */
+  invert: boolean;
   /**
    * Selected time window, ns since the profile's first sample: the flame graph, table and
    * sandwich show only its samples; the flame chart shows this window.
@@ -38,7 +45,7 @@ export interface ViewState {
 export function defaultState(palette: Palette, icicle: boolean, leftHeavy: boolean, view: ViewName = 'flame'): ViewState {
   return {
     view, icicle, order: leftHeavy ? 'left-heavy' : 'alphabetical', palette,
-    query: '', matchCase: false, zoom: [], transforms: [], threadMode: 'merged', range: null,
+    query: '', matchCase: false, searchNames: false, zoom: [], transforms: [], threadMode: 'merged', hidden: [], invert: false, range: null,
     fn: -1, normalise: true, sort: 'total', filter: '',
   };
 }
@@ -56,9 +63,12 @@ export function toParams(s: ViewState, defaults: ViewState, shift = 0): URLSearc
   if (s.palette !== defaults.palette) p.set('palette', s.palette);
   if (s.query) p.set('q', s.query);
   if (s.matchCase) p.set('case', '1');
+  if (s.searchNames) p.set('qn', '1');
   if (s.zoom.length) p.set('z', s.zoom.join('.'));
   if (s.transforms.length) p.set('tf', encodeTransforms(s.transforms));
   if (s.threadMode !== 'merged') p.set('threads', s.threadMode);
+  if (s.hidden.length) p.set('hide', s.hidden.join('.'));
+  if (s.invert) p.set('inv', '1');
   if (s.range) p.set('t', `${Math.round(s.range[0] + shift)}-${Math.round(s.range[1] + shift)}`);
   if (s.fn >= 0) p.set('fn', String(s.fn));
   if (s.normalise !== defaults.normalise) p.set('norm', s.normalise ? '1' : '0');
@@ -68,8 +78,8 @@ export function toParams(s: ViewState, defaults: ViewState, shift = 0): URLSearc
 }
 
 /** Reads parameters; anything malformed falls back to the default, never throws. */
-export function fromParams(p: URLSearchParams, defaults: ViewState, nFrames: number, shift = 0): ViewState {
-  const s: ViewState = { ...defaults, zoom: [], transforms: [] };
+export function fromParams(p: URLSearchParams, defaults: ViewState, nFrames: number, shift = 0, nThreads = 0): ViewState {
+  const s: ViewState = { ...defaults, zoom: [], transforms: [], hidden: [] };
   const v = p.get('v');
   if (v && (VIEWS as readonly string[]).includes(v)) s.view = v as ViewName;
   const icicle = p.get('icicle');
@@ -81,6 +91,7 @@ export function fromParams(p: URLSearchParams, defaults: ViewState, nFrames: num
   if (pal && (PALETTES as readonly string[]).includes(pal)) s.palette = pal as Palette;
   s.query = p.get('q') ?? '';
   s.matchCase = p.get('case') === '1';
+  s.searchNames = p.get('qn') === '1';
   const frameIds = (x: string): number[] | null => {
     const ids = x.split('.').map(Number);
     return ids.every((f) => Number.isInteger(f) && f >= 0 && f < nFrames) ? ids : null;
@@ -91,6 +102,12 @@ export function fromParams(p: URLSearchParams, defaults: ViewState, nFrames: num
   if (tf) s.transforms = decodeTransforms(tf, nFrames);
   const th = p.get('threads');
   if (th === 'threads' || th === 'groups') s.threadMode = th;
+  const hide = p.get('hide');
+  if (hide) {
+    const ids = [...new Set(hide.split('.').map(Number))].filter((t) => Number.isInteger(t) && t >= 0 && t < nThreads);
+    s.hidden = ids.sort((a, b) => a - b);
+  }
+  s.invert = p.get('inv') === '1';
   const t = p.get('t');
   const m = t ? /^(-?\d+)-(-?\d+)$/.exec(t) : null;
   if (m && Number(m[1]) <= Number(m[2])) s.range = [Number(m[1]) - shift, Number(m[2]) - shift];

@@ -1,21 +1,37 @@
 // Questions asked of a layout: search matches, per-function totals, sandwich trees.
 import { Layout } from './layout.js';
-import { FrameSet, Tree, TreeBuilder } from './profile.js';
+import { FrameSet, KIND_ROOT, Tree, TreeBuilder } from './profile.js';
 
-/** Compiles a search; null for an empty query, an Error for an invalid regex. */
+/**
+ * Whether a search pattern asks for its case (ripgrep's smart case): it has an upper-case
+ * letter outside an escape (`\S`, `\W`, `\D`, `\B`, `\p{Lu}` name character classes, not
+ * letters to match).
+ */
+export function hasCapital(query: string): boolean {
+  const literal = query.replace(/\\[pPkux]\{[^}]*\}|\\c[A-Za-z]|\\./g, '');
+  return /\p{Lu}/u.test(literal);
+}
+
+/**
+ * Compiles a search; null for an empty query, an Error for an invalid regex. Case matters
+ * when asked (`matchCase`) or when the pattern has a capital letter (smart case).
+ */
 export function compileSearch(query: string, matchCase: boolean): RegExp | null | Error {
   if (!query) return null;
   try {
-    return new RegExp(query, matchCase ? '' : 'i');
+    return new RegExp(query, matchCase || hasCapital(query) ? '' : 'i');
   } catch (e) {
     return e instanceof Error ? e : new Error(String(e));
   }
 }
 
-/** Which frames match: one regex test per distinct frame, never per node. */
-export function matchFrames(frames: FrameSet, re: RegExp): Uint8Array {
+/**
+ * Which frames match: one regex test per distinct frame, never per node. Functions only,
+ * unless `names` asks for the process and thread names at the stacks' roots too.
+ */
+export function matchFrames(frames: FrameSet, re: RegExp, names = false): Uint8Array {
   const m = new Uint8Array(frames.names.length);
-  for (let f = 0; f < m.length; f++) m[f] = re.test(frames.names[f]) ? 1 : 0;
+  for (let f = 0; f < m.length; f++) m[f] = (names || frames.kinds[f] !== KIND_ROOT) && re.test(frames.names[f]) ? 1 : 0;
   return m;
 }
 

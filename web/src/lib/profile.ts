@@ -1,6 +1,7 @@
 // The DOM-free profile model of the viewer: what import/decode.ts produces and every
 // other module reads. Frames and stacks are typed arrays (a million frames must not cost
 // a million objects); names are strings sliced from one decoded text.
+import { timeIndex, windowSums } from './timeindex.js';
 
 /** One decoded profile, as the HTML embeds it (see crates/viewer/src/encode.rs). */
 export interface RawProfile {
@@ -32,6 +33,8 @@ export interface RawProfile {
 export const KIND_KERNEL = 2;
 export const KIND_JIT = 3;
 export const KIND_INLINE = 4;
+/** A process or thread name at the root of stacks (folded stacks' first frame, thread roots). */
+export const KIND_ROOT = 5;
 
 /**
  * The functions a tree can name: every frame of the profile plus synthetic root frames
@@ -66,6 +69,7 @@ export function frameSetOf(raw: RawProfile, extra: string[] = []): FrameSet {
   for (let i = 0; i < extra.length; i++) names[n + i] = extra[i];
   const kinds = new Uint8Array(n + extra.length);
   kinds.set(raw.frameKind);
+  kinds.fill(KIND_ROOT, n);
   const order = new Uint32Array(n + extra.length);
   order.set(raw.frameOrder);
   // Synthetic thread roots sort after every real frame, among themselves by name.
@@ -175,6 +179,16 @@ export interface BaseOptions {
   /** Frame id of the first synthetic thread root (frames.length before the roots). */
   firstThreadFrame: number;
   rootOf: Int32Array;
+  /** Per thread, 1 when its samples are left out; null (default): none are. */
+  hidden?: Uint8Array | null;
+}
+
+/** Per thread of `raw`, 1 for the threads listed in `hidden`; null when none is. */
+export function hiddenMask(raw: RawProfile, hidden: readonly number[]): Uint8Array | null {
+  if (!hidden.length || !raw.sampleThread) return null;
+  const m = new Uint8Array(raw.threadName.length);
+  for (const t of hidden) if (t >= 0 && t < m.length) m[t] = 1;
+  return m;
 }
 
 /**
@@ -187,7 +201,9 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   // The share of sample i's weight inside the window: 1 or 0 for a point in time, the
   // covered part of [t, t + w] for a span.
   const nsw = opts.nsPerWeight ?? null;
+  const hide = th ? opts.hidden ?? null : null;
   const share = (i: number): number => {
+    if (hide && th![i] >= 0 && hide[th![i]]) return 0;
     if (!opts.range || !tm) return 1;
     const t = tm[i];
     const [r0, r1] = opts.range;
@@ -200,7 +216,20 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
   if (opts.threadMode === 'merged' || !th) {
     const self = new Float64Array(nS);
     const count = new Float64Array(nS);
-    if (opts.range && tm && nsw === null) {
+    const index = opts.range && tm && !hide ? timeIndex(raw, nsw) : null;
+    if (index && opts.range) {
+      // A window: differences of running sums per stack (lib/timeindex.ts).
+      const sums = windowSums(raw, index, opts.range[0], opts.range[1], nsw, share);
+      return { parent: raw.stackParent, frame: new Int32Array(raw.stackFrame.buffer, raw.stackFrame.byteOffset, nS), self: sums.self, count: sums.count, length: nS, nameOrder: raw.stacksInNameOrder };
+    }
+    if (hide) {
+      for (let i = 0; i < st.length; i++) {
+        const f = share(i);
+        if (f === 0) continue;
+        self[st[i]] += f === 1 ? w[i] : w[i] * f;
+        count[st[i]] += c ? c[i] : 1;
+      }
+    } else if (opts.range && tm && nsw === null) {
       const [r0, r1] = opts.range;
       for (let i = 0; i < st.length; i++) {
         const t = tm[i];
@@ -259,4 +288,40 @@ export function baseTree(raw: RawProfile, opts: BaseOptions): Tree {
     b.count[at] += c ? c[i] : 1;
   }
   return b.finish();
+}
+
+/** Samples of a profile in a time window (all of them with null), per thread. */
+export interface WindowCounts {
+  /** Per thread index. */
+  perThread: Float64Array;
+  /** Samples without a thread. */
+  noThread: number;
+  total: number;
+}
+
+/**
+ * How many samples lie in `range` (ns since the origin; null: every sample), per thread.
+ * A sample weighing time (`nsPerWeight`) counts when its span overlaps the window, as the
+ * flame graph counts it.
+ */
+export function samplesIn(raw: RawProfile, range: [number, number] | null, nsPerWeight: number | null = null): WindowCounts {
+  const perThread = new Float64Array(raw.threadName.length);
+  let noThread = 0;
+  let total = 0;
+  const { sampleTime: tm, sampleThread: th, sampleCount: c, sampleWeight: w } = raw;
+  for (let i = 0; i < w.length; i++) {
+    if (range) {
+      if (!tm) break;
+      const t = tm[i];
+      if (t < 0) continue;
+      const len = nsPerWeight === null ? 0 : w[i] * nsPerWeight;
+      if (len > 0 ? t + len <= range[0] || t >= range[1] : t < range[0] || t > range[1]) continue;
+    }
+    const n = c ? c[i] : 1;
+    total += n;
+    const t = th ? th[i] : -1;
+    if (t >= 0) perThread[t] += n;
+    else noThread += n;
+  }
+  return { perThread, noThread, total };
 }

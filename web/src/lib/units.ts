@@ -45,6 +45,19 @@ export function formatNs(ns: number): string {
   return `${threeDigits(ns / 1e9)} s`;
 }
 
+/**
+ * An instant on a time axis in seconds, with as many decimals as `resolutionNs` needs to
+ * tell neighbours apart: formatInstant(12_503_100_000, 1e6) is `12.503 s`, and at any zoom
+ * two ticks or a box's start and end never read the same.
+ */
+export function formatInstant(ns: number, resolutionNs = 1e9): string {
+  const r = Math.max(1, Math.abs(resolutionNs));
+  const decimals = Math.min(9, Math.max(0, Math.ceil(-Math.log10(r / 1e9) - 1e-9)));
+  const s = (ns / 1e9).toFixed(decimals);
+  // No "-0 s".
+  return `${/^-0(\.0*)?$/.test(s) ? s.slice(1) : s} s`;
+}
+
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
 /** 512 B, 1.50 KiB, 3.20 MiB. */

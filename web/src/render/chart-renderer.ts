@@ -4,7 +4,7 @@
 // pixel column, rectangles are batched by colour. Cost per frame depends on the pixels,
 // not on the number of samples, which keeps panning and zooming smooth.
 import { ChartRow, FlameChart, boxAt, firstBoxEndingAfter } from '../lib/flamechart.js';
-import { formatNs, thousands } from '../lib/units.js';
+import { formatInstant, thousands } from '../lib/units.js';
 import { ROW_HEIGHT } from './flame-renderer.js';
 import { TextFitter } from './text.js';
 import { Theme, currentTheme } from './theme.js';
@@ -20,6 +20,12 @@ export interface ChartScene {
   t1: number;
   scrollY: number;
   selected: ChartBox | null;
+  /** Added to a time to read it on the page's clock (axis labels). */
+  shift?: number;
+  /** The selected window (ns since the profile's origin): the time outside it is shaded. */
+  window?: [number, number] | null;
+  /** A lane's header text (default: its name and samples). */
+  laneLabel?: (lane: number) => string;
 }
 
 /** A box of the chart: lane, depth and index in its row. */
@@ -110,7 +116,7 @@ export class ChartRenderer {
       const top = AXIS_HEIGHT + tops[li] - s.scrollY;
       const bottom = top + LANE_HEADER + lane.rows.length * ROW_HEIGHT;
       if (bottom < AXIS_HEIGHT || top > H) continue;
-      headers.push([`${lane.name} — ${thousands(lane.samples)} samples`, top]);
+      headers.push([s.laneLabel ? s.laneLabel(li) : `${lane.name} — ${thousands(lane.samples)} samples`, top]);
       for (let d = 0; d < lane.rows.length; d++) {
         const y = top + LANE_HEADER + d * ROW_HEIGHT;
         if (y + ROW_HEIGHT < AXIS_HEIGHT || y > H) continue;
@@ -148,6 +154,14 @@ export class ChartRenderer {
         const x = Math.max(-2, r.x);
         ctx.strokeRect(x + 1, r.y + 1, Math.max(1, Math.min(W + 4, r.x + Math.max(2, r.w)) - x - 2), ROW_HEIGHT - 3);
       }
+    }
+    if (s.window) {
+      // Outside the selected window: shaded (the window's samples are the other views').
+      ctx.fillStyle = theme.dark ? 'rgba(0,0,0,0.45)' : 'rgba(255,255,255,0.6)';
+      const a = (s.window[0] - s.t0) * scale;
+      const b = (s.window[1] - s.t0) * scale;
+      if (a > 0) ctx.fillRect(0, AXIS_HEIGHT, Math.min(W, a), H - AXIS_HEIGHT);
+      if (b < W) ctx.fillRect(Math.max(0, b), AXIS_HEIGHT, W - Math.max(0, b), H - AXIS_HEIGHT);
     }
     this.drawAxis(s, theme, scale);
     return { rects, labels: labels.length, ms: performance.now() - t0 };
@@ -215,14 +229,23 @@ export class ChartRenderer {
     ctx.fillRect(0, 0, W, AXIS_HEIGHT);
     ctx.fillStyle = theme.grid;
     ctx.fillRect(0, AXIS_HEIGHT - 1, W, 1);
-    const step = tickStep(s.t1 - s.t0, W);
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = 'middle';
-    for (let t = Math.ceil(s.t0 / step) * step; t <= s.t1; t += step) {
-      const x = (t - s.t0) * scale;
+    for (const { x, text } of this.axisTicks(s, scale)) {
       ctx.fillRect(x, AXIS_HEIGHT - 6, 1, 6);
-      ctx.fillText(formatNs(t), x + 3, AXIS_HEIGHT / 2 - 1);
+      ctx.fillText(text, x + 3, AXIS_HEIGHT / 2 - 1);
     }
+  }
+
+  /** The time axis' ticks: at round times of the page's clock, with the digits the step needs. */
+  axisTicks(s: ChartScene, scale = this.width / Math.max(1e-9, s.t1 - s.t0)): { x: number; text: string }[] {
+    const step = tickStep(s.t1 - s.t0, this.width);
+    const shift = s.shift ?? 0;
+    const out: { x: number; text: string }[] = [];
+    for (let k = Math.ceil((s.t0 + shift) / step); k * step - shift <= s.t1; k++) {
+      out.push({ x: (k * step - shift - s.t0) * scale, text: formatInstant(k * step, step) });
+    }
+    return out;
   }
 
   /** Box under a canvas point, or null. */

@@ -92,6 +92,21 @@ export interface Distribution {
   max: number;
 }
 
+/** Per-second latency histograms (crates/report/src/latency.rs `PerSecond`). */
+export interface LatencySeconds {
+  name: string;
+  /** End of each second, ns since the origin (the load series' times). */
+  time: number[];
+  /** Per second: pairs of (index into `values` as the difference from the previous pair's, count). */
+  counts: number[][];
+}
+
+export interface PerSecond {
+  /** Bucket values, µs, ascending: what HdrHistogram answers for a quantile in the bucket. */
+  values: number[];
+  series: LatencySeconds[];
+}
+
 export interface CategorySeries {
   event: string;
   unit: string;
@@ -132,6 +147,10 @@ export interface RunPage {
   sweep: Sweep | null;
   knee: Knee | null;
   distributions: Distribution[];
+  /** Every latency's per-second histograms; empty for runs stored without them. */
+  latency_seconds: PerSecond;
+  /** The load column counting completed operations (`received`), when there is one. */
+  completed: string | null;
   categories: CategorySeries[];
   profiles: ProfileInfo[];
 }

@@ -1,5 +1,5 @@
-// The application: header, the four views (flame graph, flame chart, function table,
-// sandwich), tooltip, context menu, help, and the keyboard. State changes go through
+// The application: header, the five views (flame graph, flame chart, call tree, function
+// table, sandwich), the thread list, tooltip, context menu, help, and the keyboard. State changes go through
 // setState, which writes the URL and redraws. Nothing here is global: a page may hold
 // several apps (the run report's CPU, off-CPU and memory graphs), each owning the URL keys
 // under its prefix and sharing the page's time window `t`.
@@ -9,11 +9,14 @@ import { HashParams } from '../app-state/url.js';
 import { DiffLayout, maxDelta } from '../lib/diff.js';
 import { foldedOf, svgOf } from '../lib/export.js';
 import { matchingBoxes } from '../lib/flamechart.js';
+import { CallNode, CallTree } from '../lib/calltree.js';
 import { Layout, pathOf } from '../lib/layout.js';
 import { Palette } from '../lib/palette.js';
 import { histogram, timeSpan } from '../lib/timeline.js';
+import { timeIndex } from '../lib/timeindex.js';
 import { Transform, describe } from '../lib/transforms.js';
-import { thousands } from '../lib/units.js';
+import { formatInstant, formatNs, thousands } from '../lib/units.js';
+import { FlameChart } from '../lib/flamechart.js';
 import { percent } from '../lib/format.js';
 import { ChartBox } from '../render/chart-renderer.js';
 import { DrawStats } from '../render/flame-renderer.js';
@@ -25,6 +28,8 @@ import { FlameView } from './flame-view.js';
 import { Menu, MenuItem } from './menu.js';
 import { TableView } from './table-view.js';
 import { TimelineView } from './timeline-view.js';
+import { ThreadList } from './threads.js';
+import { TreeView } from './tree-view.js';
 import { describeBox, describeFrame, functionTable } from './describe.js';
 import { HelpDialog } from './help.js';
 import { HeaderParts, TabSpec, buildHeader } from './toolbar.js';
@@ -52,6 +57,10 @@ export interface AppOptions {
   origin?: number;
   /** Take keys typed while nothing in particular has focus (a page with one viewer). */
   documentKeys?: boolean;
+  /** The viewer is part of a page with its own headings and landmarks (the run report). */
+  embedded?: boolean;
+  /** Level of the viewer's title heading (1 on a page of its own; under the page's headings). */
+  headingLevel?: number;
 }
 
 export class App {
@@ -62,8 +71,10 @@ export class App {
   readonly callees: FlameView;
   readonly chart: ChartView | null;
   readonly table: TableView;
+  readonly tree: TreeView;
+  readonly threadList: ThreadList | null;
   readonly timeline: TimelineView | null;
-  readonly root: HTMLDivElement;
+  readonly root: HTMLElement;
   readonly ids = uniquePrefix();
   private readonly hash: HashParams;
   /** Added to a window (ns since the profile's origin) to write it on the page's clock. */
@@ -74,6 +85,8 @@ export class App {
   private readonly details: HTMLDivElement;
   private readonly status: HTMLDivElement;
   private readonly notice: HTMLDivElement;
+  /** "No samples in this window, because …" over the panes. */
+  private readonly empty: HTMLDivElement;
   private readonly crumbs: HTMLElement;
   private readonly transformsBar: HTMLDivElement;
   private readonly menu = new Menu();
@@ -87,6 +100,15 @@ export class App {
   private urlTimer = 0;
   private lastView: ViewName | null = null;
   private lastNormalise: boolean | null = null;
+  /** The flame chart's visible range (ns since the profile's origin) when zoomed or
+   *  panned away from the window; never the page's window itself. */
+  private chartSpan: [number, number] | null = null;
+  /** Open rows of the call tree, per direction (kept across windows and transforms). */
+  private readonly open = { top: new Set<string>(), inverted: new Set<string>() };
+  /** Whether a direction's rows were opened yet (the heaviest path opens first). */
+  private readonly opened = { top: false, inverted: false };
+  private treeKey: string | null = null;
+  private lanesFor: { chart: FlameChart; hidden: string; lanes: FlameChart } | null = null;
 
   constructor(readonly model: Model, mount: HTMLElement, readonly opts: AppOptions = {}) {
     const meta = model.meta;
@@ -107,7 +129,8 @@ export class App {
     this.chart = model.hasChart
       ? new ChartView({
           hover: (b, ev) => this.onChartHover(b, ev),
-          range: (t0, t1) => this.setState({ range: [t0, t1] }),
+          // Zoom and pan move the chart's view, never the page's window.
+          range: (t0, t1) => (this.chartSpan = [t0, t1]),
           context: (b, x, y) => this.openChartMenu(b, x, y),
           select: (b) => this.onChartSelect(b),
         })
@@ -118,22 +141,39 @@ export class App {
       (filter) => this.setState({ filter }),
       (f) => this.setState({ fn: f, view: 'sandwich' }),
     );
+    this.tree = new TreeView(`${this.ids}-tree`, {
+      toggle: (n, open) => this.toggleRow(n, open),
+      expandAll: (n) => this.expandAll(n),
+      select: (n) => this.onTreeSelect(n),
+      context: (n, x, y) => this.openTreeMenu(n, x, y),
+    });
+    this.threadList = model.raw.sampleThread && !model.isDiff ? new ThreadList(`${this.ids}-threads-title`, { hidden: (h) => this.setState({ hidden: h, zoom: [] }) }) : null;
     const nsw = model.nsPerWeight;
     const span = timeSpan(model.raw, nsw);
     this.timeline = span
-      ? new TimelineView(span, (n) => histogram(model.raw, n, span, nsw), (r) => this.setState({ range: r, zoom: [] }), capitalise(model.unit.isTime ? model.unit.what : model.unit.countsSamples ? 'samples' : model.unit.what))
+      ? new TimelineView(
+          span,
+          (n) => histogram(model.raw, n, span, nsw),
+          (r) => this.setState({ range: r, zoom: [] }),
+          capitalise(model.unit.isTime ? model.unit.what : model.unit.countsSamples ? 'samples' : model.unit.what),
+          this.shift,
+        )
       : null;
     const views: TabSpec[] = [
       { view: 'flame', label: 'Flame graph', key: '1' },
       ...(this.chart ? [{ view: 'chart' as ViewName, label: 'Flame chart', key: '4' }] : []),
+      { view: 'tree', label: 'Call tree', key: '5' },
       { view: 'table', label: 'Functions', key: '2' },
       { view: 'sandwich', label: 'Sandwich', key: '3' },
     ];
-    this.header = buildHeader(model, views, this.ids, {
+    this.header = buildHeader(model, views, this.ids, opts.embedded ? opts.key ?? '' : null, opts.headingLevel ?? 1, {
       tab: (v) => this.setState({ view: v }),
       icicle: () => this.setState({ icicle: !this.state.icicle }),
       order: (v) => this.setState({ order: v as ViewState['order'] }),
       threads: (v) => this.setState({ threadMode: v as ViewState['threadMode'], zoom: [], transforms: [] }),
+      threadList: () => this.toggleThreads(),
+      invert: () => this.setState({ invert: !this.state.invert }),
+      searchNames: () => this.setState({ searchNames: !this.state.searchNames }),
       palette: (v) => this.setState({ palette: v as Palette }),
       normalise: () => this.setState({ normalise: !this.state.normalise }),
       reset: () => this.setState({ zoom: [] }),
@@ -148,7 +188,9 @@ export class App {
     this.details = el('div', { class: 'details', 'data-ctrl': 'details' });
     this.status = el('div', { class: 'sr-only', role: 'status', 'aria-live': 'polite', 'data-ctrl': 'status' });
     this.notice = el('div', { class: 'notice', hidden: true });
-    this.crumbs = el('nav', { class: 'crumbs', 'aria-label': 'Zoom path' });
+    this.empty = el('div', { class: 'empty', role: 'note', 'data-ctrl': 'empty', hidden: true });
+    // Landmarks named after the viewer: a page may hold several.
+    this.crumbs = el('nav', { class: 'crumbs', 'aria-label': opts.embedded ? `Zoom path of the ${opts.key} flame graph` : 'Zoom path' });
     this.transformsBar = el('div', { class: 'transforms', hidden: true });
     this.help = new HelpDialog(`${this.ids}-help-title`);
     this.sandwichTitle = el('div', { class: 'sandwich-title' });
@@ -157,6 +199,7 @@ export class App {
     this.panes = {
       flame: pane('flame', 'flame-pane', this.main.el),
       chart: pane('chart', 'chart-pane', this.chart ? this.chart.el : null),
+      tree: pane('tree', 'tree-pane', this.tree.el),
       table: pane('table', 'table-pane', this.table.el),
       sandwich: pane(
         'sandwich',
@@ -168,20 +211,23 @@ export class App {
         this.callees.el,
       ),
     };
+    // A page of its own: the whole viewer is its main landmark; a report's page holds the
+    // viewer inside its own.
     this.root = el(
-      'div',
+      opts.embedded ? 'div' : 'main',
       { class: 'kiln' },
       this.header.el,
       this.notice,
       this.transformsBar,
       this.timeline ? this.timeline.el : null,
       this.crumbs,
-      el('main', { class: 'panes' }, ...VIEWS.map((v) => this.panes[v])),
+      el('div', { class: 'panes' }, ...VIEWS.map((v) => this.panes[v]), this.empty),
       this.details,
       this.status,
       this.tooltip,
       this.menu.el,
       this.help.el,
+      this.threadList ? this.threadList.el : null,
     );
     mount.replaceChildren(this.root);
     if (meta.view === 'chart' && !model.hasChart) {
@@ -211,13 +257,15 @@ export class App {
     }
     document.addEventListener('mousedown', (e) => {
       if (this.menu.isOpen && !this.menu.el.contains(e.target as Node)) this.menu.close(false);
+      const tl = this.threadList;
+      if (tl?.isOpen && !tl.el.contains(e.target as Node) && e.target !== this.ctrl['thread-list']) tl.close();
     });
     onThemeChange(() => this.redrawAll());
     this.render();
   }
 
   private readUrl(): ViewState {
-    const s = fromParams(this.hash.read(location.hash), this.defaults, this.model.maxFrames, this.shift);
+    const s = fromParams(this.hash.read(location.hash), this.defaults, this.model.maxFrames, this.shift, this.model.raw.threadName.length);
     if (s.view === 'chart' && !this.model.hasChart) s.view = 'flame';
     return s;
   }
@@ -227,6 +275,7 @@ export class App {
     clearTimeout(this.urlTimer);
     const write = (): void => {
       const h = this.hash.write(location.hash, toParams(this.state, this.defaults, this.shift));
+      if (h === location.hash.replace(/^#/, '')) return;
       history.replaceState(history.state, '', h ? `#${h}` : location.pathname + location.search);
     };
     if (later) this.urlTimer = window.setTimeout(write, 200);
@@ -244,6 +293,7 @@ export class App {
   setState(patch: Partial<ViewState>, announce = true): void {
     if ('query' in patch || 'matchCase' in patch || 'transforms' in patch || 'range' in patch || 'threadMode' in patch) this.matchIndex = -1;
     const before = this.state.range;
+    if ('range' in patch) this.chartSpan = null;
     this.state = { ...this.state, ...patch };
     const keys = Object.keys(patch);
     this.writeUrl(keys.length === 1 && keys[0] === 'range' && this.state.view === 'chart');
@@ -293,27 +343,42 @@ export class App {
     this.lastNormalise = s.normalise;
     // Controls of the merged graph mean nothing on the time-ordered chart.
     for (const k of ['icicle', 'order', 'threads', 'reset']) if (this.ctrl[k]) this.ctrl[k].hidden = s.view === 'chart';
+    for (const k of ['icicle', 'reset']) if (this.ctrl[k] && s.view === 'tree') this.ctrl[k].hidden = true;
+    this.ctrl.invert.hidden = s.view !== 'tree';
+    this.ctrl.invert.setAttribute('aria-pressed', String(s.invert));
     this.ctrl.icicle.setAttribute('aria-pressed', String(s.icicle));
     (this.ctrl.order as HTMLSelectElement).value = s.order;
     if (this.ctrl.threads) (this.ctrl.threads as HTMLSelectElement).value = s.threadMode;
     if (this.ctrl.palette) (this.ctrl.palette as HTMLSelectElement).value = s.palette;
     if (this.ctrl.normalise) this.ctrl.normalise.setAttribute('aria-pressed', String(s.normalise));
     this.ctrl.case.setAttribute('aria-pressed', String(s.matchCase));
+    this.ctrl.names.setAttribute('aria-pressed', String(s.searchNames));
+    if (this.ctrl['thread-list']) {
+      const n = s.hidden.length;
+      setText(this.ctrl['thread-list'], n ? `Threads… (${n} hidden)` : 'Threads…');
+      this.ctrl['thread-list'].setAttribute('aria-expanded', String(this.threadList?.isOpen ?? false));
+    }
     const search = this.ctrl.search as HTMLInputElement;
     if (search.value !== s.query) search.value = s.query;
     const frames = m.frames(s);
     const { error } = m.search(s, frames);
     search.classList.toggle('invalid', error !== null);
     search.setAttribute('aria-invalid', String(error !== null));
-    search.title = error ?? 'Regular expression; case-insensitive unless Aa is on. Enter: next match.';
+    search.title =
+      error ??
+      `Regular expression over ${s.searchNames ? 'functions and process and thread names' : 'function names'}; ${s.matchCase ? 'case always matters (Aa)' : 'case matters when the pattern has a capital letter'}. Enter: next match.`;
     this.renderTransforms(frames.names);
     this.timeline?.setRange(s.range);
     this.crumbs.hidden = s.view !== 'flame';
+    this.renderFacts();
+    this.renderThreads();
     if (s.view === 'chart') {
       this.renderChart();
+      this.renderEmpty(null);
       return;
     }
     const d = this.derived;
+    this.renderEmpty(d.layout.total[0]);
     setText(this.ctrl.matched, error ? 'Invalid regex' : d.match ? `Matched: ${percent(d.matchedWeight, d.layout.total[0])}` : '');
     this.renderMatchCount();
     if (this.ctrl['legend-note'] && d.diff) {
@@ -328,7 +393,194 @@ export class App {
       this.renderCrumbs();
       this.main.show(d.layout, d.color, this.dimmer(d.match, d.layout), (v) => this.labelOf(d.layout, v), s.icicle, d.zoomNode);
     } else if (s.view === 'table') this.renderTable();
+    else if (s.view === 'tree') this.renderTree();
     else this.renderSandwich();
+  }
+
+  /** Samples of the selected window before transforms and hidden threads (cached). */
+  private windowCounts() {
+    return this.model.samplesIn(this.state.range);
+  }
+
+  /** The header's figures for what is shown: the window's beside the whole profile's. */
+  private renderFacts(): void {
+    const m = this.model;
+    if (m.isDiff) return;
+    const s = this.state;
+    const all = m.totals();
+    const u = m.unit;
+    const whole = !s.range && !s.hidden.length && !s.transforms.length;
+    const shown = whole ? { weight: all.weight, samples: all.samples } : this.shownTotals();
+    const total = this.ctrl['fact-total-0'];
+    if (total) {
+      const w = u.countsSamples ? thousands(shown.weight) : u.format(shown.weight);
+      const of = u.countsSamples ? u.formatSamples(all.weight) : u.format(all.weight);
+      setText(total, whole ? (u.countsSamples ? of : `${of}${u.isTime ? ` of ${u.what}` : ''}`) : `${w} of ${of}${u.isTime ? ` of ${u.what}` : ''}`);
+    }
+    const samples = this.ctrl['fact-samples-0'];
+    if (samples) {
+      let t = whole ? u.formatSamples(all.samples) : `${thousands(shown.samples)} of ${u.formatSamples(all.samples)}`;
+      if (u.periodNs) t += ` (one per ${formatNs(u.periodNs)} of CPU, ${thousands(1e9 / u.periodNs)} Hz)`;
+      setText(samples, t);
+    }
+    const dur = this.ctrl['fact-duration-0'];
+    if (dur && all.durationNs !== null) {
+      const r = s.range;
+      setText(dur, r ? `${formatNs(r[1] - r[0])} window (${formatInstant(r[0] + this.shift, 1e8)} – ${formatInstant(r[1] + this.shift, 1e8)}) of ${formatNs(all.durationNs)}` : formatNs(all.durationNs));
+    }
+  }
+
+  /**
+   * Samples in the selected window (all threads, no transforms): from the drawn tree when
+   * nothing else removes samples (no extra pass over them), else counted.
+   */
+  windowSamples(): number {
+    const s = this.state;
+    if (!s.hidden.length && !s.transforms.length && s.view !== 'chart') return this.derived.layout.count[0];
+    return this.windowCounts().total;
+  }
+
+  /** Weight and samples of what the views show (window, hidden threads, transforms). */
+  shownTotals(): { weight: number; samples: number } {
+    const l = this.derived.layout;
+    return { weight: l.total[0], samples: l.count[0] };
+  }
+
+  /**
+   * What the page says when there is nothing to draw: the profile has no sample, the
+   * window holds none, or the hidden threads and transforms leave none — and why.
+   * `total` is the shown weight (null: the flame chart, which counts its own).
+   */
+  private renderEmpty(total: number | null): void {
+    const s = this.state;
+    const m = this.model;
+    let text = '';
+    const all = m.totals();
+    const what = (where: string): string => {
+      const ev = m.unit.event ?? '';
+      if (/off-?cpu|sched_switch/i.test(ev)) return `no thread of the target was off CPU ${where} (it never blocked, or nothing was recorded)`;
+      if (m.unit.periodNs || /cpu|clock|cycles/i.test(ev)) return `the target did not run on a CPU ${where} (an idle or stopped process)`;
+      return `no event of this kind happened ${where}`;
+    };
+    // The window's samples are counted (a pass over every sample) only when nothing is shown.
+    if (all.samples === 0) text = `No samples in this profile: ${what('while it was recorded')}.`;
+    else if (total === null ? s.range !== null : !(total > 0)) {
+      const inWindow = s.range ? this.windowCounts().total : all.samples;
+      const r = s.range;
+      if (r && inWindow === 0) {
+        const span = timeSpan(m.raw, m.nsPerWeight);
+        const at = (t: number): string => formatInstant(t + this.shift, 1e8);
+        text = `No samples in this window (${at(r[0])} – ${at(r[1])}): ${what('in these seconds')}.${span ? ` The profile's samples lie between ${at(span[0])} and ${at(span[1])}.` : ''}`;
+      } else if (total !== null && !(total > 0)) {
+        const why = [s.hidden.length ? `hiding ${s.hidden.length} thread${s.hidden.length === 1 ? '' : 's'} (h lists them)` : '', s.transforms.length ? 'the transforms (u undoes the last)' : ''].filter(Boolean).join(' and ');
+        text = `No samples left: none of the ${thousands(inWindow)} samples ${r ? 'of this window' : 'of the profile'} remain after ${why || 'this view'}.`;
+      }
+    }
+    this.empty.hidden = !text;
+    setText(this.empty, text);
+    this.root.classList.toggle('no-samples', all.samples === 0);
+  }
+
+  /** Opens the thread list (its entries first, so focus lands on the first thread) or closes it. */
+  private toggleThreads(): void {
+    const list = this.threadList;
+    const anchor = this.ctrl['thread-list'];
+    if (!list || !anchor) return;
+    if (list.isOpen) list.close();
+    else {
+      this.renderThreads(true);
+      list.open(anchor);
+    }
+    anchor.setAttribute('aria-expanded', String(list.isOpen));
+  }
+
+  /** The thread list's entries: every thread, its samples in the window. */
+  private renderThreads(force = false): void {
+    const list = this.threadList;
+    if (!list || (!list.isOpen && !force)) return;
+    const raw = this.model.raw;
+    const c = this.windowCounts();
+    const entries = [];
+    for (let t = 0; t < raw.threadName.length; t++) {
+      const name = raw.strings[raw.threadName[t]] ?? '';
+      entries.push({ index: t, label: raw.threadTid[t] >= 0 ? `${name} [${raw.threadTid[t]}]` : name, samples: c.perThread[t] });
+    }
+    entries.sort((a, b) => b.samples - a.samples || a.index - b.index);
+    list.update(entries, this.state.hidden);
+  }
+
+  /** The call tree of the state: the flame graph's layout, inverted or not, search applied. */
+  callTree(): CallTree {
+    const d = this.derived;
+    return this.model.callTree(this.state, d);
+  }
+
+  private renderTree(): void {
+    const s = this.state;
+    const d = this.derived;
+    const tree = this.callTree();
+    const which = s.invert ? 'inverted' : 'top';
+    const open = this.open[which];
+    if (!this.opened[which] && tree.total > 0) {
+      // Opens on the heaviest path, as the Firefox Profiler does.
+      for (const k of tree.heaviestPath(s.invert ? 3 : 16, s.invert ? 0 : 0.5)) open.add(k);
+      this.opened[which] = true;
+    }
+    const rows = tree.rows(open);
+    const u = this.model.unit;
+    const all = tree.total;
+    const what = u.countsSamples ? 'samples' : u.isTime ? 'time' : u.kind === 'bytes' ? 'bytes' : u.name;
+    const columns = [
+      { title: `Total (${what})`, text: (n: CallNode) => u.format(n.total) },
+      { title: 'Total %', text: (n: CallNode) => percent(n.total, all) },
+      { title: `Self (${what})`, text: (n: CallNode) => (n.self > 0 ? u.format(n.self) : '–') },
+    ];
+    const match = d.match;
+    const name = (n: CallNode): string => d.frames.names[n.frame] ?? '';
+    this.tree.show(columns, rows, open, (n) => tree.hasChildren(n), name, (n) => !!match && match[n.frame] === 1, this.treeKey);
+    setText(
+      this.tree.caption,
+      `${s.invert ? 'Inverted: the functions that ran (their own time), each opening onto its callers' : 'Callers above their callees, heaviest first'}; ${thousands(rows.length)} rows shown.${s.query ? ' The search keeps the samples whose stack has a matching function.' : ''}`,
+    );
+  }
+
+  private toggleRow(n: CallNode, open: boolean): void {
+    const set = this.open[this.state.invert ? 'inverted' : 'top'];
+    if (open) set.add(n.key);
+    else set.delete(n.key);
+    this.treeKey = n.key;
+    this.renderTree();
+  }
+
+  /** Opens every row below n (at most 5,000 rows, so a huge tree cannot freeze the page). */
+  private expandAll(n: CallNode): void {
+    const tree = this.callTree();
+    const set = this.open[this.state.invert ? 'inverted' : 'top'];
+    let budget = 5000;
+    const walk = (x: CallNode): void => {
+      if (budget-- <= 0 || !tree.hasChildren(x)) return;
+      set.add(x.key);
+      for (const c of tree.children(x)) walk(c);
+    };
+    walk(n);
+    this.treeKey = n.key;
+    this.renderTree();
+  }
+
+  private onTreeSelect(n: CallNode): void {
+    this.treeKey = n.key;
+    const d = this.derived;
+    const u = this.model.unit;
+    const all = this.callTree().total;
+    const text = `${d.frames.names[n.frame] ?? ''} — total ${u.format(n.total)} (${percent(n.total, all)}), self ${u.format(n.self)}`;
+    setText(this.details, text);
+    setText(this.status, text);
+  }
+
+  private openTreeMenu(n: CallNode, x: number, y: number): void {
+    const path = n.node > 0 ? pathOf(this.derived.layout, n.node) : null;
+    const run = (key: string): void => this.action(key, n.frame, path, () => this.toggleRow(n, true));
+    this.menu.open(this.derived.frames.names[n.frame] ?? '', this.frameItems(run, path !== null, 'Open this row (→)'), x, y, this.tree.grid);
   }
 
   /** Search dims what does not match; null when there is no search. */
@@ -351,19 +603,37 @@ export class App {
     setText(this.ctrl['match-count'], n === 0 ? 'no frames match' : this.matchIndex >= 0 ? `${this.matchIndex + 1} of ${thousands(n)} frames` : `${thousands(n)} frame${n === 1 ? '' : 's'}`);
   }
 
+  /** The flame chart without the hidden threads' lanes (the same object while they stay). */
+  private chartLanes(chart: FlameChart): FlameChart {
+    const key = this.state.hidden.join('.');
+    if (!key) return chart;
+    if (this.lanesFor?.chart === chart && this.lanesFor.hidden === key) return this.lanesFor.lanes;
+    const hidden = new Set(this.state.hidden);
+    const lanes = { ...chart, lanes: chart.lanes.filter((l) => l.thread < 0 || !hidden.has(l.thread)) };
+    this.lanesFor = { chart, hidden: key, lanes };
+    return lanes;
+  }
+
   private renderChart(): void {
     const s = this.state;
     const view = this.chart;
     if (!view) return;
-    const chart = this.model.chart(s);
+    const chart = this.chartLanes(this.model.chart(s));
     const frames = this.model.frames({ ...s, threadMode: 'merged' });
     const { match, error } = this.model.search({ ...s, threadMode: 'merged' }, frames);
     const colors = this.model.chartColors(s);
     const fr = chart.frame;
     setText(this.ctrl.matched, error ? 'Invalid regex' : '');
     setText(this.ctrl['match-count'], match ? 'Enter: next match' : '');
-    const [a, b] = s.range ?? chart.span;
-    view.show(chart, (n) => colors(fr[n]), match ? (n) => !match[fr[n]] : null, (n) => frames.names[fr[n]] ?? '', a, b);
+    // The chart opens on the window; zoom and pan move only the chart's own view.
+    const [a, b] = this.chartSpan ?? s.range ?? chart.span;
+    const counts = s.range ? this.windowCounts() : null;
+    const laneLabel = (li: number): string => {
+      const lane = chart.lanes[li];
+      if (!counts || lane.thread < 0) return `${lane.name} — ${thousands(lane.samples)} samples`;
+      return `${lane.name} — ${thousands(counts.perThread[lane.thread])} of ${thousands(lane.samples)} samples in the window`;
+    };
+    view.show(chart, (n) => colors(fr[n]), match ? (n) => !match[fr[n]] : null, (n) => frames.names[fr[n]] ?? '', a, b, { shift: this.shift, window: s.range, laneLabel });
     if (chart.untimed || chart.dropped) {
       this.notice.hidden = false;
       setText(
@@ -488,7 +758,7 @@ export class App {
   }
 
   private boxInfo(b: ChartBox): { name: string; lines: string[]; frame: number } | null {
-    return describeBox(this.model.chart(this.state), this.model.frames({ ...this.state, threadMode: 'merged' }).names, b);
+    return describeBox(this.chartLanes(this.model.chart(this.state)), this.model.frames({ ...this.state, threadMode: 'merged' }).names, b, this.shift);
   }
 
   private onChartHover(b: ChartBox | null, ev: MouseEvent | null): void {
@@ -657,7 +927,7 @@ export class App {
   private stepChartMatch(dir: 1 | -1): void {
     const view = this.chart;
     if (!view) return;
-    const chart = this.model.chart(this.state);
+    const chart = this.chartLanes(this.model.chart(this.state));
     const frames = this.model.frames({ ...this.state, threadMode: 'merged' });
     const { match } = this.model.search({ ...this.state, threadMode: 'merged' }, frames);
     if (!match) return;
@@ -670,8 +940,9 @@ export class App {
   }
 
   /** The frame a key acts on: the keyboard's selection on a focused canvas, else the hovered one. */
-  private keyTarget(): { which: Which; v: number } | { box: ChartBox } | null {
+  private keyTarget(): { which: Which; v: number } | { box: ChartBox } | { row: CallNode } | null {
     const a = document.activeElement;
+    if (a === this.tree.grid && this.tree.activeRow) return { row: this.tree.activeRow };
     for (const [which, view] of [['main', this.main], ['callers', this.callers], ['callees', this.callees]] as const) {
       if (a === view.canvas && view.selected > 0) return { which, v: view.selected };
     }
@@ -692,9 +963,15 @@ export class App {
       if (this.menu.isOpen) return this.menu.close();
       if (this.help.isOpen) return this.help.close();
       if (typing) return (t as HTMLInputElement).blur();
+      if (this.threadList?.isOpen) return this.threadList.close();
       if (this.state.query) this.setState({ query: '' });
-      else if (this.state.view === 'chart') this.setState({ range: null });
-      else this.setState({ zoom: [] });
+      else if (this.state.view === 'chart') {
+        // First the chart's own zoom, then the window.
+        if (this.chartSpan) {
+          this.chartSpan = null;
+          this.render();
+        } else this.setState({ range: null });
+      } else this.setState({ zoom: [] });
       return;
     }
     if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
@@ -705,6 +982,11 @@ export class App {
       if ('box' in k) {
         const info = this.boxInfo(k.box);
         if (info && key !== 'x') this.action(key, info.frame, null, null);
+        return;
+      }
+      if ('row' in k) {
+        const path = k.row.node > 0 ? pathOf(this.derived.layout, k.row.node) : null;
+        if (key !== 'x' || path) this.action(key, k.row.frame, path, null);
         return;
       }
       const l = this.layoutOf(k.which);
@@ -726,6 +1008,14 @@ export class App {
       case '4':
         if (this.chart) this.setState({ view: 'chart' });
         return;
+      case '5':
+        return this.setState({ view: 'tree' });
+      case 'b':
+        return this.setState({ invert: !s.invert, view: 'tree' });
+      case 't':
+        return this.setState({ searchNames: !s.searchNames });
+      case 'h':
+        return this.toggleThreads();
       case 'i':
         return this.setState({ icicle: !s.icicle });
       case 'l':
@@ -762,15 +1052,18 @@ export class App {
 
   /**
    * Builds, once the page is shown, what the first clicks need and the first drawing did
-   * not (children lists for zooming, sample counts for tooltips), so a click does not pay
-   * for them.
+   * not (children lists for zooming, sample counts for tooltips, the time index for
+   * windows), so a click does not pay for them.
    */
   warmUp(): void {
     setTimeout(() => {
-      if (this.state.view === 'chart') return;
-      const l = this.derived.layout;
-      void l.childList;
-      void l.count;
+      if (this.state.view !== 'chart') {
+        const l = this.derived.layout;
+        void l.childList;
+        void l.count;
+      }
+      // The time index: a window's tree then costs its stacks, not every sample.
+      setTimeout(() => timeIndex(this.model.raw, this.model.nsPerWeight), 0);
     }, 0);
   }
 

@@ -1,6 +1,7 @@
 // The flame chart pane: time on the x axis, one lane per thread. Drag pans, Ctrl+wheel
-// (or +/-) zooms around the pointer, wheel scrolls the lanes; the visible time range is
-// the page's time window, so the time strip and the other views follow it. Keyboard:
+// (or +/-) zooms around the pointer, wheel scrolls the lanes. It opens on the page's time
+// window (shading the time outside it once zoomed out); zooming and panning move only its
+// own view, never the window the other views and the URL show. Keyboard:
 // arrows move between boxes, Enter zooms to the selected box, Shift+arrows pan.
 import { FlameChart, boxAt } from '../lib/flamechart.js';
 import { ChartBox, ChartRenderer, ChartScene } from '../render/chart-renderer.js';
@@ -72,7 +73,15 @@ export class ChartView {
   }
 
   /** Shows `chart` over [t0, t1] (ns since the profile's origin). */
-  show(chart: FlameChart, color: (n: number) => string, dim: ((n: number) => boolean) | null, label: (n: number) => string, t0: number, t1: number): void {
+  show(
+    chart: FlameChart,
+    color: (n: number) => string,
+    dim: ((n: number) => boolean) | null,
+    label: (n: number) => string,
+    t0: number,
+    t1: number,
+    extra: Pick<ChartScene, 'shift' | 'window' | 'laneLabel'> = {},
+  ): void {
     const prev = this.scene;
     this.full = chart.span[1] > chart.span[0] ? chart.span : [chart.span[0], chart.span[0] + 1];
     if (!(t1 > t0)) [t0, t1] = this.full;
@@ -85,6 +94,7 @@ export class ChartView {
       t1,
       scrollY: prev?.chart === chart ? prev.scrollY : 0,
       selected: prev?.chart === chart ? prev.selected : null,
+      ...extra,
     };
     this.requestDraw();
   }

@@ -5,7 +5,7 @@ import { SortKey } from '../app-state/state.js';
 import { percent } from '../lib/format.js';
 import { Layout } from '../lib/layout.js';
 import { FlameChart } from '../lib/flamechart.js';
-import { Unit, formatNs, thousands } from '../lib/units.js';
+import { Unit, formatInstant, formatNs, thousands } from '../lib/units.js';
 import { Column } from './table-view.js';
 
 export interface FrameContext {
@@ -120,6 +120,8 @@ export function describeBox(
   chart: FlameChart,
   names: string[],
   b: { lane: number; depth: number; index: number },
+  /** Added to a time to read it on the page's clock. */
+  shift = 0,
 ): { name: string; lines: string[]; frame: number } | null {
   const row = chart.lanes[b.lane]?.rows[b.depth];
   if (!row || b.index < 0 || b.index >= row.length) return null;
@@ -130,6 +132,10 @@ export function describeBox(
   return {
     name: names[frame] ?? '',
     frame,
-    lines: [`${formatNs(e - s)} from ${formatNs(s)} to ${formatNs(e)}`, `${thousands(n)} sample${n === 1 ? '' : 's'} in a row on ${chart.lanes[b.lane].name}`],
+    lines: [
+      // As many digits as the box's length needs: its start and end never read the same.
+      `${formatNs(e - s)} from ${formatInstant(s + shift, (e - s) / 10)} to ${formatInstant(e + shift, (e - s) / 10)}`,
+      `${thousands(n)} sample${n === 1 ? '' : 's'} in a row on ${chart.lanes[b.lane].name}`,
+    ],
   };
 }

@@ -9,11 +9,12 @@ export const STYLES = `
 html,body{margin:0;height:100%;font:13px Verdana,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg)}
 .kiln{display:flex;flex-direction:column;height:100vh}
 .kiln-mount .kiln{height:var(--kiln-viewer-height,70vh);border:1px solid var(--line)}
-header{padding:4px 8px;border-bottom:1px solid var(--line);background:var(--panel)}
-h1.title{font-size:16px;margin:2px 0;white-space:pre;overflow:hidden;text-overflow:ellipsis}
+.kiln-header{padding:4px 8px;border-bottom:1px solid var(--line);background:var(--panel);min-width:0}
+.title{font-size:16px;margin:2px 0;white-space:pre;overflow:hidden;text-overflow:ellipsis}
 .subtitle{color:var(--muted);font-size:12px;white-space:pre;overflow:hidden;text-overflow:ellipsis}
 .facts{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:2px 0}
 .fact-label{color:var(--muted)}
+.fact{min-width:0;max-width:100%;overflow:hidden;text-overflow:ellipsis;white-space:pre}
 .fact-value{white-space:pre}
 .fact-side{font-weight:bold}
 .toolbar{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-top:4px}
@@ -86,4 +87,27 @@ kbd{border:1px solid var(--button-line);border-radius:3px;padding:0 4px;backgrou
 .cell{padding:0 6px;white-space:pre;overflow:hidden;text-overflow:ellipsis}
 .cell.num{text-align:right;font-variant-numeric:tabular-nums}
 .error{padding:20px;color:var(--error);white-space:pre-wrap}
+.empty{position:absolute;left:0;right:0;top:0;z-index:2;margin:24px auto;max-width:640px;padding:10px 14px;background:var(--warn-bg);border:1px solid var(--warn-line);border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere}
+.empty[hidden]{display:none}
+.kiln-mount .kiln.no-samples{height:auto}
+.kiln.no-samples .panes{min-height:90px}
+.tree-caption{padding:3px 8px;font-size:12px;color:var(--muted)}
+.tree .cell.fn{display:flex;align-items:center;min-width:0}
+.twisty{display:inline-block;width:14px;flex:0 0 14px;text-align:center;cursor:pointer;color:var(--muted)}
+.twisty.leaf{cursor:default}
+.fn-name{overflow:hidden;text-overflow:ellipsis;white-space:pre;min-width:0}
+.cell.fn.match .fn-name{font-weight:bold;text-decoration:underline}
+.tree-grid:focus-visible .row.active{outline:2px solid var(--focus);outline-offset:-2px}
+.threads{position:fixed;z-index:11;background:var(--bg);border:1px solid var(--button-line);box-shadow:0 2px 8px rgba(0,0,0,.25);padding:6px 10px;max-width:min(640px,calc(100vw - 16px));width:480px}
+.threads[hidden]{display:none}
+.threads h2{font-size:14px;margin:2px 0}
+.threads-summary{font-size:12px;color:var(--muted)}
+.threads-tools{display:flex;flex-wrap:wrap;gap:4px;margin:4px 0}
+.threads-filter{flex:1;min-width:120px}
+.threads-list{max-height:50vh;overflow:auto;border-top:1px solid var(--line)}
+.thread-row{display:flex;align-items:center;gap:6px}
+.thread-label{display:flex;align-items:center;gap:6px;flex:1;min-width:0;padding:1px 0}
+.thread-name{overflow:hidden;text-overflow:ellipsis;white-space:pre;min-width:0;flex:1}
+.thread-count{color:var(--muted);font-size:12px;white-space:nowrap}
+.thread-only{font-size:11px;padding:0 5px}
 `;

@@ -1,8 +1,10 @@
 // The time strip: sample density over time; drag to select a window and the flame graph,
 // table and sandwich show that window only (the flame chart shows it); double-click clears
-// it. Its caption sits on its own line above the bars, so nothing covers them.
+// it. Its caption sits on its own line above the bars, so nothing covers them. Times read
+// on the page's clock (0: the start of the measurement in a run's report; a warm-up is
+// negative), as every chart of the page reads them.
 import { Histogram } from '../lib/timeline.js';
-import { formatNs } from '../lib/units.js';
+import { formatInstant, formatNs } from '../lib/units.js';
 import { currentTheme } from '../render/theme.js';
 import { el, setText } from './dom.js';
 
@@ -14,6 +16,7 @@ export class TimelineView {
   private range: [number, number] | null = null;
   private drag: number | null = null;
   private dragTo = 0;
+  private pending = 0;
 
   constructor(
     readonly span: [number, number],
@@ -21,6 +24,8 @@ export class TimelineView {
     private readonly onRange: (r: [number, number] | null) => void,
     /** What the bars sum ("CPU time", "samples"). */
     private readonly what: string,
+    /** Added to a time (ns since the profile's origin) to read it on the page's clock. */
+    private readonly shift = 0,
   ) {
     this.canvas = el('canvas', { class: 'timeline-canvas', role: 'img', 'aria-label': `${what} over time; drag to select a time window, double-click to clear it` });
     this.label = el('div', { class: 'timeline-label', 'data-ctrl': 'timeline-label' });
@@ -56,7 +61,14 @@ export class TimelineView {
   setRange(r: [number, number] | null): void {
     if (r === this.range || (r && this.range && r[0] === this.range[0] && r[1] === this.range[1])) return;
     this.range = r;
-    this.draw();
+    // On the next frame: reading the strip's size now would force the page's layout in
+    // the middle of a window change that updates many elements.
+    if (!this.pending) {
+      this.pending = requestAnimationFrame(() => {
+        this.pending = 0;
+        this.draw();
+      });
+    }
   }
 
   draw(): void {
@@ -88,15 +100,15 @@ export class TimelineView {
     const [a, b] = this.span;
     const x = (t: number): number => ((t - a) / Math.max(1, b - a)) * w;
     const sel = this.drag !== null ? [Math.min(this.drag, this.dragTo), Math.max(this.drag, this.dragTo)] : this.range;
+    // As many decimals as a bar of the strip needs.
+    const at = (t: number): string => formatInstant(t + this.shift, (b - a) / 200);
+    const all = `${at(a)} – ${at(b)}`;
     if (sel) {
       ctx.fillStyle = theme.selection;
       ctx.fillRect(x(sel[0]), 0, Math.max(1, x(sel[1]) - x(sel[0])), h);
-      setText(
-        this.label,
-        `Window ${formatNs(sel[0] - a)} – ${formatNs(sel[1] - a)} (${formatNs(sel[1] - sel[0])}) of ${formatNs(b - a)}; double-click the strip to clear`,
-      );
+      setText(this.label, `Window ${at(sel[0])} – ${at(sel[1])} (${formatNs(sel[1] - sel[0])}) of ${all}; double-click the strip to clear`);
     } else {
-      setText(this.label, `${this.what} over ${formatNs(b - a)}: drag on the strip to select a window`);
+      setText(this.label, `${this.what} from ${all} (${formatNs(b - a)}): drag on the strip to select a window`);
     }
   }
 }

@@ -25,6 +25,9 @@ export interface HeaderActions {
   icicle(): void;
   order(v: string): void;
   threads(v: string): void;
+  threadList(anchor: HTMLElement): void;
+  invert(): void;
+  searchNames(): void;
   palette(v: string): void;
   normalise(): void;
   reset(): void;
@@ -36,13 +39,15 @@ export interface HeaderActions {
 }
 
 /** One line saying what a profile is: where from, which event, how much, over how long. */
-export function facts(model: Model, i: number): HTMLElement[] {
+export function facts(model: Model, i: number, ctrl: Record<string, HTMLElement> = {}): HTMLElement[] {
   const unit = model.units[i];
   const t = model.totals(i);
   const meta = model.meta.profiles[i] ?? {};
   const out: HTMLElement[] = [];
   const fact = (key: string, label: string, value: string): void => {
-    out.push(el('span', { class: 'fact', 'data-fact': key }, el('span', { class: 'fact-label', text: `${label} ` }), el('span', { class: 'fact-value', text: value })));
+    const v = el('span', { class: 'fact-value', text: value });
+    ctrl[`fact-${key}-${i}`] = v;
+    out.push(el('span', { class: 'fact', 'data-fact': key, title: key === 'input' ? value : undefined }, el('span', { class: 'fact-label', text: `${label} ` }), v));
   };
   if (meta.source) fact('input', 'Input', meta.source);
   if (unit.event) fact('event', 'Event', unit.event);
@@ -57,13 +62,17 @@ export function facts(model: Model, i: number): HTMLElement[] {
   return out;
 }
 
-export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a: HeaderActions): HeaderParts {
+/**
+ * `embedded`: the key of a viewer that is part of a page (null: a page of its own): its
+ * header is then no banner landmark, and its search landmark is named after it.
+ */
+export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, embedded: string | null, headingLevel: number, a: HeaderActions): HeaderParts {
   const m = model.meta;
   const ctrl: Record<string, HTMLElement> = {};
   const button = (key: string, text: string, title: string, onClick: (b: HTMLButtonElement) => void, extra: Record<string, string> = {}): HTMLButtonElement => {
     // The accessible name starts with the visible text (WCAG 2.5.3); symbols get words.
     const words = title.replace(/ \(.*\)$/, '');
-    const name = /^[▲▼?]$/.test(text) ? words : text === 'Aa' ? `Aa, ${words.toLowerCase()}` : undefined;
+    const name = /^[▲▼?]$/.test(text) ? words : text === 'Aa' || text === 'Names' ? `${text}, ${words.replace(/;.*$/, '').toLowerCase()}` : undefined;
     const b = el('button', { type: 'button', 'data-ctrl': key, title, 'aria-label': name, text, ...extra });
     b.addEventListener('click', () => onClick(b));
     ctrl[key] = b;
@@ -108,7 +117,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a:
     list[k].focus();
     list[k].click();
   });
-  const search = el('input', { type: 'search', class: 'search', placeholder: 'Search (regex)', 'aria-label': 'Search functions (regular expression)', 'data-ctrl': 'search' });
+  const search = el('input', { type: 'search', class: 'search', placeholder: 'Search functions (regex)', 'aria-label': 'Search functions (regular expression)', 'data-ctrl': 'search' });
   search.addEventListener('input', () => a.search(search.value));
   search.addEventListener('keydown', (e) => {
     if (e.key === 'Enter') {
@@ -120,9 +129,10 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a:
   const raw = model.raw;
   const searchGroup = el(
     'span',
-    { class: 'search-group', role: 'search' },
+    { class: 'search-group', role: 'search', 'aria-label': embedded !== null ? `Search the ${embedded} flame graph` : undefined },
     search,
-    button('case', 'Aa', 'Match case (c)', () => a.matchCase()),
+    button('case', 'Aa', 'Match case always (c); without it, a pattern with a capital letter matches case', () => a.matchCase()),
+    button('names', 'Names', 'Also match process and thread names (t); without it, functions only', () => a.searchNames()),
     button('prev-match', '▲', 'Previous match (Shift+Enter)', () => a.step(-1)),
     button('next-match', '▼', 'Next match (Enter)', () => a.step(1)),
     el('span', { class: 'match-count', 'data-ctrl': 'match-count', 'aria-live': 'polite' }),
@@ -136,9 +146,11 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a:
     tablist,
     button('icicle', 'Icicle', 'Roots at the top (i)', () => a.icicle()),
     select('order', 'Order of frames (l)', [['alphabetical', 'Alphabetical'], ['left-heavy', 'Left-heavy']], a.order),
+    button('invert', 'Inverted', 'Invert the call tree: the functions that ran, their callers below (b)', () => a.invert()),
     raw.sampleThread
       ? select('threads', 'Threads', [['merged', 'All threads merged'], ['groups', 'Threads by name (numbers merged)'], ['threads', 'One root per thread']], a.threads)
       : null,
+    raw.sampleThread && !model.isDiff ? button('thread-list', 'Threads…', 'Show or hide threads (h)', (b) => a.threadList(b), { 'aria-haspopup': 'dialog' }) : null,
     model.isDiff ? null : select('palette', 'Palette', PALETTES.map((p) => [p, p] as [string, string]), a.palette),
     model.isDiff ? button('normalise', 'Normalise', 'Scale before to after\'s total (n)', () => a.normalise()) : null,
     button('reset', 'Reset zoom', 'Reset zoom (0)', () => a.reset()),
@@ -150,9 +162,9 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a:
     ? el(
         'div',
         { class: 'facts' },
-        ...[0, 1].flatMap((i) => [el('span', { class: 'fact-side', text: `${m.labels[i]}:` }), ...facts(model, i)]),
+        ...[0, 1].flatMap((i) => [el('span', { class: 'fact-side', text: `${m.labels[i]}:` }), ...facts(model, i, ctrl)]),
       )
-    : el('div', { class: 'facts' }, ...facts(model, 0));
+    : el('div', { class: 'facts' }, ...facts(model, 0, ctrl));
   const name = (i: number): string => {
     const src = m.profiles[i]?.source;
     return src ? `${m.labels[i]} (${src})` : m.labels[i];
@@ -170,10 +182,10 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, a:
     : null;
   if (legend) ctrl['legend-note'] = legend.querySelector('.legend-note') as HTMLElement;
   const header = el(
-    'header',
-    {},
-    el('h1', { class: 'title', text: m.title }),
-    m.subtitle ? el('div', { class: 'subtitle', text: m.subtitle }) : null,
+    embedded !== null ? 'div' : 'header',
+    { class: 'kiln-header' },
+    el(`h${Math.min(6, Math.max(1, headingLevel))}` as 'h1', { class: 'title', title: m.title, text: m.title }),
+    m.subtitle ? el('div', { class: 'subtitle', title: m.subtitle, text: m.subtitle }) : null,
     info,
     tools,
     legend,

@@ -151,7 +151,8 @@ pub struct MqttArgs {
     /// Label shown on every line and stored with the results.
     #[arg(long)]
     id: Option<String>,
-    /// Save the run as PREFIX.json and PREFIX.csv.
+    /// Save the run as PREFIX.json and PREFIX.csv (`-o results` or `-o results.json`:
+    /// results.json and results.csv).
     #[arg(short = 'o', long, value_name = "PREFIX")]
     output: Option<PathBuf>,
     /// One run per total publishing rate: FROM:TO:STEPS or a list; each lasts -z (10 s).
@@ -347,7 +348,8 @@ pub struct AmqpArgs {
     #[arg(long)]
     reconnect: bool,
 
-    /// Save the run as PREFIX.json (summary, every second, events) and PREFIX.csv (series).
+    /// Save the run as PREFIX.json (summary, every second, events) and PREFIX.csv (series);
+    /// `-o results` or `-o results.json`: results.json and results.csv.
     #[arg(short = 'o', long, value_name = "PREFIX")]
     output: Option<PathBuf>,
 
@@ -562,21 +564,31 @@ fn amqp_cmd(args: AmqpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     finish(&output, &report)
 }
 
-/// Writes PREFIX.json (the whole report) and PREFIX.csv (the series).
+/// Writes PREFIX.json (the whole report) and PREFIX.csv (the series), when asked.
 fn save(
     output: &Option<PathBuf>,
     report: &Report,
     schema: &kiln_loadgen::engine::stats::Schema,
 ) -> Result<()> {
-    if let Some(p) = output {
-        let json = with_ext(p, "json");
-        let csv = with_ext(p, "csv");
-        er::write_json(&json, report)
-            .with_context(|| format!("saving the run to {}", json.display()))?;
-        er::write_csv(&csv, schema, &report.series)
-            .with_context(|| format!("saving the series to {}", csv.display()))?;
-        eprintln!("wrote {} and {}", json.display(), csv.display());
+    match output {
+        Some(p) => save_to(p, report, schema),
+        None => Ok(()),
     }
+}
+
+/// Writes PREFIX.json (the whole report) and PREFIX.csv (the series).
+pub(super) fn save_to(
+    p: &std::path::Path,
+    report: &Report,
+    schema: &kiln_loadgen::engine::stats::Schema,
+) -> Result<()> {
+    let json = with_ext(p, "json");
+    let csv = with_ext(p, "csv");
+    er::write_report_json(&json, report)
+        .with_context(|| format!("saving the run to {}", json.display()))?;
+    er::write_csv(&csv, schema, &report.series)
+        .with_context(|| format!("saving the series to {}", csv.display()))?;
+    eprintln!("wrote {} and {}", json.display(), csv.display());
     Ok(())
 }
 
@@ -605,9 +617,46 @@ fn interrupted_code(report: &Report) -> ExitCode {
     }
 }
 
-fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {
-    let mut s = prefix.as_os_str().to_owned();
+/// `-o`'s name with `ext`: `-o results` (a prefix) and `-o results.json` or
+/// `-o results.csv` (one of the files it names) all give `results.json`, `results.csv`.
+pub(super) fn with_ext(output: &std::path::Path, ext: &str) -> PathBuf {
+    let named = matches!(
+        output.extension().and_then(|e| e.to_str()),
+        Some("json" | "csv")
+    ) && output.file_stem().is_some_and(|s| !s.is_empty());
+    let prefix = if named {
+        output.with_extension("")
+    } else {
+        output.to_path_buf()
+    };
+    let mut s = prefix.into_os_string();
     s.push(".");
     s.push(ext);
     PathBuf::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_ext;
+    use std::path::Path;
+
+    #[test]
+    fn output_names_with_or_without_an_extension() {
+        for o in ["d/results", "d/results.json", "d/results.csv"] {
+            assert_eq!(with_ext(Path::new(o), "json"), Path::new("d/results.json"));
+            assert_eq!(with_ext(Path::new(o), "csv"), Path::new("d/results.csv"));
+            assert_eq!(
+                with_ext(Path::new(o), "sweep.csv"),
+                Path::new("d/results.sweep.csv")
+            );
+        }
+        assert_eq!(
+            with_ext(Path::new("r.2026"), "json"),
+            Path::new("r.2026.json")
+        );
+        assert_eq!(
+            with_ext(Path::new(".json"), "json"),
+            Path::new(".json.json")
+        );
+    }
 }

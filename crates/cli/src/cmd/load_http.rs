@@ -2,7 +2,7 @@
 use anyhow::{Context, Result};
 use kiln_loadgen::engine::report as er;
 use kiln_loadgen::http::{self, HttpLoad, HttpOptions, Plateau, Summary, Sweep, SweepRow, Target};
-use kiln_loadgen::{Load, Report};
+use kiln_loadgen::Load;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,7 +85,8 @@ pub struct HttpArgs {
     target_pid: Vec<u32>,
 
     /// Save the run as PREFIX.json (summary, every second, histograms) and PREFIX.csv (the
-    /// series); a sweep also as PREFIX.sweep.csv (one row per step).
+    /// series); a sweep also as PREFIX.sweep.csv (one row per step). `-o results` or `-o
+    /// results.json`: results.json and results.csv.
     #[arg(short = 'o', long, value_name = "PREFIX")]
     output: Option<PathBuf>,
 
@@ -214,13 +215,6 @@ pub fn default_target(cmd: &mut super::load::LoadCommand, pids: &[u32]) {
     }
 }
 
-fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {
-    let mut s = prefix.as_os_str().to_owned();
-    s.push(".");
-    s.push(ext);
-    PathBuf::from(s)
-}
-
 pub fn run(args: HttpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     let (mut load, output) = args.into_load()?;
     super::common::ensure_stdout_open()?;
@@ -249,8 +243,8 @@ pub fn run(args: HttpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         }
         out.flush()?;
         if let Some(p) = &output {
-            save(p, &report, schema)?;
-            let csv = with_ext(p, "sweep.csv");
+            super::load::save_to(p, &report, schema)?;
+            let csv = super::load::with_ext(p, "sweep.csv");
             write_sweep_csv(&csv, &rows)?;
             eprintln!("wrote {}", csv.display());
         }
@@ -264,7 +258,7 @@ pub fn run(args: HttpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         )?;
         out.flush()?;
         if let Some(p) = &output {
-            save(p, &report, schema)?;
+            super::load::save_to(p, &report, schema)?;
         }
     }
     if let Some(f) = &report.headline.failure {
@@ -280,22 +274,6 @@ pub fn run(args: HttpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Writes PREFIX.json (the whole report) and PREFIX.csv (the series).
-fn save(
-    p: &std::path::Path,
-    report: &Report,
-    schema: &kiln_loadgen::engine::stats::Schema,
-) -> Result<()> {
-    let json = with_ext(p, "json");
-    let csv = with_ext(p, "csv");
-    er::write_json(&json, report)
-        .with_context(|| format!("saving the run to {}", json.display()))?;
-    er::write_csv(&csv, schema, &report.series)
-        .with_context(|| format!("saving the series to {}", csv.display()))?;
-    eprintln!("wrote {} and {}", json.display(), csv.display());
-    Ok(())
 }
 
 fn write_sweep_csv(path: &std::path::Path, rows: &[SweepRow]) -> Result<()> {

@@ -427,6 +427,57 @@ fn write_report(
 }
 
 /// The text summary of a stored run.
+/// The target's CPU by thread group as a table (% of one CPU), and for a fleet per 1,000
+/// connections held: what the MQTT broker article reads first.
+fn group_table(groups: &[kiln_run::GroupCpu], connections: Option<u64>) -> String {
+    use std::fmt::Write as _;
+    if groups.is_empty() {
+        return "  target CPU by thread group: no thread used CPU in the measurement\n".into();
+    }
+    let per_k = connections.filter(|&c| c > 0).map(|c| c as f64 / 1000.0);
+    let mut rows = vec![vec![
+        "thread group".to_string(),
+        "user".into(),
+        "system".into(),
+        "total".into(),
+    ]];
+    if per_k.is_some() {
+        rows[0].push("per 1,000 connections".into());
+    }
+    for g in groups {
+        let mut r = vec![
+            g.name.clone(),
+            format!("{:.1}%", g.user),
+            format!("{:.1}%", g.system),
+            format!("{:.1}%", g.user + g.system),
+        ];
+        if let Some(k) = per_k {
+            r.push(format!("{:.2}%", (g.user + g.system) / k));
+        }
+        rows.push(r);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut s = String::from("  target CPU by thread group, % of one CPU over the measurement:\n");
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = " ".repeat(widths[i] - c.chars().count());
+                if i == 0 {
+                    format!("{c}{pad}")
+                } else {
+                    format!("{pad}{c}")
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "    {}", cells.join("  ").trim_end());
+    }
+    s
+}
+
 pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     use kiln_run::compare::format_value as fv;
     use std::fmt::Write as _;
@@ -450,6 +501,9 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         m.load.unit.as_str()
     };
     let _ = write!(s, "  load: {} {}", m.load.protocol, m.load.argv.join(" "));
+    if let Some(c) = h.connections {
+        let _ = write!(s, ": {} connections held", kiln_model::thousands(c));
+    }
     if let Some(t) = h.throughput {
         let _ = write!(s, ": {} {unit}", fv(t, "/s"));
         if let Some(sr) = h.send_rate.filter(|sr| (sr - t).abs() > 0.5) {
@@ -493,6 +547,14 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             let _ = write!(s, " = {} per {unit}", fv(c, "us"));
         }
         let _ = writeln!(s);
+        if let Some(t) = run.series.iter().find(|t| {
+            t.name == "target" && t.columns.iter().any(|c| c.name.starts_with("cpu user:"))
+        }) {
+            s.push_str(&group_table(
+                &kiln_run::group_cpu(t, &m.measure),
+                h.connections,
+            ));
+        }
     }
     let mut extra = Vec::new();
     if let Some(r) = h.rss_max_bytes {
@@ -693,4 +755,35 @@ fn top_functions(p: &kiln_model::Profile, n: usize) -> Vec<(String, f64)> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_table;
+    use kiln_run::GroupCpu;
+
+    #[test]
+    fn thread_group_table_per_thousand_connections() {
+        let g = [
+            GroupCpu {
+                name: "scheduler".into(),
+                user: 12.0,
+                system: 1.5,
+            },
+            GroupCpu {
+                name: "dirty_io_sch".into(),
+                user: 0.25,
+                system: 0.0,
+            },
+        ];
+        assert_eq!(
+            group_table(&g, Some(15_000)),
+            "  target CPU by thread group, % of one CPU over the measurement:\n\
+             \x20   thread group   user  system  total  per 1,000 connections\n\
+             \x20   scheduler     12.0%    1.5%  13.5%                  0.90%\n\
+             \x20   dirty_io_sch   0.2%    0.0%   0.2%                  0.02%\n"
+        );
+        assert!(!group_table(&g, None).contains("per 1,000"));
+        assert!(group_table(&[], Some(5)).contains("no thread used CPU"));
+    }
 }

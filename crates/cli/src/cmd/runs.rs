@@ -47,7 +47,8 @@ pub enum RunsCommand {
     Show {
         /// The run (id or name).
         run: String,
-        /// Print the metadata as JSON.
+        /// Print JSON: the metadata and headline figures, and the per-second series
+        /// (`series`: each table's `time_ns` and columns of values).
         #[arg(long)]
         json: bool,
     },
@@ -186,6 +187,17 @@ pub fn list_table(runs: &[RunMeta]) -> String {
     out
 }
 
+/// What `kiln runs show --json` prints of a run: its metadata (as stored) with the
+/// per-second series beside it, each table's times and columns as stored (`time_ns` ends of
+/// the intervals on the run's CLOCK_MONOTONIC clock, `measure` being on the same clock).
+fn show_json(run: &kiln_store::RunData) -> Result<serde_json::Value> {
+    let mut v = serde_json::to_value(&run.meta)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("series".into(), serde_json::to_value(&run.series)?);
+    }
+    Ok(v)
+}
+
 fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
     let runs = resolve(store, reference)?;
     let mut out = String::new();
@@ -193,7 +205,7 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
         let id = m.id.context("run without id")?;
         let run = store.load(id)?;
         if json {
-            out.push_str(&serde_json::to_string_pretty(&run.meta)?);
+            out.push_str(&serde_json::to_string_pretty(&show_json(&run)?)?);
             out.push('\n');
             continue;
         }
@@ -254,7 +266,15 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
             );
         }
         for h in &run.histograms {
-            let _ = writeln!(out, "  latency histogram '{}' ({})", h.name, h.window);
+            if h.window == kiln_store::PER_SECOND {
+                let _ = writeln!(
+                    out,
+                    "  latency histograms '{}': one per second (HdrHistogram interval log)",
+                    h.name
+                );
+            } else {
+                let _ = writeln!(out, "  latency histogram '{}' ({})", h.name, h.window);
+            }
         }
         for a in &run.attachments {
             let _ = writeln!(out, "  attachment '{}': {} bytes", a.name, a.data.len());

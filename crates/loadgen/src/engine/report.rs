@@ -73,6 +73,11 @@ impl Headline {
             .and_then(|l| l.percentiles.as_ref())
     }
 
+    /// Totals by counter name, as an object in JSON (`jq .totals.sent`) beside the list.
+    pub fn named_totals(&self) -> std::collections::BTreeMap<&str, u64> {
+        self.totals.iter().map(|c| (&*c.name, c.value)).collect()
+    }
+
     /// Seconds in which flag `name` held.
     pub fn flag_seconds(&self, name: &str) -> u64 {
         self.flag_seconds
@@ -113,6 +118,57 @@ impl HistogramBlob {
             .deserialize(&mut &self.v2_deflate[..])
             .map_err(|e| format!("histogram {}: {e:?}", self.name))
     }
+}
+
+/// Writes histograms of consecutive intervals as an HdrHistogram interval log (the text
+/// Java's `HistogramLogWriter` writes and every HdrHistogram tool reads), one line per
+/// `(end_ns, seconds, histogram)` in order; timestamps are seconds of the caller's clock,
+/// to the millisecond. The run store keeps a latency's per-second histograms this way.
+pub fn write_interval_log<'a>(
+    comment: &str,
+    intervals: impl IntoIterator<Item = (u64, f64, &'a Histogram<u64>)>,
+) -> Result<Vec<u8>, String> {
+    use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+    let mut data = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let mut log = IntervalLogWriterBuilder::new()
+        .add_comment(comment)
+        .begin_log_with(&mut data, &mut ser)
+        .map_err(|e| e.to_string())?;
+    for (end_ns, secs, h) in intervals {
+        let end = std::time::Duration::from_nanos(end_ns);
+        let len = std::time::Duration::from_secs_f64(secs.max(0.0));
+        log.write_histogram(h, end.saturating_sub(len), len, None)
+            .map_err(|e| e.to_string())?;
+    }
+    drop(log);
+    Ok(data)
+}
+
+/// Reads an interval log ([`write_interval_log`]): each interval's end (ns, to the
+/// millisecond the log keeps) and its histogram, in order; the first line that is not a
+/// comment, a header or a readable interval is an error naming it.
+pub fn read_interval_log(data: &[u8]) -> Result<Vec<(u64, Histogram<u64>)>, String> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let mut out = Vec::new();
+    for e in IntervalLogIterator::new(data) {
+        match e {
+            Ok(LogEntry::Interval(ih)) => {
+                let end = (ih.start_timestamp() + ih.duration()).as_nanos();
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(ih.encoded_histogram())
+                    .map_err(|e| format!("interval {}: not base64 ({e})", out.len() + 1))?;
+                let h = hdrhistogram::serialization::Deserializer::new()
+                    .deserialize(&mut &bytes[..])
+                    .map_err(|e| format!("interval {}: {e:?}", out.len() + 1))?;
+                out.push((u64::try_from(end).unwrap_or(u64::MAX), h));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("after interval {}: {e:?}", out.len())),
+        }
+    }
+    Ok(out)
 }
 
 mod b64 {
@@ -198,6 +254,39 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Err
         serde_json::to_writer_pretty(&mut *f, value).map_err(std::io::Error::other)?;
         f.write_all(b"\n")
     })
+}
+
+/// A report as `-o PREFIX` writes it: every field of [`Report`], and beside them the
+/// headline's lists as objects keyed by name (`jq .totals.sent`, `jq
+/// '.latencies.consumer_latency.p99_us'`), which read the same as the lists.
+#[derive(serde::Serialize)]
+struct ReportFile<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    /// Totals by counter.
+    totals: std::collections::BTreeMap<&'a str, u64>,
+    /// Whole-run latency percentiles by name (absent when nothing was measured).
+    latencies: std::collections::BTreeMap<&'a str, &'a Percentiles>,
+    /// Seconds in which each flag held.
+    flag_seconds: std::collections::BTreeMap<&'a str, u64>,
+}
+
+/// Writes a run's report as pretty JSON, atomically (see `ReportFile`).
+pub fn write_report_json(path: &Path, report: &Report) -> Result<(), Error> {
+    let h = &report.headline;
+    write_json(
+        path,
+        &ReportFile {
+            report,
+            totals: h.named_totals(),
+            latencies: h
+                .latencies
+                .iter()
+                .filter_map(|l| Some((&*l.name, l.percentiles.as_ref()?)))
+                .collect(),
+            flag_seconds: h.flag_seconds.iter().map(|c| (&*c.name, c.value)).collect(),
+        },
+    )
 }
 
 fn pcols(p: Option<&Percentiles>) -> String {

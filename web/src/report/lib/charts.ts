@@ -3,7 +3,9 @@
 // measured one), flow-control spans, the target's CPU by thread group (stacked), memory,
 // context switches, threads and files, who used the machine's CPUs, and CPU by category.
 // Only series that hold something are charted; every chart names its unit.
-import { CategorySeries, Column, Table } from '../data.js';
+import { CategorySeries, Column, PerSecond, Table } from '../data.js';
+import { plainGroup, plainLatency } from './names.js';
+import { categorySharesIn, percentilesIn } from './window.js';
 import { ScaleKind } from './scale.js';
 
 export type ChartKind = 'lines' | 'stacked' | 'spans';
@@ -20,6 +22,16 @@ export interface Line {
   width?: number;
   /** Comparisons: the group a run belongs to. */
   group?: number;
+  /** The store's own name of the series (tooltip), when the label is in plain words. */
+  hint?: string;
+}
+
+/** What a chart's legend shows for a window when the cursor is away (default: means). */
+export interface Summary {
+  /** What the numbers are, after "over the window (…)": `share of the CPU time`. */
+  caption: string;
+  /** Line k's value over window w, or null. */
+  value: (k: number, w: [number, number]) => { value: number; text: string } | null;
 }
 
 export interface ChartSpec {
@@ -34,6 +46,9 @@ export interface ChartSpec {
   /** Upper bound of the axis when known (all CPUs busy). */
   yMax?: number;
   note?: string;
+  /** The internal names the title speaks of (tooltip). */
+  hint?: string;
+  summary?: Summary;
 }
 
 /** Colours of series (Tableau 10: distinct in light and dark pages). */
@@ -45,7 +60,7 @@ export const hasValue = (c: Column): boolean => c.values.some((v) => v !== null 
 const anyValue = (c: Column): boolean => c.values.some((v) => v !== null && v !== undefined && Number.isFinite(v));
 
 function line(t: Table, c: Column, color: string, label = c.name, extra: Partial<Line> = {}): Line {
-  return { label, column: c.name, table: t.name, time: t.time, values: c.values, color, ...extra };
+  return { label, column: c.name, table: t.name, time: t.time, values: c.values, color, hint: label === c.name ? undefined : c.name, ...extra };
 }
 
 /** Element-wise sum of columns (null where all are null). */
@@ -85,6 +100,31 @@ export interface RunShape {
   latency: string | null;
   cpus: number;
   categories: CategorySeries[];
+  /** Per-second latency histograms (a window's exact percentiles); absent in old runs. */
+  latencySeconds?: PerSecond;
+}
+
+const QUANTILE_KEYS: Record<string, 'p50' | 'p99' | 'p999' | 'max'> = { p50: 'p50', p99: 'p99', 'p99.9': 'p999', max: 'max' };
+
+/** A latency chart's legend over a window: each line's percentile of the merged seconds. */
+function latencySummary(ps: PerSecond | undefined, lines: Line[], families: string[]): Summary | undefined {
+  if (!ps || !families.every((f) => ps.series.some((x) => x.name === f))) return undefined;
+  let cache: { key: string; p: Map<string, ReturnType<typeof percentilesIn>> } | null = null;
+  return {
+    caption: 'exact percentiles of the window’s seconds merged',
+    value: (k, w) => {
+      const l = lines[k];
+      const sp = l.column.lastIndexOf(' ');
+      const fam = l.column.slice(0, sp);
+      const q = QUANTILE_KEYS[l.column.slice(sp + 1)];
+      if (!q) return null;
+      const key = `${w[0]}-${w[1]}`;
+      if (cache?.key !== key) cache = { key, p: new Map() };
+      if (!cache.p.has(fam)) cache.p.set(fam, percentilesIn(ps, fam, w));
+      const p = cache.p.get(fam);
+      return p ? { value: p[q], text: '' } : null;
+    },
+  };
 }
 
 /** The charts of a run, top to bottom. */
@@ -123,8 +163,10 @@ export function runCharts(r: RunShape): ChartSpec[] {
         lines.push(line(load, c, LATENCY_COLORS[q] ?? COLORS[lines.length % COLORS.length], `${q} intended`, { dash: true }));
       }
       out.push({
+        summary: latencySummary(r.latencySeconds, lines, intended.length ? [fam, `${fam}_intended`] : [fam]),
         id: `latency:${fam}`,
-        title: `Latency: ${fam}${intended.length ? ' (dashed: from the intended send time)' : ''}`,
+        title: `Latency per second: ${plainLatency(fam)}${intended.length ? ' (dashed: from the intended send time)' : ''}`,
+        hint: intended.length ? `${fam}, ${fam}_intended` : fam,
         unit: 'us',
         scale: 'log',
         kind: 'lines',
@@ -161,8 +203,8 @@ export function runCharts(r: RunShape): ChartSpec[] {
     for (const [g, { user, system }] of groups) {
       if (!(user && hasValue(user)) && !(system && hasValue(system))) continue;
       const color = COLORS[k++ % COLORS.length];
-      if (user) layers.push(line(target, user, color, `${g} user`));
-      if (system) layers.push(line(target, system, shade(color), `${g} system`));
+      if (user) layers.push(line(target, user, color, `${plainGroup(g)} user`));
+      if (system) layers.push(line(target, system, shade(color), `${plainGroup(g)} system`));
     }
     if (!layers.length) {
       for (const [name, color] of [['cpu user', COLORS[0]], ['cpu system', shade(COLORS[0])]]) {
@@ -209,6 +251,7 @@ export function runCharts(r: RunShape): ChartSpec[] {
 /** A stacked chart of a profile's categories per interval. */
 export function categoryChart(c: CategorySeries): ChartSpec {
   const time = c.edges.slice(1);
+  let cache: { key: string; shares: number[] | null } | null = null;
   const what = c.unit === 'threads' ? 'threads blocked (mean)' : c.unit === '/s' ? 'samples per second' : '% of one CPU';
   return {
     id: `category:${c.event}`,
@@ -217,15 +260,27 @@ export function categoryChart(c: CategorySeries): ChartSpec {
     scale: 'linear',
     kind: 'stacked',
     height: 160,
+    // One number per category: its value at the cursor, its share of the window else (the
+    // whole run's share in the tooltip).
     lines: c.names.map((name, i) => ({
-      label: `${name} (${c.shares[i].toFixed(1)}%)`,
+      label: name,
       column: name,
       table: `category:${c.event}`,
       time,
       values: c.values[i],
       color: categoryColor(name, i),
+      hint: `${name}: ${c.shares[i].toFixed(1)}% of the ${c.event} ${c.unit === 'threads' ? 'off-CPU time' : 'samples'} over the whole run`,
     })),
     note: c.outside ? `${c.outside} samples fall outside the charted seconds` : undefined,
+    summary: {
+      caption: c.unit === 'threads' ? 'share of the off-CPU time' : c.unit === '/s' ? 'share of the samples' : 'share of the CPU time',
+      value: (k, w) => {
+        const key = `${w[0]}-${w[1]}`;
+        if (cache?.key !== key) cache = { key, shares: categorySharesIn(c, w) };
+        const v = cache.shares?.[k];
+        return v === undefined ? null : { value: v, text: `${v.toFixed(1)}%` };
+      },
+    },
   };
 }
 

@@ -5,8 +5,19 @@
 import { Table } from '../data.js';
 import { lowerBound } from './decimate.js';
 
+const steps = new WeakMap<object, number>();
+
 /** The usual step of a table's time column (its median difference), 1 s by default. */
 export function typicalStep(time: ArrayLike<number>): number {
+  // Asked for on every window and legend: computed once per column.
+  const known = steps.get(time as object);
+  if (known !== undefined) return known;
+  const step = medianStep(time);
+  steps.set(time as object, step);
+  return step;
+}
+
+function medianStep(time: ArrayLike<number>): number {
   const d: number[] = [];
   for (let i = 1; i < time.length; i++) d.push(time[i] - time[i - 1]);
   if (!d.length) return 1e9;

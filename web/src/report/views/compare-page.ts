@@ -5,7 +5,7 @@
 // the function table and the differential flame graph.
 import { el } from '../../views/dom.js';
 import { ComparePage } from '../data.js';
-import { ChartSpec, GROUP_COLORS, Line, sumColumns } from '../lib/charts.js';
+import { ChartSpec, GROUP_COLORS, Line, Summary, sumColumns } from '../lib/charts.js';
 import { compact } from '../lib/format.js';
 import { ChartGroup, TimeChart } from './time-chart.js';
 import { statusBadge, tagList } from './header.js';
@@ -19,6 +19,9 @@ export interface CompareView {
 }
 
 const groupColor = (g: number): string => GROUP_COLORS[g % GROUP_COLORS.length];
+
+/** A wide table kept inside the page's column: it scrolls sideways (and takes focus to). */
+const scroll = (table: HTMLElement, label: string): HTMLElement => el('div', { class: 'r-scroll', tabindex: 0, role: 'region', 'aria-label': label }, table);
 
 export function buildComparePage(root: HTMLElement, c: ComparePage, title: string, status: HTMLElement): CompareView {
   const labels = c.groups.map((g) => g.label);
@@ -107,14 +110,23 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   const charts: Record<string, TimeChart> = {};
   const specs: ChartSpec[] = [];
   const runLabel = (s: ComparePage['series'][0]): string => `${labels[s.group]} #${s.id ?? '?'}`;
-  const overlay = (id: string, title: string, unit: string, scale: 'linear' | 'log', pickLine: (s: ComparePage['series'][0]) => Line | null): void => {
+  const overlay = (id: string, title: string, unit: string, scale: 'linear' | 'log', pickLine: (s: ComparePage['series'][0]) => Line | null, summary?: (lines: Line[]) => Summary): void => {
     const lines: Line[] = [];
     for (const s of c.series) {
       const l = pickLine(s);
       if (l && l.values.some((v) => v !== null)) lines.push({ ...l, label: runLabel(s), color: groupColor(s.group), width: s.index === 0 ? 1.75 : 1, group: s.group });
     }
-    if (lines.length) specs.push({ id, title, unit, scale, kind: 'lines', lines, height: 120 });
+    if (lines.length) specs.push({ id, title, unit, scale, kind: 'lines', lines, height: 120, summary: summary?.(lines) });
   };
+  // A percentile over a measurement is its histogram's, never a mean of per-second
+  // percentiles: the legend gives each group's figure as the table above has it.
+  const figureOf = (key: string) => (lines: Line[]): Summary => ({
+    caption: `${key} over each measurement, from its histograms (the figures table's; repeats: their median)`,
+    value: (k) => {
+      const cell = c.metrics.find((m) => m.key === key)?.cells[lines[k].group ?? 0];
+      return cell ? { value: cell.median, text: cell.n > 1 ? `${cell.text} (median of ${cell.n})` : cell.text } : null;
+    },
+  });
   const col = (s: ComparePage['series'][0], table: string, name: string | null): Line | null => {
     const t = s.tables.find((x) => x.name === table);
     const cl = name ? t?.columns.find((x) => x.name === name) : undefined;
@@ -127,7 +139,7 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   };
   const unit = c.series[0]?.unit ?? 'op';
   overlay('throughput', `Throughput: ${unit} completed per second`, `${unit}/s`, 'linear', (s) => col(s, 'load', s.completed));
-  overlay('p99', 'Latency p99 per second (log scale)', 'us', 'log', (s) => col(s, 'load', s.latency ? `${s.latency} p99` : null));
+  overlay('p99', 'Latency p99 per second (log scale)', 'us', 'log', (s) => col(s, 'load', s.latency ? `${s.latency} p99` : null), figureOf('p99'));
   overlay('target_cpu', 'Target CPU, % of one CPU', '%', 'linear', (s) => sum(s, 'target', ['cpu user', 'cpu system'], 'cpu user+system'));
   overlay('rss', 'Target resident memory (RSS)', 'bytes', 'linear', (s) => col(s, 'target', 'rss'));
   overlay('switches', 'Target context switches per second', '1/s', 'linear', (s) => sum(s, 'target', ['voluntary switches', 'involuntary switches'], 'switches'));
@@ -165,11 +177,19 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     }
     ft.append(tb);
     const id = `r-h-functions-${ti}`;
-    functions.push(el('section', { class: 'r-section', 'aria-labelledby': id }, el('h2', { id, text: `Functions (${t.event}): ${t.what}, ranked by change` }), ft));
+    functions.push(
+      el(
+        'section',
+        { class: 'r-section', 'aria-labelledby': id },
+        el('h2', { id, text: `Functions (${t.event}): ${t.what}, ranked by change` }),
+        scroll(ft, `Functions (${t.event})`),
+      ),
+    );
   });
   let diff: HTMLElement | null = null;
   if (c.diff) {
     const mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(c.diff.key)}"]`);
+    mount?.setAttribute('data-heading-level', '3');
     diff = el(
       'section',
       { class: 'r-section', 'aria-labelledby': 'r-h-diff' },
@@ -182,8 +202,9 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   }
   root.append(
     head,
-    groups,
-    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), overall, table, notes),
+    // The groups under a heading of their level (the page's headings go 1, 2, 3).
+    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-groups' }, el('h2', { id: 'r-h-groups', text: 'Runs compared' }), groups),
+    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), overall, scroll(table, 'Figures side by side'), notes),
     ...(distribution ? [el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distributions' }), distribution.el)] : []),
     series,
     ...functions,

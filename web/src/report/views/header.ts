@@ -1,8 +1,11 @@
-// The run's header: what was run, the headline figures with their units, warnings (an
-// incomplete run first), the note and tags. Everything is text: names, notes and tags
+// The run's header: what was run, jump links to every section, the headline figures with
+// their units (the selected window's, with the whole measurement's beside them), warnings
+// (an incomplete run first), the note and tags. Everything is text: names, notes and tags
 // never become markup.
-import { el } from '../../views/dom.js';
+import { el, setText } from '../../views/dom.js';
 import { Fact, Figure, RunPage } from '../data.js';
+import { WindowFigure } from '../lib/figures.js';
+import { plainLatency, plainQuantile } from '../lib/names.js';
 
 export function statusBadge(complete: boolean, reason: string | null): HTMLElement {
   return el('span', {
@@ -15,7 +18,7 @@ export function statusBadge(complete: boolean, reason: string | null): HTMLEleme
 
 export function tagList(tags: [string, string][]): HTMLElement | null {
   if (!tags.length) return null;
-  return el('div', { class: 'r-tags', 'aria-label': 'Tags' }, ...tags.map(([k, v]) => el('span', { class: 'r-tag', 'data-field': 'tag', text: `${k}=${v}` })));
+  return el('div', { class: 'r-tags', 'aria-label': 'Tags' }, ...tags.map(([k, v]) => el('span', { class: 'r-tag', 'data-field': 'tag', title: `${k}=${v}`, text: `${k}=${v}` })));
 }
 
 export function factList(facts: Fact[]): HTMLElement {
@@ -24,20 +27,88 @@ export function factList(facts: Fact[]): HTMLElement {
   return dl;
 }
 
-export function figureCards(figures: Figure[]): HTMLElement {
-  return el(
-    'div',
-    { class: 'r-figures', role: 'list', 'aria-label': 'Headline figures over the measurement' },
-    ...figures.map((f) =>
-      el(
+/** A section of the page the header links to. */
+export interface SectionLink {
+  id: string;
+  label: string;
+}
+
+/**
+ * Jump links to the page's sections. They scroll and move focus without touching the URL
+ * (whose hash holds the window and every viewer's state).
+ */
+export function sectionNav(links: SectionLink[]): HTMLElement {
+  const list = el('ul', { class: 'r-toc-list' });
+  for (const l of links) {
+    const a = el('a', { href: `#${l.id}`, 'data-jump': l.id, text: l.label });
+    a.addEventListener('click', (e) => {
+      e.preventDefault();
+      const target = document.getElementById(l.id);
+      if (!target) return;
+      target.scrollIntoView({ block: 'start' });
+      const heading = target.querySelector<HTMLElement>('h2, h3') ?? target;
+      if (!heading.hasAttribute('tabindex')) heading.setAttribute('tabindex', '-1');
+      heading.focus({ preventScroll: true });
+    });
+    list.append(el('li', {}, a));
+  }
+  return el('nav', { class: 'r-toc', 'aria-label': 'Sections of this report' }, el('span', { class: 'r-toc-head', text: 'On this page:' }), list);
+}
+
+/** A figure's label in plain words, the store's name in the tooltip. */
+function figureLabel(f: Figure, latency: string | null): { text: string; hint: string | null } {
+  if (latency && ['p50', 'p99', 'p999', 'max'].includes(f.key)) {
+    const q = f.key === 'p999' ? 'p99.9' : f.key;
+    return { text: `${plainLatency(latency)}: ${plainQuantile(q)}`, hint: f.label };
+  }
+  return { text: f.label, hint: null };
+}
+
+/** The headline figures: each card shows the window's value, the measurement's beside it. */
+export class FigureCards {
+  readonly el: HTMLElement;
+  private readonly cards = new Map<string, { value: HTMLElement; detail: HTMLElement; whole: HTMLElement; card: HTMLElement }>();
+
+  constructor(private readonly figures: Figure[], latency: string | null) {
+    this.el = el('div', { class: 'r-figures', role: 'list', 'aria-label': 'Headline figures', id: 'r-figures' });
+    for (const f of figures) {
+      const { text, hint } = figureLabel(f, latency);
+      const value = el('div', { class: 'r-figure-value', 'data-ctrl': 'figure-value', text: f.text });
+      const detail = el('div', { class: 'r-figure-detail', text: f.detail ?? '' });
+      const whole = el('div', { class: 'r-figure-whole', 'data-ctrl': 'figure-whole' });
+      const card = el(
         'div',
-        { class: 'r-figure', role: 'listitem', 'data-figure': f.key, 'data-value': String(f.value) },
-        el('div', { class: 'r-figure-label', text: f.label }),
-        el('div', { class: 'r-figure-value', text: f.text }),
-        f.detail ? el('div', { class: 'r-figure-detail', text: f.detail }) : null,
-      ),
-    ),
-  );
+        { class: 'r-figure', role: 'listitem', 'data-figure': f.key, 'data-value': String(f.value), 'data-scope': 'measurement', title: hint ?? undefined },
+        el('div', { class: 'r-figure-label', text }),
+        value,
+        detail,
+        whole,
+      );
+      this.cards.set(f.key, { value, detail, whole, card });
+      this.el.append(card);
+    }
+  }
+
+  /** The window's figures (null: the measurement's, as the run's headline computed them). */
+  show(w: [number, number] | null, figures: Map<string, WindowFigure> | null): void {
+    for (const f of this.figures) {
+      const c = this.cards.get(f.key)!;
+      if (!w || !figures) {
+        setText(c.value, f.text);
+        setText(c.detail, f.detail ?? '');
+        setText(c.whole, '');
+        c.card.dataset.value = String(f.value);
+        c.card.dataset.scope = 'measurement';
+        continue;
+      }
+      const x = figures.get(f.key);
+      setText(c.value, x ? x.text : '–');
+      setText(c.detail, x ? x.detail ?? '' : 'no value in the window');
+      setText(c.whole, `whole measurement: ${f.text}`);
+      c.card.dataset.value = x ? String(x.value) : '';
+      c.card.dataset.scope = 'window';
+    }
+  }
 }
 
 export function warningList(warnings: string[]): HTMLElement | null {
@@ -45,15 +116,17 @@ export function warningList(warnings: string[]): HTMLElement | null {
   return el('ul', { class: 'r-warnings', 'aria-label': 'Warnings' }, ...warnings.map((w) => el('li', { 'data-field': 'warning', text: w })));
 }
 
-export function runHeader(r: RunPage): HTMLElement {
+export function runHeader(r: RunPage, links: SectionLink[], cards: FigureCards): HTMLElement {
   const title = r.id !== null ? `Run '${r.name}' #${r.id}` : `Run '${r.name}'`;
   return el(
     'header',
     { class: 'r-head' },
-    el('h1', {}, el('span', { 'data-field': 'title', text: title }), statusBadge(r.complete, r.reason)),
+    el('h1', {}, el('span', { 'data-field': 'title', title, text: title }), statusBadge(r.complete, r.reason)),
     r.note ? el('p', { class: 'r-note-text', 'data-field': 'note', text: r.note }) : null,
     tagList(r.tags),
-    figureCards(r.figures),
+    sectionNav(links),
+    el('h2', { class: 'r-figures-head', id: 'r-h-figures', text: 'Headline figures' }),
+    cards.el,
     warningList(r.warnings),
     factList(r.facts),
   );

@@ -1,16 +1,22 @@
-// The run report: header, a window bar, the timeline (every series on one time axis),
-// the sweep curves, the latency distribution, then the flame graphs of every event.
-// A window chosen anywhere — dragged on a chart, a sweep step clicked, a button, the URL,
-// or a viewer's own time strip — is shown everywhere: every chart shades it, every flame
-// graph and function table shows exactly its samples.
+// The run report: header (with jump links to every section), a window bar, the timeline
+// (every series on one time axis), the sweep curves, the latency distribution, then the
+// flame graphs of every event. A window chosen anywhere — dragged on a chart, a sweep step
+// clicked, a button, the URL, or a viewer's own time strip — is shown everywhere: every
+// chart shades it, every figure, legend, heading and distribution is the window's (the
+// whole measurement's beside it), every flame graph, call tree and function table shows
+// exactly its samples.
 import { el, setText } from '../../views/dom.js';
+import { thousands } from '../../lib/units.js';
 import { RunPage, Table } from '../data.js';
 import { COLORS, runCharts } from '../lib/charts.js';
+import { windowFigures } from '../lib/figures.js';
 import { compact, formatValue, formatWindow } from '../lib/format.js';
 import { edgesOf, parseWindow, typicalStep, writeWindow } from '../lib/intervals.js';
 import { buildKnee, stepBoundaries } from './sweep.js';
+import { plainLatency } from '../lib/names.js';
+import { distributionIn } from '../lib/window.js';
 import { ChartGroup, TimeChart } from './time-chart.js';
-import { runHeader } from './header.js';
+import { FigureCards, SectionLink, runHeader } from './header.js';
 import { XYChart, XYSeries } from './xy-chart.js';
 
 /** What the page exposes for tests and benchmarks (window.__kilnReport). */
@@ -29,8 +35,18 @@ export interface RunView {
 
 /** The `kiln-window` event of the viewers (web/src/views/app.ts). */
 const WINDOW_EVENT = 'kiln-window';
+/** Sent by the viewers' script once every viewer has drawn (web/src/main.ts). */
+const READY_EVENT = 'kiln-viewers-ready';
+
+interface ViewerApp {
+  opts: { key?: string };
+  window: [number, number] | null;
+  windowSamples(): number;
+  model: { raw: { timeOrigin: number; sampleTime: unknown }; samplesIn(r: [number, number] | null): { total: number } };
+}
 
 interface KilnViewers {
+  apps: ViewerApp[];
   setWindow(w: [number, number] | null): void;
 }
 
@@ -63,11 +79,12 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   let current: [number, number] | null = parseWindow(location.hash);
 
   const windowText = el('span', { class: 'r-window-text', 'data-ctrl': 'window', 'aria-live': 'polite' });
-  const button = (label: string, title: string, f: () => void, extra: Record<string, string> = {}): HTMLButtonElement => {
+  const button = (label: string, title: string, f: () => void, extra: Record<string, string | boolean> = {}): HTMLButtonElement => {
     const b = el('button', { type: 'button', title, text: label, ...extra });
     b.addEventListener('click', f);
     return b;
   };
+  const zoomReset = button('Whole time axis', 'Zoom the charts\u2019 time axis out to the whole run (0); the window stays', () => group.resetView(), { 'data-ctrl': 'zoom-reset', hidden: true });
   const bar = el(
     'div',
     { class: 'r-windowbar', role: 'region', 'aria-label': 'Time window' },
@@ -75,7 +92,8 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     button('Measurement', 'Select the measurement window', () => apply(measure), { 'data-ctrl': 'measure' }),
     ...r.windows.map((w) => button(w.name, `Select the sweep step ${w.name}`, () => apply([w.start, w.end]), { 'data-step': w.name })),
     button('Whole run', 'Clear the window: every sample', () => apply(null), { 'data-ctrl': 'clear' }),
-    el('span', { class: 'r-window-help', text: 'Drag on any chart to choose a window (a click: that second); the flame graphs below show exactly its samples.' }),
+    zoomReset,
+    el('span', { class: 'r-window-help', text: 'Drag on any chart to choose a window (a click: that second); every figure and flame graph shows it. Ctrl+wheel zooms a chart\u2019s time axis.' }),
   );
 
   const group = new ChartGroup(range, {
@@ -86,10 +104,13 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     axisLabel: 'seconds from the start of the measurement',
     onSelect: (w) => apply(w),
     steps: stepBoundaries(r.knee),
+    onView: (zoomed) => {
+      zoomReset.hidden = !zoomed;
+    },
   });
   const charts: Record<string, TimeChart> = {};
-  const timeline = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-timeline' }, el('h2', { id: 'r-h-timeline', text: 'Timeline (seconds from the start of the measurement; shaded: outside it)' }));
-  for (const spec of runCharts({ tables: r.tables, unit: r.unit, latency: r.latency, cpus: r.cpus, categories: r.categories })) {
+  const timeline = el('section', { class: 'r-section', id: 'r-timeline', 'aria-labelledby': 'r-h-timeline' }, el('h2', { id: 'r-h-timeline', text: 'Timeline (seconds from the start of the measurement; shaded: outside it)' }));
+  for (const spec of runCharts({ tables: r.tables, unit: r.unit, latency: r.latency, cpus: r.cpus, categories: r.categories, latencySeconds: r.latency_seconds })) {
     const c = group.add(spec);
     charts[spec.id] = c;
     timeline.append(c.el);
@@ -166,57 +187,109 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     table.append(body);
     sweepSection = el(
       'section',
-      { class: 'r-section', 'aria-labelledby': 'r-h-sweep' },
+      { class: 'r-section', id: 'r-sweep', 'aria-labelledby': 'r-h-sweep' },
       el('h2', { id: 'r-h-sweep', text: `Sweep: ${pts.length} steps of ${sw.param}` }),
       ...(knee ? [knee] : []),
       el('div', { class: 'r-row' }, ...sweepCharts.map((c) => c.el)),
-      table,
+      el('div', { class: 'r-scroll', tabindex: 0, role: 'region', 'aria-label': 'Sweep steps' }, table),
     );
   }
 
+  // The latency distribution: the window's when the run kept per-second histograms
+  // (merged exactly), else the measurement's as stored.
   let distribution: XYChart | null = null;
   let distSection: HTMLElement | null = null;
+  const ps = r.latency_seconds;
+  const distNames = r.distributions.map((d) => d.name);
+  const perSecond = distNames.length > 0 && distNames.every((n) => ps?.series.some((x) => x.name === n));
+  const distLabel = (name: string, count: number): string => `${plainLatency(name)} (${count >= 1e4 ? compact(count) : thousands(count)} values)`;
+  const distSeries = (w: [number, number]): XYSeries[] =>
+    r.distributions.flatMap((d, i) => {
+      const x = perSecond ? distributionIn(ps, d.name, w) : { points: d.points, count: d.count };
+      if (!x) return [];
+      return [{ label: distLabel(d.name, x.count), color: d.intended ? COLORS[(i + 1) % COLORS.length] : COLORS[i % COLORS.length], dash: d.intended, points: x.points.map(([p, v]) => [p, v] as [number, number]) }];
+    });
+  const distTitle = (w: [number, number] | null): string =>
+    `Latency by percentile over ${w && perSecond ? `the window (${formatWindow(w)})` : 'the measurement'} (log scale; dashed: from the intended send time)`;
   if (r.distributions.length) {
     distribution = new XYChart({
       id: 'distribution',
-      title: 'Latency by percentile over the measurement (log scale; dashed: from the intended send time)',
+      title: distTitle(null),
       x: { kind: 'nines', label: 'percentile', format: (v) => `${v.toFixed(3).replace(/\.?0+$/, '')}%` },
       left: { unit: 'us', scale: 'log', label: 'latency' },
-      series: r.distributions.map((d, i) => ({ label: `${d.name} (${compact(d.count)} values)`, color: d.intended ? COLORS[(i + 1) % COLORS.length] : COLORS[i % COLORS.length], dash: d.intended, points: d.points.map(([p, v]) => [p, v] as [number, number]) })),
+      series: distSeries(measure),
       height: 260,
     });
-    distSection = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distribution' }), distribution.el);
+    distSection = el('section', { class: 'r-section', id: 'r-dist', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distribution' }), distribution.el);
   }
 
+  // The flame graphs, each under a heading that counts the window's samples.
   const profileWindows: HTMLElement[] = [];
-  const profiles = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-profiles' }, el('h2', { id: 'r-h-profiles', text: 'Flame graphs (they show the selected window)' }));
+  const headings: { key: string; el: HTMLElement; event: string; samples: number; timed: boolean }[] = [];
+  const profiles = el('section', { class: 'r-section', id: 'r-profiles', 'aria-labelledby': 'r-h-profiles' }, el('h2', { id: 'r-h-profiles', text: 'Flame graphs (they show the selected window)' }));
   // kiln's own profiles; beside them, those of the target's own pprof endpoint (kiln run
   // --pprof), which cover the same seconds but carry no time.
   const own = el('div', { class: 'r-profile-col' });
   const theirs = el('div', { class: 'r-profile-col', 'data-origin': 'pprof' });
+  const links: SectionLink[] = [{ id: 'r-head-figures', label: 'Figures' }];
   for (const p of r.profiles) {
     const mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(p.key)}"]`);
+    // The viewer's title sits under this section's heading.
+    mount?.setAttribute('data-heading-level', '4');
     const w = el('div', { class: 'r-profile-window', 'data-ctrl': p.origin ? 'profile-origin' : 'profile-window' });
     if (p.origin) setText(w, p.origin);
     else profileWindows.push(w);
     const hid = `r-h-profile-${p.key}`;
-    (p.origin ? theirs : own).append(el('section', { class: 'r-profile', 'data-profile': p.key, 'aria-labelledby': hid }, el('h3', { id: hid, text: `${p.event}: ${compact(p.samples)} samples` }), w, mount));
+    const h = el('h3', { id: hid, 'data-ctrl': 'profile-heading', title: p.title });
+    headings.push({ key: p.key, el: h, event: p.event, samples: p.samples, timed: !p.origin });
+    (p.origin ? theirs : own).append(el('section', { class: 'r-profile', id: `r-profile-${p.key}`, 'data-profile': p.key, 'aria-labelledby': hid }, h, w, mount));
   }
   if (theirs.childElementCount) {
     own.prepend(el('h3', { class: 'r-profile-col-head', text: 'Recorded by kiln' }));
-    theirs.prepend(el('h3', { class: 'r-profile-col-head', text: 'The target’s own pprof, same seconds' }));
+    theirs.prepend(el('h3', { class: 'r-profile-col-head', text: 'The target\u2019s own pprof, same seconds' }));
     profiles.append(el('div', { class: 'r-pair' }, own, theirs));
   } else {
     profiles.append(...own.childNodes);
   }
   if (!r.profiles.length) profiles.append(el('p', { text: 'This run recorded no profile.' }));
 
-  root.append(runHeader(r), bar, timeline, ...(sweepSection ? [sweepSection] : []), ...(distSection ? [distSection] : []), profiles);
+  links.push({ id: 'r-timeline', label: 'Timeline' });
+  if (sweepSection) links.push({ id: 'r-sweep', label: 'Sweep' });
+  if (distSection) links.push({ id: 'r-dist', label: 'Latency distribution' });
+  links.push({ id: 'r-profiles', label: 'Flame graphs' });
+  for (const p of r.profiles) links.push({ id: `r-profile-${p.key}`, label: p.event });
+  const cards = new FigureCards(r.figures, r.latency);
+  const head = runHeader(r, links, cards);
+  head.id = 'r-head-figures';
+  root.append(head, bar, timeline, ...(sweepSection ? [sweepSection] : []), ...(distSection ? [distSection] : []), profiles);
+
+  /** The headings of the flame graphs: samples in the window beside the run's. */
+  const showHeadings = (w: [number, number] | null): void => {
+    const apps = viewers()?.apps ?? [];
+    for (const h of headings) {
+      const app = apps.find((a) => a.opts.key === h.key);
+      let text: string;
+      if (!h.samples) text = `${h.event}: no samples in this run`;
+      else if (!w || !h.timed || !app || !app.model.raw.sampleTime) text = `${h.event}: ${thousands(h.samples)} samples${w && !h.timed ? ' (no time: every sample, whatever the window)' : ''}`;
+      else {
+        const o = app.model.raw.timeOrigin - origin;
+        // The viewer's own count when it already shows this window (it follows a window
+        // chosen in another viewer a moment later); else counted here.
+        const aw = app.window;
+        const n = aw && aw[0] === w[0] + origin && aw[1] === w[1] + origin ? app.windowSamples() : app.model.samplesIn([w[0] - o, w[1] - o]).total;
+        text = n ? `${h.event}: ${thousands(n)} of ${thousands(h.samples)} samples in the window` : `${h.event}: no samples in the window (of ${thousands(h.samples)})`;
+      }
+      setText(h.el, text);
+    }
+  };
 
   const show = (): void => {
     const w = current;
     setText(windowText, w ? `Window: ${formatWindow(w)}` : 'Window: the whole run');
     for (const e of profileWindows) setText(e, w ? `Samples in ${formatWindow(w)} only` : 'Every sample of the run');
+    cards.show(w, w ? windowFigures(r, w) : null);
+    showHeadings(w);
+    if (distribution && perSecond) distribution.setSeries(distSeries(w ?? measure), distTitle(w));
     for (const c of sweepCharts) {
       const i = r.sweep ? r.sweep.points.findIndex((p) => w && p.start === w[0] && p.end === w[1]) : -1;
       if (c.selected !== i) {
@@ -228,10 +301,10 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   function apply(w: [number, number] | null, fromViewer = false): void {
     current = w;
     group.setSelection(w);
-    show();
     const h = writeWindow(location.hash, w);
     history.replaceState(history.state, '', h ? `#${h}` : location.pathname + location.search);
     if (!fromViewer) viewers()?.setWindow(w ? [origin + w[0], origin + w[1]] : null);
+    show();
   }
   // A window chosen in a viewer's own time strip (or flame chart) reaches the charts.
   window.addEventListener(WINDOW_EVENT, (e) => {
@@ -248,6 +321,8 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     group.setSelection(current);
     show();
   });
+  // The viewers' script runs after this one: the headings count their samples once it has.
+  window.addEventListener(READY_EVENT, () => showHeadings(current));
   group.setSelection(current);
   show();
   return {

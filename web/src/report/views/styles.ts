@@ -4,23 +4,34 @@ export const REPORT_STYLES = `
 /* Over the viewer's full-page layout: the report scrolls. */
 :root:root,:root body{height:auto}
 body{background:var(--bg)}
-.r-page{max-width:1500px;margin:0 auto;padding:8px 16px 40px}
-.r-head h1{font-size:19px;margin:6px 0 2px;white-space:pre-wrap;word-break:break-word}
+.r-page{max-width:1500px;margin:0 auto;padding:8px 16px 40px;min-width:0}
+.r-page>*{min-width:0}
+.r-head h1{font-size:19px;margin:6px 0 2px;white-space:pre-wrap;overflow-wrap:anywhere}
 .r-status{display:inline-block;font-size:12px;padding:1px 8px;border-radius:9px;margin-left:8px;vertical-align:middle;border:1px solid var(--line)}
 .r-status.complete{background:#e3f4e3;color:#1b5e20;border-color:#a5d6a7}
 .r-status.incomplete{background:#fdecea;color:#8a1c1c;border-color:#e6a1a1}
 @media (prefers-color-scheme: dark){.r-status.complete{background:#173a1c;color:#a5d6a7;border-color:#2e6b35}.r-status.incomplete{background:#4a1f1f;color:#ffb4b4;border-color:#7a3a3a}}
 .r-note-text{margin:4px 0;white-space:pre-wrap;word-break:break-word}
 .r-tags{display:flex;flex-wrap:wrap;gap:4px;margin:4px 0}
-.r-tag{font-size:12px;border:1px solid var(--line);border-radius:3px;padding:0 5px;background:var(--panel);white-space:pre}
+.r-tag{font-size:12px;border:1px solid var(--line);border-radius:3px;padding:0 5px;background:var(--panel);white-space:pre;max-width:100%;overflow:hidden;text-overflow:ellipsis}
 .r-facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:12px;margin:8px 0}
 .r-facts dt{color:var(--muted)}
-.r-facts dd{margin:0;white-space:pre-wrap;word-break:break-all;max-height:4.5em;overflow:auto}
+.r-facts dd{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;min-width:0}
 .r-figures{display:flex;flex-wrap:wrap;gap:8px;margin:10px 0}
 .r-figure{border:1px solid var(--line);border-radius:4px;padding:6px 10px;min-width:130px;background:var(--panel)}
 .r-figure-label{font-size:11px;color:var(--muted);white-space:pre-wrap}
 .r-figure-value{font-size:17px;font-weight:bold;white-space:nowrap}
 .r-figure-detail{font-size:11px;color:var(--muted)}
+.r-figure-whole{font-size:11px;color:var(--muted);font-style:italic}
+.r-figure-whole:empty{display:none}
+.r-figures-head{font-size:13px;margin:10px 0 0;color:var(--muted);font-weight:normal}
+.r-toc{display:flex;flex-wrap:wrap;gap:2px 10px;align-items:baseline;font-size:12px;margin:6px 0}
+.r-toc-head{color:var(--muted)}
+.r-toc-list{display:flex;flex-wrap:wrap;gap:2px 12px;list-style:none;margin:0;padding:0;min-width:0}
+.r-toc-list li{min-width:0;max-width:40ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.r-toc a{color:var(--link)}
+.r-scroll{overflow-x:auto;max-width:100%}
+.r-section h2[tabindex],.r-profile h3[tabindex]{outline-offset:2px}
 .r-warnings{margin:8px 0;padding:6px 10px 6px 26px;background:var(--warn-bg);border:1px solid var(--warn-line);border-radius:4px}
 .r-warnings li{margin:2px 0;white-space:pre-wrap;word-break:break-word}
 .r-windowbar{position:sticky;top:0;z-index:5;display:flex;flex-wrap:wrap;gap:6px;align-items:center;padding:6px 8px;margin:8px 0;background:var(--panel);border:1px solid var(--line);border-radius:4px}
@@ -45,7 +56,7 @@ body{background:var(--bg)}
 .r-note{font-size:11px;color:var(--muted);margin-left:72px}
 .r-row{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px}
 .r-profile{margin:14px 0}
-.r-profile>h3{font-size:14px;margin:0 0 4px}
+.r-profile>h3{font-size:14px;margin:0 0 4px;overflow-wrap:anywhere}
 .r-profile-window{font-size:12px;color:var(--muted);margin-bottom:4px}
 .r-pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px;align-items:start}
 .r-profile-col{min-width:0}

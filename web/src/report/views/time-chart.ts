@@ -5,9 +5,11 @@
 //
 // Mouse: hover shows the values of that second in each chart's legend; drag selects a
 // window (widened to whole seconds), a click selects the second under it, a double-click
-// clears. Keyboard (each chart is focusable): ←/→ move the cursor a second, Shift+←/→
-// extend a window from where it started, Enter selects it (or the cursor's second), Esc
-// clears, Home/End jump to the ends.
+// clears; Ctrl+wheel zooms the time axis of every chart around the pointer and Shift+wheel
+// pans it (Grafana's and uPlot's habits), which never changes the selected window.
+// Keyboard (each chart is focusable): ←/→ move the cursor a second, Shift+←/→ extend a
+// window from where it started, Enter selects it (or the cursor's second), Esc clears,
+// Home/End jump to the ends, + and − zoom around the cursor, 0 shows the whole time.
 import { el, setText } from '../../views/dom.js';
 import { currentTheme, onThemeChange } from '../../render/theme.js';
 import { ChartSpec, Line } from '../lib/charts.js';
@@ -32,6 +34,8 @@ export interface GroupOptions {
   axisLabel: string;
   /** Boundaries of a sweep's steps (the knee's end drawn stronger); see sweep.ts. */
   steps?: { at: number; knee: boolean }[];
+  /** Called when the visible time range changes (zoom, pan, reset). */
+  onView?: (zoomed: boolean) => void;
 }
 
 export const MARGIN_LEFT = 72;
@@ -41,6 +45,8 @@ const AXIS_H = 18;
 /** Charts sharing a time axis, a cursor and a window. */
 export class ChartGroup {
   readonly charts: TimeChart[] = [];
+  /** The visible time range (zoomed into `full`), ns since the origin. */
+  range: [number, number];
   cursor: number | null = null;
   selection: [number, number] | null = null;
   /** A window being dragged or extended with the keyboard. */
@@ -48,11 +54,44 @@ export class ChartGroup {
   private frame = 0;
 
   constructor(
-    /** The time axis' extent, ns since the origin. */
-    readonly range: [number, number],
+    /** The time axis' whole extent, ns since the origin. */
+    readonly full: [number, number],
     readonly opts: GroupOptions,
   ) {
+    this.range = [full[0], full[1]];
     onThemeChange(() => this.redraw());
+  }
+
+  get zoomed(): boolean {
+    return this.range[0] > this.full[0] || this.range[1] < this.full[1];
+  }
+
+  /** Shows [a, b] on every chart (clamped to the whole extent; at least 2 s). */
+  setView(a: number, b: number): void {
+    const [lo, hi] = this.full;
+    const span = Math.min(hi - lo, Math.max(b - a, 2e9));
+    const start = Math.min(Math.max(lo, a), hi - span);
+    if (start === this.range[0] && start + span === this.range[1]) return;
+    this.range = [start, start + span];
+    this.redraw();
+    this.overlays();
+    this.opts.onView?.(this.zoomed);
+  }
+
+  /** Zooms by factor f (< 1: in) around time t. */
+  zoomBy(f: number, t: number): void {
+    const [a, b] = this.range;
+    this.setView(t - (t - a) * f, t + (b - t) * f);
+  }
+
+  panBy(fraction: number): void {
+    const [a, b] = this.range;
+    const d = (b - a) * fraction;
+    this.setView(a + d, b + d);
+  }
+
+  resetView(): void {
+    this.setView(this.full[0], this.full[1]);
   }
 
   add(spec: ChartSpec): TimeChart {
@@ -100,7 +139,7 @@ export class ChartGroup {
   }
 
   /** Redraws overlays and legends on the next frame (at most once per frame). */
-  private overlays(): void {
+  overlays(): void {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
@@ -155,13 +194,19 @@ export class TimeChart {
       const v = el('span', { class: 'r-value', 'data-value': '' });
       this.values.push(v);
       this.legend.append(
-        el('span', { class: 'r-item', 'data-column': l.column, 'data-table': l.table }, el('span', { class: `r-swatch${l.dash ? ' dashed' : ''}`, style: `--c:${l.color}` }), el('span', { class: 'r-label', text: l.label }), v),
+        el(
+          'span',
+          { class: 'r-item', 'data-column': l.column, 'data-table': l.table, title: l.hint ?? undefined },
+          el('span', { class: `r-swatch${l.dash ? ' dashed' : ''}`, style: `--c:${l.color}` }),
+          el('span', { class: 'r-label', text: l.label }),
+          v,
+        ),
       );
     }
     this.base = el('canvas', { class: 'r-base', 'aria-hidden': 'true' });
     const how = group.opts.selectable
-      ? '; arrow keys move the cursor a second, Shift with arrows extends a window, Enter selects it, Escape clears'
-      : '; arrow keys move the cursor';
+      ? '; arrow keys move the cursor a second, Shift with arrows extends a window, Enter selects it, Escape clears, plus and minus zoom the time axis, 0 shows the whole time'
+      : '; arrow keys move the cursor, plus and minus zoom the time axis, 0 shows the whole time';
     this.overlay = el('canvas', {
       class: 'r-overlay',
       tabindex: 0,
@@ -173,7 +218,7 @@ export class TimeChart {
     this.el = el(
       'section',
       { class: 'r-chart', 'data-chart': spec.id, 'aria-labelledby': titleId },
-      el('div', { class: 'r-chart-head' }, el('h3', { class: 'r-chart-title', id: titleId, text: spec.title }), this.caption),
+      el('div', { class: 'r-chart-head' }, el('h3', { class: 'r-chart-title', id: titleId, title: spec.hint ?? undefined, text: spec.title }), this.caption),
       this.legend,
       plot,
       spec.note ? el('div', { class: 'r-note', text: spec.note }) : null,
@@ -243,6 +288,22 @@ export class TimeChart {
     o.addEventListener('dblclick', () => {
       if (g.opts.selectable) g.commit(null);
     });
+    // Ctrl+wheel (a pinch) zooms the time axis around the pointer, Shift+wheel pans it; a
+    // plain wheel scrolls the page.
+    o.addEventListener(
+      'wheel',
+      (e) => {
+        if (e.ctrlKey || e.metaKey) {
+          e.preventDefault();
+          g.zoomBy(Math.exp(e.deltaY * 0.002), timeAt(e));
+        } else if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+          e.preventDefault();
+          const w = Math.max(1, this.width - MARGIN_LEFT - MARGIN_RIGHT);
+          g.panBy((e.shiftKey ? e.deltaY : e.deltaX) / w);
+        }
+      },
+      { passive: false },
+    );
     o.addEventListener('focus', () => {
       if (g.cursor === null) g.setCursor(this.center(g.opts.measure ? g.opts.measure[0] + 1 : g.range[0] + 1));
     });
@@ -291,6 +352,20 @@ export class TimeChart {
         e.preventDefault();
         this.anchor = null;
         g.commit(null);
+        return;
+      case '+':
+      case '=':
+        e.preventDefault();
+        g.zoomBy(0.5, at);
+        return;
+      case '-':
+      case '_':
+        e.preventDefault();
+        g.zoomBy(2, at);
+        return;
+      case '0':
+        e.preventDefault();
+        g.resetView();
         return;
       default:
         return;
@@ -521,6 +596,16 @@ export class TimeChart {
       s.lines.forEach((_, k) => this.setValue(k, null, ''));
       return;
     }
+    const where = `${g.selection ? 'the window' : 'the measurement'} (${formatWindow(w)})`;
+    if (s.summary) {
+      const sum = s.summary;
+      s.lines.forEach((_, k) => {
+        const r = sum.value(k, w);
+        this.setValue(k, r ? r.value : null, r ? r.text || formatValue(r.value, s.unit) : '–');
+      });
+      setText(this.caption, `${sum.caption}: ${where}`);
+      return;
+    }
     s.lines.forEach((l, k) => {
       if (s.kind === 'spans') {
         let n = 0;
@@ -531,7 +616,7 @@ export class TimeChart {
         this.setValue(k, m, formatValue(m, s.unit));
       }
     });
-    setText(this.caption, `mean of ${g.selection ? 'the window' : 'the measurement'} (${formatWindow(w)})`);
+    setText(this.caption, `${s.kind === 'spans' ? 'seconds in' : s.unit === 'us' ? 'mean of the per-second values (this run kept no per-second histograms) over' : 'mean of'} ${where}`);
   }
 
   private setValue(k: number, v: number | null, text: string): void {

@@ -44,8 +44,10 @@ export class XYChart {
   readonly el: HTMLElement;
   readonly canvas: HTMLCanvasElement;
   private readonly caption: HTMLElement;
-  private readonly values: HTMLElement[] = [];
-  private readonly xs: number[];
+  private readonly title: HTMLElement;
+  private readonly legend: HTMLElement;
+  private values: HTMLElement[] = [];
+  private xs: number[] = [];
   private width = 0;
   private hover = -1;
   selected = -1;
@@ -53,19 +55,12 @@ export class XYChart {
   private ry: Scale | null;
 
   constructor(readonly spec: XYSpec) {
-    const all = new Set<number>();
-    for (const s of spec.series) for (const [x] of s.points) all.add(x);
-    this.xs = [...all].sort((a, b) => a - b);
-    this.ly = this.yScale('left');
-    this.ry = spec.right ? this.yScale('right') : null;
+    this.ly = this.ry = null as unknown as Scale;
     const titleId = `r-xy-${spec.id}`;
     this.caption = el('span', { class: 'r-caption' });
-    const legend = el('div', { class: 'r-legend' });
-    for (const s of spec.series) {
-      const v = el('span', { class: 'r-value', 'data-value': '' });
-      this.values.push(v);
-      legend.append(el('span', { class: 'r-item', 'data-series': s.label }, el('span', { class: `r-swatch${s.dash ? ' dashed' : ''}`, style: `--c:${s.color}` }), el('span', { class: 'r-label', text: s.label }), v));
-    }
+    this.legend = el('div', { class: 'r-legend' });
+    this.title = el('h3', { class: 'r-chart-title', id: titleId, text: spec.title });
+    this.setSeries(spec.series);
     this.canvas = el('canvas', {
       class: 'r-xy-canvas',
       tabindex: 0,
@@ -77,8 +72,8 @@ export class XYChart {
     this.el = el(
       'section',
       { class: 'r-chart r-xy', 'data-chart': spec.id, 'aria-labelledby': titleId },
-      el('div', { class: 'r-chart-head' }, el('h3', { class: 'r-chart-title', id: titleId, text: spec.title }), this.caption),
-      legend,
+      el('div', { class: 'r-chart-head' }, this.title, this.caption),
+      this.legend,
       plot,
     );
     new ResizeObserver(() => {
@@ -107,6 +102,29 @@ export class XYChart {
         this.pick(this.hover);
       }
     });
+  }
+
+  /** Shows other series (a distribution of another window), and another title. */
+  setSeries(series: XYSeries[], title = this.spec.title): void {
+    this.spec.series = series;
+    this.spec.title = title;
+    setText(this.title, title);
+    const all = new Set<number>();
+    for (const s of series) for (const [x] of s.points) all.add(x);
+    this.xs = [...all].sort((a, b) => a - b);
+    this.ly = this.yScale('left');
+    this.ry = this.spec.right ? this.yScale('right') : null;
+    this.values = [];
+    this.legend.replaceChildren(
+      ...series.map((s) => {
+        const v = el('span', { class: 'r-value', 'data-value': '' });
+        this.values.push(v);
+        return el('span', { class: 'r-item', 'data-series': s.label }, el('span', { class: `r-swatch${s.dash ? ' dashed' : ''}`, style: `--c:${s.color}` }), el('span', { class: 'r-label', text: s.label }), v);
+      }),
+    );
+    this.hover = -1;
+    setText(this.caption, '');
+    this.draw();
   }
 
   /** Page x of the i-th x value (tests). */

@@ -1,0 +1,93 @@
+// The headline figures of any window (DOM-free): the same keys, meanings and units as the
+// run's headline over the measurement (crates/report/src/run.rs `figures`), from the
+// stored series and per-second latency histograms of the window's seconds.
+import { RunPage, Table } from '../data.js';
+import { rowStart, typicalStep } from './intervals.js';
+import { thousands } from '../../lib/units.js';
+import { formatValue } from './format.js';
+import { integral, maxIn, percentilesIn, rateIn } from './window.js';
+
+export interface WindowFigure {
+  value: number;
+  text: string;
+  detail?: string;
+}
+
+/** `12.3k msg/s`, `123 msg/s`, `12.3 msg/s` (as the headline writes rates). */
+export function rateText(v: number, unit: string): string {
+  if (v >= 1e4) return `${(v / 1e3).toFixed(1)}k ${unit}/s`;
+  if (v >= 100) return `${v.toFixed(0)} ${unit}/s`;
+  return `${v.toFixed(1)} ${unit}/s`;
+}
+
+/** Connections open at `end`: connected minus dropped over the load's seconds up to it. */
+export function connectionsHeld(load: Table, end: number): number | null {
+  const col = (n: string) => load.columns.find((c) => c.name === n);
+  const connected = col('connected');
+  if (!connected) return null;
+  const dropped = col('dropped');
+  const step = typicalStep(load.time);
+  let open = 0;
+  for (let i = 0; i < load.time.length && load.time[i] <= end + step / 2; i++) {
+    const dt = (load.time[i] - rowStart(load.time, i, step)) / 1e9;
+    open += ((connected.values[i] ?? 0) - (dropped?.values[i] ?? 0)) * dt;
+  }
+  return Math.max(0, Math.round(open));
+}
+
+/** The figures of window w by key; a key is missing where the window has no value. */
+export function windowFigures(r: RunPage, w: [number, number]): Map<string, WindowFigure> {
+  const out = new Map<string, WindowFigure>();
+  const table = (n: string) => r.tables.find((t) => t.name === n);
+  const load = table('load');
+  const target = table('target');
+  const machine = table('machine');
+  const kiln = table('kiln');
+  const unit = r.unit;
+  // Operations completed and their rate.
+  const done = r.completed ? integral(load, r.completed, w) : null;
+  // A fleet's connect rate is not its work (holding is): it has no throughput.
+  const throughput = r.unit !== 'conn' && done && done.any && done.seconds > 0 ? done.sum / done.seconds : null;
+  if (throughput !== null) {
+    const sent = rateIn(load, 'sent', w);
+    out.set('throughput', { value: throughput, text: rateText(throughput, unit), detail: sent !== null && Math.abs(sent - throughput) > 0.5 ? `${rateText(sent, unit)} sent` : undefined });
+  }
+  const ops = throughput !== null && done ? Math.round(done.sum) : null;
+  // A fleet: the connections held at the window's end (connected minus dropped, every
+  // second of the load up to it).
+  const held = r.unit === 'conn' && load ? connectionsHeld(load, w[1]) : null;
+  if (held !== null) out.set('connections', { value: held, text: thousands(held), detail: 'at the end of the window' });
+  if (r.latency) {
+    const p = percentilesIn(r.latency_seconds, r.latency, w);
+    if (p) {
+      for (const [key, v] of [['p50', p.p50], ['p99', p.p99], ['p999', p.p999], ['max', p.max]] as const) out.set(key, { value: v, text: formatValue(v, 'us'), detail: `of ${thousands(p.count)} values` });
+    }
+  }
+  const user = integral(target, 'cpu user', w);
+  const system = integral(target, 'cpu system', w);
+  const secs = Math.max(user.seconds, system.seconds);
+  if ((user.any || system.any) && secs > 0) {
+    // % of one CPU: CPU seconds over seconds.
+    const cpuS = (user.sum + system.sum) / 100;
+    const pct = (cpuS / secs) * 100;
+    out.set('target_cpu', { value: pct, text: `${pct.toFixed(1)}% of one CPU`, detail: `user ${(user.sum / secs).toFixed(1)}%, system ${(system.sum / secs).toFixed(1)}%` });
+    if (ops) out.set('cpu_per_op', { value: (cpuS * 1e6) / ops, text: formatValue((cpuS * 1e6) / ops, 'us') });
+    if (held) out.set('cpu_per_1000_conn', { value: pct / (held / 1000), text: `${(pct / (held / 1000)).toFixed(2)}% of one CPU` });
+  }
+  const rss = maxIn(target, 'rss', w);
+  if (rss !== null) out.set('rss', { value: rss, text: formatValue(rss, 'bytes') });
+  const vol = integral(target, 'voluntary switches', w);
+  const inv = integral(target, 'involuntary switches', w);
+  if ((vol.any || inv.any) && vol.seconds > 0) {
+    const n = vol.sum + inv.sum;
+    const perS = n / vol.seconds;
+    out.set('switches', { value: perS, text: `${perS.toFixed(0)}/s`, detail: ops ? `${(n / ops).toFixed(2)} per ${unit}` : undefined });
+  }
+  const k = rateIn(kiln, 'kiln cpu', w);
+  if (k !== null) out.set('kiln_cpu', { value: k, text: `${k.toFixed(1)}% of one CPU` });
+  const l = rateIn(kiln, 'load command cpu', w);
+  if (l !== null) out.set('load_cpu', { value: l, text: `${l.toFixed(1)}% of one CPU` });
+  const busy = rateIn(machine, 'busy', w);
+  if (busy !== null) out.set('machine_busy', { value: busy, text: `${busy.toFixed(0)}% of ${r.cpus} CPUs` });
+  return out;
+}
