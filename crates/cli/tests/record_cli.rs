@@ -783,3 +783,21 @@ fn rabbitmq_kernel_leaves_agree_with_perf() {
         5.0,
     );
 }
+
+/// A tracepoint asked for by a user who may not read tracefs: the error says so, not
+/// that the tracepoint does not exist or that tracefs is not mounted.
+#[test]
+fn tracepoints_unreadable_by_the_user_say_so() {
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_kiln"))
+        .args(["record", "-e", "sched:sched_switch", "-p", "1", "-d", "1"])
+        .output()
+        .expect("setpriv (util-linux) runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("not readable by this user") && !err.contains("no tracepoint"),
+        "{err}"
+    );
+}

@@ -205,8 +205,19 @@ fn tracefs_events(event: &str) -> Result<PathBuf, RecordError> {
         "/sys/kernel/tracing/events",
         "/sys/kernel/debug/tracing/events",
     ] {
-        if Path::new(dir).join("header_page").exists() {
-            return Ok(PathBuf::from(dir));
+        match std::fs::metadata(Path::new(dir).join("header_page")) {
+            Ok(_) => return Ok(PathBuf::from(dir)),
+            // Mounted, but for root only: say so rather than try to mount it again.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(RecordError::UnknownEvent {
+                    name: event.into(),
+                    why: format!(
+                        "{dir} is not readable by this user (tracefs is root's by default): \
+                         record tracepoints as root"
+                    ),
+                })
+            }
+            Err(_) => {}
         }
     }
     let target = c"/sys/kernel/tracing";
@@ -246,14 +257,24 @@ fn tracepoint_id(category: &str, name: &str) -> Result<u64, RecordError> {
         });
     }
     let id_path = cat_dir.join(name).join("id");
-    let text = std::fs::read_to_string(&id_path).map_err(|_| RecordError::UnknownEvent {
+    let text = std::fs::read_to_string(&id_path).map_err(|e| RecordError::UnknownEvent {
         name: full.clone(),
-        why: format!(
-            "this kernel has no tracepoint '{name}' in '{category}' (no {}); list them with \
-             `ls {}`",
-            id_path.display(),
-            cat_dir.display()
-        ),
+        // Only a missing file means a missing tracepoint: a permission error (tracefs
+        // mounted for root only) or another failure says what it is.
+        why: match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "this kernel has no tracepoint '{name}' in '{category}' (no {}); list them with \
+                 `ls {}`",
+                id_path.display(),
+                cat_dir.display()
+            ),
+            std::io::ErrorKind::PermissionDenied => format!(
+                "cannot read {}: permission denied (tracepoints need root, or tracefs \
+                 readable by this user)",
+                id_path.display()
+            ),
+            _ => format!("cannot read {}: {e}", id_path.display()),
+        },
     })?;
     text.trim().parse().map_err(|_| RecordError::UnknownEvent {
         name: full,
