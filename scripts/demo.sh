@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kiln's main job, end to end, on a real broker: a private RabbitMQ from Debian's package
-# (the Erlang JIT with +JPperf true, on 127.0.0.1 and free ports, in its own directory),
+# (the Erlang JIT with +JPperf map: its perf map and frame pointers; on 127.0.0.1 and free ports, in its own directory),
 # driven by `kiln load amqp` and profiled by `kiln run` twice — before and after one real
 # configuration change (RabbitMQ's firehose tracer, `rabbitmqctl trace_on`, which copies
 # every message to amq.rabbitmq.trace) — then `kiln compare`. Everything lands in
@@ -24,10 +24,10 @@ export KILN_STORE="$out/runs.db"
 dir=$(mktemp -d /tmp/kiln-demo-rabbitmq.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 broker=bench/amqp/broker.sh   # a private node: own directories, cookie and epmd, 127.0.0.1
-cleanup() { "$broker" stop "$dir/broker" >/dev/null 2>&1 || true; rm -rf "$dir"; }
+cleanup() { "$broker" stop "$dir/broker" >/dev/null 2>&1 || true; rm -rf "$dir" "/tmp/perf-${beam:-none}.map"; }
 trap cleanup EXIT
-echo "demo: starting a private RabbitMQ on 127.0.0.1:$port (+JPperf true)" >&2
-beam=$(BROKER_ERL_ARGS="+JPperf true" "$broker" start "$dir/broker" "$port")
+echo "demo: starting a private RabbitMQ on 127.0.0.1:$port (+JPperf map)" >&2
+beam=$(BROKER_ERL_ARGS="+JPperf map" "$broker" start "$dir/broker" "$port")
 ctl() {
   HOME="$dir/broker/home" ERL_EPMD_PORT=$((port + 3)) ERL_EPMD_ADDRESS=127.0.0.1 \
     /usr/lib/rabbitmq/bin/rabbitmqctl -n kilnbench@localhost "$@"

@@ -3,7 +3,7 @@
 #   bench/amqp/broker.sh start DIR PORT   -> prints the beam.smp pid when ready
 #   bench/amqp/broker.sh stop DIR
 # Same isolation as kiln-testkit: own data/log/config dirs, cookie, epmd port.
-# BROKER_ERL_ARGS adds emulator flags (e.g. "+JPperf true" for JIT perf maps and frame
+# BROKER_ERL_ARGS adds emulator flags (e.g. "+JPperf map" for JIT perf maps and frame
 # pointers, "+sbwt none"); BROKER_MQTT_PORT enables the MQTT plugin on that port.
 set -eu
 cmd=$1 dir=$2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Share of BEAM CPU samples whose stack carries an Erlang frame (a JIT perf-map name,
-# `$module:function/arity`), on Debian's stripped beam.smp started with `+JPperf true`:
+# `$module:function/arity`), on Debian's stripped beam.smp started with `+JPperf map`:
 # kiln record (CFI for beam.smp's C code, frame pointers for JIT code) vs
 # perf record -g (frame pointers only) + perf script | inferno-collapse-perf, same
 # workload, same run. The workload is the test program crates/record/tests/programs/hot.erl
@@ -17,7 +17,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 erlc -o "$work" "$root/crates/record/tests/programs/hot.erl"
-run=(erl +JPperf true -noshell -pa "$work" -eval "hot:start($secs), halt().")
+run=(erl +JPperf map -noshell -pa "$work" -eval "hot:start($secs), halt().")
 
 share() { # folded stacks on stdin -> "erlang_samples total_samples"
     awk '{n=$NF; t+=n; if ($0 ~ /(^|;)\$[^;]*:/) e+=n} END {printf "%.0f %.0f\n", e, t}'

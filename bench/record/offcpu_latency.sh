@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What off-CPU recording does to the latency of the broker it watches: Debian RabbitMQ
-# (+JPperf true) under a steady publish and consume load (kiln load amqp -r RATE, consumer
+# (+JPperf map) under a steady publish and consume load (kiln load amqp -r RATE, consumer
 # latency in HdrHistogram), each round running the same load
 #   * with nothing recording,
 #   * under `kiln record -e offcpu -p BEAM` (eBPF on sched_switch, one record per block),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian RabbitMQ (stripped beam.smp, OTP JIT with +JPperf true) under a steady publish and
+# Debian RabbitMQ (stripped beam.smp, OTP JIT with +JPperf map) under a steady publish and
 # consume load (kiln load amqp -r 5000). beam.smp is recorded SECONDS at 999 Hz, in turn, by
 #   kiln record --unwind kernel   (stacks unwound in the kernel at sample time)
 #   kiln record --unwind copy     (stack copies unwound afterwards, like perf --call-graph dwarf)

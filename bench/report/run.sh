@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The run report on a seed-sized run: a private RabbitMQ (+JPperf true) under
+# The run report on a seed-sized run: a private RabbitMQ (+JPperf map) under
 # `kiln load amqp -x 1 -y 1 -r RATE`, recorded with -e cpu,offcpu at 999 Hz for SECONDS
 # (default 600: ten minutes). Then, each REPEAT times (default 5) on this shared machine:
 #   - the report written: by kiln run itself, and by `kiln runs report`, beside the anchor

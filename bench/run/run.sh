@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kiln run's own costs, on a private RabbitMQ (+JPperf true) under `kiln load amqp -x 1 -y 1
+# kiln run's own costs, on a private RabbitMQ (+JPperf map) under `kiln load amqp -x 1 -y 1
 # -r RATE`, recorded with -e cpu,offcpu at 999 Hz for SECONDS:
 #   - kiln's own CPU during the run (load + recorder + /proc sampling) beside the broker's;
 #   - the time from the end of the measurement to the stored run (kiln run prints it);

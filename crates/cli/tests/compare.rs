@@ -235,11 +235,17 @@ fn the_gate_fires_on_the_firehose_and_never_on_noise() {
     );
     let fns = ab["functions"][0]["rows"].as_array().unwrap();
     // Functions beyond noise, among every function (what the differential flame graph
-    // colours); the shared broker runs without JIT perf maps, so its Erlang functions
-    // are unnamed here and the named ones are the emulator's and the kernel's (with
-    // `+JPperf true`, as scripts/demo.sh starts it, `$rabbit_trace:trace/5` leads).
+    // colours); the shared broker writes the JIT's perf map (+JPperf map), so the
+    // firehose's own Erlang code is named among them.
     let marked = ab["functions"][0]["beyond_noise"].as_array().unwrap();
     assert!(!marked.is_empty(), "{:#}", ab["functions"][0]);
+    assert!(
+        fns.iter().any(|f| f["name"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("$rabbit_trace:")),
+        "the firehose's code in the table: {fns:#?}"
+    );
     assert!(
         fns.iter().all(|f| {
             let n = f["name"].as_str().unwrap_or("");

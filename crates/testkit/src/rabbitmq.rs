@@ -157,11 +157,12 @@ impl RabbitMq {
             .env("RABBITMQ_NODE_PORT", self.port.to_string())
             .env("RABBITMQ_DIST_PORT", self.dist_port.to_string())
             // Erlang distribution listens on all interfaces unless told otherwise. The
-            // JIT writes a perf map and keeps frame pointers (+JPperf true), as the
-            // profiling workflows kiln serves run RabbitMQ.
+            // JIT writes a perf map and keeps frame pointers (+JPperf map), as the
+            // profiling workflows kiln serves run RabbitMQ; not the jitdump of
+            // +JPperf true (45 MB a node in /tmp, which kiln does not read).
             .env(
                 "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
-                "+JPperf true -kernel inet_dist_use_interface {127,0,0,1}",
+                "+JPperf map -kernel inet_dist_use_interface {127,0,0,1}",
             )
             .stdin(Stdio::null())
             .stdout(log)
@@ -276,6 +277,7 @@ impl RabbitMq {
             let _ = Command::new("kill")
                 .args(["-KILL", &pid.to_string()])
                 .status();
+            remove_perf_map(pid);
         }
         if let Some(mut s) = self.server.take() {
             let _ = s.kill();
@@ -286,6 +288,7 @@ impl RabbitMq {
 
     /// Shuts the node down cleanly (`rabbitmqctl shutdown`), then stops its epmd.
     pub fn stop(&mut self) {
+        let beam = self.beam_pid();
         if let Some(mut s) = self.server.take() {
             let ok = self
                 .ctl(&["shutdown"])
@@ -305,12 +308,21 @@ impl RabbitMq {
             let _ = e.kill();
             let _ = e.wait();
         }
+        if let Some(pid) = beam {
+            remove_perf_map(pid);
+        }
     }
 
     /// Where the node's data, logs and config live, for diagnosing failures.
     pub fn log_dir(&self) -> PathBuf {
         self.dir.path().join("log")
     }
+}
+
+/// Removes the JIT's perf map (and a jitdump, if the node wrote one) of a node that ended.
+fn remove_perf_map(beam: u32) {
+    let _ = std::fs::remove_file(format!("/tmp/perf-{beam}.map"));
+    let _ = std::fs::remove_file(format!("/tmp/jit-{beam}.dump"));
 }
 
 impl Drop for RabbitMq {
@@ -359,7 +371,7 @@ impl RabbitMq {
             .map(|c| c.id().to_string())
             .unwrap_or_default();
         let script = format!(
-            "cat >/dev/null; kill -KILL {beam} {wrapper} {epmd} 2>/dev/null; sleep 1; rm -rf '{}'",
+            "cat >/dev/null; kill -KILL {beam} {wrapper} {epmd} 2>/dev/null; sleep 1; rm -rf '{}' /tmp/perf-{beam}.map /tmp/jit-{beam}.dump",
             self.dir.path().display()
         );
         let mut child = Command::new("sh")
