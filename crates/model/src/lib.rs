@@ -40,6 +40,7 @@ mod samples;
 mod stacks;
 pub mod stop;
 mod strings;
+pub mod text;
 mod threads;
 pub mod transform;
 pub mod waits;
