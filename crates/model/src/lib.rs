@@ -32,6 +32,7 @@ pub mod clock;
 mod error;
 mod folded;
 mod frames;
+pub mod input;
 pub mod io;
 mod labels;
 pub mod native;

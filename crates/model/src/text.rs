@@ -14,7 +14,8 @@
 //!   U+202A–U+202E and U+2066–U+2069, U+200B–U+200F, U+2028/U+2029, U+061C, U+FEFF)
 //!   become `\u{202e}`…;
 //! * bytes that are not UTF-8 ([`clean_bytes`]) become `\xff`;
-//! * a long text is cut, and says how long it was: `aaaa… [100000 chars]`.
+//! * a long text is cut, and says how long it was: `aaaa… [100000 chars]` (`[… bytes]`
+//!   for bytes).
 //!
 //! ```
 //! use kiln_model::text::{clean, clean_cut};
@@ -32,8 +33,9 @@ use std::fmt::Write as _;
 /// error body, a stored note.
 pub const MAX_SHOWN: usize = 300;
 
-/// Whether `c` must be shown escaped.
-fn hidden(c: char) -> bool {
+/// Whether `c` is shown escaped: a control character or an invisible character that
+/// reorders or hides text.
+pub fn is_hidden(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
@@ -78,10 +80,12 @@ pub fn clean_lines(s: &str) -> Cow<'_, str> {
 }
 
 /// Bytes from outside (a name as a binary stored it, a server's body): UTF-8 shown as
-/// [`clean_cut`] shows it, other bytes as `\xNN`.
+/// [`clean_cut`] shows it, other bytes as `\xNN`; a cut text gives its length in bytes.
 pub fn clean_bytes(b: &[u8], max: usize) -> String {
     let mut out = String::with_capacity(b.len().min(max.saturating_add(16)));
-    push_clean(units(b), max, false, &mut out);
+    push_clean(units(b), max, false, &mut out, || {
+        format!("{} bytes", b.len())
+    });
     out
 }
 
@@ -92,7 +96,7 @@ enum Unit {
     Byte(u8),
 }
 
-fn units(b: &[u8]) -> impl Iterator<Item = Unit> + Clone + '_ {
+fn units(b: &[u8]) -> impl Iterator<Item = Unit> + '_ {
     b.utf8_chunks().flat_map(|chunk| {
         chunk
             .valid()
@@ -105,22 +109,28 @@ fn units(b: &[u8]) -> impl Iterator<Item = Unit> + Clone + '_ {
 fn clean_with(s: &str, max: usize, keep_newlines: bool) -> Cow<'_, str> {
     let needs = s
         .chars()
-        .any(|c| hidden(c) && !(keep_newlines && c == '\n'));
+        .any(|c| is_hidden(c) && !(keep_newlines && c == '\n'));
     if !needs && (s.len() <= max || s.chars().count() <= max) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len().min(max.saturating_mul(4)) + 16);
-    push_clean(s.chars().map(Unit::Char), max, keep_newlines, &mut out);
+    push_clean(
+        s.chars().map(Unit::Char),
+        max,
+        keep_newlines,
+        &mut out,
+        || format!("{} chars", s.chars().count()),
+    );
     Cow::Owned(out)
 }
 
 fn push_clean(
-    text: impl Iterator<Item = Unit> + Clone,
+    text: impl Iterator<Item = Unit>,
     max: usize,
     keep_newlines: bool,
     out: &mut String,
+    length: impl FnOnce() -> String,
 ) {
-    let all = text.clone();
     let start = out.len();
     let mut shown = 0usize;
     // Where the text would end if cut here, leaving room for the ellipsis.
@@ -133,13 +143,13 @@ fn push_clean(
                 let _ = write!(piece, "\\x{x:02x}");
             }
             Unit::Char('\n') if keep_newlines => piece.push('\n'),
-            Unit::Char(c) if hidden(c) => escape(c, &mut piece),
+            Unit::Char(c) if is_hidden(c) => escape(c, &mut piece),
             Unit::Char(c) => piece.push(c),
         }
         let n = piece.chars().count();
         if shown.saturating_add(n) > max {
             out.truncate(cut_at);
-            let _ = write!(out, "… [{} chars]", all.count());
+            let _ = write!(out, "… [{}]", length());
             return;
         }
         shown += n;
@@ -191,6 +201,6 @@ mod tests {
     fn bytes_that_are_not_utf8() {
         assert_eq!(clean_bytes(b"ok\xff\xfe\x1b", 100), "ok\\xff\\xfe\\x1b");
         assert_eq!(clean_bytes("é".as_bytes(), 100), "é");
-        assert_eq!(clean_bytes(&[b'a'; 50], 10), "aaaaaaaaa… [50 chars]");
+        assert_eq!(clean_bytes(&[b'a'; 50], 10), "aaaaaaaaa… [50 bytes]");
     }
 }
