@@ -11,6 +11,7 @@
 # format, then written as pprof, with writing it as folded text beside for scale.
 #
 #   bench/pprof/run.sh [SAMPLES] [ROUNDS]      (default 900000 samples: ~50 MB of protobuf)
+#   KILN_BEFORE=path/to/older/kiln bench/pprof/run.sh ...   (also times that build, in turn)
 #
 # The profile read: SAMPLES distinct stacks 8-40 frames deep over 8,000 function names
 # (little sharing, the hard case for a stack table), written as pprof by kiln from folded
@@ -53,6 +54,10 @@ fi
 for r in $(seq "$rounds"); do
   /usr/bin/time -f "round $r kiln collapse:                 %e s wall, %U s user, %M KiB max RSS" \
     "$kiln" collapse -q "$work/big.pb.gz" > /dev/null
+  if [ -n "${KILN_BEFORE:-}" ]; then
+    /usr/bin/time -f "round $r kiln collapse (KILN_BEFORE):   %e s wall, %U s user, %M KiB max RSS" \
+      "$KILN_BEFORE" collapse -q "$work/big.pb.gz" > /dev/null
+  fi
   /usr/bin/time -f "round $r go tool pprof -raw | awk fold: %e s wall (the pipeline), %M KiB max RSS (largest)" \
     sh -c 'go tool pprof -raw "$1" | awk -f "$2" > /dev/null' sh "$work/big.pb.gz" "$fold"
   /usr/bin/time -f "round $r go tool pprof -raw alone:      %e s wall, %U s user, %M KiB max RSS" \

@@ -19,6 +19,15 @@ mod signals;
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+
+    /// The most bytes one input may be read whole as or inflate to: a pprof or .kiln file,
+    /// gzip or zstd data (kiln collapse bomb.gz), a stored run's blob (an imported .kiln
+    /// run), an answer of kiln run --pprof. Past it kiln stops with an error naming the
+    /// input instead of filling the memory. Text streamed (perf script, folded) has no
+    /// limit unless compressed. A size in bytes or with K, M, G, T (powers of 1024).
+    /// Example: --max-input 4G
+    #[arg(long, global = true, value_name = "SIZE", default_value = "1G", value_parser = kiln_model::input::parse_size)]
+    max_input: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -44,6 +53,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    kiln_model::input::set_limit(cli.max_input);
     let on_signal = match cli.command {
         Command::Record(_) | Command::Load(_) | Command::Run(_) => signals::OnSignal::Finish,
         Command::Collapse(_)
@@ -73,10 +83,32 @@ fn main() -> ExitCode {
         // Results are written; a signal still says the command was cut short.
         Ok(code) => signals::exit_code(&stop).unwrap_or(code),
         Err(e) => {
-            eprintln!("Error: {e:#}");
-            ExitCode::from(1)
+            // Errors quote names, files and servers: shown without their control
+            // characters.
+            eprintln!("Error: {}", kiln_model::text::clean_lines(&error_text(&e)));
+            // Cut short by a signal (a load still in its handshake, say): the signal's
+            // code, as when the command completes.
+            signals::exit_code(&stop).unwrap_or(ExitCode::from(1))
         }
     }
+}
+
+/// An error and its causes, `: `-joined as `{:#}` prints them, each said once: many
+/// errors quote their cause in their own message (SQLite's "disk I/O error" in the
+/// store's), which would otherwise be printed twice.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if s.is_empty() || out.contains(&s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&s);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -87,5 +119,19 @@ mod tests {
     #[test]
     fn verify_cli() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_cause_quoted_by_its_error_is_said_once() {
+        let io = std::io::Error::other("disk I/O error");
+        let e = anyhow::Error::new(io)
+            .context("run store 'x.db': disk I/O error")
+            .context("Cannot save the run in 'x.db'");
+        assert_eq!(
+            error_text(&e),
+            "Cannot save the run in 'x.db': run store 'x.db': disk I/O error"
+        );
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_text(&e), "outer: inner");
     }
 }

@@ -30,7 +30,17 @@ fn name(sig: i32) -> &'static str {
 }
 
 /// Installs the handler and returns the stop it raises. Call once, from `main`.
+///
+/// SIGXFSZ (a write past `ulimit -f`) is caught and does nothing, so that the write fails
+/// with EFBIG and kiln handles it as any full disk (a run it cannot save is kept
+/// elsewhere) instead of dying without a word. It is caught rather than ignored: an
+/// ignored signal stays ignored in the programs kiln starts, a caught one is reset for
+/// them.
 pub fn install(mode: OnSignal) -> std::io::Result<Stop> {
+    signal_hook::flag::register(
+        signal_hook::consts::SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    )?;
     let stop = Stop::new();
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     let s = stop.clone();

@@ -168,16 +168,11 @@ fn a_go_servers_own_profiles_of_the_window_are_kept_beside_kilns() {
         for (event, ty) in types {
             let p = profile(&run, &ev(event));
             let mut oracle = r.folded(r.index(ty));
-            // A goroutine without a stack (Go lists one at times) has no flame to be in:
-            // kiln counts it in a warning instead.
-            if oracle.remove("").is_some() {
-                assert!(
-                    m.warnings
-                        .iter()
-                        .any(|w| w.contains(&base) && w.contains(&format!("'{ty}'"))),
-                    "{:#?}",
-                    m.warnings
-                );
+            // A goroutine without a stack (Go lists one at times) is kept under a
+            // `[no stack]` frame, as go tool pprof counts it in every total (named by
+            // its first word, as raw_names names every frame).
+            if let Some(v) = oracle.remove("") {
+                *oracle.entry("[no".to_string()).or_default() += v;
             }
             assert_eq!(raw_names(p), oracle, "{event}: kiln and go tool pprof -raw");
             assert!(total(p) > 0, "{event} is empty");

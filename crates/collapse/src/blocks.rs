@@ -90,7 +90,9 @@ impl<'r> BlockReader<'r> {
                 b.len = cut;
                 return Ok(Some(b));
             }
-            target = b.len + self.block;
+            // Doubling: a record of 100 MB is searched for its end a few dozen times,
+            // not once per block-sized step (hundreds of passes over a growing buffer).
+            target = b.len + self.block.max(b.len);
         }
     }
 }

@@ -15,23 +15,12 @@ pub struct Warning {
 
 impl Warning {
     pub(crate) fn new(source: &str, line: u64, message: &str, text: &[u8]) -> Self {
-        let mut t = String::new();
-        for c in String::from_utf8_lossy(text).chars() {
-            if t.len() >= 200 {
-                t.push('…');
-                break;
-            }
-            if c.is_control() {
-                t.extend(c.escape_default());
-            } else {
-                t.push(c);
-            }
-        }
         Warning {
             source: source.to_string(),
             line,
             message: message.to_string(),
-            text: t,
+            // The offending line as a terminal may show it: escaped, cut short.
+            text: kiln_model::text::clean_bytes(text, 200),
         }
     }
 }

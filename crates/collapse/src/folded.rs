@@ -4,6 +4,7 @@
 //! (`difffolded.pl` output). bcc tools' `-f` output is this format.
 use crate::perf::ReadError;
 use crate::{CollapseError, Collapsed, Input, Options, SkipReason, Warnings};
+use kiln_model::input::{MAX_NAMES, MAX_STACK_DEPTH};
 use kiln_model::{EventInfo, FrameId, FrameKind, Profile, StackId, ThreadId, NO_TIME};
 
 /// Why a line's count could not be read.
@@ -149,9 +150,10 @@ struct Line {
 }
 
 /// A data line of the sorted path: its frame ids (where in the id arena, how many), its
-/// counts, and what grouping needs (see [`group_by_prefix`]).
-#[derive(Clone, Copy)]
-struct Row {
+/// counts, and what grouping needs (see [`group_by_prefix`]). Other readers that build a
+/// stack tree from many paths (pprof's samples) use it too: [`Row::path`].
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
     /// The ids at the current depth and the next (each id + 1, 0 past the line's end).
     key: u64,
     /// How many frames the row shares with the row before it, once grouped.
@@ -162,6 +164,44 @@ struct Row {
     c2: u64,
     /// The row's ids from the current depth on, read four at a time.
     next: [u32; 4],
+}
+
+impl Row {
+    /// A path to group: `ids[at..at + frames]` (root first), carrying `value` along (a
+    /// sample's index, say).
+    pub fn path(at: usize, frames: u32, value: u64) -> Row {
+        Row {
+            key: 0,
+            lcp: 0,
+            frames,
+            at,
+            c1: value,
+            c2: 0,
+            next: [0; 4],
+        }
+    }
+
+    /// Where its ids start.
+    pub fn at(&self) -> usize {
+        self.at
+    }
+
+    /// How many ids it has.
+    pub fn frames(&self) -> u32 {
+        self.frames
+    }
+
+    /// The value given to [`Row::path`].
+    pub fn value(&self) -> u64 {
+        self.c1
+    }
+
+    /// Once grouped: how many of its first ids it shares with the row before it. Each id
+    /// past those is a node no row before it has, which a builder appends without a
+    /// lookup ([`kiln_model::StackTable::push_new`]).
+    pub fn shared(&self) -> u32 {
+        self.lcp.min(self.frames)
+    }
 }
 
 /// Length of the common prefix of two byte strings, eight bytes at a time.
@@ -313,7 +353,7 @@ impl Names {
     }
 
     /// The number of `name` (whose hash is `h`); `None` when the distinct names exceed
-    /// 4 GiB.
+    /// [`MAX_NAMES`] or 4 GiB.
     #[inline]
     fn id(&mut self, name: &[u8], h: u64) -> Option<u32> {
         let bytes = &self.bytes;
@@ -324,7 +364,7 @@ impl Names {
         }
         let id = u32::try_from(self.spans.len())
             .ok()
-            .filter(|&i| i < u32::MAX)?;
+            .filter(|&i| (i as usize) < MAX_NAMES)?;
         let start = u32::try_from(self.bytes.len()).ok()?;
         let len = u32::try_from(name.len()).ok()?;
         start.checked_add(len)?;
@@ -338,7 +378,7 @@ impl Names {
     }
 }
 
-/// The distinct frame names of one folded input exceed 4 GiB.
+/// The distinct frame names of one folded input exceed [`MAX_NAMES`] or 4 GiB.
 struct TooManyNames;
 
 struct Splitter {
@@ -533,6 +573,18 @@ fn read_block<'n>(
             warnings.warn(lineno, "empty stack", line)?;
             continue;
         }
+        // Only a line this long can hold that many frames: others are not counted.
+        if stack.len() >= 2 * MAX_STACK_DEPTH
+            && memchr::memchr_iter(b';', stack).count() >= MAX_STACK_DEPTH
+        {
+            stats.skip(SkipReason::TooDeep);
+            warnings.warn(
+                lineno,
+                "stack deeper than the most frames kiln keeps in one stack (1,048,576)",
+                line,
+            )?;
+            continue;
+        }
         let c2 = c2.unwrap_or(0);
         match (totals.0.checked_add(c1), totals.1.checked_add(c2)) {
             (Some(t1), Some(t2)) => totals = (t1, t2),
@@ -575,8 +627,8 @@ fn read_block<'n>(
 
 fn too_many_names() -> CollapseError {
     CollapseError::Model(kiln_model::ModelError::TooMany {
-        what: "bytes of distinct frame names",
-        limit: u64::from(u32::MAX),
+        what: "distinct frame names (or 4 GiB of their bytes)",
+        limit: MAX_NAMES as u64,
     })
 }
 
@@ -830,7 +882,7 @@ fn assemble(
 /// is sorted by it, and each run of equal keys is grouped by the next two depths. A row
 /// stops taking part once alone in its group. The order among groups is that of the ids,
 /// which carries no meaning: the tree built from it is the same.
-fn group_by_prefix(rows: &mut [Row], ids: &[u32]) {
+pub fn group_by_prefix(rows: &mut [Row], ids: &[u32]) {
     // Groups still to sort: (start, end, depth). Each pass groups by two depths.
     let mut work: Vec<(usize, usize, usize)> = vec![(0, rows.len(), 0)];
     while let Some((a, b, depth)) = work.pop() {

@@ -22,6 +22,8 @@ pub enum SkipReason {
     WeightTooLarge,
     /// A folded or bpftrace line whose count is negative.
     NegativeCount,
+    /// A stack deeper than [`kiln_model::input::MAX_STACK_DEPTH`] frames.
+    TooDeep,
 }
 
 impl fmt::Display for SkipReason {
@@ -40,6 +42,11 @@ impl fmt::Display for SkipReason {
                 f.write_str("weight (period or count) too large for 64 bits")
             }
             SkipReason::NegativeCount => f.write_str("negative count"),
+            SkipReason::TooDeep => write!(
+                f,
+                "stack deeper than {} frames",
+                kiln_model::input::MAX_STACK_DEPTH
+            ),
         }
     }
 }

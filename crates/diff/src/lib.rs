@@ -272,12 +272,18 @@ pub fn write_table(
     out: &mut dyn Write,
 ) -> Result<(), DiffError> {
     let rows = &rows[..rows.len().min(limit)];
-    let width = rows
+    // Names come from the profiles read: shown through the one sanitiser (escaped, cut
+    // to 80 characters), so a name cannot rewrite the terminal or reorder the row.
+    let names: Vec<String> = rows
         .iter()
-        .map(|r| r.name.chars().count())
+        .map(|r| kiln_model::text::clean_cut(&r.name, 80).into_owned())
+        .collect();
+    let width = names
+        .iter()
+        .map(|n| n.chars().count())
         .max()
         .unwrap_or(8)
-        .clamp(8, 80);
+        .clamp(8, 100);
     writeln!(
         out,
         "{:<width$}  {:>8} {:>8} {:>8}  {:>8} {:>8} {:>8}",
@@ -288,17 +294,7 @@ pub fn write_table(
         "{:<width$}  {:>8} {:>8} {:>8}  {:>8} {:>8} {:>8}",
         "", "before", "after", "", "before", "after", ""
     )?;
-    for r in rows {
-        let mut name: String = r
-            .name
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(80)
-            .collect();
-        if r.name.chars().count() > 80 {
-            name.pop();
-            name.push('…');
-        }
+    for (r, name) in rows.iter().zip(names) {
         let mark = match (r.total_before == 0.0, r.total_after == 0.0) {
             (true, false) => " (new)",
             (false, true) => " (gone)",
@@ -375,6 +371,14 @@ mod tests {
             t.contains("rabbit_exchange:route/2     95.00    25.00   -70.00"),
             "{t}"
         );
+        // A name from a hostile file neither rewrites the terminal nor reorders its row.
+        let a = profile(&[("main;evil\u{1b}]0x\u{7}\u{202e}txt", 1)]);
+        let rows = function_changes(&a, &a).unwrap();
+        let mut out = Vec::new();
+        write_table(&rows, 10, &mut out).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(t.contains("evil\\x1b]0x\\x07\\u{202e}txt"), "{t}");
+        assert!(!t.contains('\u{1b}') && !t.contains('\u{202e}'), "{t}");
     }
 
     #[test]

@@ -18,8 +18,11 @@
 //!   are written from it too ([`names`]).
 //! * **Content first.** Inputs are recognised by their first bytes: `PERFILE2`
 //!   (perf.data), `KILNPROF` (kiln's native profiles), SQLite's header (an exported run),
-//!   gzip (inflated, then recognised again: pprof files, gzipped text), pprof's first
-//!   protobuf field, and the text formats by their first lines. An extension never
+//!   gzip and zstd (inflated, then recognised again from the inflated stream's first
+//!   bytes: pprof files, compressed text; see [`compressed`]), pprof's first protobuf
+//!   field, and the text formats by their first lines.
+//! * **Bounded.** What is inflated or read whole is held to the input limit
+//!   ([`kiln_model::input`], `--max-input`); text formats are streamed. An extension never
 //!   overrides content; it names the text format of content that matches none.
 //! * **Outputs by extension.** The longest extension that matches wins
 //!   (`x.speedscope.json` is speedscope, `x.otlp.pb` OTLP, `x.pb` pprof); a command
@@ -28,6 +31,7 @@
 //!   ([`kiln_collapse::Stats`]) and notes for what a reader must know.
 #![deny(missing_docs)]
 
+pub mod compressed;
 pub mod gecko;
 pub mod otlp;
 pub mod pprof;
@@ -424,6 +428,9 @@ pub enum FormatError {
     /// A native profile's error.
     #[error(transparent)]
     Model(#[from] kiln_model::ModelError),
+    /// An input larger than the input limit (`--max-input`).
+    #[error(transparent)]
+    TooLarge(#[from] kiln_model::input::TooLarge),
     /// perf.data could not be read.
     #[error("Failed to read perf.data file '{name}'")]
     PerfData {
@@ -579,7 +586,9 @@ pub struct ReadResult {
 /// Reads one input: a file, or standard input for `None` or `-`.
 ///
 /// `perf script` text and folded stacks are streamed in blocks (memory stays small
-/// whatever their size); other formats are read whole. Gzip data is inflated first.
+/// whatever their size); other formats are read whole, up to the input limit
+/// ([`kiln_model::input::limit`]). Gzip and zstd data are inflated on the way, within
+/// the same limit.
 pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, FormatError> {
     let is_stdin = path.is_none_or(|p| p == Path::new("-"));
     let name = match path {
@@ -599,18 +608,33 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
         }
         _ => Box::new(std::io::stdin()),
     };
-    let mut head = Vec::with_capacity(64 * 1024);
-    (&mut reader)
-        .take(64 * 1024)
-        .read_to_end(&mut head)
-        .map_err(io)?;
-    // Gzip: inflate the whole input, then recognise what it holds.
-    if head.starts_with(&[0x1f, 0x8b]) {
-        let mut data = head;
-        reader.read_to_end(&mut data).map_err(io)?;
-        let inflated = pprof::inflate(&name, &data)?.into_owned();
-        return read_bytes(&name, inflated, opts);
+    let mut head = head_of(&mut reader).map_err(io)?;
+    // Compressed: the inflated stream (bounded by the input limit) is recognised from its
+    // own first bytes and read on from there: inflated once, and no further than needed
+    // when it holds no profile.
+    let codec = compressed::Codec::sniff(&head);
+    if let Some(codec) = codec {
+        let raw = std::io::Cursor::new(head).chain(reader);
+        let mut inflated = compressed::decoder(codec, raw, &name)?;
+        head = head_of(&mut inflated).map_err(|e| compressed::error(&name, codec, e, 0))?;
+        reader = Box::new(inflated);
     }
+    let read_rest = |reader: Box<dyn Read>, head: Vec<u8>| {
+        // An input read whole is held to the limit too (inflated data already is).
+        let mut reader: Box<dyn Read> = match codec {
+            Some(_) => reader,
+            None => Box::new(
+                kiln_model::input::Bounded::with_limit(reader, &name, "the input")
+                    .already_read(head.len() as u64),
+            ),
+        };
+        let mut data = head;
+        kiln_model::input::read_to_end(&mut reader, &mut data, &name).map_err(|e| match codec {
+            Some(c) => compressed::error(&name, c, e, data.len() as u64),
+            None => read_error(&name, e),
+        })?;
+        Ok::<_, FormatError>(data)
+    };
     let sniffed = sniff(&head);
     // Content first; a name only where the content says nothing (`x.perf` of one odd
     // line).
@@ -631,6 +655,17 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
     };
     let format = opts.format.or(sniffed);
     match format {
+        Some(f @ (Format::PerfData | Format::RunStore)) if codec.is_some() => {
+            Err(FormatError::Malformed {
+                name: name.clone(),
+                format: f.name(),
+                why: format!(
+                    "it is {}-compressed: kiln reads {} files as they are; decompress it first",
+                    codec.map_or("", |c| c.name()),
+                    f.name()
+                ),
+            })
+        }
         Some(Format::PerfData) => {
             let p = path.filter(|_| !is_stdin).ok_or(FormatError::NeedsPath {
                 format: "perf.data",
@@ -654,7 +689,10 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
                 kiln_collapse::folded::collapse_reader(&name, &mut all, &opts.collapse)
             };
             let c = read.map_err(|e| match e {
-                kiln_collapse::perf::ReadError::Io(e) => io(e),
+                kiln_collapse::perf::ReadError::Io(e) => match codec {
+                    Some(c) => compressed::error(&name, c, e, 0),
+                    None => io(e),
+                },
                 kiln_collapse::perf::ReadError::Collapse(e) => FormatError::Collapse(e),
                 e => FormatError::Malformed {
                     name: name.clone(),
@@ -669,11 +707,29 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
                 warnings: Vec::new(),
             })
         }
-        _ => {
-            let mut data = head;
-            reader.read_to_end(&mut data).map_err(io)?;
-            read_bytes(&name, data, opts)
-        }
+        // Content that is no format kiln reads stops here, after its first 64 KiB.
+        None if !head.iter().all(u8::is_ascii_whitespace) => Err(FormatError::Undetected {
+            name: name.clone(),
+            formats: list(&readable()),
+        }),
+        _ => read_bytes(&name, read_rest(reader, head)?, opts),
+    }
+}
+
+/// Up to the first 64 KiB of `reader`: what formats are recognised by.
+fn head_of(reader: &mut dyn Read) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(64 * 1024);
+    reader.take(64 * 1024).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+fn read_error(name: &str, e: std::io::Error) -> FormatError {
+    match kiln_model::input::too_large(&e) {
+        Some(t) => FormatError::TooLarge(t.clone()),
+        None => FormatError::Io {
+            name: name.to_string(),
+            source: e,
+        },
     }
 }
 
@@ -745,23 +801,13 @@ fn read_pprof(
     data: &[u8],
     opts: &ReadOptions,
 ) -> Result<(Collapsed, Vec<String>), FormatError> {
-    let d = pprof::decode(name, data).map_err(|e| match otlp::looks_like_otlp(data) {
-        // OTLP's request passes pprof's first-bytes test but not its decoder.
-        true => FormatError::Malformed {
-            name: name.to_string(),
-            format: "pprof",
-            why: "it is an OTLP profiles request (ExportProfilesServiceRequest), which kiln writes (-o x.otlp.pb) but does not read".into(),
-        },
-        false => e,
-    })?;
     let want = opts
         .sample_type
         .as_deref()
         .or(opts.collapse.perf.event_filter.as_deref());
-    let chosen = match want {
-        None => d.info.default_type,
-        Some(w) => d
-            .info
+    let choose = |info: &pprof::PprofInfo| match want {
+        None => Ok(info.default_type),
+        Some(w) => info
             .sample_types
             .iter()
             .position(|(t, _)| t == w)
@@ -769,15 +815,24 @@ fn read_pprof(
                 name: name.to_string(),
                 what: "sample type",
                 want: w.to_string(),
-                have: d
-                    .info
+                have: info
                     .sample_types
                     .iter()
                     .map(|(t, u)| format!("{t} ({u})"))
                     .collect::<Vec<_>>()
                     .join(", "),
-            })?,
+            }),
     };
+    // Only the chosen sample type's profile is built.
+    let (d, chosen) = pprof::decode_chosen(name, data, &choose).map_err(|e| match e {
+        // OTLP's request passes pprof's first-bytes test but not its decoder.
+        FormatError::Malformed { .. } if otlp::looks_like_otlp(data) => FormatError::Malformed {
+            name: name.to_string(),
+            format: "pprof",
+            why: "it is an OTLP profiles request (ExportProfilesServiceRequest), which kiln writes (-o x.otlp.pb) but does not read".into(),
+        },
+        e => e,
+    })?;
     let mut notes = Vec::new();
     if d.info.sample_types.len() > 1 {
         let others: Vec<&str> = d

@@ -198,3 +198,89 @@ fn files_with_errors_name_the_file() {
         "{s}"
     );
 }
+
+#[test]
+fn a_stack_deeper_than_kiln_keeps_is_a_counted_skip() {
+    // One sample of 1,100,000 frames (a location named over and over), one of two.
+    let mut p = valid();
+    p.sample[0].location_id = vec![1; 1_100_000];
+    let d = pprof::decode("deep.pb", &p.encode_to_vec()).unwrap();
+    let st = &d.stats[0];
+    assert_eq!((st.read, st.kept), (2, 1));
+    assert_eq!(
+        st.skipped.get(&kiln_collapse::SkipReason::TooDeep),
+        Some(&1),
+        "{st:?}"
+    );
+    assert_eq!(d.profiles[0].samples.weight, [3]);
+}
+
+#[test]
+fn read_in_place_two_types_inlined_frames_shared_and_identical_stacks() {
+    // Two sample types, labels, an inlined frame, shared and identical stacks, and an
+    // unsymbolised location; read in place from the message's bytes.
+    let mut p = valid();
+    p.sample_type.push(proto::ValueType { r#type: 4, unit: 2 });
+    for s in &mut p.sample {
+        s.value.push(7);
+    }
+    p.sample.push(p.sample[0].clone());
+    p.sample.push(proto::Sample {
+        location_id: vec![3, 2, 1],
+        value: vec![1, 0],
+        label: vec![proto::Label {
+            key: 3,
+            str: 4,
+            ..Default::default()
+        }],
+    });
+    p.location.push(proto::Location {
+        id: 3,
+        address: 0x4242,
+        ..Default::default()
+    });
+    // Location 2: `work` inlined into `main`.
+    p.location[1].line.push(proto::Line {
+        function_id: 1,
+        line: 5,
+        column: 0,
+    });
+    let bytes = p.encode_to_vec();
+    let d = pprof::decode("x.pb", &bytes).unwrap();
+    let folded = |p: &kiln_model::Profile| {
+        let mut v = Vec::new();
+        kiln_model::FoldedWriter::new(Default::default())
+            .write(p, &mut v)
+            .unwrap();
+        let mut lines: Vec<String> = String::from_utf8(v)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(
+        folded(&d.profiles[0]),
+        ["main 3", "main;main;work 10", "main;main;work;0x4242 1"]
+    );
+    assert_eq!(folded(&d.profiles[1]), ["main 7", "main;main;work 14"]);
+    assert_eq!(d.zero, [0, 1]);
+    // The labels are kept (the labelled sample weighs nothing of the second type), and
+    // every sample type's profile reads back from kiln's format.
+    assert!(d.profiles[0].samples.has_labels());
+    for p in &d.profiles {
+        let back = kiln_model::native::decode(
+            &kiln_model::native::encode(std::slice::from_ref(p)),
+            std::path::Path::new("x.kiln"),
+        )
+        .unwrap();
+        assert_eq!(back[0].samples.labels, p.samples.labels);
+    }
+    // Only the chosen sample type is built; the others keep their counts.
+    let (d, chosen) = pprof::decode_chosen("x.pb", &bytes, &|_| Ok(1)).unwrap();
+    assert_eq!(chosen, 1);
+    assert_eq!(d.profiles[1].samples.len(), 3);
+    assert!(d.profiles[0].samples.is_empty());
+    assert_eq!(d.stats[0].kept, 4);
+}

@@ -264,6 +264,13 @@ impl Reader<'_> {
         Ok(v as u32)
     }
 
+    /// Room for `n` items (a count already checked against the file's size), or an error
+    /// when the memory cannot be had: never an abort.
+    fn vec<T>(&self, n: usize, what: &'static str) -> Result<Vec<T>, ModelError> {
+        crate::input::vec_with_capacity(n, &self.path.display().to_string(), what)
+            .map_err(|e| self.err(e.to_string()))
+    }
+
     fn bytes(&mut self) -> Result<&[u8], ModelError> {
         let n = self.var()? as usize;
         let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len());
@@ -292,7 +299,7 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
         )));
     }
     let n = r.count("profile", 1)?;
-    let mut out = Vec::with_capacity(n);
+    let mut out = r.vec(n, "the profiles")?;
     for _ in 0..n {
         let name = String::from_utf8_lossy(r.bytes()?).into_owned();
         let unit = match r.u8()? {
@@ -357,15 +364,15 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
             }
         }
         let nsm = r.count("sample", 4)?;
-        let mut stacks = Vec::with_capacity(nsm);
+        let mut stacks = r.vec(nsm, "the samples' stacks")?;
         for _ in 0..nsm {
             stacks.push(StackId(r.index("stack", nst)?));
         }
-        let mut weights = Vec::with_capacity(nsm);
+        let mut weights = r.vec(nsm, "the samples' weights")?;
         for _ in 0..nsm {
             weights.push(r.var()?);
         }
-        let mut times = Vec::with_capacity(nsm);
+        let mut times = r.vec(nsm, "the samples' times")?;
         let mut prev = 0u64;
         for _ in 0..nsm {
             let z = r.var()?;
@@ -373,15 +380,20 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
             prev = prev.wrapping_add(d as u64);
             times.push(prev);
         }
-        for k in 0..nsm {
+        let mut threads = r.vec(nsm, "the samples' threads")?;
+        for _ in 0..nsm {
             let t = r.index("thread", nt + 1)?;
-            let t = if t == 0 {
+            threads.push(if t == 0 {
                 ThreadId::NONE
             } else {
                 ThreadId(t - 1)
-            };
-            p.samples.push(stacks[k], weights[k], times[k], t);
+            });
         }
+        // The columns as read: no table grows sample by sample.
+        p.samples.stack = stacks;
+        p.samples.weight = weights;
+        p.samples.time = times;
+        p.samples.thread = threads;
         if version >= 3 {
             decode_extras(&mut r, &mut p, ns, nf, nsm)?;
         }
@@ -436,7 +448,7 @@ fn decode_extras(
     match r.u8()? {
         0 => {}
         1 => {
-            let mut col = Vec::with_capacity(nsm);
+            let mut col = r.vec(nsm, "the samples' labels")?;
             for _ in 0..nsm {
                 col.push(LabelSetId(r.index("label set", nsets + 1)?));
             }

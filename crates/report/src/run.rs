@@ -452,6 +452,22 @@ fn op_unit(m: &RunMeta) -> String {
     }
 }
 
+/// A command line's words joined by spaces, each word that holds a control or
+/// bidirectional formatting character (a `--note` with U+202E RIGHT-TO-LEFT OVERRIDE)
+/// isolated (U+2068 … U+2069), so that it cannot reorder the words after it.
+fn words(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            if a.chars().any(kiln_model::text::is_hidden) {
+                format!("\u{2068}{a}\u{2069}")
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn facts(m: &RunMeta) -> Vec<Fact> {
     let mut f = Vec::new();
     let mut push = |key, label, value: String| {
@@ -470,17 +486,13 @@ fn facts(m: &RunMeta) -> Vec<Fact> {
         exe.push_str(&format!(" (build id {})", m.target.build_id));
     }
     push("exe", "Executable", exe);
-    push(
-        "target_cmdline",
-        "Target command",
-        m.target.cmdline.join(" "),
-    );
+    push("target_cmdline", "Target command", words(&m.target.cmdline));
     push(
         "load",
         "Load",
-        format!("{} {}", m.load.protocol, m.load.argv.join(" ")),
+        format!("{} {}", m.load.protocol, words(&m.load.argv)),
     );
-    push("command", "kiln command", m.command_line.join(" "));
+    push("command", "kiln command", words(&m.command_line));
     push("started", "Started", page::date(m.started_unix_ms));
     push(
         "measured",

@@ -3,7 +3,8 @@
 //! The command runs in its own process group, so that stopping it at the end of the
 //! measurement reaches the processes it started too: SIGINT first (load tools such as wrk,
 //! vegeta and PerfTest print their results on Ctrl-C), SIGTERM and then SIGKILL if it
-//! lingers. Its standard output and error are kept with the run (up to
+//! lingers. It never outlives kiln: the kernel kills it when kiln dies
+//! (`PR_SET_PDEATHSIG`), and a watcher kills its whole group ([`GroupWatch`]). Its standard output and error are kept with the run (up to
 //! [`CAPTURE_LIMIT`] bytes each; bytes beyond are counted, not kept), and its CPU is
 //! sampled beside the target's: on a 2-core machine a load generator's own CPU decides
 //! what the numbers mean.
@@ -55,6 +56,49 @@ fn capture(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<(Vec<u8
     })
 }
 
+/// A watcher that kills the load's whole process group if kiln dies first, however it
+/// dies (`kill -9`, the OOM killer): the load's own child gets SIGKILL from the kernel
+/// then (`PR_SET_PDEATHSIG`), but what it started in turn (a shell's commands) would
+/// otherwise go on loading the server, orphaned. The watcher is a shell reading a line
+/// from kiln: `done` when kiln has stopped the load itself, end of file when kiln died.
+/// It sits in a group of its own and ignores the terminal's signals, so that only kiln's
+/// word or kiln's death ends it.
+struct GroupWatch {
+    tell: Option<std::process::ChildStdin>,
+    child: Child,
+}
+
+impl GroupWatch {
+    fn start(pgid: u32) -> Option<GroupWatch> {
+        let mut child = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "trap '' INT TERM HUP; read x; [ \"$x\" = done ] || kill -s KILL -- \"-$1\"",
+                "kiln-load-watch",
+                &pgid.to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .ok()?;
+        Some(GroupWatch {
+            tell: child.stdin.take(),
+            child,
+        })
+    }
+
+    /// The load has ended under kiln's eyes: the watcher goes without killing anything.
+    fn release(mut self) {
+        use std::io::Write;
+        if let Some(mut w) = self.tell.take() {
+            let _ = w.write_all(b"done\n");
+        }
+        let _ = self.child.wait();
+    }
+}
+
 fn signal_group(child: &Child, sig: i32) {
     // SAFETY: signalling the process group we created for our own child (pgid = its pid).
     unsafe { libc::kill(-(child.id() as i32), sig) };
@@ -98,14 +142,30 @@ impl Load for ExecLoad {
         let Some((prog, args)) = self.argv.split_first() else {
             return LoadOutcome::failed_to_start("no load command given after `exec --`".into());
         };
-        let mut child = match Command::new(prog)
-            .args(args)
+        // SAFETY: the hook runs in the child between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid, _exit).
+        let parent = std::process::id() as libc::pid_t;
+        let mut cmd = Command::new(prog);
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-        {
+            .process_group(0);
+        unsafe {
+            cmd.pre_exec(move || {
+                // The load dies with kiln, however kiln ends (kill -9, the OOM killer):
+                // it must not go on hammering the server unwatched.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // kiln died before the line above: nobody would kill us then.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
                 return LoadOutcome::failed_to_start(format!(
@@ -114,6 +174,7 @@ impl Load for ExecLoad {
                 ))
             }
         };
+        let watch = GroupWatch::start(child.id());
         let out = child.stdout.take().map(capture);
         let err = child.stderr.take().map(capture);
         events.started(Some(child.id()));
@@ -129,6 +190,9 @@ impl Load for ExecLoad {
                 break stop_child(&mut child);
             }
         };
+        if let Some(w) = watch {
+            w.release();
+        }
         let mut attachments = Vec::new();
         let mut notes = Vec::new();
         for (name, h) in [("load.stdout", out), ("load.stderr", err)] {

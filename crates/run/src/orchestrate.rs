@@ -70,6 +70,9 @@ struct Pass<'a> {
     started: bool,
     reasons: Vec<String>,
     measure_from: Option<Instant>,
+    /// When the measurement ended: the progress line's measured seconds stop there, as
+    /// the run's do.
+    measure_to: Option<Instant>,
     /// The load was told to stop: its end is expected, not a reason.
     stopping: bool,
     /// The load ran its whole schedule (every step of a sweep) and ended: the recording
@@ -136,7 +139,12 @@ impl Pass<'_> {
         let p = Progress {
             phase,
             elapsed_s: self.t0.elapsed().as_secs_f64(),
-            measured_s: self.measure_from.map_or(0.0, |m| m.elapsed().as_secs_f64()),
+            measured_s: self.measure_from.map_or(0.0, |m| {
+                self.measure_to
+                    .unwrap_or_else(Instant::now)
+                    .saturating_duration_since(m)
+                    .as_secs_f64()
+            }),
             rate: last.and_then(|t| {
                 t.tick
                     .completed
@@ -191,6 +199,7 @@ impl Pass<'_> {
             }
             self.progress(Phase::Measure, false);
         }
+        self.measure_to = Some(Instant::now());
     }
 
     /// Tells the load to stop and waits for its outcome.
@@ -303,6 +312,7 @@ pub fn run(
         started: false,
         reasons: Vec::new(),
         measure_from: None,
+        measure_to: None,
         stopping: false,
         schedule_done: false,
         last_progress: Instant::now(),
@@ -348,23 +358,26 @@ pub fn run(
             && !stop.is_raised()
             && gate.ready.is_raised()
             && !recorder.is_finished();
-        let mut fetched = None;
+        let mut session = None;
         if measuring {
             gate.go.raise();
-            // The target's own profiles of the same window, when asked for.
-            let session =
+            // The target's own profiles of the same window, when asked for: fetched on
+            // threads of their own, concurrently with the window.
+            session =
                 (!opts.pprof.is_empty()).then(|| crate::pprof::begin(&opts.pprof, opts.duration));
             pass.measure(&recorder, &rec_stop);
-            fetched = session.map(|s| s.finish(stop));
+            session = session.map(|s| s.end());
         } else {
             rec_stop.raise();
             gate.go.raise();
         }
         let rec = recorder.join();
-        // 5. The load stops; the sampler takes its last sample.
+        // 5. The load stops; the sampler takes its last sample; the fetches' answers are
+        // collected (none is waited for past its deadline, or at all once stopped).
         pass.finish_load(&load_stop);
         lock(&sampler).sample();
         sampler_stop.raise();
+        let fetched = session.map(|s| s.finish(stop));
         (rec, measuring, fetched)
     });
     if pass.outcome.as_ref().is_some_and(|o| !o.started) && !pass.started {

@@ -10,9 +10,13 @@
 //!
 //! Each profile is kept twice: decoded, one kiln profile per sample type (`pprof mutex
 //! delay`, in its own unit), and as pprof bytes (an attachment, `pprof-mutex.pb.gz`) for
-//! `go tool pprof`. Every fetch is bounded (a timeout, a maximum size); one that fails (the
-//! server is down, the endpoint is not enabled, the body is not a profile) is a warning of
-//! the run naming the URL and why, never a failed run.
+//! `go tool pprof`. Every fetch is bounded (a timeout, a maximum size, and what its answer
+//! inflates to: the input limit) and runs on its own thread, concurrently with the
+//! window: neither the window's start nor its end waits for a server, and a stopped run
+//! (Ctrl-C) waits for no answer beyond a moment. One that fails (the server is down or
+//! never answers, the endpoint is not enabled, the body is not a profile) is a warning of
+//! the run naming the URL and why, never a failed run; a server's words in it are shown
+//! through [`kiln_model::text`].
 use kiln_formats::pprof::{self, proto};
 use kiln_model::stop::Stop;
 use kiln_model::Profile;
@@ -86,18 +90,25 @@ fn agent(timeout: Duration) -> ureq::Agent {
 
 /// GETs `url`: the body of a 200 answer, at most [`MAX_BODY`] bytes, else why not.
 fn get(url: &str, timeout: Duration) -> Result<Vec<u8>, String> {
-    let resp = agent(timeout).get(url).call().map_err(|e| e.to_string())?;
+    let resp = agent(timeout)
+        .get(url)
+        .call()
+        .map_err(|e| kiln_model::text::clean_cut(&e.to_string(), 300).into_owned())?;
     let status = resp.status();
     let mut body = Vec::new();
     resp.into_body()
         .into_reader()
         .take(MAX_BODY + 1)
         .read_to_end(&mut body)
-        .map_err(|e| format!("reading the answer: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "reading the answer: {}",
+                kiln_model::text::clean_cut(&e.to_string(), 300)
+            )
+        })?;
     if status != 200 {
-        let text = String::from_utf8_lossy(&body[..body.len().min(200)])
-            .trim()
-            .replace('\n', " ");
+        // The server's words, shown safely (no terminal escapes, cut short).
+        let text = kiln_model::text::clean_bytes(body.trim_ascii(), 200);
         let hint = if status == 404 {
             " (is net/http/pprof imported and served at this address?)"
         } else {
@@ -111,18 +122,112 @@ fn get(url: &str, timeout: Duration) -> Result<Vec<u8>, String> {
     Ok(body)
 }
 
-/// Fetches and decodes a profile: its bytes and message.
-fn fetch(url: &str, timeout: Duration) -> Result<(Vec<u8>, proto::Profile), String> {
+/// What one fetch gave: the answer's bytes and its message, or why not.
+type Fetched = Result<(Vec<u8>, proto::Profile), String>;
+
+/// Fetches and decodes a profile: its bytes and message. The answer is inflated once,
+/// within the input limit ([`kiln_model::input`]), recognised from its first bytes and
+/// decoded from what was inflated.
+fn fetch(url: &str, timeout: Duration) -> Fetched {
     let body = get(url, timeout)?;
+    parse_answer(url, body)
+}
+
+/// An answer's bytes as a profile (for [`fetch`], and for fuzzing the path a server's
+/// answer takes).
+pub fn parse_answer(url: &str, body: Vec<u8>) -> Fetched {
     let raw = pprof::inflate(url, &body).map_err(|e| e.to_string())?;
     if !pprof::sniff(&raw[..raw.len().min(4096)]) {
-        let text = String::from_utf8_lossy(&raw[..raw.len().min(80)])
-            .trim()
-            .replace('\n', " ");
+        let text = kiln_model::text::clean_bytes(raw[..raw.len().min(200)].trim_ascii(), 80);
         return Err(format!("the answer is not a pprof profile: '{text}'"));
     }
-    let msg = pprof::decode_message(url, &body).map_err(|e| e.to_string())?;
+    // Already inflated: decoded as it is.
+    let msg = pprof::decode_message(url, &raw).map_err(|e| e.to_string())?;
+    drop(raw);
     Ok((body, msg))
+}
+
+/// A fetch in flight on a thread of its own, under its own deadline. Nothing waits for it
+/// beyond that deadline, and nothing at all once the run is stopped ([`Collect`]): a
+/// server that accepts and never answers holds no run hostage.
+struct Pending {
+    rx: mpsc::Receiver<Fetched>,
+    deadline: Instant,
+}
+
+impl Pending {
+    fn spawn(url: String, timeout: Duration) -> Pending {
+        let (tx, rx) = mpsc::channel();
+        let deadline = Instant::now() + timeout;
+        // Detached: a thread still waiting for its server when the run ends is left to
+        // its own timeout.
+        let spawned = std::thread::Builder::new()
+            .name("kiln-pprof".into())
+            .spawn(move || {
+                let _ = tx.send(fetch(&url, timeout));
+            });
+        if let Err(e) = spawned {
+            let (tx, rx2) = mpsc::channel();
+            let _ = tx.send(Err(format!("cannot start a thread for the fetch: {e}")));
+            return Pending { rx: rx2, deadline };
+        }
+        Pending { rx, deadline }
+    }
+}
+
+/// How long answers already on their way may still take once the run is stopped.
+const AFTER_STOP: Duration = Duration::from_millis(300);
+
+/// Waits for pending fetches: each until its deadline, all of them together no more than
+/// [`AFTER_STOP`] once `stop` is raised.
+struct Collect<'a> {
+    stop: &'a Stop,
+    cut: Option<Instant>,
+}
+
+/// Why a fetch gave nothing.
+enum Missing {
+    Late,
+    Interrupted,
+}
+
+impl Collect<'_> {
+    fn wait(&mut self, p: &Pending) -> Result<Fetched, Missing> {
+        loop {
+            let now = Instant::now();
+            if self.cut.is_none() && self.stop.is_raised() {
+                self.cut = Some(now + AFTER_STOP);
+            }
+            let until = match self.cut {
+                Some(c) => c.min(p.deadline),
+                None => p.deadline,
+            };
+            if now >= until {
+                // One last look: the answer may have just come.
+                return p.rx.try_recv().map_err(|_| match self.cut {
+                    Some(c) if now >= c => Missing::Interrupted,
+                    _ => Missing::Late,
+                });
+            }
+            match p
+                .rx
+                .recv_timeout((until - now).min(Duration::from_millis(50)))
+            {
+                Ok(r) => return Ok(r),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Missing::Late),
+            }
+        }
+    }
+}
+
+impl Missing {
+    fn say(&self, timeout: Duration) -> String {
+        match self {
+            Missing::Late => format!("no answer within {} s", timeout.as_secs()),
+            Missing::Interrupted => "no answer before the run was interrupted".into(),
+        }
+    }
 }
 
 /// One base URL's fetches, in flight.
@@ -130,27 +235,24 @@ struct Target {
     base: String,
     /// Prefix of its attachments and suffix of its profiles' names (several URLs).
     tag: Option<String>,
-    cpu: mpsc::Receiver<Result<(Vec<u8>, proto::Profile), String>>,
-    start: Vec<Snapshot>,
+    cpu: Pending,
+    /// The snapshots at the window's start.
+    start: Vec<(&'static str, Cumulative, Pending)>,
+    /// At its end: the same kinds, then the goroutines.
+    end: Vec<Pending>,
+    goroutine: Option<Pending>,
 }
 
-/// A snapshot's kind, which of its sample types are cumulative, and what its fetch gave.
-type Snapshot = (
-    &'static str,
-    Cumulative,
-    Result<(Vec<u8>, proto::Profile), String>,
-);
-
-/// The fetches of a measurement window, started at its start.
+/// The fetches of a measurement window: all started at once, each on its own thread,
+/// concurrently with the window.
 pub struct PprofSession {
     targets: Vec<Target>,
-    started: Instant,
     window: Duration,
 }
 
-/// Starts the fetches for a window of `window` (call it as the window starts).
+/// Starts the fetches for a window of `window` (call it as the window starts); returns
+/// at once.
 pub fn begin(urls: &[String], window: Duration) -> PprofSession {
-    let started = Instant::now();
     let seconds = window.as_secs_f64().ceil().max(1.0) as u64;
     let several = urls.len() > 1;
     let mut tags: Vec<String> = Vec::new();
@@ -165,38 +267,28 @@ pub fn begin(urls: &[String], window: Duration) -> PprofSession {
                 n += 1;
             }
             tags.push(tag.clone());
-            let (tx, rx) = mpsc::channel();
-            let cpu_url = format!("{base}profile?seconds={seconds}");
-            let timeout = Duration::from_secs(seconds) + CPU_GRACE;
-            // Detached: a run cut short does not wait for Go's N seconds.
-            std::thread::spawn(move || {
-                let _ = tx.send(fetch(&cpu_url, timeout));
-            });
+            let cpu = Pending::spawn(
+                format!("{base}profile?seconds={seconds}"),
+                Duration::from_secs(seconds) + CPU_GRACE,
+            );
+            let start = SNAPSHOTS
+                .iter()
+                .map(|&(kind, cumulative)| {
+                    let url = format!("{base}{kind}");
+                    (kind, cumulative, Pending::spawn(url, SNAPSHOT_TIMEOUT))
+                })
+                .collect();
             Target {
                 base: base.clone(),
                 tag: several.then_some(tag),
-                cpu: rx,
-                start: Vec::new(),
+                cpu,
+                start,
+                end: Vec::new(),
+                goroutine: None,
             }
         })
-        .collect::<Vec<_>>();
-    let mut s = PprofSession {
-        targets,
-        started,
-        window,
-    };
-    std::thread::scope(|scope| {
-        for t in &mut s.targets {
-            scope.spawn(|| {
-                for &(kind, cumulative) in SNAPSHOTS {
-                    let url = format!("{}{kind}", t.base);
-                    t.start
-                        .push((kind, cumulative, fetch(&url, SNAPSHOT_TIMEOUT)));
-                }
-            });
-        }
-    });
-    s
+        .collect();
+    PprofSession { targets, window }
 }
 
 fn host_tag(base: &str) -> String {
@@ -216,11 +308,29 @@ fn host_tag(base: &str) -> String {
 }
 
 impl PprofSession {
-    /// Fetches the end snapshots and waits for the CPU profiles (not past their N seconds
-    /// and a grace period; not at all beyond a moment when `stop` is raised).
+    /// Starts the fetches of the window's end (call it as the window ends); returns at
+    /// once.
+    pub fn end(mut self) -> Self {
+        for t in &mut self.targets {
+            t.end = SNAPSHOTS
+                .iter()
+                .map(|&(kind, _)| Pending::spawn(format!("{}{kind}", t.base), SNAPSHOT_TIMEOUT))
+                .collect();
+            t.goroutine = Some(Pending::spawn(
+                format!("{}goroutine", t.base),
+                SNAPSHOT_TIMEOUT,
+            ));
+        }
+        self
+    }
+
+    /// Collects what the fetches gave: each is waited for until its own deadline (the CPU
+    /// profile: its N seconds and a grace period), and once `stop` is raised no fetch is
+    /// waited for more than a moment: the run is kept with what has arrived.
     pub fn finish(self, stop: &Stop) -> PprofResult {
         let mut out = PprofResult::default();
         let window_s = self.window.as_secs_f64().ceil().max(1.0);
+        let mut collect = Collect { stop, cut: None };
         for t in self.targets {
             let name = |kind: &str, ty: Option<&str>| {
                 let mut n = format!("{EVENT_PREFIX}{kind}");
@@ -237,24 +347,42 @@ impl PprofSession {
                 Some(tag) => format!("pprof-{tag}-{kind}.pb.gz"),
                 None => format!("pprof-{kind}.pb.gz"),
             };
+            let mut end = t.end.into_iter();
             // Snapshots at the end: the cumulative ones minus their start.
             for (kind, cumulative, start) in t.start {
                 let url = format!("{}{kind}", t.base);
+                let start = collect.wait(&start);
+                let end = end.next().map(|e| collect.wait(&e));
                 let start_msg = match start {
-                    Ok((_, m)) => m,
-                    Err(e) => {
+                    Ok(Ok((_, m))) => m,
+                    Ok(Err(e)) => {
                         out.warnings
                             .push(format!("pprof: {url} at the window's start: {e}"));
                         continue;
                     }
+                    Err(m) => {
+                        out.warnings.push(format!(
+                            "pprof: {url} at the window's start: {}",
+                            m.say(SNAPSHOT_TIMEOUT)
+                        ));
+                        continue;
+                    }
                 };
-                let end = match fetch(&url, SNAPSHOT_TIMEOUT) {
-                    Ok((_, m)) => m,
-                    Err(e) => {
+                let end = match end {
+                    Some(Ok(Ok((_, m)))) => m,
+                    Some(Ok(Err(e))) => {
                         out.warnings
                             .push(format!("pprof: {url} at the window's end: {e}"));
                         continue;
                     }
+                    Some(Err(m)) => {
+                        out.warnings.push(format!(
+                            "pprof: {url} at the window's end: {}",
+                            m.say(SNAPSHOT_TIMEOUT)
+                        ));
+                        continue;
+                    }
+                    None => continue,
                 };
                 match pprof::subtract(&url, &end, &start_msg, &cumulative) {
                     Ok((delta, stats)) => {
@@ -274,21 +402,22 @@ impl PprofSession {
                 }
             }
             let url = format!("{}goroutine", t.base);
-            match fetch(&url, SNAPSHOT_TIMEOUT) {
-                Ok((_, m)) => keep(&mut out, &url, "goroutine", &m, &name, &file, &|_| true),
-                Err(e) => out
+            match t.goroutine.map(|g| collect.wait(&g)) {
+                Some(Ok(Ok((_, m)))) => {
+                    keep(&mut out, &url, "goroutine", &m, &name, &file, &|_| true)
+                }
+                Some(Ok(Err(e))) => out
                     .warnings
                     .push(format!("pprof: {url} at the window's end: {e}")),
+                Some(Err(m)) => out.warnings.push(format!(
+                    "pprof: {url} at the window's end: {}",
+                    m.say(SNAPSHOT_TIMEOUT)
+                )),
+                None => {}
             }
             // The CPU profile ends N seconds after the window's start.
             let url = format!("{}profile?seconds={window_s}", t.base);
-            let deadline = self.started + Duration::from_secs_f64(window_s) + CPU_GRACE;
-            let wait = if stop.is_raised() {
-                Duration::from_millis(500)
-            } else {
-                deadline.saturating_duration_since(Instant::now())
-            };
-            match t.cpu.recv_timeout(wait) {
+            match collect.wait(&t.cpu) {
                 Ok(Ok((bytes, m))) => {
                     out.attachments.push(Attachment {
                         name: file("cpu"),
@@ -306,13 +435,9 @@ impl PprofSession {
                     );
                 }
                 Ok(Err(e)) => out.warnings.push(format!("pprof: {url}: {e}")),
-                Err(_) => out.warnings.push(format!(
-                    "pprof: {url}: no answer {} (the CPU profile is left out)",
-                    if stop.is_raised() {
-                        "before the run was interrupted"
-                    } else {
-                        "in time"
-                    }
+                Err(m) => out.warnings.push(format!(
+                    "pprof: {url}: {} (the CPU profile is left out)",
+                    m.say(Duration::from_secs_f64(window_s) + CPU_GRACE)
                 )),
             }
         }
@@ -433,9 +558,10 @@ mod tests {
             .port();
         let url = format!("http://127.0.0.1:{port}/debug/pprof/");
         let s = begin(std::slice::from_ref(&url), Duration::from_secs(1));
-        let r = s.finish(&Stop::new());
+        let r = s.end().finish(&Stop::new());
         assert!(r.profiles.is_empty() && r.attachments.is_empty());
-        // mutex, block, heap at the start; goroutine at the end; the CPU profile.
+        // mutex, block, heap at the start (their ends are not looked at then); goroutine
+        // at the end; the CPU profile.
         assert_eq!(r.warnings.len(), 5, "{:?}", r.warnings);
         assert!(
             r.warnings.iter().all(|w| w.contains(&url)),

@@ -77,6 +77,12 @@ pub(crate) fn encode_run(run: &RunData) -> std::io::Result<EncodedRun> {
 }
 
 /// A blob's bytes as they were saved; `Err` says what is wrong with it.
+///
+/// Blobs come from files people share (`kiln runs import`, `run:` inputs of an exported
+/// run), so nothing in the row is trusted: the declared `size` must agree with the zstd
+/// frame's own content size, stay within the input limit ([`kiln_model::input::limit`],
+/// `--max-input`), and be what the data really inflates to; memory grows with the data
+/// actually inflated, never with a number read from the file.
 pub(crate) fn decode_blob(
     kind: &str,
     name: &str,
@@ -84,11 +90,59 @@ pub(crate) fn decode_blob(
     size: i64,
     data: Vec<u8>,
 ) -> Result<Vec<u8>, String> {
+    use kiln_model::input;
+    let what = || format!("{kind} '{}'", kiln_model::text::clean_cut(name, 80));
+    let Ok(declared) = u64::try_from(size) else {
+        return Err(format!("{}: negative size {size}", what()));
+    };
     match codec {
-        "zstd" => zstd::bulk::decompress(&data, size.max(0) as usize)
-            .map_err(|e| format!("{kind} '{name}': {e}")),
-        "none" => Ok(data),
-        other => Err(format!("{kind} '{name}': unknown codec '{other}'")),
+        "zstd" => {
+            let limit = input::limit();
+            if declared > limit {
+                return Err(format!(
+                    "{}: its size, {declared} bytes, exceeds the input limit of {} (--max-input raises it; a damaged or tampered file?)",
+                    what(),
+                    input::format_size(limit)
+                ));
+            }
+            match zstd::zstd_safe::get_frame_content_size(&data) {
+                Ok(Some(n)) if n != declared => {
+                    return Err(format!(
+                        "{}: its size says {declared} bytes but its data holds {n}",
+                        what()
+                    ))
+                }
+                Err(_) => return Err(format!("{}: not zstd data", what())),
+                _ => {}
+            }
+            let dec = zstd::stream::read::Decoder::new(&data[..])
+                .map_err(|e| format!("{}: {e}", what()))?;
+            let mut r = input::Bounded::new(dec, declared, what(), "the inflated data");
+            let mut out = Vec::new();
+            match input::read_to_end(&mut r, &mut out, &what()) {
+                Ok(_) if out.len() as u64 == declared => Ok(out),
+                Ok(n) => Err(format!(
+                    "{}: its size says {declared} bytes but its data inflates to {n}",
+                    what()
+                )),
+                Err(e) if input::too_large(&e).is_some() => Err(format!(
+                    "{}: its data inflates to more than its size, {declared} bytes",
+                    what()
+                )),
+                Err(e) => Err(format!("{}: {e}", what())),
+            }
+        }
+        "none" if data.len() as u64 == declared => Ok(data),
+        "none" => Err(format!(
+            "{}: its size says {declared} bytes but it holds {}",
+            what(),
+            data.len()
+        )),
+        other => Err(format!(
+            "{}: unknown codec '{}'",
+            what(),
+            kiln_model::text::clean_cut(other, 40)
+        )),
     }
 }
 

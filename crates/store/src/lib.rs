@@ -24,9 +24,13 @@
 //!   `runs` table of metadata and headline figures, a `blobs` table of compressed bulk
 //!   data), its version numbers and the same bytes ([`codec`]'s encoding): a run moves
 //!   between them unchanged (`kiln runs export` writes an SQLite file from either).
-//! * **A server that goes away loses no run.** A PostgreSQL store retries a server it
-//!   lost for a bounded time; [`save_or_keep`] then keeps the run in a local SQLite file
-//!   and says how to push it later (`kiln runs import FILE`).
+//! * **A save that cannot complete loses no run.** A PostgreSQL store retries a server it
+//!   lost for a bounded time; when a store cannot take a run (the server stays away, a
+//!   full disk, a file size limit, a read-only or damaged file) [`save_or_keep`] keeps the
+//!   run in a local SQLite file and says how to push it later (`kiln runs import FILE`).
+//! * **Untrusted files.** Exported runs are shared between people: every size read from
+//!   one is checked against what is there and the input limit before anything is
+//!   allocated, and a damaged store is refused for writing and described when read.
 //! * **Listing is cheap.** Metadata and headline figures are a few hundred bytes of JSON
 //!   per run, apart from the bulk data, so `kiln runs` reads 1,000 runs in milliseconds.
 //! * **Bulk data compressed.** Profiles are kiln's native format ([`kiln_model::native`]),
@@ -58,8 +62,9 @@ use std::path::{Path, PathBuf};
 /// working directory.
 pub const DEFAULT_STORE: &str = "kiln-runs.db";
 
-/// Where `kiln run` keeps a run it could not save in a shared store whose server cannot be
-/// reached: this SQLite file in the working directory ([`save_or_keep`]).
+/// Where `kiln run` keeps a run its store could not take (a server away, a full disk, a
+/// damaged file): this SQLite file in the working directory, else in the temporary
+/// directory ([`save_or_keep`]).
 pub const FALLBACK_STORE: &str = "kiln-unsaved-runs.db";
 
 /// Why a store operation failed.
@@ -95,13 +100,25 @@ pub enum StoreError {
         /// The newest this build reads.
         supported: i64,
     },
-    /// SQLite reported an error (a damaged file, a full disk...).
-    #[error("run store '{path}': {source}")]
+    /// SQLite reported an error (a full disk, a read-only file...).
+    #[error("run store '{path}': {error}")]
     Sqlite {
         /// The store.
         path: PathBuf,
-        /// The error.
-        source: rusqlite::Error,
+        /// The error (part of this variant's message, not a separate cause: it is
+        /// printed once).
+        error: rusqlite::Error,
+    },
+    /// The store file cannot be written by this user.
+    #[error("run store '{0}' is read-only for this user: kiln can read its runs but not add or remove any; give another --store")]
+    ReadOnly(PathBuf),
+    /// The store file is damaged: kiln neither writes to it nor reads it.
+    #[error("run store '{path}' is damaged: {problems}. It is left as it is; restore a copy, or move it away and let kiln run start a new one")]
+    Damaged {
+        /// The store.
+        path: PathBuf,
+        /// What is wrong (the file's size, `PRAGMA quick_check`'s findings).
+        problems: String,
     },
     /// A stored value could not be read back.
     #[error("run store '{path}': run {run}: {what}")]
@@ -112,6 +129,17 @@ pub enum StoreError {
         run: RunId,
         /// What was wrong.
         what: String,
+    },
+    /// A bare number that is both a run's id and another run's name (a store written by
+    /// an older kiln, which allowed numeric names).
+    #[error("'{reference}' in '{path}' is both the id of run #{reference} ('{name}') and the name of another run: say #{reference} for the id or name:{reference} for the name")]
+    Ambiguous {
+        /// The reference as given.
+        reference: String,
+        /// The store.
+        path: PathBuf,
+        /// The name of the run with that id.
+        name: String,
     },
     /// No run matches a reference.
     #[error("no run '{reference}' in '{path}'{hint}")]
@@ -124,12 +152,12 @@ pub enum StoreError {
         hint: String,
     },
     /// An I/O error around the store file.
-    #[error("run store '{path}': {source}")]
+    #[error("run store '{path}': {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The error.
-        source: std::io::Error,
+        /// The error (part of this variant's message).
+        error: std::io::Error,
     },
 }
 
@@ -193,40 +221,151 @@ pub trait Store {
     /// The file the store is, when it is one on this machine.
     fn local_file(&self) -> Option<&Path>;
 
-    /// The runs a reference names, oldest first: a run id (`12` or `#12`), or a name — the
-    /// latest group of runs with that name (all its `--repeat`s).
+    /// The runs a reference names, oldest first (see [`Reference`] for the rule): one run
+    /// for an id, the latest group of runs with a name (all its `--repeat`s).
     fn resolve(&self, reference: &str) -> Result<Vec<RunMeta>> {
         let all = self.list()?;
-        let id = reference.strip_prefix('#').unwrap_or(reference);
-        if let Ok(id) = id.parse::<RunId>() {
-            if let Some(m) = all.iter().find(|m| m.id == Some(id)) {
-                return Ok(vec![m.clone()]);
-            }
+        let by_id = |id: RunId| all.iter().find(|m| m.id == Some(id)).cloned();
+        let latest_group = |name: &str| {
+            all.iter()
+                .rev()
+                .find(|m| m.name == name)
+                .map(|m| m.group.clone())
+        };
+        let group =
+            |g: String| -> Vec<RunMeta> { all.iter().filter(|m| m.group == g).cloned().collect() };
+        let found = match Reference::parse(reference) {
+            Reference::Id(id) => by_id(id).map(|m| vec![m]),
+            Reference::Name(name) => latest_group(name).map(group),
+            Reference::IdOrName(id, name) => match (by_id(id), latest_group(name)) {
+                (Some(m), None) => Some(vec![m]),
+                (None, Some(g)) => Some(group(g)),
+                (Some(m), Some(_)) => {
+                    return Err(StoreError::Ambiguous {
+                        reference: reference.to_string(),
+                        path: self.location().to_path_buf(),
+                        name: kiln_model::text::clean_cut(&m.name, 40).into_owned(),
+                    })
+                }
+                (None, None) => None,
+            },
+        };
+        if let Some(runs) = found {
+            return Ok(runs);
         }
-        let latest_group = all
-            .iter()
-            .rev()
-            .find(|m| m.name == reference)
-            .map(|m| m.group.clone());
-        match latest_group {
-            Some(g) => Ok(all.into_iter().filter(|m| m.group == g).collect()),
-            None => {
-                let mut names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
-                names.dedup();
-                let hint = if names.is_empty() {
-                    " (the store is empty)".to_string()
-                } else {
-                    let shown: Vec<&str> = names.iter().rev().take(10).copied().collect();
-                    format!(" (latest names: {})", shown.join(", "))
-                };
-                Err(StoreError::NoSuchRun {
-                    reference: reference.to_string(),
-                    path: self.location().to_path_buf(),
-                    hint,
-                })
+        let mut names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
+        names.dedup();
+        let hint = if names.is_empty() {
+            " (the store is empty)".to_string()
+        } else {
+            let shown: Vec<String> = names
+                .iter()
+                .rev()
+                .take(10)
+                .map(|n| kiln_model::text::clean_cut(n, 40).into_owned())
+                .collect();
+            format!(" (latest names: {})", shown.join(", "))
+        };
+        Err(StoreError::NoSuchRun {
+            reference: kiln_model::text::clean_cut(reference, 80).into_owned(),
+            path: self.location().to_path_buf(),
+            hint,
+        })
+    }
+}
+
+/// How a command names a stored run. One rule, the same everywhere (`kiln runs show`,
+/// `rm`, `export`, `report`, `compare`, `run:REF` inputs):
+///
+/// * `#12` or `id:12` is always the run with id 12;
+/// * `name:NAME` is always a name;
+/// * a bare number, `12`, is the id 12 (a run name cannot be a number:
+///   [`check_name`]); only in a store written by an older kiln, where a run may be
+///   named `12`, is it that name when no run has the id, and ambiguous (an error asking
+///   for `#12` or `name:12`) when both exist;
+/// * anything else is a name: the latest run, or group of `--repeat` runs, of that name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference<'a> {
+    /// An id.
+    Id(RunId),
+    /// A name.
+    Name(&'a str),
+    /// A bare number: the id, or a name in an old store.
+    IdOrName(RunId, &'a str),
+}
+
+impl<'a> Reference<'a> {
+    /// Reads a reference as [`Reference`] says.
+    pub fn parse(reference: &'a str) -> Reference<'a> {
+        if let Some(id) = reference
+            .strip_prefix('#')
+            .or_else(|| reference.strip_prefix("id:"))
+            .and_then(|n| n.parse::<RunId>().ok())
+        {
+            return Reference::Id(id);
+        }
+        if let Some(name) = reference.strip_prefix("name:") {
+            return Reference::Name(name);
+        }
+        match reference.parse::<RunId>() {
+            Ok(id) if reference.bytes().all(|b| b.is_ascii_digit()) => {
+                Reference::IdOrName(id, reference)
             }
+            _ => Reference::Name(reference),
         }
     }
+}
+
+/// The longest run name (and tag) kiln takes, in characters.
+pub const MAX_NAME: usize = 128;
+
+/// Checks a run name as `kiln run --name` takes it: not empty, at most [`MAX_NAME`]
+/// characters, no control or invisible formatting characters (they would rewrite a
+/// terminal or reorder a report), not a number and not starting with `#`, `id:` or
+/// `name:` (which name ids: see [`Reference`]). `Err` says what is wrong.
+pub fn check_name(name: &str) -> std::result::Result<(), String> {
+    check_text("run name", name)?;
+    if name.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "a run name cannot be a number: '{name}' would read as the run id {name} (kiln runs rm {name}); add a letter, such as 'r{name}'"
+        ));
+    }
+    if name.starts_with('#') || name.starts_with("id:") || name.starts_with("name:") {
+        return Err(format!(
+            "a run name cannot start with '#', 'id:' or 'name:', which name runs by id: '{}'",
+            kiln_model::text::clean_cut(name, 40)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a text kept with a run and shown as one line (a name, a tag's key or value):
+/// not empty, at most [`MAX_NAME`] characters, no control or invisible formatting
+/// characters. `what` names it in the error.
+pub fn check_text(what: &str, text: &str) -> std::result::Result<(), String> {
+    if text.trim().is_empty() {
+        return Err(format!("a {what} cannot be empty"));
+    }
+    if let Some((at, c)) = text
+        .chars()
+        .enumerate()
+        .find(|&(_, c)| kiln_model::text::is_hidden(c))
+    {
+        return Err(format!(
+            "a {what} cannot hold control or invisible formatting characters: '{}' has {} at character {}",
+            kiln_model::text::clean_cut(text, 60),
+            kiln_model::text::clean(&c.to_string()),
+            at + 1
+        ));
+    }
+    let n = text.chars().count();
+    if n > MAX_NAME {
+        return Err(format!(
+            "a {what} is at most {MAX_NAME} characters; this one has {n} ('{}')",
+            kiln_model::text::clean_cut(text, 40)
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `location` names a PostgreSQL database (`postgres://…` or `postgresql://…`)
@@ -248,8 +387,18 @@ pub fn open(location: &Path) -> Result<Box<dyn Store>> {
 }
 
 /// Opens an existing store to read it: where there is none yet, [`StoreError::Missing`]
-/// (nothing is created).
+/// (nothing is created). An SQLite file is opened read-only ([`SqliteStore::open_existing`]).
 pub fn open_existing(location: &Path) -> Result<Box<dyn Store>> {
+    open_existing_with(location, false)
+}
+
+/// Opens an existing store to change it (`kiln runs rm`): as [`open_existing`], but
+/// writable, and a damaged file is refused as [`open`] refuses it.
+pub fn open_existing_to_write(location: &Path) -> Result<Box<dyn Store>> {
+    open_existing_with(location, true)
+}
+
+fn open_existing_with(location: &Path, write: bool) -> Result<Box<dyn Store>> {
     match location.to_str().filter(|_| is_url(location)) {
         Some(url) => Ok(Box::new(PgStore::open_existing(url)?)),
         None => {
@@ -258,7 +407,11 @@ pub fn open_existing(location: &Path) -> Result<Box<dyn Store>> {
                     location: location.display().to_string(),
                 });
             }
-            Ok(Box::new(SqliteStore::open_existing(location)?))
+            Ok(Box::new(if write {
+                SqliteStore::open_existing_to_write(location)?
+            } else {
+                SqliteStore::open_existing(location)?
+            }))
         }
     }
 }
@@ -268,7 +421,7 @@ pub fn open_existing(location: &Path) -> Result<Box<dyn Store>> {
 pub enum Saved {
     /// In the store, with this id.
     Stored(RunId),
-    /// The store could not be reached: kept in a local SQLite file instead.
+    /// The store could not take it: kept in a local SQLite file instead.
     Kept {
         /// Its id in that file.
         id: RunId,
@@ -276,25 +429,131 @@ pub enum Saved {
         file: PathBuf,
         /// Why the store could not take it.
         error: StoreError,
+        /// What of the run could not be kept (its attachments, when the whole run fitted
+        /// nowhere), and why.
+        left_out: Option<String>,
     },
 }
 
-/// Saves `run` in `store`; when the store's server cannot be reached even after its
-/// retries, keeps the run in the SQLite file `fallback` (created if missing) instead, so
-/// that no run is lost. `kiln runs import FALLBACK --store …` pushes it later.
-pub fn save_or_keep(store: &mut dyn Store, run: &RunData, fallback: &Path) -> Result<Saved> {
-    match store.save(run) {
-        Ok(id) => Ok(Saved::Stored(id)),
-        Err(error) if error.is_unreachable() => {
-            let mut local = SqliteStore::open(fallback)?;
-            let id = local.save(run)?;
-            Ok(Saved::Kept {
-                id,
-                file: fallback.to_path_buf(),
-                error,
-            })
+/// The run could be neither saved nor kept anywhere.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}; the run could not be kept either: {}", .tried.join("; "))]
+pub struct Lost {
+    /// Why the store could not take it.
+    pub error: StoreError,
+    /// Each fallback file tried, and why it failed.
+    pub tried: Vec<String>,
+}
+
+/// The files [`save_or_keep`] tries, in order: [`FALLBACK_STORE`] in the working
+/// directory, then in the temporary directory (`$TMPDIR`, else `/tmp`): another file
+/// system, when the working directory's is full.
+pub fn fallback_files() -> Vec<PathBuf> {
+    let mut v = vec![PathBuf::from(FALLBACK_STORE)];
+    let tmp = std::env::temp_dir().join(FALLBACK_STORE);
+    if !same_dir(Path::new("."), &std::env::temp_dir()) {
+        v.push(tmp);
+    }
+    v
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    kiln_model::io::same_file(a, b)
+}
+
+/// Saves `run` in `store`; when the store cannot take it — a server that stays away
+/// through its retries, a full disk, a file size limit, a read-only or damaged file —
+/// keeps the run in the first of the SQLite files `fallbacks` that takes it (created if
+/// missing; see [`fallback_files`]), so that no run is lost. When the whole run fits
+/// nowhere (a disk or a size limit too small for it everywhere) it is kept without its
+/// attachments (an external load's output, pprof files), and [`Saved::Kept`] says so.
+/// `kiln runs import FALLBACK --store …` pushes it later.
+pub fn save_or_keep(
+    store: &mut dyn Store,
+    run: &RunData,
+    fallbacks: &[PathBuf],
+) -> std::result::Result<Saved, Lost> {
+    let error = match store.save(run) {
+        Ok(id) => return Ok(Saved::Stored(id)),
+        Err(e) => e,
+    };
+    let mut tried = Vec::new();
+    let candidates: Vec<&PathBuf> = fallbacks
+        .iter()
+        .filter(|f| {
+            !store
+                .local_file()
+                .is_some_and(|s| kiln_model::io::same_file(s, f))
+        })
+        .collect();
+    for f in &candidates {
+        match keep(f, run) {
+            Ok(id) => {
+                return Ok(Saved::Kept {
+                    id,
+                    file: f.to_path_buf(),
+                    error,
+                    left_out: None,
+                })
+            }
+            Err(e) => tried.push(format!("{}: {e}", f.display())),
         }
-        Err(e) => Err(e),
+    }
+    // Too large for every place: the run without its attachments, which are the bulk of
+    // a run whose load printed megabytes.
+    if !run.attachments.is_empty() {
+        let bytes: usize = run.attachments.iter().map(|a| a.data.len()).sum();
+        let names: Vec<&str> = run.attachments.iter().map(|a| a.name.as_str()).collect();
+        let left_out = format!(
+            "its attachments ({}, {bytes} bytes) could not be kept",
+            names.join(", ")
+        );
+        let mut slim = RunData {
+            meta: run.meta.clone(),
+            series: run.series.clone(),
+            histograms: run.histograms.clone(),
+            profiles: run.profiles.clone(),
+            attachments: Vec::new(),
+        };
+        slim.meta.warnings.push(format!(
+            "{left_out}: the store could not take the run ({error}) and neither could a fallback file"
+        ));
+        for f in &candidates {
+            match keep(f, &slim) {
+                Ok(id) => {
+                    return Ok(Saved::Kept {
+                        id,
+                        file: f.to_path_buf(),
+                        error,
+                        left_out: Some(left_out),
+                    })
+                }
+                Err(e) => tried.push(format!("{} (without attachments): {e}", f.display())),
+            }
+        }
+    }
+    Err(Lost { error, tried })
+}
+
+/// Saves `run` in the fallback file `file`; a file this call created is removed again
+/// when the save fails (no empty store is left behind).
+fn keep(file: &Path, run: &RunData) -> Result<RunId> {
+    let existed = std::fs::symlink_metadata(file).is_ok();
+    let saved = SqliteStore::open(file).and_then(|mut s| s.save(run));
+    if saved.is_err() && !existed {
+        remove_store_file(file);
+    }
+    saved
+}
+
+/// Removes an SQLite store file with its `-wal` and `-shm` companions (a store this
+/// process created and could not fill).
+pub fn remove_store_file(file: &Path) {
+    let _ = std::fs::remove_file(file);
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut p = file.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
     }
 }
 
@@ -302,9 +561,26 @@ pub fn save_or_keep(store: &mut dyn Store, run: &RunData, fallback: &Path) -> Re
 /// exported run: `kiln runs export`, from any kind of store), replacing `dest` only once
 /// it is complete.
 pub fn export(store: &dyn Store, ids: &[RunId], dest: &Path) -> Result<()> {
-    let io = |source| StoreError::Io {
+    let io = |error| StoreError::Io {
         path: dest.to_path_buf(),
-        source,
+        error,
+    };
+    let mut file = kiln_model::io::AtomicFile::create(dest).map_err(io)?;
+    export_to(store, ids, &mut file, dest)?;
+    file.commit().map_err(io)
+}
+
+/// As [`export`], the file's bytes written to `out` (`kiln runs export -o -`); `shown`
+/// names the output in errors.
+pub fn export_to(
+    store: &dyn Store,
+    ids: &[RunId],
+    out: &mut dyn std::io::Write,
+    shown: &Path,
+) -> Result<()> {
+    let io = |error| StoreError::Io {
+        path: shown.to_path_buf(),
+        error,
     };
     let dir = tempfile::tempdir().map_err(io)?;
     let tmp = dir.path().join("export.db");
@@ -316,10 +592,9 @@ pub fn export(store: &dyn Store, ids: &[RunId], dest: &Path) -> Result<()> {
             out.save(&run)?;
         }
     }
-    let mut file = kiln_model::io::AtomicFile::create(dest).map_err(io)?;
     let mut src = std::fs::File::open(&tmp).map_err(io)?;
-    std::io::copy(&mut src, &mut file).map_err(io)?;
-    file.commit().map_err(io)
+    std::io::copy(&mut src, out).map_err(io)?;
+    Ok(())
 }
 
 /// The store `--store`/`KILN_STORE` name, or [`DEFAULT_STORE`].

@@ -309,9 +309,9 @@ fn migrate(c: &mut Client) -> std::result::Result<i64, postgres::Error> {
 
 impl Store for PgStore {
     fn save(&mut self, run: &RunData) -> Result<RunId> {
-        let enc = codec::encode_run(run).map_err(|source| StoreError::Io {
+        let enc = codec::encode_run(run).map_err(|error| StoreError::Io {
             path: self.location.clone(),
-            source,
+            error,
         })?;
         self.with_client(|c, attempt| {
             if attempt > 0 {

@@ -47,21 +47,42 @@ pub struct SqliteStore {
     path: PathBuf,
 }
 
+/// How a store file is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// To write; created if missing.
+    Create,
+    /// To write; it must exist.
+    Write,
+    /// To read only.
+    Read,
+}
+
 impl SqliteStore {
-    /// Opens the store at `path`, creating it if there is no file there.
+    /// Opens the store at `path` to write, creating it if there is no file there. A file
+    /// that is not a kiln store, was written by a newer kiln, or is damaged (`PRAGMA
+    /// quick_check`, a size that is not a whole number of pages) is refused untouched.
     pub fn open(path: &Path) -> Result<Self> {
-        Self::open_with(path, true)
+        Self::open_with(path, Access::Create)
     }
 
-    /// Opens an existing store (or exported run) to read it; a missing file is an error.
+    /// Opens an existing store (or exported run) to read it, read-only: nothing is ever
+    /// written to it, and a store in a directory this user cannot write (another user's)
+    /// is read as an immutable file. A missing file is an error.
     pub fn open_existing(path: &Path) -> Result<Self> {
-        Self::open_with(path, false)
+        Self::open_with(path, Access::Read)
     }
 
-    fn open_with(path: &Path, create: bool) -> Result<Self> {
-        let io = |source| StoreError::Io {
+    /// Opens an existing store to change it (`kiln runs rm`); refused when damaged, as
+    /// [`SqliteStore::open`].
+    pub fn open_existing_to_write(path: &Path) -> Result<Self> {
+        Self::open_with(path, Access::Write)
+    }
+
+    fn open_with(path: &Path, access: Access) -> Result<Self> {
+        let io = |error| StoreError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => return Err(StoreError::NotAStore(path.to_path_buf())),
@@ -74,48 +95,139 @@ impl SqliteStore {
                     return Err(StoreError::NotAStore(path.to_path_buf()));
                 }
             }
+            Ok(_) if access == Access::Read => {
+                // An empty file holds no store (and a reader creates none).
+                return Err(StoreError::NotAStore(path.to_path_buf()));
+            }
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && access == Access::Create => {}
             Err(e) => return Err(io(e)),
         }
-        let sql = |source| StoreError::Sqlite {
+        let sql = |error| StoreError::Sqlite {
             path: path.to_path_buf(),
-            source,
+            error,
         };
-        let flags = if create {
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        };
-        let conn = match Connection::open_with_flags(path, flags) {
-            Ok(c) => c,
-            Err(_) if !create => Connection::open_with_flags(
+        if access != Access::Read && path.exists() && !writable(path) {
+            return Err(StoreError::ReadOnly(path.to_path_buf()));
+        }
+        let conn = match access {
+            Access::Create => Connection::open_with_flags(
                 path,
-                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )
-            .map_err(sql)?,
-            Err(e) => return Err(sql(e)),
-        };
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+            Access::Write => Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+            Access::Read => Connection::open_with_flags(
+                read_only_uri(path),
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+        }
+        .map_err(sql)?;
         conn.busy_timeout(Duration::from_secs(60)).map_err(sql)?;
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
         };
-        store.prepare_schema()?;
+        if access == Access::Read {
+            // A reader says what is damaged rather than failing on it later.
+            if let Some(why) = truncated(path) {
+                return Err(store.damaged(vec![why]));
+            }
+            store.check_schema(false)?;
+        } else {
+            // Never write into a damaged file: whatever SQLite would do to it, the file
+            // is left as it is for its owner to look at.
+            let problems = store.damage();
+            if !problems.is_empty() {
+                return Err(store.damaged(problems));
+            }
+            store.check_schema(true)?;
+        }
         Ok(store)
     }
 
-    fn err(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
+    /// What is wrong with the file: its size (a file cut short) and `PRAGMA
+    /// quick_check`'s findings (at most ten); empty when nothing is.
+    fn damage(&self) -> Vec<String> {
+        let mut out: Vec<String> = truncated(&self.path).into_iter().collect();
+        let found: rusqlite::Result<Vec<String>> = self
+            .conn
+            .prepare("PRAGMA quick_check(10)")
+            .and_then(|mut st| {
+                st.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            });
+        match found {
+            Ok(rows) => out.extend(rows.into_iter().filter(|r| r != "ok")),
+            Err(e) => out.push(e.to_string()),
+        }
+        out
+    }
+
+    fn damaged(&self, problems: Vec<String>) -> StoreError {
+        StoreError::Damaged {
             path: self.path.clone(),
-            source,
+            problems: problems
+                .iter()
+                .map(|p| kiln_model::text::clean_cut(&p.replace('\n', " "), 200).into_owned())
+                .collect::<Vec<_>>()
+                .join("; "),
         }
     }
 
-    /// Checks the file is kiln's and its schema one this build reads; creates or migrates.
-    fn prepare_schema(&mut self) -> Result<()> {
+    /// A failed write, with the system's reason where SQLite has one ("disk I/O error"
+    /// says nothing of a full disk or of `ulimit -f`).
+    fn write_err(&self, error: rusqlite::Error) -> StoreError {
+        if let rusqlite::Error::SqliteFailure(e, msg) = &error {
+            if matches!(
+                e.code,
+                rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::DiskFull
+            ) {
+                // SAFETY: the connection's handle is valid while `self` is; the call
+                // only reads the errno SQLite saved.
+                let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(self.conn.handle()) };
+                if errno != 0 {
+                    let why = std::io::Error::from_raw_os_error(errno);
+                    let text = msg.clone().unwrap_or_else(|| e.to_string());
+                    return StoreError::Sqlite {
+                        path: self.path.clone(),
+                        error: rusqlite::Error::SqliteFailure(*e, Some(format!("{text} ({why})"))),
+                    };
+                }
+            }
+        }
+        self.err(error)
+    }
+
+    fn err(&self, error: rusqlite::Error) -> StoreError {
+        // A damaged file found while reading: say what is damaged.
+        if let rusqlite::Error::SqliteFailure(e, _) = &error {
+            if matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            ) {
+                let mut problems = self.damage();
+                if problems.is_empty() {
+                    problems.push(error.to_string());
+                }
+                return self.damaged(problems);
+            }
+        }
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            error,
+        }
+    }
+
+    /// Checks the file is kiln's and its schema one this build reads; when `write`,
+    /// creates or migrates it.
+    fn check_schema(&mut self, write: bool) -> Result<()> {
         // One statement, so one snapshot: read one by one, a store another process
         // creates meanwhile could show its tables but not yet its id, and be refused.
         let (app, version, tables): (i64, i64, i64) = self
@@ -141,6 +253,11 @@ impl SqliteStore {
         if version == SCHEMA_VERSION {
             return Ok(());
         }
+        if !write {
+            // Nothing to read in a file without kiln's tables, and a reader changes
+            // nothing.
+            return Err(StoreError::NotAStore(self.path.clone()));
+        }
         // WAL: readers (kiln runs, a report) never wait for a saving kiln run.
         let _ = self
             .conn
@@ -149,33 +266,32 @@ impl SqliteStore {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|source| StoreError::Sqlite {
+            .map_err(|error| StoreError::Sqlite {
                 path: path.clone(),
-                source,
+                error,
             })?;
         // Another process may have migrated while we waited for the lock.
         let now: i64 = tx
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|source| StoreError::Sqlite {
+            .map_err(|error| StoreError::Sqlite {
                 path: path.clone(),
-                source,
+                error,
             })?;
         for step in MIGRATIONS.iter().skip(now.max(0) as usize) {
-            tx.execute_batch(step)
-                .map_err(|source| StoreError::Sqlite {
-                    path: path.clone(),
-                    source,
-                })?;
+            tx.execute_batch(step).map_err(|error| StoreError::Sqlite {
+                path: path.clone(),
+                error,
+            })?;
         }
         tx.execute_batch(&format!(
             "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
         ))
-        .map_err(|source| StoreError::Sqlite {
+        .map_err(|error| StoreError::Sqlite {
             path: path.clone(),
-            source,
+            error,
         })?;
         tx.commit()
-            .map_err(|source| StoreError::Sqlite { path, source })
+            .map_err(|error| StoreError::Sqlite { path, error })
     }
 
     /// Writes the runs `ids` of this store into a new single-file store at `dest` (an
@@ -197,45 +313,37 @@ impl SqliteStore {
 
 impl Store for SqliteStore {
     fn save(&mut self, run: &RunData) -> Result<RunId> {
-        let enc = codec::encode_run(run).map_err(|source| StoreError::Io {
+        let enc = codec::encode_run(run).map_err(|error| StoreError::Io {
             path: self.path.clone(),
-            source,
+            error,
         })?;
-        let path = self.path.clone();
-        let sql = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
-        tx.execute(
-            "INSERT INTO runs (name, grp, started_ms, complete, meta) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                run.meta.name,
-                run.meta.group,
-                run.meta.started_unix_ms,
-                run.meta.status.complete,
-                enc.meta_json
-            ],
-        )
-        .map_err(sql)?;
-        let id = tx.last_insert_rowid();
-        {
-            let mut insert = tx
-                .prepare_cached(
+        let saved = (|| -> rusqlite::Result<RunId> {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "INSERT INTO runs (name, grp, started_ms, complete, meta) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    run.meta.name,
+                    run.meta.group,
+                    run.meta.started_unix_ms,
+                    run.meta.status.complete,
+                    enc.meta_json
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            {
+                let mut insert = tx.prepare_cached(
                     "INSERT INTO blobs (run_id, kind, name, codec, size, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(sql)?;
-            for b in &enc.blobs {
-                insert
-                    .execute(params![id, b.kind, b.name, b.codec, b.size, b.data])
-                    .map_err(sql)?;
+                )?;
+                for b in &enc.blobs {
+                    insert.execute(params![id, b.kind, b.name, b.codec, b.size, b.data])?;
+                }
             }
-        }
-        tx.commit().map_err(sql)?;
-        Ok(id)
+            tx.commit()?;
+            Ok(id)
+        })();
+        saved.map_err(|e| self.write_err(e))
     }
 
     fn list(&self) -> Result<Vec<RunMeta>> {
@@ -299,9 +407,9 @@ impl Store for SqliteStore {
 
     fn remove(&mut self, id: RunId) -> Result<()> {
         let path = self.path.clone();
-        let sql = |source| StoreError::Sqlite {
+        let sql = |error| StoreError::Sqlite {
             path: path.clone(),
-            source,
+            error,
         };
         let tx = self
             .conn
@@ -330,4 +438,59 @@ impl Store for SqliteStore {
     fn local_file(&self) -> Option<&Path> {
         Some(&self.path)
     }
+}
+
+/// The SQLite URI that opens `path` read-only: `mode=ro`, and `immutable=1` when this user
+/// cannot write the directory (another user's store): a WAL reader could not create the
+/// shared-memory file it needs there, so the file is read as it is (a run its owner is
+/// saving at that moment is not seen).
+fn read_only_uri(path: &Path) -> String {
+    use std::fmt::Write as _;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            let _ = write!(uri, "%{b:02X}");
+        }
+    }
+    uri.push_str("?mode=ro");
+    if !writable(dir) {
+        uri.push_str("&immutable=1");
+    }
+    uri
+}
+
+/// Whether this user may write `path` (access(2), as the kernel would decide).
+fn writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_os_str().as_bytes())
+        // SAFETY: access(2) on a NUL-terminated path only reads it.
+        .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
+}
+
+/// Why the file at `path` is surely cut short: an SQLite file is a whole number of pages.
+fn truncated(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 100];
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.read_exact(&mut head).ok()?;
+    let page = match u16::from_be_bytes([head[16], head[17]]) {
+        1 => 65536,
+        p => u64::from(p),
+    };
+    if page < 512 || !page.is_power_of_two() {
+        return Some(format!("its header gives a page size of {page} bytes"));
+    }
+    (!len.is_multiple_of(page)).then(|| {
+        format!(
+            "its size, {len} bytes, is not a whole number of its {page}-byte pages (cut short?)"
+        )
+    })
 }

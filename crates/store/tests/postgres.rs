@@ -307,8 +307,14 @@ fn a_server_restarted_under_a_saving_client_loses_no_run() {
     st.set_retry(Duration::from_secs(1));
     pg.stop();
     let r = run("while-down", "while-down", 100);
-    let saved = kiln_store::save_or_keep(&mut st, &r, &fallback).unwrap();
-    let Saved::Kept { id, file, error } = saved else {
+    let saved = kiln_store::save_or_keep(&mut st, &r, std::slice::from_ref(&fallback)).unwrap();
+    let Saved::Kept {
+        id,
+        file,
+        error,
+        left_out: None,
+    } = saved
+    else {
         panic!("saved with the server down: {saved:?}");
     };
     assert_eq!(file, fallback);
@@ -324,6 +330,11 @@ fn a_server_restarted_under_a_saving_client_loses_no_run() {
     assert_eq!(pushed.len(), 1);
     assert_same(&st.load(pushed[0].id.unwrap()).unwrap(), &r);
     // With the server there, the same call stores.
-    let again = kiln_store::save_or_keep(&mut st, &run("up", "up", 10), &fallback).unwrap();
+    let again = kiln_store::save_or_keep(
+        &mut st,
+        &run("up", "up", 10),
+        std::slice::from_ref(&fallback),
+    )
+    .unwrap();
     assert!(matches!(again, Saved::Stored(_)), "{again:?}");
 }

@@ -301,12 +301,14 @@ pub fn collapse_input(
     if r.format != kiln_formats::Format::Pprof && args.sample_type.is_some() {
         eprintln!("warning: {name}: --sample-type applies to pprof input; ignored");
     }
+    // Warnings and notes quote the input (a malformed line, a pprof's comments): shown
+    // escaped.
     for w in &r.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", shown(w));
     }
     if !args.quiet {
         for n in &r.notes {
-            eprintln!("note: {n}");
+            eprintln!("note: {}", shown(n));
         }
     }
     report(&name, &r.collapsed, args.quiet, always_summarise);
@@ -316,19 +318,29 @@ pub fn collapse_input(
 /// Prints warnings and the summary of a collapse to stderr.
 pub fn report(name: &str, c: &kiln_collapse::Collapsed, quiet: bool, always: bool) {
     for w in &c.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", shown(&w.to_string()));
     }
-    let shown = c.warnings.len() as u64;
-    if c.stats.warnings > shown {
+    let listed = c.warnings.len() as u64;
+    if c.stats.warnings > listed {
         eprintln!(
             "warning: {name}: {} more malformed lines not shown",
-            c.stats.warnings - shown
+            c.stats.warnings - listed
         );
     }
     let eventful = c.stats.skipped_total() > 0 || c.stats.warnings > 0;
     if !quiet && (always || eventful) {
-        eprintln!("{name}: {}", c.stats);
+        eprintln!(
+            "{name}: {}",
+            kiln_model::text::clean_lines(&c.stats.to_string())
+        );
     }
+}
+
+/// A message that quotes outside text (a file's lines, a server's words, stored names),
+/// as a terminal may show it: [`kiln_model::text`]'s escapes, cut to a few hundred
+/// characters.
+pub fn shown(message: &str) -> std::borrow::Cow<'_, str> {
+    kiln_model::text::clean_cut(message, 2 * kiln_model::text::MAX_SHOWN)
 }
 
 /// Applies transforms, reporting what they removed.

@@ -373,7 +373,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     })?;
     if let Some(stats) = stats {
         for warning in &stats.warnings {
-            eprintln!("warning: {warning}");
+            eprintln!("warning: {}", super::common::shown(&warning.to_string()));
         }
         if let Some(map) = &stats.palette_map {
             kiln_model::io::write_atomically(PALETTE_FILE, |w| map.write(w))

@@ -343,8 +343,10 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         (rec.processing - rec.final_drain).as_secs_f64(),
         written.as_secs_f64()
     );
+    // Warnings and image paths come from the traced processes (a file named with
+    // escape sequences is as easy to map as any): shown escaped.
     for w in &s.warnings {
-        eprintln!("kiln record: warning: {w}");
+        eprintln!("kiln record: warning: {}", super::common::shown(w));
     }
     if s.frames > 0 {
         eprintln!(
@@ -355,21 +357,27 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         );
         for u in &s.unnamed_images {
             eprintln!(
-                "kiln record:   {} frames without a name in {}{}{}",
+                "kiln record:   {} frames without a name in {}",
                 u.frames,
-                u.path.display(),
-                u.build_id
-                    .as_deref()
-                    .map(|b| format!(" (build id {b})"))
-                    .unwrap_or_default(),
-                u.note
-                    .as_deref()
-                    .map(|n| format!(": {n}"))
-                    .unwrap_or_default()
+                super::common::shown(&format!(
+                    "{}{}{}",
+                    u.path.display(),
+                    u.build_id
+                        .as_deref()
+                        .map(|b| format!(" (build id {b})"))
+                        .unwrap_or_default(),
+                    u.note
+                        .as_deref()
+                        .map(|n| format!(": {n}"))
+                        .unwrap_or_default()
+                ))
             );
             let fix = u.fix();
             if !fix.is_empty() {
-                eprintln!("kiln record:   to name them: {fix}");
+                eprintln!(
+                    "kiln record:   to name them: {}",
+                    super::common::shown(&fix)
+                );
             }
         }
     }

@@ -3,6 +3,7 @@ use super::load::LoadCommand;
 use super::store::StoreArgs;
 use anyhow::{bail, Context, Result};
 use kiln_model::stop::Stop;
+use kiln_model::text;
 use kiln_record::{EventSpec, UnwindMode};
 use kiln_run::{Load, Phase, Progress, RunOptions};
 use kiln_store::{RunData, Saved};
@@ -23,9 +24,9 @@ use std::time::Duration;
 /// second. A run cut short (the target exits, the load fails, Ctrl-C) is still stored,
 /// marked incomplete with the reason.
 ///
-/// With a PostgreSQL store (--store postgres://…) whose server is away when the run ends,
-/// the save retries for 10 s, then keeps the run in ./kiln-unsaved-runs.db, says how to
-/// push it (kiln runs import), and exits 1.
+/// A run its store cannot take (a PostgreSQL server away through 10 s of retries, a full
+/// disk, a file size limit, a store made read-only) is kept in ./kiln-unsaved-runs.db (else
+/// $TMPDIR/kiln-unsaved-runs.db); kiln says how to push it (kiln runs import) and exits 1.
 ///
 /// Examples:
 ///   kiln run --name before -p "$(pgrep -o beam.smp)" -e cpu,offcpu -d 30 --warmup 5 load amqp -x 1 -y 1 -r 20000
@@ -36,6 +37,8 @@ use std::time::Duration;
 #[command(subcommand_value_name = "LOAD", subcommand_help_heading = "Loads")]
 pub struct Args {
     /// Name of the run (runs of one name are compared as a group: kiln compare before after).
+    /// 1 to 128 characters, no control characters, not a number and not starting with #,
+    /// id: or name: (those name runs by id: kiln runs rm 12, #12, id:12).
     #[arg(short, long, default_value = "run")]
     pub name: String,
 
@@ -100,7 +103,8 @@ pub struct Args {
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
 
-    /// A label kept with the run, KEY=VALUE (repeatable). Example: --tag sbwt=none
+    /// A label kept with the run, KEY=VALUE (repeatable; key and value as names: at most 128
+    /// characters, no control characters). Example: --tag sbwt=none
     #[arg(long, value_name = "KEY=VALUE")]
     pub tag: Vec<String>,
 
@@ -192,10 +196,16 @@ fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
 fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
     tags.iter()
         .map(|t| {
-            t.split_once('=')
+            let (k, v) = t
+                .split_once('=')
                 .filter(|(k, _)| !k.is_empty())
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .with_context(|| format!("--tag '{t}': expected KEY=VALUE"))
+                .with_context(|| format!("--tag '{}': expected KEY=VALUE", text::clean(t)))?;
+            kiln_store::check_text("tag key", k).map_err(|e| anyhow::anyhow!("--tag: {e}"))?;
+            if !v.is_empty() {
+                kiln_store::check_text("tag value", v)
+                    .map_err(|e| anyhow::anyhow!("--tag: {e}"))?;
+            }
+            Ok((k.to_string(), v.to_string()))
         })
         .collect()
 }
@@ -266,6 +276,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    kiln_store::check_name(&args.name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     let need = kiln_run::compare::smallest_group(0.05);
     if (2..need as u32).contains(&args.repeat) {
         eprintln!(
@@ -334,28 +345,51 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         progress.done();
         let mut run = run?;
         for w in run.meta.warnings.iter().filter(|w| w.starts_with("pprof:")) {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", text::clean_cut(w, 2 * text::MAX_SHOWN));
         }
-        // A shared store whose server went away (and stayed away through the retries):
-        // the run is kept in a local file rather than lost.
-        let saved = kiln_store::save_or_keep(
-            store.as_mut(),
-            &run,
-            Path::new(kiln_store::FALLBACK_STORE),
-        )
-        .with_context(|| format!("Cannot save the run in '{}'", store.location().display()))?;
+        // A store that cannot take the run (a shared store's server away through the
+        // retries, a full disk, a file size limit, a read-only or damaged file): the run
+        // is kept in a local file rather than lost.
+        let saved = kiln_store::save_or_keep(store.as_mut(), &run, &kiln_store::fallback_files());
+        let saved = match saved {
+            Ok(s) => s,
+            Err(lost) => {
+                // Nowhere to keep it: its figures at least reach the terminal.
+                let _ = write!(std::io::stdout(), "{}", summary(&run, Path::new("nowhere")));
+                return Err(anyhow::Error::new(lost).context(format!(
+                    "Cannot save the run in '{}'",
+                    store.location().display()
+                )));
+            }
+        };
         let (id, kept_in) = match saved {
             Saved::Stored(id) => (id, None),
-            Saved::Kept { id, file, error } => {
+            Saved::Kept {
+                id,
+                file,
+                error,
+                left_out,
+            } => {
+                let retried = if error.is_unreachable() {
+                    format!(" (retried for {} s)", kiln_store::DEFAULT_RETRY.as_secs())
+                } else {
+                    String::new()
+                };
                 eprintln!(
-                    "kiln run: could not save the run (retried for {} s): {error}\n\
-                     kiln run: the run is kept in {} as #{id}; once the server is back, push it with\n\
+                    "kiln run: could not save the run{retried}: {}\n\
+                     kiln run: the run is kept in {} as #{id}{}; once the store can take it, push it with\n\
                      \x20   kiln runs import {} --store '{}'\n\
-                     kiln run: (with the URL's password if it has one), then remove {}",
-                    kiln_store::DEFAULT_RETRY.as_secs(),
+                     kiln run: {}then remove {}",
+                    text::clean_lines(&error.to_string()),
                     file.display(),
+                    left_out.map(|l| format!(" ({l})")).unwrap_or_default(),
                     file.display(),
                     store.location().display(),
+                    if kiln_store::is_url(store.location()) {
+                        "(with the URL's password if it has one), "
+                    } else {
+                        ""
+                    },
                     file.display()
                 );
                 kept_all = false;
@@ -483,24 +517,32 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     use std::fmt::Write as _;
     let m = &run.meta;
     let h = &m.headline;
+    // Everything a run holds came from outside (names, command lines, a shared or
+    // imported store): shown escaped, one field a line.
+    let c = |x: &str| text::clean_cut(x, 2 * text::MAX_SHOWN).into_owned();
     let mut s = String::new();
     let status = match &m.status.reason {
         None => "complete".to_string(),
-        Some(r) => format!("INCOMPLETE: {r}"),
+        Some(r) => format!("INCOMPLETE: {}", c(r)),
     };
     let _ = writeln!(
         s,
         "run '{}' #{} ({status}): {:.1} s measured",
-        m.name,
+        text::clean_cut(&m.name, 80),
         m.id.unwrap_or(0),
         m.measure.seconds()
     );
     let unit = if m.load.unit.is_empty() {
-        "op"
+        "op".to_string()
     } else {
-        m.load.unit.as_str()
+        c(&m.load.unit)
     };
-    let _ = write!(s, "  load: {} {}", m.load.protocol, m.load.argv.join(" "));
+    let _ = write!(
+        s,
+        "  load: {} {}",
+        c(&m.load.protocol),
+        c(&m.load.argv.join(" "))
+    );
     if let Some(c) = h.connections {
         let _ = write!(s, ": {} connections held", kiln_model::thousands(c));
     }
@@ -532,7 +574,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         let _ = write!(
             s,
             "  target {} (pid {}): CPU {:.1}% (user {:.1}%, system {:.1}%)",
-            m.target.comm,
+            c(&m.target.comm),
             m.target
                 .pids
                 .iter()
@@ -597,19 +639,19 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         .pointer("/summary/plateau/verdict")
         .and_then(|v| v.as_str())
     {
-        let _ = writeln!(s, "  {v}");
+        let _ = writeln!(s, "  {}", c(v));
     }
     if let Some(sw) = kiln_run::sweep::sweep(run, &Default::default(), 10) {
-        let _ = writeln!(s, "  sweep ({}):", sw.param);
-        s.push_str(&sw.text());
+        let _ = writeln!(s, "  sweep ({}):", c(&sw.param));
+        s.push_str(&text::clean_lines(&sw.text()));
     }
     if !m.windows.is_empty() {
-        let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
+        let names: Vec<String> = m.windows.iter().map(|w| c(&w.name)).collect();
         let _ = writeln!(
             s,
             "  windows: {} (kiln compare {n}@STEP …, kiln flamegraph run:{n}@STEP)",
             names.join(", "),
-            n = m.name
+            n = text::clean_cut(&m.name, 80)
         );
     }
     for p in &run.profiles {
@@ -621,13 +663,13 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         if top.is_empty() {
             continue;
         }
-        let _ = writeln!(s, "  top functions ({}, self):", p.event.name);
+        let _ = writeln!(s, "  top functions ({}, self):", c(&p.event.name));
         for (name, share) in top {
-            let _ = writeln!(s, "    {share:5.1}%  {name}");
+            let _ = writeln!(s, "    {share:5.1}%  {}", c(&name));
         }
     }
     for w in &m.warnings {
-        let _ = writeln!(s, "  warning: {w}");
+        let _ = writeln!(s, "  warning: {}", c(w));
     }
     let _ = writeln!(
         s,

@@ -1,6 +1,7 @@
 //! `kiln runs`: list, show, remove, export and import stored runs.
 use super::store::{resolve, StoreArgs};
 use anyhow::{bail, Context, Result};
+use kiln_model::text;
 use kiln_run::compare::format_value as fv;
 use kiln_store::{RunMeta, SqliteStore, Store};
 use std::io::Write;
@@ -10,9 +11,10 @@ use std::process::ExitCode;
 /// Stored runs: list them (the default), show one, remove, export one to a file to share,
 /// import such a file.
 ///
-/// A run is named by its id (12 or #12) or by its name (the latest run, or group of
-/// --repeat runs, of that name). Every command that reads a profile also takes a stored
-/// run: kiln flamegraph run:before -o before.html.
+/// A run is named by its id (#12, id:12, or a bare 12: run names cannot be numbers) or by
+/// its name (the latest run, or group of --repeat runs, of that name; name:NAME forces a
+/// name). Every command that reads a profile also takes a stored run: kiln flamegraph
+/// run:before -o before.html.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
@@ -52,9 +54,9 @@ pub enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Remove runs.
+    /// Remove runs; says which (id and name) it removed.
     Rm {
-        /// The runs (ids or names: a name removes its latest group).
+        /// The runs (#ID, ID or NAME: a name removes its latest group).
         #[arg(required = true)]
         runs: Vec<String>,
     },
@@ -62,8 +64,8 @@ pub enum RunsCommand {
     Export {
         /// The run (id or name).
         run: String,
-        /// The file to write (conventionally NAME.kiln); other kiln commands read it as a
-        /// profile, kiln runs import adds it to a store.
+        /// The file to write (conventionally NAME.kiln; `-` for stdout); other kiln
+        /// commands read it as a profile, kiln runs import adds it to a store.
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
     },
@@ -73,7 +75,7 @@ pub enum RunsCommand {
     Report {
         /// The run (id or name; a name with --repeat runs: the latest of them).
         run: String,
-        /// The HTML file to write.
+        /// The HTML file to write (`-` for stdout).
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
         /// Category rules (CATEGORY = REGEX per line) tried before the built-in BEAM, Go,
@@ -96,9 +98,11 @@ pub enum RunsCommand {
         #[arg(long, conflicts_with_all = ["name", "output"])]
         list: bool,
     },
-    /// Add the runs of an exported file to the store.
+    /// Add the runs of an exported file (or of a kiln-unsaved-runs.db that kiln run kept
+    /// a run in) to the store. Every file is checked first: one that cannot be read
+    /// imports nothing and leaves no new store behind.
     Import {
-        /// Files written by kiln runs export.
+        /// Files written by kiln runs export, or kept by kiln run.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -143,13 +147,14 @@ pub fn list_table(runs: &[RunMeta]) -> String {
     .to_vec()];
     for m in runs {
         let h = &m.headline;
+        // Names and command lines come from outside: escaped before they are cut.
         rows.push(vec![
             m.id.unwrap_or(0).to_string(),
-            truncate(&m.name, 24),
+            truncate(&text::clean(&m.name), 24),
             date(m.started_unix_ms),
-            truncate(&m.target.comm, 16),
+            truncate(&text::clean(&m.target.comm), 16),
             truncate(
-                &format!("{} {}", m.load.protocol, m.load.argv.join(" ")),
+                &text::clean(&format!("{} {}", m.load.protocol, m.load.argv.join(" "))),
                 40,
             ),
             opt(h.throughput, "/s"),
@@ -211,47 +216,54 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
         }
         out.push_str(&super::run::summary(&run, store.location()));
         use std::fmt::Write as _;
+        let c = |x: &str| text::clean_cut(x, 2 * text::MAX_SHOWN).into_owned();
         let _ = writeln!(
             out,
             "  started {} UTC on {} (kernel {}, {} CPUs), kiln {}",
             date(m.started_unix_ms),
-            m.host,
-            m.kernel,
+            c(&m.host),
+            c(&m.kernel),
             m.cpus,
-            m.kiln_version
+            c(&m.kiln_version)
         );
-        let _ = writeln!(out, "  command: {}", m.command_line.join(" "));
+        let _ = writeln!(out, "  command: {}", c(&m.command_line.join(" ")));
         let _ = writeln!(
             out,
             "  target: {} {} (build id {})",
-            m.target.exe,
-            m.target.cmdline.join(" "),
+            c(&m.target.exe),
+            c(&m.target.cmdline.join(" ")),
             if m.target.build_id.is_empty() {
-                "none"
+                "none".to_string()
             } else {
-                &m.target.build_id
+                c(&m.target.build_id)
             }
         );
         if let Some(n) = &m.note {
-            let _ = writeln!(out, "  note: {n}");
+            let _ = writeln!(out, "  note: {}", c(n));
         }
         if !m.tags.is_empty() {
-            let tags: Vec<String> = m.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let tags: Vec<String> = m
+                .tags
+                .iter()
+                .map(|(k, v)| format!("{}={}", c(k), c(v)))
+                .collect();
             let _ = writeln!(out, "  tags: {}", tags.join(" "));
         }
         if m.repeat.1 > 1 {
             let _ = writeln!(
                 out,
                 "  repeat {} of {} (group {})",
-                m.repeat.0, m.repeat.1, m.group
+                m.repeat.0,
+                m.repeat.1,
+                c(&m.group)
             );
         }
         for s in &run.series {
-            let cols: Vec<&str> = s.columns.iter().map(|c| c.name.as_str()).collect();
+            let cols: Vec<String> = s.columns.iter().map(|col| c(&col.name)).collect();
             let _ = writeln!(
                 out,
                 "  series '{}': {} seconds of {}",
-                s.name,
+                c(&s.name),
                 s.time_ns.len(),
                 cols.join(", ")
             );
@@ -260,7 +272,7 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
             let _ = writeln!(
                 out,
                 "  profile '{}': {} samples, {} stacks",
-                p.event.name,
+                c(&p.event.name),
                 p.samples.len(),
                 p.stacks.len()
             );
@@ -270,14 +282,19 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
                 let _ = writeln!(
                     out,
                     "  latency histograms '{}': one per second (HdrHistogram interval log)",
-                    h.name
+                    c(&h.name)
                 );
             } else {
-                let _ = writeln!(out, "  latency histogram '{}' ({})", h.name, h.window);
+                let _ = writeln!(
+                    out,
+                    "  latency histogram '{}' ({})",
+                    c(&h.name),
+                    c(&h.window)
+                );
             }
         }
         for a in &run.attachments {
-            let _ = writeln!(out, "  attachment '{}': {} bytes", a.name, a.data.len());
+            let _ = writeln!(out, "  attachment '{}': {} bytes", c(&a.name), a.data.len());
         }
     }
     Ok(out)
@@ -299,19 +316,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
             write!(out, "{}", show(&*store, &run, json)?)?;
         }
         Some(RunsCommand::Rm { runs }) => {
-            let mut store = args.store.open_existing()?;
-            let mut ids = Vec::new();
+            let mut store = args.store.open_existing_to_write()?;
+            let mut doomed: Vec<RunMeta> = Vec::new();
             for r in &runs {
-                ids.extend(resolve(&*store, r)?.into_iter().filter_map(|m| m.id));
+                for m in resolve(&*store, r)? {
+                    if !doomed.iter().any(|d| d.id == m.id) {
+                        doomed.push(m);
+                    }
+                }
             }
-            for id in &ids {
-                store.remove(*id)?;
+            for m in &doomed {
+                let id = m.id.context("run without id")?;
+                store.remove(id)?;
+                eprintln!(
+                    "removed run #{id} '{}' ({} UTC) from {}",
+                    text::clean_cut(&m.name, 80),
+                    date(m.started_unix_ms),
+                    store.location().display()
+                );
             }
-            eprintln!(
-                "removed {} run(s) from {}",
-                ids.len(),
-                store.location().display()
-            );
         }
         Some(RunsCommand::Export { run, output }) => {
             let store = args.store.open_existing()?;
@@ -319,16 +342,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 .into_iter()
                 .filter_map(|m| m.id)
                 .collect();
-            if let (Some(dest), Some(file)) = (
-                output.to_str().filter(|_| output.exists()),
-                store.local_file(),
-            ) {
-                if kiln_model::io::same_file(&output, file) {
-                    bail!("the output '{dest}' is the store itself; choose another -o");
+            if output.as_os_str() == "-" {
+                // `-o -`: the file's bytes on standard output, as everywhere in kiln.
+                super::common::write_output(None, |w| {
+                    kiln_store::export_to(&*store, &ids, w, std::path::Path::new("<stdout>"))?;
+                    Ok(())
+                })?;
+                eprintln!("wrote {} run(s) to standard output", ids.len());
+            } else {
+                if let (Some(dest), Some(file)) = (
+                    output.to_str().filter(|_| output.exists()),
+                    store.local_file(),
+                ) {
+                    if kiln_model::io::same_file(&output, file) {
+                        bail!("the output '{dest}' is the store itself; choose another -o");
+                    }
                 }
+                kiln_store::export(&*store, &ids, &output)?;
+                eprintln!("wrote {} run(s) to {}", ids.len(), output.display());
             }
-            kiln_store::export(&*store, &ids, &output)?;
-            eprintln!("wrote {} run(s) to {}", ids.len(), output.display());
         }
         Some(RunsCommand::Report {
             run,
@@ -340,7 +372,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let last = runs.last().and_then(|m| m.id).context("run without id")?;
             if runs.len() > 1 {
                 eprintln!(
-                    "'{run}' names {} runs; reporting the latest, #{last} (name another by its id)",
+                    "'{}' names {} runs; reporting the latest, #{last} (name another by its id)",
+                    text::clean_cut(&run, 80),
                     runs.len()
                 );
             }
@@ -348,9 +381,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
             if let Some(c) = &categories {
                 opts.rules = kiln_report::Rules::from_file_and_builtin(c)?;
             }
-            kiln_report::write_run_report_file(&store.load(last)?, &opts, &output)
-                .with_context(|| format!("Failed to write '{}'", output.display()))?;
-            eprintln!("wrote {}", output.display());
+            let data = store.load(last)?;
+            if output.as_os_str() == "-" {
+                super::common::write_output(None, |w| {
+                    kiln_report::write_run_report(&data, &opts, w)?;
+                    Ok(())
+                })?;
+            } else {
+                kiln_report::write_run_report_file(&data, &opts, &output)
+                    .with_context(|| format!("Failed to write '{}'", output.display()))?;
+                eprintln!("wrote {}", output.display());
+            }
         }
         Some(RunsCommand::Attachment {
             run,
@@ -364,17 +405,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let data = store.load(last)?;
             if list {
                 for a in &data.attachments {
-                    writeln!(out, "{}\t{}", a.name, a.data.len())?;
+                    writeln!(out, "{}\t{}", text::clean(&a.name), a.data.len())?;
                 }
             } else {
                 let name = name.context(
                     "give the attachment's name (kiln runs attachment RUN --list lists them)",
                 )?;
                 let Some(a) = data.attachments.iter().find(|a| a.name == name) else {
-                    let names: Vec<&str> =
-                        data.attachments.iter().map(|a| a.name.as_str()).collect();
+                    let names: Vec<String> = data
+                        .attachments
+                        .iter()
+                        .map(|a| text::clean_cut(&a.name, 80).into_owned())
+                        .collect();
                     bail!(
-                        "run #{last} has no attachment '{name}'; it has: {}",
+                        "run #{last} has no attachment '{}'; it has: {}",
+                        text::clean_cut(&name, 80),
                         if names.is_empty() {
                             "none".to_string()
                         } else {
@@ -398,32 +443,64 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 }
             }
         }
-        Some(RunsCommand::Import { files }) => {
-            let mut store = args.store.open()?;
-            for f in &files {
-                if store
-                    .local_file()
-                    .is_some_and(|s| kiln_model::io::same_file(f, s))
-                {
-                    bail!("'{}' is the store itself", f.display());
-                }
-                let from = SqliteStore::open_existing(f)
-                    .with_context(|| format!("Cannot import '{}'", f.display()))?;
-                let mut n = 0;
-                for m in from.list()? {
-                    let run = from.load(m.id.context("run without id")?)?;
-                    let id = store.save(&run)?;
-                    eprintln!("imported '{}' from {} as #{id}", m.name, f.display());
-                    n += 1;
-                }
-                if n == 0 {
-                    eprintln!("warning: '{}' holds no run", f.display());
-                }
-            }
-        }
+        Some(RunsCommand::Import { files }) => import(&args.store, &files)?,
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `kiln runs import`: every file is opened (read-only) and checked before the store is
+/// opened; a run that cannot be read stops the import with an error naming it, and a
+/// store this import created is removed again when nothing landed in it.
+fn import(store_args: &StoreArgs, files: &[PathBuf]) -> Result<()> {
+    let mut sources = Vec::new();
+    for f in files {
+        let from = SqliteStore::open_existing(f)
+            .with_context(|| format!("Cannot import '{}'", f.display()))?;
+        let runs = from
+            .list()
+            .with_context(|| format!("Cannot import '{}'", f.display()))?;
+        sources.push((f, from, runs));
+    }
+    let location = store_args.location();
+    let created = !kiln_store::is_url(&location) && std::fs::symlink_metadata(&location).is_err();
+    let mut store = store_args.open()?;
+    let mut imported = 0;
+    let outcome = (|| -> Result<()> {
+        for (f, from, runs) in &sources {
+            if store
+                .local_file()
+                .is_some_and(|s| kiln_model::io::same_file(f, s))
+            {
+                bail!("'{}' is the store itself", f.display());
+            }
+            for m in runs {
+                let id = m.id.context("run without id")?;
+                let run = from
+                    .load(id)
+                    .with_context(|| format!("Cannot import run #{id} of '{}'", f.display()))?;
+                let new = store.save(&run)?;
+                imported += 1;
+                eprintln!(
+                    "imported '{}' from {} as #{new}",
+                    text::clean_cut(&m.name, 80),
+                    f.display()
+                );
+            }
+            if runs.is_empty() {
+                eprintln!("warning: '{}' holds no run", f.display());
+            }
+        }
+        Ok(())
+    })();
+    if outcome.is_err() && imported == 0 && created {
+        // Nothing landed: the store this import created goes with it.
+        if let Some(file) = store.local_file().map(|p| p.to_path_buf()) {
+            drop(store);
+            kiln_store::remove_store_file(&file);
+        }
+    }
+    outcome
 }
 
 fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
@@ -438,8 +515,12 @@ fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
         },
     };
     let mut runs = s.list()?;
-    if let Some(n) = &l.name {
-        runs.retain(|m| &m.name == n);
+    if let Some(n) = l
+        .name
+        .as_deref()
+        .map(|n| n.strip_prefix("name:").unwrap_or(n))
+    {
+        runs.retain(|m| m.name == n);
     }
     if l.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&runs)?)?;

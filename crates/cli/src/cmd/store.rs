@@ -33,19 +33,35 @@ impl StoreArgs {
         match kiln_store::open(&self.location()) {
             Ok(s) => Ok(s),
             // Already names the store (without its password).
-            Err(e @ StoreError::Postgres { .. }) => Err(e.into()),
+            Err(e @ (StoreError::Postgres { .. } | StoreError::Damaged { .. })) => Err(e.into()),
             Err(e) => {
                 Err(e).with_context(|| format!("Cannot open the run store '{}'", self.shown()))
             }
         }
     }
 
-    /// Opens an existing store (reading commands: a missing store is an error, not a new
-    /// empty one).
+    /// Opens an existing store to read it, read-only (reading commands: a missing store
+    /// is an error, not a new empty one).
     pub fn open_existing(&self) -> Result<Box<dyn Store>> {
-        match kiln_store::open_existing(&self.location()) {
+        self.existing(kiln_store::open_existing)
+    }
+
+    /// Opens an existing store to change it (`kiln runs rm`).
+    pub fn open_existing_to_write(&self) -> Result<Box<dyn Store>> {
+        self.existing(kiln_store::open_existing_to_write)
+    }
+
+    fn existing(
+        &self,
+        open: fn(&Path) -> kiln_store::Result<Box<dyn Store>>,
+    ) -> Result<Box<dyn Store>> {
+        match open(&self.location()) {
             Ok(s) => Ok(s),
-            Err(e @ (StoreError::Missing { .. } | StoreError::Postgres { .. })) => Err(e.into()),
+            Err(
+                e @ (StoreError::Missing { .. }
+                | StoreError::Postgres { .. }
+                | StoreError::Damaged { .. }),
+            ) => Err(e.into()),
             Err(e) => {
                 Err(e).with_context(|| format!("Cannot open the run store '{}'", self.shown()))
             }
@@ -53,8 +69,8 @@ impl StoreArgs {
     }
 }
 
-/// The runs `reference` names: `NAME` (its latest group of repeats), `ID`/`#ID`, and
-/// `REF@WINDOW`, a window of each (a sweep step: `sweep@48`, `sweep@connections=48`), whose
+/// The runs `reference` names: `NAME` (its latest group of repeats), `#ID`/`id:ID`/`ID`,
+/// `name:NAME` (the rule: [`kiln_store::Reference`]), and `REF@WINDOW`, a window of each (a sweep step: `sweep@48`, `sweep@connections=48`), whose
 /// metadata then holds that window as its measurement and the window's own figures.
 pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
     let err = match store.resolve(reference) {
@@ -70,10 +86,12 @@ pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
         let Some(w) = kiln_run::window::find_window(&m, window) else {
             let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
             bail!(
-                "run '{run}' (#{}) has no window '{window}' (it has: measure{}{})",
+                "run '{}' (#{}) has no window '{}' (it has: measure{}{})",
+                kiln_model::text::clean_cut(run, 80),
                 m.id.unwrap_or(0),
+                kiln_model::text::clean_cut(window, 80),
                 if names.is_empty() { "" } else { ", " },
-                names.join(", ")
+                kiln_model::text::clean_cut(&names.join(", "), 300)
             );
         };
         let data = store.load(m.id.context("run without id")?)?;

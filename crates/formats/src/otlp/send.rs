@@ -1,6 +1,7 @@
 //! Sending profiles to an OpenTelemetry collector over OTLP/HTTP (`--otlp-endpoint`): one
 //! `POST` of the request's protobuf bytes, as a collector's `otlp` receiver takes them.
 use super::proto::{ExportProfilesServiceResponse, Status};
+use kiln_model::text::{clean_bytes, clean_cut, MAX_SHOWN};
 use std::io::Read;
 use std::time::Duration;
 
@@ -17,7 +18,8 @@ pub struct Sent {
     pub url: String,
     /// Profiles the receiver refused (`partial_success`), and why.
     pub rejected: i64,
-    /// The receiver's message with a partial success (empty when none).
+    /// The receiver's message with a partial success (empty when none), escaped and cut
+    /// to [`MAX_SHOWN`] characters for a terminal.
     pub message: String,
 }
 
@@ -57,7 +59,7 @@ pub fn send(request: &[u8], endpoint: &str, timeout: Duration) -> Result<Sent, S
         .post(&url)
         .header("Content-Type", "application/x-protobuf")
         .send(request)
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|e| format!("{url}: {}", clean_cut(&e.to_string(), MAX_SHOWN)))?;
     let status = resp.status().as_u16();
     let protobuf = resp
         .headers()
@@ -69,13 +71,19 @@ pub fn send(request: &[u8], endpoint: &str, timeout: Duration) -> Result<Sent, S
         .into_reader()
         .take(MAX_ANSWER)
         .read_to_end(&mut body)
-        .map_err(|e| format!("{url}: reading the answer: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "{url}: reading the answer: {}",
+                clean_cut(&e.to_string(), MAX_SHOWN)
+            )
+        })?;
     if status != 200 {
+        // The collector's words, shown safely: escaped and cut short.
         let said = match prost::Message::decode(body.as_slice()) {
-            Ok(Status { message, .. }) if protobuf && !message.is_empty() => message,
-            _ => String::from_utf8_lossy(&body[..body.len().min(200)])
-                .trim()
-                .replace('\n', " "),
+            Ok(Status { message, .. }) if protobuf && !message.is_empty() => {
+                clean_cut(&message, MAX_SHOWN).into_owned()
+            }
+            _ => clean_bytes(body.trim_ascii(), MAX_SHOWN),
         };
         let hint = if status == 404 {
             " (does the collector's otlp receiver take profiles? the Collector needs \
@@ -95,7 +103,7 @@ pub fn send(request: &[u8], endpoint: &str, timeout: Duration) -> Result<Sent, S
     Ok(Sent {
         url,
         rejected: partial.rejected_profiles,
-        message: partial.error_message,
+        message: clean_cut(&partial.error_message, MAX_SHOWN).into_owned(),
     })
 }
 

@@ -1,7 +1,10 @@
 //! pprof → kiln profiles: one [`Profile`] per sample type.
 use super::proto;
+use super::wire;
 use crate::FormatError;
+use kiln_collapse::folded::{group_by_prefix, Row};
 use kiln_collapse::{SkipReason, Stats};
+use kiln_model::input::{MAX_NAMES, MAX_STACK_DEPTH};
 use kiln_model::{
     EventInfo, FrameId, FrameKind, Label, LabelSetId, LabelValue, Profile, Source, StackId, StrId,
     ThreadId, WeightUnit, NO_TIME,
@@ -11,7 +14,6 @@ use std::collections::HashMap;
 
 /// A fast, fixed hasher: ids from the file, not from an adversary who gains anything.
 type Fast = foldhash::fast::FixedState;
-use std::io::Read;
 
 /// What a pprof file held besides its samples.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -87,32 +89,11 @@ pub fn sniff(head: &[u8]) -> bool {
     fields > 0
 }
 
-/// Inflates gzip data (pprof files are usually gzipped); other bytes are returned as is.
-pub fn inflate<'a>(name: &str, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, [u8]>, FormatError> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
-        return Ok(std::borrow::Cow::Borrowed(bytes));
-    }
-    let mut out = Vec::with_capacity(bytes.len().saturating_mul(4));
-    flate2::read::MultiGzDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .map_err(|e| FormatError::Malformed {
-            name: name.to_string(),
-            format: "gzip",
-            why: if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                format!(
-                    "the gzip data is truncated ({} bytes inflated before the end)",
-                    out.len()
-                )
-            } else {
-                format!("damaged gzip data: {e}")
-            },
-        })?;
-    Ok(std::borrow::Cow::Owned(out))
-}
-
-/// Decodes the protobuf message of a pprof file (gzipped or not).
+/// Decodes the protobuf message of a pprof file (gzipped or not) into owned messages
+/// (what `kiln run --pprof` subtracts and re-encodes; reading a file for its profiles
+/// goes through [`decode`], which reads the message in place).
 pub fn decode_message(name: &str, bytes: &[u8]) -> Result<proto::Profile, FormatError> {
-    let raw = inflate(name, bytes)?;
+    let raw = crate::compressed::inflate(name, bytes)?;
     proto::Profile::decode(&*raw).map_err(|e| FormatError::Malformed {
         name: name.to_string(),
         format: "pprof",
@@ -122,8 +103,34 @@ pub fn decode_message(name: &str, bytes: &[u8]) -> Result<proto::Profile, Format
 
 /// Reads a pprof file's bytes (gzipped or not) into one profile per sample type.
 pub fn decode(name: &str, bytes: &[u8]) -> Result<Decoded, FormatError> {
-    let msg = decode_message(name, bytes)?;
-    convert(name, &msg)
+    let raw = crate::compressed::inflate(name, bytes)?;
+    read_message(name, &raw, None)
+}
+
+/// As [`decode`], building the profile of one sample type only: the one `choose` picks
+/// from what the file says of itself (the others' profiles are left empty, their counts
+/// kept). One profile of a large file costs its stack table once, not once per type.
+pub fn decode_chosen(
+    name: &str,
+    bytes: &[u8],
+    choose: &dyn Fn(&PprofInfo) -> Result<usize, FormatError>,
+) -> Result<(Decoded, usize), FormatError> {
+    let raw = crate::compressed::inflate(name, bytes)?;
+    let mut chosen = 0;
+    let d = read_message(
+        name,
+        &raw,
+        Some(&mut |info: &PprofInfo| {
+            chosen = choose(info)?;
+            Ok(chosen)
+        }),
+    )?;
+    Ok((d, chosen))
+}
+
+/// Converts a decoded message (see [`decode_message`]).
+pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError> {
+    read_message(name, &msg.encode_to_vec(), None)
 }
 
 /// What a pprof unit becomes: kiln's unit, and the factor turning values into it.
@@ -141,7 +148,7 @@ fn unit_of(unit: &str) -> (WeightUnit, u64) {
 }
 
 struct Strings<'a> {
-    table: &'a [Vec<u8>],
+    table: Vec<&'a [u8]>,
     name: &'a str,
 }
 
@@ -150,7 +157,7 @@ impl Strings<'_> {
         usize::try_from(i)
             .ok()
             .and_then(|i| self.table.get(i))
-            .map(|s| s.as_slice())
+            .copied()
             .ok_or_else(|| FormatError::Malformed {
                 name: self.name.to_string(),
                 format: "pprof",
@@ -195,18 +202,84 @@ impl Index {
     }
 }
 
-/// Converts a decoded message (see [`decode_message`]).
-pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError> {
+/// Picks the one sample type to build a profile of, from what the file says of itself.
+type Choose<'a> = &'a mut dyn FnMut(&PprofInfo) -> Result<usize, FormatError>;
+
+/// What a sample's stack came to.
+#[derive(Clone, Copy)]
+enum Stack {
+    Node(StackId),
+    /// No location: kept under a `[no stack]` frame.
+    Empty,
+    TooDeep,
+}
+
+/// The message's top-level fields: scalars read, repeated messages as their bytes.
+#[derive(Default)]
+struct Top<'a> {
+    sample_type: Vec<(i64, i64)>,
+    samples: Vec<&'a [u8]>,
+    mappings: Vec<&'a [u8]>,
+    locations: Vec<&'a [u8]>,
+    functions: Vec<&'a [u8]>,
+    strings: Vec<&'a [u8]>,
+    time_nanos: i64,
+    duration_nanos: i64,
+    period_type: Option<(i64, i64)>,
+    period: i64,
+    comments: Vec<u64>,
+    default_sample_type: i64,
+}
+
+fn top<'a>(raw: &'a [u8]) -> Result<Top<'a>, wire::WireError> {
+    let mut t = Top::default();
+    for f in wire::Fields::new(raw) {
+        let (tag, v) = f?;
+        match tag {
+            1 => t.sample_type.push(wire::value_type(wire::bytes(&v, 1)?)?),
+            2 => t.samples.push(wire::bytes(&v, 2)?),
+            3 => t.mappings.push(wire::bytes(&v, 3)?),
+            4 => t.locations.push(wire::bytes(&v, 4)?),
+            5 => t.functions.push(wire::bytes(&v, 5)?),
+            6 => {
+                if t.strings.len() >= MAX_NAMES {
+                    return Err(format!(
+                        "more than {MAX_NAMES} strings, the most kiln reads from one profile"
+                    ));
+                }
+                t.strings.push(wire::bytes(&v, 6)?)
+            }
+            9 => t.time_nanos = wire::int(&v, 9)? as i64,
+            10 => t.duration_nanos = wire::int(&v, 10)? as i64,
+            11 => t.period_type = Some(wire::value_type(wire::bytes(&v, 11)?)?),
+            12 => t.period = wire::int(&v, 12)? as i64,
+            13 => wire::push_ints(&v, &mut t.comments, 13)?,
+            14 => t.default_sample_type = wire::int(&v, 14)? as i64,
+            _ => {}
+        }
+    }
+    Ok(t)
+}
+
+/// Reads an inflated message in place ([`wire`]): one profile per sample type, or only
+/// the one `choose` picks.
+fn read_message(
+    name: &str,
+    raw: &[u8],
+    choose: Option<Choose<'_>>,
+) -> Result<Decoded, FormatError> {
     let bad = |why: String| FormatError::Malformed {
         name: name.to_string(),
         format: "pprof",
         why,
     };
+    let msg = top(raw).map_err(|e| bad(format!("not a valid profile.proto message: {e}")))?;
+    let wire_err = |what: String| move |e: wire::WireError| bad(format!("{what}: {e}"));
     let strings = Strings {
-        table: &msg.string_table,
+        table: msg.strings,
         name,
     };
-    if msg.string_table.first().is_some_and(|s| !s.is_empty()) {
+    if strings.table.first().is_some_and(|s| !s.is_empty()) {
         return Err(bad("the string table's first string is not empty".into()));
     }
     if msg.sample_type.is_empty() {
@@ -219,12 +292,10 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
         duration_nanos: msg.duration_nanos,
         ..Default::default()
     };
-    for (i, st) in msg.sample_type.iter().enumerate() {
+    for (i, &(ty, unit)) in msg.sample_type.iter().enumerate() {
         let what = format!("sample_type {i}");
-        info.sample_types.push((
-            strings.text(st.r#type, &what)?,
-            strings.text(st.unit, &what)?,
-        ));
+        info.sample_types
+            .push((strings.text(ty, &what)?, strings.text(unit, &what)?));
     }
     info.default_type = info.sample_types.len() - 1;
     if msg.default_sample_type != 0 {
@@ -237,20 +308,26 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
             info.default_type = i;
         }
     }
-    if let Some(pt) = &msg.period_type {
+    if let Some((ty, unit)) = msg.period_type {
         info.period = Some((
-            strings.text(pt.r#type, "period_type")?,
-            strings.text(pt.unit, "period_type")?,
+            strings.text(ty, "period_type")?,
+            strings.text(unit, "period_type")?,
             msg.period,
         ));
     }
-    for &c in &msg.comment {
-        info.comments.push(strings.text(c, "comment")?);
+    for &c in &msg.comments {
+        info.comments.push(strings.text(c as i64, "comment")?);
     }
+    // Which sample types get a profile: all, or the one chosen now that the file has said
+    // what it holds (before anything large is built).
+    let only = match choose {
+        Some(f) => Some(f(&info)?),
+        None => None,
+    };
 
     // One template profile holds the names, frames and stacks every sample type shares.
     let mut base = Profile::default();
-    let mut str_ids: Vec<Option<StrId>> = vec![None; msg.string_table.len()];
+    let mut str_ids: Vec<Option<StrId>> = vec![None; strings.table.len()];
     let mut intern = |p: &mut Profile, i: i64, what: &str| -> Result<StrId, FormatError> {
         let s = strings.get(i, what)?;
         let slot = &mut str_ids[i as usize];
@@ -258,10 +335,16 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
     };
 
     // Functions: (name, source).
-    let fidx = Index::new(msg.function.iter().map(|f| f.id))
+    let functions_raw = msg
+        .functions
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wire::function(b).map_err(wire_err(format!("function #{i}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let fidx = Index::new(functions_raw.iter().map(|f| f.id))
         .map_err(|id| bad(format!("two functions have id {id}")))?;
-    let mut functions: Vec<(StrId, Option<Source>)> = Vec::with_capacity(msg.function.len());
-    for (i, f) in msg.function.iter().enumerate() {
+    let mut functions: Vec<(StrId, Option<Source>)> = Vec::with_capacity(functions_raw.len());
+    for (i, f) in functions_raw.iter().enumerate() {
         let what = format!("function {} (#{i})", f.id);
         let n = if f.name != 0 { f.name } else { f.system_name };
         // A function without a name (Go's threadcreate profiles) reads as go tool
@@ -282,33 +365,46 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
         };
         functions.push((name, source));
     }
-    let midx = Index::new(msg.mapping.iter().map(|m| m.id))
+    drop(functions_raw);
+    let mappings = msg
+        .mappings
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wire::mapping(b).map_err(wire_err(format!("mapping #{i}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let midx = Index::new(mappings.iter().map(|m| m.id))
         .map_err(|id| bad(format!("two mappings have id {id}")))?;
 
     // Locations: their frames, root first (a location's lines are innermost first; all
-    // but the outermost are inlined into it).
-    let lidx = Index::new(msg.location.iter().map(|l| l.id))
-        .map_err(|id| bad(format!("two locations have id {id}")))?;
-    let mut loc_frames: Vec<Vec<FrameId>> = Vec::with_capacity(msg.location.len());
-    for (i, loc) in msg.location.iter().enumerate() {
-        let mut frames = Vec::with_capacity(loc.line.len().max(1));
-        if loc.line.is_empty() {
+    // but the outermost are inlined into it), in one flat array.
+    let nloc = msg.locations.len();
+    let mut loc_ids: Vec<u64> = Vec::with_capacity(nloc);
+    let mut loc_start: Vec<u32> = Vec::with_capacity(nloc + 1);
+    let mut loc_frames: Vec<FrameId> = Vec::with_capacity(nloc);
+    let mut lines: Vec<(u64, i64)> = Vec::new();
+    for (i, b) in msg.locations.iter().enumerate() {
+        let (id, mapping_id, address) =
+            wire::location(b, &mut lines).map_err(wire_err(format!("location #{i}")))?;
+        loc_ids.push(id);
+        loc_start.push(
+            u32::try_from(loc_frames.len())
+                .map_err(|_| bad("more than 4 billion frames in locations".into()))?,
+        );
+        if lines.is_empty() {
             // Not symbolised: name it by address, in its image where the mapping says.
-            let image = match (loc.mapping_id, midx.get(loc.mapping_id)) {
+            let image = match (mapping_id, midx.get(mapping_id)) {
                 (0, _) => None,
-                (id, None) => {
+                (mid, None) => {
                     return Err(bad(format!(
-                        "location {} (#{i}) names mapping {id}, which does not exist",
-                        loc.id
+                        "location {id} (#{i}) names mapping {mid}, which does not exist"
                     )))
                 }
                 (_, Some(m)) => {
-                    let m = &msg.mapping[m];
+                    let m = &mappings[m];
                     let file = strings.get(m.filename, &format!("mapping {}", m.id))?;
                     let base_name = file.rsplit(|&c| c == b'/').next().unwrap_or(file);
                     (!base_name.is_empty()).then(|| {
-                        let off = loc
-                            .address
+                        let off = address
                             .wrapping_sub(m.memory_start)
                             .wrapping_add(m.file_offset);
                         (base_name.to_vec(), off)
@@ -321,16 +417,15 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
                     v.extend_from_slice(format!("+0x{off:x}").as_bytes());
                     v
                 }
-                None => format!("0x{:x}", loc.address).into_bytes(),
+                None => format!("0x{address:x}").into_bytes(),
             };
-            frames.push(base.frame(&label, FrameKind::Unknown));
+            loc_frames.push(base.frame(&label, FrameKind::Unknown));
         } else {
-            let last = loc.line.len() - 1;
-            for (k, line) in loc.line.iter().enumerate().rev() {
-                let Some(fi) = fidx.get(line.function_id) else {
+            let last = lines.len() - 1;
+            for (k, &(function_id, line)) in lines.iter().enumerate().rev() {
+                let Some(fi) = fidx.get(function_id) else {
                     return Err(bad(format!(
-                        "location {} (#{i}) names function {}, which does not exist",
-                        loc.id, line.function_id
+                        "location {id} (#{i}) names function {function_id}, which does not exist"
                     )));
                 };
                 let (fname, source) = functions[fi];
@@ -342,7 +437,7 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
                 let f = base.frames.intern(kiln_model::Frame { name: fname, kind });
                 let source = source.map(|s| Source {
                     line: if s.line == 0 {
-                        u32::try_from(line.line).unwrap_or(0)
+                        u32::try_from(line).unwrap_or(0)
                     } else {
                         s.line
                     },
@@ -351,58 +446,82 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
                 if let Some(s) = source {
                     base.frames.set_source(f, s);
                 }
-                frames.push(f);
+                loc_frames.push(f);
             }
         }
-        loc_frames.push(frames);
     }
+    loc_start.push(loc_frames.len() as u32);
+    let lidx = Index::new(loc_ids.iter().copied())
+        .map_err(|id| bad(format!("two locations have id {id}")))?;
+    drop(loc_ids);
+    let frames_of = |li: usize| &loc_frames[loc_start[li] as usize..loc_start[li + 1] as usize];
 
-    // Samples: stacks, labels, thread.
+    // Samples, read one at a time from their bytes: their frames (root first, into one
+    // arena), values, labels, thread. The stack tree is built afterwards from all of them
+    // at once: grouped by prefix, every node is appended without a lookup and the table
+    // is sized exactly, so no hash index of millions of nodes is ever built (the
+    // folded reader builds its tree the same way: `kiln_collapse::folded::Row`).
     let ntypes = msg.sample_type.len();
-    // The previous sample's locations and nodes, root first: samples next to each other
-    // often share their root side, which is then not looked up again.
-    let mut prev_locs: Vec<u64> = Vec::new();
-    let mut prev_nodes: Vec<StackId> = Vec::new();
+    let nsamples = msg.samples.len();
     let thread_key = |s: &[u8]| matches!(s, b"thread" | b"comm" | b"thread_name");
-    let mut stacks: Vec<Option<StackId>> = Vec::with_capacity(msg.sample.len());
-    let mut sample_labels: Vec<(LabelSetId, ThreadId)> = Vec::with_capacity(msg.sample.len());
+    let mut stacks: Vec<Stack> = Vec::with_capacity(nsamples);
+    // Grows with the values read (each at least a byte of the file), never reserved from
+    // the counts: a million sample types times a million samples is no allocation to
+    // attempt before the first sample says it has the wrong number of values.
+    let mut values: Vec<u64> = Vec::new();
+    let mut sample_labels: Vec<(LabelSetId, ThreadId)> = Vec::with_capacity(nsamples);
     let mut label_buf: Vec<Label> = Vec::new();
-    for (si, s) in msg.sample.iter().enumerate() {
-        if s.value.len() != ntypes {
+    let mut ids: Vec<u32> = Vec::new();
+    let mut rows: Vec<Row> = Vec::with_capacity(nsamples);
+    let (mut s_locs, mut s_values, mut s_labels) = (Vec::new(), Vec::new(), Vec::new());
+    for (si, b) in msg.samples.iter().enumerate() {
+        wire::sample(b, &mut s_locs, &mut s_values, &mut s_labels)
+            .map_err(wire_err(format!("sample {si}")))?;
+        if s_values.len() != ntypes {
             return Err(bad(format!(
                 "sample {si} has {} values for {ntypes} sample types",
-                s.value.len()
+                s_values.len()
             )));
         }
-        let shared = prev_locs
-            .iter()
-            .zip(s.location_id.iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
-        prev_locs.truncate(shared);
-        prev_nodes.truncate(shared);
-        let mut parent: Option<StackId> = prev_nodes.last().copied();
-        for &lid in s.location_id.iter().rev().skip(shared) {
+        values.extend_from_slice(&s_values);
+        let at = ids.len();
+        let mut depth = 0usize;
+        for &lid in s_locs.iter().rev() {
             let Some(li) = lidx.get(lid) else {
                 return Err(bad(format!(
                     "sample {si} names location {lid}, which does not exist"
                 )));
             };
-            // The stack table interns (parent, frame) pairs itself: one lookup a frame.
-            let mut node = parent;
-            for &f in &loc_frames[li] {
-                node = Some(base.stacks.intern(node, f));
+            let frames = frames_of(li);
+            if frames.is_empty() {
+                return Err(bad(format!("location {lid} has no frame")));
             }
-            parent = Some(node.ok_or_else(|| bad(format!("location {lid} has no frame")))?);
-            prev_locs.push(lid);
-            prev_nodes.extend(parent);
+            depth += frames.len();
+            // A stack deeper than kiln keeps: counted, never built.
+            if depth > MAX_STACK_DEPTH {
+                break;
+            }
+            ids.extend(frames.iter().map(|f| f.0));
         }
-        stacks.push(parent);
+        if depth > MAX_STACK_DEPTH {
+            ids.truncate(at);
+            stacks.push(Stack::TooDeep);
+            sample_labels.push((LabelSetId::EMPTY, ThreadId::NONE));
+            continue;
+        }
+        if depth == 0 {
+            stacks.push(Stack::Empty);
+        } else {
+            rows.push(Row::path(at, depth as u32, si as u64));
+            // Set once the tree is built.
+            stacks.push(Stack::Empty);
+        }
         // Labels; a thread's name and ids (kiln's own pprof output) become its thread.
         label_buf.clear();
         let (mut tname, mut pid, mut tid): (Option<StrId>, Option<u32>, Option<u32>) =
             (None, None, None);
-        for l in &s.label {
+        for lb in &s_labels {
+            let l = wire::label(lb).map_err(wire_err(format!("a label of sample {si}")))?;
             let what = format!("a label of sample {si}");
             let key = intern(&mut base, l.key, &what)?;
             let kb = strings.get(l.key, &what)?;
@@ -445,20 +564,46 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
         };
         sample_labels.push((set, thread));
     }
-
+    drop(loc_frames);
+    group_by_prefix(&mut rows, &ids);
+    let new_nodes: usize = rows
+        .iter()
+        .map(|r| (r.frames() - r.shared()) as usize)
+        .sum();
+    base.stacks.reserve(new_nodes);
+    let mut nodes: Vec<StackId> = Vec::new();
+    for r in &rows {
+        nodes.truncate(r.shared() as usize);
+        for &id in &ids[r.at() + r.shared() as usize..r.at() + r.frames() as usize] {
+            let parent = nodes.last().copied();
+            nodes.push(base.stacks.push_new(parent, FrameId(id)));
+        }
+        if let Some(&leaf) = nodes.last() {
+            stacks[r.value() as usize] = Stack::Node(leaf);
+        }
+    }
+    drop(rows);
+    drop(ids);
     // A sample without locations (Go's heap profile has one for memory the runtime
     // cannot attribute) keeps its value under a `[no stack]` frame, as `go tool pprof`
     // counts it in every total.
-    let no_stack = stacks.iter().any(Option::is_none).then(|| {
+    let no_stack = stacks.iter().any(|s| matches!(s, Stack::Empty)).then(|| {
         let name = base.strings.intern(b"[no stack]");
+        let known = base.frames.len();
         let f = base.frames.intern(kiln_model::Frame {
             name,
-            kind: kiln_model::FrameKind::Unknown,
+            kind: FrameKind::Unknown,
         });
-        base.stacks.intern(None, f)
+        if base.frames.len() > known {
+            // A new frame: no node has it yet.
+            base.stacks.push_new(None, f)
+        } else {
+            base.stacks.intern(None, f)
+        }
     });
 
-    // One profile per sample type.
+    // One profile per sample type (or the one chosen); the last built takes the template
+    // itself rather than a copy.
     let mut out = Decoded {
         info,
         ..Default::default()
@@ -470,7 +615,12 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
         }
         _ => None,
     };
-    for (ti, (tname, tunit)) in out.info.sample_types.iter().enumerate() {
+    let built: Vec<usize> = match only {
+        Some(i) => vec![i],
+        None => (0..ntypes).collect(),
+    };
+    let mut base = Some(base);
+    for (ti, (tname, tunit)) in out.info.sample_types.clone().iter().enumerate() {
         let (mut unit, factor) = unit_of(tunit);
         let mut event = EventInfo::new(tname.clone(), unit);
         if unit == WeightUnit::Events
@@ -481,22 +631,37 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
             event = EventInfo::new(tname.clone(), unit);
             event.sample_period_ns = period_ns;
         }
-        let mut p = Profile {
-            strings: base.strings.clone(),
-            frames: base.frames.clone(),
-            stacks: base.stacks.clone(),
-            threads: base.threads.clone(),
-            samples: Default::default(),
-            event,
+        let build = built.contains(&ti);
+        let mut p = if !build {
+            Profile::new(event.clone())
+        } else if built.last() == Some(&ti) {
+            base.take().unwrap_or_default()
+        } else {
+            let b = base.as_ref().expect("the template is there until the last");
+            let mut p = Profile {
+                strings: b.strings.clone(),
+                frames: b.frames.clone(),
+                stacks: b.stacks.clone(),
+                threads: b.threads.clone(),
+                samples: Default::default(),
+                event: event.clone(),
+            };
+            p.samples.label_sets = b.samples.label_sets.clone();
+            p
         };
-        p.samples.label_sets = base.samples.label_sets.clone();
+        p.event = event;
+        if build {
+            let sets = p.samples.label_sets.clone();
+            p.samples = Default::default();
+            p.samples.label_sets = sets;
+        }
         let mut stats = Stats {
             event: Some(tname.clone()),
             ..Default::default()
         };
         let mut zero = 0u64;
-        for (si, s) in msg.sample.iter().enumerate() {
-            let v = s.value[ti];
+        for (si, stack) in stacks.iter().enumerate() {
+            let v = values[si * ntypes + ti] as i64;
             if v == 0 {
                 zero += 1;
                 continue;
@@ -506,18 +671,30 @@ pub fn convert(name: &str, msg: &proto::Profile) -> Result<Decoded, FormatError>
                 stats.skip(SkipReason::NegativeValue);
                 continue;
             }
-            let Some(stack) = stacks[si].or(no_stack) else {
-                stats.skip(SkipReason::EmptyStack);
-                continue;
+            let stack = match *stack {
+                Stack::Node(s) => s,
+                Stack::Empty => match no_stack {
+                    Some(n) => n,
+                    None => {
+                        stats.skip(SkipReason::EmptyStack);
+                        continue;
+                    }
+                },
+                Stack::TooDeep => {
+                    stats.skip(SkipReason::TooDeep);
+                    continue;
+                }
             };
-            let (set, thread) = sample_labels[si];
-            p.samples.push_labeled(
-                stack,
-                (v as u64).saturating_mul(factor),
-                NO_TIME,
-                thread,
-                set,
-            );
+            if build {
+                let (set, thread) = sample_labels[si];
+                p.samples.push_labeled(
+                    stack,
+                    (v as u64).saturating_mul(factor),
+                    NO_TIME,
+                    thread,
+                    set,
+                );
+            }
             stats.kept += 1;
         }
         out.profiles.push(p);

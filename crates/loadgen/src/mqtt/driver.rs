@@ -286,13 +286,25 @@ struct PubState {
     done: bool,
 }
 
+/// What a run leaves besides its counters.
+#[derive(Debug, Default)]
+struct Outcome {
+    deliveries: Vec<Delivery>,
+    refusals: BTreeMap<String, u64>,
+    drops: BTreeMap<String, u64>,
+}
+
+/// Distinct reasons kept for lost connections; the rest are counted under one line.
+const MAX_DROP_REASONS: usize = 20;
+
 /// An MQTT load, ready to run.
 #[derive(Debug)]
 pub struct MqttDriver {
     opts: MqttOptions,
     addr: SocketAddr,
-    /// Filled at the end of the run: per-publisher delivery and refusals by name.
-    outcome: Mutex<(Vec<Delivery>, BTreeMap<String, u64>)>,
+    /// Filled at the end of the run: per-publisher delivery, refusals by name, lost
+    /// connections by reason.
+    outcome: Mutex<Outcome>,
 }
 
 impl MqttDriver {
@@ -315,7 +327,7 @@ impl MqttDriver {
         Ok(MqttDriver {
             opts,
             addr,
-            outcome: Mutex::new((Vec::new(), BTreeMap::new())),
+            outcome: Mutex::new(Outcome::default()),
         })
     }
 }
@@ -386,6 +398,9 @@ struct Loop<'a> {
     per_source: u64,
     source_bump: u32,
     refusals: BTreeMap<String, u64>,
+    /// Lost connections by reason (a malformed packet and what was wrong with it, the
+    /// broker's DISCONNECT, a reset...), as `sub` names them when one ends its run.
+    drops: BTreeMap<String, u64>,
     first_error: Option<Error>,
     go: bool,
     /// Sessions outlive connections (clean session off): unacknowledged messages are sent
@@ -491,6 +506,7 @@ impl Driver for MqttDriver {
             },
             source_bump: 0,
             refusals: BTreeMap::new(),
+            drops: BTreeMap::new(),
             first_error: None,
             go: false,
             persistent: !o.clean,
@@ -500,7 +516,11 @@ impl Driver for MqttDriver {
         let r = lp.run();
         let deliveries = lp.deliveries();
         let mut out = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
-        *out = (deliveries, std::mem::take(&mut lp.refusals));
+        *out = Outcome {
+            deliveries,
+            refusals: std::mem::take(&mut lp.refusals),
+            drops: std::mem::take(&mut lp.drops),
+        };
         r
     }
 
@@ -517,8 +537,14 @@ impl Driver for MqttDriver {
 
     fn summary(&self, r: &Report) -> serde_json::Value {
         let out = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
-        serde_json::to_value(super::report::Summary::of(&self.opts, r, &out.0, &out.1))
-            .unwrap_or_default()
+        serde_json::to_value(super::report::Summary::of(
+            &self.opts,
+            r,
+            &out.deliveries,
+            &out.refusals,
+            &out.drops,
+        ))
+        .unwrap_or_default()
     }
 }
 
@@ -883,6 +909,14 @@ impl Loop<'_> {
             return;
         }
         self.ctx.add(0, C_DROPPED, 1);
+        // The reason, counted (the broker's words shown safely).
+        let key = kiln_model::text::clean_cut(&why, 160).into_owned();
+        let key = if self.drops.len() < MAX_DROP_REASONS || self.drops.contains_key(&key) {
+            key
+        } else {
+            "other reasons".to_string()
+        };
+        *self.drops.entry(key).or_insert(0) += 1;
         self.ctx.flag_pulse(F_DISCONNECTED);
         self.ctx
             .event("connection-lost", format!("client {i}: {why}"));

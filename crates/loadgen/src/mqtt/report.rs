@@ -18,6 +18,9 @@ pub struct Summary {
     pub pings_unanswered: u64,
     /// Refusals by packet and reason code name (`CONNACK Not authorized`: 3).
     pub refusals: BTreeMap<String, u64>,
+    /// Established connections lost, by reason (`malformed packet from the broker: …`: 4).
+    #[serde(default)]
+    pub dropped: BTreeMap<String, u64>,
     /// Per publisher of this process: sent, received, lost, duplicated, out of order.
     pub delivery: Vec<Delivery>,
     /// What the delivery accounting shows, in words.
@@ -30,6 +33,7 @@ impl Summary {
         r: &Report,
         delivery: &[Delivery],
         refusals: &BTreeMap<String, u64>,
+        dropped: &BTreeMap<String, u64>,
     ) -> Self {
         let h = &r.headline;
         Summary {
@@ -41,6 +45,7 @@ impl Summary {
                 .saturating_sub(h.total("reconnects")),
             pings_unanswered: h.total("pings").saturating_sub(h.total("pongs")),
             refusals: refusals.clone(),
+            dropped: dropped.clone(),
             delivery: delivery.to_vec(),
             verdict: verdict(o, h),
         }
@@ -113,6 +118,12 @@ pub fn format_summary(o: &MqttOptions, r: &Report) -> String {
     if let Ok(s) = serde_json::from_value::<Summary>(r.summary.clone()) {
         for (name, n) in &s.refusals {
             extra.push(format!("refused: {name} × {n}"));
+        }
+        for (why, n) in &s.dropped {
+            extra.push(format!(
+                "dropped: {} × {n}",
+                kiln_model::text::clean_cut(why, 200)
+            ));
         }
         let bad: Vec<&Delivery> = s
             .delivery

@@ -23,7 +23,7 @@ export function tagList(tags: [string, string][]): HTMLElement | null {
 
 export function factList(facts: Fact[]): HTMLElement {
   const dl = el('dl', { class: 'r-facts' });
-  for (const f of facts) dl.append(el('dt', { text: f.label }), el('dd', { 'data-fact': f.key, text: f.value }));
+  for (const f of facts) dl.append(el('dt', { text: f.label }), el('dd', { 'data-fact': f.key, dir: 'auto', text: f.value }));
   return dl;
 }
 
@@ -117,12 +117,15 @@ export function warningList(warnings: string[]): HTMLElement | null {
 }
 
 export function runHeader(r: RunPage, links: SectionLink[], cards: FigureCards): HTMLElement {
-  const title = r.id !== null ? `Run '${r.name}' #${r.id}` : `Run '${r.name}'`;
+  // The run's name isolated (bdi): right-to-left text or a U+202E in it cannot reorder the
+  // title around it; the note likewise (dir=auto).
+  const plain = r.id !== null ? `Run '${r.name}' #${r.id}` : `Run '${r.name}'`;
+  const title = el('span', { 'data-field': 'title', title: plain }, 'Run \'', el('bdi', { text: r.name }), r.id !== null ? `' #${r.id}` : `'`);
   return el(
     'header',
     { class: 'r-head' },
-    el('h1', {}, el('span', { 'data-field': 'title', title, text: title }), statusBadge(r.complete, r.reason)),
-    r.note ? el('p', { class: 'r-note-text', 'data-field': 'note', text: r.note }) : null,
+    el('h1', {}, title, statusBadge(r.complete, r.reason)),
+    r.note ? el('p', { class: 'r-note-text', 'data-field': 'note', dir: 'auto', text: r.note }) : null,
     tagList(r.tags),
     sectionNav(links),
     el('h2', { class: 'r-figures-head', id: 'r-h-figures', text: 'Headline figures' }),

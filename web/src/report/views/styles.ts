@@ -11,12 +11,13 @@ body{background:var(--bg)}
 .r-status.complete{background:#e3f4e3;color:#1b5e20;border-color:#a5d6a7}
 .r-status.incomplete{background:#fdecea;color:#8a1c1c;border-color:#e6a1a1}
 @media (prefers-color-scheme: dark){.r-status.complete{background:#173a1c;color:#a5d6a7;border-color:#2e6b35}.r-status.incomplete{background:#4a1f1f;color:#ffb4b4;border-color:#7a3a3a}}
-.r-note-text{margin:4px 0;white-space:pre-wrap;word-break:break-word}
+.r-note-text{margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere;max-height:12em;overflow:auto}
+.r-head h1 bdi{overflow-wrap:anywhere}
 .r-tags{display:flex;flex-wrap:wrap;gap:4px;margin:4px 0}
-.r-tag{font-size:12px;border:1px solid var(--line);border-radius:3px;padding:0 5px;background:var(--panel);white-space:pre;max-width:100%;overflow:hidden;text-overflow:ellipsis}
+.r-tag{font-size:12px;border:1px solid var(--line);border-radius:3px;padding:0 5px;background:var(--panel);white-space:pre-wrap;overflow-wrap:anywhere;unicode-bidi:isolate}
 .r-facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:12px;margin:8px 0}
 .r-facts dt{color:var(--muted)}
-.r-facts dd{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;min-width:0}
+.r-facts dd{margin:0;min-width:0;white-space:pre-wrap;word-break:break-all;max-height:4.5em;overflow:auto;unicode-bidi:isolate}
 .r-figures{display:flex;flex-wrap:wrap;gap:8px;margin:10px 0}
 .r-figure{border:1px solid var(--line);border-radius:4px;padding:6px 10px;min-width:130px;background:var(--panel)}
 .r-figure-label{font-size:11px;color:var(--muted);white-space:pre-wrap}

@@ -1,0 +1,962 @@
+//! Hostile inputs end to end: compressed bombs, tampered exported runs, escape bytes in
+//! names and in servers' answers, a pprof endpoint that never answers, a full disk during
+//! a save, `kill -9` of kiln, a damaged store, a store read by another user, names that
+//! look like ids. No input may make kiln abort, exhaust memory, rewrite the terminal, hang
+//! a stop or lose a run.
+use assert_cmd::Command;
+use kiln_model::{EventInfo, FrameKind, Profile};
+use kiln_store::{Attachment, RunData, RunMeta, RunStatus, SqliteStore, Store, Window};
+use kiln_testkit::Started;
+use std::io::{BufRead, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn kiln(store: &Path) -> Command {
+    let mut c = Command::cargo_bin("kiln").unwrap();
+    c.env("KILN_STORE", store);
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Bytes a terminal would obey, or that reorder a line: none may come out of kiln.
+fn assert_no_raw_controls(what: &str, out: &[u8]) {
+    let s = text(out);
+    for bad in ['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}', '\r'] {
+        assert!(!s.contains(bad), "{what}: raw {bad:?} in {s:?}");
+    }
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(data).unwrap();
+    z.finish().unwrap()
+}
+
+fn varint(mut n: u64, out: &mut Vec<u8>) {
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// A gzip file of a few hundred KiB that inflates to `mib` MiB: a pprof message's first
+/// field, then a string field that runs on in zeros (gzip members, one per MiB of zeros,
+/// as `gzip -c` concatenates them).
+fn pprof_bomb(mib: u64) -> Vec<u8> {
+    let mut head = vec![0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x32];
+    varint(mib << 20, &mut head);
+    let mut out = gzip(&head);
+    let zeros = gzip(&vec![0u8; 1 << 20]);
+    for _ in 0..mib {
+        out.extend_from_slice(&zeros);
+    }
+    out
+}
+
+/// A run as a store holds it, with names and texts as given (no check: an old kiln, a
+/// hand-edited file or another tool could have written them).
+fn stored_run(name: &str, note: Option<&str>, tags: &[(&str, &str)]) -> RunData {
+    let mut p = Profile::new(EventInfo {
+        name: "cpu-clock".into(),
+        ..Default::default()
+    });
+    let th = p.thread(Some(1), Some(1), b"main");
+    let frames = [
+        p.frame(b"main", FrameKind::User),
+        p.frame(b"evil\x1b]2;PWNED\x07", FrameKind::User),
+    ];
+    p.add_sample_path(&frames, 1_000_000, 1_000_000_000, th);
+    RunData {
+        meta: RunMeta {
+            name: name.into(),
+            group: format!("{name}@1"),
+            repeat: (1, 1),
+            started_unix_ms: 1_795_449_600_000,
+            status: RunStatus {
+                complete: true,
+                reason: None,
+            },
+            command_line: vec!["kiln".into(), "run".into(), "--note".into()],
+            note: note.map(String::from),
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            host: "h\x1b[2J".into(),
+            events: vec!["cpu-clock".into()],
+            measure: Window {
+                name: "measure".into(),
+                start_ns: 1_000_000_000,
+                end_ns: 2_000_000_000,
+            },
+            ..Default::default()
+        },
+        profiles: vec![p],
+        attachments: vec![Attachment {
+            name: "load.stdout\x1b[31m".into(),
+            data: b"hello".to_vec(),
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_gzip_bomb_stops_at_the_input_limit_and_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.pb.gz");
+    std::fs::write(&bomb, pprof_bomb(48)).unwrap();
+    for cmd in [&["collapse"][..], &["flamegraph", "-o", "x.svg"], &["diff"]] {
+        let mut c = kiln(&dir.path().join("none.db"));
+        c.current_dir(dir.path()).args(cmd).arg(&bomb);
+        if cmd[0] == "diff" {
+            c.arg(&bomb);
+        }
+        let out = c.args(["--max-input", "16M"]).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(
+            err.contains("bomb.pb.gz': the inflated data exceeds the input limit of 16 MiB (--max-input raises it)"),
+            "{cmd:?}: {err}"
+        );
+    }
+    // On standard input too; and a limit raised lets it through to the pprof reader.
+    let out = kiln(&dir.path().join("none.db"))
+        .args(["collapse", "--max-input", "16M"])
+        .write_stdin(std::fs::read(&bomb).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stderr).contains("'<stdin>': the inflated data exceeds"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = kiln(&dir.path().join("none.db"))
+        .args(["collapse", "--max-input", "64M"])
+        .arg(&bomb)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("not a valid") && !err.contains("exceeds"),
+        "{err}"
+    );
+    // Zeros are no format: recognised as such from their first 64 KiB, not inflated on.
+    let zeros = dir.path().join("zeros.gz");
+    let member = gzip(&vec![0u8; 1 << 20]);
+    std::fs::write(&zeros, member.repeat(48)).unwrap();
+    kiln(&dir.path().join("none.db"))
+        .args(["collapse", "--max-input", "16M"])
+        .arg(&zeros)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("cannot tell the input format"));
+    kiln(&dir.path().join("none.db"))
+        .args(["collapse", "--max-input", "1.5G"])
+        .arg(&zeros)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("expected a size"));
+}
+
+#[test]
+fn a_stack_of_millions_of_frames_is_a_counted_skip() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("deep.folded");
+    let mut data = "f;".repeat(1_100_000);
+    data.push_str("leaf 1\nmain;ok 5\n");
+    std::fs::write(&f, data).unwrap();
+    let out = kiln(&dir.path().join("none.db"))
+        .arg("collapse")
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), "main;ok 5\n");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("deep.folded:1: stack deeper than")
+            && err.contains("skipped 1: stack deeper than 1048576 frames"),
+        "{err}"
+    );
+    kiln(&dir.path().join("none.db"))
+        .args(["collapse", "--strict"])
+        .arg(&f)
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn a_tampered_export_is_a_clear_error_everywhere_and_an_import_leaves_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("b.kiln");
+    SqliteStore::open(&file)
+        .unwrap()
+        .save(&stored_run("b", None, &[]))
+        .unwrap();
+    let c = rusqlite::Connection::open(&file).unwrap();
+    c.execute_batch("UPDATE blobs SET size = 4611686018427387904; PRAGMA journal_mode = DELETE;")
+        .unwrap();
+    drop(c);
+    let new = dir.path().join("new.db");
+    let out = kiln(&new)
+        .current_dir(dir.path())
+        .args(["runs", "import"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("Cannot import run #1 of") && err.contains("exceeds the input limit of 1 GiB"),
+        "{err}"
+    );
+    assert!(!new.exists(), "an import that failed left a store behind");
+    for args in [
+        vec!["collapse".to_string(), file.display().to_string()],
+        vec!["collapse".to_string(), "run:b".to_string()],
+        vec![
+            "flamegraph".to_string(),
+            file.display().to_string(),
+            "-o".to_string(),
+            "x.svg".to_string(),
+        ],
+        vec!["runs".to_string(), "show".to_string(), "b".to_string()],
+    ] {
+        let out = kiln(&file)
+            .current_dir(dir.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("exceeds the input limit"), "{args:?}: {err}");
+        // The message is said once.
+        assert_eq!(err.matches("exceeds the input limit").count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn names_and_texts_from_a_store_never_reach_the_terminal_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&store).unwrap();
+    let evil = "esc\x1b]2;PWNED\x07\x1b[31mred";
+    s.save(&stored_run(
+        evil,
+        Some("note \u{202e}txt.exe\r\nfake line"),
+        &[("k\x1b[1m", "v\u{9b}2J")],
+    ))
+    .unwrap();
+    s.save(&stored_run(&"long".repeat(25_000), None, &[]))
+        .unwrap();
+    drop(s);
+    let list = kiln(&store).arg("runs").output().unwrap();
+    assert!(list.status.success());
+    assert_no_raw_controls("kiln runs", &list.stdout);
+    let listed = text(&list.stdout);
+    assert!(listed.contains("esc\\x1b]2;PWNED"), "{listed}");
+    assert_eq!(listed.lines().count(), 3, "one line a run: {listed}");
+    for reference in ["#1", "#2"] {
+        let show = kiln(&store)
+            .args(["runs", "show", reference])
+            .output()
+            .unwrap();
+        assert!(show.status.success(), "{}", text(&show.stderr));
+        assert_no_raw_controls("kiln runs show", &show.stdout);
+        let shown = text(&show.stdout);
+        assert!(shown.lines().all(|l| l.chars().count() < 1000), "{shown}");
+        if reference == "#1" {
+            assert!(
+                shown.contains("note \\u{202e}txt.exe\\r\\nfake line")
+                    && shown.contains("k\\x1b[1m=v\\u{9b}2J")
+                    && shown.contains("evil\\x1b]2;PWNED\\x07")
+                    && shown.contains("attachment 'load.stdout\\x1b[31m'"),
+                "{shown}"
+            );
+        } else {
+            assert!(shown.contains("… [100000 chars]"), "{shown}");
+        }
+    }
+    let nope = kiln(&store)
+        .args(["runs", "show", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(nope.status.code(), Some(1));
+    assert_no_raw_controls("a missing run's hint", &nope.stderr);
+    assert!(
+        text(&nope.stderr).contains("latest names:"),
+        "{}",
+        text(&nope.stderr)
+    );
+    let att = kiln(&store)
+        .args(["runs", "attachment", "#1", "--list"])
+        .output()
+        .unwrap();
+    assert_no_raw_controls("attachment list", &att.stdout);
+    let rm = kiln(&store).args(["runs", "rm", "#1"]).output().unwrap();
+    assert!(rm.status.success());
+    assert_no_raw_controls("kiln runs rm", &rm.stderr);
+    assert!(
+        text(&rm.stderr).contains("removed run #1 'esc\\x1b]2;PWNED"),
+        "{}",
+        text(&rm.stderr)
+    );
+}
+
+#[test]
+fn names_are_checked_ids_are_distinct_and_rm_says_what_it_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let pid = std::process::id().to_string();
+    for (name, says) in [
+        ("", "cannot be empty"),
+        ("3", "cannot be a number"),
+        ("#3", "cannot start with '#'"),
+        ("a\nb", "control or invisible formatting characters"),
+        (
+            "esc\x1b]2;PWNED\x07",
+            "control or invisible formatting characters",
+        ),
+        ("a\u{202e}b", "control or invisible formatting characters"),
+        (
+            &"n".repeat(100_000),
+            "at most 128 characters; this one has 100000",
+        ),
+    ] {
+        let out = kiln(&store)
+            .args(["run", "--name", name, "-p", &pid, "-d", "1"])
+            .args(["exec", "--", "true"])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name:?}: {err}");
+        assert!(err.contains(says), "{name:?}: {err}");
+        assert_no_raw_controls("a refused name", &out.stderr);
+        assert!(err.len() < 1000, "{err}");
+    }
+    kiln(&store)
+        .args([
+            "run", "--tag", "k=a\x1bb", "-p", &pid, "-d", "1", "exec", "--", "true",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("tag value cannot hold control"));
+    assert!(!store.exists(), "nothing was run");
+
+    // A store from before names were checked: run #4 is named "3".
+    let mut s = SqliteStore::open(&store).unwrap();
+    for n in ["a", "b", "c", "3"] {
+        s.save(&stored_run(n, None, &[])).unwrap();
+    }
+    drop(s);
+    kiln(&store)
+        .args(["runs", "rm", "3"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "is both the id of run #3 ('c') and the name of another run: say #3 for the id or name:3 for the name",
+        ));
+    kiln(&store)
+        .args(["runs", "rm", "name:3", "#1"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "removed run #4 '3' (2026-11-23 16:00 UTC)",
+        ))
+        .stderr(predicates::str::contains("removed run #1 'a'"));
+    // Now "3" is the id only.
+    kiln(&store)
+        .args(["runs", "rm", "3"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("removed run #3 'c'"));
+    let left: Vec<String> = SqliteStore::open_existing(&store)
+        .unwrap()
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(left, ["b"]);
+
+    // `-o -` is standard output, here as everywhere.
+    let out = kiln(&store)
+        .current_dir(dir.path())
+        .args(["runs", "export", "b", "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stdout.starts_with(b"SQLite format 3\0"));
+    assert!(!dir.path().join("-").exists(), "a file named '-'");
+    let back = dir.path().join("back.kiln");
+    std::fs::write(&back, &out.stdout).unwrap();
+    assert_eq!(
+        SqliteStore::open_existing(&back).unwrap().list().unwrap()[0].name,
+        "b"
+    );
+    let out = kiln(&store)
+        .current_dir(dir.path())
+        .args(["runs", "report", "b", "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("<!DOCTYPE html>"));
+    assert!(!dir.path().join("-").exists());
+}
+
+#[test]
+fn a_damaged_store_is_refused_for_writing_untouched_and_readers_say_what_is_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&store).unwrap();
+    let mut i = 0;
+    while std::fs::metadata(&store).unwrap().len() <= 32_768 {
+        let mut r = stored_run(&format!("r{i}"), None, &[]);
+        r.attachments[0].data = (0..20_000u32).flat_map(|x| x.to_le_bytes()).collect();
+        s.save(&r).unwrap();
+        i += 1;
+    }
+    drop(s);
+    let bytes = std::fs::read(&store).unwrap();
+    std::fs::write(&store, &bytes[..30_000]).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["5"]);
+    let out = kiln(&store)
+        .args(["run", "--name", "x", "-d", "1", "-p", &t.pid()])
+        .args(["exec", "--", "true"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is damaged") && err.contains("30000 bytes"),
+        "{err}"
+    );
+    assert!(!err.contains("measuring"), "refused before the run: {err}");
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        before,
+        "the damaged store was written"
+    );
+    for args in [
+        &["runs"][..],
+        &["runs", "show", "r0"],
+        &["runs", "rm", "r0"],
+    ] {
+        let out = kiln(&store).args(args).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("is damaged: its size, 30000 bytes, is not a whole number"),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+}
+
+/// Runs `kiln` as the unprivileged user `nobody` (setpriv), when this test runs as root.
+fn as_nobody() -> Option<std::process::Command> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || which("setpriv").is_none() {
+        eprintln!("skipped: needs root and setpriv to run kiln as another user");
+        return None;
+    }
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(assert_cmd::cargo::cargo_bin("kiln"));
+    Some(c)
+}
+
+fn which(prog: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(prog))
+            .find(|f| f.exists())
+    })
+}
+
+#[test]
+fn a_store_in_a_read_only_directory_is_read_by_another_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let store = shared.join("runs.db");
+    let mut s = SqliteStore::open(&store).unwrap();
+    s.save(&stored_run("before", None, &[])).unwrap();
+    drop(s);
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [(dir.path(), 0o755), (&shared, 0o755), (&store, 0o644)] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let before = std::fs::read(&store).unwrap();
+    let Some(_) = as_nobody() else { return };
+    let nobody = |args: &[&str]| {
+        let out = as_nobody()
+            .unwrap()
+            .args(args)
+            .env("KILN_STORE", &store)
+            .current_dir(&shared)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, out, err) = nobody(&["runs"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("before"), "{out}");
+    let (code, out, err) = nobody(&["runs", "show", "before"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("run 'before' #1"), "{out}");
+    let (code, out, err) = nobody(&["runs", "report", "before", "-o", "-"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("<!DOCTYPE html>"));
+    let (code, out, err) = nobody(&["collapse", "run:before"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("main;evil"), "{out}");
+    // Writing is refused with a reason, not attempted.
+    let (code, _, err) = nobody(&["runs", "rm", "before"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("read-only for this user"), "{err}");
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+    let names: Vec<_> = std::fs::read_dir(&shared)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["runs.db"], "nothing created beside the store");
+}
+
+#[test]
+fn a_full_disk_during_the_save_keeps_the_run_where_kiln_says_and_it_imports() {
+    if which("bash").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["5"]);
+    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    // 2,000 KiB per file: the load's 12 MB of incompressible output cannot be saved.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 2000; exec '{}' run --name big -p {} -d 1 --no-report \
+             exec -- sh -c 'head -c 12000000 /dev/urandom; exec sleep 600'",
+            bin.display(),
+            t.pid()
+        ))
+        .env("KILN_STORE", work.join("runs.db"))
+        .env("TMPDIR", &tmp)
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    // Not killed by SIGXFSZ (rc 153): an error handled, the run kept, exit 1.
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("could not save the run: run store '")
+            && err.contains("runs.db': disk I/O error (File too large"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the run is kept in kiln-unsaved-runs.db as #1 (its attachments (load.stdout, load.stderr")
+            && err.contains("kiln runs import kiln-unsaved-runs.db --store '"),
+        "{err}"
+    );
+    assert!(text(&out.stdout).contains("stored in kiln-unsaved-runs.db as #1"));
+    // No half-made fallback left in the temporary directory.
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    let fresh = dir.path().join("fresh.db");
+    kiln(&fresh)
+        .current_dir(&work)
+        .args(["runs", "import", "kiln-unsaved-runs.db"])
+        .assert()
+        .success();
+    let s = SqliteStore::open_existing(&fresh).unwrap();
+    let runs = s.list().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].name, "big");
+    assert!(
+        runs[0].warnings.iter().any(|w| w.contains("attachments")),
+        "{:?}",
+        runs[0].warnings
+    );
+    assert!(!s.load(runs[0].id.unwrap()).unwrap().profiles.is_empty());
+}
+
+#[test]
+fn kill_9_of_kiln_leaves_no_load_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["5"]);
+    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    // The load, and a process the load started: both must go with kiln.
+    let marker = format!("60{}.5", std::process::id());
+    let mut child = std::process::Command::new(&bin)
+        .env("KILN_STORE", dir.path().join("runs.db"))
+        .args(["run", "--name", "k9", "-d", "60", "-p", &t.pid()])
+        .args(["exec", "--", "sh", "-c"])
+        .arg(format!("sleep {marker} & exec sleep {marker}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("measuring") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "kiln ended early");
+    }
+    let running = || -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| text(&c) == format!("sleep\0{marker}\0"))
+                    && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .is_ok_and(|s| s.contains(") Z "))
+            })
+            .collect()
+    };
+    let t0 = Instant::now();
+    while running().len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the load never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t0 = Instant::now();
+    while !running().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the load outlived kiln: {:?}",
+            running()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A tiny HTTP server in the test: answers each path with a canned status and body.
+struct Canned {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl Canned {
+    fn start(answer: fn(&str) -> (u16, Vec<u8>)) -> Canned {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(mut c) = c else { continue };
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut b = [0u8; 4096];
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match c.read(&mut b) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&b[..n]),
+                        }
+                    }
+                    let req = text(&buf);
+                    let path = req.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    let (status, body) = answer(&path);
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = c.write_all(&body);
+                });
+            }
+        });
+        Canned { port, stop }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Canned {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+#[test]
+fn server_answers_are_bounded_and_shown_escaped() {
+    let server = Canned::start(|path| {
+        if path.ends_with("/heap") {
+            (200, pprof_bomb(40))
+        } else if path.ends_with("/mutex") {
+            (
+                500,
+                format!("boom\x1b]2;PWNED\x07{}", "x".repeat(100_000)).into_bytes(),
+            )
+        } else {
+            (200, b"<html>\x1b[31mnot a profile</html>".to_vec())
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["5"]);
+    let out = kiln(&store)
+        .args([
+            "run",
+            "--name",
+            "answers",
+            "-d",
+            "1",
+            "--no-report",
+            "--max-input",
+            "16M",
+        ])
+        .arg("-p")
+        .arg(t.pid())
+        .arg("--pprof")
+        .arg(server.url("/debug/pprof/"))
+        .args(["exec", "--", "sleep", "600"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_no_raw_controls("kiln run's warnings", &out.stderr);
+    assert_no_raw_controls("kiln run's summary", &out.stdout);
+    assert!(
+        err.contains("/debug/pprof/heap at the window's start: '")
+            && err.contains("exceeds the input limit of 16 MiB"),
+        "{err}"
+    );
+    assert!(
+        err.contains("HTTP 500 Internal Server Error: boom\\x1b]2;PWNED\\x07xxx")
+            && err.contains("… [100014 bytes]"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the answer is not a pprof profile: '<html>\\x1b[31mnot a profile</html>'"),
+        "{err}"
+    );
+    assert!(err.lines().all(|l| l.chars().count() < 1000), "{err}");
+}
+
+#[test]
+fn an_otlp_collectors_words_are_shown_escaped_and_cut() {
+    let server = Canned::start(|_| {
+        (
+            400,
+            format!("bad\x1b[2J{}", "y".repeat(100_000)).into_bytes(),
+        )
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.folded");
+    std::fs::write(&f, "a;b 1\n").unwrap();
+    let out = kiln(&dir.path().join("none.db"))
+        .current_dir(dir.path())
+        .arg("collapse")
+        .arg(&f)
+        .arg("--otlp-endpoint")
+        .arg(server.url(""))
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_no_raw_controls("the collector's answer", &out.stderr);
+    assert!(
+        err.contains("HTTP 400: bad\\x1b[2Jyyy") && err.contains("bytes]"),
+        "{err}"
+    );
+    assert!(err.len() < 2000, "{}", err.len());
+}
+
+#[test]
+fn a_hung_pprof_endpoint_never_holds_a_stop_and_the_run_is_stored() {
+    let hung = kiln_testkit::FaultServer::start(kiln_testkit::Fault::NeverAnswers).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["5"]);
+    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let mut child = std::process::Command::new(&bin)
+        .env("KILN_STORE", &store)
+        .args([
+            "run",
+            "--name",
+            "hung",
+            "-d",
+            "30",
+            "--no-report",
+            "-p",
+            &t.pid(),
+        ])
+        .arg("--pprof")
+        .arg(hung.url("/debug/pprof/"))
+        .args(["exec", "--", "sleep", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut lines = String::new();
+    let mut line = String::new();
+    // The window starts without waiting for the server's answers.
+    while !line.contains("measuring") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "kiln ended: {lines}");
+        lines.push_str(&line);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let took = t0.elapsed();
+    lines.push_str(&rest);
+    eprintln!("SIGINT to exit: {:.2} s", took.as_secs_f64());
+    // Every fetch has a 10 s deadline of its own: the stop waited for none of them.
+    assert!(took < Duration::from_secs(8), "{took:?}: {lines}");
+    assert_eq!(status.code(), Some(130), "{lines}");
+    assert!(out.contains("interrupted by SIGINT"), "{out}");
+    assert!(
+        lines.contains("no answer before the run was interrupted"),
+        "{lines}"
+    );
+    // The progress line and the summary agree on the measured seconds.
+    let progress: f64 = lines
+        .lines()
+        .rev()
+        .filter_map(|l| l.split("(measured ").nth(1))
+        .find_map(|r| r.split(' ').next()?.parse().ok())
+        .expect("a progress line");
+    let summary: f64 = out
+        .split(" s measured")
+        .next()
+        .and_then(|h| h.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the summary's seconds");
+    assert!(
+        (progress - summary).abs() <= 1.0,
+        "{progress} vs {summary}: {lines}\n{out}"
+    );
+    let s = SqliteStore::open_existing(&store).unwrap();
+    assert_eq!(s.list().unwrap()[0].name, "hung");
+}
+
+/// An MQTT "broker" that accepts CONNECT, grants it, then sends what `after` gives.
+fn fake_broker(after: &'static [u8]) -> (u16, Arc<AtomicBool>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            if s.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 1024];
+                if matches!(c.read(&mut b), Ok(n) if n > 0) && !after.is_empty() {
+                    let _ = c.write_all(&[0x20, 0x02, 0x00, 0x00]);
+                    std::thread::sleep(Duration::from_millis(300));
+                    let _ = c.write_all(after);
+                }
+                // Then silence, as long as the client stays.
+                while matches!(c.read(&mut b), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    (port, stop)
+}
+
+#[test]
+fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
+    // A remaining length of five bytes: no MQTT packet has one.
+    let (port, stop) = fake_broker(&[0x30, 0xff, 0xff, 0xff, 0xff, 0x01]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = kiln(&dir.path().join("none.db"))
+        .args([
+            "load",
+            "mqtt",
+            "conn",
+            "-h",
+            "127.0.0.1",
+            "-c",
+            "4",
+            "-z",
+            "2",
+        ])
+        .arg("-p")
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    let summary = text(&out.stdout);
+    assert!(summary.contains("dropped"), "{summary}");
+    assert!(
+        summary.contains("dropped: malformed packet from the broker: ") && summary.contains(" × 4"),
+        "{summary}\n{}",
+        text(&out.stderr)
+    );
+    stop.store(true, Ordering::SeqCst);
+    // A broker that never answers CONNECT: SIGTERM in the handshake exits 143.
+    let (port, stop) = fake_broker(b"");
+    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let mut child = std::process::Command::new(&bin)
+        .args([
+            "load",
+            "mqtt",
+            "conn",
+            "-h",
+            "127.0.0.1",
+            "-c",
+            "2",
+            "-z",
+            "60",
+        ])
+        .arg("-p")
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    stop.store(true, Ordering::SeqCst);
+}
