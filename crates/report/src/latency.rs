@@ -23,12 +23,7 @@ pub struct Distribution {
     pub max: f64,
 }
 
-/// Decodes a stored histogram (V2 deflate serialisation).
-pub fn decode(data: &[u8]) -> Option<Histogram<u64>> {
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(data))
-        .ok()
-}
+use kiln_loadgen::engine::report::HistogramSum;
 
 /// The histograms named `name` for window `window`, merged; `None` if there are none (or
 /// none can be read: `skipped` counts those).
@@ -38,26 +33,15 @@ pub fn merged<'a>(
     window: &str,
     skipped: &mut usize,
 ) -> Option<Histogram<u64>> {
-    let mut acc: Option<Histogram<u64>> = None;
+    let mut sum = HistogramSum::default();
     for h in hists
         .into_iter()
         .filter(|h| h.name == name && h.window == window)
     {
-        let Some(x) = decode(&h.data) else {
-            *skipped += 1;
-            continue;
-        };
-        // Decoded histograms keep their recorded range; the sum must be able to grow.
-        let a = acc.get_or_insert_with(|| {
-            let mut a = Histogram::new_from(&x);
-            a.auto(true);
-            a
-        });
-        if a.add(&x).is_err() {
-            *skipped += 1;
-        }
+        sum.add_encoded(&h.data);
     }
-    acc.filter(|h| !h.is_empty())
+    *skipped += sum.skipped;
+    sum.finish()
 }
 
 /// The percentile curve of `h`: HdrHistogram's percentile iteration (5 ticks per half

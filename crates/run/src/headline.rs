@@ -4,6 +4,7 @@ use crate::procfs::{ProcSampler, TableBuilder};
 use crate::{LoadOutcome, LoadTick};
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use kiln_loadgen::engine::report::HistogramSum;
 use kiln_store::{Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window};
 
 /// A second of the load as a run keeps it: the values, and the latency histograms
@@ -47,22 +48,38 @@ fn in_window(s: &Second, w: &Window) -> bool {
     w.contains(mid)
 }
 
-/// The latency histograms of the seconds in `w`, merged per name (in first-seen order).
-fn merged(ticks: &[Second], w: &Window) -> Vec<(String, Histogram<u64>)> {
-    let mut out: Vec<(String, Histogram<u64>)> = Vec::new();
+/// The latency histograms of the seconds in `w`, merged per name (in first-seen order),
+/// and how many could not be read or added.
+fn merged(ticks: &[Second], w: &Window) -> (Vec<(String, Histogram<u64>)>, usize) {
+    let mut sums: Vec<(String, HistogramSum)> = Vec::new();
     for t in ticks.iter().filter(|t| in_window(t, w)) {
         for (name, data) in &t.hists {
-            let Some(h) = deserialise(data) else { continue };
-            match out.iter_mut().find(|(n, _)| n == name) {
-                Some((_, acc)) => {
-                    let _ = acc.add(&h);
+            let i = match sums.iter().position(|(n, _)| n == name) {
+                Some(i) => i,
+                None => {
+                    sums.push((name.clone(), HistogramSum::default()));
+                    sums.len() - 1
                 }
-                None => out.push((name.clone(), h)),
-            }
+            };
+            sums[i].1.add_encoded(data);
         }
     }
-    out.retain(|(_, h)| !h.is_empty());
-    out
+    let skipped = sums.iter().map(|(_, s)| s.skipped).sum();
+    let out = sums
+        .into_iter()
+        .filter_map(|(n, s)| Some((n, s.finish()?)))
+        .collect();
+    (out, skipped)
+}
+
+/// The warning for latency histograms of a window that could not be merged.
+fn skipped_warning(skipped: usize, w: &Window) -> Option<String> {
+    (skipped > 0).then(|| {
+        format!(
+            "{skipped} per-second latency histogram(s) of '{}' could not be read or merged: the window's percentiles leave them out",
+            w.name
+        )
+    })
 }
 
 fn serialise(h: &Histogram<u64>) -> Option<Vec<u8>> {
@@ -71,12 +88,7 @@ fn serialise(h: &Histogram<u64>) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// Decodes a stored histogram.
-pub fn deserialise(data: &[u8]) -> Option<Histogram<u64>> {
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(data))
-        .ok()
-}
+use kiln_loadgen::engine::report::decode_histogram as deserialise;
 
 /// Every latency's per-second histograms as one interval log each (window
 /// [`kiln_store::PER_SECOND`]): one line per load second, in the order of the `load`
@@ -249,7 +261,8 @@ pub(crate) fn compute(
         h.throughput = None;
         h.send_rate = None;
     }
-    let hist = merged(ticks, w);
+    let (hist, skipped) = merged(ticks, w);
+    warnings.extend(skipped_warning(skipped, w));
     if let Some((name, p)) = hist.first() {
         h.latency = Some(name.clone());
         h.p50_us = Some(p.value_at_quantile(0.5) as f64);
@@ -269,7 +282,9 @@ pub(crate) fn compute(
     }
     histograms.extend(per_second(ticks));
     for step in &outcome.windows {
-        for (name, p) in merged(ticks, step) {
+        let (hists, skipped) = merged(ticks, step);
+        warnings.extend(skipped_warning(skipped, step));
+        for (name, p) in hists {
             if let Some(data) = serialise(&p) {
                 histograms.push(StoredHistogram {
                     name,

@@ -52,8 +52,8 @@ pub mod wrk;
 
 pub use engine::EngineLoad;
 pub use exec::ExecLoad;
-pub use headline::deserialise as decode_histogram;
 pub use headline::{group_cpu, GroupCpu, FLEET_UNIT};
+pub(crate) use kiln_loadgen::engine::report::decode_histogram;
 pub use orchestrate::run;
 
 use kiln_model::stop::Stop;

@@ -145,6 +145,50 @@ pub fn write_interval_log<'a>(
     Ok(data)
 }
 
+/// Decodes a histogram stored in HdrHistogram's V2 serialisation (deflated or not).
+pub fn decode_histogram(data: &[u8]) -> Option<Histogram<u64>> {
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(data))
+        .ok()
+}
+
+/// The one merge of stored latency histograms: histograms added exactly (the sum's range
+/// grows to hold every value), and every one that could not be read or added counted in
+/// `skipped`, never dropped silently.
+#[derive(Debug, Default)]
+pub struct HistogramSum {
+    sum: Option<Histogram<u64>>,
+    /// Histograms that could not be decoded or added.
+    pub skipped: usize,
+}
+
+impl HistogramSum {
+    /// Adds a decoded histogram.
+    pub fn add(&mut self, h: &Histogram<u64>) {
+        let sum = self.sum.get_or_insert_with(|| {
+            let mut s = Histogram::new_from(h);
+            s.auto(true);
+            s
+        });
+        if sum.add(h).is_err() {
+            self.skipped += 1;
+        }
+    }
+
+    /// Adds a stored (serialised) histogram; one that cannot be decoded is counted.
+    pub fn add_encoded(&mut self, data: &[u8]) {
+        match decode_histogram(data) {
+            Some(h) => self.add(&h),
+            None => self.skipped += 1,
+        }
+    }
+
+    /// The sum, if it holds any value.
+    pub fn finish(self) -> Option<Histogram<u64>> {
+        self.sum.filter(|h| !h.is_empty())
+    }
+}
+
 /// Reads an interval log ([`write_interval_log`]): each interval's end (ns, to the
 /// millisecond the log keeps) and its histogram, in order; the first line that is not a
 /// comment, a header or a readable interval is an error naming it.
@@ -489,4 +533,39 @@ pub fn format_steps(r: &Report) -> String {
         );
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(h: &Histogram<u64>) -> Vec<u8> {
+        let mut buf = Vec::new();
+        V2DeflateSerializer::new().serialize(h, &mut buf).unwrap();
+        buf
+    }
+
+    #[test]
+    fn a_sum_holds_every_value_and_counts_what_it_cannot_read() {
+        // Two ranges: a sum made from the narrow one must grow to hold the wide one's values.
+        let mut narrow = Histogram::<u64>::new_with_bounds(1, 1_000, 3).unwrap();
+        narrow.record(120).unwrap();
+        narrow.record(950).unwrap();
+        let mut wide = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        wide.record(2_000_000).unwrap();
+        let mut sum = HistogramSum::default();
+        sum.add_encoded(&encoded(&narrow));
+        sum.add_encoded(&encoded(&wide));
+        sum.add_encoded(b"not a histogram");
+        assert_eq!(sum.skipped, 1);
+        let h = sum.finish().unwrap();
+        assert_eq!(h.len(), 3);
+        assert!(h.max() >= 2_000_000 && h.equivalent(h.max(), 2_000_000));
+        assert!(h.equivalent(h.min(), 120));
+        // Nothing readable: no histogram, and the skip is counted.
+        let mut none = HistogramSum::default();
+        none.add_encoded(&[]);
+        assert_eq!(none.skipped, 1);
+        assert!(none.finish().is_none());
+    }
 }
