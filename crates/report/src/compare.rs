@@ -202,7 +202,7 @@ pub fn write_compare_report(
                         tags: m.tags.clone(),
                         complete: m.status.complete,
                         reason: m.status.reason.clone(),
-                        load: format!("{} {}", m.load.protocol, m.load.argv.join(" ")),
+                        load: m.load.to_string(),
                         target: format!("{} ({})", m.target.comm, m.target.exe),
                     }
                 })

@@ -66,6 +66,19 @@ pub struct LoadInfo {
     pub concurrency: Option<f64>,
 }
 
+/// The load as a command line would give it: its protocol and its arguments
+/// (`amqp -x 1 -y 1 -r 20000`, `exec wrk -t2 …`). Untrusted text: escape it before a
+/// terminal or a page shows it.
+impl std::fmt::Display for LoadInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.protocol)?;
+        for a in &self.argv {
+            write!(f, " {a}")?;
+        }
+        Ok(())
+    }
+}
+
 /// A span of a run on the CLOCK_MONOTONIC clock of the machine it ran on (ns), the clock
 /// of profile samples and series.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

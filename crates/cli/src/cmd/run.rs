@@ -537,12 +537,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     } else {
         c(&m.load.unit)
     };
-    let _ = write!(
-        s,
-        "  load: {} {}",
-        c(&m.load.protocol),
-        c(&m.load.argv.join(" "))
-    );
+    let _ = write!(s, "  load: {}", c(&m.load.to_string()));
     if let Some(c) = h.connections {
         let _ = write!(s, ": {} connections held", kiln_model::thousands(c));
     }

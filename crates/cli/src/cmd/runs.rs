@@ -153,10 +153,7 @@ pub fn list_table(runs: &[RunMeta]) -> String {
             truncate(&text::clean(&m.name), 24),
             date(m.started_unix_ms),
             truncate(&text::clean(&m.target.comm), 16),
-            truncate(
-                &text::clean(&format!("{} {}", m.load.protocol, m.load.argv.join(" "))),
-                40,
-            ),
+            truncate(&text::clean(&m.load.to_string()), 40),
             opt(h.throughput, "/s"),
             opt(h.p50_us, "us"),
             opt(h.p99_us, "us"),

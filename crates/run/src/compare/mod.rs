@@ -653,9 +653,7 @@ fn comparability(groups: &[(String, Vec<RunMeta>)]) -> Vec<String> {
             w.push(format!("{what} differ: {}", seen.join(" | ")));
         }
     };
-    differs("load options", &|r| {
-        format!("{} {}", r.load.protocol, r.load.argv.join(" "))
-    });
+    differs("load options", &|r| r.load.to_string());
     differs("recorded events", &|r| r.events.join(","));
     differs("sampling frequencies", &|r| format!("{} Hz", r.frequency));
     differs("kernels", &|r| r.kernel.clone());
