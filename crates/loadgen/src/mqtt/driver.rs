@@ -159,9 +159,27 @@ struct Track {
     ooo: u64,
 }
 
+/// What a connection writes: a PUBLISH sent for the first time is counted as sent once
+/// its last byte is written; everything else (control packets, resent PUBLISHes) is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Out {
+    Control,
+    Publish,
+}
+
+/// What a received sequence number was to its track.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// The next one, or later (the ones between are missing until they come).
+    InOrder,
+    /// One missing until now, or one too old to tell: first seen, out of order.
+    Late,
+    /// Seen before.
+    Duplicate,
+}
+
 impl Track {
-    /// Returns (new, duplicate, out of order).
-    fn see(&mut self, seq: u64) -> (bool, bool, bool) {
+    fn see(&mut self, seq: u64) -> Seen {
         self.received += 1;
         if seq >= self.next {
             let gap = seq - self.next;
@@ -169,24 +187,24 @@ impl Track {
             self.shift(gap + 1);
             self.seen[0] |= 1;
             self.next = seq + 1;
-            return (true, false, false);
+            return Seen::InOrder;
         }
         let back = self.next - 1 - seq;
         if back >= 1024 {
             // Too old to tell: counted as out of order.
             self.ooo += 1;
             self.missing = self.missing.saturating_sub(1);
-            return (true, false, true);
+            return Seen::Late;
         }
         let (w, b) = ((back / 64) as usize, back % 64);
         if self.seen[w] >> b & 1 == 1 {
             self.dup += 1;
-            (false, true, false)
+            Seen::Duplicate
         } else {
             self.seen[w] |= 1 << b;
             self.ooo += 1;
             self.missing = self.missing.saturating_sub(1);
-            (true, false, true)
+            Seen::Late
         }
     }
 
@@ -984,7 +1002,7 @@ impl Loop<'_> {
                         codec::pingreq(&mut out);
                         self.conns[i].ping_ns = now;
                         self.ctx.add(0, C_PINGS, 1);
-                        self.send(i, &out, None);
+                        self.send(i, &out, Out::Control);
                         self.out = out;
                     }
                     let c = &self.conns[i];
@@ -1048,7 +1066,7 @@ impl Loop<'_> {
                     topic_alias_max: 0,
                 },
             );
-            self.send(i, &out, None);
+            self.send(i, &out, Out::Control);
             self.out = out;
             return;
         }
@@ -1059,8 +1077,7 @@ impl Loop<'_> {
     }
 
     /// Appends `bytes` to the connection's output and writes what the socket takes.
-    /// `publish` marks a PUBLISH (counted as sent once its last byte is written).
-    fn send(&mut self, i: usize, bytes: &[u8], publish: Option<()>) {
+    fn send(&mut self, i: usize, bytes: &[u8], what: Out) {
         let now = self.now();
         let c = &mut self.conns[i];
         if c.sock.is_none() {
@@ -1068,7 +1085,7 @@ impl Loop<'_> {
         }
         c.last_tx_ns = now;
         c.wbuf.extend_from_slice(bytes);
-        if publish.is_some() {
+        if what == Out::Publish {
             c.ends.push_back(c.wbuf.len());
         }
         if !c.wblocked {
@@ -1258,7 +1275,7 @@ impl Loop<'_> {
                         let mut out = std::mem::take(&mut self.out);
                         out.clear();
                         codec::subscribe(&mut out, self.o.version, 1, &[&f], self.o.qos);
-                        self.send(i, &out, None);
+                        self.send(i, &out, Out::Control);
                         self.out = out;
                     }
                     Role::Pub(p) => {
@@ -1356,7 +1373,7 @@ impl Loop<'_> {
                     _ => {}
                 }
                 if !out.is_empty() {
-                    self.send(i, &out, None);
+                    self.send(i, &out, Out::Control);
                 }
                 self.out = out;
             }
@@ -1404,7 +1421,15 @@ impl Loop<'_> {
             format!("client {i}: {} unacknowledged message(s)", packets.len()),
         );
         for (b, first_time) in packets {
-            self.send(i, &b, first_time.then_some(()));
+            self.send(
+                i,
+                &b,
+                if first_time {
+                    Out::Publish
+                } else {
+                    Out::Control
+                },
+            );
         }
     }
 
@@ -1456,12 +1481,10 @@ impl Loop<'_> {
         let t = if self.shared { 0 } else { s as usize };
         if let Some(track) = self.tracks.get_mut(t).and_then(|v| v.get_mut(p as usize)) {
             // Sequence numbers wrap at 2^32; ours never get near it per run.
-            let (_, dup, ooo) = track.see(st.seq as u64);
-            if dup {
-                self.ctx.add(0, C_DUPLICATED, 1);
-            }
-            if ooo {
-                self.ctx.add(0, C_OUT_OF_ORDER, 1);
+            match track.see(st.seq as u64) {
+                Seen::InOrder => {}
+                Seen::Late => self.ctx.add(0, C_OUT_OF_ORDER, 1),
+                Seen::Duplicate => self.ctx.add(0, C_DUPLICATED, 1),
             }
         }
     }
@@ -1473,7 +1496,7 @@ impl Loop<'_> {
             let mut out = std::mem::take(&mut self.out);
             out.clear();
             codec::ack(&mut out, kind::PUBCOMP, pid);
-            self.send(i, &out, None);
+            self.send(i, &out, Out::Control);
             self.out = out;
             return;
         }
@@ -1501,7 +1524,7 @@ impl Loop<'_> {
             let mut out = std::mem::take(&mut self.out);
             out.clear();
             codec::ack(&mut out, kind::PUBREL, pid);
-            self.send(i, &out, None);
+            self.send(i, &out, Out::Control);
             self.out = out;
             return;
         }
@@ -1711,9 +1734,10 @@ mod tests {
             (4998, 1),
             "too old to tell: out of order"
         );
-        t.see(4999);
+        assert_eq!(t.see(4999), Seen::Late);
         assert_eq!((t.missing, t.ooo, t.dup), (4997, 2, 0));
-        t.see(4999);
+        assert_eq!(t.see(4999), Seen::Duplicate);
         assert_eq!(t.dup, 1);
+        assert_eq!(t.see(5001), Seen::InOrder);
     }
 }
