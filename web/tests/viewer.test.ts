@@ -221,6 +221,9 @@ test('flame chart: per thread, boxes are the runs of frames in time order', () =
     const s = defaultState('hot', false, false);
     const c = model.chart(s);
     const frameNames = model.frames(s).names;
+    // One lane per thread that has samples, each named after its thread.
+    const threads = [...new Set(samples.map((x) => `t${x.thread} [${100 + x.thread}]`))].sort();
+    assert.deepEqual(c.lanes.map((l) => l.name).sort(), threads, `round ${round}: lanes`);
     for (const lane of c.lanes) {
       const mine = samples.filter((x) => `t${x.thread} [${100 + x.thread}]` === lane.name).sort((a, b) => a.time - b.time);
       for (let d = 0; d < 4; d++) {

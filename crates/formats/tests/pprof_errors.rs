@@ -155,15 +155,55 @@ fn indexes_out_of_range() {
 fn every_truncation_and_bit_flip_is_an_error_or_a_profile() {
     let bytes = valid().encode_to_vec();
     let z = gzip(&bytes);
+    let (mut errors, mut profiles) = (0, 0);
+    // An error names the file. A profile read agrees with prost's decoder, the
+    // independent reader: the same total per sample type where prost reads the message
+    // too; where prost refuses it, only for a known field with another wire type, which
+    // kiln skips as an unknown field as Go's decoder (go tool pprof's) does.
+    let mut check = |name: &str, d: &[u8]| match pprof::decode(name, d) {
+        Ok(got) => {
+            match pprof::decode_message(name, d) {
+                Ok(m) => {
+                    for (i, p) in got.profiles.iter().enumerate() {
+                        let want: i64 = m
+                            .sample
+                            .iter()
+                            .filter_map(|s| s.value.get(i))
+                            .filter(|&&v| v > 0)
+                            .sum();
+                        assert_eq!(p.total_weight() as i64, want, "{name}: {d:?}");
+                    }
+                }
+                Err(e) => assert!(
+                    e.to_string().contains("invalid wire type"),
+                    "{name}: read as a profile, but prost says {e}: {d:?}"
+                ),
+            }
+            profiles += 1;
+        }
+        Err(e) => {
+            assert!(e.to_string().contains(name), "{e}");
+            errors += 1;
+        }
+    };
     for data in [&bytes, &z] {
         for n in 0..data.len() {
-            let _ = pprof::decode("cut.pb", &data[..n]);
+            check("cut.pb", &data[..n]);
             for bit in 0..8 {
                 let mut d = data.clone();
                 d[n] ^= 1 << bit;
-                let _ = pprof::decode("flipped.pb", &d);
+                check("flipped.pb", &d);
             }
         }
+    }
+    assert!(
+        errors > 0 && profiles > 0,
+        "{errors} errors, {profiles} profiles"
+    );
+    // A gzip stream cut short is always an error (its trailer is missing), never a
+    // profile of what came before the cut.
+    for n in 0..z.len() {
+        assert!(pprof::decode("cut.pb.gz", &z[..n]).is_err(), "cut at {n}");
     }
 }
 
