@@ -1,21 +1,40 @@
 #!/usr/bin/env bash
-# Installs what kiln's build, demo and tests need on Debian 12, as root. Idempotent and
-# quick when everything is present. Rust (cargo, with a nightly toolchain for the fuzz
-# targets) is expected from rustup.
+# Installs what kiln needs on Debian 12, as root. Idempotent and quick when everything is
+# present. Rust (cargo) is expected from rustup.
+#   scripts/install-deps.sh          what kiln's build and its main job need (scripts/setup.sh):
+#                                    the eBPF build's compiler and headers, RabbitMQ for the demo
+#   scripts/install-deps.sh --tests  that and what the test suite and benchmarks add
+#                                    (scripts/test.sh): the other servers, the anchor tools,
+#                                    Chromium, Go, Node, the oldest Rust, nightly's cargo-fuzz,
+#                                    an OpenTelemetry Collector
 set -euo pipefail
+tests=0
+case "${1:-}" in
+  --tests) tests=1 ;;
+  "") ;;
+  *) echo "install-deps: unknown argument '$1' (--tests or nothing)" >&2; exit 2 ;;
+esac
 
 need_apt=()
-pkgs=(build-essential pkg-config curl linux-perf clang llvm libbpf-dev libelf-dev zlib1g-dev
-      bpftool rabbitmq-server erlang-nox chromium mosquitto mosquitto-clients hyperfine time python3
-      make linux-libc-dev binutils util-linux nginx wrk debuginfod postgresql bpftrace)
+# kiln's build (eBPF programs compiled with clang against libbpf) and its main job (a
+# private RabbitMQ under load, scripts/demo.sh).
+pkgs=(build-essential pkg-config curl clang llvm libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
+      rabbitmq-server erlang-nox python3)
+if [ "$tests" = 1 ]; then
+  # The tests' servers and oracles, the benchmarks' anchors.
+  pkgs+=(linux-perf bpftool chromium mosquitto mosquitto-clients hyperfine time make binutils
+         util-linux nginx wrk debuginfod postgresql bpftrace)
+fi
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
-# Node and Go may come from elsewhere than Debian (nodesource, go.dev): only install
-# Debian's when the commands are missing.
-command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
-command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
-command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+if [ "$tests" = 1 ]; then
+  # Node and Go may come from elsewhere than Debian (nodesource, go.dev): only install
+  # Debian's when the commands are missing.
+  command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
+  command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+  command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: installing ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
@@ -37,6 +56,9 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
   fi
 fi
+[ "$tests" = 1 ] || exit 0
+
+# Everything below is for the test suite and the benchmarks only.
 # The oldest Rust the workspace builds with (rust-version in Cargo.toml), for the check
 # `cargo +1.88.0 check --workspace --all-targets`.
 if command -v rustup >/dev/null 2>&1 && ! rustup run 1.88.0 rustfmt --version >/dev/null 2>&1; then

@@ -4,7 +4,7 @@
 # viewer's tests, and a short run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 export KILN_REQUIRE_ANCHORS=1
 export CARGO_TERM_COLOR=never
