@@ -1,7 +1,10 @@
 //! `kiln`: load it, profile it, see why.
 //!
-//! A thin binary: each subcommand parses its flags, turns them into the options of a
-//! library crate and calls it. Errors are printed once, here, as `Error: {:#}`.
+//! The command line over the library crates: each subcommand (`cmd/`) parses its flags,
+//! turns them into the options of the crates that do the work (collapse, record, run,
+//! store, report…) and prints what they return; the orchestration a command needs (a run's
+//! load, recorder and store together, the agents of several hosts) lives in `kiln-run`.
+//! Signals have one owner (`signals`). Errors are printed once, here.
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

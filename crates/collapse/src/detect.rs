@@ -1,3 +1,4 @@
+//! Input format detection: which collapser reads an input, guessed from its first meaningful lines.
 use crate::Format;
 
 /// At most this many meaningful lines are looked at.

@@ -1,3 +1,4 @@
+//! What can go wrong while collapsing: warnings that point at a malformed line and the errors that stop a collapse.
 use thiserror::Error;
 
 /// A malformed piece of input: where it is and what is wrong with it.

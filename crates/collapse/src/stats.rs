@@ -1,3 +1,4 @@
+//! What a collapse read, kept and skipped, and why each skipped sample was skipped.
 use std::collections::BTreeMap;
 use std::fmt;
 

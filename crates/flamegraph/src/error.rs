@@ -1,3 +1,4 @@
+//! Errors of flame graph rendering.
 use std::path::PathBuf;
 use thiserror::Error;
 

@@ -1,3 +1,4 @@
+//! Errors of the profile model.
 use thiserror::Error;
 
 /// Errors of the profile model.

@@ -1,3 +1,4 @@
+//! Writing profiles as folded stacks (`a;b;c 42` lines).
 use crate::{FrameId, ModelError, Profile, StackId};
 use std::io::Write;
 

@@ -1,3 +1,4 @@
+//! Interned frames: a function name, the code it belongs to and its kind, each stored once.
 use crate::{FastHash, StrId, StringTable};
 use std::collections::HashMap;
 

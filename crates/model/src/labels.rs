@@ -1,3 +1,4 @@
+//! Interned sets of labels (pprof's labels, a sample's host or goroutine), each set stored once.
 use crate::{FastHash, StrId};
 use std::collections::HashMap;
 

@@ -1,3 +1,4 @@
+//! A profile: its samples, the tables they point into, and what its weights measure.
 use crate::{
     Frame, FrameId, FrameKind, FrameTable, Label, LabelSetId, LabelValue, SampleTable, Source,
     StackId, StackTable, StringTable, Thread, ThreadId, ThreadTable,

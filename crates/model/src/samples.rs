@@ -1,3 +1,4 @@
+//! Samples stored column-wise: stack, weight, time and thread.
 use crate::{LabelSetId, LabelTable, StackId, ThreadId};
 
 /// Timestamp value meaning "unknown".

@@ -1,3 +1,4 @@
+//! Call stacks as a prefix tree of frames.
 use crate::{FastHash, FrameId};
 use hashbrown::HashMap;
 

@@ -1,3 +1,4 @@
+//! Interned byte strings: every distinct name stored once.
 use crate::FastHash;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;

@@ -1,3 +1,4 @@
+//! Interned threads: a process's threads as the input names them.
 use crate::{FastHash, StrId};
 use std::collections::HashMap;
 

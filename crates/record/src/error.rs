@@ -1,3 +1,4 @@
+//! Errors of the recorder.
 use std::path::PathBuf;
 use thiserror::Error;
 

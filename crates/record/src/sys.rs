@@ -285,7 +285,8 @@ impl Drop for RingBuffer {
     }
 }
 
-/// Number of configured CPUs (`/sys/devices/system/cpu/online`), at least 1.
+/// The ids of the online CPUs (`/sys/devices/system/cpu/online`, such as `0-3,8`); when
+/// the file cannot be read, 0 to the number of online CPUs sysconf gives (at least one).
 pub(crate) fn online_cpus() -> Vec<i32> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut cpus = Vec::new();

@@ -1,3 +1,4 @@
+//! Errors of the viewer's encoding.
 /// Why an HTML viewer could not be written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
