@@ -148,5 +148,5 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let _ = kiln_formats::read(Some(path.as_path()), &Default::default());
+    let _ = kiln_formats::read(Some(path.as_path()), &kiln_run::read_options());
 });

@@ -436,18 +436,26 @@ pub enum FormatError {
     PerfData {
         /// The file.
         name: String,
-        /// The error.
+        /// The error (the recorder's).
         #[source]
-        source: kiln_record::RecordError,
+        source: BoxError,
     },
     /// An exported run could not be read.
     #[error("Cannot read the stored run '{name}'")]
     Store {
         /// The file.
         name: String,
-        /// The error.
+        /// The error (the store's).
         #[source]
-        source: kiln_store::StoreError,
+        source: BoxError,
+    },
+    /// A format whose reader this caller did not give ([`ReadOptions::files`]).
+    #[error("'{name}' is {format}, which this program cannot read")]
+    NoReader {
+        /// The input.
+        name: String,
+        /// Its format.
+        format: &'static str,
     },
 }
 
@@ -461,7 +469,7 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
     if kiln_model::native::is_native(head) {
         return Some(Format::Native);
     }
-    if kiln_store::is_store_file(head) {
+    if head.starts_with(SQLITE_HEADER) {
         return Some(Format::RunStore);
     }
     // Control characters other than whitespace mean binary data: pprof before any text
@@ -566,6 +574,53 @@ pub struct ReadOptions {
     /// pprof: the sample type to keep (`--sample-type`); default: the file's default,
     /// as `go tool pprof` picks it. `collapse.perf.event_filter` is used when unset.
     pub sample_type: Option<String>,
+    /// The readers of perf.data and of stored runs, which belong to the recorder and the
+    /// store: the caller gives them (kiln's command line gives both), so that reading a
+    /// folded file or a pprof links neither. Without them such inputs are an error.
+    pub files: Option<std::sync::Arc<dyn FileReaders>>,
+}
+
+/// An error of a reader this crate does not own.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The first bytes of an SQLite database: a run store, or a run exported as `.kiln`.
+pub const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
+
+/// How perf.data is to be read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PerfDataRequest {
+    /// Kernel frames annotated `_[k]` (`--kernel`).
+    pub annotate_kernel: bool,
+    /// JIT frames annotated `_[j]` (`--jit`).
+    pub annotate_jit: bool,
+    /// Each sample weighs 1 instead of its period (`--count-samples`).
+    pub count_samples: bool,
+}
+
+/// What a perf.data reader gives: one profile per event and what it could not read.
+#[derive(Debug, Default)]
+pub struct PerfDataRead {
+    /// One profile per event.
+    pub profiles: Vec<Profile>,
+    /// Samples read per event (in the order of `profiles`).
+    pub samples: Vec<u64>,
+    /// What the reader warns about.
+    pub warnings: Vec<String>,
+    /// Records the kernel lost while recording.
+    pub lost: u64,
+    /// Records that could not be parsed.
+    pub bad_records: u64,
+}
+
+/// Readers of the binary inputs whose formats other crates own: perf.data (the recorder)
+/// and a run store or an exported run (the store).
+pub trait FileReaders: Send + Sync + std::fmt::Debug {
+    /// Reads a perf.data file.
+    fn perf_data(&self, path: &Path, how: &PerfDataRequest) -> Result<PerfDataRead, BoxError>;
+    /// The profiles of a store file's latest run, or group of `--repeat` runs: one per
+    /// event, repeats merged; empty when the run recorded none. A store without runs is
+    /// an error.
+    fn run_store(&self, path: &Path) -> Result<Vec<Profile>, BoxError>;
 }
 
 /// What reading one input gave.
@@ -881,20 +936,21 @@ fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadRes
             "{name}: --pid, --tid and --addrs apply to perf script text, not perf.data; ignored"
         ));
     }
-    let ropts = kiln_record::perf_data::PerfDataOptions {
-        naming: kiln_record::NamingOptions {
-            annotate_kernel: perf.annotate_kernel,
-            annotate_jit: perf.annotate_jit,
-        },
+    let files = opts.files.as_ref().ok_or(FormatError::NoReader {
+        name: name.to_string(),
+        format: "perf.data",
+    })?;
+    let how = PerfDataRequest {
+        annotate_kernel: perf.annotate_kernel,
+        annotate_jit: perf.annotate_jit,
         // One rule for perf.data and `perf script` text: periods, or --count-samples.
         count_samples: perf.weight == kiln_collapse::perf::PerfWeight::Samples,
     };
-    let (profiles, summary) =
-        kiln_record::perf_data::read_with_summary(path, &ropts).map_err(|source| {
-            FormatError::PerfData {
-                name: name.to_string(),
-                source,
-            }
+    let summary = files
+        .perf_data(path, &how)
+        .map_err(|source| FormatError::PerfData {
+            name: name.to_string(),
+            source,
         })?;
     for w in &summary.warnings {
         warnings.push(format!("{name}: {w}"));
@@ -913,7 +969,7 @@ fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadRes
     }
     let collapsed = pick(
         name,
-        profiles,
+        summary.profiles,
         &summary.samples,
         perf.event_filter.as_deref(),
         "event",
@@ -929,30 +985,14 @@ fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadRes
 /// An exported run (or a store file): its latest run, or group of `--repeat` runs, with
 /// one profile per event, repeats merged.
 fn read_store_file(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadResult, FormatError> {
-    use kiln_store::Store;
-    let err = |source| FormatError::Store {
+    let files = opts.files.as_ref().ok_or(FormatError::NoReader {
+        name: name.to_string(),
+        format: "a kiln run store",
+    })?;
+    let merged = files.run_store(path).map_err(|source| FormatError::Store {
         name: name.to_string(),
         source,
-    };
-    let store = kiln_store::SqliteStore::open_existing(path).map_err(err)?;
-    let runs = store.list().map_err(err)?;
-    let Some(last) = runs.last() else {
-        return Err(FormatError::Malformed {
-            name: name.to_string(),
-            format: "kiln run store",
-            why: "it holds no run".into(),
-        });
-    };
-    let mut merged: Vec<Profile> = Vec::new();
-    for r in runs.iter().filter(|r| r.group == last.group) {
-        let Some(id) = r.id else { continue };
-        for p in store.profiles(id).map_err(err)? {
-            match merged.iter_mut().find(|m| m.event.name == p.event.name) {
-                Some(m) => m.merge_from(&p),
-                None => merged.push(p),
-            }
-        }
-    }
+    })?;
     let collapsed = pick_stored(name, merged, opts.collapse.perf.event_filter.as_deref())?;
     Ok(ReadResult {
         collapsed,

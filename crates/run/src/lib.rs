@@ -41,6 +41,7 @@
 pub mod compare;
 mod engine;
 mod exec;
+pub mod files;
 mod headline;
 mod meta;
 mod orchestrate;
@@ -52,6 +53,7 @@ pub mod wrk;
 
 pub use engine::EngineLoad;
 pub use exec::ExecLoad;
+pub use files::{read_options, FileReaders};
 pub use headline::{group_cpu, GroupCpu, FLEET_UNIT};
 pub(crate) use kiln_loadgen::engine::report::decode_histogram;
 pub use orchestrate::run;

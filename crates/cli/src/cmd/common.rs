@@ -292,6 +292,7 @@ pub fn collapse_input(
             ..Default::default()
         },
         sample_type: args.sample_type.clone(),
+        files: Some(std::sync::Arc::new(kiln_run::FileReaders)),
     };
     let r = kiln_formats::read(path, &opts)?;
     let name = match path {
