@@ -110,51 +110,94 @@ fn kind_code(k: FrameKind) -> u8 {
     }
 }
 
-/// Encodes `p` in the layout described in the module docs.
-pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
-    let n_strings = count("strings", p.strings.len())?;
-    let n_frames = count("frames", p.frames.len())?;
-    let n_stacks = count("stacks", p.stacks.len())?;
-    let n_threads = count("threads", p.threads.len())?;
-    let timed = p.samples.has_time();
-    let threaded = p.samples.thread.iter().any(|&t| t != ThreadId::NONE);
+/// One row of the samples section: a sample (timed profiles) or the sum of a
+/// (stack, thread)'s samples.
+struct Row {
+    /// The stack, renumbered in name order.
+    stack: StackId,
+    /// Weight.
+    weight: f64,
+    /// ns after the profile's first sample, or -1 when unknown or summed.
+    time: f64,
+    /// The thread's index, -1 for none.
+    thread: i32,
+    /// How many samples the row stands for.
+    samples: f64,
+}
 
-    // Names and frames renumbered in byte order of names (flamegraph.pl's order): a
-    // frame's id is then its alphabetical rank.
-    let mut str_order: Vec<u32> = (0..n_strings).collect();
-    str_order.sort_by(|&a, &b| {
+/// Names and frames in byte order of names (flamegraph.pl's order): a frame's id is then
+/// its alphabetical rank.
+struct NameOrder {
+    /// String ids in byte order.
+    strings: Vec<u32>,
+    /// Each string's rank.
+    string_rank: Vec<u32>,
+    /// Frame ids in order of their names.
+    frames: Vec<u32>,
+    /// Each frame's rank.
+    frame_rank: Vec<u32>,
+}
+
+fn name_order(p: &Profile, n_strings: u32, n_frames: u32) -> NameOrder {
+    let mut strings: Vec<u32> = (0..n_strings).collect();
+    strings.sort_by(|&a, &b| {
         p.strings
             .get(kiln_model::StrId(a))
             .cmp(p.strings.get(kiln_model::StrId(b)))
             .then(a.cmp(&b))
     });
-    let mut str_new = vec![0u32; n_strings as usize];
-    for (r, &x) in str_order.iter().enumerate() {
-        str_new[x as usize] = r as u32;
-    }
-    let mut by_name: Vec<u32> = (0..n_frames).collect();
-    by_name.sort_by_key(|&f| {
+    let string_rank = ranks(&strings);
+    let mut frames: Vec<u32> = (0..n_frames).collect();
+    frames.sort_by_key(|&f| {
         (
-            str_new[p.frames.get(kiln_model::FrameId(f)).name.0 as usize],
+            string_rank[p.frames.get(kiln_model::FrameId(f)).name.0 as usize],
             f,
         )
     });
-    let mut rank = vec![0u32; n_frames as usize];
-    for (r, &f) in by_name.iter().enumerate() {
-        rank[f as usize] = r as u32;
+    let frame_rank = ranks(&frames);
+    NameOrder {
+        strings,
+        string_rank,
+        frames,
+        frame_rank,
     }
-    let parents = p.stacks.raw_parents();
-    let (new_id, old_of) = name_preorder(parents, p.stacks.raw_frames(), &rank);
-    // Depth of each stack (parents come first), when every one fits in a byte.
+}
+
+/// The rank of each id of an ordering.
+fn ranks(order: &[u32]) -> Vec<u32> {
+    let mut rank = vec![0u32; order.len()];
+    for (r, &x) in order.iter().enumerate() {
+        rank[x as usize] = r as u32;
+    }
+    rank
+}
+
+/// The depth of each stack (parents come first), when every one fits in a byte.
+fn byte_depths(parents: &[u32]) -> Option<Vec<u32>> {
     let mut depth = vec![0u32; parents.len()];
     for (i, &x) in parents.iter().enumerate() {
         if x != u32::MAX {
             depth[i] = depth[x as usize] + 1;
         }
     }
-    let shallow = depth.iter().all(|&d| d <= u32::from(u8::MAX));
-    let depths = shallow.then_some(depth);
+    depth
+        .iter()
+        .all(|&d| d <= u32::from(u8::MAX))
+        .then_some(depth)
+}
 
+/// A thread id as the samples section stores it.
+fn thread_index(t: ThreadId) -> i32 {
+    if t == ThreadId::NONE {
+        -1
+    } else {
+        t.0 as i32
+    }
+}
+
+/// The samples section's rows: per sample when timed, else summed per (stack, thread)
+/// in stack order (the differences between rows' stacks stay small).
+fn rows(p: &Profile, new_id: &[u32]) -> Vec<Row> {
     // How many samples a row of the model stands for: folded input keeps one row per
     // stack with the sample count as weight; recordings keep one row per sample.
     let samples_in = |w: u64| -> u64 {
@@ -164,69 +207,61 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
             1
         }
     };
-    // Rows: per sample when timed, else summed per (stack, thread).
-    let rows: Vec<(StackId, f64, f64, i32, f64)> = if timed {
+    if p.samples.has_time() {
         let origin = p.samples.time_range().map_or(0, |r| r.0);
-        (0..p.samples.len())
+        return (0..p.samples.len())
             .map(|i| {
                 let t = p.samples.time[i];
-                let rel = if t == NO_TIME {
-                    -1.0
-                } else {
-                    (t - origin) as f64
-                };
-                let th = p.samples.thread[i];
-                let th = if th == ThreadId::NONE {
-                    -1
-                } else {
-                    th.0 as i32
-                };
                 let w = p.samples.weight[i];
-                (
-                    StackId(new_id[p.samples.stack[i].0 as usize]),
-                    w as f64,
-                    rel,
-                    th,
-                    samples_in(w) as f64,
-                )
+                Row {
+                    stack: StackId(new_id[p.samples.stack[i].0 as usize]),
+                    weight: w as f64,
+                    time: if t == NO_TIME {
+                        -1.0
+                    } else {
+                        (t - origin) as f64
+                    },
+                    thread: thread_index(p.samples.thread[i]),
+                    samples: samples_in(w) as f64,
+                }
             })
-            .collect()
-    } else {
-        let mut sums: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
-        let mut order = Vec::new();
-        for i in 0..p.samples.len() {
-            let key = (p.samples.stack[i].0, p.samples.thread[i].0);
-            let e = sums.entry(key).or_insert_with(|| {
-                order.push(key);
-                (0, 0)
-            });
-            let w = p.samples.weight[i];
-            e.0 = e.0.saturating_add(w);
-            e.1 = e.1.saturating_add(samples_in(w));
-        }
-        // In stack order: the differences between rows' stacks stay small.
-        order.sort_unstable_by_key(|k| (new_id[k.0 as usize], k.1));
-        order
-            .into_iter()
-            .map(|k| {
-                let th = if k.1 == ThreadId::NONE.0 {
-                    -1
-                } else {
-                    k.1 as i32
-                };
-                let (w, n) = sums[&k];
-                (StackId(new_id[k.0 as usize]), w as f64, -1.0, th, n as f64)
-            })
-            .collect()
-    };
-    let n_samples = count("samples", rows.len())?;
+            .collect();
+    }
+    let mut sums: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
+    let mut order = Vec::new();
+    for i in 0..p.samples.len() {
+        let key = (p.samples.stack[i].0, p.samples.thread[i].0);
+        let e = sums.entry(key).or_insert_with(|| {
+            order.push(key);
+            (0, 0)
+        });
+        let w = p.samples.weight[i];
+        e.0 = e.0.saturating_add(w);
+        e.1 = e.1.saturating_add(samples_in(w));
+    }
+    order.sort_unstable_by_key(|k| (new_id[k.0 as usize], k.1));
+    order
+        .into_iter()
+        .map(|k| {
+            let (w, n) = sums[&k];
+            Row {
+                stack: StackId(new_id[k.0 as usize]),
+                weight: w as f64,
+                time: -1.0,
+                thread: thread_index(ThreadId(k.1)),
+                samples: n as f64,
+            }
+        })
+        .collect()
+}
 
-    // Names: lossy UTF-8, with offsets in UTF-16 units so the viewer decodes the text once
-    // and slices it, instead of running a decoder per name.
+/// Names as one lossy UTF-8 text with each name's length in UTF-16 units, so the viewer
+/// decodes the text once and slices it instead of running a decoder per name.
+fn names_text(p: &Profile, order: &[u32]) -> Result<(String, Vec<u32>), ViewerError> {
     let mut text = String::new();
-    let mut lengths = Vec::with_capacity(p.strings.len());
+    let mut lengths = Vec::with_capacity(order.len());
     let mut units: u64 = 0;
-    for &x in &str_order {
+    for &x in order {
         let s = String::from_utf8_lossy(p.strings.get(kiln_model::StrId(x)));
         let n = s.encode_utf16().count();
         units += n as u64;
@@ -240,15 +275,34 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
         lengths.push(n as u32);
         text.push_str(&s);
     }
+    Ok((text, lengths))
+}
+
+/// Encodes `p` in the layout described in the module docs.
+pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
+    let n_strings = count("strings", p.strings.len())?;
+    let n_frames = count("frames", p.frames.len())?;
+    let n_stacks = count("stacks", p.stacks.len())?;
+    let n_threads = count("threads", p.threads.len())?;
+    let timed = p.samples.has_time();
+    let threaded = p.samples.thread.iter().any(|&t| t != ThreadId::NONE);
+
+    let names = name_order(p, n_strings, n_frames);
+    let parents = p.stacks.raw_parents();
+    let (new_id, old_of) = name_preorder(parents, p.stacks.raw_frames(), &names.frame_rank);
+    let depths = byte_depths(parents);
+    let rows = rows(p, &new_id);
+    let n_samples = count("samples", rows.len())?;
+    let (text, lengths) = names_text(p, &names.strings)?;
     let text_bytes = count("bytes of names", text.len())?;
 
     let origin = p.samples.time_range().map_or(0, |r| r.0);
     let mut b = Blob(Vec::with_capacity(64 + text.len() + rows.len() * 24));
     // Recordings are one sample per row: their count column would be all ones.
-    let counted = rows.iter().any(|r| r.4 != 1.0);
+    let counted = rows.iter().any(|r| r.samples != 1.0);
     // Folded samples: each row's count is its weight; do not store it twice.
-    let counts_are_weights = counted && rows.iter().all(|r| r.4 == r.1);
-    let small = rows.iter().all(|r| r.1 <= f64::from(u32::MAX));
+    let counts_are_weights = counted && rows.iter().all(|r| r.samples == r.weight);
+    let small = rows.iter().all(|r| r.weight <= f64::from(u32::MAX));
     let flags = if timed { FLAG_TIME } else { 0 }
         | if threaded { FLAG_THREADS } else { 0 }
         | if counted { FLAG_COUNTS } else { 0 }
@@ -258,7 +312,7 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
             0
         }
         | if small { FLAG_U32_WEIGHTS } else { 0 }
-        | if shallow { FLAG_DEPTHS } else { 0 }
+        | if depths.is_some() { FLAG_DEPTHS } else { 0 }
         | FLAG_NAME_ORDER
         | FLAG_SORTED_FRAMES;
     b.u32s([
@@ -270,9 +324,12 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
     b.u32s(lengths);
     let frame = |f: u32| p.frames.get(kiln_model::FrameId(f));
     b.u32s(deltas(
-        by_name.iter().map(|&f| str_new[frame(f).name.0 as usize]),
+        names
+            .frames
+            .iter()
+            .map(|&f| names.string_rank[frame(f).name.0 as usize]),
     ));
-    b.0.extend(by_name.iter().map(|&f| kind_code(frame(f).kind)));
+    b.0.extend(names.frames.iter().map(|&f| kind_code(frame(f).kind)));
     b.pad();
     let frames = p.stacks.raw_frames();
     if let Some(depth) = &depths {
@@ -288,23 +345,31 @@ pub fn encode(p: &Profile) -> Result<Vec<u8>, ViewerError> {
             }
         }));
     }
-    b.u32s(old_of.iter().map(|&o| rank[frames[o as usize].0 as usize]));
-    b.u32s(deltas(rows.iter().map(|r| r.0 .0)));
+    b.u32s(
+        old_of
+            .iter()
+            .map(|&o| names.frame_rank[frames[o as usize].0 as usize]),
+    );
+    b.u32s(deltas(rows.iter().map(|r| r.stack.0)));
     if small {
-        b.u32s(rows.iter().map(|r| r.1 as u32));
+        b.u32s(rows.iter().map(|r| r.weight as u32));
     } else {
-        b.f64s(rows.iter().map(|r| r.1));
+        b.f64s(rows.iter().map(|r| r.weight));
     }
     if counted && !counts_are_weights {
-        b.f64s(rows.iter().map(|r| r.4));
+        b.f64s(rows.iter().map(|r| r.samples));
     }
     if timed {
-        b.f64s(rows.iter().map(|r| r.2));
+        b.f64s(rows.iter().map(|r| r.time));
     }
     if threaded {
-        b.i32s(rows.iter().map(|r| r.3));
+        b.i32s(rows.iter().map(|r| r.thread));
     }
-    b.u32s(p.threads.iter().map(|(_, t)| str_new[t.name.0 as usize]));
+    b.u32s(
+        p.threads
+            .iter()
+            .map(|(_, t)| names.string_rank[t.name.0 as usize]),
+    );
     b.i32s(
         p.threads
             .iter()
