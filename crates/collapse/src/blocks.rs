@@ -174,3 +174,82 @@ pub(crate) fn drive<W: Send>(
     });
     (workers, read_error)
 }
+
+/// Where the workers' blocks fall in the input, to join what they read in input order
+/// with line numbers relative to the whole input.
+pub(crate) struct InputOrder {
+    /// (block index in the input, worker, position in the worker's list), in input order.
+    pub(crate) blocks: Vec<(usize, usize, usize)>,
+    /// Lines before each block of `blocks`, then the input's total.
+    bases: Vec<u64>,
+}
+
+impl InputOrder {
+    /// From each worker's blocks as (index in the input, lines), in the worker's order.
+    pub(crate) fn new<W, B>(workers: W) -> Self
+    where
+        W: IntoIterator<Item = B>,
+        B: IntoIterator<Item = (usize, u64)>,
+    {
+        let mut all: Vec<(usize, usize, usize, u64)> = Vec::new();
+        for (wi, w) in workers.into_iter().enumerate() {
+            for (bi, (idx, lines)) in w.into_iter().enumerate() {
+                all.push((idx, wi, bi, lines));
+            }
+        }
+        all.sort_unstable_by_key(|b| b.0);
+        let mut bases = Vec::with_capacity(all.len() + 1);
+        let mut sum = 0u64;
+        for b in &all {
+            bases.push(sum);
+            sum += b.3;
+        }
+        bases.push(sum);
+        InputOrder {
+            blocks: all.into_iter().map(|(i, w, b, _)| (i, w, b)).collect(),
+            bases,
+        }
+    }
+
+    /// Lines of the input before block `idx`.
+    pub(crate) fn base(&self, idx: usize) -> u64 {
+        self.bases[self.blocks.partition_point(|b| b.0 < idx)]
+    }
+
+    /// A worker's error with its line made relative to the whole input (it was relative
+    /// to its block `idx`).
+    pub(crate) fn in_input(&self, idx: usize, e: crate::CollapseError) -> crate::CollapseError {
+        use crate::CollapseError;
+        let base = self.base(idx);
+        match e {
+            CollapseError::Malformed(mut w) => {
+                w.line += base;
+                CollapseError::Malformed(w)
+            }
+            CollapseError::WeightOverflow(mut w) => {
+                w.line += base;
+                CollapseError::WeightOverflow(w)
+            }
+            e => e,
+        }
+    }
+
+    /// Adds a block's warnings to `out` (at most `max` in all), lines relative to the
+    /// whole input.
+    pub(crate) fn warnings(
+        &self,
+        idx: usize,
+        block: Vec<crate::Warning>,
+        out: &mut Vec<crate::Warning>,
+        max: usize,
+    ) {
+        let base = self.base(idx);
+        for mut w in block {
+            if out.len() >= max {
+                break;
+            }
+            w.line += base;
+            out.push(w);
+        }
+    }
+}

@@ -749,34 +749,18 @@ fn assemble(
     name: &str,
     opts: &Options,
 ) -> Result<Collapsed, CollapseError> {
-    let mut order: Vec<(usize, usize, usize)> = Vec::new();
-    for (wi, w) in workers.iter().enumerate() {
-        for (bi, b) in w.blocks.iter().enumerate() {
-            order.push((b.idx, wi, bi));
-        }
-    }
-    order.sort_unstable();
+    let input = crate::blocks::InputOrder::new(workers.iter().map(|w| {
+        w.blocks
+            .iter()
+            .map(|b| (b.idx, b.lines))
+            .collect::<Vec<_>>()
+    }));
     let first_error = workers
         .iter_mut()
         .filter_map(|w| w.error.take())
         .min_by_key(|(i, _)| *i);
     if let Some((idx, e)) = first_error {
-        let base: u64 = order
-            .iter()
-            .filter(|(i, _, _)| *i < idx)
-            .map(|&(_, wi, bi)| workers[wi].blocks[bi].lines)
-            .sum();
-        return Err(match e {
-            CollapseError::Malformed(mut w) => {
-                w.line += base;
-                CollapseError::Malformed(w)
-            }
-            CollapseError::WeightOverflow(mut w) => {
-                w.line += base;
-                CollapseError::WeightOverflow(w)
-            }
-            e => e,
-        });
+        return Err(input.in_input(idx, e));
     }
     let mut out = Collapsed {
         profile: Profile::new(EventInfo::default()),
@@ -784,17 +768,16 @@ fn assemble(
     };
     let mut warned = 0;
     let mut totals = (0u64, 0u64);
-    let mut base = 0u64;
-    for &(_, wi, bi) in &order {
+    for &(idx, wi, bi) in &input.blocks {
         let b = &mut workers[wi].blocks[bi];
         out.stats.add(&b.stats);
         warned += b.warned;
-        for mut w in std::mem::take(&mut b.warnings) {
-            if out.warnings.len() < opts.max_warnings {
-                w.line += base;
-                out.warnings.push(w);
-            }
-        }
+        input.warnings(
+            idx,
+            std::mem::take(&mut b.warnings),
+            &mut out.warnings,
+            opts.max_warnings,
+        );
         match (
             totals.0.checked_add(b.totals.0),
             totals.1.checked_add(b.totals.1),
@@ -809,7 +792,6 @@ fn assemble(
                 )))
             }
         }
-        base += b.lines;
     }
     out.stats.warnings = warned;
     let mut it = workers.into_iter().map(|w| w.parsed);

@@ -1417,56 +1417,30 @@ fn assemble(
     filter: Option<&[u8]>,
     name: &str,
 ) -> Result<Collapsed, CollapseError> {
-    // Lines before each block, for line numbers relative to the whole input.
-    let mut lines: Vec<(usize, u64)> = outs
-        .iter()
-        .flat_map(|o| o.blocks.iter().map(|b| (b.idx, b.lines)))
-        .collect();
-    lines.sort_unstable();
-    let base = |idx: usize| -> u64 {
-        lines
+    let input = crate::blocks::InputOrder::new(outs.iter().map(|o| {
+        o.blocks
             .iter()
-            .take_while(|(i, _)| *i < idx)
-            .map(|(_, l)| l)
-            .sum()
-    };
+            .map(|b| (b.idx, b.lines))
+            .collect::<Vec<_>>()
+    }));
     let first_error = outs
         .iter_mut()
         .filter_map(|o| o.error.take())
         .min_by_key(|(i, _)| *i);
     if let Some((idx, e)) = first_error {
-        return Err(match e {
-            CollapseError::Malformed(mut w) => {
-                w.line += base(idx);
-                CollapseError::Malformed(w)
-            }
-            CollapseError::WeightOverflow(mut w) => {
-                w.line += base(idx);
-                CollapseError::WeightOverflow(w)
-            }
-            e => e,
-        });
+        return Err(input.in_input(idx, e));
     }
     let mut out = Collapsed::default();
-    // (block idx, worker, position in the worker's list), in input order.
-    let mut order: Vec<(usize, usize, usize)> = Vec::new();
-    for (wi, o) in outs.iter().enumerate() {
-        for (bi, b) in o.blocks.iter().enumerate() {
-            order.push((b.idx, wi, bi));
-        }
-    }
-    order.sort_unstable();
-    let mut ranges = Vec::with_capacity(order.len());
-    for &(idx, wi, bi) in &order {
+    let mut ranges = Vec::with_capacity(input.blocks.len());
+    for &(idx, wi, bi) in &input.blocks {
         let b = &mut outs[wi].blocks[bi];
         out.stats.add(&b.stats);
-        let base = base(idx);
-        for mut w in std::mem::take(&mut b.warnings) {
-            if out.warnings.len() < opts.max_warnings {
-                w.line += base;
-                out.warnings.push(w);
-            }
-        }
+        input.warnings(
+            idx,
+            std::mem::take(&mut b.warnings),
+            &mut out.warnings,
+            opts.max_warnings,
+        );
         ranges.push((wi, b.samples.clone()));
     }
     let mut total = 0u64;
