@@ -886,6 +886,54 @@ mod tests {
         ));
     }
 
+    /// Names from a store (group labels, function names) reach the terminal escaped:
+    /// no escape sequence or reordering character in the text or Markdown tables.
+    #[test]
+    fn names_are_escaped_in_text_and_markdown() {
+        use kiln_model::WeightUnit;
+        let g = |label: &str, w: u64| {
+            let runs: Vec<RunMeta> = (0..4)
+                .map(|_| run(Some(1000.0), 1000.0, 40.0, 900.0))
+                .collect();
+            let profiles = runs
+                .iter()
+                .map(|_| {
+                    vec![profile(
+                        "cpu-clock",
+                        WeightUnit::Period,
+                        &[
+                            ("main;evil\u{1b}]0:PWNED\u{7}", w),
+                            ("main;gnp.exe\u{202e}", 5),
+                        ],
+                    )]
+                })
+                .collect();
+            Group {
+                label: label.into(),
+                runs,
+                profiles,
+            }
+        };
+        let c = compare(
+            &[g("a\u{1b}[31m", 1_000_000), g("b\u{202e}", 3_000_000)],
+            &Options::default(),
+        )
+        .unwrap();
+        for f in [export::Format::Text, export::Format::Markdown] {
+            let mut out = Vec::new();
+            f.exporter().export(&c, &mut out).unwrap();
+            let out = String::from_utf8(out).unwrap();
+            assert!(
+                !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+                "{out}"
+            );
+            assert!(
+                out.contains("evil\\") && out.contains("x1b") && out.contains("PWNED"),
+                "{out}"
+            );
+        }
+    }
+
     #[test]
     fn groups_need_runs() {
         assert!(matches!(

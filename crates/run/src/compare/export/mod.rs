@@ -99,6 +99,7 @@ pub fn format_value(v: f64, unit: &str) -> String {
 
 /// Escapes a Markdown table cell.
 pub fn md_escape(s: &str) -> String {
+    let s = kiln_model::text::clean(s);
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -113,13 +114,11 @@ pub fn md_escape(s: &str) -> String {
     o
 }
 
-/// A name for a table cell: control characters removed, at most `width` characters.
+/// A name for a table cell: control and invisible reordering characters shown as
+/// escapes (`kiln_model::text`), at most `width` characters.
 pub(crate) fn clip(name: &str, width: usize) -> String {
-    let mut s: String = name
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(width)
-        .collect();
+    let name = kiln_model::text::clean(name);
+    let mut s: String = name.chars().take(width).collect();
     if name.chars().count() > width {
         s.pop();
         s.push('…');

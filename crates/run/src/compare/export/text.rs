@@ -2,6 +2,7 @@
 //! tables, the notes.
 use super::{clip, figure_rows, function_rows, gate_lines, Exporter};
 use crate::compare::{Comparison, FunctionTable};
+use kiln_model::text::clean;
 use std::io::Write;
 
 /// Aligned text.
@@ -11,6 +12,12 @@ pub struct Text;
 /// Writes rows of cells with each column as wide as its widest cell; a row of one cell
 /// is a heading.
 fn aligned(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
+    // Cells quote run names, notes and function names: escaped for the terminal.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| clean(c).into_owned()).collect())
+        .collect();
+    let rows = &rows[..];
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|i| {
@@ -46,23 +53,28 @@ fn aligned(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
 
 fn functions(t: &FunctionTable, c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out)?;
-    writeln!(out, "functions ({}): {}, ranked by change", t.event, t.what)?;
+    writeln!(
+        out,
+        "functions ({}): {}, ranked by change",
+        clean(&t.event),
+        clean(&t.what)
+    )?;
     aligned(&function_rows(c, t, |n| clip(n, 60)), out)
 }
 
 impl Exporter for Text {
     fn export(&self, c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
-        writeln!(out, "{}", c.overall.line)?;
+        writeln!(out, "{}", clean(&c.overall.line))?;
         writeln!(out)?;
         aligned(&figure_rows(c), out)?;
         for t in c.functions.iter().filter(|t| !t.rows.is_empty()) {
             functions(t, c, out)?;
         }
         for n in &c.notes {
-            writeln!(out, "note: {n}")?;
+            writeln!(out, "note: {}", clean(n))?;
         }
         for g in gate_lines(c) {
-            writeln!(out, "{g}")?;
+            writeln!(out, "{}", clean(&g))?;
         }
         Ok(())
     }
