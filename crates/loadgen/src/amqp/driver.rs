@@ -2,136 +2,144 @@
 //! what it tells the engine.
 use super::conn::{Connection, Uri, Writer};
 use super::AmqpOptions;
-use crate::engine::stats::{CounterDef, FlagDef, LatencyDef, Schema, Show};
+use crate::engine::stats::{
+    counter_index, flag_index, latency_index, CounterDef, FlagDef, LatencyDef, Schema, Show,
+};
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Counter indices.
-pub(crate) const C_SENT: usize = 0;
-pub(crate) const C_CONFIRMED: usize = 1;
-pub(crate) const C_NACKED: usize = 2;
-pub(crate) const C_RETURNED: usize = 3;
-pub(crate) const C_RECEIVED: usize = 4;
-pub(crate) const C_BLOCKED_NOTIFICATIONS: usize = 5;
-pub(crate) const C_RECONNECTS: usize = 6;
+/// Counter indices, from the table's names.
+pub(crate) const C_SENT: usize = counter_index(COUNTERS, "sent");
+pub(crate) const C_CONFIRMED: usize = counter_index(COUNTERS, "confirmed");
+pub(crate) const C_NACKED: usize = counter_index(COUNTERS, "nacked");
+pub(crate) const C_RETURNED: usize = counter_index(COUNTERS, "returned");
+pub(crate) const C_RECEIVED: usize = counter_index(COUNTERS, "received");
+pub(crate) const C_BLOCKED_NOTIFICATIONS: usize = counter_index(COUNTERS, "blocked_notifications");
+pub(crate) const C_RECONNECTS: usize = counter_index(COUNTERS, "reconnects");
 /// Latency indices.
-pub(crate) const L_CONSUMER: usize = 0;
-pub(crate) const L_CONSUMER_INTENDED: usize = 1;
-pub(crate) const L_CONFIRM: usize = 2;
-pub(crate) const L_CONFIRM_INTENDED: usize = 3;
+pub(crate) const L_CONSUMER: usize = latency_index(LATENCIES, "consumer_latency");
+pub(crate) const L_CONSUMER_INTENDED: usize = latency_index(LATENCIES, "consumer_latency_intended");
+pub(crate) const L_CONFIRM: usize = latency_index(LATENCIES, "confirm_latency");
+pub(crate) const L_CONFIRM_INTENDED: usize = latency_index(LATENCIES, "confirm_latency_intended");
 /// Flag indices.
-pub(crate) const F_BLOCKED: usize = 0;
-pub(crate) const F_STALLED: usize = 1;
-pub(crate) const F_DISCONNECTED: usize = 2;
+pub(crate) const F_BLOCKED: usize = flag_index(FLAGS, "blocked");
+pub(crate) const F_STALLED: usize = flag_index(FLAGS, "stalled");
+pub(crate) const F_DISCONNECTED: usize = flag_index(FLAGS, "disconnected");
 
 /// What an AMQP run measures.
 pub static SCHEMA: Schema = Schema {
     protocol: "amqp",
-    counters: &[
-        CounterDef {
-            name: "sent",
-            unit: "msg",
-            description: "messages published (written to the socket)",
-            show: Show::Always,
-            rate_label: Some("sending rate"),
-        },
-        CounterDef {
-            name: "confirmed",
-            unit: "msg",
-            description: "publisher confirms (acks) received",
-            show: Show::NonZeroOrLatency(L_CONFIRM),
-            rate_label: Some("confirm rate"),
-        },
-        CounterDef {
-            name: "nacked",
-            unit: "msg",
-            description: "publisher nacks received",
-            show: Show::NonZero,
-            rate_label: None,
-        },
-        CounterDef {
-            name: "returned",
-            unit: "msg",
-            description: "unroutable messages returned (mandatory)",
-            show: Show::NonZero,
-            rate_label: None,
-        },
-        CounterDef {
-            name: "received",
-            unit: "msg",
-            description: "messages delivered to consumers",
-            show: Show::Always,
-            rate_label: Some("receiving rate"),
-        },
-        CounterDef {
-            name: "blocked_notifications",
-            unit: "notification",
-            description: "connection.blocked notifications received",
-            show: Show::Never,
-            rate_label: None,
-        },
-        CounterDef {
-            name: "reconnects",
-            unit: "conn",
-            description: "successful reconnections (--reconnect)",
-            show: Show::Never,
-            rate_label: None,
-        },
-    ],
-    latencies: &[
-        LatencyDef {
-            name: "consumer_latency",
-            csv: "consumer",
-            line_label: "min/median/75th/95th/99th/99.9th/max consumer latency",
-            summary_label: "consumer latency",
-            description: "end to end: the send time in the message to its delivery",
-        },
-        LatencyDef {
-            name: "consumer_latency_intended",
-            csv: "consumer_intended",
-            line_label: "from intended send",
-            summary_label: "consumer latency from intended send",
-            description: "end to end from the intended send time (rate-limited runs)",
-        },
-        LatencyDef {
-            name: "confirm_latency",
-            csv: "confirm",
-            line_label: "confirm latency",
-            summary_label: "confirm latency",
-            description: "publish to publisher confirm",
-        },
-        LatencyDef {
-            name: "confirm_latency_intended",
-            csv: "confirm_intended",
-            line_label: "",
-            summary_label: "confirm latency from intended send",
-            description: "intended publish time to publisher confirm (rate-limited runs)",
-        },
-    ],
-    flags: &[
-        FlagDef {
-            name: "blocked",
-            marker: "BLOCKED",
-            description: "a connection.blocked was in force",
-        },
-        FlagDef {
-            name: "stalled",
-            marker: "STALLED",
-            description: "producers had messages due but sent none",
-        },
-        FlagDef {
-            name: "disconnected",
-            marker: "DISCONNECTED",
-            description: "a connection was down (lost, or reconnecting)",
-        },
-    ],
+    counters: COUNTERS,
+    latencies: LATENCIES,
+    flags: FLAGS,
     throughput: C_SENT,
     throughput_unit: "msg/s",
     stall: Some((F_STALLED, C_SENT)),
 };
+
+const COUNTERS: &[CounterDef] = &[
+    CounterDef {
+        name: "sent",
+        unit: "msg",
+        description: "messages published (written to the socket)",
+        show: Show::Always,
+        rate_label: Some("sending rate"),
+    },
+    CounterDef {
+        name: "confirmed",
+        unit: "msg",
+        description: "publisher confirms (acks) received",
+        show: Show::NonZeroOrLatency(L_CONFIRM),
+        rate_label: Some("confirm rate"),
+    },
+    CounterDef {
+        name: "nacked",
+        unit: "msg",
+        description: "publisher nacks received",
+        show: Show::NonZero,
+        rate_label: None,
+    },
+    CounterDef {
+        name: "returned",
+        unit: "msg",
+        description: "unroutable messages returned (mandatory)",
+        show: Show::NonZero,
+        rate_label: None,
+    },
+    CounterDef {
+        name: "received",
+        unit: "msg",
+        description: "messages delivered to consumers",
+        show: Show::Always,
+        rate_label: Some("receiving rate"),
+    },
+    CounterDef {
+        name: "blocked_notifications",
+        unit: "notification",
+        description: "connection.blocked notifications received",
+        show: Show::Never,
+        rate_label: None,
+    },
+    CounterDef {
+        name: "reconnects",
+        unit: "conn",
+        description: "successful reconnections (--reconnect)",
+        show: Show::Never,
+        rate_label: None,
+    },
+];
+
+const LATENCIES: &[LatencyDef] = &[
+    LatencyDef {
+        name: "consumer_latency",
+        csv: "consumer",
+        line_label: "min/median/75th/95th/99th/99.9th/max consumer latency",
+        summary_label: "consumer latency",
+        description: "end to end: the send time in the message to its delivery",
+    },
+    LatencyDef {
+        name: "consumer_latency_intended",
+        csv: "consumer_intended",
+        line_label: "from intended send",
+        summary_label: "consumer latency from intended send",
+        description: "end to end from the intended send time (rate-limited runs)",
+    },
+    LatencyDef {
+        name: "confirm_latency",
+        csv: "confirm",
+        line_label: "confirm latency",
+        summary_label: "confirm latency",
+        description: "publish to publisher confirm",
+    },
+    LatencyDef {
+        name: "confirm_latency_intended",
+        csv: "confirm_intended",
+        line_label: "",
+        summary_label: "confirm latency from intended send",
+        description: "intended publish time to publisher confirm (rate-limited runs)",
+    },
+];
+
+const FLAGS: &[FlagDef] = &[
+    FlagDef {
+        name: "blocked",
+        marker: "BLOCKED",
+        description: "a connection.blocked was in force",
+    },
+    FlagDef {
+        name: "stalled",
+        marker: "STALLED",
+        description: "producers had messages due but sent none",
+    },
+    FlagDef {
+        name: "disconnected",
+        marker: "DISCONNECTED",
+        description: "a connection was down (lost, or reconnecting)",
+    },
+];
 
 /// Names and keys every agent agrees on.
 #[derive(Debug)]

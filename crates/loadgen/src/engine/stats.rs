@@ -86,6 +86,62 @@ pub struct FlagDef {
     pub description: &'static str,
 }
 
+/// Whether two names are equal, at compile time.
+const fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The index of the counter `name` in a driver's table, at compile time: drivers derive
+/// their indices from their tables, so a name and its index cannot disagree, and a name
+/// that is not in the table does not compile.
+pub(crate) const fn counter_index(defs: &[CounterDef], name: &str) -> usize {
+    let mut i = 0;
+    while i < defs.len() {
+        if same_name(defs[i].name, name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no counter of that name in the table")
+}
+
+/// The index of the latency `name` in a driver's table, at compile time (as
+/// [`counter_index`]).
+pub(crate) const fn latency_index(defs: &[LatencyDef], name: &str) -> usize {
+    let mut i = 0;
+    while i < defs.len() {
+        if same_name(defs[i].name, name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no latency of that name in the table")
+}
+
+/// The index of the flag `name` in a driver's table, at compile time (as
+/// [`counter_index`]).
+pub(crate) const fn flag_index(defs: &[FlagDef], name: &str) -> usize {
+    let mut i = 0;
+    while i < defs.len() {
+        if same_name(defs[i].name, name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no flag of that name in the table")
+}
+
 /// Everything a protocol measures, declared once by its driver.
 #[derive(Debug, Clone, Copy)]
 pub struct Schema {
