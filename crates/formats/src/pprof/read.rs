@@ -152,8 +152,8 @@ struct Strings<'a> {
     name: &'a str,
 }
 
-impl Strings<'_> {
-    fn get(&self, i: i64, what: &str) -> Result<&[u8], FormatError> {
+impl<'a> Strings<'a> {
+    fn get(&self, i: i64, what: &str) -> Result<&'a [u8], FormatError> {
         usize::try_from(i)
             .ok()
             .and_then(|i| self.table.get(i))
@@ -268,163 +268,251 @@ fn read_message(
     raw: &[u8],
     choose: Option<Choose<'_>>,
 ) -> Result<Decoded, FormatError> {
-    let bad = |why: String| FormatError::Malformed {
+    let msg = top(raw).map_err(|e| FormatError::Malformed {
         name: name.to_string(),
         format: "pprof",
-        why,
-    };
-    let msg = top(raw).map_err(|e| bad(format!("not a valid profile.proto message: {e}")))?;
-    let wire_err = |what: String| move |e: wire::WireError| bad(format!("{what}: {e}"));
-    let strings = Strings {
-        table: msg.strings,
+        why: format!("not a valid profile.proto message: {e}"),
+    })?;
+    let mut r = Reader {
         name,
+        str_ids: vec![None; msg.strings.len()],
+        strings: Strings {
+            table: msg.strings.clone(),
+            name,
+        },
+        base: Profile::default(),
     };
-    if strings.table.first().is_some_and(|s| !s.is_empty()) {
-        return Err(bad("the string table's first string is not empty".into()));
-    }
-    if msg.sample_type.is_empty() {
-        return Err(bad(
-            "no sample_type: the profile says nothing of what its values are".into(),
-        ));
-    }
-    let mut info = PprofInfo {
-        time_nanos: msg.time_nanos,
-        duration_nanos: msg.duration_nanos,
-        ..Default::default()
-    };
-    for (i, &(ty, unit)) in msg.sample_type.iter().enumerate() {
-        let what = format!("sample_type {i}");
-        info.sample_types
-            .push((strings.text(ty, &what)?, strings.text(unit, &what)?));
-    }
-    info.default_type = info.sample_types.len() - 1;
-    if msg.default_sample_type != 0 {
-        let want = strings.get(msg.default_sample_type, "default_sample_type")?;
-        if let Some(i) = info
-            .sample_types
-            .iter()
-            .position(|(t, _)| t.as_bytes() == want)
-        {
-            info.default_type = i;
-        }
-    }
-    if let Some((ty, unit)) = msg.period_type {
-        info.period = Some((
-            strings.text(ty, "period_type")?,
-            strings.text(unit, "period_type")?,
-            msg.period,
-        ));
-    }
-    for &c in &msg.comments {
-        info.comments.push(strings.text(c as i64, "comment")?);
-    }
+    let info = r.info(&msg)?;
     // Which sample types get a profile: all, or the one chosen now that the file has said
     // what it holds (before anything large is built).
     let only = match choose {
         Some(f) => Some(f(&info)?),
         None => None,
     };
+    let functions = r.functions(&msg)?;
+    let locations = r.locations(&msg, &functions)?;
+    drop(functions);
+    let mut samples = r.samples(&msg, &locations)?;
+    drop(locations);
+    r.build_stacks(&mut samples);
+    let no_stack = r.no_stack_node(&samples.stacks);
+    Ok(profiles(info, r.base, &samples, no_stack, only))
+}
 
-    // One template profile holds the names, frames and stacks every sample type shares.
-    let mut base = Profile::default();
-    let mut str_ids: Vec<Option<StrId>> = vec![None; strings.table.len()];
-    let mut intern = |p: &mut Profile, i: i64, what: &str| -> Result<StrId, FormatError> {
-        let s = strings.get(i, what)?;
-        let slot = &mut str_ids[i as usize];
-        Ok(*slot.get_or_insert_with(|| p.strings.intern(s)))
-    };
+/// What the steps of reading one message share: the file's name and strings, and the
+/// template profile holding the names, frames and stacks every sample type shares.
+struct Reader<'a> {
+    name: &'a str,
+    strings: Strings<'a>,
+    /// Each string's id in `base`, once interned.
+    str_ids: Vec<Option<StrId>>,
+    base: Profile,
+}
 
-    // Functions: (name, source).
-    let functions_raw = msg
-        .functions
-        .iter()
-        .enumerate()
-        .map(|(i, b)| wire::function(b).map_err(wire_err(format!("function #{i}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    let fidx = Index::new(functions_raw.iter().map(|f| f.id))
-        .map_err(|id| bad(format!("two functions have id {id}")))?;
-    let mut functions: Vec<(StrId, Option<Source>)> = Vec::with_capacity(functions_raw.len());
-    for (i, f) in functions_raw.iter().enumerate() {
-        let what = format!("function {} (#{i})", f.id);
-        let n = if f.name != 0 { f.name } else { f.system_name };
-        // A function without a name (Go's threadcreate profiles) reads as go tool
-        // pprof -traces shows it.
-        let name = if strings.get(n, &what)?.is_empty() {
-            base.strings.intern(b"<unknown>")
-        } else {
-            intern(&mut base, n, &what)?
-        };
-        let _ = intern(&mut base, f.system_name, &what)?;
-        let source = if f.filename != 0 {
-            Some(Source {
-                file: intern(&mut base, f.filename, &what)?,
-                line: u32::try_from(f.start_line).unwrap_or(0),
-            })
-        } else {
-            None
-        };
-        functions.push((name, source));
+/// The functions' (name, source), in the file's order, with their index by id.
+type Functions = (Index, Vec<(StrId, Option<Source>)>);
+
+/// The locations' frames, root first (a location's lines are innermost first; all but
+/// the outermost are inlined into it), in one flat array.
+struct Locations {
+    index: Index,
+    /// Where each location's frames start in `frames`, then the end.
+    start: Vec<u32>,
+    frames: Vec<FrameId>,
+}
+
+impl Locations {
+    fn frames_of(&self, li: usize) -> &[FrameId] {
+        &self.frames[self.start[li] as usize..self.start[li + 1] as usize]
     }
-    drop(functions_raw);
-    let mappings = msg
-        .mappings
-        .iter()
-        .enumerate()
-        .map(|(i, b)| wire::mapping(b).map_err(wire_err(format!("mapping #{i}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    let midx = Index::new(mappings.iter().map(|m| m.id))
-        .map_err(|id| bad(format!("two mappings have id {id}")))?;
+}
 
-    // Locations: their frames, root first (a location's lines are innermost first; all
-    // but the outermost are inlined into it), in one flat array.
-    let nloc = msg.locations.len();
-    let mut loc_ids: Vec<u64> = Vec::with_capacity(nloc);
-    let mut loc_start: Vec<u32> = Vec::with_capacity(nloc + 1);
-    let mut loc_frames: Vec<FrameId> = Vec::with_capacity(nloc);
-    let mut lines: Vec<(u64, i64)> = Vec::new();
-    for (i, b) in msg.locations.iter().enumerate() {
-        let (id, mapping_id, address) =
-            wire::location(b, &mut lines).map_err(wire_err(format!("location #{i}")))?;
-        loc_ids.push(id);
-        loc_start.push(
-            u32::try_from(loc_frames.len())
-                .map_err(|_| bad("more than 4 billion frames in locations".into()))?,
-        );
-        if lines.is_empty() {
-            // Not symbolised: name it by address, in its image where the mapping says.
-            let image = match (mapping_id, midx.get(mapping_id)) {
-                (0, _) => None,
-                (mid, None) => {
-                    return Err(bad(format!(
-                        "location {id} (#{i}) names mapping {mid}, which does not exist"
-                    )))
-                }
-                (_, Some(m)) => {
-                    let m = &mappings[m];
-                    let file = strings.get(m.filename, &format!("mapping {}", m.id))?;
-                    let base_name = file.rsplit(|&c| c == b'/').next().unwrap_or(file);
-                    (!base_name.is_empty()).then(|| {
-                        let off = address
-                            .wrapping_sub(m.memory_start)
-                            .wrapping_add(m.file_offset);
-                        (base_name.to_vec(), off)
-                    })
-                }
+/// The samples as read: each one's stack (set once the tree is built), values (one per
+/// sample type), labels and thread, and the frames of every stack (`rows` into `ids`).
+struct Samples {
+    stacks: Vec<Stack>,
+    values: Vec<u64>,
+    labels: Vec<(LabelSetId, ThreadId)>,
+    rows: Vec<Row>,
+    ids: Vec<u32>,
+    ntypes: usize,
+}
+
+impl Reader<'_> {
+    fn bad(&self, why: String) -> FormatError {
+        FormatError::Malformed {
+            name: self.name.to_string(),
+            format: "pprof",
+            why,
+        }
+    }
+
+    fn wire_err(&self, what: String) -> impl Fn(wire::WireError) -> FormatError + '_ {
+        move |e| self.bad(format!("{what}: {e}"))
+    }
+
+    /// String `i` interned in the template (once).
+    fn intern(&mut self, i: i64, what: &str) -> Result<StrId, FormatError> {
+        let s = self.strings.get(i, what)?;
+        let slot = &mut self.str_ids[i as usize];
+        Ok(*slot.get_or_insert_with(|| self.base.strings.intern(s)))
+    }
+
+    /// What the file says of itself: sample types, default type, period, comments.
+    fn info(&self, msg: &Top<'_>) -> Result<PprofInfo, FormatError> {
+        let strings = &self.strings;
+        if strings.table.first().is_some_and(|s| !s.is_empty()) {
+            return Err(self.bad("the string table's first string is not empty".into()));
+        }
+        if msg.sample_type.is_empty() {
+            return Err(
+                self.bad("no sample_type: the profile says nothing of what its values are".into())
+            );
+        }
+        let mut info = PprofInfo {
+            time_nanos: msg.time_nanos,
+            duration_nanos: msg.duration_nanos,
+            ..Default::default()
+        };
+        for (i, &(ty, unit)) in msg.sample_type.iter().enumerate() {
+            let what = format!("sample_type {i}");
+            info.sample_types
+                .push((strings.text(ty, &what)?, strings.text(unit, &what)?));
+        }
+        info.default_type = info.sample_types.len() - 1;
+        if msg.default_sample_type != 0 {
+            let want = strings.get(msg.default_sample_type, "default_sample_type")?;
+            if let Some(i) = info
+                .sample_types
+                .iter()
+                .position(|(t, _)| t.as_bytes() == want)
+            {
+                info.default_type = i;
+            }
+        }
+        if let Some((ty, unit)) = msg.period_type {
+            info.period = Some((
+                strings.text(ty, "period_type")?,
+                strings.text(unit, "period_type")?,
+                msg.period,
+            ));
+        }
+        for &c in &msg.comments {
+            info.comments.push(strings.text(c as i64, "comment")?);
+        }
+        Ok(info)
+    }
+
+    /// Functions: (name, source), in the file's order, with their index by id.
+    fn functions(&mut self, msg: &Top<'_>) -> Result<Functions, FormatError> {
+        let raw = msg
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wire::function(b).map_err(self.wire_err(format!("function #{i}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let index = Index::new(raw.iter().map(|f| f.id))
+            .map_err(|id| self.bad(format!("two functions have id {id}")))?;
+        let mut functions: Vec<(StrId, Option<Source>)> = Vec::with_capacity(raw.len());
+        for (i, f) in raw.iter().enumerate() {
+            let what = format!("function {} (#{i})", f.id);
+            let n = if f.name != 0 { f.name } else { f.system_name };
+            // A function without a name (Go's threadcreate profiles) reads as go tool
+            // pprof -traces shows it.
+            let name = if self.strings.get(n, &what)?.is_empty() {
+                self.base.strings.intern(b"<unknown>")
+            } else {
+                self.intern(n, &what)?
             };
-            let label = match image {
-                Some((img, off)) => {
-                    let mut v = img;
-                    v.extend_from_slice(format!("+0x{off:x}").as_bytes());
-                    v
-                }
-                None => format!("0x{address:x}").into_bytes(),
+            let _ = self.intern(f.system_name, &what)?;
+            let source = if f.filename != 0 {
+                Some(Source {
+                    file: self.intern(f.filename, &what)?,
+                    line: u32::try_from(f.start_line).unwrap_or(0),
+                })
+            } else {
+                None
             };
-            loc_frames.push(base.frame(&label, FrameKind::Unknown));
-        } else {
+            functions.push((name, source));
+        }
+        Ok((index, functions))
+    }
+
+    /// The name of an address that no function names: in its image where the mapping
+    /// says (`image+0xOFF`), else the address.
+    fn address_frame(
+        &mut self,
+        (id, i): (u64, usize),
+        mapping: Option<&wire::Mapping>,
+        mapping_id: u64,
+        address: u64,
+    ) -> Result<FrameId, FormatError> {
+        let image = match (mapping_id, mapping) {
+            (0, _) => None,
+            (mid, None) => {
+                return Err(self.bad(format!(
+                    "location {id} (#{i}) names mapping {mid}, which does not exist"
+                )))
+            }
+            (_, Some(m)) => {
+                let file = self.strings.get(m.filename, &format!("mapping {}", m.id))?;
+                let base_name = file.rsplit(|&c| c == b'/').next().unwrap_or(file);
+                (!base_name.is_empty()).then(|| {
+                    let off = address
+                        .wrapping_sub(m.memory_start)
+                        .wrapping_add(m.file_offset);
+                    (base_name.to_vec(), off)
+                })
+            }
+        };
+        let label = match image {
+            Some((img, off)) => {
+                let mut v = img;
+                v.extend_from_slice(format!("+0x{off:x}").as_bytes());
+                v
+            }
+            None => format!("0x{address:x}").into_bytes(),
+        };
+        Ok(self.base.frame(&label, FrameKind::Unknown))
+    }
+
+    /// Every location's frames.
+    fn locations(
+        &mut self,
+        msg: &Top<'_>,
+        (fidx, functions): &Functions,
+    ) -> Result<Locations, FormatError> {
+        let mappings = msg
+            .mappings
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wire::mapping(b).map_err(self.wire_err(format!("mapping #{i}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let midx = Index::new(mappings.iter().map(|m| m.id))
+            .map_err(|id| self.bad(format!("two mappings have id {id}")))?;
+        let nloc = msg.locations.len();
+        let mut loc_ids: Vec<u64> = Vec::with_capacity(nloc);
+        let mut start: Vec<u32> = Vec::with_capacity(nloc + 1);
+        let mut frames: Vec<FrameId> = Vec::with_capacity(nloc);
+        let mut lines: Vec<(u64, i64)> = Vec::new();
+        for (i, b) in msg.locations.iter().enumerate() {
+            let (id, mapping_id, address) =
+                wire::location(b, &mut lines).map_err(self.wire_err(format!("location #{i}")))?;
+            loc_ids.push(id);
+            start.push(
+                u32::try_from(frames.len())
+                    .map_err(|_| self.bad("more than 4 billion frames in locations".into()))?,
+            );
+            if lines.is_empty() {
+                // Not symbolised: named by address.
+                let mapping = midx.get(mapping_id).map(|m| &mappings[m]);
+                frames.push(self.address_frame((id, i), mapping, mapping_id, address)?);
+                continue;
+            }
             let last = lines.len() - 1;
             for (k, &(function_id, line)) in lines.iter().enumerate().rev() {
                 let Some(fi) = fidx.get(function_id) else {
-                    return Err(bad(format!(
+                    return Err(self.bad(format!(
                         "location {id} (#{i}) names function {function_id}, which does not exist"
                     )));
                 };
@@ -434,7 +522,10 @@ fn read_message(
                 } else {
                     FrameKind::Inline
                 };
-                let f = base.frames.intern(kiln_model::Frame { name: fname, kind });
+                let f = self
+                    .base
+                    .frames
+                    .intern(kiln_model::Frame { name: fname, kind });
                 let source = source.map(|s| Source {
                     line: if s.line == 0 {
                         u32::try_from(line).unwrap_or(0)
@@ -444,94 +535,111 @@ fn read_message(
                     ..s
                 });
                 if let Some(s) = source {
-                    base.frames.set_source(f, s);
+                    self.base.frames.set_source(f, s);
                 }
-                loc_frames.push(f);
+                frames.push(f);
             }
         }
+        start.push(frames.len() as u32);
+        let index = Index::new(loc_ids.iter().copied())
+            .map_err(|id| self.bad(format!("two locations have id {id}")))?;
+        Ok(Locations {
+            index,
+            start,
+            frames,
+        })
     }
-    loc_start.push(loc_frames.len() as u32);
-    let lidx = Index::new(loc_ids.iter().copied())
-        .map_err(|id| bad(format!("two locations have id {id}")))?;
-    drop(loc_ids);
-    let frames_of = |li: usize| &loc_frames[loc_start[li] as usize..loc_start[li + 1] as usize];
 
-    // Samples, read one at a time from their bytes: their frames (root first, into one
-    // arena), values, labels, thread. The stack tree is built afterwards from all of them
-    // at once: grouped by prefix, every node is appended without a lookup and the table
-    // is sized exactly, so no hash index of millions of nodes is ever built (the
-    // folded reader builds its tree the same way: `kiln_collapse::folded::Row`).
-    let ntypes = msg.sample_type.len();
-    let nsamples = msg.samples.len();
-    let thread_key = |s: &[u8]| matches!(s, b"thread" | b"comm" | b"thread_name");
-    let mut stacks: Vec<Stack> = Vec::with_capacity(nsamples);
-    // Grows with the values read (each at least a byte of the file), never reserved from
-    // the counts: a million sample types times a million samples is no allocation to
-    // attempt before the first sample says it has the wrong number of values.
-    let mut values: Vec<u64> = Vec::new();
-    let mut sample_labels: Vec<(LabelSetId, ThreadId)> = Vec::with_capacity(nsamples);
-    let mut label_buf: Vec<Label> = Vec::new();
-    let mut ids: Vec<u32> = Vec::new();
-    let mut rows: Vec<Row> = Vec::with_capacity(nsamples);
-    let (mut s_locs, mut s_values, mut s_labels) = (Vec::new(), Vec::new(), Vec::new());
-    for (si, b) in msg.samples.iter().enumerate() {
-        wire::sample(b, &mut s_locs, &mut s_values, &mut s_labels)
-            .map_err(wire_err(format!("sample {si}")))?;
-        if s_values.len() != ntypes {
-            return Err(bad(format!(
-                "sample {si} has {} values for {ntypes} sample types",
-                s_values.len()
-            )));
-        }
-        values.extend_from_slice(&s_values);
-        let at = ids.len();
-        let mut depth = 0usize;
-        for &lid in s_locs.iter().rev() {
-            let Some(li) = lidx.get(lid) else {
-                return Err(bad(format!(
-                    "sample {si} names location {lid}, which does not exist"
+    /// Samples, read one at a time from their bytes: their frames (root first, into one
+    /// arena), values, labels, thread. The stack tree is built afterwards from all of them
+    /// at once ([`Reader::build_stacks`]).
+    fn samples(&mut self, msg: &Top<'_>, locs: &Locations) -> Result<Samples, FormatError> {
+        let ntypes = msg.sample_type.len();
+        let nsamples = msg.samples.len();
+        let mut out = Samples {
+            stacks: Vec::with_capacity(nsamples),
+            // Grows with the values read (each at least a byte of the file), never
+            // reserved from the counts: a million sample types times a million samples is
+            // no allocation to attempt before the first sample says it has the wrong
+            // number of values.
+            values: Vec::new(),
+            labels: Vec::with_capacity(nsamples),
+            rows: Vec::with_capacity(nsamples),
+            ids: Vec::new(),
+            ntypes,
+        };
+        let mut label_buf: Vec<Label> = Vec::new();
+        let (mut s_locs, mut s_values, mut s_labels) = (Vec::new(), Vec::new(), Vec::new());
+        for (si, b) in msg.samples.iter().enumerate() {
+            wire::sample(b, &mut s_locs, &mut s_values, &mut s_labels)
+                .map_err(self.wire_err(format!("sample {si}")))?;
+            if s_values.len() != ntypes {
+                return Err(self.bad(format!(
+                    "sample {si} has {} values for {ntypes} sample types",
+                    s_values.len()
                 )));
-            };
-            let frames = frames_of(li);
-            if frames.is_empty() {
-                return Err(bad(format!("location {lid} has no frame")));
             }
-            depth += frames.len();
-            // A stack deeper than kiln keeps: counted, never built.
+            out.values.extend_from_slice(&s_values);
+            let at = out.ids.len();
+            let mut depth = 0usize;
+            for &lid in s_locs.iter().rev() {
+                let Some(li) = locs.index.get(lid) else {
+                    return Err(self.bad(format!(
+                        "sample {si} names location {lid}, which does not exist"
+                    )));
+                };
+                let frames = locs.frames_of(li);
+                if frames.is_empty() {
+                    return Err(self.bad(format!("location {lid} has no frame")));
+                }
+                depth += frames.len();
+                // A stack deeper than kiln keeps: counted, never built.
+                if depth > MAX_STACK_DEPTH {
+                    break;
+                }
+                out.ids.extend(frames.iter().map(|f| f.0));
+            }
             if depth > MAX_STACK_DEPTH {
-                break;
+                out.ids.truncate(at);
+                out.stacks.push(Stack::TooDeep);
+                out.labels.push((LabelSetId::EMPTY, ThreadId::NONE));
+                continue;
             }
-            ids.extend(frames.iter().map(|f| f.0));
-        }
-        if depth > MAX_STACK_DEPTH {
-            ids.truncate(at);
-            stacks.push(Stack::TooDeep);
-            sample_labels.push((LabelSetId::EMPTY, ThreadId::NONE));
-            continue;
-        }
-        if depth == 0 {
-            stacks.push(Stack::Empty);
-        } else {
-            rows.push(Row::path(at, depth as u32, si as u64));
+            if depth > 0 {
+                out.rows.push(Row::path(at, depth as u32, si as u64));
+            }
             // Set once the tree is built.
-            stacks.push(Stack::Empty);
+            out.stacks.push(Stack::Empty);
+            out.labels
+                .push(self.sample_labels(si, &s_labels, &mut label_buf)?);
         }
-        // Labels; a thread's name and ids (kiln's own pprof output) become its thread.
-        label_buf.clear();
+        Ok(out)
+    }
+
+    /// A sample's labels; a thread's name and ids (kiln's own pprof output) become its
+    /// thread.
+    fn sample_labels(
+        &mut self,
+        si: usize,
+        labels: &[&[u8]],
+        buf: &mut Vec<Label>,
+    ) -> Result<(LabelSetId, ThreadId), FormatError> {
+        let thread_key = |s: &[u8]| matches!(s, b"thread" | b"comm" | b"thread_name");
+        buf.clear();
         let (mut tname, mut pid, mut tid): (Option<StrId>, Option<u32>, Option<u32>) =
             (None, None, None);
-        for lb in &s_labels {
-            let l = wire::label(lb).map_err(wire_err(format!("a label of sample {si}")))?;
+        for lb in labels {
+            let l = wire::label(lb).map_err(self.wire_err(format!("a label of sample {si}")))?;
             let what = format!("a label of sample {si}");
-            let key = intern(&mut base, l.key, &what)?;
-            let kb = strings.get(l.key, &what)?;
+            let key = self.intern(l.key, &what)?;
+            let kb = self.strings.get(l.key, &what)?;
             if l.str != 0 {
-                let v = intern(&mut base, l.str, &what)?;
+                let v = self.intern(l.str, &what)?;
                 if thread_key(kb) && tname.is_none() {
                     tname = Some(v);
                     continue;
                 }
-                label_buf.push(Label {
+                buf.push(Label {
                     key,
                     value: LabelValue::Str(v),
                 });
@@ -545,65 +653,87 @@ fn read_message(
                     continue;
                 }
                 let unit = if l.num_unit != 0 {
-                    Some(intern(&mut base, l.num_unit, &what)?)
+                    Some(self.intern(l.num_unit, &what)?)
                 } else {
                     None
                 };
-                label_buf.push(Label {
+                buf.push(Label {
                     key,
                     value: LabelValue::Num { value: l.num, unit },
                 });
             }
         }
-        let set = base.samples.label_sets.intern(&label_buf);
+        let set = self.base.samples.label_sets.intern(buf);
         let thread = if tname.is_some() || pid.is_some() || tid.is_some() {
-            let name = tname.unwrap_or_else(|| base.strings.intern(b""));
-            base.threads.intern(kiln_model::Thread { pid, tid, name })
+            let name = tname.unwrap_or_else(|| self.base.strings.intern(b""));
+            self.base
+                .threads
+                .intern(kiln_model::Thread { pid, tid, name })
         } else {
             ThreadId::NONE
         };
-        sample_labels.push((set, thread));
+        Ok((set, thread))
     }
-    drop(loc_frames);
-    group_by_prefix(&mut rows, &ids);
-    let new_nodes: usize = rows
-        .iter()
-        .map(|r| (r.frames() - r.shared()) as usize)
-        .sum();
-    base.stacks.reserve(new_nodes);
-    let mut nodes: Vec<StackId> = Vec::new();
-    for r in &rows {
-        nodes.truncate(r.shared() as usize);
-        for &id in &ids[r.at() + r.shared() as usize..r.at() + r.frames() as usize] {
-            let parent = nodes.last().copied();
-            nodes.push(base.stacks.push_new(parent, FrameId(id)));
-        }
-        if let Some(&leaf) = nodes.last() {
-            stacks[r.value() as usize] = Stack::Node(leaf);
-        }
-    }
-    drop(rows);
-    drop(ids);
-    // A sample without locations (Go's heap profile has one for memory the runtime
-    // cannot attribute) keeps its value under a `[no stack]` frame, as `go tool pprof`
-    // counts it in every total.
-    let no_stack = stacks.iter().any(|s| matches!(s, Stack::Empty)).then(|| {
-        let name = base.strings.intern(b"[no stack]");
-        let known = base.frames.len();
-        let f = base.frames.intern(kiln_model::Frame {
-            name,
-            kind: FrameKind::Unknown,
-        });
-        if base.frames.len() > known {
-            // A new frame: no node has it yet.
-            base.stacks.push_new(None, f)
-        } else {
-            base.stacks.intern(None, f)
-        }
-    });
 
-    // One profile per sample type (or the one chosen); the last built takes the template
-    // itself rather than a copy.
+    /// The stack tree of every sample, built at once: grouped by prefix, every node is
+    /// appended without a lookup and the table is sized exactly, so no hash index of
+    /// millions of nodes is ever built (the folded reader builds its tree the same way:
+    /// `kiln_collapse::folded::Row`).
+    fn build_stacks(&mut self, s: &mut Samples) {
+        let rows = std::mem::take(&mut s.rows);
+        let ids = std::mem::take(&mut s.ids);
+        let mut rows = rows;
+        group_by_prefix(&mut rows, &ids);
+        let new_nodes: usize = rows
+            .iter()
+            .map(|r| (r.frames() - r.shared()) as usize)
+            .sum();
+        self.base.stacks.reserve(new_nodes);
+        let mut nodes: Vec<StackId> = Vec::new();
+        for r in &rows {
+            nodes.truncate(r.shared() as usize);
+            for &id in &ids[r.at() + r.shared() as usize..r.at() + r.frames() as usize] {
+                let parent = nodes.last().copied();
+                nodes.push(self.base.stacks.push_new(parent, FrameId(id)));
+            }
+            if let Some(&leaf) = nodes.last() {
+                s.stacks[r.value() as usize] = Stack::Node(leaf);
+            }
+        }
+    }
+
+    /// A sample without locations (Go's heap profile has one for memory the runtime
+    /// cannot attribute) keeps its value under a `[no stack]` frame, as `go tool pprof`
+    /// counts it in every total.
+    fn no_stack_node(&mut self, stacks: &[Stack]) -> Option<StackId> {
+        let base = &mut self.base;
+        stacks.iter().any(|s| matches!(s, Stack::Empty)).then(|| {
+            let name = base.strings.intern(b"[no stack]");
+            let known = base.frames.len();
+            let f = base.frames.intern(kiln_model::Frame {
+                name,
+                kind: FrameKind::Unknown,
+            });
+            if base.frames.len() > known {
+                // A new frame: no node has it yet.
+                base.stacks.push_new(None, f)
+            } else {
+                base.stacks.intern(None, f)
+            }
+        })
+    }
+}
+
+/// One profile per sample type (or the one chosen); the last built takes the template
+/// itself rather than a copy.
+fn profiles(
+    info: PprofInfo,
+    base: Profile,
+    s: &Samples,
+    no_stack: Option<StackId>,
+    only: Option<usize>,
+) -> Decoded {
+    let ntypes = s.ntypes;
     let mut out = Decoded {
         info,
         ..Default::default()
@@ -660,8 +790,8 @@ fn read_message(
             ..Default::default()
         };
         let mut zero = 0u64;
-        for (si, stack) in stacks.iter().enumerate() {
-            let v = values[si * ntypes + ti] as i64;
+        for (si, stack) in s.stacks.iter().enumerate() {
+            let v = s.values[si * ntypes + ti] as i64;
             if v == 0 {
                 zero += 1;
                 continue;
@@ -686,7 +816,7 @@ fn read_message(
                 }
             };
             if build {
-                let (set, thread) = sample_labels[si];
+                let (set, thread) = s.labels[si];
                 p.samples.push_labeled(
                     stack,
                     (v as u64).saturating_mul(factor),
@@ -701,5 +831,5 @@ fn read_message(
         out.stats.push(stats);
         out.zero.push(zero);
     }
-    Ok(out)
+    out
 }
