@@ -63,6 +63,160 @@ enum Expect {
     },
 }
 
+/// A message delivered whole: its delivery tag and the first bytes of its body (where
+/// its send time is stamped).
+struct Delivery {
+    tag: u64,
+    prefix: [u8; 20],
+    got: usize,
+}
+
+/// Reads the next frame and assembles deliveries (`basic.deliver`, its content header,
+/// its body frames): a delivery when its last frame has come, `None` otherwise.
+fn next_delivery(
+    sh: &Shared,
+    reader: &mut FrameReader,
+    writer: &Writer,
+    expect: &mut Expect,
+) -> Result<Option<Delivery>, Error> {
+    let f = reader.next()?;
+    Ok(match (f.kind, &mut *expect) {
+        (wire::FRAME_METHOD, _) => {
+            let id = wire::method_id(f.payload);
+            let mut d = Dec::new(&f.payload[4..]);
+            match id {
+                Some(m::BASIC_DELIVER) => {
+                    let _ = d.shortstr();
+                    let tag = d.u64().map_err(|_| short(sh, "basic.deliver"))?;
+                    *expect = Expect::Header { tag };
+                    None
+                }
+                Some(m::BASIC_CANCEL) => {
+                    return Err(Error::Closed {
+                        uri: sh.uri.display(),
+                        code: 0,
+                        text: "the broker cancelled the consumer (queue deleted?)".into(),
+                    })
+                }
+                Some(m::CONN_CLOSE) | Some(m::CHAN_CLOSE) => {
+                    return Err(super::driver::closed_by_broker(
+                        &mut d, id, f.channel, writer, sh,
+                    ));
+                }
+                _ => None,
+            }
+        }
+        (wire::FRAME_HEADER, Expect::Header { tag }) => {
+            let mut d = Dec::new(f.payload);
+            let size = (|| {
+                d.u16()?;
+                d.u16()?;
+                d.u64()
+            })()
+            .map_err(|_| short(sh, "content header"))?;
+            let tag = *tag;
+            if size == 0 {
+                *expect = Expect::Method;
+                Some(Delivery {
+                    tag,
+                    prefix: [0; 20],
+                    got: 0,
+                })
+            } else {
+                *expect = Expect::Body {
+                    tag,
+                    remaining: size,
+                    got: 0,
+                    prefix: [0; 20],
+                };
+                None
+            }
+        }
+        (
+            wire::FRAME_BODY,
+            Expect::Body {
+                tag,
+                remaining,
+                got,
+                prefix,
+            },
+        ) => {
+            let p = f.payload;
+            if *got < 20 {
+                let k = (20 - *got).min(p.len());
+                prefix[*got..*got + k].copy_from_slice(&p[..k]);
+                *got += k;
+            }
+            *remaining = remaining.saturating_sub(p.len() as u64);
+            if *remaining == 0 {
+                let d = Delivery {
+                    tag: *tag,
+                    prefix: *prefix,
+                    got: *got,
+                };
+                *expect = Expect::Method;
+                Some(d)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    })
+}
+
+/// A delivery's latencies, from the send time (and intended send time) stamped in its
+/// body.
+fn record_latency(sh: &Shared, slot: usize, d: &Delivery) {
+    let stamp = Stamp::read(&d.prefix[..d.got.min(body::WITH_INTENDED)]);
+    let now = crate::engine::clock::real_ns();
+    if let Some(s) = stamp.filter(|s| now.abs_diff(s.sent_ns) < PLAUSIBLE_NS) {
+        let mut h = sh.ctx.hists(slot);
+        record(&mut h[L_CONSUMER], now.saturating_sub(s.sent_ns) / 1000);
+        if let Some(it) = s
+            .intended_ns
+            .filter(|&it| sh.opts.rate_limited() && now.abs_diff(it) < PLAUSIBLE_NS)
+        {
+            record(&mut h[L_CONSUMER_INTENDED], now.saturating_sub(it) / 1000);
+        }
+    }
+}
+
+/// Acknowledgements waiting to be written: one per `every` deliveries (multiple when
+/// `every` > 1), written in batches.
+struct Acks {
+    buf: Vec<u8>,
+    every: u64,
+    unacked: u64,
+    last_tag: u64,
+}
+
+impl Acks {
+    fn delivered(&mut self, tag: u64) {
+        self.last_tag = tag;
+        self.unacked += 1;
+        if self.unacked >= self.every {
+            ack(&mut self.buf, self.last_tag, self.every > 1);
+            self.unacked = 0;
+        }
+    }
+
+    /// Acknowledges every delivery not acknowledged yet.
+    fn all(&mut self) {
+        if self.unacked > 0 {
+            ack(&mut self.buf, self.last_tag, true);
+            self.unacked = 0;
+        }
+    }
+
+    fn write(&mut self, writer: &Writer) -> Result<(), Error> {
+        if !self.buf.is_empty() {
+            writer.write(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
 fn consume_loop(
     sh: &Shared,
     idx: usize,
@@ -74,93 +228,16 @@ fn consume_loop(
     let ctx = sh.ctx;
     let slot = sh.consumer(idx);
     let measure = !o.json_body;
-    let co = o.rate_limited();
-    let every = o.multi_ack_every.max(1) as u64;
-    let mut acks: Vec<u8> = Vec::with_capacity(4096);
-    let mut unacked = 0u64;
-    let mut last_tag = 0u64;
+    let mut acks = Acks {
+        buf: Vec::with_capacity(4096),
+        every: o.multi_ack_every.max(1) as u64,
+        unacked: 0,
+        last_tag: 0,
+    };
     let mut expect = Expect::Method;
     let mut pace_start: Option<(Instant, u64)> = None;
     loop {
-        let done_msg;
-        {
-            let f = reader.next()?;
-            done_msg = match (f.kind, &mut expect) {
-                (wire::FRAME_METHOD, _) => {
-                    let id = wire::method_id(f.payload);
-                    let mut d = Dec::new(&f.payload[4..]);
-                    match id {
-                        Some(m::BASIC_DELIVER) => {
-                            let _ = d.shortstr();
-                            let tag = d.u64().map_err(|_| short(sh, "basic.deliver"))?;
-                            expect = Expect::Header { tag };
-                            None
-                        }
-                        Some(m::BASIC_CANCEL) => {
-                            return Err(Error::Closed {
-                                uri: sh.uri.display(),
-                                code: 0,
-                                text: "the broker cancelled the consumer (queue deleted?)".into(),
-                            })
-                        }
-                        Some(m::CONN_CLOSE) | Some(m::CHAN_CLOSE) => {
-                            return Err(super::driver::closed_by_broker(
-                                &mut d, id, f.channel, writer, sh,
-                            ));
-                        }
-                        _ => None,
-                    }
-                }
-                (wire::FRAME_HEADER, Expect::Header { tag }) => {
-                    let mut d = Dec::new(f.payload);
-                    let size = (|| {
-                        d.u16()?;
-                        d.u16()?;
-                        d.u64()
-                    })()
-                    .map_err(|_| short(sh, "content header"))?;
-                    let tag = *tag;
-                    if size == 0 {
-                        expect = Expect::Method;
-                        Some((tag, [0u8; 20], 0usize))
-                    } else {
-                        expect = Expect::Body {
-                            tag,
-                            remaining: size,
-                            got: 0,
-                            prefix: [0; 20],
-                        };
-                        None
-                    }
-                }
-                (
-                    wire::FRAME_BODY,
-                    Expect::Body {
-                        tag,
-                        remaining,
-                        got,
-                        prefix,
-                    },
-                ) => {
-                    let p = f.payload;
-                    if *got < 20 {
-                        let k = (20 - *got).min(p.len());
-                        prefix[*got..*got + k].copy_from_slice(&p[..k]);
-                        *got += k;
-                    }
-                    *remaining = remaining.saturating_sub(p.len() as u64);
-                    if *remaining == 0 {
-                        let r = Some((*tag, *prefix, *got));
-                        expect = Expect::Method;
-                        r
-                    } else {
-                        None
-                    }
-                }
-                _ => None,
-            };
-        }
-        if let Some((tag, prefix, got)) = done_msg {
+        if let Some(d) = next_delivery(sh, &mut reader, writer, &mut expect)? {
             st.received += 1;
             // Counted where its latency is recorded, one by one: the receive counter and
             // the latency histogram are one event's and must agree whenever the loop ends
@@ -168,38 +245,18 @@ fn consume_loop(
             // one short of the histogram).
             ctx.add(slot, C_RECEIVED, 1);
             if measure {
-                let stamp = Stamp::read(&prefix[..got.min(body::WITH_INTENDED)]);
-                let now = crate::engine::clock::real_ns();
-                if let Some(s) = stamp.filter(|s| now.abs_diff(s.sent_ns) < PLAUSIBLE_NS) {
-                    let mut h = ctx.hists(slot);
-                    record(&mut h[L_CONSUMER], now.saturating_sub(s.sent_ns) / 1000);
-                    if let Some(it) = s
-                        .intended_ns
-                        .filter(|&it| co && now.abs_diff(it) < PLAUSIBLE_NS)
-                    {
-                        record(&mut h[L_CONSUMER_INTENDED], now.saturating_sub(it) / 1000);
-                    }
-                }
+                record_latency(sh, slot, &d);
             }
             if !o.autoack {
-                last_tag = tag;
-                unacked += 1;
-                if unacked >= every {
-                    ack(&mut acks, last_tag, every > 1);
-                    unacked = 0;
-                }
+                acks.delivered(d.tag);
             }
             let done = o.cmessages > 0 && st.received >= o.cmessages;
             let throttled = o.consumer_rate.is_some() || !o.consumer_latency.is_zero();
-            if done || throttled || acks.len() > 16 * 1024 || !reader.has_frame() {
-                if done && unacked > 0 {
-                    ack(&mut acks, last_tag, true);
-                    unacked = 0;
+            if done || throttled || acks.buf.len() > 16 * 1024 || !reader.has_frame() {
+                if done {
+                    acks.all();
                 }
-                if !acks.is_empty() {
-                    writer.write(&acks)?;
-                    acks.clear();
-                }
+                acks.write(writer)?;
             }
             if done {
                 // Leave at once: messages prefetched beyond our count go back to the queue
@@ -227,11 +284,9 @@ fn consume_loop(
         }
         // Multi-ack leftovers are acked when the broker has nothing more for us right now,
         // so a prefetch smaller than --multi-ack-every cannot deadlock the run.
-        if unacked > 0 && !reader.has_frame() {
-            ack(&mut acks, last_tag, true);
-            unacked = 0;
-            writer.write(&acks)?;
-            acks.clear();
+        if acks.unacked > 0 && !reader.has_frame() {
+            acks.all();
+            acks.write(writer)?;
         }
     }
 }
