@@ -297,10 +297,10 @@ fn a_run_report_shows_exactly_the_window_it_is_given() {
         .assert()
         .code(2);
     // An idle target (asleep the whole time: no CPU sample, no off-CPU block ending) under a
-    // 400-character name: the page says why its flame graphs are empty and stays in its
-    // column.
+    // name of 126 characters without a space (names are at most 128): the page says why
+    // its flame graphs are empty and stays in its column.
     let idle = Started::new(Path::new("/bin/sleep"), &["600"]);
-    let long = format!("{}<b>end", "long-name-".repeat(40));
+    let long = format!("{}<b>end", "long-name-".repeat(12));
     kiln(&store)
         .args(["run", "--name", &long, "-e", "cpu,offcpu", "-d", "2"])
         .args(["-p", &idle.pid()])
