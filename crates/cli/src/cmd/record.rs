@@ -274,14 +274,40 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(0));
     let transforms = args.transforms.to_transforms()?;
     opts.stop = Some(stop.clone());
-    let rec = kiln_record::record(&opts).context("Recording failed")?;
+    let mut rec = kiln_record::record(&opts).context("Recording failed")?;
     let write_start = std::time::Instant::now();
     // (The recorder gives timer profiles the period one sample stands for, 1e9/F ns, so
     // pages show CPU time rather than bare sample counts.)
-    let mut profiles = rec.profiles;
+    let mut profiles = std::mem::take(&mut rec.profiles);
     if !transforms.is_identity() {
         profiles = profiles.iter().map(|p| transforms.apply(p).0).collect();
     }
+    write_profiles(&args, format, &profiles, time_nanos)?;
+    report(&args, &rec, &profiles, write_start.elapsed());
+    if let Some(st) = rec.exit_status {
+        if !st.success() {
+            eprintln!("kiln record: the command exited with {st}");
+        }
+    }
+    let otlp = kiln_formats::otlp::WriteOptions {
+        time_nanos,
+        comment: args.title.clone(),
+    };
+    args.otlp.send("record", &profiles, &otlp)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the recording's profiles: every event in one file for formats that hold
+/// several, else one file per event (or the only one to standard output).
+fn write_profiles(
+    args: &Args,
+    format: Format,
+    profiles: &[Profile],
+    time_nanos: i64,
+) -> Result<()> {
+    let multi = format.info().multi;
+    let to_stdout = args.output.as_deref().is_none_or(|p| p == Path::new("-"));
+    let write = args.output.is_some() || args.otlp.to_stdout(None);
     match args.output.as_deref() {
         // Only sent (--otlp-endpoint without -o).
         _ if !write => {}
@@ -292,7 +318,7 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
                 title: args.title.clone(),
                 uncompressed: false,
             };
-            kiln_formats::write(&profiles, format, &o, w)?;
+            kiln_formats::write(profiles, format, &o, w)?;
             Ok(())
         })?,
         path if profiles.len() == 1 || to_stdout => write_one(
@@ -304,7 +330,7 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
             time_nanos,
         )?,
         Some(path) => {
-            for p in &profiles {
+            for p in profiles {
                 write_one(
                     p,
                     Some(&kiln_formats::per_event_path(path, format, &p.event.name)),
@@ -317,7 +343,11 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         }
         None => unreachable!("stdout handled above"),
     }
-    let written = write_start.elapsed();
+    Ok(())
+}
+
+/// What the recording read, named, lost and cost, on standard error.
+fn report(args: &Args, rec: &kiln_record::Recording, profiles: &[Profile], written: Duration) {
     let ready = rec.processing + written;
     let s = &rec.summary;
     let why = match rec.stopped {
@@ -349,57 +379,10 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
         eprintln!("kiln record: warning: {}", super::common::shown(w));
     }
     if s.frames > 0 {
-        eprintln!(
-            "kiln record: {:.1}% of frames named by a symbol ({} of {})",
-            100.0 * s.named_frames as f64 / s.frames as f64,
-            s.named_frames,
-            s.frames
-        );
-        for u in &s.unnamed_images {
-            eprintln!(
-                "kiln record:   {} frames without a name in {}",
-                u.frames,
-                super::common::shown(&format!(
-                    "{}{}{}",
-                    u.path.display(),
-                    u.build_id
-                        .as_deref()
-                        .map(|b| format!(" (build id {b})"))
-                        .unwrap_or_default(),
-                    u.note
-                        .as_deref()
-                        .map(|n| format!(": {n}"))
-                        .unwrap_or_default()
-                ))
-            );
-            let fix = u.fix();
-            if !fix.is_empty() {
-                eprintln!(
-                    "kiln record:   to name them: {}",
-                    super::common::shown(&fix)
-                );
-            }
-        }
+        report_names(s);
     }
     if s.offcpu_blocks > 0 {
-        eprintln!(
-            "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} lost",
-            s.offcpu_blocks, s.offcpu_short_blocks, s.offcpu_dropped_blocks
-        );
-        if s.offcpu_dropped_blocks > 0 {
-            eprintln!(
-                "kiln record: error: {} off-CPU blocks ({:.3} s off CPU) are not in the profile: \
-                 the kernel's buffer of finished blocks was full",
-                s.offcpu_dropped_blocks,
-                s.offcpu_dropped_ns as f64 / 1e9
-            );
-        }
-        if args.wakers {
-            eprintln!(
-                "kiln record: off-CPU: {} blocks without their waker (no wake-up seen, or woken before --min-block)",
-                s.offcpu_without_waker
-            );
-        }
+        report_offcpu(s, args.wakers);
     }
     if s.brk_unknown_base > 0 {
         eprintln!(
@@ -419,48 +402,7 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     );
     #[cfg(feature = "bpf")]
     if let Some(k) = &s.in_kernel {
-        eprintln!(
-            "kiln record: stacks unwound in the kernel: {} reached their root, {} stopped at unreadable memory, \
-             {} at code without unwind rules, {} at a bad frame, {} at the depth limit; {} without a user stack; \
-             {} unwound from stack copies (taken before the process's tables were loaded, right after an exec, or in a library \
-             mapped since); frames: {} by CFI, {} by frame pointers",
-            k.ended_at_root,
-            k.ended_unreadable,
-            k.ended_no_rule,
-            k.ended_bad_frame,
-            k.ended_depth,
-            k.no_user_stack,
-            k.no_tables + k.stale_tables + k.incomplete_tables,
-            k.cfi_frames,
-            k.fp_frames
-        );
-        if k.per_event.len() > 1 {
-            let per: Vec<String> = k
-                .per_event
-                .iter()
-                .map(|w| {
-                    let name = profiles.get(w.event).map_or("?", |p| p.event.name.as_str());
-                    format!(
-                        "{name} {} of {} ({:.1}%)",
-                        w.at_root,
-                        w.walks,
-                        100.0 * w.at_root as f64 / w.walks.max(1) as f64
-                    )
-                })
-                .collect();
-            eprintln!(
-                "kiln record: stacks that reached their root, per event: {}",
-                per.join(", ")
-            );
-        }
-        if k.images_without_table + k.processes_over_mapping_limit + k.processes_not_stored > 0 {
-            eprintln!(
-                "kiln record: warning: in the kernel, {} images had no unwind table (no .eh_frame, or the table was full) \
-                 and were walked by frame pointers; {} processes had more code mappings than it holds; \
-                 {} processes' mappings could not be stored (unwound from stack copies)",
-                k.images_without_table, k.processes_over_mapping_limit, k.processes_not_stored
-            );
-        }
+        report_in_kernel(k, profiles);
     }
     if let Some(ns) = s.own_bpf_cpu_ns() {
         let secs = (rec.sampling.1.saturating_sub(rec.sampling.0)) as f64 / 1e9;
@@ -485,15 +427,108 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
             per.join(", ")
         );
     }
-    if let Some(st) = rec.exit_status {
-        if !st.success() {
-            eprintln!("kiln record: the command exited with {st}");
+}
+
+/// How many frames have a name, and where those without one are.
+fn report_names(s: &kiln_record::Summary) {
+    eprintln!(
+        "kiln record: {:.1}% of frames named by a symbol ({} of {})",
+        100.0 * s.named_frames as f64 / s.frames as f64,
+        s.named_frames,
+        s.frames
+    );
+    for u in &s.unnamed_images {
+        eprintln!(
+            "kiln record:   {} frames without a name in {}",
+            u.frames,
+            super::common::shown(&format!(
+                "{}{}{}",
+                u.path.display(),
+                u.build_id
+                    .as_deref()
+                    .map(|b| format!(" (build id {b})"))
+                    .unwrap_or_default(),
+                u.note
+                    .as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default()
+            ))
+        );
+        let fix = u.fix();
+        if !fix.is_empty() {
+            eprintln!(
+                "kiln record:   to name them: {}",
+                super::common::shown(&fix)
+            );
         }
     }
-    let otlp = kiln_formats::otlp::WriteOptions {
-        time_nanos,
-        comment: args.title.clone(),
-    };
-    args.otlp.send("record", &profiles, &otlp)?;
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Off-CPU blocks seen, too short, lost, and without their waker.
+fn report_offcpu(s: &kiln_record::Summary, wakers: bool) {
+    eprintln!(
+        "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} lost",
+        s.offcpu_blocks, s.offcpu_short_blocks, s.offcpu_dropped_blocks
+    );
+    if s.offcpu_dropped_blocks > 0 {
+        eprintln!(
+            "kiln record: error: {} off-CPU blocks ({:.3} s off CPU) are not in the profile: \
+             the kernel's buffer of finished blocks was full",
+            s.offcpu_dropped_blocks,
+            s.offcpu_dropped_ns as f64 / 1e9
+        );
+    }
+    if wakers {
+        eprintln!(
+            "kiln record: off-CPU: {} blocks without their waker (no wake-up seen, or woken before --min-block)",
+            s.offcpu_without_waker
+        );
+    }
+}
+
+/// How the stacks unwound in the kernel ended, per event too.
+#[cfg(feature = "bpf")]
+fn report_in_kernel(k: &kiln_record::InKernelSummary, profiles: &[Profile]) {
+    eprintln!(
+        "kiln record: stacks unwound in the kernel: {} reached their root, {} stopped at unreadable memory, \
+         {} at code without unwind rules, {} at a bad frame, {} at the depth limit; {} without a user stack; \
+         {} unwound from stack copies (taken before the process's tables were loaded, right after an exec, or in a library \
+         mapped since); frames: {} by CFI, {} by frame pointers",
+        k.ended_at_root,
+        k.ended_unreadable,
+        k.ended_no_rule,
+        k.ended_bad_frame,
+        k.ended_depth,
+        k.no_user_stack,
+        k.no_tables + k.stale_tables + k.incomplete_tables,
+        k.cfi_frames,
+        k.fp_frames
+    );
+    if k.per_event.len() > 1 {
+        let per: Vec<String> = k
+            .per_event
+            .iter()
+            .map(|w| {
+                let name = profiles.get(w.event).map_or("?", |p| p.event.name.as_str());
+                format!(
+                    "{name} {} of {} ({:.1}%)",
+                    w.at_root,
+                    w.walks,
+                    100.0 * w.at_root as f64 / w.walks.max(1) as f64
+                )
+            })
+            .collect();
+        eprintln!(
+            "kiln record: stacks that reached their root, per event: {}",
+            per.join(", ")
+        );
+    }
+    if k.images_without_table + k.processes_over_mapping_limit + k.processes_not_stored > 0 {
+        eprintln!(
+            "kiln record: warning: in the kernel, {} images had no unwind table (no .eh_frame, or the table was full) \
+             and were walked by frame pointers; {} processes had more code mappings than it holds; \
+             {} processes' mappings could not be stored (unwound from stack copies)",
+            k.images_without_table, k.processes_over_mapping_limit, k.processes_not_stored
+        );
+    }
 }
