@@ -184,8 +184,40 @@ pub fn write_compare_report(
             runs.len()
         )));
     }
-    let groups = cmp
-        .groups
+    let mut notes: Vec<String> = cmp.notes.clone();
+    let (distributions, skipped) = distributions(cmp, runs);
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} stored latency histogram(s) could not be read and are left out"
+        ));
+    }
+    let (diff, viewers) = diff_viewer(cmp, opts);
+    let data = ComparePage {
+        overall: verdict_word(cmp),
+        overall_line: cmp.overall.line.clone(),
+        groups: group_pages(cmp, runs),
+        metrics: metric_pages(cmp),
+        notes,
+        distributions,
+        series: run_series(runs),
+        functions: function_pages(cmp),
+        diff,
+    };
+    let labels: Vec<&str> = cmp.groups.iter().map(|g| g.label.as_str()).collect();
+    let title = format!("kiln compare {}", labels.join(" vs "));
+    let page_data = Page {
+        kind: "compare",
+        version: 1,
+        title: title.clone(),
+        origin: 0,
+        compare: &data,
+    };
+    page::write(&title, &page_data, &viewers, None, opts, out)
+}
+
+/// Each group's label and runs.
+fn group_pages(cmp: &Comparison, runs: &[Vec<RunData>]) -> Vec<GroupPage> {
+    cmp.groups
         .iter()
         .zip(runs)
         .map(|(g, runs)| GroupPage {
@@ -208,9 +240,12 @@ pub fn write_compare_report(
                 })
                 .collect(),
         })
-        .collect();
-    let metrics = cmp
-        .rows
+        .collect()
+}
+
+/// The figures' rows: each group's value, the changes and their verdicts.
+fn metric_pages(cmp: &Comparison) -> Vec<MetricPage> {
+    cmp.rows
         .iter()
         .map(|r| MetricPage {
             key: r.key,
@@ -264,9 +299,12 @@ pub fn write_compare_report(
                 })
                 .collect(),
         })
-        .collect();
-    let mut notes: Vec<String> = cmp.notes.clone();
-    // Latency distributions: each group's measurement histograms merged across repeats.
+        .collect()
+}
+
+/// Latency distributions: each group's measurement histograms merged across repeats,
+/// and how many stored histograms could not be read.
+fn distributions(cmp: &Comparison, runs: &[Vec<RunData>]) -> (Vec<Distribution>, usize) {
     let mut distributions = Vec::new();
     let mut skipped = 0usize;
     for (gi, runs) in runs.iter().enumerate() {
@@ -287,13 +325,12 @@ pub fn write_compare_report(
             }
         }
     }
-    if skipped > 0 {
-        notes.push(format!(
-            "{skipped} stored latency histogram(s) could not be read and are left out"
-        ));
-    }
-    let series = runs
-        .iter()
+    (distributions, skipped)
+}
+
+/// Every run's per-second series, on its own origin.
+fn run_series(runs: &[Vec<RunData>]) -> Vec<RunSeries> {
+    runs.iter()
         .enumerate()
         .flat_map(|(gi, runs)| {
             runs.iter().enumerate().map(move |(i, r)| {
@@ -315,9 +352,12 @@ pub fn write_compare_report(
                 }
             })
         })
-        .collect();
-    let functions = cmp
-        .functions
+        .collect()
+}
+
+/// The function tables.
+fn function_pages(cmp: &Comparison) -> Vec<FunctionTablePage> {
+    cmp.functions
         .iter()
         .map(|t| FunctionTablePage {
             event: t.event.clone(),
@@ -338,7 +378,14 @@ pub fn write_compare_report(
                 })
                 .collect(),
         })
-        .collect();
+        .collect()
+}
+
+/// The differential flame graph of the first and last groups, and its viewer.
+fn diff_viewer<'a>(
+    cmp: &'a Comparison,
+    opts: &ReportOptions,
+) -> (Option<DiffInfo>, Vec<Viewer<'a>>) {
     let first = &cmp.groups[0].label;
     let last = &cmp.groups[cmp.groups.len() - 1].label;
     let mut viewers = Vec::new();
@@ -368,27 +415,7 @@ pub fn write_compare_report(
             marked: marked.is_some(),
         }
     });
-    let data = ComparePage {
-        overall: verdict_word(cmp),
-        overall_line: cmp.overall.line.clone(),
-        groups,
-        metrics,
-        notes,
-        distributions,
-        series,
-        functions,
-        diff,
-    };
-    let labels: Vec<&str> = cmp.groups.iter().map(|g| g.label.as_str()).collect();
-    let title = format!("kiln compare {}", labels.join(" vs "));
-    let page_data = Page {
-        kind: "compare",
-        version: 1,
-        title: title.clone(),
-        origin: 0,
-        compare: &data,
-    };
-    page::write(&title, &page_data, &viewers, None, opts, out)
+    (diff, viewers)
 }
 
 fn verdict_word(c: &Comparison) -> &'static str {
