@@ -335,7 +335,7 @@ pub fn write(
     out.flush()
 }
 
-/// The `ExportProfilesServiceRequest` of `profiles`, encoded: what [`write`] writes and
+/// The `ExportProfilesServiceRequest` of `profiles`, encoded: what [`write()`] writes and
 /// [`send`] posts.
 pub fn encode(profiles: &[Profile], opts: &WriteOptions) -> Vec<u8> {
     prost::Message::encode_to_vec(&to_request(profiles, opts))
