@@ -400,6 +400,8 @@ fn diff_viewer<'a>(
                 diff_labels: (first.clone(), last.clone()),
                 compress_above: opts.compress_above,
                 sources: vec![format!("runs '{first}'"), format!("runs '{last}'")],
+                // Under the differential flame graph's section heading (h2).
+                heading_level: Some(3),
                 diff_marked: marked.as_ref().map(|m| {
                     m.iter()
                         .map(|n| String::from_utf8_lossy(n).into_owned())

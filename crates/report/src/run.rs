@@ -173,6 +173,8 @@ fn knee_page<'a>(
                     format!("run '{name}' {first}"),
                     format!("run '{name}' {last}"),
                 ],
+                // Under the sweep section's heading (h2).
+                heading_level: Some(3),
                 ..Default::default()
             },
         });
@@ -818,6 +820,8 @@ pub(crate) fn run_page<'a>(
                 palette: page::palette_for(&p.event.name).into(),
                 compress_above: opts.compress_above,
                 sources: vec![format!("run '{}' #{}", m.name, m.id.unwrap_or(0))],
+                // Under the flame graphs' section (h2) and the profile's heading (h3).
+                heading_level: Some(4),
                 ..Default::default()
             },
         });

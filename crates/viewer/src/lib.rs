@@ -80,6 +80,10 @@ pub struct HtmlOptions {
     /// change is beyond noise, as `kiln compare` judges them) and draw the others as
     /// unchanged. Default: `None` (every frame coloured).
     pub diff_marked: Option<Vec<String>>,
+    /// Embedded in a page: the level of the viewer's title heading (`h1`–`h6`), so that it
+    /// sits under the page's own headings. Written on the element the viewer draws in,
+    /// so it holds whichever of the page's scripts runs first. Default: `None` (1).
+    pub heading_level: Option<u8>,
 }
 
 impl Default for HtmlOptions {
@@ -96,6 +100,7 @@ impl Default for HtmlOptions {
             sources: Vec::new(),
             flamechart: false,
             diff_marked: None,
+            heading_level: None,
         }
     }
 }
@@ -152,6 +157,7 @@ pub fn write_embedded(
 /// them in order.
 pub struct Embedded {
     key: String,
+    heading_level: Option<u8>,
     meta: serde_json::Value,
     blobs: Blobs,
     ids: Vec<String>,
@@ -197,6 +203,7 @@ impl Embedded {
         }
         Ok(Embedded {
             key: key.to_string(),
+            heading_level: opts.heading_level.map(|l| l.clamp(1, 6)),
             meta,
             blobs,
             ids,
@@ -205,11 +212,18 @@ impl Embedded {
 
     /// Writes the element the viewer draws in, its metadata and its data.
     pub fn write(&self, out: &mut dyn Write) -> Result<(), ViewerError> {
-        writeln!(
-            out,
-            "<div class=\"kiln-mount\" data-kiln-mount=\"{}\"></div>",
-            self.key
-        )?;
+        match self.heading_level {
+            Some(level) => writeln!(
+                out,
+                "<div class=\"kiln-mount\" data-kiln-mount=\"{}\" data-heading-level=\"{level}\"></div>",
+                self.key
+            )?,
+            None => writeln!(
+                out,
+                "<div class=\"kiln-mount\" data-kiln-mount=\"{}\"></div>",
+                self.key
+            )?,
+        }
         out.write_all(b"<script class=\"kiln-meta\" type=\"application/json\">")?;
         out.write_all(script_safe_json(&self.meta.to_string()).as_bytes())?;
         out.write_all(b"</script>\n")?;
@@ -425,13 +439,22 @@ mod tests {
         let opts = HtmlOptions::default();
         write_embedded(&[&p], &opts, "cpu", Some(5), &mut out).unwrap();
         write_embedded(&[&p, &p], &opts, "off-cpu_2", None, &mut out).unwrap();
+        let under_h3 = HtmlOptions {
+            heading_level: Some(4),
+            ..HtmlOptions::default()
+        };
+        write_embedded(&[&p], &under_h3, "mem", None, &mut out).unwrap();
         write_viewer_script(&mut out).unwrap();
         let html = String::from_utf8(out).unwrap();
         assert!(html.contains("<div class=\"kiln-mount\" data-kiln-mount=\"cpu\"></div>"));
+        // The title's level is on the element itself, before any script runs.
+        assert!(html.contains(
+            "<div class=\"kiln-mount\" data-kiln-mount=\"mem\" data-heading-level=\"4\"></div>"
+        ));
         assert!(html.contains("id=\"kiln-data-off-cpu_2-1\""));
         assert!(html.contains("\"data\":[\"kiln-data-cpu-0\"]"));
         assert!(html.contains("\"origin\":5.0"));
-        assert_eq!(html.matches("class=\"kiln-meta\"").count(), 2);
+        assert_eq!(html.matches("class=\"kiln-meta\"").count(), 3);
         for bad in ["", "a b", "x\"y", "<s>", &"k".repeat(65)] {
             let err = write_embedded(&[&p], &opts, bad, None, &mut Vec::new()).unwrap_err();
             assert!(
