@@ -17,6 +17,10 @@
 //! misbehaving servers inside the test process ([`FaultServer`]). Servers are stopped by
 //! PID when dropped, and by a guard process if the test binary dies first.
 //!
+//! A test's own network ([`in_private_netns`]): a network namespace with its own loopback
+//! and `net.*` settings (a narrow ephemeral port range, say), for fleets of connections
+//! past one source address without touching the machine's settings.
+//!
 //! A private PostgreSQL server for the shared run store ([`Postgres`]): `initdb` into a
 //! temporary directory, listening on 127.0.0.1 on a free port, stopped and started again
 //! by PID to play a server restarted under a client.
@@ -31,6 +35,7 @@ mod browser;
 mod go_blockcache;
 mod http_faults;
 mod mosquitto;
+mod netns;
 mod nginx;
 pub mod perf_oracle;
 mod postgres;
@@ -42,6 +47,7 @@ pub use browser::{run_browser_checks, web_dir};
 pub use go_blockcache::{build_go_blockcache, go_blockcache_source, go_command, GoBlockCache};
 pub use http_faults::{Fault, FaultServer};
 pub use mosquitto::{Mosquitto, MosquittoOptions};
+pub use netns::{in_private_netns, set_sysctl};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};
 pub use programs::{build_c, build_hot, build_ticker, Started};

@@ -56,12 +56,16 @@ impl Mosquitto {
             "listener {port} 127.0.0.1\nmax_connections -1\nlog_dest file {}\nlog_type error\nlog_type warning\nlog_type notice\n",
             dir.path().join("mosquitto.log").display()
         );
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            // As root mosquitto would drop to the user mosquitto, who cannot write the
+            // private directory (its log, its saved sessions).
+            conf.push_str("user root\n");
+        }
         if opts.persistence {
             let _ = writeln!(
                 conf,
-                // As root mosquitto would drop to the user mosquitto, who cannot write the
-                // private directory.
-                "persistence true\npersistence_location {}/\nautosave_interval 0\nuser root",
+                "persistence true\npersistence_location {}/\nautosave_interval 0",
                 dir.path().display()
             );
         } else {
@@ -146,6 +150,12 @@ impl Mosquitto {
 
     fn log_tail(&self) -> String {
         crate::log_tail(&self.dir.path().join("mosquitto.log"))
+    }
+
+    /// The broker's whole log (errors, warnings, notices: each client's connection with
+    /// its address, `New client connected from 127.0.0.3:61000 as …`).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
     }
 
     /// The MQTT port on 127.0.0.1.

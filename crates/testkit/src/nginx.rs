@@ -55,6 +55,8 @@ pub struct AccessEntry {
     pub connection: u64,
     /// `$connection_requests`: requests served on that connection so far.
     pub connection_requests: u64,
+    /// `$remote_addr`: the client's address (its source address).
+    pub remote: std::net::IpAddr,
 }
 
 /// A running private nginx bound to 127.0.0.1 on a free port. Dropping it stops it.
@@ -305,7 +307,7 @@ pid {d}/nginx.pid;
 error_log {d}/error.log warn;
 events {{ worker_connections {conns}; multi_accept on; }}
 http {{
-    log_format kiln '$msec $status $request_method \"$request_uri\" $body_bytes_sent $connection $connection_requests';
+    log_format kiln '$msec $status $request_method \"$request_uri\" $body_bytes_sent $connection $connection_requests $remote_addr';
     access_log {access};
     client_body_temp_path {d}/tmp/body;
     proxy_temp_path {d}/tmp/proxy;
@@ -358,6 +360,7 @@ fn parse_access(line: &str) -> Option<AccessEntry> {
         body_bytes: f.next()?.parse().ok()?,
         connection: f.next()?.parse().ok()?,
         connection_requests: f.next()?.parse().ok()?,
+        remote: f.next()?.parse().ok()?,
     };
     f.next().is_none().then_some(e)
 }
@@ -368,15 +371,17 @@ mod tests {
 
     #[test]
     fn access_lines() {
-        let e = parse_access("1700000000.123 200 GET \"/a?b=\\x22c\" 612 7 3").unwrap();
+        let e = parse_access("1700000000.123 200 GET \"/a?b=\\x22c\" 612 7 3 127.0.0.2").unwrap();
         assert_eq!(e.status, 200);
         assert_eq!(e.uri, "/a?b=\\x22c");
         assert_eq!(
             (e.body_bytes, e.connection, e.connection_requests),
             (612, 7, 3)
         );
-        assert!(parse_access("1700000000.123 200 GET /a 612 7 3").is_none());
-        assert!(parse_access("x 200 GET \"/\" 1 1 1").is_none());
-        assert!(parse_access("1.0 200 GET \"/\" 1 1 1 extra").is_none());
+        assert_eq!(e.remote, std::net::IpAddr::from([127, 0, 0, 2]));
+        assert!(parse_access("1700000000.123 200 GET /a 612 7 3 127.0.0.1").is_none());
+        assert!(parse_access("x 200 GET \"/\" 1 1 1 127.0.0.1").is_none());
+        assert!(parse_access("1.0 200 GET \"/\" 1 1 1 127.0.0.1 extra").is_none());
+        assert!(parse_access("1.0 200 GET \"/\" 1 1 1 nowhere").is_none());
     }
 }
