@@ -182,6 +182,13 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The pre-flight check found that the fleet does not fit this machine (before any
+    /// connection was opened).
+    #[error("the fleet does not fit this machine (checked before any connection; --no-preflight runs it anyway):{}", problems.iter().map(|p| format!("\n  - {p}")).collect::<String>())]
+    Preflight {
+        /// Each shortfall, with what to add.
+        problems: Vec<String>,
+    },
     /// An output file could not be written.
     #[error("cannot write {path}: {source}")]
     Output {

@@ -158,6 +158,47 @@ pub struct MqttArgs {
     /// One run per total publishing rate: FROM:TO:STEPS or a list; each lasts -z (10 s).
     #[arg(long, value_name = "SPEC")]
     rate_sweep: Option<String>,
+    #[command(flatten)]
+    fleet: FleetArgs,
+}
+
+/// Fleets past one machine's limits: source addresses and the pre-flight check.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Fleets")]
+pub struct FleetArgs {
+    /// Local addresses to connect from, round-robin (as emqtt-bench's --ifaddr): one
+    /// address reaches one server (address and port) through at most as many connections
+    /// as there are ephemeral ports (net.ipv4.ip_local_port_range, ~28,000 by default); the
+    /// pre-flight check says how many addresses a fleet needs. Addresses and CIDR ranges,
+    /// comma-separated. To a loopback server kiln spreads a fleet over 127.0.0.1, .2… by
+    /// itself. Example: --source-address 10.0.0.2,10.0.0.3 or --source-address 10.0.1.0/28
+    #[arg(long, value_name = "ADDR[,ADDR|CIDR...]")]
+    pub source_address: Option<String>,
+
+    /// Run even when the pre-flight check finds that the fleet does not fit this machine
+    /// (ephemeral ports per source address, open files, memory, source addresses that are
+    /// not local); its findings are printed as warnings instead of stopping the load.
+    #[arg(long)]
+    pub no_preflight: bool,
+}
+
+impl FleetArgs {
+    /// The source addresses given.
+    pub fn sources(&self) -> Result<Vec<std::net::IpAddr>> {
+        Ok(match &self.source_address {
+            Some(s) => kiln_loadgen::engine::fleet::parse_sources(s)?,
+            None => Vec::new(),
+        })
+    }
+}
+
+/// Runs a load's pre-flight check, printing what it says to stderr; an error names every
+/// shortfall.
+pub fn preflight(load: &dyn Load, command: &str) -> Result<()> {
+    for line in load.preflight()? {
+        eprintln!("kiln {command}: {line}");
+    }
+    Ok(())
 }
 
 impl MqttArgs {
@@ -202,6 +243,8 @@ impl MqttArgs {
             connect_timeout: secs("--connect-timeout", self.connect_timeout)?,
             drain: secs("--drain", self.drain)?,
             id: self.id.unwrap_or_else(|| MqttOptions::default().id),
+            source_addresses: self.fleet.sources()?,
+            no_preflight: self.fleet.no_preflight,
         };
         if let Some(u) = &self.uri {
             o.set_uri(u)?;
@@ -483,6 +526,13 @@ fn mqtt_cmd(cmd: MqttCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode>
     let (scenario, a) = cmd.split();
     let (opts, output, sweep) = a.into_options(scenario)?;
     super::common::ensure_stdout_open()?;
+    preflight(
+        &MqttLoad {
+            opts: opts.clone(),
+            sweep: None,
+        },
+        "load mqtt",
+    )?;
     let mut out = std::io::stdout().lock();
     let report = match sweep {
         Some(spec) => {

@@ -105,6 +105,9 @@ pub struct HttpArgs {
     /// Throughput growth below which the next steps of a concurrency sweep count as flat.
     #[arg(long, default_value_t = 0.1, value_name = "FRACTION")]
     plateau_threshold: f64,
+
+    #[command(flatten)]
+    fleet: super::load::FleetArgs,
 }
 
 /// Parses `10`, `10s`, `500ms`, `2m`, `1h`, `1.5s`.
@@ -182,6 +185,8 @@ impl HttpArgs {
             max_requests: self.requests,
             target_pids: self.target_pid,
             id: self.id,
+            source_addresses: self.fleet.sources()?,
+            no_preflight: self.fleet.no_preflight,
         };
         opts.validate()?;
         // Compile the targets now: a bad template fails before anything is sent.
@@ -218,6 +223,7 @@ pub fn default_target(cmd: &mut super::load::LoadCommand, pids: &[u32]) {
 pub fn run(args: HttpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     let (mut load, output) = args.into_load()?;
     super::common::ensure_stdout_open()?;
+    super::load::preflight(&load, "load http")?;
     let schema = load.schema();
     let id = load.opts.id.clone();
     let steps: Vec<String> = match &load.sweep {

@@ -181,6 +181,7 @@ fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
         RunLoad::Exec { command } => Ok(Box::new(kiln_run::ExecLoad::new(command))),
         RunLoad::Load(cmd) => {
             let (load, output) = super::load::into_load(*cmd)?;
+            super::load::preflight(load.as_ref(), "run")?;
             if output.is_some() {
                 bail!("under kiln run the load's series are kept in the run store; -o/--output is for kiln load alone");
             }

@@ -20,6 +20,7 @@
 //! never contend on a cache line; the ticker sums them.
 pub mod body;
 pub mod clock;
+pub mod fleet;
 pub mod pacer;
 pub mod report;
 pub mod stats;
@@ -65,6 +66,14 @@ pub trait Load: Send {
     }
     /// The run's label (`--id`).
     fn id(&self) -> &str;
+    /// The pre-flight check of a load that opens many connections ([`fleet`]): before
+    /// any connection, an error naming every shortfall of this machine and what to add,
+    /// or lines worth printing (the fleet's account against the limits; with
+    /// `--no-preflight`, the shortfalls as warnings). The load runs the same check
+    /// again when it starts. Default: nothing to check.
+    fn preflight(&self) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
     /// Runs the load. An `Err` means it could not start (bad options, nothing listening,
     /// refused credentials); faults during the run end it with `Ok` and
     /// [`Headline::failure`] set, keeping the results so far.

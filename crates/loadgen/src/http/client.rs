@@ -13,6 +13,7 @@ use super::driver::{
 use super::request::Plan;
 use super::response::{ParseError, ResponseReader};
 use super::ErrorKind;
+use crate::engine::fleet::Spread;
 use crate::engine::pacer::{Constant, Pacer};
 use crate::engine::stats::record;
 use crate::engine::Ctx;
@@ -38,6 +39,9 @@ pub(crate) struct WorkerConfig {
     pub threads: u32,
     /// Connections this thread keeps.
     pub connections: usize,
+    /// The run-wide number of this thread's first connection (source addresses go
+    /// round-robin over every thread's connections).
+    pub first: usize,
     /// Requests in flight per connection (1: no pipelining).
     pub pipeline: usize,
     /// This thread's schedule; `None`: closed loop.
@@ -116,6 +120,8 @@ pub(crate) struct Worker<'a> {
     status: Vec<u64>,
     details: [Option<String>; 6],
     extra: &'a Mutex<Extra>,
+    /// Where connections come from (`--source-address`).
+    spread: &'a Spread,
     poll: Poll,
     conns: Vec<Conn>,
     /// Open connections that can take another request.
@@ -146,6 +152,7 @@ impl<'a> Worker<'a> {
         plan: &'a Plan,
         ctx: &'a Ctx,
         extra: &'a Mutex<Extra>,
+        spread: &'a Spread,
     ) -> std::io::Result<Self> {
         let poll = Poll::new()?;
         let base = ctx
@@ -175,6 +182,7 @@ impl<'a> Worker<'a> {
             status: vec![0; 1000],
             details: Default::default(),
             extra,
+            spread,
             poll,
             free: Vec::new(),
             deadlines: VecDeque::new(),
@@ -652,8 +660,8 @@ impl<'a> Worker<'a> {
             return;
         }
         self.ctx.add(self.agent, C_CONNECTS, 1);
-        match TcpStream::connect(self.plan.addr) {
-            Ok(mut s) => {
+        match self.spread.connect(self.cfg.first + i, self.plan.addr) {
+            Ok((mut s, _)) => {
                 let r = self.poll.registry().register(
                     &mut s,
                     Token(i),
@@ -671,7 +679,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn connect_failed(&mut self, i: usize, e: &std::io::Error) {
+    fn connect_failed(&mut self, i: usize, e: &dyn std::fmt::Display) {
         let detail = format!("connecting to {}: {e}", self.plan.addr);
         self.error(ErrorKind::Connect, 1, detail);
         let c = &mut self.conns[i];

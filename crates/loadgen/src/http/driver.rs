@@ -2,6 +2,7 @@
 use super::client::{Worker, WorkerConfig};
 use super::request::Plan;
 use super::{ErrorKind, HttpOptions};
+use crate::engine::fleet::Spread;
 use crate::engine::pacer::Constant;
 use crate::engine::stats::{CounterDef, FlagDef, LatencyDef, Schema, Show};
 use crate::engine::{Ctx, Driver, Report};
@@ -298,13 +299,16 @@ impl Driver for HttpDriver {
     }
 
     fn run(&self, ctx: &Ctx) -> Result<(), Error> {
+        let spread = Spread::new(super::preflight_plan(&self.opts, &self.plan, None)?.sources);
         super::probe(&self.plan, self.opts.timeout)?;
         let o = &self.opts;
         let threads = self.threads();
+        let spread = &spread;
         let ready = AtomicUsize::new(0);
         let mut target = None;
         std::thread::scope(|s| -> Result<(), Error> {
             let mut handles = Vec::new();
+            let mut first = 0;
             for t in 0..threads {
                 let conns =
                     (o.connections / threads + u32::from(t < o.connections % threads)) as usize;
@@ -312,6 +316,7 @@ impl Driver for HttpDriver {
                     index: t,
                     threads,
                     connections: conns,
+                    first,
                     pipeline: o.pipeline as usize,
                     // Threads interleave: thread t's first request is due t/R after the start.
                     pacer: o.rate.map(|r| Constant {
@@ -327,16 +332,19 @@ impl Driver for HttpDriver {
                             + u64::from((t as u64) < o.max_requests % threads as u64)
                     },
                 };
+                first += conns;
                 let plan = &*self.plan;
                 let extra = &self.extra;
                 let ready = &ready;
                 let h = std::thread::Builder::new()
                     .name(format!("kiln-http-{t}"))
-                    .spawn_scoped(s, move || match Worker::new(cfg, plan, ctx, extra) {
-                        Ok(w) => w.run(ready),
-                        Err(e) => {
-                            ctx.fail(format!("cannot start an HTTP worker: {e}"));
-                            ready.fetch_add(1, Ordering::SeqCst);
+                    .spawn_scoped(s, move || {
+                        match Worker::new(cfg, plan, ctx, extra, spread) {
+                            Ok(w) => w.run(ready),
+                            Err(e) => {
+                                ctx.fail(format!("cannot start an HTTP worker: {e}"));
+                                ready.fetch_add(1, Ordering::SeqCst);
+                            }
                         }
                     })
                     .map_err(|e| Error::Start(format!("cannot start a thread: {e}")))?;

@@ -10,7 +10,7 @@ mod driver;
 mod options;
 pub mod report;
 
-pub use driver::{Delivery, MqttDriver, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
+pub use driver::{preflight, Delivery, MqttDriver, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
 pub use options::{MqttOptions, Scenario};
 pub use report::{format_summary, format_tick, schema, Summary};
 
@@ -91,6 +91,9 @@ impl Load for MqttLoad {
                 .then(|| o.count as f64 * 1000.0 / o.pub_interval_ms),
             concurrency: Some(o.count as f64),
         }
+    }
+    fn preflight(&self) -> Result<Vec<String>, Error> {
+        Ok(preflight(&self.opts)?.notes())
     }
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
         match &self.sweep {

@@ -80,6 +80,15 @@ pub struct MqttOptions {
     pub drain: Duration,
     /// Label of the run in every output line (`--id`).
     pub id: String,
+    /// Local addresses the connections are bound to, round-robin (`--source-address`);
+    /// empty (default): the kernel's choice, or to a loopback broker as many 127.x
+    /// addresses as the fleet needs (see [`crate::engine::fleet`]).
+    #[serde(default)]
+    pub source_addresses: Vec<std::net::IpAddr>,
+    /// Run even when the pre-flight check finds the fleet does not fit this machine
+    /// (`--no-preflight`); its findings become warnings. Default false.
+    #[serde(default)]
+    pub no_preflight: bool,
 }
 
 impl Default for MqttOptions {
@@ -113,6 +122,8 @@ impl Default for MqttOptions {
             connect_timeout: Duration::from_secs(5),
             drain: Duration::from_secs(2),
             id: crate::amqp::AmqpOptions::default().id,
+            source_addresses: Vec::new(),
+            no_preflight: false,
         }
     }
 }

@@ -21,6 +21,10 @@ pub struct Summary {
     /// Established connections lost, by reason (`malformed packet from the broker: …`: 4).
     #[serde(default)]
     pub dropped: BTreeMap<String, u64>,
+    /// Connection attempts that failed, by reason (`cannot connect: … no ephemeral port
+    /// left from 127.0.0.2 …`: 150).
+    #[serde(default)]
+    pub failed: BTreeMap<String, u64>,
     /// Per publisher of this process: sent, received, lost, duplicated, out of order.
     pub delivery: Vec<Delivery>,
     /// What the delivery accounting shows, in words.
@@ -34,6 +38,7 @@ impl Summary {
         delivery: &[Delivery],
         refusals: &BTreeMap<String, u64>,
         dropped: &BTreeMap<String, u64>,
+        failed: &BTreeMap<String, u64>,
     ) -> Self {
         let h = &r.headline;
         Summary {
@@ -46,6 +51,7 @@ impl Summary {
             pings_unanswered: h.total("pings").saturating_sub(h.total("pongs")),
             refusals: refusals.clone(),
             dropped: dropped.clone(),
+            failed: failed.clone(),
             delivery: delivery.to_vec(),
             verdict: verdict(o, h),
         }
@@ -123,6 +129,12 @@ pub fn format_summary(o: &MqttOptions, r: &Report) -> String {
             extra.push(format!(
                 "dropped: {} × {n}",
                 kiln_model::text::clean_cut(why, 200)
+            ));
+        }
+        for (why, n) in &s.failed {
+            extra.push(format!(
+                "failed: {} × {n}",
+                kiln_model::text::clean_cut(why, 300)
             ));
         }
         let bad: Vec<&Delivery> = s
