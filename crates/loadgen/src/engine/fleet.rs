@@ -560,12 +560,15 @@ fn reserved_in(text: &str, lo: u16, hi: u16) -> u64 {
 
 /// One socket of `/proc/net/tcp{,6}`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct TcpRow {
-    local: SocketAddr,
-    remote: SocketAddr,
-    state: u8,
+pub struct TcpRow {
+    /// Its local address and port.
+    pub local: SocketAddr,
+    /// Its peer's.
+    pub remote: SocketAddr,
+    /// The kernel's state number (`TCP_ESTABLISHED` 1 … `TCP_LISTEN` 10).
+    pub state: u8,
     /// Clock ticks left on its timer (for `TIME_WAIT`: until it ends).
-    timer: u64,
+    pub timer: u64,
 }
 
 const TCP_TIME_WAIT: u8 = 6;
@@ -573,6 +576,9 @@ const TCP_LISTEN: u8 = 10;
 
 fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
     let (a, p) = s.split_once(':')?;
+    if !a.is_ascii() {
+        return None;
+    }
     let port = u16::from_str_radix(p, 16).ok()?;
     let ip = match a.len() {
         8 => IpAddr::V4(Ipv4Addr::from(
@@ -591,7 +597,9 @@ fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-fn parse_tcp_table(text: &str) -> Vec<TcpRow> {
+/// The sockets of a `/proc/net/tcp` or `/proc/net/tcp6` table (the header line skipped);
+/// lines that do not parse are left out.
+pub fn parse_tcp_table(text: &str) -> Vec<TcpRow> {
     text.lines()
         .skip(1)
         .filter_map(|l| {
