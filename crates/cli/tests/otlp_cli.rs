@@ -238,22 +238,11 @@ fn post(port: u16, path: &str, body: &[u8]) -> std::io::Result<String> {
     Ok(text.lines().next().unwrap_or_default().to_string())
 }
 
-#[test]
-fn an_opentelemetry_collector_takes_kilns_profiles() {
-    let Some(bin) = otelcol() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (rec, otlp) = exports::record_and_export(dir.path(), "r.otlp.pb");
-    let kp = kiln_formats::read(Some(&rec), &Default::default())
-        .unwrap()
-        .collapsed
-        .profile;
-    // Samples of one stack and thread are one OTLP sample.
-    let records: BTreeSet<(u32, u32)> = (0..kp.samples.len())
-        .map(|i| (kp.samples.stack[i].0, kp.samples.thread[i].0))
-        .collect();
-    // The OTLP/HTTP receiver on a free port of 127.0.0.1, the debug exporter to its log.
+/// Starts the Collector `bin` with its OTLP/HTTP receiver on a free port of 127.0.0.1 and
+/// the debug exporter (detailed) writing to `dir/otelcol.log`; returns once it listens.
+fn start_collector(bin: &Path, dir: &Path) -> (Collector, u16, PathBuf) {
     let port = kiln_testkit::free_port().unwrap();
-    let config = dir.path().join("otelcol.yaml");
+    let config = dir.join("otelcol.yaml");
     std::fs::write(
         &config,
         format!(
@@ -264,9 +253,9 @@ fn an_opentelemetry_collector_takes_kilns_profiles() {
         ),
     )
     .unwrap();
-    let log = dir.path().join("otelcol.log");
+    let log = dir.join("otelcol.log");
     let col = Collector(
-        std::process::Command::new(&bin)
+        std::process::Command::new(bin)
             .arg("--config")
             .arg(&config)
             // Profiles are in development: the Collector takes them behind this gate.
@@ -286,6 +275,35 @@ fn an_opentelemetry_collector_takes_kilns_profiles() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    (col, port, log)
+}
+
+/// The collector's log once it holds `want` (or after 60 s).
+fn log_with(log: &Path, want: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(want) || std::time::Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn an_opentelemetry_collector_takes_kilns_profiles() {
+    let Some(bin) = otelcol() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, otlp) = exports::record_and_export(dir.path(), "r.otlp.pb");
+    let kp = kiln_formats::read(Some(&rec), &Default::default())
+        .unwrap()
+        .collapsed
+        .profile;
+    // Samples of one stack and thread are one OTLP sample.
+    let records: BTreeSet<(u32, u32)> = (0..kp.samples.len())
+        .map(|i| (kp.samples.stack[i].0, kp.samples.thread[i].0))
+        .collect();
+    let (col, port, log) = start_collector(&bin, dir.path());
     // kiln sends what it writes to r.otlp.pb: `--otlp-endpoint` with the base URL.
     let endpoint = format!("http://127.0.0.1:{port}");
     let out = kiln()
@@ -315,14 +333,7 @@ fn an_opentelemetry_collector_takes_kilns_profiles() {
     assert!(status.contains(" 200 "), "{status}");
     // The debug exporter logs what the pipeline carried.
     let want = format!("\"sample records\": {}", records.len());
-    let mut text = String::new();
-    while std::time::Instant::now() < deadline {
-        text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains(&want) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let text = log_with(&log, &want);
     drop(col);
     assert!(
         text.contains(&want),
@@ -333,6 +344,121 @@ fn an_opentelemetry_collector_takes_kilns_profiles() {
         assert!(
             text.contains(&format!("-> thread.name: {name}")),
             "thread {name} in the collector's log:\n{text}"
+        );
+    }
+}
+
+/// `kiln run --otlp-endpoint`: once stored, the run's profile reaches the Collector with
+/// this host and the run as its resource, every sample record of the stored profile in
+/// it.
+#[test]
+fn a_run_sends_its_profiles_with_host_and_run_attributes() {
+    let Some(bin) = otelcol() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (col, port, log) = start_collector(&bin, dir.path());
+    let exe = kiln_testkit::build_hot(dir.path(), &["-O2", "-fno-inline"]);
+    let mut target = std::process::Command::new(&exe).arg("30").spawn().unwrap();
+    let store = dir.path().join("runs.db");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = kiln()
+        .current_dir(dir.path())
+        .env("KILN_STORE", &store)
+        .args(["run", "--name", "otlp-run", "--tag", "site=lab", "-d", "1"])
+        .args(["--no-report", "--otlp-endpoint", &endpoint, "-p"])
+        .arg(target.id().to_string())
+        .args(["exec", "--", "sleep", "600"])
+        .output()
+        .unwrap();
+    // A collector that is not there: the run is stored all the same, the request kept,
+    // and kiln exits 1.
+    let gone = kiln_testkit::free_port().unwrap();
+    let failed = kiln()
+        .current_dir(dir.path())
+        .env("KILN_STORE", &store)
+        .args(["run", "--name", "unsent", "-d", "1", "--no-report"])
+        .args(["--otlp-endpoint", &format!("http://127.0.0.1:{gone}"), "-p"])
+        .arg(target.id().to_string())
+        .args(["exec", "--", "sleep", "600"])
+        .output()
+        .unwrap();
+    // The target started above, stopped by its PID.
+    let _ = target.kill();
+    let _ = target.wait();
+    let e = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("kiln run: the OTLP export failed") && e.contains("kept in kiln-unsent-"),
+        "{e}"
+    );
+    assert!(
+        String::from_utf8_lossy(&failed.stdout).contains("unsent"),
+        "the run's summary"
+    );
+    let unsent = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|f| {
+            f.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("kiln-unsent-")
+        })
+        .count();
+    assert_eq!(unsent, 1);
+    let o = kiln()
+        .env("KILN_STORE", &store)
+        .args(["runs", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\"unsent\""),
+        "stored: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("kiln run: 1 profile (")
+            && stderr.contains(&format!("sent to {endpoint}/v1development/profiles")),
+        "{stderr}"
+    );
+    // The stored run's profile, as kiln reads it back from the store.
+    let kept = dir.path().join("stored.kiln");
+    let o = kiln()
+        .env("KILN_STORE", &store)
+        .args(["collapse", "-q", "run:otlp-run", "-o"])
+        .arg(&kept)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let kp = kiln_formats::read(Some(&kept), &Default::default())
+        .unwrap()
+        .collapsed
+        .profile;
+    let records: BTreeSet<(u32, u32)> = (0..kp.samples.len())
+        .map(|i| (kp.samples.stack[i].0, kp.samples.thread[i].0))
+        .collect();
+    assert!(!records.is_empty());
+    let want = format!("\"sample records\": {}", records.len());
+    let text = log_with(&log, &want);
+    drop(col);
+    assert!(
+        text.contains(&want),
+        "want {want} in the collector's log:\n{text}"
+    );
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    for attr in [
+        format!("-> host.name: Str({})", host.trim()),
+        "-> kiln.run.id: Int(1)".to_string(),
+        "-> kiln.run.name: Str(otlp-run)".to_string(),
+        "-> kiln.run.repeat: Str(1/1)".to_string(),
+        format!("-> kiln.run.store: Str({})", store.display()),
+        "-> kiln.run.tag.site: Str(lab)".to_string(),
+        "-> thread.name: hot".to_string(),
+    ] {
+        assert!(
+            text.contains(&attr),
+            "{attr} in the collector's log:\n{text}"
         );
     }
 }

@@ -49,6 +49,7 @@ pub fn write(
             let o = otlp::WriteOptions {
                 time_nanos: opts.time_nanos,
                 comment: opts.title.clone(),
+                resource: Vec::new(),
             };
             otlp::write(profiles, &o, out).map_err(io)
         }

@@ -162,6 +162,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let otlp = kiln_formats::otlp::WriteOptions {
         time_nanos: wopts.time_nanos,
         comment: wopts.title.clone(),
+        resource: Vec::new(),
     };
     args.otlp
         .send("collapse", std::slice::from_ref(&profile), &otlp)?;

@@ -292,6 +292,7 @@ pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
     let otlp = kiln_formats::otlp::WriteOptions {
         time_nanos,
         comment: args.title.clone(),
+        resource: Vec::new(),
     };
     args.otlp.send("record", &profiles, &otlp)?;
     Ok(ExitCode::SUCCESS)

@@ -32,6 +32,7 @@ use std::time::Duration;
 ///   kiln run --name before -p "$(pgrep -o beam.smp)" -e cpu,offcpu -d 30 --warmup 5 load amqp -x 1 -y 1 -r 20000
 ///   kiln run --name wrk-48 -p "$(pgrep -x myserver)" -d 30 exec -- wrk -c 48 -d 40 http://127.0.0.1:8080/q
 ///   kiln run --name aa --repeat 5 -p 4242 -d 10 load amqp -x 1 -y 1 -r 5000
+///   kiln run --name fleet -p "$(pgrep -x mosquitto)" -d 30 --otlp-endpoint http://127.0.0.1:4318 load mqtt conn -c 15000 -i 0
 ///   kiln run --name go -p "$(pgrep -x myserver)" -e cpu,offcpu -d 30 --pprof http://127.0.0.1:6060/debug/pprof/ load http -c 48 -d 60s http://127.0.0.1:8080/q
 #[derive(Debug, clap::Args)]
 #[command(subcommand_value_name = "LOAD", subcommand_help_heading = "Loads")]
@@ -125,6 +126,19 @@ pub struct Args {
     /// Write no report (kiln runs report writes one later).
     #[arg(long)]
     pub no_report: bool,
+
+    /// Also send the run's profiles to an OpenTelemetry Collector's OTLP/HTTP receiver once
+    /// the run is stored (the profiles signal of opentelemetry-proto v1.8.0, as kiln record
+    /// and kiln collapse send it; the Collector takes it with
+    /// --feature-gates=service.profilesSupport), so that they go on to a fleet's profile
+    /// store. Their resource is this host and the run: the attributes host.name,
+    /// kiln.run.id, kiln.run.name, kiln.run.group, kiln.run.repeat, kiln.run.store and
+    /// kiln.run.tag.KEY for each --tag. A base URL such as http://127.0.0.1:4318, to which
+    /// /v1development/profiles is added, or the profiles endpoint's full URL. If the
+    /// collector does not take them, the run stays stored, the request is kept in
+    /// ./kiln-unsent-*.otlp.pb and kiln exits 1.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 
     /// The load.
     #[command(subcommand)]
@@ -316,6 +330,10 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
             bail!("no process {p} (the target must be running; give its pid with -p)");
         }
     }
+    let otlp = super::common::OtlpArgs {
+        otlp_endpoint: args.otlp_endpoint.clone(),
+    };
+    otlp.check()?;
     let mut store = args.store.open()?;
     let json = args.json;
     let repeat = args.repeat;
@@ -329,6 +347,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     let mut progress = ProgressLine::new();
     let mut all_complete = true;
     let mut kept_all = true;
+    let mut sent_all = true;
     for i in 1..=repeat {
         if stop.is_raised() {
             break;
@@ -424,14 +443,67 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         if let Some(to) = &report {
             write_report(&run, to.as_deref(), (i, repeat), &report_base, id);
         }
+        if otlp.otlp_endpoint.is_some() {
+            if run.profiles.is_empty() {
+                eprintln!("kiln run: warning: the run has no profile to send to the collector");
+            } else if let Err(e) = otlp.send("run", &run.profiles, &otlp_options(&run, &stored_in))
+            {
+                eprintln!("kiln run: {}", text::clean_lines(&format!("{e:#}")));
+                sent_all = false;
+            }
+        }
     }
-    Ok(if all_complete && kept_all {
+    Ok(if all_complete && kept_all && sent_all {
         ExitCode::SUCCESS
     } else {
         // Stored, but cut short, or kept locally instead of in the store: say so to
         // scripts too (a signal's own code wins in main).
         ExitCode::from(1)
     })
+}
+
+/// The OTLP request's options for a stored run's profiles: their resource is this host
+/// and the run; the wall-clock time of the first sample (the samples' clock is
+/// CLOCK_MONOTONIC).
+fn otlp_options(run: &RunData, stored_in: &Path) -> kiln_formats::otlp::WriteOptions {
+    use kiln_formats::otlp::proto::any_value::Value;
+    let m = &run.meta;
+    let first = run
+        .profiles
+        .iter()
+        .filter_map(|p| p.samples.time_range().map(|r| r.0))
+        .min()
+        .unwrap_or(m.measure.start_ns);
+    let now_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(0));
+    let ago = kiln_model::clock::monotonic_ns().saturating_sub(first);
+    let s = |v: &str| Value::StringValue(v.to_string());
+    let mut resource = vec![
+        ("host.name".to_string(), s(&m.host)),
+        (
+            "kiln.run.id".to_string(),
+            Value::IntValue(m.id.unwrap_or(0)),
+        ),
+        ("kiln.run.name".to_string(), s(&m.name)),
+        ("kiln.run.group".to_string(), s(&m.group)),
+        (
+            "kiln.run.repeat".to_string(),
+            s(&format!("{}/{}", m.repeat.0, m.repeat.1)),
+        ),
+        (
+            "kiln.run.store".to_string(),
+            s(&stored_in.display().to_string()),
+        ),
+    ];
+    for (k, v) in &m.tags {
+        resource.push((format!("kiln.run.tag.{k}"), s(v)));
+    }
+    kiln_formats::otlp::WriteOptions {
+        time_nanos: now_unix_ns.saturating_sub(i64::try_from(ago).unwrap_or(0)),
+        comment: Some(m.name.clone()),
+        resource,
+    }
 }
 
 /// Writes a run's report (a failure is a warning: the run is stored).

@@ -42,6 +42,9 @@ pub struct WriteOptions {
     pub time_nanos: i64,
     /// A free-form comment (the input's or the run's name).
     pub comment: Option<String>,
+    /// The resource's attributes: where the profiles come from (`host.name`, and for
+    /// `kiln run` the run: `kiln.run.id`, `kiln.run.name`…). Empty: none.
+    pub resource: Vec<(String, Value)>,
 }
 
 /// The dictionary under construction, with its lookups.
@@ -296,7 +299,19 @@ pub fn to_request(
     }
     proto::ExportProfilesServiceRequest {
         resource_profiles: vec![proto::ResourceProfiles {
-            resource: Some(proto::Resource::default()),
+            resource: Some(proto::Resource {
+                attributes: opts
+                    .resource
+                    .iter()
+                    .map(|(key, v)| proto::KeyValue {
+                        key: key.clone(),
+                        value: Some(proto::AnyValue {
+                            value: Some(v.clone()),
+                        }),
+                    })
+                    .collect(),
+                dropped_attributes_count: 0,
+            }),
             scope_profiles: vec![proto::ScopeProfiles {
                 scope: Some(proto::InstrumentationScope {
                     name: "kiln".into(),
@@ -358,8 +373,23 @@ mod tests {
         let opts = WriteOptions {
             time_nanos: 1_700_000_000_000_000_000,
             comment: Some("run".into()),
+            resource: vec![
+                ("host.name".into(), Value::StringValue("node-1".into())),
+                ("kiln.run.id".into(), Value::IntValue(12)),
+            ],
         };
         let r = to_request(std::slice::from_ref(&p), &opts);
+        let res = r.resource_profiles[0].resource.as_ref().unwrap();
+        assert_eq!(
+            res.attributes
+                .iter()
+                .map(|kv| (kv.key.as_str(), kv.value.clone().unwrap().value.unwrap()))
+                .collect::<Vec<_>>(),
+            vec![
+                ("host.name", Value::StringValue("node-1".into())),
+                ("kiln.run.id", Value::IntValue(12)),
+            ]
+        );
         let d = r.dictionary.as_ref().unwrap();
         assert_eq!(d.string_table[0], "");
         assert_eq!(d.stack_table[0], proto::Stack::default());
