@@ -4,36 +4,38 @@ use super::request::Plan;
 use super::{ErrorKind, HttpOptions};
 use crate::engine::fleet::Spread;
 use crate::engine::pacer::Constant;
-use crate::engine::stats::{CounterDef, FlagDef, LatencyDef, Schema, Show};
+use crate::engine::stats::{
+    counter_index, flag_index, latency_index, CounterDef, FlagDef, LatencyDef, Schema, Show,
+};
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Counter indices.
-pub(crate) const C_SENT: usize = 0;
-pub(crate) const C_ANSWERED: usize = 1;
+/// Counter indices, from the table's names.
+pub(crate) const C_SENT: usize = counter_index(COUNTERS, "sent");
+pub(crate) const C_ANSWERED: usize = counter_index(COUNTERS, "answered");
 /// `status_1xx`; the other classes follow in order.
-pub(crate) const C_1XX: usize = 2;
+pub(crate) const C_1XX: usize = counter_index(COUNTERS, "status_1xx");
 /// `err_connect`; the other error kinds follow in [`ErrorKind`]'s order.
-pub(crate) const C_ERR: usize = 7;
-pub(crate) const C_UNANSWERED: usize = 13;
-pub(crate) const C_NOT_SENT: usize = 14;
-pub(crate) const C_BYTES_READ: usize = 15;
-pub(crate) const C_BYTES_WRITTEN: usize = 16;
-pub(crate) const C_CONNECTS: usize = 17;
-pub(crate) const C_TARGET_USER: usize = 18;
-pub(crate) const C_TARGET_SYS: usize = 19;
-pub(crate) const C_TARGET_CSW: usize = 20;
-pub(crate) const C_CLIENT_CPU: usize = 21;
-pub(crate) const C_MACHINE_BUSY: usize = 22;
+pub(crate) const C_ERR: usize = counter_index(COUNTERS, "err_connect");
+pub(crate) const C_UNANSWERED: usize = counter_index(COUNTERS, "unanswered");
+pub(crate) const C_NOT_SENT: usize = counter_index(COUNTERS, "not_sent");
+pub(crate) const C_BYTES_READ: usize = counter_index(COUNTERS, "bytes_read");
+pub(crate) const C_BYTES_WRITTEN: usize = counter_index(COUNTERS, "bytes_written");
+pub(crate) const C_CONNECTS: usize = counter_index(COUNTERS, "connects");
+pub(crate) const C_TARGET_USER: usize = counter_index(COUNTERS, "target_cpu_user_us");
+pub(crate) const C_TARGET_SYS: usize = counter_index(COUNTERS, "target_cpu_sys_us");
+pub(crate) const C_TARGET_CSW: usize = counter_index(COUNTERS, "target_ctx_switches");
+pub(crate) const C_CLIENT_CPU: usize = counter_index(COUNTERS, "client_cpu_us");
+pub(crate) const C_MACHINE_BUSY: usize = counter_index(COUNTERS, "machine_busy_us");
 /// Latency indices.
-pub(crate) const L_INTENDED: usize = 0;
-pub(crate) const L_LATENCY: usize = 1;
+pub(crate) const L_INTENDED: usize = latency_index(LATENCIES, "latency_intended");
+pub(crate) const L_LATENCY: usize = latency_index(LATENCIES, "latency");
 /// Flag indices.
-pub(crate) const F_STALLED: usize = 0;
-pub(crate) const F_ERRORS: usize = 1;
+pub(crate) const F_STALLED: usize = flag_index(FLAGS, "stalled");
+pub(crate) const F_ERRORS: usize = flag_index(FLAGS, "errors");
 
 const COUNTERS: &[CounterDef] = &[
     CounterDef {
@@ -151,11 +153,8 @@ const FLAGS: &[FlagDef] = &[
     },
 ];
 
-/// What a closed-loop HTTP run measures.
-pub static SCHEMA: Schema = Schema {
-    protocol: "http",
-    counters: COUNTERS,
-    latencies: &[
+/// Latencies of a closed-loop run: the service time first in the summary.
+const LATENCIES: &[LatencyDef] = &[
         LatencyDef {
             name: "latency_intended",
             csv: "intended",
@@ -170,7 +169,47 @@ pub static SCHEMA: Schema = Schema {
             summary_label: "latency (closed-loop: from each actual send; a slow response delays the next send, so queueing is not counted — use -R)",
             description: "actual send to complete response",
         },
-    ],
+];
+
+/// Latencies of a constant-rate run: the same two, labelled for latency from the intended
+/// send time first.
+const LATENCIES_RATE: &[LatencyDef] = &[
+    LatencyDef {
+        name: "latency_intended",
+        csv: "intended",
+        line_label: "min/median/75th/95th/99th/99.9th/max latency from intended send",
+        summary_label: "latency from intended send",
+        description: "intended send time to complete response (-R only)",
+    },
+    LatencyDef {
+        name: "latency",
+        csv: "latency",
+        line_label: "service time",
+        summary_label: "service time (actual send to response)",
+        description: "actual send to complete response",
+    },
+];
+
+// The indices hold for both tables, and the counters that "follow in order" do.
+const _: () = {
+    assert!(latency_index(LATENCIES_RATE, "latency_intended") == L_INTENDED);
+    assert!(latency_index(LATENCIES_RATE, "latency") == L_LATENCY);
+    assert!(counter_index(COUNTERS, "status_2xx") == C_1XX + 1);
+    assert!(counter_index(COUNTERS, "status_3xx") == C_1XX + 2);
+    assert!(counter_index(COUNTERS, "status_4xx") == C_1XX + 3);
+    assert!(counter_index(COUNTERS, "status_5xx") == C_1XX + 4);
+    assert!(counter_index(COUNTERS, "err_timeout") == C_ERR + 1);
+    assert!(counter_index(COUNTERS, "err_reset") == C_ERR + 2);
+    assert!(counter_index(COUNTERS, "err_closed") == C_ERR + 3);
+    assert!(counter_index(COUNTERS, "err_protocol") == C_ERR + 4);
+    assert!(counter_index(COUNTERS, "err_other") == C_ERR + 5);
+};
+
+/// What a closed-loop HTTP run measures.
+pub static SCHEMA: Schema = Schema {
+    protocol: "http",
+    counters: COUNTERS,
+    latencies: LATENCIES,
     flags: FLAGS,
     throughput: C_ANSWERED,
     throughput_unit: "req/s",
@@ -182,22 +221,7 @@ pub static SCHEMA: Schema = Schema {
 pub static SCHEMA_RATE: Schema = Schema {
     protocol: "http",
     counters: COUNTERS,
-    latencies: &[
-        LatencyDef {
-            name: "latency_intended",
-            csv: "intended",
-            line_label: "min/median/75th/95th/99th/99.9th/max latency from intended send",
-            summary_label: "latency from intended send",
-            description: "intended send time to complete response (-R only)",
-        },
-        LatencyDef {
-            name: "latency",
-            csv: "latency",
-            line_label: "service time",
-            summary_label: "service time (actual send to response)",
-            description: "actual send to complete response",
-        },
-    ],
+    latencies: LATENCIES_RATE,
     flags: FLAGS,
     throughput: C_ANSWERED,
     throughput_unit: "req/s",

@@ -9,7 +9,9 @@ use super::options::{MqttOptions, Scenario};
 use crate::engine::body::{self, Stamp};
 use crate::engine::fleet;
 use crate::engine::pacer::{Constant, Schedule};
-use crate::engine::stats::{record, CounterDef, FlagDef, LatencyDef, Schema, Show};
+use crate::engine::stats::{
+    counter_index, flag_index, latency_index, record, CounterDef, FlagDef, LatencyDef, Schema, Show,
+};
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
 use mio::net::TcpStream;
@@ -21,27 +23,27 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub(crate) const C_CONNECTED: usize = 0;
-pub(crate) const C_FAILED: usize = 1;
-pub(crate) const C_DROPPED: usize = 2;
-pub(crate) const C_RECONNECTS: usize = 3;
-pub(crate) const C_PINGS: usize = 4;
-pub(crate) const C_PONGS: usize = 5;
-pub(crate) const C_SENT: usize = 6;
-pub(crate) const C_ACKED: usize = 7;
-pub(crate) const C_RECEIVED: usize = 8;
-pub(crate) const C_LOST: usize = 9;
-pub(crate) const C_DUPLICATED: usize = 10;
-pub(crate) const C_OUT_OF_ORDER: usize = 11;
-pub(crate) const C_REFUSED: usize = 12;
-pub(crate) const C_FOREIGN: usize = 13;
-pub(crate) const L_CONNECT: usize = 0;
-pub(crate) const L_PING: usize = 1;
-pub(crate) const L_LATENCY: usize = 2;
-pub(crate) const L_LATENCY_INTENDED: usize = 3;
-pub(crate) const L_ACK: usize = 4;
-pub(crate) const F_DISCONNECTED: usize = 0;
-pub(crate) const F_STALLED: usize = 1;
+pub(crate) const C_CONNECTED: usize = counter_index(COUNTERS, "connected");
+pub(crate) const C_FAILED: usize = counter_index(COUNTERS, "failed");
+pub(crate) const C_DROPPED: usize = counter_index(COUNTERS, "dropped");
+pub(crate) const C_RECONNECTS: usize = counter_index(COUNTERS, "reconnects");
+pub(crate) const C_PINGS: usize = counter_index(COUNTERS, "pings");
+pub(crate) const C_PONGS: usize = counter_index(COUNTERS, "pongs");
+pub(crate) const C_SENT: usize = counter_index(COUNTERS, "sent");
+pub(crate) const C_ACKED: usize = counter_index(COUNTERS, "acked");
+pub(crate) const C_RECEIVED: usize = counter_index(COUNTERS, "received");
+pub(crate) const C_LOST: usize = counter_index(COUNTERS, "lost");
+pub(crate) const C_DUPLICATED: usize = counter_index(COUNTERS, "duplicated");
+pub(crate) const C_OUT_OF_ORDER: usize = counter_index(COUNTERS, "out_of_order");
+pub(crate) const C_REFUSED: usize = counter_index(COUNTERS, "refused");
+pub(crate) const C_FOREIGN: usize = counter_index(COUNTERS, "foreign");
+pub(crate) const L_CONNECT: usize = latency_index(LATENCIES, "connect_latency");
+pub(crate) const L_PING: usize = latency_index(LATENCIES, "ping_latency");
+pub(crate) const L_LATENCY: usize = latency_index(LATENCIES, "latency");
+pub(crate) const L_LATENCY_INTENDED: usize = latency_index(LATENCIES, "latency_intended");
+pub(crate) const L_ACK: usize = latency_index(LATENCIES, "ack_latency");
+pub(crate) const F_DISCONNECTED: usize = flag_index(FLAGS, "disconnected");
+pub(crate) const F_STALLED: usize = flag_index(FLAGS, "stalled");
 
 const COUNTERS: &[CounterDef] = &[
     CounterDef::new("connected", "conn", "connections accepted (CONNACK success)", Show::NonZero).rate("connect rate"),
