@@ -23,7 +23,8 @@ pkgs=(build-essential pkg-config curl clang llvm libbpf-dev libelf-dev zlib1g-de
 if [ "$tests" = 1 ]; then
   # The tests' servers and oracles, the benchmarks' anchors.
   pkgs+=(linux-perf bpftool chromium mosquitto mosquitto-clients hyperfine time make binutils
-         util-linux nginx wrk debuginfod postgresql bpftrace)
+         util-linux nginx wrk debuginfod postgresql bpftrace
+         openssh-server openssh-client iproute2)
 fi
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
@@ -41,8 +42,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-# The Debian packages start services we do not use: the tests start private brokers.
-for svc in rabbitmq-server mosquitto nginx postgresql; do
+# The Debian packages start services we do not use: the tests start private brokers (and
+# private sshds in network namespaces for kiln run --agent).
+for svc in rabbitmq-server mosquitto nginx postgresql ssh; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" || true
   fi

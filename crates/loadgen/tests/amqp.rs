@@ -420,6 +420,7 @@ fn reconnect_rides_through_a_broker_restart_and_marks_the_gap() {
 fn memory_alarm_blocks_publishers_and_the_stall_is_reported() {
     let b = RabbitMq::start_with(&RabbitMqOptions {
         extra_config: vec!["vm_memory_high_watermark.absolute = 1".into()],
+        ..Default::default()
     })
     .expect("broker starts");
     let o = AmqpOptions {
@@ -546,6 +547,7 @@ fn idle_connections_keep_alive_with_heartbeats() {
     // A 2 s heartbeat: a client that sends nothing for 4 s is dropped by the broker.
     let b = RabbitMq::start_with(&RabbitMqOptions {
         extra_config: vec!["heartbeat = 2".into()],
+        ..Default::default()
     })
     .expect("broker starts");
     let o = AmqpOptions {
@@ -686,6 +688,7 @@ fn other_protocols_and_amqp_versions_are_named() {
 fn messages_bigger_than_the_broker_accepts_name_the_size() {
     let b = RabbitMq::start_with(&RabbitMqOptions {
         extra_config: vec!["max_message_size = 1000000".into()],
+        ..Default::default()
     })
     .expect("broker starts");
     let o = AmqpOptions {

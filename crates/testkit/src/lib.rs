@@ -21,6 +21,11 @@
 //! and `net.*` settings (a narrow ephemeral port range, say), for fleets of connections
 //! past one source address without touching the machine's settings.
 //!
+//! Several hosts on one machine for `kiln run --agent` and `-p HOST:PID` ([`TestNet`]):
+//! network namespaces joined by veth pairs to a bridge, each with its own private address
+//! and its own Debian `sshd` ([`Sshd`], keys made by the test: [`SshKeys`]), optionally
+//! with a shifted CLOCK_MONOTONIC (a time namespace).
+//!
 //! A private PostgreSQL server for the shared run store ([`Postgres`]): `initdb` into a
 //! temporary directory, listening on 127.0.0.1 on a free port, stopped and started again
 //! by PID to play a server restarted under a client.
@@ -33,6 +38,7 @@
 
 mod browser;
 mod go_blockcache;
+mod hosts;
 mod http_faults;
 mod mosquitto;
 mod netns;
@@ -45,6 +51,7 @@ mod rabbitmq;
 
 pub use browser::{run_browser_checks, web_dir};
 pub use go_blockcache::{build_go_blockcache, go_blockcache_source, go_command, GoBlockCache};
+pub use hosts::{NetHost, SshKeys, Sshd, TestNet};
 pub use http_faults::{Fault, FaultServer};
 pub use mosquitto::{Mosquitto, MosquittoOptions};
 pub use netns::{in_private_netns, set_sysctl};

@@ -19,12 +19,16 @@ pub struct MosquittoOptions {
     /// Keep sessions and queued messages across [`Mosquitto::restart`] (saved when the
     /// broker shuts down). Default false.
     pub persistence: bool,
+    /// The address to listen on. Default (`None`): 127.0.0.1; a [`crate::TestNet`]'s
+    /// gateway makes the broker reachable from the test's hosts.
+    pub address: Option<std::net::Ipv4Addr>,
 }
 
 /// A running private mosquitto on 127.0.0.1. Dropping it stops it.
 #[derive(Debug)]
 pub struct Mosquitto {
     dir: tempfile::TempDir,
+    address: std::net::Ipv4Addr,
     port: u16,
     child: Option<Child>,
 }
@@ -52,8 +56,9 @@ impl Mosquitto {
             .tempdir()
             .map_err(io("creating the broker's directory"))?;
         let port = free_port()?;
+        let address = opts.address.unwrap_or(std::net::Ipv4Addr::LOCALHOST);
         let mut conf = format!(
-            "listener {port} 127.0.0.1\nmax_connections -1\nlog_dest file {}\nlog_type error\nlog_type warning\nlog_type notice\n",
+            "listener {port} {address}\nmax_connections -1\nlog_dest file {}\nlog_type error\nlog_type warning\nlog_type notice\n",
             dir.path().join("mosquitto.log").display()
         );
         // SAFETY: geteuid cannot fail.
@@ -117,6 +122,7 @@ impl Mosquitto {
             .map_err(io("starting mosquitto"))?;
         let mut me = Mosquitto {
             dir,
+            address,
             port,
             child: Some(child),
         };
@@ -127,7 +133,7 @@ impl Mosquitto {
     fn await_startup(&mut self) -> Result<(), Error> {
         let t = Instant::now();
         loop {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if std::net::TcpStream::connect((self.address, self.port)).is_ok() {
                 return Ok(());
             }
             if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
@@ -158,9 +164,14 @@ impl Mosquitto {
         std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
     }
 
-    /// The MQTT port on 127.0.0.1.
+    /// The MQTT port (on 127.0.0.1 unless [`MosquittoOptions::address`] said otherwise).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> std::net::Ipv4Addr {
+        self.address
     }
 
     /// The broker's PID.

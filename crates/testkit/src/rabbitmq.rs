@@ -37,6 +37,10 @@ pub struct RabbitMqOptions {
     /// `vm_memory_high_watermark.absolute = 1` to make the broker block publishers at once.
     /// Default: none.
     pub extra_config: Vec<String>,
+    /// The address AMQP clients connect to. Default (`None`): 127.0.0.1; a
+    /// [`crate::TestNet`]'s gateway makes the broker reachable from the test's hosts
+    /// (Erlang distribution and epmd stay on 127.0.0.1).
+    pub address: Option<std::net::Ipv4Addr>,
 }
 
 /// A running private RabbitMQ node. Dropping it shuts the node and its epmd down.
@@ -44,6 +48,7 @@ pub struct RabbitMqOptions {
 pub struct RabbitMq {
     dir: tempfile::TempDir,
     node: String,
+    address: std::net::Ipv4Addr,
     port: u16,
     mqtt_port: Option<u16>,
     dist_port: u16,
@@ -132,6 +137,7 @@ impl RabbitMq {
         let mut me = RabbitMq {
             dir,
             node,
+            address: opts.address.unwrap_or(std::net::Ipv4Addr::LOCALHOST),
             port,
             mqtt_port,
             dist_port,
@@ -153,7 +159,7 @@ impl RabbitMq {
         let log2 = log.try_clone().map_err(|e| io("cloning console.log", e))?;
         let mut cmd = Command::new(SERVER);
         self.env(&mut cmd);
-        cmd.env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
+        cmd.env("RABBITMQ_NODE_IP_ADDRESS", self.address.to_string())
             .env("RABBITMQ_NODE_PORT", self.port.to_string())
             .env("RABBITMQ_DIST_PORT", self.dist_port.to_string())
             // Erlang distribution listens on all interfaces unless told otherwise. The
@@ -210,7 +216,7 @@ impl RabbitMq {
                 .ctl(&["await_startup", "--timeout", "20"])
                 .map(|o| o.status.success())
                 .unwrap_or(false);
-            if ok && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if ok && std::net::TcpStream::connect((self.address, self.port)).is_ok() {
                 return Ok(());
             }
             if start.elapsed() > START_TIMEOUT {
@@ -249,9 +255,9 @@ impl RabbitMq {
         self.mqtt_port
     }
 
-    /// `amqp://guest:guest@127.0.0.1:PORT`.
+    /// `amqp://guest:guest@127.0.0.1:PORT` (or the address it was given).
     pub fn uri(&self) -> String {
-        format!("amqp://guest:guest@127.0.0.1:{}", self.port)
+        format!("amqp://guest:guest@{}:{}", self.address, self.port)
     }
 
     /// The Erlang node name.
