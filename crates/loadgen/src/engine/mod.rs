@@ -40,6 +40,36 @@ pub use report::{Headline, HistogramBlob, Report, Step, Throughput};
 /// How long agents may take to connect before the load counts as failed to start.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The `CLOCK_MONOTONIC` instant (ns) whole seconds of this process's load ticks are
+/// counted from; 0 when unset (each load ticks every second from its own start).
+static TICK_GRID_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Makes every load of this process end its seconds on the grid of whole seconds from
+/// `origin_mono_ns` (`CLOCK_MONOTONIC`, ns) instead of counting them from its own start:
+/// the first second is shorter (from the start to the first grid instant; one under 50 ms
+/// joins the next), the others end on the grid. `kiln agent` sets it, with an origin on the
+/// controlling host's clock mapped to its own, so that the seconds of loads driven from
+/// several hosts end at the same instants and merge exactly (counts summed over the same
+/// seconds, the same seconds' histograms merged). 0 unsets it.
+pub fn align_ticks(origin_mono_ns: u64) {
+    TICK_GRID_NS.store(origin_mono_ns, Ordering::SeqCst);
+}
+
+/// Seconds from a load's start (at `go_mono_ns`) to the end of its first tick, on the
+/// grid of whole seconds from `grid` (0: no grid).
+fn first_tick_s(grid: u64, go_mono_ns: u64) -> f64 {
+    if grid == 0 {
+        return 1.0;
+    }
+    let phase = (go_mono_ns as i128 - grid as i128).rem_euclid(1_000_000_000);
+    let s = (1_000_000_000 - phase) as f64 / 1e9;
+    if s < 0.05 {
+        s + 1.0
+    } else {
+        s
+    }
+}
+
 /// A load that `kiln load` and `kiln run` start the same way.
 ///
 /// [`Load::run`] runs until the load's own end (its duration, its message counts, the last
@@ -435,7 +465,7 @@ impl Ticker {
     /// Emits a tick every second until the run is due to end or its stop is raised.
     fn drive(&mut self, ctx: &Ctx, driver: &dyn Driver, on_tick: &mut dyn FnMut(&Tick)) {
         let go = ctx.go_ns().unwrap_or(0);
-        let mut next = 1.0f64;
+        let mut next = first_tick_s(TICK_GRID_NS.load(Ordering::SeqCst), ctx.clock.mono_at(go));
         loop {
             let wake_s = next.min(ctx.end_s);
             let at = ctx.clock.instant_at(go + (wake_s * 1e9) as u64);
@@ -575,5 +605,25 @@ impl Ticker {
         };
         r.summary = driver.summary(&r);
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_tick_s;
+
+    #[test]
+    fn ticks_end_on_the_grid() {
+        // No grid: every second from the start.
+        assert_eq!(first_tick_s(0, 123_456_789), 1.0);
+        // Started 0.3 s past a grid second: the first tick is 0.7 s long.
+        let grid = 5_000_000_000;
+        assert!((first_tick_s(grid, 12_300_000_000) - 0.7).abs() < 1e-9);
+        // A start before the grid's origin is on the same grid.
+        assert!((first_tick_s(grid, 1_900_000_000) - 0.1).abs() < 1e-9);
+        // Under 50 ms to the next grid second: it joins the one after.
+        assert!((first_tick_s(grid, 12_970_000_000) - 1.03).abs() < 1e-9);
+        // Exactly on the grid: a whole second.
+        assert!((first_tick_s(grid, 13_000_000_000) - 1.0).abs() < 1e-9);
     }
 }
