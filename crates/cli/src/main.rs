@@ -50,6 +50,9 @@ enum Command {
     Run(cmd::run::Args),
     /// List, show, remove, export and import stored runs.
     Runs(cmd::runs::Args),
+    /// Serve a controlling kiln over stdin/stdout (what kiln run starts on other hosts over ssh).
+    #[command(hide = true)]
+    Agent(cmd::agent::Args),
     /// Compare stored runs or groups of repeats: settings held or not, outcomes improved, regressed, no change or cannot tell, functions judged alike; --fail-if exits 3 (fired) or 4 (cannot tell).
     Compare(cmd::compare::Args),
 }
@@ -63,7 +66,8 @@ fn main() -> ExitCode {
         | Command::Flamegraph(_)
         | Command::Diff(_)
         | Command::Runs(_)
-        | Command::Compare(_) => signals::OnSignal::Exit,
+        | Command::Compare(_)
+        | Command::Agent(_) => signals::OnSignal::Exit,
     };
     let stop = match signals::install(on_signal) {
         Ok(s) => s,
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a, &stop),
         Command::Runs(a) => cmd::runs::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Agent(a) => cmd::agent::run(a),
     };
     match result {
         // Results are written; a signal still says the command was cut short.

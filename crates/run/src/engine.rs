@@ -50,15 +50,10 @@ fn convert(t: &Tick, completed: &str) -> LoadTick {
         ));
     }
     for l in &t.latencies {
-        let p = l.percentiles.as_ref();
-        for (q, v) in [
-            ("p50", p.map(|p| p.p50_us)),
-            ("p99", p.map(|p| p.p99_us)),
-            ("p99.9", p.map(|p| p.p999_us)),
-            ("max", p.map(|p| p.max_us)),
-        ] {
-            values.push((format!("{} {q}", l.name), "us".into(), v.map(|v| v as f64)));
-        }
+        values.extend(crate::remote::latency_values(
+            &l.name,
+            l.percentiles.as_ref(),
+        ));
     }
     for f in &t.flags {
         values.push((

@@ -50,7 +50,7 @@ fn in_window(s: &Second, w: &Window) -> bool {
 
 /// The latency histograms of the seconds in `w`, merged per name (in first-seen order),
 /// and how many could not be read or added.
-fn merged(ticks: &[Second], w: &Window) -> (Vec<(String, Histogram<u64>)>, usize) {
+pub(crate) fn merged(ticks: &[Second], w: &Window) -> (Vec<(String, Histogram<u64>)>, usize) {
     let mut sums: Vec<(String, HistogramSum)> = Vec::new();
     for t in ticks.iter().filter(|t| in_window(t, w)) {
         for (name, data) in &t.hists {
@@ -82,7 +82,7 @@ fn skipped_warning(skipped: usize, w: &Window) -> Option<String> {
     })
 }
 
-fn serialise(h: &Histogram<u64>) -> Option<Vec<u8>> {
+pub(crate) fn serialise(h: &Histogram<u64>) -> Option<Vec<u8>> {
     let mut buf = Vec::new();
     V2DeflateSerializer::new().serialize(h, &mut buf).ok()?;
     Some(buf)

@@ -47,6 +47,7 @@ mod meta;
 mod orchestrate;
 pub mod pprof;
 pub mod procfs;
+pub mod remote;
 pub mod sweep;
 pub mod window;
 pub mod wrk;
@@ -184,6 +185,9 @@ pub struct RunOptions {
     /// as [`pprof::normalise_url`] gives them: its own profiles of the measurement window
     /// are kept with the run. Default: none.
     pub pprof: Vec<String>,
+    /// Other hosts: load agents and processes recorded there (`--agent`, `-p HOST:PID`),
+    /// reached over SSH. Default: none.
+    pub remote: remote::RemoteOptions,
 }
 
 impl RunOptions {
@@ -205,6 +209,7 @@ impl RunOptions {
             command_line: Vec::new(),
             sample_interval: Duration::from_secs(1),
             pprof: Vec::new(),
+            remote: remote::RemoteOptions::default(),
         }
     }
 }

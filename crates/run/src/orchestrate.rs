@@ -13,6 +13,8 @@
 //! 6. **build**: the run's metadata, series, window histograms and profiles.
 use crate::headline::{self, Second};
 use crate::procfs::ProcSampler;
+use crate::remote::fleet::{merge_profiles, HostRecording};
+use crate::remote::{Fleet, FleetLoad, RemoteRecordings};
 use crate::{meta, Load, LoadEvents, LoadOutcome, LoadTick, Phase, Progress, RunError, RunOptions};
 use kiln_model::stop::Stop;
 use kiln_record::{RecordError, RecordOptions, Recording, StartGate, StopReason, Target};
@@ -157,9 +159,23 @@ impl Pass<'_> {
         (self.on_progress)(&p);
     }
 
-    /// Waits until the recorder is ready to sample (or has given up).
-    fn await_ready(&mut self, gate: &StartGate, recorder: &RecorderHandle<'_>) {
-        while !gate.ready.is_raised() && !recorder.is_finished() && !self.stop.is_raised() {
+    /// Waits until the recorders, here and on other hosts, are ready to sample (or have
+    /// given up).
+    fn await_ready(
+        &mut self,
+        gate: &StartGate,
+        recorder: Option<&RecorderHandle<'_>>,
+        remote: &mut Option<RemoteRecordings<'_>>,
+    ) {
+        loop {
+            let local = recorder.is_none_or(|r| gate.ready.is_raised() || r.is_finished());
+            if let Some(r) = remote.as_mut() {
+                r.poll(Duration::ZERO);
+            }
+            let others = remote.as_ref().is_none_or(|r| r.all_ready());
+            if (local && others) || self.stop.is_raised() {
+                return;
+            }
             self.pump(Duration::from_millis(20));
             self.progress(Phase::Warmup, false);
         }
@@ -188,14 +204,36 @@ impl Pass<'_> {
         }
     }
 
-    /// Keeps reading the load while the recorder samples; a load that ends stops it.
-    fn measure(&mut self, recorder: &RecorderHandle<'_>, rec_stop: &Stop) {
-        self.measure_from = Some(Instant::now());
-        while !recorder.is_finished() {
+    /// Keeps reading the load while the recorders sample; a load that ends stops them.
+    /// Without a recorder here, the measurement lasts `-d` (or until the load ends or the
+    /// stop).
+    fn measure(
+        &mut self,
+        recorder: Option<&RecorderHandle<'_>>,
+        rec_stop: &Stop,
+        remote: &mut Option<RemoteRecordings<'_>>,
+    ) {
+        let from = Instant::now();
+        self.measure_from = Some(from);
+        let end = from + self.opts.duration;
+        loop {
+            let over = match recorder {
+                Some(r) => r.is_finished(),
+                None => Instant::now() >= end || rec_stop.is_raised(),
+            };
+            if over {
+                break;
+            }
             let had = self.outcome.is_some();
-            self.pump(Duration::from_millis(100));
+            let wait = end
+                .saturating_duration_since(Instant::now())
+                .clamp(Duration::from_millis(1), Duration::from_millis(100));
+            self.pump(wait);
             if !had && self.outcome.is_some() {
                 rec_stop.raise();
+            }
+            if let Some(r) = remote.as_mut() {
+                r.poll(Duration::ZERO);
             }
             self.progress(Phase::Measure, false);
         }
@@ -282,6 +320,25 @@ pub fn run(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunData, RunError> {
     validate(opts)?;
+    // Other hosts first: their agents start, their clocks are measured.
+    let fleet = (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote));
+    let mut fleet_load = match &fleet {
+        Some(f) if f.has_load() => {
+            let info = load.info();
+            if info.protocol == "exec" {
+                return Err(RunError::Option {
+                    flag: "--agent",
+                    reason: "agents run kiln's own loads (load amqp|mqtt|http), not exec".into(),
+                });
+            }
+            Some(FleetLoad::new(f, info))
+        }
+        _ => None,
+    };
+    let load: &mut dyn Load = match fleet_load.as_mut() {
+        Some(f) => f,
+        None => load,
+    };
     let started_unix_ms = kiln_model::clock::unix_ms();
     let target = meta::target_info(&opts.pids);
     let load_info = load.info();
@@ -299,6 +356,10 @@ pub fn run(
     rec_opts.unwind = opts.unwind;
     rec_opts.stop = Some(rec_stop.clone());
     rec_opts.gate = Some(gate.clone());
+    let mut remote = fleet
+        .as_ref()
+        .map(|f| RemoteRecordings::start(f, opts))
+        .filter(|r| !r.is_empty());
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut pass = Pass {
         opts,
@@ -317,8 +378,9 @@ pub fn run(
         schedule_done: false,
         last_progress: Instant::now(),
     };
+    let local = !opts.pids.is_empty();
 
-    let (recording, gate_opened, fetched) = std::thread::scope(|scope| {
+    let (recording, gate_opened, fetched, window) = std::thread::scope(|scope| {
         {
             let sampler = sampler.clone();
             let sampler_stop = sampler_stop.clone();
@@ -331,9 +393,9 @@ pub fn run(
                 }
             });
         }
-        // 1. The recorder prepares (without sampling) from the start.
+        // 1. The recorders prepare (without sampling) from the start.
         let rec_opts = &rec_opts;
-        let recorder = scope.spawn(move || kiln_record::record(rec_opts));
+        let recorder = local.then(|| scope.spawn(move || kiln_record::record(rec_opts)));
         let start_load = |tx: mpsc::Sender<Msg>| {
             let load_stop = load_stop.clone();
             scope.spawn(move || {
@@ -342,43 +404,56 @@ pub fn run(
                 let _ = tx.send(Msg::Done(outcome));
             });
         };
-        // 2–3. With no warm-up the recorder is ready before the load starts; otherwise it
-        // gets ready while the load warms up.
+        // 2–3. With no warm-up the recorders are ready before the load starts; otherwise
+        // they get ready while the load warms up.
         if opts.warmup.is_zero() {
-            pass.await_ready(&gate, &recorder);
+            pass.await_ready(&gate, recorder.as_ref(), &mut remote);
             start_load(tx);
         } else {
             start_load(tx);
             pass.await_start();
             pass.warm_up();
-            pass.await_ready(&gate, &recorder);
+            pass.await_ready(&gate, recorder.as_ref(), &mut remote);
         }
         // 4. The measurement, unless the load never started, ended already, or a stop.
         let measuring = pass.outcome.is_none()
             && !stop.is_raised()
-            && gate.ready.is_raised()
-            && !recorder.is_finished();
+            && recorder
+                .as_ref()
+                .is_none_or(|r| gate.ready.is_raised() && !r.is_finished());
         let mut session = None;
+        let mut window = None;
         if measuring {
             gate.go.raise();
+            let from = kiln_model::clock::monotonic_ns();
+            if let Some(r) = &remote {
+                r.go();
+            }
             // The target's own profiles of the same window, when asked for: fetched on
             // threads of their own, concurrently with the window.
             session =
                 (!opts.pprof.is_empty()).then(|| crate::pprof::begin(&opts.pprof, opts.duration));
-            pass.measure(&recorder, &rec_stop);
+            pass.measure(recorder.as_ref(), &rec_stop, &mut remote);
+            window = Some((from, kiln_model::clock::monotonic_ns()));
+            if let Some(r) = &remote {
+                r.stop();
+            }
             session = session.map(|s| s.end());
         } else {
             rec_stop.raise();
             gate.go.raise();
+            if let Some(r) = &remote {
+                r.stop();
+            }
         }
-        let rec = recorder.join();
+        let rec = recorder.map(|r| r.join());
         // 5. The load stops; the sampler takes its last sample; the fetches' answers are
         // collected (none is waited for past its deadline, or at all once stopped).
         pass.finish_load(&load_stop);
         lock(&sampler).sample();
         sampler_stop.raise();
         let fetched = session.map(|s| s.finish(stop));
-        (rec, measuring, fetched)
+        (rec, measuring, fetched, window)
     });
     if pass.outcome.as_ref().is_some_and(|o| !o.started) && !pass.started {
         let o = pass.outcome.take().unwrap_or_default();
@@ -387,21 +462,44 @@ pub fn run(
         ));
     }
     // A recorder that failed before sampling counts whether or not the gate opened.
-    let rec = if gate_opened {
-        recorded(Some(recording), stop, pass.schedule_done, &mut pass.reasons)
-    } else {
-        match recording {
-            Ok(Err(e)) => recorded(Some(Ok(Err(e))), stop, false, &mut pass.reasons),
-            _ => Recorded::default(),
+    let mut rec = match recording {
+        Some(recording) if gate_opened => {
+            recorded(Some(recording), stop, pass.schedule_done, &mut pass.reasons)
         }
+        Some(Ok(Err(e))) => recorded(Some(Ok(Err(e))), stop, false, &mut pass.reasons),
+        _ => Recorded::default(),
     };
+    if !local && gate_opened {
+        rec.window = window;
+    }
+    // The other hosts' recordings, then their clocks once more (the drift) and goodbye.
+    let mut hosts = Vec::new();
+    if let Some(f) = &fleet {
+        if let Some(r) = remote.as_mut() {
+            r.collect(REMOTE_RECORDING_WAIT);
+        }
+        f.finish();
+        hosts = remote.map(|r| r.take()).unwrap_or_default();
+        pass.reasons.extend(f.failures());
+    }
     if let Some(sig) = stop.signal() {
         pass.reasons
             .insert(0, format!("interrupted by {}", signal_name(sig)));
     } else if stop.is_raised() {
         pass.reasons.insert(0, "interrupted".into());
     }
+    if !hosts.is_empty() {
+        rec.profiles = merge_profiles(
+            std::mem::take(&mut rec.profiles),
+            &meta::host_name(),
+            &mut hosts,
+        );
+    }
     let sampler = std::mem::replace(&mut *lock(&sampler), ProcSampler::new(&[], None));
+    let target = match hosts.first() {
+        Some(h) if !local => h.target.clone(),
+        _ => target,
+    };
     let mut data = build(
         opts,
         started_unix_ms,
@@ -413,6 +511,9 @@ pub fn run(
         rec,
         pass.reasons,
     );
+    if let Some(f) = &fleet {
+        add_hosts(&mut data, f, fleet_load.as_ref(), hosts);
+    }
     if let Some(f) = fetched {
         data.meta
             .events
@@ -424,8 +525,53 @@ pub fn run(
     Ok(data)
 }
 
+/// How long the other hosts get to send their recordings once sampling stopped (they
+/// name every frame first).
+const REMOTE_RECORDING_WAIT: Duration = Duration::from_secs(120);
+
+/// The other hosts' part of the run: who they were and their clocks, each load agent's
+/// own series and histograms, each recorded host's `/proc` series and its target's CPU in
+/// the headline (the cluster's CPU per operation), their warnings.
+fn add_hosts(
+    data: &mut RunData,
+    fleet: &Fleet,
+    load: Option<&FleetLoad<'_>>,
+    hosts: Vec<HostRecording>,
+) {
+    data.meta.hosts = fleet.hosts_info();
+    data.meta.warnings.extend(fleet.warnings());
+    if let Some(l) = load {
+        let (series, hists, warnings) = l.host_data(&data.meta.measure);
+        data.series.extend(series);
+        data.histograms.extend(hists);
+        data.meta.warnings.extend(warnings);
+    }
+    let h = &mut data.meta.headline;
+    for r in hosts {
+        data.meta.warnings.extend(r.warnings);
+        data.series.extend(r.series);
+        if let Some((user, system, switches)) = r.cpu {
+            h.target_user_s = Some(h.target_user_s.unwrap_or(0.0) + user);
+            h.target_system_s = Some(h.target_system_s.unwrap_or(0.0) + system);
+            h.target_cpu_s = Some(h.target_cpu_s.unwrap_or(0.0) + user + system);
+            h.context_switches = Some(h.context_switches.unwrap_or(0) + switches);
+        }
+        if let Some(b) = r.bpf_cpu_s {
+            h.kiln_bpf_cpu_s = Some(h.kiln_bpf_cpu_s.unwrap_or(0.0) + b);
+        }
+    }
+    if let Some(ops) = h.operations.filter(|&o| o > 0) {
+        if let Some(cpu) = h.target_cpu_s {
+            h.cpu_per_op_us = Some(cpu * 1e6 / ops as f64);
+        }
+        if let Some(sw) = h.context_switches {
+            h.switches_per_op = Some(sw as f64 / ops as f64);
+        }
+    }
+}
+
 fn validate(opts: &RunOptions) -> Result<(), RunError> {
-    if opts.pids.is_empty() {
+    if opts.pids.is_empty() && opts.remote.targets.is_empty() {
         return Err(RunError::Option {
             flag: "-p/--pid",
             reason: "give the pid of the process to profile".into(),
@@ -508,6 +654,7 @@ fn build(
         windows: outcome.windows.clone(),
         headline: computed.headline,
         warnings,
+        hosts: Vec::new(),
     };
     RunData {
         meta,

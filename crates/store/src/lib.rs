@@ -46,8 +46,8 @@ mod postgres;
 mod sqlite;
 
 pub use model::{
-    Attachment, Column, Headline, Histogram, LoadInfo, RunData, RunId, RunMeta, RunStatus,
-    SeriesTable, TargetInfo, Window, PER_SECOND,
+    Attachment, ClockOffset, Column, Headline, Histogram, HostInfo, LoadInfo, RunData, RunId,
+    RunMeta, RunStatus, SeriesTable, TargetInfo, Window, PER_SECOND,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

@@ -235,6 +235,60 @@ pub struct Attachment {
     pub data: Vec<u8>,
 }
 
+/// How a host's CLOCK_MONOTONIC relates to the controlling host's, measured over the SSH
+/// channel with NTP-style round trips at the start and the end of the run: its times are
+/// placed on the controlling host's clock by subtracting the offset (interpolated between
+/// the two measurements: the drift).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    /// The host's clock minus the controlling host's at the start, ns.
+    pub offset_ns: i64,
+    /// The same at the end (absent when the host was lost before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_offset_ns: Option<i64>,
+    /// How far the offsets may be wrong, ns: half the round trip of the best exchange,
+    /// the larger of the two measurements.
+    pub uncertainty_ns: u64,
+    /// The drift between the two measurements, parts per million.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_ppm: Option<f64>,
+    /// Round trips measured (start and end).
+    #[serde(default)]
+    pub exchanges: u32,
+}
+
+/// Another host a run used: a load agent, a recorded node, or both. Added in 0.2 (absent in
+/// older runs and in runs on one host).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// The name the run gives the host (the host part of its destination, or its label):
+    /// the `host` label of its samples and the suffix of its series (`load@NAME`).
+    pub name: String,
+    /// How it was reached: `ssh://[user@]host[:port]`.
+    pub destination: String,
+    /// What it did: `load`, `target`.
+    pub roles: Vec<String>,
+    /// Its own host name (`uname -n`), kernel and CPUs, as its agent reported them.
+    #[serde(default)]
+    pub hostname: String,
+    /// Kernel release.
+    #[serde(default)]
+    pub kernel: String,
+    /// CPUs online.
+    #[serde(default)]
+    pub cpus: u32,
+    /// The processes recorded there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pids: Vec<u32>,
+    /// Its clock against the controlling host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockOffset>,
+    /// Why the host failed (its agent could not start, died, or lost its connection); the
+    /// other hosts went on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
 /// Everything about a run except its bulk data.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
@@ -287,6 +341,10 @@ pub struct RunMeta {
     /// What the reader must know (lost samples, a saturated client...).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The other hosts the run used (load agents, recorded nodes), with their clocks. Added
+    /// in 0.2: empty for a run on one host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostInfo>,
 }
 
 /// A whole run.

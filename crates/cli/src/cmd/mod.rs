@@ -1,4 +1,5 @@
 //! One module per subcommand; shared flag groups in [`common`].
+pub mod agent;
 pub mod collapse;
 pub mod common;
 pub mod compare;

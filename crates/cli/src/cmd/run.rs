@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use kiln_model::stop::Stop;
 use kiln_model::text;
 use kiln_record::{EventSpec, UnwindMode};
+use kiln_run::remote::{HostSpec, RemoteOptions};
 use kiln_run::{Load, Phase, Progress, RunOptions};
 use kiln_store::{RunData, Saved};
 use std::ffi::OsString;
@@ -44,14 +45,50 @@ pub struct Args {
     pub name: String,
 
     /// The process(es) to profile (the server under load). Comma-separated or repeated.
+    /// HOST:PID records a process on another host, through kiln's agent there (started
+    /// over ssh, as for --agent), with the same events: HOST is a --host or --agent name,
+    /// or an ssh destination ([user@]host, ssh's own config applies). Every sample is
+    /// labelled with its host (host=NAME: kiln flamegraph --focus-label host=node1
+    /// run:NAME draws one node), and the host's CPU, memory and switches are its own series
+    /// (target@NAME). Example: -p rabbit1:4242 -p rabbit2:4311
     #[arg(
         short,
         long,
-        value_name = "PID[,PID...]",
+        value_name = "[HOST:]PID[,...]",
         value_delimiter = ',',
         required = true
     )]
-    pub pid: Vec<u32>,
+    pub pid: Vec<String>,
+
+    /// Run the load from another host too (repeatable): an ssh destination,
+    /// ssh://[user@]host[:port] or [user@]host, optionally named NAME=DESTINATION. kiln starts
+    /// itself there over ssh (no daemon, no port: copying this binary to --agent-dir first
+    /// when that build is not there) and EACH AGENT RUNS THE LOAD AS GIVEN: N agents drive N
+    /// times the load (N x the rate, the connections, the producers), and the run's settings
+    /// are the sums. The run's seconds are the exact merge of every agent's (counts added
+    /// over the same seconds of one clock, latency histograms merged), and each agent's own
+    /// seconds are kept (series load@NAME). An agent that fails is marked in the run and the
+    /// others go on; a stop (Ctrl-C, the end of the measurement, kiln or its ssh killed)
+    /// stops every agent's load. Kiln's own loads only (load amqp|mqtt|http, not exec or
+    /// sweeps). Example: --agent c1=ssh://bench@10.0.0.11 --agent c2=ssh://bench@10.0.0.12
+    #[arg(long, value_name = "[NAME=]DESTINATION")]
+    pub agent: Vec<String>,
+
+    /// Name a host to record processes on (-p NAME:PID) without running load there:
+    /// NAME=DESTINATION (repeatable). Example: --host n1=ssh://root@10.0.0.21:2222 -p n1:4242
+    #[arg(long = "host", value_name = "NAME=DESTINATION")]
+    pub hosts: Vec<String>,
+
+    /// The ssh command (with its options, split on whitespace) kiln reaches other hosts
+    /// with. Default: $KILN_SSH, else 'ssh -o BatchMode=yes'.
+    /// Example: --ssh-command 'ssh -i ~/.ssh/bench -o BatchMode=yes'
+    #[arg(long, value_name = "COMMAND")]
+    pub ssh_command: Option<String>,
+
+    /// Where kiln keeps its own binary on other hosts (~/ is the remote home), as
+    /// kiln-BUILD_ID: a host that has this build already runs it as it is.
+    #[arg(long, value_name = "DIR", default_value = "~/.cache/kiln")]
+    pub agent_dir: String,
 
     /// Events to record, as kiln record's -e: cpu, offcpu, page-faults, mmap, munmap, brk,
     /// or a tracepoint. Example: -e cpu,offcpu
@@ -208,6 +245,78 @@ fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
     }
 }
 
+/// The local pids and the other hosts of `-p`, `--agent` and `--host`.
+fn hosts(args: &Args) -> Result<(Vec<u32>, RemoteOptions)> {
+    let mut remote = RemoteOptions::default();
+    let mut named: Vec<HostSpec> = Vec::new();
+    for h in &args.hosts {
+        if !h.contains('=') {
+            bail!("--host '{h}': expected NAME=DESTINATION");
+        }
+        named.push(HostSpec::parse(h).map_err(|e| anyhow::anyhow!("--host {e}"))?);
+    }
+    for a in &args.agent {
+        let spec = HostSpec::parse(a).map_err(|e| anyhow::anyhow!("--agent {e}"))?;
+        if remote.agents.iter().any(|x| x.name == spec.name) {
+            bail!(
+                "--agent '{a}': a second agent named '{}' (name them NAME=DESTINATION)",
+                spec.name
+            );
+        }
+        remote.agents.push(spec);
+    }
+    let mut pids = Vec::new();
+    for p in &args.pid {
+        let p = p.trim();
+        let (host, pid) = match p.rsplit_once(':') {
+            Some((h, pid)) => (Some(h), pid),
+            None => (None, p),
+        };
+        let pid: u32 = pid
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("-p '{p}': expected PID or HOST:PID"))?;
+        match host {
+            None => pids.push(pid),
+            Some(h) => {
+                let spec = match named.iter().chain(&remote.agents).find(|s| s.name == h) {
+                    Some(s) => s.clone(),
+                    None => HostSpec::parse(h).map_err(|e| anyhow::anyhow!("-p {e}"))?,
+                };
+                remote.targets.push((spec, pid));
+            }
+        }
+    }
+    if let Some(cmd) = args.ssh_command.clone().or_else(|| {
+        std::env::var("KILN_SSH")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+    }) {
+        remote.ssh.command = cmd.split_whitespace().map(str::to_string).collect();
+    }
+    if args.agent_dir.contains(['\'', '\n']) || args.agent_dir.is_empty() {
+        bail!(
+            "--agent-dir '{}': not a usable directory name",
+            args.agent_dir
+        );
+    }
+    remote.ssh.agent_dir = args.agent_dir.clone();
+    if !remote.agents.is_empty() {
+        let argv = load_argv("load");
+        if let Some(s) = argv
+            .iter()
+            .find(|a| a.starts_with("--rate-sweep") || a.starts_with("--concurrency-sweep"))
+        {
+            bail!("{s} with --agent: a sweep from several hosts is not supported (each agent would step on its own); run the sweep from one host");
+        }
+        if matches!(args.load, RunLoad::Exec { .. }) {
+            bail!("--agent runs kiln's own loads (load amqp|mqtt|http), not exec");
+        }
+    }
+    Ok((pids, remote))
+}
+
 fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
     tags.iter()
         .map(|t| {
@@ -305,7 +414,9 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         .iter()
         .map(|e| EventSpec::parse(e.trim()))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut opts = RunOptions::new(&args.name, args.pid.clone());
+    let (pids, remote) = hosts(&args)?;
+    let mut opts = RunOptions::new(&args.name, pids);
+    opts.remote = remote;
     opts.events = events;
     opts.frequency = args.frequency;
     opts.duration = seconds("-d/--duration", args.duration, false)?;
@@ -736,6 +847,9 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             let _ = writeln!(s, "    {share:5.1}%  {}", c(&name));
         }
     }
+    for h in &m.hosts {
+        let _ = writeln!(s, "  host {}", host_line(h));
+    }
     for w in &m.warnings {
         let _ = writeln!(s, "  warning: {}", c(w));
     }
@@ -746,6 +860,30 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         m.id.unwrap_or(0)
     );
     s
+}
+
+/// One line about another host of a run: what it did, its clock, or why it failed.
+fn host_line(h: &kiln_store::HostInfo) -> String {
+    let mut roles = h.roles.join("+");
+    if !h.pids.is_empty() {
+        let pids: Vec<String> = h.pids.iter().map(|p| p.to_string()).collect();
+        roles.push_str(&format!(" pid {}", pids.join(",")));
+    }
+    let mut line = format!("{} ({roles}, {})", h.name, h.destination);
+    if let Some(c) = &h.clock {
+        line.push_str(&format!(
+            ": clock {:+.6} s ± {:.3} ms",
+            c.offset_ns as f64 / 1e9,
+            c.uncertainty_ns as f64 / 1e6
+        ));
+        if let Some(d) = c.drift_ppm {
+            line.push_str(&format!(", drift {d:+.1} ppm"));
+        }
+    }
+    if let Some(f) = &h.failure {
+        line.push_str(&format!(": FAILED: {f}"));
+    }
+    line
 }
 
 /// Off-CPU time by why it waited, then the top functions of what is not idle waiting

@@ -1,0 +1,33 @@
+//! `kiln agent` (hidden): what `kiln run --agent` and `-p HOST:PID` start on other hosts
+//! over ssh. It speaks kiln's agent protocol on stdin/stdout; people never run it.
+use super::load::LoadCommand;
+use anyhow::Result;
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Serve a controlling kiln on this host over stdin and stdout (started by kiln run over ssh).
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// A load's command line as the agent receives it (`amqp -x 1 …`, as after `kiln load`).
+#[derive(Debug, Parser)]
+#[command(name = "kiln load", no_binary_name = true)]
+struct AgentLoad {
+    #[command(subcommand)]
+    load: LoadCommand,
+}
+
+fn make_load(argv: &[String]) -> Result<Box<dyn kiln_run::Load>, String> {
+    let parsed = AgentLoad::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let (load, _) = super::load::into_load(parsed.load).map_err(|e| format!("{e:#}"))?;
+    let mut rest = argv.to_vec();
+    if rest.first().map(String::as_str) == Some(load.protocol()) {
+        rest.remove(0);
+    }
+    Ok(Box::new(kiln_run::EngineLoad::new(load, rest)))
+}
+
+pub fn run(_args: Args) -> Result<ExitCode> {
+    let code = kiln_run::remote::agent::serve(&make_load);
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}

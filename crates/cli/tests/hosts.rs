@@ -1,0 +1,706 @@
+//! `kiln run` over several hosts: network namespaces made by the tests (veth pairs, a
+//! bridge, 10.200.S.N), Debian's sshd in each with a key made by the test, kiln's agent
+//! started there over ssh, real brokers on the test network, real targets in the
+//! namespaces.
+use kiln_testkit::{Mosquitto, MosquittoOptions, SshKeys, Sshd, TestNet};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A test network of `n` hosts, each with its sshd, and the directory kiln's agents live in.
+struct Hosts {
+    sshd: Vec<Sshd>,
+    keys: SshKeys,
+    agent_dir: tempfile::TempDir,
+    net: TestNet,
+}
+
+fn kiln_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kiln"))
+}
+
+/// The GNU build id of the kiln under test, as readelf prints it.
+fn build_id() -> String {
+    let out = Command::new("readelf")
+        .arg("-n")
+        .arg(kiln_exe())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .expect("kiln has a build id")
+        .trim()
+        .to_string()
+}
+
+impl Hosts {
+    /// `n` hosts; host `i` gets a CLOCK_MONOTONIC `offsets[i]` seconds ahead. With
+    /// `preinstalled`, kiln is already in the agent directory (a hard link: no copy).
+    fn new(n: usize, offsets: &[Option<i64>], preinstalled: bool) -> Hosts {
+        let net = TestNet::create(n).expect("test network (root, iproute2)");
+        let keys = SshKeys::generate().expect("ssh-keygen");
+        let sshd = (0..n)
+            .map(|i| {
+                Sshd::start(net.host(i), &keys, offsets.get(i).copied().flatten())
+                    .expect("sshd starts")
+            })
+            .collect();
+        let agent_dir = tempfile::tempdir().unwrap();
+        if preinstalled {
+            let to = agent_dir.path().join(format!("kiln-{}", build_id()));
+            std::fs::hard_link(kiln_exe(), &to)
+                .or_else(|_| std::fs::copy(kiln_exe(), &to).map(|_| ()))
+                .unwrap();
+        }
+        Hosts {
+            sshd,
+            keys,
+            agent_dir,
+            net,
+        }
+    }
+
+    /// `kiln run` with the store, the ssh command and the agent directory set.
+    fn kiln(&self, store: &Path) -> Command {
+        let mut c = Command::new(kiln_exe());
+        c.env("KILN_STORE", store)
+            .env("KILN_SSH", self.keys.ssh_command())
+            .arg("run")
+            .arg("--agent-dir")
+            .arg(self.agent_dir.path())
+            .arg("--no-report");
+        c
+    }
+
+    /// `NAME=ssh://…` of host `i`, named `h{i}`.
+    fn dest(&self, i: usize) -> String {
+        format!("h{i}={}", self.sshd[i].destination())
+    }
+
+    /// The PIDs of kiln agents running in host `i`'s namespace.
+    fn agents(&self, i: usize) -> Vec<u32> {
+        self.net
+            .host(i)
+            .pids()
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_link(format!("/proc/{p}/exe"))
+                    .is_ok_and(|e| e.starts_with(self.agent_dir.path()))
+            })
+            .collect()
+    }
+}
+
+fn broker(net: &TestNet) -> Mosquitto {
+    Mosquitto::start_with(&MosquittoOptions {
+        address: Some(net.gateway()),
+        extra_config: vec!["sys_interval 1".into()],
+        ..Default::default()
+    })
+    .expect("mosquitto starts")
+}
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+/// The stored run `name`: its metadata (as `kiln runs show --json` prints it) and its
+/// series.
+fn show(store: &Path, name: &str) -> Value {
+    let out = Command::new(kiln_exe())
+        .env("KILN_STORE", store)
+        .args(["runs", "show", name, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = load_run(store, name);
+    serde_json::json!({
+        "meta": json(&out.stdout),
+        "series": serde_json::to_value(&run.series).unwrap(),
+    })
+}
+
+fn host<'a>(meta: &'a Value, name: &str) -> &'a Value {
+    meta["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == name)
+        .unwrap_or_else(|| panic!("no host {name} in {:#}", meta["hosts"]))
+}
+
+fn total(report: &Value, counter: &str) -> u64 {
+    report["headline"]["totals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == counter)
+        .and_then(|c| c["value"].as_u64())
+        .unwrap_or(0)
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+    })
+}
+
+/// Waits up to `limit` for `cond`; returns how long it took.
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if cond() {
+            return Some(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+/// Follows mosquitto's own count of connected clients (`$SYS/broker/clients/connected`,
+/// published every second) from a subscriber that stays connected: its values include the
+/// subscriber itself.
+struct SysCount {
+    child: Child,
+    values: std::sync::Arc<std::sync::Mutex<Vec<u64>>>,
+}
+
+impl SysCount {
+    fn follow(b: &Mosquitto) -> SysCount {
+        let mut child = Command::new("mosquitto_sub")
+            .args(["-h", &b.address().to_string(), "-p", &b.port().to_string()])
+            .args(["-t", "$SYS/broker/clients/connected"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("mosquitto_sub");
+        let out = child.stdout.take().unwrap();
+        let values = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let v = values.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(n) = l.trim().parse() {
+                    v.lock().unwrap().push(n);
+                }
+            }
+        });
+        SysCount { child, values }
+    }
+    fn max(&self) -> u64 {
+        self.values
+            .lock()
+            .unwrap()
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+    }
+    fn last(&self) -> u64 {
+        self.values.lock().unwrap().last().copied().unwrap_or(0)
+    }
+}
+
+impl Drop for SysCount {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An MQTT fleet split over two agents (one on a host whose clock is 5,000 s ahead), held
+/// past two keepalives: mosquitto's own count of connected clients equals kiln's merged
+/// count, each agent's seconds are kept, and the seconds of both agents end at the same
+/// instants of the controlling host's clock within their clocks' uncertainty. The first
+/// agent start copies kiln to the hosts.
+#[test]
+fn an_mqtt_fleet_over_two_agents_is_counted_as_the_broker_counts_it() {
+    let h = Hosts::new(2, &[None, Some(5000)], false);
+    let b = broker(&h.net);
+    let sys = SysCount::follow(&b);
+    let store = h.agent_dir.path().join("runs.db");
+    let out = h
+        .kiln(&store)
+        .args(["--name", "fleet", "-d", "5", "--warmup", "1", "-p"])
+        .arg(b.pid().unwrap().to_string())
+        .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
+        .args(["load", "mqtt", "conn", "-h", &b.address().to_string()])
+        .args([
+            "-p",
+            &b.port().to_string(),
+            "-c",
+            "1000",
+            "-i",
+            "0",
+            "-k",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{stderr}{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(stderr.contains("copied kiln to"), "{stderr}");
+    let run = show(&store, "fleet");
+    let meta = &run["meta"];
+    // The broker saw both agents' fleets at once (and the subscriber counting them).
+    let held =
+        total(&meta["load"]["report"], "connected") - total(&meta["load"]["report"], "dropped");
+    assert_eq!(held, 2000, "{:#}", meta["load"]["report"]["headline"]);
+    assert_eq!(sys.max(), held + 1, "mosquitto's count against kiln's");
+    // Held past two keepalives: every connection pinged at least twice, and answered.
+    assert!(
+        total(&meta["load"]["report"], "pongs") >= 2 * held,
+        "{:#}",
+        meta["load"]["report"]["headline"]
+    );
+    // Each agent's own report and series.
+    let agents = meta["load"]["report"]["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    for a in agents {
+        assert_eq!(total(&a["report"], "connected"), 1000, "{a:#}");
+    }
+    assert_eq!(meta["load"]["concurrency"], 2000.0);
+    // Clocks: host 1 is 5,000 s ahead, and kiln says so within its uncertainty.
+    let c0 = &host(meta, "h0")["clock"];
+    let c1 = &host(meta, "h1")["clock"];
+    let (o0, u0) = (
+        c0["offset_ns"].as_i64().unwrap(),
+        c0["uncertainty_ns"].as_i64().unwrap(),
+    );
+    let (o1, u1) = (
+        c1["offset_ns"].as_i64().unwrap(),
+        c1["uncertainty_ns"].as_i64().unwrap(),
+    );
+    assert!(o0.abs() <= u0, "host 0 offset {o0} ± {u0}");
+    assert!(
+        (o1 - 5_000_000_000_000).abs() <= u1,
+        "host 1 offset {o1} ± {u1}"
+    );
+    assert!(u1 < 100_000_000, "uncertainty {u1} ns");
+    // The agents' seconds, placed on this host's clock, end together.
+    let series = |name: &str| -> Vec<u64> {
+        run["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no series {name}"))["time_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_u64().unwrap())
+            .collect()
+    };
+    let (a, bb) = (series("load@h0"), series("load@h1"));
+    let common: Vec<(u64, u64)> = a
+        .iter()
+        .filter_map(|&x| {
+            bb.iter()
+                .find(|&&y| (x as i64 - y as i64).abs() < 500_000_000)
+                .map(|&y| (x, y))
+        })
+        .collect();
+    assert!(common.len() >= 4, "{a:?} {bb:?}");
+    for (x, y) in &common[..common.len() - 1] {
+        assert!(
+            (*x as i64 - *y as i64).unsigned_abs() <= (u0 + u1) as u64 + 2_000_000,
+            "seconds end at {x} and {y}"
+        );
+    }
+    let merged = series("load");
+    assert!(merged.len() >= a.len().max(bb.len()) - 1, "{merged:?}");
+    drop(sys);
+}
+
+/// A fixed-rate AMQP load from two agents: the run's latency histogram of the measurement
+/// is the exact merge of the two agents' (every bucket the sum of theirs), and holds one
+/// value per message received.
+#[test]
+fn fixed_rate_amqp_from_two_agents_merges_histograms_exactly() {
+    let h = Hosts::new(2, &[], true);
+    let rmq = kiln_testkit::RabbitMq::start_with(&kiln_testkit::RabbitMqOptions {
+        address: Some(h.net.gateway()),
+        ..Default::default()
+    })
+    .expect("rabbitmq starts");
+    let store = h.agent_dir.path().join("runs.db");
+    let out = h
+        .kiln(&store)
+        .args(["--name", "amqp2", "-d", "4", "--warmup", "1", "-p"])
+        .arg(rmq.beam_pid().unwrap().to_string())
+        .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
+        .args([
+            "load",
+            "amqp",
+            "-h",
+            &rmq.uri(),
+            "-x",
+            "1",
+            "-y",
+            "1",
+            "-r",
+            "300",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let export = h.agent_dir.path().join("amqp2.kiln");
+    let st = Command::new(kiln_exe())
+        .env("KILN_STORE", &store)
+        .args(["runs", "export", "amqp2", "-o"])
+        .arg(&export)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = show(&store, "amqp2");
+    let meta = &run["meta"];
+    assert_eq!(meta["load"]["rate"], 600.0, "{:#}", meta["load"]);
+    assert_eq!(meta["status"]["complete"], true, "{:#}", meta["status"]);
+    let hists = kiln_histograms(&store, "amqp2");
+    let pick = |window: &str| {
+        hists
+            .iter()
+            .find(|(n, w, _)| w == window && n.starts_with("consumer"))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no histogram of {window}: {:?}",
+                    hists.iter().map(|h| (&h.0, &h.1)).collect::<Vec<_>>()
+                )
+            })
+            .2
+            .clone()
+    };
+    let merged = pick("measure");
+    let (a, b) = (pick("measure@h0"), pick("measure@h1"));
+    assert!(a.1 > 0 && b.1 > 0);
+    let mut sum = a.0.clone();
+    for (v, c) in &b.0 {
+        *sum.entry(*v).or_default() += c;
+    }
+    assert_eq!(merged.0, sum, "every bucket is the sum of the agents'");
+    assert_eq!(merged.1, a.1 + b.1);
+    // One latency per message received in the window's seconds (those whose middle lies
+    // in it), as the merged series counts them.
+    let load = run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "load")
+        .unwrap();
+    let times: Vec<u64> = load["time_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    let received = load["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "received")
+        .unwrap()["values"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let (start, end) = (
+        meta["measure"]["start_ns"].as_u64().unwrap(),
+        meta["measure"]["end_ns"].as_u64().unwrap(),
+    );
+    let mut in_window = 0.0;
+    for i in 1..times.len() {
+        let interval = (times[i] - times[i - 1]) as f64 / 1e9;
+        let mid = times[i] - (interval * 0.5e9) as u64;
+        if mid >= start && mid < end {
+            in_window += (received[i].as_f64().unwrap_or(0.0) * interval).round();
+        }
+    }
+    assert!(
+        (merged.1 as f64 - in_window).abs() <= 1.0,
+        "{} values, {in_window} messages",
+        merged.1
+    );
+    let thr = meta["headline"]["throughput"].as_f64().unwrap();
+    assert!((thr - 600.0).abs() < 60.0, "throughput {thr}");
+}
+
+/// A histogram as bucket → count, and its total count.
+type Buckets = (std::collections::BTreeMap<u64, u64>, u64);
+
+/// The stored run `name`, read with the store's own reader.
+fn load_run(store: &Path, name: &str) -> kiln_store::RunData {
+    let st = kiln_store::open_existing(store).unwrap();
+    let id = st.resolve(name).unwrap()[0].id.unwrap();
+    st.load(id).unwrap()
+}
+
+/// Every stored histogram of a window of run `name` (not the per-second interval logs):
+/// (name, window, buckets).
+fn kiln_histograms(store: &Path, name: &str) -> Vec<(String, String, Buckets)> {
+    load_run(store, name)
+        .histograms
+        .iter()
+        .filter(|h| h.window != kiln_store::PER_SECOND)
+        .map(|h| {
+            let d = kiln_loadgen::engine::report::decode_histogram(&h.data).unwrap_or_else(|| {
+                panic!(
+                    "{}/{} ({} bytes) does not decode",
+                    h.window,
+                    h.name,
+                    h.data.len()
+                )
+            });
+            let buckets = d
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect();
+            (h.name.clone(), h.window.clone(), (buckets, d.len()))
+        })
+        .collect()
+}
+
+/// A process on another host (a C program in a namespace whose clock is 5,000 s ahead) is
+/// recorded through its agent: its frames are in the run, labelled with the host, on this
+/// host's clock (inside the measurement window, within the clock's uncertainty).
+#[test]
+fn a_process_on_another_host_is_recorded_on_this_hosts_clock() {
+    let h = Hosts::new(1, &[Some(5000)], true);
+    let dir = tempfile::tempdir().unwrap();
+    let exe = kiln_testkit::build_hot(
+        dir.path(),
+        &["-O1", "-fno-omit-frame-pointer", "-fno-inline"],
+    );
+    let mut target = h
+        .net
+        .host(0)
+        .command(&exe)
+        .arg("30")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let store = h.agent_dir.path().join("runs.db");
+    let out = h
+        .kiln(&store)
+        .args(["--name", "remote", "-d", "2", "--host", &h.dest(0), "-p"])
+        .arg(format!("h0:{}", target.id()))
+        .args(["exec", "--", "sleep", "600"])
+        .output()
+        .unwrap();
+    let _ = target.kill();
+    let _ = target.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{stderr}{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let run = show(&store, "remote");
+    let meta = &run["meta"];
+    let c = &host(meta, "h0")["clock"];
+    let (o, u) = (
+        c["offset_ns"].as_i64().unwrap(),
+        c["uncertainty_ns"].as_i64().unwrap(),
+    );
+    assert!((o - 5_000_000_000_000).abs() <= u, "offset {o} ± {u}");
+    // The remote node's flame graph: its own functions, under its host label.
+    let folded = Command::new(kiln_exe())
+        .env("KILN_STORE", &store)
+        .args(["collapse", "--focus-label", "host=h0", "run:remote"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&folded.stdout);
+    assert!(
+        text.contains("hot_a") || text.contains("work"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&folded.stderr)
+    );
+    // Its samples are on this host's clock: inside the measurement window (the offset of
+    // 5,000 s taken off, the kernel's timestamps corrected for the time namespace).
+    let (start, end) = (
+        meta["measure"]["start_ns"].as_u64().unwrap() as i64,
+        meta["measure"]["end_ns"].as_u64().unwrap() as i64,
+    );
+    let times = sample_times(&store, "remote", "h0");
+    assert!(!times.is_empty());
+    let slack = u + 50_000_000;
+    for t in &times {
+        assert!(
+            *t >= start - slack && *t <= end + slack,
+            "sample at {t} outside [{start}, {end}]"
+        );
+    }
+    // Its /proc series.
+    let names: Vec<&str> = run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"target@h0"), "{names:?}");
+}
+
+/// The times of a run's samples labelled `host=HOST`.
+fn sample_times(store: &Path, name: &str, host: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    for p in load_run(store, name).profiles {
+        let m = kiln_model::LabelMatch::parse(&format!("host={host}")).unwrap();
+        for i in 0..p.samples.len() {
+            let labels = p.samples.label_sets.get(p.samples.label_set(i));
+            if m.matches(&p.strings, labels) && p.samples.time[i] != kiln_model::NO_TIME {
+                out.push(p.samples.time[i] as i64);
+            }
+        }
+    }
+    out
+}
+
+/// An agent killed mid-run is marked in the run with its reason; the other agent's load
+/// goes on to the end of the measurement.
+#[test]
+fn an_agent_killed_mid_run_is_marked_and_the_other_goes_on() {
+    let h = Hosts::new(2, &[], true);
+    let b = broker(&h.net);
+    let store = h.agent_dir.path().join("runs.db");
+    let kiln = h
+        .kiln(&store)
+        .args(["--name", "killed", "-d", "4", "-p"])
+        .arg(b.pid().unwrap().to_string())
+        .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
+        .args(["load", "mqtt", "conn", "-h", &b.address().to_string()])
+        .args([
+            "-p",
+            &b.port().to_string(),
+            "-c",
+            "50",
+            "-i",
+            "0",
+            "-k",
+            "5",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let victim = wait_for(Duration::from_secs(30), || !h.agents(1).is_empty())
+        .map(|_| h.agents(1)[0])
+        .expect("the agent on h1 starts");
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: kill(2) on one PID this test found in its own namespace.
+    unsafe { libc_kill(victim as i32, 9) };
+    let out = kiln.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let meta = &show(&store, "killed")["meta"];
+    assert_eq!(meta["status"]["complete"], false);
+    let reason = meta["status"]["reason"].as_str().unwrap();
+    assert!(reason.contains("host h1 failed"), "{reason}");
+    assert!(
+        host(meta, "h1")["failure"].is_string(),
+        "{:#}",
+        meta["hosts"]
+    );
+    assert!(host(meta, "h0")["failure"].is_null(), "{:#}", meta["hosts"]);
+    // h0's load ran to the end: its report is there, h1's is not.
+    let agents = meta["load"]["report"]["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 1);
+    assert_eq!(agents[0]["host"], "h0");
+    assert!(
+        meta["measure"]["end_ns"].as_u64().unwrap() - meta["measure"]["start_ns"].as_u64().unwrap()
+            >= 3_900_000_000
+    );
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// The ssh connection of one agent dropped, then kiln itself killed: every agent stops its
+/// load and exits (checked by PID), none is left on any host.
+#[test]
+fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
+    let h = Hosts::new(2, &[], true);
+    let b = broker(&h.net);
+    let store = h.agent_dir.path().join("runs.db");
+    let mut kiln = h
+        .kiln(&store)
+        .args(["--name", "dropped", "-d", "60", "-p"])
+        .arg(b.pid().unwrap().to_string())
+        .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
+        .args(["load", "mqtt", "conn", "-h", &b.address().to_string()])
+        .args([
+            "-p",
+            &b.port().to_string(),
+            "-c",
+            "200",
+            "-i",
+            "0",
+            "-k",
+            "5",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = wait_for(Duration::from_secs(30), || {
+        !h.agents(0).is_empty() && !h.agents(1).is_empty()
+    });
+    assert!(up.is_some(), "agents start");
+    std::thread::sleep(Duration::from_secs(2));
+    let (a0, a1) = (h.agents(0)[0], h.agents(1)[0]);
+    // The connection to h1 drops: its ssh client dies.
+    let ssh1 = children(kiln.id())
+        .into_iter()
+        .find(|&p| {
+            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| {
+                String::from_utf8_lossy(&c).contains(&h.net.host(1).addr.to_string())
+            })
+        })
+        .expect("kiln's ssh to h1");
+    unsafe { libc_kill(ssh1 as i32, 9) };
+    let t = wait_for(Duration::from_secs(10), || !alive(a1)).expect("h1's agent stops");
+    eprintln!(
+        "agent on h1 gone {:.3} s after its connection dropped",
+        t.as_secs_f64()
+    );
+    assert!(alive(a0), "h0's agent goes on");
+    // kiln killed: the other agent goes too.
+    unsafe { libc_kill(kiln.id() as i32, 9) };
+    let _ = kiln.wait();
+    let t = wait_for(Duration::from_secs(10), || !alive(a0)).expect("h0's agent stops");
+    eprintln!(
+        "agent on h0 gone {:.3} s after kiln was killed",
+        t.as_secs_f64()
+    );
+    assert!(h.agents(0).is_empty() && h.agents(1).is_empty());
+    // And their load with them: the broker's count falls to its subscriber alone.
+    let sys = SysCount::follow(&b);
+    assert!(
+        wait_for(Duration::from_secs(10), || sys.last() == 1).is_some(),
+        "the broker still counts {} clients",
+        sys.last()
+    );
+}
+
+/// Direct children of `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}

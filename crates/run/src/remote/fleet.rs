@@ -1,0 +1,842 @@
+//! The hosts of one run: their agents connected, their clocks measured, their loads merged
+//! and their recordings placed on the controlling host's clock.
+use super::clock::ClockMap;
+use super::link::{self, Link, Routed};
+use super::merge::Merger;
+use super::wire::{FromAgent, RecordRequest, ToAgent, WireOutcome, WireRecorded, WireTick};
+use super::{HostSpec, RemoteOptions, SshConfig};
+use crate::headline::{self, Second};
+use crate::{Load, LoadEvents, LoadOutcome, LoadTick, RunOptions};
+use kiln_model::stop::Stop;
+use kiln_model::{Label, LabelSetId, LabelValue, Profile};
+use kiln_store::{HostInfo, LoadInfo, SeriesTable, TargetInfo, Window};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Clock exchanges at the start and at the end (the best of them is kept).
+const EXCHANGES: usize = 16;
+
+/// How long a load agent gets to end after it is told to stop.
+const STOP_GRACE: Duration = Duration::from_secs(35);
+
+/// Above this uncertainty the run warns that its hosts' seconds may not line up.
+pub const UNCERTAINTY_WARNING_NS: u64 = 100_000_000;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Host {
+    spec: HostSpec,
+    roles: Vec<&'static str>,
+    pids: Vec<u32>,
+    link: Option<Arc<Link>>,
+    clock: Mutex<Option<ClockMap>>,
+    failure: Mutex<Option<String>>,
+}
+
+/// The other hosts of a run, connected.
+pub struct Fleet {
+    hosts: Vec<Host>,
+    load_rx: Mutex<Receiver<(usize, Routed)>>,
+    record_rx: Mutex<Receiver<(usize, Routed)>>,
+    heartbeat: Stop,
+}
+
+impl Fleet {
+    /// Starts an agent on every host of `opts` (in parallel) and measures its clock. A host
+    /// that cannot be reached is marked failed; the others are connected all the same.
+    pub fn connect(opts: &RemoteOptions) -> Fleet {
+        let mut hosts: Vec<Host> = Vec::new();
+        let mut add = |spec: &HostSpec, role: &'static str, pid: Option<u32>| {
+            let i = match hosts.iter().position(|h| h.spec.name == spec.name) {
+                Some(i) => i,
+                None => {
+                    hosts.push(Host {
+                        spec: spec.clone(),
+                        roles: Vec::new(),
+                        pids: Vec::new(),
+                        link: None,
+                        clock: Mutex::new(None),
+                        failure: Mutex::new(None),
+                    });
+                    hosts.len() - 1
+                }
+            };
+            if !hosts[i].roles.contains(&role) {
+                hosts[i].roles.push(role);
+            }
+            hosts[i].pids.extend(pid);
+        };
+        for a in &opts.agents {
+            add(a, "load", None);
+        }
+        for (h, pid) in &opts.targets {
+            add(h, "target", Some(*pid));
+        }
+        let (load_tx, load_rx) = std::sync::mpsc::channel();
+        let (record_tx, record_rx) = std::sync::mpsc::channel();
+        let ssh: &SshConfig = &opts.ssh;
+        let results: Vec<Result<(Link, ClockMap), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = hosts
+                .iter()
+                .enumerate()
+                .map(|(i, h)| {
+                    let (l, r) = (load_tx.clone(), record_tx.clone());
+                    let spec = &h.spec;
+                    s.spawn(move || {
+                        let link = Link::connect(i, spec, ssh, l, r)?;
+                        let start = link.sync_clock(EXCHANGES)?;
+                        Ok((link, ClockMap::new(start)))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("the connecting thread panicked".into()))
+                })
+                .collect()
+        });
+        for (h, r) in hosts.iter_mut().zip(results) {
+            match r {
+                Ok((link, map)) => {
+                    h.link = Some(Arc::new(link));
+                    *lock(&h.clock) = Some(map);
+                }
+                Err(e) => *lock(&h.failure) = Some(e),
+            }
+        }
+        let heartbeat = Stop::new();
+        link::heartbeat(
+            hosts.iter().filter_map(|h| h.link.clone()).collect(),
+            heartbeat.clone(),
+        );
+        Fleet {
+            hosts,
+            load_rx: Mutex::new(load_rx),
+            record_rx: Mutex::new(record_rx),
+            heartbeat,
+        }
+    }
+
+    /// Hosts with `role` whose agent is connected.
+    fn with_role(&self, role: &str) -> Vec<usize> {
+        (0..self.hosts.len())
+            .filter(|&i| self.hosts[i].roles.contains(&role) && self.live(i))
+            .collect()
+    }
+
+    fn live(&self, i: usize) -> bool {
+        self.hosts[i].link.is_some() && lock(&self.hosts[i].failure).is_none()
+    }
+
+    fn link(&self, i: usize) -> Option<&Arc<Link>> {
+        self.hosts[i].link.as_ref()
+    }
+
+    fn map(&self, i: usize) -> Option<ClockMap> {
+        *lock(&self.hosts[i].clock)
+    }
+
+    /// Marks host `i` failed (the first reason is kept).
+    fn fail(&self, i: usize, why: String) {
+        let mut f = lock(&self.hosts[i].failure);
+        if f.is_none() {
+            *f = Some(why);
+        }
+    }
+
+    /// Whether any load agent was asked for.
+    pub fn has_load(&self) -> bool {
+        self.hosts.iter().any(|h| h.roles.contains(&"load"))
+    }
+
+    /// Why hosts failed, each as `NAME: reason`.
+    pub fn failures(&self) -> Vec<String> {
+        self.hosts
+            .iter()
+            .filter_map(|h| {
+                lock(&h.failure)
+                    .as_ref()
+                    .map(|f| format!("host {} failed: {f}", h.spec.name))
+            })
+            .collect()
+    }
+
+    /// Measures every live host's clock again (the end of the run: the drift), says
+    /// goodbye and waits for the agents to end.
+    pub fn finish(&self) {
+        self.heartbeat.raise();
+        std::thread::scope(|s| {
+            for (i, h) in self.hosts.iter().enumerate() {
+                let Some(link) = self.link(i) else { continue };
+                s.spawn(move || {
+                    if lock(&h.failure).is_none() {
+                        if let Ok(end) = link.sync_clock(EXCHANGES) {
+                            if let Some(m) = lock(&h.clock).as_mut() {
+                                m.end = Some(end);
+                            }
+                        }
+                    }
+                    link.close(Duration::from_secs(5));
+                });
+            }
+        });
+    }
+
+    /// What the run keeps about its hosts.
+    pub fn hosts_info(&self) -> Vec<HostInfo> {
+        self.hosts
+            .iter()
+            .map(|h| {
+                let hello = h.link.as_ref().map(|l| l.hello.clone()).unwrap_or_default();
+                HostInfo {
+                    name: h.spec.name.clone(),
+                    destination: h.spec.destination.to_string(),
+                    roles: h.roles.iter().map(|r| r.to_string()).collect(),
+                    hostname: hello.hostname,
+                    kernel: hello.kernel,
+                    cpus: hello.cpus,
+                    pids: h.pids.clone(),
+                    clock: lock(&h.clock).map(|m| m.info()),
+                    failure: lock(&h.failure).clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Warnings about the hosts: clocks known to less than a tenth of a second.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        for h in &self.hosts {
+            if let Some(m) = *lock(&h.clock) {
+                let u = m.uncertainty_ns();
+                if u > UNCERTAINTY_WARNING_NS {
+                    w.push(format!(
+                        "the clock of host {} is known to ±{:.3} s only (its SSH round trips were slow): its seconds and samples may be placed that far off",
+                        h.spec.name,
+                        u as f64 / 1e9
+                    ));
+                }
+            }
+        }
+        w
+    }
+
+    /// Host `i`'s name.
+    fn name(&self, i: usize) -> &str {
+        &self.hosts[i].spec.name
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.heartbeat.raise();
+    }
+}
+
+/// A load of kiln's engine run by every `--agent` at once, each running the load as given;
+/// their seconds merged exactly into the run's, and each agent's kept as its own series.
+pub struct FleetLoad<'a> {
+    fleet: &'a Fleet,
+    info: LoadInfo,
+    argv: Vec<String>,
+    per_host: Vec<(usize, Vec<LoadTick>)>,
+    /// Per agent as `per_host`: latency histograms that came but could not be decoded.
+    undecoded: Vec<usize>,
+    reports: Vec<(String, serde_json::Value)>,
+}
+
+impl<'a> FleetLoad<'a> {
+    /// The load `info` describes (a kiln load protocol and its flags) on `fleet`'s agents.
+    pub fn new(fleet: &'a Fleet, info: LoadInfo) -> Self {
+        let mut argv = vec![info.protocol.clone()];
+        argv.extend(info.argv.iter().cloned());
+        FleetLoad {
+            fleet,
+            info,
+            argv,
+            per_host: Vec::new(),
+            undecoded: Vec::new(),
+            reports: Vec::new(),
+        }
+    }
+
+    /// Each agent's seconds as its own series (`load@NAME`), and its latency histograms of
+    /// `w` (window `measure@NAME`), and what could not be merged.
+    pub(crate) fn host_data(
+        &self,
+        w: &Window,
+    ) -> (Vec<SeriesTable>, Vec<kiln_store::Histogram>, Vec<String>) {
+        let mut series = Vec::new();
+        let mut hists = Vec::new();
+        let mut warnings = Vec::new();
+        for (p, (i, ticks)) in self.per_host.iter().enumerate() {
+            let name = self.fleet.name(*i);
+            if let Some(&n @ 1..) = self.undecoded.get(p) {
+                warnings.push(format!(
+                    "host {name}: {n} latency histogram(s) it sent could not be decoded: the run's percentiles leave them out"
+                ));
+            }
+            let seconds: Vec<Second> = ticks.iter().cloned().map(Second::new).collect();
+            let mut t = headline::load_series(&seconds);
+            t.name = format!("load@{name}");
+            if !t.time_ns.is_empty() {
+                series.push(t);
+            }
+            let (merged, skipped) = headline::merged(&seconds, w);
+            if skipped > 0 {
+                warnings.push(format!(
+                    "host {name}: {skipped} per-second latency histogram(s) of '{}' could not be merged: its own percentiles leave them out",
+                    w.name
+                ));
+            }
+            for (hname, h) in merged {
+                if let Some(data) = headline::serialise(&h) {
+                    hists.push(kiln_store::Histogram {
+                        name: hname,
+                        window: format!("{}@{name}", w.name),
+                        unit: "us".into(),
+                        data,
+                    });
+                }
+            }
+        }
+        (series, hists, warnings)
+    }
+}
+
+/// The tick on this host's clock, and how many of its histograms could not be decoded.
+fn to_tick(t: WireTick, blobs: Vec<Vec<u8>>, map: &ClockMap) -> (LoadTick, usize) {
+    let sent = t.latency.len();
+    let latency: Vec<_> = t
+        .latency
+        .into_iter()
+        .zip(blobs)
+        .filter_map(|(n, b)| Some((n, crate::decode_histogram(&b)?)))
+        .collect();
+    let undecoded = sent.saturating_sub(latency.len());
+    let tick = LoadTick {
+        end_ns: map.to_local(t.end_ns),
+        interval_s: t.interval_s,
+        completed: t.completed,
+        sent: t.sent,
+        values: t.values,
+        latency,
+    };
+    (tick, undecoded)
+}
+
+/// The agents' reports as one: every agent's own, and the headline's totals and throughput
+/// summed.
+fn merged_report(reports: &[(String, serde_json::Value)]) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let Some((_, first)) = reports.first() else {
+        return Value::Null;
+    };
+    let mut merged = first.clone();
+    let mut totals: Vec<(String, String, u64)> = Vec::new();
+    let mut throughput = 0.0;
+    for (_, r) in reports {
+        for c in r
+            .pointer("/headline/totals")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let (Some(n), Some(v)) = (c["name"].as_str(), c["value"].as_u64()) else {
+                continue;
+            };
+            match totals.iter_mut().find(|t| t.0 == n) {
+                Some(t) => t.2 += v,
+                None => totals.push((n.into(), c["unit"].as_str().unwrap_or("").into(), v)),
+            }
+        }
+        throughput += r
+            .pointer("/headline/throughput/value")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+    }
+    if let Some(h) = merged.get_mut("headline").and_then(Value::as_object_mut) {
+        h.insert(
+            "totals".into(),
+            totals
+                .iter()
+                .map(|(n, u, v)| json!({"name": n, "unit": u, "value": v}))
+                .collect(),
+        );
+        if let Some(t) = h.get_mut("throughput").and_then(Value::as_object_mut) {
+            t.insert("value".into(), json!(throughput));
+        }
+    }
+    if let Some(o) = merged.as_object_mut() {
+        o.insert(
+            "agents".into(),
+            reports
+                .iter()
+                .map(|(h, r)| json!({"host": h, "report": r}))
+                .collect(),
+        );
+        o.remove("summary");
+        o.remove("events");
+    }
+    merged
+}
+
+impl Load for FleetLoad<'_> {
+    fn info(&self) -> LoadInfo {
+        let n = self.fleet.with_role("load").len().max(1) as f64;
+        LoadInfo {
+            rate: self.info.rate.map(|r| r * n),
+            concurrency: self.info.concurrency.map(|c| c * n),
+            ..self.info.clone()
+        }
+    }
+
+    fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
+        let fleet = self.fleet;
+        let hosts = fleet.with_role("load");
+        if hosts.is_empty() {
+            return LoadOutcome::failed_to_start(format!(
+                "no load agent could be started ({})",
+                fleet.failures().join("; ")
+            ));
+        }
+        let origin = kiln_model::clock::monotonic_ns();
+        let mut done = vec![false; hosts.len()];
+        let mut started = vec![false; hosts.len()];
+        let mut outcomes: Vec<Option<WireOutcome>> = vec![None; hosts.len()];
+        self.per_host = hosts.iter().map(|&i| (i, Vec::new())).collect();
+        self.undecoded = vec![0; hosts.len()];
+        for (p, &i) in hosts.iter().enumerate() {
+            let (Some(link), Some(map)) = (fleet.link(i), fleet.map(i)) else {
+                done[p] = true;
+                continue;
+            };
+            let m = ToAgent::StartLoad {
+                argv: self.argv.clone(),
+                grid_ns: map.to_remote(origin),
+            };
+            if !link.send(&m) {
+                fleet.fail(i, "the connection was lost before the load started".into());
+                done[p] = true;
+            }
+        }
+        let mut merger = Merger::new(origin, hosts.len());
+        for (p, d) in done.iter().enumerate() {
+            if *d {
+                merger.host_done(p);
+            }
+        }
+        let rx = lock(&fleet.load_rx);
+        let mut stop_deadline: Option<Instant> = None;
+        let mut any_started = false;
+        while done.iter().any(|d| !d) {
+            if stop.is_raised() && stop_deadline.is_none() {
+                for (p, &i) in hosts.iter().enumerate() {
+                    if !done[p] {
+                        if let Some(l) = fleet.link(i) {
+                            l.send(&ToAgent::StopLoad);
+                        }
+                    }
+                }
+                stop_deadline = Some(Instant::now() + STOP_GRACE);
+            }
+            if stop_deadline.is_some_and(|d| Instant::now() > d) {
+                for (p, &i) in hosts.iter().enumerate() {
+                    if !done[p] {
+                        fleet.fail(
+                            i,
+                            format!("its load did not stop within {} s", STOP_GRACE.as_secs()),
+                        );
+                        done[p] = true;
+                    }
+                }
+                break;
+            }
+            let (i, msg) = match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(x) => x,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let Some(p) = hosts.iter().position(|&h| h == i) else {
+                continue;
+            };
+            let mut out = Vec::new();
+            match msg {
+                Routed::Msg(FromAgent::LoadStarted, _) => {
+                    started[p] = true;
+                    if !any_started {
+                        any_started = true;
+                        events.started(None);
+                    }
+                }
+                Routed::Msg(FromAgent::Tick(t), blobs) => {
+                    let Some(map) = fleet.map(i) else { continue };
+                    let (tick, undecoded) = to_tick(t, blobs, &map);
+                    self.undecoded[p] += undecoded;
+                    self.per_host[p].1.push(tick.clone());
+                    out = merger.push(p, tick);
+                }
+                Routed::Msg(FromAgent::LoadDone(o), _) => {
+                    if let Some(f) = &o.failure {
+                        fleet.fail(i, format!("its load failed: {f}"));
+                    }
+                    self.reports
+                        .push((fleet.name(i).to_string(), o.report.clone()));
+                    outcomes[p] = Some(o);
+                    done[p] = true;
+                    out = merger.host_done(p);
+                }
+                Routed::Msg(FromAgent::Failed { reason, .. }, _) => {
+                    fleet.fail(i, format!("its load could not start: {reason}"));
+                    done[p] = true;
+                    out = merger.host_done(p);
+                }
+                Routed::Msg(_, _) => {}
+                Routed::Lost(why) => {
+                    if !done[p] {
+                        let at =
+                            kiln_model::clock::monotonic_ns().saturating_sub(origin) as f64 / 1e9;
+                        fleet.fail(i, format!("{why} ({at:.1} s after the load started)"));
+                        done[p] = true;
+                        out = merger.host_done(p);
+                    }
+                }
+            }
+            for t in out {
+                events.tick(t);
+            }
+        }
+        for t in merger.finish() {
+            events.tick(t);
+        }
+        drop(rx);
+        let ok: Vec<&WireOutcome> = outcomes
+            .iter()
+            .flatten()
+            .filter(|o| o.failure.is_none())
+            .collect();
+        let failure = ok.is_empty().then(|| {
+            let f = fleet.failures();
+            if f.is_empty() {
+                "no agent's load ran".to_string()
+            } else {
+                f.join("; ")
+            }
+        });
+        LoadOutcome {
+            started: any_started || started.iter().any(|s| *s),
+            ended_by_itself: stop_deadline.is_none(),
+            failure,
+            report: merged_report(&self.reports),
+            ..Default::default()
+        }
+    }
+}
+
+/// A host's recording, placed on the controlling host's clock.
+pub(crate) struct HostRecording {
+    pub profiles: Vec<Profile>,
+    pub series: Vec<SeriesTable>,
+    pub warnings: Vec<String>,
+    pub target: TargetInfo,
+    /// The target's CPU user and system seconds and context switches in the sampling window.
+    pub cpu: Option<(f64, f64, u64)>,
+    pub bpf_cpu_s: Option<f64>,
+}
+
+/// The recordings of `-p HOST:PID` targets.
+pub struct RemoteRecordings<'a> {
+    fleet: &'a Fleet,
+    hosts: Vec<usize>,
+    ready: Vec<bool>,
+    gone: Vec<bool>,
+    got: Vec<Option<(WireRecorded, Vec<Vec<u8>>)>>,
+}
+
+impl<'a> RemoteRecordings<'a> {
+    /// Asks every target host to prepare its recording (`opts`' events); sampling waits for
+    /// [`RemoteRecordings::go`].
+    pub fn start(fleet: &'a Fleet, opts: &RunOptions) -> Self {
+        let hosts = fleet.with_role("target");
+        let mut r = RemoteRecordings {
+            fleet,
+            ready: vec![false; hosts.len()],
+            gone: vec![false; hosts.len()],
+            got: (0..hosts.len()).map(|_| None).collect(),
+            hosts,
+        };
+        let events: Vec<String> = opts.events.iter().filter_map(super::event_name).collect();
+        let unwind = match opts.unwind {
+            kiln_record::UnwindMode::Kernel => "kernel",
+            kiln_record::UnwindMode::Copy => "copy",
+            _ => "auto",
+        };
+        let backstop = opts.warmup + opts.duration + Duration::from_secs(120);
+        for (p, &i) in r.hosts.iter().enumerate() {
+            let req = RecordRequest {
+                pids: fleet.hosts[i].pids.clone(),
+                events: events.clone(),
+                frequency: opts.frequency,
+                min_block_us: opts.min_block_us,
+                unwind: unwind.into(),
+                duration_ms: backstop.as_millis() as u64,
+            };
+            if !fleet.link(i).is_some_and(|l| l.send(&ToAgent::Record(req))) {
+                fleet.fail(
+                    i,
+                    "the connection was lost before the recording started".into(),
+                );
+                r.gone[p] = true;
+            }
+        }
+        r
+    }
+
+    /// Whether no host records.
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+
+    /// Handles what the hosts said within `d`.
+    pub fn poll(&mut self, d: Duration) {
+        let rx = lock(&self.fleet.record_rx);
+        let mut wait = d;
+        while let Ok((i, m)) = rx.recv_timeout(wait) {
+            wait = Duration::ZERO;
+            let Some(p) = self.hosts.iter().position(|&h| h == i) else {
+                continue;
+            };
+            match m {
+                Routed::Msg(FromAgent::RecordReady, _) => self.ready[p] = true,
+                Routed::Msg(FromAgent::Recorded(r), blobs) => {
+                    if let Some(e) = &r.error {
+                        self.fleet.fail(i, format!("its recording failed: {e}"));
+                    }
+                    self.got[p] = Some((*r, blobs));
+                    self.gone[p] = true;
+                }
+                Routed::Msg(FromAgent::Failed { reason, .. }, _) => {
+                    self.fleet
+                        .fail(i, format!("its recording could not start: {reason}"));
+                    self.gone[p] = true;
+                }
+                Routed::Msg(_, _) => {}
+                Routed::Lost(why) => {
+                    if self.got[p].is_none() {
+                        self.fleet.fail(i, why);
+                    }
+                    self.gone[p] = true;
+                }
+            }
+        }
+    }
+
+    /// Whether every host is ready to sample (or gone).
+    pub fn all_ready(&self) -> bool {
+        self.ready.iter().zip(&self.gone).all(|(r, g)| *r || *g)
+    }
+
+    /// Whether every host has sent its recording (or is gone).
+    pub fn all_in(&self) -> bool {
+        self.gone.iter().all(|g| *g)
+    }
+
+    /// Starts sampling on every ready host.
+    pub fn go(&self) {
+        for (p, &i) in self.hosts.iter().enumerate() {
+            if !self.gone[p] {
+                if let Some(l) = self.fleet.link(i) {
+                    l.send(&ToAgent::Go);
+                }
+            }
+        }
+    }
+
+    /// Stops sampling on every host.
+    pub fn stop(&self) {
+        for (p, &i) in self.hosts.iter().enumerate() {
+            if !self.gone[p] {
+                if let Some(l) = self.fleet.link(i) {
+                    l.send(&ToAgent::StopRecord);
+                }
+            }
+        }
+    }
+
+    /// Waits until every host has sent its recording, or `within` passed.
+    pub fn collect(&mut self, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.all_in() && Instant::now() < deadline {
+            self.poll(Duration::from_millis(100));
+        }
+        for (p, &i) in self.hosts.iter().enumerate() {
+            if !self.gone[p] {
+                self.fleet.fail(
+                    i,
+                    format!("its recording did not arrive within {} s", within.as_secs()),
+                );
+            }
+        }
+    }
+
+    /// The recordings, on the controlling host's clock (call after [`Fleet::finish`], so
+    /// that the drift is known).
+    pub(crate) fn take(self) -> Vec<HostRecording> {
+        let mut out = Vec::new();
+        for (p, got) in self.got.into_iter().enumerate() {
+            let i = self.hosts[p];
+            let (Some((r, blobs)), Some(map)) = (got, self.fleet.map(i)) else {
+                continue;
+            };
+            let name = self.fleet.name(i).to_string();
+            let mut warnings: Vec<String> = r
+                .warnings
+                .iter()
+                .map(|w| format!("host {name}: {w}"))
+                .collect();
+            let mut profiles = Vec::new();
+            if let Some(b) = blobs.first() {
+                let shown = std::path::PathBuf::from(format!("agent {name}"));
+                match kiln_model::native::decode(b, &shown) {
+                    Ok(ps) => {
+                        for p in ps {
+                            let mut labelled = Profile::new(p.event.clone());
+                            add_host_samples(&mut labelled, &p, &name, &|t| map.to_local(t));
+                            profiles.push(labelled);
+                        }
+                    }
+                    Err(e) => {
+                        warnings.push(format!("host {name}: its profiles could not be read: {e}"))
+                    }
+                }
+            }
+            if r.stopped == "target exited" {
+                warnings.push(format!(
+                    "host {name}: the target exited during the recording"
+                ));
+            }
+            let series = r
+                .series
+                .into_iter()
+                .map(|mut t| {
+                    t.name = format!("{}@{name}", t.name);
+                    for x in &mut t.time_ns {
+                        *x = map.to_local(*x);
+                    }
+                    t
+                })
+                .collect();
+            out.push(HostRecording {
+                profiles,
+                series,
+                warnings,
+                target: r.target,
+                cpu: r.cpu.map(|[a, b]| {
+                    (
+                        (b.0 - a.0).max(0.0),
+                        (b.1 - a.1).max(0.0),
+                        b.2.saturating_sub(a.2),
+                    )
+                }),
+                bpf_cpu_s: r.bpf_cpu_s,
+            });
+        }
+        out
+    }
+}
+
+/// Appends `src`'s samples to `dst`, each labelled `host=NAME` (beside its own labels),
+/// its time mapped by `map`.
+pub(crate) fn add_host_samples(
+    dst: &mut Profile,
+    src: &Profile,
+    host: &str,
+    map: &dyn Fn(u64) -> u64,
+) {
+    let imported = dst.import_tables(src);
+    let key = dst.strings.intern(b"host");
+    let value = dst.strings.intern(host.as_bytes());
+    let host_label = Label {
+        key,
+        value: LabelValue::Str(value),
+    };
+    let mut sets: Vec<Option<LabelSetId>> = vec![None; imported.labels.len().max(1)];
+    let s = &src.samples;
+    for i in 0..s.len() {
+        let own = s.label_set(i);
+        let slot = own.0 as usize;
+        if slot >= sets.len() {
+            sets.resize(slot + 1, None);
+        }
+        let set = match sets[slot] {
+            Some(x) => x,
+            None => {
+                let mapped = imported
+                    .labels
+                    .get(slot)
+                    .copied()
+                    .unwrap_or(LabelSetId::EMPTY);
+                let mut labels: Vec<Label> = dst
+                    .samples
+                    .label_sets
+                    .get(mapped)
+                    .iter()
+                    .filter(|l| l.key != key)
+                    .copied()
+                    .collect();
+                labels.push(host_label);
+                let x = dst.samples.label_sets.intern(&labels);
+                sets[slot] = Some(x);
+                x
+            }
+        };
+        let th = s.thread[i];
+        let th = if th == kiln_model::ThreadId::NONE {
+            th
+        } else {
+            imported.threads[th.0 as usize]
+        };
+        let t = s.time[i];
+        let t = if t == kiln_model::NO_TIME { t } else { map(t) };
+        dst.samples.push_labeled(
+            imported.stacks[s.stack[i].0 as usize],
+            s.weight[i],
+            t,
+            th,
+            set,
+        );
+    }
+}
+
+/// The run's profiles of every host, one per event: `local` (this host's, labelled with
+/// `local_name` when other hosts recorded too) and each host's, every sample labelled with
+/// its host.
+pub(crate) fn merge_profiles(
+    local: Vec<Profile>,
+    local_name: &str,
+    hosts: &mut [HostRecording],
+) -> Vec<Profile> {
+    if hosts.iter().all(|h| h.profiles.is_empty()) {
+        return local;
+    }
+    let mut out: Vec<Profile> = Vec::new();
+    for p in local {
+        let mut l = Profile::new(p.event.clone());
+        add_host_samples(&mut l, &p, local_name, &|t| t);
+        out.push(l);
+    }
+    for h in hosts.iter_mut() {
+        for p in std::mem::take(&mut h.profiles) {
+            match out.iter_mut().find(|o| o.event.name == p.event.name) {
+                Some(o) => o.merge_from(&p),
+                None => out.push(p),
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,335 @@
+//! The agent protocol: frames on the SSH channel's stdin and stdout.
+//!
+//! ```text
+//! stream = MAGIC frame*                         (the agent's side; the controller's has no MAGIC)
+//! frame  = len:u32le json_len:u32le json blob*  len counts everything after itself
+//! blob   = blob_len:u32le bytes
+//! ```
+//!
+//! The JSON is one [`ToAgent`] or [`FromAgent`] message; bulk data travels as blobs beside
+//! it, in an order the message names: a second's latency histograms (HdrHistogram V2, the
+//! serialisation the store keeps), a recording's profiles (kiln's native format). The agent
+//! writes [`MAGIC`] before its first frame, and the controller skips whatever comes before
+//! it (a login shell's greeting on the same stdout), so that nothing but kiln speaks on the
+//! channel once it starts.
+use kiln_store::{SeriesTable, TargetInfo};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+
+/// What an agent writes before its first frame.
+pub const MAGIC: &[u8] = b"\nKILN-AGENT/1\n";
+
+/// What the remote command prints, instead of starting, when this build is not there yet.
+pub const MISSING: &str = "KILN-AGENT-MISSING";
+
+/// A frame larger than this is refused (a damaged stream, not a profile).
+pub const MAX_FRAME: usize = 1 << 31;
+
+/// From the controlling kiln to an agent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum ToAgent {
+    /// A clock exchange (`id` 0: a heartbeat whose answer is not awaited).
+    Ping {
+        /// Which exchange.
+        id: u64,
+    },
+    /// Start the load `argv` (`amqp -x 1 …`, as after `kiln load`), its seconds ending on
+    /// the grid of whole seconds from `grid_ns` (the agent's CLOCK_MONOTONIC).
+    StartLoad {
+        /// The load's command line.
+        argv: Vec<String>,
+        /// The grid's origin, ns on the agent's clock.
+        grid_ns: u64,
+    },
+    /// Stop the load (the measurement ended, or a stop).
+    StopLoad,
+    /// Prepare to record processes of the agent's host; sampling waits for [`ToAgent::Go`].
+    Record(RecordRequest),
+    /// Start sampling.
+    Go,
+    /// Stop sampling and send the recording.
+    StopRecord,
+    /// The run is over: exit once what was asked for is sent.
+    Bye,
+}
+
+/// What to record on the agent's host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordRequest {
+    /// The processes.
+    pub pids: Vec<u32>,
+    /// Events, as `kiln record -e` names them.
+    pub events: Vec<String>,
+    /// cpu sampling frequency, Hz.
+    pub frequency: u32,
+    /// Shortest off-CPU block counted, µs.
+    pub min_block_us: u64,
+    /// `auto`, `kernel` or `copy`.
+    pub unwind: String,
+    /// A backstop: the recording ends by itself after this long (ms) if no stop comes.
+    pub duration_ms: u64,
+}
+
+/// From an agent to the controlling kiln.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum FromAgent {
+    /// The agent is running.
+    Hello(Hello),
+    /// The answer to a [`ToAgent::Ping`], with the agent's clock when the ping arrived and
+    /// when the answer left (CLOCK_MONOTONIC ns).
+    Pong {
+        /// The exchange.
+        id: u64,
+        /// When the ping was read.
+        recv_ns: u64,
+        /// When the answer was written.
+        send_ns: u64,
+    },
+    /// The load started (connected).
+    LoadStarted,
+    /// One second of the load; its histograms are the frame's blobs, in `latency` order.
+    Tick(WireTick),
+    /// The load ended.
+    LoadDone(WireOutcome),
+    /// The recorder is ready to sample.
+    RecordReady,
+    /// The recording (its profiles in the frame's one blob, when it has any).
+    Recorded(Box<WireRecorded>),
+    /// A request could not be served.
+    Failed {
+        /// `load` or `record`.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Who the agent is.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Hello {
+    /// kiln's version.
+    pub version: String,
+    /// The agent binary's build (its GNU build id, hex).
+    pub build: String,
+    /// `uname -n`.
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel: String,
+    /// CPUs online.
+    pub cpus: u32,
+    /// The agent's PID on its host.
+    pub pid: u32,
+    /// The agent's time namespace's CLOCK_MONOTONIC offset (ns; 0 outside one): the
+    /// kernel's own timestamps (perf, eBPF) are that much behind the agent's clock.
+    pub timens_monotonic_ns: i64,
+}
+
+/// One second of a load ([`crate::LoadTick`] without its histograms).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WireTick {
+    /// End of the second, the agent's CLOCK_MONOTONIC ns.
+    pub end_ns: u64,
+    /// Its length, s.
+    pub interval_s: f64,
+    /// Completed operations.
+    pub completed: Option<u64>,
+    /// Sent operations.
+    pub sent: Option<u64>,
+    /// `(name, unit, value)`.
+    pub values: Vec<(String, String, Option<f64>)>,
+    /// The histograms' names, in blob order.
+    pub latency: Vec<String>,
+}
+
+/// How an agent's load ended ([`crate::LoadOutcome`]'s part that travels).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WireOutcome {
+    /// It started.
+    pub started: bool,
+    /// It ended by itself.
+    pub ended_by_itself: bool,
+    /// What went wrong.
+    pub failure: Option<String>,
+    /// The load's report.
+    pub report: serde_json::Value,
+}
+
+/// A recording on the agent's host.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WireRecorded {
+    /// When sampling began and ended, the agent's CLOCK_MONOTONIC ns.
+    pub window: Option<(u64, u64)>,
+    /// Why it stopped: `duration`, `interrupted`, `target exited`.
+    pub stopped: String,
+    /// The recorder's warnings.
+    pub warnings: Vec<String>,
+    /// Why there is no recording.
+    pub error: Option<String>,
+    /// CPU of kiln's eBPF programs, s.
+    pub bpf_cpu_s: Option<f64>,
+    /// The recorded processes.
+    pub target: TargetInfo,
+    /// The host's `/proc` series (`target`, `machine`, `kiln`), times on the agent's clock.
+    pub series: Vec<SeriesTable>,
+    /// The target's cumulative CPU (user, system, s) and context switches at the start and
+    /// the end of sampling.
+    pub cpu: Option<[(f64, f64, u64); 2]>,
+    /// Largest RSS of the target, bytes.
+    pub peak_rss: u64,
+}
+
+/// Writes one frame.
+pub fn write_frame<T: Serialize>(
+    w: &mut dyn Write,
+    msg: &T,
+    blobs: &[&[u8]],
+) -> std::io::Result<()> {
+    let json = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+    let len = 4 + json.len() + blobs.iter().map(|b| 4 + b.len()).sum::<usize>();
+    if len > MAX_FRAME {
+        return Err(std::io::Error::other(format!(
+            "a frame of {len} bytes is too large"
+        )));
+    }
+    let mut buf = Vec::with_capacity(8 + json.len());
+    buf.extend_from_slice(&(len as u32).to_le_bytes());
+    buf.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&json);
+    w.write_all(&buf)?;
+    for b in blobs {
+        w.write_all(&(b.len() as u32).to_le_bytes())?;
+        w.write_all(b)?;
+    }
+    w.flush()
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The stream ended (cleanly, between frames).
+    #[error("the stream ended")]
+    Eof,
+    /// Reading failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The bytes are not a frame.
+    #[error("malformed frame: {0}")]
+    Malformed(String),
+}
+
+/// Reads one frame: the message and its blobs.
+pub fn read_frame<T: serde::de::DeserializeOwned>(
+    r: &mut dyn Read,
+) -> Result<(T, Vec<Vec<u8>>), FrameError> {
+    let mut head = [0u8; 4];
+    match r.read_exact(&mut head) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(FrameError::Eof),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_le_bytes(head) as usize;
+    if !(4..=MAX_FRAME).contains(&len) {
+        return Err(FrameError::Malformed(format!("length {len}")));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    let json_len = u32::from_le_bytes(body[..4].try_into().unwrap_or_default()) as usize;
+    if json_len > len - 4 {
+        return Err(FrameError::Malformed(format!(
+            "message of {json_len} bytes in a frame of {len}"
+        )));
+    }
+    let msg = serde_json::from_slice(&body[4..4 + json_len])
+        .map_err(|e| FrameError::Malformed(format!("message: {e}")))?;
+    let mut blobs = Vec::new();
+    let mut at = 4 + json_len;
+    while at < len {
+        if at + 4 > len {
+            return Err(FrameError::Malformed("truncated blob length".into()));
+        }
+        let n = u32::from_le_bytes(body[at..at + 4].try_into().unwrap_or_default()) as usize;
+        at += 4;
+        if at + n > len {
+            return Err(FrameError::Malformed(format!(
+                "blob of {n} bytes past the frame"
+            )));
+        }
+        blobs.push(body[at..at + n].to_vec());
+        at += n;
+    }
+    Ok((msg, blobs))
+}
+
+/// Reads up to and including [`MAGIC`]; returns what came before it (a login shell's
+/// greeting). `Ok(None)` when the remote command said [`MISSING`] instead, or the stream
+/// ended first (with what it said).
+pub fn await_magic(r: &mut dyn Read) -> std::io::Result<Result<Vec<u8>, Vec<u8>>> {
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        match r.read(&mut byte)? {
+            0 => return Ok(Err(seen)),
+            _ => seen.push(byte[0]),
+        }
+        if seen.ends_with(MAGIC) {
+            seen.truncate(seen.len() - MAGIC.len());
+            return Ok(Ok(seen));
+        }
+        if seen.ends_with(MISSING.as_bytes()) || seen.len() > 1 << 20 {
+            return Ok(Err(seen));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_damage_is_named() {
+        let mut buf = Vec::new();
+        let msg = ToAgent::StartLoad {
+            argv: vec!["mqtt".into(), "conn".into()],
+            grid_ns: 42,
+        };
+        write_frame(&mut buf, &msg, &[b"abc", b""]).unwrap();
+        write_frame(&mut buf, &ToAgent::Bye, &[]).unwrap();
+        let mut r = &buf[..];
+        let (m, blobs): (ToAgent, _) = read_frame(&mut r).unwrap();
+        assert!(matches!(m, ToAgent::StartLoad { grid_ns: 42, .. }));
+        assert_eq!(blobs, vec![b"abc".to_vec(), Vec::new()]);
+        let (m, blobs): (ToAgent, _) = read_frame(&mut r).unwrap();
+        assert!(matches!(m, ToAgent::Bye) && blobs.is_empty());
+        assert!(matches!(
+            read_frame::<ToAgent>(&mut r),
+            Err(FrameError::Eof)
+        ));
+        // Cut short inside a frame: an I/O error, not a message.
+        let mut cut = &buf[..buf.len() - 3];
+        read_frame::<ToAgent>(&mut cut).unwrap();
+        assert!(matches!(
+            read_frame::<ToAgent>(&mut cut),
+            Err(FrameError::Io(_))
+        ));
+        // A blob length past the frame.
+        let mut bad = buf.clone();
+        let json_len = u32::from_le_bytes(bad[4..8].try_into().unwrap()) as usize;
+        bad[8 + json_len] = 200;
+        let e = read_frame::<ToAgent>(&mut &bad[..]).unwrap_err();
+        assert!(e.to_string().contains("past the frame"), "{e}");
+    }
+
+    #[test]
+    fn a_greeting_before_the_magic_is_skipped() {
+        let mut s = b"Welcome to node1\n".to_vec();
+        s.extend_from_slice(MAGIC);
+        s.extend_from_slice(b"rest");
+        let mut r = &s[..];
+        assert_eq!(await_magic(&mut r).unwrap().unwrap(), b"Welcome to node1\n");
+        assert_eq!(r, b"rest");
+        let mut r = &b"motd\nKILN-AGENT-MISSING\n"[..];
+        assert!(await_magic(&mut r).unwrap().is_err());
+    }
+}
