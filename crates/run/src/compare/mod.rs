@@ -29,6 +29,7 @@ pub mod export;
 pub mod figures;
 pub mod functions;
 pub mod gate;
+pub mod nodes;
 pub mod stats;
 pub mod verdict;
 
@@ -520,6 +521,15 @@ fn function_tables(
             }
             tables.push(t);
         }
+        // A cluster recorded node by node: each node's own table after the whole's.
+        tables.extend(nodes::tables(
+            &event,
+            &rb,
+            &ra,
+            &opts.rules,
+            opts.functions,
+            op,
+        ));
     }
     if opts.functions == 0 {
         for t in &mut tables {
