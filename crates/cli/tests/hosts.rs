@@ -492,11 +492,12 @@ fn a_process_on_another_host_is_recorded_on_this_hosts_clock() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    let local = kiln_testkit::Started::new(&exe, &["30"]);
     let store = h.agent_dir.path().join("runs.db");
     let out = h
         .kiln(&store)
         .args(["--name", "remote", "-d", "2", "--host", &h.dest(0), "-p"])
-        .arg(format!("h0:{}", target.id()))
+        .arg(format!("h0:{},{}", target.id(), local.pid()))
         .args(["exec", "--", "sleep", "600"])
         .output()
         .unwrap();
@@ -551,6 +552,35 @@ fn a_process_on_another_host_is_recorded_on_this_hosts_clock() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"target@h0"), "{names:?}");
+    // The report shows each node's flame graph beside the cluster's; kiln compare compares
+    // the cluster node by node and as a whole.
+    let html = h.agent_dir.path().join("remote.html");
+    let st = Command::new(kiln_exe())
+        .env("KILN_STORE", &store)
+        .args(["runs", "report", "remote", "-o"])
+        .arg(&html)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .contains("cpu-clock on h0"));
+    let cmp = Command::new(kiln_exe())
+        .env("KILN_STORE", &store)
+        .args(["compare", "remote", "remote", "--format", "json"])
+        .output()
+        .unwrap();
+    let cmp = json(&cmp.stdout);
+    let events: Vec<&str> = cmp["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["event"].as_str().unwrap())
+        .collect();
+    assert!(
+        events.contains(&"cpu-clock") && events.contains(&"cpu-clock on h0"),
+        "{events:?}"
+    );
 }
 
 /// The times of a run's samples labelled `host=HOST`.

@@ -56,6 +56,8 @@ mod compare;
 #[cfg(feature = "html")]
 pub mod latency;
 #[cfg(feature = "html")]
+mod nodes;
+#[cfg(feature = "html")]
 mod page;
 #[cfg(feature = "html")]
 mod run;

@@ -699,7 +699,8 @@ fn category_edges(run: &RunData) -> Vec<u64> {
 /// flame graphs then read in CPU time and the category chart in % of a CPU.
 pub(crate) fn timed_profiles(run: &RunData) -> Vec<Cow<'_, Profile>> {
     let f = run.meta.frequency;
-    run.profiles
+    let mut out: Vec<Cow<'_, Profile>> = run
+        .profiles
         .iter()
         .map(|p| {
             if p.event.is_clock() && p.event.sample_period_ns.is_none() && f > 0 {
@@ -710,7 +711,11 @@ pub(crate) fn timed_profiles(run: &RunData) -> Vec<Cow<'_, Profile>> {
                 Cow::Borrowed(p)
             }
         })
-        .collect()
+        .collect();
+    let whole: Vec<&Profile> = out.iter().map(|p| p.as_ref()).collect();
+    let nodes = crate::nodes::per_node(&whole);
+    out.extend(nodes.into_iter().map(Cow::Owned));
+    out
 }
 
 /// What the report says of a profile `kiln run --pprof` fetched from the target: its
