@@ -18,9 +18,26 @@ struct AgentLoad {
 }
 
 fn make_load(argv: &[String]) -> Result<Box<dyn kiln_run::Load>, String> {
-    let parsed = AgentLoad::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let mut argv = argv.to_vec();
+    // MQTT client ids are PREFIX_PID_N: the host's name in the prefix keeps agents on
+    // different hosts apart, unless the load names its own prefix.
+    if argv.first().map(String::as_str) == Some("mqtt")
+        && !argv
+            .iter()
+            .any(|a| a == "--prefix" || a.starts_with("--prefix="))
+    {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host: String = host
+            .trim()
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        argv.push("--prefix".into());
+        argv.push(format!("kiln-{host}"));
+    }
+    let parsed = AgentLoad::try_parse_from(&argv).map_err(|e| e.to_string())?;
     let (load, _) = super::load::into_load(parsed.load).map_err(|e| format!("{e:#}"))?;
-    let mut rest = argv.to_vec();
+    let mut rest = argv;
     if rest.first().map(String::as_str) == Some(load.protocol()) {
         rest.remove(0);
     }
