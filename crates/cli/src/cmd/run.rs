@@ -848,7 +848,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         }
     }
     for h in &m.hosts {
-        let _ = writeln!(s, "  host {}", host_line(h));
+        let _ = writeln!(s, "  host {}", c(&host_line(h)));
     }
     for w in &m.warnings {
         let _ = writeln!(s, "  warning: {}", c(w));

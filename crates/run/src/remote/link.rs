@@ -33,10 +33,18 @@ impl Tail {
         let over = self.0.len().saturating_sub(4096);
         self.0.drain(..over);
     }
+    /// Its last lines, made safe for a terminal (another host's words).
     fn text(&self) -> String {
-        let s = String::from_utf8_lossy(&self.0);
-        let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(6)..].join(" / ")
+        let lines: Vec<&[u8]> = self
+            .0
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.trim_ascii().is_empty())
+            .collect();
+        lines[lines.len().saturating_sub(6)..]
+            .iter()
+            .map(|l| kiln_model::text::clean_bytes(l.trim_ascii_end(), 200))
+            .collect::<Vec<_>>()
+            .join(" / ")
     }
 }
 
@@ -95,7 +103,7 @@ fn install(ssh: &SshConfig, dest: &Destination, build: &str) -> Result<(), Strin
             dest.host,
             ssh.agent_dir,
             out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
+            kiln_model::text::clean_bytes(out.stderr.trim_ascii(), wire::MAX_TEXT)
         ))
     }
 }
@@ -216,9 +224,17 @@ impl Link {
             stderr,
         } = started;
         let hello = match wire::read_frame::<FromAgent>(&mut stdout) {
-            Ok((FromAgent::Hello(h), _)) => h,
+            Ok((FromAgent::Hello(mut h), _)) => {
+                h.clean();
+                h
+            }
             Ok((other, _)) => {
-                return Err(format!("the agent on {} began with {other:?}", spec.name))
+                let _ = child.kill();
+                return Err(format!(
+                    "the agent on {} began with a '{}' message, not its greeting",
+                    spec.name,
+                    other.kind()
+                ));
             }
             Err(e) => {
                 let _ = child.kill();
@@ -268,6 +284,7 @@ impl Link {
                             let _ = pong_tx.send((id, recv_ns, send_ns, t3));
                         }
                         Ok((m, blobs)) => {
+                            let m = m.cleaned();
                             let to = match &m {
                                 FromAgent::RecordReady | FromAgent::Recorded(_) => &record,
                                 FromAgent::Failed { what, .. } if what == "record" => &record,

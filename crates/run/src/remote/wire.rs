@@ -106,6 +106,60 @@ pub enum FromAgent {
     },
 }
 
+/// How many characters of an agent's words (a reason, a warning, its host's name) are
+/// kept: enough for any message kiln itself writes.
+pub const MAX_TEXT: usize = 2 * kiln_model::text::MAX_SHOWN;
+
+fn clean(s: &mut String) {
+    if let std::borrow::Cow::Owned(c) = kiln_model::text::clean_cut(s, MAX_TEXT) {
+        *s = c;
+    }
+}
+
+impl FromAgent {
+    /// The message with every text the agent wrote (reasons, failures, warnings, its
+    /// greeting) made safe for a terminal ([`kiln_model::text::clean_cut`]): the other
+    /// host is not this one, and what it says is printed and stored here.
+    pub fn cleaned(mut self) -> Self {
+        match &mut self {
+            FromAgent::Hello(h) => h.clean(),
+            FromAgent::Tick(t) => {
+                for (name, unit, _) in &mut t.values {
+                    clean(name);
+                    clean(unit);
+                }
+                t.latency.iter_mut().for_each(clean);
+            }
+            FromAgent::LoadDone(o) => o.failure.iter_mut().for_each(clean),
+            FromAgent::Recorded(r) => {
+                clean(&mut r.stopped);
+                r.warnings.iter_mut().for_each(clean);
+                r.error.iter_mut().for_each(clean);
+            }
+            FromAgent::Failed { what, reason } => {
+                clean(what);
+                clean(reason);
+            }
+            FromAgent::Pong { .. } | FromAgent::LoadStarted | FromAgent::RecordReady => {}
+        }
+        self
+    }
+
+    /// The message's kind, for a message about one that came out of turn.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FromAgent::Hello(_) => "hello",
+            FromAgent::Pong { .. } => "pong",
+            FromAgent::LoadStarted => "load_started",
+            FromAgent::Tick(_) => "tick",
+            FromAgent::LoadDone(_) => "load_done",
+            FromAgent::RecordReady => "record_ready",
+            FromAgent::Recorded(_) => "recorded",
+            FromAgent::Failed { .. } => "failed",
+        }
+    }
+}
+
 /// Who the agent is.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Hello {
@@ -124,6 +178,20 @@ pub struct Hello {
     /// The agent's time namespace's CLOCK_MONOTONIC offset (ns; 0 outside one): the
     /// kernel's own timestamps (perf, eBPF) are that much behind the agent's clock.
     pub timens_monotonic_ns: i64,
+}
+
+impl Hello {
+    /// Its texts made safe for a terminal, as [`FromAgent::cleaned`] does.
+    pub fn clean(&mut self) {
+        for s in [
+            &mut self.version,
+            &mut self.build,
+            &mut self.hostname,
+            &mut self.kernel,
+        ] {
+            clean(s);
+        }
+    }
 }
 
 /// One second of a load ([`crate::LoadTick`] without its histograms).
@@ -233,8 +301,23 @@ pub fn read_frame<T: serde::de::DeserializeOwned>(
     if !(4..=MAX_FRAME).contains(&len) {
         return Err(FrameError::Malformed(format!("length {len}")));
     }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body)?;
+    if len as u64 > kiln_model::input::limit() {
+        return Err(FrameError::Malformed(format!(
+            "a frame of {} is past the input limit of {} (--max-input raises it)",
+            kiln_model::input::format_size(len as u64),
+            kiln_model::input::format_size(kiln_model::input::limit())
+        )));
+    }
+    // The buffer grows with what arrives: a length is only a claim until its bytes come.
+    let mut body = Vec::new();
+    kiln_model::input::read_to_end(&mut r.take(len as u64), &mut body, "the agent's frame")?;
+    if body.len() < len {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("a frame cut short: {} of {len} bytes", body.len()),
+        )
+        .into());
+    }
     let json_len = u32::from_le_bytes(body[..4].try_into().unwrap_or_default()) as usize;
     if json_len > len - 4 {
         return Err(FrameError::Malformed(format!(
@@ -319,6 +402,43 @@ mod tests {
         bad[8 + json_len] = 200;
         let e = read_frame::<ToAgent>(&mut &bad[..]).unwrap_err();
         assert!(e.to_string().contains("past the frame"), "{e}");
+    }
+
+    #[test]
+    fn a_claimed_length_is_not_taken_on_trust() {
+        // 1 GiB claimed, 10 bytes sent: an error once the stream ends, with no gigabyte
+        // allocated for it first.
+        let mut buf = ((1u32 << 30) - 1).to_le_bytes().to_vec();
+        buf.extend_from_slice(&[0u8; 10]);
+        let e = read_frame::<FromAgent>(&mut &buf[..]).unwrap_err();
+        assert!(e.to_string().contains("cut short: 10 of"), "{e}");
+        // Past the input limit: refused before reading.
+        let buf = (MAX_FRAME as u32).to_le_bytes();
+        let e = read_frame::<FromAgent>(&mut &buf[..]).unwrap_err();
+        assert!(e.to_string().contains("input limit"), "{e}");
+    }
+
+    #[test]
+    fn an_agents_words_are_cleaned() {
+        let m = FromAgent::Failed {
+            what: "load".into(),
+            reason: format!("boom\x1b]2;PWNED\x07\u{202e}{}", "x".repeat(5000)),
+        };
+        let FromAgent::Failed { reason, .. } = m.cleaned() else {
+            panic!("the kind changed")
+        };
+        assert!(
+            reason.starts_with("boom\\x1b]2;PWNED\\x07\\u{202e}x"),
+            "{reason}"
+        );
+        assert!(reason.ends_with("[5015 chars]"), "{reason}");
+        assert!(reason.chars().count() <= MAX_TEXT + 20);
+        let mut h = Hello {
+            hostname: "node\r\nFAKE".into(),
+            ..Default::default()
+        };
+        h.clean();
+        assert_eq!(h.hostname, "node\\r\\nFAKE");
     }
 
     #[test]
