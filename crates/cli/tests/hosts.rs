@@ -734,3 +734,73 @@ fn children(pid: u32) -> Vec<u32> {
         .filter_map(|p| p.parse().ok())
         .collect()
 }
+
+/// Both nodes of a two-node RabbitMQ cluster (RabbitMQ's own clustering, on this machine)
+/// profiled in one run, each through the agent of a host of its own (-p h0:BEAM -p
+/// h1:BEAM), under a quorum queue's load (its replicas on both nodes): each node's samples,
+/// under its host label, have Erlang frames from its JIT's perf map.
+#[test]
+fn both_nodes_of_a_rabbitmq_cluster_are_profiled_with_erlang_frames() {
+    let h = Hosts::new(2, &[None, None], true);
+    let a = kiln_testkit::RabbitMq::start().expect("RabbitMQ starts");
+    let b = a.start_joined().expect("a second node joins the first");
+    let status = a.ctl(&["cluster_status"]).unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains(b.node()), "{status}");
+    let (ba, bb) = (a.beam_pid().unwrap(), b.beam_pid().unwrap());
+    let store = h.agent_dir.path().join("runs.db");
+    let out = h
+        .kiln(&store)
+        .args(["--name", "cluster", "-d", "3", "--warmup", "1"])
+        .args(["--host", &h.dest(0), "--host", &h.dest(1)])
+        .arg("-p")
+        .arg(format!("h0:{ba}"))
+        .arg("-p")
+        .arg(format!("h1:{bb}"))
+        .args([
+            "load",
+            "amqp",
+            "-h",
+            &a.uri(),
+            "-x",
+            "1",
+            "-y",
+            "1",
+            "-r",
+            "500",
+        ])
+        .args(["-u", "kiln-cluster", "--queue-args", "x-queue-type=quorum"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{stderr}{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for node in ["h0", "h1"] {
+        let folded = Command::new(kiln_exe())
+            .env("KILN_STORE", &store)
+            .args([
+                "collapse",
+                "--focus-label",
+                &format!("host={node}"),
+                "run:cluster",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&folded.stdout);
+        // The JIT's perf map names Erlang functions `$module:function/arity`.
+        let erlang = text
+            .lines()
+            .filter(|l| l.split(';').any(|f| f.starts_with('$') && f.contains(':')))
+            .count();
+        assert!(
+            erlang > 0,
+            "no Erlang frame on {node} ({erlang} stacks):\n{}\n{}",
+            text.lines().take(20).collect::<Vec<_>>().join("\n"),
+            String::from_utf8_lossy(&folded.stderr)
+        );
+    }
+    drop(b);
+}

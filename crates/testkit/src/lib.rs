@@ -116,6 +116,14 @@ pub enum Error {
         /// What it printed.
         output: String,
     },
+    /// A command that sets a fixture up failed (`rabbitmqctl join_cluster`).
+    #[error("{what} failed:\n{output}")]
+    Command {
+        /// The command.
+        what: String,
+        /// What it printed.
+        output: String,
+    },
     /// A previous attempt to start the shared server failed.
     #[error("the shared broker failed to start earlier: {0}")]
     SharedFailed(String),

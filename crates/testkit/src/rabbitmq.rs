@@ -72,6 +72,46 @@ impl RabbitMq {
     /// then gets a free port of its own, [`RabbitMq::mqtt_port`], and allows anonymous
     /// clients as guest).
     pub fn start_with_plugins(opts: &RabbitMqOptions, plugins: &[&str]) -> Result<Self, Error> {
+        Self::start_node(opts, plugins, None)
+    }
+
+    /// Starts a second node of this node's cluster (RabbitMQ's own clustering: the same
+    /// Erlang cookie and epmd, `rabbitmqctl join_cluster`), with its own ports and data,
+    /// listening on the same address; waits until it has joined and accepts connections.
+    /// Drop it before this node (its epmd is this node's).
+    pub fn start_joined(&self) -> Result<RabbitMq, Error> {
+        let opts = RabbitMqOptions {
+            address: Some(self.address),
+            ..Default::default()
+        };
+        let node = Self::start_node(&opts, &[], Some(self))?;
+        for args in [
+            &["stop_app"][..],
+            &["join_cluster", &self.node][..],
+            &["start_app"][..],
+        ] {
+            let out = node.ctl(args)?;
+            if !out.status.success() {
+                return Err(Error::Command {
+                    what: format!("rabbitmqctl -n {} {}", node.node, args.join(" ")),
+                    output: format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    ),
+                });
+            }
+        }
+        let mut node = node;
+        node.await_startup()?;
+        Ok(node)
+    }
+
+    fn start_node(
+        opts: &RabbitMqOptions,
+        plugins: &[&str],
+        peer: Option<&RabbitMq>,
+    ) -> Result<Self, Error> {
         for p in [SERVER, CTL, EPMD] {
             if !Path::new(p).exists() {
                 return Err(Error::NotInstalled {
@@ -92,15 +132,20 @@ impl RabbitMq {
         );
         let port = free_port()?;
         let dist_port = free_port()?;
-        let epmd_port = free_port()?;
+        let epmd_port = match peer {
+            Some(p) => p.epmd_port,
+            None => free_port()?,
+        };
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).map_err(|e| io("creating HOME", e))?;
         let cookie = home.join(".erlang.cookie");
-        std::fs::write(
-            &cookie,
-            format!("KILNTEST{}", node.len() * 7919 + port as usize),
-        )
-        .map_err(|e| io("writing the Erlang cookie", e))?;
+        let secret = match peer {
+            // A cluster's nodes share one cookie.
+            Some(p) => std::fs::read_to_string(p.dir().join("home/.erlang.cookie"))
+                .map_err(|e| io("reading the cluster's Erlang cookie", e))?,
+            None => format!("KILNTEST{}", node.len() * 7919 + port as usize),
+        };
+        std::fs::write(&cookie, secret).map_err(|e| io("writing the Erlang cookie", e))?;
         set_mode_600(&cookie)?;
         let mut conf = String::from("loopback_users = none\n");
         let mqtt_port = if plugins.contains(&"rabbitmq_mqtt") {
@@ -126,14 +171,19 @@ impl RabbitMq {
         std::fs::write(dir.path().join("rabbitmq-env.conf"), "")
             .map_err(|e| io("writing rabbitmq-env.conf", e))?;
 
-        let epmd = Command::new(EPMD)
-            .args(["-port", &epmd_port.to_string(), "-address", "127.0.0.1"])
-            .env("HOME", &home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| io("starting epmd", e))?;
+        let epmd = match peer {
+            Some(_) => None,
+            None => Some(
+                Command::new(EPMD)
+                    .args(["-port", &epmd_port.to_string(), "-address", "127.0.0.1"])
+                    .env("HOME", &home)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|e| io("starting epmd", e))?,
+            ),
+        };
         let mut me = RabbitMq {
             dir,
             node,
@@ -143,7 +193,7 @@ impl RabbitMq {
             dist_port,
             epmd_port,
             server: None,
-            epmd: Some(epmd),
+            epmd,
         };
         me.spawn_server()?;
         me.await_startup()?;
