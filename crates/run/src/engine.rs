@@ -1,7 +1,7 @@
 //! kiln's own load protocols (the load engine's [`kiln_loadgen::Load`]s) under `kiln run`:
 //! one adapter for every protocol, since the engine's seconds are already
 //! protocol-neutral.
-use crate::{Load, LoadEvents, LoadOutcome, LoadTick};
+use crate::{Load, LoadEvents, LoadOutcome, LoadTick, Value, ValueKind};
 use kiln_loadgen::Tick;
 use kiln_model::stop::Stop;
 use kiln_store::{LoadInfo, Window};
@@ -41,13 +41,14 @@ fn unit_of(load: &dyn kiln_loadgen::Load) -> String {
 }
 
 fn convert(t: &Tick, completed: &str) -> LoadTick {
-    let mut values: Vec<(String, String, Option<f64>)> = Vec::new();
+    let mut values: Vec<Value> = Vec::new();
     for c in &t.counters {
-        values.push((
-            c.name.to_string(),
-            format!("{}/s", c.unit),
-            Some(t.rate(&c.name)),
-        ));
+        values.push(Value {
+            name: c.name.to_string(),
+            unit: format!("{}/s", c.unit),
+            kind: ValueKind::Rate,
+            value: Some(t.rate(&c.name)),
+        });
     }
     for l in &t.latencies {
         values.extend(crate::remote::latency_values(
@@ -56,11 +57,12 @@ fn convert(t: &Tick, completed: &str) -> LoadTick {
         ));
     }
     for f in &t.flags {
-        values.push((
-            f.name.to_string(),
-            "bool".into(),
-            Some(if f.value { 1.0 } else { 0.0 }),
-        ));
+        values.push(Value {
+            name: f.name.to_string(),
+            unit: "bool".into(),
+            kind: ValueKind::Flag,
+            value: Some(if f.value { 1.0 } else { 0.0 }),
+        });
     }
     let latency = t
         .latencies

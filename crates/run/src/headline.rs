@@ -203,15 +203,6 @@ pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
 /// The unit of a load whose operations are connections held open (MQTT `conn`).
 pub const FLEET_UNIT: &str = "conn";
 
-/// A count of one second: its rate times its length.
-fn count_of(t: &LoadTick, name: &str) -> f64 {
-    t.values
-        .iter()
-        .find(|(n, _, _)| n == name)
-        .and_then(|(_, _, v)| *v)
-        .map_or(0.0, |r| r * t.interval_s)
-}
-
 /// Connections a fleet holds open at `end_ns`: connected minus dropped, every second of
 /// the load up to then (reconnections are connections again).
 fn connections_held(ticks: &[Second], end_ns: u64) -> Option<u64> {
@@ -221,7 +212,7 @@ fn connections_held(ticks: &[Second], end_ns: u64) -> Option<u64> {
         .iter()
         .filter(|s| s.tick.end_ns <= end_ns + 500_000_000)
     {
-        open += count_of(&s.tick, "connected") - count_of(&s.tick, "dropped");
+        open += s.tick.count("connected") - s.tick.count("dropped");
         any = true;
     }
     any.then(|| open.round().max(0.0) as u64)
@@ -369,7 +360,7 @@ pub(crate) fn load_series(ticks: &[Second]) -> SeriesTable {
         let row: Vec<(String, &str, Option<f64>)> = tick
             .values
             .iter()
-            .map(|(n, u, v)| (n.clone(), u.as_str(), *v))
+            .map(|v| (v.name.clone(), v.unit.as_str(), v.value))
             .collect();
         t.row(tick.end_ns, &row);
     }
@@ -505,8 +496,18 @@ mod tests {
                 end_ns: end,
                 interval_s: 1.0,
                 values: vec![
-                    ("connected".into(), "conn/s".into(), Some(connected)),
-                    ("dropped".into(), "conn/s".into(), Some(dropped)),
+                    crate::Value {
+                        name: "connected".into(),
+                        unit: "conn/s".into(),
+                        kind: crate::ValueKind::Rate,
+                        value: Some(connected),
+                    },
+                    crate::Value {
+                        name: "dropped".into(),
+                        unit: "conn/s".into(),
+                        kind: crate::ValueKind::Rate,
+                        value: Some(dropped),
+                    },
                 ],
                 ..Default::default()
             })

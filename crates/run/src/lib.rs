@@ -62,6 +62,7 @@ pub use orchestrate::run;
 use kiln_model::stop::Stop;
 use kiln_record::{EventSpec, UnwindMode};
 use kiln_store::{Attachment, LoadInfo, Window};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Why a run could not be made at all (a run that merely ended early is returned,
@@ -85,6 +86,36 @@ pub enum RunError {
     },
 }
 
+/// What a value of a load's second measures, which says how the same second from several
+/// sources (load agents on other hosts) combines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueKind {
+    /// A counter's rate over the second (unit `X/s`): its count is the rate times the
+    /// second's length, and counts add.
+    #[default]
+    Rate,
+    /// A latency percentile (µs) of the second's histogram: taken again from the merged
+    /// histograms.
+    Percentile,
+    /// A flag, 0 or 1: set when any source set it.
+    Flag,
+}
+
+/// One value of a load's second: a counter's rate, a latency percentile or a flag, as a
+/// column of the run's `load` series.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Value {
+    /// Its column (`sent`, `consumer_latency p99`, `blocked`).
+    pub name: String,
+    /// Its unit (`msg/s`, `us`, `bool`).
+    pub unit: String,
+    /// What it measures.
+    pub kind: ValueKind,
+    /// The value, when the second has one.
+    pub value: Option<f64>,
+}
+
 /// One second of a load, protocol-neutral.
 #[derive(Debug, Clone, Default)]
 pub struct LoadTick {
@@ -96,12 +127,28 @@ pub struct LoadTick {
     pub completed: Option<u64>,
     /// Operations sent in it (messages published), when counted.
     pub sent: Option<u64>,
-    /// Every value of the second as `(name, unit, value)`: rates (`msg/s`), latency
-    /// percentiles (`us`), flags (`bool`: 0 or 1).
-    pub values: Vec<(String, String, Option<f64>)>,
+    /// Every value of the second: rates (`msg/s`), latency percentiles (`us`), flags
+    /// (`bool`: 0 or 1).
+    pub values: Vec<Value>,
     /// The second's latency histograms (µs) by name, the headline one first; merged
     /// exactly over a window.
     pub latency: Vec<(String, hdrhistogram::Histogram<u64>)>,
+}
+
+impl LoadTick {
+    /// The value named `name`, when the second has it.
+    pub fn value(&self, name: &str) -> Option<f64> {
+        self.values
+            .iter()
+            .find(|v| v.name == name)
+            .and_then(|v| v.value)
+    }
+
+    /// A counter's count in this second: its rate times the second's length (0 when the
+    /// second has none).
+    pub fn count(&self, name: &str) -> f64 {
+        self.value(name).map_or(0.0, |r| r * self.interval_s)
+    }
 }
 
 /// How a load ended.

@@ -9,7 +9,7 @@
 //! percentiles taken from the merged histogram, never averaged. A second is released once
 //! every agent still running has reported it or a later one, so no agent's part is left out
 //! and none is counted twice.
-use crate::LoadTick;
+use crate::{LoadTick, Value, ValueKind};
 use hdrhistogram::Histogram;
 use kiln_loadgen::engine::report::HistogramSum;
 use kiln_loadgen::Percentiles;
@@ -92,10 +92,7 @@ impl Merger {
 }
 
 /// A latency's values in a second's row, from its percentiles.
-pub(crate) fn latency_values(
-    name: &str,
-    p: Option<&Percentiles>,
-) -> Vec<(String, String, Option<f64>)> {
+pub(crate) fn latency_values(name: &str, p: Option<&Percentiles>) -> Vec<Value> {
     [
         ("p50", p.map(|p| p.p50_us)),
         ("p99", p.map(|p| p.p99_us)),
@@ -103,7 +100,12 @@ pub(crate) fn latency_values(
         ("max", p.map(|p| p.max_us)),
     ]
     .into_iter()
-    .map(|(q, v)| (format!("{name} {q}"), "us".to_string(), v.map(|v| v as f64)))
+    .map(|(q, v)| Value {
+        name: format!("{name} {q}"),
+        unit: "us".to_string(),
+        kind: ValueKind::Percentile,
+        value: v.map(|v| v as f64),
+    })
     .collect()
 }
 
@@ -143,40 +145,44 @@ pub(crate) fn merge(parts: Vec<LoadTick>) -> LoadTick {
         .into_iter()
         .filter_map(|(n, s)| Some((n, s.finish()?)))
         .collect();
-    // Values by name, in first-seen order.
-    let mut order: Vec<(String, String)> = Vec::new();
+    // Values by name, in first-seen order, each combined as its kind says.
+    let mut order: Vec<&Value> = Vec::new();
     for t in &all {
-        for (n, u, _) in &t.values {
-            if !order.iter().any(|(on, _)| on == n) {
-                order.push((n.clone(), u.clone()));
+        for v in &t.values {
+            if !order.iter().any(|o| o.name == v.name) {
+                order.push(v);
             }
         }
     }
-    let mut values = Vec::with_capacity(order.len());
-    let from_hists: Vec<(String, String, Option<f64>)> = latency
+    let from_hists: Vec<Value> = latency
         .iter()
         .flat_map(|(n, h)| latency_values(n, Percentiles::of(h).as_ref()))
         .collect();
-    for (name, unit) in order {
+    let mut values = Vec::with_capacity(order.len());
+    for first in order {
         let each = all.iter().filter_map(|t| {
             t.values
                 .iter()
-                .find(|(n, _, _)| *n == name)
-                .map(|(_, _, v)| (*v, t.interval_s))
+                .find(|v| v.name == first.name)
+                .map(|v| (v.value, t.interval_s))
         });
-        let v = if let Some((_, _, v)) = from_hists.iter().find(|(n, _, _)| *n == name) {
-            *v
-        } else if unit == "bool" || unit == "us" {
-            each.filter_map(|(v, _)| v).reduce(f64::max)
-        } else if unit.ends_with("/s") {
-            let counts: Vec<f64> = each.filter_map(|(v, i)| v.map(|v| v * i)).collect();
-            (!counts.is_empty() && interval_s > 0.0)
-                .then(|| counts.iter().sum::<f64>() / interval_s)
-        } else {
-            let v: Vec<f64> = each.filter_map(|(v, _)| v).collect();
-            (!v.is_empty()).then(|| v.iter().sum())
+        let value = match first.kind {
+            // From the merged histograms; the largest where a second has none.
+            ValueKind::Percentile => match from_hists.iter().find(|v| v.name == first.name) {
+                Some(v) => v.value,
+                None => each.filter_map(|(v, _)| v).reduce(f64::max),
+            },
+            ValueKind::Flag => each.filter_map(|(v, _)| v).reduce(f64::max),
+            ValueKind::Rate => {
+                let counts: Vec<f64> = each.filter_map(|(v, i)| v.map(|v| v * i)).collect();
+                (!counts.is_empty() && interval_s > 0.0)
+                    .then(|| counts.iter().sum::<f64>() / interval_s)
+            }
         };
-        values.push((name, unit, v));
+        values.push(Value {
+            value,
+            ..first.clone()
+        });
     }
     LoadTick {
         end_ns,
@@ -210,13 +216,19 @@ mod tests {
             h.record(*v).unwrap();
         }
         let p = Percentiles::of(&h);
-        let mut values = vec![(
-            "received".to_string(),
-            "msg/s".to_string(),
-            Some(completed as f64 / interval_s),
-        )];
+        let mut values = vec![Value {
+            name: "received".to_string(),
+            unit: "msg/s".to_string(),
+            kind: ValueKind::Rate,
+            value: Some(completed as f64 / interval_s),
+        }];
         values.extend(latency_values("consumer_latency", p.as_ref()));
-        values.push(("blocked".into(), "bool".into(), Some(0.0)));
+        values.push(Value {
+            name: "blocked".into(),
+            unit: "bool".into(),
+            kind: ValueKind::Flag,
+            value: Some(0.0),
+        });
         LoadTick {
             end_ns,
             interval_s,
@@ -274,19 +286,11 @@ mod tests {
                 .collect();
             assert_eq!(a, b, "second {}", i + 1);
             assert_eq!(t.completed, Some(all_raw[i + 1].len() as u64));
-            let p99 = t
-                .values
-                .iter()
-                .find(|v| v.0 == "consumer_latency p99")
-                .unwrap();
-            assert_eq!(p99.2, Some(expect.value_at_quantile(0.99) as f64));
-            let rate = t
-                .values
-                .iter()
-                .find(|v| v.0 == "received")
-                .unwrap()
-                .2
-                .unwrap();
+            assert_eq!(
+                t.value("consumer_latency p99"),
+                Some(expect.value_at_quantile(0.99) as f64)
+            );
+            let rate = t.value("received").unwrap();
             assert!((rate * t.interval_s - all_raw[i + 1].len() as f64).abs() < 1e-6);
         }
     }

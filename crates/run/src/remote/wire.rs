@@ -124,9 +124,9 @@ impl FromAgent {
         match &mut self {
             FromAgent::Hello(h) => h.clean(),
             FromAgent::Tick(t) => {
-                for (name, unit, _) in &mut t.values {
-                    clean(name);
-                    clean(unit);
+                for v in &mut t.values {
+                    clean(&mut v.name);
+                    clean(&mut v.unit);
                 }
                 t.latency.iter_mut().for_each(clean);
             }
@@ -205,8 +205,8 @@ pub struct WireTick {
     pub completed: Option<u64>,
     /// Sent operations.
     pub sent: Option<u64>,
-    /// `(name, unit, value)`.
-    pub values: Vec<(String, String, Option<f64>)>,
+    /// Its values.
+    pub values: Vec<crate::Value>,
     /// The histograms' names, in blob order.
     pub latency: Vec<String>,
 }
@@ -369,6 +369,35 @@ pub fn await_magic(r: &mut dyn Read) -> std::io::Result<Result<Vec<u8>, Vec<u8>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fuzz target's seed is in today's format: after the greeting, every frame
+    /// decodes, the tick with its typed value.
+    #[test]
+    fn the_fuzz_seed_decodes() {
+        let seed = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/seeds/agent-frames.bin"
+        ))
+        .unwrap();
+        let mut r = &seed[..];
+        assert!(await_magic(&mut r).unwrap().is_ok());
+        let mut kinds = Vec::new();
+        while !r.is_empty() {
+            let (m, _) = read_frame::<FromAgent>(&mut r).unwrap();
+            if let FromAgent::Tick(t) = &m {
+                assert_eq!(t.values[0].name, "acked");
+                assert_eq!(t.values[0].kind, crate::ValueKind::Rate);
+            }
+            kinds.push(
+                format!("{m:?}")
+                    .split(['(', ' ', '{'])
+                    .next()
+                    .unwrap()
+                    .to_string(),
+            );
+        }
+        assert!(kinds.iter().any(|k| k == "Tick"), "{kinds:?}");
+    }
 
     #[test]
     fn frames_round_trip_and_damage_is_named() {
