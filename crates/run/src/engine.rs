@@ -1,7 +1,7 @@
 //! kiln's own load protocols (the load engine's [`kiln_loadgen::Load`]s) under `kiln run`:
 //! one adapter for every protocol, since the engine's seconds are already
 //! protocol-neutral.
-use crate::{Load, LoadEvents, LoadOutcome, LoadTick, Value, ValueKind};
+use crate::{LoadEvents, LoadOutcome, LoadTick, Value, ValueKind, Workload};
 use kiln_loadgen::Tick;
 use kiln_model::stop::Stop;
 use kiln_store::{LoadInfo, Window};
@@ -84,7 +84,7 @@ fn convert(t: &Tick, completed: &str) -> LoadTick {
     }
 }
 
-impl Load for EngineLoad {
+impl Workload for EngineLoad {
     fn info(&self) -> LoadInfo {
         let settings = self.load.settings();
         LoadInfo {

@@ -8,7 +8,7 @@
 //! [`CAPTURE_LIMIT`] bytes each; bytes beyond are counted, not kept), and its CPU is
 //! sampled beside the target's: on a 2-core machine a load generator's own CPU decides
 //! what the numbers mean.
-use crate::{Load, LoadEvents, LoadOutcome};
+use crate::{LoadEvents, LoadOutcome, Workload};
 use kiln_model::stop::Stop;
 use kiln_store::{Attachment, LoadInfo};
 use std::ffi::OsString;
@@ -120,7 +120,7 @@ fn stop_child(child: &mut Child) -> Option<std::process::ExitStatus> {
     child.wait().ok()
 }
 
-impl Load for ExecLoad {
+impl Workload for ExecLoad {
     fn info(&self) -> LoadInfo {
         LoadInfo {
             protocol: "exec".into(),

@@ -9,7 +9,7 @@
 //! kiln run --name wrk-48 -p "$(pgrep -x myserver)" -d 30 exec -- wrk -c 48 -d 40 http://127.0.0.1:8080/q
 //! ```
 //!
-//! 1. the load starts (a [`Load`]: a kiln load protocol, or an external command,
+//! 1. the load starts (a [`Workload`]: a kiln load protocol, or an external command,
 //!    [`ExecLoad`]) and the target's resources are sampled from `/proc` every second
 //!    ([`procfs`]);
 //! 2. after the warm-up, the target is recorded (`kiln record`'s events) for the duration:
@@ -34,7 +34,7 @@
 //! * **The target's own view.** With [`RunOptions::pprof`], a Go target's CPU, mutex,
 //!   block, heap and goroutine profiles of the same window are fetched from its
 //!   `net/http/pprof` endpoint and kept beside kiln's ([`pprof`]).
-//! * **Protocol-neutral.** The orchestration knows loads only through [`Load`]: per-second
+//! * **Protocol-neutral.** The orchestration knows loads only through [`Workload`]: per-second
 //!   [`LoadTick`]s of named values with units and latency histograms.
 #![deny(missing_docs)]
 
@@ -189,8 +189,9 @@ pub trait LoadEvents {
     fn tick(&mut self, tick: LoadTick);
 }
 
-/// A load `kiln run` can drive: a kiln load protocol or an external command.
-pub trait Load: Send {
+/// A workload `kiln run` drives: one of kiln's load protocols (the load engine's
+/// [`kiln_loadgen::Load`]), an external command, or the loads of agents on other hosts.
+pub trait Workload: Send {
     /// What it is, for the run's metadata.
     fn info(&self) -> LoadInfo;
     /// Runs until it ends by itself or `stop` is raised, reporting through `events`.

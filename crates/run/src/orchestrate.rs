@@ -15,7 +15,9 @@ use crate::headline::{self, Second};
 use crate::procfs::ProcSampler;
 use crate::remote::fleet::{merge_profiles, HostRecording};
 use crate::remote::{Fleet, FleetLoad, RemoteRecordings};
-use crate::{meta, Load, LoadEvents, LoadOutcome, LoadTick, Phase, Progress, RunError, RunOptions};
+use crate::{
+    meta, LoadEvents, LoadOutcome, LoadTick, Phase, Progress, RunError, RunOptions, Workload,
+};
 use kiln_model::stop::Stop;
 use kiln_record::{RecordError, RecordOptions, Recording, StartGate, StopReason, Target};
 use kiln_store::{LoadInfo, RunData, RunMeta, RunStatus, Window};
@@ -315,7 +317,7 @@ fn recorded(
 /// Runs one pass: load, warm-up, measurement, and returns the run (complete or not).
 pub fn run(
     opts: &RunOptions,
-    load: &mut dyn Load,
+    load: &mut dyn Workload,
     stop: &Stop,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunData, RunError> {
@@ -335,7 +337,7 @@ pub fn run(
         }
         _ => None,
     };
-    let load: &mut dyn Load = match fleet_load.as_mut() {
+    let load: &mut dyn Workload = match fleet_load.as_mut() {
         Some(f) => f,
         None => load,
     };

@@ -17,7 +17,7 @@ struct AgentLoad {
     load: LoadCommand,
 }
 
-fn make_load(argv: &[String]) -> Result<Box<dyn kiln_run::Load>, String> {
+fn make_load(argv: &[String]) -> Result<Box<dyn kiln_run::Workload>, String> {
     let mut argv = argv.to_vec();
     // MQTT client ids are PREFIX_PID_N: the host's name in the prefix keeps agents on
     // different hosts apart, unless the load names its own prefix.

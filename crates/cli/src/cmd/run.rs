@@ -6,7 +6,7 @@ use kiln_model::stop::Stop;
 use kiln_model::text;
 use kiln_record::{EventSpec, UnwindMode};
 use kiln_run::remote::{HostSpec, RemoteOptions};
-use kiln_run::{Load, Phase, Progress, RunOptions};
+use kiln_run::{Phase, Progress, RunOptions, Workload};
 use kiln_store::{RunData, Saved};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -227,7 +227,7 @@ fn load_argv(which: &str) -> Vec<String> {
         .collect()
 }
 
-fn make_load(load: RunLoad) -> Result<Box<dyn Load>> {
+fn make_load(load: RunLoad) -> Result<Box<dyn Workload>> {
     match load {
         RunLoad::Exec { command } => Ok(Box::new(kiln_run::ExecLoad::new(command))),
         RunLoad::Load(cmd) => {

@@ -12,7 +12,7 @@ use super::wire::{
     self, FromAgent, Hello, RecordRequest, ToAgent, WireOutcome, WireRecorded, WireTick,
 };
 use crate::procfs::ProcSampler;
-use crate::{Load, LoadEvents, LoadTick};
+use crate::{LoadEvents, LoadTick, Workload};
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use kiln_model::stop::Stop;
 use kiln_record::{EventSpec, RecordOptions, StartGate, StopReason, Target, UnwindMode};
@@ -27,7 +27,7 @@ use std::time::Duration;
 pub const WATCHDOG: Duration = Duration::from_secs(10);
 
 /// Builds a load from its command line (`mqtt conn -c 100 …`, as after `kiln load`).
-pub type LoadFactory = dyn Fn(&[String]) -> Result<Box<dyn Load>, String> + Sync;
+pub type LoadFactory = dyn Fn(&[String]) -> Result<Box<dyn Workload>, String> + Sync;
 
 type Out = Arc<Mutex<std::fs::File>>;
 

@@ -6,7 +6,7 @@ use super::merge::Merger;
 use super::wire::{FromAgent, RecordRequest, ToAgent, WireOutcome, WireRecorded, WireTick};
 use super::{HostSpec, RemoteOptions, SshConfig};
 use crate::headline::{self, Second};
-use crate::{Load, LoadEvents, LoadOutcome, LoadTick, RunOptions};
+use crate::{LoadEvents, LoadOutcome, LoadTick, RunOptions, Workload};
 use kiln_model::stop::Stop;
 use kiln_model::{Label, LabelSetId, LabelValue, Profile};
 use kiln_store::{HostInfo, LoadInfo, SeriesTable, TargetInfo, Window};
@@ -386,7 +386,7 @@ fn merged_report(reports: &[(String, serde_json::Value)]) -> serde_json::Value {
     merged
 }
 
-impl Load for FleetLoad<'_> {
+impl Workload for FleetLoad<'_> {
     fn info(&self) -> LoadInfo {
         let n = self.fleet.with_role("load").len().max(1) as f64;
         LoadInfo {
