@@ -133,7 +133,7 @@ fn fetch(url: &str, timeout: Duration) -> Fetched {
     parse_answer(url, body)
 }
 
-/// An answer's bytes as a profile (for [`fetch`], and for fuzzing the path a server's
+/// An answer's bytes as a profile (for `fetch`, and for fuzzing the path a server's
 /// answer takes).
 pub fn parse_answer(url: &str, body: Vec<u8>) -> Fetched {
     let raw = pprof::inflate(url, &body).map_err(|e| e.to_string())?;

@@ -21,7 +21,7 @@
 //!   `kiln-run`'s `Load` and `LoadTick` while `kiln-run` needs it.
 //! * **Exact merges.** Every agent ends its seconds on one grid of the controlling host's
 //!   clock, so seconds of all agents cover the same instants and merge by addition
-//!   ([`merge`]); percentiles come from merged histograms.
+//!   (`merge`); percentiles come from merged histograms.
 //! * **One clock.** Every host's CLOCK_MONOTONIC is measured against the controlling
 //!   host's at the start and the end ([`clock`]); every second and sample of a host is
 //!   placed on the controlling host's clock, and the run keeps the offsets and their
