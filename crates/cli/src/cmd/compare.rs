@@ -57,8 +57,10 @@ pub struct Args {
     /// A CI gate on the last group against the first: FIGURE>LIMIT or FIGURE<LIMIT,
     /// comma-separated; LIMIT in % is a relative change, else the value in the figure's
     /// unit. A condition fires (exit 3) only when the change is past its limit AND beyond
-    /// noise (p ≤ --alpha; an absolute limit: every run past it); past its limit but not
-    /// provably beyond noise is "cannot tell" (exit 4); otherwise it passes (exit 0).
+    /// noise (p ≤ --alpha that it changed, and p ≤ --alpha that its runs are past the
+    /// limit: the candidate's runs against the baseline's moved by the limit; an absolute
+    /// limit: every run past it); past its limit but not provably so is "cannot tell"
+    /// (exit 4); otherwise it passes (exit 0).
     /// Earlier groups of the baseline's name and configuration in the store set a noise
     /// floor between groups that a change must also clear (keep a history of the baseline:
     /// groups run one after the other drift). Figures: throughput, send_rate, p50, p99,

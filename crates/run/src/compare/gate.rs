@@ -135,7 +135,7 @@ fn check(c: &Comparison, g: &Gate) -> GateResult {
         );
     };
     let last = row.groups.len().saturating_sub(1);
-    let (Some(_), Some(stat)) = (
+    let (Some(base), Some(stat)) = (
         row.groups.first().cloned().flatten(),
         row.groups.get(last).cloned().flatten(),
     ) else {
@@ -201,8 +201,12 @@ fn check(c: &Comparison, g: &Gate) -> GateResult {
             )
         };
     }
-    // The gate's own limit stands in for the threshold: past it, significance decides.
+    // The gate's own limit stands in for the threshold: past it, significance decides —
+    // that the figure changed at all (the change's p), and that it moved past the limit
+    // (`past_limit_p`): a change only its median puts past the limit is noise around it.
     let significant = change.p.is_some_and(|p| c.rules.significant(p));
+    let past_p = past_limit_p(&base.values, &stat.values, g);
+    let past_limit = past_p.is_some_and(|p| c.rules.significant(p));
     let status = match &change.verdict {
         Verdict::CannotTell {
             why:
@@ -211,16 +215,53 @@ fn check(c: &Comparison, g: &Gate) -> GateResult {
                 | Unsure::TooFewRepeats { .. }
                 | Unsure::Drift { .. },
         } => GateStatus::CannotTell,
-        _ if significant => GateStatus::Fired,
+        _ if significant && past_limit => GateStatus::Fired,
         Verdict::NoChange { .. } => GateStatus::Passed,
         _ => GateStatus::CannotTell,
     };
-    done(status, format!("{}: {text}", row.label))
+    let beyond = match past_p {
+        Some(p) if !past_limit => format!(", not provably past {:+}% (p={p:.3})", g.limit),
+        _ => String::new(),
+    };
+    done(status, format!("{}: {text}{beyond}", row.label))
+}
+
+/// How surely the candidate's runs are past a relative limit: the Mann-Whitney p of the
+/// candidate's runs against the baseline's moved by the limit (a shift test), when the
+/// candidate's median is past the moved baseline's; `None` when it is not (or when there
+/// are no values).
+fn past_limit_p(before: &[f64], after: &[f64], g: &Gate) -> Option<f64> {
+    let moved: Vec<f64> = before.iter().map(|v| v * (1.0 + g.limit / 100.0)).collect();
+    let (m, a) = (super::stats::median(&moved)?, super::stats::median(after)?);
+    let past = if g.greater { a > m } else { a < m };
+    past.then(|| super::stats::mann_whitney(after, &moved))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Past the limit means surely past it: a candidate whose runs straddle the moved
+    /// baseline is not, one whose every run is past it is.
+    #[test]
+    fn past_the_limit_is_a_shift_test() {
+        let g = &parse_gates("cpu_per_msg>+10%").unwrap()[0];
+        let before = [20.0, 20.5, 21.0, 19.5, 20.2];
+        // +14% at the median, but runs from +2% to +25%: not surely past +10%.
+        let noisy = [20.5, 22.8, 23.0, 24.0, 25.0];
+        let p = past_limit_p(&before, &noisy, g).unwrap();
+        assert!(p > 0.05, "{p}");
+        // Every run past +10% of every baseline run: surely past.
+        let firehose = [27.0, 27.5, 28.4, 26.5, 27.9];
+        let p = past_limit_p(&before, &firehose, g).unwrap();
+        assert!(p < 0.01, "{p}");
+        // Below the moved baseline: no question to ask.
+        assert_eq!(past_limit_p(&before, &before, g), None);
+        // A lower limit moves the other way.
+        let g = &parse_gates("throughput<-5%").unwrap()[0];
+        let slow = [15.0, 15.5, 16.0, 15.2, 15.8];
+        assert!(past_limit_p(&before, &slow, g).unwrap() < 0.01);
+    }
 
     #[test]
     fn conditions_parse() {
