@@ -179,8 +179,10 @@ fn the_gate_fires_on_the_firehose_and_never_on_noise() {
         "{thr:#}"
     );
     assert_eq!(row(&aa, "kiln_cpu")["role"], "context");
-    let v = &row(&aa, "cpu_per_op")["changes"][1]["verdict"];
-    assert!(v != "regressed" && v != "improved", "A/A: {aa:#}");
+    // (The A/A verdict on one figure is not asserted: at alpha 0.05 it is wrong one run in
+    // twenty by design, and groups run one after the other drift on a shared machine —
+    // once +14.5% CPU per message, p = 0.032. What must hold whatever the noise is the
+    // gate above: it fires only when the runs are surely past its limit.)
     assert!(
         aa["notes"].to_string().contains("A/A check"),
         "{}",
