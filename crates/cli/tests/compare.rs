@@ -188,10 +188,12 @@ fn the_gate_fires_on_the_firehose_and_never_on_noise() {
         "{}",
         aa["notes"]
     );
-    // A/B with one run each: the change is there, but it cannot be told from noise.
+    // A/B with one run each: the change is there, but it cannot be told from noise. (Any
+    // rise is past this condition's limit: on a busy machine one run of each showed the
+    // firehose at only +4.5% CPU per message, under the +10% gate's limit.)
     let (b, f) = (ids(&store, "base"), ids(&store, "firehose"));
     let out = kiln(&store)
-        .args(["compare", &b[0], &f[0], "--fail-if", gate])
+        .args(["compare", &b[0], &f[0], "--fail-if", "cpu_per_msg>+0%"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
