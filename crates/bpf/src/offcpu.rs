@@ -236,10 +236,15 @@ pub struct OffCpuStats {
     /// wake-up seen, or the block was woken before `min_block_us` and ended
     /// after it (waiting for a CPU).
     pub blocks_without_waker: u64,
+    /// Blocks whose end kiln did not see: the thread ran again while the kernel
+    /// refused its per-thread state (busy on that CPU, as when a thread's state
+    /// is being freed there). Their time is unknown; the thread's next block
+    /// starts afresh.
+    pub unseen_ends: u64,
 }
 
 /// Counter slots of the kernel side (`enum counter` in offcpu.bpf.c).
-const N_COUNTERS: u32 = 15;
+const N_COUNTERS: u32 = 16;
 
 impl OffCpuStats {
     fn from_counters(c: &[u64; N_COUNTERS as usize], missing_snapshots: u64, bad: u64) -> Self {
@@ -261,6 +266,7 @@ impl OffCpuStats {
             bad_records: bad,
             wakers: c[13],
             blocks_without_waker: c[14],
+            unseen_ends: c[15],
         }
     }
 }

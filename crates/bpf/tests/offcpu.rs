@@ -459,13 +459,16 @@ fn a_full_buffer_loses_nothing_silently() {
             records, s.counted_blocks,
             "every counted block is a record: {s:?}"
         );
-        // Every block is a record, short or dropped, but for those still going on:
-        // at most one a thread (the main thread waits for its next line).
-        let ended = s.counted_blocks + s.short_blocks + s.dropped_blocks;
+        // Every block is a record, short, dropped or counted as unseen, but for
+        // those still going on: at most one a thread (the main thread waits for its
+        // next line). Unseen ends are rare (the kernel refuses a thread's state on a
+        // CPU where another's is being freed, as the workers exit).
+        let ended = s.counted_blocks + s.short_blocks + s.dropped_blocks + s.unseen_ends;
         assert!(
             ended <= s.blocks && s.blocks - ended <= 9,
-            "every block is a record, short or dropped: {s:?}"
+            "every block is a record, short, dropped or unseen: {s:?}"
         );
+        assert!(s.unseen_ends * 100 < s.blocks, "{s:?}");
         if tiny {
             assert!(s.dropped_blocks > 0 && s.dropped_ns > 0, "{s:?}");
         } else {

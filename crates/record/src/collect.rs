@@ -47,6 +47,10 @@ pub struct Summary {
     pub offcpu_short_blocks: u64,
     /// Off-CPU blocks seen (traced threads going to sleep).
     pub offcpu_blocks: u64,
+    /// Off-CPU blocks whose end was not seen (the kernel refused the thread's state
+    /// when it ran again, as happens while another thread's state is freed on that
+    /// CPU): their time is unknown, so they are not in the profile.
+    pub offcpu_unseen_ends: u64,
     /// Off-CPU blocks recorded without their waker (with wakers asked for): no wake-up
     /// was seen, or it came before the minimum block time.
     pub offcpu_without_waker: u64,

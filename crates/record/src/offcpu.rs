@@ -185,6 +185,7 @@ impl OffCpu {
         });
         c.summary.offcpu_short_blocks = s.short_blocks;
         c.summary.offcpu_blocks = s.blocks;
+        c.summary.offcpu_unseen_ends = s.unseen_ends;
         c.summary.offcpu_without_waker = s.blocks_without_waker;
         c.summary.bad_records += s.bad_records;
     }

@@ -403,6 +403,13 @@ pub(crate) fn recording_warnings(s: &kiln_record::Summary, start_ns: u64) -> Vec
             ));
         }
     }
+    if s.offcpu_unseen_ends > 0 {
+        w.push(format!(
+            "{} off-CPU blocks are not in the off-CPU profile: their end was not seen (the \
+             kernel refused the thread's state as it ran again)",
+            s.offcpu_unseen_ends
+        ));
+    }
     if s.bad_records > 0 {
         w.push(format!("{} records could not be parsed", s.bad_records));
     }

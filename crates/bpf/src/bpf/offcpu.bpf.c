@@ -55,6 +55,7 @@ enum counter {
 	C_SCAN_ERR,         /* caller hash skipped: stack words unreadable */
 	C_WAKERS,           /* wakers recorded */
 	C_NO_WAKER,         /* blocks recorded without their waker (none seen, or woken before min_block_ns) */
+	C_UNSEEN_END,       /* blocks whose switch-in was not seen (per-thread state busy then) */
 	C_MAX,
 };
 
@@ -502,6 +503,8 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 		count(C_STORAGE_ERR, 1);
 		return;
 	}
+	if (p->ts)
+		count(C_UNSEEN_END, 1);
 	p->key.tgid = tgid;
 	p->key.pid = pid;
 	p->key.caller_hash = 0;

@@ -479,6 +479,13 @@ fn report_offcpu(s: &kiln_record::Summary, wakers: bool) {
             s.offcpu_dropped_ns as f64 / 1e9
         );
     }
+    if s.offcpu_unseen_ends > 0 {
+        eprintln!(
+            "kiln record: warning: {} off-CPU blocks are not in the profile: their end was not \
+             seen (the kernel refused the thread's state as it ran again)",
+            s.offcpu_unseen_ends
+        );
+    }
     if wakers {
         eprintln!(
             "kiln record: off-CPU: {} blocks without their waker (no wake-up seen, or woken before --min-block)",
