@@ -76,7 +76,7 @@ pub mod mqtt;
 pub use amqp::{
     parse_key_values, parse_value_duration, AmqpOptions, FieldValue, QueuePattern, Uri,
 };
-pub use engine::stats::{Event, Percentiles, Tick};
+pub use engine::stats::{CounterDef, Event, Percentiles, Schema, Tick};
 pub use engine::{Headline, Load, Report, Settings};
 
 /// Why a load run could not start or was cut short.

@@ -2,7 +2,7 @@
 //! one adapter for every protocol, since the engine's seconds are already
 //! protocol-neutral.
 use crate::{LoadEvents, LoadOutcome, LoadTick, Value, ValueKind, Workload};
-use kiln_loadgen::Tick;
+use kiln_loadgen::{Schema, Tick};
 use kiln_model::stop::Stop;
 use kiln_store::{LoadInfo, Window};
 
@@ -28,26 +28,21 @@ impl EngineLoad {
     }
 }
 
-/// What one operation is: the unit of the counter of completed operations.
-fn unit_of(load: &dyn kiln_loadgen::Load) -> String {
-    let schema = load.schema();
-    let completed = load.completed();
-    schema
-        .counters
-        .iter()
-        .find(|c| c.name == completed)
-        .map(|c| c.unit.to_string())
-        .unwrap_or_else(|| "op".into())
+/// The counter of completed operations (its definition in the load's schema).
+fn completed_def(load: &dyn kiln_loadgen::Load) -> &'static kiln_loadgen::CounterDef {
+    &load.schema().counters[load.completed()]
 }
 
-fn convert(t: &Tick, completed: &str) -> LoadTick {
+/// A second of the engine as `kiln run` keeps it. The engine's counters are in the
+/// schema's order, so the completed and sent counters are read by their indices.
+fn convert(t: &Tick, schema: &Schema, completed: usize) -> LoadTick {
     let mut values: Vec<Value> = Vec::new();
-    for c in &t.counters {
+    for (i, c) in t.counters.iter().enumerate() {
         values.push(Value {
             name: c.name.to_string(),
             unit: format!("{}/s", c.unit),
             kind: ValueKind::Rate,
-            value: Some(t.rate(&c.name)),
+            value: Some(t.rate_of(i)),
         });
     }
     for l in &t.latencies {
@@ -73,12 +68,8 @@ fn convert(t: &Tick, completed: &str) -> LoadTick {
     LoadTick {
         end_ns: t.end_mono_ns,
         interval_s: t.interval_s,
-        completed: Some(t.counter(completed)),
-        sent: t
-            .counters
-            .iter()
-            .find(|c| c.name == "sent")
-            .map(|c| c.value),
+        completed: t.counters.get(completed).map(|c| c.value),
+        sent: t.counters.get(schema.sent).map(|c| c.value),
         values,
         latency,
     }
@@ -90,8 +81,8 @@ impl Workload for EngineLoad {
         LoadInfo {
             protocol: self.load.protocol().into(),
             argv: self.argv.clone(),
-            unit: unit_of(self.load.as_ref()),
-            completed: self.load.completed().into(),
+            unit: completed_def(self.load.as_ref()).unit.into(),
+            completed: completed_def(self.load.as_ref()).name.into(),
             report: serde_json::Value::Null,
             rate: settings.rate,
             concurrency: settings.concurrency,
@@ -101,12 +92,13 @@ impl Workload for EngineLoad {
     fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome {
         let mut started = false;
         let completed = self.load.completed();
+        let schema = self.load.schema();
         let r = self.load.run(stop, &mut |t| {
             if !started {
                 started = true;
                 events.started(None);
             }
-            events.tick(convert(t, completed));
+            events.tick(convert(t, schema, completed));
         });
         match r {
             Ok(report) => {
@@ -145,5 +137,66 @@ impl Workload for EngineLoad {
                 ..Default::default()
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_loadgen::amqp::{AmqpLoad, AmqpOptions};
+    use kiln_loadgen::engine::stats::Count;
+
+    fn tick(counts: &[(&'static str, u64)]) -> Tick {
+        Tick {
+            time_s: 1.0,
+            interval_s: 0.5,
+            end_mono_ns: 7_000_000_000,
+            counters: counts
+                .iter()
+                .map(|&(name, value)| Count {
+                    name: name.into(),
+                    unit: "msg".into(),
+                    value,
+                })
+                .collect(),
+            latencies: Vec::new(),
+            flags: Vec::new(),
+            step: None,
+            histograms: Vec::new(),
+        }
+    }
+
+    /// The completed and sent counts are the load's own counters, read by the indices
+    /// its schema and options give (messages received when there are consumers), and
+    /// every counter becomes a rate over the second's length.
+    #[test]
+    fn completed_and_sent_come_from_the_schema() {
+        let load = AmqpLoad {
+            opts: AmqpOptions {
+                consumers: 2,
+                ..Default::default()
+            },
+            sweep: None,
+        };
+        let schema = kiln_loadgen::Load::schema(&load);
+        let counts: Vec<(&'static str, u64)> = schema
+            .counters
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name, 10 * (i as u64 + 1)))
+            .collect();
+        let t = convert(&tick(&counts), schema, kiln_loadgen::Load::completed(&load));
+        let received = schema.counter("received").unwrap();
+        assert_eq!(t.completed, Some(10 * (received as u64 + 1)));
+        assert_eq!(t.sent, Some(10 * (schema.sent as u64 + 1)));
+        assert_eq!(schema.counters[schema.sent].name, "sent");
+        assert_eq!(t.value("received"), Some(20.0 * (received as f64 + 1.0)));
+        assert_eq!(t.count("received"), 10.0 * (received as f64 + 1.0));
+        assert_eq!(t.end_ns, 7_000_000_000);
+        let info = EngineLoad::new(Box::new(load), vec![]).info();
+        assert_eq!(
+            (info.completed.as_str(), info.unit.as_str()),
+            ("received", "msg")
+        );
     }
 }

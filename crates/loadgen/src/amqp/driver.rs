@@ -37,6 +37,7 @@ pub static SCHEMA: Schema = Schema {
     flags: FLAGS,
     throughput: C_SENT,
     throughput_unit: "msg/s",
+    sent: C_SENT,
     stall: Some((F_STALLED, C_SENT)),
 };
 

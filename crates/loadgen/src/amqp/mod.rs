@@ -89,13 +89,13 @@ impl Load for AmqpLoad {
     fn schema(&self) -> &'static crate::engine::stats::Schema {
         &driver::SCHEMA
     }
-    fn completed(&self) -> &'static str {
+    fn completed(&self) -> usize {
         if self.opts.consumers > 0 {
-            "received"
+            driver::C_RECEIVED
         } else if self.opts.confirm.is_some() {
-            "confirmed"
+            driver::C_CONFIRMED
         } else {
-            "sent"
+            driver::C_SENT
         }
     }
     fn id(&self) -> &str {

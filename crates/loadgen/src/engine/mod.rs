@@ -82,12 +82,12 @@ pub trait Load: Send {
     /// What the protocol measures (its counters, latencies and flags, and which counter is
     /// the throughput): `kiln run` reads every second through it.
     fn schema(&self) -> &'static Schema;
-    /// The counter of completed operations with these options — messages received when
-    /// there are consumers, connections held by an idle fleet — which `kiln run` divides the
-    /// target's CPU by. Default: the schema's throughput counter.
-    fn completed(&self) -> &'static str {
-        let s = self.schema();
-        s.counters[s.throughput].name
+    /// The index (in the schema's counters) of the counter of completed operations with
+    /// these options — messages received when there are consumers, connections held by an
+    /// idle fleet — which `kiln run` divides the target's CPU by. Default: the schema's
+    /// throughput counter.
+    fn completed(&self) -> usize {
+        self.schema().throughput
     }
     /// What fixes the load's size — a rate it was set to, how many producers or
     /// connections drive it — as opposed to what it measured. Default: nothing fixed.

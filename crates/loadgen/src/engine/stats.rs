@@ -157,6 +157,8 @@ pub struct Schema {
     pub throughput: usize,
     /// Unit of the throughput (`msg/s`, `req/s`).
     pub throughput_unit: &'static str,
+    /// Index of the counter of operations sent (messages published, requests written).
+    pub sent: usize,
     /// Index of the flag the engine sets when the counter `stall_counter` stayed at 0 in a
     /// second in which the driver expected traffic.
     pub stall: Option<(usize, usize)>,
@@ -328,6 +330,14 @@ impl Tick {
             .iter()
             .find(|c| c.name == name)
             .map_or(0, |c| c.value)
+    }
+
+    /// The counter at `index` (in the schema's order) per second in this interval (0 if
+    /// there is none).
+    pub fn rate_of(&self, index: usize) -> f64 {
+        self.counters
+            .get(index)
+            .map_or(0.0, |c| per_second(c.value, self.interval_s))
     }
 
     /// `name` per second in this interval.

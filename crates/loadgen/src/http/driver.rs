@@ -213,6 +213,7 @@ pub static SCHEMA: Schema = Schema {
     flags: FLAGS,
     throughput: C_ANSWERED,
     throughput_unit: "req/s",
+    sent: C_SENT,
     stall: Some((F_STALLED, C_SENT)),
 };
 
@@ -225,6 +226,7 @@ pub static SCHEMA_RATE: Schema = Schema {
     flags: FLAGS,
     throughput: C_ANSWERED,
     throughput_unit: "req/s",
+    sent: C_SENT,
     stall: Some((F_STALLED, C_SENT)),
 };
 

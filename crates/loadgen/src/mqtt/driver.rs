@@ -121,6 +121,7 @@ const fn schema(throughput: usize, unit: &'static str) -> Schema {
         flags: FLAGS,
         throughput,
         throughput_unit: unit,
+        sent: C_SENT,
         stall: Some((F_STALLED, C_SENT)),
     }
 }

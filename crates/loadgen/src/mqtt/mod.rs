@@ -72,12 +72,12 @@ impl Load for MqttLoad {
     fn schema(&self) -> &'static crate::engine::stats::Schema {
         driver::schema_for(&self.opts)
     }
-    fn completed(&self) -> &'static str {
+    fn completed(&self) -> usize {
         match self.opts.scenario {
-            Scenario::Conn => "connected",
-            Scenario::Pub if self.opts.qos > 0 => "acked",
-            Scenario::Pub => "sent",
-            Scenario::Sub | Scenario::PubSub => "received",
+            Scenario::Conn => driver::C_CONNECTED,
+            Scenario::Pub if self.opts.qos > 0 => driver::C_ACKED,
+            Scenario::Pub => driver::C_SENT,
+            Scenario::Sub | Scenario::PubSub => driver::C_RECEIVED,
         }
     }
     fn id(&self) -> &str {
