@@ -492,11 +492,21 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 
 	u32 flags = BPF_CORE_READ(prev, flags);
 
-	/* A thread's last switch-out is not a block; its memory is gone by then. */
-	if (pid == 0 || (flags & PF_EXITING))
+	if (pid == 0)
 		return;
 	if (cfg.filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return;
+	/* A thread's last switch-out is not a block; its memory is gone by then. A
+	 * block it began before whose end went unseen is counted here, as it can
+	 * no longer be at its next block. */
+	if (flags & PF_EXITING) {
+		p = bpf_task_storage_get(&pend, prev, 0, 0);
+		if (p && p->ts) {
+			count(C_UNSEEN_END, 1);
+			p->ts = 0;
+		}
+		return;
+	}
 	count(C_BLOCKS, 1);
 	p = bpf_task_storage_get(&pend, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!p) {
