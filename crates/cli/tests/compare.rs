@@ -59,13 +59,7 @@ fn runs(store: &Path, beam: &str, uri: &str, name: &str, repeat: u32, rate: &str
         .timeout(Duration::from_secs(300))
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
+    kiln_testkit::succeeded(&out)
 }
 
 /// The ids of the runs of `name`, oldest first.
@@ -351,12 +345,7 @@ fn the_go_examples_concurrency_sweep_has_a_plateau() {
         .timeout(Duration::from_secs(180))
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = kiln_testkit::succeeded(&out);
     assert!(text.contains("sweep (connections):"), "{text}");
     assert!(text.contains("◀ knee"), "{text}");
     assert!(

@@ -72,11 +72,7 @@ fn flamegraph_pl_command_lines_work_unchanged() {
         .arg(data("simple.folded"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kiln_testkit::succeeded(&out);
     assert!(
         out.stderr.is_empty(),
         "nothing on stderr: {}",

@@ -116,11 +116,7 @@ fn show(store: &Path, name: &str) -> Value {
         .args(["runs", "show", name, "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kiln_testkit::succeeded(&out);
     let run = load_run(store, name);
     serde_json::json!({
         "meta": json(&out.stdout),
@@ -244,12 +240,8 @@ fn an_mqtt_fleet_over_two_agents_is_counted_as_the_broker_counts_it() {
         ])
         .output()
         .unwrap();
+    kiln_testkit::succeeded(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{stderr}{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
     assert!(stderr.contains("copied kiln to"), "{stderr}");
     let run = show(&store, "fleet");
     let meta = &run["meta"];
@@ -354,11 +346,7 @@ fn fixed_rate_amqp_from_two_agents_merges_histograms_exactly() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kiln_testkit::succeeded(&out);
     let export = h.agent_dir.path().join("amqp2.kiln");
     let st = Command::new(kiln_exe())
         .env("KILN_STORE", &store)
@@ -503,12 +491,7 @@ fn a_process_on_another_host_is_recorded_on_this_hosts_clock() {
         .unwrap();
     let _ = target.kill();
     let _ = target.wait();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{stderr}{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    kiln_testkit::succeeded(&out);
     let run = show(&store, "remote");
     let meta = &run["meta"];
     let c = &host(meta, "h0")["clock"];
@@ -772,12 +755,7 @@ fn both_nodes_of_a_rabbitmq_cluster_are_profiled_with_erlang_frames() {
         .args(["-u", "kiln-cluster", "--queue-args", "x-queue-type=quorum"])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{stderr}{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    kiln_testkit::succeeded(&out);
     for node in ["h0", "h1"] {
         let folded = Command::new(kiln_exe())
             .env("KILN_STORE", &store)

@@ -219,11 +219,7 @@ fn a_closed_stdout_is_an_error() {
         ))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kiln_testkit::succeeded(&out);
     assert!(dir.path().join("x.svg").is_file());
 }
 

@@ -586,11 +586,7 @@ fn memory_stacks_of_rabbitmq_reach_erlang_as_cpu_stacks_do() {
             .arg(&rec)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        kiln_testkit::succeeded(&out);
         let (mut all, mut erlang) = (0u64, 0u64);
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let (stack, w) = line.rsplit_once(' ').unwrap();
@@ -772,11 +768,7 @@ fn rabbitmq_kernel_leaves_agree_with_perf() {
     let perf = perf.kernel_leaves();
     load.kill().ok();
     load.wait().ok();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kiln_testkit::succeeded(&out);
     kiln_testkit::perf_oracle::assert_kernel_leaves_agree(
         &String::from_utf8_lossy(&out.stdout),
         &perf,

@@ -22,11 +22,7 @@ fn json(out: &[u8]) -> Value {
 /// `kiln runs --json` of a store.
 fn runs(store: &Path) -> Vec<Value> {
     let out = kiln(store).args(["runs", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kiln_testkit::succeeded(&out);
     json(&out.stdout).as_array().unwrap().clone()
 }
 
@@ -62,11 +58,7 @@ fn an_ab_change_is_detected_and_an_aa_comparison_is_not() {
             .args(["compare", a, b, "--format", "json", "--threshold", "10"])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        kiln_testkit::succeeded(&out);
         json(&out.stdout)
     };
     // A/B: variable_work cut to a quarter, so the target's CPU falls by about 60%.
@@ -354,12 +346,7 @@ fn two_runs_writing_one_store_at_once_both_land() {
         .collect();
     for c in children {
         let out = c.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        kiln_testkit::succeeded(&out);
     }
     let mut names: Vec<String> = runs(&store)
         .iter()
@@ -439,12 +426,7 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
             .timeout(Duration::from_secs(180))
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = kiln_testkit::succeeded(&out);
         assert!(text.contains("latency (consumer"), "{text}");
         // Debian's beam.smp is stripped: the run says where names are missing and the fix.
         assert!(
@@ -516,12 +498,7 @@ fn an_idle_mqtt_fleet_reads_connections_held_and_cpu_by_thread_group() {
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = kiln_testkit::succeeded(&out);
     println!("{stdout}");
     // The fleet connected during the warm-up and held on: 60 held, no "0/s conn".
     assert!(stdout.contains(": 60 connections held"), "{stdout}");

@@ -25,11 +25,7 @@ fn json(out: &[u8]) -> Value {
 
 fn runs(store: &str, dir: &Path) -> Vec<Value> {
     let out = kiln(store, dir).args(["runs", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kiln_testkit::succeeded(&out);
     json(&out.stdout).as_array().unwrap().clone()
 }
 
@@ -175,11 +171,7 @@ fn two_machines_record_into_one_store_and_compare() {
         .args(["compare", "a", "b", "--format", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kiln_testkit::succeeded(&out);
     let cmp = json(&out.stdout);
     let cpu = cmp["rows"]
         .as_array()

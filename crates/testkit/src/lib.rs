@@ -60,6 +60,20 @@ pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};
 pub use programs::{build_c, build_hot, build_ticker, Started};
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 
+/// Asserts that a finished command succeeded (its status, standard output and error in
+/// the message when it did not) and returns its standard output.
+#[track_caller]
+pub fn succeeded(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// The last 20 lines of the log file at `path` (empty when it cannot be read): what a
 /// fixture's errors show of a server that did not start.
 pub(crate) fn log_tail(path: &std::path::Path) -> String {
