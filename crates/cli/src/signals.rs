@@ -8,7 +8,7 @@
 //! exit removes the temporary files of unfinished outputs, so Ctrl-C never leaves a
 //! `.x.svg.*.kiln-tmp` behind. The exit status after a signal is 128 + its number (130
 //! for Ctrl-C), in every command, after the results are written.
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// What the first signal does.
@@ -49,7 +49,7 @@ pub fn install(mode: OnSignal) -> std::io::Result<Stop> {
         .spawn(move || {
             for sig in signals.forever() {
                 if mode == OnSignal::Exit || s.is_raised() {
-                    kiln_model::io::remove_temporary_files();
+                    kiln_os::io::remove_temporary_files();
                     eprintln!("kiln: {}: stopped", name(sig));
                     std::process::exit(128 + sig);
                 }

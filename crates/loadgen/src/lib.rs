@@ -29,7 +29,7 @@
 //!
 //! ```no_run
 //! use kiln_loadgen::{amqp::{AmqpLoad, AmqpOptions}, Load};
-//! let stop = kiln_model::stop::Stop::new();
+//! let stop = kiln_os::stop::Stop::new();
 //! let mut load: Box<dyn Load> = Box::new(AmqpLoad { opts: AmqpOptions::default(), sweep: None });
 //! let report = load.run(&stop, &mut |tick| {
 //!     // One protocol-neutral second: time_s, interval_s, end_mono_ns (CLOCK_MONOTONIC, the

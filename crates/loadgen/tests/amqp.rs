@@ -3,7 +3,7 @@
 //! with its own queue names; tests that kill or block a broker start their own.
 use kiln_loadgen::amqp::{run, Summary};
 use kiln_loadgen::{AmqpOptions, FieldValue, Report, Tick};
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_testkit::{RabbitMq, RabbitMqOptions};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};

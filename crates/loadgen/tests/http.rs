@@ -3,7 +3,7 @@
 //! headers, silence) and refused connections.
 use kiln_loadgen::http::{self, HttpOptions, Summary, Target};
 use kiln_loadgen::Report;
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_testkit::{Fault, FaultServer, Nginx};
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! goes on (or stops much higher, where the CPUs of the machine it shares with kiln run
 //! out — and the verdict says so).
 use kiln_loadgen::http::{self, HttpOptions, Plateau, Sweep, SweepRow, Target};
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_testkit::GoBlockCache;
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! 5) and RabbitMQ's MQTT plugin (3.1.1).
 use kiln_loadgen::mqtt::{codec::Version, run, MqttOptions, Scenario, Summary};
 use kiln_loadgen::Report;
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_testkit::{Mosquitto, MosquittoOptions, RabbitMq, RabbitMqOptions};
 use std::time::{Duration, Instant};
 

@@ -28,18 +28,15 @@
 //!   per sample (see [`transform`]).
 #![deny(missing_docs)]
 
-pub mod clock;
 mod error;
 mod folded;
 mod frames;
 pub mod input;
-pub mod io;
 mod labels;
 pub mod native;
 mod profile;
 mod samples;
 mod stacks;
-pub mod stop;
 mod strings;
 pub mod text;
 mod threads;

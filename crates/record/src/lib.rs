@@ -139,7 +139,7 @@ pub struct RecordOptions {
     pub offcpu_wakers: bool,
     /// Raised (by the binary's signal handling, or a `kiln run` ending its measurement)
     /// to end the recording; it is then written as usual. Default: none.
-    pub stop: Option<kiln_model::stop::Stop>,
+    pub stop: Option<kiln_os::stop::Stop>,
     /// Start sampling only when told: the recorder loads its programs and opens its events,
     /// raises [`StartGate::ready`], and enables the events once [`StartGate::go`] is raised.
     /// `kiln run` uses it so that the measurement starts exactly when the warm-up ends
@@ -153,9 +153,9 @@ pub struct RecordOptions {
 #[derive(Clone, Debug, Default)]
 pub struct StartGate {
     /// Raised by the recorder when everything is loaded and opened.
-    pub ready: kiln_model::stop::Stop,
+    pub ready: kiln_os::stop::Stop,
     /// Raised by the caller to start sampling.
-    pub go: kiln_model::stop::Stop,
+    pub go: kiln_os::stop::Stop,
 }
 
 impl RecordOptions {

@@ -779,7 +779,7 @@ impl Started {
             scratch: Scratch::default(),
             _bpf_stats: bpf_stats,
             started: Instant::now(),
-            started_ns: kiln_model::clock::monotonic_ns(),
+            started_ns: kiln_os::clock::monotonic_ns(),
         })
     }
 }
@@ -884,7 +884,7 @@ impl Running {
     /// Stage 5: what is left read, a started command stopped, the profiles built.
     fn finish(mut self, stopped: StopReason) -> Recording {
         let stopped_at = Instant::now();
-        let stopped_ns = kiln_model::clock::monotonic_ns();
+        let stopped_ns = kiln_os::clock::monotonic_ns();
         for fd in &self.opened.fds {
             sys::disable(fd);
         }

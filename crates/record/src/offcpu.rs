@@ -76,7 +76,7 @@ impl OffCpu {
         // Losses per second of the recording, for the run to show when they happened.
         let dropped = self.collector.dropped_blocks();
         if dropped > self.dropped {
-            let second = kiln_model::clock::monotonic_ns() / 1_000_000_000 * 1_000_000_000;
+            let second = kiln_os::clock::monotonic_ns() / 1_000_000_000 * 1_000_000_000;
             let per_s = &mut c.summary.offcpu_dropped_per_second;
             match per_s.last_mut() {
                 Some((t, n)) if *t == second => *n += dropped - self.dropped,

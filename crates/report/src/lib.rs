@@ -125,7 +125,7 @@ pub fn write_run_report_file(
     opts: &ReportOptions,
     path: &Path,
 ) -> Result<(), ReportError> {
-    kiln_model::io::write_atomically(path, |w| write_run_report(run, opts, w))
+    kiln_os::io::write_atomically(path, |w| write_run_report(run, opts, w))
 }
 
 /// A run's name as part of a file name: letters, digits, `.`, `-` and `_` kept, anything

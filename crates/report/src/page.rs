@@ -133,7 +133,7 @@ pub(crate) fn palette_for(event: &str) -> &'static str {
 
 /// UTC date and time of a Unix time in ms (`2026-11-23 16:18:00 UTC`).
 pub(crate) fn date(ms: i64) -> String {
-    format!("{} UTC", kiln_model::clock::utc_date_time(ms))
+    format!("{} UTC", kiln_os::clock::utc_date_time(ms))
 }
 
 #[cfg(test)]

@@ -870,7 +870,7 @@ pub(crate) fn run_page<'a>(
 }
 
 /// Writes the report of `run` as one HTML file to `out` (write through
-/// [`kiln_model::io::AtomicFile`] so a failure leaves no half file).
+/// [`kiln_os::io::AtomicFile`] so a failure leaves no half file).
 pub fn write_run_report(
     run: &RunData,
     opts: &ReportOptions,

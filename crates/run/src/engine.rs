@@ -3,7 +3,7 @@
 //! protocol-neutral.
 use crate::{LoadEvents, LoadOutcome, LoadTick, Value, ValueKind, Workload};
 use kiln_loadgen::{Schema, Tick};
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_store::{LoadInfo, Window};
 
 /// A load of kiln's engine (`load amqp …`) driven by `kiln run`.

@@ -9,7 +9,7 @@
 //! sampled beside the target's: on a 2-core machine a load generator's own CPU decides
 //! what the numbers mean.
 use crate::{LoadEvents, LoadOutcome, Workload};
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_store::{Attachment, LoadInfo};
 use std::ffi::OsString;
 use std::io::Read;

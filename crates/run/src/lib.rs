@@ -21,7 +21,7 @@
 //! ## Design constraints
 //!
 //! * **One clock.** Profile samples, off-CPU blocks, the load's seconds and the resource
-//!   samples are all stamped with CLOCK_MONOTONIC ns ([`kiln_model::clock`]), so a window
+//!   samples are all stamped with CLOCK_MONOTONIC ns ([`kiln_os::clock`]), so a window
 //!   of the run (the measurement, a sweep step, a bad second picked in the report) selects
 //!   the same time in each.
 //! * **One stop.** The caller's [`Stop`] (the binary's signal handling) ends everything;
@@ -59,7 +59,7 @@ pub use headline::{group_cpu, GroupCpu, FLEET_UNIT};
 pub(crate) use kiln_loadgen::engine::report::decode_histogram;
 pub use orchestrate::run;
 
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_record::{EventSpec, UnwindMode};
 use kiln_store::{Attachment, LoadInfo, Window};
 use serde::{Deserialize, Serialize};

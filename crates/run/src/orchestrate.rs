@@ -18,7 +18,7 @@ use crate::remote::{Fleet, FleetLoad, RemoteRecordings};
 use crate::{
     meta, LoadEvents, LoadOutcome, LoadTick, Phase, Progress, RunError, RunOptions, Workload,
 };
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_record::{RecordError, RecordOptions, Recording, StartGate, StopReason, Target};
 use kiln_store::{LoadInfo, RunData, RunMeta, RunStatus, Window};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -341,7 +341,7 @@ pub fn run(
         Some(f) => f,
         None => load,
     };
-    let started_unix_ms = kiln_model::clock::unix_ms();
+    let started_unix_ms = kiln_os::clock::unix_ms();
     let target = meta::target_info(&opts.pids);
     let load_info = load.info();
     let sampler = Arc::new(Mutex::new(ProcSampler::new(&opts.pids, None)));
@@ -427,7 +427,7 @@ pub fn run(
         let mut window = None;
         if measuring {
             gate.go.raise();
-            let from = kiln_model::clock::monotonic_ns();
+            let from = kiln_os::clock::monotonic_ns();
             if let Some(r) = &remote {
                 r.go();
             }
@@ -436,7 +436,7 @@ pub fn run(
             session =
                 (!opts.pprof.is_empty()).then(|| crate::pprof::begin(&opts.pprof, opts.duration));
             pass.measure(recorder.as_ref(), &rec_stop, &mut remote);
-            window = Some((from, kiln_model::clock::monotonic_ns()));
+            window = Some((from, kiln_os::clock::monotonic_ns()));
             if let Some(r) = &remote {
                 r.stop();
             }
@@ -612,7 +612,7 @@ fn build(
     rec: Recorded,
     reasons: Vec<String>,
 ) -> RunData {
-    let now = kiln_model::clock::monotonic_ns();
+    let now = kiln_os::clock::monotonic_ns();
     let (start, end) = rec.window.unwrap_or((now, now));
     let measure = Window {
         name: "measure".into(),

@@ -18,8 +18,8 @@
 //! the run naming the URL and why, never a failed run; a server's words in it are shown
 //! through [`kiln_model::text`].
 use kiln_formats::pprof::{self, proto};
-use kiln_model::stop::Stop;
 use kiln_model::Profile;
+use kiln_os::stop::Stop;
 use kiln_store::Attachment;
 use std::io::Read;
 use std::sync::mpsc;

@@ -249,7 +249,7 @@ impl ProcSampler {
     /// Takes one sample now: appends a row to every table (rates since the previous
     /// sample) and returns the cumulative totals.
     pub fn sample(&mut self) -> Totals {
-        let now = kiln_model::clock::monotonic_ns();
+        let now = kiln_os::clock::monotonic_ns();
         let tps = self.ticks_per_s;
         let mut totals = Totals {
             time_ns: now,

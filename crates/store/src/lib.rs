@@ -458,7 +458,7 @@ pub fn fallback_files() -> Vec<PathBuf> {
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {
-    kiln_model::io::same_file(a, b)
+    kiln_os::io::same_file(a, b)
 }
 
 /// Saves `run` in `store`; when the store cannot take it — a server that stays away
@@ -483,7 +483,7 @@ pub fn save_or_keep(
         .filter(|f| {
             !store
                 .local_file()
-                .is_some_and(|s| kiln_model::io::same_file(s, f))
+                .is_some_and(|s| kiln_os::io::same_file(s, f))
         })
         .collect();
     for f in &candidates {
@@ -565,7 +565,7 @@ pub fn export(store: &dyn Store, ids: &[RunId], dest: &Path) -> Result<()> {
         path: dest.to_path_buf(),
         error,
     };
-    let mut file = kiln_model::io::AtomicFile::create(dest).map_err(io)?;
+    let mut file = kiln_os::io::AtomicFile::create(dest).map_err(io)?;
     export_to(store, ids, &mut file, dest)?;
     file.commit().map_err(io)
 }

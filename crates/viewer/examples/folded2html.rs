@@ -6,7 +6,8 @@
 //!
 //! The real entry point is `kiln flamegraph -o x.html`; this example keeps the benchmark
 //! independent of the CLI and of the collapse crate.
-use kiln_model::{io::AtomicFile, FrameKind, Profile, ThreadId, NO_TIME};
+use kiln_model::{FrameKind, Profile, ThreadId, NO_TIME};
+use kiln_os::io::AtomicFile;
 use kiln_viewer::{write_diff_html, write_html, HtmlOptions};
 use std::io::BufRead;
 use std::process::ExitCode;

@@ -2,7 +2,8 @@
 //! `recording2html IN.tsv OUT.html [--flamechart]`, where each line of IN.tsv is one
 //! sample, `time_ns<TAB>thread<TAB>tid<TAB>frame;frame;...` (bench/viewer/gen-recording.mjs
 //! writes them). Samples count as cpu-clock samples of 999 Hz.
-use kiln_model::{io::AtomicFile, EventInfo, FrameKind, Profile, WeightUnit};
+use kiln_model::{EventInfo, FrameKind, Profile, WeightUnit};
+use kiln_os::io::AtomicFile;
 use kiln_viewer::{write_html, HtmlOptions};
 use std::collections::HashMap;
 use std::io::BufRead;

@@ -113,7 +113,7 @@ pub const PALETTES: &[&str] = &[
 
 /// Writes a viewer of `profile` as one HTML file to `out`.
 ///
-/// Write through [`kiln_model::io::AtomicFile`] so a failure leaves no half file.
+/// Write through [`kiln_os::io::AtomicFile`] so a failure leaves no half file.
 pub fn write_html(
     profile: &Profile,
     opts: &HtmlOptions,

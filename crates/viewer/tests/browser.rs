@@ -9,9 +9,10 @@
 //! `KILN_SCREENSHOTS=DIR` keeps the screenshots; `KILN_FIXTURES=DIR` writes the pages
 //! there (and keeps them) instead of a temporary directory.
 use kiln_model::{
-    io::AtomicFile, transform::Transforms, EventInfo, FoldedOptions, FoldedWriter, FrameKind,
-    Profile, ThreadId, WeightUnit, NO_TIME,
+    transform::Transforms, EventInfo, FoldedOptions, FoldedWriter, FrameKind, Profile, ThreadId,
+    WeightUnit, NO_TIME,
 };
+use kiln_os::io::AtomicFile;
 use kiln_viewer::{write_diff_html, write_embedded, write_html, write_viewer_script, HtmlOptions};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

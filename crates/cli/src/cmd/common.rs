@@ -123,7 +123,7 @@ pub fn write_output(
 ) -> Result<()> {
     match path {
         Some(p) if p != Path::new("-") => {
-            let mut file = kiln_model::io::AtomicFile::create(p)
+            let mut file = kiln_os::io::AtomicFile::create(p)
                 .with_context(|| format!("Failed to create '{}'", p.display()))?;
             f(&mut file)?;
             file.commit()
@@ -161,7 +161,7 @@ pub fn check_output_not_input(
         return Ok(());
     };
     for input in inputs.iter().flatten().filter(|p| **p != Path::new("-")) {
-        if kiln_model::io::same_file(out, input) {
+        if kiln_os::io::same_file(out, input) {
             if same_format {
                 eprintln!(
                     "note: '{}' is also the input: it is read whole, then replaced by the result",
@@ -465,7 +465,7 @@ impl OtlpArgs {
                     })
                     .find(|p| std::fs::symlink_metadata(p).is_err());
                 let saved = kept.as_ref().and_then(|p| {
-                    let mut f = kiln_model::io::AtomicFile::create(p).ok()?;
+                    let mut f = kiln_os::io::AtomicFile::create(p).ok()?;
                     f.write_all(&request).ok()?;
                     f.commit().ok()?;
                     Some(p)

@@ -254,7 +254,7 @@ fn history(
 }
 
 fn write_with(path: &std::path::Path, e: &dyn Exporter, c: &compare::Comparison) -> Result<()> {
-    kiln_model::io::write_atomically::<std::io::Error>(path, |w| e.export(c, w))?;
+    kiln_os::io::write_atomically::<std::io::Error>(path, |w| e.export(c, w))?;
     Ok(())
 }
 

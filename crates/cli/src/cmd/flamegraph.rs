@@ -376,7 +376,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             eprintln!("warning: {}", super::common::shown(&warning.to_string()));
         }
         if let Some(map) = &stats.palette_map {
-            kiln_model::io::write_atomically(PALETTE_FILE, |w| map.write(w))
+            kiln_os::io::write_atomically(PALETTE_FILE, |w| map.write(w))
                 .with_context(|| format!("Failed to write '{PALETTE_FILE}'"))?;
         }
     }

@@ -522,7 +522,7 @@ impl MqttCommand {
     }
 }
 
-fn mqtt_cmd(cmd: MqttCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+fn mqtt_cmd(cmd: MqttCommand, stop: &kiln_os::stop::Stop) -> Result<ExitCode> {
     let (scenario, a) = cmd.split();
     let (opts, output, sweep) = a.into_options(scenario)?;
     super::common::ensure_stdout_open()?;
@@ -562,7 +562,7 @@ fn mqtt_cmd(cmd: MqttCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode>
     finish(&output, &report)
 }
 
-pub fn run(cmd: LoadCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+pub fn run(cmd: LoadCommand, stop: &kiln_os::stop::Stop) -> Result<ExitCode> {
     match cmd {
         LoadCommand::Amqp(a) => amqp_cmd(a, stop),
         LoadCommand::Http(a) => super::load_http::run(a, stop),
@@ -570,7 +570,7 @@ pub fn run(cmd: LoadCommand, stop: &kiln_model::stop::Stop) -> Result<ExitCode> 
     }
 }
 
-fn amqp_cmd(args: AmqpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+fn amqp_cmd(args: AmqpArgs, stop: &kiln_os::stop::Stop) -> Result<ExitCode> {
     let (opts, output, sweep) = args.into_options()?;
     if opts.rate_limited() && opts.size < 20 && !opts.json_body {
         eprintln!("note: rate-limited messages carry their intended send time too, so they are 20 bytes, not {}", opts.size);

@@ -220,7 +220,7 @@ pub fn default_target(cmd: &mut super::load::LoadCommand, pids: &[u32]) {
     }
 }
 
-pub fn run(args: HttpArgs, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+pub fn run(args: HttpArgs, stop: &kiln_os::stop::Stop) -> Result<ExitCode> {
     let (mut load, output) = args.into_load()?;
     super::common::ensure_stdout_open()?;
     super::load::preflight(&load, "load http")?;

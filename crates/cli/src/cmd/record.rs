@@ -254,7 +254,7 @@ fn write_one(
     })
 }
 
-pub fn run(args: Args, stop: &kiln_model::stop::Stop) -> Result<ExitCode> {
+pub fn run(args: Args, stop: &kiln_os::stop::Stop) -> Result<ExitCode> {
     let mut opts = args.record_options()?;
     let format = kiln_formats::output_format(
         args.output.as_deref(),

@@ -2,8 +2,8 @@
 use super::load::LoadCommand;
 use super::store::StoreArgs;
 use anyhow::{bail, Context, Result};
-use kiln_model::stop::Stop;
 use kiln_model::text;
+use kiln_os::stop::Stop;
 use kiln_record::{EventSpec, UnwindMode};
 use kiln_run::remote::{HostSpec, RemoteOptions};
 use kiln_run::{Phase, Progress, RunOptions, Workload};
@@ -454,7 +454,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         super::load_http::default_target(cmd, &opts.pids);
     }
     let mut load = make_load(load_cmd)?;
-    let group = format!("{}@{}", opts.name, kiln_model::clock::unix_ms());
+    let group = format!("{}@{}", opts.name, kiln_os::clock::unix_ms());
     let mut progress = ProgressLine::new();
     let mut all_complete = true;
     let mut kept_all = true;
@@ -541,7 +541,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         // How long the results took once the measurement ended (the last seconds of load,
         // the profiles' symbols, the save): "results seconds after the load stops".
         let stored_after =
-            kiln_model::clock::monotonic_ns().saturating_sub(run.meta.measure.end_ns) as f64 / 1e9;
+            kiln_os::clock::monotonic_ns().saturating_sub(run.meta.measure.end_ns) as f64 / 1e9;
         all_complete &= run.meta.status.complete;
         let mut out = std::io::stdout().lock();
         if json {
@@ -588,7 +588,7 @@ fn otlp_options(run: &RunData, stored_in: &Path) -> kiln_formats::otlp::WriteOpt
     let now_unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(0));
-    let ago = kiln_model::clock::monotonic_ns().saturating_sub(first);
+    let ago = kiln_os::clock::monotonic_ns().saturating_sub(first);
     let s = |v: &str| Value::StringValue(v.to_string());
     let mut resource = vec![
         ("host.name".to_string(), s(&m.host)),

@@ -110,7 +110,7 @@ pub enum RunsCommand {
 
 /// UTC, to the minute (`2026-11-23 16:18`).
 fn date(ms: i64) -> String {
-    let mut d = kiln_model::clock::utc_date_time(ms);
+    let mut d = kiln_os::clock::utc_date_time(ms);
     d.truncate(16);
     d
 }
@@ -351,7 +351,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     output.to_str().filter(|_| output.exists()),
                     store.local_file(),
                 ) {
-                    if kiln_model::io::same_file(&output, file) {
+                    if kiln_os::io::same_file(&output, file) {
                         bail!("the output '{dest}' is the store itself; choose another -o");
                     }
                 }
@@ -428,13 +428,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 if output.as_os_str() == "-" {
                     out.write_all(&a.data)?;
                 } else {
-                    if kiln_model::io::same_file(&output, store.location()) {
+                    if kiln_os::io::same_file(&output, store.location()) {
                         bail!(
                             "the output '{}' is the store itself; choose another -o",
                             output.display()
                         );
                     }
-                    kiln_model::io::write_atomically(&output, |w| w.write_all(&a.data))
+                    kiln_os::io::write_atomically(&output, |w| w.write_all(&a.data))
                         .with_context(|| format!("Failed to write '{}'", output.display()))?;
                     eprintln!("wrote {} ({} bytes)", output.display(), a.data.len());
                 }
@@ -467,7 +467,7 @@ fn import(store_args: &StoreArgs, files: &[PathBuf]) -> Result<()> {
         for (f, from, runs) in &sources {
             if store
                 .local_file()
-                .is_some_and(|s| kiln_model::io::same_file(f, s))
+                .is_some_and(|s| kiln_os::io::same_file(f, s))
             {
                 bail!("'{}' is the store itself", f.display());
             }

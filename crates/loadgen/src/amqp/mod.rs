@@ -22,7 +22,7 @@ pub use wire::FieldValue;
 use crate::engine::stats::Tick;
 use crate::engine::{Load, Report};
 use crate::Error;
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 
 /// Runs an AMQP load to its end (see [`crate::engine::run`]).
 pub fn run(

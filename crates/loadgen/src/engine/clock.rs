@@ -7,7 +7,7 @@
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// `CLOCK_MONOTONIC` now, in nanoseconds (kiln's one reading of it).
-pub use kiln_model::clock::monotonic_ns as mono_ns;
+pub use kiln_os::clock::monotonic_ns as mono_ns;
 
 /// Wall-clock nanoseconds since the Unix epoch.
 pub fn real_ns() -> u64 {

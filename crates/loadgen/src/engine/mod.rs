@@ -29,7 +29,7 @@ pub mod sweep;
 use crate::Error;
 use clock::Clock;
 use hdrhistogram::Histogram;
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use stats::{merge, per_second, record, Count, Event, Flag, Schema, Tick};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};

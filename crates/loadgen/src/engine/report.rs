@@ -6,7 +6,7 @@ use super::stats::{per_second, Count, Event, Latency, Percentiles, Schema, Tick}
 use crate::Error;
 use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use kiln_model::io::AtomicFile;
+use kiln_os::io::AtomicFile;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;

@@ -4,7 +4,7 @@ use super::report::{Headline, Report, Step, Throughput};
 use super::stats::{merge, Count, Latency, Percentiles, Tick};
 use super::Driver;
 use crate::Error;
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 
 /// Parses `FROM:TO:STEPS` (evenly spaced, inclusive) or a comma list `1000,2000,5000` of
 /// values > 0 for `flag`.

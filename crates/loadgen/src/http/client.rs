@@ -823,7 +823,7 @@ impl TimerFd {
     /// Arms the timer for `at_ns` after `base`, then every `interval_ns`.
     fn arm(&self, base: Instant, at_ns: u64, interval_ns: u64) {
         let now_rel = base.elapsed().as_nanos() as u64;
-        let now_mono = kiln_model::clock::monotonic_ns();
+        let now_mono = kiln_os::clock::monotonic_ns();
         let target = now_mono + at_ns.saturating_sub(now_rel).max(1);
         let spec = libc::itimerspec {
             it_interval: libc::timespec {

@@ -30,7 +30,7 @@ pub use request::{
 use crate::engine::stats::{Schema, Tick};
 use crate::engine::{Load, Report};
 use crate::Error;
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use std::path::PathBuf;
 use std::time::Duration;
 

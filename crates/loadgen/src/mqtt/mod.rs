@@ -17,7 +17,7 @@ pub use report::{format_summary, format_tick, schema, Summary};
 use crate::engine::stats::Tick;
 use crate::engine::{Load, Report};
 use crate::Error;
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 
 /// Runs an MQTT load to its end (see [`crate::engine::run`]).
 pub fn run(

@@ -14,7 +14,7 @@ use super::wire::{
 use crate::procfs::ProcSampler;
 use crate::{LoadEvents, LoadTick, Workload};
 use hdrhistogram::serialization::{Serializer, V2Serializer};
-use kiln_model::stop::Stop;
+use kiln_os::stop::Stop;
 use kiln_record::{EventSpec, RecordOptions, StartGate, StopReason, Target, UnwindMode};
 use std::io::{BufReader, Write};
 use std::os::fd::FromRawFd;
@@ -132,13 +132,13 @@ pub fn serve(make_load: &LoadFactory) -> i32 {
         }),
         &[],
     );
-    let last_word = Arc::new(AtomicU64::new(kiln_model::clock::monotonic_ns()));
+    let last_word = Arc::new(AtomicU64::new(kiln_os::clock::monotonic_ns()));
     {
         let last_word = last_word.clone();
         std::thread::spawn(move || loop {
             std::thread::sleep(Duration::from_millis(500));
             let quiet =
-                kiln_model::clock::monotonic_ns().saturating_sub(last_word.load(Ordering::Relaxed));
+                kiln_os::clock::monotonic_ns().saturating_sub(last_word.load(Ordering::Relaxed));
             if quiet > WATCHDOG.as_nanos() as u64 {
                 eprintln!(
                     "kiln agent: nothing from the controlling kiln for {} s: stopping",
@@ -163,14 +163,14 @@ pub fn serve(make_load: &LoadFactory) -> i32 {
                     std::process::exit(3);
                 }
             };
-            let now = kiln_model::clock::monotonic_ns();
+            let now = kiln_os::clock::monotonic_ns();
             last_word.store(now, Ordering::Relaxed);
             match msg {
                 ToAgent::Ping { id } => {
                     let pong = FromAgent::Pong {
                         id,
                         recv_ns: now,
-                        send_ns: kiln_model::clock::monotonic_ns(),
+                        send_ns: kiln_os::clock::monotonic_ns(),
                     };
                     send(&out, &pong, &[]);
                 }

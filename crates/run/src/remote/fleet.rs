@@ -7,8 +7,8 @@ use super::wire::{FromAgent, RecordRequest, ToAgent, WireOutcome, WireRecorded, 
 use super::{HostSpec, RemoteOptions, SshConfig};
 use crate::headline::{self, Second};
 use crate::{LoadEvents, LoadOutcome, LoadTick, RunOptions, Workload};
-use kiln_model::stop::Stop;
 use kiln_model::{Label, LabelSetId, LabelValue, Profile};
+use kiln_os::stop::Stop;
 use kiln_store::{HostInfo, LoadInfo, SeriesTable, TargetInfo, Window};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -405,7 +405,7 @@ impl Workload for FleetLoad<'_> {
                 fleet.failures().join("; ")
             ));
         }
-        let origin = kiln_model::clock::monotonic_ns();
+        let origin = kiln_os::clock::monotonic_ns();
         let mut done = vec![false; hosts.len()];
         let mut started = vec![false; hosts.len()];
         let mut outcomes: Vec<Option<WireOutcome>> = vec![None; hosts.len()];
@@ -499,8 +499,7 @@ impl Workload for FleetLoad<'_> {
                 Routed::Msg(_, _) => {}
                 Routed::Lost(why) => {
                     if !done[p] {
-                        let at =
-                            kiln_model::clock::monotonic_ns().saturating_sub(origin) as f64 / 1e9;
+                        let at = kiln_os::clock::monotonic_ns().saturating_sub(origin) as f64 / 1e9;
                         fleet.fail(i, format!("{why} ({at:.1} s after the load started)"));
                         done[p] = true;
                         out = merger.host_done(p);

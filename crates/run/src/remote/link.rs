@@ -280,7 +280,7 @@ impl Link {
                             },
                             _,
                         )) => {
-                            let t3 = kiln_model::clock::monotonic_ns();
+                            let t3 = kiln_os::clock::monotonic_ns();
                             let _ = pong_tx.send((id, recv_ns, send_ns, t3));
                         }
                         Ok((m, blobs)) => {
@@ -326,7 +326,7 @@ impl Link {
         let mut ex = Vec::with_capacity(n);
         for _ in 0..n {
             let id = self.next_ping.fetch_add(1, Ordering::SeqCst);
-            let t0 = kiln_model::clock::monotonic_ns();
+            let t0 = kiln_os::clock::monotonic_ns();
             if !self.send(&ToAgent::Ping { id }) {
                 return Err(format!("the connection to {} is gone", self.spec.name));
             }
@@ -385,7 +385,7 @@ impl Drop for Link {
 
 /// Sends a heartbeat to every link every second until `done` is raised: an agent that
 /// hears nothing for its watchdog's time stops.
-pub(crate) fn heartbeat(links: Vec<Arc<Link>>, done: kiln_model::stop::Stop) {
+pub(crate) fn heartbeat(links: Vec<Arc<Link>>, done: kiln_os::stop::Stop) {
     std::thread::Builder::new()
         .name("kiln-heartbeat".into())
         .spawn(move || {

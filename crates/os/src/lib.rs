@@ -1,0 +1,16 @@
+//! # kiln-os: what every kiln process shares with the operating system
+//!
+//! Three services every stage needs and none owns, kept apart from the profile model:
+//!
+//! * [`clock`]: CLOCK_MONOTONIC, read by one function, the clock of every timestamp kiln
+//!   keeps (perf samples, eBPF records, the load's seconds), so a window of a run selects
+//!   the same seconds everywhere.
+//! * [`stop`]: the stop a run's parts watch, raised by the one owner of signals (the
+//!   binary) or by a deadline.
+//! * [`io`]: output files that appear whole or not at all, and never damage what they
+//!   replace, with the registry of temporary files the signal handler removes.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod io;
+pub mod stop;
