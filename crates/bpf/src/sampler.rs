@@ -49,11 +49,11 @@ use crate::unwind_table::{UnwindRow, ROW_BYTES};
 use crate::BpfError;
 
 /// Executable mappings per process the kernel side can search (`MAX_MAPS`).
-pub const MAX_MAPPINGS: usize = 256;
+pub(crate) const MAX_MAPPINGS: usize = 256;
 /// Events one sampler can tell apart ([`Sampler::attach`]).
 pub const SLOTS: u32 = 4;
 /// Kernel frames per sample (`MAX_KERNEL`).
-pub const MAX_KERNEL_FRAMES: usize = 127;
+pub(crate) const MAX_KERNEL_FRAMES: usize = 127;
 /// User frames per sample (`MAX_USER`).
 pub const MAX_USER_FRAMES: usize = 128;
 const MAPPING_BYTES: usize = 32;

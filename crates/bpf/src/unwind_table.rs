@@ -54,7 +54,7 @@ pub struct UnwindRow {
 }
 
 /// Size of one row in the kernel's table.
-pub const ROW_BYTES: usize = 16;
+pub(crate) const ROW_BYTES: usize = 16;
 
 impl UnwindRow {
     /// The row as the kernel program reads it.

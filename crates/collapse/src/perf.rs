@@ -527,7 +527,7 @@ fn event_matches(event: &[u8], filter: &[u8]) -> bool {
 }
 
 /// The event of the first sample header in `data`.
-pub fn first_event(data: &[u8]) -> Option<&[u8]> {
+pub(crate) fn first_event(data: &[u8]) -> Option<&[u8]> {
     let mut pos = 0;
     let mut in_sample = false;
     while pos < data.len() {

@@ -100,7 +100,7 @@ pub struct DiffOptions {
 }
 
 /// Weight of every distinct stack path, as bytes (`a;b;c`).
-pub fn stack_weights(p: &Profile) -> BTreeMap<Vec<u8>, u64> {
+pub(crate) fn stack_weights(p: &Profile) -> BTreeMap<Vec<u8>, u64> {
     let w = p.self_weights();
     let mut out = BTreeMap::new();
     let mut path = Vec::new();

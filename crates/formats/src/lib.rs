@@ -108,7 +108,7 @@ pub struct FormatInfo {
 }
 
 /// Every format, once.
-pub const FORMATS: &[FormatInfo] = &[
+pub(crate) const FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::PerfScript,
         name: "perf",
@@ -424,7 +424,7 @@ pub fn output_format(
 
 /// The text format an input's name says (`.perf`, `.folded`), when only one does: for
 /// inputs whose content matches no format. Binary formats are always known by content.
-pub fn input_format_by_name(path: &Path) -> Option<Format> {
+pub(crate) fn input_format_by_name(path: &Path) -> Option<Format> {
     let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
     let mut found = FORMATS.iter().filter(|f| {
         f.read

@@ -31,7 +31,7 @@ pub const MAX_STACK_DEPTH: usize = 1 << 20;
 pub const MAX_NAMES: usize = 1 << 24;
 
 /// The default limit: 1 GiB.
-pub const DEFAULT_LIMIT: u64 = 1 << 30;
+pub(crate) const DEFAULT_LIMIT: u64 = 1 << 30;
 
 static LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_LIMIT);
 
@@ -229,7 +229,11 @@ pub fn read_to_end(r: &mut dyn Read, out: &mut Vec<u8>, name: &str) -> io::Resul
 
 /// A vector with room for `n` items, or an error naming `name` when the memory cannot be
 /// had (a count read from a file that passed its checks can still be large).
-pub fn vec_with_capacity<T>(n: usize, name: &str, what: &'static str) -> Result<Vec<T>, NoMemory> {
+pub(crate) fn vec_with_capacity<T>(
+    n: usize,
+    name: &str,
+    what: &'static str,
+) -> Result<Vec<T>, NoMemory> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| NoMemory {
         name: name.to_string(),

@@ -139,7 +139,7 @@ fn compiled() -> &'static Compiled {
 }
 
 /// The reason a blocked stack waited; `frames` from the root (the thread) to the leaf.
-pub fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
+pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
     let c = compiled();
     let names: Vec<&str> = frames
         .iter()

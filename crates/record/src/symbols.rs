@@ -337,7 +337,7 @@ impl PerfMap {
 }
 
 /// Demangles Rust (legacy and v0) and C++ (Itanium) names; other names come back as they are.
-pub fn demangle(name: &[u8]) -> Vec<u8> {
+pub(crate) fn demangle(name: &[u8]) -> Vec<u8> {
     let Ok(s) = std::str::from_utf8(name) else {
         return name.to_vec();
     };

@@ -72,7 +72,7 @@ use std::path::{Path, PathBuf};
 
 /// The report's code (`web/src/report/`, built by `web/build.mjs`).
 #[cfg(feature = "html")]
-pub const REPORT_JS: &str = include_str!("../../../web/dist/report.js");
+pub(crate) const REPORT_JS: &str = include_str!("../../../web/dist/report.js");
 
 /// Why a report could not be written.
 #[cfg(feature = "html")]

@@ -22,13 +22,13 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// A step's median latency counts as near the floor up to this many times the lowest.
-pub const NEAR_FLOOR: f64 = 3.0;
+pub(crate) const NEAR_FLOOR: f64 = 3.0;
 /// ... or up to this much above it, µs (floors of a few hundred µs vary by more than 3×
 /// on a busy machine without anything falling over).
-pub const NEAR_FLOOR_SLACK_US: f64 = 1000.0;
+pub(crate) const NEAR_FLOOR_SLACK_US: f64 = 1000.0;
 /// Throughput growth below which a concurrency step counts as the plateau, unless the
 /// load kept its own (`kiln load http --plateau-threshold`).
-pub const PLATEAU_GROWTH: f64 = 0.1;
+pub(crate) const PLATEAU_GROWTH: f64 = 0.1;
 
 /// One step of a sweep.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -115,7 +115,7 @@ fn step_of(run: &RunData, w: &Window) -> (Step, RunMeta) {
 
 /// The knee of a rate sweep: the last step from the first that held its rate with its
 /// median latency near the floor. `None` when the first step already fell over.
-pub fn rate_knee(steps: &[Step]) -> Option<usize> {
+pub(crate) fn rate_knee(steps: &[Step]) -> Option<usize> {
     let floor = steps
         .iter()
         .filter_map(|s| s.p50_us)
@@ -130,7 +130,7 @@ pub fn rate_knee(steps: &[Step]) -> Option<usize> {
 
 /// The knee of a concurrency sweep: where throughput stops growing by `growth` (0.1:
 /// 10%) from one step on.
-pub fn concurrency_knee(steps: &[Step], growth: f64) -> Option<usize> {
+pub(crate) fn concurrency_knee(steps: &[Step], growth: f64) -> Option<usize> {
     let tp: Vec<f64> = steps.iter().map(|s| s.achieved.unwrap_or(0.0)).collect();
     let p50: Vec<f64> = steps.iter().map(|s| s.p50_us.unwrap_or(0.0)).collect();
     kiln_loadgen::engine::sweep::plateau(&tp, &p50, growth)

@@ -54,18 +54,18 @@ pub use sqlite::SqliteStore;
 
 /// The schema version this build writes and reads, in every kind of store (each has one
 /// migration step per version).
-pub const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 1;
 
 use std::path::{Path, PathBuf};
 
 /// Where runs are kept when neither `--store` nor `KILN_STORE` says: this file in the
 /// working directory.
-pub const DEFAULT_STORE: &str = "kiln-runs.db";
+pub(crate) const DEFAULT_STORE: &str = "kiln-runs.db";
 
 /// Where `kiln run` keeps a run its store could not take (a server away, a full disk, a
 /// damaged file): this SQLite file in the working directory, else in the temporary
 /// directory ([`save_or_keep`]).
-pub const FALLBACK_STORE: &str = "kiln-unsaved-runs.db";
+pub(crate) const FALLBACK_STORE: &str = "kiln-unsaved-runs.db";
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -317,7 +317,7 @@ impl<'a> Reference<'a> {
 }
 
 /// The longest run name (and tag) kiln takes, in characters.
-pub const MAX_NAME: usize = 128;
+pub(crate) const MAX_NAME: usize = 128;
 
 /// Checks a run name as `kiln run --name` takes it: not empty, at most [`MAX_NAME`]
 /// characters, no control or invisible formatting characters (they would rewrite a
@@ -610,6 +610,6 @@ pub fn default_location(flag: Option<&Path>) -> PathBuf {
 
 /// Whether `head` (a file's first bytes) is an SQLite database: a kiln store or an
 /// exported run.
-pub fn is_store_file(head: &[u8]) -> bool {
+pub(crate) fn is_store_file(head: &[u8]) -> bool {
     head.starts_with(b"SQLite format 3\0")
 }

@@ -252,7 +252,7 @@ type Blobs = Vec<(Vec<u8>, bool)>;
 
 /// The profiles' encoded data (compressed where large) and the viewer's metadata.
 /// Data past this size is deflated at the fastest level: see [`deflate`].
-pub const FAST_DEFLATE_ABOVE: usize = 32 << 20;
+pub(crate) const FAST_DEFLATE_ABOVE: usize = 32 << 20;
 
 /// zlib-deflates `raw` for the page (the browser inflates it with
 /// `DecompressionStream('deflate')`). Level 6 below [`FAST_DEFLATE_ABOVE`]; above it level
@@ -373,7 +373,7 @@ pub fn escape_html(s: &str) -> String {
 
 /// JSON that cannot end a `<script>` element or open a comment: `<`, `>` and `&` become
 /// `\u` escapes, which `JSON.parse` reads back unchanged.
-pub fn script_safe_json(json: &str) -> String {
+pub(crate) fn script_safe_json(json: &str) -> String {
     json.replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('&', "\\u0026")

@@ -164,7 +164,7 @@ fn value_type(p: &Profile) -> (String, &'static str, u64, Option<u64>) {
 }
 
 /// Builds the request of `profiles` (one `Profile` each).
-pub fn to_request(
+pub(crate) fn to_request(
     profiles: &[Profile],
     opts: &WriteOptions,
 ) -> proto::ExportProfilesServiceRequest {
@@ -329,7 +329,7 @@ pub fn to_request(
 
 /// Whether `data` decodes as an OTLP profiles request with a dictionary and profiles
 /// (for a clear error when one is given as an input).
-pub fn looks_like_otlp(data: &[u8]) -> bool {
+pub(crate) fn looks_like_otlp(data: &[u8]) -> bool {
     <proto::ExportProfilesServiceRequest as prost::Message>::decode(data).is_ok_and(|r| {
         r.dictionary
             .as_ref()

@@ -122,7 +122,7 @@ pub struct Link {
 }
 
 /// `AggregationTemporality`: 0 unspecified, 1 delta, 2 cumulative.
-pub const AGGREGATION_TEMPORALITY_DELTA: i32 = 1;
+pub(crate) const AGGREGATION_TEMPORALITY_DELTA: i32 = 1;
 
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
 pub struct ValueType {

@@ -18,9 +18,9 @@
 /// Bytes of the sequence number and send time (PerfTest's minimum).
 pub const MIN: usize = 12;
 /// Bytes up to and including the intended send time.
-pub const WITH_INTENDED: usize = 20;
+pub(crate) const WITH_INTENDED: usize = 20;
 /// Bytes of the whole stamp.
-pub const FULL: usize = 24;
+pub(crate) const FULL: usize = 24;
 
 /// What a message carries about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,7 +98,7 @@ impl Stamp {
 
 /// A JSON document of exactly `size` bytes with random keys and values (PerfTest's
 /// `--json-body`); it carries no stamp.
-pub fn random_json(size: usize) -> Vec<u8> {
+pub(crate) fn random_json(size: usize) -> Vec<u8> {
     let mut s = String::from("{");
     let mut i = 0;
     while s.len() + 40 < size {

@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 pub use kiln_os::clock::monotonic_ns as mono_ns;
 
 /// Wall-clock nanoseconds since the Unix epoch.
-pub fn real_ns() -> u64 {
+pub(crate) fn real_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

@@ -43,16 +43,16 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::AsRawFd;
 
 /// Open files kept for everything but the connections (epoll, timers, stdio, outputs).
-pub const OTHER_FILES: u64 = 64;
+pub(crate) const OTHER_FILES: u64 = 64;
 
 /// Memory per idle TCP connection on Linux 6.x, kernel side: 4.1 KiB of slab objects per
 /// socket (`TCP`, `sock_inode_cache`, `dentry`, `filp`, `eventpoll_epi`…), measured as the
 /// slab growth (`/proc/slabinfo`) with 10,000 idle MQTT connections to a local mosquitto:
 /// 83 MB for both ends' 20,000 sockets (2026-11-26).
-pub const KERNEL_BYTES_PER_CONNECTION: u64 = 4_200;
+pub(crate) const KERNEL_BYTES_PER_CONNECTION: u64 = 4_200;
 
 /// Most addresses a `--source-address` may name.
-pub const MAX_SOURCES: usize = 65_536;
+pub(crate) const MAX_SOURCES: usize = 65_536;
 
 /// Parses `--source-address`: addresses and CIDR ranges, comma-separated
 /// (`127.0.0.2,127.0.0.3`, `127.0.0.0/24`, `10.1.0.0/22,10.2.0.7`). A range gives every

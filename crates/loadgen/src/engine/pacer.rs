@@ -129,7 +129,7 @@ impl Pacer for Steps {
 
 /// The value of cycling `(value, seconds)` steps at time `t`, and when its step ends. A single
 /// step of 0 seconds is a constant.
-pub fn step_at<T: Copy>(steps: &[(T, u64)], t: f64) -> (T, f64) {
+pub(crate) fn step_at<T: Copy>(steps: &[(T, u64)], t: f64) -> (T, f64) {
     if steps.len() == 1 && steps[0].1 == 0 {
         return (steps[0].0, f64::INFINITY);
     }

@@ -293,7 +293,7 @@ pub fn write_file(
 }
 
 /// Writes `value` as pretty JSON, atomically.
-pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Error> {
+pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Error> {
     write_file(path, |f| {
         serde_json::to_writer_pretty(&mut *f, value).map_err(std::io::Error::other)?;
         f.write_all(b"\n")

@@ -246,7 +246,7 @@ impl Percentiles {
 
 /// A new latency histogram: 1 µs to 1 hour at 3 significant digits (~190 KB, allocated on
 /// first use, so thousands of idle agents cost nothing).
-pub fn new_hist() -> Histogram<u64> {
+pub(crate) fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds are valid")
 }
 

@@ -59,7 +59,7 @@ pub fn parse_steps(flag: &'static str, s: &str) -> Result<Vec<f64>, Error> {
 /// reach `on_tick` with [`Tick::step`] set. Stops early on `stop` or a failed step and
 /// returns the steps so far; the report's headline covers the whole sweep (totals summed,
 /// latencies merged) and [`Report::steps`] each step with its window.
-pub fn run_sweep<D: Driver>(
+pub(crate) fn run_sweep<D: Driver>(
     param: &str,
     values: &[f64],
     mut driver_for: impl FnMut(f64) -> D,

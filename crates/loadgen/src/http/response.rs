@@ -9,9 +9,9 @@
 //! (`100 Continue`) are skipped.
 
 /// Largest response head accepted, in bytes.
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Most header fields accepted in one head.
-pub const MAX_HEADERS: usize = 128;
+pub(crate) const MAX_HEADERS: usize = 128;
 /// Longest chunk-size or trailer line accepted.
 const MAX_LINE: usize = 4096;
 

@@ -293,7 +293,7 @@ pub fn connect(out: &mut Vec<u8>, c: &Connect) {
 }
 
 /// Appends a SUBSCRIBE of `filters` at `qos` (MQTT 5: no-local off, retain as published).
-pub fn subscribe(out: &mut Vec<u8>, version: Version, pid: u16, filters: &[&str], qos: u8) {
+pub(crate) fn subscribe(out: &mut Vec<u8>, version: Version, pid: u16, filters: &[&str], qos: u8) {
     let props = if version.v5() { 1 } else { 0 };
     let len = 2 + props + filters.iter().map(|f| 2 + f.len() + 1).sum::<usize>();
     out.push(kind::SUBSCRIBE << 4 | 0x02);
@@ -369,19 +369,19 @@ pub fn publish(out: &mut Vec<u8>, p: &Publish, head: &[u8], size: usize) {
 }
 
 /// Appends a PUBACK, PUBREC, PUBREL or PUBCOMP (success).
-pub fn ack(out: &mut Vec<u8>, kind: u8, pid: u16) {
+pub(crate) fn ack(out: &mut Vec<u8>, kind: u8, pid: u16) {
     let flags = if kind == kind::PUBREL { 0x02 } else { 0 };
     out.extend_from_slice(&[kind << 4 | flags, 2]);
     out.extend_from_slice(&pid.to_be_bytes());
 }
 
 /// Appends a PINGREQ.
-pub fn pingreq(out: &mut Vec<u8>) {
+pub(crate) fn pingreq(out: &mut Vec<u8>) {
     out.extend_from_slice(&[kind::PINGREQ << 4, 0]);
 }
 
 /// Appends a DISCONNECT (normal disconnection).
-pub fn disconnect(out: &mut Vec<u8>) {
+pub(crate) fn disconnect(out: &mut Vec<u8>) {
     out.extend_from_slice(&[kind::DISCONNECT << 4, 0]);
 }
 
@@ -604,7 +604,7 @@ pub fn decode(
 }
 
 /// The name of a CONNACK return code (3.1/3.1.1) or any MQTT 5 reason code.
-pub fn code_name(version: Version, code: u8) -> &'static str {
+pub(crate) fn code_name(version: Version, code: u8) -> &'static str {
     if !version.v5() {
         return match code {
             0 => "Connection Accepted",
@@ -620,7 +620,7 @@ pub fn code_name(version: Version, code: u8) -> &'static str {
 }
 
 /// The name of an MQTT 5 reason code (also SUBACK's 0x80 "Failure" in 3.1.1).
-pub fn reason_name(code: u8) -> &'static str {
+pub(crate) fn reason_name(code: u8) -> &'static str {
     match code {
         0x00 => "Success",
         0x01 => "Granted QoS 1",

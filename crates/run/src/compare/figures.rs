@@ -235,7 +235,7 @@ pub fn figure(key: &str) -> Option<&'static Figure> {
 }
 
 /// A set rate counts as held when the load achieved at least this share of it.
-pub const HELD_SHARE: f64 = 0.97;
+pub(crate) const HELD_SHARE: f64 = 0.97;
 
 /// Whether a group held the rate it was set to.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -272,7 +272,7 @@ impl Held {
 }
 
 /// The rate every run of a group was set to, when they agree.
-pub fn set_rate(runs: &[RunMeta]) -> Option<f64> {
+pub(crate) fn set_rate(runs: &[RunMeta]) -> Option<f64> {
     let first = runs.first()?.load.rate?;
     runs.iter()
         .all(|r| r.load.rate == Some(first))

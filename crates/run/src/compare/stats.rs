@@ -67,7 +67,7 @@ pub fn median(v: &[f64]) -> Option<f64> {
 }
 
 /// Relative change from `before` to `after`, percent (infinite from zero to non-zero).
-pub fn percent_change(before: f64, after: f64) -> f64 {
+pub(crate) fn percent_change(before: f64, after: f64) -> f64 {
     if before != 0.0 {
         (after - before) / before.abs() * 100.0
     } else if after == 0.0 {

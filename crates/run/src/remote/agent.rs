@@ -24,7 +24,7 @@ use std::time::Duration;
 
 /// An agent with no word from its controller for this long stops everything and exits
 /// (a network that went silent without closing the connection).
-pub const WATCHDOG: Duration = Duration::from_secs(10);
+pub(crate) const WATCHDOG: Duration = Duration::from_secs(10);
 
 /// Builds a load from its command line (`mqtt conn -c 100 …`, as after `kiln load`).
 pub type LoadFactory = dyn Fn(&[String]) -> Result<Box<dyn Workload>, String> + Sync;
@@ -216,7 +216,7 @@ fn failed(what: &str, reason: &str) -> FromAgent {
 }
 
 /// This binary's build: its GNU build id (what the controller names its copy by).
-pub fn own_build() -> String {
+pub(crate) fn own_build() -> String {
     crate::meta::build_id(std::path::Path::new("/proc/self/exe"))
 }
 

@@ -20,10 +20,10 @@ use std::io::{Read, Write};
 pub const MAGIC: &[u8] = b"\nKILN-AGENT/1\n";
 
 /// What the remote command prints, instead of starting, when this build is not there yet.
-pub const MISSING: &str = "KILN-AGENT-MISSING";
+pub(crate) const MISSING: &str = "KILN-AGENT-MISSING";
 
 /// A frame larger than this is refused (a damaged stream, not a profile).
-pub const MAX_FRAME: usize = 1 << 31;
+pub(crate) const MAX_FRAME: usize = 1 << 31;
 
 /// From the controlling kiln to an agent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,7 +108,7 @@ pub enum FromAgent {
 
 /// How many characters of an agent's words (a reason, a warning, its host's name) are
 /// kept: enough for any message kiln itself writes.
-pub const MAX_TEXT: usize = 2 * kiln_model::text::MAX_SHOWN;
+pub(crate) const MAX_TEXT: usize = 2 * kiln_model::text::MAX_SHOWN;
 
 fn clean(s: &mut String) {
     if let std::borrow::Cow::Owned(c) = kiln_model::text::clean_cut(s, MAX_TEXT) {
