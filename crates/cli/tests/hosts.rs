@@ -75,6 +75,28 @@ impl Hosts {
         c
     }
 
+    /// `kiln run RUN_ARGS -p BROKER --agent h0 --agent h1 load mqtt conn`: a fleet of
+    /// `conns` idle connections with keepalive `keepalive` s, split over both agents,
+    /// against `b`, whose process is recorded.
+    fn mqtt_fleet(
+        &self,
+        store: &Path,
+        run_args: &[&str],
+        b: &Mosquitto,
+        conns: u32,
+        keepalive: u32,
+    ) -> Command {
+        let mut c = self.kiln(store);
+        c.args(run_args)
+            .arg("-p")
+            .arg(b.pid().unwrap().to_string())
+            .args(["--agent", &self.dest(0), "--agent", &self.dest(1)])
+            .args(["load", "mqtt", "conn", "-h", &b.address().to_string()])
+            .args(["-p", &b.port().to_string(), "-c", &conns.to_string()])
+            .args(["-i", "0", "-k", &keepalive.to_string()]);
+        c
+    }
+
     /// `NAME=ssh://…` of host `i`, named `h{i}`.
     fn dest(&self, i: usize) -> String {
         format!("h{i}={}", self.sshd[i].destination())
@@ -223,21 +245,13 @@ fn an_mqtt_fleet_over_two_agents_is_counted_as_the_broker_counts_it() {
     let sys = SysCount::follow(&b);
     let store = h.agent_dir.path().join("runs.db");
     let out = h
-        .kiln(&store)
-        .args(["--name", "fleet", "-d", "5", "--warmup", "1", "-p"])
-        .arg(b.pid().unwrap().to_string())
-        .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
-        .args(["load", "mqtt", "conn", "-h", &b.address().to_string()])
-        .args([
-            "-p",
-            &b.port().to_string(),
-            "-c",
-            "1000",
-            "-i",
-            "0",
-            "-k",
-            "2",
-        ])
+        .mqtt_fleet(
+            &store,
+            &["--name", "fleet", "-d", "5", "--warmup", "1"],
+            &b,
+            1000,
+            2,
+        )
         .output()
         .unwrap();
     kiln_testkit::succeeded(&out);
@@ -589,21 +603,7 @@ fn an_agent_killed_mid_run_is_marked_and_the_other_goes_on() {
     let b = broker(&h.net);
     let store = h.agent_dir.path().join("runs.db");
     let kiln = h
-        .kiln(&store)
-        .args(["--name", "killed", "-d", "4", "-p"])
-        .arg(b.pid().unwrap().to_string())
-        .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
-        .args(["load", "mqtt", "conn", "-h", &b.address().to_string()])
-        .args([
-            "-p",
-            &b.port().to_string(),
-            "-c",
-            "50",
-            "-i",
-            "0",
-            "-k",
-            "5",
-        ])
+        .mqtt_fleet(&store, &["--name", "killed", "-d", "4"], &b, 50, 5)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -650,21 +650,7 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
     let b = broker(&h.net);
     let store = h.agent_dir.path().join("runs.db");
     let mut kiln = h
-        .kiln(&store)
-        .args(["--name", "dropped", "-d", "60", "-p"])
-        .arg(b.pid().unwrap().to_string())
-        .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
-        .args(["load", "mqtt", "conn", "-h", &b.address().to_string()])
-        .args([
-            "-p",
-            &b.port().to_string(),
-            "-c",
-            "200",
-            "-i",
-            "0",
-            "-k",
-            "5",
-        ])
+        .mqtt_fleet(&store, &["--name", "dropped", "-d", "60"], &b, 200, 5)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

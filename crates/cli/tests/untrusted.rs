@@ -654,46 +654,31 @@ fn kill_9_of_kiln_leaves_no_load_process() {
     }
 }
 
-/// A tiny HTTP server in the test: answers each path with a canned status and body.
-struct Canned {
+/// A server in the test on a free port of 127.0.0.1: each connection goes to `handle`
+/// on a thread of its own, until the server is dropped.
+struct Served {
     port: u16,
     stop: Arc<AtomicBool>,
 }
 
-impl Canned {
-    fn start(answer: fn(&str) -> (u16, Vec<u8>)) -> Canned {
+impl Served {
+    fn start(handle: impl Fn(TcpStream) + Send + Sync + 'static) -> Served {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        let handle = Arc::new(handle);
         std::thread::spawn(move || {
             for c in l.incoming() {
                 if s.load(Ordering::SeqCst) {
                     return;
                 }
-                let Ok(mut c) = c else { continue };
-                std::thread::spawn(move || {
-                    let mut buf = Vec::new();
-                    let mut b = [0u8; 4096];
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match c.read(&mut b) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&b[..n]),
-                        }
-                    }
-                    let req = text(&buf);
-                    let path = req.split_whitespace().nth(1).unwrap_or("/").to_string();
-                    let (status, body) = answer(&path);
-                    let _ = write!(
-                        c,
-                        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = c.write_all(&body);
-                });
+                let Ok(c) = c else { continue };
+                let h = handle.clone();
+                std::thread::spawn(move || h(c));
             }
         });
-        Canned { port, stop }
+        Served { port, stop }
     }
 
     fn url(&self, path: &str) -> String {
@@ -701,16 +686,39 @@ impl Canned {
     }
 }
 
-impl Drop for Canned {
+impl Drop for Served {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
+/// A tiny HTTP server: answers each path with a canned status and body.
+fn canned(answer: fn(&str) -> (u16, Vec<u8>)) -> Served {
+    Served::start(move |mut c| {
+        let mut buf = Vec::new();
+        let mut b = [0u8; 4096];
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match c.read(&mut b) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&b[..n]),
+            }
+        }
+        let req = text(&buf);
+        let path = req.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let (status, body) = answer(&path);
+        let _ = write!(
+            c,
+            "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = c.write_all(&body);
+    })
+}
+
 #[test]
 fn server_answers_are_bounded_and_shown_escaped() {
-    let server = Canned::start(|path| {
+    let server = canned(|path| {
         if path.ends_with("/heap") {
             (200, pprof_bomb(40))
         } else if path.ends_with("/mutex") {
@@ -767,7 +775,7 @@ fn server_answers_are_bounded_and_shown_escaped() {
 
 #[test]
 fn an_otlp_collectors_words_are_shown_escaped_and_cut() {
-    let server = Canned::start(|_| {
+    let server = canned(|_| {
         (
             400,
             format!("bad\x1b[2J{}", "y".repeat(100_000)).into_bytes(),
@@ -877,36 +885,23 @@ fn a_hung_pprof_endpoint_never_holds_a_stop_and_the_run_is_stored() {
 }
 
 /// An MQTT "broker" that accepts CONNECT, grants it, then sends what `after` gives.
-fn fake_broker(after: &'static [u8]) -> (u16, Arc<AtomicBool>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            if s.load(Ordering::SeqCst) {
-                return;
-            }
-            let Ok(mut c) = c else { continue };
-            std::thread::spawn(move || {
-                let mut b = [0u8; 1024];
-                if matches!(c.read(&mut b), Ok(n) if n > 0) && !after.is_empty() {
-                    let _ = c.write_all(&[0x20, 0x02, 0x00, 0x00]);
-                    std::thread::sleep(Duration::from_millis(300));
-                    let _ = c.write_all(after);
-                }
-                // Then silence, as long as the client stays.
-                while matches!(c.read(&mut b), Ok(n) if n > 0) {}
-            });
+fn fake_broker(after: &'static [u8]) -> Served {
+    Served::start(move |mut c| {
+        let mut b = [0u8; 1024];
+        if matches!(c.read(&mut b), Ok(n) if n > 0) && !after.is_empty() {
+            let _ = c.write_all(&[0x20, 0x02, 0x00, 0x00]);
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = c.write_all(after);
         }
-    });
-    (port, stop)
+        // Then silence, as long as the client stays.
+        while matches!(c.read(&mut b), Ok(n) if n > 0) {}
+    })
 }
 
 #[test]
 fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
     // A remaining length of five bytes: no MQTT packet has one.
-    let (port, stop) = fake_broker(&[0x30, 0xff, 0xff, 0xff, 0xff, 0x01]);
+    let broker = fake_broker(&[0x30, 0xff, 0xff, 0xff, 0xff, 0x01]);
     let dir = tempfile::tempdir().unwrap();
     let out = kiln(&dir.path().join("none.db"))
         .args([
@@ -921,7 +916,7 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
             "2",
         ])
         .arg("-p")
-        .arg(port.to_string())
+        .arg(broker.port.to_string())
         .output()
         .unwrap();
     let summary = text(&out.stdout);
@@ -931,9 +926,9 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
         "{summary}\n{}",
         text(&out.stderr)
     );
-    stop.store(true, Ordering::SeqCst);
+    drop(broker);
     // A broker that never answers CONNECT: SIGTERM in the handshake exits 143.
-    let (port, stop) = fake_broker(b"");
+    let broker = fake_broker(b"");
     let bin = assert_cmd::cargo::cargo_bin("kiln");
     let mut child = std::process::Command::new(&bin)
         .args([
@@ -948,7 +943,7 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
             "60",
         ])
         .arg("-p")
-        .arg(port.to_string())
+        .arg(broker.port.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -958,5 +953,5 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
-    stop.store(true, Ordering::SeqCst);
+    drop(broker);
 }
