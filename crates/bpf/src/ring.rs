@@ -105,7 +105,7 @@ impl RingReader {
     }
 
     /// Gives an emptied buffer back, so the next records reuse its memory.
-    pub fn give_back(&self, mut buf: Vec<u8>) {
+    pub(crate) fn give_back(&self, mut buf: Vec<u8>) {
         if let Ok(mut q) = self.queue.lock() {
             if q.is_empty() {
                 buf.clear();

@@ -179,11 +179,11 @@ pub struct FunctionChange {
 
 impl FunctionChange {
     /// Change of the self share, in percentage points.
-    pub fn self_delta(&self) -> f64 {
+    pub(crate) fn self_delta(&self) -> f64 {
         self.self_after - self.self_before
     }
     /// Change of the total share, in percentage points.
-    pub fn total_delta(&self) -> f64 {
+    pub(crate) fn total_delta(&self) -> f64 {
         self.total_after - self.total_before
     }
     /// Whether the function appears in only one of the profiles.

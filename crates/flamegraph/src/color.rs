@@ -127,7 +127,7 @@ impl Palette {
     }
 
     /// The background flamegraph.pl pairs with this palette.
-    pub fn default_background(self) -> Background {
+    pub(crate) fn default_background(self) -> Background {
         use Palette::*;
         match self {
             Mem => Background::Green,

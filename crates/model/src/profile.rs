@@ -453,7 +453,7 @@ impl Profile {
     }
 
     /// Appends `other`'s samples in `range`, mapped by `map` (from [`Self::import_tables`]).
-    pub fn push_samples_from(
+    pub(crate) fn push_samples_from(
         &mut self,
         other: &Profile,
         range: std::ops::Range<usize>,

@@ -118,7 +118,7 @@ impl HeldChild {
         self.status
     }
 
-    pub fn wait_blocking(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn wait_blocking(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
             let mut st = 0;
             // SAFETY: waiting for our own child.

@@ -265,7 +265,7 @@ impl Collector {
     /// Reads a live process's mappings from `/proc` again (mappings that no record
     /// announced: code made executable by `mprotect`); returns whether they changed.
     #[cfg(feature = "bpf")]
-    pub fn refresh(&mut self, pid: u32) -> bool {
+    pub(crate) fn refresh(&mut self, pid: u32) -> bool {
         if !self.live {
             return false;
         }
@@ -284,7 +284,7 @@ impl Collector {
     /// Processes whose executable mappings changed, and processes that exited, since the
     /// last call.
     #[cfg(feature = "bpf")]
-    pub fn take_changes(&mut self) -> (Vec<u32>, Vec<u32>) {
+    pub(crate) fn take_changes(&mut self) -> (Vec<u32>, Vec<u32>) {
         let mut changed: Vec<u32> = self.changed.drain().collect();
         changed.sort_unstable();
         (changed, std::mem::take(&mut self.exited))
@@ -292,25 +292,25 @@ impl Collector {
 
     /// Processes that exec'd since the last call.
     #[cfg(feature = "bpf")]
-    pub fn take_execs(&mut self) -> Vec<u32> {
+    pub(crate) fn take_execs(&mut self) -> Vec<u32> {
         std::mem::take(&mut self.execs)
     }
 
     /// A process's mappings and the images they refer to.
     #[cfg(feature = "bpf")]
-    pub fn process_view(&self, pid: u32) -> Option<(&Process, &Images)> {
+    pub(crate) fn process_view(&self, pid: u32) -> Option<(&Process, &Images)> {
         Some((self.procs.get(&pid)?, &self.images))
     }
 
     /// A process or thread exited.
-    pub fn on_exit(&mut self, pid: u32, tid: u32) {
+    pub(crate) fn on_exit(&mut self, pid: u32, tid: u32) {
         if pid == tid {
             self.exited.push(pid);
         }
     }
 
     /// A thread's name changed (or was first seen); `exec` resets the process's mappings.
-    pub fn on_comm(&mut self, pid: u32, tid: u32, name: &[u8], exec: bool) {
+    pub(crate) fn on_comm(&mut self, pid: u32, tid: u32, name: &[u8], exec: bool) {
         self.comms.insert(tid, name.into());
         self.comm_locs.remove(&tid);
         if exec && pid == tid {
@@ -322,12 +322,12 @@ impl Collector {
 
     /// Names a thread unless a record already did.
     #[cfg(feature = "bpf")]
-    pub fn on_comm_if_unknown(&mut self, tid: u32, name: &[u8]) {
+    pub(crate) fn on_comm_if_unknown(&mut self, tid: u32, name: &[u8]) {
         self.comms.entry(tid).or_insert_with(|| name.into());
     }
 
     /// A process or thread was created.
-    pub fn on_fork(&mut self, pid: u32, ppid: u32, tid: u32, ptid: u32) {
+    pub(crate) fn on_fork(&mut self, pid: u32, ppid: u32, tid: u32, ptid: u32) {
         if pid != ppid {
             if let Some(parent) = self.procs.get(&ppid) {
                 let child = parent.fork();
@@ -342,7 +342,7 @@ impl Collector {
     }
 
     /// An executable mapping appeared.
-    pub fn on_mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
+    pub(crate) fn on_mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
         if pid == u32::MAX || pid == 0 {
             return; // kernel modules
         }
@@ -410,7 +410,7 @@ impl Collector {
     /// root, a `--` frame, then the waker's stack from its leaf (where it woke the
     /// blocked thread) to its root (its thread name) at the top.
     #[cfg(feature = "bpf")]
-    pub fn add_woken_sample(
+    pub(crate) fn add_woken_sample(
         &mut self,
         ev: usize,
         time: u64,
@@ -556,7 +556,7 @@ impl Collector {
     /// `out`; returns their number.
     #[cfg(feature = "bpf")]
     #[allow(clippy::too_many_arguments)]
-    pub fn unwind_user(
+    pub(crate) fn unwind_user(
         &mut self,
         pid: u32,
         ip: u64,
@@ -575,7 +575,7 @@ impl Collector {
 
     /// Samples of event `ev` will be given in nanoseconds while its unit is
     /// microseconds: divide them (see [`crate::RecordOptions::offcpu_unit`]).
-    pub fn weigh_ns_as_us(&mut self, ev: usize) {
+    pub(crate) fn weigh_ns_as_us(&mut self, ev: usize) {
         if let Some(acc) = self.events.get_mut(ev) {
             acc.divisor = 1000;
         }
@@ -593,7 +593,7 @@ impl Collector {
     }
 
     /// Fetch missing debug files from this debuginfod client (see [`crate::debuginfo`]).
-    pub fn use_debuginfod(&mut self, d: Option<crate::debuginfo::Debuginfod>) {
+    pub(crate) fn use_debuginfod(&mut self, d: Option<crate::debuginfo::Debuginfod>) {
         self.images.debuginfod = d.map(std::sync::Arc::new);
     }
 
@@ -607,7 +607,7 @@ impl Collector {
     /// `perf_syscall_enter`, `perf_trace_*`), so an off-CPU stack ends in the scheduler
     /// as bcc's `offcputime` shows it, and a tracepoint's where the tracepoint fired.
     #[cfg(feature = "bpf")]
-    pub fn trim_tracing_frames<'a>(&mut self, kernel: &'a [u64]) -> &'a [u64] {
+    pub(crate) fn trim_tracing_frames<'a>(&mut self, kernel: &'a [u64]) -> &'a [u64] {
         let t = self.kallsyms();
         let skip = kernel
             .iter()

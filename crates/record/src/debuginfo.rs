@@ -105,7 +105,7 @@ pub struct Debuginfod {
 
 impl Debuginfod {
     /// The client `DEBUGINFOD_URLS` asks for, or `None` when it is unset or empty.
-    pub fn from_env() -> Option<Debuginfod> {
+    pub(crate) fn from_env() -> Option<Debuginfod> {
         let urls: Vec<String> = std::env::var("DEBUGINFOD_URLS")
             .ok()?
             .split_ascii_whitespace()

@@ -173,7 +173,7 @@ impl OffCpu {
     }
 
     /// Writes the collector's counts into the summary.
-    pub fn summarise(&self, c: &mut Collector) {
+    pub(crate) fn summarise(&self, c: &mut Collector) {
         let s = self.collector.stats();
         c.summary.offcpu_dropped_blocks = s.dropped_blocks;
         c.summary.offcpu_dropped_ns = s.dropped_ns;
@@ -214,5 +214,5 @@ impl OffCpu {
         Ok(())
     }
     pub fn set_maps(&mut self, _: u32, _: &[u8]) {}
-    pub fn summarise(&self, _: &mut Collector) {}
+    pub(crate) fn summarise(&self, _: &mut Collector) {}
 }

@@ -152,7 +152,7 @@ impl Weigher {
     }
 
     /// Whether any event needs the samples' raw data.
-    pub fn needs_raw(&self) -> bool {
+    pub(crate) fn needs_raw(&self) -> bool {
         self.rules
             .iter()
             .any(|w| matches!(w, Weigh::Field(_) | Weigh::BreakGrowth(_)))
@@ -172,7 +172,7 @@ impl Weigher {
     /// The weight of a sample the in-kernel unwinder took, whose `value` is its period
     /// or, for an event weighed by a tracepoint field, that field.
     #[cfg(feature = "bpf")]
-    pub fn weight_of_value(&mut self, ev: usize, pid: u32, value: u64) -> u64 {
+    pub(crate) fn weight_of_value(&mut self, ev: usize, pid: u32, value: u64) -> u64 {
         match self.rules.get(ev).copied().unwrap_or(Weigh::Period) {
             Weigh::One => 1,
             Weigh::Period => value.max(1),
@@ -194,7 +194,7 @@ impl Weigher {
 
     /// A process started: its break is known from its first call (glibc queries it
     /// with `brk(0)` before growing it), and a forked child starts with its parent's.
-    pub fn on_fork(&mut self, pid: u32, ppid: u32) {
+    pub(crate) fn on_fork(&mut self, pid: u32, ppid: u32) {
         if let Some(&b) = self.breaks.get(&ppid) {
             self.breaks.entry(pid).or_insert(b);
         }

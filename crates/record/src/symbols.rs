@@ -57,7 +57,7 @@ impl SymbolTable {
     }
 
     /// Function symbols of an ELF image (`.symtab` and `.dynsym`).
-    pub fn from_elf(file: &object::File<'_>) -> SymbolTable {
+    pub(crate) fn from_elf(file: &object::File<'_>) -> SymbolTable {
         let mut t = SymbolTable::default();
         for sym in file.symbols().chain(file.dynamic_symbols()) {
             if sym.kind() != SymbolKind::Text || sym.address() == 0 {
@@ -263,7 +263,7 @@ pub struct PerfMap {
 
 impl PerfMap {
     /// Reads `/tmp/perf-<pid>.map`; `None` if there is no such file.
-    pub fn for_pid(pid: u32) -> Option<PerfMap> {
+    pub(crate) fn for_pid(pid: u32) -> Option<PerfMap> {
         let path = PathBuf::from(format!("/tmp/perf-{pid}.map"));
         let text = std::fs::read(path).ok()?;
         Some(PerfMap::parse(&text))

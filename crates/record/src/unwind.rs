@@ -114,13 +114,15 @@ impl Image {
     /// The unwind table if it was built already (by the tables thread, see
     /// [`Images::with_tables_thread`]): `None` while it is not.
     #[cfg(feature = "bpf")]
-    pub fn unwind_table_if_built(&self) -> Option<Option<&kiln_bpf::unwind_table::UnwindTable>> {
+    pub(crate) fn unwind_table_if_built(
+        &self,
+    ) -> Option<Option<&kiln_bpf::unwind_table::UnwindTable>> {
         self.table.get().map(Option::as_ref)
     }
 
     /// The start of the function (FDE) that contains `svma`: code without a symbol is
     /// named after it, so that samples anywhere in one stripped function share a frame.
-    pub fn function_start(&self, svma: u64) -> Option<u64> {
+    pub(crate) fn function_start(&self, svma: u64) -> Option<u64> {
         #[cfg(feature = "bpf")]
         {
             let f = &self.unwind_table()?.functions;
@@ -136,7 +138,7 @@ impl Image {
     }
 
     /// Converts a file offset into the address the ELF file states for it.
-    pub fn svma_of_offset(&self, off: u64) -> u64 {
+    pub(crate) fn svma_of_offset(&self, off: u64) -> u64 {
         for &(p_off, vaddr, size) in &self.segments {
             if off >= p_off && off < p_off + size.max(1) {
                 return off - p_off + vaddr;
@@ -226,7 +228,7 @@ impl Image {
 
     /// Why a stripped image has no more symbols than its own (no debug file found,
     /// what debuginfod answered), if it has not.
-    pub fn symbols_note(&self) -> Option<&str> {
+    pub(crate) fn symbols_note(&self) -> Option<&str> {
         self.symbols_and_note().1.as_deref()
     }
 
@@ -310,7 +312,7 @@ impl Images {
     /// thread that reads the ring buffers then never stops to parse an ELF file, and
     /// the names are ready, or nearly, when sampling stops. The thread also parses
     /// `kallsyms` first thing, into the returned cell.
-    pub fn with_tables_thread(live_vdso: bool) -> (Images, Arc<OnceLock<KernelSymbols>>) {
+    pub(crate) fn with_tables_thread(live_vdso: bool) -> (Images, Arc<OnceLock<KernelSymbols>>) {
         let (tx, rx) = std::sync::mpsc::channel::<Arc<Image>>();
         let kallsyms = Arc::new(OnceLock::new());
         let k = kallsyms.clone();
@@ -361,12 +363,12 @@ impl Images {
     /// Whether a tables thread builds the images' tables (otherwise whoever needs a table
     /// builds it).
     #[cfg(feature = "bpf")]
-    pub fn tables_thread(&self) -> bool {
+    pub(crate) fn tables_thread(&self) -> bool {
         self.tables.is_some()
     }
 
     /// The id of this kernel's vDSO image, if it can be read.
-    pub fn vdso(&mut self) -> Option<u32> {
+    pub(crate) fn vdso(&mut self) -> Option<u32> {
         if !self.live_vdso {
             return None;
         }
@@ -434,13 +436,13 @@ impl Process {
     }
 
     /// A process known from `/proc/<pid>/maps` (empty if it is gone).
-    pub fn from_proc(pid: u32, images: &mut Images) -> Process {
+    pub(crate) fn from_proc(pid: u32, images: &mut Images) -> Process {
         let text = std::fs::read(format!("/proc/{pid}/maps")).unwrap_or_default();
         Process::from_maps(&text, images)
     }
 
     /// A process known from the text of its `/proc/<pid>/maps`.
-    pub fn from_maps(text: &[u8], images: &mut Images) -> Process {
+    pub(crate) fn from_maps(text: &[u8], images: &mut Images) -> Process {
         let mut p = Process::empty();
         for line in text.split(|&b| b == b'\n') {
             if let Some((start, end, pgoff, path)) = parse_maps_line(line) {
@@ -452,7 +454,7 @@ impl Process {
 
     /// Whether both list the same executable mappings.
     #[cfg(feature = "bpf")]
-    pub fn same_mappings(&self, other: &Process) -> bool {
+    pub(crate) fn same_mappings(&self, other: &Process) -> bool {
         self.maps == other.maps
     }
 
@@ -466,7 +468,7 @@ impl Process {
     }
 
     /// Adds an executable mapping (from `/proc/<pid>/maps` or an `MMAP2` record).
-    pub fn add_mapping(
+    pub(crate) fn add_mapping(
         &mut self,
         start: u64,
         end: u64,
@@ -525,7 +527,7 @@ impl Process {
     }
 
     /// Where `addr` points.
-    pub fn locate(&self, addr: u64, pid: u32, images: &Images) -> UserLoc {
+    pub(crate) fn locate(&self, addr: u64, pid: u32, images: &Images) -> UserLoc {
         match self.maps.range(..=addr).next_back() {
             Some((&start, m)) if addr < m.end => match &m.kind {
                 MapKind::Elf(id) => UserLoc::Elf {

@@ -172,7 +172,7 @@ pub struct LoadOutcome {
 
 impl LoadOutcome {
     /// A load that could not start.
-    pub fn failed_to_start(why: String) -> Self {
+    pub(crate) fn failed_to_start(why: String) -> Self {
         LoadOutcome {
             failure: Some(why),
             ended_by_itself: true,

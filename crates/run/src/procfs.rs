@@ -37,7 +37,7 @@ pub struct Totals {
 impl Totals {
     /// `self` at `t_ns` by linear interpolation towards `next` (a window edge that fell
     /// between two samples).
-    pub fn interpolate(&self, next: &Totals, t_ns: u64) -> Totals {
+    pub(crate) fn interpolate(&self, next: &Totals, t_ns: u64) -> Totals {
         if next.time_ns <= self.time_ns {
             return next.clone();
         }
@@ -242,7 +242,7 @@ impl ProcSampler {
     }
 
     /// Sets the external load command's pid once it is known.
-    pub fn set_load_pid(&mut self, pid: Option<u32>) {
+    pub(crate) fn set_load_pid(&mut self, pid: Option<u32>) {
         self.load_pid = pid;
     }
 
@@ -406,7 +406,7 @@ impl ProcSampler {
     }
 
     /// Cumulative totals at `t_ns`, interpolated between the samples around it.
-    pub fn totals_at(&self, t_ns: u64) -> Option<Totals> {
+    pub(crate) fn totals_at(&self, t_ns: u64) -> Option<Totals> {
         let h = &self.history;
         let first = h.first()?;
         if t_ns <= first.time_ns {
@@ -420,7 +420,7 @@ impl ProcSampler {
     }
 
     /// Target CPU (user + system) in the latest interval, % of one CPU.
-    pub fn latest_cpu_pct(&self) -> Option<f64> {
+    pub(crate) fn latest_cpu_pct(&self) -> Option<f64> {
         let last = |name: &str| {
             self.target
                 .index
@@ -431,7 +431,7 @@ impl ProcSampler {
     }
 
     /// The largest resident set seen, bytes.
-    pub fn peak_rss(&self) -> u64 {
+    pub(crate) fn peak_rss(&self) -> u64 {
         self.peak_rss
     }
 

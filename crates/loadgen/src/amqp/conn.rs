@@ -160,7 +160,7 @@ impl Writer {
 
     /// Writes all of `bytes` as one unit; on failure also says how many bytes were written
     /// before it (so whole messages among them can be counted as sent).
-    pub fn write_counted(&self, bytes: &[u8]) -> Result<(), (usize, Error)> {
+    pub(crate) fn write_counted(&self, bytes: &[u8]) -> Result<(), (usize, Error)> {
         let mut s = self.stream.lock().unwrap_or_else(|p| p.into_inner());
         s.1 = Instant::now();
         let mut done = 0;
@@ -261,7 +261,7 @@ impl FrameReader {
 
     /// True when a whole frame is already buffered: the caller can batch work (acks,
     /// counters) until it is not, without delaying anything the broker waits for.
-    pub fn has_frame(&self) -> bool {
+    pub(crate) fn has_frame(&self) -> bool {
         matches!(
             wire::parse_frame(&self.buf[self.start..self.end], self.frame_max),
             Ok(Some(_))
@@ -644,7 +644,7 @@ impl Connection {
 
     /// `exchange.declare`, durable as PerfTest declares it, so kiln and PerfTest runs can share
     /// a broker (skipped for the default exchange and `amq.*`).
-    pub fn declare_exchange(&mut self, name: &str, kind: &str) -> Result<(), Error> {
+    pub(crate) fn declare_exchange(&mut self, name: &str, kind: &str) -> Result<(), Error> {
         if name.is_empty() || name.starts_with("amq.") {
             return Ok(());
         }
@@ -663,7 +663,7 @@ impl Connection {
     }
 
     /// `queue.declare`; returns the queue's name (the server's for an empty name).
-    pub fn declare_queue(
+    pub(crate) fn declare_queue(
         &mut self,
         name: &str,
         durable: bool,
@@ -718,7 +718,7 @@ impl Connection {
     }
 
     /// `confirm.select`.
-    pub fn confirm_select(&mut self) -> Result<(), Error> {
+    pub(crate) fn confirm_select(&mut self) -> Result<(), Error> {
         self.rpc(
             m::CONFIRM_SELECT,
             |e| {
@@ -752,7 +752,7 @@ impl Connection {
     }
 
     /// The negotiated maximum frame size.
-    pub fn frame_max(&self) -> usize {
+    pub(crate) fn frame_max(&self) -> usize {
         self.reader.frame_max
     }
 

@@ -269,13 +269,13 @@ impl Shared<'_> {
 
     /// A producer reached its message count; the run ends when every agent with a count
     /// has reached it.
-    pub fn producer_done(&self) {
+    pub(crate) fn producer_done(&self) {
         self.producers_done.fetch_add(1, Ordering::SeqCst);
         self.check_done();
     }
 
     /// A consumer reached its message count.
-    pub fn consumer_done(&self) {
+    pub(crate) fn consumer_done(&self) {
         self.consumers_done.fetch_add(1, Ordering::SeqCst);
         self.check_done();
     }

@@ -98,13 +98,13 @@ impl Enc {
         self
     }
     /// Short string; longer than 255 bytes is truncated (names are checked before).
-    pub fn shortstr(&mut self, s: &str) -> &mut Self {
+    pub(crate) fn shortstr(&mut self, s: &str) -> &mut Self {
         let b = &s.as_bytes()[..s.len().min(255)];
         self.buf.push(b.len() as u8);
         self.buf.extend_from_slice(b);
         self
     }
-    pub fn longstr(&mut self, b: &[u8]) -> &mut Self {
+    pub(crate) fn longstr(&mut self, b: &[u8]) -> &mut Self {
         self.u32(b.len() as u32);
         self.buf.extend_from_slice(b);
         self
@@ -131,7 +131,7 @@ impl Enc {
         self
     }
     /// A nested table value written raw (for client capabilities).
-    pub fn raw_table(&mut self, entries: &[(&str, bool)]) -> &mut Self {
+    pub(crate) fn raw_table(&mut self, entries: &[(&str, bool)]) -> &mut Self {
         let at = self.buf.len();
         self.u32(0);
         for (k, v) in entries {
@@ -194,16 +194,16 @@ impl<'a> Dec<'a> {
         a.copy_from_slice(s);
         Ok(u64::from_be_bytes(a))
     }
-    pub fn shortstr(&mut self) -> Result<&'a str, Short> {
+    pub(crate) fn shortstr(&mut self) -> Result<&'a str, Short> {
         let n = self.u8()? as usize;
         let s = self.take(n)?;
         Ok(std::str::from_utf8(s).unwrap_or("<non-UTF-8>"))
     }
-    pub fn longstr(&mut self) -> Result<&'a [u8], Short> {
+    pub(crate) fn longstr(&mut self) -> Result<&'a [u8], Short> {
         let n = self.u32()? as usize;
         self.take(n)
     }
-    pub fn skip_table(&mut self) -> Result<(), Short> {
+    pub(crate) fn skip_table(&mut self) -> Result<(), Short> {
         self.longstr().map(|_| ())
     }
 }

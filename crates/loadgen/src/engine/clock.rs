@@ -43,17 +43,17 @@ impl Clock {
     }
 
     /// The `CLOCK_MONOTONIC` time of `ns` after the origin.
-    pub fn mono_at(&self, ns: u64) -> u64 {
+    pub(crate) fn mono_at(&self, ns: u64) -> u64 {
         self.base_mono_ns + ns
     }
 
     /// The wall-clock time (ns since the epoch) of `ns` after the origin.
-    pub fn real_at(&self, ns: u64) -> u64 {
+    pub(crate) fn real_at(&self, ns: u64) -> u64 {
         self.base_real_ns + ns
     }
 
     /// The [`Instant`] of `ns` after the origin.
-    pub fn instant_at(&self, ns: u64) -> Instant {
+    pub(crate) fn instant_at(&self, ns: u64) -> Instant {
         self.base + std::time::Duration::from_nanos(ns)
     }
 }

@@ -473,7 +473,7 @@ pub fn check(f: &Fleet, m: &Machine) -> Plan {
 impl Plan {
     /// Whether the account is worth printing: several addresses, a raised limit, or more
     /// than half of a limit used.
-    pub fn notable(&self) -> bool {
+    pub(crate) fn notable(&self) -> bool {
         self.sources.len() > 1
             || self.raise_soft_to.is_some()
             || self.open_files.saturating_sub(OTHER_FILES) * 2 > self.capacity
@@ -826,7 +826,7 @@ impl Spread {
     }
 
     /// The address connection `i` is bound to first.
-    pub fn source_for(&self, i: usize) -> Option<IpAddr> {
+    pub(crate) fn source_for(&self, i: usize) -> Option<IpAddr> {
         (!self.sources.is_empty()).then(|| self.sources[i % self.sources.len()])
     }
 

@@ -263,7 +263,7 @@ impl Schedule {
     /// The next hit's intended time if it is due at or before `now` and before `end`; moves
     /// on to the hit after it.
     #[inline]
-    pub fn take_due(&mut self, now: f64, end: f64) -> Option<f64> {
+    pub(crate) fn take_due(&mut self, now: f64, end: f64) -> Option<f64> {
         let t = self.next?;
         if t > now || t >= end {
             return None;

@@ -79,7 +79,7 @@ impl Headline {
     }
 
     /// Seconds in which flag `name` held.
-    pub fn flag_seconds(&self, name: &str) -> u64 {
+    pub(crate) fn flag_seconds(&self, name: &str) -> u64 {
         self.flag_seconds
             .iter()
             .find(|c| c.name == name)

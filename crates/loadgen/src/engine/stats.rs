@@ -191,7 +191,10 @@ impl Schema {
     }
     /// The latencies' percentiles from `histograms` (in series order; none where a
     /// latency has no histogram or it is empty).
-    pub fn latency_percentiles(&self, histograms: &[Option<Histogram<u64>>]) -> Vec<Latency> {
+    pub(crate) fn latency_percentiles(
+        &self,
+        histograms: &[Option<Histogram<u64>>],
+    ) -> Vec<Latency> {
         self.latencies
             .iter()
             .zip(histograms)

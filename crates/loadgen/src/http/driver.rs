@@ -298,7 +298,7 @@ impl HttpDriver {
     }
 
     /// The run's schema: latency from the intended send first with -R.
-    pub fn schema_for(opts: &HttpOptions) -> &'static Schema {
+    pub(crate) fn schema_for(opts: &HttpOptions) -> &'static Schema {
         if opts.rate.is_some() {
             &SCHEMA_RATE
         } else {

@@ -43,7 +43,7 @@ impl Stat {
 
     /// Half the range as a percentage of the median: how far one run of this group
     /// strays from another (0 for a single run, whose noise is unknown).
-    pub fn spread_pct(&self) -> f64 {
+    pub(crate) fn spread_pct(&self) -> f64 {
         if self.values.len() < 2 || self.median == 0.0 {
             return 0.0;
         }

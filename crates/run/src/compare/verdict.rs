@@ -157,7 +157,7 @@ impl Verdict {
     }
 
     /// Whether the change is beyond noise and the threshold.
-    pub fn is_change(&self) -> bool {
+    pub(crate) fn is_change(&self) -> bool {
         matches!(self, Verdict::Improved | Verdict::Regressed)
     }
 }

@@ -150,7 +150,7 @@ impl Fleet {
     }
 
     /// Whether any load agent was asked for.
-    pub fn has_load(&self) -> bool {
+    pub(crate) fn has_load(&self) -> bool {
         self.hosts.iter().any(|h| h.roles.contains(&"load"))
     }
 
@@ -188,7 +188,7 @@ impl Fleet {
     }
 
     /// What the run keeps about its hosts.
-    pub fn hosts_info(&self) -> Vec<HostInfo> {
+    pub(crate) fn hosts_info(&self) -> Vec<HostInfo> {
         self.hosts
             .iter()
             .map(|h| {
@@ -636,12 +636,12 @@ impl<'a> RemoteRecordings<'a> {
     }
 
     /// Whether every host is ready to sample (or gone).
-    pub fn all_ready(&self) -> bool {
+    pub(crate) fn all_ready(&self) -> bool {
         self.ready.iter().zip(&self.gone).all(|(r, g)| *r || *g)
     }
 
     /// Whether every host has sent its recording (or is gone).
-    pub fn all_in(&self) -> bool {
+    pub(crate) fn all_in(&self) -> bool {
         self.gone.iter().all(|g| *g)
     }
 

@@ -321,7 +321,7 @@ impl Link {
     }
 
     /// Measures the agent's clock against this one with `n` exchanges.
-    pub fn sync_clock(&self, n: usize) -> Result<ClockSample, String> {
+    pub(crate) fn sync_clock(&self, n: usize) -> Result<ClockSample, String> {
         let rx = self.pongs.lock().unwrap_or_else(|p| p.into_inner());
         let mut ex = Vec::with_capacity(n);
         for _ in 0..n {

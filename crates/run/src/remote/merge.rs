@@ -60,7 +60,7 @@ impl Merger {
     }
 
     /// `host` will report no more (its load ended, or it was lost).
-    pub fn host_done(&mut self, host: usize) -> Vec<LoadTick> {
+    pub(crate) fn host_done(&mut self, host: usize) -> Vec<LoadTick> {
         self.done[host] = true;
         self.release(false)
     }
