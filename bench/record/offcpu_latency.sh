@@ -44,6 +44,8 @@ done
 # kiln's own CPU and what it recorded, from the last round's summaries.
 for w in kiln kiln100 kilnw; do
   echo "$w: $(grep -E 'off-CPU: [0-9]+ blocks' "$work/$w.$rounds.err" | head -1)"
+  unseen=$(sed -n 's/.*warning: \([0-9]*\) off-CPU blocks are not in the profile: their end was not.*/\1/p' "$work/$w.$rounds.err")
+  echo "$w: ${unseen:-0} blocks whose end was not seen"
 done
 python3 - "$work" "$rate" "$secs" "$rounds" <<'PY'
 import json, statistics, sys, glob, os
