@@ -114,9 +114,7 @@ impl HistogramBlob {
 
     /// Reads the histogram back.
     pub fn decode(&self) -> Result<Histogram<u64>, String> {
-        hdrhistogram::serialization::Deserializer::new()
-            .deserialize(&mut &self.v2_deflate[..])
-            .map_err(|e| format!("histogram {}: {e:?}", self.name))
+        try_decode_histogram(&self.v2_deflate).map_err(|e| format!("histogram {}: {e}", self.name))
     }
 }
 
@@ -145,11 +143,64 @@ pub fn write_interval_log<'a>(
     Ok(data)
 }
 
-/// Decodes a histogram stored in HdrHistogram's V2 serialisation (deflated or not).
-pub fn decode_histogram(data: &[u8]) -> Option<Histogram<u64>> {
+/// HdrHistogram's V2 cookies for 64-bit counts, plain and deflated.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9314;
+/// V2's header: cookie, payload length, normalising offset, digits, lowest, highest and
+/// the integer-to-double ratio.
+const V2_HEADER: usize = 40;
+/// The most a serialised histogram may inflate to. Every value from 1 to u64::MAX at 5
+/// significant digits is 6.3 M counts, at most 9 bytes each: 57 MB.
+const MAX_V2_BYTES: u64 = 64 << 20;
+
+fn be_u32(data: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Decodes a histogram in HdrHistogram's V2 serialisation (deflated or not), as
+/// untrusted input: the deflated form inflates to at most 64 MiB, and the length of
+/// counts the header gives must be there before anything is allocated for them (the
+/// HdrHistogram crate allocates what the header says first).
+pub fn try_decode_histogram(data: &[u8]) -> Result<Histogram<u64>, String> {
+    use std::io::Read as _;
+    let plain: std::borrow::Cow<'_, [u8]> = match be_u32(data, 0) {
+        Some(V2_DEFLATE_COOKIE) => {
+            let len = be_u32(data, 4).ok_or("cut in its header")? as usize;
+            let body = &data[8..];
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(&body[..len.min(body.len())])
+                .take(MAX_V2_BYTES + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("damaged deflate data: {e}"))?;
+            if out.len() as u64 > MAX_V2_BYTES {
+                return Err(format!(
+                    "inflates past {} MiB, more than any histogram",
+                    MAX_V2_BYTES >> 20
+                ));
+            }
+            if be_u32(&out, 0) != Some(V2_COOKIE) {
+                return Err("not a V2 histogram once inflated".into());
+            }
+            out.into()
+        }
+        Some(V2_COOKIE) => data.into(),
+        _ => return Err("not an HdrHistogram V2 histogram (unknown cookie)".into()),
+    };
+    let payload = be_u32(&plain, 4).ok_or("cut in its header")? as usize;
+    let held = plain.len().saturating_sub(V2_HEADER);
+    if payload > held {
+        return Err(format!(
+            "its header gives {payload} bytes of counts; it holds {held}"
+        ));
+    }
     hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(data))
-        .ok()
+        .deserialize(&mut &plain[..])
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// [`try_decode_histogram`], `None` for data that is not a histogram.
+pub fn decode_histogram(data: &[u8]) -> Option<Histogram<u64>> {
+    try_decode_histogram(data).ok()
 }
 
 /// The one merge of stored latency histograms: histograms added exactly (the sum's range
@@ -203,9 +254,8 @@ pub fn read_interval_log(data: &[u8]) -> Result<Vec<(u64, Histogram<u64>)>, Stri
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(ih.encoded_histogram())
                     .map_err(|e| format!("interval {}: not base64 ({e})", out.len() + 1))?;
-                let h = hdrhistogram::serialization::Deserializer::new()
-                    .deserialize(&mut &bytes[..])
-                    .map_err(|e| format!("interval {}: {e:?}", out.len() + 1))?;
+                let h = try_decode_histogram(&bytes)
+                    .map_err(|e| format!("interval {}: {e}", out.len() + 1))?;
                 out.push((u64::try_from(end).unwrap_or(u64::MAX), h));
             }
             Ok(_) => {}
@@ -538,6 +588,40 @@ pub fn format_steps(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An interval log the fuzzer made (one byte changed inside a deflated histogram):
+    /// its header claims 2 GiB of counts, which the HdrHistogram crate would allocate
+    /// before reading them. It is an error naming the interval, with no allocation.
+    #[test]
+    fn a_histogram_that_claims_more_counts_than_it_holds_is_an_error() {
+        let log = include_bytes!("../../../../fuzz/seeds/interval-log-claims-2gib.txt");
+        let err = read_interval_log(log).unwrap_err();
+        assert!(err.starts_with("interval "), "{err}");
+        // The same, made by hand: a plain V2 histogram whose payload length is raised.
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        h.record(120).unwrap();
+        let mut plain = Vec::new();
+        hdrhistogram::serialization::V2Serializer::new()
+            .serialize(&h, &mut plain)
+            .unwrap();
+        assert_eq!(try_decode_histogram(&plain).unwrap().len(), 1);
+        plain[4..8].copy_from_slice(&0x7fff_fff0u32.to_be_bytes());
+        let err = try_decode_histogram(&plain).unwrap_err();
+        assert!(err.contains("bytes of counts"), "{err}");
+        // A deflated one that inflates to more than any histogram.
+        let big = vec![0u8; (MAX_V2_BYTES + 10) as usize];
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, &V2_COOKIE.to_be_bytes()).unwrap();
+        std::io::Write::write_all(&mut z, &big).unwrap();
+        let z = z.finish().unwrap();
+        let mut bomb = V2_DEFLATE_COOKIE.to_be_bytes().to_vec();
+        bomb.extend_from_slice(&(z.len() as u32).to_be_bytes());
+        bomb.extend_from_slice(&z);
+        let err = try_decode_histogram(&bomb).unwrap_err();
+        assert!(err.contains("inflates past"), "{err}");
+        assert!(try_decode_histogram(b"").is_err());
+        assert!(try_decode_histogram(&encoded(&h)).is_ok());
+    }
 
     fn encoded(h: &Histogram<u64>) -> Vec<u8> {
         let mut buf = Vec::new();
