@@ -61,6 +61,10 @@ pub struct Figure {
     pub better: Better,
     /// What kind of quantity it is.
     pub kind: Kind,
+    /// The smallest difference of medians, in its unit, that can be a change of it at
+    /// all (0: any). RSS max moves by pages wherever the loader and the allocator happen
+    /// to put things: the same program started again differs by some 100 KiB.
+    pub resolution: f64,
     /// Its value in a run.
     pub get: fn(&RunMeta) -> Option<f64>,
 }
@@ -90,6 +94,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "/s",
         better: Better::Higher,
         kind: Kind::SetRate,
+        resolution: 0.0,
         get: |m| m.load.rate,
     },
     Figure {
@@ -99,6 +104,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "",
         better: Better::Higher,
         kind: Kind::Concurrency,
+        resolution: 0.0,
         get: |m| m.load.concurrency,
     },
     Figure {
@@ -108,6 +114,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "/s",
         better: Better::Higher,
         kind: Kind::Rate,
+        resolution: 0.0,
         get: |m| hl(m).throughput,
     },
     Figure {
@@ -117,6 +124,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "/s",
         better: Better::Higher,
         kind: Kind::Rate,
+        resolution: 0.0,
         get: |m| hl(m).send_rate,
     },
     Figure {
@@ -126,6 +134,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "us",
         better: Better::Lower,
         kind: Kind::Outcome,
+        resolution: 0.0,
         get: |m| hl(m).p50_us,
     },
     Figure {
@@ -135,6 +144,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "us",
         better: Better::Lower,
         kind: Kind::Outcome,
+        resolution: 0.0,
         get: |m| hl(m).p99_us,
     },
     Figure {
@@ -144,6 +154,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "us",
         better: Better::Lower,
         kind: Kind::Outcome,
+        resolution: 0.0,
         get: |m| hl(m).p999_us,
     },
     Figure {
@@ -153,6 +164,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "us",
         better: Better::Lower,
         kind: Kind::Outcome,
+        resolution: 0.0,
         get: |m| hl(m).max_us,
     },
     Figure {
@@ -168,6 +180,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "us",
         better: Better::Lower,
         kind: Kind::Outcome,
+        resolution: 0.0,
         get: |m| hl(m).cpu_per_op_us,
     },
     Figure {
@@ -177,6 +190,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "",
         better: Better::Lower,
         kind: Kind::Outcome,
+        resolution: 0.0,
         get: |m| hl(m).switches_per_op,
     },
     Figure {
@@ -186,6 +200,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "bytes",
         better: Better::Lower,
         kind: Kind::Outcome,
+        resolution: 1024.0 * 1024.0,
         get: |m| hl(m).rss_max_bytes.map(|b| b as f64),
     },
     Figure {
@@ -195,6 +210,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "%",
         better: Better::Lower,
         kind: Kind::LoadDriven,
+        resolution: 0.0,
         get: |m| pct_of_window(m, hl(m).target_cpu_s),
     },
     Figure {
@@ -204,6 +220,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "%",
         better: Better::Lower,
         kind: Kind::Context,
+        resolution: 0.0,
         get: |m| pct_of_window(m, hl(m).kiln_cpu_s),
     },
     Figure {
@@ -213,6 +230,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "%",
         better: Better::Lower,
         kind: Kind::Context,
+        resolution: 0.0,
         get: |m| pct_of_window(m, hl(m).kiln_bpf_cpu_s),
     },
     Figure {
@@ -222,6 +240,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "%",
         better: Better::Lower,
         kind: Kind::Context,
+        resolution: 0.0,
         get: |m| hl(m).machine_busy_pct,
     },
 ];

@@ -8,7 +8,7 @@
 //! from the exit status ([`GateStatus::exit_code`]): a gate that fires on noise gets
 //! switched off, and one that passes what it cannot see is no gate.
 use super::figures::{figure, Figure, Role, FIGURES};
-use super::verdict::{Unsure, Verdict};
+use super::verdict::{Quiet, Unsure, Verdict};
 use super::Comparison;
 use serde::Serialize;
 
@@ -215,6 +215,10 @@ fn check(c: &Comparison, g: &Gate) -> GateResult {
                 | Unsure::TooFewRepeats { .. }
                 | Unsure::Drift { .. },
         } => GateStatus::CannotTell,
+        // Smaller than the figure can show: not a change, whatever its percentage.
+        Verdict::NoChange {
+            quiet: Quiet::BelowResolution,
+        } => GateStatus::Passed,
         _ if significant && past_limit => GateStatus::Fired,
         Verdict::NoChange { .. } => GateStatus::Passed,
         _ => GateStatus::CannotTell,

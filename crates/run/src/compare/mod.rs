@@ -292,6 +292,13 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
                 let (b, s) = (base.as_ref()?, s.as_ref()?);
                 let mut c =
                     verdict::decide(b, s, f.better, &rules, not_comparable.as_deref(), floor);
+                if (s.median - b.median).abs() < f.resolution
+                    && matches!(c.verdict, Verdict::Improved | Verdict::Regressed)
+                {
+                    c.verdict = Verdict::NoChange {
+                        quiet: Quiet::BelowResolution,
+                    };
+                }
                 if role != Role::Outcome {
                     // Shown, never judged.
                     c.p = None;
@@ -771,6 +778,51 @@ mod tests {
             "{}",
             c.overall.line
         );
+    }
+
+    /// RSS max of one process measured four times against another's: 110 KiB apart with
+    /// no spread is beyond noise and past 10%, but under the figure's resolution (1 MiB):
+    /// no change, and a gate on it passes. 2 MiB apart is a change.
+    #[test]
+    fn rss_under_a_mib_is_no_change() {
+        let with_rss = |rss: u64| {
+            let mut m = run(Some(5000.0), 5000.0, 40.0, 900.0);
+            m.headline.rss_max_bytes = Some(rss);
+            m
+        };
+        let a: Vec<RunMeta> = (0..4).map(|_| with_rss(1_040_384)).collect();
+        let b: Vec<RunMeta> = (0..4).map(|_| with_rss(1_150_976)).collect();
+        let opts = Options {
+            rules: Rules {
+                threshold_pct: 10.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let c = compare(&[group("a", a.clone()), group("b", b)], &opts).unwrap();
+        let rss = row(&c, "rss").changes[1].clone().unwrap();
+        assert!(rss.percent > 10.0 && rss.p.unwrap() < 0.05, "{rss:?}");
+        assert_eq!(
+            rss.verdict,
+            Verdict::NoChange {
+                quiet: Quiet::BelowResolution
+            }
+        );
+        assert_eq!(
+            c.overall.verdict,
+            OverallVerdict::NoChange,
+            "{}",
+            c.overall.line
+        );
+        let gates = gate::parse_gates("rss>+5%").unwrap();
+        assert_eq!(
+            gate::overall(&gate::check_gates(&c, &gates)),
+            GateStatus::Passed
+        );
+        let b: Vec<RunMeta> = (0..4).map(|_| with_rss(3_140_384)).collect();
+        let c = compare(&[group("a", a), group("b", b)], &opts).unwrap();
+        let rss = row(&c, "rss").changes[1].clone().unwrap();
+        assert_eq!(rss.verdict, Verdict::Regressed);
     }
 
     /// The same fixed rate, not held by the candidate: throughput is judged.

@@ -122,6 +122,9 @@ pub enum Quiet {
     WithinNoise,
     /// Beyond noise, but below the threshold.
     BelowThreshold,
+    /// A difference smaller than the figure can show ([`super::figures::Figure::resolution`]:
+    /// RSS max under 1 MiB).
+    BelowResolution,
 }
 
 /// The verdict on a change.
@@ -197,6 +200,7 @@ impl Change {
                     Some(match quiet {
                         Quiet::WithinNoise => "within noise".to_string(),
                         Quiet::BelowThreshold => "below the threshold".to_string(),
+                        Quiet::BelowResolution => "under the figure's resolution".to_string(),
                     }),
                     p,
                 ]
