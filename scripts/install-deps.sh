@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
 # Installs what kiln needs on Debian 12, as root. Idempotent and quick when everything is
 # present. Rust (cargo) is expected from rustup.
-#   scripts/install-deps.sh          what kiln's build and its main job need (scripts/setup.sh):
-#                                    the eBPF build's compiler and headers, RabbitMQ for the demo
+#   scripts/install-deps.sh --build  what kiln's build needs: the eBPF programs' compiler and
+#                                    headers, Debian's SQLite and zstd to link
+#   scripts/install-deps.sh          that and what kiln's main job adds (scripts/setup.sh):
+#                                    RabbitMQ and Erlang for the demo
 #   scripts/install-deps.sh --tests  that and what the test suite and benchmarks add
 #                                    (scripts/test.sh): the other servers, the anchor tools,
 #                                    Chromium, Go, Node, the oldest Rust, nightly's cargo-fuzz,
 #                                    an OpenTelemetry Collector
 set -euo pipefail
-tests=0
+level=main
 case "${1:-}" in
-  --tests) tests=1 ;;
+  --build) level=build ;;
+  --tests) level=tests ;;
   "") ;;
-  *) echo "install-deps: unknown argument '$1' (--tests or nothing)" >&2; exit 2 ;;
+  *) echo "install-deps: unknown argument '$1' (--build, --tests or nothing)" >&2; exit 2 ;;
 esac
 
 need_apt=()
-# kiln's build (eBPF programs compiled with clang against libbpf) and its main job (a
-# private RabbitMQ under load, scripts/demo.sh).
-pkgs=(build-essential pkg-config curl clang llvm libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
-      rabbitmq-server erlang-nox python3)
-if [ "$tests" = 1 ]; then
+# kiln's build: eBPF programs compiled with clang against libbpf, linked with Debian's
+# SQLite and zstd.
+pkgs=(build-essential pkg-config curl clang libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
+      libsqlite3-dev libzstd-dev)
+if [ "$level" != build ]; then
+  # kiln's main job: a private RabbitMQ under load (scripts/demo.sh).
+  pkgs+=(rabbitmq-server erlang-nox python3)
+fi
+if [ "$level" = tests ]; then
   # The tests' servers and oracles, the benchmarks' anchors.
   pkgs+=(linux-perf bpftool chromium mosquitto mosquitto-clients hyperfine time make binutils
          util-linux nginx wrk debuginfod postgresql bpftrace
@@ -29,7 +36,7 @@ fi
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
-if [ "$tests" = 1 ]; then
+if [ "$level" = tests ]; then
   # Node and Go may come from elsewhere than Debian (nodesource, go.dev): only install
   # Debian's when the commands are missing.
   command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
@@ -39,8 +46,12 @@ fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: installing ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # One update a day is enough: a fresh machine's lists are empty, so it runs there.
+  if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -1)" ]; then
+    apt-get update -qq
+  fi
+  install() { apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null; }
+  install || { apt-get update -qq && install; }
 fi
 # The Debian packages start services we do not use: the tests start private brokers (and
 # private sshds in network namespaces for kiln run --agent).
@@ -58,7 +69,7 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
   fi
 fi
-[ "$tests" = 1 ] || exit 0
+[ "$level" = tests ] || exit 0
 
 # Everything below is for the test suite and the benchmarks only.
 # The oldest Rust the workspace builds with (rust-version in Cargo.toml), for the check

@@ -4,7 +4,21 @@
 # after one configuration change, proved by `kiln compare`; outputs in ./kiln-demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+# The build's packages first; RabbitMQ and Erlang install while kiln builds (apt's time
+# hidden behind the compiler's).
+scripts/install-deps.sh --build
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-cargo build --release --locked -p kiln 2>/dev/null || cargo build --release -p kiln
+log=$(mktemp /tmp/kiln-install-deps.XXXXXX)
+scripts/install-deps.sh >"$log" 2>&1 &
+deps=$!
+build=0
+cargo build --release --locked -p kiln || build=$?
+if ! wait "$deps"; then
+  cat "$log" >&2
+  echo "setup: installing RabbitMQ and Erlang failed (scripts/install-deps.sh, above)" >&2
+  exit 1
+fi
+cat "$log" >&2
+rm -f "$log"
+[ "$build" = 0 ] || { echo "setup: cargo build failed (exit $build)" >&2; exit "$build"; }
 KILN=target/release/kiln scripts/demo.sh "${KILN_DEMO_SECONDS:-5}"
