@@ -230,6 +230,10 @@ impl InputOrder {
                 w.line += base;
                 CollapseError::WeightOverflow(w)
             }
+            CollapseError::TooManyStacks(mut w) => {
+                w.line += base;
+                CollapseError::TooManyStacks(w)
+            }
             e => e,
         }
     }

@@ -62,6 +62,11 @@ pub enum CollapseError {
     /// from joining the parts of the input parsed in parallel.
     #[error("{}: the weights of the samples add up to more than {} (2^64-1), more than kiln can count{}", .0.source, u64::MAX, line_suffix(.0.line))]
     WeightOverflow(Warning),
+    /// The input has more distinct stack prefixes (call-tree nodes) than kiln indexes
+    /// (2^32-1); `line` 0 means the limit was passed when joining the parts parsed in
+    /// parallel.
+    #[error("{}: {}{}; split the input into smaller recordings", .0.source, .0.message, line_suffix(.0.line))]
+    TooManyStacks(Warning),
     /// The model refused the input (too many distinct frames).
     #[error("{0}")]
     Model(#[from] kiln_model::ModelError),

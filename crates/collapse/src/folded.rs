@@ -766,6 +766,21 @@ fn assemble(
         profile: Profile::new(EventInfo::default()),
         ..Default::default()
     };
+    join_block_stats(&mut workers, &input, name, opts, &mut out)?;
+    let main = merge_workers(workers)?;
+    build_profiles(main, opts, &mut out);
+    Ok(out)
+}
+
+/// Adds every block's counts and warnings to `out`, in input order (warnings' lines
+/// relative to the whole input), and checks that the counts' totals fit in 64 bits.
+fn join_block_stats(
+    workers: &mut [FoldedWorker],
+    input: &crate::blocks::InputOrder,
+    name: &str,
+    opts: &Options,
+    out: &mut Collapsed,
+) -> Result<(), CollapseError> {
     let mut warned = 0;
     let mut totals = (0u64, 0u64);
     for &(idx, wi, bi) in &input.blocks {
@@ -794,6 +809,13 @@ fn assemble(
         }
     }
     out.stats.warnings = warned;
+    Ok(())
+}
+
+/// The workers' lines in one [`Parsed`]: the first worker's, with every other's names
+/// mapped into its table and its rows appended (names renumbered by name when there were
+/// several, so the ids do not depend on how the input was split).
+fn merge_workers(workers: Vec<FoldedWorker>) -> Result<Parsed, CollapseError> {
     let mut it = workers.into_iter().map(|w| w.parsed);
     let mut main = it.next().unwrap_or_else(|| Parsed::new(None));
     let several = it.len() > 0;
@@ -820,6 +842,12 @@ fn assemble(
     if several {
         main.splitter.renumber_by_name();
     }
+    Ok(main)
+}
+
+/// Builds `out`'s profile (and the second count's, for differential input) from the
+/// merged lines: in input order with `keep_order`, else from the rows grouped by prefix.
+fn build_profiles(main: Parsed, opts: &Options, out: &mut Collapsed) {
     let Parsed {
         splitter,
         mut rows,
@@ -853,7 +881,6 @@ fn assemble(
         }
     }
     out.after = after;
-    Ok(out)
 }
 
 /// Orders `rows` so that every group of rows sharing a prefix of frames is contiguous,

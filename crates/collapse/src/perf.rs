@@ -573,10 +573,26 @@ const NONE: u32 = u32::MAX;
 /// parser threads, each building the tree of what it read, the trees are most of the
 /// memory a collapse needs, so they are kept smaller than the model's stack table (which
 /// is built once, at the end, without an index).
-#[derive(Default)]
 struct Tree {
     nodes: Vec<(u32, u32)>,
     index: HashTable<u32>,
+    /// How many nodes it may hold: every id below [`NONE`] by default (smaller in tests).
+    cap: u32,
+    /// A node was asked for past `cap`: the sample being read cannot be kept, and its
+    /// parse ends with [`CollapseError::TooManyStacks`] (until then the parent stands in,
+    /// so nothing indexes past the table).
+    full: bool,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree {
+            nodes: Vec::new(),
+            index: HashTable::new(),
+            cap: NONE,
+            full: false,
+        }
+    }
 }
 
 #[inline]
@@ -596,10 +612,14 @@ impl Tree {
         if let Some(&i) = self.index.find(h, |&i| nodes[i as usize] == key) {
             return i;
         }
-        let id = u32::try_from(self.nodes.len())
+        let Some(id) = u32::try_from(self.nodes.len())
             .ok()
-            .filter(|&i| i != NONE)
-            .expect("more than 4 billion stack nodes");
+            .filter(|&i| i < self.cap)
+        else {
+            self.full = true;
+            // A stand-in the caller may index with; the parse ends at the sample's end.
+            return if parent == NONE { 0 } else { parent };
+        };
         self.nodes.push(key);
         let nodes = &self.nodes;
         self.index.insert_unique(h, id, |&i| {
@@ -938,6 +958,25 @@ impl<'a> Folder<'a> {
         if skip {
             return Ok(());
         }
+        let r = self.keep_sample(data, h, w);
+        if self.tree.full {
+            return Err(CollapseError::TooManyStacks(Warning::new(
+                w.source(),
+                self.cur_lineno,
+                "more distinct stack prefixes than kiln can index (2^32-1)",
+                b"",
+            )));
+        }
+        r
+    }
+
+    /// Folds the stack of a sample that is kept (its header `h`).
+    fn keep_sample(
+        &mut self,
+        data: &[u8],
+        h: Header<'_>,
+        w: &mut Warnings<'_>,
+    ) -> Result<(), CollapseError> {
         let si = self.slot(&h);
         let n = self.cur.len();
         // The bottom lines this sample shares with the task's previous one.
@@ -1431,6 +1470,58 @@ fn assemble(
         return Err(input.in_input(idx, e));
     }
     let mut out = Collapsed::default();
+    let ranges = join_block_stats(&mut outs, &input, opts, &mut out);
+    let with_period = check_total_weight(&outs, name)?;
+    let mut folders = outs.into_iter().map(|o| o.folder);
+    let Some(mut main) = folders.next() else {
+        return Ok(out);
+    };
+    let aggregate = opts.perf.aggregate;
+    let (maps, others) = merge_into_first(&mut main, folders, aggregate, name)?;
+    let Folder {
+        tree,
+        agg,
+        mut profile,
+        ..
+    } = main;
+    profile.stacks = into_stack_table(tree);
+    if aggregate {
+        for (i, &w) in agg.iter().enumerate() {
+            if w > 0 {
+                profile
+                    .samples
+                    .push(StackId(i as u32), w, NO_TIME, ThreadId::NONE);
+            }
+        }
+    } else if !others.is_empty() {
+        let mine = std::mem::take(&mut profile.samples);
+        profile.samples = samples_in_input_order(&mine, &others, &maps, ranges);
+    }
+    out.stats.event = filter.map(|f| String::from_utf8_lossy(f).into_owned());
+    if let Some(e) = &out.stats.event {
+        profile.event.name.clone_from(e);
+    }
+    profile.event.unit = match opts.perf.weight {
+        PerfWeight::Period if with_period > 0 => WeightUnit::of_period(&profile.event.name),
+        _ => WeightUnit::Samples,
+    };
+    out.profile = profile;
+    Ok(out)
+}
+
+/// Where a worker's nodes and threads landed in the first worker's tables (empty for the
+/// first worker, and when aggregating: aggregated weights are merged as they are mapped).
+type WorkerMap = (Vec<u32>, Vec<ThreadId>);
+
+/// Adds every block's counts and warnings to `out` in input order (warnings' lines
+/// relative to the whole input); returns, in input order, each block's worker and the
+/// range of its samples in that worker's table.
+fn join_block_stats(
+    outs: &mut [WorkerOut<'_>],
+    input: &crate::blocks::InputOrder,
+    opts: &Options,
+    out: &mut Collapsed,
+) -> Vec<(usize, std::ops::Range<usize>)> {
     let mut ranges = Vec::with_capacity(input.blocks.len());
     for &(idx, wi, bi) in &input.blocks {
         let b = &mut outs[wi].blocks[bi];
@@ -1443,9 +1534,15 @@ fn assemble(
         );
         ranges.push((wi, b.samples.clone()));
     }
+    ranges
+}
+
+/// Checks that the weights of all the workers' samples add up to a 64-bit total; returns
+/// how many samples gave a period.
+fn check_total_weight(outs: &[WorkerOut<'_>], name: &str) -> Result<u64, CollapseError> {
     let mut total = 0u64;
     let mut with_period = 0u64;
-    for o in &outs {
+    for o in outs {
         total = total.checked_add(o.folder.total).ok_or_else(|| {
             CollapseError::WeightOverflow(Warning::new(
                 name,
@@ -1456,16 +1553,22 @@ fn assemble(
         })?;
         with_period += o.folder.with_period;
     }
-    let mut folders = outs.into_iter().map(|o| o.folder);
-    let Some(mut main) = folders.next() else {
-        return Ok(out);
-    };
-    let aggregate = opts.perf.aggregate;
+    Ok(with_period)
+}
+
+/// Merges the other workers' frames, threads and call trees into `main`'s (and their
+/// aggregated weights, when aggregating); returns each worker's [`WorkerMap`] and the
+/// other workers' profiles, whose samples are still to be mapped.
+fn merge_into_first<'a>(
+    main: &mut Folder<'a>,
+    folders: impl Iterator<Item = Folder<'a>>,
+    aggregate: bool,
+    name: &str,
+) -> Result<(Vec<WorkerMap>, Vec<Profile>), CollapseError> {
     if aggregate {
         main.agg.resize(main.tree.nodes.len(), 0);
     }
-    // Where each worker's nodes and threads landed in the first one's tables.
-    let mut maps: Vec<(Vec<u32>, Vec<ThreadId>)> = vec![(Vec::new(), Vec::new())];
+    let mut maps: Vec<WorkerMap> = vec![(Vec::new(), Vec::new())];
     let mut others: Vec<Profile> = Vec::new();
     for f in folders {
         let fmap: Vec<FrameId> = f
@@ -1492,6 +1595,14 @@ fn assemble(
             };
             nmap.push(main.tree.intern(parent, fmap[frame as usize]));
         }
+        if main.tree.full {
+            return Err(CollapseError::TooManyStacks(Warning::new(
+                name,
+                0,
+                "more distinct stack prefixes than kiln can index (2^32-1)",
+                b"",
+            )));
+        }
         if aggregate {
             main.agg.resize(main.tree.nodes.len(), 0);
             for (i, &w) in f.agg.iter().enumerate() {
@@ -1506,68 +1617,84 @@ fn assemble(
         }
         others.push(f.profile);
     }
-    // The model's stack table, built by appending: the tree has no duplicates.
-    let Folder {
-        tree,
-        agg,
-        mut profile,
-        ..
-    } = main;
-    let Tree { nodes, index } = tree;
+    Ok((maps, others))
+}
+
+/// The model's stack table from the merged call tree, built by appending: the tree has
+/// no duplicates and every parent comes before its children.
+fn into_stack_table(tree: Tree) -> kiln_model::StackTable {
+    let Tree { nodes, index, .. } = tree;
     drop(index);
     let mut stacks = kiln_model::StackTable::new();
     for &(parent, frame) in &nodes {
         let parent = (parent != NONE).then_some(StackId(parent));
         stacks.push_new(parent, FrameId(frame));
     }
-    drop(nodes);
-    profile.stacks = stacks;
-    if aggregate {
-        for (i, &w) in agg.iter().enumerate() {
-            if w > 0 {
-                profile
-                    .samples
-                    .push(StackId(i as u32), w, NO_TIME, ThreadId::NONE);
-            }
-        }
-    } else if !others.is_empty() {
-        // Rows in input order: the first worker's as they are, the others' mapped.
-        let mine = std::mem::take(&mut profile.samples);
-        let mut samples = kiln_model::SampleTable::default();
-        for (wi, r) in ranges {
-            let src = if wi == 0 {
-                &mine
+    stacks
+}
+
+/// Every worker's samples in input order: the first worker's (`mine`) as they are, the
+/// others' with their stacks and threads mapped into the first one's tables.
+fn samples_in_input_order(
+    mine: &kiln_model::SampleTable,
+    others: &[Profile],
+    maps: &[WorkerMap],
+    ranges: Vec<(usize, std::ops::Range<usize>)>,
+) -> kiln_model::SampleTable {
+    let mut samples = kiln_model::SampleTable::default();
+    for (wi, r) in ranges {
+        let src = if wi == 0 {
+            mine
+        } else {
+            &others[wi - 1].samples
+        };
+        let (nmap, tmap) = &maps[wi];
+        for i in r {
+            let (stack, thread) = if wi == 0 {
+                (src.stack[i], src.thread[i])
             } else {
-                &others[wi - 1].samples
+                let th = src.thread[i];
+                (
+                    StackId(nmap[src.stack[i].0 as usize]),
+                    if th == ThreadId::NONE {
+                        th
+                    } else {
+                        tmap[th.0 as usize]
+                    },
+                )
             };
-            let (nmap, tmap) = &maps[wi];
-            for i in r {
-                let (stack, thread) = if wi == 0 {
-                    (src.stack[i], src.thread[i])
-                } else {
-                    let th = src.thread[i];
-                    (
-                        StackId(nmap[src.stack[i].0 as usize]),
-                        if th == ThreadId::NONE {
-                            th
-                        } else {
-                            tmap[th.0 as usize]
-                        },
-                    )
-                };
-                samples.push(stack, src.weight[i], src.time[i], thread);
-            }
+            samples.push(stack, src.weight[i], src.time[i], thread);
         }
-        profile.samples = samples;
     }
-    out.stats.event = filter.map(|f| String::from_utf8_lossy(f).into_owned());
-    if let Some(e) = &out.stats.event {
-        profile.event.name.clone_from(e);
+    samples
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree that runs out of node ids ends the parse with an error naming the input and
+    /// the sample's line, instead of a panic or an index past the table.
+    #[test]
+    fn a_full_call_tree_is_an_error_not_a_panic() {
+        let opts = Options::default();
+        let mut f = Folder::new(&opts.perf, None);
+        // The root (the command name) and two frames fit; a third distinct frame does not.
+        f.tree.cap = 3;
+        let data = b"app 1 [000] 1.000000: cpu-clock:\n\
+            \t1 a (/bin/app)\n\
+            \t2 main (/bin/app)\n\
+            \n\
+            app 1 [000] 2.000000: cpu-clock:\n\
+            \t3 b (/bin/app)\n\
+            \t2 main (/bin/app)\n\
+            \n";
+        let mut w = Warnings::new("big.perf", &opts);
+        let e = f.run(data, &mut w).unwrap_err();
+        assert!(matches!(e, CollapseError::TooManyStacks(_)), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.starts_with("big.perf: "), "{msg}");
+        assert!(msg.contains("(at line 5)"), "{msg}");
+        assert_eq!(f.tree.nodes.len(), 3);
     }
-    profile.event.unit = match opts.perf.weight {
-        PerfWeight::Period if with_period > 0 => WeightUnit::of_period(&profile.event.name),
-        _ => WeightUnit::Samples,
-    };
-    out.profile = profile;
-    Ok(out)
 }
