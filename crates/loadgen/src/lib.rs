@@ -21,7 +21,11 @@
 //! the others ([`amqp`]: PerfTest's flags, a thread pair per connection; [`mqtt`]:
 //! emqtt-bench's, one epoll event loop for every connection; HTTP sits beside them): it
 //! declares its counters, latencies and flags in a [`engine::stats::Schema`] and counts into
-//! the [`engine::Ctx`] it is handed.
+//! the [`engine::Ctx`] it is handed, through typed handles made from the table's names at
+//! compile time ([`CounterId`], [`LatencyId`], [`FlagId`]; each driver keeps its own in a
+//! `Metrics` struct, `M`): `ctx.add(agent, M.sent, 1)`, `ctx.record(agent, M.latency, us)`.
+//! A misspelt name does not compile, and a counter cannot stand where a latency is meant.
+//! The same handles read a second back ([`Tick::count_of`], [`Load::completed`]).
 //!
 //! # Driving a load from another program (`kiln run`)
 //! A load is a [`Load`] trait object: build it from options ([`amqp::AmqpLoad`],
@@ -76,7 +80,9 @@ pub mod mqtt;
 pub use amqp::{
     parse_key_values, parse_value_duration, AmqpOptions, FieldValue, QueuePattern, Uri,
 };
-pub use engine::stats::{CounterDef, Event, Percentiles, Schema, Tick};
+pub use engine::stats::{
+    CounterDef, CounterId, Event, FlagId, LatencyId, Percentiles, Schema, Tick,
+};
 pub use engine::{Headline, Load, Report, Settings};
 
 /// Why a load run could not start or was cut short.

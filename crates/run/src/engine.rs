@@ -2,7 +2,7 @@
 //! one adapter for every protocol, since the engine's seconds are already
 //! protocol-neutral.
 use crate::{LoadEvents, LoadOutcome, LoadTick, Value, ValueKind, Workload};
-use kiln_loadgen::{Schema, Tick};
+use kiln_loadgen::{CounterId, Schema, Tick};
 use kiln_os::stop::Stop;
 use kiln_store::{LoadInfo, Window};
 
@@ -30,19 +30,19 @@ impl EngineLoad {
 
 /// The counter of completed operations (its definition in the load's schema).
 fn completed_def(load: &dyn kiln_loadgen::Load) -> &'static kiln_loadgen::CounterDef {
-    &load.schema().counters[load.completed()]
+    load.schema().counter_def(load.completed())
 }
 
-/// A second of the engine as `kiln run` keeps it. The engine's counters are in the
-/// schema's order, so the completed and sent counters are read by their indices.
-fn convert(t: &Tick, schema: &Schema, completed: usize) -> LoadTick {
+/// A second of the engine as `kiln run` keeps it. The completed and sent counts are read
+/// by their handles in the load's schema, never by name.
+fn convert(t: &Tick, schema: &Schema, completed: CounterId) -> LoadTick {
     let mut values: Vec<Value> = Vec::new();
-    for (i, c) in t.counters.iter().enumerate() {
+    for (c, rate) in t.rates() {
         values.push(Value {
             name: c.name.to_string(),
             unit: format!("{}/s", c.unit),
             kind: ValueKind::Rate,
-            value: Some(t.rate_of(i)),
+            value: Some(rate),
         });
     }
     for l in &t.latencies {
@@ -68,8 +68,8 @@ fn convert(t: &Tick, schema: &Schema, completed: usize) -> LoadTick {
     LoadTick {
         end_ns: t.end_mono_ns,
         interval_s: t.interval_s,
-        completed: t.counters.get(completed).map(|c| c.value),
-        sent: t.counters.get(schema.sent).map(|c| c.value),
+        completed: t.count_of(completed),
+        sent: t.count_of(schema.sent),
         values,
         latency,
     }
@@ -186,10 +186,10 @@ mod tests {
             .map(|(i, c)| (c.name, 10 * (i as u64 + 1)))
             .collect();
         let t = convert(&tick(&counts), schema, kiln_loadgen::Load::completed(&load));
-        let received = schema.counter("received").unwrap();
+        let received = schema.counter("received").unwrap().index();
         assert_eq!(t.completed, Some(10 * (received as u64 + 1)));
-        assert_eq!(t.sent, Some(10 * (schema.sent as u64 + 1)));
-        assert_eq!(schema.counters[schema.sent].name, "sent");
+        assert_eq!(t.sent, Some(10 * (schema.sent.index() as u64 + 1)));
+        assert_eq!(schema.counter_def(schema.sent).name, "sent");
         assert_eq!(t.value("received"), Some(20.0 * (received as f64 + 1.0)));
         assert_eq!(t.count("received"), 10.0 * (received as f64 + 1.0));
         assert_eq!(t.end_ns, 7_000_000_000);

@@ -1,9 +1,8 @@
 //! A consumer: one connection, one thread reading deliveries in place and batching acks.
 use super::conn::{Connection, FrameReader, Writer};
-use super::driver::{Shared, C_RECEIVED, L_CONSUMER, L_CONSUMER_INTENDED};
+use super::driver::{Shared, M};
 use super::wire::{self, m, Dec};
 use crate::engine::body::{self, Stamp};
-use crate::engine::stats::record;
 use crate::Error;
 use std::time::{Duration, Instant};
 
@@ -171,12 +170,12 @@ fn record_latency(sh: &Shared, slot: usize, d: &Delivery) {
     let now = crate::engine::clock::real_ns();
     if let Some(s) = stamp.filter(|s| now.abs_diff(s.sent_ns) < PLAUSIBLE_NS) {
         let mut h = sh.ctx.hists(slot);
-        record(&mut h[L_CONSUMER], now.saturating_sub(s.sent_ns) / 1000);
+        h.record(M.consumer_latency, now.saturating_sub(s.sent_ns) / 1000);
         if let Some(it) = s
             .intended_ns
             .filter(|&it| sh.opts.rate_limited() && now.abs_diff(it) < PLAUSIBLE_NS)
         {
-            record(&mut h[L_CONSUMER_INTENDED], now.saturating_sub(it) / 1000);
+            h.record(M.consumer_latency_intended, now.saturating_sub(it) / 1000);
         }
     }
 }
@@ -243,7 +242,7 @@ fn consume_loop(
             // the latency histogram are one event's and must agree whenever the loop ends
             // (a batch of counts still pending when a timed run stopped left the counter
             // one short of the histogram).
-            ctx.add(slot, C_RECEIVED, 1);
+            ctx.add(slot, M.received, 1);
             if measure {
                 record_latency(sh, slot, &d);
             }

@@ -3,7 +3,7 @@
 use super::conn::{Connection, Uri, Writer};
 use super::AmqpOptions;
 use crate::engine::stats::{
-    counter_index, flag_index, latency_index, CounterDef, FlagDef, LatencyDef, Schema, Show,
+    CounterDef, CounterId, FlagDef, FlagId, LatencyDef, LatencyId, Schema, Show,
 };
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
@@ -11,23 +11,58 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Counter indices, from the table's names.
-pub(crate) const C_SENT: usize = counter_index(COUNTERS, "sent");
-pub(crate) const C_CONFIRMED: usize = counter_index(COUNTERS, "confirmed");
-pub(crate) const C_NACKED: usize = counter_index(COUNTERS, "nacked");
-pub(crate) const C_RETURNED: usize = counter_index(COUNTERS, "returned");
-pub(crate) const C_RECEIVED: usize = counter_index(COUNTERS, "received");
-pub(crate) const C_BLOCKED_NOTIFICATIONS: usize = counter_index(COUNTERS, "blocked_notifications");
-pub(crate) const C_RECONNECTS: usize = counter_index(COUNTERS, "reconnects");
-/// Latency indices.
-pub(crate) const L_CONSUMER: usize = latency_index(LATENCIES, "consumer_latency");
-pub(crate) const L_CONSUMER_INTENDED: usize = latency_index(LATENCIES, "consumer_latency_intended");
-pub(crate) const L_CONFIRM: usize = latency_index(LATENCIES, "confirm_latency");
-pub(crate) const L_CONFIRM_INTENDED: usize = latency_index(LATENCIES, "confirm_latency_intended");
-/// Flag indices.
-pub(crate) const F_BLOCKED: usize = flag_index(FLAGS, "blocked");
-pub(crate) const F_STALLED: usize = flag_index(FLAGS, "stalled");
-pub(crate) const F_DISCONNECTED: usize = flag_index(FLAGS, "disconnected");
+/// What the driver counts, by name: typed handles into its tables, made at compile time
+/// (a name not in the table does not compile), so the engine's [`Ctx`] takes a counter
+/// where a counter is meant and a latency where a latency is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Metrics {
+    /// Counter `sent`.
+    pub(crate) sent: CounterId,
+    /// Counter `confirmed`.
+    pub(crate) confirmed: CounterId,
+    /// Counter `nacked`.
+    pub(crate) nacked: CounterId,
+    /// Counter `returned`.
+    pub(crate) returned: CounterId,
+    /// Counter `received`.
+    pub(crate) received: CounterId,
+    /// Counter `blocked_notifications`.
+    pub(crate) blocked_notifications: CounterId,
+    /// Counter `reconnects`.
+    pub(crate) reconnects: CounterId,
+    /// Latency `consumer_latency`.
+    pub(crate) consumer_latency: LatencyId,
+    /// Latency `consumer_latency_intended`.
+    pub(crate) consumer_latency_intended: LatencyId,
+    /// Latency `confirm_latency`.
+    pub(crate) confirm_latency: LatencyId,
+    /// Latency `confirm_latency_intended`.
+    pub(crate) confirm_latency_intended: LatencyId,
+    /// Flag `blocked`.
+    pub(crate) blocked: FlagId,
+    /// Flag `stalled`.
+    pub(crate) stalled: FlagId,
+    /// Flag `disconnected`.
+    pub(crate) disconnected: FlagId,
+}
+
+/// The driver's metrics.
+pub(crate) const M: Metrics = Metrics {
+    sent: CounterId::named(COUNTERS, "sent"),
+    confirmed: CounterId::named(COUNTERS, "confirmed"),
+    nacked: CounterId::named(COUNTERS, "nacked"),
+    returned: CounterId::named(COUNTERS, "returned"),
+    received: CounterId::named(COUNTERS, "received"),
+    blocked_notifications: CounterId::named(COUNTERS, "blocked_notifications"),
+    reconnects: CounterId::named(COUNTERS, "reconnects"),
+    consumer_latency: LatencyId::named(LATENCIES, "consumer_latency"),
+    consumer_latency_intended: LatencyId::named(LATENCIES, "consumer_latency_intended"),
+    confirm_latency: LatencyId::named(LATENCIES, "confirm_latency"),
+    confirm_latency_intended: LatencyId::named(LATENCIES, "confirm_latency_intended"),
+    blocked: FlagId::named(FLAGS, "blocked"),
+    stalled: FlagId::named(FLAGS, "stalled"),
+    disconnected: FlagId::named(FLAGS, "disconnected"),
+};
 
 /// What an AMQP run measures.
 pub static SCHEMA: Schema = Schema {
@@ -35,10 +70,10 @@ pub static SCHEMA: Schema = Schema {
     counters: COUNTERS,
     latencies: LATENCIES,
     flags: FLAGS,
-    throughput: C_SENT,
+    throughput: M.sent,
     throughput_unit: "msg/s",
-    sent: C_SENT,
-    stall: Some((F_STALLED, C_SENT)),
+    sent: M.sent,
+    stall: Some((M.stalled, M.sent)),
 };
 
 const COUNTERS: &[CounterDef] = &[
@@ -53,7 +88,8 @@ const COUNTERS: &[CounterDef] = &[
         name: "confirmed",
         unit: "msg",
         description: "publisher confirms (acks) received",
-        show: Show::NonZeroOrLatency(L_CONFIRM),
+        // Named here, not through `M`, which is made from this table.
+        show: Show::NonZeroOrLatency(LatencyId::named(LATENCIES, "confirm_latency")),
         rate_label: Some("confirm rate"),
     },
     CounterDef {
@@ -312,8 +348,8 @@ impl Shared<'_> {
                     }
                     if down {
                         down = false;
-                        ctx.flag_off(F_DISCONNECTED);
-                        ctx.add(0, C_RECONNECTS, 1);
+                        ctx.flag_off(M.disconnected);
+                        ctx.add(0, M.reconnects, 1);
                         ctx.event("reconnected", name.to_string());
                     }
                 };
@@ -332,7 +368,7 @@ impl Shared<'_> {
                     }
                     if !down {
                         down = true;
-                        ctx.flag_on(F_DISCONNECTED);
+                        ctx.flag_on(M.disconnected);
                         ctx.event("connection-lost", format!("{name}: {e}"));
                     }
                     if ctx.stop().sleep(Duration::from_millis(500)) {
@@ -342,7 +378,7 @@ impl Shared<'_> {
             }
         }
         if down {
-            ctx.flag_off(F_DISCONNECTED);
+            ctx.flag_off(M.disconnected);
         }
     }
 

@@ -19,7 +19,7 @@ pub use options::{parse_key_values, parse_value_duration, AmqpOptions, QueuePatt
 pub use report::{format_summary, format_sweep, format_tick, sweep_rows, Summary, SweepRow};
 pub use wire::FieldValue;
 
-use crate::engine::stats::Tick;
+use crate::engine::stats::{CounterId, Tick};
 use crate::engine::{Load, Report};
 use crate::Error;
 use kiln_os::stop::Stop;
@@ -89,13 +89,13 @@ impl Load for AmqpLoad {
     fn schema(&self) -> &'static crate::engine::stats::Schema {
         &driver::SCHEMA
     }
-    fn completed(&self) -> usize {
+    fn completed(&self) -> CounterId {
         if self.opts.consumers > 0 {
-            driver::C_RECEIVED
+            driver::M.received
         } else if self.opts.confirm.is_some() {
-            driver::C_CONFIRMED
+            driver::M.confirmed
         } else {
-            driver::C_SENT
+            driver::M.sent
         }
     }
     fn id(&self) -> &str {

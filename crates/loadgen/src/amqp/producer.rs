@@ -1,14 +1,10 @@
 //! A producer: one connection; this thread publishes, a second one reads confirms, returns
 //! and flow-control notifications.
 use super::conn::{Connection, FrameReader, Writer};
-use super::driver::{
-    Shared, C_BLOCKED_NOTIFICATIONS, C_CONFIRMED, C_NACKED, C_RETURNED, C_SENT, F_BLOCKED,
-    L_CONFIRM, L_CONFIRM_INTENDED,
-};
+use super::driver::{Shared, M};
 use super::wire::{self, m, Dec};
 use crate::engine::body::{self, Stamp};
 use crate::engine::pacer::{self, Constant, Schedule, Steps};
-use crate::engine::stats::record;
 use crate::Error;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -93,10 +89,10 @@ impl Window {
             if v != 0 {
                 k += 1;
                 if !nack {
-                    record(&mut h[L_CONFIRM], now.saturating_sub(v - 1) / 1000);
+                    h.record(M.confirm_latency, now.saturating_sub(v - 1) / 1000);
                     if iv != 0 {
-                        record(
-                            &mut h[L_CONFIRM_INTENDED],
+                        h.record(
+                            M.confirm_latency_intended,
                             now.saturating_sub(iv - 1) / 1000,
                         );
                     }
@@ -124,7 +120,7 @@ impl Window {
         drop(h);
         self.outstanding.fetch_sub(k, Ordering::AcqRel);
         sh.ctx
-            .add(slot, if nack { C_NACKED } else { C_CONFIRMED }, k);
+            .add(slot, if nack { M.nacked } else { M.confirmed }, k);
     }
 }
 
@@ -293,7 +289,7 @@ impl Batch {
             Err((n, _)) => *n,
         };
         let whole = self.ends.iter().take_while(|&&e| e <= written).count();
-        sh.ctx.add(slot, C_SENT, whole as u64);
+        sh.ctx.add(slot, M.sent, whole as u64);
         self.buf.clear();
         self.ends.clear();
         r.map_err(|(_, e)| e)
@@ -460,21 +456,21 @@ fn read_loop(
                     }
                 }
             }
-            Some(m::BASIC_RETURN) => ctx.add(slot, C_RETURNED, 1),
+            Some(m::BASIC_RETURN) => ctx.add(slot, M.returned, 1),
             Some(m::CONN_BLOCKED) => {
                 let reason = d.shortstr().unwrap_or("").to_string();
                 if !blocked {
                     blocked = true;
-                    ctx.flag_on(F_BLOCKED);
+                    ctx.flag_on(M.blocked);
                 }
-                ctx.flag_pulse(F_BLOCKED);
-                ctx.add(slot, C_BLOCKED_NOTIFICATIONS, 1);
+                ctx.flag_pulse(M.blocked);
+                ctx.add(slot, M.blocked_notifications, 1);
                 ctx.event("blocked", format!("producer {idx}: {reason}"));
             }
             Some(m::CONN_UNBLOCKED) => {
                 if blocked {
                     blocked = false;
-                    ctx.flag_off(F_BLOCKED);
+                    ctx.flag_off(M.blocked);
                 }
                 ctx.event("unblocked", format!("producer {idx}"));
             }
@@ -486,7 +482,7 @@ fn read_loop(
         }
     })();
     if blocked {
-        ctx.flag_off(F_BLOCKED);
+        ctx.flag_off(M.blocked);
     }
     r
 }

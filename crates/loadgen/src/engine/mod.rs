@@ -30,7 +30,9 @@ use crate::Error;
 use clock::Clock;
 use hdrhistogram::Histogram;
 use kiln_os::stop::Stop;
-use stats::{merge, per_second, record, Count, Event, Flag, Schema, Tick};
+use stats::{
+    merge, per_second, record, Count, CounterId, Event, Flag, FlagId, LatencyId, Schema, Tick,
+};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -82,11 +84,10 @@ pub trait Load: Send {
     /// What the protocol measures (its counters, latencies and flags, and which counter is
     /// the throughput): `kiln run` reads every second through it.
     fn schema(&self) -> &'static Schema;
-    /// The index (in the schema's counters) of the counter of completed operations with
-    /// these options — messages received when there are consumers, connections held by an
-    /// idle fleet — which `kiln run` divides the target's CPU by. Default: the schema's
-    /// throughput counter.
-    fn completed(&self) -> usize {
+    /// The counter of completed operations with these options — messages received when
+    /// there are consumers, connections held by an idle fleet — which `kiln run` divides
+    /// the target's CPU by. Default: the schema's throughput counter.
+    fn completed(&self) -> CounterId {
         self.schema().throughput
     }
     /// What fixes the load's size — a rate it was set to, how many producers or
@@ -264,41 +265,45 @@ impl Ctx {
         self.end_s
     }
 
-    /// Adds `n` to counter `counter` of `agent`.
+    /// Adds `n` to `counter` of `agent`.
     #[inline]
-    pub fn add(&self, agent: usize, counter: usize, n: u64) {
-        self.agents[agent].counters[counter].fetch_add(n, Ordering::Relaxed);
+    pub fn add(&self, agent: usize, counter: CounterId, n: u64) {
+        self.agents[agent].counters[counter.index()].fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Records `us` microseconds into latency `latency` of `agent`.
-    pub fn record(&self, agent: usize, latency: usize, us: u64) {
-        record(&mut self.hists(agent)[latency], us);
+    /// Records `us` microseconds into `latency` of `agent`.
+    pub fn record(&self, agent: usize, latency: LatencyId, us: u64) {
+        self.hists(agent).record(latency, us);
     }
 
     /// The histograms of `agent`, locked, to record several values at once.
-    pub fn hists(&self, agent: usize) -> MutexGuard<'_, Vec<Option<Histogram<u64>>>> {
-        self.agents[agent]
-            .hists
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+    pub fn hists(&self, agent: usize) -> Hists<'_> {
+        Hists(
+            self.agents[agent]
+                .hists
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
     }
 
-    /// Flag `flag` holds from now on (counted: one per connection, say).
-    pub fn flag_on(&self, flag: usize) {
-        self.flags[flag].now.fetch_add(1, Ordering::SeqCst);
-        self.flags[flag].pulse.store(true, Ordering::SeqCst);
+    /// `flag` holds from now on (counted: one per connection, say).
+    pub fn flag_on(&self, flag: FlagId) {
+        let f = &self.flags[flag.index()];
+        f.now.fetch_add(1, Ordering::SeqCst);
+        f.pulse.store(true, Ordering::SeqCst);
     }
 
-    /// One holder of flag `flag` let go of it.
-    pub fn flag_off(&self, flag: usize) {
-        let _ = self.flags[flag]
-            .now
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    /// One holder of `flag` let go of it.
+    pub fn flag_off(&self, flag: FlagId) {
+        let _ =
+            self.flags[flag.index()]
+                .now
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
     }
 
-    /// Flag `flag` held for a moment in the current second.
-    pub fn flag_pulse(&self, flag: usize) {
-        self.flags[flag].pulse.store(true, Ordering::SeqCst);
+    /// `flag` held for a moment in the current second.
+    pub fn flag_pulse(&self, flag: FlagId) {
+        self.flags[flag.index()].pulse.store(true, Ordering::SeqCst);
     }
 
     /// Records an event at the current time.
@@ -357,6 +362,19 @@ impl Ctx {
             }
         }
         s
+    }
+}
+
+/// One agent's latency histograms, locked ([`Ctx::hists`]): several values recorded under
+/// one lock, each into the latency its handle names.
+#[derive(Debug)]
+pub struct Hists<'a>(MutexGuard<'a, Vec<Option<Histogram<u64>>>>);
+
+impl Hists<'_> {
+    /// Records `us` microseconds into `latency`.
+    #[inline]
+    pub fn record(&mut self, latency: LatencyId, us: u64) {
+        record(&mut self.0[latency.index()], us);
     }
 }
 
@@ -521,8 +539,8 @@ impl Ticker {
             })
             .collect();
         if let Some((flag, counter)) = s.stall {
-            if d[counter] == 0 && interval_s >= 0.5 && driver.expects_traffic(ctx, at_s) {
-                flags[flag].value = true;
+            if d[counter.index()] == 0 && interval_s >= 0.5 && driver.expects_traffic(ctx, at_s) {
+                flags[flag.index()].value = true;
             }
         }
         let go = ctx.go_ns().unwrap_or(0);
@@ -563,14 +581,14 @@ impl Ticker {
                 value: self.series.iter().filter(|t| t.flag(f.name)).count() as u64,
             })
             .collect();
-        let tp = s.counters[s.throughput];
+        let tp = s.counter_def(s.throughput);
         let headline = Headline {
             protocol: s.protocol.into(),
             id: driver.id().to_string(),
             throughput: Throughput {
                 counter: tp.name.into(),
                 unit: s.throughput_unit.into(),
-                value: per_second(totals[s.throughput], dur),
+                value: per_second(totals[s.throughput.index()], dur),
             },
             duration_s: (end_s * 1000.0).round() / 1000.0,
             start_mono_ns: ctx.clock.mono_at(go),

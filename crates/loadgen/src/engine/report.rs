@@ -470,7 +470,7 @@ pub fn format_tick(schema: &Schema, id: &str, t: &Tick) -> String {
                 v > 0
                     || schema
                         .latencies
-                        .get(i)
+                        .get(i.index())
                         .is_some_and(|l| t.latency(l.name).is_some())
             }
             Show::Never => false,

@@ -14,8 +14,8 @@ pub enum Show {
     Always,
     /// When it is not zero.
     NonZero,
-    /// When it is not zero or the latency with this index was measured.
-    NonZeroOrLatency(usize),
+    /// When it is not zero or this latency was measured.
+    NonZeroOrLatency(LatencyId),
     /// Never (the files still have it).
     Never,
 }
@@ -102,45 +102,57 @@ const fn same_name(a: &str, b: &str) -> bool {
     true
 }
 
-/// The index of the counter `name` in a driver's table, at compile time: drivers derive
-/// their indices from their tables, so a name and its index cannot disagree, and a name
-/// that is not in the table does not compile.
-pub(crate) const fn counter_index(defs: &[CounterDef], name: &str) -> usize {
-    let mut i = 0;
-    while i < defs.len() {
-        if same_name(defs[i].name, name) {
-            return i;
+/// A typed handle of one entry of a protocol's table of counters, latencies or flags: a
+/// driver names what it counts with these (its `Metrics` struct), the engine's [`Ctx`]
+/// takes only the right kind, and a name that is not in the table does not compile.
+///
+/// [`Ctx`]: crate::engine::Ctx
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident, $def:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub struct $name(usize);
+
+        impl $name {
+            /// The entry named `name` in `defs`, found at compile time when called in a
+            /// `const`: a name and its position cannot disagree.
+            pub(crate) const fn named(defs: &[$def], name: &str) -> Self {
+                let mut i = 0;
+                while i < defs.len() {
+                    if same_name(defs[i].name, name) {
+                        return $name(i);
+                    }
+                    i += 1;
+                }
+                panic!(concat!("no ", $what, " of that name in the table"))
+            }
+
+            /// Its position in the schema's table, and in a [`Tick`]'s list of the same kind.
+            pub const fn index(self) -> usize {
+                self.0
+            }
         }
-        i += 1;
-    }
-    panic!("no counter of that name in the table")
+    };
 }
 
-/// The index of the latency `name` in a driver's table, at compile time (as
-/// [`counter_index`]).
-pub(crate) const fn latency_index(defs: &[LatencyDef], name: &str) -> usize {
-    let mut i = 0;
-    while i < defs.len() {
-        if same_name(defs[i].name, name) {
-            return i;
-        }
-        i += 1;
-    }
-    panic!("no latency of that name in the table")
-}
-
-/// The index of the flag `name` in a driver's table, at compile time (as
-/// [`counter_index`]).
-pub(crate) const fn flag_index(defs: &[FlagDef], name: &str) -> usize {
-    let mut i = 0;
-    while i < defs.len() {
-        if same_name(defs[i].name, name) {
-            return i;
-        }
-        i += 1;
-    }
-    panic!("no flag of that name in the table")
-}
+handle!(
+    /// A counter of a protocol's [`Schema`].
+    CounterId,
+    CounterDef,
+    "counter"
+);
+handle!(
+    /// A latency of a protocol's [`Schema`].
+    LatencyId,
+    LatencyDef,
+    "latency"
+);
+handle!(
+    /// A flag of a protocol's [`Schema`].
+    FlagId,
+    FlagDef,
+    "flag"
+);
 
 /// Everything a protocol measures, declared once by its driver.
 #[derive(Debug, Clone, Copy)]
@@ -153,29 +165,39 @@ pub struct Schema {
     pub latencies: &'static [LatencyDef],
     /// Flags, in series order.
     pub flags: &'static [FlagDef],
-    /// Index of the counter whose rate is the headline throughput.
-    pub throughput: usize,
+    /// The counter whose rate is the headline throughput.
+    pub throughput: CounterId,
     /// Unit of the throughput (`msg/s`, `req/s`).
     pub throughput_unit: &'static str,
-    /// Index of the counter of operations sent (messages published, requests written).
-    pub sent: usize,
-    /// Index of the flag the engine sets when the counter `stall_counter` stayed at 0 in a
-    /// second in which the driver expected traffic.
-    pub stall: Option<(usize, usize)>,
+    /// The counter of operations sent (messages published, requests written).
+    pub sent: CounterId,
+    /// The flag the engine sets when the counter beside it stayed at 0 in a second in
+    /// which the driver expected traffic.
+    pub stall: Option<(FlagId, CounterId)>,
 }
 
 impl Schema {
-    /// Index of the counter named `name`.
-    pub fn counter(&self, name: &str) -> Option<usize> {
-        self.counters.iter().position(|c| c.name == name)
+    /// The counter named `name` (for names that come from outside, a user's or a file's).
+    pub fn counter(&self, name: &str) -> Option<CounterId> {
+        self.counters
+            .iter()
+            .position(|c| c.name == name)
+            .map(CounterId)
     }
-    /// Index of the latency named `name`.
-    pub fn latency(&self, name: &str) -> Option<usize> {
-        self.latencies.iter().position(|c| c.name == name)
+    /// The latency named `name`.
+    pub fn latency(&self, name: &str) -> Option<LatencyId> {
+        self.latencies
+            .iter()
+            .position(|c| c.name == name)
+            .map(LatencyId)
     }
-    /// Index of the flag named `name`.
-    pub fn flag(&self, name: &str) -> Option<usize> {
-        self.flags.iter().position(|c| c.name == name)
+    /// The flag named `name`.
+    pub fn flag(&self, name: &str) -> Option<FlagId> {
+        self.flags.iter().position(|c| c.name == name).map(FlagId)
+    }
+    /// The definition of `counter`.
+    pub fn counter_def(&self, counter: CounterId) -> &'static CounterDef {
+        &self.counters[counter.0]
     }
     /// The counters with `values` (in series order), named and with their units.
     pub fn counts(&self, values: &[u64]) -> Vec<Count> {
@@ -335,12 +357,17 @@ impl Tick {
             .map_or(0, |c| c.value)
     }
 
-    /// The counter at `index` (in the schema's order) per second in this interval (0 if
-    /// there is none).
-    pub fn rate_of(&self, index: usize) -> f64 {
+    /// The count of `counter` (of the schema this second was counted with) in this
+    /// interval; `None` in a second read back from a file without it.
+    pub fn count_of(&self, counter: CounterId) -> Option<u64> {
+        self.counters.get(counter.0).map(|c| c.value)
+    }
+
+    /// Every counter of this interval with its rate per second, in the schema's order.
+    pub fn rates(&self) -> impl Iterator<Item = (&Count, f64)> + '_ {
         self.counters
-            .get(index)
-            .map_or(0.0, |c| per_second(c.value, self.interval_s))
+            .iter()
+            .map(|c| (c, per_second(c.value, self.interval_s)))
     }
 
     /// `name` per second in this interval.

@@ -6,16 +6,12 @@
 //! reset, a connection the server closed, a response that did not parse, or "unanswered
 //! when the run ended". Tickets of the rate schedule that found no free connection before
 //! the end are counted as not sent. Nothing is dropped silently.
-use super::driver::{
-    Extra, C_1XX, C_ANSWERED, C_BYTES_READ, C_BYTES_WRITTEN, C_CONNECTS, C_NOT_SENT, C_SENT,
-    C_UNANSWERED, F_ERRORS, L_INTENDED, L_LATENCY,
-};
+use super::driver::{Extra, M};
 use super::request::Plan;
 use super::response::{ParseError, ResponseReader};
 use super::ErrorKind;
 use crate::engine::fleet::Spread;
 use crate::engine::pacer::{Constant, Pacer};
-use crate::engine::stats::record;
 use crate::engine::Ctx;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -444,8 +440,8 @@ impl<'a> Worker<'a> {
             c.generation,
             c.seq,
         ));
-        self.ctx.add(self.agent, C_SENT, 1);
-        self.ctx.add(self.agent, C_BYTES_WRITTEN, bytes);
+        self.ctx.add(self.agent, M.sent, 1);
+        self.ctx.add(self.agent, M.bytes_written, bytes);
         self.flush(i);
         self.mark_free(i);
     }
@@ -488,7 +484,7 @@ impl<'a> Worker<'a> {
                     return;
                 }
                 Ok(n) => {
-                    self.ctx.add(self.agent, C_BYTES_READ, n as u64);
+                    self.ctx.add(self.agent, M.bytes_read, n as u64);
                     if !self.consume(i, n) {
                         return;
                     }
@@ -659,7 +655,7 @@ impl<'a> Worker<'a> {
         if !self.issuing {
             return;
         }
-        self.ctx.add(self.agent, C_CONNECTS, 1);
+        self.ctx.add(self.agent, M.connects, 1);
         match self.spread.connect(self.cfg.first + i, self.plan.addr) {
             Ok((mut s, _)) => {
                 let r = self.poll.registry().register(
@@ -743,15 +739,15 @@ impl<'a> Worker<'a> {
     /// Counts a complete response and records its latencies.
     fn response(&mut self, status: u16, service_ns: u64, intended_ns: Option<u64>) {
         let a = self.agent;
-        self.ctx.add(a, C_ANSWERED, 1);
+        self.ctx.add(a, M.answered, 1);
         if (100..600).contains(&status) {
-            self.ctx.add(a, C_1XX + (status as usize / 100 - 1), 1);
+            self.ctx.add(a, M.status[status as usize / 100 - 1], 1);
         }
         self.status[(status as usize).min(999)] += 1;
         let mut h = self.ctx.hists(a);
-        record(&mut h[L_LATENCY], (service_ns / 1000).max(1));
+        h.record(M.latency, (service_ns / 1000).max(1));
         if let Some(t) = intended_ns {
-            record(&mut h[L_INTENDED], (t / 1000).max(1));
+            h.record(M.latency_intended, (t / 1000).max(1));
         }
     }
 
@@ -763,7 +759,7 @@ impl<'a> Worker<'a> {
             requests
         };
         self.ctx.add(self.agent, kind.counter(), n);
-        self.ctx.flag_pulse(F_ERRORS);
+        self.ctx.flag_pulse(M.errors);
         let d = &mut self.details[kind as usize];
         if d.is_none() {
             *d = Some(detail);
@@ -772,9 +768,9 @@ impl<'a> Worker<'a> {
 
     fn finish(&mut self) {
         let unanswered: u64 = self.conns.iter().map(|c| c.inflight.len() as u64).sum();
-        self.ctx.add(self.agent, C_UNANSWERED, unanswered);
+        self.ctx.add(self.agent, M.unanswered, unanswered);
         self.ctx
-            .add(self.agent, C_NOT_SENT, self.backlog.len() as u64);
+            .add(self.agent, M.not_sent, self.backlog.len() as u64);
         for c in &mut self.conns {
             if let Some(mut sock) = c.sock.take() {
                 let _ = self.poll.registry().deregister(&mut sock);

@@ -5,7 +5,7 @@ use super::{ErrorKind, HttpOptions};
 use crate::engine::fleet::Spread;
 use crate::engine::pacer::Constant;
 use crate::engine::stats::{
-    counter_index, flag_index, latency_index, CounterDef, FlagDef, LatencyDef, Schema, Show,
+    CounterDef, CounterId, FlagDef, FlagId, LatencyDef, LatencyId, Schema, Show,
 };
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
@@ -13,29 +13,84 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Counter indices, from the table's names.
-pub(crate) const C_SENT: usize = counter_index(COUNTERS, "sent");
-pub(crate) const C_ANSWERED: usize = counter_index(COUNTERS, "answered");
-/// `status_1xx`; the other classes follow in order.
-pub(crate) const C_1XX: usize = counter_index(COUNTERS, "status_1xx");
-/// `err_connect`; the other error kinds follow in [`ErrorKind`]'s order.
-pub(crate) const C_ERR: usize = counter_index(COUNTERS, "err_connect");
-pub(crate) const C_UNANSWERED: usize = counter_index(COUNTERS, "unanswered");
-pub(crate) const C_NOT_SENT: usize = counter_index(COUNTERS, "not_sent");
-pub(crate) const C_BYTES_READ: usize = counter_index(COUNTERS, "bytes_read");
-pub(crate) const C_BYTES_WRITTEN: usize = counter_index(COUNTERS, "bytes_written");
-pub(crate) const C_CONNECTS: usize = counter_index(COUNTERS, "connects");
-pub(crate) const C_TARGET_USER: usize = counter_index(COUNTERS, "target_cpu_user_us");
-pub(crate) const C_TARGET_SYS: usize = counter_index(COUNTERS, "target_cpu_sys_us");
-pub(crate) const C_TARGET_CSW: usize = counter_index(COUNTERS, "target_ctx_switches");
-pub(crate) const C_CLIENT_CPU: usize = counter_index(COUNTERS, "client_cpu_us");
-pub(crate) const C_MACHINE_BUSY: usize = counter_index(COUNTERS, "machine_busy_us");
-/// Latency indices.
-pub(crate) const L_INTENDED: usize = latency_index(LATENCIES, "latency_intended");
-pub(crate) const L_LATENCY: usize = latency_index(LATENCIES, "latency");
-/// Flag indices.
-pub(crate) const F_STALLED: usize = flag_index(FLAGS, "stalled");
-pub(crate) const F_ERRORS: usize = flag_index(FLAGS, "errors");
+/// What the driver counts, by name: typed handles into its tables, made at compile time
+/// (a name not in the table does not compile), so the engine's [`Ctx`] takes a counter
+/// where a counter is meant and a latency where a latency is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Metrics {
+    /// Counter `sent`.
+    pub(crate) sent: CounterId,
+    /// Counter `answered`.
+    pub(crate) answered: CounterId,
+    /// Counters `status_1xx` to `status_5xx`: responses by status class.
+    pub(crate) status: [CounterId; 5],
+    /// Counters `err_connect` to `err_other`: failed requests by kind, in [`ErrorKind`]'s
+    /// order.
+    pub(crate) err: [CounterId; 6],
+    /// Counter `unanswered`.
+    pub(crate) unanswered: CounterId,
+    /// Counter `not_sent`.
+    pub(crate) not_sent: CounterId,
+    /// Counter `bytes_read`.
+    pub(crate) bytes_read: CounterId,
+    /// Counter `bytes_written`.
+    pub(crate) bytes_written: CounterId,
+    /// Counter `connects`.
+    pub(crate) connects: CounterId,
+    /// Counter `target_cpu_user_us`.
+    pub(crate) target_cpu_user_us: CounterId,
+    /// Counter `target_cpu_sys_us`.
+    pub(crate) target_cpu_sys_us: CounterId,
+    /// Counter `target_ctx_switches`.
+    pub(crate) target_ctx_switches: CounterId,
+    /// Counter `client_cpu_us`.
+    pub(crate) client_cpu_us: CounterId,
+    /// Counter `machine_busy_us`.
+    pub(crate) machine_busy_us: CounterId,
+    /// Latency `latency_intended`.
+    pub(crate) latency_intended: LatencyId,
+    /// Latency `latency`.
+    pub(crate) latency: LatencyId,
+    /// Flag `stalled`.
+    pub(crate) stalled: FlagId,
+    /// Flag `errors`.
+    pub(crate) errors: FlagId,
+}
+
+/// The driver's metrics.
+pub(crate) const M: Metrics = Metrics {
+    sent: CounterId::named(COUNTERS, "sent"),
+    answered: CounterId::named(COUNTERS, "answered"),
+    status: [
+        CounterId::named(COUNTERS, "status_1xx"),
+        CounterId::named(COUNTERS, "status_2xx"),
+        CounterId::named(COUNTERS, "status_3xx"),
+        CounterId::named(COUNTERS, "status_4xx"),
+        CounterId::named(COUNTERS, "status_5xx"),
+    ],
+    err: [
+        CounterId::named(COUNTERS, "err_connect"),
+        CounterId::named(COUNTERS, "err_timeout"),
+        CounterId::named(COUNTERS, "err_reset"),
+        CounterId::named(COUNTERS, "err_closed"),
+        CounterId::named(COUNTERS, "err_protocol"),
+        CounterId::named(COUNTERS, "err_other"),
+    ],
+    unanswered: CounterId::named(COUNTERS, "unanswered"),
+    not_sent: CounterId::named(COUNTERS, "not_sent"),
+    bytes_read: CounterId::named(COUNTERS, "bytes_read"),
+    bytes_written: CounterId::named(COUNTERS, "bytes_written"),
+    connects: CounterId::named(COUNTERS, "connects"),
+    target_cpu_user_us: CounterId::named(COUNTERS, "target_cpu_user_us"),
+    target_cpu_sys_us: CounterId::named(COUNTERS, "target_cpu_sys_us"),
+    target_ctx_switches: CounterId::named(COUNTERS, "target_ctx_switches"),
+    client_cpu_us: CounterId::named(COUNTERS, "client_cpu_us"),
+    machine_busy_us: CounterId::named(COUNTERS, "machine_busy_us"),
+    latency_intended: LatencyId::named(LATENCIES, "latency_intended"),
+    latency: LatencyId::named(LATENCIES, "latency"),
+    stalled: FlagId::named(FLAGS, "stalled"),
+    errors: FlagId::named(FLAGS, "errors"),
+};
 
 const COUNTERS: &[CounterDef] = &[
     CounterDef {
@@ -190,19 +245,13 @@ const LATENCIES_RATE: &[LatencyDef] = &[
     },
 ];
 
-// The indices hold for both tables, and the counters that "follow in order" do.
+// The latencies' handles, made from the closed loop's table, name the same latencies in the
+// constant rate's.
 const _: () = {
-    assert!(latency_index(LATENCIES_RATE, "latency_intended") == L_INTENDED);
-    assert!(latency_index(LATENCIES_RATE, "latency") == L_LATENCY);
-    assert!(counter_index(COUNTERS, "status_2xx") == C_1XX + 1);
-    assert!(counter_index(COUNTERS, "status_3xx") == C_1XX + 2);
-    assert!(counter_index(COUNTERS, "status_4xx") == C_1XX + 3);
-    assert!(counter_index(COUNTERS, "status_5xx") == C_1XX + 4);
-    assert!(counter_index(COUNTERS, "err_timeout") == C_ERR + 1);
-    assert!(counter_index(COUNTERS, "err_reset") == C_ERR + 2);
-    assert!(counter_index(COUNTERS, "err_closed") == C_ERR + 3);
-    assert!(counter_index(COUNTERS, "err_protocol") == C_ERR + 4);
-    assert!(counter_index(COUNTERS, "err_other") == C_ERR + 5);
+    assert!(
+        LatencyId::named(LATENCIES_RATE, "latency_intended").index() == M.latency_intended.index()
+    );
+    assert!(LatencyId::named(LATENCIES_RATE, "latency").index() == M.latency.index());
 };
 
 /// What a closed-loop HTTP run measures.
@@ -211,10 +260,10 @@ pub static SCHEMA: Schema = Schema {
     counters: COUNTERS,
     latencies: LATENCIES,
     flags: FLAGS,
-    throughput: C_ANSWERED,
+    throughput: M.answered,
     throughput_unit: "req/s",
-    sent: C_SENT,
-    stall: Some((F_STALLED, C_SENT)),
+    sent: M.sent,
+    stall: Some((M.stalled, M.sent)),
 };
 
 /// What a constant-rate HTTP run measures: the same values, latency from the intended send
@@ -224,15 +273,16 @@ pub static SCHEMA_RATE: Schema = Schema {
     counters: COUNTERS,
     latencies: LATENCIES_RATE,
     flags: FLAGS,
-    throughput: C_ANSWERED,
+    throughput: M.answered,
     throughput_unit: "req/s",
-    sent: C_SENT,
-    stall: Some((F_STALLED, C_SENT)),
+    sent: M.sent,
+    stall: Some((M.stalled, M.sent)),
 };
 
 impl ErrorKind {
-    pub(crate) fn counter(self) -> usize {
-        C_ERR + self as usize
+    /// The counter of requests failed with this kind (`err_NAME`).
+    pub(crate) fn counter(self) -> CounterId {
+        M.err[self as usize]
     }
 }
 
@@ -427,5 +477,24 @@ impl Driver for HttpDriver {
     fn summary(&self, report: &Report) -> serde_json::Value {
         let x = self.extra.lock().unwrap_or_else(|p| p.into_inner());
         serde_json::to_value(super::report::Summary::of(&self.opts, report, &x)).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The arrays of handles name the counters their positions stand for: a status class
+    /// its class, an error kind its own counter.
+    #[test]
+    fn status_and_error_handles_name_their_counters() {
+        for (i, c) in M.status.iter().enumerate() {
+            let name = SCHEMA.counter_def(*c).name;
+            assert_eq!(name, format!("status_{}xx", i + 1));
+        }
+        for k in ErrorKind::ALL {
+            let name = SCHEMA.counter_def(k.counter()).name;
+            assert_eq!(name, format!("err_{}", k.name()));
+        }
     }
 }

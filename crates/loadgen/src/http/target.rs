@@ -1,7 +1,7 @@
 //! The target's CPU time and context switches, and kiln's own CPU time, read from /proc
 //! while the load runs and counted into the series, so every second (and every step of a
 //! sweep) says how busy the server was.
-use super::driver::{C_CLIENT_CPU, C_MACHINE_BUSY, C_TARGET_CSW, C_TARGET_SYS, C_TARGET_USER};
+use super::driver::M;
 use crate::engine::Ctx;
 
 /// Reads `/proc/PID/stat`: (user, system) CPU time in µs.
@@ -107,21 +107,21 @@ impl Sampler {
         for i in 0..self.pids.len() {
             let Some(now) = self.read(i) else { continue };
             if let Some(prev) = self.last[i] {
-                ctx.add(0, C_TARGET_USER, now.0.saturating_sub(prev.0));
-                ctx.add(0, C_TARGET_SYS, now.1.saturating_sub(prev.1));
-                ctx.add(0, C_TARGET_CSW, now.2.saturating_sub(prev.2));
+                ctx.add(0, M.target_cpu_user_us, now.0.saturating_sub(prev.0));
+                ctx.add(0, M.target_cpu_sys_us, now.1.saturating_sub(prev.1));
+                ctx.add(0, M.target_ctx_switches, now.2.saturating_sub(prev.2));
             }
             self.last[i] = Some(now);
         }
         if let Some((u, s)) = cpu_us("self") {
             if let Some(prev) = self.client_last {
-                ctx.add(0, C_CLIENT_CPU, (u + s).saturating_sub(prev));
+                ctx.add(0, M.client_cpu_us, (u + s).saturating_sub(prev));
             }
             self.client_last = Some(u + s);
         }
         if let Some(m) = machine_busy_us() {
             if let Some(prev) = self.machine_last {
-                ctx.add(0, C_MACHINE_BUSY, m.saturating_sub(prev));
+                ctx.add(0, M.machine_busy_us, m.saturating_sub(prev));
             }
             self.machine_last = Some(m);
         }

@@ -10,7 +10,7 @@ use crate::engine::body::{self, Stamp};
 use crate::engine::fleet;
 use crate::engine::pacer::{Constant, Schedule};
 use crate::engine::stats::{
-    counter_index, flag_index, latency_index, record, CounterDef, FlagDef, LatencyDef, Schema, Show,
+    CounterDef, CounterId, FlagDef, FlagId, LatencyDef, LatencyId, Schema, Show,
 };
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
@@ -23,27 +23,79 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub(crate) const C_CONNECTED: usize = counter_index(COUNTERS, "connected");
-pub(crate) const C_FAILED: usize = counter_index(COUNTERS, "failed");
-pub(crate) const C_DROPPED: usize = counter_index(COUNTERS, "dropped");
-pub(crate) const C_RECONNECTS: usize = counter_index(COUNTERS, "reconnects");
-pub(crate) const C_PINGS: usize = counter_index(COUNTERS, "pings");
-pub(crate) const C_PONGS: usize = counter_index(COUNTERS, "pongs");
-pub(crate) const C_SENT: usize = counter_index(COUNTERS, "sent");
-pub(crate) const C_ACKED: usize = counter_index(COUNTERS, "acked");
-pub(crate) const C_RECEIVED: usize = counter_index(COUNTERS, "received");
-pub(crate) const C_LOST: usize = counter_index(COUNTERS, "lost");
-pub(crate) const C_DUPLICATED: usize = counter_index(COUNTERS, "duplicated");
-pub(crate) const C_OUT_OF_ORDER: usize = counter_index(COUNTERS, "out_of_order");
-pub(crate) const C_REFUSED: usize = counter_index(COUNTERS, "refused");
-pub(crate) const C_FOREIGN: usize = counter_index(COUNTERS, "foreign");
-pub(crate) const L_CONNECT: usize = latency_index(LATENCIES, "connect_latency");
-pub(crate) const L_PING: usize = latency_index(LATENCIES, "ping_latency");
-pub(crate) const L_LATENCY: usize = latency_index(LATENCIES, "latency");
-pub(crate) const L_LATENCY_INTENDED: usize = latency_index(LATENCIES, "latency_intended");
-pub(crate) const L_ACK: usize = latency_index(LATENCIES, "ack_latency");
-pub(crate) const F_DISCONNECTED: usize = flag_index(FLAGS, "disconnected");
-pub(crate) const F_STALLED: usize = flag_index(FLAGS, "stalled");
+/// What the driver counts, by name: typed handles into its tables, made at compile time
+/// (a name not in the table does not compile), so the engine's [`Ctx`] takes a counter
+/// where a counter is meant and a latency where a latency is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Metrics {
+    /// Counter `connected`.
+    pub(crate) connected: CounterId,
+    /// Counter `failed`.
+    pub(crate) failed: CounterId,
+    /// Counter `dropped`.
+    pub(crate) dropped: CounterId,
+    /// Counter `reconnects`.
+    pub(crate) reconnects: CounterId,
+    /// Counter `pings`.
+    pub(crate) pings: CounterId,
+    /// Counter `pongs`.
+    pub(crate) pongs: CounterId,
+    /// Counter `sent`.
+    pub(crate) sent: CounterId,
+    /// Counter `acked`.
+    pub(crate) acked: CounterId,
+    /// Counter `received`.
+    pub(crate) received: CounterId,
+    /// Counter `lost`.
+    pub(crate) lost: CounterId,
+    /// Counter `duplicated`.
+    pub(crate) duplicated: CounterId,
+    /// Counter `out_of_order`.
+    pub(crate) out_of_order: CounterId,
+    /// Counter `refused`.
+    pub(crate) refused: CounterId,
+    /// Counter `foreign`.
+    pub(crate) foreign: CounterId,
+    /// Latency `connect_latency`.
+    pub(crate) connect_latency: LatencyId,
+    /// Latency `ping_latency`.
+    pub(crate) ping_latency: LatencyId,
+    /// Latency `latency`.
+    pub(crate) latency: LatencyId,
+    /// Latency `latency_intended`.
+    pub(crate) latency_intended: LatencyId,
+    /// Latency `ack_latency`.
+    pub(crate) ack_latency: LatencyId,
+    /// Flag `disconnected`.
+    pub(crate) disconnected: FlagId,
+    /// Flag `stalled`.
+    pub(crate) stalled: FlagId,
+}
+
+/// The driver's metrics.
+pub(crate) const M: Metrics = Metrics {
+    connected: CounterId::named(COUNTERS, "connected"),
+    failed: CounterId::named(COUNTERS, "failed"),
+    dropped: CounterId::named(COUNTERS, "dropped"),
+    reconnects: CounterId::named(COUNTERS, "reconnects"),
+    pings: CounterId::named(COUNTERS, "pings"),
+    pongs: CounterId::named(COUNTERS, "pongs"),
+    sent: CounterId::named(COUNTERS, "sent"),
+    acked: CounterId::named(COUNTERS, "acked"),
+    received: CounterId::named(COUNTERS, "received"),
+    lost: CounterId::named(COUNTERS, "lost"),
+    duplicated: CounterId::named(COUNTERS, "duplicated"),
+    out_of_order: CounterId::named(COUNTERS, "out_of_order"),
+    refused: CounterId::named(COUNTERS, "refused"),
+    foreign: CounterId::named(COUNTERS, "foreign"),
+    connect_latency: LatencyId::named(LATENCIES, "connect_latency"),
+    ping_latency: LatencyId::named(LATENCIES, "ping_latency"),
+    latency: LatencyId::named(LATENCIES, "latency"),
+    latency_intended: LatencyId::named(LATENCIES, "latency_intended"),
+    ack_latency: LatencyId::named(LATENCIES, "ack_latency"),
+    disconnected: FlagId::named(FLAGS, "disconnected"),
+    stalled: FlagId::named(FLAGS, "stalled"),
+};
 
 const COUNTERS: &[CounterDef] = &[
     CounterDef::new("connected", "conn", "connections accepted (CONNACK success)", Show::NonZero).rate("connect rate"),
@@ -113,7 +165,7 @@ const FLAGS: &[FlagDef] = &[
     },
 ];
 
-const fn schema(throughput: usize, unit: &'static str) -> Schema {
+const fn schema(throughput: CounterId, unit: &'static str) -> Schema {
     Schema {
         protocol: "mqtt",
         counters: COUNTERS,
@@ -121,17 +173,17 @@ const fn schema(throughput: usize, unit: &'static str) -> Schema {
         flags: FLAGS,
         throughput,
         throughput_unit: unit,
-        sent: C_SENT,
-        stall: Some((F_STALLED, C_SENT)),
+        sent: M.sent,
+        stall: Some((M.stalled, M.sent)),
     }
 }
 
 /// What `conn` measures (throughput: connections per second).
-pub static SCHEMA_CONN: Schema = schema(C_CONNECTED, "conn/s");
+pub static SCHEMA_CONN: Schema = schema(M.connected, "conn/s");
 /// What `pub` measures (throughput: messages sent per second).
-pub static SCHEMA_PUB: Schema = schema(C_SENT, "msg/s");
+pub static SCHEMA_PUB: Schema = schema(M.sent, "msg/s");
 /// What `sub` and `pubsub` measure (throughput: messages received per second).
-pub static SCHEMA_SUB: Schema = schema(C_RECEIVED, "msg/s");
+pub static SCHEMA_SUB: Schema = schema(M.received, "msg/s");
 
 /// Per-publisher delivery accounting, as seen by the subscribers.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -779,7 +831,7 @@ impl Loop<'_> {
                 lost += t[p].missing;
             }
         }
-        self.ctx.add(0, C_LOST, lost);
+        self.ctx.add(0, M.lost, lost);
     }
 
     fn deliveries(&self) -> Vec<Delivery> {
@@ -864,7 +916,7 @@ impl Loop<'_> {
         if was_up {
             return;
         }
-        self.ctx.add(0, C_FAILED, 1);
+        self.ctx.add(0, M.failed, 1);
         // Printed in the summary: the broker's words shown safely, cut.
         count_reason(&mut self.failures, &why, 300);
         if !self.go && self.first_error.is_none() {
@@ -919,14 +971,14 @@ impl Loop<'_> {
         if self.ctx.stopping() {
             return;
         }
-        self.ctx.add(0, C_DROPPED, 1);
+        self.ctx.add(0, M.dropped, 1);
         // The reason, counted (the broker's words shown safely).
         count_reason(&mut self.drops, &why, 160);
-        self.ctx.flag_pulse(F_DISCONNECTED);
+        self.ctx.flag_pulse(M.disconnected);
         self.ctx
             .event("connection-lost", format!("client {i}: {why}"));
         if self.o.reconnect {
-            self.ctx.flag_on(F_DISCONNECTED);
+            self.ctx.flag_on(M.disconnected);
             let at = self.now() + RECONNECT_NS;
             self.conns[i].st = St::Waiting;
             self.conns[i].started_ns = at;
@@ -988,7 +1040,7 @@ impl Loop<'_> {
                         out.clear();
                         codec::pingreq(&mut out);
                         self.conns[i].ping_ns = now;
-                        self.ctx.add(0, C_PINGS, 1);
+                        self.ctx.add(0, M.pings, 1);
                         self.send(i, &out, Out::Control);
                         self.out = out;
                     }
@@ -1123,7 +1175,7 @@ impl Loop<'_> {
             c.wpos = 0;
         }
         if whole > 0 {
-            self.ctx.add(0, C_SENT, whole);
+            self.ctx.add(0, M.sent, whole);
             self.sent_total += whole;
         }
         if let Some(e) = err {
@@ -1217,7 +1269,7 @@ impl Loop<'_> {
     fn refused(&mut self, what: &str, code: u8) -> String {
         let name = codec::code_name(self.o.version, code);
         *self.refusals.entry(format!("{what} {name}")).or_insert(0) += 1;
-        self.ctx.add(0, C_REFUSED, 1);
+        self.ctx.add(0, M.refused, 1);
         format!("{what} {code:#04x} {name}")
     }
 
@@ -1240,7 +1292,7 @@ impl Loop<'_> {
                 }
                 let started = self.conns[i].started_ns;
                 self.ctx
-                    .record(0, L_CONNECT, now.saturating_sub(started) / 1000);
+                    .record(0, M.connect_latency, now.saturating_sub(started) / 1000);
                 if !self.go {
                     self.go = true;
                     self.ctx.start_load();
@@ -1248,13 +1300,13 @@ impl Loop<'_> {
                 let c = &mut self.conns[i];
                 c.alias_max = props.topic_alias_max;
                 if c.ever {
-                    self.ctx.add(0, C_RECONNECTS, 1);
-                    self.ctx.flag_off(F_DISCONNECTED);
+                    self.ctx.add(0, M.reconnects, 1);
+                    self.ctx.flag_off(M.disconnected);
                     self.ctx.event("reconnected", format!("client {i}"));
                 }
                 let c = &mut self.conns[i];
                 c.ever = true;
-                self.ctx.add(0, C_CONNECTED, 1);
+                self.ctx.add(0, M.connected, 1);
                 match c.role {
                     Role::Sub(s) => {
                         c.st = St::Subscribing;
@@ -1339,8 +1391,8 @@ impl Loop<'_> {
                 if c.ping_ns != 0 {
                     let rtt = now.saturating_sub(c.ping_ns) / 1000;
                     c.ping_ns = 0;
-                    self.ctx.add(0, C_PONGS, 1);
-                    self.ctx.record(0, L_PING, rtt);
+                    self.ctx.add(0, M.pongs, 1);
+                    self.ctx.record(0, M.ping_latency, rtt);
                 }
             }
             Packet::Publish {
@@ -1441,11 +1493,11 @@ impl Loop<'_> {
                     && st.publisher.is_some_and(|p| p < self.npubs)
             });
             if !ours {
-                self.ctx.add(0, C_FOREIGN, 1);
+                self.ctx.add(0, M.foreign, 1);
                 return;
             }
         }
-        self.ctx.add(0, C_RECEIVED, 1);
+        self.ctx.add(0, M.received, 1);
         let Some(st) = st else {
             return;
         };
@@ -1453,12 +1505,12 @@ impl Loop<'_> {
         {
             let mut h = self.ctx.hists(0);
             if now.abs_diff(st.sent_ns) < 3_600_000_000_000 {
-                record(&mut h[L_LATENCY], now.saturating_sub(st.sent_ns) / 1000);
+                h.record(M.latency, now.saturating_sub(st.sent_ns) / 1000);
                 if let Some(it) = st
                     .intended_ns
                     .filter(|&t| now.abs_diff(t) < 3_600_000_000_000)
                 {
-                    record(&mut h[L_LATENCY_INTENDED], now.saturating_sub(it) / 1000);
+                    h.record(M.latency_intended, now.saturating_sub(it) / 1000);
                 }
             }
         }
@@ -1470,8 +1522,8 @@ impl Loop<'_> {
             // Sequence numbers wrap at 2^32; ours never get near it per run.
             match track.see(st.seq as u64) {
                 Seen::InOrder => {}
-                Seen::Late => self.ctx.add(0, C_OUT_OF_ORDER, 1),
-                Seen::Duplicate => self.ctx.add(0, C_DUPLICATED, 1),
+                Seen::Late => self.ctx.add(0, M.out_of_order, 1),
+                Seen::Duplicate => self.ctx.add(0, M.duplicated, 1),
             }
         }
     }
@@ -1520,8 +1572,9 @@ impl Loop<'_> {
         };
         if (k == kind::PUBACK && !qos2) || k == kind::PUBCOMP || code >= 0x80 {
             if code < 0x80 {
-                self.ctx.add(0, C_ACKED, 1);
-                self.ctx.record(0, L_ACK, now.saturating_sub(sent) / 1000);
+                self.ctx.add(0, M.acked, 1);
+                self.ctx
+                    .record(0, M.ack_latency, now.saturating_sub(sent) / 1000);
             }
             self.ready.push_back(i as u32);
         }

@@ -14,7 +14,7 @@ pub use driver::{preflight, Delivery, MqttDriver, SCHEMA_CONN, SCHEMA_PUB, SCHEM
 pub use options::{MqttOptions, Scenario};
 pub use report::{format_summary, format_tick, schema, Summary};
 
-use crate::engine::stats::Tick;
+use crate::engine::stats::{CounterId, Tick};
 use crate::engine::{Load, Report};
 use crate::Error;
 use kiln_os::stop::Stop;
@@ -72,12 +72,12 @@ impl Load for MqttLoad {
     fn schema(&self) -> &'static crate::engine::stats::Schema {
         driver::schema_for(&self.opts)
     }
-    fn completed(&self) -> usize {
+    fn completed(&self) -> CounterId {
         match self.opts.scenario {
-            Scenario::Conn => driver::C_CONNECTED,
-            Scenario::Pub if self.opts.qos > 0 => driver::C_ACKED,
-            Scenario::Pub => driver::C_SENT,
-            Scenario::Sub | Scenario::PubSub => driver::C_RECEIVED,
+            Scenario::Conn => driver::M.connected,
+            Scenario::Pub if self.opts.qos > 0 => driver::M.acked,
+            Scenario::Pub => driver::M.sent,
+            Scenario::Sub | Scenario::PubSub => driver::M.received,
         }
     }
     fn id(&self) -> &str {
