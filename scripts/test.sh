@@ -21,6 +21,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "the oldest Rust kiln builds with (rust-version), and kiln without eBPF"
 cargo +1.88.0 check --workspace --all-targets --quiet
 cargo check -p kiln --no-default-features --quiet
+cargo check -p kiln-record --no-default-features --all-targets --quiet
 step "cargo test"
 cargo test --workspace --no-fail-fast
 if [ "${KILN_SKIP_FUZZ:-}" != 1 ]; then

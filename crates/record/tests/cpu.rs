@@ -75,6 +75,9 @@ fn check_hot(flags: &[&str], name: &str, mode: UnwindMode) {
     let th = p.threads.get(p.samples.thread[0]).expect("thread known");
     assert!(th.pid.is_some() && th.tid.is_some());
     // The summary says how the stacks were unwound, and every sample is accounted for.
+    #[cfg(not(feature = "bpf"))]
+    assert_eq!(mode, UnwindMode::Copy, "without eBPF, stacks are unwound from copies");
+    #[cfg(feature = "bpf")]
     match (mode, &rec.summary.in_kernel) {
         (UnwindMode::Kernel, Some(k)) => {
             assert!(
@@ -89,6 +92,7 @@ fn check_hot(flags: &[&str], name: &str, mode: UnwindMode) {
 }
 
 #[test]
+#[cfg(feature = "bpf")] // unwound in the kernel
 fn hot_functions_with_frame_pointers() {
     check_hot(&FP, "hot-fp", UnwindMode::Kernel);
 }
@@ -144,6 +148,7 @@ fn stripped_functions_are_named_by_their_start() {
 }
 
 #[test]
+#[cfg(feature = "bpf")] // unwound in the kernel
 fn hot_functions_without_frame_pointers_unwind_with_cfi() {
     check_hot(&NO_FP, "hot-nofp", UnwindMode::Kernel);
 }
@@ -188,6 +193,7 @@ fn system_wide_sees_a_process_started_elsewhere() {
 /// program's stacks with the shell's tables (it ties them to the shell's address space
 /// and leaves the next samples to stack copies until the program's tables arrive).
 #[test]
+#[cfg(feature = "bpf")] // unwound in the kernel
 fn a_process_that_execs_is_unwound_with_its_new_tables() {
     let dir = tempfile::tempdir().unwrap();
     let exe = build_c(dir.path(), "hot.c", "hot-exec", &NO_FP);

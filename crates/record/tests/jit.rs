@@ -47,6 +47,7 @@ fn record_erlang(module: &str, mode: UnwindMode) -> Vec<(Vec<String>, u64)> {
 }
 
 #[test]
+#[cfg(feature = "bpf")] // unwound in the kernel
 fn erlang_hot_function_under_its_erlang_callers() {
     erlang_hot_function(UnwindMode::Kernel, 0.95);
 }
@@ -98,6 +99,7 @@ fn erlang_hot_function(mode: UnwindMode, bar: f64) {
 /// from the C code through the JIT's call into the runtime, up the Erlang frames, to the
 /// bottom of the process's stack.
 #[test]
+#[cfg(feature = "bpf")] // unwound in the kernel
 fn erlang_calling_c_code_is_one_stack() {
     let lines = record_erlang("bif", UnwindMode::Kernel);
     let all: u64 = lines.iter().map(|l| l.1).sum();
