@@ -76,7 +76,11 @@ fn check_hot(flags: &[&str], name: &str, mode: UnwindMode) {
     assert!(th.pid.is_some() && th.tid.is_some());
     // The summary says how the stacks were unwound, and every sample is accounted for.
     #[cfg(not(feature = "bpf"))]
-    assert_eq!(mode, UnwindMode::Copy, "without eBPF, stacks are unwound from copies");
+    assert_eq!(
+        mode,
+        UnwindMode::Copy,
+        "without eBPF, stacks are unwound from copies"
+    );
     #[cfg(feature = "bpf")]
     match (mode, &rec.summary.in_kernel) {
         (UnwindMode::Kernel, Some(k)) => {
