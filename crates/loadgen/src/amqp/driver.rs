@@ -2,67 +2,22 @@
 //! what it tells the engine.
 use super::conn::{Connection, Uri, Writer};
 use super::AmqpOptions;
-use crate::engine::stats::{
-    CounterDef, CounterId, FlagDef, FlagId, LatencyDef, LatencyId, Schema, Show,
-};
+use crate::engine::stats::{metrics, CounterDef, FlagDef, LatencyDef, LatencyId, Schema, Show};
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// What the driver counts, by name: typed handles into its tables, made at compile time
-/// (a name not in the table does not compile), so the engine's [`Ctx`] takes a counter
-/// where a counter is meant and a latency where a latency is.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Metrics {
-    /// Counter `sent`.
-    pub(crate) sent: CounterId,
-    /// Counter `confirmed`.
-    pub(crate) confirmed: CounterId,
-    /// Counter `nacked`.
-    pub(crate) nacked: CounterId,
-    /// Counter `returned`.
-    pub(crate) returned: CounterId,
-    /// Counter `received`.
-    pub(crate) received: CounterId,
-    /// Counter `blocked_notifications`.
-    pub(crate) blocked_notifications: CounterId,
-    /// Counter `reconnects`.
-    pub(crate) reconnects: CounterId,
-    /// Latency `consumer_latency`.
-    pub(crate) consumer_latency: LatencyId,
-    /// Latency `consumer_latency_intended`.
-    pub(crate) consumer_latency_intended: LatencyId,
-    /// Latency `confirm_latency`.
-    pub(crate) confirm_latency: LatencyId,
-    /// Latency `confirm_latency_intended`.
-    pub(crate) confirm_latency_intended: LatencyId,
-    /// Flag `blocked`.
-    pub(crate) blocked: FlagId,
-    /// Flag `stalled`.
-    pub(crate) stalled: FlagId,
-    /// Flag `disconnected`.
-    pub(crate) disconnected: FlagId,
+metrics! {
+    counters(COUNTERS) {
+        sent, confirmed, nacked, returned, received, blocked_notifications, reconnects,
+    }
+    latencies(LATENCIES) {
+        consumer_latency, consumer_latency_intended, confirm_latency, confirm_latency_intended,
+    }
+    flags(FLAGS) { blocked, stalled, disconnected }
 }
-
-/// The driver's metrics.
-pub(crate) const M: Metrics = Metrics {
-    sent: CounterId::named(COUNTERS, "sent"),
-    confirmed: CounterId::named(COUNTERS, "confirmed"),
-    nacked: CounterId::named(COUNTERS, "nacked"),
-    returned: CounterId::named(COUNTERS, "returned"),
-    received: CounterId::named(COUNTERS, "received"),
-    blocked_notifications: CounterId::named(COUNTERS, "blocked_notifications"),
-    reconnects: CounterId::named(COUNTERS, "reconnects"),
-    consumer_latency: LatencyId::named(LATENCIES, "consumer_latency"),
-    consumer_latency_intended: LatencyId::named(LATENCIES, "consumer_latency_intended"),
-    confirm_latency: LatencyId::named(LATENCIES, "confirm_latency"),
-    confirm_latency_intended: LatencyId::named(LATENCIES, "confirm_latency_intended"),
-    blocked: FlagId::named(FLAGS, "blocked"),
-    stalled: FlagId::named(FLAGS, "stalled"),
-    disconnected: FlagId::named(FLAGS, "disconnected"),
-};
 
 /// What an AMQP run measures.
 pub static SCHEMA: Schema = Schema {

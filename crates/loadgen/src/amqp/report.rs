@@ -1,5 +1,5 @@
 //! PerfTest's view of a run: its summary fields, its console lines, the rate-sweep table.
-use super::driver::SCHEMA;
+use super::driver::{M, SCHEMA};
 use crate::engine::report::{self as er, pheader, write_file, Headline, Report};
 use crate::engine::stats::{Percentiles, Tick};
 use crate::Error;
@@ -60,23 +60,23 @@ impl Summary {
         Summary {
             id: h.id.clone(),
             duration_s: h.duration_s,
-            sent: h.total("sent"),
-            confirmed: h.total("confirmed"),
-            nacked: h.total("nacked"),
-            returned: h.total("returned"),
-            received: h.total("received"),
-            send_rate: h.rate("sent"),
-            confirm_rate: h.rate("confirmed"),
-            receive_rate: h.rate("received"),
-            consumer_latency: h.latency("consumer_latency").copied(),
-            consumer_latency_intended: h.latency("consumer_latency_intended").copied(),
-            confirm_latency: h.latency("confirm_latency").copied(),
-            confirm_latency_intended: h.latency("confirm_latency_intended").copied(),
-            blocked_notifications: h.total("blocked_notifications"),
-            blocked_seconds: h.flag_seconds("blocked"),
-            stalled_seconds: h.flag_seconds("stalled"),
-            disconnected_seconds: h.flag_seconds("disconnected"),
-            reconnects: h.total("reconnects"),
+            sent: h.total_of(M.sent),
+            confirmed: h.total_of(M.confirmed),
+            nacked: h.total_of(M.nacked),
+            returned: h.total_of(M.returned),
+            received: h.total_of(M.received),
+            send_rate: h.rate_of(M.sent),
+            confirm_rate: h.rate_of(M.confirmed),
+            receive_rate: h.rate_of(M.received),
+            consumer_latency: h.latency_of(M.consumer_latency).copied(),
+            consumer_latency_intended: h.latency_of(M.consumer_latency_intended).copied(),
+            confirm_latency: h.latency_of(M.confirm_latency).copied(),
+            confirm_latency_intended: h.latency_of(M.confirm_latency_intended).copied(),
+            blocked_notifications: h.total_of(M.blocked_notifications),
+            blocked_seconds: h.flag_seconds_of(M.blocked),
+            stalled_seconds: h.flag_seconds_of(M.stalled),
+            disconnected_seconds: h.flag_seconds_of(M.disconnected),
+            reconnects: h.total_of(M.reconnects),
             failure: h.failure.clone(),
             interrupted: h.interrupted,
         }
@@ -95,11 +95,11 @@ pub fn format_tick(id: &str, t: &Tick) -> String {
 pub fn format_summary(h: &Headline) -> String {
     let flow = format!(
         "flow control: {} blocked notification(s), {} s blocked, {} s stalled, {} s disconnected, {} reconnect(s)",
-        h.total("blocked_notifications"),
-        h.flag_seconds("blocked"),
-        h.flag_seconds("stalled"),
-        h.flag_seconds("disconnected"),
-        h.total("reconnects")
+        h.total_of(M.blocked_notifications),
+        h.flag_seconds_of(M.blocked),
+        h.flag_seconds_of(M.stalled),
+        h.flag_seconds_of(M.disconnected),
+        h.total_of(M.reconnects)
     );
     er::format_summary(&SCHEMA, h, &[flow])
 }
@@ -140,11 +140,11 @@ pub fn sweep_rows(r: &Report) -> Vec<SweepRow> {
             let h = &s.headline;
             SweepRow {
                 attempted_rate: s.value,
-                send_rate: h.rate("sent"),
-                receive_rate: h.rate("received"),
-                consumer_latency: h.latency("consumer_latency").copied(),
-                consumer_latency_intended: h.latency("consumer_latency_intended").copied(),
-                confirm_latency: h.latency("confirm_latency").copied(),
+                send_rate: h.rate_of(M.sent),
+                receive_rate: h.rate_of(M.received),
+                consumer_latency: h.latency_of(M.consumer_latency).copied(),
+                consumer_latency_intended: h.latency_of(M.consumer_latency_intended).copied(),
+                confirm_latency: h.latency_of(M.confirm_latency).copied(),
                 start_mono_ns: s.start_mono_ns,
                 end_mono_ns: s.end_mono_ns,
                 failure: h.failure.clone(),

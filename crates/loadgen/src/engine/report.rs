@@ -2,7 +2,9 @@
 //!
 //! One writer per format for every protocol, chosen by the protocol's [`Schema`]: the
 //! counters, latencies and flags it declared are the columns, in its order.
-use super::stats::{per_second, Count, Event, Latency, Percentiles, Schema, Tick};
+use super::stats::{
+    per_second, Count, CounterId, Event, FlagId, Latency, LatencyId, Percentiles, Schema, Tick,
+};
 use crate::Error;
 use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -78,11 +80,28 @@ impl Headline {
         self.totals.iter().map(|c| (&*c.name, c.value)).collect()
     }
 
-    /// Seconds in which flag `name` held.
-    pub(crate) fn flag_seconds(&self, name: &str) -> u64 {
-        self.flag_seconds
-            .iter()
-            .find(|c| c.name == name)
+    /// The total of `counter` (0 if there is none).
+    pub fn total_of(&self, counter: CounterId) -> u64 {
+        counter
+            .find(&self.totals, |c| &c.name)
+            .map_or(0, |c| c.value)
+    }
+
+    /// Average rate of `counter` over the run, per second.
+    pub fn rate_of(&self, counter: CounterId) -> f64 {
+        per_second(self.total_of(counter), self.duration_s.max(1e-9))
+    }
+
+    /// Whole-run percentiles of `latency`.
+    pub fn latency_of(&self, latency: LatencyId) -> Option<&Percentiles> {
+        latency
+            .find(&self.latencies, |l| &l.name)
+            .and_then(|l| l.percentiles.as_ref())
+    }
+
+    /// Seconds in which `flag` held.
+    pub(crate) fn flag_seconds_of(&self, flag: FlagId) -> u64 {
+        flag.find(&self.flag_seconds, |c| &c.name)
             .map_or(0, |c| c.value)
     }
 }
@@ -588,6 +607,55 @@ pub fn format_steps(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A headline read through handles finds each value at its position when the list is
+    /// in the schema's order, by name when it is not (a headline read back from a file
+    /// whose lists another version wrote in another order), and nothing when it is absent.
+    #[test]
+    fn handles_read_a_headline_in_any_order() {
+        let load = crate::amqp::AmqpLoad {
+            opts: Default::default(),
+            sweep: None,
+        };
+        let schema = crate::Load::schema(&load);
+        let (sent, received) = (
+            schema.counter("sent").unwrap(),
+            schema.counter("received").unwrap(),
+        );
+        let count = |name: &'static str, value| Count {
+            name: name.into(),
+            unit: "msg".into(),
+            value,
+        };
+        let mut h = Headline {
+            protocol: "amqp".into(),
+            id: "x".into(),
+            throughput: Throughput {
+                counter: "sent".into(),
+                unit: "msg/s".into(),
+                value: 0.0,
+            },
+            duration_s: 2.0,
+            start_mono_ns: 0,
+            end_mono_ns: 0,
+            start_unix_ns: 0,
+            totals: Vec::new(),
+            latencies: Vec::new(),
+            flag_seconds: Vec::new(),
+            failure: None,
+            interrupted: false,
+        };
+        h.totals = schema.counts(&vec![7; schema.counters.len()]);
+        h.totals[received.index()].value = 40;
+        assert_eq!((h.total_of(sent), h.total_of(received)), (7, 40));
+        assert_eq!(h.rate_of(received), 20.0);
+        h.totals = vec![count("received", 40), count("sent", 7)];
+        assert_eq!((h.total_of(sent), h.total_of(received)), (7, 40));
+        h.totals.retain(|c| c.name != "sent");
+        assert_eq!(h.total_of(sent), 0);
+        let latency = schema.latency("consumer_latency").unwrap();
+        assert_eq!(h.latency_of(latency), None);
+    }
 
     /// An interval log the fuzzer made (one byte changed inside a deflated histogram):
     /// its header claims 2 GiB of counts, which the HdrHistogram crate would allocate

@@ -111,7 +111,10 @@ macro_rules! handle {
     ($(#[$doc:meta])* $name:ident, $def:ident, $what:literal) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub struct $name(usize);
+        pub struct $name {
+            index: usize,
+            name: &'static str,
+        }
 
         impl $name {
             /// The entry named `name` in `defs`, found at compile time when called in a
@@ -120,7 +123,10 @@ macro_rules! handle {
                 let mut i = 0;
                 while i < defs.len() {
                     if same_name(defs[i].name, name) {
-                        return $name(i);
+                        return $name {
+                            index: i,
+                            name: defs[i].name,
+                        };
                     }
                     i += 1;
                 }
@@ -129,7 +135,31 @@ macro_rules! handle {
 
             /// Its position in the schema's table, and in a [`Tick`]'s list of the same kind.
             pub const fn index(self) -> usize {
-                self.0
+                self.index
+            }
+
+            /// Its name in the schema's table, the series and the files.
+            pub const fn name(self) -> &'static str {
+                self.name
+            }
+
+            /// The entry of this handle in `list` (a list of this kind, in the schema's
+            /// order when it was counted with it): at its position when the name there
+            /// agrees, else found by name (a list read back from a file), else none.
+            pub(crate) fn find<T>(self, list: &[T], name_of: impl Fn(&T) -> &str) -> Option<&T> {
+                list.get(self.index)
+                    .filter(|x| name_of(x) == self.name)
+                    .or_else(|| list.iter().find(|x| name_of(x) == self.name))
+            }
+        }
+
+        impl $def {
+            /// The handle of `defs[index]`.
+            fn handle(defs: &'static [$def], index: usize) -> $name {
+                $name {
+                    index,
+                    name: defs[index].name,
+                }
             }
         }
     };
@@ -153,6 +183,57 @@ handle!(
     FlagDef,
     "flag"
 );
+
+/// Declares a driver's `Metrics` struct and its value `M`: one typed handle per counter,
+/// latency and flag it counts, each field named as the entry of its table (so a name
+/// not in the table does not compile), and any arrays of handles the driver indexes
+/// (HTTP's status classes).
+///
+/// ```ignore
+/// metrics! {
+///     counters(COUNTERS) { sent, received }
+///     latencies(LATENCIES) { latency }
+///     flags(FLAGS) { stalled }
+/// }
+/// ctx.add(agent, M.sent, 1);
+/// ```
+macro_rules! metrics {
+    (
+        counters($ct:expr) { $($c:ident),* $(,)? }
+        latencies($lt:expr) { $($l:ident),* $(,)? }
+        flags($ft:expr) { $($f:ident),* $(,)? }
+        $(arrays { $($(#[$am:meta])* $a:ident: $aty:ty = $av:expr),* $(,)? })?
+    ) => {
+        /// What the driver counts, by name: typed handles into its tables, made at compile
+        /// time, so the engine's [`Ctx`](crate::engine::Ctx) takes a counter where a counter
+        /// is meant and a latency where a latency is.
+        #[derive(Debug, Clone, Copy)]
+        pub(crate) struct Metrics {
+            $(
+                #[doc = concat!("Counter `", stringify!($c), "`.")]
+                pub(crate) $c: $crate::engine::stats::CounterId,
+            )*
+            $(
+                #[doc = concat!("Latency `", stringify!($l), "`.")]
+                pub(crate) $l: $crate::engine::stats::LatencyId,
+            )*
+            $(
+                #[doc = concat!("Flag `", stringify!($f), "`.")]
+                pub(crate) $f: $crate::engine::stats::FlagId,
+            )*
+            $($($(#[$am])* pub(crate) $a: $aty,)*)?
+        }
+
+        /// The driver's metrics.
+        pub(crate) const M: Metrics = Metrics {
+            $($c: $crate::engine::stats::CounterId::named($ct, stringify!($c)),)*
+            $($l: $crate::engine::stats::LatencyId::named($lt, stringify!($l)),)*
+            $($f: $crate::engine::stats::FlagId::named($ft, stringify!($f)),)*
+            $($($a: $av,)*)?
+        };
+    };
+}
+pub(crate) use metrics;
 
 /// Everything a protocol measures, declared once by its driver.
 #[derive(Debug, Clone, Copy)]
@@ -179,25 +260,22 @@ pub struct Schema {
 impl Schema {
     /// The counter named `name` (for names that come from outside, a user's or a file's).
     pub fn counter(&self, name: &str) -> Option<CounterId> {
-        self.counters
-            .iter()
-            .position(|c| c.name == name)
-            .map(CounterId)
+        let i = self.counters.iter().position(|c| c.name == name)?;
+        Some(CounterDef::handle(self.counters, i))
     }
     /// The latency named `name`.
     pub fn latency(&self, name: &str) -> Option<LatencyId> {
-        self.latencies
-            .iter()
-            .position(|c| c.name == name)
-            .map(LatencyId)
+        let i = self.latencies.iter().position(|c| c.name == name)?;
+        Some(LatencyDef::handle(self.latencies, i))
     }
     /// The flag named `name`.
     pub fn flag(&self, name: &str) -> Option<FlagId> {
-        self.flags.iter().position(|c| c.name == name).map(FlagId)
+        let i = self.flags.iter().position(|c| c.name == name)?;
+        Some(FlagDef::handle(self.flags, i))
     }
     /// The definition of `counter`.
     pub fn counter_def(&self, counter: CounterId) -> &'static CounterDef {
-        &self.counters[counter.0]
+        &self.counters[counter.index]
     }
     /// The counters with `values` (in series order), named and with their units.
     pub fn counts(&self, values: &[u64]) -> Vec<Count> {
@@ -360,7 +438,7 @@ impl Tick {
     /// The count of `counter` (of the schema this second was counted with) in this
     /// interval; `None` in a second read back from a file without it.
     pub fn count_of(&self, counter: CounterId) -> Option<u64> {
-        self.counters.get(counter.0).map(|c| c.value)
+        counter.find(&self.counters, |c| &c.name).map(|c| c.value)
     }
 
     /// Every counter of this interval with its rate per second, in the schema's order.

@@ -5,7 +5,7 @@ use super::{ErrorKind, HttpOptions};
 use crate::engine::fleet::Spread;
 use crate::engine::pacer::Constant;
 use crate::engine::stats::{
-    CounterDef, CounterId, FlagDef, FlagId, LatencyDef, LatencyId, Schema, Show,
+    metrics, CounterDef, CounterId, FlagDef, LatencyDef, LatencyId, Schema, Show,
 };
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
@@ -13,84 +13,35 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// What the driver counts, by name: typed handles into its tables, made at compile time
-/// (a name not in the table does not compile), so the engine's [`Ctx`] takes a counter
-/// where a counter is meant and a latency where a latency is.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Metrics {
-    /// Counter `sent`.
-    pub(crate) sent: CounterId,
-    /// Counter `answered`.
-    pub(crate) answered: CounterId,
-    /// Counters `status_1xx` to `status_5xx`: responses by status class.
-    pub(crate) status: [CounterId; 5],
-    /// Counters `err_connect` to `err_other`: failed requests by kind, in [`ErrorKind`]'s
-    /// order.
-    pub(crate) err: [CounterId; 6],
-    /// Counter `unanswered`.
-    pub(crate) unanswered: CounterId,
-    /// Counter `not_sent`.
-    pub(crate) not_sent: CounterId,
-    /// Counter `bytes_read`.
-    pub(crate) bytes_read: CounterId,
-    /// Counter `bytes_written`.
-    pub(crate) bytes_written: CounterId,
-    /// Counter `connects`.
-    pub(crate) connects: CounterId,
-    /// Counter `target_cpu_user_us`.
-    pub(crate) target_cpu_user_us: CounterId,
-    /// Counter `target_cpu_sys_us`.
-    pub(crate) target_cpu_sys_us: CounterId,
-    /// Counter `target_ctx_switches`.
-    pub(crate) target_ctx_switches: CounterId,
-    /// Counter `client_cpu_us`.
-    pub(crate) client_cpu_us: CounterId,
-    /// Counter `machine_busy_us`.
-    pub(crate) machine_busy_us: CounterId,
-    /// Latency `latency_intended`.
-    pub(crate) latency_intended: LatencyId,
-    /// Latency `latency`.
-    pub(crate) latency: LatencyId,
-    /// Flag `stalled`.
-    pub(crate) stalled: FlagId,
-    /// Flag `errors`.
-    pub(crate) errors: FlagId,
+metrics! {
+    counters(COUNTERS) {
+        sent, answered, unanswered, not_sent, bytes_read, bytes_written, connects,
+        target_cpu_user_us, target_cpu_sys_us, target_ctx_switches, client_cpu_us,
+        machine_busy_us,
+    }
+    latencies(LATENCIES) { latency_intended, latency }
+    flags(FLAGS) { stalled, errors }
+    arrays {
+        /// Counters `status_1xx` to `status_5xx`: responses by status class.
+        status: [CounterId; 5] = [
+            CounterId::named(COUNTERS, "status_1xx"),
+            CounterId::named(COUNTERS, "status_2xx"),
+            CounterId::named(COUNTERS, "status_3xx"),
+            CounterId::named(COUNTERS, "status_4xx"),
+            CounterId::named(COUNTERS, "status_5xx"),
+        ],
+        /// Counters `err_connect` to `err_other`: failed requests by kind, in
+        /// [`ErrorKind`]'s order.
+        err: [CounterId; 6] = [
+            CounterId::named(COUNTERS, "err_connect"),
+            CounterId::named(COUNTERS, "err_timeout"),
+            CounterId::named(COUNTERS, "err_reset"),
+            CounterId::named(COUNTERS, "err_closed"),
+            CounterId::named(COUNTERS, "err_protocol"),
+            CounterId::named(COUNTERS, "err_other"),
+        ],
+    }
 }
-
-/// The driver's metrics.
-pub(crate) const M: Metrics = Metrics {
-    sent: CounterId::named(COUNTERS, "sent"),
-    answered: CounterId::named(COUNTERS, "answered"),
-    status: [
-        CounterId::named(COUNTERS, "status_1xx"),
-        CounterId::named(COUNTERS, "status_2xx"),
-        CounterId::named(COUNTERS, "status_3xx"),
-        CounterId::named(COUNTERS, "status_4xx"),
-        CounterId::named(COUNTERS, "status_5xx"),
-    ],
-    err: [
-        CounterId::named(COUNTERS, "err_connect"),
-        CounterId::named(COUNTERS, "err_timeout"),
-        CounterId::named(COUNTERS, "err_reset"),
-        CounterId::named(COUNTERS, "err_closed"),
-        CounterId::named(COUNTERS, "err_protocol"),
-        CounterId::named(COUNTERS, "err_other"),
-    ],
-    unanswered: CounterId::named(COUNTERS, "unanswered"),
-    not_sent: CounterId::named(COUNTERS, "not_sent"),
-    bytes_read: CounterId::named(COUNTERS, "bytes_read"),
-    bytes_written: CounterId::named(COUNTERS, "bytes_written"),
-    connects: CounterId::named(COUNTERS, "connects"),
-    target_cpu_user_us: CounterId::named(COUNTERS, "target_cpu_user_us"),
-    target_cpu_sys_us: CounterId::named(COUNTERS, "target_cpu_sys_us"),
-    target_ctx_switches: CounterId::named(COUNTERS, "target_ctx_switches"),
-    client_cpu_us: CounterId::named(COUNTERS, "client_cpu_us"),
-    machine_busy_us: CounterId::named(COUNTERS, "machine_busy_us"),
-    latency_intended: LatencyId::named(LATENCIES, "latency_intended"),
-    latency: LatencyId::named(LATENCIES, "latency"),
-    stalled: FlagId::named(FLAGS, "stalled"),
-    errors: FlagId::named(FLAGS, "errors"),
-};
 
 const COUNTERS: &[CounterDef] = &[
     CounterDef {

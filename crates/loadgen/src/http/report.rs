@@ -1,6 +1,6 @@
 //! What an HTTP run adds to the engine's report: status codes, errors with an example each,
 //! the accounting of every request, the target's CPU; the sweep table and the plateau.
-use super::driver::Extra;
+use super::driver::{Extra, M};
 use super::{ErrorKind, HttpOptions};
 use crate::engine::report::Headline;
 use crate::engine::stats::Percentiles;
@@ -88,7 +88,7 @@ impl Summary {
             .map(|k| h.total(&format!("err_{}", k.name())))
             .sum();
         let measured = !opts.target_pids.is_empty();
-        let answered = h.total("answered");
+        let answered = h.total_of(M.answered);
         Summary {
             id: h.id.clone(),
             mode: if opts.rate.is_some() {
@@ -99,13 +99,13 @@ impl Summary {
             rate: opts.rate,
             connections: opts.connections,
             duration_s: secs,
-            sent: h.total("sent"),
+            sent: h.total_of(M.sent),
             answered,
             failed,
-            unanswered: h.total("unanswered"),
-            not_sent: h.total("not_sent"),
-            accounted: h.total("sent") == answered + failed + h.total("unanswered"),
-            answered_rate: h.rate("answered"),
+            unanswered: h.total_of(M.unanswered),
+            not_sent: h.total_of(M.not_sent),
+            accounted: h.total_of(M.sent) == answered + failed + h.total_of(M.unanswered),
+            answered_rate: h.rate_of(M.answered),
             status: x
                 .status
                 .iter()
@@ -124,16 +124,18 @@ impl Summary {
                     })
                 })
                 .collect(),
-            latency_intended: h.latency("latency_intended").copied(),
-            latency: h.latency("latency").copied(),
+            latency_intended: h.latency_of(M.latency_intended).copied(),
+            latency: h.latency_of(M.latency).copied(),
             target_pids: opts.target_pids.clone(),
-            target_cpu_user_pct: measured.then(|| pct_of_core(h.total("target_cpu_user_us"), secs)),
-            target_cpu_sys_pct: measured.then(|| pct_of_core(h.total("target_cpu_sys_us"), secs)),
-            target_ctx_switches_per_s: measured.then(|| h.rate("target_ctx_switches")),
+            target_cpu_user_pct: measured
+                .then(|| pct_of_core(h.total_of(M.target_cpu_user_us), secs)),
+            target_cpu_sys_pct: measured
+                .then(|| pct_of_core(h.total_of(M.target_cpu_sys_us), secs)),
+            target_ctx_switches_per_s: measured.then(|| h.rate_of(M.target_ctx_switches)),
             target_error: x.target_error.clone(),
-            client_cpu_pct: pct_of_core(h.total("client_cpu_us"), secs),
+            client_cpu_pct: pct_of_core(h.total_of(M.client_cpu_us), secs),
             client_cpu_us_per_request: (answered > 0)
-                .then(|| h.total("client_cpu_us") as f64 / answered as f64),
+                .then(|| h.total_of(M.client_cpu_us) as f64 / answered as f64),
             failure: h.failure.clone(),
             interrupted: h.interrupted,
         }
@@ -250,23 +252,23 @@ fn row_of(param: &str, value: f64, h: &Headline, measured: bool) -> SweepRow {
         .iter()
         .map(|k| h.total(&format!("err_{}", k.name())))
         .sum();
-    let u = pct_of_core(h.total("target_cpu_user_us"), secs);
-    let s = pct_of_core(h.total("target_cpu_sys_us"), secs);
+    let u = pct_of_core(h.total_of(M.target_cpu_user_us), secs);
+    let s = pct_of_core(h.total_of(M.target_cpu_sys_us), secs);
     SweepRow {
         param: param.into(),
         value,
-        answered_rate: h.rate("answered"),
+        answered_rate: h.rate_of(M.answered),
         latency: h
-            .latency("latency_intended")
-            .or_else(|| h.latency("latency"))
+            .latency_of(M.latency_intended)
+            .or_else(|| h.latency_of(M.latency))
             .copied(),
         failed,
         target_cpu_pct: measured.then_some(u + s),
         target_cpu_user_pct: measured.then_some(u),
         target_cpu_sys_pct: measured.then_some(s),
-        target_ctx_switches_per_s: measured.then(|| h.rate("target_ctx_switches")),
-        client_cpu_pct: pct_of_core(h.total("client_cpu_us"), secs),
-        machine_cpu_pct: pct_of_core(h.total("machine_busy_us"), secs) / cpus() as f64,
+        target_ctx_switches_per_s: measured.then(|| h.rate_of(M.target_ctx_switches)),
+        client_cpu_pct: pct_of_core(h.total_of(M.client_cpu_us), secs),
+        machine_cpu_pct: pct_of_core(h.total_of(M.machine_busy_us), secs) / cpus() as f64,
         start_mono_ns: h.start_mono_ns,
         end_mono_ns: h.end_mono_ns,
         failure: h.failure.clone(),

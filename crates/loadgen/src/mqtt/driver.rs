@@ -9,9 +9,7 @@ use super::options::{MqttOptions, Scenario};
 use crate::engine::body::{self, Stamp};
 use crate::engine::fleet;
 use crate::engine::pacer::{Constant, Schedule};
-use crate::engine::stats::{
-    CounterDef, CounterId, FlagDef, FlagId, LatencyDef, LatencyId, Schema, Show,
-};
+use crate::engine::stats::{metrics, CounterDef, CounterId, FlagDef, LatencyDef, Schema, Show};
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
 use mio::net::TcpStream;
@@ -23,79 +21,16 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// What the driver counts, by name: typed handles into its tables, made at compile time
-/// (a name not in the table does not compile), so the engine's [`Ctx`] takes a counter
-/// where a counter is meant and a latency where a latency is.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Metrics {
-    /// Counter `connected`.
-    pub(crate) connected: CounterId,
-    /// Counter `failed`.
-    pub(crate) failed: CounterId,
-    /// Counter `dropped`.
-    pub(crate) dropped: CounterId,
-    /// Counter `reconnects`.
-    pub(crate) reconnects: CounterId,
-    /// Counter `pings`.
-    pub(crate) pings: CounterId,
-    /// Counter `pongs`.
-    pub(crate) pongs: CounterId,
-    /// Counter `sent`.
-    pub(crate) sent: CounterId,
-    /// Counter `acked`.
-    pub(crate) acked: CounterId,
-    /// Counter `received`.
-    pub(crate) received: CounterId,
-    /// Counter `lost`.
-    pub(crate) lost: CounterId,
-    /// Counter `duplicated`.
-    pub(crate) duplicated: CounterId,
-    /// Counter `out_of_order`.
-    pub(crate) out_of_order: CounterId,
-    /// Counter `refused`.
-    pub(crate) refused: CounterId,
-    /// Counter `foreign`.
-    pub(crate) foreign: CounterId,
-    /// Latency `connect_latency`.
-    pub(crate) connect_latency: LatencyId,
-    /// Latency `ping_latency`.
-    pub(crate) ping_latency: LatencyId,
-    /// Latency `latency`.
-    pub(crate) latency: LatencyId,
-    /// Latency `latency_intended`.
-    pub(crate) latency_intended: LatencyId,
-    /// Latency `ack_latency`.
-    pub(crate) ack_latency: LatencyId,
-    /// Flag `disconnected`.
-    pub(crate) disconnected: FlagId,
-    /// Flag `stalled`.
-    pub(crate) stalled: FlagId,
+metrics! {
+    counters(COUNTERS) {
+        connected, failed, dropped, reconnects, pings, pongs, sent, acked, received, lost,
+        duplicated, out_of_order, refused, foreign,
+    }
+    latencies(LATENCIES) {
+        connect_latency, ping_latency, latency, latency_intended, ack_latency,
+    }
+    flags(FLAGS) { disconnected, stalled }
 }
-
-/// The driver's metrics.
-pub(crate) const M: Metrics = Metrics {
-    connected: CounterId::named(COUNTERS, "connected"),
-    failed: CounterId::named(COUNTERS, "failed"),
-    dropped: CounterId::named(COUNTERS, "dropped"),
-    reconnects: CounterId::named(COUNTERS, "reconnects"),
-    pings: CounterId::named(COUNTERS, "pings"),
-    pongs: CounterId::named(COUNTERS, "pongs"),
-    sent: CounterId::named(COUNTERS, "sent"),
-    acked: CounterId::named(COUNTERS, "acked"),
-    received: CounterId::named(COUNTERS, "received"),
-    lost: CounterId::named(COUNTERS, "lost"),
-    duplicated: CounterId::named(COUNTERS, "duplicated"),
-    out_of_order: CounterId::named(COUNTERS, "out_of_order"),
-    refused: CounterId::named(COUNTERS, "refused"),
-    foreign: CounterId::named(COUNTERS, "foreign"),
-    connect_latency: LatencyId::named(LATENCIES, "connect_latency"),
-    ping_latency: LatencyId::named(LATENCIES, "ping_latency"),
-    latency: LatencyId::named(LATENCIES, "latency"),
-    latency_intended: LatencyId::named(LATENCIES, "latency_intended"),
-    ack_latency: LatencyId::named(LATENCIES, "ack_latency"),
-    disconnected: FlagId::named(FLAGS, "disconnected"),
-    stalled: FlagId::named(FLAGS, "stalled"),
-};
 
 const COUNTERS: &[CounterDef] = &[
     CounterDef::new("connected", "conn", "connections accepted (CONNACK success)", Show::NonZero).rate("connect rate"),

@@ -1,5 +1,5 @@
 //! An MQTT run in words: delivery per publisher, refusals by name, what QoS promised.
-use super::driver::{Delivery, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
+use super::driver::{Delivery, M, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
 use super::options::{MqttOptions, Scenario};
 use crate::engine::report::{self as er, Headline, Report};
 use crate::engine::stats::{Schema, Tick};
@@ -45,10 +45,10 @@ impl Summary {
             scenario: o.scenario,
             qos: o.qos,
             connected: h
-                .total("connected")
-                .saturating_sub(h.total("dropped"))
-                .saturating_sub(h.total("reconnects")),
-            pings_unanswered: h.total("pings").saturating_sub(h.total("pongs")),
+                .total_of(M.connected)
+                .saturating_sub(h.total_of(M.dropped))
+                .saturating_sub(h.total_of(M.reconnects)),
+            pings_unanswered: h.total_of(M.pings).saturating_sub(h.total_of(M.pongs)),
             refusals: refusals.clone(),
             dropped: dropped.clone(),
             failed: failed.clone(),
@@ -63,24 +63,24 @@ fn verdict(o: &MqttOptions, h: &Headline) -> String {
         return match o.scenario {
             Scenario::Conn => format!(
                 "{} connections established, {} failed, {} dropped; {} of {} pings answered",
-                h.total("connected"),
-                h.total("failed"),
-                h.total("dropped"),
-                h.total("pongs"),
-                h.total("pings")
+                h.total_of(M.connected),
+                h.total_of(M.failed),
+                h.total_of(M.dropped),
+                h.total_of(M.pongs),
+                h.total_of(M.pings)
             ),
             _ => "delivery is accounted per publisher only when both sides run in one process (pubsub)".into(),
         };
     }
     let (lost, dup, ooo) = (
-        h.total("lost"),
-        h.total("duplicated"),
-        h.total("out_of_order"),
+        h.total_of(M.lost),
+        h.total_of(M.duplicated),
+        h.total_of(M.out_of_order),
     );
     let counts = format!(
         "{} sent, {} received, {lost} lost, {dup} duplicated, {ooo} out of order",
-        h.total("sent"),
-        h.total("received")
+        h.total_of(M.sent),
+        h.total_of(M.received)
     );
     match o.qos {
         0 if lost == 0 => {
@@ -114,11 +114,11 @@ pub fn format_tick(o: &MqttOptions, t: &Tick) -> String {
 pub fn format_summary(o: &MqttOptions, r: &Report) -> String {
     let h = &r.headline;
     let mut extra = Vec::new();
-    if h.total("pings") > 0 {
+    if h.total_of(M.pings) > 0 {
         extra.push(format!(
             "pings: {} sent, {} answered",
-            h.total("pings"),
-            h.total("pongs")
+            h.total_of(M.pings),
+            h.total_of(M.pongs)
         ));
     }
     if let Ok(s) = serde_json::from_value::<Summary>(r.summary.clone()) {
