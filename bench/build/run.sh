@@ -9,7 +9,8 @@
 # binaries in turn, round after round (a burst of load on this shared machine hits both
 # alike): median wall time of each and the ratio of every round.
 #
-#   bench/build/run.sh [BASE_REV]       (ROUNDS=N rounds of each command, default 5)
+#   bench/build/run.sh [BASE_REV]       (ROUNDS=N rounds of each command, default 5;
+#                                        SKIP_BUILDS=1 keeps the last run's builds and times)
 # Needs: git, python3, GNU time; perf (for the collapse input, recorded once, as
 # bench/collapse/run.sh does) — without perf the collapse rounds are skipped.
 set -euo pipefail
@@ -27,6 +28,10 @@ build() {
   local name=$1 dir=$2
   shift 2
   local target=$work/target-$name
+  if [ -n "${SKIP_BUILDS:-}" ] && [ -x "$target/release/kiln" ]; then
+    echo "$name $(cat "$work/time-$name.txt" | awk '{print $1, $2 + $3}') (from the last run)"
+    return
+  fi
   rm -rf "$target"
   (cd "$dir" && cargo fetch --locked -q)
   (cd "$dir" && env "$@" CARGO_TARGET_DIR="$target" /usr/bin/time -f "%e %U %S" -o "$work/time-$name.txt" \
@@ -77,7 +82,7 @@ fi
 echo "flamegraph input: $folded ($(wc -l < "$folded") lines)"
 names+=(svg svg+lto html html+lto)
 cmds+=("$kiln flamegraph $folded" "$kiln_lto flamegraph $folded"
-       "$kiln flamegraph --format html $folded" "$kiln_lto flamegraph --format html $folded")
+       "$kiln flamegraph --output-format html $folded" "$kiln_lto flamegraph --output-format html $folded")
 # The outputs must agree before anything is timed.
 for i in $(seq 0 2 $((${#cmds[@]} - 1))); do
   # shellcheck disable=SC2086
