@@ -26,6 +26,14 @@
 //! * **Transforms are cheap.** Because stacks form a prefix tree, a transform that maps or
 //!   drops frames is computed once per distinct stack node, parent before child, never once
 //!   per sample (see [`transform`]).
+//! * **32-bit handles.** Strings, frames, label sets and stack nodes are numbered with
+//!   `u32`s, which halves the tables (the stack tree is most of a big profile's memory).
+//!   The 4-billionth entry of a table is an `expect`, not an error: each entry takes at
+//!   least 16 bytes (a stack node 20, a string its bytes plus 16), so reaching it takes
+//!   64 GB of tables or more, from inputs far past `--max-input`'s default of 1 GiB; there
+//!   kiln stops with the message rather than number anything wrong. The one table a
+//!   streamed input grows without bound, `perf script`'s call tree in the collapser, is
+//!   capped and ends the parse with an error naming the line.
 #![deny(missing_docs)]
 
 mod error;
