@@ -202,7 +202,27 @@ pub(crate) struct Collector {
     exited: Vec<u32>,
     /// Processes that exec'd (for the off-CPU collector's code ranges).
     execs: Vec<u32>,
+    /// When each process last exec'd, by the records' times (ns).
+    exec_ns: FastMap<u32, u64>,
+    /// Each process's executable mappings of the last [`RECENT_NS`], by the records' times.
+    /// The CPUs' rings are read one after the other, so a process that moved to another
+    /// CPU while it exec'd has its exec (one ring) handled after the mappings it made just
+    /// after (another ring): the exec must keep those, not wipe them.
+    recent_maps: FastMap<u32, std::collections::VecDeque<RecentMap>>,
     pub summary: Summary,
+}
+
+/// How long a mapping's record is remembered for an exec handled after it: rings are read
+/// every 10 ms while sampling, so their records are never this far apart.
+const RECENT_NS: u64 = 2_000_000_000;
+
+/// An executable mapping as its record announced it.
+struct RecentMap {
+    time: u64,
+    start: u64,
+    len: u64,
+    pgoff: u64,
+    path: Box<[u8]>,
 }
 
 impl Collector {
@@ -228,6 +248,8 @@ impl Collector {
             changed: FastSet::default(),
             exited: Vec::new(),
             execs: Vec::new(),
+            exec_ns: FastMap::default(),
+            recent_maps: FastMap::default(),
         }
     }
 
@@ -306,18 +328,49 @@ impl Collector {
     pub(crate) fn on_exit(&mut self, pid: u32, tid: u32) {
         if pid == tid {
             self.exited.push(pid);
+            self.exec_ns.remove(&pid);
+            self.recent_maps.remove(&pid);
         }
     }
 
-    /// A thread's name changed (or was first seen); `exec` resets the process's mappings.
-    pub(crate) fn on_comm(&mut self, pid: u32, tid: u32, name: &[u8], exec: bool) {
+    /// A thread's name changed (or was first seen), at `time` when the record says; `exec`
+    /// resets the process's mappings to those it made after the exec.
+    pub(crate) fn on_comm(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        name: &[u8],
+        exec: bool,
+        time: Option<u64>,
+    ) {
         self.comms.insert(tid, name.into());
         self.comm_locs.remove(&tid);
-        if exec && pid == tid {
-            self.procs.insert(pid, Process::empty());
-            self.changed.insert(pid);
-            self.execs.push(pid);
+        if !(exec && pid == tid) {
+            return;
         }
+        if let Some(t) = time {
+            if self.exec_ns.get(&pid).is_some_and(|&later| t < later) {
+                return; // a later exec of the process was handled already
+            }
+            self.exec_ns.insert(pid, t);
+        }
+        let mut p = Process::empty();
+        // Mappings made after this exec whose records were handled before it.
+        if let (Some(t), Some(recent)) = (time, self.recent_maps.get_mut(&pid)) {
+            recent.retain(|m| m.time >= t);
+            for m in recent.iter() {
+                p.add_mapping(
+                    m.start,
+                    m.start.saturating_add(m.len),
+                    m.pgoff,
+                    &m.path,
+                    &mut self.images,
+                );
+            }
+        }
+        self.procs.insert(pid, p);
+        self.changed.insert(pid);
+        self.execs.push(pid);
     }
 
     /// Names a thread unless a record already did.
@@ -341,10 +394,37 @@ impl Collector {
         }
     }
 
-    /// An executable mapping appeared.
-    pub(crate) fn on_mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
+    /// An executable mapping appeared, at `time` when the record says.
+    pub(crate) fn on_mmap(
+        &mut self,
+        pid: u32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: &[u8],
+        time: Option<u64>,
+    ) {
         if pid == u32::MAX || pid == 0 {
             return; // kernel modules
+        }
+        if let Some(t) = time {
+            if self.exec_ns.get(&pid).is_some_and(|&exec| t < exec) {
+                return; // made before an exec handled already: gone with it
+            }
+            let recent = self.recent_maps.entry(pid).or_default();
+            while recent
+                .front()
+                .is_some_and(|m| m.time.saturating_add(RECENT_NS) < t)
+            {
+                recent.pop_front();
+            }
+            recent.push_back(RecentMap {
+                time: t,
+                start,
+                len,
+                pgoff,
+                path: path.into(),
+            });
         }
         self.process(pid);
         if let Some(p) = self.procs.get_mut(&pid) {
@@ -874,6 +954,31 @@ fn offset_name(path: &Path, svma: u64) -> Vec<u8> {
 mod tests {
     use super::*;
     use kiln_model::WeightUnit;
+
+    /// The CPUs' rings are read one after the other: a process's exec can be handled after
+    /// the mappings it made just after it (read from another CPU's ring). The exec keeps
+    /// those and drops the older ones; a mapping made before an exec handled already is
+    /// left out; an exec older than one handled already resets nothing.
+    #[test]
+    fn an_exec_handled_after_its_new_mappings_keeps_them() {
+        let mut c = Collector::new(vec![EventInfo::default()], NamingOptions::default(), false);
+        let starts = |c: &Collector| -> Vec<u64> {
+            c.procs
+                .get(&7)
+                .map_or(Vec::new(), |p| p.mappings().map(|(s, _)| s).collect())
+        };
+        c.on_mmap(7, 0x1000, 0x1000, 0, b"/bin/sh", Some(100));
+        c.on_mmap(7, 0x5000, 0x1000, 0, b"/usr/bin/beam.smp", Some(300));
+        c.on_comm(7, 7, b"beam.smp", true, Some(200));
+        assert_eq!(starts(&c), vec![0x5000]);
+        c.on_mmap(7, 0x2000, 0x1000, 0, b"/bin/sh-late", Some(150));
+        assert_eq!(starts(&c), vec![0x5000]);
+        c.on_comm(7, 7, b"sh", true, Some(120));
+        assert_eq!(starts(&c), vec![0x5000]);
+        // Without times (a file whose records carry none), an exec resets as it comes.
+        c.on_comm(7, 7, b"x", true, None);
+        assert_eq!(starts(&c), Vec::<u64>::new());
+    }
 
     /// Nanoseconds kept as microseconds: each stack's weights add up to its total,
     /// rounded, whatever the sizes of its samples.

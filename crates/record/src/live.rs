@@ -863,8 +863,11 @@ impl Running {
                 if !rt.is_builtin_type() {
                     return;
                 }
-                match RawEventRecord::new(rt, misc, data, parse_info).parse() {
-                    Ok(r) => records::handle(collector, scratch, r, &event_of, weigher),
+                let raw = RawEventRecord::new(rt, misc, data, parse_info);
+                match raw.parse() {
+                    Ok(r) => {
+                        records::handle(collector, scratch, r, raw.timestamp(), &event_of, weigher)
+                    }
                     Err(_) => collector.summary.bad_records += 1,
                 }
             });

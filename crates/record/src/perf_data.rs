@@ -146,7 +146,15 @@ fn read_stream<R: Read + Seek>(
         match record.parse() {
             Ok(r) => {
                 let ev = attr_index;
-                records::handle(&mut collector, &mut scratch, r, &|_| Some(ev), &mut weigher);
+                let time = record.timestamp();
+                records::handle(
+                    &mut collector,
+                    &mut scratch,
+                    r,
+                    time,
+                    &|_| Some(ev),
+                    &mut weigher,
+                );
             }
             Err(_) => collector.summary.bad_records += 1,
         }

@@ -17,12 +17,14 @@ pub(crate) struct Scratch {
     user: Vec<u64>,
 }
 
-/// Handles one record; `event_of` maps a sample to its event index (`None`: not ours),
-/// `weigher` gives its weight (`None`: the sample lacks what its event weighs).
+/// Handles one record (made at `time`, ns, when the record says); `event_of` maps a
+/// sample to its event index (`None`: not ours), `weigher` gives its weight (`None`: the
+/// sample lacks what its event weighs).
 pub(crate) fn handle(
     c: &mut Collector,
     scratch: &mut Scratch,
     record: EventRecord<'_>,
+    time: Option<u64>,
     event_of: &dyn Fn(&SampleRecord<'_>) -> Option<usize>,
     weigher: &mut Weigher,
 ) {
@@ -39,7 +41,13 @@ pub(crate) fn handle(
             sample(c, scratch, ev, w, &s);
         }
         EventRecord::Comm(r) => {
-            c.on_comm(r.pid as u32, r.tid as u32, &r.name.as_slice(), r.is_execve);
+            c.on_comm(
+                r.pid as u32,
+                r.tid as u32,
+                &r.name.as_slice(),
+                r.is_execve,
+                time,
+            );
         }
         EventRecord::Fork(r) => {
             weigher.on_fork(r.pid as u32, r.ppid as u32);
@@ -52,6 +60,7 @@ pub(crate) fn handle(
             r.length,
             r.page_offset,
             &r.path.as_slice(),
+            time,
         ),
         EventRecord::Mmap2(r) if r.protection & libc::PROT_EXEC as u32 != 0 => c.on_mmap(
             r.pid as u32,
@@ -59,6 +68,7 @@ pub(crate) fn handle(
             r.length,
             r.page_offset,
             &r.path.as_slice(),
+            time,
         ),
         EventRecord::Lost(r) => c.summary.lost += r.count,
         EventRecord::Throttle(_) => c.summary.throttled += 1,
