@@ -521,7 +521,7 @@ impl Process {
     }
 
     /// The executable mappings, by start address.
-    #[cfg(feature = "bpf")]
+    #[cfg(any(feature = "bpf", test))]
     pub fn mappings(&self) -> impl Iterator<Item = (u64, &Mapping)> {
         self.maps.iter().map(|(&s, m)| (s, m))
     }
