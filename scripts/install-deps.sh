@@ -50,8 +50,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -1)" ]; then
     apt-get update -qq
   fi
-  install() { apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null; }
-  install || { apt-get update -qq && install; }
+  apt_install() { apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null; }
+  apt_install || { apt-get update -qq && apt_install; }
 fi
 # The Debian packages start services we do not use: the tests start private brokers (and
 # private sshds in network namespaces for kiln run --agent).
