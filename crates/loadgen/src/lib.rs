@@ -81,7 +81,7 @@ pub use amqp::{
     parse_key_values, parse_value_duration, AmqpOptions, FieldValue, QueuePattern, Uri,
 };
 pub use engine::stats::{
-    CounterDef, CounterId, Event, FlagId, LatencyId, Percentiles, Schema, Tick,
+    CounterDef, CounterId, Event, FlagId, LatencyId, Level, LevelId, Percentiles, Schema, Tick,
 };
 pub use engine::{Headline, Load, Report, Settings};
 

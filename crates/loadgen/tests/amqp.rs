@@ -121,6 +121,53 @@ fn classic_queue_counts_every_message_exactly() {
     );
 }
 
+/// The queue's depth each second is the broker's own count: with no consumer, every
+/// message confirmed stays ready in the queue, so the depth grows with the messages sent,
+/// and its last reading agrees with `rabbitmqctl list_queues` once the load has stopped.
+#[test]
+fn the_queue_depth_each_second_is_the_brokers_count() {
+    let name = "kiln-depth";
+    let o = AmqpOptions {
+        queue: Some(name.into()),
+        producers: 1,
+        consumers: 0,
+        rate: Some(2000.0),
+        confirm: Some(100),
+        auto_delete: false,
+        time: Some(Duration::from_secs(3)),
+        ..base("depth")
+    };
+    let (r, ticks) = go(&o);
+    let depths: Vec<f64> = ticks
+        .iter()
+        .filter_map(|t| t.level("queue_depth"))
+        .collect();
+    assert!(depths.len() >= 2, "a reading every second: {ticks:#?}");
+    assert!(
+        depths.windows(2).all(|w| w[1] >= w[0]),
+        "nothing consumes, so the queue only grows: {depths:?}"
+    );
+    let sent = r.total("sent") as f64;
+    let last = *depths.last().unwrap();
+    let broker = queue_depth_now(name) as f64;
+    assert!(broker > 0.0 && broker <= sent, "{broker} of {sent}");
+    // The last reading was taken within the last quarter second of the load (500 messages
+    // at 2000/s), against the broker's count after it.
+    assert!(
+        (broker - last).abs() <= 0.1 * broker,
+        "kiln read {last}, the broker lists {broker}: {depths:?}"
+    );
+    // The per-second line and the CSV carry it.
+    let line = kiln_loadgen::engine::report::format_tick(
+        &kiln_loadgen::amqp::SCHEMA,
+        "depth",
+        ticks.last().unwrap(),
+    );
+    assert!(line.contains("queue depth: "), "{line}");
+    let b = kiln_testkit::shared_rabbitmq().unwrap();
+    let _ = b.ctl(&["delete_queue", name]);
+}
+
 #[test]
 fn quorum_queue_with_confirms_persistence_multi_ack_and_qos() {
     let o = AmqpOptions {

@@ -59,6 +59,14 @@ fn convert(t: &Tick, schema: &Schema, completed: CounterId) -> LoadTick {
             value: Some(if f.value { 1.0 } else { 0.0 }),
         });
     }
+    for l in &t.levels {
+        values.push(Value {
+            name: l.name.to_string(),
+            unit: l.unit.to_string(),
+            kind: ValueKind::Level,
+            value: l.value,
+        });
+    }
     let latency = t
         .latencies
         .iter()
@@ -161,6 +169,7 @@ mod tests {
                 .collect(),
             latencies: Vec::new(),
             flags: Vec::new(),
+            levels: Vec::new(),
             step: None,
             histograms: Vec::new(),
         }

@@ -100,6 +100,9 @@ pub enum ValueKind {
     Percentile,
     /// A flag, 0 or 1: set when any source set it.
     Flag,
+    /// A level observed at the end of the second (a queue's depth, messages): sources that
+    /// watch the same queue agree, so the largest reading stands.
+    Level,
 }
 
 /// One value of a load's second: a counter's rate, a latency percentile or a flag, as a
@@ -128,7 +131,7 @@ pub struct LoadTick {
     /// Operations sent in it (messages published), when counted.
     pub sent: Option<u64>,
     /// Every value of the second: rates (`msg/s`), latency percentiles (`us`), flags
-    /// (`bool`: 0 or 1).
+    /// (`bool`: 0 or 1), levels (`msg`).
     pub values: Vec<Value>,
     /// The second's latency histograms (µs) by name, the headline one first; merged
     /// exactly over a window.

@@ -685,6 +685,26 @@ impl Connection {
             .to_string())
     }
 
+    /// A passive `queue.declare` of `name`: the messages ready in it and its consumers, as
+    /// the broker counts them. A queue that does not exist closes the channel (404); the
+    /// connection is then of no further use for this.
+    pub(crate) fn queue_depth(&mut self, name: &str) -> Result<(u32, u32), Error> {
+        const PASSIVE: u8 = 1;
+        let p = self.rpc(
+            m::QUEUE_DECLARE,
+            |e| {
+                e.u16(0).shortstr(name).u8(PASSIVE).table(&[]);
+            },
+            m::QUEUE_DECLARE_OK,
+        )?;
+        let mut d = Dec::new(&p[4..]);
+        (|| {
+            d.shortstr()?;
+            Ok((d.u32()?, d.u32()?))
+        })()
+        .map_err(|_: wire::Short| proto(&self.reader.uri, "short queue.declare-ok"))
+    }
+
     /// `queue.bind` (skipped for the default exchange, which routes by queue name).
     pub fn bind(&mut self, queue: &str, exchange: &str, key: &str) -> Result<(), Error> {
         if exchange.is_empty() {

@@ -2,7 +2,9 @@
 //! what it tells the engine.
 use super::conn::{Connection, Uri, Writer};
 use super::AmqpOptions;
-use crate::engine::stats::{metrics, CounterDef, FlagDef, LatencyDef, LatencyId, Schema, Show};
+use crate::engine::stats::{
+    metrics, CounterDef, FlagDef, LatencyDef, LatencyId, LevelDef, Schema, Show,
+};
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,6 +19,7 @@ metrics! {
         consumer_latency, consumer_latency_intended, confirm_latency, confirm_latency_intended,
     }
     flags(FLAGS) { blocked, stalled, disconnected }
+    levels(LEVELS) { queue_depth }
 }
 
 /// What an AMQP run measures.
@@ -25,6 +28,7 @@ pub static SCHEMA: Schema = Schema {
     counters: COUNTERS,
     latencies: LATENCIES,
     flags: FLAGS,
+    levels: LEVELS,
     throughput: M.sent,
     throughput_unit: "msg/s",
     sent: M.sent,
@@ -132,6 +136,13 @@ const FLAGS: &[FlagDef] = &[
         description: "a connection was down (lost, or reconnecting)",
     },
 ];
+
+const LEVELS: &[LevelDef] = &[LevelDef {
+    name: "queue_depth",
+    unit: "msg",
+    description: "messages ready in the load's named queues, as the broker answers a passive \
+                  queue.declare on a connection of kiln's own (4 times a second)",
+}];
 
 /// Names and keys every agent agrees on.
 #[derive(Debug)]
@@ -426,6 +437,16 @@ impl Driver for AmqpDriver {
                 }
                 if sh.await_ready(opts.producers + opts.consumers, t) {
                     ctx.start_load();
+                    if !sh.topo.queues.is_empty() {
+                        let sh = &sh;
+                        std::thread::Builder::new()
+                            .name("kiln-queue-watch".into())
+                            .spawn_scoped(s, move || super::watch::run(sh))
+                            .map_err(|e| {
+                                ctx.event("queue-watch", format!("cannot start: {e}"));
+                            })
+                            .ok();
+                    }
                 }
             }
             ctx.stop().wait();

@@ -11,6 +11,7 @@ mod driver;
 mod options;
 mod producer;
 pub mod report;
+mod watch;
 mod wire;
 
 pub use conn::Uri;

@@ -31,13 +31,18 @@ use clock::Clock;
 use hdrhistogram::Histogram;
 use kiln_os::stop::Stop;
 use stats::{
-    merge, per_second, record, Count, CounterId, Event, Flag, FlagId, LatencyId, Schema, Tick,
+    merge, per_second, record, Count, CounterId, Event, Flag, FlagId, LatencyId, Level, LevelId,
+    Schema, Tick,
 };
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 pub use report::{Headline, HistogramBlob, Report, Step, Throughput};
+
+/// A level not observed (a NaN payload no observation stores: [`Ctx::set_level`] keeps
+/// only finite values).
+const NO_LEVEL: u64 = u64::MAX;
 
 /// How long agents may take to connect before the load counts as failed to start.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -170,6 +175,8 @@ pub struct Ctx {
     caller: Stop,
     agents: Vec<Agent>,
     flags: Vec<FlagState>,
+    /// Each level's latest observation, as f64 bits; [`NO_LEVEL`] until one succeeds.
+    levels: Vec<AtomicU64>,
     events: Mutex<Vec<Event>>,
     failure: Mutex<Option<String>>,
     go_ns: OnceLock<u64>,
@@ -200,6 +207,9 @@ impl Ctx {
                 .collect(),
             flags: (0..schema.flags.len())
                 .map(|_| FlagState::default())
+                .collect(),
+            levels: (0..schema.levels.len())
+                .map(|_| AtomicU64::new(NO_LEVEL))
                 .collect(),
             events: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
@@ -304,6 +314,32 @@ impl Ctx {
     /// `flag` held for a moment in the current second.
     pub fn flag_pulse(&self, flag: FlagId) {
         self.flags[flag.index()].pulse.store(true, Ordering::SeqCst);
+    }
+
+    /// `level` is `value` now (the latest observation; `None`: the observation failed, so
+    /// the second has no value rather than a stale one).
+    pub fn set_level(&self, level: LevelId, value: Option<f64>) {
+        let bits = value
+            .filter(|v| v.is_finite())
+            .map_or(NO_LEVEL, f64::to_bits);
+        self.levels[level.index()].store(bits, Ordering::Relaxed);
+    }
+
+    /// The levels' latest observations, in the schema's order.
+    fn levels(&self) -> Vec<Level> {
+        self.schema
+            .levels
+            .iter()
+            .zip(&self.levels)
+            .map(|(def, v)| {
+                let bits = v.load(Ordering::Relaxed);
+                Level {
+                    name: def.name.into(),
+                    unit: def.unit.into(),
+                    value: (bits != NO_LEVEL).then(|| f64::from_bits(bits)),
+                }
+            })
+            .collect()
     }
 
     /// Records an event at the current time.
@@ -552,6 +588,7 @@ impl Ticker {
             counters: s.counts(&d),
             latencies: s.latency_percentiles(&self.interval),
             flags,
+            levels: ctx.levels(),
             step: None,
         };
         for (t, i) in self.total.iter_mut().zip(self.interval.iter_mut()) {

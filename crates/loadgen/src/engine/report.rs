@@ -422,8 +422,8 @@ pub fn pheader(prefix: &str) -> String {
 }
 
 /// Writes the series as CSV, atomically: `time_s,interval_s`, the counters, each latency's
-/// percentiles in µs (empty when none), the flags (0/1), then `end_mono_ns` (and `step` in a
-/// sweep).
+/// percentiles in µs (empty when none), the flags (0/1), the levels (empty when not
+/// observed), then `end_mono_ns` (and `step` in a sweep).
 pub fn write_csv(path: &Path, schema: &Schema, series: &[Tick]) -> Result<(), Error> {
     let sweep = series.iter().any(|t| t.step.is_some());
     write_file(path, |f| {
@@ -436,6 +436,9 @@ pub fn write_csv(path: &Path, schema: &Schema, series: &[Tick]) -> Result<(), Er
         }
         for fl in schema.flags {
             let _ = write!(h, ",{}", fl.name);
+        }
+        for lv in schema.levels {
+            let _ = write!(h, ",{}", lv.name);
         }
         h.push_str(",end_mono_ns");
         if sweep {
@@ -452,6 +455,10 @@ pub fn write_csv(path: &Path, schema: &Schema, series: &[Tick]) -> Result<(), Er
             }
             for fl in schema.flags {
                 let _ = write!(row, ",{}", t.flag(fl.name) as u8);
+            }
+            for lv in schema.levels {
+                let v = t.level(lv.name).map_or(String::new(), |v| v.to_string());
+                let _ = write!(row, ",{v}");
             }
             let _ = write!(row, ",{}", t.end_mono_ns);
             if sweep {
@@ -501,6 +508,11 @@ pub fn format_tick(schema: &Schema, id: &str, t: &Tick) -> String {
     for l in schema.latencies.iter().filter(|l| !l.line_label.is_empty()) {
         if let Some(p) = t.latency(l.name) {
             let _ = write!(s, ", {}: {}", l.line_label, lat(Some(p)));
+        }
+    }
+    for lv in schema.levels {
+        if let Some(v) = t.level(lv.name) {
+            let _ = write!(s, ", {}: {v:.0} {}", lv.name.replace('_', " "), lv.unit);
         }
     }
     for f in schema.flags {

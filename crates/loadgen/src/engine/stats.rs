@@ -86,6 +86,18 @@ pub struct FlagDef {
     pub description: &'static str,
 }
 
+/// A level a protocol observes at the end of each second, not counted by its agents: the
+/// depth of the queue a load feeds (`queue_depth`), read from the broker itself.
+#[derive(Debug, Clone, Copy)]
+pub struct LevelDef {
+    /// Name in the series and files.
+    pub name: &'static str,
+    /// What one unit is (`msg`).
+    pub unit: &'static str,
+    /// One line for people: what is observed, and how.
+    pub description: &'static str,
+}
+
 /// Whether two names are equal, at compile time.
 const fn same_name(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -183,6 +195,12 @@ handle!(
     FlagDef,
     "flag"
 );
+handle!(
+    /// A level of a protocol's [`Schema`].
+    LevelId,
+    LevelDef,
+    "level"
+);
 
 /// Declares a driver's `Metrics` struct and its value `M`: one typed handle per counter,
 /// latency and flag it counts, each field named as the entry of its table (so a name
@@ -202,6 +220,7 @@ macro_rules! metrics {
         counters($ct:expr) { $($c:ident),* $(,)? }
         latencies($lt:expr) { $($l:ident),* $(,)? }
         flags($ft:expr) { $($f:ident),* $(,)? }
+        $(levels($vt:expr) { $($v:ident),* $(,)? })?
         $(arrays { $($(#[$am:meta])* $a:ident: $aty:ty = $av:expr),* $(,)? })?
     ) => {
         /// What the driver counts, by name: typed handles into its tables, made at compile
@@ -221,6 +240,10 @@ macro_rules! metrics {
                 #[doc = concat!("Flag `", stringify!($f), "`.")]
                 pub(crate) $f: $crate::engine::stats::FlagId,
             )*
+            $($(
+                #[doc = concat!("Level `", stringify!($v), "`.")]
+                pub(crate) $v: $crate::engine::stats::LevelId,
+            )*)?
             $($($(#[$am])* pub(crate) $a: $aty,)*)?
         }
 
@@ -229,6 +252,7 @@ macro_rules! metrics {
             $($c: $crate::engine::stats::CounterId::named($ct, stringify!($c)),)*
             $($l: $crate::engine::stats::LatencyId::named($lt, stringify!($l)),)*
             $($f: $crate::engine::stats::FlagId::named($ft, stringify!($f)),)*
+            $($($v: $crate::engine::stats::LevelId::named($vt, stringify!($v)),)*)?
             $($($a: $av,)*)?
         };
     };
@@ -246,6 +270,8 @@ pub struct Schema {
     pub latencies: &'static [LatencyDef],
     /// Flags, in series order.
     pub flags: &'static [FlagDef],
+    /// Levels observed at the end of each second, in series order.
+    pub levels: &'static [LevelDef],
     /// The counter whose rate is the headline throughput.
     pub throughput: CounterId,
     /// Unit of the throughput (`msg/s`, `req/s`).
@@ -272,6 +298,11 @@ impl Schema {
     pub fn flag(&self, name: &str) -> Option<FlagId> {
         let i = self.flags.iter().position(|c| c.name == name)?;
         Some(FlagDef::handle(self.flags, i))
+    }
+    /// The level named `name`.
+    pub fn level(&self, name: &str) -> Option<LevelId> {
+        let i = self.levels.iter().position(|c| c.name == name)?;
+        Some(LevelDef::handle(self.levels, i))
     }
     /// The definition of `counter`.
     pub fn counter_def(&self, counter: CounterId) -> &'static CounterDef {
@@ -397,6 +428,17 @@ pub struct Flag {
     pub value: bool,
 }
 
+/// One named level in a [`Tick`]: its value at the end of the interval.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Level {
+    /// Level name.
+    pub name: Name,
+    /// Its unit.
+    pub unit: Name,
+    /// The latest observation in the interval, `None` when none succeeded.
+    pub value: Option<f64>,
+}
+
 /// One second of a run, the same shape for every protocol.
 ///
 /// In JSON the counters, latencies and flags are flattened into the object by name
@@ -416,6 +458,9 @@ pub struct Tick {
     pub latencies: Vec<Latency>,
     /// Conditions that held in the interval.
     pub flags: Vec<Flag>,
+    /// Levels observed at the end of the interval (the queue's depth), in the protocol's
+    /// order; written under `levels` in JSON.
+    pub levels: Vec<Level>,
     /// In a sweep, the index of the step (in [`crate::Report::steps`]) this second belongs
     /// to; `time_s` is then counted from that step's start.
     pub step: Option<u32>,
@@ -461,6 +506,20 @@ impl Tick {
             .and_then(|l| l.percentiles.as_ref())
     }
 
+    /// The level `level` (of the schema this second was counted with) at the end of this
+    /// interval, when it was observed.
+    pub fn level_of(&self, level: LevelId) -> Option<f64> {
+        level.find(&self.levels, |l| &l.name).and_then(|l| l.value)
+    }
+
+    /// The level `name` at the end of this interval, when it was observed.
+    pub fn level(&self, name: &str) -> Option<f64> {
+        self.levels
+            .iter()
+            .find(|l| l.name == name)
+            .and_then(|l| l.value)
+    }
+
     /// Whether flag `name` held in this interval.
     pub fn flag(&self, name: &str) -> bool {
         self.flags.iter().any(|f| f.name == name && f.value)
@@ -495,6 +554,14 @@ impl serde::Serialize for Tick {
         for f in &self.flags {
             m.serialize_entry(&f.name, &f.value)?;
         }
+        if !self.levels.is_empty() {
+            let levels: serde_json::Map<String, serde_json::Value> = self
+                .levels
+                .iter()
+                .map(|l| (l.name.to_string(), serde_json::json!(l.value)))
+                .collect();
+            m.serialize_entry("levels", &levels)?;
+        }
         m.serialize_entry("end_mono_ns", &self.end_mono_ns)?;
         if let Some(step) = self.step {
             m.serialize_entry("step", &step)?;
@@ -516,6 +583,7 @@ impl<'de> serde::Deserialize<'de> for Tick {
             counters: Vec::new(),
             latencies: Vec::new(),
             flags: Vec::new(),
+            levels: Vec::new(),
             step: None,
         };
         for (k, v) in map {
@@ -534,6 +602,21 @@ impl<'de> serde::Deserialize<'de> for Tick {
                             .and_then(|s| u32::try_from(s).ok())
                             .ok_or_else(|| D::Error::custom("step"))?,
                     )
+                }
+                ("levels", Value::Object(levels)) => {
+                    for (name, v) in levels {
+                        let value = match v {
+                            Value::Null => None,
+                            v => Some(v.as_f64().ok_or_else(|| {
+                                D::Error::custom(format!("level {name} is not a number"))
+                            })?),
+                        };
+                        t.levels.push(Level {
+                            name: name.into(),
+                            unit: "".into(),
+                            value,
+                        });
+                    }
                 }
                 (_, Value::Bool(b)) => t.flags.push(Flag {
                     name: k.into(),

@@ -106,6 +106,7 @@ const fn schema(throughput: CounterId, unit: &'static str) -> Schema {
         counters: COUNTERS,
         latencies: LATENCIES,
         flags: FLAGS,
+        levels: &[],
         throughput,
         throughput_unit: unit,
         sent: M.sent,

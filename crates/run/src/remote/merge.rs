@@ -172,7 +172,8 @@ pub(crate) fn merge(parts: Vec<LoadTick>) -> LoadTick {
                 Some(v) => v.value,
                 None => each.filter_map(|(v, _)| v).reduce(f64::max),
             },
-            ValueKind::Flag => each.filter_map(|(v, _)| v).reduce(f64::max),
+            // Agents of one run watch the same queues: the deepest reading stands.
+            ValueKind::Flag | ValueKind::Level => each.filter_map(|(v, _)| v).reduce(f64::max),
             ValueKind::Rate => {
                 let counts: Vec<f64> = each.filter_map(|(v, i)| v.map(|v| v * i)).collect();
                 (!counts.is_empty() && interval_s > 0.0)
