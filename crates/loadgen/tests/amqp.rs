@@ -539,6 +539,28 @@ fn rate_sweep_runs_one_step_per_rate() {
     assert!(seen.contains(&100.0) && seen.contains(&300.0));
 }
 
+/// Each step of a sweep starts its load anew; an auto-deleted queue (PerfTest's default) is
+/// deleted by the broker a moment after the previous step's consumer left, possibly between
+/// the next consumer's declaration and its consume. Every step must still start: ten
+/// hand-overs, each after a step that left messages behind.
+#[test]
+fn a_sweep_hands_an_auto_deleted_queue_over_between_steps() {
+    let o = AmqpOptions {
+        queue: Some("kiln-sweep-autodelete".into()),
+        auto_delete: true,
+        time: Some(Duration::from_secs(1)),
+        ..base("sweep-autodelete")
+    };
+    let rates = kiln_loadgen::amqp::parse_sweep("5000:50000:11").unwrap();
+    let report = kiln_loadgen::amqp::sweep(&o, &rates, &Stop::new(), &mut |_| {}).unwrap();
+    let rows = kiln_loadgen::amqp::sweep_rows(&report);
+    assert_eq!(rows.len(), 11, "every step ran: {rows:#?}");
+    for r in &rows {
+        assert!(r.failure.is_none(), "{r:?}");
+        assert!(r.send_rate > 0.0, "{r:?}");
+    }
+}
+
 #[test]
 fn json_bodies_and_variable_sizes_are_delivered() {
     let o = AmqpOptions {

@@ -19,12 +19,47 @@ pub(super) fn run(sh: &Shared, idx: usize) {
     sh.agent(&name, |connected| session(sh, idx, &mut st, connected));
 }
 
+/// How many times a consumer sets up again when its named queue vanished between its
+/// declaration and its `basic.consume`.
+const VANISHED_RETRIES: u32 = 20;
+
 fn session(
     sh: &Shared,
     idx: usize,
     st: &mut State,
     connected: &mut dyn FnMut(),
 ) -> Result<(), Error> {
+    let (reader, writer) = set_up(sh, idx)?;
+    sh.register(&writer);
+    connected();
+    consume_loop(sh, idx, st, reader, &writer)
+}
+
+/// Connects, declares the consumer's queue and starts consuming from it.
+///
+/// An auto-deleted queue is deleted by the broker when its last consumer leaves, a moment
+/// after: the previous step of a sweep (its consumers just gone) can have it deleted between
+/// this consumer's `queue.declare` (answered by the dying queue) and its `basic.consume`
+/// (404 NOT_FOUND). The setup is then made again on a new connection, declaring the queue
+/// anew, so the steps of a sweep hand over without losing it.
+fn set_up(sh: &Shared, idx: usize) -> Result<(FrameReader, std::sync::Arc<Writer>), Error> {
+    let mut tries = 0;
+    loop {
+        match try_set_up(sh, idx) {
+            Err(Error::Closed { code: 404, .. })
+                if !sh.topo.queues.is_empty() && tries < VANISHED_RETRIES && !sh.stopping() =>
+            {
+                tries += 1;
+                if sh.ctx.stop().sleep(Duration::from_millis(50)) {
+                    return Err(Error::Start("stopped while setting up".into()));
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
+fn try_set_up(sh: &Shared, idx: usize) -> Result<(FrameReader, std::sync::Arc<Writer>), Error> {
     let o = sh.opts;
     let topo = &sh.topo;
     let mut conn = Connection::open(sh.uri, &format!("kiln-consumer-{idx}"))?;
@@ -42,10 +77,7 @@ fn session(
         q
     };
     conn.consume(&queue, &format!("kiln-{idx}"), o.autoack, &o.consumer_args)?;
-    let (reader, writer) = conn.split();
-    sh.register(&writer);
-    connected();
-    consume_loop(sh, idx, st, reader, &writer)
+    Ok(conn.split())
 }
 
 /// Where the frame after a `basic.deliver` stands.
