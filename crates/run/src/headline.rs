@@ -200,6 +200,10 @@ pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
     out
 }
 
+/// The level of a load's second that is the depth of the queues it feeds (messages ready,
+/// as the broker counts them).
+pub const QUEUE_DEPTH: &str = "queue_depth";
+
 /// The unit of a load whose operations are connections held open (MQTT `conn`).
 pub const FLEET_UNIT: &str = "conn";
 
@@ -342,6 +346,11 @@ pub(crate) fn compute(
             h.switches_per_op = Some(switches as f64 / ops as f64);
         }
     }
+    h.queue_depth_max = ticks
+        .iter()
+        .filter(|t| in_window(t, w))
+        .filter_map(|t| t.tick.value(QUEUE_DEPTH))
+        .reduce(f64::max);
     let rss = sampler.peak_rss();
     if rss > 0 {
         h.rss_max_bytes = Some(rss);

@@ -51,6 +51,13 @@ pub struct Step {
     pub cpu_per_op_us: Option<f64>,
     /// Target CPU, % of one CPU.
     pub target_cpu_pct: Option<f64>,
+    /// The machine's busy share over the step, % of all its CPUs.
+    pub machine_busy_pct: Option<f64>,
+    /// The depth of the queues the load fed at the end of the step's first second and of
+    /// its last, messages (the broker's own count), when the load watched a queue.
+    pub queue: Option<(f64, f64)>,
+    /// Operations sent and completed over the step, as the load counted them.
+    pub counts: Option<(f64, f64)>,
     /// Start and end of the window, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
     /// End of the window.
@@ -77,8 +84,14 @@ pub struct Sweep {
     pub steps: Vec<Step>,
     /// The knee, when the sweep found one.
     pub knee: Option<Knee>,
-    /// The finding in words.
+    /// The finding in words: where the knee is, then why (the queue, the CPU, the cost
+    /// per operation, the functions), each sentence of [`Sweep::why`] after the first.
     pub finding: String,
+    /// Where the knee is, in one sentence (the finding's first).
+    pub knee_text: String,
+    /// Why the server fell over at the knee, a sentence each: what grew (the queue), what
+    /// ran out (CPU), what got cheaper or dearer per operation, where its CPU went.
+    pub why: Vec<String>,
     /// The windows before and after the knee compared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub across: Option<Comparison>,
@@ -107,6 +120,13 @@ fn step_of(run: &RunData, w: &Window) -> (Step, RunMeta) {
             .target_cpu_s
             .filter(|_| secs > 0.0)
             .map(|c| c / secs * 100.0),
+        machine_busy_pct: h.machine_busy_pct,
+        queue: crate::window::queue_depth(run, w),
+        counts: crate::window::load_count(run, w, "sent").zip(crate::window::load_count(
+            run,
+            w,
+            &run.meta.load.completed,
+        )),
         start_ns: w.start_ns,
         end_ns: w.end_ns,
     };
@@ -191,13 +211,23 @@ pub fn sweep(run: &RunData, rules: &compare::Rules, functions: usize) -> Option<
             )
             .ok()
         });
-    let finding = finding(&param, &unit, &steps, knee.as_ref(), across.as_ref());
+    let head = finding(&param, &steps, knee.as_ref());
+    let why = match knee.as_ref().and_then(|k| Some((k.step, k.next?))) {
+        Some((a, b)) => why(&unit, run.meta.cpus, &steps[a], &steps[b], across.as_ref()),
+        None => Vec::new(),
+    };
+    let finding = std::iter::once(head.clone())
+        .chain(why.iter().cloned())
+        .collect::<Vec<_>>()
+        .join("; ");
     Some(Sweep {
         param,
         unit,
         steps,
         knee,
         finding,
+        knee_text: head,
+        why,
         across,
     })
 }
@@ -219,13 +249,7 @@ fn latency(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format_value(v, "us"))
 }
 
-fn finding(
-    param: &str,
-    unit: &str,
-    steps: &[Step],
-    knee: Option<&Knee>,
-    across: Option<&Comparison>,
-) -> String {
+fn finding(param: &str, steps: &[Step], knee: Option<&Knee>) -> String {
     let rate = param == "rate";
     let Some(k) = knee else {
         return match (rate, steps.first()) {
@@ -258,7 +282,7 @@ fn finding(
     };
     let b = &steps[next];
     let rate_of = |s: &Step| s.achieved.map_or("-".into(), |t| format_value(t, "/s"));
-    let mut f = if rate {
+    if rate {
         format!(
             "knee at {}: held {} with p50 {}; at {} the server achieved {}, {}, p50 {}",
             a.name,
@@ -279,43 +303,159 @@ fn finding(
             latency(a.p50_us),
             latency(b.p50_us)
         )
-    };
-    if let Some(t) = across.and_then(|c| c.functions.first()) {
-        let grew: Vec<String> = t
-            .rows
-            .iter()
-            .filter(|r| r.delta() > 0.0)
-            .take(5)
-            .map(|r| format!("{} {:.2} → {:.2}", r.name, r.before.median, r.after.median))
-            .collect();
-        if !grew.is_empty() {
-            let _ = write!(f, "; grew past the knee ({}): {}", t.unit, grew.join(", "));
-        } else {
-            // Past a rate knee the cost per operation often falls (work is batched): what
-            // took the server's time is then what grew as a share of it.
-            let mut by_share: Vec<_> = t
-                .rows
-                .iter()
-                .filter(|r| r.total_after > r.total_before)
-                .collect();
-            by_share.sort_by(|x, y| {
-                (y.total_after - y.total_before).total_cmp(&(x.total_after - x.total_before))
-            });
-            let grew: Vec<String> = by_share
-                .iter()
-                .take(5)
-                .map(|r| format!("{} {:.1}% → {:.1}%", r.name, r.total_before, r.total_after))
-                .collect();
-            if !grew.is_empty() {
-                let _ = write!(
-                    f,
-                    "; every function's cost per {unit} fell past the knee; grew as a share of the profile: {}",
-                    grew.join(", ")
-                );
-            }
-        }
     }
-    f
+}
+
+/// A function's self share must grow by this many points to be named as what grew.
+const SHARE_MOVED: f64 = 0.5;
+/// A queue that grew by less than this many messages over a step was kept up with.
+const QUEUE_GREW: f64 = 1000.0;
+/// A server using at least this share of the machine's CPUs is short of CPU.
+const CPU_BOUND_SHARE: f64 = 0.85;
+/// A machine at least this busy (% of all CPUs) had no CPU to give.
+const MACHINE_FULL_PCT: f64 = 90.0;
+
+/// Why the server fell over between step `a` (the knee) and `b`, a sentence each: the
+/// queue, the CPU, the cost per operation, the functions.
+fn why(unit: &str, cpus: u32, a: &Step, b: &Step, across: Option<&Comparison>) -> Vec<String> {
+    let mut out = Vec::new();
+    out.extend(backlog_sentence(unit, a, b));
+    out.extend(cpu_sentence(cpus, b));
+    out.extend(cost_sentence(unit, a, b));
+    out.extend(functions_sentence(unit, across));
+    out
+}
+
+/// What grew at `b`, the step past the knee: the backlog of operations sent but not yet
+/// completed (the load's own counts, scaled by the deliveries per send it saw at the knee
+/// `a`, where it kept up: a fan-out delivers each message to every consumer), and of it
+/// what the broker counted ready in its queue. A backlog that grows is the latency: by
+/// Little's law, its size over the rate it drained at.
+fn backlog_sentence(unit: &str, a: &Step, b: &Step) -> Option<String> {
+    let msgs = |v: f64| format_value(v, "msg").replace("msg", unit);
+    let queue = b.queue.map(|(_, last)| last);
+    let grew = match (a.counts, b.counts) {
+        (Some((sa, ca)), Some((sb, cb))) if sa > 0.0 && ca > 0.0 => {
+            let per_send = ca / sa;
+            // Only a whole number of deliveries per send can be scaled by.
+            ((per_send - per_send.round()).abs() < 0.05 && per_send.round() >= 1.0)
+                .then(|| sb * per_send.round() - cb)
+        }
+        _ => None,
+    };
+    let grew = grew.or(b.queue.map(|(first, last)| last - first))?;
+    if grew < QUEUE_GREW {
+        return Some(match queue {
+            Some(q) => format!(
+                "at {} no backlog built up ({} ready in the broker's queue at the end): the \
+                 latency is not waiting",
+                b.name,
+                msgs(q)
+            ),
+            None => format!(
+                "at {} no backlog built up: the latency is not waiting",
+                b.name
+            ),
+        });
+    }
+    let mut s = format!(
+        "at {} the backlog grew by {} (sent but not yet received): the latency is queueing",
+        b.name,
+        msgs(grew)
+    );
+    if let Some(r) = b.achieved.filter(|r| *r > 0.0) {
+        s.push_str(&format!(
+            " ({} at {} is ~{:.1} s of waiting)",
+            msgs(grew),
+            format_value(r, "/s"),
+            grew / r
+        ));
+    }
+    match queue {
+        Some(q) if q >= grew * 0.5 => {
+            s.push_str(&format!("; {} of it ready in the broker's queue", msgs(q)))
+        }
+        Some(q) => s.push_str(&format!(
+            "; only {} of it ready in the broker's queue: the rest waited before the queue, in \
+             the sockets and the broker's connection processes (its flow control)",
+            msgs(q)
+        )),
+        None => {}
+    }
+    Some(s)
+}
+
+/// Whether the target ran out of CPU at `b`: its own use against the machine's CPUs, and
+/// the machine's busy share (others' use counts: the load generator, kiln, anything else).
+fn cpu_sentence(cpus: u32, b: &Step) -> Option<String> {
+    let used = b.target_cpu_pct? / 100.0;
+    let cores = f64::from(cpus.max(1));
+    let busy = b.machine_busy_pct;
+    let of = format!("{used:.2} of {cpus} CPUs");
+    let machine = busy.map_or(String::new(), |m| format!(", the machine {m:.0}% busy"));
+    Some(if used >= CPU_BOUND_SHARE * cores {
+        format!("the server is CPU-bound ({of}{machine})")
+    } else if busy.is_some_and(|m| m >= MACHINE_FULL_PCT) {
+        format!(
+            "the machine's CPUs were full ({of} for the server{machine}: the rest went to other \
+             processes, the load generator and kiln among them)"
+        )
+    } else {
+        format!("the server is not short of CPU ({of}{machine}): look at where it waited")
+    })
+}
+
+/// What one operation cost the server at the knee and past it.
+fn cost_sentence(unit: &str, a: &Step, b: &Step) -> Option<String> {
+    let (x, y) = (a.cpu_per_op_us?, b.cpu_per_op_us?);
+    let change = (y - x) / x.max(1e-9) * 100.0;
+    let costs = format!("{} → {}", latency(Some(x)), latency(Some(y)));
+    Some(if change <= -10.0 {
+        format!("per {unit} it got cheaper ({costs}: work batched under load)")
+    } else if change >= 10.0 {
+        format!("per {unit} it got dearer ({costs})")
+    } else {
+        format!("per {unit} it cost about the same ({costs})")
+    })
+}
+
+/// The functions that took more of the server past the knee: by cost per operation, or
+/// (when batching made every operation cheaper) by share of its profile.
+fn functions_sentence(unit: &str, across: Option<&Comparison>) -> Option<String> {
+    let t = across?.functions.first()?;
+    let grew: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| r.delta() > 0.0)
+        .take(5)
+        .map(|r| format!("{} {:.2} → {:.2}", r.name, r.before.median, r.after.median))
+        .collect();
+    if !grew.is_empty() {
+        return Some(format!(
+            "grew past the knee ({}): {}",
+            t.unit,
+            grew.join(", ")
+        ));
+    }
+    // Unnamed frames (`[unknown]`) are no place to look.
+    let mut by_share: Vec<_> = t
+        .rows
+        .iter()
+        .filter(|r| r.self_after >= r.self_before + SHARE_MOVED && !r.name.starts_with('['))
+        .collect();
+    by_share
+        .sort_by(|x, y| (y.self_after - y.self_before).total_cmp(&(x.self_after - x.self_before)));
+    let grew: Vec<String> = by_share
+        .iter()
+        .take(5)
+        .map(|r| format!("{} {:.1}% → {:.1}%", r.name, r.self_before, r.self_after))
+        .collect();
+    (!grew.is_empty()).then(|| {
+        format!(
+            "no function cost more per {unit}; grew as a share of the profile (self): {}",
+            grew.join(", ")
+        )
+    })
 }
 
 impl Sweep {
@@ -331,9 +471,15 @@ impl Sweep {
             format!("CPU/{}", self.unit),
             "target CPU".into(),
         ]];
+        let queues = self.steps.iter().any(|s| s.queue.is_some());
+        if queues {
+            rows[0].push("queue".into());
+        }
         for (i, s) in self.steps.iter().enumerate() {
+            // The table marks the knee the finding names: a last step that held is no
+            // knee ("no knee within the sweep").
             let mark = match &self.knee {
-                Some(k) if k.step == i => " ◀ knee",
+                Some(k) if k.step == i && k.next.is_some() => " ◀ knee",
                 _ => "",
             };
             rows.push(vec![
@@ -346,6 +492,13 @@ impl Sweep {
                 latency(s.cpu_per_op_us),
                 s.target_cpu_pct.map_or("-".into(), |v| format!("{v:.0}%")),
             ]);
+            if queues {
+                let n = |v: f64| format_value(v, "msg").replace(" msg", "");
+                let q = s
+                    .queue
+                    .map_or("-".into(), |(a, b)| format!("{} → {}", n(a), n(b)));
+                rows.last_mut().expect("a row was pushed").push(q);
+            }
         }
         let widths: Vec<usize> = (0..rows[0].len())
             .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
@@ -366,7 +519,10 @@ impl Sweep {
             }
             let _ = writeln!(out, "{}", line.trim_end());
         }
-        let _ = writeln!(out, "  {}", self.finding);
+        let _ = writeln!(out, "  {}", self.knee_text);
+        for w in &self.why {
+            let _ = writeln!(out, "    {w}");
+        }
         out
     }
 }
@@ -386,6 +542,9 @@ mod tests {
             p99_us: None,
             cpu_per_op_us: None,
             target_cpu_pct: None,
+            machine_busy_pct: None,
+            queue: None,
+            counts: None,
             start_ns: 0,
             end_ns: 0,
         }
@@ -409,6 +568,73 @@ mod tests {
         assert_eq!(rate_knee(&s[3..]), None);
         // Every step fine: the knee is the last one, with nothing after it.
         assert_eq!(rate_knee(&s[..3]), Some(2));
+    }
+
+    /// Past the knee: what grew is the backlog (sent, not received), and of it what the
+    /// broker had ready in its queue; the CPU is judged against the machine's.
+    #[test]
+    fn why_the_server_fell_over() {
+        let mut a = step("rate=40000", Some(40000.0), 40000.0, 500.0);
+        let mut b = step("rate=80000", Some(80000.0), 60000.0, 533_000.0);
+        a.counts = Some((160_000.0, 160_000.0));
+        b.counts = Some((320_000.0, 240_000.0));
+        b.queue = Some((0.0, 267.0));
+        let s = backlog_sentence("msg", &a, &b).unwrap();
+        assert!(s.contains("the backlog grew by 80.0k msg"), "{s}");
+        assert!(s.contains("~1.3 s of waiting"), "{s}");
+        assert!(s.contains("only 267 msg of it ready"), "{s}");
+        // The broker's queue holds the backlog when the consumer is what fell behind.
+        b.queue = Some((0.0, 79_000.0));
+        let s = backlog_sentence("msg", &a, &b).unwrap();
+        assert!(
+            s.contains("79.0k msg of it ready in the broker's queue"),
+            "{s}"
+        );
+        // A fan-out delivers each message twice: the backlog is counted in deliveries.
+        a.counts = Some((100_000.0, 200_000.0));
+        b.counts = Some((100_000.0, 200_000.0));
+        b.queue = None;
+        let s = backlog_sentence("msg", &a, &b).unwrap();
+        assert!(s.contains("no backlog built up"), "{s}");
+        // CPU: the server's own use, and the machine's.
+        b.target_cpu_pct = Some(137.0);
+        b.machine_busy_pct = Some(97.0);
+        let s = cpu_sentence(2, &b).unwrap();
+        assert!(s.contains("CPUs were full (1.37 of 2 CPUs"), "{s}");
+        b.target_cpu_pct = Some(190.0);
+        assert!(cpu_sentence(2, &b).unwrap().contains("CPU-bound"));
+        b.target_cpu_pct = Some(26.0);
+        b.machine_busy_pct = Some(40.0);
+        assert!(cpu_sentence(2, &b).unwrap().contains("not short of CPU"));
+        a.cpu_per_op_us = Some(33.6);
+        b.cpu_per_op_us = Some(22.9);
+        assert!(cost_sentence("msg", &a, &b).unwrap().contains("cheaper"));
+    }
+
+    /// The table marks the knee the finding names: a last step that held is no knee.
+    #[test]
+    fn the_table_and_the_finding_name_the_same_knee() {
+        let steps = vec![
+            step("rate=10000", Some(10000.0), 10000.0, 800.0),
+            step("rate=30000", Some(30000.0), 29990.0, 900.0),
+        ];
+        let knee = Knee {
+            step: 1,
+            next: None,
+        };
+        let finding = finding("rate", &steps, Some(&knee));
+        assert!(finding.starts_with("no knee within the sweep"), "{finding}");
+        let sweep = Sweep {
+            param: "rate".into(),
+            unit: "msg".into(),
+            steps,
+            knee: Some(knee),
+            finding: finding.clone(),
+            knee_text: finding,
+            why: Vec::new(),
+            across: None,
+        };
+        assert!(!sweep.text().contains("◀ knee"), "{}", sweep.text());
     }
 
     #[test]

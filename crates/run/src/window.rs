@@ -48,6 +48,21 @@ fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)
     out
 }
 
+/// The depth of the load's queues over `w`: the reading at the end of its first second and
+/// of its last, messages, when the load watched a queue.
+pub fn queue_depth(run: &RunData, w: &Window) -> Option<(f64, f64)> {
+    let load = run.series.iter().find(|t| t.name == "load");
+    let v = values(load, crate::headline::QUEUE_DEPTH, w);
+    Some((v.first()?.0, v.last()?.0))
+}
+
+/// The count of rate column `name` of the load over `w` (its rate × each second's
+/// length), when the load has it.
+pub fn load_count(run: &RunData, w: &Window, name: &str) -> Option<f64> {
+    let load = run.series.iter().find(|t| t.name == "load");
+    integral(&values(load, name, w))
+}
+
 /// Sum of rate × seconds: the count over the window.
 fn integral(v: &[(f64, f64)]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().map(|(x, s)| x * s).sum())
@@ -119,6 +134,10 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
     if seconds(&busy) > 0.0 {
         h.machine_busy_pct = integral(&busy).map(|x| x / seconds(&busy));
     }
+    h.queue_depth_max = values(load, crate::headline::QUEUE_DEPTH, w)
+        .iter()
+        .map(|(v, _)| *v)
+        .reduce(f64::max);
     let secs = w.seconds();
     if let Some(t) = h.throughput {
         h.operations = Some((t * secs).round() as u64);

@@ -171,6 +171,11 @@ pub struct Headline {
     /// Busy share of the whole machine in the window, percent of all CPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_busy_pct: Option<f64>,
+    /// The deepest the queues the load fed were in the window, messages ready, as the broker
+    /// answered kiln once a second (AMQP named queues). Added in 0.3 (absent in older runs
+    /// and where no queue was watched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_depth_max: Option<f64>,
 }
 
 /// Per-second values sharing one time column (uPlot's columnar layout): `time_ns[i]` is

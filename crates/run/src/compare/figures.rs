@@ -204,6 +204,18 @@ pub const FIGURES: &[Figure] = &[
         get: |m| hl(m).rss_max_bytes.map(|b| b as f64),
     },
     Figure {
+        key: "queue_depth",
+        aliases: &["queue"],
+        label: "queue depth max",
+        unit: "msg",
+        better: Better::Lower,
+        kind: Kind::Outcome,
+        // Messages in flight between the broker's batches: a queue that is kept up with
+        // reads a few hundred either way.
+        resolution: 1000.0,
+        get: |m| hl(m).queue_depth_max,
+    },
+    Figure {
         key: "target_cpu",
         aliases: &["cpu"],
         label: "target CPU",

@@ -92,6 +92,15 @@ pub fn format_value(v: f64, unit: &str) -> String {
                 format!("{v:.0}/s")
             }
         }
+        "msg" => {
+            if v >= 1e6 {
+                format!("{:.2}M msg", v / 1e6)
+            } else if v >= 1e4 {
+                format!("{:.1}k msg", v / 1e3)
+            } else {
+                format!("{v:.0} msg")
+            }
+        }
         "" if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
         _ => format!("{v:.3}"),
     }
