@@ -404,7 +404,7 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
             set_rate: *r,
         })
         .collect();
-    let overall = overall(&infos, &rows, last);
+    let overall = overall(&infos, &rows, last, functions.first());
     Ok(Comparison {
         groups: infos,
         rules,
@@ -546,8 +546,45 @@ fn function_tables(
     Ok((tables, diff))
 }
 
-/// The sentence at the top.
-fn overall(groups: &[GroupInfo], rows: &[Row], last: usize) -> Overall {
+/// Functions of the profile named in the sentence at the top.
+const PROFILE_MOVERS: usize = 3;
+
+/// What changed in the profile beyond noise (`table`'s functions whose cost improved or
+/// regressed), the largest movers first: `$rabbit_trace:trace/5 new (5.97 us/msg, 12.6%
+/// of the profile), rabbit_exchange:route/2 +85%`. Empty when nothing moved.
+fn profile_movers(table: &FunctionTable) -> Vec<String> {
+    table
+        .rows
+        .iter()
+        .filter(|r| matches!(r.change.verdict, Verdict::Regressed | Verdict::Improved))
+        .take(PROFILE_MOVERS)
+        .map(|r| {
+            if r.before.median == 0.0 || !r.change.percent.is_finite() {
+                format!(
+                    "{} new ({:.2} {}, {:.1}% of the profile)",
+                    r.name, r.after.median, table.unit, r.total_after
+                )
+            } else if r.after.median == 0.0 {
+                format!(
+                    "{} gone (was {:.1}% of the profile)",
+                    r.name, r.total_before
+                )
+            } else {
+                format!("{} {:+.0}%", r.name, r.change.percent)
+            }
+        })
+        .collect()
+}
+
+/// The sentence at the top: the outcomes judged, and what moved in the profile (`table`,
+/// the first function table) — said even when every total stays within noise, since a
+/// change in one function can hide in a total.
+fn overall(
+    groups: &[GroupInfo],
+    rows: &[Row],
+    last: usize,
+    table: Option<&FunctionTable>,
+) -> Overall {
     let (a, b) = (&groups[0].label, &groups[last].label);
     let mut worse = Vec::new();
     let mut better = Vec::new();
@@ -624,6 +661,17 @@ fn overall(groups: &[GroupInfo], rows: &[Row], last: usize) -> Overall {
             });
         }
     }
+    let movers = table.map(profile_movers).unwrap_or_default();
+    if !movers.is_empty() {
+        let what = table.map_or("", |t| t.event.as_str());
+        parts.push(match verdict {
+            OverallVerdict::NoChange | OverallVerdict::CannotTell => format!(
+                "but the profile changed ({what}, beyond noise): {}",
+                movers.join(", ")
+            ),
+            _ => format!("in the profile ({what}): {}", movers.join(", ")),
+        });
+    }
     let line = if parts.is_empty() {
         format!("{b} against {a}: {word}")
     } else {
@@ -699,6 +747,83 @@ fn comparability(groups: &[(String, Vec<RunMeta>)]) -> Vec<String> {
 mod tests {
     use super::*;
     use kiln_store::Headline;
+
+    /// Totals within noise, one function new and one dearer beyond noise: the sentence at
+    /// the top says the profile changed, naming them.
+    #[test]
+    fn the_overall_line_names_what_moved_in_the_profile() {
+        let stat = |v: f64| stats::Stat::of(vec![v, v, v]).unwrap();
+        let row = |name: &str, b: f64, a: f64, verdict: Verdict| FunctionRow {
+            name: name.into(),
+            self_before: 0.0,
+            self_after: 0.0,
+            total_before: b * 2.0,
+            total_after: a * 2.0,
+            before: stat(b),
+            after: stat(a),
+            change: Change {
+                percent: if b == 0.0 {
+                    f64::INFINITY
+                } else {
+                    (a - b) / b * 100.0
+                },
+                p: Some(0.007),
+                verdict,
+            },
+        };
+        let table = FunctionTable {
+            event: "cpu-clock".into(),
+            unit: "us/msg".into(),
+            what: String::new(),
+            rows: vec![
+                row("$rabbit_trace:trace/5", 0.0, 5.97, Verdict::Regressed),
+                row("rabbit_exchange:route/2", 1.0, 1.85, Verdict::Regressed),
+                row(
+                    "ets:lookup/2",
+                    1.0,
+                    1.01,
+                    Verdict::NoChange {
+                        quiet: verdict::Quiet::WithinNoise,
+                    },
+                ),
+            ],
+            beyond_noise: Vec::new(),
+            folded: 0,
+        };
+        let groups = [
+            GroupInfo {
+                label: "a".into(),
+                runs: vec![1],
+                incomplete: Vec::new(),
+                set_rate: None,
+            },
+            GroupInfo {
+                label: "b".into(),
+                runs: vec![2],
+                incomplete: Vec::new(),
+                set_rate: None,
+            },
+        ];
+        let o = overall(&groups, &[], 1, Some(&table));
+        assert_eq!(o.verdict, OverallVerdict::NoChange);
+        assert!(
+            o.line.contains(
+                "but the profile changed (cpu-clock, beyond noise): $rabbit_trace:trace/5 new \
+                 (5.97 us/msg, 11.9% of the profile), rabbit_exchange:route/2 +85%"
+            ),
+            "{}",
+            o.line
+        );
+        assert!(!o.line.contains("ets:lookup"), "{}", o.line);
+        // Nothing beyond noise: nothing said.
+        let quiet = FunctionTable {
+            rows: table.rows[2..].to_vec(),
+            ..table
+        };
+        assert!(!overall(&groups, &[], 1, Some(&quiet))
+            .line
+            .contains("profile"));
+    }
 
     fn run(rate: Option<f64>, throughput: f64, cpu_per_op: f64, p99: f64) -> RunMeta {
         let mut m = RunMeta {
