@@ -35,6 +35,59 @@ fn metric<'a>(cmp: &'a Value, key: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {key} in {cmp:#}"))
 }
 
+/// An event taken at a kernel site is ranked by the code that caused it: the C program's
+/// only caller of mmap (its source is the account), never the tracepoint's kernel site or
+/// libc's wrapper, which every event shares; the bytes are the program's 64 pages a call.
+#[test]
+fn mmap_events_are_ranked_by_the_code_that_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../record/tests/programs/memhog.c");
+    let exe = kiln_testkit::build_c(dir.path(), &src, "memhog", &["-O2", "-fno-inline"]);
+    let t = Started::new(&exe, &["1000000000".to_string()]);
+    let out = kiln(&store)
+        .args([
+            "run",
+            "--name",
+            "mem",
+            "-e",
+            "cpu,mmap",
+            "-d",
+            "2",
+            "--no-report",
+            "-p",
+        ])
+        .arg(t.pid())
+        .args(["exec", "--", "sleep", "600"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let text = kiln_testkit::succeeded(&out);
+    let list: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("  who caused mmap"))
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .collect();
+    let first = list
+        .first()
+        .unwrap_or_else(|| panic!("no mmap causes: {text}"));
+    assert!(first.ends_with("  map_and_touch"), "{text}");
+    // Nearly every byte: the program maps nothing else once running.
+    let share: f64 = first.split('%').next().unwrap().trim().parse().unwrap();
+    assert!(share > 95.0, "{text}");
+    assert!(
+        !list
+            .iter()
+            .any(|l| l.contains("syscall_trace_enter") || l.contains("mmap64")),
+        "{text}"
+    );
+    // The CPU list explains samples where interrupts come back on, when it shows them.
+    if text.contains(" *\n") {
+        assert!(text.contains("where interrupts come back on"), "{text}");
+    }
+}
+
 #[test]
 fn an_ab_change_is_detected_and_an_aa_comparison_is_not() {
     let dir = tempfile::tempdir().unwrap();

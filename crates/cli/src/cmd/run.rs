@@ -838,13 +838,33 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             offcpu_summary(&mut s, p, &m.name);
             continue;
         }
+        if matches!(
+            p.event.quantity(),
+            kiln_model::Quantity::Bytes | kiln_model::Quantity::Events
+        ) {
+            causes_summary(&mut s, p);
+            continue;
+        }
         let top = top_functions(p, 8);
         if top.is_empty() {
             continue;
         }
         let _ = writeln!(s, "  top functions ({}, self):", c(&p.event.name));
+        let mut reenable = Vec::new();
         for (name, share) in top {
-            let _ = writeln!(s, "    {share:5.1}%  {}", c(&name));
+            let mark = if kiln_model::causes::reenables_interrupts(&name) {
+                reenable.push(name.clone());
+                " *"
+            } else {
+                ""
+            };
+            let _ = writeln!(s, "    {share:5.1}%  {}{mark}", c(&name));
+        }
+        if !reenable.is_empty() {
+            let _ = writeln!(
+                s,
+                "    * where interrupts come back on: cpu-clock is a timer interrupt, so a sample due while the kernel had interrupts off (switching tasks, holding a spinlock) is taken there, and stands for the kernel code before it (perf record -e cpu-clock shows the same)"
+            );
         }
     }
     for h in &m.hosts {
@@ -976,6 +996,33 @@ fn top_waiters(p: &kiln_model::Profile, n: usize) -> Vec<(String, f64)> {
         .take(n)
         .map(|(name, w)| (name, w as f64 * 100.0 / total as f64))
         .collect()
+}
+
+/// An event taken at a kernel site (mmap, brk, page faults, tracepoints): ranked by the
+/// program's code that caused it, not by the site, which is the same for every event.
+fn causes_summary(s: &mut String, p: &kiln_model::Profile) {
+    use std::fmt::Write as _;
+    let top = kiln_model::causes::top_causes(p, 8);
+    if top.is_empty() {
+        return;
+    }
+    let q = p.event.quantity();
+    let total: u128 = p.samples.weight.iter().map(|&w| w as u128).sum();
+    let _ = writeln!(
+        s,
+        "  who caused {} ({} in all; by the code that asked: the program's first frame above the kernel, its system-call wrappers and its allocator, ← the JIT-compiled function above it):",
+        text::clean(&p.event.name),
+        q.format_value(total as f64)
+    );
+    for cause in top {
+        let _ = writeln!(
+            s,
+            "    {:5.1}%  {:>10}  {}",
+            cause.share,
+            q.format_value(cause.weight as f64),
+            text::clean(&cause.name)
+        );
+    }
 }
 
 /// The functions with the most self weight, as shares of the profile.
