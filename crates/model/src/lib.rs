@@ -36,6 +36,7 @@
 //!   capped and ends the parse with an error naming the line.
 #![deny(missing_docs)]
 
+pub mod beam;
 pub mod causes;
 mod error;
 mod folded;

@@ -362,6 +362,45 @@ pub(crate) fn compute(
     }
 }
 
+/// What the BEAM's schedulers did by state ([`kiln_model::beam`]), from the first CPU
+/// profile of `profiles` that has scheduler threads.
+pub(crate) fn beam_states(profiles: &[kiln_model::Profile]) -> Option<kiln_store::SchedulerStates> {
+    use kiln_model::beam::{scheduler_states, BeamState};
+    let w = profiles
+        .iter()
+        .filter(|p| p.event.is_clock())
+        .find_map(scheduler_states)?;
+    let all: u128 = w.iter().sum();
+    let sleep = w[BeamState::ALL.iter().position(|&s| s == BeamState::Sleep)?];
+    let awake = all - sleep;
+    if all == 0 {
+        return None;
+    }
+    let pct = |s: BeamState| -> f64 {
+        let i = BeamState::ALL.iter().position(|&x| x == s).unwrap_or(0);
+        if awake == 0 {
+            0.0
+        } else {
+            w[i] as f64 * 100.0 / awake as f64
+        }
+    };
+    let period = profiles
+        .iter()
+        .find(|p| p.event.is_clock())
+        .and_then(|p| p.event.sample_period_ns)
+        .unwrap_or(1);
+    Some(kiln_store::SchedulerStates {
+        emulator_pct: pct(BeamState::Emulator),
+        port_pct: pct(BeamState::Port),
+        gc_pct: pct(BeamState::Gc),
+        check_io_pct: pct(BeamState::CheckIo),
+        aux_pct: pct(BeamState::Aux),
+        other_pct: pct(BeamState::Other),
+        sleep_pct: sleep as f64 * 100.0 / all as f64,
+        samples: u64::try_from(all / u128::from(period.max(1))).unwrap_or(u64::MAX),
+    })
+}
+
 /// The load's seconds as a series table.
 pub(crate) fn load_series(ticks: &[Second]) -> SeriesTable {
     let mut t = TableBuilder::new("load");

@@ -621,6 +621,7 @@ fn build(
     };
     let mut computed = headline::compute(&measure, &ticks, &sampler, &load_info, &outcome);
     computed.headline.kiln_bpf_cpu_s = rec.bpf_cpu_s;
+    computed.headline.beam = headline::beam_states(&rec.profiles);
     let mut warnings = rec.warnings;
     warnings.extend(computed.warnings);
     let mut series = vec![headline::load_series(&ticks)];

@@ -47,7 +47,7 @@ mod sqlite;
 
 pub use model::{
     Attachment, ClockOffset, Column, Headline, Histogram, HostInfo, LoadInfo, RunData, RunId,
-    RunMeta, RunStatus, SeriesTable, TargetInfo, Window, PER_SECOND,
+    RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window, PER_SECOND,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

@@ -176,6 +176,34 @@ pub struct Headline {
     /// and where no queue was watched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_depth_max: Option<f64>,
+    /// What the BEAM's schedulers did, by the states of its microstate accounting, from the
+    /// CPU samples of a `beam.smp` target. Added in 0.3 (absent in older runs and for other
+    /// targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beam: Option<SchedulerStates>,
+}
+
+/// The BEAM's normal schedulers' CPU by state (msacc's names), from CPU samples: each a
+/// percentage of their CPU outside `sleep` (what msacc counts as awake), and `sleep_pct`
+/// the share of all their CPU spent going to sleep and waking.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchedulerStates {
+    /// Erlang code, BIFs and NIFs (`emulator`).
+    pub emulator_pct: f64,
+    /// Port tasks and drivers (`port`).
+    pub port_pct: f64,
+    /// Garbage collection (`gc`).
+    pub gc_pct: f64,
+    /// Polling for I/O (`check_io`).
+    pub check_io_pct: f64,
+    /// Auxiliary work (`aux`).
+    pub aux_pct: f64,
+    /// Scheduling and the busy-wait before sleeping (`other`).
+    pub other_pct: f64,
+    /// Going to sleep and waking, % of all the schedulers' CPU.
+    pub sleep_pct: f64,
+    /// CPU samples of the schedulers these come from.
+    pub samples: u64,
 }
 
 /// Per-second values sharing one time column (uPlot's columnar layout): `time_ns[i]` is

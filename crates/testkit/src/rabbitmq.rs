@@ -41,6 +41,10 @@ pub struct RabbitMqOptions {
     /// [`crate::TestNet`]'s gateway makes the broker reachable from the test's hosts
     /// (Erlang distribution and epmd stay on 127.0.0.1).
     pub address: Option<std::net::Ipv4Addr>,
+    /// Lines of the node's `rabbitmq-env.conf` (variables without their `RABBITMQ_`
+    /// prefix), e.g. `SCHEDULER_BUSY_WAIT_THRESHOLD=medium` for the VM's `+sbwt`. Default:
+    /// none.
+    pub env_conf: Vec<String>,
 }
 
 /// A running private RabbitMQ node. Dropping it shuts the node and its epmd down.
@@ -168,7 +172,8 @@ impl RabbitMq {
             format!("[{}].\n", plugins.join(",")),
         )
         .map_err(|e| io("writing enabled_plugins", e))?;
-        std::fs::write(dir.path().join("rabbitmq-env.conf"), "")
+        let env_conf: String = opts.env_conf.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(dir.path().join("rabbitmq-env.conf"), env_conf)
             .map_err(|e| io("writing rabbitmq-env.conf", e))?;
 
         let epmd = match peer {
