@@ -370,3 +370,202 @@ fn the_go_examples_concurrency_sweep_has_a_plateau() {
         "{text}"
     );
 }
+
+/// The BEAM's own microstate accounting of its normal schedulers over what `during` does:
+/// reset and switched on at the first line of `kiln run` saying it measures, read when it
+/// has measured 3 s (before the load stops). Each state's time, ns.
+/// CPU seconds the normal schedulers of the VM `pid` used so far (`/proc`, their threads
+/// named `N_scheduler`).
+fn scheduler_cpu_s(pid: u32) -> f64 {
+    let tps = 100.0; // USER_HZ
+    let mut ticks = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.trim_end().ends_with("_scheduler") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map_or("", |x| x.1);
+        let f: Vec<u64> = after
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        ticks += f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    }
+    ticks as f64 / tps
+}
+
+/// The seconds measured so far in a progress line of `kiln run` (`measuring 5 s (measured
+/// 3 s), …`), 0 in any other line.
+fn measured_s(line: &str) -> u64 {
+    line.split_once("(measured ")
+        .and_then(|(_, r)| r.split(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// What `msacc_of` read: kiln's standard output, the schedulers' states (ns), and the
+/// schedulers' CPU seconds over the same span.
+struct Msacc {
+    out: String,
+    states: Vec<(String, f64)>,
+    cpu_s: f64,
+}
+
+fn msacc_of(broker: &kiln_testkit::RabbitMq, mut cmd: std::process::Command) -> Msacc {
+    use std::io::BufRead;
+    let on = "erlang:system_flag(microstate_accounting, reset), \
+              erlang:system_flag(microstate_accounting, true).";
+    let read = "S = erlang:statistics(microstate_accounting), \
+                erlang:system_flag(microstate_accounting, false), \
+                L = [C || #{type := scheduler, counters := C} <- S], \
+                M = lists:foldl(fun(C, A) -> maps:fold(fun(K, V, B) -> \
+                    maps:update_with(K, fun(X) -> X + V end, V, B) end, A, C) end, #{}, L), \
+                io:format(\"~w~n\", [lists:sort(maps:to_list(M))]).";
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
+    let mut msacc = String::new();
+    let mut measuring = false;
+    let mut err = String::new();
+    let pid = broker.beam_pid().unwrap();
+    let mut cpu_s = 0.0;
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        err.push_str(&line);
+        err.push('\n');
+        if !measuring && line.starts_with("measuring") {
+            measuring = true;
+            assert!(broker.ctl(&["eval", on]).unwrap().status.success());
+            cpu_s = -scheduler_cpu_s(pid);
+        } else if measuring && msacc.is_empty() && measured_s(&line) >= 3 {
+            // Before the load stops: a fleet's connections closing is work of its own.
+            cpu_s += scheduler_cpu_s(pid);
+            let o = broker.ctl(&["eval", read]).unwrap();
+            msacc = String::from_utf8_lossy(&o.stdout).into_owned();
+        }
+    }
+    let status = child.wait().unwrap();
+    let out = out.join().unwrap();
+    assert!(status.success(), "{status}\n{out}\n{err}");
+    let states = msacc
+        .split('{')
+        .skip(1)
+        .filter_map(|p| {
+            let (k, v) = p.split_once(',')?;
+            let v: f64 = v.split('}').next()?.trim().parse().ok()?;
+            Some((k.trim().to_string(), v))
+        })
+        .collect();
+    Msacc { out, states, cpu_s }
+}
+
+/// One state's share in kiln's summary line of the BEAM's schedulers.
+fn kiln_state(text: &str, state: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.contains("BEAM schedulers by state"))
+        .unwrap_or_else(|| panic!("no scheduler states: {text}"));
+    let at = line
+        .find(&format!("({state}) "))
+        .unwrap_or_else(|| panic!("no {state} in {line}"));
+    line[at + state.len() + 3..]
+        .split('%')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The MQTT seed on RabbitMQ's MQTT plugin: an idle fleet, the schedulers' busy-wait
+/// (`+sbwt medium`) named by kiln from CPU samples of a stripped VM and checked against the
+/// VM's own microstate accounting of the same seconds; `+sbwt none` makes it fall, and
+/// `kiln compare` says so.
+#[test]
+fn the_beam_schedulers_spin_named_and_checked_against_msacc() {
+    let _turn = broker_turn();
+    let broker = |sbwt: &str| {
+        kiln_testkit::RabbitMq::start_with_plugins(
+            &kiln_testkit::RabbitMqOptions {
+                env_conf: vec![format!("SCHEDULER_BUSY_WAIT_THRESHOLD={sbwt}")],
+                ..Default::default()
+            },
+            &["rabbitmq_mqtt"],
+        )
+        .expect("rabbitmq-server with its MQTT plugin starts")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let fleet = |b: &kiln_testkit::RabbitMq, name: &str, repeat: &str| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"));
+        c.env("KILN_STORE", &store)
+            .args([
+                "run", "--name", name, "--repeat", repeat, "-d", "4", "--warmup", "2",
+            ])
+            .args(["--no-report", "-p", &b.beam_pid().unwrap().to_string()])
+            .args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-p"])
+            .arg(b.mqtt_port().unwrap().to_string())
+            .args(["-V", "4", "-c", "1000", "-i", "0", "-k", "60"]);
+        c
+    };
+    let medium = broker("medium");
+    let m = msacc_of(&medium, fleet(&medium, "spin", "1"));
+    let text = &m.out;
+    let awake_ns: f64 = m
+        .states
+        .iter()
+        .filter(|(k, _)| k != "sleep")
+        .map(|(_, v)| v)
+        .sum();
+    assert!(awake_ns > 0.0, "msacc read: {:?}", m.states);
+    let share = |state: &str| {
+        m.states
+            .iter()
+            .find(|(k, _)| k == state)
+            .map_or(0.0, |(_, v)| v * 100.0 / awake_ns)
+    };
+    let (kiln_spin, vm_spin) = (kiln_state(text, "other"), share("other"));
+    assert!(kiln_spin >= 20.0, "the schedulers spin: {text}");
+    assert!(text.contains("the schedulers spin"), "{text}");
+    // msacc counts wall time in a state, kiln the CPU: the two agree while the schedulers
+    // run whenever they are awake. On a machine busy with other work they are preempted
+    // (or hand their CPU away as they spin: sched_yield) while the VM still counts them
+    // awake, and then msacc can only confirm that they spin.
+    let awake_s = awake_ns / 1e9;
+    let account = format!(
+        "busy-wait: kiln {kiln_spin:.1}%, msacc {vm_spin:.1}%; the schedulers awake {awake_s:.3} s by msacc, on CPU {:.3} s by /proc ({:?})\n{text}",
+        m.cpu_s, m.states
+    );
+    if (awake_s - m.cpu_s).abs() <= 0.25 * awake_s.max(m.cpu_s) {
+        eprintln!("msacc's wall time and the CPU agree: {account}");
+        assert!((kiln_spin - vm_spin).abs() <= 5.0, "{account}");
+    } else {
+        eprintln!("msacc's wall time and the CPU disagree: {account}");
+        assert!(vm_spin >= 10.0, "{account}");
+    }
+    // Four runs a side, the fleet released between repeats; the spin falls with none.
+    for (b, name) in [(&medium, "sbwt-medium"), (&broker("none"), "sbwt-none")] {
+        let out = fleet(b, name, "4").output().unwrap();
+        kiln_testkit::succeeded(&out);
+    }
+    let out = kiln(&store)
+        .args(["compare", "sbwt-medium", "sbwt-none", "--format", "json"])
+        .output()
+        .unwrap();
+    let cmp = json(&kiln_testkit::succeeded(&out).into_bytes());
+    let spin = row(&cmp, "beam_busy_wait");
+    assert_eq!(spin["changes"][1]["verdict"], "improved", "{spin:#}");
+    assert!(
+        cmp["overall"]["line"]
+            .as_str()
+            .unwrap()
+            .contains("BEAM schedulers busy-waiting"),
+        "{cmp:#}"
+    );
+}

@@ -135,6 +135,69 @@ impl TableBuilder {
     }
 }
 
+/// The sockets `pids` hold open now (their file descriptors that are sockets); `None` when
+/// none of them can be read.
+pub fn socket_count(pids: &[u32]) -> Option<u64> {
+    let mut n = 0u64;
+    let mut any = false;
+    for pid in pids {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        any = true;
+        n += dir
+            .flatten()
+            .filter(|e| {
+                std::fs::read_link(e.path())
+                    .map(|l| l.as_os_str().as_encoded_bytes().starts_with(b"socket:"))
+                    .unwrap_or(false)
+            })
+            .count() as u64;
+    }
+    any.then_some(n)
+}
+
+/// How a wait for a server to let a fleet of connections go ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// Its sockets are back to where they were (within the slack).
+    Yes,
+    /// The deadline came with this many still open.
+    TimedOut(u64),
+    /// The stop was raised, or the target cannot be read.
+    Stopped,
+}
+
+/// Waits until `pids` hold no more sockets than `baseline` (plus 1% of what a fleet of
+/// `fleet` connections would add, for the server's own connections coming and going), or
+/// `deadline` passes, waking on `stop`: a server closes a fleet's connections after the
+/// clients have gone, and a fleet started again meanwhile meets a server still busy
+/// closing the last (`--repeat` of a 2,000-connection fleet: "no CONNACK within 5 s").
+pub fn await_released(
+    pids: &[u32],
+    baseline: u64,
+    fleet: u64,
+    deadline: std::time::Duration,
+    stop: &kiln_os::stop::Stop,
+) -> Released {
+    let t = std::time::Instant::now();
+    let limit = baseline + fleet / 100;
+    loop {
+        let Some(now) = socket_count(pids) else {
+            return Released::Stopped;
+        };
+        if now <= limit {
+            return Released::Yes;
+        }
+        if t.elapsed() >= deadline {
+            return Released::TimedOut(now);
+        }
+        if stop.sleep(std::time::Duration::from_millis(200)) {
+            return Released::Stopped;
+        }
+    }
+}
+
 fn read(path: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }

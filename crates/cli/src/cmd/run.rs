@@ -459,9 +459,17 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     let mut all_complete = true;
     let mut kept_all = true;
     let mut sent_all = true;
+    // A fleet of connections held open: before each repeat after the first, the target
+    // must have let the previous fleet go.
+    let fleet = (repeat > 1 && load.info().unit == kiln_run::FLEET_UNIT)
+        .then(|| kiln_run::procfs::socket_count(&opts.pids))
+        .flatten();
     for i in 1..=repeat {
         if stop.is_raised() {
             break;
+        }
+        if let (Some(baseline), true) = (fleet, i > 1) {
+            await_fleet_released(&opts.pids, baseline, load.info().concurrency, stop);
         }
         opts.group = Some(group.clone());
         opts.repeat = (i, repeat);
@@ -645,6 +653,69 @@ fn write_report(
 }
 
 /// The text summary of a stored run.
+/// How long a repeat waits for the target to close the previous fleet's connections.
+const FLEET_RELEASE: Duration = Duration::from_secs(60);
+
+/// Waits until the target holds no more sockets than before the first repeat (`baseline`),
+/// saying so when it has to wait.
+fn await_fleet_released(pids: &[u32], baseline: u64, fleet: Option<f64>, stop: &Stop) {
+    use kiln_run::procfs::{await_released, socket_count, Released};
+    let now = socket_count(pids).unwrap_or(0);
+    let size = fleet.unwrap_or(0.0).max(0.0) as u64;
+    if now <= baseline + size / 100 {
+        return;
+    }
+    eprintln!(
+        "kiln run: waiting for the target to close the last fleet's connections ({now} sockets open, {baseline} before the first)"
+    );
+    if let Released::TimedOut(left) = await_released(pids, baseline, size, FLEET_RELEASE, stop) {
+        eprintln!(
+            "kiln run: warning: after {} s the target still holds {left} sockets ({baseline} before the first fleet); the next fleet starts anyway",
+            FLEET_RELEASE.as_secs()
+        );
+    }
+}
+
+/// A BEAM schedulers' share of awake CPU past which its busy-wait is named as a cause.
+const SPIN_NAMED_PCT: f64 = 20.0;
+/// ... and its I/O polling.
+const POLLING_NAMED_PCT: f64 = 30.0;
+
+/// What the BEAM's schedulers did, in msacc's states, and what stands out.
+fn beam_states_text(b: &kiln_store::SchedulerStates) -> String {
+    let mut parts = [
+        ("Erlang code", "emulator", b.emulator_pct),
+        ("port and socket I/O", "port", b.port_pct),
+        ("busy-wait and scheduling", "other", b.other_pct),
+        ("garbage collection", "gc", b.gc_pct),
+        ("I/O polling", "check_io", b.check_io_pct),
+        ("aux work", "aux", b.aux_pct),
+    ];
+    parts.sort_by(|x, y| y.2.total_cmp(&x.2));
+    let list: Vec<String> = parts
+        .iter()
+        .map(|(what, state, pct)| format!("{what} ({state}) {pct:.1}%"))
+        .collect();
+    let mut out = format!(
+        "  BEAM schedulers by state (msacc's states, from CPU samples; % of their CPU awake): {}; going to sleep and waking took {:.1}% of their CPU\n",
+        list.join(", "),
+        b.sleep_pct
+    );
+    if b.other_pct >= SPIN_NAMED_PCT {
+        out.push_str(&format!(
+            "    the schedulers spin: {:.0}% of their awake CPU is the busy-wait before sleeping (+sbwt none, +sbwtdcpu none and +sbwtdio none turn it off)\n",
+            b.other_pct
+        ));
+    }
+    if b.check_io_pct >= POLLING_NAMED_PCT {
+        out.push_str(&format!(
+            "    the schedulers poll: {:.0}% of their awake CPU checks for I/O\n",
+            b.check_io_pct
+        ));
+    }
+    out
+}
+
 /// The target's CPU by thread group as a table (% of one CPU), and for a fleet per 1,000
 /// connections held: what the MQTT broker article reads first.
 fn group_table(groups: &[kiln_run::GroupCpu], connections: Option<u64>) -> String {
@@ -775,6 +846,9 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
                 &kiln_run::group_cpu(t, &m.measure),
                 h.connections,
             ));
+        }
+        if let Some(b) = &h.beam {
+            s.push_str(&beam_states_text(b));
         }
     }
     let mut extra = Vec::new();
