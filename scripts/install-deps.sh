@@ -7,7 +7,7 @@
 #                                    RabbitMQ and Erlang for the demo
 #   scripts/install-deps.sh --tests  that and what the test suite and benchmarks add
 #                                    (scripts/test.sh): the other servers, the anchor tools,
-#                                    Chromium, Go, Node, the oldest Rust, nightly's cargo-fuzz,
+#                                    Chromium, Go, Node, a JDK, the oldest Rust, nightly's cargo-fuzz,
 #                                    an OpenTelemetry Collector
 set -euo pipefail
 level=main
@@ -31,7 +31,7 @@ if [ "$level" = tests ]; then
   # The tests' servers and oracles, the benchmarks' anchors.
   pkgs+=(linux-perf bpftool chromium mosquitto mosquitto-clients hyperfine time make binutils
          util-linux nginx wrk debuginfod postgresql bpftrace
-         openssh-server openssh-client iproute2)
+         openssh-server openssh-client iproute2 openjdk-17-jdk-headless)
 fi
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")

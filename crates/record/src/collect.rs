@@ -722,6 +722,22 @@ impl Collector {
             kallsyms = &fresh;
         }
         let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
+        // JIT code of a runtime that writes its perf map on demand (a JVM): asked now,
+        // before its frames are named.
+        let jit_pids: std::collections::BTreeSet<u32> = self
+            .loc_list
+            .iter()
+            .filter_map(|l| match l {
+                Loc::User(UserLoc::Jit { pid, .. }) => Some(*pid),
+                _ => None,
+            })
+            .collect();
+        for &pid in &jit_pids {
+            self.summary
+                .warnings
+                .extend(crate::runtimes::ask_for_perf_map(pid));
+        }
+        let mut unnamed_jit: HashMap<u32, u64> = HashMap::new();
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
         // Whether each location is named by a symbol: `None` for the thread names and
         // separators, which are no code; `Some(Err(image))` for code of an ELF image
@@ -785,6 +801,7 @@ impl Collector {
                             if let Some(x) = named.last_mut() {
                                 *x = Some(Err(None));
                             }
+                            *unnamed_jit.entry(*pid).or_default() += 1;
                             (b"[unknown]".to_vec(), FrameKind::User)
                         }
                     }
@@ -793,6 +810,20 @@ impl Collector {
             });
         }
         self.count_named_frames(&named);
+        // JIT code left without names: what its runtime needs.
+        for (pid, n) in unnamed_jit {
+            if let Some(rt) = crate::runtimes::Runtime::of(pid) {
+                let why = if perf_maps.get(&pid).is_some_and(|m| m.is_some()) {
+                    "its perf map has no entry for them"
+                } else {
+                    "it wrote no perf map"
+                };
+                self.summary.warnings.push(format!(
+                    "{n} locations in JIT code of process {pid} have no name ({why}): {}",
+                    rt.advice()
+                ));
+            }
+        }
         let mut profiles = Vec::with_capacity(self.events.len());
         for acc in self.events {
             let mut p = Profile::new(acc.info);

@@ -53,6 +53,7 @@ mod live;
 mod offcpu;
 pub mod perf_data;
 mod records;
+mod runtimes;
 pub mod symbols;
 mod sys;
 mod unwind;

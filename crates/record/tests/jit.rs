@@ -178,3 +178,81 @@ fn node_perf_basic_prof() {
         dump(&lines)
     );
 }
+
+/// A JVM started without a perf map: kiln asks it for one at the end of the recording
+/// (`jcmd PID Compiler.perfmap`, JDK 17+), so its JIT-compiled methods are named, under
+/// their Java callers and the process root (frame pointers: -XX:+PreserveFramePointer).
+#[test]
+fn jvm_methods_named_from_the_perf_map_kiln_asks_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = Command::new("javac")
+        .arg("-d")
+        .arg(dir.path())
+        .arg(programs().join("Hot.java"))
+        .status()
+        .expect("javac runs (Debian package openjdk-17-jdk-headless)");
+    assert!(st.success());
+    let mut java = Command::new("java")
+        .args(["-XX:+PreserveFramePointer", "-cp"])
+        .arg(dir.path())
+        .args(["Hot", "60"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("java runs");
+    let pid = java.id();
+    let map = format!("/tmp/perf-{pid}.map");
+    // The recording starts once the JVM has run its hot loop for a second of CPU (the JIT
+    // compiles spin() within its first iterations).
+    let cpu_ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let f: Vec<u64> = stat
+            .rsplit_once(')')
+            .map_or("", |x| x.1)
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        f.get(11).copied().unwrap_or(0)
+    };
+    let t = std::time::Instant::now();
+    while cpu_ticks() < 100 && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!std::path::Path::new(&map).exists(), "no perf map yet");
+    let mut opts = RecordOptions::new(Target::Pids(vec![pid]));
+    opts.duration = Some(Duration::from_secs(3));
+    let rec = record(&opts).expect("recording works");
+    let _ = java.kill();
+    let _ = java.wait();
+    let _ = std::fs::remove_file(&map);
+    assert!(
+        rec.summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("wrote its perf map when kiln asked")),
+        "{:?}",
+        rec.summary.warnings
+    );
+    let lines = folded(&rec.profiles[0]);
+    let has = |f: &[String], pat: &str| f.iter().position(|x| x.contains(pat));
+    let mut hot = 0;
+    let mut under_work = 0;
+    for (f, w) in &lines {
+        if let Some(s) = has(f, "Hot.spin") {
+            hot += w;
+            if has(f, "Hot.work").is_some_and(|x| x < s) && has(f, "start_thread").is_some() {
+                under_work += w;
+            }
+        }
+    }
+    let all: u64 = lines.iter().map(|l| l.1).sum();
+    assert!(
+        hot as f64 > 0.5 * all as f64,
+        "Hot.spin should take most samples: {hot} of {all}\n{}",
+        dump(&lines)
+    );
+    assert!(
+        under_work as f64 >= 0.9 * hot as f64,
+        "Hot.spin under Hot.work and the thread's root: {under_work} of {hot}\n{}",
+        dump(&lines)
+    );
+}
