@@ -89,6 +89,18 @@ fn every_request_nginx_logged_is_counted_once() {
     // The series adds up to the totals.
     let per_second: u64 = t.r.series.iter().map(|s| s.counter("answered")).sum();
     assert_eq!(per_second, answered);
+    // nginx listens on this host: every second has its accept queue (kept-alive
+    // connections leave it empty).
+    assert!(
+        t.r.series
+            .iter()
+            .all(|s| s.level("accept_backlog").is_some_and(|q| q <= 8.0)),
+        "{:?}",
+        t.r.series
+            .iter()
+            .map(|s| s.level("accept_backlog"))
+            .collect::<Vec<_>>()
+    );
     // Requests alternate between the two targets and {i} numbers them uniquely.
     let mut ids: Vec<u64> = log
         .iter()

@@ -5,7 +5,7 @@ use super::{ErrorKind, HttpOptions};
 use crate::engine::fleet::Spread;
 use crate::engine::pacer::Constant;
 use crate::engine::stats::{
-    metrics, CounterDef, CounterId, FlagDef, LatencyDef, LatencyId, Schema, Show,
+    metrics, CounterDef, CounterId, FlagDef, LatencyDef, LatencyId, LevelDef, Schema, Show,
 };
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
@@ -21,6 +21,7 @@ metrics! {
     }
     latencies(LATENCIES) { latency_intended, latency }
     flags(FLAGS) { stalled, errors }
+    levels(LEVELS) { accept_backlog }
     arrays {
         /// Counters `status_1xx` to `status_5xx`: responses by status class.
         status: [CounterId; 5] = [
@@ -205,13 +206,20 @@ const _: () = {
     assert!(LatencyId::named(LATENCIES_RATE, "latency").index() == M.latency.index());
 };
 
+const LEVELS: &[LevelDef] = &[LevelDef {
+    name: "accept_backlog",
+    unit: "conn",
+    description: "connections waiting in the server's accept queue (its listening socket's \
+                  queue in /proc/net/tcp; when the server runs on this host)",
+}];
+
 /// What a closed-loop HTTP run measures.
 pub static SCHEMA: Schema = Schema {
     protocol: "http",
     counters: COUNTERS,
     latencies: LATENCIES,
     flags: FLAGS,
-    levels: &[],
+    levels: LEVELS,
     throughput: M.answered,
     throughput_unit: "req/s",
     sent: M.sent,
@@ -225,7 +233,7 @@ pub static SCHEMA_RATE: Schema = Schema {
     counters: COUNTERS,
     latencies: LATENCIES_RATE,
     flags: FLAGS,
-    levels: &[],
+    levels: LEVELS,
     throughput: M.answered,
     throughput_unit: "req/s",
     sent: M.sent,
@@ -385,7 +393,7 @@ impl Driver for HttpDriver {
             }
             if !ctx.stopping() {
                 ctx.start_load();
-                target = Some(super::target::Sampler::new(&o.target_pids));
+                target = Some(super::target::Sampler::new(&o.target_pids, self.plan.addr));
             }
             // Sample the target's and kiln's CPU while the workers run.
             while !handles.iter().all(|h| h.is_finished()) {
