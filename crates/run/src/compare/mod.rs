@@ -687,6 +687,23 @@ fn not_comparable(groups: &[(String, Vec<RunMeta>)]) -> Option<String> {
     if incomplete > 0 {
         return Some(format!("{incomplete} incomplete run(s)"));
     }
+    // Operations of different loads are different things: a message is not a request, and
+    // a consumer's latency is not a request's.
+    let mut loads: Vec<String> = all
+        .iter()
+        .map(|r| match r.load.unit.as_str() {
+            "" => r.load.protocol.clone(),
+            u => format!("{} {u}", r.load.protocol),
+        })
+        .collect();
+    loads.sort();
+    loads.dedup();
+    if loads.len() > 1 {
+        return Some(format!(
+            "runs of different loads ({}): their operations and latencies measure different things",
+            loads.join(" against ")
+        ));
+    }
     let mut hosts: Vec<&str> = all.iter().map(|r| r.host.as_str()).collect();
     hosts.sort();
     hosts.dedup();
@@ -900,6 +917,30 @@ mod tests {
         );
         assert!(
             c.overall.line.contains("rate 5000/s held → 15.0k/s held"),
+            "{}",
+            c.overall.line
+        );
+    }
+
+    /// Runs of an AMQP load against runs of an HTTP load: a message is not a request, so no
+    /// per-operation figure is judged.
+    #[test]
+    fn different_loads_are_not_judged_per_operation() {
+        let of = |protocol: &str, unit: &str, cpu: f64| {
+            let mut m = run(None, 5000.0, cpu, 900.0);
+            m.load.protocol = protocol.into();
+            m.load.unit = unit.into();
+            m
+        };
+        let a: Vec<RunMeta> = (0..4).map(|i| of("amqp", "msg", 40.0 + i as f64)).collect();
+        let b: Vec<RunMeta> = (0..4).map(|i| of("http", "req", 80.0 + i as f64)).collect();
+        let c = compare(&[group("a", a), group("b", b)], &Options::default()).unwrap();
+        let cpu = row(&c, "cpu_per_op").changes[1].clone().unwrap();
+        assert!(matches!(cpu.verdict, Verdict::CannotTell { .. }), "{cpu:?}");
+        assert!(
+            c.overall
+                .line
+                .contains("different loads (amqp msg against http req)"),
             "{}",
             c.overall.line
         );
