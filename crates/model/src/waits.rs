@@ -211,6 +211,116 @@ pub fn stack_reasons(p: &Profile) -> Vec<WaitReason> {
     out
 }
 
+/// Whose wait an off-CPU stack is. A Go server's threads block for the program (a read, a
+/// lock's holder waiting for the disk) and for what is no part of its work: the goroutine
+/// that serves kiln's own `--pprof` requests (the CPU profile's writer waits for its
+/// buffer a whole window long, `net/http/pprof` sleeps through `profile?seconds=N`), the
+/// signal-handling goroutine (`os/signal.loop`) and the runtime's idle Ms and workers.
+/// Those are kept apart from the program's waits and named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StackOwner {
+    /// The program's own code.
+    Program,
+    /// kiln observing the target: a Go server serving kiln's pprof requests.
+    KilnPprof,
+    /// The Go runtime waiting for nothing in particular: signals, idle Ms, parked workers.
+    GoRuntimeIdle,
+}
+
+impl StackOwner {
+    /// The words a summary names it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            StackOwner::Program => "the program",
+            StackOwner::KilnPprof => "kiln's pprof requests",
+            StackOwner::GoRuntimeIdle => "the Go runtime idle",
+        }
+    }
+}
+
+/// Which stacks are not the program's: any frame matching a pattern gives the stack its
+/// owner (the first row that matches wins).
+const OWNERS: &[(StackOwner, &str)] = &[
+    // The handlers of /debug/pprof/ (profile?seconds=N sleeps in net/http/pprof.sleep).
+    (StackOwner::KilnPprof, r"^net/http/pprof\."),
+    // runtime/pprof's writers: profileWriter waiting on the CPU profile's buffer
+    // (runtime/pprof.readProfile), the profileBuilder, the snapshot writers.
+    (StackOwner::KilnPprof, r"^runtime/pprof\."),
+    // The signal goroutine: os/signal.loop waiting in signal_recv for a signal.
+    (
+        StackOwner::GoRuntimeIdle,
+        r"^(os/signal\.(loop|signal_recv)|runtime\.signal_recv)$",
+    ),
+    // Idle Ms (stopm, notesleep under it), sysmon, the template thread, parked GC and
+    // scavenger workers, the finaliser goroutine.
+    (
+        StackOwner::GoRuntimeIdle,
+        r"^runtime\.(stopm|findRunnable|findrunnable|sysmon|templateThread|gcBgMarkWorker|bgsweep|bgscavenge|forcegchelper|runfinq|ensureSigM)$",
+    ),
+];
+
+/// Go's runtime and the standard library's lowest layers: not the code a reader looks for
+/// above a wait (`runtime.futex.abi0`, `internal/runtime/syscall.Syscall6`,
+/// `syscall.pread`, `sync.(*Mutex).lockSlow`).
+const GO_RUNTIME: &str = r"^(runtime|internal(/[\w.-]+)*|syscall|sync(/atomic)?)\.";
+
+/// A Go program's own code: package main, or a package outside the standard library (its
+/// path starts with a domain: `github.com/x/y.(*T).f`).
+const GO_PROGRAM: &str = r"^(main\.|[\w-]+(\.[\w-]+)+/[^;\s]*\.)";
+
+struct Owners {
+    rows: Vec<(StackOwner, regex::Regex)>,
+    go_runtime: regex::Regex,
+    go_program: regex::Regex,
+}
+
+fn owners() -> &'static Owners {
+    static O: OnceLock<Owners> = OnceLock::new();
+    O.get_or_init(|| {
+        let one = |p: &str| regex::Regex::new(p).expect("built-in owner rules compile");
+        Owners {
+            rows: OWNERS.iter().map(|&(o, p)| (o, one(p))).collect(),
+            go_runtime: one(GO_RUNTIME),
+            go_program: one(GO_PROGRAM),
+        }
+    })
+}
+
+/// Whose wait a stack is (`frames` from the root to the leaf), by [`OWNERS`].
+pub fn stack_owner<S: AsRef<str>>(frames: &[S]) -> StackOwner {
+    let o = owners();
+    o.rows
+        .iter()
+        .find(|(_, re)| frames.iter().any(|f| re.is_match(f.as_ref())))
+        .map_or(StackOwner::Program, |&(owner, _)| owner)
+}
+
+/// The program's code nearest the leaf in `frames` (root to leaf, user frames only): a
+/// Go `main.` frame (or a package outside Go's standard library); else the frame nearest
+/// the leaf that is neither a waiting primitive nor Go's runtime, sync or internal
+/// packages; `None` when every frame is one of those.
+pub fn program_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
+    let o = owners();
+    frames
+        .iter()
+        .rposition(|f| o.go_program.is_match(f.as_ref()))
+        .or_else(|| {
+            frames.iter().rposition(|f| {
+                let f = f.as_ref();
+                !o.go_runtime.is_match(f) && !is_wait_primitive(f)
+            })
+        })
+}
+
+/// Where a Go profile's stack (block or mutex: root to leaf) waited, as a reader names it:
+/// the program's frame nearest the leaf ([`program_frame`]) and the function it called
+/// there (`sync.(*Mutex).Lock` under `main.(*blockCache).get`). `None` for an empty stack.
+pub fn go_wait_site<S: AsRef<str>>(frames: &[S]) -> Option<(&str, &str)> {
+    let under = program_frame(frames).unwrap_or(frames.len().checked_sub(1)?);
+    let at = frames.get(under + 1).unwrap_or(&frames[under]);
+    Some((at.as_ref(), frames[under].as_ref()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +355,70 @@ mod tests {
         assert_eq!(r("server;runtime.mstart;runtime.schedule;runtime.findRunnable;runtime.stopm;runtime.mPark;runtime.notesleep;runtime.futexsleep;runtime.futex;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("server;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex"), WaitReason::Lock);
         assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Other);
+    }
+
+    fn frames(folded: &str) -> Vec<&str> {
+        folded.split(';').collect()
+    }
+
+    #[test]
+    fn kilns_own_requests_and_gos_idle_goroutines_are_not_the_programs() {
+        use StackOwner::*;
+        // Thread stacks kiln recorded off CPU in go-blockcache under load with --pprof.
+        let cases = [
+            ("go-blockcache;runtime.goexit.abi0;runtime/pprof.profileWriter;runtime/pprof.readProfile;runtime.(*profBuf).read;runtime.notetsleepg;runtime.notetsleep_internal;runtime.futexsleep;runtime.futex.abi0", KilnPprof),
+            ("go-blockcache;runtime.goexit.abi0;net/http.(*conn).serve;net/http.serverHandler.ServeHTTP;net/http.(*ServeMux).ServeHTTP;net/http.HandlerFunc.ServeHTTP;net/http/pprof.Profile;net/http/pprof.sleep;time.Sleep;runtime.futex.abi0", KilnPprof),
+            ("go-blockcache;runtime.goexit.abi0;net/http/pprof.handler.ServeHTTP;runtime/pprof.(*Profile).WriteTo;runtime/pprof.writeBlock;runtime/pprof.(*profileBuilder).build;runtime.futex.abi0", KilnPprof),
+            ("go-blockcache;runtime.goexit.abi0;os/signal.loop;os/signal.signal_recv;runtime.notetsleepg;runtime.futexsleep;runtime.futex.abi0", GoRuntimeIdle),
+            ("go-blockcache;runtime.mstart.abi0;runtime.mstart1;runtime.schedule;runtime.findRunnable;runtime.stopm;runtime.mPark;runtime.notesleep;runtime.futexsleep;runtime.futex.abi0", GoRuntimeIdle),
+            ("go-blockcache;runtime.goexit.abi0;runtime.gcBgMarkWorker;runtime.systemstack.abi0;runtime.futex.abi0", GoRuntimeIdle),
+            ("go-blockcache;runtime.goexit.abi0;net/http.(*conn).serve;main.(*server).query;main.(*blockCache).get;main.(*blockCache).readBlock;os.(*File).ReadAt;internal/poll.(*FD).Pread;syscall.pread;internal/runtime/syscall.Syscall6", Program),
+            ("nginx;main;ngx_process_events;epoll_wait", Program),
+        ];
+        for (s, want) in cases {
+            assert_eq!(stack_owner(&frames(s)), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn the_waiting_code_is_the_programs_frame() {
+        fn at(s: &str) -> Option<&str> {
+            program_frame(&frames(s)).map(|i| frames(s)[i])
+        }
+        assert_eq!(
+            at("go-blockcache;runtime.goexit.abi0;net/http.(*conn).serve;main.(*server).query;main.(*blockCache).get;main.(*blockCache).readBlock;os.(*File).ReadAt;internal/poll.(*FD).Pread;syscall.pread;internal/runtime/syscall.Syscall6"),
+            Some("main.(*blockCache).readBlock")
+        );
+        assert_eq!(
+            at("svc;runtime.goexit.abi0;github.com/acme/db.(*Table).Get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex.abi0"),
+            Some("github.com/acme/db.(*Table).Get")
+        );
+        // No program frame: the first one outside the runtime.
+        assert_eq!(
+            at("svc;runtime.goexit.abi0;net/http.(*conn).serve;bufio.(*Reader).Read;internal/poll.(*FD).Read;syscall.read"),
+            Some("bufio.(*Reader).Read")
+        );
+        // C: the function that called the primitive, as before.
+        assert_eq!(
+            at("app;main;worker;pthread_mutex_lock;syscall"),
+            Some("worker")
+        );
+        assert_eq!(at("runtime.futex.abi0"), None);
+        // Go's block profile: the lock and its caller.
+        assert_eq!(
+            go_wait_site(&frames("runtime.goexit;net/http.(*conn).serve;main.(*server).query;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow")),
+            Some(("sync.(*Mutex).Lock", "main.(*blockCache).get"))
+        );
+        assert_eq!(
+            go_wait_site(&frames(
+                "runtime.goexit;main.(*blockCache).get;sync.(*Mutex).Unlock"
+            )),
+            Some(("sync.(*Mutex).Unlock", "main.(*blockCache).get"))
+        );
+        assert_eq!(
+            go_wait_site(&frames("runtime.goexit;runtime.selectgo")),
+            Some(("runtime.selectgo", "runtime.selectgo"))
+        );
+        assert_eq!(go_wait_site::<&str>(&[]), None);
     }
 }

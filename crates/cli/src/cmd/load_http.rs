@@ -77,9 +77,11 @@ pub struct HttpArgs {
     #[arg(long, default_value = "http")]
     id: String,
 
-    /// The server's process(es), whose CPU time (user, system) and context switches are
-    /// counted beside the load every second; a concurrency sweep then says whether the
-    /// server was short of CPU where throughput stopped growing. Example: --target-pid
+    /// The server's process(es), whose CPU time (user, system), context switches and
+    /// run-queue wait (runnable, waiting for a CPU) are counted beside the load every
+    /// second; a concurrency sweep then judges the server's CPU where throughput stopped
+    /// growing against what it can use (its threads, the machine's cores, its cgroup's
+    /// quota) and the machine's other consumers. Example: --target-pid
     /// "$(pgrep -x myserver)"
     #[arg(long, value_name = "PID[,PID…]", value_delimiter = ',')]
     target_pid: Vec<u32>,

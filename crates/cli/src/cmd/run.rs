@@ -132,7 +132,10 @@ pub struct Args {
     /// heap at the window's start and end, and goroutine at its end; the run keeps what happened in the window
     /// (end minus start for the cumulative ones, as go tool pprof -base) as profiles named
     /// 'pprof cpu', 'pprof mutex delay'… and as .pb.gz attachments (kiln runs attachment).
-    /// A fetch that fails is a warning, not a failed run.
+    /// The summary names where goroutines waited (Go's block and mutex profiles: the lock
+    /// and the program's code that took it), which kiln's thread-level off-CPU view cannot
+    /// show, and counts the goroutine serving kiln's own requests apart from the program's
+    /// waits. A fetch that fails is a warning, not a failed run.
     /// Example: --pprof http://127.0.0.1:6060/debug/pprof/
     #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
     pub pprof: Vec<String>,
@@ -907,6 +910,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             n = text::clean_cut(&m.name, 80)
         );
     }
+    go_waits_summary(&mut s, run);
     for p in &run.profiles {
         if p.event.name == "offcpu" {
             offcpu_summary(&mut s, p, &m.name);
@@ -1019,57 +1023,187 @@ fn offcpu_summary(s: &mut String, p: &kiln_model::Profile, run_name: &str) {
         ..Default::default()
     };
     let (busy, _) = t.apply(p);
-    let top = top_waiters(&busy, 8);
-    if top.is_empty() {
+    let w = waiters(&busy);
+    if w.total == 0 {
+        return;
+    }
+    let share = |x: u128| x as f64 * 100.0 / w.total as f64;
+    if !w.program.is_empty() {
+        let _ = writeln!(
+            s,
+            "  where threads waited (offcpu, the program's code above the wait; idle waiting left out: kiln flamegraph --event-filter offcpu --drop-idle run:{run_name}):"
+        );
+        for (name, weight) in w.program.iter().take(8) {
+            let _ = writeln!(s, "    {:5.1}%  {}", share(*weight), text::clean(name));
+        }
+    }
+    // kiln's own observation and the runtime's idle goroutines: named, not ranked.
+    let others: Vec<String> = w
+        .others
+        .iter()
+        .filter(|(_, x)| *x > 0)
+        .map(|(o, x)| format!("{} {:.1}%", o.name(), share(*x)))
+        .collect();
+    if !others.is_empty() {
+        let _ = writeln!(
+            s,
+            "  not the program's waits (left out of the list above): {}",
+            others.join("; ")
+        );
+    }
+}
+
+/// What Go's own block and mutex profiles (`--pprof`, the same seconds) say goroutines
+/// waited for: the lock and the program's code that took it, by share of the delay.
+/// Goroutines park in the Go scheduler without blocking a thread, so kiln's thread-level
+/// off-CPU profile cannot show these waits: this is where the lock behind a plateau is
+/// named.
+fn go_waits_summary(s: &mut String, run: &RunData) {
+    use std::fmt::Write as _;
+    let mut lines = Vec::new();
+    for p in &run.profiles {
+        let name = p.event.name.as_str();
+        let Some(rest) = name.strip_prefix(kiln_run::pprof::EVENT_PREFIX) else {
+            continue;
+        };
+        let (kind, lead, whose) = if rest.starts_with("block delay") {
+            ("block", "goroutines waited in", "Go's block profile")
+        } else if rest.starts_with("mutex delay") {
+            (
+                "mutex",
+                "contended:",
+                "Go's mutex profile, at the holder's unlock",
+            )
+        } else {
+            continue;
+        };
+        // "pprof block delay (127.0.0.1_6060)": the URL's tag, when there were several.
+        let tag = rest
+            .split_once(" (")
+            .map(|(_, t)| format!(", {}", t.trim_end_matches(')')))
+            .unwrap_or_default();
+        let (sites, total) = go_wait_sites(p);
+        if total == 0 {
+            continue;
+        }
+        let q = p.event.quantity();
+        for ((at, under), w) in sites.iter().take(3) {
+            let share = *w as f64 * 100.0 / total as f64;
+            if share < 1.0 {
+                break;
+            }
+            let place = if at == under {
+                text::clean(at).into_owned()
+            } else {
+                format!("{} under {}", text::clean(at), text::clean(under))
+            };
+            lines.push(format!(
+                "    {lead} {place}: {share:.1}% of {kind} delay ({whose}{tag}; {} of {})",
+                q.format_value(*w as f64),
+                q.format_value(total as f64)
+            ));
+        }
+    }
+    if lines.is_empty() {
         return;
     }
     let _ = writeln!(
         s,
-        "  where threads waited (offcpu, the code above the wait; idle waiting left out: kiln flamegraph --event-filter offcpu --drop-idle run:{run_name}):"
+        "  where goroutines waited (Go's own profiles of the same seconds; goroutines park without blocking a thread, so the thread-level off-CPU view cannot show these waits):"
     );
-    for (name, share) in top {
-        let _ = writeln!(s, "    {share:5.1}%  {name}");
+    for l in lines {
+        let _ = writeln!(s, "{l}");
     }
 }
 
-/// The code that waited, by weight: for each off-CPU stack, the frame nearest the leaf
-/// that is neither the kernel's nor a waiting primitive (`pthread_mutex_lock`, `epoll_wait`,
-/// `syscall`): the function that blocked, as shares of the profile.
-fn top_waiters(p: &kiln_model::Profile, n: usize) -> Vec<(String, f64)> {
-    let mut by_name: std::collections::HashMap<String, u128> = Default::default();
+/// Where a Go profile's stack waited: the primitive, and the program's frame that called it.
+type WaitSite = (String, String);
+
+/// A Go block or mutex profile's delay by where it waited ([`kiln_model::waits::go_wait_site`]:
+/// the primitive and the program's frame that called it), heaviest first, and in all.
+fn go_wait_sites(p: &kiln_model::Profile) -> (Vec<(WaitSite, u128)>, u128) {
+    use kiln_model::FrameKind;
+    let mut by_site: std::collections::HashMap<WaitSite, u128> = Default::default();
     let mut total = 0u128;
     let mut path = Vec::new();
-    let mut waiter: Vec<Option<String>> = vec![None; p.stacks.len()];
-    let mut done = vec![false; p.stacks.len()];
+    let mut site: Vec<Option<Option<WaitSite>>> = vec![None; p.stacks.len()];
     for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
-        let i = st.0 as usize;
-        if !done[i] {
+        let here = site[st.0 as usize].get_or_insert_with(|| {
             path.clear();
             p.stacks.path_into(st, &mut path);
-            waiter[i] = path.iter().rev().find_map(|&f| {
-                let frame = p.frames.get(f);
-                let name = String::from_utf8_lossy(p.strings.get(frame.name));
-                (frame.kind != kiln_model::FrameKind::Kernel
-                    && frame.kind != kiln_model::FrameKind::Root
-                    && !kiln_model::waits::is_wait_primitive(&name))
-                .then(|| name.into_owned())
-            });
-            done[i] = true;
-        }
+            let names: Vec<std::borrow::Cow<'_, str>> = path
+                .iter()
+                .filter(|&&f| !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root))
+                .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
+                .collect();
+            kiln_model::waits::go_wait_site(&names).map(|(a, u)| (a.to_string(), u.to_string()))
+        });
         total += w as u128;
-        if let Some(name) = &waiter[i] {
-            *by_name.entry(name.clone()).or_default() += w as u128;
+        if let Some(k) = here {
+            *by_site.entry(k.clone()).or_default() += w as u128;
         }
     }
-    if total == 0 {
-        return Vec::new();
-    }
-    let mut v: Vec<(String, u128)> = by_name.into_iter().collect();
+    let mut v: Vec<_> = by_site.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    v.into_iter()
-        .take(n)
-        .map(|(name, w)| (name, w as f64 * 100.0 / total as f64))
-        .collect()
+    (v, total)
+}
+
+/// An off-CPU profile's waits by owner: the program's code that waited, by weight
+/// (heaviest first), and what was kiln's own observation or the runtime idling.
+struct Waiters {
+    total: u128,
+    program: Vec<(String, u128)>,
+    others: Vec<(kiln_model::waits::StackOwner, u128)>,
+}
+
+/// The code that waited, by weight: each off-CPU stack is first given its owner
+/// ([`kiln_model::waits::stack_owner`]: kiln's pprof requests and the Go runtime's idle
+/// goroutines are not the program's), then the program's stacks are named by their
+/// program frame nearest the leaf ([`kiln_model::waits::program_frame`]: a Go `main.`
+/// frame, else the function that called the waiting primitive).
+fn waiters(p: &kiln_model::Profile) -> Waiters {
+    use kiln_model::waits::{program_frame, stack_owner, StackOwner};
+    use kiln_model::FrameKind;
+    let mut by_name: std::collections::HashMap<String, u128> = Default::default();
+    let mut others = vec![
+        (StackOwner::KilnPprof, 0u128),
+        (StackOwner::GoRuntimeIdle, 0),
+    ];
+    let mut total = 0u128;
+    let mut path = Vec::new();
+    let mut seen: Vec<Option<(StackOwner, Option<String>)>> = vec![None; p.stacks.len()];
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        let i = st.0 as usize;
+        let (owner, name) = seen[i].get_or_insert_with(|| {
+            path.clear();
+            p.stacks.path_into(st, &mut path);
+            let names: Vec<std::borrow::Cow<'_, str>> = path
+                .iter()
+                .filter(|&&f| !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root))
+                .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
+                .collect();
+            let owner = stack_owner(&names);
+            let at = program_frame(&names).map(|i| names[i].clone().into_owned());
+            (owner, at)
+        });
+        total += w as u128;
+        match (*owner, name) {
+            (StackOwner::Program, Some(n)) => *by_name.entry(n.clone()).or_default() += w as u128,
+            (StackOwner::Program, None) => {}
+            (o, _) => {
+                if let Some(x) = others.iter_mut().find(|(k, _)| *k == o) {
+                    x.1 += w as u128;
+                }
+            }
+        }
+    }
+    let mut program: Vec<(String, u128)> = by_name.into_iter().collect();
+    program.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Waiters {
+        total,
+        program,
+        others,
+    }
 }
 
 /// An event taken at a kernel site (mmap, brk, page faults, tracepoints): ranked by the

@@ -17,7 +17,7 @@ metrics! {
     counters(COUNTERS) {
         sent, answered, unanswered, not_sent, bytes_read, bytes_written, connects,
         target_cpu_user_us, target_cpu_sys_us, target_ctx_switches, client_cpu_us,
-        machine_busy_us,
+        machine_busy_us, target_runq_wait_us,
     }
     latencies(LATENCIES) { latency_intended, latency }
     flags(FLAGS) { stalled, errors }
@@ -143,6 +143,12 @@ const COUNTERS: &[CounterDef] = &[
         "machine_busy_us",
         "µs",
         "CPU time of the whole machine, all CPUs, not idle (/proc/stat)",
+        Show::Never,
+    ),
+    CounterDef::new(
+        "target_runq_wait_us",
+        "µs",
+        "time the --target-pid processes' threads were runnable but waited for a CPU (/proc/PID/task/*/schedstat)",
         Show::Never,
     ),
 ];

@@ -234,6 +234,10 @@ pub struct SweepRow {
     pub target_cpu_sys_pct: Option<f64>,
     /// Context switches per second of the targets.
     pub target_ctx_switches_per_s: Option<f64>,
+    /// Time the targets' threads were runnable but waited for a CPU, percent of one core
+    /// (10% = 100 ms each second), if measured.
+    #[serde(default)]
+    pub target_runq_wait_pct: Option<f64>,
     /// kiln's CPU, percent of one core.
     pub client_cpu_pct: f64,
     /// The whole machine's busy CPU, percent of all its CPUs.
@@ -267,6 +271,8 @@ fn row_of(param: &str, value: f64, h: &Headline, measured: bool) -> SweepRow {
         target_cpu_user_pct: measured.then_some(u),
         target_cpu_sys_pct: measured.then_some(s),
         target_ctx_switches_per_s: measured.then(|| h.rate_of(M.target_ctx_switches)),
+        target_runq_wait_pct: (measured && h.total_of(M.target_runq_wait_us) > 0)
+            .then(|| pct_of_core(h.total_of(M.target_runq_wait_us), secs)),
         client_cpu_pct: pct_of_core(h.total_of(M.client_cpu_us), secs),
         machine_cpu_pct: pct_of_core(h.total_of(M.machine_busy_us), secs) / cpus() as f64,
         start_mono_ns: h.start_mono_ns,
@@ -302,18 +308,34 @@ pub struct Plateau {
     pub target_machine_pct: Option<f64>,
     /// CPUs of the machine.
     pub cpus: usize,
+    /// The CPUs the target could use (its threads, the machine's cores, its cgroup quota:
+    /// the smallest) and which limit that is.
+    #[serde(default)]
+    pub target_can_use: Option<(f64, String)>,
+    /// The machine's busy share where it was flat, percent of all its CPUs.
+    #[serde(default)]
+    pub machine_busy_pct: Option<f64>,
+    /// Other processes' CPU there (the machine's busy time less the target's and
+    /// kiln's), percent of one core.
+    #[serde(default)]
+    pub others_cpu_pct: Option<f64>,
     /// The finding in words.
     pub verdict: String,
 }
 
-/// Share of the machine above which the target counts as busy on CPU.
+/// Share of what the target can use above which it counts as busy on CPU.
 const CPU_BOUND: f64 = 80.0;
 /// Share of all CPUs busy above which the machine counts as saturated.
 const MACHINE_BOUND: f64 = 90.0;
 
+/// The machine's CPUs, as /proc/stat counts them (its busy time is theirs).
 fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    super::target::machine_cores()
 }
+
+/// Run-queue wait, as a share of the CPU time the target ran, above which its threads
+/// count as kept from a CPU (they waited a quarter as long as they ran).
+const RUNQ_BOUND: f64 = 0.25;
 
 /// Finds the plateau: the first step k after which no later step's throughput exceeds step
 /// k's by `threshold` (0.1 = 10%) while the next step's median latency grows by more than
@@ -335,6 +357,9 @@ pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Pl
         target_cpu_pct: None,
         target_machine_pct: None,
         cpus,
+        target_can_use: None,
+        machine_busy_pct: None,
+        others_cpu_pct: None,
         verdict: String::new(),
     };
     let Some(k) = found else {
@@ -367,34 +392,95 @@ pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Pl
         );
     } else {
         let cpu = flat.iter().cloned().fold(0.0, f64::max);
-        let machine = cpu / cpus as f64;
-        let busy = ok[k..]
+        let max = |f: fn(&SweepRow) -> f64| ok[k..].iter().map(|r| f(r)).fold(0.0, f64::max);
+        let busy = max(|r| r.machine_cpu_pct);
+        let kiln = max(|r| r.client_cpu_pct);
+        let waits: Vec<f64> = ok[k..]
             .iter()
-            .map(|r| r.machine_cpu_pct)
-            .fold(0.0, f64::max);
-        let kiln = ok[k..].iter().map(|r| r.client_cpu_pct).fold(0.0, f64::max);
+            .filter_map(|r| r.target_runq_wait_pct)
+            .collect();
+        let runq = (!waits.is_empty()).then(|| waits.iter().cloned().fold(0.0, f64::max));
+        let room = super::target::cpu_room(&opts.target_pids);
+        let others = (busy * cpus as f64 - cpu - kiln).max(0.0);
         p.target_cpu_pct = Some(cpu);
-        p.target_machine_pct = Some(machine);
-        if machine < CPU_BOUND && busy >= MACHINE_BOUND {
-            let others = (busy * cpus as f64 - cpu - kiln).max(0.0);
-            let _ = write!(
-                v,
-                " while the target uses {machine:.0}% of its CPU ({cpu:.0}% of one core) but the machine's {cpus} cores are {busy:.0}% busy (kiln {kiln:.0}%, other processes {others:.0}% of one core): the target may be short of CPU — look at the CPU profile, and drive the load from another machine or quiet the others"
-            );
-        } else if machine < CPU_BOUND {
-            let _ = write!(
-                v,
-                " while the target uses {machine:.0}% of its CPU ({cpu:.0}% of one core, {cpus} cores): the bottleneck is not CPU — look at the off-CPU profile"
-            );
-        } else {
-            let _ = write!(
-                v,
-                " while the target uses {machine:.0}% of its CPU ({cpu:.0}% of one core, {cpus} cores): the target is busy on CPU — look at the CPU profile"
-            );
-        }
+        p.target_machine_pct = Some(cpu / cpus as f64);
+        p.target_can_use = Some(room.usable());
+        p.machine_busy_pct = Some(busy);
+        p.others_cpu_pct = Some(others);
+        v.push_str(&cpu_judgement(&CpuSeen {
+            cpu,
+            room,
+            busy,
+            kiln,
+            others,
+            runq,
+        }));
     }
     p.verdict = v;
     p
+}
+
+/// What a concurrency sweep saw of the CPU where throughput was flat (the busiest of the
+/// flat steps), percent of one core unless said.
+#[derive(Debug, Clone)]
+pub struct CpuSeen {
+    /// The target's CPU.
+    pub cpu: f64,
+    /// What it could use.
+    pub room: super::target::CpuRoom,
+    /// The machine's busy share, percent of all its CPUs.
+    pub busy: f64,
+    /// kiln's own CPU.
+    pub kiln: f64,
+    /// Other processes' CPU.
+    pub others: f64,
+    /// Time the target's threads waited for a CPU while runnable, if measured.
+    pub runq: Option<f64>,
+}
+
+/// The plateau's CPU verdict: the target's CPU against what it can use (its threads, the
+/// machine's cores, its cgroup quota), then the machine. "Short of CPU" only when the
+/// target used near all it could, or when the machine was busy and — where the kernel
+/// says how long its threads waited for a CPU — they did wait; then it names the
+/// machine's busy share and who else used it.
+pub fn cpu_judgement(c: &CpuSeen) -> String {
+    let (can, limit) = c.room.usable();
+    let used = c.cpu / 100.0;
+    let cores = c.room.cores;
+    let base = format!(
+        " while the target used {used:.2} of the {can:.2} CPUs it can use ({limit}; {:.0}% of one core)",
+        c.cpu
+    );
+    let who = format!(
+        "the machine's {cores} cores were {:.0}% busy: other processes used {:.0}% of one core, kiln {:.0}%",
+        c.busy, c.others, c.kiln
+    );
+    let waited = |w: f64| format!("its threads waited {:.0} ms per second for a CPU", w * 10.0);
+    if used >= can * CPU_BOUND / 100.0 {
+        return format!(
+            "{base}: the target is busy on CPU, near all it can use — look at the CPU profile"
+        );
+    }
+    if c.busy >= MACHINE_BOUND {
+        return match c.runq {
+            Some(w) if w < c.cpu * RUNQ_BOUND => format!(
+                "{base}; {who}, but {} (against {:.0} ms it ran): the machine was busy, yet the bottleneck is not CPU — look at where it waited (the off-CPU profile; a Go server's block profile with --pprof)",
+                waited(w),
+                c.cpu * 10.0
+            ),
+            Some(w) => format!(
+                "{base}; {who}, and {}: the target is short of CPU because others used it — drive the load from another machine or quiet the others",
+                waited(w)
+            ),
+            None => format!(
+                "{base}; {who}: the target may be short of CPU because others used it — drive the load from another machine or quiet the others"
+            ),
+        };
+    }
+    format!(
+        "{base} and the machine had CPU to spare ({:.0}% busy of {cores} cores): the bottleneck is not CPU — look at where it waited (the off-CPU profile; a Go server's block profile with --pprof)",
+        c.busy
+    )
 }
 
 /// The sweep table as aligned text.
@@ -461,6 +547,7 @@ mod tests {
             target_cpu_user_pct: Some(cpu),
             target_cpu_sys_pct: Some(0.0),
             target_ctx_switches_per_s: Some(0.0),
+            target_runq_wait_pct: None,
             client_cpu_pct: 0.0,
             machine_cpu_pct: 50.0,
             start_mono_ns: 0,
@@ -514,5 +601,50 @@ mod tests {
         // Without a target pid it says how to tell.
         let p = find_plateau(&rows, 0.1, &HttpOptions::default());
         assert!(p.verdict.contains("--target-pid"), "{}", p.verdict);
+    }
+
+    #[test]
+    fn short_of_cpu_only_when_near_its_limit_or_kept_from_the_cpus() {
+        use super::super::target::CpuRoom;
+        let seen = |cpu, threads, quota, busy, runq| CpuSeen {
+            cpu,
+            room: CpuRoom {
+                threads: Some(threads),
+                cores: 2,
+                quota,
+            },
+            busy,
+            kiln: 32.0,
+            others: (busy * 2.0 - cpu - 32.0_f64).max(0.0),
+            runq,
+        };
+        // The Go example on a busy machine: 26% of one core, its threads seldom waiting
+        // for a CPU — not short of CPU, and the machine's others are named.
+        let v = cpu_judgement(&seen(26.0, 9, None, 95.0, Some(1.5)));
+        assert!(v.contains("the bottleneck is not CPU"), "{v}");
+        assert!(
+            v.contains("95% busy") && v.contains("other processes used 132%"),
+            "{v}"
+        );
+        assert!(!v.contains("short of CPU"), "{v}");
+        // The same with its threads waiting as long as they ran: short of CPU, others named.
+        let v = cpu_judgement(&seen(26.0, 9, None, 95.0, Some(30.0)));
+        assert!(v.contains("short of CPU because others used it"), "{v}");
+        assert!(v.contains("95% busy"), "{v}");
+        // A single-threaded server at 95% of one core on an idle machine: at its limit.
+        let v = cpu_judgement(&seen(95.0, 1, None, 50.0, Some(1.0)));
+        assert!(
+            v.contains("busy on CPU") && v.contains("its 1 thread"),
+            "{v}"
+        );
+        // A cgroup quota of half a CPU, used.
+        let v = cpu_judgement(&seen(48.0, 9, Some(0.5), 40.0, None));
+        assert!(
+            v.contains("busy on CPU") && v.contains("quota of 0.50"),
+            "{v}"
+        );
+        // Room to spare everywhere.
+        let v = cpu_judgement(&seen(60.0, 9, None, 50.0, None));
+        assert!(v.contains("CPU to spare") && v.contains("not CPU"), "{v}");
     }
 }

@@ -48,6 +48,173 @@ pub fn ctx_switches(pid: &str) -> Option<u64> {
     Some(total)
 }
 
+/// Time the threads of `pid` spent runnable but waiting for a CPU, µs: the second field
+/// of each `/proc/PID/task/TID/schedstat` (ns). `None` without schedstat (a kernel
+/// without `CONFIG_SCHED_INFO`).
+pub fn runq_wait_us(pid: &str) -> Option<u64> {
+    let mut total = 0u64;
+    let mut read_any = false;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        if let Some(ns) = s
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            total += ns / 1000;
+            read_any = true;
+        }
+    }
+    read_any.then_some(total)
+}
+
+/// The machine's CPUs as /proc/stat counts them (`cpuN` lines): what its busy time is
+/// shared over.
+pub fn machine_cores() -> usize {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .map(|s| {
+            s.lines()
+                .filter(|l| {
+                    l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)
+                })
+                .count()
+        })
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// What a target process can use of the CPU, read from /proc and its cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CpuRoom {
+    /// Its threads (each runs on one CPU at a time).
+    pub threads: Option<u64>,
+    /// The machine's CPUs.
+    pub cores: usize,
+    /// Its cgroup's CPU quota, in CPUs (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`; the
+    /// smallest along its cgroup's ancestors); `None`: no quota.
+    pub quota: Option<f64>,
+}
+
+impl CpuRoom {
+    /// The CPUs it can use and what limits them (`its 1 thread`, `the machine's 2
+    /// cores`, `its cgroup quota of 0.50 CPU`).
+    pub fn usable(&self) -> (f64, String) {
+        let mut best = (
+            self.cores as f64,
+            format!("the machine's {} cores", self.cores),
+        );
+        if let Some(t) = self.threads.filter(|&t| (t as f64) < best.0) {
+            best = (
+                t as f64,
+                format!("its {t} thread{}", if t == 1 { "" } else { "s" }),
+            );
+        }
+        if let Some(q) = self.quota.filter(|&q| q < best.0) {
+            best = (q, format!("its cgroup's CPU quota of {q:.2} CPU"));
+        }
+        best
+    }
+}
+
+/// What the processes `pids` can use together: their threads (summed), the machine's
+/// cores, their cgroup quotas (summed, each capped by the machine).
+pub fn cpu_room(pids: &[u32]) -> CpuRoom {
+    let cores = machine_cores();
+    let mut room = CpuRoom {
+        threads: None,
+        cores,
+        quota: None,
+    };
+    for p in pids {
+        if let Some(t) = threads(*p) {
+            room.threads = Some(room.threads.unwrap_or(0) + t);
+        }
+        let q = cgroup_quota(*p).map_or(cores as f64, |q| q.min(cores as f64));
+        room.quota = Some(room.quota.unwrap_or(0.0) + q);
+    }
+    // No process had a quota: none.
+    if room
+        .quota
+        .is_some_and(|q| q >= (cores * pids.len().max(1)) as f64)
+    {
+        room.quota = None;
+    }
+    room
+}
+
+fn threads(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The CPU quota of a process's cgroup in CPUs, the smallest along its ancestors:
+/// cgroup v2 (`0::/path`, `cpu.max`: "QUOTA PERIOD" or "max PERIOD") or v1 (the `cpu`
+/// controller's `cpu.cfs_quota_us` / `cpu.cfs_period_us`, -1 for none).
+fn cgroup_quota(pid: u32) -> Option<f64> {
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let mut best: Option<f64> = None;
+    let mut take = |q: Option<f64>| {
+        if let Some(q) = q.filter(|q| *q > 0.0) {
+            best = Some(best.map_or(q, |b| b.min(q)));
+        }
+    };
+    for line in cg.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
+        let (base, v2) = if controllers.is_empty() {
+            ("/sys/fs/cgroup".to_string(), true)
+        } else if controllers.split(',').any(|c| c == "cpu") {
+            let b = ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"]
+                .into_iter()
+                .find(|b| std::path::Path::new(b).is_dir());
+            match b {
+                Some(b) => (b.to_string(), false),
+                None => continue,
+            }
+        } else {
+            continue;
+        };
+        let mut dir = std::path::PathBuf::from(&base);
+        dir.push(path.trim_start_matches('/'));
+        // The cgroup and its ancestors up to the mount point.
+        loop {
+            take(if v2 {
+                std::fs::read_to_string(dir.join("cpu.max"))
+                    .ok()
+                    .and_then(|s| parse_cpu_max(&s))
+            } else {
+                let q = std::fs::read_to_string(dir.join("cpu.cfs_quota_us")).ok();
+                let p = std::fs::read_to_string(dir.join("cpu.cfs_period_us")).ok();
+                q.zip(p).and_then(|(q, p)| {
+                    let q: f64 = q.trim().parse().ok()?;
+                    let p: f64 = p.trim().parse().ok()?;
+                    (q > 0.0 && p > 0.0).then(|| q / p)
+                })
+            });
+            if dir.as_os_str().len() <= base.len() || !dir.pop() {
+                break;
+            }
+        }
+    }
+    best
+}
+
+/// `cpu.max` ("50000 100000" → 0.5 CPU; "max 100000" → none).
+fn parse_cpu_max(s: &str) -> Option<f64> {
+    let mut f = s.split_whitespace();
+    let q: f64 = f.next()?.parse().ok()?;
+    let p: f64 = f.next()?.parse().ok()?;
+    (q > 0.0 && p > 0.0).then(|| q / p)
+}
+
 /// The machine's busy CPU time (all CPUs, everything but idle and iowait), µs.
 pub fn machine_busy_us() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/stat").ok()?;
@@ -118,11 +285,14 @@ fn ip_matches(hex: &str, ip: std::net::IpAddr) -> bool {
     }
 }
 
+/// One target's user and system CPU (µs), context switches and run-queue wait (µs).
+type Reading = (u64, u64, u64, Option<u64>);
+
 /// Samples the targets (and kiln) and adds what changed since the last sample.
 #[derive(Debug)]
 pub(crate) struct Sampler {
     pids: Vec<String>,
-    last: Vec<Option<(u64, u64, u64)>>,
+    last: Vec<Option<Reading>>,
     client_last: Option<u64>,
     machine_last: Option<u64>,
     error: Option<String>,
@@ -147,10 +317,10 @@ impl Sampler {
         s
     }
 
-    fn read(&mut self, i: usize) -> Option<(u64, u64, u64)> {
+    fn read(&mut self, i: usize) -> Option<Reading> {
         let p = &self.pids[i];
         match (cpu_us(p), ctx_switches(p)) {
-            (Some((u, s)), Some(c)) => Some((u, s, c)),
+            (Some((u, s)), Some(c)) => Some((u, s, c, runq_wait_us(p))),
             _ => {
                 if self.error.is_none() {
                     self.error = Some(format!(
@@ -169,6 +339,9 @@ impl Sampler {
                 ctx.add(0, M.target_cpu_user_us, now.0.saturating_sub(prev.0));
                 ctx.add(0, M.target_cpu_sys_us, now.1.saturating_sub(prev.1));
                 ctx.add(0, M.target_ctx_switches, now.2.saturating_sub(prev.2));
+                if let (Some(n), Some(p)) = (now.3, prev.3) {
+                    ctx.add(0, M.target_runq_wait_us, n.saturating_sub(p));
+                }
             }
             self.last[i] = Some(now);
         }
@@ -231,5 +404,30 @@ mod tests {
         let _ = l.accept().unwrap();
         assert_eq!(accept_backlog(addr), Some(2));
         drop(clients);
+    }
+
+    #[test]
+    fn what_a_target_can_use() {
+        assert_eq!(parse_cpu_max("50000 100000\n"), Some(0.5));
+        assert_eq!(parse_cpu_max("max 100000\n"), None);
+        let room = |threads, quota| CpuRoom {
+            threads,
+            cores: 4,
+            quota,
+        };
+        assert_eq!(room(Some(1), None).usable(), (1.0, "its 1 thread".into()));
+        assert_eq!(
+            room(Some(40), None).usable(),
+            (4.0, "the machine's 4 cores".into())
+        );
+        assert_eq!(
+            room(Some(40), Some(1.5)).usable(),
+            (1.5, "its cgroup's CPU quota of 1.50 CPU".into())
+        );
+        // This process: its threads, this machine's cores.
+        let me = cpu_room(&[std::process::id()]);
+        assert!(me.threads.is_some_and(|t| t >= 1), "{me:?}");
+        assert_eq!(me.cores, machine_cores());
+        assert!(runq_wait_us("self").is_some());
     }
 }
