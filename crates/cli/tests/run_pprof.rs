@@ -259,3 +259,122 @@ fn bad_pprof_urls_and_names_are_clear_errors() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// The seed's plateau in kiln's words: a concurrency sweep of the Go example under
+/// `--pprof` names the lock behind it (Go's block profile of the same seconds, which `go
+/// tool pprof` reads the same in the file kiln kept), and the thread-level waits lead with
+/// the program's code, not the goroutine serving kiln's own profile request.
+#[test]
+fn the_summary_names_the_lock_behind_the_plateau() {
+    if !have_go() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let server = GoBlockCache::start(
+        4.0,
+        &[
+            "-data-mb",
+            "64",
+            "-mutex-profile-fraction",
+            "1",
+            "-block-profile-rate",
+            "1",
+        ],
+    )
+    .expect("go example starts");
+    let out = kiln(&db)
+        .args(["run", "--name", "lock", "-p", &server.pid().to_string()])
+        .args(["-e", "cpu,offcpu", "-d", "5", "--no-report"])
+        .arg("--pprof")
+        .arg(server.url("/debug/pprof/"))
+        .args(["load", "http", "-t", "1", "-d", "2s"])
+        .args(["--concurrency-sweep", "2,16"])
+        .arg(server.url("/query?city={rand:0-255}"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kiln run failed: {stderr}\n{stdout}");
+
+    // kiln's words: the lock and its caller, and its share of Go's block delay.
+    let lead = "goroutines waited in sync.(*Mutex).Lock under main.(*blockCache).get: ";
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("goroutines waited in"))
+        .unwrap_or_else(|| panic!("no Go wait in the summary:\n{stdout}"));
+    assert!(
+        line.contains(lead),
+        "the first Go wait is not the cache's lock: {line}"
+    );
+    let kiln_share: f64 = line
+        .split(lead)
+        .nth(1)
+        .and_then(|r| r.split('%').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no share in '{line}'"));
+    assert!(
+        stdout.contains("park without blocking a thread"),
+        "the summary says why kiln's off-CPU view cannot show it:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("contended: sync.(*Mutex).Unlock under main.(*blockCache).get"),
+        "{stdout}"
+    );
+
+    // The independent account: go tool pprof on the block profile kiln kept.
+    let file = dir.path().join("block.pb.gz");
+    kiln(&db)
+        .args(["runs", "attachment", "lock", "pprof-block.pb.gz", "-o"])
+        .arg(&file)
+        .assert()
+        .success();
+    let r = raw(&file);
+    let delay = r.folded(r.index("delay"));
+    let all: i64 = delay.values().sum();
+    let on_lock: i64 = delay
+        .iter()
+        .filter(|(s, _)| s.contains("main.(*blockCache).get;sync.(*Mutex).Lock"))
+        .map(|(_, v)| v)
+        .sum();
+    assert!(all > 0, "go tool pprof finds no block delay");
+    let go_share = on_lock as f64 * 100.0 / all as f64;
+    assert!(
+        go_share > 50.0,
+        "go tool pprof: the lock is {go_share:.1}% of the delay"
+    );
+    assert!(
+        (go_share - kiln_share).abs() <= 0.1,
+        "kiln says {kiln_share}%, go tool pprof {go_share:.2}%"
+    );
+
+    // Thread-level waits: the program's code first; kiln's own request on its own line.
+    let mut lines = stdout.lines();
+    lines
+        .find(|l| l.contains("where threads waited"))
+        .unwrap_or_else(|| panic!("no 'where threads waited':\n{stdout}"));
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.contains("main.") && !first.contains("runtime.futex"),
+        "the first wait is not the program's: '{first}'\n{stdout}"
+    );
+    // When kiln's off-CPU profile caught the goroutine serving kiln's profile request
+    // (runtime/pprof's writer blocks a thread on the CPU profile's buffer), it is named.
+    let store = SqliteStore::open_existing(&db).unwrap();
+    let run = store.load(store.list().unwrap()[0].id.unwrap()).unwrap();
+    let offcpu = profile_folded(profile(&run, "offcpu"));
+    if offcpu
+        .keys()
+        .any(|s| s.contains("runtime/pprof.") || s.contains("net/http/pprof."))
+    {
+        assert!(
+            stdout.contains("kiln's pprof requests "),
+            "kiln's own request is not named:\n{stdout}"
+        );
+    }
+
+    // kiln runs show says the same.
+    let shown = kiln(&db).args(["runs", "show", "lock"]).output().unwrap();
+    assert!(shown.status.success());
+    assert!(String::from_utf8_lossy(&shown.stdout).contains(line.trim()));
+}

@@ -1042,7 +1042,10 @@ fn offcpu_summary(s: &mut String, p: &kiln_model::Profile, run_name: &str) {
         .others
         .iter()
         .filter(|(_, x)| *x > 0)
-        .map(|(o, x)| format!("{} {:.1}%", o.name(), share(*x)))
+        .map(|(o, x)| match share(*x) {
+            v if v < 0.05 => format!("{} <0.1%", o.name()),
+            v => format!("{} {v:.1}%", o.name()),
+        })
         .collect();
     if !others.is_empty() {
         let _ = writeln!(
