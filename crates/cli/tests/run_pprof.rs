@@ -373,6 +373,31 @@ fn the_summary_names_the_lock_behind_the_plateau() {
         );
     }
 
+    // Where the sweep found the plateau, the target's CPU is judged against what it can
+    // use: here the machine's cores (the Go server has more threads than cores, no
+    // quota), as /proc/stat counts them; "short of CPU" only with the machine's busy
+    // share and the others named.
+    if let Some(v) = stdout
+        .lines()
+        .find(|l| l.contains("throughput stops growing at"))
+    {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let cores = stat
+            .lines()
+            .filter(|l| l.starts_with("cpu") && l.as_bytes()[3].is_ascii_digit())
+            .count();
+        assert!(
+            v.contains(&format!("CPUs it can use (the machine's {cores} cores")),
+            "{v}"
+        );
+        if v.contains("short of CPU") {
+            assert!(
+                v.contains("% busy") && v.contains("other processes used"),
+                "{v}"
+            );
+        }
+    }
+
     // kiln runs show says the same.
     let shown = kiln(&db).args(["runs", "show", "lock"]).output().unwrap();
     assert!(shown.status.success());

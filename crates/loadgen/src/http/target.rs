@@ -170,7 +170,14 @@ fn cgroup_quota(pid: u32) -> Option<f64> {
         let mut f = line.splitn(3, ':');
         let (_, controllers, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
         let (base, v2) = if controllers.is_empty() {
-            ("/sys/fs/cgroup".to_string(), true)
+            // The unified hierarchy: at /sys/fs/cgroup, or beside v1's (hybrid).
+            let b = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+                .into_iter()
+                .find(|b| std::path::Path::new(b).join("cgroup.controllers").exists());
+            match b {
+                Some(b) => (b.to_string(), true),
+                None => continue,
+            }
         } else if controllers.split(',').any(|c| c == "cpu") {
             let b = ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"]
                 .into_iter()
@@ -429,5 +436,50 @@ mod tests {
         assert!(me.threads.is_some_and(|t| t >= 1), "{me:?}");
         assert_eq!(me.cores, machine_cores());
         assert!(runq_wait_us("self").is_some());
+    }
+
+    /// A process in a cgroup with a CPU quota of half a CPU: read as 0.5 (v1's cpu
+    /// controller or v2's cpu.max, whichever this machine lets a test make).
+    #[test]
+    fn a_cgroup_quota_is_what_a_target_can_use() {
+        let name = format!("kiln-test-quota-{}", std::process::id());
+        let v1 = std::path::Path::new("/sys/fs/cgroup/cpu").join(&name);
+        let v2 = std::path::Path::new("/sys/fs/cgroup").join(&name);
+        let (dir, files): (_, &[(&str, &str)]) = if std::fs::create_dir(&v1).is_ok() {
+            (
+                v1,
+                &[
+                    ("cpu.cfs_period_us", "100000"),
+                    ("cpu.cfs_quota_us", "50000"),
+                ],
+            )
+        } else if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+            && std::fs::create_dir(&v2).is_ok()
+        {
+            (v2, &[("cpu.max", "50000 100000")])
+        } else {
+            eprintln!("no cgroup can be made here (not root?): the quota is not tested");
+            return;
+        };
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep starts");
+        let pid = child.id();
+        let set = files
+            .iter()
+            .try_for_each(|(f, v)| std::fs::write(dir.join(f), v))
+            .and_then(|_| std::fs::write(dir.join("cgroup.procs"), pid.to_string()));
+        let room = cpu_room(&[pid]);
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir(&dir);
+        set.expect("the quota and the process are written to the cgroup");
+        assert_eq!(room.quota, Some(0.5), "{room:?}");
+        assert_eq!(room.threads, Some(1), "{room:?}");
+        assert_eq!(
+            room.usable(),
+            (0.5, "its cgroup's CPU quota of 0.50 CPU".into())
+        );
     }
 }
