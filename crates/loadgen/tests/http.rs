@@ -313,7 +313,29 @@ fn the_target_cpu_is_counted_beside_the_load() {
     let n = Nginx::start().unwrap();
     let mut o = opts(&n.url("/"));
     o.target_pids = n.worker_pids().to_vec();
+    // The kernel's own count of the time the workers' threads waited for a CPU (ns).
+    let runq_ns = || -> u64 {
+        o.target_pids
+            .iter()
+            .flat_map(|p| std::fs::read_dir(format!("/proc/{p}/task")).unwrap())
+            .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("schedstat")).ok())
+            .map(|s| s.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    let before = runq_ns();
     let t = run(&o);
+    let waited_us = (runq_ns() - before) / 1000;
+    // kiln counted the run-queue wait of its seconds: within what the kernel counted
+    // around the whole run, and some when there was some.
+    let counted = t.total("target_runq_wait_us");
+    assert!(
+        counted <= waited_us,
+        "{counted} µs counted, {waited_us} µs in all"
+    );
+    assert!(
+        waited_us == 0 || counted > 0,
+        "none of {waited_us} µs counted"
+    );
     let cpu = t.s.target_cpu_user_pct.unwrap() + t.s.target_cpu_sys_pct.unwrap();
     // nginx served thousands of requests a second: it was busy, but one worker cannot
     // use more than one core.
