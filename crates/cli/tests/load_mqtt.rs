@@ -98,3 +98,180 @@ fn pubsub_prints_lines_and_writes_json_and_csv() {
         .code(1)
         .stderr(predicate::str::contains("refused"));
 }
+
+/// Messages of an independent subscriber (`mosquitto_sub` on `filter`, one line per
+/// message: its topic), counted as they come; ready once it received a marker published on `ready_topic`.
+struct Witness {
+    child: std::process::Child,
+    lines: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Witness {
+    fn start(port: u16, filter: &str, ready_topic: &str) -> Witness {
+        use std::io::BufRead;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::sync::Arc;
+        let mut child = std::process::Command::new("mosquitto_sub")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-q",
+                "1",
+                "-F",
+                "%t",
+            ])
+            .args(["-t", filter, "-t", ready_topic])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let lines = Arc::new(AtomicU64::new(0));
+        let ready = Arc::new(AtomicBool::new(false));
+        let (l, r, marker) = (lines.clone(), ready.clone(), ready_topic.to_string());
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if line == marker {
+                    r.store(true, Ordering::SeqCst);
+                } else {
+                    l.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        // Ready: a marker published after it subscribed came back.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !ready.load(Ordering::SeqCst) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "mosquitto_sub never got its marker"
+            );
+            std::process::Command::new("mosquitto_pub")
+                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "1"])
+                .args(["-t", ready_topic, "-m", "ready"])
+                .status()
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Witness { child, lines }
+    }
+
+    /// Its count once it reached `at_least` (or 30 s passed: then the count so far).
+    fn count(&self, at_least: u64) -> u64 {
+        use std::sync::atomic::Ordering;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while self.lines.load(Ordering::SeqCst) < at_least && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        self.lines.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Witness {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two `kiln load mqtt pubsub` processes at once on one broker and the same topics (the
+/// second started once the first printed its first second), their JSON reports.
+fn two_loads(port: u16, extra: &[&str]) -> Vec<serde_json::Value> {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let start = |name: &str| {
+        std::process::Command::new(&bin)
+            .args(["load", "mqtt", "pubsub", "-h", "127.0.0.1", "-p"])
+            .arg(port.to_string())
+            .args(["-c", "4", "-q", "1", "-L", "500", "-I", "10", "--id", name])
+            .args(extra)
+            .arg("-o")
+            .arg(dir.path().join(name))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut a = start("a");
+    let mut lines = std::io::BufReader::new(a.stdout.take().unwrap()).lines();
+    // The first load is publishing: its first second is out.
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("id: a"), "{first}");
+    let b = start("b");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(a.wait().unwrap().success(), "{}", rest.join("\n"));
+    let out_b = b.wait_with_output().unwrap();
+    assert!(
+        out_b.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out_b.stdout)
+    );
+    ["a", "b"]
+        .iter()
+        .map(|n| {
+            let p = dir.path().join(n).with_extension("json");
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        })
+        .collect()
+}
+
+/// Two loads on the same topics count their own messages exactly and each other's as
+/// foreign; an independent subscriber got what both sent.
+#[test]
+fn two_loads_on_one_broker_tell_their_messages_apart() {
+    let b = kiln_testkit::Mosquitto::start().unwrap();
+    let witness = Witness::start(b.port(), "bench/+", "ready/w");
+    let reports = two_loads(b.port(), &[]);
+    let mut sent_all = 0;
+    for r in &reports {
+        let t = &r["totals"];
+        let verdict = r["summary"]["verdict"].as_str().unwrap();
+        assert_eq!(t["sent"], 2000, "4 publishers, -L 500: {verdict}");
+        assert_eq!(t["lost"].as_u64().unwrap_or(0), 0, "{verdict}");
+        assert_eq!(t["duplicated"].as_u64().unwrap_or(0), 0, "{verdict}");
+        assert_eq!(t["out_of_order"].as_u64().unwrap_or(0), 0, "{verdict}");
+        assert!(t["foreign"].as_u64().unwrap_or(0) > 0, "{verdict}");
+        assert!(verdict.contains("at least once held"), "{verdict}");
+        // Each publisher's messages reached the one subscriber once each.
+        for d in r["summary"]["delivery"].as_array().unwrap() {
+            assert_eq!(d["sent"], d["received"], "{d}");
+        }
+        assert_eq!(t["received"], t["sent"], "{verdict}");
+        sent_all += t["sent"].as_u64().unwrap();
+    }
+    assert_ne!(
+        reports[0]["summary"]["load"], reports[1]["summary"]["load"],
+        "each load has its own id"
+    );
+    assert_eq!(witness.count(sent_all), sent_all);
+}
+
+/// With a shared subscription whose group both loads' subscribers share, neither load
+/// calls lost what the other's subscribers received: the sum judges, and it is exact.
+#[test]
+fn shared_subscription_of_two_loads_is_judged_by_the_sum() {
+    let b = kiln_testkit::Mosquitto::start().unwrap();
+    let witness = Witness::start(b.port(), "bench/+", "ready/w");
+    let reports = two_loads(b.port(), &["--sub-topic", "$share/g/bench/+"]);
+    let (mut sent, mut received, mut not_here, mut own_received) = (0, 0, 0, 0);
+    for r in &reports {
+        let t = &r["totals"];
+        let s = &r["summary"];
+        let verdict = s["verdict"].as_str().unwrap();
+        assert_eq!(t["lost"].as_u64().unwrap_or(0), 0, "{verdict}");
+        assert_eq!(t["duplicated"].as_u64().unwrap_or(0), 0, "{verdict}");
+        assert!(t["foreign"].as_u64().unwrap_or(0) > 0, "{verdict}");
+        assert!(
+            verdict.contains("judged by the run as a whole"),
+            "{verdict}"
+        );
+        sent += t["sent"].as_u64().unwrap();
+        own_received += t["received"].as_u64().unwrap();
+        received += t["received"].as_u64().unwrap() + t["foreign"].as_u64().unwrap();
+        not_here += s["not_received_here"].as_u64().unwrap();
+    }
+    // Every message went to exactly one subscriber of the group.
+    assert_eq!(received, sent);
+    assert_eq!(own_received + not_here, sent);
+    assert_eq!(witness.count(sent), sent);
+}

@@ -69,7 +69,8 @@
 //! timestamp (here nanoseconds since the Unix epoch, so a consumer in another process on
 //! the same host can read it), padded with zeros to `--size` (default and minimum 12);
 //! rate-limited runs add the intended send time (20 bytes), delivery accounting the
-//! publisher id (24 bytes).
+//! message's origin: its load (a nonce unique across processes and hosts, and an agent
+//! index) and its publisher in it (36 bytes, layout version 2).
 #![deny(missing_docs)]
 
 pub mod amqp;

@@ -91,7 +91,8 @@ pub struct MqttArgs {
     /// QoS 0, 1 or 2.
     #[arg(short = 'q', long, default_value_t = 0)]
     qos: u8,
-    /// Payload size in bytes (at least 24: publisher, sequence, send and intended times).
+    /// Payload size in bytes (at least 36: sequence, send and intended times, publisher and
+    /// load).
     #[arg(short = 's', long, default_value_t = 256)]
     size: usize,
     /// Milliseconds between messages of each publisher; 0 = as fast as possible. Latency is
@@ -158,6 +159,14 @@ pub struct MqttArgs {
     /// One run per total publishing rate: FROM:TO:STEPS or a list; each lasts -z (10 s).
     #[arg(long, value_name = "SPEC")]
     rate_sweep: Option<String>,
+    /// The load's id in its messages, 16 hex digits, not all zero (default: random per
+    /// load). Messages of any other id are foreign; `kiln run --agent` gives its agents the
+    /// run's nonce and each its --agent-index.
+    #[arg(long, value_name = "HEX")]
+    load_nonce: Option<String>,
+    /// The load's index among the agents sharing --load-nonce.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    agent_index: u16,
     #[command(flatten)]
     fleet: FleetArgs,
 }
@@ -245,6 +254,21 @@ impl MqttArgs {
             id: self.id.unwrap_or_else(|| MqttOptions::default().id),
             source_addresses: self.fleet.sources()?,
             no_preflight: self.fleet.no_preflight,
+            load_id: match &self.load_nonce {
+                Some(n) => Some(kiln_loadgen::engine::body::LoadId {
+                    nonce: u64::from_str_radix(n.trim_start_matches("0x"), 16)
+                        .ok()
+                        .filter(|&n| n != 0)
+                        .with_context(|| {
+                            format!("invalid --load-nonce '{n}': 16 hex digits, not all zero")
+                        })?,
+                    agent: self.agent_index,
+                }),
+                None if self.agent_index != 0 => {
+                    anyhow::bail!("--agent-index {} needs --load-nonce", self.agent_index)
+                }
+                None => None,
+            },
         };
         if let Some(u) = &self.uri {
             o.set_uri(u)?;

@@ -399,7 +399,7 @@ fn publish_loop(
                 seq: st.seq,
                 sent_ns: real,
                 intended_ns: co.then(|| ctx.clock().real_at(it_ns)),
-                publisher: None,
+                origin: body::Origin::Unmarked,
             };
             let mut prefix = [0u8; body::FULL];
             let plen = stamp.write(&mut prefix);

@@ -6,7 +6,7 @@
 //! (keepalive pings, connect timeouts, publish schedules, reconnects) sit in one heap.
 use super::codec::{self, kind, Packet};
 use super::options::{MqttOptions, Scenario};
-use crate::engine::body::{self, Stamp};
+use crate::engine::body::{self, LoadId, Origin, Stamp};
 use crate::engine::fleet;
 use crate::engine::pacer::{Constant, Schedule};
 use crate::engine::stats::{metrics, CounterDef, CounterId, FlagDef, LatencyDef, Schema, Show};
@@ -46,7 +46,7 @@ const COUNTERS: &[CounterDef] = &[
     CounterDef::new("duplicated", "msg", "messages a subscriber received again", Show::NonZero),
     CounterDef::new("out_of_order", "msg", "messages received after a later one of the same publisher", Show::NonZero),
     CounterDef::new("refused", "packet", "CONNACK/SUBACK/PUBACK refusals and server DISCONNECTs (by reason code name in events)", Show::NonZero),
-    CounterDef::new("foreign", "msg", "messages received in pubsub that this run did not publish (other clients on the topics, or a previous run's backlog)", Show::NonZero),
+    CounterDef::new("foreign", "msg", "messages received in pubsub that this load did not publish (other loads and clients on the topics, or a previous run's backlog): counted, never as duplicates or losses", Show::NonZero),
 ];
 
 const LATENCIES: &[LatencyDef] = &[
@@ -136,6 +136,10 @@ pub struct Delivery {
     pub duplicated: u64,
     /// Received after a later message.
     pub out_of_order: u64,
+    /// Not received by this load's subscribers, and not judged lost: a shared subscription
+    /// whose group other loads' subscribers share (they may have received them).
+    #[serde(default)]
+    pub not_received_here: u64,
 }
 
 /// One subscriber's (or a shared group's) view of one publisher's sequence.
@@ -298,11 +302,15 @@ struct PubState {
 
 /// What a run leaves besides its counters.
 #[derive(Debug, Default)]
-struct Outcome {
-    deliveries: Vec<Delivery>,
-    refusals: BTreeMap<String, u64>,
-    drops: BTreeMap<String, u64>,
-    failures: BTreeMap<String, u64>,
+pub(crate) struct Outcome {
+    pub deliveries: Vec<Delivery>,
+    /// The load's identity in its messages (pub, pubsub).
+    pub load: Option<LoadId>,
+    /// Shared subscription with other loads in the group: messages not received here.
+    pub unjudged: Option<u64>,
+    pub refusals: BTreeMap<String, u64>,
+    pub drops: BTreeMap<String, u64>,
+    pub failures: BTreeMap<String, u64>,
 }
 
 /// Distinct reasons kept for lost connections and for failed connection attempts; the
@@ -426,6 +434,15 @@ struct Loop<'a> {
     persistent: bool,
     pubs_done: u32,
     sent_total: u64,
+    /// This load's identity in its messages.
+    me: LoadId,
+    /// Foreign messages stamped by another kiln load (layout 2).
+    other_loads: u64,
+    /// Foreign messages of layout 1 or of a layout unknown here, told once each.
+    told_layouts: [bool; 2],
+    /// Shared subscription with other loads' subscribers in the group: messages of this
+    /// load not received here, not judged lost.
+    unjudged: Option<u64>,
 }
 
 /// What a scenario measures.
@@ -525,12 +542,18 @@ impl Driver for MqttDriver {
             persistent: !o.clean,
             pubs_done: 0,
             sent_total: 0,
+            me: o.load_id.unwrap_or_else(LoadId::random),
+            other_loads: 0,
+            told_layouts: [false; 2],
+            unjudged: None,
         };
         let r = lp.run();
         let deliveries = lp.deliveries();
         let mut out = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
         *out = Outcome {
             deliveries,
+            load: (npubs > 0).then_some(lp.me),
+            unjudged: lp.unjudged,
             refusals: std::mem::take(&mut lp.refusals),
             drops: std::mem::take(&mut lp.drops),
             failures: std::mem::take(&mut lp.failures),
@@ -551,15 +574,7 @@ impl Driver for MqttDriver {
 
     fn summary(&self, r: &Report) -> serde_json::Value {
         let out = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
-        serde_json::to_value(super::report::Summary::of(
-            &self.opts,
-            r,
-            &out.deliveries,
-            &out.refusals,
-            &out.drops,
-            &out.failures,
-        ))
-        .unwrap_or_default()
+        serde_json::to_value(super::report::Summary::of(&self.opts, r, &out)).unwrap_or_default()
     }
 }
 
@@ -756,7 +771,10 @@ impl Loop<'_> {
     }
 
     /// Messages never received by the end: each subscriber's gaps and tail of each
-    /// publisher's sequence, less the messages that were never written.
+    /// publisher's sequence, less the messages that were never written. With a shared
+    /// subscription whose group other loads' subscribers share (their messages came here),
+    /// this load's subscribers get only part of its messages: the rest is not judged lost
+    /// but kept as not received here (the run as a whole judges delivery).
     fn account_tail(&mut self) {
         let counts = self.pub_counts();
         let mut lost = 0;
@@ -767,7 +785,11 @@ impl Loop<'_> {
                 lost += t[p].missing;
             }
         }
-        self.ctx.add(0, M.lost, lost);
+        if self.shared && self.other_loads > 0 {
+            self.unjudged = Some(lost);
+        } else {
+            self.ctx.add(0, M.lost, lost);
+        }
     }
 
     fn deliveries(&self) -> Vec<Delivery> {
@@ -781,7 +803,10 @@ impl Loop<'_> {
                 };
                 for t in &self.tracks {
                     d.received += t[p].received;
-                    d.lost += t[p].missing;
+                    match self.unjudged {
+                        Some(_) => d.not_received_here += t[p].missing,
+                        None => d.lost += t[p].missing,
+                    }
                     d.duplicated += t[p].dup;
                     d.out_of_order += t[p].ooo;
                 }
@@ -1421,17 +1446,21 @@ impl Loop<'_> {
             return;
         };
         let st = Stamp::read(payload);
-        if self.npubs > 0 {
-            // In pubsub only this run's messages count: stamped by one of our publishers
-            // after the run began.
-            let ours = st.is_some_and(|st| {
-                st.sent_ns >= self.ctx.clock().real_at(0)
-                    && st.publisher.is_some_and(|p| p < self.npubs)
-            });
-            if !ours {
-                self.ctx.add(0, M.foreign, 1);
-                return;
+        // In pubsub only this load's messages count: stamped by one of its publishers
+        // (its load id) after the load began.
+        let ours = st.and_then(|st| match st.origin {
+            Origin::Load { load, publisher }
+                if load == self.me
+                    && publisher < self.npubs
+                    && st.sent_ns >= self.ctx.clock().real_at(0) =>
+            {
+                Some(publisher)
             }
+            _ => None,
+        });
+        if self.npubs > 0 && ours.is_none() {
+            self.foreign(st.map(|s| s.origin));
+            return;
         }
         self.ctx.add(0, M.received, 1);
         let Some(st) = st else {
@@ -1450,7 +1479,7 @@ impl Loop<'_> {
                 }
             }
         }
-        let Some(p) = st.publisher.filter(|&p| p < self.npubs) else {
+        let Some(p) = ours else {
             return;
         };
         let t = if self.shared { 0 } else { s as usize };
@@ -1461,6 +1490,30 @@ impl Loop<'_> {
                 Seen::Late => self.ctx.add(0, M.out_of_order, 1),
                 Seen::Duplicate => self.ctx.add(0, M.duplicated, 1),
             }
+        }
+    }
+
+    /// A message this load did not publish: counted, and a layout it cannot place told
+    /// once.
+    fn foreign(&mut self, origin: Option<Origin>) {
+        self.ctx.add(0, M.foreign, 1);
+        match origin {
+            Some(Origin::Load { load, .. }) if load != self.me => self.other_loads += 1,
+            Some(Origin::Layout1 { .. }) if !self.told_layouts[0] => {
+                self.told_layouts[0] = true;
+                self.ctx.event(
+                    "foreign-layout",
+                    "messages of layout 1 (an older kiln: a publisher index without its load) are counted as foreign".into(),
+                );
+            }
+            Some(Origin::Unknown { version }) if !self.told_layouts[1] => {
+                self.told_layouts[1] = true;
+                self.ctx.event(
+                    "foreign-layout",
+                    format!("messages of layout version {version} (this kiln writes and reads version {}) are counted as foreign", body::VERSION),
+                );
+            }
+            _ => {}
         }
     }
 
@@ -1578,7 +1631,10 @@ impl Loop<'_> {
                     seq: ps.seq,
                     sent_ns: real,
                     intended_ns: it_ns,
-                    publisher: Some(p),
+                    origin: Origin::Load {
+                        load: self.me,
+                        publisher: p,
+                    },
                 };
                 let mut head = [0u8; body::FULL];
                 let hl = stamp.write(&mut head);

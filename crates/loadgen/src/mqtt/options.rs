@@ -38,7 +38,7 @@ pub struct MqttOptions {
     pub sub_topic: Option<String>,
     /// QoS (`-q`) 0, 1 or 2. Default 0.
     pub qos: u8,
-    /// Payload bytes (`-s`), at least 24 (the stamp). Default 256.
+    /// Payload bytes (`-s`), at least 36 (the stamp). Default 256.
     pub size: usize,
     /// Milliseconds between messages of a publisher (`-I`); 0 = as fast as possible.
     /// Default 1000.
@@ -89,6 +89,10 @@ pub struct MqttOptions {
     /// (`--no-preflight`); its findings become warnings. Default false.
     #[serde(default)]
     pub no_preflight: bool,
+    /// The load's identity in its messages (`--load-nonce`, `--agent-index`: a run's agents
+    /// share the run's nonce); `None` (default): a random nonce per load.
+    #[serde(default)]
+    pub load_id: Option<crate::engine::body::LoadId>,
 }
 
 impl Default for MqttOptions {
@@ -124,6 +128,7 @@ impl Default for MqttOptions {
             id: crate::amqp::AmqpOptions::default().id,
             source_addresses: Vec::new(),
             no_preflight: false,
+            load_id: None,
         }
     }
 }
@@ -197,7 +202,7 @@ impl MqttOptions {
             return bad(
                 "-s",
                 self.size.to_string(),
-                "the minimum is 24 bytes (publisher, sequence, send and intended times)",
+                "the minimum is 36 bytes (sequence, send and intended times, publisher and load)",
             );
         }
         if self.size > 256 * 1024 * 1024 - 1024 {

@@ -1,5 +1,5 @@
 //! An MQTT run in words: delivery per publisher, refusals by name, what QoS promised.
-use super::driver::{Delivery, M, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
+use super::driver::{Delivery, Outcome, M, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
 use super::options::{MqttOptions, Scenario};
 use crate::engine::report::{self as er, Headline, Report};
 use crate::engine::stats::{Schema, Tick};
@@ -25,21 +25,22 @@ pub struct Summary {
     /// left from 127.0.0.2 …`: 150).
     #[serde(default)]
     pub failed: BTreeMap<String, u64>,
-    /// Per publisher of this process: sent, received, lost, duplicated, out of order.
+    /// Per publisher of this load: sent, received, lost, duplicated, out of order.
     pub delivery: Vec<Delivery>,
+    /// The load's identity in its messages, `NONCE/AGENT` (pub, pubsub).
+    #[serde(default)]
+    pub load: Option<String>,
+    /// Shared subscription whose group other loads' subscribers share: this load's
+    /// messages its subscribers did not receive, not judged lost (the run as a whole
+    /// judges delivery).
+    #[serde(default)]
+    pub not_received_here: Option<u64>,
     /// What the delivery accounting shows, in words.
     pub verdict: String,
 }
 
 impl Summary {
-    pub(crate) fn of(
-        o: &MqttOptions,
-        r: &Report,
-        delivery: &[Delivery],
-        refusals: &BTreeMap<String, u64>,
-        dropped: &BTreeMap<String, u64>,
-        failed: &BTreeMap<String, u64>,
-    ) -> Self {
+    pub(crate) fn of(o: &MqttOptions, r: &Report, out: &Outcome) -> Self {
         let h = &r.headline;
         Summary {
             scenario: o.scenario,
@@ -49,16 +50,18 @@ impl Summary {
                 .saturating_sub(h.total_of(M.dropped))
                 .saturating_sub(h.total_of(M.reconnects)),
             pings_unanswered: h.total_of(M.pings).saturating_sub(h.total_of(M.pongs)),
-            refusals: refusals.clone(),
-            dropped: dropped.clone(),
-            failed: failed.clone(),
-            delivery: delivery.to_vec(),
-            verdict: verdict(o, h),
+            refusals: out.refusals.clone(),
+            dropped: out.drops.clone(),
+            failed: out.failures.clone(),
+            delivery: out.deliveries.clone(),
+            load: out.load.map(|l| l.to_string()),
+            not_received_here: out.unjudged,
+            verdict: verdict(o, h, out.unjudged),
         }
     }
 }
 
-fn verdict(o: &MqttOptions, h: &Headline) -> String {
+fn verdict(o: &MqttOptions, h: &Headline, unjudged: Option<u64>) -> String {
     if o.scenario != Scenario::PubSub {
         return match o.scenario {
             Scenario::Conn => format!(
@@ -82,6 +85,18 @@ fn verdict(o: &MqttOptions, h: &Headline) -> String {
         h.total_of(M.sent),
         h.total_of(M.received)
     );
+    let foreign = h.total_of(M.foreign);
+    let counts = if foreign > 0 {
+        format!("{counts} ({foreign} foreign: other loads' or clients')")
+    } else {
+        counts
+    };
+    if let Some(n) = unjudged {
+        return format!(
+            "QoS {}: {counts}; shared subscription with other loads in the group: {n} of this load's messages went to no subscriber of this load, delivery judged by the run as a whole (the sum of every load's sent and received)",
+            o.qos
+        );
+    }
     match o.qos {
         0 if lost == 0 => {
             format!("QoS 0: {counts}: every message arrived (QoS 0 does not promise it)")

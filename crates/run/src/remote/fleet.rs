@@ -309,6 +309,25 @@ impl<'a> FleetLoad<'a> {
     }
 }
 
+/// The load of agent `p`: an MQTT load carries the run's nonce and the agent's index in
+/// its messages (unless its flags give a nonce), so that each agent counts its own
+/// messages exactly and the others' as foreign.
+fn agent_argv(argv: &[String], nonce: u64, p: usize) -> Vec<String> {
+    let mut v = argv.to_vec();
+    let given = argv
+        .iter()
+        .any(|a| a == "--load-nonce" || a.starts_with("--load-nonce="));
+    if argv.first().is_some_and(|p| p == "mqtt") && !given {
+        v.extend([
+            "--load-nonce".to_string(),
+            format!("{nonce:016x}"),
+            "--agent-index".to_string(),
+            p.to_string(),
+        ]);
+    }
+    v
+}
+
 /// The tick on this host's clock, and how many of its histograms could not be decoded.
 fn to_tick(t: WireTick, blobs: Vec<Vec<u8>>, map: &ClockMap) -> (LoadTick, usize) {
     let sent = t.latency.len();
@@ -406,6 +425,7 @@ impl Workload for FleetLoad<'_> {
             ));
         }
         let origin = kiln_os::clock::monotonic_ns();
+        let nonce = kiln_loadgen::engine::body::LoadId::random().nonce;
         let mut done = vec![false; hosts.len()];
         let mut started = vec![false; hosts.len()];
         let mut outcomes: Vec<Option<WireOutcome>> = vec![None; hosts.len()];
@@ -417,7 +437,7 @@ impl Workload for FleetLoad<'_> {
                 continue;
             };
             let m = ToAgent::StartLoad {
-                argv: self.argv.clone(),
+                argv: agent_argv(&self.argv, nonce, p),
                 grid_ns: map.to_remote(origin),
             };
             if !link.send(&m) {
