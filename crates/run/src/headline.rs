@@ -222,7 +222,8 @@ fn connections_held(ticks: &[Second], end_ns: u64) -> Option<u64> {
     any.then(|| open.round().max(0.0) as u64)
 }
 
-fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<f64> {
+/// The count of `f` over the seconds of `w`, and its rate over their length.
+fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<(u64, f64)> {
     let mut n = 0u64;
     let mut secs = 0.0;
     let mut any = false;
@@ -233,7 +234,7 @@ fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option
         }
         secs += s.tick.interval_s;
     }
-    (any && secs > 0.0).then(|| n as f64 / secs)
+    (any && secs > 0.0).then(|| (n, n as f64 / secs))
 }
 
 pub(crate) fn compute(
@@ -247,14 +248,18 @@ pub(crate) fn compute(
     let mut warnings = Vec::new();
     let mut histograms = Vec::new();
     let secs = w.seconds();
-    h.throughput = rate(ticks, w, |t| t.completed);
-    h.send_rate = rate(ticks, w, |t| t.sent);
+    let completed = rate(ticks, w, |t| t.completed);
+    h.throughput = completed.map(|c| c.1);
+    // The exact count of the seconds in the window, not a rate times its length.
+    h.operations = completed.map(|c| c.0);
+    h.send_rate = rate(ticks, w, |t| t.sent).map(|c| c.1);
     if info.unit == FLEET_UNIT {
         // A fleet's work is holding its connections, not opening them: no rate of
         // connections per second stands for it (an idle fleet would read "0/s").
         h.connections = connections_held(ticks, w.end_ns);
         h.throughput = None;
         h.send_rate = None;
+        h.operations = None;
     }
     let (hist, skipped) = merged(ticks, w);
     warnings.extend(skipped_warning(skipped, w));
@@ -316,7 +321,8 @@ pub(crate) fn compute(
             }
         }
     }
-    if let Some(t) = h.throughput {
+    if let (None, Some(t)) = (h.operations, h.throughput) {
+        // An external command's own throughput: no count to take.
         h.operations = Some((t * secs).round() as u64);
     }
     if let (Some(a), Some(b)) = (sampler.totals_at(w.start_ns), sampler.totals_at(w.end_ns)) {

@@ -89,6 +89,8 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
         let secs = seconds(&v);
         if secs > 0.0 {
             h.throughput = integral(&v).map(|n| n / secs);
+            // The count over the window's seconds (their rates times their lengths).
+            h.operations = integral(&v).map(|n| n.round().max(0.0) as u64);
         }
     }
     let sent = values(load, "sent", w);
@@ -138,10 +140,6 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
         .iter()
         .map(|(v, _)| *v)
         .reduce(f64::max);
-    let secs = w.seconds();
-    if let Some(t) = h.throughput {
-        h.operations = Some((t * secs).round() as u64);
-    }
     if let (Some(cpu), Some(ops)) = (h.target_cpu_s, h.operations.filter(|&o| o > 0)) {
         h.cpu_per_op_us = Some(cpu * 1e6 / ops as f64);
         h.switches_per_op = switches.map(|s| s as f64 / ops as f64);

@@ -2,7 +2,7 @@
 //! and their recordings placed on the controlling host's clock.
 use super::clock::ClockMap;
 use super::link::{self, Link, Routed};
-use super::merge::Merger;
+use super::merge::{merged_report, run_histograms, AgentReport, Merger};
 use super::wire::{FromAgent, RecordRequest, ToAgent, WireOutcome, WireRecorded, WireTick};
 use super::{HostSpec, RemoteOptions, SshConfig};
 use crate::headline::{self, Second};
@@ -247,7 +247,7 @@ pub struct FleetLoad<'a> {
     per_host: Vec<(usize, Vec<LoadTick>)>,
     /// Per agent as `per_host`: latency histograms that came but could not be decoded.
     undecoded: Vec<usize>,
-    reports: Vec<(String, serde_json::Value)>,
+    reports: Vec<AgentReport>,
 }
 
 impl<'a> FleetLoad<'a> {
@@ -347,62 +347,6 @@ fn to_tick(t: WireTick, blobs: Vec<Vec<u8>>, map: &ClockMap) -> (LoadTick, usize
         latency,
     };
     (tick, undecoded)
-}
-
-/// The agents' reports as one: every agent's own, and the headline's totals and throughput
-/// summed.
-fn merged_report(reports: &[(String, serde_json::Value)]) -> serde_json::Value {
-    use serde_json::{json, Value};
-    let Some((_, first)) = reports.first() else {
-        return Value::Null;
-    };
-    let mut merged = first.clone();
-    let mut totals: Vec<(String, String, u64)> = Vec::new();
-    let mut throughput = 0.0;
-    for (_, r) in reports {
-        for c in r
-            .pointer("/headline/totals")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let (Some(n), Some(v)) = (c["name"].as_str(), c["value"].as_u64()) else {
-                continue;
-            };
-            match totals.iter_mut().find(|t| t.0 == n) {
-                Some(t) => t.2 += v,
-                None => totals.push((n.into(), c["unit"].as_str().unwrap_or("").into(), v)),
-            }
-        }
-        throughput += r
-            .pointer("/headline/throughput/value")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
-    }
-    if let Some(h) = merged.get_mut("headline").and_then(Value::as_object_mut) {
-        h.insert(
-            "totals".into(),
-            totals
-                .iter()
-                .map(|(n, u, v)| json!({"name": n, "unit": u, "value": v}))
-                .collect(),
-        );
-        if let Some(t) = h.get_mut("throughput").and_then(Value::as_object_mut) {
-            t.insert("value".into(), json!(throughput));
-        }
-    }
-    if let Some(o) = merged.as_object_mut() {
-        o.insert(
-            "agents".into(),
-            reports
-                .iter()
-                .map(|(h, r)| json!({"host": h, "report": r}))
-                .collect(),
-        );
-        o.remove("summary");
-        o.remove("events");
-    }
-    merged
 }
 
 impl Workload for FleetLoad<'_> {
@@ -505,8 +449,16 @@ impl Workload for FleetLoad<'_> {
                     if let Some(f) = &o.failure {
                         fleet.fail(i, format!("its load failed: {f}"));
                     }
-                    self.reports
-                        .push((fleet.name(i).to_string(), o.report.clone()));
+                    let span = fleet.map(i).and_then(|m| {
+                        let h = o.report.get("headline")?;
+                        let at = |k: &str| h.get(k)?.as_u64().map(|ns| m.to_local(ns));
+                        Some((at("start_mono_ns")?, at("end_mono_ns")?))
+                    });
+                    self.reports.push(AgentReport {
+                        host: fleet.name(i).to_string(),
+                        report: o.report.clone(),
+                        span,
+                    });
                     outcomes[p] = Some(o);
                     done[p] = true;
                     out = merger.host_done(p);
@@ -551,7 +503,10 @@ impl Workload for FleetLoad<'_> {
             started: any_started || started.iter().any(|s| *s),
             ended_by_itself: stop_deadline.is_none(),
             failure,
-            report: merged_report(&self.reports),
+            report: merged_report(
+                &self.reports,
+                &run_histograms(self.per_host.iter().flat_map(|(_, t)| t)),
+            ),
             ..Default::default()
         }
     }
@@ -858,4 +813,33 @@ pub(crate) fn merge_profiles(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// MQTT agents get the run's nonce and their index; other protocols and a nonce given
+    /// in the flags are left as they are.
+    #[test]
+    fn mqtt_agents_carry_the_runs_nonce_and_their_index() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            agent_argv(&argv(&["mqtt", "pubsub", "-c", "4"]), 0xab, 1),
+            argv(&[
+                "mqtt",
+                "pubsub",
+                "-c",
+                "4",
+                "--load-nonce",
+                "00000000000000ab",
+                "--agent-index",
+                "1"
+            ])
+        );
+        let amqp = argv(&["amqp", "-x", "1"]);
+        assert_eq!(agent_argv(&amqp, 0xab, 1), amqp);
+        let given = argv(&["mqtt", "pub", "--load-nonce=12"]);
+        assert_eq!(agent_argv(&given, 0xab, 1), given);
+    }
 }

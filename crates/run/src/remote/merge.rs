@@ -3,7 +3,10 @@
 //! Every agent ends its seconds on one grid of whole seconds of the controlling host's
 //! clock ([`kiln_loadgen::engine::align_ticks`], with the grid's origin mapped to the
 //! agent's clock), so the seconds of all agents cover the same instants. A second is known
-//! by the grid second its middle lies in; the seconds of one index are merged: counts
+//! by the grid second its middle lies in; a second that spans several grid seconds (an
+//! agent's long last second, its drain included) is split at the grid's boundaries first,
+//! its counts and histograms shared by length, pro rata, and each part marked with the
+//! flag [`PRO_RATA`]. The seconds of one index are merged: counts
 //! summed, rates summed as counts over the merged interval, histograms merged (HdrHistogram
 //! addition is exact: the merged histogram is the one all the values would have made), and
 //! percentiles taken from the merged histogram, never averaged. A second is released once
@@ -17,10 +20,92 @@ use std::collections::BTreeMap;
 
 const SECOND: i128 = 1_000_000_000;
 
+/// A grid boundary this close to either end of a second does not split it: agents end
+/// their seconds within milliseconds of the grid (the clocks' uncertainty).
+const SLACK_NS: i128 = 50_000_000;
+
+/// The flag of a merged second holding a share, by length, of an agent's longer second
+/// (1), not counts that agent made in that grid second.
+pub(crate) const PRO_RATA: &str = "pro rata";
+
 /// The grid second (1-based from `origin`) a tick belongs to: the one its middle lies in.
 pub(crate) fn second_of(origin: u64, t: &LoadTick) -> i64 {
     let mid = t.end_ns as i128 - (t.interval_s * 0.5e9) as i128;
     ((mid - origin as i128).div_euclid(SECOND) + 1) as i64
+}
+
+/// `t` as parts that each lie in one grid second, with their grid seconds. A second that
+/// spans grid boundaries (more than [`SLACK_NS`] inside it) is cut at them: each part has
+/// its share of the counts and of each histogram bucket by its length (rounded so that
+/// the parts add up to the whole exactly), its percentiles from its share of the
+/// histograms, its rates and flags as the whole's, and the flag [`PRO_RATA`].
+pub(crate) fn split(origin: u64, t: LoadTick) -> Vec<(i64, LoadTick)> {
+    let end = t.end_ns as i128;
+    let len = (t.interval_s * 1e9) as i128;
+    let start = end - len;
+    let o = origin as i128;
+    let mut cuts = vec![start];
+    let mut k = (start + SLACK_NS - o).div_euclid(SECOND) + 1;
+    while o + k * SECOND < end - SLACK_NS {
+        cuts.push(o + k * SECOND);
+        k += 1;
+    }
+    if cuts.len() == 1 || len <= 0 {
+        return vec![(second_of(origin, &t), t)];
+    }
+    cuts.push(end);
+    // The cumulative share of the whole at each cut.
+    let at: Vec<f64> = cuts
+        .iter()
+        .map(|c| (c - start) as f64 / len as f64)
+        .collect();
+    let share = |n: u64, j: usize| -> u64 {
+        let upto = |f: f64| (n as f64 * f).round() as u64;
+        upto(at[j + 1]).saturating_sub(upto(at[j]))
+    };
+    let mut parts: Vec<LoadTick> = (0..cuts.len() - 1)
+        .map(|j| LoadTick {
+            end_ns: cuts[j + 1].max(0) as u64,
+            interval_s: (cuts[j + 1] - cuts[j]) as f64 / 1e9,
+            completed: t.completed.map(|n| share(n, j)),
+            sent: t.sent.map(|n| share(n, j)),
+            values: t.values.clone(),
+            latency: Vec::new(),
+        })
+        .collect();
+    for (name, h) in &t.latency {
+        let mut shares: Vec<Histogram<u64>> =
+            parts.iter().map(|_| Histogram::new_from(h)).collect();
+        for v in h.iter_recorded() {
+            for (j, part) in shares.iter_mut().enumerate() {
+                let n = share(v.count_at_value(), j);
+                if n > 0 {
+                    // The bucket's own value: it fits the same histogram.
+                    let _ = part.record_n(v.value_iterated_to(), n);
+                }
+            }
+        }
+        for (part, h) in parts.iter_mut().zip(shares) {
+            for v in latency_values(name, Percentiles::of(&h).as_ref()) {
+                if let Some(x) = part.values.iter_mut().find(|x| x.name == v.name) {
+                    *x = v;
+                }
+            }
+            part.latency.push((name.clone(), h));
+        }
+    }
+    for part in &mut parts {
+        part.values.push(Value {
+            name: PRO_RATA.into(),
+            unit: "bool".into(),
+            kind: ValueKind::Flag,
+            value: Some(1.0),
+        });
+    }
+    parts
+        .into_iter()
+        .map(|p| (second_of(origin, &p), p))
+        .collect()
 }
 
 #[derive(Default)]
@@ -53,9 +138,10 @@ impl Merger {
     /// A second of `host` (its times on the controller's clock); returns the seconds that
     /// are now complete, in order.
     pub fn push(&mut self, host: usize, tick: LoadTick) -> Vec<LoadTick> {
-        let k = second_of(self.origin, &tick);
-        self.latest[host] = Some(self.latest[host].map_or(k, |l| l.max(k)));
-        self.pending.entry(k).or_default().parts.push(tick);
+        for (k, part) in split(self.origin, tick) {
+            self.latest[host] = Some(self.latest[host].map_or(k, |l| l.max(k)));
+            self.pending.entry(k).or_default().parts.push(part);
+        }
         self.release(false)
     }
 
@@ -195,6 +281,138 @@ pub(crate) fn merge(parts: Vec<LoadTick>) -> LoadTick {
     }
 }
 
+/// An agent's report of its load, as it sent it.
+pub(crate) struct AgentReport {
+    /// The host's name.
+    pub host: String,
+    /// The report (kiln's load report).
+    pub report: serde_json::Value,
+    /// Its load's start and end on this host's clock, when the host's clock is known.
+    pub span: Option<(u64, u64)>,
+}
+
+/// The agents' reports as one, the sum of every agent's: totals added, the whole run's
+/// latency percentiles from `hists` (every agent's seconds' histograms merged), start the
+/// earliest and end the latest (on this host's clock), throughput the total over that
+/// span, flag seconds the most of any agent; every agent's own under `agents`, and the
+/// hosts whose report could not be read under `unreadable` (left out of the sum).
+pub(crate) fn merged_report(
+    agents: &[AgentReport],
+    hists: &[(String, Histogram<u64>)],
+) -> serde_json::Value {
+    use kiln_loadgen::engine::report::Headline;
+    use kiln_loadgen::engine::stats::{Count, Latency};
+    let mut read: Vec<(&AgentReport, Headline)> = Vec::new();
+    let mut unreadable = Vec::new();
+    for a in agents {
+        match serde_json::from_value::<Headline>(a.report["headline"].clone()) {
+            Ok(h) => read.push((a, h)),
+            Err(e) => unreadable.push(serde_json::json!({"host": a.host, "error": e.to_string()})),
+        }
+    }
+    let Some((first, h0)) = read.first() else {
+        if agents.is_empty() {
+            return serde_json::Value::Null;
+        }
+        return serde_json::json!({"agents": agents_json(agents), "unreadable": unreadable});
+    };
+    let mut h = h0.clone();
+    let mut totals: Vec<Count> = Vec::new();
+    let mut flags: Vec<Count> = Vec::new();
+    let mut failures = Vec::new();
+    let (mut start, mut end, mut start_unix) = (u64::MAX, 0u64, u64::MAX);
+    for (a, rh) in &read {
+        for c in &rh.totals {
+            match totals.iter_mut().find(|t| t.name == c.name) {
+                Some(t) => t.value = t.value.saturating_add(c.value),
+                None => totals.push(c.clone()),
+            }
+        }
+        for c in &rh.flag_seconds {
+            match flags.iter_mut().find(|t| t.name == c.name) {
+                Some(t) => t.value = t.value.max(c.value),
+                None => flags.push(c.clone()),
+            }
+        }
+        let (s, e) = a.span.unwrap_or((rh.start_mono_ns, rh.end_mono_ns));
+        start = start.min(s);
+        end = end.max(e);
+        start_unix = start_unix.min(rh.start_unix_ns);
+        if let Some(f) = &rh.failure {
+            failures.push(format!("{}: {f}", a.host));
+        }
+        h.interrupted |= rh.interrupted;
+    }
+    h.start_mono_ns = start;
+    h.end_mono_ns = end.max(start);
+    h.start_unix_ns = start_unix;
+    h.duration_s = (h.end_mono_ns - h.start_mono_ns) as f64 / 1e9;
+    h.totals = totals;
+    h.flag_seconds = flags;
+    h.failure = (!failures.is_empty()).then(|| failures.join("; "));
+    let counter = h.throughput.counter.clone();
+    h.throughput.value = h.rate(&counter);
+    for l in h.latencies.iter_mut() {
+        l.percentiles = hists
+            .iter()
+            .find(|(n, _)| *n == l.name)
+            .and_then(|(_, s)| Percentiles::of(s));
+    }
+    for (n, s) in hists {
+        if !h.latencies.iter().any(|l| l.name == *n) {
+            h.latencies.push(Latency {
+                name: n.clone().into(),
+                unit: "µs".into(),
+                percentiles: Percentiles::of(s),
+            });
+        }
+    }
+    let mut v = first.report.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("totals".into(), serde_json::json!(h.named_totals()));
+        o.insert(
+            "headline".into(),
+            serde_json::to_value(&h).unwrap_or_default(),
+        );
+        o.insert("agents".into(), agents_json(agents));
+        if !unreadable.is_empty() {
+            o.insert("unreadable".into(), unreadable.into());
+        }
+        o.remove("summary");
+        o.remove("events");
+    }
+    v
+}
+
+/// The whole run's latency histograms: every second's of `ticks`, merged per name.
+pub(crate) fn run_histograms<'a>(
+    ticks: impl IntoIterator<Item = &'a LoadTick>,
+) -> Vec<(String, Histogram<u64>)> {
+    let mut sums: Vec<(String, HistogramSum)> = Vec::new();
+    for t in ticks {
+        for (name, h) in &t.latency {
+            match sums.iter_mut().find(|(n, _)| n == name) {
+                Some((_, acc)) => acc.add(h),
+                None => {
+                    let mut acc = HistogramSum::default();
+                    acc.add(h);
+                    sums.push((name.clone(), acc));
+                }
+            }
+        }
+    }
+    sums.into_iter()
+        .filter_map(|(n, s)| Some((n, s.finish()?)))
+        .collect()
+}
+
+fn agents_json(agents: &[AgentReport]) -> serde_json::Value {
+    agents
+        .iter()
+        .map(|a| serde_json::json!({"host": a.host, "report": a.report}))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,5 +534,185 @@ mod tests {
             r.iter().map(|t| t.completed).collect::<Vec<_>>(),
             [Some(5), Some(1)]
         );
+    }
+
+    fn counts(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+        h.iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
+
+    /// An agent's last second that spans three grid seconds and a bit (kh2: seconds ending
+    /// …, 9.000, then 12.059, 804 messages, the drain included) is split across them by
+    /// its length, every part marked, and nothing lost or counted twice; the other agent's
+    /// seconds of the same grid seconds merge with the parts.
+    #[test]
+    fn a_second_spanning_grid_seconds_is_split_pro_rata_and_marked() {
+        let origin = 0u64;
+        let g = 1_000_000_000u64;
+        let raw: Vec<u64> = (0..804).map(|i| 100 + (i * 37) % 9000).collect();
+        let long = tick(12 * g + 59_000_000, 3.059, 804, raw.clone());
+        let parts = split(origin, long.clone());
+        assert_eq!(
+            parts.iter().map(|p| p.0).collect::<Vec<_>>(),
+            [10, 11, 12, 13],
+            "the grid seconds ending at 10, 11, 12 and the 59 ms after 12"
+        );
+        let done: Vec<u64> = parts.iter().map(|p| p.1.completed.unwrap()).collect();
+        assert_eq!(done.iter().sum::<u64>(), 804);
+        // By length: 1/3.059 of 804 is 262.8, 0.059/3.059 is 15.5.
+        assert_eq!(done, [263, 263, 262, 16]);
+        let mut all = hist();
+        for (_, p) in &parts {
+            assert_eq!(p.value(PRO_RATA), Some(1.0), "every part is marked");
+            assert!((p.interval_s - if p.end_ns > 12 * g { 0.059 } else { 1.0 }).abs() < 1e-9);
+            all.add(&p.latency[0].1).unwrap();
+            // Its rate is the whole second's; its count its own.
+            let rate = p.value("received").unwrap();
+            assert!((rate - 804.0 / 3.059).abs() < 1e-6);
+        }
+        assert_eq!(
+            counts(&all),
+            counts(&long.latency[0].1),
+            "every bucket shared exactly"
+        );
+        // An ordinary second, or one a few ms off the grid, is not split.
+        let near = tick(5 * g + 3_000_000, 1.0, 10, vec![5]);
+        assert_eq!(split(origin, near.clone()).len(), 1);
+        let one = &split(origin, near.clone())[0];
+        assert_eq!(
+            (one.0, one.1.end_ns, one.1.completed),
+            (5, near.end_ns, Some(10))
+        );
+        assert_eq!(one.1.value(PRO_RATA), None);
+        // With another agent's whole seconds 10 to 12: each merged second has both.
+        let mut m = Merger::new(origin, 2);
+        let mut out = Vec::new();
+        for k in 1..=9u64 {
+            out.extend(m.push(1, tick(k * g, 1.0, 100, vec![10])));
+        }
+        out.extend(m.push(1, tick(10 * g, 1.0, 100, vec![10])));
+        out.extend(m.push(1, tick(11 * g, 1.0, 100, vec![10])));
+        out.extend(m.push(1, tick(12 * g, 1.0, 100, vec![10])));
+        for k in 1..=9u64 {
+            out.extend(m.push(0, tick(k * g, 1.0, 50, vec![10])));
+        }
+        out.extend(m.push(0, long));
+        out.extend(m.host_done(0));
+        out.extend(m.host_done(1));
+        let got: Vec<(u64, Option<u64>, Option<f64>)> = out
+            .iter()
+            .map(|t| (t.end_ns, t.completed, t.value(PRO_RATA)))
+            .collect();
+        assert_eq!(got.len(), 13);
+        assert_eq!(
+            got[9],
+            (10 * g, Some(363), Some(1.0)),
+            "second 10: 100 + 263"
+        );
+        assert_eq!(got[10], (11 * g, Some(363), Some(1.0)));
+        assert_eq!(got[11], (12 * g, Some(362), Some(1.0)));
+        assert_eq!(got[12], (12 * g + 59_000_000, Some(16), Some(1.0)));
+        assert_eq!(got[8].2, None, "second 9 holds no share");
+        let total: u64 = out.iter().filter_map(|t| t.completed).sum();
+        assert_eq!(total, 9 * 50 + 804 + 12 * 100);
+    }
+
+    /// An agent's report as `kiln agent` sends it, and the latencies of its seconds.
+    fn report(
+        lat: &[u64],
+        sent: u64,
+        start: u64,
+        end: u64,
+        failure: Option<&str>,
+    ) -> (serde_json::Value, LoadTick) {
+        let mut h = hist();
+        for v in lat {
+            h.record(*v).unwrap();
+        }
+        let headline = serde_json::json!({
+            "protocol": "mqtt",
+            "id": "x",
+            "throughput": {"counter": "received", "unit": "msg/s", "value": sent as f64 * 1e9 / (end - start) as f64},
+            "duration_s": (end - start) as f64 / 1e9,
+            "start_mono_ns": start,
+            "end_mono_ns": end,
+            "start_unix_ns": start + 1_700_000_000_000_000_000,
+            "totals": [
+                {"name": "sent", "unit": "msg", "value": sent},
+                {"name": "received", "unit": "msg", "value": sent},
+            ],
+            "latencies": [{"name": "consumer_latency", "unit": "µs", "percentiles": Percentiles::of(&h)}],
+            "flag_seconds": [{"name": "stalled", "unit": "s", "value": sent % 3}],
+            "failure": failure,
+            "interrupted": false,
+        });
+        let r = serde_json::json!({
+            "protocol": "mqtt",
+            "options": {},
+            "summary": {"verdict": "agent's own"},
+            "headline": headline,
+            "totals": {"sent": sent},
+            "events": [],
+            "steps": [],
+        });
+        (r, tick(end, 1.0, sent, lat.to_vec()))
+    }
+
+    /// The run's report is the sum of its agents': totals added, histograms merged,
+    /// the earliest start and the latest end, throughput over that span.
+    #[test]
+    fn the_run_report_is_the_sum_of_every_agents() {
+        let g = 1_000_000_000u64;
+        let a: Vec<u64> = (1..=500).collect();
+        let b: Vec<u64> = (1000..=1800).collect();
+        let (ra, ta) = report(&a, 7_994, 100 * g, 110 * g, None);
+        let (rb, tb) = report(&b, 7_995, 300 * g, 312 * g, Some("broker gone"));
+        let agents = vec![
+            AgentReport {
+                host: "kh1".into(),
+                report: ra,
+                span: Some((5 * g, 15 * g)),
+            },
+            AgentReport {
+                host: "kh2".into(),
+                report: rb,
+                span: Some((4 * g, 16 * g)),
+            },
+            AgentReport {
+                host: "kh3".into(),
+                report: serde_json::json!({"headline": 5}),
+                span: None,
+            },
+        ];
+        let hists = run_histograms([&ta, &tb]);
+        let m = merged_report(&agents, &hists);
+        let h: kiln_loadgen::engine::report::Headline =
+            serde_json::from_value(m["headline"].clone()).unwrap();
+        assert_eq!(h.total("sent"), 15_989);
+        assert_eq!(h.total("received"), 15_989);
+        assert_eq!(m["totals"]["sent"], 15_989);
+        assert_eq!(
+            (h.start_mono_ns, h.end_mono_ns),
+            (4 * g, 16 * g),
+            "on this host's clock"
+        );
+        assert_eq!(h.duration_s, 12.0);
+        assert!((h.throughput.value - 15_989.0 / 12.0).abs() < 1e-9);
+        let mut all = hist();
+        for v in a.iter().chain(&b) {
+            all.record(*v).unwrap();
+        }
+        assert_eq!(counts(&hists[0].1), counts(&all));
+        assert_eq!(h.latencies[0].percentiles, Percentiles::of(&all));
+        assert_eq!(h.flag_seconds[0].value, 2, "the most of any agent");
+        assert_eq!(h.failure.as_deref(), Some("kh2: broker gone"));
+        assert_eq!(
+            m["agents"].as_array().unwrap().len(),
+            3,
+            "each agent's own is kept"
+        );
+        assert_eq!(m["unreadable"][0]["host"], "kh3");
+        assert!(m.get("summary").is_none());
     }
 }
