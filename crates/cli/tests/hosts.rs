@@ -329,6 +329,68 @@ fn an_mqtt_fleet_over_two_agents_is_counted_as_the_broker_counts_it() {
     drop(sys);
 }
 
+/// Two agents run the same MQTT pubsub load on the same topics at QoS 1: each counts its
+/// own messages exactly (0 lost, 0 duplicated, its own sent = its own received) and the
+/// other's as foreign, both carry the run's nonce with their own index, and the run's
+/// sent and received equal what an independent subscriber got.
+#[test]
+fn two_mqtt_agents_on_the_same_topics_count_their_own_messages() {
+    let h = Hosts::new(2, &[None, None], true);
+    let b = broker(&h.net);
+    let witness = kiln_testkit::Witness::start(&b, "bench/+").unwrap();
+    let store = h.agent_dir.path().join("runs.db");
+    let out = h
+        .kiln(&store)
+        .args(["--name", "ps", "-d", "4", "--warmup", "1", "-p"])
+        .arg(b.pid().unwrap().to_string())
+        .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
+        .args(["load", "mqtt", "pubsub", "-h", &b.address().to_string()])
+        .args([
+            "-p",
+            &b.port().to_string(),
+            "-c",
+            "4",
+            "-q",
+            "1",
+            "-I",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    kiln_testkit::succeeded(&out);
+    let run = show(&store, "ps");
+    let report = &run["meta"]["load"]["report"];
+    let agents = report["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    let mut loads = Vec::new();
+    for a in agents {
+        let r = &a["report"];
+        let verdict = r["summary"]["verdict"].as_str().unwrap_or_default();
+        assert_eq!(total(r, "lost"), 0, "{verdict}");
+        assert_eq!(total(r, "duplicated"), 0, "{verdict}");
+        assert!(total(r, "foreign") > 0, "{verdict}");
+        assert!(total(r, "sent") > 0, "{verdict}");
+        assert_eq!(total(r, "sent"), total(r, "received"), "{verdict}");
+        assert!(verdict.contains("at least once held"), "{verdict}");
+        loads.push(r["summary"]["load"].as_str().unwrap().to_string());
+    }
+    let (n0, i0) = loads[0].split_once('/').unwrap();
+    let (n1, i1) = loads[1].split_once('/').unwrap();
+    assert_eq!(n0, n1, "the run's nonce: {loads:?}");
+    assert_ne!(i0, i1, "each agent its index: {loads:?}");
+    let sent = total(report, "sent");
+    assert_eq!(
+        sent,
+        total(&agents[0]["report"], "sent") + total(&agents[1]["report"], "sent")
+    );
+    assert_eq!(total(report, "received"), sent);
+    assert_eq!(witness.count(sent), sent, "the independent subscriber");
+    // The measured seconds' count, not a rate times the window.
+    let h = &run["meta"]["headline"];
+    let ops = h["operations"].as_u64().unwrap();
+    assert!(ops > 0 && ops <= sent, "{h:#}");
+}
+
 /// A fixed-rate AMQP load from two agents: the run's latency histogram of the measurement
 /// is the exact merge of the two agents' (every bucket the sum of theirs), and holds one
 /// value per message received.

@@ -99,81 +99,6 @@ fn pubsub_prints_lines_and_writes_json_and_csv() {
         .stderr(predicate::str::contains("refused"));
 }
 
-/// Messages of an independent subscriber (`mosquitto_sub` on `filter`, one line per
-/// message: its topic), counted as they come; ready once it received a marker published on `ready_topic`.
-struct Witness {
-    child: std::process::Child,
-    lines: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl Witness {
-    fn start(port: u16, filter: &str, ready_topic: &str) -> Witness {
-        use std::io::BufRead;
-        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-        use std::sync::Arc;
-        let mut child = std::process::Command::new("mosquitto_sub")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "-q",
-                "1",
-                "-F",
-                "%t",
-            ])
-            .args(["-t", filter, "-t", ready_topic])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let lines = Arc::new(AtomicU64::new(0));
-        let ready = Arc::new(AtomicBool::new(false));
-        let (l, r, marker) = (lines.clone(), ready.clone(), ready_topic.to_string());
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                if line == marker {
-                    r.store(true, Ordering::SeqCst);
-                } else {
-                    l.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-        });
-        // Ready: a marker published after it subscribed came back.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !ready.load(Ordering::SeqCst) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "mosquitto_sub never got its marker"
-            );
-            std::process::Command::new("mosquitto_pub")
-                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "1"])
-                .args(["-t", ready_topic, "-m", "ready"])
-                .status()
-                .unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        Witness { child, lines }
-    }
-
-    /// Its count once it reached `at_least` (or 30 s passed: then the count so far).
-    fn count(&self, at_least: u64) -> u64 {
-        use std::sync::atomic::Ordering;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while self.lines.load(Ordering::SeqCst) < at_least && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        self.lines.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Witness {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Two `kiln load mqtt pubsub` processes at once on one broker and the same topics (the
 /// second started once the first printed its first second), their JSON reports.
 fn two_loads(port: u16, extra: &[&str]) -> Vec<serde_json::Value> {
@@ -220,7 +145,7 @@ fn two_loads(port: u16, extra: &[&str]) -> Vec<serde_json::Value> {
 #[test]
 fn two_loads_on_one_broker_tell_their_messages_apart() {
     let b = kiln_testkit::Mosquitto::start().unwrap();
-    let witness = Witness::start(b.port(), "bench/+", "ready/w");
+    let witness = kiln_testkit::Witness::start(&b, "bench/+").unwrap();
     let reports = two_loads(b.port(), &[]);
     let mut sent_all = 0;
     for r in &reports {
@@ -251,7 +176,7 @@ fn two_loads_on_one_broker_tell_their_messages_apart() {
 #[test]
 fn shared_subscription_of_two_loads_is_judged_by_the_sum() {
     let b = kiln_testkit::Mosquitto::start().unwrap();
-    let witness = Witness::start(b.port(), "bench/+", "ready/w");
+    let witness = kiln_testkit::Witness::start(&b, "bench/+").unwrap();
     let reports = two_loads(b.port(), &["--sub-topic", "$share/g/bench/+"]);
     let (mut sent, mut received, mut not_here, mut own_received) = (0, 0, 0, 0);
     for r in &reports {

@@ -53,7 +53,7 @@ pub use browser::{run_browser_checks, web_dir};
 pub use go_blockcache::{build_go_blockcache, go_blockcache_source, go_command, GoBlockCache};
 pub use hosts::{NetHost, SshKeys, Sshd, TestNet};
 pub use http_faults::{Fault, FaultServer};
-pub use mosquitto::{Mosquitto, MosquittoOptions};
+pub use mosquitto::{Mosquitto, MosquittoOptions, Witness};
 pub use netns::{in_private_netns, set_sysctl};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};

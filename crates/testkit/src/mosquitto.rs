@@ -218,3 +218,79 @@ impl Drop for Mosquitto {
         self.kill();
     }
 }
+
+/// An independent subscriber (`mosquitto_sub -q 1` on a filter) counting the messages it
+/// gets, one line per message (its topic) as they come. Dropping it stops it.
+pub struct Witness {
+    child: Child,
+    count: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Witness {
+    /// Subscribes to `filter` on `b` and returns once it is subscribed: a marker it
+    /// publishes on a topic of its own came back.
+    pub fn start(b: &Mosquitto, filter: &str) -> Result<Witness, Error> {
+        use std::io::BufRead;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::sync::Arc;
+        let (host, port) = (b.address().to_string(), b.port().to_string());
+        let marker = format!("kiln-witness/{}", std::process::id());
+        let mut child = Command::new("mosquitto_sub")
+            .args(["-h", &host, "-p", &port, "-q", "1", "-F", "%t"])
+            .args(["-t", filter, "-t", &marker])
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|source| Error::Io {
+                what: "starting mosquitto_sub".into(),
+                source,
+            })?;
+        let out = child.stdout.take().expect("piped");
+        let count = Arc::new(AtomicU64::new(0));
+        let ready = Arc::new(AtomicBool::new(false));
+        let (c, r, m) = (count.clone(), ready.clone(), marker.clone());
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if line == m {
+                    r.store(true, Ordering::SeqCst);
+                } else {
+                    c.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        let mut w = Witness { child, count };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready.load(Ordering::SeqCst) {
+            if Instant::now() > deadline || w.child.try_wait().ok().flatten().is_some() {
+                return Err(Error::StartTimeout {
+                    server: "mosquitto_sub".into(),
+                    seconds: 30,
+                    log: "it never received its own marker".into(),
+                });
+            }
+            let _ = Command::new("mosquitto_pub")
+                .args([
+                    "-h", &host, "-p", &port, "-q", "1", "-t", &marker, "-m", "1",
+                ])
+                .status();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(w)
+    }
+
+    /// The messages received once there are `at_least`, or after 30 s the count so far.
+    pub fn count(&self, at_least: u64) -> u64 {
+        use std::sync::atomic::Ordering;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.count.load(Ordering::SeqCst) < at_least && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.count.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Witness {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
