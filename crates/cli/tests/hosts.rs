@@ -329,19 +329,16 @@ fn an_mqtt_fleet_over_two_agents_is_counted_as_the_broker_counts_it() {
     drop(sys);
 }
 
-/// Two agents run the same MQTT pubsub load on the same topics at QoS 1: each counts its
-/// own messages exactly (0 lost, 0 duplicated, its own sent = its own received) and the
-/// other's as foreign, both carry the run's nonce with their own index, and the run's
-/// sent and received equal what an independent subscriber got.
-#[test]
-fn two_mqtt_agents_on_the_same_topics_count_their_own_messages() {
+/// `kiln run` of two agents running the same MQTT pubsub load (QoS 1, `extra` flags) on
+/// the same topics, and an independent subscriber's count of the run's messages.
+fn two_mqtt_agents(name: &str, extra: &[&str]) -> (Value, u64) {
     let h = Hosts::new(2, &[None, None], true);
     let b = broker(&h.net);
     let witness = kiln_testkit::Witness::start(&b, "bench/+").unwrap();
     let store = h.agent_dir.path().join("runs.db");
     let out = h
         .kiln(&store)
-        .args(["--name", "ps", "-d", "4", "--warmup", "1", "-p"])
+        .args(["--name", name, "-d", "4", "--warmup", "1", "-p"])
         .arg(b.pid().unwrap().to_string())
         .args(["--agent", &h.dest(0), "--agent", &h.dest(1)])
         .args(["load", "mqtt", "pubsub", "-h", &b.address().to_string()])
@@ -355,14 +352,37 @@ fn two_mqtt_agents_on_the_same_topics_count_their_own_messages() {
             "-I",
             "10",
         ])
+        .args(extra)
         .output()
         .unwrap();
     kiln_testkit::succeeded(&out);
-    let run = show(&store, "ps");
+    let run = show(&store, name);
+    let sent = total(&run["meta"]["load"]["report"], "sent");
+    (run, witness.count(sent))
+}
+
+/// Each agent's load id: the run's nonce, and its own index.
+fn agents_loads(agents: &[Value]) {
+    let loads: Vec<&str> = agents
+        .iter()
+        .map(|a| a["report"]["summary"]["load"].as_str().unwrap())
+        .collect();
+    let (n0, i0) = loads[0].split_once('/').unwrap();
+    let (n1, i1) = loads[1].split_once('/').unwrap();
+    assert_eq!(n0, n1, "the run's nonce: {loads:?}");
+    assert_ne!(i0, i1, "each agent its index: {loads:?}");
+}
+
+/// Two agents run the same MQTT pubsub load on the same topics at QoS 1: each counts its
+/// own messages exactly (0 lost, 0 duplicated, its own sent = its own received) and the
+/// other's as foreign, both carry the run's nonce with their own index, and the run's
+/// sent and received equal what an independent subscriber got.
+#[test]
+fn two_mqtt_agents_on_the_same_topics_count_their_own_messages() {
+    let (run, witness) = two_mqtt_agents("ps", &[]);
     let report = &run["meta"]["load"]["report"];
     let agents = report["agents"].as_array().unwrap();
     assert_eq!(agents.len(), 2);
-    let mut loads = Vec::new();
     for a in agents {
         let r = &a["report"];
         let verdict = r["summary"]["verdict"].as_str().unwrap_or_default();
@@ -372,23 +392,59 @@ fn two_mqtt_agents_on_the_same_topics_count_their_own_messages() {
         assert!(total(r, "sent") > 0, "{verdict}");
         assert_eq!(total(r, "sent"), total(r, "received"), "{verdict}");
         assert!(verdict.contains("at least once held"), "{verdict}");
-        loads.push(r["summary"]["load"].as_str().unwrap().to_string());
     }
-    let (n0, i0) = loads[0].split_once('/').unwrap();
-    let (n1, i1) = loads[1].split_once('/').unwrap();
-    assert_eq!(n0, n1, "the run's nonce: {loads:?}");
-    assert_ne!(i0, i1, "each agent its index: {loads:?}");
+    agents_loads(agents);
     let sent = total(report, "sent");
     assert_eq!(
         sent,
         total(&agents[0]["report"], "sent") + total(&agents[1]["report"], "sent")
     );
     assert_eq!(total(report, "received"), sent);
-    assert_eq!(witness.count(sent), sent, "the independent subscriber");
+    assert_eq!(witness, sent, "the independent subscriber");
+    assert_eq!(report["delivery"]["lost"], 0, "{:#}", report["delivery"]);
     // The measured seconds' count, not a rate times the window.
     let h = &run["meta"]["headline"];
     let ops = h["operations"].as_u64().unwrap();
     assert!(ops > 0 && ops <= sent, "{h:#}");
+}
+
+/// Two agents whose subscribers share one subscription group: neither calls lost what the
+/// other's subscribers got; the run as a whole judges, and its sum is exact against an
+/// independent subscriber.
+#[test]
+fn two_mqtt_agents_sharing_a_subscription_are_judged_by_the_run() {
+    let (run, witness) = two_mqtt_agents("shared", &["--sub-topic", "$share/g/bench/+"]);
+    let report = &run["meta"]["load"]["report"];
+    let agents = report["agents"].as_array().unwrap();
+    let mut from_run = 0;
+    for a in agents {
+        let r = &a["report"];
+        let verdict = r["summary"]["verdict"].as_str().unwrap_or_default();
+        assert_eq!(total(r, "lost"), 0, "{verdict}");
+        assert_eq!(total(r, "duplicated"), 0, "{verdict}");
+        assert!(total(r, "foreign") > 0, "{verdict}");
+        assert!(
+            verdict.contains("judged by the run as a whole"),
+            "{verdict}"
+        );
+        from_run += r["summary"]["from_run"].as_u64().unwrap();
+    }
+    agents_loads(agents);
+    let sent = total(report, "sent");
+    let d = &report["delivery"];
+    assert_eq!(d["shared"], true, "{d:#}");
+    assert_eq!(d["sent"], sent, "{d:#}");
+    assert_eq!(total(report, "received") + from_run, sent, "{d:#}");
+    assert_eq!(d["received"], sent, "{d:#}");
+    assert_eq!(d["lost"], 0, "{d:#}");
+    assert!(
+        d["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("every message delivered once"),
+        "{d:#}"
+    );
+    assert_eq!(witness, sent, "the independent subscriber");
 }
 
 /// A fixed-rate AMQP load from two agents: the run's latency histogram of the measurement

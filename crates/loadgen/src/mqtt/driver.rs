@@ -308,6 +308,8 @@ pub(crate) struct Outcome {
     pub load: Option<LoadId>,
     /// Shared subscription with other loads in the group: messages not received here.
     pub unjudged: Option<u64>,
+    /// Foreign messages of the run's other agents (the same nonce).
+    pub from_run: u64,
     pub refusals: BTreeMap<String, u64>,
     pub drops: BTreeMap<String, u64>,
     pub failures: BTreeMap<String, u64>,
@@ -438,6 +440,8 @@ struct Loop<'a> {
     me: LoadId,
     /// Foreign messages stamped by another kiln load (layout 2).
     other_loads: u64,
+    /// Of those, the run's other agents' (the same nonce).
+    from_run: u64,
     /// Foreign messages of layout 1 or of a layout unknown here, told once each.
     told_layouts: [bool; 2],
     /// Shared subscription with other loads' subscribers in the group: messages of this
@@ -544,6 +548,7 @@ impl Driver for MqttDriver {
             sent_total: 0,
             me: o.load_id.unwrap_or_else(LoadId::random),
             other_loads: 0,
+            from_run: 0,
             told_layouts: [false; 2],
             unjudged: None,
         };
@@ -554,6 +559,7 @@ impl Driver for MqttDriver {
             deliveries,
             load: (npubs > 0).then_some(lp.me),
             unjudged: lp.unjudged,
+            from_run: lp.from_run,
             refusals: std::mem::take(&mut lp.refusals),
             drops: std::mem::take(&mut lp.drops),
             failures: std::mem::take(&mut lp.failures),
@@ -1498,7 +1504,12 @@ impl Loop<'_> {
     fn foreign(&mut self, origin: Option<Origin>) {
         self.ctx.add(0, M.foreign, 1);
         match origin {
-            Some(Origin::Load { load, .. }) if load != self.me => self.other_loads += 1,
+            Some(Origin::Load { load, .. }) if load != self.me => {
+                self.other_loads += 1;
+                if load.same_run(&self.me) {
+                    self.from_run += 1;
+                }
+            }
             Some(Origin::Layout1 { .. }) if !self.told_layouts[0] => {
                 self.told_layouts[0] = true;
                 self.ctx.event(

@@ -35,6 +35,10 @@ pub struct Summary {
     /// judges delivery).
     #[serde(default)]
     pub not_received_here: Option<u64>,
+    /// Foreign messages that the run's other agents published (the same nonce, another
+    /// agent index): what the run as a whole adds to this load's received.
+    #[serde(default)]
+    pub from_run: u64,
     /// What the delivery accounting shows, in words.
     pub verdict: String,
 }
@@ -56,6 +60,7 @@ impl Summary {
             delivery: out.deliveries.clone(),
             load: out.load.map(|l| l.to_string()),
             not_received_here: out.unjudged,
+            from_run: out.from_run,
             verdict: verdict(o, h, out.unjudged),
         }
     }

@@ -378,10 +378,55 @@ pub(crate) fn merged_report(
         if !unreadable.is_empty() {
             o.insert("unreadable".into(), unreadable.into());
         }
+        if let Some(d) = run_delivery(&read) {
+            o.insert("delivery".into(), d);
+        }
         o.remove("summary");
         o.remove("events");
     }
     v
+}
+
+/// MQTT `pubsub` agents' delivery judged by the run as a whole: what all sent against what
+/// all received of the run's messages (their own and the other agents'). With a shared
+/// subscription whose group the agents share, no agent can judge alone (each got part of
+/// every agent's messages); the sum can: every message to exactly one subscriber.
+fn run_delivery(
+    read: &[(&AgentReport, kiln_loadgen::engine::report::Headline)],
+) -> Option<serde_json::Value> {
+    let summaries: Vec<&serde_json::Value> =
+        read.iter().map(|(a, _)| &a.report["summary"]).collect();
+    if summaries.is_empty() || summaries.iter().any(|s| s["scenario"] != "pubsub") {
+        return None;
+    }
+    let sum = |name: &str| read.iter().map(|(_, h)| h.total(name)).sum::<u64>();
+    let (sent, own) = (sum("sent"), sum("received"));
+    let from_run: u64 = summaries
+        .iter()
+        .filter_map(|s| s["from_run"].as_u64())
+        .sum();
+    let shared = summaries.iter().any(|s| !s["not_received_here"].is_null());
+    let (lost, dup) = (sum("lost"), sum("duplicated"));
+    let received = own + from_run;
+    let verdict = if !shared {
+        format!(
+            "each agent judged its own messages: {sent} sent, {lost} lost, {dup} duplicated in all"
+        )
+    } else if received == sent && dup == 0 {
+        format!("shared subscription, judged by the run as a whole: {sent} sent by all agents, {received} received by all: every message delivered once")
+    } else if received < sent {
+        format!("shared subscription, judged by the run as a whole: {sent} sent by all agents, {received} received by all: {} never reached a subscriber of the run (lost, or taken by a subscriber of the group outside the run)", sent - received)
+    } else {
+        format!("shared subscription, judged by the run as a whole: {sent} sent by all agents, {received} received by all: {} more than sent (delivered more than once)", received - sent)
+    };
+    Some(serde_json::json!({
+        "shared": shared,
+        "sent": sent,
+        "received": received,
+        "lost": if shared { sent.saturating_sub(received) } else { lost },
+        "duplicated": if shared { received.saturating_sub(sent).max(dup) } else { dup },
+        "verdict": verdict,
+    }))
 }
 
 /// The whole run's latency histograms: every second's of `ticks`, merged per name.
