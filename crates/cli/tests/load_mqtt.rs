@@ -200,3 +200,69 @@ fn shared_subscription_of_two_loads_is_judged_by_the_sum() {
     assert_eq!(own_received + not_here, sent);
     assert_eq!(witness.count(sent), sent);
 }
+
+/// Messages of the layout before the load nonce (an older kiln: a publisher index and
+/// zeros) and of a layout version this kiln does not know are foreign, each told once,
+/// never taken for the load's own.
+#[test]
+fn older_and_unknown_layouts_are_foreign_and_named() {
+    let b = kiln_testkit::Mosquitto::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Layout 1: sequence 0, a send time, no intended time, publisher 0 (+1); then layout
+    // version 9. Retained, so the load's subscriber gets them when it subscribes.
+    let mut v1 = vec![0u8; 64];
+    v1[4..12].copy_from_slice(&1_000u64.to_be_bytes());
+    v1[20..24].copy_from_slice(&1u32.to_be_bytes());
+    let mut v9 = v1.clone();
+    v9[24..26].copy_from_slice(&9u16.to_be_bytes());
+    for (topic, body) in [("bench/7", &v1), ("bench/8", &v9)] {
+        let f = dir.path().join(topic.replace('/', "_"));
+        std::fs::write(&f, body).unwrap();
+        let st = std::process::Command::new("mosquitto_pub")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &b.port().to_string(),
+                "-q",
+                "1",
+                "-r",
+            ])
+            .args(["-t", topic, "-f"])
+            .arg(&f)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let out = dir.path().join("r");
+    kiln()
+        .args(["load", "mqtt", "pubsub", "-h", "127.0.0.1", "-p"])
+        .arg(b.port().to_string())
+        .args(["-c", "2", "-q", "1", "-L", "20", "-I", "5", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap())
+            .unwrap();
+    let t = &r["totals"];
+    assert_eq!(t["foreign"], 2, "{t}");
+    assert_eq!(
+        (t["sent"].as_u64(), t["received"].as_u64()),
+        (Some(40), Some(40))
+    );
+    assert_eq!(t["duplicated"].as_u64().unwrap_or(0), 0, "{t}");
+    let told: Vec<&str> = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "foreign-layout")
+        .map(|e| e["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(told.iter().any(|d| d.contains("layout 1")), "{told:?}");
+    assert!(
+        told.iter().any(|d| d.contains("layout version 9")),
+        "{told:?}"
+    );
+}
