@@ -110,7 +110,8 @@ pub(crate) fn split(origin: u64, t: LoadTick) -> Vec<(i64, LoadTick)> {
 
 #[derive(Default)]
 struct Pending {
-    parts: Vec<LoadTick>,
+    /// Each host's part, by host.
+    parts: Vec<(usize, LoadTick)>,
 }
 
 /// Merges the seconds of `hosts` agents.
@@ -139,8 +140,25 @@ impl Merger {
     /// are now complete, in order.
     pub fn push(&mut self, host: usize, tick: LoadTick) -> Vec<LoadTick> {
         for (k, part) in split(self.origin, tick) {
-            self.latest[host] = Some(self.latest[host].map_or(k, |l| l.max(k)));
-            self.pending.entry(k).or_default().parts.push(part);
+            // The host is through grid second k once a second of its ends at k's end; a
+            // part that ends before (cut at the grid, or its last) leaves k open.
+            let through =
+                if part.end_ns as i128 >= self.origin as i128 + k as i128 * SECOND - SLACK_NS {
+                    k
+                } else {
+                    k - 1
+                };
+            self.latest[host] = Some(self.latest[host].map_or(through, |l| l.max(through)));
+            let parts = &mut self.pending.entry(k).or_default().parts;
+            // A host's second cut at the grid and its next second meet in one grid
+            // second: one after the other, their lengths add up.
+            match parts.iter_mut().find(|(h, _)| *h == host) {
+                Some((_, mine)) => {
+                    let before = std::mem::take(mine);
+                    *mine = combine(vec![before, part], true);
+                }
+                None => parts.push((host, part)),
+            }
         }
         self.release(false)
     }
@@ -170,7 +188,7 @@ impl Merger {
                 break;
             }
             if let Some(p) = self.pending.remove(&k) {
-                out.push(merge(p.parts));
+                out.push(merge(p.parts.into_iter().map(|(_, t)| t).collect()));
             }
         }
         out
@@ -197,6 +215,12 @@ pub(crate) fn latency_values(name: &str, p: Option<&Percentiles>) -> Vec<Value> 
 
 /// One second from the same second of several hosts.
 pub(crate) fn merge(parts: Vec<LoadTick>) -> LoadTick {
+    combine(parts, false)
+}
+
+/// One second from `parts`: seconds of several hosts over the same instants (its length
+/// the longest), or of one host one after the other (`consecutive`: the sum of theirs).
+fn combine(parts: Vec<LoadTick>, consecutive: bool) -> LoadTick {
     let mut parts = parts.into_iter();
     let Some(first) = parts.next() else {
         return LoadTick::default();
@@ -206,7 +230,11 @@ pub(crate) fn merge(parts: Vec<LoadTick>) -> LoadTick {
         return first;
     }
     let all: Vec<&LoadTick> = std::iter::once(&first).chain(rest.iter()).collect();
-    let interval_s = all.iter().map(|t| t.interval_s).fold(0.0, f64::max);
+    let interval_s = if consecutive {
+        all.iter().map(|t| t.interval_s).sum()
+    } else {
+        all.iter().map(|t| t.interval_s).fold(0.0, f64::max)
+    };
     let end_ns = all.iter().map(|t| t.end_ns).max().unwrap_or(0);
     let sum = |f: fn(&LoadTick) -> Option<u64>| {
         let v: Vec<u64> = all.iter().filter_map(|t| f(t)).collect();
@@ -574,11 +602,12 @@ mod tests {
         let last = tick(2_030_000_000, 0.03, 1, vec![30]);
         assert_eq!(second_of(origin, &last), 3);
         assert!(m.push(0, last).is_empty());
+        // Host 1 done: second 2 is complete; second 3 waits for host 0, whose second
+        // ended before the grid's second 3 did (more of it may come).
         let r = m.host_done(1);
-        assert_eq!(
-            r.iter().map(|t| t.completed).collect::<Vec<_>>(),
-            [Some(5), Some(1)]
-        );
+        assert_eq!(r.iter().map(|t| t.completed).collect::<Vec<_>>(), [Some(5)]);
+        let r = m.host_done(0);
+        assert_eq!(r.iter().map(|t| t.completed).collect::<Vec<_>>(), [Some(1)]);
     }
 
     fn counts(h: &Histogram<u64>) -> Vec<(u64, u64)> {
@@ -661,6 +690,31 @@ mod tests {
         assert_eq!(got[8].2, None, "second 9 holds no share");
         let total: u64 = out.iter().filter_map(|t| t.completed).sum();
         assert_eq!(total, 9 * 50 + 804 + 12 * 100);
+    }
+
+    /// A second that ended 0.3 s late is cut at the grid; its tail and the host's next
+    /// (short) second share a grid second one after the other: their lengths add up, so
+    /// the merged rate is its count over the whole second.
+    #[test]
+    fn a_late_second_and_the_next_share_a_grid_second_end_to_end() {
+        let g = 1_000_000_000u64;
+        let mut m = Merger::new(0, 2);
+        let mut out = Vec::new();
+        out.extend(m.push(1, tick(5 * g, 1.0, 100, vec![10])));
+        out.extend(m.push(1, tick(6 * g, 1.0, 100, vec![10])));
+        out.extend(m.push(0, tick(4 * g, 1.0, 130, vec![10])));
+        out.extend(m.push(0, tick(5 * g + 300_000_000, 1.3, 130, vec![10])));
+        out.extend(m.push(0, tick(6 * g, 0.7, 70, vec![10])));
+        out.extend(m.host_done(0));
+        out.extend(m.host_done(1));
+        let six = out.iter().find(|t| t.end_ns == 6 * g).unwrap();
+        // 30 of the late second's 130 (0.3 of 1.3 s), 70 of the next, 100 of host 1's.
+        assert_eq!(six.completed, Some(200));
+        assert!((six.interval_s - 1.0).abs() < 1e-9, "{}", six.interval_s);
+        assert!((six.value("received").unwrap() - 200.0).abs() < 1e-6);
+        assert_eq!(six.value(PRO_RATA), Some(1.0));
+        let five = out.iter().find(|t| t.end_ns == 5 * g).unwrap();
+        assert_eq!(five.completed, Some(200), "100 of 130, and host 1's 100");
     }
 
     /// An agent's report as `kiln agent` sends it, and the latencies of its seconds.
