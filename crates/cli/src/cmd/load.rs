@@ -159,7 +159,7 @@ pub struct MqttArgs {
     /// One run per total publishing rate: FROM:TO:STEPS or a list; each lasts -z (10 s).
     #[arg(long, value_name = "SPEC")]
     rate_sweep: Option<String>,
-    /// The load's id in its messages, 16 hex digits, not all zero (default: random per
+    /// The load's id in its messages, up to 16 hex digits, not 0 (default: random per
     /// load). Messages of any other id are foreign; `kiln run --agent` gives its agents the
     /// run's nonce and each its --agent-index.
     #[arg(long, value_name = "HEX")]
@@ -260,7 +260,7 @@ impl MqttArgs {
                         .ok()
                         .filter(|&n| n != 0)
                         .with_context(|| {
-                            format!("invalid --load-nonce '{n}': 16 hex digits, not all zero")
+                            format!("invalid --load-nonce '{n}': up to 16 hex digits, not 0")
                         })?,
                     agent: self.agent_index,
                 }),
