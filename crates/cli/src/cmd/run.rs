@@ -61,7 +61,8 @@ pub struct Args {
     pub pid: Vec<String>,
 
     /// Run the load from another host too (repeatable): an ssh destination,
-    /// ssh://[user@]host[:port] or [user@]host, optionally named NAME=DESTINATION. kiln starts
+    /// ssh://[user@]host[:port] or [user@]host (IPv6 in brackets: ssh://[::1]:22), optionally
+    /// named NAME=DESTINATION. kiln starts
     /// itself there over ssh (no daemon, no port: copying this binary to --agent-dir first
     /// when that build is not there) and EACH AGENT RUNS THE LOAD AS GIVEN: N agents drive N
     /// times the load (N x the rate, the connections, the producers), and the run's settings

@@ -40,7 +40,8 @@ pub mod wire;
 pub use fleet::{Fleet, FleetLoad, RemoteRecordings};
 pub(crate) use merge::latency_values;
 
-/// Where an agent runs: `ssh://[user@]host[:port]`, or `[user@]host`.
+/// Where an agent runs: `ssh://[user@]host[:port]`, or `[user@]host`; an IPv6 address in
+/// brackets (`ssh://[::1]:22`), as ssh and URLs write it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
     /// The user to log in as (ssh's default when absent).
@@ -63,23 +64,12 @@ impl Destination {
             Some(_) => return Err(format!("'{s}': empty user before '@'")),
             None => (None, rest),
         };
-        let (host, port) = match hostport.rsplit_once(':').filter(|_| url) {
-            Some((h, p)) => (
-                h,
-                Some(
-                    p.parse::<u16>()
-                        .ok()
-                        .filter(|&p| p > 0)
-                        .ok_or_else(|| format!("'{s}': '{p}' is not a port"))?,
-                ),
-            ),
-            None => (hostport, None),
-        };
+        let (host, port) = split_host_port(s, hostport, url)?;
         if host.is_empty()
             || host.starts_with('-')
             || !host
                 .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".-_[]:".contains(&b))
+                .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
         {
             return Err(format!("'{s}': '{host}' is not a host name or address"));
         }
@@ -97,13 +87,63 @@ impl Destination {
     }
 }
 
+/// The host and port of `hostport`: `host`, `host:port` (URLs only), `[v6]`, `[v6]:port`;
+/// an IPv6 address without brackets in a URL is refused (its last group would read as a
+/// port).
+fn split_host_port<'a>(
+    s: &str,
+    hostport: &'a str,
+    url: bool,
+) -> Result<(&'a str, Option<u16>), String> {
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| format!("'{s}': '{p}' is not a port"))
+    };
+    if let Some(inner) = hostport.strip_prefix('[') {
+        let Some((host, rest)) = inner.split_once(']') else {
+            return Err(format!("'{s}': '[' without its ']'"));
+        };
+        if !host.contains(':') {
+            return Err(format!(
+                "'{s}': '[{host}]': brackets are for IPv6 addresses"
+            ));
+        }
+        return match rest {
+            "" => Ok((host, None)),
+            r => match r.strip_prefix(':').filter(|_| url) {
+                Some(p) => Ok((host, Some(port(p)?))),
+                None => Err(format!("'{s}': '{r}' after the address")),
+            },
+        };
+    }
+    if hostport.contains([']', '[']) {
+        return Err(format!("'{s}': unmatched ']'"));
+    }
+    if !url {
+        return Ok((hostport, None));
+    }
+    match hostport.split_once(':') {
+        Some((h, p)) if !p.contains(':') => Ok((h, Some(port(p)?))),
+        Some(_) => Err(format!(
+            "'{s}': an IPv6 address in a URL goes in brackets: ssh://[{hostport}] or ssh://[{hostport}]:PORT"
+        )),
+        None => Ok((hostport, None)),
+    }
+}
+
 impl std::fmt::Display for Destination {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ssh://")?;
         if let Some(u) = &self.user {
             write!(f, "{u}@")?;
         }
-        write!(f, "{}", self.host)?;
+        if self.host.contains(':') {
+            write!(f, "[{}]", self.host)?;
+        } else {
+            write!(f, "{}", self.host)?;
+        }
         if let Some(p) = self.port {
             write!(f, ":{p}")?;
         }
@@ -132,7 +172,12 @@ impl HostSpec {
         let name = name.map_or_else(|| destination.host.clone(), str::to_string);
         if name.is_empty() || name.contains([':', ';', ' ', '\t', '\n']) {
             return Err(format!(
-                "'{s}': '{name}' cannot name a host (no ':', ';' or spaces)"
+                "'{s}': '{name}' cannot name a host (no ':', ';' or spaces){}",
+                if dest == s {
+                    ": name it, NAME=DESTINATION"
+                } else {
+                    ""
+                }
             ));
         }
         Ok(HostSpec { name, destination })
@@ -211,5 +256,36 @@ mod tests {
         let h = HostSpec::parse("c1=ssh://u@h:22").unwrap();
         assert_eq!(h.name, "c1");
         assert_eq!(HostSpec::parse("ssh://u@h:22").unwrap().name, "h");
+    }
+
+    #[test]
+    fn ipv6_literals_go_in_brackets() {
+        let d = Destination::parse("ssh://[::1]:22").unwrap();
+        assert_eq!((d.host.as_str(), d.port), ("::1", Some(22)));
+        assert_eq!(d.to_string(), "ssh://[::1]:22");
+        let d = Destination::parse("ssh://root@[fe80::1:2]").unwrap();
+        assert_eq!(d.user.as_deref(), Some("root"));
+        assert_eq!((d.host.as_str(), d.port), ("fe80::1:2", None));
+        let d = Destination::parse("[::1]").unwrap();
+        assert_eq!((d.host.as_str(), d.port), ("::1", None));
+        // Without brackets the last group is not taken for a port.
+        let e = Destination::parse("ssh://::1").unwrap_err();
+        assert!(e.contains("in brackets: ssh://[::1]"), "{e}");
+        assert!(Destination::parse("ssh://u@2001:db8::1:22").is_err());
+        for bad in [
+            "ssh://[::1",
+            "ssh://[::1]x",
+            "ssh://[::1]:0",
+            "ssh://[::1]:port",
+            "ssh://[host]:22",
+            "ssh://h]:22",
+            "ssh://[]",
+        ] {
+            assert!(Destination::parse(bad).is_err(), "{bad}");
+        }
+        let h = HostSpec::parse("x=ssh://[::1]:22").unwrap();
+        assert_eq!((h.name.as_str(), h.destination.host.as_str()), ("x", "::1"));
+        let e = HostSpec::parse("ssh://[::1]").unwrap_err();
+        assert!(e.contains("NAME=DESTINATION"), "{e}");
     }
 }
