@@ -323,7 +323,7 @@ pub fn run(
 ) -> Result<RunData, RunError> {
     validate(opts)?;
     // Other hosts first: their agents start, their clocks are measured.
-    let fleet = (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote));
+    let fleet = (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote, stop));
     let mut fleet_load = match &fleet {
         Some(f) if f.has_load() => {
             let info = load.info();

@@ -91,6 +91,13 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = "~/.cache/kiln")]
     pub agent_dir: String,
 
+    /// How long a host (--agent, --host, -p HOST:PID) may take to start kiln's agent over
+    /// ssh and greet, seconds; a copy of kiln to it may go this long without progress. A
+    /// host that says nothing in that time (an ssh that hangs, a firewall that drops) is
+    /// marked failed and its ssh ended; the others go on.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub connect_timeout: f64,
+
     /// Events to record, as kiln record's -e: cpu, offcpu, page-faults, mmap, munmap, brk,
     /// or a tracepoint. Example: -e cpu,offcpu
     #[arg(
@@ -208,7 +215,7 @@ fn seconds(flag: &'static str, v: f64, zero_ok: bool) -> Result<Duration> {
             if zero_ok { "non-negative" } else { "positive" }
         );
     }
-    Ok(Duration::from_secs_f64(v))
+    Duration::try_from_secs_f64(v).with_context(|| format!("{flag}: {v} s is too long"))
 }
 
 /// The load's part of kiln's command line: the words after `load` or `exec`.
@@ -306,6 +313,7 @@ fn hosts(args: &Args) -> Result<(Vec<u32>, RemoteOptions)> {
         );
     }
     remote.ssh.agent_dir = args.agent_dir.clone();
+    remote.ssh.connect_timeout = seconds("--connect-timeout", args.connect_timeout, false)?;
     if !remote.agents.is_empty() {
         let argv = load_argv("load");
         if let Some(s) = argv

@@ -148,15 +148,18 @@ pub fn serve(make_load: &LoadFactory) -> i32 {
             }
         });
     }
-    let load_stop = Stop::new();
+    // Each load its own stop: one stopped before does not stop the next.
+    let mut load_stop = Stop::new();
+    let load_busy = std::sync::atomic::AtomicBool::new(false);
     let rec_stop = Stop::new();
     let gate = StartGate::default();
     let mut stdin = BufReader::with_capacity(1 << 16, std::io::stdin());
     std::thread::scope(|scope| {
-        let mut load = None;
+        let mut load: Option<std::thread::ScopedJoinHandle<()>> = None;
         let mut recorder = None;
         loop {
-            let msg = match wire::read_frame::<ToAgent>(&mut stdin) {
+            let msg = match wire::read_frame_limited::<ToAgent>(&mut stdin, &|_| wire::MAX_CONTROL)
+            {
                 Ok((m, _)) => m,
                 Err(e) => {
                     eprintln!("kiln agent: the controlling kiln is gone ({e}): stopping");
@@ -175,13 +178,25 @@ pub fn serve(make_load: &LoadFactory) -> i32 {
                     send(&out, &pong, &[]);
                 }
                 ToAgent::StartLoad { argv, grid_ns } => {
-                    if load.is_some() {
+                    // The slot is free once the last load ended, however it ended.
+                    if load_busy.load(Ordering::SeqCst) {
                         send(&out, &failed("load", "a load is already running"), &[]);
                         continue;
                     }
-                    let (out, stop) = (&out, &load_stop);
-                    load =
-                        Some(scope.spawn(move || run_load(make_load, &argv, grid_ns, stop, out)));
+                    if let Some(h) = load.take() {
+                        let _ = h.join();
+                    }
+                    load_stop = Stop::new();
+                    load_busy.store(true, Ordering::SeqCst);
+                    let (out, stop, busy) = (&out, load_stop.clone(), &load_busy);
+                    load = Some(scope.spawn(move || {
+                        let last = |m: FromAgent| {
+                            // Free before the last word: the next start may follow it at once.
+                            busy.store(false, Ordering::SeqCst);
+                            send(out, &m, &[]);
+                        };
+                        run_load(make_load, &argv, grid_ns, &stop, &last, out)
+                    }));
                 }
                 ToAgent::StopLoad => load_stop.raise(),
                 ToAgent::Record(req) => {
@@ -220,26 +235,27 @@ pub(crate) fn own_build() -> String {
     crate::meta::build_id(std::path::Path::new("/proc/self/exe"))
 }
 
-fn run_load(make_load: &LoadFactory, argv: &[String], grid_ns: u64, stop: &Stop, out: &Out) {
+/// Runs one load; its last message (its end or why it could not start) goes to `last`.
+fn run_load(
+    make_load: &LoadFactory,
+    argv: &[String],
+    grid_ns: u64,
+    stop: &Stop,
+    last: &dyn Fn(FromAgent),
+    out: &Out,
+) {
     let mut load = match make_load(argv) {
         Ok(l) => l,
-        Err(e) => {
-            send(out, &failed("load", &e), &[]);
-            return;
-        }
+        Err(e) => return last(failed("load", &e)),
     };
     kiln_loadgen::engine::align_ticks(grid_ns);
     let o = load.run(stop, &mut Events { out });
-    send(
-        out,
-        &FromAgent::LoadDone(WireOutcome {
-            started: o.started,
-            ended_by_itself: o.ended_by_itself,
-            failure: o.failure,
-            report: o.report,
-        }),
-        &[],
-    );
+    last(FromAgent::LoadDone(WireOutcome {
+        started: o.started,
+        ended_by_itself: o.ended_by_itself,
+        failure: o.failure,
+        report: o.report,
+    }));
 }
 
 fn record(req: &RecordRequest, gate: &StartGate, stop: &Stop, timens: i64, out: &Out) {

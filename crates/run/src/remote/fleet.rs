@@ -1,7 +1,7 @@
 //! The hosts of one run: their agents connected, their clocks measured, their loads merged
 //! and their recordings placed on the controlling host's clock.
 use super::clock::ClockMap;
-use super::link::{self, Link, Routed};
+use super::link::{self, Link, Patience, Routed};
 use super::merge::{merged_report, run_histograms, AgentReport, Merger};
 use super::wire::{FromAgent, RecordRequest, ToAgent, WireOutcome, WireRecorded, WireTick};
 use super::{HostSpec, RemoteOptions, SshConfig};
@@ -16,6 +16,14 @@ use std::time::{Duration, Instant};
 
 /// Clock exchanges at the start and at the end (the best of them is kept).
 const EXCHANGES: usize = 16;
+
+/// How long an agent's load may take to start beyond the engine's own start timeout (and
+/// the connect timeout) before the agent counts as hung.
+const START_WAIT: Duration = kiln_loadgen::engine::START_TIMEOUT;
+
+/// How long a host's recorder may take to get ready (its eBPF programs loaded), beyond
+/// the connect timeout.
+const READY_WAIT: Duration = Duration::from_secs(60);
 
 /// How long a load agent gets to end after it is told to stop.
 const STOP_GRACE: Duration = Duration::from_secs(35);
@@ -42,12 +50,16 @@ pub struct Fleet {
     load_rx: Mutex<Receiver<(usize, Routed)>>,
     record_rx: Mutex<Receiver<(usize, Routed)>>,
     heartbeat: Stop,
+    patience: Patience,
 }
 
 impl Fleet {
     /// Starts an agent on every host of `opts` (in parallel) and measures its clock. A host
     /// that cannot be reached is marked failed; the others are connected all the same.
-    pub fn connect(opts: &RemoteOptions) -> Fleet {
+    /// `stop` (the run's: Ctrl-C) ends every wait on a host, now and later, within
+    /// [`link::STOP_BUDGET`].
+    pub fn connect(opts: &RemoteOptions, stop: &Stop) -> Fleet {
+        let patience = Patience::new(opts.ssh.connect_timeout, stop.clone());
         let mut hosts: Vec<Host> = Vec::new();
         let mut add = |spec: &HostSpec, role: &'static str, pid: Option<u32>| {
             let i = match hosts.iter().position(|h| h.spec.name == spec.name) {
@@ -84,9 +96,13 @@ impl Fleet {
                 .enumerate()
                 .map(|(i, h)| {
                     let (l, r) = (load_tx.clone(), record_tx.clone());
-                    let spec = &h.spec;
+                    let (spec, patience) = (&h.spec, &patience);
+                    eprintln!(
+                        "kiln run: connecting to {} ({})",
+                        spec.name, spec.destination
+                    );
                     s.spawn(move || {
-                        let link = Link::connect(i, spec, ssh, l, r)?;
+                        let link = Link::connect(i, spec, ssh, l, r, patience)?;
                         let start = link.sync_clock(EXCHANGES)?;
                         Ok((link, ClockMap::new(start)))
                     })
@@ -119,6 +135,7 @@ impl Fleet {
             load_rx: Mutex::new(load_rx),
             record_rx: Mutex::new(record_rx),
             heartbeat,
+            patience,
         }
     }
 
@@ -349,6 +366,128 @@ fn to_tick(t: WireTick, blobs: Vec<Vec<u8>>, map: &ClockMap) -> (LoadTick, usize
     (tick, undecoded)
 }
 
+/// Past these an agent's second is not believable: it is left out and counted.
+const MAX_RATE: f64 = 1e9;
+const MAX_VALUES: usize = 256;
+const MAX_HISTOGRAMS: usize = 64;
+/// The largest report an agent's `load_done` may carry into the run (a load's is ~2 KB),
+/// and its deepest nesting.
+const MAX_REPORT_JSON: usize = 256 << 10;
+const MAX_REPORT_DEPTH: usize = 32;
+/// The largest total a report may claim (2^53: exact as JSON numbers go).
+const MAX_TOTAL: u64 = 1 << 53;
+
+/// Why an agent's second cannot go into the run, if it cannot.
+fn check_tick(t: &WireTick, blobs: usize) -> Result<(), String> {
+    if !(t.interval_s.is_finite() && t.interval_s > 0.0 && t.interval_s <= 3600.0) {
+        return Err(format!("a second of {} s", t.interval_s));
+    }
+    let most = MAX_RATE * t.interval_s.max(1.0);
+    for (what, n) in [("completed", t.completed), ("sent", t.sent)] {
+        if let Some(n) = n.filter(|&n| n as f64 > most) {
+            return Err(format!("{n} {what} in {} s", t.interval_s));
+        }
+    }
+    if t.values.len() > MAX_VALUES {
+        return Err(format!("{} values in a second", t.values.len()));
+    }
+    if let Some(v) = t
+        .values
+        .iter()
+        .find(|v| v.value.is_some_and(|x| !x.is_finite()))
+    {
+        return Err(format!("value '{}' is not a number", v.name));
+    }
+    if t.latency.len() > MAX_HISTOGRAMS || t.latency.len() != blobs {
+        return Err(format!(
+            "{} histogram names for {blobs} histograms",
+            t.latency.len()
+        ));
+    }
+    Ok(())
+}
+
+fn depth(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Why an agent's load report cannot go into the run, if it cannot.
+fn check_report(r: &serde_json::Value) -> Result<(), String> {
+    if !(r.is_object() || r.is_null()) {
+        return Err("not an object".into());
+    }
+    let size = serde_json::to_vec(r).map_or(usize::MAX, |b| b.len());
+    if size > MAX_REPORT_JSON {
+        return Err(format!(
+            "{} (at most {})",
+            kiln_model::input::format_size(size as u64),
+            kiln_model::input::format_size(MAX_REPORT_JSON as u64)
+        ));
+    }
+    let d = depth(r);
+    if d > MAX_REPORT_DEPTH {
+        return Err(format!("nested {d} deep (at most {MAX_REPORT_DEPTH})"));
+    }
+    if let Some(totals) = r.pointer("/headline/totals") {
+        let Some(totals) = totals.as_array() else {
+            return Err("headline.totals is not a list".into());
+        };
+        for c in totals {
+            match (c["name"].as_str(), c["value"].as_u64()) {
+                (Some(_), Some(v)) if v <= MAX_TOTAL => {}
+                _ => {
+                    return Err(format!(
+                        "headline.totals: {}",
+                        kiln_model::text::clean_cut(&c.to_string(), 80)
+                    ))
+                }
+            }
+        }
+    }
+    if let Some(t) = r.pointer("/headline/throughput/value") {
+        if !t.as_f64().is_some_and(|t| (0.0..=MAX_RATE).contains(&t)) && !t.is_null() {
+            return Err(format!("a throughput of {t}"));
+        }
+    }
+    Ok(())
+}
+
+/// What an agent sent that could not go into the run.
+#[derive(Debug, Default, Clone)]
+struct Invalid {
+    seconds: usize,
+    first: Option<String>,
+    report: Option<String>,
+}
+
+impl Invalid {
+    fn tick(&mut self, why: String) {
+        self.seconds += 1;
+        self.first.get_or_insert(why);
+    }
+
+    /// Why the run cannot trust this host, when it cannot.
+    fn reason(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.seconds > 0 {
+            parts.push(format!(
+                "{} second(s) left out (the first: {})",
+                self.seconds,
+                self.first.as_deref().unwrap_or("")
+            ));
+        }
+        if let Some(r) = &self.report {
+            parts.push(format!("its load report left out ({r})"));
+        }
+        (!parts.is_empty()).then(|| format!("it sent invalid data: {}", parts.join("; ")))
+    }
+}
+
 impl Workload for FleetLoad<'_> {
     fn info(&self) -> LoadInfo {
         let n = self.fleet.with_role("load").len().max(1) as f64;
@@ -389,6 +528,9 @@ impl Workload for FleetLoad<'_> {
                 done[p] = true;
             }
         }
+        let mut invalid = vec![Invalid::default(); hosts.len()];
+        let mut heard = vec![false; hosts.len()];
+        let start_by = Instant::now() + START_WAIT + fleet.patience.timeout;
         let mut merger = Merger::new(origin, hosts.len());
         for (p, d) in done.iter().enumerate() {
             if *d {
@@ -409,17 +551,45 @@ impl Workload for FleetLoad<'_> {
                 }
                 stop_deadline = Some(Instant::now() + STOP_GRACE);
             }
-            if stop_deadline.is_some_and(|d| Instant::now() > d) {
+            if let Some(d) = stop_deadline {
+                let by = fleet.patience.deadline(d);
+                if Instant::now() > by {
+                    let why = if by < d {
+                        format!(
+                            "its load did not stop within {} s of the run's stop",
+                            link::STOP_BUDGET.as_secs()
+                        )
+                    } else {
+                        format!("its load did not stop within {} s", STOP_GRACE.as_secs())
+                    };
+                    for (p, &i) in hosts.iter().enumerate() {
+                        if !done[p] {
+                            fleet.fail(i, why.clone());
+                            done[p] = true;
+                        }
+                    }
+                    break;
+                }
+            }
+            if stop_deadline.is_none() && Instant::now() > start_by {
                 for (p, &i) in hosts.iter().enumerate() {
-                    if !done[p] {
+                    if !done[p] && !heard[p] {
                         fleet.fail(
                             i,
-                            format!("its load did not stop within {} s", STOP_GRACE.as_secs()),
+                            format!(
+                                "its load neither started nor failed within {} s",
+                                (START_WAIT + fleet.patience.timeout).as_secs()
+                            ),
                         );
+                        if let Some(l) = fleet.link(i) {
+                            l.send(&ToAgent::StopLoad);
+                        }
                         done[p] = true;
+                        for t in merger.host_done(p) {
+                            events.tick(t);
+                        }
                     }
                 }
-                break;
             }
             let (i, msg) = match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(x) => x,
@@ -433,13 +603,19 @@ impl Workload for FleetLoad<'_> {
             match msg {
                 Routed::Msg(FromAgent::LoadStarted, _) => {
                     started[p] = true;
+                    heard[p] = true;
                     if !any_started {
                         any_started = true;
                         events.started(None);
                     }
                 }
                 Routed::Msg(FromAgent::Tick(t), blobs) => {
+                    heard[p] = true;
                     let Some(map) = fleet.map(i) else { continue };
+                    if let Err(why) = check_tick(&t, blobs.len()) {
+                        invalid[p].tick(why);
+                        continue;
+                    }
                     let (tick, undecoded) = to_tick(t, blobs, &map);
                     self.undecoded[p] += undecoded;
                     self.per_host[p].1.push(tick.clone());
@@ -449,16 +625,21 @@ impl Workload for FleetLoad<'_> {
                     if let Some(f) = &o.failure {
                         fleet.fail(i, format!("its load failed: {f}"));
                     }
-                    let span = fleet.map(i).and_then(|m| {
-                        let h = o.report.get("headline")?;
-                        let at = |k: &str| h.get(k)?.as_u64().map(|ns| m.to_local(ns));
-                        Some((at("start_mono_ns")?, at("end_mono_ns")?))
-                    });
-                    self.reports.push(AgentReport {
-                        host: fleet.name(i).to_string(),
-                        report: o.report.clone(),
-                        span,
-                    });
+                    match check_report(&o.report) {
+                        Ok(()) => {
+                            let span = fleet.map(i).and_then(|m| {
+                                let h = o.report.get("headline")?;
+                                let at = |k: &str| h.get(k)?.as_u64().map(|ns| m.to_local(ns));
+                                Some((at("start_mono_ns")?, at("end_mono_ns")?))
+                            });
+                            self.reports.push(AgentReport {
+                                host: fleet.name(i).to_string(),
+                                report: o.report.clone(),
+                                span,
+                            });
+                        }
+                        Err(why) => invalid[p].report = Some(why),
+                    }
                     outcomes[p] = Some(o);
                     done[p] = true;
                     out = merger.host_done(p);
@@ -486,6 +667,11 @@ impl Workload for FleetLoad<'_> {
             events.tick(t);
         }
         drop(rx);
+        for (p, &i) in hosts.iter().enumerate() {
+            if let Some(why) = invalid[p].reason() {
+                fleet.fail(i, why);
+            }
+        }
         let ok: Vec<&WireOutcome> = outcomes
             .iter()
             .flatten()
@@ -529,6 +715,8 @@ pub struct RemoteRecordings<'a> {
     hosts: Vec<usize>,
     ready: Vec<bool>,
     gone: Vec<bool>,
+    /// Hosts not ready by then are marked failed.
+    ready_by: Instant,
     got: Vec<Option<(WireRecorded, Vec<Vec<u8>>)>>,
 }
 
@@ -541,6 +729,7 @@ impl<'a> RemoteRecordings<'a> {
             fleet,
             ready: vec![false; hosts.len()],
             gone: vec![false; hosts.len()],
+            ready_by: Instant::now() + READY_WAIT + fleet.patience.timeout,
             got: (0..hosts.len()).map(|_| None).collect(),
             hosts,
         };
@@ -578,6 +767,20 @@ impl<'a> RemoteRecordings<'a> {
 
     /// Handles what the hosts said within `d`.
     pub fn poll(&mut self, d: Duration) {
+        if Instant::now() > self.ready_by {
+            for (p, &i) in self.hosts.iter().enumerate() {
+                if !self.ready[p] && !self.gone[p] {
+                    self.fleet.fail(
+                        i,
+                        format!(
+                            "its recorder was not ready within {} s",
+                            (READY_WAIT + self.fleet.patience.timeout).as_secs()
+                        ),
+                    );
+                    self.gone[p] = true;
+                }
+            }
+        }
         let rx = lock(&self.fleet.record_rx);
         let mut wait = d;
         while let Ok((i, m)) = rx.recv_timeout(wait) {
@@ -645,15 +848,17 @@ impl<'a> RemoteRecordings<'a> {
     /// Waits until every host has sent its recording, or `within` passed.
     pub fn collect(&mut self, within: Duration) {
         let deadline = Instant::now() + within;
-        while !self.all_in() && Instant::now() < deadline {
+        while !self.all_in() && Instant::now() < self.fleet.patience.deadline(deadline) {
             self.poll(Duration::from_millis(100));
         }
         for (p, &i) in self.hosts.iter().enumerate() {
             if !self.gone[p] {
-                self.fleet.fail(
-                    i,
-                    format!("its recording did not arrive within {} s", within.as_secs()),
-                );
+                let why = if self.fleet.patience.stop.is_raised() {
+                    "its recording did not arrive before the stop".to_string()
+                } else {
+                    format!("its recording did not arrive within {} s", within.as_secs())
+                };
+                self.fleet.fail(i, why);
             }
         }
     }

@@ -193,6 +193,9 @@ pub struct SshConfig {
     /// Where the agent binary goes on other hosts; `~/` is the remote home. Default:
     /// `~/.cache/kiln`.
     pub agent_dir: String,
+    /// How long a host may take to start its agent and greet (`--connect-timeout`), and a
+    /// copy of kiln to it may go without progress. Default: 30 s.
+    pub connect_timeout: std::time::Duration,
 }
 
 impl Default for SshConfig {
@@ -200,6 +203,7 @@ impl Default for SshConfig {
         SshConfig {
             command: vec!["ssh".into(), "-o".into(), "BatchMode=yes".into()],
             agent_dir: "~/.cache/kiln".into(),
+            connect_timeout: std::time::Duration::from_secs(30),
         }
     }
 }

@@ -19,11 +19,45 @@ use std::io::{Read, Write};
 /// What an agent writes before its first frame.
 pub const MAGIC: &[u8] = b"\nKILN-AGENT/1\n";
 
+/// How much may come before [`MAGIC`] (a login shell's greeting): past it the stream is
+/// not an agent's.
+pub(crate) const MAX_BEFORE_MAGIC: usize = 1 << 20;
+
 /// What the remote command prints, instead of starting, when this build is not there yet.
 pub(crate) const MISSING: &str = "KILN-AGENT-MISSING";
 
 /// A frame larger than this is refused (a damaged stream, not a profile).
 pub(crate) const MAX_FRAME: usize = 1 << 31;
+
+/// The largest greeting or control frame (everything but a second's histograms, a
+/// recording and a load's report): a length past it is refused before anything is read.
+pub const MAX_CONTROL: usize = 64 << 10;
+
+/// The largest `load_done` frame (a load's report: about 2 KB).
+pub const MAX_REPORT: usize = 1 << 20;
+
+/// How large a frame of an agent's may be, by the kind its message names first
+/// (`{"t":"tick",…}`, as [`write_frame`] writes it): data frames may be large, the rest
+/// are control frames.
+pub fn from_agent_limit(kind: &str) -> usize {
+    match kind {
+        "tick" | "recorded" => MAX_FRAME,
+        "load_done" => MAX_REPORT,
+        _ => MAX_CONTROL,
+    }
+}
+
+/// The kind a message's JSON names first, when it does.
+fn peek_kind(json: &[u8]) -> &str {
+    let Some(rest) = json.strip_prefix(b"{\"t\":\"") else {
+        return "";
+    };
+    let end = rest.iter().position(|&b| b == b'"').unwrap_or(0);
+    std::str::from_utf8(&rest[..end])
+        .ok()
+        .filter(|k| k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .unwrap_or("")
+}
 
 /// From the controlling kiln to an agent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -291,6 +325,16 @@ pub enum FrameError {
 pub fn read_frame<T: serde::de::DeserializeOwned>(
     r: &mut dyn Read,
 ) -> Result<(T, Vec<Vec<u8>>), FrameError> {
+    read_frame_limited(r, &|_| MAX_FRAME)
+}
+
+/// Reads one frame no larger than `limit` of the kind its message names (see
+/// [`from_agent_limit`]; "" when it names none first): a longer length is refused before
+/// its bytes are read.
+pub fn read_frame_limited<T: serde::de::DeserializeOwned>(
+    r: &mut dyn Read,
+    limit: &dyn Fn(&str) -> usize,
+) -> Result<(T, Vec<Vec<u8>>), FrameError> {
     let mut head = [0u8; 4];
     match r.read_exact(&mut head) {
         Ok(()) => {}
@@ -309,8 +353,24 @@ pub fn read_frame<T: serde::de::DeserializeOwned>(
         )));
     }
     // The buffer grows with what arrives: a length is only a claim until its bytes come.
+    // Its first bytes name its kind, and so its limit.
     let mut body = Vec::new();
-    kiln_model::input::read_to_end(&mut r.take(len as u64), &mut body, "the agent's frame")?;
+    (&mut *r).take(len.min(64) as u64).read_to_end(&mut body)?;
+    let kind = peek_kind(body.get(4..).unwrap_or_default());
+    let max = limit(kind);
+    if len > max {
+        return Err(FrameError::Malformed(format!(
+            "a {} frame of {len} bytes is past its limit of {} bytes",
+            if kind.is_empty() { "control" } else { kind },
+            max
+        )));
+    }
+    let got = body.len() as u64;
+    kiln_model::input::read_to_end(
+        &mut (&mut *r).take(len as u64 - got),
+        &mut body,
+        "the agent's frame",
+    )?;
     if body.len() < len {
         return Err(std::io::Error::new(
             std::io::ErrorKind::UnexpectedEof,
@@ -360,7 +420,7 @@ pub fn await_magic(r: &mut dyn Read) -> std::io::Result<Result<Vec<u8>, Vec<u8>>
             seen.truncate(seen.len() - MAGIC.len());
             return Ok(Ok(seen));
         }
-        if seen.ends_with(MISSING.as_bytes()) || seen.len() > 1 << 20 {
+        if seen.ends_with(MISSING.as_bytes()) || seen.len() > MAX_BEFORE_MAGIC {
             return Ok(Err(seen));
         }
     }
@@ -445,6 +505,32 @@ mod tests {
         let buf = (MAX_FRAME as u32).to_le_bytes();
         let e = read_frame::<FromAgent>(&mut &buf[..]).unwrap_err();
         assert!(e.to_string().contains("input limit"), "{e}");
+    }
+
+    #[test]
+    fn control_frames_are_capped_by_the_kind_they_name() {
+        // A greeting claiming 2^30 − 2 bytes: refused at once, nothing read after it.
+        let mut buf = ((1u32 << 30) - 2).to_le_bytes().to_vec();
+        buf.extend_from_slice(&[7u8; 100]);
+        let e = read_frame_limited::<FromAgent>(&mut &buf[..], &|_| MAX_CONTROL).unwrap_err();
+        assert!(e.to_string().contains("past its limit of 65536"), "{e}");
+        // A tick may be large, a pong may not.
+        let big = vec![0u8; MAX_CONTROL];
+        let mut t = Vec::new();
+        write_frame(&mut t, &FromAgent::Tick(WireTick::default()), &[&big]).unwrap();
+        let (m, b) = read_frame_limited::<FromAgent>(&mut &t[..], &from_agent_limit).unwrap();
+        assert!(matches!(m, FromAgent::Tick(_)) && b[0].len() == MAX_CONTROL);
+        let mut p = Vec::new();
+        let pong = FromAgent::Pong {
+            id: 1,
+            recv_ns: 2,
+            send_ns: 3,
+        };
+        write_frame(&mut p, &pong, &[&big]).unwrap();
+        let e = read_frame_limited::<FromAgent>(&mut &p[..], &from_agent_limit).unwrap_err();
+        assert!(e.to_string().contains("a pong frame of"), "{e}");
+        assert_eq!(peek_kind(br#"{"t":"load_done","x":1}"#), "load_done");
+        assert_eq!(peek_kind(br#"{"x":1,"t":"tick"}"#), "");
     }
 
     #[test]

@@ -1,0 +1,418 @@
+//! Hosts that misbehave, played by fake ssh commands (shell scripts written by the tests
+//! and given to `kiln run --ssh-command`): one that says nothing, one that starts the
+//! agent's marker and goes quiet, one that writes without end, one that claims a 1 GiB
+//! greeting, and an agent played by the test itself (through FIFOs) whose seconds and
+//! report are lies. Each ends with a clear error or a run marked for what it is, a stop
+//! ends the wait on a host, and no ssh is left behind. And `kiln agent` itself, driven
+//! over its stdin and stdout: a load that failed frees its slot.
+use kiln_run::remote::wire::{self, FromAgent, Hello, ToAgent, WireOutcome, WireTick};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn kiln_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kiln"))
+}
+
+/// The GNU build id of the kiln under test, as readelf prints it.
+fn build_id() -> String {
+    let out = Command::new("readelf")
+        .arg("-n")
+        .arg(kiln_exe())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .expect("kiln has a build id")
+        .trim()
+        .to_string()
+}
+
+/// A fake ssh: `body` after a line that writes the script's PID to `ssh.pid`.
+fn fake_ssh(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("ssh");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\necho $$ > '{}'\n{body}\n",
+            dir.join("ssh.pid").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+/// `kiln run` of one agent `h` through the fake ssh, with a connect timeout of `timeout`
+/// seconds.
+fn run_through(dir: &Path, ssh: &Path, timeout: &str, run: &[&str]) -> Command {
+    let mut c = Command::new(kiln_exe());
+    c.env("KILN_STORE", dir.join("runs.db"))
+        .args(["run", "--no-report", "--connect-timeout", timeout])
+        .arg("--ssh-command")
+        .arg(ssh)
+        .arg("--agent-dir")
+        .arg(dir.join("agents"))
+        .args(["--agent", "h=ssh://fake", "-p", "h:1"])
+        .args(run)
+        .args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-c", "1"]);
+    c
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+    })
+}
+
+/// The PIDs the fake ssh wrote (its own, and any it started).
+fn pids(dir: &Path, file: &str) -> Vec<u32> {
+    std::fs::read_to_string(dir.join(file))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn assert_gone(dir: &Path) {
+    let mut p = pids(dir, "ssh.pid");
+    p.extend(pids(dir, "more.pid"));
+    assert!(!p.is_empty(), "the fake ssh ran");
+    for pid in p {
+        assert!(!alive(pid), "the fake ssh's process {pid} is left behind");
+    }
+}
+
+/// A host that says nothing, or whose agent begins its marker and goes quiet, or that
+/// writes without end, or that claims a 1 GiB greeting: each run ends with what went wrong
+/// and the ssh (and what it started) ended.
+#[test]
+fn a_host_that_hangs_or_floods_ends_with_a_clear_error_and_no_ssh_left() {
+    let cases: [(&str, &str, &str); 4] = [
+        ("silent", "exec sleep 1000", "said nothing"),
+        (
+            "marker then silent",
+            "printf '\\nKILN-AGENT/1\\n'\nexec sleep 1000",
+            "began, then did not greet within 2 s (--connect-timeout)",
+        ),
+        ("endless bytes", "exec yes", "without the agent's marker"),
+        (
+            "a huge greeting",
+            // The marker, then a length of 2^30 - 2, then zeros without end.
+            "sleep 1000 &\necho $! > \"$(dirname \"$0\")/more.pid\"\nprintf '\\nKILN-AGENT/1\\n\\376\\377\\377\\077'\nexec cat /dev/zero",
+            "a control frame of 1073741822 bytes is past its limit of 65536 bytes",
+        ),
+    ];
+    for (what, body, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = fake_ssh(dir.path(), body);
+        let out = run_through(dir.path(), &ssh, "2", &["-d", "1"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.contains("host h failed"), "{what}: {stderr}");
+        assert!(stderr.contains(says), "{what}: {stderr}");
+        assert_gone(dir.path());
+    }
+}
+
+/// SIGINT while kiln connects to a host that says nothing (with the default 30 s
+/// timeout): kiln ends, says it was interrupted, exits 130, and the ssh is gone.
+#[test]
+fn sigint_while_connecting_ends_the_run_and_the_ssh() {
+    let dir = tempfile::tempdir().unwrap();
+    let ssh = fake_ssh(
+        dir.path(),
+        "sleep 1000 &\necho $! > \"$(dirname \"$0\")/more.pid\"\nexec sleep 1000",
+    );
+    let mut c = run_through(dir.path(), &ssh, "600", &["-d", "1"]);
+    let mut kiln = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(kiln.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("connecting to h") {
+        assert!(err.read_line(&mut said).unwrap() > 0, "{said}");
+    }
+    // Connecting: the ssh is running.
+    while pids(dir.path(), "more.pid").is_empty() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(&kiln, libc::SIGINT);
+    err.read_to_string(&mut said).unwrap();
+    let status = kiln.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(
+        said.contains("interrupted while connecting to ssh://fake"),
+        "{said}"
+    );
+    assert_gone(dir.path());
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on the test's own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+/// An agent played by the test: a fake ssh that joins its stdin and stdout to two FIFOs
+/// the test holds.
+struct PlayedAgent {
+    dir: tempfile::TempDir,
+    ssh: PathBuf,
+}
+
+impl PlayedAgent {
+    fn new() -> PlayedAgent {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["down", "up"] {
+            let st = Command::new("mkfifo")
+                .arg(dir.path().join(f))
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+        let d = dir.path().display().to_string();
+        let ssh = fake_ssh(
+            dir.path(),
+            &format!("cat '{d}/down' &\necho $! > '{d}/more.pid'\nexec cat > '{d}/up'"),
+        );
+        PlayedAgent { dir, ssh }
+    }
+
+    /// Opens the FIFOs (once kiln's ssh has), greets as this kiln's build, and hands
+    /// every message from kiln to `on`, which answers through the writer.
+    fn serve(&self, on: impl Fn(ToAgent, &mut dyn Write) + Send + 'static) {
+        let (down, up) = (self.dir.path().join("down"), self.dir.path().join("up"));
+        std::thread::spawn(move || {
+            let mut w = std::fs::OpenOptions::new().write(true).open(down).unwrap();
+            let mut r = BufReader::new(std::fs::File::open(up).unwrap());
+            w.write_all(wire::MAGIC).unwrap();
+            let hello = FromAgent::Hello(Hello {
+                version: "test".into(),
+                build: build_id(),
+                hostname: "played".into(),
+                cpus: 1,
+                ..Default::default()
+            });
+            wire::write_frame(&mut w, &hello, &[]).unwrap();
+            while let Ok((m, _)) = wire::read_frame::<ToAgent>(&mut r) {
+                // Clock exchanges and an empty recording, as an agent on this host.
+                let answer = match m {
+                    ToAgent::Ping { id } => FromAgent::Pong {
+                        id,
+                        recv_ns: monotonic_ns(),
+                        send_ns: monotonic_ns(),
+                    },
+                    ToAgent::Record(_) => FromAgent::RecordReady,
+                    ToAgent::StopRecord => FromAgent::Recorded(Box::default()),
+                    m => {
+                        on(m, &mut w);
+                        continue;
+                    }
+                };
+                if wire::write_frame(&mut w, &answer, &[]).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn show(store: &Path, name: &str) -> serde_json::Value {
+    let out = Command::new(kiln_exe())
+        .env("KILN_STORE", store)
+        .args(["runs", "show", name, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// An agent whose seconds claim 2^64 - 1 operations and whose report is nested 100
+/// arrays deep with a total of 2^64 - 1: the lies stay out of the run, are counted, and
+/// the run is stored marked incomplete with the reason.
+#[test]
+fn an_agents_impossible_seconds_and_report_stay_out_and_the_run_says_so() {
+    let a = PlayedAgent::new();
+    a.serve(|m, w| {
+        if let ToAgent::StartLoad { grid_ns, .. } = m {
+            wire::write_frame(w, &FromAgent::LoadStarted, &[]).unwrap();
+            for s in 1..=3u64 {
+                let t = FromAgent::Tick(WireTick {
+                    end_ns: grid_ns + s * 1_000_000_000,
+                    interval_s: 1.0,
+                    completed: Some(u64::MAX),
+                    sent: Some(u64::MAX),
+                    ..Default::default()
+                });
+                wire::write_frame(w, &t, &[]).unwrap();
+            }
+            let mut nested = serde_json::json!(1);
+            for _ in 0..100 {
+                nested = serde_json::json!([nested]);
+            }
+            let report = serde_json::json!({
+                "headline": {"totals": [{"name": "completed", "unit": "", "value": u64::MAX}]},
+                "deep": nested,
+            });
+            let done = FromAgent::LoadDone(WireOutcome {
+                started: true,
+                ended_by_itself: true,
+                failure: None,
+                report,
+            });
+            wire::write_frame(w, &done, &[]).unwrap();
+        }
+    });
+    let store = a.dir.path().join("runs.db");
+    let out = run_through(a.dir.path(), &a.ssh, "30", &["--name", "lies", "-d", "1"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let meta = show(&store, "lies");
+    assert_eq!(meta["status"]["complete"], false, "{:#}", meta["status"]);
+    let reason = meta["status"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("host h failed: it sent invalid data: 3 second(s) left out"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!("{} completed", u64::MAX)),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("its load report left out (nested 101 deep"),
+        "{reason}"
+    );
+    assert!(meta.to_string().len() < 64 << 10);
+    assert!(
+        meta["headline"]["operations"]
+            .as_u64()
+            .is_none_or(|o| o < 1 << 53),
+        "{:#}",
+        meta["headline"]
+    );
+    assert!(meta["load"]["report"]["deep"].is_null());
+    assert_gone(a.dir.path());
+}
+
+/// An agent whose load does not stop when told: after the measurement kiln would wait
+/// its grace for it; SIGINT ends that wait, and the run is stored with what it has,
+/// marked interrupted, the host marked for it. The ssh is gone.
+#[test]
+fn sigint_ends_the_wait_for_a_load_that_does_not_stop_and_the_run_is_stored() {
+    let a = PlayedAgent::new();
+    let (told, stop_told) = std::sync::mpsc::channel();
+    let told = std::sync::Mutex::new(told);
+    a.serve(move |m, w| match m {
+        ToAgent::StartLoad { .. } => {
+            wire::write_frame(w, &FromAgent::LoadStarted, &[]).unwrap();
+        }
+        ToAgent::StopLoad => {
+            let _ = told.lock().unwrap().send(());
+        }
+        _ => {}
+    });
+    let store = a.dir.path().join("runs.db");
+    let mut kiln = run_through(a.dir.path(), &a.ssh, "30", &["--name", "deaf", "-d", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    stop_told
+        .recv_timeout(Duration::from_secs(120))
+        .expect("kiln tells the load to stop");
+    signal(&kiln, libc::SIGINT);
+    let mut said = String::new();
+    kiln.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert_eq!(kiln.wait().unwrap().code(), Some(130), "{said}");
+    let meta = show(&store, "deaf");
+    assert_eq!(meta["status"]["complete"], false);
+    let reason = meta["status"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("interrupted by SIGINT"), "{reason}");
+    assert!(
+        reason.contains("host h failed: its load did not stop within 1 s of the run's stop"),
+        "{reason}"
+    );
+    assert_gone(a.dir.path());
+}
+
+/// `kiln agent` driven directly: a load that fails at once (a load it does not know),
+/// then one that fails connecting (no broker on the port): each start is served, none
+/// refused as "already running".
+#[test]
+fn kiln_agent_frees_its_load_slot_however_the_load_ended() {
+    let mut agent = Command::new(kiln_exe())
+        .arg("agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut to = agent.stdin.take().unwrap();
+    let mut from = BufReader::new(agent.stdout.take().unwrap());
+    assert!(wire::await_magic(&mut from).unwrap().is_ok());
+    let (hello, _) = wire::read_frame::<FromAgent>(&mut from).unwrap();
+    assert!(matches!(hello, FromAgent::Hello(_)), "{hello:?}");
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let loads: [&[&str]; 4] = [
+        &["nosuch"],
+        &["nosuch"],
+        &["mqtt", "conn", "-h", "127.0.0.1", "-p", &port, "-c", "1"],
+        &["nosuch"],
+    ];
+    for argv in loads {
+        let start = ToAgent::StartLoad {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            grid_ns: 0,
+        };
+        wire::write_frame(&mut to, &start, &[]).unwrap();
+        // Its end: a failure to start, or the load's end with its failure.
+        let why = loop {
+            match wire::read_frame::<FromAgent>(&mut from).unwrap().0 {
+                FromAgent::Failed { reason, .. } => break reason,
+                FromAgent::LoadDone(o) => break o.failure.unwrap_or_default(),
+                _ => {}
+            }
+        };
+        assert!(!why.is_empty(), "{argv:?}");
+        assert!(!why.contains("already running"), "{argv:?}: {why}");
+    }
+    wire::write_frame(&mut to, &ToAgent::Bye, &[]).unwrap();
+    assert!(agent.wait().unwrap().success());
+}
