@@ -3,7 +3,7 @@
 //! agent's marker and goes quiet, one that writes without end, one that claims a 1 GiB
 //! greeting, and an agent played by the test itself (through FIFOs) whose seconds and
 //! report are lies. Each ends with a clear error or a run marked for what it is, a stop
-//! ends the wait on a host, and no ssh is left behind. And `kiln agent` itself, driven
+//! ends the wait on a host, and no ssh is left behind (nor after kill -9 of kiln). And `kiln agent` itself, driven
 //! over its stdin and stdout: a load that failed frees its slot.
 use kiln_run::remote::wire::{self, FromAgent, Hello, ToAgent, WireOutcome, WireTick};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -121,17 +121,20 @@ fn a_host_that_hangs_or_floods_ends_with_a_clear_error_and_no_ssh_left() {
     }
 }
 
-/// SIGINT while kiln connects to a host that says nothing (with the default 30 s
-/// timeout): kiln ends, says it was interrupted, exits 130, and the ssh is gone.
-#[test]
-fn sigint_while_connecting_ends_the_run_and_the_ssh() {
+/// kiln connecting to a host whose ssh says nothing (with a 600 s timeout), once it has
+/// said so and the ssh has started a child of its own: returns kiln, what it said so far
+/// and the directory of the fake ssh.
+fn connecting() -> (
+    Child,
+    BufReader<std::process::ChildStderr>,
+    tempfile::TempDir,
+) {
     let dir = tempfile::tempdir().unwrap();
     let ssh = fake_ssh(
         dir.path(),
         "sleep 1000 &\necho $! > \"$(dirname \"$0\")/more.pid\"\nexec sleep 1000",
     );
-    let mut c = run_through(dir.path(), &ssh, "600", &["-d", "1"]);
-    let mut kiln = c
+    let mut kiln = run_through(dir.path(), &ssh, "600", &["-d", "1"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -142,11 +145,19 @@ fn sigint_while_connecting_ends_the_run_and_the_ssh() {
     while !said.contains("connecting to h") {
         assert!(err.read_line(&mut said).unwrap() > 0, "{said}");
     }
-    // Connecting: the ssh is running.
     while pids(dir.path(), "more.pid").is_empty() {
         std::thread::sleep(Duration::from_millis(10));
     }
+    (kiln, err, dir)
+}
+
+/// SIGINT while kiln connects to a host that says nothing: kiln ends, says it was
+/// interrupted, exits 130, and the ssh and its child are gone.
+#[test]
+fn sigint_while_connecting_ends_the_run_and_the_ssh() {
+    let (mut kiln, mut err, dir) = connecting();
     signal(&kiln, libc::SIGINT);
+    let mut said = String::new();
     err.read_to_string(&mut said).unwrap();
     let status = kiln.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{said}");
@@ -155,6 +166,22 @@ fn sigint_while_connecting_ends_the_run_and_the_ssh() {
         "{said}"
     );
     assert_gone(dir.path());
+}
+
+/// kill -9 of kiln while it connects: its ssh (in a process group of its own, which no
+/// terminal signal reaches) dies with it, by the death signal kiln set on it.
+#[test]
+fn kill_9_of_kiln_while_connecting_takes_its_ssh_with_it() {
+    let (mut kiln, _err, dir) = connecting();
+    let ssh = pids(dir.path(), "ssh.pid")[0];
+    signal(&kiln, libc::SIGKILL);
+    let _ = kiln.wait();
+    let mut waited = 0;
+    while alive(ssh) && waited < 10_000 {
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 10;
+    }
+    assert!(!alive(ssh), "the fake ssh {ssh} outlived kiln");
 }
 
 fn signal(child: &Child, sig: i32) {

@@ -813,12 +813,20 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
     );
 }
 
-/// Direct children of `pid`.
+/// Direct children of `pid`, whichever of its threads started them (kiln starts its ssh
+/// children from a thread of their own).
 fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|t| {
+            std::fs::read_to_string(t.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
         .collect()
 }
 
