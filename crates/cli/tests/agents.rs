@@ -443,3 +443,60 @@ fn kiln_agent_frees_its_load_slot_however_the_load_ended() {
     wire::write_frame(&mut to, &ToAgent::Bye, &[]).unwrap();
     assert!(agent.wait().unwrap().success());
 }
+
+/// An IPv6 destination reaches ssh as ssh writes it: the address without its brackets,
+/// the port apart; one without brackets is refused with the form to use.
+#[test]
+fn ipv6_destinations_reach_ssh_without_their_brackets() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args");
+    let ssh = fake_ssh(
+        dir.path(),
+        &format!(
+            "for a in \"$@\"; do echo \"$a\"; done > '{}'\necho 'no route' >&2\nexit 255",
+            args.display()
+        ),
+    );
+    let mut c = Command::new(kiln_exe());
+    c.env("KILN_STORE", dir.path().join("runs.db"))
+        .args(["run", "--no-report", "--connect-timeout", "2"])
+        .arg("--ssh-command")
+        .arg(&ssh)
+        .args([
+            "--agent",
+            "x=ssh://bench@[::1]:2222",
+            "-p",
+            "x:1",
+            "-d",
+            "1",
+        ])
+        .args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-c", "1"]);
+    let out = c.stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no route"), "{stderr}");
+    let words: Vec<String> = std::fs::read_to_string(&args)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let at = words.iter().position(|w| w == "-p").expect("a port");
+    assert_eq!(words[at + 1..at + 3], ["2222", "bench@::1"], "{words:?}");
+    let out = Command::new(kiln_exe())
+        .env("KILN_STORE", dir.path().join("runs.db"))
+        .args([
+            "run",
+            "--agent",
+            "x=ssh://::1",
+            "-p",
+            "x:1",
+            "load",
+            "mqtt",
+            "conn",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("ssh://[::1]"), "{stderr}");
+}
