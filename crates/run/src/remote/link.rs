@@ -20,6 +20,9 @@ pub(crate) enum Routed {
 /// Messages of one host, with its index in the fleet.
 pub(crate) type Inbox = Sender<(usize, Routed)>;
 
+/// How long a message may wait for room in the pipe to ssh (an agent that stopped reading).
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long an exchange may take before the agent counts as unresponsive.
 const PONG_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -266,6 +269,8 @@ pub(crate) struct Link {
     pongs: Mutex<Receiver<(u64, u64, u64, u64)>>,
     next_ping: AtomicU64,
     closed: Arc<AtomicBool>,
+    /// A send gave up half-way: nothing more can be framed on this link.
+    broken: AtomicBool,
     patience: Patience,
 }
 
@@ -511,6 +516,16 @@ impl Link {
             end(&mut child);
             return Err("no stdin to ssh".into());
         };
+        // Sends never block: an agent that stops reading cannot hold kiln (see `send`).
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&stdin);
+        // SAFETY: fcntl(2) on the pipe to ssh this link owns (its write end, not shared).
+        unsafe {
+            libc::fcntl(
+                fd,
+                libc::F_SETFL,
+                libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
+            )
+        };
         if installed {
             eprintln!("kiln run: copied kiln to {dest}:{}", ssh.agent_dir);
         }
@@ -522,14 +537,46 @@ impl Link {
             pongs: Mutex::new(pong_rx),
             next_ping: AtomicU64::new(1),
             closed,
+            broken: AtomicBool::new(false),
             patience: patience.clone(),
         })
     }
 
-    /// Sends a message; false when the link is gone.
+    /// Sends a message; false when the link is gone, or the agent has left its pipe full
+    /// for [`SEND_TIMEOUT`] (less once the run is stopped): the link is broken then, a
+    /// frame half sent.
     pub fn send(&self, m: &ToAgent) -> bool {
-        let mut s = self.stdin.lock().unwrap_or_else(|p| p.into_inner());
-        wire::write_frame(&mut *s, m, &[]).is_ok()
+        use std::io::{ErrorKind, Write};
+        let mut frame = Vec::new();
+        if wire::write_frame(&mut frame, m, &[]).is_err() {
+            return false;
+        }
+        let mut s = lock(&self.stdin);
+        if self.broken.load(Ordering::SeqCst) {
+            return false;
+        }
+        let deadline = self.patience.deadline(Instant::now() + SEND_TIMEOUT);
+        let mut at = 0;
+        while at < frame.len() {
+            match s.write(&frame[at..]) {
+                Ok(n @ 1..) => at += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
+                    let mut p = libc::pollfd {
+                        fd: std::os::fd::AsRawFd::as_raw_fd(&*s),
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
+                    // SAFETY: poll(2) on one descriptor this link owns, for 20 ms.
+                    unsafe { libc::poll(&mut p, 1, 20) };
+                }
+                _ => {
+                    self.broken.store(true, Ordering::SeqCst);
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Measures the agent's clock against this one with `n` exchanges (each within
