@@ -4,7 +4,10 @@
 //! cleaned (as kiln does with every message before using it) has no text a terminal
 //! would obey.
 #![no_main]
-use kiln_run::remote::wire::{await_magic, read_frame, write_frame, FromAgent, ToAgent};
+use kiln_run::remote::wire::{
+    await_magic, from_agent_limit, read_frame, read_frame_limited, write_frame, FromAgent,
+    ToAgent,
+};
 use libfuzzer_sys::fuzz_target;
 
 fn no_hidden(v: &serde_json::Value) -> bool {
@@ -19,6 +22,9 @@ fn no_hidden(v: &serde_json::Value) -> bool {
 fuzz_target!(|data: &[u8]| {
     let mut r = data;
     let _ = await_magic(&mut r);
+    // As kiln reads an agent: by the limits of the kinds the frames name.
+    let mut r = data;
+    while read_frame_limited::<FromAgent>(&mut r, &from_agent_limit).is_ok() {}
     let mut r = data;
     while let Ok((m, blobs)) = read_frame::<FromAgent>(&mut r) {
         let refs: Vec<&[u8]> = blobs.iter().map(|b| b.as_slice()).collect();
