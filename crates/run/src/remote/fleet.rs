@@ -557,7 +557,7 @@ impl Workload for FleetLoad<'_> {
                     let why = if by < d {
                         format!(
                             "its load did not stop within {} s of the run's stop",
-                            link::STOP_BUDGET.as_secs()
+                            link::STOP_BUDGET.as_secs_f64()
                         )
                     } else {
                         format!("its load did not stop within {} s", STOP_GRACE.as_secs())
