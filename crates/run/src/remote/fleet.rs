@@ -379,7 +379,8 @@ const MAX_TOTAL: u64 = 1 << 53;
 
 /// Why an agent's second cannot go into the run, if it cannot.
 fn check_tick(t: &WireTick, blobs: usize) -> Result<(), String> {
-    if !(t.interval_s.is_finite() && t.interval_s > 0.0 && t.interval_s <= 3600.0) {
+    // A load's last second may be empty (it stopped on a boundary).
+    if !(t.interval_s.is_finite() && t.interval_s >= 0.0 && t.interval_s <= 3600.0) {
         return Err(format!("a second of {} s", t.interval_s));
     }
     let most = MAX_RATE * t.interval_s.max(1.0);
@@ -1046,5 +1047,78 @@ mod tests {
         assert_eq!(agent_argv(&amqp, 0xab, 1), amqp);
         let given = argv(&["mqtt", "pub", "--load-nonce=12"]);
         assert_eq!(agent_argv(&given, 0xab, 1), given);
+    }
+
+    #[test]
+    fn impossible_seconds_and_reports_are_named() {
+        let ok = WireTick {
+            interval_s: 1.0,
+            completed: Some(120_000),
+            ..Default::default()
+        };
+        assert!(check_tick(&ok, 0).is_ok());
+        assert!(check_tick(
+            &WireTick {
+                interval_s: 0.0,
+                ..ok.clone()
+            },
+            0
+        )
+        .is_ok());
+        let bad = [
+            (
+                WireTick {
+                    interval_s: f64::NAN,
+                    ..ok.clone()
+                },
+                0,
+                "a second of NaN s",
+            ),
+            (
+                WireTick {
+                    sent: Some(u64::MAX),
+                    ..ok.clone()
+                },
+                0,
+                "sent in 1 s",
+            ),
+            (
+                WireTick {
+                    values: vec![crate::Value {
+                        name: "acked".into(),
+                        unit: "msg/s".into(),
+                        kind: crate::ValueKind::Rate,
+                        value: Some(f64::INFINITY),
+                    }],
+                    ..ok.clone()
+                },
+                0,
+                "'acked' is not a number",
+            ),
+            (ok.clone(), 3, "0 histogram names for 3 histograms"),
+        ];
+        for (t, blobs, says) in bad {
+            let e = check_tick(&t, blobs).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+        let good = serde_json::json!({"headline": {"totals": [{"name": "acked", "value": 7}],
+            "throughput": {"value": 7.0}}});
+        assert!(check_report(&good).is_ok());
+        assert!(check_report(&serde_json::Value::Null).is_ok());
+        for (r, says) in [
+            (serde_json::json!([1]), "not an object"),
+            (serde_json::json!({"x": "y".repeat(300_000)}), "at most 256"),
+            (
+                serde_json::json!({"headline": {"totals": [{"name": "a", "value": -1}]}}),
+                "headline.totals",
+            ),
+            (
+                serde_json::json!({"headline": {"throughput": {"value": -1e300}}}),
+                "a throughput of",
+            ),
+        ] {
+            let e = check_report(&r).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
     }
 }
