@@ -132,12 +132,21 @@ fn spawn(mut c: Command) -> std::io::Result<Child> {
         .unwrap_or_else(|_| Err(std::io::Error::other("the ssh spawner is gone")))
 }
 
-/// Kills `child`'s process group (ssh and what it started) and reaps it.
-fn end(child: &mut Child) {
-    // SAFETY: kill(2); the group is the child's own (process_group(0)), not reaped yet.
+/// Kills `child`'s process group (ssh and what it started) and reaps it: how it ended.
+fn end(child: &mut Child) -> Option<std::process::ExitStatus> {
+    // SAFETY: kill(2); the group is the child's own (process_group(0)), and the child is
+    // reaped only here, after: its PID, the group's id, cannot have been reused.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     let _ = child.kill();
-    let _ = child.wait();
+    child.wait().ok()
+}
+
+/// Whether `child` has exited (without reaping it: [`end`] does, after its group).
+fn exited(child: &Child) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", child.id())).map_or(true, |s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with(['Z', 'X']))
+    })
 }
 
 /// How long connecting to a host may take, and the run's stop, which ends every wait on a
@@ -205,14 +214,9 @@ fn install(
             }
         });
     }
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break st,
-            Ok(None) => {}
-            Err(e) => {
-                end(&mut child);
-                return Err(format!("copying kiln to {dest}: {e}"));
-            }
+    loop {
+        if exited(&child) {
+            break;
         }
         let quiet = kiln_os::clock::monotonic_ns().saturating_sub(progress.load(Ordering::Relaxed));
         if patience.stop.is_raised() || quiet > patience.timeout.as_nanos() as u64 {
@@ -227,8 +231,12 @@ fn install(
             });
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+    let Some(status) = end(&mut child) else {
+        return Err(format!(
+            "copying kiln to {dest}: its ssh could not be waited for"
+        ));
     };
-    end(&mut child);
     if status.success() {
         Ok(())
     } else {
@@ -424,12 +432,17 @@ fn start(
     let said = |why: String, child: &mut Child| {
         // ssh's own words on its way out (a refused connection, an unknown host).
         let t = Instant::now();
-        while t.elapsed() < Duration::from_millis(200) && matches!(child.try_wait(), Ok(None)) {
+        while t.elapsed() < Duration::from_millis(200) && !exited(child) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        end(child);
+        let own = exited(child);
+        let status = end(child);
         std::thread::sleep(Duration::from_millis(50));
         let said = lock(&stderr).text();
+        let why = match status {
+            Some(st) if own => format!("{why} ({st})"),
+            _ => why,
+        };
         if said.is_empty() {
             why
         } else {
@@ -634,7 +647,7 @@ impl Link {
         let mut c = lock(&self.child);
         let deadline = Instant::now() + grace;
         while Instant::now() < self.patience.deadline(deadline) {
-            if let Ok(Some(_)) = c.try_wait() {
+            if exited(&c) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
