@@ -28,6 +28,11 @@
 //!   uncertainty.
 //! * **Nothing outlives the run.** An agent dies with its sshd session, exits when its stdin
 //!   ends (kiln or the connection gone) and when its controller falls silent ([`agent`]).
+//! * **No wait without an end, no word taken on trust.** Connecting has the connect
+//!   timeout, every later wait its own deadline, and the run's stop ends them all within
+//!   `link::STOP_BUDGET`; every ssh is killed with its process group and reaped on every
+//!   path, and dies with kiln. Control frames are capped before they are read, and an
+//!   agent's seconds and report are checked before they go into the run.
 //! * **A host that fails is one host.** It is marked in the run with its reason; the
 //!   others go on.
 pub mod agent;
