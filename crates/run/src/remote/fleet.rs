@@ -57,7 +57,7 @@ impl Fleet {
     /// Starts an agent on every host of `opts` (in parallel) and measures its clock. A host
     /// that cannot be reached is marked failed; the others are connected all the same.
     /// `stop` (the run's: Ctrl-C) ends every wait on a host, now and later, within
-    /// [`link::STOP_BUDGET`].
+    /// `link::STOP_BUDGET` (0.8 s).
     pub fn connect(opts: &RemoteOptions, stop: &Stop) -> Fleet {
         let patience = Patience::new(opts.ssh.connect_timeout, stop.clone());
         let mut hosts: Vec<Host> = Vec::new();
