@@ -467,6 +467,108 @@ fn a_damaged_store_is_refused_for_writing_untouched_and_readers_say_what_is_dama
     assert_eq!(std::fs::read(&store).unwrap(), before);
 }
 
+/// One run's metadata damaged in place (a NaN where kiln writes numbers, as a hand edit or
+/// another tool would leave it): every command still works on the other runs; the run is
+/// listed as damaged, with its field; naming it is an error that says so; `kiln runs check`
+/// finds it, and once it is removed the store is whole.
+#[test]
+fn a_run_with_a_nan_among_good_ones_degrades_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&store).unwrap();
+    for (i, name) in ["good-a", "good-b", "broken", "good-c"].iter().enumerate() {
+        let mut r = stored_run(name, None, &[]);
+        r.meta.headline.throughput = Some(1000.0 + i as f64);
+        r.meta.headline.p99_us = Some(250.0);
+        s.save(&r).unwrap();
+    }
+    drop(s);
+    let changed = rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute(
+            "UPDATE runs SET meta = replace(meta, '\"throughput\":1002.0', '\"throughput\":NaN') WHERE id = 3",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let run = |args: &[&str]| {
+        let out = kiln(&store).args(args).output().unwrap();
+        let (o, e) = (text(&out.stdout), text(&out.stderr));
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+        (out.status.code(), o, e)
+    };
+
+    let (code, out, err) = run(&["runs"]);
+    assert_eq!(code, Some(0), "{err}");
+    for name in ["good-a", "good-b", "good-c"] {
+        assert!(out.contains(name), "{out}");
+    }
+    let line = out.lines().find(|l| l.contains("broken")).expect(&out);
+    assert!(
+        line.trim_start().starts_with("3 ") && line.ends_with("DAMAGED"),
+        "{line}"
+    );
+    assert!(
+        err.contains("run #3 'broken' is damaged: metadata does not parse at headline.throughput"),
+        "{err}"
+    );
+    let (code, out, _) = run(&["runs", "--json"]);
+    assert_eq!(code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let runs = v.as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    assert!(runs[2]["damaged"]
+        .as_str()
+        .unwrap()
+        .contains("headline.throughput"));
+    assert_eq!(runs[3]["headline"]["throughput"], 1003.0);
+
+    let (code, out, err) = run(&["compare", "1", "2", "--table", "0"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("throughput"), "{out}");
+    let (code, _, err) = run(&["compare", "good-a", "good-c", "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+
+    for args in [
+        &["runs", "show", "3"][..],
+        &["runs", "show", "broken"],
+        &["compare", "3", "4"],
+        &["compare", "4", "broken"],
+        &["runs", "export", "3", "-o", "x.kiln"],
+        &["flamegraph", "run:broken", "-o", "x.svg"],
+    ] {
+        let (code, out, err) = run(args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(
+            err.contains(
+                "run #3 ('broken') is damaged: metadata does not parse at headline.throughput"
+            ),
+            "{args:?}: {err}"
+        );
+    }
+
+    let (code, out, err) = run(&["runs", "check"]);
+    assert_eq!(code, Some(1), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].starts_with("run #3 'broken' is damaged: metadata does not parse at headline.throughput: expected value"),
+        "{out}"
+    );
+    assert!(
+        err.contains("4 run(s) read") && err.contains("1 damaged"),
+        "{err}"
+    );
+
+    let (code, _, err) = run(&["runs", "rm", "3"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("removed run #3 'broken'"), "{err}");
+    let (code, out, err) = run(&["runs", "check"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.is_empty() && err.contains("0 damaged"), "{out} {err}");
+}
+
 /// Runs `kiln` as the unprivileged user `nobody` (setpriv), when this test runs as root.
 fn as_nobody() -> Option<std::process::Command> {
     // SAFETY: geteuid has no preconditions.

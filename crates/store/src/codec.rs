@@ -47,7 +47,10 @@ fn histogram_blob_name(h: &Histogram) -> String {
 /// Encodes and compresses a whole run (before any transaction starts: the store's lock
 /// is held only while rows are written).
 pub(crate) fn encode_run(run: &RunData) -> std::io::Result<EncodedRun> {
-    let meta_json = serde_json::to_string(&run.meta).map_err(std::io::Error::other)?;
+    // Impossible figures are left out (the run's warnings say which), never stored.
+    let mut meta = run.meta.clone();
+    crate::check::clear_impossible(&mut meta);
+    let meta_json = serde_json::to_string(&meta).map_err(std::io::Error::other)?;
     let mut blobs = Vec::new();
     let mut put = |kind: &'static str, name: String, raw: &[u8]| -> std::io::Result<()> {
         blobs.push(Blob {
@@ -146,9 +149,22 @@ pub(crate) fn decode_blob(
     }
 }
 
-/// A run's metadata from its JSON, with its id in the store.
+/// A run's metadata from its JSON, with its id in the store; `Err` says what is wrong with
+/// it, naming the field: it does not parse (`metadata does not parse at
+/// headline.throughput: expected value at line 1 column 312`, a NaN or `1e999` written by
+/// hand or by another tool), or holds impossible values ([`crate::check_meta`]).
 pub(crate) fn decode_meta(id: RunId, json: &str) -> Result<RunMeta, String> {
-    let mut m: RunMeta = serde_json::from_str(json).map_err(|e| format!("metadata: {e}"))?;
+    let mut m: RunMeta = serde_json::from_str(json).map_err(|e| {
+        let at = crate::check::offset_of(json, e.line(), e.column());
+        match crate::check::path_at(json, at) {
+            path if path.is_empty() => format!("metadata does not parse: {e}"),
+            path => format!("metadata does not parse at {path}: {e}"),
+        }
+    })?;
+    let problems = crate::check::check_meta(&m);
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
     m.id = Some(id);
     Ok(m)
 }

@@ -40,11 +40,13 @@
 //!   written by a newer kiln is refused with a clear error and left as it is.
 #![deny(missing_docs)]
 
+mod check;
 mod codec;
 mod model;
 mod postgres;
 mod sqlite;
 
+pub use check::check_meta;
 pub use model::{
     Attachment, ClockOffset, Column, Headline, Histogram, HostInfo, LoadInfo, RunData, RunId,
     RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window, PER_SECOND,
@@ -130,6 +132,19 @@ pub enum StoreError {
         /// What was wrong.
         what: String,
     },
+    /// A run whose metadata does not parse or holds impossible values: listed as damaged,
+    /// skipped by the commands that do not name it.
+    #[error("run store '{path}': run #{run} ('{name}') is damaged: {what} (kiln runs check lists the damaged runs; kiln runs rm {run} removes this one)")]
+    DamagedRun {
+        /// The store.
+        path: PathBuf,
+        /// The run.
+        run: RunId,
+        /// Its name (kept beside its metadata).
+        name: String,
+        /// What is wrong, naming the field.
+        what: String,
+    },
     /// A bare number that is both a run's id and another run's name (a store written by
     /// an older kiln, which allowed numeric names).
     #[error("'{reference}' in '{path}' is both the id of run #{reference} ('{name}') and the name of another run: say #{reference} for the id or name:{reference} for the name")]
@@ -172,20 +187,86 @@ impl StoreError {
 /// The result type of this crate.
 pub type Result<T> = std::result::Result<T, StoreError>;
 
-/// One line of `kiln runs`: metadata with headline figures, no bulk data.
-pub type RunSummary = RunMeta;
+/// One stored run as [`Store::scan`] reads it: what is kept beside its metadata (id, name,
+/// group, start), and its metadata, or what is wrong with it (a *damaged* run: its
+/// metadata does not parse, or holds impossible values, [`check_meta`]).
+#[derive(Clone, Debug)]
+pub struct Stored {
+    /// Its id.
+    pub id: RunId,
+    /// Its name.
+    pub name: String,
+    /// Its group of `--repeat` runs.
+    pub group: String,
+    /// Start, ms since the Unix epoch.
+    pub started_unix_ms: i64,
+    /// Its metadata, or what is wrong with it, naming the field.
+    pub meta: std::result::Result<RunMeta, String>,
+}
+
+impl Stored {
+    /// Its metadata; a damaged run is [`StoreError::DamagedRun`] (in the store at `path`).
+    pub fn into_meta(self, path: &Path) -> Result<RunMeta> {
+        self.meta.map_err(|what| StoreError::DamagedRun {
+            path: path.to_path_buf(),
+            run: self.id,
+            name: kiln_model::text::clean_cut(&self.name, 40).into_owned(),
+            what,
+        })
+    }
+}
+
+/// Which runs [`Store::scan`] reads: only their rows are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Select<'a> {
+    /// Every run.
+    All,
+    /// The run with this id.
+    Id(RunId),
+    /// The runs with this name.
+    Name(&'a str),
+    /// The runs of this group.
+    Group(&'a str),
+}
 
 /// A place runs are kept.
 pub trait Store {
-    /// Saves a whole run in one transaction; returns its id.
+    /// Saves a whole run in one transaction; returns its id. Impossible figures are left
+    /// out, and the run's warnings say which ([`check_meta`]).
     fn save(&mut self, run: &RunData) -> Result<RunId>;
-    /// Every run, oldest first (metadata and headline figures only).
-    fn list(&self) -> Result<Vec<RunSummary>>;
-    /// A run's metadata.
-    fn meta(&self, id: RunId) -> Result<RunMeta>;
+    /// The runs `select` names, oldest first, each given to `f` as it is read (only what
+    /// one run takes is held at a time). A damaged run is given with what is wrong.
+    fn scan(&self, select: Select<'_>, f: &mut dyn FnMut(Stored)) -> Result<()>;
+    /// The group of the latest run named `name`.
+    fn latest_group(&self, name: &str) -> Result<Option<String>>;
+    /// The `n` names used last, latest first (for hints).
+    fn latest_names(&self, n: usize) -> Result<Vec<String>>;
     /// A run's stored blobs of one kind (`profile`, `series`, `histogram`,
     /// `attachment`), decompressed, by name in byte order.
     fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>>;
+    /// The runs `select` names, damaged ones included.
+    fn stored(&self, select: Select<'_>) -> Result<Vec<Stored>> {
+        let mut out = Vec::new();
+        self.scan(select, &mut |s| out.push(s))?;
+        Ok(out)
+    }
+    /// Every run that is not damaged, oldest first (metadata and headline figures only).
+    fn list(&self) -> Result<Vec<RunMeta>> {
+        let mut out = Vec::new();
+        self.scan(Select::All, &mut |s| out.extend(s.meta.ok()))?;
+        Ok(out)
+    }
+    /// A run's metadata; a damaged run is [`StoreError::DamagedRun`].
+    fn meta(&self, id: RunId) -> Result<RunMeta> {
+        match self.stored(Select::Id(id))?.pop() {
+            Some(s) => s.into_meta(self.location()),
+            None => Err(StoreError::NoSuchRun {
+                reference: format!("#{id}"),
+                path: self.location().to_path_buf(),
+                hint: String::new(),
+            }),
+        }
+    }
     /// A whole run.
     fn load(&self, id: RunId) -> Result<RunData> {
         let meta = self.meta(id)?;
@@ -222,46 +303,50 @@ pub trait Store {
     fn local_file(&self) -> Option<&Path>;
 
     /// The runs a reference names, oldest first (see [`Reference`] for the rule): one run
-    /// for an id, the latest group of runs with a name (all its `--repeat`s).
+    /// for an id, the latest group of runs with a name (all its `--repeat`s). Only their
+    /// rows are read. A damaged run among them is [`StoreError::DamagedRun`].
     fn resolve(&self, reference: &str) -> Result<Vec<RunMeta>> {
-        let all = self.list()?;
-        let by_id = |id: RunId| all.iter().find(|m| m.id == Some(id)).cloned();
-        let latest_group = |name: &str| {
-            all.iter()
-                .rev()
-                .find(|m| m.name == name)
-                .map(|m| m.group.clone())
+        self.resolve_stored(reference)?
+            .into_iter()
+            .map(|s| s.into_meta(self.location()))
+            .collect()
+    }
+
+    /// As [`Store::resolve`], damaged runs given as they are (`kiln runs rm` removes them).
+    fn resolve_stored(&self, reference: &str) -> Result<Vec<Stored>> {
+        let by_id =
+            |id: RunId| -> Result<Option<Stored>> { Ok(self.stored(Select::Id(id))?.pop()) };
+        let group = |name: &str| -> Result<Option<Vec<Stored>>> {
+            Ok(match self.latest_group(name)? {
+                Some(g) => Some(self.stored(Select::Group(&g))?),
+                None => None,
+            })
         };
-        let group =
-            |g: String| -> Vec<RunMeta> { all.iter().filter(|m| m.group == g).cloned().collect() };
         let found = match Reference::parse(reference) {
-            Reference::Id(id) => by_id(id).map(|m| vec![m]),
-            Reference::Name(name) => latest_group(name).map(group),
-            Reference::IdOrName(id, name) => match (by_id(id), latest_group(name)) {
-                (Some(m), None) => Some(vec![m]),
-                (None, Some(g)) => Some(group(g)),
-                (Some(m), Some(_)) => {
+            Reference::Id(id) => by_id(id)?.map(|s| vec![s]),
+            Reference::Name(name) => group(name)?,
+            Reference::IdOrName(id, name) => match (by_id(id)?, self.latest_group(name)?) {
+                (Some(s), None) => Some(vec![s]),
+                (None, Some(_)) => group(name)?,
+                (Some(s), Some(_)) => {
                     return Err(StoreError::Ambiguous {
                         reference: reference.to_string(),
                         path: self.location().to_path_buf(),
-                        name: kiln_model::text::clean_cut(&m.name, 40).into_owned(),
+                        name: kiln_model::text::clean_cut(&s.name, 40).into_owned(),
                     })
                 }
                 (None, None) => None,
             },
         };
-        if let Some(runs) = found {
+        if let Some(runs) = found.filter(|r| !r.is_empty()) {
             return Ok(runs);
         }
-        let mut names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
-        names.dedup();
+        let names = self.latest_names(10)?;
         let hint = if names.is_empty() {
             " (the store is empty)".to_string()
         } else {
             let shown: Vec<String> = names
                 .iter()
-                .rev()
-                .take(10)
                 .map(|n| kiln_model::text::clean_cut(n, 40).into_owned())
                 .collect();
             format!(" (latest names: {})", shown.join(", "))

@@ -17,8 +17,8 @@
 //! retried after its commit's answer was lost finds its run (same name and metadata)
 //! instead of writing it twice.
 use crate::codec;
-use crate::model::{RunData, RunId, RunMeta};
-use crate::{Result, Store, StoreError, SCHEMA_VERSION};
+use crate::model::{RunData, RunId};
+use crate::{Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
 use postgres::{Client, Config, NoTls};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -348,28 +348,61 @@ impl Store for PgStore {
         })
     }
 
-    fn list(&self) -> Result<Vec<RunMeta>> {
-        let rows =
-            self.with_client(|c, _| c.query("SELECT id, meta FROM kiln.runs ORDER BY id", &[]))?;
-        rows.iter()
-            .map(|r| {
-                let id: i64 = r.get(0);
-                codec::decode_meta(id, r.get(1)).map_err(|what| self.corrupt(id, what))
-            })
-            .collect()
+    fn scan(&self, select: Select<'_>, f: &mut dyn FnMut(Stored)) -> Result<()> {
+        use postgres::types::ToSql;
+        let (filter, key): (&str, &(dyn ToSql + Sync)) = match &select {
+            Select::All => ("", &0i64),
+            Select::Id(id) => ("AND id = $2", id),
+            Select::Name(n) => ("AND name = $2", n),
+            Select::Group(g) => ("AND grp = $2", g),
+        };
+        let sql = format!(
+            "SELECT id, name, grp, started_ms, meta FROM kiln.runs WHERE id > $1 {filter} ORDER BY id"
+        );
+        // Rows are taken as they arrive; a server lost on the way is asked again for the
+        // runs after the last one given.
+        let mut after = i64::MIN;
+        self.with_client(|c, _| {
+            let rows = if filter.is_empty() {
+                c.query_raw(&sql, [&after as &(dyn ToSql + Sync)])?
+            } else {
+                c.query_raw(&sql, [&after as &(dyn ToSql + Sync), key])?
+            };
+            let mut rows = rows;
+            while let Some(r) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
+                let id: i64 = r.try_get(0)?;
+                let meta = codec::decode_meta(id, r.try_get(4)?);
+                f(Stored {
+                    id,
+                    name: r.try_get(1)?,
+                    group: r.try_get(2)?,
+                    started_unix_ms: r.try_get(3)?,
+                    meta,
+                });
+                after = id;
+            }
+            Ok(())
+        })
     }
 
-    fn meta(&self, id: RunId) -> Result<RunMeta> {
-        let row = self
-            .with_client(|c, _| c.query_opt("SELECT meta FROM kiln.runs WHERE id = $1", &[&id]))?;
-        let Some(row) = row else {
-            return Err(StoreError::NoSuchRun {
-                reference: format!("#{id}"),
-                path: self.location.clone(),
-                hint: String::new(),
-            });
-        };
-        codec::decode_meta(id, row.get(0)).map_err(|what| self.corrupt(id, what))
+    fn latest_group(&self, name: &str) -> Result<Option<String>> {
+        let row = self.with_client(|c, _| {
+            c.query_opt(
+                "SELECT grp FROM kiln.runs WHERE name = $1 ORDER BY id DESC LIMIT 1",
+                &[&name],
+            )
+        })?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    fn latest_names(&self, n: usize) -> Result<Vec<String>> {
+        let rows = self.with_client(|c, _| {
+            c.query(
+                "SELECT name FROM kiln.runs GROUP BY name ORDER BY max(id) DESC LIMIT $1",
+                &[&(n as i64)],
+            )
+        })?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>> {

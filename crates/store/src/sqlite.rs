@@ -9,8 +9,8 @@
 //! schema version: a newer version is refused (never rewritten), an older one is migrated
 //! in one transaction.
 use crate::codec;
-use crate::model::{RunData, RunId, RunMeta};
-use crate::{Result, Store, StoreError, SCHEMA_VERSION};
+use crate::model::{RunData, RunId};
+use crate::{Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -346,36 +346,62 @@ impl Store for SqliteStore {
         saved.map_err(|e| self.write_err(e))
     }
 
-    fn list(&self) -> Result<Vec<RunMeta>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id, meta FROM runs ORDER BY id")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, RunId>(0)?, r.get::<_, String>(1)?)))
-            .map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, json) = row.map_err(|e| self.err(e))?;
-            out.push(codec::decode_meta(id, &json).map_err(|what| self.corrupt(id, what))?);
+    fn scan(&self, select: Select<'_>, f: &mut dyn FnMut(Stored)) -> Result<()> {
+        let (filter, key): (&str, &dyn rusqlite::ToSql) = match &select {
+            Select::All => ("", &0),
+            Select::Id(id) => ("WHERE id = ?1", id),
+            Select::Name(n) => ("WHERE name = ?1", n),
+            Select::Group(g) => ("WHERE grp = ?1", g),
+        };
+        let sql = format!("SELECT id, name, grp, started_ms, meta FROM runs {filter} ORDER BY id");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let params: &[&dyn rusqlite::ToSql] = if filter.is_empty() { &[] } else { &[key] };
+        let mut rows = stmt.query(params).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let get = || -> rusqlite::Result<(RunId, String, String, i64)> {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            };
+            let (id, name, group, started_unix_ms) = get().map_err(|e| self.err(e))?;
+            // Metadata that is not text (a hand-edited row) is damage, not a store error.
+            let meta = match r.get_ref(4).map_err(|e| self.err(e))? {
+                rusqlite::types::ValueRef::Text(t) => match std::str::from_utf8(t) {
+                    Ok(json) => codec::decode_meta(id, json),
+                    Err(e) => Err(format!("metadata is not UTF-8 text: {e}")),
+                },
+                other => Err(format!("metadata is {:?}, not text", other.data_type())),
+            };
+            f(Stored {
+                id,
+                name,
+                group,
+                started_unix_ms,
+                meta,
+            });
         }
-        Ok(out)
+        Ok(())
     }
 
-    fn meta(&self, id: RunId) -> Result<RunMeta> {
-        let json: Option<String> = self
-            .conn
-            .query_row("SELECT meta FROM runs WHERE id = ?1", [id], |r| r.get(0))
+    fn latest_group(&self, name: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row(
+                "SELECT grp FROM runs WHERE name = ?1 ORDER BY id DESC LIMIT 1",
+                [name],
+                |r| r.get(0),
+            )
             .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn latest_names(&self, n: usize) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name FROM runs GROUP BY name ORDER BY max(id) DESC LIMIT ?1")
             .map_err(|e| self.err(e))?;
-        let Some(json) = json else {
-            return Err(StoreError::NoSuchRun {
-                reference: format!("#{id}"),
-                path: self.path.clone(),
-                hint: String::new(),
-            });
-        };
-        codec::decode_meta(id, &json).map_err(|what| self.corrupt(id, what))
+        let rows = stmt
+            .query_map([n as i64], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<String>>>()
+            .map_err(|e| self.err(e))
     }
 
     fn blobs(&self, id: RunId, kind: &str) -> Result<Vec<(String, Vec<u8>)>> {

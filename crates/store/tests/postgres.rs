@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{folded, run};
+use common::{damaged_runs_degrade_one_at_a_time, folded, run};
 use kiln_testkit::have_postgres;
 
 /// The same run read back from two stores is the same run.
@@ -337,4 +337,19 @@ fn a_server_restarted_under_a_saving_client_loses_no_run() {
     )
     .unwrap();
     assert!(matches!(again, Saved::Stored(_)), "{again:?}");
+}
+
+#[test]
+fn a_damaged_run_degrades_only_itself() {
+    if !have_postgres() {
+        return;
+    }
+    let pg = Postgres::start().unwrap();
+    let url = pg.create_database("damaged").unwrap();
+    let mut s = PgStore::open(&url).unwrap();
+    let exec = |statement: &str| sql(&url, &statement.replace("{runs}", "kiln.runs"));
+    damaged_runs_degrade_one_at_a_time(&mut s, &exec);
+    let s = PgStore::open_existing(&url).unwrap();
+    assert_eq!(s.stored(kiln_store::Select::All).unwrap().len(), 5);
+    assert_eq!(s.list().unwrap().len(), 2);
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 mod common;
-use common::{folded, run};
+use common::{damaged_runs_degrade_one_at_a_time, folded, run};
 
 #[test]
 fn a_run_reads_back_as_it_was_saved() {
@@ -255,4 +255,22 @@ fn an_exported_run_is_one_file_that_imports_back() {
         folded(&other.profiles(new_id).unwrap()[0]),
         folded(&s.profiles(id).unwrap()[0])
     );
+}
+
+#[test]
+fn a_damaged_run_degrades_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&path).unwrap();
+    let exec = |sql: &str| {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(&sql.replace("{runs}", "runs"))
+            .unwrap();
+    };
+    damaged_runs_degrade_one_at_a_time(&mut s, &exec);
+    // Read-only, as reading commands open it.
+    let s = SqliteStore::open_existing(&path).unwrap();
+    assert_eq!(s.stored(kiln_store::Select::All).unwrap().len(), 5);
+    assert_eq!(s.list().unwrap().len(), 2);
 }

@@ -234,7 +234,12 @@ fn history(
         .collect();
     let mut out: Vec<Vec<kiln_store::RunMeta>> = Vec::new();
     let mut order: Vec<String> = Vec::new();
-    for r in store.list()? {
+    // Only the runs of its name are read; damaged ones are not history.
+    let mut named = Vec::new();
+    store.scan(kiln_store::Select::Name(&first.name), &mut |s| {
+        named.extend(s.meta.ok())
+    })?;
+    for r in named {
         if r.name != first.name
             || compared.contains(&r.group.as_str())
             || !r.status.complete

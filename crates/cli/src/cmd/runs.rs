@@ -3,7 +3,7 @@ use super::store::{resolve, StoreArgs};
 use anyhow::{bail, Context, Result};
 use kiln_model::text;
 use kiln_run::compare::format_value as fv;
-use kiln_store::{RunMeta, SqliteStore, Store};
+use kiln_store::{SqliteStore, Store};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +54,11 @@ pub enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Read every run and print one line per damaged run (id, name, what is wrong: metadata
+    /// that does not parse, or impossible values such as a NaN or a negative rate); exit 1
+    /// when any is damaged. Damaged runs are listed as such by kiln runs and skipped by
+    /// every command that does not name them.
+    Check,
     /// Remove runs; says which (id and name) it removed.
     Rm {
         /// The runs (#ID, ID or NAME: a name removes its latest group).
@@ -129,42 +134,63 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-/// The table of `kiln runs`.
-pub fn list_table(runs: &[RunMeta]) -> String {
-    let mut rows = vec![[
-        "id",
-        "name",
-        "date (UTC)",
-        "target",
-        "load",
-        "rate",
-        "p50",
-        "p99",
-        "cpu/op",
-        "status",
+/// The head of `kiln runs`' table.
+const HEAD: [&str; 10] = [
+    "id",
+    "name",
+    "date (UTC)",
+    "target",
+    "load",
+    "rate",
+    "p50",
+    "p99",
+    "cpu/op",
+    "status",
+];
+
+/// One row of `kiln runs`' table: a run, or a damaged run (what is kept beside its
+/// metadata, and `damaged` as its status).
+fn list_row(s: &kiln_store::Stored) -> Vec<String> {
+    // Names and command lines come from outside: escaped before they are cut.
+    let name = truncate(&text::clean(&s.name), 24);
+    let Ok(m) = &s.meta else {
+        let dash = || "-".to_string();
+        return vec![
+            s.id.to_string(),
+            name,
+            date(s.started_unix_ms),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            "DAMAGED".into(),
+        ];
+    };
+    let h = &m.headline;
+    vec![
+        s.id.to_string(),
+        name,
+        date(m.started_unix_ms),
+        truncate(&text::clean(&m.target.comm), 16),
+        truncate(&text::clean(&m.load.to_string()), 40),
+        opt(h.throughput, "/s"),
+        opt(h.p50_us, "us"),
+        opt(h.p99_us, "us"),
+        opt(h.cpu_per_op_us, "us"),
+        if m.status.complete {
+            "complete".into()
+        } else {
+            "incomplete".into()
+        },
     ]
-    .map(String::from)
-    .to_vec()];
-    for m in runs {
-        let h = &m.headline;
-        // Names and command lines come from outside: escaped before they are cut.
-        rows.push(vec![
-            m.id.unwrap_or(0).to_string(),
-            truncate(&text::clean(&m.name), 24),
-            date(m.started_unix_ms),
-            truncate(&text::clean(&m.target.comm), 16),
-            truncate(&text::clean(&m.load.to_string()), 40),
-            opt(h.throughput, "/s"),
-            opt(h.p50_us, "us"),
-            opt(h.p99_us, "us"),
-            opt(h.cpu_per_op_us, "us"),
-            if m.status.complete {
-                "complete".into()
-            } else {
-                "incomplete".into()
-            },
-        ]);
-    }
+}
+
+/// The table of `kiln runs` from its rows ([`list_row`]).
+fn list_table(body: Vec<Vec<String>>) -> String {
+    let mut rows = vec![HEAD.map(String::from).to_vec()];
+    rows.extend(body);
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
@@ -187,6 +213,16 @@ pub fn list_table(runs: &[RunMeta]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// One line about a damaged run: its id, name and what is wrong (`kiln runs check`, and
+/// the warnings under `kiln runs`).
+fn damaged_line(id: i64, name: &str, what: &str) -> String {
+    format!(
+        "run #{id} '{}' is damaged: {}",
+        text::clean_cut(name, 80),
+        text::clean_cut(what, 2 * text::MAX_SHOWN)
+    )
 }
 
 /// What `kiln runs show --json` prints of a run: its metadata (as stored) with the
@@ -300,7 +336,7 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
 pub fn run(args: Args) -> Result<ExitCode> {
     if matches!(
         args.command,
-        None | Some(RunsCommand::List(_)) | Some(RunsCommand::Show { .. })
+        None | Some(RunsCommand::List(_) | RunsCommand::Show { .. } | RunsCommand::Check)
     ) {
         super::common::ensure_stdout_open()?;
     }
@@ -312,21 +348,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let store = args.store.open_existing()?;
             write!(out, "{}", show(&*store, &run, json)?)?;
         }
+        Some(RunsCommand::Check) => {
+            if check(&args.store, &mut out)? > 0 {
+                return Ok(ExitCode::from(1));
+            }
+        }
         Some(RunsCommand::Rm { runs }) => {
             let mut store = args.store.open_existing_to_write()?;
-            let mut doomed: Vec<RunMeta> = Vec::new();
+            // Damaged runs too: removing one is how a store is mended.
+            let mut doomed: Vec<kiln_store::Stored> = Vec::new();
             for r in &runs {
-                for m in resolve(&*store, r)? {
+                for m in store.resolve_stored(r)? {
                     if !doomed.iter().any(|d| d.id == m.id) {
                         doomed.push(m);
                     }
                 }
             }
             for m in &doomed {
-                let id = m.id.context("run without id")?;
-                store.remove(id)?;
+                store.remove(m.id)?;
                 eprintln!(
-                    "removed run #{id} '{}' ({} UTC) from {}",
+                    "removed run #{} '{}' ({} UTC) from {}",
+                    m.id,
                     text::clean_cut(&m.name, 80),
                     date(m.started_unix_ms),
                     store.location().display()
@@ -454,9 +496,16 @@ fn import(store_args: &StoreArgs, files: &[PathBuf]) -> Result<()> {
     for f in files {
         let from = SqliteStore::open_existing(f)
             .with_context(|| format!("Cannot import '{}'", f.display()))?;
-        let runs = from
-            .list()
-            .with_context(|| format!("Cannot import '{}'", f.display()))?;
+        let mut runs = Vec::new();
+        for r in from
+            .stored(kiln_store::Select::All)
+            .with_context(|| format!("Cannot import '{}'", f.display()))?
+        {
+            runs.push(
+                r.into_meta(f)
+                    .with_context(|| format!("Cannot import '{}'", f.display()))?,
+            );
+        }
         sources.push((f, from, runs));
     }
     let location = store_args.location();
@@ -511,20 +560,88 @@ fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
             _ => return Err(e),
         },
     };
-    let mut runs = s.list()?;
-    if let Some(n) = l
-        .name
-        .as_deref()
-        .map(|n| n.strip_prefix("name:").unwrap_or(n))
-    {
-        runs.retain(|m| m.name == n);
-    }
+    let select = match l.name.as_deref() {
+        Some(n) => kiln_store::Select::Name(n.strip_prefix("name:").unwrap_or(n)),
+        None => kiln_store::Select::All,
+    };
+    // Each run becomes its line (or JSON object) as it is read: what is held grows with
+    // the lines, not with the runs' metadata.
+    let mut rows = Vec::new();
+    let mut damaged = Vec::new();
+    let mut json: Result<Vec<String>> = Ok(Vec::new());
+    s.scan(select, &mut |r| {
+        if let Err(what) = &r.meta {
+            damaged.push(damaged_line(r.id, &r.name, what));
+        }
+        if !l.json {
+            rows.push(list_row(&r));
+        } else if let Ok(objects) = &mut json {
+            match list_json(&r) {
+                Ok(o) => objects.push(o),
+                Err(e) => json = Err(e),
+            }
+        }
+    })?;
     if l.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&runs)?)?;
+        let objects = json?;
+        writeln!(out, "[")?;
+        for (i, o) in objects.iter().enumerate() {
+            let comma = if i + 1 < objects.len() { "," } else { "" };
+            writeln!(out, "{o}{comma}")?;
+        }
+        writeln!(out, "]")?;
     } else {
-        write!(out, "{}", list_table(&runs))?;
+        write!(out, "{}", list_table(rows))?;
+    }
+    out.flush()?;
+    for d in &damaged {
+        eprintln!("warning: {d} (kiln runs check lists the damaged runs)");
     }
     Ok(())
+}
+
+/// A run as `kiln runs --json` prints it: its metadata, or, for a damaged run, its id,
+/// name, group, start and `damaged`: what is wrong.
+fn list_json(r: &kiln_store::Stored) -> Result<String> {
+    let v = match &r.meta {
+        Ok(m) => serde_json::to_value(m)?,
+        Err(what) => serde_json::json!({
+            "id": r.id,
+            "name": r.name,
+            "group": r.group,
+            "started_unix_ms": r.started_unix_ms,
+            "damaged": what,
+        }),
+    };
+    Ok(serde_json::to_string(&v)?)
+}
+
+/// `kiln runs check`: every run read; one line per damaged run on standard output. `Ok(n)`:
+/// how many are damaged.
+fn check(store: &StoreArgs, out: &mut dyn Write) -> Result<usize> {
+    let s = store.open_existing()?;
+    let (mut total, mut damaged) = (0usize, Vec::new());
+    s.scan(kiln_store::Select::All, &mut |r| {
+        total += 1;
+        if let Err(what) = &r.meta {
+            damaged.push(damaged_line(r.id, &r.name, what));
+        }
+    })?;
+    for d in &damaged {
+        writeln!(out, "{d}")?;
+    }
+    out.flush()?;
+    eprintln!(
+        "{total} run(s) read in {}: {} damaged{}",
+        s.location().display(),
+        damaged.len(),
+        if damaged.is_empty() {
+            ""
+        } else {
+            " (kiln runs rm ID removes one; the others are not affected)"
+        }
+    );
+    Ok(damaged.len())
 }
 
 #[cfg(test)]

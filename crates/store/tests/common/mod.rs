@@ -83,3 +83,107 @@ pub fn folded(p: &Profile) -> Vec<u8> {
         .unwrap();
     out
 }
+
+/// Saves five runs, damages three of their metadata rows as a broken disk, another tool or
+/// a hand edit would (`exec` runs an SQL statement on the store's database, `{runs}` its
+/// runs table), and checks that the store degrades one run at a time: the others list,
+/// resolve and load; a damaged run is listed with what is wrong, named by its field, and
+/// is an error naming it wherever it is named.
+pub fn damaged_runs_degrade_one_at_a_time(s: &mut dyn kiln_store::Store, exec: &dyn Fn(&str)) {
+    use kiln_store::{Select, StoreError};
+    let ids: Vec<i64> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|n| s.save(&run(n, n, 10)).unwrap())
+        .collect();
+    let damage = |id: i64, from: &str, to: &str| {
+        exec(&format!(
+            "UPDATE {{runs}} SET meta = replace(meta, '{from}', '{to}') WHERE id = {id}"
+        ))
+    };
+    damage(ids[1], "\"throughput\":20000.0", "\"throughput\":NaN");
+    damage(ids[2], "\"throughput\":20000.0", "\"throughput\":-1e300");
+    damage(ids[3], "\"p99_us\":1234.0", "\"p99_us\":1e999");
+    damage(
+        ids[4],
+        "\"status\":{\"complete\":true}",
+        "\"status\":\"weird\"",
+    );
+
+    let all = s.stored(Select::All).unwrap();
+    assert_eq!(all.len(), 5);
+    let what = |i: usize| all[i].meta.as_ref().unwrap_err().clone();
+    assert!(all[0].meta.is_ok());
+    assert!(what(1).contains("headline.throughput"), "{}", what(1));
+    assert!(
+        what(2).contains("headline.throughput is -1e300: a rate cannot be negative"),
+        "{}",
+        what(2)
+    );
+    assert!(
+        what(3).contains("headline.p99_us") && what(3).contains("out of range"),
+        "{}",
+        what(3)
+    );
+    assert!(what(4).contains("at status"), "{}", what(4));
+    for (i, s) in all.iter().enumerate() {
+        assert_eq!(s.id, ids[i]);
+        assert_eq!(
+            s.name,
+            ["a", "b", "c", "d", "e"][i],
+            "kept beside the metadata"
+        );
+    }
+    // Listing skips them; the good run resolves and loads.
+    let good = s.list().unwrap();
+    assert_eq!(good.len(), 1);
+    assert_eq!(good[0].id, Some(ids[0]));
+    assert_eq!(s.resolve("a").unwrap().len(), 1);
+    assert_eq!(s.load(ids[0]).unwrap().profiles.len(), 2);
+    // Named, each is an error that names it and its field.
+    for (i, field) in [
+        (1, "headline.throughput"),
+        (2, "headline.throughput"),
+        (4, "status"),
+    ] {
+        for e in [
+            s.resolve(&format!("#{}", ids[i])).unwrap_err(),
+            s.resolve(["a", "b", "c", "d", "e"][i]).unwrap_err(),
+            s.meta(ids[i]).unwrap_err(),
+            s.load(ids[i]).unwrap_err(),
+        ] {
+            let msg = e.to_string();
+            assert!(matches!(e, StoreError::DamagedRun { .. }), "{msg}");
+            assert!(
+                msg.contains(&format!("run #{} ", ids[i])) && msg.contains(field),
+                "{msg}"
+            );
+        }
+    }
+    // Removed, it is gone and the store is whole again.
+    let damaged = s.resolve_stored(&ids[1].to_string()).unwrap();
+    assert!(damaged[0].meta.is_err());
+    s.remove(ids[1]).unwrap();
+    assert_eq!(s.stored(Select::All).unwrap().len(), 4);
+
+    // Impossible figures handed to a save are not kept, and the run says so.
+    let mut r = run("odd", "odd", 10);
+    r.meta.headline.throughput = Some(-1e300);
+    r.meta.headline.p50_us = Some(f64::NAN);
+    r.meta.headline.cpu_per_op_us = Some(f64::INFINITY);
+    let id = s.save(&r).unwrap();
+    let back = s.meta(id).unwrap();
+    assert_eq!(back.headline.throughput, None);
+    assert_eq!(back.headline.p50_us, None);
+    assert_eq!(back.headline.cpu_per_op_us, None);
+    assert_eq!(back.headline.p99_us, Some(1234.0), "the others kept");
+    let notes: Vec<&String> = back
+        .warnings
+        .iter()
+        .filter(|w| w.contains("was not kept"))
+        .collect();
+    assert_eq!(notes.len(), 3, "{:?}", back.warnings);
+    assert!(
+        notes[0].starts_with("headline.throughput is -1e300"),
+        "{notes:?}"
+    );
+}
