@@ -16,7 +16,7 @@ mod signals;
 /// Exit codes: 0 success; 1 error (bad input with --strict, unreadable file, failed
 /// recording or load); 2 bad command line; 3 a kiln compare --fail-if condition fired (past
 /// its limit and beyond noise); 4 one cannot tell (past its limit, not provably beyond
-/// noise).
+/// noise); 141, quietly, when the reader of standard output went away (| head -1).
 #[derive(Debug, Parser)]
 #[command(name = "kiln", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
@@ -90,6 +90,13 @@ fn main() -> ExitCode {
     match result {
         // Results are written; a signal still says the command was cut short.
         Ok(code) => signals::exit_code(&stop).unwrap_or(code),
+        // The reader of standard output went away (`kiln collapse big.folded | head -1`):
+        // nothing is wrong, and nothing is said; 141 (128 + SIGPIPE) as a shell reports a
+        // program SIGPIPE ended, the same in every command.
+        Err(e) if broken_pipe(&e) => {
+            kiln_os::io::remove_temporary_files();
+            ExitCode::from(141)
+        }
         Err(e) => {
             // Errors quote names, files and servers: shown without their control
             // characters.
@@ -99,6 +106,24 @@ fn main() -> ExitCode {
             signals::exit_code(&stop).unwrap_or(ExitCode::from(1))
         }
     }
+}
+
+/// Whether `e`, or any of its causes, is a write to a pipe whose reader is gone (EPIPE):
+/// an I/O error, or one kept inside a JSON writer's or the store's error.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
+    e.chain().any(|cause| {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return io.kind() == BrokenPipe;
+        }
+        if let Some(j) = cause.downcast_ref::<serde_json::Error>() {
+            return j.io_error_kind() == Some(BrokenPipe);
+        }
+        matches!(
+            cause.downcast_ref::<kiln_store::StoreError>(),
+            Some(kiln_store::StoreError::Io { error, .. }) if error.kind() == BrokenPipe
+        )
+    })
 }
 
 /// An error and its causes, `: `-joined as `{:#}` prints them, each said once: many
@@ -127,6 +152,31 @@ mod tests {
     #[test]
     fn verify_cli() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_broken_pipe_is_found_anywhere_in_the_chain() {
+        let pipe = || std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(broken_pipe(&anyhow::Error::new(pipe())));
+        let e = anyhow::Error::new(kiln_model::ModelError::Io(pipe())).context("Failed to write");
+        assert!(broken_pipe(&e));
+        let j = serde_json::to_writer(Failing, &[1, 2]).unwrap_err();
+        assert!(broken_pipe(&anyhow::Error::new(j).context("json")));
+        assert!(!broken_pipe(&anyhow::anyhow!("Broken pipe").context("x")));
+        let other = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert!(!broken_pipe(&anyhow::Error::new(other)));
+    }
+
+    /// A writer whose reader is gone.
+    struct Failing;
+
+    impl std::io::Write for Failing {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 
     #[test]
