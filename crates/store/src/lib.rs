@@ -31,8 +31,14 @@
 //! * **Untrusted files.** Exported runs are shared between people: every size read from
 //!   one is checked against what is there and the input limit before anything is
 //!   allocated, and a damaged store is refused for writing and described when read.
-//! * **Listing is cheap.** Metadata and headline figures are a few hundred bytes of JSON
-//!   per run, apart from the bulk data, so `kiln runs` reads 1,000 runs in milliseconds.
+//! * **A command reads the runs it names.** Metadata and headline figures are a few KB of
+//!   JSON per run, apart from the bulk data, beside the columns runs are found by (name,
+//!   group, start): `kiln runs show 4` and `kiln compare a b` read those runs' rows only
+//!   ([`Store::scan`] with a [`Select`]), and `kiln runs` holds one line per run, not its
+//!   metadata, so memory does not grow with what the store holds.
+//! * **One damaged run damages only itself.** A run whose metadata does not parse or holds
+//!   impossible values ([`check_meta`]) is given as damaged, with what is wrong; the others
+//!   read as ever.
 //! * **Bulk data compressed.** Profiles are kiln's native format ([`kiln_model::native`]),
 //!   series are columnar JSON, both zstd-compressed; latency histograms are HdrHistogram's
 //!   own compressed serialisation, mergeable across repeats and windows.
@@ -225,8 +231,14 @@ pub enum Select<'a> {
     Id(RunId),
     /// The runs with this name.
     Name(&'a str),
-    /// The runs of this group.
-    Group(&'a str),
+    /// The runs of a group (`group`), of the name its runs share (`name`: found through
+    /// the index of names, whatever the store holds).
+    Group {
+        /// The runs' name.
+        name: &'a str,
+        /// Their group.
+        group: &'a str,
+    },
 }
 
 /// A place runs are kept.
@@ -318,7 +330,10 @@ pub trait Store {
             |id: RunId| -> Result<Option<Stored>> { Ok(self.stored(Select::Id(id))?.pop()) };
         let group = |name: &str| -> Result<Option<Vec<Stored>>> {
             Ok(match self.latest_group(name)? {
-                Some(g) => Some(self.stored(Select::Group(&g))?),
+                Some(group) => Some(self.stored(Select::Group {
+                    name,
+                    group: &group,
+                })?),
                 None => None,
             })
         };

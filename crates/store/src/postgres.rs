@@ -350,11 +350,11 @@ impl Store for PgStore {
 
     fn scan(&self, select: Select<'_>, f: &mut dyn FnMut(Stored)) -> Result<()> {
         use postgres::types::ToSql;
-        let (filter, key): (&str, &(dyn ToSql + Sync)) = match &select {
-            Select::All => ("", &0i64),
-            Select::Id(id) => ("AND id = $2", id),
-            Select::Name(n) => ("AND name = $2", n),
-            Select::Group(g) => ("AND grp = $2", g),
+        let (filter, keys): (&str, Vec<&(dyn ToSql + Sync)>) = match &select {
+            Select::All => ("", vec![]),
+            Select::Id(id) => ("AND id = $2", vec![id]),
+            Select::Name(n) => ("AND name = $2", vec![n]),
+            Select::Group { name, group } => ("AND name = $2 AND grp = $3", vec![name, group]),
         };
         let sql = format!(
             "SELECT id, name, grp, started_ms, meta FROM kiln.runs WHERE id > $1 {filter} ORDER BY id"
@@ -363,12 +363,9 @@ impl Store for PgStore {
         // runs after the last one given.
         let mut after = i64::MIN;
         self.with_client(|c, _| {
-            let rows = if filter.is_empty() {
-                c.query_raw(&sql, [&after as &(dyn ToSql + Sync)])?
-            } else {
-                c.query_raw(&sql, [&after as &(dyn ToSql + Sync), key])?
-            };
-            let mut rows = rows;
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&after];
+            params.extend(keys.iter().copied());
+            let mut rows = c.query_raw(&sql, params)?;
             while let Some(r) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
                 let id: i64 = r.try_get(0)?;
                 let meta = codec::decode_meta(id, r.try_get(4)?);

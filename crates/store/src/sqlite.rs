@@ -347,16 +347,15 @@ impl Store for SqliteStore {
     }
 
     fn scan(&self, select: Select<'_>, f: &mut dyn FnMut(Stored)) -> Result<()> {
-        let (filter, key): (&str, &dyn rusqlite::ToSql) = match &select {
-            Select::All => ("", &0),
-            Select::Id(id) => ("WHERE id = ?1", id),
-            Select::Name(n) => ("WHERE name = ?1", n),
-            Select::Group(g) => ("WHERE grp = ?1", g),
+        let (filter, params): (&str, Vec<&dyn rusqlite::ToSql>) = match &select {
+            Select::All => ("", vec![]),
+            Select::Id(id) => ("WHERE id = ?1", vec![id]),
+            Select::Name(n) => ("WHERE name = ?1", vec![n]),
+            Select::Group { name, group } => ("WHERE name = ?1 AND grp = ?2", vec![name, group]),
         };
         let sql = format!("SELECT id, name, grp, started_ms, meta FROM runs {filter} ORDER BY id");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
-        let params: &[&dyn rusqlite::ToSql] = if filter.is_empty() { &[] } else { &[key] };
-        let mut rows = stmt.query(params).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(&params[..]).map_err(|e| self.err(e))?;
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
             let get = || -> rusqlite::Result<(RunId, String, String, i64)> {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))

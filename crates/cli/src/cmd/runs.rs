@@ -35,7 +35,9 @@ pub struct ListArgs {
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
 
-    /// Print JSON (one object per run: metadata and headline figures).
+    /// Print JSON: an array of one object per run, one per line (metadata and headline
+    /// figures; a damaged run: id, name, group, started_unix_ms and `damaged`, what is
+    /// wrong).
     #[arg(long)]
     pub json: bool,
 }
@@ -566,30 +568,34 @@ fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
     };
     // Each run becomes its line (or JSON object) as it is read: what is held grows with
     // the lines, not with the runs' metadata.
+    // Each run becomes its line as it is read (JSON: is written at once): what is held
+    // grows with the lines, not with the runs' metadata.
     let mut rows = Vec::new();
     let mut damaged = Vec::new();
-    let mut json: Result<Vec<String>> = Ok(Vec::new());
+    let mut written: Result<usize> = Ok(0);
+    if l.json {
+        write!(out, "[")?;
+    }
     s.scan(select, &mut |r| {
         if let Err(what) = &r.meta {
             damaged.push(damaged_line(r.id, &r.name, what));
         }
         if !l.json {
             rows.push(list_row(&r));
-        } else if let Ok(objects) = &mut json {
-            match list_json(&r) {
-                Ok(o) => objects.push(o),
-                Err(e) => json = Err(e),
+        } else if let Ok(n) = &mut written {
+            let sep = if *n == 0 { "\n" } else { ",\n" };
+            match write!(out, "{sep}")
+                .map_err(anyhow::Error::from)
+                .and_then(|_| list_json(&r, out))
+            {
+                Ok(()) => *n += 1,
+                Err(e) => written = Err(e),
             }
         }
     })?;
     if l.json {
-        let objects = json?;
-        writeln!(out, "[")?;
-        for (i, o) in objects.iter().enumerate() {
-            let comma = if i + 1 < objects.len() { "," } else { "" };
-            writeln!(out, "{o}{comma}")?;
-        }
-        writeln!(out, "]")?;
+        written?;
+        writeln!(out, "\n]")?;
     } else {
         write!(out, "{}", list_table(rows))?;
     }
@@ -600,20 +606,23 @@ fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// A run as `kiln runs --json` prints it: its metadata, or, for a damaged run, its id,
-/// name, group, start and `damaged`: what is wrong.
-fn list_json(r: &kiln_store::Stored) -> Result<String> {
-    let v = match &r.meta {
-        Ok(m) => serde_json::to_value(m)?,
-        Err(what) => serde_json::json!({
-            "id": r.id,
-            "name": r.name,
-            "group": r.group,
-            "started_unix_ms": r.started_unix_ms,
-            "damaged": what,
-        }),
-    };
-    Ok(serde_json::to_string(&v)?)
+/// Writes a run as `kiln runs --json` prints it (one line): its metadata, or, for a
+/// damaged run, its id, name, group, start and `damaged`: what is wrong.
+fn list_json(r: &kiln_store::Stored, out: &mut dyn Write) -> Result<()> {
+    match &r.meta {
+        Ok(m) => serde_json::to_writer(out, m)?,
+        Err(what) => serde_json::to_writer(
+            out,
+            &serde_json::json!({
+                "id": r.id,
+                "name": r.name,
+                "group": r.group,
+                "started_unix_ms": r.started_unix_ms,
+                "damaged": what,
+            }),
+        )?,
+    }
+    Ok(())
 }
 
 /// `kiln runs check`: every run read; one line per damaged run on standard output. `Ok(n)`:
