@@ -189,32 +189,60 @@ fn list_row(s: &kiln_store::Stored) -> Vec<String> {
     ]
 }
 
-/// The table of `kiln runs` from its rows ([`list_row`]).
-fn list_table(body: Vec<Vec<String>>) -> String {
-    let mut rows = vec![HEAD.map(String::from).to_vec()];
-    rows.extend(body);
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let pad = " ".repeat(widths[i] - c.chars().count());
+/// `kiln runs`' table as it is read: each row kept as one string, its cells apart by a
+/// unit separator (cells are escaped: none holds one), and the widest cell of each column.
+struct Table {
+    rows: Vec<String>,
+    widths: [usize; HEAD.len()],
+}
+
+/// Between the cells of a row of [`Table`].
+const SEP: char = '\u{1f}';
+
+impl Table {
+    fn new() -> Table {
+        let mut t = Table {
+            rows: Vec::new(),
+            widths: [0; HEAD.len()],
+        };
+        t.push(HEAD.map(String::from).to_vec());
+        t
+    }
+
+    fn push(&mut self, cells: Vec<String>) {
+        let mut row = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            self.widths[i] = self.widths[i].max(c.chars().count());
+            if i > 0 {
+                row.push(SEP);
+            }
+            row.push_str(c);
+        }
+        self.rows.push(row);
+    }
+
+    fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut line = String::new();
+        for r in &self.rows {
+            line.clear();
+            for (i, c) in r.split(SEP).enumerate() {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                let pad = " ".repeat(self.widths[i] - c.chars().count());
                 // Numbers right-aligned, text left-aligned.
                 if i == 0 || (5..=8).contains(&i) {
-                    format!("{pad}{c}")
+                    line.push_str(&pad);
+                    line.push_str(c);
                 } else {
-                    format!("{c}{pad}")
+                    line.push_str(c);
+                    line.push_str(&pad);
                 }
-            })
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
+            }
+            writeln!(out, "{}", line.trim_end())?;
+        }
+        Ok(())
     }
-    out
 }
 
 /// One line about a damaged run: its id, name and what is wrong (`kiln runs check`, and
@@ -570,7 +598,7 @@ fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
     // the lines, not with the runs' metadata.
     // Each run becomes its line as it is read (JSON: is written at once): what is held
     // grows with the lines, not with the runs' metadata.
-    let mut rows = Vec::new();
+    let mut table = Table::new();
     let mut damaged = Vec::new();
     let mut written: Result<usize> = Ok(0);
     if l.json {
@@ -581,7 +609,7 @@ fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
             damaged.push(damaged_line(r.id, &r.name, what));
         }
         if !l.json {
-            rows.push(list_row(&r));
+            table.push(list_row(&r));
         } else if let Ok(n) = &mut written {
             let sep = if *n == 0 { "\n" } else { ",\n" };
             match write!(out, "{sep}")
@@ -597,7 +625,7 @@ fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
         written?;
         writeln!(out, "\n]")?;
     } else {
-        write!(out, "{}", list_table(rows))?;
+        table.write(out)?;
     }
     out.flush()?;
     for d in &damaged {
