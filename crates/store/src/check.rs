@@ -62,7 +62,7 @@ fn figures<'a>(
     h: &'a mut Headline,
     rate: &'a mut Option<f64>,
     concurrency: &'a mut Option<f64>,
-) -> [(&'static str, Kind, Slot<'a>); 21] {
+) -> [(&'static str, Kind, Slot<'a>); 22] {
     use Kind::*;
     use Slot::{Count as C, Float as F};
     [
@@ -105,6 +105,7 @@ fn figures<'a>(
             Percent,
             F(&mut h.machine_busy_pct),
         ),
+        ("headline.queue_depth_max", Count, F(&mut h.queue_depth_max)),
         ("load.rate", Rate, F(rate)),
         ("load.concurrency", Count, F(concurrency)),
     ]
@@ -159,6 +160,7 @@ pub fn check_meta(m: &RunMeta) -> Vec<String> {
             out.push(format!("{field} {why}"));
         }
     }
+    out.extend(impossible_beam(&m.headline));
     let windows = std::iter::once(("measure".to_string(), &m.measure)).chain(
         m.windows
             .iter()
@@ -186,6 +188,28 @@ pub fn check_meta(m: &RunMeta) -> Vec<String> {
     out
 }
 
+/// What is impossible in the BEAM schedulers' shares (each a percentage), if anything.
+fn impossible_beam(h: &Headline) -> Option<String> {
+    let b = h.beam.as_ref()?;
+    let shares = [
+        ("emulator_pct", b.emulator_pct),
+        ("port_pct", b.port_pct),
+        ("gc_pct", b.gc_pct),
+        ("check_io_pct", b.check_io_pct),
+        ("aux_pct", b.aux_pct),
+        ("other_pct", b.other_pct),
+        ("sleep_pct", b.sleep_pct),
+    ];
+    shares.iter().find_map(|&(name, v)| {
+        (!(0.0..=100.0).contains(&v)).then(|| {
+            format!(
+                "headline.beam.{name} is {}: a share must be from 0 to 100%",
+                shown(v)
+            )
+        })
+    })
+}
+
 /// Removes the impossible figures of a run about to be saved (a NaN would be stored as
 /// nothing without a word, a −1e300 printed and judged): each is left out, and the run's
 /// warnings say which and why. Returns how many were left out.
@@ -205,6 +229,10 @@ pub(crate) fn clear_impossible(m: &mut RunMeta) -> usize {
         notes.push(format!(
             "{field} {why}; it was not kept (a fault in the measurement)"
         ));
+    }
+    if let Some(why) = impossible_beam(&m.headline) {
+        m.headline.beam = None;
+        notes.push(format!("{why}; the shares were not kept"));
     }
     let n = notes.len();
     m.warnings.extend(notes);
@@ -293,6 +321,31 @@ mod tests {
         let j = r#"{"name":"x:\"{[","status":"#;
         assert_eq!(path_at(j, j.len()), "status");
         assert_eq!(offset_of("ab\ncd", 2, 2), 4);
+    }
+
+    /// The BEAM schedulers' shares and the queue's depth are figures like the others.
+    #[test]
+    fn scheduler_shares_and_queue_depth_are_checked() {
+        let mut m = RunMeta::default();
+        m.headline.queue_depth_max = Some(-5.0);
+        m.headline.beam = Some(crate::model::SchedulerStates {
+            other_pct: 250.0,
+            ..Default::default()
+        });
+        let p = check_meta(&m);
+        assert!(
+            p.iter()
+                .any(|x| x.starts_with("headline.queue_depth_max is -5")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter()
+                .any(|x| x.starts_with("headline.beam.other_pct is 250")),
+            "{p:?}"
+        );
+        assert_eq!(clear_impossible(&mut m), 2);
+        assert!(m.headline.beam.is_none() && m.headline.queue_depth_max.is_none());
+        assert!(check_meta(&m).is_empty());
     }
 
     #[test]
