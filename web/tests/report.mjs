@@ -169,14 +169,14 @@ function rowsIn(t, w) {
   return out;
 }
 
-/** Σ value × seconds of a stored column over w, and the seconds of w's rows. */
+/** Σ value × seconds of a stored column over w, and the seconds of w's rows with a value (kiln's summary's rule). */
 function integral(t, col, w) {
   const out = { sum: 0, secs: 0, any: false };
   if (!t || !t.columns[col]) return out;
   for (const [i, dt] of rowsIn(t, w)) {
-    out.secs += dt / 1e9;
     const v = t.columns[col][i];
     if (v !== null && v !== undefined) {
+      out.secs += dt / 1e9;
       out.sum += (v * dt) / 1e9;
       out.any = true;
     }
@@ -470,8 +470,9 @@ try {
 
     await check('every figure follows the window: headline cards, headings, legends and the viewers\' totals, the whole measurement\'s beside them', async () => {
       page = await open('run.html');
-      const e = edgesOf(target);
-      const w = [e[1], e[Math.min(e.length - 1, 4)]];
+      // Seconds of the measurement (the series start seconds before it, with no samples).
+      const e = edgesOf(target).filter((x) => x >= exp.measure[0]);
+      const w = [e[0], e[Math.min(e.length - 1, 3)]];
       const before = await cardsOf(page);
       assert.ok(Object.values(before).every(([, scope, whole]) => scope === 'measurement' && whole === ''), 'no window: the measurement\'s figures');
       await page.evaluate((x) => window.__kilnReport.run.setWindow(x), w);
@@ -506,6 +507,51 @@ try {
       await settle(page);
       await assertFigures(page, exp, w2, 'the last two seconds');
       await assertHeadings(page, exp, w2, 'the last two seconds');
+    });
+
+    await check('one number for one thing: legends and cards agree for windows of 1, 2 and every second, and for no window', async () => {
+      page = await open('run.html');
+      const e = edgesOf(target).filter((x) => x >= exp.measure[0]);
+      const legend = (chart) =>
+        page.$$eval(`[data-chart="${chart}"] .r-item`, (items) => Object.fromEntries(items.map((x) => [x.dataset.column, x.querySelector('.r-value').dataset.value]).filter(([, v]) => v !== '').map(([k, v]) => [k, Number(v)])));
+      const sum = (o, f = () => true) => Object.entries(o).filter(([k]) => f(k)).reduce((a, [, v]) => a + v, 0);
+      for (const [w, what] of [
+        [[e[0], e[1]], 'one second'],
+        [[e[1], e[3]], 'two seconds'],
+        [[-6e9, e[0]], 'the warm-up'],
+        // Off the seconds' edges, as a URL may give them: the seconds whose middle is inside.
+        [[1e9, 2e9], 'one second, off the edges'],
+        [[1e9, 3e9], 'two seconds, off the edges'],
+        [exp.measure, 'every second of the measurement'],
+        [null, 'no window: the measurement'],
+      ]) {
+        await page.evaluate((x) => window.__kilnReport.run.setWindow(x), w);
+        await settle(page);
+        const cards = await cardsOf(page);
+        const want = expectedFigures(exp, w ?? exp.measure);
+        // Switches: the legend's two lines add up to the card, both the store's.
+        const sw = await legend('switches');
+        assert.equal(Object.keys(sw).length, 2, `${what}: both switch lines have a value: ${JSON.stringify(sw)}`);
+        assert.ok(close_(sum(sw), cards.switches[0]), `${what}: switches legend ${sum(sw)}, card ${cards.switches[0]}`);
+        assert.ok(close_(cards.switches[0], want.switches), `${what}: switches card ${cards.switches[0]}, store ${want.switches}`);
+        // Who used the machine: kiln's own CPU and the machine's, the cards' figures.
+        const m = await legend('machine');
+        const cpus = Math.max(1, await page.evaluate(() => window.__kilnReport.run.data.cpus));
+        assert.ok(close_(m['kiln cpu'], cards.kiln_cpu[0]), `${what}: kiln CPU legend ${m['kiln cpu']}, card ${cards.kiln_cpu[0]}`);
+        assert.ok(close_(m.busy / cpus, cards.machine_busy[0]), `${what}: machine legend ${m.busy}, card ${cards.machine_busy[0]} of ${cpus} CPUs`);
+        // The target's CPU by thread group: each layer's legend is its stored column's
+        // figure by the cards' rule. (The card reads the process's own counters, which
+        // the threads' need not sum to within a second: each is read in clock ticks.)
+        const cpu = await legend('cpu');
+        assert.ok(Object.keys(cpu).length >= 2, `${what}: CPU layers ${JSON.stringify(cpu)}`);
+        for (const [col, v] of Object.entries(cpu)) {
+          const x = integral(target, col, w ?? exp.measure);
+          assert.ok(close_(v, x.sum / x.secs), `${what}: ${col} legend ${v}, store ${x.sum / x.secs}`);
+        }
+        assert.ok(close_(cards.target_cpu[0], want.target_cpu), `${what}: CPU card ${cards.target_cpu[0]}, store ${want.target_cpu}`);
+        const caption = await page.textContent('[data-chart=switches] [data-ctrl=caption]');
+        assert.match(caption, w ? /^mean of the window \(/ : /^mean of the measurement \(/, what);
+      }
     });
 
     await check('the header links to every section without touching the window in the URL', async () => {
@@ -568,6 +614,26 @@ try {
       const [r, g, b] = png.at(5, 5);
       assert.ok(r + g + b < 150, `dark background, got ${[r, g, b]}`);
       await axe(page, 'run report, dark');
+    });
+  }
+
+  // ---------------------------------------------------------------- one event: one viewer
+  if (existsSync(join(dir, 'one.html'))) {
+    const exp = expectOf('one');
+    await check('a page of one viewer: its heading counts the window\'s samples, as the viewer does', async () => {
+      assert.equal(exp.profiles.length, 1);
+      const e = edgesOf(exp.tables.target).filter((x) => x >= exp.measure[0]);
+      for (const w of [[e[0], e[1]], [e[1], e[3]], exp.measure]) {
+        page = await open('one.html', `t=${w[0]}-${w[1]}`);
+        await assertHeadings(page, exp, w, `window ${w} from the URL`);
+        await page.evaluate(() => window.__kilnReport.run.setWindow(null));
+        await page.evaluate((x) => window.__kilnReport.run.setWindow(x), w);
+        await settle(page);
+        await assertHeadings(page, exp, w, `window ${w} selected`);
+        const p = exp.profiles[0];
+        const fact = await page.textContent('[data-fact=samples] .fact-value');
+        assert.ok(fact.startsWith(`${samplesIn(p, w).toLocaleString('en-US')} of ${p.samples.length.toLocaleString('en-US')}`), `the viewer: ${fact}`);
+      }
     });
   }
 

@@ -3,14 +3,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decimate, columnMeans, lowerBound } from '../src/report/lib/decimate.js';
-import { edgesOf, meanIn, parseWindow, rowAt, snap, writeWindow } from '../src/report/lib/intervals.js';
+import { edgesOf, parseWindow, rowAt, rowsIn, snap, writeWindow } from '../src/report/lib/intervals.js';
 import { binaryStep, linearScale, logScale, nines, ninesTicks, timeTicks } from '../src/report/lib/scale.js';
 import { formatSeconds, formatValue } from '../src/report/lib/format.js';
 import { runCharts, shade } from '../src/report/lib/charts.js';
 import { RawProfile, baseTree } from '../src/lib/profile.js';
 import { CategorySeries, PerSecond, RunPage, Table } from '../src/report/data.js';
-import { categorySharesIn, distributionIn, percentilesIn, rowsIn } from '../src/report/lib/window.js';
-import { windowFigures } from '../src/report/lib/figures.js';
+import { categorySharesIn, distributionIn, percentilesIn } from '../src/report/lib/window.js';
+import { meanIn, secondsOn, windowFigures } from '../src/report/lib/figures.js';
 import { plainColumn, plainGroup } from '../src/report/lib/names.js';
 
 /** A deterministic pseudo-random sequence. */
@@ -87,8 +87,8 @@ test('seconds: the row under a time, snapping a drag to whole intervals, means o
   assert.deepEqual(snap(e, 1.5e9, 1.5e9), [1e9, 2e9], 'a click: its interval');
   assert.deepEqual(snap(e, 2e9, 3e9), [2e9, 3e9], 'edges stay');
   assert.deepEqual(snap(e, -5e9, 0.5e9), [-5e9, 1e9]);
-  assert.equal(meanIn(t.time, [10, 20, null, 40, 70], 0, 2e9), 15);
-  assert.equal(meanIn(t.time, [10, 20, null, 40, 70], 2e9, 3e9), null);
+  assert.equal(meanIn(t.time, [10, 20, null, 40, 70], [0, 2e9]), 15);
+  assert.equal(meanIn(t.time, [10, 20, null, 40, 70], [2e9, 3e9]), null);
   assert.deepEqual(parseWindow('#cpu.q=x&t=-5-20'), [-5, 20]);
   assert.equal(parseWindow('#t=9-1'), null);
   assert.equal(parseWindow('#t=1e3-2'), null);
@@ -249,7 +249,7 @@ test('window figures: rates and CPU from the seconds inside, the largest RSS, sh
   } as unknown as RunPage;
   const f = windowFigures(r, [1e9, 3e9]);
   // Rows 1 and 2 (the seconds ending at 2 s and 3 s): received 200 and nothing.
-  assert.equal(f.get('throughput')!.value, 100, '200 messages over two seconds');
+  assert.equal(f.get('throughput')!.value, 200, '200 messages over the one second that counted them');
   assert.equal(f.get('throughput')!.detail, '250 msg/s sent');
   assert.equal(f.get('target_cpu')!.value, 30, '(20 + 5 + 30 + 5) / 2');
   assert.equal(f.get('cpu_per_op')!.value, 0.6 * 1e6 / 200, 'CPU seconds per message, µs');
@@ -283,4 +283,46 @@ test('a fleet: the connections held at the window\'s end, CPU per 1,000 of them,
   assert.equal(f.get('cpu_per_1000_conn')!.value, 2.8 / 1.4);
   assert.equal(f.has('throughput'), false);
   assert.equal(windowFigures(r, [0, 2e9]).get('connections')!.value, 1500);
+});
+
+// The per-second rates of a real run's load (msg/s), its seconds ending 3 ms after each
+// whole second, as a load's ticks do.
+const RATES = [74.0e3, 70.6e3, 86.6e3, 82.0e3, 81.6e3];
+const TICKS = RATES.map((_, i) => (i + 1) * 1e9 + 3e6);
+
+test('one rule for a window\'s seconds: a second is the window\'s when its middle lies in it', () => {
+  const rows = (w: [number, number]) => rowsIn(TICKS, w).map(([i]) => i);
+  assert.deepEqual(rows([1e9, 2e9]), [1], 'one second: the second from 1.003 s to 2.003 s');
+  assert.deepEqual(rows([1e9, 3e9]), [1, 2], 'two seconds, the first one included');
+  assert.deepEqual(rows([0, 5.003e9]), [0, 1, 2, 3, 4], 'the whole measurement');
+  // A second straddling an edge belongs to the side holding its middle, never to both.
+  assert.deepEqual(rows([0, 2.4e9]), [0, 1]);
+  assert.deepEqual(rows([2.4e9, 6e9]), [2, 3, 4]);
+  assert.deepEqual(rows([0, 2.6e9]), [0, 1, 2]);
+  assert.deepEqual(rows([2.6e9, 6e9]), [3, 4]);
+  assert.deepEqual(rows([1.6e9, 2.4e9]), [], 'a window narrower than a second may hold none');
+  // The middle itself is inside (windows are [start, end)).
+  assert.deepEqual(rows([2.503e9, 3.503e9]), [2]);
+});
+
+test('window figures: the card, the legend and the Rust summary agree for windows of 1, 2 and every second', () => {
+  const load: Table = { name: 'load', time: TICKS, columns: [{ name: 'received', unit: 'msg/s', values: RATES }] };
+  const r = { unit: 'msg', latency: null, cpus: 1, completed: 'received', tables: [load] } as unknown as RunPage;
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  for (const [w, want] of [
+    [[1e9, 2e9], RATES[1]],
+    [[1e9, 3e9], mean([RATES[1], RATES[2]])],
+    [[0, 6e9], mean(RATES)],
+    [[2.4e9, 6e9], mean(RATES.slice(2))],
+  ] as [[number, number], number][]) {
+    const card = windowFigures(r, w).get('throughput')!;
+    const legend = meanIn(load.time, load.columns[0].values, w)!;
+    assert.ok(Math.abs(card.value - want) < 1e-6, `card ${card.value} for ${w}, want ${want}`);
+    assert.equal(legend, card.value, `legend and card over ${w}`);
+  }
+  assert.equal(windowFigures(r, [1e9, 3e9]).get('throughput')!.text, '78.6k msg/s');
+  // Seconds of unequal length weigh by their length, as counts over seconds.
+  assert.equal(meanIn([1e9, 2e9, 3e9, 5e9], [10, 10, 10, 40], [0, 5e9]), (10 + 10 + 10 + 40 * 2) / 5);
+  // A flow-control series: the seconds of the window in which it held.
+  assert.equal(secondsOn(TICKS, [1, 0, 1, 1, 0], [1e9, 4e9]), 2);
 });

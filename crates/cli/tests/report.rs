@@ -315,6 +315,22 @@ fn a_run_report_shows_exactly_the_window_it_is_given() {
         expectations(&store, &long).to_string(),
     )
     .unwrap();
+    // One event: the page holds a single viewer (no URL prefix), its heading counts the
+    // window's samples all the same.
+    kiln(&store)
+        .args(["run", "--name", "one-event", "-e", "cpu", "-d", "3"])
+        .args(["-p", &pid])
+        .arg("--report")
+        .arg(dir.join("one.html"))
+        .args(["exec", "--", "sleep", "600"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    std::fs::write(
+        dir.join("one.expect.json"),
+        expectations(&store, "one-event").to_string(),
+    )
+    .unwrap();
     browser(&dir);
     drop(idle);
     drop(target);

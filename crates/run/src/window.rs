@@ -218,4 +218,34 @@ mod tests {
         assert_eq!(first.headline.throughput, Some(100.0));
         assert!(find_window(&run.meta, "16").is_none());
     }
+
+    /// The per-second data of the page's own unit test (web/tests/report.test.ts): seconds
+    /// ending 3 ms after each whole second; a second is a window's when its middle lies in
+    /// it, so both sides count the same seconds for the same window.
+    #[test]
+    fn a_second_is_the_window_its_middle_lies_in() {
+        let rates = [74.0e3, 70.6e3, 86.6e3, 82.0e3, 81.6e3];
+        let mut load = series("load", &[("received", &rates)]);
+        for t in &mut load.time_ns {
+            *t += 3_000_000;
+        }
+        let mut run = RunData::default();
+        run.meta.load.completed = "received".into();
+        run.series = vec![load];
+        let at = |start_ns: u64, end_ns: u64| {
+            let w = Window {
+                name: "w".into(),
+                start_ns,
+                end_ns,
+            };
+            window_view(&run, &w).headline.throughput.unwrap()
+        };
+        let s = 1_000_000_000;
+        assert!((at(s, 2 * s) - 70.6e3).abs() < 1e-6);
+        assert!((at(s, 3 * s) - 78.6e3).abs() < 1e-6);
+        assert!((at(0, 6 * s) - rates.iter().sum::<f64>() / 5.0).abs() < 1e-6);
+        // A second straddling an edge: on the side holding its middle, never on both.
+        assert!((at(0, 2_400_000_000) - (74.0e3 + 70.6e3) / 2.0).abs() < 1e-6);
+        assert!((at(2_400_000_000, 6 * s) - (86.6e3 + 82.0e3 + 81.6e3) / 3.0).abs() < 1e-6);
+    }
 }

@@ -1,11 +1,68 @@
-// The headline figures of any window (DOM-free): the same keys, meanings and units as the
-// run's headline over the measurement (crates/report/src/run.rs `figures`), from the
-// stored series and per-second latency histograms of the window's seconds.
+// Every figure of a window (DOM-free), from one rule: the headline cards (the same keys,
+// meanings and units as the run's headline over the measurement, crates/report/src/run.rs
+// `figures`), the charts' legends, the headings and tooltips all take their numbers from
+// here. A second is the window's when its middle lies in it (`rowsIn`, the rule of
+// crates/run/src/window.rs); a column's figure over a window is its mean weighted by the
+// seconds that have a value (Σ value × seconds / Σ seconds: a rate's count over its
+// seconds, as the Rust summary computes it); latency percentiles are the window's
+// seconds' histograms merged (lib/window.ts).
 import { RunPage, Table } from '../data.js';
-import { rowStart, typicalStep } from './intervals.js';
+import { rowStart, rowsIn, typicalStep } from './intervals.js';
 import { thousands } from '../../lib/units.js';
 import { formatValue } from './format.js';
-import { integral, maxIn, percentilesIn, rateIn } from './window.js';
+import { percentilesIn } from './window.js';
+
+const num = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
+
+/** Σ(value × seconds) and Σ seconds over the seconds of w that have a value. */
+export function integralOf(time: ArrayLike<number>, values: ArrayLike<number | null>, w: [number, number]): { sum: number; seconds: number; any: boolean } {
+  const out = { sum: 0, seconds: 0, any: false };
+  for (const [i, dt] of rowsIn(time, w)) {
+    const v = values[i];
+    if (!num(v)) continue;
+    out.sum += (v * dt) / 1e9;
+    out.seconds += dt / 1e9;
+    out.any = true;
+  }
+  return out;
+}
+
+/** The same for column `column` of table t (nothing when either is missing). */
+export function integral(t: Table | undefined, column: string, w: [number, number]): { sum: number; seconds: number; any: boolean } {
+  const c = t?.columns.find((x) => x.name === column);
+  return t && c ? integralOf(t.time, c.values, w) : { sum: 0, seconds: 0, any: false };
+}
+
+/** A series' figure over w: its mean over the window's seconds, weighted by their length; null without values. */
+export function meanIn(time: ArrayLike<number>, values: ArrayLike<number | null>, w: [number, number]): number | null {
+  const x = integralOf(time, values, w);
+  return x.any && x.seconds > 0 ? x.sum / x.seconds : null;
+}
+
+/** The mean rate of a column over w (per second), as the headline's rate; null without values. */
+export function rateIn(t: Table | undefined, column: string, w: [number, number]): number | null {
+  const c = t?.columns.find((x) => x.name === column);
+  return t && c ? meanIn(t.time, c.values, w) : null;
+}
+
+/** The largest value of a column over w. */
+export function maxIn(t: Table | undefined, column: string, w: [number, number]): number | null {
+  const c = t?.columns.find((x) => x.name === column);
+  if (!t || !c) return null;
+  let m: number | null = null;
+  for (const [i] of rowsIn(t.time, w)) {
+    const v = c.values[i];
+    if (num(v) && (m === null || v > m)) m = v;
+  }
+  return m;
+}
+
+/** Seconds of w in which a yes/no series (a flow-control stall) is yes. */
+export function secondsOn(time: ArrayLike<number>, values: ArrayLike<number | null>, w: [number, number]): number {
+  let n = 0;
+  for (const [i] of rowsIn(time, w)) if (values[i]) n++;
+  return n;
+}
 
 export interface WindowFigure {
   value: number;

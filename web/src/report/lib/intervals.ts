@@ -70,19 +70,24 @@ export function snap(edges: number[], a: number, b: number): [number, number] {
   return [start, end];
 }
 
-/** Mean of a column over the rows whose interval lies in [a, b] (nulls skipped). */
-export function meanIn(time: ArrayLike<number>, values: ArrayLike<number | null>, a: number, b: number): number | null {
+/**
+ * The rows of a table inside window w, with each row's interval length (ns): a row
+ * belongs to the window its interval's middle lies in, as kiln counts seconds everywhere
+ * (crates/run/src/window.rs, crates/run/src/headline.rs), so a second straddling an edge
+ * is the window's when most of it is inside, and each second is in exactly one of two
+ * windows that meet.
+ */
+export function rowsIn(time: ArrayLike<number>, w: [number, number]): [number, number][] {
   const step = typicalStep(time);
-  let sum = 0;
-  let n = 0;
-  for (let i = lowerBound(time, a); i < time.length && time[i] <= b; i++) {
-    if (rowStart(time, i, step) < a - 1) continue;
-    const v = values[i];
-    if (v === null || v === undefined || !Number.isFinite(v)) continue;
-    sum += v;
-    n++;
+  const out: [number, number][] = [];
+  // Rows end at most one gap (two steps) after their middle: start the scan there.
+  for (let i = lowerBound(time, w[0]); i < time.length; i++) {
+    const s = rowStart(time, i, step);
+    const mid = s + (time[i] - s) / 2;
+    if (mid >= w[1]) break;
+    if (mid >= w[0]) out.push([i, time[i] - s]);
   }
-  return n ? sum / n : null;
+  return out;
 }
 
 /** `t=A-B` of the URL hash (ns since the page's origin), or null. */

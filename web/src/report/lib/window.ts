@@ -1,60 +1,9 @@
-// The figures of a window (DOM-free): what the run's headline says of the measurement,
-// computed the same way for any window from the stored per-second series and latency
-// histograms. A row belongs to a window when the middle of its interval lies in it, as
-// the headline figures count seconds (crates/run/src/headline.rs); rates are operations
-// over seconds, CPU is time over seconds, latency percentiles are those of the window's
-// seconds' histograms merged (HdrHistogram's value at the quantile), never a mean of
-// per-second percentiles.
-import { CategorySeries, LatencySeconds, PerSecond, Table } from '../data.js';
-import { rowStart, typicalStep } from './intervals.js';
-
-/** Rows of a table inside window w: [row index, interval length ns]. */
-export function rowsIn(time: ArrayLike<number>, w: [number, number]): [number, number][] {
-  const step = typicalStep(time);
-  const out: [number, number][] = [];
-  for (let i = 0; i < time.length; i++) {
-    const s = rowStart(time, i, step);
-    const mid = s + (time[i] - s) / 2;
-    if (mid >= w[0] && mid < w[1]) out.push([i, time[i] - s]);
-  }
-  return out;
-}
-
-const num = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
-
-/** Σ(value × seconds) over the rows of w with a value, and the seconds of every row of w. */
-export function integral(t: Table | undefined, column: string, w: [number, number]): { sum: number; seconds: number; any: boolean } {
-  const out = { sum: 0, seconds: 0, any: false };
-  const c = t?.columns.find((x) => x.name === column);
-  if (!t || !c) return out;
-  for (const [i, dt] of rowsIn(t.time, w)) {
-    out.seconds += dt / 1e9;
-    const v = c.values[i];
-    if (num(v)) {
-      out.sum += (v * dt) / 1e9;
-      out.any = true;
-    }
-  }
-  return out;
-}
-
-/** The mean rate of a column over w (per second), as the headline's rate; null without values. */
-export function rateIn(t: Table | undefined, column: string, w: [number, number]): number | null {
-  const x = integral(t, column, w);
-  return x.any && x.seconds > 0 ? x.sum / x.seconds : null;
-}
-
-/** The largest value of a column over w. */
-export function maxIn(t: Table | undefined, column: string, w: [number, number]): number | null {
-  const c = t?.columns.find((x) => x.name === column);
-  if (!t || !c) return null;
-  let m: number | null = null;
-  for (const [i] of rowsIn(t.time, w)) {
-    const v = c.values[i];
-    if (num(v) && (m === null || v > m)) m = v;
-  }
-  return m;
-}
+// Latency and categories of a window (DOM-free), for lib/figures.ts: the latency
+// percentiles are those of the window's seconds' histograms merged (HdrHistogram's value
+// at the quantile), never a mean of per-second percentiles; a second is the window's when
+// its middle lies in it (`rowsIn`), as for every other figure.
+import { CategorySeries, LatencySeconds, PerSecond } from '../data.js';
+import { rowsIn } from './intervals.js';
 
 /** Latency percentiles of a window, µs, and how many values they are of. */
 export interface WindowPercentiles {

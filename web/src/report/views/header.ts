@@ -89,22 +89,27 @@ export class FigureCards {
     }
   }
 
-  /** The window's figures (null: the measurement's, as the run's headline computed them). */
-  show(w: [number, number] | null, figures: Map<string, WindowFigure> | null): void {
+  /**
+   * The window's figures (w null: the measurement's), each with the measurement's beside
+   * it; both from lib/figures.ts, as the legends. A figure the page cannot compute from the
+   * stored seconds (a load command's own report) is the run's headline's.
+   */
+  show(w: [number, number] | null, figures: Map<string, WindowFigure>, measurement: Map<string, WindowFigure>): void {
     for (const f of this.figures) {
       const c = this.cards.get(f.key)!;
-      if (!w || !figures) {
-        setText(c.value, f.text);
-        setText(c.detail, f.detail ?? '');
+      const whole = measurement.get(f.key) ?? { value: f.value, text: f.text, detail: f.detail ?? undefined };
+      if (!w) {
+        setText(c.value, whole.text);
+        setText(c.detail, whole.detail ?? '');
         setText(c.whole, '');
-        c.card.dataset.value = String(f.value);
+        c.card.dataset.value = String(whole.value);
         c.card.dataset.scope = 'measurement';
         continue;
       }
       const x = figures.get(f.key);
       setText(c.value, x ? x.text : '–');
       setText(c.detail, x ? x.detail ?? '' : 'no value in the window');
-      setText(c.whole, `whole measurement: ${f.text}`);
+      setText(c.whole, `whole measurement: ${whole.text}`);
       c.card.dataset.value = x ? String(x.value) : '';
       c.card.dataset.scope = 'window';
     }

@@ -39,7 +39,7 @@ const WINDOW_EVENT = 'kiln-window';
 const READY_EVENT = 'kiln-viewers-ready';
 
 interface ViewerApp {
-  opts: { key?: string };
+  root: HTMLElement;
   window: [number, number] | null;
   windowSamples(): number;
   model: { raw: { timeOrigin: number; sampleTime: unknown }; samplesIn(r: [number, number] | null): { total: number } };
@@ -225,7 +225,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
 
   // The flame graphs, each under a heading that counts the window's samples.
   const profileWindows: HTMLElement[] = [];
-  const headings: { key: string; el: HTMLElement; event: string; samples: number; timed: boolean }[] = [];
+  const headings: { mount: HTMLElement | null; el: HTMLElement; event: string; samples: number; timed: boolean }[] = [];
   const profiles = el('section', { class: 'r-section', id: 'r-profiles', 'aria-labelledby': 'r-h-profiles' }, el('h2', { id: 'r-h-profiles', text: 'Flame graphs (they show the selected window)' }));
   // kiln's own profiles; beside them, those of the target's own pprof endpoint (kiln run
   // --pprof), which cover the same seconds but carry no time.
@@ -241,7 +241,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     else profileWindows.push(w);
     const hid = `r-h-profile-${p.key}`;
     const h = el('h3', { id: hid, 'data-ctrl': 'profile-heading', title: p.title });
-    headings.push({ key: p.key, el: h, event: p.event, samples: p.samples, timed: !p.origin });
+    headings.push({ mount, el: h, event: p.event, samples: p.samples, timed: !p.origin });
     (p.origin ? theirs : own).append(el('section', { class: 'r-profile', id: `r-profile-${p.key}`, 'data-profile': p.key, 'aria-labelledby': hid }, h, w, mount));
   }
   if (theirs.childElementCount) {
@@ -259,6 +259,8 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   links.push({ id: 'r-profiles', label: 'Flame graphs' });
   for (const p of r.profiles) links.push({ id: `r-profile-${p.key}`, label: p.event });
   const cards = new FigureCards(r.figures, r.latency);
+  // The measurement's figures by the rule of every window's (the legends' too).
+  const measurementFigures = windowFigures(r, measure);
   const head = runHeader(r, links, cards);
   head.id = 'r-head-figures';
   root.append(head, bar, timeline, ...(sweepSection ? [sweepSection] : []), ...(distSection ? [distSection] : []), profiles);
@@ -267,7 +269,8 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   const showHeadings = (w: [number, number] | null): void => {
     const apps = viewers()?.apps ?? [];
     for (const h of headings) {
-      const app = apps.find((a) => a.opts.key === h.key);
+      // The viewer drawn in this profile's mount (a page of one viewer gives it no key).
+      const app = h.mount ? apps.find((a) => h.mount!.contains(a.root)) : undefined;
       let text: string;
       if (!h.samples) text = `${h.event}: no samples in this run`;
       else if (!w || !h.timed || !app || !app.model.raw.sampleTime) text = `${h.event}: ${thousands(h.samples)} samples${w && !h.timed ? ' (no time: every sample, whatever the window)' : ''}`;
@@ -287,7 +290,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     const w = current;
     setText(windowText, w ? `Window: ${formatWindow(w)}` : 'Window: the whole run');
     for (const e of profileWindows) setText(e, w ? `Samples in ${formatWindow(w)} only` : 'Every sample of the run');
-    cards.show(w, w ? windowFigures(r, w) : null);
+    cards.show(w, w ? windowFigures(r, w) : measurementFigures, measurementFigures);
     showHeadings(w);
     if (distribution && perSecond) distribution.setSeries(distSeries(w ?? measure), distTitle(w));
     for (const c of sweepCharts) {

@@ -15,7 +15,8 @@ import { currentTheme, onThemeChange } from '../../render/theme.js';
 import { ChartSpec, Line } from '../lib/charts.js';
 import { columnMeans, decimate, lowerBound } from '../lib/decimate.js';
 import { formatSeconds, formatTick, formatValue, formatWindow } from '../lib/format.js';
-import { meanIn, rowAt, rowStart, snap, typicalStep } from '../lib/intervals.js';
+import { rowAt, rowStart, snap, typicalStep } from '../lib/intervals.js';
+import { meanIn, secondsOn } from '../lib/figures.js';
 import { Scale, linearScale, logScale, timeTicks } from '../lib/scale.js';
 import { drawStepBoundaries } from './sweep.js';
 
@@ -608,11 +609,10 @@ export class TimeChart {
     }
     s.lines.forEach((l, k) => {
       if (s.kind === 'spans') {
-        let n = 0;
-        for (let i = 0; i < l.time.length; i++) if (l.values[i] && l.time[i] > w[0] && rowStart(l.time, i, this.steps[k]) < w[1]) n++;
+        const n = secondsOn(l.time, l.values, w);
         this.setValue(k, n, `${n} s`);
       } else {
-        const m = meanIn(l.time, l.values, w[0], w[1]);
+        const m = meanIn(l.time, l.values, w);
         this.setValue(k, m, formatValue(m, s.unit));
       }
     });
