@@ -470,6 +470,8 @@ try {
 
     await check('every figure follows the window: headline cards, headings, legends and the viewers\' totals, the whole measurement\'s beside them', async () => {
       page = await open('run.html');
+      // The legends away from a cursor (the mouse may rest over a chart of the new page).
+      await page.mouse.move(1, 1);
       // Seconds of the measurement (the series start seconds before it, with no samples).
       const e = edgesOf(target).filter((x) => x >= exp.measure[0]);
       const w = [e[0], e[Math.min(e.length - 1, 3)]];
@@ -511,6 +513,7 @@ try {
 
     await check('one number for one thing: legends and cards agree for windows of 1, 2 and every second, and for no window', async () => {
       page = await open('run.html');
+      await page.mouse.move(1, 1);
       const e = edgesOf(target).filter((x) => x >= exp.measure[0]);
       const legend = (chart) =>
         page.$$eval(`[data-chart="${chart}"] .r-item`, (items) => Object.fromEntries(items.map((x) => [x.dataset.column, x.querySelector('.r-value').dataset.value]).filter(([, v]) => v !== '').map(([k, v]) => [k, Number(v)])));
@@ -604,6 +607,19 @@ try {
           assert.ok(close_(r.rows.reduce((a, b) => a + b, 0), r.flame), `${r.event}: the rows sum to the flame graph's total`);
         }
       }
+      // The header's words stand apart: the last figure's title (right-aligned) and "Function".
+      await page.evaluate(() => window.__kiln.apps[0].setState({ view: 'tree', invert: false }));
+      await settle(page);
+      const gaps = await page.$eval('.kiln-mount >> nth=0', (m) => {
+        const cells = [...m.querySelectorAll('.tree .table-head [role=columnheader]')].filter((c) => c.offsetParent);
+        const text = (c) => {
+          const r = document.createRange();
+          r.selectNodeContents(c);
+          return r.getBoundingClientRect();
+        };
+        return cells.slice(1).map((c, i) => text(c).left - text(cells[i]).right);
+      });
+      assert.ok(gaps.length >= 3 && gaps.every((g) => g >= 8), `space between the call tree's headers: ${gaps}`);
       await page.evaluate(() => window.__kiln.apps.forEach((a) => a.setState({ view: 'flame', invert: false })));
     });
 

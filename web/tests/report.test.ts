@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { decimate, columnMeans, lowerBound } from '../src/report/lib/decimate.js';
 import { edgesOf, parseWindow, rowAt, rowsIn, snap, writeWindow } from '../src/report/lib/intervals.js';
 import { binaryStep, linearScale, logScale, nines, ninesTicks, timeTicks } from '../src/report/lib/scale.js';
-import { formatSeconds, formatValue } from '../src/report/lib/format.js';
+import { formatSeconds, formatSpan, formatValue, formatWindow, unitText } from '../src/report/lib/format.js';
 import { runCharts, shade } from '../src/report/lib/charts.js';
 import { RawProfile, baseTree } from '../src/lib/profile.js';
 import { CategorySeries, PerSecond, RunPage, Table } from '../src/report/data.js';
@@ -111,6 +111,14 @@ test('scales: nice linear and binary steps, decades, time ticks, nines', () => {
   assert.ok(Math.abs(nines(99) - 2) < 1e-12);
   assert.deepEqual(ninesTicks(3).map((t) => t.label), ['0%', '50%', '90%', '99%', '99.9%']);
   assert.equal(formatSeconds(-5e9), '-5 s');
+  assert.equal(formatSeconds(-3e6), '0 s', 'no negative zero');
+  assert.equal(formatWindow([-3e6, 3.997e9]), '0.0 s – 4.0 s (4.00 s)');
+  // A second's hover names its own span, whatever its edges' milliseconds.
+  assert.equal(formatSpan(-0.997e9, 3e6), '-1.0 s – 0.0 s');
+  assert.equal(formatSpan(4.997e9, 5.997e9), '5.0 s – 6.0 s');
+  assert.equal(unitText('us/msg'), 'µs/msg');
+  assert.equal(unitText('us'), 'µs');
+  assert.equal(unitText('users/s'), 'users/s');
   assert.equal(formatSeconds(150e9), '2:30');
   assert.equal(formatSeconds(3725e9), '1:02:05');
   assert.equal(formatValue(1500, 'us'), '1.50 ms');

@@ -572,7 +572,8 @@ export class App {
     const d = this.derived;
     const u = this.model.unit;
     const all = this.callTree().total;
-    const text = `${d.frames.names[n.frame] ?? ''} — total ${u.format(n.total)} (${percent(n.total, all)}), self ${u.format(n.self)}`;
+    // No self weight reads '–', as in the tree's column.
+    const text = `${d.frames.names[n.frame] ?? ''} — total ${u.format(n.total)} (${percent(n.total, all)}), self ${n.self > 0 ? u.format(n.self) : '–'}`;
     setText(this.details, text);
     setText(this.status, text);
   }
@@ -698,7 +699,7 @@ export class App {
     const u = this.model.unit;
     setText(
       this.sandwichTitle,
-      `${d.frames.names[f]} — total ${u.format(stats.total[f])} (${percent(stats.total[f], d.layout.total[0])} of all), self ${u.format(stats.self[f])}`,
+      `${d.frames.names[f]} — total ${u.format(stats.total[f])} (${percent(stats.total[f], d.layout.total[0])} of all), self ${stats.self[f] > 0 ? u.format(stats.self[f]) : '–'}`,
     );
     const colorFor = (l: Layout, diff: Sandwich['callersDiff']) => (v: number): string => {
       if (diff) return v === 0 ? 'rgb(220,220,220)' : diffColorFor(diff, v);

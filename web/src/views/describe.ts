@@ -88,7 +88,7 @@ export function functionTable(d: Derived, unit: Unit, labels: [string, string], 
   } else {
     const what = unit.countsSamples ? 'samples' : unit.isTime ? 'time' : unit.kind === 'bytes' ? 'bytes' : unit.name;
     columns = [
-      { title: `Self (${what})`, key: 'self', numeric: true, text: (f) => unit.format(stats.self[f]) },
+      { title: `Self (${what})`, key: 'self', numeric: true, text: (f) => (stats.self[f] > 0 ? unit.format(stats.self[f]) : '–') },
       { title: 'Self %', key: 'self', numeric: true, text: (f) => percent(stats.self[f], all) },
       { title: `Total (${what})`, key: 'total', numeric: true, text: (f) => unit.format(stats.total[f]) },
       { title: 'Total %', key: 'total', numeric: true, text: (f) => percent(stats.total[f], all) },

@@ -74,6 +74,7 @@ kbd{border:1px solid var(--button-line);border-radius:3px;padding:0 4px;backgrou
 .table-head,.row{display:grid;gap:0}
 .table-head{font-weight:bold;border-bottom:1px solid var(--line);user-select:none}
 .table-head .cell{padding:0}
+.table-head .cell.head-text{padding:2px 6px}
 .table-head .sort{border:none;background:none;font-weight:bold;width:100%;text-align:inherit;padding:2px 6px;white-space:nowrap}
 .table-head .num .sort{text-align:right}
 .table-head .sorted .sort{color:var(--link)}

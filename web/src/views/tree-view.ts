@@ -92,8 +92,8 @@ export class TreeView {
     this.template = `${columns.map((c) => `${Math.max(9, c.title.length + 3)}ch`).join(' ')} minmax(24ch, 1fr)`;
     this.head.style.gridTemplateColumns = this.template;
     this.head.replaceChildren(
-      ...columns.map((c, i) => el('div', { class: 'cell num', role: 'columnheader', 'aria-colindex': i + 1, text: c.title })),
-      el('div', { class: 'cell', role: 'columnheader', 'aria-colindex': columns.length + 1, text: 'Function' }),
+      ...columns.map((c, i) => el('div', { class: 'cell num head-text', role: 'columnheader', 'aria-colindex': i + 1, text: c.title })),
+      el('div', { class: 'cell head-text', role: 'columnheader', 'aria-colindex': columns.length + 1, text: 'Function' }),
     );
     this.grid.setAttribute('aria-colcount', String(columns.length + 1));
     this.spacer.style.height = `${rows.length * ROW}px`;

@@ -41,6 +41,11 @@ export function formatValue(v: number | null | undefined, unit: string): string 
   }
 }
 
+/** A stored unit as a reader sees it: `us/msg` → `µs/msg`, `us` → `µs`. */
+export function unitText(unit: string): string {
+  return unit.replace(/^us(?=\/|$)/, 'µs');
+}
+
 /** A short axis label of a value (no unit words where the chart's title says them). */
 export function formatTick(v: number, unit: string): string {
   switch (unit) {
@@ -68,7 +73,7 @@ export function formatSeconds(ns: number, stepNs = 1e9): string {
   const s = ns / 1e9;
   if (Math.abs(s) < 100 || stepNs < 1e9) {
     const digits = stepNs >= 1e9 ? 0 : stepNs >= 1e8 ? 1 : 2;
-    return `${s.toFixed(digits)} s`;
+    return `${fixed(s, digits)} s`;
   }
   const sign = s < 0 ? '-' : '';
   const a = Math.round(Math.abs(s));
@@ -78,8 +83,23 @@ export function formatSeconds(ns: number, stepNs = 1e9): string {
   return h > 0 ? `${sign}${h}:${String(m).padStart(2, '0')}:${sec}` : `${sign}${m}:${sec}`;
 }
 
+/** `x.toFixed(digits)` without a negative zero (-0.004 → `0.0`). */
+function fixed(x: number, digits: number): string {
+  const t = x.toFixed(digits);
+  return /^-0(\.0*)?$/.test(t) ? t.slice(1) : t;
+}
+
+/** An instant of a window or a second: `12.0 s`, `-4.0 s` (no `-0.0 s`), `1234 s`. */
+export function formatInstant(ns: number): string {
+  return `${fixed(ns / 1e9, Math.abs(ns) < 1e11 ? 1 : 0)} s`;
+}
+
 /** A window as text: `12.0 s – 13.0 s (1.00 s)`. */
 export function formatWindow(w: [number, number]): string {
-  const f = (ns: number): string => `${(ns / 1e9).toFixed(Math.abs(ns) < 1e11 ? 1 : 0)} s`;
-  return `${f(w[0])} – ${f(w[1])} (${formatNs(w[1] - w[0])})`;
+  return `${formatInstant(w[0])} – ${formatInstant(w[1])} (${formatNs(w[1] - w[0])})`;
+}
+
+/** A second (or any row's interval) of a series: `4.0 s – 5.0 s`, its own span whatever its edges. */
+export function formatSpan(a: number, b: number): string {
+  return `${formatInstant(a)} – ${formatInstant(b)}`;
 }

@@ -6,7 +6,7 @@
 import { el } from '../../views/dom.js';
 import { ComparePage } from '../data.js';
 import { ChartSpec, GROUP_COLORS, Line, Summary, sumColumns } from '../lib/charts.js';
-import { compact } from '../lib/format.js';
+import { compact, unitText } from '../lib/format.js';
 import { ChartGroup, TimeChart } from './time-chart.js';
 import { statusBadge, tagList } from './header.js';
 import { extentOf } from './run-page.js';
@@ -157,7 +157,7 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   c.functions.forEach((t, ti) => {
     if (!t.rows.length) return;
     const ft = el('table', { class: 'r-table', 'data-table': 'functions', 'data-event': t.event });
-    ft.append(el('thead', {}, el('tr', {}, ...['function', `${t.unit} ${a}`, `${t.unit} ${b}`, 'change', `total % ${a}`, `total % ${b}`].map((h) => el('th', { scope: 'col', text: h })))));
+    ft.append(el('thead', {}, el('tr', {}, ...['function', `${unitText(t.unit)} ${a}`, `${unitText(t.unit)} ${b}`, 'change', `total % ${a}`, `total % ${b}`].map((h) => el('th', { scope: 'col', text: h })))));
     const tb = el('tbody');
     for (const f of t.rows) {
       // Coloured only when judged beyond noise, as the figures are.

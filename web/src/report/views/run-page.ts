@@ -288,7 +288,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
 
   const show = (): void => {
     const w = current;
-    setText(windowText, w ? `Window: ${formatWindow(w)}` : 'Window: the whole run');
+    setText(windowText, w ? `Window: ${formatWindow(w)}` : `No window: figures and legends are the measurement's (${formatWindow(measure)}), flame graphs every sample of the run`);
     for (const e of profileWindows) setText(e, w ? `Samples in ${formatWindow(w)} only` : 'Every sample of the run');
     cards.show(w, w ? windowFigures(r, w) : measurementFigures, measurementFigures);
     showHeadings(w);

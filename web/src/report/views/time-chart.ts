@@ -14,7 +14,7 @@ import { el, setText } from '../../views/dom.js';
 import { currentTheme, onThemeChange } from '../../render/theme.js';
 import { ChartSpec, Line } from '../lib/charts.js';
 import { columnMeans, decimate, lowerBound } from '../lib/decimate.js';
-import { formatSeconds, formatTick, formatValue, formatWindow } from '../lib/format.js';
+import { formatInstant, formatSeconds, formatSpan, formatTick, formatValue, formatWindow } from '../lib/format.js';
 import { rowAt, rowStart, snap, typicalStep } from '../lib/intervals.js';
 import { meanIn, secondsOn } from '../lib/figures.js';
 import { Scale, linearScale, logScale, timeTicks } from '../lib/scale.js';
@@ -585,10 +585,10 @@ export class TimeChart {
       s.lines.forEach((l, k) => {
         const i = rowAt(l.time, c, this.steps[k]);
         const v = i >= 0 ? l.values[i] : null;
-        if (!caption && i >= 0) caption = `${formatSeconds(rowStart(l.time, i, this.steps[k]))} – ${formatSeconds(l.time[i])}`;
+        if (!caption && i >= 0) caption = formatSpan(rowStart(l.time, i, this.steps[k]), l.time[i]);
         this.setValue(k, v ?? null, s.kind === 'spans' ? (v ? 'yes' : 'no') : formatValue(v, s.unit));
       });
-      setText(this.caption, caption ? `at ${caption}` : `at ${formatSeconds(c)}: no values`);
+      setText(this.caption, caption ? `at ${caption}` : `at ${formatInstant(c)}: no values`);
       return;
     }
     const w = this.summaryWindow();
