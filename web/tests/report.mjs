@@ -557,6 +557,62 @@ try {
       }
     });
 
+    await check('one time axis: a window is shaded from the same x to the same x on every chart and every flame graph\'s time strip, zoomed or not', async () => {
+      page = await open('run.html');
+      await page.mouse.move(1, 1);
+      const [m0, m1] = exp.measure;
+      const w = [m0 + (m1 - m0) * 0.2, m0 + (m1 - m0) * 0.6];
+      await page.evaluate((x) => window.__kilnReport.run.setWindow(x), w);
+      // The shaded columns of a row of pixels (the selection's yellow), page coordinates.
+      const shaded = (png, y, x0, x1) => {
+        let a = null;
+        let b = null;
+        for (let x = Math.ceil(x0); x < Math.floor(x1); x++) {
+          const [r, g, bl] = png.at(x, y);
+          if (r > 240 && g > 200 && bl < 235) {
+            a ??= x;
+            b = x;
+          }
+        }
+        return [a, b];
+      };
+      for (const zoom of [false, true]) {
+        if (zoom) {
+          const geo = await chartGeometry(page, 'cpu');
+          await page.mouse.move(geo.left + geo.width / 2, geo.top + 30);
+          await page.keyboard.down('Control');
+          await page.mouse.wheel(0, -200);
+          await page.keyboard.up('Control');
+          await page.mouse.move(1, 1);
+        }
+        await settle(page);
+        await settle(page);
+        const boxes = await page.evaluate(() => {
+          const doc = (r) => ({ left: r.left + scrollX, right: r.right + scrollX, top: r.top + scrollY, bottom: r.bottom + scrollY });
+          const run = window.__kilnReport.run;
+          return {
+            charts: run.group.charts.filter((c) => c.spec.kind !== 'spans').map((c) => ({ id: c.spec.id, ...doc(c.overlay.getBoundingClientRect()) })),
+            strips: window.__kiln.apps.filter((a) => a.timeline).map((a) => ({ event: a.model.unit.event, ...doc(a.timeline.canvas.getBoundingClientRect()) })),
+            range: [...run.group.range],
+          };
+        });
+        assert.ok(boxes.charts.length >= 4 && boxes.strips.length >= 2, `charts ${boxes.charts.length}, strips ${boxes.strips.length}`);
+        const png = decodePng(await page.screenshot({ fullPage: true, path: join(shots, `run-one-axis-${zoom ? 'zoomed' : 'whole'}.png`) }));
+        const first = boxes.charts[0];
+        const want = shaded(png, Math.round(first.top + 3), first.left, first.right);
+        assert.ok(want[0] !== null && want[1] - want[0] > 20, `${first.id}: a shaded window ${want}`);
+        for (const c of boxes.charts) {
+          const got = shaded(png, Math.round(c.top + 3), c.left, c.right);
+          assert.ok(Math.abs(got[0] - want[0]) <= 1 && Math.abs(got[1] - want[1]) <= 1, `chart ${c.id}: shaded ${got}, ${first.id} ${want}`);
+        }
+        for (const st of boxes.strips) {
+          const got = shaded(png, Math.round(st.top + 1), st.left, st.right);
+          assert.ok(Math.abs(got[0] - want[0]) <= 1 && Math.abs(got[1] - want[1]) <= 1, `${st.event} strip${zoom ? ', zoomed' : ''}: shaded ${got}, the charts ${want}`);
+        }
+      }
+      await page.click('[data-ctrl=zoom-reset]');
+    });
+
     await check('the header links to every section without touching the window in the URL', async () => {
       const links = await page.$$eval('nav.r-toc a', (as) => as.map((a) => a.dataset.jump));
       const sections = await page.$$eval('main .r-section[id], main .r-profile[id]', (ss) => ss.map((s) => s.id));

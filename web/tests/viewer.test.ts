@@ -271,6 +271,14 @@ test('flame chart: time weights cover [t, t + w], samples without time are count
   const sum = h.buckets.reduce((a, b) => a + b, 0);
   assert.ok(Math.abs(sum - 7_000) < 1e-6, `weight kept: ${sum}`);
   assert.ok(h.buckets.filter((b) => b > 0).length >= 9, 'spread over the buckets it covers');
+  // On a page's axis: a wider span keeps every weight; a narrower one (zoomed) draws only
+  // the part of each block inside it.
+  const wide = histogram(p, 20, [-5_000_000, 15_000_000], 1000);
+  assert.ok(Math.abs(wide.buckets.reduce((a, b) => a + b, 0) - 7_000) < 1e-6);
+  assert.equal(wide.buckets.slice(0, 5).reduce((a, b) => a + b, 0), 0, 'nothing before the profile');
+  const narrow = histogram(p, 10, [1_010_000, 2_010_000], 1000);
+  // Both blocks cover that millisecond whole, 1,000 µs each: 200 µs per bucket, none piled at an edge.
+  assert.ok(narrow.buckets.every((b) => Math.abs(b - 200) < 1e-6), `only the part inside: ${[...narrow.buckets]}`);
 });
 
 test('a time window is a state: the model gives exactly the samples inside it', () => {

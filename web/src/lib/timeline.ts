@@ -43,15 +43,20 @@ export function histogram(raw: RawProfile, n: number, span: [number, number], ns
       const x = t[i];
       if (x < 0) continue;
       const w = raw.sampleWeight[i];
-      const a = Math.min(nb, Math.max(0, (x - from) * perNs));
       const len = nsPerWeight === null ? 0 : w * nsPerWeight * perNs;
-      const b = Math.min(nb, a + len);
+      // Outside a span narrower than the profile (a page's zoomed axis): not drawn.
+      if (x > to || x + len / perNs < from) continue;
+      const a0 = (x - from) * perNs;
+      const a = Math.min(nb, Math.max(0, a0));
+      const b = Math.min(nb, a0 + len);
       const ka = Math.min(nb - 1, Math.floor(a));
+      // The part of a spread sample inside the span.
+      const part = len > 1e-9 && (a0 < 0 || a0 + len > nb) ? (w * Math.max(0, b - a)) / len : w;
       if (b - a < 1e-9 || Math.floor(b) === ka || b <= ka + 1) {
-        buckets[ka] += w;
+        buckets[ka] += part;
         continue;
       }
-      const density = w / (b - a);
+      const density = part / (b - a);
       buckets[ka] += density * (ka + 1 - a);
       const kb = Math.min(nb - 1, Math.floor(b));
       if (kb > ka + 1) {

@@ -153,7 +153,7 @@ export class App {
     this.timeline = span
       ? new TimelineView(
           span,
-          (n) => histogram(model.raw, n, span, nsw),
+          (n, sp) => histogram(model.raw, n, sp, nsw),
           (r) => this.setState({ range: r, zoom: [] }),
           capitalise(model.unit.isTime ? model.unit.what : model.unit.countsSamples ? 'samples' : model.unit.what),
           this.shift,
@@ -314,6 +314,16 @@ export class App {
     const cur = this.state.range;
     if (r === cur || (r && cur && r[0] === cur[0] && r[1] === cur[1])) return;
     this.setState({ range: r, zoom: [] }, announce);
+  }
+
+  /**
+   * Draws the time strip against a page's axis: `span` on the profiles' clock, `left` and
+   * `right` px inside the strip (the run report lines it up with its charts); null: the
+   * profile's own span.
+   */
+  setAxis(span: [number, number] | null, left = 0, right = 0): void {
+    const o = this.model.raw.timeOrigin;
+    this.timeline?.setAxis(span ? [span[0] - o, span[1] - o] : null, left, right);
   }
 
   /** The selected window on the profiles' clock, or null. */

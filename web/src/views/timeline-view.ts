@@ -17,10 +17,13 @@ export class TimelineView {
   private drag: number | null = null;
   private dragTo = 0;
   private pending = 0;
+  /** A page's time axis (the run report's charts'): its span and plot margins, px. */
+  private axis: { span: [number, number]; left: number; right: number } | null = null;
+  private histFor: [number, number] | null = null;
 
   constructor(
     readonly span: [number, number],
-    private readonly histogramFor: (buckets: number) => Histogram,
+    private readonly histogramFor: (buckets: number, span: [number, number]) => Histogram,
     private readonly onRange: (r: [number, number] | null) => void,
     /** What the bars sum ("CPU time", "samples"). */
     private readonly what: string,
@@ -52,10 +55,35 @@ export class TimelineView {
     this.canvas.addEventListener('dblclick', () => this.onRange(null));
   }
 
+  /**
+   * Draws the strip against a page's time axis: `span` (ns since the profile's origin)
+   * between `left` and `right` px from the canvas' edges, so a time has the x it has on
+   * the page's charts; null: the profile's own span over the whole strip.
+   */
+  setAxis(span: [number, number] | null, left = 0, right = 0): void {
+    const a = this.axis;
+    if (span && a && a.span[0] === span[0] && a.span[1] === span[1] && a.left === left && a.right === right) return;
+    if (!span && !a) return;
+    this.axis = span ? { span, left, right } : null;
+    this.draw();
+  }
+
+  /** The drawn span and its plot's left edge and width (px) in a canvas w px wide. */
+  private plot(w: number): { a: number; b: number; x0: number; pw: number } {
+    const [a, b] = this.axis?.span ?? this.span;
+    const x0 = this.axis?.left ?? 0;
+    return { a, b, x0, pw: Math.max(1, w - x0 - (this.axis?.right ?? 0)) };
+  }
+
   private timeAt(x: number): number {
-    const w = this.canvas.clientWidth || 1;
-    const [a, b] = this.span;
-    return a + Math.min(1, Math.max(0, x / w)) * (b - a);
+    const { a, b, x0, pw } = this.plot(this.canvas.clientWidth || 1);
+    return a + Math.min(1, Math.max(0, (x - x0) / pw)) * (b - a);
+  }
+
+  /** The x (px from the canvas' left edge) of time t (ns since the profile's origin). */
+  xOf(t: number): number {
+    const { a, b, x0, pw } = this.plot(this.canvas.clientWidth || 1);
+    return x0 + ((t - a) / Math.max(1, b - a)) * pw;
   }
 
   setRange(r: [number, number] | null): void {
@@ -84,31 +112,34 @@ export class TimelineView {
     if (!ctx) return;
     const theme = currentTheme();
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const n = Math.max(1, Math.floor(w / 3));
-    if (!this.hist || this.hist.buckets.length !== n) this.hist = this.histogramFor(n);
+    const { a, b, x0, pw } = this.plot(w);
+    const n = Math.max(1, Math.floor(pw / 3));
+    if (!this.hist || this.hist.buckets.length !== n || this.histFor?.[0] !== a || this.histFor?.[1] !== b) {
+      this.hist = this.histogramFor(n, [a, b]);
+      this.histFor = [a, b];
+    }
     const hist = this.hist;
     ctx.fillStyle = theme.dark ? '#202228' : '#f4f4f4';
     ctx.fillRect(0, 0, w, h);
     ctx.fillStyle = theme.bar;
-    const bw = w / n;
+    const bw = pw / n;
     for (let i = 0; i < n; i++) {
       // Any bucket with samples shows at least 2 px, so sparse profiles do not look empty.
       const v = hist.buckets[i];
       const bh = hist.max > 0 && v > 0 ? Math.max(2, (v / hist.max) * (h - 2)) : 0;
-      if (bh > 0) ctx.fillRect(i * bw, h - bh, Math.max(1, bw - 0.5), bh);
+      if (bh > 0) ctx.fillRect(x0 + i * bw, h - bh, Math.max(1, bw - 0.5), bh);
     }
-    const [a, b] = this.span;
-    const x = (t: number): number => ((t - a) / Math.max(1, b - a)) * w;
+    const x = (t: number): number => Math.min(w, Math.max(0, x0 + ((t - a) / Math.max(1, b - a)) * pw));
     const sel = this.drag !== null ? [Math.min(this.drag, this.dragTo), Math.max(this.drag, this.dragTo)] : this.range;
     // As many decimals as a bar of the strip needs.
     const at = (t: number): string => formatInstant(t + this.shift, (b - a) / 200);
-    const all = `${at(a)} – ${at(b)}`;
+    const all = `${at(this.span[0])} – ${at(this.span[1])}`;
     if (sel) {
       ctx.fillStyle = theme.selection;
       ctx.fillRect(x(sel[0]), 0, Math.max(1, x(sel[1]) - x(sel[0])), h);
       setText(this.label, `Window ${at(sel[0])} – ${at(sel[1])} (${formatNs(sel[1] - sel[0])}) of ${all}; double-click the strip to clear`);
     } else {
-      setText(this.label, `${this.what} from ${all} (${formatNs(b - a)}): drag on the strip to select a window`);
+      setText(this.label, `${this.what} from ${all} (${formatNs(this.span[1] - this.span[0])}): drag on the strip to select a window`);
     }
   }
 }

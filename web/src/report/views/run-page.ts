@@ -15,7 +15,7 @@ import { edgesOf, parseWindow, typicalStep, writeWindow } from '../lib/intervals
 import { buildKnee, stepBoundaries } from './sweep.js';
 import { plainLatency } from '../lib/names.js';
 import { distributionIn } from '../lib/window.js';
-import { ChartGroup, TimeChart } from './time-chart.js';
+import { ChartGroup, MARGIN_LEFT, MARGIN_RIGHT, TimeChart } from './time-chart.js';
 import { FigureCards, SectionLink, runHeader } from './header.js';
 import { XYChart, XYSeries } from './xy-chart.js';
 
@@ -40,6 +40,8 @@ const READY_EVENT = 'kiln-viewers-ready';
 
 interface ViewerApp {
   root: HTMLElement;
+  timeline: { canvas: HTMLCanvasElement } | null;
+  setAxis(span: [number, number] | null, left: number, right: number): void;
   window: [number, number] | null;
   windowSamples(): number;
   model: { raw: { timeOrigin: number; sampleTime: unknown }; samplesIn(r: [number, number] | null): { total: number } };
@@ -106,6 +108,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     steps: stepBoundaries(r.knee),
     onView: (zoomed) => {
       zoomReset.hidden = !zoomed;
+      alignStrips();
     },
   });
   const charts: Record<string, TimeChart> = {};
@@ -286,6 +289,25 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     }
   };
 
+  /**
+   * One time axis for the page: every viewer's time strip spans the charts' visible range
+   * with its plot between the same page x as theirs, so a time has one x on the page.
+   */
+  function alignStrips(): void {
+    const chart = group.charts[0];
+    if (!chart) return;
+    const c = chart.overlay.getBoundingClientRect();
+    if (c.width <= 0) return;
+    const [a, b] = group.range;
+    for (const app of viewers()?.apps ?? []) {
+      const strip = app.timeline?.canvas.getBoundingClientRect();
+      if (!strip || strip.width <= 0) continue;
+      const left = c.left + MARGIN_LEFT - strip.left;
+      const right = strip.right - (c.right - MARGIN_RIGHT);
+      app.setAxis([origin + a, origin + b], left, right);
+    }
+  }
+
   const show = (): void => {
     const w = current;
     setText(windowText, w ? `Window: ${formatWindow(w)}` : `No window: figures and legends are the measurement's (${formatWindow(measure)}), flame graphs every sample of the run`);
@@ -324,8 +346,14 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     group.setSelection(current);
     show();
   });
-  // The viewers' script runs after this one: the headings count their samples once it has.
-  window.addEventListener(READY_EVENT, () => showHeadings(current));
+  // The viewers' script runs after this one: the headings count their samples once it has,
+  // and the viewers' time strips take the charts' axis.
+  window.addEventListener(READY_EVENT, () => {
+    showHeadings(current);
+    alignStrips();
+  });
+  window.addEventListener('resize', () => requestAnimationFrame(alignStrips));
+  if (viewers()?.apps.length) requestAnimationFrame(alignStrips);
   group.setSelection(current);
   show();
   return {
