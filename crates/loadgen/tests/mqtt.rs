@@ -56,6 +56,15 @@ fn exact(port: u16, version: Version, qos: u8, topic: &str) {
     }
     assert_eq!(h.latency("latency").unwrap().count, 4000);
     assert_eq!(h.latency("latency_intended").unwrap().count, 4000);
+    // Every message delivered: the last second leaves nothing undelivered and nothing
+    // awaiting an acknowledgement; each second of the run observed both levels.
+    let last = r.series.last().expect("a second");
+    assert_eq!(last.level("undelivered"), Some(0.0), "{ctx}");
+    assert_eq!(last.level("in_flight"), Some(0.0), "{ctx}");
+    assert!(
+        r.series.iter().all(|t| t.level("undelivered").is_some()),
+        "{ctx}"
+    );
     let s = summary(&r);
     assert_eq!(s.delivery.len(), 4);
     for d in &s.delivery {

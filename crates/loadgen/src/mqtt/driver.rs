@@ -9,7 +9,9 @@ use super::options::{MqttOptions, Scenario};
 use crate::engine::body::{self, LoadId, Origin, Stamp};
 use crate::engine::fleet;
 use crate::engine::pacer::{Constant, Schedule};
-use crate::engine::stats::{metrics, CounterDef, CounterId, FlagDef, LatencyDef, Schema, Show};
+use crate::engine::stats::{
+    metrics, CounterDef, CounterId, FlagDef, LatencyDef, LevelDef, Schema, Show,
+};
 use crate::engine::{Ctx, Driver, Report};
 use crate::Error;
 use mio::net::TcpStream;
@@ -30,7 +32,23 @@ metrics! {
         connect_latency, ping_latency, latency, latency_intended, ack_latency,
     }
     flags(FLAGS) { disconnected, stalled }
+    levels(LEVELS) { in_flight, undelivered }
 }
+
+const LEVELS: &[LevelDef] = &[
+    LevelDef {
+        name: "in_flight",
+        unit: "msg",
+        description: "QoS 1 and 2 messages published and not yet acknowledged by the broker \
+                      (PUBACK, PUBCOMP), at the end of the second",
+    },
+    LevelDef {
+        name: "undelivered",
+        unit: "msg",
+        description: "this load's messages sent and not yet received by its subscribers (each \
+                      subscriber's copy counted), at the end of the second",
+    },
+];
 
 const COUNTERS: &[CounterDef] = &[
     CounterDef::new("connected", "conn", "connections accepted (CONNACK success)", Show::NonZero).rate("connect rate"),
@@ -106,7 +124,7 @@ const fn schema(throughput: CounterId, unit: &'static str) -> Schema {
         counters: COUNTERS,
         latencies: LATENCIES,
         flags: FLAGS,
-        levels: &[],
+        levels: LEVELS,
         throughput,
         throughput_unit: unit,
         sent: M.sent,
@@ -406,6 +424,9 @@ pub fn preflight(opts: &MqttOptions) -> Result<fleet::Plan, Error> {
     fleet::preflight(&fleet_of(opts, addr), opts.no_preflight)
 }
 
+/// How often the levels are observed (the engine takes the latest at each second's end).
+const LEVELS_EVERY_NS: u64 = 250_000_000;
+
 struct Loop<'a> {
     o: &'a MqttOptions,
     d: &'a MqttDriver,
@@ -642,8 +663,13 @@ impl Loop<'_> {
         let launch_start = self.now();
         let mut launch_clock = launch_start;
         let mut draining: Option<u64> = None;
+        let mut levels_at = 0u64;
         loop {
             let now = self.now();
+            if now >= levels_at {
+                self.observe_levels();
+                levels_at = now + LEVELS_EVERY_NS;
+            }
             // Open connections as -i allows, at most 100 handshakes at a time: brokers listen
             // with small backlogs (mosquitto: 100), and a dropped SYN costs a 1 s retransmit.
             let pending = self
@@ -744,9 +770,40 @@ impl Loop<'_> {
             }
         }
         self.ctx.mark_end();
+        // The last second's levels as the load ends (its drain included).
+        self.observe_levels();
         self.close_all();
         self.account_tail();
         Ok(())
+    }
+
+    /// The levels of the second so far: messages awaiting the broker's acknowledgement,
+    /// and this load's messages its subscribers have not received yet (left unobserved
+    /// with a shared subscription, whose subscribers each get only part, or too many pairs
+    /// of publishers and subscribers to count four times a second).
+    fn observe_levels(&self) {
+        let in_flight: usize = self
+            .conns
+            .iter()
+            .filter_map(|c| c.pubs.as_ref())
+            .map(|ps| ps.inflight.len())
+            .sum();
+        self.ctx
+            .set_level(M.in_flight, (self.npubs > 0).then_some(in_flight as f64));
+        let pairs = self.npubs as u64 * self.tracks.len() as u64;
+        let undelivered = (self.npubs > 0 && self.nsubs > 0 && !self.shared && pairs <= 100_000)
+            .then(|| {
+                let mut want = 0u64;
+                let mut got = 0u64;
+                for (p, sent) in self.pub_sent().iter().enumerate() {
+                    for t in &self.tracks {
+                        want += sent;
+                        got += t[p].next.min(*sent).saturating_sub(t[p].missing);
+                    }
+                }
+                want.saturating_sub(got) as f64
+            });
+        self.ctx.set_level(M.undelivered, undelivered);
     }
 
     fn all_delivered(&self) -> bool {
