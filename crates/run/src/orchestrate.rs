@@ -26,8 +26,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long a load gets to end after it is told to stop.
-const LOAD_STOP_GRACE: Duration = Duration::from_secs(30);
+/// How long a load gets to end after it is told to stop: longer than the loads of other
+/// hosts get ([`crate::remote::fleet::STOP_GRACE`]), so that a host's load that does not
+/// stop is named, once, by the host's own deadline.
+const LOAD_STOP_GRACE: Duration =
+    Duration::from_secs(crate::remote::fleet::STOP_GRACE.as_secs() + 5);
 
 enum Msg {
     Started(Option<u32>),
@@ -482,7 +485,12 @@ pub fn run(
         }
         f.finish();
         hosts = remote.map(|r| r.take()).unwrap_or_default();
-        pass.reasons.extend(f.failures());
+        // A host whose failure ended the load is in its reason already: said once.
+        for failure in f.failures() {
+            if !pass.reasons.iter().any(|r| r.contains(&failure)) {
+                pass.reasons.push(failure);
+            }
+        }
     }
     if let Some(sig) = stop.signal() {
         pass.reasons

@@ -26,7 +26,7 @@ const START_WAIT: Duration = kiln_loadgen::engine::START_TIMEOUT;
 const READY_WAIT: Duration = Duration::from_secs(60);
 
 /// How long a load agent gets to end after it is told to stop.
-const STOP_GRACE: Duration = Duration::from_secs(35);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(35);
 
 /// Above this uncertainty the run warns that its hosts' seconds may not line up.
 pub const UNCERTAINTY_WARNING_NS: u64 = 100_000_000;
