@@ -146,6 +146,22 @@ export function runCharts(r: RunShape): ChartSpec[] {
       const cols = others.filter((c) => c.unit === unit);
       out.push({ id: `events:${unit}`, title: `Load: ${unit.replace(/\/s$/, '')} events per second`, unit, scale: 'linear', kind: 'lines', height: 90, lines: cols.map((c, i) => line(load, c, COLORS[(i + 3) % COLORS.length])) });
     }
+    // Levels: what waited at the end of each second (the broker's queue, messages in
+    // flight or undelivered, the server's accept queue), one chart per unit.
+    const levels = load.columns.filter((c) => (c.unit === 'msg' || c.unit === 'conn') && anyValue(c));
+    for (const unit of new Set(levels.map((c) => c.unit))) {
+      const cols = levels.filter((c) => c.unit === unit);
+      out.push({
+        id: `levels:${unit}`,
+        title: `Queues: ${unit === 'msg' ? 'messages' : 'connections'} waiting at the end of each second`,
+        hint: cols.map((c) => c.name).join(', '),
+        unit,
+        scale: 'linear',
+        kind: 'lines',
+        height: 100,
+        lines: cols.map((c, i) => line(load, c, COLORS[(i + 5) % COLORS.length], c.name.replace(/_/g, ' '))),
+      });
+    }
     const fams = latencyFamilies(load);
     const order = [...fams.keys()].filter((f) => !f.endsWith('_intended'));
     if (r.latency) order.sort((a, b) => Number(b === r.latency) - Number(a === r.latency));
