@@ -536,14 +536,30 @@ pub fn categorise(
     // the stack's own frame if it matches, else its parent stack's deepest match.
     let parents = p.stacks.raw_parents();
     let frames = p.stacks.raw_frames();
+    // A frame without a name (`beam.smp+0x73ee0`: a static function of a stripped binary)
+    // decides only when no frame above it does: the BEAM's busy-wait is such a function
+    // under erts_schedule, and its category is the scheduler's, not "the runtime's".
+    let unnamed: Vec<bool> = p
+        .frames
+        .iter()
+        .map(|(_, f)| {
+            let n = p.strings.get(f.name);
+            n.windows(3).any(|w| w == b"+0x") || n == b"[unknown]"
+        })
+        .collect();
     let mut stack_cat: Vec<Option<usize>> = Vec::with_capacity(parents.len());
     for i in 0..parents.len() {
-        let own = frame_cat.get(frames[i].0 as usize).copied().flatten();
+        let f = frames[i].0 as usize;
+        let own = frame_cat.get(f).copied().flatten();
         let inherited = match parents[i] {
             u32::MAX => None,
             x => stack_cat.get(x as usize).copied().flatten(),
         };
-        stack_cat.push(own.or(inherited));
+        stack_cat.push(if unnamed.get(f).copied().unwrap_or(false) {
+            inherited.or(own)
+        } else {
+            own.or(inherited)
+        });
     }
     let thread_cat: Vec<Option<usize>> = p
         .threads
@@ -753,6 +769,22 @@ mod tests {
         assert_eq!(
             category_of(&r, &spin, "1_scheduler"),
             "BEAM scheduler (busy-wait, spin)"
+        );
+        // The spin of a stripped VM: an unnamed function under erts_schedule is the
+        // scheduler's; an unnamed function under nothing named is the runtime's.
+        let stripped = [
+            ("[unknown]", U),
+            ("erts_schedule", U),
+            ("beam.smp+0x73ee0", U),
+        ];
+        assert_eq!(
+            category_of(&r, &stripped, "1_scheduler"),
+            "BEAM scheduler (busy-wait, spin)"
+        );
+        let unnamed = [("[unknown]", U), ("beam.smp+0x1c6740", U)];
+        assert_eq!(
+            category_of(&r, &unnamed, "1_scheduler"),
+            "BEAM runtime (other)"
         );
         let futex = [
             ("erts_schedule", U),
