@@ -666,6 +666,9 @@ fn build(
         headline: computed.headline,
         warnings,
         hosts: Vec::new(),
+        experiment: None,
+        round: None,
+        commands: Vec::new(),
     };
     RunData {
         meta,

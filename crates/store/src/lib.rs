@@ -54,8 +54,9 @@ mod sqlite;
 
 pub use check::check_meta;
 pub use model::{
-    Attachment, ClockOffset, Column, Headline, Histogram, HostInfo, LoadInfo, RunData, RunId,
-    RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window, PER_SECOND,
+    Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, LoadInfo,
+    RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window,
+    PER_SECOND,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

@@ -378,6 +378,34 @@ pub struct RunMeta {
     /// in 0.2: empty for a run on one host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostInfo>,
+    /// The experiment of interleaved variants the run belongs to (`kiln run --variant`):
+    /// one id shared by every variant's runs of one command. Added in 0.3: `None` for a
+    /// run outside an experiment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<String>,
+    /// The round of its experiment (1-based): the runs of one round, one per variant, ran
+    /// back to back. Added in 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// The commands run around it (a variant's set-up, `--after-each`) and how they
+    /// ended; their output is in the attachments `setup.stdout`, `setup.stderr`,
+    /// `after-each.stdout`, `after-each.stderr`. Added in 0.3.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandRecord>,
+}
+
+/// A command run around a run, through `sh -c`, and how it ended.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    /// `setup` or `after-each`.
+    pub role: String,
+    /// The command.
+    pub command: String,
+    /// Its exit code; `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
 }
 
 /// A whole run.

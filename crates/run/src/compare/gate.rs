@@ -205,7 +205,10 @@ fn check(c: &Comparison, g: &Gate) -> GateResult {
     // that the figure changed at all (the change's p), and that it moved past the limit
     // (`past_limit_p`): a change only its median puts past the limit is noise around it.
     let significant = change.p.is_some_and(|p| c.rules.significant(p));
-    let past_p = past_limit_p(&base.values, &stat.values, g);
+    let past_p = match &change.paired {
+        Some(pr) => past_limit_paired(&pr.pairs, g),
+        None => past_limit_p(&base.values, &stat.values, g),
+    };
     let past_limit = past_p.is_some_and(|p| c.rules.significant(p));
     let status = match &change.verdict {
         Verdict::CannotTell {
@@ -241,6 +244,23 @@ fn past_limit_p(before: &[f64], after: &[f64], g: &Gate) -> Option<f64> {
     past.then(|| super::stats::mann_whitney(after, &moved))
 }
 
+/// The same for runs paired by round: the signed-rank p of each round's candidate against
+/// its baseline moved by the limit, when their Hodges–Lehmann centre is past it.
+fn past_limit_paired(pairs: &[(f64, f64)], g: &Gate) -> Option<f64> {
+    let moved: Vec<(f64, f64)> = pairs
+        .iter()
+        .map(|(b, a)| (b * (1.0 + g.limit / 100.0), *a))
+        .collect();
+    let (d, _) = super::verdict::Paired::differences(&moved);
+    let centre = super::stats::hodges_lehmann(&d, 0.05)?.estimate;
+    let past = if g.greater {
+        centre > 0.0
+    } else {
+        centre < 0.0
+    };
+    past.then(|| super::stats::signed_rank(&d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +285,26 @@ mod tests {
         let g = &parse_gates("throughput<-5%").unwrap()[0];
         let slow = [15.0, 15.5, 16.0, 15.2, 15.8];
         assert!(past_limit_p(&before, &slow, g).unwrap() < 0.01);
+    }
+
+    /// Paired by round: each round's candidate against its own baseline moved by the
+    /// limit, whatever the drift between rounds.
+    #[test]
+    fn past_the_limit_paired_by_round() {
+        let g = &parse_gates("cpu_per_msg>+10%").unwrap()[0];
+        let drift = [20.0, 24.0, 30.0, 22.0, 35.0, 28.0];
+        let far: Vec<(f64, f64)> = drift.iter().map(|b| (*b, b * 1.2)).collect();
+        let p = past_limit_paired(&far, g).unwrap();
+        assert!((p - 1.0 / 32.0).abs() < 1e-12, "{p}");
+        // +11% in three rounds, +9% in the others: not surely past +10%.
+        let near: Vec<(f64, f64)> = drift
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (*b, b * if i % 2 == 0 { 1.11 } else { 1.09 }))
+            .collect();
+        assert!(past_limit_paired(&near, g).is_none_or(|p| p > 0.05));
+        let same: Vec<(f64, f64)> = drift.iter().map(|b| (*b, *b)).collect();
+        assert_eq!(past_limit_paired(&same, g), None);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! * [`figures`]: what each figure is in this comparison — a *setting* (a fixed rate,
 //!   held or not held; a concurrency), an *outcome* judged with a direction, or *context*
 //!   (shown, never judged);
-//! * [`stats`]: medians, spreads and the exact Mann-Whitney test;
+//! * [`stats`]: medians, spreads and the exact Mann-Whitney test; for the variants of
+//!   one interleaved experiment ([`rounds`]), the signed-rank test of the rounds' ratios
+//!   and their Hodges–Lehmann interval;
 //! * [`verdict`]: improved / regressed / no change / cannot tell (and why), from
 //!   `--alpha` and `--threshold`;
 //! * [`functions`]: the function table, each function judged like a figure from its
@@ -38,7 +40,7 @@ pub use figures::{figure, Better, Figure, Held, Role, FIGURES};
 pub use functions::{FunctionRow, FunctionTable};
 pub use gate::{check_gates, parse_gates, Gate, GateResult, GateStatus};
 pub use stats::{mann_whitney, smallest_group, smallest_p, Stat};
-pub use verdict::{Change, Quiet, Rules, Unsure, Verdict};
+pub use verdict::{Change, Paired, Quiet, Rules, Unsure, Verdict};
 
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -255,6 +257,10 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
         .iter()
         .flat_map(|g| &g.runs)
         .any(|r| r.headline.throughput.is_some());
+    let pairing: Vec<Rounds> = groups
+        .iter()
+        .map(|g| rounds(&groups[0].runs, &g.runs))
+        .collect();
     let mut rows = Vec::new();
     for f in FIGURES {
         let stats: Vec<Option<Stat>> = groups
@@ -290,8 +296,18 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
                     return None;
                 }
                 let (b, s) = (base.as_ref()?, s.as_ref()?);
-                let mut c =
-                    verdict::decide(b, s, f.better, &rules, not_comparable.as_deref(), floor);
+                let mut c = match &pairing[i] {
+                    Rounds::Paired { pairs, .. } => {
+                        let values: Vec<(f64, f64)> = pairs
+                            .iter()
+                            .filter_map(|&(x, y)| {
+                                Some(((f.get)(&groups[0].runs[x])?, (f.get)(&groups[i].runs[y])?))
+                            })
+                            .collect();
+                        verdict::decide_paired(&values, f.better, &rules, not_comparable.as_deref())
+                    }
+                    _ => verdict::decide(b, s, f.better, &rules, not_comparable.as_deref(), floor),
+                };
                 if (s.median - b.median).abs() < f.resolution
                     && matches!(c.verdict, Verdict::Improved | Verdict::Regressed)
                 {
@@ -353,7 +369,14 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
             ));
         }
     }
-    if !opts.history.is_empty() {
+    let paired_note = rounds_note(groups, &pairing, &rules);
+    let all_paired = pairing[1..]
+        .iter()
+        .all(|r| matches!(r, Rounds::Paired { .. }));
+    notes.extend(paired_note);
+    if all_paired {
+        // Drift between rounds cancels; no history needed.
+    } else if !opts.history.is_empty() {
         notes.push(format!(
             "noise floor between groups: {} earlier group(s) of '{}' with the same configuration; a change no larger than they moved is not told from drift",
             opts.history.len(),
@@ -415,6 +438,115 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
         gates: Vec::new(),
         diff,
     })
+}
+
+/// Whether two groups' runs can be compared round by round.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rounds {
+    /// Not variants of one experiment: compared as groups.
+    Unpaired,
+    /// Variants of one experiment whose rounds do not match (why): compared as groups.
+    Unmatched(String),
+    /// Variants of one experiment, paired by round: indices into the first group's runs
+    /// and the second's, in round order.
+    Paired {
+        /// The experiment's id.
+        experiment: String,
+        /// The rounds' runs.
+        pairs: Vec<(usize, usize)>,
+    },
+}
+
+/// Pairs the runs of `a` and `b` by round when they are variants of one interleaved
+/// experiment (`kiln run --variant`): every run of both carries the same experiment id,
+/// each round once per group, the same rounds on both sides. A group against itself is
+/// not paired.
+pub fn rounds(a: &[RunMeta], b: &[RunMeta]) -> Rounds {
+    let ids: Vec<Option<&str>> = a.iter().chain(b).map(|r| r.experiment.as_deref()).collect();
+    let Some(Some(exp)) = ids.first().copied() else {
+        return Rounds::Unpaired;
+    };
+    if ids.iter().any(|e| *e != Some(exp)) {
+        return if ids.iter().all(Option::is_some) {
+            Rounds::Unmatched("the groups come from different experiments".into())
+        } else {
+            Rounds::Unpaired
+        };
+    }
+    if a.first().map(|r| &r.group) == b.first().map(|r| &r.group) {
+        return Rounds::Unpaired;
+    }
+    let by_round = |g: &[RunMeta]| -> Result<Vec<(u32, usize)>, String> {
+        let mut v: Vec<(u32, usize)> = Vec::new();
+        for (i, r) in g.iter().enumerate() {
+            let round = r
+                .round
+                .ok_or_else(|| format!("run #{} has no round", r.id.unwrap_or(0)))?;
+            if v.iter().any(|(x, _)| *x == round) {
+                return Err(format!("round {round} appears twice in '{}'", r.name));
+            }
+            v.push((round, i));
+        }
+        v.sort();
+        Ok(v)
+    };
+    let (ra, rb) = match (by_round(a), by_round(b)) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), _) | (_, Err(e)) => return Rounds::Unmatched(e),
+    };
+    let (ka, kb): (Vec<u32>, Vec<u32>) = (
+        ra.iter().map(|x| x.0).collect(),
+        rb.iter().map(|x| x.0).collect(),
+    );
+    if ka != kb {
+        return Rounds::Unmatched(format!(
+            "the rounds differ ({} against {}: a round cut short or left out)",
+            ka.len(),
+            kb.len()
+        ));
+    }
+    Rounds::Paired {
+        experiment: exp.to_string(),
+        pairs: ra.iter().zip(&rb).map(|(x, y)| (x.1, y.1)).collect(),
+    }
+}
+
+/// The note saying which analysis was used for each group against the baseline, and
+/// why.
+fn rounds_note(groups: &[Group], pairing: &[Rounds], rules: &Rules) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (g, r) in groups.iter().zip(pairing).skip(1) {
+        let vs = if groups.len() > 2 {
+            format!("{}: ", g.label)
+        } else {
+            String::new()
+        };
+        match r {
+            Rounds::Paired { experiment, pairs } => {
+                let need = stats::smallest_rounds(rules.alpha);
+                let few = if pairs.len() < need {
+                    format!(
+                        "; {} rounds can never show a change at alpha {} (smallest p {:.3}): --repeat {need}",
+                        pairs.len(),
+                        rules.alpha,
+                        stats::smallest_paired_p(pairs.len())
+                    )
+                } else {
+                    String::new()
+                };
+                notes.push(format!(
+                    "{vs}paired by round (interleaved experiment {experiment}, {} rounds): Wilcoxon signed-rank test of each round's ratio, the change the Hodges–Lehmann estimate with its exact interval [low, high] at {:.0}%; drift of the machine between rounds cancels{few}",
+                    pairs.len(),
+                    (1.0 - rules.alpha) * 100.0
+                ));
+            }
+            Rounds::Unmatched(why) => notes.push(format!(
+                "{vs}variants of an interleaved experiment, but not paired ({why}): compared as groups (Mann-Whitney)"
+            )),
+            Rounds::Unpaired => {}
+        }
+    }
+    notes
 }
 
 /// How far the medians of earlier groups of the baseline's configuration moved from the
@@ -785,6 +917,7 @@ mod tests {
                     (a - b) / b * 100.0
                 },
                 p: Some(0.007),
+                paired: None,
                 verdict,
             },
         };
@@ -872,6 +1005,83 @@ mod tests {
 
     fn row<'a>(c: &'a Comparison, key: &str) -> &'a Row {
         c.rows.iter().find(|r| r.key == key).unwrap()
+    }
+
+    /// Variants of one experiment on a machine slowing down round by round: paired by
+    /// round, the A/A is no change, and a real change is found with its interval.
+    #[test]
+    fn interleaved_variants_are_paired_by_round() {
+        let variant = |name: &str, factor: f64, swap: bool| -> Vec<RunMeta> {
+            (1..=6u32)
+                .map(|round| {
+                    let level = 10.0 * 1.15f64.powi(round as i32);
+                    let wobble = if (round % 2 == 0) == swap { 1.01 } else { 0.99 };
+                    let mut m = run(Some(1000.0), 1000.0, level * factor * wobble, 500.0);
+                    m.name = name.into();
+                    m.group = format!("{name}@1");
+                    m.experiment = Some("a/b@1".into());
+                    m.round = Some(round);
+                    m
+                })
+                .collect()
+        };
+        let (a, b) = (variant("a", 1.0, false), variant("b", 1.0, true));
+        // The A/A pair: the drift (+15% a round) cancels within each round.
+        let c = compare(
+            &[group("a", a.clone()), group("b", b.clone())],
+            &Options::default(),
+        )
+        .unwrap();
+        let cpu = row(&c, "cpu_per_op");
+        let ch = cpu.changes[1].as_ref().unwrap();
+        assert!(matches!(ch.verdict, Verdict::NoChange { .. }), "{ch:?}");
+        assert_eq!(ch.paired.as_ref().unwrap().rounds, 6);
+        assert!(
+            c.notes.iter().any(|n| n.starts_with(
+                "paired by round (interleaved experiment a/b@1, 6 rounds): Wilcoxon signed-rank"
+            )),
+            "{:?}",
+            c.notes
+        );
+        // A real +25% under the same drift.
+        let slower = variant("b", 1.25, true);
+        let c = compare(
+            &[group("a", a.clone()), group("b", slower)],
+            &Options::default(),
+        )
+        .unwrap();
+        let ch = row(&c, "cpu_per_op").changes[1].clone().unwrap();
+        assert_eq!(ch.verdict, Verdict::Regressed, "{ch:?}");
+        let ci = ch.paired.unwrap().ci_pct;
+        assert!(ci[0] > 20.0 && ci[1] < 30.0, "{ci:?}");
+        // A round missing on one side: compared as groups, and said so.
+        let c = compare(
+            &[group("a", a.clone()), group("b", b[..5].to_vec())],
+            &Options::default(),
+        )
+        .unwrap();
+        assert!(row(&c, "cpu_per_op").changes[1]
+            .as_ref()
+            .unwrap()
+            .paired
+            .is_none());
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("not paired (the rounds differ (6 against 5")),
+            "{:?}",
+            c.notes
+        );
+        // Runs outside an experiment are not paired.
+        let plain: Vec<RunMeta> = a
+            .iter()
+            .cloned()
+            .map(|mut m| {
+                m.experiment = None;
+                m
+            })
+            .collect();
+        assert_eq!(rounds(&plain, &b), Rounds::Unpaired);
     }
 
     /// Two fixed rates: the rates are settings (held), total CPU is context, CPU per

@@ -6,6 +6,14 @@
 //! purpose; critcmp a confidence band). Its exact distribution also says what a group
 //! size can ever show: 3 runs against 3 can never give p < 0.05 (the smallest two-sided
 //! p is 0.10), 4 against 4 can (0.029) — [`smallest_p`] and [`smallest_group`].
+//!
+//! Runs of interleaved variants (`kiln run --variant`) are compared round by round
+//! instead: [`signed_rank`], the Wilcoxon signed-rank test of the rounds' differences
+//! (exact for small n), and [`hodges_lehmann`], the median of the differences' Walsh
+//! averages with its exact distribution-free confidence interval. A round's runs ran back
+//! to back, so a machine that drifts between rounds moves both of them: the differences
+//! cancel it, where Mann-Whitney would see it as a change. 6 rounds are the fewest that
+//! can reach p < 0.05 (the smallest two-sided p of n rounds is 2/2^n).
 use serde::Serialize;
 
 /// One group's values of a figure.
@@ -200,6 +208,162 @@ pub fn smallest_group(alpha: f64) -> usize {
         .unwrap_or(EXACT_UP_TO)
 }
 
+/// Number of subsets of the ranks 1..=n giving each signed-rank statistic W+
+/// (`counts[w]`, the sum of the ranks of positive differences).
+fn signed_rank_counts(n: usize) -> Vec<f64> {
+    let max = n * (n + 1) / 2;
+    let mut c = vec![0.0; max + 1];
+    c[0] = 1.0;
+    for k in 1..=n {
+        for w in (k..=max).rev() {
+            c[w] += c[w - k];
+        }
+    }
+    c
+}
+
+/// One-sided probability P(W+ ≤ w) for `n` non-zero differences without ties under the
+/// null hypothesis (each difference's sign a fair coin).
+pub fn signed_rank_cdf(n: usize, w: usize) -> f64 {
+    let c = signed_rank_counts(n);
+    let total: f64 = c.iter().sum();
+    c[..=w.min(c.len() - 1)].iter().sum::<f64>() / total
+}
+
+/// Rounds up to this many get the exact distribution (by counts without ties, by
+/// enumerating the signs with them).
+const SIGNED_EXACT_UP_TO: usize = 50;
+const SIGNED_ENUMERATE_UP_TO: usize = 20;
+
+/// Two-sided Wilcoxon signed-rank p-value for paired differences `d` (zeros dropped, as
+/// Wilcoxon did; tied magnitudes get their mean rank): exact for up to 50 differences
+/// without ties and 20 with, the normal approximation (tie-corrected) beyond.
+pub fn signed_rank(d: &[f64]) -> f64 {
+    let d: Vec<f64> = d
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x != 0.0)
+        .collect();
+    let n = d.len();
+    if n == 0 {
+        return 1.0;
+    }
+    let mags: Vec<f64> = d.iter().map(|x| x.abs()).collect();
+    let r = ranks(&mags);
+    let w: f64 = r
+        .iter()
+        .zip(&d)
+        .filter(|(_, x)| **x > 0.0)
+        .map(|(r, _)| r)
+        .sum();
+    let ties = r.iter().any(|x| x.fract() != 0.0) || {
+        let mut s = mags.clone();
+        s.sort_by(f64::total_cmp);
+        s.windows(2).any(|p| p[0] == p[1])
+    };
+    if !ties && n <= SIGNED_EXACT_UP_TO {
+        let c = signed_rank_counts(n);
+        let total: f64 = c.iter().sum();
+        let w = w.round() as usize;
+        let lo = c[..=w].iter().sum::<f64>() / total;
+        let hi = c[w..].iter().sum::<f64>() / total;
+        return (2.0 * lo.min(hi)).min(1.0);
+    }
+    if n <= SIGNED_ENUMERATE_UP_TO {
+        // Every assignment of signs to the (mid)ranks, in half-ranks to stay integral.
+        let twice: Vec<u64> = r.iter().map(|x| (x * 2.0).round() as u64).collect();
+        let obs = (w * 2.0).round() as u64;
+        let (mut le, mut ge) = (0u64, 0u64);
+        for mask in 0u64..(1 << n) {
+            let s: u64 = (0..n)
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| twice[i])
+                .sum();
+            le += u64::from(s <= obs);
+            ge += u64::from(s >= obs);
+        }
+        let total = (1u64 << n) as f64;
+        return (2.0 * le.min(ge) as f64 / total).min(1.0);
+    }
+    let nf = n as f64;
+    let mean = nf * (nf + 1.0) / 4.0;
+    let var: f64 = r.iter().map(|x| x * x).sum::<f64>() / 4.0;
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let z = ((w - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    (2.0 * normal_sf(z)).min(1.0)
+}
+
+/// The smallest two-sided p-value the signed-rank test can give for `n` rounds: 2/2^n.
+pub fn smallest_paired_p(n: usize) -> f64 {
+    (2.0 / 2f64.powi(n.min(1000) as i32)).min(1.0)
+}
+
+/// The fewest rounds whose differences can show a change at `alpha` (6 at 0.05, 8 at
+/// 0.01).
+pub fn smallest_rounds(alpha: f64) -> usize {
+    (1..=SIGNED_EXACT_UP_TO)
+        .find(|&n| smallest_paired_p(n) <= alpha * (1.0 + 1e-9))
+        .unwrap_or(SIGNED_EXACT_UP_TO)
+}
+
+/// The Hodges–Lehmann estimate of the differences' centre and its confidence interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Shift {
+    /// The median of the Walsh averages (each pair's mean, each difference with itself
+    /// included).
+    pub estimate: f64,
+    /// The interval's lower end.
+    pub low: f64,
+    /// Its upper end.
+    pub high: f64,
+    /// Its exact coverage: at least the level asked for when the rounds allow it (0.969
+    /// for 6 rounds at 0.95), less when they cannot (0.75 for 3 rounds).
+    pub coverage: f64,
+}
+
+/// The Hodges–Lehmann estimate of `d` (non-finite values left out) with the exact
+/// distribution-free interval of level `1 - alpha` that inverts the signed-rank test
+/// (Hollander and Wolfe, "Nonparametric Statistical Methods", 3.2): the Walsh averages
+/// from the (C+1)-th to the (M-C)-th, C the largest w with P(W+ ≤ w) ≤ alpha/2. With
+/// too few values for that level (5 or fewer at 0.95) the interval is the Walsh
+/// averages' whole range, and `coverage` says how little that is. `None` without values.
+pub fn hodges_lehmann(d: &[f64], alpha: f64) -> Option<Shift> {
+    let d: Vec<f64> = d.iter().copied().filter(|x| x.is_finite()).collect();
+    let n = d.len();
+    if n == 0 {
+        return None;
+    }
+    let mut walsh = Vec::with_capacity(n * (n + 1) / 2);
+    for i in 0..n {
+        for j in i..n {
+            walsh.push((d[i] + d[j]) / 2.0);
+        }
+    }
+    walsh.sort_by(f64::total_cmp);
+    let m = walsh.len();
+    let estimate = median(&walsh)?;
+    let c = signed_rank_counts(n.min(SIGNED_EXACT_UP_TO));
+    let total: f64 = c.iter().sum();
+    // C: the largest w with P(W+ ≤ w) ≤ alpha/2 (0 when even that is more: the whole
+    // range, whose coverage 1 - 2/2^n is then below the level).
+    let (mut below, mut cut) = (c[0], 0usize);
+    for (w, k) in c.iter().enumerate().skip(1) {
+        if (below + k) / total > alpha / 2.0 * (1.0 + 1e-9) || w >= m / 2 {
+            break;
+        }
+        below += k;
+        cut = w;
+    }
+    Some(Shift {
+        estimate,
+        low: walsh[cut],
+        high: walsh[m - 1 - cut],
+        coverage: 1.0 - 2.0 * below / total,
+    })
+}
+
 /// Upper tail of the standard normal distribution (Abramowitz and Stegun 7.1.26 erfc).
 fn normal_sf(z: f64) -> f64 {
     let x = z / std::f64::consts::SQRT_2;
@@ -332,6 +496,153 @@ mod tests {
         assert!((mann_whitney(&a, &b) - smallest_p(5, 5)).abs() < 1e-12);
         let other = [100.2, 100.8, 99.2, 100.1, 99.9];
         assert!(mann_whitney(&a, &other) > 0.2);
+    }
+
+    /// The slow model of the signed-rank test: every assignment of signs to the
+    /// differences' magnitudes, the statistic recomputed from scratch each time.
+    fn brute_signed(d: &[f64]) -> f64 {
+        let d: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
+        let n = d.len();
+        let stat = |signs: &[f64]| -> f64 {
+            // W+: the sum over positive values of 1 + the number of smaller magnitudes
+            // (+ half the equal ones besides itself).
+            (0..n)
+                .filter(|&i| signs[i] > 0.0)
+                .map(|i| {
+                    let a = d[i].abs();
+                    let smaller = d.iter().filter(|x| x.abs() < a).count() as f64;
+                    let equal = d.iter().filter(|x| x.abs() == a).count() as f64;
+                    smaller + (equal + 1.0) / 2.0
+                })
+                .sum()
+        };
+        let obs = stat(&d.iter().map(|x| x.signum()).collect::<Vec<_>>());
+        let (mut le, mut ge) = (0u32, 0u32);
+        for mask in 0u32..(1 << n) {
+            let signs: Vec<f64> = (0..n)
+                .map(|i| if mask & (1 << i) != 0 { 1.0 } else { -1.0 })
+                .collect();
+            let w = stat(&signs);
+            le += u32::from(w <= obs + 1e-9);
+            ge += u32::from(w >= obs - 1e-9);
+        }
+        (2.0 * le.min(ge) as f64 / (1u64 << n) as f64).min(1.0)
+    }
+
+    fn lcg(seed: u64) -> impl FnMut() -> f64 {
+        let mut rng = seed;
+        move || {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (rng >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    #[test]
+    fn signed_rank_matches_enumeration() {
+        let mut next = lcg(777);
+        for n in 1..=8 {
+            for shift in [0.0, 0.2, 0.6] {
+                for rounded in [false, true] {
+                    let d: Vec<f64> = (0..n)
+                        .map(|_| {
+                            let v = next() - 0.5 + shift;
+                            // Rounded to one decimal: ties and zeros.
+                            if rounded {
+                                (v * 10.0).round() / 10.0
+                            } else {
+                                v
+                            }
+                        })
+                        .collect();
+                    let (p, q) = (signed_rank(&d), brute_signed(&d));
+                    assert!((p - q).abs() < 1e-12, "{d:?}: {p} vs {q}");
+                }
+            }
+        }
+    }
+
+    /// The usual table of critical values of the signed-rank statistic (two-tailed,
+    /// α = 0.05; e.g. Wilcoxon, Katti and Wilcox, 1970): the largest min(W+, W-) still
+    /// significant — none for 5 rounds, 0 for 6, 2 for 7, 3 for 8, 5 for 9, 8 for 10,
+    /// 13 for 12, 25 for 15, 52 for 20.
+    #[test]
+    fn signed_rank_critical_values_match_the_published_table() {
+        for (n, crit) in [
+            (6usize, 0usize),
+            (7, 2),
+            (8, 3),
+            (9, 5),
+            (10, 8),
+            (12, 13),
+            (15, 25),
+            (20, 52),
+        ] {
+            assert!(2.0 * signed_rank_cdf(n, crit) <= 0.05, "n={n} W={crit}");
+            assert!(
+                2.0 * signed_rank_cdf(n, crit + 1) > 0.05,
+                "n={n} W={}",
+                crit + 1
+            );
+        }
+        assert!(2.0 * signed_rank_cdf(5, 0) > 0.05);
+        assert_eq!(smallest_rounds(0.05), 6);
+        assert_eq!(smallest_rounds(0.01), 8);
+        assert!((smallest_paired_p(6) - 1.0 / 32.0).abs() < 1e-15);
+        // Six rounds all one way reach it; a drift common to both sides of a round does
+        // not matter, only the differences do.
+        assert!((signed_rank(&[0.1, 0.2, 0.15, 0.12, 0.3, 0.11]) - 1.0 / 32.0).abs() < 1e-15);
+        assert!(signed_rank(&[0.1, -0.2, 0.15, -0.12, 0.3, -0.11]) > 0.5);
+        // Past the exact range (a tie among 30 differences), the normal approximation
+        // stays close to the exact p of nearly the same differences.
+        let d: Vec<f64> = (1..=30)
+            .map(|i| i as f64 * if i % 4 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let exact = signed_rank(&d);
+        let mut tied = d.clone();
+        tied[29] = 29.0;
+        let approx = signed_rank(&tied);
+        assert!(
+            exact < 0.05 && (exact - approx).abs() < 0.01 * 2.0,
+            "{exact} {approx}"
+        );
+    }
+
+    /// The interval inverts the test: a shift just inside it is not rejected at alpha, one
+    /// just outside is (the definition, checked by the slow model).
+    #[test]
+    fn hodges_lehmann_interval_inverts_the_test() {
+        let d = [1.0, 2.0, 3.0];
+        let s = hodges_lehmann(&d, 0.05).unwrap();
+        assert_eq!((s.estimate, s.low, s.high), (2.0, 1.0, 3.0));
+        assert!(
+            (s.coverage - 0.75).abs() < 1e-12,
+            "too few values: the whole range, 1 - 2/8"
+        );
+        let mut next = lcg(99);
+        for n in 6..=10 {
+            for alpha in [0.05, 0.1] {
+                let d: Vec<f64> = (0..n).map(|_| next() * 2.0 - 0.7).collect();
+                let s = hodges_lehmann(&d, alpha).unwrap();
+                assert!(s.low <= s.estimate && s.estimate <= s.high);
+                assert!(s.coverage >= 1.0 - alpha - 1e-12, "n={n}: {}", s.coverage);
+                let moved = |t: f64| d.iter().map(|x| x - t).collect::<Vec<_>>();
+                let eps = 1e-9;
+                let reject = |t: f64| brute_signed(&moved(t)) <= alpha;
+                assert!(!reject(s.low + eps) && !reject(s.high - eps), "n={n} {s:?}");
+                assert!(
+                    reject(s.low - eps) && reject(s.high + eps),
+                    "n={n} {s:?} {d:?} {} {}",
+                    brute_signed(&moved(s.low - eps)),
+                    brute_signed(&moved(s.high + eps))
+                );
+            }
+        }
+        // n = 6 at 0.95: the widest the rounds allow, 1 - 2/64.
+        let s = hodges_lehmann(&[5.0, 1.0, 3.0, 2.0, 4.0, 6.0], 0.05).unwrap();
+        assert_eq!((s.estimate, s.low, s.high), (3.5, 1.0, 6.0));
+        assert!((s.coverage - (1.0 - 2.0 / 64.0)).abs() < 1e-12);
     }
 
     #[test]

@@ -11,10 +11,18 @@
 //! | p > alpha | < threshold | no change (within noise) |
 //! | p > alpha | ≥ threshold | cannot tell: the noise is wider than the change |
 //!
+//! Runs of one interleaved experiment (`kiln run --variant`) are decided by the same
+//! table from their rounds ([`decide_paired`]): the change is the Hodges–Lehmann estimate
+//! of the rounds' ratios with its confidence interval, the p-value the Wilcoxon
+//! signed-rank test's, the fewest rounds that can show a change 6 at 0.05.
+//!
 //! A `--fail-if` gate ([`super::gate`]) fires only on a change past its limit that is
 //! also beyond noise (p ≤ alpha); the gate's own limit stands in for the threshold.
 use super::figures::Better;
-use super::stats::{mann_whitney, percent_change, smallest_group, smallest_p, Stat};
+use super::stats::{
+    hodges_lehmann, mann_whitney, percent_change, signed_rank, smallest_group, smallest_p,
+    smallest_paired_p, smallest_rounds, Stat,
+};
 use serde::Serialize;
 
 /// How sure a comparison must be before it calls a change real.
@@ -170,24 +178,66 @@ impl Verdict {
 pub struct Change {
     /// Relative change of the median, percent (infinite from zero).
     pub percent: f64,
-    /// Mann-Whitney two-sided p-value, when both groups have repeats.
+    /// Two-sided p-value, when both groups have repeats: Mann-Whitney's, or the
+    /// signed-rank test's when `paired`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p: Option<f64>,
+    /// Measured round by round (runs of one interleaved experiment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Paired>,
     /// The verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
 }
 
+/// A change measured round by round: each round's ratio of the candidate's value to the
+/// baseline's (the difference when a value is zero or negative).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Paired {
+    /// Rounds with a value on both sides.
+    pub rounds: usize,
+    /// The confidence interval of the change, percent (the Hodges–Lehmann interval of the
+    /// rounds' log ratios).
+    pub ci_pct: [f64; 2],
+    /// The interval's exact coverage (0.969 for 6 rounds at alpha 0.05).
+    pub coverage: f64,
+    /// Each round's values, baseline then candidate.
+    #[serde(skip)]
+    pub pairs: Vec<(f64, f64)>,
+}
+
+impl Paired {
+    /// The rounds' differences on the scale the test runs on: log ratios when every value
+    /// is positive, else plain differences.
+    pub fn differences(pairs: &[(f64, f64)]) -> (Vec<f64>, bool) {
+        let ratio = pairs.iter().all(|(b, a)| *b > 0.0 && *a > 0.0);
+        let d = pairs
+            .iter()
+            .map(|(b, a)| if ratio { (a / b).ln() } else { a - b })
+            .collect();
+        (d, ratio)
+    }
+}
+
 impl Change {
     /// The change in words: `+14.0% regressed (p=0.008)`, `-0.4% no change (within
-    /// noise, p=0.69)`, `+38.9% cannot tell (one run)`.
+    /// noise, p=0.69)`, `+38.9% cannot tell (one run)`; paired, with its interval:
+    /// `+14.0% [+11.2, +16.9] regressed (p=0.031)`.
     pub fn text(&self) -> String {
         let pct = if self.percent.is_finite() {
             format!("{:+.1}%", self.percent)
         } else {
             "new".into()
         };
-        format!("{pct} {}", self.verdict_text())
+        match &self.paired {
+            Some(pr) if pr.ci_pct.iter().all(|v| v.is_finite()) => format!(
+                "{pct} [{:+.1}, {:+.1}] {}",
+                pr.ci_pct[0],
+                pr.ci_pct[1],
+                self.verdict_text()
+            ),
+            _ => format!("{pct} {}", self.verdict_text()),
+        }
     }
 
     /// The verdict in words, without the change: `regressed (p=0.008)`.
@@ -245,6 +295,7 @@ pub fn decide(
     let cannot = |why| Change {
         percent,
         p: None,
+        paired: None,
         verdict: Verdict::CannotTell { why },
     };
     if let Some(reason) = not_comparable {
@@ -264,8 +315,28 @@ pub fn decide(
         });
     }
     let p = mann_whitney(&before.values, &after.values);
+    let spread = before.spread_pct().max(after.spread_pct());
+    Change {
+        percent,
+        p: Some(p),
+        paired: None,
+        verdict: judge(percent, p, spread, better, rules, floor),
+    }
+}
+
+/// The last rows of the table, once the groups can show a change: `p` against alpha,
+/// `percent` against the threshold (and the noise floor between groups); `spread_pct` is
+/// the noise a "cannot tell" names.
+fn judge(
+    percent: f64,
+    p: f64,
+    spread_pct: f64,
+    better: Better,
+    rules: &Rules,
+    floor: Option<Floor>,
+) -> Verdict {
     let big = percent.abs() >= rules.threshold_pct;
-    let verdict = match (rules.significant(p), big) {
+    match (rules.significant(p), big) {
         (true, true) if floor.is_some_and(|f| percent.abs() <= f.pct) => {
             let f = floor.unwrap_or(Floor {
                 pct: 0.0,
@@ -293,15 +364,76 @@ pub fn decide(
             quiet: Quiet::WithinNoise,
         },
         (false, true) => Verdict::CannotTell {
-            why: Unsure::Noise {
-                spread_pct: before.spread_pct().max(after.spread_pct()),
-            },
+            why: Unsure::Noise { spread_pct },
         },
+    }
+}
+
+/// Decides the change of a figure from runs paired by round (`pairs`: each round's
+/// baseline and candidate values): the Hodges–Lehmann estimate of the rounds' ratios is
+/// the change, with its exact interval at `1 - alpha`; the signed-rank test's p decides.
+/// No noise floor between groups: the rounds cancel the drift it stands for.
+pub fn decide_paired(
+    pairs: &[(f64, f64)],
+    better: Better,
+    rules: &Rules,
+    not_comparable: Option<&str>,
+) -> Change {
+    let pairs: Vec<(f64, f64)> = pairs
+        .iter()
+        .copied()
+        .filter(|(b, a)| b.is_finite() && a.is_finite())
+        .collect();
+    let (d, ratio) = Paired::differences(&pairs);
+    let base = super::stats::median(&pairs.iter().map(|p| p.0).collect::<Vec<_>>()).unwrap_or(0.0);
+    let as_pct = |x: f64| {
+        if ratio {
+            (x.exp() - 1.0) * 100.0
+        } else {
+            percent_change(base, base + x)
+        }
     };
+    let shift = hodges_lehmann(&d, rules.alpha);
+    let percent = shift.map_or(0.0, |s| as_pct(s.estimate));
+    let paired = Some(Paired {
+        rounds: pairs.len(),
+        ci_pct: shift.map_or([f64::NAN; 2], |s| [as_pct(s.low), as_pct(s.high)]),
+        coverage: shift.map_or(0.0, |s| s.coverage),
+        pairs: pairs.clone(),
+    });
+    let cannot = |why| Change {
+        percent,
+        p: None,
+        paired: paired.clone(),
+        verdict: Verdict::CannotTell { why },
+    };
+    let need = smallest_rounds(rules.alpha);
+    if let Some(reason) = not_comparable {
+        return cannot(Unsure::NotComparable {
+            reason: reason.to_string(),
+        });
+    }
+    let n = pairs.len();
+    if n < 2 {
+        return cannot(Unsure::OneRun { need });
+    }
+    if !rules.significant(smallest_paired_p(n)) {
+        return cannot(Unsure::TooFewRepeats {
+            smallest_p: smallest_paired_p(n),
+            need,
+        });
+    }
+    let p = signed_rank(&d);
+    // The noise: half the range of the rounds' changes.
+    let each: Vec<f64> = d.iter().map(|x| as_pct(*x)).collect();
+    let spread = (each.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        - each.iter().copied().fold(f64::INFINITY, f64::min))
+        / 2.0;
     Change {
         percent,
         p: Some(p),
-        verdict,
+        paired,
+        verdict: judge(percent, p, spread, better, rules, None),
     }
 }
 
@@ -441,5 +573,60 @@ mod tests {
             panic!("{c:?}")
         };
         assert_eq!(why.text(), "not comparable: other hosts");
+    }
+    /// Rounds that drift together: unpaired, the drift is a change; paired, only the
+    /// rounds' ratios count.
+    #[test]
+    fn paired_rounds_cancel_drift() {
+        let r = Rules::default();
+        // A/A on a machine slowing down round by round (+10% a round), each round's two
+        // runs within 1% of each other, either one first.
+        let aa: Vec<(f64, f64)> = (0..6)
+            .map(|i| {
+                let level = 100.0 * 1.1f64.powi(i);
+                let j = if i % 2 == 0 { 1.01 } else { 0.99 };
+                (level, level * j)
+            })
+            .collect();
+        let c = decide_paired(&aa, Better::Lower, &r, None);
+        assert!(matches!(c.verdict, Verdict::NoChange { .. }), "{c:?}");
+        assert!(c.percent.abs() < 1.0, "{c:?}");
+        let pr = c.paired.as_ref().unwrap();
+        assert_eq!(pr.rounds, 6);
+        assert!(pr.ci_pct[0] < 0.0 && pr.ci_pct[1] > 0.0, "{pr:?}");
+        // A real +20% under the same drift: regressed, at the smallest p 6 rounds give,
+        // the interval around it.
+        let ab: Vec<(f64, f64)> = aa.iter().map(|(b, a)| (*b, a * 1.2)).collect();
+        let c = decide_paired(&ab, Better::Lower, &r, None);
+        assert_eq!(c.verdict, Verdict::Regressed);
+        assert!((c.p.unwrap() - 1.0 / 32.0).abs() < 1e-12);
+        let pr = c.paired.as_ref().unwrap();
+        assert!(pr.ci_pct[0] > 15.0 && pr.ci_pct[1] < 25.0, "{pr:?}");
+        assert!((c.percent - 20.0).abs() < 1.5, "{c:?}");
+        assert!(c.text().starts_with("+20."), "{}", c.text());
+        assert!(c.text().contains("] regressed (p=0.031)"), "{}", c.text());
+        // Five rounds can never reach 0.05.
+        let c = decide_paired(&ab[..5], Better::Lower, &r, None);
+        assert_eq!(
+            c.verdict,
+            Verdict::CannotTell {
+                why: Unsure::TooFewRepeats {
+                    smallest_p: 0.0625,
+                    need: 6
+                }
+            }
+        );
+        // Zero values: differences, the change against the baseline's median.
+        let z = [
+            (0.0, 1.0),
+            (0.0, 1.0),
+            (0.0, 1.0),
+            (1.0, 2.0),
+            (1.0, 2.0),
+            (1.0, 2.0),
+        ];
+        let c = decide_paired(&z, Better::Lower, &r, None);
+        assert_eq!(c.verdict, Verdict::Regressed);
+        assert!((c.percent - 200.0).abs() < 1e-9, "{c:?}");
     }
 }
