@@ -33,6 +33,7 @@ use std::time::Duration;
 ///   kiln run --name before -p "$(pgrep -o beam.smp)" -e cpu,offcpu -d 30 --warmup 5 load amqp -x 1 -y 1 -r 20000
 ///   kiln run --name wrk-48 -p "$(pgrep -x myserver)" -d 30 exec -- wrk -c 48 -d 40 http://127.0.0.1:8080/q
 ///   kiln run --name aa --repeat 5 -p 4242 -d 10 load amqp -x 1 -y 1 -r 5000
+///   kiln run --variant before='rabbitmqctl trace_off' --variant after='rabbitmqctl trace_on' --repeat 6 -p "$(pgrep -o beam.smp)" -d 5 --warmup 2 load amqp -r 25000
 ///   kiln run --name fleet -p "$(pgrep -x mosquitto)" -d 30 --otlp-endpoint http://127.0.0.1:4318 load mqtt conn -c 15000 -i 0
 ///   kiln run --name go -p "$(pgrep -x myserver)" -e cpu,offcpu -d 30 --pprof http://127.0.0.1:6060/debug/pprof/ load http -c 48 -d 60s http://127.0.0.1:8080/q
 #[derive(Debug, clap::Args)]
@@ -56,7 +57,7 @@ pub struct Args {
         long,
         value_name = "[HOST:]PID[,...]",
         value_delimiter = ',',
-        required = true
+        required_unless_present = "variant_pid"
     )]
     pub pid: Vec<String>,
 
@@ -127,6 +128,53 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
 
+    /// A variant of an interleaved experiment, NAME=SETUP_COMMAND (two or more; repeatable):
+    /// with --repeat N, N rounds of one run per variant, ABBA by default (round r runs the
+    /// variants in order when r is odd, reversed when even). Before each of a variant's
+    /// runs its set-up command runs through sh -c (its output and exit status are kept with
+    /// the run); one that fails stops the experiment, the runs made so far kept. Each
+    /// variant's runs are a group under its name (--name does not apply), each run with its
+    /// round: kiln compare NAME1 NAME2 compares them round by round (paired, so that a
+    /// machine drifting between rounds cancels out). 6 rounds or more: 5 can never show
+    /// a change at p < 0.05. Example: --variant before='rabbitmqctl trace_off' --variant
+    /// after='rabbitmqctl trace_on' --repeat 6
+    #[arg(
+        long = "variant",
+        value_name = "NAME=SETUP_COMMAND",
+        conflicts_with = "name"
+    )]
+    pub variant: Vec<String>,
+
+    /// A variant's own target, NAME=PID[,PID...] (repeatable): its runs profile these
+    /// processes instead of -p (two builds side by side). Local processes only.
+    #[arg(
+        long = "variant-pid",
+        value_name = "NAME=PID[,PID...]",
+        requires = "variant"
+    )]
+    pub variant_pid: Vec<String>,
+
+    /// The order of the variants within a round: abba (in order in odd rounds, reversed in
+    /// even ones) or random (a permutation per round, from --seed).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "ORDER",
+        default_value = "abba",
+        requires = "variant"
+    )]
+    pub order: OrderArg,
+
+    /// The seed of --order random (default: from the clock, printed so the order can be
+    /// repeated).
+    #[arg(long, value_name = "N", requires = "variant")]
+    pub seed: Option<u64>,
+
+    /// A command run through sh -c after each run (each variant's and each repeat's), its
+    /// output and exit status kept with the run; one that fails stops the runs after it.
+    #[arg(long, value_name = "COMMAND")]
+    pub after_each: Option<String>,
+
     /// Off-CPU blocks shorter than this many microseconds add no time.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
     pub min_block: u64,
@@ -191,6 +239,15 @@ pub struct Args {
     /// The load.
     #[command(subcommand)]
     pub load: RunLoad,
+}
+
+/// `--order` values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum OrderArg {
+    /// A B, B A, A B...
+    Abba,
+    /// A random permutation per round.
+    Random,
 }
 
 /// What drives the load.
@@ -413,8 +470,18 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         bail!("--repeat must be at least 1");
     }
     kiln_store::check_name(&args.name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
+    let experiment = experiment(&args)?;
     let need = kiln_run::compare::smallest_group(0.05);
-    if (2..need as u32).contains(&args.repeat) {
+    if experiment.is_some() {
+        let need = kiln_run::compare::stats::smallest_rounds(0.05) as u32;
+        if args.repeat < need {
+            eprintln!(
+                "warning: {n} round(s) can never show a change at p < 0.05 in kiln compare (the smallest p of {n} rounds is {p:.3}): use --repeat {need} or more",
+                n = args.repeat,
+                p = kiln_run::compare::stats::smallest_paired_p(args.repeat as usize)
+            );
+        }
+    } else if (2..need as u32).contains(&args.repeat) {
         eprintln!(
             "warning: groups of {n} runs can never show a change at p < 0.05 in kiln compare (the smallest p of {n} runs against {n} is {p:.2}): use --repeat {need} or more",
             n = args.repeat,
@@ -448,11 +515,27 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     opts.note = args.note.clone();
     opts.tags = parse_tags(&args.tag)?;
     opts.command_line = std::env::args().collect();
-    for &p in &opts.pids {
+    let variant_pids = experiment
+        .iter()
+        .flat_map(|x| &x.variants)
+        .flat_map(|v| v.pids.iter().flatten());
+    for &p in opts.pids.iter().chain(variant_pids) {
         if !std::path::Path::new(&format!("/proc/{p}")).exists() {
             bail!("no process {p} (the target must be running; give its pid with -p)");
         }
     }
+    if let Some(v) = experiment
+        .iter()
+        .flat_map(|x| &x.variants)
+        .find(|v| v.pids.is_none() && opts.pids.is_empty() && opts.remote.targets.is_empty())
+    {
+        bail!(
+            "variant '{}' has no target: give -p, or --variant-pid {}=PID",
+            v.name,
+            v.name
+        );
+    }
+    let after_each = args.after_each.clone();
     let otlp = super::common::OtlpArgs {
         otlp_endpoint: args.otlp_endpoint.clone(),
     };
@@ -476,16 +559,35 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     let fleet = (repeat > 1 && load.info().unit == kiln_run::FLEET_UNIT)
         .then(|| kiln_run::procfs::socket_count(&opts.pids))
         .flatten();
-    for i in 1..=repeat {
+    let steps: Vec<(u32, Option<usize>)> = match &experiment {
+        Some(x) => x
+            .steps()
+            .into_iter()
+            .map(|s| (s.round, Some(s.variant)))
+            .collect(),
+        None => (1..=repeat).map(|i| (i, None)).collect(),
+    };
+    let total = steps.len() as u32;
+    let default_pids = opts.pids.clone();
+    let mut stored = 0usize;
+    for (k, &(i, v)) in steps.iter().enumerate() {
         if stop.is_raised() {
             break;
         }
-        if let (Some(baseline), true) = (fleet, i > 1) {
-            await_fleet_released(&opts.pids, baseline, load.info().concurrency, stop);
+        if let (Some(baseline), true) = (fleet, k > 0) {
+            await_fleet_released(&default_pids, baseline, load.info().concurrency, stop);
         }
-        opts.group = Some(group.clone());
         opts.repeat = (i, repeat);
-        let label = if repeat > 1 {
+        let setup = match (&experiment, v) {
+            (Some(x), Some(v)) => Some(set_up(x, v, &mut opts, &default_pids, stored)?),
+            _ => {
+                opts.group = Some(group.clone());
+                None
+            }
+        };
+        let label = if v.is_some() {
+            format!("{} round {i}/{repeat}: ", opts.name)
+        } else if repeat > 1 {
             format!("{} {i}/{repeat}: ", opts.name)
         } else {
             String::new()
@@ -495,6 +597,25 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         });
         progress.done();
         let mut run = run?;
+        let after = match &after_each {
+            Some(c) => Some(kiln_run::variants::run_command("after-each", c)?),
+            None => None,
+        };
+        let after_failed = after.as_ref().filter(|a| !a.ok()).map(|a| {
+            format!(
+                "--after-each `{}` {} after run {}/{total}; the runs after it are not made",
+                a.record.command,
+                a.status_text(),
+                k + 1
+            )
+        });
+        if let Some(x) = &experiment {
+            run.meta.experiment = Some(x.id.clone());
+            run.meta.round = Some(i);
+        }
+        for ran in setup.into_iter().chain(after) {
+            ran.keep(&mut run);
+        }
         for w in run.meta.warnings.iter().filter(|w| w.starts_with("pprof:")) {
             eprintln!("warning: {}", text::clean_cut(w, 2 * text::MAX_SHOWN));
         }
@@ -571,8 +692,14 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         }
         out.flush()?;
         eprintln!("kiln run: stored {stored_after:.2} s after the measurement ended");
+        stored += 1;
         if let Some(to) = &report {
-            write_report(&run, to.as_deref(), (i, repeat), &report_base, id);
+            let nth = if experiment.is_some() {
+                (k as u32 + 1, total)
+            } else {
+                (i, repeat)
+            };
+            write_report(&run, to.as_deref(), nth, &report_base, id);
         }
         if otlp.otlp_endpoint.is_some() {
             if run.profiles.is_empty() {
@@ -583,6 +710,17 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
                 sent_all = false;
             }
         }
+        if let Some(f) = after_failed {
+            bail!(f);
+        }
+    }
+    if let Some(x) = &experiment {
+        let names: Vec<&str> = x.variants.iter().map(|v| v.name.as_str()).collect();
+        eprintln!(
+            "kiln run: experiment {}: {stored} run(s) of {total}; compare the variants round by round with: kiln compare {}",
+            x.id,
+            names.join(" ")
+        );
     }
     Ok(if all_complete && kept_all && sent_all {
         ExitCode::SUCCESS
@@ -591,6 +729,60 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         // scripts too (a signal's own code wins in main).
         ExitCode::from(1)
     })
+}
+
+/// The experiment of `--variant`s, when there are any; the seed of `--order random`
+/// (from the clock when not given) is printed.
+fn experiment(args: &Args) -> Result<Option<kiln_run::variants::Experiment>> {
+    use kiln_run::variants::{Experiment, Order};
+    if args.variant.is_empty() {
+        return Ok(None);
+    }
+    let now = kiln_os::clock::unix_ms();
+    let order = match args.order {
+        OrderArg::Abba => Order::Abba,
+        OrderArg::Random => {
+            let seed = args.seed.unwrap_or(now as u64);
+            eprintln!("kiln run: the variants in a random order per round, seed {seed} (--seed {seed} repeats it)");
+            Order::Random(seed)
+        }
+    };
+    if args.seed.is_some() && args.order != OrderArg::Random {
+        bail!("--seed orders the rounds of --order random only");
+    }
+    Ok(Some(Experiment::new(
+        &args.variant,
+        &args.variant_pid,
+        args.repeat,
+        order,
+        now,
+    )?))
+}
+
+/// Puts the server into variant `v`'s state before its run: its set-up command, which
+/// must succeed (else the experiment stops, `stored` runs kept), and the run's name,
+/// group and target.
+fn set_up(
+    x: &kiln_run::variants::Experiment,
+    v: usize,
+    opts: &mut RunOptions,
+    default_pids: &[u32],
+    stored: usize,
+) -> Result<kiln_run::variants::Ran> {
+    let var = &x.variants[v];
+    opts.name = var.name.clone();
+    opts.group = Some(x.group(v));
+    opts.pids = var.pids.clone().unwrap_or_else(|| default_pids.to_vec());
+    let ran = kiln_run::variants::run_command("setup", &var.setup)?;
+    if !ran.ok() {
+        bail!(
+            "{}
+kiln run: the experiment {} stops; the {stored} run(s) made before it are stored",
+            ran.setup_failed(&var.name),
+            x.id
+        );
+    }
+    Ok(ran)
 }
 
 /// The OTLP request's options for a stored run's profiles: their resource is this host

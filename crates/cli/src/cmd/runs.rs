@@ -312,7 +312,15 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
                 .collect();
             let _ = writeln!(out, "  tags: {}", tags.join(" "));
         }
-        if m.repeat.1 > 1 {
+        if let (Some(x), Some(r)) = (&m.experiment, m.round) {
+            let _ = writeln!(
+                out,
+                "  round {r} of {} of experiment {} (group {})",
+                m.repeat.1,
+                c(x),
+                c(&m.group)
+            );
+        } else if m.repeat.1 > 1 {
             let _ = writeln!(
                 out,
                 "  repeat {} of {} (group {})",
@@ -320,6 +328,15 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
                 m.repeat.1,
                 c(&m.group)
             );
+        }
+        for cmd in &m.commands {
+            let how = match (cmd.exit_code, cmd.signal) {
+                (Some(0), _) => "ok".to_string(),
+                (Some(code), _) => format!("exited with status {code}"),
+                (None, Some(sig)) => format!("ended by signal {sig}"),
+                _ => "no status".to_string(),
+            };
+            let _ = writeln!(out, "  {}: {} ({how})", c(&cmd.role), c(&cmd.command));
         }
         for s in &run.series {
             let cols: Vec<String> = s.columns.iter().map(|col| c(&col.name)).collect();
