@@ -5,10 +5,18 @@
  * a million multiply-adds) stays well under its 10 ms, so the program sleeps most of the
  * time even on a busy machine, as a server waiting for requests does.
  *
+ * SIGUSR1 cuts the units to a quarter, SIGUSR2 restores them: a change of the target's work
+ * a set-up command can make (kill -USR1 PID), as rabbitmqctl changes a broker's.
+ *
  *   ticker UNITS [SECONDS]     (runs until killed when SECONDS is absent)
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
+
+static volatile sig_atomic_t quarter;
+
+static void on_signal(int sig) { quarter = sig == SIGUSR1; }
 
 static volatile unsigned long sink;
 
@@ -29,13 +37,15 @@ __attribute__((noinline)) void variable_work(long units) {
 
 int main(int argc, char **argv) {
     long units = argc > 1 ? atol(argv[1]) : 40;
+    signal(SIGUSR1, on_signal);
+    signal(SIGUSR2, on_signal);
     double seconds = argc > 2 ? atof(argv[2]) : 1e9;
     struct timespec next, start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     next = start;
     for (;;) {
         fixed_work();
-        variable_work(units);
+        variable_work(quarter ? units / 4 : units);
         next.tv_nsec += 10 * 1000 * 1000;
         if (next.tv_nsec >= 1000000000) {
             next.tv_nsec -= 1000000000;

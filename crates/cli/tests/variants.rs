@@ -1,0 +1,285 @@
+//! `kiln run --variant` end to end: interleaved variants of one experiment against a real
+//! target built here (the ticker), on a machine a CPU hog of the test's own makes drift
+//! halfway, and `kiln compare` of the variants paired by round.
+use assert_cmd::Command;
+use kiln_testkit::Started;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn kiln(store: &Path) -> Command {
+    let mut c = Command::cargo_bin("kiln").unwrap();
+    c.env("KILN_STORE", store);
+    c
+}
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+fn stored(store: &Path) -> usize {
+    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
+    // Nothing (or no store yet) before the first run is stored.
+    serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v.as_array().map(Vec::len))
+        .unwrap_or(0)
+}
+
+fn compare(store: &Path, extra: &[&str]) -> (Value, std::process::Output) {
+    let out = kiln(store)
+        .args(["compare", "a", "b", "--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let v = json(&out.stdout);
+    (v, out)
+}
+
+fn row<'a>(cmp: &'a Value, key: &str) -> &'a Value {
+    cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} in {cmp:#}"))
+}
+
+/// CPU hogs of the test's own (one per CPU), killed by PID when dropped.
+struct Hogs(Vec<Child>);
+
+impl Hogs {
+    fn start() -> Hogs {
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Hogs(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .stdout(Stdio::null())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The runs of one experiment as the store keeps them: each variant a group under its
+/// name, every run with the experiment and its round, in ABBA order.
+fn check_stored(store: &Path) {
+    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
+    kiln_testkit::succeeded(&out);
+    let runs = json(&out.stdout);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 12);
+    let mut order: Vec<(u64, String)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_u64().unwrap(),
+                r["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    order.sort();
+    let names: Vec<&str> = order.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["a", "b", "b", "a", "a", "b", "b", "a", "a", "b", "b", "a"]
+    );
+    let experiments: Vec<&Value> = runs.iter().map(|r| &r["experiment"]).collect();
+    assert!(
+        experiments
+            .iter()
+            .all(|e| e.is_string() && *e == experiments[0]),
+        "{experiments:?}"
+    );
+    for r in runs {
+        assert!(
+            r["round"].as_u64().is_some_and(|n| (1..=6).contains(&n)),
+            "{r}"
+        );
+        assert_eq!(r["commands"][0]["role"], "setup", "{r}");
+        assert_eq!(r["commands"][0]["exit_code"], 0, "{r}");
+    }
+}
+
+/// An A/A experiment on a machine that changes under it: CPU hogs (one per CPU) start once
+/// half the rounds are stored and stay to the end. Interleaved, kiln compare pairs the
+/// runs by round, says so, and no gate fires in either direction.
+#[test]
+fn an_aa_experiment_under_drift_is_paired_and_fires_no_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["40"]);
+    let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"));
+    run.env("KILN_STORE", &store)
+        .args(["run", "--variant", "a=true", "--variant", "b=true"])
+        .args(["--repeat", "6", "-d", "1", "--no-report", "-p"])
+        .arg(t.pid())
+        .args(["exec", "--", "sleep", "600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = run.spawn().unwrap();
+    // Halfway (3 rounds of 2 variants stored), the machine gets busy.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while stored(&store) < 6 {
+        assert!(Instant::now() < deadline, "6 runs not stored in 300 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let hogs = Hogs::start();
+    let out = child.wait_with_output().unwrap();
+    drop(hogs);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kiln compare a b"));
+    check_stored(&store);
+    let (cmp, out) = compare(&store, &[]);
+    kiln_testkit::succeeded(&out);
+    let cpu = row(&cmp, "target_cpu");
+    let change = &cpu["changes"][1];
+    eprintln!(
+        "A/A under drift: a {} b {} change {change}",
+        cpu["groups"][0]["values"], cpu["groups"][1]["values"]
+    );
+    assert_eq!(change["paired"]["rounds"], 6, "{change}");
+    assert!(
+        cmp["notes"]
+            .to_string()
+            .contains("paired by round (interleaved experiment a/b@")
+            && cmp["notes"]
+                .to_string()
+                .contains("6 rounds): Wilcoxon signed-rank"),
+        "{}",
+        cmp["notes"]
+    );
+    for gate in ["target_cpu>+10%", "target_cpu<-10%"] {
+        let out = kiln(&store)
+            .args(["compare", "a", "b", "--fail-if", gate])
+            .output()
+            .unwrap();
+        assert_ne!(
+            out.status.code(),
+            Some(3),
+            "{gate}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A real change made by the variants' set-up commands (a signal cutting the target's
+/// variable work to a quarter, and one restoring it) is found round by round, with its
+/// interval; and a set-up that fails stops the experiment, naming the variant, the
+/// command and its status, with the runs made before it stored.
+#[test]
+fn an_ab_experiment_finds_the_change_with_its_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let t = Started::new(&exe, &["40"]);
+    let pid = t.pid();
+    kiln(&store)
+        .arg("run")
+        .arg("--variant")
+        .arg(format!("a=kill -USR2 {pid}"))
+        .arg("--variant")
+        .arg(format!("b=kill -USR1 {pid}; echo quarter"))
+        .args(["--repeat", "6", "-d", "1", "--no-report", "-p", &pid])
+        .args(["--after-each", "echo after"])
+        .args(["exec", "--", "sleep", "600"])
+        .timeout(Duration::from_secs(400))
+        .assert()
+        .success();
+    check_stored(&store);
+    let (cmp, out) = compare(&store, &[]);
+    kiln_testkit::succeeded(&out);
+    let cpu = row(&cmp, "target_cpu");
+    let change = &cpu["changes"][1];
+    eprintln!(
+        "A/B: a {} b {} change {change}",
+        cpu["groups"][0]["values"], cpu["groups"][1]["values"]
+    );
+    assert_eq!(change["verdict"], "improved", "{change}");
+    assert_eq!(change["paired"]["rounds"], 6, "{change}");
+    let ci = &change["paired"]["ci_pct"];
+    let (low, high) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+    let pct = change["percent"].as_f64().unwrap();
+    // A quarter of 80% of the work: about -60%; the interval around the estimate, below 0.
+    assert!(low <= pct && pct <= high && high < -20.0, "{change}");
+    // The text says the interval and the analysis.
+    kiln(&store)
+        .args(["compare", "a", "b"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "[{low:+.1}, {high:+.1}] improved"
+        )))
+        .stdout(predicate::str::contains("paired by round"));
+    kiln(&store)
+        .args(["compare", "a", "b", "--fail-if", "target_cpu<-10%"])
+        .assert()
+        .code(3);
+    // The set-up's output is kept with the run.
+    let first_b = {
+        let out = kiln(&store).args(["runs", "--json"]).output().unwrap();
+        let runs = json(&out.stdout);
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "b")
+            .unwrap()["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let file = dir.path().join("setup.out");
+    kiln(&store)
+        .args([
+            "runs",
+            "attachment",
+            &first_b.to_string(),
+            "setup.stdout",
+            "-o",
+        ])
+        .arg(&file)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "quarter\n");
+    // A set-up that fails in round 1: the run before it stays.
+    kiln(&store)
+        .args([
+            "run",
+            "--variant",
+            "c=true",
+            "--variant",
+            "d=echo no >&2; exit 7",
+        ])
+        .args(["--repeat", "6", "-d", "1", "--no-report", "-p", &pid])
+        .args(["exec", "--", "sleep", "600"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "variant 'd': its set-up command `echo no >&2; exit 7` exited with status 7",
+        ))
+        .stderr(predicate::str::contains(
+            "the 1 run(s) made before it are stored",
+        ));
+    assert_eq!(stored(&store), 13);
+}
