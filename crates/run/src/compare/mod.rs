@@ -388,7 +388,8 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
             groups[0].label
         ));
     }
-    if same_configuration(&metas) && smallest >= 2 {
+    // Variants differ by their set-up commands, which the configuration cannot show.
+    if same_configuration(&metas) && smallest >= 2 && !all_paired {
         notes.push(
             "the groups have the same configuration (load, executable, host, tags): if nothing else changed either (an A/A check), each figure's change and its noise ± are the noise floor a real change must clear".into(),
         );
@@ -534,10 +535,13 @@ fn rounds_note(groups: &[Group], pairing: &[Rounds], rules: &Rules) -> Vec<Strin
                 } else {
                     String::new()
                 };
+                // The interval's coverage depends on the number of rounds only.
+                let ranks: Vec<f64> = (0..pairs.len()).map(|i| i as f64).collect();
+                let coverage = stats::hodges_lehmann(&ranks, rules.alpha).map_or(0.0, |s| s.coverage);
                 notes.push(format!(
-                    "{vs}paired by round (interleaved experiment {experiment}, {} rounds): Wilcoxon signed-rank test of each round's ratio, the change the Hodges–Lehmann estimate with its exact interval [low, high] at {:.0}%; drift of the machine between rounds cancels{few}",
+                    "{vs}paired by round (interleaved experiment {experiment}, {} rounds): Wilcoxon signed-rank test of each round's ratio, the change the Hodges–Lehmann estimate with its exact interval [low, high] (coverage {:.1}%); drift of the machine between rounds cancels{few}",
                     pairs.len(),
-                    (1.0 - rules.alpha) * 100.0
+                    coverage * 100.0
                 ));
             }
             Rounds::Unmatched(why) => notes.push(format!(
