@@ -283,3 +283,54 @@ fn an_ab_experiment_finds_the_change_with_its_interval() {
         ));
     assert_eq!(stored(&store), 13);
 }
+
+/// Two builds side by side: each variant its own target (--variant-pid, no -p), in a
+/// random order per round from a seed; each run profiles its variant's process.
+#[test]
+fn variants_with_their_own_targets_in_a_seeded_random_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let exe = kiln_testkit::build_ticker(dir.path());
+    let (full, quarter) = (Started::new(&exe, &["40"]), Started::new(&exe, &["10"]));
+    kiln(&store)
+        .args(["run", "--variant", "full=", "--variant", "quarter="])
+        .arg("--variant-pid")
+        .arg(format!("full={}", full.pid()))
+        .arg("--variant-pid")
+        .arg(format!("quarter={}", quarter.pid()))
+        .args(["--order", "random", "--seed", "3", "--repeat", "2"])
+        .args(["-d", "1", "--no-report", "exec", "--", "sleep", "600"])
+        .timeout(Duration::from_secs(200))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "2 round(s) can never show a change",
+        ));
+    let out = kiln(&store).args(["runs", "--json"]).output().unwrap();
+    kiln_testkit::succeeded(&out);
+    let runs = json(&out.stdout);
+    let mut runs: Vec<&Value> = runs.as_array().unwrap().iter().collect();
+    runs.sort_by_key(|r| r["id"].as_u64());
+    assert_eq!(runs.len(), 4);
+    for r in &runs {
+        let (pid, units) = match r["name"].as_str().unwrap() {
+            "full" => (full.pid(), "40"),
+            "quarter" => (quarter.pid(), "10"),
+            other => panic!("a run named {other}"),
+        };
+        assert_eq!(r["target"]["pids"][0].to_string(), pid, "{r}");
+        assert_eq!(r["target"]["cmdline"][1], units, "{r}");
+    }
+    // Each round one run of each variant, in the order seed 3 gives.
+    let order: Vec<(u64, &str)> = runs
+        .iter()
+        .map(|r| (r["round"].as_u64().unwrap(), r["name"].as_str().unwrap()))
+        .collect();
+    let steps = kiln_run::variants::schedule(2, 2, kiln_run::variants::Order::Random(3));
+    let names = ["full", "quarter"];
+    let want: Vec<(u64, &str)> = steps
+        .iter()
+        .map(|s| (u64::from(s.round), names[s.variant]))
+        .collect();
+    assert_eq!(order, want);
+}

@@ -280,10 +280,16 @@ fn metric_pages(cmp: &Comparison) -> Vec<MetricPage> {
                         } else {
                             f64::MAX
                         },
-                        text: if ch.percent.is_finite() {
-                            format!("{:+.1}%", ch.percent)
-                        } else {
-                            "new".into()
+                        text: match (&ch.paired, ch.percent.is_finite()) {
+                            // Paired by round: the change with its interval.
+                            (Some(pr), true) if pr.ci_pct.iter().all(|v| v.is_finite()) => {
+                                format!(
+                                    "{:+.1}% [{:+.1}, {:+.1}]",
+                                    ch.percent, pr.ci_pct[0], pr.ci_pct[1]
+                                )
+                            }
+                            (_, true) => format!("{:+.1}%", ch.percent),
+                            (_, false) => "new".into(),
                         },
                         verdict: if r.role == Role::Outcome {
                             verdict_key(&ch.verdict)
