@@ -79,12 +79,12 @@ impl Drop for Hogs {
 
 /// The runs of one experiment as the store keeps them: each variant a group under its
 /// name, every run with the experiment and its round, in ABBA order.
-fn check_stored(store: &Path) {
+fn check_stored(store: &Path, rounds: usize) {
     let out = kiln(store).args(["runs", "--json"]).output().unwrap();
     kiln_testkit::succeeded(&out);
     let runs = json(&out.stdout);
     let runs = runs.as_array().unwrap();
-    assert_eq!(runs.len(), 12);
+    assert_eq!(runs.len(), 2 * rounds);
     let mut order: Vec<(u64, String)> = runs
         .iter()
         .map(|r| {
@@ -96,10 +96,12 @@ fn check_stored(store: &Path) {
         .collect();
     order.sort();
     let names: Vec<&str> = order.iter().map(|(_, n)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        ["a", "b", "b", "a", "a", "b", "b", "a", "a", "b", "b", "a"]
-    );
+    let abba: Vec<&str> = ["a", "b", "b", "a"]
+        .into_iter()
+        .cycle()
+        .take(2 * rounds)
+        .collect();
+    assert_eq!(names, abba);
     let experiments: Vec<&Value> = runs.iter().map(|r| &r["experiment"]).collect();
     assert!(
         experiments
@@ -109,7 +111,9 @@ fn check_stored(store: &Path) {
     );
     for r in runs {
         assert!(
-            r["round"].as_u64().is_some_and(|n| (1..=6).contains(&n)),
+            r["round"]
+                .as_u64()
+                .is_some_and(|n| (1..=rounds as u64).contains(&n)),
             "{r}"
         );
         assert_eq!(r["commands"][0]["role"], "setup", "{r}");
@@ -117,20 +121,66 @@ fn check_stored(store: &Path) {
     }
 }
 
-/// An A/A experiment on a machine that changes under it: CPU hogs (one per CPU) start once
-/// half the rounds are stored and stay to the end. Interleaved, kiln compare pairs the
-/// runs by round, says so, and no gate fires in either direction.
+/// An A/A experiment on a machine that changes under it, halfway: the target's work drops
+/// to a quarter after the 6th run (sent by --after-each, exactly between rounds 3 and 4:
+/// a drift as large as a real change), and CPU hogs of the test's own (one per CPU) start
+/// once those runs are stored. Run one group after the other across the same drift, the
+/// A/A fires the gate; interleaved, kiln compare pairs the runs by round, says so, and no
+/// gate fires in either direction.
 #[test]
 fn an_aa_experiment_under_drift_is_paired_and_fires_no_gate() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
     let exe = kiln_testkit::build_ticker(dir.path());
     let t = Started::new(&exe, &["40"]);
+    let pid = t.pid();
+    // The control: two groups one after the other, the drift between them.
+    for (name, then) in [("seq-a", "USR1"), ("seq-b", "USR2")] {
+        kiln(&store)
+            .args([
+                "run",
+                "--name",
+                name,
+                "--repeat",
+                "6",
+                "-d",
+                "1",
+                "--no-report",
+            ])
+            .args(["-p", &pid, "exec", "--", "sleep", "600"])
+            .timeout(Duration::from_secs(300))
+            .assert()
+            .success();
+        kiln_testkit::succeeded(
+            &std::process::Command::new("kill")
+                .args([&format!("-{then}"), &pid])
+                .output()
+                .unwrap(),
+        );
+    }
+    let out = kiln(&store)
+        .args(["compare", "seq-a", "seq-b", "--fail-if", "target_cpu<-10%"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    eprintln!("A/A one group after the other: {said}");
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    kiln(&store)
+        .args(["runs", "rm", "seq-a", "seq-b"])
+        .assert()
+        .success();
+    // The experiment: the same drift after its 6th run.
+    let count = dir.path().join("count");
+    let drift = format!(
+        "n=$(($(cat {c} 2>/dev/null || echo 0) + 1)); echo $n > {c}; if [ $n -eq 6 ]; then kill -USR1 {pid}; fi",
+        c = count.display()
+    );
     let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"));
     run.env("KILN_STORE", &store)
         .args(["run", "--variant", "a=true", "--variant", "b=true"])
+        .args(["--after-each", &drift])
         .args(["--repeat", "6", "-d", "1", "--no-report", "-p"])
-        .arg(t.pid())
+        .arg(&pid)
         .args(["exec", "--", "sleep", "600"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -150,7 +200,7 @@ fn an_aa_experiment_under_drift_is_paired_and_fires_no_gate() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("kiln compare a b"));
-    check_stored(&store);
+    check_stored(&store, 6);
     let (cmp, out) = compare(&store, &[]);
     kiln_testkit::succeeded(&out);
     let cpu = row(&cmp, "target_cpu");
@@ -186,7 +236,8 @@ fn an_aa_experiment_under_drift_is_paired_and_fires_no_gate() {
 
 /// A real change made by the variants' set-up commands (a signal cutting the target's
 /// variable work to a quarter, and one restoring it) is found round by round, with its
-/// interval; and a set-up that fails stops the experiment, naming the variant, the
+/// interval (8 rounds: on a machine this busy a round's runs can be starved in turn, and
+/// 8 rounds still reach p < 0.05 with one round the other way, where 6 cannot); and a set-up that fails stops the experiment, naming the variant, the
 /// command and its status, with the runs made before it stored.
 #[test]
 fn an_ab_experiment_finds_the_change_with_its_interval() {
@@ -201,13 +252,13 @@ fn an_ab_experiment_finds_the_change_with_its_interval() {
         .arg(format!("a=kill -USR2 {pid}"))
         .arg("--variant")
         .arg(format!("b=kill -USR1 {pid}; echo quarter"))
-        .args(["--repeat", "6", "-d", "1", "--no-report", "-p", &pid])
+        .args(["--repeat", "8", "-d", "1", "--no-report", "-p", &pid])
         .args(["--after-each", "echo after"])
         .args(["exec", "--", "sleep", "600"])
         .timeout(Duration::from_secs(400))
         .assert()
         .success();
-    check_stored(&store);
+    check_stored(&store, 8);
     let (cmp, out) = compare(&store, &[]);
     kiln_testkit::succeeded(&out);
     let cpu = row(&cmp, "target_cpu");
@@ -217,7 +268,7 @@ fn an_ab_experiment_finds_the_change_with_its_interval() {
         cpu["groups"][0]["values"], cpu["groups"][1]["values"]
     );
     assert_eq!(change["verdict"], "improved", "{change}");
-    assert_eq!(change["paired"]["rounds"], 6, "{change}");
+    assert_eq!(change["paired"]["rounds"], 8, "{change}");
     let ci = &change["paired"]["ci_pct"];
     let (low, high) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
     let pct = change["percent"].as_f64().unwrap();
@@ -281,7 +332,7 @@ fn an_ab_experiment_finds_the_change_with_its_interval() {
         .stderr(predicate::str::contains(
             "the 1 run(s) made before it are stored",
         ));
-    assert_eq!(stored(&store), 13);
+    assert_eq!(stored(&store), 17);
 }
 
 /// Two builds side by side: each variant its own target (--variant-pid, no -p), in a
