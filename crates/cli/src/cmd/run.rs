@@ -135,8 +135,8 @@ pub struct Args {
     /// the run); one that fails stops the experiment, the runs made so far kept. Each
     /// variant's runs are a group under its name (--name does not apply), each run with its
     /// round: kiln compare NAME1 NAME2 compares them round by round (paired, so that a
-    /// machine drifting between rounds cancels out). 6 rounds or more: 5 can never show
-    /// a change at p < 0.05. Example: --variant before='rabbitmqctl trace_off' --variant
+    /// machine drifting between rounds cancels out). 6 rounds or more (5 can never show
+    /// a change at p < 0.05), 8 on a busy machine. Example: --variant before='rabbitmqctl trace_off' --variant
     /// after='rabbitmqctl trace_on' --repeat 6
     #[arg(
         long = "variant",
@@ -471,23 +471,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     }
     kiln_store::check_name(&args.name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     let experiment = experiment(&args)?;
-    let need = kiln_run::compare::smallest_group(0.05);
-    if experiment.is_some() {
-        let need = kiln_run::compare::stats::smallest_rounds(0.05) as u32;
-        if args.repeat < need {
-            eprintln!(
-                "warning: {n} round(s) can never show a change at p < 0.05 in kiln compare (the smallest p of {n} rounds is {p:.3}): use --repeat {need} or more",
-                n = args.repeat,
-                p = kiln_run::compare::stats::smallest_paired_p(args.repeat as usize)
-            );
-        }
-    } else if (2..need as u32).contains(&args.repeat) {
-        eprintln!(
-            "warning: groups of {n} runs can never show a change at p < 0.05 in kiln compare (the smallest p of {n} runs against {n} is {p:.2}): use --repeat {need} or more",
-            n = args.repeat,
-            p = kiln_run::compare::smallest_p(args.repeat as usize, args.repeat as usize)
-        );
-    }
+    warn_few_repeats(args.repeat, experiment.is_some());
     let events = args
         .event
         .iter()
@@ -597,25 +581,18 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
         });
         progress.done();
         let mut run = run?;
-        let after = match &after_each {
-            Some(c) => Some(kiln_run::variants::run_command("after-each", c)?),
-            None => None,
-        };
-        let after_failed = after.as_ref().filter(|a| !a.ok()).map(|a| {
+        let after_failed = around(
+            &mut run,
+            experiment.as_ref().map(|x| (x.id.as_str(), i)),
+            setup,
+            after_each.as_deref(),
+        )?
+        .map(|f| {
             format!(
-                "--after-each `{}` {} after run {}/{total}; the runs after it are not made",
-                a.record.command,
-                a.status_text(),
+                "{f} after run {}/{total}; the runs after it are not made",
                 k + 1
             )
         });
-        if let Some(x) = &experiment {
-            run.meta.experiment = Some(x.id.clone());
-            run.meta.round = Some(i);
-        }
-        for ran in setup.into_iter().chain(after) {
-            ran.keep(&mut run);
-        }
         for w in run.meta.warnings.iter().filter(|w| w.starts_with("pprof:")) {
             eprintln!("warning: {}", text::clean_cut(w, 2 * text::MAX_SHOWN));
         }
@@ -757,6 +734,55 @@ fn experiment(args: &Args) -> Result<Option<kiln_run::variants::Experiment>> {
         order,
         now,
     )?))
+}
+
+/// Warns when `repeat` runs (or rounds, for variants) can never show a change at 0.05.
+fn warn_few_repeats(repeat: u32, variants: bool) {
+    use kiln_run::compare::{smallest_group, smallest_p, stats};
+    if variants {
+        let need = stats::smallest_rounds(0.05) as u32;
+        if repeat < need {
+            eprintln!(
+                "warning: {repeat} round(s) can never show a change at p < 0.05 in kiln compare (the smallest p of {repeat} rounds is {p:.3}): use --repeat {need} or more (8 on a busy machine)",
+                p = stats::smallest_paired_p(repeat as usize)
+            );
+        }
+        return;
+    }
+    let need = smallest_group(0.05);
+    if (2..need as u32).contains(&repeat) {
+        eprintln!(
+            "warning: groups of {repeat} runs can never show a change at p < 0.05 in kiln compare (the smallest p of {repeat} runs against {repeat} is {p:.2}): use --repeat {need} or more",
+            p = smallest_p(repeat as usize, repeat as usize)
+        );
+    }
+}
+
+/// What ran around a run, kept with it: its experiment and round (`experiment`), its
+/// variant's set-up, and the `--after-each` command, run now. Returns how the latter
+/// failed, when it did.
+fn around(
+    run: &mut RunData,
+    experiment: Option<(&str, u32)>,
+    setup: Option<kiln_run::variants::Ran>,
+    after_each: Option<&str>,
+) -> Result<Option<String>> {
+    let after = match after_each {
+        Some(c) => Some(kiln_run::variants::run_command("after-each", c)?),
+        None => None,
+    };
+    let failed = after
+        .as_ref()
+        .filter(|a| !a.ok())
+        .map(|a| format!("--after-each `{}` {}", a.record.command, a.status_text()));
+    if let Some((id, round)) = experiment {
+        run.meta.experiment = Some(id.to_string());
+        run.meta.round = Some(round);
+    }
+    for ran in setup.into_iter().chain(after) {
+        ran.keep(run);
+    }
+    Ok(failed)
 }
 
 /// Puts the server into variant `v`'s state before its run: its set-up command, which
