@@ -145,23 +145,11 @@ pub fn is_scheduler(thread: &str) -> bool {
 pub fn scheduler_states(p: &Profile) -> Option<[u128; 7]> {
     let mut out = [0u128; 7];
     let mut memo: Vec<Option<Option<BeamState>>> = vec![None; p.stacks.len()];
-    let mut path = Vec::new();
     let mut any = false;
     for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
         let i = st.0 as usize;
         let state = *memo[i].get_or_insert_with(|| {
-            path.clear();
-            p.stacks.path_into(st, &mut path);
-            let frames: Vec<(String, FrameKind)> = path
-                .iter()
-                .map(|&f| {
-                    let fr = p.frames.get(f);
-                    (
-                        String::from_utf8_lossy(p.strings.get(fr.name)).into_owned(),
-                        fr.kind,
-                    )
-                })
-                .collect();
+            let frames = p.named_path(st);
             let root = frames.first()?;
             if root.1 != FrameKind::Root || !is_scheduler(&root.0) {
                 return None;

@@ -188,22 +188,10 @@ pub fn top_causes(p: &Profile, n: usize) -> Vec<Cause> {
     let mut memo: Vec<Option<String>> = vec![None; p.stacks.len()];
     let mut by_name: HashMap<String, u128> = HashMap::new();
     let mut total = 0u128;
-    let mut path = Vec::new();
     for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
         let i = st.0 as usize;
         if memo[i].is_none() {
-            path.clear();
-            p.stacks.path_into(st, &mut path);
-            let frames: Vec<(String, FrameKind)> = path
-                .iter()
-                .map(|&f| {
-                    let fr = p.frames.get(f);
-                    (
-                        String::from_utf8_lossy(p.strings.get(fr.name)).into_owned(),
-                        fr.kind,
-                    )
-                })
-                .collect();
+            let frames = p.named_path(st);
             let refs: Vec<(&str, FrameKind)> =
                 frames.iter().map(|(s, k)| (s.as_str(), *k)).collect();
             memo[i] = Some(cause(&refs).map_or_else(|| "[kernel]".to_string(), |c| c.label()));

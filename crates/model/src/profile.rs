@@ -288,6 +288,22 @@ impl Profile {
         self.frame_name(self.stacks.frame(s))
     }
 
+    /// The frames of stack `s`, root first, as (name, kind): what rules that read a whole
+    /// stack by its names take ([`crate::causes`], [`crate::beam`]).
+    pub fn named_path(&self, s: StackId) -> Vec<(String, crate::FrameKind)> {
+        let mut path = Vec::new();
+        self.stacks.path_into(s, &mut path);
+        path.iter()
+            .map(|&f| {
+                let fr = self.frames.get(f);
+                (
+                    String::from_utf8_lossy(self.strings.get(fr.name)).into_owned(),
+                    fr.kind,
+                )
+            })
+            .collect()
+    }
+
     /// Interns a thread.
     pub fn thread(&mut self, pid: Option<u32>, tid: Option<u32>, name: &[u8]) -> ThreadId {
         let name = self.strings.intern(name);
