@@ -111,6 +111,11 @@ impl Default for Rules {
     }
 }
 
+/// The category of `sched_yield`, when no code above it says what the thread spun for: a
+/// yield is how a spinning thread gives way (the BEAM's schedulers and process locks, Go's
+/// and the JVM's spin loops), so its caller's category decides, not the system call's.
+const YIELD: &str = "syscall: sched_yield (spinning)";
+
 /// The built-in sets: `(set, category, target, pattern)`, in order of precedence.
 const BUILTIN: &[(&str, &str, Target, &str)] = &[
     // BEAM: dirty schedulers by thread (truncated comm names: 1_dirty_cpu_sch).
@@ -131,6 +136,12 @@ const BUILTIN: &[(&str, &str, Target, &str)] = &[
         "I/O polling (poll/epoll)",
         Target::User,
         r"^(erts_check_io\w*|erts_poll_\w+|check_io_\w+|poll_thread\w*|epoll_wait|epoll_pwait2?|poll|ppoll|select|pselect)$",
+    ),
+    (
+        "BEAM",
+        "BEAM lock contention (spin, yield)",
+        Target::User,
+        r"^(erts_proc_lock_failed|erts_proc_lock_wait\w*|ethr_mutex_lock_wait__|ethr_rwmutex_\w*wait__|rwmutex_\w*wait\w*|ethr_spin_\w+|erts_lcnt_\w+)$",
     ),
     (
         "BEAM",
@@ -290,7 +301,13 @@ const BUILTIN: &[(&str, &str, Target, &str)] = &[
         "kernel",
         "syscall: time and sleep",
         Target::Kernel,
-        r"^__(x64|arm64|ia32|se)_sys_(clock_\w+|nanosleep|gettimeofday|timerfd_\w+|sched_yield|alarm|setitimer|getitimer)$",
+        r"^__(x64|arm64|ia32|se)_sys_(clock_\w+|nanosleep|gettimeofday|timerfd_\w+|alarm|setitimer|getitimer)$",
+    ),
+    (
+        "kernel",
+        YIELD,
+        Target::Kernel,
+        r"^(__(x64|arm64|ia32|se|do)_sys_sched_yield|do_sched_yield)$",
     ),
     (
         "kernel",
@@ -547,19 +564,29 @@ pub fn categorise(
             n.windows(3).any(|w| w == b"+0x") || n == b"[unknown]"
         })
         .collect();
+    // A yield decides only when no user-space frame above it does (the system call's
+    // entry frames in between do not count): `user_cat` is the deepest user frame's.
+    let yield_cat = c.categories.iter().position(|n| n == YIELD);
     let mut stack_cat: Vec<Option<usize>> = Vec::with_capacity(parents.len());
+    let mut user_cat: Vec<Option<usize>> = Vec::with_capacity(parents.len());
     for i in 0..parents.len() {
         let f = frames[i].0 as usize;
         let own = frame_cat.get(f).copied().flatten();
-        let inherited = match parents[i] {
+        let parent = |of: &[Option<usize>]| match parents[i] {
             u32::MAX => None,
-            x => stack_cat.get(x as usize).copied().flatten(),
+            x => of.get(x as usize).copied().flatten(),
         };
-        stack_cat.push(if unnamed.get(f).copied().unwrap_or(false) {
+        let (inherited, inherited_user) = (parent(&stack_cat), parent(&user_cat));
+        let is_user = p.frames.get(frames[i]).kind != FrameKind::Kernel;
+        let decided = if unnamed.get(f).copied().unwrap_or(false) {
             inherited.or(own)
+        } else if own.is_some() && own == yield_cat {
+            inherited_user.or(own)
         } else {
             own.or(inherited)
-        });
+        };
+        stack_cat.push(decided);
+        user_cat.push(if is_user { decided } else { inherited_user });
     }
     let thread_cat: Vec<Option<usize>> = p
         .threads
@@ -796,6 +823,38 @@ mod tests {
             category_of(&r, &futex, "1_scheduler"),
             "syscall: futex (locks, sleeping)"
         );
+        // A yield is its caller's: a process lock that spun (the stack a RabbitMQ under
+        // load gave, between the syscall's entry frames and the libc wrapper), the
+        // scheduler's own spin, and only with no caller known the system call's.
+        let yield_in = |caller: &[(&'static str, FrameKind)]| -> String {
+            let mut s = caller.to_vec();
+            s.extend([
+                ("__GI___sched_yield", U),
+                ("entry_SYSCALL_64_after_hwframe", K),
+                ("do_syscall_64", K),
+                ("__do_sys_sched_yield", K),
+                ("schedule", K),
+                ("__schedule", K),
+                ("finish_task_switch.isra.0", K),
+            ]);
+            category_of(&r, &s, "1_scheduler")
+        };
+        assert_eq!(
+            yield_in(&[
+                ("$global::process_main", U),
+                ("erts_schedule", U),
+                ("beam.smp+0x69830", U),
+                ("erts_proc_lock_failed", U),
+            ]),
+            "BEAM lock contention (spin, yield)"
+        );
+        assert_eq!(
+            yield_in(&[("erts_schedule", U), ("beam.smp+0x69830", U)]),
+            "BEAM scheduler (busy-wait, spin)"
+        );
+        assert_eq!(yield_in(&[("main", U)]), YIELD);
+        let x64 = [("sched_yield", U), ("__x64_sys_sched_yield", K)];
+        assert_eq!(category_of(&r, &x64, "t"), YIELD);
         let dirty = [("erts_call_dirty_nif", U)];
         assert_eq!(
             category_of(&r, &dirty, "1_dirty_cpu_sch"),
