@@ -64,11 +64,23 @@ pub use load::{ProgramCost, RunTimeStats};
 /// The generated skeletons, one module each (they define items of the same names).
 #[cfg(feature = "programs")]
 mod skel {
-    #[allow(clippy::all, missing_docs, unused_imports, unsafe_op_in_unsafe_fn)]
+    #[allow(
+        clippy::all,
+        clippy::undocumented_unsafe_blocks,
+        missing_docs,
+        unused_imports,
+        unsafe_op_in_unsafe_fn
+    )]
     mod offcpu {
         include!(concat!(env!("OUT_DIR"), "/offcpu.skel.rs"));
     }
-    #[allow(clippy::all, missing_docs, unused_imports, unsafe_op_in_unsafe_fn)]
+    #[allow(
+        clippy::all,
+        clippy::undocumented_unsafe_blocks,
+        missing_docs,
+        unused_imports,
+        unsafe_op_in_unsafe_fn
+    )]
     mod sampler {
         include!(concat!(env!("OUT_DIR"), "/sampler.skel.rs"));
     }

@@ -187,9 +187,8 @@ impl RunTimeStats {
             });
         }
         // SAFETY: `fd` was just returned to us and is owned by nobody else.
-        Ok(RunTimeStats {
-            _held: unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) },
-        })
+        let held = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        Ok(RunTimeStats { _held: held })
     }
 }
 

@@ -730,8 +730,7 @@ fn an_agent_killed_mid_run_is_marked_and_the_other_goes_on() {
         .map(|_| h.agents(1)[0])
         .expect("the agent on h1 starts");
     std::thread::sleep(Duration::from_millis(2500));
-    // SAFETY: kill(2) on one PID this test found in its own namespace.
-    unsafe { libc_kill(victim as i32, 9) };
+    kiln_testkit::signal(victim, 9);
     let out = kiln.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -753,11 +752,6 @@ fn an_agent_killed_mid_run_is_marked_and_the_other_goes_on() {
         meta["measure"]["end_ns"].as_u64().unwrap() - meta["measure"]["start_ns"].as_u64().unwrap()
             >= 3_900_000_000
     );
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 /// The ssh connection of one agent dropped, then kiln itself killed: every agent stops its
@@ -788,7 +782,7 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
             })
         })
         .expect("kiln's ssh to h1");
-    unsafe { libc_kill(ssh1 as i32, 9) };
+    kiln_testkit::signal(ssh1, 9);
     let t = wait_for(Duration::from_secs(10), || !alive(a1)).expect("h1's agent stops");
     eprintln!(
         "agent on h1 gone {:.3} s after its connection dropped",
@@ -796,7 +790,7 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
     );
     assert!(alive(a0), "h0's agent goes on");
     // kiln killed: the other agent goes too.
-    unsafe { libc_kill(kiln.id() as i32, 9) };
+    kiln_testkit::signal(kiln.id(), 9);
     let _ = kiln.wait();
     let t = wait_for(Duration::from_secs(10), || !alive(a0)).expect("h0's agent stops");
     eprintln!(

@@ -30,6 +30,7 @@
 //! distinct frame is tidied once. `perf script` input is cut at sample boundaries and
 //! parsed by several threads into separate profiles that are merged at the end.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod blocks;
 mod bpftrace;

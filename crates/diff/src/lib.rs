@@ -13,6 +13,7 @@
 //! A function's *self* share counts samples whose leaf it is; its *total* share counts
 //! samples with it anywhere on the stack, once per sample even under recursion.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use kiln_model::{FrameId, Profile, StackId, WeightUnit};
 use std::collections::{BTreeMap, HashMap};

@@ -40,6 +40,7 @@
 //!   keeps large graphs small.
 //! * `--nameattr` refuses raw markup (`g_extra`, `a_extra`) and event handlers.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod color;
 mod error;

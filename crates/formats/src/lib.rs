@@ -30,6 +30,7 @@
 //! * **Nothing silent.** Readers return what they read, kept and skipped
 //!   ([`kiln_collapse::Stats`]) and notes for what a reader must know.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod compressed;
 mod error;

@@ -35,6 +35,7 @@
 //!   streamed input grows without bound, `perf script`'s call tree in the collapser, is
 //!   capped and ends the parse with an error naming the line.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod beam;
 pub mod causes;

@@ -142,8 +142,6 @@ impl Workload for ExecLoad {
         let Some((prog, args)) = self.argv.split_first() else {
             return LoadOutcome::failed_to_start("no load command given after `exec --`".into());
         };
-        // SAFETY: the hook runs in the child between fork and exec and calls only
-        // async-signal-safe functions (prctl, getppid, _exit).
         let parent = std::process::id() as libc::pid_t;
         let mut cmd = Command::new(prog);
         cmd.args(args)
@@ -151,6 +149,8 @@ impl Workload for ExecLoad {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        // SAFETY: the hook runs in the child between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid, _exit).
         unsafe {
             cmd.pre_exec(move || {
                 // The load dies with kiln, however kiln ends (kill -9, the OOM killer):

@@ -5,7 +5,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Sends `sig` to `pid` (never to a group or by name).
-pub(crate) fn signal(pid: u32, sig: i32) {
+pub fn signal(pid: u32, sig: i32) {
     if pid > 1 {
         // SAFETY: kill(2) with a positive pid addresses one process.
         unsafe {

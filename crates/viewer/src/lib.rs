@@ -30,6 +30,7 @@
 //! * **The viewer is built by `web/build.mjs`, not by cargo**, so `cargo build` needs no
 //!   npm; CI checks that the committed bundle matches its sources (`npm run check-dist`).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod encode;
 mod error;
