@@ -573,7 +573,7 @@ fn a_run_with_a_nan_among_good_ones_degrades_only_itself() {
 fn as_nobody() -> Option<std::process::Command> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || which("setpriv").is_none() {
-        eprintln!("skipped: needs root and setpriv to run kiln as another user");
+        kiln_testkit::skip("running kiln as another user needs root and setpriv");
         return None;
     }
     let mut c = std::process::Command::new("setpriv");

@@ -63,7 +63,7 @@ fn group<'a>(dom: &'a str, name: &str) -> &'a str {
 #[test]
 fn zoom_and_search_state_from_the_url() {
     let Some(chromium) = chromium() else {
-        eprintln!("SKIPPED: chromium not installed (apt-get install chromium)");
+        kiln_testkit::skip("chromium not installed (apt-get install chromium)");
         return;
     };
     let (svg, _) = render_folded(
@@ -111,7 +111,7 @@ fn zoom_and_search_state_from_the_url() {
 #[test]
 fn case_sensitive_search_and_bad_regex() {
     let Some(chromium) = chromium() else {
-        eprintln!("SKIPPED: chromium not installed (apt-get install chromium)");
+        kiln_testkit::skip("chromium not installed (apt-get install chromium)");
         return;
     };
     let (svg, _) = render_folded(

@@ -45,8 +45,8 @@ fn inferno() -> Option<PathBuf> {
 /// splits; `None` when inferno is not installed.
 fn compare(fixture: &str) -> Option<(usize, usize, usize)> {
     let Some(inferno) = inferno() else {
-        eprintln!(
-            "SKIPPED: inferno-flamegraph not found in ~/.cargo/bin or PATH (cargo install inferno)"
+        kiln_testkit::skip(
+            "inferno-flamegraph not found in ~/.cargo/bin or PATH (cargo install inferno)",
         );
         return None;
     };

@@ -31,11 +31,9 @@ pub fn have_postgres() -> bool {
     if postgres_installed() {
         return true;
     }
-    assert!(
-        std::env::var_os("KILN_REQUIRE_ANCHORS").is_none(),
-        "PostgreSQL is required (KILN_REQUIRE_ANCHORS is set) but {POSTGRES_BIN}/postgres is missing"
-    );
-    eprintln!("SKIPPED: PostgreSQL is not installed (Debian's postgresql package)");
+    crate::skip(&format!(
+        "PostgreSQL is not installed ({POSTGRES_BIN}/postgres: Debian's postgresql package)"
+    ));
     false
 }
 
