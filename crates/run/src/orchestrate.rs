@@ -484,7 +484,7 @@ pub fn run(
             r.collect(REMOTE_RECORDING_WAIT);
         }
         f.finish();
-        hosts = remote.map(|r| r.take()).unwrap_or_default();
+        hosts = remote.map(|r| r.take(rec.window)).unwrap_or_default();
         // A host whose failure ended the load is in its reason already: said once.
         for failure in f.failures() {
             if !pass.reasons.iter().any(|r| r.contains(&failure)) {

@@ -126,7 +126,7 @@ mod tests {
                 p.frame(f.as_bytes(), FrameKind::User),
             ];
             p.add_sample_path(&fr, w, NO_TIME, ThreadId::NONE);
-            crate::remote::fleet::add_host_samples(&mut whole, &p, host, &|t| t);
+            crate::remote::fleet::add_host_samples(&mut whole, &p, host, &|t| t, None);
         }
         whole
     }

@@ -865,8 +865,11 @@ impl<'a> RemoteRecordings<'a> {
     }
 
     /// The recordings, on the controlling host's clock (call after [`Fleet::finish`], so
-    /// that the drift is known).
-    pub(crate) fn take(self) -> Vec<HostRecording> {
+    /// that the drift is known). With the measurement's `window` (controller ns), samples
+    /// placed outside it by more than the clock's uncertainty are left out and counted in
+    /// a warning: an agent's recording starts at the gate and runs its duration from there,
+    /// so it may end a round trip after the controller's measurement did.
+    pub(crate) fn take(self, window: Option<(u64, u64)>) -> Vec<HostRecording> {
         let mut out = Vec::new();
         for (p, got) in self.got.into_iter().enumerate() {
             let i = self.hosts[p];
@@ -884,9 +887,19 @@ impl<'a> RemoteRecordings<'a> {
                 let shown = std::path::PathBuf::from(format!("agent {name}"));
                 match kiln_model::native::decode(b, &shown) {
                     Ok(ps) => {
+                        let u = map.uncertainty_ns();
+                        let keep = window.map(|(a, b)| (a.saturating_sub(u), b.saturating_add(u)));
                         for p in ps {
                             let mut labelled = Profile::new(p.event.clone());
-                            add_host_samples(&mut labelled, &p, &name, &|t| map.to_local(t));
+                            let to_local = |t| map.to_local(t);
+                            let left = add_host_samples(&mut labelled, &p, &name, &to_local, keep);
+                            if left > 0 {
+                                warnings.push(format!(
+                                    "host {name}: {left} {} sample(s) outside the measurement (by more than the clock's uncertainty, {:.3} ms) left out",
+                                    p.event.name,
+                                    u as f64 / 1e6
+                                ));
+                            }
                             profiles.push(labelled);
                         }
                     }
@@ -932,12 +945,21 @@ impl<'a> RemoteRecordings<'a> {
 
 /// Appends `src`'s samples to `dst`, each labelled `host=NAME` (beside its own labels),
 /// its time mapped by `map`.
+///
+/// With `keep` (controller ns), a timed sample that does not overlap it is left out; the
+/// count left out is returned. An off-CPU block counts from its start over its length.
 pub(crate) fn add_host_samples(
     dst: &mut Profile,
     src: &Profile,
     host: &str,
     map: &dyn Fn(u64) -> u64,
-) {
+    keep: Option<(u64, u64)>,
+) -> u64 {
+    let span_ns = match src.event.quantity() {
+        kiln_model::Quantity::Time { ns_per_unit } => ns_per_unit,
+        _ => 0,
+    };
+    let mut left = 0u64;
     let imported = dst.import_tables(src);
     let key = dst.strings.intern(b"host");
     let value = dst.strings.intern(host.as_bytes());
@@ -983,6 +1005,13 @@ pub(crate) fn add_host_samples(
         };
         let t = s.time[i];
         let t = if t == kiln_model::NO_TIME { t } else { map(t) };
+        if let Some((a, b)) = keep {
+            let end = t.saturating_add(s.weight[i].saturating_mul(span_ns));
+            if t != kiln_model::NO_TIME && (t > b || end < a) {
+                left += 1;
+                continue;
+            }
+        }
         dst.samples.push_labeled(
             imported.stacks[s.stack[i].0 as usize],
             s.weight[i],
@@ -991,6 +1020,7 @@ pub(crate) fn add_host_samples(
             set,
         );
     }
+    left
 }
 
 /// The run's profiles of every host, one per event: `local` (this host's, labelled with
@@ -1007,7 +1037,7 @@ pub(crate) fn merge_profiles(
     let mut out: Vec<Profile> = Vec::new();
     for p in local {
         let mut l = Profile::new(p.event.clone());
-        add_host_samples(&mut l, &p, local_name, &|t| t);
+        add_host_samples(&mut l, &p, local_name, &|t| t, None);
         out.push(l);
     }
     for h in hosts.iter_mut() {
@@ -1024,6 +1054,36 @@ pub(crate) fn merge_profiles(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A host's samples outside the measurement are left out and counted; an off-CPU
+    /// block that overlaps it by its length stays; untimed samples stay.
+    #[test]
+    fn host_samples_outside_the_window_are_left_out_and_counted() {
+        use kiln_model::{EventInfo, FrameKind, ThreadId, WeightUnit, NO_TIME};
+        let mut cpu = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let f = [cpu.frame(b"work", FrameKind::User)];
+        for t in [100, 200, 300, NO_TIME] {
+            cpu.add_sample_path(&f, 1, t, ThreadId::NONE);
+        }
+        let mut dst = Profile::new(cpu.event.clone());
+        let shift = |t: u64| t + 1_000;
+        let left = add_host_samples(&mut dst, &cpu, "h0", &shift, Some((1_150, 1_250)));
+        assert_eq!(left, 2);
+        assert_eq!(dst.samples.len(), 2);
+        assert!(dst.samples.time.contains(&1_200));
+        assert!(dst.samples.time.contains(&NO_TIME));
+
+        let mut off = Profile::new(EventInfo::new("offcpu", WeightUnit::Nanoseconds));
+        let g = [off.frame(b"wait", FrameKind::Kernel)];
+        off.add_sample_path(&g, 100, 60, ThreadId::NONE); // 60-160: overlaps
+        off.add_sample_path(&g, 10, 60, ThreadId::NONE); // 60-70: before
+        let mut dst = Profile::new(off.event.clone());
+        assert_eq!(
+            add_host_samples(&mut dst, &off, "h0", &|t| t, Some((150, 250))),
+            1
+        );
+        assert_eq!(dst.samples.len(), 1);
+    }
 
     /// MQTT agents get the run's nonce and their index; other protocols and a nonce given
     /// in the flags are left as they are.
