@@ -42,7 +42,7 @@ pub(crate) struct Computed {
 }
 
 /// Whether a second belongs to a window: its middle lies in it.
-fn in_window(s: &Second, w: &Window) -> bool {
+pub(crate) fn in_window(s: &Second, w: &Window) -> bool {
     let t = &s.tick;
     let mid = t.end_ns.saturating_sub((t.interval_s * 0.5e9) as u64);
     w.contains(mid)
@@ -51,8 +51,16 @@ fn in_window(s: &Second, w: &Window) -> bool {
 /// The latency histograms of the seconds in `w`, merged per name (in first-seen order),
 /// and how many could not be read or added.
 pub(crate) fn merged(ticks: &[Second], w: &Window) -> (Vec<(String, Histogram<u64>)>, usize) {
+    merged_all(ticks.iter().filter(|t| in_window(t, w)))
+}
+
+/// The latency histograms of `ticks`, merged per name (in first-seen order), and how many
+/// could not be read or added.
+pub(crate) fn merged_all<'a>(
+    ticks: impl IntoIterator<Item = &'a Second>,
+) -> (Vec<(String, Histogram<u64>)>, usize) {
     let mut sums: Vec<(String, HistogramSum)> = Vec::new();
-    for t in ticks.iter().filter(|t| in_window(t, w)) {
+    for t in ticks {
         for (name, data) in &t.hists {
             let i = match sums.iter().position(|(n, _)| n == name) {
                 Some(i) => i,

@@ -262,6 +262,8 @@ pub struct FleetLoad<'a> {
     info: LoadInfo,
     argv: Vec<String>,
     per_host: Vec<(usize, Vec<LoadTick>)>,
+    /// The grid's origin (controller ns) the agents' seconds end on.
+    origin: u64,
     /// Per agent as `per_host`: latency histograms that came but could not be decoded.
     undecoded: Vec<usize>,
     reports: Vec<AgentReport>,
@@ -277,6 +279,7 @@ impl<'a> FleetLoad<'a> {
             info,
             argv,
             per_host: Vec::new(),
+            origin: 0,
             undecoded: Vec::new(),
             reports: Vec::new(),
         }
@@ -284,6 +287,10 @@ impl<'a> FleetLoad<'a> {
 
     /// Each agent's seconds as its own series (`load@NAME`), and its latency histograms of
     /// `w` (window `measure@NAME`), and what could not be merged.
+    ///
+    /// An agent's histograms of `w` are of the parts of its seconds that the run's merged
+    /// seconds in `w` hold (a second spanning grid seconds split as the merge splits it),
+    /// so that the run's histogram of `w` is exactly the sum of the agents'.
     pub(crate) fn host_data(
         &self,
         w: &Window,
@@ -291,6 +298,10 @@ impl<'a> FleetLoad<'a> {
         let mut series = Vec::new();
         let mut hists = Vec::new();
         let mut warnings = Vec::new();
+        let hosts: Vec<&[LoadTick]> = self.per_host.iter().map(|(_, t)| &t[..]).collect();
+        let in_w = super::merge::parts_in(self.origin, &hosts, &|t| {
+            headline::in_window(&Second::new(t.clone()), w)
+        });
         for (p, (i, ticks)) in self.per_host.iter().enumerate() {
             let name = self.fleet.name(*i);
             if let Some(&n @ 1..) = self.undecoded.get(p) {
@@ -304,7 +315,8 @@ impl<'a> FleetLoad<'a> {
             if !t.time_ns.is_empty() {
                 series.push(t);
             }
-            let (merged, skipped) = headline::merged(&seconds, w);
+            let mine: Vec<Second> = in_w[p].iter().cloned().map(Second::new).collect();
+            let (merged, skipped) = headline::merged_all(&mine);
             if skipped > 0 {
                 warnings.push(format!(
                     "host {name}: {skipped} per-second latency histogram(s) of '{}' could not be merged: its own percentiles leave them out",
@@ -509,6 +521,7 @@ impl Workload for FleetLoad<'_> {
             ));
         }
         let origin = kiln_os::clock::monotonic_ns();
+        self.origin = origin;
         let nonce = kiln_loadgen::engine::body::LoadId::random().nonce;
         let mut done = vec![false; hosts.len()];
         let mut started = vec![false; hosts.len()];

@@ -114,6 +114,9 @@ struct Pending {
     parts: Vec<(usize, LoadTick)>,
 }
 
+/// A released grid second (1-based from the origin) and each host's part of it.
+pub(crate) type KeptSecond = (i64, Vec<(usize, LoadTick)>);
+
 /// Merges the seconds of `hosts` agents.
 pub(crate) struct Merger {
     origin: u64,
@@ -122,6 +125,8 @@ pub(crate) struct Merger {
     latest: Vec<Option<i64>>,
     /// Hosts that will report no more.
     done: Vec<bool>,
+    /// With [`Merger::keeping_parts`]: each released grid second's parts, by host.
+    kept: Option<Vec<KeptSecond>>,
 }
 
 impl Merger {
@@ -133,7 +138,23 @@ impl Merger {
             pending: BTreeMap::new(),
             latest: vec![None; hosts],
             done: vec![false; hosts],
+            kept: None,
         }
+    }
+
+    /// As [`Merger::new`], keeping each released second's parts by host
+    /// ([`Merger::kept_parts`]).
+    pub(crate) fn keeping_parts(origin: u64, hosts: usize) -> Self {
+        Merger {
+            kept: Some(Vec::new()),
+            ..Merger::new(origin, hosts)
+        }
+    }
+
+    /// The parts, by host, of each grid second released so far (with
+    /// [`Merger::keeping_parts`]; empty otherwise): what each host gave each merged second.
+    pub(crate) fn kept_parts(&self) -> &[KeptSecond] {
+        self.kept.as_deref().unwrap_or_default()
     }
 
     /// A second of `host` (its times on the controller's clock); returns the seconds that
@@ -188,11 +209,41 @@ impl Merger {
                 break;
             }
             if let Some(p) = self.pending.remove(&k) {
+                if let Some(kept) = &mut self.kept {
+                    kept.push((k, p.parts.clone()));
+                }
                 out.push(merge(p.parts.into_iter().map(|(_, t)| t).collect()));
             }
         }
         out
     }
+}
+
+/// What each host gave the merged seconds `keep` accepts: the hosts' seconds merged as the
+/// run merges them (split at the grid, a host's parts of one grid second one after the
+/// other), and of each merged second `keep` accepts, every host's part, by host. The sums
+/// of the parts are the kept merged seconds exactly.
+pub(crate) fn parts_in(
+    origin: u64,
+    hosts: &[&[LoadTick]],
+    keep: &dyn Fn(&LoadTick) -> bool,
+) -> Vec<Vec<LoadTick>> {
+    let mut m = Merger::keeping_parts(origin, hosts.len());
+    for (p, ticks) in hosts.iter().enumerate() {
+        for t in ticks.iter() {
+            m.push(p, t.clone());
+        }
+    }
+    m.finish();
+    let mut out: Vec<Vec<LoadTick>> = hosts.iter().map(|_| Vec::new()).collect();
+    for (_, parts) in m.kept_parts() {
+        if keep(&merge(parts.iter().map(|(_, t)| t.clone()).collect())) {
+            for (p, t) in parts {
+                out[*p].push(t.clone());
+            }
+        }
+    }
+    out
 }
 
 /// A latency's values in a second's row, from its percentiles.
@@ -528,6 +579,65 @@ mod tests {
             sent: Some(completed),
             values,
             latency: vec![("consumer_latency".into(), wire(&h))],
+        }
+    }
+
+    /// Each host's parts of the merged seconds in a window add up to the merged seconds in
+    /// it exactly, also when one host's last second spans several grid seconds (its
+    /// drain): its whole second's middle lies outside the window, its first part inside.
+    #[test]
+    fn each_hosts_parts_of_a_window_add_up_to_the_merged_seconds() {
+        let origin = 10_000_000_000u64;
+        let s = |k: u64| origin + k * 1_000_000_000;
+        let a = vec![
+            tick(s(1), 1.0, 10, vec![100; 10]),
+            tick(s(2), 1.0, 10, vec![200; 10]),
+            tick(s(3), 1.0, 10, vec![300; 10]),
+        ];
+        // b's last second: 2.0 s to 5.06 s, its middle at 3.53 s.
+        let b = vec![
+            tick(s(1), 1.0, 5, vec![1_000; 5]),
+            tick(s(2), 1.0, 5, vec![2_000; 5]),
+            tick(
+                s(5) + 60_000_000,
+                3.06,
+                300,
+                (0..300).map(|i| 50_000 + i).collect(),
+            ),
+        ];
+        let window = (s(0), s(3));
+        let keep = |t: &LoadTick| {
+            let mid = t.end_ns - (t.interval_s * 0.5e9) as u64;
+            mid >= window.0 && mid < window.1
+        };
+        let parts = parts_in(origin, &[&a, &b], &keep);
+        let mut m = Merger::new(origin, 2);
+        let mut all = Vec::new();
+        for (t, u) in a.iter().zip(&b) {
+            all.extend(m.push(0, t.clone()));
+            all.extend(m.push(1, u.clone()));
+        }
+        all.extend(m.finish());
+        let merged: Vec<LoadTick> = all.into_iter().filter(|t| keep(t)).collect();
+        assert_eq!(merged.len(), 3);
+        let whole = &run_histograms(&merged)[0].1;
+        let by_host: Vec<Histogram<u64>> = parts
+            .iter()
+            .map(|p| run_histograms(p)[0].1.clone())
+            .collect();
+        // b's third grid second holds a third of its long second: inside the window.
+        assert!(by_host[1].len() > 10, "{}", by_host[1].len());
+        assert!(by_host[1].len() < 300, "{}", by_host[1].len());
+        let mut sum = by_host[0].clone();
+        sum.add(&by_host[1]).unwrap();
+        assert_eq!(sum.len(), whole.len());
+        for v in whole.iter_recorded() {
+            assert_eq!(
+                sum.count_at(v.value_iterated_to()),
+                v.count_at_value(),
+                "bucket {}",
+                v.value_iterated_to()
+            );
         }
     }
 
