@@ -303,10 +303,48 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
             per_step[i]
         );
     }
+    // A span of the measurement's seconds is a window too: the first step's seconds,
+    // given as seconds from the start of the measurement, are the first step.
+    let first = run["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "connections=1")
+        .unwrap();
+    let ns = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap() as f64;
+    let from = (ns(first, "start_ns") - ns(&run["measure"], "start_ns")) / 1e9;
+    let to = (ns(first, "end_ns") - ns(&run["measure"], "start_ns")) / 1e9;
+    let span_ref = format!("sweep@{from:.3}-{to:.3}");
+    let out = kiln()
+        .args([
+            "compare", &span_ref, "sweep@1", "--format", "json", "--store",
+        ])
+        .arg(&store)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let cmp: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let thr = cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "throughput")
+        .expect("the span has its throughput");
+    let (span, step) = (
+        thr["groups"][0]["median"].as_f64().unwrap(),
+        thr["groups"][1]["median"].as_f64().unwrap(),
+    );
+    assert!(
+        (span - step).abs() <= 1e-6 * step.max(1.0),
+        "{span_ref}: {span}, the first step: {step}"
+    );
     kiln()
         .args(["runs", "show", "sweep@3", "--store"])
         .arg(&store)
         .assert()
         .failure()
-        .stderr(predicate::str::contains("has no window '3'"));
+        .stderr(predicate::str::contains("has no window '3'"))
+        .stderr(predicate::str::contains("START-END"));
 }

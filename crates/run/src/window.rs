@@ -6,12 +6,15 @@
 use kiln_store::{Headline, RunData, RunMeta, SeriesTable, Window};
 
 /// Finds the window `name` names in `meta`: a window's full name (`connections=48`), the
-/// value after its `=` (`48`), or `measure`.
+/// value after its `=` (`48`), `measure`, or a span of seconds from the start of the
+/// measurement, `START-END` (`10-20`, `2.5s-4s`: the same span in every run it is
+/// applied to, so that runs of one experiment are compared over the same part of each).
 pub fn find_window(meta: &RunMeta, name: &str) -> Option<Window> {
     if name == "measure" || name == meta.measure.name {
         return Some(meta.measure.clone());
     }
-    meta.windows
+    let named = meta
+        .windows
         .iter()
         .find(|w| w.name == name)
         .or_else(|| {
@@ -19,7 +22,40 @@ pub fn find_window(meta: &RunMeta, name: &str) -> Option<Window> {
                 .iter()
                 .find(|w| w.name.rsplit_once('=').is_some_and(|(_, v)| v == name))
         })
-        .cloned()
+        .cloned();
+    named.or_else(|| {
+        let (a, b) = span(name)?;
+        let at = |s: f64| {
+            meta.measure
+                .start_ns
+                .saturating_add((s * 1e9).round() as u64)
+        };
+        Some(Window {
+            name: format!("{}s-{}s", trim(a), trim(b)),
+            start_ns: at(a),
+            end_ns: at(b).min(meta.measure.end_ns),
+        })
+        .filter(|w| w.end_ns > w.start_ns)
+    })
+}
+
+/// `START-END` in seconds (each a number ≥ 0, an `s` after it optional), START < END.
+fn span(name: &str) -> Option<(f64, f64)> {
+    let (a, b) = name.split_once('-')?;
+    let num = |x: &str| -> Option<f64> {
+        let x = x.trim().strip_suffix('s').unwrap_or(x.trim());
+        let v: f64 = x.parse().ok()?;
+        (v.is_finite() && v >= 0.0 && x.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            .then_some(v)
+    };
+    let (a, b) = (num(a)?, num(b)?);
+    (a < b).then_some((a, b))
+}
+
+/// A number of seconds as written back: `10`, `2.5`.
+fn trim(v: f64) -> String {
+    let t = format!("{v:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Values of column `name` of `table` for the seconds in `w` (a second belongs to the
@@ -217,6 +253,34 @@ mod tests {
         let first = window_view(&run, &find_window(&run.meta, "connections=8").unwrap());
         assert_eq!(first.headline.throughput, Some(100.0));
         assert!(find_window(&run.meta, "16").is_none());
+    }
+
+    /// A span of seconds from the start of the measurement is a window of its own, cut at
+    /// the measurement's end; what is not a span (or an empty one) names none.
+    #[test]
+    fn a_span_of_seconds_is_a_window() {
+        let mut run = RunData::default();
+        run.meta.load.completed = "received".into();
+        run.meta.measure = Window {
+            name: "measure".into(),
+            start_ns: 0,
+            end_ns: 6_000_000_000,
+        };
+        run.series = vec![series(
+            "load",
+            &[("received", &[100.0, 100.0, 100.0, 300.0, 300.0, 300.0])],
+        )];
+        let w = find_window(&run.meta, "3-6").unwrap();
+        assert_eq!(
+            (w.name.as_str(), w.start_ns, w.end_ns),
+            ("3s-6s", 3_000_000_000, 6_000_000_000)
+        );
+        assert_eq!(window_view(&run, &w).headline.throughput, Some(300.0));
+        let w = find_window(&run.meta, "1.5s-9s").unwrap();
+        assert_eq!((w.name.as_str(), w.end_ns), ("1.5s-9s", 6_000_000_000));
+        for bad in ["6-3", "3-3", "-1-2", "a-b", "1e3-2e3", "7-9", "3-"] {
+            assert!(find_window(&run.meta, bad).is_none(), "{bad}");
+        }
     }
 
     /// The per-second data of the page's own unit test (web/tests/report.test.ts): seconds

@@ -38,11 +38,15 @@ use std::process::ExitCode;
 ///   kiln compare aa aa-again                      # an A/A check: the noise floor
 ///   kiln compare before after                     # kiln run --variant before=.. --variant after=..: paired
 ///   kiln compare sweep@20000 sweep@30000          # two steps of a sweep
+///   kiln compare before@10-20 after@10-20         # seconds 10-20 of each measurement
 ///   kiln compare before after -o diff.html
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Runs to compare (ids, or names: the latest group of runs of that name; NAME@STEP
-    /// for a window of a sweep); the first is the baseline.
+    /// for a window of a sweep, NAME@START-END for the same seconds of each run's
+    /// measurement, e.g. before@10-20: the figures of those seconds, their profiles'
+    /// samples; latency percentiles only where a histogram of the window was kept); the
+    /// first is the baseline.
     #[arg(required = true, num_args = 2.., value_name = "RUN")]
     pub runs: Vec<String>,
 

@@ -70,7 +70,7 @@ impl StoreArgs {
 }
 
 /// The runs `reference` names: `NAME` (its latest group of repeats), `#ID`/`id:ID`/`ID`,
-/// `name:NAME` (the rule: [`kiln_store::Reference`]), and `REF@WINDOW`, a window of each (a sweep step: `sweep@48`, `sweep@connections=48`), whose
+/// `name:NAME` (the rule: [`kiln_store::Reference`]), and `REF@WINDOW`, a window of each (a sweep step: `sweep@48`, `sweep@connections=48`; a span of seconds of its measurement: `before@10-20`), whose
 /// metadata then holds that window as its measurement and the window's own figures.
 pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
     let err = match store.resolve(reference) {
@@ -86,7 +86,7 @@ pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
         let Some(w) = kiln_run::window::find_window(&m, window) else {
             let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
             bail!(
-                "run '{}' (#{}) has no window '{}' (it has: measure{}{})",
+                "run '{}' (#{}) has no window '{}' (it has: measure{}{}; or give a span of its measurement's seconds, START-END: @10-20)",
                 kiln_model::text::clean_cut(run, 80),
                 m.id.unwrap_or(0),
                 kiln_model::text::clean_cut(window, 80),
