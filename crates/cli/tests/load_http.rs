@@ -340,6 +340,17 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
         (span - step).abs() <= 1e-6 * step.max(1.0),
         "{span_ref}: {span}, the first step: {step}"
     );
+    // Its latency from the run's per-second histograms: the step's, kept whole.
+    let p50 = cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "p50")
+        .expect("the span has its latency");
+    assert_eq!(
+        p50["groups"][0]["median"], p50["groups"][1]["median"],
+        "{p50}"
+    );
     kiln()
         .args(["runs", "show", "sweep@3", "--store"])
         .arg(&store)

@@ -39,6 +39,41 @@ pub fn find_window(meta: &RunMeta, name: &str) -> Option<Window> {
     })
 }
 
+/// The latency histogram of the seconds in `w` (a second belongs to the window its middle
+/// lies in), merged from the run's per-second histograms, for a window the run kept none
+/// of its own for (a span): the headline's latency, else the first kept.
+fn per_second_latency(run: &RunData, w: &Window) -> Option<(String, hdrhistogram::Histogram<u64>)> {
+    let logs: Vec<_> = run
+        .histograms
+        .iter()
+        .filter(|x| x.window == kiln_store::PER_SECOND)
+        .collect();
+    let wanted = run.meta.headline.latency.as_deref();
+    let log = logs
+        .iter()
+        .find(|x| Some(x.name.as_str()) == wanted)
+        .or(logs.first())?;
+    let seconds = kiln_loadgen::engine::report::read_interval_log(&log.data).ok()?;
+    let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
+    let mut prev: Option<u64> = None;
+    for (end, h) in seconds {
+        let len = prev.map_or(1_000_000_000, |p| end.saturating_sub(p));
+        prev = Some(end);
+        if !w.contains(end.saturating_sub(len / 2)) {
+            continue;
+        }
+        match &mut sum {
+            Some(s) => s.add(&h).ok()?,
+            None => {
+                let mut h = h;
+                h.auto(true);
+                sum = Some(h);
+            }
+        }
+    }
+    Some((log.name.clone(), sum.filter(|s| !s.is_empty())?))
+}
+
 /// `START-END` in seconds (each a number ≥ 0, an `s` after it optional), START < END.
 fn span(name: &str) -> Option<(f64, f64)> {
     let (a, b) = name.split_once('-')?;
@@ -138,6 +173,7 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
         .iter()
         .find(|x| x.window == w.name)
         .and_then(|x| Some((x.name.clone(), crate::decode_histogram(&x.data)?)))
+        .or_else(|| per_second_latency(run, w))
     {
         let (name, p) = hist;
         h.latency = Some(name);

@@ -44,9 +44,9 @@ use std::process::ExitCode;
 pub struct Args {
     /// Runs to compare (ids, or names: the latest group of runs of that name; NAME@STEP
     /// for a window of a sweep, NAME@START-END for the same seconds of each run's
-    /// measurement, e.g. before@10-20: the figures of those seconds, their profiles'
-    /// samples; latency percentiles only where a histogram of the window was kept); the
-    /// first is the baseline.
+    /// measurement, e.g. before@10-20: the figures of those seconds, latency percentiles
+    /// from their per-second histograms, their profiles' samples); the first is the
+    /// baseline.
     #[arg(required = true, num_args = 2.., value_name = "RUN")]
     pub runs: Vec<String>,
 
