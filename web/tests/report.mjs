@@ -1007,7 +1007,40 @@ try {
       const p99 = await page.$$eval('[data-chart=p99] .r-item', (e) => e.map((x) => x.querySelector('.r-value').textContent));
       const cells = await page.$$eval('[data-table=figures] tr[data-metric=p99] td[data-group]', (e) => e.map((x) => x.textContent));
       assert.ok(p99.length >= 2 && p99.every((v) => cells.some((c) => v.startsWith(c))), `legend ${p99}, table ${cells}`);
-      assert.match(await page.textContent('[data-chart=p99] [data-ctrl=caption]'), /^p99 over each measurement, from its histograms/);
+      assert.match(await page.textContent('[data-chart=p99] [data-ctrl=caption]'), /^p99 over each whole measurement, from its histograms/);
+    });
+    await check('compare: a window dragged on the series is the same seconds of every run: its figures per group and the command that judges it', async () => {
+      page = await open('compare.html');
+      const geo = await chartGeometry(page, 'throughput');
+      await page.mouse.move(pageX(geo, 1.2e9), geo.top + 30);
+      await page.mouse.down();
+      await page.mouse.move(pageX(geo, 2e9), geo.top + 30, { steps: 3 });
+      await page.mouse.move(pageX(geo, 2.8e9), geo.top + 30, { steps: 3 });
+      await page.mouse.up();
+      await settle(page);
+      assert.equal(await page.isVisible('[data-field=window-figures]'), true, 'the window figures are shown');
+      const cmd = await page.textContent('[data-field=window-command]');
+      assert.equal(cmd, `kiln compare ${ce.labels[0]}@1-3 ${ce.labels[1]}@1-3`);
+      // The first group's throughput over seconds 1-3: its stored seconds whose middle
+      // lies in them, weighted by their lengths.
+      const load = ce.runs[0].load;
+      // The column the page counts completed operations in (its throughput legend's).
+      const col = await page.$eval('[data-chart=throughput] .r-item', (x) => x.dataset.column);
+      let sum = 0;
+      let secs = 0;
+      for (let i = 1; i < load.time.length; i++) {
+        const dt = load.time[i] - load.time[i - 1];
+        const mid = load.time[i] - dt / 2;
+        const v = load.columns[col][i];
+        if (mid >= 1e9 && mid < 3e9 && v !== null) {
+          sum += v * dt;
+          secs += dt;
+        }
+      }
+      const shown = Number(await page.getAttribute('[data-table=window-figures] tr[data-metric=throughput] td[data-group="0"]', 'data-value'));
+      assert.ok(secs > 0 && Math.abs(shown - sum / secs) <= 1e-6 * (sum / secs), `throughput over 1-3 s: shown ${shown}, stored ${col} ${sum / secs}`);
+      await page.keyboard.press('Escape');
+      await settle(page);
     });
   }
 

@@ -352,7 +352,11 @@ fn run_series(runs: &[Vec<RunData>]) -> Vec<RunSeries> {
                     } else {
                         r.meta.load.unit.clone()
                     },
-                    completed: completed_column(r),
+                    // The load's own word for it, as the run's report takes it; older
+                    // runs did not store it.
+                    completed: Some(r.meta.load.completed.clone())
+                        .filter(|c| !c.is_empty())
+                        .or_else(|| completed_column(r)),
                     latency: r.meta.headline.latency.clone(),
                     cpus: r.meta.cpus,
                 }

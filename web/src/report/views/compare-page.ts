@@ -6,7 +6,8 @@
 import { el } from '../../views/dom.js';
 import { ComparePage } from '../data.js';
 import { ChartSpec, GROUP_COLORS, Line, Summary, sumColumns } from '../lib/charts.js';
-import { compact, unitText } from '../lib/format.js';
+import { compact, formatValue, formatWindow, unitText } from '../lib/format.js';
+import { integral, rateText } from '../lib/figures.js';
 import { ChartGroup, TimeChart } from './time-chart.js';
 import { statusBadge, tagList } from './header.js';
 import { extentOf } from './run-page.js';
@@ -98,14 +99,18 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     });
   }
 
-  // Series overlaid, aligned at the start of each run's measurement.
+  // Series overlaid, aligned at the start of each run's measurement. A window chosen on
+  // them is the same seconds of every run: its figures per group below, and the command
+  // that judges them.
   const measureEnd = Math.max(0, ...c.series.map((s) => s.measure_end));
+  const windowBox = el('div', { class: 'r-window-figures', 'data-field': 'window-figures', hidden: true });
   const group = new ChartGroup(extentOf(c.series.flatMap((s) => s.tables), [[0, measureEnd]]), {
-    selectable: false,
-    edges: [],
+    selectable: true,
+    edges: Array.from({ length: Math.ceil(measureEnd / 1e9) + 1 }, (_, i) => i * 1e9),
     measure: [0, measureEnd],
     status,
     axisLabel: 'seconds from the start of each measurement',
+    onSelect: (w) => showWindowFigures(windowBox, c, w),
   });
   const charts: Record<string, TimeChart> = {};
   const specs: ChartSpec[] = [];
@@ -121,8 +126,9 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   // A percentile over a measurement is its histogram's, never a mean of per-second
   // percentiles: the legend gives each group's figure as the table above has it.
   const figureOf = (key: string) => (lines: Line[]): Summary => ({
-    caption: `${key} over each measurement, from its histograms (the figures table's; repeats: their median)`,
-    value: (k) => {
+    caption: `${key} over each whole measurement, from its histograms (the figures table's; repeats: their median; a window's: kiln compare NAME@START-END)`,
+    value: (k, w) => {
+      if (w[0] > 0 || w[1] < measureEnd) return null;
       const cell = c.metrics.find((m) => m.key === key)?.cells[lines[k].group ?? 0];
       return cell ? { value: cell.median, text: cell.n > 1 ? `${cell.text} (median of ${cell.n})` : cell.text } : null;
     },
@@ -144,7 +150,7 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   overlay('rss', 'Target resident memory (RSS)', 'bytes', 'linear', (s) => col(s, 'target', 'rss'));
   overlay('switches', 'Target context switches per second', '1/s', 'linear', (s) => sum(s, 'target', ['voluntary switches', 'involuntary switches'], 'switches'));
   overlay('machine', 'Machine busy, % of all CPUs', '%', 'linear', (s) => col(s, 'machine', 'busy'));
-  const series = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-series' }, el('h2', { id: 'r-h-series', text: 'Series overlaid, aligned at the start of each measurement (0 s)' }));
+  const series = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-series' }, el('h2', { id: 'r-h-series', text: 'Series overlaid, aligned at the start of each measurement (0 s); drag for a window of every run' }), windowBox);
   for (const spec of specs) {
     const ch = group.add(spec);
     charts[spec.id] = ch;
@@ -211,4 +217,86 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     ...(diff ? [diff] : []),
   );
   return { group, charts, distribution };
+}
+
+/** Seconds as a window reference writes them: `10`, `2.5`. */
+const secs = (ns: number): string => String(Math.round((ns / 1e9) * 1000) / 1000);
+
+const median = (v: number[]): number | null => {
+  if (!v.length) return null;
+  const x = [...v].sort((a, b) => a - b);
+  const m = x.length >> 1;
+  return x.length % 2 ? x[m] : (x[m - 1] + x[m]) / 2;
+};
+
+/**
+ * The figures of window w (ns from the start of each measurement) per group: each run's
+ * throughput, target CPU and CPU per operation over the same seconds (a second is the
+ * window's when its middle lies in it, as everywhere), the group's median, the change
+ * against the first group; not judged here (the runs' noise needs kiln compare): the
+ * command that judges this window is given.
+ */
+export function windowFigureRows(c: ComparePage, w: [number, number]): { key: string; label: string; medians: (number | null)[]; texts: string[]; change: (number | null)[] }[] {
+  const groups = c.groups.length;
+  const per = (f: (s: ComparePage['series'][0]) => number | null): (number | null)[] =>
+    Array.from({ length: groups }, (_, g) => median(c.series.filter((s) => s.group === g).map(f).filter((v): v is number => v !== null && Number.isFinite(v))));
+  const table = (s: ComparePage['series'][0], n: string) => s.tables.find((t) => t.name === n);
+  const done = (s: ComparePage['series'][0]) => (s.completed ? integral(table(s, 'load'), s.completed, w) : null);
+  const cpuS = (s: ComparePage['series'][0]) => {
+    const u = integral(table(s, 'target'), 'cpu user', w);
+    const y = integral(table(s, 'target'), 'cpu system', w);
+    return u.any || y.any ? { s: (u.sum + y.sum) / 100, secs: Math.max(u.seconds, y.seconds) } : null;
+  };
+  const unit = c.series[0]?.unit ?? 'op';
+  const rows = [
+    { key: 'throughput', label: 'throughput', fmt: (v: number) => rateText(v, unit), get: (s: ComparePage['series'][0]) => { const d = done(s); return d && d.any && d.seconds > 0 && s.unit !== 'conn' ? d.sum / d.seconds : null; } },
+    { key: 'target_cpu', label: 'target CPU', fmt: (v: number) => `${v.toFixed(1)}% of one CPU`, get: (s: ComparePage['series'][0]) => { const x = cpuS(s); return x && x.secs > 0 ? (x.s / x.secs) * 100 : null; } },
+    { key: 'cpu_per_op', label: `target CPU per ${unit}`, fmt: (v: number) => formatValue(v, 'us'), get: (s: ComparePage['series'][0]) => { const d = done(s); const x = cpuS(s); return d && x && d.sum >= 1 && s.unit !== 'conn' ? (x.s * 1e6) / d.sum : null; } },
+  ];
+  return rows
+    .map((r) => {
+      const medians = per(r.get);
+      const base = medians[0];
+      return {
+        key: r.key,
+        label: r.label,
+        medians,
+        texts: medians.map((m) => (m === null ? '–' : r.fmt(m))),
+        change: medians.map((m, i) => (i === 0 || m === null || base === null || base === 0 ? null : ((m - base) / base) * 100)),
+      };
+    })
+    .filter((r) => r.medians.some((m) => m !== null));
+}
+
+function showWindowFigures(box: HTMLElement, c: ComparePage, w: [number, number] | null): void {
+  box.replaceChildren();
+  box.hidden = w === null;
+  if (!w) return;
+  const labels = c.groups.map((g) => g.label);
+  const refs = labels.map((l) => `${l}@${secs(Math.max(0, w[0]))}-${secs(w[1])}`).join(' ');
+  const table = el('table', { class: 'r-table', 'data-table': 'window-figures' });
+  const hr = el('tr', {}, el('th', { scope: 'col', text: 'figure' }));
+  labels.forEach((l, i) => {
+    hr.append(el('th', { scope: 'col', text: c.groups[i].runs.length > 1 ? `${l} (median)` : l }));
+    if (i > 0) hr.append(el('th', { scope: 'col', text: `change vs ${labels[0]}` }));
+  });
+  const body = el('tbody');
+  for (const r of windowFigureRows(c, w)) {
+    const tr = el('tr', { 'data-metric': r.key }, el('th', { scope: 'row', text: r.label }));
+    r.texts.forEach((t, i) => {
+      tr.append(el('td', { 'data-group': String(i), 'data-value': String(r.medians[i] ?? ''), text: t }));
+      if (i > 0) {
+        const ch = r.change[i];
+        tr.append(el('td', { 'data-change': String(i), text: ch === null ? '' : `${ch >= 0 ? '+' : ''}${ch.toFixed(1)}%` }));
+      }
+    });
+    body.append(tr);
+  }
+  table.append(el('thead', {}, hr), body);
+  box.append(
+    el('h3', { text: `Window ${formatWindow(w)} of each measurement` }),
+    table,
+    el('p', { text: 'Medians of the runs over the same seconds, not judged: the verdicts above are the whole measurements\'. To judge this window (noise, paired rounds, latency percentiles, functions): ' }),
+    el('pre', { 'data-field': 'window-command', text: `kiln compare ${refs}` }),
+  );
 }
