@@ -720,19 +720,23 @@ fn an_agent_killed_mid_run_is_marked_and_the_other_goes_on() {
     let h = Hosts::new(2, &[], true);
     let b = broker(&h.net);
     let store = h.agent_dir.path().join("runs.db");
-    let kiln = h
+    let mut kiln = h
         .mqtt_fleet(&store, &["--name", "killed", "-d", "4"], &b, 50, 5)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut progress = kiln_testkit::Lines::follow(kiln.stderr.take().unwrap());
     let victim = wait_for(Duration::from_secs(30), || !h.agents(1).is_empty())
         .map(|_| h.agents(1)[0])
         .expect("the agent on h1 starts");
-    std::thread::sleep(Duration::from_millis(2500));
+    // Killed mid-measurement: once the run says it measures, however busy the machine.
+    let measuring = progress.wait_for(Duration::from_secs(60), |l| l.contains("measuring"));
+    assert!(measuring.is_some(), "the run never measured");
+    std::thread::sleep(Duration::from_millis(500));
     kiln_testkit::signal(victim, 9);
     let out = kiln.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = progress.all();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let meta = &show(&store, "killed")["meta"];
     assert_eq!(meta["status"]["complete"], false);

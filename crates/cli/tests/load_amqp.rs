@@ -168,14 +168,17 @@ fn ctrl_c_still_prints_the_summary_and_writes_files() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    // Interrupted once a second of sending is reported, however busy the machine.
+    let mut child = child;
+    let mut lines = kiln_testkit::Lines::follow(child.stdout.take().unwrap());
+    let first = lines.wait_for(Duration::from_secs(60), |l| {
+        l.contains(", time ") && !l.contains("sent: 0 msg/s")
+    });
+    assert!(first.is_some(), "no second of sending reported in 60 s");
+    kiln_testkit::signal(child.id(), libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = lines.all();
     assert!(
         stdout.contains("interrupted") && stdout.contains("sending rate avg"),
         "{stdout}"
@@ -227,14 +230,15 @@ fn consumer_latency_does_not_outlive_the_deadline_or_sigterm() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
-    std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    // Told to stop once its first second is reported (its consumers are asleep by then).
+    let mut child = child;
+    let mut lines = kiln_testkit::Lines::follow(child.stdout.take().unwrap());
+    let first = lines.wait_for(Duration::from_secs(60), |l| l.contains(", time "));
+    assert!(first.is_some(), "no second reported in 60 s");
+    kiln_testkit::signal(child.id(), libc::SIGTERM);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(143));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
+    assert!(lines.all().contains("interrupted"));
 }
 
 #[test]

@@ -369,9 +369,16 @@ fn runs_cut_short_are_stored_and_marked() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Interrupted while it measures (its progress says so), however busy the machine.
+    let mut child = child;
+    let mut progress = kiln_testkit::Lines::follow(child.stderr.take().unwrap());
+    let measuring = progress.wait_for(Duration::from_secs(60), |l| l.contains("measuring"));
+    assert!(
+        measuring.is_some(),
+        "not measuring within 60 s: {}",
+        progress.all()
+    );
+    kiln_testkit::signal(child.id(), libc::SIGINT);
     let t0 = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(t0.elapsed() < Duration::from_secs(60));

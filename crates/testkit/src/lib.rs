@@ -154,3 +154,64 @@ pub fn skip(why: &str) {
     );
     eprintln!("SKIPPED: {why}");
 }
+
+/// The lines a child process writes, read on a thread of their own, so that a test can
+/// wait for the one that says the child is ready (a load's first second, a run's
+/// measurement starting) instead of sleeping, and still have every line at the end.
+pub struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Lines {
+    /// Follows `from` (a child's stdout or stderr) until it ends.
+    pub fn follow<R: std::io::Read + Send + 'static>(from: R) -> Lines {
+        use std::io::BufRead;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(from).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Lines {
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits up to `within` for a line `ready` accepts and returns it; `None` when the
+    /// stream ended or the time passed first.
+    pub fn wait_for(
+        &mut self,
+        within: std::time::Duration,
+        ready: impl Fn(&str) -> bool,
+    ) -> Option<String> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = ready(&line);
+                    self.seen.push(line.clone());
+                    if hit {
+                        return Some(line);
+                    }
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Every line, those already seen and the rest until the stream ends (call once the
+    /// child has exited or been told to), joined with newlines.
+    pub fn all(mut self) -> String {
+        while let Ok(line) = self.rx.recv() {
+            self.seen.push(line);
+        }
+        let mut s = self.seen.join("\n");
+        s.push('\n');
+        s
+    }
+}
