@@ -388,6 +388,14 @@ fn no_broker_is_a_fast_clear_error_naming_the_uri() {
     );
 }
 
+/// Waits until `flag` is raised by a load's tick, at most 60 s.
+fn wait_until(flag: &AtomicBool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !flag.load(std::sync::atomic::Ordering::SeqCst) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn broker_killed_mid_run_keeps_results_so_far() {
     let mut b = RabbitMq::start().expect("broker starts");
@@ -398,9 +406,17 @@ fn broker_killed_mid_run_keeps_results_so_far() {
         time: Some(Duration::from_secs(60)),
         ..Default::default()
     };
+    // Killed once a second with messages received is reported, however busy the machine.
+    let flowing = AtomicBool::new(false);
     let r = std::thread::scope(|s| {
-        let h = s.spawn(|| run(&o, &Stop::new(), &mut |_| {}));
-        std::thread::sleep(Duration::from_millis(2500));
+        let h = s.spawn(|| {
+            run(&o, &Stop::new(), &mut |t| {
+                if t.counter("received") > 0 {
+                    flowing.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            })
+        });
+        wait_until(&flowing);
         b.kill().unwrap();
         h.join().unwrap()
     })
@@ -435,18 +451,28 @@ fn reconnect_rides_through_a_broker_restart_and_marks_the_gap() {
     let stop = Stop::new();
     let mut after_restart = 0u64;
     let restarted = AtomicBool::new(false);
+    let (flowing, flowing_again) = (AtomicBool::new(false), AtomicBool::new(false));
     let r = std::thread::scope(|s| {
         let h = s.spawn(|| {
             run(&o, &stop, &mut |t| {
+                let got = t.counter("received");
+                if got > 0 {
+                    flowing.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 if restarted.load(std::sync::atomic::Ordering::SeqCst) {
-                    after_restart += t.counter("received");
+                    after_restart += got;
+                    if after_restart > 0 {
+                        flowing_again.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
                 }
             })
         });
-        std::thread::sleep(Duration::from_secs(2));
+        // Restarted once messages flow; stopped once they flow again (or after 60 s,
+        // which the asserts below then judge).
+        wait_until(&flowing);
         b.restart().expect("broker restarts");
         restarted.store(true, std::sync::atomic::Ordering::SeqCst);
-        std::thread::sleep(Duration::from_secs(3));
+        wait_until(&flowing_again);
         stop.raise();
         h.join().unwrap()
     })
