@@ -5,15 +5,12 @@
 //! must show the profile's name, one profile per thread, each thread's total and every
 //! function's self time as kiln's own recording has them (web/tests/apps.mjs).
 mod exports;
-use assert_cmd::Command;
 use kiln_formats::{read, ReadOptions};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 /// What the recording holds, per thread: the tid, the thread's total in nanoseconds
 /// and each leaf function's self time in nanoseconds (samples × the timer's period).

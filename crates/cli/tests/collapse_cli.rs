@@ -1,6 +1,5 @@
 //! The `kiln collapse` and `kiln diff` commands as a user runs them: stdout and stderr
 //! checked separately, exit codes, and outputs that appear whole or not at all.
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::PathBuf;
 
@@ -10,9 +9,7 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 #[test]
 fn collapses_from_stdin_and_summarises_on_stderr() {

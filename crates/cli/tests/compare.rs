@@ -1,7 +1,6 @@
 //! `kiln compare` as a CI gate, and the knee of a sweep, on real servers: the testkit's
 //! RabbitMQ (one private vhost per test, so that the firehose tracer traces nothing of
 //! the other tests) and the Go example query server.
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -15,11 +14,7 @@ fn broker_turn() -> std::sync::MutexGuard<'static, ()> {
     BROKER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn kiln(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
-    c.env("KILN_STORE", store);
-    c
-}
+use kiln_testkit::kiln_in as kiln;
 
 fn json(out: &[u8]) -> Value {
     serde_json::from_slice(out)

@@ -1,5 +1,4 @@
 //! `kiln flamegraph` end to end: flamegraph.pl's flags, outputs, errors.
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::PathBuf;
 
@@ -9,9 +8,7 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 fn parse(svg: &str) -> roxmltree::Document<'_> {
     let opts = roxmltree::ParsingOptions {

@@ -1,12 +1,9 @@
 //! `kiln load amqp` as users run it: flag errors, an absent broker, a real run with files
 //! written, and Ctrl-C.
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::time::{Duration, Instant};
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 #[test]
 fn bad_flags_are_named() {

@@ -1,13 +1,10 @@
 //! `kiln load http` as users run it: flag errors, a refused port, real runs against a
 //! private nginx and the Go example, and Ctrl-C.
-use assert_cmd::Command;
 use kiln_testkit::{Nginx, NginxOptions};
 use predicates::prelude::*;
 use std::time::{Duration, Instant};
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 #[test]
 fn bad_flags_and_urls_are_named() {

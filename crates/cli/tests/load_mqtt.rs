@@ -1,10 +1,7 @@
 //! `kiln load mqtt` as users run it: flag errors, a real run with files written.
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 #[test]
 fn bad_flags_and_uris_are_named() {

@@ -8,14 +8,11 @@
 #[path = "../../formats/tests/common/mod.rs"]
 mod common;
 mod exports;
-use assert_cmd::Command;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 /// Builds and runs the Go decoder on `file`; its output.
 fn decode(dir: &Path, file: &Path) -> String {

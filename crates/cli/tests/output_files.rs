@@ -2,7 +2,6 @@
 //! FIFOs and links are written through, never replaced; planted links at temporary names
 //! are never followed; failures and signals leave no temporary file; an output that is an
 //! input is refused; a closed standard output is an error.
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::fs;
 use std::io::Write;
@@ -10,9 +9,7 @@ use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(dir)

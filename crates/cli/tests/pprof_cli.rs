@@ -3,7 +3,6 @@
 //! chosen by extension or --output-format, and broken files refused with their name.
 #[path = "../../formats/tests/common/mod.rs"]
 mod common;
-use assert_cmd::Command;
 use common::*;
 use predicates::prelude::*;
 use std::collections::BTreeMap;
@@ -15,9 +14,7 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 /// `kiln collapse ARGS` to folded stacks on stdout, as a map.
 fn collapse(args: &[&std::ffi::OsStr]) -> BTreeMap<String, i64> {

@@ -1,12 +1,9 @@
 //! `kiln record` as a user runs it: where stacks are unwound, what it reports on stderr,
 //! and clear refusals with the right exit codes.
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 
-fn kiln() -> Command {
-    Command::cargo_bin("kiln").unwrap()
-}
+use kiln_testkit::kiln;
 
 /// The recorder tests' hot.c, without frame pointers (so stacks need unwinding).
 fn hot(dir: &Path) -> PathBuf {

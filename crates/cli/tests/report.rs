@@ -7,7 +7,6 @@
 //!
 //! Needs `npm ci` in `web/` and `/usr/bin/chromium`. `KILN_FIXTURES=DIR` keeps the pages
 //! and the store's expectations in DIR; `KILN_SCREENSHOTS=DIR` keeps the screenshots.
-use assert_cmd::Command;
 use kiln_model::Quantity;
 use kiln_store::{SqliteStore, Store};
 use kiln_testkit::Started;
@@ -47,11 +46,7 @@ int main(void) {
 }
 "#;
 
-fn kiln(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
-    c.env("KILN_STORE", store);
-    c
-}
+use kiln_testkit::kiln_in as kiln;
 
 /// The phases program, built in `dir` and started.
 fn phases(dir: &Path) -> Started {

@@ -8,11 +8,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-fn kiln(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
-    c.env("KILN_STORE", store);
-    c
-}
+use kiln_testkit::kiln_in as kiln;
 
 fn json(out: &[u8]) -> Value {
     serde_json::from_slice(out)

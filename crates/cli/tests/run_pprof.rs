@@ -3,17 +3,11 @@
 //! pprof` as the oracle on the stored pprof bytes.
 #[path = "../../formats/tests/common/mod.rs"]
 mod common;
-use assert_cmd::Command;
 use common::*;
 use kiln_store::{RunData, SqliteStore, Store};
 use kiln_testkit::GoBlockCache;
-use std::path::Path;
 
-fn kiln(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
-    c.env("KILN_STORE", store);
-    c
-}
+use kiln_testkit::kiln_in as kiln;
 
 fn profile<'a>(run: &'a RunData, event: &str) -> &'a kiln_model::Profile {
     run.profiles

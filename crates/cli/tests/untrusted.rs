@@ -3,23 +3,18 @@
 //! a save, `kill -9` of kiln, a damaged store, a store read by another user, names that
 //! look like ids. No input may make kiln abort, exhaust memory, rewrite the terminal, hang
 //! a stop or lose a run.
-use assert_cmd::Command;
 use kiln_model::{EventInfo, FrameKind, Profile};
 use kiln_store::{Attachment, RunData, RunMeta, RunStatus, SqliteStore, Store, Window};
 use kiln_testkit::Started;
 use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn kiln(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
-    c.env("KILN_STORE", store);
-    c
-}
+use kiln_testkit::kiln_in as kiln;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

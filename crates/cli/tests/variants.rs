@@ -1,7 +1,6 @@
 //! `kiln run --variant` end to end: interleaved variants of one experiment against a real
 //! target built here (the ticker), on a machine a CPU hog of the test's own makes drift
 //! halfway, and `kiln compare` of the variants paired by round.
-use assert_cmd::Command;
 use kiln_testkit::Started;
 use predicates::prelude::*;
 use serde_json::Value;
@@ -9,11 +8,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-fn kiln(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
-    c.env("KILN_STORE", store);
-    c
-}
+use kiln_testkit::kiln_in as kiln;
 
 fn json(out: &[u8]) -> Value {
     serde_json::from_slice(out)

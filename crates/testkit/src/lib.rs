@@ -215,3 +215,15 @@ impl Lines {
         s
     }
 }
+
+/// `kiln` as the tests built it, ready to be given arguments.
+pub fn kiln() -> assert_cmd::Command {
+    assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+}
+
+/// [`kiln`] with its run store at `store` (`KILN_STORE`).
+pub fn kiln_in(store: &std::path::Path) -> assert_cmd::Command {
+    let mut c = kiln();
+    c.env("KILN_STORE", store);
+    c
+}
