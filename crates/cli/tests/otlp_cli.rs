@@ -5,8 +5,7 @@
 //! (`go.opentelemetry.io/collector/pdata/pprofile` v0.136.0, what its OTLP receiver
 //! decodes a request with): a real recording's stacks, threads, values and sample times
 //! as kiln's own folded output and recording have them.
-#[path = "../../formats/tests/common/mod.rs"]
-mod common;
+use kiln_testkit::go_oracle as common;
 mod exports;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,9 +1,8 @@
 //! pprof through the command line: kiln's profiles out to pprof and `go tool pprof`
 //! agreeing with kiln on them, pprof back in to the same folded stacks, output formats
 //! chosen by extension or --output-format, and broken files refused with their name.
-#[path = "../../formats/tests/common/mod.rs"]
-mod common;
 use common::*;
+use kiln_testkit::go_oracle as common;
 use predicates::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

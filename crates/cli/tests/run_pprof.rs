@@ -1,10 +1,9 @@
 //! `kiln run --pprof`: a Go server's own profiles of the measurement window, fetched from
 //! its net/http/pprof endpoint, stored beside kiln's and shown in the report; `go tool
 //! pprof` as the oracle on the stored pprof bytes.
-#[path = "../../formats/tests/common/mod.rs"]
-mod common;
 use common::*;
 use kiln_store::{RunData, SqliteStore, Store};
+use kiln_testkit::go_oracle as common;
 use kiln_testkit::GoBlockCache;
 
 use kiln_testkit::kiln_in as kiln;

@@ -2,11 +2,10 @@
 //! `go tool pprof -raw` as the oracle: every sample type's total and stacks, labels,
 //! inlined frames, the default sample type; and kiln's pprof output of them read back by
 //! `go tool pprof`.
-mod common;
-use common::*;
 use kiln_formats::{read, Format, ReadOptions};
 use kiln_model::transform::Transforms;
 use kiln_model::{FrameKind, LabelMatch, Profile};
+use kiln_testkit::go_oracle::*;
 use std::path::Path;
 
 const PROFILES: &[&str] = &[

@@ -38,6 +38,7 @@
 
 mod browser;
 mod go_blockcache;
+pub mod go_oracle;
 mod hosts;
 mod http_faults;
 mod mosquitto;

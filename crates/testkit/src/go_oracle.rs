@@ -1,5 +1,5 @@
-//! Helpers for the pprof tests: Go's own tools as the oracle.
-#![allow(dead_code)]
+//! Helpers for the pprof tests (crates/formats and crates/cli): Go's own tools as the
+//! oracle.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,8 +33,7 @@ pub fn have_go() -> bool {
     ok
 }
 
-/// Builds the Go program in crates/formats/tests/`name` into `dir/name`; its path. Both
-/// crates/formats and crates/cli are two levels under the workspace.
+/// Builds the Go program in crates/formats/tests/`name` into `dir/name`; its path.
 pub fn go_build(name: &str, dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../formats/tests")
