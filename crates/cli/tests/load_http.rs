@@ -266,31 +266,29 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
         "{summary}"
     );
     // Each step is a window of the run: compared as two runs, read as a profile.
-    let out = kiln()
-        .args([
-            "compare",
-            "sweep@1",
-            "sweep@connections=2",
-            "--format",
-            "json",
-            "--store",
-        ])
-        .arg(&store)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let cmp: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let thr = cmp["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["key"] == "throughput")
-        .expect("each step has its throughput");
-    let per_step: Vec<f64> = (0..2)
-        .map(|i| thr["groups"][i]["median"].as_f64().unwrap())
-        .collect();
+    let compare = |a: &str, b: &str| -> serde_json::Value {
+        let out = kiln()
+            .args(["compare", a, b, "--format", "json", "--store"])
+            .arg(&store)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        serde_json::from_slice(&out).unwrap()
+    };
+    // A figure's median in each of the two groups.
+    let medians = |cmp: &serde_json::Value, key: &str| -> [serde_json::Value; 2] {
+        let row = cmp["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["key"] == key)
+            .unwrap_or_else(|| panic!("no {key}: {cmp}"));
+        [0, 1].map(|i| row["groups"][i]["median"].clone())
+    };
+    let per_step = medians(&compare("sweep@1", "sweep@connections=2"), "throughput")
+        .map(|v| v.as_f64().expect("each step has its throughput"));
     let rows = summary["rows"].as_array().unwrap();
     for (i, row) in rows.iter().enumerate().take(2) {
         let answered = row["answered_rate"].as_f64().unwrap();
@@ -312,42 +310,16 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
     let from = (ns(first, "start_ns") - ns(&run["measure"], "start_ns")) / 1e9;
     let to = (ns(first, "end_ns") - ns(&run["measure"], "start_ns")) / 1e9;
     let span_ref = format!("sweep@{from:.3}-{to:.3}");
-    let out = kiln()
-        .args([
-            "compare", &span_ref, "sweep@1", "--format", "json", "--store",
-        ])
-        .arg(&store)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let cmp: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let thr = cmp["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["key"] == "throughput")
-        .expect("the span has its throughput");
-    let (span, step) = (
-        thr["groups"][0]["median"].as_f64().unwrap(),
-        thr["groups"][1]["median"].as_f64().unwrap(),
-    );
+    let cmp = compare(&span_ref, "sweep@1");
+    let [span, step] = medians(&cmp, "throughput").map(|v| v.as_f64().unwrap());
     assert!(
         (span - step).abs() <= 1e-6 * step.max(1.0),
         "{span_ref}: {span}, the first step: {step}"
     );
     // Its latency from the run's per-second histograms: the step's, kept whole.
-    let p50 = cmp["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["key"] == "p50")
-        .expect("the span has its latency");
-    assert_eq!(
-        p50["groups"][0]["median"], p50["groups"][1]["median"],
-        "{p50}"
-    );
+    let [p50_span, p50_step] = medians(&cmp, "p50");
+    assert!(p50_span.is_number(), "{cmp}");
+    assert_eq!(p50_span, p50_step, "{cmp}");
     kiln()
         .args(["runs", "show", "sweep@3", "--store"])
         .arg(&store)
