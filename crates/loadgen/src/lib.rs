@@ -99,7 +99,7 @@ pub enum Error {
         reason: String,
     },
     /// Nothing accepted a TCP connection at the URI.
-    #[error("cannot connect to {uri}: {source} (is the broker running and listening there?)")]
+    #[error("cannot connect to {uri}: {source} (is the server running and listening there?)")]
     Connect {
         /// The URI (password removed).
         uri: String,
