@@ -49,6 +49,7 @@ pub mod pprof;
 pub mod procfs;
 pub mod remote;
 pub mod sweep;
+pub mod trend;
 pub mod variants;
 pub mod window;
 pub mod wrk;
