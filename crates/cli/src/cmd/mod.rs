@@ -11,3 +11,4 @@ pub mod record;
 pub mod run;
 pub mod runs;
 pub mod store;
+pub mod trend;

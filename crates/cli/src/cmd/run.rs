@@ -386,7 +386,7 @@ fn hosts(args: &Args) -> Result<(Vec<u32>, RemoteOptions)> {
     Ok((pids, remote))
 }
 
-fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
+pub(super) fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
     tags.iter()
         .map(|t| {
             let (k, v) = t

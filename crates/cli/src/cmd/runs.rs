@@ -113,6 +113,8 @@ pub enum RunsCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    // Its help is the doc of `trend::Args`.
+    Trend(super::trend::Args),
 }
 
 /// UTC, to the minute (`2026-11-23 16:18`).
@@ -530,6 +532,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
         }
         Some(RunsCommand::Import { files }) => import(&args.store, &files)?,
+        Some(RunsCommand::Trend(t)) => {
+            drop(out);
+            return super::trend::run(t, &args.store);
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -35,7 +35,14 @@ fn movers_text(s: &Shift) -> String {
     }
     s.functions
         .iter()
-        .map(|m| format!("{} {:+.1} pts ({:+.0}%)", m.name, m.points, m.cost_pct))
+        .map(|m| {
+            let cost = if m.cost_pct.is_finite() {
+                format!("{:+.0}%", m.cost_pct)
+            } else {
+                "new".into()
+            };
+            format!("{} {:+.1} pts ({cost})", m.name, m.points)
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

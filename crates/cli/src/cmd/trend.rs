@@ -1,0 +1,244 @@
+//! `kiln runs trend`: reads one name's runs, keeps one configuration, asks
+//! `kiln_run::trend` for the history and its change points, reads the profiles around
+//! each change point only, and prints the report.
+use super::store::{run_profiles, StoreArgs};
+use anyhow::{bail, Context, Result};
+use kiln_run::compare::{self, Rules};
+use kiln_run::trend::{self, LeftOut, Report};
+use kiln_store::{RunMeta, Store};
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// The history of one configuration of a name: each figure's series in time order, its
+/// change points (E-divisive means with a permutation test) and the functions that moved
+/// with each.
+///
+/// The figures are those kiln compare judges: throughput when the rate was not set or not
+/// held, latencies, target CPU per operation, memory...
+///
+/// The runs are those of NAME with the configuration of its newest run (the load and its
+/// options, the target executable and build, the host, the events, the tags: as kiln
+/// compare decides it); runs of other configurations are counted and left out
+/// (--all-configs shows each configuration's trend). Change points are found by
+/// E-divisive means (Matteson & James; as Hunter/Otava run over CI histories): each
+/// segment is split where the distributions on either side differ most, kept when a
+/// permutation test (a fixed seed: the same history gives the same answer) gives p ≤
+/// --alpha, and each side split again; a segment holds 3 runs or more, so one noisy run
+/// is never a change point. A change smaller than --threshold is counted, not listed.
+/// For each change point, the profiles of up to 5 runs on each side are compared as kiln
+/// compare does, naming the functions that moved (percentage points of the profile).
+///
+/// Exit status: 0, or with --fail-if: 3 when a condition fired — the newest segment (the
+/// runs since the last change point listed) is past its limit against the segment before
+/// it — 4 when one cannot tell (too few runs for a change point, a figure not measured).
+/// 1 on errors.
+///
+/// Examples:
+///   kiln runs trend nightly
+///   kiln runs trend nightly --tag tracing=on --format markdown >> report.md
+///   kiln runs trend nightly --fail-if 'cpu_per_msg>+10%'
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The runs' name.
+    pub name: String,
+
+    /// Only runs carrying the tag KEY=VALUE (kiln run --tag); repeatable: all must hold.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub tag: Vec<String>,
+
+    /// A trend for each configuration of the name, newest first, instead of the newest
+    /// run's only.
+    #[arg(long)]
+    pub all_configs: bool,
+
+    /// Output format: text, markdown or json.
+    #[arg(long, default_value = "text", value_parser = ["text", "markdown", "md", "json"])]
+    pub format: String,
+
+    /// Largest p of the permutation test for a change point to be kept.
+    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    pub alpha: f64,
+
+    /// Smallest change of a median between segments, in percent, listed as a change
+    /// (smaller significant ones are counted).
+    #[arg(long, value_name = "PERCENT", default_value_t = 5.0)]
+    pub threshold: f64,
+
+    /// Functions named per change point (0: no profile is read).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub functions: usize,
+
+    /// A CI gate on the newest runs of the newest configuration: FIGURE>LIMIT or
+    /// FIGURE<LIMIT, comma-separated, as kiln compare takes them (LIMIT in %: the change of
+    /// the median of the runs since the last change point listed from the runs before it,
+    /// back to the one before; else that median in the figure's unit). Fires (exit 3) only
+    /// when the newest runs form a segment of their own (3 runs or more, after a change
+    /// point listed) past the limit; one noisy run at the end does not. Example: --fail-if 'cpu_per_msg>+10%,p99>+20%'
+    #[arg(long, value_name = "CONDITIONS")]
+    pub fail_if: Option<String>,
+}
+
+/// The runs of `name` (with `tags`), sorted into configurations, the newest
+/// configuration first, each oldest run first; and what was left out. The one place a
+/// trend's runs are selected.
+fn select(
+    store: &dyn Store,
+    name: &str,
+    tags: &[(String, String)],
+) -> Result<(Vec<Vec<RunMeta>>, LeftOut)> {
+    let mut left = LeftOut::default();
+    let mut configs: Vec<(String, Vec<RunMeta>)> = Vec::new();
+    store.scan(kiln_store::Select::Name(name), &mut |s| {
+        let Ok(m) = s.meta else {
+            left.damaged += 1;
+            return;
+        };
+        if m.name != name {
+            return;
+        }
+        if !tags.iter().all(|t| m.tags.contains(t)) {
+            left.untagged += 1;
+        } else if !m.status.complete {
+            left.incomplete += 1;
+        } else {
+            let key = compare::configuration(&m);
+            match configs.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, runs)) => runs.push(m),
+                None => configs.push((key, vec![m])),
+            }
+        }
+    })?;
+    let newest = |runs: &Vec<RunMeta>| runs.iter().map(|r| (r.started_unix_ms, r.id)).max();
+    let mut configs: Vec<Vec<RunMeta>> = configs.into_iter().map(|(_, r)| r).collect();
+    for runs in &mut configs {
+        runs.sort_by_key(|r| (r.started_unix_ms, r.id));
+    }
+    configs.sort_by_key(|runs| std::cmp::Reverse(newest(runs)));
+    Ok((configs, left))
+}
+
+pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
+    let gates = match &args.fail_if {
+        Some(spec) => compare::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if {e}"))?,
+        None => Vec::new(),
+    };
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        bail!("--alpha must be between 0 and 1");
+    }
+    if !(args.threshold >= 0.0 && args.threshold.is_finite()) {
+        bail!("--threshold must be a non-negative percentage");
+    }
+    let format = args.format.as_str();
+    let tags = super::run::parse_tags(&args.tag)?;
+    let name = args.name.strip_prefix("name:").unwrap_or(&args.name);
+    let store = store_args.open_existing()?;
+    let (mut configs, mut left) = select(&*store, name, &tags)?;
+    if configs.is_empty() {
+        bail!(
+            "no complete run named '{}' in '{}'{}",
+            kiln_model::text::clean_cut(name, 80),
+            store.location().display(),
+            left.text().map_or(String::new(), |t| format!(" ({t})"))
+        );
+    }
+    if !args.all_configs {
+        let others = configs.split_off(1);
+        left.configurations = others.len();
+        left.other_configurations = others.iter().map(Vec::len).sum();
+    }
+    let rules = Rules {
+        alpha: args.alpha,
+        threshold_pct: args.threshold,
+    };
+    let mut report = Report {
+        name: name.to_string(),
+        method: trend::Method::of(&rules),
+        configurations: Vec::new(),
+        left_out: left,
+        gates: Vec::new(),
+        functions: args.functions > 0,
+    };
+    for runs in &configs {
+        let mut t = trend::analyze(runs, &rules);
+        if args.functions > 0 {
+            functions_moved(&*store, runs, &mut t, &rules, args.functions)?;
+        }
+        report.configurations.push(t);
+    }
+    report.gates = report.configurations[0].check(&gates);
+    super::common::ensure_stdout_open()?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        "json" => trend::export::json(&report, &mut out)?,
+        "markdown" | "md" => trend::export::markdown(&report, &mut out)?,
+        _ => trend::export::text(&report, &mut out)?,
+    }
+    out.flush()?;
+    if format != "text" {
+        for g in &report.gates {
+            let word = trend::export::gate_word(g.status);
+            eprintln!("fail-if: {}: {word} ({})", g.condition, g.message);
+        }
+    }
+    Ok(ExitCode::from(
+        compare::gate::overall(&report.gates).exit_code(),
+    ))
+}
+
+/// Reads the profiles of the runs around each change point (only those) and names the
+/// functions that moved, as kiln compare's function table judges them.
+fn functions_moved(
+    store: &dyn Store,
+    runs: &[RunMeta],
+    t: &mut trend::Trend,
+    rules: &Rules,
+    limit: usize,
+) -> Result<()> {
+    let mut read: HashMap<usize, Vec<kiln_model::Profile>> = HashMap::new();
+    let merge = super::common::TransformArgs {
+        merge_threads: true,
+        ..Default::default()
+    }
+    .to_transforms()?;
+    for w in t.profile_windows() {
+        for i in w.0.clone().chain(w.1.clone()) {
+            if let std::collections::hash_map::Entry::Vacant(e) = read.entry(i) {
+                let ps = run_profiles(store, &runs[i])
+                    .with_context(|| format!("reading the profiles of run #{}", t.runs[i].id))?;
+                e.insert(
+                    ps.into_iter()
+                        .map(|p| super::common::apply_transforms(p, &merge, true))
+                        .collect(),
+                );
+            }
+        }
+        let all: Vec<&[kiln_model::Profile]> =
+            w.0.clone()
+                .chain(w.1.clone())
+                .map(|i| read[&i].as_slice())
+                .collect();
+        let Some(event) = trend::event_of(&all) else {
+            continue;
+        };
+        let pairs = |r: std::ops::Range<usize>| -> Vec<(&RunMeta, &kiln_model::Profile)> {
+            r.filter_map(|i| {
+                read[&i]
+                    .iter()
+                    .find(|p| p.event.name == event)
+                    .map(|p| (&runs[i], p))
+            })
+            .collect()
+        };
+        let movers = trend::movers(
+            &event,
+            &pairs(w.0.clone()),
+            &pairs(w.1.clone()),
+            rules,
+            limit,
+        );
+        t.set_movers(&w, &movers);
+    }
+    Ok(())
+}
