@@ -509,3 +509,101 @@ pub fn event_of(profiles: &[&[Profile]]) -> Option<String> {
         .or(common.first())
         .map(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::parse_gates;
+    use kiln_store::Headline;
+
+    /// A run at a fixed rate of 1000 msg/s, held, with this CPU per message.
+    fn run(id: i64, cpu_per_op: f64) -> RunMeta {
+        let mut m = RunMeta {
+            id: Some(id),
+            started_unix_ms: 1_795_449_600_000 + id * 60_000,
+            headline: Headline {
+                throughput: Some(1000.0),
+                cpu_per_op_us: Some(cpu_per_op),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        m.status.complete = true;
+        m.load.rate = Some(1000.0);
+        m.load.unit = "msg".into();
+        m
+    }
+
+    /// Runs with `levels` of CPU per message, a little noise around each.
+    fn runs(levels: &[(usize, f64)]) -> Vec<RunMeta> {
+        let mut rng = edivisive::SplitMix(5);
+        let mut out = Vec::new();
+        for &(n, level) in levels {
+            for _ in 0..n {
+                let id = out.len() as i64 + 1;
+                out.push(run(id, level * (1.0 + 0.02 * rng.normal())));
+            }
+        }
+        out
+    }
+
+    fn rules() -> Rules {
+        Rules {
+            alpha: 0.05,
+            threshold_pct: 5.0,
+        }
+    }
+
+    fn gate(t: &Trend, spec: &str) -> GateStatus {
+        t.check(&parse_gates(spec).unwrap())[0].status
+    }
+
+    #[test]
+    fn a_step_is_a_change_point_of_its_figure_only() {
+        let t = analyze(&runs(&[(20, 50.0), (10, 60.0)]), &rules());
+        let keys: Vec<&str> = t.figures.iter().map(|f| f.key).collect();
+        // The rate was set and held: throughput is a setting, not judged.
+        assert_eq!(keys, ["cpu_per_op"]);
+        let cps = &t.figures[0].change_points;
+        assert_eq!(cps.len(), 1, "{cps:?}");
+        assert!(cps[0].index.abs_diff(20) <= 1);
+        assert_eq!(cps[0].run, t.runs[cps[0].index].id);
+        assert_eq!(cps[0].verdict, "regressed");
+        assert!((cps[0].percent - 20.0).abs() < 5.0, "{}", cps[0].percent);
+        let (before, after) = &cps[0].windows;
+        assert_eq!(
+            (before.len(), after.len()),
+            (PROFILE_WINDOW, PROFILE_WINDOW)
+        );
+        assert_eq!(before.end, after.start);
+        assert_eq!(gate(&t, "cpu_per_msg>+10%"), GateStatus::Fired);
+        assert_eq!(gate(&t, "cpu_per_msg>+30%"), GateStatus::Passed);
+        assert_eq!(gate(&t, "cpu_per_msg>55"), GateStatus::Fired);
+        assert_eq!(gate(&t, "p99>+10%"), GateStatus::CannotTell, "not measured");
+    }
+
+    #[test]
+    fn one_run_out_of_line_at_the_end_fires_nothing() {
+        let mut r = runs(&[(20, 50.0)]);
+        r.push(run(21, 80.0));
+        let t = analyze(&r, &rules());
+        assert!(t.figures[0].change_points.is_empty());
+        assert_eq!(gate(&t, "cpu_per_msg>+10%"), GateStatus::Passed);
+        // Three runs are a segment.
+        r.extend([run(22, 80.0), run(23, 80.0)]);
+        let t = analyze(&r, &rules());
+        assert_eq!(t.figures[0].change_points.len(), 1);
+        assert_eq!(gate(&t, "cpu_per_msg>+10%"), GateStatus::Fired);
+    }
+
+    #[test]
+    fn small_changes_are_counted_not_listed_nor_gated() {
+        let t = analyze(&runs(&[(20, 50.0), (20, 51.5)]), &rules());
+        let f = &t.figures[0];
+        assert!(f.change_points.is_empty(), "{:?}", f.change_points);
+        assert_eq!(f.below_threshold, f.segments.len() - 1);
+        assert_eq!(gate(&t, "cpu_per_msg>+1%"), GateStatus::Passed);
+        let few = analyze(&runs(&[(4, 50.0)]), &rules());
+        assert_eq!(gate(&few, "cpu_per_msg>+1%"), GateStatus::CannotTell);
+    }
+}
