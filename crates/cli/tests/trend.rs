@@ -5,7 +5,6 @@
 //! point of the latency is found at the step, with functions that moved; a history
 //! without the step has none, even with one run of the other setting at its end;
 //! `--fail-if` fires only on the newest segment.
-use assert_cmd::Command;
 use serde_json::Value;
 use std::io::BufRead;
 use std::path::Path;
@@ -72,11 +71,7 @@ impl Drop for Server {
     }
 }
 
-fn kiln(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
-    c.env("KILN_STORE", store);
-    c
-}
+use kiln_testkit::kiln_in as kiln;
 
 fn json(out: &[u8]) -> Value {
     serde_json::from_slice(out)
