@@ -1044,6 +1044,37 @@ try {
     });
   }
 
+  // ---------------------------------------------------------------- trend
+  if (existsSync(join(dir, 'trend.html'))) {
+    const te = JSON.parse(readFileSync(join(dir, 'trend.expect.json'), 'utf8'));
+    page = await open('trend.html');
+    await check('trend: each figure drawn over its runs, its change points marked where the analysis put them, named in the table', async () => {
+      assert.equal(await page.evaluate(() => window.__kilnReport.kind), 'trend');
+      const c = te.configurations[0];
+      for (const f of c.figures) {
+        const sel = `svg[data-trend-chart="${f.key}"][data-config="0"]`;
+        const dots = await page.$$eval(`${sel} circle[data-run]`, (e) => e.map((x) => Number(x.dataset.run)));
+        const want = c.runs.filter((_, i) => f.values[i] !== null).map((r) => r.id);
+        assert.deepEqual(dots, want, `${f.key}: one point per run with a value`);
+        const marks = await page.$$eval(`${sel} [data-change-point]`, (e) => e.map((x) => [Number(x.dataset.changePoint), x.querySelector('title').textContent]));
+        assert.deepEqual(marks.map((m) => m[0]), f.change_points.map((s) => s.run), `${f.key}: change points`);
+        for (const [run, tip] of marks) assert.ok(tip.startsWith(`run #${run} (`) && tip.includes(f.label), tip);
+        // A change point lies between the last run before it and the first after.
+        for (const s of f.change_points) {
+          const cx = (run) => page.$eval(`${sel} circle[data-run="${run}"]`, (x) => Number(x.getAttribute('cx')));
+          const [a, b] = [await cx(c.runs[s.index - 1].id), await cx(s.run)];
+          const m = await page.$eval(`${sel} [data-change-point="${s.run}"]`, (x) => Number(x.getAttribute('x1')));
+          assert.ok(m > a && m < b, `${f.key}: mark at ${m} between ${a} and ${b}`);
+        }
+      }
+      const rows = await page.$$eval('[data-table=change-points] tbody tr', (e) => e.map((x) => [x.dataset.figure, Number(x.dataset.run)]));
+      const want = c.figures.flatMap((f) => f.change_points.map((s) => [f.key, s.run]));
+      assert.deepEqual(rows, want, 'one row per change point');
+      assert.ok(want.length > 0, 'the history has a change point');
+      await axe(page, 'trend');
+    });
+  }
+
   assert.deepEqual(requests, [], 'no request leaves the page');
   assert.deepEqual(errors, [], 'no script errors');
   console.log('report: all browser checks passed');

@@ -241,6 +241,22 @@ fn a_step_in_the_history_is_found_at_its_run() {
         .unwrap();
     let md = kiln_testkit::succeeded(&md);
     assert!(md.contains(&format!("| #{id} |")), "{md}");
+    // The page: each figure over the runs, the change points where the analysis put them
+    // (checked in a real Chromium against the JSON of the same analysis).
+    let pages = std::env::var_os("KILN_FIXTURES")
+        .map(|d| std::path::PathBuf::from(d).join("trend"))
+        .unwrap_or_else(|| dir.path().join("pages"));
+    std::fs::create_dir_all(&pages).unwrap();
+    let html = pages.join("trend.html");
+    let out = kiln(&store)
+        .args(["runs", "trend", "svc", "--threshold", THRESHOLD, "-o"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    kiln_testkit::succeeded(&out);
+    let (v, _) = trend(&store, &[]);
+    std::fs::write(pages.join("trend.expect.json"), v.to_string()).unwrap();
+    kiln_testkit::run_browser_checks("report.mjs", &pages);
     // The gate: the newest 10 runs are a segment slower than the one before.
     let (code, said) = gate(&store, "p50>+50%");
     assert_eq!(code, Some(3), "{said}");

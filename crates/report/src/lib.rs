@@ -61,12 +61,16 @@ mod nodes;
 mod page;
 #[cfg(feature = "html")]
 mod run;
+#[cfg(feature = "html")]
+mod trend;
 
 pub use categories::{Rules, RulesError};
 #[cfg(feature = "html")]
 pub use compare::{write_compare_report, CompareHtml};
 #[cfg(feature = "html")]
 pub use run::write_run_report;
+#[cfg(feature = "html")]
+pub use trend::write_trend_report;
 
 use std::path::{Path, PathBuf};
 

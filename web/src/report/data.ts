@@ -240,12 +240,51 @@ export interface ComparePage {
   diff: { key: string; event: string; title: string; marked: boolean } | null;
 }
 
+/** `kiln runs trend NAME -o trend.html`: crates/run/src/trend (its JSON, as `--format json`). */
+export interface TrendShift {
+  index: number;
+  run: number;
+  started_unix_ms: number;
+  before: number;
+  after: number;
+  percent: number;
+  p: number;
+  verdict: string;
+  functions: { name: string; before_pct: number; after_pct: number; points: number; cost_pct: number; verdict: string }[];
+}
+
+export interface TrendSeries {
+  key: string;
+  label: string;
+  unit: string;
+  better: string;
+  values: (number | null)[];
+  segments: { first: number; runs: number; median: number }[];
+  change_points: TrendShift[];
+  below_threshold: number;
+}
+
+export interface TrendConfiguration {
+  configuration: string;
+  runs: { id: number; started_unix_ms: number; group: string }[];
+  figures: TrendSeries[];
+}
+
+export interface TrendPage {
+  name: string;
+  method: { name: string; alpha: number; permutations: number; min_segment: number; threshold_pct: number };
+  configurations: TrendConfiguration[];
+  /** Absent without --fail-if. */
+  gates?: { condition: string; status: string; message: string }[];
+}
+
 export interface ReportData {
-  kind: 'run' | 'compare';
+  kind: 'run' | 'compare' | 'trend';
   version: number;
   title: string;
   /** The page's origin on the profiles' clock (CLOCK_MONOTONIC ns). */
   origin: number;
   run?: RunPage;
   compare?: ComparePage;
+  trend?: TrendPage;
 }

@@ -8,6 +8,7 @@ import { STYLES } from '../views/styles.js';
 import { ReportData } from './data.js';
 import { CompareView, buildComparePage } from './views/compare-page.js';
 import { RunView, buildRunPage } from './views/run-page.js';
+import { TrendView, buildTrendPage } from './views/trend-page.js';
 import { REPORT_STYLES } from './views/styles.js';
 
 interface ReportApi {
@@ -18,6 +19,7 @@ interface ReportApi {
   origin: number;
   run: RunView | null;
   compare: CompareView | null;
+  trend: TrendView | null;
   /** performance.now() at the end of each start-up phase. */
   phases: Record<string, number>;
 }
@@ -35,12 +37,12 @@ async function readData(): Promise<ReportData> {
   node.textContent = '';
   if (node.dataset.compressed === '1') bytes = await inflate(bytes);
   const data = JSON.parse(new TextDecoder().decode(bytes)) as ReportData;
-  if (!data || (data.kind !== 'run' && data.kind !== 'compare')) throw new DecodeError('the report data is not a kiln report');
+  if (!data || (data.kind !== 'run' && data.kind !== 'compare' && data.kind !== 'trend')) throw new DecodeError('the report data is not a kiln report');
   return data;
 }
 
 async function start(): Promise<void> {
-  const api: ReportApi = (window.__kilnReport = { ready: false, error: null, kind: null, origin: 0, run: null, compare: null, phases: {} });
+  const api: ReportApi = (window.__kilnReport = { ready: false, error: null, kind: null, origin: 0, run: null, compare: null, trend: null, phases: {} });
   api.phases.script = performance.now();
   // The viewer's stylesheet too: the page must look right before the viewer's code runs.
   document.head.append(el('style', { text: STYLES }), el('style', { text: REPORT_STYLES }));
@@ -56,6 +58,7 @@ async function start(): Promise<void> {
     document.title = data.title;
     if (data.kind === 'run' && data.run) api.run = buildRunPage(page, data.run, data.origin, status);
     else if (data.kind === 'compare' && data.compare) api.compare = buildComparePage(page, data.compare, data.title, status);
+    else if (data.kind === 'trend' && data.trend) api.trend = buildTrendPage(page, data.trend, data.title);
     else throw new DecodeError(`the report data has no ${data.kind} section`);
     api.phases.built = performance.now();
     // Draw now: the first paint shows the charts, not empty boxes.

@@ -57,6 +57,12 @@ pub struct Args {
     #[arg(long, default_value = "text", value_parser = ["text", "markdown", "md", "json"])]
     pub format: String,
 
+    /// Also write FILE: the trend page (.html: each figure's series over the runs, its
+    /// segments and change points marked, the functions that moved; offline, one file), or
+    /// the report as .json, .md or .txt.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+
     /// Largest p of the permutation test for a change point to be kept.
     #[arg(long, value_name = "P", default_value_t = 0.05)]
     pub alpha: f64,
@@ -176,6 +182,11 @@ pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
         _ => trend::export::text(&report, &mut out)?,
     }
     out.flush()?;
+    if let Some(path) = &args.output {
+        write_file(path, &report)
+            .with_context(|| format!("Failed to write '{}'", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
     if format != "text" {
         for g in &report.gates {
             let word = trend::export::gate_word(g.status);
@@ -185,6 +196,28 @@ pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(
         compare::gate::overall(&report.gates).exit_code(),
     ))
+}
+
+/// Writes `report` to `path` in the format its extension names (.html the page; .json,
+/// .md; anything else text), to a temporary file renamed into place.
+fn write_file(path: &std::path::Path, report: &Report) -> Result<()> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    kiln_os::io::write_atomically::<std::io::Error>(path, |w| match ext.as_str() {
+        "html" | "htm" => {
+            kiln_report::write_trend_report(report, &Default::default(), w).map_err(|e| match e {
+                kiln_report::ReportError::Io(e) => e,
+                e => std::io::Error::other(e.to_string()),
+            })
+        }
+        "json" => trend::export::json(report, w),
+        "md" | "markdown" => trend::export::markdown(report, w),
+        _ => trend::export::text(report, w),
+    })?;
+    Ok(())
 }
 
 /// Reads the profiles of the runs around each change point (only those) and names the
