@@ -88,6 +88,23 @@ pub struct BpfCost {
 }
 
 impl Summary {
+    /// Finds the Debian package of each stripped image among [`Summary::unnamed_images`]
+    /// (one `dpkg -S` for all: ~0.1 s, which is why the recording does not do it before
+    /// its output is written).
+    pub fn find_packages(&mut self) {
+        let stripped: Vec<usize> = (0..self.unnamed_images.len())
+            .filter(|&i| self.unnamed_images[i].note.is_some())
+            .collect();
+        let paths: Vec<&std::path::Path> = stripped
+            .iter()
+            .map(|&i| self.unnamed_images[i].path.as_path())
+            .collect();
+        let found = crate::debuginfo::packages_of(&paths);
+        for (i, p) in stripped.into_iter().zip(found) {
+            self.unnamed_images[i].package = p;
+        }
+    }
+
     /// The CPU time of all of kiln's eBPF programs, in nanoseconds (`None` when not
     /// measured).
     pub fn own_bpf_cpu_ns(&self) -> Option<u64> {
@@ -906,10 +923,8 @@ impl Collector {
                     path: i.path.clone(),
                     frames: n,
                     build_id: i.build_id(),
-                    // Asked only of stripped images: which package ships the file.
-                    package: note
-                        .as_ref()
-                        .and_then(|_| crate::debuginfo::package_of(&i.path)),
+                    // Asked after the output is written ([`Summary::find_packages`]).
+                    package: None,
                     note,
                 }
             })

@@ -302,6 +302,8 @@ fn recorded(
                 }
                 _ => reasons.push("the recording stopped early".into()),
             }
+            let mut rec = rec;
+            rec.summary.find_packages();
             out.warnings =
                 headline::recording_warnings(&rec.summary, out.window.map_or(0, |w| w.0));
             out.bpf_cpu_s = rec.summary.own_bpf_cpu_ns().map(|ns| ns as f64 / 1e9);

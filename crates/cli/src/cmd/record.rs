@@ -283,7 +283,11 @@ pub fn run(args: Args, stop: &kiln_os::stop::Stop) -> Result<ExitCode> {
         profiles = profiles.iter().map(|p| transforms.apply(p).0).collect();
     }
     write_profiles(&args, format, &profiles, time_nanos)?;
-    report(&args, &rec, &profiles, write_start.elapsed());
+    let written = write_start.elapsed();
+    // Which packages ship the stripped binaries (for the fix the summary names): asked
+    // once the output is written, not before.
+    rec.summary.find_packages();
+    report(&args, &rec, &profiles, written);
     if let Some(st) = rec.exit_status {
         if !st.success() {
             eprintln!("kiln record: the command exited with {st}");
