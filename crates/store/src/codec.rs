@@ -25,6 +25,8 @@ pub(crate) struct Blob {
 pub(crate) struct EncodedRun {
     pub meta_json: String,
     pub blobs: Vec<Blob>,
+    /// The listing columns, from the metadata as it will read back.
+    pub listed: crate::Listed,
 }
 
 /// Compresses with a checksum: damage inside a blob is an error, never wrong data.
@@ -51,6 +53,16 @@ pub(crate) fn encode_run(run: &RunData) -> std::io::Result<EncodedRun> {
     let mut meta = run.meta.clone();
     crate::check::clear_impossible(&mut meta);
     let meta_json = serde_json::to_string(&meta).map_err(std::io::Error::other)?;
+    // The listing columns say what a read of the stored metadata would (a damaged run
+    // is listed as damaged), by the same rule.
+    let stored = crate::Stored {
+        id: 0,
+        name: meta.name.clone(),
+        group: meta.group.clone(),
+        started_unix_ms: meta.started_unix_ms,
+        meta: decode_meta(0, &meta_json),
+    };
+    let listed = crate::Listed::of(&stored, meta.status.complete);
     let mut blobs = Vec::new();
     let mut put = |kind: &'static str, name: String, raw: &[u8]| -> std::io::Result<()> {
         blobs.push(Blob {
@@ -76,7 +88,11 @@ pub(crate) fn encode_run(run: &RunData) -> std::io::Result<EncodedRun> {
     for a in &run.attachments {
         put("attachment", a.name.clone(), &a.data)?;
     }
-    Ok(EncodedRun { meta_json, blobs })
+    Ok(EncodedRun {
+        meta_json,
+        blobs,
+        listed,
+    })
 }
 
 /// A blob's bytes as they were saved; `Err` says what is wrong with it.

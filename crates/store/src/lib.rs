@@ -34,8 +34,12 @@
 //! * **A command reads the runs it names.** Metadata and headline figures are a few KB of
 //!   JSON per run, apart from the bulk data, beside the columns runs are found by (name,
 //!   group, start): `kiln runs show 4` and `kiln compare a b` read those runs' rows only
-//!   ([`Store::scan`] with a [`Select`]), and `kiln runs` holds one line per run, not its
-//!   metadata, so memory does not grow with what the store holds.
+//!   ([`Store::scan`] with a [`Select`]). `kiln runs` reads neither: each run's line
+//!   (name, start, status, target, load, throughput, p50, p99, CPU per operation, whether
+//!   it is damaged) and its configuration's key are columns of their own ([`Listed`]),
+//!   written in the save's transaction ([`Store::listing`]), so listing costs what the
+//!   lines do, not what the metadata does; the runs of one configuration are found
+//!   through an index ([`Select::Config`]).
 //! * **One damaged run damages only itself.** A run whose metadata does not parse or holds
 //!   impossible values ([`check_meta`]) is given as damaged, with what is wrong; the others
 //!   read as ever.
@@ -48,11 +52,13 @@
 
 mod check;
 mod codec;
+mod listing;
 mod model;
 mod postgres;
 mod sqlite;
 
 pub use check::check_meta;
+pub use listing::{configuration, Listed};
 pub use model::{
     Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, LoadInfo,
     RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window,
@@ -63,7 +69,7 @@ pub use sqlite::SqliteStore;
 
 /// The schema version this build writes and reads, in every kind of store (each has one
 /// migration step per version).
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 use std::path::{Path, PathBuf};
 
@@ -240,6 +246,9 @@ pub enum Select<'a> {
         /// Their group.
         group: &'a str,
     },
+    /// The runs of one configuration: those whose [`configuration`] is this key (found
+    /// through its index; damaged runs have none).
+    Config(&'a str),
 }
 
 /// A place runs are kept.
@@ -250,6 +259,10 @@ pub trait Store {
     /// The runs `select` names, oldest first, each given to `f` as it is read (only what
     /// one run takes is held at a time). A damaged run is given with what is wrong.
     fn scan(&self, select: Select<'_>, f: &mut dyn FnMut(Stored)) -> Result<()>;
+    /// The runs `select` names as `kiln runs` lists them, oldest first: the columns kept
+    /// beside their metadata ([`Listed`]), not the metadata (a store written before they
+    /// were kept, opened to read, reads its runs' metadata instead).
+    fn listing(&self, select: Select<'_>, f: &mut dyn FnMut(Listed)) -> Result<()>;
     /// The group of the latest run named `name`.
     fn latest_group(&self, name: &str) -> Result<Option<String>>;
     /// The `n` names used last, latest first (for hints).

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! kiln.schema_version (version)
-//! kiln.runs  (id, name, grp, started_ms, complete, meta JSON)
+//! kiln.runs  (id, name, grp, started_ms, complete, meta JSON,
+//!             target_comm, load_text, throughput, p50_us, p99_us, cpu_per_op_us, config, damaged)
 //! kiln.blobs (run_id, kind, name, codec, size, data)   kind: profile, series, histogram, attachment
 //! ```
 //!
@@ -18,7 +19,7 @@
 //! instead of writing it twice.
 use crate::codec;
 use crate::model::{RunData, RunId};
-use crate::{Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
+use crate::{Listed, Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
 use postgres::{Client, Config, NoTls};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -27,7 +28,8 @@ use std::time::{Duration, Instant};
 
 /// Migrations, one per version step: `MIGRATIONS[i]` brings version `i` to `i + 1` (the
 /// SQLite store's steps, in PostgreSQL's words).
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = ["
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    "
     CREATE TABLE kiln.runs (
         id BIGSERIAL PRIMARY KEY,
         name TEXT NOT NULL,
@@ -48,7 +50,34 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = ["
     );
     -- Already zstd-compressed: stored out of line without compressing again.
     ALTER TABLE kiln.blobs ALTER COLUMN data SET STORAGE EXTERNAL;
-"];
+",
+    "
+    ALTER TABLE kiln.runs
+        ADD COLUMN target_comm TEXT,
+        ADD COLUMN load_text TEXT,
+        ADD COLUMN throughput DOUBLE PRECISION,
+        ADD COLUMN p50_us DOUBLE PRECISION,
+        ADD COLUMN p99_us DOUBLE PRECISION,
+        ADD COLUMN cpu_per_op_us DOUBLE PRECISION,
+        ADD COLUMN config TEXT,
+        ADD COLUMN damaged TEXT;
+    CREATE INDEX runs_by_config ON kiln.runs (config, id);
+    -- Metadata changed in place (by hand, by another tool): its columns no longer say
+    -- what it holds, and are emptied (the run is then listed from its metadata).
+    CREATE FUNCTION kiln.runs_meta_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.target_comm := NULL; NEW.load_text := NULL; NEW.throughput := NULL;
+        NEW.p50_us := NULL; NEW.p99_us := NULL; NEW.cpu_per_op_us := NULL;
+        NEW.config := NULL; NEW.damaged := NULL;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER runs_meta_changed BEFORE UPDATE OF meta ON kiln.runs FOR EACH ROW
+        WHEN (OLD.meta IS DISTINCT FROM NEW.meta) EXECUTE FUNCTION kiln.runs_meta_changed();
+",
+];
+
+/// The version that added the listing columns (filled for older runs by the migration).
+const LISTED_SINCE: i64 = 2;
 
 /// The advisory lock key that serialises schema changes: \"kiln\" in ASCII.
 const SCHEMA_LOCK: i64 = 0x6b69_6c6e;
@@ -182,6 +211,27 @@ impl PgStore {
         Ok(store)
     }
 
+    /// Runs `sql` (its first parameter the id the rows start after, then `keys`), giving
+    /// each row to `f` as it arrives (`f` returns the row's id); a server lost on the way
+    /// is asked again for the rows after the last one given.
+    fn rows(
+        &self,
+        sql: &str,
+        keys: &[&(dyn postgres::types::ToSql + Sync)],
+        f: &mut dyn FnMut(&postgres::Row) -> std::result::Result<i64, postgres::Error>,
+    ) -> Result<()> {
+        let mut after = i64::MIN;
+        self.with_client(|c, _| {
+            let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&after];
+            params.extend(keys.iter().copied());
+            let mut rows = c.query_raw(sql, params)?;
+            while let Some(r) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
+                after = f(&r)?;
+            }
+            Ok(())
+        })
+    }
+
     /// How long each operation retries a server that went away (default 10 s); zero:
     /// one attempt.
     pub fn set_retry(&mut self, retry: Duration) {
@@ -298,6 +348,9 @@ fn migrate(c: &mut Client) -> std::result::Result<i64, postgres::Error> {
     for step in MIGRATIONS.iter().skip(now.max(0) as usize) {
         tx.batch_execute(step)?;
     }
+    if now < LISTED_SINCE {
+        fill_listing(&mut tx)?;
+    }
     tx.execute("DELETE FROM kiln.schema_version", &[])?;
     tx.execute(
         "INSERT INTO kiln.schema_version (version) VALUES ($1)",
@@ -305,6 +358,106 @@ fn migrate(c: &mut Client) -> std::result::Result<i64, postgres::Error> {
     )?;
     tx.commit()?;
     Ok(SCHEMA_VERSION)
+}
+
+/// The `AND` clause of a [`Select`] after `id > $1`, and its parameters.
+fn filter<'a>(
+    select: &'a Select<'a>,
+) -> (&'static str, Vec<&'a (dyn postgres::types::ToSql + Sync)>) {
+    match select {
+        Select::All => ("", vec![]),
+        Select::Id(id) => ("AND id = $2", vec![id]),
+        Select::Name(n) => ("AND name = $2", vec![n]),
+        Select::Group { name, group } => ("AND name = $2 AND grp = $3", vec![name, group]),
+        Select::Config(key) => ("AND config = $2", vec![key]),
+    }
+}
+
+/// A run's listing from a row of `id, name, grp, started_ms, complete`,
+/// [`crate::listing::COLUMNS`] and its metadata where the columns are empty (then read
+/// from the metadata).
+fn listed_row(r: &postgres::Row) -> std::result::Result<Listed, postgres::Error> {
+    let config: Option<String> = r.try_get(11)?;
+    let damaged: Option<String> = r.try_get(12)?;
+    let (id, complete) = (r.try_get(0)?, r.try_get(4)?);
+    if config.is_none() && damaged.is_none() {
+        let s = Stored {
+            id,
+            name: r.try_get(1)?,
+            group: r.try_get(2)?,
+            started_unix_ms: r.try_get(3)?,
+            meta: codec::decode_meta(id, r.try_get::<_, Option<&str>>(13)?.unwrap_or("")),
+        };
+        return Ok(Listed::of(&s, complete));
+    }
+    Ok(Listed {
+        id,
+        name: r.try_get(1)?,
+        group: r.try_get(2)?,
+        started_unix_ms: r.try_get(3)?,
+        complete,
+        target: r.try_get::<_, Option<String>>(5)?.unwrap_or_default(),
+        load: r.try_get::<_, Option<String>>(6)?.unwrap_or_default(),
+        throughput: r.try_get(7)?,
+        p50_us: r.try_get(8)?,
+        p99_us: r.try_get(9)?,
+        cpu_per_op_us: r.try_get(10)?,
+        config: config.unwrap_or_default(),
+        damaged,
+    })
+}
+
+/// Writes run `id`'s listing columns.
+fn write_listing(
+    tx: &mut postgres::Transaction<'_>,
+    id: RunId,
+    l: &Listed,
+) -> std::result::Result<(), postgres::Error> {
+    let config = l.damaged.is_none().then_some(&l.config);
+    tx.execute(
+        "UPDATE kiln.runs SET target_comm = $2, load_text = $3, throughput = $4, p50_us = $5, \
+         p99_us = $6, cpu_per_op_us = $7, config = $8, damaged = $9 WHERE id = $1",
+        &[
+            &id,
+            &l.target,
+            &l.load,
+            &l.throughput,
+            &l.p50_us,
+            &l.p99_us,
+            &l.cpu_per_op_us,
+            &config,
+            &l.damaged,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Fills the listing columns of every run of a store being migrated (within its
+/// transaction): each run's metadata read and checked once, a thousand runs at a time.
+fn fill_listing(tx: &mut postgres::Transaction<'_>) -> std::result::Result<(), postgres::Error> {
+    let mut after = RunId::MIN;
+    loop {
+        let rows = tx.query(
+            "SELECT id, name, grp, started_ms, complete, meta FROM kiln.runs \
+             WHERE id > $1 ORDER BY id LIMIT 1000",
+            &[&after],
+        )?;
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        after = last.try_get(0)?;
+        for r in &rows {
+            let id: i64 = r.try_get(0)?;
+            let s = Stored {
+                id,
+                name: r.try_get(1)?,
+                group: r.try_get(2)?,
+                started_unix_ms: r.try_get(3)?,
+                meta: codec::decode_meta(id, r.try_get(5)?),
+            };
+            write_listing(tx, id, &Listed::of(&s, r.try_get(4)?))?;
+        }
+    }
 }
 
 impl Store for PgStore {
@@ -337,6 +490,7 @@ impl Store for PgStore {
                     ],
                 )?
                 .get(0);
+            write_listing(&mut tx, id, &enc.listed)?;
             let insert = tx.prepare(
                 "INSERT INTO kiln.blobs (run_id, kind, name, codec, size, data) VALUES ($1, $2, $3, $4, $5, $6)",
             )?;
@@ -349,36 +503,39 @@ impl Store for PgStore {
     }
 
     fn scan(&self, select: Select<'_>, f: &mut dyn FnMut(Stored)) -> Result<()> {
-        use postgres::types::ToSql;
-        let (filter, keys): (&str, Vec<&(dyn ToSql + Sync)>) = match &select {
-            Select::All => ("", vec![]),
-            Select::Id(id) => ("AND id = $2", vec![id]),
-            Select::Name(n) => ("AND name = $2", vec![n]),
-            Select::Group { name, group } => ("AND name = $2 AND grp = $3", vec![name, group]),
-        };
+        let (filter, keys) = filter(&select);
         let sql = format!(
             "SELECT id, name, grp, started_ms, meta FROM kiln.runs WHERE id > $1 {filter} ORDER BY id"
         );
-        // Rows are taken as they arrive; a server lost on the way is asked again for the
-        // runs after the last one given.
-        let mut after = i64::MIN;
-        self.with_client(|c, _| {
-            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&after];
-            params.extend(keys.iter().copied());
-            let mut rows = c.query_raw(&sql, params)?;
-            while let Some(r) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
-                let id: i64 = r.try_get(0)?;
-                let meta = codec::decode_meta(id, r.try_get(4)?);
-                f(Stored {
-                    id,
-                    name: r.try_get(1)?,
-                    group: r.try_get(2)?,
-                    started_unix_ms: r.try_get(3)?,
-                    meta,
-                });
-                after = id;
-            }
-            Ok(())
+        self.rows(&sql, &keys, &mut |r| {
+            let id: i64 = r.try_get(0)?;
+            let meta = codec::decode_meta(id, r.try_get(4)?);
+            f(Stored {
+                id,
+                name: r.try_get(1)?,
+                group: r.try_get(2)?,
+                started_unix_ms: r.try_get(3)?,
+                meta,
+            });
+            Ok(id)
+        })
+    }
+
+    fn listing(&self, select: Select<'_>, f: &mut dyn FnMut(Listed)) -> Result<()> {
+        let (filter, keys) = filter(&select);
+        // A run's metadata is read only where its columns are empty (a row changed or
+        // written around kiln).
+        let sql = format!(
+            "SELECT id, name, grp, started_ms, complete, {}, \
+             CASE WHEN config IS NULL AND damaged IS NULL THEN meta END \
+             FROM kiln.runs WHERE id > $1 {filter} ORDER BY id",
+            crate::listing::COLUMNS
+        );
+        self.rows(&sql, &keys, &mut |r| {
+            let l = listed_row(r)?;
+            let id = l.id;
+            f(l);
+            Ok(id)
         })
     }
 

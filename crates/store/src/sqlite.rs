@@ -1,16 +1,18 @@
 //! The embedded store: one SQLite file.
 //!
 //! ```text
-//! runs  (id, name, grp, started_ms, complete, meta JSON)
+//! runs  (id, name, grp, started_ms, complete, meta JSON,
+//!        target_comm, load_text, throughput, p50_us, p99_us, cpu_per_op_us, config, damaged)
 //! blobs (run_id, kind, name, codec, size, data)   kind: profile, series, histogram, attachment
 //! ```
 //!
 //! `PRAGMA application_id` marks the file as kiln's and `PRAGMA user_version` is the
 //! schema version: a newer version is refused (never rewritten), an older one is migrated
-//! in one transaction.
+//! in one transaction. An older store opened to read is read as it is: its runs are
+//! listed from their metadata (slower), until a writing kiln migrates it.
 use crate::codec;
-use crate::model::{RunData, RunId};
-use crate::{Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
+use crate::model::{RunData, RunId, RunMeta};
+use crate::{Listed, Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,7 +21,8 @@ use std::time::Duration;
 const APPLICATION_ID: i64 = 0x6b69_6c6e;
 
 /// Migrations, one per version step: `MIGRATIONS[i]` brings version `i` to `i + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = ["
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    "
     CREATE TABLE runs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         name TEXT NOT NULL,
@@ -38,13 +41,39 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = ["
         data BLOB NOT NULL,
         PRIMARY KEY (run_id, kind, name)
     ) WITHOUT ROWID;
-"];
+",
+    "
+    ALTER TABLE runs ADD COLUMN target_comm TEXT;
+    ALTER TABLE runs ADD COLUMN load_text TEXT;
+    ALTER TABLE runs ADD COLUMN throughput REAL;
+    ALTER TABLE runs ADD COLUMN p50_us REAL;
+    ALTER TABLE runs ADD COLUMN p99_us REAL;
+    ALTER TABLE runs ADD COLUMN cpu_per_op_us REAL;
+    ALTER TABLE runs ADD COLUMN config TEXT;
+    ALTER TABLE runs ADD COLUMN damaged TEXT;
+    CREATE INDEX runs_by_config ON runs(config, id);
+    -- Metadata changed in place (by hand, by another tool): its columns no longer say
+    -- what it holds, and are emptied (the run is then listed from its metadata).
+    CREATE TRIGGER runs_meta_changed AFTER UPDATE OF meta ON runs
+        WHEN OLD.meta IS NOT NEW.meta
+    BEGIN
+        UPDATE runs SET target_comm = NULL, load_text = NULL, throughput = NULL,
+            p50_us = NULL, p99_us = NULL, cpu_per_op_us = NULL, config = NULL, damaged = NULL
+        WHERE id = NEW.id;
+    END;
+",
+];
+
+/// The version that added the listing columns (filled for older runs by the migration).
+const LISTED_SINCE: i64 = 2;
 
 /// A run store in one SQLite file.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// Its schema version (older than [`SCHEMA_VERSION`] only when opened to read).
+    version: i64,
 }
 
 /// How a store file is opened.
@@ -133,6 +162,7 @@ impl SqliteStore {
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
+            version: SCHEMA_VERSION,
         };
         if access == Access::Read {
             // A reader says what is damaged rather than failing on it later.
@@ -255,8 +285,12 @@ impl SqliteStore {
         }
         if !write {
             // Nothing to read in a file without kiln's tables, and a reader changes
-            // nothing.
-            return Err(StoreError::NotAStore(self.path.clone()));
+            // nothing: an older store is read as it is.
+            if version < 1 {
+                return Err(StoreError::NotAStore(self.path.clone()));
+            }
+            self.version = version;
+            return Ok(());
         }
         // WAL: readers (kiln runs, a report) never wait for a saving kiln run.
         let _ = self
@@ -283,6 +317,12 @@ impl SqliteStore {
                 error,
             })?;
         }
+        if now < LISTED_SINCE {
+            fill_listing(&tx).map_err(|error| StoreError::Sqlite {
+                path: path.clone(),
+                error,
+            })?;
+        }
         tx.execute_batch(&format!(
             "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
         ))
@@ -298,6 +338,11 @@ impl SqliteStore {
     /// exported run: `kiln runs export`), replacing `dest` only once it is complete.
     pub fn export(&self, ids: &[RunId], dest: &Path) -> Result<()> {
         crate::export(self, ids, dest)
+    }
+
+    /// Whether its runs' listing columns are there (not in an older store opened to read).
+    fn listed(&self) -> bool {
+        self.version >= LISTED_SINCE
     }
 
     /// Makes this (new) file self-contained: no `-wal` beside it.
@@ -332,6 +377,7 @@ impl Store for SqliteStore {
                 ],
             )?;
             let id = tx.last_insert_rowid();
+            write_listing(&tx, id, &enc.listed)?;
             {
                 let mut insert = tx.prepare_cached(
                     "INSERT INTO blobs (run_id, kind, name, codec, size, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -347,35 +393,60 @@ impl Store for SqliteStore {
     }
 
     fn scan(&self, select: Select<'_>, f: &mut dyn FnMut(Stored)) -> Result<()> {
-        let (filter, params): (&str, Vec<&dyn rusqlite::ToSql>) = match &select {
-            Select::All => ("", vec![]),
-            Select::Id(id) => ("WHERE id = ?1", vec![id]),
-            Select::Name(n) => ("WHERE name = ?1", vec![n]),
-            Select::Group { name, group } => ("WHERE name = ?1 AND grp = ?2", vec![name, group]),
-        };
-        let sql = format!("SELECT id, name, grp, started_ms, meta FROM runs {filter} ORDER BY id");
+        if let (Select::Config(key), false) = (select, self.listed()) {
+            // An older store read as it is: no column to find a configuration by.
+            return self.scan(Select::All, &mut |s| {
+                if s.meta
+                    .as_ref()
+                    .is_ok_and(|m| crate::configuration(m) == key)
+                {
+                    f(s)
+                }
+            });
+        }
+        let (filter, params) = filter(&select);
+        let sql = format!(
+            "SELECT id, name, grp, started_ms, complete, meta FROM runs {filter} ORDER BY id"
+        );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
         let mut rows = stmt.query(&params[..]).map_err(|e| self.err(e))?;
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
-            let get = || -> rusqlite::Result<(RunId, String, String, i64)> {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            };
-            let (id, name, group, started_unix_ms) = get().map_err(|e| self.err(e))?;
-            // Metadata that is not text (a hand-edited row) is damage, not a store error.
-            let meta = match r.get_ref(4).map_err(|e| self.err(e))? {
-                rusqlite::types::ValueRef::Text(t) => match std::str::from_utf8(t) {
-                    Ok(json) => codec::decode_meta(id, json),
-                    Err(e) => Err(format!("metadata is not UTF-8 text: {e}")),
-                },
-                other => Err(format!("metadata is {:?}, not text", other.data_type())),
-            };
-            f(Stored {
-                id,
-                name,
-                group,
-                started_unix_ms,
-                meta,
-            });
+            f(stored_row(r).map_err(|e| self.err(e))?.0);
+        }
+        Ok(())
+    }
+
+    fn listing(&self, select: Select<'_>, f: &mut dyn FnMut(Listed)) -> Result<()> {
+        // A run's metadata is read only where its columns are empty: a row changed or
+        // written around kiln, or every row of an older store read as it is.
+        let columns = if self.listed() {
+            format!(
+                "{}, CASE WHEN config IS NULL AND damaged IS NULL THEN meta END",
+                crate::listing::COLUMNS
+            )
+        } else {
+            "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, meta".to_string()
+        };
+        let config = match select {
+            Select::Config(key) if !self.listed() => Some(key),
+            _ => None,
+        };
+        let select = if config.is_some() {
+            Select::All
+        } else {
+            select
+        };
+        let (filter, params) = filter(&select);
+        let sql = format!(
+            "SELECT id, name, grp, started_ms, complete, {columns} FROM runs {filter} ORDER BY id"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(&params[..]).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let l = listed_row(r).map_err(|e| self.err(e))?;
+            if config.is_none_or(|key| key == l.config) {
+                f(l);
+            }
         }
         Ok(())
     }
@@ -462,6 +533,128 @@ impl Store for SqliteStore {
 
     fn local_file(&self) -> Option<&Path> {
         Some(&self.path)
+    }
+}
+
+/// The `WHERE` clause of a [`Select`] and its parameters (`Select::Config` needs the
+/// listing columns).
+fn filter<'a>(select: &'a Select<'a>) -> (&'static str, Vec<&'a dyn rusqlite::ToSql>) {
+    match select {
+        Select::All => ("", vec![]),
+        Select::Id(id) => ("WHERE id = ?1", vec![id]),
+        Select::Name(n) => ("WHERE name = ?1", vec![n]),
+        Select::Group { name, group } => ("WHERE name = ?1 AND grp = ?2", vec![name, group]),
+        Select::Config(key) => ("WHERE config = ?1", vec![key]),
+    }
+}
+
+/// A run read whole from a row of `id, name, grp, started_ms, complete, meta`, and
+/// whether it is complete (its column).
+fn stored_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Stored, bool)> {
+    let id: RunId = r.get(0)?;
+    let s = Stored {
+        id,
+        name: r.get(1)?,
+        group: r.get(2)?,
+        started_unix_ms: r.get(3)?,
+        meta: meta_of(id, r.get_ref(5)?),
+    };
+    Ok((s, r.get::<_, Option<bool>>(4)?.unwrap_or(false)))
+}
+
+/// A run's metadata from its column. Metadata that is not text (a hand-edited row) is
+/// damage, not a store error.
+fn meta_of(id: RunId, v: rusqlite::types::ValueRef<'_>) -> std::result::Result<RunMeta, String> {
+    match v {
+        rusqlite::types::ValueRef::Text(t) => match std::str::from_utf8(t) {
+            Ok(json) => codec::decode_meta(id, json),
+            Err(e) => Err(format!("metadata is not UTF-8 text: {e}")),
+        },
+        other => Err(format!("metadata is {:?}, not text", other.data_type())),
+    }
+}
+
+/// A run's listing from a row of `id, name, grp, started_ms, complete`,
+/// [`crate::listing::COLUMNS`] and its metadata where the columns are empty (then read
+/// from the metadata).
+fn listed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Listed> {
+    let config: Option<String> = r.get(11)?;
+    let damaged: Option<String> = r.get(12)?;
+    let complete = r.get::<_, Option<bool>>(4)?.unwrap_or(false);
+    if config.is_none() && damaged.is_none() {
+        let id: RunId = r.get(0)?;
+        let s = Stored {
+            id,
+            name: r.get(1)?,
+            group: r.get(2)?,
+            started_unix_ms: r.get(3)?,
+            meta: meta_of(id, r.get_ref(13)?),
+        };
+        return Ok(Listed::of(&s, complete));
+    }
+    Ok(Listed {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        group: r.get(2)?,
+        started_unix_ms: r.get(3)?,
+        complete,
+        target: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+        load: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
+        throughput: r.get(7)?,
+        p50_us: r.get(8)?,
+        p99_us: r.get(9)?,
+        cpu_per_op_us: r.get(10)?,
+        config: config.unwrap_or_default(),
+        damaged,
+    })
+}
+
+/// Writes run `id`'s listing columns.
+fn write_listing(conn: &Connection, id: RunId, l: &Listed) -> rusqlite::Result<()> {
+    let mut st = conn.prepare_cached(
+        "UPDATE runs SET target_comm = ?2, load_text = ?3, throughput = ?4, p50_us = ?5, \
+         p99_us = ?6, cpu_per_op_us = ?7, config = ?8, damaged = ?9 WHERE id = ?1",
+    )?;
+    let config = (l.damaged.is_none()).then_some(&l.config);
+    st.execute(params![
+        id,
+        l.target,
+        l.load,
+        l.throughput,
+        l.p50_us,
+        l.p99_us,
+        l.cpu_per_op_us,
+        config,
+        l.damaged
+    ])?;
+    Ok(())
+}
+
+/// Fills the listing columns of every run of a store being migrated (within its
+/// transaction): each run's metadata read and checked once, a thousand runs at a time.
+fn fill_listing(tx: &Connection) -> rusqlite::Result<()> {
+    let mut after = RunId::MIN;
+    loop {
+        let batch: Vec<Listed> = {
+            let mut st = tx.prepare_cached(
+                "SELECT id, name, grp, started_ms, complete, meta FROM runs \
+                 WHERE id > ?1 ORDER BY id LIMIT 1000",
+            )?;
+            let mut rows = st.query([after])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                let (s, complete) = stored_row(r)?;
+                out.push(Listed::of(&s, complete));
+            }
+            out
+        };
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        after = last.id;
+        for l in &batch {
+            write_listing(tx, l.id, l)?;
+        }
     }
 }
 

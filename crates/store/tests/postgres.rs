@@ -8,7 +8,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{damaged_runs_degrade_one_at_a_time, folded, run};
+use common::{
+    assert_listing_is_the_metadatas, damaged_runs_degrade_one_at_a_time, folded, listing,
+    listing_columns_agree_with_the_metadata, run,
+};
 use kiln_testkit::have_postgres;
 
 /// The same run read back from two stores is the same run.
@@ -352,4 +355,75 @@ fn a_damaged_run_degrades_only_itself() {
     let s = PgStore::open_existing(&url).unwrap();
     assert_eq!(s.stored(kiln_store::Select::All).unwrap().len(), 5);
     assert_eq!(s.list().unwrap().len(), 2);
+}
+
+#[test]
+fn listing_columns_agree_with_the_metadata_and_find_configurations() {
+    if !have_postgres() {
+        return;
+    }
+    let pg = Postgres::start().unwrap();
+    let url = pg.create_database("listing").unwrap();
+    let mut s = PgStore::open(&url).unwrap();
+    let exec = |statement: &str| sql(&url, &statement.replace("{runs}", "kiln.runs"));
+    listing_columns_agree_with_the_metadata(&mut s, &exec);
+}
+
+/// A database of the schema before the listing columns (version 1) is migrated by the
+/// first kiln to open it, reader or writer (under the schema lock): every run's columns
+/// filled from its metadata, checked, and the same lines listed as before.
+#[test]
+fn an_older_database_is_migrated_and_lists_the_same_lines() {
+    use kiln_store::Select;
+    if !have_postgres() {
+        return;
+    }
+    let pg = Postgres::start().unwrap();
+    let url = pg.create_database("old").unwrap();
+    let mut s = PgStore::open(&url).unwrap();
+    let ids = [
+        s.save(&run("before", "g1", 5)).unwrap(),
+        s.save(&run("broken", "g2", 1)).unwrap(),
+        s.save(&run("after", "g3", 5)).unwrap(),
+    ];
+    sql(
+        &url,
+        &format!(
+            "UPDATE kiln.runs SET meta = replace(meta, '\"throughput\":20000.0', '\"throughput\":-1e300') WHERE id = {}",
+            ids[1]
+        ),
+    );
+    let want = listing(&s, Select::All);
+    assert!(want[1]
+        .damaged
+        .as_deref()
+        .unwrap()
+        .contains("a rate cannot be negative"));
+    drop(s);
+    sql(
+        &url,
+        "DROP TRIGGER runs_meta_changed ON kiln.runs; DROP FUNCTION kiln.runs_meta_changed();
+         DROP INDEX kiln.runs_by_config;
+         ALTER TABLE kiln.runs DROP COLUMN target_comm, DROP COLUMN load_text,
+             DROP COLUMN throughput, DROP COLUMN p50_us, DROP COLUMN p99_us,
+             DROP COLUMN cpu_per_op_us, DROP COLUMN config, DROP COLUMN damaged;
+         UPDATE kiln.schema_version SET version = 1;",
+    );
+    let s = PgStore::open_existing(&url).unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let row = c
+        .query_one(
+            "SELECT (SELECT max(version) FROM kiln.schema_version), \
+             (SELECT count(*) FROM kiln.runs WHERE config IS NULL AND damaged IS NULL)",
+            &[],
+        )
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (2, 0));
+    assert_eq!(listing(&s, Select::All), want);
+    assert_listing_is_the_metadatas(&s);
+    let same: Vec<i64> = listing(&s, Select::Config(&want[0].config))
+        .iter()
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(same, [ids[0], ids[2]]);
 }

@@ -6,7 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 mod common;
-use common::{damaged_runs_degrade_one_at_a_time, folded, run};
+use common::{
+    assert_listing_is_the_metadatas, damaged_runs_degrade_one_at_a_time, folded, listing,
+    listing_columns_agree_with_the_metadata, run,
+};
 
 #[test]
 fn a_run_reads_back_as_it_was_saved() {
@@ -276,4 +279,111 @@ fn a_damaged_run_degrades_only_itself() {
     let s = SqliteStore::open_existing(&path).unwrap();
     assert_eq!(s.stored(kiln_store::Select::All).unwrap().len(), 5);
     assert_eq!(s.list().unwrap().len(), 2);
+}
+
+#[test]
+fn listing_columns_agree_with_the_metadata_and_find_configurations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&path).unwrap();
+    let exec = |sql: &str| {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(&sql.replace("{runs}", "runs"))
+            .unwrap();
+    };
+    listing_columns_agree_with_the_metadata(&mut s, &exec);
+    // Read-only, as `kiln runs` opens it.
+    let r = SqliteStore::open_existing(&path).unwrap();
+    assert_eq!(
+        listing(&r, kiln_store::Select::All),
+        listing(&s, kiln_store::Select::All)
+    );
+}
+
+/// A store of the schema before the listing columns (version 1): read as it is while
+/// opened to read (listed from its metadata), then migrated by the first writer, which
+/// fills every run's columns from its metadata (checked: a damaged run's say damaged);
+/// both list the same lines as the store the runs were saved in.
+#[test]
+fn an_older_store_lists_the_same_lines_read_as_it_is_and_migrated() {
+    use kiln_store::Select;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&path).unwrap();
+    let mut d = run("amqp", "g2", 1);
+    d.meta.load.protocol = "amqp".into();
+    d.meta.target.comm = "beam.smp".into();
+    let ids = [
+        s.save(&run("before", "g1", 5)).unwrap(),
+        s.save(&d).unwrap(),
+        s.save(&run("broken", "g3", 1)).unwrap(),
+        s.save(&run("after", "g4", 5)).unwrap(),
+    ];
+    drop(s);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch(&format!(
+        "UPDATE runs SET meta = replace(meta, '\"p99_us\":1234.0', '\"p99_us\":1e999') WHERE id = {}",
+        ids[2]
+    ))
+    .unwrap();
+    let want = listing(&SqliteStore::open_existing(&path).unwrap(), Select::All);
+    assert!(want[2]
+        .damaged
+        .as_deref()
+        .unwrap()
+        .contains("headline.p99_us"));
+    let config = want[0].config.clone();
+    // Back to version 1: its tables as that version wrote them.
+    c.execute_batch(
+        "DROP TRIGGER runs_meta_changed; DROP INDEX runs_by_config;
+         ALTER TABLE runs DROP COLUMN target_comm; ALTER TABLE runs DROP COLUMN load_text;
+         ALTER TABLE runs DROP COLUMN throughput; ALTER TABLE runs DROP COLUMN p50_us;
+         ALTER TABLE runs DROP COLUMN p99_us; ALTER TABLE runs DROP COLUMN cpu_per_op_us;
+         ALTER TABLE runs DROP COLUMN config; ALTER TABLE runs DROP COLUMN damaged;
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    let version = |c: &rusqlite::Connection| -> i64 {
+        c.query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    };
+
+    let old = SqliteStore::open_existing(&path).unwrap();
+    assert_eq!(listing(&old, Select::All), want);
+    assert_eq!(listing(&old, Select::Name("amqp")), want[1..2]);
+    let same: Vec<i64> = old
+        .stored(Select::Config(&config))
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(same, [ids[0], ids[3]]);
+    assert_eq!(listing(&old, Select::Config(&config)).len(), 2);
+    drop(old);
+    assert_eq!(version(&c), 1, "a reader changes nothing");
+
+    let migrated = SqliteStore::open(&path).unwrap();
+    assert_eq!(version(&c), 2);
+    let empty: i64 = c
+        .query_row(
+            "SELECT count(*) FROM runs WHERE config IS NULL AND damaged IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(empty, 0, "every run's columns filled");
+    let damaged: String = c
+        .query_row("SELECT damaged FROM runs WHERE id = ?1", [ids[2]], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(Some(damaged.as_str()), want[2].damaged.as_deref());
+    assert_eq!(listing(&migrated, Select::All), want);
+    assert_listing_is_the_metadatas(&migrated);
+    let same: Vec<i64> = listing(&migrated, Select::Config(&config))
+        .iter()
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(same, [ids[0], ids[3]]);
 }

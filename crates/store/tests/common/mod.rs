@@ -111,6 +111,11 @@ pub fn damaged_runs_degrade_one_at_a_time(s: &mut dyn kiln_store::Store, exec: &
 
     let all = s.stored(Select::All).unwrap();
     assert_eq!(all.len(), 5);
+    // Listed as damaged, with what is wrong, as a whole read says.
+    let listed = listing(&*s, Select::All);
+    for (l, w) in listed.iter().zip(&all) {
+        assert_eq!(l.damaged, w.meta.as_ref().err().cloned(), "run #{}", w.id);
+    }
     let what = |i: usize| all[i].meta.as_ref().unwrap_err().clone();
     assert!(all[0].meta.is_ok());
     assert!(what(1).contains("headline.throughput"), "{}", what(1));
@@ -186,4 +191,141 @@ pub fn damaged_runs_degrade_one_at_a_time(s: &mut dyn kiln_store::Store, exec: &
         notes[0].starts_with("headline.throughput is -1e300"),
         "{notes:?}"
     );
+}
+
+/// The runs `select` names as `kiln runs` lists them.
+pub fn listing(s: &dyn kiln_store::Store, select: kiln_store::Select) -> Vec<kiln_store::Listed> {
+    let mut out = Vec::new();
+    s.listing(select, &mut |l| out.push(l)).unwrap();
+    out
+}
+
+/// What a listing says of each run, checked against the runs read whole: what [`Listed::of`]
+/// makes of each.
+pub fn assert_listing_is_the_metadatas(s: &dyn kiln_store::Store) {
+    use kiln_store::{Listed, Select};
+    let listed = listing(s, Select::All);
+    let whole = s.stored(Select::All).unwrap();
+    assert_eq!(listed.len(), whole.len());
+    for (l, w) in listed.iter().zip(&whole) {
+        assert_eq!(*l, Listed::of(w, l.complete), "run #{}", w.id);
+    }
+}
+
+/// The listing columns: written by a save as the metadata says (a run damaged at its save
+/// listed as damaged, with what is wrong), read rather than the metadata, emptied when the
+/// metadata is changed in place (the run then listed from it); the runs of one
+/// configuration found by [`Select::Config`], exactly. `exec` runs SQL on the store
+/// (`{runs}` is its runs table).
+pub fn listing_columns_agree_with_the_metadata(s: &mut dyn kiln_store::Store, exec: &dyn Fn(&str)) {
+    use kiln_store::{configuration, Select};
+    let mut saved = Vec::new();
+    let mut save = |r: RunData| saved.push(s.save(&r).unwrap());
+    save(run("a", "g1", 1));
+    save(run("a", "g2", 1));
+    // Another name, the same configuration.
+    save(run("b", "g3", 1));
+    // Tags in another order and another note: the same configuration as each other.
+    let mut r = run("c", "g4", 1);
+    r.meta.tags = vec![("sbwt".into(), "none".into()), ("k".into(), "v".into())];
+    save(r.clone());
+    r.meta.tags.reverse();
+    r.meta.note = Some("another note".into());
+    r.meta.group = "g5".into();
+    save(r);
+    let mut r = run("d", "g6", 1);
+    r.meta.load.protocol = "amqp".into();
+    r.meta.load.argv = vec!["-x".into(), "1".into()];
+    r.meta.target.comm = "beam.smp".into();
+    r.meta.headline.p50_us = Some(321.0);
+    r.meta.headline.cpu_per_op_us = Some(12.5);
+    r.meta.status.complete = false;
+    save(r);
+    // Damaged as it is saved: its window ends before it starts.
+    let mut r = run("e", "g7", 1);
+    r.meta.measure.end_ns = 1;
+    save(r);
+
+    let listed = listing(&*s, Select::All);
+    assert_eq!(listed.iter().map(|l| l.id).collect::<Vec<_>>(), saved);
+    assert_listing_is_the_metadatas(&*s);
+    let d = &listed[5];
+    assert_eq!(
+        (d.name.as_str(), d.target.as_str(), d.load.as_str()),
+        ("d", "beam.smp", "amqp -x 1")
+    );
+    assert_eq!(
+        (d.p50_us, d.cpu_per_op_us, d.complete),
+        (Some(321.0), Some(12.5), false)
+    );
+    assert_eq!(listed[0].throughput, Some(20_000.0));
+    assert_eq!(listed[0].p99_us, Some(1234.0));
+    let damaged = listed[6].damaged.as_deref().unwrap_or_default();
+    assert!(
+        damaged.contains("measure ends (1 ns) before it starts"),
+        "{damaged}"
+    );
+    assert_eq!(listed[6].config, "", "a damaged run has no configuration");
+
+    // One configuration each, exactly: through the index, and as the metadata says.
+    let keys: Vec<&str> = listed.iter().map(|l| l.config.as_str()).collect();
+    assert_eq!(keys[0], keys[1]);
+    assert_eq!(keys[0], keys[2]);
+    assert_eq!(keys[3], keys[4]);
+    assert!(keys[0] != keys[3] && keys[0] != keys[5] && keys[3] != keys[5]);
+    for (key, want) in [
+        (keys[0], &saved[0..3]),
+        (keys[3], &saved[3..5]),
+        (keys[5], &saved[5..6]),
+    ] {
+        let found: Vec<i64> = s
+            .stored(Select::Config(key))
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(found, want);
+        let by_meta: Vec<i64> = s
+            .stored(Select::All)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.meta.as_ref().is_ok_and(|m| configuration(m) == key))
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(by_meta, want);
+        let listed: Vec<i64> = listing(&*s, Select::Config(key))
+            .iter()
+            .map(|l| l.id)
+            .collect();
+        assert_eq!(listed, want);
+    }
+    assert!(s.stored(Select::Config("0000")).unwrap().is_empty());
+    assert!(s.stored(Select::Config("")).unwrap().is_empty());
+
+    // The listing reads the columns, not the metadata.
+    exec(&format!(
+        "UPDATE {{runs}} SET throughput = 7.5 WHERE id = {}",
+        saved[0]
+    ));
+    exec(&format!(
+        "UPDATE {{runs}} SET damaged = 'marked here', config = NULL WHERE id = {}",
+        saved[1]
+    ));
+    let listed = listing(&*s, Select::All);
+    assert_eq!(listed[0].throughput, Some(7.5));
+    assert_eq!(listed[1].damaged.as_deref(), Some("marked here"));
+    // Metadata changed in place: its columns are emptied, and it is listed from it.
+    exec(&format!(
+        "UPDATE {{runs}} SET meta = replace(meta, '\"throughput\":20000.0', '\"throughput\":30000.0') WHERE id = {}",
+        saved[2]
+    ));
+    exec(&format!(
+        "UPDATE {{runs}} SET meta = replace(meta, '\"throughput\":20000.0', '\"throughput\":NaN') WHERE id = {}",
+        saved[3]
+    ));
+    let listed = listing(&*s, Select::All);
+    assert_eq!(listed[2].throughput, Some(30_000.0));
+    assert_eq!(listed[2].config, keys[0]);
+    let damaged = listed[3].damaged.as_deref().unwrap_or_default();
+    assert!(damaged.contains("headline.throughput"), "{damaged}");
 }
