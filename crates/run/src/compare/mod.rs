@@ -39,6 +39,9 @@ pub use export::{format_value, md_escape, Exporter, Format};
 pub use figures::{figure, Better, Figure, Held, Role, FIGURES};
 pub use functions::{FunctionRow, FunctionTable};
 pub use gate::{check_gates, parse_gates, Gate, GateResult, GateStatus};
+/// What makes runs the same configuration: the store's rule, the key it keeps beside each
+/// run ([`kiln_store::Select::Config`] finds the runs of one).
+pub use kiln_store::configuration;
 pub use stats::{mann_whitney, smallest_group, smallest_p, Stat};
 pub use verdict::{Change, Paired, Quiet, Rules, Unsure, Verdict};
 
@@ -567,26 +570,6 @@ fn floor_of(f: &Figure, base: Option<&Stat>, history: &[Vec<RunMeta>]) -> Option
         pct: moves.iter().copied().fold(0.0, f64::max),
         groups: moves.len(),
     })
-}
-
-/// What makes runs the same configuration: the load and its options, the target
-/// executable, the host, the events and frequency, the tags (`--note` is free text and
-/// does not count). A configuration change on the server that none of these show (a
-/// setting changed with `rabbitmqctl`) is the user's to tag (`--tag tracing=on`).
-pub fn configuration(r: &RunMeta) -> String {
-    let mut tags = r.tags.clone();
-    tags.sort();
-    format!(
-        "{}\0{}\0{}\0{}\0{}\0{}\0{}\0{:?}",
-        r.load.protocol,
-        r.load.argv.join(" "),
-        r.target.exe,
-        r.target.build_id,
-        r.host,
-        r.events.join(","),
-        r.frequency,
-        tags
-    )
 }
 
 type Tables = (Vec<FunctionTable>, Option<(Profile, Profile)>);
