@@ -37,7 +37,8 @@ pub struct ListArgs {
 
     /// Print JSON: an array of one object per run, one per line (metadata and headline
     /// figures; a damaged run: id, name, group, started_unix_ms and `damaged`, what is
-    /// wrong).
+    /// wrong). It reads every run's metadata, where the table reads only the line kept
+    /// beside each run.
     #[arg(long)]
     pub json: bool,
 }
@@ -152,17 +153,17 @@ const HEAD: [&str; 10] = [
     "status",
 ];
 
-/// One row of `kiln runs`' table: a run, or a damaged run (what is kept beside its
-/// metadata, and `damaged` as its status).
-fn list_row(s: &kiln_store::Stored) -> Vec<String> {
+/// One row of `kiln runs`' table: a run's listing columns (a damaged run: what is kept
+/// beside its metadata, and `DAMAGED` as its status).
+fn list_row(l: &kiln_store::Listed) -> Vec<String> {
     // Names and command lines come from outside: escaped before they are cut.
-    let name = truncate(&text::clean(&s.name), 24);
-    let Ok(m) = &s.meta else {
+    let name = truncate(&text::clean(&l.name), 24);
+    if l.damaged.is_some() {
         let dash = || "-".to_string();
         return vec![
-            s.id.to_string(),
+            l.id.to_string(),
             name,
-            date(s.started_unix_ms),
+            date(l.started_unix_ms),
             dash(),
             dash(),
             dash(),
@@ -171,19 +172,18 @@ fn list_row(s: &kiln_store::Stored) -> Vec<String> {
             dash(),
             "DAMAGED".into(),
         ];
-    };
-    let h = &m.headline;
+    }
     vec![
-        s.id.to_string(),
+        l.id.to_string(),
         name,
-        date(m.started_unix_ms),
-        truncate(&text::clean(&m.target.comm), 16),
-        truncate(&text::clean(&m.load.to_string()), 40),
-        opt(h.throughput, "/s"),
-        opt(h.p50_us, "us"),
-        opt(h.p99_us, "us"),
-        opt(h.cpu_per_op_us, "us"),
-        if m.status.complete {
+        date(l.started_unix_ms),
+        truncate(&text::clean(&l.target), 16),
+        truncate(&text::clean(&l.load), 40),
+        opt(l.throughput, "/s"),
+        opt(l.p50_us, "us"),
+        opt(l.p99_us, "us"),
+        opt(l.cpu_per_op_us, "us"),
+        if l.complete {
             "complete".into()
         } else {
             "incomplete".into()
@@ -617,37 +617,38 @@ fn list(store: &StoreArgs, l: &ListArgs, out: &mut dyn Write) -> Result<()> {
         Some(n) => kiln_store::Select::Name(n.strip_prefix("name:").unwrap_or(n)),
         None => kiln_store::Select::All,
     };
-    // Each run becomes its line (or JSON object) as it is read: what is held grows with
-    // the lines, not with the runs' metadata.
-    // Each run becomes its line as it is read (JSON: is written at once): what is held
-    // grows with the lines, not with the runs' metadata.
-    let mut table = Table::new();
     let mut damaged = Vec::new();
-    let mut written: Result<usize> = Ok(0);
     if l.json {
+        // Each run's metadata is written as it is read: what is held is one run's.
+        let mut written: Result<usize> = Ok(0);
         write!(out, "[")?;
-    }
-    s.scan(select, &mut |r| {
-        if let Err(what) = &r.meta {
-            damaged.push(damaged_line(r.id, &r.name, what));
-        }
-        if !l.json {
-            table.push(list_row(&r));
-        } else if let Ok(n) = &mut written {
-            let sep = if *n == 0 { "\n" } else { ",\n" };
-            match write!(out, "{sep}")
-                .map_err(anyhow::Error::from)
-                .and_then(|_| list_json(&r, out))
-            {
-                Ok(()) => *n += 1,
-                Err(e) => written = Err(e),
+        s.scan(select, &mut |r| {
+            if let Err(what) = &r.meta {
+                damaged.push(damaged_line(r.id, &r.name, what));
             }
-        }
-    })?;
-    if l.json {
+            if let Ok(n) = &mut written {
+                let sep = if *n == 0 { "\n" } else { ",\n" };
+                match write!(out, "{sep}")
+                    .map_err(anyhow::Error::from)
+                    .and_then(|_| list_json(&r, out))
+                {
+                    Ok(()) => *n += 1,
+                    Err(e) => written = Err(e),
+                }
+            }
+        })?;
         written?;
         writeln!(out, "\n]")?;
     } else {
+        // The lines come from the columns kept beside each run, never its metadata: what
+        // is read and held grows with the lines.
+        let mut table = Table::new();
+        s.listing(select, &mut |r| {
+            if let Some(what) = &r.damaged {
+                damaged.push(damaged_line(r.id, &r.name, what));
+            }
+            table.push(list_row(&r));
+        })?;
         table.write(out)?;
     }
     out.flush()?;
