@@ -13,6 +13,10 @@
 # BLOBS=0 copies the metadata only (SQLite): listing reads no blob, and a store of 100,000
 # runs then takes 0.5 GB rather than 3.4.
 #
+# The store is written by the last KILN: an older kiln refuses a newer schema (say a
+# build before the listing columns, schema version 1, and one after), so compare such
+# builds by running the script once for each.
+#
 # Usage: bench/store/run.sh [RUNS] [KILN...]    (default 10000, target/release/kiln)
 #        PG=1 bench/store/run.sh 10000 /tmp/kiln-before target/release/kiln
 set -euo pipefail
@@ -41,14 +45,19 @@ KILN_STORE="$work/seed.db" "$kiln" run --name seed -d 5 --warmup 1 --no-report -
   load http -c 2 -R 300 "http://127.0.0.1:$port/" >/dev/null 2>"$work/seed.err"
 echo "seed run: $(sqlite3 "$work/seed.db" "SELECT length(meta) FROM runs") bytes of metadata, $(sqlite3 "$work/seed.db" "SELECT count(*), sum(length(data)) FROM blobs") blobs (count, bytes)"
 
-# RUNS runs: the seed (id 1) and its copies.
+# RUNS runs: the seed (id 1) and its copies. The seed's other columns (the listing
+# columns of a store that keeps them: its line in \`kiln runs\`, its configuration) are
+# copied as they are.
 sqlite_store() {
   cp "$work/seed.db" "$work/big.db"
+  local extra
+  extra=$(sqlite3 "$work/seed.db" "SELECT group_concat(', ' || name, '') FROM pragma_table_info('runs')
+    WHERE name NOT IN ('id', 'name', 'grp', 'started_ms', 'complete', 'meta')")
   sqlite3 "$work/big.db" <<SQL
 WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < $runs)
-INSERT INTO runs (id, name, grp, started_ms, complete, meta)
+INSERT INTO runs (id, name, grp, started_ms, complete, meta $extra)
   SELECT i, nm, 'g' || i, started_ms + i, complete,
-         json_set(meta, '\$.name', nm, '\$.group', 'g' || i)
+         json_set(meta, '\$.name', nm, '\$.group', 'g' || i) $extra
   FROM (SELECT i, CASE i WHEN $runs - 1 THEN 'a' WHEN $runs THEN 'b' ELSE 'r' || (i % 100) END AS nm FROM n), runs
   WHERE runs.id = 1;
 INSERT INTO blobs (run_id, kind, name, codec, size, data)
@@ -73,10 +82,14 @@ pg_store() {
   createdb -h 127.0.0.1 -p "$pgport" -U kiln runs
   local url="postgres://kiln@127.0.0.1:$pgport/runs"
   KILN_STORE="$url" "$kiln" runs import "$work/seed.db" 2>/dev/null
+  local extra
+  extra=$(psql -Atq -h 127.0.0.1 -p "$pgport" -U kiln runs -c "SELECT coalesce(string_agg(', ' || column_name, ''), '')
+    FROM information_schema.columns WHERE table_schema = 'kiln' AND table_name = 'runs'
+    AND column_name NOT IN ('id', 'name', 'grp', 'started_ms', 'complete', 'meta')")
   psql -q -h 127.0.0.1 -p "$pgport" -U kiln runs >/dev/null <<SQL
-INSERT INTO kiln.runs (id, name, grp, started_ms, complete, meta)
+INSERT INTO kiln.runs (id, name, grp, started_ms, complete, meta $extra)
   SELECT i, nm, 'g' || i, started_ms + i, complete,
-         jsonb_set(jsonb_set(meta::jsonb, '{name}', to_jsonb(nm)), '{group}', to_jsonb('g' || i))::text
+         jsonb_set(jsonb_set(meta::jsonb, '{name}', to_jsonb(nm)), '{group}', to_jsonb('g' || i))::text $extra
   FROM (SELECT i, CASE i WHEN $runs - 1 THEN 'a' WHEN $runs THEN 'b' ELSE 'r' || (i % 100) END AS nm
         FROM generate_series(2, $runs) i) n, kiln.runs
   WHERE kiln.runs.id = 1;
