@@ -8,7 +8,8 @@
 # `kiln load http`, then its rows (metadata and blobs) are copied RUNS-1 times by SQL, each
 # copy with a name of 100 (r0…r99) and a group of its own; the last two are named a and b.
 #
-# `kiln runs check` is measured too where a binary has it.
+# `kiln runs check` is measured too where a binary has it, and `kiln runs trend r0` (the
+# history of one name: RUNS/100 runs of one configuration) where it has that.
 #
 # BLOBS=0 copies the metadata only (SQLite): listing reads no blob, and a store of 100,000
 # runs then takes 0.5 GB rather than 3.4.
@@ -136,5 +137,7 @@ for store in "${stores[@]}"; do
     measure "$store" "$bin" compare a b
     # The whole store read (damaged runs sought), where the binary has the command.
     if "$bin" runs check --help >/dev/null 2>&1; then measure "$store" "$bin" runs check; fi
+    # One name's history (RUNS/100 runs, all one configuration), where the binary has it.
+    if "$bin" runs trend --help >/dev/null 2>&1; then measure "$store" "$bin" runs trend r0 --functions 0; fi
   done
 done
