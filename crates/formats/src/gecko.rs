@@ -9,6 +9,10 @@
 //! profiles (perf periods, off-CPU blocks) are samples of one microsecond each (the
 //! format's weights are integers, so a 2.5 ms block weighs 2,500); bytes are bytes.
 //! Samples without timestamps are spread one interval apart, in input order.
+//!
+//! A run adds its [`Timeline`] ([`write_with`]): its per-second series as counter tracks
+//! and its phases as markers, on the samples' clock, in a process of their own (`kiln
+//! run`, one thread holding the markers), so the load and the samples share one time axis.
 use fxprof_processed_profile as fx;
 use kiln_model::{FrameKind, Profile, ThreadId, WeightUnit, NO_TIME};
 use std::collections::HashMap;
@@ -32,10 +36,87 @@ fn weights(p: &Profile) -> (fx::WeightType, u64, f64) {
     }
 }
 
+/// What a run shows beside its samples: per-second series and phases, in ns on the
+/// samples' clock.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// The series, one counter track each.
+    pub counters: Vec<Counter>,
+    /// The phases (warm-up, measurement, sweep steps), one marker each.
+    pub markers: Vec<Phase>,
+}
+
+/// One per-second series: `values[i]` is measured over `(time_ns[i] - step, time_ns[i]]`.
+#[derive(Clone, Debug, Default)]
+pub struct Counter {
+    /// Its name on the track, with its unit (`load: sent/s (msg/s)`).
+    pub name: String,
+    /// The table it comes from (`load`, `target`): the profiler's counter category.
+    pub category: String,
+    /// A sentence on what it is.
+    pub description: String,
+    /// The end of each interval, ns.
+    pub time_ns: Vec<u64>,
+    /// An interval's length, ns.
+    pub step_ns: u64,
+    /// The values; `None` where nothing was measured (drawn as 0, as the profiler draws a
+    /// rate of 0: not at all).
+    pub values: Vec<Option<f64>>,
+}
+
+/// One phase of a run.
+#[derive(Clone, Debug, Default)]
+pub struct Phase {
+    /// Its name (`warm-up`, `measurement`, `connections=2`).
+    pub name: String,
+    /// What kind of phase (`warm-up`, `measurement`, `sweep step`).
+    pub kind: String,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+}
+
+impl Timeline {
+    /// The earliest time it holds, ns.
+    fn start(&self) -> Option<u64> {
+        let counters = self
+            .counters
+            .iter()
+            .filter_map(|c| c.time_ns.iter().min().map(|&t| t.saturating_sub(c.step_ns)));
+        let markers = self.markers.iter().map(|m| m.start_ns.min(m.end_ns));
+        counters.chain(markers).min()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.counters.is_empty() && self.markers.is_empty()
+    }
+}
+
 /// Writes `profiles` (each event's threads as their own tracks) for the Firefox
 /// Profiler; `name` names the product.
 pub fn write(
     profiles: &[Profile],
+    name: &str,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    write_with(profiles, &Timeline::default(), name, out)
+}
+
+/// Categories of frames and markers.
+struct Categories {
+    user: fx::CategoryHandle,
+    kernel: fx::CategoryHandle,
+    jit: fx::CategoryHandle,
+    inline: fx::CategoryHandle,
+    root: fx::CategoryHandle,
+}
+
+/// Writes `profiles` as [`write`] does, with `timeline`'s counters and markers on the same
+/// clock (time zero: the earliest sample or the timeline's start, whichever comes first).
+pub fn write_with(
+    profiles: &[Profile],
+    timeline: &Timeline,
     name: &str,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
@@ -46,21 +127,24 @@ pub fn write(
         fx::SamplingInterval::from_nanos(interval),
     );
     fp.set_symbolicated(true);
-    let user = fp.add_category("User", fx::CategoryColor::Yellow);
-    let kernel = fp.add_category("Kernel", fx::CategoryColor::Orange);
-    let jit = fp.add_category("JIT", fx::CategoryColor::Green);
-    let inline = fp.add_category("Inlined", fx::CategoryColor::LightBlue);
-    let root = fp.add_category("Thread", fx::CategoryColor::Gray);
+    let cats = Categories {
+        user: fp.add_category("User", fx::CategoryColor::Yellow),
+        kernel: fp.add_category("Kernel", fx::CategoryColor::Orange),
+        jit: fp.add_category("JIT", fx::CategoryColor::Green),
+        inline: fp.add_category("Inlined", fx::CategoryColor::LightBlue),
+        root: fp.add_category("Thread", fx::CategoryColor::Gray),
+    };
     // The earliest timestamp of all: time zero.
     let t0 = profiles
         .iter()
         .filter_map(|p| p.samples.time_range().map(|r| r.0))
+        .chain(timeline.start())
         .min()
         .unwrap_or(0);
     let mut processes: HashMap<(usize, Option<u32>), fx::ProcessHandle> = HashMap::new();
+    let mut threads_written = Vec::new();
     let several = profiles.len() > 1;
     for (pi, p) in profiles.iter().enumerate() {
-        let (wtype, interval_ns, factor) = weights(p);
         let event = if p.event.name.is_empty() {
             "samples"
         } else {
@@ -105,81 +189,170 @@ pub fn write(
                     tname
                 },
             );
-            fp.set_thread_samples_weight_type(thread, wtype.clone());
-            // Stacks, memoised per kiln stack node.
-            let mut stacks: HashMap<u32, fx::StackHandle> = HashMap::new();
-            let mut frames: HashMap<u32, fx::FrameHandle> = HashMap::new();
-            let mut chain = Vec::new();
-            for (k, &i) in rows.iter().enumerate() {
-                let s = p.samples.stack[i];
-                // The nodes from the deepest already interned (or the root) to `s`.
-                chain.clear();
-                let mut n = Some(s);
-                let mut top: Option<fx::StackHandle> = None;
-                while let Some(id) = n {
-                    if let Some(&h) = stacks.get(&id.0) {
-                        top = Some(h);
-                        break;
-                    }
-                    chain.push(id);
-                    n = p.stacks.parent(id);
-                }
-                for &id in chain.iter().rev() {
-                    let f = p.stacks.frame(id);
-                    let fh = match frames.get(&f.0) {
-                        Some(&h) => h,
-                        None => {
-                            let fr = p.frames.get(f);
-                            let cat = match fr.kind {
-                                FrameKind::Kernel => kernel,
-                                FrameKind::Jit => jit,
-                                FrameKind::Inline => inline,
-                                FrameKind::Root => root,
-                                _ => user,
-                            };
-                            let label = fp.intern_string(&p.strings.get_lossy(fr.name));
-                            let h = fp.intern_frame(
-                                thread,
-                                fx::FrameInfo {
-                                    frame: fx::Frame::Label(label),
-                                    category_pair: cat.into(),
-                                    flags: fx::FrameFlags::empty(),
-                                },
-                            );
-                            frames.insert(f.0, h);
-                            h
-                        }
-                    };
-                    let h = fp.intern_stack(thread, top, fh);
-                    stacks.insert(id.0, h);
-                    top = Some(h);
-                }
-                let t = p.samples.time[i];
-                let ts = if t == NO_TIME {
-                    (k as u64).saturating_mul(interval_ns)
-                } else {
-                    t.saturating_sub(t0)
-                };
-                let mut w = (p.samples.weight[i] as f64 * factor).round() as u64;
-                // Weights are 32-bit: a heavier sample is written as several (a lighter
-                // one than the unit still shows in the timeline, weighing 0).
-                let mut first = true;
-                while w > 0 || first {
-                    first = false;
-                    let part = w.min(i32::MAX as u64);
-                    fp.add_sample(
-                        thread,
-                        fx::Timestamp::from_nanos_since_reference(ts),
-                        top,
-                        fx::CpuDelta::ZERO,
-                        part as i32,
-                    );
-                    w -= part;
-                }
-            }
+            write_samples(&mut fp, thread, p, &rows, t0, &cats);
+            threads_written.push(thread);
+        }
+    }
+    if !timeline.is_empty() {
+        // The profiler hides threads without samples unless told which to show.
+        let load = write_timeline(&mut fp, timeline, t0);
+        for t in std::iter::once(load).chain(threads_written) {
+            fp.add_initial_visible_thread(t);
         }
     }
     let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
     serde_json::to_writer(&mut w, &fp).map_err(std::io::Error::other)?;
     std::io::Write::flush(&mut w)
+}
+
+/// One kiln thread's samples (`rows` of `p`, in time order) on `thread`.
+fn write_samples(
+    fp: &mut fx::Profile,
+    thread: fx::ThreadHandle,
+    p: &Profile,
+    rows: &[usize],
+    t0: u64,
+    cats: &Categories,
+) {
+    let (wtype, interval_ns, factor) = weights(p);
+    fp.set_thread_samples_weight_type(thread, wtype);
+    // Stacks, memoised per kiln stack node.
+    let mut stacks: HashMap<u32, fx::StackHandle> = HashMap::new();
+    let mut frames: HashMap<u32, fx::FrameHandle> = HashMap::new();
+    let mut chain = Vec::new();
+    for (k, &i) in rows.iter().enumerate() {
+        let s = p.samples.stack[i];
+        // The nodes from the deepest already interned (or the root) to `s`.
+        chain.clear();
+        let mut n = Some(s);
+        let mut top: Option<fx::StackHandle> = None;
+        while let Some(id) = n {
+            if let Some(&h) = stacks.get(&id.0) {
+                top = Some(h);
+                break;
+            }
+            chain.push(id);
+            n = p.stacks.parent(id);
+        }
+        for &id in chain.iter().rev() {
+            let f = p.stacks.frame(id);
+            let fh = *frames.entry(f.0).or_insert_with(|| {
+                let fr = p.frames.get(f);
+                let cat = match fr.kind {
+                    FrameKind::Kernel => cats.kernel,
+                    FrameKind::Jit => cats.jit,
+                    FrameKind::Inline => cats.inline,
+                    FrameKind::Root => cats.root,
+                    _ => cats.user,
+                };
+                let label = fp.intern_string(&p.strings.get_lossy(fr.name));
+                fp.intern_frame(
+                    thread,
+                    fx::FrameInfo {
+                        frame: fx::Frame::Label(label),
+                        category_pair: cat.into(),
+                        flags: fx::FrameFlags::empty(),
+                    },
+                )
+            });
+            let h = fp.intern_stack(thread, top, fh);
+            stacks.insert(id.0, h);
+            top = Some(h);
+        }
+        let t = p.samples.time[i];
+        let ts = if t == NO_TIME {
+            (k as u64).saturating_mul(interval_ns)
+        } else {
+            t.saturating_sub(t0)
+        };
+        let mut w = (p.samples.weight[i] as f64 * factor).round() as u64;
+        // Weights are 32-bit: a heavier sample is written as several (a lighter
+        // one than the unit still shows in the timeline, weighing 0).
+        let mut first = true;
+        while w > 0 || first {
+            first = false;
+            let part = w.min(i32::MAX as u64);
+            fp.add_sample(
+                thread,
+                fx::Timestamp::from_nanos_since_reference(ts),
+                top,
+                fx::CpuDelta::ZERO,
+                part as i32,
+            );
+            w -= part;
+        }
+    }
+}
+
+/// A phase as the profiler's marker: its name, and its kind as a field.
+struct PhaseMarker {
+    name: fx::StringHandle,
+    kind: fx::StringHandle,
+    category: fx::CategoryHandle,
+}
+
+impl fx::StaticSchemaMarker for PhaseMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "KilnPhase";
+    const DESCRIPTION: Option<&'static str> = Some("A phase of the run");
+    const LOCATIONS: fx::MarkerLocations = fx::MarkerLocations::MARKER_CHART
+        .union(fx::MarkerLocations::MARKER_TABLE)
+        .union(fx::MarkerLocations::TIMELINE_OVERVIEW);
+    const CHART_LABEL: Option<&'static str> = Some("{marker.name}");
+    const FIELDS: &'static [fx::StaticSchemaMarkerField] = &[fx::StaticSchemaMarkerField {
+        key: "kind",
+        label: "Phase",
+        format: fx::MarkerFieldFormat::String,
+        flags: fx::MarkerFieldFlags::SEARCHABLE,
+    }];
+
+    fn name(&self, _: &mut fx::Profile) -> fx::StringHandle {
+        self.name
+    }
+
+    fn category(&self, _: &mut fx::Profile) -> fx::CategoryHandle {
+        self.category
+    }
+
+    fn string_field_value(&self, _: u32) -> fx::StringHandle {
+        self.kind
+    }
+
+    fn number_field_value(&self, _: u32) -> f64 {
+        0.0
+    }
+}
+
+/// The run's process: one thread (`load`) holding the phases' markers, and a counter
+/// track per series. Returns the thread.
+fn write_timeline(fp: &mut fx::Profile, timeline: &Timeline, t0: u64) -> fx::ThreadHandle {
+    let ts = |t: u64| fx::Timestamp::from_nanos_since_reference(t.saturating_sub(t0));
+    let zero = ts(t0);
+    let process = fp.add_process("kiln run", 0, zero);
+    let thread = fp.add_thread(process, 0, zero, true);
+    fp.set_thread_name(thread, "load");
+    fp.set_thread_show_markers_in_timeline(thread, true);
+    let category = fp.add_category("Load", fx::CategoryColor::Blue);
+    for m in &timeline.markers {
+        let marker = PhaseMarker {
+            name: fp.intern_string(&m.name),
+            kind: fp.intern_string(&m.kind),
+            category,
+        };
+        let timing = fx::MarkerTiming::Interval(ts(m.start_ns), ts(m.end_ns.max(m.start_ns)));
+        fp.add_marker(thread, timing, marker);
+    }
+    for c in &timeline.counters {
+        let h = fp.add_counter(process, &c.name, &c.category, &c.description);
+        // The profiler draws a counter as its value over the time since the previous
+        // sample: a first sample of 0 at the first interval's start gives the first
+        // value its second.
+        if let Some(&first) = c.time_ns.first() {
+            fp.add_counter_sample(h, ts(first.saturating_sub(c.step_ns)), 0.0, 0);
+        }
+        for (&t, v) in c.time_ns.iter().zip(&c.values) {
+            let v = v.filter(|x| x.is_finite()).unwrap_or(0.0);
+            fp.add_counter_sample(h, ts(t), v, 1);
+        }
+    }
+    thread
 }

@@ -166,9 +166,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         aliases: &["run"],
         extensions: &[".db"],
         read: true,
-        write: false,
+        write: true,
         multi: true,
-        about: "a kiln run store or exported run (its latest run)",
+        about: "a kiln run store or exported run (its latest run; kiln runs export writes one)",
     },
     FormatInfo {
         format: Format::Pprof,
@@ -312,6 +312,10 @@ pub const PROFILE_OUTPUTS: &[Format] = &[
     Format::Gecko,
     Format::Otlp,
 ];
+
+/// What `kiln runs export` writes: the runs' own file (the default), or one run for the
+/// Firefox Profiler with its per-second series and phases beside its samples.
+pub const RUN_OUTPUTS: &[Format] = &[Format::RunStore, Format::Gecko];
 
 /// `formats` as `name (.ext, .ext)`, joined: for messages and `--help`.
 pub fn list(formats: &[Format]) -> String {

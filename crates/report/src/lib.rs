@@ -54,6 +54,8 @@ pub mod categories;
 #[cfg(feature = "html")]
 mod compare;
 #[cfg(feature = "html")]
+mod firefox;
+#[cfg(feature = "html")]
 pub mod latency;
 #[cfg(feature = "html")]
 mod nodes;
@@ -67,6 +69,8 @@ mod trend;
 pub use categories::{Rules, RulesError};
 #[cfg(feature = "html")]
 pub use compare::{write_compare_report, CompareHtml};
+#[cfg(feature = "html")]
+pub use firefox::{timeline as firefox_timeline, write_run_firefox};
 #[cfg(feature = "html")]
 pub use run::write_run_report;
 #[cfg(feature = "html")]

@@ -698,9 +698,18 @@ fn category_edges(run: &RunData) -> Vec<u64> {
 /// store does not say (1 s / the sampling frequency, as `kiln record` writes it): the
 /// flame graphs then read in CPU time and the category chart in % of a CPU.
 pub(crate) fn timed_profiles(run: &RunData) -> Vec<Cow<'_, Profile>> {
+    let mut out = clocked_profiles(run);
+    let whole: Vec<&Profile> = out.iter().map(|p| p.as_ref()).collect();
+    let nodes = crate::nodes::per_node(&whole);
+    out.extend(nodes.into_iter().map(Cow::Owned));
+    out
+}
+
+/// The run's profiles, each clock event given the CPU time one sample stands for (see
+/// [`timed_profiles`]), without the per-node ones.
+pub(crate) fn clocked_profiles(run: &RunData) -> Vec<Cow<'_, Profile>> {
     let f = run.meta.frequency;
-    let mut out: Vec<Cow<'_, Profile>> = run
-        .profiles
+    run.profiles
         .iter()
         .map(|p| {
             if p.event.is_clock() && p.event.sample_period_ns.is_none() && f > 0 {
@@ -711,11 +720,7 @@ pub(crate) fn timed_profiles(run: &RunData) -> Vec<Cow<'_, Profile>> {
                 Cow::Borrowed(p)
             }
         })
-        .collect();
-    let whole: Vec<&Profile> = out.iter().map(|p| p.as_ref()).collect();
-    let nodes = crate::nodes::per_node(&whole);
-    out.extend(nodes.into_iter().map(Cow::Owned));
-    out
+        .collect()
 }
 
 /// What the report says of a profile `kiln run --pprof` fetched from the target: its

@@ -68,7 +68,9 @@ pub enum RunsCommand {
         #[arg(required = true)]
         runs: Vec<String>,
     },
-    /// Write runs (a name: its latest group) to one self-contained file to share.
+    /// Write runs (a name: its latest group) to one self-contained file to share, or one
+    /// run for the Firefox Profiler. Example: kiln runs export before --format firefox -o
+    /// before.json, then drop before.json on profiler.firefox.com
     Export {
         /// The run (id or name).
         run: String,
@@ -76,6 +78,13 @@ pub enum RunsCommand {
         /// commands read it as a profile, kiln runs import adds it to a store.
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
+        /// store (the default): the runs' own file. firefox (or gecko; the default for a
+        /// name ending in .gecko.json): the run (a name: its latest) in the Firefox
+        /// Profiler's processed format: each thread's samples a track, each per-second
+        /// series (rates, latency percentiles, target CPU, queue depth) a counter track,
+        /// the warm-up, the measurement and sweep steps markers, on one time axis.
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<String>,
     },
     /// Write a run's report: one offline HTML file with its figures, every series on one
     /// time axis, and its flame graphs; a window dragged on a chart shows its samples.
@@ -424,8 +433,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 );
             }
         }
-        Some(RunsCommand::Export { run, output }) => {
+        Some(RunsCommand::Export {
+            run,
+            output,
+            format,
+        }) => {
             let store = args.store.open_existing()?;
+            if export_format(&output, format.as_deref())? == kiln_formats::Format::Gecko {
+                return export_firefox(&*store, &run, &output);
+            }
             let ids: Vec<i64> = resolve(&*store, &run)?
                 .into_iter()
                 .filter_map(|m| m.id)
@@ -538,6 +554,62 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `kiln runs export` writes: `--format`, else the name's extension (`.gecko.json`),
+/// else the runs' own file, whatever the name (NAME.kiln by convention).
+fn export_format(output: &std::path::Path, forced: Option<&str>) -> Result<kiln_formats::Format> {
+    use kiln_formats::{output_format, Format, RUN_OUTPUTS};
+    match output_format(Some(output), forced, RUN_OUTPUTS, Some(Format::RunStore)) {
+        Ok(f) => Ok(f),
+        Err(_) if forced.is_none() => Ok(Format::RunStore),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `kiln runs export --format firefox`: the run (a name: its latest) for the Firefox
+/// Profiler.
+fn export_firefox(store: &dyn Store, run: &str, output: &std::path::Path) -> Result<ExitCode> {
+    let runs = resolve(store, run)?;
+    let last = runs.last().and_then(|m| m.id).context("run without id")?;
+    if runs.len() > 1 {
+        eprintln!(
+            "'{}' names {} runs; exporting the latest, #{last} (name another by its id)",
+            text::clean_cut(run, 80),
+            runs.len()
+        );
+    }
+    if kiln_os::io::same_file(output, store.location()) {
+        bail!(
+            "the output '{}' is the store itself; choose another -o",
+            output.display()
+        );
+    }
+    let data = store.load(last)?;
+    let to = (output.as_os_str() != "-").then_some(output);
+    super::common::write_output(to, |w| {
+        kiln_report::write_run_firefox(&data, w)?;
+        Ok(())
+    })?;
+    // Threads with samples: the tracks written.
+    let threads: usize = data
+        .profiles
+        .iter()
+        .map(|p| {
+            let mut t: Vec<u32> = p.samples.thread.iter().map(|t| t.0).collect();
+            t.sort_unstable();
+            t.dedup();
+            t.len()
+        })
+        .sum();
+    let timeline = kiln_report::firefox_timeline(&data);
+    eprintln!(
+        "wrote run #{last} for the Firefox Profiler ({threads} thread(s), {} counter(s), {} marker(s)) to {}",
+        timeline.counters.len(),
+        timeline.markers.len(),
+        to.map_or_else(|| "standard output".to_string(), |p| p.display().to_string())
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,0 +1,178 @@
+//! `kiln runs export --format firefox` end to end: a real run (a C program built here as
+//! the target, the testkit's nginx under `kiln load http` at a constant rate, a warm-up)
+//! exported for the Firefox Profiler, checked as JSON here and loaded by the profiler's
+//! own loading code (the pinned `@firefox-devtools/profiler-cli` package: its importer,
+//! format upgraders and processing, run in Node by `web/tests/firefox.mjs`), which must
+//! find every thread with its samples, every stored series as a counter with its values,
+//! and the warm-up and the measurement as markers, with their lengths.
+//!
+//! Needs `npm ci` in `web/`.
+use assert_cmd::Command;
+use kiln_store::{SqliteStore, Store};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// Spins and naps forever, so it has samples in every second.
+const BUSY_C: &str = r#"
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) void spin(void) {
+    unsigned long x = 1;
+    for (long i = 0; i < 300000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+}
+int main(void) {
+    struct timespec ts = {0, 2000000L};
+    for (;;) { spin(); nanosleep(&ts, 0); }
+}
+"#;
+
+fn kiln(store: &Path) -> Command {
+    let mut c = Command::cargo_bin("kiln").unwrap();
+    c.env("KILN_STORE", store);
+    c
+}
+
+/// What the store holds of the run, as the profiler should show it: per thread (name and
+/// tid) its samples, per series its name and values, the phases.
+fn expected(store: &Path, file: &str) -> Value {
+    let s = SqliteStore::open(store).unwrap();
+    let id = s.resolve("ff").unwrap().last().unwrap().id.unwrap();
+    let run = s.load(id).unwrap();
+    let mut threads: BTreeMap<(String, u32), u64> = BTreeMap::new();
+    for p in &run.profiles {
+        for i in 0..p.samples.len() {
+            let t = p.threads.get(p.samples.thread[i]).expect("named thread");
+            let name = p.strings.get_lossy(t.name).into_owned();
+            *threads.entry((name, t.tid.unwrap())).or_default() += 1;
+        }
+    }
+    let timeline = kiln_report::firefox_timeline(&run);
+    json!({
+        "file": file,
+        "threads": threads.into_iter().map(|((name, tid), n)| json!({"name": name, "tid": tid, "samples": n})).collect::<Vec<_>>(),
+        "counters": timeline.counters.iter().map(|c| json!({
+            "name": c.name, "category": c.category,
+            "values": c.values.iter().map(|v| v.unwrap_or(0.0)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "markers": timeline.markers.iter().map(|m| json!({"name": m.name, "ms": (m.end_ns - m.start_ns) as f64 / 1e6})).collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("runs.db");
+    let src = tmp.path().join("busy.c");
+    std::fs::write(&src, BUSY_C).unwrap();
+    let exe = kiln_testkit::build_c(
+        tmp.path(),
+        &src,
+        "busy",
+        &["-O2", "-fno-omit-frame-pointer"],
+    );
+    let target = kiln_testkit::Started::new(&exe, &[] as &[&str]);
+    let nginx = kiln_testkit::Nginx::start().unwrap();
+    kiln(&store)
+        .args([
+            "run", "--name", "ff", "-e", "cpu", "-d", "3", "--warmup", "1",
+        ])
+        .args(["--no-report", "-p", &target.pid()])
+        .args([
+            "load", "http", "-R", "200", "-c", "2", "-t", "1", "-d", "12s",
+        ])
+        .arg(nginx.url("/"))
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    // --format firefox with any name; the summary line says what it wrote.
+    let file = tmp.path().join("run.json");
+    let out = kiln(&store)
+        .args(["runs", "export", "ff", "--format", "firefox", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("for the Firefox Profiler"), "{stderr}");
+    let expect = expected(&store, "run.json");
+    // The JSON itself: the processed format at a version the profiler upgrades, one
+    // counter per series, the load's thread holding the two phases.
+    let fx: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(fx["meta"]["preprocessedProfileVersion"], 55);
+    let names: Vec<&str> = fx["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for want in ["load: ", "target: cpu user (%)"] {
+        assert!(
+            names.iter().any(|n| n.starts_with(want)),
+            "{want}: {names:?}"
+        );
+    }
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("load: ") && n.contains("p99")),
+        "a latency percentile: {names:?}"
+    );
+    let markers: Vec<&str> = expect["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        markers[..2],
+        ["warm-up", "measurement"],
+        "the load's seconds after it may follow"
+    );
+    assert!(
+        expect["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "busy"),
+        "{expect}"
+    );
+    // A name ending in .gecko.json needs no --format; an unknown format is an error
+    // naming the ones there are.
+    kiln(&store)
+        .args(["runs", "export", "ff", "-o"])
+        .arg(tmp.path().join("r.gecko.json"))
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(tmp.path().join("r.gecko.json")).unwrap(),
+        std::fs::read(&file).unwrap()
+    );
+    let bad = kiln(&store)
+        .args(["runs", "export", "ff", "--format", "chrome", "-o", "x.json"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(e.contains("chrome") && e.contains("gecko"), "{e}");
+    // The profiler's own code.
+    let dir = tmp.path();
+    std::fs::write(dir.join("firefox.expect.json"), expect.to_string()).unwrap();
+    let web = kiln_testkit::web_dir();
+    let cli = web.join("node_modules/@firefox-devtools/profiler-cli/dist/profiler-cli.js");
+    assert!(cli.is_file(), "run `npm ci` in {}", web.display());
+    let out = std::process::Command::new("node")
+        .arg(web.join("tests/firefox.mjs"))
+        .arg(dir)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("all Firefox Profiler checks passed"),
+        "{stdout}\n{stderr}"
+    );
+}

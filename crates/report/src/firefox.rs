@@ -1,0 +1,107 @@
+//! A run for the Firefox Profiler: its profiles' threads as tracks, every stored
+//! per-second series (the load's rates and latency percentiles, the target's CPU, queue
+//! depth where measured) as a counter track, and its phases (warm-up, measurement, the
+//! seconds after it, sweep steps) as markers, all on the run's one clock ([`kiln_formats::gecko::write_with`]).
+use crate::run::{clocked_profiles, typical_step};
+use crate::ReportError;
+use kiln_formats::gecko::{Counter, Phase, Timeline};
+use kiln_store::RunData;
+
+/// The series and phases of `run` on its clock.
+pub fn timeline(run: &RunData) -> Timeline {
+    let mut counters = Vec::new();
+    for t in &run.series {
+        let step_ns = typical_step(&t.time_ns);
+        for c in &t.columns {
+            if !c.values.iter().any(|v| v.is_some_and(f64::is_finite)) {
+                continue;
+            }
+            counters.push(Counter {
+                name: if c.unit.is_empty() {
+                    format!("{}: {}", t.name, c.name)
+                } else {
+                    format!("{}: {} ({})", t.name, c.name, c.unit)
+                },
+                category: t.name.clone(),
+                description: format!("{} of the {} table, per second", c.name, t.name),
+                time_ns: t.time_ns.clone(),
+                step_ns,
+                values: c.values.clone(),
+            });
+        }
+    }
+    Timeline {
+        counters,
+        markers: phases(run),
+    }
+}
+
+/// The warm-up (the series' seconds before the measurement), the measurement, the
+/// seconds after it, and each sweep step.
+fn phases(run: &RunData) -> Vec<Phase> {
+    let m = &run.meta;
+    let mut out = Vec::new();
+    let first = run
+        .series
+        .iter()
+        .filter_map(|t| {
+            t.time_ns
+                .first()
+                .map(|&x| x.saturating_sub(typical_step(&t.time_ns)))
+        })
+        .min();
+    let last = run
+        .series
+        .iter()
+        .filter_map(|t| t.time_ns.last().copied())
+        .max();
+    if m.measure.end_ns > m.measure.start_ns {
+        if let Some(f) = first.filter(|&f| f < m.measure.start_ns) {
+            out.push(Phase {
+                name: "warm-up".into(),
+                kind: "warm-up".into(),
+                start_ns: f,
+                end_ns: m.measure.start_ns,
+            });
+        }
+        out.push(Phase {
+            name: "measurement".into(),
+            kind: "measurement".into(),
+            start_ns: m.measure.start_ns,
+            end_ns: m.measure.end_ns,
+        });
+        // The load's seconds after it: also what the profiler's timeline ends with (it
+        // spans the samples and, on a thread without samples, the markers).
+        if let Some(l) = last.filter(|&l| l > m.measure.end_ns) {
+            out.push(Phase {
+                name: "after the measurement".into(),
+                kind: "after".into(),
+                start_ns: m.measure.end_ns,
+                end_ns: l,
+            });
+        }
+    }
+    for w in &m.windows {
+        out.push(Phase {
+            name: format!("step {}", w.name),
+            kind: "sweep step".into(),
+            start_ns: w.start_ns,
+            end_ns: w.end_ns,
+        });
+    }
+    out
+}
+
+/// Writes `run` as a Firefox Profiler profile (the processed format, which the profiler
+/// upgrades on import), named after the run.
+pub fn write_run_firefox(run: &RunData, out: &mut dyn std::io::Write) -> Result<(), ReportError> {
+    let profiles: Vec<kiln_model::Profile> = clocked_profiles(run)
+        .into_iter()
+        .map(|p| p.into_owned())
+        .collect();
+    let name = match run.meta.id {
+        Some(id) => format!("kiln run {} #{id}", run.meta.name),
+        None => format!("kiln run {}", run.meta.name),
+    };
+    kiln_formats::gecko::write_with(&profiles, &timeline(run), &name, out).map_err(ReportError::Io)
+}
