@@ -132,16 +132,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         )?),
         None => None,
     };
-    let gates = match &args.fail_if {
-        Some(spec) => compare::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if {e}"))?,
-        None => Vec::new(),
-    };
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        bail!("--alpha must be between 0 and 1");
-    }
-    if !(args.threshold >= 0.0 && args.threshold.is_finite()) {
-        bail!("--threshold must be a non-negative percentage");
-    }
+    let gates = judging(args.fail_if.as_deref(), args.alpha, args.threshold)?;
     let format = Format::named(&args.format).context("unknown --format")?;
     if !args.keep_threads && args.transforms.merge_rule.is_empty() {
         args.transforms.merge_threads = true;
@@ -267,6 +258,25 @@ fn history(
         }
     }
     Ok(out)
+}
+
+/// The gates `--fail-if` asks for, once `--alpha` and `--threshold` are checked: as
+/// `kiln compare` and `kiln runs trend` take them.
+pub(crate) fn judging(
+    fail_if: Option<&str>,
+    alpha: f64,
+    threshold: f64,
+) -> Result<Vec<compare::Gate>> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        bail!("--alpha must be between 0 and 1");
+    }
+    if !(threshold >= 0.0 && threshold.is_finite()) {
+        bail!("--threshold must be a non-negative percentage");
+    }
+    match fail_if {
+        Some(spec) => compare::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if {e}")),
+        None => Ok(Vec::new()),
+    }
 }
 
 fn write_with(path: &std::path::Path, e: &dyn Exporter, c: &compare::Comparison) -> Result<()> {

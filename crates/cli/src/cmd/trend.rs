@@ -126,16 +126,7 @@ fn select(
 }
 
 pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
-    let gates = match &args.fail_if {
-        Some(spec) => compare::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if {e}"))?,
-        None => Vec::new(),
-    };
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        bail!("--alpha must be between 0 and 1");
-    }
-    if !(args.threshold >= 0.0 && args.threshold.is_finite()) {
-        bail!("--threshold must be a non-negative percentage");
-    }
+    let gates = super::compare::judging(args.fail_if.as_deref(), args.alpha, args.threshold)?;
     let format = args.format.as_str();
     let tags = super::run::parse_tags(&args.tag)?;
     let name = args.name.strip_prefix("name:").unwrap_or(&args.name);
