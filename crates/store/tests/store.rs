@@ -263,17 +263,22 @@ fn an_exported_run_is_one_file_that_imports_back() {
     );
 }
 
+/// Runs SQL on the store's file from a connection of its own (`{runs}`: its table of runs).
+fn sql_on(path: &Path) -> impl Fn(&str) + '_ {
+    move |sql: &str| {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .execute_batch(&sql.replace("{runs}", "runs"))
+            .unwrap();
+    }
+}
+
 #[test]
 fn a_damaged_run_degrades_only_itself() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.db");
     let mut s = SqliteStore::open(&path).unwrap();
-    let exec = |sql: &str| {
-        rusqlite::Connection::open(&path)
-            .unwrap()
-            .execute_batch(&sql.replace("{runs}", "runs"))
-            .unwrap();
-    };
+    let exec = sql_on(&path);
     damaged_runs_degrade_one_at_a_time(&mut s, &exec);
     // Read-only, as reading commands open it.
     let s = SqliteStore::open_existing(&path).unwrap();
@@ -286,12 +291,7 @@ fn listing_columns_agree_with_the_metadata_and_find_configurations() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.db");
     let mut s = SqliteStore::open(&path).unwrap();
-    let exec = |sql: &str| {
-        rusqlite::Connection::open(&path)
-            .unwrap()
-            .execute_batch(&sql.replace("{runs}", "runs"))
-            .unwrap();
-    };
+    let exec = sql_on(&path);
     listing_columns_agree_with_the_metadata(&mut s, &exec);
     // Read-only, as `kiln runs` opens it.
     let r = SqliteStore::open_existing(&path).unwrap();
