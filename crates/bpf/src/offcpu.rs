@@ -100,6 +100,14 @@ pub struct OffCpuConfig {
     /// waker is the lock's holder. Costs a kernel and a user stack walk per
     /// wake-up of a blocked traced thread.
     pub wakers: bool,
+    /// Also record the time traced threads spent runnable, waiting for a CPU: preempted,
+    /// or after `sched_yield` while others ran ([`OffCpuBlock::runnable`]). A thread's
+    /// wall time is then its CPU time, its blocks and its runnable time, as a runtime's
+    /// own accounting of its threads' states counts it (the BEAM's microstate
+    /// accounting). Costs a stack walk per preemption of a traced thread.
+    pub runnable: bool,
+    /// Record no blocks, only runnable time (with [`OffCpuConfig::runnable`]).
+    pub no_blocked: bool,
     /// The text of `/proc/PID/maps` of processes the caller has read already (a
     /// recorder reads them for its own use): the collector reads the others itself.
     pub maps: HashMap<u32, Arc<[u8]>>,
@@ -192,6 +200,10 @@ pub struct OffCpuBlock {
     /// see [`OffCpuStats::blocks_without_waker`]). A block ended by an
     /// interrupt (a timer) names whatever the interrupt interrupted.
     pub waker: Option<TaskStacks>,
+    /// The thread was runnable, not blocked: preempted, or it yielded while others were
+    /// waiting ([`OffCpuConfig::runnable`]); `start_ns` is when it left the CPU and
+    /// `duration_ns` how long it waited for one.
+    pub runnable: bool,
 }
 
 /// Counters of what the collector saw and lost, summed over all CPUs since start.
@@ -281,6 +293,8 @@ struct RawBlock {
     comm: [u8; 16],
     /// The waker's thread id, key and name (`waker == WAKER_SEEN`).
     waker: Option<(u32, StackKey, [u8; 16])>,
+    /// `runnable` of `struct block`.
+    runnable: bool,
 }
 
 /// `enum waker_state` in offcpu.bpf.c.
@@ -334,6 +348,7 @@ impl RawBlock {
                 .try_into()
                 .ok()?,
             waker,
+            runnable: u32_at(b, w + KEY_BYTES + 16 + 4)? != 0,
         })
     }
 }
@@ -564,6 +579,7 @@ impl OffCpuCollector {
                 duration_ns: b.dur_ns,
                 blocked,
                 waker,
+                runnable: b.runnable,
             });
         }
         if self.refreshed.elapsed() >= RANGES_REFRESH {
@@ -756,6 +772,8 @@ fn build_skel(
     rodata.cfg.user_stack_bytes = cfg.user_stack_bytes;
     rodata.cfg.filter_pids = u32::from(filter);
     rodata.cfg.wakers = u32::from(cfg.wakers);
+    rodata.cfg.runnable = u32::from(cfg.runnable);
+    rodata.cfg.no_blocked = u32::from(cfg.no_blocked);
     open.progs.kiln_wakeup.set_autoload(cfg.wakers);
     let sizing = |e: libbpf_rs::Error| BpfError::Map {
         action: "sizing the off-CPU program's maps",

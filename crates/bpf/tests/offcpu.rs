@@ -476,3 +476,93 @@ fn a_full_buffer_loses_nothing_silently() {
         }
     }
 }
+
+/// A busy loop pinned to CPU 0 (its pid is the loop's: taskset execs the shell).
+struct Hog(std::process::Child);
+
+impl Hog {
+    fn start() -> Hog {
+        Hog(std::process::Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset (util-linux) runs"))
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The kernel's own count of the time a thread waited on a run queue
+/// (`/proc/PID/schedstat`'s second field, ns).
+fn run_delay_ns(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap();
+    s.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Time runnable, waiting for a CPU: two busy loops share one CPU, so each waits about
+/// half the time, preempted; the collector's runnable blocks add up to what the
+/// scheduler's own accounting (schedstat's run delay) says of the same seconds, and
+/// without `runnable` a thread that never blocks has no block at all.
+#[test]
+fn runnable_time_is_what_the_scheduler_counts() {
+    require_root();
+    let (a, _b) = (Hog::start(), Hog::start());
+    let pid = a.0.id();
+    let mut c = OffCpuCollector::start(&OffCpuConfig {
+        pids: Some(vec![pid]),
+        user_stack_bytes: 16384,
+        runnable: true,
+        no_blocked: true,
+        ..Default::default()
+    })
+    .unwrap_or_else(|e| panic!("starting the collector: {e}"));
+    let mut plain = collector(Some(vec![pid]), 0);
+    // Blocks that started before t0 are left out; those that start in [t0, t1] are
+    // summed, as schedstat's delta over the same span counts them.
+    c.drain().unwrap();
+    let (t0, d0) = (monotonic_ns(), run_delay_ns(pid));
+    std::thread::sleep(Duration::from_secs(2));
+    let (t1, d1) = (monotonic_ns(), run_delay_ns(pid));
+    std::thread::sleep(Duration::from_millis(100));
+    let blocks = c.drain().unwrap();
+    assert!(blocks.iter().all(|b| b.runnable && b.blocked.pid == pid));
+    let waited: u64 = blocks
+        .iter()
+        .filter(|b| (t0..t1).contains(&b.start_ns))
+        .map(|b| b.duration_ns)
+        .sum();
+    let counted = d1 - d0;
+    eprintln!(
+        "runnable blocks {}, waited {:.1} ms; schedstat run delay {:.1} ms; {:?}",
+        blocks.len(),
+        ms(waited),
+        ms(counted),
+        c.stats()
+    );
+    assert!(counted > 300_000_000, "the loops share a CPU: {counted} ns");
+    let off = waited.abs_diff(counted) as f64;
+    assert!(
+        off <= 0.05 * counted as f64 + 20e6,
+        "runnable {waited} ns against the scheduler's {counted} ns"
+    );
+    let plain = plain.drain().unwrap();
+    assert!(
+        plain.is_empty(),
+        "a busy loop never blocks; without `runnable` no block: {}",
+        plain.len()
+    );
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -17,8 +17,9 @@
 //! Erlang functions → `emulator`; `erts_port_task_execute`, `erts_port_output`,
 //! `erts_port_control`, drivers → `port`; the garbage collector → `gc`; `erts_check_io`
 //! → `check_io`; aux work → `aux`; the wait primitives a scheduler sleeps in
-//! (`ethr_event_twait`) → `sleep` (CPU spent going to sleep and waking, which the VM counts
-//! as sleep). A scheduler's stack whose root frames are unknown (the JIT's) starts in
+//! (`ethr_event_twait`, and the poll's `erts_poll_wait`) → `sleep` (CPU spent going to
+//! sleep and waking, which the VM counts as sleep). Time a scheduler is blocked while it
+//! polls is `sleep` too ([`blocked_state`]). A scheduler's stack whose root frames are unknown (the JIT's) starts in
 //! `emulator`: a scheduler not in its scheduling loop runs a process.
 use crate::{FrameKind, Profile};
 
@@ -90,6 +91,9 @@ fn sets(name: &str, kind: FrameKind) -> Option<BeamState> {
         "ethr_event_twait",
         "ethr_event_wait",
         "erts_thr_progress_prepare_wait",
+        // A scheduler waiting in the poll: msacc counts it asleep (scheduler_wait sets
+        // `sleep` around the call), blocked or on its way in and out of the kernel.
+        "erts_poll_wait",
     ]) {
         Some(BeamState::Sleep)
     } else if starts(&["erts_check_io", "erts_poll_", "check_io_"]) {
@@ -129,6 +133,17 @@ pub fn state_of(path: &[(&str, FrameKind)]) -> BeamState {
         .rev()
         .find_map(|&(n, k)| sets(n, k))
         .unwrap_or(BeamState::Emulator)
+}
+
+/// The state of a scheduler's time *blocked* (off CPU, not runnable) in `state`: a
+/// scheduler that blocks while it polls for I/O waits in the poll for work, which msacc
+/// counts as `sleep`; blocked anywhere else it stays in its state (a NIF waiting on a
+/// lock is `emulator` to msacc too).
+pub fn blocked_state(state: BeamState) -> BeamState {
+    match state {
+        BeamState::CheckIo => BeamState::Sleep,
+        s => s,
+    }
 }
 
 /// Whether a thread (its root frame's name) is a normal BEAM scheduler (`1_scheduler`,
@@ -222,8 +237,13 @@ mod tests {
             s("$global::process_main;$rabbit_reader:handle_input/3;erts_garbage_collect_nobump"),
             BeamState::Gc
         );
+        // Waiting in the poll is sleeping; handling what it found is check_io.
         assert_eq!(
-            s("[unknown];erts_schedule;erts_check_io;erts_poll_wait"),
+            s("[unknown];erts_schedule;beam.smp+0x73ee0;erts_check_io;erts_poll_wait;epoll_wait"),
+            BeamState::Sleep
+        );
+        assert_eq!(
+            s("[unknown];erts_schedule;beam.smp+0x73ee0;erts_check_io;beam.smp+0x1f0e10"),
             BeamState::CheckIo
         );
         assert!(is_scheduler("1_scheduler") && is_scheduler("scheduler"));

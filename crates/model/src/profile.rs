@@ -215,6 +215,18 @@ impl EventInfo {
         }
     }
 
+    /// The nanoseconds one unit of weight stands for, for events that measure time (a
+    /// timer's samples, its periods, off-CPU time); `None` for counted events.
+    pub fn ns_per_weight(&self) -> Option<f64> {
+        match self.quantity() {
+            Quantity::Samples {
+                period_ns: Some(period),
+            } => Some(period as f64),
+            Quantity::Time { ns_per_unit } => Some(ns_per_unit as f64),
+            _ => None,
+        }
+    }
+
     /// What the weights measure: perf periods of a clock event are nanoseconds, other
     /// periods count the event; samples of a timer carry the time each stands for.
     pub fn quantity(&self) -> Quantity {

@@ -21,6 +21,11 @@ pub enum EventSpec {
     },
     /// Off-CPU time: blocked stacks weighted by time off CPU (eBPF, see `kiln-bpf`).
     OffCpu,
+    /// Time runnable, waiting for a CPU: where threads were preempted or yielded, weighted
+    /// by how long they waited until they ran again (eBPF, with [`EventSpec::OffCpu`]'s
+    /// collector). With `cpu` and `offcpu`, a thread's whole wall time is accounted:
+    /// running, runnable, blocked.
+    Runnable,
     /// A system call weighed by the bytes it asks for: `mmap` and `munmap`, each call
     /// counting its `len` argument (read from the `syscalls:sys_enter_*` tracepoint's
     /// raw data). `syscalls:sys_enter_mmap` itself counts calls, as perf does.
@@ -37,6 +42,7 @@ pub enum EventSpec {
 
 impl EventSpec {
     /// Parses one event name: `cpu` (or `cpu-clock`), `page-faults` (or `faults`), `offcpu`,
+    /// `runnable` (or `runq`),
     /// `mmap`, `munmap` (bytes mapped and unmapped), `brk` (bytes the heap grew by), or
     /// any tracepoint as `category:name`.
     pub fn parse(name: &str) -> Result<EventSpec, RecordError> {
@@ -48,30 +54,31 @@ impl EventSpec {
             "cpu" | "cpu-clock" => EventSpec::Cpu,
             "page-faults" | "faults" => EventSpec::PageFaults,
             "offcpu" | "off-cpu" => EventSpec::OffCpu,
+            "runnable" | "runq" => EventSpec::Runnable,
             "mmap" | "munmap" => EventSpec::SyscallBytes {
                 syscall: name.into(),
             },
             "brk" => EventSpec::Brk,
-            _ => match name.split_once(':') {
-                Some((c, n))
-                    if !c.is_empty()
-                        && !n.is_empty()
-                        && [c, n].iter().all(|s| {
-                            s.bytes()
-                                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                        }) =>
-                {
-                    tp(c, n)
-                }
-                _ => {
-                    return Err(RecordError::UnknownEvent {
+            _ => {
+                match name.split_once(':') {
+                    Some((c, n))
+                        if !c.is_empty()
+                            && !n.is_empty()
+                            && [c, n].iter().all(|s| {
+                                s.bytes()
+                                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                            }) =>
+                    {
+                        tp(c, n)
+                    }
+                    _ => return Err(RecordError::UnknownEvent {
                         name: name.into(),
-                        why: "expected cpu, offcpu, page-faults, mmap, munmap, brk or a \
+                        why: "expected cpu, offcpu, runnable, page-faults, mmap, munmap, brk or a \
                               tracepoint as CATEGORY:NAME (e.g. sched:sched_switch)"
                             .into(),
-                    })
+                    }),
                 }
-            },
+            }
         })
     }
 
@@ -83,6 +90,11 @@ impl EventSpec {
             .collect()
     }
 
+    /// Whether the off-CPU collector (eBPF) records the event: `offcpu`, `runnable`.
+    pub fn is_scheduler_time(&self) -> bool {
+        matches!(self, EventSpec::OffCpu | EventSpec::Runnable)
+    }
+
     /// The event's name in profiles (perf's spelling).
     pub fn name(&self) -> String {
         match self {
@@ -90,6 +102,7 @@ impl EventSpec {
             EventSpec::PageFaults => "page-faults".into(),
             EventSpec::Tracepoint { category, name } => format!("{category}:{name}"),
             EventSpec::OffCpu => "offcpu".into(),
+            EventSpec::Runnable => "runnable".into(),
             EventSpec::SyscallBytes { syscall } => syscall.clone(),
             EventSpec::Brk => "brk".into(),
         }
@@ -101,7 +114,7 @@ impl EventSpec {
         match self {
             EventSpec::Cpu => WeightUnit::Samples,
             EventSpec::PageFaults | EventSpec::Tracepoint { .. } => WeightUnit::Events,
-            EventSpec::OffCpu => WeightUnit::Microseconds,
+            EventSpec::OffCpu | EventSpec::Runnable => WeightUnit::Microseconds,
             EventSpec::SyscallBytes { .. } | EventSpec::Brk => WeightUnit::Bytes,
         }
     }
@@ -139,10 +152,11 @@ impl EventSpec {
                 1,
                 false,
             ),
-            EventSpec::OffCpu => {
-                return Err(RecordError::InvalidOption(
-                    "offcpu is collected with eBPF, not perf_event_open".into(),
-                ))
+            EventSpec::OffCpu | EventSpec::Runnable => {
+                return Err(RecordError::InvalidOption(format!(
+                    "{} is collected with eBPF, not perf_event_open",
+                    self.name()
+                )))
             }
         })
     }

@@ -124,7 +124,8 @@ struct Plan {
     in_kernel: bool,
     /// Event index and kind of each sampler slot.
     slots: Vec<(usize, SlotUse)>,
-    offcpu: Option<usize>,
+    /// The events the off-CPU collector records, if any.
+    offcpu: Option<crate::offcpu::SchedEvents>,
     infos: Vec<EventInfo>,
 }
 
@@ -215,7 +216,7 @@ impl Plan {
         let user_regs = if copies { sys::REGS_MASK_X86_64 } else { 0 };
         let mut attrs = Vec::new();
         for (index, ev) in events.iter().enumerate() {
-            if *ev == EventSpec::OffCpu {
+            if ev.is_scheduler_time() {
                 continue;
             }
             let (type_, config, period, freq) = ev.perf_config(opts.frequency)?;
@@ -288,7 +289,7 @@ impl Plan {
             .iter()
             .map(|e| EventInfo {
                 name: e.name(),
-                unit: if *e == EventSpec::OffCpu {
+                unit: if e.is_scheduler_time() {
                     opts.offcpu_unit
                 } else {
                     e.unit()
@@ -306,7 +307,7 @@ impl Plan {
             pages,
             in_kernel: in_kernel && !slots.is_empty(),
             slots,
-            offcpu: events.iter().position(|e| *e == EventSpec::OffCpu),
+            offcpu: crate::offcpu::SchedEvents::of(events),
             infos,
         })
     }
@@ -345,8 +346,15 @@ type Loaded = (
 );
 
 /// What the off-CPU collector is started with: pids (`None`: the whole system), stack
-/// bytes, minimum block, event index, the processes' maps already read, wakers.
-type OffCpuStart = (Option<Vec<u32>>, u32, u64, usize, Maps, bool);
+/// bytes, minimum block, its events, the processes' maps already read, wakers.
+type OffCpuStart = (
+    Option<Vec<u32>>,
+    u32,
+    u64,
+    crate::offcpu::SchedEvents,
+    Maps,
+    bool,
+);
 
 /// The text of `/proc/PID/maps` per process, read once for everyone who needs it.
 type Maps = HashMap<u32, std::sync::Arc<[u8]>>;
@@ -373,8 +381,8 @@ fn load_programs(
         let _ = (in_kernel, slots);
         None
     };
-    let offcpu = offcpu.map(|(pids, stack_bytes, min_block_us, index, maps, wakers)| {
-        crate::offcpu::OffCpu::start(pids, stack_bytes, min_block_us, index, maps, wakers)
+    let offcpu = offcpu.map(|(pids, stack_bytes, min_block_us, events, maps, wakers)| {
+        crate::offcpu::OffCpu::start(pids, stack_bytes, min_block_us, events, maps, wakers)
     });
     (unwinder, offcpu)
 }
@@ -650,9 +658,11 @@ impl Started {
             let _ = loading.join();
             return Err(e);
         }
-        if let Some(i) = plan.offcpu {
+        if let Some(ev) = plan.offcpu {
             if opts.offcpu_unit == WeightUnit::Microseconds {
-                collector.weigh_ns_as_us(i);
+                for i in [ev.offcpu, ev.runnable].into_iter().flatten() {
+                    collector.weigh_ns_as_us(i);
+                }
             }
         }
         Ok(Started {

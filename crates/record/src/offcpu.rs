@@ -17,10 +17,30 @@ use std::collections::HashMap;
 #[cfg(feature = "bpf")]
 use std::sync::Arc;
 
+/// The events the off-CPU collector records into: blocked time (`offcpu`) and time
+/// runnable (`runnable`), by their indexes in the recording's events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SchedEvents {
+    pub offcpu: Option<usize>,
+    pub runnable: Option<usize>,
+}
+
+impl SchedEvents {
+    /// The off-CPU collector's events among `events`; `None` when it is not needed.
+    pub fn of(events: &[crate::EventSpec]) -> Option<SchedEvents> {
+        let at = |e: crate::EventSpec| events.iter().position(|x| *x == e);
+        let ev = SchedEvents {
+            offcpu: at(crate::EventSpec::OffCpu),
+            runnable: at(crate::EventSpec::Runnable),
+        };
+        (ev.offcpu.is_some() || ev.runnable.is_some()).then_some(ev)
+    }
+}
+
 #[cfg(feature = "bpf")]
 pub(crate) struct OffCpu {
     collector: kiln_bpf::offcpu::OffCpuCollector,
-    event: usize,
+    events: SchedEvents,
     /// Unwound user stacks (lookup addresses, leaf first) and whether they were shallow,
     /// per stack key.
     user_cache: HashMap<kiln_bpf::offcpu::StackKey, (Arc<[u64]>, bool)>,
@@ -37,7 +57,7 @@ impl OffCpu {
         pids: Option<Vec<u32>>,
         stack_bytes: u32,
         min_block_us: u64,
-        event: usize,
+        events: SchedEvents,
         maps: HashMap<u32, Arc<[u8]>>,
         wakers: bool,
     ) -> Result<Self, RecordError> {
@@ -45,7 +65,9 @@ impl OffCpu {
             pids,
             min_block_us,
             user_stack_bytes: stack_bytes.min(kiln_bpf::offcpu::MAX_USER_STACK_BYTES),
-            wakers,
+            wakers: wakers && events.offcpu.is_some(),
+            runnable: events.runnable.is_some(),
+            no_blocked: events.offcpu.is_none(),
             // The recorder reads the maps once the events run (see live.rs).
             maps_from_caller: true,
             maps,
@@ -55,7 +77,7 @@ impl OffCpu {
             .map_err(|e| RecordError::OffCpu(e.to_string()))?;
         Ok(OffCpu {
             collector,
-            event,
+            events,
             user_cache: HashMap::new(),
             kernel_cache: HashMap::new(),
             dropped: 0,
@@ -85,6 +107,15 @@ impl OffCpu {
             self.dropped = dropped;
         }
         for b in blocks {
+            let event = if b.runnable {
+                self.events.runnable
+            } else {
+                self.events.offcpu
+            };
+            let Some(event) = event else {
+                c.summary.unattributed += 1;
+                continue;
+            };
             let t = &b.blocked;
             if !t.comm.is_empty() {
                 c.on_comm_if_unknown(t.tid, &t.comm);
@@ -99,7 +130,7 @@ impl OffCpu {
                     let wk = self.kernel(c, w);
                     let wu = self.user(c, w);
                     c.add_woken_sample(
-                        self.event,
+                        event,
                         b.start_ns,
                         b.duration_ns,
                         (t.pid, t.tid, &kernel, &user),
@@ -107,7 +138,7 @@ impl OffCpu {
                     );
                 }
                 None => c.add_sample(
-                    self.event,
+                    event,
                     t.pid,
                     t.tid,
                     b.start_ns,
@@ -200,7 +231,7 @@ impl OffCpu {
         _: Option<Vec<u32>>,
         _: u32,
         _: u64,
-        _: usize,
+        _: SchedEvents,
         _: std::collections::HashMap<u32, std::sync::Arc<[u8]>>,
         _: bool,
     ) -> Result<Self, RecordError> {

@@ -311,3 +311,91 @@ fn the_waker_of_a_lock_wait_is_the_holder() {
     );
     assert_eq!(rec.summary.offcpu_dropped_blocks, 0);
 }
+
+/// A busy loop pinned to CPU 0 (taskset execs the shell: the loop's pid is the child's).
+struct Hog(std::process::Child);
+
+impl Hog {
+    fn start() -> Hog {
+        Hog(Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset (util-linux) runs"))
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `(CPU time, time waiting on a run queue)` of a thread by the scheduler's own
+/// accounting (`/proc/PID/schedstat`), ns.
+fn schedstat(pid: u32) -> (u64, u64) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap();
+    let f: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    (f[0], f[1])
+}
+
+/// With `cpu` and `runnable`, a thread that never blocks is accounted for its whole
+/// time: two busy loops share one CPU, and the CPU samples and the time runnable of one
+/// add up to what the scheduler says it ran and waited (schedstat), under a `[runnable]`
+/// stack of the loop's own.
+#[test]
+fn cpu_and_runnable_account_for_a_busy_threads_wall_time() {
+    let (a, _b) = (Hog::start(), Hog::start());
+    let pid = a.0.id();
+    let mut opts = RecordOptions::new(Target::Pids(vec![pid]));
+    opts.events = vec![EventSpec::Cpu, EventSpec::Runnable];
+    opts.offcpu_unit = WeightUnit::Nanoseconds;
+    opts.duration = Some(Duration::from_secs(3));
+    // schedstat is read when sampling starts (loading the programs takes seconds on a
+    // busy machine) and when the recording returns.
+    let gate = kiln_record::StartGate::default();
+    opts.gate = Some(gate.clone());
+    let recording = std::thread::spawn(move || record(&opts));
+    // (A recording that fails before it is ready ends the wait too.)
+    while !gate.ready.sleep(Duration::from_millis(50)) && !recording.is_finished() {}
+    let (cpu0, wait0) = schedstat(pid);
+    gate.go.raise();
+    let rec = recording
+        .join()
+        .unwrap()
+        .expect("recording works (root, BTF)");
+    let (cpu1, wait1) = schedstat(pid);
+    let (ran, waited) = (cpu1 - cpu0, wait1 - wait0);
+    let cpu = &rec.profiles[0];
+    let runnable = &rec.profiles[1];
+    assert_eq!(runnable.event.name, "runnable");
+    let total = |p: &kiln_model::Profile| -> f64 {
+        p.samples.weight.iter().sum::<u64>() as f64 * p.event.ns_per_weight().unwrap()
+    };
+    let (sampled, queued) = (total(cpu), total(runnable));
+    eprintln!(
+        "ran {:.0} ms, waited {:.0} ms by schedstat; kiln: cpu {:.0} ms, runnable {:.0} ms",
+        ran as f64 / 1e6,
+        waited as f64 / 1e6,
+        sampled / 1e6,
+        queued / 1e6
+    );
+    assert!(waited > 500_000_000, "the loops share a CPU: {waited} ns");
+    // schedstat's span is a little wider than the recording's (its start and end).
+    let near = |kiln: f64, kernel: u64| (kiln - kernel as f64).abs() <= 0.1 * kernel as f64;
+    assert!(
+        near(queued, waited),
+        "runnable {queued} ns, schedstat {waited} ns"
+    );
+    assert!(near(sampled, ran), "cpu {sampled} ns, schedstat {ran} ns");
+    let lines = folded(runnable);
+    let in_sh: u64 = lines
+        .iter()
+        .filter(|(f, _)| f.first().is_some_and(|r| r == "sh"))
+        .map(|l| l.1)
+        .sum();
+    assert!(
+        in_sh as f64 >= 0.99 * lines.iter().map(|l| l.1).sum::<u64>() as f64,
+        "every runnable stack is the loop's thread's: {lines:?}"
+    );
+}

@@ -600,15 +600,9 @@ pub fn categorise(
             .unwrap_or(false)
     };
 
-    let q = p.event.quantity();
     // ns each unit of weight stands for, and whether samples cover a span.
-    let (ns_per_weight, spans) = match q {
-        Quantity::Samples {
-            period_ns: Some(period),
-        } => (Some(period as f64), false),
-        Quantity::Time { ns_per_unit } => (Some(ns_per_unit as f64), true),
-        _ => (None, false),
-    };
+    let ns_per_weight = p.event.ns_per_weight();
+    let spans = matches!(p.event.quantity(), Quantity::Time { .. });
     let unit = match (ns_per_weight, is_offcpu) {
         (Some(_), true) => "threads",
         (Some(_), false) => "% of one CPU",

@@ -121,7 +121,11 @@ pub(crate) fn key_for(event: &str, taken: &[String]) -> String {
 /// for memory events).
 pub(crate) fn palette_for(event: &str) -> &'static str {
     let e = event.to_ascii_lowercase();
-    if e.contains("offcpu") || e.contains("off-cpu") || e.contains("sched_switch") {
+    if e.contains("offcpu")
+        || e.contains("off-cpu")
+        || e.contains("sched_switch")
+        || e == "runnable"
+    {
         "io"
     } else if e.contains("fault") || e.contains("mmap") || e.contains("brk") || e.contains("alloc")
     {

@@ -199,6 +199,7 @@ fn impossible_beam(h: &Headline) -> Option<String> {
         ("aux_pct", b.aux_pct),
         ("other_pct", b.other_pct),
         ("sleep_pct", b.sleep_pct),
+        ("runnable_pct", b.runnable_pct.unwrap_or(0.0)),
     ];
     shares.iter().find_map(|&(name, v)| {
         (!(0.0..=100.0).contains(&v)).then(|| {

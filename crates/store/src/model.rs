@@ -183,9 +183,10 @@ pub struct Headline {
     pub beam: Option<SchedulerStates>,
 }
 
-/// The BEAM's normal schedulers' CPU by state (msacc's names), from CPU samples: each a
-/// percentage of their CPU outside `sleep` (what msacc counts as awake), and `sleep_pct`
-/// the share of all their CPU spent going to sleep and waking.
+/// The BEAM's normal schedulers' time by state (msacc's names), from CPU samples (and,
+/// with [`SchedulerStates::runnable_pct`], their off-CPU time): each a percentage of
+/// their time outside `sleep` (what msacc counts as awake), and `sleep_pct` the share of
+/// all their time spent sleeping (from CPU samples alone: going to sleep and waking).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SchedulerStates {
     /// Erlang code, BIFs and NIFs (`emulator`).
@@ -204,6 +205,13 @@ pub struct SchedulerStates {
     pub sleep_pct: f64,
     /// CPU samples of the schedulers these come from.
     pub samples: u64,
+    /// When the recording had the `offcpu` and `runnable` events: the shares above are of
+    /// the schedulers' wall time (on CPU, waiting for a CPU, blocked), as msacc counts
+    /// it, `sleep_pct` of all of it; and this is the share of their awake time they
+    /// waited for a CPU (preempted, or yielded in the busy-wait). `None`: the shares are
+    /// of their CPU. Added in 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_pct: Option<f64>,
 }
 
 /// Per-second values sharing one time column (uPlot's columnar layout): `time_ns[i]` is

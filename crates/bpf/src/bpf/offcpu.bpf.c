@@ -64,6 +64,8 @@ struct config {
 	u32 user_stack_bytes;
 	u32 filter_pids;
 	u32 wakers;
+	u32 runnable;    /* also record time runnable: preempted or yielded, waiting for a CPU */
+	u32 no_blocked;  /* do not record blocks (only runnable time) */
 	u32 pad;
 };
 
@@ -87,7 +89,7 @@ struct block {
 	struct stack_key wkey; /* the waker, when waker == WAKER_SEEN */
 	char wcomm[16];
 	u32 waker;
-	u32 pad;
+	u32 runnable;    /* 1: the thread was runnable (preempted or yielded), not blocked */
 };
 
 enum waker_state {
@@ -141,7 +143,7 @@ struct pending {
 	struct stack_key wkey;
 	char wcomm[16];
 	u32 waker;
-	u32 pad;
+	u32 runnable;
 	/* What this thread's previous block stored already: a thread that blocks
 	 * where it blocked before skips the maps' lookups (user space never
 	 * deletes stacks, and keeps every snapshot it took). */
@@ -482,7 +484,7 @@ static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u
 		count(C_SNAP_ERR, 1);
 }
 
-static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
+static __always_inline void on_sleep(void *ctx, struct task_struct *prev, u32 runnable)
 {
 	u32 tgid = BPF_CORE_READ(prev, tgid);
 	u32 pid = BPF_CORE_READ(prev, pid);
@@ -518,7 +520,9 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev)
 	p->key.tgid = tgid;
 	p->key.pid = pid;
 	p->key.caller_hash = 0;
-	p->waker = cfg.wakers ? WAKER_NONE : WAKER_OFF;
+	p->runnable = runnable;
+	/* A runnable thread is not woken: it waits for a CPU. */
+	p->waker = cfg.wakers && !runnable ? WAKER_NONE : WAKER_OFF;
 	/* The kernel stack is taken at switch-in, and only for blocks that count. */
 	p->key.kstack = 0;
 	p->key.ustack = 0;
@@ -611,6 +615,7 @@ static __always_inline void on_wake(struct task_struct *next)
 	b->key = p->key;
 	BPF_CORE_READ_STR_INTO(&b->comm, next, comm);
 	b->waker = p->waker;
+	b->runnable = p->runnable;
 	if (p->waker == WAKER_SEEN) {
 		b->wkey = p->wkey;
 		__builtin_memcpy(b->wcomm, p->wcomm, sizeof(b->wcomm));
@@ -625,9 +630,14 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(kiln_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	/* Preempted threads are runnable, not blocked: waiting for a CPU is not off-CPU here. */
-	if (!preempt && prev_state != 0)
-		on_sleep(ctx, prev);
+	/* Preempted threads (and threads that yield) are runnable, not blocked: their
+	 * wait for a CPU is recorded apart, and only when asked for (cfg.runnable). */
+	if (!preempt && prev_state != 0) {
+		if (!cfg.no_blocked)
+			on_sleep(ctx, prev, 0);
+	} else if (cfg.runnable) {
+		on_sleep(ctx, prev, 1);
+	}
 	on_wake(next);
 	return 0;
 }

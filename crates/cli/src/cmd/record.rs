@@ -29,7 +29,8 @@ pub struct Args {
     #[arg(short, long, conflicts_with = "command")]
     pub all_cpus: bool,
 
-    /// Events to record, one profile each: cpu, offcpu (time blocked), page-faults, mmap and
+    /// Events to record, one profile each: cpu, offcpu (time blocked), runnable (time waiting
+    /// for a CPU: preempted or yielded), page-faults, mmap and
     /// munmap (weighed by the bytes each call maps or unmaps), brk (weighed by the bytes
     /// the heap grew by), or a tracepoint such as sched:sched_switch or
     /// syscalls:sys_enter_read (counted, as perf does).

@@ -99,7 +99,7 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub connect_timeout: f64,
 
-    /// Events to record, as kiln record's -e: cpu, offcpu, page-faults, mmap, munmap, brk,
+    /// Events to record, as kiln record's -e: cpu, offcpu, runnable, page-faults, mmap, munmap, brk,
     /// or a tracepoint. Example: -e cpu,offcpu
     #[arg(
         short,
@@ -926,20 +926,39 @@ fn beam_states_text(b: &kiln_store::SchedulerStates) -> String {
         .iter()
         .map(|(what, state, pct)| format!("{what} ({state}) {pct:.1}%"))
         .collect();
+    // Of their wall time (msacc's own measure) when the recording had what it takes.
+    let (basis, of) = match b.runnable_pct {
+        Some(_) => (
+            "wall time from CPU samples, runnable and off-CPU time, as msacc counts it; % of their time awake",
+            "awake time",
+        ),
+        None => ("from CPU samples; % of their CPU awake", "awake CPU"),
+    };
     let mut out = format!(
-        "  BEAM schedulers by state (msacc's states, from CPU samples; % of their CPU awake): {}; going to sleep and waking took {:.1}% of their CPU\n",
+        "  BEAM schedulers by state (msacc's states, {basis}): {}; {}\n",
         list.join(", "),
-        b.sleep_pct
+        match b.runnable_pct {
+            Some(_) => format!("asleep {:.1}% of their time", b.sleep_pct),
+            None => format!(
+                "going to sleep and waking took {:.1}% of their CPU",
+                b.sleep_pct
+            ),
+        }
     );
+    if let Some(r) = b.runnable_pct {
+        out.push_str(&format!(
+            "    waiting for a CPU (preempted, or yielded in the busy-wait): {r:.1}% of their awake time\n"
+        ));
+    }
     if b.other_pct >= SPIN_NAMED_PCT {
         out.push_str(&format!(
-            "    the schedulers spin: {:.0}% of their awake CPU is the busy-wait before sleeping (+sbwt none, +sbwtdcpu none and +sbwtdio none turn it off)\n",
+            "    the schedulers spin: {:.0}% of their {of} is the busy-wait before sleeping (+sbwt none, +sbwtdcpu none and +sbwtdio none turn it off)\n",
             b.other_pct
         ));
     }
     if b.check_io_pct >= POLLING_NAMED_PCT {
         out.push_str(&format!(
-            "    the schedulers poll: {:.0}% of their awake CPU checks for I/O\n",
+            "    the schedulers poll: {:.0}% of their {of} checks for I/O\n",
             b.check_io_pct
         ));
     }

@@ -238,6 +238,7 @@ pub(crate) fn event_name(e: &kiln_record::EventSpec) -> Option<String> {
         E::Cpu => "cpu".into(),
         E::PageFaults => "page-faults".into(),
         E::OffCpu => "offcpu".into(),
+        E::Runnable => "runnable".into(),
         E::Brk => "brk".into(),
         E::SyscallBytes { syscall } => syscall.clone(),
         E::Tracepoint { category, name } => format!("{category}:{name}"),
