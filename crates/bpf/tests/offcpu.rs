@@ -566,3 +566,49 @@ fn monotonic_ns() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// Two kinds of threads block at the same place (the same leaf frames, for longer than
+/// the caller scan reaches) through different callers: each kind keeps its own snapshot,
+/// so each block's user stack holds its own caller's return address, never the other's.
+#[test]
+fn threads_of_two_kinds_blocked_at_one_place_keep_their_own_stacks() {
+    let bin = build_c("kinds", &["-O2", "-fomit-frame-pointer", "-no-pie"]);
+    let mut prog = Prog::spawn(&bin, &["200"]);
+    let pid = prog.pid();
+    let mut c = collector(Some(vec![pid]), 0);
+    prog.go_on();
+    assert_eq!(prog.line(), "done");
+    let blocks = c.drain().unwrap();
+    let (a, b) = (
+        symbol_range(&bin, "caller_a"),
+        symbol_range(&bin, "caller_b"),
+    );
+    let holds = |blk: &OffCpuBlock, (lo, hi): (u64, u64)| {
+        blk.blocked
+            .user
+            .as_ref()
+            .is_some_and(|s| words(&s.stack).any(|w| (lo..hi).contains(&w)))
+    };
+    let mut seen = [0u32; 2];
+    for blk in &blocks {
+        let (own, other, i) = match blk.blocked.comm.as_slice() {
+            b"kind-a" => (a, b, 0),
+            b"kind-b" => (b, a, 1),
+            _ => continue,
+        };
+        seen[i] += 1;
+        assert!(
+            holds(blk, own) && !holds(blk, other),
+            "a {} block has {} caller's stack",
+            String::from_utf8_lossy(&blk.blocked.comm),
+            if holds(blk, other) { "the other" } else { "no" }
+        );
+    }
+    eprintln!(
+        "blocks: kind-a {}, kind-b {}; {:?}",
+        seen[0],
+        seen[1],
+        c.stats()
+    );
+    assert!(seen[0] >= 100 && seen[1] >= 100, "{seen:?}");
+}

@@ -346,6 +346,32 @@ static __always_inline u64 caller_hash(struct scratch *s, struct ranges *r, u64 
 	return c.hash;
 }
 
+/*
+ * The kind of thread: its name without digits (`1_scheduler` and `2_scheduler`
+ * alike, `1_dirty_cpu_sch` and `0_poller` apart), mixed into the caller hash.
+ * Threads of different kinds that block at the same place through the same
+ * leaf frames (a BEAM's normal and dirty schedulers in one wait function)
+ * have different stacks above what the scan reaches; one snapshot per kind
+ * keeps each kind's own, and a pool's threads still share one.
+ */
+static __always_inline u64 kind_hash(struct task_struct *t)
+{
+	char comm[16] = {};
+	u64 hash = 0x84222325cbf29ce4ULL;
+
+	BPF_CORE_READ_STR_INTO(&comm, t, comm);
+	for (int i = 0; i < 16; i++) {
+		char c = comm[i];
+
+		if (!c)
+			break;
+		if (c >= '0' && c <= '9')
+			continue;
+		hash = (hash ^ (u8)c) * 0x100000001b3ULL;
+	}
+	return hash;
+}
+
 /* Stores a stack under its hash (0 is kept for "none") unless it is there
  * already; returns the hash. */
 static __always_inline u64 store_stack(void *map, u64 hash, struct ustack_val *v, u32 err_counter,
@@ -540,7 +566,7 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev, u32 ru
 			sp = BPF_CORE_READ(regs, sp);
 			bp = BPF_CORE_READ(regs, bp);
 			p->key.ustack = user_stack(ctx, s, r, &p->seen_ustack);
-			p->key.caller_hash = caller_hash(s, r, sp, bp);
+			p->key.caller_hash = caller_hash(s, r, sp, bp) ^ kind_hash(prev);
 			snapshot(s, &p->key, ip, sp, bp, p);
 		} else {
 			count(C_SNAP_ERR, 1);
@@ -692,7 +718,7 @@ int BPF_PROG(kiln_wakeup, struct task_struct *p)
 			    bp = BPF_CORE_READ(regs, bp);
 
 			pd->wkey.ustack = user_stack(ctx, s, r, 0);
-			pd->wkey.caller_hash = caller_hash(s, r, sp, bp);
+			pd->wkey.caller_hash = caller_hash(s, r, sp, bp) ^ kind_hash(cur);
 			snapshot(s, &pd->wkey, ip, sp, bp, 0);
 		}
 	}
