@@ -278,6 +278,97 @@ function insideColumn() {
   return { col: [col.left, col.right], bad: bad.slice(0, 8) };
 }
 
+/** The run's phases as the store's run says them (warm-up, measurement, after, steps): [kind, start, end]. */
+function expectedPhases(exp) {
+  let first = Infinity;
+  let last = -Infinity;
+  for (const t of Object.values(exp.tables)) {
+    if (!t.time.length) continue;
+    first = Math.min(first, edgesOf(t)[0]);
+    last = Math.max(last, t.time[t.time.length - 1]);
+  }
+  const [m0, m1] = exp.measure;
+  const out = [];
+  if (first < m0) out.push(['warm-up', first, m0]);
+  out.push(['measurement', m0, m1]);
+  if (last > m1) out.push(['after', m1, last]);
+  for (const w of exp.windows) out.push(['sweep step', w.start, w.end]);
+  return out;
+}
+
+/** Runs of seconds a stored flag was on, as the marker row shows them: [start, end, seconds]. */
+function flagRuns(t, col) {
+  const e = edgesOf(t);
+  const v = t.columns[col];
+  const out = [];
+  for (let i = 0; i < v.length; i++) {
+    if (!v[i]) continue;
+    let j = i;
+    while (j + 1 < v.length && v[j + 1]) j++;
+    out.push([e[i], e[j + 1], j - i + 1]);
+    i = j;
+  }
+  return out;
+}
+
+/**
+ * The marker row's markers, where each is on the page against a chart's time axis: every
+ * stored phase (and flow-control flag's run of seconds) at the x its times have on the
+ * chart, to the pixel (clamped to the plot).
+ */
+async function assertMarkers(page, exp, chart, what) {
+  await page.evaluate(() => document.querySelector('[data-chart=markers]').scrollIntoView({ block: 'center' }));
+  await settle(page);
+  const geo = await chartGeometry(page, chart);
+  const got = await page.$$eval('.r-marker', (bs) =>
+    bs.map((b) => {
+      const r = b.getBoundingClientRect();
+      return { kind: b.dataset.marker, name: b.dataset.name, left: r.left, right: r.right, hidden: b.hidden, label: b.getAttribute('aria-label') };
+    }),
+  );
+  const lo = geo.left + 72;
+  const hi = geo.left + geo.width - 14;
+  const clamp = (x) => Math.min(hi, Math.max(lo, x));
+  const want = expectedPhases(exp).map(([kind, a, b]) => ({ kind, a, b }));
+  if (exp.tables.load) {
+    for (const [col, v] of Object.entries(exp.tables.load.columns)) {
+      if (['blocked', 'stalled', 'disconnected', 'errors'].includes(col) && v.some((x) => x)) for (const [a, b] of flagRuns(exp.tables.load, col)) want.push({ kind: 'flag', a, b });
+    }
+  }
+  const kinds = ['warm-up', 'measurement', 'after', 'sweep step', 'flag'];
+  const mine = got.filter((m) => kinds.includes(m.kind));
+  assert.equal(mine.length, want.length, `${what}: markers ${mine.map((m) => m.name)} for ${want.map((w) => w.kind)}`);
+  for (const w of want) {
+    if (w.b < geo.range[0] || w.a > geo.range[1]) {
+      // Outside the zoomed axis: not drawn.
+      assert.ok(mine.some((g) => g.kind === w.kind && g.hidden), `${what}: the ${w.kind} marker outside the axis is hidden`);
+      continue;
+    }
+    const x0 = clamp(pageX(geo, w.a));
+    const x1 = clamp(pageX(geo, w.b));
+    const m = mine.find((g) => g.kind === w.kind && !g.hidden && Math.abs(g.left - x0) <= 1);
+    assert.ok(m, `${what}: a ${w.kind} marker at x ${x0.toFixed(1)} (${w.a}–${w.b} ns): ${JSON.stringify(mine.filter((g) => g.kind === w.kind))}`);
+    assert.ok(Math.abs(m.right - Math.max(x0 + 2, x1)) <= 1, `${what}: ${m.name} ends at ${m.right}, the chart has ${x1}`);
+  }
+  return got;
+}
+
+/** The colour of a page pixel in a full-page screenshot, and a frame's fill pixel. */
+async function framePixel(page, png, app, name) {
+  const r = await page.evaluate(([i, n]) => {
+    const f = window.__kiln.apps[i].find(n);
+    return f && { x: f.x + scrollX, y: f.y + scrollY, w: f.w, node: f.node };
+  }, [app, name]);
+  assert.ok(r && r.w >= 4, `${name} is drawn wide enough to read: ${JSON.stringify(r)}`);
+  return { node: r.node, rgb: png.at(Math.floor(r.x) + 1, Math.floor(r.y) + 2) };
+}
+
+/** The page's window in its URL (`t=START-END`). */
+const hashT = (page) => page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get('t'));
+
+/** `rgb(r,g,b)` as numbers. */
+const rgbOf = (s) => s.match(/\d+/g).map(Number);
+
 /** Pixels of a region that are neither background nor grey (series colours). */
 function colouredPixels(png, box) {
   let n = 0;
@@ -468,6 +559,75 @@ try {
       }
     });
 
+    await check('flame graphs by category: the legend\'s shares are the report\'s, frames of one category share its colour, a toggle goes back to the palette', async () => {
+      page = await open('run.html');
+      const cats = await page.evaluate(() => window.__kilnReport.run.data.categories.find((c) => c.event === 'cpu-clock'));
+      const app = await page.evaluate(() => window.__kiln.apps.findIndex((a) => a.model.unit.event === 'cpu-clock'));
+      const off = await page.evaluate(() => window.__kiln.apps.findIndex((a) => a.model.unit.event === 'offcpu'));
+      const mount = (i) => `.kiln-mount >> nth=${i}`;
+      assert.ok(app >= 0);
+      // By category is the report's default: pressed, nothing in the URL.
+      const cpu = page.locator(mount(app));
+      assert.equal(await cpu.locator('[data-ctrl=colors]').getAttribute('aria-pressed'), 'true');
+      assert.equal(await page.locator(mount(off)).locator('[data-ctrl=colors]').count(), 0, 'off-CPU time goes by why it waited: no frame categories');
+      const legend = await cpu.locator('.category-item').evaluateAll((bs) => bs.map((b) => [b.dataset.category, Number(b.querySelector('.category-share').dataset.value)]));
+      assert.ok(legend.length >= 2, `categories in the legend: ${legend}`);
+      // Every category of the report's chart is listed with its share of the samples (the
+      // chart leaves out samples outside its seconds, c.outside of them).
+      const n = exp.profiles.find((p) => p.event === 'cpu-clock').samples.length;
+      const slack = (100 * cats.outside) / n + 1e-6;
+      for (const [i, name] of cats.names.entries()) {
+        const row = legend.find(([l]) => l === name);
+        assert.ok(row, `${name} in the legend ${legend.map((l) => l[0])}`);
+        assert.ok(Math.abs(row[1] - cats.shares[i]) <= slack, `${name}: legend ${row[1]}%, the report ${cats.shares[i]}% (±${slack})`);
+      }
+      assert.ok(Math.abs(legend.reduce((a, [, v]) => a + v, 0) - 100) < 1e-6, 'the shares sum to 100%');
+      // The user's rule: at least the samples whose leaf is a phase function, at most those
+      // with one on the stack, counted from the store.
+      const samples = exp.profiles.find((p) => p.event === 'cpu-clock').samples;
+      const all = samples.reduce((a, x) => a + x[1], 0);
+      const leaf = samples.filter(([, , l]) => /^phase_(even|odd)$/.test(l)).reduce((a, x) => a + x[1], 0);
+      const any = samples.filter(([, , , st]) => /(^|;)phase_(even|odd)(;|$)/.test(st)).reduce((a, x) => a + x[1], 0);
+      const work = legend.find(([l]) => l === 'phase work')[1];
+      assert.ok(work >= (100 * leaf) / all - 1e-9 && work <= (100 * any) / all + 1e-9, `phase work ${work}% within ${(100 * leaf) / all}..${(100 * any) / all}`);
+      // Pixels: phase_even and phase_odd (one category) share its colour; main (another) not.
+      await cpu.locator('canvas.flame-canvas').first().scrollIntoViewIfNeeded();
+      await settle(page);
+      const png = decodePng(await page.screenshot({ fullPage: true, path: join(shots, 'run-flame-by-category.png') }));
+      const even = await framePixel(page, png, app, 'phase_even');
+      const odd = await framePixel(page, png, app, 'phase_odd');
+      const want = await page.evaluate(([i, v]) => {
+        const d = window.__kiln.apps[i].derived;
+        return d.categories.colors[d.categories.of[v]];
+      }, [app, even.node]);
+      const near = (a, b) => a.every((x, k) => Math.abs(x - b[k]) <= 2);
+      assert.ok(near(even.rgb, rgbOf(want)) && near(odd.rgb, rgbOf(want)), `phase_even ${even.rgb}, phase_odd ${odd.rgb}, the category's ${want}`);
+      const main = await framePixel(page, png, app, 'main');
+      assert.ok(!near(main.rgb, even.rgb), `main (another category) ${main.rgb} differs from ${even.rgb}`);
+      // A click on a legend entry highlights its category (the URL keeps it); again clears.
+      await cpu.locator('.category-item[data-category="phase work"]').click();
+      await settle(page);
+      assert.equal(await cpu.locator('.category-item[data-category="phase work"]').getAttribute('aria-pressed'), 'true');
+      assert.match(await page.evaluate(() => location.hash), /\.cat=\d+/);
+      const muted = await page.evaluate(([i, a, b]) => [window.__kiln.apps[i].derived.color(a), window.__kiln.apps[i].derived.color(b)], [app, even.node, main.node]);
+      assert.deepEqual(rgbOf(muted[0]), rgbOf(want), 'the highlighted category keeps its colour');
+      assert.notDeepEqual(rgbOf(muted[1]), rgbOf(want), 'the others are greyed');
+      await cpu.locator('.category-item[data-category="phase work"]').click();
+      await settle(page);
+      assert.doesNotMatch(await page.evaluate(() => location.hash), /\.cat=/);
+      // The toggle: the palette, in the URL; back to categories.
+      await cpu.locator('[data-ctrl=colors]').click();
+      await settle(page);
+      assert.equal(await cpu.locator('[data-ctrl=colors]').getAttribute('aria-pressed'), 'false');
+      assert.match(await page.evaluate(() => location.hash), /\.colors=palette/);
+      assert.equal(await cpu.locator('[data-ctrl=category-legend]').isVisible(), false, 'no legend with the palette');
+      page = await open('run.html', (await page.evaluate(() => location.hash)).slice(1));
+      assert.equal(await page.locator(mount(app)).locator('[data-ctrl=colors]').getAttribute('aria-pressed'), 'false', 'the URL restores the palette');
+      await page.locator(mount(app)).locator('[data-ctrl=colors]').click();
+      await settle(page);
+      assert.doesNotMatch(await page.evaluate(() => location.hash), /colors=/);
+    });
+
     await check('every figure follows the window: headline cards, headings, legends and the viewers\' totals, the whole measurement\'s beside them', async () => {
       page = await open('run.html');
       // The legends away from a cursor (the mouse may rest over a chart of the new page).
@@ -632,6 +792,37 @@ try {
       await page.click('[data-ctrl=zoom-reset]');
     });
 
+    await check('markers: the run\'s phases on the charts\' time axis at the stored times; a click on one selects its span', async () => {
+      page = await open('run.html');
+      const got = await assertMarkers(page, exp, 'cpu', 'run');
+      assert.deepEqual(got.filter((m) => m.kind !== 'flag').map((m) => m.kind), ['warm-up', 'measurement', 'after'], 'a warm-up, the measurement, the seconds after it');
+      // The tooltip says what the marker is and when.
+      await page.hover('.r-marker[data-marker=measurement]');
+      const tip = await page.textContent('.r-marker-tip');
+      const [m0, m1] = exp.measure;
+      assert.match(tip, new RegExp(`^measurement: ${(m0 / 1e9).toFixed(1).replace(/^-?0\.0$/, '0.0')} s – ${(m1 / 1e9).toFixed(1)} s`), tip);
+      assert.equal(await page.isVisible('.r-marker-tip'), true);
+      // Zoomed, the markers follow the axis.
+      const geo = await chartGeometry(page, 'cpu');
+      await page.mouse.move(geo.left + geo.width / 2, geo.top + 30);
+      await page.keyboard.down('Control');
+      await page.mouse.wheel(0, -300);
+      await page.keyboard.up('Control');
+      await settle(page);
+      await assertMarkers(page, exp, 'cpu', 'run, zoomed');
+      await page.click('[data-ctrl=zoom-reset]');
+      await settle(page);
+      await page.click('.r-marker[data-marker=warm-up]');
+      await settle(page);
+      const w = expectedPhases(exp)[0];
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), [w[1], w[2]]);
+      assert.equal(await hashT(page), `${w[1]}-${w[2]}`);
+      assert.equal(await page.getAttribute('.r-marker[data-marker=warm-up]', 'aria-pressed'), 'true');
+      await assertViewersShow(page, exp, [w[1], w[2]], 'the warm-up marker');
+      await page.click('[data-ctrl=clear]');
+      await settle(page);
+    });
+
     await check('the header links to every section without touching the window in the URL', async () => {
       const links = await page.$$eval('nav.r-toc a', (as) => as.map((a) => a.dataset.jump));
       const sections = await page.$$eval('main .r-section[id], main .r-profile[id]', (ss) => ss.map((s) => s.id));
@@ -794,6 +985,25 @@ try {
       await settle(page);
       await assertViewersShow(page, sw, [sw.windows[0].start, sw.windows[0].end], `step ${sw.windows[0].name}`);
     });
+    await check('sweep: its steps and flow control on the marker row at the stored times; the measurement marker selects the measurement', async () => {
+      page = await open('sweep.html');
+      const got = await assertMarkers(page, sw, 'rates', 'sweep');
+      assert.equal(got.filter((m) => m.kind === 'sweep step').length, sw.windows.length, 'one marker per step');
+      await page.click('.r-marker[data-marker=measurement]');
+      await settle(page);
+      const w = sw.measure;
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), w);
+      assert.equal(await hashT(page), `${w[0]}-${w[1]}`);
+      await assertFigures(page, sw, w, 'the measurement marker');
+      const step = sw.windows[sw.windows.length - 1];
+      await page.click(`.r-marker[data-name="step ${step.name}"]`);
+      await settle(page);
+      assert.equal(await hashT(page), `${step.start}-${step.end}`);
+      await assertFigures(page, sw, [step.start, step.end], `the marker of step ${step.name}`);
+      await page.click('[data-ctrl=clear]');
+      await settle(page);
+    });
+
     await check('sweep: one headline row per step, the knee marked, step boundaries on the charts; a row selects its step', async () => {
       const rows = await page.$$eval('[data-table=sweep-steps] tbody tr', (trs) => trs.map((tr) => ({ step: tr.dataset.step, knee: tr.dataset.knee === '1', held: tr.children[3].textContent })));
       assert.deepEqual(

@@ -14,6 +14,7 @@ import { histogram, timeSpan } from '../src/lib/timeline.js';
 import { Transform, applyTransformsMapped } from '../src/lib/transforms.js';
 import { Unit, formatBytes, formatInstant, formatNs } from '../src/lib/units.js';
 import { hasCapital } from '../src/lib/analysis.js';
+import { FrameCategories, categoryShares, isFrameCategories, nodeCategories } from '../src/lib/categories.js';
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -547,4 +548,65 @@ test('a window\'s tree from the time index equals a pass over every sample, poin
       assert.equal(d.layout.count[0], count, `round ${round}, [${a}, ${b}]: samples`);
     }
   }
+});
+
+test('categories: a node is its frame’s category, else its caller’s; unnamed frames and yields defer; threads decide; shares are self weights', () => {
+  // 0 main, 1 gc, 2 memcpy, 3 sys_read [k], 4 beam.smp+0x10, 5 erts_schedule,
+  // 6 sched_yield [k], 7 irq [k], 8 the thread root `dirty_cpu_s [12]`.
+  const names = ['main', 'gc', 'memcpy', 'sys_read', 'beam.smp+0x10', 'erts_schedule', 'sched_yield', 'irq', 'dirty_cpu_s [12]'];
+  const kinds = Uint8Array.from([1, 1, 1, 2, 1, 1, 2, 2, 5]);
+  const fs = { names, kinds, order: Uint32Array.from(names.map((_, i) => i)) };
+  // Categories: 0 GC, 1 read, 2 runtime, 3 scheduler, 4 yield, 5 dirty, 6 other, 7 other (kernel).
+  const c: FrameCategories = {
+    names: ['GC', 'read', 'runtime', 'scheduler', 'yield', 'dirty', 'other', 'other (kernel)'],
+    frames: [['gc', 0, 0], ['sys_read', 1, 1], ['beam.smp+0x10', 0, 2], ['erts_schedule', 0, 3], ['sched_yield', 1, 4], ['sys_read', 0, 2]],
+    threads: [['dirty_cpu_s', 5]],
+    other: 6,
+    other_kernel: 7,
+    yield_category: 4,
+  };
+  assert.ok(isFrameCategories(c));
+  assert.ok(!isFrameCategories({ ...c, other: 99 }), 'an index out of range');
+  assert.ok(!isFrameCategories({ ...c, frames: [['x', 0, 'GC']] }));
+  const cases: [number[], string][] = [
+    [[0], 'other'],
+    [[0, 1], 'GC'],
+    [[0, 1, 2], 'GC'],
+    [[0, 3], 'read'],
+    [[0, 1, 3], 'read'],
+    [[0, 4], 'runtime'],
+    [[0, 5, 4], 'scheduler'],
+    [[0, 5, 6], 'scheduler'],
+    [[0, 6], 'yield'],
+    [[0, 7], 'other (kernel)'],
+    [[0, 1, 7], 'GC'],
+    [[8, 0, 1], 'dirty'],
+    [[8, 0], 'dirty'],
+  ];
+  const tree = treeOf(cases.map(([p], i) => [p, i + 1]), names.length);
+  const l = layoutTree(tree, fs, 'alphabetical');
+  const cats = nodeCategories(l, fs, c);
+  const byPath = new Map<string, string>();
+  for (let v = 1; v < l.n; v++) byPath.set(pathTo(l, v).filter((f) => f >= 0).join(','), c.names[cats[v]]);
+  for (const [p, want] of cases) assert.equal(byPath.get(p.join(',')), want, `stack ${p.map((f) => names[f]).join(';')}`);
+  // Shares: each case's weight (its index + 1) in its category.
+  const total = cases.reduce((s, _, i) => s + i + 1, 0);
+  const want = c.names.map((n) => (cases.reduce((s, [, k], i) => s + (k === n ? i + 1 : 0), 0) / total) * 100);
+  const got = categoryShares(l, cats, c.names.length);
+  got.forEach((g, i) => assert.ok(Math.abs(g - want[i]) < 1e-9, `${c.names[i]}: ${g} vs ${want[i]}`));
+});
+
+test('categories: the colour mode and the highlighted category round-trip through the URL', () => {
+  const d = defaultState('hot', false, false, 'flame', 'category');
+  const s = { ...d, colors: 'palette' as const, category: 3 };
+  const p = toParams(s, d);
+  assert.equal(p.get('colors'), 'palette');
+  assert.equal(p.get('cat'), '3');
+  const back = fromParams(p, d, 10);
+  assert.equal(back.colors, 'palette');
+  assert.equal(back.category, 3);
+  assert.equal(toParams(d, d).toString(), '', 'the default writes nothing');
+  const bad = fromParams(new URLSearchParams('colors=rainbow&cat=-2'), d, 10);
+  assert.equal(bad.colors, 'category');
+  assert.equal(bad.category, -1);
 });

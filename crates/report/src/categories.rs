@@ -476,6 +476,22 @@ impl Compiled {
         })
     }
 
+    /// The category of each of `p`'s frames (None: no rule names it).
+    fn frames(&self, p: &Profile) -> Vec<Option<usize>> {
+        p.frames
+            .iter()
+            .map(|(_, f)| {
+                let name = String::from_utf8_lossy(p.strings.get(f.name));
+                let set = if f.kind == FrameKind::Kernel {
+                    &self.kernel
+                } else {
+                    &self.user
+                };
+                Compiled::first(set, &name)
+            })
+            .collect()
+    }
+
     /// The category of a name: the first matching rule's.
     fn first(set: &(RegexSet, Vec<usize>), name: &str) -> Option<usize> {
         if set.0.is_empty() {
@@ -528,27 +544,12 @@ pub fn categorise(
     // Off-CPU time goes by why it waited (kiln_model::waits), after the rules' categories.
     let reasons_at = other + 2;
     let n_cat = reasons_at + WaitReason::ALL.len();
-    let is_offcpu = {
-        let e = p.event.name.to_ascii_lowercase();
-        e.contains("offcpu") || e.contains("off-cpu") || e.contains("sched_switch")
-    };
+    let is_offcpu = is_offcpu(p);
     let wait_reasons = is_offcpu.then(|| waits::stack_reasons(p));
 
     // Category of each frame (None: no rule), then of each stack: its own frame's, else
     // its parent's (parents come before children in the stack table).
-    let frame_cat: Vec<Option<usize>> = p
-        .frames
-        .iter()
-        .map(|(_, f)| {
-            let name = String::from_utf8_lossy(p.strings.get(f.name));
-            let set = if f.kind == FrameKind::Kernel {
-                &c.kernel
-            } else {
-                &c.user
-            };
-            Compiled::first(set, &name)
-        })
-        .collect();
+    let frame_cat = c.frames(p);
     // Leaf first: a stack's category is decided by its deepest matching frame, which is
     // the stack's own frame if it matches, else its parent stack's deepest match.
     let parents = p.stacks.raw_parents();
@@ -713,6 +714,83 @@ pub fn categorise(
             .collect(),
         outside,
         untimed,
+    }))
+}
+
+/// Whether `p` weighs off-CPU time (its categories are why it waited, not rules).
+fn is_offcpu(p: &Profile) -> bool {
+    let e = p.event.name.to_ascii_lowercase();
+    e.contains("offcpu") || e.contains("off-cpu") || e.contains("sched_switch")
+}
+
+/// What kind of work each frame is, for the flame graphs' "by category" colouring: the
+/// rules' decision per frame, which the viewer applies along each stack as [`categorise`]
+/// does (a frame's own category, else its caller's; an unnamed frame's or a yield's only
+/// when nothing above decides), so a frame's colour is the category its self time counts
+/// in.
+#[derive(Clone, Debug, Serialize)]
+pub struct FrameCategories {
+    /// Category names: the category chart's order first (and so its colours), then the
+    /// rest of the rules' and `other`, `other (kernel)`.
+    pub names: Vec<String>,
+    /// `(frame name, 1 for a kernel frame else 0, category)` of every frame a rule names.
+    pub frames: Vec<(String, u8, usize)>,
+    /// `(thread name, category)` of every thread a `thread:` rule names.
+    pub threads: Vec<(String, usize)>,
+    /// The category of a stack no rule decides, its leaf a user frame.
+    pub other: usize,
+    /// The category of a stack no rule decides, its leaf a kernel frame.
+    pub other_kernel: usize,
+    /// The category of `sched_yield`, which decides only when no user frame above does.
+    pub yield_category: Option<usize>,
+}
+
+/// `p`'s frames by category under `rules`, names in `order` first (the profile's
+/// [`CategorySeries::names`]). `None` for off-CPU profiles, whose categories are why
+/// each stack waited, not its frames.
+pub fn frame_categories(
+    p: &Profile,
+    rules: &Rules,
+    order: &[String],
+) -> Result<Option<FrameCategories>, RulesError> {
+    if is_offcpu(p) {
+        return Ok(None);
+    }
+    let c = Compiled::new(rules)?;
+    let mut all = c.categories.clone();
+    all.push("other".into());
+    all.push("other (kernel)".into());
+    let mut names: Vec<String> = order.iter().filter(|n| all.contains(n)).cloned().collect();
+    for n in &all {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    let at = |i: usize| names.iter().position(|n| *n == all[i]).unwrap_or(0);
+    let frames = p
+        .frames
+        .iter()
+        .zip(c.frames(p))
+        .filter_map(|((_, f), cat)| {
+            let name = String::from_utf8_lossy(p.strings.get(f.name)).into_owned();
+            cat.map(|k| (name, u8::from(f.kind == FrameKind::Kernel), at(k)))
+        })
+        .collect();
+    let threads = p
+        .threads
+        .iter()
+        .filter_map(|(_, t)| {
+            let name = String::from_utf8_lossy(p.strings.get(t.name)).into_owned();
+            Compiled::first(&c.thread, &name).map(|k| (name, at(k)))
+        })
+        .collect();
+    Ok(Some(FrameCategories {
+        other: at(all.len() - 2),
+        other_kernel: at(all.len() - 1),
+        yield_category: c.categories.iter().position(|n| n == YIELD).map(at),
+        names,
+        frames,
+        threads,
     }))
 }
 

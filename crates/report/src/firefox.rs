@@ -37,8 +37,9 @@ pub fn timeline(run: &RunData) -> Timeline {
 }
 
 /// The warm-up (the series' seconds before the measurement), the measurement, the
-/// seconds after it, and each sweep step.
-fn phases(run: &RunData) -> Vec<Phase> {
+/// seconds after it, and each sweep step: the profiler's markers and the report's marker
+/// row.
+pub(crate) fn phases(run: &RunData) -> Vec<Phase> {
     let m = &run.meta;
     let mut out = Vec::new();
     let first = run

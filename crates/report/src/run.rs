@@ -1,6 +1,6 @@
 //! The report of one run: what `web/src/report/` draws (see `data.ts` there for the same
 //! shapes on the page's side).
-use crate::categories::{categorise, CategorySeries};
+use crate::categories::{categorise, frame_categories, CategorySeries};
 use crate::latency::{self, Distribution, Percentiles};
 use crate::page::{self, Viewer};
 use crate::{ReportError, ReportOptions};
@@ -55,6 +55,15 @@ pub(crate) fn table(t: &SeriesTable, origin: u64) -> Table {
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Span {
     pub name: String,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// A phase of the run on the page's clock (`warm-up`, `measurement`, `after`, `sweep step`).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct PhaseSpan {
+    pub name: String,
+    pub kind: String,
     pub start: i64,
     pub end: i64,
 }
@@ -247,6 +256,8 @@ pub(crate) struct RunPage {
     pub completed: Option<String>,
     pub categories: Vec<CategorySeries>,
     pub profiles: Vec<ProfileInfo>,
+    /// The run's phases, as the Firefox Profiler export marks them: the marker row.
+    pub phases: Vec<PhaseSpan>,
 }
 
 #[derive(Serialize)]
@@ -822,6 +833,12 @@ pub(crate) fn run_page<'a>(
         let key = page::key_for(&p.event.name, &keys);
         keys.push(key.clone());
         let title = format!("{} — run '{}'", p.event.name, m.name);
+        let order = categories
+            .iter()
+            .find(|c| c.event == p.event.name)
+            .map_or(&[][..], |c| &c.names[..]);
+        let frame_cats =
+            frame_categories(p, &opts.rules, order)?.and_then(|c| serde_json::to_value(c).ok());
         viewers.push(Viewer {
             key: key.clone(),
             profiles: vec![p],
@@ -832,6 +849,7 @@ pub(crate) fn run_page<'a>(
                 sources: vec![format!("run '{}' #{}", m.name, m.id.unwrap_or(0))],
                 // Under the flame graphs' section (h2) and the profile's heading (h3).
                 heading_level: Some(4),
+                categories: frame_cats,
                 ..Default::default()
             },
         });
@@ -870,6 +888,15 @@ pub(crate) fn run_page<'a>(
             .or_else(|| completed_column(run)),
         categories,
         profiles,
+        phases: crate::firefox::phases(run)
+            .into_iter()
+            .map(|p| PhaseSpan {
+                name: p.name,
+                kind: p.kind,
+                start: p.start_ns as i64 - origin as i64,
+                end: p.end_ns as i64 - origin as i64,
+            })
+            .collect(),
     };
     Ok((page, viewers, origin))
 }

@@ -85,6 +85,10 @@ pub struct HtmlOptions {
     /// sits under the page's own headings. Written on the element the viewer draws in,
     /// so it holds whichever of the page's scripts runs first. Default: `None` (1).
     pub heading_level: Option<u8>,
+    /// What kind of work each frame is (the run report's categories,
+    /// `kiln_report::categories::frame_categories`): the viewer then offers "by category"
+    /// colouring with a legend, and starts with it. Default: `None` (palettes only).
+    pub categories: Option<serde_json::Value>,
 }
 
 impl Default for HtmlOptions {
@@ -102,6 +106,7 @@ impl Default for HtmlOptions {
             flamechart: false,
             diff_marked: None,
             heading_level: None,
+            categories: None,
         }
     }
 }
@@ -297,6 +302,7 @@ fn encode_page(
         "labels": [opts.diff_labels.0, opts.diff_labels.1],
         "view": if opts.flamechart { "chart" } else { "flame" },
         "marked": opts.diff_marked,
+        "categories": opts.categories,
         "profiles": profiles.iter().zip(&blobs).enumerate().map(|(i, (p, (_, c)))| {
             let mut m = unit_meta(p.event.quantity());
             m.insert("unit".into(), p.event.unit.name().into());

@@ -7,7 +7,8 @@ import { FunctionStats, calleesTree, callersTree, compileSearch, functionStats, 
 import { DiffLayout, UNMARKED_COLOR, diffColor, diffLayout, joinFrames, markedFrames, maxDelta, remapFrames } from '../lib/diff.js';
 import { ChartOptions, FlameChart, buildFlameChart } from '../lib/flamechart.js';
 import { Layout, findPath, layoutTree } from '../lib/layout.js';
-import { Palette, frameColors } from '../lib/palette.js';
+import { CATEGORY_MUTED, Palette, categoryFrameColor, frameColors } from '../lib/palette.js';
+import { FrameCategories, categoryShares, frameCategoryOf, isFrameCategories, nodeCategories } from '../lib/categories.js';
 import { CallTree } from '../lib/calltree.js';
 import { FrameSet, RawProfile, Tree, WindowCounts, baseTree, frameSetOf, hiddenMask, samplesIn, threadRoots } from '../lib/profile.js';
 import { applyTransforms, applyTransformsMapped } from '../lib/transforms.js';
@@ -42,6 +43,18 @@ export interface Meta {
    * their frames are coloured, the others drawn as unchanged. Absent: every frame.
    */
   marked?: string[] | null;
+  /** What kind of work each frame is (the run report's categories): "by category" colours. */
+  categories?: unknown;
+}
+
+/** A view's categories: per node, and each category's colour and share of the view. */
+export interface CategoryView {
+  names: string[];
+  colors: string[];
+  /** Percent of the view's weight, per category. */
+  shares: number[];
+  /** Category of each node of the layout. */
+  of: Uint16Array;
 }
 
 /** What a view of the state shows. */
@@ -61,6 +74,8 @@ export interface Derived {
   matches: () => Uint32Array;
   stats: () => FunctionStats;
   statsBefore: () => FunctionStats | null;
+  /** The view by category, when the page supplies categories (null in a diff). */
+  categories: CategoryView | null;
 }
 
 /** Callers and callees of one function, laid out; diff weights when comparing. */
@@ -106,8 +121,12 @@ export class Model {
   /** What each profile's weights are. */
   readonly units: Unit[];
 
+  /** The page's categories of frames, when it supplies well-formed ones (not in a diff). */
+  readonly categories: FrameCategories | null;
+
   constructor(readonly raws: RawProfile[], readonly meta: Meta) {
     this.units = raws.map((_, i) => Unit.of(meta.profiles[i] ?? {}));
+    this.categories = raws.length === 1 && isFrameCategories(meta.categories) ? meta.categories : null;
   }
 
   get isDiff(): boolean {
@@ -269,6 +288,12 @@ export class Model {
     } else {
       color = (v) => (v === 0 ? ROOT_COLOR : colors(layout.frame[v]));
     }
+    const categories = this.categories ? this.memo(`cats|${lkey}`, () => this.categoryView(layout, frames, s.threadMode)) : null;
+    if (categories && s.colors === 'category') {
+      const { of, colors: cc } = categories;
+      const hi = s.category;
+      color = (v) => (v === 0 ? ROOT_COLOR : hi >= 0 && of[v] !== hi ? CATEGORY_MUTED : cc[of[v]]);
+    }
     const nFrames = frames.names.length;
     return {
       frames,
@@ -283,7 +308,16 @@ export class Model {
       matches: once(() => (match ? matchNodes(layout, match) : new Uint32Array(0))),
       stats: once(() => functionStats(layout, nFrames, diff ? { self: diff.selfAfter, total: diff.after } : undefined)),
       statsBefore: once(() => (diff ? functionStats(layout, nFrames, { self: diff.selfBefore, total: diff.before }) : null)),
+      categories,
     };
+  }
+
+  /** Each node's category and each category's share of a layout's weight. */
+  private categoryView(layout: Layout, frames: FrameSet, mode: string): CategoryView {
+    const c = this.categories!;
+    const own = this.memo(`frame-cats|${mode}|${frames.names.length}`, () => frameCategoryOf(frames, c));
+    const of = nodeCategories(layout, frames, c, own);
+    return { names: c.names, colors: c.names.map((n, i) => categoryFrameColor(n, i)), shares: categoryShares(layout, of, c.names.length), of };
   }
 
   /**

@@ -17,6 +17,10 @@ export interface ViewState {
   icicle: boolean;
   order: Order;
   palette: Palette;
+  /** Frames coloured by the palette, or by category (when the page supplies categories). */
+  colors: 'palette' | 'category';
+  /** The category highlighted in the legend (its index), -1 for none. */
+  category: number;
   query: string;
   /** Case always matters (else only when the pattern has a capital letter). */
   matchCase: boolean;
@@ -42,9 +46,9 @@ export interface ViewState {
   filter: string;
 }
 
-export function defaultState(palette: Palette, icicle: boolean, leftHeavy: boolean, view: ViewName = 'flame'): ViewState {
+export function defaultState(palette: Palette, icicle: boolean, leftHeavy: boolean, view: ViewName = 'flame', colors: ViewState['colors'] = 'palette'): ViewState {
   return {
-    view, icicle, order: leftHeavy ? 'left-heavy' : 'alphabetical', palette,
+    view, icicle, order: leftHeavy ? 'left-heavy' : 'alphabetical', palette, colors, category: -1,
     query: '', matchCase: false, searchNames: false, zoom: [], transforms: [], threadMode: 'merged', hidden: [], invert: false, range: null,
     fn: -1, normalise: true, sort: 'total', filter: '',
   };
@@ -61,6 +65,8 @@ export function toParams(s: ViewState, defaults: ViewState, shift = 0): URLSearc
   if (s.icicle !== defaults.icicle) p.set('icicle', s.icicle ? '1' : '0');
   if (s.order !== defaults.order) p.set('order', s.order === 'left-heavy' ? 'heavy' : 'alpha');
   if (s.palette !== defaults.palette) p.set('palette', s.palette);
+  if (s.colors !== defaults.colors) p.set('colors', s.colors);
+  if (s.category >= 0) p.set('cat', String(s.category));
   if (s.query) p.set('q', s.query);
   if (s.matchCase) p.set('case', '1');
   if (s.searchNames) p.set('qn', '1');
@@ -89,6 +95,10 @@ export function fromParams(p: URLSearchParams, defaults: ViewState, nFrames: num
   else if (order === 'alpha') s.order = 'alphabetical';
   const pal = p.get('palette');
   if (pal && (PALETTES as readonly string[]).includes(pal)) s.palette = pal as Palette;
+  const colors = p.get('colors');
+  if (colors === 'palette' || colors === 'category') s.colors = colors;
+  const cat = Number(p.get('cat') ?? -1);
+  if (Number.isInteger(cat) && cat >= 0 && cat < 4096) s.category = cat;
   s.query = p.get('q') ?? '';
   s.matchCase = p.get('case') === '1';
   s.searchNames = p.get('qn') === '1';

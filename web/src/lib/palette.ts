@@ -105,3 +105,44 @@ export function frameColors(frames: FrameSet, p: Palette): (f: number) => string
   };
 }
 
+
+/** Tableau 10: distinct series colours on light and dark pages (the report's charts). */
+export const TABLEAU10 = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+
+/**
+ * Colour of a category (`i`: its place in the report's order): stable for well-known
+ * ones, else from Tableau 10. The category charts draw with it; flame graphs with its
+ * frame shade.
+ */
+export function categoryColor(name: string, i: number): string {
+  if (name.startsWith('other')) return name.includes('kernel') ? '#c7c7c7' : '#a0a0a0';
+  const known: Record<string, string> = {
+    'I/O polling (poll/epoll)': '#e15759',
+    'garbage collection': '#b07aa1',
+    'Erlang code': '#59a14f',
+    'BEAM scheduler (busy-wait, spin)': '#f28e2b',
+    'port and socket I/O': '#4e79a7',
+    'BIFs and NIFs': '#76b7b2',
+    'BEAM runtime (other)': '#9c755f',
+    'syscall: futex (locks, sleeping)': '#edc948',
+  };
+  return known[name] ?? TABLEAU10[(i + 3) % TABLEAU10.length];
+}
+
+/** `#rrggbb` mixed with white by `f` (0: itself, 1: white). */
+export function lighten(hex: string, f: number): string {
+  const n = parseInt(hex.slice(1), 16);
+  const mix = (c: number): number => Math.round(c + (255 - c) * f);
+  return rgb(mix((n >> 16) & 255), mix((n >> 8) & 255), mix(n & 255));
+}
+
+/**
+ * A category's frame colour: its chart colour lightened so black labels stay readable
+ * (frames are light on light and dark pages alike, as every palette's).
+ */
+export function categoryFrameColor(name: string, i: number): string {
+  return lighten(categoryColor(name, i), 0.4);
+}
+
+/** Frames of categories other than the highlighted one. */
+export const CATEGORY_MUTED = 'rgb(222,222,226)';

@@ -22,6 +22,14 @@ export interface Span {
   end: number;
 }
 
+/** A phase of the run (crates/report `phases`): `warm-up`, `measurement`, `after`, `sweep step`. */
+export interface PhaseSpan {
+  name: string;
+  kind: string;
+  start: number;
+  end: number;
+}
+
 export interface Fact {
   key: string;
   label: string;
@@ -153,6 +161,8 @@ export interface RunPage {
   completed: string | null;
   categories: CategorySeries[];
   profiles: ProfileInfo[];
+  /** The run's phases (absent in pages written before they were). */
+  phases?: PhaseSpan[];
 }
 
 export interface RunRef {

@@ -12,6 +12,7 @@ import { matchingBoxes } from '../lib/flamechart.js';
 import { CallNode, CallTree } from '../lib/calltree.js';
 import { Layout, pathOf } from '../lib/layout.js';
 import { Palette } from '../lib/palette.js';
+import { CategoryLegend } from './category-legend.js';
 import { histogram, timeSpan } from '../lib/timeline.js';
 import { timeIndex } from '../lib/timeindex.js';
 import { Transform, describe } from '../lib/transforms.js';
@@ -80,6 +81,7 @@ export class App {
   /** Added to a window (ns since the profile's origin) to write it on the page's clock. */
   private readonly shift: number;
   private readonly header: HeaderParts;
+  private readonly categoryLegend: CategoryLegend | null;
   private readonly ctrl: Record<string, HTMLElement>;
   private readonly tooltip: HTMLDivElement;
   private readonly details: HTMLDivElement;
@@ -113,7 +115,7 @@ export class App {
   constructor(readonly model: Model, mount: HTMLElement, readonly opts: AppOptions = {}) {
     const meta = model.meta;
     const initial: ViewName = meta.view === 'chart' && model.hasChart ? 'chart' : 'flame';
-    this.defaults = defaultState(meta.palette, meta.inverted, meta.leftHeavy, initial);
+    this.defaults = defaultState(meta.palette, meta.inverted, meta.leftHeavy, initial, model.categories ? 'category' : 'palette');
     this.hash = new HashParams(opts.key ?? '');
     this.shift = model.raw.timeOrigin - (opts.origin ?? model.raw.timeOrigin);
     this.state = this.readUrl();
@@ -174,7 +176,8 @@ export class App {
       threadList: () => this.toggleThreads(),
       invert: () => this.setState({ invert: !this.state.invert }),
       searchNames: () => this.setState({ searchNames: !this.state.searchNames }),
-      palette: (v) => this.setState({ palette: v as Palette }),
+      palette: (v) => this.setState({ palette: v as Palette, colors: 'palette' }),
+      colors: () => this.setState({ colors: this.state.colors === 'category' ? 'palette' : 'category', category: -1 }),
       normalise: () => this.setState({ normalise: !this.state.normalise }),
       reset: () => this.setState({ zoom: [] }),
       search: (q) => this.setState({ query: q }),
@@ -184,6 +187,8 @@ export class App {
       help: () => this.help.toggle(),
     });
     this.ctrl = this.header.ctrl;
+    this.categoryLegend = model.categories ? new CategoryLegend((k) => this.setState({ category: k })) : null;
+    if (this.categoryLegend) this.header.el.append(this.categoryLegend.el);
     this.tooltip = el('div', { class: 'tooltip', role: 'tooltip', hidden: true });
     this.details = el('div', { class: 'details', 'data-ctrl': 'details' });
     this.status = el('div', { class: 'sr-only', role: 'status', 'aria-live': 'polite', 'data-ctrl': 'status' });
@@ -360,6 +365,7 @@ export class App {
     (this.ctrl.order as HTMLSelectElement).value = s.order;
     if (this.ctrl.threads) (this.ctrl.threads as HTMLSelectElement).value = s.threadMode;
     if (this.ctrl.palette) (this.ctrl.palette as HTMLSelectElement).value = s.palette;
+    this.ctrl.colors?.setAttribute('aria-pressed', String(s.colors === 'category'));
     if (this.ctrl.normalise) this.ctrl.normalise.setAttribute('aria-pressed', String(s.normalise));
     this.ctrl.case.setAttribute('aria-pressed', String(s.matchCase));
     this.ctrl.names.setAttribute('aria-pressed', String(s.searchNames));
@@ -399,6 +405,7 @@ export class App {
           (s.normalise ? ` (${m.meta.labels[0]} normalised to ${m.meta.labels[1]}'s total)` : ''),
       );
     }
+    this.categoryLegend?.show(s.colors === 'category' && s.view === 'flame' ? d.categories : null, s.category);
     if (s.view === 'flame') {
       this.renderCrumbs();
       this.main.show(d.layout, d.color, this.dimmer(d.match, d.layout), (v) => this.labelOf(d.layout, v), s.icicle, d.zoomNode);

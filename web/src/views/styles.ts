@@ -35,6 +35,12 @@ select,input{border:1px solid var(--button-line);border-radius:3px}
 .transform{margin-right:4px}
 .legend{display:flex;flex-wrap:wrap;gap:12px;margin-top:4px;font-size:12px;align-items:center}
 .swatch{display:inline-block;width:14px;height:12px;margin-right:4px;vertical-align:middle;border:1px solid #888}
+.category-items{display:contents}
+.category-legend[hidden]{display:none}
+.category-item{font:inherit;color:inherit;background:none;border:1px solid transparent;border-radius:3px;padding:1px 4px;cursor:pointer}
+.category-item:hover{border-color:#888}
+.category-item[aria-pressed=true]{border-color:currentColor;font-weight:bold}
+.category-share{margin-left:4px;opacity:.8}
 .timeline{display:flex;flex-direction:column;border-bottom:1px solid var(--line)}
 .timeline-label{font-size:11px;padding:1px 8px;color:var(--muted);white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .timeline-bars{height:44px}

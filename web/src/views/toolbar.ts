@@ -29,6 +29,8 @@ export interface HeaderActions {
   invert(): void;
   searchNames(): void;
   palette(v: string): void;
+  /** Switches between palette and category colours. */
+  colors(): void;
   normalise(): void;
   reset(): void;
   search(q: string): void;
@@ -152,6 +154,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
       : null,
     raw.sampleThread && !model.isDiff ? button('thread-list', 'Threads…', 'Show or hide threads (h)', (b) => a.threadList(b), { 'aria-haspopup': 'dialog' }) : null,
     model.isDiff ? null : select('palette', 'Palette', PALETTES.map((p) => [p, p] as [string, string]), a.palette),
+    model.categories ? button('colors', 'By category', 'Colour frames by category (what kind of work), with a legend; off: the palette', () => a.colors()) : null,
     model.isDiff ? button('normalise', 'Normalise', 'Scale before to after\'s total (n)', () => a.normalise()) : null,
     button('reset', 'Reset zoom', 'Reset zoom (0)', () => a.reset()),
     searchGroup,

@@ -7,6 +7,9 @@ import { CategorySeries, Column, PerSecond, Table } from '../data.js';
 import { plainGroup, plainLatency } from './names.js';
 import { categorySharesIn, percentilesIn } from './window.js';
 import { ScaleKind } from './scale.js';
+import { TABLEAU10, categoryColor } from '../../lib/palette.js';
+
+export { categoryColor };
 
 export type ChartKind = 'lines' | 'stacked' | 'spans';
 
@@ -52,7 +55,7 @@ export interface ChartSpec {
 }
 
 /** Colours of series (Tableau 10: distinct in light and dark pages). */
-export const COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+export const COLORS = TABLEAU10;
 /** Colours of compared groups: first blue, then orange, green, purple. */
 export const GROUP_COLORS = ['#2f6fd0', '#e0622b', '#3a9a4a', '#9a4fc0', '#b8860b'];
 
@@ -298,22 +301,6 @@ export function categoryChart(c: CategorySeries): ChartSpec {
       },
     },
   };
-}
-
-/** Stable colours for well-known categories; others from the palette. */
-export function categoryColor(name: string, i: number): string {
-  if (name.startsWith('other')) return name.includes('kernel') ? '#c7c7c7' : '#a0a0a0';
-  const known: Record<string, string> = {
-    'I/O polling (poll/epoll)': '#e15759',
-    'garbage collection': '#b07aa1',
-    'Erlang code': '#59a14f',
-    'BEAM scheduler (busy-wait, spin)': '#f28e2b',
-    'port and socket I/O': '#4e79a7',
-    'BIFs and NIFs': '#76b7b2',
-    'BEAM runtime (other)': '#9c755f',
-    'syscall: futex (locks, sleeping)': '#edc948',
-  };
-  return known[name] ?? COLORS[(i + 3) % COLORS.length];
 }
 
 /** A lighter shade of a #rrggbb colour (system time beside user time). */

@@ -18,6 +18,8 @@ import { distributionIn } from '../lib/window.js';
 import { ChartGroup, MARGIN_LEFT, MARGIN_RIGHT, TimeChart } from './time-chart.js';
 import { FigureCards, SectionLink, runHeader } from './header.js';
 import { XYChart, XYSeries } from './xy-chart.js';
+import { MarkerRow } from './marker-row.js';
+import { runMarkers } from '../lib/markers.js';
 
 /** What the page exposes for tests and benchmarks (window.__kilnReport). */
 export interface RunView {
@@ -27,6 +29,8 @@ export interface RunView {
   charts: Record<string, TimeChart>;
   sweep: XYChart[];
   distribution: XYChart | null;
+  /** The marker row (phases and the load's events). */
+  markers: MarkerRow;
   /** The selected window, ns since the origin, or null. */
   window: [number, number] | null;
   /** Selects a window (ns since the origin) as a drag on a chart would. */
@@ -77,7 +81,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   const measure: [number, number] = [r.measure.start, r.measure.end];
   const primary = r.tables.find((t) => t.name === 'load' && t.time.length > 1) ?? r.tables.find((t) => t.name === 'target' && t.time.length > 1) ?? r.tables.find((t) => t.time.length > 1);
   const edges = primary ? edgesOf(primary) : [];
-  const range = extentOf(r.tables, [measure]);
+  const range = extentOf(r.tables, [measure, ...(r.phases ?? []).map((p): [number, number] => [p.start, p.end])]);
   let current: [number, number] | null = parseWindow(location.hash);
 
   const windowText = el('span', { class: 'r-window-text', 'data-ctrl': 'window', 'aria-live': 'polite' });
@@ -119,6 +123,11 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     timeline.append(c.el);
   }
   if (!group.charts.length) timeline.append(el('p', { text: 'This run stored no series.' }));
+  const markers = new MarkerRow(runMarkers(r.phases ?? [], r.tables, r.warnings), group, (w) => apply(w));
+  if (markers.markers.length) {
+    group.rows.push(markers);
+    timeline.append(markers.el);
+  }
 
   const sweepCharts: XYChart[] = [];
   let sweepSection: HTMLElement | null = null;
@@ -313,6 +322,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     setText(windowText, w ? `Window: ${formatWindow(w)}` : `No window: figures and legends are the measurement's (${formatWindow(measure)}), flame graphs every sample of the run`);
     for (const e of profileWindows) setText(e, w ? `Samples in ${formatWindow(w)} only` : 'Every sample of the run');
     cards.show(w, w ? windowFigures(r, w) : measurementFigures, measurementFigures);
+    markers.select(w);
     showHeadings(w);
     if (distribution && perSecond) distribution.setSeries(distSeries(w ?? measure), distTitle(w));
     for (const c of sweepCharts) {
@@ -362,6 +372,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     charts,
     sweep: sweepCharts,
     distribution,
+    markers,
     get window() {
       return current;
     },

@@ -46,6 +46,8 @@ const AXIS_H = 18;
 /** Charts sharing a time axis, a cursor and a window. */
 export class ChartGroup {
   readonly charts: TimeChart[] = [];
+  /** Rows drawn against the same axis that are not charts (the marker row). */
+  readonly rows: { draw(): void }[] = [];
   /** The visible time range (zoomed into `full`), ns since the origin. */
   range: [number, number];
   cursor: number | null = null;
@@ -150,6 +152,7 @@ export class ChartGroup {
 
   redraw(): void {
     for (const c of this.charts) c.draw();
+    for (const r of this.rows) r.draw();
   }
 
   /** Draws everything now (first paint, benchmarks). */
@@ -160,6 +163,7 @@ export class ChartGroup {
       c.draw();
       c.drawOverlay();
     }
+    for (const r of this.rows) r.draw();
   }
 }
 
