@@ -899,6 +899,45 @@ try {
     });
   }
 
+  // ---------------------------------------------------------------- a load's failures
+  if (existsSync(join(dir, 'failures.html'))) {
+    const exp = expectOf('failures');
+    await check('markers: the seconds a load\'s requests failed, at the stored times with the stored counts; a click selects them', async () => {
+      const page = await open('failures.html');
+      await assertMarkers(page, exp, 'rates', 'failures');
+      const load = exp.tables.load;
+      const e = edgesOf(load);
+      const rate = load.columns.status_5xx;
+      const want = [];
+      for (let i = 0; i < rate.length; i++) {
+        if (!(rate[i] > 0)) continue;
+        let j = i;
+        let n = 0;
+        for (; j < rate.length && rate[j] > 0; j++) n += (rate[j] * (e[j + 1] - e[j])) / 1e9;
+        want.push([e[i], e[j], Math.round(n)]);
+        i = j;
+      }
+      assert.ok(want.length >= 1, `the server answered 500 in some seconds: ${rate}`);
+      const geo = await chartGeometry(page, 'rates');
+      const got = await page.$$eval('.r-marker[data-name="5xx responses"]', (bs) => bs.map((b) => ({ left: b.getBoundingClientRect().left, right: b.getBoundingClientRect().right, count: Number(b.dataset.count) })));
+      assert.equal(got.length, want.length, `one marker per run of failing seconds: ${JSON.stringify(got)} for ${JSON.stringify(want)}`);
+      const lo = geo.left + 72;
+      const hi = geo.left + geo.width - 14;
+      const clamp = (x) => Math.min(hi, Math.max(lo, x));
+      want.forEach(([a, b, n], k) => {
+        assert.ok(Math.abs(got[k].left - clamp(pageX(geo, a))) <= 1 && Math.abs(got[k].right - Math.max(clamp(pageX(geo, a)) + 2, clamp(pageX(geo, b)))) <= 1, `run ${k}: ${got[k].left}–${got[k].right} for ${a}–${b}`);
+        assert.equal(got[k].count, n, `run ${k}: the stored seconds' 5xx responses`);
+      });
+      await page.hover('.r-marker[data-name="5xx responses"] >> nth=0');
+      assert.match(await page.textContent('.r-marker-tip'), new RegExp(`^5xx responses: .* s – .* s \\(.*, ${want[0][2].toLocaleString('en-US')} req\\)$`));
+      await page.click('.r-marker[data-name="5xx responses"] >> nth=0');
+      await settle(page);
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), [want[0][0], want[0][1]]);
+      assert.equal(await hashT(page), `${want[0][0]}-${want[0][1]}`);
+      await axe(page, 'failures report');
+    });
+  }
+
   // ---------------------------------------------------------------- one event: one viewer
   if (existsSync(join(dir, 'one.html'))) {
     const exp = expectOf('one');

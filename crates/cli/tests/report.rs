@@ -331,6 +331,43 @@ fn a_run_report_shows_exactly_the_window_it_is_given() {
     drop(target);
 }
 
+/// An HTTP load against a server that answers 500 for five seconds of every ten (by its
+/// own clock): the load's failing seconds, as stored, are markers on the report's axis.
+#[test]
+fn a_load_s_failures_are_markers_on_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fixtures_dir(tmp.path(), "failures");
+    let store = tmp.path().join("runs.db");
+    let nginx = kiln_testkit::Nginx::start_with(&kiln_testkit::NginxOptions {
+        server_lines: vec![
+            r#"location /flaky { if ($msec ~ "[0-4]\.[0-9]+$") { return 500; } return 204; }"#
+                .into(),
+        ],
+        ..Default::default()
+    })
+    .unwrap();
+    let worker = nginx.worker_pids()[0].to_string();
+    kiln(&store)
+        .args([
+            "run", "--name", "flaky", "-e", "cpu", "-d", "6", "--warmup", "1",
+        ])
+        .args(["-p", &worker, "--report"])
+        .arg(dir.join("failures.html"))
+        .args([
+            "load", "http", "-R", "100", "-c", "2", "-t", "1", "-d", "15s",
+        ])
+        .arg(nginx.url("/flaky"))
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    std::fs::write(
+        dir.join("failures.expect.json"),
+        expectations(&store, "flaky").to_string(),
+    )
+    .unwrap();
+    browser(&dir);
+}
+
 #[test]
 fn rabbitmq_sweep_and_comparison_pages() {
     let broker = kiln_testkit::shared_rabbitmq().expect("rabbitmq-server installed");

@@ -52,6 +52,7 @@ export class MarkerRow {
         class: 'r-marker',
         'data-marker': m.kind,
         'data-name': m.name,
+        'data-count': m.count === null ? undefined : String(m.count),
         'aria-label': `${markerText(m)}; select this window`,
         'aria-describedby': 'r-marker-tip',
         style: `top:${lanes.indexOf(m.lane) * LANE_H + 1}px;--c:${COLORS[m.kind] ?? '#888'}`,
