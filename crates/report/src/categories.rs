@@ -824,6 +824,40 @@ mod tests {
     const K: FrameKind = FrameKind::Kernel;
 
     #[test]
+    fn frame_categories_name_each_frame_a_rule_decides_in_the_chart_s_order() {
+        let rules = Rules::parse(
+            "gc = user:^gc$\nread = kernel:^sys_read$\ndirty = thread:^dirty\nunused = ^never$\n",
+            "test",
+        )
+        .unwrap();
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let frames: Vec<_> = [("main", U), ("gc", U), ("sys_read", K), ("sys_read", U)]
+            .iter()
+            .map(|(n, k)| p.frame(n.as_bytes(), *k))
+            .collect();
+        p.thread(Some(1), Some(2), b"dirty_cpu_s");
+        let th = p.thread(Some(1), Some(3), b"main");
+        p.add_sample_path(&frames[..2], 1, 1_500, th);
+        // The chart's order first (largest first), then the rest, the others last.
+        let order = ["read".to_string(), "gc".to_string(), "other".to_string()];
+        let c = frame_categories(&p, &rules, &order).unwrap().unwrap();
+        assert_eq!(
+            c.names,
+            ["read", "gc", "other", "dirty", "unused", "other (kernel)"]
+        );
+        // Kernel rules name kernel frames only, user rules user frames only.
+        assert_eq!(
+            c.frames,
+            [("gc".to_string(), 0, 1), ("sys_read".to_string(), 1, 0)]
+        );
+        assert_eq!(c.threads, [("dirty_cpu_s".to_string(), 3)]);
+        assert_eq!((c.other, c.other_kernel, c.yield_category), (2, 5, None));
+        // Off-CPU time goes by why it waited: no frame categories.
+        let off = Profile::new(EventInfo::new("offcpu", WeightUnit::Nanoseconds));
+        assert!(frame_categories(&off, &rules, &[]).unwrap().is_none());
+    }
+
+    #[test]
     fn builtin_sets_name_what_the_seeds_saw() {
         let r = Rules::builtin();
         // The BEAM poller in epoll: I/O polling, not the context switch inside it.
