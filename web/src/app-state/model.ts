@@ -74,7 +74,7 @@ export interface Derived {
   matches: () => Uint32Array;
   stats: () => FunctionStats;
   statsBefore: () => FunctionStats | null;
-  /** The view by category, when the page supplies categories (null in a diff). */
+  /** The view by category, when coloured by the page's categories (else null). */
   categories: CategoryView | null;
 }
 
@@ -288,8 +288,8 @@ export class Model {
     } else {
       color = (v) => (v === 0 ? ROOT_COLOR : colors(layout.frame[v]));
     }
-    const categories = this.categories ? this.memo(`cats|${lkey}`, () => this.categoryView(layout, frames, s.threadMode)) : null;
-    if (categories && s.colors === 'category') {
+    const categories = this.categories && s.colors === 'category' ? this.memo(`cats|${lkey}`, () => this.categoryView(layout, frames, s.threadMode)) : null;
+    if (categories) {
       const { of, colors: cc } = categories;
       const hi = s.category;
       color = (v) => (v === 0 ? ROOT_COLOR : hi >= 0 && of[v] !== hi ? CATEGORY_MUTED : cc[of[v]]);

@@ -69,7 +69,8 @@ export function frameCategoryOf(frames: FrameSet, c: FrameCategories): Int16Arra
 
 /**
  * The category of every node of a layout (node 0, "all", gets `other`). Parents are
- * decided before their children: rows are walked by depth.
+ * decided before their children: a layout's parents have smaller ids (its tree's order),
+ * so one pass in id order, front to back through memory.
  */
 export function nodeCategories(l: Layout, frames: FrameSet, c: FrameCategories, own = frameCategoryOf(frames, c)): Uint16Array {
   const decided = new Int16Array(l.n).fill(UNDECIDED);
@@ -77,32 +78,35 @@ export function nodeCategories(l: Layout, frames: FrameSet, c: FrameCategories, 
   const user = new Int16Array(l.n).fill(UNDECIDED);
   // A thread a rule names decides for its whole subtree.
   const thread = new Int16Array(l.n).fill(UNDECIDED);
+  // Per frame, found once: 0 not yet, 1 named, 2 unnamed.
+  const named = new Uint8Array(frames.names.length);
+  const yieldCat = c.yield_category ?? -2;
   const out = new Uint16Array(l.n);
   out[0] = c.other;
-  for (let d = 1; d < l.rows.length; d++) {
-    const row = l.rows[d];
-    for (let i = 0; i < row.length; i++) {
-      const v = row[i];
-      const p = l.parent[v];
-      const f = l.frame[v];
-      const kind = f >= 0 ? frames.kinds[f] : KIND_ROOT;
-      const mine = f >= 0 ? own[f] : UNDECIDED;
-      const [inherited, inheritedUser, th] = p > 0 ? [decided[p], user[p], thread[p]] : [UNDECIDED, UNDECIDED, UNDECIDED];
-      if (kind === KIND_ROOT) {
-        thread[v] = mine !== UNDECIDED ? mine : th;
-        decided[v] = inherited;
-        user[v] = inheritedUser;
-      } else {
-        thread[v] = th;
-        let k: number;
-        if (unnamed(frames.names[f])) k = inherited !== UNDECIDED ? inherited : mine;
-        else if (mine !== UNDECIDED && mine === c.yield_category) k = inheritedUser !== UNDECIDED ? inheritedUser : mine;
-        else k = mine !== UNDECIDED ? mine : inherited;
-        decided[v] = k;
-        user[v] = kind !== KIND_KERNEL ? k : inheritedUser;
-      }
-      out[v] = thread[v] !== UNDECIDED ? thread[v] : decided[v] !== UNDECIDED ? decided[v] : kind === KIND_KERNEL ? c.other_kernel : c.other;
+  for (let v = 1; v < l.n; v++) {
+    const p = l.parent[v];
+    const f = l.frame[v];
+    const kind = f >= 0 ? frames.kinds[f] : KIND_ROOT;
+    const mine = f >= 0 ? own[f] : UNDECIDED;
+    const top = p <= 0;
+    const inherited = top ? UNDECIDED : decided[p];
+    const inheritedUser = top ? UNDECIDED : user[p];
+    const th = top ? UNDECIDED : thread[p];
+    if (kind === KIND_ROOT) {
+      thread[v] = mine !== UNDECIDED ? mine : th;
+      decided[v] = inherited;
+      user[v] = inheritedUser;
+    } else {
+      thread[v] = th;
+      if (named[f] === 0) named[f] = unnamed(frames.names[f]) ? 2 : 1;
+      let k: number;
+      if (named[f] === 2) k = inherited !== UNDECIDED ? inherited : mine;
+      else if (mine !== UNDECIDED && mine === yieldCat) k = inheritedUser !== UNDECIDED ? inheritedUser : mine;
+      else k = mine !== UNDECIDED ? mine : inherited;
+      decided[v] = k;
+      user[v] = kind !== KIND_KERNEL ? k : inheritedUser;
     }
+    out[v] = thread[v] !== UNDECIDED ? thread[v] : decided[v] !== UNDECIDED ? decided[v] : kind === KIND_KERNEL ? c.other_kernel : c.other;
   }
   return out;
 }

@@ -58,7 +58,7 @@ body{background:var(--bg)}
 .r-marker-lane{position:absolute;left:0;height:18px;line-height:18px;font-size:11px;color:var(--muted);overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .r-marker{position:absolute;height:16px;margin:0;padding:0;text-indent:2px;box-sizing:border-box;border:1px solid var(--c);border-radius:2px;background:color-mix(in srgb,var(--c) 30%,var(--bg));color:var(--fg);font-size:11px;line-height:14px;text-align:left;overflow:hidden;white-space:nowrap;text-overflow:ellipsis;cursor:pointer}
 .r-marker:hover{background:color-mix(in srgb,var(--c) 50%,var(--bg))}
-.r-marker[aria-pressed=true]{outline:2px solid var(--focus);outline-offset:-1px;font-weight:bold}
+.r-marker[aria-pressed=true]{color:var(--fg);background:color-mix(in srgb,var(--c) 50%,var(--bg));outline:2px solid var(--focus);outline-offset:-1px;font-weight:bold}
 .r-marker:focus-visible{outline:2px solid var(--focus);outline-offset:1px}
 .r-marker-tip{position:absolute;z-index:6;max-width:90%;background:var(--panel);border:1px solid var(--line);border-radius:3px;padding:3px 6px;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere;pointer-events:none}
 .r-row{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px}
