@@ -305,7 +305,8 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   function alignStrips(): void {
     const chart = group.charts[0];
     if (!chart) return;
-    const c = chart.overlay.getBoundingClientRect();
+    // The plot's box, not its canvas': a canvas is 300 px wide until its chart first draws.
+    const c = (chart.overlay.parentElement ?? chart.overlay).getBoundingClientRect();
     if (c.width <= 0) return;
     const [a, b] = group.range;
     for (const app of viewers()?.apps ?? []) {
