@@ -4,8 +4,7 @@
 // zoomed and panned with them). Hover or focus shows its tooltip (name, start – end, how
 // many); a click selects its span as the page's window. Names are text only.
 import { el, setText } from '../../views/dom.js';
-import { thousands } from '../../lib/units.js';
-import { formatNs } from '../../lib/units.js';
+import { formatNs, thousands } from '../../lib/units.js';
 import { formatSpan } from '../lib/format.js';
 import { Marker, lanesOf } from '../lib/markers.js';
 import { ChartGroup, MARGIN_LEFT, MARGIN_RIGHT } from './time-chart.js';
