@@ -3,7 +3,7 @@
 // against a slow, obviously-correct model over explicit stack lists.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Tree, TreeBuilder, FrameSet, threadGroupName } from '../src/lib/profile.js';
+import { Tree, TreeBuilder, FrameSet, threadGroupName, libraryOf } from '../src/lib/profile.js';
 import { Transform, applyTransforms, decodeTransforms, encodeTransforms } from '../src/lib/transforms.js';
 import { layoutTree, nodeAt, pathOf, findPath } from '../src/lib/layout.js';
 import { calleesTree, callersTree, compileSearch, functionStats, matchFrames, matchedWeight } from '../src/lib/analysis.js';
@@ -63,10 +63,32 @@ function foldedRef(stacks: Stacks): Map<string, number> {
   return out;
 }
 
-function refTransform(stacks: Stacks, tr: Transform): Stacks {
+/** Libraries of the random profiles: frame x of nFrames is in library nFrames + x % 2 when x % 3 > 0. */
+function randomLibraries(nFrames: number): Int32Array {
+  const lib = new Int32Array(nFrames + 2).fill(-1);
+  for (let x = 0; x < nFrames; x++) if (x % 3 > 0) lib[x] = nFrames + (x % 2);
+  return lib;
+}
+
+function refTransform(stacks: Stacks, tr: Transform, lib: Int32Array = new Int32Array(0)): Stacks {
   const out: Stacks = [];
   for (const [p, w] of stacks) {
     switch (tr.kind) {
+      case 'merge-call-node':
+        out.push([tr.path.every((f, i) => p[i] === f) ? p.filter((_, i) => i !== tr.path.length - 1) : p, w]);
+        break;
+      case 'collapse-direct-recursion':
+        out.push([p.filter((x, i) => !(x === tr.f && i > 0 && p[i - 1] === tr.f)), w]);
+        break;
+      case 'collapse-library': {
+        const r: number[] = [];
+        p.forEach((x, i) => {
+          if (lib[x] !== tr.f) r.push(x);
+          else if (i === 0 || lib[p[i - 1]] !== tr.f) r.push(tr.f);
+        });
+        out.push([r, w]);
+        break;
+      }
       case 'merge':
         out.push([p.filter((x) => x !== tr.f), w]);
         break;
@@ -116,17 +138,22 @@ function randomStacks(r: () => number, nFrames: number): Stacks {
 
 function randomTransform(r: () => number, nFrames: number, stacks: Stacks): Transform {
   const f = Math.floor(r() * nFrames);
-  switch (Math.floor(r() * 5)) {
+  const p = stacks[Math.floor(r() * stacks.length)][0];
+  switch (Math.floor(r() * 8)) {
+    case 5:
+      return { kind: 'merge-call-node', path: p.slice(0, 1 + Math.floor(r() * p.length)) };
+    case 6:
+      return { kind: 'collapse-direct-recursion', f };
+    case 7:
+      return { kind: 'collapse-library', f: nFrames + Math.floor(r() * 2) };
     case 0:
       return { kind: 'merge', f };
     case 1:
       return { kind: 'drop', f };
     case 2:
       return { kind: 'focus-function', f };
-    case 3: {
-      const p = stacks[Math.floor(r() * stacks.length)][0];
+    case 3:
       return { kind: 'focus-subtree', path: p.slice(0, 1 + Math.floor(r() * p.length)) };
-    }
     default:
       return { kind: 'collapse-recursion', f };
   }
@@ -142,8 +169,9 @@ test('transforms agree with the reference model on random profiles', () => {
       const tr = randomTransform(r, nFrames, stacks.length ? stacks : [[[0], 1]]);
       trs.push(tr);
     }
-    const t = applyTransforms(treeOf(stacks, nFrames), trs, nFrames);
-    for (const tr of trs) stacks = refTransform(stacks, tr);
+    const lib = randomLibraries(nFrames);
+    const t = applyTransforms(treeOf(stacks, nFrames + 2), trs, nFrames + 2, lib);
+    for (const tr of trs) stacks = refTransform(stacks, tr, lib);
     assert.deepEqual(folded(t), foldedRef(stacks), `round ${round}: ${JSON.stringify(trs)}`);
     const ones: Stacks = stacks.map(([p]) => [p, 1]);
     assert.deepEqual(counts(t), foldedRef(ones), `counts, round ${round}`);
@@ -255,6 +283,72 @@ test('diff: only the functions marked beyond noise set the colour scale', () => 
   assert.equal(maxDelta(d, (v) => marked[d.layout.frame[v]]), 4, 'marked frames only');
 });
 
+/** The tree's nodes as "path: self/total", root to leaf, depth first. */
+function shape(t: Tree, names: string[]): string[] {
+  const l = layoutTree(t, frames(names), 'alphabetical');
+  const out: string[] = [];
+  const walk = (v: number, path: string): void => {
+    for (let k = l.childStart[v]; k < l.childStart[v + 1]; k++) {
+      const c = l.childList[k];
+      const p = path ? `${path};${names[l.frame[c]]}` : names[l.frame[c]];
+      out.push(`${p}: ${l.self[c]}/${l.total[c]}`);
+      walk(c, p);
+    }
+  };
+  walk(0, '');
+  return out;
+}
+
+test('merge node only removes that one call node; other calls of the function stay', () => {
+  const names = ['a', 'b', 'c', 'd'];
+  const [a, b, c, d] = [0, 1, 2, 3];
+  const t = treeOf([[[a, b, c], 3], [[a, b], 4], [[a, c, b], 2], [[b, c], 1], [[a, b, d], 5]], 4);
+  const out = applyTransforms(t, [{ kind: 'merge-call-node', path: [a, b] }], 4);
+  // a;b's callees join a's own (c: 3 + a;c's 2 under it), its self weight goes to a.
+  assert.deepEqual(shape(out, names), ['a: 4/14', 'a;c: 3/5', 'a;c;b: 2/2', 'a;d: 5/5', 'b: 0/1', 'b;c: 1/1']);
+  assert.equal(layoutTree(out, frames(names), 'alphabetical').total[0], 15, 'weights preserved');
+  // A root node merged: its callees become roots, its own weight stays in the total.
+  const root = applyTransforms(t, [{ kind: 'merge-call-node', path: [b] }], 4);
+  assert.deepEqual(shape(root, names), ['a: 0/14', 'a;b: 4/12', 'a;b;c: 3/3', 'a;b;d: 5/5', 'a;c: 0/2', 'a;c;b: 2/2', 'c: 1/1']);
+});
+
+test('collapse direct recursion only: f calling f collapses, f through g to f stays', () => {
+  const names = ['f', 'g', 'h'];
+  const [f, g, h] = [0, 1, 2];
+  const t = treeOf([[[f, f, g], 1], [[f, g, f, h], 2], [[f, f, f], 4], [[g, f, f, h], 8]], 3);
+  const direct = applyTransforms(t, [{ kind: 'collapse-direct-recursion', f }], 3);
+  assert.deepEqual(shape(direct, names), ['f: 4/7', 'f;g: 1/3', 'f;g;f: 0/2', 'f;g;f;h: 2/2', 'g: 0/8', 'g;f: 0/8', 'g;f;h: 8/8']);
+  // The existing collapse also folds the indirect call f;g;f into the outer f.
+  const any = applyTransforms(t, [{ kind: 'collapse-recursion', f }], 3);
+  assert.deepEqual(shape(any, names), ['f: 4/7', 'f;g: 1/1', 'f;h: 2/2', 'g: 0/8', 'g;f: 0/8', 'g;f;h: 8/8']);
+});
+
+test('collapse library: each run of one library\'s frames becomes one frame named after it', () => {
+  // Frames 0-4, then the library frames 5 (libc.so.6) and 6 (kernel), as frameSetOf numbers them.
+  const names = ['main', 'libc.so.6`malloc', 'libc.so.6`_int_malloc', 'sys_brk_[k]', 'work', 'libc.so.6', 'kernel'];
+  const lib = Int32Array.from([-1, 5, 5, 6, -1, -1, -1]);
+  const [main, malloc, intMalloc, brk, work] = [0, 1, 2, 3, 4];
+  const t = treeOf([[[main, malloc, intMalloc, brk], 3], [[main, malloc], 1], [[main, work, malloc, work, intMalloc], 2], [[main, intMalloc], 5]], 7);
+  const out = applyTransforms(t, [{ kind: 'collapse-library', f: 5 }], 7, lib);
+  assert.deepEqual(shape(out, names), [
+    'main: 0/11',
+    'main;libc.so.6: 6/9',
+    'main;libc.so.6;sys_brk_[k]: 3/3',
+    'main;work: 0/2',
+    'main;work;libc.so.6: 0/2',
+    'main;work;libc.so.6;work: 0/2',
+    'main;work;libc.so.6;work;libc.so.6: 2/2',
+  ]);
+  assert.equal(libraryOf('libc.so.6`malloc', 0), 'libc.so.6');
+  assert.equal(libraryOf('[libc.so.6]', 0), 'libc.so.6');
+  assert.equal(libraryOf('[libz.so.1 <0x7f12>]', 0), 'libz.so.1');
+  assert.equal(libraryOf('malloc [libc.so.6]', 0), 'libc.so.6');
+  assert.equal(libraryOf('server+0x1a2f', 0), 'server');
+  assert.equal(libraryOf('sys_brk_[k]', 0), 'kernel');
+  assert.equal(libraryOf('schedule', 2), 'kernel');
+  for (const plain of ['main', '[unknown]', 'foo_[j]', 'worker [123]', 'a+b', 'std::vector<int>::push_back']) assert.equal(libraryOf(plain, 0), null, plain);
+});
+
 test('URL state round-trips and ignores garbage', () => {
   const def = defaultState('hot', false, false);
   const s = {
@@ -265,7 +359,13 @@ test('URL state round-trips and ignores garbage', () => {
     query: 'a&b=c#d',
     matchCase: true,
     zoom: [1, 2, 3],
-    transforms: [{ kind: 'merge', f: 4 }, { kind: 'focus-subtree', path: [1, 2] }] as Transform[],
+    transforms: [
+      { kind: 'merge', f: 4 },
+      { kind: 'focus-subtree', path: [1, 2] },
+      { kind: 'merge-call-node', path: [1, 3] },
+      { kind: 'collapse-direct-recursion', f: 5 },
+      { kind: 'collapse-library', f: 9 },
+    ] as Transform[],
     range: [100, 2000] as [number, number],
     fn: 7,
     palette: 'java' as const,

@@ -150,9 +150,18 @@ function pathTo(t: { parent: Int32Array; frame: Int32Array }, v: number): number
   return p;
 }
 
-function refPath(p: number[], trs: Transform[]): number[] | null {
+function refPath(p: number[], trs: Transform[], lib: Int32Array): number[] | null {
   for (const tr of trs) {
     switch (tr.kind) {
+      case 'merge-call-node':
+        if (tr.path.every((f, i) => p[i] === f)) p = p.filter((_, i) => i !== tr.path.length - 1);
+        break;
+      case 'collapse-direct-recursion':
+        p = p.filter((x, i) => !(x === tr.f && i > 0 && p[i - 1] === tr.f));
+        break;
+      case 'collapse-library':
+        p = p.filter((x, i) => lib[x] !== tr.f || i === 0 || lib[p[i - 1]] !== tr.f).map((x) => (lib[x] === tr.f ? tr.f : x));
+        break;
       case 'merge':
         p = p.filter((x) => x !== tr.f);
         break;
@@ -191,12 +200,22 @@ test('transforms map every stack to where its samples went', () => {
       Array.from({ length: 1 + Math.floor(r() * 6) }, () => Math.floor(r() * nFrames)),
       1,
     ]);
-    const kinds = ['merge', 'drop', 'focus-function', 'collapse-recursion'] as const;
-    const trs: Transform[] = Array.from({ length: 1 + Math.floor(r() * 3) }, () => ({ kind: kinds[Math.floor(r() * 4)], f: Math.floor(r() * nFrames) }));
-    const t = treeOf(stacks, nFrames);
-    const { tree, map } = applyTransformsMapped(t, trs, nFrames);
+    const kinds = ['merge', 'drop', 'focus-function', 'collapse-recursion', 'collapse-direct-recursion', 'collapse-library', 'merge-call-node'] as const;
+    // Frames 0 .. nFrames - 1; nFrames and nFrames + 1 are libraries of some of them.
+    const lib = new Int32Array(nFrames + 2).fill(-1);
+    for (let x = 0; x < nFrames; x++) if (x % 3 > 0) lib[x] = nFrames + (x % 2);
+    const trs: Transform[] = Array.from({ length: 1 + Math.floor(r() * 3) }, (): Transform => {
+      const kind = kinds[Math.floor(r() * kinds.length)];
+      if (kind === 'merge-call-node') {
+        const p = stacks[Math.floor(r() * stacks.length)][0];
+        return { kind, path: p.slice(0, 1 + Math.floor(r() * p.length)) };
+      }
+      return { kind, f: kind === 'collapse-library' ? nFrames + Math.floor(r() * 2) : Math.floor(r() * nFrames) };
+    });
+    const t = treeOf(stacks, nFrames + 2);
+    const { tree, map } = applyTransformsMapped(t, trs, nFrames + 2, lib);
     for (let i = 0; i < t.length; i++) {
-      const want = refPath(pathTo(t, i), trs);
+      const want = refPath(pathTo(t, i), trs, lib);
       if (want === null) assert.ok(map[i] < -1, `round ${round}: node ${i} dropped`);
       else if (want.length === 0) assert.ok(map[i] < 0, `round ${round}: node ${i} lost its frames`);
       else assert.deepEqual(pathTo(tree, map[i]), want, `round ${round}: node ${i} ${JSON.stringify(trs)}`);

@@ -10,7 +10,7 @@ import { Layout, findPath, layoutTree } from '../lib/layout.js';
 import { CATEGORY_MUTED, Palette, categoryFrameColor, frameColors } from '../lib/palette.js';
 import { FrameCategories, categoryShares, frameCategoryOf, isFrameCategories, nodeCategories } from '../lib/categories.js';
 import { CallTree } from '../lib/calltree.js';
-import { FrameSet, RawProfile, Tree, WindowCounts, baseTree, frameSetOf, hiddenMask, samplesIn, threadRoots } from '../lib/profile.js';
+import { FrameSet, RawProfile, Tree, WindowCounts, baseTree, firstThreadFrame, frameSetOf, hiddenMask, samplesIn, threadRoots } from '../lib/profile.js';
 import { applyTransforms, applyTransformsMapped } from '../lib/transforms.js';
 import { Unit, UnitMeta } from '../lib/units.js';
 import { ViewName, ViewState } from './state.js';
@@ -150,7 +150,8 @@ export class Model {
   /** Upper bound of frame ids any state may name (frames plus thread roots). */
   get maxFrames(): number {
     let n = 0;
-    for (const r of this.raws) n += r.frameName.length + r.threadName.length;
+    // Each frame may name a library: at most as many library frames as frames.
+    for (const r of this.raws) n += 2 * r.frameName.length + r.threadName.length;
     return n;
   }
 
@@ -208,7 +209,7 @@ export class Model {
             range: s.range,
             nsPerWeight: unit.kind === 'time' ? unit.scale : null,
             threadMode: s.threadMode,
-            firstThreadFrame: raw.frameName.length,
+            firstThreadFrame: firstThreadFrame(frames, roots.names.length),
             rootOf: roots.rootOf,
             hidden: this.isDiff ? null : hiddenMask(raw, s.hidden),
           });
@@ -225,15 +226,15 @@ export class Model {
       });
       if (sides.length === 1) {
         const { frames, tree } = sides[0];
-        return { frames, trees: [applyTransforms(tree, s.transforms, frames.names.length)] };
+        return { frames, trees: [applyTransforms(tree, s.transforms, frames.names.length, frames.library)] };
       }
       const j = joinFrames(sides[0].frames, sides[1].frames);
       const n = j.frames.names.length;
       return {
         frames: j.frames,
         trees: [
-          applyTransforms(remapFrames(sides[0].tree, j.mapA), s.transforms, n),
-          applyTransforms(remapFrames(sides[1].tree, j.mapB), s.transforms, n),
+          applyTransforms(remapFrames(sides[0].tree, j.mapA), s.transforms, n, j.frames.library),
+          applyTransforms(remapFrames(sides[1].tree, j.mapB), s.transforms, n, j.frames.library),
         ],
       };
     });
@@ -355,9 +356,11 @@ export class Model {
    */
   chart(s: ViewState): FlameChart {
     const raw = this.raw;
-    // Transforms naming thread roots of another thread mode cannot apply to lanes.
-    const nF = raw.frameName.length;
-    const trs = s.transforms.filter((t) => (t.kind === 'focus-subtree' ? t.path.every((f) => f < nF) : t.f < nF));
+    // Transforms naming thread roots of another thread mode cannot apply to lanes
+    // (libraries' frames come before the thread roots, the same in every mode).
+    const merged = this.frames({ ...s, threadMode: 'merged' });
+    const nF = merged.names.length;
+    const trs = s.transforms.filter((t) => ('path' in t ? t.path.every((f) => f < nF) : t.f < nF));
     return this.memo(`chart|${JSON.stringify(trs)}`, () => {
       const base: Tree = {
         parent: raw.stackParent,
@@ -366,7 +369,7 @@ export class Model {
         count: new Float64Array(raw.stackParent.length),
         length: raw.stackParent.length,
       };
-      const { tree, map } = applyTransformsMapped(base, trs, nF);
+      const { tree, map } = applyTransformsMapped(base, trs, nF, merged.library);
       const label = (t: number): string => {
         if (t < 0) return 'samples without a thread';
         const name = raw.strings[raw.threadName[t]] ?? '';

@@ -25,10 +25,19 @@ export function joinFrames(a: FrameSet, b: FrameSet): { frames: FrameSet; mapA: 
   };
   const mapA = add(a);
   const mapB = add(b);
+  // Libraries keep their frames' names: a frame's library in either profile.
+  let library: Int32Array | undefined;
+  for (const [fs, m] of [[a, mapA], [b, mapB]] as const) {
+    if (!fs.library) continue;
+    library ??= new Int32Array(names.length).fill(-1);
+    for (let f = 0; f < fs.library.length; f++) if (fs.library[f] >= 0) library[m[f]] = m[fs.library[f]];
+  }
   const byName = names.map((_, i) => i).sort((x, y) => (names[x] < names[y] ? -1 : names[x] > names[y] ? 1 : 0));
   const order = new Uint32Array(names.length);
   byName.forEach((f, r) => (order[f] = r));
-  return { frames: { names, kinds: Uint8Array.from(kinds), order }, mapA, mapB };
+  const frames: FrameSet = { names, kinds: Uint8Array.from(kinds), order };
+  if (library) frames.library = library;
+  return { frames, mapA, mapB };
 }
 
 /** Re-expresses a tree's frames through `map`. */

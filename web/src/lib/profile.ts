@@ -37,14 +37,18 @@ export const KIND_INLINE = 4;
 export const KIND_ROOT = 5;
 
 /**
- * The functions a tree can name: every frame of the profile plus synthetic root frames
- * for threads. Transforms, search and the tables speak of functions by these ids.
+ * The functions a tree can name: every frame of the profile, then one synthetic frame per
+ * library the frames name (what "collapse library" collapses a run of its frames into),
+ * then synthetic root frames for threads. Transforms, search and the tables speak of
+ * functions by these ids; library ids do not depend on the thread mode.
  */
 export interface FrameSet {
   names: string[];
   kinds: Uint8Array;
   /** Alphabetical rank. */
   order: Uint32Array;
+  /** Per frame, the id of its library's synthetic frame, or -1 (absent: none has one). */
+  library?: Int32Array;
 }
 
 /** A weighted prefix tree of stacks: parents always have smaller ids than children. */
@@ -62,20 +66,63 @@ export interface Tree {
   nameOrder?: boolean;
 }
 
+/**
+ * The library (module, executable, shared object) a frame's name says its code is in,
+ * or null: `libc.so.6\`malloc` (DTrace, bpftrace), `[libc.so.6]` and `[libc.so.6 <0x1f>]`
+ * (perf's frames without a symbol), `malloc [libc.so.6]`, `libc.so.6+0x9a2f0` (pprof's
+ * addresses without a function); kernel frames (kind or `_[k]`) are `kernel`.
+ */
+export function libraryOf(name: string, kind: number): string | null {
+  if (kind === KIND_KERNEL || name.endsWith('_[k]')) return 'kernel';
+  if (kind === KIND_ROOT) return null;
+  const tick = name.indexOf('`');
+  if (tick > 0) return name.slice(0, tick);
+  const last = name.charCodeAt(name.length - 1);
+  if (last === 93 /* ] */) {
+    const open = name.charCodeAt(0) === 91 /* [ */ ? 0 : name.lastIndexOf(' [') + 1;
+    if (open === 0 && name.charCodeAt(0) !== 91) return null;
+    let lib = name.slice(open + 1, -1);
+    const sp = lib.indexOf(' <');
+    if (sp > 0) lib = lib.slice(0, sp);
+    return lib === '' || lib === 'unknown' || lib.startsWith('unknown ') || /^[0-9]+$/.test(lib) ? null : lib;
+  }
+  if ((last >= 48 && last <= 57) || (last >= 97 && last <= 102)) {
+    const plus = name.lastIndexOf('+0x');
+    if (plus > 0 && /^[0-9a-f]+$/.test(name.slice(plus + 3)) && name.indexOf(' ') < 0) return name.slice(0, plus);
+  }
+  return null;
+}
+
 export function frameSetOf(raw: RawProfile, extra: string[] = []): FrameSet {
   const n = raw.frameName.length;
-  const names = new Array<string>(n + extra.length);
+  const library = new Int32Array(n).fill(-1);
+  const libs = new Map<string, number>();
+  const libNames: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const lib = libraryOf(raw.strings[raw.frameName[i]] ?? '', raw.frameKind[i]);
+    if (lib === null) continue;
+    let id = libs.get(lib);
+    if (id === undefined) libs.set(lib, (id = n + libNames.push(lib) - 1));
+    library[i] = id;
+  }
+  const synthetic = [...libNames, ...extra];
+  const names = new Array<string>(n + synthetic.length);
   for (let i = 0; i < n; i++) names[i] = raw.strings[raw.frameName[i]] ?? '';
-  for (let i = 0; i < extra.length; i++) names[n + i] = extra[i];
-  const kinds = new Uint8Array(n + extra.length);
+  for (let i = 0; i < synthetic.length; i++) names[n + i] = synthetic[i];
+  const kinds = new Uint8Array(n + synthetic.length);
   kinds.set(raw.frameKind);
-  kinds.fill(KIND_ROOT, n);
-  const order = new Uint32Array(n + extra.length);
+  kinds.fill(KIND_ROOT, n + libNames.length);
+  const order = new Uint32Array(n + synthetic.length);
   order.set(raw.frameOrder);
-  // Synthetic thread roots sort after every real frame, among themselves by name.
-  const idx = extra.map((_, i) => i).sort((a, b) => (extra[a] < extra[b] ? -1 : extra[a] > extra[b] ? 1 : a - b));
+  // Libraries and thread roots sort after every real frame, among themselves by name.
+  const idx = synthetic.map((_, i) => i).sort((a, b) => (synthetic[a] < synthetic[b] ? -1 : synthetic[a] > synthetic[b] ? 1 : a - b));
   idx.forEach((e, r) => (order[n + e] = n + r));
-  return { names, kinds, order };
+  return libNames.length ? { names, kinds, order, library } : { names, kinds, order };
+}
+
+/** Id of a frame set's first thread root (its frames and libraries come before). */
+export function firstThreadFrame(frames: FrameSet, roots: number): number {
+  return frames.names.length - roots;
 }
 
 /** Builds a tree by interning (parent, frame) pairs; ids come out parent-first. */

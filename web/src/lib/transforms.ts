@@ -9,19 +9,25 @@ export type Transform =
   | { kind: 'focus-function'; f: number } // only samples through f, each starting at its outermost f
   | { kind: 'focus-subtree'; path: number[] } // only samples under this path, which becomes the root
   | { kind: 'drop'; f: number } // drop samples whose stack has f
-  | { kind: 'collapse-recursion'; f: number }; // f ... f collapses into the outer f
+  | { kind: 'collapse-recursion'; f: number } // f ... f collapses into the outer f
+  | { kind: 'merge-call-node'; path: number[] } // remove this one node; its callees attach to its parent
+  | { kind: 'collapse-direct-recursion'; f: number } // f calling f directly collapses into the outer f
+  | { kind: 'collapse-library'; f: number }; // each run of the library's frames becomes its frame f (a library id of the FrameSet)
 
 const DROPPED = -2;
 
-export function applyTransform(t: Tree, tr: Transform, nFrames: number): Tree {
-  return applyMapped(t, tr, nFrames).tree;
+/** Per frame, its library's frame id or -1 (FrameSet.library); null: no frame has one. */
+export type Libraries = Int32Array | null | undefined;
+
+export function applyTransform(t: Tree, tr: Transform, nFrames: number, library: Libraries = null): Tree {
+  return applyMapped(t, tr, nFrames, library).tree;
 }
 
 /**
  * One transform, and where each input node went: an output node, -1 (its samples lost
  * every frame: their weight stays in the root), or below -1 (dropped).
  */
-function applyMapped(t: Tree, tr: Transform, nFrames: number): { tree: Tree; map: Int32Array } {
+function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries): { tree: Tree; map: Int32Array } {
   const b = new TreeBuilder(nFrames, Math.max(16, t.length));
   const map = new Int32Array(t.length);
   const at = (p: number): number => (p < 0 ? -1 : map[p]);
@@ -93,6 +99,42 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number): { tree: Tree; map
       }
       break;
     }
+    case 'merge-call-node': {
+      // state[i]: frames of the path matched, -1 once off the path (or past its end).
+      const state = new Int32Array(t.length);
+      const n = tr.path.length;
+      for (let i = 0; i < t.length; i++) {
+        const pp = t.parent[i];
+        const m = pp < 0 ? 0 : state[pp];
+        const p = at(pp);
+        if (m >= 0 && t.frame[i] === tr.path[m]) {
+          state[i] = m + 1 === n ? -1 : m + 1;
+          map[i] = m + 1 === n ? p : b.intern(p, t.frame[i]);
+        } else {
+          state[i] = -1;
+          map[i] = b.intern(p, t.frame[i]);
+        }
+      }
+      break;
+    }
+    case 'collapse-direct-recursion':
+      for (let i = 0; i < t.length; i++) {
+        const pp = t.parent[i];
+        const p = at(pp);
+        if (p === DROPPED) map[i] = DROPPED;
+        else map[i] = t.frame[i] === tr.f && pp >= 0 && t.frame[pp] === tr.f ? p : b.intern(p, t.frame[i]);
+      }
+      break;
+    case 'collapse-library':
+      for (let i = 0; i < t.length; i++) {
+        const pp = t.parent[i];
+        const p = at(pp);
+        const lib = library && t.frame[i] < library.length ? library[t.frame[i]] : -1;
+        if (p === DROPPED) map[i] = DROPPED;
+        else if (lib !== tr.f) map[i] = b.intern(p, t.frame[i]);
+        else map[i] = pp >= 0 && t.frame[pp] < library!.length && library![t.frame[pp]] === tr.f ? p : b.intern(p, tr.f);
+      }
+      break;
   }
   let rootSelf = 0;
   let rootCount = 0;
@@ -120,21 +162,21 @@ export interface RootSelf {
   rootCount?: number;
 }
 
-export function applyTransforms(t: Tree, trs: Transform[], nFrames: number): Tree {
-  return trs.length === 0 ? t : applyTransformsMapped(t, trs, nFrames).tree;
+export function applyTransforms(t: Tree, trs: Transform[], nFrames: number, library: Libraries = null): Tree {
+  return trs.length === 0 ? t : applyTransformsMapped(t, trs, nFrames, library).tree;
 }
 
 /**
  * Transforms in order, and where each node of the input tree ended up (see applyMapped):
  * the flame chart follows each sample's stack through it.
  */
-export function applyTransformsMapped(t: Tree, trs: Transform[], nFrames: number): { tree: Tree; map: Int32Array } {
+export function applyTransformsMapped(t: Tree, trs: Transform[], nFrames: number, library: Libraries = null): { tree: Tree; map: Int32Array } {
   const map = new Int32Array(t.length);
   for (let i = 0; i < map.length; i++) map[i] = i;
   let rootSelf = (t as Tree & RootSelf).rootSelf ?? 0;
   let rootCount = (t as Tree & RootSelf).rootCount ?? 0;
   for (const tr of trs) {
-    const step = applyMapped(t, tr, nFrames);
+    const step = applyMapped(t, tr, nFrames, library);
     t = step.tree;
     for (let i = 0; i < map.length; i++) if (map[i] >= 0) map[i] = step.map[map[i]];
     // Samples left without frames have no f to focus on; other transforms keep them.
@@ -160,32 +202,42 @@ export function describe(tr: Transform, name: (f: number) => string): string {
       return `Drop: ${name(tr.f)}`;
     case 'collapse-recursion':
       return `Collapse recursion: ${name(tr.f)}`;
+    case 'merge-call-node':
+      return `Merge node: ${tr.path.map(name).join(' > ')}`;
+    case 'collapse-direct-recursion':
+      return `Collapse direct recursion: ${name(tr.f)}`;
+    case 'collapse-library':
+      return `Collapse library: ${name(tr.f)}`;
   }
 }
 
-/** Compact text form for the URL: `m12`, `F3`, `S1.2.3`, `d4`, `r5`, joined by `~`. */
+/** One letter per kind of transform in the URL (a path's frames follow, joined by `.`). */
+const CODES = {
+  merge: 'm',
+  'focus-function': 'F',
+  'focus-subtree': 'S',
+  drop: 'd',
+  'collapse-recursion': 'r',
+  'merge-call-node': 'M',
+  'collapse-direct-recursion': 'R',
+  'collapse-library': 'C',
+} as const;
+const KINDS = Object.fromEntries(Object.entries(CODES).map(([k, c]) => [c, k])) as Record<string, Transform['kind']>;
+
+/** Compact text form for the URL: `m12`, `F3`, `S1.2.3`, `M1.2`, `d4`, `r5`, `R5`, `C9`, joined by `~`. */
 export function encodeTransforms(trs: Transform[]): string {
-  return trs
-    .map((t) =>
-      t.kind === 'focus-subtree'
-        ? 'S' + t.path.join('.')
-        : ({ merge: 'm', 'focus-function': 'F', drop: 'd', 'collapse-recursion': 'r' } as const)[t.kind] + t.f,
-    )
-    .join('~');
+  return trs.map((t) => CODES[t.kind] + ('path' in t ? t.path.join('.') : String(t.f))).join('~');
 }
 
 export function decodeTransforms(s: string, nFrames: number): Transform[] {
   const out: Transform[] = [];
   for (const part of s.split('~')) {
     if (part.length < 2) continue;
-    const k = part[0];
+    const kind = KINDS[part[0]];
     const nums = part.slice(1).split('.').map(Number);
-    if (nums.some((x) => !Number.isInteger(x) || x < 0 || x >= nFrames)) continue;
-    if (k === 'S') out.push({ kind: 'focus-subtree', path: nums });
-    else if (nums.length === 1) {
-      const kind = ({ m: 'merge', F: 'focus-function', d: 'drop', r: 'collapse-recursion' } as const)[k as 'm'];
-      if (kind) out.push({ kind, f: nums[0] });
-    }
+    if (!kind || nums.some((x) => !Number.isInteger(x) || x < 0 || x >= nFrames)) continue;
+    if (kind === 'focus-subtree' || kind === 'merge-call-node') out.push({ kind, path: nums });
+    else if (nums.length === 1) out.push({ kind, f: nums[0] });
   }
   return out;
 }

@@ -9,7 +9,7 @@ import { HashParams } from '../app-state/url.js';
 import { DiffLayout, maxDelta } from '../lib/diff.js';
 import { foldedOf, svgOf } from '../lib/export.js';
 import { matchingBoxes } from '../lib/flamechart.js';
-import { CallNode, CallTree } from '../lib/calltree.js';
+import { CallNode, CallTree, keyFrames } from '../lib/calltree.js';
 import { Layout, pathOf } from '../lib/layout.js';
 import { Palette } from '../lib/palette.js';
 import { CategoryLegend } from './category-legend.js';
@@ -597,8 +597,8 @@ export class App {
 
   private openTreeMenu(n: CallNode, x: number, y: number): void {
     const path = n.node > 0 ? pathOf(this.derived.layout, n.node) : null;
-    const run = (key: string): void => this.action(key, n.frame, path, () => this.toggleRow(n, true));
-    this.menu.open(this.derived.frames.names[n.frame] ?? '', this.frameItems(run, path !== null, 'Open this row (→)'), x, y, this.tree.grid);
+    const run = (key: string): void => this.action(key, n.frame, path, () => this.toggleRow(n, true), path ?? keyFrames(n.key));
+    this.menu.open(this.derived.frames.names[n.frame] ?? '', this.frameItems(run, n.frame, path !== null, true, 'Open this row (→)'), x, y, this.tree.grid);
   }
 
   /** Search dims what does not match; null when there is no search. */
@@ -807,14 +807,32 @@ export class App {
     this.setState({ transforms: [...this.state.transforms, t], zoom: [] });
   }
 
-  /** Runs a frame action (the menu's and the keys' m F x d r s y). */
-  private action(key: string, frame: number, path: number[] | null, zoom: (() => void) | null): void {
+  /**
+   * Runs a frame action (the menu's and the keys' m M F x d r R C s y Y). `path` is the
+   * node's frames from the root of the tree as it stands (null where a node has none:
+   * the inverted tree, the flame chart), `stack` the frames shown from the view's root to
+   * the node (what "copy stack" copies).
+   */
+  private action(key: string, frame: number, path: number[] | null, zoom: (() => void) | null, stack: number[] | null = path): void {
     if (frame < 0) return;
     switch (key) {
       case 'zoom':
         return zoom?.();
       case 'x':
         if (path) this.addTransform({ kind: 'focus-subtree', path });
+        return;
+      case 'M':
+        if (path) this.addTransform({ kind: 'merge-call-node', path });
+        return;
+      case 'R':
+        return this.addTransform({ kind: 'collapse-direct-recursion', f: frame });
+      case 'C': {
+        const lib = this.libraryOf(frame);
+        if (lib >= 0) this.addTransform({ kind: 'collapse-library', f: lib });
+        return;
+      }
+      case 'Y':
+        if (stack) this.copy(stack.map((f) => this.frameName(f)).join('\n') + '\n', `the stack of ${stack.length} frame${stack.length === 1 ? '' : 's'}`);
         return;
       case 'F':
         return this.addTransform({ kind: 'focus-function', f: frame });
@@ -827,29 +845,51 @@ export class App {
       case 's':
         return this.setState({ fn: frame, view: 'sandwich' });
       case 'y': {
-        const name = this.model.frames(this.state.view === 'chart' ? { ...this.state, threadMode: 'merged' } : this.state).names[frame] ?? '';
-        void copyText(name).then((ok) => {
-          const text = ok ? `Copied the name “${name}”` : 'The browser refused to copy; select the name in the details line instead';
-          setText(this.details, text);
-          setText(this.status, text);
-        });
-        return;
+        const name = this.frameName(frame);
+        return this.copy(name, `the name “${name}”`);
       }
     }
   }
 
-  private frameItems(run: (key: string) => void, withSubtree: boolean, zoomLabel: string): MenuItem[] {
-    const items: [string, string][] = [
-      ['zoom', zoomLabel],
-      ...(withSubtree ? ([['x', 'Focus on subtree (x)']] as [string, string][]) : []),
-      ['F', 'Focus on function (F)'],
-      ['m', 'Merge function (m)'],
-      ['d', 'Drop samples with this function (d)'],
-      ['r', 'Collapse recursion (r)'],
-      ['s', 'Sandwich: callers and callees (s)'],
-      ['y', 'Copy name (y)'],
+  /** A frame's name (the flame chart's frames are the merged thread mode's). */
+  private frameName(f: number): string {
+    return this.model.frames(this.state.view === 'chart' ? { ...this.state, threadMode: 'merged' } : this.state).names[f] ?? '';
+  }
+
+  /** The id of a frame's library frame, or -1. */
+  private libraryOf(f: number): number {
+    return this.model.frames(this.state).library?.[f] ?? -1;
+  }
+
+  private copy(text: string, what: string): void {
+    void copyText(text).then((ok) => {
+      const said = ok ? `Copied ${what}` : 'The browser refused to copy; select the text in the details line instead';
+      setText(this.details, ok ? said : text);
+      setText(this.status, said);
+    });
+  }
+
+  /**
+   * A frame's actions. `node`: the frame is a node of the tree as it stands (focus on
+   * subtree, merge node only); `stack`: its stack can be copied.
+   */
+  private frameItems(run: (key: string) => void, frame: number, node: boolean, stack: boolean, zoomLabel: string): MenuItem[] {
+    const lib = this.libraryOf(frame);
+    const items: [string, string, boolean][] = [
+      ['zoom', zoomLabel, true],
+      ['x', 'Focus on subtree (x)', node],
+      ['F', 'Focus on function (F)', true],
+      ['m', 'Merge function (m)', true],
+      ['M', 'Merge node only (M)', node],
+      ['d', 'Drop samples with this function (d)', true],
+      ['r', 'Collapse recursion (r)', true],
+      ['R', 'Collapse direct recursion only (R)', true],
+      ['C', `Collapse library ${lib >= 0 ? this.frameName(lib) : ''} (C)`, lib >= 0],
+      ['s', 'Sandwich: callers and callees (s)', true],
+      ['y', 'Copy name (y)', true],
+      ['Y', 'Copy stack (Y)', stack],
     ];
-    return items.map(([key, label]) => ({ key, label, run: () => run(key) }));
+    return items.filter((it) => it[2]).map(([key, label]) => ({ key, label, run: () => run(key) }));
   }
 
   private openFrameMenu(which: Which, v: number, x: number, y: number): void {
@@ -858,8 +898,8 @@ export class App {
     if (v <= 0 || f < 0) return;
     const view = which === 'main' ? this.main : which === 'callers' ? this.callers : this.callees;
     const run = (key: string): void =>
-      this.action(key, f, which === 'main' ? pathOf(l, v) : null, () => this.onClick(which, v));
-    this.menu.open(this.derived.frames.names[f] ?? '', this.frameItems(run, which === 'main', 'Zoom to this frame (Enter)'), x, y, view.canvas);
+      this.action(key, f, which === 'main' ? pathOf(l, v) : null, () => this.onClick(which, v), pathOf(l, v));
+    this.menu.open(this.derived.frames.names[f] ?? '', this.frameItems(run, f, which === 'main', true, 'Zoom to this frame (Enter)'), x, y, view.canvas);
   }
 
   private openChartMenu(b: ChartBox, x: number, y: number): void {
@@ -867,7 +907,7 @@ export class App {
     if (!info || !this.chart) return;
     const chart = this.chart;
     const run = (key: string): void => this.action(key, info.frame, null, () => chart.zoomToBox(b));
-    this.menu.open(info.name, this.frameItems(run, false, 'Zoom to this time (Enter)'), x, y, chart.canvas);
+    this.menu.open(info.name, this.frameItems(run, info.frame, false, false, 'Zoom to this time (Enter)'), x, y, chart.canvas);
   }
 
   private openExportMenu(anchor: HTMLElement): void {
@@ -999,16 +1039,16 @@ export class App {
       if (!k) return;
       if ('box' in k) {
         const info = this.boxInfo(k.box);
-        if (info && key !== 'x') this.action(key, info.frame, null, null);
+        if (info) this.action(key, info.frame, null, null, null);
         return;
       }
       if ('row' in k) {
         const path = k.row.node > 0 ? pathOf(this.derived.layout, k.row.node) : null;
-        if (key !== 'x' || path) this.action(key, k.row.frame, path, null);
+        this.action(key, k.row.frame, path, null, path ?? keyFrames(k.row.key));
         return;
       }
       const l = this.layoutOf(k.which);
-      if (k.v > 0) this.action(key, l.frame[k.v], k.which === 'main' ? pathOf(l, k.v) : null, null);
+      if (k.v > 0) this.action(key, l.frame[k.v], k.which === 'main' ? pathOf(l, k.v) : null, null, pathOf(l, k.v));
     };
     switch (e.key) {
       case '/':
@@ -1052,12 +1092,16 @@ export class App {
       case '?':
         return this.help.toggle();
       case 'm':
+      case 'M':
       case 'F':
       case 'x':
       case 'd':
       case 'r':
+      case 'R':
+      case 'C':
       case 's':
       case 'y':
+      case 'Y':
         return target(e.key);
     }
   }
