@@ -1,5 +1,5 @@
 // Writes a synthetic folded profile with N distinct frames (stack-tree nodes):
-//   node gen-folded.mjs N OUT.folded [SEED]
+//   [NAMES=lib] node gen-folded.mjs N OUT.folded [SEED]
 // A random call tree: each new node calls from a recent node (so stacks get deep, up to
 // 32 frames) or, sometimes, from any earlier node (so the tree gets wide); names come
 // from a pool of N/4 functions so functions recur in many stacks, as in real profiles.
@@ -18,7 +18,9 @@ const rand = () => {
   return seed / 2 ** 32;
 };
 const pool = Math.max(64, Math.floor(n / 4));
-const fname = (k) => `mod_${k % 211}:function_${k}/${k % 4}`;
+// NAMES=lib writes each function in its library (`mod_7.so\`function_12/0`), as DTrace
+// and bpftrace name user frames: the same profile for "collapse library" to work on.
+const fname = process.env.NAMES === 'lib' ? (k) => `mod_${k % 211}.so\`function_${k}/${k % 4}` : (k) => `mod_${k % 211}:function_${k}/${k % 4}`;
 const parent = new Int32Array(n);
 const name = new Int32Array(n);
 const depth = new Int32Array(n);

@@ -7,7 +7,12 @@
 //         "shown": less sensitive than wall time to other work on a shared machine
 //   peak  MiB, the browser's peak proportional set size (sum of PSS of its processes,
 //         sampled every 100 ms)
-// Usage: [REPEAT=n] node measure.mjs TIMEOUT_S FILE...   prints one JSON line per file;
+//   transforms (TRANSFORMS=1, kiln pages) ms of each transform applied alone (state change
+//         and redraw; median of 3, on the three heaviest nodes three levels deep, so no
+//         run finds another's result cached), of undoing it, of undoing the second of two
+//         (merge, then drop), and per key press of 50 ArrowDown in the call tree (the key's
+//         own work, and Playwright's presses end to end)
+// Usage: [REPEAT=n] [TRANSFORMS=1] node measure.mjs TIMEOUT_S FILE...   prints one JSON line per file;
 // with REPEAT, each file is opened n times in fresh browsers and the medians are printed
 // (show and zoom; peak is the largest), which tames a busy machine's noise.
 import { readFileSync, readdirSync } from 'node:fs';
@@ -63,6 +68,7 @@ for (const file of files) {
       show: pick('show'),
       cpu: pick('cpu'),
       zoom: pick('zoom'),
+      ...(runs[0].transforms ? { transforms: runs[0].transforms } : {}),
       peak: Math.max(...runs.map((r) => r.peak)),
       note: runs.map((r) => r.note).find((n) => n.startsWith('failed')) ?? runs[0].note,
       shows: runs.map((r) => r.show),
@@ -128,6 +134,7 @@ async function measure(file) {
       }
       result.zoom = median(zooms);
       result.note = JSON.stringify(await page.evaluate(() => window.__kiln.app.main.lastStats));
+      if (process.env.TRANSFORMS) result.transforms = await transforms(page);
     }
   } catch (e) {
     result.note = `failed: ${String(e.message ?? e).split('\n')[0]}`;
@@ -138,4 +145,89 @@ async function measure(file) {
     await close();
   }
   return result;
+}
+
+/** Times of each transform, undo and call-tree key presses on an open kiln page (ms). */
+async function transforms(page) {
+  const out = await page.evaluate(async () => {
+    const app = window.__kiln.app;
+    const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+    const l = app.derived.layout;
+    // The three heaviest nodes three levels deep (of distinct functions and libraries),
+    // and their frames from the root.
+    const row = [...l.rows[Math.min(3, l.maxDepth)]].sort((a, b) => l.total[b] - l.total[a]);
+    const current = typeof app.libraryOf === 'function'; // the viewer with the newer transforms
+    const lib = (f) => (current ? app.libraryOf(f) : -1);
+    const picked = [];
+    for (const v of row) {
+      if (picked.length === 3) break;
+      if (picked.some((u) => l.frame[u] === l.frame[v] || lib(l.frame[u]) === lib(l.frame[v]))) continue;
+      picked.push(v);
+    }
+    const targets = picked.map((v) => {
+      const path = [];
+      for (let u = v; u > 0; u = l.parent[u]) path.unshift(l.frame[u]);
+      return { f: l.frame[v], path };
+    });
+    const kinds = [
+      ({ f }) => ({ kind: 'merge', f }),
+      ({ f }) => ({ kind: 'focus-function', f }),
+      ({ path }) => ({ kind: 'focus-subtree', path }),
+      ({ f }) => ({ kind: 'drop', f }),
+      ({ f }) => ({ kind: 'collapse-recursion', f }),
+      ...(current ? [({ path }) => ({ kind: 'merge-call-node', path }), ({ f }) => ({ kind: 'collapse-direct-recursion', f })] : []),
+      ...(current && lib(targets[0].f) >= 0 ? [({ f }) => ({ kind: 'collapse-library', f: lib(f) })] : []),
+    ];
+    const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const timed = async (patch) => {
+      const t = performance.now();
+      app.setState({ ...patch, zoom: [] });
+      app.drawNow();
+      const ms = performance.now() - t;
+      await frame();
+      return ms;
+    };
+    const res = {};
+    for (const make of kinds) {
+      const apply = [];
+      const undo = [];
+      for (const target of targets) {
+        const tr = make(target);
+        apply.push(await timed({ transforms: [tr] }));
+        undo.push(await timed({ transforms: [] }));
+      }
+      const kind = make(targets[0]).kind;
+      res[kind] = Math.round(med(apply));
+      res[`undo ${kind}`] = Math.round(med(undo));
+    }
+    const second = [];
+    for (const target of targets) {
+      const first = { kind: 'merge', f: target.f };
+      await timed({ transforms: [first] });
+      await timed({ transforms: [first, { kind: 'drop', f: targets[(targets.indexOf(target) + 1) % 3].f }] });
+      second.push(await timed({ transforms: [first] }));
+      await timed({ transforms: [] });
+    }
+    res['undo the second of two'] = Math.round(med(second));
+    // The call tree: 50 ArrowDown, each key's own work.
+    app.setState({ view: 'tree' });
+    await frame();
+    const grid = app.tree.grid;
+    grid.focus();
+    const keys = [];
+    for (let i = 0; i < 50; i++) {
+      const t = performance.now();
+      grid.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowDown', bubbles: true, cancelable: true }));
+      keys.push(performance.now() - t);
+    }
+    res['ArrowDown (mean of 50)'] = Number((keys.reduce((a, b) => a + b, 0) / keys.length).toFixed(2));
+    res['ArrowDown (slowest of 50)'] = Number(Math.max(...keys).toFixed(2));
+    return res;
+  });
+  // The same presses through the browser's input, end to end.
+  await page.evaluate(() => window.__kiln.app.tree.grid.focus());
+  const t = Date.now();
+  for (let i = 0; i < 50; i++) await page.keyboard.press('ArrowDown');
+  out['50 ArrowDown presses (Playwright)'] = Date.now() - t;
+  return out;
 }

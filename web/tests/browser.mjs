@@ -356,6 +356,64 @@ try {
     assert.ok(await find(page, 'beta'), 'removing the transform restores beta');
   });
 
+  await check('merge node only, collapse direct recursion only, collapse library: from the menu, in the URL, exact trees', async () => {
+    /** The drawn tree as "a;b;c total" lines (root excluded), and the transforms in the URL. */
+    const stacks = () =>
+      page.evaluate(() => {
+        const app = window.__kiln.app;
+        const l = app.derived.layout;
+        const names = app.derived.frames.names;
+        const path = (v) => (v > 0 ? [...path(l.parent[v]), names[l.frame[v]]] : []);
+        const out = [];
+        for (let v = 1; v < l.n; v++) if (l.total[v] > 0) out.push(`${path(v).join(';')} ${l.total[v]}`);
+        return out.sort();
+      });
+    const tf = async () => new URLSearchParams((await hash(page)).slice(1)).get('tf');
+    page = await open('timed.html');
+    const fibs = (list) => list.filter((x) => /fib/.test(x));
+    assert.deepEqual(fibs(await stacks()), ['main;fib 40', 'main;fib;fib 40', 'main;fib;fib;fib 20']);
+    // Merge node only on main > fib: that one node goes, the fib it called takes its place.
+    await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'fib') });
+    assert.deepEqual(await page.$$eval('.menu [data-action]', (b) => b.map((x) => x.dataset.action)), ['zoom', 'x', 'F', 'm', 'M', 'd', 'r', 'R', 's', 'y', 'Y'], 'no library: no collapse library item');
+    await page.click('[data-action=M]');
+    await settle(page);
+    assert.deepEqual(fibs(await stacks()), ['main;fib 40', 'main;fib;fib 20']);
+    assert.match(await page.textContent('.transforms'), /Merge node: main > fib/);
+    const ids = await page.evaluate(() => {
+      const names = window.__kiln.app.derived.frames.names;
+      return { main: names.indexOf('main'), fib: names.indexOf('fib') };
+    });
+    assert.equal(await tf(), `M${ids.main}.${ids.fib}`);
+    // Undo, then collapse direct recursion only (the key R on the hovered frame).
+    await page.keyboard.press('u');
+    await settle(page);
+    assert.equal(await tf(), null);
+    const r = await find(page, 'fib');
+    await page.mouse.move(...center(r));
+    await page.keyboard.press('R');
+    await settle(page);
+    assert.deepEqual(fibs(await stacks()), ['main;fib 40']);
+    assert.equal(await tf(), `R${ids.fib}`);
+    assert.match(await page.textContent('.transforms'), /Collapse direct recursion: fib/);
+    // The URL alone gives the same view.
+    page = await open('timed.html', `tf=M${ids.main}.${ids.fib}~R${ids.fib}`);
+    assert.deepEqual(fibs(await stacks()), ['main;fib 40']);
+    assert.match(await page.textContent('.transforms'), /Merge node: main > fib ✕Collapse direct recursion: fib/);
+    // Collapse library: each run of libc's frames becomes one frame named after it.
+    page = await open('libs.html');
+    await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'libc.so.6`malloc') });
+    assert.equal(await page.textContent('.menu [data-action=C]'), 'Collapse library libc.so.6 (C)');
+    await page.click('[data-action=C]');
+    await settle(page);
+    assert.deepEqual(await stacks(), ['main 60', 'main;server`handle 40', 'main;server`handle;libc.so.6 40', 'main;server`parse 20', 'main;server`parse;libc.so.6 20']);
+    assert.match(await page.textContent('.transforms'), /Collapse library: libc.so.6/);
+    const lib = await page.evaluate(() => window.__kiln.app.derived.frames.names.indexOf('libc.so.6'));
+    assert.equal(await tf(), `C${lib}`);
+    assert.ok(await find(page, 'libc.so.6'), 'the library\'s frame is drawn');
+    await axe(page, 'collapsed library');
+    page = await open('timed.html');
+  });
+
   await check('time window selection shows only that window; the caption stays off the bars', async () => {
     const box = await page.$eval('.timeline-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
     const label = await page.$eval('.timeline-label', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
@@ -739,6 +797,49 @@ try {
     const clip = await page.evaluate(() => navigator.clipboard.readText().catch(() => null));
     if (clip !== null) assert.equal(clip, HOSTILE_IMG);
     assert.equal(await pwned(page), null);
+  });
+
+  await check('copy stack: the frames from the root to the node, one a line, from the flame graph and the call tree', async () => {
+    page = await open('timed.html');
+    const clip = () => page.evaluate(() => navigator.clipboard.readText().catch(() => null));
+    const copied = async () => {
+      await page.waitForFunction(() => /Copied|refused/.test(document.querySelector('[data-ctrl=status]').textContent));
+      const status = await page.textContent('[data-ctrl=status]');
+      await page.evaluate(() => (document.querySelector('[data-ctrl=status]').textContent = ''));
+      return status;
+    };
+    await page.click('canvas.flame-canvas >> nth=0', { button: 'right', position: await relative(page, 'alpha_leaf') });
+    await page.click('[data-action=Y]');
+    assert.equal(await copied(), 'Copied the stack of 3 frames');
+    assert.equal(await clip(), 'main\nalpha\nalpha_leaf');
+    // The call tree: the context menu of a row, and Y on the active row.
+    await page.keyboard.press('5');
+    await settle(page);
+    const row = '[role=treegrid] [role=row][aria-level="2"]';
+    const name = await page.textContent(`${row} .fn-name`);
+    await page.click(row, { button: 'right' });
+    await page.click('[data-action=Y]');
+    assert.equal(await copied(), 'Copied the stack of 2 frames');
+    assert.equal(await clip(), `main\n${name}`);
+    await page.focus('[role=treegrid]');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Y');
+    assert.equal(await copied(), 'Copied the stack of 1 frame');
+    assert.equal(await clip(), 'main');
+    // Inverted, a row's stack is the function and the callers opened above it.
+    await page.keyboard.press('b');
+    await settle(page);
+    await page.focus('[role=treegrid]');
+    await page.keyboard.press('Home');
+    const selected = '[role=treegrid] [role=row][aria-selected=true]';
+    const fn = await page.textContent(`${selected} .fn-name`);
+    if ((await page.getAttribute(selected, 'aria-expanded')) !== 'true') await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.getAttribute(selected, 'aria-level'), '2');
+    const caller = await page.textContent(`${selected} .fn-name`);
+    await page.keyboard.press('Y');
+    assert.equal(await copied(), 'Copied the stack of 2 frames');
+    assert.equal(await clip(), `${fn}\n${caller}`);
   });
 
   await check('dark mode: dark page and canvas, frames keep their colours', async () => {

@@ -161,7 +161,7 @@ function randomTransform(r: () => number, nFrames: number, stacks: Stacks): Tran
 
 test('transforms agree with the reference model on random profiles', () => {
   const r = rng(42);
-  for (let round = 0; round < 400; round++) {
+  for (let round = 0; round < 2000; round++) {
     const nFrames = 2 + Math.floor(r() * 5);
     let stacks = randomStacks(r, nFrames);
     const trs: Transform[] = [];
@@ -173,6 +173,11 @@ test('transforms agree with the reference model on random profiles', () => {
     const t = applyTransforms(treeOf(stacks, nFrames + 2), trs, nFrames + 2, lib);
     for (const tr of trs) stacks = refTransform(stacks, tr, lib);
     assert.deepEqual(folded(t), foldedRef(stacks), `round ${round}: ${JSON.stringify(trs)}`);
+    // A tree: no two children of one node share a frame (transforms look children up
+    // only where merging can make them meet).
+    const pairs = new Set<string>();
+    for (let i = 0; i < t.length; i++) pairs.add(`${t.parent[i]}/${t.frame[i]}`);
+    assert.equal(pairs.size, t.length, `round ${round}: siblings share a frame after ${JSON.stringify(trs)}`);
     const ones: Stacks = stacks.map(([p]) => [p, 1]);
     assert.deepEqual(counts(t), foldedRef(ones), `counts, round ${round}`);
   }

@@ -11,7 +11,7 @@ import { buildFlameChart } from '../src/lib/flamechart.js';
 import { layoutTree } from '../src/lib/layout.js';
 import { RawProfile, Tree, TreeBuilder } from '../src/lib/profile.js';
 import { histogram, timeSpan } from '../src/lib/timeline.js';
-import { Transform, applyTransformsMapped } from '../src/lib/transforms.js';
+import { Transform, applyTransforms, applyTransformsMapped } from '../src/lib/transforms.js';
 import { Unit, formatBytes, formatInstant, formatNs } from '../src/lib/units.js';
 import { hasCapital } from '../src/lib/analysis.js';
 import { FrameCategories, categoryShares, isFrameCategories, nodeCategories } from '../src/lib/categories.js';
@@ -424,6 +424,36 @@ test('the alphabetical layout of a tree in name order takes the fast path to the
     assert.equal(fast.maxDepth, slow.maxDepth);
     const { rowEnds } = await import('../src/lib/layout.js');
     assert.deepEqual(rowEnds(fast).map((x) => [...x]), rowEnds(slow).map((x) => [...x]), `round ${round}: row ends`);
+    // Transforms of a tree in name order give one in name order (the fast path again),
+    // holding the same stacks as without the ranks.
+    const lib = Int32Array.from([-1, 6, 7, 6, -1, 7, -1, -1]);
+    const fs8 = { names: [...names, 'lib1', 'lib0'], kinds: new Uint8Array(8), order: Uint32Array.from([...order, 7, 6]) };
+    const kinds = ['merge', 'drop', 'focus-function', 'collapse-recursion', 'collapse-direct-recursion', 'collapse-library', 'merge-call-node', 'focus-subtree'] as const;
+    const trs: Transform[] = Array.from({ length: 1 + Math.floor(r() * 3) }, (): Transform => {
+      const kind = kinds[Math.floor(r() * kinds.length)];
+      if (kind === 'merge-call-node' || kind === 'focus-subtree') {
+        const p = stacks[Math.floor(r() * stacks.length)][0];
+        return { kind, path: p.slice(0, 1 + Math.floor(r() * p.length)) };
+      }
+      return { kind, f: kind === 'collapse-library' ? 6 + Math.floor(r() * 2) : Math.floor(r() * nFrames) };
+    });
+    const u = applyTransforms(s, trs, 8, lib, fs8.order);
+    assert.equal(u.nameOrder, true);
+    const uFast = layoutTree(u, fs8, 'alphabetical');
+    const uSlow = layoutTree({ ...u, nameOrder: false }, fs8, 'alphabetical');
+    assert.deepEqual([...uFast.start], [...uSlow.start], `round ${round}: ${JSON.stringify(trs)}`);
+    assert.deepEqual(uFast.rows.map((x) => [...x]), uSlow.rows.map((x) => [...x]), `round ${round}: rows after ${JSON.stringify(trs)}`);
+    const plain = applyTransforms(s, trs, 8, lib);
+    const stacksOf = (x: Tree): string[] => {
+      const out: string[] = [];
+      const path: string[] = [];
+      for (let i = 0; i < x.length; i++) {
+        path[i] = (x.parent[i] >= 0 ? path[x.parent[i]] + ';' : '') + x.frame[i];
+        if (x.self[i] || x.count[i]) out.push(`${path[i]} ${x.self[i]} ${x.count[i]}`);
+      }
+      return out.sort();
+    };
+    assert.deepEqual(stacksOf(u), stacksOf(plain), `round ${round}: the same stacks`);
   }
 });
 

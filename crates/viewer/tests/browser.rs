@@ -59,6 +59,29 @@ fn timed_profile() -> Profile {
     p
 }
 
+/// Frames named in their libraries as DTrace and bpftrace write them (`lib\`symbol`), for
+/// the viewer's "collapse library".
+fn library_profile() -> Profile {
+    let mut p = Profile::default();
+    let stacks: [(&[&[u8]], u64); 3] = [
+        (
+            &[
+                b"main",
+                b"server`handle",
+                b"libc.so.6`malloc",
+                b"libc.so.6`_int_malloc",
+            ],
+            30,
+        ),
+        (&[b"main", b"server`handle", b"libc.so.6`free"], 10),
+        (&[b"main", b"server`parse", b"libc.so.6`memcpy"], 20),
+    ];
+    for (stack, n) in stacks {
+        add(&mut p, stack, n, NO_TIME, ThreadId::NONE);
+    }
+    p
+}
+
 fn diff_profiles() -> (Profile, Profile) {
     let none = ThreadId::NONE;
     let t = NO_TIME;
@@ -274,6 +297,12 @@ fn write_fixtures(dir: &Path) {
     };
     let p = timed_profile();
     page(dir, "timed.html", &p, &opts);
+    page(
+        dir,
+        "libs.html",
+        &library_profile(),
+        &HtmlOptions::default(),
+    );
     std::fs::write(dir.join("timed.json"), samples_json(&p)).unwrap();
     page(
         dir,

@@ -11,7 +11,7 @@ import { CATEGORY_MUTED, Palette, categoryFrameColor, frameColors } from '../lib
 import { FrameCategories, categoryShares, frameCategoryOf, isFrameCategories, nodeCategories } from '../lib/categories.js';
 import { CallTree } from '../lib/calltree.js';
 import { FrameSet, RawProfile, Tree, WindowCounts, baseTree, firstThreadFrame, frameSetOf, hiddenMask, samplesIn, threadRoots } from '../lib/profile.js';
-import { applyTransforms, applyTransformsMapped } from '../lib/transforms.js';
+import { Transform, applyStep, applyTransformsMapped, encodeTransforms } from '../lib/transforms.js';
 import { Unit, UnitMeta } from '../lib/units.js';
 import { ViewName, ViewState } from './state.js';
 
@@ -160,6 +160,33 @@ export class Model {
     return this.unit.kind === 'time' ? this.unit.scale : null;
   }
 
+  /**
+   * Trees after each prefix of the transform stack, per base tree: a transform is one
+   * step from the tree before it, and undo (or removing the last transforms) is a look-up.
+   */
+  private readonly stepped = new Map<string, { base: string; trees: Map<string, Tree> }>();
+  /** The last few layouts, so that undo does not lay out again. */
+  private readonly layouts = new Map<string, { layout: Layout; diff: DiffLayout | null }>();
+
+  /** The base tree `key` (of one side of a diff) after `trs`, from the longest prefix already computed. */
+  private transformed(side: string, key: string, base: Tree, trs: Transform[], frames: FrameSet): Tree {
+    let c = this.stepped.get(side);
+    if (!c || c.base !== key) this.stepped.set(side, (c = { base: key, trees: new Map() }));
+    if (!trs.length) return base;
+    const cache = c.trees;
+    const keys = trs.map((_, i) => encodeTransforms(trs.slice(0, i + 1)));
+    // Keep the prefixes of this stack and the stacks that extend it (undo, then redo).
+    for (const k of [...cache.keys()]) if (!keys.includes(k) && !k.startsWith(keys[keys.length - 1] + '~')) cache.delete(k);
+    let k = trs.length;
+    while (k > 0 && !cache.has(keys[k - 1])) k--;
+    let t = k > 0 ? cache.get(keys[k - 1])! : base;
+    for (; k < trs.length; k++) {
+      t = applyStep(t, trs[k], frames.names.length, frames.library, frames.order).tree;
+      cache.set(keys[k], t);
+    }
+    return t;
+  }
+
   private memo<T>(key: string, f: () => T): T {
     if (this.cache.has(key)) return this.cache.get(key) as T;
     // Keep one entry per stage: the previous state's results are dropped, not hoarded.
@@ -226,15 +253,15 @@ export class Model {
       });
       if (sides.length === 1) {
         const { frames, tree } = sides[0];
-        return { frames, trees: [applyTransforms(tree, s.transforms, frames.names.length, frames.library)] };
+        const base = this.treeKey({ ...s, transforms: [] });
+        return { frames, trees: [this.transformed('', base, tree, s.transforms, frames)] };
       }
       const j = joinFrames(sides[0].frames, sides[1].frames);
-      const n = j.frames.names.length;
       return {
         frames: j.frames,
         trees: [
-          applyTransforms(remapFrames(sides[0].tree, j.mapA), s.transforms, n, j.frames.library),
-          applyTransforms(remapFrames(sides[1].tree, j.mapB), s.transforms, n, j.frames.library),
+          this.transformed('a', this.treeKey({ ...s, transforms: [] }), remapFrames(sides[0].tree, j.mapA), s.transforms, j.frames),
+          this.transformed('b', this.treeKey({ ...s, transforms: [] }), remapFrames(sides[1].tree, j.mapB), s.transforms, j.frames),
         ],
       };
     });
@@ -271,11 +298,18 @@ export class Model {
   derive(s: ViewState): Derived {
     const { frames, trees } = this.framesAndTrees(s);
     const lkey = `layout|${this.treeKey(s)}|${s.order}|${s.normalise}`;
-    const { layout, diff } = this.memo(lkey, () => {
-      if (trees.length === 1) return { layout: layoutTree(trees[0], frames, s.order), diff: null };
-      const d = diffLayout(trees[0], trees[1], frames, s.order, s.normalise);
-      return { layout: d.layout, diff: d };
-    });
+    let laid = this.layouts.get(lkey);
+    if (!laid) {
+      if (trees.length === 1) laid = { layout: layoutTree(trees[0], frames, s.order), diff: null };
+      else {
+        const d = diffLayout(trees[0], trees[1], frames, s.order, s.normalise);
+        laid = { layout: d.layout, diff: d };
+      }
+      // Three kept: the state's, and the two before it (undo, undo again).
+      if (this.layouts.size >= 3) this.layouts.delete(this.layouts.keys().next().value!);
+    } else this.layouts.delete(lkey);
+    this.layouts.set(lkey, laid);
+    const { layout, diff } = laid;
     const colors = this.paletteColors(s, frames);
     const { match, error } = this.search(s, frames);
     const matched = match ? matchedWeight(layout, match) : 0;

@@ -18,6 +18,8 @@ export interface Layout {
   /** Samples ending at / under each node. */
   selfCount: Float64Array;
   count: Float64Array;
+  /** Samples in the whole layout (count[0], without the pass over every node count needs). */
+  samples: number;
   /** Children of node i: childList[childStart[i] .. childStart[i + 1]], in drawing order. */
   childStart: Uint32Array;
   childList: Uint32Array;
@@ -83,6 +85,12 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
     c.set(t.count, 1);
     c[0] = (t as Tree & RootSelf).rootCount ?? 0;
     return c;
+  });
+  lazy(l, 'samples', () => {
+    let sum = (t as Tree & RootSelf).rootCount ?? 0;
+    const c = t.count;
+    for (let i = 0; i < c.length; i++) sum += c[i];
+    return sum;
   });
   lazy(l, 'count', () => {
     const c = l.selfCount.slice();

@@ -125,35 +125,81 @@ export function firstThreadFrame(frames: FrameSet, roots: number): number {
   return frames.names.length - roots;
 }
 
-/** Builds a tree by interning (parent, frame) pairs; ids come out parent-first. */
+/**
+ * Builds a tree by interning (parent, frame) pairs; ids come out parent-first. The index
+ * is an open-addressing table of node ids over typed arrays (a Map of a million numeric
+ * keys costs most of a transform's time); a slot's key is read from the node itself.
+ */
 export class TreeBuilder {
   parent: Int32Array;
   frame: Int32Array;
   self: Float64Array;
   count: Float64Array;
   length = 0;
-  private index = new Map<number, number>();
-  private readonly stride: number;
+  /** Node id + 1 per slot, 0 for an empty one; size a power of two, at most half full. */
+  private slots: Int32Array;
+  private mask: number;
+  private indexed = 0;
 
-  constructor(nFrames: number, capacity = 1024) {
-    this.stride = nFrames + 1;
+  constructor(_nFrames: number, capacity = 1024) {
     this.parent = new Int32Array(capacity);
     this.frame = new Int32Array(capacity);
     this.self = new Float64Array(capacity);
     this.count = new Float64Array(capacity);
+    let size = 1024;
+    while (size < capacity * 2) size *= 2;
+    this.slots = new Int32Array(size);
+    this.mask = size - 1;
   }
 
   /** The node for `frame` under `parent` (-1 for a root), created if new. */
   intern(parent: number, frame: number): number {
-    const key = (parent + 1) * this.stride + frame;
-    const found = this.index.get(key);
-    if (found !== undefined) return found;
+    const mask = this.mask;
+    let h = (Math.imul(parent + 1, 0x9e3779b1) ^ Math.imul(frame, 0x85ebca77)) >>> 0;
+    h = (h ^ (h >>> 15)) & mask;
+    const slots = this.slots;
+    for (;;) {
+      const s = slots[h];
+      if (s === 0) break;
+      if (this.parent[s - 1] === parent && this.frame[s - 1] === frame) return s - 1;
+      h = (h + 1) & mask;
+    }
     if (this.length === this.parent.length) this.grow();
     const id = this.length++;
     this.parent[id] = parent;
     this.frame[id] = frame;
-    this.index.set(key, id);
+    slots[h] = id + 1;
+    if (++this.indexed * 2 > slots.length) this.rehash();
     return id;
+  }
+
+  /**
+   * A new node for `frame` under `parent`, not indexed: for a parent that no other
+   * (parent, frame) pair can reach, whose children are then never looked up.
+   */
+  append(parent: number, frame: number): number {
+    if (this.length === this.parent.length) this.grow();
+    const id = this.length++;
+    this.parent[id] = parent;
+    this.frame[id] = frame;
+    return id;
+  }
+
+  /** A larger index with every node in it. */
+  private rehash(): void {
+    let size = this.slots.length * 2;
+    while (size < this.length * 2) size *= 2;
+    const slots = new Int32Array(size);
+    const mask = size - 1;
+    for (let id = 0; id < this.length; id++) {
+      let h = (Math.imul(this.parent[id] + 1, 0x9e3779b1) ^ Math.imul(this.frame[id], 0x85ebca77)) >>> 0;
+      h = (h ^ (h >>> 15)) & mask;
+      while (slots[h] !== 0) h = (h + 1) & mask;
+      slots[h] = id + 1;
+    }
+    this.slots = slots;
+    this.mask = mask;
+    this.indexed = this.length;
   }
 
   private grow(): void {

@@ -20,36 +20,117 @@ const DROPPED = -2;
 export type Libraries = Int32Array | null | undefined;
 
 export function applyTransform(t: Tree, tr: Transform, nFrames: number, library: Libraries = null): Tree {
-  return applyMapped(t, tr, nFrames, library).tree;
+  return applyMapped(t, tr, nFrames, library, null).tree;
+}
+
+/**
+ * The input nodes whose output node other input nodes are merged into (their children
+ * may then meet other children of the same frame), and whether roots are; null: every
+ * output node has one input node, or (`all`) any may have several.
+ */
+function receivers(t: Tree, tr: Transform, library: Libraries): { into: Uint8Array; root: boolean } | 'all' | null {
+  const n = t.length;
+  if (tr.kind === 'drop' || tr.kind === 'focus-subtree') return null;
+  if (tr.kind === 'focus-function') return 'all';
+  const into = new Uint8Array(n);
+  let root = false;
+  const mark = (target: number): void => {
+    if (target < 0) root = true;
+    else into[target] = 1;
+  };
+  const libOf = (i: number): number => (library && t.frame[i] < library.length ? library[t.frame[i]] : -1);
+  if (tr.kind === 'collapse-recursion') {
+    // outer[i]: the outermost f at or above i, or -1; an inner f merges into it.
+    const outer = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const o = t.parent[i] < 0 ? -1 : outer[t.parent[i]];
+      if (t.frame[i] === tr.f && o >= 0) mark(o);
+      outer[i] = o >= 0 || t.frame[i] !== tr.f ? o : i;
+    }
+    return { into, root };
+  }
+  // up[i]: the nearest node at or above i that is not merged into its parent.
+  const up = new Int32Array(n);
+  const { parent, frame } = t;
+  const f = 'f' in tr ? tr.f : -1;
+  if (tr.kind === 'merge' || tr.kind === 'collapse-direct-recursion') {
+    const direct = tr.kind === 'collapse-direct-recursion';
+    for (let i = 0; i < n; i++) {
+      const pp = parent[i];
+      const above = pp < 0 ? -1 : up[pp];
+      if (frame[i] === f && (!direct || (pp >= 0 && frame[pp] === f))) {
+        mark(above);
+        up[i] = above;
+      } else up[i] = i;
+    }
+  } else if (tr.kind === 'collapse-library') {
+    for (let i = 0; i < n; i++) {
+      const pp = parent[i];
+      const above = pp < 0 ? -1 : up[pp];
+      const mine = libOf(i) === f;
+      // A run's first frame becomes the library's frame, which other runs under the same
+      // parent share; the run's other frames merge into it.
+      if (mine) mark(above);
+      up[i] = mine && pp >= 0 && libOf(pp) === f ? above : i;
+    }
+  } else if (tr.kind === 'merge-call-node') {
+    const state = new Int32Array(n);
+    const len = tr.path.length;
+    for (let i = 0; i < n; i++) {
+      const pp = parent[i];
+      const m = pp < 0 ? 0 : state[pp];
+      const on = m >= 0 && frame[i] === tr.path[m];
+      state[i] = on && m + 1 < len ? m + 1 : -1;
+      if (on && m + 1 === len) mark(pp < 0 ? -1 : pp);
+    }
+  }
+  return { into, root };
 }
 
 /**
  * One transform, and where each input node went: an output node, -1 (its samples lost
  * every frame: their weight stays in the root), or below -1 (dropped).
  */
-function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries): { tree: Tree; map: Int32Array } {
+function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries, rank: Uint32Array | null): { tree: Tree; map: Int32Array } {
   const b = new TreeBuilder(nFrames, Math.max(16, t.length));
   const map = new Int32Array(t.length);
   const at = (p: number): number => (p < 0 ? -1 : map[p]);
+  // Children are looked up only under output nodes that several input nodes reach (and
+  // below them); elsewhere each (parent, frame) is new and is appended without a lookup.
+  const recv = receivers(t, tr, library);
+  const region = new Uint8Array(t.length + 1);
+  const rootIndexed = recv === 'all' || (recv !== null && recv.root);
+  const into = recv === null || recv === 'all' ? null : recv.into;
+  const all = recv === 'all';
+  /** The output node of `frame` under output node p, made for input node i. */
+  const node = (p: number, frame: number, i: number): number => {
+    let o: number;
+    if (all || (p < 0 ? rootIndexed : region[p] === 1)) {
+      o = b.intern(p, frame);
+      region[o] = 1;
+    } else o = b.append(p, frame);
+    if (into !== null && into[i] === 1) region[o] = 1;
+    return o;
+  };
   switch (tr.kind) {
     case 'merge':
       for (let i = 0; i < t.length; i++) {
         const p = at(t.parent[i]);
-        map[i] = p === DROPPED ? DROPPED : t.frame[i] === tr.f ? p : b.intern(p, t.frame[i]);
+        map[i] = p === DROPPED ? DROPPED : t.frame[i] === tr.f ? p : node(p, t.frame[i], i);
       }
       break;
     case 'drop':
       for (let i = 0; i < t.length; i++) {
         const p = at(t.parent[i]);
-        map[i] = p === DROPPED || t.frame[i] === tr.f ? DROPPED : b.intern(p, t.frame[i]);
+        map[i] = p === DROPPED || t.frame[i] === tr.f ? DROPPED : node(p, t.frame[i], i);
       }
       break;
     case 'focus-function': {
       // map: DROPPED while outside f; once inside, nodes of the focused tree.
       for (let i = 0; i < t.length; i++) {
         const p = t.parent[i] < 0 ? DROPPED : map[t.parent[i]];
-        if (p === DROPPED) map[i] = t.frame[i] === tr.f ? b.intern(-1, tr.f) : DROPPED;
-        else map[i] = b.intern(p, t.frame[i]);
+        if (p === DROPPED) map[i] = t.frame[i] === tr.f ? node(-1, tr.f, i) : DROPPED;
+        else map[i] = node(p, t.frame[i], i);
       }
       break;
     }
@@ -67,14 +148,14 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
           if (t.frame[i] === tr.path[m]) {
             state[i] = m + 1;
             // Nodes on the path above its end carry weight outside the subtree: -3 drops it.
-            map[i] = m + 1 === n ? b.intern(-1, t.frame[i]) : -3;
+            map[i] = m + 1 === n ? node(-1, t.frame[i], i) : -3;
           } else {
             state[i] = -1;
             map[i] = DROPPED;
           }
         } else {
           state[i] = n;
-          map[i] = b.intern(pp < 0 ? -1 : map[pp], t.frame[i]);
+          map[i] = node(pp < 0 ? -1 : map[pp], t.frame[i], i);
         }
       }
       break;
@@ -93,7 +174,7 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
           map[i] = o;
           outer[i] = o;
         } else {
-          map[i] = b.intern(p, t.frame[i]);
+          map[i] = node(p, t.frame[i], i);
           outer[i] = t.frame[i] === tr.f ? map[i] : o;
         }
       }
@@ -109,10 +190,10 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
         const p = at(pp);
         if (m >= 0 && t.frame[i] === tr.path[m]) {
           state[i] = m + 1 === n ? -1 : m + 1;
-          map[i] = m + 1 === n ? p : b.intern(p, t.frame[i]);
+          map[i] = m + 1 === n ? p : node(p, t.frame[i], i);
         } else {
           state[i] = -1;
-          map[i] = b.intern(p, t.frame[i]);
+          map[i] = node(p, t.frame[i], i);
         }
       }
       break;
@@ -122,7 +203,7 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
         const pp = t.parent[i];
         const p = at(pp);
         if (p === DROPPED) map[i] = DROPPED;
-        else map[i] = t.frame[i] === tr.f && pp >= 0 && t.frame[pp] === tr.f ? p : b.intern(p, t.frame[i]);
+        else map[i] = t.frame[i] === tr.f && pp >= 0 && t.frame[pp] === tr.f ? p : node(p, t.frame[i], i);
       }
       break;
     case 'collapse-library':
@@ -131,8 +212,8 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
         const p = at(pp);
         const lib = library && t.frame[i] < library.length ? library[t.frame[i]] : -1;
         if (p === DROPPED) map[i] = DROPPED;
-        else if (lib !== tr.f) map[i] = b.intern(p, t.frame[i]);
-        else map[i] = pp >= 0 && t.frame[pp] < library!.length && library![t.frame[pp]] === tr.f ? p : b.intern(p, tr.f);
+        else if (lib !== tr.f) map[i] = node(p, t.frame[i], i);
+        else map[i] = pp >= 0 && t.frame[pp] < library!.length && library![t.frame[pp]] === tr.f ? p : node(p, tr.f, i);
       }
       break;
   }
@@ -148,12 +229,75 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
       rootCount += t.count[i];
     }
   }
-  const out = b.finish() as Tree & RootSelf;
+  let out = b.finish() as Tree & RootSelf;
+  if (t.nameOrder === true && rank) {
+    // Output made in the input's order keeps it where one input node made each node's
+    // children (drop, focus on subtree: everywhere); elsewhere it is put back in order.
+    if (recv !== null) out = inNameOrder(out, rank, all ? null : region, rootIndexed, map);
+    out.nameOrder = true;
+  }
   if (rootSelf > 0 || rootCount > 0) {
     out.rootSelf = rootSelf;
     out.rootCount = rootCount;
   }
   return { tree: out, map };
+}
+
+/**
+ * The tree renumbered depth first with each node's children in name order (what the
+ * layout's fast path draws from), and `map` to the new ids. Only the children of the
+ * nodes in `mixed` (null: all) and, with `mixedRoots`, the roots can be out of order.
+ */
+function inNameOrder(t: Tree, rank: Uint32Array, mixed: Uint8Array | null, mixedRoots: boolean, map: Int32Array): Tree {
+  const n = t.length;
+  const { parent, frame } = t;
+  // Children of node p (roots: slot 0) in kids[off[p + 1] .. off[p + 2]], in id order.
+  const off = new Int32Array(n + 2);
+  for (let i = 0; i < n; i++) off[parent[i] + 2]++;
+  for (let k = 2; k < n + 2; k++) off[k] += off[k - 1];
+  const kids = new Int32Array(n);
+  const fill = off.slice(0, n + 1);
+  for (let i = 0; i < n; i++) kids[fill[parent[i] + 1]++] = i;
+  for (let p = -1; p < n; p++) {
+    if (p < 0 ? !mixedRoots : mixed !== null && mixed[p] !== 1) continue;
+    const a = off[p + 1];
+    const e = off[p + 2];
+    let sorted = true;
+    for (let k = a + 1; k < e && sorted; k++) sorted = rank[frame[kids[k - 1]]] <= rank[frame[kids[k]]];
+    if (sorted) continue;
+    if (e - a > 16) {
+      kids.subarray(a, e).sort((x, y) => rank[frame[x]] - rank[frame[y]]);
+      continue;
+    }
+    for (let k = a + 1; k < e; k++) {
+      const x = kids[k];
+      const r = rank[frame[x]];
+      let j = k - 1;
+      for (; j >= a && rank[frame[kids[j]]] > r; j--) kids[j + 1] = kids[j];
+      kids[j + 1] = x;
+    }
+  }
+  // Depth first: a node's id, then its children's subtrees in order.
+  const id = new Int32Array(n);
+  const stack = new Int32Array(n);
+  let sp = 0;
+  for (let k = off[1] - 1; k >= 0; k--) stack[sp++] = kids[k];
+  let next = 0;
+  while (sp > 0) {
+    const x = stack[--sp];
+    id[x] = next++;
+    for (let k = off[x + 2] - 1; k >= off[x + 1]; k--) stack[sp++] = kids[k];
+  }
+  const out = { parent: new Int32Array(n), frame: new Int32Array(n), self: new Float64Array(n), count: new Float64Array(n), length: n };
+  for (let i = 0; i < n; i++) {
+    const j = id[i];
+    out.parent[j] = parent[i] < 0 ? -1 : id[parent[i]];
+    out.frame[j] = frame[i];
+    out.self[j] = t.self[i];
+    out.count[j] = t.count[i];
+  }
+  for (let i = 0; i < map.length; i++) if (map[i] >= 0) map[i] = id[map[i]];
+  return out;
 }
 
 /** Weight that lost every frame (a merged single-frame stack) stays in the root total. */
@@ -162,8 +306,25 @@ export interface RootSelf {
   rootCount?: number;
 }
 
-export function applyTransforms(t: Tree, trs: Transform[], nFrames: number, library: Libraries = null): Tree {
-  return trs.length === 0 ? t : applyTransformsMapped(t, trs, nFrames, library).tree;
+export function applyTransforms(t: Tree, trs: Transform[], nFrames: number, library: Libraries = null, rank: Uint32Array | null = null): Tree {
+  for (const tr of trs) t = applyStep(t, tr, nFrames, library, rank).tree;
+  return t;
+}
+
+/**
+ * One transform on a tree that may already carry weight without frames (rootSelf): the
+ * step the model takes from the cached tree of the transforms before it. With the frames'
+ * alphabetical ranks, a tree in name order (Tree.nameOrder) gives one in name order.
+ */
+export function applyStep(t: Tree, tr: Transform, nFrames: number, library: Libraries = null, rank: Uint32Array | null = null): { tree: Tree; map: Int32Array } {
+  const step = applyMapped(t, tr, nFrames, library, rank);
+  const out = step.tree as Tree & RootSelf;
+  // Samples left without frames have no f to focus on; other transforms keep them.
+  const keeps = tr.kind !== 'focus-function' && tr.kind !== 'focus-subtree';
+  const rootSelf = (keeps ? (t as Tree & RootSelf).rootSelf ?? 0 : 0) + (out.rootSelf ?? 0);
+  const rootCount = (keeps ? (t as Tree & RootSelf).rootCount ?? 0 : 0) + (out.rootCount ?? 0);
+  if (rootSelf > 0 || rootCount > 0) Object.assign(out, { rootSelf, rootCount });
+  return step;
 }
 
 /**
@@ -173,19 +334,12 @@ export function applyTransforms(t: Tree, trs: Transform[], nFrames: number, libr
 export function applyTransformsMapped(t: Tree, trs: Transform[], nFrames: number, library: Libraries = null): { tree: Tree; map: Int32Array } {
   const map = new Int32Array(t.length);
   for (let i = 0; i < map.length; i++) map[i] = i;
-  let rootSelf = (t as Tree & RootSelf).rootSelf ?? 0;
-  let rootCount = (t as Tree & RootSelf).rootCount ?? 0;
   for (const tr of trs) {
-    const step = applyMapped(t, tr, nFrames, library);
+    const step = applyStep(t, tr, nFrames, library);
     t = step.tree;
     for (let i = 0; i < map.length; i++) if (map[i] >= 0) map[i] = step.map[map[i]];
-    // Samples left without frames have no f to focus on; other transforms keep them.
-    const keeps = tr.kind !== 'focus-function' && tr.kind !== 'focus-subtree';
-    rootSelf = (keeps ? rootSelf : 0) + ((t as Tree & RootSelf).rootSelf ?? 0);
-    rootCount = (keeps ? rootCount : 0) + ((t as Tree & RootSelf).rootCount ?? 0);
-    if (!keeps) for (let i = 0; i < map.length; i++) if (map[i] === -1) map[i] = DROPPED;
+    if (tr.kind === 'focus-function' || tr.kind === 'focus-subtree') for (let i = 0; i < map.length; i++) if (map[i] === -1) map[i] = DROPPED;
   }
-  if (rootSelf > 0 || rootCount > 0) Object.assign(t, { rootSelf, rootCount });
   return { tree: t, map };
 }
 

@@ -453,14 +453,14 @@ export class App {
    */
   windowSamples(): number {
     const s = this.state;
-    if (!s.hidden.length && !s.transforms.length && s.view !== 'chart') return this.derived.layout.count[0];
+    if (!s.hidden.length && !s.transforms.length && s.view !== 'chart') return this.derived.layout.samples;
     return this.windowCounts().total;
   }
 
   /** Weight and samples of what the views show (window, hidden threads, transforms). */
   shownTotals(): { weight: number; samples: number } {
     const l = this.derived.layout;
-    return { weight: l.total[0], samples: l.count[0] };
+    return { weight: l.total[0], samples: l.samples };
   }
 
   /**
@@ -832,7 +832,7 @@ export class App {
         return;
       }
       case 'Y':
-        if (stack) this.copy(stack.map((f) => this.frameName(f)).join('\n') + '\n', `the stack of ${stack.length} frame${stack.length === 1 ? '' : 's'}`);
+        if (stack) this.copy(stack.map((f) => this.frameName(f)).join('\n'), `the stack of ${stack.length} frame${stack.length === 1 ? '' : 's'}`);
         return;
       case 'F':
         return this.addTransform({ kind: 'focus-function', f: frame });

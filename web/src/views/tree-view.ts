@@ -41,6 +41,12 @@ export class TreeView {
   private isMatch: (n: CallNode) => boolean = () => false;
   private active = 0;
   private template = '';
+  /** The rows in the DOM: indices [first, first + shown.length). */
+  private first = 0;
+  private shown: HTMLElement[] = [];
+  /** The body's height and scroll position, kept so a key press forces no layout. */
+  private height = 400;
+  private top = 0;
 
   constructor(
     private readonly idPrefix: string,
@@ -51,8 +57,14 @@ export class TreeView {
     this.spacer = el('div', { class: 'table-spacer', role: 'presentation', 'aria-hidden': 'true' });
     this.rowsEl = el('div', { class: 'table-rows', role: 'presentation' });
     this.body = el('div', { class: 'table-body', role: 'rowgroup' }, this.spacer, this.rowsEl);
-    this.body.addEventListener('scroll', () => this.renderRows());
-    new ResizeObserver(() => this.renderRows()).observe(this.body);
+    this.body.addEventListener('scroll', () => {
+      this.top = this.body.scrollTop;
+      this.renderRows();
+    });
+    new ResizeObserver(() => {
+      this.height = this.body.clientHeight || 400;
+      this.renderRows();
+    }).observe(this.body);
     this.grid = el(
       'div',
       {
@@ -114,8 +126,8 @@ export class TreeView {
   }
 
   private renderRows(): void {
-    const top = this.body.scrollTop;
-    const h = this.body.clientHeight || 400;
+    const top = this.top;
+    const h = this.height;
     const first = Math.max(0, Math.floor(top / ROW) - 5);
     const last = Math.min(this.rows.length, Math.ceil((top + h) / ROW) + 5);
     const els: HTMLElement[] = [];
@@ -168,6 +180,8 @@ export class TreeView {
       els.push(r);
     }
     this.rowsEl.replaceChildren(...els);
+    this.first = first;
+    this.shown = els;
     this.grid.setAttribute('aria-rowcount', String(this.rows.length + 1));
     if (this.rows.length && this.active >= first && this.active < last) this.grid.setAttribute('aria-activedescendant', this.rowId(this.active));
     else this.grid.removeAttribute('aria-activedescendant');
@@ -175,7 +189,7 @@ export class TreeView {
 
   private onKey(e: KeyboardEvent): void {
     if (e.target !== this.grid || !this.rows.length || e.ctrlKey || e.metaKey || e.altKey) return;
-    const page = Math.max(1, Math.floor((this.body.clientHeight || 400) / ROW) - 1);
+    const page = Math.max(1, Math.floor(this.height / ROW) - 1);
     const n = this.rows[this.active];
     const kids = this.hasKids(n);
     const open = kids && this.expanded.has(n.key);
@@ -248,13 +262,32 @@ export class TreeView {
     this.h.select(this.rows[this.active]);
   }
 
-  /** Makes row i the active one and scrolls it into view. */
+  /**
+   * Makes row i the active one and scrolls it into view. A move among the rows in the
+   * DOM changes two rows' marks; only a scroll builds rows again.
+   */
   setActive(i: number): void {
+    const before = this.active;
     this.active = i;
-    const top = i * ROW;
-    const h = this.body.clientHeight || 400;
-    if (top < this.body.scrollTop) this.body.scrollTop = top;
-    else if (top + ROW > this.body.scrollTop + h) this.body.scrollTop = top + ROW - h;
+    const y = i * ROW;
+    const h = this.height;
+    let top = this.top;
+    if (y < top) top = y;
+    else if (y + ROW > top + h) top = y + ROW - h;
+    const inDom = (k: number): HTMLElement | null => this.shown[k - this.first] ?? null;
+    const was = inDom(before);
+    const now = inDom(i);
+    if (top === this.top && now) {
+      if (was && was !== now) {
+        was.classList.remove('active');
+        was.setAttribute('aria-selected', 'false');
+      }
+      now.classList.add('active');
+      now.setAttribute('aria-selected', 'true');
+      this.grid.setAttribute('aria-activedescendant', this.rowId(i));
+      return;
+    }
+    if (top !== this.top) this.body.scrollTop = this.top = top;
     this.renderRows();
   }
 }
