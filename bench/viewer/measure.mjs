@@ -10,8 +10,8 @@
 //   transforms (TRANSFORMS=1, kiln pages) ms of each transform applied alone (state change
 //         and redraw; median of 3, on the three heaviest nodes three levels deep, so no
 //         run finds another's result cached), of undoing it, of undoing the second of two
-//         (merge, then drop), and per key press of 50 ArrowDown in the call tree (the key's
-//         own work, and Playwright's presses end to end)
+//         (merge, then drop), wall and the browser's CPU time; and per key press of 50
+//         ArrowDown in the call tree (the key's own work, and Playwright's presses end to end)
 // Usage: [REPEAT=n] [TRANSFORMS=1] node measure.mjs TIMEOUT_S FILE...   prints one JSON line per file;
 // with REPEAT, each file is opened n times in fresh browsers and the medians are printed
 // (show and zoom; peak is the largest), which tames a busy machine's noise.
@@ -134,7 +134,7 @@ async function measure(file) {
       }
       result.zoom = median(zooms);
       result.note = JSON.stringify(await page.evaluate(() => window.__kiln.app.main.lastStats));
-      if (process.env.TRANSFORMS) result.transforms = await transforms(page);
+      if (process.env.TRANSFORMS) result.transforms = await transforms(page, userDataDir);
     }
   } catch (e) {
     result.note = `failed: ${String(e.message ?? e).split('\n')[0]}`;
@@ -147,87 +147,114 @@ async function measure(file) {
   return result;
 }
 
-/** Times of each transform, undo and call-tree key presses on an open kiln page (ms). */
-async function transforms(page) {
-  const out = await page.evaluate(async () => {
+/**
+ * Times of each transform, undo and call-tree key presses on an open kiln page: wall ms
+ * in the page, and the CPU ms the browser's processes spent meanwhile (/proc, 10 ms
+ * ticks), which a busy machine's load changes less.
+ */
+async function transforms(page, dir) {
+  const kinds = await page.evaluate(() => {
     const app = window.__kiln.app;
-    const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
     const l = app.derived.layout;
-    // The three heaviest nodes three levels deep (of distinct functions and libraries),
-    // and their frames from the root.
+    // The three heaviest nodes three levels deep of distinct functions (for collapse
+    // library: of distinct libraries), and their frames from the root.
     const row = [...l.rows[Math.min(3, l.maxDepth)]].sort((a, b) => l.total[b] - l.total[a]);
     const current = typeof app.libraryOf === 'function'; // the viewer with the newer transforms
     const lib = (f) => (current ? app.libraryOf(f) : -1);
-    const picked = [];
-    for (const v of row) {
-      if (picked.length === 3) break;
-      if (picked.some((u) => l.frame[u] === l.frame[v] || lib(l.frame[u]) === lib(l.frame[v]))) continue;
-      picked.push(v);
-    }
-    const targets = picked.map((v) => {
-      const path = [];
-      for (let u = v; u > 0; u = l.parent[u]) path.unshift(l.frame[u]);
-      return { f: l.frame[v], path };
-    });
-    const kinds = [
+    const pick = (key) => {
+      const picked = [];
+      for (const v of row) {
+        if (picked.length < 3 && !picked.some((u) => key(l.frame[u]) === key(l.frame[v]))) picked.push(v);
+      }
+      return picked.map((v) => {
+        const path = [];
+        for (let u = v; u > 0; u = l.parent[u]) path.unshift(l.frame[u]);
+        return { f: l.frame[v], path };
+      });
+    };
+    const targets = pick((f) => f);
+    const libTargets = pick(lib);
+    const list = [
       ({ f }) => ({ kind: 'merge', f }),
       ({ f }) => ({ kind: 'focus-function', f }),
       ({ path }) => ({ kind: 'focus-subtree', path }),
       ({ f }) => ({ kind: 'drop', f }),
       ({ f }) => ({ kind: 'collapse-recursion', f }),
       ...(current ? [({ path }) => ({ kind: 'merge-call-node', path }), ({ f }) => ({ kind: 'collapse-direct-recursion', f })] : []),
-      ...(current && lib(targets[0].f) >= 0 ? [({ f }) => ({ kind: 'collapse-library', f: lib(f) })] : []),
     ];
-    const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    const timed = async (patch) => {
+    // Per kind, the transform on each target; then the second of two: merge, then drop.
+    const trs = list.map((make) => targets.map(make));
+    if (current && lib(libTargets[0].f) >= 0) trs.push(libTargets.map(({ f }) => ({ kind: 'collapse-library', f: lib(f) })));
+    trs.push(targets.map((t, i) => ({ kind: 'merge', f: t.f, then: { kind: 'drop', f: targets[(i + 1) % 3].f } })));
+    return trs;
+  });
+  /** Wall and CPU ms of one state change and redraw (then the next frame, not counted). */
+  const timed = async (transforms) => {
+    const cpu = cpuOf(dir);
+    const wall = await page.evaluate(async (trs) => {
+      const app = window.__kiln.app;
       const t = performance.now();
-      app.setState({ ...patch, zoom: [] });
+      app.setState({ transforms: trs, zoom: [] });
       app.drawNow();
-      const ms = performance.now() - t;
-      await frame();
-      return ms;
-    };
-    const res = {};
-    for (const make of kinds) {
-      const apply = [];
-      const undo = [];
-      for (const target of targets) {
-        const tr = make(target);
-        apply.push(await timed({ transforms: [tr] }));
-        undo.push(await timed({ transforms: [] }));
-      }
-      const kind = make(targets[0]).kind;
-      res[kind] = Math.round(med(apply));
-      res[`undo ${kind}`] = Math.round(med(undo));
-    }
+      return performance.now() - t;
+    }, transforms);
+    const used = cpuOf(dir) - cpu;
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+    return [wall, used];
+  };
+  const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const wall = {};
+  const cpu = {};
+  const put = (name, runs) => {
+    wall[name] = Math.round(med(runs.map((r) => r[0])));
+    cpu[name] = med(runs.map((r) => r[1]));
+  };
+  for (const list of kinds) {
+    const apply = [];
+    const undo = [];
     const second = [];
-    for (const target of targets) {
-      const first = { kind: 'merge', f: target.f };
-      await timed({ transforms: [first] });
-      await timed({ transforms: [first, { kind: 'drop', f: targets[(targets.indexOf(target) + 1) % 3].f }] });
-      second.push(await timed({ transforms: [first] }));
-      await timed({ transforms: [] });
+    for (const tr of list) {
+      if (tr.then) {
+        const { then, ...first } = tr;
+        await timed([first]);
+        await timed([first, then]);
+        second.push(await timed([first]));
+        await timed([]);
+        continue;
+      }
+      apply.push(await timed([tr]));
+      undo.push(await timed([]));
     }
-    res['undo the second of two'] = Math.round(med(second));
-    // The call tree: 50 ArrowDown, each key's own work.
+    if (second.length) put('undo the second of two', second);
+    else {
+      put(list[0].kind, apply);
+      put(`undo ${list[0].kind}`, undo);
+    }
+  }
+  // The call tree: 50 ArrowDown, each key's own work.
+  const keys = await page.evaluate(async () => {
+    const app = window.__kiln.app;
     app.setState({ view: 'tree' });
-    await frame();
+    await new Promise((r) => requestAnimationFrame(() => r()));
     const grid = app.tree.grid;
     grid.focus();
-    const keys = [];
+    const out = [];
     for (let i = 0; i < 50; i++) {
       const t = performance.now();
       grid.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowDown', bubbles: true, cancelable: true }));
-      keys.push(performance.now() - t);
+      out.push(performance.now() - t);
     }
-    res['ArrowDown (mean of 50)'] = Number((keys.reduce((a, b) => a + b, 0) / keys.length).toFixed(2));
-    res['ArrowDown (slowest of 50)'] = Number(Math.max(...keys).toFixed(2));
-    return res;
+    return out;
   });
+  const res = { wall, cpu };
+  res['ArrowDown (mean of 50)'] = Number((keys.reduce((a, b) => a + b, 0) / keys.length).toFixed(2));
+  res['ArrowDown (slowest of 50)'] = Number(Math.max(...keys).toFixed(2));
   // The same presses through the browser's input, end to end.
   await page.evaluate(() => window.__kiln.app.tree.grid.focus());
   const t = Date.now();
+  const c = cpuOf(dir);
   for (let i = 0; i < 50; i++) await page.keyboard.press('ArrowDown');
-  out['50 ArrowDown presses (Playwright)'] = Date.now() - t;
-  return out;
+  res['50 ArrowDown presses (Playwright)'] = Date.now() - t;
+  res['50 ArrowDown presses, browser CPU'] = cpuOf(dir) - c;
+  return res;
 }

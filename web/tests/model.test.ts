@@ -304,6 +304,29 @@ function shape(t: Tree, names: string[]): string[] {
   return out;
 }
 
+test('tree builder: one node per (parent, frame) through the index\'s growth; appended nodes stay out of it', () => {
+  const b = new TreeBuilder(1000, 16);
+  const r = rng(5);
+  const seen = new Map<string, number>();
+  for (let k = 0; k < 20000; k++) {
+    const p = b.length && r() < 0.9 ? Math.floor(r() * b.length) : -1;
+    const f = Math.floor(r() * 50);
+    const id = b.intern(p, f);
+    const key = `${p}/${f}`;
+    if (seen.has(key)) assert.equal(id, seen.get(key), key);
+    else {
+      assert.equal(id, b.length - 1, `${key} is new`);
+      seen.set(key, id);
+    }
+    if (k % 7 === 0) {
+      const a = b.append(id, 999);
+      assert.equal(a, b.length - 1);
+      assert.notEqual(b.intern(id, 999), a, 'an appended node is not found by a lookup');
+    }
+  }
+  assert.equal(b.finish().length, b.length);
+});
+
 test('merge node only removes that one call node; other calls of the function stay', () => {
   const names = ['a', 'b', 'c', 'd'];
   const [a, b, c, d] = [0, 1, 2, 3];

@@ -136,9 +136,13 @@ export class TreeBuilder {
   self: Float64Array;
   count: Float64Array;
   length = 0;
-  /** Node id + 1 per slot, 0 for an empty one; size a power of two, at most half full. */
-  private slots: Int32Array;
-  private mask: number;
+  /**
+   * Node id + 1 per slot, 0 for an empty one; size a power of two, at most half full.
+   * Made on the first lookup (a builder that only appends never needs it).
+   */
+  private slots: Int32Array | null = null;
+  private mask = 0;
+  private readonly initialSlots: number;
   private indexed = 0;
 
   constructor(_nFrames: number, capacity = 1024) {
@@ -148,16 +152,16 @@ export class TreeBuilder {
     this.count = new Float64Array(capacity);
     let size = 1024;
     while (size < capacity * 2) size *= 2;
-    this.slots = new Int32Array(size);
-    this.mask = size - 1;
+    this.initialSlots = size;
   }
 
   /** The node for `frame` under `parent` (-1 for a root), created if new. */
   intern(parent: number, frame: number): number {
+    if (this.slots === null) this.rehash(this.initialSlots);
     const mask = this.mask;
     let h = (Math.imul(parent + 1, 0x9e3779b1) ^ Math.imul(frame, 0x85ebca77)) >>> 0;
     h = (h ^ (h >>> 15)) & mask;
-    const slots = this.slots;
+    const slots = this.slots!;
     for (;;) {
       const s = slots[h];
       if (s === 0) break;
@@ -169,7 +173,7 @@ export class TreeBuilder {
     this.parent[id] = parent;
     this.frame[id] = frame;
     slots[h] = id + 1;
-    if (++this.indexed * 2 > slots.length) this.rehash();
+    if (++this.indexed * 2 > slots.length) this.rehash(slots.length * 2);
     return id;
   }
 
@@ -185,21 +189,24 @@ export class TreeBuilder {
     return id;
   }
 
-  /** A larger index with every node in it. */
-  private rehash(): void {
-    let size = this.slots.length * 2;
-    while (size < this.length * 2) size *= 2;
+  /** An index of at least `size` slots holding the indexed nodes (appended ones stay out). */
+  private rehash(size: number): void {
+    while (size < this.indexed * 2) size *= 2;
     const slots = new Int32Array(size);
     const mask = size - 1;
-    for (let id = 0; id < this.length; id++) {
-      let h = (Math.imul(this.parent[id] + 1, 0x9e3779b1) ^ Math.imul(this.frame[id], 0x85ebca77)) >>> 0;
-      h = (h ^ (h >>> 15)) & mask;
-      while (slots[h] !== 0) h = (h + 1) & mask;
-      slots[h] = id + 1;
+    const old = this.slots;
+    if (old !== null) {
+      for (let k = 0; k < old.length; k++) {
+        const id = old[k] - 1;
+        if (id < 0) continue;
+        let h = (Math.imul(this.parent[id] + 1, 0x9e3779b1) ^ Math.imul(this.frame[id], 0x85ebca77)) >>> 0;
+        h = (h ^ (h >>> 15)) & mask;
+        while (slots[h] !== 0) h = (h + 1) & mask;
+        slots[h] = id + 1;
+      }
     }
     this.slots = slots;
     this.mask = mask;
-    this.indexed = this.length;
   }
 
   private grow(): void {
