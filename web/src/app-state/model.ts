@@ -165,7 +165,7 @@ export class Model {
    * step from the tree before it, and undo (or removing the last transforms) is a look-up.
    */
   private readonly stepped = new Map<string, { base: string; trees: Map<string, Tree> }>();
-  /** The last few layouts, so that undo does not lay out again. */
+  /** The last two layouts, so that undo does not lay out again. */
   private readonly layouts = new Map<string, { layout: Layout; diff: DiffLayout | null }>();
 
   /** The base tree `key` (of one side of a diff) after `trs`, from the longest prefix already computed. */
@@ -305,8 +305,9 @@ export class Model {
         const d = diffLayout(trees[0], trees[1], frames, s.order, s.normalise);
         laid = { layout: d.layout, diff: d };
       }
-      // Three kept: the state's, and the two before it (undo, undo again).
-      if (this.layouts.size >= 3) this.layouts.delete(this.layouts.keys().next().value!);
+      // Two kept: the state's and the one before it (undo is a look-up; a layout of a
+      // million nodes is tens of MB).
+      if (this.layouts.size >= 2) this.layouts.delete(this.layouts.keys().next().value!);
     } else this.layouts.delete(lkey);
     this.layouts.set(lkey, laid);
     const { layout, diff } = laid;
