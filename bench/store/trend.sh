@@ -2,7 +2,7 @@
 # What `kiln runs trend` costs.
 #
 # 1. The change-point detection alone (E-divisive means and its permutation test, as
-#    `kiln runs trend` runs it per figure: crates/run/examples/changepoints.rs) on a
+#    `kiln runs trend` runs it per figure: crates/compare/examples/changepoints.rs) on a
 #    series of POINTS values (default 100,000): normal noise (sd 5) around 100, a step to
 #    120 at 40% and back to 110 at 70%; and on a flat series of as many.
 # 2. `kiln runs trend` over RUNS runs (default 1000) of one name and configuration in an
@@ -27,7 +27,7 @@ trap cleanup EXIT
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 1. The detection alone.
-cargo build -q --release -p kiln-run --example changepoints
+cargo build -q --release -p kiln-compare --example changepoints
 ex=target/release/examples/changepoints
 python3 - "$points" >"$work/step.txt" <<'PY'
 import random, sys

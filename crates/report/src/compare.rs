@@ -6,8 +6,8 @@ use crate::latency::{self, Distribution};
 use crate::page::{self, Viewer};
 use crate::run::{completed_column, origin_of, table, Table};
 use crate::{ReportError, ReportOptions};
-use kiln_run::compare::export::group_text;
-use kiln_run::compare::{Comparison, Exporter, Role, Verdict};
+use kiln_compare::export::group_text;
+use kiln_compare::{Comparison, Exporter, Role, Verdict};
 use kiln_store::RunData;
 use kiln_viewer::HtmlOptions;
 use serde::Serialize;
@@ -252,8 +252,8 @@ fn metric_pages(cmp: &Comparison) -> Vec<MetricPage> {
             label: r.label.clone(),
             unit: r.unit,
             better: match r.better {
-                kiln_run::compare::Better::Higher => "higher",
-                kiln_run::compare::Better::Lower => "lower",
+                kiln_compare::Better::Higher => "higher",
+                kiln_compare::Better::Lower => "lower",
             },
             role: r.role,
             why: r.why.clone(),
@@ -378,8 +378,8 @@ fn function_pages(cmp: &Comparison) -> Vec<FunctionTablePage> {
                 .iter()
                 .map(|f| FunctionPage {
                     name: f.name.clone(),
-                    before: kiln_run::compare::export::cost_text(&f.before),
-                    after: kiln_run::compare::export::cost_text(&f.after),
+                    before: kiln_compare::export::cost_text(&f.before),
+                    after: kiln_compare::export::cost_text(&f.after),
                     delta: f.delta(),
                     verdict: verdict_key(&f.change.verdict),
                     change: f.change.text(),
@@ -431,7 +431,7 @@ fn diff_viewer<'a>(
 }
 
 fn verdict_word(c: &Comparison) -> &'static str {
-    use kiln_run::compare::OverallVerdict as O;
+    use kiln_compare::OverallVerdict as O;
     match c.overall.verdict {
         O::Improved => "improved",
         O::Regressed => "regressed",

@@ -1,8 +1,8 @@
 //! A cluster's nodes in the run report: when a run recorded several hosts (`-p HOST:PID`,
 //! every sample labelled `host=NAME`), each node's own flame graph follows the whole
 //! cluster's (the merged view), named `EVENT on NODE`, with the same window selection.
+use kiln_compare::nodes::{hosts_of, node_profile};
 use kiln_model::Profile;
-use kiln_run::compare::nodes::{hosts_of, node_profile};
 
 /// Each node's profile of every event that holds several nodes.
 pub(crate) fn per_node(profiles: &[&Profile]) -> Vec<Profile> {

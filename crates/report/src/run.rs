@@ -144,7 +144,7 @@ pub(crate) struct KneeDiff {
     pub line: Option<String>,
 }
 
-/// A sweep as `kiln_run::sweep` reads it: steps, knee, finding, the diff across it.
+/// A sweep as `kiln_compare::sweep` reads it: steps, knee, finding, the diff across it.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct KneePage {
     pub steps: Vec<KneeStep>,
@@ -155,7 +155,7 @@ pub(crate) struct KneePage {
 
 /// The sweep's page part, and the viewer of the windows before and after its knee.
 fn knee_page<'a>(
-    sw: &'a kiln_run::sweep::Sweep,
+    sw: &'a kiln_compare::sweep::Sweep,
     name: &str,
     origin: u64,
     keys: &[String],
@@ -294,7 +294,7 @@ fn rate_text(v: f64, unit: &str) -> String {
 }
 
 fn us_text(v: f64) -> String {
-    kiln_run::compare::format_value(v, "us")
+    kiln_compare::format_value(v, "us")
 }
 
 /// Headline figures with their units, in the order a reader looks for them.
@@ -395,7 +395,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             "target RSS max".into(),
             r as f64,
             "bytes",
-            kiln_run::compare::format_value(r as f64, "bytes"),
+            kiln_compare::format_value(r as f64, "bytes"),
             None,
         );
     }
@@ -737,7 +737,7 @@ pub(crate) fn clocked_profiles(run: &RunData) -> Vec<Cow<'_, Profile>> {
 /// What the report says of a profile `kiln run --pprof` fetched from the target: its
 /// endpoint (from the run's command line) and the time it covers; `None` for kiln's own.
 fn pprof_origin(m: &RunMeta, event: &str) -> Option<String> {
-    if !event.starts_with(kiln_run::pprof::EVENT_PREFIX) {
+    if !event.starts_with(kiln_store::PPROF_EVENT_PREFIX) {
         return None;
     }
     let mut urls = Vec::new();
@@ -775,7 +775,7 @@ fn pprof_origin(m: &RunMeta, event: &str) -> Option<String> {
 pub(crate) fn run_page<'a>(
     run: &'a RunData,
     profiles_in: &'a [Cow<'a, Profile>],
-    knee_of: Option<&'a kiln_run::sweep::Sweep>,
+    knee_of: Option<&'a kiln_compare::sweep::Sweep>,
     opts: &ReportOptions,
 ) -> Result<(RunPage, Vec<Viewer<'a>>, u64), ReportError> {
     let m = &run.meta;
@@ -910,7 +910,7 @@ pub fn write_run_report(
 ) -> Result<(), ReportError> {
     let profiles = timed_profiles(run);
     // A sweep's knee, and the windows before and after it compared.
-    let knee = kiln_run::sweep::sweep(run, &Default::default(), 15);
+    let knee = kiln_compare::sweep::sweep(run, &Default::default(), 15);
     let (page, viewers, origin) = run_page(run, &profiles, knee.as_ref(), opts)?;
     let title = match run.meta.id {
         Some(id) => format!("kiln run '{}' #{id}", run.meta.name),

@@ -3,7 +3,7 @@
 //! the functions that moved; the same data as `--format json`, drawn by the report's
 //! script (web/src/report/views/trend-page.ts). One file, offline.
 use crate::{page, ReportError, ReportOptions};
-use kiln_run::trend::Report;
+use kiln_compare::trend::Report;
 use serde::Serialize;
 use std::io::Write;
 

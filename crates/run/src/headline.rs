@@ -5,7 +5,9 @@ use crate::{LoadOutcome, LoadTick};
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use kiln_loadgen::engine::report::HistogramSum;
-use kiln_store::{Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window};
+use kiln_store::{
+    Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window, QUEUE_DEPTH,
+};
 
 /// A second of the load as a run keeps it: the values, and the latency histograms
 /// compressed (a few hundred bytes each instead of ~190 KB: an hour-long run stays small).
@@ -207,10 +209,6 @@ pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
     out.sort_by(|a, b| (b.user + b.system).total_cmp(&(a.user + a.system)));
     out
 }
-
-/// The level of a load's second that is the depth of the queues it feeds (messages ready,
-/// as the broker counts them).
-pub const QUEUE_DEPTH: &str = "queue_depth";
 
 /// The unit of a load whose operations are connections held open (MQTT `conn`).
 pub const FLEET_UNIT: &str = "conn";

@@ -38,7 +38,6 @@
 //!   [`LoadTick`]s of named values with units and latency histograms.
 #![deny(missing_docs)]
 
-pub mod compare;
 mod engine;
 mod exec;
 pub mod files;
@@ -48,10 +47,7 @@ mod orchestrate;
 pub mod pprof;
 pub mod procfs;
 pub mod remote;
-pub mod sweep;
-pub mod trend;
 pub mod variants;
-pub mod window;
 pub mod wrk;
 
 pub use engine::EngineLoad;

@@ -20,14 +20,10 @@
 use kiln_formats::pprof::{self, proto};
 use kiln_model::Profile;
 use kiln_os::stop::Stop;
-use kiln_store::Attachment;
+use kiln_store::{Attachment, PPROF_EVENT_PREFIX};
 use std::io::Read;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// How the names of the profiles fetched from a target begin (`pprof cpu`, `pprof mutex
-/// delay`): the report marks them by it as the target's own.
-pub const EVENT_PREFIX: &str = "pprof ";
 
 /// The largest profile body read (a Go heap profile of a big service is a few MB).
 const MAX_BODY: u64 = 64 << 20;
@@ -333,7 +329,7 @@ impl PprofSession {
         let mut collect = Collect { stop, cut: None };
         for t in self.targets {
             let name = |kind: &str, ty: Option<&str>| {
-                let mut n = format!("{EVENT_PREFIX}{kind}");
+                let mut n = format!("{PPROF_EVENT_PREFIX}{kind}");
                 if let Some(ty) = ty {
                     n.push(' ');
                     n.push_str(ty);
@@ -453,7 +449,7 @@ impl PprofSession {
                 "heap",
                 "goroutine",
             ];
-            let n = name.strip_prefix(EVENT_PREFIX).unwrap_or(name);
+            let n = name.strip_prefix(PPROF_EVENT_PREFIX).unwrap_or(name);
             kinds
                 .iter()
                 .position(|k| n.starts_with(k))

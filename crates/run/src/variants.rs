@@ -3,7 +3,7 @@
 //!
 //! A machine that drifts (other jobs, thermal or host contention) moves every run of a
 //! round about alike, so runs of one round are compared with each other
-//! ([`crate::compare::rounds`]) and the drift cancels. The order within a round is ABBA
+//! (`kiln-compare`'s `rounds`) and the drift cancels. The order within a round is ABBA
 //! by default — round r runs the variants in order when r is odd and in reverse when it
 //! is even, so neither variant always goes first — or a random permutation per round
 //! from a seed.

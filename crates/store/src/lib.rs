@@ -62,7 +62,7 @@ pub use listing::{configuration, Listed};
 pub use model::{
     Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, LoadInfo,
     RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window,
-    PER_SECOND,
+    PER_SECOND, PPROF_EVENT_PREFIX, QUEUE_DEPTH,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

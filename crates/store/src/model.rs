@@ -267,6 +267,15 @@ pub struct Histogram {
 /// existed have none.
 pub const PER_SECOND: &str = "per-second";
 
+/// The column of the `load` series that is the depth of the queues the load feeds
+/// (messages ready, as the broker counts them): a level, its largest reading stands.
+pub const QUEUE_DEPTH: &str = "queue_depth";
+
+/// How the names of a run's profiles fetched from the target itself begin (`pprof cpu`,
+/// `pprof mutex delay`, kept by `kiln run --pprof`): the report marks them by it as the
+/// target's own.
+pub const PPROF_EVENT_PREFIX: &str = "pprof ";
+
 /// A file kept with a run: an external load's stdout and stderr, for instance.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Attachment {

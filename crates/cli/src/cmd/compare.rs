@@ -1,8 +1,8 @@
-//! `kiln compare`: parses the flags, loads the runs, asks `kiln_run::compare` for the one
+//! `kiln compare`: parses the flags, loads the runs, asks `kiln_compare` for the one
 //! comparison and prints it with the chosen exporter.
 use super::store::{resolve, run_profiles, StoreArgs};
 use anyhow::{bail, Context, Result};
-use kiln_run::compare::{self, Exporter, Format, GateStatus};
+use kiln_compare::{self as compare, Exporter, Format, GateStatus};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -433,13 +433,10 @@ impl ProgressLine {
             line.push_str(&format!(" (measured {:.0} s)", p.measured_s));
         }
         if let Some(r) = p.rate {
-            line.push_str(&format!(", {}", kiln_run::compare::format_value(r, "/s")));
+            line.push_str(&format!(", {}", kiln_compare::format_value(r, "/s")));
         }
         if let Some(q) = p.p99_us {
-            line.push_str(&format!(
-                ", p99 {}",
-                kiln_run::compare::format_value(q, "us")
-            ));
+            line.push_str(&format!(", p99 {}", kiln_compare::format_value(q, "us")));
         }
         if let Some(c) = p.target_cpu_pct {
             line.push_str(&format!(", target CPU {c:.0}%"));
@@ -738,7 +735,7 @@ fn experiment(args: &Args) -> Result<Option<kiln_run::variants::Experiment>> {
 
 /// Warns when `repeat` runs (or rounds, for variants) can never show a change at 0.05.
 fn warn_few_repeats(repeat: u32, variants: bool) {
-    use kiln_run::compare::{smallest_group, smallest_p, stats};
+    use kiln_compare::{smallest_group, smallest_p, stats};
     if variants {
         let need = stats::smallest_rounds(0.05) as u32;
         if repeat < need {
@@ -1017,7 +1014,7 @@ fn group_table(groups: &[kiln_run::GroupCpu], connections: Option<u64>) -> Strin
 }
 
 pub fn summary(run: &RunData, store: &std::path::Path) -> String {
-    use kiln_run::compare::format_value as fv;
+    use kiln_compare::format_value as fv;
     use std::fmt::Write as _;
     let m = &run.meta;
     let h = &m.headline;
@@ -1053,7 +1050,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     }
     // A set rate is a setting: held or not, as kiln compare reports it.
     if let (Some(rate), Some(got)) = (m.load.rate, h.send_rate.or(h.throughput)) {
-        let held = kiln_run::compare::Held::of(rate, got);
+        let held = kiln_compare::Held::of(rate, got);
         let _ = write!(s, " (rate set {}: {})", fv(rate, "/s"), held.text());
     }
     let _ = writeln!(s);
@@ -1143,7 +1140,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     {
         let _ = writeln!(s, "  {}", c(v));
     }
-    if let Some(sw) = kiln_run::sweep::sweep(run, &Default::default(), 10) {
+    if let Some(sw) = kiln_compare::sweep::sweep(run, &Default::default(), 10) {
         let _ = writeln!(s, "  sweep ({}):", c(&sw.param));
         s.push_str(&text::clean_lines(&sw.text()));
     }
@@ -1312,7 +1309,7 @@ fn go_waits_summary(s: &mut String, run: &RunData) {
     let mut lines = Vec::new();
     for p in &run.profiles {
         let name = p.event.name.as_str();
-        let Some(rest) = name.strip_prefix(kiln_run::pprof::EVENT_PREFIX) else {
+        let Some(rest) = name.strip_prefix(kiln_store::PPROF_EVENT_PREFIX) else {
             continue;
         };
         let (kind, lead, whose) = if rest.starts_with("block delay") {

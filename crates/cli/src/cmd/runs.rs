@@ -1,8 +1,8 @@
 //! `kiln runs`: list, show, remove, export and import stored runs.
 use super::store::{resolve, StoreArgs};
 use anyhow::{bail, Context, Result};
+use kiln_compare::format_value as fv;
 use kiln_model::text;
-use kiln_run::compare::format_value as fv;
 use kiln_store::{SqliteStore, Store};
 use std::io::Write;
 use std::path::PathBuf;

@@ -83,7 +83,7 @@ pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
     let runs = store.resolve(run)?;
     let mut out = Vec::new();
     for m in runs {
-        let Some(w) = kiln_run::window::find_window(&m, window) else {
+        let Some(w) = kiln_compare::window::find_window(&m, window) else {
             let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
             bail!(
                 "run '{}' (#{}) has no window '{}' (it has: measure{}{}; or give a span of its measurement's seconds, START-END: @10-20)",
@@ -95,7 +95,7 @@ pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
             );
         };
         let data = store.load(m.id.context("run without id")?)?;
-        out.push(kiln_run::window::window_view(&data, &w));
+        out.push(kiln_compare::window::window_view(&data, &w));
     }
     Ok(out)
 }

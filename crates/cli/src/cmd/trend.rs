@@ -1,10 +1,10 @@
 //! `kiln runs trend`: reads one name's runs, keeps one configuration, asks
-//! `kiln_run::trend` for the history and its change points, reads the profiles around
+//! `kiln_compare::trend` for the history and its change points, reads the profiles around
 //! each change point only, and prints the report.
 use super::store::{run_profiles, StoreArgs};
 use anyhow::{bail, Context, Result};
-use kiln_run::compare::{self, Rules};
-use kiln_run::trend::{self, LeftOut, Report};
+use kiln_compare::trend::{self, LeftOut, Report};
+use kiln_compare::{self as compare, Rules};
 use kiln_store::{RunMeta, Store};
 use std::collections::HashMap;
 use std::io::Write;

@@ -1194,4 +1194,42 @@ mod tests {
             assert!(e.contains(says), "{e}");
         }
     }
+
+    fn cluster(a: u64, b: u64) -> Profile {
+        use kiln_model::{EventInfo, FrameKind, ThreadId, WeightUnit, NO_TIME};
+        let mut whole = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Period));
+        for (host, f, w) in [("n1", "route", a), ("n2", "deliver", b)] {
+            let mut p = Profile::default();
+            let fr = [
+                p.frame(b"main", FrameKind::User),
+                p.frame(f.as_bytes(), FrameKind::User),
+            ];
+            p.add_sample_path(&fr, w, NO_TIME, ThreadId::NONE);
+            add_host_samples(&mut whole, &p, host, &|t| t, None);
+        }
+        whole
+    }
+
+    /// The hosts' samples, labelled here, are what a comparison splits per node by.
+    #[test]
+    fn each_node_gets_its_own_table() {
+        use kiln_compare::nodes::{hosts_of, node_profile, tables};
+        use kiln_compare::Rules;
+        use kiln_store::RunMeta;
+        let mut m = RunMeta::default();
+        m.headline.operations = Some(1000);
+        m.headline.cpu_per_op_us = Some(30.0);
+        let (b, a) = (cluster(100, 200), cluster(100, 50));
+        assert_eq!(hosts_of(&b), ["n1", "n2"]);
+        assert_eq!(node_profile(&b, "n2").total_weight(), 200);
+        let before = vec![(&m, &b); 4];
+        let after = vec![(&m, &a); 4];
+        let t = tables("cpu-clock", &before, &after, &Rules::default(), 10, "msg");
+        let names: Vec<&str> = t.iter().map(|t| t.event.as_str()).collect();
+        assert_eq!(names, ["cpu-clock on n1", "cpu-clock on n2"]);
+        let deliver = t[1].rows.iter().find(|r| r.name == "deliver").unwrap();
+        // n2's share of 30 µs/msg: 20 before (200 of 300), 10 after (50 of 150).
+        assert!((deliver.before.median - 20.0).abs() < 1e-6, "{deliver:?}");
+        assert!((deliver.after.median - 10.0).abs() < 1e-6, "{deliver:?}");
+    }
 }

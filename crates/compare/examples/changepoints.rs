@@ -3,7 +3,7 @@
 //! series of 100,000 values.
 //!
 //!   changepoints [ALPHA] < series.txt
-use kiln_run::trend::edivisive::{change_points, Options};
+use kiln_compare::trend::edivisive::{change_points, Options};
 use std::io::Read;
 
 fn main() {

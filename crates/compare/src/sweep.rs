@@ -12,10 +12,10 @@
 //!   ([`kiln_loadgen::engine::sweep::plateau`], the rule `kiln load http` uses).
 //!
 //! The windows just before and just after the knee are then compared the way
-//! `kiln compare` compares runs ([`crate::compare::compare`]): figures, and the functions
+//! `kiln compare` compares runs ([`crate::compare()`]): figures, and the functions
 //! whose CPU time per operation grew when the server fell over.
-use crate::compare::{self, format_value, Comparison, Group, Held, Options};
 use crate::window::window_view;
+use crate::{format_value, Comparison, Group, Held, Options, Rules};
 use kiln_model::transform::{default_merge_rules, Transforms};
 use kiln_store::{RunData, RunMeta, Window};
 use serde::Serialize;
@@ -159,7 +159,7 @@ pub(crate) fn concurrency_knee(steps: &[Step], growth: f64) -> Option<usize> {
 /// The run's sweep, if it has one (windows named `PARAM=VALUE`), with its knee; when the
 /// knee has a step after it, the two windows are compared (their profiles with threads
 /// merged) under `rules`, with `functions` rows.
-pub fn sweep(run: &RunData, rules: &compare::Rules, functions: usize) -> Option<Sweep> {
+pub fn sweep(run: &RunData, rules: &Rules, functions: usize) -> Option<Sweep> {
     let windows: Vec<&Window> = run
         .meta
         .windows
@@ -200,7 +200,7 @@ pub fn sweep(run: &RunData, rules: &compare::Rules, functions: usize) -> Option<
                 runs: vec![views[i].clone()],
                 profiles: vec![window_profiles(run, windows[i])],
             };
-            compare::compare(
+            crate::compare(
                 &[group(a), group(b)],
                 &Options {
                     rules: *rules,

@@ -1,7 +1,7 @@
 //! `kiln runs trend`'s renderings of one [`Report`]: text, Markdown and JSON.
 use super::{Report, Series, Shift, Trend};
-use crate::compare::gate::GateStatus;
-use crate::compare::{format_value, md_escape};
+use crate::gate::GateStatus;
+use crate::{format_value, md_escape};
 use std::fmt::Write as _;
 
 /// UTC, to the minute (`2026-11-23 16:18`).

@@ -1,7 +1,7 @@
 //! The comparison as aligned text: the overall line, the figures by role, the function
 //! tables, the notes.
 use super::{clip, figure_rows, function_rows, gate_lines, Exporter};
-use crate::compare::{Comparison, FunctionTable};
+use crate::{Comparison, FunctionTable};
 use kiln_model::text::clean;
 use std::io::Write;
 

@@ -6,18 +6,18 @@
 //! ([`export`]) render it. A change point is given as the first run after it, the medians
 //! of the segments on either side, the change between them and the test's p; a change
 //! smaller than `--threshold` (or than the figure's resolution) is counted, not listed.
-//! The functions come from [`crate::compare::functions`]' table of the runs just before
+//! The functions come from [`crate::functions`]' table of the runs just before
 //! against the runs just after ([`Trend::profile_windows`]): only their profiles are read.
 //!
 //! `--fail-if` ([`Trend::check`]) fires when the newest segment — the runs since the last
 //! change point listed, 3 at least — is past its limit against the runs between it and
 //! the change point before: a single noisy run at the end starts no segment and fires
 //! nothing.
-use crate::compare::figures::{self, Better, Held, Role, FIGURES};
-use crate::compare::functions;
-use crate::compare::gate::{Gate, GateResult, GateStatus};
-use crate::compare::stats::{median, percent_change};
-use crate::compare::{format_value, Rules};
+use crate::figures::{self, Better, Held, Role, FIGURES};
+use crate::functions;
+use crate::gate::{Gate, GateResult, GateStatus};
+use crate::stats::{median, percent_change};
+use crate::{format_value, Rules};
 use kiln_model::Profile;
 use kiln_store::RunMeta;
 use serde::Serialize;
@@ -513,7 +513,7 @@ pub fn event_of(profiles: &[&[Profile]]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::parse_gates;
+    use crate::parse_gates;
     use kiln_store::Headline;
 
     /// A run at a fixed rate of 1000 msg/s, held, with this CPU per message.

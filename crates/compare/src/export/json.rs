@@ -1,7 +1,7 @@
 //! The comparison as JSON: every figure with its role, values, verdicts and noise, the
 //! function tables, the notes and the `--fail-if` results.
 use super::Exporter;
-use crate::compare::Comparison;
+use crate::Comparison;
 
 /// JSON, pretty-printed.
 #[derive(Clone, Copy, Debug, Default)]

@@ -1,6 +1,6 @@
 //! The comparison as Markdown, to paste into a pull request.
 use super::{figure_rows, function_rows, gate_lines, md_escape, Exporter};
-use crate::compare::Comparison;
+use crate::Comparison;
 use std::io::Write;
 
 /// Markdown tables.

@@ -1,5 +1,18 @@
-//! `kiln compare`: runs, or groups of repeated runs, side by side — what changed, and how
-//! sure kiln is.
+//! # kiln-compare: stored runs side by side, and how sure kiln is
+//!
+//! Everything kiln says about runs once they are stored lives here, apart from running
+//! them (`kiln-run`) and drawing them (`kiln-report`): both depend on this crate, which
+//! depends only on the run store's model ([`kiln_store`]), profiles ([`kiln_model`]) and
+//! their differences ([`kiln_diff`]).
+//!
+//! * `kiln compare` ([`compare()`]): runs, or groups of repeated runs, side by side —
+//!   what changed, and how sure kiln is;
+//! * a run seen through one of its windows ([`window`]): a sweep step or a span of
+//!   seconds, its headline figures computed again from the run's per-second data;
+//! * a sweep's steps and its knee, explained by comparing the windows either side of it
+//!   ([`sweep`]);
+//! * `kiln runs trend` ([`trend`]): one configuration's history, its change points and the
+//!   functions that moved with them.
 //!
 //! One computed value, [`Comparison`], holds everything a comparison says; text,
 //! Markdown and JSON ([`export`]) and the HTML page (`kiln-report`) are exporters of it,
@@ -15,13 +28,16 @@
 //! * [`verdict`]: improved / regressed / no change / cannot tell (and why), from
 //!   `--alpha` and `--threshold`;
 //! * [`functions`]: the function table, each function judged like a figure from its
-//!   cost per operation in every run;
+//!   cost per operation in every run; [`nodes`], one per host of a fleet's run;
 //! * [`gate`]: `--fail-if`, firing only on a change past its limit and beyond noise.
 //!
 //! ```text
 //! kiln compare before after
 //! kiln compare base pr --fail-if 'p99>+10%,cpu_per_op>+5%'
 //! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
 use kiln_model::Profile;
 use kiln_store::RunMeta;
 use serde::Serialize;
@@ -33,7 +49,10 @@ pub mod functions;
 pub mod gate;
 pub mod nodes;
 pub mod stats;
+pub mod sweep;
+pub mod trend;
 pub mod verdict;
+pub mod window;
 
 pub use export::{format_value, md_escape, Exporter, Format};
 pub use figures::{figure, Better, Figure, Held, Role, FIGURES};

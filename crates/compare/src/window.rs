@@ -123,7 +123,7 @@ fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)
 /// of its last, messages, when the load watched a queue.
 pub fn queue_depth(run: &RunData, w: &Window) -> Option<(f64, f64)> {
     let load = run.series.iter().find(|t| t.name == "load");
-    let v = values(load, crate::headline::QUEUE_DEPTH, w);
+    let v = values(load, kiln_store::QUEUE_DEPTH, w);
     Some((v.first()?.0, v.last()?.0))
 }
 
@@ -172,7 +172,12 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
         .histograms
         .iter()
         .find(|x| x.window == w.name)
-        .and_then(|x| Some((x.name.clone(), crate::decode_histogram(&x.data)?)))
+        .and_then(|x| {
+            Some((
+                x.name.clone(),
+                kiln_loadgen::engine::report::decode_histogram(&x.data)?,
+            ))
+        })
         .or_else(|| per_second_latency(run, w))
     {
         let (name, p) = hist;
@@ -208,7 +213,7 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
     if seconds(&busy) > 0.0 {
         h.machine_busy_pct = integral(&busy).map(|x| x / seconds(&busy));
     }
-    h.queue_depth_max = values(load, crate::headline::QUEUE_DEPTH, w)
+    h.queue_depth_max = values(load, kiln_store::QUEUE_DEPTH, w)
         .iter()
         .map(|(v, _)| *v)
         .reduce(f64::max);
