@@ -1479,27 +1479,24 @@ fn causes_summary(s: &mut String, p: &kiln_model::Profile) {
     }
 }
 
-/// The functions with the most self weight, as shares of the profile.
+/// The functions with the most self weight, as shares of the profile (the weights of
+/// [`kiln_diff::function_weights`], frames of one name and several kinds as one).
 fn top_functions(p: &kiln_model::Profile, n: usize) -> Vec<(String, f64)> {
-    let selfw = p.self_weights();
-    let total: u128 = selfw.iter().map(|&w| w as u128).sum();
+    let mut v: Vec<(Vec<u8>, u128)> = kiln_diff::function_weights(p)
+        .into_iter()
+        .map(|(name, (own, _))| (name, own))
+        .filter(|&(_, own)| own > 0)
+        .collect();
+    let total: u128 = v.iter().map(|&(_, own)| own).sum();
     if total == 0 {
         return Vec::new();
     }
-    let mut by_name: std::collections::HashMap<&[u8], u128> = std::collections::HashMap::new();
-    for (i, &w) in selfw.iter().enumerate() {
-        if w > 0 {
-            let name = p.node_name(kiln_model::StackId(i as u32));
-            *by_name.entry(name).or_default() += w as u128;
-        }
-    }
-    let mut v: Vec<(&[u8], u128)> = by_name.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     v.into_iter()
         .take(n)
         .map(|(name, w)| {
             (
-                String::from_utf8_lossy(name).into_owned(),
+                String::from_utf8_lossy(&name).into_owned(),
                 w as f64 * 100.0 / total as f64,
             )
         })
@@ -1508,8 +1505,38 @@ fn top_functions(p: &kiln_model::Profile, n: usize) -> Vec<(String, f64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::group_table;
+    use super::{group_table, top_functions};
     use kiln_run::GroupCpu;
+
+    /// Self weight by name (a user and a kernel frame of one name are one function), the
+    /// heaviest first, ties by name, as shares of the whole profile.
+    #[test]
+    fn top_functions_are_shares_of_self_weight() {
+        use kiln_model::{EventInfo, FrameKind, Profile, ThreadId, WeightUnit, NO_TIME};
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let main = p.frame(b"main", FrameKind::User);
+        let (a, b, c) = (
+            p.frame(b"a", FrameKind::User),
+            p.frame(b"b", FrameKind::User),
+            p.frame(b"c", FrameKind::User),
+        );
+        let a_kernel = p.frame(b"a", FrameKind::Kernel);
+        for (path, w) in [
+            (vec![main, a], 4),
+            (vec![main, b, a_kernel], 2),
+            (vec![main, b], 2),
+            (vec![main, c], 2),
+        ] {
+            p.add_sample_path(&path, w, NO_TIME, ThreadId::NONE);
+        }
+        let top = top_functions(&p, 2);
+        assert_eq!(
+            top,
+            [("a".to_string(), 60.0), ("b".to_string(), 20.0)],
+            "{top:?}"
+        );
+        assert!(top_functions(&Profile::default(), 3).is_empty());
+    }
 
     #[test]
     fn thread_group_table_per_thousand_connections() {
