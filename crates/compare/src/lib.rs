@@ -266,95 +266,109 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
     if let Some(g) = groups.iter().find(|g| g.runs.is_empty()) {
         return Err(CompareError::Empty(g.label.clone()));
     }
-    let rules = opts.rules;
-    let op = op_unit(groups);
-    let metas: Vec<(String, Vec<RunMeta>)> = groups
-        .iter()
-        .map(|g| (g.label.clone(), g.runs.clone()))
-        .collect();
-    let not_comparable = not_comparable(&metas);
-    let rates: Vec<Option<f64>> = groups.iter().map(|g| figures::set_rate(&g.runs)).collect();
-    let last = groups.len() - 1;
-    let counted = groups
-        .iter()
-        .flat_map(|g| &g.runs)
-        .any(|r| r.headline.throughput.is_some());
-    let pairing: Vec<Rounds> = groups
-        .iter()
-        .map(|g| rounds(&groups[0].runs, &g.runs))
-        .collect();
-    let mut rows = Vec::new();
-    for f in FIGURES {
-        let stats: Vec<Option<Stat>> = groups
+    let set = Setting::of(groups, opts);
+    let rows: Vec<Row> = FIGURES.iter().filter_map(|f| set.row(f)).collect();
+    let (functions, diff) = function_tables(&groups[0], &groups[set.last], opts, &set.op)?;
+    let notes = set.notes(&functions);
+    let infos = group_infos(groups, &set.rates);
+    let overall = overall(&infos, &rows, set.last, functions.first());
+    Ok(Comparison {
+        groups: infos,
+        rules: opts.rules,
+        overall,
+        rows,
+        functions,
+        notes,
+        gates: Vec::new(),
+        diff,
+    })
+}
+
+/// What every figure of one comparison is judged in: the groups, the rules, and what the
+/// groups' runs say about their load and their pairing.
+struct Setting<'a> {
+    groups: &'a [Group],
+    opts: &'a Options,
+    /// The unit of one operation ([`op_unit`]).
+    op: String,
+    /// Each group's label and runs.
+    metas: Vec<(String, Vec<RunMeta>)>,
+    /// Why the groups cannot be judged against each other, when they cannot.
+    not_comparable: Option<String>,
+    /// The rate each group was set to, when its runs agree.
+    rates: Vec<Option<f64>>,
+    /// The index of the last group.
+    last: usize,
+    /// Whether any run counted its operations.
+    counted: bool,
+    /// Each group's runs paired with the baseline's by round, when they can be.
+    pairing: Vec<Rounds>,
+}
+
+impl<'a> Setting<'a> {
+    fn of(groups: &'a [Group], opts: &'a Options) -> Self {
+        let metas: Vec<(String, Vec<RunMeta>)> = groups
+            .iter()
+            .map(|g| (g.label.clone(), g.runs.clone()))
+            .collect();
+        Setting {
+            groups,
+            opts,
+            op: op_unit(groups),
+            not_comparable: not_comparable(&metas),
+            metas,
+            rates: groups.iter().map(|g| figures::set_rate(&g.runs)).collect(),
+            last: groups.len() - 1,
+            counted: groups
+                .iter()
+                .flat_map(|g| &g.runs)
+                .any(|r| r.headline.throughput.is_some()),
+            pairing: groups
+                .iter()
+                .map(|g| rounds(&groups[0].runs, &g.runs))
+                .collect(),
+        }
+    }
+
+    /// One figure across the groups; `None` when no run has it.
+    fn row(&self, f: &Figure) -> Option<Row> {
+        let stats: Vec<Option<Stat>> = self
+            .groups
             .iter()
             .map(|g| Stat::of(g.runs.iter().filter_map(|r| (f.get)(r)).collect()))
             .collect();
         if stats.iter().all(Option::is_none) {
-            continue;
+            return None;
         }
         let held: Vec<Option<Held>> = stats
             .iter()
-            .zip(&rates)
+            .zip(&self.rates)
             .map(|(s, r)| match (f.kind, s, r) {
                 (figures::Kind::Rate, Some(s), Some(r)) => Some(Held::of(*r, s.median)),
                 _ => None,
             })
             .collect();
         let held_at = |i: usize| held[i].as_ref().is_none_or(|h| h.held);
+        let last = self.last;
         let (role, why) = figures::role(
             f.kind,
-            rates[0],
-            rates[last],
+            self.rates[0],
+            self.rates[last],
             (held_at(0), held_at(last)),
-            counted,
+            self.counted,
         );
-        let base = stats[0].clone();
-        let floor = floor_of(f, base.as_ref(), &opts.history);
-        let changes = stats
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                if i == 0 {
-                    return None;
-                }
-                let (b, s) = (base.as_ref()?, s.as_ref()?);
-                let mut c = match &pairing[i] {
-                    Rounds::Paired { pairs, .. } => {
-                        let values: Vec<(f64, f64)> = pairs
-                            .iter()
-                            .filter_map(|&(x, y)| {
-                                Some(((f.get)(&groups[0].runs[x])?, (f.get)(&groups[i].runs[y])?))
-                            })
-                            .collect();
-                        verdict::decide_paired(&values, f.better, &rules, not_comparable.as_deref())
-                    }
-                    _ => verdict::decide(b, s, f.better, &rules, not_comparable.as_deref(), floor),
-                };
-                if (s.median - b.median).abs() < f.resolution
-                    && matches!(c.verdict, Verdict::Improved | Verdict::Regressed)
-                {
-                    c.verdict = Verdict::NoChange {
-                        quiet: Quiet::BelowResolution,
-                    };
-                }
-                if role != Role::Outcome {
-                    // Shown, never judged.
-                    c.p = None;
-                    c.verdict = Verdict::NoChange {
-                        quiet: Quiet::WithinNoise,
-                    };
-                }
-                Some(c)
-            })
+        let floor = floor_of(f, stats[0].as_ref(), &self.opts.history);
+        let changes = (0..stats.len())
+            .map(|i| self.change(f, &stats, i, role, floor))
             .collect();
         let noise_pct = stats
             .iter()
             .flatten()
             .map(Stat::spread_pct)
             .fold(0.0, f64::max);
-        rows.push(Row {
+        Some(Row {
             key: f.key,
-            label: f.label.replace("{op}", &op),
+            label: f.label.replace("{op}", &self.op),
             unit: f.unit,
             better: f.better,
             role,
@@ -364,74 +378,134 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
             changes,
             noise_pct,
             floor,
-        });
+        })
     }
-    let (functions, diff) = function_tables(&groups[0], &groups[last], opts, &op)?;
-    let mut notes = Vec::new();
-    let need = smallest_group(rules.alpha);
-    let smallest = groups.iter().map(|g| g.runs.len()).min().unwrap_or(0);
-    if smallest < 2 {
-        notes.push(format!(
-            "a group has a single run: changes are shown, but noise cannot be told from them (kiln run --repeat {need})"
-        ));
-    } else if smallest < need {
-        notes.push(format!(
-            "groups of {smallest} runs can never show a change at alpha {} (smallest p {:.3}): kiln run --repeat {need}",
-            rules.alpha,
-            smallest_p(smallest, smallest)
-        ));
+
+    /// Group `i`'s change in figure `f` against the first group (`None` for the first, or
+    /// when either has no value): paired by round when the runs are, judged only for an
+    /// outcome, and never finer than the figure's resolution.
+    fn change(
+        &self,
+        f: &Figure,
+        stats: &[Option<Stat>],
+        i: usize,
+        role: Role,
+        floor: Option<verdict::Floor>,
+    ) -> Option<Change> {
+        if i == 0 {
+            return None;
+        }
+        let (b, s) = (stats[0].as_ref()?, stats[i].as_ref()?);
+        let (rules, why_not) = (&self.opts.rules, self.not_comparable.as_deref());
+        let mut c = match &self.pairing[i] {
+            Rounds::Paired { pairs, .. } => {
+                let (base, runs) = (&self.groups[0].runs, &self.groups[i].runs);
+                let values: Vec<(f64, f64)> = pairs
+                    .iter()
+                    .filter_map(|&(x, y)| Some(((f.get)(&base[x])?, (f.get)(&runs[y])?)))
+                    .collect();
+                verdict::decide_paired(&values, f.better, rules, why_not)
+            }
+            _ => verdict::decide(b, s, f.better, rules, why_not, floor),
+        };
+        if (s.median - b.median).abs() < f.resolution
+            && matches!(c.verdict, Verdict::Improved | Verdict::Regressed)
+        {
+            c.verdict = Verdict::NoChange {
+                quiet: Quiet::BelowResolution,
+            };
+        }
+        if role != Role::Outcome {
+            // Shown, never judged.
+            c.p = None;
+            c.verdict = Verdict::NoChange {
+                quiet: Quiet::WithinNoise,
+            };
+        }
+        Some(c)
     }
-    for g in groups {
-        for r in g.runs.iter().filter(|r| !r.status.complete) {
+
+    /// What the comparison says beside its figures: too few runs, incomplete runs, the
+    /// pairing, the noise floor, how comparable the groups are, frames left out.
+    fn notes(&self, functions: &[FunctionTable]) -> Vec<String> {
+        let (groups, rules) = (self.groups, &self.opts.rules);
+        let mut notes = Vec::new();
+        let need = smallest_group(rules.alpha);
+        let smallest = groups.iter().map(|g| g.runs.len()).min().unwrap_or(0);
+        if smallest < 2 {
             notes.push(format!(
-                "{}: incomplete run #{} ({})",
-                g.label,
-                r.id.unwrap_or(0),
-                r.status.reason.as_deref().unwrap_or("incomplete")
+                "a group has a single run: changes are shown, but noise cannot be told from them (kiln run --repeat {need})"
+            ));
+        } else if smallest < need {
+            notes.push(format!(
+                "groups of {smallest} runs can never show a change at alpha {} (smallest p {:.3}): kiln run --repeat {need}",
+                rules.alpha,
+                smallest_p(smallest, smallest)
             ));
         }
-    }
-    let paired_note = rounds_note(groups, &pairing, &rules);
-    let all_paired = pairing[1..]
-        .iter()
-        .all(|r| matches!(r, Rounds::Paired { .. }));
-    notes.extend(paired_note);
-    if all_paired {
-        // Drift between rounds cancels; no history needed.
-    } else if !opts.history.is_empty() {
-        notes.push(format!(
-            "noise floor between groups: {} earlier group(s) of '{}' with the same configuration; a change no larger than they moved is not told from drift",
-            opts.history.len(),
-            groups[0].label
-        ));
-    } else if smallest >= 2 {
-        notes.push(format!(
-            "no earlier group of '{}' with its configuration: drift between groups of runs (the machine's load changing from one group to the next) is not measured, only the noise within each group; run the baseline again under its name to get a noise floor",
-            groups[0].label
-        ));
-    }
-    // Variants differ by their set-up commands, which the configuration cannot show.
-    if same_configuration(&metas) && smallest >= 2 && !all_paired {
-        notes.push(
-            "the groups have the same configuration (load, executable, host, tags): if nothing else changed either (an A/A check), each figure's change and its noise ± are the noise floor a real change must clear".into(),
+        for g in groups {
+            for r in g.runs.iter().filter(|r| !r.status.complete) {
+                notes.push(format!(
+                    "{}: incomplete run #{} ({})",
+                    g.label,
+                    r.id.unwrap_or(0),
+                    r.status.reason.as_deref().unwrap_or("incomplete")
+                ));
+            }
+        }
+        notes.extend(rounds_note(groups, &self.pairing, rules));
+        notes.extend(self.drift_notes(smallest));
+        notes.extend(
+            comparability(&self.metas)
+                .into_iter()
+                .map(|w| format!("not comparable? {w}")),
         );
+        for t in functions.iter().filter(|t| !t.rows.is_empty()) {
+            if t.folded > 0 {
+                notes.push(format!(
+                    "{}: {} thread-name and plumbing frames left out of the function table (--keep-threads keeps thread names apart)",
+                    t.event, t.folded
+                ));
+            }
+        }
+        notes
     }
-    notes.extend(
-        comparability(&metas)
-            .into_iter()
-            .map(|w| format!("not comparable? {w}")),
-    );
-    for t in functions.iter().filter(|t| !t.rows.is_empty()) {
-        if t.folded > 0 {
+
+    /// What the comparison knows of drift between groups (`smallest`: the fewest runs of
+    /// a group): cancelled by pairing, measured by history, or not measured.
+    fn drift_notes(&self, smallest: usize) -> Vec<String> {
+        let label = &self.groups[0].label;
+        let mut notes = Vec::new();
+        let all_paired = self.pairing[1..]
+            .iter()
+            .all(|r| matches!(r, Rounds::Paired { .. }));
+        if all_paired {
+            // Drift between rounds cancels; no history needed.
+        } else if !self.opts.history.is_empty() {
             notes.push(format!(
-                "{}: {} thread-name and plumbing frames left out of the function table (--keep-threads keeps thread names apart)",
-                t.event, t.folded
+                "noise floor between groups: {} earlier group(s) of '{label}' with the same configuration; a change no larger than they moved is not told from drift",
+                self.opts.history.len(),
+            ));
+        } else if smallest >= 2 {
+            notes.push(format!(
+                "no earlier group of '{label}' with its configuration: drift between groups of runs (the machine's load changing from one group to the next) is not measured, only the noise within each group; run the baseline again under its name to get a noise floor",
             ));
         }
+        // Variants differ by their set-up commands, which the configuration cannot show.
+        if same_configuration(&self.metas) && smallest >= 2 && !all_paired {
+            notes.push(
+                "the groups have the same configuration (load, executable, host, tags): if nothing else changed either (an A/A check), each figure's change and its noise ± are the noise floor a real change must clear".into(),
+            );
+        }
+        notes
     }
-    let infos: Vec<GroupInfo> = groups
+}
+
+/// Each group as compared: its label, runs, incomplete runs and set rate.
+fn group_infos(groups: &[Group], rates: &[Option<f64>]) -> Vec<GroupInfo> {
+    groups
         .iter()
-        .zip(&rates)
+        .zip(rates)
         .map(|(g, r)| GroupInfo {
             label: g.label.clone(),
             runs: g.runs.iter().filter_map(|r| r.id).collect(),
@@ -449,18 +523,7 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
                 .collect(),
             set_rate: *r,
         })
-        .collect();
-    let overall = overall(&infos, &rows, last, functions.first());
-    Ok(Comparison {
-        groups: infos,
-        rules,
-        overall,
-        rows,
-        functions,
-        notes,
-        gates: Vec::new(),
-        diff,
-    })
+        .collect()
 }
 
 /// Whether two groups' runs can be compared round by round.
