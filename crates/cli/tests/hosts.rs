@@ -576,7 +576,7 @@ fn kiln_histograms(store: &Path, name: &str) -> Vec<(String, String, Buckets)> {
         .iter()
         .filter(|h| h.window != kiln_store::PER_SECOND)
         .map(|h| {
-            let d = kiln_loadgen::engine::report::decode_histogram(&h.data).unwrap_or_else(|| {
+            let d = kiln_store::hdr::decode_histogram(&h.data).unwrap_or_else(|| {
                 panic!(
                     "{}/{} ({} bytes) does not decode",
                     h.window,

@@ -1,9 +1,10 @@
 //! # kiln-compare: stored runs side by side, and how sure kiln is
 //!
 //! Everything kiln says about runs once they are stored lives here, apart from running
-//! them (`kiln-run`) and drawing them (`kiln-report`): both depend on this crate, which
-//! depends only on the run store's model ([`kiln_store`]), profiles ([`kiln_model`]) and
-//! their differences ([`kiln_diff`]).
+//! them (`kiln-run`, which needs none of it) and drawing them (`kiln-report`, which
+//! renders what this crate computes). It reads only what the run store keeps
+//! ([`kiln_store`]): profiles ([`kiln_model`]) and their differences ([`kiln_diff`]),
+//! headline figures, per-second series and latency histograms.
 //!
 //! * `kiln compare` ([`compare()`]): runs, or groups of repeated runs, side by side —
 //!   what changed, and how sure kiln is;

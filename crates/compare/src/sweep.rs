@@ -9,7 +9,7 @@
 //!   median latency near the sweep's floor (at most [`NEAR_FLOOR`] times the lowest, or
 //!   1 ms above it);
 //! * a **concurrency** sweep: where throughput stops growing
-//!   ([`kiln_loadgen::engine::sweep::plateau`], the rule `kiln load http` uses).
+//!   ([`plateau`], the rule `kiln load http` uses too).
 //!
 //! The windows just before and just after the knee are then compared the way
 //! `kiln compare` compares runs ([`crate::compare()`]): figures, and the functions
@@ -148,12 +148,27 @@ pub(crate) fn rate_knee(steps: &[Step]) -> Option<usize> {
     steps.iter().take_while(|s| good(s)).count().checked_sub(1)
 }
 
+/// The plateau of a sweep of growing concurrency: the first step k after which no later
+/// step's throughput exceeds step k's by `threshold` (0.1 = 10%) while the next step's
+/// median latency grows by more than `threshold`. `None`: throughput kept growing. One
+/// rule for `kiln load http --concurrency-sweep` and the knee `kiln run` finds.
+pub fn plateau(throughput: &[f64], p50: &[f64], threshold: f64) -> Option<usize> {
+    (0..throughput.len().saturating_sub(1)).find(|&k| {
+        let flat = throughput[k + 1..]
+            .iter()
+            .all(|&t| t < throughput[k] * (1.0 + threshold));
+        let slower = p50.get(k + 1).copied().unwrap_or(0.0)
+            > p50.get(k).copied().unwrap_or(0.0) * (1.0 + threshold);
+        flat && slower
+    })
+}
+
 /// The knee of a concurrency sweep: where throughput stops growing by `growth` (0.1:
 /// 10%) from one step on.
 pub(crate) fn concurrency_knee(steps: &[Step], growth: f64) -> Option<usize> {
     let tp: Vec<f64> = steps.iter().map(|s| s.achieved.unwrap_or(0.0)).collect();
     let p50: Vec<f64> = steps.iter().map(|s| s.p50_us.unwrap_or(0.0)).collect();
-    kiln_loadgen::engine::sweep::plateau(&tp, &p50, growth)
+    plateau(&tp, &p50, growth)
 }
 
 /// The run's sweep, if it has one (windows named `PARAM=VALUE`), with its knee; when the

@@ -53,7 +53,7 @@ fn per_second_latency(run: &RunData, w: &Window) -> Option<(String, hdrhistogram
         .iter()
         .find(|x| Some(x.name.as_str()) == wanted)
         .or(logs.first())?;
-    let seconds = kiln_loadgen::engine::report::read_interval_log(&log.data).ok()?;
+    let seconds = kiln_store::hdr::read_interval_log(&log.data).ok()?;
     let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
     let mut prev: Option<u64> = None;
     for (end, h) in seconds {
@@ -172,12 +172,7 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
         .histograms
         .iter()
         .find(|x| x.window == w.name)
-        .and_then(|x| {
-            Some((
-                x.name.clone(),
-                kiln_loadgen::engine::report::decode_histogram(&x.data)?,
-            ))
-        })
+        .and_then(|x| Some((x.name.clone(), kiln_store::hdr::decode_histogram(&x.data)?)))
         .or_else(|| per_second_latency(run, w))
     {
         let (name, p) = hist;

@@ -23,7 +23,7 @@ pub struct Distribution {
     pub max: f64,
 }
 
-use kiln_loadgen::engine::report::HistogramSum;
+use kiln_store::hdr::HistogramSum;
 
 /// The histograms named `name` for window `window`, merged; `None` if there are none (or
 /// none can be read: `skipped` counts those).
@@ -134,7 +134,7 @@ pub fn per_second(
     type Buckets = Vec<(u64, u64)>;
     let mut decoded: Vec<(String, Vec<Buckets>)> = Vec::new();
     for h in hists.iter().filter(|h| h.window == kiln_store::PER_SECOND) {
-        let Ok(log) = kiln_loadgen::engine::report::read_interval_log(&h.data) else {
+        let Ok(log) = kiln_store::hdr::read_interval_log(&h.data) else {
             *skipped += 1;
             continue;
         };
@@ -231,11 +231,8 @@ mod tests {
                 (end, h)
             })
             .collect();
-        kiln_loadgen::engine::report::write_interval_log(
-            "test",
-            hs.iter().map(|(end, h)| (*end, 1.0, h)),
-        )
-        .unwrap()
+        kiln_store::hdr::write_interval_log("test", hs.iter().map(|(end, h)| (*end, 1.0, h)))
+            .unwrap()
     }
 
     #[test]

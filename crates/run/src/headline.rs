@@ -4,7 +4,7 @@ use crate::procfs::{ProcSampler, TableBuilder};
 use crate::{LoadOutcome, LoadTick};
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use kiln_loadgen::engine::report::HistogramSum;
+use kiln_store::hdr::HistogramSum;
 use kiln_store::{
     Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window, QUEUE_DEPTH,
 };
@@ -98,7 +98,7 @@ pub(crate) fn serialise(h: &Histogram<u64>) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-use kiln_loadgen::engine::report::decode_histogram as deserialise;
+use kiln_store::hdr::decode_histogram as deserialise;
 
 /// Every latency's per-second histograms as one interval log each (window
 /// [`kiln_store::PER_SECOND`]): one line per load second, in the order of the `load`
@@ -133,7 +133,7 @@ fn per_second(ticks: &[Second]) -> Vec<StoredHistogram> {
             .iter()
             .zip(&seconds)
             .map(|(t, h)| (t.tick.end_ns, t.tick.interval_s, h));
-        if let Ok(data) = kiln_loadgen::engine::report::write_interval_log(&comment, lines) {
+        if let Ok(data) = kiln_store::hdr::write_interval_log(&comment, lines) {
             out.push(StoredHistogram {
                 name: name.to_string(),
                 window: kiln_store::PER_SECOND.into(),
@@ -615,7 +615,7 @@ mod tests {
         let logs = per_second(&ticks);
         assert_eq!(logs.len(), 1);
         assert_eq!(logs[0].window, kiln_store::PER_SECOND);
-        let lines: Vec<(u64, u64)> = kiln_loadgen::engine::report::read_interval_log(&logs[0].data)
+        let lines: Vec<(u64, u64)> = kiln_store::hdr::read_interval_log(&logs[0].data)
             .unwrap()
             .into_iter()
             .map(|(end, h)| (end, h.len()))

@@ -14,8 +14,8 @@
 //! and none is counted twice.
 use crate::{LoadTick, Value, ValueKind};
 use hdrhistogram::Histogram;
-use kiln_loadgen::engine::report::HistogramSum;
 use kiln_loadgen::Percentiles;
+use kiln_store::hdr::HistogramSum;
 use std::collections::BTreeMap;
 
 const SECOND: i128 = 1_000_000_000;
