@@ -101,6 +101,63 @@ fn merged(runs: &[(&RunMeta, &Profile)]) -> Profile {
     out
 }
 
+/// Every function's cost in each run, before and after: its total weight per operation
+/// (µs) when every run counted its operations, else its share of the run's profile (%).
+struct Costs {
+    /// Whether the costs are per operation.
+    per_op: bool,
+    /// By function name: the costs in the runs before and in the runs after.
+    costs: HashMap<Vec<u8>, (Vec<f64>, Vec<f64>)>,
+    /// Names of the profiles' root frames (thread names), left out of the table.
+    skip: HashSet<Vec<u8>>,
+}
+
+impl Costs {
+    fn of(before: &[(&RunMeta, &Profile)], after: &[(&RunMeta, &Profile)]) -> Self {
+        let scales: Vec<Option<f64>> = before
+            .iter()
+            .chain(after)
+            .map(|(m, p)| per_op_scale(m, p))
+            .collect();
+        let per_op = scales.iter().all(Option::is_some);
+        let cost = |i: usize, p: &Profile| -> f64 {
+            if per_op {
+                scales[i].unwrap_or(0.0)
+            } else {
+                let t = p.total_weight();
+                if t == 0 {
+                    0.0
+                } else {
+                    100.0 / t as f64
+                }
+            }
+        };
+        let mut skip: HashSet<Vec<u8>> = HashSet::new();
+        let mut costs: HashMap<Vec<u8>, (Vec<f64>, Vec<f64>)> = HashMap::new();
+        let (nb, na) = (before.len(), after.len());
+        for (i, (_, p)) in before.iter().chain(after).enumerate() {
+            skip.extend(roots(p));
+            let scale = cost(i, p);
+            for (name, (_, total)) in kiln_diff::function_weights(p) {
+                let e = costs
+                    .entry(name)
+                    .or_insert_with(|| (vec![0.0; nb], vec![0.0; na]));
+                let v = total as f64 * scale;
+                if i < nb {
+                    e.0[i] = v;
+                } else {
+                    e.1[i - nb] = v;
+                }
+            }
+        }
+        Costs {
+            per_op,
+            costs,
+            skip,
+        }
+    }
+}
+
 /// The table of `event` for runs `before` and `after` (each a run and its profile of the
 /// event), with at most `limit` rows; also the two merged profiles (for the differential
 /// flame graph).
@@ -115,42 +172,11 @@ pub fn table(
     if before.is_empty() || after.is_empty() {
         return None;
     }
-    let scales: Vec<Option<f64>> = before
-        .iter()
-        .chain(after)
-        .map(|(m, p)| per_op_scale(m, p))
-        .collect();
-    let per_op = scales.iter().all(Option::is_some);
-    let cost = |i: usize, p: &Profile| -> f64 {
-        if per_op {
-            scales[i].unwrap_or(0.0)
-        } else {
-            let t = p.total_weight();
-            if t == 0 {
-                0.0
-            } else {
-                100.0 / t as f64
-            }
-        }
-    };
-    let mut skip: HashSet<Vec<u8>> = HashSet::new();
-    let mut costs: HashMap<Vec<u8>, (Vec<f64>, Vec<f64>)> = HashMap::new();
-    let (nb, na) = (before.len(), after.len());
-    for (i, (_, p)) in before.iter().chain(after).enumerate() {
-        skip.extend(roots(p));
-        let scale = cost(i, p);
-        for (name, (_, total)) in kiln_diff::function_weights(p) {
-            let e = costs
-                .entry(name)
-                .or_insert_with(|| (vec![0.0; nb], vec![0.0; na]));
-            let v = total as f64 * scale;
-            if i < nb {
-                e.0[i] = v;
-            } else {
-                e.1[i - nb] = v;
-            }
-        }
-    }
+    let Costs {
+        per_op,
+        costs,
+        skip,
+    } = Costs::of(before, after);
     let folded = costs
         .keys()
         .filter(|n| skip.contains(*n) || kiln_model::transform::is_plumbing(n))

@@ -9,7 +9,7 @@
 //! switched off, and one that passes what it cannot see is no gate.
 use super::figures::{figure, Figure, Role, FIGURES};
 use super::verdict::{Quiet, Unsure, Verdict};
-use super::Comparison;
+use super::{Comparison, Row, Stat};
 use serde::Serialize;
 
 /// A `--fail-if` condition: `p99>+10%`, `throughput<-5%`, `cpu_per_op>50` (absolute, in
@@ -122,6 +122,55 @@ pub fn overall(results: &[GateResult]) -> GateStatus {
         .unwrap_or(GateStatus::Passed)
 }
 
+/// An absolute limit on the candidate's own value (`past`: whether a value is past it):
+/// beyond noise when every run is past it.
+fn absolute(row: &Row, stat: &Stat, past: &dyn Fn(f64) -> bool) -> (GateStatus, String) {
+    let all = stat.values.iter().all(|&v| past(v));
+    let shown = super::format_value(stat.median, row.unit);
+    if all {
+        (
+            GateStatus::Fired,
+            format!("{} is {shown} (every run past the limit)", row.label),
+        )
+    } else if past(stat.median) {
+        (
+            GateStatus::CannotTell,
+            format!(
+                "{} is {shown}, but some runs are within the limit",
+                row.label
+            ),
+        )
+    } else {
+        (GateStatus::Passed, format!("{} is {shown}", row.label))
+    }
+}
+
+/// A setting or context past a relative limit: they carry no verdict, so a held rate
+/// passes and the rest cannot be judged.
+fn not_judged(row: &Row) -> (GateStatus, String) {
+    let held = row.held.iter().flatten().all(|h| h.held) && !row.held.is_empty();
+    if held {
+        (
+            GateStatus::Passed,
+            format!("{}: the set rates were held", row.label),
+        )
+    } else {
+        (
+            GateStatus::CannotTell,
+            format!(
+                "{} is {} here, not judged ({})",
+                row.label,
+                serde_json::to_value(row.role)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                row.why.as_deref().unwrap_or("")
+            ),
+        )
+    }
+}
+
+/// One condition checked against the comparison's row of its figure.
 fn check(c: &Comparison, g: &Gate) -> GateResult {
     let done = |status, message: String| GateResult {
         condition: g.text.clone(),
@@ -146,26 +195,8 @@ fn check(c: &Comparison, g: &Gate) -> GateResult {
     };
     let past = |v: f64| if g.greater { v > g.limit } else { v < g.limit };
     if !g.relative {
-        // An absolute limit on the candidate's own value: beyond noise when every run is
-        // past it.
-        let all = stat.values.iter().all(|&v| past(v));
-        let shown = super::format_value(stat.median, row.unit);
-        return if all {
-            done(
-                GateStatus::Fired,
-                format!("{} is {shown} (every run past the limit)", row.label),
-            )
-        } else if past(stat.median) {
-            done(
-                GateStatus::CannotTell,
-                format!(
-                    "{} is {shown}, but some runs are within the limit",
-                    row.label
-                ),
-            )
-        } else {
-            done(GateStatus::Passed, format!("{} is {shown}", row.label))
-        };
+        let (status, message) = absolute(row, &stat, &past);
+        return done(status, message);
     }
     let Some(change) = row.changes.get(last).cloned().flatten() else {
         return done(
@@ -178,28 +209,8 @@ fn check(c: &Comparison, g: &Gate) -> GateResult {
         return done(GateStatus::Passed, format!("{}: {text}", row.label));
     }
     if row.role != Role::Outcome {
-        // Settings and context carry no verdict: a held rate passes; the rest cannot be
-        // judged.
-        let held = row.held.iter().flatten().all(|h| h.held) && !row.held.is_empty();
-        return if held {
-            done(
-                GateStatus::Passed,
-                format!("{}: the set rates were held", row.label),
-            )
-        } else {
-            done(
-                GateStatus::CannotTell,
-                format!(
-                    "{} is {} here, not judged ({})",
-                    row.label,
-                    serde_json::to_value(row.role)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default(),
-                    row.why.as_deref().unwrap_or("")
-                ),
-            )
-        };
+        let (status, message) = not_judged(row);
+        return done(status, message);
     }
     // The gate's own limit stands in for the threshold: past it, significance decides —
     // that the figure changed at all (the change's p), and that it moved past the limit
