@@ -602,7 +602,7 @@ fn the_beam_schedulers_spin_named_and_checked_against_msacc() {
     );
     let verdict = change["verdict"].as_str().unwrap();
     assert!(
-        verdict == "improved" || verdict == "cannot tell",
+        verdict == "improved" || verdict == "cannot_tell",
         "{spin:#}"
     );
     if verdict == "improved" {
