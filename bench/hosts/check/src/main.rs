@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 fn buckets(data: &[u8]) -> (BTreeMap<u64, u64>, u64) {
-    let h = kiln_loadgen::engine::report::decode_histogram(data).expect("a stored histogram decodes");
+    let h = kiln_store::hdr::decode_histogram(data).expect("a stored histogram decodes");
     let b = h
         .iter_recorded()
         .map(|v| (v.value_iterated_to(), v.count_at_value()))
