@@ -1,7 +1,7 @@
 //! Any bytes given to the bpftrace collapser: no panic, every sample accounted for, the
 //! profile writes as folded stacks, and 1 and 2 parser threads agree.
 #![no_main]
-use kiln_collapse::{collapse, Format, Input, Options};
+use kiln_collapse::{bpftrace, Input, Options};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     for threads in [1, 2] {
         let mut opts = Options::default();
         opts.perf.threads = threads;
-        let Ok(c) = collapse(Input { name: "fuzz", data }, Format::Bpftrace, &opts) else {
+        let Ok(c) = bpftrace::collapse(Input { name: "fuzz", data }, &opts) else {
             return;
         };
         assert_eq!(c.stats.read, c.stats.kept + c.stats.skipped_total());

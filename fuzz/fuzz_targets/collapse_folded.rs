@@ -1,7 +1,7 @@
 //! Any bytes given to the folded reader: no panic, every line accounted for, and for
 //! one-count input, folded → model → folded → model → folded is stable.
 #![no_main]
-use kiln_collapse::{collapse, Format, Input, Options};
+use kiln_collapse::{folded, Input, Options};
 use libfuzzer_sys::fuzz_target;
 
 fn write(p: &kiln_model::Profile) -> Vec<u8> {
@@ -11,7 +11,7 @@ fn write(p: &kiln_model::Profile) -> Vec<u8> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(c) = collapse(Input { name: "fuzz", data }, Format::Folded, &Options::default()) else {
+    let Ok(c) = folded::collapse(Input { name: "fuzz", data }, &Options::default()) else {
         return;
     };
     assert_eq!(c.stats.read, c.stats.kept + c.stats.skipped_total());
@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let out = write(&c.profile);
-    let again = collapse(Input { name: "again", data: &out }, Format::Folded, &Options::default()).unwrap();
+    let again = folded::collapse(Input { name: "again", data: &out }, &Options::default()).unwrap();
     assert_eq!(again.stats.skipped_total(), 0);
     assert_eq!(out, write(&again.profile));
 });

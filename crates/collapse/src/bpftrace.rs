@@ -36,7 +36,7 @@ fn strip_decimal_offset(f: &[u8]) -> &[u8] {
     f
 }
 
-/// Collapses bpftrace output (see [`crate::collapse`]).
+/// Collapses bpftrace output (a [`crate::Collapser`]).
 pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseError> {
     let mut out = Collapsed {
         profile: Profile::new(EventInfo::default()),

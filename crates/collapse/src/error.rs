@@ -51,9 +51,6 @@ pub enum CollapseError {
     /// A malformed line in strict mode.
     #[error("{0} (strict mode: malformed input is an error)")]
     Malformed(Warning),
-    /// The format name is not one kiln reads.
-    #[error("unknown input format {0:?}: expected perf, folded, bcc or bpftrace")]
-    UnknownFormat(String),
     /// The input's format could not be recognised.
     #[error("{0}: cannot tell the input format (not perf script text, folded stacks or bpftrace output); use --format")]
     Undetected(String),

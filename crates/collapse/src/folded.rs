@@ -653,7 +653,7 @@ struct FoldedWorker {
     error: Option<(usize, CollapseError)>,
 }
 
-/// Collapses folded input (see [`crate::collapse`]).
+/// Collapses folded input (a [`crate::Collapser`]).
 pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseError> {
     let mut data = input.data;
     collapse_reader(input.name, &mut data, opts).map_err(|e| match e {

@@ -1,14 +1,18 @@
 //! # kiln-collapse: profiler output in, kiln profiles out
 //!
-//! Collapsing turns the text a profiler prints into weighted stacks. kiln reads:
+//! Collapsing turns the text a profiler prints into weighted stacks. One module per
+//! format, each with a [`Collapser`]:
 //!
-//! * `perf script` text ([`Format::Perf`]), everything `stackcollapse-perf.pl` and
-//!   `inferno-collapse-perf` read, plus what they stumble on: tracepoints with argument
-//!   text (`sched:sched_switch: prev_comm=…`), samples without a call chain, comm names
-//!   such as `:-1`, symbols starting with `(`;
-//! * folded stacks ([`Format::Folded`]): `a;b;c 42`, and the two-count form
+//! * `perf script` text ([`perf::collapse`], and [`perf::collapse_reader`] for a stream),
+//!   everything `stackcollapse-perf.pl` and `inferno-collapse-perf` read, plus what they
+//!   stumble on: tracepoints with argument text (`sched:sched_switch: prev_comm=…`),
+//!   samples without a call chain, comm names such as `:-1`, symbols starting with `(`;
+//! * folded stacks ([`folded::collapse`]): `a;b;c 42`, and the two-count form
 //!   `a;b;c 42 17` that differential flame graphs use; bcc's `-f` output is folded;
-//! * bpftrace and bcc map dumps ([`Format::Bpftrace`]): `@[\n  frame\n  frame\n]: 42`.
+//! * bpftrace and bcc map dumps ([`bpftrace::collapse`]): `@[\n  frame\n  frame\n]: 42`.
+//!
+//! Which format an input is, by name or by content, is `kiln-formats`' business: its one
+//! table of formats names these collapsers as the readers of the three text formats.
 //!
 //! ```text
 //! perf script | kiln collapse > stacks.folded
@@ -33,42 +37,20 @@
 #![forbid(unsafe_code)]
 
 mod blocks;
-mod bpftrace;
-mod detect;
+pub mod bpftrace;
 mod error;
 pub mod folded;
 pub mod perf;
 mod stats;
 
-pub use detect::detect;
 pub use error::{CollapseError, Warning};
 pub use stats::{SkipReason, Stats};
 
 use kiln_model::Profile;
 
-/// An input format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Format {
-    /// The text of `perf script`.
-    Perf,
-    /// Folded stacks: `frame;frame;frame count` (one or two counts).
-    Folded,
-    /// bpftrace / bcc map output with multi-line stacks.
-    Bpftrace,
-}
-
-impl std::str::FromStr for Format {
-    type Err = CollapseError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "perf" | "perf-script" => Ok(Format::Perf),
-            "folded" | "bcc" => Ok(Format::Folded),
-            "bpftrace" => Ok(Format::Bpftrace),
-            other => Err(CollapseError::UnknownFormat(other.to_string())),
-        }
-    }
-}
+/// A collapser: the bytes of one input in, its profile out ([`perf::collapse`],
+/// [`folded::collapse`], [`bpftrace::collapse`]).
+pub type Collapser = fn(Input<'_>, &Options) -> Result<Collapsed, CollapseError>;
 
 /// Options shared by all formats.
 #[derive(Clone, Debug)]
@@ -116,19 +98,6 @@ pub struct Collapsed {
     pub stats: Stats,
     /// The first warnings (see [`Options::max_warnings`]); `stats.warnings` counts all.
     pub warnings: Vec<Warning>,
-}
-
-/// Collapses `input` in `format` (see [`detect`] to choose one).
-pub fn collapse(
-    input: Input<'_>,
-    format: Format,
-    opts: &Options,
-) -> Result<Collapsed, CollapseError> {
-    match format {
-        Format::Perf => perf::collapse(input, opts),
-        Format::Folded => folded::collapse(input, opts),
-        Format::Bpftrace => bpftrace::collapse(input, opts),
-    }
 }
 
 /// Collects warnings: counts all, keeps the first `max`, or fails on the first in strict mode.

@@ -19,7 +19,7 @@
 //!    ("Weird event line") and loses every sample of such a recording; kiln keeps them.
 mod common;
 use common::*;
-use kiln_collapse::{Format, Options};
+use kiln_collapse::{perf, Options};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Command;
@@ -156,7 +156,7 @@ fn matches_inferno_where_inferno_is_right() {
             opts.perf.annotate_kernel = flags.contains(&"--all");
             opts.perf.annotate_jit = flags.contains(&"--all");
             opts.perf.include_addrs = flags.contains(&"--addrs");
-            let ours = folded(&run(&path, Format::Perf, &opts).profile);
+            let ours = folded(&run(&path, perf::collapse, &opts).profile);
             let expected = as_inferno_would(&ours, &text, flags.contains(&"--pid"));
             pretty_assertions::assert_eq!(expected, theirs, "{fx} {flags:?}");
         }
@@ -171,7 +171,7 @@ fn inferno_loses_tracepoint_recordings_kiln_keeps_them() {
     // Rule 5: inferno prints nothing and warns.
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Weird event line"));
-    let c = run(&path, Format::Perf, &Options::default());
+    let c = run(&path, perf::collapse, &Options::default());
     assert!(c.stats.kept > 0);
     assert_eq!(c.stats.read, c.stats.kept + c.stats.skipped_total());
 }

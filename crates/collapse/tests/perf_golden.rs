@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use kiln_collapse::perf::{PerfOptions, PerfWeight};
-use kiln_collapse::{Format, Options};
+use kiln_collapse::{perf, Options};
 
 const FIXTURES: &[&str] = &[
     "cpu-fp",
@@ -87,7 +87,7 @@ fn golden_outputs_and_sample_accounting() {
                     },
                     ..Default::default()
                 };
-                let c = run(&path, Format::Perf, &opts);
+                let c = run(&path, perf::collapse, &opts);
                 assert_eq!(
                     c.stats.read,
                     count_samples(&text),
@@ -127,7 +127,7 @@ fn event_filter_selects_each_event_of_a_mixed_recording() {
             },
             ..Default::default()
         };
-        let c = run(&path, Format::Perf, &opts);
+        let c = run(&path, perf::collapse, &opts);
         assert!(c.stats.kept > 0, "{ev} has samples");
         assert_eq!(c.profile.event.name, ev);
         total_kept += c.stats.kept;
@@ -149,7 +149,7 @@ fn event_filter_selects_each_event_of_a_mixed_recording() {
         },
         ..Default::default()
     };
-    let c = run(&dir.join("perf/cpu-fp.txt"), Format::Perf, &opts);
+    let c = run(&dir.join("perf/cpu-fp.txt"), perf::collapse, &opts);
     assert_eq!(c.stats.skipped_total(), 0);
 }
 
@@ -158,7 +158,7 @@ fn known_shapes() {
     let dir = data_dir();
     let c = run(
         &dir.join("perf/cpu-fp.txt"),
-        Format::Perf,
+        perf::collapse,
         &Options {
             perf: PerfOptions {
                 weight: PerfWeight::Samples,
@@ -185,7 +185,7 @@ fn known_shapes() {
     let e = folded(
         &run(
             &dir.join("perf/erlang-jit.txt"),
-            Format::Perf,
+            perf::collapse,
             &Options::default(),
         )
         .profile,
@@ -198,7 +198,7 @@ fn known_shapes() {
     let a = folded(
         &run(
             &dir.join("perf/anon-cpp.txt"),
-            Format::Perf,
+            perf::collapse,
             &Options::default(),
         )
         .profile,
@@ -208,7 +208,7 @@ fn known_shapes() {
     let s = folded(
         &run(
             &dir.join("perf/system-wide.txt"),
-            Format::Perf,
+            perf::collapse,
             &Options::default(),
         )
         .profile,
@@ -220,12 +220,11 @@ fn known_shapes() {
 #[test]
 fn malformed_lines_are_reported_with_file_and_line() {
     let text = b"prog 12 [000] 1.000001: 1 cpu-clock:\n\t1234 f (/bin/x)\n\tnot a frame line\n\nthis is not a header\n\t1234 f (/bin/x)\n\nprog 12 [000] 1.000002: 1 cpu-clock:\n\t1234 g (/bin/x)\n";
-    let c = kiln_collapse::collapse(
+    let c = perf::collapse(
         kiln_collapse::Input {
             name: "bad.txt",
             data: text,
         },
-        Format::Perf,
         &Options::default(),
     )
     .unwrap();
@@ -241,12 +240,11 @@ fn malformed_lines_are_reported_with_file_and_line() {
     assert_eq!(c.warnings[1].line, 5);
     assert_eq!(folded(&c.profile), "prog;f 1\nprog;g 1\n");
     // Strict: the first one is an error, naming file and line.
-    let e = kiln_collapse::collapse(
+    let e = perf::collapse(
         kiln_collapse::Input {
             name: "bad.txt",
             data: text,
         },
-        Format::Perf,
         &Options {
             strict: true,
             ..Default::default()
@@ -305,12 +303,7 @@ fn same_profile_whatever_the_blocks_threads_and_aggregation() {
                     },
                     ..Default::default()
                 };
-                let c = kiln_collapse::collapse(
-                    kiln_collapse::Input { name: fx, data },
-                    Format::Perf,
-                    &opts,
-                )
-                .unwrap();
+                let c = perf::collapse(kiln_collapse::Input { name: fx, data }, &opts).unwrap();
                 if fx == "hostile" {
                     // 40 bad stack lines (each warned about, though its neighbours are
                     // reused from the task's previous sample) and 6 bad headers.
@@ -353,7 +346,7 @@ fn periods_that_do_not_fit_are_malformed_and_totals_do_not_saturate() {
             name: "big.txt",
             data: text,
         };
-        let c = kiln_collapse::collapse(input, Format::Perf, &opts).unwrap();
+        let c = perf::collapse(input, &opts).unwrap();
         assert_eq!((c.stats.read, c.stats.kept), (2, 1));
         assert_eq!(
             c.stats
@@ -376,7 +369,7 @@ fn periods_that_do_not_fit_are_malformed_and_totals_do_not_saturate() {
             },
             ..Default::default()
         };
-        let c = kiln_collapse::collapse(input, Format::Perf, &samples).unwrap();
+        let c = perf::collapse(input, &samples).unwrap();
         assert_eq!((c.stats.kept, c.stats.warnings), (2, 0));
     }
     let max = u64::MAX;
@@ -393,12 +386,11 @@ fn periods_that_do_not_fit_are_malformed_and_totals_do_not_saturate() {
             },
             ..Default::default()
         };
-        let e = kiln_collapse::collapse(
+        let e = perf::collapse(
             kiln_collapse::Input {
                 name: "sum.txt",
                 data: text.as_bytes(),
             },
-            Format::Perf,
             &opts,
         )
         .unwrap_err();

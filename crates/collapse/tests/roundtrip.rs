@@ -2,7 +2,7 @@
 //! (sorted, merged lines), and the model agrees with a slow, obviously-correct one.
 mod common;
 use common::folded;
-use kiln_collapse::{collapse, Format, Input, Options};
+use kiln_collapse::{folded, Input, Options};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -24,7 +24,7 @@ proptest! {
     #[test]
     fn folded_model_folded_is_identity(m in stacks()) {
         let text: String = m.iter().map(|(s, c)| format!("{s} {c}\n")).collect();
-        let c = collapse(Input { name: "p", data: text.as_bytes() }, Format::Folded, &Options::default()).unwrap();
+        let c = folded::collapse(Input { name: "p", data: text.as_bytes() }, &Options::default()).unwrap();
         prop_assert_eq!(c.stats.kept as usize, m.len());
         prop_assert_eq!(c.stats.skipped_total(), 0);
         prop_assert_eq!(folded(&c.profile), text);
@@ -40,7 +40,7 @@ proptest! {
             }
         }
         let text = lines.join("\n");
-        let c = collapse(Input { name: "p", data: text.as_bytes() }, Format::Folded, &Options::default()).unwrap();
+        let c = folded::collapse(Input { name: "p", data: text.as_bytes() }, &Options::default()).unwrap();
         let p = &c.profile;
         let selfw = p.self_weights();
         let total = p.total_weights(&selfw);

@@ -1,7 +1,7 @@
 //! kiln's differential folded output against inferno-diff-folded (from crates.io) on the
 //! same real folded profiles, with and without -n (normalise) and -s (strip hex): the same
 //! lines (inferno prints them in hash order, kiln sorted).
-use kiln_collapse::{collapse, Format, Input, Options};
+use kiln_collapse::{folded, Input, Options};
 use kiln_diff::{write_diff_folded, DiffOptions};
 use kiln_model::transform::Transforms;
 use std::path::{Path, PathBuf};
@@ -26,12 +26,11 @@ fn inferno() -> PathBuf {
 
 fn load(path: &Path, strip: bool) -> kiln_model::Profile {
     let data = std::fs::read(path).unwrap();
-    let c = collapse(
+    let c = folded::collapse(
         Input {
             name: "f",
             data: &data,
         },
-        Format::Folded,
         &Options::default(),
     )
     .unwrap();

@@ -21,12 +21,11 @@ fn main() {
         .unwrap_or_else(|| std::env::temp_dir().display().to_string());
     let data = std::fs::read(path).expect("read input");
     let t = Instant::now();
-    let c = kiln_collapse::collapse(
+    let c = kiln_collapse::folded::collapse(
         kiln_collapse::Input {
             name: path,
             data: &data,
         },
-        kiln_collapse::Format::Folded,
         &kiln_collapse::Options::default(),
     )
     .expect("parse");

@@ -2,7 +2,7 @@
 //!
 //! Every kiln command that reads a profile detects its format here, from its content
 //! (and, for outputs, from `-o`'s extension or `--output-format`), and every reader and
-//! writer is reached through [`FORMATS`]:
+//! writer is reached through the format's entry in [`FORMATS`]:
 //!
 //! ```text
 //! kiln collapse perf.data -o cpu.pb.gz            # perf.data in (sniffed), pprof out (extension)
@@ -13,14 +13,17 @@
 //! ## Design constraints
 //!
 //! * **One table.** [`FORMATS`] lists each format once: its name and aliases, its
-//!   extensions, whether kiln reads and writes it, and what it is. Errors for unknown or
-//!   ambiguous formats list the formats a command takes from that table; `--help` texts
-//!   are written from it too ([`names`]).
+//!   extensions, the mark its content starts with, its [`Reader`] and [`Writer`], and
+//!   what it is. Names (`--format`, `--output-format`, [`Format::by_name`], `str::parse`),
+//!   detection ([`sniff`]), [`read`] and [`write`] all go through it. Errors for unknown
+//!   or ambiguous formats list the formats a command takes from that table; `--help`
+//!   texts are written from it too ([`names`]).
 //! * **Content first.** Inputs are recognised by their first bytes: `PERFILE2`
 //!   (perf.data), `KILNPROF` (kiln's native profiles), SQLite's header (an exported run),
 //!   gzip and zstd (inflated, then recognised again from the inflated stream's first
 //!   bytes: pprof files, compressed text; see [`compressed`]), pprof's first protobuf
-//!   field, and the text formats by their first lines.
+//!   field (each the `magic` of its entry), and the text formats by their first lines,
+//!   which vote.
 //! * **Bounded.** What is inflated or read whole is held to the input limit
 //!   ([`kiln_model::input`], `--max-input`); text formats are streamed. An extension never
 //!   overrides content; it names the text format of content that matches none.
@@ -33,6 +36,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compressed;
+mod detect;
 mod error;
 pub mod gecko;
 pub mod otlp;
@@ -48,6 +52,8 @@ pub use read::{
 };
 pub use write::{per_event_path, pprof_uncompressed, write, WriteOptions};
 
+use kiln_collapse::Collapsed;
+use kiln_model::Profile;
 use std::path::Path;
 
 /// A profile format kiln reads or writes.
@@ -97,10 +103,13 @@ pub struct FormatInfo {
     pub aliases: &'static [&'static str],
     /// File name endings, preferred first, with their dot.
     pub extensions: &'static [&'static str],
-    /// kiln reads it.
-    pub read: bool,
-    /// kiln writes it.
-    pub write: bool,
+    /// Recognises it from an input's first bytes, for the formats with a mark of their
+    /// own (tried in table order); the text formats are told apart by their first lines.
+    pub magic: Option<fn(&[u8]) -> bool>,
+    /// How kiln reads it (`None`: it does not).
+    pub reader: Option<Reader>,
+    /// How kiln writes it (`None`: it does not).
+    pub writer: Option<Writer>,
     /// One file holds several profiles (events, threads); otherwise a command writing
     /// several events writes one file per event.
     pub multi: bool,
@@ -108,15 +117,64 @@ pub struct FormatInfo {
     pub about: &'static str,
 }
 
+/// How kiln reads a format.
+#[derive(Clone, Copy, Debug)]
+pub enum Reader {
+    /// A text format: its collapser reads an input in memory; `stream`, where there is
+    /// one, reads it in blocks as it arrives (memory stays small whatever its size).
+    Text {
+        /// The collapser.
+        collapse: kiln_collapse::Collapser,
+        /// The streaming collapser.
+        stream: Option<StreamReader>,
+    },
+    /// Read whole from memory (within the input limit): the profile and notes.
+    Bytes(BytesReader),
+    /// Read from its file (`None`: the input is no file) by the readers the caller gives
+    /// ([`FileReaders`]).
+    File(FileReader),
+}
+
+/// A text format read in blocks from a stream.
+pub type StreamReader = fn(
+    &str,
+    &mut dyn std::io::Read,
+    &kiln_collapse::Options,
+) -> Result<Collapsed, kiln_collapse::perf::ReadError>;
+
+/// A format read whole from memory: the profile kept, and notes for the reader.
+pub type BytesReader =
+    fn(&str, &[u8], &ReadOptions) -> Result<(Collapsed, Vec<String>), FormatError>;
+
+/// A format read from its file.
+pub type FileReader = fn(Option<&Path>, &str, &ReadOptions) -> Result<ReadResult, FormatError>;
+
+/// How kiln writes a format.
+#[derive(Clone, Copy, Debug)]
+pub enum Writer {
+    /// Profiles written by [`write`].
+    Profiles(ProfileWriter),
+    /// Written by the command that makes it: a picture, a table, a run's file.
+    Command,
+}
+
+/// Writes profiles in a data format.
+pub type ProfileWriter =
+    fn(&[Profile], &WriteOptions, &mut dyn std::io::Write) -> Result<(), FormatError>;
+
 /// Every format, once.
-pub(crate) const FORMATS: &[FormatInfo] = &[
+pub const FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::PerfScript,
         name: "perf",
         aliases: &["perf-script"],
         extensions: &[".perf", ".perf-script"],
-        read: true,
-        write: false,
+        magic: None,
+        reader: Some(Reader::Text {
+            collapse: kiln_collapse::perf::collapse,
+            stream: Some(kiln_collapse::perf::collapse_reader),
+        }),
+        writer: None,
         multi: false,
         about: "the text of perf script",
     },
@@ -125,8 +183,12 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "folded",
         aliases: &["bcc"],
         extensions: &[".folded", ".txt"],
-        read: true,
-        write: true,
+        magic: None,
+        reader: Some(Reader::Text {
+            collapse: kiln_collapse::folded::collapse,
+            stream: Some(kiln_collapse::folded::collapse_reader),
+        }),
+        writer: Some(Writer::Profiles(write::write_folded)),
         multi: false,
         about: "folded stacks, one `frame;frame;frame count` per line",
     },
@@ -135,8 +197,12 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "bpftrace",
         aliases: &[],
         extensions: &[],
-        read: true,
-        write: false,
+        magic: None,
+        reader: Some(Reader::Text {
+            collapse: kiln_collapse::bpftrace::collapse,
+            stream: None,
+        }),
+        writer: None,
         multi: false,
         about: "bpftrace and bcc map dumps with multi-line stacks",
     },
@@ -145,8 +211,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "perf.data",
         aliases: &["perf-data"],
         extensions: &[".data"],
-        read: true,
-        write: false,
+        magic: Some(|head| head.starts_with(b"PERFILE2")),
+        reader: Some(Reader::File(read::read_perf_data)),
+        writer: None,
         multi: true,
         about: "perf record's binary recording",
     },
@@ -155,8 +222,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "kiln",
         aliases: &["native"],
         extensions: &[".kiln"],
-        read: true,
-        write: true,
+        magic: Some(kiln_model::native::is_native),
+        reader: Some(Reader::Bytes(read::read_native)),
+        writer: Some(Writer::Profiles(write::write_native)),
         multi: true,
         about: "kiln's native profile: every event, timestamps, threads",
     },
@@ -165,8 +233,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "store",
         aliases: &["run"],
         extensions: &[".db"],
-        read: true,
-        write: true,
+        magic: Some(|head| head.starts_with(SQLITE_HEADER)),
+        reader: Some(Reader::File(read::read_store_file)),
+        writer: Some(Writer::Command),
         multi: true,
         about: "a kiln run store or exported run (its latest run; kiln runs export writes one)",
     },
@@ -175,8 +244,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "pprof",
         aliases: &["pb", "proto"],
         extensions: &[".pb.gz", ".pprof", ".pprof.gz", ".pb"],
-        read: true,
-        write: true,
+        magic: Some(|head| binary(head) && pprof::sniff(head)),
+        reader: Some(Reader::Bytes(read::read_pprof)),
+        writer: Some(Writer::Profiles(write::write_pprof)),
         multi: false,
         about: "pprof's profile.proto (Go), gzipped or not",
     },
@@ -185,8 +255,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "speedscope",
         aliases: &[],
         extensions: &[".speedscope.json"],
-        read: false,
-        write: true,
+        magic: None,
+        reader: None,
+        writer: Some(Writer::Profiles(write::write_speedscope)),
         multi: true,
         about: "speedscope's file format, one sampled profile per thread",
     },
@@ -195,8 +266,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "gecko",
         aliases: &["firefox", "fxprof"],
         extensions: &[".gecko.json"],
-        read: false,
-        write: true,
+        magic: None,
+        reader: None,
+        writer: Some(Writer::Profiles(write::write_gecko)),
         multi: true,
         about: "the Firefox Profiler's processed format, per-thread samples with timestamps",
     },
@@ -205,8 +277,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "otlp",
         aliases: &["otlp-profiles"],
         extensions: &[".otlp.pb"],
-        read: false,
-        write: true,
+        magic: None,
+        reader: None,
+        writer: Some(Writer::Profiles(write::write_otlp)),
         multi: true,
         about: "OpenTelemetry profiles: an ExportProfilesServiceRequest of opentelemetry-proto v1.8.0 (profiles/v1development, development status)",
     },
@@ -215,8 +288,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "svg",
         aliases: &[],
         extensions: &[".svg"],
-        read: false,
-        write: true,
+        magic: None,
+        reader: None,
+        writer: Some(Writer::Command),
         multi: false,
         about: "an SVG flame graph",
     },
@@ -225,8 +299,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "html",
         aliases: &["viewer"],
         extensions: &[".html", ".htm"],
-        read: false,
-        write: true,
+        magic: None,
+        reader: None,
+        writer: Some(Writer::Command),
         multi: false,
         about: "kiln's one-file HTML viewer",
     },
@@ -235,8 +310,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "text",
         aliases: &["txt"],
         extensions: &[".txt"],
-        read: false,
-        write: true,
+        magic: None,
+        reader: None,
+        writer: Some(Writer::Command),
         multi: false,
         about: "a table as text",
     },
@@ -245,8 +321,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "markdown",
         aliases: &["md"],
         extensions: &[".md", ".markdown"],
-        read: false,
-        write: true,
+        magic: None,
+        reader: None,
+        writer: Some(Writer::Command),
         multi: false,
         about: "a table as Markdown",
     },
@@ -255,8 +332,9 @@ pub(crate) const FORMATS: &[FormatInfo] = &[
         name: "json",
         aliases: &[],
         extensions: &[".json"],
-        read: false,
-        write: true,
+        magic: None,
+        reader: None,
+        writer: Some(Writer::Command),
         multi: false,
         about: "a table as JSON",
     },
@@ -293,11 +371,21 @@ impl Format {
     }
 }
 
+impl std::str::FromStr for Format {
+    type Err = FormatError;
+
+    /// The format called `s` (its name or an alias), among all.
+    fn from_str(s: &str) -> Result<Format, FormatError> {
+        let all: Vec<Format> = FORMATS.iter().map(|f| f.format).collect();
+        Format::by_name(s, &all)
+    }
+}
+
 /// Every format kiln reads, in table order.
 pub fn readable() -> Vec<Format> {
     FORMATS
         .iter()
-        .filter(|f| f.read)
+        .filter(|f| f.reader.is_some())
         .map(|f| f.format)
         .collect()
 }
@@ -345,31 +433,25 @@ pub fn names(formats: &[Format]) -> String {
 /// Recognises a format from the first bytes of an input (64 KiB are plenty); `None` when
 /// none matches. Gzip data is reported as [`Format::Pprof`] only when what it inflates
 /// to is (see [`read`], which inflates first).
+///
+/// The table's marks first (perf.data, kiln's own files, SQLite, binary pprof), then the
+/// text formats by their first lines, then pprof without control characters.
 pub fn sniff(head: &[u8]) -> Option<Format> {
-    if head.starts_with(b"PERFILE2") {
-        return Some(Format::PerfData);
+    if let Some(f) = FORMATS.iter().find(|f| f.magic.is_some_and(|m| m(head))) {
+        return Some(f.format);
     }
-    if kiln_model::native::is_native(head) {
-        return Some(Format::Native);
+    match detect::detect(head) {
+        Some(f) => Some(f),
+        None if pprof::sniff(head) => Some(Format::Pprof),
+        None => None,
     }
-    if head.starts_with(SQLITE_HEADER) {
-        return Some(Format::RunStore);
-    }
-    // Control characters other than whitespace mean binary data: pprof before any text
-    // format (a protobuf message can pass for a few malformed folded lines).
-    let binary = head
-        .iter()
-        .any(|&b| b < 0x09 || (0x0e..0x20).contains(&b) && b != 0x1b);
-    if binary && pprof::sniff(head) {
-        return Some(Format::Pprof);
-    }
-    match kiln_collapse::detect(head) {
-        Some(kiln_collapse::Format::Perf) => Some(Format::PerfScript),
-        Some(kiln_collapse::Format::Folded) => Some(Format::Folded),
-        Some(kiln_collapse::Format::Bpftrace) => Some(Format::Bpftrace),
-        _ if pprof::sniff(head) => Some(Format::Pprof),
-        _ => None,
-    }
+}
+
+/// Control characters other than whitespace mean binary data: pprof is tried before any
+/// text format (a protobuf message can pass for a few malformed folded lines).
+fn binary(head: &[u8]) -> bool {
+    head.iter()
+        .any(|&b| b < 0x09 || (0x0e..0x20).contains(&b) && b != 0x1b)
 }
 
 /// The format an output asks for, among the formats `among` that a command writes:
@@ -432,11 +514,7 @@ pub fn output_format(
 pub(crate) fn input_format_by_name(path: &Path) -> Option<Format> {
     let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
     let mut found = FORMATS.iter().filter(|f| {
-        f.read
-            && matches!(
-                f.format,
-                Format::PerfScript | Format::Folded | Format::Bpftrace
-            )
+        matches!(f.reader, Some(Reader::Text { .. }))
             && f.extensions
                 .iter()
                 .any(|e| name.ends_with(e) && name.len() > e.len())
@@ -455,7 +533,7 @@ mod tests {
     fn outputs_by_longest_extension() {
         let all: Vec<Format> = FORMATS
             .iter()
-            .filter(|f| f.write)
+            .filter(|f| f.writer.is_some())
             .map(|f| f.format)
             .collect();
         let of = |p: &str| output_format(Some(Path::new(p)), None, PROFILE_OUTPUTS, None);
@@ -545,6 +623,34 @@ mod tests {
         }
         assert_eq!(sniff(b"\n\nhello world\n"), None);
         assert_eq!(sniff(b"hello world\n"), None);
+    }
+
+    #[test]
+    fn names_parse_through_the_table() {
+        assert_eq!("perf-script".parse::<Format>().unwrap(), Format::PerfScript);
+        assert_eq!("BCC".parse::<Format>().unwrap(), Format::Folded);
+        assert_eq!("fxprof".parse::<Format>().unwrap(), Format::Gecko);
+        let e = "gif".parse::<Format>().unwrap_err().to_string();
+        assert!(
+            e.contains("unknown format 'gif'") && e.contains("bpftrace"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_profile_outputs_are_the_formats_this_crate_writes() {
+        let written: Vec<Format> = FORMATS
+            .iter()
+            .filter(|f| matches!(f.writer, Some(Writer::Profiles(_))))
+            .map(|f| f.format)
+            .collect();
+        assert_eq!(written, PROFILE_OUTPUTS);
+        let text: Vec<Format> = FORMATS
+            .iter()
+            .filter(|f| matches!(f.reader, Some(Reader::Text { .. })))
+            .map(|f| f.format)
+            .collect();
+        assert_eq!(text, [Format::PerfScript, Format::Folded, Format::Bpftrace]);
     }
 
     #[test]

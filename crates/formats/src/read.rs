@@ -2,7 +2,7 @@
 //! limit or streamed, one profile picked from inputs that hold several.
 use crate::{
     compressed, input_format_by_name, list, names, otlp, pprof, readable, sniff, Format,
-    FormatError,
+    FormatError, Reader,
 };
 use kiln_collapse::{Collapsed, SkipReason, Stats};
 use kiln_model::Profile;
@@ -153,41 +153,28 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
         None => opts,
     };
     let format = opts.format.or(sniffed);
-    match format {
-        Some(f @ (Format::PerfData | Format::RunStore)) if codec.is_some() => {
-            Err(FormatError::Malformed {
-                name: name.clone(),
-                format: f.name(),
-                why: format!(
-                    "it is {}-compressed: kiln reads {} files as they are; decompress it first",
-                    codec.map_or("", |c| c.name()),
-                    f.name()
-                ),
-            })
-        }
-        Some(Format::PerfData) => {
-            let p = path.filter(|_| !is_stdin).ok_or(FormatError::NeedsPath {
-                format: "perf.data",
-            })?;
-            read_perf_data(p, &name, opts)
-        }
-        Some(Format::RunStore) => {
-            let p = path.filter(|_| !is_stdin).ok_or(FormatError::NeedsPath {
-                format: "a stored run",
-            })?;
-            read_store_file(p, &name, opts)
-        }
-        Some(f @ (Format::PerfScript | Format::Folded))
-            if !matches!(sniffed, Some(Format::Native | Format::Pprof)) =>
-        {
+    let how = format.and_then(|f| f.info().reader.map(|r| (f, r)));
+    match how {
+        Some((f, Reader::File(_))) if codec.is_some() => Err(FormatError::Malformed {
+            name: name.clone(),
+            format: f.name(),
+            why: format!(
+                "it is {}-compressed: kiln reads {} files as they are; decompress it first",
+                codec.map_or("", |c| c.name()),
+                f.name()
+            ),
+        }),
+        Some((_, Reader::File(read_file))) => read_file(path.filter(|_| !is_stdin), &name, opts),
+        Some((
+            f,
+            Reader::Text {
+                stream: Some(stream),
+                ..
+            },
+        )) if !matches!(sniffed, Some(Format::Native | Format::Pprof)) => {
             // Streamed in blocks: only what each sample's stack needs is kept.
             let mut all = std::io::Cursor::new(head).chain(reader);
-            let read = if f == Format::PerfScript {
-                kiln_collapse::perf::collapse_reader(&name, &mut all, &opts.collapse)
-            } else {
-                kiln_collapse::folded::collapse_reader(&name, &mut all, &opts.collapse)
-            };
-            let c = read.map_err(|e| match e {
+            let c = stream(&name, &mut all, &opts.collapse).map_err(|e| match e {
                 kiln_collapse::perf::ReadError::Io(e) => match codec {
                     Some(c) => compressed::error(&name, c, e, 0),
                     None => io(e),
@@ -207,10 +194,12 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
             })
         }
         // Content that is no format kiln reads stops here, after its first 64 KiB.
-        None if !head.iter().all(u8::is_ascii_whitespace) => Err(FormatError::Undetected {
-            name: name.clone(),
-            formats: list(&readable()),
-        }),
+        None if format.is_none() && !head.iter().all(u8::is_ascii_whitespace) => {
+            Err(FormatError::Undetected {
+                name: name.clone(),
+                formats: list(&readable()),
+            })
+        }
         _ => read_bytes(&name, read_rest(reader, head)?, opts),
     }
 }
@@ -253,36 +242,21 @@ pub fn read_bytes(
             })
         }
     };
-    let filter = opts.collapse.perf.event_filter.as_deref();
-    let (collapsed, notes) = match format {
-        Format::Native => {
-            let profiles = kiln_model::native::decode(&data, Path::new(name))?;
-            let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
-            (pick(name, profiles, &counts, filter, "event")?, Vec::new())
+    let (collapsed, notes) = match format.info().reader {
+        Some(Reader::Bytes(read)) => read(name, &data, opts)?,
+        Some(Reader::Text { collapse, .. }) => {
+            let input = kiln_collapse::Input { name, data: &data };
+            (collapse(input, &opts.collapse)?, Vec::new())
         }
-        Format::Pprof => read_pprof(name, &data, opts)?,
-        Format::PerfData | Format::RunStore => {
+        Some(Reader::File(_)) => {
             return Err(FormatError::NeedsPath {
                 format: format.name(),
             })
         }
-        Format::PerfScript | Format::Folded | Format::Bpftrace => {
-            let f = match format {
-                Format::PerfScript => kiln_collapse::Format::Perf,
-                Format::Folded => kiln_collapse::Format::Folded,
-                _ => kiln_collapse::Format::Bpftrace,
-            };
-            let c = kiln_collapse::collapse(
-                kiln_collapse::Input { name, data: &data },
-                f,
-                &opts.collapse,
-            )?;
-            (c, Vec::new())
-        }
-        other => {
+        None => {
             return Err(FormatError::NotHere {
                 what: format!("the input '{name}'"),
-                format: other.name(),
+                format: format.name(),
                 formats: names(&readable()),
             })
         }
@@ -295,7 +269,22 @@ pub fn read_bytes(
     })
 }
 
-fn read_pprof(
+/// kiln's native profile: one profile per event, the one kept chosen like `perf script`
+/// input's.
+pub(crate) fn read_native(
+    name: &str,
+    data: &[u8],
+    opts: &ReadOptions,
+) -> Result<(Collapsed, Vec<String>), FormatError> {
+    let filter = opts.collapse.perf.event_filter.as_deref();
+    let profiles = kiln_model::native::decode(data, Path::new(name))?;
+    let counts: Vec<u64> = profiles.iter().map(|p| p.samples.len() as u64).collect();
+    Ok((pick(name, profiles, &counts, filter, "event")?, Vec::new()))
+}
+
+/// pprof: the sample type asked for (or the file's default), notes on the others and on
+/// zero-valued samples.
+pub(crate) fn read_pprof(
     name: &str,
     data: &[u8],
     opts: &ReadOptions,
@@ -370,9 +359,16 @@ fn read_pprof(
     ))
 }
 
-/// perf.data, read directly (no `perf script`): one profile per event, the one kept
-/// chosen like `perf script` input's.
-fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadResult, FormatError> {
+/// perf.data, read directly (no `perf script`) from its file: one profile per event, the
+/// one kept chosen like `perf script` input's.
+pub(crate) fn read_perf_data(
+    path: Option<&Path>,
+    name: &str,
+    opts: &ReadOptions,
+) -> Result<ReadResult, FormatError> {
+    let path = path.ok_or(FormatError::NeedsPath {
+        format: "perf.data",
+    })?;
     let perf = &opts.collapse.perf;
     let mut warnings = Vec::new();
     if perf.include_pid || perf.include_tid || perf.include_addrs {
@@ -426,9 +422,16 @@ fn read_perf_data(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadRes
     })
 }
 
-/// An exported run (or a store file): its latest run, or group of `--repeat` runs, with
-/// one profile per event, repeats merged.
-fn read_store_file(path: &Path, name: &str, opts: &ReadOptions) -> Result<ReadResult, FormatError> {
+/// An exported run (or a store file), from its file: its latest run, or group of
+/// `--repeat` runs, with one profile per event, repeats merged.
+pub(crate) fn read_store_file(
+    path: Option<&Path>,
+    name: &str,
+    opts: &ReadOptions,
+) -> Result<ReadResult, FormatError> {
+    let path = path.ok_or(FormatError::NeedsPath {
+        format: "a stored run",
+    })?;
     let files = opts.files.as_ref().ok_or(FormatError::NoReader {
         name: name.to_string(),
         format: "a kiln run store",

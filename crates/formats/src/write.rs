@@ -1,5 +1,5 @@
 //! Writing profiles in an output format of the table.
-use crate::{gecko, names, otlp, pprof, speedscope, Format, FormatError, PROFILE_OUTPUTS};
+use crate::{gecko, names, otlp, pprof, speedscope, Format, FormatError, Writer, PROFILE_OUTPUTS};
 use kiln_model::Profile;
 use std::path::Path;
 /// How to write a profile.
@@ -14,51 +14,94 @@ pub struct WriteOptions {
     pub uncompressed: bool,
 }
 
-/// Writes profiles in a data format (folded, kiln, pprof and the exports; pictures and
-/// tables are the commands' own). Formats that hold one profile take the first.
+/// Writes profiles in a data format, with the writer its entry in [`crate::FORMATS`]
+/// names (folded, kiln, pprof and the exports; pictures and tables are the commands'
+/// own). Formats that hold one profile take the first.
 pub fn write(
     profiles: &[Profile],
     format: Format,
     opts: &WriteOptions,
     out: &mut dyn std::io::Write,
 ) -> Result<(), FormatError> {
-    let io = |source| FormatError::Io {
-        name: "output".into(),
-        source,
-    };
-    let first = || profiles.first().cloned().unwrap_or_default();
-    match format {
-        Format::Folded => kiln_model::FoldedWriter::new(kiln_model::FoldedOptions::default())
-            .write(&first(), out)
-            .map_err(FormatError::Model),
-        Format::Native => kiln_model::native::write(profiles, out).map_err(io),
-        Format::Pprof => {
-            let o = pprof::WriteOptions {
-                time_nanos: opts.time_nanos,
-                comments: opts.title.iter().cloned().collect(),
-            };
-            pprof::write(&first(), &o, !opts.uncompressed, out).map_err(io)
-        }
-        Format::Speedscope => {
-            speedscope::write(profiles, opts.title.as_deref().unwrap_or("kiln"), out).map_err(io)
-        }
-        Format::Gecko => {
-            gecko::write(profiles, opts.title.as_deref().unwrap_or("kiln"), out).map_err(io)
-        }
-        Format::Otlp => {
-            let o = otlp::WriteOptions {
-                time_nanos: opts.time_nanos,
-                comment: opts.title.clone(),
-                resource: Vec::new(),
-            };
-            otlp::write(profiles, &o, out).map_err(io)
-        }
-        other => Err(FormatError::NotHere {
+    match format.info().writer {
+        Some(Writer::Profiles(write)) => write(profiles, opts, out),
+        _ => Err(FormatError::NotHere {
             what: "a profile output".into(),
-            format: other.name(),
+            format: format.name(),
             formats: names(PROFILE_OUTPUTS),
         }),
     }
+}
+
+fn io(source: std::io::Error) -> FormatError {
+    FormatError::Io {
+        name: "output".into(),
+        source,
+    }
+}
+
+/// The first profile (formats that hold one).
+fn first(profiles: &[Profile]) -> Profile {
+    profiles.first().cloned().unwrap_or_default()
+}
+
+pub(crate) fn write_folded(
+    profiles: &[Profile],
+    _: &WriteOptions,
+    out: &mut dyn std::io::Write,
+) -> Result<(), FormatError> {
+    kiln_model::FoldedWriter::new(kiln_model::FoldedOptions::default())
+        .write(&first(profiles), out)
+        .map_err(FormatError::Model)
+}
+
+pub(crate) fn write_native(
+    profiles: &[Profile],
+    _: &WriteOptions,
+    out: &mut dyn std::io::Write,
+) -> Result<(), FormatError> {
+    kiln_model::native::write(profiles, out).map_err(io)
+}
+
+pub(crate) fn write_pprof(
+    profiles: &[Profile],
+    opts: &WriteOptions,
+    out: &mut dyn std::io::Write,
+) -> Result<(), FormatError> {
+    let o = pprof::WriteOptions {
+        time_nanos: opts.time_nanos,
+        comments: opts.title.iter().cloned().collect(),
+    };
+    pprof::write(&first(profiles), &o, !opts.uncompressed, out).map_err(io)
+}
+
+pub(crate) fn write_speedscope(
+    profiles: &[Profile],
+    opts: &WriteOptions,
+    out: &mut dyn std::io::Write,
+) -> Result<(), FormatError> {
+    speedscope::write(profiles, opts.title.as_deref().unwrap_or("kiln"), out).map_err(io)
+}
+
+pub(crate) fn write_gecko(
+    profiles: &[Profile],
+    opts: &WriteOptions,
+    out: &mut dyn std::io::Write,
+) -> Result<(), FormatError> {
+    gecko::write(profiles, opts.title.as_deref().unwrap_or("kiln"), out).map_err(io)
+}
+
+pub(crate) fn write_otlp(
+    profiles: &[Profile],
+    opts: &WriteOptions,
+    out: &mut dyn std::io::Write,
+) -> Result<(), FormatError> {
+    let o = otlp::WriteOptions {
+        time_nanos: opts.time_nanos,
+        comment: opts.title.clone(),
+        resource: Vec::new(),
+    };
+    otlp::write(profiles, &o, out).map_err(io)
 }
 
 /// The file for one event of several written in a format that holds one profile:

@@ -79,7 +79,7 @@ pub struct PerfOptions {
     pub block_bytes: usize,
 }
 
-/// Collapses `perf script` text (see [`crate::collapse`]).
+/// Collapses `perf script` text (a [`crate::Collapser`]).
 pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseError> {
     let mut data = input.data;
     collapse_reader(input.name, &mut data, opts).map_err(|e| match e {

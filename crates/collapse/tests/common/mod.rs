@@ -1,6 +1,6 @@
 //! Helpers shared by the collapse tests: run a collapse, compare with a golden file.
 #![allow(dead_code)]
-use kiln_collapse::{collapse, Collapsed, Format, Input, Options};
+use kiln_collapse::{Collapsed, Collapser, Input, Options};
 use kiln_model::{FoldedOptions, FoldedWriter, Profile};
 use std::path::{Path, PathBuf};
 
@@ -16,14 +16,13 @@ pub fn folded(p: &Profile) -> String {
     String::from_utf8(v).expect("fixtures are UTF-8")
 }
 
-pub fn run(path: &Path, format: Format, opts: &Options) -> Collapsed {
+pub fn run(path: &Path, collapse: Collapser, opts: &Options) -> Collapsed {
     let data = std::fs::read(path).unwrap();
     collapse(
         Input {
             name: &path.display().to_string(),
             data: &data,
         },
-        format,
         opts,
     )
     .unwrap()

@@ -14,13 +14,11 @@ pub fn data_dir() -> PathBuf {
 /// Reads folded stacks through kiln's folded parser: the profile, and the "after" profile
 /// for two-count input.
 pub fn folded(bytes: &[u8]) -> (Profile, Option<Profile>) {
-    let c = kiln_collapse::collapse(
+    let c = kiln_collapse::folded::collapse(
         kiln_collapse::Input {
             name: "test",
             data: bytes,
-        },
-        kiln_collapse::Format::Folded,
-        // Input order, as flamegraph.pl reads it (flame charts depend on it).
+        }, // Input order, as flamegraph.pl reads it (flame charts depend on it).
         &kiln_collapse::Options {
             keep_order: true,
             ..Default::default()

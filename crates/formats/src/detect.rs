@@ -1,5 +1,7 @@
-//! Input format detection: which collapser reads an input, guessed from its first meaningful lines.
+//! Text format detection: which of the text formats (perf script, folded, bpftrace) an
+//! input is, guessed from its first meaningful lines.
 use crate::Format;
+use kiln_collapse::perf::{parse_frame, parse_header};
 
 /// At most this many meaningful lines are looked at.
 const LINES: usize = 200;
@@ -13,7 +15,7 @@ const LINES: usize = 200;
 /// line. `perf script` headers with a timestamp and bpftrace map entries are distinctive;
 /// folded lines are what is left: a stack and a count, or failing that a line of frames
 /// (which is all a long single line cut at 64 KiB shows).
-pub fn detect(data: &[u8]) -> Option<Format> {
+pub(crate) fn detect(data: &[u8]) -> Option<Format> {
     let head = &data[..data.len().min(64 * 1024)];
     let mut lines: Vec<&[u8]> = head
         .split(|&c| c == b'\n')
@@ -41,16 +43,15 @@ pub fn detect(data: &[u8]) -> Option<Format> {
             bpf += 2;
             continue;
         }
-        if line.first().is_some_and(|c| *c == b'\t') && crate::perf::parse_frame(line).is_some() {
+        if line.first().is_some_and(|c| *c == b'\t') && parse_frame(line).is_some() {
             perf += 1;
             continue;
         }
-        if let Some(h) = crate::perf::parse_header(line) {
+        if let Some(h) = parse_header(line) {
             // With a timestamp it is surely perf; without one, the next line must be a
             // frame.
             let next_is_frame = lines.get(i + 1).is_some_and(|n| {
-                n.first().is_some_and(|c| *c == b' ' || *c == b'\t')
-                    && crate::perf::parse_frame(n).is_some()
+                n.first().is_some_and(|c| *c == b' ' || *c == b'\t') && parse_frame(n).is_some()
             });
             if h.time != kiln_model::NO_TIME || next_is_frame {
                 perf += 2;
@@ -82,7 +83,7 @@ pub fn detect(data: &[u8]) -> Option<Format> {
     if bpf > 0 && bpf >= perf && bpf >= folded {
         Some(Format::Bpftrace)
     } else if perf > 0 && perf >= folded {
-        Some(Format::Perf)
+        Some(Format::PerfScript)
     } else if folded > 0 || folded_like > 0 {
         Some(Format::Folded)
     } else {
@@ -99,7 +100,7 @@ mod tests {
         assert_eq!(detect(b"a;b 1\n"), Some(Format::Folded));
         assert_eq!(
             detect(b"# x\nswapper     0 [000] 158665.570607: cpu-clock: \n  ffff f (k)\n"),
-            Some(Format::Perf)
+            Some(Format::PerfScript)
         );
         assert_eq!(
             detect(b"Attaching 1 probe...\n@[\n"),
@@ -119,7 +120,7 @@ mod tests {
         );
         // A damaged first header among perf samples.
         let perf = b"prog 12 [000] garbage\n\t1234 f (/bin/x)\n\nprog 12 [000] 1.000002: 7 cpu-clock:\n\t1234 g (/bin/x)\n";
-        assert_eq!(detect(perf), Some(Format::Perf));
+        assert_eq!(detect(perf), Some(Format::PerfScript));
         // A bpftrace dump whose first entry is odd.
         assert_eq!(
             detect(b"@[\n    f+1\n    main+2\n]: x\n@[\n    g+1\n]: 3\n"),
