@@ -4,9 +4,11 @@ use super::schema::M;
 use super::{count_reason, ConnState, Loop, Scenario};
 use crate::Error;
 
+/// How long a connection waits before it is opened again (`--reconnect`).
 const RECONNECT_NS: u64 = 1_000_000_000;
 
 impl Loop<'_> {
+    /// A connection attempt failed before its CONNACK (or SUBACK), for `why`.
     pub(super) fn failed(&mut self, i: usize, why: String) {
         let e = Error::Handshake {
             uri: self.uri(),
@@ -37,10 +39,7 @@ impl Loop<'_> {
         }
         self.ctx.event("connect-failed", format!("client {i}: {e}"));
         if self.opts.reconnect && !self.ctx.stopping() {
-            let at = self.now() + RECONNECT_NS;
-            self.conns[i].state = ConnState::Waiting;
-            self.conns[i].attempt_ns = at;
-            self.timer(at, i as u32);
+            self.reconnect_later(i);
         }
     }
 
@@ -63,12 +62,17 @@ impl Loop<'_> {
             .event("connection-lost", format!("client {i}: {why}"));
         if self.opts.reconnect {
             self.ctx.flag_on(M.disconnected);
-            let at = self.now() + RECONNECT_NS;
-            self.conns[i].state = ConnState::Waiting;
-            self.conns[i].attempt_ns = at;
-            self.timer(at, i as u32);
+            self.reconnect_later(i);
         } else if !matches!(self.opts.scenario, Scenario::Conn) {
             self.ctx.fail(format!("client {i}: {why}"));
         }
+    }
+
+    /// Connection `i` waits [`RECONNECT_NS`], then opens again (its timer: `attempt_ns`).
+    fn reconnect_later(&mut self, i: usize) {
+        let at = self.now() + RECONNECT_NS;
+        self.conns[i].state = ConnState::Waiting;
+        self.conns[i].attempt_ns = at;
+        self.timer(at, i as u32);
     }
 }
