@@ -2,7 +2,7 @@
 //! limit or streamed, one profile picked from inputs that hold several.
 use crate::{
     compressed, input_format_by_name, list, names, otlp, pprof, readable, sniff, Format,
-    FormatError, Reader,
+    FormatError, Reader, StreamReader,
 };
 use kiln_collapse::{Collapsed, SkipReason, Stats};
 use kiln_model::Profile;
@@ -172,26 +172,8 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
                 ..
             },
         )) if !matches!(sniffed, Some(Format::Native | Format::Pprof)) => {
-            // Streamed in blocks: only what each sample's stack needs is kept.
             let mut all = std::io::Cursor::new(head).chain(reader);
-            let c = stream(&name, &mut all, &opts.collapse).map_err(|e| match e {
-                kiln_collapse::perf::ReadError::Io(e) => match codec {
-                    Some(c) => compressed::error(&name, c, e, 0),
-                    None => io(e),
-                },
-                kiln_collapse::perf::ReadError::Collapse(e) => FormatError::Collapse(e),
-                e => FormatError::Malformed {
-                    name: name.clone(),
-                    format: f.name(),
-                    why: e.to_string(),
-                },
-            })?;
-            Ok(ReadResult {
-                collapsed: c,
-                format: f,
-                notes: Vec::new(),
-                warnings: Vec::new(),
-            })
+            read_streamed(f, stream, &name, &mut all, codec, opts)
         }
         // Content that is no format kiln reads stops here, after its first 64 KiB.
         None if format.is_none() && !head.iter().all(u8::is_ascii_whitespace) => {
@@ -202,6 +184,39 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
         }
         _ => read_bytes(&name, read_rest(reader, head)?, opts),
     }
+}
+
+/// Reads a text format in blocks as it arrives: only what each sample's stack needs is
+/// kept.
+fn read_streamed(
+    f: Format,
+    stream: StreamReader,
+    name: &str,
+    input: &mut dyn Read,
+    codec: Option<compressed::Codec>,
+    opts: &ReadOptions,
+) -> Result<ReadResult, FormatError> {
+    let c = stream(name, input, &opts.collapse).map_err(|e| match e {
+        kiln_collapse::perf::ReadError::Io(e) => match codec {
+            Some(c) => compressed::error(name, c, e, 0),
+            None => FormatError::Io {
+                name: name.to_string(),
+                source: e,
+            },
+        },
+        kiln_collapse::perf::ReadError::Collapse(e) => FormatError::Collapse(e),
+        e => FormatError::Malformed {
+            name: name.to_string(),
+            format: f.name(),
+            why: e.to_string(),
+        },
+    })?;
+    Ok(ReadResult {
+        collapsed: c,
+        format: f,
+        notes: Vec::new(),
+        warnings: Vec::new(),
+    })
 }
 
 /// Up to the first 64 KiB of `reader`: what formats are recognised by.
