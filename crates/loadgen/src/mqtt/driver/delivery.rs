@@ -137,6 +137,7 @@ impl Loop<'_> {
         self.ctx.set_level(M.undelivered, undelivered);
     }
 
+    /// Every message this load's publishers encoded was received by every subscriber.
     pub(super) fn all_delivered(&self) -> bool {
         let mut want = 0u64;
         let mut got = 0u64;
@@ -160,6 +161,7 @@ impl Loop<'_> {
         v
     }
 
+    /// Per publisher: messages encoded.
     pub(super) fn pub_sent(&self) -> Vec<u64> {
         self.pub_counts().iter().map(|c| c.0).collect()
     }
@@ -186,6 +188,7 @@ impl Loop<'_> {
         }
     }
 
+    /// Per publisher, what its subscribers received, lost, got twice or out of order.
     pub(super) fn deliveries(&self) -> Vec<Delivery> {
         let counts = self.pub_counts();
         (0..self.publishers as usize)
@@ -209,6 +212,8 @@ impl Loop<'_> {
             .collect()
     }
 
+    /// A PUBLISH delivered to subscriber connection `i`: counted, its latency recorded
+    /// from its stamp, its sequence tracked (this load's messages only).
     pub(super) fn delivered(&mut self, i: usize, payload: &[u8]) {
         let Role::Subscriber(s) = self.conns[i].role else {
             return;

@@ -79,14 +79,17 @@ impl<'a> Loop<'a> {
         })
     }
 
+    /// Nanoseconds since the load's clock started.
     pub(super) fn now(&self) -> u64 {
         self.ctx.ns()
     }
 
+    /// The broker, as messages name it.
     pub(super) fn uri(&self) -> String {
         self.opts.display()
     }
 
+    /// Arms a timer of connection `i` at `at`.
     pub(super) fn timer(&mut self, at: u64, i: u32) {
         self.timers.push(Reverse((at, i)));
     }

@@ -7,6 +7,8 @@ use mio::{Interest, Token};
 use std::io::{Read, Write};
 
 impl Loop<'_> {
+    /// Opens connection `i` (non-blocking connect, registered with epoll, its connect
+    /// timeout armed).
     pub(super) fn open(&mut self, i: u32) {
         let now = self.now();
         let r = self.driver.spread.connect(i as usize, self.driver.addr);
@@ -48,6 +50,8 @@ impl Loop<'_> {
         }
     }
 
+    /// Connection `i` is writable: a finished TCP connect sends CONNECT; else what is
+    /// queued is written and a publisher goes on.
     pub(super) fn on_writable(&mut self, i: usize) {
         let c = &mut self.conns[i];
         c.write_blocked = false;
@@ -118,6 +122,8 @@ impl Loop<'_> {
         }
     }
 
+    /// Writes what the socket of connection `i` takes; new PUBLISHes wholly written are
+    /// counted as sent.
     pub(super) fn flush(&mut self, i: usize) {
         let c = &mut self.conns[i];
         let Some(s) = c.socket.as_mut() else {
@@ -168,6 +174,8 @@ impl Loop<'_> {
         }
     }
 
+    /// Reads what connection `i` has and handles each whole packet; a partial one waits
+    /// in `partial`.
     pub(super) fn on_readable(&mut self, i: usize) {
         loop {
             let Some(s) = self.conns[i].socket.as_mut() else {
@@ -244,6 +252,7 @@ impl Loop<'_> {
         }
     }
 
+    /// Why the broker's closing connection `i` matters, by where it was.
     pub(super) fn closed_reason(&self, i: usize) -> String {
         match self.conns[i].state {
             ConnState::Handshake => "the broker closed the connection without a CONNACK (not an MQTT broker, or one refusing this protocol version?)".into(),
@@ -251,6 +260,8 @@ impl Loop<'_> {
         }
     }
 
+    /// Closes connection `i`: its buffers freed, its unwritten PUBLISHes never sent (or,
+    /// with a persistent session, to be sent again after a reconnect).
     pub(super) fn close(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if let Some(mut s) = c.socket.take() {
@@ -280,6 +291,7 @@ impl Loop<'_> {
         }
     }
 
+    /// Closes every connection, with a DISCONNECT for those established.
     pub(super) fn close_all(&mut self) {
         let mut bye = Vec::new();
         codec::disconnect(&mut bye);

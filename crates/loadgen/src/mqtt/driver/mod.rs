@@ -3,7 +3,8 @@
 //! Nothing per connection but its socket and a small [`Conn`]: buffers are allocated only
 //! while a packet is half-read or a write is half-done, so an idle connection costs a few
 //! hundred bytes of the client's memory (the socket buffers are the kernel's). Timers
-//! (keepalive pings, connect timeouts, publish schedules, reconnects) sit in one heap.//!
+//! (keepalive pings, connect timeouts, publish schedules, reconnects) sit in one heap.
+//!
 //! The loop is in parts by concern: `event_loop` (opening, timers, polling, the end),
 //! `io` (sockets), `session` (the protocol's state machine), `publish`, `reconnect`
 //! (failures and lost connections) and `delivery` (what subscribers received of each

@@ -7,11 +7,13 @@ use crate::engine::pacer::{Constant, Schedule};
 use std::collections::VecDeque;
 
 impl Loop<'_> {
+    /// A timer of connection `i` is due: a reconnect, a handshake timeout, a keepalive
+    /// ping (or the lack of its answer), or a publisher's schedule.
     pub(super) fn on_timer(&mut self, i: usize, now: u64) {
         let ka = self.opts.keepalive as u64 * 1_000_000_000;
         let st = self.conns[i].state;
         match st {
-            // While waiting, `started_ns` holds when to try again.
+            // While waiting, `attempt_ns` holds when to try again.
             ConnState::Waiting
                 if !self.ctx.stopping()
                     && self.conns[i].was_connected
@@ -68,6 +70,7 @@ impl Loop<'_> {
         }
     }
 
+    /// Counts a refusal by its packet and reason code name; its words for messages.
     pub(super) fn refused(&mut self, what: &str, code: u8) -> String {
         let name = codec::code_name(self.opts.version, code);
         *self.refusals.entry(format!("{what} {name}")).or_insert(0) += 1;
@@ -262,6 +265,7 @@ impl Loop<'_> {
         self.packet_buf = out;
     }
 
+    /// Starts the keepalive clock of connection `i` (a ping after `--keepalive` s idle).
     pub(super) fn arm_keepalive(&mut self, i: usize, now: u64) {
         self.conns[i].last_sent_ns = now;
         if self.opts.keepalive > 0 {
@@ -270,6 +274,9 @@ impl Loop<'_> {
         }
     }
 
+    /// PUBACK, PUBREC, PUBREL or PUBCOMP on connection `i`: a subscriber releases a
+    /// QoS 2 message; a publisher's message is acknowledged (its window opens) or goes on
+    /// to PUBREL.
     pub(super) fn on_ack(&mut self, i: usize, k: u8, pid: u16, code: u8, now: u64) {
         if k == kind::PUBREL {
             // Subscriber side of QoS 2: release and complete.
