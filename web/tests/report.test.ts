@@ -336,53 +336,7 @@ test('window figures: the card, the legend and the Rust summary agree for window
   assert.equal(secondsOn(TICKS, [1, 0, 1, 1, 0], [1e9, 4e9]), 2);
 });
 
-test('markers: the run’s phases, then each run of seconds a flag was on or a counter counted', () => {
-  const { runMarkers, runsOf, lanesOf } = markersLib;
-  assert.deepEqual(runsOf(6, (i) => [0, 2, 3, 5].includes(i)), [[0, 0], [2, 3], [5, 5]]);
-  assert.deepEqual(runsOf(0, () => true), []);
-  const s = 1e9;
-  const time = [-s, 0, s, 2 * s, 3 * s, 4 * s];
-  const load: Table = {
-    name: 'load',
-    time,
-    columns: [
-      { name: 'sent', unit: 'msg/s', values: [10, 10, 10, 10, 10, 10] },
-      { name: 'blocked', unit: 'bool', values: [0, 1, 1, 0, null, 1] },
-      { name: 'dropped', unit: 'conn/s', values: [0, 0, 2, 3, 0, 0] },
-      { name: 'queue_depth', unit: 'msg', values: [5, 5, 5, 5, 5, 5] },
-    ],
-  };
-  const phases = [
-    { name: 'warm-up', kind: 'warm-up', start: -2 * s, end: 0 },
-    { name: 'measurement', kind: 'measurement', start: 0, end: 3 * s },
-    { name: 'after the measurement', kind: 'after', start: 3 * s, end: 4 * s },
-    { name: 'step rate=100', kind: 'sweep step', start: 0, end: s },
-    { name: 'empty', kind: 'sweep step', start: s, end: s },
-  ];
-  const m = runMarkers(phases, [load], []);
-  const brief = m.map((x) => [x.lane, x.name, x.start / s, x.end / s, x.count]);
-  assert.deepEqual(brief, [
-    ['phases', 'warm-up', -2, 0, null],
-    ['phases', 'measurement', 0, 3, null],
-    ['phases', 'after the measurement', 3, 4, null],
-    ['sweep steps', 'step rate=100', 0, 1, null],
-    // Seconds ending at 0 and 1 s: [-1, 1]; the second ending at 4 s alone.
-    ['flow control', 'flow control: blocked', -1, 1, 2],
-    ['flow control', 'flow control: blocked', 3, 4, 1],
-    // 2 + 3 connections over the seconds ending at 1 and 2 s.
-    ['connections', 'connections dropped', 0, 2, 5],
-  ]);
-  assert.deepEqual(lanesOf(m), ['phases', 'sweep steps', 'flow control', 'connections']);
-});
-
-test('markers: an agent whose seconds stop before the load’s, with its failure from the warnings', () => {
-  const { agentMarkers } = markersLib;
-  const s = 1e9;
-  const t = (name: string, n: number): Table => ({ name, time: Array.from({ length: n }, (_, i) => (i + 1) * s), columns: [] });
-  const m = agentMarkers([t('load', 6), t('load@a', 6), t('load@b', 3), t('load@c', 5)], ['host b failed: the connection was lost (3.1 s after the load started)']);
-  assert.deepEqual(
-    m.map((x) => [x.name, x.start / s, x.end / s, x.detail]),
-    [['agent b failed', 3, 6, 'host b failed: the connection was lost (3.1 s after the load started)']],
-  );
-  assert.deepEqual(agentMarkers([t('load@a', 2)], []), [], 'no load table: no agent markers');
+test('markers: lanes in the order the run’s markers meet them', () => {
+  const m = (lane: string) => ({ lane, name: lane, kind: 'flag', start: 0, end: 1, count: 1, unit: 's' });
+  assert.deepEqual(markersLib.lanesOf([m('phases'), m('sweep steps'), m('flow control'), m('phases'), m('connections')]), ['phases', 'sweep steps', 'flow control', 'connections']);
 });

@@ -11,7 +11,7 @@
 //! Samples without timestamps are spread one interval apart, in input order.
 //!
 //! A run adds its [`Timeline`] ([`write_with`]): its per-second series as counter tracks
-//! and its phases as markers, on the samples' clock, in a process of their own (`kiln
+//! and its phases and load events as markers, on the samples' clock, in a process of their own (`kiln
 //! run`, one thread holding the markers), so the load and the samples share one time axis.
 use fxprof_processed_profile as fx;
 use kiln_model::{FrameKind, Profile, ThreadId, WeightUnit, NO_TIME};
@@ -36,14 +36,15 @@ fn weights(p: &Profile) -> (fx::WeightType, u64, f64) {
     }
 }
 
-/// What a run shows beside its samples: per-second series and phases, in ns on the
+/// What a run shows beside its samples: per-second series and markers, in ns on the
 /// samples' clock.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     /// The series, one counter track each.
     pub counters: Vec<Counter>,
-    /// The phases (warm-up, measurement, sweep steps), one marker each.
-    pub markers: Vec<Phase>,
+    /// The phases (warm-up, measurement, sweep steps) and what the load did (flow
+    /// control, connections dropped, failed requests, agents), one marker each.
+    pub markers: Vec<Marker>,
 }
 
 /// One per-second series: `values[i]` is measured over `(time_ns[i] - step, time_ns[i]]`.
@@ -64,13 +65,18 @@ pub struct Counter {
     pub values: Vec<Option<f64>>,
 }
 
-/// One phase of a run.
+/// One span of a run: a phase, or something the load did.
 #[derive(Clone, Debug, Default)]
-pub struct Phase {
-    /// Its name (`warm-up`, `measurement`, `connections=2`).
+pub struct Marker {
+    /// Its name (`warm-up`, `measurement`, `step connections=2`, `connections dropped`).
     pub name: String,
-    /// What kind of phase (`warm-up`, `measurement`, `sweep step`).
+    /// What kind of span (`warm-up`, `measurement`, `sweep step`, `flag`, `counter`,
+    /// `agent`).
     pub kind: String,
+    /// The group it belongs to (`phases`, `flow control`, `errors`, `agents`).
+    pub lane: String,
+    /// What to say beside its name (`3 conn`, why an agent failed), or empty.
+    pub detail: String,
     /// Start, ns.
     pub start_ns: u64,
     /// End, ns.
@@ -284,26 +290,46 @@ fn write_samples(
     }
 }
 
-/// A phase as the profiler's marker: its name, and its kind as a field.
-struct PhaseMarker {
+/// A span of the run as the profiler's marker: its name, and its kind, lane and detail
+/// as fields.
+struct SpanMarker {
     name: fx::StringHandle,
-    kind: fx::StringHandle,
+    /// Kind, lane, detail.
+    fields: [fx::StringHandle; 3],
     category: fx::CategoryHandle,
 }
 
-impl fx::StaticSchemaMarker for PhaseMarker {
-    const UNIQUE_MARKER_TYPE_NAME: &'static str = "KilnPhase";
-    const DESCRIPTION: Option<&'static str> = Some("A phase of the run");
+/// The fields of [`SpanMarker`].
+const SPAN_FIELDS: [(&str, &str); 3] = [("kind", "Kind"), ("lane", "Lane"), ("detail", "Detail")];
+
+impl fx::StaticSchemaMarker for SpanMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "KilnSpan";
+    const DESCRIPTION: Option<&'static str> =
+        Some("A phase of the run, or what its load did (flow control, drops, failures)");
     const LOCATIONS: fx::MarkerLocations = fx::MarkerLocations::MARKER_CHART
         .union(fx::MarkerLocations::MARKER_TABLE)
         .union(fx::MarkerLocations::TIMELINE_OVERVIEW);
     const CHART_LABEL: Option<&'static str> = Some("{marker.name}");
-    const FIELDS: &'static [fx::StaticSchemaMarkerField] = &[fx::StaticSchemaMarkerField {
-        key: "kind",
-        label: "Phase",
-        format: fx::MarkerFieldFormat::String,
-        flags: fx::MarkerFieldFlags::SEARCHABLE,
-    }];
+    const FIELDS: &'static [fx::StaticSchemaMarkerField] = &[
+        fx::StaticSchemaMarkerField {
+            key: SPAN_FIELDS[0].0,
+            label: SPAN_FIELDS[0].1,
+            format: fx::MarkerFieldFormat::String,
+            flags: fx::MarkerFieldFlags::SEARCHABLE,
+        },
+        fx::StaticSchemaMarkerField {
+            key: SPAN_FIELDS[1].0,
+            label: SPAN_FIELDS[1].1,
+            format: fx::MarkerFieldFormat::String,
+            flags: fx::MarkerFieldFlags::SEARCHABLE,
+        },
+        fx::StaticSchemaMarkerField {
+            key: SPAN_FIELDS[2].0,
+            label: SPAN_FIELDS[2].1,
+            format: fx::MarkerFieldFormat::String,
+            flags: fx::MarkerFieldFlags::SEARCHABLE,
+        },
+    ];
 
     fn name(&self, _: &mut fx::Profile) -> fx::StringHandle {
         self.name
@@ -313,8 +339,8 @@ impl fx::StaticSchemaMarker for PhaseMarker {
         self.category
     }
 
-    fn string_field_value(&self, _: u32) -> fx::StringHandle {
-        self.kind
+    fn string_field_value(&self, i: u32) -> fx::StringHandle {
+        self.fields[(i as usize).min(self.fields.len() - 1)]
     }
 
     fn number_field_value(&self, _: u32) -> f64 {
@@ -322,7 +348,7 @@ impl fx::StaticSchemaMarker for PhaseMarker {
     }
 }
 
-/// The run's process: one thread (`load`) holding the phases' markers, and a counter
+/// The run's process: one thread (`load`) holding the markers, and a counter
 /// track per series. Returns the thread.
 fn write_timeline(fp: &mut fx::Profile, timeline: &Timeline, t0: u64) -> fx::ThreadHandle {
     let ts = |t: u64| fx::Timestamp::from_nanos_since_reference(t.saturating_sub(t0));
@@ -333,9 +359,13 @@ fn write_timeline(fp: &mut fx::Profile, timeline: &Timeline, t0: u64) -> fx::Thr
     fp.set_thread_show_markers_in_timeline(thread, true);
     let category = fp.add_category("Load", fx::CategoryColor::Blue);
     for m in &timeline.markers {
-        let marker = PhaseMarker {
+        let marker = SpanMarker {
             name: fp.intern_string(&m.name),
-            kind: fp.intern_string(&m.kind),
+            fields: [
+                fp.intern_string(&m.kind),
+                fp.intern_string(&m.lane),
+                fp.intern_string(&m.detail),
+            ],
             category,
         };
         let timing = fx::MarkerTiming::Interval(ts(m.start_ns), ts(m.end_ns.max(m.start_ns)));

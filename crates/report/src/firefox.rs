@@ -1,13 +1,15 @@
 //! A run for the Firefox Profiler: its profiles' threads as tracks, every stored
 //! per-second series (the load's rates and latency percentiles, the target's CPU, queue
-//! depth where measured) as a counter track, and its phases (warm-up, measurement, the
-//! seconds after it, sweep steps) as markers, all on the run's one clock ([`kiln_formats::gecko::write_with`]).
+//! depth where measured) as a counter track, and its markers (phases: warm-up,
+//! measurement, the seconds after it, sweep steps; what the load did: [`crate::markers`])
+//! as markers, all on the run's one clock ([`kiln_formats::gecko::write_with`]).
+use crate::markers::{run_markers, Marker};
 use crate::run::{clocked_profiles, typical_step};
 use crate::ReportError;
-use kiln_formats::gecko::{Counter, Phase, Timeline};
+use kiln_formats::gecko::{self, Counter, Timeline};
 use kiln_store::RunData;
 
-/// The series and phases of `run` on its clock.
+/// The series and markers of `run` on its clock.
 pub fn timeline(run: &RunData) -> Timeline {
     let mut counters = Vec::new();
     for t in &run.series {
@@ -30,16 +32,27 @@ pub fn timeline(run: &RunData) -> Timeline {
             });
         }
     }
-    Timeline {
-        counters,
-        markers: phases(run),
-    }
+    let markers = run_markers(run)
+        .into_iter()
+        .map(|m| gecko::Marker {
+            detail: match (m.count, m.detail.is_empty()) {
+                (Some(n), _) => format!("{n} {}", m.unit),
+                (None, false) => m.detail,
+                (None, true) => String::new(),
+            },
+            name: m.name,
+            kind: m.kind,
+            lane: m.lane,
+            start_ns: m.start_ns,
+            end_ns: m.end_ns,
+        })
+        .collect();
+    Timeline { counters, markers }
 }
 
 /// The warm-up (the series' seconds before the measurement), the measurement, the
-/// seconds after it, and each sweep step: the profiler's markers and the report's marker
-/// row.
-pub(crate) fn phases(run: &RunData) -> Vec<Phase> {
+/// seconds after it, and each sweep step: the first of the run's markers.
+pub(crate) fn phases(run: &RunData) -> Vec<Marker> {
     let m = &run.meta;
     let mut out = Vec::new();
     let first = run
@@ -58,37 +71,32 @@ pub(crate) fn phases(run: &RunData) -> Vec<Phase> {
         .max();
     if m.measure.end_ns > m.measure.start_ns {
         if let Some(f) = first.filter(|&f| f < m.measure.start_ns) {
-            out.push(Phase {
-                name: "warm-up".into(),
-                kind: "warm-up".into(),
-                start_ns: f,
-                end_ns: m.measure.start_ns,
-            });
+            out.push(Marker::phase("warm-up", "warm-up", f, m.measure.start_ns));
         }
-        out.push(Phase {
-            name: "measurement".into(),
-            kind: "measurement".into(),
-            start_ns: m.measure.start_ns,
-            end_ns: m.measure.end_ns,
-        });
+        out.push(Marker::phase(
+            "measurement",
+            "measurement",
+            m.measure.start_ns,
+            m.measure.end_ns,
+        ));
         // The load's seconds after it: also what the profiler's timeline ends with (it
         // spans the samples and, on a thread without samples, the markers).
         if let Some(l) = last.filter(|&l| l > m.measure.end_ns) {
-            out.push(Phase {
-                name: "after the measurement".into(),
-                kind: "after".into(),
-                start_ns: m.measure.end_ns,
-                end_ns: l,
-            });
+            out.push(Marker::phase(
+                "after the measurement",
+                "after",
+                m.measure.end_ns,
+                l,
+            ));
         }
     }
     for w in &m.windows {
-        out.push(Phase {
-            name: format!("step {}", w.name),
-            kind: "sweep step".into(),
-            start_ns: w.start_ns,
-            end_ns: w.end_ns,
-        });
+        out.push(Marker::phase(
+            &format!("step {}", w.name),
+            "sweep step",
+            w.start_ns,
+            w.end_ns,
+        ));
     }
     out
 }

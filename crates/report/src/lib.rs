@@ -58,6 +58,8 @@ mod firefox;
 #[cfg(feature = "html")]
 pub mod latency;
 #[cfg(feature = "html")]
+mod markers;
+#[cfg(feature = "html")]
 mod nodes;
 #[cfg(feature = "html")]
 mod page;

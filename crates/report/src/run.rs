@@ -59,13 +59,17 @@ pub(crate) struct Span {
     pub end: i64,
 }
 
-/// A phase of the run on the page's clock (`warm-up`, `measurement`, `after`, `sweep step`).
+/// A marker of the run on the page's clock ([`crate::markers::Marker`]).
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct PhaseSpan {
+pub(crate) struct MarkerSpan {
+    pub lane: String,
     pub name: String,
     pub kind: String,
     pub start: i64,
     pub end: i64,
+    pub count: Option<u64>,
+    pub unit: String,
+    pub detail: String,
 }
 
 pub(crate) fn span(w: &Window, origin: u64) -> Span {
@@ -256,8 +260,9 @@ pub(crate) struct RunPage {
     pub completed: Option<String>,
     pub categories: Vec<CategorySeries>,
     pub profiles: Vec<ProfileInfo>,
-    /// The run's phases, as the Firefox Profiler export marks them: the marker row.
-    pub phases: Vec<PhaseSpan>,
+    /// The run's markers (its phases, then what the load did), as the Firefox Profiler
+    /// export marks them: the marker row.
+    pub markers: Vec<MarkerSpan>,
 }
 
 #[derive(Serialize)]
@@ -888,13 +893,17 @@ pub(crate) fn run_page<'a>(
             .or_else(|| completed_column(run)),
         categories,
         profiles,
-        phases: crate::firefox::phases(run)
+        markers: crate::markers::run_markers(run)
             .into_iter()
-            .map(|p| PhaseSpan {
-                name: p.name,
-                kind: p.kind,
-                start: p.start_ns as i64 - origin as i64,
-                end: p.end_ns as i64 - origin as i64,
+            .map(|m| MarkerSpan {
+                lane: m.lane,
+                name: m.name,
+                kind: m.kind,
+                start: m.start_ns as i64 - origin as i64,
+                end: m.end_ns as i64 - origin as i64,
+                count: m.count,
+                unit: m.unit,
+                detail: m.detail,
             })
             .collect(),
     };

@@ -2,6 +2,7 @@
 // run's metadata, formatted headline figures, its per-second series (columnar, uPlot's
 // layout), sweep steps, latency distributions, CPU by category, and the flame graphs'
 // keys. Times are ns relative to the page's origin (the start of the measurement).
+import type { Marker } from './lib/markers.js';
 
 export interface Column {
   name: string;
@@ -18,14 +19,6 @@ export interface Table {
 
 export interface Span {
   name: string;
-  start: number;
-  end: number;
-}
-
-/** A phase of the run (crates/report `phases`): `warm-up`, `measurement`, `after`, `sweep step`. */
-export interface PhaseSpan {
-  name: string;
-  kind: string;
   start: number;
   end: number;
 }
@@ -161,8 +154,8 @@ export interface RunPage {
   completed: string | null;
   categories: CategorySeries[];
   profiles: ProfileInfo[];
-  /** The run's phases (absent in pages written before they were). */
-  phases?: PhaseSpan[];
+  /** The run's markers: its phases, then what the load did (crates/report `markers`). */
+  markers: Marker[];
 }
 
 export interface RunRef {

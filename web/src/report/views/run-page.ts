@@ -19,7 +19,6 @@ import { ChartGroup, MARGIN_LEFT, MARGIN_RIGHT, TimeChart } from './time-chart.j
 import { FigureCards, SectionLink, runHeader } from './header.js';
 import { XYChart, XYSeries } from './xy-chart.js';
 import { MarkerRow } from './marker-row.js';
-import { runMarkers } from '../lib/markers.js';
 
 /** What the page exposes for tests and benchmarks (window.__kilnReport). */
 export interface RunView {
@@ -81,7 +80,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   const measure: [number, number] = [r.measure.start, r.measure.end];
   const primary = r.tables.find((t) => t.name === 'load' && t.time.length > 1) ?? r.tables.find((t) => t.name === 'target' && t.time.length > 1) ?? r.tables.find((t) => t.time.length > 1);
   const edges = primary ? edgesOf(primary) : [];
-  const range = extentOf(r.tables, [measure, ...(r.phases ?? []).map((p): [number, number] => [p.start, p.end])]);
+  const range = extentOf(r.tables, [measure, ...r.markers.map((p): [number, number] => [p.start, p.end])]);
   let current: [number, number] | null = parseWindow(location.hash);
 
   const windowText = el('span', { class: 'r-window-text', 'data-ctrl': 'window', 'aria-live': 'polite' });
@@ -123,7 +122,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     timeline.append(c.el);
   }
   if (!group.charts.length) timeline.append(el('p', { text: 'This run stored no series.' }));
-  const markers = new MarkerRow(runMarkers(r.phases ?? [], r.tables, r.warnings), group, (w) => apply(w));
+  const markers = new MarkerRow(r.markers, group, (w) => apply(w));
   if (markers.markers.length) {
     group.rows.push(markers);
     timeline.append(markers.el);
