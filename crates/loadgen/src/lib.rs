@@ -86,6 +86,21 @@ pub use engine::stats::{
 };
 pub use engine::{Headline, Load, Report, Settings};
 
+/// The first 40 bytes a server answered, printable ASCII as itself and anything else as
+/// `.`: what a handshake error shows of an answer from something else than the broker.
+pub(crate) fn answer_shown(b: &[u8]) -> String {
+    b.iter()
+        .take(40)
+        .map(|&c| {
+            if (0x20..0x7f).contains(&c) {
+                c as char
+            } else {
+                '.'
+            }
+        })
+        .collect()
+}
+
 /// Why a load run could not start or was cut short.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -474,17 +474,7 @@ impl Connection {
             });
         }
         if b.first() != Some(&wire::FRAME_METHOD) || b.get(1..3) != Some(&[0, 0]) {
-            let shown: String = b
-                .iter()
-                .take(40)
-                .map(|&c| {
-                    if (0x20..0x7f).contains(&c) {
-                        c as char
-                    } else {
-                        '.'
-                    }
-                })
-                .collect();
+            let shown = crate::answer_shown(b);
             return Err(Error::Handshake {
                 uri: r.uri.clone(),
                 reason: format!(

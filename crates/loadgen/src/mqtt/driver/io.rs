@@ -307,16 +307,6 @@ impl Loop<'_> {
 }
 
 fn not_mqtt(b: &[u8]) -> String {
-    let shown: String = b
-        .iter()
-        .take(40)
-        .map(|&c| {
-            if (0x20..0x7f).contains(&c) {
-                c as char
-            } else {
-                '.'
-            }
-        })
-        .collect();
+    let shown = crate::answer_shown(b);
     format!("this is not an MQTT broker: it answered '{shown}' instead of a CONNACK")
 }
