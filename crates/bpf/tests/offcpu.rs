@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::*;
 use kiln_bpf::offcpu::{OffCpuBlock, OffCpuCollector, OffCpuConfig};
 use kiln_bpf::BpfError;
+use kiln_testkit::{monotonic_ns, schedstat, Hog};
 
 fn collector(pids: Option<Vec<u32>>, min_block_us: u64) -> OffCpuCollector {
     require_root();
@@ -477,32 +478,6 @@ fn a_full_buffer_loses_nothing_silently() {
     }
 }
 
-/// A busy loop pinned to CPU 0 (its pid is the loop's: taskset execs the shell).
-struct Hog(std::process::Child);
-
-impl Hog {
-    fn start() -> Hog {
-        Hog(std::process::Command::new("taskset")
-            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-            .spawn()
-            .expect("taskset (util-linux) runs"))
-    }
-}
-
-impl Drop for Hog {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The kernel's own count of the time a thread waited on a run queue
-/// (`/proc/PID/schedstat`'s second field, ns).
-fn run_delay_ns(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap();
-    s.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 /// Time runnable, waiting for a CPU: two busy loops share one CPU, so each waits about
 /// half the time, preempted; the collector's runnable blocks add up to what the
 /// scheduler's own accounting (schedstat's run delay) says of the same seconds, and
@@ -510,8 +485,8 @@ fn run_delay_ns(pid: u32) -> u64 {
 #[test]
 fn runnable_time_is_what_the_scheduler_counts() {
     require_root();
-    let (a, _b) = (Hog::start(), Hog::start());
-    let pid = a.0.id();
+    let (a, _b) = (Hog::on_cpu(0), Hog::on_cpu(0));
+    let pid = a.pid();
     let mut c = OffCpuCollector::start(&OffCpuConfig {
         pids: Some(vec![pid]),
         user_stack_bytes: 16384,
@@ -524,9 +499,9 @@ fn runnable_time_is_what_the_scheduler_counts() {
     // Blocks that started before t0 are left out; those that start in [t0, t1] are
     // summed, as schedstat's delta over the same span counts them.
     c.drain().unwrap();
-    let (t0, d0) = (monotonic_ns(), run_delay_ns(pid));
+    let (t0, d0) = (monotonic_ns(), schedstat(pid).1);
     std::thread::sleep(Duration::from_secs(2));
-    let (t1, d1) = (monotonic_ns(), run_delay_ns(pid));
+    let (t1, d1) = (monotonic_ns(), schedstat(pid).1);
     std::thread::sleep(Duration::from_millis(100));
     let blocks = c.drain().unwrap();
     assert!(blocks.iter().all(|b| b.runnable && b.blocked.pid == pid));
@@ -555,16 +530,6 @@ fn runnable_time_is_what_the_scheduler_counts() {
         "a busy loop never blocks; without `runnable` no block: {}",
         plain.len()
     );
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Two kinds of threads block at the same place (the same leaf frames, for longer than

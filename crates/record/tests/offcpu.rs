@@ -6,18 +6,9 @@ mod common;
 use common::*;
 use kiln_model::WeightUnit;
 use kiln_record::{record, EventSpec, RecordOptions, Target};
+use kiln_testkit::{monotonic_ns, schedstat, Hog};
 use std::process::Command;
 use std::time::Duration;
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the struct it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 fn offcpu(argv: Vec<std::ffi::OsString>) -> kiln_model::Profile {
     let mut opts = RecordOptions::new(Target::Command(argv));
@@ -312,41 +303,14 @@ fn the_waker_of_a_lock_wait_is_the_holder() {
     assert_eq!(rec.summary.offcpu_dropped_blocks, 0);
 }
 
-/// A busy loop pinned to CPU 0 (taskset execs the shell: the loop's pid is the child's).
-struct Hog(std::process::Child);
-
-impl Hog {
-    fn start() -> Hog {
-        Hog(Command::new("taskset")
-            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-            .spawn()
-            .expect("taskset (util-linux) runs"))
-    }
-}
-
-impl Drop for Hog {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `(CPU time, time waiting on a run queue)` of a thread by the scheduler's own
-/// accounting (`/proc/PID/schedstat`), ns.
-fn schedstat(pid: u32) -> (u64, u64) {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap();
-    let f: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
-    (f[0], f[1])
-}
-
 /// With `cpu` and `runnable`, a thread that never blocks is accounted for its whole
 /// time: two busy loops share one CPU, and the CPU samples and the time runnable of one
 /// add up to what the scheduler says it ran and waited (schedstat), under a `[runnable]`
 /// stack of the loop's own.
 #[test]
 fn cpu_and_runnable_account_for_a_busy_threads_wall_time() {
-    let (a, _b) = (Hog::start(), Hog::start());
-    let pid = a.0.id();
+    let (a, _b) = (Hog::on_cpu(0), Hog::on_cpu(0));
+    let pid = a.pid();
     let mut opts = RecordOptions::new(Target::Pids(vec![pid]));
     opts.events = vec![EventSpec::Cpu, EventSpec::Runnable];
     opts.offcpu_unit = WeightUnit::Nanoseconds;

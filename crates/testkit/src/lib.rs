@@ -58,7 +58,7 @@ pub use mosquitto::{Mosquitto, MosquittoOptions, Witness};
 pub use netns::{in_private_netns, set_sysctl};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};
-pub use proc::signal;
+pub use proc::{monotonic_ns, schedstat, signal, Hog};
 pub use programs::{build_c, build_hot, build_ticker, Started};
 pub use rabbitmq::{free_port, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 

@@ -90,3 +90,53 @@ impl Reaper {
         let _ = self.child.wait();
     }
 }
+
+/// A busy loop pinned to one CPU (`taskset` execs the shell, so the child's pid is the
+/// loop's), stopped when dropped: two of them make each wait for the CPU about half
+/// the time.
+pub struct Hog(Child);
+
+impl Hog {
+    /// Starts a busy loop on CPU `cpu`.
+    pub fn on_cpu(cpu: u32) -> Hog {
+        Hog(Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset (util-linux) runs"))
+    }
+
+    /// The loop's pid.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `(time on a CPU, time waiting on a run queue)` of a thread, ns, by the scheduler's own
+/// accounting (`/proc/PID/schedstat`).
+pub fn schedstat(pid: u32) -> (u64, u64) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/schedstat: {e}"));
+    let f: Vec<u64> = s
+        .split_whitespace()
+        .map(|x| x.parse().expect("schedstat holds numbers"))
+        .collect();
+    (f[0], f[1])
+}
+
+/// CLOCK_MONOTONIC now, ns: the clock of perf samples and off-CPU blocks.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
