@@ -262,6 +262,15 @@ fn a_step_in_the_history_is_found_at_its_run() {
     assert_eq!(code, Some(3), "{said}");
     assert!(said.contains(&format!("from run #{id} on")), "{said}");
     assert_eq!(gate(&store, "p50<-10%").0, Some(0));
+    // One step: against the first runs it is the same step.
+    let out = kiln(&store)
+        .args(["runs", "trend", "svc", "--threshold", THRESHOLD])
+        .args(["--fail-if", "p50>+50%", "--against", "first"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("against the first runs"), "{said}");
     // One run of the new setting at the end of the flat history starts no segment.
     record(&flat, &server, 1, &[]);
     let (v, out) = trend(&flat, &[]);

@@ -84,6 +84,22 @@ pub struct Args {
     /// point listed) past the limit; one noisy run at the end does not. Example: --fail-if 'cpu_per_msg>+10%,p99>+20%'
     #[arg(long, value_name = "CONDITIONS")]
     pub fail_if: Option<String>,
+
+    /// What a relative --fail-if limit judges the newest runs against: previous (the
+    /// segment before them: each change on its own) or first (the runs before the first
+    /// change point: the drift since the history began, so that steps each under the
+    /// limit add up and fire).
+    #[arg(long, value_enum, value_name = "SEGMENT", default_value = "previous")]
+    pub against: Against,
+}
+
+/// `--against`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Against {
+    /// The segment before the newest.
+    Previous,
+    /// The first segment.
+    First,
 }
 
 /// The runs of `name` (with `tags`), sorted into configurations, the newest
@@ -164,7 +180,11 @@ pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
         }
         report.configurations.push(t);
     }
-    report.gates = report.configurations[0].check(&gates);
+    let baseline = match args.against {
+        Against::Previous => trend::Baseline::Previous,
+        Against::First => trend::Baseline::First,
+    };
+    report.gates = report.configurations[0].check(&gates, baseline);
     super::common::ensure_stdout_open()?;
     let mut out = std::io::stdout().lock();
     match format {

@@ -11,8 +11,10 @@
 //!
 //! `--fail-if` ([`Trend::check`]) fires when the newest segment — the runs since the last
 //! change point listed, 3 at least — is past its limit against the runs between it and
-//! the change point before: a single noisy run at the end starts no segment and fires
-//! nothing.
+//! the change point before ([`Baseline::Previous`]), or against the first segment, the
+//! runs before the first change point ([`Baseline::First`]: a regression made of steps
+//! each under the limit fires too): a single noisy run at the end starts no segment and
+//! fires nothing.
 use crate::figures::{self, Better, Held, Role, FIGURES};
 use crate::functions;
 use crate::gate::{Gate, GateResult, GateStatus};
@@ -25,6 +27,18 @@ use std::ops::Range;
 
 pub mod edivisive;
 pub mod export;
+
+/// What the newest segment is judged against by a relative `--fail-if` limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Baseline {
+    /// The segment before it (the runs back to the change point before): each step is
+    /// judged on its own.
+    #[default]
+    Previous,
+    /// The first segment (the runs before the first change point): the whole drift since
+    /// the history began, so that steps each under the limit add up.
+    First,
+}
 
 /// Runs on each side of a change point whose profiles are compared.
 pub const PROFILE_WINDOW: usize = 5;
@@ -368,12 +382,13 @@ impl Trend {
         }
     }
 
-    /// The outcome of each `--fail-if` condition for the newest runs.
-    pub fn check(&self, gates: &[Gate]) -> Vec<GateResult> {
-        gates.iter().map(|g| self.check_one(g)).collect()
+    /// The outcome of each `--fail-if` condition for the newest runs, a relative limit
+    /// judged against `baseline`.
+    pub fn check(&self, gates: &[Gate], baseline: Baseline) -> Vec<GateResult> {
+        gates.iter().map(|g| self.check_one(g, baseline)).collect()
     }
 
-    fn check_one(&self, g: &Gate) -> GateResult {
+    fn check_one(&self, g: &Gate, baseline: Baseline) -> GateResult {
         let done = |status, message: String| GateResult {
             condition: g.text.clone(),
             status,
@@ -433,12 +448,23 @@ impl Trend {
                 )
             };
         };
-        let from = cps.len().checked_sub(2).map_or(0, |k| cps[k].index);
-        let before = median(&values(from..last.index)).unwrap_or(f64::NAN);
+        let (from, to, against) = match baseline {
+            Baseline::Previous => (
+                cps.len().checked_sub(2).map_or(0, |k| cps[k].index),
+                last.index,
+                "",
+            ),
+            Baseline::First => (
+                0,
+                cps[0].index,
+                " against the first runs, before any change",
+            ),
+        };
+        let before = median(&values(from..to)).unwrap_or(f64::NAN);
         let after = median(&newest).unwrap_or(f64::NAN);
         let pct = percent_change(before, after);
         let said = format!(
-            "{} {pct:+.1}% from run #{} on ({} → {shown}, the newest {} runs)",
+            "{} {pct:+.1}% from run #{} on ({} → {shown}, the newest {} runs{against})",
             s.label,
             last.run,
             format_value(before, s.unit),
@@ -555,7 +581,25 @@ mod tests {
     }
 
     fn gate(t: &Trend, spec: &str) -> GateStatus {
-        t.check(&parse_gates(spec).unwrap())[0].status
+        t.check(&parse_gates(spec).unwrap(), Baseline::Previous)[0].status
+    }
+
+    #[test]
+    fn steps_each_under_the_limit_fire_against_the_first_runs() {
+        // +8% then +7.4%: each step under 10%, +16% in all.
+        let t = analyze(&runs(&[(12, 50.0), (12, 54.0), (12, 58.0)]), &rules());
+        let cps = &t.figures[0].change_points;
+        assert_eq!(cps.len(), 2, "{cps:?}");
+        let gates = parse_gates("cpu_per_msg>+10%").unwrap();
+        let previous = &t.check(&gates, Baseline::Previous)[0];
+        assert_eq!(previous.status, GateStatus::Passed, "{}", previous.message);
+        let first = &t.check(&gates, Baseline::First)[0];
+        assert_eq!(first.status, GateStatus::Fired, "{}", first.message);
+        assert!(
+            first.message.contains("against the first runs"),
+            "{}",
+            first.message
+        );
     }
 
     #[test]
