@@ -152,15 +152,6 @@ struct ComparePage {
     diff: Option<DiffInfo>,
 }
 
-#[derive(Serialize)]
-struct Page<'a> {
-    kind: &'static str,
-    version: u32,
-    title: String,
-    origin: u64,
-    compare: &'a ComparePage,
-}
-
 fn verdict_key(v: &Verdict) -> &'static str {
     match v {
         Verdict::Improved => "improved",
@@ -205,14 +196,7 @@ pub fn write_compare_report(
     };
     let labels: Vec<&str> = cmp.groups.iter().map(|g| g.label.as_str()).collect();
     let title = format!("kiln compare {}", labels.join(" vs "));
-    let page_data = Page {
-        kind: "compare",
-        version: 1,
-        title: title.clone(),
-        origin: 0,
-        compare: &data,
-    };
-    page::write(&title, &page_data, &viewers, None, opts, out)
+    page::write(&title, "compare", &data, &viewers, None, opts, out)
 }
 
 /// Each group's label and runs.

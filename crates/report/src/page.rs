@@ -20,16 +20,45 @@ pub(crate) struct Viewer<'a> {
     pub opts: HtmlOptions,
 }
 
-/// Writes the page: `data` is the report's model, `origin` the page's time origin on the
-/// profiles' clock (ns), shared with every viewer.
+/// The page's data as the report's script reads it: `{kind, version, title, origin,
+/// <kind>: the model}`, one wrapper for every kind of page (`run`, `compare`, `trend`).
+struct Data<'a, T> {
+    kind: &'static str,
+    title: &'a str,
+    origin: u64,
+    model: &'a T,
+}
+
+impl<T: Serialize> Serialize for Data<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("kind", self.kind)?;
+        m.serialize_entry("version", &1)?;
+        m.serialize_entry("title", self.title)?;
+        m.serialize_entry("origin", &self.origin)?;
+        m.serialize_entry(self.kind, self.model)?;
+        m.end()
+    }
+}
+
+/// Writes the page of `kind` (`run`, `compare`, `trend`): `model` is the report's model,
+/// `origin` the page's time origin on the profiles' clock (ns), shared with every viewer.
 pub(crate) fn write<T: Serialize + Sync>(
     title: &str,
-    data: &T,
+    kind: &'static str,
+    model: &T,
     viewers: &[Viewer<'_>],
     origin: Option<u64>,
     opts: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
+    let data = &Data {
+        kind,
+        title,
+        origin: origin.unwrap_or(0),
+        model,
+    };
     // The page's parts are encoded and compressed side by side (most of the time of a long
     // run's report is deflating its samples), then written in order.
     let (data, embedded) = std::thread::scope(|s| {

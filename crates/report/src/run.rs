@@ -265,17 +265,6 @@ pub(crate) struct RunPage {
     pub markers: Vec<MarkerSpan>,
 }
 
-#[derive(Serialize)]
-struct Page<'a> {
-    kind: &'static str,
-    version: u32,
-    title: String,
-    /// The page's origin on the profiles' clock (CLOCK_MONOTONIC ns): what the viewers'
-    /// windows are written against.
-    origin: u64,
-    run: &'a RunPage,
-}
-
 /// The origin of a run's page: the start of its measurement (x = 0 on every chart).
 pub(crate) fn origin_of(meta: &RunMeta, series: &[SeriesTable]) -> u64 {
     if meta.measure.start_ns > 0 {
@@ -925,14 +914,7 @@ pub fn write_run_report(
         Some(id) => format!("kiln run '{}' #{id}", run.meta.name),
         None => format!("kiln run '{}'", run.meta.name),
     };
-    let data = Page {
-        kind: "run",
-        version: 1,
-        title: title.clone(),
-        origin,
-        run: &page,
-    };
-    page::write(&title, &data, &viewers, Some(origin), opts, out)
+    page::write(&title, "run", &page, &viewers, Some(origin), opts, out)
 }
 
 #[cfg(test)]

@@ -4,17 +4,7 @@
 //! script (web/src/report/views/trend-page.ts). One file, offline.
 use crate::{page, ReportError, ReportOptions};
 use kiln_compare::trend::Report;
-use serde::Serialize;
 use std::io::Write;
-
-#[derive(Serialize)]
-struct Page<'a> {
-    kind: &'static str,
-    version: u32,
-    title: String,
-    origin: u64,
-    trend: &'a Report,
-}
 
 /// Writes the trend page of `report` to `out`.
 pub fn write_trend_report(
@@ -29,12 +19,5 @@ pub fn write_trend_report(
         )));
     }
     let title = format!("kiln runs trend {}", report.name);
-    let data = Page {
-        kind: "trend",
-        version: 1,
-        title: title.clone(),
-        origin: 0,
-        trend: report,
-    };
-    page::write(&title, &data, &[], None, opts, out)
+    page::write(&title, "trend", report, &[], None, opts, out)
 }
