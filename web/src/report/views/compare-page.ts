@@ -24,10 +24,39 @@ const groupColor = (g: number): string => GROUP_COLORS[g % GROUP_COLORS.length];
 /** A wide table kept inside the page's column: it scrolls sideways (and takes focus to). */
 const scroll = (table: HTMLElement, label: string): HTMLElement => el('div', { class: 'r-scroll', tabindex: 0, role: 'region', 'aria-label': label }, table);
 
+type Series = ComparePage['series'][0];
+
+/** Figures' and functions' cells by verdict: green improved, red regressed. */
+const VERDICT_CLASS: Record<string, string> = { improved: 'r-better', regressed: 'r-worse' };
+
 export function buildComparePage(root: HTMLElement, c: ComparePage, title: string, status: HTMLElement): CompareView {
-  const labels = c.groups.map((g) => g.label);
   const head = el('header', { class: 'r-head' }, el('h1', { 'data-field': 'title', text: title }));
-  const groups = el(
+  const groups = groupList(c);
+  // The overall result, then the figures by role: outcomes judged, settings held or
+  // not, context shown.
+  const overall = el('p', { class: `r-overall r-overall-${c.overall}`, 'data-field': 'overall', 'data-verdict': c.overall, text: c.overall_line });
+  const table = figuresTable(c);
+  const notes = c.notes.length ? el('ul', { class: 'r-warnings', 'aria-label': 'Notes' }, ...c.notes.map((n) => el('li', { 'data-field': 'note', text: n }))) : null;
+  const distribution = distributionChart(c);
+  const { section: series, group, charts } = seriesSection(c, status);
+  const functions = functionSections(c);
+  const diff = diffSection(c);
+  root.append(
+    head,
+    // The groups under a heading of their level (the page's headings go 1, 2, 3).
+    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-groups' }, el('h2', { id: 'r-h-groups', text: 'Runs compared' }), groups),
+    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), overall, scroll(table, 'Figures side by side'), notes),
+    ...(distribution ? [el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distributions' }), distribution.el)] : []),
+    series,
+    ...functions,
+    ...(diff ? [diff] : []),
+  );
+  return { group, charts, distribution };
+}
+
+/** The groups compared, each with its runs. */
+function groupList(c: ComparePage): HTMLElement {
+  return el(
     'div',
     { class: 'r-groups' },
     ...c.groups.map((g, gi) =>
@@ -48,10 +77,11 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
       ),
     ),
   );
+}
 
-  // The overall result, then the figures by role: outcomes judged, settings held or
-  // not, context shown.
-  const overall = el('p', { class: `r-overall r-overall-${c.overall}`, 'data-field': 'overall', 'data-verdict': c.overall, text: c.overall_line });
+/** The figures side by side, a body per role; each compared group's change and verdict. */
+function figuresTable(c: ComparePage): HTMLElement {
+  const labels = c.groups.map((g) => g.label);
   const table = el('table', { class: 'r-table', 'data-table': 'figures' });
   const hr = el('tr', {}, el('th', { scope: 'col', text: 'figure' }));
   labels.forEach((l, i) => {
@@ -61,48 +91,57 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   hr.append(el('th', { scope: 'col', text: 'noise' }));
   table.append(el('thead', {}, hr));
   const headings: Record<string, string> = { outcome: 'Outcomes (judged)', setting: 'Settings (held or not, never judged)', context: 'Context (shown, never judged)' };
-  const verdictClass: Record<string, string> = { improved: 'r-better', regressed: 'r-worse' };
   const width = 2 + (labels.length - 1) * 3 + 1;
   for (const role of ['outcome', 'setting', 'context'] as const) {
     const rows = c.metrics.filter((m) => m.role === role);
     if (!rows.length) continue;
     const body = el('tbody', { 'data-role': role }, el('tr', { class: 'r-role' }, el('th', { scope: 'rowgroup', colspan: String(width), text: headings[role] })));
-    for (const m of rows) {
-      const tr = el('tr', { 'data-metric': m.key, 'data-role': m.role }, el('th', { scope: 'row', title: m.why ?? '', text: `${m.label}${role === 'outcome' ? (m.better === 'higher' ? ' (higher is better)' : ' (lower is better)') : ''}` }));
-      m.cells.forEach((cell, i) => {
-        tr.append(el('td', { 'data-group': String(i), 'data-held': cell?.held ?? '', text: cell ? cell.text : '–' }));
-        if (i === 0) return;
-        const ch = m.changes[i];
-        const cls = (ch && verdictClass[ch.verdict]) ?? 'r-same';
-        tr.append(
-          el('td', { class: `r-change ${cls}`, 'data-change': String(i), 'data-percent': ch ? String(ch.percent) : '', text: ch ? ch.text : '' }),
-          el('td', { class: `r-verdict ${cls}`, 'data-verdict': ch?.verdict ?? '', text: ch?.verdict_text ?? '' }),
-        );
-      });
-      tr.append(el('td', { 'data-field': 'noise', text: m.noise ?? '' }));
-      body.append(tr);
-    }
+    for (const m of rows) body.append(figureRow(m, role));
     table.append(body);
   }
-  const notes = c.notes.length ? el('ul', { class: 'r-warnings', 'aria-label': 'Notes' }, ...c.notes.map((n) => el('li', { 'data-field': 'note', text: n }))) : null;
+  return table;
+}
 
-  // Latency distributions.
-  let distribution: XYChart | null = null;
-  if (c.distributions.length) {
-    distribution = new XYChart({
-      id: 'distribution',
-      title: 'Latency by percentile over each measurement (log scale; dashed: from the intended send time)',
-      x: { kind: 'nines', label: 'percentile', format: (v) => `${v.toFixed(3).replace(/\.?0+$/, '')}%` },
-      left: { unit: 'us', scale: 'log', label: 'latency' },
-      series: c.distributions.map((d) => ({ label: `${d.name} (${compact(d.count)})`, color: groupColor(d.group), dash: d.intended, points: d.points.map(([p, v]) => [p, v] as [number, number]) })),
-      height: 280,
-    });
-  }
+/** One figure's row: each group's cell, then per compared group its change and verdict. */
+function figureRow(m: ComparePage['metrics'][0], role: string): HTMLElement {
+  const tr = el('tr', { 'data-metric': m.key, 'data-role': m.role }, el('th', { scope: 'row', title: m.why ?? '', text: `${m.label}${role === 'outcome' ? (m.better === 'higher' ? ' (higher is better)' : ' (lower is better)') : ''}` }));
+  m.cells.forEach((cell, i) => {
+    tr.append(el('td', { 'data-group': String(i), 'data-held': cell?.held ?? '', text: cell ? cell.text : '–' }));
+    if (i === 0) return;
+    const ch = m.changes[i];
+    const cls = (ch && VERDICT_CLASS[ch.verdict]) ?? 'r-same';
+    tr.append(
+      el('td', { class: `r-change ${cls}`, 'data-change': String(i), 'data-percent': ch ? String(ch.percent) : '', text: ch ? ch.text : '' }),
+      el('td', { class: `r-verdict ${cls}`, 'data-verdict': ch?.verdict ?? '', text: ch?.verdict_text ?? '' }),
+    );
+  });
+  tr.append(el('td', { 'data-field': 'noise', text: m.noise ?? '' }));
+  return tr;
+}
 
-  // Series overlaid, aligned at the start of each run's measurement. A window chosen on
-  // them is the same seconds of every run: its figures per group below, and the command
-  // that judges them.
-  const measureEnd = Math.max(0, ...c.series.map((s) => s.measure_end));
+/** The latency distributions overlaid, or null when no run kept one. */
+function distributionChart(c: ComparePage): XYChart | null {
+  if (!c.distributions.length) return null;
+  return new XYChart({
+    id: 'distribution',
+    title: 'Latency by percentile over each measurement (log scale; dashed: from the intended send time)',
+    x: { kind: 'nines', label: 'percentile', format: (v) => `${v.toFixed(3).replace(/\.?0+$/, '')}%` },
+    left: { unit: 'us', scale: 'log', label: 'latency' },
+    series: c.distributions.map((d) => ({ label: `${d.name} (${compact(d.count)})`, color: groupColor(d.group), dash: d.intended, points: d.points.map(([p, v]) => [p, v] as [number, number]) })),
+    height: 280,
+  });
+}
+
+/** The end of the longest measurement, ns from its start. */
+const measureEndOf = (c: ComparePage): number => Math.max(0, ...c.series.map((s) => s.measure_end));
+
+/**
+ * Series overlaid, aligned at the start of each run's measurement. A window chosen on
+ * them is the same seconds of every run: its figures per group below, and the command
+ * that judges them.
+ */
+function seriesSection(c: ComparePage, status: HTMLElement): { section: HTMLElement; group: ChartGroup; charts: Record<string, TimeChart> } {
+  const measureEnd = measureEndOf(c);
   const windowBox = el('div', { class: 'r-window-figures', 'data-field': 'window-figures', hidden: true });
   const group = new ChartGroup(extentOf(c.series.flatMap((s) => s.tables), [[0, measureEnd]]), {
     selectable: true,
@@ -113,9 +152,36 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     onSelect: (w) => showWindowFigures(windowBox, c, w),
   });
   const charts: Record<string, TimeChart> = {};
+  const section = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-series' }, el('h2', { id: 'r-h-series', text: 'Series overlaid, aligned at the start of each measurement (0 s); drag for a window of every run' }), windowBox);
+  for (const spec of overlaySpecs(c)) {
+    const ch = group.add(spec);
+    charts[spec.id] = ch;
+    section.append(ch.el);
+  }
+  return { section, group, charts };
+}
+
+/** A column of one of a run's tables as a line, or null when the run has none. */
+function columnLine(s: Series, table: string, name: string | null): Line | null {
+  const t = s.tables.find((x) => x.name === table);
+  const cl = name ? t?.columns.find((x) => x.name === name) : undefined;
+  return t && cl ? { label: name!, column: name!, table, time: t.time, values: cl.values, color: '' } : null;
+}
+
+/** The sum of some columns of one of a run's tables as a line named `as`. */
+function sumLine(s: Series, table: string, names: string[], as: string): Line | null {
+  const t = s.tables.find((x) => x.name === table);
+  const cols = t ? t.columns.filter((x) => names.includes(x.name)) : [];
+  return t && cols.length ? { label: as, column: as, table, time: t.time, values: sumColumns(cols, t.time.length), color: '' } : null;
+}
+
+/** The charts overlaid: each a line per run, coloured by its group. */
+function overlaySpecs(c: ComparePage): ChartSpec[] {
+  const labels = c.groups.map((g) => g.label);
+  const measureEnd = measureEndOf(c);
   const specs: ChartSpec[] = [];
-  const runLabel = (s: ComparePage['series'][0]): string => `${labels[s.group]} #${s.id ?? '?'}`;
-  const overlay = (id: string, title: string, unit: string, scale: 'linear' | 'log', pickLine: (s: ComparePage['series'][0]) => Line | null, summary?: (lines: Line[]) => Summary): void => {
+  const runLabel = (s: Series): string => `${labels[s.group]} #${s.id ?? '?'}`;
+  const overlay = (id: string, title: string, unit: string, scale: 'linear' | 'log', pickLine: (s: Series) => Line | null, summary?: (lines: Line[]) => Summary): void => {
     const lines: Line[] = [];
     for (const s of c.series) {
       const l = pickLine(s);
@@ -133,31 +199,19 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
       return cell ? { value: cell.median, text: cell.n > 1 ? `${cell.text} (median of ${cell.n})` : cell.text } : null;
     },
   });
-  const col = (s: ComparePage['series'][0], table: string, name: string | null): Line | null => {
-    const t = s.tables.find((x) => x.name === table);
-    const cl = name ? t?.columns.find((x) => x.name === name) : undefined;
-    return t && cl ? { label: name!, column: name!, table, time: t.time, values: cl.values, color: '' } : null;
-  };
-  const sum = (s: ComparePage['series'][0], table: string, names: string[], as: string): Line | null => {
-    const t = s.tables.find((x) => x.name === table);
-    const cols = t ? t.columns.filter((x) => names.includes(x.name)) : [];
-    return t && cols.length ? { label: as, column: as, table, time: t.time, values: sumColumns(cols, t.time.length), color: '' } : null;
-  };
   const unit = c.series[0]?.unit ?? 'op';
-  overlay('throughput', `Throughput: ${unit} completed per second`, `${unit}/s`, 'linear', (s) => col(s, 'load', s.completed));
-  overlay('p99', 'Latency p99 per second (log scale)', 'us', 'log', (s) => col(s, 'load', s.latency ? `${s.latency} p99` : null), figureOf('p99'));
-  overlay('target_cpu', 'Target CPU, % of one CPU', '%', 'linear', (s) => sum(s, 'target', ['cpu user', 'cpu system'], 'cpu user+system'));
-  overlay('rss', 'Target resident memory (RSS)', 'bytes', 'linear', (s) => col(s, 'target', 'rss'));
-  overlay('switches', 'Target context switches per second', '1/s', 'linear', (s) => sum(s, 'target', ['voluntary switches', 'involuntary switches'], 'switches'));
-  overlay('machine', 'Machine busy, % of all CPUs', '%', 'linear', (s) => col(s, 'machine', 'busy'));
-  const series = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-series' }, el('h2', { id: 'r-h-series', text: 'Series overlaid, aligned at the start of each measurement (0 s); drag for a window of every run' }), windowBox);
-  for (const spec of specs) {
-    const ch = group.add(spec);
-    charts[spec.id] = ch;
-    series.append(ch.el);
-  }
+  overlay('throughput', `Throughput: ${unit} completed per second`, `${unit}/s`, 'linear', (s) => columnLine(s, 'load', s.completed));
+  overlay('p99', 'Latency p99 per second (log scale)', 'us', 'log', (s) => columnLine(s, 'load', s.latency ? `${s.latency} p99` : null), figureOf('p99'));
+  overlay('target_cpu', 'Target CPU, % of one CPU', '%', 'linear', (s) => sumLine(s, 'target', ['cpu user', 'cpu system'], 'cpu user+system'));
+  overlay('rss', 'Target resident memory (RSS)', 'bytes', 'linear', (s) => columnLine(s, 'target', 'rss'));
+  overlay('switches', 'Target context switches per second', '1/s', 'linear', (s) => sumLine(s, 'target', ['voluntary switches', 'involuntary switches'], 'switches'));
+  overlay('machine', 'Machine busy, % of all CPUs', '%', 'linear', (s) => columnLine(s, 'machine', 'busy'));
+  return specs;
+}
 
-  // The function tables: functions judged like figures, ranked by change of cost.
+/** The function tables: functions judged like figures, ranked by change of cost. */
+function functionSections(c: ComparePage): HTMLElement[] {
+  const labels = c.groups.map((g) => g.label);
   const functions: HTMLElement[] = [];
   const [a, b] = [labels[0], labels[labels.length - 1]];
   c.functions.forEach((t, ti) => {
@@ -167,7 +221,7 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     const tb = el('tbody');
     for (const f of t.rows) {
       // Coloured only when judged beyond noise, as the figures are.
-      const cls = verdictClass[f.verdict] ?? 'r-same';
+      const cls = VERDICT_CLASS[f.verdict] ?? 'r-same';
       tb.append(
         el(
           'tr',
@@ -183,40 +237,26 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     }
     ft.append(tb);
     const id = `r-h-functions-${ti}`;
-    functions.push(
-      el(
-        'section',
-        { class: 'r-section', 'aria-labelledby': id },
-        el('h2', { id, text: `Functions (${t.event}): ${t.what}, ranked by change` }),
-        scroll(ft, `Functions (${t.event})`),
-      ),
-    );
+    functions.push(el('section', { class: 'r-section', 'aria-labelledby': id }, el('h2', { id, text: `Functions (${t.event}): ${t.what}, ranked by change` }), scroll(ft, `Functions (${t.event})`)));
   });
-  let diff: HTMLElement | null = null;
-  if (c.diff) {
-    const mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(c.diff.key)}"]`);
-    mount?.setAttribute('data-heading-level', '3');
-    diff = el(
-      'section',
-      { class: 'r-section', 'aria-labelledby': 'r-h-diff' },
-      el('h2', {
-        id: 'r-h-diff',
-        text: `Differential flame graph (${c.diff.event}): ${labels[0]} → ${labels[labels.length - 1]}, normalised, red grew, blue shrank${c.diff.marked ? '; only functions whose change is beyond noise are coloured' : '; one run per group: every change is coloured, noise included'}`,
-      }),
-      mount,
-    );
-  }
-  root.append(
-    head,
-    // The groups under a heading of their level (the page's headings go 1, 2, 3).
-    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-groups' }, el('h2', { id: 'r-h-groups', text: 'Runs compared' }), groups),
-    el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), overall, scroll(table, 'Figures side by side'), notes),
-    ...(distribution ? [el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distributions' }), distribution.el)] : []),
-    series,
-    ...functions,
-    ...(diff ? [diff] : []),
+  return functions;
+}
+
+/** The differential flame graph's section around its viewer's mount, or null. */
+function diffSection(c: ComparePage): HTMLElement | null {
+  if (!c.diff) return null;
+  const labels = c.groups.map((g) => g.label);
+  const mount = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(c.diff.key)}"]`);
+  mount?.setAttribute('data-heading-level', '3');
+  return el(
+    'section',
+    { class: 'r-section', 'aria-labelledby': 'r-h-diff' },
+    el('h2', {
+      id: 'r-h-diff',
+      text: `Differential flame graph (${c.diff.event}): ${labels[0]} → ${labels[labels.length - 1]}, normalised, red grew, blue shrank${c.diff.marked ? '; only functions whose change is beyond noise are coloured' : '; one run per group: every change is coloured, noise included'}`,
+    }),
+    mount,
   );
-  return { group, charts, distribution };
 }
 
 /** Seconds as a window reference writes them: `10`, `2.5`. */
