@@ -16,7 +16,7 @@ import { CategoryLegend } from './category-legend.js';
 import { histogram, timeSpan } from '../lib/timeline.js';
 import { timeIndex } from '../lib/timeindex.js';
 import { Transform, describe } from '../lib/transforms.js';
-import { formatInstant, formatNs, thousands } from '../lib/units.js';
+import { thousands } from '../lib/units.js';
 import { FlameChart } from '../lib/flamechart.js';
 import { percent } from '../lib/format.js';
 import { ChartBox } from '../render/chart-renderer.js';
@@ -34,6 +34,9 @@ import { TreeView } from './tree-view.js';
 import { describeBox, describeFrame, functionTable } from './describe.js';
 import { HelpDialog } from './help.js';
 import { HeaderParts, TabSpec, buildHeader } from './toolbar.js';
+import { FRAME_KEYS, STATE_KEYS, frameMenuEntries, transformFor } from './keys.js';
+import { buildPanes } from './panes.js';
+import { durationText, emptyText, samplesText, totalText } from './facts.js';
 
 
 type Which = 'main' | 'callers' | 'callees';
@@ -119,24 +122,11 @@ export class App {
     this.hash = new HashParams(opts.key ?? '');
     this.shift = model.raw.timeOrigin - (opts.origin ?? model.raw.timeOrigin);
     this.state = this.readUrl();
-    const flameHandlers = (which: Which) => ({
-      hover: (v: number, ev: MouseEvent | null) => this.onHover(which, v, ev),
-      click: (v: number) => this.onClick(which, v),
-      context: (v: number, x: number, y: number) => this.openFrameMenu(which, v, x, y),
-      select: (v: number) => this.onSelect(which, v),
-    });
-    this.main = new FlameView(flameHandlers('main'), 'flame main-flame', 'Flame graph');
-    this.callers = new FlameView(flameHandlers('callers'), 'flame sandwich-flame', 'Callers of the function');
-    this.callees = new FlameView(flameHandlers('callees'), 'flame sandwich-flame', 'Callees of the function');
-    this.chart = model.hasChart
-      ? new ChartView({
-          hover: (b, ev) => this.onChartHover(b, ev),
-          // Zoom and pan move the chart's view, never the page's window.
-          range: (t0, t1) => (this.chartSpan = [t0, t1]),
-          context: (b, x, y) => this.openChartMenu(b, x, y),
-          select: (b) => this.onChartSelect(b),
-        })
-      : null;
+    // The views, each calling back into the app.
+    this.main = new FlameView(this.flameHandlers('main'), 'flame main-flame', 'Flame graph');
+    this.callers = new FlameView(this.flameHandlers('callers'), 'flame sandwich-flame', 'Callers of the function');
+    this.callees = new FlameView(this.flameHandlers('callees'), 'flame sandwich-flame', 'Callees of the function');
+    this.chart = model.hasChart ? this.newChartView() : null;
     this.table = new TableView(
       `${this.ids}-table`,
       (key) => this.setState({ sort: key as ViewState['sort'] }),
@@ -150,25 +140,92 @@ export class App {
       context: (n, x, y) => this.openTreeMenu(n, x, y),
     });
     this.threadList = model.raw.sampleThread && !model.isDiff ? new ThreadList(`${this.ids}-threads-title`, { hidden: (h) => this.setState({ hidden: h, zoom: [] }) }) : null;
+    this.timeline = this.newTimeline();
+    // The header and the page's parts around the views.
+    this.header = buildHeader(model, this.tabs(), this.ids, opts.embedded ? opts.key ?? '' : null, opts.headingLevel ?? 1, this.headerActions());
+    this.ctrl = this.header.ctrl;
+    this.categoryLegend = model.categories ? new CategoryLegend((k) => this.setState({ category: k })) : null;
+    if (this.categoryLegend) this.header.el.append(this.categoryLegend.el);
+    this.tooltip = el('div', { class: 'tooltip', role: 'tooltip', hidden: true });
+    this.details = el('div', { class: 'details', 'data-ctrl': 'details' });
+    this.status = el('div', { class: 'sr-only', role: 'status', 'aria-live': 'polite', 'data-ctrl': 'status' });
+    this.notice = el('div', { class: 'notice', hidden: true });
+    this.empty = el('div', { class: 'empty', role: 'note', 'data-ctrl': 'empty', hidden: true });
+    // Landmarks named after the viewer: a page may hold several.
+    this.crumbs = el('nav', { class: 'crumbs', 'aria-label': opts.embedded ? `Zoom path of the ${opts.key} flame graph` : 'Zoom path' });
+    this.transformsBar = el('div', { class: 'transforms', hidden: true });
+    this.help = new HelpDialog(`${this.ids}-help-title`);
+    this.sandwichTitle = el('div', { class: 'sandwich-title' });
+    this.panes = buildPanes(this.ids, {
+      flame: this.main.el,
+      chart: this.chart ? this.chart.el : null,
+      tree: this.tree.el,
+      table: this.table.el,
+      sandwichTitle: this.sandwichTitle,
+      callers: this.callers.el,
+      callees: this.callees.el,
+    });
+    this.root = this.layOut();
+    mount.replaceChildren(this.root);
+    if (meta.view === 'chart' && !model.hasChart) {
+      this.notice.hidden = false;
+      setText(this.notice, 'This profile has no timestamps, so it has no time order to chart: showing the merged flame graph.');
+    }
+    this.listen();
+    onThemeChange(() => this.redrawAll());
+    this.render();
+  }
+
+  /** What a flame graph (the main one or a sandwich half) calls back. */
+  private flameHandlers(which: Which) {
+    return {
+      hover: (v: number, ev: MouseEvent | null) => this.onHover(which, v, ev),
+      click: (v: number) => this.onClick(which, v),
+      context: (v: number, x: number, y: number) => this.openFrameMenu(which, v, x, y),
+      select: (v: number) => this.onSelect(which, v),
+    };
+  }
+
+  /** The flame chart's view (for a profile with timestamps). */
+  private newChartView(): ChartView {
+    return new ChartView({
+      hover: (b, ev) => this.onChartHover(b, ev),
+      // Zoom and pan move the chart's view, never the page's window.
+      range: (t0, t1) => (this.chartSpan = [t0, t1]),
+      context: (b, x, y) => this.openChartMenu(b, x, y),
+      select: (b) => this.onChartSelect(b),
+    });
+  }
+
+  /** The time strip, or null when the profile's samples carry no time. */
+  private newTimeline(): TimelineView | null {
+    const model = this.model;
     const nsw = model.nsPerWeight;
     const span = timeSpan(model.raw, nsw);
-    this.timeline = span
-      ? new TimelineView(
-          span,
-          (n, sp) => histogram(model.raw, n, sp, nsw),
-          (r) => this.setState({ range: r, zoom: [] }),
-          capitalise(model.unit.isTime ? model.unit.what : model.unit.countsSamples ? 'samples' : model.unit.what),
-          this.shift,
-        )
-      : null;
-    const views: TabSpec[] = [
+    if (!span) return null;
+    return new TimelineView(
+      span,
+      (n, sp) => histogram(model.raw, n, sp, nsw),
+      (r) => this.setState({ range: r, zoom: [] }),
+      capitalise(model.unit.isTime ? model.unit.what : model.unit.countsSamples ? 'samples' : model.unit.what),
+      this.shift,
+    );
+  }
+
+  /** The views' tabs and their keys (the flame chart's only with a chart). */
+  private tabs(): TabSpec[] {
+    return [
       { view: 'flame', label: 'Flame graph', key: '1' },
       ...(this.chart ? [{ view: 'chart' as ViewName, label: 'Flame chart', key: '4' }] : []),
       { view: 'tree', label: 'Call tree', key: '5' },
       { view: 'table', label: 'Functions', key: '2' },
       { view: 'sandwich', label: 'Sandwich', key: '3' },
     ];
-    this.header = buildHeader(model, views, this.ids, opts.embedded ? opts.key ?? '' : null, opts.headingLevel ?? 1, {
+  }
+
+  /** What the header's controls do. */
+  private headerActions(): Parameters<typeof buildHeader>[5] {
+    return {
       tab: (v) => this.setState({ view: v }),
       icicle: () => this.setState({ icicle: !this.state.icicle }),
       order: (v) => this.setState({ order: v as ViewState['order'] }),
@@ -185,41 +242,17 @@ export class App {
       matchCase: () => this.setState({ matchCase: !this.state.matchCase }),
       exportMenu: (b) => this.openExportMenu(b),
       help: () => this.help.toggle(),
-    });
-    this.ctrl = this.header.ctrl;
-    this.categoryLegend = model.categories ? new CategoryLegend((k) => this.setState({ category: k })) : null;
-    if (this.categoryLegend) this.header.el.append(this.categoryLegend.el);
-    this.tooltip = el('div', { class: 'tooltip', role: 'tooltip', hidden: true });
-    this.details = el('div', { class: 'details', 'data-ctrl': 'details' });
-    this.status = el('div', { class: 'sr-only', role: 'status', 'aria-live': 'polite', 'data-ctrl': 'status' });
-    this.notice = el('div', { class: 'notice', hidden: true });
-    this.empty = el('div', { class: 'empty', role: 'note', 'data-ctrl': 'empty', hidden: true });
-    // Landmarks named after the viewer: a page may hold several.
-    this.crumbs = el('nav', { class: 'crumbs', 'aria-label': opts.embedded ? `Zoom path of the ${opts.key} flame graph` : 'Zoom path' });
-    this.transformsBar = el('div', { class: 'transforms', hidden: true });
-    this.help = new HelpDialog(`${this.ids}-help-title`);
-    this.sandwichTitle = el('div', { class: 'sandwich-title' });
-    const pane = (v: ViewName, cls: string, ...children: (Node | null)[]): HTMLElement =>
-      el('section', { class: `pane ${cls}`, role: 'tabpanel', id: `${this.ids}-pane-${v}`, 'aria-labelledby': `${this.ids}-tab-${v}` }, ...children);
-    this.panes = {
-      flame: pane('flame', 'flame-pane', this.main.el),
-      chart: pane('chart', 'chart-pane', this.chart ? this.chart.el : null),
-      tree: pane('tree', 'tree-pane', this.tree.el),
-      table: pane('table', 'table-pane', this.table.el),
-      sandwich: pane(
-        'sandwich',
-        'sandwich-pane',
-        this.sandwichTitle,
-        el('div', { class: 'sandwich-label', text: 'Callers: the function at the bottom, each row up one caller further out' }),
-        this.callers.el,
-        el('div', { class: 'sandwich-label', text: 'Callees: the function at the top, what it calls below' }),
-        this.callees.el,
-      ),
     };
-    // A page of its own: the whole viewer is its main landmark; a report's page holds the
-    // viewer inside its own.
-    this.root = el(
-      opts.embedded ? 'div' : 'main',
+  }
+
+  /**
+   * The viewer's element: header, notices, time strip, zoom path, panes, then the floating
+   * parts. A page of its own: the whole viewer is its main landmark; a report's page holds
+   * the viewer inside its own.
+   */
+  private layOut(): HTMLElement {
+    return el(
+      this.opts.embedded ? 'div' : 'main',
       { class: 'kiln' },
       this.header.el,
       this.notice,
@@ -234,11 +267,10 @@ export class App {
       this.help.el,
       this.threadList ? this.threadList.el : null,
     );
-    mount.replaceChildren(this.root);
-    if (meta.view === 'chart' && !model.hasChart) {
-      this.notice.hidden = false;
-      setText(this.notice, 'This profile has no timestamps, so it has no time order to chart: showing the merged flame graph.');
-    }
+  }
+
+  /** The page's events: a window chosen elsewhere, the URL, keys, clicks outside a popup. */
+  private listen(): void {
     // A window selected elsewhere on the page (another viewer, a chart of the load).
     // Applied once the window settles: a pan on one viewer's flame chart sends one per
     // frame, and re-laying out every other graph per frame would make the pan stutter.
@@ -254,7 +286,7 @@ export class App {
       this.render();
     });
     this.root.addEventListener('keydown', (e) => this.onKey(e));
-    if (opts.documentKeys) {
+    if (this.opts.documentKeys) {
       document.addEventListener('keydown', (e) => {
         const t = e.target as Node | null;
         if (t === document || t === document.body || t === document.documentElement) this.onKey(e);
@@ -265,8 +297,6 @@ export class App {
       const tl = this.threadList;
       if (tl?.isOpen && !tl.el.contains(e.target as Node) && e.target !== this.ctrl['thread-list']) tl.close();
     });
-    onThemeChange(() => this.redrawAll());
-    this.render();
   }
 
   private readUrl(): ViewState {
@@ -425,26 +455,14 @@ export class App {
     if (m.isDiff) return;
     const s = this.state;
     const all = m.totals();
-    const u = m.unit;
     const whole = !s.range && !s.hidden.length && !s.transforms.length;
     const shown = whole ? { weight: all.weight, samples: all.samples } : this.shownTotals();
     const total = this.ctrl['fact-total-0'];
-    if (total) {
-      const w = u.countsSamples ? thousands(shown.weight) : u.format(shown.weight);
-      const of = u.countsSamples ? u.formatSamples(all.weight) : u.format(all.weight);
-      setText(total, whole ? (u.countsSamples ? of : `${of}${u.isTime ? ` of ${u.what}` : ''}`) : `${w} of ${of}${u.isTime ? ` of ${u.what}` : ''}`);
-    }
+    if (total) setText(total, totalText(m.unit, all, shown, whole));
     const samples = this.ctrl['fact-samples-0'];
-    if (samples) {
-      let t = whole ? u.formatSamples(all.samples) : `${thousands(shown.samples)} of ${u.formatSamples(all.samples)}`;
-      if (u.periodNs) t += ` (one per ${formatNs(u.periodNs)} of CPU, ${thousands(1e9 / u.periodNs)} Hz)`;
-      setText(samples, t);
-    }
+    if (samples) setText(samples, samplesText(m.unit, all, shown, whole));
     const dur = this.ctrl['fact-duration-0'];
-    if (dur && all.durationNs !== null) {
-      const r = s.range;
-      setText(dur, r ? `${formatNs(r[1] - r[0])} window (${formatInstant(r[0] + this.shift, 1e8)} – ${formatInstant(r[1] + this.shift, 1e8)}) of ${formatNs(all.durationNs)}` : formatNs(all.durationNs));
-    }
+    if (dur && all.durationNs !== null) setText(dur, durationText(s.range, this.shift, all.durationNs));
   }
 
   /**
@@ -463,39 +481,12 @@ export class App {
     return { weight: l.total[0], samples: l.samples };
   }
 
-  /**
-   * What the page says when there is nothing to draw: the profile has no sample, the
-   * window holds none, or the hidden threads and transforms leave none — and why.
-   * `total` is the shown weight (null: the flame chart, which counts its own).
-   */
+  /** The note over the panes when there is nothing to draw, and why (emptyText). */
   private renderEmpty(total: number | null): void {
-    const s = this.state;
-    const m = this.model;
-    let text = '';
-    const all = m.totals();
-    const what = (where: string): string => {
-      const ev = m.unit.event ?? '';
-      if (/off-?cpu|sched_switch/i.test(ev)) return `no thread of the target was off CPU ${where} (it never blocked, or nothing was recorded)`;
-      if (m.unit.periodNs || /cpu|clock|cycles/i.test(ev)) return `the target did not run on a CPU ${where} (an idle or stopped process)`;
-      return `no event of this kind happened ${where}`;
-    };
-    // The window's samples are counted (a pass over every sample) only when nothing is shown.
-    if (all.samples === 0) text = `No samples in this profile: ${what('while it was recorded')}.`;
-    else if (total === null ? s.range !== null : !(total > 0)) {
-      const inWindow = s.range ? this.windowCounts().total : all.samples;
-      const r = s.range;
-      if (r && inWindow === 0) {
-        const span = timeSpan(m.raw, m.nsPerWeight);
-        const at = (t: number): string => formatInstant(t + this.shift, 1e8);
-        text = `No samples in this window (${at(r[0])} – ${at(r[1])}): ${what('in these seconds')}.${span ? ` The profile's samples lie between ${at(span[0])} and ${at(span[1])}.` : ''}`;
-      } else if (total !== null && !(total > 0)) {
-        const why = [s.hidden.length ? `hiding ${s.hidden.length} thread${s.hidden.length === 1 ? '' : 's'} (h lists them)` : '', s.transforms.length ? 'the transforms (u undoes the last)' : ''].filter(Boolean).join(' and ');
-        text = `No samples left: none of the ${thousands(inWindow)} samples ${r ? 'of this window' : 'of the profile'} remain after ${why || 'this view'}.`;
-      }
-    }
+    const text = emptyText(this.model, this.state, total, () => this.windowCounts().total, this.shift);
     this.empty.hidden = !text;
     setText(this.empty, text);
-    this.root.classList.toggle('no-samples', all.samples === 0);
+    this.root.classList.toggle('no-samples', this.model.totals().samples === 0);
   }
 
   /** Opens the thread list (its entries first, so focus lands on the first thread) or closes it. */
@@ -815,17 +806,10 @@ export class App {
    */
   private action(key: string, frame: number, path: number[] | null, zoom: (() => void) | null, stack: number[] | null = path): void {
     if (frame < 0) return;
+    if (key === 'zoom') return zoom?.();
+    const t = transformFor(key, frame, path);
+    if (t) return this.addTransform(t);
     switch (key) {
-      case 'zoom':
-        return zoom?.();
-      case 'x':
-        if (path) this.addTransform({ kind: 'focus-subtree', path });
-        return;
-      case 'M':
-        if (path) this.addTransform({ kind: 'merge-call-node', path });
-        return;
-      case 'R':
-        return this.addTransform({ kind: 'collapse-direct-recursion', f: frame });
       case 'C': {
         const lib = this.libraryOf(frame);
         if (lib >= 0) this.addTransform({ kind: 'collapse-library', f: lib });
@@ -834,14 +818,6 @@ export class App {
       case 'Y':
         if (stack) this.copy(stack.map((f) => this.frameName(f)).join('\n'), `the stack of ${stack.length} frame${stack.length === 1 ? '' : 's'}`);
         return;
-      case 'F':
-        return this.addTransform({ kind: 'focus-function', f: frame });
-      case 'm':
-        return this.addTransform({ kind: 'merge', f: frame });
-      case 'd':
-        return this.addTransform({ kind: 'drop', f: frame });
-      case 'r':
-        return this.addTransform({ kind: 'collapse-recursion', f: frame });
       case 's':
         return this.setState({ fn: frame, view: 'sandwich' });
       case 'y': {
@@ -875,21 +851,7 @@ export class App {
    */
   private frameItems(run: (key: string) => void, frame: number, node: boolean, stack: boolean, zoomLabel: string): MenuItem[] {
     const lib = this.libraryOf(frame);
-    const items: [string, string, boolean][] = [
-      ['zoom', zoomLabel, true],
-      ['x', 'Focus on subtree (x)', node],
-      ['F', 'Focus on function (F)', true],
-      ['m', 'Merge function (m)', true],
-      ['M', 'Merge node only (M)', node],
-      ['d', 'Drop samples with this function (d)', true],
-      ['r', 'Collapse recursion (r)', true],
-      ['R', 'Collapse direct recursion only (R)', true],
-      ['C', `Collapse library ${lib >= 0 ? this.frameName(lib) : ''} (C)`, lib >= 0],
-      ['s', 'Sandwich: callers and callees (s)', true],
-      ['y', 'Copy name (y)', true],
-      ['Y', 'Copy stack (Y)', stack],
-    ];
-    return items.filter((it) => it[2]).map(([key, label]) => ({ key, label, run: () => run(key) }));
+    return frameMenuEntries(zoomLabel, node, stack, lib >= 0 ? this.frameName(lib) : null).map(([key, label]) => ({ key, label, run: () => run(key) }));
   }
 
   private openFrameMenu(which: Which, v: number, x: number, y: number): void {
@@ -1017,93 +979,63 @@ export class App {
       e.preventDefault();
       return this.stepMatch(e.shiftKey ? -1 : 1);
     }
-    if (e.key === 'Escape') {
-      if (this.menu.isOpen) return this.menu.close();
-      if (this.help.isOpen) return this.help.close();
-      if (typing) return (t as HTMLInputElement).blur();
-      if (this.threadList?.isOpen) return this.threadList.close();
-      if (this.state.query) this.setState({ query: '' });
-      else if (this.state.view === 'chart') {
-        // First the chart's own zoom, then the window.
-        if (this.chartSpan) {
-          this.chartSpan = null;
-          this.render();
-        } else this.setState({ range: null });
-      } else this.setState({ zoom: [] });
-      return;
-    }
+    if (e.key === 'Escape') return this.onEscape(t, typing);
     if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
-    const s = this.state;
-    const target = (key: string): void => {
-      const k = this.keyTarget();
-      if (!k) return;
-      if ('box' in k) {
-        const info = this.boxInfo(k.box);
-        if (info) this.action(key, info.frame, null, null, null);
-        return;
-      }
-      if ('row' in k) {
-        const path = k.row.node > 0 ? pathOf(this.derived.layout, k.row.node) : null;
-        this.action(key, k.row.frame, path, null, path ?? keyFrames(k.row.key));
-        return;
-      }
-      const l = this.layoutOf(k.which);
-      if (k.v > 0) this.action(key, l.frame[k.v], k.which === 'main' ? pathOf(l, k.v) : null, null, pathOf(l, k.v));
-    };
+    const patch = STATE_KEYS.get(e.key);
+    if (patch) return this.setState(patch(this.state));
+    if (FRAME_KEYS.has(e.key)) return this.actOnKeyTarget(e.key);
     switch (e.key) {
       case '/':
         e.preventDefault();
         (this.ctrl.search as HTMLInputElement).focus();
         return;
-      case 'c':
-        return this.setState({ matchCase: !s.matchCase });
-      case '1':
-        return this.setState({ view: 'flame' });
-      case '2':
-        return this.setState({ view: 'table' });
-      case '3':
-        return this.setState({ view: 'sandwich' });
       case '4':
         if (this.chart) this.setState({ view: 'chart' });
         return;
-      case '5':
-        return this.setState({ view: 'tree' });
-      case 'b':
-        return this.setState({ invert: !s.invert, view: 'tree' });
-      case 't':
-        return this.setState({ searchNames: !s.searchNames });
       case 'h':
         return this.toggleThreads();
-      case 'i':
-        return this.setState({ icicle: !s.icicle });
-      case 'l':
-        return this.setState({ order: s.order === 'alphabetical' ? 'left-heavy' : 'alphabetical' });
-      case 'z':
-        return this.setState({ zoom: s.zoom.slice(0, -1) });
-      case '0':
-        return this.setState({ zoom: [] });
-      case 'u':
-        return this.setState({ transforms: s.transforms.slice(0, -1), zoom: [] });
       case 'n':
-        if (this.model.isDiff) this.setState({ normalise: !s.normalise });
+        if (this.model.isDiff) this.setState({ normalise: !this.state.normalise });
         return;
       case 'e':
         return this.openExportMenu(this.ctrl.export);
       case '?':
         return this.help.toggle();
-      case 'm':
-      case 'M':
-      case 'F':
-      case 'x':
-      case 'd':
-      case 'r':
-      case 'R':
-      case 'C':
-      case 's':
-      case 'y':
-      case 'Y':
-        return target(e.key);
     }
+  }
+
+  /** Escape closes what is open, leaves a field, then undoes the search, the chart's zoom, the window or the zoom. */
+  private onEscape(t: HTMLElement, typing: boolean): void {
+    if (this.menu.isOpen) return this.menu.close();
+    if (this.help.isOpen) return this.help.close();
+    if (typing) return (t as HTMLInputElement).blur();
+    if (this.threadList?.isOpen) return this.threadList.close();
+    if (this.state.query) this.setState({ query: '' });
+    else if (this.state.view === 'chart') {
+      // First the chart's own zoom, then the window.
+      if (this.chartSpan) {
+        this.chartSpan = null;
+        this.render();
+      } else this.setState({ range: null });
+    } else this.setState({ zoom: [] });
+  }
+
+  /** A frame key (FRAME_KEYS) on the frame the keyboard or the mouse is on, if any. */
+  private actOnKeyTarget(key: string): void {
+    const k = this.keyTarget();
+    if (!k) return;
+    if ('box' in k) {
+      const info = this.boxInfo(k.box);
+      if (info) this.action(key, info.frame, null, null, null);
+      return;
+    }
+    if ('row' in k) {
+      const path = k.row.node > 0 ? pathOf(this.derived.layout, k.row.node) : null;
+      this.action(key, k.row.frame, path, null, path ?? keyFrames(k.row.key));
+      return;
+    }
+    const l = this.layoutOf(k.which);
+    if (k.v > 0) this.action(key, l.frame[k.v], k.which === 'main' ? pathOf(l, k.v) : null, null, pathOf(l, k.v));
   }
 
   /** Draws the current view now (first paint, benchmarks). */
