@@ -124,21 +124,15 @@ impl Loop<'_> {
             && !self.shared_subscription
             && pairs <= 100_000)
             .then(|| {
-                let mut want = 0u64;
-                let mut got = 0u64;
-                for (p, sent) in self.pub_sent().iter().enumerate() {
-                    for t in &self.tracks {
-                        want += sent;
-                        got += t[p].next_seq.min(*sent).saturating_sub(t[p].missing);
-                    }
-                }
+                let (want, got) = self.delivery_counts();
                 want.saturating_sub(got) as f64
             });
         self.ctx.set_level(M.undelivered, undelivered);
     }
 
-    /// Every message this load's publishers encoded was received by every subscriber.
-    pub(super) fn all_delivered(&self) -> bool {
+    /// `(deliveries due, deliveries made)`: each message the publishers encoded, once per
+    /// subscriber, and those the subscribers received (in sequence, less the missing).
+    fn delivery_counts(&self) -> (u64, u64) {
         let mut want = 0u64;
         let mut got = 0u64;
         for (p, sent) in self.pub_sent().iter().enumerate() {
@@ -147,6 +141,12 @@ impl Loop<'_> {
                 got += t[p].next_seq.min(*sent).saturating_sub(t[p].missing);
             }
         }
+        (want, got)
+    }
+
+    /// Every message this load's publishers encoded was received by every subscriber.
+    pub(super) fn all_delivered(&self) -> bool {
+        let (want, got) = self.delivery_counts();
         got >= want
     }
 
