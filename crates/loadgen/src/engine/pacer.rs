@@ -1,18 +1,21 @@
 //! When each request or message is meant to be sent.
 //!
-//! Like vegeta's `lib/pacer.go`: a [`Pacer`] knows nothing of protocols; given the time since
-//! the load started and the hits made so far it says how long to wait for the next hit
-//! ([`Pacer::pace`]). Ours also answers *when* hit `n` is due ([`Pacer::due`]), because
-//! latency measured from that intended time is free of coordinated omission: a client that
-//! stalls does not postpone the schedule, so the queueing it causes shows up in the
-//! latency instead of hiding in a lower rate (wrk2's and HdrHistogram's
+//! Like vegeta's `lib/pacer.go`, a [`Pacer`] knows nothing of protocols. Where vegeta's says
+//! how long to wait for the next hit, ours says *when* hit `n` is due ([`Pacer::due`]),
+//! because latency measured from that intended time is free of coordinated omission: a
+//! client that stalls does not postpone the schedule, so the queueing it causes shows up in
+//! the latency instead of hiding in a lower rate (wrk2's and HdrHistogram's
 //! `recordValueWithExpectedInterval` idea).
+//!
+//! Every driver paces through a [`Schedule`], a pacer walked hit by hit: it takes the hits
+//! due by now ([`Schedule::take_due`]), each with its intended time, and waits for
+//! [`Schedule::next`] in its own way (the AMQP producer sleeps on the run's stop, the MQTT
+//! event loop keeps a timer heap, the HTTP one a `timerfd`).
 //!
 //! Pacers beside each other: [`Constant`] (with an optional offset, for many mostly idle
 //! publishers spread over an interval), [`Steps`] (rates cycled through fixed-length steps:
 //! PerfTest's `--variable-rate`), [`Linear`] (a ramp) and [`Sine`] (a periodic load).
 use std::fmt::Debug;
-use std::time::Duration;
 
 /// A schedule of hits.
 pub trait Pacer: Send + Sync + Debug {
@@ -21,19 +24,6 @@ pub trait Pacer: Send + Sync + Debug {
 
     /// Hits per second at `t` seconds since the start.
     fn rate(&self, t: f64) -> f64;
-
-    /// How long to wait before the next hit, given the time since the start and the hits
-    /// made so far (zero when it is due or overdue), and whether no hit will ever be due
-    /// again: vegeta's `Pace(elapsed, hits) -> (wait, stop)`.
-    fn pace(&self, elapsed: Duration, hits: u64) -> (Duration, bool) {
-        match self.due(hits) {
-            None => (Duration::ZERO, true),
-            Some(t) => {
-                let wait = (t - elapsed.as_secs_f64()).max(0.0);
-                (Duration::from_secs_f64(wait.min(1e9)), false)
-            }
-        }
-    }
 }
 
 /// `rate` hits per second, the first at `offset` seconds.
@@ -307,24 +297,6 @@ mod tests {
         assert_eq!(times(&Steps::new(&[(2.5, 1)]), 1.0), vec![0.0, 0.4, 0.8]);
         assert_eq!(step_at(&[(7usize, 0)], 1e9).0, 7);
         assert_eq!(step_at(&[(10.0, 2), (0.0, 3)], 5.5), (10.0, 7.0));
-    }
-
-    #[test]
-    fn constant_pace_is_vegetas() {
-        let p = Constant {
-            rate: 10.0,
-            offset: 0.0,
-        };
-        assert_eq!(p.pace(Duration::ZERO, 0), (Duration::ZERO, false));
-        let (w, stop) = p.pace(Duration::from_millis(50), 1);
-        assert!(!stop && (w.as_secs_f64() - 0.05).abs() < 1e-9, "{w:?}");
-        // Behind schedule: no wait.
-        assert_eq!(p.pace(Duration::from_secs(1), 3).0, Duration::ZERO);
-        let none = Constant {
-            rate: 0.0,
-            offset: 0.0,
-        };
-        assert!(none.pace(Duration::ZERO, 0).1);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The event loop: one thread per `-t`, each with its share of the connections in one
-//! epoll set (mio), keep-alive, optional pipelining, and — with a rate — a schedule of
-//! intended send times kept by a `timerfd` (epoll's own timeout has millisecond grain).
+//! epoll set (mio), keep-alive, optional pipelining, and — with a rate — the engine's
+//! [`Schedule`] of intended send times, as every protocol takes it, waited for with a
+//! `timerfd` (epoll's own timeout has millisecond grain). Each request due is a ticket
+//! carrying its intended time; latency from it is free of coordinated omission.
 //!
 //! Every request issued ends in exactly one bucket: a response (by status), a timeout, a
 //! reset, a connection the server closed, a response that did not parse, or "unanswered
@@ -11,7 +13,7 @@ use super::request::Plan;
 use super::response::{ParseError, ResponseReader};
 use super::ErrorKind;
 use crate::engine::fleet::Spread;
-use crate::engine::pacer::{Constant, Pacer};
+use crate::engine::pacer::Schedule;
 use crate::engine::Ctx;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -28,7 +30,7 @@ const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_POLL: Duration = Duration::from_millis(20);
 
 /// What one worker thread does.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct WorkerConfig {
     /// This thread's index and the number of threads (request numbers interleave).
     pub index: u32,
@@ -40,8 +42,8 @@ pub(crate) struct WorkerConfig {
     pub first: usize,
     /// Requests in flight per connection (1: no pipelining).
     pub pipeline: usize,
-    /// This thread's schedule; `None`: closed loop.
-    pub pacer: Option<Constant>,
+    /// This thread's share of the engine's schedule; `None`: closed loop.
+    pub schedule: Option<Schedule>,
     pub timeout: Duration,
     /// How long in-flight requests may still be answered after issuing stops.
     pub drain: Duration,
@@ -125,8 +127,8 @@ pub(crate) struct Worker<'a> {
     deadlines: VecDeque<Deadline>,
     /// Intended send times of due tickets waiting for a free connection.
     backlog: VecDeque<u64>,
-    next_ticket_ns: u64,
-    tickets: u64,
+    /// No ticket is left to release: the request limit is reached.
+    schedule_done: bool,
     timer: Option<TimerFd>,
     /// The timer woke the loop in this iteration.
     timer_woke: bool,
@@ -154,7 +156,7 @@ impl<'a> Worker<'a> {
         let base = ctx
             .clock()
             .instant_at(ctx.go_ns().unwrap_or_else(|| ctx.ns()));
-        let timer = if cfg.pacer.is_some() {
+        let timer = if cfg.schedule.is_some() {
             let t = TimerFd::new()?;
             poll.registry()
                 .register(&mut mio::unix::SourceFd(&t.fd), TIMER, Interest::READABLE)?;
@@ -163,13 +165,8 @@ impl<'a> Worker<'a> {
             None
         };
         let seed = cfg.index as u64 * 0x9e37_79b9_7f4a_7c15 + 1;
-        let first = cfg
-            .pacer
-            .and_then(|p| p.due(0))
-            .map_or(u64::MAX, |t| (t * 1e9) as u64);
         Ok(Worker {
             conns: (0..cfg.connections).map(|_| Conn::new()).collect(),
-            next_ticket_ns: first,
             agent: cfg.index as usize,
             cfg,
             plan,
@@ -183,7 +180,7 @@ impl<'a> Worker<'a> {
             free: Vec::new(),
             deadlines: VecDeque::new(),
             backlog: VecDeque::new(),
-            tickets: 0,
+            schedule_done: false,
             timer,
             timer_woke: false,
             period_ns: 0,
@@ -241,11 +238,20 @@ impl<'a> Worker<'a> {
             self.issuing = false;
         }
         self.started = true;
-        if let (Some(p), Some(tf)) = (self.cfg.pacer, &self.timer) {
-            self.period_ns = ((1e9 / p.rate) as u64).max(1);
-            if self.next_ticket_ns != u64::MAX {
-                tf.arm(self.base, self.next_ticket_ns, self.period_ns);
-            }
+        if let (Some(next), Some(tf)) = (self.next_due_ns(), &self.timer) {
+            // The timer repeats at the period of the rate in force when the first request
+            // is due.
+            let rate = self
+                .cfg
+                .schedule
+                .as_ref()
+                .map_or(0.0, |s| s.rate(next as f64 / 1e9));
+            self.period_ns = if rate > 0.0 {
+                ((1e9 / rate) as u64).max(1)
+            } else {
+                0
+            };
+            tf.arm(self.base, next, self.period_ns);
         }
         let mut drain_until = None;
         loop {
@@ -331,8 +337,7 @@ impl<'a> Worker<'a> {
                 break;
             }
         }
-        if self.issuing && self.cfg.pacer.is_some() && self.next_ticket_ns != u64::MAX {
-            let next = self.next_ticket_ns;
+        if let Some(next) = self.next_due_ns().filter(|_| self.issuing) {
             if next <= now {
                 return Duration::ZERO;
             }
@@ -349,32 +354,42 @@ impl<'a> Worker<'a> {
         Duration::from_nanos(t)
     }
 
-    /// Moves due tickets of the rate schedule into the backlog.
+    /// When the schedule's next ticket is due, ns after the start (rounded up, so that the
+    /// ticket is due by then); `None` in a closed loop or when no ticket is left (at or
+    /// after the end of the run, or at the request limit).
+    fn next_due_ns(&self) -> Option<u64> {
+        if self.schedule_done {
+            return None;
+        }
+        let t = self.cfg.schedule.as_ref()?.next()?;
+        (t < self.ctx.end_s()).then(|| (t * 1e9).ceil() as u64)
+    }
+
+    /// Moves due tickets of the schedule into the backlog, each with its intended time.
     fn release_tickets(&mut self, now: u64) {
         self.released = 0;
-        let Some(pacer) = self.cfg.pacer else { return };
-        // Nothing is scheduled at or after the end of the run.
-        let end_ns = (self.ctx.end_s() * 1e9).min(u64::MAX as f64) as u64;
-        while self.next_ticket_ns <= now {
-            if self.next_ticket_ns >= end_ns
-                || (self.cfg.max_requests > 0
-                    && self.issued + self.backlog.len() as u64 >= self.cfg.max_requests)
-            {
-                self.next_ticket_ns = u64::MAX;
+        let Some(schedule) = self.cfg.schedule.as_mut() else {
+            return;
+        };
+        let (now_s, end_s) = (now as f64 / 1e9, self.ctx.end_s());
+        let max = self.cfg.max_requests;
+        while !self.schedule_done {
+            if max > 0 && self.issued + self.backlog.len() as u64 >= max {
+                self.schedule_done = true;
                 break;
             }
-            self.backlog.push_back(self.next_ticket_ns);
-            self.tickets += 1;
+            // Nothing is scheduled at or after the end of the run.
+            let Some(t) = schedule.take_due(now_s, end_s) else {
+                break;
+            };
+            self.backlog.push_back((t * 1e9) as u64);
             self.released += 1;
-            self.next_ticket_ns = pacer
-                .due(self.tickets)
-                .map_or(u64::MAX, |t| (t * 1e9) as u64);
         }
     }
 
     /// Sends what can be sent: backlog tickets (rate) or a full pipeline (closed loop).
     fn dispatch(&mut self) {
-        if self.cfg.pacer.is_some() {
+        if self.cfg.schedule.is_some() {
             while !self.backlog.is_empty() {
                 let Some(i) = self.take_free() else { break };
                 let intended = self.backlog.pop_front();
@@ -554,7 +569,7 @@ impl<'a> Worker<'a> {
                         return false;
                     }
                     if self.issuing {
-                        if self.cfg.pacer.is_some() {
+                        if self.cfg.schedule.is_some() {
                             if let Some(t) = self.backlog.pop_front() {
                                 self.issue(i, Some(t));
                             } else {

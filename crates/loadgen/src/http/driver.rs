@@ -3,7 +3,7 @@ use super::client::{Worker, WorkerConfig};
 use super::request::Plan;
 use super::{ErrorKind, HttpOptions};
 use crate::engine::fleet::Spread;
-use crate::engine::pacer::Constant;
+use crate::engine::pacer::{Constant, Schedule};
 use crate::engine::stats::{
     metrics, CounterDef, CounterId, FlagDef, LatencyDef, LatencyId, LevelDef, Schema, Show,
 };
@@ -362,9 +362,11 @@ impl Driver for HttpDriver {
                     first,
                     pipeline: o.pipeline as usize,
                     // Threads interleave: thread t's first request is due t/R after the start.
-                    pacer: o.rate.map(|r| Constant {
-                        rate: r / threads as f64,
-                        offset: t as f64 / r,
+                    schedule: o.rate.map(|r| {
+                        Schedule::new(Box::new(Constant {
+                            rate: r / threads as f64,
+                            offset: t as f64 / r,
+                        }))
                     }),
                     timeout: o.timeout,
                     drain: o.timeout.min(Duration::from_secs(2)),
