@@ -84,6 +84,10 @@ fn convert(t: &Tick, schema: &Schema, completed: CounterId) -> LoadTick {
 }
 
 impl Workload for EngineLoad {
+    fn align_ticks(&mut self, origin_mono_ns: u64) {
+        self.load.align_ticks(origin_mono_ns);
+    }
+
     fn info(&self) -> LoadInfo {
         let settings = self.load.settings();
         LoadInfo {

@@ -121,6 +121,9 @@ fn stop_child(child: &mut Child) -> Option<std::process::ExitStatus> {
 }
 
 impl Workload for ExecLoad {
+    /// An external command reports no seconds: nothing to align.
+    fn align_ticks(&mut self, _origin_mono_ns: u64) {}
+
     fn info(&self) -> LoadInfo {
         LoadInfo {
             protocol: "exec".into(),

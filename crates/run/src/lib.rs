@@ -195,6 +195,10 @@ pub trait LoadEvents {
 pub trait Workload: Send {
     /// What it is, for the run's metadata.
     fn info(&self) -> LoadInfo;
+    /// Ends the load's seconds on the grid of whole seconds from `origin_mono_ns`
+    /// (`CLOCK_MONOTONIC`, ns; see [`kiln_loadgen::Load::align_ticks`]): `kiln agent` sets
+    /// it for each load it runs, so that the seconds of several hosts merge exactly.
+    fn align_ticks(&mut self, origin_mono_ns: u64);
     /// Runs until it ends by itself or `stop` is raised, reporting through `events`.
     fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome;
 }

@@ -223,6 +223,8 @@ impl MqttArgs {
             }
         };
         let mut o = MqttOptions {
+            // Seconds from the load's start; `kiln agent` aligns them (`Load::align_ticks`).
+            tick_grid_ns: 0,
             scenario,
             host: self.host,
             port: self.port,
@@ -469,6 +471,8 @@ impl AmqpArgs {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let o = AmqpOptions {
+            // Seconds from the load's start; `kiln agent` aligns them (`Load::align_ticks`).
+            tick_grid_ns: 0,
             uri: self.uri,
             producers: self.producers,
             consumers: self.consumers,

@@ -175,6 +175,8 @@ impl HttpArgs {
             );
         }
         let opts = HttpOptions {
+            // Seconds from the load's start; `kiln agent` aligns them (`Load::align_ticks`).
+            tick_grid_ns: 0,
             targets,
             headers,
             csv: self.csv,

@@ -396,6 +396,10 @@ impl Driver for AmqpDriver {
         self.opts.time
     }
 
+    fn tick_grid_ns(&self) -> u64 {
+        self.opts.tick_grid_ns
+    }
+
     fn run(&self, ctx: &Ctx) -> Result<(), Error> {
         let opts = &self.opts;
         let topo = Topology::new(opts);

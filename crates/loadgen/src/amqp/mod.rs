@@ -116,6 +116,9 @@ impl Load for AmqpLoad {
             concurrency: Some(o.producers as f64),
         }
     }
+    fn align_ticks(&mut self, origin_mono_ns: u64) {
+        self.opts.tick_grid_ns = origin_mono_ns;
+    }
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
         match &self.sweep {
             Some(rates) => sweep(&self.opts, rates, stop, on_tick),

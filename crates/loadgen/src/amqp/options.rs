@@ -84,11 +84,16 @@ pub struct AmqpOptions {
     /// Reconnect after a lost connection and keep running, marking the gap (default false:
     /// the run ends with the results so far).
     pub reconnect: bool,
+    /// The `CLOCK_MONOTONIC` instant (ns) whole seconds of this load's ticks are counted
+    /// from ([`crate::Load::align_ticks`]); 0 (default): every second from the load's start.
+    #[serde(skip)]
+    pub tick_grid_ns: u64,
 }
 
 impl Default for AmqpOptions {
     fn default() -> Self {
         AmqpOptions {
+            tick_grid_ns: 0,
             uri: "amqp://guest:guest@localhost:5672".into(),
             producers: 1,
             consumers: 1,

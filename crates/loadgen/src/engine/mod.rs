@@ -47,21 +47,6 @@ const NO_LEVEL: u64 = u64::MAX;
 /// How long agents may take to connect before the load counts as failed to start.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The `CLOCK_MONOTONIC` instant (ns) whole seconds of this process's load ticks are
-/// counted from; 0 when unset (each load ticks every second from its own start).
-static TICK_GRID_NS: AtomicU64 = AtomicU64::new(0);
-
-/// Makes every load of this process end its seconds on the grid of whole seconds from
-/// `origin_mono_ns` (`CLOCK_MONOTONIC`, ns) instead of counting them from its own start:
-/// the first second is shorter (from the start to the first grid instant; one under 50 ms
-/// joins the next), the others end on the grid. `kiln agent` sets it, with an origin on the
-/// controlling host's clock mapped to its own, so that the seconds of loads driven from
-/// several hosts end at the same instants and merge exactly (counts summed over the same
-/// seconds, the same seconds' histograms merged). 0 unsets it.
-pub fn align_ticks(origin_mono_ns: u64) {
-    TICK_GRID_NS.store(origin_mono_ns, Ordering::SeqCst);
-}
-
 /// Seconds from a load's start (at `go_mono_ns`) to the end of its first tick, on the
 /// grid of whole seconds from `grid` (0: no grid).
 fn first_tick_s(grid: u64, go_mono_ns: u64) -> f64 {
@@ -102,6 +87,15 @@ pub trait Load: Send {
     }
     /// The run's label (`--id`).
     fn id(&self) -> &str;
+    /// Makes this load end its seconds on the grid of whole seconds from `origin_mono_ns`
+    /// (`CLOCK_MONOTONIC`, ns) instead of counting them from its own start: the first
+    /// second is shorter (from the start to the first grid instant; one under 50 ms joins
+    /// the next), the others end on the grid. `kiln agent` sets it for each load it runs,
+    /// with an origin on the controlling host's clock mapped to its own, so that the
+    /// seconds of loads driven from several hosts end at the same instants and merge
+    /// exactly (counts summed over the same seconds, the same seconds' histograms merged).
+    /// 0: every second from the load's start (the default).
+    fn align_ticks(&mut self, origin_mono_ns: u64);
     /// The pre-flight check of a load that opens many connections ([`fleet`]): before
     /// any connection, an error naming every shortfall of this machine and what to add,
     /// or lines worth printing (the fleet's account against the limits; with
@@ -137,6 +131,9 @@ pub trait Driver: Sync {
     fn id(&self) -> &str;
     /// The run's duration, if it has one.
     fn duration(&self) -> Option<Duration>;
+    /// The origin (`CLOCK_MONOTONIC`, ns) of the grid the run's seconds end on; 0: every
+    /// second from the start ([`Load::align_ticks`]).
+    fn tick_grid_ns(&self) -> u64;
     /// Connects, calls [`Ctx::start_load`] once the load may start, drives the load until
     /// [`Ctx::stop`] is raised, then unblocks and joins its agents and returns. An `Err` (or
     /// [`Ctx::fail`] before the start) means the load could not start.
@@ -519,7 +516,7 @@ impl Ticker {
     /// Emits a tick every second until the run is due to end or its stop is raised.
     fn drive(&mut self, ctx: &Ctx, driver: &dyn Driver, on_tick: &mut dyn FnMut(&Tick)) {
         let go = ctx.go_ns().unwrap_or(0);
-        let mut next = first_tick_s(TICK_GRID_NS.load(Ordering::SeqCst), ctx.clock.mono_at(go));
+        let mut next = first_tick_s(driver.tick_grid_ns(), ctx.clock.mono_at(go));
         loop {
             let wake_s = next.min(ctx.end_s);
             let at = ctx.clock.instant_at(go + (wake_s * 1e9) as u64);

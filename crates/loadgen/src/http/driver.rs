@@ -341,6 +341,10 @@ impl Driver for HttpDriver {
         self.opts.duration
     }
 
+    fn tick_grid_ns(&self) -> u64 {
+        self.opts.tick_grid_ns
+    }
+
     fn run(&self, ctx: &Ctx) -> Result<(), Error> {
         let spread = Spread::new(super::preflight_plan(&self.opts, &self.plan, None)?.sources);
         super::probe(&self.plan, self.opts.timeout)?;

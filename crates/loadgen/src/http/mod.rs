@@ -114,11 +114,16 @@ pub struct HttpOptions {
     /// (`--no-preflight`). Default false.
     #[serde(default)]
     pub no_preflight: bool,
+    /// The `CLOCK_MONOTONIC` instant (ns) whole seconds of this load's ticks are counted
+    /// from ([`crate::Load::align_ticks`]); 0 (default): every second from the load's start.
+    #[serde(skip)]
+    pub tick_grid_ns: u64,
 }
 
 impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
+            tick_grid_ns: 0,
             targets: Vec::new(),
             headers: Vec::new(),
             csv: None,
@@ -360,6 +365,9 @@ impl Load for HttpLoad {
             concurrency: (!matches!(self.sweep, Some(Sweep::Connections(_))))
                 .then_some(self.opts.connections as f64),
         }
+    }
+    fn align_ticks(&mut self, origin_mono_ns: u64) {
+        self.opts.tick_grid_ns = origin_mono_ns;
     }
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
         match &self.sweep {

@@ -95,6 +95,9 @@ impl Load for MqttLoad {
     fn preflight(&self) -> Result<Vec<String>, Error> {
         Ok(preflight(&self.opts)?.notes())
     }
+    fn align_ticks(&mut self, origin_mono_ns: u64) {
+        self.opts.tick_grid_ns = origin_mono_ns;
+    }
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error> {
         match &self.sweep {
             Some(r) => sweep(&self.opts, r, stop, on_tick),

@@ -93,11 +93,16 @@ pub struct MqttOptions {
     /// share the run's nonce); `None` (default): a random nonce per load.
     #[serde(default)]
     pub load_id: Option<crate::engine::body::LoadId>,
+    /// The `CLOCK_MONOTONIC` instant (ns) whole seconds of this load's ticks are counted
+    /// from ([`crate::Load::align_ticks`]); 0 (default): every second from the load's start.
+    #[serde(skip)]
+    pub tick_grid_ns: u64,
 }
 
 impl Default for MqttOptions {
     fn default() -> Self {
         MqttOptions {
+            tick_grid_ns: 0,
             scenario: Scenario::Conn,
             host: "localhost".into(),
             port: 1883,

@@ -248,7 +248,7 @@ fn run_load(
         Ok(l) => l,
         Err(e) => return last(failed("load", &e)),
     };
-    kiln_loadgen::engine::align_ticks(grid_ns);
+    load.align_ticks(grid_ns);
     let o = load.run(stop, &mut Events { out });
     last(FromAgent::LoadDone(WireOutcome {
         started: o.started,

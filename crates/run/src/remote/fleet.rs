@@ -502,6 +502,10 @@ impl Invalid {
 }
 
 impl Workload for FleetLoad<'_> {
+    /// The agents' seconds are aligned already: each agent's load ends its seconds on the
+    /// grid the controller sends it.
+    fn align_ticks(&mut self, _origin_mono_ns: u64) {}
+
     fn info(&self) -> LoadInfo {
         let n = self.fleet.with_role("load").len().max(1) as f64;
         LoadInfo {

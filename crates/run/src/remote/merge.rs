@@ -1,7 +1,7 @@
 //! The seconds of loads driven from several hosts, merged exactly.
 //!
 //! Every agent ends its seconds on one grid of whole seconds of the controlling host's
-//! clock ([`kiln_loadgen::engine::align_ticks`], with the grid's origin mapped to the
+//! clock ([`kiln_loadgen::Load::align_ticks`], with the grid's origin mapped to the
 //! agent's clock), so the seconds of all agents cover the same instants. A second is known
 //! by the grid second its middle lies in; a second that spans several grid seconds (an
 //! agent's long last second, its drain included) is split at the grid's boundaries first,

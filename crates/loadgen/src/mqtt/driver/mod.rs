@@ -353,6 +353,10 @@ impl Driver for MqttDriver {
         self.opts.time
     }
 
+    fn tick_grid_ns(&self) -> u64 {
+        self.opts.tick_grid_ns
+    }
+
     fn run(&self, ctx: &Ctx) -> Result<(), Error> {
         let mut lp = Loop::new(self, ctx)?;
         let r = lp.run();
