@@ -233,21 +233,67 @@ fn next_loopback(after: Ipv4Addr, taken: &[IpAddr], n: usize) -> Vec<IpAddr> {
     out
 }
 
+/// The ephemeral ports of the machine's range, as the check counts them.
+struct Ports<'a> {
+    /// Ports of the range that `connect()` may use on a fresh source address.
+    fresh: u64,
+    /// The range as the sysctl names it, for messages.
+    range_text: String,
+    machine: &'a Machine,
+}
+
+impl<'a> Ports<'a> {
+    fn of(m: &'a Machine) -> Self {
+        let (lo, hi) = m.port_range;
+        let range = (hi as u64 + 1).saturating_sub(lo as u64);
+        Ports {
+            fresh: range.saturating_sub(m.unusable_ports),
+            range_text: format!("net.ipv4.ip_local_port_range {lo}-{hi}"),
+            machine: m,
+        }
+    }
+
+    /// Ports `a` still has towards the destination.
+    fn free(&self, a: &IpAddr) -> u64 {
+        self.fresh
+            .saturating_sub(self.machine.busy.get(a).copied().unwrap_or(0))
+    }
+}
+
 /// Checks `f` against `m`: where its connections come from, and what it lacks.
 pub fn check(f: &Fleet, m: &Machine) -> Plan {
-    let dst = f.destination;
-    let (lo, hi) = m.port_range;
-    let range = (hi as u64 + 1).saturating_sub(lo as u64);
-    let fresh = range.saturating_sub(m.unusable_ports);
-    let free = |a: &IpAddr| fresh.saturating_sub(m.busy.get(a).copied().unwrap_or(0));
-    let range_text = format!("net.ipv4.ip_local_port_range {lo}-{hi}");
+    let ports = Ports::of(m);
     let mut plan = Plan {
-        ports_per_source: fresh,
+        ports_per_source: ports.fresh,
         ..Default::default()
     };
-    let c = f.connections;
-    // Source addresses.
-    let loopback4 = matches!(dst.ip(), IpAddr::V4(a) if a.is_loopback());
+    check_given_sources(f, m, &mut plan);
+    if f.sources.is_empty() {
+        place_without_sources(f, &ports, &mut plan);
+    } else {
+        place_on_given_sources(f, &ports, &mut plan);
+    }
+    if ports.fresh == 0 {
+        plan.problems.push(format!(
+            "no ephemeral port is free for connections ({}, {} of its ports reserved or listening): widen the range (sysctl -w net.ipv4.ip_local_port_range='32768 60999')",
+            ports.range_text,
+            thousands(m.unusable_ports)
+        ));
+    }
+    check_open_files(f, m, &mut plan);
+    check_memory(f, m, &mut plan);
+    plan.summary = account(f, &ports, &plan);
+    plan
+}
+
+/// Whether the destination is an IPv4 loopback address, where every 127.x source is local.
+fn loopback4(f: &Fleet) -> bool {
+    matches!(f.destination.ip(), IpAddr::V4(a) if a.is_loopback())
+}
+
+/// Problems with the given source addresses: of the wrong family, or not of this machine.
+fn check_given_sources(f: &Fleet, m: &Machine, plan: &mut Plan) {
+    let dst = f.destination;
     let wrong_family: Vec<&IpAddr> = f
         .sources
         .iter()
@@ -268,127 +314,144 @@ pub fn check(f: &Fleet, m: &Machine) -> Plan {
             if a.is_ipv4() { 32 } else { 128 }
         ));
     }
+}
+
+/// No source address given: the kernel's choice if it carries the fleet, else as many
+/// loopback addresses as needed (loopback destination), else a problem saying how many to add.
+fn place_without_sources(f: &Fleet, ports: &Ports, plan: &mut Plan) {
+    let (c, dst, fresh) = (f.connections, f.destination, ports.fresh);
+    let own = ports.machine.default_source;
+    let first = own.map_or(fresh, |a| ports.free(&a));
+    if c <= first {
+        plan.capacity = first;
+    } else if loopback4(f) {
+        // Every 127.x address is local: as many as the fleet needs.
+        let start = match own {
+            Some(IpAddr::V4(a)) if a.is_loopback() => a,
+            _ => Ipv4Addr::new(127, 0, 0, 1),
+        };
+        let mut chosen = vec![IpAddr::V4(start)];
+        let mut cap = ports.free(&chosen[0]);
+        while cap < c && fresh > 0 {
+            let Some(&next) = next_loopback(
+                match chosen.last() {
+                    Some(IpAddr::V4(a)) => *a,
+                    _ => start,
+                },
+                &chosen,
+                1,
+            )
+            .first() else {
+                break;
+            };
+            cap += ports.free(&next);
+            chosen.push(next);
+        }
+        plan.capacity = cap;
+        plan.sources = chosen;
+        plan.spread_by_itself = true;
+    } else {
+        plan.capacity = first;
+        let more = (c - first).div_ceil(fresh.max(1));
+        plan.problems.push(format!(
+            "{} connections to {dst} need {} source addresses: this machine's address{} carries {} ({} ephemeral ports, {}); give --source-address with {} addresses of this machine (ip -br addr lists them; as root, ip addr add ADDR/32 dev IFACE adds one){}",
+            thousands(c),
+            more + 1,
+            own.map_or(String::new(), |a| format!(" {a}")),
+            thousands(first),
+            thousands(fresh),
+            ports.range_text,
+            more + 1,
+            widen_to(", ", c + ports.machine.unusable_ports + (fresh - first)),
+        ));
+    }
+}
+
+/// Source addresses given: the usable ones carry the fleet, or a problem says what to add.
+fn place_on_given_sources(f: &Fleet, ports: &Ports, plan: &mut Plan) {
+    let (c, dst, fresh, m) = (f.connections, f.destination, ports.fresh, ports.machine);
     let usable: Vec<IpAddr> = f
         .sources
         .iter()
         .filter(|a| a.is_ipv4() == dst.is_ipv4() && !m.not_local.iter().any(|(b, _)| b == *a))
         .copied()
         .collect();
-    if f.sources.is_empty() {
-        let own = m.default_source;
-        let first = own.map_or(fresh, |a| free(&a));
-        if c <= first {
-            plan.capacity = first;
-        } else if loopback4 {
-            // Every 127.x address is local: as many as the fleet needs.
-            let start = match own {
-                Some(IpAddr::V4(a)) if a.is_loopback() => a,
-                _ => Ipv4Addr::new(127, 0, 0, 1),
-            };
-            let mut chosen = vec![IpAddr::V4(start)];
-            let mut cap = free(&chosen[0]);
-            while cap < c && fresh > 0 {
-                let Some(&next) = next_loopback(
-                    match chosen.last() {
-                        Some(IpAddr::V4(a)) => *a,
-                        _ => start,
-                    },
-                    &chosen,
-                    1,
-                )
-                .first() else {
-                    break;
-                };
-                cap += free(&next);
-                chosen.push(next);
-            }
-            plan.capacity = cap;
-            plan.sources = chosen;
-            plan.spread_by_itself = true;
-        } else {
-            plan.capacity = first;
-            let more = (c - first).div_ceil(fresh.max(1));
-            plan.problems.push(format!(
-                "{} connections to {dst} need {} source addresses: this machine's address{} carries {} ({} ephemeral ports, {range_text}); give --source-address with {} addresses of this machine (ip -br addr lists them; as root, ip addr add ADDR/32 dev IFACE adds one){}",
-                thousands(c),
-                more + 1,
-                own.map_or(String::new(), |a| format!(" {a}")),
-                thousands(first),
-                thousands(fresh),
-                more + 1,
-                widen_to(", ", c + m.unusable_ports + (fresh - first)),
-            ));
-        }
+    plan.sources = usable.clone();
+    plan.capacity = usable.iter().map(|a| ports.free(a)).sum();
+    if plan.capacity >= c || usable.is_empty() {
+        return;
+    }
+    let deficit = c - plan.capacity;
+    let more = deficit.div_ceil(fresh.max(1)) as usize;
+    let need = usable.len() + more;
+    let widen = {
+        // Ports per address so that every given address carries its share.
+        let busy: u64 = usable
+            .iter()
+            .map(|a| m.busy.get(a).copied().unwrap_or(0))
+            .sum();
+        (c + busy).div_ceil(usable.len() as u64) + m.unusable_ports
+    };
+    let what = if loopback4(f) {
+        format!(
+            "--source-address {}",
+            format_sources(&with_more_loopback(&usable, more, m))
+        )
     } else {
-        plan.sources = usable.clone();
-        plan.capacity = usable.iter().map(free).sum();
-        if plan.capacity < c && !usable.is_empty() {
-            let deficit = c - plan.capacity;
-            let more = deficit.div_ceil(fresh.max(1)) as usize;
-            let need = usable.len() + more;
-            let widen = {
-                // Ports per address so that every given address carries its share.
-                let busy: u64 = usable
-                    .iter()
-                    .map(|a| m.busy.get(a).copied().unwrap_or(0))
-                    .sum();
-                (c + busy).div_ceil(usable.len() as u64) + m.unusable_ports
-            };
-            let what = if loopback4 {
-                let last = usable
-                    .iter()
-                    .filter_map(|a| match a {
-                        IpAddr::V4(v) if v.is_loopback() => Some(*v),
-                        _ => None,
-                    })
-                    .max()
-                    .unwrap_or(Ipv4Addr::new(127, 0, 0, 1));
-                let mut all = usable.clone();
-                // Fresh loopback addresses (those without connections to the destination).
-                let mut after = last;
-                let mut added = 0;
-                while added < more {
-                    let Some(&n) = next_loopback(after, &all, 1).first() else {
-                        break;
-                    };
-                    after = match n {
-                        IpAddr::V4(v) => v,
-                        _ => break,
-                    };
-                    if m.busy.get(&n).copied().unwrap_or(0) == 0 {
-                        all.push(n);
-                        added += 1;
-                    }
-                }
-                format!("--source-address {}", format_sources(&all))
-            } else {
-                format!(
-                    "{more} more address{} of this machine in --source-address (ip -br addr lists them; as root, ip addr add ADDR/32 dev IFACE adds one)",
-                    if more == 1 { "" } else { "es" }
-                )
-            };
-            plan.problems.push(format!(
-                "{} connections to {dst} need {need} source addresses: {what} ({} given, carrying {}: {} ephemeral ports each, {range_text}{}){}",
-                thousands(c),
-                usable.len(),
-                thousands(plan.capacity),
-                thousands(fresh),
-                if usable.iter().any(|a| m.busy.get(a).is_some_and(|&b| b > 0)) {
-                    ", less the connections already open to it"
-                } else {
-                    ""
-                },
-                widen_to("; ", widen),
-            ));
+        format!(
+            "{more} more address{} of this machine in --source-address (ip -br addr lists them; as root, ip addr add ADDR/32 dev IFACE adds one)",
+            if more == 1 { "" } else { "es" }
+        )
+    };
+    plan.problems.push(format!(
+        "{} connections to {dst} need {need} source addresses: {what} ({} given, carrying {}: {} ephemeral ports each, {}{}){}",
+        thousands(c),
+        usable.len(),
+        thousands(plan.capacity),
+        thousands(fresh),
+        ports.range_text,
+        if usable.iter().any(|a| m.busy.get(a).is_some_and(|&b| b > 0)) {
+            ", less the connections already open to it"
+        } else {
+            ""
+        },
+        widen_to("; ", widen),
+    ));
+}
+
+/// `usable` and `more` fresh loopback addresses after its highest (fresh: without
+/// connections to the destination).
+fn with_more_loopback(usable: &[IpAddr], more: usize, m: &Machine) -> Vec<IpAddr> {
+    let last = usable
+        .iter()
+        .filter_map(|a| match a {
+            IpAddr::V4(v) if v.is_loopback() => Some(*v),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(Ipv4Addr::new(127, 0, 0, 1));
+    let mut all = usable.to_vec();
+    let mut after = last;
+    let mut added = 0;
+    while added < more {
+        let Some(&n) = next_loopback(after, &all, 1).first() else {
+            break;
+        };
+        after = match n {
+            IpAddr::V4(v) => v,
+            _ => break,
+        };
+        if m.busy.get(&n).copied().unwrap_or(0) == 0 {
+            all.push(n);
+            added += 1;
         }
     }
-    if fresh == 0 {
-        plan.problems.push(format!(
-            "no ephemeral port is free for connections ({range_text}, {} of its ports reserved or listening): widen the range (sysctl -w net.ipv4.ip_local_port_range='32768 60999')",
-            thousands(m.unusable_ports)
-        ));
-    }
-    // Open files.
+    all
+}
+
+/// Open files: needed, the soft limit to raise, or a problem past the hard limit.
+fn check_open_files(f: &Fleet, m: &Machine, plan: &mut Plan) {
+    let c = f.connections;
     plan.open_files = c + OTHER_FILES;
     let (soft, hard) = m.open_files;
     if plan.open_files > hard {
@@ -409,7 +472,11 @@ pub fn check(f: &Fleet, m: &Machine) -> Plan {
     } else if plan.open_files > soft {
         plan.raise_soft_to = Some(plan.open_files);
     }
-    // Memory.
+}
+
+/// Memory: needed, and a problem when more than is available.
+fn check_memory(f: &Fleet, m: &Machine, plan: &mut Plan) {
+    let c = f.connections;
     plan.memory = c.saturating_mul(f.bytes_per_connection);
     if let Some(avail) = m.mem_available {
         if plan.memory > avail {
@@ -424,7 +491,11 @@ pub fn check(f: &Fleet, m: &Machine) -> Plan {
             ));
         }
     }
-    // The account.
+}
+
+/// The one-line account of the fleet against the machine.
+fn account(f: &Fleet, ports: &Ports, plan: &Plan) -> String {
+    let m = ports.machine;
     let from = if plan.sources.is_empty() {
         match m.default_source {
             Some(a) => format!("from {a}"),
@@ -445,16 +516,19 @@ pub fn check(f: &Fleet, m: &Machine) -> Plan {
             plan.sources[plan.sources.len() - 1]
         )
     };
-    plan.summary = format!(
-        "{} connections to {dst} {from}{}: room for {} ({} ephemeral ports per address, {range_text}); {} open files of {}{}; about {} of memory{}",
-        thousands(c),
+    let (soft, hard) = m.open_files;
+    format!(
+        "{} connections to {} {from}{}: room for {} ({} ephemeral ports per address, {}); {} open files of {}{}; about {} of memory{}",
+        thousands(f.connections),
+        f.destination,
         if plan.spread_by_itself {
             ", spread by itself (every 127.x address is local)"
         } else {
             ""
         },
         thousands(plan.capacity),
-        thousands(fresh),
+        thousands(ports.fresh),
+        ports.range_text,
         thousands(plan.open_files),
         thousands(hard),
         match plan.raise_soft_to {
@@ -466,8 +540,7 @@ pub fn check(f: &Fleet, m: &Machine) -> Plan {
             Some(a) => format!(" of {} available", mib(a)),
             None => String::new(),
         },
-    );
-    plan
+    )
 }
 
 impl Plan {
