@@ -547,6 +547,84 @@ pub fn categorise(
     let is_offcpu = is_offcpu(p);
     let wait_reasons = is_offcpu.then(|| waits::stack_reasons(p));
 
+    let stack_cat = stack_categories(p, &c);
+    let frames = p.stacks.raw_frames();
+    let thread_cat: Vec<Option<usize>> = p
+        .threads
+        .iter()
+        .map(|(_, t)| Compiled::first(&c.thread, &String::from_utf8_lossy(p.strings.get(t.name))))
+        .collect();
+    let leaf_kernel = |s: StackId| {
+        frames
+            .get(s.0 as usize)
+            .map(|&f| p.frames.get(f).kind == FrameKind::Kernel)
+            .unwrap_or(false)
+    };
+
+    // ns each unit of weight stands for, and whether samples cover a span.
+    let ns_per_weight = p.event.ns_per_weight();
+    let spans = matches!(p.event.quantity(), Quantity::Time { .. });
+    let unit = match (ns_per_weight, is_offcpu) {
+        (Some(_), true) => "threads",
+        (Some(_), false) => "% of one CPU",
+        (None, _) => "/s",
+    };
+    let category = |i: usize| -> usize {
+        let st = p.samples.stack[i];
+        let th = p.samples.thread[i];
+        match &wait_reasons {
+            Some(r) => {
+                let reason = r.get(st.0 as usize).copied().unwrap_or(WaitReason::Other);
+                reasons_at
+                    + WaitReason::ALL
+                        .iter()
+                        .position(|&x| x == reason)
+                        .unwrap_or(0)
+            }
+            None => (th != ThreadId::NONE)
+                .then(|| thread_cat.get(th.0 as usize).copied().flatten())
+                .flatten()
+                .or_else(|| stack_cat.get(st.0 as usize).copied().flatten())
+                .unwrap_or(if leaf_kernel(st) { other_kernel } else { other }),
+        }
+    };
+    let span_ns = spans.then_some(ns_per_weight.unwrap_or(1.0));
+    let Binned {
+        sums,
+        outside,
+        untimed,
+    } = bin_samples(p, edges, n_cat, span_ns, category);
+    let values = in_chart_unit(&sums, edges, ns_per_weight, is_offcpu);
+    let totals: Vec<f64> = sums.iter().map(|r| r.iter().sum()).collect();
+    let all: f64 = totals.iter().sum();
+    let mut names = c.categories.clone();
+    names.push("other".into());
+    names.push("other (kernel)".into());
+    names.extend(WaitReason::ALL.iter().map(|r| r.name().to_string()));
+    let order = chart_order(&totals, is_offcpu, other, reasons_at);
+    Ok(Some(CategorySeries {
+        event: p.event.name.clone(),
+        unit: unit.to_string(),
+        names: order.iter().map(|&i| names[i].clone()).collect(),
+        edges: edges.iter().map(|&e| e as i64 - origin as i64).collect(),
+        values: order.iter().map(|&i| values[i].clone()).collect(),
+        shares: order
+            .iter()
+            .map(|&i| {
+                if all > 0.0 {
+                    totals[i] / all * 100.0
+                } else {
+                    0.0
+                }
+            })
+            .collect(),
+        outside,
+        untimed,
+    }))
+}
+
+/// The category of each stack (None: no rule decides).
+fn stack_categories(p: &Profile, c: &Compiled) -> Vec<Option<usize>> {
     // Category of each frame (None: no rule), then of each stack: its own frame's, else
     // its parent's (parents come before children in the stack table).
     let frame_cat = c.frames(p);
@@ -589,26 +667,26 @@ pub fn categorise(
         stack_cat.push(decided);
         user_cat.push(if is_user { decided } else { inherited_user });
     }
-    let thread_cat: Vec<Option<usize>> = p
-        .threads
-        .iter()
-        .map(|(_, t)| Compiled::first(&c.thread, &String::from_utf8_lossy(p.strings.get(t.name))))
-        .collect();
-    let leaf_kernel = |s: StackId| {
-        frames
-            .get(s.0 as usize)
-            .map(|&f| p.frames.get(f).kind == FrameKind::Kernel)
-            .unwrap_or(false)
-    };
+    stack_cat
+}
 
-    // ns each unit of weight stands for, and whether samples cover a span.
-    let ns_per_weight = p.event.ns_per_weight();
-    let spans = matches!(p.event.quantity(), Quantity::Time { .. });
-    let unit = match (ns_per_weight, is_offcpu) {
-        (Some(_), true) => "threads",
-        (Some(_), false) => "% of one CPU",
-        (None, _) => "/s",
-    };
+/// Samples summed by category (rows) and interval (columns), and the samples left out.
+struct Binned {
+    sums: Vec<Vec<f64>>,
+    outside: u64,
+    untimed: u64,
+}
+
+/// Sums `p`'s samples into `n_cat` rows by `category` (of a sample's index) over the
+/// intervals of `edges`. With `span_ns` (ns per unit of weight), a sample covers
+/// `[t, t + weight × span_ns)` and is spread over the intervals it overlaps.
+fn bin_samples(
+    p: &Profile,
+    edges: &[u64],
+    n_cat: usize,
+    span_ns: Option<f64>,
+    category: impl Fn(usize) -> usize,
+) -> Binned {
     let nb = edges.len() - 1;
     let mut sums = vec![vec![0.0f64; nb]; n_cat];
     let (lo, hi) = (edges[0], edges[nb]);
@@ -621,29 +699,9 @@ pub fn categorise(
             untimed += 1;
             continue;
         }
-        let st = p.samples.stack[i];
-        let th = p.samples.thread[i];
-        let cat = match &wait_reasons {
-            Some(r) => {
-                let reason = r.get(st.0 as usize).copied().unwrap_or(WaitReason::Other);
-                reasons_at
-                    + WaitReason::ALL
-                        .iter()
-                        .position(|&x| x == reason)
-                        .unwrap_or(0)
-            }
-            None => (th != ThreadId::NONE)
-                .then(|| thread_cat.get(th.0 as usize).copied().flatten())
-                .flatten()
-                .or_else(|| stack_cat.get(st.0 as usize).copied().flatten())
-                .unwrap_or(if leaf_kernel(st) { other_kernel } else { other }),
-        };
+        let cat = category(i);
         let w = p.samples.weight[i] as f64;
-        let len = if spans {
-            w * ns_per_weight.unwrap_or(1.0)
-        } else {
-            0.0
-        };
+        let len = span_ns.map_or(0.0, |ns| w * ns);
         if len <= 0.0 {
             if t < lo || t >= hi {
                 outside += 1;
@@ -668,8 +726,22 @@ pub fn categorise(
             k += 1;
         }
     }
-    // Values in the chart's unit: per interval, time as a share of the interval.
-    let mut values = sums.clone();
+    Binned {
+        sums,
+        outside,
+        untimed,
+    }
+}
+
+/// `sums` in the chart's unit, per interval: time as a share of the interval (threads,
+/// or % of one CPU), counts per second.
+fn in_chart_unit(
+    sums: &[Vec<f64>],
+    edges: &[u64],
+    ns_per_weight: Option<f64>,
+    is_offcpu: bool,
+) -> Vec<Vec<f64>> {
+    let mut values = sums.to_vec();
     for row in values.iter_mut() {
         for (k, v) in row.iter_mut().enumerate() {
             let dt = (edges[k + 1] - edges[k]) as f64;
@@ -680,13 +752,12 @@ pub fn categorise(
             };
         }
     }
-    let totals: Vec<f64> = sums.iter().map(|r| r.iter().sum()).collect();
-    let all: f64 = totals.iter().sum();
-    let mut names = c.categories.clone();
-    names.push("other".into());
-    names.push("other (kernel)".into());
-    names.extend(WaitReason::ALL.iter().map(|r| r.name().to_string()));
-    // Largest first, the "other"s last; empty categories dropped.
+    values
+}
+
+/// The rows to chart: largest first, the "other"s last; empty categories dropped.
+fn chart_order(totals: &[f64], is_offcpu: bool, other: usize, reasons_at: usize) -> Vec<usize> {
+    let other_kernel = other + 1;
     let (firsts, lasts) = if is_offcpu {
         let last = reasons_at + WaitReason::ALL.len() - 1;
         ((reasons_at..last).collect::<Vec<_>>(), vec![last])
@@ -696,25 +767,7 @@ pub fn categorise(
     let mut order: Vec<usize> = firsts.into_iter().filter(|&i| totals[i] > 0.0).collect();
     order.sort_by(|&a, &b| totals[b].total_cmp(&totals[a]).then(a.cmp(&b)));
     order.extend(lasts.into_iter().filter(|&i| totals[i] > 0.0));
-    Ok(Some(CategorySeries {
-        event: p.event.name.clone(),
-        unit: unit.to_string(),
-        names: order.iter().map(|&i| names[i].clone()).collect(),
-        edges: edges.iter().map(|&e| e as i64 - origin as i64).collect(),
-        values: order.iter().map(|&i| values[i].clone()).collect(),
-        shares: order
-            .iter()
-            .map(|&i| {
-                if all > 0.0 {
-                    totals[i] / all * 100.0
-                } else {
-                    0.0
-                }
-            })
-            .collect(),
-        outside,
-        untimed,
-    }))
+    order
 }
 
 /// Whether `p` weighs off-CPU time (its categories are why it waited, not rules).
