@@ -12,6 +12,7 @@
 //!    takes its last sample;
 //! 6. **build**: the run's metadata, series, window histograms and profiles.
 use crate::headline::{self, Second};
+use crate::pprof::{PprofResult, PprofSession};
 use crate::procfs::ProcSampler;
 use crate::remote::fleet::{merge_profiles, HostRecording};
 use crate::remote::{Fleet, FleetLoad, RemoteRecordings};
@@ -319,6 +320,250 @@ fn recorded(
     out
 }
 
+/// The fleet's load in place of `load` when other hosts run it (not an `exec` load).
+fn fleet_load<'f>(
+    fleet: &'f Option<Fleet>,
+    load: &dyn Workload,
+) -> Result<Option<FleetLoad<'f>>, RunError> {
+    match fleet {
+        Some(f) if f.has_load() => {
+            let info = load.info();
+            if info.protocol == "exec" {
+                return Err(RunError::Option {
+                    flag: "--agent",
+                    reason: "agents run kiln's own loads (load amqp|mqtt|http), not exec".into(),
+                });
+            }
+            Ok(Some(FleetLoad::new(f, info)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The local recorder's options: the run's events and rate, stopped by `rec_stop` and
+/// started by `gate`.
+fn record_options(opts: &RunOptions, rec_stop: &Stop, gate: &StartGate) -> RecordOptions {
+    let mut rec_opts = RecordOptions::new(Target::Pids(opts.pids.clone()));
+    rec_opts.events = opts.events.clone();
+    rec_opts.frequency = opts.frequency;
+    rec_opts.duration = Some(opts.duration);
+    rec_opts.offcpu_min_block_us = opts.min_block_us;
+    rec_opts.unwind = opts.unwind;
+    rec_opts.stop = Some(rec_stop.clone());
+    rec_opts.gate = Some(gate.clone());
+    rec_opts
+}
+
+/// Samples `/proc` every `every` until `sampler_stop`.
+fn spawn_sampler<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    sampler: Arc<Mutex<ProcSampler>>,
+    sampler_stop: Stop,
+    every: Duration,
+) {
+    scope.spawn(move || {
+        let mut next = Instant::now() + every;
+        while !sampler_stop.sleep_until(next) {
+            lock(&sampler).sample();
+            next += every;
+        }
+    });
+}
+
+/// What the scoped part of a pass hands back: the local recording, whether the gate
+/// opened, the target's own profiles, and the measured window (monotonic ns).
+struct Measured {
+    recording: Option<std::thread::Result<Result<Recording, RecordError>>>,
+    gate_opened: bool,
+    fetched: Option<PprofResult>,
+    window: Option<(u64, u64)>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(
+        opts: &'a RunOptions,
+        stop: &'a Stop,
+        on_progress: &'a mut dyn FnMut(&Progress),
+        rx: Receiver<Msg>,
+        sampler: Arc<Mutex<ProcSampler>>,
+    ) -> Self {
+        Pass {
+            opts,
+            stop,
+            on_progress,
+            rx,
+            sampler,
+            t0: Instant::now(),
+            ticks: Vec::new(),
+            outcome: None,
+            started: false,
+            reasons: Vec::new(),
+            measure_from: None,
+            measure_to: None,
+            stopping: false,
+            schedule_done: false,
+            last_progress: Instant::now(),
+        }
+    }
+
+    /// Step 4 of a pass, the measurement, unless the load never started, ended already,
+    /// or a stop: the gate opens, the other hosts sample, the target's own profiles are
+    /// fetched. Returns whether it measured, the profiles' session and the window
+    /// (monotonic ns).
+    fn measure_window(
+        &mut self,
+        gate: &StartGate,
+        recorder: Option<&RecorderHandle<'_>>,
+        rec_stop: &Stop,
+        remote: &mut Option<RemoteRecordings<'_>>,
+    ) -> (bool, Option<PprofSession>, Option<(u64, u64)>) {
+        let opts = self.opts;
+        let measuring = self.outcome.is_none()
+            && !self.stop.is_raised()
+            && recorder.is_none_or(|r| gate.ready.is_raised() && !r.is_finished());
+        let mut session = None;
+        let mut window = None;
+        if measuring {
+            gate.go.raise();
+            let from = kiln_os::clock::monotonic_ns();
+            if let Some(r) = remote.as_ref() {
+                r.go();
+            }
+            // The target's own profiles of the same window, when asked for: fetched on
+            // threads of their own, concurrently with the window.
+            session =
+                (!opts.pprof.is_empty()).then(|| crate::pprof::begin(&opts.pprof, opts.duration));
+            self.measure(recorder, rec_stop, remote);
+            window = Some((from, kiln_os::clock::monotonic_ns()));
+            if let Some(r) = remote.as_ref() {
+                r.stop();
+            }
+            session = session.map(|s| s.end());
+        } else {
+            rec_stop.raise();
+            gate.go.raise();
+            if let Some(r) = remote.as_ref() {
+                r.stop();
+            }
+        }
+        (measuring, session, window)
+    }
+
+    /// The other hosts' recordings, then their clocks once more (the drift) and goodbye;
+    /// their failures join the reasons.
+    fn gather_hosts(
+        &mut self,
+        fleet: &Fleet,
+        remote: Option<RemoteRecordings<'_>>,
+        window: Option<(u64, u64)>,
+    ) -> Vec<HostRecording> {
+        let mut remote = remote;
+        if let Some(r) = remote.as_mut() {
+            r.collect(REMOTE_RECORDING_WAIT);
+        }
+        fleet.finish();
+        let hosts = remote.map(|r| r.take(window)).unwrap_or_default();
+        // A host whose failure ended the load is in its reason already: said once.
+        for failure in fleet.failures() {
+            if !self.reasons.iter().any(|r| r.contains(&failure)) {
+                self.reasons.push(failure);
+            }
+        }
+        hosts
+    }
+
+    /// A stop from outside is the first reason.
+    fn note_interruption(&mut self) {
+        if let Some(sig) = self.stop.signal() {
+            self.reasons
+                .insert(0, format!("interrupted by {}", signal_name(sig)));
+        } else if self.stop.is_raised() {
+            self.reasons.insert(0, "interrupted".into());
+        }
+    }
+}
+
+/// The target's own profiles fetched over the window join the run, with their warnings.
+fn add_fetched(data: &mut RunData, fetched: Option<PprofResult>) {
+    if let Some(f) = fetched {
+        data.meta
+            .events
+            .extend(f.profiles.iter().map(|p| p.event.name.clone()));
+        data.profiles.extend(f.profiles);
+        data.attachments.extend(f.attachments);
+        data.meta.warnings.extend(f.warnings);
+    }
+}
+
+/// The stops, the start gate and the sampler a pass's threads share.
+struct Controls {
+    sampler: Arc<Mutex<ProcSampler>>,
+    sampler_stop: Stop,
+    load_stop: Stop,
+    rec_stop: Stop,
+    gate: StartGate,
+}
+
+/// Steps 1 to 5 of a pass, on threads of their own: the recorders prepare, the load
+/// warms up, the measurement, the load stops. The local recorder runs when the pass has
+/// pids.
+fn drive(
+    pass: &mut Pass<'_>,
+    load: &mut dyn Workload,
+    c: &Controls,
+    rec_opts: &RecordOptions,
+    remote: &mut Option<RemoteRecordings<'_>>,
+    tx: mpsc::Sender<Msg>,
+) -> Measured {
+    let opts = pass.opts;
+    let stop = pass.stop;
+    let local = !opts.pids.is_empty();
+    std::thread::scope(|scope| {
+        spawn_sampler(
+            scope,
+            c.sampler.clone(),
+            c.sampler_stop.clone(),
+            opts.sample_interval,
+        );
+        // 1. The recorders prepare (without sampling) from the start.
+        let recorder = local.then(|| scope.spawn(move || kiln_record::record(rec_opts)));
+        let start_load = |tx: mpsc::Sender<Msg>| {
+            let load_stop = c.load_stop.clone();
+            scope.spawn(move || {
+                let mut events = Sender(tx.clone());
+                let outcome = load.run(&load_stop, &mut events);
+                let _ = tx.send(Msg::Done(outcome));
+            });
+        };
+        // 2–3. With no warm-up the recorders are ready before the load starts; otherwise
+        // they get ready while the load warms up. 4. The measurement.
+        if opts.warmup.is_zero() {
+            pass.await_ready(&c.gate, recorder.as_ref(), remote);
+            start_load(tx);
+        } else {
+            start_load(tx);
+            pass.await_start();
+            pass.warm_up();
+            pass.await_ready(&c.gate, recorder.as_ref(), remote);
+        }
+        let (gate_opened, session, window) =
+            pass.measure_window(&c.gate, recorder.as_ref(), &c.rec_stop, remote);
+        let recording = recorder.map(|r| r.join());
+        // 5. The load stops; the sampler takes its last sample; the fetches' answers are
+        // collected (none is waited for past its deadline, or at all once stopped).
+        pass.finish_load(&c.load_stop);
+        lock(&c.sampler).sample();
+        c.sampler_stop.raise();
+        let fetched = session.map(|s| s.finish(stop));
+        Measured {
+            recording,
+            gate_opened,
+            fetched,
+            window,
+        }
+    })
+}
+
 /// Runs one pass: load, warm-up, measurement, and returns the run (complete or not).
 pub fn run(
     opts: &RunOptions,
@@ -329,19 +574,7 @@ pub fn run(
     validate(opts)?;
     // Other hosts first: their agents start, their clocks are measured.
     let fleet = (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote, stop));
-    let mut fleet_load = match &fleet {
-        Some(f) if f.has_load() => {
-            let info = load.info();
-            if info.protocol == "exec" {
-                return Err(RunError::Option {
-                    flag: "--agent",
-                    reason: "agents run kiln's own loads (load amqp|mqtt|http), not exec".into(),
-                });
-            }
-            Some(FleetLoad::new(f, info))
-        }
-        _ => None,
-    };
+    let mut fleet_load = fleet_load(&fleet, load)?;
     let load: &mut dyn Workload = match fleet_load.as_mut() {
         Some(f) => f,
         None => load,
@@ -355,121 +588,31 @@ pub fn run(
     let load_stop = stop.child();
     let rec_stop = stop.child();
     let gate = StartGate::default();
-    let mut rec_opts = RecordOptions::new(Target::Pids(opts.pids.clone()));
-    rec_opts.events = opts.events.clone();
-    rec_opts.frequency = opts.frequency;
-    rec_opts.duration = Some(opts.duration);
-    rec_opts.offcpu_min_block_us = opts.min_block_us;
-    rec_opts.unwind = opts.unwind;
-    rec_opts.stop = Some(rec_stop.clone());
-    rec_opts.gate = Some(gate.clone());
+    let rec_opts = record_options(opts, &rec_stop, &gate);
     let mut remote = fleet
         .as_ref()
         .map(|f| RemoteRecordings::start(f, opts))
         .filter(|r| !r.is_empty());
     let (tx, rx) = mpsc::channel::<Msg>();
-    let mut pass = Pass {
-        opts,
-        stop,
-        on_progress,
-        rx,
-        sampler: sampler.clone(),
-        t0: Instant::now(),
-        ticks: Vec::new(),
-        outcome: None,
-        started: false,
-        reasons: Vec::new(),
-        measure_from: None,
-        measure_to: None,
-        stopping: false,
-        schedule_done: false,
-        last_progress: Instant::now(),
-    };
+    let mut pass = Pass::new(opts, stop, on_progress, rx, sampler.clone());
     let local = !opts.pids.is_empty();
-
-    let (recording, gate_opened, fetched, window) = std::thread::scope(|scope| {
-        {
-            let sampler = sampler.clone();
-            let sampler_stop = sampler_stop.clone();
-            let every = opts.sample_interval;
-            scope.spawn(move || {
-                let mut next = Instant::now() + every;
-                while !sampler_stop.sleep_until(next) {
-                    lock(&sampler).sample();
-                    next += every;
-                }
-            });
-        }
-        // 1. The recorders prepare (without sampling) from the start.
-        let rec_opts = &rec_opts;
-        let recorder = local.then(|| scope.spawn(move || kiln_record::record(rec_opts)));
-        let start_load = |tx: mpsc::Sender<Msg>| {
-            let load_stop = load_stop.clone();
-            scope.spawn(move || {
-                let mut events = Sender(tx.clone());
-                let outcome = load.run(&load_stop, &mut events);
-                let _ = tx.send(Msg::Done(outcome));
-            });
-        };
-        // 2–3. With no warm-up the recorders are ready before the load starts; otherwise
-        // they get ready while the load warms up.
-        if opts.warmup.is_zero() {
-            pass.await_ready(&gate, recorder.as_ref(), &mut remote);
-            start_load(tx);
-        } else {
-            start_load(tx);
-            pass.await_start();
-            pass.warm_up();
-            pass.await_ready(&gate, recorder.as_ref(), &mut remote);
-        }
-        // 4. The measurement, unless the load never started, ended already, or a stop.
-        let measuring = pass.outcome.is_none()
-            && !stop.is_raised()
-            && recorder
-                .as_ref()
-                .is_none_or(|r| gate.ready.is_raised() && !r.is_finished());
-        let mut session = None;
-        let mut window = None;
-        if measuring {
-            gate.go.raise();
-            let from = kiln_os::clock::monotonic_ns();
-            if let Some(r) = &remote {
-                r.go();
-            }
-            // The target's own profiles of the same window, when asked for: fetched on
-            // threads of their own, concurrently with the window.
-            session =
-                (!opts.pprof.is_empty()).then(|| crate::pprof::begin(&opts.pprof, opts.duration));
-            pass.measure(recorder.as_ref(), &rec_stop, &mut remote);
-            window = Some((from, kiln_os::clock::monotonic_ns()));
-            if let Some(r) = &remote {
-                r.stop();
-            }
-            session = session.map(|s| s.end());
-        } else {
-            rec_stop.raise();
-            gate.go.raise();
-            if let Some(r) = &remote {
-                r.stop();
-            }
-        }
-        let rec = recorder.map(|r| r.join());
-        // 5. The load stops; the sampler takes its last sample; the fetches' answers are
-        // collected (none is waited for past its deadline, or at all once stopped).
-        pass.finish_load(&load_stop);
-        lock(&sampler).sample();
-        sampler_stop.raise();
-        let fetched = session.map(|s| s.finish(stop));
-        (rec, measuring, fetched, window)
-    });
+    let controls = Controls {
+        sampler: sampler.clone(),
+        sampler_stop,
+        load_stop,
+        rec_stop,
+        gate,
+    };
+    let measured = drive(&mut pass, load, &controls, &rec_opts, &mut remote, tx);
     if pass.outcome.as_ref().is_some_and(|o| !o.started) && !pass.started {
         let o = pass.outcome.take().unwrap_or_default();
         return Err(RunError::LoadStart(
             o.failure.unwrap_or_else(|| "it ended at once".into()),
         ));
     }
+    let gate_opened = measured.gate_opened;
     // A recorder that failed before sampling counts whether or not the gate opened.
-    let mut rec = match recording {
+    let mut rec = match measured.recording {
         Some(recording) if gate_opened => {
             recorded(Some(recording), stop, pass.schedule_done, &mut pass.reasons)
         }
@@ -477,29 +620,13 @@ pub fn run(
         _ => Recorded::default(),
     };
     if !local && gate_opened {
-        rec.window = window;
+        rec.window = measured.window;
     }
-    // The other hosts' recordings, then their clocks once more (the drift) and goodbye.
-    let mut hosts = Vec::new();
-    if let Some(f) = &fleet {
-        if let Some(r) = remote.as_mut() {
-            r.collect(REMOTE_RECORDING_WAIT);
-        }
-        f.finish();
-        hosts = remote.map(|r| r.take(rec.window)).unwrap_or_default();
-        // A host whose failure ended the load is in its reason already: said once.
-        for failure in f.failures() {
-            if !pass.reasons.iter().any(|r| r.contains(&failure)) {
-                pass.reasons.push(failure);
-            }
-        }
-    }
-    if let Some(sig) = stop.signal() {
-        pass.reasons
-            .insert(0, format!("interrupted by {}", signal_name(sig)));
-    } else if stop.is_raised() {
-        pass.reasons.insert(0, "interrupted".into());
-    }
+    let mut hosts = match &fleet {
+        Some(f) => pass.gather_hosts(f, remote, rec.window),
+        None => Vec::new(),
+    };
+    pass.note_interruption();
     if !hosts.is_empty() {
         rec.profiles = merge_profiles(
             std::mem::take(&mut rec.profiles),
@@ -526,14 +653,7 @@ pub fn run(
     if let Some(f) = &fleet {
         add_hosts(&mut data, f, fleet_load.as_ref(), hosts);
     }
-    if let Some(f) = fetched {
-        data.meta
-            .events
-            .extend(f.profiles.iter().map(|p| p.event.name.clone()));
-        data.profiles.extend(f.profiles);
-        data.attachments.extend(f.attachments);
-        data.meta.warnings.extend(f.warnings);
-    }
+    add_fetched(&mut data, measured.fetched);
     Ok(data)
 }
 
