@@ -293,13 +293,28 @@ fn us_text(v: f64) -> String {
 
 /// Headline figures with their units, in the order a reader looks for them.
 pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
-    let h = &m.headline;
-    let unit = op_unit(m);
-    let secs = m.measure.seconds();
-    let mut f = Vec::new();
-    let mut push = |key, label: String, value: f64, u: &str, text: String, detail| {
+    let mut f = Figures(Vec::new());
+    load_figures(m, &mut f);
+    target_figures(m, &mut f);
+    own_figures(m, &mut f);
+    f.0
+}
+
+/// Figures in the making: one whose value is not finite is left out.
+struct Figures(Vec<Figure>);
+
+impl Figures {
+    fn push(
+        &mut self,
+        key: &'static str,
+        label: String,
+        value: f64,
+        u: &str,
+        text: String,
+        detail: Option<String>,
+    ) {
         if value.is_finite() {
-            f.push(Figure {
+            self.0.push(Figure {
                 key,
                 label,
                 value,
@@ -308,13 +323,19 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
                 detail,
             });
         }
-    };
+    }
+}
+
+/// The load's figures: throughput, connections held, latency.
+fn load_figures(m: &RunMeta, f: &mut Figures) {
+    let h = &m.headline;
+    let unit = op_unit(m);
     if let Some(t) = h.throughput {
         let detail = h
             .send_rate
             .filter(|s| (s - t).abs() > 0.5)
             .map(|s| format!("{} sent", rate_text(s, &unit)));
-        push(
+        f.push(
             "throughput",
             "throughput".into(),
             t,
@@ -324,7 +345,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
         );
     }
     if let Some(n) = h.connections {
-        push(
+        f.push(
             "connections",
             "connections held".into(),
             n as f64,
@@ -341,9 +362,16 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
         ("max", "max", h.max_us),
     ] {
         if let Some(v) = v {
-            push(key, format!("{lat} {q}"), v, "us", us_text(v), None);
+            f.push(key, format!("{lat} {q}"), v, "us", us_text(v), None);
         }
     }
+}
+
+/// The target's figures: CPU (per connection, per operation), memory, context switches.
+fn target_figures(m: &RunMeta, f: &mut Figures) {
+    let h = &m.headline;
+    let unit = op_unit(m);
+    let secs = m.measure.seconds();
     if let (Some(c), true) = (h.target_cpu_s, secs > 0.0) {
         let pct = c / secs * 100.0;
         let detail = Some(format!(
@@ -351,7 +379,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             h.target_user_s.unwrap_or(0.0) / secs * 100.0,
             h.target_system_s.unwrap_or(0.0) / secs * 100.0
         ));
-        push(
+        f.push(
             "target_cpu",
             "target CPU".into(),
             pct,
@@ -363,7 +391,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
     if let (Some(c), Some(n), true) = (h.target_cpu_s, h.connections, secs > 0.0) {
         if n > 0 {
             let pct = c / secs * 100.0 / (n as f64 / 1000.0);
-            push(
+            f.push(
                 "cpu_per_1000_conn",
                 "target CPU per 1,000 connections".into(),
                 pct,
@@ -374,7 +402,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
         }
     }
     if let Some(c) = h.cpu_per_op_us {
-        push(
+        f.push(
             "cpu_per_op",
             format!("target CPU per {unit}"),
             c,
@@ -384,7 +412,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
         );
     }
     if let Some(r) = h.rss_max_bytes {
-        push(
+        f.push(
             "rss",
             "target RSS max".into(),
             r as f64,
@@ -396,7 +424,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
     if let (Some(c), true) = (h.context_switches, secs > 0.0) {
         let per_s = c as f64 / secs;
         let detail = h.switches_per_op.map(|p| format!("{p:.2} per {unit}"));
-        push(
+        f.push(
             "switches",
             "context switches".into(),
             per_s,
@@ -405,9 +433,16 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             detail,
         );
     }
+}
+
+/// The observer's and the machine's figures: kiln's CPU, its eBPF programs', the load
+/// command's, how busy the machine was.
+fn own_figures(m: &RunMeta, f: &mut Figures) {
+    let h = &m.headline;
+    let secs = m.measure.seconds();
     if let (Some(k), true) = (h.kiln_cpu_s, secs > 0.0) {
         let pct = k / secs * 100.0;
-        push(
+        f.push(
             "kiln_cpu",
             "kiln's own CPU".into(),
             pct,
@@ -418,7 +453,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
     }
     if let (Some(b), true) = (h.kiln_bpf_cpu_s, secs > 0.0) {
         let pct = b / secs * 100.0;
-        push(
+        f.push(
             "kiln_bpf_cpu",
             "kiln's eBPF programs".into(),
             pct,
@@ -429,7 +464,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
     }
     if let (Some(l), true) = (h.load_cpu_s, secs > 0.0) {
         let pct = l / secs * 100.0;
-        push(
+        f.push(
             "load_cpu",
             "load command CPU".into(),
             pct,
@@ -439,7 +474,7 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
         );
     }
     if let Some(b) = h.machine_busy_pct {
-        push(
+        f.push(
             "machine_busy",
             "machine busy".into(),
             b,
@@ -448,7 +483,6 @@ pub(crate) fn figures(m: &RunMeta) -> Vec<Figure> {
             None,
         );
     }
-    f
 }
 
 fn op_unit(m: &RunMeta) -> String {
