@@ -462,19 +462,14 @@ impl ProgressLine {
     }
 }
 
-pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
-    if args.repeat == 0 {
-        bail!("--repeat must be at least 1");
-    }
-    kiln_store::check_name(&args.name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
-    let experiment = experiment(&args)?;
-    warn_few_repeats(args.repeat, experiment.is_some());
+/// The pass's options from the flags.
+fn run_options(args: &Args) -> Result<RunOptions> {
     let events = args
         .event
         .iter()
         .map(|e| EventSpec::parse(e.trim()))
         .collect::<Result<Vec<_>, _>>()?;
-    let (pids, remote) = hosts(&args)?;
+    let (pids, remote) = hosts(args)?;
     let mut opts = RunOptions::new(&args.name, pids);
     opts.remote = remote;
     opts.events = events;
@@ -496,6 +491,14 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     opts.note = args.note.clone();
     opts.tags = parse_tags(&args.tag)?;
     opts.command_line = std::env::args().collect();
+    Ok(opts)
+}
+
+/// Every target named is running, and every variant has one.
+fn check_targets(
+    opts: &RunOptions,
+    experiment: Option<&kiln_run::variants::Experiment>,
+) -> Result<()> {
     let variant_pids = experiment
         .iter()
         .flat_map(|x| &x.variants)
@@ -516,6 +519,175 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
             v.name
         );
     }
+    Ok(())
+}
+
+/// Saves `run`; when the store cannot take it (a shared store's server away through the
+/// retries, a full disk, a file size limit, a read-only or damaged file) it is kept in a
+/// local file rather than lost, and stderr says how to push it. Returns its id and the
+/// file it was kept in instead.
+fn save_run(
+    store: &mut dyn kiln_store::Store,
+    run: &RunData,
+) -> Result<(kiln_store::RunId, Option<std::path::PathBuf>)> {
+    let saved = kiln_store::save_or_keep(store, run, &kiln_store::fallback_files());
+    let saved = match saved {
+        Ok(s) => s,
+        Err(lost) => {
+            // Nowhere to keep it: its figures at least reach the terminal.
+            let _ = write!(std::io::stdout(), "{}", summary(run, Path::new("nowhere")));
+            return Err(anyhow::Error::new(lost).context(format!(
+                "Cannot save the run in '{}'",
+                store.location().display()
+            )));
+        }
+    };
+    let (id, kept_in) = match saved {
+        Saved::Stored(id) => (id, None),
+        Saved::Kept {
+            id,
+            file,
+            error,
+            left_out,
+        } => {
+            let retried = if error.is_unreachable() {
+                format!(" (retried for {} s)", kiln_store::DEFAULT_RETRY.as_secs())
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "kiln run: could not save the run{retried}: {}\n\
+                 kiln run: the run is kept in {} as #{id}{}; once the store can take it, push it with\n\
+                 \x20   kiln runs import {} --store '{}'\n\
+                 kiln run: {}then remove {}",
+                text::clean_lines(&error.to_string()),
+                file.display(),
+                left_out.map(|l| format!(" ({l})")).unwrap_or_default(),
+                file.display(),
+                store.location().display(),
+                if kiln_store::is_url(store.location()) {
+                    "(with the URL's password if it has one), "
+                } else {
+                    ""
+                },
+                file.display()
+            );
+            (id, Some(file))
+        }
+    };
+    Ok((id, kept_in))
+}
+
+/// Sends the run's profiles to the OTLP collector, when one is given; false when that
+/// failed (said on stderr).
+fn send_otlp(otlp: &super::common::OtlpArgs, run: &RunData, stored_in: &Path) -> bool {
+    if otlp.otlp_endpoint.is_some() {
+        if run.profiles.is_empty() {
+            eprintln!("kiln run: warning: the run has no profile to send to the collector");
+        } else if let Err(e) = otlp.send("run", &run.profiles, &otlp_options(run, stored_in)) {
+            eprintln!("kiln run: {}", text::clean_lines(&format!("{e:#}")));
+            return false;
+        }
+    }
+    true
+}
+
+/// The passes to make: (round or repeat, the variant's index in an experiment).
+fn steps(
+    experiment: Option<&kiln_run::variants::Experiment>,
+    repeat: u32,
+) -> Vec<(u32, Option<usize>)> {
+    match experiment {
+        Some(x) => x
+            .steps()
+            .into_iter()
+            .map(|s| (s.round, Some(s.variant)))
+            .collect(),
+        None => (1..=repeat).map(|i| (i, None)).collect(),
+    }
+}
+
+/// The progress line's prefix for pass `i` of `repeat` (a round of an experiment when
+/// `variant`).
+fn step_label(name: &str, variant: bool, i: u32, repeat: u32) -> String {
+    if variant {
+        format!("{name} round {i}/{repeat}: ")
+    } else if repeat > 1 {
+        format!("{name} {i}/{repeat}: ")
+    } else {
+        String::new()
+    }
+}
+
+/// Where the run went (the store, or the file it was kept in) and where its reports go:
+/// beside a store file; the working directory for a database server.
+fn places(
+    store: &dyn kiln_store::Store,
+    kept_in: Option<std::path::PathBuf>,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let stored_in = kept_in
+        .as_deref()
+        .unwrap_or_else(|| store.location())
+        .to_path_buf();
+    let report_base = kept_in
+        .as_deref()
+        .or(store.local_file())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    (stored_in, report_base)
+}
+
+/// The run's summary (or its meta as JSON) on stdout, and on stderr how long the results
+/// took once the measurement ended (the last seconds of load, the profiles' symbols, the
+/// save): "results seconds after the load stops".
+fn print_run(run: &RunData, json: bool, stored_in: &Path) -> Result<()> {
+    let stored_after =
+        kiln_os::clock::monotonic_ns().saturating_sub(run.meta.measure.end_ns) as f64 / 1e9;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&run.meta)?)?;
+    } else {
+        write!(out, "{}", summary(run, stored_in))?;
+    }
+    out.flush()?;
+    eprintln!("kiln run: stored {stored_after:.2} s after the measurement ended");
+    Ok(())
+}
+
+/// How many of the experiment's runs were made, and how to compare them.
+fn say_experiment_done(x: &kiln_run::variants::Experiment, stored: usize, total: u32) {
+    let names: Vec<&str> = x.variants.iter().map(|v| v.name.as_str()).collect();
+    eprintln!(
+        "kiln run: experiment {}: {stored} run(s) of {total}; compare the variants round by round with: kiln compare {}",
+        x.id,
+        names.join(" ")
+    );
+}
+
+/// A fleet of connections held open: before each repeat after the first, the target
+/// must have let the previous fleet go. The target's sockets before the first.
+fn fleet_baseline(repeat: u32, load: &dyn Workload, pids: &[u32]) -> Option<u64> {
+    (repeat > 1 && load.info().unit == kiln_run::FLEET_UNIT)
+        .then(|| kiln_run::procfs::socket_count(pids))
+        .flatten()
+}
+
+/// The warnings of fetching the target's own profiles, on stderr.
+fn say_pprof_warnings(run: &RunData) {
+    for w in run.meta.warnings.iter().filter(|w| w.starts_with("pprof:")) {
+        eprintln!("warning: {}", text::clean_cut(w, 2 * text::MAX_SHOWN));
+    }
+}
+
+pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
+    if args.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    kiln_store::check_name(&args.name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
+    let experiment = experiment(&args)?;
+    warn_few_repeats(args.repeat, experiment.is_some());
+    let mut opts = run_options(&args)?;
+    check_targets(&opts, experiment.as_ref())?;
     let after_each = args.after_each.clone();
     let otlp = super::common::OtlpArgs {
         otlp_endpoint: args.otlp_endpoint.clone(),
@@ -535,19 +707,8 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     let mut all_complete = true;
     let mut kept_all = true;
     let mut sent_all = true;
-    // A fleet of connections held open: before each repeat after the first, the target
-    // must have let the previous fleet go.
-    let fleet = (repeat > 1 && load.info().unit == kiln_run::FLEET_UNIT)
-        .then(|| kiln_run::procfs::socket_count(&opts.pids))
-        .flatten();
-    let steps: Vec<(u32, Option<usize>)> = match &experiment {
-        Some(x) => x
-            .steps()
-            .into_iter()
-            .map(|s| (s.round, Some(s.variant)))
-            .collect(),
-        None => (1..=repeat).map(|i| (i, None)).collect(),
-    };
+    let fleet = fleet_baseline(repeat, load.as_ref(), &opts.pids);
+    let steps = steps(experiment.as_ref(), repeat);
     let total = steps.len() as u32;
     let default_pids = opts.pids.clone();
     let mut stored = 0usize;
@@ -566,13 +727,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
                 None
             }
         };
-        let label = if v.is_some() {
-            format!("{} round {i}/{repeat}: ", opts.name)
-        } else if repeat > 1 {
-            format!("{} {i}/{repeat}: ", opts.name)
-        } else {
-            String::new()
-        };
+        let label = step_label(&opts.name, v.is_some(), i, repeat);
         let run = kiln_run::run(&opts, load.as_mut(), stop, &mut |p| {
             progress.show(p, &label)
         });
@@ -590,111 +745,28 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
                 k + 1
             )
         });
-        for w in run.meta.warnings.iter().filter(|w| w.starts_with("pprof:")) {
-            eprintln!("warning: {}", text::clean_cut(w, 2 * text::MAX_SHOWN));
-        }
-        // A store that cannot take the run (a shared store's server away through the
-        // retries, a full disk, a file size limit, a read-only or damaged file): the run
-        // is kept in a local file rather than lost.
-        let saved = kiln_store::save_or_keep(store.as_mut(), &run, &kiln_store::fallback_files());
-        let saved = match saved {
-            Ok(s) => s,
-            Err(lost) => {
-                // Nowhere to keep it: its figures at least reach the terminal.
-                let _ = write!(std::io::stdout(), "{}", summary(&run, Path::new("nowhere")));
-                return Err(anyhow::Error::new(lost).context(format!(
-                    "Cannot save the run in '{}'",
-                    store.location().display()
-                )));
-            }
-        };
-        let (id, kept_in) = match saved {
-            Saved::Stored(id) => (id, None),
-            Saved::Kept {
-                id,
-                file,
-                error,
-                left_out,
-            } => {
-                let retried = if error.is_unreachable() {
-                    format!(" (retried for {} s)", kiln_store::DEFAULT_RETRY.as_secs())
-                } else {
-                    String::new()
-                };
-                eprintln!(
-                    "kiln run: could not save the run{retried}: {}\n\
-                     kiln run: the run is kept in {} as #{id}{}; once the store can take it, push it with\n\
-                     \x20   kiln runs import {} --store '{}'\n\
-                     kiln run: {}then remove {}",
-                    text::clean_lines(&error.to_string()),
-                    file.display(),
-                    left_out.map(|l| format!(" ({l})")).unwrap_or_default(),
-                    file.display(),
-                    store.location().display(),
-                    if kiln_store::is_url(store.location()) {
-                        "(with the URL's password if it has one), "
-                    } else {
-                        ""
-                    },
-                    file.display()
-                );
-                kept_all = false;
-                (id, Some(file))
-            }
-        };
-        let stored_in = kept_in
-            .as_deref()
-            .unwrap_or_else(|| store.location())
-            .to_path_buf();
-        // Reports go beside a store file; the working directory for a database server.
-        let report_base = kept_in
-            .as_deref()
-            .or(store.local_file())
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
+        say_pprof_warnings(&run);
+        let (id, kept_in) = save_run(store.as_mut(), &run)?;
+        kept_all &= kept_in.is_none();
+        let (stored_in, report_base) = places(store.as_ref(), kept_in);
         run.meta.id = Some(id);
-        // How long the results took once the measurement ended (the last seconds of load,
-        // the profiles' symbols, the save): "results seconds after the load stops".
-        let stored_after =
-            kiln_os::clock::monotonic_ns().saturating_sub(run.meta.measure.end_ns) as f64 / 1e9;
         all_complete &= run.meta.status.complete;
-        let mut out = std::io::stdout().lock();
-        if json {
-            writeln!(out, "{}", serde_json::to_string_pretty(&run.meta)?)?;
-        } else {
-            write!(out, "{}", summary(&run, &stored_in))?;
-        }
-        out.flush()?;
-        eprintln!("kiln run: stored {stored_after:.2} s after the measurement ended");
+        print_run(&run, json, &stored_in)?;
         stored += 1;
         if let Some(to) = &report {
-            let nth = if experiment.is_some() {
-                (k as u32 + 1, total)
-            } else {
-                (i, repeat)
+            let nth = match experiment {
+                Some(_) => (k as u32 + 1, total),
+                None => (i, repeat),
             };
             write_report(&run, to.as_deref(), nth, &report_base, id);
         }
-        if otlp.otlp_endpoint.is_some() {
-            if run.profiles.is_empty() {
-                eprintln!("kiln run: warning: the run has no profile to send to the collector");
-            } else if let Err(e) = otlp.send("run", &run.profiles, &otlp_options(&run, &stored_in))
-            {
-                eprintln!("kiln run: {}", text::clean_lines(&format!("{e:#}")));
-                sent_all = false;
-            }
-        }
+        sent_all &= send_otlp(&otlp, &run, &stored_in);
         if let Some(f) = after_failed {
             bail!(f);
         }
     }
     if let Some(x) = &experiment {
-        let names: Vec<&str> = x.variants.iter().map(|v| v.name.as_str()).collect();
-        eprintln!(
-            "kiln run: experiment {}: {stored} run(s) of {total}; compare the variants round by round with: kiln compare {}",
-            x.id,
-            names.join(" ")
-        );
+        say_experiment_done(x, stored, total);
     }
     Ok(if all_complete && kept_all && sent_all {
         ExitCode::SUCCESS
@@ -1013,31 +1085,18 @@ fn group_table(groups: &[kiln_run::GroupCpu], connections: Option<u64>) -> Strin
     s
 }
 
-pub fn summary(run: &RunData, store: &std::path::Path) -> String {
+/// A field that came from outside (names, command lines, a shared or imported store):
+/// shown escaped, cut to a line.
+fn shown(x: &str) -> String {
+    text::clean_cut(x, 2 * text::MAX_SHOWN).into_owned()
+}
+
+/// The summary's load line (connections, throughput, the set rate) and latency line.
+fn load_lines(s: &mut String, m: &kiln_store::RunMeta, unit: &str) {
     use kiln_compare::format_value as fv;
     use std::fmt::Write as _;
-    let m = &run.meta;
+    let c = shown;
     let h = &m.headline;
-    // Everything a run holds came from outside (names, command lines, a shared or
-    // imported store): shown escaped, one field a line.
-    let c = |x: &str| text::clean_cut(x, 2 * text::MAX_SHOWN).into_owned();
-    let mut s = String::new();
-    let status = match &m.status.reason {
-        None => "complete".to_string(),
-        Some(r) => format!("INCOMPLETE: {}", c(r)),
-    };
-    let _ = writeln!(
-        s,
-        "run '{}' #{} ({status}): {:.1} s measured",
-        text::clean_cut(&m.name, 80),
-        m.id.unwrap_or(0),
-        m.measure.seconds()
-    );
-    let unit = if m.load.unit.is_empty() {
-        "op".to_string()
-    } else {
-        c(&m.load.unit)
-    };
     let _ = write!(s, "  load: {}", c(&m.load.to_string()));
     if let Some(c) = h.connections {
         let _ = write!(s, ": {} connections held", kiln_model::thousands(c));
@@ -1065,7 +1124,15 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             p(h.max_us)
         );
     }
-    let secs = m.measure.seconds().max(1e-9);
+}
+
+/// The summary's target lines: its CPU, by thread group, and the BEAM's states.
+fn target_lines(s: &mut String, run: &RunData, unit: &str, secs: f64) {
+    let m = &run.meta;
+    use kiln_compare::format_value as fv;
+    use std::fmt::Write as _;
+    let c = shown;
+    let h = &m.headline;
     if let Some(cpu) = h.target_cpu_s {
         let _ = write!(
             s,
@@ -1097,6 +1164,14 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             s.push_str(&beam_states_text(b));
         }
     }
+}
+
+/// The summary's line of the target's memory and switches, and of kiln's own CPU and the
+/// machine's.
+fn resource_lines(s: &mut String, m: &kiln_store::RunMeta, unit: &str, secs: f64) {
+    use kiln_compare::format_value as fv;
+    use std::fmt::Write as _;
+    let h = &m.headline;
     let mut extra = Vec::new();
     if let Some(r) = h.rss_max_bytes {
         extra.push(format!("RSS max {}", fv(r as f64, "bytes")));
@@ -1131,6 +1206,62 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     if !own.is_empty() {
         let _ = writeln!(s, "  {}", own.join("; "));
     }
+}
+
+/// The summary's top functions of a profile, marking where interrupts come back on.
+fn top_functions_lines(s: &mut String, p: &kiln_model::Profile) {
+    use std::fmt::Write as _;
+    let c = shown;
+    let top = top_functions(p, 8);
+    if top.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "  top functions ({}, self):", c(&p.event.name));
+    let mut reenable = Vec::new();
+    for (name, share) in top {
+        let mark = if kiln_model::causes::reenables_interrupts(&name) {
+            reenable.push(name.clone());
+            " *"
+        } else {
+            ""
+        };
+        let _ = writeln!(s, "    {share:5.1}%  {}{mark}", c(&name));
+    }
+    if !reenable.is_empty() {
+        let _ = writeln!(
+            s,
+            "    * where interrupts come back on: cpu-clock is a timer interrupt, so a sample due while the kernel had interrupts off (switching tasks, holding a spinlock) is taken there, and stands for the kernel code before it (perf record -e cpu-clock shows the same)"
+        );
+    }
+}
+
+pub fn summary(run: &RunData, store: &std::path::Path) -> String {
+    use std::fmt::Write as _;
+    let m = &run.meta;
+    // Everything a run holds came from outside (names, command lines, a shared or
+    // imported store): shown escaped, one field a line.
+    let c = shown;
+    let mut s = String::new();
+    let status = match &m.status.reason {
+        None => "complete".to_string(),
+        Some(r) => format!("INCOMPLETE: {}", c(r)),
+    };
+    let _ = writeln!(
+        s,
+        "run '{}' #{} ({status}): {:.1} s measured",
+        text::clean_cut(&m.name, 80),
+        m.id.unwrap_or(0),
+        m.measure.seconds()
+    );
+    let unit = if m.load.unit.is_empty() {
+        "op".to_string()
+    } else {
+        c(&m.load.unit)
+    };
+    load_lines(&mut s, m, &unit);
+    let secs = m.measure.seconds().max(1e-9);
+    target_lines(&mut s, run, &unit, secs);
+    resource_lines(&mut s, m, &unit, secs);
     // A sweep's own finding (the HTTP load's plateau), in its words.
     if let Some(v) = m
         .load
@@ -1166,27 +1297,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             causes_summary(&mut s, p);
             continue;
         }
-        let top = top_functions(p, 8);
-        if top.is_empty() {
-            continue;
-        }
-        let _ = writeln!(s, "  top functions ({}, self):", c(&p.event.name));
-        let mut reenable = Vec::new();
-        for (name, share) in top {
-            let mark = if kiln_model::causes::reenables_interrupts(&name) {
-                reenable.push(name.clone());
-                " *"
-            } else {
-                ""
-            };
-            let _ = writeln!(s, "    {share:5.1}%  {}{mark}", c(&name));
-        }
-        if !reenable.is_empty() {
-            let _ = writeln!(
-                s,
-                "    * where interrupts come back on: cpu-clock is a timer interrupt, so a sample due while the kernel had interrupts off (switching tasks, holding a spinlock) is taken there, and stands for the kernel code before it (perf record -e cpu-clock shows the same)"
-            );
-        }
+        top_functions_lines(&mut s, p);
     }
     for h in &m.hosts {
         let _ = writeln!(s, "  host {}", c(&host_line(h)));
