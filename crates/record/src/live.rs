@@ -131,75 +131,15 @@ struct Plan {
 
 impl Plan {
     fn new(opts: &RecordOptions) -> Result<Plan, RecordError> {
+        check_options(opts)?;
         let events = &opts.events;
-        if events.is_empty() {
-            return Err(RecordError::InvalidOption("no event to record".into()));
-        }
-        if opts.frequency == 0 {
-            return Err(RecordError::InvalidOption(
-                "the frequency (-F) must be at least 1 Hz".into(),
-            ));
-        }
-        if !opts.stack_bytes.is_multiple_of(8) || opts.stack_bytes > 65528 {
-            return Err(RecordError::InvalidOption(
-                "the user stack copy must be a multiple of 8 bytes, at most 65528".into(),
-            ));
-        }
-        if !matches!(
-            opts.offcpu_unit,
-            WeightUnit::Microseconds | WeightUnit::Nanoseconds
-        ) {
-            return Err(RecordError::InvalidOption(format!(
-                "off-CPU time is counted in microseconds or nanoseconds, not {}",
-                opts.offcpu_unit.name()
-            )));
-        }
-        // Events weighed by a tracepoint field need the raw data of their samples.
-        let weigher = Weigher::new(
-            events
-                .iter()
-                .map(|e| {
-                    Ok(match (e, e.weight_field()?) {
-                        (EventSpec::Brk, Some((off, _))) => Weigh::BreakGrowth(off),
-                        (_, Some((off, _))) => Weigh::Field(off),
-                        (EventSpec::Cpu, None) => Weigh::One,
-                        (_, None) => Weigh::Period,
-                    })
-                })
-                .collect::<Result<_, RecordError>>()?,
-        );
+        let weigher = weigher_of(events)?;
         let copies = opts.stack_bytes > 0;
-        let sample_type = if weigher.needs_raw() {
-            sys::SAMPLE_RAW
-        } else {
-            0
-        } | sys::SAMPLE_IDENTIFIER
-            | sys::SAMPLE_IP
-            | sys::SAMPLE_TID
-            | sys::SAMPLE_TIME
-            | sys::SAMPLE_CPU
-            | sys::SAMPLE_PERIOD
-            | sys::SAMPLE_CALLCHAIN
-            | if copies {
-                sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER
-            } else {
-                0
-            };
+        let sample_type = sample_type(&weigher, copies);
         let pages = opts.buffer_pages.next_power_of_two().max(8);
         let spawned = matches!(opts.target, Target::Command(_));
         let system = matches!(opts.target, Target::System);
-        // Software events (cpu-clock, page-faults) and tracepoints (mmap, brk, any
-        // CATEGORY:NAME) have their stacks unwound in the kernel, by one program of the
-        // sampler per kind of event.
-        let slot_use = |ev: &EventSpec| -> Option<SlotUse> {
-            match ev.perf_config(opts.frequency) {
-                Ok((sys::PERF_TYPE_SOFTWARE, ..)) => Some(SlotUse::Sampling),
-                Ok((sys::PERF_TYPE_TRACEPOINT, ..)) => Some(SlotUse::Tracepoint(
-                    ev.weight_field().ok().flatten().map(|(off, _)| off as u32),
-                )),
-                _ => None,
-            }
-        };
+        let slot_use = |ev: &EventSpec| slot_use(ev, opts);
         let sampled_in_kernel = |ev: &EventSpec| slot_use(ev).is_some();
         let in_kernel = cfg!(feature = "bpf")
             && opts.unwind != UnwindMode::Copy
@@ -262,22 +202,7 @@ impl Plan {
             // Off-CPU alone: a dummy event that never samples still reports mappings,
             // names and forks, which unwinding and naming the off-CPU stacks need after
             // the processes are gone.
-            attrs.push(EventAttr {
-                index: usize::MAX,
-                spec: EventSpec::OffCpu,
-                attr: PerfEventAttr {
-                    type_: sys::PERF_TYPE_SOFTWARE,
-                    config: sys::PERF_COUNT_SW_DUMMY,
-                    sample_period_or_freq: 1,
-                    sample_type,
-                    flags: common(0),
-                    sample_regs_user: user_regs,
-                    sample_stack_user: opts.stack_bytes,
-                    clockid: libc::CLOCK_MONOTONIC,
-                    ..Default::default()
-                },
-                slot: None,
-            });
+            attrs.push(off_cpu_only(opts, sample_type, common(0), user_regs));
         }
         let attr_bytes = attrs[0].attr.to_bytes();
         let (reader_attr, _) = linux_perf_data::linux_perf_event_reader::PerfEventAttr::parse::<
@@ -285,21 +210,7 @@ impl Plan {
             byteorder::NativeEndian,
         >(&attr_bytes[..])
         .map_err(|e| RecordError::sys("perf_event_attr", e))?;
-        let infos = events
-            .iter()
-            .map(|e| EventInfo {
-                name: e.name(),
-                unit: if e.is_scheduler_time() {
-                    opts.offcpu_unit
-                } else {
-                    e.unit()
-                },
-                // What one cpu sample stands for: the period the kernel gives a timer
-                // sampled at the frequency.
-                sample_period_ns: (*e == EventSpec::Cpu)
-                    .then(|| 1_000_000_000 / u64::from(opts.frequency.max(1))),
-            })
-            .collect();
+        let infos = event_infos(opts);
         Ok(Plan {
             parse_info: RecordParseInfo::new(&reader_attr, Endianness::NATIVE),
             attrs,
@@ -311,6 +222,126 @@ impl Plan {
             infos,
         })
     }
+}
+
+/// Software events (cpu-clock, page-faults) and tracepoints (mmap, brk, any
+/// CATEGORY:NAME) have their stacks unwound in the kernel, by one program of the sampler
+/// per kind of event.
+fn slot_use(ev: &EventSpec, opts: &RecordOptions) -> Option<SlotUse> {
+    match ev.perf_config(opts.frequency) {
+        Ok((sys::PERF_TYPE_SOFTWARE, ..)) => Some(SlotUse::Sampling),
+        Ok((sys::PERF_TYPE_TRACEPOINT, ..)) => Some(SlotUse::Tracepoint(
+            ev.weight_field().ok().flatten().map(|(off, _)| off as u32),
+        )),
+        _ => None,
+    }
+}
+
+/// The options a recording cannot start with.
+fn check_options(opts: &RecordOptions) -> Result<(), RecordError> {
+    if opts.events.is_empty() {
+        return Err(RecordError::InvalidOption("no event to record".into()));
+    }
+    if opts.frequency == 0 {
+        return Err(RecordError::InvalidOption(
+            "the frequency (-F) must be at least 1 Hz".into(),
+        ));
+    }
+    if !opts.stack_bytes.is_multiple_of(8) || opts.stack_bytes > 65528 {
+        return Err(RecordError::InvalidOption(
+            "the user stack copy must be a multiple of 8 bytes, at most 65528".into(),
+        ));
+    }
+    if !matches!(
+        opts.offcpu_unit,
+        WeightUnit::Microseconds | WeightUnit::Nanoseconds
+    ) {
+        return Err(RecordError::InvalidOption(format!(
+            "off-CPU time is counted in microseconds or nanoseconds, not {}",
+            opts.offcpu_unit.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Events weighed by a tracepoint field need the raw data of their samples.
+fn weigher_of(events: &[EventSpec]) -> Result<Weigher, RecordError> {
+    Ok(Weigher::new(
+        events
+            .iter()
+            .map(|e| {
+                Ok(match (e, e.weight_field()?) {
+                    (EventSpec::Brk, Some((off, _))) => Weigh::BreakGrowth(off),
+                    (_, Some((off, _))) => Weigh::Field(off),
+                    (EventSpec::Cpu, None) => Weigh::One,
+                    (_, None) => Weigh::Period,
+                })
+            })
+            .collect::<Result<_, RecordError>>()?,
+    ))
+}
+
+/// What each sample carries: raw data for events weighed by a field, the user registers
+/// and stack when `copies`.
+fn sample_type(weigher: &Weigher, copies: bool) -> u64 {
+    let raw = if weigher.needs_raw() {
+        sys::SAMPLE_RAW
+    } else {
+        0
+    };
+    raw | sys::SAMPLE_IDENTIFIER
+        | sys::SAMPLE_IP
+        | sys::SAMPLE_TID
+        | sys::SAMPLE_TIME
+        | sys::SAMPLE_CPU
+        | sys::SAMPLE_PERIOD
+        | sys::SAMPLE_CALLCHAIN
+        | if copies {
+            sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER
+        } else {
+            0
+        }
+}
+
+/// Off-CPU alone: a dummy event that never samples still reports mappings, names and
+/// forks, which unwinding and naming the off-CPU stacks need after the processes are
+/// gone.
+fn off_cpu_only(opts: &RecordOptions, sample_type: u64, flags: u64, user_regs: u64) -> EventAttr {
+    EventAttr {
+        index: usize::MAX,
+        spec: EventSpec::OffCpu,
+        attr: PerfEventAttr {
+            type_: sys::PERF_TYPE_SOFTWARE,
+            config: sys::PERF_COUNT_SW_DUMMY,
+            sample_period_or_freq: 1,
+            sample_type,
+            flags,
+            sample_regs_user: user_regs,
+            sample_stack_user: opts.stack_bytes,
+            clockid: libc::CLOCK_MONOTONIC,
+            ..Default::default()
+        },
+        slot: None,
+    }
+}
+
+/// The name, unit and sample period of each event.
+fn event_infos(opts: &RecordOptions) -> Vec<EventInfo> {
+    opts.events
+        .iter()
+        .map(|e| EventInfo {
+            name: e.name(),
+            unit: if e.is_scheduler_time() {
+                opts.offcpu_unit
+            } else {
+                e.unit()
+            },
+            // What one cpu sample stands for: the period the kernel gives a timer
+            // sampled at the frequency.
+            sample_period_ns: (*e == EventSpec::Cpu)
+                .then(|| 1_000_000_000 / u64::from(opts.frequency.max(1))),
+        })
+        .collect()
 }
 
 const PAGE_SIZE: u32 = 4096;
