@@ -155,7 +155,18 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
         table("kiln"),
     );
     let mut h = Headline::default();
-    if !meta.load.completed.is_empty() {
+    if run.meta.headline.connections.is_some() {
+        // A fleet's work is holding its connections: those open at the window's end,
+        // every second of the load up to then (as the run's own summary counts them).
+        let upto = Window {
+            name: String::new(),
+            start_ns: 0,
+            end_ns: w.end_ns,
+        };
+        let open = integral(&values(load, "connected", &upto)).unwrap_or(0.0)
+            - integral(&values(load, "dropped", &upto)).unwrap_or(0.0);
+        h.connections = Some(open.round().max(0.0) as u64);
+    } else if !meta.load.completed.is_empty() {
         let v = values(load, &meta.load.completed, w);
         let secs = seconds(&v);
         if secs > 0.0 {
@@ -215,6 +226,15 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
     if let (Some(cpu), Some(ops)) = (h.target_cpu_s, h.operations.filter(|&o| o > 0)) {
         h.cpu_per_op_us = Some(cpu * 1e6 / ops as f64);
         h.switches_per_op = switches.map(|s| s as f64 / ops as f64);
+    }
+    // The BEAM's scheduler states from the window's samples (blocks by their start).
+    if meta.headline.beam.is_some() {
+        let sliced: Vec<kiln_model::Profile> = run
+            .profiles
+            .iter()
+            .map(|p| p.time_slice(w.start_ns, w.end_ns))
+            .collect();
+        h.beam = kiln_store::SchedulerStates::of_profiles(&sliced);
     }
     meta.headline = h;
     meta.measure = w.clone();

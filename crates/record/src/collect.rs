@@ -47,6 +47,10 @@ pub struct Summary {
     pub offcpu_short_blocks: u64,
     /// Off-CPU blocks seen (traced threads going to sleep).
     pub offcpu_blocks: u64,
+    /// Off-CPU (and runnable) blocks wholly outside the sampling window: ended before
+    /// sampling began (the collector runs from before it, through a warm-up), or began
+    /// after it ended. Blocks across an edge are cut to it.
+    pub offcpu_before_window: u64,
     /// Off-CPU blocks whose end was not seen (the kernel refused the thread's state
     /// when it ran again, as happens while another thread's state is freed on that
     /// CPU): their time is unknown, so they are not in the profile.

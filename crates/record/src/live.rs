@@ -770,6 +770,12 @@ impl Started {
                 }
             }
         }
+        // Sampling starts now: the off-CPU collector, running since it loaded, keeps the
+        // time off CPU from here on.
+        let started_ns = kiln_os::clock::monotonic_ns();
+        if let Some(o) = offcpu.as_mut() {
+            o.window_starts(started_ns);
+        }
         if !spawned {
             opened.enable_all().map_err(|e| fail(&mut child, e))?;
             // The processes' mappings, read once, now: what they map from here on comes
@@ -820,7 +826,7 @@ impl Started {
             scratch: Scratch::default(),
             _bpf_stats: bpf_stats,
             started: Instant::now(),
-            started_ns: kiln_os::clock::monotonic_ns(),
+            started_ns,
         })
     }
 }
@@ -931,6 +937,9 @@ impl Running {
         let stopped_ns = kiln_os::clock::monotonic_ns();
         for fd in &self.opened.fds {
             sys::disable(fd);
+        }
+        if let Some(o) = self.offcpu.as_mut() {
+            o.window_ends(stopped_ns);
         }
         self.drain_once();
         if let Some(k) = self.kernel.take() {

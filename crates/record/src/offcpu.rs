@@ -8,6 +8,12 @@
 //! recording holds exactly the blocks that started in it. User stacks are unwound by the
 //! same code as perf samples (CFI + frame pointers), once per distinct stack: blocks at
 //! the same place share a key, and the unwound addresses are kept per key.
+//!
+//! The collector runs from before sampling starts (a gated `kiln run` loads it during the
+//! warm-up): each block is cut to the sampling window, so the off-CPU and runnable
+//! profiles hold the same seconds as the CPU samples — a block that began before the
+//! window counts from its start, one that ends after it up to its end, and one wholly
+//! before it not at all (counted in [`crate::Summary::offcpu_before_window`]).
 use crate::collect::Collector;
 #[cfg(feature = "bpf")]
 use crate::collect::UserStack;
@@ -48,6 +54,8 @@ pub(crate) struct OffCpu {
     kernel_cache: HashMap<u64, Arc<[u64]>>,
     /// Blocks lost so far (the kernel's count at the last drain).
     dropped: u64,
+    /// The sampling window (CLOCK_MONOTONIC ns) blocks are cut to.
+    window: (u64, u64),
 }
 
 #[cfg(feature = "bpf")]
@@ -81,7 +89,18 @@ impl OffCpu {
             user_cache: HashMap::new(),
             kernel_cache: HashMap::new(),
             dropped: 0,
+            window: (0, u64::MAX),
         })
+    }
+
+    /// Sampling began at `ns`: earlier time off CPU is not the recording's.
+    pub fn window_starts(&mut self, ns: u64) {
+        self.window.0 = ns;
+    }
+
+    /// Sampling ended at `ns`: later time off CPU is not the recording's.
+    pub fn window_ends(&mut self, ns: u64) {
+        self.window.1 = ns;
     }
 
     /// Moves the blocks that ended since the last call into `c`.
@@ -106,7 +125,15 @@ impl OffCpu {
             }
             self.dropped = dropped;
         }
-        for b in blocks {
+        for mut b in blocks {
+            let (from, until) = self.window;
+            let end = b.start_ns.saturating_add(b.duration_ns).min(until);
+            let start = b.start_ns.max(from);
+            if end <= start {
+                c.summary.offcpu_before_window += 1;
+                continue;
+            }
+            (b.start_ns, b.duration_ns) = (start, end - start);
             let event = if b.runnable {
                 self.events.runnable
             } else {
@@ -245,5 +272,7 @@ impl OffCpu {
         Ok(())
     }
     pub fn set_maps(&mut self, _: u32, _: &[u8]) {}
+    pub fn window_starts(&mut self, _: u64) {}
+    pub fn window_ends(&mut self, _: u64) {}
     pub(crate) fn summarise(&self, _: &mut Collector) {}
 }

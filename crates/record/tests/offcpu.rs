@@ -363,3 +363,62 @@ fn cpu_and_runnable_account_for_a_busy_threads_wall_time() {
         "every runnable stack is the loop's thread's: {lines:?}"
     );
 }
+
+/// The collector runs from before sampling starts (a gated recording loads it during the
+/// warm-up): the off-CPU profile holds the sampling window's time only. A shell sleeping
+/// in 0.2 s naps is blocked nearly all the time, waiting for them: 1.5 s of naps before
+/// the gate opens are not in the profile, and the window's blocked time is at most the
+/// window.
+#[test]
+fn blocks_before_a_gated_start_are_left_out_and_edges_cut() {
+    let mut sh = Command::new("sh")
+        .args(["-c", "while :; do sleep 0.2; done"])
+        .spawn()
+        .unwrap();
+    let pid = sh.id();
+    let mut opts = RecordOptions::new(Target::Pids(vec![pid]));
+    opts.events = vec![EventSpec::OffCpu];
+    opts.offcpu_unit = WeightUnit::Nanoseconds;
+    opts.duration = Some(Duration::from_secs(2));
+    let gate = kiln_record::StartGate::default();
+    opts.gate = Some(gate.clone());
+    let recording = std::thread::spawn(move || record(&opts));
+    while !gate.ready.sleep(Duration::from_millis(50)) && !recording.is_finished() {}
+    // The naps of the warm-up end, and are handed over, before sampling starts.
+    std::thread::sleep(Duration::from_millis(1500));
+    gate.go.raise();
+    let rec = recording
+        .join()
+        .unwrap()
+        .expect("recording works (root, BTF)");
+    let _ = sh.kill();
+    let _ = sh.wait();
+    let (from, to) = rec.sampling;
+    let p = &rec.profiles[0];
+    // The shell's own blocks (its naps, followed as its children, are `sleep`).
+    let sh_ns: u64 = folded(p)
+        .iter()
+        .filter(|(f, _)| f[0] == "sh")
+        .map(|(_, w)| w)
+        .sum();
+    let (first, _) = p.samples.time_range().expect("blocks in the window");
+    let before = u64::from(first < from);
+    let window = to - from;
+    eprintln!(
+        "sh blocked {:.0} ms in a {:.0} ms window; {} blocks before it left out",
+        sh_ns as f64 / 1e6,
+        window as f64 / 1e6,
+        rec.summary.offcpu_before_window
+    );
+    assert_eq!(before, 0, "no block is stamped before the window");
+    assert!(rec.summary.offcpu_before_window >= 3, "{:?}", rec.summary);
+    assert!(
+        sh_ns <= window,
+        "{sh_ns} ns blocked in a {window} ns window"
+    );
+    // The naps in the window are there (a nap still going at the end is not seen).
+    assert!(
+        sh_ns >= window / 2,
+        "{sh_ns} ns blocked in a {window} ns window"
+    );
+}

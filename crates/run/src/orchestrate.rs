@@ -221,6 +221,9 @@ impl Pass<'_> {
     ) {
         let from = Instant::now();
         self.measure_from = Some(from);
+        // Said as it begins (not at the next second's line): a log, or a script
+        // measuring the same seconds by another account, needs the moment.
+        self.progress(Phase::Measure, true);
         let end = from + self.opts.duration;
         loop {
             let over = match recorder {
@@ -751,7 +754,7 @@ fn build(
     };
     let mut computed = headline::compute(&measure, &ticks, &sampler, &load_info, &outcome);
     computed.headline.kiln_bpf_cpu_s = rec.bpf_cpu_s;
-    computed.headline.beam = headline::beam_states(&rec.profiles);
+    computed.headline.beam = kiln_store::SchedulerStates::of_profiles(&rec.profiles);
     let mut warnings = rec.warnings;
     warnings.extend(computed.warnings);
     let mut series = vec![headline::load_series(&ticks)];

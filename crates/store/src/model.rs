@@ -214,6 +214,62 @@ pub struct SchedulerStates {
     pub runnable_pct: Option<f64>,
 }
 
+impl SchedulerStates {
+    /// What the BEAM's schedulers did by state ([`kiln_model::beam`]), from the first CPU
+    /// profile of `profiles` that has scheduler threads. With the `offcpu` and `runnable`
+    /// profiles of the same recording the shares are of the schedulers' wall time, as the
+    /// BEAM's microstate accounting counts it: on CPU, waiting for a CPU (preempted, or
+    /// yielded in the busy-wait) and blocked, each in the state its stack names.
+    pub fn of_profiles(profiles: &[kiln_model::Profile]) -> Option<SchedulerStates> {
+        use kiln_model::beam::{scheduler_states, BeamState};
+        let at = |s: BeamState| BeamState::ALL.iter().position(|&x| x == s).unwrap_or(0);
+        // Each profile's scheduler time by state, in ns.
+        let ns_of = |p: &kiln_model::Profile| -> Option<[f64; 7]> {
+            let per = p.event.ns_per_weight()?;
+            Some(scheduler_states(p)?.map(|w| w as f64 * per))
+        };
+        let (cpu_profile, cpu) = profiles
+            .iter()
+            .filter(|p| p.event.is_clock())
+            .find_map(|p| Some((p, ns_of(p)?)))?;
+        let named = |n: &str| profiles.iter().find(|p| p.event.name == n);
+        let (blocked, runnable) = match (named("offcpu"), named("runnable")) {
+            (Some(o), Some(r)) => {
+                // Blocked time in the state msacc counts it in (a blocking poll is sleep).
+                let mut b = [0.0; 7];
+                for (s, x) in BeamState::ALL.iter().zip(ns_of(o).unwrap_or_default()) {
+                    b[at(kiln_model::beam::blocked_state(*s))] += x;
+                }
+                (b, Some(ns_of(r).unwrap_or_default()))
+            }
+            _ => ([0.0; 7], None),
+        };
+        let mut w = cpu;
+        for (i, x) in w.iter_mut().enumerate() {
+            *x += blocked[i] + runnable.map_or(0.0, |r| r[i]);
+        }
+        let all: f64 = w.iter().sum();
+        let sleep = w[at(BeamState::Sleep)];
+        let awake = all - sleep;
+        if all <= 0.0 {
+            return None;
+        }
+        let pct = |x: f64| if awake > 0.0 { x * 100.0 / awake } else { 0.0 };
+        let period = cpu_profile.event.sample_period_ns.unwrap_or(1).max(1) as f64;
+        Some(SchedulerStates {
+            emulator_pct: pct(w[at(BeamState::Emulator)]),
+            port_pct: pct(w[at(BeamState::Port)]),
+            gc_pct: pct(w[at(BeamState::Gc)]),
+            check_io_pct: pct(w[at(BeamState::CheckIo)]),
+            aux_pct: pct(w[at(BeamState::Aux)]),
+            other_pct: pct(w[at(BeamState::Other)]),
+            sleep_pct: sleep * 100.0 / all,
+            samples: (cpu.iter().sum::<f64>() / period).round() as u64,
+            runnable_pct: runnable.map(|r| pct(r.iter().sum::<f64>() - r[at(BeamState::Sleep)])),
+        })
+    }
+}
+
 /// Per-second values sharing one time column (uPlot's columnar layout): `time_ns[i]` is
 /// the end of the i-th interval on the run's CLOCK_MONOTONIC clock.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -484,6 +484,12 @@ fn report_offcpu(s: &kiln_record::Summary, wakers: bool) {
             s.offcpu_dropped_ns as f64 / 1e9
         );
     }
+    if s.offcpu_before_window > 0 {
+        eprintln!(
+            "kiln record: off-CPU: {} blocks wholly outside the sampling window (ended before it began) are not in the profile; blocks across its edges are cut to it",
+            s.offcpu_before_window
+        );
+    }
     if s.offcpu_unseen_ends > 0 {
         eprintln!(
             "kiln record: warning: {} off-CPU blocks are not in the profile: their end was not \

@@ -1246,9 +1246,15 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         None => "complete".to_string(),
         Some(r) => format!("INCOMPLETE: {}", c(r)),
     };
+    // A window of the run (`run@2-7`, a sweep's step) says which.
+    let window = if m.measure.name == "measure" {
+        String::new()
+    } else {
+        format!(" in window {}", c(&m.measure.name))
+    };
     let _ = writeln!(
         s,
-        "run '{}' #{} ({status}): {:.1} s measured",
+        "run '{}' #{} ({status}): {:.1} s measured{window}",
         text::clean_cut(&m.name, 80),
         m.id.unwrap_or(0),
         m.measure.seconds()

@@ -50,7 +50,9 @@ pub enum RunsCommand {
     List(ListArgs),
     /// Everything about a run: what ran, headline figures, warnings, series, profiles.
     Show {
-        /// The run (id or name).
+        /// The run (id or name), or a window of it: RUN@START-END (seconds from the
+        /// start of its measurement, `spin@2.5-9`) or a sweep's step (`sweep@48`), whose
+        /// figures, BEAM scheduler states and profiles are the window's.
         run: String,
         /// Print JSON: the metadata and headline figures, and the per-second series
         /// (`series`: each table's `time_ns` and columns of values).
@@ -282,7 +284,12 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
     let mut out = String::new();
     for m in &runs {
         let id = m.id.context("run without id")?;
-        let run = store.load(id)?;
+        let mut run = store.load(id)?;
+        if m.measure.name != "measure" {
+            // A window (`run@10-20`, a sweep's step): its figures and its samples.
+            run.profiles = super::store::run_profiles(store, m)?;
+            run.meta = m.clone();
+        }
         if json {
             out.push_str(&serde_json::to_string_pretty(&show_json(&run)?)?);
             out.push('\n');
