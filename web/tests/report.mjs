@@ -1330,6 +1330,69 @@ try {
     });
   }
 
+  // ---------------------------------------------------------------- a window judged on the compare page
+  // compare-window.expect.json holds what `kiln compare LABEL@A-B ...` printed (JSON and
+  // text) for the window the check drags: the page must say the same of it.
+  if (existsSync(join(dir, 'compare-window.html'))) {
+    const we = expectOf('compare-window');
+    await check('compare: a window dragged is judged as kiln compare LABEL@START-END judges it: figures, changes, p-values, verdicts, words', async () => {
+      page = await open('compare-window.html');
+      const [a, b] = we.window;
+      const geo = await chartGeometry(page, 'throughput');
+      await page.mouse.move(pageX(geo, (a + 0.2) * 1e9), geo.top + 30);
+      await page.mouse.down();
+      await page.mouse.move(pageX(geo, (a + b) * 0.5e9), geo.top + 30, { steps: 3 });
+      await page.mouse.move(pageX(geo, (b - 0.2) * 1e9), geo.top + 30, { steps: 3 });
+      await page.mouse.up();
+      await settle(page);
+      assert.equal(await page.textContent('[data-field=window-command]'), `kiln compare ${we.labels.map((l) => `${l}@${a}-${b}`).join(' ')}`);
+      const rows = await page.$$eval('[data-table=window-figures] tr[data-metric]', (trs) =>
+        trs.map((tr) => ({
+          key: tr.dataset.metric,
+          role: tr.dataset.role,
+          values: [...tr.querySelectorAll('td[data-group]')].map((td) => ({ value: td.dataset.value, text: td.textContent })),
+          changes: [...tr.querySelectorAll('td[data-change]')].map((td) => ({ i: Number(td.dataset.change), verdict: td.dataset.verdict, percent: td.dataset.percent, p: td.dataset.p, text: td.textContent })),
+        })),
+      );
+      const cmp = we.json;
+      assert.deepEqual(rows.map((r) => r.key).sort(), cmp.rows.map((r) => r.key).sort(), 'the same figures');
+      const close = (x, y, what) => assert.ok(Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(y)), `${what}: page ${x}, kiln compare ${y}`);
+      let judged = 0;
+      for (const want of cmp.rows) {
+        const got = rows.find((r) => r.key === want.key);
+        assert.equal(got.role, want.role, `${want.key}: role`);
+        // The text table's line of this figure: every cell the page shows is in it.
+        const line = we.text.split('\n').find((l) => l.startsWith(`${want.label}  `));
+        assert.ok(line, `${want.key}: a line in kiln compare's text`);
+        want.groups.forEach((g, i) => {
+          if (g) close(Number(got.values[i].value), g.median, `${want.key} median of group ${i}`);
+          assert.ok(line.includes(got.values[i].text), `${want.key}: group ${i} '${got.values[i].text}' in '${line}'`);
+        });
+        want.changes.forEach((c, i) => {
+          if (!c || i === 0) return;
+          const pc = got.changes.find((x) => x.i === i);
+          if (c.percent !== null) close(Number(pc.percent), c.percent, `${want.key} change of group ${i}`);
+          if (c.p === undefined) assert.equal(pc.p, '', `${want.key}: no p for group ${i}`);
+          else close(Number(pc.p), c.p, `${want.key} p of group ${i}`);
+          if (want.role === 'outcome') {
+            assert.equal(pc.verdict, c.verdict, `${want.key} verdict of group ${i}`);
+            if (c.p !== undefined) judged++;
+          }
+          assert.ok(line.includes(pc.text), `${want.key}: change '${pc.text}' in '${line}'`);
+        });
+      }
+      assert.ok(judged >= 3, `verdicts with a p-value compared: ${judged}`);
+      // The overall line: the same, up to what moved in the profile (the command's alone).
+      const overall = await page.$eval('[data-field=window-overall]', (p) => ({ verdict: p.dataset.verdict, text: p.textContent }));
+      assert.equal(overall.verdict, cmp.overall.verdict);
+      assert.ok(cmp.overall.line.startsWith(overall.text), `overall: page '${overall.text}', kiln compare '${cmp.overall.line}'`);
+      const notes = await page.$$eval('[data-field=window-note]', (e) => e.map((x) => x.textContent));
+      assert.ok(notes.some((n) => n.includes('paired by round')) && notes.some((n) => n.includes('Mann-Whitney')), `${notes}`);
+      await shot(page, 'compare-window');
+      await axe(page, 'compare, a window judged');
+    });
+  }
+
   // ---------------------------------------------------------------- trend
   if (existsSync(join(dir, 'trend.html'))) {
     const te = JSON.parse(readFileSync(join(dir, 'trend.expect.json'), 'utf8'));

@@ -340,3 +340,171 @@ test('markers: lanes in the order the run’s markers meet them', () => {
   const m = (lane: string) => ({ lane, name: lane, kind: 'flag', start: 0, end: 1, count: 1, unit: 's' });
   assert.deepEqual(markersLib.lanesOf([m('phases'), m('sweep steps'), m('flow control'), m('phases'), m('connections')]), ['phases', 'sweep steps', 'flow control', 'connections']);
 });
+
+// ---------------------------------------------------------------- lib/verdict.ts: kiln compare's rules on the page
+import * as V from '../src/report/lib/verdict.js';
+
+/** The slow model of the exact Mann-Whitney p: every way to split the ranks. */
+function bruteMannWhitney(a: number[], b: number[]): number {
+  const all = [...a, ...b].sort((x, y) => x - y);
+  const rank = (v: number): number => all.indexOf(v) + 1;
+  const m = a.length;
+  const uObs = a.reduce((s, v) => s + rank(v), 0) - (m * (m + 1)) / 2;
+  let [le, ge, count] = [0, 0, 0];
+  for (let mask = 0; mask < 1 << all.length; mask++) {
+    let bits = 0;
+    let ra = 0;
+    for (let i = 0; i < all.length; i++) if (mask & (1 << i)) { bits++; ra += i + 1; }
+    if (bits !== m) continue;
+    const u = ra - (m * (m + 1)) / 2;
+    count++;
+    if (u <= uObs) le++;
+    if (u >= uObs) ge++;
+  }
+  return Math.min((2 * Math.min(le, ge)) / count, 1);
+}
+
+/** The slow model of the signed-rank p: every assignment of signs, the statistic from scratch. */
+function bruteSigned(d0: number[]): number {
+  const d = d0.filter((x) => x !== 0);
+  const n = d.length;
+  const stat = (signs: number[]): number =>
+    d.reduce((s, x, i) => {
+      if (signs[i] <= 0) return s;
+      const a = Math.abs(x);
+      return s + d.filter((y) => Math.abs(y) < a).length + (d.filter((y) => Math.abs(y) === a).length + 1) / 2;
+    }, 0);
+  const obs = stat(d.map(Math.sign));
+  let [le, ge] = [0, 0];
+  for (let mask = 0; mask < 1 << n; mask++) {
+    const w = stat(d.map((_, i) => (mask & (1 << i) ? 1 : -1)));
+    if (w <= obs + 1e-9) le++;
+    if (w >= obs - 1e-9) ge++;
+  }
+  return Math.min((2 * Math.min(le, ge)) / 2 ** n, 1);
+}
+
+test('verdict: the exact tests equal their slow models and the published tables', () => {
+  const r = rng(12345);
+  for (let m = 1; m <= 6; m++)
+    for (let n = 1; n <= 6; n++)
+      for (const shift of [0, 0.3, 1]) {
+        const a = Array.from({ length: m }, () => r());
+        const b = Array.from({ length: n }, () => r() + shift);
+        assert.ok(Math.abs(V.mannWhitney(a, b) - bruteMannWhitney(a, b)) < 1e-12, `m=${m} n=${n}`);
+      }
+  assert.ok(Math.abs(V.smallestP(3, 3) - 0.1) < 1e-12);
+  assert.ok(Math.abs(V.smallestP(4, 4) - 2 / 70) < 1e-12);
+  assert.deepEqual([V.smallestGroup(0.05), V.smallestGroup(0.01), V.smallestGroup(0.1)], [4, 5, 3]);
+  for (let n = 1; n <= 8; n++)
+    for (const shift of [0, 0.2, 0.6])
+      for (const rounded of [false, true]) {
+        const d = Array.from({ length: n }, () => {
+          const v = r() - 0.5 + shift;
+          return rounded ? Math.round(v * 10) / 10 : v;
+        });
+        assert.ok(Math.abs(V.signedRank(d) - bruteSigned(d)) < 1e-12, `${d}`);
+      }
+  assert.deepEqual([V.smallestRounds(0.05), V.smallestRounds(0.01)], [6, 8]);
+  assert.ok(Math.abs(V.signedRank([0.1, 0.2, 0.15, 0.12, 0.3, 0.11]) - 1 / 32) < 1e-15);
+  const s = V.hodgesLehmann([1, 2, 3], 0.05)!;
+  assert.deepEqual([s.estimate, s.low, s.high], [2, 1, 3]);
+  assert.ok(Math.abs(s.coverage - 0.75) < 1e-12);
+  const six = V.hodgesLehmann([5, 1, 3, 2, 4, 6], 0.05)!;
+  assert.deepEqual([six.estimate, six.low, six.high], [3.5, 1, 6]);
+  assert.ok(Math.abs(six.coverage - (1 - 2 / 64)) < 1e-12);
+});
+
+test('verdict: the rules and their words are verdict.rs\'s', () => {
+  const rules = { alpha: 0.05, threshold_pct: 5 };
+  const st = (v: number[]) => V.statOf(v)!;
+  const low = [100, 101, 99, 100.5];
+  const high = [120, 121, 119, 122];
+  const c = V.decide(st(low), st(high), 'lower', rules, null);
+  assert.equal(c.verdict.verdict, 'regressed');
+  assert.equal(V.changeText(c), '+20.2% regressed (p=0.029)');
+  assert.equal(V.decide(st(low), st(high), 'higher', rules, null).verdict.verdict, 'improved');
+  assert.equal(V.changeText(V.decide(st(low.slice(0, 3)), st(high.slice(0, 3)), 'lower', rules, null)), '+20.0% cannot tell (too few repeats)');
+  assert.equal(V.decide(st(low.slice(0, 3)), st(high.slice(0, 3)), 'lower', { ...rules, alpha: 0.1 }, null).verdict.verdict, 'regressed');
+  const one = V.decide(st([100]), st([140]), 'lower', rules, null);
+  assert.equal(V.changeText(one), '+40.0% cannot tell (one run)');
+  assert.equal(one.verdict.verdict === 'cannot_tell' && V.unsureText(one.verdict.unsure), 'one run: noise unknown (kiln run --repeat 4)');
+  assert.equal(V.changeText(V.decide(st(low), st([102, 103, 102.5, 103.5]), 'lower', rules, null)), '+2.5% no change (below the threshold, p=0.029)');
+  assert.equal(V.changeText(V.decide(st(low), st([100.2, 100.8, 99.2, 100.1]), 'lower', rules, null)), '-0.1% no change (within noise, p=1.000)');
+  assert.equal(V.changeText(V.decide(st([80, 95, 105, 140]), st([85, 110, 112, 150]), 'lower', rules, null)), '+11.0% cannot tell (noise ±30%)');
+  assert.equal(V.changeText(V.decide(st(low), st(high), 'lower', rules, 'other hosts')), '+20.2% cannot tell (not comparable)');
+  // Rounds on a machine slowing down by 10% a round: the A/A is no change, +20% is found with its interval.
+  const aa: [number, number][] = Array.from({ length: 6 }, (_, i) => {
+    const level = 100 * 1.1 ** i;
+    return [level, level * (i % 2 === 0 ? 1.01 : 0.99)];
+  });
+  const same = V.decidePaired(aa, 'lower', rules, null);
+  assert.equal(same.verdict.verdict, 'no_change');
+  assert.ok(same.paired!.ci_pct[0] < 0 && same.paired!.ci_pct[1] > 0);
+  const ab = V.decidePaired(aa.map(([b, a]) => [b, a * 1.2]), 'lower', rules, null);
+  assert.equal(ab.verdict.verdict, 'regressed');
+  assert.match(V.changeText(ab), /^\+20\.\d% \[\+\d+\.\d, \+\d+\.\d\] regressed \(p=0\.031\)$/);
+  assert.equal(V.changeText(V.decidePaired(aa.slice(0, 5).map(([b, a]) => [b, a * 1.2]), 'lower', rules, null)).endsWith('cannot tell (too few repeats)'), true);
+  const zeros = V.decidePaired([[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [1, 2]], 'lower', rules, null);
+  assert.equal(zeros.verdict.verdict, 'regressed');
+  assert.ok(Math.abs(zeros.percent - 200) < 1e-9);
+  // Rust's {:.N}: exact ties to the even digit.
+  assert.deepEqual([V.fixed(0.25, 1), V.fixed(2.5, 0), V.fixed(3.5, 0), V.fixed(0.0625, 3), V.fixed(-0.04, 1, true), V.fixed(Infinity, 1, true), V.fixed(3.325, 2), V.fixed(0.75, 1)], ['0.2', '2', '4', '0.062', '-0.0', '+inf', '3.33', '0.8']);
+  assert.equal(V.heldOf(20000, 15000).text, 'not held (\u221225%)');
+  assert.equal(V.formatFigure(1_150_976, 'bytes'), '1.1 MiB');
+});
+
+test('verdict: a run over a window counts the seconds whose middle lies in it (window.rs)', () => {
+  // The per-second data of window.rs's own test: seconds ending 3 ms after each whole second.
+  const rates = [74.0e3, 70.6e3, 86.6e3, 82.0e3, 81.6e3];
+  const time = rates.map((_, i) => (i + 1) * 1e9 + 3e6);
+  const run: V.WindowRun = {
+    group: 0, id: 1, index: 0, measure_end: 6e9, unit: 'msg', rate: 80000, concurrency: null, counted: 'received', latency: null,
+    latency_seconds: { values: [], series: [] },
+    tables: [
+      { name: 'load', time, columns: [{ name: 'received', unit: '', values: rates }] },
+      { name: 'target', time, columns: [{ name: 'cpu user', unit: '', values: [50, 50, 50, 50, 50] }, { name: 'cpu system', unit: '', values: [10, 10, 10, 10, 10] }] },
+    ],
+  } as unknown as V.WindowRun;
+  const at = (a: number, b: number) => V.windowHeadline(run, [a, b]);
+  assert.ok(Math.abs(at(1e9, 2e9).get('throughput')! - 70.6e3) < 1e-6);
+  assert.ok(Math.abs(at(1e9, 3e9).get('throughput')! - 78.6e3) < 1e-6);
+  assert.ok(Math.abs(at(0, 2.4e9).get('throughput')! - (74.0e3 + 70.6e3) / 2) < 1e-6);
+  assert.ok(Math.abs(at(2.4e9, 6e9).get('throughput')! - (86.6e3 + 82.0e3 + 81.6e3) / 3) < 1e-6);
+  // CPU: over the window's length; per message: over the messages counted.
+  const w = at(1e9, 3e9);
+  assert.ok(Math.abs(w.get('target_cpu')! - 60) < 1e-9);
+  assert.ok(Math.abs(w.get('cpu_per_op')! - (1.2 * 1e6) / Math.round(70.6e3 + 86.6e3)) < 1e-9);
+  assert.equal(V.runWindow(run, [7e9, 9e9]), null);
+  assert.deepEqual(V.runWindow(run, [1e9, 9e9]), [1e9, 6e9]);
+});
+
+test('verdict: a window\'s rows: a set rate held is a setting, the target\'s CPU an outcome, rounds paired', () => {
+  const mk = (group: number, index: number, perMsg: number): V.WindowRun => {
+    const time = [1e9, 2e9, 3e9];
+    return {
+      group, id: group * 10 + index, index, measure_end: 3e9, unit: 'msg', rate: 1000, concurrency: null, counted: 'received', latency: null,
+      latency_seconds: { values: [], series: [] },
+      tables: [
+        { name: 'load', time, columns: [{ name: 'received', unit: '', values: [1000, 1000, 1000] }] },
+        { name: 'target', time, columns: [{ name: 'cpu user', unit: '', values: [perMsg / 10, perMsg / 10, perMsg / 10] }, { name: 'cpu system', unit: '', values: [0, 0, 0] }] },
+      ],
+    } as unknown as V.WindowRun;
+  };
+  // Six rounds drifting together; the candidate 25% dearer in each.
+  const runs = [0, 1, 2, 3, 4, 5].flatMap((i) => [mk(0, i, 10 * 1.15 ** i), mk(1, i, 12.5 * 1.15 ** i)]);
+  const paired = { alpha: 0.05, threshold_pct: 5, not_comparable: null, paired: [null, { experiment: 'a/b@1', pairs: [0, 1, 2, 3, 4, 5].map((i) => [i, i] as [number, number]) }], unmatched: [null, null] };
+  const j = V.judgeWindow(['a', 'b'], runs, paired, [0, 3e9]);
+  const row = (k: string) => j.rows.find((r) => r.key === k)!;
+  assert.equal(row('throughput').role, 'setting');
+  assert.equal(row('throughput').cells[0], '1000/s, held');
+  assert.equal(row('target_cpu').role, 'outcome');
+  assert.equal(row('cpu_per_op').label, 'target CPU per msg');
+  const ch = row('cpu_per_op').changes[1]!;
+  assert.equal(ch.verdict.verdict, 'regressed');
+  assert.ok(ch.paired && Math.abs(ch.percent - 25) < 1e-6 && Math.abs(ch.p! - 1 / 32) < 1e-12);
+  assert.match(j.overall.line, /^b against a: regressed\. worse: target CPU per msg \+25\.0% \(p=0\.031\), target CPU \+25\.0% \(p=0\.031\); rate 1000\/s held in both$/);
+  // Unpaired, the drift (+15% a round, 100% over the six) hides the change.
+  const unpaired = V.judgeWindow(['a', 'b'], runs, { ...paired, paired: [null, null] }, [0, 3e9]);
+  assert.equal(unpaired.rows.find((r) => r.key === 'cpu_per_op')!.changes[1]!.verdict.verdict, 'cannot_tell');
+});

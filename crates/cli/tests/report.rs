@@ -459,3 +459,58 @@ fn rabbitmq_sweep_and_comparison_pages() {
     std::fs::write(dir.join("compare.expect.json"), compare.to_string()).unwrap();
     browser(&dir);
 }
+
+/// A window dragged on the comparison page is judged by the page as `kiln compare
+/// LABEL@START-END ...` judges it. Real runs of an HTTP load against nginx: two variants
+/// interleaved in 6 rounds (paired by round: Wilcoxon signed-rank, Hodges–Lehmann) and a
+/// group of 4 runs of its own (against the baseline: Mann-Whitney). The page's figures,
+/// changes and p-values must equal the command's JSON (to 1e-9, relative), its verdicts the
+/// command's, and every cell it shows must be in the command's text.
+#[test]
+fn a_window_on_the_comparison_page_is_judged_as_kiln_compare_judges_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fixtures_dir(tmp.path(), "compare-window");
+    let store = tmp.path().join("runs.db");
+    let nginx = kiln_testkit::Nginx::start().unwrap();
+    let worker = nginx.worker_pids()[0].to_string();
+    let load = |cmd: &mut assert_cmd::Command| {
+        cmd.args(["-d", "3", "--warmup", "1", "-e", "cpu", "-p", &worker])
+            .arg("--no-report")
+            .args(["load", "http", "-R", "200", "-c", "2", "-t", "1"])
+            .arg(nginx.url("/"))
+            .timeout(Duration::from_secs(400))
+            .assert()
+            .success();
+    };
+    load(
+        kiln(&store)
+            .args(["run", "--variant", "a=true", "--variant", "b=true"])
+            .args(["--repeat", "6"]),
+    );
+    load(kiln(&store).args(["run", "--name", "c", "--repeat", "4"]));
+    kiln(&store)
+        .args(["compare", "a", "b", "c", "-o"])
+        .arg(dir.join("compare-window.html"))
+        .assert()
+        .success();
+    let refs = ["a@1-3", "b@1-3", "c@1-3"];
+    let out = kiln(&store)
+        .arg("compare")
+        .args(refs)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    kiln_testkit::succeeded(&out);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = kiln(&store).arg("compare").args(refs).output().unwrap();
+    kiln_testkit::succeeded(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    eprintln!("{text}");
+    std::fs::write(
+        dir.join("compare-window.expect.json"),
+        json!({ "labels": ["a", "b", "c"], "window": [1, 3], "json": json, "text": text })
+            .to_string(),
+    )
+    .unwrap();
+    browser(&dir);
+}

@@ -882,8 +882,9 @@ fn overall(
     Overall { verdict, line }
 }
 
-/// Why the runs cannot be compared at all: incomplete runs, other hosts.
-fn not_comparable(groups: &[(String, Vec<RunMeta>)]) -> Option<String> {
+/// Why the runs cannot be compared at all: incomplete runs, different loads, other hosts
+/// (each group's label and runs); every verdict is then "cannot tell: not comparable".
+pub fn not_comparable(groups: &[(String, Vec<RunMeta>)]) -> Option<String> {
     let all: Vec<&RunMeta> = groups.iter().flat_map(|(_, r)| r).collect();
     let incomplete = all.iter().filter(|r| !r.status.complete).count();
     if incomplete > 0 {

@@ -1,13 +1,15 @@
 //! The comparison page: the figures of two runs (or groups of repeats) side by side with
 //! the change and whether it is beyond noise, their latency distributions and series
 //! overlaid (aligned at the start of measurement), the differential flame graph and the
-//! function table.
+//! function table. The page judges a window of the series itself (web/src/report/lib/
+//! verdict.ts, the rules of `kiln compare NAME@START-END`): it gets each run's seconds and
+//! per-second latency histograms, the rules and the runs' pairing by round from here.
 use crate::latency::{self, Distribution};
 use crate::page::{self, Viewer};
 use crate::run::{completed_column, origin_of, table, Table};
 use crate::{ReportError, ReportOptions};
 use kiln_compare::export::group_text;
-use kiln_compare::{Comparison, Exporter, Role, Verdict};
+use kiln_compare::{Comparison, Exporter, Role, Rounds, Verdict};
 use kiln_store::RunData;
 use kiln_viewer::HtmlOptions;
 use serde::Serialize;
@@ -98,6 +100,15 @@ struct MetricPage {
 #[derive(Serialize)]
 struct RunSeries {
     group: usize,
+    /// The rate the load was set to, per second.
+    rate: Option<f64>,
+    /// Producers, connections or clients.
+    concurrency: Option<f64>,
+    /// The load column a window's operations are counted in, as `kiln compare
+    /// NAME@START-END` counts them (the stored word only).
+    counted: Option<String>,
+    /// The run's per-second latency histograms: a window's percentiles.
+    latency_seconds: latency::PerSecond,
     id: Option<i64>,
     /// Position in its group.
     index: usize,
@@ -139,8 +150,30 @@ struct DiffInfo {
     marked: bool,
 }
 
+/// What a window's verdicts are decided by, as `kiln compare NAME@START-END` decides
+/// them: the rules, why the runs cannot be compared (when they cannot), and how each
+/// group's runs pair with the baseline's by round.
+#[derive(Serialize)]
+struct Judging {
+    alpha: f64,
+    threshold_pct: f64,
+    not_comparable: Option<String>,
+    /// Per group: the pairing with the first group, or null (the first, or unpaired).
+    paired: Vec<Option<PairedPage>>,
+    /// Per group: why its variants' rounds do not pair, or null.
+    unmatched: Vec<Option<String>>,
+}
+
+#[derive(Serialize)]
+struct PairedPage {
+    experiment: String,
+    /// Each round's run: (index in the first group, index in this group), in round order.
+    pairs: Vec<(usize, usize)>,
+}
+
 #[derive(Serialize)]
 struct ComparePage {
+    judging: Judging,
     overall: &'static str,
     overall_line: String,
     groups: Vec<GroupPage>,
@@ -191,6 +224,7 @@ pub fn write_compare_report(
         notes,
         distributions,
         series: run_series(runs),
+        judging: judging(cmp, runs),
         functions: function_pages(cmp),
         diff,
     };
@@ -325,8 +359,15 @@ fn run_series(runs: &[Vec<RunData>]) -> Vec<RunSeries> {
         .flat_map(|(gi, runs)| {
             runs.iter().enumerate().map(move |(i, r)| {
                 let o = origin_of(&r.meta, &r.series);
+                let load = r.series.iter().find(|t| t.name == "load");
+                let load_time = load.map_or(&[][..], |t| &t.time_ns[..]);
                 RunSeries {
                     group: gi,
+                    rate: r.meta.load.rate,
+                    concurrency: r.meta.load.concurrency,
+                    counted: Some(r.meta.load.completed.clone()).filter(|c| !c.is_empty()),
+                    // Logs that cannot be read are counted by the distributions' note.
+                    latency_seconds: latency::per_second(&r.histograms, load_time, o, &mut 0),
                     id: r.meta.id,
                     index: i,
                     tables: r.series.iter().map(|t| table(t, o)).collect(),
@@ -347,6 +388,50 @@ fn run_series(runs: &[Vec<RunData>]) -> Vec<RunSeries> {
             })
         })
         .collect()
+}
+
+/// The rules, the runs' comparability and their pairing by round: a window's verdicts
+/// on the page are decided from these and the runs' seconds.
+fn judging(cmp: &Comparison, runs: &[Vec<RunData>]) -> Judging {
+    let metas: Vec<(String, Vec<kiln_store::RunMeta>)> = cmp
+        .groups
+        .iter()
+        .zip(runs)
+        .map(|(g, rs)| (g.label.clone(), rs.iter().map(|r| r.meta.clone()).collect()))
+        .collect();
+    let rounds: Vec<Rounds> = metas
+        .iter()
+        .enumerate()
+        .map(|(i, (_, m))| {
+            if i == 0 {
+                Rounds::Unpaired
+            } else {
+                kiln_compare::rounds(&metas[0].1, m)
+            }
+        })
+        .collect();
+    Judging {
+        alpha: cmp.rules.alpha,
+        threshold_pct: cmp.rules.threshold_pct,
+        not_comparable: kiln_compare::not_comparable(&metas),
+        paired: rounds
+            .iter()
+            .map(|r| match r {
+                Rounds::Paired { experiment, pairs } => Some(PairedPage {
+                    experiment: experiment.clone(),
+                    pairs: pairs.clone(),
+                }),
+                _ => None,
+            })
+            .collect(),
+        unmatched: rounds
+            .iter()
+            .map(|r| match r {
+                Rounds::Unmatched(why) => Some(why.clone()),
+                _ => None,
+            })
+            .collect(),
+    }
 }
 
 /// The function tables.

@@ -158,6 +158,17 @@ export interface RunPage {
   markers: Marker[];
 }
 
+/** The rules, the runs' comparability and their pairing by round (crates/report/src/compare.rs `Judging`). */
+export interface Judging {
+  alpha: number;
+  threshold_pct: number;
+  not_comparable: string | null;
+  /** Per group: its runs paired with the first group's by round, or null. */
+  paired: ({ experiment: string; pairs: [number, number][] } | null)[];
+  /** Per group: why its variants' rounds do not pair, or null. */
+  unmatched: (string | null)[];
+}
+
 export interface RunRef {
   id: number | null;
   name: string;
@@ -203,6 +214,13 @@ export interface MetricRow {
 
 export interface RunSeries {
   group: number;
+  /** The rate the load was set to, per second. */
+  rate: number | null;
+  concurrency: number | null;
+  /** The load column a window's operations are counted in, as `kiln compare NAME@START-END` counts them. */
+  counted: string | null;
+  /** The run's per-second latency histograms: a window's percentiles. */
+  latency_seconds: PerSecond;
   id: number | null;
   index: number;
   tables: Table[];
@@ -232,6 +250,8 @@ export interface FunctionTable {
 }
 
 export interface ComparePage {
+  /** What a window's verdicts are decided by (lib/verdict.ts). */
+  judging: Judging;
   overall: 'improved' | 'regressed' | 'mixed' | 'no_change' | 'cannot_tell';
   overall_line: string;
   groups: { label: string; runs: RunRef[] }[];

@@ -55,8 +55,8 @@ pub struct Args {
     pub format: String,
 
     /// Also write FILE: the comparison page (.html: figures, latency distributions and
-    /// series overlaid, the differential flame graph and function table; offline, one
-    /// file), a differential flame graph (.svg) of the first and last groups' profiles,
+    /// series overlaid, a window dragged on them judged as NAME@START-END is, the
+    /// differential flame graph and function table; offline, one file), a differential flame graph (.svg) of the first and last groups' profiles,
     /// or the table (.md, .json, .txt).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

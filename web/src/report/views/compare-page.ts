@@ -1,13 +1,14 @@
 // The comparison page: the overall result, the groups compared, the figures side by side
 // by role (outcomes with their verdict: green improved, red regressed; settings held or
 // not; context shown), the latency distributions
-// overlaid, the series overlaid with every run aligned at the start of its measurement,
-// the function table and the differential flame graph.
+// overlaid, the series overlaid with every run aligned at the start of its measurement
+// (a window dragged on them judged as kiln compare NAME@START-END judges it), the
+// function table and the differential flame graph.
 import { el } from '../../views/dom.js';
 import { ComparePage } from '../data.js';
 import { ChartSpec, GROUP_COLORS, Line, Summary, sumColumns } from '../lib/charts.js';
-import { compact, formatValue, formatWindow, unitText } from '../lib/format.js';
-import { integral, rateText } from '../lib/figures.js';
+import { compact, formatWindow, unitText } from '../lib/format.js';
+import { fixed, judgeWindow, WindowJudgement } from '../lib/verdict.js';
 import { ChartGroup, TimeChart } from './time-chart.js';
 import { statusBadge, tagList } from './header.js';
 import { extentOf } from './run-page.js';
@@ -137,8 +138,8 @@ const measureEndOf = (c: ComparePage): number => Math.max(0, ...c.series.map((s)
 
 /**
  * Series overlaid, aligned at the start of each run's measurement. A window chosen on
- * them is the same seconds of every run: its figures per group below, and the command
- * that judges them.
+ * them is the same seconds of every run's own measurement: its figures per group and
+ * their verdicts below, and the command that gives them with the functions.
  */
 function seriesSection(c: ComparePage, status: HTMLElement): { section: HTMLElement; group: ChartGroup; charts: Record<string, TimeChart> } {
   const measureEnd = measureEndOf(c);
@@ -152,7 +153,7 @@ function seriesSection(c: ComparePage, status: HTMLElement): { section: HTMLElem
     onSelect: (w) => showWindowFigures(windowBox, c, w),
   });
   const charts: Record<string, TimeChart> = {};
-  const section = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-series' }, el('h2', { id: 'r-h-series', text: 'Series overlaid, aligned at the start of each measurement (0 s); drag for a window of every run' }), windowBox);
+  const section = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-series' }, el('h2', { id: 'r-h-series', text: 'Series overlaid, aligned at the start of each measurement (0 s); drag for a window of every run, judged' }), windowBox);
   for (const spec of overlaySpecs(c)) {
     const ch = group.add(spec);
     charts[spec.id] = ch;
@@ -262,81 +263,76 @@ function diffSection(c: ComparePage): HTMLElement | null {
 /** Seconds as a window reference writes them: `10`, `2.5`. */
 const secs = (ns: number): string => String(Math.round((ns / 1e9) * 1000) / 1000);
 
-const median = (v: number[]): number | null => {
-  if (!v.length) return null;
-  const x = [...v].sort((a, b) => a - b);
-  const m = x.length >> 1;
-  return x.length % 2 ? x[m] : (x[m - 1] + x[m]) / 2;
-};
-
-/**
- * The figures of window w (ns from the start of each measurement) per group: each run's
- * throughput, target CPU and CPU per operation over the same seconds (a second is the
- * window's when its middle lies in it, as everywhere), the group's median, the change
- * against the first group; not judged here (the runs' noise needs kiln compare): the
- * command that judges this window is given.
- */
-export function windowFigureRows(c: ComparePage, w: [number, number]): { key: string; label: string; medians: (number | null)[]; texts: string[]; change: (number | null)[] }[] {
-  const groups = c.groups.length;
-  const per = (f: (s: ComparePage['series'][0]) => number | null): (number | null)[] =>
-    Array.from({ length: groups }, (_, g) => median(c.series.filter((s) => s.group === g).map(f).filter((v): v is number => v !== null && Number.isFinite(v))));
-  const table = (s: ComparePage['series'][0], n: string) => s.tables.find((t) => t.name === n);
-  const done = (s: ComparePage['series'][0]) => (s.completed ? integral(table(s, 'load'), s.completed, w) : null);
-  const cpuS = (s: ComparePage['series'][0]) => {
-    const u = integral(table(s, 'target'), 'cpu user', w);
-    const y = integral(table(s, 'target'), 'cpu system', w);
-    return u.any || y.any ? { s: (u.sum + y.sum) / 100, secs: Math.max(u.seconds, y.seconds) } : null;
-  };
-  const unit = c.series[0]?.unit ?? 'op';
-  const rows = [
-    { key: 'throughput', label: 'throughput', fmt: (v: number) => rateText(v, unit), get: (s: ComparePage['series'][0]) => { const d = done(s); return d && d.any && d.seconds > 0 && s.unit !== 'conn' ? d.sum / d.seconds : null; } },
-    { key: 'target_cpu', label: 'target CPU', fmt: (v: number) => `${v.toFixed(1)}% of one CPU`, get: (s: ComparePage['series'][0]) => { const x = cpuS(s); return x && x.secs > 0 ? (x.s / x.secs) * 100 : null; } },
-    { key: 'cpu_per_op', label: `target CPU per ${unit}`, fmt: (v: number) => formatValue(v, 'us'), get: (s: ComparePage['series'][0]) => { const d = done(s); const x = cpuS(s); return d && x && d.sum >= 1 && s.unit !== 'conn' ? (x.s * 1e6) / d.sum : null; } },
-  ];
-  return rows
-    .map((r) => {
-      const medians = per(r.get);
-      const base = medians[0];
-      return {
-        key: r.key,
-        label: r.label,
-        medians,
-        texts: medians.map((m) => (m === null ? '–' : r.fmt(m))),
-        change: medians.map((m, i) => (i === 0 || m === null || base === null || base === 0 ? null : ((m - base) / base) * 100)),
-      };
-    })
-    .filter((r) => r.medians.some((m) => m !== null));
+/** A window's verdict table: the figures by role, each group's cell, each change as kiln compare writes it. */
+function windowTable(j: WindowJudgement, labels: string[], runs: number[]): HTMLElement {
+  const table = el('table', { class: 'r-table', 'data-table': 'window-figures' });
+  const hr = el('tr', {}, el('th', { scope: 'col', text: 'figure' }));
+  labels.forEach((l, i) => {
+    hr.append(el('th', { scope: 'col', text: runs[i] > 1 ? `${l} (median, range)` : l }));
+    if (i > 0) hr.append(el('th', { scope: 'col', text: `change vs ${labels[0]}, verdict` }));
+  });
+  hr.append(el('th', { scope: 'col', text: 'noise' }));
+  table.append(el('thead', {}, hr));
+  const headings: Record<string, string> = { outcome: 'Outcomes (judged)', setting: 'Settings (held or not, never judged)', context: 'Context (shown, never judged)' };
+  for (const role of ['outcome', 'setting', 'context'] as const) {
+    const rows = j.rows.filter((r) => r.role === role);
+    if (!rows.length) continue;
+    const body = el('tbody', { 'data-role': role }, el('tr', { class: 'r-role' }, el('th', { scope: 'rowgroup', colspan: String(labels.length * 2 + 1), text: headings[role] })));
+    for (const r of rows) {
+      const tr = el('tr', { 'data-metric': r.key, 'data-role': r.role }, el('th', { scope: 'row', title: r.why ?? '', text: `${r.label}${role === 'outcome' ? (r.better === 'higher' ? ' (higher is better)' : ' (lower is better)') : ''}` }));
+      r.cells.forEach((text, i) => {
+        tr.append(el('td', { 'data-group': String(i), 'data-value': String(r.groups[i]?.median ?? ''), text }));
+        if (i === 0) return;
+        const ch = r.changes[i];
+        const verdict = ch && role === 'outcome' ? ch.verdict.verdict : 'shown';
+        const cls = VERDICT_CLASS[verdict] ?? 'r-same';
+        tr.append(el('td', { class: `r-change ${cls}`, 'data-change': String(i), 'data-verdict': verdict, 'data-percent': ch ? String(ch.percent) : '', 'data-p': ch?.p === null || !ch ? '' : String(ch.p), text: r.changeTexts[i] }));
+      });
+      tr.append(el('td', { 'data-field': 'noise', text: r.noise_pct > 0 ? `±${fixed(r.noise_pct, 1)}%` : '' }));
+      body.append(tr);
+    }
+    table.append(body);
+  }
+  return table;
 }
 
+/** Which analysis a window's changes come from, per compared group, as kiln compare's notes say it. */
+function analysisNotes(c: ComparePage): string[] {
+  const labels = c.groups.map((g) => g.label);
+  return labels.slice(1).map((l, k) => {
+    const i = k + 1;
+    const vs = labels.length > 2 ? `${l}: ` : '';
+    const p = c.judging.paired[i];
+    if (p) return `${vs}paired by round (interleaved experiment ${p.experiment}, ${p.pairs.length} rounds): Wilcoxon signed-rank test of each round's ratio, the change the Hodges–Lehmann estimate with its exact interval [low, high]; drift of the machine between rounds cancels`;
+    const why = c.judging.unmatched[i];
+    if (why) return `${vs}variants of an interleaved experiment, but not paired (${why}): compared as groups (Mann-Whitney)`;
+    return `${vs}compared as groups: exact Mann-Whitney U test of the runs' values`;
+  });
+}
+
+/**
+ * The judgement of window w (ns from the start of each measurement): every run's figures
+ * over the same seconds of its own measurement, every figure's verdict by kiln compare's
+ * rules (lib/verdict.ts), and the command that gives the same table with its functions.
+ */
 function showWindowFigures(box: HTMLElement, c: ComparePage, w: [number, number] | null): void {
   box.replaceChildren();
   box.hidden = w === null;
   if (!w) return;
   const labels = c.groups.map((g) => g.label);
-  const refs = labels.map((l) => `${l}@${secs(Math.max(0, w[0]))}-${secs(w[1])}`).join(' ');
-  const table = el('table', { class: 'r-table', 'data-table': 'window-figures' });
-  const hr = el('tr', {}, el('th', { scope: 'col', text: 'figure' }));
-  labels.forEach((l, i) => {
-    hr.append(el('th', { scope: 'col', text: c.groups[i].runs.length > 1 ? `${l} (median)` : l }));
-    if (i > 0) hr.append(el('th', { scope: 'col', text: `change vs ${labels[0]}` }));
-  });
-  const body = el('tbody');
-  for (const r of windowFigureRows(c, w)) {
-    const tr = el('tr', { 'data-metric': r.key }, el('th', { scope: 'row', text: r.label }));
-    r.texts.forEach((t, i) => {
-      tr.append(el('td', { 'data-group': String(i), 'data-value': String(r.medians[i] ?? ''), text: t }));
-      if (i > 0) {
-        const ch = r.change[i];
-        tr.append(el('td', { 'data-change': String(i), text: ch === null ? '' : `${ch >= 0 ? '+' : ''}${ch.toFixed(1)}%` }));
-      }
-    });
-    body.append(tr);
-  }
-  table.append(el('thead', {}, hr), body);
+  // The window as the command names it (to the millisecond), judged as the command judges it.
+  const [a, b] = [secs(Math.max(0, w[0])), secs(w[1])];
+  const refs = labels.map((l) => `${l}@${a}-${b}`);
+  // Named as the command names them: its overall line says `after@1-3 against before@1-3`.
+  const j = judgeWindow(refs, c.series, c.judging, [Math.round(Number(a) * 1e9), Math.round(Number(b) * 1e9)]);
+  const rules = `alpha ${c.judging.alpha}, threshold ${c.judging.threshold_pct}%`;
   box.append(
-    el('h3', { text: `Window ${formatWindow(w)} of each measurement` }),
-    table,
-    el('p', { text: 'Medians of the runs over the same seconds, not judged: the verdicts above are the whole measurements\'. To judge this window (noise, paired rounds, latency percentiles, functions): ' }),
-    el('pre', { 'data-field': 'window-command', text: `kiln compare ${refs}` }),
+    el('h3', { text: `Window ${formatWindow(w)} of each measurement, judged (${rules})` }),
+    el('p', { class: `r-overall r-overall-${j.overall.verdict}`, 'data-field': 'window-overall', 'data-verdict': j.overall.verdict, text: j.overall.line }),
+    ...j.outside.map((r) => el('p', { class: 'r-warnings', 'data-field': 'window-outside', text: `${labels[r.group]} #${r.id ?? '?'}: its measurement ends before the window starts; kiln compare would refuse this window` })),
+    scroll(windowTable(j, labels, c.groups.map((g) => g.runs.length)), 'Window figures side by side'),
+    el('ul', { 'aria-label': 'How the window was judged' }, ...analysisNotes(c).map((n) => el('li', { 'data-field': 'window-note', text: n }))),
+    el('p', { text: 'Each run over the same seconds of its own measurement, decided by the rules of kiln compare. The same window with its function tables and what moved in the profile: ' }),
+    el('pre', { 'data-field': 'window-command', text: `kiln compare ${refs.join(' ')}` }),
   );
 }
