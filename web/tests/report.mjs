@@ -1388,6 +1388,8 @@ try {
       assert.ok(cmp.overall.line.startsWith(overall.text), `overall: page '${overall.text}', kiln compare '${cmp.overall.line}'`);
       const notes = await page.$$eval('[data-field=window-note]', (e) => e.map((x) => x.textContent));
       assert.ok(notes.some((n) => n.includes('paired by round')) && notes.some((n) => n.includes('Mann-Whitney')), `${notes}`);
+      // The pairing is said in the command's own words.
+      for (const n of notes.filter((x) => /paired/.test(x))) assert.ok(cmp.notes.includes(n), `note '${n}' among kiln compare's: ${cmp.notes}`);
       await shot(page, 'compare-window');
       await axe(page, 'compare, a window judged');
     });

@@ -504,6 +504,11 @@ test('verdict: a window\'s rows: a set rate held is a setting, the target\'s CPU
   assert.equal(ch.verdict.verdict, 'regressed');
   assert.ok(ch.paired && Math.abs(ch.percent - 25) < 1e-6 && Math.abs(ch.p! - 1 / 32) < 1e-12);
   assert.match(j.overall.line, /^b against a: regressed\. worse: target CPU per msg \+25\.0% \(p=0\.031\), target CPU \+25\.0% \(p=0\.031\); rate 1000\/s held in both$/);
+  assert.deepEqual(V.analysisNotes(['a@0-3', 'b@0-3'], paired), [
+    "paired by round (interleaved experiment a/b@1, 6 rounds): Wilcoxon signed-rank test of each round's ratio, the change the Hodges–Lehmann estimate with its exact interval [low, high] (coverage 96.9%); drift of the machine between rounds cancels",
+  ]);
+  const five = { ...paired, paired: [null, { experiment: 'x', pairs: paired.paired[1]!.pairs.slice(0, 5) }] };
+  assert.ok(V.analysisNotes(['a', 'b'], five)[0].endsWith('(coverage 93.8%); drift of the machine between rounds cancels; 5 rounds can never show a change at alpha 0.05 (smallest p 0.062): --repeat 6'));
   // Unpaired, the drift (+15% a round, 100% over the six) hides the change.
   const unpaired = V.judgeWindow(['a', 'b'], runs, { ...paired, paired: [null, null] }, [0, 3e9]);
   assert.equal(unpaired.rows.find((r) => r.key === 'cpu_per_op')!.changes[1]!.verdict.verdict, 'cannot_tell');

@@ -735,3 +735,27 @@ export function overallOf(labels: string[], rows: WindowRow[]): WindowJudgement[
   const [a, b] = [labels[0], labels[last]];
   return { verdict, line: parts.length ? `${b} against ${a}: ${word}. ${parts.join('; ')}` : `${b} against ${a}: ${word}` };
 }
+
+/**
+ * Which analysis each compared group's changes come from, in the words of kiln compare's
+ * note (lib.rs `rounds_note`), `labels` as the command names the groups; for groups
+ * compared unpaired (where the command says nothing) the page names the test.
+ */
+export function analysisNotes(labels: string[], j: Judging): string[] {
+  return labels.slice(1).map((l, k) => {
+    const i = k + 1;
+    const vs = labels.length > 2 ? `${l}: ` : '';
+    const p = j.paired[i];
+    if (p) {
+      const n = p.pairs.length;
+      const need = smallestRounds(j.alpha);
+      const few = n < need ? `; ${n} rounds can never show a change at alpha ${j.alpha} (smallest p ${fixed(smallestPairedP(n), 3)}): --repeat ${need}` : '';
+      // The interval's coverage depends on the number of rounds only.
+      const coverage = hodgesLehmann(Array.from({ length: n }, (_, x) => x), j.alpha)?.coverage ?? 0;
+      return `${vs}paired by round (interleaved experiment ${p.experiment}, ${n} rounds): Wilcoxon signed-rank test of each round's ratio, the change the Hodges–Lehmann estimate with its exact interval [low, high] (coverage ${fixed(coverage * 100, 1)}%); drift of the machine between rounds cancels${few}`;
+    }
+    const why = j.unmatched[i];
+    if (why) return `${vs}variants of an interleaved experiment, but not paired (${why}): compared as groups (Mann-Whitney)`;
+    return `${vs}compared as groups: the exact Mann-Whitney U test of the runs' values`;
+  });
+}

@@ -8,7 +8,7 @@ import { el } from '../../views/dom.js';
 import { ComparePage } from '../data.js';
 import { ChartSpec, GROUP_COLORS, Line, Summary, sumColumns } from '../lib/charts.js';
 import { compact, formatWindow, unitText } from '../lib/format.js';
-import { fixed, judgeWindow, WindowJudgement } from '../lib/verdict.js';
+import { analysisNotes, fixed, judgeWindow, WindowJudgement } from '../lib/verdict.js';
 import { ChartGroup, TimeChart } from './time-chart.js';
 import { statusBadge, tagList } from './header.js';
 import { extentOf } from './run-page.js';
@@ -296,20 +296,6 @@ function windowTable(j: WindowJudgement, labels: string[], runs: number[]): HTML
   return table;
 }
 
-/** Which analysis a window's changes come from, per compared group, as kiln compare's notes say it. */
-function analysisNotes(c: ComparePage): string[] {
-  const labels = c.groups.map((g) => g.label);
-  return labels.slice(1).map((l, k) => {
-    const i = k + 1;
-    const vs = labels.length > 2 ? `${l}: ` : '';
-    const p = c.judging.paired[i];
-    if (p) return `${vs}paired by round (interleaved experiment ${p.experiment}, ${p.pairs.length} rounds): Wilcoxon signed-rank test of each round's ratio, the change the Hodges–Lehmann estimate with its exact interval [low, high]; drift of the machine between rounds cancels`;
-    const why = c.judging.unmatched[i];
-    if (why) return `${vs}variants of an interleaved experiment, but not paired (${why}): compared as groups (Mann-Whitney)`;
-    return `${vs}compared as groups: exact Mann-Whitney U test of the runs' values`;
-  });
-}
-
 /**
  * The judgement of window w (ns from the start of each measurement): every run's figures
  * over the same seconds of its own measurement, every figure's verdict by kiln compare's
@@ -331,7 +317,7 @@ function showWindowFigures(box: HTMLElement, c: ComparePage, w: [number, number]
     el('p', { class: `r-overall r-overall-${j.overall.verdict}`, 'data-field': 'window-overall', 'data-verdict': j.overall.verdict, text: j.overall.line }),
     ...j.outside.map((r) => el('p', { class: 'r-warnings', 'data-field': 'window-outside', text: `${labels[r.group]} #${r.id ?? '?'}: its measurement ends before the window starts; kiln compare would refuse this window` })),
     scroll(windowTable(j, labels, c.groups.map((g) => g.runs.length)), 'Window figures side by side'),
-    el('ul', { 'aria-label': 'How the window was judged' }, ...analysisNotes(c).map((n) => el('li', { 'data-field': 'window-note', text: n }))),
+    el('ul', { 'aria-label': 'How the window was judged' }, ...analysisNotes(refs, c.judging).map((n) => el('li', { 'data-field': 'window-note', text: n }))),
     el('p', { text: 'Each run over the same seconds of its own measurement, decided by the rules of kiln compare. The same window with its function tables and what moved in the profile: ' }),
     el('pre', { 'data-field': 'window-command', text: `kiln compare ${refs.join(' ')}` }),
   );
