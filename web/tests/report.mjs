@@ -1337,6 +1337,8 @@ try {
     const we = expectOf('compare-window');
     await check('compare: a window dragged is judged as kiln compare LABEL@START-END judges it: figures, changes, p-values, verdicts, words', async () => {
       page = await open('compare-window.html');
+      const curves = await page.evaluate(() => window.__kilnReport.compare.distribution.spec.series.length);
+      assert.ok(curves >= we.labels.length, `a latency curve per group at least: ${curves}`);
       const [a, b] = we.window;
       const geo = await chartGeometry(page, 'throughput');
       await page.mouse.move(pageX(geo, (a + 0.2) * 1e9), geo.top + 30);
@@ -1390,8 +1392,16 @@ try {
       assert.ok(notes.some((n) => n.includes('paired by round')) && notes.some((n) => n.includes('Mann-Whitney')), `${notes}`);
       // The pairing is said in the command's own words.
       for (const n of notes.filter((x) => /paired/.test(x))) assert.ok(cmp.notes.includes(n), `note '${n}' among kiln compare's: ${cmp.notes}`);
+      // The latency distributions follow the window: each group's runs over those seconds.
+      const dist = () => page.evaluate(() => ({ title: window.__kilnReport.compare.distribution.spec.title, n: window.__kilnReport.compare.distribution.spec.series.length }));
+      const inWindow = await dist();
+      assert.ok(inWindow.title.includes('over the window 1.0 s'), inWindow.title);
+      assert.equal(inWindow.n, curves, 'every curve of the measurements, over the window');
       await shot(page, 'compare-window');
       await axe(page, 'compare, a window judged');
+      await page.keyboard.press('Escape');
+      await settle(page);
+      assert.ok((await dist()).title.includes('over each measurement'), 'the measurements\' curves again');
     });
   }
 

@@ -9,7 +9,7 @@ import { formatSeconds, formatSpan, formatValue, formatWindow, unitText } from '
 import { runCharts, shade } from '../src/report/lib/charts.js';
 import { RawProfile, baseTree } from '../src/lib/profile.js';
 import { CategorySeries, PerSecond, RunPage, Table } from '../src/report/data.js';
-import { categorySharesIn, distributionIn, percentilesIn } from '../src/report/lib/window.js';
+import { categorySharesIn, distributionIn, distributionOfRuns, percentilesIn } from '../src/report/lib/window.js';
 import { meanIn, secondsOn, windowFigures } from '../src/report/lib/figures.js';
 import { plainColumn, plainGroup } from '../src/report/lib/names.js';
 import * as markersLib from '../src/report/lib/markers.js';
@@ -512,4 +512,46 @@ test('verdict: a window\'s rows: a set rate held is a setting, the target\'s CPU
   // Unpaired, the drift (+15% a round, 100% over the six) hides the change.
   const unpaired = V.judgeWindow(['a', 'b'], runs, { ...paired, paired: [null, null] }, [0, 3e9]);
   assert.equal(unpaired.rows.find((r) => r.key === 'cpu_per_op')!.changes[1]!.verdict.verdict, 'cannot_tell');
+});
+
+test('a group\'s latency distribution over a window: its runs\' buckets added by value, as one run holding all their seconds', () => {
+  const r = rng(5);
+  // Two runs, each with its own bucket values and three seconds.
+  const run = (values: number[], t0: number) => {
+    const counts = [0, 1, 2].map(() => {
+      const out: number[] = [];
+      let prev = 0;
+      values.forEach((_, k) => {
+        if (r() < 0.6) {
+          out.push(k - prev, 1 + Math.floor(r() * 50));
+          prev = k;
+        }
+      });
+      return out;
+    });
+    return { values, series: [{ name: 'lat', time: [t0 + 1e9, t0 + 2e9, t0 + 3e9], counts }] };
+  };
+  const a = run([10, 20, 30, 45, 1000], 0);
+  const b = run([15, 20, 31, 45, 2000, 9000], 0);
+  // The model: one run holding both runs' seconds (b's moved to after a's), on the union of the values.
+  const values = [...new Set([...a.values, ...b.values])].sort((x, y) => x - y);
+  const reindex = (src: typeof a) =>
+    src.series[0].counts.map((c) => {
+      const out: number[] = [];
+      let [k, prev] = [0, 0];
+      for (let j = 0; j + 1 < c.length; j += 2) {
+        k += c[j];
+        const u = values.indexOf(src.values[k]);
+        out.push(u - prev, c[j + 1]);
+        prev = u;
+      }
+      return out;
+    });
+  const both = { values, series: [{ name: 'lat', time: [1e9, 2e9, 3e9, 4e9, 5e9, 6e9], counts: [...reindex(a), ...reindex(b)] }] };
+  const want = distributionIn(both, 'lat', [0, 6e9]);
+  const got = distributionOfRuns([{ ps: a, w: [0, 3e9] }, { ps: b, w: [0, 3e9] }], 'lat');
+  assert.deepEqual(got, want);
+  // A window of each: the seconds whose middle lies in it.
+  assert.deepEqual(distributionOfRuns([{ ps: a, w: [1e9, 3e9] }], 'lat'), distributionIn(a, 'lat', [1e9, 3e9]));
+  assert.equal(distributionOfRuns([{ ps: a, w: [7e9, 9e9] }], 'lat'), null);
 });

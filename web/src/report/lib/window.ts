@@ -72,7 +72,29 @@ export function percentilesIn(ps: PerSecond | undefined, name: string, w: [numbe
 export function distributionIn(ps: PerSecond | undefined, name: string, w: [number, number]): { points: [number, number][]; count: number; max: number } | null {
   const l = ps?.series.find((x) => x.name === name);
   if (!ps || !l) return null;
-  const counts = mergedCounts(ps, l, w);
+  return curveOf(ps.values, mergedCounts(ps, l, w));
+}
+
+/**
+ * The percentile curve of latency `name` over several runs' windows merged (a group of
+ * repeats, each run over its own window): their buckets added by value, then walked as
+ * `distributionIn` walks one run's. Null when no run has a value there.
+ */
+export function distributionOfRuns(runs: { ps: PerSecond; w: [number, number] }[], name: string): { points: [number, number][]; count: number; max: number } | null {
+  const byValue = new Map<number, number>();
+  for (const { ps, w } of runs) {
+    const l = ps.series.find((x) => x.name === name);
+    if (!l) continue;
+    mergedCounts(ps, l, w).forEach((c, k) => {
+      if (c > 0) byValue.set(ps.values[k], (byValue.get(ps.values[k]) ?? 0) + c);
+    });
+  }
+  const values = [...byValue.keys()].sort((a, b) => a - b);
+  return curveOf(values, Float64Array.from(values, (v) => byValue.get(v)!));
+}
+
+/** The percentile curve of merged counts over bucket `values` (HdrHistogram's percentile iteration). */
+function curveOf(values: ArrayLike<number>, counts: Float64Array): { points: [number, number][]; count: number; max: number } | null {
   let total = 0;
   for (let k = 0; k < counts.length; k++) total += counts[k];
   if (!total) return null;
@@ -88,14 +110,14 @@ export function distributionIn(ps: PerSecond | undefined, name: string, w: [numb
     const at = run / total;
     // A bucket gives a point per level it reaches; the last gives one, then 100% (left out).
     while (next < 1 && at >= next) {
-      if (!points.length || points[points.length - 1][0] < next * 100) points.push([next * 100, ps.values[k]]);
+      if (!points.length || points[points.length - 1][0] < next * 100) points.push([next * 100, values[k]]);
       const halvings = Math.floor(Math.log2(1 / (1 - next)));
       const sum = next + 1 / (ticks * 2 ** (halvings + 1));
       next = sum === next ? 1 : sum;
       if (k === top) break;
     }
   }
-  return { points, count: total, max: ps.values[top] };
+  return { points, count: total, max: values[top] };
 }
 
 /**

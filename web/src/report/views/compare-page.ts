@@ -8,11 +8,12 @@ import { el } from '../../views/dom.js';
 import { ComparePage } from '../data.js';
 import { ChartSpec, GROUP_COLORS, Line, Summary, sumColumns } from '../lib/charts.js';
 import { compact, formatWindow, unitText } from '../lib/format.js';
-import { analysisNotes, fixed, judgeWindow, WindowJudgement } from '../lib/verdict.js';
+import { analysisNotes, fixed, judgeWindow, runWindow, WindowJudgement } from '../lib/verdict.js';
+import { distributionOfRuns } from '../lib/window.js';
 import { ChartGroup, TimeChart } from './time-chart.js';
 import { statusBadge, tagList } from './header.js';
 import { extentOf } from './run-page.js';
-import { XYChart } from './xy-chart.js';
+import { XYChart, XYSeries } from './xy-chart.js';
 
 export interface CompareView {
   group: ChartGroup;
@@ -38,8 +39,9 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   const overall = el('p', { class: `r-overall r-overall-${c.overall}`, 'data-field': 'overall', 'data-verdict': c.overall, text: c.overall_line });
   const table = figuresTable(c);
   const notes = c.notes.length ? el('ul', { class: 'r-warnings', 'aria-label': 'Notes' }, ...c.notes.map((n) => el('li', { 'data-field': 'note', text: n }))) : null;
-  const distribution = distributionChart(c);
-  const { section: series, group, charts } = seriesSection(c, status);
+  const dist = distributionChart(c);
+  const { section: series, group, charts } = seriesSection(c, status, (w) => dist?.show(w));
+  const distribution = dist?.chart ?? null;
   const functions = functionSections(c);
   const diff = diffSection(c);
   root.append(
@@ -120,17 +122,41 @@ function figureRow(m: ComparePage['metrics'][0], role: string): HTMLElement {
   return tr;
 }
 
-/** The latency distributions overlaid, or null when no run kept one. */
-function distributionChart(c: ComparePage): XYChart | null {
+/**
+ * The latency distributions overlaid, or null when no run kept one: each group's runs
+ * merged over their whole measurements, and over a window of them once one is chosen
+ * (each run over the same seconds of its own measurement), when every run kept
+ * per-second histograms of that latency.
+ */
+function distributionChart(c: ComparePage): { chart: XYChart; show(w: [number, number] | null): void } | null {
   if (!c.distributions.length) return null;
-  return new XYChart({
+  const title = (w: [number, number] | null): string => `Latency by percentile over ${w ? `the window ${formatWindow(w)} of each measurement` : 'each measurement'} (log scale; dashed: from the intended send time)`;
+  const stored = (): XYSeries[] => c.distributions.map((d) => ({ label: `${d.name} (${compact(d.count)})`, color: groupColor(d.group), dash: d.intended, points: d.points.map(([p, v]) => [p, v] as [number, number]) }));
+  // The latency each curve is of: its name after the group's label.
+  const nameOf = (d: ComparePage['distributions'][0]): string => d.name.slice(c.groups[d.group].label.length + ' — '.length);
+  const runsOf = (g: number) => c.series.filter((s) => s.group === g);
+  const perSecond = c.distributions.every((d) => runsOf(d.group).every((s) => s.latency_seconds.series.some((x) => x.name === nameOf(d))));
+  const windowed = (w: [number, number]): XYSeries[] =>
+    c.distributions.flatMap((d) => {
+      const runs = runsOf(d.group).flatMap((s) => {
+        const rw = runWindow(s, w);
+        return rw ? [{ ps: s.latency_seconds, w: rw }] : [];
+      });
+      const x = distributionOfRuns(runs, nameOf(d));
+      return x ? [{ label: `${d.name} (${compact(x.count)})`, color: groupColor(d.group), dash: d.intended, points: x.points }] : [];
+    });
+  const chart = new XYChart({
     id: 'distribution',
-    title: 'Latency by percentile over each measurement (log scale; dashed: from the intended send time)',
+    title: title(null),
     x: { kind: 'nines', label: 'percentile', format: (v) => `${v.toFixed(3).replace(/\.?0+$/, '')}%` },
     left: { unit: 'us', scale: 'log', label: 'latency' },
-    series: c.distributions.map((d) => ({ label: `${d.name} (${compact(d.count)})`, color: groupColor(d.group), dash: d.intended, points: d.points.map(([p, v]) => [p, v] as [number, number]) })),
+    series: stored(),
     height: 280,
   });
+  const show = (w: [number, number] | null): void => {
+    if (perSecond) chart.setSeries(w ? windowed(w) : stored(), title(w));
+  };
+  return { chart, show };
 }
 
 /** The end of the longest measurement, ns from its start. */
@@ -141,7 +167,7 @@ const measureEndOf = (c: ComparePage): number => Math.max(0, ...c.series.map((s)
  * them is the same seconds of every run's own measurement: its figures per group and
  * their verdicts below, and the command that gives them with the functions.
  */
-function seriesSection(c: ComparePage, status: HTMLElement): { section: HTMLElement; group: ChartGroup; charts: Record<string, TimeChart> } {
+function seriesSection(c: ComparePage, status: HTMLElement, onWindow: (w: [number, number] | null) => void): { section: HTMLElement; group: ChartGroup; charts: Record<string, TimeChart> } {
   const measureEnd = measureEndOf(c);
   const windowBox = el('div', { class: 'r-window-figures', 'data-field': 'window-figures', hidden: true });
   const group = new ChartGroup(extentOf(c.series.flatMap((s) => s.tables), [[0, measureEnd]]), {
@@ -150,7 +176,10 @@ function seriesSection(c: ComparePage, status: HTMLElement): { section: HTMLElem
     measure: [0, measureEnd],
     status,
     axisLabel: 'seconds from the start of each measurement',
-    onSelect: (w) => showWindowFigures(windowBox, c, w),
+    onSelect: (w) => {
+      showWindowFigures(windowBox, c, w);
+      onWindow(w);
+    },
   });
   const charts: Record<string, TimeChart> = {};
   const section = el('section', { class: 'r-section', 'aria-labelledby': 'r-h-series' }, el('h2', { id: 'r-h-series', text: 'Series overlaid, aligned at the start of each measurement (0 s); drag for a window of every run, judged' }), windowBox);
