@@ -7,6 +7,9 @@
 // span of seconds) and the rows and overall line of lib.rs. The same arithmetic in the
 // same order, so that the page and the command agree to the last digit they print
 // (crates/cli/tests/report.rs checks them against each other on real runs).
+// One difference of input, not of rule: a second's latency histogram is placed by the load
+// series' time of that second (the page's copy of the log, kept only when the log's
+// seconds are the load's, within 2 ms), where the command reads the log's own timestamps.
 // Not ported: the function tables and the profile's movers (they need the profiles: the
 // command gives them), `--fail-if` gates, and the noise floor of the baseline's history
 // (a window never has one: kiln compare takes history only for whole measurements).
