@@ -870,8 +870,10 @@ try {
         await axe(page, `${v}, ${scheme}`);
       }
       page = await open('timed-chart.html', 'v=chart', scheme);
-      await page.click('[data-ctrl=thread-list]');
-      await axe(page, `thread list over the flame chart, ${scheme}`);
+      await page.click('[data-track=g0] .track-twisty');
+      await page.click('[data-track=t1]');
+      await settle(page);
+      await axe(page, `tracks over the flame chart, one selected, ${scheme}`);
     }
     page = await open('diff.html');
     await axe(page, 'diff');
@@ -1026,36 +1028,151 @@ try {
     await page.fill('[data-ctrl=search]', '');
   });
 
-  await check('threads: the list hides a thread in the flame graph, the call tree and the flame chart', async () => {
+  await check('tracks: a thread track selected from the keyboard shows only its thread in the flame chart, the call tree and the header', async () => {
     page = await open('timed-chart.html');
     const lanes = () => page.evaluate(() => window.__kiln.app.chart.scene.chart.lanes.map((l) => l.name));
     assert.deepEqual(await lanes(), ['1_scheduler [11]', '2_scheduler [12]']);
-    await page.click('[data-ctrl=thread-list]');
-    assert.equal(await page.getAttribute('[data-ctrl=thread-list]', 'aria-expanded'), 'true');
-    assert.equal(await page.textContent('[data-ctrl=threads-summary]'), '2 of 2 threads shown');
-    const rows = await page.$$eval('.thread-row', (rs) => rs.map((r) => r.textContent));
-    assert.deepEqual(rows.map((r) => r.replace(/only$/, '')), ['1_scheduler [11]100 samples', '2_scheduler [12]100 samples']);
-    // Keyboard: focus is on the first checkbox; Space hides that thread.
-    await page.keyboard.press('Space');
+    const rows = () => page.$$eval('[data-track]', (rs) => rs.map((r) => [r.dataset.track, r.getAttribute('aria-selected'), r.textContent]));
+    // 1_scheduler and 2_scheduler are one group, as kiln's summary groups them.
+    assert.deepEqual(await rows(), [
+      ['all', 'true', 'All threads — 200 samples'],
+      ['g0', 'false', '▸scheduler (2 threads) — 200 samples'],
+    ]);
+    await page.evaluate(() => document.activeElement.blur());
+    await page.keyboard.press('h');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.track), 'all', 'h: to the tracks');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.getAttribute('[data-track=g0]', 'aria-expanded'), 'true');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.track), 't0');
+    await page.keyboard.press('Enter');
     await settle(page);
-    assert.equal(await page.textContent('[data-ctrl=threads-summary]'), '1 of 2 threads shown');
-    assert.deepEqual(await lanes(), ['2_scheduler [12]']);
-    assert.match(await hash(page), /hide=0/);
-    const total = await page.evaluate(() => window.__kiln.app.derived.layout.total[0]);
-    assert.equal(total, 100, 'the flame graph keeps the other thread\'s 100 samples');
-    assert.equal(await page.textContent('[data-ctrl=thread-list]'), 'Threads… (1 hidden)');
+    assert.deepEqual(await lanes(), ['1_scheduler [11]']);
+    assert.match(await hash(page), /(^#|&)sel=0(&|$)/);
+    assert.equal(await page.evaluate(() => window.__kiln.app.derived.layout.total[0]), 100, 'the flame graph holds the thread\'s 100 samples');
     assert.match(await fact(page, 'total'), /^100 of 200 samples$/);
-    await page.keyboard.press('Escape');
-    assert.equal(await page.evaluate(() => document.activeElement.dataset.ctrl), 'thread-list', 'focus back on the button');
+    assert.deepEqual((await rows()).map((r) => r[1]), ['false', 'false', 'true', 'false']);
+    // Ctrl+Enter on the other thread adds it: every thread again.
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Control+Enter');
+    await settle(page);
+    assert.deepEqual(await lanes(), ['1_scheduler [11]', '2_scheduler [12]']);
+    assert.doesNotMatch(await hash(page), /sel=/);
+    await page.keyboard.press('ArrowUp');
+    await page.keyboard.press('Enter');
     await page.keyboard.press('5');
     await settle(page);
     assert.equal(await page.evaluate(() => window.__kiln.app.callTree().total), 100);
-    await page.click('[data-ctrl=thread-list]');
-    await page.click('[data-ctrl=threads-all]');
+    await page.click('[data-track=all]');
     await settle(page);
     assert.equal(await page.evaluate(() => window.__kiln.app.callTree().total), 200);
-    await axe(page, 'thread list');
-    await page.keyboard.press('Escape');
+    await axe(page, 'tracks');
+  });
+
+  await check('tracks: one per thread group; a click selects, ctrl-click adds, the flame graph holds exactly the groups\' samples, the URL restores them', async () => {
+    const groups = JSON.parse(readFileSync(join(dir, 'tracks.json'), 'utf8'));
+    const byName = Object.fromEntries(groups.map((g) => [g.name, g]));
+    assert.deepEqual(Object.keys(byName).sort(), ['logger', 'scheduler', 'worker']);
+    page = await open('tracks.html');
+    const labels = await page.$$eval('[data-track]', (rs) => rs.map((r) => r.querySelector('.track-label').textContent));
+    assert.deepEqual(labels, [
+      `All threads — ${(3800).toLocaleString('en-US')} samples`,
+      `scheduler (3 threads) — ${byName.scheduler.samples.toLocaleString('en-US')} samples`,
+      `worker (2 threads) — ${byName.worker.samples} samples`,
+      `logger [40] — ${byName.logger.samples} samples`,
+    ]);
+    const total = () => page.evaluate(() => window.__kiln.app.derived.layout.total[0]);
+    const selected = () => page.$$eval('[data-track][aria-selected=true]', (rs) => rs.map((r) => r.dataset.track));
+    await page.click('[data-track=g1]');
+    await settle(page);
+    assert.equal(await total(), byName.worker.samples);
+    assert.ok(await find(page, 'work'));
+    assert.equal(await find(page, 'schedule'), null);
+    assert.deepEqual(await selected(), ['g1']);
+    await page.click('[data-track=t5]', { modifiers: ['Control'] });
+    await settle(page);
+    assert.equal(await total(), byName.worker.samples + byName.logger.samples, 'ctrl-click adds the logger');
+    assert.deepEqual(await selected(), ['g1', 't5']);
+    // A plain click replaces the selection.
+    await page.click('[data-track=g0]');
+    await settle(page);
+    assert.equal(await total(), byName.scheduler.samples);
+    await page.click('[data-track=t5]', { modifiers: ['Control'] });
+    await settle(page);
+    const h = (await hash(page)).replace(/^#/, '');
+    assert.match(h, /sel=/);
+    // The URL restores the selection, in a fresh page.
+    page = await open('tracks.html', h);
+    assert.deepEqual(await selected(), ['g0', 't5']);
+    assert.equal(await total(), byName.scheduler.samples + byName.logger.samples);
+    // A window and a track: the track's samples in the window.
+    page = await open('tracks.html', 't=6000000000-8000000000&sel=3.4');
+    assert.deepEqual(await selected(), ['g1']);
+    assert.equal(await total(), 201 + 201, 'worker-1 and worker-2 from 6 s to 8 s, both ends in');
+  });
+
+  await check('tracks: each track\'s activity and the window are drawn at the time strip\'s x (within 1 px)', async () => {
+    const groups = JSON.parse(readFileSync(join(dir, 'tracks.json'), 'utf8'));
+    const worker = groups.find((g) => g.name === 'worker');
+    const logger = groups.find((g) => g.name === 'logger');
+    page = await open('tracks.html', 't=3000000000-6000000000');
+    // Page x of the first and last drawn columns of a canvas row (y from the top, css px),
+    // where `hit` holds for the pixel.
+    const columns = (sel, y, kind) =>
+      page.evaluate(
+        ([sel, y, kind]) => {
+          const c = document.querySelector(sel);
+          const k = c.width / c.clientWidth;
+          const row = c.getContext('2d').getImageData(0, Math.min(c.height - 1, Math.round(y * k)), c.width, 1).data;
+          const xs = [];
+          for (let x = 0; x < c.width; x++) {
+            const [r, g, b, a] = row.slice(x * 4, x * 4 + 4);
+            const hit = kind === 'window' ? r > g + 20 && g > b + 20 : a > 0 && b > r + 30;
+            if (hit) xs.push(x);
+          }
+          const left = c.getBoundingClientRect().left;
+          return xs.length ? [left + xs[0] / k, left + (xs[xs.length - 1] + 1) / k] : null;
+        },
+        [sel, y, kind],
+      );
+    // The window's edges: the strip's and every track's top row.
+    const strip = await columns('.timeline-canvas', 0, 'window');
+    assert.ok(strip, 'the strip draws the window');
+    const expected = await page.evaluate(() => {
+      const tl = window.__kiln.app.timeline;
+      const left = tl.canvas.getBoundingClientRect().left;
+      return [left + tl.xOf(3e9), left + tl.xOf(6e9)];
+    });
+    assert.ok(Math.abs(strip[0] - expected[0]) <= 1 && Math.abs(strip[1] - expected[1]) <= 1, `strip window ${strip} at ${expected}`);
+    for (const t of ['all', 'g0', 'g1', 't5']) {
+      const w = await columns(`[data-track=${t}] canvas`, 0, 'window');
+      assert.ok(w, `track ${t} draws the window`);
+      assert.ok(Math.abs(w[0] - strip[0]) <= 1 && Math.abs(w[1] - strip[1]) <= 1, `track ${t}'s window ${w} is the strip's ${strip}`);
+    }
+    // The activity: the bucket of the worker's first sample and the logger's last, at the
+    // strip's x of those buckets.
+    const bucketEdge = (t, end) =>
+      page.evaluate(
+        ([t, end]) => {
+          const tl = window.__kiln.app.timeline;
+          const { a, b, x0, pw } = tl.plot(tl.canvas.clientWidth);
+          const n = tl.buckets(pw);
+          const k = Math.floor(((t - a) / (b - a)) * n) + (end ? 1 : 0);
+          return tl.canvas.getBoundingClientRect().left + x0 + (k * pw) / n;
+        },
+        [t, end],
+      );
+    // Without the window over them.
+    page = await open('tracks.html');
+    const bottom = await page.evaluate(() => document.querySelector('[data-track=g1] canvas').clientHeight - 1);
+    const w = await columns('[data-track=g1] canvas', bottom, 'bar');
+    const l = await columns('[data-track=t5] canvas', bottom, 'bar');
+    assert.ok(w && l, 'the worker and logger tracks draw their activity');
+    const w0 = await bucketEdge(worker.first, false);
+    const l1 = await bucketEdge(logger.last, true);
+    assert.ok(Math.abs(w[0] - w0) <= 1, `the worker's activity starts at ${w[0]}, the strip's x of ${worker.first} ns is ${w0}`);
+    assert.ok(Math.abs(l[1] - l1) <= 1.5, `the logger's activity ends at ${l[1]}, the strip's x of ${logger.last} ns is ${l1}`);
   });
 
   await check('the header follows the window: total, samples and duration beside the whole profile\'s; times on one clock', async () => {

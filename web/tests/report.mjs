@@ -805,6 +805,26 @@ try {
               const at = (x) => (x === null ? null : Math.round(r.left + scrollX + x / devicePixelRatio));
               return { event: a.model.unit.event, ...doc(r), band: [at(lo), at(hi)] };
             }),
+            // Each track's shaded columns from its canvas' top row, which its activity
+            // never reaches: the window over a transparent canvas.
+            tracks: window.__kiln.apps.filter((a) => a.tracks && !a.tracks.el.hidden).flatMap((a) =>
+              [...a.tracks.el.querySelectorAll('[data-track]')].map((row) => {
+                const cv = row.querySelector('canvas');
+                const r = cv.getBoundingClientRect();
+                const px = cv.getContext('2d').getImageData(0, 0, cv.width, 1).data;
+                let top = 0;
+                for (let x = 0; x < cv.width; x++) top = Math.max(top, px[x * 4 + 3]);
+                let lo = null;
+                let hi = null;
+                for (let x = 0; x < cv.width; x++) {
+                  if (top === 0 || px[x * 4 + 3] < top / 2) continue;
+                  lo ??= x;
+                  hi = x;
+                }
+                const at = (x) => (x === null ? null : Math.round(r.left + scrollX + x / devicePixelRatio));
+                return { track: `${a.model.unit.event} ${row.dataset.track}`, band: [at(lo), at(hi)] };
+              }),
+            ),
             range: [...run.group.range],
           };
         });
@@ -824,6 +844,12 @@ try {
         for (const st of boxes.strips) {
           const got = st.band;
           assert.ok(Math.abs(got[0] - want[0]) <= 1 && Math.abs(got[1] - want[1]) <= 1, `${st.event} strip${zoom ? ', zoomed' : ''}: shaded ${got}, the charts ${want}`);
+        }
+        // Every track of every viewer, as its strip.
+        assert.ok(boxes.tracks.length >= 2 * boxes.strips.length, `tracks: ${boxes.tracks.map((t) => t.track)}`);
+        for (const t of boxes.tracks) {
+          const got = t.band;
+          assert.ok(Math.abs(got[0] - want[0]) <= 1 && Math.abs(got[1] - want[1]) <= 1, `track ${t.track}${zoom ? ', zoomed' : ''}: shaded ${got}, the charts ${want}`);
         }
       }
       await page.click('[data-ctrl=zoom-reset]');

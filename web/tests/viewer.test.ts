@@ -10,7 +10,8 @@ import { foldedOf, svgOf, escapeXml } from '../src/lib/export.js';
 import { buildFlameChart } from '../src/lib/flamechart.js';
 import { layoutTree } from '../src/lib/layout.js';
 import { RawProfile, Tree, TreeBuilder } from '../src/lib/profile.js';
-import { histogram, timeSpan } from '../src/lib/timeline.js';
+import { histogram, histograms, timeSpan } from '../src/lib/timeline.js';
+import { groupName, groupOf, isSelected, selectTracks, trackGroups } from '../src/lib/tracks.js';
 import { Transform, applyTransforms, applyTransformsMapped } from '../src/lib/transforms.js';
 import { Unit, formatBytes, formatInstant, formatNs } from '../src/lib/units.js';
 import { hasCapital } from '../src/lib/analysis.js';
@@ -528,10 +529,55 @@ test('hidden threads leave the trees; a window counts its samples per thread', (
   assert.deepEqual(Array.from(c.perThread), [3, 4, 3]);
   assert.equal(c.total, 10);
   // In the URL, and only threads that exist.
-  const p = toParams({ ...s, hidden: [0, 2], invert: true, searchNames: true }, s);
-  assert.equal(p.toString(), 'qn=1&hide=0.2&inv=1');
-  const back = fromParams(new URLSearchParams('hide=2.0.9.x&inv=1&qn=1'), s, 10, 0, 3);
+  // In the URL as the selected tracks' threads, and only threads that exist.
+  const p = toParams({ ...s, hidden: [0, 2], invert: true, searchNames: true }, s, 0, 3);
+  assert.equal(p.toString(), 'qn=1&sel=1&inv=1');
+  const back = fromParams(new URLSearchParams('sel=1.9.x&inv=1&qn=1'), s, 10, 0, 3);
   assert.deepEqual([back.hidden, back.invert, back.searchNames], [[0, 2], true, true]);
+  // Links written before tracks: the hidden threads.
+  assert.deepEqual(fromParams(new URLSearchParams('hide=2.0.9.x'), s, 10, 0, 3).hidden, [0, 2]);
+  // A selection naming no thread that exists selects every thread.
+  assert.deepEqual(fromParams(new URLSearchParams('sel=7.x'), s, 10, 0, 3).hidden, []);
+});
+
+test('tracks: threads grouped as kiln groups them, selections by click and ctrl-click', () => {
+  // The names of crates/model/src/transform.rs's merges_beam_schedulers_and_pools test.
+  const cases: [string, string][] = [
+    ['1_scheduler', 'scheduler'],
+    ['10_dirty_io_sch', 'dirty_io_sch'],
+    ['pool-1-thread-3', 'pool-N-thread'],
+    ['pool-1-thread-12', 'pool-N-thread'],
+    ['erts_sched_2', 'erts_sched'],
+    ['GC Thread#0', 'GC Thread'],
+    ['tokio-runtime-w 3', 'tokio-runtime-w'],
+    ['worker-12', 'worker'],
+    ['logger', 'logger'],
+  ];
+  for (const [name, group] of cases) assert.equal(groupName(name), group, name);
+  const samples: Sample[] = [];
+  const names = ['1_scheduler', 'logger', '2_scheduler', 'worker-1'];
+  const per = [5, 1, 3, 2];
+  let k = 0;
+  per.forEach((n, t) => {
+    for (let i = 0; i < n; i++) samples.push({ stack: ['main'], weight: 1, time: (k++) * 1e6, thread: t });
+  });
+  const r = raw(samples, names);
+  const groups = trackGroups(r);
+  assert.deepEqual(groups.map((g) => [g.name, g.threads, g.samples]), [['scheduler', [0, 2], 8], ['worker', [3], 2], ['logger', [1], 1]]);
+  // One pass, one histogram per group: together the strip's.
+  const rows = histograms(r, 4, [0, 11e6], null, groupOf(groups, names.length), groups.length);
+  const whole = histogram(r, 4, [0, 11e6]);
+  for (let b = 0; b < 4; b++) assert.equal(rows.reduce((s, h) => s + h.buckets[b], 0), whole.buckets[b]);
+  assert.equal(rows[0].buckets.reduce((s, x) => s + x, 0), 8);
+  // Click: the track alone; ctrl-click: added, or taken out when wholly selected.
+  assert.deepEqual(selectTracks([], [2, 0], false), [0, 2]);
+  assert.deepEqual(selectTracks([0, 2], [1], true), [0, 1, 2]);
+  assert.deepEqual(selectTracks([0, 1, 2], [0, 2], true), [1]);
+  assert.deepEqual(selectTracks([1], [1], true), [1], 'never nothing');
+  assert.deepEqual(selectTracks([1], [3], false), [3]);
+  assert.equal(isSelected([0, 2], [0, 2]), true);
+  assert.equal(isSelected([0], [0, 2]), false);
+  assert.equal(isSelected([], [0]), false, 'no selection: the "all threads" track');
 });
 
 test('search: smart case, and process and thread names only when asked', () => {

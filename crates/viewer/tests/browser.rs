@@ -59,6 +59,64 @@ fn timed_profile() -> Profile {
     p
 }
 
+/// A thread's name, tid, when it runs (ms, from and to) and its leaf function.
+type Busy = (&'static [u8], u32, u64, u64, &'static [u8]);
+
+/// Six threads in three groups over 10 s, one sample every 10 ms per busy thread:
+/// `N_scheduler` threads all along, `worker-N` only in the last 5 s, `logger` only in
+/// the first 2 s; what each group runs differs, so a group's flame graph names its own.
+fn tracks_profile() -> Profile {
+    let mut p = Profile::default();
+    let base = 1_700_000_000_000_000_000u64;
+    // (name, tid, first ms, end ms, leaf)
+    let threads: [Busy; 6] = [
+        (b"1_scheduler", 21, 0, 10_000, b"schedule"),
+        (b"2_scheduler", 22, 0, 10_000, b"schedule"),
+        (b"10_scheduler", 23, 3_000, 10_000, b"schedule"),
+        (b"worker-1", 31, 5_000, 10_000, b"work"),
+        (b"worker-2", 32, 5_000, 9_000, b"work"),
+        (b"logger", 40, 0, 2_000, b"write_log"),
+    ];
+    for (name, tid, from_ms, to_ms, leaf) in threads {
+        let th = p.thread(Some(20), Some(tid), name);
+        let mut ms = from_ms;
+        while ms < to_ms {
+            add(&mut p, &[b"main", leaf], 1, base + ms * 1_000_000, th);
+            ms += 10;
+        }
+    }
+    p
+}
+
+/// Per thread group (kiln's default merge rules, as the run summary groups threads): its
+/// samples and its first and last sample's time, ns after the profile's first sample.
+fn groups_json(p: &Profile) -> String {
+    use kiln_model::transform::{default_merge_rules, merge_name};
+    let rules = default_merge_rules();
+    let origin = p.samples.time_range().map_or(0, |r| r.0);
+    let mut groups: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+    for i in 0..p.samples.len() {
+        let th = p.threads.get(p.samples.thread[i]).expect("a thread");
+        let name =
+            String::from_utf8_lossy(&merge_name(&rules, p.strings.get(th.name))).into_owned();
+        let t = p.samples.time[i] - origin;
+        let g = groups.entry(name).or_insert((0, u64::MAX, 0));
+        g.0 += 1;
+        g.1 = g.1.min(t);
+        g.2 = g.2.max(t);
+    }
+    let rows: Vec<String> = groups
+        .iter()
+        .map(|(name, (n, first, last))| {
+            format!(
+                "{{\"name\":{},\"samples\":{n},\"first\":{first},\"last\":{last}}}",
+                serde_json::to_string(name).unwrap()
+            )
+        })
+        .collect();
+    format!("[{}]", rows.join(","))
+}
+
 /// Frames named in their libraries as DTrace and bpftrace write them (`lib\`symbol`), for
 /// the viewer's "collapse library".
 fn library_profile() -> Profile {
@@ -304,6 +362,9 @@ fn write_fixtures(dir: &Path) {
         &HtmlOptions::default(),
     );
     std::fs::write(dir.join("timed.json"), samples_json(&p)).unwrap();
+    let tracks = tracks_profile();
+    page(dir, "tracks.html", &tracks, &HtmlOptions::default());
+    std::fs::write(dir.join("tracks.json"), groups_json(&tracks)).unwrap();
     page(
         dir,
         "timed-chart.html",

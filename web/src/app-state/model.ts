@@ -8,7 +8,7 @@ import { DiffLayout, UNMARKED_COLOR, diffColor, diffLayout, joinFrames, markedFr
 import { ChartOptions, FlameChart, buildFlameChart } from '../lib/flamechart.js';
 import { Layout, findPath, layoutTree } from '../lib/layout.js';
 import { CATEGORY_MUTED, Palette, categoryFrameColor, frameColors } from '../lib/palette.js';
-import { FrameCategories, categoryShares, frameCategoryOf, isFrameCategories, nodeCategories } from '../lib/categories.js';
+import { FrameCategories, categoryShares, frameCategoryOf, isFrameCategories, nodeCategories, ownCategories, stackCategories } from '../lib/categories.js';
 import { CallTree } from '../lib/calltree.js';
 import { FrameSet, RawProfile, Tree, WindowCounts, baseTree, firstThreadFrame, frameSetOf, hiddenMask, samplesIn, threadRoots } from '../lib/profile.js';
 import { Transform, applyStep, applyTransformsMapped, encodeTransforms } from '../lib/transforms.js';
@@ -351,9 +351,43 @@ export class Model {
   /** Each node's category and each category's share of a layout's weight. */
   private categoryView(layout: Layout, frames: FrameSet, mode: string): CategoryView {
     const c = this.categories!;
-    const own = this.memo(`frame-cats|${mode}|${frames.names.length}`, () => frameCategoryOf(frames, c));
-    const of = nodeCategories(layout, frames, c, own);
-    return { names: c.names, colors: c.names.map((n, i) => categoryFrameColor(n, i)), shares: categoryShares(layout, of, c.names.length), of };
+    const of = nodeCategories(layout, frames, c, this.ownCategories(frames, mode));
+    return { names: c.names, colors: this.categoryColors(), shares: categoryShares(layout, of, c.names.length), of };
+  }
+
+  /** Each frame's own category in a frame set (cached per thread mode). */
+  private ownCategories(frames: FrameSet, mode: string): Int16Array {
+    return this.memo(`frame-cats|${mode}|${frames.names.length}`, () => frameCategoryOf(frames, this.categories!));
+  }
+
+  private categoryColors(): string[] {
+    return this.categories!.names.map((n, i) => categoryFrameColor(n, i));
+  }
+
+  /** A category's colour, muted when another category is highlighted. */
+  private categoryPaint(s: ViewState): (k: number) => string {
+    const cc = this.categoryColors();
+    const hi = s.category;
+    return (k) => (hi >= 0 && k !== hi ? CATEGORY_MUTED : cc[k]);
+  }
+
+  /**
+   * The sandwich's colours by category (null: palette colours). The callees hang under
+   * the function as in any flame graph and take their categories along their stacks; the
+   * callers run the other way and take each frame's own.
+   */
+  sandwichColors(s: ViewState, sw: Sandwich): { callers: (v: number) => string; callees: (v: number) => string } | null {
+    const c = this.categories;
+    if (!c || s.colors !== 'category' || sw.callersDiff) return null;
+    const frames = this.frames(s);
+    const own = this.ownCategories(frames, s.threadMode);
+    const paint = this.categoryPaint(s);
+    const callees = this.memo(`sw-cats|${sw.f}|${this.treeKey(s)}|${s.order}`, () => nodeCategories(sw.callees, frames, c, own));
+    const byFrame = ownCategories(frames, c, own);
+    return {
+      callers: (v) => paint(byFrame[sw.callers.frame[v]]),
+      callees: (v) => paint(callees[v]),
+    };
   }
 
   /**
@@ -419,6 +453,25 @@ export class Model {
   chartColors(s: ViewState): (f: number) => string {
     const frames = this.frames({ ...s, threadMode: 'merged' });
     return this.paletteColors({ ...s, threadMode: 'merged' }, frames);
+  }
+
+  /**
+   * Colour of a node of the flame chart's tree: its category's along its stack when
+   * coloured by category (as the flame graph's), else its frame's palette colour.
+   */
+  chartNodeColors(s: ViewState, chart: FlameChart): (n: number) => string {
+    const c = this.categories;
+    const fr = chart.frame;
+    const byFrame = this.chartColors(s);
+    if (!c || s.colors !== 'category') return (n) => byFrame(fr[n]);
+    const frames = this.frames({ ...s, threadMode: 'merged' });
+    const own = this.ownCategories(frames, 'merged');
+    const { perNode, byFrame: own1 } = this.memo(`chart-cats|${chart.parent.length}|${JSON.stringify(s.transforms)}`, () => ({
+      perNode: stackCategories(chart.parent, fr, frames, c, own),
+      byFrame: ownCategories(frames, c, own),
+    }));
+    const paint = this.categoryPaint(s);
+    return perNode ? (n) => paint(perNode[n]) : (n) => paint(own1[fr[n]]);
   }
 
   /** Samples of the drawn profile in a window (null: all), per thread (cached). */

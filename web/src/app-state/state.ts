@@ -30,7 +30,11 @@ export interface ViewState {
   zoom: number[];
   transforms: Transform[];
   threadMode: ThreadMode;
-  /** Threads (indices in the profile) left out of every view, ascending. */
+  /**
+   * Threads (indices in the profile) left out of every view, ascending: those of the
+   * tracks not selected. The URL holds the selected ones (`sel`), the shorter list for a
+   * profile of many threads where one track is picked.
+   */
   hidden: number[];
   /** The call tree is inverted (bottom-up: functions that ran, then their callers). */
   invert: boolean;
@@ -59,7 +63,7 @@ export function defaultState(palette: Palette, icicle: boolean, leftHeavy: boole
  * `t` is written on the page's clock (ns since the page's origin), which a page holding
  * several profiles shares between them.
  */
-export function toParams(s: ViewState, defaults: ViewState, shift = 0): URLSearchParams {
+export function toParams(s: ViewState, defaults: ViewState, shift = 0, nThreads = 0): URLSearchParams {
   const p = new URLSearchParams();
   if (s.view !== defaults.view) p.set('v', s.view);
   if (s.icicle !== defaults.icicle) p.set('icicle', s.icicle ? '1' : '0');
@@ -73,7 +77,14 @@ export function toParams(s: ViewState, defaults: ViewState, shift = 0): URLSearc
   if (s.zoom.length) p.set('z', s.zoom.join('.'));
   if (s.transforms.length) p.set('tf', encodeTransforms(s.transforms));
   if (s.threadMode !== 'merged') p.set('threads', s.threadMode);
-  if (s.hidden.length) p.set('hide', s.hidden.join('.'));
+  if (s.hidden.length) {
+    const hidden = new Set(s.hidden);
+    const sel: number[] = [];
+    for (let t = 0; t < nThreads; t++) if (!hidden.has(t)) sel.push(t);
+    // Nothing selected cannot be chosen from the tracks; kept as the hidden list.
+    if (sel.length) p.set('sel', sel.join('.'));
+    else p.set('hide', s.hidden.join('.'));
+  }
   if (s.invert) p.set('inv', '1');
   if (s.range) p.set('t', `${Math.round(s.range[0] + shift)}-${Math.round(s.range[1] + shift)}`);
   if (s.fn >= 0) p.set('fn', String(s.fn));
@@ -112,11 +123,13 @@ export function fromParams(p: URLSearchParams, defaults: ViewState, nFrames: num
   if (tf) s.transforms = decodeTransforms(tf, nFrames);
   const th = p.get('threads');
   if (th === 'threads' || th === 'groups') s.threadMode = th;
+  const ids = (x: string): Set<number> => new Set(x.split('.').map(Number).filter((t) => Number.isInteger(t) && t >= 0 && t < nThreads));
+  const sel = p.get('sel');
   const hide = p.get('hide');
-  if (hide) {
-    const ids = [...new Set(hide.split('.').map(Number))].filter((t) => Number.isInteger(t) && t >= 0 && t < nThreads);
-    s.hidden = ids.sort((a, b) => a - b);
-  }
+  if (sel) {
+    const keep = ids(sel);
+    if (keep.size) for (let t = 0; t < nThreads; t++) if (!keep.has(t)) s.hidden.push(t);
+  } else if (hide) s.hidden = [...ids(hide)].sort((a, b) => a - b);
   s.invert = p.get('inv') === '1';
   const t = p.get('t');
   const m = t ? /^(-?\d+)-(-?\d+)$/.exec(t) : null;

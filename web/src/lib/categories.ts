@@ -72,7 +72,7 @@ export function frameCategoryOf(frames: FrameSet, c: FrameCategories): Int16Arra
  * decided before their children: a layout's parents have smaller ids (its tree's order),
  * so one pass in id order, front to back through memory.
  */
-export function nodeCategories(l: Layout, frames: FrameSet, c: FrameCategories, own = frameCategoryOf(frames, c)): Uint16Array {
+export function nodeCategories(l: Pick<Layout, 'n' | 'parent' | 'frame'>, frames: FrameSet, c: FrameCategories, own = frameCategoryOf(frames, c)): Uint16Array {
   const decided = new Int16Array(l.n).fill(UNDECIDED);
   // The deepest user frame's decision above a node (what a yield defers to).
   const user = new Int16Array(l.n).fill(UNDECIDED);
@@ -122,4 +122,35 @@ export function categoryShares(l: Layout, cats: Uint16Array, n: number): number[
     all += s;
   }
   return sums.map((x) => (all > 0 ? (x / all) * 100 : 0));
+}
+
+/**
+ * The category of every node of a stack table whose roots have parent -1 (the flame
+ * chart's tree), decided as nodeCategories decides a layout's; null when a parent does not
+ * come before its children (the one pass needs them first).
+ */
+export function stackCategories(parent: Int32Array, frame: Int32Array, frames: FrameSet, c: FrameCategories, own: Int16Array): Uint16Array | null {
+  const n = parent.length;
+  // Shifted by one under a synthetic root 0, as a layout has it.
+  const p = new Int32Array(n + 1);
+  const f = new Int32Array(n + 1);
+  p[0] = -1;
+  f[0] = -1;
+  for (let v = 0; v < n; v++) {
+    if (parent[v] >= v) return null;
+    p[v + 1] = parent[v] < 0 ? 0 : parent[v] + 1;
+    f[v + 1] = frame[v];
+  }
+  return nodeCategories({ n: n + 1, parent: p, frame: f }, frames, c, own).subarray(1);
+}
+
+/**
+ * Each frame's own category, a frame no rule names counted as `other` (`other (kernel)`
+ * for a kernel frame): the sandwich's callers, whose stacks run the other way, are
+ * coloured by it.
+ */
+export function ownCategories(frames: FrameSet, c: FrameCategories, own: Int16Array): Uint16Array {
+  const out = new Uint16Array(own.length);
+  for (let f = 0; f < own.length; f++) out[f] = own[f] !== UNDECIDED ? own[f] : frames.kinds[f] === KIND_KERNEL ? c.other_kernel : c.other;
+  return out;
 }

@@ -29,7 +29,7 @@ import { FlameView } from './flame-view.js';
 import { Menu, MenuItem } from './menu.js';
 import { TableView } from './table-view.js';
 import { TimelineView } from './timeline-view.js';
-import { ThreadList } from './threads.js';
+import { TrackList, tracksFor } from './tracks.js';
 import { TreeView } from './tree-view.js';
 import { describeBox, describeFrame, functionTable } from './describe.js';
 import { HelpDialog } from './help.js';
@@ -76,7 +76,7 @@ export class App {
   readonly chart: ChartView | null;
   readonly table: TableView;
   readonly tree: TreeView;
-  readonly threadList: ThreadList | null;
+  readonly tracks: TrackList | null;
   readonly timeline: TimelineView | null;
   readonly root: HTMLElement;
   readonly ids = uniquePrefix();
@@ -139,8 +139,8 @@ export class App {
       select: (n) => this.onTreeSelect(n),
       context: (n, x, y) => this.openTreeMenu(n, x, y),
     });
-    this.threadList = model.raw.sampleThread && !model.isDiff ? new ThreadList(`${this.ids}-threads-title`, { hidden: (h) => this.setState({ hidden: h, zoom: [] }) }) : null;
     this.timeline = this.newTimeline();
+    this.tracks = tracksFor(model, this.timeline, `${this.ids}-tracks-title`, (hidden) => this.setState({ hidden, zoom: [] }));
     // The header and the page's parts around the views.
     this.header = buildHeader(model, this.tabs(), this.ids, opts.embedded ? opts.key ?? '' : null, opts.headingLevel ?? 1, this.headerActions());
     this.ctrl = this.header.ctrl;
@@ -230,7 +230,7 @@ export class App {
       icicle: () => this.setState({ icicle: !this.state.icicle }),
       order: (v) => this.setState({ order: v as ViewState['order'] }),
       threads: (v) => this.setState({ threadMode: v as ViewState['threadMode'], zoom: [], transforms: [] }),
-      threadList: () => this.toggleThreads(),
+      tracks: () => this.toggleTracks(),
       invert: () => this.setState({ invert: !this.state.invert }),
       searchNames: () => this.setState({ searchNames: !this.state.searchNames }),
       palette: (v) => this.setState({ palette: v as Palette, colors: 'palette' }),
@@ -258,6 +258,7 @@ export class App {
       this.notice,
       this.transformsBar,
       this.timeline ? this.timeline.el : null,
+      this.tracks ? this.tracks.el : null,
       this.crumbs,
       el('div', { class: 'panes' }, ...VIEWS.map((v) => this.panes[v]), this.empty),
       this.details,
@@ -265,7 +266,6 @@ export class App {
       this.tooltip,
       this.menu.el,
       this.help.el,
-      this.threadList ? this.threadList.el : null,
     );
   }
 
@@ -294,8 +294,6 @@ export class App {
     }
     document.addEventListener('mousedown', (e) => {
       if (this.menu.isOpen && !this.menu.el.contains(e.target as Node)) this.menu.close(false);
-      const tl = this.threadList;
-      if (tl?.isOpen && !tl.el.contains(e.target as Node) && e.target !== this.ctrl['thread-list']) tl.close();
     });
   }
 
@@ -309,7 +307,7 @@ export class App {
   private writeUrl(later: boolean): void {
     clearTimeout(this.urlTimer);
     const write = (): void => {
-      const h = this.hash.write(location.hash, toParams(this.state, this.defaults, this.shift));
+      const h = this.hash.write(location.hash, toParams(this.state, this.defaults, this.shift, this.model.raw.threadName.length));
       if (h === location.hash.replace(/^#/, '')) return;
       history.replaceState(history.state, '', h ? `#${h}` : location.pathname + location.search);
     };
@@ -359,6 +357,7 @@ export class App {
   setAxis(span: [number, number] | null, left = 0, right = 0): void {
     const o = this.model.raw.timeOrigin;
     this.timeline?.setAxis(span ? [span[0] - o, span[1] - o] : null, left, right);
+    this.tracks?.requestDraw();
   }
 
   /** The selected window on the profiles' clock, or null. */
@@ -399,11 +398,7 @@ export class App {
     if (this.ctrl.normalise) this.ctrl.normalise.setAttribute('aria-pressed', String(s.normalise));
     this.ctrl.case.setAttribute('aria-pressed', String(s.matchCase));
     this.ctrl.names.setAttribute('aria-pressed', String(s.searchNames));
-    if (this.ctrl['thread-list']) {
-      const n = s.hidden.length;
-      setText(this.ctrl['thread-list'], n ? `Threads… (${n} hidden)` : 'Threads…');
-      this.ctrl['thread-list'].setAttribute('aria-expanded', String(this.threadList?.isOpen ?? false));
-    }
+    this.ctrl.tracks?.setAttribute('aria-pressed', String(!(this.tracks?.el.hidden ?? true)));
     const search = this.ctrl.search as HTMLInputElement;
     if (search.value !== s.query) search.value = s.query;
     const frames = m.frames(s);
@@ -417,8 +412,10 @@ export class App {
     this.timeline?.setRange(s.range);
     this.crumbs.hidden = s.view !== 'flame';
     this.renderFacts();
-    this.renderThreads();
+    this.renderTracks();
     if (s.view === 'chart') {
+      // The chart's colours by category are the flame graph's: its legend with them.
+      this.categoryLegend?.show(s.colors === 'category' && this.categoryLegend ? this.derived.categories : null, s.category);
       this.renderChart();
       this.renderEmpty(null);
       return;
@@ -435,7 +432,7 @@ export class App {
           (s.normalise ? ` (${m.meta.labels[0]} normalised to ${m.meta.labels[1]}'s total)` : ''),
       );
     }
-    this.categoryLegend?.show(s.colors === 'category' && s.view === 'flame' ? d.categories : null, s.category);
+    this.categoryLegend?.show(s.colors === 'category' && (s.view === 'flame' || s.view === 'sandwich') ? d.categories : null, s.category);
     if (s.view === 'flame') {
       this.renderCrumbs();
       this.main.show(d.layout, d.color, this.dimmer(d.match, d.layout), (v) => this.labelOf(d.layout, v), s.icicle, d.zoomNode);
@@ -489,32 +486,18 @@ export class App {
     this.root.classList.toggle('no-samples', this.model.totals().samples === 0);
   }
 
-  /** Opens the thread list (its entries first, so focus lands on the first thread) or closes it. */
-  private toggleThreads(): void {
-    const list = this.threadList;
-    const anchor = this.ctrl['thread-list'];
-    if (!list || !anchor) return;
-    if (list.isOpen) list.close();
-    else {
-      this.renderThreads(true);
-      list.open(anchor);
-    }
-    anchor.setAttribute('aria-expanded', String(list.isOpen));
+  /** Shows or hides the track list. */
+  private toggleTracks(): void {
+    const t = this.tracks;
+    if (!t) return;
+    t.el.hidden = !t.el.hidden;
+    this.ctrl.tracks?.setAttribute('aria-pressed', String(!t.el.hidden));
+    this.renderTracks();
   }
 
-  /** The thread list's entries: every thread, its samples in the window. */
-  private renderThreads(force = false): void {
-    const list = this.threadList;
-    if (!list || (!list.isOpen && !force)) return;
-    const raw = this.model.raw;
-    const c = this.windowCounts();
-    const entries = [];
-    for (let t = 0; t < raw.threadName.length; t++) {
-      const name = raw.strings[raw.threadName[t]] ?? '';
-      entries.push({ index: t, label: raw.threadTid[t] >= 0 ? `${name} [${raw.threadTid[t]}]` : name, samples: c.perThread[t] });
-    }
-    entries.sort((a, b) => b.samples - a.samples || a.index - b.index);
-    list.update(entries, this.state.hidden);
+  /** The tracks' selection (the threads not hidden), the window and each thread's samples in it. */
+  private renderTracks(): void {
+    if (this.tracks && !this.tracks.el.hidden) this.tracks.show(this.state.hidden, this.state.range, this.windowCounts().perThread);
   }
 
   /** The call tree of the state: the flame graph's layout, inverted or not, search applied. */
@@ -630,7 +613,7 @@ export class App {
     const chart = this.chartLanes(this.model.chart(s));
     const frames = this.model.frames({ ...s, threadMode: 'merged' });
     const { match, error } = this.model.search({ ...s, threadMode: 'merged' }, frames);
-    const colors = this.model.chartColors(s);
+    const colors = this.model.chartNodeColors(s, chart);
     const fr = chart.frame;
     setText(this.ctrl.matched, error ? 'Invalid regex' : '');
     setText(this.ctrl['match-count'], match ? 'Enter: next match' : '');
@@ -642,7 +625,7 @@ export class App {
       if (!counts || lane.thread < 0) return `${lane.name} — ${thousands(lane.samples)} samples`;
       return `${lane.name} — ${thousands(counts.perThread[lane.thread])} of ${thousands(lane.samples)} samples in the window`;
     };
-    view.show(chart, (n) => colors(fr[n]), match ? (n) => !match[fr[n]] : null, (n) => frames.names[fr[n]] ?? '', a, b, { shift: this.shift, window: s.range, laneLabel });
+    view.show(chart, colors, match ? (n) => !match[fr[n]] : null, (n) => frames.names[fr[n]] ?? '', a, b, { shift: this.shift, window: s.range, laneLabel });
     if (chart.untimed || chart.dropped) {
       this.notice.hidden = false;
       setText(
@@ -718,8 +701,10 @@ export class App {
     // Callers: the function at the bottom edge, its callers above it; callees: the
     // function at the top edge, what it calls below. The two meet at the function, and
     // no synthetic root stands between them (base 1 hides it).
-    this.callers.show(sw.callers, colorFor(sw.callers, sw.callersDiff), dim(sw.callers), label(sw.callers), false, 0, 1);
-    this.callees.show(sw.callees, colorFor(sw.callees, sw.calleesDiff), dim(sw.callees), label(sw.callees), true, 0, 1);
+    const byCategory = this.model.sandwichColors(this.state, sw);
+    const grey = (f: (v: number) => string) => (v: number): string => (v <= 0 ? 'rgb(220,220,220)' : f(v));
+    this.callers.show(sw.callers, byCategory ? grey(byCategory.callers) : colorFor(sw.callers, sw.callersDiff), dim(sw.callers), label(sw.callers), false, 0, 1);
+    this.callees.show(sw.callees, byCategory ? grey(byCategory.callees) : colorFor(sw.callees, sw.calleesDiff), dim(sw.callees), label(sw.callees), true, 0, 1);
   }
 
   private layoutOf(which: Which): Layout {
@@ -993,7 +978,10 @@ export class App {
         if (this.chart) this.setState({ view: 'chart' });
         return;
       case 'h':
-        return this.toggleThreads();
+        // To the tracks (shown first when hidden).
+        if (this.tracks?.el.hidden) this.toggleTracks();
+        e.preventDefault();
+        return this.tracks?.focus();
       case 'n':
         if (this.model.isDiff) this.setState({ normalise: !this.state.normalise });
         return;
@@ -1009,7 +997,6 @@ export class App {
     if (this.menu.isOpen) return this.menu.close();
     if (this.help.isOpen) return this.help.close();
     if (typing) return (t as HTMLInputElement).blur();
-    if (this.threadList?.isOpen) return this.threadList.close();
     if (this.state.query) this.setState({ query: '' });
     else if (this.state.view === 'chart') {
       // First the chart's own zoom, then the window.
@@ -1065,6 +1052,7 @@ export class App {
     for (const v of [this.main, this.callers, this.callees]) v.requestDraw();
     this.chart?.requestDraw();
     this.timeline?.draw();
+    this.tracks?.requestDraw();
   }
 
   /** First drawn node named `name` in the main view, as a page rectangle (tests, benches). */

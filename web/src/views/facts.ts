@@ -52,7 +52,7 @@ export function emptyText(m: Model, s: ViewState, total: number | null, inWindow
     return `No samples in this window (${at(r[0])} – ${at(r[1])}): ${what('in these seconds')}.${span ? ` The profile's samples lie between ${at(span[0])} and ${at(span[1])}.` : ''}`;
   }
   if (total !== null && !(total > 0)) {
-    const why = [s.hidden.length ? `hiding ${s.hidden.length} thread${s.hidden.length === 1 ? '' : 's'} (h lists them)` : '', s.transforms.length ? 'the transforms (u undoes the last)' : ''].filter(Boolean).join(' and ');
+    const why = [s.hidden.length ? `the tracks selected (${s.hidden.length} thread${s.hidden.length === 1 ? '' : 's'} left out; h: to the tracks)` : '', s.transforms.length ? 'the transforms (u undoes the last)' : ''].filter(Boolean).join(' and ');
     return `No samples left: none of the ${thousands(inWindow)} samples ${r ? 'of this window' : 'of the profile'} remain after ${why || 'this view'}.`;
   }
   return '';

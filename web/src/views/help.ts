@@ -13,7 +13,7 @@ export const SHORTCUTS: [string, string][] = [
   ['1 2 3 4 5', 'flame graph / functions / sandwich / flame chart / call tree'],
   ['→ ← * Enter', 'call tree: open, close (or go to the parent), open every row below, toggle'],
   ['b', 'call tree inverted (bottom-up) ↔ top-down'],
-  ['h', 'threads: show, hide, show only one'],
+  ['h', 'to the tracks (one per thread group, → opens one per thread): Enter selects, Ctrl+Enter adds'],
   ['i', 'flame ↔ icicle'],
   ['l', 'alphabetical ↔ left-heavy'],
   ['z', 'zoom out one level'],

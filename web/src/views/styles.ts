@@ -45,6 +45,17 @@ select,input{border:1px solid var(--button-line);border-radius:3px}
 .timeline-label{font-size:11px;padding:1px 8px;color:var(--muted);white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .timeline-bars{height:44px}
 .timeline-canvas{width:100%;height:100%;display:block;cursor:crosshair}
+.tracks{border-bottom:1px solid var(--line);flex:0 1 auto;overflow:hidden auto;max-height:40%;min-height:0}
+.tracks[hidden]{display:none}
+.tracks-title{font-size:11px;padding:1px 8px;color:var(--muted)}
+.track{position:relative;height:22px;border-top:1px solid var(--line);cursor:pointer}
+.track[aria-selected=true]{background:var(--active)}
+.track:focus-visible{outline:2px solid var(--focus);outline-offset:-2px}
+.track-canvas{position:absolute;inset:0;width:100%;height:100%;display:block}
+.track-head{position:absolute;left:0;top:0;max-width:60%;display:flex;gap:2px;align-items:center;font-size:11px;line-height:14px;padding:0 4px;background:color-mix(in srgb,var(--bg) 80%,transparent);pointer-events:none}
+.track-l2 .track-head{padding-left:18px}
+.track-twisty{display:inline-block;width:12px;pointer-events:auto;cursor:pointer}
+.track-label{white-space:pre;overflow:hidden;text-overflow:ellipsis}
 .crumbs{padding:3px 8px;white-space:nowrap;overflow:hidden;font-size:12px;display:flex;align-items:center;min-width:0}
 .crumbs[hidden]{display:none}
 .crumb-item{display:inline-flex;align-items:center;min-width:0;flex:0 1 auto}
@@ -105,16 +116,4 @@ kbd{border:1px solid var(--button-line);border-radius:3px;padding:0 4px;backgrou
 .fn-name{overflow:hidden;text-overflow:ellipsis;white-space:pre;min-width:0}
 .cell.fn.match .fn-name{font-weight:bold;text-decoration:underline}
 .tree-grid:focus-visible .row.active{outline:2px solid var(--focus);outline-offset:-2px}
-.threads{position:fixed;z-index:11;background:var(--bg);border:1px solid var(--button-line);box-shadow:0 2px 8px rgba(0,0,0,.25);padding:6px 10px;max-width:min(640px,calc(100vw - 16px));width:480px}
-.threads[hidden]{display:none}
-.threads h2{font-size:14px;margin:2px 0}
-.threads-summary{font-size:12px;color:var(--muted)}
-.threads-tools{display:flex;flex-wrap:wrap;gap:4px;margin:4px 0}
-.threads-filter{flex:1;min-width:120px}
-.threads-list{max-height:50vh;overflow:auto;border-top:1px solid var(--line)}
-.thread-row{display:flex;align-items:center;gap:6px}
-.thread-label{display:flex;align-items:center;gap:6px;flex:1;min-width:0;padding:1px 0}
-.thread-name{overflow:hidden;text-overflow:ellipsis;white-space:pre;min-width:0;flex:1}
-.thread-count{color:var(--muted);font-size:12px;white-space:nowrap}
-.thread-only{font-size:11px;padding:0 5px}
 `;

@@ -69,10 +69,15 @@ export class TimelineView {
   }
 
   /** The drawn span and its plot's left edge and width (px) in a canvas w px wide. */
-  private plot(w: number): { a: number; b: number; x0: number; pw: number } {
+  plot(w: number): { a: number; b: number; x0: number; pw: number } {
     const [a, b] = this.axis?.span ?? this.span;
     const x0 = this.axis?.left ?? 0;
     return { a, b, x0, pw: Math.max(1, w - x0 - (this.axis?.right ?? 0)) };
+  }
+
+  /** Buckets (bars) drawn in a plot pw px wide: one per 3 px. */
+  buckets(pw: number): number {
+    return Math.max(1, Math.floor(pw / 3));
   }
 
   private timeAt(x: number): number {
@@ -113,7 +118,7 @@ export class TimelineView {
     const theme = currentTheme();
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const { a, b, x0, pw } = this.plot(w);
-    const n = Math.max(1, Math.floor(pw / 3));
+    const n = this.buckets(pw);
     if (!this.hist || this.hist.buckets.length !== n || this.histFor?.[0] !== a || this.histFor?.[1] !== b) {
       this.hist = this.histogramFor(n, [a, b]);
       this.histFor = [a, b];

@@ -25,7 +25,7 @@ export interface HeaderActions {
   icicle(): void;
   order(v: string): void;
   threads(v: string): void;
-  threadList(anchor: HTMLElement): void;
+  tracks(): void;
   invert(): void;
   searchNames(): void;
   palette(v: string): void;
@@ -152,7 +152,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
     raw.sampleThread
       ? select('threads', 'Threads', [['merged', 'All threads merged'], ['groups', 'Threads by name (numbers merged)'], ['threads', 'One root per thread']], a.threads)
       : null,
-    raw.sampleThread && !model.isDiff ? button('thread-list', 'Threads…', 'Show or hide threads (h)', (b) => a.threadList(b), { 'aria-haspopup': 'dialog' }) : null,
+    raw.sampleThread && !model.isDiff ? button('tracks', 'Tracks', 'Show or hide the tracks, one per thread group (h: to the tracks)', () => a.tracks()) : null,
     model.isDiff ? null : select('palette', 'Palette', PALETTES.map((p) => [p, p] as [string, string]), a.palette),
     model.categories ? button('colors', 'By category', 'Colour frames by category (what kind of work), with a legend; off: the palette', () => a.colors()) : null,
     model.isDiff ? button('normalise', 'Normalise', 'Scale before to after\'s total (n)', () => a.normalise()) : null,

@@ -1,0 +1,345 @@
+// The track list, as the Firefox Profiler's: one track per thread group, each opening
+// onto one track per thread, every track a row with its activity over time (its samples'
+// weight: CPU time, or time blocked in an off-CPU profile) drawn on the time strip's axis,
+// bucket for bucket and pixel for pixel, with the strip's window over it. A click selects
+// a track (ctrl/cmd-click adds it or takes it out) and every view shows the selected
+// tracks' threads; "All threads" selects them all again. A tree for the keyboard: arrows
+// move, → opens a group, ← closes it, Enter or Space selects, Ctrl+Enter/Space adds.
+import { Model } from '../app-state/model.js';
+import { Histogram, histograms } from '../lib/timeline.js';
+import { TrackGroup, isSelected, selectTracks, trackGroups } from '../lib/tracks.js';
+import { thousands } from '../lib/units.js';
+import { currentTheme } from '../render/theme.js';
+import { el, setText } from './dom.js';
+
+/** The time strip's axis as the tracks draw on it. */
+export interface TrackAxis {
+  /** The strip's canvas (its page x is the tracks' reference). */
+  canvas: HTMLCanvasElement;
+  /** The drawn span (ns since the profile's origin), the plot's left edge and width, px. */
+  plot(w: number): { a: number; b: number; x0: number; pw: number };
+  /** Buckets the strip draws in a plot `pw` px wide. */
+  buckets(pw: number): number;
+}
+
+export interface TrackSource {
+  groups: TrackGroup[];
+  nThreads: number;
+  /** A thread's label ("name [tid]"). */
+  label(t: number): string;
+  /** Per row, its histogram over `span` in `n` buckets, each thread counted in `rowOf[t]`. */
+  histograms(n: number, span: [number, number], rowOf: Int32Array, rows: number): Histogram[];
+  /** The selection changed: threads (ascending), empty for every thread. */
+  select(threads: number[]): void;
+}
+
+interface Row {
+  /** 'all', `g<group>` or `t<thread>`. */
+  key: string;
+  threads: number[];
+  level: number;
+  /** Group index for a group's row, -1 otherwise. */
+  group: number;
+  el: HTMLDivElement;
+  canvas: HTMLCanvasElement;
+  label: HTMLSpanElement;
+}
+
+export class TrackList {
+  readonly el: HTMLDivElement;
+  private readonly tree: HTMLDivElement;
+  private rows: Row[] = [];
+  private readonly expanded = new Set<number>();
+  private selection: number[] = [];
+  private range: [number, number] | null = null;
+  private perThread: Float64Array | null = null;
+  private focusKey = 'all';
+  private hists = new Map<string, Histogram>();
+  private histKey = '';
+  private pending = 0;
+
+  constructor(
+    private readonly src: TrackSource,
+    private readonly axis: TrackAxis | null,
+    titleId: string,
+  ) {
+    this.tree = el('div', { class: 'tracks-tree', role: 'tree', 'aria-multiselectable': 'true', 'aria-labelledby': titleId });
+    this.el = el(
+      'div',
+      { class: 'tracks', 'data-ctrl': 'tracks' },
+      el('div', { class: 'tracks-title', id: titleId, text: 'Tracks: click selects, Ctrl+click adds; → opens a group' }),
+      this.tree,
+    );
+    this.tree.addEventListener('keydown', (e) => this.onKey(e));
+    this.tree.addEventListener('click', (e) => this.onClick(e));
+    new ResizeObserver(() => this.requestDraw()).observe(this.tree);
+    this.build();
+  }
+
+  /** The view's hidden threads (the others are selected), its window and each thread's samples in it. */
+  show(hidden: readonly number[], range: [number, number] | null, perThread: Float64Array): void {
+    const h = new Set(hidden);
+    const sel: number[] = [];
+    if (h.size) for (let t = 0; t < this.src.nThreads; t++) if (!h.has(t)) sel.push(t);
+    this.update(sel, range, perThread);
+  }
+
+  /** The selection (threads shown; empty: all), the window and each thread's samples in it. */
+  private update(selection: readonly number[], range: [number, number] | null, perThread: Float64Array): void {
+    this.selection = [...selection];
+    this.range = range;
+    this.perThread = perThread;
+    for (const r of this.rows) {
+      const sel = r.key === 'all' ? selection.length === 0 : isSelected(selection, r.threads);
+      r.el.setAttribute('aria-selected', String(sel));
+      setText(r.label, this.labelOf(r));
+      r.el.title = this.labelOf(r);
+    }
+    this.requestDraw();
+  }
+
+  /** The rows in order: all threads, each group, the threads of the open groups. */
+  private build(): void {
+    const { groups } = this.src;
+    const rows: Row[] = [this.newRow('all', [], 1, -1)];
+    groups.forEach((g, i) => {
+      const single = g.threads.length === 1;
+      rows.push(this.newRow(single ? `t${g.threads[0]}` : `g${i}`, g.threads, 1, single ? -1 : i));
+      if (!single && this.expanded.has(i)) for (const t of g.threads) rows.push(this.newRow(`t${t}`, [t], 2, -1));
+    });
+    this.rows = rows;
+    if (!rows.some((r) => r.key === this.focusKey)) this.focusKey = 'all';
+    for (const r of rows) r.el.tabIndex = r.key === this.focusKey ? 0 : -1;
+    this.tree.replaceChildren(...rows.map((r) => r.el));
+    this.hists.clear();
+    this.histKey = '';
+    if (this.perThread) this.update(this.selection, this.range, this.perThread);
+  }
+
+  private newRow(key: string, threads: number[], level: number, group: number): Row {
+    const label = el('span', { class: 'track-label' });
+    const canvas = el('canvas', { class: 'track-canvas', 'aria-hidden': 'true' });
+    const open = group >= 0 ? this.expanded.has(group) : null;
+    const twisty = el('span', { class: 'track-twisty', 'aria-hidden': 'true', text: open === null ? '' : open ? '▾' : '▸' });
+    const row = el(
+      'div',
+      { class: `track track-l${level}`, role: 'treeitem', 'aria-level': level, 'aria-expanded': open === null ? undefined : String(open), 'data-track': key },
+      canvas,
+      el('span', { class: 'track-head' }, twisty, label),
+    );
+    return { key, threads, level, group, el: row, canvas, label };
+  }
+
+  private labelOf(r: Row): string {
+    const per = this.perThread;
+    const count = (ts: number[]): number => (per ? ts.reduce((s, t) => s + per[t], 0) : 0);
+    const inWindow = this.range ? ' in the window' : '';
+    if (r.key === 'all') {
+      const n = per ? per.reduce((s, x) => s + x, 0) : 0;
+      return `All threads — ${thousands(n)} samples${inWindow}`;
+    }
+    const g = r.group >= 0 ? this.src.groups[r.group] : null;
+    const name = g ? `${g.name} (${g.threads.length} threads)` : this.src.label(r.threads[0]);
+    return `${name} — ${thousands(count(r.threads))} samples${inWindow}`;
+  }
+
+  private rowOfEvent(e: Event): Row | null {
+    const t = (e.target as HTMLElement).closest<HTMLElement>('[data-track]');
+    return t ? this.rows.find((r) => r.el === t) ?? null : null;
+  }
+
+  private onClick(e: MouseEvent): void {
+    const r = this.rowOfEvent(e);
+    if (!r) return;
+    this.focusRow(r);
+    if ((e.target as HTMLElement).classList.contains('track-twisty') && r.group >= 0) return this.setOpen(r, !this.expanded.has(r.group));
+    this.choose(r, e.ctrlKey || e.metaKey);
+  }
+
+  /** Selects row r alone, or adds it (`add`). */
+  private choose(r: Row, add: boolean): void {
+    if (r.key === 'all') return this.src.select([]);
+    const next = selectTracks(this.selection, r.threads, add);
+    // Every thread selected is the same as none named.
+    this.src.select(next.length === this.src.nThreads ? [] : next);
+  }
+
+  private setOpen(r: Row, open: boolean): void {
+    if (r.group < 0 || this.expanded.has(r.group) === open) return;
+    if (open) this.expanded.add(r.group);
+    else this.expanded.delete(r.group);
+    this.focusKey = r.key;
+    this.build();
+    this.rows.find((x) => x.key === r.key)?.el.focus();
+  }
+
+  private focusRow(r: Row): void {
+    this.focusKey = r.key;
+    for (const x of this.rows) x.el.tabIndex = x === r ? 0 : -1;
+    r.el.focus();
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    const r = this.rowOfEvent(e);
+    if (!r) return;
+    const i = this.rows.indexOf(r);
+    const go = (j: number): void => this.focusRow(this.rows[Math.max(0, Math.min(this.rows.length - 1, j))]);
+    switch (e.key) {
+      case 'ArrowDown':
+        go(i + 1);
+        break;
+      case 'ArrowUp':
+        go(i - 1);
+        break;
+      case 'Home':
+        go(0);
+        break;
+      case 'End':
+        go(this.rows.length - 1);
+        break;
+      case 'ArrowRight':
+        if (r.group >= 0 && !this.expanded.has(r.group)) this.setOpen(r, true);
+        else if (r.group >= 0) go(i + 1);
+        break;
+      case 'ArrowLeft': {
+        if (r.group >= 0 && this.expanded.has(r.group)) this.setOpen(r, false);
+        else if (r.level === 2) {
+          // To the thread's group.
+          let j = i - 1;
+          while (j > 0 && this.rows[j].level !== 1) j--;
+          go(j);
+        }
+        break;
+      }
+      case 'Enter':
+      case ' ':
+        this.choose(r, e.ctrlKey || e.metaKey);
+        break;
+      default:
+        return;
+    }
+    e.preventDefault();
+    e.stopPropagation();
+  }
+
+  /** Focuses the focused track (the `h` key). */
+  focus(): void {
+    (this.rows.find((r) => r.key === this.focusKey) ?? this.rows[0])?.el.focus();
+  }
+
+  requestDraw(): void {
+    if (this.pending) return;
+    this.pending = requestAnimationFrame(() => {
+      this.pending = 0;
+      this.draw();
+    });
+  }
+
+  /** Histograms of every row over the strip's buckets (recomputed when the axis or the rows change). */
+  private histogramsFor(n: number, span: [number, number]): Map<string, Histogram> {
+    const key = `${n}|${span[0]}|${span[1]}|${this.rows.length}|${[...this.expanded].join('.')}`;
+    if (key === this.histKey) return this.hists;
+    const { groups, nThreads } = this.src;
+    const hists = new Map<string, Histogram>();
+    // One pass per level: the groups', then the open groups' threads.
+    const byGroup = new Int32Array(nThreads).fill(-1);
+    groups.forEach((g, i) => g.threads.forEach((t) => (byGroup[t] = i)));
+    const gh = this.src.histograms(n, span, byGroup, groups.length);
+    groups.forEach((g, i) => hists.set(g.threads.length === 1 ? `t${g.threads[0]}` : `g${i}`, gh[i]));
+    const all = new Float64Array(n);
+    for (const h of gh) for (let k = 0; k < n; k++) all[k] += h.buckets[k];
+    hists.set('all', { buckets: all, from: span[0], to: span[1], max: all.reduce((m, x) => Math.max(m, x), 0) });
+    const open = this.rows.filter((r) => r.level === 2).map((r) => r.threads[0]);
+    if (open.length) {
+      const byThread = new Int32Array(nThreads).fill(-1);
+      open.forEach((t, i) => (byThread[t] = i));
+      this.src.histograms(n, span, byThread, open.length).forEach((h, i) => hists.set(`t${open[i]}`, h));
+    }
+    this.hists = hists;
+    this.histKey = key;
+    return hists;
+  }
+
+  /** The x (px from a track canvas' left edge) of time t: the strip's x at the same page x. */
+  xOf(t: number): number | null {
+    const ax = this.axis;
+    const c = this.rows[0]?.canvas;
+    if (!ax || !c) return null;
+    const { a, b, x0, pw } = ax.plot(ax.canvas.clientWidth || 1);
+    const dx = ax.canvas.getBoundingClientRect().left - c.getBoundingClientRect().left;
+    return dx + x0 + ((t - a) / Math.max(1, b - a)) * pw;
+  }
+
+  draw(): void {
+    const ax = this.axis;
+    if (!ax || !this.rows.length) return;
+    const sw = Math.floor(ax.canvas.clientWidth);
+    if (sw <= 0) return;
+    const { a, b, x0, pw } = ax.plot(sw);
+    const n = ax.buckets(pw);
+    const hists = this.histogramsFor(n, [a, b]);
+    const theme = currentTheme();
+    const dpr = window.devicePixelRatio || 1;
+    const stripLeft = ax.canvas.getBoundingClientRect().left;
+    for (const r of this.rows) {
+      const c = r.canvas;
+      const w = Math.floor(c.clientWidth);
+      const h = Math.floor(c.clientHeight);
+      if (w <= 0 || h <= 0) continue;
+      if (c.width !== w * dpr || c.height !== h * dpr) {
+        c.width = w * dpr;
+        c.height = h * dpr;
+      }
+      const ctx = c.getContext('2d');
+      if (!ctx) continue;
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.clearRect(0, 0, w, h);
+      // The strip's x0 at the same page x: the track's canvas may start elsewhere.
+      const left = stripLeft - c.getBoundingClientRect().left + x0;
+      const hist = hists.get(r.key);
+      const bw = pw / n;
+      ctx.fillStyle = theme.bar;
+      if (hist && hist.max > 0) {
+        for (let k = 0; k < n; k++) {
+          const v = hist.buckets[k];
+          if (v <= 0) continue;
+          const bh = Math.max(1, (v / hist.max) * (h - 3));
+          ctx.fillRect(left + k * bw, h - bh, Math.max(1, bw - 0.5), bh);
+        }
+      }
+      if (this.range) {
+        const x = (t: number): number => Math.min(w, Math.max(0, left + ((t - a) / Math.max(1, b - a)) * pw));
+        ctx.fillStyle = theme.selection;
+        ctx.fillRect(x(this.range[0]), 0, Math.max(1, x(this.range[1]) - x(this.range[0])), h);
+      }
+    }
+  }
+}
+
+/**
+ * The track list of a model's profile, drawn on a time strip's axis (none without one:
+ * the tracks then only select), or null when its samples name no thread or it is a diff.
+ * `hidden` receives the threads the selection leaves out (none: every thread selected).
+ */
+export function tracksFor(model: Model, strip: { canvas: HTMLCanvasElement; plot: TrackAxis['plot']; buckets: TrackAxis['buckets'] } | null, titleId: string, hidden: (h: number[]) => void): TrackList | null {
+  const raw = model.raw;
+  if (!raw.sampleThread || model.isDiff) return null;
+  const nThreads = raw.threadName.length;
+  const source: TrackSource = {
+    groups: trackGroups(raw),
+    nThreads,
+    label: (t) => {
+      const name = raw.strings[raw.threadName[t]] ?? '';
+      return raw.threadTid[t] >= 0 ? `${name} [${raw.threadTid[t]}]` : name;
+    },
+    histograms: (n, span, rowOf, rows) => histograms(raw, n, span, model.nsPerWeight, rowOf, rows),
+    select: (sel) => {
+      const keep = new Set(sel);
+      const out: number[] = [];
+      if (sel.length) for (let t = 0; t < nThreads; t++) if (!keep.has(t)) out.push(t);
+      hidden(out);
+    },
+  };
+  const axis = strip ? { canvas: strip.canvas, plot: (w: number) => strip.plot(w), buckets: (pw: number) => strip.buckets(pw) } : null;
+  return new TrackList(source, axis, titleId);
+}
