@@ -354,11 +354,11 @@ async function assertMarkers(page, exp, chart, what) {
 }
 
 /** The colour of a page pixel in a full-page screenshot, and a frame's fill pixel. */
-async function framePixel(page, png, app, name) {
-  const r = await page.evaluate(([i, n]) => {
-    const f = window.__kiln.apps[i].find(n);
+async function framePixel(page, png, app, name, which = 'main') {
+  const r = await page.evaluate(([i, n, w]) => {
+    const f = window.__kiln.apps[i].find(n, w);
     return f && { x: f.x + scrollX, y: f.y + scrollY, w: f.w, node: f.node };
-  }, [app, name]);
+  }, [app, name, which]);
   assert.ok(r && r.w >= 4, `${name} is drawn wide enough to read: ${JSON.stringify(r)}`);
   return { node: r.node, rgb: png.at(Math.floor(r.x) + 1, Math.floor(r.y) + 2) };
 }
@@ -604,6 +604,65 @@ try {
       assert.ok(near(even.rgb, rgbOf(want)) && near(odd.rgb, rgbOf(want)), `phase_even ${even.rgb}, phase_odd ${odd.rgb}, the category's ${want}`);
       const main = await framePixel(page, png, app, 'main');
       assert.ok(!near(main.rgb, even.rgb), `main (another category) ${main.rgb} differs from ${even.rgb}`);
+      // The sandwich of phase_even: its own box, above and below, in its category's colour;
+      // the legend beside it.
+      await page.evaluate(([i]) => {
+        const a = window.__kiln.apps[i];
+        a.setState({ view: 'sandwich', fn: a.derived.frames.names.indexOf('phase_even') });
+      }, [app]);
+      await cpu.locator('canvas.sandwich-flame, .sandwich-flame canvas').first().scrollIntoViewIfNeeded();
+      await settle(page);
+      const swPng = decodePng(await page.screenshot({ fullPage: true, path: join(shots, 'run-sandwich-by-category.png') }));
+      for (const which of ['callers', 'callees']) {
+        const px = await framePixel(page, swPng, app, 'phase_even', which);
+        assert.ok(near(px.rgb, rgbOf(want)), `sandwich ${which}: phase_even ${px.rgb}, the category's ${want}`);
+      }
+      assert.equal(await cpu.locator('[data-ctrl=category-legend]').isVisible(), true, 'the legend beside the sandwich');
+      // The flame chart: a box of phase_even in the category's colour, one of main not.
+      await page.evaluate(([i]) => window.__kiln.apps[i].setState({ view: 'chart' }), [app]);
+      await cpu.locator('canvas.chart-canvas').scrollIntoViewIfNeeded();
+      await settle(page);
+      // Zoomed onto the longest box of phase_even, so that it and main above it are wide.
+      const boxes = await page.evaluate(async ([i]) => {
+        const a = window.__kiln.apps[i];
+        const names = a.model.frames({ ...a.state, threadMode: 'merged' }).names;
+        const chart = a.chart.scene.chart;
+        let even = null;
+        chart.lanes.forEach((lane, li) =>
+          lane.rows.forEach((row, depth) => {
+            for (let k = 0; k < row.length; k++) {
+              if (names[chart.frame[row.node[k]]] !== 'phase_even') continue;
+              if (!even || row.end[k] - row.start[k] > even.len) even = { lane: li, depth, index: k, len: row.end[k] - row.start[k], t: (row.start[k] + row.end[k]) / 2 };
+            }
+          }),
+        );
+        if (!even) return null;
+        const lane = chart.lanes[even.lane];
+        let main = null;
+        lane.rows.forEach((row, depth) => {
+          for (let k = 0; k < row.length; k++) if (row.start[k] <= even.t && row.end[k] >= even.t && names[chart.frame[row.node[k]]] === 'main') main = { lane: even.lane, depth, index: k };
+        });
+        a.chartSpan = [even.t - even.len, even.t + even.len];
+        a.render();
+        a.chart.drawNow();
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        const c = a.chart.canvas.getBoundingClientRect();
+        const at = (b) => {
+          const r = b && a.chart.renderer.rectOf(a.chart.scene, b);
+          return r && { x: c.left + scrollX + Math.max(0, r.x), y: c.top + scrollY + r.y, w: Math.min(r.w, c.width - Math.max(0, r.x)) };
+        };
+        return { even: at(even), main: at(main) };
+      }, [app]);
+      const chartPng = decodePng(await page.screenshot({ fullPage: true, path: join(shots, 'run-chart-by-category.png') }));
+      const evenBox = boxes?.even;
+      const mainBox = boxes?.main;
+      assert.ok(evenBox && evenBox.w >= 3 && mainBox && mainBox.w >= 3, `phase_even and main boxes in the chart: ${JSON.stringify(boxes)}`);
+      const evenPx = chartPng.at(Math.floor(evenBox.x + evenBox.w / 2), Math.floor(evenBox.y) + 2);
+      const mainPx = chartPng.at(Math.floor(mainBox.x + mainBox.w / 2), Math.floor(mainBox.y) + 2);
+      assert.ok(near(evenPx, rgbOf(want)), `flame chart: phase_even ${evenPx}, the category's ${want}`);
+      assert.ok(!near(mainPx, rgbOf(want)), `flame chart: main ${mainPx}, not ${want}`);
+      await page.evaluate(([i]) => window.__kiln.apps[i].setState({ view: 'flame', fn: -1 }), [app]);
+      await settle(page);
       // A click on a legend entry highlights its category (the URL keeps it); again clears.
       await cpu.locator('.category-item[data-category="phase work"]').click();
       await settle(page);

@@ -29,8 +29,8 @@ export interface TrackGroup {
   samples: number;
 }
 
-/** The profile's thread groups, most samples first (ties: first seen first). */
-export function trackGroups(raw: RawProfile): TrackGroup[] {
+/** Samples of each thread in the whole profile. */
+export function threadSamples(raw: RawProfile): Float64Array {
   const nT = raw.threadName.length;
   const perThread = new Float64Array(nT);
   const th = raw.sampleThread;
@@ -38,6 +38,12 @@ export function trackGroups(raw: RawProfile): TrackGroup[] {
     const c = raw.sampleCount;
     for (let i = 0; i < th.length; i++) if (th[i] >= 0 && th[i] < nT) perThread[th[i]] += c ? c[i] : 1;
   }
+  return perThread;
+}
+
+/** The profile's thread groups, most samples first (ties: first seen first). */
+export function trackGroups(raw: RawProfile, perThread: Float64Array = threadSamples(raw)): TrackGroup[] {
+  const nT = raw.threadName.length;
   const byName = new Map<string, TrackGroup>();
   for (let t = 0; t < nT; t++) {
     const name = groupName(raw.strings[raw.threadName[t]] ?? '');

@@ -497,7 +497,7 @@ export class App {
 
   /** The tracks' selection (the threads not hidden), the window and each thread's samples in it. */
   private renderTracks(): void {
-    if (this.tracks && !this.tracks.el.hidden) this.tracks.show(this.state.hidden, this.state.range, this.windowCounts().perThread);
+    if (this.tracks && !this.tracks.el.hidden) this.tracks.show(this.state.hidden, this.state.range, this.state.range ? this.windowCounts().perThread : null);
   }
 
   /** The call tree of the state: the flame graph's layout, inverted or not, search applied. */

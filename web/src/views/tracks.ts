@@ -7,7 +7,7 @@
 // move, → opens a group, ← closes it, Enter or Space selects, Ctrl+Enter/Space adds.
 import { Model } from '../app-state/model.js';
 import { Histogram, histograms } from '../lib/timeline.js';
-import { TrackGroup, isSelected, selectTracks, trackGroups } from '../lib/tracks.js';
+import { TrackGroup, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
 import { thousands } from '../lib/units.js';
 import { currentTheme } from '../render/theme.js';
 import { el, setText } from './dom.js';
@@ -24,6 +24,8 @@ export interface TrackAxis {
 
 export interface TrackSource {
   groups: TrackGroup[];
+  /** Each thread's samples in the whole profile. */
+  whole: Float64Array;
   nThreads: number;
   /** A thread's label ("name [tid]"). */
   label(t: number): string;
@@ -76,12 +78,15 @@ export class TrackList {
     this.build();
   }
 
-  /** The view's hidden threads (the others are selected), its window and each thread's samples in it. */
-  show(hidden: readonly number[], range: [number, number] | null, perThread: Float64Array): void {
+  /**
+   * The view's hidden threads (the others are selected), its window and each thread's
+   * samples in it (null without a window: the whole profile's, counted once).
+   */
+  show(hidden: readonly number[], range: [number, number] | null, perThread: Float64Array | null): void {
     const h = new Set(hidden);
     const sel: number[] = [];
     if (h.size) for (let t = 0; t < this.src.nThreads; t++) if (!h.has(t)) sel.push(t);
-    this.update(sel, range, perThread);
+    this.update(sel, range, perThread ?? this.src.whole);
   }
 
   /** The selection (threads shown; empty: all), the window and each thread's samples in it. */
@@ -325,8 +330,10 @@ export function tracksFor(model: Model, strip: { canvas: HTMLCanvasElement; plot
   const raw = model.raw;
   if (!raw.sampleThread || model.isDiff) return null;
   const nThreads = raw.threadName.length;
+  const whole = threadSamples(raw);
   const source: TrackSource = {
-    groups: trackGroups(raw),
+    groups: trackGroups(raw, whole),
+    whole,
     nThreads,
     label: (t) => {
       const name = raw.strings[raw.threadName[t]] ?? '';
