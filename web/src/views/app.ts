@@ -1,5 +1,5 @@
 // The application: header, the five views (flame graph, flame chart, call tree, function
-// table, sandwich), the thread list, tooltip, context menu, help, and the keyboard. State changes go through
+// table, sandwich), the tracks, tooltip, context menu, help, and the keyboard. State changes go through
 // setState, which writes the URL and redraws. Nothing here is global: a page may hold
 // several apps (the run report's CPU, off-CPU and memory graphs), each owning the URL keys
 // under its prefix and sharing the page's time window `t`.
@@ -31,6 +31,7 @@ import { TableView } from './table-view.js';
 import { TimelineView } from './timeline-view.js';
 import { TrackList, tracksFor } from './tracks.js';
 import { TreeView } from './tree-view.js';
+import { TreePane } from './tree-pane.js';
 import { describeBox, describeFrame, functionTable } from './describe.js';
 import { HelpDialog } from './help.js';
 import { HeaderParts, TabSpec, buildHeader } from './toolbar.js';
@@ -76,6 +77,7 @@ export class App {
   readonly chart: ChartView | null;
   readonly table: TableView;
   readonly tree: TreeView;
+  private readonly treePane: TreePane;
   readonly tracks: TrackList | null;
   readonly timeline: TimelineView | null;
   readonly root: HTMLElement;
@@ -108,11 +110,6 @@ export class App {
   /** The flame chart's visible range (ns since the profile's origin) when zoomed or
    *  panned away from the window; never the page's window itself. */
   private chartSpan: [number, number] | null = null;
-  /** Open rows of the call tree, per direction (kept across windows and transforms). */
-  private readonly open = { top: new Set<string>(), inverted: new Set<string>() };
-  /** Whether a direction's rows were opened yet (the heaviest path opens first). */
-  private readonly opened = { top: false, inverted: false };
-  private treeKey: string | null = null;
   private lanesFor: { chart: FlameChart; hidden: string; lanes: FlameChart } | null = null;
 
   constructor(readonly model: Model, mount: HTMLElement, readonly opts: AppOptions = {}) {
@@ -134,10 +131,20 @@ export class App {
       (f) => this.setState({ fn: f, view: 'sandwich' }),
     );
     this.tree = new TreeView(`${this.ids}-tree`, {
-      toggle: (n, open) => this.toggleRow(n, open),
-      expandAll: (n) => this.expandAll(n),
-      select: (n) => this.onTreeSelect(n),
+      toggle: (n, open) => this.treePane.toggle(n, open),
+      expandAll: (n) => this.treePane.expandAll(n),
+      select: (n) => this.treePane.select(n),
       context: (n, x, y) => this.openTreeMenu(n, x, y),
+    });
+    this.treePane = new TreePane(this.tree, {
+      model,
+      state: () => this.state,
+      derived: () => this.derived,
+      callTree: () => this.callTree(),
+      announce: (text) => {
+        setText(this.details, text);
+        setText(this.status, text);
+      },
     });
     this.timeline = this.newTimeline();
     this.tracks = tracksFor(model, this.timeline, `${this.ids}-tracks-title`, (hidden) => this.setState({ hidden, zoom: [] }));
@@ -437,7 +444,7 @@ export class App {
       this.renderCrumbs();
       this.main.show(d.layout, d.color, this.dimmer(d.match, d.layout), (v) => this.labelOf(d.layout, v), s.icicle, d.zoomNode);
     } else if (s.view === 'table') this.renderTable();
-    else if (s.view === 'tree') this.renderTree();
+    else if (s.view === 'tree') this.treePane.render();
     else this.renderSandwich();
   }
 
@@ -506,72 +513,9 @@ export class App {
     return this.model.callTree(this.state, d);
   }
 
-  private renderTree(): void {
-    const s = this.state;
-    const d = this.derived;
-    const tree = this.callTree();
-    const which = s.invert ? 'inverted' : 'top';
-    const open = this.open[which];
-    if (!this.opened[which] && tree.total > 0) {
-      // Opens on the heaviest path, as the Firefox Profiler does.
-      for (const k of tree.heaviestPath(s.invert ? 3 : 16, s.invert ? 0 : 0.5)) open.add(k);
-      this.opened[which] = true;
-    }
-    const rows = tree.rows(open);
-    const u = this.model.unit;
-    const all = tree.total;
-    const what = u.countsSamples ? 'samples' : u.isTime ? 'time' : u.kind === 'bytes' ? 'bytes' : u.name;
-    const columns = [
-      { title: `Total (${what})`, text: (n: CallNode) => u.format(n.total) },
-      { title: 'Total %', text: (n: CallNode) => percent(n.total, all) },
-      { title: `Self (${what})`, text: (n: CallNode) => (n.self > 0 ? u.format(n.self) : '–') },
-    ];
-    const match = d.match;
-    const name = (n: CallNode): string => d.frames.names[n.frame] ?? '';
-    this.tree.show(columns, rows, open, (n) => tree.hasChildren(n), name, (n) => !!match && match[n.frame] === 1, this.treeKey);
-    setText(
-      this.tree.caption,
-      `${s.invert ? 'Inverted: the functions that ran (their own time), each opening onto its callers' : 'Callers above their callees, heaviest first'}; ${thousands(rows.length)} rows shown.${s.query ? ' The search keeps the samples whose stack has a matching function.' : ''}`,
-    );
-  }
-
-  private toggleRow(n: CallNode, open: boolean): void {
-    const set = this.open[this.state.invert ? 'inverted' : 'top'];
-    if (open) set.add(n.key);
-    else set.delete(n.key);
-    this.treeKey = n.key;
-    this.renderTree();
-  }
-
-  /** Opens every row below n (at most 5,000 rows, so a huge tree cannot freeze the page). */
-  private expandAll(n: CallNode): void {
-    const tree = this.callTree();
-    const set = this.open[this.state.invert ? 'inverted' : 'top'];
-    let budget = 5000;
-    const walk = (x: CallNode): void => {
-      if (budget-- <= 0 || !tree.hasChildren(x)) return;
-      set.add(x.key);
-      for (const c of tree.children(x)) walk(c);
-    };
-    walk(n);
-    this.treeKey = n.key;
-    this.renderTree();
-  }
-
-  private onTreeSelect(n: CallNode): void {
-    this.treeKey = n.key;
-    const d = this.derived;
-    const u = this.model.unit;
-    const all = this.callTree().total;
-    // No self weight reads '–', as in the tree's column.
-    const text = `${d.frames.names[n.frame] ?? ''} — total ${u.format(n.total)} (${percent(n.total, all)}), self ${n.self > 0 ? u.format(n.self) : '–'}`;
-    setText(this.details, text);
-    setText(this.status, text);
-  }
-
   private openTreeMenu(n: CallNode, x: number, y: number): void {
     const path = n.node > 0 ? pathOf(this.derived.layout, n.node) : null;
-    const run = (key: string): void => this.action(key, n.frame, path, () => this.toggleRow(n, true), path ?? keyFrames(n.key));
+    const run = (key: string): void => this.action(key, n.frame, path, () => this.treePane.toggle(n, true), path ?? keyFrames(n.key));
     this.menu.open(this.derived.frames.names[n.frame] ?? '', this.frameItems(run, n.frame, path !== null, true, 'Open this row (→)'), x, y, this.tree.grid);
   }
 
