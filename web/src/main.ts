@@ -77,6 +77,13 @@ async function startOne(metaEl: Element, api: KilnApi, single: boolean): Promise
   }
 }
 
+/** A page with a CPU and an off-CPU viewer of one run: the CPU viewer's tracks show both. */
+function pairOffCpu(apps: App[]): void {
+  const off = apps.find((a) => !a.model.isDiff && a.model.unit.what === 'off-CPU time');
+  if (!off) return;
+  for (const a of apps) if (a !== off && !a.model.isDiff && a.model.unit.what === 'CPU time') a.showOffCpu(off);
+}
+
 async function start(): Promise<void> {
   const api: KilnApi = (window.__kiln = {
     ready: false,
@@ -96,6 +103,7 @@ async function start(): Promise<void> {
     return;
   }
   for (const m of metas) await startOne(m, api, metas.length === 1);
+  pairOffCpu(api.apps);
   // "Shown" means the first complete drawing of the views has been painted.
   api.firstDrawMs = performance.now();
   api.ready = true;

@@ -914,6 +914,49 @@ try {
       await page.click('[data-ctrl=zoom-reset]');
     });
 
+    await check('tracks: the CPU viewer\'s thread tracks draw the off-CPU profile\'s time blocked of the same thread, to the nanosecond', async () => {
+      page = await open('run.html');
+      const cpu = await page.evaluate(() => window.__kiln.apps.findIndex((a) => a.model.unit.event === 'cpu-clock'));
+      assert.ok(cpu >= 0);
+      const mount = page.locator(`.kiln-mount >> nth=${cpu}`);
+      assert.match(await mount.locator('.tracks-title').textContent(), /off-CPU time \(lighter\)/);
+      // Every group opened: a track per thread.
+      for (const t of await mount.locator('.track-twisty').all()) if ((await t.textContent()) === '▸') await t.click();
+      await settle(page);
+      await settle(page);
+      const rows = await page.evaluate(([i]) => {
+        const app = window.__kiln.apps[i];
+        const off = window.__kiln.apps.find((a) => a.model.unit.event === 'offcpu');
+        const raw = off.model.raw;
+        const tl = app.timeline;
+        const { a, b } = tl.plot(tl.canvas.clientWidth);
+        // The axis on the off-CPU profile's clock.
+        const shift = off.model.raw.timeOrigin - app.model.raw.timeOrigin;
+        const [a1, b1] = [a - shift, b - shift];
+        const label = (r, t) => (r.threadTid[t] >= 0 ? `${r.strings[r.threadName[t]]} [${r.threadTid[t]}]` : r.strings[r.threadName[t]]);
+        const ns = off.model.unit.ns(1);
+        // Each off-CPU thread's time blocked inside the axis, block by block.
+        const blocked = new Map();
+        for (let k = 0; k < raw.sampleWeight.length; k++) {
+          const t0 = raw.sampleTime[k];
+          const len = raw.sampleWeight[k] * ns;
+          if (t0 < 0 || len <= 0) continue;
+          const inside = Math.max(0, Math.min(b1, t0 + len) - Math.max(a1, t0));
+          const l = label(raw, raw.sampleThread[k]);
+          blocked.set(l, (blocked.get(l) ?? 0) + (raw.sampleWeight[k] * ns * inside) / len);
+        }
+        const me = app.model.raw;
+        return [...app.tracks.el.querySelectorAll('[data-track^=t]')].map((r) => {
+          const t = Number(r.dataset.track.slice(1));
+          const s = app.tracks.series(r.dataset.track);
+          return { label: label(me, t), drawn: s.off ? s.off.buckets.reduce((x, y) => x + y, 0) : null, want: blocked.get(label(me, t)) ?? 0 };
+        });
+      }, [cpu]);
+      assert.ok(rows.length >= 1, `thread tracks: ${JSON.stringify(rows)}`);
+      assert.ok(rows.some((r) => r.want > 0), `some thread was blocked: ${JSON.stringify(rows)}`);
+      for (const r of rows) assert.ok(r.drawn !== null && Math.abs(r.drawn - r.want) <= 1e-6 * Math.max(1, r.want) + 1, `${r.label}: drawn ${r.drawn} ns blocked, the profile's ${r.want}`);
+    });
+
     await check('markers: the run\'s phases on the charts\' time axis at the stored times; a click on one selects its span', async () => {
       page = await open('run.html');
       const got = await assertMarkers(page, exp, 'cpu', 'run');

@@ -29,7 +29,7 @@ import { FlameView } from './flame-view.js';
 import { Menu, MenuItem } from './menu.js';
 import { TableView } from './table-view.js';
 import { TimelineView } from './timeline-view.js';
-import { TrackList, tracksFor } from './tracks.js';
+import { TrackList, offCpuSource, tracksFor } from './tracks.js';
 import { TreeView } from './tree-view.js';
 import { TreePane } from './tree-pane.js';
 import { describeBox, describeFrame, functionTable } from './describe.js';
@@ -365,6 +365,15 @@ export class App {
     const o = this.model.raw.timeOrigin;
     this.timeline?.setAxis(span ? [span[0] - o, span[1] - o] : null, left, right);
     this.tracks?.requestDraw();
+  }
+
+  /**
+   * Draws another viewer's off-CPU time over this viewer's tracks, stacked over its CPU
+   * time (the run report's CPU viewer beside its off-CPU one).
+   */
+  showOffCpu(other: App): void {
+    const u = this.model.unit;
+    this.tracks?.setOffCpu(offCpuSource(other.model, other.model.raw.timeOrigin - this.model.raw.timeOrigin), u.isTime ? u.ns(1) : 0);
   }
 
   /** The selected window on the profiles' clock, or null. */

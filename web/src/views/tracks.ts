@@ -7,7 +7,7 @@
 // move, → opens a group, ← closes it, Enter or Space selects, Ctrl+Enter/Space adds.
 import { Model } from '../app-state/model.js';
 import { Histogram, histograms } from '../lib/timeline.js';
-import { TrackGroup, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
+import { TrackGroup, groupName, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
 import { thousands } from '../lib/units.js';
 import { currentTheme } from '../render/theme.js';
 import { el, setText } from './dom.js';
@@ -35,6 +35,19 @@ export interface TrackSource {
   select(threads: number[]): void;
 }
 
+/**
+ * Another profile of the same threads whose weight is time blocked (the run's off-CPU
+ * profile): its time is drawn stacked over this profile's CPU time, thread by thread
+ * matched by name and tid, group by group by name.
+ */
+export interface OffCpuSource {
+  /** Per thread of that profile: its label ("name [tid]") and its group's name. */
+  labels: string[];
+  groups: string[];
+  /** Its histograms, ns blocked, over a span on this profile's clock. */
+  histograms(n: number, span: [number, number], rowOf: Int32Array, rows: number): Histogram[];
+}
+
 interface Row {
   /** 'all', `g<group>` or `t<thread>`. */
   key: string;
@@ -47,9 +60,12 @@ interface Row {
   label: HTMLSpanElement;
 }
 
+const TITLE = 'Tracks: click selects, Ctrl+click adds; → opens a group';
+
 export class TrackList {
   readonly el: HTMLDivElement;
   private readonly tree: HTMLDivElement;
+  private readonly title: HTMLDivElement;
   private rows: Row[] = [];
   private readonly expanded = new Set<number>();
   private selection: number[] = [];
@@ -57,6 +73,8 @@ export class TrackList {
   private perThread: Float64Array | null = null;
   private focusKey = 'all';
   private hists = new Map<string, Histogram>();
+  private offHists = new Map<string, Histogram>();
+  private off: OffCpuSource | null = null;
   private histKey = '';
   private pending = 0;
 
@@ -69,7 +87,7 @@ export class TrackList {
     this.el = el(
       'div',
       { class: 'tracks', 'data-ctrl': 'tracks' },
-      el('div', { class: 'tracks-title', id: titleId, text: 'Tracks: click selects, Ctrl+click adds; → opens a group' }),
+      (this.title = el('div', { class: 'tracks-title', id: titleId, text: TITLE })),
       this.tree,
     );
     this.tree.addEventListener('keydown', (e) => this.onKey(e));
@@ -240,6 +258,46 @@ export class TrackList {
     });
   }
 
+  /**
+   * Draws another profile's off-CPU time stacked over this one's CPU time (`ns`: ns per
+   * unit of this profile's weight; 0 when its weights are not time, and then nothing is).
+   */
+  setOffCpu(off: OffCpuSource | null, ns: number): void {
+    this.off = ns > 0 ? off : null;
+    this.nsPerWeight = ns;
+    this.histKey = '';
+    setText(this.title, this.off ? `${TITLE}; CPU time, off-CPU time (lighter) above it` : TITLE);
+    this.requestDraw();
+  }
+
+  private nsPerWeight = 0;
+
+  /** The off-CPU histogram of each row (empty without an off-CPU profile). */
+  private offRows(n: number, span: [number, number], open: number[]): Map<string, Histogram> {
+    const out = new Map<string, Histogram>();
+    const off = this.off;
+    if (!off) return out;
+    const { groups } = this.src;
+    const index = new Map(groups.map((g, i) => [g.name, i]));
+    const rowOf = Int32Array.from(off.groups, (g) => index.get(g) ?? -1);
+    const gh = off.histograms(n, span, rowOf, groups.length);
+    groups.forEach((g, i) => out.set(g.threads.length === 1 ? `t${g.threads[0]}` : `g${i}`, gh[i]));
+    const all = new Float64Array(n);
+    for (const h of gh) for (let k = 0; k < n; k++) all[k] += h.buckets[k];
+    out.set('all', { buckets: all, from: span[0], to: span[1], max: all.reduce((m, x) => Math.max(m, x), 0) });
+    if (open.length) {
+      const byLabel = new Map(open.map((t, i) => [this.src.label(t), i]));
+      const th = Int32Array.from(off.labels, (l) => byLabel.get(l) ?? -1);
+      off.histograms(n, span, th, open.length).forEach((h, i) => out.set(`t${open[i]}`, h));
+    }
+    return out;
+  }
+
+  /** A row's histograms (tests): its own weight and, with an off-CPU profile, the time blocked. */
+  series(key: string): { own: Histogram | null; off: Histogram | null } {
+    return { own: this.hists.get(key) ?? null, off: this.offHists.get(key) ?? null };
+  }
+
   /** Histograms of every row over the strip's buckets (recomputed when the axis or the rows change). */
   private histogramsFor(n: number, span: [number, number]): Map<string, Histogram> {
     const key = `${n}|${span[0]}|${span[1]}|${this.rows.length}|${[...this.expanded].join('.')}`;
@@ -261,6 +319,7 @@ export class TrackList {
       this.src.histograms(n, span, byThread, open.length).forEach((h, i) => hists.set(`t${open[i]}`, h));
     }
     this.hists = hists;
+    this.offHists = this.offRows(n, span, open);
     this.histKey = key;
     return hists;
   }
@@ -273,6 +332,37 @@ export class TrackList {
     const { a, b, x0, pw } = ax.plot(ax.canvas.clientWidth || 1);
     const dx = ax.canvas.getBoundingClientRect().left - c.getBoundingClientRect().left;
     return dx + x0 + ((t - a) / Math.max(1, b - a)) * pw;
+  }
+
+  /**
+   * A row's bars: its weight from the bottom, scaled to its busiest bucket; with off-CPU
+   * time, both in ns, the time blocked stacked above the CPU time (lighter), scaled to the
+   * busiest bucket of the two together.
+   */
+  private drawBars(ctx: CanvasRenderingContext2D, own: Histogram | undefined, off: Histogram | undefined, left: number, bw: number, h: number): void {
+    const theme = currentTheme();
+    const n = own?.buckets.length ?? 0;
+    const k0 = this.nsPerWeight;
+    const cpu = (k: number): number => (own ? own.buckets[k] * (off ? k0 : 1) : 0);
+    const blocked = (k: number): number => (off ? off.buckets[k] : 0);
+    let max = 0;
+    for (let k = 0; k < n; k++) max = Math.max(max, cpu(k) + blocked(k));
+    if (max <= 0) return;
+    const scale = (h - 3) / max;
+    for (let k = 0; k < n; k++) {
+      const c = cpu(k);
+      const o = blocked(k);
+      const ch = c > 0 ? Math.max(1, c * scale) : 0;
+      if (ch > 0) {
+        ctx.fillStyle = theme.bar;
+        ctx.fillRect(left + k * bw, h - ch, Math.max(1, bw - 0.5), ch);
+      }
+      if (o > 0) {
+        const oh = Math.max(1, o * scale);
+        ctx.fillStyle = theme.dark ? 'rgba(160,160,175,0.55)' : 'rgba(120,120,135,0.45)';
+        ctx.fillRect(left + k * bw, h - ch - oh, Math.max(1, bw - 0.5), oh);
+      }
+    }
   }
 
   draw(): void {
@@ -301,17 +391,7 @@ export class TrackList {
       ctx.clearRect(0, 0, w, h);
       // The strip's x0 at the same page x: the track's canvas may start elsewhere.
       const left = stripLeft - c.getBoundingClientRect().left + x0;
-      const hist = hists.get(r.key);
-      const bw = pw / n;
-      ctx.fillStyle = theme.bar;
-      if (hist && hist.max > 0) {
-        for (let k = 0; k < n; k++) {
-          const v = hist.buckets[k];
-          if (v <= 0) continue;
-          const bh = Math.max(1, (v / hist.max) * (h - 3));
-          ctx.fillRect(left + k * bw, h - bh, Math.max(1, bw - 0.5), bh);
-        }
-      }
+      this.drawBars(ctx, hists.get(r.key), this.offHists.get(r.key), left, pw / n, h);
       if (this.range) {
         const x = (t: number): number => Math.min(w, Math.max(0, left + ((t - a) / Math.max(1, b - a)) * pw));
         ctx.fillStyle = theme.selection;
@@ -349,4 +429,20 @@ export function tracksFor(model: Model, strip: { canvas: HTMLCanvasElement; plot
   };
   const axis = strip ? { canvas: strip.canvas, plot: (w: number) => strip.plot(w), buckets: (pw: number) => strip.buckets(pw) } : null;
   return new TrackList(source, axis, titleId);
+}
+
+/** A profile's threads as an off-CPU source for another profile's tracks (`shift`: its clock minus theirs, ns). */
+export function offCpuSource(model: Model, shift: number): OffCpuSource {
+  const raw = model.raw;
+  const names = Array.from(raw.threadName, (s) => raw.strings[s] ?? '');
+  const ns = model.unit.ns(1);
+  return {
+    labels: names.map((name, t) => (raw.threadTid[t] >= 0 ? `${name} [${raw.threadTid[t]}]` : name)),
+    groups: names.map(groupName),
+    histograms: (n, span, rowOf, rows) =>
+      histograms(raw, n, [span[0] - shift, span[1] - shift], model.nsPerWeight, rowOf, rows).map((h) => {
+        const b = h.buckets.map((x) => x * ns);
+        return { buckets: b, from: span[0], to: span[1], max: h.max * ns };
+      }),
+  };
 }
