@@ -141,7 +141,8 @@ export class TrackList {
 
   private newRow(key: string, threads: number[], level: number, group: number): Row {
     const label = el('span', { class: 'track-label' });
-    const canvas = el('canvas', { class: 'track-canvas', 'aria-hidden': 'true' });
+    // Without times there is no activity to draw: the track only selects.
+    const canvas = el('canvas', { class: 'track-canvas', 'aria-hidden': 'true', hidden: !this.axis });
     const open = group >= 0 ? this.expanded.has(group) : null;
     const twisty = el('span', { class: 'track-twisty', 'aria-hidden': 'true', text: open === null ? '' : open ? '▾' : '▸' });
     const row = el(
