@@ -504,10 +504,9 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
         .iter()
         .map(|r| r["headline"]["throughput"].as_f64().unwrap())
         .collect();
-    assert!(
-        (tp[0] - 500.0).abs() < 50.0 && (tp[1] - 2500.0).abs() < 250.0,
-        "{tp:?}"
-    );
+    assert!((tp[0] - 500.0).abs() < 50.0, "{tp:?}");
+    // 2,500/s is held on a quiet machine; on one saturated by other work the load may fall
+    // short (1,371/s once), and then kiln must say so rather than call it held.
     for r in &all {
         assert!(r["headline"]["p99_us"].as_f64().unwrap() > 0.0);
         assert!(r["headline"]["cpu_per_op_us"].as_f64().unwrap() > 0.0);
@@ -520,11 +519,20 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
     // Both rates were set and held: settings, not better or worse.
     let thr = metric(&cmp, "throughput");
     assert_eq!(thr["role"], "setting", "{thr:#}");
-    for h in thr["held"].as_array().unwrap() {
-        assert_eq!(h["held"], true, "{thr:#}");
+    let held: Vec<bool> = thr["held"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["held"].as_bool().unwrap())
+        .collect();
+    assert!(held[0], "{tp:?} {thr:#}");
+    if held[1] {
+        assert!((tp[1] - 2500.0).abs() < 250.0, "{tp:?} {thr:#}");
+        let pct = thr["changes"][1]["percent"].as_f64().unwrap();
+        assert!((pct - 400.0).abs() < 60.0, "throughput change {pct}");
+    } else {
+        assert!(tp[1] < 2500.0, "not held, yet {tp:?}: {thr:#}");
     }
-    let pct = thr["changes"][1]["percent"].as_f64().unwrap();
-    assert!((pct - 400.0).abs() < 60.0, "throughput change {pct}");
     // The broker's total CPU at another rate is context; CPU per message is judged.
     assert_eq!(metric(&cmp, "target_cpu")["role"], "context");
     assert_eq!(metric(&cmp, "kiln_cpu")["role"], "context");
@@ -552,13 +560,15 @@ fn an_idle_mqtt_fleet_reads_connections_held_and_cpu_by_thread_group() {
     let store = dir.path().join("runs.db");
     let out = kiln(&store)
         .args([
-            "run", "--name", "fleet", "-d", "2", "--warmup", "1", "-p", &pid,
+            "run", "--name", "fleet", "-d", "2", "--warmup", "2", "-p", &pid,
         ])
         .arg("--report")
         .arg(dir.path().join("fleet.html"))
         .args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-p"])
         .arg(broker.port().to_string())
-        .args(["-c", "60", "-k", "1"])
+        // Connecting as fast as the broker accepts: on a busy machine 60 connects paced
+        // 10 ms apart have run past a 1 s warm-up (36 of 60 held once).
+        .args(["-c", "60", "-k", "1", "-i", "0"])
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
