@@ -245,14 +245,17 @@ fn start_collector(bin: &Path, dir: &Path) -> (Collector, u16, PathBuf) {
     )
     .unwrap();
     let log = dir.join("otelcol.log");
+    // One file description for both streams: two would write over each other.
+    let out = std::fs::File::create(&log).unwrap();
+    let err = out.try_clone().unwrap();
     let col = Collector(
         std::process::Command::new(bin)
             .arg("--config")
             .arg(&config)
             // Profiles are in development: the Collector takes them behind this gate.
             .arg("--feature-gates=service.profilesSupport")
-            .stdout(std::fs::File::create(&log).unwrap())
-            .stderr(std::fs::File::create(&log).unwrap())
+            .stdout(out)
+            .stderr(err)
             .spawn()
             .unwrap(),
     );
@@ -269,12 +272,13 @@ fn start_collector(bin: &Path, dir: &Path) -> (Collector, u16, PathBuf) {
     (col, port, log)
 }
 
-/// The collector's log once it holds `want` (or after 60 s).
-fn log_with(log: &Path, want: &str) -> String {
+/// The collector's log once it holds every one of `wants` (or after 60 s): the debug
+/// exporter writes a batch's count before its records.
+fn log_with(log: &Path, wants: &[&str]) -> String {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(want) || std::time::Instant::now() > deadline {
+        if wants.iter().all(|w| text.contains(w)) || std::time::Instant::now() > deadline {
             return text;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
@@ -324,7 +328,7 @@ fn an_opentelemetry_collector_takes_kilns_profiles() {
     assert!(status.contains(" 200 "), "{status}");
     // The debug exporter logs what the pipeline carried.
     let want = format!("\"sample records\": {}", records.len());
-    let text = log_with(&log, &want);
+    let text = log_with(&log, &[&want, "-> thread.name: hot", "-> thread.name: sh"]);
     drop(col);
     assert!(
         text.contains(&want),
@@ -431,7 +435,14 @@ fn a_run_sends_its_profiles_with_host_and_run_attributes() {
         .collect();
     assert!(!records.is_empty());
     let want = format!("\"sample records\": {}", records.len());
-    let text = log_with(&log, &want);
+    let text = log_with(
+        &log,
+        &[
+            &want,
+            "-> kiln.run.tag.site: Str(lab)",
+            "-> thread.name: hot",
+        ],
+    );
     drop(col);
     assert!(
         text.contains(&want),
