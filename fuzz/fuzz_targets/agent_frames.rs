@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = await_magic(&mut r);
     // As kiln reads an agent: by the limits of the kinds the frames name.
     let mut r = data;
-    while read_frame_limited::<FromAgent>(&mut r, &from_agent_limit).is_ok() {}
+    while read_frame_limited::<FromAgent>(&mut r, &from_agent_limit, 64 << 20).is_ok() {}
     let mut r = data;
     while let Ok((m, blobs)) = read_frame::<FromAgent>(&mut r) {
         let refs: Vec<&[u8]> = blobs.iter().map(|b| b.as_slice()).collect();

@@ -4,15 +4,16 @@
 //! (`kiln run --pprof`'s deltas) leaves nothing; minus an empty base, itself.
 #![no_main]
 use kiln_formats::pprof;
+use kiln_model::input::DEFAULT_LIMIT as LIMIT;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let _ = kiln_formats::sniff(data);
-    let Ok(decoded) = pprof::decode("fuzz.pb", data) else {
+    let Ok(decoded) = pprof::decode("fuzz.pb", data, LIMIT) else {
         return;
     };
     assert_eq!(decoded.profiles.len(), decoded.info.sample_types.len());
-    if let Ok(msg) = pprof::decode_message("fuzz.pb", data) {
+    if let Ok(msg) = pprof::decode_message("fuzz.pb", data, LIMIT) {
         if let Ok((d, st)) = pprof::subtract("fuzz.pb", &msg, &msg, &|_| true) {
             // Saturated sums aside, a profile minus itself leaves nothing.
             let huge = msg.sample.iter().any(|s| s.value.iter().any(|v| v.unsigned_abs() > 1 << 60));
@@ -23,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
             let (same, _) =
                 pprof::subtract("fuzz.pb", &msg, &empty, &|_| true).expect("an empty base");
             assert!(same.sample.len() <= msg.sample.len());
-            let back = pprof::decode_message("fuzz-delta.pb", &pprof::encode_gz(&d))
+            let back = pprof::decode_message("fuzz-delta.pb", &pprof::encode_gz(&d), LIMIT)
                 .expect("a delta decodes");
             assert_eq!(back.sample.len(), d.sample.len());
         }
@@ -31,8 +32,9 @@ fuzz_target!(|data: &[u8]| {
     for (i, p) in decoded.profiles.iter().enumerate() {
         let mut out = Vec::new();
         pprof::write(p, &Default::default(), i % 2 == 0, &mut out).expect("write to memory");
-        let written = pprof::decode_message("fuzz-out.pb", &out).expect("kiln's output decodes");
-        let again = pprof::decode("fuzz-out.pb", &out).expect("kiln's output converts");
+        let written =
+            pprof::decode_message("fuzz-out.pb", &out, LIMIT).expect("kiln's output decodes");
+        let again = pprof::decode("fuzz-out.pb", &out, LIMIT).expect("kiln's output converts");
         assert_eq!(again.profiles.len(), written.sample_type.len());
         // kiln writes counts, nanoseconds and bytes: read back as they are.
         for (t, back) in again.profiles.iter().enumerate() {

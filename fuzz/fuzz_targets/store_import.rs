@@ -78,8 +78,6 @@ fn take<'a>(d: &mut &'a [u8]) -> &'a [u8] {
 }
 
 fuzz_target!(|data: &[u8]| {
-    // Hostile sizes within the limit must not cost gigabytes either.
-    kiln_model::input::set_limit(64 << 20);
     // In memory where the system has it: a file per run, written and read at once.
     let dir = tempfile::Builder::new()
         .tempdir_in("/dev/shm")
@@ -138,7 +136,9 @@ fuzz_target!(|data: &[u8]| {
     }
     // What `kiln runs import` reads, and what a profile input (`kiln collapse x.kiln`)
     // reads: errors are fine, a panic or an abort is not.
-    if let Ok(s) = SqliteStore::open_existing(&path) {
+    if let Ok(mut s) = SqliteStore::open_existing(&path) {
+        // Hostile sizes within the input limit must not cost gigabytes either.
+        s.set_max_input(64 << 20);
         if let Ok(runs) = s.list() {
             for m in runs {
                 if let Some(id) = m.id {
@@ -148,5 +148,5 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let _ = kiln_formats::read(Some(path.as_path()), &kiln_run::read_options());
+    let _ = kiln_formats::read(Some(path.as_path()), &kiln_run::read_options(64 << 20));
 });

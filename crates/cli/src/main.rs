@@ -59,7 +59,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    kiln_model::input::set_limit(cli.max_input);
+    let max_input = cli.max_input;
     let on_signal = match cli.command {
         Command::Record(_) | Command::Load(_) | Command::Run(_) => signals::OnSignal::Finish,
         Command::Collapse(_)
@@ -77,15 +77,15 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Collapse(a) => cmd::collapse::run(a),
-        Command::Flamegraph(a) => cmd::flamegraph::run(a),
-        Command::Diff(a) => cmd::diff::run(a),
+        Command::Collapse(a) => cmd::collapse::run(a, max_input),
+        Command::Flamegraph(a) => cmd::flamegraph::run(a, max_input),
+        Command::Diff(a) => cmd::diff::run(a, max_input),
         Command::Record(a) => cmd::record::run(a, &stop),
         Command::Load(a) => cmd::load::run(a, &stop),
-        Command::Run(a) => cmd::run::run(a, &stop),
-        Command::Runs(a) => cmd::runs::run(a),
-        Command::Compare(a) => cmd::compare::run(a),
-        Command::Agent(a) => cmd::agent::run(a),
+        Command::Run(a) => cmd::run::run(a, max_input, &stop),
+        Command::Runs(a) => cmd::runs::run(a, max_input),
+        Command::Compare(a) => cmd::compare::run(a, max_input),
+        Command::Agent(a) => cmd::agent::run(a, max_input),
     };
     match result {
         // Results are written; a signal still says the command was cut short.

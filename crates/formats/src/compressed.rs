@@ -44,12 +44,13 @@ impl Codec {
     }
 }
 
-/// The inflated stream of `raw` (compressed with `codec`), failing past the input limit
-/// with an error that names `name`.
+/// The inflated stream of `raw` (compressed with `codec`), failing past `limit` bytes
+/// (the input limit) with an error that names `name`.
 pub fn decoder<'a>(
     codec: Codec,
     raw: impl Read + 'a,
     name: &str,
+    limit: u64,
 ) -> Result<Bounded<Box<dyn Read + 'a>>, FormatError> {
     let inner: Box<dyn Read + 'a> = match codec {
         Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(raw)),
@@ -57,7 +58,7 @@ pub fn decoder<'a>(
             Box::new(zstd::stream::read::Decoder::new(raw).map_err(|e| error(name, codec, e, 0))?)
         }
     };
-    Ok(Bounded::with_limit(inner, name, "the inflated data"))
+    Ok(Bounded::new(inner, limit, name, "the inflated data"))
 }
 
 /// What an error while inflating `name` means: past the limit, out of memory, cut short,
@@ -86,13 +87,13 @@ pub fn error(name: &str, codec: Codec, e: io::Error, so_far: u64) -> FormatError
     }
 }
 
-/// `bytes` inflated when they are gzip or zstd (within the input limit), else as they
-/// are.
-pub fn inflate<'a>(name: &str, bytes: &'a [u8]) -> Result<Cow<'a, [u8]>, FormatError> {
+/// `bytes` inflated when they are gzip or zstd (to at most `limit` bytes, the input
+/// limit), else as they are.
+pub fn inflate<'a>(name: &str, bytes: &'a [u8], limit: u64) -> Result<Cow<'a, [u8]>, FormatError> {
     let Some(codec) = Codec::sniff(bytes) else {
         return Ok(Cow::Borrowed(bytes));
     };
-    let mut r = decoder(codec, bytes, name)?;
+    let mut r = decoder(codec, bytes, name, limit)?;
     let mut out = Vec::new();
     input::read_to_end(&mut r, &mut out, name)
         .map_err(|e| error(name, codec, e, out.len() as u64))?;
@@ -102,6 +103,7 @@ pub fn inflate<'a>(name: &str, bytes: &'a [u8]) -> Result<Cow<'a, [u8]>, FormatE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kiln_model::input::DEFAULT_LIMIT as LIMIT;
     use std::io::Write;
 
     fn gzip(data: &[u8]) -> Vec<u8> {
@@ -113,22 +115,25 @@ mod tests {
     #[test]
     fn inflates_gzip_and_zstd_and_leaves_the_rest() {
         let text = b"a;b 1\n".repeat(1000);
-        assert_eq!(&*inflate("x.gz", &gzip(&text)).unwrap(), &text[..]);
+        assert_eq!(&*inflate("x.gz", &gzip(&text), LIMIT).unwrap(), &text[..]);
         let z = zstd::bulk::compress(&text, 3).unwrap();
-        assert_eq!(&*inflate("x.zst", &z).unwrap(), &text[..]);
-        assert!(matches!(inflate("x", b"plain").unwrap(), Cow::Borrowed(_)));
+        assert_eq!(&*inflate("x.zst", &z, LIMIT).unwrap(), &text[..]);
+        assert!(matches!(
+            inflate("x", b"plain", LIMIT).unwrap(),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]
     fn truncated_and_damaged_data_are_named() {
         let g = gzip(&b"a;b 1\n".repeat(1000));
-        let e = inflate("cut.gz", &g[..g.len() / 2])
+        let e = inflate("cut.gz", &g[..g.len() / 2], LIMIT)
             .unwrap_err()
             .to_string();
         assert!(e.contains("cut.gz") && e.contains("truncated"), "{e}");
         let mut bad = g.clone();
         bad[12] ^= 0xff;
-        let e = inflate("bad.gz", &bad).unwrap_err().to_string();
+        let e = inflate("bad.gz", &bad, LIMIT).unwrap_err().to_string();
         assert!(e.contains("bad.gz"), "{e}");
     }
 }

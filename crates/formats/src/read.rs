@@ -9,7 +9,7 @@ use kiln_model::Profile;
 use std::io::Read;
 use std::path::Path;
 /// How to read an input.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ReadOptions {
     /// The format, when given (`--format`); otherwise it is recognised from the content.
     pub format: Option<Format>,
@@ -22,6 +22,21 @@ pub struct ReadOptions {
     /// store: the caller gives them (kiln's command line gives both), so that reading a
     /// folded file or a pprof links neither. Without them such inputs are an error.
     pub files: Option<std::sync::Arc<dyn FileReaders>>,
+    /// The most bytes the input may be read whole as or inflate to (`--max-input`;
+    /// [`kiln_model::input::DEFAULT_LIMIT`] by default).
+    pub max_input: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: None,
+            collapse: Default::default(),
+            sample_type: None,
+            files: None,
+            max_input: kiln_model::input::DEFAULT_LIMIT,
+        }
+    }
 }
 
 /// An error of a reader this crate does not own.
@@ -63,8 +78,8 @@ pub trait FileReaders: Send + Sync + std::fmt::Debug {
     fn perf_data(&self, path: &Path, how: &PerfDataRequest) -> Result<PerfDataRead, BoxError>;
     /// The profiles of a store file's latest run, or group of `--repeat` runs: one per
     /// event, repeats merged; empty when the run recorded none. A store without runs is
-    /// an error.
-    fn run_store(&self, path: &Path) -> Result<Vec<Profile>, BoxError>;
+    /// an error, and so is a blob inflating past `max_input` bytes (the input limit).
+    fn run_store(&self, path: &Path, max_input: u64) -> Result<Vec<Profile>, BoxError>;
 }
 
 /// What reading one input gave.
@@ -86,7 +101,7 @@ pub struct ReadResult {
 ///
 /// `perf script` text and folded stacks are streamed in blocks (memory stays small
 /// whatever their size); other formats are read whole, up to the input limit
-/// ([`kiln_model::input::limit`]). Gzip and zstd data are inflated on the way, within
+/// ([`ReadOptions::max_input`]). Gzip and zstd data are inflated on the way, within
 /// the same limit.
 pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, FormatError> {
     let is_stdin = path.is_none_or(|p| p == Path::new("-"));
@@ -114,7 +129,7 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
     let codec = compressed::Codec::sniff(&head);
     if let Some(codec) = codec {
         let raw = std::io::Cursor::new(head).chain(reader);
-        let mut inflated = compressed::decoder(codec, raw, &name)?;
+        let mut inflated = compressed::decoder(codec, raw, &name, opts.max_input)?;
         head = head_of(&mut inflated).map_err(|e| compressed::error(&name, codec, e, 0))?;
         reader = Box::new(inflated);
     }
@@ -123,7 +138,7 @@ pub fn read(path: Option<&Path>, opts: &ReadOptions) -> Result<ReadResult, Forma
         let mut reader: Box<dyn Read> = match codec {
             Some(_) => reader,
             None => Box::new(
-                kiln_model::input::Bounded::with_limit(reader, &name, "the input")
+                kiln_model::input::Bounded::new(reader, opts.max_input, &name, "the input")
                     .already_read(head.len() as u64),
             ),
         };
@@ -327,7 +342,7 @@ pub(crate) fn read_pprof(
             }),
     };
     // Only the chosen sample type's profile is built.
-    let (d, chosen) = pprof::decode_chosen(name, data, &choose).map_err(|e| match e {
+    let (d, chosen) = pprof::decode_chosen(name, data, opts.max_input, &choose).map_err(|e| match e {
         // OTLP's request passes pprof's first-bytes test but not its decoder.
         FormatError::Malformed { .. } if otlp::looks_like_otlp(data) => FormatError::Malformed {
             name: name.to_string(),
@@ -451,10 +466,12 @@ pub(crate) fn read_store_file(
         name: name.to_string(),
         format: "a kiln run store",
     })?;
-    let merged = files.run_store(path).map_err(|source| FormatError::Store {
-        name: name.to_string(),
-        source,
-    })?;
+    let merged = files
+        .run_store(path, opts.max_input)
+        .map_err(|source| FormatError::Store {
+            name: name.to_string(),
+            source,
+        })?;
     let collapsed = pick_stored(name, merged, opts.collapse.perf.event_filter.as_deref())?;
     Ok(ReadResult {
         collapsed,

@@ -1,6 +1,7 @@
 //! Broken pprof input: clear errors naming the file and what is wrong, never a panic.
 use kiln_formats::pprof::{self, proto};
 use kiln_formats::{read, FormatError, ReadOptions};
+use kiln_model::input::DEFAULT_LIMIT as LIMIT;
 use prost::Message;
 use std::io::Write;
 
@@ -69,7 +70,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn err(bytes: &[u8]) -> String {
-    match pprof::decode("bad.pb.gz", bytes) {
+    match pprof::decode("bad.pb.gz", bytes, LIMIT) {
         Ok(_) => panic!("decoded"),
         Err(e) => {
             let s = e.to_string();
@@ -81,10 +82,10 @@ fn err(bytes: &[u8]) -> String {
 
 #[test]
 fn the_valid_profile_reads() {
-    let d = pprof::decode("ok.pb", &valid().encode_to_vec()).unwrap();
+    let d = pprof::decode("ok.pb", &valid().encode_to_vec(), LIMIT).unwrap();
     assert_eq!(d.profiles.len(), 1);
     assert_eq!(d.profiles[0].samples.weight.iter().sum::<u64>(), 8);
-    let d = pprof::decode("ok.pb.gz", &gzip(&valid().encode_to_vec())).unwrap();
+    let d = pprof::decode("ok.pb.gz", &gzip(&valid().encode_to_vec()), LIMIT).unwrap();
     assert_eq!(d.profiles[0].samples.len(), 2);
 }
 
@@ -160,9 +161,9 @@ fn every_truncation_and_bit_flip_is_an_error_or_a_profile() {
     // independent reader: the same total per sample type where prost reads the message
     // too; where prost refuses it, only for a known field with another wire type, which
     // kiln skips as an unknown field as Go's decoder (go tool pprof's) does.
-    let mut check = |name: &str, d: &[u8]| match pprof::decode(name, d) {
+    let mut check = |name: &str, d: &[u8]| match pprof::decode(name, d, LIMIT) {
         Ok(got) => {
-            match pprof::decode_message(name, d) {
+            match pprof::decode_message(name, d, LIMIT) {
                 Ok(m) => {
                     for (i, p) in got.profiles.iter().enumerate() {
                         let want: i64 = m
@@ -203,7 +204,10 @@ fn every_truncation_and_bit_flip_is_an_error_or_a_profile() {
     // A gzip stream cut short is always an error (its trailer is missing), never a
     // profile of what came before the cut.
     for n in 0..z.len() {
-        assert!(pprof::decode("cut.pb.gz", &z[..n]).is_err(), "cut at {n}");
+        assert!(
+            pprof::decode("cut.pb.gz", &z[..n], LIMIT).is_err(),
+            "cut at {n}"
+        );
     }
 }
 
@@ -244,7 +248,7 @@ fn a_stack_deeper_than_kiln_keeps_is_a_counted_skip() {
     // One sample of 1,100,000 frames (a location named over and over), one of two.
     let mut p = valid();
     p.sample[0].location_id = vec![1; 1_100_000];
-    let d = pprof::decode("deep.pb", &p.encode_to_vec()).unwrap();
+    let d = pprof::decode("deep.pb", &p.encode_to_vec(), LIMIT).unwrap();
     let st = &d.stats[0];
     assert_eq!((st.read, st.kept), (2, 1));
     assert_eq!(
@@ -286,7 +290,7 @@ fn read_in_place_two_types_inlined_frames_shared_and_identical_stacks() {
         column: 0,
     });
     let bytes = p.encode_to_vec();
-    let d = pprof::decode("x.pb", &bytes).unwrap();
+    let d = pprof::decode("x.pb", &bytes, LIMIT).unwrap();
     let folded = |p: &kiln_model::Profile| {
         let mut v = Vec::new();
         kiln_model::FoldedWriter::new(Default::default())
@@ -318,7 +322,7 @@ fn read_in_place_two_types_inlined_frames_shared_and_identical_stacks() {
         assert_eq!(back[0].samples.labels, p.samples.labels);
     }
     // Only the chosen sample type is built; the others keep their counts.
-    let (d, chosen) = pprof::decode_chosen("x.pb", &bytes, &|_| Ok(1)).unwrap();
+    let (d, chosen) = pprof::decode_chosen("x.pb", &bytes, LIMIT, &|_| Ok(1)).unwrap();
     assert_eq!(chosen, 1);
     assert_eq!(d.profiles[1].samples.len(), 3);
     assert!(d.profiles[0].samples.is_empty());

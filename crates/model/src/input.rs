@@ -4,7 +4,7 @@
 //! one zstd frame, a server's answer is decoded whole. Others are compressed, and a
 //! megabyte of gzip can inflate to a gigabyte of zeros. Whatever kiln reads whole or
 //! inflates goes through one [`Bounded`] reader, so that no input — a file, a stored
-//! run, a server's answer — can make kiln allocate more than [`limit`] bytes for it:
+//! run, a server's answer — can make kiln allocate more than its limit for it:
 //! past the limit the reader fails with [`TooLarge`], which names the input ("'bomb.gz':
 //! the inflated data exceeds the input limit of 1 GiB (--max-input raises it)").
 //!
@@ -13,10 +13,11 @@
 //! ([`read_to_end`], [`vec_with_capacity`]): an allocation that cannot be made is an
 //! error naming the input, never an abort.
 //!
-//! The limit is one per process: the `kiln` binary sets it from `--max-input` before it
-//! reads anything; libraries read it with [`limit`].
+//! The limit travels with what reads: the formats' `ReadOptions`, a store (set when it is
+//! opened), an agent's link. The `kiln` binary gives each the value of
+//! `--max-input` ([`DEFAULT_LIMIT`] unless given); two readers in one process may hold
+//! different limits.
 use std::io::{self, Read};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The most frames one stack of an input may have (1,048,576). Deeper stacks are skipped,
 /// each counted with its reason: a stack is a path in a tree that every frame of it adds a
@@ -30,20 +31,9 @@ pub const MAX_STACK_DEPTH: usize = 1 << 20;
 /// large profile.
 pub const MAX_NAMES: usize = 1 << 24;
 
-/// The default limit: 1 GiB.
-pub(crate) const DEFAULT_LIMIT: u64 = 1 << 30;
-
-static LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_LIMIT);
-
-/// The most bytes one input may inflate to or be read whole as.
-pub fn limit() -> u64 {
-    LIMIT.load(Ordering::Relaxed)
-}
-
-/// Sets [`limit`] (the binary's `--max-input`).
-pub fn set_limit(bytes: u64) {
-    LIMIT.store(bytes.max(1), Ordering::Relaxed);
-}
+/// The default limit, the most bytes one input may inflate to or be read whole as when
+/// `--max-input` is not given: 1 GiB.
+pub const DEFAULT_LIMIT: u64 = 1 << 30;
 
 /// Parses a size as `--max-input` takes it: bytes, or a number with K, M, G or T (powers
 /// of 1024; `KiB`, `MB`… read the same).
@@ -151,11 +141,6 @@ impl<R: Read> Bounded<R> {
             name: name.into(),
             what,
         }
-    }
-
-    /// `inner` read up to the process's [`limit`].
-    pub fn with_limit(inner: R, name: impl Into<String>, what: &'static str) -> Self {
-        Self::new(inner, limit(), name, what)
     }
 
     /// Counts `n` bytes of the input as read already (a head read before this reader

@@ -29,8 +29,9 @@ impl kiln_formats::FileReaders for FileReaders {
         })
     }
 
-    fn run_store(&self, path: &Path) -> Result<Vec<Profile>, BoxError> {
-        let store = kiln_store::SqliteStore::open_existing(path)?;
+    fn run_store(&self, path: &Path, max_input: u64) -> Result<Vec<Profile>, BoxError> {
+        let mut store = kiln_store::SqliteStore::open_existing(path)?;
+        store.set_max_input(max_input);
         let runs = store.list()?;
         let Some(last) = runs.last() else {
             return Err("it holds no run".into());
@@ -49,10 +50,12 @@ impl kiln_formats::FileReaders for FileReaders {
     }
 }
 
-/// Read options that read every format kiln knows, perf.data and store files included.
-pub fn read_options() -> kiln_formats::ReadOptions {
+/// Read options that read every format kiln knows, perf.data and store files included,
+/// an input read whole or inflated to at most `max_input` bytes (the input limit).
+pub fn read_options(max_input: u64) -> kiln_formats::ReadOptions {
     kiln_formats::ReadOptions {
         files: Some(std::sync::Arc::new(FileReaders)),
+        max_input,
         ..Default::default()
     }
 }

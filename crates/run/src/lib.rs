@@ -241,6 +241,9 @@ pub struct RunOptions {
     /// Other hosts: load agents and processes recorded there (`--agent`, `-p HOST:PID`),
     /// reached over SSH. Default: none.
     pub remote: remote::RemoteOptions,
+    /// The most bytes a pprof answer may inflate to and an agent's frame may have
+    /// (`--max-input`). Default: [`kiln_model::input::DEFAULT_LIMIT`].
+    pub max_input: u64,
 }
 
 impl RunOptions {
@@ -263,6 +266,7 @@ impl RunOptions {
             sample_interval: Duration::from_secs(1),
             pprof: Vec::new(),
             remote: remote::RemoteOptions::default(),
+            max_input: kiln_model::input::DEFAULT_LIMIT,
         }
     }
 }

@@ -434,8 +434,8 @@ impl<'a> Pass<'a> {
             }
             // The target's own profiles of the same window, when asked for: fetched on
             // threads of their own, concurrently with the window.
-            session =
-                (!opts.pprof.is_empty()).then(|| crate::pprof::begin(&opts.pprof, opts.duration));
+            session = (!opts.pprof.is_empty())
+                .then(|| crate::pprof::begin(&opts.pprof, opts.duration, opts.max_input));
             self.measure(recorder, rec_stop, remote);
             window = Some((from, kiln_os::clock::monotonic_ns()));
             if let Some(r) = remote.as_ref() {
@@ -576,7 +576,8 @@ pub fn run(
 ) -> Result<RunData, RunError> {
     validate(opts)?;
     // Other hosts first: their agents start, their clocks are measured.
-    let fleet = (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote, stop));
+    let fleet =
+        (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote, opts.max_input, stop));
     let mut fleet_load = fleet_load(&fleet, load)?;
     let load: &mut dyn Workload = match fleet_load.as_mut() {
         Some(f) => f,

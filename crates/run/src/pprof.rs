@@ -122,23 +122,23 @@ fn get(url: &str, timeout: Duration) -> Result<Vec<u8>, String> {
 type Fetched = Result<(Vec<u8>, proto::Profile), String>;
 
 /// Fetches and decodes a profile: its bytes and message. The answer is inflated once,
-/// within the input limit ([`kiln_model::input`]), recognised from its first bytes and
-/// decoded from what was inflated.
-fn fetch(url: &str, timeout: Duration) -> Fetched {
+/// to at most `max_input` bytes (the input limit, [`kiln_model::input`]), recognised from
+/// its first bytes and decoded from what was inflated.
+fn fetch(url: &str, timeout: Duration, max_input: u64) -> Fetched {
     let body = get(url, timeout)?;
-    parse_answer(url, body)
+    parse_answer(url, body, max_input)
 }
 
-/// An answer's bytes as a profile (for `fetch`, and for fuzzing the path a server's
-/// answer takes).
-pub fn parse_answer(url: &str, body: Vec<u8>) -> Fetched {
-    let raw = pprof::inflate(url, &body).map_err(|e| e.to_string())?;
+/// An answer's bytes as a profile, inflated to at most `max_input` bytes (for `fetch`,
+/// and for fuzzing the path a server's answer takes).
+pub fn parse_answer(url: &str, body: Vec<u8>, max_input: u64) -> Fetched {
+    let raw = pprof::inflate(url, &body, max_input).map_err(|e| e.to_string())?;
     if !pprof::sniff(&raw[..raw.len().min(4096)]) {
         let text = kiln_model::text::clean_bytes(raw[..raw.len().min(200)].trim_ascii(), 80);
         return Err(format!("the answer is not a pprof profile: '{text}'"));
     }
     // Already inflated: decoded as it is.
-    let msg = pprof::decode_message(url, &raw).map_err(|e| e.to_string())?;
+    let msg = pprof::decode_message(url, &raw, max_input).map_err(|e| e.to_string())?;
     drop(raw);
     Ok((body, msg))
 }
@@ -152,7 +152,7 @@ struct Pending {
 }
 
 impl Pending {
-    fn spawn(url: String, timeout: Duration) -> Pending {
+    fn spawn(url: String, timeout: Duration, max_input: u64) -> Pending {
         let (tx, rx) = mpsc::channel();
         let deadline = Instant::now() + timeout;
         // Detached: a thread still waiting for its server when the run ends is left to
@@ -160,7 +160,7 @@ impl Pending {
         let spawned = std::thread::Builder::new()
             .name("kiln-pprof".into())
             .spawn(move || {
-                let _ = tx.send(fetch(&url, timeout));
+                let _ = tx.send(fetch(&url, timeout, max_input));
             });
         if let Err(e) = spawned {
             let (tx, rx2) = mpsc::channel();
@@ -244,11 +244,13 @@ struct Target {
 pub struct PprofSession {
     targets: Vec<Target>,
     window: Duration,
+    /// The most bytes an answer may inflate to (the input limit).
+    max_input: u64,
 }
 
 /// Starts the fetches for a window of `window` (call it as the window starts); returns
-/// at once.
-pub fn begin(urls: &[String], window: Duration) -> PprofSession {
+/// at once. An answer inflating past `max_input` bytes (the input limit) is refused.
+pub fn begin(urls: &[String], window: Duration, max_input: u64) -> PprofSession {
     let seconds = window.as_secs_f64().ceil().max(1.0) as u64;
     let several = urls.len() > 1;
     let mut tags: Vec<String> = Vec::new();
@@ -266,12 +268,17 @@ pub fn begin(urls: &[String], window: Duration) -> PprofSession {
             let cpu = Pending::spawn(
                 format!("{base}profile?seconds={seconds}"),
                 Duration::from_secs(seconds) + CPU_GRACE,
+                max_input,
             );
             let start = SNAPSHOTS
                 .iter()
                 .map(|&(kind, cumulative)| {
                     let url = format!("{base}{kind}");
-                    (kind, cumulative, Pending::spawn(url, SNAPSHOT_TIMEOUT))
+                    (
+                        kind,
+                        cumulative,
+                        Pending::spawn(url, SNAPSHOT_TIMEOUT, max_input),
+                    )
                 })
                 .collect();
             Target {
@@ -284,7 +291,11 @@ pub fn begin(urls: &[String], window: Duration) -> PprofSession {
             }
         })
         .collect();
-    PprofSession { targets, window }
+    PprofSession {
+        targets,
+        window,
+        max_input,
+    }
 }
 
 fn host_tag(base: &str) -> String {
@@ -307,14 +318,18 @@ impl PprofSession {
     /// Starts the fetches of the window's end (call it as the window ends); returns at
     /// once.
     pub fn end(mut self) -> Self {
+        let max_input = self.max_input;
         for t in &mut self.targets {
             t.end = SNAPSHOTS
                 .iter()
-                .map(|&(kind, _)| Pending::spawn(format!("{}{kind}", t.base), SNAPSHOT_TIMEOUT))
+                .map(|&(kind, _)| {
+                    Pending::spawn(format!("{}{kind}", t.base), SNAPSHOT_TIMEOUT, max_input)
+                })
                 .collect();
             t.goroutine = Some(Pending::spawn(
                 format!("{}goroutine", t.base),
                 SNAPSHOT_TIMEOUT,
+                max_input,
             ));
         }
         self
@@ -553,7 +568,11 @@ mod tests {
             .unwrap()
             .port();
         let url = format!("http://127.0.0.1:{port}/debug/pprof/");
-        let s = begin(std::slice::from_ref(&url), Duration::from_secs(1));
+        let s = begin(
+            std::slice::from_ref(&url),
+            Duration::from_secs(1),
+            kiln_model::input::DEFAULT_LIMIT,
+        );
         let r = s.end().finish(&Stop::new());
         assert!(r.profiles.is_empty() && r.attachments.is_empty());
         // mutex, block, heap at the start (their ends are not looked at then); goroutine

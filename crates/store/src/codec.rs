@@ -99,7 +99,7 @@ pub(crate) fn encode_run(run: &RunData) -> std::io::Result<EncodedRun> {
 ///
 /// Blobs come from files people share (`kiln runs import`, `run:` inputs of an exported
 /// run), so nothing in the row is trusted: the declared `size` must agree with the zstd
-/// frame's own content size, stay within the input limit ([`kiln_model::input::limit`],
+/// frame's own content size, stay within the store's input limit (`limit`, from
 /// `--max-input`), and be what the data really inflates to; memory grows with the data
 /// actually inflated, never with a number read from the file.
 pub(crate) fn decode_blob(
@@ -108,6 +108,7 @@ pub(crate) fn decode_blob(
     codec: &str,
     size: i64,
     data: Vec<u8>,
+    limit: u64,
 ) -> Result<Vec<u8>, String> {
     use kiln_model::input;
     let what = || format!("{kind} '{}'", kiln_model::text::clean_cut(name, 80));
@@ -116,7 +117,6 @@ pub(crate) fn decode_blob(
     };
     match codec {
         "zstd" => {
-            let limit = input::limit();
             if declared > limit {
                 return Err(format!(
                     "{}: its size, {declared} bytes, exceeds the input limit of {} (--max-input raises it; a damaged or tampered file?)",

@@ -328,6 +328,10 @@ pub trait Store {
     fn remove(&mut self, id: RunId) -> Result<()>;
     /// The store's location, for messages: a file's path, or a URL without its password.
     fn location(&self) -> &Path;
+    /// Sets the most bytes one stored blob may inflate to (`--max-input`;
+    /// [`kiln_model::input::DEFAULT_LIMIT`] until set): a blob past it is an error naming
+    /// it. Each store holds its own.
+    fn set_max_input(&mut self, bytes: u64);
     /// The file the store is, when it is one on this machine.
     fn local_file(&self) -> Option<&Path>;
 

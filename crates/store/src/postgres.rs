@@ -96,6 +96,8 @@ pub struct PgStore {
     location: PathBuf,
     client: RefCell<Option<Client>>,
     retry: Duration,
+    /// The most bytes a blob may inflate to ([`Store::set_max_input`]).
+    max_input: u64,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -206,6 +208,7 @@ impl PgStore {
             location: PathBuf::from(location),
             client: RefCell::new(None),
             retry,
+            max_input: kiln_model::input::DEFAULT_LIMIT,
         };
         store.prepare_schema(create)?;
         Ok(store)
@@ -571,8 +574,9 @@ impl Store for PgStore {
         for row in rows {
             let name: String = row.get(0);
             let codec: String = row.get(1);
-            let raw = codec::decode_blob(kind, &name, &codec, row.get(2), row.get(3))
-                .map_err(|what| self.corrupt(id, what))?;
+            let raw =
+                codec::decode_blob(kind, &name, &codec, row.get(2), row.get(3), self.max_input)
+                    .map_err(|what| self.corrupt(id, what))?;
             out.push((name, raw));
         }
         Ok(out)
@@ -594,6 +598,10 @@ impl Store for PgStore {
 
     fn location(&self) -> &Path {
         &self.location
+    }
+
+    fn set_max_input(&mut self, bytes: u64) {
+        self.max_input = bytes;
     }
 
     fn local_file(&self) -> Option<&Path> {

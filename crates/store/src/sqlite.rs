@@ -74,6 +74,8 @@ pub struct SqliteStore {
     path: PathBuf,
     /// Its schema version (older than [`SCHEMA_VERSION`] only when opened to read).
     version: i64,
+    /// The most bytes a blob may inflate to ([`Store::set_max_input`]).
+    max_input: u64,
 }
 
 /// How a store file is opened.
@@ -163,6 +165,7 @@ impl SqliteStore {
             conn,
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
+            max_input: kiln_model::input::DEFAULT_LIMIT,
         };
         if access == Access::Read {
             // A reader says what is damaged rather than failing on it later.
@@ -494,7 +497,7 @@ impl Store for SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (name, codec, size, data) = row.map_err(|e| self.err(e))?;
-            let raw = codec::decode_blob(kind, &name, &codec, size, data)
+            let raw = codec::decode_blob(kind, &name, &codec, size, data, self.max_input)
                 .map_err(|what| self.corrupt(id, what))?;
             out.push((name, raw));
         }
@@ -529,6 +532,10 @@ impl Store for SqliteStore {
 
     fn location(&self) -> &Path {
         &self.path
+    }
+
+    fn set_max_input(&mut self, bytes: u64) {
+        self.max_input = bytes;
     }
 
     fn local_file(&self) -> Option<&Path> {

@@ -223,3 +223,36 @@ fn ids_and_names_are_told_apart_by_one_rule() {
     assert!(text.contains("#3") && text.contains("name:3"), "{text}");
     assert!(s.resolve("#9").is_err());
 }
+
+#[test]
+fn two_stores_in_one_process_keep_their_own_input_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = tampered(dir.path(), "SELECT 1");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let largest: i64 = c
+        .query_row(
+            "SELECT max(size) FROM blobs WHERE kind = 'profile'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(c);
+    let largest = largest as u64;
+    let mut small = SqliteStore::open_existing(&path).unwrap();
+    let mut large = SqliteStore::open_existing(&path).unwrap();
+    // The small limit set first, the large one after: each store keeps its own.
+    small.set_max_input(largest - 1);
+    large.set_max_input(largest);
+    let id = small.list().unwrap()[0].id.unwrap();
+    let e = small.profiles(id).expect_err("read past its limit");
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains(&format!(
+            "exceeds the input limit of {} (--max-input raises it",
+            kiln_model::input::format_size(largest - 1)
+        )),
+        "{e}"
+    );
+    assert!(!large.profiles(id).unwrap().is_empty());
+    assert!(small.profiles(id).is_err());
+}

@@ -44,7 +44,7 @@ fn make_load(argv: &[String]) -> Result<Box<dyn kiln_run::Workload>, String> {
     Ok(Box::new(kiln_run::EngineLoad::new(load, rest)))
 }
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    let code = kiln_run::remote::agent::serve(&make_load);
+pub fn run(_args: Args, max_input: u64) -> Result<ExitCode> {
+    let code = kiln_run::remote::agent::serve(&make_load, max_input);
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }

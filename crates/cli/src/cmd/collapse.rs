@@ -107,7 +107,8 @@ impl PerfArgs {
     }
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
+    args.input_args.max_input = max_input;
     let transforms = args.transforms.to_transforms()?;
     args.otlp.check()?;
     let outputs = kiln_formats::PROFILE_OUTPUTS;

@@ -218,7 +218,7 @@ pub fn ensure_stdout_open() -> Result<()> {
 }
 
 /// Input options shared by commands that read profiler output.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
     /// Input format: perf (perf script text), folded (or bcc), bpftrace. Default:
@@ -248,6 +248,11 @@ pub struct InputArgs {
     /// Do not print the summary of samples read, kept and skipped (warnings still print).
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// The most bytes one input may be read whole as or inflate to: `--max-input`, a
+    /// global flag the command sets here.
+    #[arg(skip = kiln_model::input::DEFAULT_LIMIT)]
+    pub max_input: u64,
 }
 
 /// Collapses one input into profiles, printing warnings and (unless quiet) the summary.
@@ -267,7 +272,7 @@ pub fn collapse_input(
     if perf.event_filter.is_none() {
         perf.event_filter = args.event_filter.clone();
     }
-    if let Some(r) = path.and_then(super::store::run_input) {
+    if let Some(r) = path.and_then(|p| super::store::run_input(p, args.max_input)) {
         let (name, profiles) = r?;
         let c = kiln_formats::pick_stored(&name, profiles, perf.event_filter.as_deref())?;
         report(&name, &c, args.quiet, always_summarise);
@@ -293,6 +298,7 @@ pub fn collapse_input(
         },
         sample_type: args.sample_type.clone(),
         files: Some(std::sync::Arc::new(kiln_run::FileReaders)),
+        max_input: args.max_input,
     };
     let r = kiln_formats::read(path, &opts)?;
     let name = match path {

@@ -121,7 +121,8 @@ const OUTPUTS: &[kiln_formats::Format] = &[
     kiln_formats::Format::Text,
 ];
 
-pub fn run(mut args: Args) -> Result<ExitCode> {
+pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
+    args.store.max_input = max_input;
     // An output name that says nothing fails before any work.
     let out_format = match &args.output {
         Some(path) => Some(kiln_formats::output_format(

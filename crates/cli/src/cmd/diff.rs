@@ -86,7 +86,8 @@ fn load(
     Ok(apply_transforms(c.profile, t, args.input_args.quiet))
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
+    args.input_args.max_input = max_input;
     super::common::check_output_not_input(
         args.output.as_deref(),
         &[Some(args.before.as_path()), Some(args.after.as_path())],

@@ -332,7 +332,8 @@ fn is_html(args: &Args) -> Result<bool> {
     Ok(f == kiln_formats::Format::Html)
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
+    args.input_args.max_input = max_input;
     let inputs: Vec<Option<&Path>> = args.inputs.iter().map(|p| Some(p.as_path())).collect();
     super::common::check_output_not_input(args.output.as_deref(), &inputs, false)?;
     let html = is_html(&args)?;

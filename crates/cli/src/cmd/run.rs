@@ -679,7 +679,8 @@ fn say_pprof_warnings(run: &RunData) {
     }
 }
 
-pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
+pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
+    args.store.max_input = max_input;
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
@@ -687,6 +688,7 @@ pub fn run(args: Args, stop: &Stop) -> Result<ExitCode> {
     let experiment = experiment(&args)?;
     warn_few_repeats(args.repeat, experiment.is_some());
     let mut opts = run_options(&args)?;
+    opts.max_input = max_input;
     check_targets(&opts, experiment.as_ref())?;
     let after_each = args.after_each.clone();
     let otlp = super::common::OtlpArgs {

@@ -398,7 +398,8 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
     Ok(out)
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
+    args.store.max_input = max_input;
     if matches!(
         args.command,
         None | Some(RunsCommand::List(_) | RunsCommand::Show { .. } | RunsCommand::Check)
@@ -626,8 +627,9 @@ fn export_firefox(store: &dyn Store, run: &str, output: &std::path::Path) -> Res
 fn import(store_args: &StoreArgs, files: &[PathBuf]) -> Result<()> {
     let mut sources = Vec::new();
     for f in files {
-        let from = SqliteStore::open_existing(f)
+        let mut from = SqliteStore::open_existing(f)
             .with_context(|| format!("Cannot import '{}'", f.display()))?;
+        from.set_max_input(store_args.max_input);
         let mut runs = Vec::new();
         for r in from
             .stored(kiln_store::Select::All)

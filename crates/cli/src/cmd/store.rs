@@ -4,13 +4,27 @@ use kiln_store::{RunMeta, Store, StoreError};
 use std::path::{Path, PathBuf};
 
 /// `--store`, shared by the commands that keep or read runs.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
     /// The run store: an SQLite file (created if missing), or a PostgreSQL database that
     /// several machines share, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (its tables are
     /// created on first use). Default: $KILN_STORE, else ./kiln-runs.db.
     #[arg(long, value_name = "FILE|URL", global = true)]
     pub store: Option<PathBuf>,
+
+    /// The most bytes a stored blob may inflate to: `--max-input`, a global flag the
+    /// command sets here; every store opened through these arguments holds it.
+    #[arg(skip = kiln_model::input::DEFAULT_LIMIT)]
+    pub max_input: u64,
+}
+
+impl Default for StoreArgs {
+    fn default() -> Self {
+        StoreArgs {
+            store: None,
+            max_input: kiln_model::input::DEFAULT_LIMIT,
+        }
+    }
 }
 
 impl StoreArgs {
@@ -31,7 +45,10 @@ impl StoreArgs {
     /// Opens (or creates) the store.
     pub fn open(&self) -> Result<Box<dyn Store>> {
         match kiln_store::open(&self.location()) {
-            Ok(s) => Ok(s),
+            Ok(mut s) => {
+                s.set_max_input(self.max_input);
+                Ok(s)
+            }
             // Already names the store (without its password).
             Err(e @ (StoreError::Postgres { .. } | StoreError::Damaged { .. })) => Err(e.into()),
             Err(e) => {
@@ -56,7 +73,10 @@ impl StoreArgs {
         open: fn(&Path) -> kiln_store::Result<Box<dyn Store>>,
     ) -> Result<Box<dyn Store>> {
         match open(&self.location()) {
-            Ok(s) => Ok(s),
+            Ok(mut s) => {
+                s.set_max_input(self.max_input);
+                Ok(s)
+            }
             Err(
                 e @ (StoreError::Missing { .. }
                 | StoreError::Postgres { .. }
@@ -135,14 +155,21 @@ pub fn run_profiles(store: &dyn Store, r: &RunMeta) -> Result<Vec<kiln_model::Pr
 }
 
 /// A profile input that is a stored run: `run:REF` (in the default store), or a file that
-/// is a store (an exported run; its latest run).
-pub fn run_input(path: &Path) -> Option<Result<(String, Vec<kiln_model::Profile>)>> {
+/// is a store (an exported run; its latest run). Its blobs inflate to at most `max_input`
+/// bytes (the input limit).
+pub fn run_input(
+    path: &Path,
+    max_input: u64,
+) -> Option<Result<(String, Vec<kiln_model::Profile>)>> {
     let s = path.to_str()?;
     if let Some(reference) = s.strip_prefix("run:") {
         if path.exists() {
             return None;
         }
-        let args = StoreArgs::default();
+        let args = StoreArgs {
+            store: None,
+            max_input,
+        };
         return Some((|| {
             let store = args.open_existing()?;
             let runs = resolve(&*store, reference)?;

@@ -91,9 +91,10 @@ pub fn sniff(head: &[u8]) -> bool {
 
 /// Decodes the protobuf message of a pprof file (gzipped or not) into owned messages
 /// (what `kiln run --pprof` subtracts and re-encodes; reading a file for its profiles
-/// goes through [`decode`], which reads the message in place).
-pub fn decode_message(name: &str, bytes: &[u8]) -> Result<proto::Profile, FormatError> {
-    let raw = crate::compressed::inflate(name, bytes)?;
+/// goes through [`decode`], which reads the message in place). Gzipped bytes inflate to
+/// at most `limit` bytes (the input limit).
+pub fn decode_message(name: &str, bytes: &[u8], limit: u64) -> Result<proto::Profile, FormatError> {
+    let raw = crate::compressed::inflate(name, bytes, limit)?;
     proto::Profile::decode(&*raw).map_err(|e| FormatError::Malformed {
         name: name.to_string(),
         format: "pprof",
@@ -101,9 +102,10 @@ pub fn decode_message(name: &str, bytes: &[u8]) -> Result<proto::Profile, Format
     })
 }
 
-/// Reads a pprof file's bytes (gzipped or not) into one profile per sample type.
-pub fn decode(name: &str, bytes: &[u8]) -> Result<Decoded, FormatError> {
-    let raw = crate::compressed::inflate(name, bytes)?;
+/// Reads a pprof file's bytes (gzipped or not, inflating to at most `limit` bytes) into
+/// one profile per sample type.
+pub fn decode(name: &str, bytes: &[u8], limit: u64) -> Result<Decoded, FormatError> {
+    let raw = crate::compressed::inflate(name, bytes, limit)?;
     read_message(name, &raw, None)
 }
 
@@ -113,9 +115,10 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<Decoded, FormatError> {
 pub fn decode_chosen(
     name: &str,
     bytes: &[u8],
+    limit: u64,
     choose: &dyn Fn(&PprofInfo) -> Result<usize, FormatError>,
 ) -> Result<(Decoded, usize), FormatError> {
-    let raw = crate::compressed::inflate(name, bytes)?;
+    let raw = crate::compressed::inflate(name, bytes, limit)?;
     let mut chosen = 0;
     let d = read_message(
         name,

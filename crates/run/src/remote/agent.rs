@@ -85,8 +85,9 @@ impl LoadEvents for Events<'_> {
 }
 
 /// Serves the controlling kiln on stdin/stdout until it says goodbye (exit status 0) or
-/// goes away (the process exits at once, status 3).
-pub fn serve(make_load: &LoadFactory) -> i32 {
+/// goes away (the process exits at once, status 3). No frame past `max_input` bytes (the
+/// input limit) is read.
+pub fn serve(make_load: &LoadFactory, max_input: u64) -> i32 {
     // SAFETY: prctl and getppid have no memory effects; PR_SET_PDEATHSIG takes a signal.
     unsafe {
         libc::prctl(
@@ -158,8 +159,11 @@ pub fn serve(make_load: &LoadFactory) -> i32 {
         let mut load: Option<std::thread::ScopedJoinHandle<()>> = None;
         let mut recorder = None;
         loop {
-            let msg = match wire::read_frame_limited::<ToAgent>(&mut stdin, &|_| wire::MAX_CONTROL)
-            {
+            let msg = match wire::read_frame_limited::<ToAgent>(
+                &mut stdin,
+                &|_| wire::MAX_CONTROL,
+                max_input,
+            ) {
                 Ok((m, _)) => m,
                 Err(e) => {
                     eprintln!("kiln agent: the controlling kiln is gone ({e}): stopping");

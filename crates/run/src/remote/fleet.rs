@@ -57,8 +57,9 @@ impl Fleet {
     /// Starts an agent on every host of `opts` (in parallel) and measures its clock. A host
     /// that cannot be reached is marked failed; the others are connected all the same.
     /// `stop` (the run's: Ctrl-C) ends every wait on a host, now and later, within
-    /// `link::STOP_BUDGET` (0.8 s).
-    pub fn connect(opts: &RemoteOptions, stop: &Stop) -> Fleet {
+    /// `link::STOP_BUDGET` (0.8 s). No agent's frame past `max_input` bytes (the input
+    /// limit) is read.
+    pub fn connect(opts: &RemoteOptions, max_input: u64, stop: &Stop) -> Fleet {
         let patience = Patience::new(opts.ssh.connect_timeout, stop.clone());
         let mut hosts: Vec<Host> = Vec::new();
         let mut add = |spec: &HostSpec, role: &'static str, pid: Option<u32>| {
@@ -102,7 +103,7 @@ impl Fleet {
                         spec.name, spec.destination
                     );
                     s.spawn(move || {
-                        let link = Link::connect(i, spec, ssh, l, r, patience)?;
+                        let link = Link::connect(i, spec, ssh, (l, r), patience, max_input)?;
                         let start = link.sync_clock(EXCHANGES)?;
                         Ok((link, ClockMap::new(start)))
                     })

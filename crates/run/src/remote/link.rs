@@ -292,6 +292,8 @@ struct Route {
     record: Inbox,
     pongs: Sender<(u64, u64, u64, u64)>,
     closed: Arc<AtomicBool>,
+    /// The most bytes one frame may have (the input limit, `--max-input`).
+    max_input: u64,
 }
 
 /// What came before the first message, and the first message.
@@ -318,7 +320,11 @@ fn read_link(
     let mut stdout = BufReader::with_capacity(1 << 16, out);
     let g = match wire::await_magic(&mut stdout) {
         Ok(Ok(_)) if !marked.swap(true, Ordering::SeqCst) => {
-            match wire::read_frame_limited::<FromAgent>(&mut stdout, &|_| wire::MAX_CONTROL) {
+            match wire::read_frame_limited::<FromAgent>(
+                &mut stdout,
+                &|_| wire::MAX_CONTROL,
+                route.max_input,
+            ) {
                 Ok((FromAgent::Hello(mut h), _)) => {
                     h.clean();
                     Greeting::Hello(h)
@@ -351,10 +357,11 @@ fn read_link(
         record,
         pongs,
         closed,
+        max_input,
     } = route;
     let limit = wire::from_agent_limit;
     let why = loop {
-        match wire::read_frame_limited::<FromAgent>(&mut stdout, &limit) {
+        match wire::read_frame_limited::<FromAgent>(&mut stdout, &limit, max_input) {
             Ok((
                 FromAgent::Pong {
                     id,
@@ -485,14 +492,15 @@ fn start(
 impl Link {
     /// Starts kiln's agent on the host (copying this binary there first if that build is
     /// not there yet) and reads its greeting; its messages go to `load` and `record` (with
-    /// `index`). Every wait ends by `patience`: its timeout, or the run's stop.
+    /// `index`). Every wait ends by `patience`: its timeout, or the run's stop. No frame
+    /// of the agent's past `max_input` bytes (the input limit) is read.
     pub fn connect(
         index: usize,
         spec: &HostSpec,
         ssh: &SshConfig,
-        load: Inbox,
-        record: Inbox,
+        (load, record): (Inbox, Inbox),
         patience: &Patience,
+        max_input: u64,
     ) -> Result<Link, String> {
         let build = super::agent::own_build();
         if build.is_empty() {
@@ -507,6 +515,7 @@ impl Link {
             record,
             pongs: pong_tx,
             closed: closed.clone(),
+            max_input,
         };
         let dest = &spec.destination;
         let mut installed = false;

@@ -321,19 +321,21 @@ pub enum FrameError {
     Malformed(String),
 }
 
-/// Reads one frame: the message and its blobs.
+/// Reads one frame: the message and its blobs, within the default input limit
+/// ([`kiln_model::input::DEFAULT_LIMIT`]).
 pub fn read_frame<T: serde::de::DeserializeOwned>(
     r: &mut dyn Read,
 ) -> Result<(T, Vec<Vec<u8>>), FrameError> {
-    read_frame_limited(r, &|_| MAX_FRAME)
+    read_frame_limited(r, &|_| MAX_FRAME, kiln_model::input::DEFAULT_LIMIT)
 }
 
 /// Reads one frame no larger than `limit` of the kind its message names (see
-/// [`from_agent_limit`]; "" when it names none first): a longer length is refused before
-/// its bytes are read.
+/// [`from_agent_limit`]; "" when it names none first), nor than `max_input` (the input
+/// limit, `--max-input`): a longer length is refused before its bytes are read.
 pub fn read_frame_limited<T: serde::de::DeserializeOwned>(
     r: &mut dyn Read,
     limit: &dyn Fn(&str) -> usize,
+    max_input: u64,
 ) -> Result<(T, Vec<Vec<u8>>), FrameError> {
     let mut head = [0u8; 4];
     match r.read_exact(&mut head) {
@@ -345,11 +347,11 @@ pub fn read_frame_limited<T: serde::de::DeserializeOwned>(
     if !(4..=MAX_FRAME).contains(&len) {
         return Err(FrameError::Malformed(format!("length {len}")));
     }
-    if len as u64 > kiln_model::input::limit() {
+    if len as u64 > max_input {
         return Err(FrameError::Malformed(format!(
             "a frame of {} is past the input limit of {} (--max-input raises it)",
             kiln_model::input::format_size(len as u64),
-            kiln_model::input::format_size(kiln_model::input::limit())
+            kiln_model::input::format_size(max_input)
         )));
     }
     // The buffer grows with what arrives: a length is only a claim until its bytes come.
@@ -429,6 +431,7 @@ pub fn await_magic(r: &mut dyn Read) -> std::io::Result<Result<Vec<u8>, Vec<u8>>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kiln_model::input::DEFAULT_LIMIT as LIMIT;
 
     /// The fuzz target's seed is in today's format: after the greeting, every frame
     /// decodes, the tick with its typed value.
@@ -512,13 +515,15 @@ mod tests {
         // A greeting claiming 2^30 − 2 bytes: refused at once, nothing read after it.
         let mut buf = ((1u32 << 30) - 2).to_le_bytes().to_vec();
         buf.extend_from_slice(&[7u8; 100]);
-        let e = read_frame_limited::<FromAgent>(&mut &buf[..], &|_| MAX_CONTROL).unwrap_err();
+        let e =
+            read_frame_limited::<FromAgent>(&mut &buf[..], &|_| MAX_CONTROL, LIMIT).unwrap_err();
         assert!(e.to_string().contains("past its limit of 65536"), "{e}");
         // A tick may be large, a pong may not.
         let big = vec![0u8; MAX_CONTROL];
         let mut t = Vec::new();
         write_frame(&mut t, &FromAgent::Tick(WireTick::default()), &[&big]).unwrap();
-        let (m, b) = read_frame_limited::<FromAgent>(&mut &t[..], &from_agent_limit).unwrap();
+        let (m, b) =
+            read_frame_limited::<FromAgent>(&mut &t[..], &from_agent_limit, LIMIT).unwrap();
         assert!(matches!(m, FromAgent::Tick(_)) && b[0].len() == MAX_CONTROL);
         let mut p = Vec::new();
         let pong = FromAgent::Pong {
@@ -527,7 +532,7 @@ mod tests {
             send_ns: 3,
         };
         write_frame(&mut p, &pong, &[&big]).unwrap();
-        let e = read_frame_limited::<FromAgent>(&mut &p[..], &from_agent_limit).unwrap_err();
+        let e = read_frame_limited::<FromAgent>(&mut &p[..], &from_agent_limit, LIMIT).unwrap_err();
         assert!(e.to_string().contains("a pong frame of"), "{e}");
         assert_eq!(peek_kind(br#"{"t":"load_done","x":1}"#), "load_done");
         assert_eq!(peek_kind(br#"{"x":1,"t":"tick"}"#), "");
