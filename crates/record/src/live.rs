@@ -718,58 +718,23 @@ impl Started {
             loading,
             bpf_stats,
         } = self;
-        let fail = |child: &mut Option<HeldChild>, e: RecordError| {
+        let stop_child = |child: &mut Option<HeldChild>, e: RecordError| {
             if let Some(c) = child.as_mut() {
                 c.stop();
             }
             e
         };
-        let (unwinder, offcpu) = loading.join().map_err(|_| {
-            fail(
-                &mut child,
-                RecordError::InvalidOption("the eBPF loader panicked".into()),
-            )
-        })?;
-        let mut kernel = match unwinder {
-            Some(Ok(k)) => Some(k),
-            Some(Err(e)) if opts.unwind == UnwindMode::Auto => {
-                collector
-                    .summary
-                    .warnings
-                    .push(format!("{e}; stacks are unwound from copies of the stack"));
-                None
-            }
-            Some(Err(e)) => return Err(fail(&mut child, e)),
-            None if opts.unwind == UnwindMode::Kernel => {
-                return Err(fail(
-                    &mut child,
-                    RecordError::InKernelUnwind(if cfg!(feature = "bpf") {
-                        "no event of this recording is sampled by perf (cpu, page-faults, tracepoints)".into()
-                    } else {
-                        "this kiln was built without the `bpf` feature (eBPF)".into()
-                    }),
-                ))
-            }
-            None => None,
-        };
-        let mut offcpu = match offcpu {
-            Some(Ok(o)) => Some(o),
-            Some(Err(e)) => return Err(fail(&mut child, e)),
-            None => None,
+        let (mut kernel, mut offcpu) = match take_loaded(loading, opts, &mut collector) {
+            Ok(l) => l,
+            Err(e) => return Err(stop_child(&mut child, e)),
         };
         if let Some(k) = kernel.as_mut() {
-            opened.attach_all(k).map_err(|e| fail(&mut child, e))?;
+            opened
+                .attach_all(k)
+                .map_err(|e| stop_child(&mut child, e))?;
         }
         let spawned = child.is_some();
-        if let Some(g) = &opts.gate {
-            // Everything is loaded and opened: sampling starts when the caller says so.
-            g.ready.raise();
-            while !g.go.sleep(Duration::from_millis(20)) {
-                if opts.stop.as_ref().is_some_and(|s| s.is_raised()) {
-                    break;
-                }
-            }
-        }
+        wait_for_gate(opts);
         // Sampling starts now: the off-CPU collector, running since it loaded, keeps the
         // time off CPU from here on.
         let started_ns = kiln_os::clock::monotonic_ns();
@@ -777,40 +742,16 @@ impl Started {
             o.window_starts(started_ns);
         }
         if !spawned {
-            opened.enable_all().map_err(|e| fail(&mut child, e))?;
-            // The processes' mappings, read once, now: what they map from here on comes
-            // as records of the enabled events. (Read before, a process that had just
-            // exec'd could still be without its program's mappings.) A started command's
-            // mappings come with its exec.
-            let maps = match &opts.target {
-                Target::System => read_maps(&all_pids()),
-                _ => read_maps(&pids),
+            opened.enable_all().map_err(|e| stop_child(&mut child, e))?;
+            let mut follow = Following {
+                plan: &plan,
+                opened: &mut opened,
+                collector: &mut collector,
+                kernel: kernel.as_mut(),
+                offcpu: offcpu.as_mut(),
             };
-            for (&pid, text) in &maps {
-                collector.track(pid, text);
-                if let Some(o) = offcpu.as_mut() {
-                    o.set_maps(pid, text);
-                }
-            }
-            if let Some(k) = kernel.as_mut() {
-                sync_unwinder(k, &mut collector);
-            }
-            // Threads started while we were opening: attach to them too (new threads
-            // of threads we already follow are inherited by the kernel).
-            for _ in 0..3 {
-                let before = opened.done.len();
-                for &p in &pids {
-                    for tid in tasks_of(p) {
-                        match opened.open_task(&plan.attrs, tid, kernel.as_mut(), true) {
-                            Ok(()) | Err(RecordError::NoSuchProcess(_)) => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                }
-                if opened.done.len() == before {
-                    break;
-                }
-            }
+            follow.track_mappings(opts, &pids);
+            follow.open_new_threads(&pids)?;
         }
         if let (Some(c), Target::Command(argv)) = (&mut child, &opts.target) {
             // Let the held child exec; the events enable themselves at exec.
@@ -828,6 +769,104 @@ impl Started {
             started: Instant::now(),
             started_ns,
         })
+    }
+}
+
+/// What the loading thread gave: the in-kernel unwinder (its failure a warning under
+/// `--unwind auto`, an error when it was asked for) and the off-CPU collector.
+fn take_loaded(
+    loading: std::thread::JoinHandle<Loaded>,
+    opts: &RecordOptions,
+    collector: &mut Collector,
+) -> Result<(Option<KernelUnwinder>, Option<crate::offcpu::OffCpu>), RecordError> {
+    let (unwinder, offcpu) = loading
+        .join()
+        .map_err(|_| RecordError::InvalidOption("the eBPF loader panicked".into()))?;
+    let kernel = match unwinder {
+        Some(Ok(k)) => Some(k),
+        Some(Err(e)) if opts.unwind == UnwindMode::Auto => {
+            collector
+                .summary
+                .warnings
+                .push(format!("{e}; stacks are unwound from copies of the stack"));
+            None
+        }
+        Some(Err(e)) => return Err(e),
+        None if opts.unwind == UnwindMode::Kernel => {
+            return Err(RecordError::InKernelUnwind(if cfg!(feature = "bpf") {
+                "no event of this recording is sampled by perf (cpu, page-faults, tracepoints)"
+                    .into()
+            } else {
+                "this kiln was built without the `bpf` feature (eBPF)".into()
+            }))
+        }
+        None => None,
+    };
+    Ok((kernel, offcpu.transpose()?))
+}
+
+/// Everything is loaded and opened: with a gate, sampling starts when the caller says so
+/// (or the recording is stopped).
+fn wait_for_gate(opts: &RecordOptions) {
+    let Some(g) = &opts.gate else { return };
+    g.ready.raise();
+    while !g.go.sleep(Duration::from_millis(20)) {
+        if opts.stop.as_ref().is_some_and(|s| s.is_raised()) {
+            break;
+        }
+    }
+}
+
+/// The running processes kiln attached to (not a command it started), as sampling
+/// begins: their mappings and the threads they started meanwhile.
+struct Following<'a> {
+    plan: &'a Plan,
+    opened: &'a mut Opened,
+    collector: &'a mut Collector,
+    kernel: Option<&'a mut KernelUnwinder>,
+    offcpu: Option<&'a mut crate::offcpu::OffCpu>,
+}
+
+impl Following<'_> {
+    /// The processes' mappings, read once, now: what they map from here on comes as
+    /// records of the enabled events. (Read before, a process that had just exec'd could
+    /// still be without its program's mappings.) A started command's mappings come with
+    /// its exec.
+    fn track_mappings(&mut self, opts: &RecordOptions, pids: &[u32]) {
+        let maps = match &opts.target {
+            Target::System => read_maps(&all_pids()),
+            _ => read_maps(pids),
+        };
+        for (&pid, text) in &maps {
+            self.collector.track(pid, text);
+            if let Some(o) = self.offcpu.as_deref_mut() {
+                o.set_maps(pid, text);
+            }
+        }
+        if let Some(k) = self.kernel.as_deref_mut() {
+            sync_unwinder(k, self.collector);
+        }
+    }
+
+    /// Threads started while the events were being opened: attached to as well (new
+    /// threads of threads already followed are inherited by the kernel).
+    fn open_new_threads(&mut self, pids: &[u32]) -> Result<(), RecordError> {
+        for _ in 0..3 {
+            let before = self.opened.done.len();
+            for &p in pids {
+                for tid in tasks_of(p) {
+                    let kernel = self.kernel.as_deref_mut();
+                    match self.opened.open_task(&self.plan.attrs, tid, kernel, true) {
+                        Ok(()) | Err(RecordError::NoSuchProcess(_)) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            if self.opened.done.len() == before {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

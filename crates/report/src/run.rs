@@ -808,6 +808,62 @@ pub(crate) fn run_page<'a>(
 ) -> Result<(RunPage, Vec<Viewer<'a>>, u64), ReportError> {
     let m = &run.meta;
     let origin = origin_of(m, &run.series);
+    let mut warnings = run_warnings(m);
+    let mut skipped = 0usize;
+    let sweep = sweep(run, origin, &mut skipped);
+    let distributions = distributions(run, &mut skipped);
+    let load_time = run
+        .series
+        .iter()
+        .find(|t| t.name == "load")
+        .map_or(&[][..], |t| &t.time_ns[..]);
+    let latency_seconds = latency::per_second(&run.histograms, load_time, origin, &mut skipped);
+    let categories = charted_categories(run, profiles_in, opts, origin, &mut warnings)?;
+    if skipped > 0 {
+        warnings.push(format!(
+            "{skipped} stored latency histogram(s) could not be read and are left out"
+        ));
+    }
+    let ProfileViewers {
+        keys,
+        mut viewers,
+        profiles,
+    } = profile_viewers(m, profiles_in, &categories, opts)?;
+    let knee = knee_of.map(|sw| knee_page(sw, &m.name, origin, &keys, opts, &mut viewers));
+    let page = RunPage {
+        name: m.name.clone(),
+        id: m.id,
+        complete: m.status.complete,
+        reason: m.status.reason.clone(),
+        note: m.note.clone(),
+        tags: m.tags.clone(),
+        facts: facts(m),
+        figures: figures(m),
+        warnings,
+        unit: op_unit(m),
+        latency: m.headline.latency.clone(),
+        cpus: m.cpus,
+        measure: span(&m.measure, origin),
+        windows: m.windows.iter().map(|w| span(w, origin)).collect(),
+        tables: run.series.iter().map(|t| table(t, origin)).collect(),
+        sweep,
+        knee,
+        distributions,
+        latency_seconds,
+        // The load's own word for it; older runs did not store it.
+        completed: Some(m.load.completed.clone())
+            .filter(|c| !c.is_empty())
+            .or_else(|| completed_column(run)),
+        categories,
+        profiles,
+        markers: marker_spans(run, origin),
+    };
+    Ok((page, viewers, origin))
+}
+
+/// What the page warns of first: a run that did not run to its end, then the run's own
+/// warnings.
+fn run_warnings(m: &RunMeta) -> Vec<String> {
     let mut warnings = Vec::new();
     if !m.status.complete {
         warnings.push(format!(
@@ -819,15 +875,18 @@ pub(crate) fn run_page<'a>(
         ));
     }
     warnings.extend(m.warnings.iter().cloned());
-    let mut skipped = 0usize;
-    let sweep = sweep(run, origin, &mut skipped);
-    let distributions = distributions(run, &mut skipped);
-    let load_time = run
-        .series
-        .iter()
-        .find(|t| t.name == "load")
-        .map_or(&[][..], |t| &t.time_ns[..]);
-    let latency_seconds = latency::per_second(&run.histograms, load_time, origin, &mut skipped);
+    warnings
+}
+
+/// Each profile's category chart over the run's seconds; samples it cannot chart (outside
+/// the charted seconds, or without a time) are said in `warnings`.
+fn charted_categories(
+    run: &RunData,
+    profiles_in: &[Cow<'_, Profile>],
+    opts: &ReportOptions,
+    origin: u64,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<CategorySeries>, ReportError> {
     let edges = category_edges(run);
     let mut categories = Vec::new();
     for p in profiles_in.iter().map(|p| p.as_ref()) {
@@ -849,11 +908,27 @@ pub(crate) fn run_page<'a>(
             categories.push(c);
         }
     }
-    if skipped > 0 {
-        warnings.push(format!(
-            "{skipped} stored latency histogram(s) could not be read and are left out"
-        ));
-    }
+    Ok(categories)
+}
+
+/// A run's profiles as the page shows them.
+struct ProfileViewers<'a> {
+    /// The viewers' keys, in the profiles' order.
+    keys: Vec<String>,
+    /// One flame graph viewer per profile.
+    viewers: Vec<Viewer<'a>>,
+    /// What the page says of each profile.
+    profiles: Vec<ProfileInfo>,
+}
+
+/// One flame graph viewer per profile, its frames coloured by the categories of its
+/// chart.
+fn profile_viewers<'a>(
+    m: &RunMeta,
+    profiles_in: &'a [Cow<'a, Profile>],
+    categories: &[CategorySeries],
+    opts: &ReportOptions,
+) -> Result<ProfileViewers<'a>, ReportError> {
     let mut keys: Vec<String> = Vec::new();
     let mut viewers = Vec::new();
     let mut profiles = Vec::new();
@@ -889,48 +964,28 @@ pub(crate) fn run_page<'a>(
             origin: pprof_origin(m, &p.event.name),
         });
     }
-    let knee = knee_of.map(|sw| knee_page(sw, &m.name, origin, &keys, opts, &mut viewers));
-    let page = RunPage {
-        name: m.name.clone(),
-        id: m.id,
-        complete: m.status.complete,
-        reason: m.status.reason.clone(),
-        note: m.note.clone(),
-        tags: m.tags.clone(),
-        facts: facts(m),
-        figures: figures(m),
-        warnings,
-        unit: op_unit(m),
-        latency: m.headline.latency.clone(),
-        cpus: m.cpus,
-        measure: span(&m.measure, origin),
-        windows: m.windows.iter().map(|w| span(w, origin)).collect(),
-        tables: run.series.iter().map(|t| table(t, origin)).collect(),
-        sweep,
-        knee,
-        distributions,
-        latency_seconds,
-        // The load's own word for it; older runs did not store it.
-        completed: Some(m.load.completed.clone())
-            .filter(|c| !c.is_empty())
-            .or_else(|| completed_column(run)),
-        categories,
+    Ok(ProfileViewers {
+        keys,
+        viewers,
         profiles,
-        markers: crate::markers::run_markers(run)
-            .into_iter()
-            .map(|m| MarkerSpan {
-                lane: m.lane,
-                name: m.name,
-                kind: m.kind,
-                start: m.start_ns as i64 - origin as i64,
-                end: m.end_ns as i64 - origin as i64,
-                count: m.count,
-                unit: m.unit,
-                detail: m.detail,
-            })
-            .collect(),
-    };
-    Ok((page, viewers, origin))
+    })
+}
+
+/// The run's markers (events, phases, a sweep's steps) on the page's clock.
+fn marker_spans(run: &RunData, origin: u64) -> Vec<MarkerSpan> {
+    crate::markers::run_markers(run)
+        .into_iter()
+        .map(|m| MarkerSpan {
+            lane: m.lane,
+            name: m.name,
+            kind: m.kind,
+            start: m.start_ns as i64 - origin as i64,
+            end: m.end_ns as i64 - origin as i64,
+            count: m.count,
+            unit: m.unit,
+            detail: m.detail,
+        })
+        .collect()
 }
 
 /// Writes the report of `run` as one HTML file to `out` (write through
