@@ -6,6 +6,7 @@
 import { FunctionStats, calleesTree, callersTree, compileSearch, functionStats, matchFrames, matchNodes, matchedWeight } from '../lib/analysis.js';
 import { DiffLayout, UNMARKED_COLOR, diffColor, diffLayout, joinFrames, markedFrames, maxDelta, remapFrames } from '../lib/diff.js';
 import { ChartOptions, FlameChart, buildFlameChart } from '../lib/flamechart.js';
+import { applyStepLocal } from '../lib/incremental.js';
 import { Layout, findPath, layoutTree } from '../lib/layout.js';
 import { CATEGORY_MUTED, Palette, categoryFrameColor, frameColors } from '../lib/palette.js';
 import { FrameCategories, categoryShares, frameCategoryOf, isFrameCategories, nodeCategories, ownCategories, stackCategories } from '../lib/categories.js';
@@ -181,7 +182,7 @@ export class Model {
     while (k > 0 && !cache.has(keys[k - 1])) k--;
     let t = k > 0 ? cache.get(keys[k - 1])! : base;
     for (; k < trs.length; k++) {
-      t = applyStep(t, trs[k], frames.names.length, frames.library, frames.order).tree;
+      t = applyStepLocal(t, trs[k], frames.names.length, frames.library, frames.order) ?? applyStep(t, trs[k], frames.names.length, frames.library, frames.order).tree;
       cache.set(keys[k], t);
     }
     return t;
