@@ -180,19 +180,34 @@ function splice(t: Tree, at: Int32Array, sub: Tree, end: Int32Array): Tree {
   for (const a of at) len -= end[a] - a - 1;
   len += sub.length;
   const out = { parent: new Int32Array(len), frame: new Int32Array(len), self: new Float64Array(len), count: new Float64Array(len), length: len, nameOrder: true } as Tree & RootSelf;
-  // New id of each kept input node (nodes inside a part are not read).
-  const id = new Int32Array(n);
+  // Kept runs of input nodes: from runFrom[r] on, at new ids shifted by runShift[r].
+  const runFrom: number[] = [];
+  const runShift: number[] = [];
+  /** New id of kept input node q before the run being copied (a run's start <= q). */
+  const idOf = (q: number): number => {
+    let lo = 0;
+    let hi = runFrom.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (runFrom[mid] <= q) lo = mid;
+      else hi = mid - 1;
+    }
+    return q + runShift[lo];
+  };
   let j = 0;
   let i = 0;
   const keep = (to: number): void => {
     out.frame.set(t.frame.subarray(i, to), j);
     out.self.set(t.self.subarray(i, to), j);
     out.count.set(t.count.subarray(i, to), j);
-    const shift = j - i;
+    const d = j - i;
+    const lo = i;
+    runFrom.push(i);
+    runShift.push(d);
+    // A parent is in the run, or an ancestor of the run's first node before it.
     for (let k = i; k < to; k++) {
-      id[k] = k + shift;
       const p = t.parent[k];
-      out.parent[k + shift] = p < 0 ? -1 : id[p];
+      out.parent[k + d] = p >= lo ? p + d : p < 0 ? -1 : idOf(p);
     }
     j += to - i;
     i = to;
@@ -201,7 +216,7 @@ function splice(t: Tree, at: Int32Array, sub: Tree, end: Int32Array): Tree {
   let m = 0;
   for (const a of at) {
     keep(a + 1);
-    const pa = id[a];
+    const pa = a + runShift[runShift.length - 1];
     let e = m + 1;
     while (e < sub.length && sub.parent[e] >= 0) e++;
     out.self[pa] += sub.self[m];
