@@ -1562,6 +1562,70 @@ try {
       assert.ok(want.length > 0, 'the history has a change point');
       await axe(page, 'trend');
     });
+    await check('trend: a change point opens the differential flame graph of the runs either side: its top change the function the trend names, its totals the runs\' profiles', async () => {
+      const dc = te.diff_check;
+      const section = '[data-config="0"] [data-diffs="0"]';
+      const shown = () =>
+        page.$eval(section, (s) => ({
+          key: s.dataset.selected,
+          figure: s.dataset.figure,
+          run: Number(s.dataset.run),
+          caption: s.querySelector('[data-field=diff-caption]').textContent,
+          visible: [...s.querySelectorAll('.kiln-mount')].filter((m) => !m.hidden && m.getBoundingClientRect().height > 0).map((m) => m.dataset.kilnMount),
+        }));
+      // Another change point selected first (when there is one), then the mark clicked.
+      const other = await page.$$eval('[data-show-diff]', (b) => b.map((x) => x.dataset.showDiff));
+      const last = other[other.length - 1];
+      await page.click(`[data-show-diff="${last}"]`);
+      await page.click(`svg[data-trend-chart="${dc.figure}"][data-config="0"] [data-change-point-hit="${dc.run}"]`);
+      await settle(page);
+      let s = await shown();
+      assert.equal(s.figure, dc.figure);
+      assert.equal(s.run, dc.run, 'the mark clicked selects its change point');
+      assert.deepEqual(s.visible, [s.key], 'one viewer shown, the change point\'s');
+      const span = (ids) => (ids.length === 1 ? `#${ids[0]}` : `#${ids[0]}–#${ids[ids.length - 1]}`);
+      assert.ok(s.caption.includes(`runs ${span(dc.before)} → runs ${span(dc.after)}`), s.caption);
+      // Its row's button selects the same viewer.
+      await page.click(`[data-show-diff="${last}"]`);
+      await page.click(`[data-show-diff="${dc.figure}:${dc.run}"]`);
+      await settle(page);
+      assert.equal((await shown()).key, s.key);
+      assert.equal(await page.$eval(`[data-show-diff="${dc.figure}:${dc.run}"]`, (b) => b.getAttribute('aria-pressed')), 'true');
+      // The viewer: a diff of the runs' profiles, each side's total the sum of its runs'.
+      const model = await page.evaluate((key) => {
+        // By its mount: a page of one viewer gives it no key.
+        const m = document.querySelector(`[data-kiln-mount="${key}"]`);
+        const a = window.__kiln.apps.find((x) => m.contains(x.root));
+        return { diff: a.model.isDiff, before: a.model.totals(0).weight, after: a.model.totals(1).weight, marked: a.model.meta.marked ?? null };
+      }, s.key);
+      assert.ok(model.diff, 'a differential flame graph');
+      const near = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(Math.abs(a), Math.abs(b));
+      assert.ok(near(model.before, dc.before_total), `before: ${model.before} in the page, ${dc.before_total} from kiln collapse of runs ${dc.before}`);
+      assert.ok(near(model.after, dc.after_total), `after: ${model.after} in the page, ${dc.after_total} from kiln collapse of runs ${dc.after}`);
+      // Only the functions whose change is beyond noise are coloured (as kiln compare's
+      // page colours its own); the one the trend names first among them.
+      assert.ok(model.marked?.includes(dc.top.name), `${dc.top.name} coloured: ${model.marked}`);
+      await shot(page, 'trend-diff');
+      await axe(page, 'trend, a change point\'s flame graph');
+      // Its function table ranked by change: of the coloured functions, the one the trend
+      // names first at the top (a share can shrink while the cost per request grows: not
+      // a change beyond noise, drawn uncoloured).
+      const mount = `[data-kiln-mount="${s.key}"]`;
+      await page.click(`${mount} [role=tab]:has-text("Functions")`);
+      await page.click(`${mount} button.sort[data-key=delta]`);
+      await settle(page);
+      const all = await page.$$eval(`${mount} .table-rows .row`, (r) => r.map((x) => [...x.children].map((c) => c.textContent)));
+      const rows = all.filter((r) => model.marked.includes(r[6]));
+      const pts = (r) => parseFloat(r[4]) - parseFloat(r[3]);
+      const top = rows[0];
+      assert.ok(top, `a coloured function among the largest changes: ${JSON.stringify(all.slice(0, 5))}`);
+      const named = rows.find((r) => r[6] === dc.top.name);
+      assert.ok(named, `${dc.top.name} among the largest changes: ${JSON.stringify(rows.slice(0, 5))}`);
+      // Ties (a function and its only caller move together) are the same change.
+      assert.equal(named[5], top[5], `${dc.top.name} changed by ${named[5]}, the largest coloured change is ${top[6]}'s ${top[5]}`);
+      assert.ok(Math.abs(pts(named) - dc.top.points) < 0.15, `${dc.top.name}: ${named[3]} → ${named[4]} in the page, ${dc.top.points} pts in the trend`);
+      await shot(page, 'trend-diff-table');
+    });
   }
 
   assert.deepEqual(requests, [], 'no request leaves the page');

@@ -143,6 +143,65 @@ fn gate(store: &Path, condition: &str) -> (Option<i32>, String) {
     )
 }
 
+/// The total weight of run `id`'s profile, from `kiln collapse run:ID` (folded stacks,
+/// each line's last field its weight).
+fn collapsed_total(store: &Path, id: i64) -> f64 {
+    let out = kiln(store)
+        .args(["collapse", &format!("run:{id}")])
+        .output()
+        .unwrap();
+    let text = kiln_testkit::succeeded(&out);
+    let total: f64 = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let w = l.rsplit(' ').next().unwrap();
+            w.parse::<f64>()
+                .unwrap_or_else(|e| panic!("'{l}': weight {w}: {e}"))
+        })
+        .sum();
+    assert!(total > 0.0, "run {id} has samples: {text}");
+    total
+}
+
+/// What the page's differential flame graph of the first p50 change point must show:
+/// the runs either side as the trend reads them (up to 5, within the segments on either
+/// side of the change point, taken from the JSON's segments), their profiles' totals
+/// from `kiln collapse` of each run, and the function the JSON names first.
+fn diff_check(store: &Path, t: &Value) -> Value {
+    let f = figure(t, "p50");
+    let cp = &f["change_points"][0];
+    let at = cp["index"].as_u64().unwrap() as usize;
+    let firsts: Vec<usize> = f["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["first"].as_u64().unwrap() as usize)
+        .collect();
+    let k = firsts
+        .iter()
+        .position(|&x| x == at)
+        .expect("a segment starts at the change point");
+    let runs = t["runs"].as_array().unwrap();
+    let end = firsts.get(k + 1).copied().unwrap_or(runs.len());
+    let before = firsts[k - 1].max(at.saturating_sub(5))..at;
+    let after = at..end.min(at + 5);
+    let ids = |r: std::ops::Range<usize>| -> Vec<i64> {
+        runs[r].iter().map(|r| r["id"].as_i64().unwrap()).collect()
+    };
+    let (before, after) = (ids(before), ids(after));
+    let total = |ids: &[i64]| -> f64 { ids.iter().map(|&id| collapsed_total(store, id)).sum() };
+    serde_json::json!({
+        "figure": "p50",
+        "run": cp["run"],
+        "before": before,
+        "after": after,
+        "before_total": total(&before),
+        "after_total": total(&after),
+        "top": cp["functions"][0],
+    })
+}
+
 #[test]
 fn a_step_in_the_history_is_found_at_its_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -257,7 +316,8 @@ fn a_step_in_the_history_is_found_at_its_run() {
         .output()
         .unwrap();
     kiln_testkit::succeeded(&out);
-    let (v, _) = trend(&store, &[]);
+    let (mut v, _) = trend(&store, &[]);
+    v["diff_check"] = diff_check(&store, &v["configurations"][0]);
     std::fs::write(pages.join("trend.expect.json"), v.to_string()).unwrap();
     kiln_testkit::run_browser_checks("report.mjs", &pages);
     // The gate: the newest 10 runs are a segment slower than the one before (when the

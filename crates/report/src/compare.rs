@@ -11,7 +11,6 @@ use crate::{ReportError, ReportOptions};
 use kiln_compare::export::group_text;
 use kiln_compare::{Comparison, Exporter, Role, Rounds, Verdict};
 use kiln_store::RunData;
-use kiln_viewer::HtmlOptions;
 use serde::Serialize;
 use std::io::Write;
 
@@ -471,24 +470,19 @@ fn diff_viewer<'a>(
     let marked = cmp.marked();
     let diff = cmp.diff.as_ref().map(|(b, a)| {
         let title = format!("{first} → {last} ({})", a.event.name);
-        viewers.push(Viewer {
-            key: "diff".into(),
-            profiles: vec![b, a],
-            opts: HtmlOptions {
-                title: title.clone(),
-                diff_labels: (first.clone(), last.clone()),
-                compress_above: opts.compress_above,
-                sources: vec![format!("runs '{first}'"), format!("runs '{last}'")],
-                // Under the differential flame graph's section heading (h2).
-                heading_level: Some(3),
-                diff_marked: marked.as_ref().map(|m| {
-                    m.iter()
-                        .map(|n| String::from_utf8_lossy(n).into_owned())
-                        .collect()
-                }),
-                ..Default::default()
-            },
-        });
+        viewers.push(Viewer::diff(
+            "diff".into(),
+            (b, a),
+            title.clone(),
+            (first.clone(), last.clone()),
+            vec![format!("runs '{first}'"), format!("runs '{last}'")],
+            marked.as_ref().map(|m| {
+                m.iter()
+                    .map(|n| String::from_utf8_lossy(n).into_owned())
+                    .collect()
+            }),
+            opts,
+        ));
         DiffInfo {
             key: "diff".into(),
             event: a.event.name.clone(),

@@ -20,6 +20,35 @@ pub(crate) struct Viewer<'a> {
     pub opts: HtmlOptions,
 }
 
+impl<'a> Viewer<'a> {
+    /// A differential flame graph of `before` → `after` under a section heading (h2):
+    /// `labels` name the sides, `sources` their runs, and only the `marked` functions are
+    /// coloured (`None`: every frame). The comparison's and the trend's pages both use it.
+    pub fn diff(
+        key: String,
+        (before, after): (&'a Profile, &'a Profile),
+        title: String,
+        labels: (String, String),
+        sources: Vec<String>,
+        marked: Option<Vec<String>>,
+        opts: &ReportOptions,
+    ) -> Viewer<'a> {
+        Viewer {
+            key,
+            profiles: vec![before, after],
+            opts: HtmlOptions {
+                title,
+                diff_labels: labels,
+                compress_above: opts.compress_above,
+                sources,
+                heading_level: Some(3),
+                diff_marked: marked,
+                ..Default::default()
+            },
+        }
+    }
+}
+
 /// The page's data as the report's script reads it: `{kind, version, title, origin,
 /// <kind>: the model}`, one wrapper for every kind of page (`run`, `compare`, `trend`).
 struct Data<'a, T> {

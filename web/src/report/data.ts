@@ -299,6 +299,25 @@ export interface TrendPage {
   configurations: TrendConfiguration[];
   /** Absent without --fail-if. */
   gates?: { condition: string; status: string; message: string }[];
+  /** The differential flame graphs of the runs either side of change points (none when no profile was read). */
+  diffs?: TrendDiff[];
+}
+
+/** A differential flame graph of the trend page: each side's runs merged (crates/report/src/trend.rs). */
+export interface TrendDiff {
+  /** Its viewer's key (the mount's `data-kiln-mount`). */
+  key: string;
+  /** Index of its configuration. */
+  config: number;
+  event: string;
+  title: string;
+  /** Ids of the runs before and after. */
+  before: number[];
+  after: number[];
+  /** The change points it belongs to: [figure key, first run after it]. */
+  points: [string, number][];
+  /** Whether only the functions beyond noise are coloured. */
+  marked: boolean;
 }
 
 export interface ReportData {

@@ -58,8 +58,9 @@ pub struct Args {
     pub format: String,
 
     /// Also write FILE: the trend page (.html: each figure's series over the runs, its
-    /// segments and change points marked, the functions that moved; offline, one file), or
-    /// the report as .json, .md or .txt.
+    /// segments and change points marked, the functions that moved, and each change
+    /// point's differential flame graph of the runs either side, each side's profiles
+    /// merged; offline, one file), or the report as .json, .md or .txt.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
 
@@ -232,7 +233,8 @@ fn write_file(path: &std::path::Path, report: &Report) -> Result<()> {
 }
 
 /// Reads the profiles of the runs around each change point (only those) and names the
-/// functions that moved, as kiln compare's function table judges them.
+/// functions that moved, as kiln compare's function table judges them; keeps each pair of
+/// windows' merged profiles for the page's differential flame graphs.
 fn functions_moved(
     store: &dyn Store,
     runs: &[RunMeta],
@@ -275,14 +277,16 @@ fn functions_moved(
             })
             .collect()
         };
-        let movers = trend::movers(
+        let moved = trend::movers(
             &event,
             &pairs(w.0.clone()),
             &pairs(w.1.clone()),
             rules,
             limit,
         );
-        t.set_movers(&w, &movers);
+        if let Some(moved) = moved {
+            t.set_moved(&w, &event, moved);
+        }
     }
     Ok(())
 }

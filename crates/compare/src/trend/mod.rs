@@ -164,6 +164,41 @@ pub struct Trend {
     pub runs: Vec<Point>,
     /// Each judged figure's series.
     pub figures: Vec<Series>,
+    /// The profiles either side of each listed change point, merged per side (the
+    /// differential flame graphs of the page), one per distinct pair of windows.
+    #[serde(skip)]
+    pub diffs: Vec<WindowDiff>,
+}
+
+/// The profiles of the runs either side of a change point, each side's merged: the
+/// differential flame graph of the two windows, from which its movers were named.
+#[derive(Clone, Debug)]
+pub struct WindowDiff {
+    /// The runs of each side ([`Trend::profile_windows`]).
+    pub windows: (Range<usize>, Range<usize>),
+    /// The event compared.
+    pub event: String,
+    /// The runs before, merged.
+    pub before: Profile,
+    /// The runs after, merged.
+    pub after: Profile,
+    /// The functions whose change is beyond noise (the only ones coloured); `None` when a
+    /// side has one run, so that nothing can be told from noise.
+    pub marked: Option<Vec<String>>,
+}
+
+/// What [`movers`] finds between two windows: the functions that moved and the merged
+/// profiles they were judged on.
+#[derive(Clone, Debug)]
+pub struct Moved {
+    /// The functions that moved beyond noise, largest first.
+    pub movers: Vec<Mover>,
+    /// The runs before, merged.
+    pub before: Profile,
+    /// The runs after, merged.
+    pub after: Profile,
+    /// The functions beyond noise, or `None` with one run on a side.
+    pub marked: Option<Vec<String>>,
 }
 
 /// One figure over the runs.
@@ -344,6 +379,7 @@ pub fn analyze(runs: &[RunMeta], rules: &Rules) -> Trend {
             })
             .collect(),
         figures: series,
+        diffs: Vec::new(),
     }
 }
 
@@ -373,13 +409,35 @@ impl Trend {
         out
     }
 
-    /// Gives `movers` to every change point comparing `windows`.
-    pub fn set_movers(&mut self, windows: &(Range<usize>, Range<usize>), movers: &[Mover]) {
+    /// Gives what moved between `windows` (of `event`) to every change point comparing
+    /// them, and keeps the merged profiles as their differential flame graph.
+    pub fn set_moved(&mut self, windows: &(Range<usize>, Range<usize>), event: &str, moved: Moved) {
         for s in self.figures.iter_mut().flat_map(|f| &mut f.change_points) {
             if &s.windows == windows {
-                s.functions = movers.to_vec();
+                s.functions = moved.movers.clone();
             }
         }
+        self.diffs.push(WindowDiff {
+            windows: windows.clone(),
+            event: event.to_string(),
+            before: moved.before,
+            after: moved.after,
+            marked: moved.marked,
+        });
+    }
+
+    /// The listed change points (figure key, first run after it) whose windows are
+    /// `windows`.
+    pub fn change_points_of(
+        &self,
+        windows: &(Range<usize>, Range<usize>),
+    ) -> Vec<(&'static str, i64)> {
+        self.figures
+            .iter()
+            .flat_map(|f| f.change_points.iter().map(move |s| (f, s)))
+            .filter(|(_, s)| &s.windows == windows)
+            .map(|(f, s)| (f.key, s.run))
+            .collect()
     }
 
     /// The outcome of each `--fail-if` condition for the newest runs, a relative limit
@@ -480,22 +538,21 @@ impl Trend {
 
 /// The functions that moved between the runs `before` and `after` (each a run and its
 /// profile of one event), judged as `kiln compare` judges them: those beyond noise,
-/// largest first, at most `limit`.
+/// largest first, at most `limit`; with the merged profiles they were judged on (`None`
+/// when a side has no profile).
 pub fn movers(
     event: &str,
     before: &[(&RunMeta, &Profile)],
     after: &[(&RunMeta, &Profile)],
     rules: &Rules,
     limit: usize,
-) -> Vec<Mover> {
+) -> Option<Moved> {
     let op = before
         .iter()
         .map(|(r, _)| r.load.unit.as_str())
         .find(|u| !u.is_empty())
         .unwrap_or("op");
-    let Some((t, _, _)) = functions::table(event, before, after, rules, usize::MAX, op) else {
-        return Vec::new();
-    };
+    let (t, mb, ma) = functions::table(event, before, after, rules, usize::MAX, op)?;
     let mut moved: Vec<Mover> = t
         .rows
         .iter()
@@ -513,7 +570,15 @@ pub fn movers(
     // per operation whenever anything does, and its share stays 100%.
     moved.sort_by(|a, b| b.points.abs().total_cmp(&a.points.abs()));
     moved.truncate(limit);
-    moved
+    // As kiln compare colours its differential flame graph: only beyond noise, when
+    // noise can be told (repeats on both sides).
+    let repeats = before.len() > 1 && after.len() > 1;
+    Some(Moved {
+        movers: moved,
+        before: mb,
+        after: ma,
+        marked: repeats.then_some(t.beyond_noise),
+    })
 }
 
 /// The event whose functions a trend compares: CPU when every run recorded it, else the

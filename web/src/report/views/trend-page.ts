@@ -2,15 +2,22 @@
 // name, each judged figure's value in every run (oldest left), its segments' medians as
 // steps and its change points as marked lines, each with its run, change, p and the
 // functions that moved; then the table of change points and the command that compares
-// the runs on either side. Drawn as SVG (a few hundred points per figure at most).
+// the runs on either side, and the differential flame graph of the runs either side of
+// the change point selected (a click on its mark or its row's button). Drawn as SVG (a
+// few hundred points per figure at most); the flame graphs are the viewer's, embedded.
 import { el } from '../../views/dom.js';
-import { TrendConfiguration, TrendPage, TrendSeries, TrendShift } from '../data.js';
+import { TrendConfiguration, TrendDiff, TrendPage, TrendSeries, TrendShift } from '../data.js';
 import { formatValue } from '../lib/format.js';
 
 export interface TrendView {
   /** Each figure's chart: configuration index, figure key, the change points drawn. */
   charts: { config: number; key: string; marks: number }[];
+  /** Shows the differential flame graph of a change point (configuration, figure key, run); false when it has none. */
+  select(config: number, figure: string, run: number): boolean;
 }
+
+/** Selects a change point's differential flame graph. */
+type Select = (figure: string, run: number, scroll: boolean) => void;
 
 const SVG = 'http://www.w3.org/2000/svg';
 const W = 720;
@@ -41,7 +48,7 @@ export function shiftText(s: TrendShift, f: TrendSeries): string {
   return `run #${s.run} (${day(s.started_unix_ms)}): ${f.label} ${pct(s.percent)} (${pText(s.p)}), ${formatValue(s.before, f.unit)} → ${formatValue(s.after, f.unit)}, ${s.verdict}${moved ? `; functions that moved: ${moved}` : ''}`;
 }
 
-function chart(c: TrendConfiguration, f: TrendSeries, ci: number): SVGSVGElement {
+function chart(c: TrendConfiguration, f: TrendSeries, ci: number, select: Select | null): SVGSVGElement {
   const n = c.runs.length;
   const vals = f.values.filter((v): v is number => v !== null && Number.isFinite(v));
   let lo = Math.min(...vals, ...f.segments.map((s) => s.median));
@@ -76,6 +83,12 @@ function chart(c: TrendConfiguration, f: TrendSeries, ci: number): SVGSVGElement
     const at = (x(s.index - 1) + x(s.index)) / 2;
     const colour = s.verdict === 'regressed' ? '#e15759' : '#59a14f';
     root.append(svg('line', { x1: at, x2: at, y1: PAD.top, y2: H - PAD.bottom, stroke: colour, 'stroke-width': 2, 'stroke-dasharray': '4 3', 'data-change-point': s.run }, title(shiftText(s, f))));
+    if (select) {
+      // A wider, invisible band to click: the mark's differential flame graph.
+      const hit = svg('rect', { x: at - 6, y: PAD.top, width: 12, height: H - PAD.top - PAD.bottom, fill: 'transparent', 'pointer-events': 'all', style: 'cursor:pointer', 'data-change-point-hit': s.run }, title(`${shiftText(s, f)} — click: its differential flame graph`));
+      hit.addEventListener('click', () => select(f.key, s.run, true));
+      root.append(hit);
+    }
   }
   // The runs' values.
   f.values.forEach((v, i) => {
@@ -86,8 +99,71 @@ function chart(c: TrendConfiguration, f: TrendSeries, ci: number): SVGSVGElement
   return root;
 }
 
+/**
+ * The differential flame graphs of configuration `ci`'s change points, in a section of
+ * their own around the viewers' mounts, one shown at a time; null when it has none.
+ */
+function diffSection(diffs: TrendDiff[], c: TrendConfiguration, ci: number): { section: HTMLElement; select: Select } | null {
+  const mine = diffs.filter((d) => d.config === ci);
+  const mounts = new Map<string, HTMLElement>();
+  for (const d of mine) {
+    const m = document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(d.key)}"]`);
+    if (!m) continue;
+    // Under the section's heading (h3) and the change point's line.
+    m.setAttribute('data-heading-level', '4');
+    mounts.set(d.key, m);
+  }
+  if (mounts.size === 0) return null;
+  const id = `r-h-diff-${ci}`;
+  const caption = el('p', { 'data-field': 'diff-caption', 'aria-live': 'polite' });
+  const section = el('section', { class: 'r-subsection', 'aria-labelledby': id, 'data-diffs': String(ci) }, el('h3', { id, text: 'Differential flame graph of a change point' }), caption, ...mounts.values());
+  const label = (f: string): string => c.figures.find((x) => x.key === f)?.label ?? f;
+  const select: Select = (figure, run, scroll) => {
+    const d = mine.find((x) => x.points.some(([k, r]) => k === figure && r === run));
+    if (!d || !mounts.has(d.key)) return;
+    for (const [k, m] of mounts) m.hidden = k !== d.key;
+    section.dataset.selected = d.key;
+    section.dataset.figure = figure;
+    section.dataset.run = String(run);
+    const points = d.points.map(([k, r]) => `${label(k)} at run #${r}`).join(', ');
+    caption.textContent = `${points}: ${d.title}, each side's runs merged, normalised; red grew, blue shrank${d.marked ? '; only functions whose change is beyond noise are coloured' : '; one run on a side: every change is coloured, noise included'}.`;
+    for (const b of document.querySelectorAll<HTMLElement>(`[data-config="${ci}"] [data-show-diff]`)) b.setAttribute('aria-pressed', String(b.dataset.showDiff === `${figure}:${run}`));
+    if (scroll) section.scrollIntoView({ block: 'start' });
+  };
+  const first = mine.find((d) => mounts.has(d.key))?.points[0];
+  if (first) select(first[0], first[1], false);
+  return { section, select };
+}
+
+/** A change point's row in the table. */
+function shiftRow(c: TrendConfiguration, f: TrendSeries, s: TrendShift, select: Select | null, has: boolean): HTMLElement {
+  const before = c.runs[s.index - 1]?.id;
+  const button = el('button', { type: 'button', 'data-show-diff': `${f.key}:${s.run}`, 'aria-pressed': 'false', 'aria-label': `Differential flame graph of the change of ${f.label} at run #${s.run}`, text: 'flame graph' });
+  button.addEventListener('click', () => select?.(f.key, s.run, true));
+  return el(
+    'tr',
+    { 'data-figure': f.key, 'data-run': String(s.run), 'data-verdict': s.verdict },
+    el('td', { text: `#${s.run}` }),
+    el('td', { text: day(s.started_unix_ms) }),
+    el('td', { text: f.label }),
+    el('td', { class: s.verdict === 'regressed' ? 'r-worse' : 'r-better', text: pct(s.percent) }),
+    el('td', { text: pText(s.p) }),
+    el('td', { text: s.functions.map((x) => `${x.name} ${x.points >= 0 ? '+' : ''}${x.points.toFixed(1)} pts`).join(', ') || '–' }),
+    el('td', {}, el('code', { text: `kiln compare #${before} #${s.run}` })),
+    el('td', {}, has ? button : '–'),
+  );
+}
+
 export function buildTrendPage(root: HTMLElement, t: TrendPage, pageTitle: string): TrendView {
-  const view: TrendView = { charts: [] };
+  const selects = new Map<number, Select>();
+  const view: TrendView = {
+    charts: [],
+    select: (ci, figure, run) => {
+      const s = selects.get(ci);
+      s?.(figure, run, true);
+      return !!s && root.querySelector(`[data-diffs="${ci}"]`)?.getAttribute('data-run') === String(run);
+    },
+  };
   const m = t.method;
   root.append(
     el('header', { class: 'r-head' }, el('h1', { 'data-field': 'title', text: pageTitle })),
@@ -104,37 +180,29 @@ export function buildTrendPage(root: HTMLElement, t: TrendPage, pageTitle: strin
       el('h2', { id, text: `${c.runs.length} runs of one configuration${ci === 0 ? ' (the newest run’s)' : ''}` }),
       el('p', { class: 'r-config', text: c.configuration.split('\0').filter(Boolean).join(' · ') }),
     );
+    const diffs = diffSection(t.diffs ?? [], c, ci);
+    const select = diffs?.select ?? null;
+    if (select) selects.set(ci, select);
+    const has = (f: TrendSeries, s: TrendShift): boolean => !!t.diffs?.some((d) => d.config === ci && d.points.some(([k, r]) => k === f.key && r === s.run));
     const rows: HTMLElement[] = [];
     for (const f of c.figures) {
       const marks = f.change_points.length;
       view.charts.push({ config: ci, key: f.key, marks });
       section.append(
         el('h3', { text: `${f.label}: ${marks ? `${marks} change point${marks === 1 ? '' : 's'}` : 'no change point'}${f.below_threshold ? ` (${f.below_threshold} smaller, not listed)` : ''}` }),
-        chart(c, f, ci),
+        chart(c, f, ci, select),
       );
-      for (const s of f.change_points) {
-        const before = c.runs[s.index - 1]?.id;
-        rows.push(
-          el(
-            'tr',
-            { 'data-figure': f.key, 'data-run': String(s.run), 'data-verdict': s.verdict },
-            el('td', { text: `#${s.run}` }),
-            el('td', { text: day(s.started_unix_ms) }),
-            el('td', { text: f.label }),
-            el('td', { class: s.verdict === 'regressed' ? 'r-worse' : 'r-better', text: pct(s.percent) }),
-            el('td', { text: pText(s.p) }),
-            el('td', { text: s.functions.map((x) => `${x.name} ${x.points >= 0 ? '+' : ''}${x.points.toFixed(1)} pts`).join(', ') || '–' }),
-            el('td', {}, el('code', { text: `kiln compare #${before} #${s.run}` })),
-          ),
-        );
-      }
+      for (const s of f.change_points) rows.push(shiftRow(c, f, s, select, has(f, s)));
     }
     if (rows.length) {
       const table = el('table', { class: 'r-table', 'data-table': 'change-points' });
-      table.append(el('thead', {}, el('tr', {}, ...['run', 'started', 'figure', 'change', 'p', 'functions that moved', 'the runs either side'].map((h) => el('th', { scope: 'col', text: h })))), el('tbody', {}, ...rows));
+      table.append(el('thead', {}, el('tr', {}, ...['run', 'started', 'figure', 'change', 'p', 'functions that moved', 'the runs either side', 'their profiles'].map((h) => el('th', { scope: 'col', text: h })))), el('tbody', {}, ...rows));
       section.append(el('h3', { text: 'Change points' }), el('div', { class: 'r-scroll', tabindex: 0, role: 'region', 'aria-label': 'Change points' }, table));
     }
+    if (diffs) section.append(diffs.section);
     root.append(section);
+    // The buttons exist now: mark the one selected.
+    if (diffs?.section.dataset.figure) select?.(diffs.section.dataset.figure, Number(diffs.section.dataset.run), false);
   });
   return view;
 }
