@@ -114,3 +114,96 @@ fn diff_viewer<'a>(
     };
     (info, viewer)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_compare::trend::{Method, Point, Series, Shift};
+    use kiln_compare::Rules;
+    use kiln_model::{EventInfo, FrameKind, Profile, WeightUnit};
+
+    /// A profile of `n` samples in a function whose name is markup.
+    fn profile(n: u64) -> Profile {
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let f = p.frame(b"</script><img src=x onerror=alert(1)>", FrameKind::User);
+        let th = p.thread(Some(1), Some(1), b"main");
+        for i in 0..n {
+            p.add_sample_path(&[f], 1, i, th);
+        }
+        p
+    }
+
+    fn report(diffs: Vec<WindowDiff>) -> Report {
+        let windows = (0..3, 3..6);
+        let shift = Shift {
+            index: 3,
+            run: 4,
+            started_unix_ms: 0,
+            before: 1.0,
+            after: 2.0,
+            percent: 100.0,
+            p: 0.01,
+            verdict: "regressed",
+            windows,
+            functions: Vec::new(),
+        };
+        let trend = Trend {
+            configuration: "<b>load</b>".into(),
+            runs: (1..=6)
+                .map(|id| Point {
+                    id,
+                    started_unix_ms: id * 1000,
+                    group: String::new(),
+                })
+                .collect(),
+            figures: vec![Series {
+                key: "p50",
+                label: "latency p50".into(),
+                unit: "us",
+                better: kiln_compare::Better::Lower,
+                values: vec![Some(1.0); 6],
+                segments: Vec::new(),
+                change_points: vec![shift],
+                below_threshold: 0,
+            }],
+            diffs,
+        };
+        Report {
+            name: "<script>x</script>".into(),
+            method: Method::of(&Rules::default()),
+            configurations: vec![trend],
+            left_out: Default::default(),
+            gates: Vec::new(),
+            functions: true,
+        }
+    }
+
+    #[test]
+    fn each_pair_of_windows_is_one_embedded_diff_and_nothing_is_markup() {
+        let d = WindowDiff {
+            windows: (0..3, 3..6),
+            event: "cpu-clock".into(),
+            before: profile(3),
+            after: profile(9),
+            marked: Some(vec!["</script><img src=x onerror=alert(1)>".into()]),
+        };
+        let mut out = Vec::new();
+        write_trend_report(&report(vec![d]), &ReportOptions::default(), &mut out).unwrap();
+        let page = String::from_utf8(out).unwrap();
+        assert_eq!(page.matches("data-kiln-mount=\"cp-0-0\"").count(), 1);
+        assert_eq!(
+            page.matches("id=\"kiln-data-cp-0-0-").count(),
+            2,
+            "two profiles"
+        );
+        assert!(!page.contains("<img"), "a function name is never markup");
+        assert!(!page.contains("<b>load"));
+        assert_eq!(page.matches("<script>x").count(), 0);
+        // Without profiles read: no viewer, and no viewer's code.
+        let mut out = Vec::new();
+        write_trend_report(&report(Vec::new()), &ReportOptions::default(), &mut out).unwrap();
+        let page = String::from_utf8(out).unwrap();
+        assert!(!page.contains("class=\"kiln-meta\""));
+        assert!(page.len() < 150_000, "{} bytes", page.len());
+    }
+}
