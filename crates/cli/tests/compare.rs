@@ -348,9 +348,12 @@ fn the_go_examples_concurrency_sweep_has_a_plateau() {
             "-t",
             "1",
             "-d",
-            "3s",
+            "4s",
+            // The lock serialises the reads (798, 821, 921/s at 1, 8, 64 connections beside
+            // a suite run); the disk's speed moves between steps under other work and gave
+            // 733, 711, 981/s once (1.34x): growth of 50% is what a lock does not allow.
             "--plateau-threshold",
-            "0.3",
+            "0.5",
         ])
         .args(["--concurrency-sweep", "1,8,64"])
         .arg(server.url("/query?city={rand:0-255}&days=30"))
@@ -358,6 +361,7 @@ fn the_go_examples_concurrency_sweep_has_a_plateau() {
         .output()
         .unwrap();
     let text = kiln_testkit::succeeded(&out);
+    eprintln!("{text}");
     assert!(text.contains("sweep (connections):"), "{text}");
     assert!(text.contains("◀ knee"), "{text}");
     assert!(
