@@ -401,7 +401,7 @@ impl Sshd {
         };
         let t = Instant::now();
         loop {
-            if std::net::TcpStream::connect((host.addr, port)).is_ok() {
+            if crate::listening(host.addr, port) {
                 break;
             }
             if let Some(Ok(Some(st))) = me.child.as_mut().map(|c| c.try_wait()) {

@@ -133,7 +133,7 @@ impl Mosquitto {
     fn await_startup(&mut self) -> Result<(), Error> {
         let t = Instant::now();
         loop {
-            if std::net::TcpStream::connect((self.address, self.port)).is_ok() {
+            if crate::listening(self.address, self.port) {
                 return Ok(());
             }
             if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {

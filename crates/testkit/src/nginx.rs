@@ -154,7 +154,7 @@ impl Nginx {
             }
             self.workers = children(self.pid());
             if self.workers.len() >= workers
-                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && crate::listening(std::net::Ipv4Addr::LOCALHOST, self.port)
             {
                 return Ok(());
             }

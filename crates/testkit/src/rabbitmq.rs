@@ -13,6 +13,15 @@ const CTL: &str = "/usr/lib/rabbitmq/bin/rabbitmqctl";
 const EPMD: &str = "/usr/bin/epmd";
 const START_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// Whether a server listens at `addr:port`: a connection is taken, and not by the
+/// connecting socket itself (free ports are ephemeral ones, and a connect to a port nobody
+/// listens on can pick that same port as its source and connect to itself; a test then
+/// took a server for ready before it had bound its port).
+pub fn listening(addr: impl Into<std::net::IpAddr>, port: u16) -> bool {
+    std::net::TcpStream::connect((addr.into(), port))
+        .is_ok_and(|s| s.local_addr().ok() != s.peer_addr().ok())
+}
+
 /// A port that was free on 127.0.0.1 a moment ago (the OS picks it).
 pub fn free_port() -> Result<u16, Error> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| io("binding 127.0.0.1:0", e))?;
@@ -271,7 +280,7 @@ impl RabbitMq {
                 .ctl(&["await_startup", "--timeout", "20"])
                 .map(|o| o.status.success())
                 .unwrap_or(false);
-            if ok && std::net::TcpStream::connect((self.address, self.port)).is_ok() {
+            if ok && listening(self.address, self.port) {
                 return Ok(());
             }
             if start.elapsed() > START_TIMEOUT {
