@@ -136,7 +136,8 @@ fn go_goroutines_holding_a_mutex_across_a_syscall() {
 /// CPU samples) and weighed by its duration: a window of the recording holds exactly
 /// the blocks that started in it. The program notes the clock before and after each
 /// sleep; every nanosleep block lies inside one such interval, no interval holds two,
-/// and the window's weight is at least the sleep and at most the interval.
+/// and the window's weight is the sleep (less the moment between arming its timer and
+/// leaving the CPU) and at most the interval.
 #[test]
 fn blocks_are_stamped_at_their_start_with_their_duration() {
     let dir = tempfile::tempdir().unwrap();
@@ -186,7 +187,10 @@ fn blocks_are_stamped_at_their_start_with_their_duration() {
             .unwrap_or_else(|| {
                 panic!("block {start}+{dur} ns is inside no sleep interval: {intervals:?}")
             });
-        assert!(dur >= ms * 1_000_000, "a {ms} ms sleep blocked {dur} ns");
+        // The sleep's timer is armed in the kernel before the thread leaves the CPU,
+        // so the block may be a few microseconds shorter than the sleep (29,992,028 ns
+        // for 30 ms seen once); a millisecond is far more than that path takes.
+        assert!(dur + 1_000_000 >= ms * 1_000_000, "a {ms} ms sleep blocked {dur} ns");
         found[k] += 1;
     }
     // A sleep blocks once; it may not block at all if its thread was preempted on the
@@ -204,7 +208,7 @@ fn blocks_are_stamped_at_their_start_with_their_duration() {
             .map(|(w, _)| w)
             .sum();
         if found[k] == 1 {
-            assert!(w >= ms * 1_000_000 && w <= b - a, "window {k}: {w} ns");
+            assert!(w + 1_000_000 >= ms * 1_000_000 && w <= b - a, "window {k}: {w} ns");
         }
     }
 }
