@@ -146,6 +146,31 @@ fn seconds(v: &[(f64, f64)]) -> f64 {
 /// `run` as seen through window `w`: metadata whose measurement window is `w` and whose
 /// headline figures cover `w` only.
 pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
+    let sliced: Vec<kiln_model::Profile> = if run.meta.headline.beam.is_some() {
+        slice(&run.profiles, w)
+    } else {
+        Vec::new()
+    };
+    view_with(run, w, &sliced)
+}
+
+/// The run seen through window `w`: [`window_view`]'s metadata, and its profiles cut to
+/// the window's samples (each profile sliced once, for both).
+pub fn window_data(mut run: RunData, w: &Window) -> RunData {
+    run.profiles = slice(&run.profiles, w);
+    run.meta = view_with(&run, w, &run.profiles);
+    run
+}
+
+fn slice(profiles: &[kiln_model::Profile], w: &Window) -> Vec<kiln_model::Profile> {
+    profiles
+        .iter()
+        .map(|p| p.time_slice(w.start_ns, w.end_ns))
+        .collect()
+}
+
+/// [`window_view`] given the run's profiles already cut to the window.
+fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMeta {
     let mut meta = run.meta.clone();
     let table = |n: &str| run.series.iter().find(|t| t.name == n);
     let (load, target, machine, kiln) = (
@@ -229,12 +254,7 @@ pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
     }
     // The BEAM's scheduler states from the window's samples (blocks by their start).
     if meta.headline.beam.is_some() {
-        let sliced: Vec<kiln_model::Profile> = run
-            .profiles
-            .iter()
-            .map(|p| p.time_slice(w.start_ns, w.end_ns))
-            .collect();
-        h.beam = kiln_store::SchedulerStates::of_profiles(&sliced);
+        h.beam = kiln_store::SchedulerStates::of_profiles(sliced);
     }
     meta.headline = h;
     meta.measure = w.clone();

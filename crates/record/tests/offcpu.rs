@@ -190,7 +190,10 @@ fn blocks_are_stamped_at_their_start_with_their_duration() {
         // The sleep's timer is armed in the kernel before the thread leaves the CPU,
         // so the block may be a few microseconds shorter than the sleep (29,992,028 ns
         // for 30 ms seen once); a millisecond is far more than that path takes.
-        assert!(dur + 1_000_000 >= ms * 1_000_000, "a {ms} ms sleep blocked {dur} ns");
+        assert!(
+            dur + 1_000_000 >= ms * 1_000_000,
+            "a {ms} ms sleep blocked {dur} ns"
+        );
         found[k] += 1;
     }
     // A sleep blocks once; it may not block at all if its thread was preempted on the
@@ -208,7 +211,10 @@ fn blocks_are_stamped_at_their_start_with_their_duration() {
             .map(|(w, _)| w)
             .sum();
         if found[k] == 1 {
-            assert!(w + 1_000_000 >= ms * 1_000_000 && w <= b - a, "window {k}: {w} ns");
+            assert!(
+                w + 1_000_000 >= ms * 1_000_000 && w <= b - a,
+                "window {k}: {w} ns"
+            );
         }
     }
 }

@@ -280,16 +280,10 @@ fn show_json(run: &kiln_store::RunData) -> Result<serde_json::Value> {
 }
 
 fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
-    let runs = resolve(store, reference)?;
     let mut out = String::new();
-    for m in &runs {
-        let id = m.id.context("run without id")?;
-        let mut run = store.load(id)?;
-        if m.measure.name != "measure" {
-            // A window (`run@10-20`, a sweep's step): its figures and its samples.
-            run.profiles = super::store::run_profiles(store, m)?;
-            run.meta = m.clone();
-        }
+    // A window (`run@10-20`, a sweep's step) comes with its figures and its samples.
+    for run in super::store::resolve_data(store, reference)? {
+        let m = &run.meta;
         if json {
             out.push_str(&serde_json::to_string_pretty(&show_json(&run)?)?);
             out.push('\n');

@@ -93,10 +93,34 @@ impl StoreArgs {
 /// `name:NAME` (the rule: [`kiln_store::Reference`]), and `REF@WINDOW`, a window of each (a sweep step: `sweep@48`, `sweep@connections=48`; a span of seconds of its measurement: `before@10-20`), whose
 /// metadata then holds that window as its measurement and the window's own figures.
 pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
-    let err = match store.resolve(reference) {
-        Ok(runs) => return Ok(runs),
-        Err(e) => e,
-    };
+    match store.resolve(reference) {
+        Ok(runs) => Ok(runs),
+        Err(e) => Ok(resolve_window(store, reference, e)?
+            .into_iter()
+            .map(|d| d.meta)
+            .collect()),
+    }
+}
+
+/// The runs `reference` names as [`resolve`] does, each loaded; a window's run holds the
+/// window's figures and its profiles cut to the window's samples.
+pub fn resolve_data(store: &dyn Store, reference: &str) -> Result<Vec<kiln_store::RunData>> {
+    match store.resolve(reference) {
+        Ok(runs) => runs
+            .iter()
+            .map(|m| Ok(store.load(m.id.context("run without id")?)?))
+            .collect(),
+        Err(e) => resolve_window(store, reference, e),
+    }
+}
+
+/// `REF@WINDOW` once the store did not know `reference` as a whole (`err`, returned when
+/// it is no window either).
+fn resolve_window(
+    store: &dyn Store,
+    reference: &str,
+    err: StoreError,
+) -> Result<Vec<kiln_store::RunData>> {
     let Some((run, window)) = reference.rsplit_once('@') else {
         return Err(err.into());
     };
@@ -115,7 +139,7 @@ pub fn resolve(store: &dyn Store, reference: &str) -> Result<Vec<RunMeta>> {
             );
         };
         let data = store.load(m.id.context("run without id")?)?;
-        out.push(kiln_compare::window::window_view(&data, &w));
+        out.push(kiln_compare::window::window_data(data, &w));
     }
     Ok(out)
 }
