@@ -3,7 +3,7 @@ use super::store::{resolve, StoreArgs};
 use anyhow::{bail, Context, Result};
 use kiln_compare::format_value as fv;
 use kiln_model::text;
-use kiln_store::{SqliteStore, Store};
+use kiln_store::{RunMeta, SqliteStore, Store};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -290,106 +290,118 @@ fn show(store: &dyn Store, reference: &str, json: bool) -> Result<String> {
             continue;
         }
         out.push_str(&super::run::summary(&run, store.location()));
-        use std::fmt::Write as _;
-        let c = |x: &str| text::clean_cut(x, 2 * text::MAX_SHOWN).into_owned();
-        let _ = writeln!(
-            out,
-            "  started {} UTC on {} (kernel {}, {} CPUs), kiln {}",
-            date(m.started_unix_ms),
-            c(&m.host),
-            c(&m.kernel),
-            m.cpus,
-            c(&m.kiln_version)
-        );
-        let _ = writeln!(out, "  command: {}", c(&m.command_line.join(" ")));
-        let _ = writeln!(
-            out,
-            "  target: {} {} (build id {})",
-            c(&m.target.exe),
-            c(&m.target.cmdline.join(" ")),
-            if m.target.build_id.is_empty() {
-                "none".to_string()
-            } else {
-                c(&m.target.build_id)
-            }
-        );
-        if let Some(n) = &m.note {
-            let _ = writeln!(out, "  note: {}", c(n));
-        }
-        if !m.tags.is_empty() {
-            let tags: Vec<String> = m
-                .tags
-                .iter()
-                .map(|(k, v)| format!("{}={}", c(k), c(v)))
-                .collect();
-            let _ = writeln!(out, "  tags: {}", tags.join(" "));
-        }
-        if let (Some(x), Some(r)) = (&m.experiment, m.round) {
-            let _ = writeln!(
-                out,
-                "  round {r} of {} of experiment {} (group {})",
-                m.repeat.1,
-                c(x),
-                c(&m.group)
-            );
-        } else if m.repeat.1 > 1 {
-            let _ = writeln!(
-                out,
-                "  repeat {} of {} (group {})",
-                m.repeat.0,
-                m.repeat.1,
-                c(&m.group)
-            );
-        }
-        for cmd in &m.commands {
-            let how = match (cmd.exit_code, cmd.signal) {
-                (Some(0), _) => "ok".to_string(),
-                (Some(code), _) => format!("exited with status {code}"),
-                (None, Some(sig)) => format!("ended by signal {sig}"),
-                _ => "no status".to_string(),
-            };
-            let _ = writeln!(out, "  {}: {} ({how})", c(&cmd.role), c(&cmd.command));
-        }
-        for s in &run.series {
-            let cols: Vec<String> = s.columns.iter().map(|col| c(&col.name)).collect();
-            let _ = writeln!(
-                out,
-                "  series '{}': {} seconds of {}",
-                c(&s.name),
-                s.time_ns.len(),
-                cols.join(", ")
-            );
-        }
-        for p in &run.profiles {
-            let _ = writeln!(
-                out,
-                "  profile '{}': {} samples, {} stacks",
-                c(&p.event.name),
-                p.samples.len(),
-                p.stacks.len()
-            );
-        }
-        for h in &run.histograms {
-            if h.window == kiln_store::PER_SECOND {
-                let _ = writeln!(
-                    out,
-                    "  latency histograms '{}': one per second (HdrHistogram interval log)",
-                    c(&h.name)
-                );
-            } else {
-                let _ = writeln!(
-                    out,
-                    "  latency histogram '{}' ({})",
-                    c(&h.name),
-                    c(&h.window)
-                );
-            }
-        }
-        for a in &run.attachments {
-            let _ = writeln!(out, "  attachment '{}': {} bytes", c(&a.name), a.data.len());
-        }
+        origin(m, &mut out);
+        contents(&run, &mut out);
     }
     Ok(out)
+}
+
+/// Where and how a run was made: host, command, target, note, tags, repeats, commands.
+fn origin(m: &RunMeta, out: &mut String) {
+    use std::fmt::Write as _;
+    let c = |x: &str| text::clean_cut(x, 2 * text::MAX_SHOWN).into_owned();
+    let _ = writeln!(
+        out,
+        "  started {} UTC on {} (kernel {}, {} CPUs), kiln {}",
+        date(m.started_unix_ms),
+        c(&m.host),
+        c(&m.kernel),
+        m.cpus,
+        c(&m.kiln_version)
+    );
+    let _ = writeln!(out, "  command: {}", c(&m.command_line.join(" ")));
+    let _ = writeln!(
+        out,
+        "  target: {} {} (build id {})",
+        c(&m.target.exe),
+        c(&m.target.cmdline.join(" ")),
+        if m.target.build_id.is_empty() {
+            "none".to_string()
+        } else {
+            c(&m.target.build_id)
+        }
+    );
+    if let Some(n) = &m.note {
+        let _ = writeln!(out, "  note: {}", c(n));
+    }
+    if !m.tags.is_empty() {
+        let tags: Vec<String> = m
+            .tags
+            .iter()
+            .map(|(k, v)| format!("{}={}", c(k), c(v)))
+            .collect();
+        let _ = writeln!(out, "  tags: {}", tags.join(" "));
+    }
+    if let (Some(x), Some(r)) = (&m.experiment, m.round) {
+        let _ = writeln!(
+            out,
+            "  round {r} of {} of experiment {} (group {})",
+            m.repeat.1,
+            c(x),
+            c(&m.group)
+        );
+    } else if m.repeat.1 > 1 {
+        let _ = writeln!(
+            out,
+            "  repeat {} of {} (group {})",
+            m.repeat.0,
+            m.repeat.1,
+            c(&m.group)
+        );
+    }
+    for cmd in &m.commands {
+        let how = match (cmd.exit_code, cmd.signal) {
+            (Some(0), _) => "ok".to_string(),
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(sig)) => format!("ended by signal {sig}"),
+            _ => "no status".to_string(),
+        };
+        let _ = writeln!(out, "  {}: {} ({how})", c(&cmd.role), c(&cmd.command));
+    }
+}
+
+/// What a run holds: its series, profiles, histograms and attachments.
+fn contents(run: &kiln_store::RunData, out: &mut String) {
+    use std::fmt::Write as _;
+    let c = |x: &str| text::clean_cut(x, 2 * text::MAX_SHOWN).into_owned();
+    for s in &run.series {
+        let cols: Vec<String> = s.columns.iter().map(|col| c(&col.name)).collect();
+        let _ = writeln!(
+            out,
+            "  series '{}': {} seconds of {}",
+            c(&s.name),
+            s.time_ns.len(),
+            cols.join(", ")
+        );
+    }
+    for p in &run.profiles {
+        let _ = writeln!(
+            out,
+            "  profile '{}': {} samples, {} stacks",
+            c(&p.event.name),
+            p.samples.len(),
+            p.stacks.len()
+        );
+    }
+    for h in &run.histograms {
+        if h.window == kiln_store::PER_SECOND {
+            let _ = writeln!(
+                out,
+                "  latency histograms '{}': one per second (HdrHistogram interval log)",
+                c(&h.name)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "  latency histogram '{}' ({})",
+                c(&h.name),
+                c(&h.window)
+            );
+        }
+    }
+    for a in &run.attachments {
+        let _ = writeln!(out, "  attachment '{}': {} bytes", c(&a.name), a.data.len());
+    }
 }
 
 pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
@@ -413,28 +425,7 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         }
-        Some(RunsCommand::Rm { runs }) => {
-            let mut store = args.store.open_existing_to_write()?;
-            // Damaged runs too: removing one is how a store is mended.
-            let mut doomed: Vec<kiln_store::Stored> = Vec::new();
-            for r in &runs {
-                for m in store.resolve_stored(r)? {
-                    if !doomed.iter().any(|d| d.id == m.id) {
-                        doomed.push(m);
-                    }
-                }
-            }
-            for m in &doomed {
-                store.remove(m.id)?;
-                eprintln!(
-                    "removed run #{} '{}' ({} UTC) from {}",
-                    m.id,
-                    text::clean_cut(&m.name, 80),
-                    date(m.started_unix_ms),
-                    store.location().display()
-                );
-            }
-        }
+        Some(RunsCommand::Rm { runs }) => remove(&args.store, &runs)?,
         Some(RunsCommand::Export {
             run,
             output,
@@ -444,61 +435,13 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
             if export_format(&output, format.as_deref())? == kiln_formats::Format::Gecko {
                 return export_firefox(&*store, &run, &output);
             }
-            let ids: Vec<i64> = resolve(&*store, &run)?
-                .into_iter()
-                .filter_map(|m| m.id)
-                .collect();
-            if output.as_os_str() == "-" {
-                // `-o -`: the file's bytes on standard output, as everywhere in kiln.
-                super::common::write_output(None, |w| {
-                    kiln_store::export_to(&*store, &ids, w, std::path::Path::new("<stdout>"))?;
-                    Ok(())
-                })?;
-                eprintln!("wrote {} run(s) to standard output", ids.len());
-            } else {
-                if let (Some(dest), Some(file)) = (
-                    output.to_str().filter(|_| output.exists()),
-                    store.local_file(),
-                ) {
-                    if kiln_os::io::same_file(&output, file) {
-                        bail!("the output '{dest}' is the store itself; choose another -o");
-                    }
-                }
-                kiln_store::export(&*store, &ids, &output)?;
-                eprintln!("wrote {} run(s) to {}", ids.len(), output.display());
-            }
+            export(&*store, &run, &output)?;
         }
         Some(RunsCommand::Report {
             run,
             output,
             categories,
-        }) => {
-            let store = args.store.open_existing()?;
-            let runs = resolve(&*store, &run)?;
-            let last = runs.last().and_then(|m| m.id).context("run without id")?;
-            if runs.len() > 1 {
-                eprintln!(
-                    "'{}' names {} runs; reporting the latest, #{last} (name another by its id)",
-                    text::clean_cut(&run, 80),
-                    runs.len()
-                );
-            }
-            let mut opts = kiln_report::ReportOptions::default();
-            if let Some(c) = &categories {
-                opts.rules = kiln_report::Rules::from_file_and_builtin(c)?;
-            }
-            let data = store.load(last)?;
-            if output.as_os_str() == "-" {
-                super::common::write_output(None, |w| {
-                    kiln_report::write_run_report(&data, &opts, w)?;
-                    Ok(())
-                })?;
-            } else {
-                kiln_report::write_run_report_file(&data, &opts, &output)
-                    .with_context(|| format!("Failed to write '{}'", output.display()))?;
-                eprintln!("wrote {}", output.display());
-            }
-        }
+        }) => report(&args.store, &run, &output, categories.as_deref())?,
         Some(RunsCommand::Attachment {
             run,
             name,
@@ -506,47 +449,14 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
             list,
         }) => {
             let store = args.store.open_existing()?;
-            let runs = resolve(&*store, &run)?;
-            let last = runs.last().and_then(|m| m.id).context("run without id")?;
+            let last = latest(&*store, &run, None)?;
             let data = store.load(last)?;
             if list {
                 for a in &data.attachments {
                     writeln!(out, "{}\t{}", text::clean(&a.name), a.data.len())?;
                 }
             } else {
-                let name = name.context(
-                    "give the attachment's name (kiln runs attachment RUN --list lists them)",
-                )?;
-                let Some(a) = data.attachments.iter().find(|a| a.name == name) else {
-                    let names: Vec<String> = data
-                        .attachments
-                        .iter()
-                        .map(|a| text::clean_cut(&a.name, 80).into_owned())
-                        .collect();
-                    bail!(
-                        "run #{last} has no attachment '{}'; it has: {}",
-                        text::clean_cut(&name, 80),
-                        if names.is_empty() {
-                            "none".to_string()
-                        } else {
-                            names.join(", ")
-                        }
-                    );
-                };
-                let output = output.context("give -o FILE")?;
-                if output.as_os_str() == "-" {
-                    out.write_all(&a.data)?;
-                } else {
-                    if kiln_os::io::same_file(&output, store.location()) {
-                        bail!(
-                            "the output '{}' is the store itself; choose another -o",
-                            output.display()
-                        );
-                    }
-                    kiln_os::io::write_atomically(&output, |w| w.write_all(&a.data))
-                        .with_context(|| format!("Failed to write '{}'", output.display()))?;
-                    eprintln!("wrote {} ({} bytes)", output.display(), a.data.len());
-                }
+                attachment(&*store, &data, name, output, &mut out)?;
             }
         }
         Some(RunsCommand::Import { files }) => import(&args.store, &files)?,
@@ -557,6 +467,145 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The latest run `reference` names; when it names several, says which one `doing`
+/// (reporting, exporting) takes.
+fn latest(store: &dyn Store, reference: &str, doing: Option<&str>) -> Result<i64> {
+    let runs = resolve(store, reference)?;
+    let last = runs.last().and_then(|m| m.id).context("run without id")?;
+    if let Some(doing) = doing.filter(|_| runs.len() > 1) {
+        eprintln!(
+            "'{}' names {} runs; {doing} the latest, #{last} (name another by its id)",
+            text::clean_cut(reference, 80),
+            runs.len()
+        );
+    }
+    Ok(last)
+}
+
+/// `kiln runs rm`: the runs named, damaged ones too (removing one is how a store is
+/// mended).
+fn remove(store: &StoreArgs, runs: &[String]) -> Result<()> {
+    let mut store = store.open_existing_to_write()?;
+    let mut doomed: Vec<kiln_store::Stored> = Vec::new();
+    for r in runs {
+        for m in store.resolve_stored(r)? {
+            if !doomed.iter().any(|d| d.id == m.id) {
+                doomed.push(m);
+            }
+        }
+    }
+    for m in &doomed {
+        store.remove(m.id)?;
+        eprintln!(
+            "removed run #{} '{}' ({} UTC) from {}",
+            m.id,
+            text::clean_cut(&m.name, 80),
+            date(m.started_unix_ms),
+            store.location().display()
+        );
+    }
+    Ok(())
+}
+
+/// `kiln runs export` in kiln's own file: every run `run` names.
+fn export(store: &dyn Store, run: &str, output: &std::path::Path) -> Result<()> {
+    let ids: Vec<i64> = resolve(store, run)?
+        .into_iter()
+        .filter_map(|m| m.id)
+        .collect();
+    if output.as_os_str() == "-" {
+        // `-o -`: the file's bytes on standard output, as everywhere in kiln.
+        super::common::write_output(None, |w| {
+            kiln_store::export_to(store, &ids, w, std::path::Path::new("<stdout>"))?;
+            Ok(())
+        })?;
+        eprintln!("wrote {} run(s) to standard output", ids.len());
+        return Ok(());
+    }
+    if let (Some(dest), Some(file)) = (
+        output.to_str().filter(|_| output.exists()),
+        store.local_file(),
+    ) {
+        if kiln_os::io::same_file(output, file) {
+            bail!("the output '{dest}' is the store itself; choose another -o");
+        }
+    }
+    kiln_store::export(store, &ids, output)?;
+    eprintln!("wrote {} run(s) to {}", ids.len(), output.display());
+    Ok(())
+}
+
+/// `kiln runs report`: the latest run `run` names as one HTML page.
+fn report(
+    store: &StoreArgs,
+    run: &str,
+    output: &std::path::Path,
+    categories: Option<&std::path::Path>,
+) -> Result<()> {
+    let store = store.open_existing()?;
+    let last = latest(&*store, run, Some("reporting"))?;
+    let mut opts = kiln_report::ReportOptions::default();
+    if let Some(c) = categories {
+        opts.rules = kiln_report::Rules::from_file_and_builtin(c)?;
+    }
+    let data = store.load(last)?;
+    if output.as_os_str() == "-" {
+        super::common::write_output(None, |w| {
+            kiln_report::write_run_report(&data, &opts, w)?;
+            Ok(())
+        })?;
+    } else {
+        kiln_report::write_run_report_file(&data, &opts, output)
+            .with_context(|| format!("Failed to write '{}'", output.display()))?;
+        eprintln!("wrote {}", output.display());
+    }
+    Ok(())
+}
+
+/// `kiln runs attachment RUN NAME -o FILE`: one attachment's bytes.
+fn attachment(
+    store: &dyn Store,
+    data: &kiln_store::RunData,
+    name: Option<String>,
+    output: Option<PathBuf>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let name =
+        name.context("give the attachment's name (kiln runs attachment RUN --list lists them)")?;
+    let Some(a) = data.attachments.iter().find(|a| a.name == name) else {
+        let names: Vec<String> = data
+            .attachments
+            .iter()
+            .map(|a| text::clean_cut(&a.name, 80).into_owned())
+            .collect();
+        bail!(
+            "run #{} has no attachment '{}'; it has: {}",
+            data.meta.id.unwrap_or(0),
+            text::clean_cut(&name, 80),
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    };
+    let output = output.context("give -o FILE")?;
+    if output.as_os_str() == "-" {
+        out.write_all(&a.data)?;
+        return Ok(());
+    }
+    if kiln_os::io::same_file(&output, store.location()) {
+        bail!(
+            "the output '{}' is the store itself; choose another -o",
+            output.display()
+        );
+    }
+    kiln_os::io::write_atomically(&output, |w| w.write_all(&a.data))
+        .with_context(|| format!("Failed to write '{}'", output.display()))?;
+    eprintln!("wrote {} ({} bytes)", output.display(), a.data.len());
+    Ok(())
 }
 
 /// What `kiln runs export` writes: `--format`, else the name's extension (`.gecko.json`),
@@ -573,15 +622,7 @@ fn export_format(output: &std::path::Path, forced: Option<&str>) -> Result<kiln_
 /// `kiln runs export --format firefox`: the run (a name: its latest) for the Firefox
 /// Profiler.
 fn export_firefox(store: &dyn Store, run: &str, output: &std::path::Path) -> Result<ExitCode> {
-    let runs = resolve(store, run)?;
-    let last = runs.last().and_then(|m| m.id).context("run without id")?;
-    if runs.len() > 1 {
-        eprintln!(
-            "'{}' names {} runs; exporting the latest, #{last} (name another by its id)",
-            text::clean_cut(run, 80),
-            runs.len()
-        );
-    }
+    let last = latest(store, run, Some("exporting"))?;
     if kiln_os::io::same_file(output, store.location()) {
         bail!(
             "the output '{}' is the store itself; choose another -o",
