@@ -102,45 +102,41 @@ fn value_types(p: &Profile) -> ValueTypes {
 
 /// Builds the pprof message of `p`.
 pub fn to_message(p: &Profile, opts: &WriteOptions) -> proto::Profile {
-    let mut strings = Strings::new();
     let (types, compute, period) = value_types(p);
-    let mut msg = proto::Profile {
-        time_nanos: opts.time_nanos,
-        ..Default::default()
+    let mut b = Builder {
+        p,
+        strings: Strings::new(),
+        msg: proto::Profile {
+            time_nanos: opts.time_nanos,
+            ..Default::default()
+        },
+        functions: HashMap::new(),
+        fn_by_name: HashMap::new(),
+        locations: HashMap::new(),
+        stack_locs: HashMap::new(),
     };
-    for (t, u) in &types {
-        msg.sample_type.push(proto::ValueType {
-            r#type: strings.get(t.as_bytes()),
-            unit: strings.get(u.as_bytes()),
+    b.header(&types, period, opts);
+    let per = period.unwrap_or(0);
+    for ((stack, thread, labels), (w, rows)) in sums(p) {
+        let location_id = b.stack_locations(stack).to_vec();
+        let label = b.labels(thread, labels);
+        b.msg.sample.push(proto::Sample {
+            location_id,
+            value: compute.iter().map(|f| clamp(f(w, rows, per))).collect(),
+            label,
         });
     }
-    if let Some(per) = period {
-        msg.period_type = Some(proto::ValueType {
-            r#type: strings.get(types[types.len() - 1].0.as_bytes()),
-            unit: strings.get(b"nanoseconds"),
-        });
-        msg.period = clamp(per);
-    }
-    msg.default_sample_type = msg.sample_type[msg.sample_type.len() - 1].r#type;
-    if let Some((a, b)) = p.samples.time_range() {
-        msg.duration_nanos = clamp(b - a);
-    }
-    for c in &opts.comments {
-        let i = strings.get(c.as_bytes());
-        msg.comment.push(i);
-    }
-    // A mapping saying the locations are symbolised, so pprof never tries to.
-    msg.mapping.push(proto::Mapping {
-        id: 1,
-        has_functions: true,
-        has_filenames: p.frames.has_sources(),
-        has_line_numbers: p.frames.has_sources(),
-        has_inline_frames: true,
-        ..Default::default()
-    });
+    b.msg.string_table = b.strings.table;
+    b.msg
+}
 
-    // Sum samples by (stack, thread, labels).
-    let mut sums: HashMap<(StackId, ThreadId, LabelSetId), (u64, u64)> = HashMap::new();
+/// What makes samples one pprof sample.
+type SampleKey = (StackId, ThreadId, LabelSetId);
+
+/// Samples summed by (stack, thread, labels): their weight and their count, in the
+/// order of those ids.
+fn sums(p: &Profile) -> Vec<(SampleKey, (u64, u64))> {
+    let mut sums: HashMap<SampleKey, (u64, u64)> = HashMap::new();
     let s = &p.samples;
     for i in 0..s.len() {
         let e = sums
@@ -151,91 +147,144 @@ pub fn to_message(p: &Profile, opts: &WriteOptions) -> proto::Profile {
     }
     let mut keys: Vec<_> = sums.into_iter().collect();
     keys.sort_unstable_by_key(|(k, _)| (k.0 .0, k.1 .0, k.2 .0));
+    keys
+}
 
-    let mut functions: HashMap<FrameId, u64> = HashMap::new();
-    let mut fn_by_name: HashMap<(kiln_model::StrId, Option<kiln_model::StrId>), u64> =
-        HashMap::new();
-    let mut locations: HashMap<Vec<FrameId>, u64> = HashMap::new();
-    let mut stack_locs: HashMap<StackId, Vec<u64>> = HashMap::new();
-    let mut frames_buf: Vec<FrameId> = Vec::new();
-    let per = period.unwrap_or(0);
-    for ((stack, thread, labels), (w, rows)) in keys {
-        if let std::collections::hash_map::Entry::Vacant(slot) = stack_locs.entry(stack) {
-            frames_buf.clear();
+/// The message being built and its tables: functions by frame and by (name, file),
+/// locations by their group of frames, each stack's locations.
+struct Builder<'p> {
+    p: &'p Profile,
+    strings: Strings,
+    msg: proto::Profile,
+    functions: HashMap<FrameId, u64>,
+    fn_by_name: HashMap<(kiln_model::StrId, Option<kiln_model::StrId>), u64>,
+    locations: HashMap<Vec<FrameId>, u64>,
+    stack_locs: HashMap<StackId, Vec<u64>>,
+}
+
+impl Builder<'_> {
+    /// Sample types, period, duration, comments and the one mapping.
+    fn header(&mut self, types: &[(String, &str)], period: Option<u64>, opts: &WriteOptions) {
+        let (msg, strings) = (&mut self.msg, &mut self.strings);
+        for (t, u) in types {
+            msg.sample_type.push(proto::ValueType {
+                r#type: strings.get(t.as_bytes()),
+                unit: strings.get(u.as_bytes()),
+            });
+        }
+        if let Some(per) = period {
+            msg.period_type = Some(proto::ValueType {
+                r#type: strings.get(types[types.len() - 1].0.as_bytes()),
+                unit: strings.get(b"nanoseconds"),
+            });
+            msg.period = clamp(per);
+        }
+        msg.default_sample_type = msg.sample_type[msg.sample_type.len() - 1].r#type;
+        if let Some((a, b)) = self.p.samples.time_range() {
+            msg.duration_nanos = clamp(b - a);
+        }
+        for c in &opts.comments {
+            let i = strings.get(c.as_bytes());
+            msg.comment.push(i);
+        }
+        // A mapping saying the locations are symbolised, so pprof never tries to.
+        msg.mapping.push(proto::Mapping {
+            id: 1,
+            has_functions: true,
+            has_filenames: self.p.frames.has_sources(),
+            has_line_numbers: self.p.frames.has_sources(),
+            has_inline_frames: true,
+            ..Default::default()
+        });
+    }
+
+    /// The locations of `stack`, leaf first: each frame with the inlined frames that
+    /// follow it (from the root) is one location.
+    fn stack_locations(&mut self, stack: StackId) -> &[u64] {
+        if !self.stack_locs.contains_key(&stack) {
+            let p = self.p;
+            let mut frames = Vec::new();
             let mut n = Some(stack);
             while let Some(id) = n {
-                frames_buf.push(p.stacks.frame(id));
+                frames.push(p.stacks.frame(id));
                 n = p.stacks.parent(id);
             }
             // Root first; each frame grouped with the inlined frames that follow it.
-            frames_buf.reverse();
+            frames.reverse();
             let mut groups: Vec<Vec<FrameId>> = Vec::new();
-            for &f in &frames_buf {
+            for &f in &frames {
                 let inline = p.frames.get(f).kind == FrameKind::Inline;
                 match groups.last_mut() {
                     Some(g) if inline => g.push(f),
                     _ => groups.push(vec![f]),
                 }
             }
-            let mut ids = Vec::with_capacity(groups.len());
-            for g in groups.into_iter().rev() {
-                // leaf first
-                let next = locations.len() as u64 + 1;
-                let id = match locations.get(&g) {
-                    Some(&id) => id,
-                    None => {
-                        let mut lines = Vec::with_capacity(g.len());
-                        for &f in g.iter().rev() {
-                            // innermost first
-                            let fid = match functions.get(&f) {
-                                Some(&x) => x,
-                                None => {
-                                    let fr = p.frames.get(f);
-                                    let src = p.frames.source(f);
-                                    let key = (fr.name, src.map(|s| s.file));
-                                    let x = match fn_by_name.get(&key) {
-                                        Some(&x) => x,
-                                        None => {
-                                            let x = msg.function.len() as u64 + 1;
-                                            let name = strings.get(p.strings.get(fr.name));
-                                            msg.function.push(proto::Function {
-                                                id: x,
-                                                name,
-                                                system_name: name,
-                                                filename: src.map_or(0, |s| {
-                                                    strings.get(p.strings.get(s.file))
-                                                }),
-                                                start_line: src.map_or(0, |s| i64::from(s.line)),
-                                            });
-                                            fn_by_name.insert(key, x);
-                                            x
-                                        }
-                                    };
-                                    functions.insert(f, x);
-                                    x
-                                }
-                            };
-                            lines.push(proto::Line {
-                                function_id: fid,
-                                line: p.frames.source(f).map_or(0, |s| i64::from(s.line)),
-                                column: 0,
-                            });
-                        }
-                        msg.location.push(proto::Location {
-                            id: next,
-                            mapping_id: 1,
-                            address: next,
-                            line: lines,
-                            is_folded: false,
-                        });
-                        locations.insert(g, next);
-                        next
-                    }
-                };
-                ids.push(id);
-            }
-            slot.insert(ids);
+            let ids = groups.into_iter().rev().map(|g| self.location(g)).collect();
+            self.stack_locs.insert(stack, ids);
         }
+        &self.stack_locs[&stack]
+    }
+
+    /// The location of a group of frames (a frame and those inlined into it, root
+    /// first), added on first sight with its lines innermost first.
+    fn location(&mut self, g: Vec<FrameId>) -> u64 {
+        if let Some(&id) = self.locations.get(&g) {
+            return id;
+        }
+        let next = self.locations.len() as u64 + 1;
+        let line = g
+            .iter()
+            .rev()
+            .map(|&f| proto::Line {
+                function_id: self.function(f),
+                line: self.p.frames.source(f).map_or(0, |s| i64::from(s.line)),
+                column: 0,
+            })
+            .collect();
+        self.msg.location.push(proto::Location {
+            id: next,
+            mapping_id: 1,
+            address: next,
+            line,
+            is_folded: false,
+        });
+        self.locations.insert(g, next);
+        next
+    }
+
+    /// The function of frame `f`: one per distinct name and file.
+    fn function(&mut self, f: FrameId) -> u64 {
+        if let Some(&x) = self.functions.get(&f) {
+            return x;
+        }
+        let p = self.p;
+        let fr = p.frames.get(f);
+        let src = p.frames.source(f);
+        let key = (fr.name, src.map(|s| s.file));
+        let x = match self.fn_by_name.get(&key) {
+            Some(&x) => x,
+            None => {
+                let x = self.msg.function.len() as u64 + 1;
+                let name = self.strings.get(p.strings.get(fr.name));
+                let filename = src.map_or(0, |s| self.strings.get(p.strings.get(s.file)));
+                self.msg.function.push(proto::Function {
+                    id: x,
+                    name,
+                    system_name: name,
+                    filename,
+                    start_line: src.map_or(0, |s| i64::from(s.line)),
+                });
+                self.fn_by_name.insert(key, x);
+                x
+            }
+        };
+        self.functions.insert(f, x);
+        x
+    }
+
+    /// A sample's labels: its thread's name, pid and tid, then kiln's own labels.
+    fn labels(&mut self, thread: ThreadId, labels: LabelSetId) -> Vec<proto::Label> {
+        let (p, strings) = (self.p, &mut self.strings);
         let mut label = Vec::new();
         if let Some(t) = p.threads.get(thread) {
             let name = p.strings.get(t.name);
@@ -272,14 +321,8 @@ pub fn to_message(p: &Profile, opts: &WriteOptions) -> proto::Profile {
                 },
             });
         }
-        msg.sample.push(proto::Sample {
-            location_id: stack_locs[&stack].clone(),
-            value: compute.iter().map(|f| clamp(f(w, rows, per))).collect(),
-            label,
-        });
+        label
     }
-    msg.string_table = strings.table;
-    msg
 }
 
 /// Writes `p` as pprof: gzipped (as Go writes them, `.pb.gz`, `.pprof`) or not (`.pb`).
