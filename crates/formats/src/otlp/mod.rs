@@ -174,111 +174,161 @@ pub(crate) fn to_request(
         .iter()
         .filter_map(|p| p.samples.time_range().map(|r| r.0))
         .min();
-    let wall = |t: u64| -> Option<u64> {
-        let base = u64::try_from(opts.time_nanos).ok().filter(|&b| b > 0)?;
-        let t0 = t0?;
-        (t != NO_TIME).then(|| base.saturating_add(t.saturating_sub(t0)))
+    let wall = Wall {
+        base: u64::try_from(opts.time_nanos).ok().filter(|&b| b > 0),
+        t0,
     };
-    let mut out = Vec::new();
-    for p in profiles {
-        let (ty, unit, factor, period) = value_type(p);
-        let mut msg = proto::Profile {
-            sample_type: Some(proto::ValueType {
-                type_strindex: dict.string(&ty),
-                unit_strindex: dict.string(unit),
-                aggregation_temporality: proto::AGGREGATION_TEMPORALITY_DELTA,
-            }),
+    let out = profiles
+        .iter()
+        .map(|p| {
+            let (mut msg, factor) = header(&mut dict, p, opts, &wall);
+            Tables::new(p).add_samples(&mut dict, &mut msg, factor, &wall);
+            msg
+        })
+        .collect();
+    request(out, opts, dict)
+}
+
+/// Sample times on the wall clock: the earliest sample of all is at `base`.
+struct Wall {
+    base: Option<u64>,
+    t0: Option<u64>,
+}
+
+impl Wall {
+    fn at(&self, t: u64) -> Option<u64> {
+        let (base, t0) = (self.base?, self.t0?);
+        (t != NO_TIME).then(|| base.saturating_add(t.saturating_sub(t0)))
+    }
+}
+
+/// A profile's message without its samples (type, period, time, comment), and the factor
+/// turning a kiln weight into its value.
+fn header(dict: &mut Dict, p: &Profile, opts: &WriteOptions, wall: &Wall) -> (proto::Profile, u64) {
+    let (ty, unit, factor, period) = value_type(p);
+    let mut msg = proto::Profile {
+        sample_type: Some(proto::ValueType {
+            type_strindex: dict.string(&ty),
+            unit_strindex: dict.string(unit),
+            aggregation_temporality: proto::AGGREGATION_TEMPORALITY_DELTA,
+        }),
+        ..Default::default()
+    };
+    if let Some(per) = period {
+        msg.period_type = Some(proto::ValueType {
+            type_strindex: dict.string(&ty),
+            unit_strindex: dict.string("nanoseconds"),
+            aggregation_temporality: proto::AGGREGATION_TEMPORALITY_DELTA,
+        });
+        msg.period = clamp(per);
+    }
+    if let Some((a, b)) = p.samples.time_range() {
+        msg.duration_nano = b - a;
+        msg.time_unix_nano = wall.at(a).unwrap_or(0);
+    } else if opts.time_nanos > 0 {
+        msg.time_unix_nano = opts.time_nanos as u64;
+    }
+    if let Some(c) = &opts.comment {
+        let i = dict.string(c);
+        msg.comment_strindices.push(i);
+    }
+    (msg, factor)
+}
+
+/// One profile's memos: a location per kiln frame, a stack per kiln stack node, the
+/// attributes of each thread, each made when first used.
+struct Tables<'p> {
+    p: &'p Profile,
+    locations: Vec<Option<i32>>,
+    stacks: HashMap<StackId, i32>,
+    threads: HashMap<ThreadId, Vec<i32>>,
+}
+
+impl<'p> Tables<'p> {
+    fn new(p: &'p Profile) -> Self {
+        Tables {
+            p,
+            locations: vec![None; p.frames.len()],
+            stacks: HashMap::new(),
+            threads: HashMap::new(),
+        }
+    }
+
+    fn location(&mut self, dict: &mut Dict, f: kiln_model::FrameId) -> i32 {
+        if let Some(i) = self.locations[f.0 as usize] {
+            return i;
+        }
+        let p = self.p;
+        let name = p.strings.get_lossy(p.frames.get(f).name);
+        let (file, line) = p.frames.source(f).map_or((String::new(), 0), |s| {
+            (p.strings.get_lossy(s.file).into_owned(), i64::from(s.line))
+        });
+        let function_index = dict.function(&name, &file, 0);
+        let i = idx(dict.d.location_table.len());
+        dict.d.location_table.push(proto::Location {
+            line: vec![proto::Line {
+                function_index,
+                line,
+                column: 0,
+            }],
             ..Default::default()
-        };
-        if let Some(per) = period {
-            msg.period_type = Some(proto::ValueType {
-                type_strindex: dict.string(&ty),
-                unit_strindex: dict.string("nanoseconds"),
-                aggregation_temporality: proto::AGGREGATION_TEMPORALITY_DELTA,
-            });
-            msg.period = clamp(per);
+        });
+        self.locations[f.0 as usize] = Some(i);
+        i
+    }
+
+    /// The stack of a kiln stack node, leaf first.
+    fn stack(&mut self, dict: &mut Dict, s: StackId) -> i32 {
+        if let Some(&i) = self.stacks.get(&s) {
+            return i;
         }
-        if let Some((a, b)) = p.samples.time_range() {
-            msg.duration_nano = b - a;
-            msg.time_unix_nano = wall(a).unwrap_or(0);
-        } else if opts.time_nanos > 0 {
-            msg.time_unix_nano = opts.time_nanos as u64;
+        let mut locs = Vec::new();
+        let mut n = Some(s);
+        while let Some(id) = n {
+            locs.push(self.location(dict, self.p.stacks.frame(id)));
+            n = self.p.stacks.parent(id);
         }
-        if let Some(c) = &opts.comment {
-            let i = dict.string(c);
-            msg.comment_strindices.push(i);
-        }
-        // One location per kiln frame, made when first used.
-        let mut locations: Vec<Option<i32>> = vec![None; p.frames.len()];
-        let mut location_of = |dict: &mut Dict, f: kiln_model::FrameId| -> i32 {
-            if let Some(i) = locations[f.0 as usize] {
-                return i;
-            }
-            let name = p.strings.get_lossy(p.frames.get(f).name);
-            let (file, line) = p.frames.source(f).map_or((String::new(), 0), |s| {
-                (p.strings.get_lossy(s.file).into_owned(), i64::from(s.line))
-            });
-            let function_index = dict.function(&name, &file, 0);
-            let i = idx(dict.d.location_table.len());
-            dict.d.location_table.push(proto::Location {
-                line: vec![proto::Line {
-                    function_index,
-                    line,
-                    column: 0,
-                }],
-                ..Default::default()
-            });
-            locations[f.0 as usize] = Some(i);
-            i
-        };
-        // Each kiln stack node's stack, leaf first, memoised.
-        let mut stacks: HashMap<StackId, i32> = HashMap::new();
-        let mut stack_of = |dict: &mut Dict, s: StackId| -> i32 {
-            if let Some(&i) = stacks.get(&s) {
-                return i;
-            }
-            let mut locs = Vec::new();
-            let mut n = Some(s);
-            while let Some(id) = n {
-                locs.push(location_of(dict, p.stacks.frame(id)));
-                n = p.stacks.parent(id);
-            }
-            let i = dict.stack(locs);
-            stacks.insert(s, i);
-            i
-        };
-        // Each thread's attributes.
-        let mut threads: HashMap<ThreadId, Vec<i32>> = HashMap::new();
-        let mut attrs_of = |dict: &mut Dict, t: ThreadId| -> Vec<i32> {
-            threads
-                .entry(t)
-                .or_insert_with(|| {
-                    let mut a = Vec::new();
-                    if let Some(th) = p.threads.get(t) {
-                        let name = p.strings.get_lossy(th.name).into_owned();
-                        if !name.is_empty() {
-                            a.push(dict.attribute("thread.name", Value::StringValue(name)));
-                        }
-                        if let Some(tid) = th.tid {
-                            a.push(dict.attribute("thread.id", Value::IntValue(tid.into())));
-                        }
-                        if let Some(pid) = th.pid {
-                            a.push(dict.attribute("process.pid", Value::IntValue(pid.into())));
-                        }
+        let i = dict.stack(locs);
+        self.stacks.insert(s, i);
+        i
+    }
+
+    /// A thread's attributes: its name, tid and pid.
+    fn attributes(&mut self, dict: &mut Dict, t: ThreadId) -> Vec<i32> {
+        let p = self.p;
+        self.threads
+            .entry(t)
+            .or_insert_with(|| {
+                let mut a = Vec::new();
+                if let Some(th) = p.threads.get(t) {
+                    let name = p.strings.get_lossy(th.name).into_owned();
+                    if !name.is_empty() {
+                        a.push(dict.attribute("thread.name", Value::StringValue(name)));
                     }
-                    a
-                })
-                .clone()
-        };
-        // Samples of one stack and thread summed, in first-seen order.
+                    if let Some(tid) = th.tid {
+                        a.push(dict.attribute("thread.id", Value::IntValue(tid.into())));
+                    }
+                    if let Some(pid) = th.pid {
+                        a.push(dict.attribute("process.pid", Value::IntValue(pid.into())));
+                    }
+                }
+                a
+            })
+            .clone()
+    }
+
+    /// The profile's samples into `msg`: those of one stack and thread summed, in
+    /// first-seen order, each sample's time kept.
+    fn add_samples(&mut self, dict: &mut Dict, msg: &mut proto::Profile, factor: u64, wall: &Wall) {
+        let p = self.p;
         let mut rows: HashMap<(StackId, ThreadId), usize> = HashMap::new();
         let mut sums: Vec<u64> = Vec::new();
         for i in 0..p.samples.len() {
             let key = (p.samples.stack[i], p.samples.thread[i]);
             let w = p.samples.weight[i].saturating_mul(factor);
             let row = *rows.entry(key).or_insert_with(|| {
-                let stack_index = stack_of(&mut dict, key.0);
-                let attribute_indices = attrs_of(&mut dict, key.1);
+                let stack_index = self.stack(dict, key.0);
+                let attribute_indices = self.attributes(dict, key.1);
                 msg.sample.push(proto::Sample {
                     stack_index,
                     attribute_indices,
@@ -288,15 +338,22 @@ pub(crate) fn to_request(
                 msg.sample.len() - 1
             });
             sums[row] = sums[row].saturating_add(w);
-            if let Some(t) = wall(p.samples.time[i]) {
+            if let Some(t) = wall.at(p.samples.time[i]) {
                 msg.sample[row].timestamps_unix_nano.push(t);
             }
         }
         for (s, v) in msg.sample.iter_mut().zip(sums) {
             s.values.push(clamp(v));
         }
-        out.push(msg);
     }
+}
+
+/// The request holding `profiles` under kiln's scope and the resource's attributes.
+fn request(
+    profiles: Vec<proto::Profile>,
+    opts: &WriteOptions,
+    dict: Dict,
+) -> proto::ExportProfilesServiceRequest {
     proto::ExportProfilesServiceRequest {
         resource_profiles: vec![proto::ResourceProfiles {
             resource: Some(proto::Resource {
@@ -318,7 +375,7 @@ pub(crate) fn to_request(
                     version: env!("CARGO_PKG_VERSION").into(),
                     ..Default::default()
                 }),
-                profiles: out,
+                profiles,
                 schema_url: String::new(),
             }],
             schema_url: String::new(),
