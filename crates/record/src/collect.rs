@@ -742,22 +742,8 @@ impl Collector {
             fresh = KernelSymbols::read();
             kallsyms = &fresh;
         }
+        self.ask_for_perf_maps();
         let mut perf_maps: HashMap<u32, Option<PerfMap>> = HashMap::new();
-        // JIT code of a runtime that writes its perf map on demand (a JVM): asked now,
-        // before its frames are named.
-        let jit_pids: std::collections::BTreeSet<u32> = self
-            .loc_list
-            .iter()
-            .filter_map(|l| match l {
-                Loc::User(UserLoc::Jit { pid, .. }) => Some(*pid),
-                _ => None,
-            })
-            .collect();
-        for &pid in &jit_pids {
-            self.summary
-                .warnings
-                .extend(crate::runtimes::ask_for_perf_map(pid));
-        }
         let mut unnamed_jit: HashMap<u32, u64> = HashMap::new();
         let mut names: Vec<(Vec<u8>, FrameKind)> = Vec::with_capacity(self.loc_list.len());
         // Whether each location is named by a symbol: `None` for the thread names and
@@ -766,46 +752,8 @@ impl Collector {
         let mut named: Vec<Option<Result<(), Option<u32>>>> =
             Vec::with_capacity(self.loc_list.len());
         for loc in &self.loc_list {
-            named.push(match loc {
-                Loc::Separator | Loc::Comm(_) => None,
-                Loc::Kernel(a) => Some(kallsyms.lookup(*a).map(|_| ()).ok_or(None)),
-                Loc::User(UserLoc::Elf { image, svma }) => Some(
-                    self.images.list[*image as usize]
-                        .symbols()
-                        .lookup(*svma)
-                        .map(|_| ())
-                        .ok_or(Some(*image)),
-                ),
-                Loc::User(UserLoc::Jit { .. }) => Some(Ok(())), // decided below
-                Loc::User(UserLoc::Named { .. }) => Some(Err(None)),
-            });
-            names.push(match loc {
-                Loc::Separator => (b"--".to_vec(), FrameKind::Unknown),
-                // The root frame names the thread as stackcollapse-perf.pl does (spaces
-                // become `_`), so `kiln record` and `perf script | kiln collapse` agree.
-                Loc::Comm(c) => (
-                    c.iter()
-                        .map(|&b| if b == b' ' { b'_' } else { b })
-                        .collect(),
-                    FrameKind::Root,
-                ),
-                Loc::Kernel(a) => {
-                    let mut n = kallsyms.name(*a).to_vec();
-                    if self.naming.annotate_kernel {
-                        n.extend_from_slice(b"_[k]");
-                    }
-                    (n, FrameKind::Kernel)
-                }
-                Loc::User(UserLoc::Elf { image, svma }) => {
-                    let img = &self.images.list[*image as usize];
-                    match img.symbols().lookup(*svma) {
-                        Some(n) => (demangle(n), FrameKind::User),
-                        None => (
-                            offset_name(&img.path, img.function_start(*svma).unwrap_or(*svma)),
-                            FrameKind::User,
-                        ),
-                    }
-                }
+            named.push(self.symbol_found(kallsyms, loc));
+            let name = match loc {
                 Loc::User(UserLoc::Jit { pid, addr }) => {
                     let m = perf_maps
                         .entry(*pid)
@@ -827,12 +775,97 @@ impl Collector {
                         }
                     }
                 }
-                Loc::User(UserLoc::Named { name }) => (name.to_vec(), FrameKind::User),
-            });
+                _ => self.name_of(kallsyms, loc),
+            };
+            names.push(name);
         }
         self.count_named_frames(&named);
-        // JIT code left without names: what its runtime needs.
-        for (pid, n) in unnamed_jit {
+        self.warn_unnamed_jit(&unnamed_jit, &perf_maps);
+        let profiles = self
+            .events
+            .into_iter()
+            .map(|acc| profile_of(acc, &names))
+            .collect();
+        (profiles, self.summary)
+    }
+
+    /// JIT code of a runtime that writes its perf map on demand (a JVM): asked now,
+    /// before its frames are named.
+    fn ask_for_perf_maps(&mut self) {
+        let jit_pids: std::collections::BTreeSet<u32> = self
+            .loc_list
+            .iter()
+            .filter_map(|l| match l {
+                Loc::User(UserLoc::Jit { pid, .. }) => Some(*pid),
+                _ => None,
+            })
+            .collect();
+        for &pid in &jit_pids {
+            self.summary
+                .warnings
+                .extend(crate::runtimes::ask_for_perf_map(pid));
+        }
+    }
+
+    /// Whether `loc` has a symbol: `None` for no code, `Some(Err(image))` for code of
+    /// an ELF image without a symbol there; JIT code is decided when it is named.
+    fn symbol_found(&self, kallsyms: &KernelSymbols, loc: &Loc) -> Option<Result<(), Option<u32>>> {
+        match loc {
+            Loc::Separator | Loc::Comm(_) => None,
+            Loc::Kernel(a) => Some(kallsyms.lookup(*a).map(|_| ()).ok_or(None)),
+            Loc::User(UserLoc::Elf { image, svma }) => Some(
+                self.images.list[*image as usize]
+                    .symbols()
+                    .lookup(*svma)
+                    .map(|_| ())
+                    .ok_or(Some(*image)),
+            ),
+            Loc::User(UserLoc::Jit { .. }) => Some(Ok(())),
+            Loc::User(UserLoc::Named { .. }) => Some(Err(None)),
+        }
+    }
+
+    /// The frame name and kind of a location that is not JIT code.
+    fn name_of(&self, kallsyms: &KernelSymbols, loc: &Loc) -> (Vec<u8>, FrameKind) {
+        match loc {
+            Loc::Separator => (b"--".to_vec(), FrameKind::Unknown),
+            // The root frame names the thread as stackcollapse-perf.pl does (spaces
+            // become `_`), so `kiln record` and `perf script | kiln collapse` agree.
+            Loc::Comm(c) => (
+                c.iter()
+                    .map(|&b| if b == b' ' { b'_' } else { b })
+                    .collect(),
+                FrameKind::Root,
+            ),
+            Loc::Kernel(a) => {
+                let mut n = kallsyms.name(*a).to_vec();
+                if self.naming.annotate_kernel {
+                    n.extend_from_slice(b"_[k]");
+                }
+                (n, FrameKind::Kernel)
+            }
+            Loc::User(UserLoc::Elf { image, svma }) => {
+                let img = &self.images.list[*image as usize];
+                match img.symbols().lookup(*svma) {
+                    Some(n) => (demangle(n), FrameKind::User),
+                    None => (
+                        offset_name(&img.path, img.function_start(*svma).unwrap_or(*svma)),
+                        FrameKind::User,
+                    ),
+                }
+            }
+            Loc::User(UserLoc::Named { name }) => (name.to_vec(), FrameKind::User),
+            Loc::User(UserLoc::Jit { .. }) => (b"[unknown]".to_vec(), FrameKind::User),
+        }
+    }
+
+    /// JIT code left without names: what its runtime needs.
+    fn warn_unnamed_jit(
+        &mut self,
+        unnamed_jit: &HashMap<u32, u64>,
+        perf_maps: &HashMap<u32, Option<PerfMap>>,
+    ) {
+        for (&pid, n) in unnamed_jit {
             if let Some(rt) = crate::runtimes::Runtime::of(pid) {
                 let why = if perf_maps.get(&pid).is_some_and(|m| m.is_some()) {
                     "its perf map has no entry for them"
@@ -845,37 +878,38 @@ impl Collector {
                 ));
             }
         }
-        let mut profiles = Vec::with_capacity(self.events.len());
-        for acc in self.events {
-            let mut p = Profile::new(acc.info);
-            let mut frame_of_loc: HashMap<u32, kiln_model::FrameId> = HashMap::new();
-            let mut stack_of_node: Vec<StackId> = Vec::with_capacity(acc.node_loc.len());
-            for (i, &l) in acc.node_loc.iter().enumerate() {
-                let f = *frame_of_loc.entry(l).or_insert_with(|| {
-                    let (n, k) = &names[l as usize];
-                    p.frame(n, *k)
-                });
-                let parent = acc.node_parent[i];
-                let parent = (parent != NO_PARENT).then(|| stack_of_node[parent as usize]);
-                stack_of_node.push(p.stacks.intern(parent, f));
-            }
-            let mut thread_ids = vec![kiln_model::ThreadId::NONE; acc.threads.len()];
-            for (&(pid, tid, comm), &i) in &acc.threads {
-                let name = &names[comm as usize].0;
-                thread_ids[i as usize] = p.thread(Some(pid), Some(tid), name);
-            }
-            for k in 0..acc.s_node.len() {
-                p.samples.push(
-                    stack_of_node[acc.s_node[k] as usize],
-                    acc.s_weight[k],
-                    acc.s_time[k],
-                    thread_ids[acc.s_thread[k] as usize],
-                );
-            }
-            profiles.push(p);
-        }
-        (profiles, self.summary)
     }
+}
+
+/// One event's profile from its accumulated stack nodes, threads and samples, its
+/// frames named by `names` (one per location).
+fn profile_of(acc: EventAcc, names: &[(Vec<u8>, FrameKind)]) -> Profile {
+    let mut p = Profile::new(acc.info);
+    let mut frame_of_loc: HashMap<u32, kiln_model::FrameId> = HashMap::new();
+    let mut stack_of_node: Vec<StackId> = Vec::with_capacity(acc.node_loc.len());
+    for (i, &l) in acc.node_loc.iter().enumerate() {
+        let f = *frame_of_loc.entry(l).or_insert_with(|| {
+            let (n, k) = &names[l as usize];
+            p.frame(n, *k)
+        });
+        let parent = acc.node_parent[i];
+        let parent = (parent != NO_PARENT).then(|| stack_of_node[parent as usize]);
+        stack_of_node.push(p.stacks.intern(parent, f));
+    }
+    let mut thread_ids = vec![kiln_model::ThreadId::NONE; acc.threads.len()];
+    for (&(pid, tid, comm), &i) in &acc.threads {
+        let name = &names[comm as usize].0;
+        thread_ids[i as usize] = p.thread(Some(pid), Some(tid), name);
+    }
+    for k in 0..acc.s_node.len() {
+        p.samples.push(
+            stack_of_node[acc.s_node[k] as usize],
+            acc.s_weight[k],
+            acc.s_time[k],
+            thread_ids[acc.s_thread[k] as usize],
+        );
+    }
+    p
 }
 
 impl Collector {
