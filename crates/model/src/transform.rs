@@ -231,103 +231,45 @@ impl Transforms {
 
     /// Applies the transforms, returning the new profile and what was removed.
     pub fn apply(&self, p: &Profile) -> (Profile, TransformStats) {
-        let mut out = Profile {
-            strings: p.strings.clone(),
-            frames: Default::default(),
-            stacks: Default::default(),
-            threads: ThreadTable::new(),
-            samples: SampleTable::default(),
-            event: p.event.clone(),
-        };
         // Counting samples: every sample weighs 1, unless the weights count samples
         // already. A timer's samples stay samples (each stands for its period of CPU
         // time); other events' samples are occurrences (calls, blocks, faults).
         let count = self.count_samples && p.event.unit != WeightUnit::Samples;
-        if count {
-            out.event.unit = if p.event.is_clock() {
-                WeightUnit::Samples
-            } else {
-                WeightUnit::Events
-            };
-            if !p.event.is_clock() {
-                out.event.sample_period_ns = None;
-            }
-        }
-        out.samples.label_sets = p.samples.label_sets.clone();
-        // Whether each label set passes `focus_labels`.
-        let label_ok: Vec<bool> = p
-            .samples
-            .label_sets
-            .iter()
-            .map(|(_, set)| self.focus_labels.iter().all(|m| m.matches(&p.strings, set)))
-            .collect();
-        // Per old frame: (mapped frame as non-root, as root, drop-sample hit, focus hit).
-        #[derive(Clone, Copy)]
-        struct FrameInfo {
-            mapped: [Option<FrameId>; 2],
-            drop_sample: bool,
-            focus: bool,
-        }
-        let mut finfo: Vec<Option<FrameInfo>> = vec![None; p.frames.len()];
-        let mut frame_info =
-            |out: &mut Profile, f: FrameId, root: bool| -> (Option<FrameId>, bool, bool) {
-                let slot = &mut finfo[f.0 as usize];
-                let info = slot.get_or_insert_with(|| {
-                    let name = p.frame_name(f);
-                    FrameInfo {
-                        mapped: [None, None],
-                        drop_sample: self.drop_samples.as_ref().is_some_and(|r| r.is_match(name)),
-                        focus: self.focus.as_ref().is_some_and(|r| r.is_match(name)),
-                    }
-                });
-                let k = usize::from(root);
-                if info.mapped[k].is_none() {
-                    let frame = p.frames.get(f);
-                    let name = p.strings.get(frame.name);
-                    let renamed = self.rename(name, root);
-                    let dropped = self
-                        .drop_frames
-                        .as_ref()
-                        .is_some_and(|r| r.is_match(&renamed));
-                    // Encode "dropped" as the sentinel FrameId(u32::MAX).
-                    info.mapped[k] = Some(if dropped {
-                        FrameId(u32::MAX)
-                    } else {
-                        let n = out.strings.intern(&renamed);
-                        let new = out.frames.intern(Frame {
-                            name: n,
-                            kind: frame.kind,
-                        });
-                        if let Some(src) = p.frames.source(f) {
-                            out.frames.set_source(new, src);
-                        }
-                        new
-                    });
-                }
-                let m = info.mapped[k].filter(|f| f.0 != u32::MAX);
-                (m, info.drop_sample, info.focus)
-            };
+        let mut out = empty_like(p, count);
+        let nodes = self.map_stacks(p, &mut out);
+        let stats = self.add_samples(p, &mut out, &nodes, count);
+        (out, stats)
+    }
 
-        const NONE: u32 = u32::MAX;
+    /// Each old stack node's new node (`NONE` when all its frames are dropped), and
+    /// whether a drop-sample or focus frame is on its path.
+    fn map_stacks(&self, p: &Profile, out: &mut Profile) -> NodeMap {
+        let mut frames = FrameMap {
+            t: self,
+            p,
+            info: vec![None; p.frames.len()],
+        };
         let n = p.stacks.len();
-        let mut new_node = vec![NONE; n];
-        let mut dropped = vec![false; n];
-        let mut focused = vec![false; n];
+        let mut m = NodeMap {
+            new_node: vec![NONE; n],
+            dropped: vec![false; n],
+            focused: vec![false; n],
+        };
         for id in p.stacks.ids() {
             let i = id.0 as usize;
             let parent = p.stacks.parent(id);
             let (pn, pd, pf) = match parent {
                 Some(pp) => {
                     let j = pp.0 as usize;
-                    (new_node[j], dropped[j], focused[j])
+                    (m.new_node[j], m.dropped[j], m.focused[j])
                 }
                 None => (NONE, false, false),
             };
-            let (mapped, ds, fc) = frame_info(&mut out, p.stacks.frame(id), parent.is_none());
-            dropped[i] = pd || ds;
-            focused[i] = pf || fc;
+            let (mapped, ds, fc) = frames.get(out, p.stacks.frame(id), parent.is_none());
+            m.dropped[i] = pd || ds;
+            m.focused[i] = pf || fc;
             let pnode = (pn != NONE).then_some(StackId(pn));
-            new_node[i] = match mapped {
+            m.new_node[i] = match mapped {
                 None => pn,
                 Some(f) => match pnode {
                     Some(pp) if self.collapse_recursion && out.stacks.frame(pp) == f => pn,
@@ -335,8 +277,24 @@ impl Transforms {
                 },
             };
         }
+        m
+    }
 
-        let mut stats = TransformStats::default();
+    /// The samples kept on their new stacks; those left out counted by why.
+    fn add_samples(
+        &self,
+        p: &Profile,
+        out: &mut Profile,
+        nodes: &NodeMap,
+        count: bool,
+    ) -> TransformStats {
+        // Whether each label set passes `focus_labels`.
+        let label_ok: Vec<bool> = p
+            .samples
+            .label_sets
+            .iter()
+            .map(|(_, set)| self.focus_labels.iter().all(|m| m.matches(&p.strings, set)))
+            .collect();
         let idle: Vec<bool> = if self.drop_idle {
             crate::waits::stack_reasons(p)
                 .into_iter()
@@ -345,6 +303,7 @@ impl Transforms {
         } else {
             Vec::new()
         };
+        let mut stats = TransformStats::default();
         let s = &p.samples;
         for k in 0..s.len() {
             let i = s.stack[k].0 as usize;
@@ -358,11 +317,11 @@ impl Transforms {
                 bump(&mut stats.unlabeled);
             } else if idle.get(i).copied().unwrap_or(false) {
                 bump(&mut stats.idle);
-            } else if dropped[i] {
+            } else if nodes.dropped[i] {
                 bump(&mut stats.dropped);
-            } else if self.focus.is_some() && !focused[i] {
+            } else if self.focus.is_some() && !nodes.focused[i] {
                 bump(&mut stats.unfocused);
-            } else if new_node[i] == NONE {
+            } else if nodes.new_node[i] == NONE {
                 bump(&mut stats.emptied);
             } else {
                 let th = s.thread[k];
@@ -371,10 +330,101 @@ impl Transforms {
                     None => th,
                 };
                 out.samples
-                    .push_labeled(StackId(new_node[i]), w, s.time[k], th, labels);
+                    .push_labeled(StackId(nodes.new_node[i]), w, s.time[k], th, labels);
             }
         }
-        (out, stats)
+        stats
+    }
+}
+
+/// No new stack node.
+const NONE: u32 = u32::MAX;
+
+/// Old stack nodes against the transformed profile's (see `map_stacks`).
+struct NodeMap {
+    new_node: Vec<u32>,
+    dropped: Vec<bool>,
+    focused: Vec<bool>,
+}
+
+/// A profile with `p`'s strings, event and label sets and nothing else; its unit counts
+/// samples when `count`.
+fn empty_like(p: &Profile, count: bool) -> Profile {
+    let mut out = Profile {
+        strings: p.strings.clone(),
+        frames: Default::default(),
+        stacks: Default::default(),
+        threads: ThreadTable::new(),
+        samples: SampleTable::default(),
+        event: p.event.clone(),
+    };
+    if count {
+        out.event.unit = if p.event.is_clock() {
+            WeightUnit::Samples
+        } else {
+            WeightUnit::Events
+        };
+        if !p.event.is_clock() {
+            out.event.sample_period_ns = None;
+        }
+    }
+    out.samples.label_sets = p.samples.label_sets.clone();
+    out
+}
+
+/// Per old frame, made on first sight: its frame in the new profile as a non-root and
+/// as a root (renamed, or dropped), and whether it matches drop-samples and focus.
+#[derive(Clone, Copy)]
+struct FrameInfo {
+    mapped: [Option<FrameId>; 2],
+    drop_sample: bool,
+    focus: bool,
+}
+
+/// Old frames against the new profile's.
+struct FrameMap<'a> {
+    t: &'a Transforms,
+    p: &'a Profile,
+    info: Vec<Option<FrameInfo>>,
+}
+
+/// A dropped frame, in `FrameInfo::mapped`.
+const DROPPED: FrameId = FrameId(u32::MAX);
+
+impl FrameMap<'_> {
+    /// Frame `f` (a root when `root`) in `out`: its new frame (`None` when dropped),
+    /// whether it drops its samples, whether it is a focus.
+    fn get(&mut self, out: &mut Profile, f: FrameId, root: bool) -> (Option<FrameId>, bool, bool) {
+        let (t, p) = (self.t, self.p);
+        let info = self.info[f.0 as usize].get_or_insert_with(|| {
+            let name = p.frame_name(f);
+            FrameInfo {
+                mapped: [None, None],
+                drop_sample: t.drop_samples.as_ref().is_some_and(|r| r.is_match(name)),
+                focus: t.focus.as_ref().is_some_and(|r| r.is_match(name)),
+            }
+        });
+        let k = usize::from(root);
+        if info.mapped[k].is_none() {
+            let frame = p.frames.get(f);
+            let renamed = t.rename(p.strings.get(frame.name), root);
+            let dropped = t.drop_frames.as_ref().is_some_and(|r| r.is_match(&renamed));
+            info.mapped[k] = Some(if dropped {
+                DROPPED
+            } else {
+                let n = out.strings.intern(&renamed);
+                let new = out.frames.intern(Frame {
+                    name: n,
+                    kind: frame.kind,
+                });
+                if let Some(src) = p.frames.source(f) {
+                    out.frames.set_source(new, src);
+                }
+                new
+            });
+        }
+        let m = info.mapped[k].filter(|&f| f != DROPPED);
+        (m, info.drop_sample, info.focus)
     }
 }
 
