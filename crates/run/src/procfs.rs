@@ -318,75 +318,10 @@ impl ProcSampler {
             time_ns: now,
             ..Default::default()
         };
-        // Per thread group: CPU ticks used since the previous sample.
-        let mut groups: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        let mut rss = 0u64;
-        let mut threads = 0u64;
-        let mut fds = 0u64;
-        let mut sockets = 0u64;
+        let mut c = Counts::default();
         let mut seen_now: HashMap<(u32, u32), TaskSeen> = HashMap::new();
         for &pid in &self.pids {
-            // Process totals include threads that already exited.
-            if let Some(stat) = read(format!("/proc/{pid}/stat")) {
-                if let Some((_, f)) = parse_stat(&stat) {
-                    if let Some((u, s)) = cpu_ticks(&f) {
-                        totals.target_user_s += u as f64 / tps;
-                        totals.target_system_s += s as f64 / tps;
-                    }
-                    if let Some(pages) = f.get(21).and_then(|x| x.parse::<u64>().ok()) {
-                        rss += pages * self.page_size;
-                    }
-                }
-            }
-            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-                continue;
-            };
-            for e in dir.flatten() {
-                let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                    continue;
-                };
-                threads += 1;
-                let base = format!("/proc/{pid}/task/{tid}");
-                if let Some(st) = read(format!("{base}/status")) {
-                    totals.voluntary += status_value(&st, "voluntary_ctxt_switches").unwrap_or(0);
-                    totals.involuntary +=
-                        status_value(&st, "nonvoluntary_ctxt_switches").unwrap_or(0);
-                }
-                let Some(stat) = read(format!("{base}/stat")) else {
-                    continue;
-                };
-                let Some((comm, f)) = parse_stat(&stat) else {
-                    continue;
-                };
-                let Some((u, s)) = cpu_ticks(&f) else {
-                    continue;
-                };
-                let cur = TaskSeen { user: u, system: s };
-                // A thread seen for the first time ran only in this interval (or the
-                // first sample is the baseline).
-                let before = match self.tasks.get(&(pid, tid)) {
-                    Some(p) => *p,
-                    None if self.prev.is_none() => cur,
-                    None => TaskSeen::default(),
-                };
-                let g =
-                    String::from_utf8_lossy(&merge_name(&self.rules, comm.as_bytes())).into_owned();
-                let e = groups.entry(g).or_default();
-                e.0 += u.saturating_sub(before.user);
-                e.1 += s.saturating_sub(before.system);
-                seen_now.insert((pid, tid), cur);
-            }
-            if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
-                for e in dir.flatten() {
-                    fds += 1;
-                    if std::fs::read_link(e.path())
-                        .map(|l| l.as_os_str().as_encoded_bytes().starts_with(b"socket:"))
-                        .unwrap_or(false)
-                    {
-                        sockets += 1;
-                    }
-                }
-            }
+            self.read_process(pid, &mut totals, &mut c, &mut seen_now);
         }
         self.tasks = seen_now;
         totals.kiln_s = cpu_of(&[std::process::id()], tps);
@@ -397,75 +332,158 @@ impl ProcSampler {
             totals.machine_busy_s = busy as f64 / tps;
             totals.machine_total_s = total as f64 / tps;
         }
-        self.peak_rss = self.peak_rss.max(rss);
+        self.peak_rss = self.peak_rss.max(c.rss);
         if let Some(prev) = self.prev.clone() {
             let dt = (now.saturating_sub(prev.time_ns)) as f64 / 1e9;
             if dt > 0.0 {
-                let pct = |a: f64, b: f64| Some(((a - b) / dt * 100.0).max(0.0));
-                let per_s = |a: u64, b: u64| Some(a.saturating_sub(b) as f64 / dt);
-                let mut row: Vec<(String, &str, Option<f64>)> = vec![
-                    (
-                        "cpu user".into(),
-                        "%",
-                        pct(totals.target_user_s, prev.target_user_s),
-                    ),
-                    (
-                        "cpu system".into(),
-                        "%",
-                        pct(totals.target_system_s, prev.target_system_s),
-                    ),
-                    ("rss".into(), "bytes", Some(rss as f64)),
-                    ("threads".into(), "count", Some(threads as f64)),
-                    (
-                        "voluntary switches".into(),
-                        "1/s",
-                        per_s(totals.voluntary, prev.voluntary),
-                    ),
-                    (
-                        "involuntary switches".into(),
-                        "1/s",
-                        per_s(totals.involuntary, prev.involuntary),
-                    ),
-                    ("open files".into(), "count", Some(fds as f64)),
-                    ("sockets".into(), "count", Some(sockets as f64)),
-                ];
-                for (g, (u, s)) in &groups {
-                    row.push((
-                        format!("cpu user:{g}"),
-                        "%",
-                        Some(*u as f64 / tps / dt * 100.0),
-                    ));
-                    row.push((
-                        format!("cpu system:{g}"),
-                        "%",
-                        Some(*s as f64 / tps / dt * 100.0),
-                    ));
-                }
-                self.target.row(now, &row);
-                let mt = totals.machine_total_s - prev.machine_total_s;
-                let mb = totals.machine_busy_s - prev.machine_busy_s;
-                self.machine.row(
-                    now,
-                    &[(
-                        "busy".into(),
-                        "%",
-                        (mt > 0.0).then(|| (mb / mt * 100.0).clamp(0.0, 100.0)),
-                    )],
-                );
-                let mut k = vec![("kiln cpu".into(), "%", pct(totals.kiln_s, prev.kiln_s))];
-                if self.load_pid.is_some() {
-                    k.push((
-                        "load command cpu".into(),
-                        "%",
-                        pct(totals.load_s, prev.load_s),
-                    ));
-                }
-                self.kiln.row(now, &k);
+                self.add_rows(&totals, &prev, &c, dt);
             }
         }
         self.prev = Some(totals.clone());
         self.history.push(totals.clone());
         totals
+    }
+
+    /// One target process: its CPU and memory into `totals`, its threads' switches and
+    /// CPU by group, its open files and sockets into `c`.
+    fn read_process(
+        &self,
+        pid: u32,
+        totals: &mut Totals,
+        c: &mut Counts,
+        seen_now: &mut HashMap<(u32, u32), TaskSeen>,
+    ) {
+        let tps = self.ticks_per_s;
+        // Process totals include threads that already exited.
+        if let Some(stat) = read(format!("/proc/{pid}/stat")) {
+            if let Some((_, f)) = parse_stat(&stat) {
+                if let Some((u, s)) = cpu_ticks(&f) {
+                    totals.target_user_s += u as f64 / tps;
+                    totals.target_system_s += s as f64 / tps;
+                }
+                if let Some(pages) = f.get(21).and_then(|x| x.parse::<u64>().ok()) {
+                    c.rss += pages * self.page_size;
+                }
+            }
+        }
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for e in dir.flatten() {
+                let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                c.threads += 1;
+                self.read_task(pid, tid, totals, c, seen_now);
+            }
+        }
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+            for e in dir.flatten() {
+                c.fds += 1;
+                if std::fs::read_link(e.path())
+                    .map(|l| l.as_os_str().as_encoded_bytes().starts_with(b"socket:"))
+                    .unwrap_or(false)
+                {
+                    c.sockets += 1;
+                }
+            }
+        }
+    }
+
+    /// One thread: its context switches into `totals`, its CPU since the previous
+    /// sample into its group's.
+    fn read_task(
+        &self,
+        pid: u32,
+        tid: u32,
+        totals: &mut Totals,
+        c: &mut Counts,
+        seen_now: &mut HashMap<(u32, u32), TaskSeen>,
+    ) {
+        let base = format!("/proc/{pid}/task/{tid}");
+        if let Some(st) = read(format!("{base}/status")) {
+            totals.voluntary += status_value(&st, "voluntary_ctxt_switches").unwrap_or(0);
+            totals.involuntary += status_value(&st, "nonvoluntary_ctxt_switches").unwrap_or(0);
+        }
+        let Some(stat) = read(format!("{base}/stat")) else {
+            return;
+        };
+        let Some((comm, f)) = parse_stat(&stat) else {
+            return;
+        };
+        let Some((u, s)) = cpu_ticks(&f) else {
+            return;
+        };
+        let cur = TaskSeen { user: u, system: s };
+        // A thread seen for the first time ran only in this interval (or the first
+        // sample is the baseline).
+        let before = match self.tasks.get(&(pid, tid)) {
+            Some(p) => *p,
+            None if self.prev.is_none() => cur,
+            None => TaskSeen::default(),
+        };
+        let g = String::from_utf8_lossy(&merge_name(&self.rules, comm.as_bytes())).into_owned();
+        let e = c.groups.entry(g).or_default();
+        e.0 += u.saturating_sub(before.user);
+        e.1 += s.saturating_sub(before.system);
+        seen_now.insert((pid, tid), cur);
+    }
+
+    /// The rows of the target's, the machine's and kiln's tables: rates over the `dt`
+    /// seconds since `prev`.
+    fn add_rows(&mut self, totals: &Totals, prev: &Totals, c: &Counts, dt: f64) {
+        let (now, tps) = (totals.time_ns, self.ticks_per_s);
+        let pct = |a: f64, b: f64| Some(((a - b) / dt * 100.0).max(0.0));
+        let per_s = |a: u64, b: u64| Some(a.saturating_sub(b) as f64 / dt);
+        let mut row: Vec<(String, &str, Option<f64>)> = vec![
+            (
+                "cpu user".into(),
+                "%",
+                pct(totals.target_user_s, prev.target_user_s),
+            ),
+            (
+                "cpu system".into(),
+                "%",
+                pct(totals.target_system_s, prev.target_system_s),
+            ),
+            ("rss".into(), "bytes", Some(c.rss as f64)),
+            ("threads".into(), "count", Some(c.threads as f64)),
+            (
+                "voluntary switches".into(),
+                "1/s",
+                per_s(totals.voluntary, prev.voluntary),
+            ),
+            (
+                "involuntary switches".into(),
+                "1/s",
+                per_s(totals.involuntary, prev.involuntary),
+            ),
+            ("open files".into(), "count", Some(c.fds as f64)),
+            ("sockets".into(), "count", Some(c.sockets as f64)),
+        ];
+        for (g, (u, s)) in &c.groups {
+            let share = |t: u64| Some(t as f64 / tps / dt * 100.0);
+            row.push((format!("cpu user:{g}"), "%", share(*u)));
+            row.push((format!("cpu system:{g}"), "%", share(*s)));
+        }
+        self.target.row(now, &row);
+        let mt = totals.machine_total_s - prev.machine_total_s;
+        let mb = totals.machine_busy_s - prev.machine_busy_s;
+        self.machine.row(
+            now,
+            &[(
+                "busy".into(),
+                "%",
+                (mt > 0.0).then(|| (mb / mt * 100.0).clamp(0.0, 100.0)),
+            )],
+        );
+        let mut k = vec![("kiln cpu".into(), "%", pct(totals.kiln_s, prev.kiln_s))];
+        if self.load_pid.is_some() {
+            k.push((
+                "load command cpu".into(),
+                "%",
+                pct(totals.load_s, prev.load_s),
+            ));
+        }
+        self.kiln.row(now, &k);
     }
 
     /// Cumulative totals at `t_ns`, interpolated between the samples around it.
@@ -506,6 +524,17 @@ impl ProcSampler {
             self.kiln.finish(),
         ]
     }
+}
+
+/// What one sample counts over the target's processes.
+#[derive(Default)]
+struct Counts {
+    /// Per thread group: CPU ticks (user, system) used since the previous sample.
+    groups: BTreeMap<String, (u64, u64)>,
+    rss: u64,
+    threads: u64,
+    fds: u64,
+    sockets: u64,
 }
 
 #[cfg(test)]
