@@ -69,22 +69,17 @@ fn unit(p: &Profile) -> (&'static str, u64) {
 /// A frame by name and source (file, line).
 type FrameKey = (Vec<u8>, Option<(Vec<u8>, u32)>);
 
-/// Writes `profiles` (every event, one speedscope profile per event and thread) as a
-/// speedscope file named `name`.
-pub fn write(
-    profiles: &[Profile],
-    name: &str,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    let mut frames: Vec<Frame> = Vec::new();
-    let mut frame_index: std::collections::HashMap<FrameKey, u32> =
-        std::collections::HashMap::new();
-    let mut sampled = Vec::new();
-    for p in profiles {
-        let (unit, factor) = unit(p);
-        // Each kiln frame's index in the shared frames (by name and source).
-        let map: Vec<u32> = p
-            .frames
+/// The frames shared by every profile of the file: one per name and source.
+#[derive(Default)]
+struct SharedFrames {
+    frames: Vec<Frame>,
+    index: std::collections::HashMap<FrameKey, u32>,
+}
+
+impl SharedFrames {
+    /// Each of `p`'s frames' index in the shared frames.
+    fn map(&mut self, p: &Profile) -> Vec<u32> {
+        p.frames
             .iter()
             .map(|(id, f)| {
                 let name = p.strings.get(f.name).to_vec();
@@ -93,11 +88,11 @@ pub fn write(
                     .source(id)
                     .map(|s| (p.strings.get(s.file).to_vec(), s.line));
                 let key = (name, src);
-                if let Some(&i) = frame_index.get(&key) {
+                if let Some(&i) = self.index.get(&key) {
                     return i;
                 }
-                let i = frames.len() as u32;
-                frames.push(Frame {
+                let i = self.frames.len() as u32;
+                self.frames.push(Frame {
                     name: String::from_utf8_lossy(&key.0).into_owned(),
                     file: key
                         .1
@@ -105,89 +100,116 @@ pub fn write(
                         .map(|s| String::from_utf8_lossy(&s.0).into_owned()),
                     line: key.1.as_ref().map(|s| s.1).filter(|&l| l > 0),
                 });
-                frame_index.insert(key, i);
+                self.index.insert(key, i);
                 i
             })
-            .collect();
-        // Stacks as frame paths, memoised per stack node.
-        let mut paths: Vec<Option<Vec<u32>>> = vec![None; p.stacks.len()];
-        let mut path_of = |s: kiln_model::StackId| -> Vec<u32> {
-            if let Some(v) = &paths[s.0 as usize] {
-                return v.clone();
-            }
-            let mut v = Vec::new();
-            let mut n = Some(s);
-            while let Some(id) = n {
-                v.push(map[p.stacks.frame(id).0 as usize]);
-                n = p.stacks.parent(id);
-            }
-            v.reverse();
-            paths[s.0 as usize] = Some(v.clone());
-            v
-        };
-        // Samples per thread, in time order where known.
-        let mut by_thread: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for i in 0..p.samples.len() {
-            by_thread.entry(p.samples.thread[i].0).or_default().push(i);
-        }
-        let event = if p.event.name.is_empty() {
-            "samples"
-        } else {
-            p.event.name.as_str()
-        };
-        let several = by_thread.len() > 1 || profiles.len() > 1;
-        for (tid, mut rows) in by_thread {
-            rows.sort_by_key(|&i| {
-                let t = p.samples.time[i];
-                if t == NO_TIME {
-                    0
-                } else {
-                    t
-                }
-            });
-            let mut samples: Vec<Vec<u32>> = Vec::new();
-            let mut weights: Vec<u64> = Vec::new();
-            let mut last: Option<kiln_model::StackId> = None;
-            for i in rows {
-                let s = p.samples.stack[i];
-                let w = p.samples.weight[i].saturating_mul(factor);
-                if last == Some(s) {
-                    if let Some(x) = weights.last_mut() {
-                        *x = x.saturating_add(w);
-                    }
-                    continue;
-                }
-                last = Some(s);
-                samples.push(path_of(s));
-                weights.push(w);
-            }
-            let total = weights.iter().fold(0u64, |a, &w| a.saturating_add(w));
-            let thread = ThreadId(tid);
-            let tname = match p.threads.get(thread) {
-                Some(t) => {
-                    let n = p.strings.get_lossy(t.name);
-                    match t.tid {
-                        Some(id) => format!("{n} ({id})"),
-                        None => n.into_owned(),
-                    }
-                }
-                None => "all threads".to_string(),
-            };
-            sampled.push(Sampled {
-                kind: "sampled",
-                name: if several {
-                    format!("{event}: {tname}")
-                } else {
-                    format!("{name} ({event})")
-                },
-                unit,
-                start_value: 0,
-                end_value: total,
-                samples,
-                weights,
-            });
-        }
+            .collect()
     }
+}
+
+/// One speedscope profile per thread of `p` (its frames at `map`), samples in time
+/// order where known, consecutive samples of one stack joined.
+fn sampled_of(p: &Profile, map: &[u32], name: &str, several_events: bool) -> Vec<Sampled> {
+    let (unit, factor) = unit(p);
+    // Stacks as frame paths, memoised per stack node.
+    let mut paths: Vec<Option<Vec<u32>>> = vec![None; p.stacks.len()];
+    let mut path_of = |s: kiln_model::StackId| -> Vec<u32> {
+        if let Some(v) = &paths[s.0 as usize] {
+            return v.clone();
+        }
+        let mut v = Vec::new();
+        let mut n = Some(s);
+        while let Some(id) = n {
+            v.push(map[p.stacks.frame(id).0 as usize]);
+            n = p.stacks.parent(id);
+        }
+        v.reverse();
+        paths[s.0 as usize] = Some(v.clone());
+        v
+    };
+    let mut by_thread: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for i in 0..p.samples.len() {
+        by_thread.entry(p.samples.thread[i].0).or_default().push(i);
+    }
+    let event = if p.event.name.is_empty() {
+        "samples"
+    } else {
+        p.event.name.as_str()
+    };
+    let several = by_thread.len() > 1 || several_events;
+    let mut out = Vec::new();
+    for (tid, mut rows) in by_thread {
+        rows.sort_by_key(|&i| {
+            let t = p.samples.time[i];
+            if t == NO_TIME {
+                0
+            } else {
+                t
+            }
+        });
+        let mut samples: Vec<Vec<u32>> = Vec::new();
+        let mut weights: Vec<u64> = Vec::new();
+        let mut last: Option<kiln_model::StackId> = None;
+        for i in rows {
+            let s = p.samples.stack[i];
+            let w = p.samples.weight[i].saturating_mul(factor);
+            if last == Some(s) {
+                if let Some(x) = weights.last_mut() {
+                    *x = x.saturating_add(w);
+                }
+                continue;
+            }
+            last = Some(s);
+            samples.push(path_of(s));
+            weights.push(w);
+        }
+        let total = weights.iter().fold(0u64, |a, &w| a.saturating_add(w));
+        let tname = thread_name(p, ThreadId(tid));
+        out.push(Sampled {
+            kind: "sampled",
+            name: if several {
+                format!("{event}: {tname}")
+            } else {
+                format!("{name} ({event})")
+            },
+            unit,
+            start_value: 0,
+            end_value: total,
+            samples,
+            weights,
+        });
+    }
+    out
+}
+
+/// A thread as speedscope's profile names say it: `name (tid)`.
+fn thread_name(p: &Profile, thread: ThreadId) -> String {
+    match p.threads.get(thread) {
+        Some(t) => {
+            let n = p.strings.get_lossy(t.name);
+            match t.tid {
+                Some(id) => format!("{n} ({id})"),
+                None => n.into_owned(),
+            }
+        }
+        None => "all threads".to_string(),
+    }
+}
+
+/// Writes `profiles` (every event, one speedscope profile per event and thread) as a
+/// speedscope file named `name`.
+pub fn write(
+    profiles: &[Profile],
+    name: &str,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut frames = SharedFrames::default();
+    let mut sampled = Vec::new();
+    for p in profiles {
+        let map = frames.map(p);
+        sampled.extend(sampled_of(p, &map, name, profiles.len() > 1));
+    }
+    let frames = frames.frames;
     // The heaviest profile first: what speedscope opens on.
     let active = sampled
         .iter()
