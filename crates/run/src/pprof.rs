@@ -217,6 +217,29 @@ impl Collect<'_> {
     }
 }
 
+impl Collect<'_> {
+    /// A snapshot's answer; when there is none, a warning says why (`url` `when`).
+    fn answer(
+        &mut self,
+        p: &Pending,
+        url: &str,
+        when: &str,
+        warnings: &mut Vec<String>,
+    ) -> Option<(Vec<u8>, proto::Profile)> {
+        match self.wait(p) {
+            Ok(Ok(x)) => Some(x),
+            Ok(Err(e)) => {
+                warnings.push(format!("pprof: {url} {when}: {e}"));
+                None
+            }
+            Err(m) => {
+                warnings.push(format!("pprof: {url} {when}: {}", m.say(SNAPSHOT_TIMEOUT)));
+                None
+            }
+        }
+    }
+}
+
 impl Missing {
     fn say(&self, timeout: Duration) -> String {
         match self {
@@ -362,40 +385,18 @@ impl PprofSession {
             // Snapshots at the end: the cumulative ones minus their start.
             for (kind, cumulative, start) in t.start {
                 let url = format!("{}{kind}", t.base);
-                let start = collect.wait(&start);
-                let end = end.next().map(|e| collect.wait(&e));
-                let start_msg = match start {
-                    Ok(Ok((_, m))) => m,
-                    Ok(Err(e)) => {
-                        out.warnings
-                            .push(format!("pprof: {url} at the window's start: {e}"));
-                        continue;
-                    }
-                    Err(m) => {
-                        out.warnings.push(format!(
-                            "pprof: {url} at the window's start: {}",
-                            m.say(SNAPSHOT_TIMEOUT)
-                        ));
-                        continue;
-                    }
+                let end = end.next();
+                let w = &mut out.warnings;
+                let Some((_, start)) = collect.answer(&start, &url, "at the window's start", w)
+                else {
+                    continue;
                 };
-                let end = match end {
-                    Some(Ok(Ok((_, m)))) => m,
-                    Some(Ok(Err(e))) => {
-                        out.warnings
-                            .push(format!("pprof: {url} at the window's end: {e}"));
-                        continue;
-                    }
-                    Some(Err(m)) => {
-                        out.warnings.push(format!(
-                            "pprof: {url} at the window's end: {}",
-                            m.say(SNAPSHOT_TIMEOUT)
-                        ));
-                        continue;
-                    }
-                    None => continue,
+                let Some((_, end)) =
+                    end.and_then(|e| collect.answer(&e, &url, "at the window's end", w))
+                else {
+                    continue;
                 };
-                match pprof::subtract(&url, &end, &start_msg, &cumulative) {
+                match pprof::subtract(&url, &end, &start, &cumulative) {
                     Ok((delta, stats)) => {
                         if stats.base_only > 0 || stats.negative > 0 {
                             out.warnings.push(format!(
@@ -413,18 +414,11 @@ impl PprofSession {
                 }
             }
             let url = format!("{}goroutine", t.base);
-            match t.goroutine.map(|g| collect.wait(&g)) {
-                Some(Ok(Ok((_, m)))) => {
-                    keep(&mut out, &url, "goroutine", &m, &name, &file, &|_| true)
-                }
-                Some(Ok(Err(e))) => out
-                    .warnings
-                    .push(format!("pprof: {url} at the window's end: {e}")),
-                Some(Err(m)) => out.warnings.push(format!(
-                    "pprof: {url} at the window's end: {}",
-                    m.say(SNAPSHOT_TIMEOUT)
-                )),
-                None => {}
+            if let Some((_, m)) = t
+                .goroutine
+                .and_then(|g| collect.answer(&g, &url, "at the window's end", &mut out.warnings))
+            {
+                keep(&mut out, &url, "goroutine", &m, &name, &file, &|_| true)
             }
             // The CPU profile ends N seconds after the window's start.
             let url = format!("{}profile?seconds={window_s}", t.base);
@@ -452,27 +446,28 @@ impl PprofSession {
                 )),
             }
         }
-        // In the report's column, the CPU profile faces kiln's CPU profile and the delays
-        // face its off-CPU time; the rest follows.
-        let rank = |name: &str| {
-            let kinds = [
-                "cpu",
-                "block delay",
-                "mutex delay",
-                "block contentions",
-                "mutex contentions",
-                "heap",
-                "goroutine",
-            ];
-            let n = name.strip_prefix(PPROF_EVENT_PREFIX).unwrap_or(name);
-            kinds
-                .iter()
-                .position(|k| n.starts_with(k))
-                .unwrap_or(kinds.len())
-        };
         out.profiles.sort_by_key(|p| rank(&p.event.name));
         out
     }
+}
+
+/// In the report's column, the CPU profile faces kiln's CPU profile and the delays face
+/// its off-CPU time; the rest follows.
+fn rank(name: &str) -> usize {
+    let kinds = [
+        "cpu",
+        "block delay",
+        "mutex delay",
+        "block contentions",
+        "mutex contentions",
+        "heap",
+        "goroutine",
+    ];
+    let n = name.strip_prefix(PPROF_EVENT_PREFIX).unwrap_or(name);
+    kinds
+        .iter()
+        .position(|k| n.starts_with(k))
+        .unwrap_or(kinds.len())
 }
 
 /// Decodes `msg` into `out`'s profiles (the sample types `wanted` accepts, named `pprof
