@@ -201,75 +201,20 @@ impl<'a> Worker<'a> {
     /// runs until the end, the stop, or the request limit, and drains.
     pub fn run(mut self, ready: &AtomicUsize) {
         let mut events = Events::with_capacity(1024);
-        for i in 0..self.conns.len() {
-            self.connect(i);
-        }
-        // Connections first (bounded by --timeout): the schedule starts when every thread
-        // has its connections, so connection setup is not counted as queueing.
-        let t0 = Instant::now();
-        while self.conns.iter().any(|c| c.state == ConnState::Connecting)
-            && !self.ctx.stopping()
-            && t0.elapsed() < self.cfg.timeout
-        {
-            if self
-                .poll
-                .poll(&mut events, Some(Duration::from_millis(20)))
-                .is_err()
-            {
-                break;
-            }
-            for ev in events.iter() {
-                let i = ev.token().0;
-                if i < self.conns.len() && self.conns[i].state == ConnState::Connecting {
-                    self.on_connect_event(i);
-                }
-            }
-        }
+        self.connect_all(&mut events);
         ready.fetch_add(1, Ordering::SeqCst);
-        if self.ctx.wait_go() {
-            let go = self.ctx.go_ns().unwrap_or_else(|| self.ctx.ns());
-            self.base = self.ctx.clock().instant_at(go);
-            for c in &mut self.conns {
-                if let ConnState::Down { retry_ns } = &mut c.state {
-                    *retry_ns = 0;
-                }
-            }
-        } else {
-            self.issuing = false;
-        }
-        self.started = true;
-        if let (Some(next), Some(tf)) = (self.next_due_ns(), &self.timer) {
-            // The timer repeats at the period of the rate in force when the first request
-            // is due.
-            let rate = self
-                .cfg
-                .schedule
-                .as_ref()
-                .map_or(0.0, |s| s.rate(next as f64 / 1e9));
-            self.period_ns = if rate > 0.0 {
-                ((1e9 / rate) as u64).max(1)
-            } else {
-                0
-            };
-            tf.arm(self.base, next, self.period_ns);
-        }
+        self.start();
         let mut drain_until = None;
         loop {
             let now = self.now_ns();
-            if self.issuing {
-                let over = self.ctx.stopping()
-                    || (self.cfg.max_requests > 0
-                        && self.issued >= self.cfg.max_requests
-                        && self.backlog.is_empty());
-                if over {
-                    // Requests due before the end but not sent yet are counted as not sent.
-                    self.release_tickets(now);
-                    self.issuing = false;
-                    if let Some(tf) = &self.timer {
-                        tf.disarm();
-                    }
-                    drain_until = Some(now + self.cfg.drain.as_nanos() as u64);
+            if self.issuing && self.over() {
+                // Requests due before the end but not sent yet are counted as not sent.
+                self.release_tickets(now);
+                self.issuing = false;
+                if let Some(tf) = &self.timer {
+                    tf.disarm();
                 }
+                drain_until = Some(now + self.cfg.drain.as_nanos() as u64);
             }
             if !self.issuing {
                 let inflight: usize = self.conns.iter().map(|c| c.inflight.len()).sum();
@@ -290,37 +235,108 @@ impl<'a> Worker<'a> {
                 }
             }
             for ev in events.iter() {
-                let t = ev.token();
-                if t == TIMER {
-                    // Reading the expiration count also re-arms the repeating timer (the
-                    // kernel restarts it on read), so no timerfd_settime per request.
-                    if let Some(tf) = &self.timer {
-                        tf.drain();
-                    }
-                    self.timer_woke = true;
-                    continue;
-                }
-                let i = t.0;
-                if i >= self.conns.len() {
-                    continue;
-                }
-                match self.conns[i].state {
-                    ConnState::Connecting => self.on_connect_event(i),
-                    ConnState::Open => {
-                        if ev.is_writable() {
-                            self.flush(i);
-                        }
-                        let hup = ev.is_read_closed() || ev.is_error();
-                        if ev.is_readable() || hup {
-                            self.on_readable(i, hup);
-                        }
-                    }
-                    ConnState::Down { .. } => {}
-                }
+                self.on_event(ev);
             }
             self.expire(self.now_ns());
         }
         self.finish();
+    }
+
+    /// Connections first (bounded by --timeout): the schedule starts when every thread
+    /// has its connections, so connection setup is not counted as queueing.
+    fn connect_all(&mut self, events: &mut Events) {
+        for i in 0..self.conns.len() {
+            self.connect(i);
+        }
+        let t0 = Instant::now();
+        while self.conns.iter().any(|c| c.state == ConnState::Connecting)
+            && !self.ctx.stopping()
+            && t0.elapsed() < self.cfg.timeout
+        {
+            if self
+                .poll
+                .poll(events, Some(Duration::from_millis(20)))
+                .is_err()
+            {
+                break;
+            }
+            for ev in events.iter() {
+                let i = ev.token().0;
+                if i < self.conns.len() && self.conns[i].state == ConnState::Connecting {
+                    self.on_connect_event(i);
+                }
+            }
+        }
+    }
+
+    /// Waits for the load to start; the schedule's clock starts then, and the timer
+    /// repeats at the period of the rate in force when the first request is due.
+    fn start(&mut self) {
+        if self.ctx.wait_go() {
+            let go = self.ctx.go_ns().unwrap_or_else(|| self.ctx.ns());
+            self.base = self.ctx.clock().instant_at(go);
+            for c in &mut self.conns {
+                if let ConnState::Down { retry_ns } = &mut c.state {
+                    *retry_ns = 0;
+                }
+            }
+        } else {
+            self.issuing = false;
+        }
+        self.started = true;
+        if let (Some(next), Some(tf)) = (self.next_due_ns(), &self.timer) {
+            let rate = self
+                .cfg
+                .schedule
+                .as_ref()
+                .map_or(0.0, |s| s.rate(next as f64 / 1e9));
+            self.period_ns = if rate > 0.0 {
+                ((1e9 / rate) as u64).max(1)
+            } else {
+                0
+            };
+            tf.arm(self.base, next, self.period_ns);
+        }
+    }
+
+    /// Whether issuing is over: the stop, or the request limit reached with nothing
+    /// waiting to be sent.
+    fn over(&self) -> bool {
+        self.ctx.stopping()
+            || (self.cfg.max_requests > 0
+                && self.issued >= self.cfg.max_requests
+                && self.backlog.is_empty())
+    }
+
+    /// One readiness event: the timer's tick, or a connection's.
+    fn on_event(&mut self, ev: &mio::event::Event) {
+        let t = ev.token();
+        if t == TIMER {
+            // Reading the expiration count also re-arms the repeating timer (the kernel
+            // restarts it on read), so no timerfd_settime per request.
+            if let Some(tf) = &self.timer {
+                tf.drain();
+            }
+            self.timer_woke = true;
+            return;
+        }
+        let i = t.0;
+        if i >= self.conns.len() {
+            return;
+        }
+        match self.conns[i].state {
+            ConnState::Connecting => self.on_connect_event(i),
+            ConnState::Open => {
+                if ev.is_writable() {
+                    self.flush(i);
+                }
+                let hup = ev.is_read_closed() || ev.is_error();
+                if ev.is_readable() || hup {
+                    self.on_readable(i, hup);
+                }
+            }
+            ConnState::Down { .. } => {}
+        }
     }
 
     fn poll_timeout(&mut self, now: u64, drain_until: Option<u64>) -> Duration {
