@@ -330,20 +330,7 @@ fn publish_loop(
         }
         if o.pmessages > 0 && st.sent >= o.pmessages {
             b.flush(writer, sh, slot)?;
-            // Wait (bounded) for the last confirms so they are counted.
-            if let Some(w) = window {
-                for _ in 0..1000 {
-                    if w.outstanding.load(Ordering::Acquire) == 0
-                        || failed.load(Ordering::Relaxed)
-                        || ctx.stop().sleep(Duration::from_millis(10))
-                    {
-                        break;
-                    }
-                }
-            }
-            sh.producer_done();
-            // Stay connected (idle) until the run ends, so consumers and confirms finish.
-            while !failed.load(Ordering::Relaxed) && !ctx.stop().sleep(Duration::from_millis(20)) {}
+            all_sent(sh, window, failed);
             return Ok(());
         }
         let now_s = ctx.ns().saturating_sub(go_ns) as f64 / 1e9;
@@ -368,17 +355,7 @@ fn publish_loop(
             n = n.min(a);
         }
         if let Some(p) = st.pacer.as_mut() {
-            let mut k = 0;
-            // Nothing is scheduled at or after the end of a timed run.
-            while (k as u64) < n {
-                match p.take_due(now_s, end_s) {
-                    Some(t) => {
-                        intended[k] = t;
-                        k += 1;
-                    }
-                    None => break,
-                }
-            }
+            let k = take_due(p, &mut intended[..n as usize], now_s, end_s);
             if k == 0 {
                 b.flush(writer, sh, slot)?;
                 let wait = p
@@ -390,10 +367,77 @@ fn publish_loop(
             }
             n = k as u64;
         }
+        let stamps = Stamps { ctx, go_ns, co };
+        stamps.encode(st, window, enc, &mut b, &intended[..n as usize], size);
+        if b.buf.len() >= FLUSH_BYTES
+            || st.pacer.is_some()
+            || window.is_some_and(|w| w.avail() == 0)
+        {
+            b.flush(writer, sh, slot)?;
+        }
+    }
+}
+
+/// Every message of `--pmessages` sent: waits (bounded) for the last confirms so they
+/// are counted, says the producer is done, and stays connected (idle) until the run ends,
+/// so consumers and confirms finish.
+fn all_sent(sh: &Shared, window: Option<&Window>, failed: &AtomicBool) {
+    let stop = sh.ctx.stop();
+    if let Some(w) = window {
+        for _ in 0..1000 {
+            if w.outstanding.load(Ordering::Acquire) == 0
+                || failed.load(Ordering::Relaxed)
+                || stop.sleep(Duration::from_millis(10))
+            {
+                break;
+            }
+        }
+    }
+    sh.producer_done();
+    while !failed.load(Ordering::Relaxed) && !stop.sleep(Duration::from_millis(20)) {}
+}
+
+/// Fills `intended` with the schedule's due send times (seconds since the start), as
+/// many as are due and fit; nothing is scheduled at or after the end of a timed run.
+fn take_due(p: &mut Schedule, intended: &mut [f64], now_s: f64, end_s: f64) -> usize {
+    let mut k = 0;
+    while k < intended.len() {
+        match p.take_due(now_s, end_s) {
+            Some(t) => {
+                intended[k] = t;
+                k += 1;
+            }
+            None => break,
+        }
+    }
+    k
+}
+
+/// How messages are stamped: the load's clock and start, and whether each carries its
+/// intended send time (rate-limited, not JSON).
+struct Stamps<'a> {
+    ctx: &'a crate::engine::Ctx,
+    go_ns: u64,
+    co: bool,
+}
+
+impl Stamps<'_> {
+    /// One message per intended time into the batch, each stamped and, under a confirm
+    /// window, given its slot.
+    fn encode(
+        &self,
+        st: &mut State,
+        window: Option<&Window>,
+        enc: &Encoder,
+        b: &mut Batch,
+        intended: &[f64],
+        size: usize,
+    ) {
+        let (ctx, go_ns, co) = (self.ctx, self.go_ns, self.co);
         let real = crate::engine::clock::real_ns();
         let mono = ctx.ns();
         let mut tag = window.map_or(0, |w| w.next_tag.load(Ordering::Relaxed));
-        for &it in intended.iter().take(n as usize) {
+        for &it in intended {
             let it_ns = go_ns + (it * 1e9) as u64;
             let stamp = Stamp {
                 seq: st.seq,
@@ -413,17 +457,12 @@ fn publish_loop(
             enc.message(&mut b.buf, size, &prefix[..plen], st.json.as_deref());
             b.ends.push(b.buf.len());
         }
+        let n = intended.len() as u64;
         if let Some(w) = window {
             w.outstanding.fetch_add(n, Ordering::AcqRel);
             w.next_tag.store(tag, Ordering::Release);
         }
         st.sent += n;
-        if b.buf.len() >= FLUSH_BYTES
-            || st.pacer.is_some()
-            || window.is_some_and(|w| w.avail() == 0)
-        {
-            b.flush(writer, sh, slot)?;
-        }
     }
 }
 
