@@ -104,6 +104,57 @@ fn empty() -> Response {
     }
 }
 
+/// How a response's body is framed and whether its connection stays open.
+struct Framing {
+    length: Option<u64>,
+    chunked: bool,
+    close: bool,
+}
+
+/// The framing a head's headers say (HTTP/1.`version`); a Content-Length that is no
+/// number, or two that differ, is an error.
+fn framing(headers: &[httparse::Header], version: u8) -> Result<Framing, ParseError> {
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    let mut close = version == 0;
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value)
+                .ok()
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| {
+                    ParseError::BadLength(format!(
+                        "'{}' is not a number",
+                        String::from_utf8_lossy(h.value)
+                    ))
+                })?;
+            if length.is_some_and(|l| l != v) {
+                return Err(ParseError::BadLength("two different values".into()));
+            }
+            length = Some(v);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+            chunked = v.split(',').next_back().map(str::trim) == Some("chunked");
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+            for t in v.split(',').map(str::trim) {
+                if t == "close" {
+                    close = true;
+                } else if t == "keep-alive" && version == 0 {
+                    close = false;
+                }
+            }
+        }
+    }
+    Ok(Framing {
+        length,
+        chunked,
+        close,
+    })
+}
+
 impl ResponseReader {
     /// A reader waiting for a response head.
     pub fn new() -> Self {
@@ -248,40 +299,11 @@ impl ResponseReader {
         }
         let status = resp.code.unwrap_or(0);
         let version = resp.version.unwrap_or(1);
-        let mut length: Option<u64> = None;
-        let mut chunked = false;
-        let mut close = version == 0;
-        for h in resp.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-length") {
-                let v = std::str::from_utf8(h.value)
-                    .ok()
-                    .map(str::trim)
-                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .ok_or_else(|| {
-                        ParseError::BadLength(format!(
-                            "'{}' is not a number",
-                            String::from_utf8_lossy(h.value)
-                        ))
-                    })?;
-                if length.is_some_and(|l| l != v) {
-                    return Err(ParseError::BadLength("two different values".into()));
-                }
-                length = Some(v);
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
-                chunked = v.split(',').next_back().map(str::trim) == Some("chunked");
-            } else if h.name.eq_ignore_ascii_case("connection") {
-                let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
-                for t in v.split(',').map(str::trim) {
-                    if t == "close" {
-                        close = true;
-                    } else if t == "keep-alive" && version == 0 {
-                        close = false;
-                    }
-                }
-            }
-        }
+        let Framing {
+            length,
+            chunked,
+            close,
+        } = framing(resp.headers, version)?;
         // Bytes of `rest` that belonged to the head.
         let used = head_len - carried;
         self.buf.clear();
