@@ -497,6 +497,53 @@ fn props<'a>(r: &mut Rd<'a>) -> Result<Props<'a>, DecodeError> {
     Ok(out)
 }
 
+/// A CONNACK's body.
+fn decode_connack<'a>(r: &mut Rd<'a>, v5: bool) -> Result<Packet<'a>, DecodeError> {
+    let ack = r.u8("connack flags")?;
+    let code = r.u8("connack code")?;
+    let mut props = ConnAckProps {
+        receive_max: 65535,
+        ..Default::default()
+    };
+    if v5 && !r.done() {
+        let p = self::props(r)?;
+        props.topic_alias_max = p.topic_alias_max.unwrap_or(0);
+        props.receive_max = p.receive_max.unwrap_or(65535);
+        props.max_packet_size = p.max_packet_size;
+        props.assigned_client_id = p.assigned_client_id;
+        props.reason = p.reason;
+    }
+    Ok(Packet::ConnAck {
+        session_present: ack & 1 == 1,
+        code,
+        props,
+    })
+}
+
+/// A PUBLISH's body (its fixed header's `flags`: dup, QoS, retain).
+#[inline]
+fn decode_publish<'a>(r: &mut Rd<'a>, flags: u8, v5: bool) -> Result<Packet<'a>, DecodeError> {
+    let qos = (flags >> 1) & 3;
+    if qos == 3 {
+        return Err(DecodeError::Invalid("QoS 3"));
+    }
+    let topic = r.bin16("topic")?;
+    let pid = if qos > 0 { r.u16("packet id")? } else { 0 };
+    let mut topic_alias = None;
+    if v5 {
+        topic_alias = self::props(r)?.topic_alias;
+    }
+    Ok(Packet::Publish {
+        dup: flags & 0x08 != 0,
+        qos,
+        retain: flags & 1 == 1,
+        topic,
+        pid,
+        topic_alias,
+        payload: r.rest(),
+    })
+}
+
 /// Decodes the packet at the start of `buf`: `Ok(None)` when more bytes are needed,
 /// otherwise the packet and its length in bytes. Packets larger than `max` are an error.
 pub fn decode(
@@ -521,48 +568,8 @@ pub fn decode(
     let mut r = Rd { b: body, at: 0 };
     let v5 = version.v5();
     let p = match ty {
-        kind::CONNACK => {
-            let ack = r.u8("connack flags")?;
-            let code = r.u8("connack code")?;
-            let mut props = ConnAckProps {
-                receive_max: 65535,
-                ..Default::default()
-            };
-            if v5 && !r.done() {
-                let p = self::props(&mut r)?;
-                props.topic_alias_max = p.topic_alias_max.unwrap_or(0);
-                props.receive_max = p.receive_max.unwrap_or(65535);
-                props.max_packet_size = p.max_packet_size;
-                props.assigned_client_id = p.assigned_client_id;
-                props.reason = p.reason;
-            }
-            Packet::ConnAck {
-                session_present: ack & 1 == 1,
-                code,
-                props,
-            }
-        }
-        kind::PUBLISH => {
-            let qos = (flags >> 1) & 3;
-            if qos == 3 {
-                return Err(DecodeError::Invalid("QoS 3"));
-            }
-            let topic = r.bin16("topic")?;
-            let pid = if qos > 0 { r.u16("packet id")? } else { 0 };
-            let mut topic_alias = None;
-            if v5 {
-                topic_alias = self::props(&mut r)?.topic_alias;
-            }
-            Packet::Publish {
-                dup: flags & 0x08 != 0,
-                qos,
-                retain: flags & 1 == 1,
-                topic,
-                pid,
-                topic_alias,
-                payload: r.rest(),
-            }
-        }
+        kind::CONNACK => decode_connack(&mut r, v5)?,
+        kind::PUBLISH => decode_publish(&mut r, flags, v5)?,
         kind::PUBACK | kind::PUBREC | kind::PUBREL | kind::PUBCOMP => {
             let pid = r.u16("packet id")?;
             let code = if r.done() { 0 } else { r.u8("reason code")? };
