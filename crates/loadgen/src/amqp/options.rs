@@ -186,16 +186,18 @@ pub fn parse_value_duration(flag: &'static str, s: &str) -> Result<(f64, u64), E
     Ok((v, d))
 }
 
+/// An option's value that cannot work, and why.
+fn bad(flag: &'static str, value: String, reason: &str) -> Result<(), Error> {
+    Err(Error::Option {
+        flag,
+        value,
+        reason: reason.into(),
+    })
+}
+
 impl AmqpOptions {
     /// Checks combinations that cannot work, naming the flag.
     pub fn validate(&self) -> Result<(), Error> {
-        let bad = |flag, value: String, reason: &str| {
-            Err(Error::Option {
-                flag,
-                value,
-                reason: reason.into(),
-            })
-        };
         if self.size < 12 {
             return bad(
                 "--size",
@@ -226,34 +228,7 @@ impl AmqpOptions {
             }
         }
         if let Some(p) = &self.queue_pattern {
-            if !p.pattern.contains("%d") {
-                return bad(
-                    "--queue-pattern",
-                    p.pattern.clone(),
-                    "must contain %d, e.g. perf-test-%d",
-                );
-            }
-            if p.from > p.to {
-                return bad(
-                    "--queue-pattern-from",
-                    p.from.to_string(),
-                    "must not exceed --queue-pattern-to",
-                );
-            }
-            if p.to - p.from >= 10_000 {
-                return bad(
-                    "--queue-pattern-to",
-                    p.to.to_string(),
-                    "at most 10000 queues",
-                );
-            }
-            if self.queue.is_some() {
-                return bad(
-                    "--queue",
-                    self.queue.clone().unwrap_or_default(),
-                    "cannot be combined with --queue-pattern",
-                );
-            }
+            self.validate_queue_pattern(p)?;
         }
         if let Some(i) = self.publishing_interval {
             if i.is_zero() {
@@ -292,6 +267,39 @@ impl AmqpOptions {
             if n.len() > 255 {
                 return bad("--queue", n.to_string(), "AMQP names are at most 255 bytes");
             }
+        }
+        Ok(())
+    }
+
+    /// `--queue-pattern` and its range.
+    fn validate_queue_pattern(&self, p: &QueuePattern) -> Result<(), Error> {
+        if !p.pattern.contains("%d") {
+            return bad(
+                "--queue-pattern",
+                p.pattern.clone(),
+                "must contain %d, e.g. perf-test-%d",
+            );
+        }
+        if p.from > p.to {
+            return bad(
+                "--queue-pattern-from",
+                p.from.to_string(),
+                "must not exceed --queue-pattern-to",
+            );
+        }
+        if p.to - p.from >= 10_000 {
+            return bad(
+                "--queue-pattern-to",
+                p.to.to_string(),
+                "at most 10000 queues",
+            );
+        }
+        if self.queue.is_some() {
+            return bad(
+                "--queue",
+                self.queue.clone().unwrap_or_default(),
+                "cannot be combined with --queue-pattern",
+            );
         }
         Ok(())
     }
