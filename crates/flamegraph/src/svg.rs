@@ -429,17 +429,8 @@ impl<'a> SvgWriter<'a> {
         self.attr_list[slot as usize]
     }
 
-    /// Writes one rectangle: `node` of frame `f` (both `None` for "all") at `x` weight
-    /// units, `w` wide, on `level`.
-    pub(crate) fn frame(
-        &mut self,
-        node: Option<u32>,
-        f: Option<FrameId>,
-        x: u64,
-        w: u64,
-        level: u32,
-    ) -> Result<(), FlamegraphError> {
-        let attrs = f.and_then(|f| self.attrs(f));
+    /// Opens a frame's group: `<g>`, or `<a>` with its link, with the frame's attributes.
+    fn open_group(&mut self, attrs: Option<&crate::FrameAttrs>) {
         let is_link = attrs.is_some_and(|a| a.href.is_some());
         match attrs {
             None => self.buf.extend_from_slice(b"<g>"),
@@ -466,13 +457,22 @@ impl<'a> SvgWriter<'a> {
                 self.buf.push(b'>');
             }
         }
-        // Tooltip.
+    }
+
+    /// A frame's tooltip: its title attribute, or its name, count, share and (in a
+    /// differential graph) its change; `w` weight units wide.
+    fn title(
+        &mut self,
+        node: Option<u32>,
+        name: Option<Name>,
+        w: u64,
+        attrs: Option<&crate::FrameAttrs>,
+    ) {
         let count = if self.factor_one {
             w
         } else {
             round_even(w as f64 * self.opts.factor)
         };
-        let name = f.map(|f| self.name(f));
         self.buf.extend_from_slice(b"<title>");
         match (attrs.and_then(|a| a.title.as_deref()), name) {
             (Some(t), _) => push_bytes(&mut self.buf, t.as_bytes()),
@@ -504,6 +504,23 @@ impl<'a> SvgWriter<'a> {
                 self.buf.push(b')');
             }
         }
+    }
+
+    /// Writes one rectangle: `node` of frame `f` (both `None` for "all") at `x` weight
+    /// units, `w` wide, on `level`.
+    pub(crate) fn frame(
+        &mut self,
+        node: Option<u32>,
+        f: Option<FrameId>,
+        x: u64,
+        w: u64,
+        level: u32,
+    ) -> Result<(), FlamegraphError> {
+        let attrs = f.and_then(|f| self.attrs(f));
+        let is_link = attrs.is_some_and(|a| a.href.is_some());
+        self.open_group(attrs);
+        let name = f.map(|f| self.name(f));
+        self.title(node, name, w, attrs);
         self.buf.extend_from_slice(b"</title><rect x=\"");
         let x_pct = x as f64 * self.pct_per_unit;
         push_fixed(&mut self.buf, x_pct, 4);
