@@ -257,39 +257,91 @@ fn contains(h: &[u8], n: &[u8]) -> bool {
     memchr::memmem::find(h, n).is_some()
 }
 
+/// `java`: JIT-compiled and Java packages green, inlined aqua, kernel orange, C++ yellow.
+fn java(name: &[u8]) -> Palette {
+    use Palette::*;
+    let ends = |s: &[u8]| name.ends_with(s);
+    let n = name.strip_prefix(b"L").unwrap_or(name);
+    let java_pkg = [
+        &b"java/"[..],
+        b"javax/",
+        b"jdk/",
+        b"net/",
+        b"org/",
+        b"com/",
+        b"io/",
+        b"sun/",
+    ]
+    .iter()
+    .any(|p| n.starts_with(p));
+    if ends(b"_[j]") {
+        Green
+    } else if ends(b"_[i]") {
+        Aqua
+    } else if java_pkg {
+        Green
+    } else if ends(b"_[k]") {
+        Orange
+    } else if contains(name, b"::") {
+        Yellow
+    } else {
+        Red
+    }
+}
+
+/// `js`: compiled JavaScript with a source green, without aqua, C++ yellow, kernel orange.
+fn js(name: &[u8]) -> Palette {
+    use Palette::*;
+    let ends = |s: &[u8]| name.ends_with(s);
+    let source = contains(name, b"/") || contains(name, b".js");
+    if ends(b"_[j]") {
+        if source {
+            Green
+        } else {
+            Aqua
+        }
+    } else if contains(name, b"::") {
+        Yellow
+    } else if source {
+        Green
+    } else if contains(name, b":") {
+        Aqua
+    } else if name == b" " {
+        Green
+    } else if contains(name, b"_[k]") {
+        Orange
+    } else {
+        Red
+    }
+}
+
+/// `rust`: the standard library and the kernel orange, other paths aqua, the rest yellow.
+fn rust(name: &[u8]) -> Palette {
+    use Palette::*;
+    let ends = |s: &[u8]| name.ends_with(s);
+    let n = match memchr::memchr(b'`', name) {
+        Some(i) => &name[i + 1..],
+        None => name,
+    };
+    let n = n.strip_prefix(b"<").unwrap_or(n);
+    let std_lib = [&b"std::"[..], b"core::", b"alloc::"]
+        .iter()
+        .any(|p| n.starts_with(p));
+    if std_lib || ends(b"_[k]") {
+        Orange
+    } else if contains(n, b"::") {
+        Aqua
+    } else {
+        Yellow
+    }
+}
+
 /// The flat palette a multi-palette picks for `name` (flamegraph.pl's rules).
 fn resolve(palette: Palette, name: &[u8], waker: bool) -> Palette {
     use Palette::*;
     let ends = |s: &[u8]| name.ends_with(s);
     match palette {
-        Java => {
-            let n = name.strip_prefix(b"L").unwrap_or(name);
-            let java_pkg = [
-                &b"java/"[..],
-                b"javax/",
-                b"jdk/",
-                b"net/",
-                b"org/",
-                b"com/",
-                b"io/",
-                b"sun/",
-            ]
-            .iter()
-            .any(|p| n.starts_with(p));
-            if ends(b"_[j]") {
-                Green
-            } else if ends(b"_[i]") {
-                Aqua
-            } else if java_pkg {
-                Green
-            } else if ends(b"_[k]") {
-                Orange
-            } else if contains(name, b"::") {
-                Yellow
-            } else {
-                Red
-            }
-        }
+        Java => java(name),
         Perl => {
             if contains(name, b"::") {
                 Yellow
@@ -301,28 +353,7 @@ fn resolve(palette: Palette, name: &[u8], waker: bool) -> Palette {
                 Red
             }
         }
-        Js => {
-            let source = contains(name, b"/") || contains(name, b".js");
-            if ends(b"_[j]") {
-                if source {
-                    Green
-                } else {
-                    Aqua
-                }
-            } else if contains(name, b"::") {
-                Yellow
-            } else if source {
-                Green
-            } else if contains(name, b":") {
-                Aqua
-            } else if name == b" " {
-                Green
-            } else if contains(name, b"_[k]") {
-                Orange
-            } else {
-                Red
-            }
-        }
+        Js => js(name),
         Python => {
             if ends(b"_[j]") || contains(name, b".py") {
                 Green
@@ -334,23 +365,7 @@ fn resolve(palette: Palette, name: &[u8], waker: bool) -> Palette {
                 Red
             }
         }
-        Rust => {
-            let n = match memchr::memchr(b'`', name) {
-                Some(i) => &name[i + 1..],
-                None => name,
-            };
-            let n = n.strip_prefix(b"<").unwrap_or(n);
-            let std_lib = [&b"std::"[..], b"core::", b"alloc::"]
-                .iter()
-                .any(|p| n.starts_with(p));
-            if std_lib || ends(b"_[k]") {
-                Orange
-            } else if contains(n, b"::") {
-                Aqua
-            } else {
-                Yellow
-            }
-        }
+        Rust => rust(name),
         Wakeup => Aqua,
         Chain => {
             if waker || contains(name, b"_[w]") {
