@@ -727,6 +727,74 @@ impl Reader<'_> {
     }
 }
 
+/// The event of sample type `tname`/`tunit` and the factor turning its values into the
+/// event's unit; Go's `samples/count` are counted timer samples of `period_ns`.
+fn event_of(tname: &str, tunit: &str, period_ns: Option<u64>) -> (EventInfo, u64) {
+    let (unit, factor) = unit_of(tunit);
+    if unit == WeightUnit::Events && (tunit == "count" || tunit.is_empty()) && tname == "samples" {
+        let mut event = EventInfo::new(tname.to_string(), WeightUnit::Samples);
+        event.sample_period_ns = period_ns;
+        return (event, factor);
+    }
+    (EventInfo::new(tname.to_string(), unit), factor)
+}
+
+/// The values of sample type `ti` (named `tname`) as `p`'s samples when `build` (else
+/// only counted): what was read, kept and skipped, and how many values were zero.
+fn take_samples(
+    p: &mut Profile,
+    s: &Samples,
+    (ti, tname): (usize, &str),
+    no_stack: Option<StackId>,
+    build: bool,
+    factor: u64,
+) -> (Stats, u64) {
+    let ntypes = s.ntypes;
+    let mut stats = Stats {
+        event: Some(tname.to_string()),
+        ..Default::default()
+    };
+    let mut zero = 0u64;
+    for (si, stack) in s.stacks.iter().enumerate() {
+        let v = s.values[si * ntypes + ti] as i64;
+        if v == 0 {
+            zero += 1;
+            continue;
+        }
+        stats.read += 1;
+        if v < 0 {
+            stats.skip(SkipReason::NegativeValue);
+            continue;
+        }
+        let stack = match *stack {
+            Stack::Node(s) => s,
+            Stack::Empty => match no_stack {
+                Some(n) => n,
+                None => {
+                    stats.skip(SkipReason::EmptyStack);
+                    continue;
+                }
+            },
+            Stack::TooDeep => {
+                stats.skip(SkipReason::TooDeep);
+                continue;
+            }
+        };
+        if build {
+            let (set, thread) = s.labels[si];
+            p.samples.push_labeled(
+                stack,
+                (v as u64).saturating_mul(factor),
+                NO_TIME,
+                thread,
+                set,
+            );
+        }
+        stats.kept += 1;
+    }
+    (stats, zero)
+}
+
 /// One profile per sample type (or the one chosen); the last built takes the template
 /// itself rather than a copy.
 fn profiles(
@@ -754,16 +822,7 @@ fn profiles(
     };
     let mut base = Some(base);
     for (ti, (tname, tunit)) in out.info.sample_types.clone().iter().enumerate() {
-        let (mut unit, factor) = unit_of(tunit);
-        let mut event = EventInfo::new(tname.clone(), unit);
-        if unit == WeightUnit::Events
-            && (tunit == "count" || tunit.is_empty())
-            && tname == "samples"
-        {
-            unit = WeightUnit::Samples;
-            event = EventInfo::new(tname.clone(), unit);
-            event.sample_period_ns = period_ns;
-        }
+        let (event, factor) = event_of(tname, tunit, period_ns);
         let build = built.contains(&ti);
         let mut p = if !build {
             Profile::new(event.clone())
@@ -788,48 +847,7 @@ fn profiles(
             p.samples = Default::default();
             p.samples.label_sets = sets;
         }
-        let mut stats = Stats {
-            event: Some(tname.clone()),
-            ..Default::default()
-        };
-        let mut zero = 0u64;
-        for (si, stack) in s.stacks.iter().enumerate() {
-            let v = s.values[si * ntypes + ti] as i64;
-            if v == 0 {
-                zero += 1;
-                continue;
-            }
-            stats.read += 1;
-            if v < 0 {
-                stats.skip(SkipReason::NegativeValue);
-                continue;
-            }
-            let stack = match *stack {
-                Stack::Node(s) => s,
-                Stack::Empty => match no_stack {
-                    Some(n) => n,
-                    None => {
-                        stats.skip(SkipReason::EmptyStack);
-                        continue;
-                    }
-                },
-                Stack::TooDeep => {
-                    stats.skip(SkipReason::TooDeep);
-                    continue;
-                }
-            };
-            if build {
-                let (set, thread) = s.labels[si];
-                p.samples.push_labeled(
-                    stack,
-                    (v as u64).saturating_mul(factor),
-                    NO_TIME,
-                    thread,
-                    set,
-                );
-            }
-            stats.kept += 1;
-        }
+        let (stats, zero) = take_samples(&mut p, s, (ti, tname), no_stack, build, factor);
         out.profiles.push(p);
         out.stats.push(stats);
         out.zero.push(zero);
