@@ -36,6 +36,78 @@ impl ExecLoad {
     }
 }
 
+/// The load command, its output piped, in a process group of its own, killed if kiln
+/// dies.
+fn command(prog: &OsString, args: &[OsString]) -> Command {
+    let parent = std::process::id() as libc::pid_t;
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: the hook runs in the child between fork and exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            // The load dies with kiln, however kiln ends (kill -9, the OOM killer): it
+            // must not go on hammering the server unwatched.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // kiln died before the line above: nobody would kill us then.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// An output being captured: its bytes kept and the count of those dropped.
+type Captured = Option<std::thread::JoinHandle<(Vec<u8>, u64)>>;
+
+/// The captured outputs as attachments, and a note for each that was cut.
+fn collected(outputs: [(&str, Captured); 2]) -> (Vec<Attachment>, Vec<String>) {
+    let mut attachments = Vec::new();
+    let mut notes = Vec::new();
+    for (name, h) in outputs {
+        if let Some(Ok((data, dropped))) = h.map(|h| h.join()) {
+            if dropped > 0 {
+                notes.push(format!(
+                    "{name}: {dropped} bytes beyond the first {CAPTURE_LIMIT} were not kept"
+                ));
+            }
+            attachments.push(Attachment {
+                name: name.into(),
+                data,
+            });
+        }
+    }
+    (attachments, notes)
+}
+
+/// Why the load command's end is a failure: none when kiln stopped it or it exited 0.
+fn failure(
+    shown: &str,
+    stopped_by_us: bool,
+    code: Option<i32>,
+    signal: Option<i32>,
+) -> Option<String> {
+    match (stopped_by_us, code, signal) {
+        (true, _, _) => None,
+        (false, Some(0), _) => None,
+        (false, Some(c), _) => Some(format!("the load command '{shown}' exited with status {c}")),
+        (false, None, Some(s)) => Some(format!(
+            "the load command '{shown}' was killed by signal {s}"
+        )),
+        (false, None, None) => Some(format!(
+            "the load command '{shown}' could not be waited for"
+        )),
+    }
+}
+
 /// A captured stream: the bytes kept and how many more there were.
 fn capture(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<(Vec<u8>, u64)> {
     std::thread::spawn(move || {
@@ -145,29 +217,7 @@ impl Workload for ExecLoad {
         let Some((prog, args)) = self.argv.split_first() else {
             return LoadOutcome::failed_to_start("no load command given after `exec --`".into());
         };
-        let parent = std::process::id() as libc::pid_t;
-        let mut cmd = Command::new(prog);
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        // SAFETY: the hook runs in the child between fork and exec and calls only
-        // async-signal-safe functions (prctl, getppid, _exit).
-        unsafe {
-            cmd.pre_exec(move || {
-                // The load dies with kiln, however kiln ends (kill -9, the OOM killer):
-                // it must not go on hammering the server unwatched.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // kiln died before the line above: nobody would kill us then.
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        let mut cmd = command(prog, args);
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
@@ -196,36 +246,10 @@ impl Workload for ExecLoad {
         if let Some(w) = watch {
             w.release();
         }
-        let mut attachments = Vec::new();
-        let mut notes = Vec::new();
-        for (name, h) in [("load.stdout", out), ("load.stderr", err)] {
-            if let Some(Ok((data, dropped))) = h.map(|h| h.join()) {
-                if dropped > 0 {
-                    notes.push(format!(
-                        "{name}: {dropped} bytes beyond the first {CAPTURE_LIMIT} were not kept"
-                    ));
-                }
-                attachments.push(Attachment {
-                    name: name.into(),
-                    data,
-                });
-            }
-        }
+        let (attachments, notes) = collected([("load.stdout", out), ("load.stderr", err)]);
         let code = status.and_then(|s| s.code());
         let signal = status.and_then(|s| s.signal());
-        let failure = match (stopped_by_us, code, signal) {
-            (true, _, _) => None,
-            (false, Some(0), _) => None,
-            (false, Some(c), _) => {
-                Some(format!("the load command '{shown}' exited with status {c}"))
-            }
-            (false, None, Some(s)) => Some(format!(
-                "the load command '{shown}' was killed by signal {s}"
-            )),
-            (false, None, None) => Some(format!(
-                "the load command '{shown}' could not be waited for"
-            )),
-        };
+        let failure = failure(&shown, stopped_by_us, code, signal);
         let stdout = attachments
             .iter()
             .find(|a| a.name == "load.stdout")
