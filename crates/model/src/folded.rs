@@ -125,21 +125,18 @@ fn name_ranks(p: &Profile) -> Vec<u32> {
     rank
 }
 
-/// Writes the lines of `profile` in the byte order of their text (as `sort` would put
-/// them) by walking the stack tree: the children of a node are ordered by the rank of
-/// their name followed by what comes next in the line (`;` for a child with callees,
-/// the end of the line for one with self weight), so comparing two lines is comparing
-/// integers at the first node where they part. Siblings with the same name (frames of
-/// different kinds) have the same text: their subtrees are walked together as one.
-fn write_sorted<W: Write + ?Sized>(
-    profile: &Profile,
-    weights: &[u64],
-    out: &mut W,
-) -> Result<(), ModelError> {
+/// The nodes with weight at or below them, as child lists: `kids[start[s]..start[s + 1]]`
+/// are the live children of slot `s` (0: the roots; node `g`: `g + 1`).
+struct LiveTree {
+    /// Whether a node has a live child.
+    kids_live: Vec<bool>,
+    start: Vec<u32>,
+    kids: Vec<u32>,
+}
+
+fn live_tree(parents: &[u32], weights: &[u64]) -> LiveTree {
     const NONE: u32 = u32::MAX;
-    let n = profile.stacks.len();
-    let parents = profile.stacks.raw_parents();
-    let frames = profile.stacks.raw_frames();
+    let n = parents.len();
     // Nodes with weight at or below them; children lists of those.
     let mut live: Vec<bool> = weights.iter().map(|&w| w > 0).collect();
     let mut kids_live = vec![false; n];
@@ -177,8 +174,31 @@ fn write_sorted<W: Write + ?Sized>(
             fill[slot] += 1;
         }
     }
-    drop(fill);
-    drop(live);
+    LiveTree {
+        kids_live,
+        start,
+        kids,
+    }
+}
+
+/// Writes the lines of `profile` in the byte order of their text (as `sort` would put
+/// them) by walking the stack tree: the children of a node are ordered by the rank of
+/// their name followed by what comes next in the line (`;` for a child with callees,
+/// the end of the line for one with self weight), so comparing two lines is comparing
+/// integers at the first node where they part. Siblings with the same name (frames of
+/// different kinds) have the same text: their subtrees are walked together as one.
+fn write_sorted<W: Write + ?Sized>(
+    profile: &Profile,
+    weights: &[u64],
+    out: &mut W,
+) -> Result<(), ModelError> {
+    let parents = profile.stacks.raw_parents();
+    let frames = profile.stacks.raw_frames();
+    let LiveTree {
+        kids_live,
+        start,
+        kids,
+    } = live_tree(parents, weights);
     let rank = name_ranks(profile);
     // Items of the groups being walked: (rank, node, is a line end). A level's items are
     // sorted, then consumed in order; descending into a group pushes its items on top.
