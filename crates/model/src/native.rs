@@ -281,6 +281,128 @@ impl Reader<'_> {
     }
 }
 
+/// A profile's event: name, unit and (version 2 on) sample period.
+fn decode_event(r: &mut Reader<'_>, version: u8) -> Result<EventInfo, ModelError> {
+    let name = String::from_utf8_lossy(r.bytes()?).into_owned();
+    let unit = match r.u8()? {
+        0 => WeightUnit::Samples,
+        1 => WeightUnit::Period,
+        2 => WeightUnit::Nanoseconds,
+        3 => WeightUnit::Microseconds,
+        4 => WeightUnit::Bytes,
+        5 => WeightUnit::Events,
+        u => return Err(r.err(format!("unknown weight unit {u}"))),
+    };
+    let mut event = EventInfo::new(name, unit);
+    if version >= 2 {
+        event.sample_period_ns = r.var()?.checked_sub(1);
+    }
+    Ok(event)
+}
+
+/// The sizes of a profile's tables, for the indexes that follow them.
+struct Tables {
+    strings: usize,
+    frames: usize,
+    stacks: usize,
+    threads: usize,
+}
+
+/// A profile's strings, frames, stacks and threads, each entry new (a duplicate is an
+/// error: the file was not written by kiln).
+fn decode_tables(r: &mut Reader<'_>, p: &mut Profile) -> Result<Tables, ModelError> {
+    let ns = r.count("string", 1)?;
+    for i in 0..ns {
+        let s = r.bytes()?.to_vec();
+        if p.strings.intern(&s).0 as usize != i {
+            return Err(r.err("duplicate string in the string table"));
+        }
+    }
+    let nf = r.count("frame", 2)?;
+    for i in 0..nf {
+        let name = StrId(r.index("string", ns)?);
+        let kind = match r.u8()? {
+            0 => FrameKind::Unknown,
+            1 => FrameKind::User,
+            2 => FrameKind::Kernel,
+            3 => FrameKind::Jit,
+            4 => FrameKind::Inline,
+            5 => FrameKind::Root,
+            k => return Err(r.err(format!("unknown frame kind {k}"))),
+        };
+        if p.frames.intern(Frame { name, kind }).0 as usize != i {
+            return Err(r.err("duplicate frame in the frame table"));
+        }
+    }
+    let nst = r.count("stack", 2)?;
+    for i in 0..nst {
+        let parent = r.index("parent stack", i + 1)?;
+        let frame = crate::FrameId(r.index("frame", nf)?);
+        let parent = (parent > 0).then(|| StackId(parent - 1));
+        if p.stacks.intern(parent, frame).0 as usize != i {
+            return Err(r.err("duplicate node in the stack table"));
+        }
+    }
+    let nt = r.count("thread", 3)?;
+    for i in 0..nt {
+        let pid = r.var()?;
+        let tid = r.var()?;
+        let name = StrId(r.index("string", ns)?);
+        let conv = |v: u64| (v > 0).then(|| (v - 1) as u32);
+        let t = Thread {
+            pid: conv(pid),
+            tid: conv(tid),
+            name,
+        };
+        if p.threads.intern(t).0 as usize != i {
+            return Err(r.err("duplicate thread in the thread table"));
+        }
+    }
+    Ok(Tables {
+        strings: ns,
+        frames: nf,
+        stacks: nst,
+        threads: nt,
+    })
+}
+
+/// A profile's samples, column by column; returns their count.
+fn decode_samples(r: &mut Reader<'_>, p: &mut Profile, t: &Tables) -> Result<usize, ModelError> {
+    let (nst, nt) = (t.stacks, t.threads);
+    let nsm = r.count("sample", 4)?;
+    let mut stacks = r.vec(nsm, "the samples' stacks")?;
+    for _ in 0..nsm {
+        stacks.push(StackId(r.index("stack", nst)?));
+    }
+    let mut weights = r.vec(nsm, "the samples' weights")?;
+    for _ in 0..nsm {
+        weights.push(r.var()?);
+    }
+    let mut times = r.vec(nsm, "the samples' times")?;
+    let mut prev = 0u64;
+    for _ in 0..nsm {
+        let z = r.var()?;
+        let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+        prev = prev.wrapping_add(d as u64);
+        times.push(prev);
+    }
+    let mut threads = r.vec(nsm, "the samples' threads")?;
+    for _ in 0..nsm {
+        let t = r.index("thread", nt + 1)?;
+        threads.push(if t == 0 {
+            ThreadId::NONE
+        } else {
+            ThreadId(t - 1)
+        });
+    }
+    // The columns as read: no table grows sample by sample.
+    p.samples.stack = stacks;
+    p.samples.weight = weights;
+    p.samples.time = times;
+    p.samples.thread = threads;
+    Ok(nsm)
+}
+
 /// Decodes the profiles of a native file's bytes; `path` names it in errors.
 pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
     let mut r = Reader {
@@ -301,101 +423,11 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Profile>, ModelError> {
     let n = r.count("profile", 1)?;
     let mut out = r.vec(n, "the profiles")?;
     for _ in 0..n {
-        let name = String::from_utf8_lossy(r.bytes()?).into_owned();
-        let unit = match r.u8()? {
-            0 => WeightUnit::Samples,
-            1 => WeightUnit::Period,
-            2 => WeightUnit::Nanoseconds,
-            3 => WeightUnit::Microseconds,
-            4 => WeightUnit::Bytes,
-            5 => WeightUnit::Events,
-            u => return Err(r.err(format!("unknown weight unit {u}"))),
-        };
-        let mut event = EventInfo::new(name, unit);
-        if version >= 2 {
-            event.sample_period_ns = r.var()?.checked_sub(1);
-        }
-        let mut p = Profile::new(event);
-        let ns = r.count("string", 1)?;
-        for i in 0..ns {
-            let s = r.bytes()?.to_vec();
-            if p.strings.intern(&s).0 as usize != i {
-                return Err(r.err("duplicate string in the string table"));
-            }
-        }
-        let nf = r.count("frame", 2)?;
-        for i in 0..nf {
-            let name = StrId(r.index("string", ns)?);
-            let kind = match r.u8()? {
-                0 => FrameKind::Unknown,
-                1 => FrameKind::User,
-                2 => FrameKind::Kernel,
-                3 => FrameKind::Jit,
-                4 => FrameKind::Inline,
-                5 => FrameKind::Root,
-                k => return Err(r.err(format!("unknown frame kind {k}"))),
-            };
-            if p.frames.intern(Frame { name, kind }).0 as usize != i {
-                return Err(r.err("duplicate frame in the frame table"));
-            }
-        }
-        let nst = r.count("stack", 2)?;
-        for i in 0..nst {
-            let parent = r.index("parent stack", i + 1)?;
-            let frame = crate::FrameId(r.index("frame", nf)?);
-            let parent = (parent > 0).then(|| StackId(parent - 1));
-            if p.stacks.intern(parent, frame).0 as usize != i {
-                return Err(r.err("duplicate node in the stack table"));
-            }
-        }
-        let nt = r.count("thread", 3)?;
-        for i in 0..nt {
-            let pid = r.var()?;
-            let tid = r.var()?;
-            let name = StrId(r.index("string", ns)?);
-            let conv = |v: u64| (v > 0).then(|| (v - 1) as u32);
-            let t = Thread {
-                pid: conv(pid),
-                tid: conv(tid),
-                name,
-            };
-            if p.threads.intern(t).0 as usize != i {
-                return Err(r.err("duplicate thread in the thread table"));
-            }
-        }
-        let nsm = r.count("sample", 4)?;
-        let mut stacks = r.vec(nsm, "the samples' stacks")?;
-        for _ in 0..nsm {
-            stacks.push(StackId(r.index("stack", nst)?));
-        }
-        let mut weights = r.vec(nsm, "the samples' weights")?;
-        for _ in 0..nsm {
-            weights.push(r.var()?);
-        }
-        let mut times = r.vec(nsm, "the samples' times")?;
-        let mut prev = 0u64;
-        for _ in 0..nsm {
-            let z = r.var()?;
-            let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
-            prev = prev.wrapping_add(d as u64);
-            times.push(prev);
-        }
-        let mut threads = r.vec(nsm, "the samples' threads")?;
-        for _ in 0..nsm {
-            let t = r.index("thread", nt + 1)?;
-            threads.push(if t == 0 {
-                ThreadId::NONE
-            } else {
-                ThreadId(t - 1)
-            });
-        }
-        // The columns as read: no table grows sample by sample.
-        p.samples.stack = stacks;
-        p.samples.weight = weights;
-        p.samples.time = times;
-        p.samples.thread = threads;
+        let mut p = Profile::new(decode_event(&mut r, version)?);
+        let t = decode_tables(&mut r, &mut p)?;
+        let nsm = decode_samples(&mut r, &mut p, &t)?;
         if version >= 3 {
-            decode_extras(&mut r, &mut p, ns, nf, nsm)?;
+            decode_extras(&mut r, &mut p, t.strings, t.frames, nsm)?;
         }
         out.push(p);
     }
