@@ -188,6 +188,68 @@ impl<'a> SvgWriter<'a> {
         Ok(())
     }
 
+    /// The style sheet (the font, the controls) and, when interactive, the script.
+    fn style_and_script(&mut self) {
+        use std::fmt::Write as _;
+        let o = self.opts;
+        let fs = o.font_size;
+        let mut s = String::with_capacity(1024);
+        let _ = write!(
+            s,
+            "\ttext {{ font-family:{}; font-size:{}px; fill:#000000; }}\n\
+             \t#search, #ignorecase {{ opacity:0.1; cursor:pointer; }}\n\
+             \t#search:hover, #search.show, #ignorecase:hover, #ignorecase.show {{ opacity:1; }}\n\
+             \t#subtitle {{ text-anchor:middle; fill:#a0a0a0; }}\n\
+             \t#title {{ text-anchor:middle; font-size:{}px; }}\n\
+             \t#search, #ignorecase, #matched {{ text-anchor:end; }}\n\
+             \t#unzoom {{ cursor:pointer; }}\n\
+             \t#frames > *:hover {{ stroke:black; stroke-width:0.5; cursor:pointer; }}\n\
+             \t.hide {{ display:none; }}\n\
+             \t.parent {{ opacity:0.5; }}\n",
+            escape::css_string(&o.font_type),
+            coord(fs),
+            coord(fs + 5.0),
+        );
+        self.buf.extend_from_slice(b"<style type=\"text/css\">\n");
+        push_text(&mut self.buf, &s);
+        self.buf.extend_from_slice(b"</style>\n");
+        if o.interactive {
+            self.buf
+                .extend_from_slice(b"<script type=\"text/ecmascript\"><![CDATA[\n");
+            self.buf.extend_from_slice(SCRIPT.as_bytes());
+            self.buf.extend_from_slice(b"]]></script>\n");
+        }
+    }
+
+    /// The frames' `<svg>` opening, with the script's settings as escaped attributes.
+    fn frames_open(&mut self) {
+        use std::fmt::Write as _;
+        let o = self.opts;
+        let w = o.width;
+        let mut s = String::with_capacity(512);
+        let _ = write!(
+            s,
+            "<svg id=\"frames\" x=\"{}\" width=\"{}\" total_samples=\"{}\" fg:total=\"{}\" fg:factor=\"{}\" \
+             fg:fontsize=\"{}\" fg:fontwidth=\"{}\" fg:inverted=\"{}\" fg:searchcolor=\"{}\" fg:diff=\"{}\"",
+            coord(XPAD),
+            coord(f64::from(w) - 2.0 * XPAD),
+            self.timemax,
+            self.timemax,
+            o.factor,
+            o.font_size,
+            o.font_width,
+            u8::from(o.inverted),
+            o.search_color.hex(),
+            u8::from(self.weights.delta.is_some()),
+        );
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.extend_from_slice(b" fg:nametype=\"");
+        push_bytes(&mut self.buf, o.name_type.as_bytes());
+        self.buf.extend_from_slice(b"\" fg:countname=\"");
+        push_bytes(&mut self.buf, o.count_name.as_bytes());
+        self.buf.extend_from_slice(b"\">\n");
+    }
+
     /// Writes everything before the frames.
     pub(crate) fn header(&mut self) -> Result<(), FlamegraphError> {
         let o = self.opts;
@@ -218,31 +280,7 @@ impl<'a> SvgWriter<'a> {
         );
         self.buf.extend_from_slice(s.as_bytes());
         s.clear();
-        let _ = write!(
-            s,
-            "\ttext {{ font-family:{}; font-size:{}px; fill:#000000; }}\n\
-             \t#search, #ignorecase {{ opacity:0.1; cursor:pointer; }}\n\
-             \t#search:hover, #search.show, #ignorecase:hover, #ignorecase.show {{ opacity:1; }}\n\
-             \t#subtitle {{ text-anchor:middle; fill:#a0a0a0; }}\n\
-             \t#title {{ text-anchor:middle; font-size:{}px; }}\n\
-             \t#search, #ignorecase, #matched {{ text-anchor:end; }}\n\
-             \t#unzoom {{ cursor:pointer; }}\n\
-             \t#frames > *:hover {{ stroke:black; stroke-width:0.5; cursor:pointer; }}\n\
-             \t.hide {{ display:none; }}\n\
-             \t.parent {{ opacity:0.5; }}\n",
-            escape::css_string(&o.font_type),
-            coord(fs),
-            coord(fs + 5.0),
-        );
-        self.buf.extend_from_slice(b"<style type=\"text/css\">\n");
-        push_text(&mut self.buf, &s);
-        self.buf.extend_from_slice(b"</style>\n");
-        if o.interactive {
-            self.buf
-                .extend_from_slice(b"<script type=\"text/ecmascript\"><![CDATA[\n");
-            self.buf.extend_from_slice(SCRIPT.as_bytes());
-            self.buf.extend_from_slice(b"]]></script>\n");
-        }
+        self.style_and_script();
         s.clear();
         let _ = writeln!(
             s,
@@ -266,29 +304,7 @@ impl<'a> SvgWriter<'a> {
         self.text("search", right - 24.0, fs * 2.0, "Search", None);
         self.text("ignorecase", right, fs * 2.0, "ic", None);
         self.text("matched", right, bottom, " ", None);
-        // Settings for the script, as escaped attributes.
-        s.clear();
-        let _ = write!(
-            s,
-            "<svg id=\"frames\" x=\"{}\" width=\"{}\" total_samples=\"{}\" fg:total=\"{}\" fg:factor=\"{}\" \
-             fg:fontsize=\"{}\" fg:fontwidth=\"{}\" fg:inverted=\"{}\" fg:searchcolor=\"{}\" fg:diff=\"{}\"",
-            coord(XPAD),
-            coord(f64::from(w) - 2.0 * XPAD),
-            self.timemax,
-            self.timemax,
-            o.factor,
-            o.font_size,
-            o.font_width,
-            u8::from(o.inverted),
-            o.search_color.hex(),
-            u8::from(self.weights.delta.is_some()),
-        );
-        self.buf.extend_from_slice(s.as_bytes());
-        self.buf.extend_from_slice(b" fg:nametype=\"");
-        push_bytes(&mut self.buf, o.name_type.as_bytes());
-        self.buf.extend_from_slice(b"\" fg:countname=\"");
-        push_bytes(&mut self.buf, o.count_name.as_bytes());
-        self.buf.extend_from_slice(b"\">\n");
+        self.frames_open();
         self.flush_if_full()?;
         Ok(())
     }
