@@ -130,6 +130,148 @@ function latencySummary(ps: PerSecond | undefined, lines: Line[], families: stri
   };
 }
 
+/** The load's charts: rates, other events, levels, latency and flow control. */
+function loadCharts(r: RunShape, load: Table): ChartSpec[] {
+  const out: ChartSpec[] = [];
+  const main = `${r.unit}/s`;
+  const rates = load.columns.filter((c) => c.unit === main && hasValue(c));
+  if (rates.length) {
+    out.push({ id: 'rates', title: `Load: ${r.unit} per second`, unit: main, scale: 'linear', kind: 'lines', height: 130, lines: rates.map((c, i) => line(load, c, COLORS[i % COLORS.length])) });
+  }
+  const others = load.columns.filter((c) => c.unit.endsWith('/s') && c.unit !== main && hasValue(c));
+  for (const unit of new Set(others.map((c) => c.unit))) {
+    const cols = others.filter((c) => c.unit === unit);
+    out.push({ id: `events:${unit}`, title: `Load: ${unit.replace(/\/s$/, '')} events per second`, unit, scale: 'linear', kind: 'lines', height: 90, lines: cols.map((c, i) => line(load, c, COLORS[(i + 3) % COLORS.length])) });
+  }
+  // Levels: what waited at the end of each second (the broker's queue, messages in
+  // flight or undelivered, the server's accept queue), one chart per unit.
+  const levels = load.columns.filter((c) => (c.unit === 'msg' || c.unit === 'conn') && anyValue(c));
+  for (const unit of new Set(levels.map((c) => c.unit))) {
+    const cols = levels.filter((c) => c.unit === unit);
+    out.push({
+      id: `levels:${unit}`,
+      title: `Queues: ${unit === 'msg' ? 'messages' : 'connections'} waiting at the end of each second`,
+      hint: cols.map((c) => c.name).join(', '),
+      unit,
+      scale: 'linear',
+      kind: 'lines',
+      height: 100,
+      lines: cols.map((c, i) => line(load, c, COLORS[(i + 5) % COLORS.length], c.name.replace(/_/g, ' '))),
+    });
+  }
+  out.push(...latencyCharts(r, load));
+  const flags = load.columns.filter((c) => c.unit === 'bool');
+  if (flags.length) {
+    const colors: Record<string, string> = { blocked: '#e15759', stalled: '#f28e2b', disconnected: '#7a2a8a' };
+    out.push({
+      id: 'spans',
+      title: 'Flow control: seconds the load was blocked, stalled or disconnected',
+      unit: 'bool',
+      scale: 'linear',
+      kind: 'spans',
+      height: 14 * flags.length + 6,
+      lines: flags.map((c, i) => line(load, c, colors[c.name] ?? COLORS[(i + 2) % COLORS.length])),
+    });
+  }
+  return out;
+}
+
+/** One latency chart per family of per-second percentiles, the run's own first; the
+ * percentiles from the intended send time dashed beside them. */
+function latencyCharts(r: RunShape, load: Table): ChartSpec[] {
+  const out: ChartSpec[] = [];
+const fams = latencyFamilies(load);
+const order = [...fams.keys()].filter((f) => !f.endsWith('_intended'));
+if (r.latency) order.sort((a, b) => Number(b === r.latency) - Number(a === r.latency));
+for (const fam of order) {
+  const cols = fams.get(fam)!.filter(anyValue);
+  if (!cols.length) continue;
+  const intended = (fams.get(`${fam}_intended`) ?? []).filter(anyValue);
+  const lines: Line[] = [];
+  for (const c of cols) {
+    const q = c.name.slice(fam.length + 1);
+    lines.push(line(load, c, LATENCY_COLORS[q] ?? COLORS[lines.length % COLORS.length], q));
+  }
+  for (const c of intended) {
+    const q = c.name.slice(fam.length + 10);
+    lines.push(line(load, c, LATENCY_COLORS[q] ?? COLORS[lines.length % COLORS.length], `${q} intended`, { dash: true }));
+  }
+  out.push({
+    summary: latencySummary(r.latencySeconds, lines, intended.length ? [fam, `${fam}_intended`] : [fam]),
+    id: `latency:${fam}`,
+    title: `Latency per second: ${plainLatency(fam)}${intended.length ? ' (dashed: from the intended send time)' : ''}`,
+    hint: intended.length ? `${fam}, ${fam}_intended` : fam,
+    unit: 'us',
+    scale: 'log',
+    kind: 'lines',
+    height: 150,
+    lines,
+  });
+}
+  return out;
+}
+
+/** The target's charts (CPU by thread group, memory, switches, counts) and who used the
+ * machine's CPUs. */
+function targetCharts(r: RunShape, target: Table, machine: Table | undefined, kiln: Table | undefined): ChartSpec[] {
+  const out: ChartSpec[] = [];
+  const n = target.time.length;
+  const groups = new Map<string, { user?: Column; system?: Column }>();
+  for (const c of target.columns) {
+    const m = /^cpu (user|system):(.*)$/.exec(c.name);
+    if (!m) continue;
+    const g = groups.get(m[2]) ?? {};
+    g[m[1] as 'user' | 'system'] = c;
+    groups.set(m[2], g);
+  }
+  const layers: Line[] = [];
+  let k = 0;
+  for (const [g, { user, system }] of groups) {
+    if (!(user && hasValue(user)) && !(system && hasValue(system))) continue;
+    const color = COLORS[k++ % COLORS.length];
+    if (user) layers.push(line(target, user, color, `${plainGroup(g)} user`));
+    if (system) layers.push(line(target, system, shade(color), `${plainGroup(g)} system`));
+  }
+  if (!layers.length) {
+    for (const [name, color] of [['cpu user', COLORS[0]], ['cpu system', shade(COLORS[0])]]) {
+      const c = target.columns.find((x) => x.name === name);
+      if (c) layers.push(line(target, c, color));
+    }
+  }
+  if (layers.length) {
+    out.push({ id: 'cpu', title: 'Target CPU by thread group, % of one CPU (lighter: system time)', unit: '%', scale: 'linear', kind: 'stacked', height: 150, lines: layers });
+  }
+  const rss = target.columns.find((c) => c.name === 'rss');
+  if (rss && anyValue(rss)) out.push({ id: 'rss', title: 'Target resident memory (RSS)', unit: 'bytes', scale: 'linear', kind: 'lines', height: 90, lines: [line(target, rss, COLORS[4])] });
+  const sw = ['voluntary switches', 'involuntary switches'].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
+  if (sw.length) out.push({ id: 'switches', title: 'Target context switches per second', unit: '1/s', scale: 'linear', kind: 'lines', height: 90, lines: sw.map((c, i) => line(target, c, COLORS[(i + 5) % COLORS.length])) });
+  const counts = ['threads', 'open files', 'sockets'].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
+  if (counts.length) out.push({ id: 'counts', title: 'Target threads, open files and sockets', unit: 'count', scale: 'linear', kind: 'lines', height: 80, lines: counts.map((c, i) => line(target, c, COLORS[(i + 6) % COLORS.length])) });
+  const busy = machine?.columns.find((c) => c.name === 'busy');
+  const lines: Line[] = [];
+  if (machine && busy && anyValue(busy)) {
+    lines.push({ ...line(machine, busy, '#888888', `machine (all processes, ${r.cpus} CPUs)`), values: busy.values.map((v) => (v === null ? null : v * Math.max(1, r.cpus))) });
+  }
+  const cpuCols = target.columns.filter((c) => c.name === 'cpu user' || c.name === 'cpu system');
+  if (cpuCols.length) lines.push({ label: 'target', column: 'cpu user+system', table: 'target', time: target.time, values: sumColumns(cpuCols, n), color: COLORS[0] });
+  for (const c of kiln?.columns ?? []) {
+    if (c.unit === '%' && anyValue(c)) lines.push(line(kiln!, c, c.name.startsWith('kiln') ? COLORS[2] : COLORS[1], c.name.replace(/ cpu$/, '')));
+  }
+  if (lines.length > 1 || busy) {
+    out.push({
+      id: 'machine',
+      title: `Who used the machine's CPUs, % of one CPU (${Math.max(1, r.cpus) * 100}% = all ${r.cpus})`,
+      unit: '%',
+      scale: 'linear',
+      kind: 'lines',
+      height: 110,
+      yMax: Math.max(1, r.cpus) * 100,
+      lines,
+    });
+  }
+  return out;
+}
+
 /** The charts of a run, top to bottom. */
 export function runCharts(r: RunShape): ChartSpec[] {
   const out: ChartSpec[] = [];
@@ -138,131 +280,8 @@ export function runCharts(r: RunShape): ChartSpec[] {
   const target = table('target');
   const machine = table('machine');
   const kiln = table('kiln');
-  if (load) {
-    const main = `${r.unit}/s`;
-    const rates = load.columns.filter((c) => c.unit === main && hasValue(c));
-    if (rates.length) {
-      out.push({ id: 'rates', title: `Load: ${r.unit} per second`, unit: main, scale: 'linear', kind: 'lines', height: 130, lines: rates.map((c, i) => line(load, c, COLORS[i % COLORS.length])) });
-    }
-    const others = load.columns.filter((c) => c.unit.endsWith('/s') && c.unit !== main && hasValue(c));
-    for (const unit of new Set(others.map((c) => c.unit))) {
-      const cols = others.filter((c) => c.unit === unit);
-      out.push({ id: `events:${unit}`, title: `Load: ${unit.replace(/\/s$/, '')} events per second`, unit, scale: 'linear', kind: 'lines', height: 90, lines: cols.map((c, i) => line(load, c, COLORS[(i + 3) % COLORS.length])) });
-    }
-    // Levels: what waited at the end of each second (the broker's queue, messages in
-    // flight or undelivered, the server's accept queue), one chart per unit.
-    const levels = load.columns.filter((c) => (c.unit === 'msg' || c.unit === 'conn') && anyValue(c));
-    for (const unit of new Set(levels.map((c) => c.unit))) {
-      const cols = levels.filter((c) => c.unit === unit);
-      out.push({
-        id: `levels:${unit}`,
-        title: `Queues: ${unit === 'msg' ? 'messages' : 'connections'} waiting at the end of each second`,
-        hint: cols.map((c) => c.name).join(', '),
-        unit,
-        scale: 'linear',
-        kind: 'lines',
-        height: 100,
-        lines: cols.map((c, i) => line(load, c, COLORS[(i + 5) % COLORS.length], c.name.replace(/_/g, ' '))),
-      });
-    }
-    const fams = latencyFamilies(load);
-    const order = [...fams.keys()].filter((f) => !f.endsWith('_intended'));
-    if (r.latency) order.sort((a, b) => Number(b === r.latency) - Number(a === r.latency));
-    for (const fam of order) {
-      const cols = fams.get(fam)!.filter(anyValue);
-      if (!cols.length) continue;
-      const intended = (fams.get(`${fam}_intended`) ?? []).filter(anyValue);
-      const lines: Line[] = [];
-      for (const c of cols) {
-        const q = c.name.slice(fam.length + 1);
-        lines.push(line(load, c, LATENCY_COLORS[q] ?? COLORS[lines.length % COLORS.length], q));
-      }
-      for (const c of intended) {
-        const q = c.name.slice(fam.length + 10);
-        lines.push(line(load, c, LATENCY_COLORS[q] ?? COLORS[lines.length % COLORS.length], `${q} intended`, { dash: true }));
-      }
-      out.push({
-        summary: latencySummary(r.latencySeconds, lines, intended.length ? [fam, `${fam}_intended`] : [fam]),
-        id: `latency:${fam}`,
-        title: `Latency per second: ${plainLatency(fam)}${intended.length ? ' (dashed: from the intended send time)' : ''}`,
-        hint: intended.length ? `${fam}, ${fam}_intended` : fam,
-        unit: 'us',
-        scale: 'log',
-        kind: 'lines',
-        height: 150,
-        lines,
-      });
-    }
-    const flags = load.columns.filter((c) => c.unit === 'bool');
-    if (flags.length) {
-      const colors: Record<string, string> = { blocked: '#e15759', stalled: '#f28e2b', disconnected: '#7a2a8a' };
-      out.push({
-        id: 'spans',
-        title: 'Flow control: seconds the load was blocked, stalled or disconnected',
-        unit: 'bool',
-        scale: 'linear',
-        kind: 'spans',
-        height: 14 * flags.length + 6,
-        lines: flags.map((c, i) => line(load, c, colors[c.name] ?? COLORS[(i + 2) % COLORS.length])),
-      });
-    }
-  }
-  if (target) {
-    const n = target.time.length;
-    const groups = new Map<string, { user?: Column; system?: Column }>();
-    for (const c of target.columns) {
-      const m = /^cpu (user|system):(.*)$/.exec(c.name);
-      if (!m) continue;
-      const g = groups.get(m[2]) ?? {};
-      g[m[1] as 'user' | 'system'] = c;
-      groups.set(m[2], g);
-    }
-    const layers: Line[] = [];
-    let k = 0;
-    for (const [g, { user, system }] of groups) {
-      if (!(user && hasValue(user)) && !(system && hasValue(system))) continue;
-      const color = COLORS[k++ % COLORS.length];
-      if (user) layers.push(line(target, user, color, `${plainGroup(g)} user`));
-      if (system) layers.push(line(target, system, shade(color), `${plainGroup(g)} system`));
-    }
-    if (!layers.length) {
-      for (const [name, color] of [['cpu user', COLORS[0]], ['cpu system', shade(COLORS[0])]]) {
-        const c = target.columns.find((x) => x.name === name);
-        if (c) layers.push(line(target, c, color));
-      }
-    }
-    if (layers.length) {
-      out.push({ id: 'cpu', title: 'Target CPU by thread group, % of one CPU (lighter: system time)', unit: '%', scale: 'linear', kind: 'stacked', height: 150, lines: layers });
-    }
-    const rss = target.columns.find((c) => c.name === 'rss');
-    if (rss && anyValue(rss)) out.push({ id: 'rss', title: 'Target resident memory (RSS)', unit: 'bytes', scale: 'linear', kind: 'lines', height: 90, lines: [line(target, rss, COLORS[4])] });
-    const sw = ['voluntary switches', 'involuntary switches'].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
-    if (sw.length) out.push({ id: 'switches', title: 'Target context switches per second', unit: '1/s', scale: 'linear', kind: 'lines', height: 90, lines: sw.map((c, i) => line(target, c, COLORS[(i + 5) % COLORS.length])) });
-    const counts = ['threads', 'open files', 'sockets'].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
-    if (counts.length) out.push({ id: 'counts', title: 'Target threads, open files and sockets', unit: 'count', scale: 'linear', kind: 'lines', height: 80, lines: counts.map((c, i) => line(target, c, COLORS[(i + 6) % COLORS.length])) });
-    const busy = machine?.columns.find((c) => c.name === 'busy');
-    const lines: Line[] = [];
-    if (machine && busy && anyValue(busy)) {
-      lines.push({ ...line(machine, busy, '#888888', `machine (all processes, ${r.cpus} CPUs)`), values: busy.values.map((v) => (v === null ? null : v * Math.max(1, r.cpus))) });
-    }
-    const cpuCols = target.columns.filter((c) => c.name === 'cpu user' || c.name === 'cpu system');
-    if (cpuCols.length) lines.push({ label: 'target', column: 'cpu user+system', table: 'target', time: target.time, values: sumColumns(cpuCols, n), color: COLORS[0] });
-    for (const c of kiln?.columns ?? []) {
-      if (c.unit === '%' && anyValue(c)) lines.push(line(kiln!, c, c.name.startsWith('kiln') ? COLORS[2] : COLORS[1], c.name.replace(/ cpu$/, '')));
-    }
-    if (lines.length > 1 || busy) {
-      out.push({
-        id: 'machine',
-        title: `Who used the machine's CPUs, % of one CPU (${Math.max(1, r.cpus) * 100}% = all ${r.cpus})`,
-        unit: '%',
-        scale: 'linear',
-        kind: 'lines',
-        height: 110,
-        yMax: Math.max(1, r.cpus) * 100,
-        lines,
-      });
-    }
-  }
+  if (load) out.push(...loadCharts(r, load));
+  if (target) out.push(...targetCharts(r, target, machine, kiln));
   for (const c of r.categories) out.push(categoryChart(c));
   return out;
 }
