@@ -43,12 +43,7 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
         ..Default::default()
     };
     let mut warnings = Warnings::new(input.name, opts);
-    // The key being read: scalars, stacks (each a list of frames, leaf first).
-    let mut scalars: Vec<Vec<u8>> = Vec::new();
-    let mut stacks: Vec<Vec<Vec<u8>>> = Vec::new();
-    let mut in_entry = false;
-    let mut entry_line = 0u64;
-    let mut frames = Vec::new();
+    let mut e = Entry::default();
     let mut ctx = Ctx {
         warnings: &mut warnings,
         total: 0,
@@ -57,95 +52,136 @@ pub fn collapse(input: Input<'_>, opts: &Options) -> Result<Collapsed, CollapseE
     for (i, raw) in input.data.split(|&c| c == b'\n').enumerate() {
         let lineno = i as u64 + 1;
         let line = trim(raw);
-        if !in_entry {
-            if line.is_empty() || !line.starts_with(b"@") {
-                continue; // "Attaching 1 probe...", blank lines, other output
-            }
-            let Some(open) = memchr::memchr(b'[', line) else {
-                continue; // a scalar map `@count: 5` has no stack
-            };
-            out.stats.read += 1;
-            entry_line = lineno;
-            scalars.clear();
-            stacks.clear();
-            in_entry = true;
-            let rest = &line[open + 1..];
-            if rest.is_empty() {
-                stacks.push(Vec::new());
-                continue;
-            }
-            // A one-line entry: `@[comm, 12]: 5`.
-            match finish(rest) {
-                Some((keys, count)) => {
-                    for k in split_keys(keys) {
-                        scalars.push(k.to_vec());
-                    }
-                    emit(
-                        &mut out,
-                        &scalars,
-                        &stacks,
-                        count,
-                        &mut frames,
-                        &mut ctx,
-                        lineno,
-                    )?;
-                    in_entry = false;
-                }
-                None => {
-                    for k in split_keys(rest) {
-                        scalars.push(k.to_vec());
-                    }
-                    stacks.push(Vec::new());
-                }
-            }
-            continue;
-        }
-        // Inside a multi-line key.
-        if line.starts_with(b",") || line.starts_with(b"]") {
-            let (keys, done) = match finish(line) {
-                Some((keys, count)) => (keys, Some(count)),
-                None => (line, None),
-            };
-            let keys = keys.strip_prefix(b",").unwrap_or(keys);
-            for k in split_keys(keys) {
-                scalars.push(k.to_vec());
-            }
-            match done {
-                Some(count) => {
-                    emit(
-                        &mut out,
-                        &scalars,
-                        &stacks,
-                        count,
-                        &mut frames,
-                        &mut ctx,
-                        lineno,
-                    )?;
-                    in_entry = false;
-                }
-                None if line.starts_with(b"]") => {
-                    ctx.warnings
-                        .warn(lineno, "bpftrace entry without a count", line)?;
-                    out.stats.skip(SkipReason::MalformedLine);
-                    in_entry = false;
-                }
-                None => stacks.push(Vec::new()),
-            }
-        } else if !line.is_empty() {
-            match stacks.last_mut() {
-                Some(s) => s.push(strip_decimal_offset(line).to_vec()),
-                None => stacks.push(vec![strip_decimal_offset(line).to_vec()]),
-            }
+        if !e.open {
+            e.start(line, lineno, &mut out, &mut ctx)?;
+        } else {
+            e.more(line, lineno, &mut out, &mut ctx)?;
         }
     }
-    if in_entry {
+    if e.open {
         ctx.warnings
-            .warn(entry_line, "bpftrace entry cut off at end of input", b"@[")?;
+            .warn(e.line, "bpftrace entry cut off at end of input", b"@[")?;
         out.stats.skip(SkipReason::MalformedLine);
     }
     out.stats.warnings = warnings.count;
     out.warnings = warnings.list;
     Ok(out)
+}
+
+/// The map entry being read: its key's scalars and stacks (each a list of frames, leaf
+/// first), whether one is open and the line it began on.
+#[derive(Default)]
+struct Entry {
+    scalars: Vec<Vec<u8>>,
+    stacks: Vec<Vec<Vec<u8>>>,
+    open: bool,
+    line: u64,
+    frames: Vec<kiln_model::FrameId>,
+}
+
+impl Entry {
+    /// A line outside an entry: `@[…` opens one (or is one, on one line); anything else
+    /// ("Attaching 1 probe...", blank lines, scalar maps) is not a stack.
+    fn start(
+        &mut self,
+        line: &[u8],
+        lineno: u64,
+        out: &mut Collapsed,
+        ctx: &mut Ctx<'_, '_>,
+    ) -> Result<(), CollapseError> {
+        if line.is_empty() || !line.starts_with(b"@") {
+            return Ok(());
+        }
+        let Some(open) = memchr::memchr(b'[', line) else {
+            return Ok(()); // a scalar map `@count: 5` has no stack
+        };
+        out.stats.read += 1;
+        self.line = lineno;
+        self.scalars.clear();
+        self.stacks.clear();
+        self.open = true;
+        let rest = &line[open + 1..];
+        if rest.is_empty() {
+            self.stacks.push(Vec::new());
+            return Ok(());
+        }
+        // A one-line entry: `@[comm, 12]: 5`.
+        match finish(rest) {
+            Some((keys, count)) => {
+                for k in split_keys(keys) {
+                    self.scalars.push(k.to_vec());
+                }
+                self.emit(out, count, ctx, lineno)?;
+            }
+            None => {
+                for k in split_keys(rest) {
+                    self.scalars.push(k.to_vec());
+                }
+                self.stacks.push(Vec::new());
+            }
+        }
+        Ok(())
+    }
+
+    /// A line inside a multi-line key: more keys (`, …`), its end (`]: count`), or a
+    /// frame of the current stack.
+    fn more(
+        &mut self,
+        line: &[u8],
+        lineno: u64,
+        out: &mut Collapsed,
+        ctx: &mut Ctx<'_, '_>,
+    ) -> Result<(), CollapseError> {
+        if !(line.starts_with(b",") || line.starts_with(b"]")) {
+            if !line.is_empty() {
+                let frame = strip_decimal_offset(line).to_vec();
+                match self.stacks.last_mut() {
+                    Some(s) => s.push(frame),
+                    None => self.stacks.push(vec![frame]),
+                }
+            }
+            return Ok(());
+        }
+        let (keys, done) = match finish(line) {
+            Some((keys, count)) => (keys, Some(count)),
+            None => (line, None),
+        };
+        let keys = keys.strip_prefix(b",").unwrap_or(keys);
+        for k in split_keys(keys) {
+            self.scalars.push(k.to_vec());
+        }
+        match done {
+            Some(count) => self.emit(out, count, ctx, lineno)?,
+            None if line.starts_with(b"]") => {
+                ctx.warnings
+                    .warn(lineno, "bpftrace entry without a count", line)?;
+                out.stats.skip(SkipReason::MalformedLine);
+                self.open = false;
+            }
+            None => self.stacks.push(Vec::new()),
+        }
+        Ok(())
+    }
+
+    /// The entry's samples, and it is closed.
+    fn emit(
+        &mut self,
+        out: &mut Collapsed,
+        count: Count,
+        ctx: &mut Ctx<'_, '_>,
+        lineno: u64,
+    ) -> Result<(), CollapseError> {
+        self.open = false;
+        emit(
+            out,
+            &self.scalars,
+            &self.stacks,
+            count,
+            &mut self.frames,
+            ctx,
+            lineno,
+        )
+    }
 }
 
 /// `…]: 123` → (keys before `]`, 123).
@@ -254,6 +290,41 @@ mod tests {
         assert_eq!(c.stats.read, 4);
         assert_eq!(c.stats.kept, 3);
         assert_eq!(c.stats.skipped_total(), 1);
+    }
+
+    /// Two stacks in one key, an entry without a count and one cut off at the end: the
+    /// stacks join leaf last, the two bad entries are counted and named by their lines.
+    #[test]
+    fn keys_of_several_stacks_and_broken_entries() {
+        let text =
+            "@[\n    foo+1\n    bar+2\n, \n    baz+3\n, sh]: 2\n@[\n    lost+1\n]\n@[\n    cut+1\n";
+        let c = collapse(
+            Input {
+                name: "b",
+                data: text.as_bytes(),
+            },
+            &Options::default(),
+        )
+        .unwrap();
+        let mut v = Vec::new();
+        FoldedWriter::new(FoldedOptions::default())
+            .write(&c.profile, &mut v)
+            .unwrap();
+        assert_eq!(String::from_utf8(v).unwrap(), "sh;baz;bar;foo 2\n");
+        assert_eq!((c.stats.read, c.stats.kept), (3, 1));
+        assert_eq!(c.stats.skipped.get(&SkipReason::MalformedLine), Some(&2));
+        let w: Vec<(u64, &str)> = c
+            .warnings
+            .iter()
+            .map(|w| (w.line, w.message.as_str()))
+            .collect();
+        assert_eq!(
+            w,
+            [
+                (9, "bpftrace entry without a count"),
+                (10, "bpftrace entry cut off at end of input")
+            ]
+        );
     }
 
     #[test]
