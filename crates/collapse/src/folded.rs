@@ -503,6 +503,97 @@ struct BlockOut {
     totals: (u64, u64),
 }
 
+impl BadCount {
+    /// What a line with this count says, and the reason its sample is skipped.
+    fn why(self) -> (&'static str, SkipReason) {
+        match self {
+            BadCount::Missing => (
+                "no sample count at the end of the line",
+                SkipReason::MalformedLine,
+            ),
+            BadCount::Negative => ("negative sample count", SkipReason::NegativeCount),
+            BadCount::TooLarge => (
+                "sample count does not fit in 64 bits",
+                SkipReason::WeightTooLarge,
+            ),
+        }
+    }
+}
+
+/// Why a line of good counts is still left out: one count where the file (its first
+/// line) has two or the other way round, an empty stack, a stack too deep.
+#[inline]
+fn refused(
+    two_counts: &mut Option<bool>,
+    stack: &[u8],
+    is_two: bool,
+) -> Option<(&'static str, SkipReason)> {
+    match *two_counts {
+        None => *two_counts = Some(is_two),
+        Some(t) if t != is_two => {
+            let message = if t {
+                "one count where the file has two (before and after)"
+            } else {
+                "two counts where the file has one"
+            };
+            return Some((message, SkipReason::MalformedLine));
+        }
+        _ => {}
+    }
+    if stack.is_empty() {
+        return Some(("empty stack", SkipReason::EmptyStack));
+    }
+    // Only a line this long can hold that many frames: others are not counted.
+    if stack.len() >= 2 * MAX_STACK_DEPTH
+        && memchr::memchr_iter(b';', stack).count() >= MAX_STACK_DEPTH
+    {
+        return Some((
+            "stack deeper than the most frames kiln keeps in one stack (1,048,576)",
+            SkipReason::TooDeep,
+        ));
+    }
+    None
+}
+
+impl Parsed {
+    /// Keeps a line's stack (`data[line_start..]`, `stack` long) and its counts: as it
+    /// is when the order is kept, else split into frames for sorting.
+    #[inline]
+    fn keep(
+        &mut self,
+        opts: &Options,
+        data: &[u8],
+        line_start: usize,
+        stack: &[u8],
+        (c1, c2): (u64, u64),
+    ) -> Result<(), CollapseError> {
+        if opts.keep_order {
+            self.lines.push(Line {
+                start: self.line_bytes.len(),
+                len: stack.len() as u32,
+                c1,
+                c2,
+            });
+            self.line_bytes.extend_from_slice(stack);
+        } else {
+            let (at, frames) = self
+                .splitter
+                .split(data, line_start, line_start + stack.len())
+                .map_err(|TooManyNames| too_many_names())?;
+            self.rows.push(Row {
+                key: 0,
+                lcp: 0,
+                frames,
+                at,
+                c1,
+                c2,
+                next: [0; 4],
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Reads the lines of one block into `p`, numbering them from 1 (the caller adds the
 /// lines of the blocks before).
 fn read_block<'n>(
@@ -531,17 +622,7 @@ fn read_block<'n>(
         let (stack, c1, c2, lossy) = match split_line(line) {
             Ok(parts) => parts,
             Err(bad) => {
-                let (message, reason) = match bad {
-                    BadCount::Missing => (
-                        "no sample count at the end of the line",
-                        SkipReason::MalformedLine,
-                    ),
-                    BadCount::Negative => ("negative sample count", SkipReason::NegativeCount),
-                    BadCount::TooLarge => (
-                        "sample count does not fit in 64 bits",
-                        SkipReason::WeightTooLarge,
-                    ),
-                };
+                let (message, reason) = bad.why();
                 warnings.warn(lineno, message, line)?;
                 stats.skip(reason);
                 continue;
@@ -550,39 +631,9 @@ fn read_block<'n>(
         if lossy {
             warnings.warn(lineno, "fractional count rounded to an integer", line)?;
         }
-        let is_two = c2.is_some();
-        match p.two_counts {
-            None => p.two_counts = Some(is_two),
-            Some(t) if t != is_two => {
-                warnings.warn(
-                    lineno,
-                    if t {
-                        "one count where the file has two (before and after)"
-                    } else {
-                        "two counts where the file has one"
-                    },
-                    line,
-                )?;
-                stats.skip(SkipReason::MalformedLine);
-                continue;
-            }
-            _ => {}
-        }
-        if stack.is_empty() {
-            stats.skip(SkipReason::EmptyStack);
-            warnings.warn(lineno, "empty stack", line)?;
-            continue;
-        }
-        // Only a line this long can hold that many frames: others are not counted.
-        if stack.len() >= 2 * MAX_STACK_DEPTH
-            && memchr::memchr_iter(b';', stack).count() >= MAX_STACK_DEPTH
-        {
-            stats.skip(SkipReason::TooDeep);
-            warnings.warn(
-                lineno,
-                "stack deeper than the most frames kiln keeps in one stack (1,048,576)",
-                line,
-            )?;
+        if let Some((message, reason)) = refused(&mut p.two_counts, stack, c2.is_some()) {
+            warnings.warn(lineno, message, line)?;
+            stats.skip(reason);
             continue;
         }
         let c2 = c2.unwrap_or(0);
@@ -597,29 +648,7 @@ fn read_block<'n>(
                 )))
             }
         }
-        if opts.keep_order {
-            p.lines.push(Line {
-                start: p.line_bytes.len(),
-                len: stack.len() as u32,
-                c1,
-                c2,
-            });
-            p.line_bytes.extend_from_slice(stack);
-        } else {
-            let (at, frames) = p
-                .splitter
-                .split(data, line_start, line_start + stack.len())
-                .map_err(|TooManyNames| too_many_names())?;
-            p.rows.push(Row {
-                key: 0,
-                lcp: 0,
-                frames,
-                at,
-                c1,
-                c2,
-                next: [0; 4],
-            });
-        }
+        p.keep(opts, data, line_start, stack, (c1, c2))?;
         stats.kept += 1;
     }
     Ok((lineno, stats, warnings, totals))
