@@ -268,29 +268,7 @@ impl<R: Read + Seek> Mended<R> {
             .map(|i| u64_at(&m.head, FEATURES_AT + 8 * i).count_ones())
             .sum();
         if data_end <= len || big {
-            // The feature table and sections follow the data; where do they end?
-            let table_end = data_end.saturating_add(16 * features as u64);
-            let mut end = table_end;
-            if table_end <= len {
-                m.file.seek(SeekFrom::Start(data_end))?;
-                let mut table = vec![0u8; 16 * features as usize];
-                m.file.read_exact(&mut table)?;
-                for s in table.chunks_exact(16) {
-                    let (at, size) = (u64_at(s, 0), u64_at(s, 8));
-                    if size > len {
-                        // Not a cut file: a corrupt table (and reading it would ask
-                        // for that much memory).
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::InvalidData,
-                            format!(
-                                "the feature section table at byte {data_end} lists a \
-                                 section of {size} bytes at byte {at}, in a file of {len}"
-                            ),
-                        ));
-                    }
-                    end = end.max(at.saturating_add(size));
-                }
-            }
+            let end = m.sections_end(data_end, features, &u64_at)?;
             if big {
                 // Big-endian files (from other machines) are checked, never mended.
                 m.head.truncate(0);
@@ -300,20 +278,7 @@ impl<R: Read + Seek> Mended<R> {
             return Ok((m, damage));
         }
         // The data section is cut: find the last whole record.
-        let mut pos = data_off;
-        let mut hdr = [0u8; 8];
-        loop {
-            if pos.saturating_add(8) > len {
-                break;
-            }
-            m.file.seek(SeekFrom::Start(pos))?;
-            m.file.read_exact(&mut hdr)?;
-            let size = u16::from_le_bytes([hdr[6], hdr[7]]) as u64;
-            if size < 8 || pos + size > len {
-                break;
-            }
-            pos += size;
-        }
+        let pos = m.last_whole_record(data_off)?;
         m.head[DATA_SECTION_AT + 8..DATA_SECTION_AT + 16]
             .copy_from_slice(&(pos - data_off).to_le_bytes());
         m.drop_features();
@@ -325,6 +290,61 @@ impl<R: Read + Seek> Mended<R> {
                 cut_at: pos,
             }),
         ))
+    }
+
+    /// Where the feature sections that follow the data end (the data ends at
+    /// `data_end`, `features` sections are listed); a section larger than the file is an
+    /// error.
+    fn sections_end(
+        &mut self,
+        data_end: u64,
+        features: u32,
+        u64_at: &dyn Fn(&[u8], usize) -> u64,
+    ) -> std::io::Result<u64> {
+        let len = self.len;
+        let table_end = data_end.saturating_add(16 * features as u64);
+        let mut end = table_end;
+        if table_end <= len {
+            self.file.seek(SeekFrom::Start(data_end))?;
+            let mut table = vec![0u8; 16 * features as usize];
+            self.file.read_exact(&mut table)?;
+            for s in table.chunks_exact(16) {
+                let (at, size) = (u64_at(s, 0), u64_at(s, 8));
+                if size > len {
+                    // Not a cut file: a corrupt table (and reading it would ask
+                    // for that much memory).
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "the feature section table at byte {data_end} lists a \
+                             section of {size} bytes at byte {at}, in a file of {len}"
+                        ),
+                    ));
+                }
+                end = end.max(at.saturating_add(size));
+            }
+        }
+        Ok(end)
+    }
+
+    /// The end of the last whole record of a data section cut short.
+    fn last_whole_record(&mut self, data_off: u64) -> std::io::Result<u64> {
+        let len = self.len;
+        let mut pos = data_off;
+        let mut hdr = [0u8; 8];
+        loop {
+            if pos.saturating_add(8) > len {
+                break;
+            }
+            self.file.seek(SeekFrom::Start(pos))?;
+            self.file.read_exact(&mut hdr)?;
+            let size = u16::from_le_bytes([hdr[6], hdr[7]]) as u64;
+            if size < 8 || pos + size > len {
+                break;
+            }
+            pos += size;
+        }
+        Ok(pos)
     }
 
     /// Serves a header that lists no feature sections.
