@@ -6,7 +6,7 @@
 import { FunctionStats, calleesTree, callersTree, compileSearch, functionStats, matchFrames, matchNodes, matchedWeight } from '../lib/analysis.js';
 import { DiffLayout, UNMARKED_COLOR, diffColor, diffLayout, joinFrames, markedFrames, maxDelta, remapFrames } from '../lib/diff.js';
 import { ChartOptions, FlameChart, buildFlameChart } from '../lib/flamechart.js';
-import { applyStepLocal } from '../lib/incremental.js';
+import { applyStepLocal, prepareIncremental } from '../lib/incremental.js';
 import { Layout, findPath, layoutTree } from '../lib/layout.js';
 import { CATEGORY_MUTED, Palette, categoryFrameColor, frameColors } from '../lib/palette.js';
 import { FrameCategories, categoryShares, frameCategoryOf, isFrameCategories, nodeCategories, ownCategories, stackCategories } from '../lib/categories.js';
@@ -266,6 +266,11 @@ export class Model {
         ],
       };
     });
+  }
+
+  /** The indexes a first transform of state `s`'s trees would build, built now (at idle). */
+  prepareTransforms(s: ViewState): void {
+    for (const t of this.framesAndTrees(s).trees) prepareIncremental(t);
   }
 
   /** What the trees of a state depend on. */

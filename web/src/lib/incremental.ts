@@ -67,6 +67,15 @@ function touched(t: Tree, tr: Transform, library: Libraries, end: Int32Array): I
   return Int32Array.from(out);
 }
 
+/**
+ * Builds a tree's indexes the transforms read (its subtrees' ends, its nodes by frame)
+ * ahead of the first transform, at idle: the first merge then costs what later ones do.
+ */
+export function prepareIncremental(t: Tree): void {
+  subtreeEnds(t);
+  nodesByFrame(t);
+}
+
 /** Nodes of each frame f, in id order: nodes[start[f] .. start[f + 1]]; made once per tree. */
 const byFrame = new WeakMap<Tree, { start: Int32Array; nodes: Int32Array }>();
 function nodesByFrame(t: Tree): { start: Int32Array; nodes: Int32Array } {

@@ -998,6 +998,8 @@ export class App {
       }
       // The time index: a window's tree then costs its stacks, not every sample.
       setTimeout(() => timeIndex(this.model.raw, this.model.nsPerWeight), 0);
+      // The indexes of the first transform (merge, drop, collapse recursion).
+      setTimeout(() => this.model.prepareTransforms(this.state), 0);
     }, 0);
   }
 
