@@ -268,9 +268,8 @@ mod tests {
     use super::*;
     use kiln_model::{FoldedOptions, FoldedWriter};
 
-    #[test]
-    fn reads_multiline_stacks() {
-        let text = "Attaching 2 probes...\n\n@[\n    __schedule+1021\n    schedule+68\n, sleep]: 1207\n@[\n    f+1\n    main+2\n]: 3\n@[bash, 12]: 4\n@[\n    g+1\n]:\n";
+    /// `text` collapsed, and its folded lines.
+    fn folded(text: &str) -> (Collapsed, String) {
         let c = collapse(
             Input {
                 name: "b",
@@ -283,8 +282,15 @@ mod tests {
         FoldedWriter::new(FoldedOptions::default())
             .write(&c.profile, &mut v)
             .unwrap();
+        (c, String::from_utf8(v).unwrap())
+    }
+
+    #[test]
+    fn reads_multiline_stacks() {
+        let text = "Attaching 2 probes...\n\n@[\n    __schedule+1021\n    schedule+68\n, sleep]: 1207\n@[\n    f+1\n    main+2\n]: 3\n@[bash, 12]: 4\n@[\n    g+1\n]:\n";
+        let (c, folded) = folded(text);
         assert_eq!(
-            String::from_utf8(v).unwrap(),
+            folded,
             "bash;12 4\nmain;f 3\nsleep;schedule;__schedule 1207\n"
         );
         assert_eq!(c.stats.read, 4);
@@ -298,19 +304,8 @@ mod tests {
     fn keys_of_several_stacks_and_broken_entries() {
         let text =
             "@[\n    foo+1\n    bar+2\n, \n    baz+3\n, sh]: 2\n@[\n    lost+1\n]\n@[\n    cut+1\n";
-        let c = collapse(
-            Input {
-                name: "b",
-                data: text.as_bytes(),
-            },
-            &Options::default(),
-        )
-        .unwrap();
-        let mut v = Vec::new();
-        FoldedWriter::new(FoldedOptions::default())
-            .write(&c.profile, &mut v)
-            .unwrap();
-        assert_eq!(String::from_utf8(v).unwrap(), "sh;baz;bar;foo 2\n");
+        let (c, folded) = folded(text);
+        assert_eq!(folded, "sh;baz;bar;foo 2\n");
         assert_eq!((c.stats.read, c.stats.kept), (3, 1));
         assert_eq!(c.stats.skipped.get(&SkipReason::MalformedLine), Some(&2));
         let w: Vec<(u64, &str)> = c
