@@ -1,6 +1,6 @@
 //! The figures of a run over its measurement window, from the load's seconds, the
 //! resource samples and the recording.
-use crate::procfs::{ProcSampler, TableBuilder};
+use crate::procfs::{ProcSampler, TableBuilder, Totals};
 use crate::{LoadOutcome, LoadTick};
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -243,6 +243,111 @@ fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option
     (any && secs > 0.0).then(|| (n, n as f64 / secs))
 }
 
+/// The latency figures from the window's merged histograms, and the histograms to store:
+/// the window's, one per second, one per step of a sweep.
+fn latency(
+    h: &mut Headline,
+    warnings: &mut Vec<String>,
+    ticks: &[Second],
+    w: &Window,
+    outcome: &LoadOutcome,
+) -> Vec<StoredHistogram> {
+    let mut histograms = Vec::new();
+    let (hist, skipped) = merged(ticks, w);
+    warnings.extend(skipped_warning(skipped, w));
+    if let Some((name, p)) = hist.first() {
+        h.latency = Some(name.clone());
+        h.p50_us = Some(p.value_at_quantile(0.5) as f64);
+        h.p99_us = Some(p.value_at_quantile(0.99) as f64);
+        h.p999_us = Some(p.value_at_quantile(0.999) as f64);
+        h.max_us = Some(p.max() as f64);
+    }
+    let stored = |name: String, window: &str, p: &Histogram<u64>| {
+        serialise(p).map(|data| StoredHistogram {
+            name,
+            window: window.to_string(),
+            unit: "us".into(),
+            data,
+        })
+    };
+    histograms.extend(
+        hist.iter()
+            .filter_map(|(n, p)| stored(n.clone(), &w.name, p)),
+    );
+    histograms.extend(per_second(ticks));
+    for step in &outcome.windows {
+        let (hists, skipped) = merged(ticks, step);
+        warnings.extend(skipped_warning(skipped, step));
+        histograms.extend(
+            hists
+                .iter()
+                .filter_map(|(n, p)| stored(n.clone(), &step.name, p)),
+        );
+    }
+    histograms
+}
+
+/// Throughput and latency from an external load command's own summary (wrk's), and the
+/// warning that they cover its whole run.
+fn external_summary(h: &mut Headline, info: &LoadInfo, outcome: &LoadOutcome) -> Option<String> {
+    if let Some(p) = outcome.report.get("parsed").filter(|p| !p.is_null()) {
+        h.throughput = p.get("requests_per_s").and_then(|v| v.as_f64());
+        let pct = |q: f64| {
+            p.get("latency_us")?
+                .as_array()?
+                .iter()
+                .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
+                .find(|(p, _)| (*p - q).abs() < 1e-9)
+                .map(|(_, v)| v)
+        };
+        h.p50_us = pct(50.0);
+        h.p99_us = pct(99.0);
+        h.p999_us = pct(99.9);
+        if h.p50_us.is_some() {
+            h.latency = Some("request (as the load command reported it)".into());
+        }
+        if h.throughput.is_some() {
+            return Some(format!(
+                "throughput and latency are the load command's own figures over its whole run ('{}'), not only the measurement window",
+                info.argv.first().map(String::as_str).unwrap_or("?")
+            ));
+        }
+    }
+    None
+}
+
+/// The target's CPU and switches, kiln's and the load command's CPU and the machine's
+/// busy share between totals `a` and `b`; a warning when the machine was saturated.
+fn cpu_figures(h: &mut Headline, a: &Totals, b: &Totals, info: &LoadInfo) -> Option<String> {
+    let mut warning = None;
+    let user = (b.target_user_s - a.target_user_s).max(0.0);
+    let system = (b.target_system_s - a.target_system_s).max(0.0);
+    h.target_user_s = Some(user);
+    h.target_system_s = Some(system);
+    h.target_cpu_s = Some(user + system);
+    let switches = (b.voluntary + b.involuntary).saturating_sub(a.voluntary + a.involuntary);
+    h.context_switches = Some(switches);
+    h.kiln_cpu_s = Some((b.kiln_s - a.kiln_s).max(0.0));
+    if info.protocol == "exec" {
+        h.load_cpu_s = Some((b.load_s - a.load_s).max(0.0));
+    }
+    let total = b.machine_total_s - a.machine_total_s;
+    if total > 0.0 {
+        let busy = ((b.machine_busy_s - a.machine_busy_s) / total * 100.0).clamp(0.0, 100.0);
+        h.machine_busy_pct = Some(busy);
+        if busy >= 95.0 {
+            warning = Some(format!(
+                "the machine's CPUs were {busy:.0}% busy during the measurement: the load generator, kiln and the target competed for CPU, so the load may have been limited by the client"
+            ));
+        }
+    }
+    if let Some(ops) = h.operations.filter(|&o| o > 0) {
+        h.cpu_per_op_us = Some((user + system) * 1e6 / ops as f64);
+        h.switches_per_op = Some(switches as f64 / ops as f64);
+    }
+    warning
+}
+
 pub(crate) fn compute(
     w: &Window,
     ticks: &[Second],
@@ -252,7 +357,6 @@ pub(crate) fn compute(
 ) -> Computed {
     let mut h = Headline::default();
     let mut warnings = Vec::new();
-    let mut histograms = Vec::new();
     let secs = w.seconds();
     let completed = rate(ticks, w, |t| t.completed);
     h.throughput = completed.map(|c| c.1);
@@ -267,96 +371,17 @@ pub(crate) fn compute(
         h.send_rate = None;
         h.operations = None;
     }
-    let (hist, skipped) = merged(ticks, w);
-    warnings.extend(skipped_warning(skipped, w));
-    if let Some((name, p)) = hist.first() {
-        h.latency = Some(name.clone());
-        h.p50_us = Some(p.value_at_quantile(0.5) as f64);
-        h.p99_us = Some(p.value_at_quantile(0.99) as f64);
-        h.p999_us = Some(p.value_at_quantile(0.999) as f64);
-        h.max_us = Some(p.max() as f64);
-    }
-    for (name, p) in &hist {
-        if let Some(data) = serialise(p) {
-            histograms.push(StoredHistogram {
-                name: name.clone(),
-                window: w.name.clone(),
-                unit: "us".into(),
-                data,
-            });
-        }
-    }
-    histograms.extend(per_second(ticks));
-    for step in &outcome.windows {
-        let (hists, skipped) = merged(ticks, step);
-        warnings.extend(skipped_warning(skipped, step));
-        for (name, p) in hists {
-            if let Some(data) = serialise(&p) {
-                histograms.push(StoredHistogram {
-                    name,
-                    window: step.name.clone(),
-                    unit: "us".into(),
-                    data,
-                });
-            }
-        }
-    }
+    let histograms = latency(&mut h, &mut warnings, ticks, w, outcome);
     // An external command's own summary, when it prints one (wrk).
     if h.throughput.is_none() {
-        if let Some(p) = outcome.report.get("parsed").filter(|p| !p.is_null()) {
-            h.throughput = p.get("requests_per_s").and_then(|v| v.as_f64());
-            let pct = |q: f64| {
-                p.get("latency_us")?
-                    .as_array()?
-                    .iter()
-                    .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
-                    .find(|(p, _)| (*p - q).abs() < 1e-9)
-                    .map(|(_, v)| v)
-            };
-            h.p50_us = pct(50.0);
-            h.p99_us = pct(99.0);
-            h.p999_us = pct(99.9);
-            if h.p50_us.is_some() {
-                h.latency = Some("request (as the load command reported it)".into());
-            }
-            if h.throughput.is_some() {
-                warnings.push(format!(
-                    "throughput and latency are the load command's own figures over its whole run ('{}'), not only the measurement window",
-                    info.argv.first().map(String::as_str).unwrap_or("?")
-                ));
-            }
-        }
+        warnings.extend(external_summary(&mut h, info, outcome));
     }
     if let (None, Some(t)) = (h.operations, h.throughput) {
         // An external command's own throughput: no count to take.
         h.operations = Some((t * secs).round() as u64);
     }
     if let (Some(a), Some(b)) = (sampler.totals_at(w.start_ns), sampler.totals_at(w.end_ns)) {
-        let user = (b.target_user_s - a.target_user_s).max(0.0);
-        let system = (b.target_system_s - a.target_system_s).max(0.0);
-        h.target_user_s = Some(user);
-        h.target_system_s = Some(system);
-        h.target_cpu_s = Some(user + system);
-        let switches = (b.voluntary + b.involuntary).saturating_sub(a.voluntary + a.involuntary);
-        h.context_switches = Some(switches);
-        h.kiln_cpu_s = Some((b.kiln_s - a.kiln_s).max(0.0));
-        if info.protocol == "exec" {
-            h.load_cpu_s = Some((b.load_s - a.load_s).max(0.0));
-        }
-        let total = b.machine_total_s - a.machine_total_s;
-        if total > 0.0 {
-            let busy = ((b.machine_busy_s - a.machine_busy_s) / total * 100.0).clamp(0.0, 100.0);
-            h.machine_busy_pct = Some(busy);
-            if busy >= 95.0 {
-                warnings.push(format!(
-                    "the machine's CPUs were {busy:.0}% busy during the measurement: the load generator, kiln and the target competed for CPU, so the load may have been limited by the client"
-                ));
-            }
-        }
-        if let Some(ops) = h.operations.filter(|&o| o > 0) {
-            h.cpu_per_op_us = Some((user + system) * 1e6 / ops as f64);
-            h.switches_per_op = Some(switches as f64 / ops as f64);
-        }
+        warnings.extend(cpu_figures(&mut h, &a, &b, info));
     }
     h.queue_depth_max = ticks
         .iter()
