@@ -84,10 +84,9 @@ impl LoadEvents for Events<'_> {
     }
 }
 
-/// Serves the controlling kiln on stdin/stdout until it says goodbye (exit status 0) or
-/// goes away (the process exits at once, status 3). No frame past `max_input` bytes (the
-/// input limit) is read.
-pub fn serve(make_load: &LoadFactory, max_input: u64) -> i32 {
+/// Dies with the controlling kiln (none: it is gone already) and takes fd 1 for the
+/// protocol, fd 1 becoming stderr, so that nothing printed by accident can break a frame.
+fn protocol_out() -> Option<Out> {
     // SAFETY: prctl and getppid have no memory effects; PR_SET_PDEATHSIG takes a signal.
     unsafe {
         libc::prctl(
@@ -98,30 +97,31 @@ pub fn serve(make_load: &LoadFactory, max_input: u64) -> i32 {
             0,
         );
         if libc::getppid() == 1 {
-            return 3;
+            return None;
         }
     }
-    // The protocol gets its own descriptor; fd 1 becomes stderr, so that nothing printed
-    // by accident can break a frame.
     // SAFETY: dup/dup2 on the process's standard descriptors; the new one is owned here.
-    let out: Out = unsafe {
+    unsafe {
         let fd = libc::dup(1);
         if fd < 0 {
-            return 3;
+            return None;
         }
         libc::dup2(2, 1);
-        Arc::new(Mutex::new(std::fs::File::from_raw_fd(fd)))
-    };
-    let timens = timens_monotonic_ns();
+        Some(Arc::new(Mutex::new(std::fs::File::from_raw_fd(fd))))
+    }
+}
+
+/// The protocol's magic and the agent's hello; false when the controlling kiln is gone.
+fn hello(out: &Out, timens: i64) -> bool {
     let (host, kernel) = (crate::meta::host_name(), crate::meta::kernel_release());
     {
         let mut f = out.lock().unwrap_or_else(|p| p.into_inner());
         if f.write_all(wire::MAGIC).is_err() {
-            return 3;
+            return false;
         }
     }
     send(
-        &out,
+        out,
         &FromAgent::Hello(Hello {
             version: env!("CARGO_PKG_VERSION").into(),
             build: own_build(),
@@ -133,22 +133,38 @@ pub fn serve(make_load: &LoadFactory, max_input: u64) -> i32 {
         }),
         &[],
     );
-    let last_word = Arc::new(AtomicU64::new(kiln_os::clock::monotonic_ns()));
-    {
-        let last_word = last_word.clone();
-        std::thread::spawn(move || loop {
-            std::thread::sleep(Duration::from_millis(500));
-            let quiet =
-                kiln_os::clock::monotonic_ns().saturating_sub(last_word.load(Ordering::Relaxed));
-            if quiet > WATCHDOG.as_nanos() as u64 {
-                eprintln!(
-                    "kiln agent: nothing from the controlling kiln for {} s: stopping",
-                    WATCHDOG.as_secs()
-                );
-                std::process::exit(3);
-            }
-        });
+    true
+}
+
+/// Ends the agent when the controlling kiln has said nothing for [`WATCHDOG`].
+fn watchdog(last_word: Arc<AtomicU64>) {
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let quiet =
+            kiln_os::clock::monotonic_ns().saturating_sub(last_word.load(Ordering::Relaxed));
+        if quiet > WATCHDOG.as_nanos() as u64 {
+            eprintln!(
+                "kiln agent: nothing from the controlling kiln for {} s: stopping",
+                WATCHDOG.as_secs()
+            );
+            std::process::exit(3);
+        }
+    });
+}
+
+/// Serves the controlling kiln on stdin/stdout until it says goodbye (exit status 0) or
+/// goes away (the process exits at once, status 3). No frame past `max_input` bytes (the
+/// input limit) is read.
+pub fn serve(make_load: &LoadFactory, max_input: u64) -> i32 {
+    let Some(out) = protocol_out() else {
+        return 3;
+    };
+    let timens = timens_monotonic_ns();
+    if !hello(&out, timens) {
+        return 3;
     }
+    let last_word = Arc::new(AtomicU64::new(kiln_os::clock::monotonic_ns()));
+    watchdog(last_word.clone());
     // Each load its own stop: one stopped before does not stop the next.
     let mut load_stop = Stop::new();
     let load_busy = std::sync::atomic::AtomicBool::new(false);
