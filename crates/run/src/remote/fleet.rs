@@ -527,15 +527,86 @@ impl Workload for FleetLoad<'_> {
         }
         let origin = kiln_os::clock::monotonic_ns();
         self.origin = origin;
-        let nonce = kiln_loadgen::engine::body::LoadId::random().nonce;
-        let mut done = vec![false; hosts.len()];
-        let mut started = vec![false; hosts.len()];
-        let mut outcomes: Vec<Option<WireOutcome>> = vec![None; hosts.len()];
         self.per_host = hosts.iter().map(|&i| (i, Vec::new())).collect();
         self.undecoded = vec![0; hosts.len()];
-        for (p, &i) in hosts.iter().enumerate() {
+        let mut a = Agents::new(hosts);
+        self.start_loads(&mut a, origin);
+        let start_by = Instant::now() + START_WAIT + fleet.patience.timeout;
+        let mut merger = Merger::new(origin, a.hosts.len());
+        for (p, d) in a.done.iter().enumerate() {
+            if *d {
+                merger.host_done(p);
+            }
+        }
+        let rx = lock(&fleet.load_rx);
+        let mut stop_deadline: Option<Instant> = None;
+        while a.done.iter().any(|d| !d) {
+            if self.stop_overdue(&mut a, stop, &mut stop_deadline) {
+                break;
+            }
+            if stop_deadline.is_none() && Instant::now() > start_by {
+                for t in self.give_up_unstarted(&mut a, &mut merger) {
+                    events.tick(t);
+                }
+            }
+            let (i, msg) = match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(x) => x,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let Some(p) = a.hosts.iter().position(|&h| h == i) else {
+                continue;
+            };
+            for t in self.on_message(&mut a, (p, i), msg, &mut merger, events) {
+                events.tick(t);
+            }
+        }
+        for t in merger.finish() {
+            events.tick(t);
+        }
+        drop(rx);
+        self.outcome(&a, stop_deadline.is_none())
+    }
+}
+
+/// The load agents of a run and what each has said.
+struct Agents {
+    /// Each agent's index in the fleet.
+    hosts: Vec<usize>,
+    done: Vec<bool>,
+    started: Vec<bool>,
+    /// Whether it said anything (started, a second, failed).
+    heard: Vec<bool>,
+    outcomes: Vec<Option<WireOutcome>>,
+    invalid: Vec<Invalid>,
+    /// Whether any load started (the run's start was told).
+    any_started: bool,
+}
+
+impl Agents {
+    fn new(hosts: Vec<usize>) -> Self {
+        let n = hosts.len();
+        Agents {
+            hosts,
+            done: vec![false; n],
+            started: vec![false; n],
+            heard: vec![false; n],
+            outcomes: vec![None; n],
+            invalid: vec![Invalid::default(); n],
+            any_started: false,
+        }
+    }
+}
+
+impl FleetLoad<'_> {
+    /// Asks each agent to start its load on the grid of `origin`; an agent without a
+    /// connection is done.
+    fn start_loads(&self, a: &mut Agents, origin: u64) {
+        let fleet = self.fleet;
+        let nonce = kiln_loadgen::engine::body::LoadId::random().nonce;
+        for (p, &i) in a.hosts.iter().enumerate() {
             let (Some(link), Some(map)) = (fleet.link(i), fleet.map(i)) else {
-                done[p] = true;
+                a.done[p] = true;
                 continue;
             };
             let m = ToAgent::StartLoad {
@@ -544,159 +615,166 @@ impl Workload for FleetLoad<'_> {
             };
             if !link.send(&m) {
                 fleet.fail(i, "the connection was lost before the load started".into());
-                done[p] = true;
+                a.done[p] = true;
             }
         }
-        let mut invalid = vec![Invalid::default(); hosts.len()];
-        let mut heard = vec![false; hosts.len()];
-        let start_by = Instant::now() + START_WAIT + fleet.patience.timeout;
-        let mut merger = Merger::new(origin, hosts.len());
-        for (p, d) in done.iter().enumerate() {
-            if *d {
-                merger.host_done(p);
+    }
+
+    /// Passes the run's stop to the agents once, and fails those whose load has not
+    /// stopped by the deadline; true when the wait is over.
+    fn stop_overdue(&self, a: &mut Agents, stop: &Stop, deadline: &mut Option<Instant>) -> bool {
+        let fleet = self.fleet;
+        if stop.is_raised() && deadline.is_none() {
+            for (p, &i) in a.hosts.iter().enumerate() {
+                if !a.done[p] {
+                    if let Some(l) = fleet.link(i) {
+                        l.send(&ToAgent::StopLoad);
+                    }
+                }
+            }
+            *deadline = Some(Instant::now() + STOP_GRACE);
+        }
+        let Some(d) = *deadline else {
+            return false;
+        };
+        let by = fleet.patience.deadline(d);
+        if Instant::now() <= by {
+            return false;
+        }
+        let why = if by < d {
+            format!(
+                "its load did not stop within {} s of the run's stop",
+                link::STOP_BUDGET.as_secs_f64()
+            )
+        } else {
+            format!("its load did not stop within {} s", STOP_GRACE.as_secs())
+        };
+        for (p, &i) in a.hosts.iter().enumerate() {
+            if !a.done[p] {
+                fleet.fail(i, why.clone());
+                a.done[p] = true;
             }
         }
-        let rx = lock(&fleet.load_rx);
-        let mut stop_deadline: Option<Instant> = None;
-        let mut any_started = false;
-        while done.iter().any(|d| !d) {
-            if stop.is_raised() && stop_deadline.is_none() {
-                for (p, &i) in hosts.iter().enumerate() {
-                    if !done[p] {
-                        if let Some(l) = fleet.link(i) {
-                            l.send(&ToAgent::StopLoad);
-                        }
-                    }
+        true
+    }
+
+    /// Fails the agents whose load neither started nor failed in time; their seconds so
+    /// far are handed on.
+    fn give_up_unstarted(&self, a: &mut Agents, merger: &mut Merger) -> Vec<LoadTick> {
+        let fleet = self.fleet;
+        let mut out = Vec::new();
+        for (p, &i) in a.hosts.iter().enumerate() {
+            if !a.done[p] && !a.heard[p] {
+                fleet.fail(
+                    i,
+                    format!(
+                        "its load neither started nor failed within {} s",
+                        (START_WAIT + fleet.patience.timeout).as_secs()
+                    ),
+                );
+                if let Some(l) = fleet.link(i) {
+                    l.send(&ToAgent::StopLoad);
                 }
-                stop_deadline = Some(Instant::now() + STOP_GRACE);
-            }
-            if let Some(d) = stop_deadline {
-                let by = fleet.patience.deadline(d);
-                if Instant::now() > by {
-                    let why = if by < d {
-                        format!(
-                            "its load did not stop within {} s of the run's stop",
-                            link::STOP_BUDGET.as_secs_f64()
-                        )
-                    } else {
-                        format!("its load did not stop within {} s", STOP_GRACE.as_secs())
-                    };
-                    for (p, &i) in hosts.iter().enumerate() {
-                        if !done[p] {
-                            fleet.fail(i, why.clone());
-                            done[p] = true;
-                        }
-                    }
-                    break;
-                }
-            }
-            if stop_deadline.is_none() && Instant::now() > start_by {
-                for (p, &i) in hosts.iter().enumerate() {
-                    if !done[p] && !heard[p] {
-                        fleet.fail(
-                            i,
-                            format!(
-                                "its load neither started nor failed within {} s",
-                                (START_WAIT + fleet.patience.timeout).as_secs()
-                            ),
-                        );
-                        if let Some(l) = fleet.link(i) {
-                            l.send(&ToAgent::StopLoad);
-                        }
-                        done[p] = true;
-                        for t in merger.host_done(p) {
-                            events.tick(t);
-                        }
-                    }
-                }
-            }
-            let (i, msg) = match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(x) => x,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            let Some(p) = hosts.iter().position(|&h| h == i) else {
-                continue;
-            };
-            let mut out = Vec::new();
-            match msg {
-                Routed::Msg(FromAgent::LoadStarted, _) => {
-                    started[p] = true;
-                    heard[p] = true;
-                    if !any_started {
-                        any_started = true;
-                        events.started(None);
-                    }
-                }
-                Routed::Msg(FromAgent::Tick(t), blobs) => {
-                    heard[p] = true;
-                    let Some(map) = fleet.map(i) else { continue };
-                    if let Err(why) = check_tick(&t, blobs.len()) {
-                        invalid[p].tick(why);
-                        continue;
-                    }
-                    let (tick, undecoded) = to_tick(t, blobs, &map);
-                    self.undecoded[p] += undecoded;
-                    self.per_host[p].1.push(tick.clone());
-                    out = merger.push(p, tick);
-                }
-                Routed::Msg(FromAgent::LoadDone(o), _) => {
-                    if let Some(f) = &o.failure {
-                        fleet.fail(i, format!("its load failed: {f}"));
-                    }
-                    match check_report(&o.report) {
-                        Ok(()) => {
-                            let span = fleet.map(i).and_then(|m| {
-                                let h = o.report.get("headline")?;
-                                let at = |k: &str| h.get(k)?.as_u64().map(|ns| m.to_local(ns));
-                                Some((at("start_mono_ns")?, at("end_mono_ns")?))
-                            });
-                            self.reports.push(AgentReport {
-                                host: fleet.name(i).to_string(),
-                                report: o.report.clone(),
-                                span,
-                            });
-                        }
-                        Err(why) => invalid[p].report = Some(why),
-                    }
-                    outcomes[p] = Some(o);
-                    done[p] = true;
-                    out = merger.host_done(p);
-                }
-                Routed::Msg(FromAgent::Failed { reason, .. }, _) => {
-                    fleet.fail(i, format!("its load could not start: {reason}"));
-                    done[p] = true;
-                    out = merger.host_done(p);
-                }
-                Routed::Msg(_, _) => {}
-                Routed::Lost(why) => {
-                    if !done[p] {
-                        let at = kiln_os::clock::monotonic_ns().saturating_sub(origin) as f64 / 1e9;
-                        fleet.fail(i, format!("{why} ({at:.1} s after the load started)"));
-                        done[p] = true;
-                        out = merger.host_done(p);
-                    }
-                }
-            }
-            for t in out {
-                events.tick(t);
+                a.done[p] = true;
+                out.extend(merger.host_done(p));
             }
         }
-        for t in merger.finish() {
-            events.tick(t);
+        out
+    }
+
+    /// One message of agent `p` (fleet index `i`): the seconds it completes.
+    fn on_message(
+        &mut self,
+        a: &mut Agents,
+        (p, i): (usize, usize),
+        msg: Routed,
+        merger: &mut Merger,
+        events: &mut dyn LoadEvents,
+    ) -> Vec<LoadTick> {
+        let fleet = self.fleet;
+        match msg {
+            Routed::Msg(FromAgent::LoadStarted, _) => {
+                a.started[p] = true;
+                a.heard[p] = true;
+                if !a.any_started {
+                    a.any_started = true;
+                    events.started(None);
+                }
+                Vec::new()
+            }
+            Routed::Msg(FromAgent::Tick(t), blobs) => {
+                a.heard[p] = true;
+                let Some(map) = fleet.map(i) else {
+                    return Vec::new();
+                };
+                if let Err(why) = check_tick(&t, blobs.len()) {
+                    a.invalid[p].tick(why);
+                    return Vec::new();
+                }
+                let (tick, undecoded) = to_tick(t, blobs, &map);
+                self.undecoded[p] += undecoded;
+                self.per_host[p].1.push(tick.clone());
+                merger.push(p, tick)
+            }
+            Routed::Msg(FromAgent::LoadDone(o), _) => {
+                self.load_done(a, (p, i), &o);
+                a.outcomes[p] = Some(o);
+                a.done[p] = true;
+                merger.host_done(p)
+            }
+            Routed::Msg(FromAgent::Failed { reason, .. }, _) => {
+                fleet.fail(i, format!("its load could not start: {reason}"));
+                a.done[p] = true;
+                merger.host_done(p)
+            }
+            Routed::Msg(_, _) => Vec::new(),
+            Routed::Lost(why) => {
+                if a.done[p] {
+                    return Vec::new();
+                }
+                let at = kiln_os::clock::monotonic_ns().saturating_sub(self.origin) as f64 / 1e9;
+                fleet.fail(i, format!("{why} ({at:.1} s after the load started)"));
+                a.done[p] = true;
+                merger.host_done(p)
+            }
         }
-        drop(rx);
-        for (p, &i) in hosts.iter().enumerate() {
-            if let Some(why) = invalid[p].reason() {
+    }
+
+    /// An agent's load ended: its failure said, its report kept (with its span on this
+    /// host's clock) or refused.
+    fn load_done(&mut self, a: &mut Agents, (p, i): (usize, usize), o: &WireOutcome) {
+        let fleet = self.fleet;
+        if let Some(f) = &o.failure {
+            fleet.fail(i, format!("its load failed: {f}"));
+        }
+        match check_report(&o.report) {
+            Ok(()) => {
+                let span = fleet.map(i).and_then(|m| {
+                    let h = o.report.get("headline")?;
+                    let at = |k: &str| h.get(k)?.as_u64().map(|ns| m.to_local(ns));
+                    Some((at("start_mono_ns")?, at("end_mono_ns")?))
+                });
+                self.reports.push(AgentReport {
+                    host: fleet.name(i).to_string(),
+                    report: o.report.clone(),
+                    span,
+                });
+            }
+            Err(why) => a.invalid[p].report = Some(why),
+        }
+    }
+
+    /// The run's outcome once every agent is done: invalid data said, a failure when no
+    /// agent's load ran, the agents' reports merged.
+    fn outcome(&self, a: &Agents, ended_by_itself: bool) -> LoadOutcome {
+        let fleet = self.fleet;
+        for (p, &i) in a.hosts.iter().enumerate() {
+            if let Some(why) = a.invalid[p].reason() {
                 fleet.fail(i, why);
             }
         }
-        let ok: Vec<&WireOutcome> = outcomes
-            .iter()
-            .flatten()
-            .filter(|o| o.failure.is_none())
-            .collect();
-        let failure = ok.is_empty().then(|| {
+        let ok = a.outcomes.iter().flatten().any(|o| o.failure.is_none());
+        let failure = (!ok).then(|| {
             let f = fleet.failures();
             if f.is_empty() {
                 "no agent's load ran".to_string()
@@ -705,8 +783,8 @@ impl Workload for FleetLoad<'_> {
             }
         });
         LoadOutcome {
-            started: any_started || started.iter().any(|s| *s),
-            ended_by_itself: stop_deadline.is_none(),
+            started: a.any_started || a.started.iter().any(|s| *s),
+            ended_by_itself,
             failure,
             report: merged_report(
                 &self.reports,
