@@ -34,8 +34,15 @@ export class TimelineView {
     this.label = el('div', { class: 'timeline-label', 'data-ctrl': 'timeline-label' });
     this.el = el('div', { class: 'timeline' }, this.label, el('div', { class: 'timeline-bars' }, this.canvas));
     new ResizeObserver(() => this.draw()).observe(this.el);
-    this.canvas.addEventListener('mousedown', (e) => this.dragStart(e.clientX));
-    this.canvas.addEventListener('mousemove', (e) => this.dragMove(e.clientX));
+    this.canvas.addEventListener('mousedown', (e) => {
+      this.drag = this.timeAt(e.offsetX);
+      this.dragTo = this.drag;
+    });
+    this.canvas.addEventListener('mousemove', (e) => {
+      if (this.drag === null) return;
+      this.dragTo = this.timeAt(e.offsetX);
+      this.draw();
+    });
     window.addEventListener('mouseup', () => {
       if (this.drag === null) return;
       const a = Math.min(this.drag, this.dragTo);
@@ -71,22 +78,6 @@ export class TimelineView {
   /** Buckets (bars) drawn in a plot pw px wide: one per 3 px. */
   buckets(pw: number): number {
     return Math.max(1, Math.floor(pw / 3));
-  }
-
-  /**
-   * A drag that selects a window begins at page x `clientX` (on the strip, or on a track
-   * drawn on its axis: the same x is the same time); `dragMove` follows it, the mouse's
-   * release ends it.
-   */
-  dragStart(clientX: number): void {
-    this.drag = this.timeAt(clientX - this.canvas.getBoundingClientRect().left);
-    this.dragTo = this.drag;
-  }
-
-  dragMove(clientX: number): void {
-    if (this.drag === null) return;
-    this.dragTo = this.timeAt(clientX - this.canvas.getBoundingClientRect().left);
-    this.draw();
   }
 
   private timeAt(x: number): number {

@@ -20,9 +20,6 @@ export interface TrackAxis {
   plot(w: number): { a: number; b: number; x0: number; pw: number };
   /** Buckets the strip draws in a plot `pw` px wide. */
   buckets(pw: number): number;
-  /** Drags on a track select a window as on the strip (page x). */
-  dragStart?(clientX: number): void;
-  dragMove?(clientX: number): void;
 }
 
 export interface TrackSource {
@@ -82,8 +79,6 @@ export class TrackList {
   private off: OffCpuSource | null = null;
   private histKey = '';
   private pending = 0;
-  /** Where a press on a track's activity began (page x), until its click. */
-  private downX: number | null = null;
 
   constructor(
     private readonly src: TrackSource,
@@ -99,17 +94,6 @@ export class TrackList {
     );
     this.tree.addEventListener('keydown', (e) => this.onKey(e));
     this.tree.addEventListener('click', (e) => this.onClick(e));
-    // A drag across a track's activity selects a window, as on the time strip; a click
-    // (the mouse moved less than 4 px) still selects the track.
-    this.tree.addEventListener('mousedown', (e) => {
-      if (!(e.target instanceof HTMLCanvasElement) || !this.axis?.dragStart) return;
-      this.downX = e.clientX;
-      this.axis.dragStart(e.clientX);
-      e.preventDefault();
-    });
-    this.tree.addEventListener('mousemove', (e) => {
-      if (this.downX !== null && e.buttons & 1) this.axis?.dragMove?.(e.clientX);
-    });
     new ResizeObserver(() => this.requestDraw()).observe(this.tree);
     this.build();
   }
@@ -191,9 +175,6 @@ export class TrackList {
   }
 
   private onClick(e: MouseEvent): void {
-    const dragged = this.downX !== null && Math.abs(e.clientX - this.downX) >= 4;
-    this.downX = null;
-    if (dragged) return;
     const r = this.rowOfEvent(e);
     if (!r) return;
     this.focusRow(r);
@@ -429,7 +410,7 @@ export class TrackList {
  * the tracks then only select), or null when its samples name no thread or it is a diff.
  * `hidden` receives the threads the selection leaves out (none: every thread selected).
  */
-export function tracksFor(model: Model, strip: Pick<TrackAxis, 'canvas' | 'plot' | 'buckets' | 'dragStart' | 'dragMove'> | null, titleId: string, hidden: (h: number[]) => void): TrackList | null {
+export function tracksFor(model: Model, strip: { canvas: HTMLCanvasElement; plot: TrackAxis['plot']; buckets: TrackAxis['buckets'] } | null, titleId: string, hidden: (h: number[]) => void): TrackList | null {
   const raw = model.raw;
   if (!raw.sampleThread || model.isDiff) return null;
   const nThreads = raw.threadName.length;
@@ -452,15 +433,7 @@ export function tracksFor(model: Model, strip: Pick<TrackAxis, 'canvas' | 'plot'
       hidden(out);
     },
   };
-  const axis: TrackAxis | null = strip
-    ? {
-        canvas: strip.canvas,
-        plot: (w: number) => strip.plot(w),
-        buckets: (pw: number) => strip.buckets(pw),
-        dragStart: strip.dragStart ? (x: number) => strip.dragStart!(x) : undefined,
-        dragMove: strip.dragMove ? (x: number) => strip.dragMove!(x) : undefined,
-      }
-    : null;
+  const axis = strip ? { canvas: strip.canvas, plot: (w: number) => strip.plot(w), buckets: (pw: number) => strip.buckets(pw) } : null;
   return new TrackList(source, axis, titleId);
 }
 
