@@ -11,7 +11,7 @@ import { buildFlameChart } from '../src/lib/flamechart.js';
 import { layoutTree } from '../src/lib/layout.js';
 import { RawProfile, Tree, TreeBuilder } from '../src/lib/profile.js';
 import { histogram, histograms, timeSpan } from '../src/lib/timeline.js';
-import { activity, groupName, groupOf, isSelected, selectTracks, trackGroups } from '../src/lib/tracks.js';
+import { groupName, groupOf, isSelected, selectTracks, trackGroups } from '../src/lib/tracks.js';
 import { Transform, applyTransforms, applyTransformsMapped } from '../src/lib/transforms.js';
 import { Unit, formatBytes, formatInstant, formatNs } from '../src/lib/units.js';
 import { hasCapital } from '../src/lib/analysis.js';
@@ -704,20 +704,4 @@ test('categories: the colour mode and the highlighted category round-trip throug
   const bad = fromParams(new URLSearchParams('colors=rainbow&cat=-2'), d, 10);
   assert.equal(bad.colors, 'category');
   assert.equal(bad.category, -1);
-});
-
-test('tracks: a track is drawn as a share of one CPU, as the Firefox Profiler draws a thread', () => {
-  // 10 ms buckets of cpu-clock samples at 1 ms each: 5 samples are half a CPU, 10 one CPU.
-  const a = activity([5, 10, 0, 2], [2e6, 0, 10e6, 0], 1e6, 10e6);
-  assert.deepEqual([...a.cpu], [0.5, 1, 0, 0.2]);
-  assert.deepEqual([...a.blocked], [0.2, 0, 1, 0]);
-  assert.equal(a.top, 1, 'the full height is one CPU when no bucket used more');
-  assert.equal(a.shares, true);
-  // A group of threads busier than one CPU: its height is its busiest bucket.
-  assert.equal(activity([25, 5], null, 1e6, 10e6).top, 2.5);
-  // An idle thread stays low: 1 sample of 1 ms in 10 ms is 10% of the height, not all of it.
-  assert.equal(activity([1, 0], null, 1e6, 10e6).top, 1);
-  // Weights that are not time (allocations): each bucket against the busiest.
-  const b = activity([4, 8], null, null, 10e6);
-  assert.deepEqual([b.shares, b.top, [...b.cpu]], [false, 8, [4, 8]]);
 });

@@ -78,30 +78,3 @@ export function isSelected(selection: readonly number[], threads: readonly numbe
   const s = new Set(selection);
   return threads.length > 0 && threads.every((t) => s.has(t));
 }
-
-/**
- * A track's activity as the Firefox Profiler draws a thread's CPU graph: per bucket, the
- * share of one CPU its samples stand for (CPU ns over the bucket's ns; 1 = one CPU busy
- * all the bucket long), or, for weights that are not time (`nsPerWeight` null), each
- * bucket over the busiest. `blocked` (ns per bucket, an off-CPU profile's) is the share of
- * the wall time blocked, stacked above. `top` is the share the track's full height
- * stands for: one CPU, or more when a group of threads used more.
- */
-export function activity(
-  own: ArrayLike<number>,
-  blocked: ArrayLike<number> | null,
-  nsPerWeight: number | null,
-  bucketNs: number,
-): { cpu: Float64Array; blocked: Float64Array; top: number; shares: boolean } {
-  const n = own.length;
-  const cpu = new Float64Array(n);
-  const off = new Float64Array(n);
-  const shares = nsPerWeight !== null && nsPerWeight > 0 && bucketNs > 0;
-  let busiest = 0;
-  for (let k = 0; k < n; k++) {
-    cpu[k] = shares ? (own[k] * nsPerWeight!) / bucketNs : own[k];
-    off[k] = shares && blocked ? blocked[k] / bucketNs : 0;
-    busiest = Math.max(busiest, cpu[k] + off[k]);
-  }
-  return { cpu, blocked: off, top: shares ? Math.max(1, busiest) : busiest, shares };
-}

@@ -7,7 +7,7 @@
 // move, → opens a group, ← closes it, Enter or Space selects, Ctrl+Enter/Space adds.
 import { Model } from '../app-state/model.js';
 import { Histogram, histograms } from '../lib/timeline.js';
-import { TrackGroup, activity, groupName, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
+import { TrackGroup, groupName, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
 import { thousands } from '../lib/units.js';
 import { currentTheme } from '../render/theme.js';
 import { el, setText } from './dom.js';
@@ -29,8 +29,6 @@ export interface TrackSource {
   nThreads: number;
   /** A thread's label ("name [tid]"). */
   label(t: number): string;
-  /** CPU ns per unit of weight (null: the weights are not time, bars scale to the busiest). */
-  nsPerWeight: number | null;
   /** Per row, its histogram over `span` in `n` buckets, each thread counted in `rowOf[t]`. */
   histograms(n: number, span: [number, number], rowOf: Int32Array, rows: number): Histogram[];
   /** The selection changed: threads (ascending), empty for every thread. */
@@ -267,10 +265,13 @@ export class TrackList {
    */
   setOffCpu(off: OffCpuSource | null, ns: number): void {
     this.off = ns > 0 ? off : null;
+    this.nsPerWeight = ns;
     this.histKey = '';
     setText(this.title, this.off ? `${TITLE}; CPU time, off-CPU time (lighter) above it` : TITLE);
     this.requestDraw();
   }
+
+  private nsPerWeight = 0;
 
   /** The off-CPU histogram of each row (empty without an off-CPU profile). */
   private offRows(n: number, span: [number, number], open: number[]): Map<string, Histogram> {
@@ -335,23 +336,23 @@ export class TrackList {
   }
 
   /**
-   * A row's bars, as a share of one CPU (see `activity`): CPU time from the bottom, the
-   * time blocked (an off-CPU profile's) stacked above it, lighter; the row's full height is
-   * one CPU, or more when a group used more. Returns the busiest bucket's share (null when
-   * the weights are not time).
+   * A row's bars: its weight from the bottom, scaled to its busiest bucket; with off-CPU
+   * time, both in ns, the time blocked stacked above the CPU time (lighter), scaled to the
+   * busiest bucket of the two together.
    */
-  private drawBars(ctx: CanvasRenderingContext2D, own: Histogram | undefined, off: Histogram | undefined, left: number, bw: number, h: number, bucketNs: number): number | null {
+  private drawBars(ctx: CanvasRenderingContext2D, own: Histogram | undefined, off: Histogram | undefined, left: number, bw: number, h: number): void {
     const theme = currentTheme();
-    if (!own) return null;
-    const a = activity(own.buckets, off ? off.buckets : null, this.src.nsPerWeight, bucketNs);
-    const n = a.cpu.length;
-    if (a.top <= 0) return a.shares ? 0 : null;
-    const scale = (h - 3) / a.top;
-    let busiest = 0;
+    const n = own?.buckets.length ?? 0;
+    const k0 = this.nsPerWeight;
+    const cpu = (k: number): number => (own ? own.buckets[k] * (off ? k0 : 1) : 0);
+    const blocked = (k: number): number => (off ? off.buckets[k] : 0);
+    let max = 0;
+    for (let k = 0; k < n; k++) max = Math.max(max, cpu(k) + blocked(k));
+    if (max <= 0) return;
+    const scale = (h - 3) / max;
     for (let k = 0; k < n; k++) {
-      const c = a.cpu[k];
-      const o = a.blocked[k];
-      busiest = Math.max(busiest, c);
+      const c = cpu(k);
+      const o = blocked(k);
       const ch = c > 0 ? Math.max(1, c * scale) : 0;
       if (ch > 0) {
         ctx.fillStyle = theme.bar;
@@ -363,7 +364,6 @@ export class TrackList {
         ctx.fillRect(left + k * bw, h - ch - oh, Math.max(1, bw - 0.5), oh);
       }
     }
-    return a.shares ? busiest : null;
   }
 
   draw(): void {
@@ -392,10 +392,7 @@ export class TrackList {
       ctx.clearRect(0, 0, w, h);
       // The strip's x0 at the same page x: the track's canvas may start elsewhere.
       const left = stripLeft - c.getBoundingClientRect().left + x0;
-      const busiest = this.drawBars(ctx, hists.get(r.key), this.offHists.get(r.key), left, pw / n, h, (b - a) / n);
-      // The row's tooltip says what its height means.
-      const title = busiest === null ? this.labelOf(r) : `${this.labelOf(r)}; busiest: ${Math.round(busiest * 100)}% of one CPU (full height: ${busiest > 1 ? 'the busiest' : 'one CPU'})`;
-      if (r.el.title !== title) r.el.title = title;
+      this.drawBars(ctx, hists.get(r.key), this.offHists.get(r.key), left, pw / n, h);
       if (this.range) {
         const x = (t: number): number => Math.min(w, Math.max(0, left + ((t - a) / Math.max(1, b - a)) * pw));
         ctx.fillStyle = theme.selection;
@@ -424,8 +421,6 @@ export function tracksFor(model: Model, strip: { canvas: HTMLCanvasElement; plot
       return raw.threadTid[t] >= 0 ? `${name} [${raw.threadTid[t]}]` : name;
     },
     histograms: (n, span, rowOf, rows) => histograms(raw, n, span, model.nsPerWeight, rowOf, rows),
-    // Timer samples count their period of CPU time each; time weights are time.
-    nsPerWeight: model.unit.isTime ? model.unit.ns(1) : null,
     select: (sel) => {
       const keep = new Set(sel);
       const out: number[] = [];
