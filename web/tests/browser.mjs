@@ -462,7 +462,7 @@ try {
   await check('threads merged by number, and icicle by keyboard', async () => {
     await page.selectOption('[data-ctrl=threads]', 'groups');
     await settle(page);
-    assert.ok(await find(page, 'scheduler'), '1_scheduler and 2_scheduler share one root, named as the tracks and the report name it');
+    assert.ok(await find(page, 'N_scheduler'), '1_scheduler and 2_scheduler share one root');
     await page.selectOption('[data-ctrl=threads]', 'threads');
     await settle(page);
     assert.ok(await find(page, '1_scheduler [11]'));

@@ -412,9 +412,6 @@ test('palettes: stable per name, within flamegraph.pl ranges', () => {
   assert.ok(Number(m[1]) >= 205 && Number(m[3]) <= 55);
   assert.match(colorOf('java', 'java/lang/String.hashCode', 0), /^rgb\(\d+,2\d\d,/, 'java frames are green');
   assert.equal(threadGroupName('1_scheduler'), threadGroupName('12_scheduler'));
-  // The toolbar's groups are the tracks' and the report's: kiln's names, not `N_scheduler`.
-  assert.equal(threadGroupName('12_scheduler'), 'scheduler');
-  assert.equal(threadGroupName('pool-1-thread-3'), 'pool-N-thread');
 });
 
 test('decoding rejects truncated or foreign data with a message', () => {

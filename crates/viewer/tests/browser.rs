@@ -63,7 +63,7 @@ fn timed_profile() -> Profile {
 type Busy = (&'static [u8], u32, u64, u64, &'static [u8]);
 
 /// Six threads in three groups over 10 s, one sample every 10 ms per busy thread:
-/// `N_scheduler` threads (the group `scheduler`) all along, `worker-N` only in the last 5 s, `logger` only in
+/// `N_scheduler` threads all along, `worker-N` only in the last 5 s, `logger` only in
 /// the first 2 s; what each group runs differs, so a group's flame graph names its own.
 fn tracks_profile() -> Profile {
     let mut p = Profile::default();

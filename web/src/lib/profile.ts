@@ -239,23 +239,9 @@ export class TreeBuilder {
 /** How threads appear in the tree. */
 export type ThreadMode = 'merged' | 'threads' | 'groups';
 
-/** kiln's default thread-merge rules (`merge_name` in the Rust side). */
-const GROUP_RULES: [RegExp, string][] = [
-  [/^[0-9]+_/, ''],
-  [/^erts_([^_]+)_[0-9]+/, 'erts_$1'],
-  [/-[0-9]+-/g, '-N-'],
-  [/[-_#:. ]?[0-9]+$/, ''],
-];
-
-/**
- * Name of a thread's group, as kiln's thread groups name it everywhere (the toolbar's
- * "Threads by name", the tracks, the report's CPU by thread group): `1_scheduler` and
- * `12_scheduler` are `scheduler`, `worker-3` is `worker`.
- */
+/** Name of a thread's group: threads whose names differ only by numbers share one. */
 export function threadGroupName(name: string): string {
-  let out = name;
-  for (const [re, rep] of GROUP_RULES) out = out.replace(re, rep);
-  return out;
+  return name.replace(/[0-9]+/g, 'N');
 }
 
 /** Names of the synthetic root frames a thread mode needs, and each thread's root index. */

@@ -4,10 +4,22 @@
 // crates/model/src/transform.rs `default_merge_rules`): `3_scheduler` → `scheduler`,
 // `erts_sched_2` → `erts_sched`, `pool-1-thread-3` → `pool-N-thread`, `worker-12` → `worker`.
 // A selection of tracks is a set of threads: a group's track stands for all its threads.
-import { RawProfile, threadGroupName } from './profile.js';
+import { RawProfile } from './profile.js';
+
+/** kiln's default thread-merging rules, in the order they apply. */
+const RULES: [RegExp, string][] = [
+  [/^[0-9]+_/, ''],
+  [/^erts_([^_]+)_[0-9]+/, 'erts_$1'],
+  [/-[0-9]+-/g, '-N-'],
+  [/[-_#:. ]?[0-9]+$/, ''],
+];
 
 /** The thread group a thread's name belongs to (kiln's `merge_name` with the default rules). */
-export const groupName = threadGroupName;
+export function groupName(name: string): string {
+  let out = name;
+  for (const [re, rep] of RULES) out = out.replace(re, rep);
+  return out;
+}
 
 export interface TrackGroup {
   name: string;
