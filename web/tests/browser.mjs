@@ -462,7 +462,10 @@ try {
   await check('threads merged by number, and icicle by keyboard', async () => {
     await page.selectOption('[data-ctrl=threads]', 'groups');
     await settle(page);
-    assert.ok(await find(page, 'N_scheduler'), '1_scheduler and 2_scheduler share one root');
+    // Named as the tracks name the group (kiln's thread groups).
+    assert.ok(await find(page, 'scheduler'), '1_scheduler and 2_scheduler share one root');
+    assert.equal(await find(page, 'N_scheduler'), null);
+    assert.equal(await page.textContent('[data-track=g0] .track-label'), 'scheduler (2 threads) — 200 samples');
     await page.selectOption('[data-ctrl=threads]', 'threads');
     await settle(page);
     assert.ok(await find(page, '1_scheduler [11]'));

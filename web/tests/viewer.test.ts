@@ -9,9 +9,9 @@ import { HashParams } from '../src/app-state/url.js';
 import { foldedOf, svgOf, escapeXml } from '../src/lib/export.js';
 import { buildFlameChart } from '../src/lib/flamechart.js';
 import { layoutTree } from '../src/lib/layout.js';
-import { RawProfile, Tree, TreeBuilder } from '../src/lib/profile.js';
+import { RawProfile, Tree, TreeBuilder, threadGroupName, threadRoots } from '../src/lib/profile.js';
 import { histogram, histograms, timeSpan } from '../src/lib/timeline.js';
-import { groupName, groupOf, isSelected, selectTracks, trackGroups } from '../src/lib/tracks.js';
+import { groupOf, isSelected, selectTracks, trackGroups } from '../src/lib/tracks.js';
 import { Transform, applyTransforms, applyTransformsMapped } from '../src/lib/transforms.js';
 import { Unit, formatBytes, formatInstant, formatNs } from '../src/lib/units.js';
 import { hasCapital } from '../src/lib/analysis.js';
@@ -553,7 +553,7 @@ test('tracks: threads grouped as kiln groups them, selections by click and ctrl-
     ['worker-12', 'worker'],
     ['logger', 'logger'],
   ];
-  for (const [name, group] of cases) assert.equal(groupName(name), group, name);
+  for (const [name, group] of cases) assert.equal(threadGroupName(name), group, name);
   const samples: Sample[] = [];
   const names = ['1_scheduler', 'logger', '2_scheduler', 'worker-1'];
   const per = [5, 1, 3, 2];
@@ -564,6 +564,10 @@ test('tracks: threads grouped as kiln groups them, selections by click and ctrl-
   const r = raw(samples, names);
   const groups = trackGroups(r);
   assert.deepEqual(groups.map((g) => [g.name, g.threads, g.samples]), [['scheduler', [0, 2], 8], ['worker', [3], 2], ['logger', [1], 1]]);
+  // "One root per thread group" names and groups threads as the tracks do.
+  const roots = threadRoots(r, 'groups');
+  assert.deepEqual([...roots.names].sort(), groups.map((g) => g.name).sort());
+  for (const g of groups) for (const t of g.threads) assert.equal(roots.names[roots.rootOf[t]], g.name, names[t]);
   // One pass, one histogram per group: together the strip's.
   const rows = histograms(r, 4, [0, 11e6], null, groupOf(groups, names.length), groups.length);
   const whole = histogram(r, 4, [0, 11e6]);

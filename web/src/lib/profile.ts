@@ -239,9 +239,25 @@ export class TreeBuilder {
 /** How threads appear in the tree. */
 export type ThreadMode = 'merged' | 'threads' | 'groups';
 
-/** Name of a thread's group: threads whose names differ only by numbers share one. */
+/** kiln's default thread-merging rules, in the order they apply. */
+const GROUP_RULES: [RegExp, string][] = [
+  [/^[0-9]+_/, ''],
+  [/^erts_([^_]+)_[0-9]+/, 'erts_$1'],
+  [/-[0-9]+-/g, '-N-'],
+  [/[-_#:. ]?[0-9]+$/, ''],
+];
+
+/**
+ * The group a thread's name belongs to, as kiln groups threads everywhere (the run
+ * summary's and the report's "CPU by thread group", crates/model/src/transform.rs
+ * `merge_name` with `default_merge_rules`): `3_scheduler` → `scheduler`, `erts_sched_2` →
+ * `erts_sched`, `pool-1-thread-3` → `pool-N-thread`, `worker-12` → `worker`. The tracks
+ * and the "Threads by name" roots both name groups with it.
+ */
 export function threadGroupName(name: string): string {
-  return name.replace(/[0-9]+/g, 'N');
+  let out = name;
+  for (const [re, rep] of GROUP_RULES) out = out.replace(re, rep);
+  return out;
 }
 
 /** Names of the synthetic root frames a thread mode needs, and each thread's root index. */

@@ -1,25 +1,9 @@
 // The tracks of a profile (DOM-free), as the Firefox Profiler's track list has them: one
 // per thread group, each opening onto one per thread. Threads are grouped as kiln groups
-// them everywhere else (the run summary's and the report's "CPU by thread group",
-// crates/model/src/transform.rs `default_merge_rules`): `3_scheduler` → `scheduler`,
-// `erts_sched_2` → `erts_sched`, `pool-1-thread-3` → `pool-N-thread`, `worker-12` → `worker`.
+// them everywhere else (profile.ts `threadGroupName`, kiln's `merge_name`), so a group's
+// track and its root in "Threads by name" carry one name.
 // A selection of tracks is a set of threads: a group's track stands for all its threads.
-import { RawProfile } from './profile.js';
-
-/** kiln's default thread-merging rules, in the order they apply. */
-const RULES: [RegExp, string][] = [
-  [/^[0-9]+_/, ''],
-  [/^erts_([^_]+)_[0-9]+/, 'erts_$1'],
-  [/-[0-9]+-/g, '-N-'],
-  [/[-_#:. ]?[0-9]+$/, ''],
-];
-
-/** The thread group a thread's name belongs to (kiln's `merge_name` with the default rules). */
-export function groupName(name: string): string {
-  let out = name;
-  for (const [re, rep] of RULES) out = out.replace(re, rep);
-  return out;
-}
+import { RawProfile, threadGroupName } from './profile.js';
 
 export interface TrackGroup {
   name: string;
@@ -46,7 +30,7 @@ export function trackGroups(raw: RawProfile, perThread: Float64Array = threadSam
   const nT = raw.threadName.length;
   const byName = new Map<string, TrackGroup>();
   for (let t = 0; t < nT; t++) {
-    const name = groupName(raw.strings[raw.threadName[t]] ?? '');
+    const name = threadGroupName(raw.strings[raw.threadName[t]] ?? '');
     let g = byName.get(name);
     if (!g) byName.set(name, (g = { name, threads: [], samples: 0 }));
     g.threads.push(t);

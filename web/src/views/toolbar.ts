@@ -150,7 +150,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
     select('order', 'Order of frames (l)', [['alphabetical', 'Alphabetical'], ['left-heavy', 'Left-heavy']], a.order),
     button('invert', 'Inverted', 'Invert the call tree: the functions that ran, their callers below (b)', () => a.invert()),
     raw.sampleThread
-      ? select('threads', 'Threads', [['merged', 'All threads merged'], ['groups', 'Threads by name (numbers merged)'], ['threads', 'One root per thread']], a.threads)
+      ? select('threads', 'Threads', [['merged', 'All threads merged'], ['groups', 'One root per thread group'], ['threads', 'One root per thread']], a.threads)
       : null,
     raw.sampleThread && !model.isDiff ? button('tracks', 'Tracks', 'Show or hide the tracks, one per thread group (h: to the tracks)', () => a.tracks()) : null,
     model.isDiff ? null : select('palette', 'Palette', PALETTES.map((p) => [p, p] as [string, string]), a.palette),

@@ -7,7 +7,8 @@
 // move, → opens a group, ← closes it, Enter or Space selects, Ctrl+Enter/Space adds.
 import { Model } from '../app-state/model.js';
 import { Histogram, histograms } from '../lib/timeline.js';
-import { TrackGroup, groupName, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
+import { threadGroupName } from '../lib/profile.js';
+import { TrackGroup, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
 import { thousands } from '../lib/units.js';
 import { currentTheme } from '../render/theme.js';
 import { el, setText } from './dom.js';
@@ -439,7 +440,7 @@ export function offCpuSource(model: Model, shift: number): OffCpuSource {
   const ns = model.unit.ns(1);
   return {
     labels: names.map((name, t) => (raw.threadTid[t] >= 0 ? `${name} [${raw.threadTid[t]}]` : name)),
-    groups: names.map(groupName),
+    groups: names.map(threadGroupName),
     histograms: (n, span, rowOf, rows) =>
       histograms(raw, n, [span[0] - shift, span[1] - shift], model.nsPerWeight, rowOf, rows).map((h) => {
         const b = h.buckets.map((x) => x * ns);
