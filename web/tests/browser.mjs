@@ -1178,6 +1178,73 @@ try {
     assert.ok(Math.abs(l[1] - l1) <= 1.5, `the logger's activity ends at ${l[1]}, the strip's x of ${logger.last} ns is ${l1}`);
   });
 
+  await check('tracks: a drag across the tracks selects a time window as the strip does: the URL\'s t= and the header\'s "N of M" follow, no track selected', async () => {
+    const groups = JSON.parse(readFileSync(join(dir, 'tracks.json'), 'utf8'));
+    page = await open('tracks.html');
+    const selected = () => page.$$eval('[data-track][aria-selected=true]', (rs) => rs.map((r) => r.dataset.track));
+    // The strip's page x of a time, and ns per px of its axis.
+    const axis = () =>
+      page.evaluate(() => {
+        const tl = window.__kiln.app.timeline;
+        const { a, b, pw } = tl.plot(tl.canvas.clientWidth);
+        return { left: tl.canvas.getBoundingClientRect().left, nsPerPx: (b - a) / pw, x: [tl.xOf(2.5e9), tl.xOf(6.5e9)] };
+      });
+    const ax = await axis();
+    const [x0, x1] = ax.x.map((x) => ax.left + x);
+    const row = await page.$eval('[data-track=g1] canvas', (c) => c.getBoundingClientRect().top + c.clientHeight / 2);
+    await page.mouse.move(x0, row);
+    await page.mouse.down();
+    // Down across the logger's track and back: the window follows the pointer's x.
+    await page.mouse.move((x0 + x1) / 2, row + 24, { steps: 4 });
+    await page.mouse.move(x1, row, { steps: 4 });
+    await page.mouse.up();
+    await settle(page);
+    const m = /(?:^#|&)t=(\d+)-(\d+)(?:&|$)/.exec(await hash(page));
+    assert.ok(m, `the URL holds the window: ${await hash(page)}`);
+    const [a, b] = [Number(m[1]), Number(m[2])];
+    assert.ok(Math.abs(a - 2.5e9) <= ax.nsPerPx && Math.abs(b - 6.5e9) <= ax.nsPerPx, `window ${a}-${b} where the drag began and ended (2.5 s, 6.5 s; ${ax.nsPerPx} ns a px)`);
+    const inWindow = (g) => g.times.filter((t) => t >= a && t <= b).length;
+    const n = groups.reduce((s, g) => s + inWindow(g), 0);
+    assert.equal(await fact(page, 'total'), `${n.toLocaleString('en-US')} of ${(3800).toLocaleString('en-US')} samples`);
+    assert.equal(await page.evaluate(() => window.__kiln.app.derived.layout.total[0]), n);
+    assert.match(await page.textContent('.timeline-label'), /^Window 2\.\d+ s – 6\.\d+ s /);
+    // A drag is not a click: every thread still shown.
+    assert.deepEqual(await selected(), ['all']);
+    assert.doesNotMatch(await hash(page), /sel=/);
+    // A click then selects a track in that window.
+    await page.click('[data-track=g1]');
+    await settle(page);
+    assert.deepEqual(await selected(), ['g1']);
+    assert.match(await hash(page), new RegExp(`(^#|&)t=${a}-${b}(&|$)`));
+    assert.equal(await page.evaluate(() => window.__kiln.app.derived.layout.total[0]), inWindow(groups.find((g) => g.name === 'worker')));
+  });
+
+  await check('tracks: the activity is a share of one CPU, said by a hover: the samples of the bar times the period over its length', async () => {
+    page = await open('record-cpu.html');
+    const bar = await page.evaluate(() => {
+      const app = window.__kiln.app;
+      const tl = app.timeline;
+      const { a, b, x0, pw } = tl.plot(tl.canvas.clientWidth);
+      const n = tl.buckets(pw);
+      const k = Math.floor(n / 2);
+      const [from, to] = [a + (k * (b - a)) / n, a + ((k + 1) * (b - a)) / n];
+      const t = app.model.raw.sampleTime;
+      let count = 0;
+      for (let i = 0; i < t.length; i++) if (t[i] >= from && (t[i] < to || (k === n - 1 && t[i] <= to))) count++;
+      const c = document.querySelector('[data-track=t0] canvas').getBoundingClientRect();
+      return { x: tl.canvas.getBoundingClientRect().left + x0 + ((k + 0.5) * pw) / n, y: c.top + c.height / 2, count, len: to - from };
+    });
+    assert.ok(bar.count > 0, 'the bar holds samples');
+    await page.mouse.move(1, 1);
+    await page.mouse.move(bar.x, bar.y);
+    await settle(page);
+    const tip = await page.textContent('.tooltip');
+    const share = (bar.count * 1_001_001) / bar.len;
+    const pct = Math.round(share * 100);
+    assert.match(tip, new RegExp(`^worker \\[7\\]${pct}% of a CPU, [0-9.]+ ms at [0-9.]+ sFull height: 1 CPU$`), `${tip}: ${bar.count} samples of 1.001 ms in ${bar.len} ns`);
+    assert.equal(await page.isVisible('.tooltip'), true);
+  });
+
   await check('the header follows the window: total, samples and duration beside the whole profile\'s; times on one clock', async () => {
     page = await open('timed.html', 't=2500000000-5000000000');
     // A sample every 50 ms; the window holds both its ends.

@@ -11,7 +11,7 @@ import { buildFlameChart } from '../src/lib/flamechart.js';
 import { layoutTree } from '../src/lib/layout.js';
 import { RawProfile, Tree, TreeBuilder, threadGroupName, threadRoots } from '../src/lib/profile.js';
 import { histogram, histograms, timeSpan } from '../src/lib/timeline.js';
-import { groupOf, isSelected, selectTracks, trackGroups } from '../src/lib/tracks.js';
+import { activity, activityKind, describeBucket, fullHeight, groupOf, isSelected, percent, selectTracks, trackGroups } from '../src/lib/tracks.js';
 import { Transform, applyTransforms, applyTransformsMapped } from '../src/lib/transforms.js';
 import { Unit, formatBytes, formatInstant, formatNs } from '../src/lib/units.js';
 import { hasCapital } from '../src/lib/analysis.js';
@@ -582,6 +582,63 @@ test('tracks: threads grouped as kiln groups them, selections by click and ctrl-
   assert.equal(isSelected([0, 2], [0, 2]), true);
   assert.equal(isSelected([0], [0, 2]), false);
   assert.equal(isSelected([], [0]), false, 'no selection: the "all threads" track');
+});
+
+test('tracks: activity as a share of one CPU, or of the wall time blocked, per bucket', () => {
+  // A 999 Hz timer's samples (1 ms of CPU each) over 40 ms in four 10 ms buckets:
+  // 1_scheduler every ms of 0–9 ms (10 samples: 100%), 2_scheduler every 2 ms of 0–9 ms
+  // (5: 50%) and every ms of 10–19 ms (10: 100%), logger at 20, 22, 24, 26 ms (4: 40%).
+  const samples: Sample[] = [];
+  const at = (thread: number, ms: number[]): void => ms.forEach((m) => samples.push({ stack: ['main'], weight: 1, time: m * 1e6, thread }));
+  at(0, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  at(1, [0, 2, 4, 6, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+  at(2, [20, 22, 24, 26]);
+  const r = raw(samples, ['1_scheduler', '2_scheduler', 'logger']);
+  const unit = Unit.of({ unit: 'samples', event: 'cpu-clock', quantity: 'samples', samplePeriodNs: 1e6 });
+  assert.equal(activityKind(unit), 'cpu');
+  const groups = trackGroups(r);
+  assert.deepEqual(groups.map((g) => g.name), ['scheduler', 'logger']);
+  const [sched, logger] = histograms(r, 4, [0, 40e6], null, groupOf(groups, 3), 2);
+  const a = activity('cpu', sched, null, unit.ns(1), 2);
+  assert.deepEqual([...a.own], [1.5, 1, 0, 0], 'two threads: 15 ms then 10 ms of CPU in 10 ms');
+  assert.deepEqual([...a.ownNs], [15e6, 10e6, 0, 0]);
+  assert.equal(a.top, 1.5, 'the full height is the group\'s busiest bucket beyond one CPU');
+  assert.equal(fullHeight(a), '1.50 CPUs');
+  assert.equal(describeBucket(a, 0, 0, (w) => unit.format(w)), '150% of a CPU, 15.0 ms at 0.00 s');
+  const l = activity('cpu', logger, null, unit.ns(1), 1);
+  assert.deepEqual([...l.own], [0, 0, 0.4, 0]);
+  assert.equal(l.top, 1, 'one CPU at full height when the track used less');
+  assert.equal(fullHeight(l), '1 CPU');
+  // On the page's clock: a run whose measurement began 1 s before the profile's origin.
+  assert.equal(describeBucket(l, 2, 1e9, (w) => unit.format(w)), '40% of a CPU, 4.00 ms at 1.02 s');
+  // The off-CPU profile's time blocked stacked above: 6 ms of the logger's third bucket.
+  const off = { buckets: Float64Array.from([0, 0, 6e6, 0]), from: 0, to: 40e6, max: 6e6 };
+  const s = activity('cpu', logger, off, unit.ns(1), 1);
+  assert.deepEqual([...(s.off ?? [])], [0, 0, 0.6, 0]);
+  assert.equal(s.top, 1, 'running and blocked: the whole bucket');
+  assert.equal(describeBucket(s, 2, 0, (w) => unit.format(w)), '40% of a CPU, 4.00 ms; blocked 60% of the time, 6.00 ms at 0.02 s');
+  // An off-CPU profile: a 10 ms block from 5 ms, half in each of the first two buckets.
+  const blocks = raw([{ stack: ['main', 'sleep'], weight: 10e6, time: 5e6, thread: 0 }], ['worker-1']);
+  const ou = Unit.of({ unit: 'ns', event: 'offcpu', quantity: 'time', nsPerUnit: 1 });
+  assert.equal(activityKind(ou), 'blocked');
+  const [bh] = histograms(blocks, 4, [0, 40e6], 1, Int32Array.of(0), 1);
+  const b = activity('blocked', bh, null, ou.ns(1), 1);
+  assert.deepEqual([...b.own], [0.5, 0.5, 0, 0]);
+  assert.equal(describeBucket(b, 1, 0, (w) => ou.format(w)), 'blocked 50% of the time, 5.00 ms at 0.01 s');
+  assert.equal(fullHeight(b), '100% of the time');
+  // Weights that are not time: the busiest bucket at full height, the weight said.
+  const bytes = Unit.of({ unit: 'bytes', quantity: 'bytes' });
+  assert.equal(activityKind(bytes), 'weight');
+  const w = activity(activityKind(bytes), sched, null, 0, 2);
+  assert.equal(w.top, 15);
+  assert.equal(describeBucket(w, 0, 0, (x) => bytes.format(x)), '15 B at 0.00 s');
+  assert.equal(fullHeight(w), '');
+  // One thread is on one CPU at most: 15 ms in 10 ms on one thread is jitter, clipped at
+  // full height (one CPU), said as measured.
+  const one = activity('cpu', sched, null, unit.ns(1), 1);
+  assert.equal(one.top, 1);
+  assert.equal(describeBucket(one, 0, 0, (x) => unit.format(x)), '150% of a CPU, 15.0 ms at 0.00 s');
+  assert.deepEqual([0, 0.0004, 0.045, 0.3449, 2.3].map(percent), ['0%', '<0.1%', '4.5%', '34%', '230%']);
 });
 
 test('search: smart case, and process and thread names only when asked', () => {

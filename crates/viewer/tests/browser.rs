@@ -89,28 +89,32 @@ fn tracks_profile() -> Profile {
 }
 
 /// Per thread group (kiln's default merge rules, as the run summary groups threads): its
-/// samples and its first and last sample's time, ns after the profile's first sample.
+/// samples, its first and last sample's time and every sample's, ns after the profile's
+/// first sample.
 fn groups_json(p: &Profile) -> String {
     use kiln_model::transform::{default_merge_rules, merge_name};
     let rules = default_merge_rules();
     let origin = p.samples.time_range().map_or(0, |r| r.0);
-    let mut groups: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+    let mut groups: std::collections::BTreeMap<String, (u64, u64, u64, Vec<u64>)> =
+        Default::default();
     for i in 0..p.samples.len() {
         let th = p.threads.get(p.samples.thread[i]).expect("a thread");
         let name =
             String::from_utf8_lossy(&merge_name(&rules, p.strings.get(th.name))).into_owned();
         let t = p.samples.time[i] - origin;
-        let g = groups.entry(name).or_insert((0, u64::MAX, 0));
+        let g = groups.entry(name).or_insert((0, u64::MAX, 0, Vec::new()));
         g.0 += 1;
         g.1 = g.1.min(t);
         g.2 = g.2.max(t);
+        g.3.push(t);
     }
     let rows: Vec<String> = groups
         .iter()
-        .map(|(name, (n, first, last))| {
+        .map(|(name, (n, first, last, times))| {
             format!(
-                "{{\"name\":{},\"samples\":{n},\"first\":{first},\"last\":{last}}}",
-                serde_json::to_string(name).unwrap()
+                "{{\"name\":{},\"samples\":{n},\"first\":{first},\"last\":{last},\"times\":{}}}",
+                serde_json::to_string(name).unwrap(),
+                serde_json::to_string(times).unwrap()
             )
         })
         .collect();

@@ -4,6 +4,8 @@
 // track and its root in "Threads by name" carry one name.
 // A selection of tracks is a set of threads: a group's track stands for all its threads.
 import { RawProfile, threadGroupName } from './profile.js';
+import { Histogram } from './timeline.js';
+import { Unit, formatInstant, formatNs } from './units.js';
 
 export interface TrackGroup {
   name: string;
@@ -73,4 +75,104 @@ export function isSelected(selection: readonly number[], threads: readonly numbe
   if (!selection.length) return false;
   const s = new Set(selection);
   return threads.length > 0 && threads.every((t) => s.has(t));
+}
+
+/**
+ * What a track's height measures: CPU time as a share of one CPU, time blocked (an
+ * off-CPU profile) or other time as a share of the wall time, or (weights that are not
+ * time: bytes, events, samples without a period) the weight itself.
+ */
+export type ActivityKind = 'cpu' | 'blocked' | 'time' | 'weight';
+
+/** What the activity of a profile whose weights are `unit` measures. */
+export function activityKind(unit: Unit): ActivityKind {
+  if (!unit.isTime) return 'weight';
+  return unit.what === 'CPU time' ? 'cpu' : unit.what === 'off-CPU time' ? 'blocked' : 'time';
+}
+
+/** A track's activity in each bucket of the time axis. */
+export interface Activity {
+  kind: ActivityKind;
+  /**
+   * Per bucket: the time measured over the bucket's length (1: a whole CPU, or blocked
+   * all along; a group of threads can exceed 1), or for 'weight' the weight.
+   */
+  own: Float64Array;
+  /** Per bucket, ns of `own` (0 for 'weight'). */
+  ownNs: Float64Array;
+  /** Another profile's time blocked over the bucket's length, stacked above; null without. */
+  off: Float64Array | null;
+  offNs: Float64Array | null;
+  /**
+   * The value drawn at the track's full height: 1 (one CPU, or the whole wall time)
+   * unless the track's threads went beyond it, then its busiest bucket (own and off
+   * together), at most one per thread (a thread runs on one CPU at a time: more in a
+   * bucket is sampling jitter, clipped); for 'weight' its busiest bucket.
+   */
+  top: number;
+  /** The buckets' span (ns since the profile's origin) and length. */
+  from: number;
+  bucketNs: number;
+}
+
+/**
+ * The activity of a track of `threads` threads from its histogram over the time axis
+ * (`own`, in the profile's weight; `nsPerWeight`: ns one unit of weight stands for, the
+ * sampling period for timer samples, 0 when weights are not time) and another profile's
+ * time blocked (`off`, in ns over the same buckets). A bucket of 10 ms holding 4 samples
+ * of a 1 ms timer is 40% of a CPU.
+ */
+export function activity(kind: ActivityKind, own: Histogram, off: Histogram | null, nsPerWeight: number, threads: number): Activity {
+  const n = own.buckets.length;
+  const bucketNs = (own.to - own.from) / Math.max(1, n);
+  const isTime = kind !== 'weight' && nsPerWeight > 0 && bucketNs > 0;
+  const ownNs = new Float64Array(n);
+  const share = new Float64Array(n);
+  const offNs = isTime && off ? new Float64Array(n) : null;
+  const offShare = offNs ? new Float64Array(n) : null;
+  let top = 0;
+  for (let k = 0; k < n; k++) {
+    if (!isTime) {
+      share[k] = own.buckets[k];
+      top = Math.max(top, share[k]);
+      continue;
+    }
+    ownNs[k] = own.buckets[k] * nsPerWeight;
+    share[k] = ownNs[k] / bucketNs;
+    if (offNs && offShare && off) {
+      offNs[k] = off.buckets[k] ?? 0;
+      offShare[k] = offNs[k] / bucketNs;
+    }
+    top = Math.max(top, share[k] + (offShare ? offShare[k] : 0));
+  }
+  return { kind: isTime ? kind : 'weight', own: share, ownNs, off: offShare, offNs, top: isTime ? Math.min(Math.max(1, threads), Math.max(1, top)) : top, from: own.from, bucketNs };
+}
+
+/** A share as a percentage: 34%, 4.5%, <0.1%, 0%. */
+export function percent(share: number): string {
+  const p = share * 100;
+  if (p <= 0) return '0%';
+  if (p < 0.1) return '<0.1%';
+  return p < 9.95 ? `${p.toFixed(1)}%` : `${Math.round(p)}%`;
+}
+
+/** What the full height of a track stands for: "1 CPU", "2.30 CPUs", "100% of the time". */
+export function fullHeight(a: Activity): string {
+  if (a.kind === 'weight') return '';
+  if (a.kind === 'cpu') return a.top === 1 ? '1 CPU' : `${(Math.round(a.top * 100) / 100).toFixed(2)} CPUs`;
+  return `${percent(a.top)} of the time`;
+}
+
+/**
+ * Bucket k of a track as its tooltip says it: "34% of a CPU, 12 ms at 1.20 s", "blocked
+ * 80% of the time, 40 ms at 1.20 s"; stacked, both ("…; blocked 50% of the time, 18 ms").
+ * `shift` is added to times to read them on the page's clock; `format` writes a weight.
+ */
+export function describeBucket(a: Activity, k: number, shift: number, format: (w: number) => string): string {
+  const at = ` at ${formatInstant(a.from + k * a.bucketNs + shift, a.bucketNs)}`;
+  if (a.kind === 'weight') return `${format(a.own[k])}${at}`;
+  const own = `${percent(a.own[k])} ${a.kind === 'cpu' ? 'of a CPU' : 'of the time'}, ${formatNs(a.ownNs[k])}`;
+  const lead = a.kind === 'blocked' ? `blocked ${own}` : own;
+  const off = a.off && a.offNs ? `; blocked ${percent(a.off[k])} of the time, ${formatNs(a.offNs[k])}` : '';
+  return `${lead}${off}${at}`;
 }

@@ -147,7 +147,11 @@ export class App {
       },
     });
     this.timeline = this.newTimeline();
-    this.tracks = tracksFor(model, this.timeline, `${this.ids}-tracks-title`, (hidden) => this.setState({ hidden, zoom: [] }));
+    this.tracks = tracksFor(model, this.timeline, `${this.ids}-tracks-title`, {
+      hidden: (hidden) => this.setState({ hidden, zoom: [] }),
+      hover: (tip, ev) => (tip && ev ? this.showTooltip(tip.name, tip.lines, ev) : this.hideTooltip()),
+      shift: this.shift,
+    });
     // The header and the page's parts around the views.
     this.header = buildHeader(model, this.tabs(), this.ids, opts.embedded ? opts.key ?? '' : null, opts.headingLevel ?? 1, this.headerActions());
     this.ctrl = this.header.ctrl;
@@ -372,8 +376,7 @@ export class App {
    * time (the run report's CPU viewer beside its off-CPU one).
    */
   showOffCpu(other: App): void {
-    const u = this.model.unit;
-    this.tracks?.setOffCpu(offCpuSource(other.model, other.model.raw.timeOrigin - this.model.raw.timeOrigin), u.isTime ? u.ns(1) : 0);
+    this.tracks?.setOffCpu(offCpuSource(other.model, other.model.raw.timeOrigin - this.model.raw.timeOrigin));
   }
 
   /** The selected window on the profiles' clock, or null. */

@@ -1,6 +1,7 @@
 // The time strip: sample density over time; drag to select a window and the flame graph,
 // table and sandwich show that window only (the flame chart shows it); double-click clears
-// it. Its caption sits on its own line above the bars, so nothing covers them. Times read
+// it. The tracks drawn on its axis drag windows through it (`dragFrom`): one drag, one
+// window. Its caption sits on its own line above the bars, so nothing covers them. Times read
 // on the page's clock (0: the start of the measurement in a run's report; a warm-up is
 // negative), as every chart of the page reads them.
 import { Histogram } from '../lib/timeline.js';
@@ -16,6 +17,11 @@ export class TimelineView {
   private range: [number, number] | null = null;
   private drag: number | null = null;
   private dragTo = 0;
+  /** The pointer's page x when the press began, and whether it has moved since (> 3 px). */
+  private dragX = 0;
+  private moved = false;
+  /** Called while a window is dragged (the tracks draw it too). */
+  onDrag: (() => void) | null = null;
   private pending = 0;
   /** A page's time axis (the run report's charts'): its span and plot margins, px. */
   private axis: { span: [number, number]; left: number; right: number } | null = null;
@@ -34,14 +40,13 @@ export class TimelineView {
     this.label = el('div', { class: 'timeline-label', 'data-ctrl': 'timeline-label' });
     this.el = el('div', { class: 'timeline' }, this.label, el('div', { class: 'timeline-bars' }, this.canvas));
     new ResizeObserver(() => this.draw()).observe(this.el);
-    this.canvas.addEventListener('mousedown', (e) => {
-      this.drag = this.timeAt(e.offsetX);
-      this.dragTo = this.drag;
-    });
-    this.canvas.addEventListener('mousemove', (e) => {
+    this.dragFrom(this.canvas);
+    window.addEventListener('mousemove', (e) => {
       if (this.drag === null) return;
-      this.dragTo = this.timeAt(e.offsetX);
+      if (Math.abs(e.clientX - this.dragX) > 3) this.moved = true;
+      this.dragTo = this.timeAt(e.clientX - this.canvas.getBoundingClientRect().left);
       this.draw();
+      this.onDrag?.();
     });
     window.addEventListener('mouseup', () => {
       if (this.drag === null) return;
@@ -49,10 +54,38 @@ export class TimelineView {
       const b = Math.max(this.drag, this.dragTo);
       this.drag = null;
       const minSpan = (this.span[1] - this.span[0]) / 1000;
-      if (b - a > minSpan) this.onRange([Math.floor(a), Math.ceil(b)]);
+      if (this.moved && b - a > minSpan) this.onRange([Math.floor(a), Math.ceil(b)]);
       else this.draw();
+      this.onDrag?.();
     });
     this.canvas.addEventListener('dblclick', () => this.onRange(null));
+  }
+
+  /**
+   * Lets a press on `target` (the strip, or the tracks drawn on its axis) drag a window:
+   * times are read at the strip's x for the pointer's page x, and the window is chosen
+   * as a drag on the strip chooses it.
+   */
+  dragFrom(target: HTMLElement): void {
+    target.addEventListener('mousedown', (e) => {
+      if (e.button !== 0) return;
+      // No text selected on the tracks' labels while dragging.
+      e.preventDefault();
+      this.drag = this.timeAt(e.clientX - this.canvas.getBoundingClientRect().left);
+      this.dragTo = this.drag;
+      this.dragX = e.clientX;
+      this.moved = false;
+    });
+  }
+
+  /** Whether the last press dragged (more than 3 px): its click is not a click. */
+  dragged(): boolean {
+    return this.moved;
+  }
+
+  /** The window drawn: the one being dragged, else the selected one. */
+  selection(): [number, number] | null {
+    return this.drag !== null && this.moved ? [Math.min(this.drag, this.dragTo), Math.max(this.drag, this.dragTo)] : this.range;
   }
 
   /**
@@ -135,7 +168,7 @@ export class TimelineView {
       if (bh > 0) ctx.fillRect(x0 + i * bw, h - bh, Math.max(1, bw - 0.5), bh);
     }
     const x = (t: number): number => Math.min(w, Math.max(0, x0 + ((t - a) / Math.max(1, b - a)) * pw));
-    const sel = this.drag !== null ? [Math.min(this.drag, this.dragTo), Math.max(this.drag, this.dragTo)] : this.range;
+    const sel = this.selection();
     // As many decimals as a bar of the strip needs.
     const at = (t: number): string => formatInstant(t + this.shift, (b - a) / 200);
     const all = `${at(this.span[0])} – ${at(this.span[1])}`;

@@ -1,14 +1,18 @@
 // The track list, as the Firefox Profiler's: one track per thread group, each opening
-// onto one track per thread, every track a row with its activity over time (its samples'
-// weight: CPU time, or time blocked in an off-CPU profile) drawn on the time strip's axis,
-// bucket for bucket and pixel for pixel, with the strip's window over it. A click selects
-// a track (ctrl/cmd-click adds it or takes it out) and every view shows the selected
-// tracks' threads; "All threads" selects them all again. A tree for the keyboard: arrows
-// move, → opens a group, ← closes it, Enter or Space selects, Ctrl+Enter/Space adds.
+// onto one track per thread, every track a row with its activity over time drawn on the
+// time strip's axis, bucket for bucket and pixel for pixel, with the strip's window over
+// it. The activity's height is a share, as the profiler's CPU graphs are: CPU time as a
+// share of one CPU, time blocked (an off-CPU profile) as a share of the wall time; the
+// full height is one CPU (or the whole time) unless a group of threads used more. A
+// hover says the bucket's share and time. A click selects a track (ctrl/cmd-click adds it
+// or takes it out) and every view shows the selected tracks' threads; "All threads"
+// selects them all again; a drag across the tracks selects a time window as a drag on
+// the strip does (it is the strip's drag). A tree for the keyboard: arrows move, → opens
+// a group, ← closes it, Enter or Space selects, Ctrl+Enter/Space adds.
 import { Model } from '../app-state/model.js';
 import { Histogram, histograms } from '../lib/timeline.js';
 import { threadGroupName } from '../lib/profile.js';
-import { TrackGroup, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
+import { Activity, ActivityKind, TrackGroup, activity, activityKind, describeBucket, fullHeight, isSelected, selectTracks, threadSamples, trackGroups } from '../lib/tracks.js';
 import { thousands } from '../lib/units.js';
 import { currentTheme } from '../render/theme.js';
 import { el, setText } from './dom.js';
@@ -21,6 +25,14 @@ export interface TrackAxis {
   plot(w: number): { a: number; b: number; x0: number; pw: number };
   /** Buckets the strip draws in a plot `pw` px wide. */
   buckets(pw: number): number;
+  /** The window drawn: the one being dragged, else the selected one. */
+  selection(): [number, number] | null;
+  /** Presses on `target` drag a window as presses on the strip do. */
+  dragFrom(target: HTMLElement): void;
+  /** Whether the last press dragged (its click then selects no track). */
+  dragged(): boolean;
+  /** Called while a window is dragged. */
+  onDrag: (() => void) | null;
 }
 
 export interface TrackSource {
@@ -34,6 +46,15 @@ export interface TrackSource {
   histograms(n: number, span: [number, number], rowOf: Int32Array, rows: number): Histogram[];
   /** The selection changed: threads (ascending), empty for every thread. */
   select(threads: number[]): void;
+  /** What the activity measures, and ns per unit of weight (0: weights are not time). */
+  kind: ActivityKind;
+  nsPerWeight: number;
+  /** Added to a time (ns since the profile's origin) to read it on the page's clock. */
+  shift: number;
+  /** A weight as the reader reads it. */
+  format(w: number): string;
+  /** Shows a tooltip (a title and lines) at the pointer, or hides it (null). */
+  hover(tip: { name: string; lines: string[] } | null, ev: MouseEvent | null): void;
 }
 
 /**
@@ -74,6 +95,9 @@ export class TrackList {
   private perThread: Float64Array | null = null;
   private focusKey = 'all';
   private hists = new Map<string, Histogram>();
+  /** Each row's activity as last drawn, and where its buckets were (for hovers). */
+  private drawn = new Map<string, Activity>();
+  private geom: { x0: number; pw: number; n: number } | null = null;
   private offHists = new Map<string, Histogram>();
   private off: OffCpuSource | null = null;
   private histKey = '';
@@ -93,6 +117,15 @@ export class TrackList {
     );
     this.tree.addEventListener('keydown', (e) => this.onKey(e));
     this.tree.addEventListener('click', (e) => this.onClick(e));
+    this.tree.addEventListener('mousemove', (e) => this.onHover(e));
+    this.tree.addEventListener('mouseleave', () => this.src.hover(null, null));
+    if (axis) {
+      axis.dragFrom(this.tree);
+      axis.onDrag = () => {
+        this.src.hover(null, null);
+        this.requestDraw();
+      };
+    }
     new ResizeObserver(() => this.requestDraw()).observe(this.tree);
     this.build();
   }
@@ -163,9 +196,14 @@ export class TrackList {
       const n = per ? per.reduce((s, x) => s + x, 0) : 0;
       return `All threads — ${thousands(n)} samples${inWindow}`;
     }
+    return `${this.nameOf(r)} — ${thousands(count(r.threads))} samples${inWindow}`;
+  }
+
+  /** A row's name: "All threads", "scheduler (3 threads)", "logger [40]". */
+  private nameOf(r: Row): string {
+    if (r.key === 'all') return 'All threads';
     const g = r.group >= 0 ? this.src.groups[r.group] : null;
-    const name = g ? `${g.name} (${g.threads.length} threads)` : this.src.label(r.threads[0]);
-    return `${name} — ${thousands(count(r.threads))} samples${inWindow}`;
+    return g ? `${g.name} (${g.threads.length} threads)` : this.src.label(r.threads[0]);
   }
 
   private rowOfEvent(e: Event): Row | null {
@@ -175,7 +213,8 @@ export class TrackList {
 
   private onClick(e: MouseEvent): void {
     const r = this.rowOfEvent(e);
-    if (!r) return;
+    // A press that dragged chose a window, not a track.
+    if (!r || this.axis?.dragged()) return;
     this.focusRow(r);
     if ((e.target as HTMLElement).classList.contains('track-twisty') && r.group >= 0) return this.setOpen(r, !this.expanded.has(r.group));
     this.choose(r, e.ctrlKey || e.metaKey);
@@ -261,18 +300,15 @@ export class TrackList {
   }
 
   /**
-   * Draws another profile's off-CPU time stacked over this one's CPU time (`ns`: ns per
-   * unit of this profile's weight; 0 when its weights are not time, and then nothing is).
+   * Draws another profile's off-CPU time stacked over this one's CPU time (when this
+   * profile's weights are CPU time; otherwise nothing is).
    */
-  setOffCpu(off: OffCpuSource | null, ns: number): void {
-    this.off = ns > 0 ? off : null;
-    this.nsPerWeight = ns;
+  setOffCpu(off: OffCpuSource | null): void {
+    this.off = this.src.kind === 'cpu' && this.src.nsPerWeight > 0 ? off : null;
     this.histKey = '';
-    setText(this.title, this.off ? `${TITLE}; CPU time, off-CPU time (lighter) above it` : TITLE);
+    setText(this.title, this.off ? `${TITLE}; share of a CPU, off-CPU time (lighter) above it` : TITLE);
     this.requestDraw();
   }
-
-  private nsPerWeight = 0;
 
   /** The off-CPU histogram of each row (empty without an off-CPU profile). */
   private offRows(n: number, span: [number, number], open: number[]): Map<string, Histogram> {
@@ -337,23 +373,20 @@ export class TrackList {
   }
 
   /**
-   * A row's bars: its weight from the bottom, scaled to its busiest bucket; with off-CPU
-   * time, both in ns, the time blocked stacked above the CPU time (lighter), scaled to the
-   * busiest bucket of the two together.
+   * A row's bars: its activity from the bottom, the full height standing for `a.top`
+   * (one CPU, or the whole time, unless the track used more); with another profile's
+   * time blocked, that stacked above (lighter). What the full height stands for is
+   * written at the row's right.
    */
-  private drawBars(ctx: CanvasRenderingContext2D, own: Histogram | undefined, off: Histogram | undefined, left: number, bw: number, h: number): void {
+  private drawBars(ctx: CanvasRenderingContext2D, a: Activity, left: number, bw: number, w: number, h: number): void {
     const theme = currentTheme();
-    const n = own?.buckets.length ?? 0;
-    const k0 = this.nsPerWeight;
-    const cpu = (k: number): number => (own ? own.buckets[k] * (off ? k0 : 1) : 0);
-    const blocked = (k: number): number => (off ? off.buckets[k] : 0);
-    let max = 0;
-    for (let k = 0; k < n; k++) max = Math.max(max, cpu(k) + blocked(k));
-    if (max <= 0) return;
-    const scale = (h - 3) / max;
+    const n = a.own.length;
+    if (a.top <= 0) return;
+    const scale = (h - 3) / a.top;
     for (let k = 0; k < n; k++) {
-      const c = cpu(k);
-      const o = blocked(k);
+      // Beyond the full height (sampling jitter on a saturated thread): clipped.
+      const c = Math.min(a.own[k], a.top);
+      const o = a.off ? Math.min(a.off[k], a.top - c) : 0;
       const ch = c > 0 ? Math.max(1, c * scale) : 0;
       if (ch > 0) {
         ctx.fillStyle = theme.bar;
@@ -365,6 +398,36 @@ export class TrackList {
         ctx.fillRect(left + k * bw, h - ch - oh, Math.max(1, bw - 0.5), oh);
       }
     }
+    const top = fullHeight(a);
+    if (top && h >= 14) {
+      ctx.font = '9px system-ui, sans-serif';
+      ctx.textAlign = 'right';
+      ctx.textBaseline = 'top';
+      const tw = ctx.measureText(top).width;
+      // On a plate, as the track's name is: readable over the bars.
+      ctx.globalAlpha = 0.8;
+      ctx.fillStyle = theme.background;
+      ctx.fillRect(w - tw - 7, 1, tw + 7, 11);
+      ctx.globalAlpha = 1;
+      ctx.fillStyle = theme.muted;
+      ctx.fillText(top, w - 3, 2);
+    }
+  }
+
+  /** The tooltip of the bucket under the pointer: the track, its share and time there. */
+  private onHover(e: MouseEvent): void {
+    const r = this.rowOfEvent(e);
+    const g = this.geom;
+    const a = r ? this.drawn.get(r.key) : undefined;
+    // Nothing while a window is dragged.
+    if (!r || !g || !a || !this.axis || e.buttons & 1) return this.src.hover(null, null);
+    const x = e.clientX - this.axis.canvas.getBoundingClientRect().left - g.x0;
+    const k = Math.floor((x / g.pw) * g.n);
+    if (x < 0 || k < 0 || k >= a.own.length) return this.src.hover(null, null);
+    const lines = [describeBucket(a, k, this.src.shift, this.src.format)];
+    const top = fullHeight(a);
+    if (top) lines.push(`Full height: ${top}`);
+    this.src.hover({ name: this.nameOf(r), lines }, e);
   }
 
   draw(): void {
@@ -378,6 +441,9 @@ export class TrackList {
     const theme = currentTheme();
     const dpr = window.devicePixelRatio || 1;
     const stripLeft = ax.canvas.getBoundingClientRect().left;
+    const sel = ax.selection();
+    this.geom = { x0, pw, n };
+    this.drawn.clear();
     for (const r of this.rows) {
       const c = r.canvas;
       const w = Math.floor(c.clientWidth);
@@ -393,26 +459,42 @@ export class TrackList {
       ctx.clearRect(0, 0, w, h);
       // The strip's x0 at the same page x: the track's canvas may start elsewhere.
       const left = stripLeft - c.getBoundingClientRect().left + x0;
-      this.drawBars(ctx, hists.get(r.key), this.offHists.get(r.key), left, pw / n, h);
-      if (this.range) {
+      const own = hists.get(r.key);
+      if (own) {
+        const threads = r.key === 'all' ? this.src.nThreads : r.threads.length;
+        const act = activity(this.src.kind, own, this.offHists.get(r.key) ?? null, this.src.nsPerWeight, threads);
+        this.drawn.set(r.key, act);
+        this.drawBars(ctx, act, left, pw / n, w, h);
+      }
+      if (sel) {
         const x = (t: number): number => Math.min(w, Math.max(0, left + ((t - a) / Math.max(1, b - a)) * pw));
         ctx.fillStyle = theme.selection;
-        ctx.fillRect(x(this.range[0]), 0, Math.max(1, x(this.range[1]) - x(this.range[0])), h);
+        ctx.fillRect(x(sel[0]), 0, Math.max(1, x(sel[1]) - x(sel[0])), h);
       }
     }
   }
 }
 
+/** What a track list of a profile's threads needs from its page. */
+export interface TrackHooks {
+  /** Receives the threads the selection leaves out (none: every thread selected). */
+  hidden(h: number[]): void;
+  /** Shows a tooltip at the pointer, or hides it (null). */
+  hover: TrackSource['hover'];
+  /** Added to a time (ns since the profile's origin) to read it on the page's clock. */
+  shift: number;
+}
+
 /**
  * The track list of a model's profile, drawn on a time strip's axis (none without one:
  * the tracks then only select), or null when its samples name no thread or it is a diff.
- * `hidden` receives the threads the selection leaves out (none: every thread selected).
  */
-export function tracksFor(model: Model, strip: { canvas: HTMLCanvasElement; plot: TrackAxis['plot']; buckets: TrackAxis['buckets'] } | null, titleId: string, hidden: (h: number[]) => void): TrackList | null {
+export function tracksFor(model: Model, strip: TrackAxis | null, titleId: string, hooks: TrackHooks): TrackList | null {
   const raw = model.raw;
   if (!raw.sampleThread || model.isDiff) return null;
   const nThreads = raw.threadName.length;
   const whole = threadSamples(raw);
+  const unit = model.unit;
   const source: TrackSource = {
     groups: trackGroups(raw, whole),
     whole,
@@ -426,11 +508,15 @@ export function tracksFor(model: Model, strip: { canvas: HTMLCanvasElement; plot
       const keep = new Set(sel);
       const out: number[] = [];
       if (sel.length) for (let t = 0; t < nThreads; t++) if (!keep.has(t)) out.push(t);
-      hidden(out);
+      hooks.hidden(out);
     },
+    kind: activityKind(unit),
+    nsPerWeight: unit.isTime ? unit.ns(1) : 0,
+    shift: hooks.shift,
+    format: (w) => unit.format(w),
+    hover: hooks.hover,
   };
-  const axis = strip ? { canvas: strip.canvas, plot: (w: number) => strip.plot(w), buckets: (pw: number) => strip.buckets(pw) } : null;
-  return new TrackList(source, axis, titleId);
+  return new TrackList(source, strip, titleId);
 }
 
 /** A profile's threads as an off-CPU source for another profile's tracks (`shift`: its clock minus theirs, ns). */
