@@ -5,7 +5,8 @@
 //! report are lies. Each ends with a clear error or a run marked for what it is, a stop
 //! ends the wait on a host, and no ssh is left behind (nor after kill -9 of kiln). And `kiln agent` itself, driven
 //! over its stdin and stdout: a load that failed frees its slot.
-use kiln_run::remote::wire::{self, FromAgent, Hello, ToAgent, WireOutcome, WireTick};
+use kiln_run::remote::wire::{self, FromAgent, Hello, ToAgent, WireOutcome};
+use kiln_run::LoadTick;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -291,7 +292,7 @@ fn an_agents_impossible_seconds_and_report_stay_out_and_the_run_says_so() {
         if let ToAgent::StartLoad { grid_ns, .. } = m {
             wire::write_frame(w, &FromAgent::LoadStarted, &[]).unwrap();
             for s in 1..=3u64 {
-                let t = FromAgent::Tick(WireTick {
+                let t = FromAgent::Tick(LoadTick {
                     end_ns: grid_ns + s * 1_000_000_000,
                     interval_s: 1.0,
                     completed: Some(u64::MAX),

@@ -9,34 +9,6 @@ use kiln_store::{
     Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window, QUEUE_DEPTH,
 };
 
-/// A second of the load as a run keeps it: the values, and the latency histograms
-/// compressed (a few hundred bytes each instead of ~190 KB: an hour-long run stays small).
-pub(crate) struct Second {
-    pub tick: LoadTick,
-    pub p99_us: Option<f64>,
-    pub hists: Vec<(String, Vec<u8>)>,
-}
-
-impl Second {
-    pub fn new(mut tick: LoadTick) -> Self {
-        let p99_us = tick
-            .latency
-            .first()
-            .filter(|(_, h)| !h.is_empty())
-            .map(|(_, h)| h.value_at_quantile(0.99) as f64);
-        let hists = std::mem::take(&mut tick.latency)
-            .into_iter()
-            .filter(|(_, h)| !h.is_empty())
-            .filter_map(|(n, h)| Some((n, serialise(&h)?)))
-            .collect();
-        Second {
-            tick,
-            p99_us,
-            hists,
-        }
-    }
-}
-
 pub(crate) struct Computed {
     pub headline: Headline,
     pub histograms: Vec<StoredHistogram>,
@@ -44,34 +16,33 @@ pub(crate) struct Computed {
 }
 
 /// Whether a second belongs to a window: its middle lies in it.
-pub(crate) fn in_window(s: &Second, w: &Window) -> bool {
-    let t = &s.tick;
+pub(crate) fn in_window(t: &LoadTick, w: &Window) -> bool {
     let mid = t.end_ns.saturating_sub((t.interval_s * 0.5e9) as u64);
     w.contains(mid)
 }
 
 /// The latency histograms of the seconds in `w`, merged per name (in first-seen order),
 /// and how many could not be read or added.
-pub(crate) fn merged(ticks: &[Second], w: &Window) -> (Vec<(String, Histogram<u64>)>, usize) {
+pub(crate) fn merged(ticks: &[LoadTick], w: &Window) -> (Vec<(String, Histogram<u64>)>, usize) {
     merged_all(ticks.iter().filter(|t| in_window(t, w)))
 }
 
 /// The latency histograms of `ticks`, merged per name (in first-seen order), and how many
 /// could not be read or added.
 pub(crate) fn merged_all<'a>(
-    ticks: impl IntoIterator<Item = &'a Second>,
+    ticks: impl IntoIterator<Item = &'a LoadTick>,
 ) -> (Vec<(String, Histogram<u64>)>, usize) {
     let mut sums: Vec<(String, HistogramSum)> = Vec::new();
     for t in ticks {
-        for (name, data) in &t.hists {
-            let i = match sums.iter().position(|(n, _)| n == name) {
+        for l in &t.latency {
+            let i = match sums.iter().position(|(n, _)| *n == l.name) {
                 Some(i) => i,
                 None => {
-                    sums.push((name.clone(), HistogramSum::default()));
+                    sums.push((l.name.clone(), HistogramSum::default()));
                     sums.len() - 1
                 }
             };
-            sums[i].1.add_encoded(data);
+            sums[i].1.add_encoded(&l.data);
         }
     }
     let skipped = sums.iter().map(|(_, s)| s.skipped).sum();
@@ -98,17 +69,15 @@ pub(crate) fn serialise(h: &Histogram<u64>) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-use kiln_store::hdr::decode_histogram as deserialise;
-
 /// Every latency's per-second histograms as one interval log each (window
 /// [`kiln_store::PER_SECOND`]): one line per load second, in the order of the `load`
 /// series, an empty histogram where the second recorded none of that latency.
-fn per_second(ticks: &[Second]) -> Vec<StoredHistogram> {
+fn per_second(ticks: &[LoadTick]) -> Vec<StoredHistogram> {
     let mut names: Vec<&str> = Vec::new();
     for t in ticks {
-        for (n, _) in &t.hists {
-            if !names.contains(&n.as_str()) {
-                names.push(n);
+        for l in &t.latency {
+            if !names.contains(&l.name.as_str()) {
+                names.push(&l.name);
             }
         }
     }
@@ -120,8 +89,8 @@ fn per_second(ticks: &[Second]) -> Vec<StoredHistogram> {
         // A second that cannot be read back spoils the log (no window would be exact).
         let seconds: Option<Vec<Histogram<u64>>> = ticks
             .iter()
-            .map(|t| match t.hists.iter().find(|(n, _)| n == name) {
-                Some((_, d)) => deserialise(d),
+            .map(|t| match t.latency.iter().find(|l| l.name == name) {
+                Some(l) => l.decode(),
                 None => Some(empty.clone()),
             })
             .collect();
@@ -132,7 +101,7 @@ fn per_second(ticks: &[Second]) -> Vec<StoredHistogram> {
         let lines = ticks
             .iter()
             .zip(&seconds)
-            .map(|(t, h)| (t.tick.end_ns, t.tick.interval_s, h));
+            .map(|(t, h)| (t.end_ns, t.interval_s, h));
         if let Ok(data) = kiln_store::hdr::write_interval_log(&comment, lines) {
             out.push(StoredHistogram {
                 name: name.to_string(),
@@ -215,30 +184,27 @@ pub const FLEET_UNIT: &str = "conn";
 
 /// Connections a fleet holds open at `end_ns`: connected minus dropped, every second of
 /// the load up to then (reconnections are connections again).
-fn connections_held(ticks: &[Second], end_ns: u64) -> Option<u64> {
+fn connections_held(ticks: &[LoadTick], end_ns: u64) -> Option<u64> {
     let mut open = 0.0;
     let mut any = false;
-    for s in ticks
-        .iter()
-        .filter(|s| s.tick.end_ns <= end_ns + 500_000_000)
-    {
-        open += s.tick.count("connected") - s.tick.count("dropped");
+    for t in ticks.iter().filter(|t| t.end_ns <= end_ns + 500_000_000) {
+        open += t.count("connected") - t.count("dropped");
         any = true;
     }
     any.then(|| open.round().max(0.0) as u64)
 }
 
 /// The count of `f` over the seconds of `w`, and its rate over their length.
-fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<(u64, f64)> {
+fn rate(ticks: &[LoadTick], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<(u64, f64)> {
     let mut n = 0u64;
     let mut secs = 0.0;
     let mut any = false;
-    for s in ticks.iter().filter(|t| in_window(t, w)) {
-        if let Some(c) = f(&s.tick) {
+    for t in ticks.iter().filter(|t| in_window(t, w)) {
+        if let Some(c) = f(t) {
             n += c;
             any = true;
         }
-        secs += s.tick.interval_s;
+        secs += t.interval_s;
     }
     (any && secs > 0.0).then(|| (n, n as f64 / secs))
 }
@@ -248,7 +214,7 @@ fn rate(ticks: &[Second], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option
 fn latency(
     h: &mut Headline,
     warnings: &mut Vec<String>,
-    ticks: &[Second],
+    ticks: &[LoadTick],
     w: &Window,
     outcome: &LoadOutcome,
 ) -> Vec<StoredHistogram> {
@@ -350,7 +316,7 @@ fn cpu_figures(h: &mut Headline, a: &Totals, b: &Totals, info: &LoadInfo) -> Opt
 
 pub(crate) fn compute(
     w: &Window,
-    ticks: &[Second],
+    ticks: &[LoadTick],
     sampler: &ProcSampler,
     info: &LoadInfo,
     outcome: &LoadOutcome,
@@ -386,7 +352,7 @@ pub(crate) fn compute(
     h.queue_depth_max = ticks
         .iter()
         .filter(|t| in_window(t, w))
-        .filter_map(|t| t.tick.value(QUEUE_DEPTH))
+        .filter_map(|t| t.value(QUEUE_DEPTH))
         .reduce(f64::max);
     let rss = sampler.peak_rss();
     if rss > 0 {
@@ -400,9 +366,9 @@ pub(crate) fn compute(
 }
 
 /// The load's seconds as a series table.
-pub(crate) fn load_series(ticks: &[Second]) -> SeriesTable {
+pub(crate) fn load_series(ticks: &[LoadTick]) -> SeriesTable {
     let mut t = TableBuilder::new("load");
-    for tick in ticks.iter().map(|s| &s.tick) {
+    for tick in ticks {
         let row: Vec<(String, &str, Option<f64>)> = tick
             .values
             .iter()
@@ -483,22 +449,17 @@ pub(crate) fn recording_warnings(s: &kiln_record::Summary, start_ns: u64) -> Vec
 mod tests {
     use super::*;
 
-    fn second(end_ns: u64, values: &[u64]) -> Second {
+    fn second(end_ns: u64, values: &[u64]) -> LoadTick {
         let mut h = Histogram::<u64>::new(3).unwrap();
         for &v in values {
             h.record(v).unwrap();
         }
-        let latency = if values.is_empty() {
-            Vec::new()
-        } else {
-            vec![("consumer".to_string(), h)]
-        };
-        Second::new(LoadTick {
+        LoadTick {
             end_ns,
             interval_s: 1.0,
-            latency,
+            latency: crate::Latency::encode("consumer", &h).into_iter().collect(),
             ..Default::default()
-        })
+        }
     }
 
     #[test]
@@ -544,26 +505,24 @@ mod tests {
             ]
         );
         // A fleet: 100 connect in the first second, 50 more, 10 dropped.
-        let tick = |end: u64, connected: f64, dropped: f64| {
-            Second::new(LoadTick {
-                end_ns: end,
-                interval_s: 1.0,
-                values: vec![
-                    crate::Value {
-                        name: "connected".into(),
-                        unit: "conn/s".into(),
-                        kind: crate::ValueKind::Rate,
-                        value: Some(connected),
-                    },
-                    crate::Value {
-                        name: "dropped".into(),
-                        unit: "conn/s".into(),
-                        kind: crate::ValueKind::Rate,
-                        value: Some(dropped),
-                    },
-                ],
-                ..Default::default()
-            })
+        let tick = |end: u64, connected: f64, dropped: f64| LoadTick {
+            end_ns: end,
+            interval_s: 1.0,
+            values: vec![
+                crate::Value {
+                    name: "connected".into(),
+                    unit: "conn/s".into(),
+                    kind: crate::ValueKind::Rate,
+                    value: Some(connected),
+                },
+                crate::Value {
+                    name: "dropped".into(),
+                    unit: "conn/s".into(),
+                    kind: crate::ValueKind::Rate,
+                    value: Some(dropped),
+                },
+            ],
+            ..Default::default()
         };
         let ticks = [
             tick(s, 100.0, 0.0),

@@ -117,8 +117,10 @@ pub struct Value {
     pub value: Option<f64>,
 }
 
-/// One second of a load, protocol-neutral.
-#[derive(Debug, Clone, Default)]
+/// One second of a load, protocol-neutral: the one type of a second after the load
+/// engine, kept by the run, sent by agents (its histograms as the frame's blobs) and
+/// merged across hosts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadTick {
     /// End of the interval, CLOCK_MONOTONIC ns.
     pub end_ns: u64,
@@ -131,9 +133,55 @@ pub struct LoadTick {
     /// Every value of the second: rates (`msg/s`), latency percentiles (`us`), flags
     /// (`bool`: 0 or 1), levels (`msg`).
     pub values: Vec<Value>,
-    /// The second's latency histograms (µs) by name, the headline one first; merged
-    /// exactly over a window.
-    pub latency: Vec<(String, hdrhistogram::Histogram<u64>)>,
+    /// The second's latency histograms (µs), the headline one first, each holding a
+    /// value; merged exactly over a window.
+    pub latency: Vec<Latency>,
+}
+
+/// One latency histogram of a second (µs), encoded once as the run store and the agents'
+/// wire carry it (HdrHistogram's V2 with Deflate: a few hundred bytes instead of the
+/// ~190 KB of a decoded histogram, so an hour-long run stays small).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Latency {
+    /// Its name (`consumer_latency`, `request`).
+    pub name: String,
+    /// The encoded histogram; on the agents' wire it travels as the frame's blob, not in
+    /// the message.
+    pub data: Vec<u8>,
+}
+
+/// In a message, a histogram is its name (its bytes are the frame's blob).
+impl Serialize for Latency {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name)
+    }
+}
+
+impl<'de> Deserialize<'de> for Latency {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Latency {
+            name: String::deserialize(d)?,
+            data: Vec::new(),
+        })
+    }
+}
+
+impl Latency {
+    /// `h` encoded under `name`; `None` when it holds no value or cannot be encoded.
+    pub fn encode(name: impl Into<String>, h: &hdrhistogram::Histogram<u64>) -> Option<Self> {
+        if h.is_empty() {
+            return None;
+        }
+        Some(Latency {
+            name: name.into(),
+            data: headline::serialise(h)?,
+        })
+    }
+
+    /// The histogram, unless its bytes are not one (an agent's may not be).
+    pub fn decode(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        decode_histogram(&self.data)
+    }
 }
 
 impl LoadTick {
@@ -149,6 +197,12 @@ impl LoadTick {
     /// second has none).
     pub fn count(&self, name: &str) -> f64 {
         self.value(name).map_or(0.0, |r| r * self.interval_s)
+    }
+
+    /// The 99th percentile of its headline latency (µs), when it has one.
+    pub fn p99_us(&self) -> Option<f64> {
+        let first = self.latency.first()?;
+        self.value(&format!("{} p99", first.name))
     }
 }
 

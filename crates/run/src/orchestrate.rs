@@ -11,7 +11,7 @@
 //! 5. **finish**: the load is told to stop and given a grace period, the resource sampler
 //!    takes its last sample;
 //! 6. **build**: the run's metadata, series, window histograms and profiles.
-use crate::headline::{self, Second};
+use crate::headline;
 use crate::pprof::{PprofResult, PprofSession};
 use crate::procfs::ProcSampler;
 use crate::remote::fleet::{merge_profiles, HostRecording};
@@ -73,7 +73,7 @@ struct Pass<'a> {
     rx: Receiver<Msg>,
     sampler: Arc<Mutex<ProcSampler>>,
     t0: Instant,
-    ticks: Vec<Second>,
+    ticks: Vec<LoadTick>,
     outcome: Option<LoadOutcome>,
     started: bool,
     reasons: Vec<String>,
@@ -97,7 +97,7 @@ impl Pass<'_> {
                 self.started = true;
                 lock(&self.sampler).set_load_pid(pid);
             }
-            Msg::Tick(t) => self.ticks.push(Second::new(t)),
+            Msg::Tick(t) => self.ticks.push(t),
             Msg::Done(o) => {
                 if self.stopping {
                     // Ended because it was told to.
@@ -154,12 +154,11 @@ impl Pass<'_> {
                     .as_secs_f64()
             }),
             rate: last.and_then(|t| {
-                t.tick
-                    .completed
-                    .or(t.tick.sent)
-                    .map(|c| c as f64 / t.tick.interval_s.max(1e-9))
+                t.completed
+                    .or(t.sent)
+                    .map(|c| c as f64 / t.interval_s.max(1e-9))
             }),
-            p99_us: last.and_then(|t| t.p99_us),
+            p99_us: last.and_then(LoadTick::p99_us),
             target_cpu_pct: lock(&self.sampler).latest_cpu_pct(),
         };
         (self.on_progress)(&p);
@@ -741,7 +740,7 @@ fn build(
     target: kiln_store::TargetInfo,
     mut load_info: LoadInfo,
     outcome: LoadOutcome,
-    ticks: Vec<Second>,
+    ticks: Vec<LoadTick>,
     sampler: ProcSampler,
     rec: Recorded,
     reasons: Vec<String>,

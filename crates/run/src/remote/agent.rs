@@ -8,12 +8,9 @@
 //! nothing has come from the controller for [`WATCHDOG`] (the controller sends a
 //! heartbeat every second). Its standard output is the protocol's alone: anything else
 //! the process prints goes to its stderr.
-use super::wire::{
-    self, FromAgent, Hello, RecordRequest, ToAgent, WireOutcome, WireRecorded, WireTick,
-};
+use super::wire::{self, FromAgent, Hello, RecordRequest, ToAgent, WireOutcome, WireRecorded};
 use crate::procfs::ProcSampler;
 use crate::{LoadEvents, LoadTick, Workload};
-use hdrhistogram::serialization::{Serializer, V2Serializer};
 use kiln_os::stop::Stop;
 use kiln_record::{EventSpec, RecordOptions, StartGate, StopReason, Target, UnwindMode};
 use std::io::{BufReader, Write};
@@ -62,25 +59,10 @@ impl LoadEvents for Events<'_> {
         send(self.out, &FromAgent::LoadStarted, &[]);
     }
     fn tick(&mut self, tick: LoadTick) {
-        let mut names = Vec::new();
-        let mut blobs = Vec::new();
-        for (n, h) in &tick.latency {
-            let mut b = Vec::new();
-            if V2Serializer::new().serialize(h, &mut b).is_ok() {
-                names.push(n.clone());
-                blobs.push(b);
-            }
-        }
-        let t = WireTick {
-            end_ns: tick.end_ns,
-            interval_s: tick.interval_s,
-            completed: tick.completed,
-            sent: tick.sent,
-            values: tick.values,
-            latency: names,
-        };
-        let refs: Vec<&[u8]> = blobs.iter().map(|b| b.as_slice()).collect();
-        send(self.out, &FromAgent::Tick(t), &refs);
+        // The histograms travel as the frame's blobs, in `latency` order.
+        let blobs: Vec<Vec<u8>> = tick.latency.iter().map(|l| l.data.clone()).collect();
+        let refs: Vec<&[u8]> = blobs.iter().map(Vec::as_slice).collect();
+        send(self.out, &FromAgent::Tick(tick), &refs);
     }
 }
 

@@ -3,10 +3,10 @@
 use super::clock::ClockMap;
 use super::link::{self, Link, Patience, Routed};
 use super::merge::{merged_report, run_histograms, AgentReport, Merger};
-use super::wire::{FromAgent, RecordRequest, ToAgent, WireOutcome, WireRecorded, WireTick};
+use super::wire::{FromAgent, RecordRequest, ToAgent, WireOutcome, WireRecorded};
 use super::{HostSpec, RemoteOptions, SshConfig};
-use crate::headline::{self, Second};
-use crate::{LoadEvents, LoadOutcome, LoadTick, RunOptions, Workload};
+use crate::headline;
+use crate::{Latency, LoadEvents, LoadOutcome, LoadTick, RunOptions, Workload};
 use kiln_model::{Label, LabelSetId, LabelValue, Profile};
 use kiln_os::stop::Stop;
 use kiln_store::{HostInfo, LoadInfo, SeriesTable, TargetInfo, Window};
@@ -300,9 +300,7 @@ impl<'a> FleetLoad<'a> {
         let mut hists = Vec::new();
         let mut warnings = Vec::new();
         let hosts: Vec<&[LoadTick]> = self.per_host.iter().map(|(_, t)| &t[..]).collect();
-        let in_w = super::merge::parts_in(self.origin, &hosts, &|t| {
-            headline::in_window(&Second::new(t.clone()), w)
-        });
+        let in_w = super::merge::parts_in(self.origin, &hosts, &|t| headline::in_window(t, w));
         for (p, (i, ticks)) in self.per_host.iter().enumerate() {
             let name = self.fleet.name(*i);
             if let Some(&n @ 1..) = self.undecoded.get(p) {
@@ -310,14 +308,12 @@ impl<'a> FleetLoad<'a> {
                     "host {name}: {n} latency histogram(s) it sent could not be decoded: the run's percentiles leave them out"
                 ));
             }
-            let seconds: Vec<Second> = ticks.iter().cloned().map(Second::new).collect();
-            let mut t = headline::load_series(&seconds);
+            let mut t = headline::load_series(ticks);
             t.name = format!("load@{name}");
             if !t.time_ns.is_empty() {
                 series.push(t);
             }
-            let mine: Vec<Second> = in_w[p].iter().cloned().map(Second::new).collect();
-            let (merged, skipped) = headline::merged_all(&mine);
+            let (merged, skipped) = headline::merged_all(&in_w[p]);
             if skipped > 0 {
                 warnings.push(format!(
                     "host {name}: {skipped} per-second latency histogram(s) of '{}' could not be merged: its own percentiles leave them out",
@@ -358,25 +354,19 @@ fn agent_argv(argv: &[String], nonce: u64, p: usize) -> Vec<String> {
     v
 }
 
-/// The tick on this host's clock, and how many of its histograms could not be decoded.
-fn to_tick(t: WireTick, blobs: Vec<Vec<u8>>, map: &ClockMap) -> (LoadTick, usize) {
+/// The tick on this host's clock, its histograms the frame's blobs, and how many of them
+/// could not be decoded (left out: an agent's bytes are not trusted to be histograms).
+fn to_tick(mut t: LoadTick, blobs: Vec<Vec<u8>>, map: &ClockMap) -> (LoadTick, usize) {
     let sent = t.latency.len();
-    let latency: Vec<_> = t
-        .latency
+    t.latency = std::mem::take(&mut t.latency)
         .into_iter()
         .zip(blobs)
-        .filter_map(|(n, b)| Some((n, crate::decode_histogram(&b)?)))
+        .map(|(l, data)| Latency { data, ..l })
+        .filter(|l| l.decode().is_some())
         .collect();
-    let undecoded = sent.saturating_sub(latency.len());
-    let tick = LoadTick {
-        end_ns: map.to_local(t.end_ns),
-        interval_s: t.interval_s,
-        completed: t.completed,
-        sent: t.sent,
-        values: t.values,
-        latency,
-    };
-    (tick, undecoded)
+    t.end_ns = map.to_local(t.end_ns);
+    let undecoded = sent.saturating_sub(t.latency.len());
+    (t, undecoded)
 }
 
 /// Past these an agent's second is not believable: it is left out and counted.
@@ -391,7 +381,7 @@ const MAX_REPORT_DEPTH: usize = 32;
 const MAX_TOTAL: u64 = 1 << 53;
 
 /// Why an agent's second cannot go into the run, if it cannot.
-fn check_tick(t: &WireTick, blobs: usize) -> Result<(), String> {
+fn check_tick(t: &LoadTick, blobs: usize) -> Result<(), String> {
     // A load's last second may be empty (it stopped on a boundary).
     if !(t.interval_s.is_finite() && t.interval_s >= 0.0 && t.interval_s <= 3600.0) {
         return Err(format!("a second of {} s", t.interval_s));
@@ -1207,14 +1197,14 @@ mod tests {
 
     #[test]
     fn impossible_seconds_and_reports_are_named() {
-        let ok = WireTick {
+        let ok = LoadTick {
             interval_s: 1.0,
             completed: Some(120_000),
             ..Default::default()
         };
         assert!(check_tick(&ok, 0).is_ok());
         assert!(check_tick(
-            &WireTick {
+            &LoadTick {
                 interval_s: 0.0,
                 ..ok.clone()
             },
@@ -1223,7 +1213,7 @@ mod tests {
         .is_ok());
         let bad = [
             (
-                WireTick {
+                LoadTick {
                     interval_s: f64::NAN,
                     ..ok.clone()
                 },
@@ -1231,7 +1221,7 @@ mod tests {
                 "a second of NaN s",
             ),
             (
-                WireTick {
+                LoadTick {
                     sent: Some(u64::MAX),
                     ..ok.clone()
                 },
@@ -1239,7 +1229,7 @@ mod tests {
                 "sent in 1 s",
             ),
             (
-                WireTick {
+                LoadTick {
                     values: vec![crate::Value {
                         name: "acked".into(),
                         unit: "msg/s".into(),

@@ -12,10 +12,9 @@
 //! percentiles taken from the merged histogram, never averaged. A second is released once
 //! every agent still running has reported it or a later one, so no agent's part is left out
 //! and none is counted twice.
-use crate::{LoadTick, Value, ValueKind};
+use crate::{Latency, LoadTick, Value, ValueKind};
 use hdrhistogram::Histogram;
 use kiln_loadgen::Percentiles;
-use kiln_store::hdr::HistogramSum;
 use std::collections::BTreeMap;
 
 const SECOND: i128 = 1_000_000_000;
@@ -73,7 +72,12 @@ pub(crate) fn split(origin: u64, t: LoadTick) -> Vec<(i64, LoadTick)> {
             latency: Vec::new(),
         })
         .collect();
-    for (name, h) in &t.latency {
+    for (name, h) in t
+        .latency
+        .iter()
+        .filter_map(|l| Some((&l.name, l.decode()?)))
+    {
+        let h = &h;
         let mut shares: Vec<Histogram<u64>> =
             parts.iter().map(|_| Histogram::new_from(h)).collect();
         for v in h.iter_recorded() {
@@ -91,7 +95,7 @@ pub(crate) fn split(origin: u64, t: LoadTick) -> Vec<(i64, LoadTick)> {
                     *x = v;
                 }
             }
-            part.latency.push((name.clone(), h));
+            part.latency.extend(Latency::encode(name.clone(), &h));
         }
     }
     for part in &mut parts {
@@ -293,23 +297,7 @@ fn combine(parts: Vec<LoadTick>, consecutive: bool) -> LoadTick {
     };
     // Histograms by name, in first-seen order: kiln's one merge, whose range grows to
     // hold every host's values.
-    let mut sums: Vec<(String, HistogramSum)> = Vec::new();
-    for t in &all {
-        for (name, h) in &t.latency {
-            match sums.iter_mut().find(|(n, _)| n == name) {
-                Some((_, acc)) => acc.add(h),
-                None => {
-                    let mut acc = HistogramSum::default();
-                    acc.add(h);
-                    sums.push((name.clone(), acc));
-                }
-            }
-        }
-    }
-    let latency: Vec<(String, Histogram<u64>)> = sums
-        .into_iter()
-        .filter_map(|(n, s)| Some((n, s.finish()?)))
-        .collect();
+    let (latency, _) = crate::headline::merged_all(all.iter().copied());
     // Values by name, in first-seen order, each combined as its kind says.
     let mut order: Vec<&Value> = Vec::new();
     for t in &all {
@@ -356,7 +344,10 @@ fn combine(parts: Vec<LoadTick>, consecutive: bool) -> LoadTick {
         completed: sum(|t| t.completed),
         sent: sum(|t| t.sent),
         values,
-        latency,
+        latency: latency
+            .iter()
+            .filter_map(|(n, h)| Latency::encode(n.clone(), h))
+            .collect(),
     }
 }
 
@@ -512,22 +503,7 @@ fn run_delivery(
 pub(crate) fn run_histograms<'a>(
     ticks: impl IntoIterator<Item = &'a LoadTick>,
 ) -> Vec<(String, Histogram<u64>)> {
-    let mut sums: Vec<(String, HistogramSum)> = Vec::new();
-    for t in ticks {
-        for (name, h) in &t.latency {
-            match sums.iter_mut().find(|(n, _)| n == name) {
-                Some((_, acc)) => acc.add(h),
-                None => {
-                    let mut acc = HistogramSum::default();
-                    acc.add(h);
-                    sums.push((name.clone(), acc));
-                }
-            }
-        }
-    }
-    sums.into_iter()
-        .filter_map(|(n, s)| Some((n, s.finish()?)))
-        .collect()
+    crate::headline::merged_all(ticks).0
 }
 
 fn agents_json(agents: &[AgentReport]) -> serde_json::Value {
@@ -540,17 +516,9 @@ fn agents_json(agents: &[AgentReport]) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 
     fn hist() -> Histogram<u64> {
         Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap()
-    }
-
-    /// Through the wire's encoding, as an agent's histograms travel.
-    fn wire(h: &Histogram<u64>) -> Histogram<u64> {
-        let mut b = Vec::new();
-        V2Serializer::new().serialize(h, &mut b).unwrap();
-        Deserializer::new().deserialize(&mut &b[..]).unwrap()
     }
 
     fn tick(end_ns: u64, interval_s: f64, completed: u64, lat: Vec<u64>) -> LoadTick {
@@ -578,7 +546,9 @@ mod tests {
             completed: Some(completed),
             sent: Some(completed),
             values,
-            latency: vec![("consumer_latency".into(), wire(&h))],
+            latency: Latency::encode("consumer_latency", &h)
+                .into_iter()
+                .collect(),
         }
     }
 
@@ -676,7 +646,7 @@ mod tests {
             for v in &all_raw[i + 1] {
                 expect.record(*v).unwrap();
             }
-            let got = &t.latency[0].1;
+            let got = &t.latency[0].decode().unwrap();
             assert_eq!(got.len(), expect.len());
             let a: Vec<(u64, u64)> = got
                 .iter_recorded()
@@ -750,14 +720,17 @@ mod tests {
         for (_, p) in &parts {
             assert_eq!(p.value(PRO_RATA), Some(1.0), "every part is marked");
             assert!((p.interval_s - if p.end_ns > 12 * g { 0.059 } else { 1.0 }).abs() < 1e-9);
-            all.add(&p.latency[0].1).unwrap();
+            // A part that got no value has no histogram.
+            for l in &p.latency {
+                all.add(l.decode().unwrap()).unwrap();
+            }
             // Its rate is the whole second's; its count its own.
             let rate = p.value("received").unwrap();
             assert!((rate - 804.0 / 3.059).abs() < 1e-6);
         }
         assert_eq!(
             counts(&all),
-            counts(&long.latency[0].1),
+            counts(&long.latency[0].decode().unwrap()),
             "every bucket shared exactly"
         );
         // An ordinary second, or one a few ms off the grid, is not split.

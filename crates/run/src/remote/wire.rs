@@ -124,7 +124,7 @@ pub enum FromAgent {
     /// The load started (connected).
     LoadStarted,
     /// One second of the load; its histograms are the frame's blobs, in `latency` order.
-    Tick(WireTick),
+    Tick(crate::LoadTick),
     /// The load ended.
     LoadDone(WireOutcome),
     /// The recorder is ready to sample.
@@ -162,7 +162,7 @@ impl FromAgent {
                     clean(&mut v.name);
                     clean(&mut v.unit);
                 }
-                t.latency.iter_mut().for_each(clean);
+                t.latency.iter_mut().for_each(|l| clean(&mut l.name));
             }
             FromAgent::LoadDone(o) => o.failure.iter_mut().for_each(clean),
             FromAgent::Recorded(r) => {
@@ -226,23 +226,6 @@ impl Hello {
             clean(s);
         }
     }
-}
-
-/// One second of a load ([`crate::LoadTick`] without its histograms).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct WireTick {
-    /// End of the second, the agent's CLOCK_MONOTONIC ns.
-    pub end_ns: u64,
-    /// Its length, s.
-    pub interval_s: f64,
-    /// Completed operations.
-    pub completed: Option<u64>,
-    /// Sent operations.
-    pub sent: Option<u64>,
-    /// Its values.
-    pub values: Vec<crate::Value>,
-    /// The histograms' names, in blob order.
-    pub latency: Vec<String>,
 }
 
 /// How an agent's load ended ([`crate::LoadOutcome`]'s part that travels).
@@ -521,7 +504,12 @@ mod tests {
         // A tick may be large, a pong may not.
         let big = vec![0u8; MAX_CONTROL];
         let mut t = Vec::new();
-        write_frame(&mut t, &FromAgent::Tick(WireTick::default()), &[&big]).unwrap();
+        write_frame(
+            &mut t,
+            &FromAgent::Tick(crate::LoadTick::default()),
+            &[&big],
+        )
+        .unwrap();
         let (m, b) =
             read_frame_limited::<FromAgent>(&mut &t[..], &from_agent_limit, LIMIT).unwrap();
         assert!(matches!(m, FromAgent::Tick(_)) && b[0].len() == MAX_CONTROL);
