@@ -93,6 +93,26 @@ fn trim(v: f64) -> String {
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// Each row's interval of a series table, `(start, end)` ns: a row holds the interval
+/// that ends at its time and starts at the row before, unless there is a gap (over twice
+/// the table's usual step, its median difference), then one step before its end. The rule
+/// of the report's pages too (`web/src/report/lib/intervals.ts`, `rowStart`).
+pub fn intervals(time_ns: &[u64]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let mut d: Vec<u64> = time_ns
+        .windows(2)
+        .map(|x| x[1].saturating_sub(x[0]))
+        .collect();
+    d.sort_unstable();
+    let step = d.get(d.len() / 2).copied().unwrap_or(1_000_000_000).max(1);
+    time_ns.iter().enumerate().map(move |(i, &end)| {
+        let start = match i.checked_sub(1).map(|j| time_ns[j]) {
+            Some(prev) if end.saturating_sub(prev) <= 2 * step => prev,
+            _ => end.saturating_sub(step),
+        };
+        (start, end)
+    })
+}
+
 /// Values of column `name` of `table` for the seconds in `w` (a second belongs to the
 /// window its middle lies in), with each second's length.
 fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)> {
@@ -102,21 +122,11 @@ fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)
     let Some(c) = t.column(name) else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for (i, &end) in t.time_ns.iter().enumerate() {
-        let len = if i > 0 {
-            end.saturating_sub(t.time_ns[i - 1]) as f64 / 1e9
-        } else {
-            1.0
-        };
-        let mid = end.saturating_sub((len * 0.5e9) as u64);
-        if w.contains(mid) {
-            if let Some(v) = c.values.get(i).copied().flatten() {
-                out.push((v, len));
-            }
-        }
-    }
-    out
+    intervals(&t.time_ns)
+        .zip(&c.values)
+        .filter(|((start, end), _)| w.contains(start + (end - start) / 2))
+        .filter_map(|((start, end), v)| Some(((*v)?, (end - start) as f64 / 1e9)))
+        .collect()
 }
 
 /// The depth of the load's queues over `w`: the reading at the end of its first second and
@@ -132,6 +142,21 @@ pub fn queue_depth(run: &RunData, w: &Window) -> Option<(f64, f64)> {
 pub fn load_count(run: &RunData, w: &Window, name: &str) -> Option<f64> {
     let load = run.series.iter().find(|t| t.name == "load");
     integral(&values(load, name, w))
+}
+
+/// Connections a fleet holds open at `end_ns`: connected minus dropped (the load's
+/// `connected` and `dropped` rates × each second's length) over every second up to then,
+/// a second counted when its middle lies before `end_ns` (reconnections are connections
+/// again). The one rule for it: the run's own summary and any window's use it.
+pub fn connections_held(load: Option<&SeriesTable>, end_ns: u64) -> Option<u64> {
+    let upto = Window {
+        name: String::new(),
+        start_ns: 0,
+        end_ns,
+    };
+    let connected = integral(&values(load, "connected", &upto))?;
+    let open = connected - integral(&values(load, "dropped", &upto)).unwrap_or(0.0);
+    Some(open.round().max(0.0) as u64)
 }
 
 /// Sum of rate × seconds: the count over the window.
@@ -181,16 +206,8 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
     );
     let mut h = Headline::default();
     if run.meta.headline.connections.is_some() {
-        // A fleet's work is holding its connections: those open at the window's end,
-        // every second of the load up to then (as the run's own summary counts them).
-        let upto = Window {
-            name: String::new(),
-            start_ns: 0,
-            end_ns: w.end_ns,
-        };
-        let open = integral(&values(load, "connected", &upto)).unwrap_or(0.0)
-            - integral(&values(load, "dropped", &upto)).unwrap_or(0.0);
-        h.connections = Some(open.round().max(0.0) as u64);
+        // A fleet's work is holding its connections: those open at the window's end.
+        h.connections = connections_held(load, w.end_ns);
     } else if !meta.load.completed.is_empty() {
         let v = values(load, &meta.load.completed, w);
         let secs = seconds(&v);

@@ -129,25 +129,10 @@ pub struct GroupCpu {
 /// columns of its series: CPU seconds over the seconds whose middle lies in `w`), busiest
 /// first; groups that used no CPU are left out.
 pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
-    let n = target.time_ns.len();
-    let mut d: Vec<u64> = target
-        .time_ns
-        .windows(2)
-        .map(|x| x[1].saturating_sub(x[0]))
-        .collect();
-    d.sort_unstable();
-    let step = d.get(d.len() / 2).copied().unwrap_or(1_000_000_000).max(1);
-    let rows: Vec<(usize, f64)> = (0..n)
-        .filter_map(|i| {
-            let end = target.time_ns[i];
-            let start = if i > 0 && end - target.time_ns[i - 1] <= 2 * step {
-                target.time_ns[i - 1]
-            } else {
-                end.saturating_sub(step)
-            };
-            w.contains(start + (end - start) / 2)
-                .then(|| (i, (end - start) as f64 / 1e9))
-        })
+    let rows: Vec<(usize, f64)> = kiln_compare::window::intervals(&target.time_ns)
+        .enumerate()
+        .filter(|(_, (start, end))| w.contains(start + (end - start) / 2))
+        .map(|(i, (start, end))| (i, (end - start) as f64 / 1e9))
         .collect();
     let secs: f64 = rows.iter().map(|r| r.1).sum();
     let mean = |col: &str| -> f64 {
@@ -181,18 +166,6 @@ pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
 
 /// The unit of a load whose operations are connections held open (MQTT `conn`).
 pub const FLEET_UNIT: &str = "conn";
-
-/// Connections a fleet holds open at `end_ns`: connected minus dropped, every second of
-/// the load up to then (reconnections are connections again).
-fn connections_held(ticks: &[LoadTick], end_ns: u64) -> Option<u64> {
-    let mut open = 0.0;
-    let mut any = false;
-    for t in ticks.iter().filter(|t| t.end_ns <= end_ns + 500_000_000) {
-        open += t.count("connected") - t.count("dropped");
-        any = true;
-    }
-    any.then(|| open.round().max(0.0) as u64)
-}
 
 /// The count of `f` over the seconds of `w`, and its rate over their length.
 fn rate(ticks: &[LoadTick], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<(u64, f64)> {
@@ -332,7 +305,7 @@ pub(crate) fn compute(
     if info.unit == FLEET_UNIT {
         // A fleet's work is holding its connections, not opening them: no rate of
         // connections per second stands for it (an idle fleet would read "0/s").
-        h.connections = connections_held(ticks, w.end_ns);
+        h.connections = kiln_compare::window::connections_held(Some(&load_series(ticks)), w.end_ns);
         h.throughput = None;
         h.send_rate = None;
         h.operations = None;
@@ -530,8 +503,9 @@ mod tests {
             tick(3 * s, 0.0, 10.0),
             tick(4 * s, 0.0, 0.0),
         ];
-        assert_eq!(connections_held(&ticks, 2 * s), Some(150));
-        assert_eq!(connections_held(&ticks, 4 * s), Some(140));
+        let held = |end| kiln_compare::window::connections_held(Some(&load_series(&ticks)), end);
+        assert_eq!(held(2 * s), Some(150));
+        assert_eq!(held(4 * s), Some(140));
     }
 
     #[test]

@@ -2,12 +2,12 @@
 // meanings and units as the run's headline over the measurement, crates/report/src/run.rs
 // `figures`), the charts' legends, the headings and tooltips all take their numbers from
 // here. A second is the window's when its middle lies in it (`rowsIn`, the rule of
-// crates/run/src/window.rs); a column's figure over a window is its mean weighted by the
+// crates/compare/src/window.rs `intervals`); a column's figure over a window is its mean weighted by the
 // seconds that have a value (Σ value × seconds / Σ seconds: a rate's count over its
 // seconds, as the Rust summary computes it); latency percentiles are the window's
 // seconds' histograms merged (lib/window.ts).
 import { RunPage, Table } from '../data.js';
-import { rowStart, rowsIn, typicalStep } from './intervals.js';
+import { rowsIn } from './intervals.js';
 import { thousands } from '../../lib/units.js';
 import { formatValue } from './format.js';
 import { percentilesIn } from './window.js';
@@ -77,19 +77,12 @@ export function rateText(v: number, unit: string): string {
   return `${v.toFixed(1)} ${unit}/s`;
 }
 
-/** Connections open at `end`: connected minus dropped over the load's seconds up to it. */
+/** Connections open at `end`: connected minus dropped over the load's seconds whose middle lies before it (crates/compare/src/window.rs `connections_held`). */
 export function connectionsHeld(load: Table, end: number): number | null {
-  const col = (n: string) => load.columns.find((c) => c.name === n);
-  const connected = col('connected');
-  if (!connected) return null;
-  const dropped = col('dropped');
-  const step = typicalStep(load.time);
-  let open = 0;
-  for (let i = 0; i < load.time.length && load.time[i] <= end + step / 2; i++) {
-    const dt = (load.time[i] - rowStart(load.time, i, step)) / 1e9;
-    open += ((connected.values[i] ?? 0) - (dropped?.values[i] ?? 0)) * dt;
-  }
-  return Math.max(0, Math.round(open));
+  const connected = integral(load, 'connected', [-Infinity, end]);
+  if (!connected.any) return null;
+  const dropped = integral(load, 'dropped', [-Infinity, end]);
+  return Math.max(0, Math.round(connected.sum - dropped.sum));
 }
 
 /** The figures of window w by key; a key is missing where the window has no value. */
