@@ -61,6 +61,58 @@ fn expected(store: &Path, file: &str) -> Value {
     })
 }
 
+/// The data a report page embeds (base64 of JSON, zlib-deflated when large).
+fn page_data(html: &str) -> Value {
+    let tag = html
+        .find("id=\"kiln-report-data\"")
+        .expect("the page's data");
+    let open = tag + html[tag..].find('>').unwrap() + 1;
+    let b64 = &html[open..open + html[open..].find("</script>").unwrap()];
+    let compressed = html[tag..open].contains("data-compressed=\"1\"");
+    let digit = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    } as u32;
+    let mut bytes = Vec::new();
+    for q in b64.trim().as_bytes().chunks(4) {
+        let pad = q.iter().filter(|&&c| c == b'=').count();
+        let v = q.iter().fold(0u32, |v, &c| {
+            (v << 6) | if c == b'=' { 0 } else { digit(c) }
+        });
+        bytes.extend_from_slice(&v.to_be_bytes()[1..4 - pad]);
+    }
+    if compressed {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::ZlibDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        bytes = out;
+    }
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The length (ms) of the marker named `name` in a processed profile, from its threads'
+/// marker tables and the profile's (or the thread's) string table.
+fn marker_ms(fx: &Value, name: &str) -> f64 {
+    let shared = fx["shared"]["stringArray"].as_array();
+    for t in fx["threads"].as_array().unwrap() {
+        let strings = shared.or(t["stringArray"].as_array()).unwrap();
+        let Some(k) = strings.iter().position(|s| s == name) else {
+            continue;
+        };
+        let m = &t["markers"];
+        let names = m["name"].as_array().unwrap();
+        if let Some(i) = names.iter().position(|n| n.as_u64() == Some(k as u64)) {
+            return m["endTime"][i].as_f64().unwrap() - m["startTime"][i].as_f64().unwrap();
+        }
+    }
+    panic!("no marker '{name}'")
+}
+
 #[test]
 fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
     let tmp = tempfile::tempdir().unwrap();
@@ -138,6 +190,52 @@ fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
             .iter()
             .any(|t| t["name"] == "busy"),
         "{expect}"
+    );
+    // A window of the run: the whole run, its measurement marker the window's second.
+    assert!((marker_ms(&fx, "measurement") - 3000.0).abs() < 50.0);
+    let win = tmp.path().join("win.json");
+    kiln(&store)
+        .args(["runs", "export", "ff@1-2", "--format", "firefox", "-o"])
+        .arg(&win)
+        .assert()
+        .success();
+    let w: Value = serde_json::from_slice(&std::fs::read(&win).unwrap()).unwrap();
+    let ms = marker_ms(&w, "measurement");
+    assert!((ms - 1000.0).abs() < 1.0, "the window's marker: {ms} ms");
+    assert_eq!(
+        w["threads"].as_array().unwrap().len(),
+        fx["threads"].as_array().unwrap().len()
+    );
+    // Its page: the window's measurement (the headline's seconds) in the page's data.
+    let page = tmp.path().join("win.html");
+    kiln(&store)
+        .args(["runs", "report", "ff@1-2", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let data = page_data(&std::fs::read_to_string(&page).unwrap());
+    fn find<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+        match v {
+            Value::Object(o) => o.get(key).or_else(|| o.values().find_map(|x| find(x, key))),
+            Value::Array(a) => a.iter().find_map(|x| find(x, key)),
+            _ => None,
+        }
+    }
+    let m = find(&data, "measure").expect("a measure in the page's data");
+    assert_eq!(
+        (m["start"].as_i64(), m["end"].as_i64()),
+        (Some(0), Some(1_000_000_000)),
+        "the window is the page's measurement, its start the page's 0: {m}"
+    );
+    // A window the run does not have is an error naming those it has.
+    let e = kiln(&store)
+        .args(["runs", "report", "ff@nope", "-o", "x.html"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        e.contains("has no window 'nope'") && e.contains("measure"),
+        "{e}"
     );
     // A name ending in .gecko.json needs no --format; an unknown format is an error
     // naming the ones there are.

@@ -177,20 +177,25 @@ fn a_concurrency_sweep_writes_its_table_windows_and_verdict() {
 #[test]
 fn ctrl_c_ends_the_run_with_a_summary() {
     let n = Nginx::start().unwrap();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
         .args(["load", "http", "-c", "2", "-d", "60s", &n.url("/")])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Interrupted once it has printed its first second.
+    let mut lines = kiln_testkit::Lines::follow(child.stdout.take().unwrap());
+    assert!(
+        lines.wait_for(Duration::from_secs(30), |_| true).is_some(),
+        "kiln load http printed no second"
+    );
     // SAFETY: signalling our own child by its PID.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let t = Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let status = child.wait().unwrap();
     assert!(t.elapsed() < Duration::from_secs(5));
-    assert_eq!(out.status.code(), Some(130));
-    let s = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(status.code(), Some(130));
+    let s = lines.all();
     assert!(s.contains("answered rate avg"), "{s}");
     assert!(
         s.contains("interrupted: results up to the interruption"),

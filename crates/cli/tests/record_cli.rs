@@ -554,11 +554,18 @@ fn memory_stacks_of_rabbitmq_reach_erlang_as_cpu_stacks_do() {
         .args(["-c", "500", "-s", "4000", "-f", "persistent", "-z", "12"])
         .args(["--queue", &queue, "--queue-args", "x-queue-type=stream"])
         .args(["--auto-delete", "false"])
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // Recorded once the load has printed its first second (connected and publishing).
+    let mut lines = kiln_testkit::Lines::follow(load.stdout.take().unwrap());
+    assert!(
+        lines
+            .wait_for(std::time::Duration::from_secs(60), |_| true)
+            .is_some(),
+        "the load printed no second"
+    );
     let rec = dir.path().join("rmq.kiln");
     kiln()
         .args([
@@ -752,11 +759,18 @@ fn rabbitmq_kernel_leaves_agree_with_perf() {
     let mut load = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(["load", "amqp", "-h", &broker.uri(), "-x", "1", "-y", "1"])
         .args(["-r", "3000", "-z", "8", "--queue", &queue])
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    // Recorded once the load has printed its first second.
+    let mut lines = kiln_testkit::Lines::follow(load.stdout.take().unwrap());
+    assert!(
+        lines
+            .wait_for(std::time::Duration::from_secs(60), |_| true)
+            .is_some(),
+        "the load printed no second"
+    );
     let perf = kiln_testkit::perf_oracle::PerfRecord::start(beam, 4, dir.path());
     let out = kiln()
         .args(["record", "-p", &beam.to_string(), "-d", "4"])

@@ -289,14 +289,16 @@ fn a_stop_ends_the_load_with_results() {
     let mut o = opts(&n.url("/"));
     o.duration = None;
     let stop = Stop::new();
-    let s2 = stop.clone();
-    let raiser = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
-        s2.raise();
-        Instant::now()
-    });
-    let r = http::run(&o, &stop, &mut |_| {}).unwrap();
-    let raised = raiser.join().unwrap();
+    // Raised once the load has reported its first second.
+    let mut raised: Option<Instant> = None;
+    let r = http::run(&o, &stop, &mut |_| {
+        if raised.is_none() {
+            raised = Some(Instant::now());
+            stop.raise();
+        }
+    })
+    .unwrap();
+    let raised = raised.expect("the load reported a second");
     assert!(raised.elapsed() < Duration::from_secs(1));
     assert!(r.headline.interrupted);
     assert!(r.total("answered") > 100);

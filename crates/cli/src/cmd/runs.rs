@@ -74,7 +74,9 @@ pub enum RunsCommand {
     /// run for the Firefox Profiler. Example: kiln runs export before --format firefox -o
     /// before.json, then drop before.json on profiler.firefox.com
     Export {
-        /// The run (id or name).
+        /// The run (id or name). With --format firefox, a window of it too, RUN@START-END
+        /// or a sweep's step (`sweep@48`): the whole run, its measurement marker the
+        /// window.
         run: String,
         /// The file to write (conventionally NAME.kiln; `-` for stdout); other kiln
         /// commands read it as a profile, kiln runs import adds it to a store.
@@ -92,7 +94,10 @@ pub enum RunsCommand {
     /// time axis, and its flame graphs; a window dragged on a chart shows its samples.
     /// Example: kiln runs report before -o before.html
     Report {
-        /// The run (id or name; a name with --repeat runs: the latest of them).
+        /// The run (id or name; a name with --repeat runs: the latest of them), or a
+        /// window of it, RUN@START-END (seconds from the start of its measurement) or a
+        /// sweep's step (`sweep@48`): the whole run on a page whose measurement, figures
+        /// and time axis are the window's.
         run: String,
         /// The HTML file to write (`-` for stdout).
         #[arg(short, long, value_name = "FILE")]
@@ -472,16 +477,40 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
 /// The latest run `reference` names; when it names several, says which one `doing`
 /// (reporting, exporting) takes.
 fn latest(store: &dyn Store, reference: &str, doing: Option<&str>) -> Result<i64> {
-    let runs = resolve(store, reference)?;
-    let last = runs.last().and_then(|m| m.id).context("run without id")?;
-    if let Some(doing) = doing.filter(|_| runs.len() > 1) {
+    latest_meta(store, reference, doing)?
+        .id
+        .context("run without id")
+}
+
+/// [`latest`]'s metadata (a window's: [`resolve`]).
+fn latest_meta(
+    store: &dyn Store,
+    reference: &str,
+    doing: Option<&str>,
+) -> Result<kiln_store::RunMeta> {
+    let mut runs = resolve(store, reference)?;
+    let n = runs.len();
+    let last = runs.pop().context("no run")?;
+    if let Some(doing) = doing.filter(|_| n > 1) {
         eprintln!(
-            "'{}' names {} runs; {doing} the latest, #{last} (name another by its id)",
+            "'{}' names {n} runs; {doing} the latest, #{} (name another by its id)",
             text::clean_cut(reference, 80),
-            runs.len()
+            last.id.unwrap_or(0)
         );
     }
     Ok(last)
+}
+
+/// The latest run `reference` names, loaded whole; `RUN@WINDOW` (a span of its
+/// measurement's seconds, a sweep's step): the run seen through the window, its
+/// measurement the window and its headline figures the window's (as `kiln runs show`
+/// gives them), its series and samples whole, for a page or a profile that shows the
+/// rest of the run around the window.
+fn latest_data(store: &dyn Store, reference: &str, doing: &str) -> Result<kiln_store::RunData> {
+    let meta = latest_meta(store, reference, Some(doing))?;
+    let mut data = store.load(meta.id.context("run without id")?)?;
+    data.meta = meta;
+    Ok(data)
 }
 
 /// `kiln runs rm`: the runs named, damaged ones too (removing one is how a store is
@@ -545,12 +574,11 @@ fn report(
     categories: Option<&std::path::Path>,
 ) -> Result<()> {
     let store = store.open_existing()?;
-    let last = latest(&*store, run, Some("reporting"))?;
     let mut opts = kiln_report::ReportOptions::default();
     if let Some(c) = categories {
         opts.rules = kiln_report::Rules::from_file_and_builtin(c)?;
     }
-    let data = store.load(last)?;
+    let data = latest_data(&*store, run, "reporting")?;
     if output.as_os_str() == "-" {
         super::common::write_output(None, |w| {
             kiln_report::write_run_report(&data, &opts, w)?;
@@ -622,14 +650,14 @@ fn export_format(output: &std::path::Path, forced: Option<&str>) -> Result<kiln_
 /// `kiln runs export --format firefox`: the run (a name: its latest) for the Firefox
 /// Profiler.
 fn export_firefox(store: &dyn Store, run: &str, output: &std::path::Path) -> Result<ExitCode> {
-    let last = latest(store, run, Some("exporting"))?;
     if kiln_os::io::same_file(output, store.location()) {
         bail!(
             "the output '{}' is the store itself; choose another -o",
             output.display()
         );
     }
-    let data = store.load(last)?;
+    let data = latest_data(store, run, "exporting")?;
+    let last = data.meta.id.unwrap_or(0);
     let to = (output.as_os_str() != "-").then_some(output);
     super::common::write_output(to, |w| {
         kiln_report::write_run_firefox(&data, w)?;

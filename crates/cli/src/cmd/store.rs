@@ -1,5 +1,5 @@
 //! The run store as the commands see it: `--store`, `KILN_STORE`, run references.
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use kiln_store::{RunMeta, Store, StoreError};
 use std::path::{Path, PathBuf};
 
@@ -127,21 +127,26 @@ fn resolve_window(
     let runs = store.resolve(run)?;
     let mut out = Vec::new();
     for m in runs {
-        let Some(w) = kiln_compare::window::find_window(&m, window) else {
-            let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
-            bail!(
-                "run '{}' (#{}) has no window '{}' (it has: measure{}{}; or give a span of its measurement's seconds, START-END: @10-20)",
-                kiln_model::text::clean_cut(run, 80),
-                m.id.unwrap_or(0),
-                kiln_model::text::clean_cut(window, 80),
-                if names.is_empty() { "" } else { ", " },
-                kiln_model::text::clean_cut(&names.join(", "), 300)
-            );
-        };
+        let w = named_window(&m, run, window)?;
         let data = store.load(m.id.context("run without id")?)?;
         out.push(kiln_compare::window::window_data(data, &w));
     }
     Ok(out)
+}
+
+/// The window `window` of run `m` (named `run`), or an error naming the windows it has.
+fn named_window(m: &RunMeta, run: &str, window: &str) -> Result<kiln_store::Window> {
+    kiln_compare::window::find_window(m, window).with_context(|| {
+        let names: Vec<&str> = m.windows.iter().map(|w| w.name.as_str()).collect();
+        format!(
+            "run '{}' (#{}) has no window '{}' (it has: measure{}{}; or give a span of its measurement's seconds, START-END: @10-20)",
+            kiln_model::text::clean_cut(run, 80),
+            m.id.unwrap_or(0),
+            kiln_model::text::clean_cut(window, 80),
+            if names.is_empty() { "" } else { ", " },
+            kiln_model::text::clean_cut(&names.join(", "), 300)
+        )
+    })
 }
 
 /// The profiles of a group of runs, one per event, repeats merged: what profile readers
