@@ -184,11 +184,8 @@ fn ctrl_c_ends_the_run_with_a_summary() {
         .spawn()
         .unwrap();
     // Interrupted once it has printed its first second.
-    let mut lines = kiln_testkit::Lines::follow(child.stdout.take().unwrap());
-    assert!(
-        lines.wait_for(Duration::from_secs(30), |_| true).is_some(),
-        "kiln load http printed no second"
-    );
+    let lines =
+        kiln_testkit::Lines::first_of(&mut child, "kiln load http", Duration::from_secs(30));
     // SAFETY: signalling our own child by its PID.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let t = Instant::now();

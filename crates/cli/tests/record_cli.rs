@@ -559,13 +559,8 @@ fn memory_stacks_of_rabbitmq_reach_erlang_as_cpu_stacks_do() {
         .spawn()
         .unwrap();
     // Recorded once the load has printed its first second (connected and publishing).
-    let mut lines = kiln_testkit::Lines::follow(load.stdout.take().unwrap());
-    assert!(
-        lines
-            .wait_for(std::time::Duration::from_secs(60), |_| true)
-            .is_some(),
-        "the load printed no second"
-    );
+    let _lines =
+        kiln_testkit::Lines::first_of(&mut load, "the load", std::time::Duration::from_secs(60));
     let rec = dir.path().join("rmq.kiln");
     kiln()
         .args([
@@ -764,13 +759,8 @@ fn rabbitmq_kernel_leaves_agree_with_perf() {
         .spawn()
         .unwrap();
     // Recorded once the load has printed its first second.
-    let mut lines = kiln_testkit::Lines::follow(load.stdout.take().unwrap());
-    assert!(
-        lines
-            .wait_for(std::time::Duration::from_secs(60), |_| true)
-            .is_some(),
-        "the load printed no second"
-    );
+    let _lines =
+        kiln_testkit::Lines::first_of(&mut load, "the load", std::time::Duration::from_secs(60));
     let perf = kiln_testkit::perf_oracle::PerfRecord::start(beam, 4, dir.path());
     let out = kiln()
         .args(["record", "-p", &beam.to_string(), "-d", "4"])

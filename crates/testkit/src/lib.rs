@@ -182,6 +182,21 @@ impl Lines {
         }
     }
 
+    /// Follows the child's stdout and waits up to `within` for its first line (a load's
+    /// first second: it is connected and running); panics naming `what` when none came.
+    pub fn first_of(
+        child: &mut std::process::Child,
+        what: &str,
+        within: std::time::Duration,
+    ) -> Lines {
+        let mut lines = Lines::follow(child.stdout.take().expect("the child's stdout piped"));
+        assert!(
+            lines.wait_for(within, |_| true).is_some(),
+            "{what} printed nothing in {within:?}"
+        );
+        lines
+    }
+
     /// Waits up to `within` for a line `ready` accepts and returns it; `None` when the
     /// stream ended or the time passed first.
     pub fn wait_for(
