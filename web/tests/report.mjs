@@ -524,6 +524,9 @@ try {
       }, exp.measure);
       const [rw, aw] = await page.evaluate(() => [window.__kilnReport.run.window, window.__kiln.apps[0].window]);
       assert.deepEqual(rw, [aw[0] - exp.origin, aw[1] - exp.origin]);
+      // Widened to whole seconds of the series, as a drag on a chart is: the cards and the
+      // flame graphs describe the same seconds.
+      assert.ok(edges.indexOf(rw[0]) >= 0 && edges.indexOf(rw[1]) > edges.indexOf(rw[0]), `window ${rw} from a viewer on the series' edges`);
       await waitFor(page, () => {
         const ws = window.__kiln.apps.map((a) => JSON.stringify(a.window));
         return ws.every((w) => w === ws[0]);

@@ -132,8 +132,10 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
   if (order === 'alphabetical' && t.nameOrder === true) {
     // Depth first in id order: a node starts where its parent's cursor is (the parent's
     // own weight first, then its earlier children), and each row fills left to right.
+    // In id order a node's parent is the last node seen one row up, so one cursor per
+    // row serves (not one per node: a million-entry array less per layout).
     // The children lists are not needed to draw, so they wait until asked for.
-    const cursor = new Float64Array(n);
+    const cursor = new Float64Array(deepest + 2);
     const rowFill = new Uint32Array(maxDepth + 1);
     const ends = rows.map((r) => new Float64Array(r.length));
     rowFill[0] = 1;
@@ -142,12 +144,11 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
     for (let i = 1; i < n; i++) {
       const w = total[i];
       if (!(w > 0)) continue;
-      const p = parent[i];
-      const x = cursor[p];
-      start[i] = x;
-      cursor[p] = x + w;
-      cursor[i] = x + self[i];
       const d = depth[i];
+      const x = cursor[d - 1];
+      start[i] = x;
+      cursor[d - 1] = x + w;
+      cursor[d] = x + self[i];
       const k = rowFill[d]++;
       rows[d][k] = i;
       ends[d][k] = x + w;

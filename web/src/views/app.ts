@@ -217,7 +217,7 @@ export class App {
     return new TimelineView(
       span,
       (n, sp) => histogram(model.raw, n, sp, nsw),
-      (r) => this.setState({ range: r, zoom: [] }),
+      (r) => this.setState({ range: r && this.snapped(r), zoom: [] }),
       capitalise(model.unit.isTime ? model.unit.what : model.unit.countsSamples ? 'samples' : model.unit.what),
       this.shift,
     );
@@ -346,6 +346,21 @@ export class App {
     if (announce && 'range' in patch && before !== this.state.range) {
       window.dispatchEvent(new CustomEvent<WindowEvent>(WINDOW_EVENT, { detail: { source: this, window: this.window } }));
     }
+  }
+
+  /**
+   * A page's rule for a window dragged in this viewer, on the profiles' clock (ns): the run
+   * report widens it to whole seconds of its series, as a drag on its charts is, so that
+   * its figures and every flame graph describe the same seconds. None: kept as dragged.
+   */
+  snapWindow: ((w: [number, number]) => [number, number]) | null = null;
+
+  /** A dragged range (ns since the profile's origin) as the page's rule has it. */
+  private snapped(r: [number, number]): [number, number] {
+    if (!this.snapWindow) return r;
+    const o = this.model.raw.timeOrigin;
+    const w = this.snapWindow([r[0] + o, r[1] + o]);
+    return [w[0] - o, w[1] - o];
   }
 
   /**

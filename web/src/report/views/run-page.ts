@@ -47,6 +47,8 @@ interface ViewerApp {
   setAxis(span: [number, number] | null, left: number, right: number): void;
   window: [number, number] | null;
   windowSamples(): number;
+  /** The page's rule for a window dragged in the viewer (absolute ns in, absolute ns out). */
+  snapWindow: ((w: [number, number]) => [number, number]) | null;
   model: { raw: { timeOrigin: number; sampleTime: unknown }; samplesIn(r: [number, number] | null): { total: number } };
 }
 
@@ -423,6 +425,20 @@ function alignStrips(group: ChartGroup, origin: number): void {
   }
 }
 
+/**
+ * A window dragged in a viewer (its time strip, its tracks) is widened to whole seconds
+ * of the series as a drag on a chart is: the cards, legends and every flame graph then
+ * describe the same seconds.
+ */
+function snapViewers(group: ChartGroup, origin: number): void {
+  for (const app of viewers()?.apps ?? []) {
+    app.snapWindow = (w) => {
+      const [a, b] = group.snap([w[0] - origin, w[1] - origin]);
+      return [a + origin, b + origin];
+    };
+  }
+}
+
 /** The page follows a window chosen in a viewer or the URL, and the viewers' readiness. */
 function listen(st: RunState, group: ChartGroup, headings: ProfileHeading[], show: () => void): void {
   const { origin } = st;
@@ -447,7 +463,11 @@ function listen(st: RunState, group: ChartGroup, headings: ProfileHeading[], sho
   window.addEventListener(READY_EVENT, () => {
     showHeadings(headings, origin, st.current);
     alignStrips(group, origin);
+    snapViewers(group, origin);
   });
   window.addEventListener('resize', () => requestAnimationFrame(() => alignStrips(group, origin)));
-  if (viewers()?.apps.length) requestAnimationFrame(() => alignStrips(group, origin));
+  if (viewers()?.apps.length) {
+    snapViewers(group, origin);
+    requestAnimationFrame(() => alignStrips(group, origin));
+  }
 }

@@ -133,9 +133,14 @@ export class ChartGroup {
     this.overlays();
   }
 
+  /** `w` widened to whole intervals of the series (ns since the origin). */
+  snap(w: [number, number]): [number, number] {
+    return snap(this.opts.edges, w[0], w[1]);
+  }
+
   /** A window chosen on a chart. */
   commit(w: [number, number] | null): void {
-    const s = w ? snap(this.opts.edges, w[0], w[1]) : null;
+    const s = w ? this.snap(w) : null;
     this.setSelection(s);
     setText(this.opts.status, s ? `Window ${formatWindow(s)} selected` : 'Window cleared: the whole run');
     this.opts.onSelect?.(s);
