@@ -11,7 +11,7 @@
 // computed them from the file) must hold each thread's leaf functions with kiln's self
 // times and add up to kiln's thread totals. No request may leave 127.0.0.1.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, normalize } from 'node:path';
@@ -123,6 +123,44 @@ async function firefoxProfiler(context) {
   }
 }
 
+/**
+ * The viewer's own speedscope export of the same recording (r.html, its Export menu's
+ * file) opened in speedscope: one profile, the flame graph as the viewer shows it, whose
+ * sandwich holds every leaf function with its self time summed over the threads, adding
+ * up to the recording's total.
+ */
+async function viewerExport(context, expect) {
+  step = "the viewer's speedscope export";
+  const viewer = await context.newPage();
+  await viewer.goto(`file://${join(dir, 'r.html')}`);
+  await viewer.waitForFunction(() => window.__kiln && (window.__kiln.ready || window.__kiln.error), null, { timeout: 30000 });
+  assert.equal(await viewer.evaluate(() => window.__kiln.error), null, 'the viewer page loads');
+  writeFileSync(join(dir, 'viewer.speedscope.json'), await viewer.evaluate(() => window.__kiln.app.exportSpeedscope()));
+  await viewer.close();
+  const page = await context.newPage();
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(server.origin) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url());
+  });
+  await page.goto(`${server.origin}/app/index.html#profileURL=${encodeURIComponent('/data/viewer.speedscope.json')}&view=sandwich`);
+  await page.waitForFunction(() => / - speedscope$/.test(document.title), null, { timeout: 30000 });
+  await page.waitForFunction(() => document.body.innerText.includes('Symbol Name'));
+  const rows = await page.evaluate(() => [...document.querySelectorAll('tr:not([title])')].map((r) => [...r.querySelectorAll(':scope > td')].map((c) => c.innerText.trim())));
+  const self = new Map();
+  for (const [, s, name] of rows.filter((r) => r.length >= 3)) self.set(name, (self.get(name) ?? 0) + ns(s.split(' ')[0]));
+  const want = new Map();
+  for (const t of expect.threads) for (const [name, v] of Object.entries(t.selfNs)) want.set(name, (want.get(name) ?? 0) + v);
+  for (const [name, v] of want) {
+    assert.ok(self.has(name), `${step}: ${name} is not in speedscope's table (${[...self.keys()].join(', ')})`);
+    near(self.get(name), v, `${step}: self time of ${name}`);
+  }
+  const total = expect.threads.reduce((a, t) => a + t.totalNs, 0);
+  near([...self.values()].reduce((a, b) => a + b, 0), total, `${step}: the total`);
+  await page.screenshot({ path: join(shots, 'speedscope-viewer-export.png') });
+  console.log(`ok - speedscope: the viewer's export, ${want.size} leaf functions, total ${(total / 1e6).toFixed(2)} ms`);
+  await page.close();
+}
+
 const { context, close } = await launch();
 const server = await serve(speedscopeDir, dir);
 const errors = [];
@@ -200,6 +238,7 @@ try {
     if (k < first.count) await press('n', k);
   }
   assert.equal(seen.size, expect.threads.length, 'every thread shown once');
+  await viewerExport(context, expect);
   await firefoxProfiler(context);
   step = 'offline';
   assert.deepEqual(outside, [], 'requests outside 127.0.0.1');

@@ -783,6 +783,39 @@ try {
     assert.deepEqual([...png.subarray(1, 4)], [0x50, 0x4e, 0x47], 'PNG signature');
     const img = decodePng(png);
     assert.ok(img.width > 500, `PNG of the canvas, ${img.width} px wide`);
+    // speedscope's format: its evented profile replayed gives the same stacks and self
+    // weights as the folded export (in the file's unit), and the file is named for the view.
+    const [ss] = await Promise.all([page.waitForEvent('download'), (async () => {
+      await page.keyboard.press('e');
+      await page.click('.menu [data-action=speedscope]');
+    })()]);
+    assert.match(ss.suggestedFilename(), /-transformed\.speedscope\.json$/);
+    const file = JSON.parse(readFileSync(await ss.path(), 'utf8'));
+    assert.equal(file.$schema, 'https://www.speedscope.app/file-format-schema.json');
+    const [prof] = file.profiles;
+    assert.equal(prof.type, 'evented');
+    const selfOf = new Map();
+    const opened = [];
+    let last = -Infinity;
+    for (const e of prof.events) {
+      assert.ok(e.at >= last, 'events in time order');
+      last = e.at;
+      if (e.type === 'O') opened.push({ frame: e.frame, at: e.at, inner: 0 });
+      else {
+        const o = opened.pop();
+        assert.equal(o.frame, e.frame, 'a close matches the innermost open frame');
+        const len = e.at - o.at;
+        if (opened.length) opened[opened.length - 1].inner += len;
+        const stack = [...opened.map((x) => file.shared.frames[x.frame].name), file.shared.frames[o.frame].name].join(';');
+        if (len - o.inner > 0) selfOf.set(stack, (selfOf.get(stack) ?? 0) + len - o.inner);
+      }
+    }
+    assert.equal(opened.length, 0, 'every frame closed');
+    assert.equal(last, prof.endValue, 'the profile ends with its last close');
+    const want = new Map(folded.trim().split('\n').map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
+    assert.deepEqual([...selfOf.keys()].sort(), [...want.keys()].sort(), 'the same stacks');
+    const k = selfOf.get([...want.keys()][0]) / [...want.values()][0];
+    for (const [stack, w] of want) assert.ok(Math.abs(selfOf.get(stack) - w * k) <= 1e-6 * w * k, `${stack}: ${selfOf.get(stack)} for ${w} × ${k}`);
   });
 
   await check('export of hostile names is well-formed and inert; copy a frame\'s name', async () => {

@@ -78,6 +78,13 @@ fn speedscope_and_the_firefox_profiler_open_a_recording_exported_by_kiln() {
         serde_json::to_vec_pretty(&expect).unwrap(),
     )
     .unwrap();
+    // The viewer's page of it, whose own speedscope export is opened there too.
+    kiln()
+        .args(["flamegraph", "-o"])
+        .arg(dir.path().join("r.html"))
+        .arg(&rec)
+        .assert()
+        .success();
     let web = kiln_testkit::web_dir();
     assert!(
         web.join("node_modules/speedscope/dist/release/index.html")

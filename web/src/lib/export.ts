@@ -48,6 +48,49 @@ export function foldedOf(l: Layout, frames: FrameSet, before?: { self: Float64Ar
   return out.length ? out.join('\n') + '\n' : '';
 }
 
+/**
+ * The flame graph as it stands as one speedscope file (its documented JSON format,
+ * https://www.speedscope.app/file-format-schema.json): an evented profile that opens each
+ * node where the layout starts it and closes it at its end, in the layout's order, so
+ * speedscope's left-heavy view, sandwich and self times are this graph's. Weights become
+ * nanoseconds when they are time (timer samples too), bytes when bytes, else unitless.
+ */
+export function speedscopeOf(l: Layout, frames: FrameSet, unit: Unit, name: string): string {
+  const [ssUnit, scale] = unit.isTime ? ['nanoseconds', unit.ns(1)] : unit.kind === 'bytes' ? ['bytes', unit.scale] : ['none', 1];
+  const index = new Map<number, number>();
+  const names: string[] = [];
+  const events: string[] = [];
+  const at = (w: number): string => num(w * scale);
+  // Depth first in drawing order: a node opens at its start, its children follow, it closes
+  // at its end (the stack holds ~v for a close).
+  const stack: number[] = [];
+  for (let k = l.childStart[1]; k-- > l.childStart[0]; ) stack.push(l.childList[k]);
+  while (stack.length) {
+    const x = stack.pop() as number;
+    if (x < 0) {
+      const v = ~x;
+      events.push(`{"type":"C","frame":${index.get(l.frame[v])},"at":${at(l.start[v] + l.total[v])}}`);
+      continue;
+    }
+    const f = l.frame[x];
+    let i = index.get(f);
+    if (i === undefined) {
+      i = names.length;
+      index.set(f, i);
+      names.push(frames.names[f] ?? '');
+    }
+    events.push(`{"type":"O","frame":${i},"at":${at(l.start[x])}}`);
+    stack.push(~x);
+    for (let k = l.childStart[x + 1]; k-- > l.childStart[x]; ) stack.push(l.childList[k]);
+  }
+  const end = at(l.total[0]);
+  return (
+    `{"$schema":"https://www.speedscope.app/file-format-schema.json","exporter":"kiln","name":${JSON.stringify(name)},"activeProfileIndex":0,` +
+    `"shared":{"frames":[${names.map((n) => `{"name":${JSON.stringify(n)}}`).join(',')}]},` +
+    `"profiles":[{"type":"evented","name":${JSON.stringify(name)},"unit":"${ssUnit}","startValue":0,"endValue":${end},"events":[${events.join(',')}]}]}\n`
+  );
+}
+
 /** Text for XML content and attributes; characters XML 1.0 forbids become U+FFFD. */
 export function escapeXml(s: string): string {
   return s

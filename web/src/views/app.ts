@@ -7,7 +7,7 @@ import { Derived, Model, Sandwich, diffColorOf } from '../app-state/model.js';
 import { VIEWS, ViewName, ViewState, defaultState, fromParams, toParams } from '../app-state/state.js';
 import { HashParams } from '../app-state/url.js';
 import { DiffLayout, maxDelta } from '../lib/diff.js';
-import { foldedOf, svgOf } from '../lib/export.js';
+import { foldedOf, speedscopeOf, svgOf } from '../lib/export.js';
 import { matchingBoxes } from '../lib/flamechart.js';
 import { CallNode, CallTree, keyFrames } from '../lib/calltree.js';
 import { Layout, pathOf } from '../lib/layout.js';
@@ -835,6 +835,7 @@ export class App {
       ...(graph && this.state.view !== 'chart' ? [{ key: 'svg', label: 'SVG of this flame graph', run: () => this.saveSvg() }] : []),
       ...(graph ? [{ key: 'png', label: 'PNG of what is on screen', run: () => void this.savePng() }] : []),
       { key: 'folded', label: 'Folded stacks (transforms and time window applied)', run: () => this.saveFolded() },
+      ...(this.derived.diff ? [] : [{ key: 'speedscope', label: 'speedscope JSON of this flame graph (transforms and time window applied)', run: () => this.saveSpeedscope() }]),
     ];
     this.menu.open('Export', items, r.left, r.bottom + 2, anchor);
   }
@@ -860,6 +861,12 @@ export class App {
     return foldedOf(d.layout, d.frames, d.diff ? { self: d.diff.selfBefore, after: d.diff.selfAfter } : undefined);
   }
 
+  /** The flame graph as it stands as a speedscope file (not for a diff). */
+  exportSpeedscope(): string {
+    const d = this.derived;
+    return speedscopeOf(d.layout, d.frames, this.model.unit, this.viewName());
+  }
+
   /** The canvas of the current view as PNG. */
   exportPng(): Promise<Blob> {
     const s = this.state.view;
@@ -867,12 +874,33 @@ export class App {
     return canvasPng(c);
   }
 
+  /**
+   * What the view shows, for an export's name: the page's title, the event, the time
+   * window (s on the page's clock) and whether transforms apply.
+   */
+  private viewName(): string {
+    const title = this.model.meta.title;
+    const parts = [title];
+    const ev = this.model.unit.event;
+    if (ev && !title.includes(ev)) parts.push(ev);
+    const r = this.state.range;
+    const s = (x: number): string => `${Number(((x + this.shift) / 1e9).toFixed(3))}`;
+    if (r) parts.push(`${s(r[0])}-${s(r[1])} s`);
+    if (this.state.transforms.length) parts.push('transformed');
+    return parts.join(' ');
+  }
+
+  /** A file name (without its extension) for what the view shows. */
   private stem(): string {
-    return fileStem(this.model.meta.title);
+    return fileStem(this.viewName());
   }
 
   private saveSvg(): void {
     download(`${this.stem()}.svg`, new Blob([this.exportSvg()], { type: 'image/svg+xml' }));
+  }
+
+  private saveSpeedscope(): void {
+    download(`${this.stem()}.speedscope.json`, new Blob([this.exportSpeedscope()], { type: 'application/json' }));
   }
 
   private saveFolded(): void {
