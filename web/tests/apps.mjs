@@ -16,6 +16,7 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, normalize } from 'node:path';
 import { launch } from './chromium.mjs';
+import { openInProfiler } from './profiler-cli.mjs';
 
 const [dir, shots = dir] = process.argv.slice(2);
 if (!dir) {
@@ -136,6 +137,7 @@ async function viewerExport(context, expect) {
   await viewer.waitForFunction(() => window.__kiln && (window.__kiln.ready || window.__kiln.error), null, { timeout: 30000 });
   assert.equal(await viewer.evaluate(() => window.__kiln.error), null, 'the viewer page loads');
   writeFileSync(join(dir, 'viewer.speedscope.json'), await viewer.evaluate(() => window.__kiln.app.exportSpeedscope()));
+  writeFileSync(join(dir, 'viewer.firefox.json'), await viewer.evaluate(() => window.__kiln.app.exportFirefox()));
   await viewer.close();
   const page = await context.newPage();
   page.on('pageerror', (e) => errors.push(e.message));
@@ -159,6 +161,23 @@ async function viewerExport(context, expect) {
   await page.screenshot({ path: join(shots, 'speedscope-viewer-export.png') });
   console.log(`ok - speedscope: the viewer's export, ${want.size} leaf functions, total ${(total / 1e6).toFixed(2)} ms`);
   await page.close();
+
+  // The Firefox Profiler's own loading code on the viewer's Firefox export: one thread,
+  // every leaf function with its samples (kiln's self time over the timer's period).
+  step = "the viewer's Firefox Profiler export";
+  const fx = await openInProfiler(join(dir, 'viewer.firefox.json'));
+  try {
+    assert.equal(fx.threads.threads.length, 1, 'one thread: the flame graph as shown');
+    const fns = fx.ask(['thread', 'functions', '--thread', fx.threads.threads[0].threadHandle]);
+    const got = new Map();
+    for (const f of fns.functions) got.set(f.name, (got.get(f.name) ?? 0) + f.selfSamples);
+    for (const [name, v] of want) assert.equal(got.get(name), v / expect.periodNs, `${step}: ${name}'s samples`);
+    const sum = [...got.values()].reduce((a, b) => a + b, 0);
+    assert.equal(sum, total / expect.periodNs, `${step}: every sample`);
+    console.log(`ok - Firefox Profiler: the viewer's export, ${want.size} leaf functions, ${sum} samples`);
+  } finally {
+    fx.close();
+  }
 }
 
 const { context, close } = await launch();

@@ -7,76 +7,23 @@
 //
 // The profiler's code is the pinned `@firefox-devtools/profiler-cli` package: one bundle
 // of the profiler's importers, processed-format upgraders and selectors, built and
-// published by the profiler's authors. Its daemon is started here in the foreground with
-// a private session directory and no symbolication (nothing leaves the machine), and is
-// asked, as its CLI asks it, for the threads, each thread's samples, the counters and
+// published by the profiler's authors. Its daemon (tests/profiler-cli.mjs: in the
+// foreground, a private session directory, no symbolication: nothing leaves the machine)
+// is asked, as its CLI asks it, for the threads, each thread's samples, the counters and
 // the markers, which must be the store's.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openInProfiler } from './profiler-cli.mjs';
 
 const [dir] = process.argv.slice(2);
 if (!dir) {
   console.error('usage: node tests/firefox.mjs FIXTURE_DIR');
   process.exit(2);
 }
-const cli = join(dirname(createRequire(import.meta.url).resolve('@firefox-devtools/profiler-cli/package.json')), 'dist/profiler-cli.js');
 const expect = JSON.parse(readFileSync(join(dir, 'firefox.expect.json'), 'utf8'));
-const sessions = mkdtempSync(join(tmpdir(), 'kiln-profiler-cli-'));
-const env = { ...process.env, PROFILER_CLI_SESSION_DIR: sessions, PROFILER_CLI_NO_SYMBOLICATE: '1' };
-
-/** What the last quiet question got instead of an answer. */
-let lastRefusal = '';
-
-/** One CLI command's JSON answer, or null while the daemon cannot answer yet. */
-function ask(args, { quiet = false } = {}) {
-  try {
-    const out = execFileSync(process.execPath, [cli, ...args, '--session', session, '--json'], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    return JSON.parse(out);
-  } catch (e) {
-    lastRefusal = `${e.stderr || ''}${e.stdout || ''}${e.message}`;
-    if (quiet) return null;
-    throw new Error(`profiler-cli ${args.join(' ')}: ${e.stderr || e.message}`);
-  }
-}
-
-/** Starts the daemon on the file for `session`; its output and exit are kept. */
-function startDaemon() {
-  const d = { log: '', exited: null };
-  d.proc = spawn(process.execPath, [cli, '--daemon', join(dir, expect.file), '--session', session], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  d.proc.stdout.on('data', (x) => (d.log += x));
-  d.proc.stderr.on('data', (x) => (d.log += x));
-  d.proc.on('exit', (code, signal) => (d.exited = { code, signal }));
-  return d;
-}
-
-let session = 'kiln-1';
-let daemon = startDaemon();
+const { ask, close, threads } = await openInProfiler(join(dir, expect.file));
 try {
-  // Ready when it answers (the profile is loaded and processed by then), within 60 s;
-  // on a busy machine a daemon has been seen never to answer: then it is stopped (by its
-  // PID) and one more is started, at most three in all.
-  let threads = null;
-  const tried = [];
-  for (let attempt = 1; attempt <= 3 && !threads; attempt++) {
-    if (attempt > 1) {
-      tried.push(`daemon ${attempt - 1}: ${JSON.stringify(daemon.exited)} ${daemon.log}; the last question got: ${lastRefusal}`);
-      if (!daemon.exited) daemon.proc.kill('SIGKILL');
-      session = `kiln-${attempt}`;
-      daemon = startDaemon();
-    }
-    const until = Date.now() + 60_000;
-    while (!threads && !daemon.exited && Date.now() < until) {
-      threads = ask(['thread', 'list'], { quiet: true });
-      if (!threads) await new Promise((ok) => setTimeout(ok, 100));
-    }
-  }
-  assert.ok(threads, `the profiler's daemon never answered: ${tried.join(' | ')} | daemon 3: ${JSON.stringify(daemon.exited)} ${daemon.log}; the last question got: ${lastRefusal}`);
-  if (tried.length) console.log(`note - the profiler's daemon answered on attempt ${tried.length + 1}: ${tried.join(' | ')}`);
-
   // Threads: every kiln thread with exactly its samples; the run's own thread (counters
   // and markers) has none.
   const byKey = new Map(threads.threads.map((t) => [`${t.name}/${t.tid}`, t]));
@@ -125,7 +72,5 @@ try {
   console.log(`ok - markers: ${flat.map((m) => `${m.name} ${m.duration.toFixed(0)} ms`).join(', ')}`);
   console.log('all Firefox Profiler checks passed');
 } finally {
-  ask(['stop'], { quiet: true });
-  if (!daemon.exited) daemon.proc.kill();
-  rmSync(sessions, { recursive: true, force: true });
+  close();
 }

@@ -91,6 +91,99 @@ export function speedscopeOf(l: Layout, frames: FrameSet, unit: Unit, name: stri
   );
 }
 
+/**
+ * The flame graph as it stands as a Firefox Profiler file (its processed format, version
+ * 55, which the profiler upgrades on load): one thread whose stack table is the layout's
+ * nodes and whose samples are each node's self weight, as time (ms, `tracing-ms`) when
+ * the weights are time, bytes when bytes, else sample counts; the call tree and flame
+ * graph there are this graph's.
+ */
+export function firefoxOf(l: Layout, frames: FrameSet, unit: Unit, name: string): string {
+  const [weightType, scale] = unit.kind === 'time' ? ['tracing-ms', unit.ns(1) / 1e6] : unit.kind === 'bytes' ? ['bytes', unit.scale] : ['samples', 1];
+  const funcOf = new Map<number, number>();
+  const strings: string[] = [];
+  const stackOf = new Int32Array(l.n).fill(-1);
+  const prefix: (number | null)[] = [];
+  const frameCol: number[] = [];
+  const sampleStack: number[] = [];
+  const weight: number[] = [];
+  // Parents before children (the layout's drawing order, depth first).
+  const todo: number[] = [];
+  for (let k = l.childStart[1]; k-- > l.childStart[0]; ) todo.push(l.childList[k]);
+  while (todo.length) {
+    const v = todo.pop() as number;
+    const f = l.frame[v];
+    let fn = funcOf.get(f);
+    if (fn === undefined) {
+      fn = strings.length;
+      funcOf.set(f, fn);
+      strings.push(frames.names[f] ?? '');
+    }
+    stackOf[v] = prefix.length;
+    const p = l.parent[v];
+    prefix.push(p > 0 ? stackOf[p] : null);
+    frameCol.push(fn);
+    if (l.self[v] > 0) {
+      sampleStack.push(stackOf[v]);
+      weight.push(l.self[v] * scale);
+    }
+    for (let k = l.childStart[v + 1]; k-- > l.childStart[v]; ) todo.push(l.childList[k]);
+  }
+  const nf = strings.length;
+  const nulls = (n: number): null[] => new Array<null>(n).fill(null);
+  const fill = <T>(n: number, x: T): T[] => new Array<T>(n).fill(x);
+  const seq = Array.from({ length: nf }, (_, i) => i);
+  const category = (c: string, color: string) => ({ name: c, color, subcategories: ['Other'] });
+  const thread = {
+    frameTable: { length: nf, address: fill(nf, -1), inlineDepth: fill(nf, 0), category: fill(nf, 1), subcategory: fill(nf, 0), func: seq, nativeSymbol: nulls(nf), innerWindowID: fill(nf, 0), line: nulls(nf), column: nulls(nf) },
+    funcTable: { length: nf, name: seq, isJS: fill(nf, false), relevantForJS: fill(nf, false), resource: fill(nf, -1), fileName: nulls(nf), lineNumber: nulls(nf), columnNumber: nulls(nf) },
+    markers: { length: 0, category: [], data: [], endTime: [], name: [], phase: [], startTime: [] },
+    name,
+    isMainThread: true,
+    nativeSymbols: { length: 0, address: [], functionSize: [], libIndex: [], name: [] },
+    pausedRanges: [],
+    pid: '0',
+    processName: name,
+    processShutdownTime: null,
+    processStartupTime: 0,
+    processType: 'default',
+    registerTime: 0,
+    resourceTable: { length: 0, lib: [], name: [], host: [], type: [] },
+    samples: { length: sampleStack.length, weightType, stack: sampleStack, timeDeltas: sampleStack.map((_, i) => (i ? 1 : 0)), weight, threadCPUDelta: fill(sampleStack.length, 0) },
+    // The frame table's rows are the functions' (one each): a stack's frame is its function.
+    stackTable: { length: prefix.length, prefix, frame: frameCol },
+    stringArray: strings,
+    tid: '0',
+    unregisterTime: null,
+    showMarkersInTimeline: false,
+  };
+  const profile = {
+    meta: {
+      categories: [category('Other', 'grey'), category('User', 'yellow')],
+      debug: false,
+      extensions: { baseURL: [], id: [], length: 0, name: [] },
+      interval: 1,
+      preprocessedProfileVersion: 55,
+      processType: 0,
+      product: name,
+      sampleUnits: { eventDelay: 'ms', threadCPUDelta: 'µs', time: 'ms' },
+      startTime: 0,
+      symbolicated: true,
+      pausedRanges: [],
+      version: 24,
+      usesOnlyOneStackType: true,
+      sourceCodeIsNotOnSearchfox: true,
+      markerSchema: [],
+    },
+    libs: [],
+    threads: [thread],
+    pages: [],
+    profilerOverhead: [],
+    counters: [],
+  };
+  return JSON.stringify(profile) + '\n';
+}
+
 /** Text for XML content and attributes; characters XML 1.0 forbids become U+FFFD. */
 export function escapeXml(s: string): string {
   return s

@@ -7,7 +7,7 @@ import { Derived, Model, Sandwich, diffColorOf } from '../app-state/model.js';
 import { VIEWS, ViewName, ViewState, defaultState, fromParams, toParams } from '../app-state/state.js';
 import { HashParams } from '../app-state/url.js';
 import { DiffLayout, maxDelta } from '../lib/diff.js';
-import { foldedOf, speedscopeOf, svgOf } from '../lib/export.js';
+import { firefoxOf, foldedOf, speedscopeOf, svgOf } from '../lib/export.js';
 import { matchingBoxes } from '../lib/flamechart.js';
 import { CallNode, CallTree, keyFrames } from '../lib/calltree.js';
 import { Layout, pathOf } from '../lib/layout.js';
@@ -835,7 +835,12 @@ export class App {
       ...(graph && this.state.view !== 'chart' ? [{ key: 'svg', label: 'SVG of this flame graph', run: () => this.saveSvg() }] : []),
       ...(graph ? [{ key: 'png', label: 'PNG of what is on screen', run: () => void this.savePng() }] : []),
       { key: 'folded', label: 'Folded stacks (transforms and time window applied)', run: () => this.saveFolded() },
-      ...(this.derived.diff ? [] : [{ key: 'speedscope', label: 'speedscope JSON of this flame graph (transforms and time window applied)', run: () => this.saveSpeedscope() }]),
+      ...(this.derived.diff
+        ? []
+        : [
+            { key: 'speedscope', label: 'speedscope JSON of this flame graph (transforms and time window applied)', run: () => this.saveSpeedscope() },
+            { key: 'firefox', label: 'Firefox Profiler JSON of this flame graph (transforms and time window applied)', run: () => this.saveFirefox() },
+          ]),
     ];
     this.menu.open('Export', items, r.left, r.bottom + 2, anchor);
   }
@@ -865,6 +870,12 @@ export class App {
   exportSpeedscope(): string {
     const d = this.derived;
     return speedscopeOf(d.layout, d.frames, this.model.unit, this.viewName());
+  }
+
+  /** The flame graph as it stands as a Firefox Profiler file (not for a diff). */
+  exportFirefox(): string {
+    const d = this.derived;
+    return firefoxOf(d.layout, d.frames, this.model.unit, this.viewName());
   }
 
   /** The canvas of the current view as PNG. */
@@ -901,6 +912,10 @@ export class App {
 
   private saveSpeedscope(): void {
     download(`${this.stem()}.speedscope.json`, new Blob([this.exportSpeedscope()], { type: 'application/json' }));
+  }
+
+  private saveFirefox(): void {
+    download(`${this.stem()}.firefox.json`, new Blob([this.exportFirefox()], { type: 'application/json' }));
   }
 
   private saveFolded(): void {
