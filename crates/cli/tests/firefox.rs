@@ -227,6 +227,14 @@ fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
         (Some(0), Some(1_000_000_000)),
         "the window is the page's measurement, its start the page's 0: {m}"
     );
+    // kiln's own file holds whole runs: a window is refused, saying why.
+    let e = kiln(&store)
+        .args(["runs", "export", "ff@1-2", "-o", "w.kiln"])
+        .output()
+        .unwrap();
+    assert!(!e.status.success());
+    let e = String::from_utf8_lossy(&e.stderr);
+    assert!(e.contains("is a window of a run"), "{e}");
     // A window the run does not have is an error naming those it has.
     let e = kiln(&store)
         .args(["runs", "report", "ff@nope", "-o", "x.html"])

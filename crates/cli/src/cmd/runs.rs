@@ -540,6 +540,13 @@ fn remove(store: &StoreArgs, runs: &[String]) -> Result<()> {
 
 /// `kiln runs export` in kiln's own file: every run `run` names.
 fn export(store: &dyn Store, run: &str, output: &std::path::Path) -> Result<()> {
+    if store.resolve(run).is_err() && run.contains('@') {
+        bail!(
+            "'{}' is a window of a run: kiln's own file holds whole runs (export the run, or \
+             give --format firefox for the run with the window as its measurement)",
+            text::clean_cut(run, 80)
+        );
+    }
     let ids: Vec<i64> = resolve(store, run)?
         .into_iter()
         .filter_map(|m| m.id)
