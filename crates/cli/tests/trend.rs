@@ -229,7 +229,17 @@ fn a_step_in_the_history_is_found_at_its_run() {
     let t0 = &v["configurations"][0];
     assert_eq!(t0["runs"].as_array().unwrap().len(), 20, "{v:#}");
     eprintln!("flat: {}", figure(t0, "p50")["values"]);
-    assert_eq!(listed(t0, "p50"), Vec::<Value>::new(), "{v:#}");
+    // No change point, unless the machine's other work changed with it (a build starting
+    // or ending beside the suite halved these runs' p50 once), which kiln then says: it
+    // never puts a change down to the configuration alone when the machine moved.
+    for cp in listed(t0, "p50") {
+        let m = &cp["machine"];
+        assert!(
+            m.is_object(),
+            "a change point in a flat history that kiln does not put down to the machine: {v:#}"
+        );
+        eprintln!("flat history, the machine moved: {m}");
+    }
     // The setting changes: twenty times the work per request.
     kiln_testkit::succeeded(
         &std::process::Command::new("kill")

@@ -1,5 +1,5 @@
 //! `kiln runs trend`'s renderings of one [`Report`]: text, Markdown and JSON.
-use super::{Report, Series, Shift, Trend};
+use super::{MachineShift, Report, Series, Shift, Trend};
 use crate::gate::GateStatus;
 use crate::{format_value, md_escape};
 use std::fmt::Write as _;
@@ -64,7 +64,18 @@ fn shift_line(t: &Trend, f: &Series, s: &Shift, permutations: usize, functions: 
     if functions {
         let _ = write!(line, "; functions that moved: {}", movers_text(s));
     }
+    if let Some(m) = &s.machine {
+        let _ = write!(line, "; {}", machine_text(m));
+    }
     line
+}
+
+/// `the machine's other work changed with it: 1.20 → 0.20 CPUs busy (the change may be the machine's)`.
+fn machine_text(m: &MachineShift) -> String {
+    format!(
+        "the machine's other work changed with it: {:.2} → {:.2} CPUs busy (the change may be the machine's, not this configuration's)",
+        m.before_cpus, m.after_cpus
+    )
 }
 
 /// The change points of a trend, by run then figure.
@@ -205,7 +216,10 @@ pub fn markdown(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()>
                     format_value(sh.before, f.unit),
                     format_value(sh.after, f.unit),
                     p_text(sh.p, r.method.permutations),
-                    md_escape(&movers_text(sh))
+                    md_escape(&match &sh.machine {
+                        Some(m) => format!("{}; {}", movers_text(sh), machine_text(m)),
+                        None => movers_text(sh),
+                    })
                 );
             }
             let _ = writeln!(s);

@@ -258,6 +258,54 @@ pub struct Shift {
     /// The functions that moved beyond noise, largest first (empty when profiles were not
     /// read, or none moved).
     pub functions: Vec<Mover>,
+    /// The machine's other work changed with it (its runs either side): the change may be
+    /// the machine's, not the configuration's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineShift>,
+}
+
+/// CPUs the machine spent on work other than the target, kiln and the load command, the
+/// median of the runs on each side of a change point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MachineShift {
+    /// Before, CPUs.
+    pub before_cpus: f64,
+    /// After, CPUs.
+    pub after_cpus: f64,
+}
+
+/// The change of the machine's other work, CPUs, past which a change point says so.
+pub const MACHINE_SHIFT_CPUS: f64 = 0.25;
+
+/// CPUs the machine spent on other work during run `r`'s measurement: its busy share of
+/// all its CPUs, less the target's, kiln's and the load command's CPU.
+fn other_cpus(r: &RunMeta) -> Option<f64> {
+    let secs = r.measure.seconds();
+    let h = &r.headline;
+    if secs <= 0.0 {
+        return None;
+    }
+    let busy = h.machine_busy_pct? / 100.0 * f64::from(r.cpus.max(1));
+    let ours =
+        h.target_cpu_s.unwrap_or(0.0) + h.kiln_cpu_s.unwrap_or(0.0) + h.load_cpu_s.unwrap_or(0.0);
+    Some((busy - ours / secs).max(0.0))
+}
+
+/// The machine's other work either side of a change point, when it changed by
+/// [`MACHINE_SHIFT_CPUS`] or more.
+fn machine_shift(
+    runs: &[RunMeta],
+    (before, after): &(Range<usize>, Range<usize>),
+) -> Option<MachineShift> {
+    let side = |r: &Range<usize>| -> Option<f64> {
+        let v: Vec<f64> = runs[r.clone()].iter().filter_map(other_cpus).collect();
+        median(&v)
+    };
+    let (b, a) = (side(before)?, side(after)?);
+    ((a - b).abs() >= MACHINE_SHIFT_CPUS).then_some(MachineShift {
+        before_cpus: b,
+        after_cpus: a,
+    })
 }
 
 /// A function that moved at a change point.
@@ -344,6 +392,7 @@ pub fn analyze(runs: &[RunMeta], rules: &Rules) -> Trend {
             let i = at[c.index];
             let from = at[bounds[k].max(c.index.saturating_sub(PROFILE_WINDOW))];
             let to = at[bounds[k + 2].min(c.index + PROFILE_WINDOW) - 1] + 1;
+            let windows = (from..i, i..to);
             listed.push(Shift {
                 index: i,
                 run: runs[i].id.unwrap_or(0),
@@ -353,7 +402,8 @@ pub fn analyze(runs: &[RunMeta], rules: &Rules) -> Trend {
                 percent,
                 p: c.p,
                 verdict: if worse { "regressed" } else { "improved" },
-                windows: (from..i, i..to),
+                machine: machine_shift(runs, &windows),
+                windows,
                 functions: Vec::new(),
             });
         }
@@ -703,6 +753,42 @@ mod tests {
         let t = analyze(&r, &rules());
         assert_eq!(t.figures[0].change_points.len(), 1);
         assert_eq!(gate(&t, "cpu_per_msg>+10%"), GateStatus::Fired);
+    }
+
+    #[test]
+    fn a_change_with_the_machines_other_work_says_so() {
+        // 2 CPUs; the target uses 0.5 of one, kiln 0.1; other work 1.2 CPUs, then 0.2.
+        let with = |mut r: RunMeta, other: f64| {
+            r.cpus = 2;
+            r.measure = kiln_store::Window {
+                name: "measure".into(),
+                start_ns: 0,
+                end_ns: 10_000_000_000,
+            };
+            r.headline.target_cpu_s = Some(5.0);
+            r.headline.kiln_cpu_s = Some(1.0);
+            r.headline.machine_busy_pct = Some((0.6 + other) / 2.0 * 100.0);
+            r
+        };
+        let mut r = runs(&[(20, 50.0), (10, 60.0)]);
+        for (i, x) in r.iter_mut().enumerate() {
+            *x = with(x.clone(), if i < 20 { 1.2 } else { 0.2 });
+        }
+        let t = analyze(&r, &rules());
+        let m = t.figures[0].change_points[0]
+            .machine
+            .clone()
+            .expect("the machine changed");
+        assert!(
+            (m.before_cpus - 1.2).abs() < 1e-9 && (m.after_cpus - 0.2).abs() < 1e-9,
+            "{m:?}"
+        );
+        // The same step on a machine whose other work held: nothing said.
+        for x in r.iter_mut() {
+            *x = with(x.clone(), 1.0);
+        }
+        let t = analyze(&r, &rules());
+        assert_eq!(t.figures[0].change_points[0].machine, None);
     }
 
     #[test]
