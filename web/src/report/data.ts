@@ -263,7 +263,7 @@ export interface ComparePage {
   diff: { key: string; event: string; title: string; marked: boolean } | null;
 }
 
-/** `kiln runs trend NAME -o trend.html`: crates/run/src/trend (its JSON, as `--format json`). */
+/** `kiln runs trend NAME -o trend.html`: crates/compare/src/trend (its JSON, as `--format json`). */
 export interface TrendShift {
   index: number;
   run: number;
@@ -274,6 +274,8 @@ export interface TrendShift {
   p: number;
   verdict: string;
   functions: { name: string; before_pct: number; after_pct: number; points: number; cost_pct: number; verdict: string }[];
+  /** The machine's other work changed with it (CPUs busy, medians of the runs either side). */
+  machine?: { before_cpus: number; after_cpus: number };
 }
 
 export interface TrendSeries {

@@ -45,7 +45,8 @@ const pct = (v: number): string => `${v >= 0 ? '+' : ''}${v.toFixed(1)}%`;
 /** What a change point says, as the text output says it. */
 export function shiftText(s: TrendShift, f: TrendSeries): string {
   const moved = s.functions.map((m) => `${m.name} ${m.points >= 0 ? '+' : ''}${m.points.toFixed(1)} pts`).join(', ');
-  return `run #${s.run} (${day(s.started_unix_ms)}): ${f.label} ${pct(s.percent)} (${pText(s.p)}), ${formatValue(s.before, f.unit)} → ${formatValue(s.after, f.unit)}, ${s.verdict}${moved ? `; functions that moved: ${moved}` : ''}`;
+  const machine = s.machine ? `; the machine's other work changed with it: ${s.machine.before_cpus.toFixed(2)} → ${s.machine.after_cpus.toFixed(2)} CPUs busy (the change may be the machine's, not this configuration's)` : '';
+  return `run #${s.run} (${day(s.started_unix_ms)}): ${f.label} ${pct(s.percent)} (${pText(s.p)}), ${formatValue(s.before, f.unit)} → ${formatValue(s.after, f.unit)}, ${s.verdict}${moved ? `; functions that moved: ${moved}` : ''}${machine}`;
 }
 
 function chart(c: TrendConfiguration, f: TrendSeries, ci: number, select: Select | null): SVGSVGElement {
