@@ -146,6 +146,10 @@ mod tests {
             verdict: "regressed",
             windows,
             functions: Vec::new(),
+            machine: Some(kiln_compare::trend::MachineShift {
+                before_cpus: 0.1,
+                after_cpus: 1.5,
+            }),
         };
         let trend = Trend {
             configuration: "<b>load</b>".into(),
