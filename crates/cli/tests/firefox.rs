@@ -235,6 +235,17 @@ fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
     assert!(!e.status.success());
     let e = String::from_utf8_lossy(&e.stderr);
     assert!(e.contains("is a window of a run"), "{e}");
+    // A run the store lacks is said so, window or not.
+    let e = kiln(&store)
+        .args(["runs", "export", "nosuch@1-2", "-o", "n.kiln"])
+        .output()
+        .unwrap();
+    assert!(!e.status.success());
+    let e = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        !e.contains("is a window of a run") && e.contains("nosuch"),
+        "{e}"
+    );
     // A window the run does not have is an error naming those it has.
     let e = kiln(&store)
         .args(["runs", "report", "ff@nope", "-o", "x.html"])

@@ -540,7 +540,11 @@ fn remove(store: &StoreArgs, runs: &[String]) -> Result<()> {
 
 /// `kiln runs export` in kiln's own file: every run `run` names.
 fn export(store: &dyn Store, run: &str, output: &std::path::Path) -> Result<()> {
-    if store.resolve(run).is_err() && run.contains('@') {
+    // A window of a run the store has (a run it lacks is the store's error, below).
+    let windowed = run
+        .rsplit_once('@')
+        .is_some_and(|(base, _)| store.resolve(run).is_err() && store.resolve(base).is_ok());
+    if windowed {
         bail!(
             "'{}' is a window of a run: kiln's own file holds whole runs (export the run, or \
              give --format firefox for the run with the window as its measurement)",

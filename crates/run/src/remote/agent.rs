@@ -58,9 +58,14 @@ impl LoadEvents for Events<'_> {
     fn started(&mut self, _pid: Option<u32>) {
         send(self.out, &FromAgent::LoadStarted, &[]);
     }
-    fn tick(&mut self, tick: LoadTick) {
-        // The histograms travel as the frame's blobs, in `latency` order.
-        let blobs: Vec<Vec<u8>> = tick.latency.iter().map(|l| l.data.clone()).collect();
+    fn tick(&mut self, mut tick: LoadTick) {
+        // The histograms travel as the frame's blobs, in `latency` order (the message
+        // itself carries their names only), so their bytes move there without a copy.
+        let blobs: Vec<Vec<u8>> = tick
+            .latency
+            .iter_mut()
+            .map(|l| std::mem::take(&mut l.data))
+            .collect();
         let refs: Vec<&[u8]> = blobs.iter().map(Vec::as_slice).collect();
         send(self.out, &FromAgent::Tick(tick), &refs);
     }
