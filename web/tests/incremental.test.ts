@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyStepLocal, subtreeEnds } from '../src/lib/incremental.js';
-import { Tree, TreeBuilder } from '../src/lib/profile.js';
+import { Layout, Order, layoutTree, rowEnds } from '../src/lib/layout.js';
+import { FrameSet, Tree, TreeBuilder } from '../src/lib/profile.js';
 import { RootSelf, Transform, applyStep } from '../src/lib/transforms.js';
 
 function rng(seed: number): () => number {
@@ -106,4 +107,48 @@ test('a transform applied where it changes the tree equals the whole tree transf
   // The subtrees' path is taken, for every kind it serves.
   assert.ok(local > 500, `only ${local} transforms were applied in place`);
   assert.deepEqual([...kinds].sort(), ['collapse-direct-recursion', 'collapse-library', 'collapse-recursion', 'drop', 'merge', 'merge-call-node']);
+});
+
+test("a layout written into a spare layout's arrays equals one laid out afresh", () => {
+  const r = rng(99);
+  const arrays = (l: Layout): object => ({
+    n: l.n,
+    maxDepth: l.maxDepth,
+    parent: [...l.parent],
+    frame: [...l.frame],
+    depth: [...l.depth],
+    self: [...l.self],
+    total: [...l.total],
+    start: [...l.start],
+    rows: l.rows.map((row) => [...row]),
+    ends: rowEnds(l).map((e) => [...e]),
+    childStart: [...l.childStart],
+    childList: [...l.childList],
+  });
+  let reused = 0;
+  for (let round = 0; round < 400; round++) {
+    const nFrames = 10 + Math.floor(r() * 40);
+    const order = Uint32Array.from({ length: nFrames }, (_, i) => i);
+    for (let i = nFrames - 1; i > 0; i--) {
+      const k = Math.floor(r() * (i + 1));
+      [order[i], order[k]] = [order[k], order[i]];
+    }
+    const frames = { order } as unknown as FrameSet;
+    const how: Order = r() < 0.7 ? 'alphabetical' : 'left-heavy';
+    // The spare: another tree's layout (larger or smaller), its arrays then scribbled on,
+    // as a layout no longer shown may hold anything.
+    const spare = layoutTree(randomTree(r, nFrames, order), frames, how);
+    rowEnds(spare);
+    for (const a of [spare.parent, spare.frame, spare.depth, spare.rows[0], rowEnds(spare)[0]]) new Int32Array(a.buffer).fill(-7);
+    for (const a of [spare.self, spare.total, spare.start]) a.fill(NaN);
+    let t = randomTree(r, nFrames, order);
+    if (r() < 0.3) t = { ...t, nameOrder: false };
+    // Nodes left without weight (a window or hidden threads filter samples away).
+    for (let i = 0; i < t.length; i++) if (r() < 0.15) t.self[i] = 0;
+    const fresh = layoutTree(t, frames, how);
+    const into = layoutTree(t, frames, how, undefined, spare);
+    if (into.parent.buffer === spare.parent.buffer || into.start.buffer === spare.start.buffer) reused++;
+    assert.deepEqual(arrays(into), arrays(fresh), `round ${round} (${how}, name order ${t.nameOrder === true})`);
+  }
+  assert.ok(reused > 100, `the spare's arrays were taken ${reused} times`);
 });

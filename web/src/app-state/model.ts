@@ -188,6 +188,19 @@ export class Model {
     return t;
   }
 
+  /**
+   * Forgets the oldest kept layout and what was derived from it that holds it (the call
+   * tree), so that nothing reads it again; it is returned when its arrays may be reused
+   * (not a diff's, whose arrays its DiffLayout shares).
+   */
+  private dropOldestLayout(): Layout | undefined {
+    const key = this.layouts.keys().next().value!;
+    const old = this.layouts.get(key)!;
+    this.layouts.delete(key);
+    for (const [k, v] of [...this.cache]) if ((v as { layout?: unknown } | null)?.layout === old.layout) this.cache.delete(k);
+    return old.diff ? undefined : old.layout;
+  }
+
   private memo<T>(key: string, f: () => T): T {
     if (this.cache.has(key)) return this.cache.get(key) as T;
     // Keep one entry per stage: the previous state's results are dropped, not hoarded.
@@ -306,14 +319,14 @@ export class Model {
     const lkey = `layout|${this.treeKey(s)}|${s.order}|${s.normalise}`;
     let laid = this.layouts.get(lkey);
     if (!laid) {
-      if (trees.length === 1) laid = { layout: layoutTree(trees[0], frames, s.order), diff: null };
+      // Two kept: the state's and the one before it (undo is a look-up; a layout of a
+      // million nodes is tens of MB). The one dropped lends its arrays to the new one.
+      const spare = this.layouts.size >= 2 ? this.dropOldestLayout() : undefined;
+      if (trees.length === 1) laid = { layout: layoutTree(trees[0], frames, s.order, undefined, spare), diff: null };
       else {
         const d = diffLayout(trees[0], trees[1], frames, s.order, s.normalise);
         laid = { layout: d.layout, diff: d };
       }
-      // Two kept: the state's and the one before it (undo is a look-up; a layout of a
-      // million nodes is tens of MB).
-      if (this.layouts.size >= 2) this.layouts.delete(this.layouts.keys().next().value!);
     } else this.layouts.delete(lkey);
     this.layouts.set(lkey, laid);
     const { layout, diff } = laid;

@@ -40,15 +40,55 @@ function lazy<T>(o: object, key: string, f: () => T): void {
   });
 }
 
-export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: Float64Array): Layout {
+/**
+ * The arrays of a layout no longer shown, for the next one to write into: a million-node
+ * layout is about 50 MB of arrays, and on a fresh array every page is faulted in and
+ * zeroed on first touch (4–8 ms per 8 MB here, against under 1 ms to rewrite one), which
+ * was most of a layout's time. The spare must not be read again by anyone.
+ */
+class Spare {
+  private readonly buffers: ArrayBuffer[];
+  constructor(l: Layout | undefined) {
+    const ends = l ? rowEndsOf.get(l) : undefined;
+    const arrays = l ? [l.parent, l.frame, l.depth, l.self, l.total, l.start, l.rows[0], ends?.[0]] : [];
+    this.buffers = arrays.filter((a) => a !== undefined).map((a) => a!.buffer as ArrayBuffer);
+  }
+  /** A buffer of at least `bytes` from the spare (the smallest that fits), or a new one. */
+  private take(bytes: number): ArrayBuffer {
+    let best = -1;
+    for (let k = 0; k < this.buffers.length; k++) {
+      const b = this.buffers[k].byteLength;
+      if (b >= bytes && (best < 0 || b < this.buffers[best].byteLength)) best = k;
+    }
+    return best < 0 ? new ArrayBuffer(bytes) : this.buffers.splice(best, 1)[0];
+  }
+  /** Arrays whose every element is written before it is read: stale content is fine. */
+  i32(n: number): Int32Array {
+    return new Int32Array(this.take(4 * n), 0, n);
+  }
+  u32(n: number): Uint32Array {
+    return new Uint32Array(this.take(4 * n), 0, n);
+  }
+  f64(n: number): Float64Array {
+    return new Float64Array(this.take(8 * n), 0, n);
+  }
+}
+
+/**
+ * Lays out a tree. `spare`: a layout no longer used (nor any view of its arrays) whose
+ * arrays this one may take over.
+ */
+export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: Float64Array, spare?: Layout): Layout {
   const n = t.length + 1;
   // Layout node i is tree node i - 1; node 0 is the root. Plain copies are the typed
   // arrays' own (memcpy); this runs once per state on a million nodes, mostly before the
   // engine has optimised anything, so every pass counts.
-  const parent = new Int32Array(n);
-  const frame = new Int32Array(n);
-  const self = new Float64Array(n);
-  const depth = new Int32Array(n);
+  const mem = new Spare(spare);
+  const parent = mem.i32(n);
+  const frame = mem.i32(n);
+  const self = mem.f64(n);
+  const depth = mem.i32(n);
+  depth[0] = 0;
   frame.set(t.frame, 1);
   self.set(widthSelf ?? t.self, 1);
   parent[0] = -1;
@@ -66,7 +106,8 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
   // Totals, children before parents; a node's total is final when the walk reaches it,
   // so the same pass counts the nodes per row that hold weight. (Each pass over a million
   // nodes costs tens of milliseconds before the engine has compiled it: fewer passes.)
-  const total = self.slice();
+  const total = mem.f64(n);
+  total.set(self);
   const perDepth = new Uint32Array(deepest + 1);
   perDepth[0] = 1;
   for (let i = n - 1; i > 0; i--) {
@@ -76,8 +117,13 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
   }
   let maxDepth = deepest;
   while (maxDepth > 0 && perDepth[maxDepth] === 0) maxDepth--;
-  const start = new Float64Array(n);
-  const rows = Array.from(perDepth.subarray(0, maxDepth + 1), (c) => new Uint32Array(c));
+  const start = mem.f64(n);
+  // Rows are views of one array, row d from rowAt[d] on.
+  const rowAt = new Uint32Array(maxDepth + 2);
+  for (let d = 0; d <= maxDepth; d++) rowAt[d + 1] = rowAt[d] + perDepth[d];
+  const rowNodes = mem.u32(rowAt[maxDepth + 1]);
+  rowNodes[0] = 0;
+  const rows = Array.from({ length: maxDepth + 1 }, (_, d) => rowNodes.subarray(rowAt[d], rowAt[d + 1]));
   const l = { n, frame, parent, depth, start, total, self, rows, maxDepth } as Layout;
   // Samples per node: only tooltips and the sandwich read them, so they wait until then.
   lazy(l, 'selfCount', () => {
@@ -136,22 +182,27 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
     // row serves (not one per node: a million-entry array less per layout).
     // The children lists are not needed to draw, so they wait until asked for.
     const cursor = new Float64Array(deepest + 2);
-    const rowFill = new Uint32Array(maxDepth + 1);
-    const ends = rows.map((r) => new Float64Array(r.length));
+    const rowFill = rowAt.slice(0, maxDepth + 1);
+    const rowEnds = mem.f64(rowNodes.length);
+    const ends = rows.map((_, d) => rowEnds.subarray(rowAt[d], rowAt[d + 1]));
+    rowEnds[0] = total[0];
     rowFill[0] = 1;
-    ends[0][0] = total[0];
+    start[0] = 0;
     cursor[0] = self[0];
     for (let i = 1; i < n; i++) {
       const w = total[i];
-      if (!(w > 0)) continue;
+      if (!(w > 0)) {
+        start[i] = 0;
+        continue;
+      }
       const d = depth[i];
       const x = cursor[d - 1];
       start[i] = x;
       cursor[d - 1] = x + w;
       cursor[d] = x + self[i];
       const k = rowFill[d]++;
-      rows[d][k] = i;
-      ends[d][k] = x + w;
+      rowNodes[k] = i;
+      rowEnds[k] = x + w;
     }
     rowEndsOf.set(l, ends);
     let csr: { childStart: Uint32Array; childList: Uint32Array } | null = null;
@@ -159,6 +210,7 @@ export function layoutTree(t: Tree, frames: FrameSet, order: Order, widthSelf?: 
     lazy(l, 'childList', () => (csr ??= children()).childList);
     return l;
   }
+  start.fill(0);
   const { childStart, childList } = children();
   l.childStart = childStart;
   l.childList = childList;
