@@ -152,3 +152,91 @@ test("a layout written into a spare layout's arrays equals one laid out afresh",
   }
   assert.ok(reused > 100, `the spare's arrays were taken ${reused} times`);
 });
+
+test('each transform equals its definition on every stack, and stays in name order', () => {
+  const r = rng(4242);
+  /** Self weight and count per stack of a tree (its frames from the root, joined; '' for the root's own). */
+  const stacks = (t: Tree): Map<string, [number, number]> => {
+    const path: string[] = [];
+    const m = new Map<string, [number, number]>();
+    const x = t as Tree & RootSelf;
+    if (x.rootSelf || x.rootCount) m.set('', [x.rootSelf ?? 0, x.rootCount ?? 0]);
+    for (let i = 0; i < t.length; i++) {
+      let d = 0;
+      for (let u = t.parent[i]; u >= 0; u = t.parent[u]) d++;
+      path.length = d;
+      path.push(String(t.frame[i]));
+      const k = path.join(';');
+      const was = m.get(k) ?? [0, 0];
+      m.set(k, [was[0] + t.self[i], was[1] + t.count[i]]);
+    }
+    for (const [k, v] of m) if (v[0] === 0 && v[1] === 0) m.delete(k);
+    return m;
+  };
+  /** The transform on one stack, by its definition; null: the stack is dropped. */
+  const define = (tr: Transform, fs: number[], library: Int32Array): number[] | null => {
+    switch (tr.kind) {
+      case 'merge':
+        return fs.filter((f) => f !== tr.f);
+      case 'drop':
+        return fs.includes(tr.f) ? null : fs;
+      case 'collapse-recursion': {
+        // The outermost f keeps what its innermost f called; the frames between go.
+        const a = fs.indexOf(tr.f);
+        return a < 0 ? fs : fs.slice(0, a + 1).concat(fs.slice(fs.lastIndexOf(tr.f) + 1));
+      }
+      case 'collapse-direct-recursion':
+        return fs.filter((f, k) => f !== tr.f || k === 0 || fs[k - 1] !== tr.f);
+      case 'merge-call-node': {
+        const n = tr.path.length;
+        return fs.length >= n && tr.path.every((f, k) => fs[k] === f) ? fs.filter((_, k) => k !== n - 1) : fs;
+      }
+      case 'collapse-library':
+        // Each run of the library's frames becomes one frame, the library's.
+        return fs.map((f) => (library[f] === tr.f ? tr.f : f)).filter((f, k) => !(f === tr.f && k > 0 && library[fs[k - 1]] === tr.f));
+      default:
+        throw new Error(tr.kind);
+    }
+  };
+  const kindsSeen = new Map<string, number>();
+  let merged = 0;
+  for (let round = 0; round < 1500; round++) {
+    const nFrames = 8 + Math.floor(r() * 30);
+    const n = nFrames + 2;
+    const order = Uint32Array.from({ length: n }, (_, i) => i);
+    for (let i = n - 1; i > 0; i--) {
+      const k = Math.floor(r() * (i + 1));
+      [order[i], order[k]] = [order[k], order[i]];
+    }
+    // Many frames in the libraries, so that runs and runs under one parent are common.
+    const library = Int32Array.from({ length: n }, (_, i) => (i < nFrames && r() < 0.5 ? nFrames + Math.floor(r() * 2) : -1));
+    const t = randomTree(r, nFrames, order);
+    let tr = randomTransform(r, t, nFrames, [nFrames, nFrames + 1]);
+    if (tr.kind === 'focus-function' || tr.kind === 'focus-subtree') tr = { kind: 'collapse-library', f: nFrames + (round & 1) };
+    const out = applyStep(t, tr, n, library, order).tree;
+    const want = new Map<string, [number, number]>();
+    for (const [k, [w, c]] of stacks(t)) {
+      const fs = define(tr, k.split(';').map(Number), library);
+      if (fs === null) continue;
+      const key = fs.join(';');
+      const was = want.get(key) ?? [0, 0];
+      want.set(key, [was[0] + w, was[1] + c]);
+    }
+    const got = stacks(out);
+    kindsSeen.set(tr.kind, (kindsSeen.get(tr.kind) ?? 0) + 1);
+    if (got.size < stacks(t).size) merged++;
+    assert.deepEqual([...got].sort(), [...want].sort(), `round ${round}: ${JSON.stringify(tr)}`);
+    // Name order: ids depth first, each node's children by rank.
+    const last = new Map<number, number>();
+    for (let i = 0; i < out.length; i++) {
+      const p = out.parent[i];
+      assert.ok(p < i, `round ${round}: node ${i} before its parent`);
+      const prev = last.get(p);
+      if (prev !== undefined) assert.ok(order[out.frame[prev]] < order[out.frame[i]], `round ${round}: children of ${p} out of order`);
+      last.set(p, i);
+    }
+  }
+  // Every kind was tried, and stacks were merged in many rounds.
+  for (const k of ['merge', 'drop', 'collapse-recursion', 'collapse-direct-recursion', 'collapse-library', 'merge-call-node']) assert.ok((kindsSeen.get(k) ?? 0) >= 50, `${k}: ${kindsSeen.get(k)}`);
+  assert.ok(merged >= 300, `stacks merged in ${merged} rounds`);
+});

@@ -145,13 +145,14 @@ export class TreeBuilder {
   private readonly initialSlots: number;
   private indexed = 0;
 
-  constructor(_nFrames: number, capacity = 1024) {
+  /** `indexed`: how many nodes the index is first made for (it grows beyond). */
+  constructor(_nFrames: number, capacity = 1024, indexed = capacity) {
     this.parent = new Int32Array(capacity);
     this.frame = new Int32Array(capacity);
     this.self = new Float64Array(capacity);
     this.count = new Float64Array(capacity);
     let size = 1024;
-    while (size < capacity * 2) size *= 2;
+    while (size < indexed * 2) size *= 2;
     this.initialSlots = size;
   }
 
@@ -175,6 +176,18 @@ export class TreeBuilder {
     slots[h] = id + 1;
     if (++this.indexed * 2 > slots.length) this.rehash(slots.length * 2);
     return id;
+  }
+
+  /** Puts node `id`, appended before, in the index: lookups under its parent find it. */
+  index(id: number): void {
+    if (this.slots === null) this.rehash(this.initialSlots);
+    const mask = this.mask;
+    let h = (Math.imul(this.parent[id] + 1, 0x9e3779b1) ^ Math.imul(this.frame[id], 0x85ebca77)) >>> 0;
+    h = (h ^ (h >>> 15)) & mask;
+    const slots = this.slots!;
+    while (slots[h] !== 0) h = (h + 1) & mask;
+    slots[h] = id + 1;
+    if (++this.indexed * 2 > slots.length) this.rehash(slots.length * 2);
   }
 
   /**

@@ -64,14 +64,18 @@ function receivers(t: Tree, tr: Transform, library: Libraries): { into: Uint8Arr
       } else up[i] = i;
     }
   } else if (tr.kind === 'collapse-library') {
+    // A run's first frame becomes the library's frame, which a second run under the same
+    // parent shares (one run alone merges with nothing: no other child has the library's
+    // frame); the run's other frames merge into its first. Runs landing under one output
+    // node of several input nodes meet there under a node that is looked up already.
+    const runs = new Uint8Array(n + 1);
     for (let i = 0; i < n; i++) {
       const pp = parent[i];
       const above = pp < 0 ? -1 : up[pp];
       const mine = libOf(i) === f;
-      // A run's first frame becomes the library's frame, which other runs under the same
-      // parent share; the run's other frames merge into it.
-      if (mine) mark(above);
-      up[i] = mine && pp >= 0 && libOf(pp) === f ? above : i;
+      const continues = mine && pp >= 0 && libOf(pp) === f;
+      if (continues || (mine && runs[above + 1]++ === 1)) mark(above);
+      up[i] = continues ? above : i;
     }
   } else if (tr.kind === 'merge-call-node') {
     const state = new Int32Array(n);
@@ -88,27 +92,101 @@ function receivers(t: Tree, tr: Transform, library: Libraries): { into: Uint8Arr
 }
 
 /**
+ * The children of a builder's nodes, for lookups under a few of them: a list per node
+ * (slot 0: the roots), walked while short; a node with more children than that has them
+ * in the builder's index. Every node made goes through here, so that a node found a
+ * second time (two input nodes merged) has its first input's children to be found.
+ */
+class Children {
+  /** Per node + 1, its first child + 1 (0: none); per node, its next sibling + 1. */
+  private readonly first: Int32Array;
+  private readonly next: Int32Array;
+  private readonly size: Int32Array;
+  private readonly hashed: Uint8Array;
+  /** Whether the last lookup found its node (made before). */
+  found = false;
+  constructor(
+    private readonly b: TreeBuilder,
+    capacity: number,
+  ) {
+    this.first = new Int32Array(capacity + 1);
+    this.next = new Int32Array(capacity);
+    this.size = new Int32Array(capacity + 1);
+    this.hashed = new Uint8Array(capacity + 1);
+  }
+
+  /** A new node for `frame` under `p`. */
+  append(p: number, frame: number): number {
+    const s = p + 1;
+    const o = this.hashed[s] === 1 ? this.b.intern(p, frame) : this.b.append(p, frame);
+    this.next[o] = this.first[s];
+    this.first[s] = o + 1;
+    this.size[s]++;
+    return o;
+  }
+
+  /** The node for `frame` under `p`, made if new (`found` says which). */
+  lookup(p: number, frame: number): number {
+    const s = p + 1;
+    if (this.hashed[s] === 0 && this.size[s] > 12) {
+      // Too many to walk: from now on the builder's index answers for p.
+      for (let k = this.first[s]; k > 0; k = this.next[k - 1]) this.b.index(k - 1);
+      this.hashed[s] = 1;
+    }
+    if (this.hashed[s] === 1) {
+      const before = this.b.length;
+      const o = this.b.intern(p, frame);
+      this.found = this.b.length === before;
+      if (!this.found) {
+        this.next[o] = this.first[s];
+        this.first[s] = o + 1;
+        this.size[s]++;
+      }
+      return o;
+    }
+    const fr = this.b.frame;
+    for (let k = this.first[s]; k > 0; k = this.next[k - 1]) {
+      if (fr[k - 1] === frame) {
+        this.found = true;
+        return k - 1;
+      }
+    }
+    this.found = false;
+    return this.append(p, frame);
+  }
+}
+
+/**
  * One transform, and where each input node went: an output node, -1 (its samples lost
  * every frame: their weight stays in the root), or below -1 (dropped).
  */
 function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries, rank: Uint32Array | null): { tree: Tree; map: Int32Array } {
-  const b = new TreeBuilder(nFrames, Math.max(16, t.length));
+  const all = tr.kind === 'focus-function';
+  const b = new TreeBuilder(nFrames, Math.max(16, t.length), all ? t.length : 1024);
+  const kids = new Children(b, t.length);
   const map = new Int32Array(t.length);
   const at = (p: number): number => (p < 0 ? -1 : map[p]);
-  // Children are looked up only under output nodes that several input nodes reach (and
-  // below them); elsewhere each (parent, frame) is new and is appended without a lookup.
+  // Children are looked up only under output nodes that several input nodes reach: those
+  // other input nodes are merged into (receivers) and those a lookup found again; under
+  // any other node each (parent, frame) is new and is appended without a lookup.
   const recv = receivers(t, tr, library);
+  // Output nodes (and roots) a collapsed library's frame was put under: their children
+  // may be out of name order although nothing merged there.
+  const renamedUnder = tr.kind === 'collapse-library' && t.nameOrder === true && rank ? new Uint8Array(t.length + 1) : null;
+  let renamedRoots = false;
   const region = new Uint8Array(t.length + 1);
   const rootIndexed = recv === 'all' || (recv !== null && recv.root);
   const into = recv === null || recv === 'all' ? null : recv.into;
-  const all = recv === 'all';
   /** The output node of `frame` under output node p, made for input node i. */
   const node = (p: number, frame: number, i: number): number => {
     let o: number;
-    if (all || (p < 0 ? rootIndexed : region[p] === 1)) {
+    if (all) {
       o = b.intern(p, frame);
       region[o] = 1;
-    } else o = b.append(p, frame);
+    } else if (p < 0 ? rootIndexed : region[p] === 1) {
+      o = kids.lookup(p, frame);
+      if (kids.found) region[o] = 1;
+    } else o = kids.append(p, frame);
     if (into !== null && into[i] === 1) region[o] = 1;
     return o;
   };
@@ -213,7 +291,13 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
         const lib = library && t.frame[i] < library.length ? library[t.frame[i]] : -1;
         if (p === DROPPED) map[i] = DROPPED;
         else if (lib !== tr.f) map[i] = node(p, t.frame[i], i);
-        else map[i] = pp >= 0 && t.frame[pp] < library!.length && library![t.frame[pp]] === tr.f ? p : node(p, tr.f, i);
+        else if (pp >= 0 && t.frame[pp] < library!.length && library![t.frame[pp]] === tr.f) map[i] = p;
+        else {
+          map[i] = node(p, tr.f, i);
+          if (renamedUnder === null) continue;
+          if (p < 0) renamedRoots = true;
+          else renamedUnder[p] = 1;
+        }
       }
       break;
   }
@@ -233,7 +317,8 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
   if (t.nameOrder === true && rank) {
     // Output made in the input's order keeps it where one input node made each node's
     // children (drop, focus on subtree: everywhere); elsewhere it is put back in order.
-    if (recv !== null) out = inNameOrder(out, rank, all ? null : region, rootIndexed, map);
+    if (renamedUnder !== null) for (let k = 0; k < renamedUnder.length; k++) region[k] |= renamedUnder[k];
+    if (recv !== null) out = inNameOrder(out, rank, all ? null : region, rootIndexed || renamedRoots, map);
     out.nameOrder = true;
   }
   if (rootSelf > 0 || rootCount > 0) {
