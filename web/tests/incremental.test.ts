@@ -15,6 +15,16 @@ function rng(seed: number): () => number {
   };
 }
 
+/** Ranks 0..n-1 in a random order (the frames' alphabetical ranks of a random tree). */
+function shuffledRanks(r: () => number, n: number): Uint32Array {
+  const order = Uint32Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const k = Math.floor(r() * (i + 1));
+    [order[i], order[k]] = [order[k], order[i]];
+  }
+  return order;
+}
+
 /** A random tree in name order (ids depth first, children by rank) over nFrames frames. */
 function randomTree(r: () => number, nFrames: number, order: Uint32Array): Tree {
   const stacks: number[][] = [];
@@ -84,11 +94,7 @@ test('a transform applied where it changes the tree equals the whole tree transf
     const nFrames = 20 + Math.floor(r() * 60);
     // Frames, then 3 libraries (ids nFrames..nFrames+2); ranks a permutation of all.
     const n = nFrames + 3;
-    const order = Uint32Array.from({ length: n }, (_, i) => i);
-    for (let i = n - 1; i > 0; i--) {
-      const k = Math.floor(r() * (i + 1));
-      [order[i], order[k]] = [order[k], order[i]];
-    }
+    const order = shuffledRanks(r, n);
     const library = Int32Array.from({ length: n }, (_, i) => (i < nFrames && r() < 0.3 ? nFrames + Math.floor(r() * 3) : -1));
     let t = randomTree(r, nFrames, order);
     for (let step = 0, steps = 1 + Math.floor(r() * 3); step < steps; step++) {
@@ -128,11 +134,7 @@ test("a layout written into a spare layout's arrays equals one laid out afresh",
   let reused = 0;
   for (let round = 0; round < 400; round++) {
     const nFrames = 10 + Math.floor(r() * 40);
-    const order = Uint32Array.from({ length: nFrames }, (_, i) => i);
-    for (let i = nFrames - 1; i > 0; i--) {
-      const k = Math.floor(r() * (i + 1));
-      [order[i], order[k]] = [order[k], order[i]];
-    }
+    const order = shuffledRanks(r, nFrames);
     const frames = { order } as unknown as FrameSet;
     const how: Order = r() < 0.7 ? 'alphabetical' : 'left-heavy';
     // The spare: another tree's layout (larger or smaller), its arrays then scribbled on,
@@ -203,11 +205,7 @@ test('each transform equals its definition on every stack, and stays in name ord
   for (let round = 0; round < 1500; round++) {
     const nFrames = 8 + Math.floor(r() * 30);
     const n = nFrames + 2;
-    const order = Uint32Array.from({ length: n }, (_, i) => i);
-    for (let i = n - 1; i > 0; i--) {
-      const k = Math.floor(r() * (i + 1));
-      [order[i], order[k]] = [order[k], order[i]];
-    }
+    const order = shuffledRanks(r, n);
     // Many frames in the libraries, so that runs and runs under one parent are common.
     const library = Int32Array.from({ length: n }, (_, i) => (i < nFrames && r() < 0.5 ? nFrames + Math.floor(r() * 2) : -1));
     const t = randomTree(r, nFrames, order);

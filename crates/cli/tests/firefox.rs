@@ -228,30 +228,16 @@ fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
         "the window is the page's measurement, its start the page's 0: {m}"
     );
     // kiln's own file holds whole runs: a window is refused, saying why.
-    let e = kiln(&store)
-        .args(["runs", "export", "ff@1-2", "-o", "w.kiln"])
-        .output()
-        .unwrap();
-    assert!(!e.status.success());
-    let e = String::from_utf8_lossy(&e.stderr);
+    let e = refused(&store, &["runs", "export", "ff@1-2", "-o", "w.kiln"]);
     assert!(e.contains("is a window of a run"), "{e}");
     // A run the store lacks is said so, window or not.
-    let e = kiln(&store)
-        .args(["runs", "export", "nosuch@1-2", "-o", "n.kiln"])
-        .output()
-        .unwrap();
-    assert!(!e.status.success());
-    let e = String::from_utf8_lossy(&e.stderr);
+    let e = refused(&store, &["runs", "export", "nosuch@1-2", "-o", "n.kiln"]);
     assert!(
         !e.contains("is a window of a run") && e.contains("nosuch"),
         "{e}"
     );
     // A window the run does not have is an error naming those it has.
-    let e = kiln(&store)
-        .args(["runs", "report", "ff@nope", "-o", "x.html"])
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&e.stderr);
+    let e = refused(&store, &["runs", "report", "ff@nope", "-o", "x.html"]);
     assert!(
         e.contains("has no window 'nope'") && e.contains("measure"),
         "{e}"
@@ -267,12 +253,10 @@ fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
         std::fs::read(tmp.path().join("r.gecko.json")).unwrap(),
         std::fs::read(&file).unwrap()
     );
-    let bad = kiln(&store)
-        .args(["runs", "export", "ff", "--format", "chrome", "-o", "x.json"])
-        .output()
-        .unwrap();
-    assert!(!bad.status.success());
-    let e = String::from_utf8_lossy(&bad.stderr);
+    let e = refused(
+        &store,
+        &["runs", "export", "ff", "--format", "chrome", "-o", "x.json"],
+    );
     assert!(e.contains("chrome") && e.contains("gecko"), "{e}");
     // The profiler's own code.
     let dir = tmp.path();
@@ -292,4 +276,11 @@ fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
         out.status.success() && stdout.contains("all Firefox Profiler checks passed"),
         "{stdout}\n{stderr}"
     );
+}
+
+/// The message of a kiln command that must fail (its standard error).
+fn refused(store: &Path, args: &[&str]) -> String {
+    let out = kiln(store).args(args).output().unwrap();
+    assert!(!out.status.success(), "kiln {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
