@@ -454,8 +454,7 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
             list,
         }) => {
             let store = args.store.open_existing()?;
-            let last = latest(&*store, &run, None)?;
-            let data = store.load(last)?;
+            let data = latest_data(&*store, &run, None)?;
             if list {
                 for a in &data.attachments {
                     writeln!(out, "{}\t{}", text::clean(&a.name), a.data.len())?;
@@ -474,42 +473,26 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The latest run `reference` names; when it names several, says which one `doing`
-/// (reporting, exporting) takes.
-fn latest(store: &dyn Store, reference: &str, doing: Option<&str>) -> Result<i64> {
-    latest_meta(store, reference, doing)?
-        .id
-        .context("run without id")
-}
-
-/// [`latest`]'s metadata (a window's: [`resolve`]).
-fn latest_meta(
-    store: &dyn Store,
-    reference: &str,
-    doing: Option<&str>,
-) -> Result<kiln_store::RunMeta> {
-    let mut runs = resolve(store, reference)?;
-    let n = runs.len();
-    let last = runs.pop().context("no run")?;
-    if let Some(doing) = doing.filter(|_| n > 1) {
-        eprintln!(
-            "'{}' names {n} runs; {doing} the latest, #{} (name another by its id)",
-            text::clean_cut(reference, 80),
-            last.id.unwrap_or(0)
-        );
-    }
-    Ok(last)
-}
-
 /// The latest run `reference` names, loaded whole; `RUN@WINDOW` (a span of its
 /// measurement's seconds, a sweep's step): the run seen through the window, its
 /// measurement the window and its headline figures the window's (as `kiln runs show`
 /// gives them), its series and samples whole, for a page or a profile that shows the
 /// rest of the run around the window.
-fn latest_data(store: &dyn Store, reference: &str, doing: &str) -> Result<kiln_store::RunData> {
-    let meta = latest_meta(store, reference, Some(doing))?;
-    let mut data = store.load(meta.id.context("run without id")?)?;
-    data.meta = meta;
+/// When `reference` names several runs, says which one `doing` (reporting, exporting)
+/// takes.
+fn latest_data(
+    store: &dyn Store,
+    reference: &str,
+    doing: Option<&str>,
+) -> Result<kiln_store::RunData> {
+    let (data, n) = super::store::latest_data(store, reference)?;
+    if let Some(doing) = doing.filter(|_| n > 1) {
+        eprintln!(
+            "'{}' names {n} runs; {doing} the latest, #{} (name another by its id)",
+            text::clean_cut(reference, 80),
+            data.meta.id.unwrap_or(0)
+        );
+    }
     Ok(data)
 }
 
@@ -589,7 +572,7 @@ fn report(
     if let Some(c) = categories {
         opts.rules = kiln_report::Rules::from_file_and_builtin(c)?;
     }
-    let data = latest_data(&*store, run, "reporting")?;
+    let data = latest_data(&*store, run, Some("reporting"))?;
     if output.as_os_str() == "-" {
         super::common::write_output(None, |w| {
             kiln_report::write_run_report(&data, &opts, w)?;
@@ -667,7 +650,7 @@ fn export_firefox(store: &dyn Store, run: &str, output: &std::path::Path) -> Res
             output.display()
         );
     }
-    let data = latest_data(store, run, "exporting")?;
+    let data = latest_data(store, run, Some("exporting"))?;
     let last = data.meta.id.unwrap_or(0);
     let to = (output.as_os_str() != "-").then_some(output);
     super::common::write_output(to, |w| {

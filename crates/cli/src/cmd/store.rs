@@ -134,6 +134,29 @@ fn resolve_window(
     Ok(out)
 }
 
+/// The latest run `reference` names, loaded once, and how many runs it names; for
+/// `REF@WINDOW`, the run seen through the window: its metadata the window's (its
+/// measurement and headline figures), its series and samples whole.
+pub fn latest_data(store: &dyn Store, reference: &str) -> Result<(kiln_store::RunData, usize)> {
+    let (runs, window) = match store.resolve(reference) {
+        Ok(runs) => (runs, None),
+        Err(e) => {
+            let Some((run, window)) = reference.rsplit_once('@') else {
+                return Err(e.into());
+            };
+            (store.resolve(run)?, Some((run, window)))
+        }
+    };
+    let n = runs.len();
+    let last = runs.into_iter().last().context("no run")?;
+    let mut data = store.load(last.id.context("run without id")?)?;
+    if let Some((run, window)) = window {
+        let w = named_window(&data.meta, run, window)?;
+        data.meta = kiln_compare::window::window_view(&data, &w);
+    }
+    Ok((data, n))
+}
+
 /// The window `window` of run `m` (named `run`), or an error naming the windows it has.
 fn named_window(m: &RunMeta, run: &str, window: &str) -> Result<kiln_store::Window> {
     kiln_compare::window::find_window(m, window).with_context(|| {
