@@ -25,6 +25,18 @@ function shuffledRanks(r: () => number, n: number): Uint32Array {
   return order;
 }
 
+/**
+ * A random profile's frames: `min` to `min + spread` functions, then `libs` libraries (ids
+ * nFrames..), ranks a permutation of all, each function in a library with odds `share`.
+ */
+function randomFrames(r: () => number, min: number, spread: number, libs: number, share: number) {
+  const nFrames = min + Math.floor(r() * spread);
+  const n = nFrames + libs;
+  const order = shuffledRanks(r, n);
+  const library = Int32Array.from({ length: n }, (_, i) => (i < nFrames && r() < share ? nFrames + Math.floor(r() * libs) : -1));
+  return { nFrames, n, order, library };
+}
+
 /** A random tree in name order (ids depth first, children by rank) over nFrames frames. */
 function randomTree(r: () => number, nFrames: number, order: Uint32Array): Tree {
   const stacks: number[][] = [];
@@ -91,11 +103,7 @@ test('a transform applied where it changes the tree equals the whole tree transf
   let local = 0;
   const kinds = new Set<string>();
   for (let round = 0; round < 1500; round++) {
-    const nFrames = 20 + Math.floor(r() * 60);
-    // Frames, then 3 libraries (ids nFrames..nFrames+2); ranks a permutation of all.
-    const n = nFrames + 3;
-    const order = shuffledRanks(r, n);
-    const library = Int32Array.from({ length: n }, (_, i) => (i < nFrames && r() < 0.3 ? nFrames + Math.floor(r() * 3) : -1));
+    const { nFrames, n, order, library } = randomFrames(r, 20, 60, 3, 0.3);
     let t = randomTree(r, nFrames, order);
     for (let step = 0, steps = 1 + Math.floor(r() * 3); step < steps; step++) {
       const tr = randomTransform(r, t, nFrames, [nFrames, nFrames + 1, nFrames + 2]);
@@ -203,11 +211,8 @@ test('each transform equals its definition on every stack, and stays in name ord
   const kindsSeen = new Map<string, number>();
   let merged = 0;
   for (let round = 0; round < 1500; round++) {
-    const nFrames = 8 + Math.floor(r() * 30);
-    const n = nFrames + 2;
-    const order = shuffledRanks(r, n);
     // Many frames in the libraries, so that runs and runs under one parent are common.
-    const library = Int32Array.from({ length: n }, (_, i) => (i < nFrames && r() < 0.5 ? nFrames + Math.floor(r() * 2) : -1));
+    const { nFrames, n, order, library } = randomFrames(r, 8, 30, 2, 0.5);
     const t = randomTree(r, nFrames, order);
     let tr = randomTransform(r, t, nFrames, [nFrames, nFrames + 1]);
     if (tr.kind === 'focus-function' || tr.kind === 'focus-subtree') tr = { kind: 'collapse-library', f: nFrames + (round & 1) };
