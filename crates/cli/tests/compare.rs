@@ -216,23 +216,30 @@ fn the_gate_fires_on_the_firehose_and_never_on_noise() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // With the machine saturated while the firehose ran (other tests, a build beside), its
+    // runs spread (once 150 to 247 µs of CPU per message) and the gate may only say it
+    // cannot tell — which kiln must then say of that figure, not fire nor pass.
     let first = text.lines().next().unwrap();
-    assert!(
-        first.starts_with("firehose against base: ")
-            && first.split("; ").next().unwrap().contains("worse: ")
-            && first.contains("target CPU per msg +"),
-        "{first}"
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("fail-if: cpu_per_msg>+10%: FIRED"),
-        "{out:?}"
-    );
+    if out.status.code() == Some(4) && busy_median(&text, 1) >= 95.0 {
+        assert!(
+            stderr.contains("fail-if: cpu_per_msg>+10%: cannot tell") && first.contains("worse: "),
+            "{text}\n{stderr}"
+        );
+        eprintln!("the machine was saturated: the gate could not tell\n{text}");
+    } else {
+        assert_eq!(out.status.code(), Some(3), "{text}\n{stderr}");
+        assert!(
+            first.starts_with("firehose against base: ")
+                && first.split("; ").next().unwrap().contains("worse: ")
+                && first.contains("target CPU per msg +"),
+            "{first}"
+        );
+        assert!(
+            stderr.contains("fail-if: cpu_per_msg>+10%: FIRED"),
+            "{stderr}"
+        );
+    }
     // The functions say where: the tracer's own, new in the candidate, beyond noise.
     let ab = json(
         &kiln(&store)
@@ -494,6 +501,18 @@ fn kiln_waiting(text: &str) -> f64 {
     line.rsplit_once("): ")
         .and_then(|(_, r)| r.split('%').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no share in {line}"))
+}
+
+/// The median of "machine busy" in `kiln compare`'s table for group `k` (0: the first).
+fn busy_median(text: &str, k: usize) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("machine busy"))
+        .unwrap_or_else(|| panic!("no machine busy row: {text}"));
+    line.split('%')
+        .filter_map(|p| p.rsplit(' ').next()?.parse::<f64>().ok())
+        .nth(k)
+        .unwrap_or_else(|| panic!("no median {k} in {line}"))
 }
 
 /// How many samples kiln's summary says a profile of the run holds.
