@@ -8,8 +8,11 @@ import { FlameChart } from '../lib/flamechart.js';
 import { Unit, formatInstant, formatNs, thousands } from '../lib/units.js';
 import { Column } from './table-view.js';
 
+/** A flame graph of the app: the main one or a half of the sandwich. */
+export type Which = 'main' | 'callers' | 'callees';
+
 export interface FrameContext {
-  which: 'main' | 'callers' | 'callees';
+  which: Which;
   layout: Layout;
   derived: Derived;
   sandwich: Sandwich | null;

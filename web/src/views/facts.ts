@@ -5,6 +5,7 @@ import { Model } from '../app-state/model.js';
 import { ViewState } from '../app-state/state.js';
 import { timeSpan } from '../lib/timeline.js';
 import { formatInstant, formatNs, thousands } from '../lib/units.js';
+import { setText } from './dom.js';
 
 type Totals = ReturnType<Model['totals']>;
 
@@ -25,6 +26,23 @@ export function samplesText(u: Model['unit'], all: Totals, shown: { samples: num
 /** The window's length and bounds on the page's clock (`shift` added) beside the profile's duration. */
 export function durationText(r: [number, number] | null, shift: number, durationNs: number): string {
   return r ? `${formatNs(r[1] - r[0])} window (${formatInstant(r[0] + shift, 1e8)} – ${formatInstant(r[1] + shift, 1e8)}) of ${formatNs(durationNs)}` : formatNs(durationNs);
+}
+
+/**
+ * The header's figures for what is shown: the window's beside the whole profile's. `shown`:
+ * the weight and samples the views show (asked only when something removes samples).
+ */
+export function showFacts(ctrl: Record<string, HTMLElement>, m: Model, s: ViewState, shift: number, shown: () => { weight: number; samples: number }): void {
+  if (m.isDiff) return;
+  const all = m.totals();
+  const whole = !s.range && !s.hidden.length && !s.transforms.length;
+  const now = whole ? { weight: all.weight, samples: all.samples } : shown();
+  const total = ctrl['fact-total-0'];
+  if (total) setText(total, totalText(m.unit, all, now, whole));
+  const samples = ctrl['fact-samples-0'];
+  if (samples) setText(samples, samplesText(m.unit, all, now, whole));
+  const dur = ctrl['fact-duration-0'];
+  if (dur && all.durationNs !== null) setText(dur, durationText(s.range, shift, all.durationNs));
 }
 
 /**

@@ -17,6 +17,12 @@ export interface FlameViewHandlers {
   select(v: number): void;
 }
 
+/** Search dims what does not match; null when there is no search. */
+export function searchDimmer(match: Uint8Array | null, l: { frame: Int32Array }): ((v: number) => boolean) | null {
+  if (!match) return null;
+  return (v) => v > 0 && !match[l.frame[v]];
+}
+
 export class FlameView {
   readonly el: HTMLDivElement;
   readonly canvas: HTMLCanvasElement;
@@ -81,6 +87,22 @@ export class FlameView {
     this.canvas.addEventListener('focus', () => {
       if (this.scene && this.scene.selected < 0) this.setSelected(Math.max(this.zoomNode, this.firstNode()), true);
     });
+  }
+
+  /** First drawn node whose frame's name (`names()`, by frame) is `name`, as a page rectangle (tests, benches). */
+  find(name: string, names: () => string[]): { x: number; y: number; w: number; h: number; node: number } | null {
+    const sc = this.scene;
+    if (!sc || this.el.hidden || this.renderer.width === 0) return null;
+    const l = sc.layout;
+    const frameNames = names();
+    const r0 = this.canvas.getBoundingClientRect();
+    for (let v = 1; v < l.n; v++) {
+      if (frameNames[l.frame[v]] !== name || l.total[v] <= 0 || l.depth[v] < sc.base) continue;
+      const r = this.renderer.rectOf(sc, v);
+      if (r.x + r.w <= 0 || r.x >= this.renderer.width || r.w < 1) continue;
+      return { x: r0.left + Math.max(0, r.x), y: r0.top + r.y, w: Math.min(r.w, this.renderer.width), h: r.h, node: v };
+    }
+    return null;
   }
 
   /** The canvas's drawing state, made when first needed (a hidden pane costs nothing). */

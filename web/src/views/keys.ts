@@ -1,6 +1,6 @@
 // The viewer's keyboard, as tables: the keys that only change the view's state, and the
 // keys that act on a frame (the selected or hovered one). The keys that need the app itself
-// (search focus, export, help, threads) are the app's own (App.onKey). Beside them, what
+// (search focus, export, help, threads) are keyboard.ts's own. Beside them, what
 // each frame key does and the frame menu that offers the same actions.
 import { ViewState } from '../app-state/state.js';
 import { Transform } from '../lib/transforms.js';
@@ -21,13 +21,13 @@ export const STATE_KEYS: ReadonlyMap<string, (s: ViewState) => Partial<ViewState
   ['u', (s) => ({ transforms: s.transforms.slice(0, -1), zoom: [] })],
 ]);
 
-/** Keys that act on a frame, as the frame's context menu does (App.action). */
+/** Keys that act on a frame, as the frame's context menu does (actions.ts). */
 export const FRAME_KEYS: ReadonlySet<string> = new Set(['m', 'M', 'F', 'x', 'd', 'r', 'R', 'C', 's', 'y', 'Y']);
 
 /**
  * The transform a frame key adds for `frame` (`path`: its node's frames from the root,
  * null where the node has none), or null for a key that adds none (or needs the path it
- * lacks). C (collapse the frame's library) needs the library: the app's.
+ * lacks). C (collapse the frame's library) needs the library: actions.ts finds it.
  */
 export function transformFor(key: string, frame: number, path: number[] | null): Transform | null {
   switch (key) {

@@ -2,11 +2,11 @@
 // view tabs, the controls and, for a diff, the legend naming both inputs. Builds the
 // elements; the app wires them to the state.
 import { Model } from '../app-state/model.js';
-import { ViewName } from '../app-state/state.js';
+import { ViewName, ViewState } from '../app-state/state.js';
 import { GONE_COLOR, NEW_COLOR } from '../lib/diff.js';
 import { PALETTES } from '../lib/palette.js';
 import { formatNs, thousands } from '../lib/units.js';
-import { el } from './dom.js';
+import { el, setText } from './dom.js';
 
 export interface TabSpec {
   view: ViewName;
@@ -68,6 +68,17 @@ export function facts(model: Model, i: number, ctrl: Record<string, HTMLElement>
  * `embedded`: the key of a viewer that is part of a page (null: a page of its own): its
  * header is then no banner landmark, and its search landmark is named after it.
  */
+/** The views' tabs and their keys (the flame chart's only with a chart). */
+export function viewTabs(chart: boolean): TabSpec[] {
+  return [
+    { view: 'flame', label: 'Flame graph', key: '1' },
+    ...(chart ? [{ view: 'chart' as ViewName, label: 'Flame chart', key: '4' }] : []),
+    { view: 'tree', label: 'Call tree', key: '5' },
+    { view: 'table', label: 'Functions', key: '2' },
+    { view: 'sandwich', label: 'Sandwich', key: '3' },
+  ];
+}
+
 export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, embedded: string | null, headingLevel: number, a: HeaderActions): HeaderParts {
   const m = model.meta;
   const ctrl: Record<string, HTMLElement> = {};
@@ -194,6 +205,52 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
     legend,
   );
   return { el: header, ctrl, tabs };
+}
+
+/**
+ * The header as the state has it: the current tab, pressed buttons, chosen options, the
+ * controls that apply to the view, the search and whether it parses (`searchError`).
+ */
+export function showState(h: HeaderParts, s: ViewState, tracksShown: boolean, searchError: string | null): void {
+  for (const [v, tab] of h.tabs) {
+    tab.setAttribute('aria-selected', String(s.view === v));
+    tab.tabIndex = s.view === v ? 0 : -1;
+  }
+  const ctrl = h.ctrl;
+  // Controls of the merged graph mean nothing on the time-ordered chart.
+  for (const k of ['icicle', 'order', 'threads', 'reset']) if (ctrl[k]) ctrl[k].hidden = s.view === 'chart';
+  for (const k of ['icicle', 'reset']) if (ctrl[k] && s.view === 'tree') ctrl[k].hidden = true;
+  ctrl.invert.hidden = s.view !== 'tree';
+  ctrl.invert.setAttribute('aria-pressed', String(s.invert));
+  ctrl.icicle.setAttribute('aria-pressed', String(s.icicle));
+  (ctrl.order as HTMLSelectElement).value = s.order;
+  if (ctrl.threads) (ctrl.threads as HTMLSelectElement).value = s.threadMode;
+  if (ctrl.palette) (ctrl.palette as HTMLSelectElement).value = s.palette;
+  ctrl.colors?.setAttribute('aria-pressed', String(s.colors === 'category'));
+  if (ctrl.normalise) ctrl.normalise.setAttribute('aria-pressed', String(s.normalise));
+  ctrl.case.setAttribute('aria-pressed', String(s.matchCase));
+  ctrl.names.setAttribute('aria-pressed', String(s.searchNames));
+  ctrl.tracks?.setAttribute('aria-pressed', String(tracksShown));
+  const search = ctrl.search as HTMLInputElement;
+  if (search.value !== s.query) search.value = s.query;
+  search.classList.toggle('invalid', searchError !== null);
+  search.setAttribute('aria-invalid', String(searchError !== null));
+  search.title =
+    searchError ??
+    `Regular expression over ${s.searchNames ? 'functions and process and thread names' : 'function names'}; ${s.matchCase ? 'case always matters (Aa)' : 'case matters when the pattern has a capital letter'}. Enter: next match.`;
+}
+
+/** A diff's legend note: both inputs' totals (and whether before is scaled to after's). */
+export function showDiffTotals(ctrl: Record<string, HTMLElement>, model: Model, diff: { sumBefore: number; sumAfter: number; scale: number }, normalise: boolean): void {
+  const note = ctrl['legend-note'];
+  if (!note) return;
+  const u = model.unit;
+  const labels = model.meta.labels;
+  setText(
+    note,
+    `${labels[0]}: ${u.format(diff.sumBefore / diff.scale)}, ${labels[1]}: ${u.format(diff.sumAfter)}` +
+      (normalise ? ` (${labels[0]} normalised to ${labels[1]}'s total)` : ''),
+  );
 }
 
 function swatch(color: string, text: string): HTMLElement {
