@@ -216,7 +216,18 @@ test('each transform equals its definition on every stack, and stays in name ord
     const t = randomTree(r, nFrames, order);
     let tr = randomTransform(r, t, nFrames, [nFrames, nFrames + 1]);
     if (tr.kind === 'focus-function' || tr.kind === 'focus-subtree') tr = { kind: 'collapse-library', f: nFrames + (round & 1) };
-    const out = applyStep(t, tr, n, library, order).tree;
+    const { tree: out, map } = applyStep(t, tr, n, library, order);
+    // Where each input node went: the node its stack's transform names (-1: none left).
+    const path = (x: Tree, i: number): number[] => {
+      const fs: number[] = [];
+      for (let k = i; k >= 0; k = x.parent[k]) fs.push(x.frame[k]);
+      return fs.reverse();
+    };
+    for (let i = 0; i < t.length; i++) {
+      const fs = define(tr, path(t, i), library);
+      if (fs === null) assert.ok(map[i] < -1, `round ${round}: node ${i} kept`);
+      else assert.deepEqual(map[i] < 0 ? [] : path(out, map[i]), fs, `round ${round}: node ${i}'s output node`);
+    }
     const want = new Map<string, [number, number]>();
     for (const [k, [w, c]] of stacks(t)) {
       const fs = define(tr, k.split(';').map(Number), library);
@@ -229,11 +240,15 @@ test('each transform equals its definition on every stack, and stays in name ord
     kindsSeen.set(tr.kind, (kindsSeen.get(tr.kind) ?? 0) + 1);
     if (got.size < stacks(t).size) merged++;
     assert.deepEqual([...got].sort(), [...want].sort(), `round ${round}: ${JSON.stringify(tr)}`);
-    // Name order: ids depth first, each node's children by rank.
+    // Name order: ids depth first (a node's parent is on the path to the node before it),
+    // each node's children by rank.
     const last = new Map<number, number>();
+    const open: number[] = [];
     for (let i = 0; i < out.length; i++) {
       const p = out.parent[i];
-      assert.ok(p < i, `round ${round}: node ${i} before its parent`);
+      while (open.length && open[open.length - 1] !== p) open.pop();
+      assert.ok(p < 0 || open.length > 0, `round ${round}: node ${i} not depth first`);
+      open.push(i);
       const prev = last.get(p);
       if (prev !== undefined) assert.ok(order[out.frame[prev]] < order[out.frame[i]], `round ${round}: children of ${p} out of order`);
       last.set(p, i);

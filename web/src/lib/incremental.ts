@@ -4,23 +4,10 @@
 // of their own, and every other node is copied as it is (typed-array copies and one pass
 // for the parents). The result is the full transform's, node for node: a tree in name
 // order is the one depth-first numbering of its nodes.
-import { Tree } from './profile.js';
+import { Tree, subtreeEnds } from './profile.js';
 import { Libraries, RootSelf, Transform, applyStep } from './transforms.js';
 
-/** End of each node's subtree (exclusive), per tree in name order: made once per tree. */
-const ends = new WeakMap<Tree, Int32Array>();
-export function subtreeEnds(t: Tree): Int32Array {
-  let end = ends.get(t);
-  if (end) return end;
-  const n = t.length;
-  const size = new Int32Array(n).fill(1);
-  const parent = t.parent;
-  for (let i = n - 1; i > 0; i--) if (parent[i] >= 0) size[parent[i]] += size[i];
-  end = size;
-  for (let i = 0; i < n; i++) end[i] += i;
-  ends.set(t, end);
-  return end;
-}
+export { subtreeEnds };
 
 /**
  * Input nodes whose children's subtrees the transform changes (each the parent of the

@@ -67,6 +67,24 @@ export interface Tree {
 }
 
 /**
+ * End of each node's subtree (exclusive), per tree in name order (whose subtrees are id
+ * ranges: node i's is [i, end[i]), and its next sibling end[i]): made once per tree.
+ */
+const ends = new WeakMap<Tree, Int32Array>();
+export function subtreeEnds(t: Tree): Int32Array {
+  let end = ends.get(t);
+  if (end) return end;
+  const n = t.length;
+  const size = new Int32Array(n).fill(1);
+  const parent = t.parent;
+  for (let i = n - 1; i > 0; i--) if (parent[i] >= 0) size[parent[i]] += size[i];
+  end = size;
+  for (let i = 0; i < n; i++) end[i] += i;
+  ends.set(t, end);
+  return end;
+}
+
+/**
  * The library (module, executable, shared object) a frame's name says its code is in,
  * or null: `libc.so.6\`malloc` (DTrace, bpftrace), `[libc.so.6]` and `[libc.so.6 <0x1f>]`
  * (perf's frames without a symbol), `malloc [libc.so.6]`, `libc.so.6+0x9a2f0` (pprof's

@@ -1,6 +1,7 @@
 // Transforms in the spirit of the Firefox Profiler's: each maps a tree to a new tree in
 // one pass over its nodes, parents first, so the cost is one step per distinct stack and
 // never one per sample.
+import { collapseLibraryInOrder } from './library-runs.js';
 import { Tree, TreeBuilder } from './profile.js';
 
 /** A transform of the call tree; `f` is a frame id of the FrameSet. */
@@ -161,6 +162,8 @@ class Children {
  * every frame: their weight stays in the root), or below -1 (dropped).
  */
 function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries, rank: Uint32Array | null): { tree: Tree; map: Int32Array } {
+  // A library's runs move among their siblings when renamed: made in name order directly.
+  if (tr.kind === 'collapse-library' && t.nameOrder === true && rank && library) return collapseLibraryInOrder(t, tr.f, library, rank);
   const all = tr.kind === 'focus-function';
   const b = new TreeBuilder(nFrames, Math.max(16, t.length), all ? t.length : 1024);
   const kids = new Children(b, t.length);
@@ -170,10 +173,6 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
   // other input nodes are merged into (receivers) and those a lookup found again; under
   // any other node each (parent, frame) is new and is appended without a lookup.
   const recv = receivers(t, tr, library);
-  // Output nodes (and roots) a collapsed library's frame was put under: their children
-  // may be out of name order although nothing merged there.
-  const renamedUnder = tr.kind === 'collapse-library' && t.nameOrder === true && rank ? new Uint8Array(t.length + 1) : null;
-  let renamedRoots = false;
   const region = new Uint8Array(t.length + 1);
   const rootIndexed = recv === 'all' || (recv !== null && recv.root);
   const into = recv === null || recv === 'all' ? null : recv.into;
@@ -292,12 +291,7 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
         if (p === DROPPED) map[i] = DROPPED;
         else if (lib !== tr.f) map[i] = node(p, t.frame[i], i);
         else if (pp >= 0 && t.frame[pp] < library!.length && library![t.frame[pp]] === tr.f) map[i] = p;
-        else {
-          map[i] = node(p, tr.f, i);
-          if (renamedUnder === null) continue;
-          if (p < 0) renamedRoots = true;
-          else renamedUnder[p] = 1;
-        }
+        else map[i] = node(p, tr.f, i);
       }
       break;
   }
@@ -317,8 +311,7 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
   if (t.nameOrder === true && rank) {
     // Output made in the input's order keeps it where one input node made each node's
     // children (drop, focus on subtree: everywhere); elsewhere it is put back in order.
-    if (renamedUnder !== null) for (let k = 0; k < renamedUnder.length; k++) region[k] |= renamedUnder[k];
-    if (recv !== null) out = inNameOrder(out, rank, all ? null : region, rootIndexed || renamedRoots, map);
+    if (recv !== null) out = inNameOrder(out, rank, all ? null : region, rootIndexed, map);
     out.nameOrder = true;
   }
   if (rootSelf > 0 || rootCount > 0) {
