@@ -249,6 +249,27 @@ fn resets_mid_response_are_counted() {
 }
 
 #[test]
+fn latency_ends_when_the_last_bytes_arrive() {
+    // The status line leaves at once, the rest of the head 30 ms later: a response is over
+    // when its last bytes reach the socket, not its first (both reads carry the kernel's
+    // receive time), so no latency is under the server's 30 ms.
+    let f = FaultServer::start(Fault::SlowHeaders {
+        delay: Duration::from_millis(30),
+    })
+    .unwrap();
+    let mut o = opts(&f.url("/"));
+    o.connections = 2;
+    o.threads = 1;
+    o.duration = Some(Duration::from_secs(1));
+    let t = run(&o);
+    assert_eq!(t.s.failed, 0, "{:?}", t.s.errors);
+    let l = t.lat("latency");
+    assert!(l.count >= 10, "{l:?}");
+    assert!(l.min_us >= 30_000, "{l:?}");
+    assert!(l.p50_us < 300_000, "{l:?}");
+}
+
+#[test]
 fn slow_headers_and_silent_servers_time_out_never_hang() {
     let f = FaultServer::start(Fault::SlowHeaders {
         delay: Duration::from_millis(400),

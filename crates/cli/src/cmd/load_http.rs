@@ -37,6 +37,8 @@ pub struct HttpArgs {
     /// Constant total rate in requests per second (wrk2's -R). Latency is then measured
     /// from each request's intended send time, so a stalled server shows in it. Without
     /// -R the load is a closed loop: each connection sends when its last response arrived.
+    /// Either way a response ends when its last bytes reached the socket (the kernel's
+    /// receive time), not when kiln read them.
     #[arg(short = 'R', long, value_name = "REQ/S")]
     rate: Option<f64>,
 

@@ -19,6 +19,7 @@ mod driver;
 pub mod report;
 pub mod request;
 pub mod response;
+mod stamped;
 mod target;
 
 pub use driver::{HttpDriver, SCHEMA, SCHEMA_RATE};
