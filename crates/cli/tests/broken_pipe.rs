@@ -14,7 +14,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn kiln(store: &Path) -> Command {
-    let mut c = Command::new(assert_cmd::cargo::cargo_bin("kiln"));
+    let mut c = kiln_testkit::kiln_process();
     c.env("KILN_STORE", store);
     c
 }

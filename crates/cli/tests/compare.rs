@@ -110,7 +110,7 @@ fn the_gate_fires_on_the_firehose_and_never_on_noise() {
     let on = broker.ctl(&["trace_on", "-p", &vh]).unwrap();
     assert!(on.status.success(), "{on:?}");
     let tracer = Tracer(
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+        kiln_testkit::kiln_process()
             .args(["load", "amqp", "-h", &uri, "-x", "0", "-y", "1"])
             .args([
                 "-e",
@@ -574,7 +574,7 @@ fn the_beam_schedulers_spin_named_and_checked_against_msacc() {
                  warm: &str,
                  events: &str,
                  hz: &str| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"));
+        let mut c = kiln_testkit::kiln_process();
         c.env("KILN_STORE", &store)
             .args([
                 "run", "--name", name, "--repeat", repeat, "-d", secs, "--warmup", warm,

@@ -30,7 +30,7 @@ int main(void) {
 "#;
 
 fn kiln(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
+    let mut c = kiln_testkit::kiln();
     c.env("KILN_STORE", store);
     c
 }

@@ -4,16 +4,14 @@
 //! one address fails at exactly that; spread over three, 250 connections hold. The
 //! brokers' own views are the oracles: mosquitto's `$SYS/broker/clients/connected` and
 //! its log, `ss` of the namespace, nginx's access log (`$remote_addr`).
-use kiln_testkit::{in_private_netns, set_sysctl, Mosquitto, MosquittoOptions, Nginx};
+use kiln_testkit::{
+    in_private_netns, kiln_process, set_sysctl, Mosquitto, MosquittoOptions, Nginx,
+};
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const RANGE: &str = "61000 61099";
-
-fn kiln() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kiln"))
-}
 
 fn text(o: &Output) -> (String, String) {
     (
@@ -62,7 +60,7 @@ fn an_mqtt_fleet_spreads_over_source_addresses_as_the_preflight_check_predicts()
         set_sysctl("net.ipv4.ip_local_port_range", RANGE).unwrap();
         let port = b.port().to_string();
         let fleet = |c: &str, extra: &[&str]| {
-            let mut cmd = kiln();
+            let mut cmd = kiln_process();
             cmd.args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-p", &port])
                 .args(["-c", c, "-i", "0", "-k", "60"])
                 .args(extra);
@@ -158,7 +156,7 @@ fn an_http_load_spreads_its_connections_over_source_addresses() {
         set_sysctl("net.ipv4.ip_local_port_range", RANGE).unwrap();
         let url = n.url("/");
         let load = |sources: &str| {
-            kiln()
+            kiln_process()
                 .args(["load", "http", "-c", "150", "-t", "2", "-d", "1s"])
                 .args(["--source-address", sources, &url])
                 .output()

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A test network of `n` hosts, each with its sshd, and the directory kiln's agents live in.
 struct Hosts {
@@ -170,18 +170,6 @@ fn alive(pid: u32) -> bool {
         !s.rsplit_once(')')
             .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
     })
-}
-
-/// Waits up to `limit` for `cond`; returns how long it took.
-fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if cond() {
-            return Some(t.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    None
 }
 
 /// Follows mosquitto's own count of connected clients (`$SYS/broker/clients/connected`,
@@ -727,7 +715,7 @@ fn an_agent_killed_mid_run_is_marked_and_the_other_goes_on() {
         .spawn()
         .unwrap();
     let mut progress = kiln_testkit::Lines::follow(kiln.stderr.take().unwrap());
-    let victim = wait_for(Duration::from_secs(30), || !h.agents(1).is_empty())
+    let victim = kiln_testkit::poll_until(Duration::from_secs(30), || !h.agents(1).is_empty())
         .map(|_| h.agents(1)[0])
         .expect("the agent on h1 starts");
     // Killed mid-measurement: once the run says it measures, however busy the machine.
@@ -771,7 +759,7 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let up = wait_for(Duration::from_secs(30), || {
+    let up = kiln_testkit::poll_until(Duration::from_secs(30), || {
         !h.agents(0).is_empty() && !h.agents(1).is_empty()
     });
     assert!(up.is_some(), "agents start");
@@ -787,7 +775,8 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
         })
         .expect("kiln's ssh to h1");
     kiln_testkit::signal(ssh1, 9);
-    let t = wait_for(Duration::from_secs(10), || !alive(a1)).expect("h1's agent stops");
+    let t =
+        kiln_testkit::poll_until(Duration::from_secs(10), || !alive(a1)).expect("h1's agent stops");
     eprintln!(
         "agent on h1 gone {:.3} s after its connection dropped",
         t.as_secs_f64()
@@ -796,7 +785,8 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
     // kiln killed: the other agent goes too.
     kiln_testkit::signal(kiln.id(), 9);
     let _ = kiln.wait();
-    let t = wait_for(Duration::from_secs(10), || !alive(a0)).expect("h0's agent stops");
+    let t =
+        kiln_testkit::poll_until(Duration::from_secs(10), || !alive(a0)).expect("h0's agent stops");
     eprintln!(
         "agent on h0 gone {:.3} s after kiln was killed",
         t.as_secs_f64()
@@ -805,7 +795,7 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
     // And their load with them: the broker's count falls to its subscriber alone.
     let sys = SysCount::follow(&b);
     assert!(
-        wait_for(Duration::from_secs(10), || sys.last() == 1).is_some(),
+        kiln_testkit::poll_until(Duration::from_secs(10), || sys.last() == 1).is_some(),
         "the broker still counts {} clients",
         sys.last()
     );

@@ -146,7 +146,7 @@ fn ctrl_c_still_prints_the_summary_and_writes_files() {
     let b = kiln_testkit::shared_rabbitmq().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let prefix = dir.path().join("interrupted");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+    let child = kiln_testkit::kiln_process()
         .args([
             "load",
             "amqp",
@@ -191,7 +191,7 @@ fn ctrl_c_still_prints_the_summary_and_writes_files() {
 fn consumer_latency_does_not_outlive_the_deadline_or_sigterm() {
     let b = kiln_testkit::shared_rabbitmq().unwrap();
     // -z is a hard deadline even while a consumer sleeps out a ~28 h consumer latency.
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+    let mut child = kiln_testkit::kiln_process()
         .args(["load", "amqp", "-h", &b.uri(), "-u", "cli-slow", "-r", "20"])
         .args(["-L", "99999999999", "-z", "2"])
         .stdout(std::process::Stdio::piped())
@@ -211,7 +211,7 @@ fn consumer_latency_does_not_outlive_the_deadline_or_sigterm() {
     };
     assert_eq!(status.and_then(|s| s.code()), Some(0), "ended at -z 2");
     // Without -z, SIGTERM ends it (exit 128 + 15) with the summary written.
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+    let child = kiln_testkit::kiln_process()
         .args([
             "load",
             "amqp",
@@ -246,7 +246,7 @@ fn huge_messages_keep_memory_bounded() {
     let prefix = dir.path().join("huge");
     let out = std::process::Command::new("/usr/bin/time")
         .args(["-f", "maxrss_kb=%M"])
-        .arg(assert_cmd::cargo::cargo_bin("kiln"))
+        .arg(kiln_testkit::kiln_bin())
         .args(["load", "amqp", "-h", &b.uri(), "-u", "cli-huge"])
         .args(["--size", "67108864", "-z", "4", "-o"])
         .arg(&prefix)

@@ -177,7 +177,7 @@ fn a_concurrency_sweep_writes_its_table_windows_and_verdict() {
 #[test]
 fn ctrl_c_ends_the_run_with_a_summary() {
     let n = Nginx::start().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+    let mut child = kiln_testkit::kiln_process()
         .args(["load", "http", "-c", "2", "-d", "60s", &n.url("/")])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -101,7 +101,7 @@ fn pubsub_prints_lines_and_writes_json_and_csv() {
 fn two_loads(port: u16, extra: &[&str]) -> Vec<serde_json::Value> {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     let start = |name: &str| {
         std::process::Command::new(&bin)
             .args(["load", "mqtt", "pubsub", "-h", "127.0.0.1", "-p"])

@@ -192,7 +192,7 @@ fn a_closed_stdout_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let input = folded(dir.path());
     // Run through a shell so that descriptor 1 is really closed (`>&-`).
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
@@ -243,7 +243,7 @@ fn big_input(dir: &Path) -> PathBuf {
 fn signals_during_a_long_render_leave_no_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
     let input = big_input(dir.path());
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     // Different signals at different points of the command: reading, rendering, writing.
     let mut interrupted = 0;
     for (i, sig) in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]

@@ -337,7 +337,7 @@ fn signals_finish_the_recording_and_stop_the_command() {
     ] {
         let out_dir = tempfile::tempdir().unwrap();
         let svg = out_dir.path().join("cpu.svg");
-        let mut kiln = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+        let mut kiln = kiln_testkit::kiln_process()
             .args(["record", "-o"])
             .arg(&svg)
             .arg("--")
@@ -538,7 +538,7 @@ fn memory_stacks_of_rabbitmq_reach_erlang_as_cpu_stacks_do() {
     let beam = broker.beam_pid().expect("broker pid").to_string();
     let dir = tempfile::tempdir().unwrap();
     let queue = format!("kiln-mmap-{}", std::process::id());
-    let mut load = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let mut load = kiln_testkit::kiln_process()
         .args([
             "load",
             "amqp",
@@ -716,7 +716,7 @@ fn drop_idle_leaves_out_runtime_idle_waiting_and_says_so() {
         .unwrap();
     let pid = child.id().to_string();
     let mut stdin = child.stdin.take().unwrap();
-    let rec_cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let rec_cmd = kiln_testkit::kiln_process()
         .args(["record", "-p", &pid, "-e", "offcpu", "-d", "2", "-o"])
         .arg(&rec)
         .stderr(std::process::Stdio::null())
@@ -751,7 +751,7 @@ fn rabbitmq_kernel_leaves_agree_with_perf() {
     let beam = broker.beam_pid().expect("broker pid");
     let dir = tempfile::tempdir().unwrap();
     let queue = format!("kiln-oracle-{}", std::process::id());
-    let mut load = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let mut load = kiln_testkit::kiln_process()
         .args(["load", "amqp", "-h", &broker.uri(), "-x", "1", "-y", "1"])
         .args(["-r", "3000", "-z", "12", "--queue", &queue])
         .stdout(std::process::Stdio::piped())

@@ -1,6 +1,5 @@
 //! `kiln run`, `kiln runs` and `kiln compare` end to end: real targets built here, a real
 //! RabbitMQ, real SQLite stores.
-use assert_cmd::Command;
 use kiln_testkit::Started;
 use predicates::prelude::*;
 use serde_json::Value;
@@ -292,8 +291,7 @@ fn runs_are_listed_shown_read_as_profiles_exported_and_imported() {
         .arg(&file)
         .assert()
         .success();
-    Command::cargo_bin("kiln")
-        .unwrap()
+    kiln_testkit::kiln()
         .arg("flamegraph")
         .arg(&file)
         .assert()
@@ -356,7 +354,7 @@ fn runs_cut_short_are_stored_and_marked() {
         .code(1)
         .stdout(predicate::str::contains("exited with status 7"));
     // Ctrl-C.
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     let child = std::process::Command::new(&bin)
         .env("KILN_STORE", &store)
         .args(["run", "--name", "interrupted", "-d", "60", "-p", &t.pid()])
@@ -395,7 +393,7 @@ fn two_runs_writing_one_store_at_once_both_land() {
     let store = dir.path().join("runs.db");
     let exe = kiln_testkit::build_ticker(dir.path());
     let t = Started::new(&exe, &["10"]);
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     let children: Vec<Child> = (0..2)
         .map(|i| {
             std::process::Command::new(&bin)

@@ -9,11 +9,11 @@ use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `kiln` with `KILN_STORE` set to `store`, in `dir`.
 fn kiln(store: &str, dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("kiln").unwrap();
+    let mut c = kiln_testkit::kiln();
     c.env("KILN_STORE", store).current_dir(dir);
     c
 }
@@ -38,7 +38,7 @@ fn spawn_run(
     pid: &str,
     args: &[&str],
 ) -> Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+    kiln_testkit::kiln_process()
         .current_dir(dir)
         .env_remove("KILN_STORE")
         .args(["run", "--store", store, "--name", name, "--tag"])
@@ -72,12 +72,11 @@ fn kiln_sessions(pg: &Postgres, filter: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(t.elapsed() < Duration::from_secs(60), "{what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for(what: &str, ok: impl FnMut() -> bool) {
+    assert!(
+        kiln_testkit::poll_until(Duration::from_secs(60), ok).is_some(),
+        "{what}"
+    );
 }
 
 /// Starts a `kiln run` (as [`spawn_run`]) and returns once it has opened its store: its
@@ -160,8 +159,7 @@ fn two_machines_record_into_one_store_and_compare() {
         assert!(report.exists(), "{}", report.display());
     }
     // `kiln runs` lists both machines' runs; --store works as KILN_STORE does.
-    Command::cargo_bin("kiln")
-        .unwrap()
+    kiln_testkit::kiln()
         .args(["runs", "--store", &url])
         .assert()
         .success()

@@ -573,7 +573,7 @@ fn as_nobody() -> Option<std::process::Command> {
     }
     let mut c = std::process::Command::new("setpriv");
     c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(assert_cmd::cargo::cargo_bin("kiln"));
+        .arg(kiln_testkit::kiln_bin());
     Some(c)
 }
 
@@ -646,7 +646,7 @@ fn a_full_disk_during_the_save_keeps_the_run_where_kiln_says_and_it_imports() {
     std::fs::create_dir(&tmp).unwrap();
     let exe = kiln_testkit::build_ticker(dir.path());
     let t = Started::new(&exe, &["5"]);
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     // 2,000 KiB per file: the load's 12 MB of incompressible output cannot be saved.
     let out = std::process::Command::new("bash")
         .arg("-c")
@@ -700,7 +700,7 @@ fn kill_9_of_kiln_leaves_no_load_process() {
     let dir = tempfile::tempdir().unwrap();
     let exe = kiln_testkit::build_ticker(dir.path());
     let t = Started::new(&exe, &["5"]);
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     // The load, and a process the load started: both must go with kiln.
     let marker = format!("60{}.5", std::process::id());
     let mut child = std::process::Command::new(&bin)
@@ -906,7 +906,7 @@ fn a_hung_pprof_endpoint_never_holds_a_stop_and_the_run_is_stored() {
     let store = dir.path().join("runs.db");
     let exe = kiln_testkit::build_ticker(dir.path());
     let t = Started::new(&exe, &["5"]);
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     let mut child = std::process::Command::new(&bin)
         .env("KILN_STORE", &store)
         .args([
@@ -1026,7 +1026,7 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
     drop(broker);
     // A broker that never answers CONNECT: SIGTERM in the handshake exits 143.
     let broker = fake_broker(b"");
-    let bin = assert_cmd::cargo::cargo_bin("kiln");
+    let bin = kiln_testkit::kiln_bin();
     let mut child = std::process::Command::new(&bin)
         .args([
             "load",

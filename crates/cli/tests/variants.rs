@@ -170,7 +170,7 @@ fn an_aa_experiment_under_drift_is_paired_and_fires_no_gate() {
         "n=$(($(cat {c} 2>/dev/null || echo 0) + 1)); echo $n > {c}; if [ $n -eq 6 ]; then kill -USR1 {pid}; fi",
         c = count.display()
     );
-    let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("kiln"));
+    let mut run = kiln_testkit::kiln_process();
     run.env("KILN_STORE", &store)
         .args(["run", "--variant", "a=true", "--variant", "b=true"])
         .args(["--after-each", &drift])

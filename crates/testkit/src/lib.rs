@@ -232,9 +232,36 @@ impl Lines {
     }
 }
 
+/// The `kiln` binary the tests built.
+pub fn kiln_bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("kiln")
+}
+
 /// `kiln` as the tests built it, ready to be given arguments.
 pub fn kiln() -> assert_cmd::Command {
-    assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("kiln"))
+    assert_cmd::Command::new(kiln_bin())
+}
+
+/// [`kiln`] as a process to spawn (to signal it, read its output as it goes).
+pub fn kiln_process() -> std::process::Command {
+    std::process::Command::new(kiln_bin())
+}
+
+/// Polls `cond` every 10 ms for up to `limit`; how long it took to hold, or `None`.
+pub fn poll_until(
+    limit: std::time::Duration,
+    mut cond: impl FnMut() -> bool,
+) -> Option<std::time::Duration> {
+    let t = std::time::Instant::now();
+    loop {
+        if cond() {
+            return Some(t.elapsed());
+        }
+        if t.elapsed() >= limit {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// [`kiln`] with its run store at `store` (`KILN_STORE`).
