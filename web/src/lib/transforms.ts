@@ -157,38 +157,16 @@ class Children {
   }
 }
 
+/** Makes the output node of `frame` under output node p for input node i. */
+type NodeMaker = (p: number, frame: number, i: number) => number;
+
 /**
- * One transform, and where each input node went: an output node, -1 (its samples lost
- * every frame: their weight stays in the root), or below -1 (dropped).
+ * Where each input node goes under a transform of one frame (merge, drop, collapse
+ * recursion, collapse direct recursion, collapse library), given `node` to make an output
+ * node and `at` for an input parent's output node.
  */
-function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries, rank: Uint32Array | null): { tree: Tree; map: Int32Array } {
-  // A library's runs move among their siblings when renamed: made in name order directly.
-  if (tr.kind === 'collapse-library' && t.nameOrder === true && rank && library) return collapseLibraryInOrder(t, tr.f, library, rank);
-  const all = tr.kind === 'focus-function';
-  const b = new TreeBuilder(nFrames, Math.max(16, t.length), all ? t.length : 1024);
-  const kids = new Children(b, t.length);
-  const map = new Int32Array(t.length);
+function mapByFrame(t: Tree, tr: Transform, library: Libraries, map: Int32Array, node: NodeMaker): void {
   const at = (p: number): number => (p < 0 ? -1 : map[p]);
-  // Children are looked up only under output nodes that several input nodes reach: those
-  // other input nodes are merged into (receivers) and those a lookup found again; under
-  // any other node each (parent, frame) is new and is appended without a lookup.
-  const recv = receivers(t, tr, library);
-  const region = new Uint8Array(t.length + 1);
-  const rootIndexed = recv === 'all' || (recv !== null && recv.root);
-  const into = recv === null || recv === 'all' ? null : recv.into;
-  /** The output node of `frame` under output node p, made for input node i. */
-  const node = (p: number, frame: number, i: number): number => {
-    let o: number;
-    if (all) {
-      o = b.intern(p, frame);
-      region[o] = 1;
-    } else if (p < 0 ? rootIndexed : region[p] === 1) {
-      o = kids.lookup(p, frame);
-      if (kids.found) region[o] = 1;
-    } else o = kids.append(p, frame);
-    if (into !== null && into[i] === 1) region[o] = 1;
-    return o;
-  };
   switch (tr.kind) {
     case 'merge':
       for (let i = 0; i < t.length; i++) {
@@ -202,6 +180,52 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
         map[i] = p === DROPPED || t.frame[i] === tr.f ? DROPPED : node(p, t.frame[i], i);
       }
       break;
+    case 'collapse-recursion': {
+      // outer[i]: the output node of the nearest enclosing f, or -1.
+      const outer = new Int32Array(t.length);
+      for (let i = 0; i < t.length; i++) {
+        const pp = t.parent[i];
+        const p = at(pp);
+        const o = pp < 0 ? -1 : outer[pp];
+        if (p === DROPPED) {
+          map[i] = DROPPED;
+          outer[i] = -1;
+        } else if (t.frame[i] === tr.f && o >= 0) {
+          map[i] = o;
+          outer[i] = o;
+        } else {
+          map[i] = node(p, t.frame[i], i);
+          outer[i] = t.frame[i] === tr.f ? map[i] : o;
+        }
+      }
+      break;
+    }
+    case 'collapse-direct-recursion':
+      for (let i = 0; i < t.length; i++) {
+        const pp = t.parent[i];
+        const p = at(pp);
+        if (p === DROPPED) map[i] = DROPPED;
+        else map[i] = t.frame[i] === tr.f && pp >= 0 && t.frame[pp] === tr.f ? p : node(p, t.frame[i], i);
+      }
+      break;
+    case 'collapse-library':
+      for (let i = 0; i < t.length; i++) {
+        const pp = t.parent[i];
+        const p = at(pp);
+        const lib = library && t.frame[i] < library.length ? library[t.frame[i]] : -1;
+        if (p === DROPPED) map[i] = DROPPED;
+        else if (lib !== tr.f) map[i] = node(p, t.frame[i], i);
+        else if (pp >= 0 && t.frame[pp] < library!.length && library![t.frame[pp]] === tr.f) map[i] = p;
+        else map[i] = node(p, tr.f, i);
+      }
+      break;
+  }
+}
+
+/** Where each input node goes under focus on a function, focus on a subtree or merge node only. */
+function mapByPath(t: Tree, tr: Transform, map: Int32Array, node: NodeMaker): void {
+  const at = (p: number): number => (p < 0 ? -1 : map[p]);
+  switch (tr.kind) {
     case 'focus-function': {
       // map: DROPPED while outside f; once inside, nodes of the focused tree.
       for (let i = 0; i < t.length; i++) {
@@ -237,26 +261,6 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
       }
       break;
     }
-    case 'collapse-recursion': {
-      // outer[i]: the output node of the nearest enclosing f, or -1.
-      const outer = new Int32Array(t.length);
-      for (let i = 0; i < t.length; i++) {
-        const pp = t.parent[i];
-        const p = at(pp);
-        const o = pp < 0 ? -1 : outer[pp];
-        if (p === DROPPED) {
-          map[i] = DROPPED;
-          outer[i] = -1;
-        } else if (t.frame[i] === tr.f && o >= 0) {
-          map[i] = o;
-          outer[i] = o;
-        } else {
-          map[i] = node(p, t.frame[i], i);
-          outer[i] = t.frame[i] === tr.f ? map[i] : o;
-        }
-      }
-      break;
-    }
     case 'merge-call-node': {
       // state[i]: frames of the path matched, -1 once off the path (or past its end).
       const state = new Int32Array(t.length);
@@ -275,26 +279,42 @@ function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries
       }
       break;
     }
-    case 'collapse-direct-recursion':
-      for (let i = 0; i < t.length; i++) {
-        const pp = t.parent[i];
-        const p = at(pp);
-        if (p === DROPPED) map[i] = DROPPED;
-        else map[i] = t.frame[i] === tr.f && pp >= 0 && t.frame[pp] === tr.f ? p : node(p, t.frame[i], i);
-      }
-      break;
-    case 'collapse-library':
-      for (let i = 0; i < t.length; i++) {
-        const pp = t.parent[i];
-        const p = at(pp);
-        const lib = library && t.frame[i] < library.length ? library[t.frame[i]] : -1;
-        if (p === DROPPED) map[i] = DROPPED;
-        else if (lib !== tr.f) map[i] = node(p, t.frame[i], i);
-        else if (pp >= 0 && t.frame[pp] < library!.length && library![t.frame[pp]] === tr.f) map[i] = p;
-        else map[i] = node(p, tr.f, i);
-      }
-      break;
   }
+}
+
+/**
+ * One transform, and where each input node went: an output node, -1 (its samples lost
+ * every frame: their weight stays in the root), or below -1 (dropped).
+ */
+function applyMapped(t: Tree, tr: Transform, nFrames: number, library: Libraries, rank: Uint32Array | null): { tree: Tree; map: Int32Array } {
+  // A library's runs move among their siblings when renamed: made in name order directly.
+  if (tr.kind === 'collapse-library' && t.nameOrder === true && rank && library) return collapseLibraryInOrder(t, tr.f, library, rank);
+  const all = tr.kind === 'focus-function';
+  const b = new TreeBuilder(nFrames, Math.max(16, t.length), all ? t.length : 1024);
+  const kids = new Children(b, t.length);
+  const map = new Int32Array(t.length);
+  // Children are looked up only under output nodes that several input nodes reach: those
+  // other input nodes are merged into (receivers) and those a lookup found again; under
+  // any other node each (parent, frame) is new and is appended without a lookup.
+  const recv = receivers(t, tr, library);
+  const region = new Uint8Array(t.length + 1);
+  const rootIndexed = recv === 'all' || (recv !== null && recv.root);
+  const into = recv === null || recv === 'all' ? null : recv.into;
+  /** The output node of `frame` under output node p, made for input node i. */
+  const node = (p: number, frame: number, i: number): number => {
+    let o: number;
+    if (all) {
+      o = b.intern(p, frame);
+      region[o] = 1;
+    } else if (p < 0 ? rootIndexed : region[p] === 1) {
+      o = kids.lookup(p, frame);
+      if (kids.found) region[o] = 1;
+    } else o = kids.append(p, frame);
+    if (into !== null && into[i] === 1) region[o] = 1;
+    return o;
+  };
+  if (tr.kind === 'focus-function' || tr.kind === 'focus-subtree' || tr.kind === 'merge-call-node') mapByPath(t, tr, map, node);
+  else mapByFrame(t, tr, library, map, node);
   let rootSelf = 0;
   let rootCount = 0;
   for (let i = 0; i < t.length; i++) {

@@ -98,38 +98,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
     return s;
   };
   const tabs = new Map<ViewName, HTMLButtonElement>();
-  const tablist = el('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Views' });
-  for (const t of views) {
-    const b = el('button', {
-      type: 'button',
-      role: 'tab',
-      id: `${idPrefix}-tab-${t.view}`,
-      'aria-controls': `${idPrefix}-pane-${t.view}`,
-      'data-ctrl': `tab-${t.view}`,
-      title: `${t.label} (${t.key})`,
-      text: t.label,
-    });
-    b.addEventListener('click', () => a.tab(t.view));
-    tabs.set(t.view, b);
-    ctrl[`tab-${t.view}`] = b;
-    tablist.append(b);
-  }
-  // Arrow keys move between tabs (the ARIA tabs pattern: one tab stop for the list).
-  tablist.addEventListener('keydown', (e) => {
-    const list = [...tabs.values()];
-    const i = list.indexOf(document.activeElement as HTMLButtonElement);
-    if (i < 0) return;
-    let k = -1;
-    if (e.key === 'ArrowRight') k = (i + 1) % list.length;
-    else if (e.key === 'ArrowLeft') k = (i - 1 + list.length) % list.length;
-    else if (e.key === 'Home') k = 0;
-    else if (e.key === 'End') k = list.length - 1;
-    if (k < 0) return;
-    e.preventDefault();
-    e.stopPropagation();
-    list[k].focus();
-    list[k].click();
-  });
+  const tablist = tabList(views, idPrefix, a, ctrl, tabs);
   const search = el('input', { type: 'search', class: 'search', placeholder: 'Search functions (regex)', 'aria-label': 'Search functions (regular expression)', 'data-ctrl': 'search' });
   search.addEventListener('input', () => a.search(search.value));
   search.addEventListener('keydown', (e) => {
@@ -179,21 +148,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
         ...[0, 1].flatMap((i) => [el('span', { class: 'fact-side', text: `${m.labels[i]}:` }), ...facts(model, i, ctrl)]),
       )
     : el('div', { class: 'facts' }, ...facts(model, 0, ctrl));
-  const name = (i: number): string => {
-    const src = m.profiles[i]?.source;
-    return src ? `${m.labels[i]} (${src})` : m.labels[i];
-  };
-  const legend = model.isDiff
-    ? el(
-        'div',
-        { class: 'legend' },
-        swatch('rgb(255,60,60)', `grew in ${name(1)}`),
-        swatch('rgb(60,60,255)', `shrank in ${name(1)}`),
-        swatch(NEW_COLOR, `new in ${m.labels[1]}`),
-        swatch(GONE_COLOR, `gone in ${m.labels[1]} (width from ${m.labels[0]})`),
-        el('span', { class: 'legend-note', 'data-ctrl': 'legend-note' }),
-      )
-    : null;
+  const legend = model.isDiff ? diffLegend(model) : null;
   if (legend) ctrl['legend-note'] = legend.querySelector('.legend-note') as HTMLElement;
   const header = el(
     embedded !== null ? 'div' : 'header',
@@ -205,6 +160,60 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
     legend,
   );
   return { el: header, ctrl, tabs };
+}
+
+/** The views' tabs: one tab stop, arrow keys, Home and End between them (the ARIA tabs pattern). */
+function tabList(views: TabSpec[], idPrefix: string, a: HeaderActions, ctrl: Record<string, HTMLElement>, tabs: Map<ViewName, HTMLButtonElement>): HTMLElement {
+  const tablist = el('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Views' });
+  for (const t of views) {
+    const b = el('button', {
+      type: 'button',
+      role: 'tab',
+      id: `${idPrefix}-tab-${t.view}`,
+      'aria-controls': `${idPrefix}-pane-${t.view}`,
+      'data-ctrl': `tab-${t.view}`,
+      title: `${t.label} (${t.key})`,
+      text: t.label,
+    });
+    b.addEventListener('click', () => a.tab(t.view));
+    tabs.set(t.view, b);
+    ctrl[`tab-${t.view}`] = b;
+    tablist.append(b);
+  }
+  tablist.addEventListener('keydown', (e) => {
+    const list = [...tabs.values()];
+    const i = list.indexOf(document.activeElement as HTMLButtonElement);
+    if (i < 0) return;
+    let k = -1;
+    if (e.key === 'ArrowRight') k = (i + 1) % list.length;
+    else if (e.key === 'ArrowLeft') k = (i - 1 + list.length) % list.length;
+    else if (e.key === 'Home') k = 0;
+    else if (e.key === 'End') k = list.length - 1;
+    if (k < 0) return;
+    e.preventDefault();
+    e.stopPropagation();
+    list[k].focus();
+    list[k].click();
+  });
+  return tablist;
+}
+
+/** What a differential flame graph's colours mean. */
+function diffLegend(model: Model): HTMLElement {
+  const m = model.meta;
+  const name = (i: number): string => {
+    const src = m.profiles[i]?.source;
+    return src ? `${m.labels[i]} (${src})` : m.labels[i];
+  };
+  return el(
+    'div',
+    { class: 'legend' },
+    swatch('rgb(255,60,60)', `grew in ${name(1)}`),
+    swatch('rgb(60,60,255)', `shrank in ${name(1)}`),
+    swatch(NEW_COLOR, `new in ${m.labels[1]}`),
+    swatch(GONE_COLOR, `gone in ${m.labels[1]} (width from ${m.labels[0]})`),
+    el('span', { class: 'legend-note', 'data-ctrl': 'legend-note' }),
+  );
 }
 
 /**
