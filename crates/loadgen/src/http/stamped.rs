@@ -8,7 +8,9 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 /// Asks the kernel to stamp what it queues on `sock` with its arrival time. Without it
-/// (an error, which is ignored) reads carry no time and latency ends at the read.
+/// (an error, which is ignored) reads carry no time and latency ends at the read; so do
+/// the reads of the first moment after the machine's first socket asked (the kernel
+/// turns stamping on in deferred work).
 pub(super) fn enable(sock: &TcpStream) {
     let on: libc::c_int = 1;
     // SAFETY: a valid socket, an int option of the right size.
@@ -92,13 +94,29 @@ mod tests {
         let (rx, _) = l.accept().unwrap();
         let rx = TcpStream::from_std(rx);
         enable(&rx);
+        // The kernel turns stamping on a moment after the first socket asks for it (a
+        // deferred switch): until then reads carry no time.
+        let mut buf = [0u8; 16];
+        let t0 = Instant::now();
+        loop {
+            tx.write_all(b"x").unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            let (n, stamp) = read(&rx, &mut buf).unwrap();
+            assert_eq!(n, 1);
+            if stamp.is_some() {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the kernel never stamped"
+            );
+        }
         let base = Instant::now();
         let ns = || base.elapsed().as_nanos() as u64;
         let sent = ns();
         tx.write_all(b"one").unwrap();
         let written = ns();
         std::thread::sleep(Duration::from_millis(80));
-        let mut buf = [0u8; 16];
         let (n, stamp) = read(&rx, &mut buf).unwrap();
         let now = ns();
         assert_eq!(&buf[..n], b"one");
