@@ -806,13 +806,19 @@ fn bind_probe(a: IpAddr) -> std::io::Result<()> {
 
 /// `IP_BIND_ADDRESS_NO_PORT`: the port of a bound socket is chosen at `connect()`.
 fn no_port(s: &socket2::Socket) {
+    turn_on(s, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT);
+}
+
+/// Sets a socket's int option `level`/`name` to 1, for the options socket2 does not name;
+/// a failure only leaves the option unset.
+pub(crate) fn turn_on(s: &impl AsRawFd, level: libc::c_int, name: libc::c_int) {
     let one: libc::c_int = 1;
-    // SAFETY: a valid socket and option value; a failure only leaves the option unset.
+    // SAFETY: a valid socket and an int option value of the size given.
     unsafe {
         libc::setsockopt(
             s.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_BIND_ADDRESS_NO_PORT,
+            level,
+            name,
             (&one as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );

@@ -12,17 +12,7 @@ use std::os::fd::AsRawFd;
 /// the reads of the first moment after the machine's first socket asked (the kernel
 /// turns stamping on in deferred work).
 pub(super) fn enable(sock: &TcpStream) {
-    let on: libc::c_int = 1;
-    // SAFETY: a valid socket, an int option of the right size.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    crate::engine::fleet::turn_on(sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS);
 }
 
 /// Room for one `timespec` control message (and some to spare).
