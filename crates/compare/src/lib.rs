@@ -8,8 +8,10 @@
 //!
 //! * `kiln compare` ([`compare()`]): runs, or groups of repeated runs, side by side —
 //!   what changed, and how sure kiln is;
-//! * a run seen through one of its windows ([`window`]): a sweep step or a span of
-//!   seconds, its headline figures computed again from the run's per-second data;
+//! * a run seen through one of its windows ([`window`], kept in the store so that the run,
+//!   the findings and the report compute a window's figures with the same rule): a sweep
+//!   step or a span of seconds, its headline figures computed again from the run's
+//!   per-second data;
 //! * a sweep's steps and its knee, explained by comparing the windows either side of it
 //!   ([`sweep`]);
 //! * `kiln runs trend` ([`trend`]): one configuration's history, its change points and the
@@ -53,7 +55,8 @@ pub mod stats;
 pub mod sweep;
 pub mod trend;
 pub mod verdict;
-pub mod window;
+/// A run seen through one of its windows (kept in the store, beside the run it reads).
+pub use kiln_store::window;
 
 pub use export::{format_value, md_escape, Exporter, Format};
 pub use figures::{figure, Better, Figure, Held, Role, FIGURES};

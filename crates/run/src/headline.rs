@@ -129,7 +129,7 @@ pub struct GroupCpu {
 /// columns of its series: CPU seconds over the seconds whose middle lies in `w`), busiest
 /// first; groups that used no CPU are left out.
 pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
-    let rows: Vec<(usize, f64)> = kiln_compare::window::intervals(&target.time_ns)
+    let rows: Vec<(usize, f64)> = kiln_store::window::intervals(&target.time_ns)
         .enumerate()
         .filter(|(_, (start, end))| w.contains(start + (end - start) / 2))
         .map(|(i, (start, end))| (i, (end - start) as f64 / 1e9))
@@ -305,7 +305,7 @@ pub(crate) fn compute(
     if info.unit == FLEET_UNIT {
         // A fleet's work is holding its connections, not opening them: no rate of
         // connections per second stands for it (an idle fleet would read "0/s").
-        h.connections = kiln_compare::window::connections_held(Some(&load_series(ticks)), w.end_ns);
+        h.connections = kiln_store::window::connections_held(Some(&load_series(ticks)), w.end_ns);
         h.throughput = None;
         h.send_rate = None;
         h.operations = None;
@@ -503,7 +503,7 @@ mod tests {
             tick(3 * s, 0.0, 10.0),
             tick(4 * s, 0.0, 0.0),
         ];
-        let held = |end| kiln_compare::window::connections_held(Some(&load_series(&ticks)), end);
+        let held = |end| kiln_store::window::connections_held(Some(&load_series(&ticks)), end);
         assert_eq!(held(2 * s), Some(150));
         assert_eq!(held(4 * s), Some(140));
     }

@@ -59,6 +59,7 @@ mod listing;
 mod model;
 mod postgres;
 mod sqlite;
+pub mod window;
 
 pub use check::check_meta;
 pub use listing::{configuration, Listed};

@@ -3,7 +3,7 @@
 //! every second — the load's rates, the target's CPU, memory and switches — and from the
 //! latency histograms kept for that window, so `kiln compare sweep@48 sweep@256` compares
 //! two steps of one run as it compares two runs.
-use kiln_store::{Headline, RunData, RunMeta, SeriesTable, Window};
+use crate::{Headline, RunData, RunMeta, SeriesTable, Window};
 
 /// Finds the window `name` names in `meta`: a window's full name (`connections=48`), the
 /// value after its `=` (`48`), `measure`, or a span of seconds from the start of the
@@ -46,14 +46,14 @@ fn per_second_latency(run: &RunData, w: &Window) -> Option<(String, hdrhistogram
     let logs: Vec<_> = run
         .histograms
         .iter()
-        .filter(|x| x.window == kiln_store::PER_SECOND)
+        .filter(|x| x.window == crate::PER_SECOND)
         .collect();
     let wanted = run.meta.headline.latency.as_deref();
     let log = logs
         .iter()
         .find(|x| Some(x.name.as_str()) == wanted)
         .or(logs.first())?;
-    let seconds = kiln_store::hdr::read_interval_log(&log.data).ok()?;
+    let seconds = crate::hdr::read_interval_log(&log.data).ok()?;
     let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
     let mut prev: Option<u64> = None;
     for (end, h) in seconds {
@@ -133,7 +133,7 @@ fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)
 /// of its last, messages, when the load watched a queue.
 pub fn queue_depth(run: &RunData, w: &Window) -> Option<(f64, f64)> {
     let load = run.series.iter().find(|t| t.name == "load");
-    let v = values(load, kiln_store::QUEUE_DEPTH, w);
+    let v = values(load, crate::QUEUE_DEPTH, w);
     Some((v.first()?.0, v.last()?.0))
 }
 
@@ -225,7 +225,7 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
         .histograms
         .iter()
         .find(|x| x.window == w.name)
-        .and_then(|x| Some((x.name.clone(), kiln_store::hdr::decode_histogram(&x.data)?)))
+        .and_then(|x| Some((x.name.clone(), crate::hdr::decode_histogram(&x.data)?)))
         .or_else(|| per_second_latency(run, w))
     {
         let (name, p) = hist;
@@ -261,7 +261,7 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
     if seconds(&busy) > 0.0 {
         h.machine_busy_pct = integral(&busy).map(|x| x / seconds(&busy));
     }
-    h.queue_depth_max = values(load, kiln_store::QUEUE_DEPTH, w)
+    h.queue_depth_max = values(load, crate::QUEUE_DEPTH, w)
         .iter()
         .map(|(v, _)| *v)
         .reduce(f64::max);
@@ -271,7 +271,7 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
     }
     // The BEAM's scheduler states from the window's samples (blocks by their start).
     if meta.headline.beam.is_some() {
-        h.beam = kiln_store::SchedulerStates::of_profiles(sliced);
+        h.beam = crate::SchedulerStates::of_profiles(sliced);
     }
     meta.headline = h;
     meta.measure = w.clone();
@@ -287,7 +287,7 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kiln_store::Column;
+    use crate::Column;
 
     fn series(name: &str, cols: &[(&str, &[f64])]) -> SeriesTable {
         let n = cols[0].1.len();
