@@ -54,6 +54,7 @@
 
 mod check;
 mod codec;
+pub mod columns;
 pub mod hdr;
 mod listing;
 mod model;

@@ -1,0 +1,98 @@
+//! The names of the series a run keeps: the tables and their columns, declared once.
+//!
+//! A run's per-second data is tables of columns ([`crate::SeriesTable`]) found by name;
+//! these are the names kiln writes, for every reader to use (the headline, a window's
+//! figures, the findings, the report). A column per thread group is the column's name, a
+//! colon and the group (`cpu user:scheduler`: [`per_group`]).
+//!
+//! Units: `%` is percent of one CPU (a second of CPU per second is 100), `1/s` a rate,
+//! `count` and `bytes` a level read at the end of the second.
+
+/// The load's table (its own columns are the protocol's: `sent`, `received`, `p50`...).
+pub const LOAD: &str = "load";
+/// The target's table.
+pub const TARGET: &str = "target";
+/// The machine's table.
+pub const MACHINE: &str = "machine";
+/// kiln's own table.
+pub const KILN: &str = "kiln";
+/// Every other process that used CPU: one column per process (`cpu:NAME (PID)`, `%`).
+/// Added in 0.4.
+pub const OTHERS: &str = "others";
+
+/// Target user CPU, `%`.
+pub const CPU_USER: &str = "cpu user";
+/// Target system CPU, `%`.
+pub const CPU_SYSTEM: &str = "cpu system";
+/// Target resident memory, `bytes`.
+pub const RSS: &str = "rss";
+/// Target threads, `count`.
+pub const THREADS: &str = "threads";
+/// Voluntary context switches of every thread of the target (a thread's own counts, so
+/// threads that come and go are counted while they live), `1/s`.
+pub const VOLUNTARY: &str = "voluntary switches";
+/// Involuntary context switches, `1/s`.
+pub const INVOLUNTARY: &str = "involuntary switches";
+/// Open file descriptors, `count`.
+pub const OPEN_FILES: &str = "open files";
+/// Open sockets, `count`.
+pub const SOCKETS: &str = "sockets";
+/// Time the target's threads were runnable and waited for a CPU (`schedstat`'s run-queue
+/// time), `%` (of one CPU: 100 is one thread waiting the whole second). Added in 0.4.
+pub const RUNNABLE: &str = "runnable";
+/// Minor page faults of the target, `1/s`. Added in 0.4.
+pub const MINOR_FAULTS: &str = "minor faults";
+/// Major page faults (read from disk), `1/s`. Added in 0.4.
+pub const MAJOR_FAULTS: &str = "major faults";
+/// Bytes the target read from storage (`/proc/PID/io` `read_bytes`), `bytes/s`. Added in 0.4.
+pub const DISK_READ: &str = "disk read";
+/// Bytes the target caused to be written to storage, `bytes/s`. Added in 0.4.
+pub const DISK_WRITE: &str = "disk write";
+/// Connections waiting in the accept queues of the target's listening sockets (their
+/// Recv-Q in `ss -lnt`), `count`. Added in 0.4.
+pub const ACCEPT_QUEUE: &str = "accept queue";
+/// Connections the target's network namespace dropped because an accept queue was full
+/// (`TcpExt: ListenOverflows`), `1/s`. Added in 0.4.
+pub const LISTEN_OVERFLOWS: &str = "listen overflows";
+/// Time the target's cgroup was throttled by its CPU quota (`cpu.stat` `throttled_usec`),
+/// `%` of the second. Added in 0.4.
+pub const THROTTLED: &str = "throttled";
+/// The target's cgroup CPU quota (`cpu.max`), CPUs. Added in 0.4.
+pub const CPU_QUOTA: &str = "cpu quota";
+
+/// Per thread group: user CPU, `%`.
+pub const GROUP_CPU_USER: &str = CPU_USER;
+/// Per thread group: system CPU, `%`.
+pub const GROUP_CPU_SYSTEM: &str = CPU_SYSTEM;
+/// Per thread group: run-queue wait, `%`. Added in 0.4.
+pub const GROUP_RUNNABLE: &str = RUNNABLE;
+/// Per thread group: its threads, `count`. Added in 0.4.
+pub const GROUP_THREADS: &str = THREADS;
+/// Per thread group: the CPU of its busiest thread over the second, `%` (a thread at 100
+/// used a whole CPU: nothing it does can go faster). Added in 0.4.
+pub const GROUP_BUSIEST: &str = "busiest thread";
+
+/// The machine's busy share, `%` of all its CPUs.
+pub const BUSY: &str = "busy";
+/// kiln's own CPU, `%`.
+pub const KILN_CPU: &str = "kiln cpu";
+/// An external load command's CPU (with its children), `%`.
+pub const LOAD_COMMAND_CPU: &str = "load command cpu";
+
+/// The column of `column` for thread group `group`: `cpu user:scheduler`.
+pub fn per_group(column: &str, group: &str) -> String {
+    format!("{column}:{group}")
+}
+
+/// The groups a table has a per-group `column` for, in its order.
+pub fn groups<'a>(t: &'a crate::SeriesTable, column: &str) -> Vec<&'a str> {
+    t.columns
+        .iter()
+        .filter_map(|c| c.name.strip_prefix(column)?.strip_prefix(':'))
+        .collect()
+}
+
+/// The column of another process in [`OTHERS`]: `cpu:NAME (PID)`.
+pub fn other_process(name: &str, pid: u32) -> String {
+    format!("cpu:{name} ({pid})")
+}
