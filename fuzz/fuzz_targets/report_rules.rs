@@ -1,9 +1,9 @@
-//! Any text given to the run report's category rules parser (`kiln runs report
-//! --categories FILE`): no panic; rules that parse categorise a small profile, every
-//! sample landing in exactly one category.
+//! Any text given to the category rules parser (`kiln runs report --categories FILE`): no
+//! panic; rules that parse categorise a small profile, every sample landing in exactly
+//! one category, and the categories' totals adding up to the profile's weight.
 #![no_main]
+use kiln_model::categories::{Categoriser, Rules};
 use kiln_model::{EventInfo, FrameKind, Profile, WeightUnit};
-use kiln_report::categories::{categorise, Rules};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -20,25 +20,15 @@ fuzz_target!(|data: &[u8]| {
     let b = p.frame(b"__x64_sys_epoll_wait", FrameKind::Kernel);
     let c = p.frame(b"$lists:foldl/3", FrameKind::Jit);
     p.add_sample_path(&[a, b], 1, 10, th);
-    p.add_sample_path(&[c], 1, 20, th);
-    p.add_sample_path(&[c, a], 1, 35, th);
-    let Ok(Some(s)) = categorise(&p, &rules, &[0, 30, 40], 0) else {
+    p.add_sample_path(&[c], 2, 20, th);
+    p.add_sample_path(&[c, a], 4, 35, th);
+    let Ok(cat) = Categoriser::new(&rules) else {
         return;
     };
-    // Every sample lands in exactly one category: the per-second values, times their
-    // intervals, add up to the three samples, and the shares to 100%.
-    assert_eq!((s.outside, s.untimed), (0, 0));
-    assert_eq!(s.unit, "/s");
-    let total: f64 = s
-        .values
-        .iter()
-        .flat_map(|row| {
-            row.iter()
-                .zip(s.edges.windows(2))
-                .map(|(v, e)| v * (e[1] - e[0]) as f64 / 1e9)
-        })
-        .sum();
-    assert!((total - 3.0).abs() < 1e-6, "{total}");
-    let shares: f64 = s.shares.iter().sum();
-    assert!((shares - 100.0).abs() < 1e-6, "{shares}");
+    let per = cat.samples(&p);
+    assert_eq!(per.len(), 3);
+    assert!(per.iter().all(|&c| c < cat.categories().len() + 2));
+    let (totals, all) = cat.totals(&p);
+    assert_eq!(all, 7);
+    assert_eq!(totals.iter().map(|(_, w)| w).sum::<u128>(), 7);
 });

@@ -38,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 pub mod beam;
+pub mod categories;
 pub mod causes;
 mod error;
 mod folded;

@@ -1,505 +1,11 @@
-//! Where the CPU went, by category: frame rules that name what a sample was doing (Erlang
-//! code, garbage collection, the scheduler's busy-wait, I/O polling, a family of system
-//! calls...), summed per second of the run.
-//!
-//! A flame graph answers "which functions"; a category chart answers the question the
-//! MQTT seed's engineers needed first — "what kind of work?" — at a glance: a broker with
-//! 15,000 idle connections spent almost all its CPU polling for I/O while every in-VM
-//! tool showed its schedulers "sleeping".
-//!
-//! ## Rules
-//!
-//! A rule names a category and a regular expression. A sample's category is found by
-//! walking its stack **from the leaf towards the root**: the first frame that some rule
-//! matches decides, and among the rules matching that frame the first in order wins. So
-//! `memcpy` called by the garbage collector counts as garbage collection, and the
-//! kernel's scheduler running under `epoll_wait` counts as I/O polling (the system call
-//! decides, not the context switch inside it). Rules on thread names (`thread:`) are
-//! tried first: a dirty scheduler's CPU is the dirty schedulers' whatever it runs.
-//! Samples no rule matches are `other` (or `other (kernel)` when their leaf is a kernel
-//! frame).
-//!
-//! User rules come from a small file, tried before the built-in sets:
-//!
-//! ```text
-//! # CATEGORY = REGEX          matched against every frame name
-//! # CATEGORY = user:REGEX     user-space (and JIT) frames only
-//! # CATEGORY = kernel:REGEX   kernel frames only
-//! # CATEGORY = thread:REGEX   the sample's thread name
-//! queue index = ^rabbit_queue_index:
-//! TLS = ^(ssl_|tls_|ssl:)
-//! ```
-//!
-//! The built-in sets cover the BEAM (Erlang code, BIFs and NIFs, garbage collection, the
-//! scheduler's busy-wait, port and socket I/O, I/O polling, dirty schedulers, the rest
-//! of the runtime), Go (GC, scheduler, system calls, network polling, the runtime), the
-//! JVM (GC, JIT compilers, interpreter, safepoints, Java code, the VM) and the Linux
-//! kernel (system calls by family, softirq, page faults, idle). Their patterns name
-//! runtime-specific functions, so they rarely meet; where they do, the same category
-//! name (`I/O polling (poll/epoll)`) joins them.
+//! A run's samples by category over its seconds (the report's category chart), and each
+//! frame's category for the flame graphs' colouring. The rules themselves, and what
+//! category a sample is in, are the model's ([`kiln_model::categories`]): the findings
+//! read the same categories.
+pub use kiln_model::categories::*;
 use kiln_model::waits::{self, WaitReason};
-use kiln_model::{FrameKind, Profile, Quantity, StackId, ThreadId, NO_TIME};
-use regex::{Regex, RegexSet};
+use kiln_model::{FrameKind, Profile, Quantity, NO_TIME};
 use serde::Serialize;
-use std::path::Path;
-
-/// Why category rules could not be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RulesError {
-    /// A line of a rules file is malformed.
-    #[error("{source_name}:{line}: {what}: '{text}'")]
-    Line {
-        /// The file (or `built-in`).
-        source_name: String,
-        /// 1-based line number.
-        line: usize,
-        /// The line's text.
-        text: String,
-        /// What is wrong.
-        what: String,
-    },
-    /// The rules file could not be read.
-    #[error("cannot read the category rules '{path}': {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The rules together are too large for the regular expression engine.
-    #[error("the category rules are too large to compile: {0}")]
-    TooLarge(String),
-}
-
-/// Which names a rule is matched against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// Every frame.
-    Any,
-    /// User-space frames (native, JIT, inlined).
-    User,
-    /// Kernel frames.
-    Kernel,
-    /// The sample's thread name.
-    Thread,
-}
-
-/// One rule: frames (or threads) matching `pattern` belong to `category`.
-#[derive(Clone, Debug)]
-pub struct Rule {
-    /// The category's name.
-    pub category: String,
-    /// What the pattern is matched against.
-    pub target: Target,
-    /// The regular expression (Rust `regex` syntax).
-    pub pattern: String,
-    /// Where the rule came from (`file:line`, or `built-in BEAM`).
-    pub origin: String,
-}
-
-/// An ordered list of rules. Default: the built-in sets ([`Rules::builtin`]).
-#[derive(Clone, Debug)]
-pub struct Rules {
-    /// The rules, first match wins at each frame.
-    pub rules: Vec<Rule>,
-}
-
-impl Default for Rules {
-    fn default() -> Self {
-        Rules::builtin()
-    }
-}
-
-/// The category of `sched_yield`, when no code above it says what the thread spun for: a
-/// yield is how a spinning thread gives way (the BEAM's schedulers and process locks, Go's
-/// and the JVM's spin loops), so its caller's category decides, not the system call's.
-const YIELD: &str = "syscall: sched_yield (spinning)";
-
-/// The built-in sets: `(set, category, target, pattern)`, in order of precedence.
-const BUILTIN: &[(&str, &str, Target, &str)] = &[
-    // BEAM: dirty schedulers by thread (truncated comm names: 1_dirty_cpu_sch).
-    (
-        "BEAM",
-        "BEAM dirty schedulers",
-        Target::Thread,
-        r"dirty_(cpu|io)_s",
-    ),
-    (
-        "BEAM",
-        "garbage collection",
-        Target::User,
-        r"^(erts_garbage_collect\w*|garbage_collect\w*|erts_gc_\w+|do_minor|minor_collection|major_collection|full_sweep_heaps|sweep_\w+|erts_shrink_new_heap|erts_hibernate|\$erlang:garbage_collect/\d+)$",
-    ),
-    (
-        "BEAM",
-        "I/O polling (poll/epoll)",
-        Target::User,
-        r"^(erts_check_io\w*|erts_poll_\w+|check_io_\w+|poll_thread\w*|epoll_wait|epoll_pwait2?|poll|ppoll|select|pselect)$",
-    ),
-    (
-        "BEAM",
-        "BEAM lock contention (spin, yield)",
-        Target::User,
-        r"^(erts_proc_lock_failed|erts_proc_lock_wait\w*|ethr_mutex_lock_wait__|ethr_rwmutex_\w*wait__|rwmutex_\w*wait\w*|ethr_spin_\w+|erts_lcnt_\w+)$",
-    ),
-    (
-        "BEAM",
-        "BEAM scheduler (busy-wait, spin)",
-        Target::User,
-        r"^(erts_schedule|scheduler_wait|sched_spin_wait|sched_busy_wait\w*|erts_sched_\w+|ethr_event_twait|ethr_event_wait|erts_thr_progress_\w+|erts_msacc_\w+|wake_scheduler\w*|erts_sched_finish_poke)$",
-    ),
-    (
-        "BEAM",
-        "port and socket I/O",
-        Target::User,
-        r"^(erts_port_\w+|erts_internal_port_\w+|port_command\w*|call_driver_\w+|tcp_inet_\w+|tcp_sendv|tcp_recv|tcp_deliver|packet_\w+|inet_\w+drv\w*|erl_drv_\w+|driver_\w+|erts_ioq_\w+|erts_io_\w+|\$(prim_inet|gen_tcp|inet|socket|prim_socket|gen_udp|ssl|tls_sender|tls_connection):.+)$",
-    ),
-    (
-        "BEAM",
-        "BIFs and NIFs",
-        Target::User,
-        r"^(\$global::call_(light_)?bif\w*|\$global::\w*bif\w*|erts_call_dirty_nif|erts_bif_\w+|bif_\w+|enif_\w+|\w+_nif|[a-z][a-z0-9]*(_[a-z0-9]+)*_[0-9])$",
-    ),
-    (
-        "BEAM",
-        "Erlang code",
-        Target::User,
-        r"^\$?[a-z][A-Za-z0-9_@.]*:[^/]+/[0-9]+$|^'[^']+':.+/[0-9]+$",
-    ),
-    (
-        "BEAM",
-        "BEAM runtime (other)",
-        Target::User,
-        r"^(erts_\w+|ethr_\w+|beam_\w+|db_\w+|copy_\w+|size_object\w*|process_main|\$global::\w+|beam\.smp\+0x[0-9a-f]+)$",
-    ),
-    // Go.
-    (
-        "Go",
-        "garbage collection",
-        Target::User,
-        r"^runtime\.(gcBgMarkWorker|gcDrain\w*|gcMark\w*|gcAssist\w*|scanobject|scanblock|scanstack|markroot\w*|greyobject|sweepone|bgsweep|bgscavenge|mallocgc\w*|gcStart|gcSweep\w*|wbBufFlush\w*|findObject)$",
-    ),
-    (
-        "Go",
-        "I/O polling (poll/epoll)",
-        Target::User,
-        r"^(runtime\.netpoll\w*|internal/poll\.\w+|runtime\.epollwait)$",
-    ),
-    (
-        "Go",
-        "Go scheduler",
-        Target::User,
-        r"^runtime\.(schedule|findRunnable|findrunnable|park_m|mcall|stealWork|runqsteal|runqgrab|notesleep|notewakeup|futexsleep|futexwakeup|usleep|osyield|stopm|startm|wakep|handoffp|goready|ready|gopark|goschedImpl|gosched_m|checkTimers|runtimer)$",
-    ),
-    (
-        "Go",
-        "Go system calls",
-        Target::User,
-        r"^(syscall\.\w*[Ss]yscall\w*|internal/runtime/syscall\.\w+|runtime/internal/syscall\.\w+|runtime\.entersyscall\w*|runtime\.exitsyscall\w*)$",
-    ),
-    ("Go", "Go runtime (other)", Target::User, r"^runtime\.\w+"),
-    // JVM.
-    (
-        "JVM",
-        "garbage collection",
-        Target::Thread,
-        r"^(GC Thread|G1 |VM Periodic|GC task|ParGC|ConcGC|ZWorker|Shenandoah)",
-    ),
-    (
-        "JVM",
-        "JVM JIT compiler",
-        Target::Thread,
-        r"^(C1 CompilerThre|C2 CompilerThre|C\d CompilerThread)",
-    ),
-    (
-        "JVM",
-        "garbage collection",
-        Target::User,
-        r"^(G1\w+|PSScavenge\w*|PSParallelCompact\w*|ParallelScavengeHeap\w*|ConcurrentMark\w*|MarkSweep\w*|OopClosure\w*|CollectedHeap\w*|ZHeap\w*|ShenandoahHeap\w*|GCTask\w*)(::.*)?$",
-    ),
-    (
-        "JVM",
-        "JVM safepoints",
-        Target::User,
-        r"^(SafepointSynchronize|SafepointMechanism)::",
-    ),
-    (
-        "JVM",
-        "JVM interpreter",
-        Target::User,
-        r"^(Interpreter|interpreter|TemplateInterpreter\w*|BytecodeInterpreter\w*)",
-    ),
-    (
-        "JVM",
-        "Java code",
-        Target::User,
-        r"^(L[a-z][\w/$]*;::\w+|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+\.[A-Z][\w$]*[.:]+[\w$<>]+)",
-    ),
-    (
-        "JVM",
-        "JVM runtime (other)",
-        Target::User,
-        r"^(JVM_\w+|jni_\w+|Unsafe_\w+|JavaCalls::\w+|JavaThread::\w+|libjvm\.so\+0x[0-9a-f]+)",
-    ),
-    // The Linux kernel: what the system call was, or what interrupted the thread.
-    (
-        "kernel",
-        "kernel page faults",
-        Target::Kernel,
-        r"^(asm_exc_page_fault|exc_page_fault|do_user_addr_fault|handle_mm_fault|__handle_mm_fault|do_anonymous_page|do_fault|do_page_fault)$",
-    ),
-    (
-        "kernel",
-        "kernel softirq",
-        Target::Kernel,
-        r"^(__do_softirq|handle_softirqs|do_softirq\w*|net_rx_action|__napi_poll|run_ksoftirqd|irq_exit_rcu|__irq_exit_rcu)$",
-    ),
-    (
-        "kernel",
-        "kernel idle",
-        Target::Kernel,
-        r"^(do_idle|cpu_idle\w*|cpuidle_enter\w*|default_idle\w*|intel_idle\w*|poll_idle|cpu_startup_entry|acpi_idle_\w+)$",
-    ),
-    (
-        "kernel",
-        "I/O polling (poll/epoll)",
-        Target::Kernel,
-        r"^__(x64|arm64|ia32|se)_sys_(epoll_\w+|poll|ppoll|select|pselect6)$",
-    ),
-    (
-        "kernel",
-        "syscall: futex (locks, sleeping)",
-        Target::Kernel,
-        r"^__(x64|arm64|ia32|se)_sys_futex\w*$",
-    ),
-    (
-        "kernel",
-        "syscall: read/write",
-        Target::Kernel,
-        r"^__(x64|arm64|ia32|se)_sys_(read|write|readv|writev|pread64|pwrite64|preadv2?|pwritev2?|sendfile64|splice|tee|io_uring_enter|io_submit|io_getevents|io_pgetevents)$",
-    ),
-    (
-        "kernel",
-        "syscall: network",
-        Target::Kernel,
-        r"^__(x64|arm64|ia32|se)_sys_(sendto|recvfrom|sendmsg|recvmsg|sendmmsg|recvmmsg|accept4?|connect|socket|socketpair|bind|listen|shutdown|setsockopt|getsockopt|getsockname|getpeername)$",
-    ),
-    (
-        "kernel",
-        "syscall: files",
-        Target::Kernel,
-        r"^__(x64|arm64|ia32|se)_sys_(openat2?|open|close|close_range|newfstat\w*|fstat\w*|statx|lseek|fsync|fdatasync|sync_file_range|getdents64|unlink\w*|rename\w*|mkdir\w*|fallocate|ftruncate|fcntl|ioctl)$",
-    ),
-    (
-        "kernel",
-        "syscall: memory",
-        Target::Kernel,
-        r"^__(x64|arm64|ia32|se)_sys_(mmap|munmap|mremap|brk|madvise|mprotect|mlock\w*|munlock\w*)$",
-    ),
-    (
-        "kernel",
-        "syscall: time and sleep",
-        Target::Kernel,
-        r"^__(x64|arm64|ia32|se)_sys_(clock_\w+|nanosleep|gettimeofday|timerfd_\w+|alarm|setitimer|getitimer)$",
-    ),
-    (
-        "kernel",
-        YIELD,
-        Target::Kernel,
-        r"^(__(x64|arm64|ia32|se|do)_sys_sched_yield|do_sched_yield)$",
-    ),
-    (
-        "kernel",
-        "syscall: other",
-        Target::Kernel,
-        r"^(__(x64|arm64|ia32|se)_sys_\w+|entry_SYSCALL_64\w*|do_syscall_64)$",
-    ),
-];
-
-impl Rules {
-    /// The built-in sets (BEAM, Go, JVM, kernel).
-    pub fn builtin() -> Rules {
-        Rules {
-            rules: BUILTIN
-                .iter()
-                .map(|&(set, cat, target, pat)| Rule {
-                    category: cat.to_string(),
-                    target,
-                    pattern: pat.to_string(),
-                    origin: format!("built-in {set}"),
-                })
-                .collect(),
-        }
-    }
-
-    /// No rules at all (every sample is `other`).
-    pub fn empty() -> Rules {
-        Rules { rules: Vec::new() }
-    }
-
-    /// Parses a rules file's text (see the module docs); `source_name` names it in errors.
-    pub fn parse(text: &str, source_name: &str) -> Result<Rules, RulesError> {
-        let mut rules = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line = raw.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let err = |what: &str| RulesError::Line {
-                source_name: source_name.to_string(),
-                line: i + 1,
-                text: raw.chars().take(200).collect(),
-                what: what.to_string(),
-            };
-            let Some((cat, pat)) = line.split_once('=') else {
-                return Err(err("expected CATEGORY = REGEX"));
-            };
-            let category = cat.trim();
-            if category.is_empty() {
-                return Err(err("the category name is empty"));
-            }
-            if category.chars().count() > 80 {
-                return Err(err("the category name is longer than 80 characters"));
-            }
-            if category.chars().any(char::is_control) {
-                return Err(err("the category name holds a control character"));
-            }
-            let pat = pat.trim();
-            let (target, pattern) = if let Some(p) = pat.strip_prefix("thread:") {
-                (Target::Thread, p)
-            } else if let Some(p) = pat.strip_prefix("kernel:") {
-                (Target::Kernel, p)
-            } else if let Some(p) = pat.strip_prefix("user:") {
-                (Target::User, p)
-            } else {
-                (Target::Any, pat)
-            };
-            if pattern.is_empty() {
-                return Err(err("the regular expression is empty"));
-            }
-            if let Err(e) = regex::RegexBuilder::new(pattern)
-                .size_limit(1 << 20)
-                .build()
-            {
-                let msg = e.to_string();
-                let first = msg.lines().last().unwrap_or("invalid").trim().to_string();
-                return Err(err(&format!("invalid regular expression ({first})")));
-            }
-            rules.push(Rule {
-                category: category.to_string(),
-                target,
-                pattern: pattern.to_string(),
-                origin: format!("{source_name}:{}", i + 1),
-            });
-        }
-        Ok(Rules { rules })
-    }
-
-    /// Reads a rules file; its rules come before the built-in sets.
-    pub fn from_file_and_builtin(path: &Path) -> Result<Rules, RulesError> {
-        let text = std::fs::read(path).map_err(|source| RulesError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let name = path.display().to_string();
-        let text = String::from_utf8(text).map_err(|e| RulesError::Line {
-            source_name: name.clone(),
-            line: 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count(),
-            text: String::new(),
-            what: "not UTF-8 text".into(),
-        })?;
-        let mut r = Rules::parse(&text, &name)?;
-        r.rules.extend(Rules::builtin().rules);
-        Ok(r)
-    }
-}
-
-/// Compiled rules: one regular-expression set per target, so each frame name is scanned
-/// once whatever the number of rules.
-struct Compiled {
-    categories: Vec<String>,
-    /// Per target (any/user, any/kernel, thread): the set and, per pattern, its rule's
-    /// category.
-    user: (RegexSet, Vec<usize>),
-    kernel: (RegexSet, Vec<usize>),
-    thread: (RegexSet, Vec<usize>),
-}
-
-impl Compiled {
-    fn new(rules: &Rules) -> Result<Compiled, RulesError> {
-        let mut categories: Vec<String> = Vec::new();
-        let mut cat_of = |name: &str| -> usize {
-            match categories.iter().position(|c| c == name) {
-                Some(i) => i,
-                None => {
-                    categories.push(name.to_string());
-                    categories.len() - 1
-                }
-            }
-        };
-        let mut user = (Vec::new(), Vec::new());
-        let mut kernel = (Vec::new(), Vec::new());
-        let mut thread = (Vec::new(), Vec::new());
-        for r in &rules.rules {
-            let c = cat_of(&r.category);
-            let put = |to: &mut (Vec<String>, Vec<usize>)| {
-                to.0.push(r.pattern.clone());
-                to.1.push(c);
-            };
-            match r.target {
-                Target::Any => {
-                    put(&mut user);
-                    put(&mut kernel);
-                }
-                Target::User => put(&mut user),
-                Target::Kernel => put(&mut kernel),
-                Target::Thread => put(&mut thread),
-            }
-        }
-        let set = |(pats, cats): (Vec<String>, Vec<usize>)| {
-            regex::RegexSetBuilder::new(&pats)
-                .size_limit(64 << 20)
-                .dfa_size_limit(64 << 20)
-                .build()
-                .map(|s| (s, cats))
-                .map_err(|e| RulesError::TooLarge(e.to_string()))
-        };
-        Ok(Compiled {
-            categories,
-            user: set(user)?,
-            kernel: set(kernel)?,
-            thread: set(thread)?,
-        })
-    }
-
-    /// The category of each of `p`'s frames (None: no rule names it).
-    fn frames(&self, p: &Profile) -> Vec<Option<usize>> {
-        p.frames
-            .iter()
-            .map(|(_, f)| {
-                let name = String::from_utf8_lossy(p.strings.get(f.name));
-                let set = if f.kind == FrameKind::Kernel {
-                    &self.kernel
-                } else {
-                    &self.user
-                };
-                Compiled::first(set, &name)
-            })
-            .collect()
-    }
-
-    /// The category of a name: the first matching rule's.
-    fn first(set: &(RegexSet, Vec<usize>), name: &str) -> Option<usize> {
-        if set.0.is_empty() {
-            return None;
-        }
-        set.0.matches(name).iter().next().map(|i| set.1[i])
-    }
-}
 
 /// Where a profile's weight went per interval, by category.
 #[derive(Clone, Debug, Serialize)]
@@ -538,27 +44,29 @@ pub fn categorise(
     if edges.len() < 2 || !p.samples.has_time() {
         return Ok(None);
     }
-    let c = Compiled::new(rules)?;
-    let other = c.categories.len();
-    let other_kernel = other + 1;
+    let c = Categoriser::new(rules)?;
+    let other = c.categories().len();
     // Off-CPU time goes by why it waited (kiln_model::waits), after the rules' categories.
     let reasons_at = other + 2;
     let n_cat = reasons_at + WaitReason::ALL.len();
     let is_offcpu = is_offcpu(p);
-    let wait_reasons = is_offcpu.then(|| waits::stack_reasons(p));
-
-    let stack_cat = stack_categories(p, &c);
-    let frames = p.stacks.raw_frames();
-    let thread_cat: Vec<Option<usize>> = p
-        .threads
-        .iter()
-        .map(|(_, t)| Compiled::first(&c.thread, &String::from_utf8_lossy(p.strings.get(t.name))))
-        .collect();
-    let leaf_kernel = |s: StackId| {
-        frames
-            .get(s.0 as usize)
-            .map(|&f| p.frames.get(f).kind == FrameKind::Kernel)
-            .unwrap_or(false)
+    // Each sample's category: why it waited (off-CPU), else the rules' decision.
+    let of_sample: Vec<usize> = if is_offcpu {
+        let r = waits::stack_reasons(p);
+        p.samples
+            .stack
+            .iter()
+            .map(|st| {
+                let reason = r.get(st.0 as usize).copied().unwrap_or(WaitReason::Other);
+                reasons_at
+                    + WaitReason::ALL
+                        .iter()
+                        .position(|&x| x == reason)
+                        .unwrap_or(0)
+            })
+            .collect()
+    } else {
+        c.samples(p)
     };
 
     // ns each unit of weight stands for, and whether samples cover a span.
@@ -569,25 +77,7 @@ pub fn categorise(
         (Some(_), false) => "% of one CPU",
         (None, _) => "/s",
     };
-    let category = |i: usize| -> usize {
-        let st = p.samples.stack[i];
-        let th = p.samples.thread[i];
-        match &wait_reasons {
-            Some(r) => {
-                let reason = r.get(st.0 as usize).copied().unwrap_or(WaitReason::Other);
-                reasons_at
-                    + WaitReason::ALL
-                        .iter()
-                        .position(|&x| x == reason)
-                        .unwrap_or(0)
-            }
-            None => (th != ThreadId::NONE)
-                .then(|| thread_cat.get(th.0 as usize).copied().flatten())
-                .flatten()
-                .or_else(|| stack_cat.get(st.0 as usize).copied().flatten())
-                .unwrap_or(if leaf_kernel(st) { other_kernel } else { other }),
-        }
-    };
+    let category = |i: usize| -> usize { of_sample[i] };
     let span_ns = spans.then_some(ns_per_weight.unwrap_or(1.0));
     let Binned {
         sums,
@@ -597,7 +87,7 @@ pub fn categorise(
     let values = in_chart_unit(&sums, edges, ns_per_weight, is_offcpu);
     let totals: Vec<f64> = sums.iter().map(|r| r.iter().sum()).collect();
     let all: f64 = totals.iter().sum();
-    let mut names = c.categories.clone();
+    let mut names = c.categories().to_vec();
     names.push("other".into());
     names.push("other (kernel)".into());
     names.extend(WaitReason::ALL.iter().map(|r| r.name().to_string()));
@@ -621,53 +111,6 @@ pub fn categorise(
         outside,
         untimed,
     }))
-}
-
-/// The category of each stack (None: no rule decides).
-fn stack_categories(p: &Profile, c: &Compiled) -> Vec<Option<usize>> {
-    // Category of each frame (None: no rule), then of each stack: its own frame's, else
-    // its parent's (parents come before children in the stack table).
-    let frame_cat = c.frames(p);
-    // Leaf first: a stack's category is decided by its deepest matching frame, which is
-    // the stack's own frame if it matches, else its parent stack's deepest match.
-    let parents = p.stacks.raw_parents();
-    let frames = p.stacks.raw_frames();
-    // A frame without a name (`beam.smp+0x73ee0`: a static function of a stripped binary)
-    // decides only when no frame above it does: the BEAM's busy-wait is such a function
-    // under erts_schedule, and its category is the scheduler's, not "the runtime's".
-    let unnamed: Vec<bool> = p
-        .frames
-        .iter()
-        .map(|(_, f)| {
-            let n = p.strings.get(f.name);
-            n.windows(3).any(|w| w == b"+0x") || n == b"[unknown]"
-        })
-        .collect();
-    // A yield decides only when no user-space frame above it does (the system call's
-    // entry frames in between do not count): `user_cat` is the deepest user frame's.
-    let yield_cat = c.categories.iter().position(|n| n == YIELD);
-    let mut stack_cat: Vec<Option<usize>> = Vec::with_capacity(parents.len());
-    let mut user_cat: Vec<Option<usize>> = Vec::with_capacity(parents.len());
-    for i in 0..parents.len() {
-        let f = frames[i].0 as usize;
-        let own = frame_cat.get(f).copied().flatten();
-        let parent = |of: &[Option<usize>]| match parents[i] {
-            u32::MAX => None,
-            x => of.get(x as usize).copied().flatten(),
-        };
-        let (inherited, inherited_user) = (parent(&stack_cat), parent(&user_cat));
-        let is_user = p.frames.get(frames[i]).kind != FrameKind::Kernel;
-        let decided = if unnamed.get(f).copied().unwrap_or(false) {
-            inherited.or(own)
-        } else if own.is_some() && own == yield_cat {
-            inherited_user.or(own)
-        } else {
-            own.or(inherited)
-        };
-        stack_cat.push(decided);
-        user_cat.push(if is_user { decided } else { inherited_user });
-    }
-    stack_cat
 }
 
 /// Samples summed by category (rows) and interval (columns), and the samples left out.
@@ -770,12 +213,6 @@ fn chart_order(totals: &[f64], is_offcpu: bool, other: usize, reasons_at: usize)
     order
 }
 
-/// Whether `p` weighs off-CPU time (its categories are why it waited, not rules).
-fn is_offcpu(p: &Profile) -> bool {
-    let e = p.event.name.to_ascii_lowercase();
-    e.contains("offcpu") || e.contains("off-cpu") || e.contains("sched_switch")
-}
-
 /// What kind of work each frame is, for the flame graphs' "by category" colouring: the
 /// rules' decision per frame, which the viewer applies along each stack as [`categorise`]
 /// does (a frame's own category, else its caller's; an unnamed frame's or a yield's only
@@ -809,8 +246,8 @@ pub fn frame_categories(
     if is_offcpu(p) {
         return Ok(None);
     }
-    let c = Compiled::new(rules)?;
-    let mut all = c.categories.clone();
+    let c = Categoriser::new(rules)?;
+    let mut all = c.categories().to_vec();
     all.push("other".into());
     all.push("other (kernel)".into());
     let mut names: Vec<String> = order.iter().filter(|n| all.contains(n)).cloned().collect();
@@ -834,24 +271,17 @@ pub fn frame_categories(
         .iter()
         .filter_map(|(_, t)| {
             let name = String::from_utf8_lossy(p.strings.get(t.name)).into_owned();
-            Compiled::first(&c.thread, &name).map(|k| (name, at(k)))
+            c.thread(&name).map(|k| (name, at(k)))
         })
         .collect();
     Ok(Some(FrameCategories {
         other: at(all.len() - 2),
         other_kernel: at(all.len() - 1),
-        yield_category: c.categories.iter().position(|n| n == YIELD).map(at),
+        yield_category: c.categories().iter().position(|n| n == YIELD).map(at),
         names,
         frames,
         threads,
     }))
-}
-
-/// Whether `name` matches `pattern` (for tests and diagnostics).
-pub fn matches(pattern: &str, name: &str) -> bool {
-    Regex::new(pattern)
-        .map(|r| r.is_match(name))
-        .unwrap_or(false)
 }
 
 #[cfg(test)]

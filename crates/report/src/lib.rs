@@ -45,47 +45,28 @@
 //!   once per page after it.
 #![deny(missing_docs)]
 
-//!
-//! ## Features
-//!
-//! * `html` (default): the pages. Without it only [`categories`] is built.
-
 pub mod categories;
-#[cfg(feature = "html")]
 mod compare;
-#[cfg(feature = "html")]
 mod firefox;
-#[cfg(feature = "html")]
 pub mod latency;
-#[cfg(feature = "html")]
 mod markers;
-#[cfg(feature = "html")]
 mod nodes;
-#[cfg(feature = "html")]
 mod page;
-#[cfg(feature = "html")]
 mod run;
-#[cfg(feature = "html")]
 mod trend;
 
 pub use categories::{Rules, RulesError};
-#[cfg(feature = "html")]
 pub use compare::{write_compare_report, CompareHtml};
-#[cfg(feature = "html")]
 pub use firefox::{timeline as firefox_timeline, write_run_firefox};
-#[cfg(feature = "html")]
 pub use run::write_run_report;
-#[cfg(feature = "html")]
 pub use trend::write_trend_report;
 
 use std::path::{Path, PathBuf};
 
 /// The report's code (`web/src/report/`, built by `web/build.mjs`).
-#[cfg(feature = "html")]
 pub(crate) const REPORT_JS: &str = include_str!("../../../web/dist/report.js");
 
 /// Why a report could not be written.
-#[cfg(feature = "html")]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReportError {
@@ -107,7 +88,6 @@ pub enum ReportError {
 }
 
 /// Options of a report.
-#[cfg(feature = "html")]
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
     /// Category rules for the CPU-by-category charts. Default: the built-in sets.
@@ -117,7 +97,6 @@ pub struct ReportOptions {
     pub compress_above: usize,
 }
 
-#[cfg(feature = "html")]
 impl Default for ReportOptions {
     fn default() -> Self {
         ReportOptions {
@@ -127,7 +106,6 @@ impl Default for ReportOptions {
     }
 }
 
-#[cfg(feature = "html")]
 /// Writes the report of `run` to the file `path`, atomically (a temporary file renamed
 /// into place; never replacing what is not a regular file).
 pub fn write_run_report_file(
@@ -209,7 +187,6 @@ mod tests {
         assert_eq!(numbered_path(Path::new("r"), 3), Path::new("r-3"));
     }
 
-    #[cfg(feature = "html")]
     #[test]
     fn report_bundle_cannot_close_its_script() {
         assert!(!REPORT_JS.to_ascii_lowercase().contains("</script"));
