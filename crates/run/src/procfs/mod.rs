@@ -664,9 +664,34 @@ impl ProcSampler {
             self.target.finish(),
             self.machine.finish(),
             self.kiln.finish(),
-            self.others.finish(),
+            busiest_others(self.others.finish(), OTHERS_KEPT),
         ]
     }
+}
+
+/// The other processes kept by name: those that used the most CPU over the run.
+const OTHERS_KEPT: usize = 8;
+
+/// `t` with its `keep` busiest columns (by CPU over all its seconds) and the rest summed
+/// into one column, `cpu:(N other processes)`: a machine busy building code runs
+/// thousands of short processes, and none of them alone is a neighbour to name.
+fn busiest_others(mut t: SeriesTable, keep: usize) -> SeriesTable {
+    if t.columns.len() <= keep + 1 {
+        return t;
+    }
+    let total = |c: &Column| c.values.iter().flatten().sum::<f64>();
+    t.columns
+        .sort_by(|a, b| total(b).total_cmp(&total(a)).then(a.name.cmp(&b.name)));
+    let rest = t.columns.split_off(keep);
+    let values = (0..t.time_ns.len())
+        .map(|i| Some(rest.iter().filter_map(|c| c.values[i]).sum()))
+        .collect();
+    t.columns.push(Column {
+        name: format!("cpu:({} other processes)", rest.len()),
+        unit: "%".into(),
+        values,
+    });
+    t
 }
 
 /// Another process's CPU is kept from this share of a CPU over a second (2%): what a
@@ -676,6 +701,20 @@ const OTHER_SHOWN_PCT: f64 = 2.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The busiest other processes keep their columns; the rest are summed, none lost.
+    #[test]
+    fn other_processes_beyond_the_busiest_are_summed() {
+        let mut t = TableBuilder::new("others");
+        for (i, w) in [5.0, 1.0, 9.0, 2.0].iter().enumerate() {
+            t.row(1, &[(format!("cpu:p ({i})"), "%", Some(*w))]);
+        }
+        let t = busiest_others(t.finish(), 2);
+        let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["cpu:p (2)", "cpu:p (0)", "cpu:(2 other processes)"]);
+        let sum: f64 = t.columns[2].values.iter().flatten().sum();
+        assert_eq!(sum, 3.0);
+    }
 
     #[test]
     fn table_columns_may_appear_later() {
