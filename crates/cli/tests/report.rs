@@ -213,10 +213,10 @@ fn a_run_report_shows_exactly_the_window_it_is_given() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    // The terminal's summary has the target's CPU by thread group.
+    // The terminal's summary has the target's thread states by thread group.
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("  target CPU by thread group, % of one CPU over the measurement:"),
+        stdout.contains("  thread states, % of a thread's time summed over the group"),
         "{stdout}"
     );
     assert!(

@@ -576,7 +576,7 @@ fn an_idle_mqtt_fleet_reads_connections_held_and_cpu_by_thread_group() {
     assert!(stdout.contains(": 60 connections held"), "{stdout}");
     assert!(!stdout.contains("/s conn"), "{stdout}");
     assert!(
-        stdout.contains("target CPU by thread group"),
+        stdout.contains("thread states, % of a thread's time"),
         "the thread-group table: {stdout}"
     );
     if stdout.contains("thread group  ") {

@@ -268,10 +268,30 @@ const GO_RUNTIME: &str = r"^(runtime|internal(/[\w.-]+)*|syscall|sync(/atomic)?)
 /// path starts with a domain: `github.com/x/y.(*T).f`).
 const GO_PROGRAM: &str = r"^(main\.|[\w-]+(\.[\w-]+)+/[^;\s]*\.)";
 
+/// Frames that are no program's code above a wait in any runtime: the C library's
+/// system-call wrappers and thread internals, thread starts, the JVM's monitors and
+/// parking, Python's interpreter and GIL, libuv and V8, the BEAM's runtime. Above them,
+/// the program's own frame is what a reader looks for (a Java method above
+/// `ObjectMonitor::enter`, a C function above `__libc_read`).
+const NOT_PROGRAM: &[&str] = &[
+    // glibc: wrappers, futex and pthread internals, thread starts.
+    r"^(__GI_|__libc_|__lll_|___?pthread_|__pthread_|__futex|futex_|__new_sem|sem_(timed)?wait|do_futex_wait|__?sched_yield|__nanosleep|__clock_nanosleep|__poll|__select|__?epoll_\w+|__recv\w*|__send\w*|__read\w*|__write\w*|__fsync|__fdatasync|__open\w*|__close\w*|start_thread|__?clone\d*|thread_start|_start|__libc_start\w*)",
+    r"^(read|write|pread64|pwrite64|readv|writev|recv|recvfrom|recvmsg|send|sendto|sendmsg|accept4?|connect|fsync|fdatasync|sync_file_range|openat|open|close|poll|ppoll|select|epoll_wait|epoll_pwait2?|nanosleep|usleep|sleep|clock_nanosleep|syscall|pthread_\w+|sem_\w+|sched_yield|\[unknown\]|\[vdso\]|\[unknown kernel\])$",
+    // The JVM: monitors, parking, the VM's own frames (libjvm addresses), stubs.
+    r"^(ObjectMonitor|ObjectSynchronizer|JavaThread|Parker|os::|PlatformEvent|PlatformMonitor|PlatformMutex|Monitor|Mutex|MutexLocker|ThreadBlockInVM|InterpreterRuntime|SharedRuntime|Runtime1|OptoRuntime|JavaCalls|JVM_|Unsafe_|StubRoutines|CallStub|VMThread|SafepointSynchronize|Interpreter$|call_stub|libjvm\.so)",
+    // CPython: the eval loop and its calls, the GIL and its locks.
+    r"^(take_gil|drop_gil|PyThread_\w+|PyCOND_\w+|PyMUTEX_\w+|_?PyEval_\w+|_PyObject_\w+|_PyFunction_\w+|PyObject_\w+|method_vectorcall\w*|cfunction_\w+|slot_tp_\w+|pysleep|time_sleep|lock_PyThread_acquire_lock|acquire_timed|libpython\S*\+0x)",
+    // libuv, Node and V8 internals.
+    r"^(uv_\w+|uv__\w+|node::|v8::|Builtins_|libnode\S*\+0x)",
+    // The BEAM's runtime.
+    r"^(erts_\w+|ethr_\w+|beam\.smp\+0x|\$global::|process_main$|sys_\w+)",
+];
+
 struct Owners {
     rows: Vec<(StackOwner, regex::Regex)>,
     go_runtime: regex::Regex,
     go_program: regex::Regex,
+    not_program: regex::RegexSet,
 }
 
 fn owners() -> &'static Owners {
@@ -282,6 +302,7 @@ fn owners() -> &'static Owners {
             rows: OWNERS.iter().map(|&(o, p)| (o, one(p))).collect(),
             go_runtime: one(GO_RUNTIME),
             go_program: one(GO_PROGRAM),
+            not_program: regex::RegexSet::new(NOT_PROGRAM).expect("built-in rules compile"),
         }
     })
 }
@@ -297,8 +318,10 @@ pub fn stack_owner<S: AsRef<str>>(frames: &[S]) -> StackOwner {
 
 /// The program's code nearest the leaf in `frames` (root to leaf, user frames only): a
 /// Go `main.` frame (or a package outside Go's standard library); else the frame nearest
-/// the leaf that is neither a waiting primitive nor Go's runtime, sync or internal
-/// packages; `None` when every frame is one of those.
+/// the leaf that is neither a waiting primitive, Go's runtime, sync or internal packages,
+/// nor another runtime's own frames ([`NOT_PROGRAM`]: glibc's wrappers, the JVM's
+/// monitors, CPython's eval loop and GIL, libuv, the BEAM); `None` when every frame is one
+/// of those.
 pub fn program_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
     let o = owners();
     frames
@@ -307,7 +330,7 @@ pub fn program_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
         .or_else(|| {
             frames.iter().rposition(|f| {
                 let f = f.as_ref();
-                !o.go_runtime.is_match(f) && !is_wait_primitive(f)
+                !o.go_runtime.is_match(f) && !is_wait_primitive(f) && !o.not_program.is_match(f)
             })
         })
 }
@@ -404,6 +427,34 @@ mod tests {
             Some("worker")
         );
         assert_eq!(at("runtime.futex.abi0"), None);
+        // Another runtime's frames are not the program's: the Java method above the
+        // monitor, the C function above glibc's wrappers.
+        let java = [
+            "java",
+            "start_thread",
+            "JavaThread::run",
+            "Interpreter",
+            "LHotServer;::handle",
+            "SharedRuntime::complete_monitor_locking_C",
+            "ObjectMonitor::enter",
+            "ObjectMonitor::EnterI",
+            "Parker::park",
+            "__pthread_cond_wait",
+            "__futex_abstimed_wait_common",
+        ];
+        assert_eq!(program_frame(&java), Some(4));
+        assert_eq!(
+            at("srv;__clone3;start_thread;serve;__libc_read"),
+            Some("serve")
+        );
+        assert_eq!(
+            at("python3;_start;__libc_start_main;Py_RunMain;_PyEval_EvalFrameDefault;handle (server.py:42);take_gil;PyCOND_TIMEDWAIT;__futex_abstimed_wait_common"),
+            Some("handle (server.py:42)")
+        );
+        assert_eq!(
+            at("__clone3;start_thread;__futex_abstimed_wait_common"),
+            None
+        );
         // Go's block profile: the lock and its caller.
         assert_eq!(
             go_wait_site(&frames("runtime.goexit;net/http.(*conn).serve;main.(*server).query;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow")),

@@ -256,9 +256,9 @@ fn external_summary(h: &mut Headline, info: &LoadInfo, outcome: &LoadOutcome) ->
 }
 
 /// The target's CPU and switches, kiln's and the load command's CPU and the machine's
-/// busy share between totals `a` and `b`; a warning when the machine was saturated.
-fn cpu_figures(h: &mut Headline, a: &Totals, b: &Totals, info: &LoadInfo) -> Option<String> {
-    let mut warning = None;
+/// busy share between totals `a` and `b` (whether a full machine limited the load is a
+/// finding, weighed against the target's threads: kiln-findings).
+fn cpu_figures(h: &mut Headline, a: &Totals, b: &Totals, info: &LoadInfo) {
     let user = (b.target_user_s - a.target_user_s).max(0.0);
     let system = (b.target_system_s - a.target_system_s).max(0.0);
     h.target_user_s = Some(user);
@@ -274,17 +274,11 @@ fn cpu_figures(h: &mut Headline, a: &Totals, b: &Totals, info: &LoadInfo) -> Opt
     if total > 0.0 {
         let busy = ((b.machine_busy_s - a.machine_busy_s) / total * 100.0).clamp(0.0, 100.0);
         h.machine_busy_pct = Some(busy);
-        if busy >= 95.0 {
-            warning = Some(format!(
-                "the machine's CPUs were {busy:.0}% busy during the measurement: the load generator, kiln and the target competed for CPU, so the load may have been limited by the client"
-            ));
-        }
     }
     if let Some(ops) = h.operations.filter(|&o| o > 0) {
         h.cpu_per_op_us = Some((user + system) * 1e6 / ops as f64);
         h.switches_per_op = Some(switches as f64 / ops as f64);
     }
-    warning
 }
 
 pub(crate) fn compute(
@@ -320,7 +314,7 @@ pub(crate) fn compute(
         h.operations = Some((t * secs).round() as u64);
     }
     if let (Some(a), Some(b)) = (sampler.totals_at(w.start_ns), sampler.totals_at(w.end_ns)) {
-        warnings.extend(cpu_figures(&mut h, &a, &b, info));
+        cpu_figures(&mut h, &a, &b, info);
     }
     h.queue_depth_max = ticks
         .iter()

@@ -115,7 +115,7 @@ pub fn intervals(time_ns: &[u64]) -> impl Iterator<Item = (u64, u64)> + '_ {
 
 /// Values of column `name` of `table` for the seconds in `w` (a second belongs to the
 /// window its middle lies in), with each second's length.
-fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)> {
+pub fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, f64)> {
     let Some(t) = table else {
         return Vec::new();
     };
@@ -166,6 +166,16 @@ fn integral(v: &[(f64, f64)]) -> Option<f64> {
 
 fn seconds(v: &[(f64, f64)]) -> f64 {
     v.iter().map(|(_, s)| s).sum()
+}
+
+/// The latency histogram of window `w` and what it measures: the one the run kept for the
+/// window, else the merge of its seconds' histograms (the headline's latency first).
+pub fn latency_of(run: &RunData, w: &Window) -> Option<(String, hdrhistogram::Histogram<u64>)> {
+    run.histograms
+        .iter()
+        .find(|x| x.window == w.name)
+        .and_then(|x| Some((x.name.clone(), crate::hdr::decode_histogram(&x.data)?)))
+        .or_else(|| per_second_latency(run, w))
 }
 
 /// `run` as seen through window `w`: metadata whose measurement window is `w` and whose
@@ -221,13 +231,7 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
     if seconds(&sent) > 0.0 {
         h.send_rate = integral(&sent).map(|n| n / seconds(&sent));
     }
-    if let Some(hist) = run
-        .histograms
-        .iter()
-        .find(|x| x.window == w.name)
-        .and_then(|x| Some((x.name.clone(), crate::hdr::decode_histogram(&x.data)?)))
-        .or_else(|| per_second_latency(run, w))
-    {
+    if let Some(hist) = latency_of(run, w) {
         let (name, p) = hist;
         h.latency = Some(name);
         h.p50_us = Some(p.value_at_quantile(0.5) as f64);

@@ -977,116 +977,6 @@ fn await_fleet_released(pids: &[u32], baseline: u64, fleet: Option<f64>, stop: &
     }
 }
 
-/// A BEAM schedulers' share of awake CPU past which its busy-wait is named as a cause.
-const SPIN_NAMED_PCT: f64 = 20.0;
-/// ... and its I/O polling.
-const POLLING_NAMED_PCT: f64 = 30.0;
-
-/// What the BEAM's schedulers did, in msacc's states, and what stands out.
-fn beam_states_text(b: &kiln_store::SchedulerStates) -> String {
-    let mut parts = [
-        ("Erlang code", "emulator", b.emulator_pct),
-        ("port and socket I/O", "port", b.port_pct),
-        ("busy-wait and scheduling", "other", b.other_pct),
-        ("garbage collection", "gc", b.gc_pct),
-        ("I/O polling", "check_io", b.check_io_pct),
-        ("aux work", "aux", b.aux_pct),
-    ];
-    parts.sort_by(|x, y| y.2.total_cmp(&x.2));
-    let list: Vec<String> = parts
-        .iter()
-        .map(|(what, state, pct)| format!("{what} ({state}) {pct:.1}%"))
-        .collect();
-    // Of their wall time (msacc's own measure) when the recording had what it takes.
-    let (basis, of) = match b.runnable_pct {
-        Some(_) => (
-            "wall time from CPU samples, runnable and off-CPU time, as msacc counts it; % of their time awake",
-            "awake time",
-        ),
-        None => ("from CPU samples; % of their CPU awake", "awake CPU"),
-    };
-    let mut out = format!(
-        "  BEAM schedulers by state (msacc's states, {basis}): {}; {}\n",
-        list.join(", "),
-        match b.runnable_pct {
-            Some(_) => format!("asleep {:.1}% of their time", b.sleep_pct),
-            None => format!(
-                "going to sleep and waking took {:.1}% of their CPU",
-                b.sleep_pct
-            ),
-        }
-    );
-    if let Some(r) = b.runnable_pct {
-        out.push_str(&format!(
-            "    waiting for a CPU (preempted, or yielded in the busy-wait): {r:.1}% of their awake time\n"
-        ));
-    }
-    if b.other_pct >= SPIN_NAMED_PCT {
-        out.push_str(&format!(
-            "    the schedulers spin: {:.0}% of their {of} is the busy-wait before sleeping (+sbwt none, +sbwtdcpu none and +sbwtdio none turn it off)\n",
-            b.other_pct
-        ));
-    }
-    if b.check_io_pct >= POLLING_NAMED_PCT {
-        out.push_str(&format!(
-            "    the schedulers poll: {:.0}% of their {of} checks for I/O\n",
-            b.check_io_pct
-        ));
-    }
-    out
-}
-
-/// The target's CPU by thread group as a table (% of one CPU), and for a fleet per 1,000
-/// connections held: what the MQTT broker article reads first.
-fn group_table(groups: &[kiln_run::GroupCpu], connections: Option<u64>) -> String {
-    use std::fmt::Write as _;
-    if groups.is_empty() {
-        return "  target CPU by thread group: no thread used CPU in the measurement\n".into();
-    }
-    let per_k = connections.filter(|&c| c > 0).map(|c| c as f64 / 1000.0);
-    let mut rows = vec![vec![
-        "thread group".to_string(),
-        "user".into(),
-        "system".into(),
-        "total".into(),
-    ]];
-    if per_k.is_some() {
-        rows[0].push("per 1,000 connections".into());
-    }
-    for g in groups {
-        let mut r = vec![
-            g.name.clone(),
-            format!("{:.1}%", g.user),
-            format!("{:.1}%", g.system),
-            format!("{:.1}%", g.user + g.system),
-        ];
-        if let Some(k) = per_k {
-            r.push(format!("{:.2}%", (g.user + g.system) / k));
-        }
-        rows.push(r);
-    }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut s = String::from("  target CPU by thread group, % of one CPU over the measurement:\n");
-    for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let pad = " ".repeat(widths[i] - c.chars().count());
-                if i == 0 {
-                    format!("{c}{pad}")
-                } else {
-                    format!("{pad}{c}")
-                }
-            })
-            .collect();
-        let _ = writeln!(s, "    {}", cells.join("  ").trim_end());
-    }
-    s
-}
-
 /// A field that came from outside (names, command lines, a shared or imported store):
 /// shown escaped, cut to a line.
 fn shown(x: &str) -> String {
@@ -1129,8 +1019,8 @@ fn load_lines(s: &mut String, m: &kiln_store::RunMeta, unit: &str) {
 }
 
 /// The summary's target lines: its CPU, by thread group, and the BEAM's states.
-fn target_lines(s: &mut String, run: &RunData, unit: &str, secs: f64) {
-    let m = &run.meta;
+fn target_lines(s: &mut String, facts: &kiln_findings::Facts, unit: &str, secs: f64) {
+    let m = &facts.meta;
     use kiln_compare::format_value as fv;
     use std::fmt::Write as _;
     let c = shown;
@@ -1154,17 +1044,10 @@ fn target_lines(s: &mut String, run: &RunData, unit: &str, secs: f64) {
             let _ = write!(s, " = {} per {unit}", fv(c, "us"));
         }
         let _ = writeln!(s);
-        if let Some(t) = run.series.iter().find(|t| {
-            t.name == "target" && t.columns.iter().any(|c| c.name.starts_with("cpu user:"))
-        }) {
-            s.push_str(&group_table(
-                &kiln_run::group_cpu(t, &m.measure),
-                h.connections,
-            ));
-        }
-        if let Some(b) = &h.beam {
-            s.push_str(&beam_states_text(b));
-        }
+        s.push_str(&kiln_findings::text::thread_states(
+            &facts.groups,
+            h.connections,
+        ));
     }
 }
 
@@ -1210,33 +1093,6 @@ fn resource_lines(s: &mut String, m: &kiln_store::RunMeta, unit: &str, secs: f64
     }
 }
 
-/// The summary's top functions of a profile, marking where interrupts come back on.
-fn top_functions_lines(s: &mut String, p: &kiln_model::Profile) {
-    use std::fmt::Write as _;
-    let c = shown;
-    let top = top_functions(p, 8);
-    if top.is_empty() {
-        return;
-    }
-    let _ = writeln!(s, "  top functions ({}, self):", c(&p.event.name));
-    let mut reenable = Vec::new();
-    for (name, share) in top {
-        let mark = if kiln_model::causes::reenables_interrupts(&name) {
-            reenable.push(name.clone());
-            " *"
-        } else {
-            ""
-        };
-        let _ = writeln!(s, "    {share:5.1}%  {}{mark}", c(&name));
-    }
-    if !reenable.is_empty() {
-        let _ = writeln!(
-            s,
-            "    * where interrupts come back on: cpu-clock is a timer interrupt, so a sample due while the kernel had interrupts off (switching tasks, holding a spinlock) is taken there, and stands for the kernel code before it (perf record -e cpu-clock shows the same)"
-        );
-    }
-}
-
 pub fn summary(run: &RunData, store: &std::path::Path) -> String {
     use std::fmt::Write as _;
     let m = &run.meta;
@@ -1267,18 +1123,12 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
         c(&m.load.unit)
     };
     load_lines(&mut s, m, &unit);
+    let facts = kiln_findings::Facts::of(run, None);
+    let found = kiln_findings::rules::run_all(&facts);
+    s.push_str(&kiln_findings::text::findings(&found));
     let secs = m.measure.seconds().max(1e-9);
-    target_lines(&mut s, run, &unit, secs);
+    target_lines(&mut s, &facts, &unit, secs);
     resource_lines(&mut s, m, &unit, secs);
-    // A sweep's own finding (the HTTP load's plateau), in its words.
-    if let Some(v) = m
-        .load
-        .report
-        .pointer("/summary/plateau/verdict")
-        .and_then(|v| v.as_str())
-    {
-        let _ = writeln!(s, "  {}", c(v));
-    }
     if let Some(sw) = kiln_compare::sweep::sweep(run, &Default::default(), 10) {
         let _ = writeln!(s, "  sweep ({}):", c(&sw.param));
         s.push_str(&text::clean_lines(&sw.text()));
@@ -1292,21 +1142,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             n = text::clean_cut(&m.name, 80)
         );
     }
-    go_waits_summary(&mut s, run);
-    for p in &run.profiles {
-        if p.event.name == "offcpu" {
-            offcpu_summary(&mut s, p, &m.name);
-            continue;
-        }
-        if matches!(
-            p.event.quantity(),
-            kiln_model::Quantity::Bytes | kiln_model::Quantity::Events
-        ) {
-            causes_summary(&mut s, p);
-            continue;
-        }
-        top_functions_lines(&mut s, p);
-    }
+    s.push_str(&kiln_findings::text::details(&facts));
     for h in &m.hosts {
         let _ = writeln!(s, "  host {}", c(&host_line(h)));
     }
@@ -1344,341 +1180,4 @@ fn host_line(h: &kiln_store::HostInfo) -> String {
         line.push_str(&format!(": FAILED: {f}"));
     }
     line
-}
-
-/// Off-CPU time by why it waited, then the top functions of what is not idle waiting
-/// (runtimes' idle threads block all the time the server is not busy: left out, and said).
-fn offcpu_summary(s: &mut String, p: &kiln_model::Profile, run_name: &str) {
-    use kiln_model::waits::{stack_reasons, WaitReason};
-    use std::fmt::Write as _;
-    let reasons = stack_reasons(p);
-    let mut by_reason = [0u128; WaitReason::ALL.len()];
-    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
-        let r = reasons
-            .get(st.0 as usize)
-            .copied()
-            .unwrap_or(WaitReason::Other);
-        let i = WaitReason::ALL.iter().position(|&x| x == r).unwrap_or(0);
-        by_reason[i] += w as u128;
-    }
-    let total: u128 = by_reason.iter().sum();
-    if total == 0 {
-        return;
-    }
-    let q = p.event.quantity();
-    let parts: Vec<String> = WaitReason::ALL
-        .iter()
-        .zip(by_reason)
-        .filter(|(_, w)| *w > 0)
-        .map(|(r, w)| {
-            format!(
-                "{} {} ({:.1}%)",
-                r.name(),
-                q.format_value(w as f64),
-                w as f64 * 100.0 / total as f64
-            )
-        })
-        .collect();
-    let _ = writeln!(s, "  off-CPU by reason: {}", parts.join(", "));
-    let t = kiln_model::transform::Transforms {
-        drop_idle: true,
-        ..Default::default()
-    };
-    let (busy, _) = t.apply(p);
-    let w = waiters(&busy);
-    if w.total == 0 {
-        return;
-    }
-    let share = |x: u128| x as f64 * 100.0 / w.total as f64;
-    if !w.program.is_empty() {
-        let _ = writeln!(
-            s,
-            "  where threads waited (offcpu, the program's code above the wait; idle waiting left out: kiln flamegraph --event-filter offcpu --drop-idle run:{run_name}):"
-        );
-        for (name, weight) in w.program.iter().take(8) {
-            let _ = writeln!(s, "    {:5.1}%  {}", share(*weight), text::clean(name));
-        }
-    }
-    // kiln's own observation and the runtime's idle goroutines: named, not ranked.
-    let others: Vec<String> = w
-        .others
-        .iter()
-        .filter(|(_, x)| *x > 0)
-        .map(|(o, x)| match share(*x) {
-            v if v < 0.05 => format!("{} <0.1%", o.name()),
-            v => format!("{} {v:.1}%", o.name()),
-        })
-        .collect();
-    if !others.is_empty() {
-        let _ = writeln!(
-            s,
-            "  not the program's waits (left out of the list above): {}",
-            others.join("; ")
-        );
-    }
-}
-
-/// What Go's own block and mutex profiles (`--pprof`, the same seconds) say goroutines
-/// waited for: the lock and the program's code that took it, by share of the delay.
-/// Goroutines park in the Go scheduler without blocking a thread, so kiln's thread-level
-/// off-CPU profile cannot show these waits: this is where the lock behind a plateau is
-/// named.
-fn go_waits_summary(s: &mut String, run: &RunData) {
-    use std::fmt::Write as _;
-    let mut lines = Vec::new();
-    for p in &run.profiles {
-        let name = p.event.name.as_str();
-        let Some(rest) = name.strip_prefix(kiln_store::PPROF_EVENT_PREFIX) else {
-            continue;
-        };
-        let (kind, lead, whose) = if rest.starts_with("block delay") {
-            ("block", "goroutines waited in", "Go's block profile")
-        } else if rest.starts_with("mutex delay") {
-            (
-                "mutex",
-                "contended:",
-                "Go's mutex profile, at the holder's unlock",
-            )
-        } else {
-            continue;
-        };
-        // "pprof block delay (127.0.0.1_6060)": the URL's tag, when there were several.
-        let tag = rest
-            .split_once(" (")
-            .map(|(_, t)| format!(", {}", t.trim_end_matches(')')))
-            .unwrap_or_default();
-        let (sites, total) = go_wait_sites(p);
-        if total == 0 {
-            continue;
-        }
-        let q = p.event.quantity();
-        for ((at, under), w) in sites.iter().take(3) {
-            let share = *w as f64 * 100.0 / total as f64;
-            if share < 1.0 {
-                break;
-            }
-            let place = if at == under {
-                text::clean(at).into_owned()
-            } else {
-                format!("{} under {}", text::clean(at), text::clean(under))
-            };
-            lines.push(format!(
-                "    {lead} {place}: {share:.1}% of {kind} delay ({whose}{tag}; {} of {})",
-                q.format_value(*w as f64),
-                q.format_value(total as f64)
-            ));
-        }
-    }
-    if lines.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        s,
-        "  where goroutines waited (Go's own profiles of the same seconds; goroutines park without blocking a thread, so the thread-level off-CPU view cannot show these waits):"
-    );
-    for l in lines {
-        let _ = writeln!(s, "{l}");
-    }
-}
-
-/// Where a Go profile's stack waited: the primitive, and the program's frame that called it.
-type WaitSite = (String, String);
-
-/// A Go block or mutex profile's delay by where it waited ([`kiln_model::waits::go_wait_site`]:
-/// the primitive and the program's frame that called it), heaviest first, and in all.
-fn go_wait_sites(p: &kiln_model::Profile) -> (Vec<(WaitSite, u128)>, u128) {
-    use kiln_model::FrameKind;
-    let mut by_site: std::collections::HashMap<WaitSite, u128> = Default::default();
-    let mut total = 0u128;
-    let mut path = Vec::new();
-    let mut site: Vec<Option<Option<WaitSite>>> = vec![None; p.stacks.len()];
-    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
-        let here = site[st.0 as usize].get_or_insert_with(|| {
-            path.clear();
-            p.stacks.path_into(st, &mut path);
-            let names: Vec<std::borrow::Cow<'_, str>> = path
-                .iter()
-                .filter(|&&f| !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root))
-                .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
-                .collect();
-            kiln_model::waits::go_wait_site(&names).map(|(a, u)| (a.to_string(), u.to_string()))
-        });
-        total += w as u128;
-        if let Some(k) = here {
-            *by_site.entry(k.clone()).or_default() += w as u128;
-        }
-    }
-    let mut v: Vec<_> = by_site.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    (v, total)
-}
-
-/// An off-CPU profile's waits by owner: the program's code that waited, by weight
-/// (heaviest first), and what was kiln's own observation or the runtime idling.
-struct Waiters {
-    total: u128,
-    program: Vec<(String, u128)>,
-    others: Vec<(kiln_model::waits::StackOwner, u128)>,
-}
-
-/// The code that waited, by weight: each off-CPU stack is first given its owner
-/// ([`kiln_model::waits::stack_owner`]: kiln's pprof requests and the Go runtime's idle
-/// goroutines are not the program's), then the program's stacks are named by their
-/// program frame nearest the leaf ([`kiln_model::waits::program_frame`]: a Go `main.`
-/// frame, else the function that called the waiting primitive).
-fn waiters(p: &kiln_model::Profile) -> Waiters {
-    use kiln_model::waits::{program_frame, stack_owner, StackOwner};
-    use kiln_model::FrameKind;
-    let mut by_name: std::collections::HashMap<String, u128> = Default::default();
-    let mut others = vec![
-        (StackOwner::KilnPprof, 0u128),
-        (StackOwner::GoRuntimeIdle, 0),
-    ];
-    let mut total = 0u128;
-    let mut path = Vec::new();
-    let mut seen: Vec<Option<(StackOwner, Option<String>)>> = vec![None; p.stacks.len()];
-    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
-        let i = st.0 as usize;
-        let (owner, name) = seen[i].get_or_insert_with(|| {
-            path.clear();
-            p.stacks.path_into(st, &mut path);
-            let names: Vec<std::borrow::Cow<'_, str>> = path
-                .iter()
-                .filter(|&&f| !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root))
-                .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
-                .collect();
-            let owner = stack_owner(&names);
-            let at = program_frame(&names).map(|i| names[i].clone().into_owned());
-            (owner, at)
-        });
-        total += w as u128;
-        match (*owner, name) {
-            (StackOwner::Program, Some(n)) => *by_name.entry(n.clone()).or_default() += w as u128,
-            (StackOwner::Program, None) => {}
-            (o, _) => {
-                if let Some(x) = others.iter_mut().find(|(k, _)| *k == o) {
-                    x.1 += w as u128;
-                }
-            }
-        }
-    }
-    let mut program: Vec<(String, u128)> = by_name.into_iter().collect();
-    program.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    Waiters {
-        total,
-        program,
-        others,
-    }
-}
-
-/// An event taken at a kernel site (mmap, brk, page faults, tracepoints): ranked by the
-/// program's code that caused it, not by the site, which is the same for every event.
-fn causes_summary(s: &mut String, p: &kiln_model::Profile) {
-    use std::fmt::Write as _;
-    let top = kiln_model::causes::top_causes(p, 8);
-    if top.is_empty() {
-        return;
-    }
-    let q = p.event.quantity();
-    let total: u128 = p.samples.weight.iter().map(|&w| w as u128).sum();
-    let _ = writeln!(
-        s,
-        "  who caused {} ({} in all; by the code that asked: the program's first frame above the kernel, its system-call wrappers and its allocator, ← the JIT-compiled function above it):",
-        text::clean(&p.event.name),
-        q.format_value(total as f64)
-    );
-    for cause in top {
-        let _ = writeln!(
-            s,
-            "    {:5.1}%  {:>10}  {}",
-            cause.share,
-            q.format_value(cause.weight as f64),
-            text::clean(&cause.name)
-        );
-    }
-}
-
-/// The functions with the most self weight, as shares of the profile (the weights of
-/// [`kiln_diff::function_weights`], frames of one name and several kinds as one).
-fn top_functions(p: &kiln_model::Profile, n: usize) -> Vec<(String, f64)> {
-    let mut v: Vec<(Vec<u8>, u128)> = kiln_diff::function_weights(p)
-        .into_iter()
-        .map(|(name, (own, _))| (name, own))
-        .filter(|&(_, own)| own > 0)
-        .collect();
-    let total: u128 = v.iter().map(|&(_, own)| own).sum();
-    if total == 0 {
-        return Vec::new();
-    }
-    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    v.into_iter()
-        .take(n)
-        .map(|(name, w)| {
-            (
-                String::from_utf8_lossy(&name).into_owned(),
-                w as f64 * 100.0 / total as f64,
-            )
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{group_table, top_functions};
-    use kiln_run::GroupCpu;
-
-    /// Self weight by name (a user and a kernel frame of one name are one function), the
-    /// heaviest first, ties by name, as shares of the whole profile.
-    #[test]
-    fn top_functions_are_shares_of_self_weight() {
-        use kiln_model::{EventInfo, FrameKind, Profile, ThreadId, WeightUnit, NO_TIME};
-        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
-        let main = p.frame(b"main", FrameKind::User);
-        let (a, b, c) = (
-            p.frame(b"a", FrameKind::User),
-            p.frame(b"b", FrameKind::User),
-            p.frame(b"c", FrameKind::User),
-        );
-        let a_kernel = p.frame(b"a", FrameKind::Kernel);
-        for (path, w) in [
-            (vec![main, a], 4),
-            (vec![main, b, a_kernel], 2),
-            (vec![main, b], 2),
-            (vec![main, c], 2),
-        ] {
-            p.add_sample_path(&path, w, NO_TIME, ThreadId::NONE);
-        }
-        let top = top_functions(&p, 2);
-        assert_eq!(
-            top,
-            [("a".to_string(), 60.0), ("b".to_string(), 20.0)],
-            "{top:?}"
-        );
-        assert!(top_functions(&Profile::default(), 3).is_empty());
-    }
-
-    #[test]
-    fn thread_group_table_per_thousand_connections() {
-        let g = [
-            GroupCpu {
-                name: "scheduler".into(),
-                user: 12.0,
-                system: 1.5,
-            },
-            GroupCpu {
-                name: "dirty_io_sch".into(),
-                user: 0.25,
-                system: 0.0,
-            },
-        ];
-        assert_eq!(
-            group_table(&g, Some(15_000)),
-            "  target CPU by thread group, % of one CPU over the measurement:\n\
-             \x20   thread group   user  system  total  per 1,000 connections\n\
-             \x20   scheduler     12.0%    1.5%  13.5%                  0.90%\n\
-             \x20   dirty_io_sch   0.2%    0.0%   0.2%                  0.02%\n"
-        );
-        assert!(!group_table(&g, None).contains("per 1,000"));
-        assert!(group_table(&[], Some(5)).contains("no thread used CPU"));
-    }
 }

@@ -275,11 +275,18 @@ fn damaged_line(id: i64, name: &str, what: &str) -> String {
 
 /// What `kiln runs show --json` prints of a run: its metadata (as stored) with the
 /// per-second series beside it, each table's times and columns as stored (`time_ns` ends of
-/// the intervals on the run's CLOCK_MONOTONIC clock, `measure` being on the same clock).
+/// the intervals on the run's CLOCK_MONOTONIC clock, `measure` being on the same clock),
+/// and its findings (`findings`, ranked; `finding_limits`: what the run lacked to tell more).
 fn show_json(run: &kiln_store::RunData) -> Result<serde_json::Value> {
     let mut v = serde_json::to_value(&run.meta)?;
+    let found = kiln_findings::analyse(run, None);
     if let Some(o) = v.as_object_mut() {
         o.insert("series".into(), serde_json::to_value(&run.series)?);
+        o.insert("findings".into(), serde_json::to_value(&found.findings)?);
+        o.insert(
+            "finding_limits".into(),
+            serde_json::to_value(&found.limits)?,
+        );
     }
     Ok(v)
 }

@@ -1,0 +1,253 @@
+//! What the rules read: a run (or a window of it) reduced once to the figures every rule
+//! needs — the outcome (throughput, latency, errors), the CPUs (the target's, kiln's, the
+//! load command's, every other process's, the machine's), the thread groups' states, and
+//! the profiles.
+use crate::threads::{self, Group};
+use kiln_model::Profile;
+use kiln_store::columns as col;
+use kiln_store::window::values;
+use kiln_store::{RunData, RunMeta, SeriesTable, Window};
+use std::borrow::Cow;
+
+/// The outcome of the load over the window.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// What one operation is (`req`, `msg`, `op`).
+    pub unit: String,
+    /// Operations completed per second.
+    pub throughput: Option<f64>,
+    /// Operations sent per second.
+    pub sent: Option<f64>,
+    /// Operations completed in the window.
+    pub ops: Option<f64>,
+    /// The rate the load was set to (a constant-rate load).
+    pub rate: Option<f64>,
+    /// The connections or producers that drove it (a closed loop).
+    pub concurrency: Option<f64>,
+    /// Latency: what it measures, median, 99th percentile and mean, µs.
+    pub latency: Option<Latency>,
+    /// Failed operations in the window, and what the load called them.
+    pub errors: Option<f64>,
+}
+
+/// A latency over the window.
+#[derive(Clone, Debug, Default)]
+pub struct Latency {
+    /// What it measures (`latency`, `consumer_latency`).
+    pub name: String,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// Mean, µs.
+    pub mean_us: f64,
+}
+
+/// Where the machine's CPUs went over the window, in CPUs (a CPU busy the whole window
+/// is 1).
+#[derive(Clone, Debug, Default)]
+pub struct Cpus {
+    /// The machine's CPUs.
+    pub machine: f64,
+    /// Its busy share, 0 to 1.
+    pub busy: Option<f64>,
+    /// The target's.
+    pub target: Option<f64>,
+    /// kiln's own process (its load generator, recorder and sampler).
+    pub kiln: Option<f64>,
+    /// The kernel running kiln's eBPF programs on the target's threads.
+    pub kiln_bpf: Option<f64>,
+    /// An external load command (and its children).
+    pub load_command: Option<f64>,
+    /// Every other process, busiest first: its name and pid, and its CPUs.
+    pub others: Vec<(String, f64)>,
+    /// The target's threads' time runnable and waiting for a CPU, in thread-seconds per
+    /// second (`schedstat`).
+    pub runnable: Option<f64>,
+    /// The target's cgroup's CPU quota, CPUs, and the share of the window it was
+    /// throttled.
+    pub quota: Option<(f64, f64)>,
+}
+
+/// A run, or a window of it, as the rules read it.
+pub struct Facts<'a> {
+    /// The run, its profiles cut to the window.
+    pub run: Cow<'a, RunData>,
+    /// Its metadata as the window sees it (the headline over the window).
+    pub meta: RunMeta,
+    /// The window.
+    pub window: Window,
+    /// The window's length, seconds.
+    pub secs: f64,
+    /// The load's outcome.
+    pub outcome: Outcome,
+    /// Where the CPUs went.
+    pub cpus: Cpus,
+    /// The target's thread groups, the busiest first.
+    pub groups: Vec<Group>,
+}
+
+impl<'a> Facts<'a> {
+    /// The facts of `run` over its measurement window, or over `w`.
+    pub fn of(run: &'a RunData, w: Option<&Window>) -> Facts<'a> {
+        let (run, window): (Cow<'a, RunData>, Window) = match w {
+            Some(w) if *w != run.meta.measure => (
+                Cow::Owned(kiln_store::window::window_data(run.clone(), w)),
+                w.clone(),
+            ),
+            _ => (Cow::Borrowed(run), run.meta.measure.clone()),
+        };
+        let meta = if window == run.meta.measure && w.is_none() {
+            run.meta.clone()
+        } else {
+            kiln_store::window::window_view(&run, &window)
+        };
+        let secs = window.seconds().max(1e-9);
+        let outcome = outcome(&run, &meta, &window);
+        let cpus = cpus(&run, &meta, &window);
+        let groups = threads::groups(&run, &window);
+        Facts {
+            run,
+            meta,
+            window,
+            secs,
+            outcome,
+            cpus,
+            groups,
+        }
+    }
+
+    /// The series table `name`.
+    pub fn table(&self, name: &str) -> Option<&SeriesTable> {
+        self.run.series.iter().find(|t| t.name == name)
+    }
+
+    /// Column `column` of table `table` over the window: each second's value and length.
+    pub fn values(&self, table: &str, column: &str) -> Vec<(f64, f64)> {
+        values(self.table(table), column, &self.window)
+    }
+
+    /// The time-weighted mean of a column over the window.
+    pub fn mean(&self, table: &str, column: &str) -> Option<f64> {
+        mean_of(&self.values(table, column))
+    }
+
+    /// The profile of event `name`.
+    pub fn profile(&self, name: &str) -> Option<&Profile> {
+        self.run.profiles.iter().find(|p| p.event.name == name)
+    }
+
+    /// The CPU profile (cpu-clock or task-clock).
+    pub fn cpu_profile(&self) -> Option<&Profile> {
+        self.run
+            .profiles
+            .iter()
+            .find(|p| p.event.is_clock() && !p.samples.is_empty())
+    }
+
+    /// The off-CPU profile, when the run recorded one.
+    pub fn offcpu(&self) -> Option<&Profile> {
+        self.profile("offcpu")
+    }
+
+    /// The target's command line as one string (for flags it already has).
+    pub fn cmdline(&self) -> String {
+        self.meta.target.cmdline.join(" ")
+    }
+
+    /// The window's seconds from the measurement's start: `(from, to)`.
+    pub fn seconds(&self) -> (f64, f64) {
+        let start = self.run.meta.measure.start_ns;
+        let at = |t: u64| t.saturating_sub(start) as f64 / 1e9;
+        (at(self.window.start_ns), at(self.window.end_ns))
+    }
+
+    /// The sum of every operation's latency over the window, seconds (mean × count), or,
+    /// for a closed loop without a latency, the time its connections were in flight.
+    pub fn request_time_s(&self) -> Option<f64> {
+        let o = &self.outcome;
+        match (&o.latency, o.ops) {
+            (Some(l), Some(n)) if n > 0.0 && l.mean_us > 0.0 => Some(l.mean_us * 1e-6 * n),
+            _ => o.concurrency.map(|c| c * self.secs),
+        }
+    }
+}
+
+/// The time-weighted mean of `(value, seconds)` pairs.
+pub fn mean_of(v: &[(f64, f64)]) -> Option<f64> {
+    let secs: f64 = v.iter().map(|(_, s)| s).sum();
+    (secs > 0.0).then(|| v.iter().map(|(x, s)| x * s).sum::<f64>() / secs)
+}
+
+/// The integral of rates over their seconds: a count.
+pub fn count_of(v: &[(f64, f64)]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().map(|(x, s)| x * s).sum())
+}
+
+fn outcome(run: &RunData, meta: &RunMeta, w: &Window) -> Outcome {
+    let h = &meta.headline;
+    let load = run.series.iter().find(|t| t.name == col::LOAD);
+    let latency = kiln_store::window::latency_of(run, w).map(|(name, hist)| Latency {
+        name,
+        p50_us: hist.value_at_quantile(0.5) as f64,
+        p99_us: hist.value_at_quantile(0.99) as f64,
+        mean_us: hist.mean(),
+    });
+    let errors = ["errors", "nacked", "returned"]
+        .iter()
+        .filter_map(|c| count_of(&values(load, c, w)))
+        .reduce(|a, b| a + b);
+    Outcome {
+        unit: if meta.load.unit.is_empty() {
+            "op".into()
+        } else {
+            meta.load.unit.clone()
+        },
+        throughput: h.throughput,
+        sent: h.send_rate,
+        ops: h.operations.map(|o| o as f64),
+        rate: meta.load.rate,
+        concurrency: meta.load.concurrency,
+        latency,
+        errors,
+    }
+}
+
+fn cpus(run: &RunData, meta: &RunMeta, w: &Window) -> Cpus {
+    let h = &meta.headline;
+    let secs = w.seconds().max(1e-9);
+    let table = |n: &str| run.series.iter().find(|t| t.name == n);
+    let mean = |t: &str, c: &str| mean_of(&values(table(t), c, w));
+    let mut others: Vec<(String, f64)> = table(col::OTHERS)
+        .map(|t| {
+            t.columns
+                .iter()
+                .filter_map(|c| {
+                    let m = mean_of(&values(Some(t), &c.name, w))? / 100.0;
+                    let name = c.name.strip_prefix("cpu:").unwrap_or(&c.name);
+                    Some((name.to_string(), m))
+                })
+                .filter(|(_, m)| *m > 0.0)
+                .collect()
+        })
+        .unwrap_or_default();
+    others.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let quota = match (
+        mean(col::TARGET, col::CPU_QUOTA),
+        mean(col::TARGET, col::THROTTLED),
+    ) {
+        (Some(q), Some(t)) => Some((q, t / 100.0)),
+        _ => None,
+    };
+    Cpus {
+        machine: f64::from(meta.cpus.max(1)),
+        busy: h.machine_busy_pct.map(|b| b / 100.0),
+        target: h.target_cpu_s.map(|s| s / secs),
+        kiln: h.kiln_cpu_s.map(|s| s / secs),
+        kiln_bpf: h.kiln_bpf_cpu_s.map(|s| s / secs),
+        load_command: h.load_cpu_s.map(|s| s / secs),
+        others,
+        runnable: mean(col::TARGET, col::RUNNABLE).map(|p| p / 100.0),
+        quota,
+    }
+}

@@ -1,0 +1,121 @@
+//! What a CPU profile says a thread group did: its weight by the program's function (the
+//! program's own frame nearest each sample's leaf, past the runtimes' and the C library's
+//! frames) and by category (garbage collection, page faults, spinning…), the categories
+//! being the ones every page shows ([`kiln_model::categories`]).
+use crate::threads::group_of;
+use kiln_model::categories::{Categoriser, Rules};
+use kiln_model::waits::program_frame;
+use kiln_model::{FrameKind, Profile, ThreadId};
+use std::collections::HashMap;
+
+/// Which of `p`'s samples belong to thread group `group` (all of them for `None`).
+pub fn in_group(p: &Profile, group: Option<&str>) -> Vec<bool> {
+    let Some(g) = group else {
+        return vec![true; p.samples.len()];
+    };
+    let of_thread: Vec<bool> = p
+        .threads
+        .iter()
+        .map(|(_, t)| group_of(p.strings.get(t.name)) == g)
+        .collect();
+    p.samples
+        .thread
+        .iter()
+        .map(|&t| t != ThreadId::NONE && of_thread.get(t.0 as usize).copied().unwrap_or(false))
+        .collect()
+}
+
+/// `p`'s weight (of the samples `keep` marks) by the program's function nearest the leaf,
+/// heaviest first, and the weight of those samples in all. Samples with no program frame
+/// (all runtime, all kernel) are left out of the list, not of the total.
+pub fn program_functions(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u128) {
+    let mut by: HashMap<String, u128> = HashMap::new();
+    let mut total = 0u128;
+    let mut path = Vec::new();
+    let mut seen: Vec<Option<Option<String>>> = vec![None; p.stacks.len()];
+    for i in 0..p.samples.len() {
+        if !keep.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        let (st, w) = (p.samples.stack[i], p.samples.weight[i] as u128);
+        total += w;
+        let Some(slot) = seen.get_mut(st.0 as usize) else {
+            continue;
+        };
+        let name = slot.get_or_insert_with(|| {
+            path.clear();
+            p.stacks.path_into(st, &mut path);
+            let names: Vec<String> = path
+                .iter()
+                .filter(|&&f| !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root))
+                .map(|&f| String::from_utf8_lossy(p.frame_name(f)).into_owned())
+                .collect();
+            program_frame(&names).map(|i| names[i].clone())
+        });
+        if let Some(n) = name {
+            *by.entry(n.clone()).or_default() += w;
+        }
+    }
+    let mut v: Vec<(String, u128)> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    (v, total)
+}
+
+/// `p`'s weight (of the samples `keep` marks) by category of the built-in rules, the
+/// heaviest first, and in all.
+pub fn categories(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u128) {
+    let Ok(c) = Categoriser::new(&Rules::builtin()) else {
+        return (Vec::new(), 0);
+    };
+    let names = c.categories();
+    let mut w: Vec<u128> = vec![0; names.len() + 2];
+    let mut total = 0u128;
+    for (i, cat) in c.samples(p).into_iter().enumerate() {
+        if keep.get(i).copied().unwrap_or(false) {
+            let x = p.samples.weight[i] as u128;
+            w[cat] += x;
+            total += x;
+        }
+    }
+    let mut out: Vec<(String, u128)> = w
+        .into_iter()
+        .enumerate()
+        .filter(|(_, x)| *x > 0)
+        .map(|(i, x)| {
+            let n = match i.checked_sub(names.len()) {
+                None => names[i].clone(),
+                Some(0) => kiln_model::categories::OTHER.to_string(),
+                Some(_) => kiln_model::categories::OTHER_KERNEL.to_string(),
+            };
+            (n, x)
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    (out, total)
+}
+
+/// The share (0 to 1) of `total` the categories named by `pred` weigh in `cats`.
+pub fn share_of(cats: &(Vec<(String, u128)>, u128), pred: impl Fn(&str) -> bool) -> f64 {
+    if cats.1 == 0 {
+        return 0.0;
+    }
+    cats.0
+        .iter()
+        .filter(|(n, _)| pred(n))
+        .map(|(_, w)| *w)
+        .sum::<u128>() as f64
+        / cats.1 as f64
+}
+
+/// The top `n` program functions of `keep`'s samples as `name (share)`, shares of the
+/// samples' weight.
+pub fn top_named(p: &Profile, keep: &[bool], n: usize) -> Vec<(String, f64)> {
+    let (v, total) = program_functions(p, keep);
+    if total == 0 {
+        return Vec::new();
+    }
+    v.into_iter()
+        .take(n)
+        .map(|(name, w)| (name, w as f64 / total as f64))
+        .collect()
+}

@@ -1,0 +1,296 @@
+//! The CPUs as a resource (the USE method): one thread saturated, the CPUs full of the
+//! server's own work, and the server's threads ready to run but not running.
+use super::{cpus, pct, secs, Runtime};
+use crate::profile::{categories, in_group, top_named};
+use crate::{Class, Facts, Finding};
+use kiln_store::columns as col;
+
+/// A thread at this share of a CPU or more ran all the time it could.
+const SATURATED: f64 = 0.85;
+
+/// What a saturated thread is, in its runtime's words.
+fn thread_kind(f: &Facts, group: &str, threads: f64) -> String {
+    let main = group == f.meta.target.comm || group == "MainThread";
+    match f.runtime() {
+        Runtime::Node if main => "Node's event loop (the main thread)".into(),
+        Runtime::Python if threads <= 1.5 => {
+            format!("the Python interpreter's only thread ('{group}')")
+        }
+        Runtime::Python => format!("the Python thread holding the GIL ('{group}')"),
+        Runtime::Beam if group.contains("scheduler") => {
+            format!("one BEAM scheduler ('{group}': one Erlang process, or one at a time)")
+        }
+        _ if threads <= 1.5 => format!("its only '{group}' thread"),
+        _ => format!("one '{group}' thread"),
+    }
+}
+
+/// One thread ran a whole CPU while the server could have used more: its work is
+/// serialised on that thread (an event loop, an interpreter, a single worker, one Erlang
+/// process), and nothing it does goes faster with more CPUs or more clients.
+///
+/// False when: the server used (nearly) every CPU anyway (then it is CPU-bound); the hot
+/// thread mostly waited for a CPU (starvation); several threads were hot.
+pub fn one_thread(f: &Facts) -> Vec<Finding> {
+    let Some(target) = f.cpus.target else {
+        return Vec::new();
+    };
+    let hot: Vec<_> = f
+        .groups
+        .iter()
+        .filter(|g| g.busiest.is_some_and(|b| b >= SATURATED))
+        .collect();
+    let [g] = hot.as_slice() else {
+        return Vec::new();
+    };
+    let busiest = g.busiest.unwrap_or(0.0);
+    // The rest of the server: if it too ran CPUs flat out, the server is CPU-bound.
+    let rest = target - busiest;
+    let limit = f
+        .cpus
+        .quota
+        .map_or(f.cpus.machine, |q| q.0.min(f.cpus.machine));
+    if rest >= 0.5 * (limit - 1.0).max(0.5) || target >= 0.9 * limit {
+        return Vec::new();
+    }
+    let kind = thread_kind(f, &g.name, g.threads);
+    let mut claim = format!(
+        "{kind} ran {} of a CPU while the server used {} of {}: its work is serialised on that thread, and more clients or CPUs will not make it faster",
+        pct(busiest),
+        cpus(target),
+        cpus(limit)
+    );
+    let mut finding = Finding::new(
+        "one-thread",
+        Class::OneThreadSaturated,
+        0.6 + 0.35 * busiest,
+        String::new(),
+    );
+    if let Some(p) = f.cpu_profile() {
+        let keep = in_group(p, Some(&g.name));
+        let top = top_named(p, &keep, 3);
+        if let Some((name, share)) = top.first() {
+            claim.push_str(&format!("; its CPU is mostly in {name} ({})", pct(*share)));
+            let mut e = f.ev(
+                format!("'{}' threads' CPU by the program's function", g.name),
+                top.iter()
+                    .map(|(n, s)| format!("{n} {}", pct(*s)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                format!("CPU profile ({})", p.event.name),
+            );
+            e.profile = Some(p.event.name.clone());
+            e.focus = Some(name.clone());
+            finding = finding.evidence(e);
+        }
+    }
+    let mut e = f.ev(
+        format!("busiest '{}' thread's CPU", g.name),
+        format!(
+            "{} of a CPU (each second's busiest, averaged)",
+            pct(busiest)
+        ),
+        "/proc/PID/task/TID/schedstat",
+    );
+    e.series = Some(format!(
+        "target/{}",
+        col::per_group(col::GROUP_BUSIEST, &g.name)
+    ));
+    finding = finding.evidence(e).evidence(f.ev(
+        "the server's CPU",
+        format!(
+            "{} of {} ({} CPUs on the machine)",
+            cpus(target),
+            cpus(limit),
+            f.cpus.machine
+        ),
+        "/proc/PID/stat",
+    ));
+    finding.claim = claim;
+    vec![finding
+        .explains(busiest * 100.0, "of the thread's time on a CPU")
+        .check(format!(
+            "pidstat -t -p {} 1 {}   # or: top -H -p {}",
+            f.pid(),
+            f.secs_arg(),
+            f.pid()
+        ))]
+}
+
+/// The server's own work filled the CPUs it could use: it is CPU-bound, and what its CPU
+/// did is where to look (the categories and functions name it).
+///
+/// False when: the CPUs were not full; others (not the server) filled them; the server's
+/// threads mostly waited for a CPU (that is starvation, said by its own rule).
+pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
+    let Some(target) = f.cpus.target else {
+        return Vec::new();
+    };
+    let limit = f
+        .cpus
+        .quota
+        .map_or(f.cpus.machine, |q| q.0.min(f.cpus.machine));
+    let busy = f.cpus.busy.unwrap_or(target / f.cpus.machine);
+    let share = target / limit;
+    let full = share >= 0.8 || (busy >= 0.9 && share >= 0.45);
+    if !full {
+        return Vec::new();
+    }
+    let kiln = f.cpus.kiln.unwrap_or(0.0) + f.cpus.load_command.unwrap_or(0.0);
+    let others: f64 = f.cpus.others.iter().map(|(_, c)| c).sum();
+    if others > target || kiln > target {
+        return Vec::new();
+    }
+    let mut claim = format!(
+        "the server's own work used {} of {}",
+        cpus(target),
+        cpus(limit)
+    );
+    if share < 0.8 {
+        claim.push_str(&format!(
+            " and the rest went to the load generator and kiln ({}) and other processes ({}): the machine was {} busy",
+            cpus(kiln),
+            cpus(others),
+            pct(busy)
+        ));
+    }
+    let mut finding = Finding::new(
+        "cpu-bound",
+        Class::CpuBound,
+        0.35 + 0.2 * share.min(1.0),
+        String::new(),
+    );
+    if let Some(p) = f.cpu_profile() {
+        let keep = in_group(p, None);
+        let cats = categories(p, &keep);
+        let named: Vec<String> = cats
+            .0
+            .iter()
+            .filter(|(n, _)| !n.starts_with("other"))
+            .take(3)
+            .map(|(n, w)| format!("{n} {}", pct(*w as f64 / cats.1.max(1) as f64)))
+            .collect();
+        let top = top_named(p, &keep, 3);
+        if let Some((name, s)) = top.first() {
+            claim.push_str(&format!(
+                "; the heaviest of the program's functions is {name} ({})",
+                pct(*s)
+            ));
+        }
+        let mut e = f.ev(
+            "where the CPU went",
+            if named.is_empty() {
+                top.iter()
+                    .map(|(n, s)| format!("{n} {}", pct(*s)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            } else {
+                named.join(", ")
+            },
+            format!("CPU profile ({}), by category", p.event.name),
+        );
+        e.profile = Some(p.event.name.clone());
+        e.focus = top.first().map(|t| t.0.clone());
+        finding = finding.evidence(e);
+    }
+    finding.claim = claim;
+    vec![finding
+        .evidence(f.ev(
+            "the server's CPU",
+            format!("{} of {}", cpus(target), cpus(limit)),
+            "/proc/PID/stat",
+        ))
+        .explains(share * 100.0, "of the CPUs it could use")
+        .check(format!(
+            "perf top -p {}   # or: pidstat -u -p {} 1 {}",
+            f.pid(),
+            f.pid(),
+            f.secs_arg()
+        ))]
+}
+
+/// The server's threads were ready to run but waited for a CPU (the kernel's run-queue
+/// time): other processes, or the server's cgroup quota, had the CPU. Its share of the
+/// operations' time says how much of the outcome it explains.
+///
+/// False when: the threads waited little for a CPU against the time they ran; the time
+/// waited explains little of the operations' time.
+pub fn starvation(f: &Facts) -> Vec<Finding> {
+    let (Some(runnable), Some(target)) = (f.cpus.runnable, f.cpus.target) else {
+        return Vec::new();
+    };
+    if runnable < 0.05 || runnable / (runnable + target).max(1e-9) < 0.15 {
+        return Vec::new();
+    }
+    let waited_s = runnable * f.secs;
+    let of_request = f.request_time_s().map(|r| waited_s / r.max(1e-9));
+    let ready = runnable / (runnable + target);
+    let score = of_request.map_or(ready * 0.7, |x| x.min(1.0) * 0.95);
+    let takers = takers(f);
+    let mut claim = format!(
+        "the server's threads spent {} of the time they were ready to run waiting for a CPU ({:.1} of them waiting on average)",
+        pct(ready),
+        runnable
+    );
+    match f.cpus.quota {
+        Some((q, throttled)) if throttled > 0.05 => claim.push_str(&format!(
+            "; its cgroup's CPU quota ({}) throttled it {} of the time",
+            cpus(q),
+            pct(throttled)
+        )),
+        _ => {}
+    }
+    if !takers.is_empty() {
+        claim.push_str(&format!("; the CPUs went to {}", takers.join(", ")));
+    }
+    let mut finding = Finding::new("starvation", Class::CpuStarvation, score, claim);
+    let mut e = f.ev(
+        "runnable, waiting for a CPU",
+        format!(
+            "{} per second (the server ran {} per second)",
+            secs(runnable),
+            secs(target)
+        ),
+        "/proc/PID/task/*/schedstat (run-queue time)",
+    );
+    e.series = Some(format!("target/{}", col::RUNNABLE));
+    finding = finding.evidence(e);
+    if let Some(b) = f.cpus.busy {
+        finding = finding.evidence(f.ev(
+            "the machine",
+            format!("{} busy of {} CPUs", pct(b), f.cpus.machine),
+            "/proc/stat",
+        ));
+    }
+    if let Some(x) = of_request {
+        finding = finding.explains(x * 100.0, format!("of the {}s' time", f.outcome.unit));
+    }
+    vec![finding.check(format!(
+        "perf sched timehist -p {} (or: cat /proc/{}/task/*/schedstat, second field, twice a second apart); top -b -n 1 -o %CPU",
+        f.pid(),
+        f.meta.target.pids.first().copied().unwrap_or(0)
+    ))]
+}
+
+/// Who had the CPU besides the server: the other processes over 5% of a CPU, kiln's own
+/// load generator and an external load command, busiest first.
+pub fn takers(f: &Facts) -> Vec<String> {
+    let mut v: Vec<(String, f64)> = f
+        .cpus
+        .others
+        .iter()
+        .filter(|(_, c)| *c >= 0.05)
+        .take(3)
+        .map(|(n, c)| (n.clone(), *c))
+        .collect();
+    if let Some(k) = f.cpus.kiln.filter(|k| *k >= 0.05) {
+        v.push(("kiln (its load generator and recorder)".into(), k));
+    }
+    if let Some(k) = f.cpus.load_command.filter(|k| *k >= 0.05) {
+        v.push(("the load command".into(), k));
+    }
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v.into_iter()
+        .map(|(n, c)| format!("{n} {}", cpus(c)))
+        .collect()
+}

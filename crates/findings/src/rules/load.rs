@@ -1,0 +1,94 @@
+//! The load itself: the client as the limit, and operations that failed.
+use super::{cpus, pct};
+use crate::{Class, Facts, Finding};
+
+/// The load generator, not the server, was the limit: it ran out of CPU (or the machine
+/// did) while the server's threads waited for work.
+///
+/// False when: the server's threads were on a CPU or runnable most of their time, or one
+/// of them ran a whole CPU (the server was the limit, whatever the machine's state); the
+/// client had CPU to spare.
+pub fn client(f: &Facts) -> Vec<Finding> {
+    let client = f.cpus.load_command.or(f.cpus.kiln).unwrap_or(0.0);
+    let machine_full = f.cpus.busy.is_some_and(|b| b >= 0.9);
+    if client < 0.5 && !machine_full {
+        return Vec::new();
+    }
+    // The server's side: busy (on a CPU or runnable) against its threads' time.
+    let threads: f64 = f.groups.iter().map(|g| g.threads).sum();
+    let working: f64 = f
+        .groups
+        .iter()
+        .map(|g| g.on_cpu + g.runnable.unwrap_or(0.0))
+        .sum();
+    let hot = f
+        .groups
+        .iter()
+        .any(|g| g.busiest.is_some_and(|b| b >= 0.85));
+    let target = f.cpus.target.unwrap_or(0.0);
+    if hot || threads <= 0.0 || working / threads >= 0.5 || target >= 0.7 * f.cpus.machine {
+        return Vec::new();
+    }
+    if client < target {
+        return Vec::new();
+    }
+    let who = if f.cpus.load_command.is_some() {
+        "the load command"
+    } else {
+        "kiln's load generator"
+    };
+    let claim = format!(
+        "{who} used {} while the server used {} and its threads waited for work {} of their time: the load, not the server, was the limit — drive it from another machine or with fewer clients per CPU",
+        cpus(client),
+        cpus(target),
+        pct(1.0 - working / threads)
+    );
+    vec![Finding::new("client", Class::ClientLimited, 0.5, claim)
+        .evidence(f.ev(
+            "the load generator's CPU",
+            cpus(client),
+            "/proc/PID/stat of kiln (or the load command and its children)",
+        ))
+        .evidence(f.ev(
+            "the server's threads on a CPU or runnable",
+            format!("{} of {:.0} threads' time", pct(working / threads), threads),
+            "/proc/PID/task/*/schedstat",
+        ))
+        .check(
+            "top -b -n 1 -o %CPU (the client at 100% of its CPUs, the server's threads in S state)"
+                .to_string(),
+        )]
+}
+
+/// Operations failed: a share of them did not complete.
+///
+/// False when: under 1% failed.
+pub fn errors(f: &Facts) -> Vec<Finding> {
+    let (Some(errors), Some(ops)) = (f.outcome.errors, f.outcome.ops) else {
+        return Vec::new();
+    };
+    let all = ops + errors;
+    if all <= 0.0 || errors / all < 0.01 {
+        return Vec::new();
+    }
+    let share = errors / all;
+    vec![Finding::new(
+        "errors",
+        Class::Errors,
+        (share * 3.0).min(0.9),
+        format!(
+            "{} of the {}s failed ({} errors against {} completed)",
+            pct(share),
+            f.outcome.unit,
+            super::queues::thousands(errors),
+            super::queues::thousands(ops)
+        ),
+    )
+    .evidence(f.ev(
+        "errors",
+        super::queues::thousands(errors),
+        "the load's own counts",
+    ))
+    .explains(share * 100.0, format!("of the {}s", f.outcome.unit))
+    .check("the server's own log; ss -s; nstat -az".to_string())]
+}

@@ -1,0 +1,208 @@
+//! The rules: one per kind of cause, each reading the [`Facts`] of a run and returning the
+//! findings it can stand behind, each with its evidence, its share of the outcome and the
+//! command that checks it. A rule checks what would make it false before it speaks.
+//!
+//! | rule | method | finds |
+//! |---|---|---|
+//! | [`cpu::one_thread`] | thread states, USE (one thread as a resource) | one thread at a whole CPU while the server could use more |
+//! | [`cpu::cpu_bound`] | USE (the CPUs) | the server's own work filling the CPUs |
+//! | [`cpu::starvation`] | thread states (runnable), who else ran | threads ready but not running |
+//! | [`waiting::blocked`] | thread states (blocked by reason) | locks, the disk, sleeps in the path |
+//! | [`waiting::go_waits`] | Go's block and mutex profiles | goroutines waiting on a lock or channel |
+//! | [`waiting::outside`] | Little's law against the server's busy time | the time spent outside the server |
+//! | [`queues::queue`] | Little's law on a measured queue | a broker's queue, or a backlog before it, growing |
+//! | [`queues::accept`] | USE (the listen queue) | connections waiting to be accepted |
+//! | [`runtime::gc`] | the runtimes' categories, msacc | garbage collection's share |
+//! | [`runtime::churn`] | page faults, the kernel's memory paths | memory taken and given back per operation |
+//! | [`runtime::busy_wait`] | spin categories, the VM's flags | spinning |
+//! | [`runtime::growth`] | RSS over the window | memory growing |
+//! | [`load::client`] | the load generator's CPU against the server's states | the client as the limit |
+//! | [`load::errors`] | the load's own counts | failed operations |
+//! | [`sweep::knee`] | Little's law across steps, then every rule on the step | where a sweep broke, and why |
+use crate::{Evidence, Facts, Finding, Findings, MIN_SCORE};
+
+pub mod cpu;
+pub mod load;
+pub mod queues;
+pub mod runtime;
+pub mod sweep;
+pub mod waiting;
+
+/// A rule: the findings it makes of a run.
+pub type Rule = fn(&Facts) -> Vec<Finding>;
+
+/// Every rule, in the order ties are broken.
+pub const RULES: &[(&str, Rule)] = &[
+    ("knee", sweep::knee),
+    ("one-thread", cpu::one_thread),
+    ("starvation", cpu::starvation),
+    ("blocked", waiting::blocked),
+    ("go-waits", waiting::go_waits),
+    ("queue", queues::queue),
+    ("accept", queues::accept),
+    ("gc", runtime::gc),
+    ("churn", runtime::churn),
+    ("busy-wait", runtime::busy_wait),
+    ("cpu-bound", cpu::cpu_bound),
+    ("outside", waiting::outside),
+    ("client", load::client),
+    ("errors", load::errors),
+    ("growth", runtime::growth),
+];
+
+/// Every rule over `f`, ranked: the largest score first; a class named twice keeps its
+/// best; findings under [`MIN_SCORE`] left out.
+pub fn run_all(f: &Facts) -> Findings {
+    run_rules(f, RULES)
+}
+
+/// The rules of `rules` over `f`, ranked.
+pub fn run_rules(f: &Facts, rules: &[(&str, Rule)]) -> Findings {
+    let mut all: Vec<Finding> = rules.iter().flat_map(|(_, r)| r(f)).collect();
+    all.retain(|x| x.score >= MIN_SCORE && x.score.is_finite());
+    // Stable: ties keep the rules' order.
+    all.sort_by(|a, b| b.score.total_cmp(&a.score));
+    // One finding per kind of cause: the best-ranked says it.
+    let mut seen: Vec<crate::Class> = Vec::new();
+    all.retain(|x| {
+        let new = !seen.contains(&x.class);
+        seen.push(x.class);
+        new
+    });
+    Findings {
+        findings: all,
+        limits: limits(f),
+    }
+}
+
+/// What the run lacked to tell more.
+fn limits(f: &Facts) -> Vec<String> {
+    let mut out = Vec::new();
+    let has = |e: &str| f.run.profiles.iter().any(|p| p.event.name == e);
+    if !has("offcpu") && f.groups.iter().any(|g| g.blocked > 0.5) {
+        out.push(
+            "threads were blocked, but the run recorded no off-CPU profile: record with -e cpu,offcpu to name what they waited for".into(),
+        );
+    }
+    if f.outcome.latency.is_none() && f.outcome.throughput.is_none() {
+        out.push(
+            "the load measured no throughput or latency: findings weigh the server's own time"
+                .into(),
+        );
+    }
+    out
+}
+
+impl Facts<'_> {
+    /// A figure over the whole window, from `source`.
+    pub fn ev(
+        &self,
+        what: impl Into<String>,
+        value: impl Into<String>,
+        source: impl Into<String>,
+    ) -> Evidence {
+        let (from_s, to_s) = self.seconds();
+        Evidence {
+            what: what.into(),
+            value: value.into(),
+            source: source.into(),
+            from_s,
+            to_s,
+            series: None,
+            profile: None,
+            focus: None,
+        }
+    }
+
+    /// The target's pid(s) as a command line takes them (`4242`, `4242,4311`).
+    pub fn pid(&self) -> String {
+        let p: Vec<String> = self
+            .meta
+            .target
+            .pids
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        if p.is_empty() {
+            "PID".into()
+        } else {
+            p.join(",")
+        }
+    }
+
+    /// The window's length for a shell command (whole seconds, at least 1).
+    pub fn secs_arg(&self) -> u64 {
+        self.secs.round().max(1.0) as u64
+    }
+
+    /// The target's runtime, from its executable, name and command line.
+    pub fn runtime(&self) -> Runtime {
+        let t = &self.meta.target;
+        let exe = t.exe.rsplit('/').next().unwrap_or("");
+        let all = format!(
+            "{} {} {}",
+            t.comm,
+            exe,
+            t.cmdline.first().map(String::as_str).unwrap_or("")
+        );
+        if all.contains("beam") || all.contains("erl") {
+            Runtime::Beam
+        } else if all.contains("java") {
+            Runtime::Jvm
+        } else if all.contains("node") {
+            Runtime::Node
+        } else if all.contains("python") {
+            Runtime::Python
+        } else if self.cpu_profile().is_some_and(|p| {
+            p.frames
+                .iter()
+                .any(|(_, f)| p.strings.get(f.name).starts_with(b"runtime."))
+        }) {
+            Runtime::Go
+        } else {
+            Runtime::Native
+        }
+    }
+}
+
+/// The runtime a target runs on: what its threads and frames mean, and which of its own
+/// tools checks a finding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// Erlang's BEAM.
+    Beam,
+    /// A JVM.
+    Jvm,
+    /// Node.js.
+    Node,
+    /// CPython.
+    Python,
+    /// Go.
+    Go,
+    /// Compiled code (C, C++, Rust).
+    Native,
+}
+
+/// A share as text: `78%`, `0.4%`.
+pub fn pct(x: f64) -> String {
+    let p = x * 100.0;
+    if p < 1.0 && p > 0.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+/// Seconds as text: `1.2 s`, `35 ms`, `420 µs`.
+pub fn secs(s: f64) -> String {
+    kiln_model::format_ns(s * 1e9)
+}
+
+/// CPUs as text: `0.85 CPU`, `1.90 CPUs`.
+pub fn cpus(c: f64) -> String {
+    if (c - 1.0).abs() < 0.005 || c < 1.0 {
+        format!("{c:.2} CPU")
+    } else {
+        format!("{c:.2} CPUs")
+    }
+}

@@ -1,0 +1,180 @@
+//! Queues measured beside the load (a broker's queue, the operations sent and not yet
+//! done, the server's accept queue): where work waited, and by Little's law how long.
+use super::secs;
+use crate::facts::count_of;
+use crate::{Class, Facts, Finding};
+use kiln_store::columns as col;
+
+/// A backlog that grew by less than this, or less than a second of the work, kept up.
+const GREW: f64 = 1000.0;
+
+/// A queue that grew over the window: the work arrived faster than it was done, and each
+/// operation waits in it (Little's law: the depth over the rate it drains at). Measured as
+/// the broker counts it (a watched AMQP queue), or as the operations sent and not yet
+/// completed (the load's own counts) when no queue was watched or the backlog sat before
+/// it (flow control: in the sockets and the broker's connection processes).
+///
+/// False when: the queue (and the backlog) grew by less than a second of the work.
+pub fn queue(f: &Facts) -> Vec<Finding> {
+    let depth = f.values(col::LOAD, kiln_store::QUEUE_DEPTH);
+    let rate = f.outcome.throughput.unwrap_or(0.0);
+    let unit = &f.outcome.unit;
+    let threshold = GREW.max(rate);
+    let mut out = Vec::new();
+    let queue_grew = match (depth.first(), depth.last()) {
+        (Some(&(a, _)), Some(&(b, _))) if b - a >= threshold || b >= 2.0 * threshold => {
+            out.push(queue_finding(f, a, b));
+            b - a
+        }
+        _ => 0.0,
+    };
+    // The backlog the load counted: sent and not completed, one delivery per send.
+    let sent = count_of(&f.values(col::LOAD, "sent"));
+    let done = count_of(&f.values(col::LOAD, &f.meta.load.completed));
+    if let (Some(s), Some(d)) = (sent, done) {
+        let backlog = s - d;
+        if backlog >= threshold && backlog > 2.0 * queue_grew {
+            let wait = (rate > 0.0).then(|| backlog / rate);
+            let mut claim = format!(
+                "{} {unit}s were sent and not yet received over the window ({} sent, {} received){}",
+                thousands(backlog),
+                thousands(s),
+                thousands(d),
+                if depth.is_empty() {
+                    String::new()
+                } else {
+                    ", more than the broker's queue held: the rest waited before the queue, in the sockets and the broker's connection processes (its flow control)".into()
+                }
+            );
+            if let Some(w) = wait {
+                claim.push_str(&format!(
+                    "; at the {}/s they drained at that is ~{} of waiting (Little's law)",
+                    thousands(rate),
+                    secs(w)
+                ));
+            }
+            let explains = latency_share(f, wait);
+            let mut x = Finding::new("queue", Class::QueueGrowing, 0.5 + 0.4 * explains.unwrap_or(0.5), claim)
+                .evidence(f.ev(
+                    format!("{unit}s sent and not received"),
+                    thousands(backlog),
+                    "the load's own counts (sent, received)",
+                ))
+                .check("rabbitmqctl list_queues name messages_ready messages_unacknowledged consumers; rabbitmqctl list_connections name state recv_oct send_pend".to_string());
+            if let Some(e) = explains {
+                x = x.explains(e * 100.0, "of the latency");
+            }
+            out.push(x);
+        }
+    }
+    out
+}
+
+fn queue_finding(f: &Facts, first: f64, last: f64) -> Finding {
+    let unit = &f.outcome.unit;
+    let rate = f.outcome.throughput.unwrap_or(0.0);
+    let sent = f.outcome.sent.unwrap_or(0.0);
+    let per_s = (last - first) / f.secs.max(1e-9);
+    let wait = (rate > 0.0).then(|| last / rate);
+    let mut claim = format!(
+        "the broker's queue grew from {} to {} {unit}s (+{}/s): publishers sent {}/s and consumers took {}/s",
+        thousands(first),
+        thousands(last),
+        thousands(per_s),
+        thousands(sent),
+        thousands(rate)
+    );
+    if let Some(w) = wait {
+        claim.push_str(&format!(
+            "; a {unit} at the end waits ~{} in it (Little's law: the depth over the rate it drains at)",
+            secs(w)
+        ));
+    }
+    let explains = latency_share(f, wait);
+    let mut e = f.ev(
+        "queue depth (messages ready)",
+        format!("{} → {}", thousands(first), thousands(last)),
+        "the broker's own count (passive queue.declare, as rabbitmqctl list_queues shows)",
+    );
+    e.series = Some(format!("{}/{}", col::LOAD, kiln_store::QUEUE_DEPTH));
+    let mut x = Finding::new("queue", Class::QueueGrowing, 0.6 + 0.35 * explains.unwrap_or(0.6), claim)
+        .evidence(e)
+        .check("rabbitmqctl list_queues name messages_ready messages_unacknowledged consumers (twice, seconds apart)".to_string());
+    if let Some(e) = explains {
+        x = x.explains(e * 100.0, "of the latency");
+    }
+    x
+}
+
+/// The share of the mean latency a wait of `wait` seconds is.
+fn latency_share(f: &Facts, wait: Option<f64>) -> Option<f64> {
+    let l = f.outcome.latency.as_ref()?;
+    let w = wait?;
+    (l.mean_us > 0.0).then(|| (w * 1e6 / l.mean_us).min(1.0))
+}
+
+/// Connections waited in the server's accept queue (its listening sockets' Recv-Q, as `ss
+/// -lnt` shows it), or were dropped from a full one (`ListenOverflows`): the server takes
+/// new connections slower than they come, and each waits before anything is done for it.
+///
+/// False when: the queue was empty (under one connection on average) and none was
+/// dropped.
+pub fn accept(f: &Facts) -> Vec<Finding> {
+    let queue = f
+        .mean(col::TARGET, col::ACCEPT_QUEUE)
+        .or_else(|| f.mean(col::LOAD, "accept_backlog"));
+    let max = f
+        .values(col::TARGET, col::ACCEPT_QUEUE)
+        .iter()
+        .chain(f.values(col::LOAD, "accept_backlog").iter())
+        .map(|(v, _)| *v)
+        .fold(0.0, f64::max);
+    let dropped = count_of(&f.values(col::TARGET, col::LISTEN_OVERFLOWS)).unwrap_or(0.0);
+    let q = queue.unwrap_or(0.0);
+    if q < 1.0 && dropped < 1.0 {
+        return Vec::new();
+    }
+    let clients = f.outcome.concurrency;
+    let waiting = clients.map(|c| (q / c.max(1.0)).min(1.0));
+    let mut claim = format!(
+        "connections waited in the server's accept queue: {:.1} on average (at most {max:.0})",
+        q
+    );
+    if let Some(c) = clients {
+        claim.push_str(&format!(" of the {c:.0} the load kept open or opening"));
+    }
+    if dropped >= 1.0 {
+        claim.push_str(&format!(
+            "; {} were dropped from a full queue (ListenOverflows)",
+            thousands(dropped)
+        ));
+    }
+    claim.push_str(": the server accepts slower than clients connect");
+    let score = 0.45 + 0.35 * waiting.unwrap_or(0.3) + if dropped >= 1.0 { 0.1 } else { 0.0 };
+    let mut e = f.ev(
+        "accept queue",
+        format!("{q:.1} on average, {max:.0} at most"),
+        "/proc/PID/net/tcp (the listening sockets' receive queue)",
+    );
+    e.series = Some(format!("{}/{}", col::TARGET, col::ACCEPT_QUEUE));
+    let mut x = Finding::new("accept", Class::AcceptBacklog, score, claim)
+        .evidence(e)
+        .check("ss -lnt (Recv-Q of the listener, twice); nstat -az TcpExtListenOverflows TcpExtListenDrops".to_string());
+    if let Some(w) = waiting {
+        x = x.explains(w * 100.0, "of the clients, waiting to be accepted");
+    }
+    vec![x]
+}
+
+/// A count as text with thousands separators.
+pub fn thousands(v: f64) -> String {
+    kiln_model::thousands(v.round().max(0.0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_read_with_separators() {
+        assert_eq!(super::thousands(22049.4), "22,049");
+    }
+}

@@ -1,0 +1,339 @@
+//! What the CPU was spent on, in the runtimes' terms: garbage collection, memory taken
+//! from the kernel and given back, spinning; and memory growing.
+use super::{cpus, pct, Runtime};
+use crate::facts::count_of;
+use crate::profile::{categories, in_group, program_functions, share_of};
+use crate::{Class, Facts, Finding};
+use kiln_model::categories::GC;
+use kiln_model::FrameKind;
+use kiln_store::columns as col;
+
+/// A refinement of the CPU's use is ranked by its share of the CPU and by how much of a
+/// CPU the server used: a share of an idle server's CPU is no cause.
+fn weight(f: &Facts, share: f64) -> f64 {
+    let used = f.cpus.target.unwrap_or(0.0);
+    let busy = (used / 0.5).min(1.0);
+    (2.0 * share).min(1.0) * (0.45 + 0.5 * busy)
+}
+
+/// The command that shows a runtime's garbage collection in its own words.
+fn gc_check(f: &Facts) -> String {
+    let pid = f.pid();
+    match f.runtime() {
+        Runtime::Go => "GODEBUG=gctrace=1 on the server (each line: the GC's CPU share); or go tool pprof -sample_index=alloc_space heap".into(),
+        Runtime::Jvm => format!("jstat -gcutil {pid} 1000 (GCT: seconds in GC so far)"),
+        Runtime::Node => "node --trace-gc (each collection and its pause)".into(),
+        Runtime::Beam => "rabbitmqctl eval 'msacc:start(5000), msacc:print().' (the gc column)".into(),
+        Runtime::Python => "python -X importtime is no help here: gc.callbacks or gc.set_debug(gc.DEBUG_STATS) in the server".into(),
+        Runtime::Native => format!("perf record -g -p {pid}; perf report --no-children"),
+    }
+}
+
+/// Garbage collection took a large share of the server's CPU (the runtime's collector
+/// functions and threads, as the category charts count them; the BEAM's own `gc` state).
+///
+/// False when: the share is small, or the server barely used a CPU.
+pub fn gc(f: &Facts) -> Vec<Finding> {
+    let Some(p) = f.cpu_profile() else {
+        return Vec::new();
+    };
+    let keep = in_group(p, None);
+    let cats = categories(p, &keep);
+    let mut share = share_of(&cats, |n| n == GC);
+    let mut source = format!(
+        "CPU profile ({}), the collector's functions and threads",
+        p.event.name
+    );
+    if let Some(b) = &f.meta.headline.beam {
+        // msacc's gc state, of the schedulers' awake time.
+        if b.gc_pct / 100.0 > share {
+            share = b.gc_pct / 100.0;
+            source = "the BEAM schedulers' states (msacc's gc), from the CPU samples".into();
+        }
+    }
+    if share < 0.1 {
+        return Vec::new();
+    }
+    let used = f.cpus.target.unwrap_or(0.0);
+    let claim = format!(
+        "garbage collection took {} of the server's CPU ({} of the {} it used)",
+        pct(share),
+        cpus(share * used),
+        cpus(used)
+    );
+    let (fns, total) = program_functions(p, &keep);
+    let _ = (fns, total);
+    let mut e = f.ev("garbage collection", pct(share), source);
+    e.profile = Some(p.event.name.clone());
+    vec![
+        Finding::new("gc", Class::GarbageCollection, weight(f, share), claim)
+            .evidence(e)
+            .explains(share * 100.0, "of the server's CPU")
+            .check(gc_check(f)),
+    ]
+}
+
+/// Memory taken from the kernel and given back over and over: the CPU in the kernel's
+/// page-fault, `mmap` and `munmap` paths, and the minor faults per operation. A buffer
+/// above malloc's mmap threshold (128 KiB) is mapped and unmapped at each use, and every
+/// page of it is faulted in and zeroed again.
+///
+/// False when: those paths are a small share of the CPU.
+pub fn churn(f: &Facts) -> Vec<Finding> {
+    let Some(p) = f.cpu_profile() else {
+        return Vec::new();
+    };
+    let keep = in_group(p, None);
+    let cats = categories(p, &keep);
+    let faults = share_of(&cats, |n| n == "kernel page faults");
+    let mem = share_of(&cats, |n| n == "syscall: memory");
+    let share = faults + mem;
+    let minor = count_of(&f.values(col::TARGET, col::MINOR_FAULTS));
+    let per_op = match (minor, f.outcome.ops) {
+        (Some(m), Some(o)) if o > 0.0 => Some(m / o),
+        _ => None,
+    };
+    if share < 0.1 && !(share >= 0.05 && per_op.is_some_and(|x| x >= 50.0)) {
+        return Vec::new();
+    }
+    let mut claim = format!(
+        "{} of the server's CPU went to the kernel's page faults ({}) and memory mapping (mmap, munmap, brk: {})",
+        pct(share),
+        pct(faults),
+        pct(mem)
+    );
+    if let Some(x) = per_op {
+        claim.push_str(&format!(
+            "; it faulted in {x:.0} new pages per {} ({} KiB)",
+            f.outcome.unit,
+            (x * 4.0).round()
+        ));
+    }
+    claim.push_str(": memory is given back to the kernel and taken again (a buffer above malloc's mmap threshold, freed each time)");
+    // Who asked: the program's frame above the faults and the mappings.
+    let in_kernel_mem: Vec<bool> = {
+        let c = kiln_model::categories::Categoriser::new(&kiln_model::categories::Rules::builtin());
+        match c {
+            Ok(c) => {
+                let names = c.categories().to_vec();
+                c.samples(p)
+                    .iter()
+                    .map(|&i| {
+                        names
+                            .get(i)
+                            .is_some_and(|n| n == "kernel page faults" || n == "syscall: memory")
+                    })
+                    .collect()
+            }
+            Err(_) => vec![false; p.samples.len()],
+        }
+    };
+    let (by, total) = program_functions(p, &in_kernel_mem);
+    let mut x = Finding::new("churn", Class::MemoryChurn, weight(f, share), claim);
+    if let Some((name, w)) = by.first() {
+        let mut e = f.ev(
+            "who faulted and mapped",
+            format!("{name} ({})", pct(*w as f64 / total.max(1) as f64)),
+            format!(
+                "CPU profile ({}), the program's frame above the kernel",
+                p.event.name
+            ),
+        );
+        e.profile = Some(p.event.name.clone());
+        e.focus = Some(name.clone());
+        x = x.evidence(e);
+    }
+    if let Some(m) = minor {
+        let mut e = f.ev(
+            "minor page faults",
+            format!("{}/s", super::queues::thousands(m / f.secs)),
+            "/proc/PID/stat (minflt)",
+        );
+        e.series = Some(format!("{}/{}", col::TARGET, col::MINOR_FAULTS));
+        x = x.evidence(e);
+    }
+    vec![x
+        .explains(share * 100.0, "of the server's CPU")
+        .check(format!(
+            "perf stat -e page-faults -p {} -- sleep {}; perf trace -s -e mmap,munmap,brk -p {} -- sleep {}",
+            f.pid(),
+            f.secs_arg(),
+            f.pid(),
+            f.secs_arg()
+        ))]
+}
+
+/// Frames that spin: a spin lock, a yield loop, a runtime's spin-wait.
+fn spins(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("spin")
+        || n.contains("sched_yield")
+        || n == "runtime.procyield"
+        || n == "runtime.osyield"
+        || n.contains("busy_wait")
+        || n == "pause"
+}
+
+/// Whether a BEAM's command line turns its schedulers' busy-wait off.
+fn beam_busy_wait_off(cmdline: &str) -> bool {
+    let off = |flag: &str| {
+        cmdline.contains(&format!("{flag} none")) || cmdline.contains(&format!("{flag}none"))
+    };
+    off("+sbwt") && off("+sbwtdcpu") && off("+sbwtdio")
+}
+
+/// Threads spinning on a CPU while they wait: a spin lock, a yield loop, the BEAM
+/// schedulers' busy-wait before sleeping.
+///
+/// False when: spinning is a small share of the CPU; for the BEAM, when its command line
+/// already turns the busy-wait off (its `other` state is then scheduling, not spinning,
+/// and no flag advice is given that the target already has).
+pub fn busy_wait(f: &Facts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(b) = &f.meta.headline.beam {
+        let cmd = f.cmdline();
+        if b.other_pct >= 20.0 && !beam_busy_wait_off(&cmd) {
+            let share = b.other_pct / 100.0;
+            out.push(
+                Finding::new(
+                    "busy-wait",
+                    Class::BusyWait,
+                    weight(f, share),
+                    format!(
+                        "the BEAM's schedulers spent {} of their awake CPU in the busy-wait before sleeping: CPU spent waiting for work (+sbwt none +sbwtdcpu none +sbwtdio none turn it off; the command line does not)",
+                        pct(share)
+                    ),
+                )
+                .evidence(f.ev(
+                    "schedulers' other state (scheduling and busy-wait)",
+                    pct(share),
+                    "the schedulers' CPU samples in msacc's states",
+                ))
+                .explains(share * 100.0, "of the schedulers' awake CPU")
+                .check("rabbitmqctl eval 'msacc:start(5000), msacc:print().' (the other column)".to_string()),
+            );
+        }
+    }
+    let Some(p) = f.cpu_profile() else {
+        return out;
+    };
+    // Samples whose stack spins (any user frame, or the kernel's sched_yield).
+    let mut path = Vec::new();
+    let stack_spins: Vec<bool> = p
+        .stacks
+        .ids()
+        .map(|id| {
+            path.clear();
+            p.stacks.path_into(id, &mut path);
+            path.iter().any(|&fr| {
+                let k = p.frames.get(fr).kind;
+                k != FrameKind::Root && spins(&String::from_utf8_lossy(p.frame_name(fr)))
+            })
+        })
+        .collect();
+    let beam_off = f.meta.headline.beam.is_some();
+    let keep: Vec<bool> = p
+        .samples
+        .stack
+        .iter()
+        .map(|s| stack_spins.get(s.0 as usize).copied().unwrap_or(false))
+        .collect();
+    let total: u128 = p.samples.weight.iter().map(|&w| w as u128).sum();
+    let spun: u128 = p
+        .samples
+        .weight
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(&w, _)| w as u128)
+        .sum();
+    let share = spun as f64 / total.max(1) as f64;
+    if share < 0.15 || beam_off && !out.is_empty() {
+        return out;
+    }
+    let (by, all) = program_functions(p, &keep);
+    let place = by
+        .first()
+        .map(|(n, w)| format!(", under {n} ({})", pct(*w as f64 / all.max(1) as f64)))
+        .unwrap_or_default();
+    let mut e = f.ev(
+        "spinning (spin locks, yields)",
+        pct(share),
+        format!("CPU profile ({})", p.event.name),
+    );
+    e.profile = Some(p.event.name.clone());
+    e.focus = by.first().map(|x| x.0.clone());
+    out.push(
+        Finding::new(
+            "busy-wait",
+            Class::BusyWait,
+            weight(f, share),
+            format!(
+                "{} of the server's CPU spun waiting (spin locks, yield loops){place}: CPUs burnt while nothing moved",
+                pct(share)
+            ),
+        )
+        .evidence(e)
+        .explains(share * 100.0, "of the server's CPU")
+        .check(format!("perf record -g -p {} -- sleep {}; perf report --no-children", f.pid(), f.secs_arg())),
+    );
+    out
+}
+
+/// The server's resident memory grew through the window.
+///
+/// False when: it grew by less than 64 MiB or a fifth, or fell back at the end.
+pub fn growth(f: &Facts) -> Vec<Finding> {
+    let rss = f.values(col::TARGET, col::RSS);
+    let (Some(&(a, _)), Some(&(b, _))) = (rss.first(), rss.last()) else {
+        return Vec::new();
+    };
+    let max = rss.iter().map(|(v, _)| *v).fold(0.0, f64::max);
+    let grew = b - a;
+    if grew < 64.0 * 1048576.0 || grew < 0.2 * a || b < 0.9 * max {
+        return Vec::new();
+    }
+    let per_s = grew / f.secs.max(1e-9);
+    let mut e = f.ev(
+        "resident memory",
+        format!(
+            "{} → {}",
+            kiln_model::format_bytes(a),
+            kiln_model::format_bytes(b)
+        ),
+        "/proc/PID/stat (rss)",
+    );
+    e.series = Some(format!("{}/{}", col::TARGET, col::RSS));
+    vec![Finding::new(
+        "growth",
+        Class::MemoryGrowth,
+        0.3,
+        format!(
+            "the server's memory grew by {} ({}/s) and did not come back",
+            kiln_model::format_bytes(grew),
+            kiln_model::format_bytes(per_s)
+        ),
+    )
+    .evidence(e)
+    .check(format!(
+        "grep -E 'Rss|Anon' /proc/{}/status (twice, seconds apart)",
+        f.meta.target.pids.first().copied().unwrap_or(0)
+    ))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beam_flags_and_spinning_frames() {
+        assert!(beam_busy_wait_off(
+            "/usr/lib/erlang/erts-12/bin/beam.smp -W w +sbwt none +sbwtdcpu none +sbwtdio none -K true"
+        ));
+        assert!(!beam_busy_wait_off("beam.smp -W w +sbwt none -K true"));
+        assert!(spins("pthread_spin_lock"));
+        assert!(spins("__sched_yield"));
+        assert!(spins("SpinPause"));
+        assert!(!spins("serve"));
+    }
+}

@@ -1,0 +1,262 @@
+//! Threads blocked in the work's path (the thread-state method's blocked share, by why),
+//! goroutines parked on locks (Go's own profiles), and the time that is not the server's
+//! at all (Little's law against the server's busy time).
+use super::{pct, secs, Runtime};
+use crate::waits::{go_sites, offcpu_waits, Site};
+use crate::{Class, Facts, Finding};
+use kiln_model::waits::WaitReason;
+
+/// A wait this share of the operations' time (or of the server's working time) is named.
+const NAMED: f64 = 0.1;
+
+/// The time the findings weigh waits against: the operations' time (their latencies
+/// summed), else the server's working time (threads on a CPU, runnable or blocked in
+/// their work), seconds; and what it is, in words.
+fn outcome_time(f: &Facts) -> Option<(f64, String)> {
+    if let Some(r) = f.request_time_s() {
+        return Some((r, format!("of the {}s' time", f.outcome.unit)));
+    }
+    let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
+    (busy > 0.0).then(|| (busy, "of the server's working time".to_string()))
+}
+
+/// The command that checks a wait of `reason` without kiln.
+fn check_of(f: &Facts, reason: WaitReason) -> String {
+    let pid = f.pid();
+    let s = f.secs_arg();
+    match (reason, f.runtime()) {
+        (WaitReason::Lock, Runtime::Jvm) => format!("jcmd {pid} Thread.print | grep -B2 -A6 'waiting to lock'"),
+        (WaitReason::Lock, Runtime::Python) => format!("py-spy dump --pid {pid}   # threads waiting in take_gil"),
+        (WaitReason::Lock, _) => format!("perf trace -s -p {pid} -- sleep {s}   # futex time per thread"),
+        (WaitReason::Io, _) => format!("perf trace -s -p {pid} -- sleep {s}   # fsync/fdatasync/pread time; and: cat /proc/{pid}/io; iostat -x 1"),
+        (WaitReason::Sleep, _) => format!("perf trace -e nanosleep,clock_nanosleep -p {pid} -- sleep {s}"),
+        _ => format!("perf trace -s -p {pid} -- sleep {s}"),
+    }
+}
+
+/// What a wait of `reason` is, as the claim says it.
+fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> (Class, String) {
+    let at = site.map(|s| s.label()).unwrap_or_default();
+    let gil = at.contains("take_gil");
+    let monitor =
+        at.contains("ObjectMonitor") || f.runtime() == Runtime::Jvm && reason == WaitReason::Lock;
+    match reason {
+        WaitReason::Lock if gil => (Class::LockContention, "waited for Python's GIL".into()),
+        WaitReason::Lock if monitor => (
+            Class::LockContention,
+            "waited to enter a Java monitor (synchronized)".into(),
+        ),
+        WaitReason::Lock => (Class::LockContention, "waited on a lock".into()),
+        WaitReason::Io => (Class::DiskIo, "waited for the disk".into()),
+        WaitReason::Sleep => (Class::SleepInPath, "slept".into()),
+        _ => (Class::NetworkWait, "waited".into()),
+    }
+}
+
+/// Threads blocked in the work's path, by why (an off-CPU profile): a lock, the disk, a
+/// sleep — each a finding when it is a fair share of the operations' time, named at the
+/// program's frame above the wait.
+///
+/// False when: the run recorded no off-CPU profile; the wait is a runtime idling or
+/// waiting for work (never named); it is a small share of the outcome.
+pub fn blocked(f: &Facts) -> Vec<Finding> {
+    let Some(p) = f.offcpu() else {
+        return Vec::new();
+    };
+    let Some(ns) = p.event.ns_per_weight() else {
+        return Vec::new();
+    };
+    let Some((outcome_s, of)) = outcome_time(f) else {
+        return Vec::new();
+    };
+    let waits = offcpu_waits(p);
+    // A block lasts until the thread runs again, its wait for a CPU after the wake-up
+    // included: the waits share the blocked time the kernel counted (schedstat).
+    let raw_s = waits.total as f64 * ns / 1e9;
+    let blocked_s: f64 = f.groups.iter().map(|g| g.blocked).sum::<f64>() * f.secs;
+    let scale = if raw_s > blocked_s && blocked_s > 0.0 {
+        blocked_s / raw_s
+    } else {
+        1.0
+    };
+    let mut out = Vec::new();
+    for reason in [WaitReason::Lock, WaitReason::Io, WaitReason::Sleep] {
+        let sites: Vec<&Site> = waits.sites_of(reason).collect();
+        let w: u128 = sites.iter().map(|s| s.weight).sum();
+        let t = w as f64 * ns / 1e9 * scale;
+        let share = t / outcome_s.max(1e-9);
+        if share < NAMED || sites.is_empty() {
+            continue;
+        }
+        let top = sites[0];
+        let (class, what) = waited_for(reason, f, Some(top));
+        let who = if f.outcome.latency.is_some() {
+            format!("{}s", f.outcome.unit)
+        } else {
+            "the server's threads".into()
+        };
+        let places: Vec<String> = sites
+            .iter()
+            .take(3)
+            .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
+            .collect();
+        let claim = format!(
+            "{who} {what} {} of their time ({} blocked in all), in {}",
+            pct(share.min(1.0)),
+            secs(t),
+            places.join(", ")
+        );
+        let mut e = f.ev(
+            format!("blocked: {}", reason.name()),
+            format!("{} of the threads' time, at {}", secs(t), places.join(", ")),
+            format!(
+                "off-CPU profile ({}, the program's frame above each wait)",
+                p.event.name
+            ),
+        );
+        e.profile = Some(p.event.name.clone());
+        e.focus = Some(top.at.clone());
+        out.push(
+            Finding::new("blocked", class, share.min(1.0) * 0.95, claim)
+                .evidence(e)
+                .explains(share * 100.0, of.clone())
+                .check(check_of(f, reason)),
+        );
+    }
+    out
+}
+
+/// Goroutines parked on a lock, from Go's own block and mutex profiles of the same
+/// seconds (a goroutine waiting for a `sync.Mutex` parks without blocking a thread, so the
+/// thread-level view cannot see it): the lock and the program's frame that took it.
+///
+/// False when: the run fetched no block profile; the delay on locks (not channels or
+/// selects: those are goroutines waiting for work) is a small share of the operations'
+/// time.
+pub fn go_waits(f: &Facts) -> Vec<Finding> {
+    let Some(p) = f
+        .run
+        .profiles
+        .iter()
+        .find(|p| p.event.name.starts_with("pprof block delay"))
+    else {
+        return Vec::new();
+    };
+    let Some((outcome_s, of)) = outcome_time(f) else {
+        return Vec::new();
+    };
+    let ns = p.event.ns_per_weight().unwrap_or(1.0);
+    let (sites, _) = go_sites(p);
+    let locks: Vec<&Site> = sites
+        .iter()
+        .filter(|s| s.primitive.contains("Mutex") || s.primitive.contains("semacquire"))
+        .collect();
+    let w: u128 = locks.iter().map(|s| s.weight).sum();
+    let t = w as f64 * ns / 1e9;
+    let share = t / outcome_s.max(1e-9);
+    let Some(top) = locks.first() else {
+        return Vec::new();
+    };
+    if share < NAMED {
+        return Vec::new();
+    }
+    let places: Vec<String> = locks
+        .iter()
+        .take(3)
+        .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
+        .collect();
+    let claim = format!(
+        "goroutines waited on a lock {} of the {}s' time ({} in all), in {}",
+        pct(share.min(1.0)),
+        f.outcome.unit,
+        secs(t),
+        places.join(", ")
+    );
+    let mut e = f.ev(
+        "goroutines blocked on locks",
+        format!("{} at {}", secs(t), places.join(", ")),
+        format!("Go's block profile ({}), the same seconds", p.event.name),
+    );
+    e.profile = Some(p.event.name.clone());
+    e.focus = Some(top.at.clone());
+    vec![Finding::new("go-waits", Class::LockContention, share.min(1.0) * 0.95, claim)
+        .evidence(e)
+        .explains(share * 100.0, of)
+        .check("kiln runs attachment RUN pprof-block.pb.gz -o block.pb.gz && go tool pprof -top block.pb.gz".to_string())]
+}
+
+/// Linux's delayed-ACK timer (ms): a small write held by Nagle's algorithm waits for it.
+const DELAYED_ACK_MS: f64 = 40.0;
+
+/// The server was idle while the operations took long: the time is outside it — in the
+/// network stack, the client, or a service it waits for. By Little's law the operations'
+/// time is their latencies summed; the server's share of it is the time its threads were
+/// on a CPU, runnable or blocked in their work.
+///
+/// False when: the server's threads were busy a fair share of the operations' time; a
+/// queue or a saturated thread explains the wait (their rules speak).
+pub fn outside(f: &Facts) -> Vec<Finding> {
+    let (Some(l), Some(req_s)) = (f.outcome.latency.as_ref(), f.request_time_s()) else {
+        return Vec::new();
+    };
+    if f.groups.is_empty() || l.mean_us < 1000.0 {
+        return Vec::new();
+    }
+    let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
+    let share = busy / req_s.max(1e-9);
+    let saturated = f
+        .groups
+        .iter()
+        .any(|g| g.busiest.is_some_and(|b| b >= 0.85));
+    if share >= 0.3 || saturated {
+        return Vec::new();
+    }
+    let per_op = f.outcome.ops.filter(|o| *o > 0.0).map(|o| busy / o);
+    let mut claim = format!(
+        "each {} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time is outside the server",
+        f.outcome.unit,
+        secs(l.mean_us / 1e6),
+        per_op.map_or("little".to_string(), secs),
+        pct(1.0 - share)
+    );
+    let p50_ms = l.p50_us / 1000.0;
+    let nagle =
+        (p50_ms - DELAYED_ACK_MS).abs() <= 0.15 * DELAYED_ACK_MS || (p50_ms - 200.0).abs() <= 15.0;
+    if nagle {
+        claim.push_str(&format!(
+            "; a median of {p50_ms:.0} ms is the delayed-ACK timer: a response written in pieces waits for the client's ACK (Nagle's algorithm) — set TCP_NODELAY on the server's sockets, or write each response at once"
+        ));
+    } else {
+        claim.push_str(": in the network stack, the client, or a service the server waits for");
+    }
+    let mut f0 = Finding::new("outside", Class::NetworkWait, (1.0 - share) * 0.85, claim)
+        .evidence(f.ev(
+            format!("{} latency", l.name),
+            format!(
+                "mean {}, p50 {}, p99 {}",
+                secs(l.mean_us / 1e6),
+                secs(l.p50_us / 1e6),
+                secs(l.p99_us / 1e6)
+            ),
+            "the load's own histograms",
+        ))
+        .evidence(f.ev(
+            "the server's busy time",
+            format!(
+                "{} of the operations' {} (Little's law: their latencies summed)",
+                secs(busy),
+                secs(req_s)
+            ),
+            "/proc/PID/task/*/stat and schedstat, the off-CPU profile",
+        ))
+        .explains(
+            (1.0 - share) * 100.0,
+            format!("of the {}s' time", f.outcome.unit),
+        );
+    f0 = f0.check(if nagle {
+        format!("strace -f -tt -e trace=write,writev,sendto,setsockopt -p {} (two writes per response, no TCP_NODELAY); ss -tni (ato:40)", f.pid())
+    } else {
+        format!("ss -tni; perf trace -s -p {} -- sleep {}", f.pid(), f.secs_arg())
+    });
+    vec![f0]
+}

@@ -1,0 +1,198 @@
+//! Where threads waited: each off-CPU stack (and each stack of Go's block and mutex
+//! profiles) named by the program's own frame above the wait and the primitive it called
+//! there (`pthread_mutex_lock under read_block`), by why it waited.
+use kiln_model::waits::{go_wait_site, program_frame, stack_owner, stack_reasons};
+use kiln_model::waits::{StackOwner, WaitReason};
+use kiln_model::{FrameKind, Profile};
+use std::collections::HashMap;
+
+/// A place the program waited: its frame and what it called there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Site {
+    /// Why it waited.
+    pub reason: WaitReason,
+    /// The program's frame above the wait (`read_block`, `LServer;::handle`).
+    pub at: String,
+    /// The waiting function it called (`pthread_mutex_lock`), or `at` again when the wait
+    /// is its own.
+    pub primitive: String,
+    /// Time waited there, in the profile's weight.
+    pub weight: u128,
+}
+
+impl Site {
+    /// `pthread_mutex_lock under read_block`, or `read_block`.
+    pub fn label(&self) -> String {
+        if self.primitive == self.at || self.primitive.is_empty() {
+            self.at.clone()
+        } else {
+            format!("{} under {}", self.primitive, self.at)
+        }
+    }
+}
+
+/// An off-CPU profile's waits: the total, by reason, by site (heaviest first), and what
+/// was not the program's (kiln's own requests, the Go runtime idling).
+#[derive(Clone, Debug, Default)]
+pub struct Waits {
+    /// Every block, in the profile's weight.
+    pub total: u128,
+    /// By reason.
+    pub by_reason: Vec<(WaitReason, u128)>,
+    /// The program's waits by site, heaviest first (runtimes' idle waits left out).
+    pub sites: Vec<Site>,
+    /// Waits that are not the program's: kiln observing, a runtime idling.
+    pub others: Vec<(StackOwner, u128)>,
+}
+
+impl Waits {
+    /// The weight of `reason`.
+    pub fn of(&self, reason: WaitReason) -> u128 {
+        self.by_reason
+            .iter()
+            .filter(|(r, _)| *r == reason)
+            .map(|(_, w)| w)
+            .sum()
+    }
+
+    /// The sites of `reason`, heaviest first.
+    pub fn sites_of(&self, reason: WaitReason) -> impl Iterator<Item = &Site> {
+        self.sites.iter().filter(move |s| s.reason == reason)
+    }
+}
+
+/// The names of a stack's frames from the root to the leaf, the program's part only
+/// (kernel frames and the root's process name left out).
+fn user_frames(p: &Profile, path: &[kiln_model::FrameId]) -> Vec<String> {
+    path.iter()
+        .filter(|&&f| !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root))
+        .map(|&f| String::from_utf8_lossy(p.frame_name(f)).into_owned())
+        .collect()
+}
+
+/// An off-CPU profile's waits.
+pub fn offcpu_waits(p: &Profile) -> Waits {
+    let reasons = stack_reasons(p);
+    let mut by_reason: HashMap<WaitReason, u128> = HashMap::new();
+    let mut by_site: HashMap<(WaitReason, String, String), u128> = HashMap::new();
+    let mut others: HashMap<StackOwner, u128> = HashMap::new();
+    let mut total = 0u128;
+    let mut path = Vec::new();
+    // Per stack, once: its owner and its site.
+    type Seen = (StackOwner, Option<(String, String)>);
+    let mut seen: Vec<Option<Seen>> = vec![None; p.stacks.len()];
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        let w = w as u128;
+        total += w;
+        let reason = reasons
+            .get(st.0 as usize)
+            .copied()
+            .unwrap_or(WaitReason::Other);
+        *by_reason.entry(reason).or_default() += w;
+        let Some(slot) = seen.get_mut(st.0 as usize) else {
+            continue;
+        };
+        let (owner, site) = slot.get_or_insert_with(|| {
+            path.clear();
+            p.stacks.path_into(st, &mut path);
+            let names = user_frames(p, &path);
+            let owner = stack_owner(&names);
+            let site = program_frame(&names).map(|i| {
+                let prim = names.get(i + 1).cloned().unwrap_or_default();
+                (names[i].clone(), prim)
+            });
+            (owner, site)
+        });
+        match (*owner, site, reason) {
+            (_, _, WaitReason::Idle) => {}
+            (StackOwner::Program, Some((at, prim)), r) => {
+                *by_site.entry((r, at.clone(), prim.clone())).or_default() += w
+            }
+            (StackOwner::Program, None, _) => {}
+            (o, _, _) => *others.entry(o).or_default() += w,
+        }
+    }
+    let mut sites: Vec<Site> = by_site
+        .into_iter()
+        .map(|((reason, at, primitive), weight)| Site {
+            reason,
+            at,
+            primitive,
+            weight,
+        })
+        .collect();
+    sites.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));
+    let mut by_reason: Vec<(WaitReason, u128)> = by_reason.into_iter().collect();
+    by_reason.sort_by_key(|(r, _)| WaitReason::ALL.iter().position(|x| x == r));
+    let mut others: Vec<(StackOwner, u128)> = others.into_iter().collect();
+    others.sort_by_key(|o| std::cmp::Reverse(o.1));
+    Waits {
+        total,
+        by_reason,
+        sites,
+        others,
+    }
+}
+
+/// A Go block or mutex profile's delay by site (the primitive and the program's frame
+/// that called it), heaviest first, and in all.
+pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
+    let mut by_site: HashMap<(String, String), u128> = HashMap::new();
+    let mut total = 0u128;
+    let mut path = Vec::new();
+    let mut seen: Vec<Option<Option<(String, String)>>> = vec![None; p.stacks.len()];
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        total += w as u128;
+        let Some(slot) = seen.get_mut(st.0 as usize) else {
+            continue;
+        };
+        let here = slot.get_or_insert_with(|| {
+            path.clear();
+            p.stacks.path_into(st, &mut path);
+            let names = user_frames(p, &path);
+            go_wait_site(&names).map(|(a, u)| (u.to_string(), a.to_string()))
+        });
+        if let Some(k) = here {
+            *by_site.entry(k.clone()).or_default() += w as u128;
+        }
+    }
+    let mut v: Vec<Site> = by_site
+        .into_iter()
+        .map(|((at, primitive), weight)| Site {
+            reason: WaitReason::Lock,
+            at,
+            primitive,
+            weight,
+        })
+        .collect();
+    v.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));
+    (v, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_model::{EventInfo, ThreadId, WeightUnit, NO_TIME};
+
+    #[test]
+    fn waits_by_reason_and_site() {
+        let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+        let root = p.frame(b"srv", FrameKind::Root);
+        let (serve, lock, read) = (
+            p.frame(b"serve", FrameKind::User),
+            p.frame(b"pthread_mutex_lock", FrameKind::User),
+            p.frame(b"__libc_read", FrameKind::User),
+        );
+        let futex = p.frame(b"futex_wait", FrameKind::Kernel);
+        let sk = p.frame(b"sk_wait_data", FrameKind::Kernel);
+        p.add_sample_path(&[root, serve, lock, futex], 30, NO_TIME, ThreadId::NONE);
+        p.add_sample_path(&[root, serve, read, sk], 70, NO_TIME, ThreadId::NONE);
+        let w = offcpu_waits(&p);
+        assert_eq!(w.total, 100);
+        assert_eq!(w.of(WaitReason::Lock), 30);
+        let lock_site = w.sites_of(WaitReason::Lock).next().unwrap();
+        assert_eq!(lock_site.label(), "pthread_mutex_lock under serve");
+        let read_site = w.sites_of(WaitReason::Poll).next().unwrap();
+        assert_eq!(read_site.label(), "__libc_read under serve");
+    }
+}
