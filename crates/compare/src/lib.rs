@@ -48,6 +48,7 @@ use std::collections::HashSet;
 
 pub mod export;
 pub mod figures;
+pub mod findings;
 pub mod functions;
 pub mod gate;
 pub mod nodes;
@@ -93,6 +94,8 @@ pub struct Group {
     pub runs: Vec<RunMeta>,
     /// Each run's profiles, in the order of `runs`.
     pub profiles: Vec<Vec<Profile>>,
+    /// Each run's findings, in the order of `runs` (empty when not computed).
+    pub findings: Vec<kiln_findings::Findings>,
 }
 
 /// What a comparison computes beyond the rules.
@@ -206,6 +209,9 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// Function tables (CPU, and off-CPU when both groups have it), first against last.
     pub functions: Vec<FunctionTable>,
+    /// The causes the findings name, first group against the last: new, gone, moved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<findings::FindingChange>,
     /// What the reader must know: comparability, repeats, incomplete runs, A/A.
     pub notes: Vec<String>,
     /// `--fail-if` results, once checked ([`Comparison::check`]).
@@ -275,13 +281,25 @@ pub fn compare(groups: &[Group], opts: &Options) -> Result<Comparison, CompareEr
     let (functions, diff) = function_tables(&groups[0], &groups[set.last], opts, &set.op)?;
     let notes = set.notes(&functions);
     let infos = group_infos(groups, &set.rates);
-    let overall = overall(&infos, &rows, set.last, functions.first());
+    let found = findings::changes(&groups[0].findings, &groups[set.last].findings);
+    let mut overall = overall(&infos, &rows, set.last, functions.first());
+    let moved: Vec<String> = found
+        .iter()
+        .filter(|c| matches!(c.moved, findings::Moved::New | findings::Moved::Gone))
+        .map(|c| c.text())
+        .collect();
+    if !moved.is_empty() {
+        overall
+            .line
+            .push_str(&format!("; findings: {}", moved.join(", ")));
+    }
     Ok(Comparison {
         groups: infos,
         rules: opts.rules,
         overall,
         rows,
         functions,
+        findings: found,
         notes,
         gates: Vec::new(),
         diff,
@@ -1074,6 +1092,7 @@ mod tests {
             label: label.into(),
             runs,
             profiles: Vec::new(),
+            findings: Vec::new(),
         }
     }
 
@@ -1361,6 +1380,7 @@ mod tests {
                 label: label.into(),
                 runs,
                 profiles,
+                findings: Vec::new(),
             }
         };
         let c = compare(&[g("a", 100_000), g("b", 300_000)], &Options::default()).unwrap();
@@ -1424,6 +1444,7 @@ mod tests {
                 label: label.into(),
                 runs,
                 profiles,
+                findings: Vec::new(),
             }
         };
         let c = compare(

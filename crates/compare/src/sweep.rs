@@ -214,6 +214,7 @@ pub fn sweep(run: &RunData, rules: &Rules, functions: usize) -> Option<Sweep> {
                 label: format!("{}@{}", run.meta.name, steps[i].name),
                 runs: vec![views[i].clone()],
                 profiles: vec![window_profiles(run, windows[i])],
+                findings: Vec::new(),
             };
             crate::compare(
                 &[group(a), group(b)],

@@ -1,6 +1,6 @@
 //! `kiln compare`: parses the flags, loads the runs, asks `kiln_compare` for the one
 //! comparison and prints it with the chosen exporter.
-use super::store::{resolve, run_profiles, StoreArgs};
+use super::store::{resolve, StoreArgs};
 use anyhow::{bail, Context, Result};
 use kiln_compare::{self as compare, Exporter, Format, GateStatus};
 use std::io::Write;
@@ -144,22 +144,26 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
     let mut groups = Vec::new();
     for r in &args.runs {
         let runs = resolve(&*store, r)?;
-        let profiles = if want_profiles {
-            runs.iter()
-                .map(|m| {
-                    Ok(run_profiles(&*store, m)?
+        let mut profiles = Vec::new();
+        let mut found = Vec::new();
+        for m in &runs {
+            // The findings read the whole run (its series, its profiles untransformed).
+            let data = super::store::run_data(&*store, m)?;
+            found.push(kiln_findings::analyse(&data, None));
+            if want_profiles {
+                profiles.push(
+                    data.profiles
                         .into_iter()
                         .map(|p| super::common::apply_transforms(p, &t, true))
-                        .collect())
-                })
-                .collect::<Result<Vec<Vec<_>>>>()?
-        } else {
-            Vec::new()
-        };
+                        .collect(),
+                );
+            }
+        }
         groups.push(compare::Group {
             label: r.clone(),
             runs,
             profiles,
+            findings: found,
         });
     }
     let opts = compare::Options {

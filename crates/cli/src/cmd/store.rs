@@ -206,6 +206,18 @@ pub fn run_profiles(store: &dyn Store, r: &RunMeta) -> Result<Vec<kiln_model::Pr
         .collect())
 }
 
+/// A whole run as `r` sees it: a window of it (a sweep's step, `RUN@A-B`) cut to its
+/// seconds, with its figures and its samples.
+pub fn run_data(store: &dyn Store, r: &RunMeta) -> Result<kiln_store::RunData> {
+    let id = r.id.context("run without id")?;
+    let data = store.load(id)?;
+    Ok(if r.measure.name != "measure" {
+        kiln_store::window::window_data(data, &r.measure)
+    } else {
+        data
+    })
+}
+
 /// A profile input that is a stored run: `run:REF` (in the default store), or a file that
 /// is a store (an exported run; its latest run). Its blobs inflate to at most `max_input`
 /// bytes (the input limit).

@@ -29,6 +29,17 @@ impl Exporter for Markdown {
         writeln!(out, "**{}**", md_escape(&c.overall.line))?;
         writeln!(out)?;
         table(&figure_rows(c), out)?;
+        if !c.findings.is_empty() {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "Findings (the causes each side's runs name; explained share, median):"
+            )?;
+            writeln!(out)?;
+            for f in &c.findings {
+                writeln!(out, "- {}", md_escape(&f.text()))?;
+            }
+        }
         for t in c.functions.iter().filter(|t| !t.rows.is_empty()) {
             writeln!(out)?;
             writeln!(

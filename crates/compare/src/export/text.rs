@@ -67,6 +67,16 @@ impl Exporter for Text {
         writeln!(out, "{}", clean(&c.overall.line))?;
         writeln!(out)?;
         aligned(&figure_rows(c), out)?;
+        if !c.findings.is_empty() {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "findings (the causes each side's runs name; explained share, median):"
+            )?;
+            for f in &c.findings {
+                writeln!(out, "  {}", clean(&f.text()))?;
+            }
+        }
         for t in c.functions.iter().filter(|t| !t.rows.is_empty()) {
             functions(t, c, out)?;
         }

@@ -1,0 +1,235 @@
+/* A small HTTP/1.1 server with one planted cause of slowness, chosen by its first
+ * argument, for the findings tests:
+ *
+ *   planted MODE PORT [DIR]
+ *
+ *   lock    a thread per connection; every request holds one mutex while it works
+ *   work    a thread per connection; every request works on the CPU (no lock)
+ *   single  one thread (epoll) serves every connection, working per request, with a
+ *           listen backlog of 4
+ *   fsync   a thread per connection; every request appends to DIR/log and fdatasyncs
+ *   churn   a thread per connection; every request mallocs, touches and frees 1 MiB
+ *           (above the mmap threshold, which mallopt pins)
+ *   nagle   a thread per connection; each response is written in two writes, without
+ *           TCP_NODELAY (the delayed-ACK stall)
+ *   nodelay as nagle, with TCP_NODELAY
+ *   spin    a thread per connection; every request holds one spin lock while it works
+ *   sleep   a thread per connection; every request sleeps 5 ms
+ *
+ * It prints "ready PORT" once listening. Built by the tests with
+ * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char *mode;
+static int log_fd = -1;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_spinlock_t spin;
+static volatile unsigned long sink;
+
+static const char HEAD[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\n";
+static const char BODY[] = "ok";
+
+/* CPU work of about `units` × a few µs. */
+static void work(int units) {
+	unsigned long x = sink;
+	for (int i = 0; i < units * 2000; i++)
+		x = x * 6364136223846793005UL + 1442695040888963407UL;
+	sink = x;
+}
+
+static void locked_work(void) {
+	pthread_mutex_lock(&lock);
+	work(20);
+	pthread_mutex_unlock(&lock);
+}
+
+static void spun_work(void) {
+	pthread_spin_lock(&spin);
+	work(20);
+	pthread_spin_unlock(&spin);
+}
+
+static void append_and_sync(void) {
+	char line[512];
+	memset(line, 'x', sizeof line - 1);
+	line[sizeof line - 1] = '\n';
+	if (write(log_fd, line, sizeof line) < 0 || fdatasync(log_fd) < 0)
+		perror("log");
+}
+
+static void churn(void) {
+	size_t n = 1 << 20;
+	char *p = malloc(n);
+	if (!p)
+		return;
+	for (size_t i = 0; i < n; i += 4096)
+		p[i] = (char)i;
+	sink += (unsigned char)p[n / 2];
+	free(p);
+}
+
+static void handle(void) {
+	if (!strcmp(mode, "lock"))
+		locked_work();
+	else if (!strcmp(mode, "work") || !strcmp(mode, "single"))
+		work(20);
+	else if (!strcmp(mode, "fsync"))
+		append_and_sync();
+	else if (!strcmp(mode, "churn"))
+		churn();
+	else if (!strcmp(mode, "spin"))
+		spun_work();
+	else if (!strcmp(mode, "sleep"))
+		usleep(5000);
+}
+
+/* Writes the response: in two writes for nagle and nodelay, else in one. */
+static int respond(int c) {
+	if (!strcmp(mode, "nagle") || !strcmp(mode, "nodelay")) {
+		if (write(c, HEAD, sizeof HEAD - 1) < 0)
+			return -1;
+		return write(c, BODY, sizeof BODY - 1) < 0 ? -1 : 0;
+	}
+	char all[sizeof HEAD + sizeof BODY];
+	memcpy(all, HEAD, sizeof HEAD - 1);
+	memcpy(all + sizeof HEAD - 1, BODY, sizeof BODY - 1);
+	return write(c, all, sizeof HEAD - 1 + sizeof BODY - 1) < 0 ? -1 : 0;
+}
+
+/* Requests end at an empty line; bodies are not expected. Returns how many whole
+ * requests `buf` holds, moving what is left to its start. */
+static int requests_in(char *buf, size_t *len) {
+	int n = 0;
+	char *end;
+	while ((end = memmem(buf, *len, "\r\n\r\n", 4))) {
+		size_t used = (size_t)(end + 4 - buf);
+		memmove(buf, buf + used, *len - used);
+		*len -= used;
+		n++;
+	}
+	return n;
+}
+
+static void *serve(void *arg) {
+	int c = (int)(long)arg;
+	char buf[8192];
+	size_t len = 0;
+	if (!strcmp(mode, "nodelay")) {
+		int one = 1;
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	}
+	for (;;) {
+		ssize_t r = read(c, buf + len, sizeof buf - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		for (int n = requests_in(buf, &len); n > 0; n--) {
+			handle();
+			if (respond(c) < 0)
+				goto out;
+		}
+		if (len == sizeof buf)
+			break;
+	}
+out:
+	close(c);
+	return NULL;
+}
+
+struct conn {
+	int fd;
+	size_t len;
+	char buf[8192];
+};
+
+static void single(int s) {
+	int ep = epoll_create1(0);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+	for (;;) {
+		struct epoll_event evs[64];
+		int n = epoll_wait(ep, evs, 64, -1);
+		for (int i = 0; i < n; i++) {
+			struct conn *k = evs[i].data.ptr;
+			if (!k) {
+				/* One connection per wake-up: the backlog fills while requests work. */
+				int c = accept(s, NULL, NULL);
+				if (c < 0)
+					continue;
+				k = calloc(1, sizeof *k);
+				k->fd = c;
+				struct epoll_event e = {.events = EPOLLIN, .data.ptr = k};
+				epoll_ctl(ep, EPOLL_CTL_ADD, c, &e);
+				continue;
+			}
+			ssize_t r = read(k->fd, k->buf + k->len, sizeof k->buf - k->len);
+			if (r <= 0) {
+				close(k->fd);
+				free(k);
+				continue;
+			}
+			k->len += (size_t)r;
+			for (int m = requests_in(k->buf, &k->len); m > 0; m--) {
+				handle();
+				respond(k->fd);
+			}
+		}
+	}
+}
+
+int main(int argc, char **argv) {
+	if (argc < 3) {
+		fprintf(stderr, "usage: planted MODE PORT [DIR]\n");
+		return 2;
+	}
+	mode = argv[1];
+	pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	if (!strcmp(mode, "fsync")) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/log", argc > 3 ? argv[3] : ".");
+		log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (log_fd < 0) {
+			perror(path);
+			return 1;
+		}
+	}
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[2]))};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(s, (struct sockaddr *)&a, sizeof a) < 0) {
+		perror("bind");
+		return 1;
+	}
+	socklen_t al = sizeof a;
+	getsockname(s, (struct sockaddr *)&a, &al);
+	listen(s, !strcmp(mode, "single") ? 4 : 128);
+	printf("ready %d\n", ntohs(a.sin_port));
+	fflush(stdout);
+	if (!strcmp(mode, "single")) {
+		single(s);
+		return 0;
+	}
+	for (;;) {
+		int c = accept(s, NULL, NULL);
+		if (c < 0)
+			continue;
+		pthread_t t;
+		pthread_create(&t, NULL, serve, (void *)(long)c);
+		pthread_detach(t);
+	}
+}
