@@ -263,6 +263,14 @@ pub(crate) struct RunPage {
     /// The run's markers (its phases, then what the load did), as the Firefox Profiler
     /// export marks them: the marker row.
     pub markers: Vec<MarkerSpan>,
+    /// What kiln finds in the run over its measurement (kiln-findings, as `kiln run`
+    /// prints them), ranked; computed here, never by the page. Evidence times are seconds
+    /// from the measurement's start. Added in 0.4.
+    pub findings: Vec<kiln_findings::Finding>,
+    /// What the run lacked to tell more. Added in 0.4.
+    pub finding_limits: Vec<String>,
+    /// The findings of each named window (a sweep's steps): `(name, findings)`. Added in 0.4.
+    pub window_findings: Vec<(String, kiln_findings::Findings)>,
 }
 
 /// The origin of a run's page: the start of its measurement (x = 0 on every chart).
@@ -830,6 +838,7 @@ pub(crate) fn run_page<'a>(
         profiles,
     } = profile_viewers(m, profiles_in, &categories, opts)?;
     let knee = knee_of.map(|sw| knee_page(sw, &m.name, origin, &keys, opts, &mut viewers));
+    let found = kiln_findings::analyse(run, None);
     let page = RunPage {
         name: m.name.clone(),
         id: m.id,
@@ -857,6 +866,13 @@ pub(crate) fn run_page<'a>(
         categories,
         profiles,
         markers: marker_spans(run, origin),
+        findings: found.findings,
+        finding_limits: found.limits,
+        window_findings: m
+            .windows
+            .iter()
+            .map(|w| (w.name.clone(), kiln_findings::analyse(run, Some(w))))
+            .collect(),
     };
     Ok((page, viewers, origin))
 }
