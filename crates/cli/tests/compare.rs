@@ -690,25 +690,19 @@ fn the_beam_schedulers_spin_named_and_checked_against_msacc() {
     let cmp = json(&kiln_testkit::succeeded(&out).into_bytes());
     let spin = row(&cmp, "beam_busy_wait");
     let change = &spin["changes"][1];
-    // The spin falls by far more than anything else moves it. Four runs a side tell it
-    // beyond noise on a quiet machine; on one busy with other work the schedulers'
-    // shares spread (a preempted spin is short), and the verdict may only be unsure.
+    // The spin falls by far more than anything else moves it. It is a share of the
+    // schedulers' awake time (it shrinks too when they get busier with real work): shown
+    // beside the CPU figures it explains, never judged better or worse itself.
     assert!(
         change["percent"].as_f64().unwrap() < -20.0,
         "the busy-wait falls with +sbwt none: {spin:#}"
     );
-    let verdict = change["verdict"].as_str().unwrap();
+    assert_eq!(spin["role"], "context", "{spin:#}");
     assert!(
-        verdict == "improved" || verdict == "cannot_tell",
-        "{spin:#}"
+        !cmp["overall"]["line"]
+            .as_str()
+            .unwrap()
+            .contains("BEAM schedulers busy-waiting"),
+        "a share of idle time is not an outcome: {cmp:#}"
     );
-    if verdict == "improved" {
-        assert!(
-            cmp["overall"]["line"]
-                .as_str()
-                .unwrap()
-                .contains("BEAM schedulers busy-waiting"),
-            "{cmp:#}"
-        );
-    }
 }

@@ -221,7 +221,10 @@ pub const FIGURES: &[Figure] = &[
         label: "BEAM schedulers busy-waiting (msacc other)",
         unit: "%",
         better: Better::Lower,
-        kind: Kind::Outcome,
+        // A share of the schedulers' awake time: it shrinks when they get busier with real
+        // work, and on a VM started with +sbwt none it is scheduling, not spinning. It
+        // explains the CPU figures; it is not an outcome of its own.
+        kind: Kind::Context,
         resolution: 1.0,
         get: |m| hl(m).beam.as_ref().map(|b| b.other_pct),
     },
@@ -231,7 +234,8 @@ pub const FIGURES: &[Figure] = &[
         label: "BEAM schedulers polling (msacc check_io)",
         unit: "%",
         better: Better::Lower,
-        kind: Kind::Outcome,
+        // A share of awake time, like the busy-wait's: context for the CPU figures.
+        kind: Kind::Context,
         resolution: 1.0,
         get: |m| hl(m).beam.as_ref().map(|b| b.check_io_pct),
     },

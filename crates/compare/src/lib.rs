@@ -773,15 +773,33 @@ fn function_tables(
 const PROFILE_MOVERS: usize = 3;
 
 /// What changed in the profile beyond noise (`table`'s functions whose cost improved or
-/// regressed), the largest movers first: `$rabbit_trace:trace/5 new (5.97 us/msg, 12.6%
-/// of the profile), rabbit_exchange:route/2 +85%`. Empty when nothing moved.
+/// regressed), where the change starts first — a function new or gone, or whose own time
+/// moved, before the callers whose totals only carry it: `$rabbit_trace:trace/5 new
+/// (5.97 us/msg, 12.6% of the profile), rabbit_exchange:route/2 +85%`. Empty when nothing
+/// moved.
 fn profile_movers(table: &FunctionTable) -> Vec<String> {
-    table
+    let mut moved: Vec<(usize, &FunctionRow)> = table
         .rows
         .iter()
-        .filter(|r| matches!(r.change.verdict, Verdict::Regressed | Verdict::Improved))
+        .enumerate()
+        .filter(|(_, r)| matches!(r.change.verdict, Verdict::Regressed | Verdict::Improved))
+        .collect();
+    // Where a change starts: a function new or gone, or one whose own (self) share moved;
+    // its callers grow with it in their totals and follow it.
+    let appeared = |r: &FunctionRow| r.before.median == 0.0 || r.after.median == 0.0;
+    let own = |r: &FunctionRow| (r.self_after - r.self_before).abs();
+    let starts = |r: &FunctionRow| appeared(r) || own(r) >= SELF_MOVED;
+    moved.sort_by(|(i, a), (j, b)| {
+        starts(b)
+            .cmp(&starts(a))
+            .then(appeared(b).cmp(&appeared(a)))
+            .then(own(b).total_cmp(&own(a)))
+            .then(i.cmp(j))
+    });
+    moved
+        .into_iter()
         .take(PROFILE_MOVERS)
-        .map(|r| {
+        .map(|(_, r)| {
             if r.before.median == 0.0 || !r.change.percent.is_finite() {
                 format!(
                     "{} new ({:.2} {}, {:.1}% of the profile)",
@@ -792,12 +810,21 @@ fn profile_movers(table: &FunctionTable) -> Vec<String> {
                     "{} gone (was {:.1}% of the profile)",
                     r.name, r.total_before
                 )
+            } else if own(r) >= SELF_MOVED {
+                format!(
+                    "{} {:+.0}% (its own time {:.1}% → {:.1}% of the profile)",
+                    r.name, r.change.percent, r.self_before, r.self_after
+                )
             } else {
                 format!("{} {:+.0}%", r.name, r.change.percent)
             }
         })
         .collect()
 }
+
+/// A function's own (self) share of the profile moved by this many points: the change
+/// starts there.
+const SELF_MOVED: f64 = 0.5;
 
 /// The sentence at the top: the outcomes judged, and what moved in the profile (`table`,
 /// the first function table) — said even when every total stays within noise, since a
