@@ -61,10 +61,29 @@ pub fn program_functions(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u1
     (v, total)
 }
 
+/// The built-in category rules, compiled once.
+pub fn builtin() -> Option<&'static Categoriser> {
+    static C: std::sync::OnceLock<Option<Categoriser>> = std::sync::OnceLock::new();
+    C.get_or_init(|| Categoriser::new(&Rules::builtin()).ok())
+        .as_ref()
+}
+
+/// Whether each of `p`'s samples is in one of the categories `pred` names.
+pub fn in_categories(p: &Profile, pred: impl Fn(&str) -> bool) -> Vec<bool> {
+    let Some(c) = builtin() else {
+        return vec![false; p.samples.len()];
+    };
+    let names = c.categories();
+    c.samples(p)
+        .into_iter()
+        .map(|i| names.get(i).is_some_and(|n| pred(n)))
+        .collect()
+}
+
 /// `p`'s weight (of the samples `keep` marks) by category of the built-in rules, the
 /// heaviest first, and in all.
 pub fn categories(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u128) {
-    let Ok(c) = Categoriser::new(&Rules::builtin()) else {
+    let Some(c) = builtin() else {
         return (Vec::new(), 0);
     };
     let names = c.categories();

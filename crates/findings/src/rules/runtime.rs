@@ -61,8 +61,6 @@ pub fn gc(f: &Facts) -> Vec<Finding> {
         cpus(share * used),
         cpus(used)
     );
-    let (fns, total) = program_functions(p, &keep);
-    let _ = (fns, total);
     let mut e = f.ev("garbage collection", pct(share), source);
     e.profile = Some(p.event.name.clone());
     vec![
@@ -111,23 +109,8 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
     }
     claim.push_str(": memory is given back to the kernel and taken again (a buffer above malloc's mmap threshold, freed each time)");
     // Who asked: the program's frame above the faults and the mappings.
-    let in_kernel_mem: Vec<bool> = {
-        let c = kiln_model::categories::Categoriser::new(&kiln_model::categories::Rules::builtin());
-        match c {
-            Ok(c) => {
-                let names = c.categories().to_vec();
-                c.samples(p)
-                    .iter()
-                    .map(|&i| {
-                        names
-                            .get(i)
-                            .is_some_and(|n| n == "kernel page faults" || n == "syscall: memory")
-                    })
-                    .collect()
-            }
-            Err(_) => vec![false; p.samples.len()],
-        }
-    };
+    let in_kernel_mem =
+        crate::profile::in_categories(p, |n| n == "kernel page faults" || n == "syscall: memory");
     let (by, total) = program_functions(p, &in_kernel_mem);
     let mut x = Finding::new("churn", Class::MemoryChurn, weight(f, share), claim);
     if let Some((name, w)) = by.first() {

@@ -1,0 +1,426 @@
+//! Each rule alone, on runs built here to hold one cause, and on runs built to hold the
+//! evidence that contradicts it (the rule must then be silent). The real programs and
+//! their independent accounts are in `planted.rs`.
+use kiln_findings::{rules, Class, Facts};
+use kiln_model::{EventInfo, FrameKind, Profile, WeightUnit};
+use kiln_store::{Column, Headline, RunData, SchedulerStates, SeriesTable, Window};
+
+const S: u64 = 1_000_000_000;
+
+/// A run of `secs` seconds on a machine of `cpus` CPUs, measured from 0.
+fn run(secs: u64, cpus: u32) -> RunData {
+    let mut r = RunData::default();
+    r.meta.name = "t".into();
+    r.meta.cpus = cpus;
+    r.meta.measure = Window {
+        name: "measure".into(),
+        start_ns: 0,
+        end_ns: secs * S,
+    };
+    r.meta.load.unit = "req".into();
+    r.meta.load.completed = "answered".into();
+    r.meta.target.pids = vec![4242];
+    r.meta.target.comm = "srv".into();
+    r
+}
+
+/// A table with every column constant over `secs` seconds.
+fn table(name: &str, secs: u64, cols: &[(&str, f64)]) -> SeriesTable {
+    SeriesTable {
+        name: name.into(),
+        time_ns: (1..=secs).map(|i| i * S).collect(),
+        columns: cols
+            .iter()
+            .map(|(c, v)| Column {
+                name: c.to_string(),
+                unit: String::new(),
+                values: vec![Some(*v); secs as usize],
+            })
+            .collect(),
+    }
+}
+
+/// The headline a run of `secs` seconds would have with these figures.
+fn headline(r: &mut RunData, ops_per_s: f64, target_cpus: f64, busy_pct: f64, kiln_cpus: f64) {
+    let secs = r.meta.measure.seconds();
+    r.meta.headline = Headline {
+        throughput: Some(ops_per_s),
+        operations: Some((ops_per_s * secs) as u64),
+        target_cpu_s: Some(target_cpus * secs),
+        machine_busy_pct: Some(busy_pct),
+        kiln_cpu_s: Some(kiln_cpus * secs),
+        ..Default::default()
+    };
+}
+
+/// One thread group's columns.
+fn group(
+    g: &str,
+    threads: f64,
+    cpu_pct: f64,
+    runnable_pct: f64,
+    busiest_pct: f64,
+) -> Vec<(String, f64)> {
+    vec![
+        (format!("cpu user:{g}"), cpu_pct),
+        (format!("cpu system:{g}"), 0.0),
+        (format!("runnable:{g}"), runnable_pct),
+        (format!("threads:{g}"), threads),
+        (format!("busiest thread:{g}"), busiest_pct),
+    ]
+}
+
+fn target(secs: u64, runnable_pct: f64, groups: &[Vec<(String, f64)>]) -> SeriesTable {
+    let mut cols: Vec<(String, f64)> = vec![("runnable".into(), runnable_pct)];
+    for g in groups {
+        cols.extend(g.iter().cloned());
+    }
+    let refs: Vec<(&str, f64)> = cols.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    table("target", secs, &refs)
+}
+
+fn classes(r: &RunData) -> Vec<Class> {
+    rules::run_all(&Facts::of(r, None))
+        .findings
+        .iter()
+        .map(|f| f.class)
+        .collect()
+}
+
+/// A CPU profile: `(stack root→leaf, thread name, samples)`.
+fn cpu_profile(stacks: &[(&[&str], &str, u64)]) -> Profile {
+    let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+    for (frames, thread, n) in stacks {
+        let ids: Vec<_> = frames
+            .iter()
+            .map(|f| {
+                let kind = if f.starts_with("k:") {
+                    FrameKind::Kernel
+                } else {
+                    FrameKind::User
+                };
+                p.frame(f.trim_start_matches("k:").as_bytes(), kind)
+            })
+            .collect();
+        let th = p.thread(Some(4242), Some(1), thread.as_bytes());
+        for i in 0..*n {
+            p.add_sample_path(&ids, 1, i * 1_000_000, th);
+        }
+    }
+    p
+}
+
+#[test]
+fn one_saturated_thread_is_named_with_its_function() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 1.0, 70.0, 0.3);
+    r.series = vec![target(10, 5.0, &[group("srv", 1.0, 97.0, 5.0, 97.0)])];
+    r.profiles = vec![cpu_profile(&[
+        (&["main", "serve", "parse_request"], "srv", 900),
+        (&["main", "serve"], "srv", 100),
+    ])];
+    let found = rules::cpu::one_thread(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].claim.contains("parse_request"),
+        "{}",
+        found[0].claim
+    );
+    assert_eq!(classes(&r)[0], Class::OneThreadSaturated);
+    // The server used both CPUs: CPU-bound, not one thread.
+    let mut r2 = r.clone();
+    headline(&mut r2, 1000.0, 1.95, 99.0, 0.0);
+    r2.series = vec![target(
+        10,
+        5.0,
+        &[
+            group("srv", 1.0, 97.0, 5.0, 97.0),
+            group("worker", 4.0, 98.0, 5.0, 30.0),
+        ],
+    )];
+    assert!(rules::cpu::one_thread(&Facts::of(&r2, None)).is_empty());
+    assert_eq!(classes(&r2)[0], Class::CpuBound);
+}
+
+#[test]
+fn starvation_names_who_took_the_cpu_and_needs_run_queue_time() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 0.4, 100.0, 0.1);
+    r.meta.headline.operations = Some(10_000);
+    r.series = vec![
+        target(10, 60.0, &[group("srv", 8.0, 40.0, 60.0, 10.0)]),
+        table("others", 10, &[("cpu:hog (777)", 150.0)]),
+    ];
+    let found = rules::cpu::starvation(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1);
+    assert!(
+        found[0].claim.contains("hog (777) 1.50 CPUs"),
+        "{}",
+        found[0].claim
+    );
+    // Runnable a few percent of their ready time: not starved, whatever the machine.
+    let mut r2 = r.clone();
+    r2.series = vec![target(10, 2.0, &[group("srv", 8.0, 40.0, 2.0, 10.0)])];
+    assert!(rules::cpu::starvation(&Facts::of(&r2, None)).is_empty());
+}
+
+/// "Limited by the client" only while the server's threads waited for work.
+#[test]
+fn the_client_is_the_limit_only_when_the_server_waited() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 0.2, 98.0, 1.6);
+    r.series = vec![target(10, 1.0, &[group("srv", 4.0, 20.0, 1.0, 8.0)])];
+    assert_eq!(rules::load::client(&Facts::of(&r, None)).len(), 1);
+    // The server's thread ran a whole CPU: the server was the limit.
+    let mut r2 = r.clone();
+    headline(&mut r2, 1000.0, 1.0, 100.0, 1.0);
+    r2.series = vec![target(10, 1.0, &[group("srv", 1.0, 98.0, 1.0, 98.0)])];
+    assert!(rules::load::client(&Facts::of(&r2, None)).is_empty());
+    assert!(!classes(&r2).contains(&Class::ClientLimited));
+}
+
+#[test]
+fn a_growing_queue_is_explained_by_littles_law() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 0.3, 50.0, 0.3);
+    r.meta.headline.send_rate = Some(3000.0);
+    r.meta.load.unit = "msg".into();
+    let mut load = table("load", 10, &[("sent", 3000.0), ("answered", 1000.0)]);
+    load.columns.push(Column {
+        name: kiln_store::QUEUE_DEPTH.into(),
+        unit: "msg".into(),
+        values: (0..10).map(|i| Some(80.0 + 2000.0 * i as f64)).collect(),
+    });
+    r.series = vec![
+        load,
+        target(10, 1.0, &[group("beam", 2.0, 30.0, 1.0, 20.0)]),
+    ];
+    let found = rules::queues::queue(&Facts::of(&r, None));
+    assert_eq!(found[0].class, Class::QueueGrowing);
+    assert!(
+        found[0].claim.contains("80 to 18,080"),
+        "{}",
+        found[0].claim
+    );
+    assert!(
+        found[0].claim.contains("Little's law"),
+        "{}",
+        found[0].claim
+    );
+    assert_eq!(classes(&r)[0], Class::QueueGrowing);
+}
+
+#[test]
+fn an_accept_backlog_is_named() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 0.9, 90.0, 0.5);
+    r.meta.load.concurrency = Some(64.0);
+    let mut t = target(10, 2.0, &[group("srv", 1.0, 90.0, 2.0, 90.0)]);
+    t.columns.push(Column {
+        name: "accept queue".into(),
+        unit: "count".into(),
+        values: vec![Some(31.0); 10],
+    });
+    r.series = vec![t];
+    let found = rules::queues::accept(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1);
+    assert!(
+        found[0].claim.contains("31.0 on average"),
+        "{}",
+        found[0].claim
+    );
+    // Empty: nothing said.
+    r.series = vec![target(10, 2.0, &[group("srv", 1.0, 90.0, 2.0, 90.0)])];
+    assert!(rules::queues::accept(&Facts::of(&r, None)).is_empty());
+}
+
+#[test]
+fn garbage_collection_outranks_the_generic_cpu_bound() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 1.9, 99.0, 0.05);
+    r.series = vec![target(10, 2.0, &[group("srv", 8.0, 190.0, 2.0, 60.0)])];
+    r.profiles = vec![cpu_profile(&[
+        (
+            &[
+                "runtime.goexit",
+                "runtime.gcBgMarkWorker",
+                "runtime.scanobject",
+            ],
+            "srv",
+            460,
+        ),
+        (&["runtime.goexit", "main.handle", "main.work"], "srv", 540),
+    ])];
+    let c = classes(&r);
+    assert_eq!(c[0], Class::GarbageCollection, "{c:?}");
+    assert!(c.contains(&Class::CpuBound));
+}
+
+#[test]
+fn page_fault_churn_is_named_with_who_faulted() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 1.0, 95.0, 0.3);
+    let mut t = target(10, 2.0, &[group("srv", 8.0, 100.0, 2.0, 20.0)]);
+    t.columns.push(Column {
+        name: "minor faults".into(),
+        unit: "1/s".into(),
+        values: vec![Some(256_000.0); 10],
+    });
+    r.series = vec![t];
+    r.profiles = vec![cpu_profile(&[
+        (
+            &[
+                "main",
+                "serve",
+                "k:asm_exc_page_fault",
+                "k:handle_mm_fault",
+                "k:clear_page_erms",
+            ],
+            "srv",
+            350,
+        ),
+        (
+            &["main", "serve", "k:__x64_sys_munmap", "k:zap_pte_range"],
+            "srv",
+            100,
+        ),
+        (&["main", "serve", "work"], "srv", 550),
+    ])];
+    let found = rules::runtime::churn(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1);
+    assert!(
+        found[0].claim.contains("256 new pages per req"),
+        "{}",
+        found[0].claim
+    );
+    assert!(
+        found[0].evidence.iter().any(|e| e.value.contains("serve")),
+        "{:?}",
+        found[0].evidence
+    );
+}
+
+/// No flag advice the command line already has: a VM started with +sbwt none does not
+/// spin in its busy-wait, whatever its `other` share.
+#[test]
+fn beam_busy_wait_only_when_the_flags_allow_it() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 0.8, 60.0, 0.3);
+    r.meta.target.comm = "beam.smp".into();
+    r.meta.headline.beam = Some(SchedulerStates {
+        emulator_pct: 50.0,
+        other_pct: 35.0,
+        ..Default::default()
+    });
+    r.series = vec![target(10, 2.0, &[group("scheduler", 2.0, 80.0, 2.0, 45.0)])];
+    let found = rules::runtime::busy_wait(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1);
+    assert!(found[0].claim.contains("+sbwt none"));
+    r.meta.target.cmdline = "/usr/lib/erlang/erts/bin/beam.smp -W w +sbwt none +sbwtdcpu none +sbwtdio none -- -root /usr/lib/erlang"
+        .split(' ')
+        .map(String::from)
+        .collect();
+    assert!(rules::runtime::busy_wait(&Facts::of(&r, None)).is_empty());
+}
+
+/// A lock from the off-CPU profile, named at the program's frame, weighed against the
+/// requests' time.
+#[test]
+fn a_lock_is_named_at_the_programs_frame() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 0.5, 60.0, 0.3);
+    r.meta.load.concurrency = Some(16.0);
+    r.series = vec![target(10, 2.0, &[group("srv", 16.0, 50.0, 2.0, 10.0)])];
+    let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+    let (root, read_block, lock, futex) = (
+        p.frame(b"srv", FrameKind::Root),
+        p.frame(b"read_block", FrameKind::User),
+        p.frame(b"pthread_mutex_lock", FrameKind::User),
+        p.frame(b"futex_wait", FrameKind::Kernel),
+    );
+    let th = p.thread(Some(4242), Some(2), b"srv");
+    // 120 s of the 160 s the 16 connections spent: 75%.
+    p.add_sample_path(&[root, read_block, lock, futex], 120_000_000, 0, th);
+    r.profiles = vec![p];
+    let found = rules::waiting::blocked(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].class, Class::LockContention);
+    assert!(
+        found[0]
+            .claim
+            .contains("pthread_mutex_lock under read_block"),
+        "{}",
+        found[0].claim
+    );
+    assert!((found[0].explains.as_ref().unwrap().pct - 75.0).abs() < 1.0);
+    assert_eq!(classes(&r)[0], Class::LockContention);
+}
+
+/// The server idle while each request took 40 ms: the time is outside it, and 40 ms is
+/// the delayed-ACK timer.
+#[test]
+fn an_idle_server_with_slow_requests_points_outside() {
+    let mut r = run(10, 2);
+    headline(&mut r, 400.0, 0.02, 30.0, 0.1);
+    r.meta.load.concurrency = Some(16.0);
+    r.series = vec![target(10, 0.1, &[group("srv", 16.0, 2.0, 0.1, 1.0)])];
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    for _ in 0..1000 {
+        h.record(40_100).unwrap();
+    }
+    let mut data = Vec::new();
+    use hdrhistogram::serialization::Serializer;
+    hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(&h, &mut data)
+        .unwrap();
+    r.histograms = vec![kiln_store::Histogram {
+        name: "latency".into(),
+        window: "measure".into(),
+        unit: "us".into(),
+        data,
+    }];
+    let found = rules::waiting::outside(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].claim.contains("delayed-ACK"), "{}", found[0].claim);
+    assert_eq!(classes(&r)[0], Class::NetworkWait);
+    // A busy server (its one thread at a whole CPU) is not "outside".
+    r.series = vec![target(10, 0.1, &[group("srv", 1.0, 98.0, 0.1, 98.0)])];
+    assert!(rules::waiting::outside(&Facts::of(&r, None)).is_empty());
+}
+
+/// A concurrency sweep is explained at the step where throughput stopped following the
+/// connections, by the findings of that step.
+#[test]
+fn a_sweep_is_explained_at_the_step_where_it_broke() {
+    let mut r = run(9, 2);
+    r.meta.windows = [(1.0, 0, 3), (2.0, 3, 6), (16.0, 6, 9)]
+        .iter()
+        .map(|&(c, a, b)| Window {
+            name: format!("connections={c}"),
+            start_ns: a * S,
+            end_ns: b * S,
+        })
+        .collect();
+    let mut load = table("load", 9, &[]);
+    load.columns.push(Column {
+        name: "answered".into(),
+        unit: "req/s".into(),
+        values: [
+            1000.0, 1000.0, 1000.0, 1900.0, 1900.0, 1900.0, 2000.0, 2000.0, 2000.0,
+        ]
+        .iter()
+        .map(|v| Some(*v))
+        .collect(),
+    });
+    r.series = vec![load, target(9, 2.0, &[group("srv", 16.0, 50.0, 2.0, 10.0)])];
+    let found = rules::sweep::knee(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0]
+            .claim
+            .starts_with("at connections=16 the outcome broke"),
+        "{}",
+        found[0].claim
+    );
+    assert!(found[0].claim.contains("only queued"), "{}", found[0].claim);
+}
