@@ -424,3 +424,25 @@ fn a_sweep_is_explained_at_the_step_where_it_broke() {
     );
     assert!(found[0].claim.contains("only queued"), "{}", found[0].claim);
 }
+
+/// Without an off-CPU profile, threads asleep in disk waits (their state and wchan) still
+/// name the disk; a futex is named only when the waiting threads could all be requests.
+#[test]
+fn disk_waits_are_named_from_thread_states_alone() {
+    let mut r = run(10, 2);
+    headline(&mut r, 200.0, 0.1, 30.0, 0.1);
+    r.meta.load.concurrency = Some(8.0);
+    let mut t = target(10, 1.0, &[group("srv", 9.0, 10.0, 1.0, 3.0)]);
+    for (b, n) in [("disk", 6.0), ("futex", 40.0), ("network", 1.0)] {
+        t.columns.push(Column {
+            name: format!("waiting:{b}"),
+            unit: "count".into(),
+            values: vec![Some(n); 10],
+        });
+    }
+    r.series = vec![t];
+    let found = rules::waiting::sleeping(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].class, Class::DiskIo);
+    assert!((found[0].explains.as_ref().unwrap().pct - 75.0).abs() < 1.0);
+}

@@ -60,6 +60,12 @@ pub const THROTTLED: &str = "throttled";
 /// The target's cgroup CPU quota (`cpu.max`), CPUs. Added in 0.4.
 pub const CPU_QUOTA: &str = "cpu quota";
 
+/// Threads of the target asleep at each sample, by where they waited (their state and
+/// `/proc/PID/task/TID/wchan`): `waiting:disk`, `waiting:futex` (a lock or a condition),
+/// `waiting:poll`, `waiting:network`, `waiting:sleep`, `waiting:pipe`, `waiting:other`;
+/// `count` (threads, sampled once a second). Added in 0.4.
+pub const WAITING: &str = "waiting";
+
 /// Per thread group: user CPU, `%`.
 pub const GROUP_CPU_USER: &str = CPU_USER;
 /// Per thread group: system CPU, `%`.

@@ -8,6 +8,7 @@
 //! | [`cpu::cpu_bound`] | USE (the CPUs) | the server's own work filling the CPUs |
 //! | [`cpu::starvation`] | thread states (runnable), who else ran | threads ready but not running |
 //! | [`waiting::blocked`] | thread states (blocked by reason) | locks, the disk, sleeps in the path |
+//! | [`waiting::sleeping`] | thread states from `wchan` (no off-CPU profile) | disk waits, futexes, sleeps |
 //! | [`waiting::go_waits`] | Go's block and mutex profiles | goroutines waiting on a lock or channel |
 //! | [`waiting::outside`] | Little's law against the server's busy time | the time spent outside the server |
 //! | [`queues::queue`] | Little's law on a measured queue | a broker's queue, or a backlog before it, growing |
@@ -37,6 +38,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("one-thread", cpu::one_thread),
     ("starvation", cpu::starvation),
     ("blocked", waiting::blocked),
+    ("sleeping", waiting::sleeping),
     ("go-waits", waiting::go_waits),
     ("queue", queues::queue),
     ("accept", queues::accept),

@@ -126,6 +126,84 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     out
 }
 
+/// Without an off-CPU profile: where the target's asleep threads waited, sampled once a
+/// second from their state and `wchan` (the kernel function each sleeps in). A disk wait
+/// is a disk wait; a futex is a lock or a condition variable (an idle pool waits on one
+/// too), so it is named only when the waiting threads could all be operations in flight
+/// and the server's CPU explains little of the operations' time; the claim says which
+/// profile would name the code.
+///
+/// False when: the run has an off-CPU profile (the blocked rule reads it); the waits are a
+/// small share of the operations' time.
+pub fn sleeping(f: &Facts) -> Vec<Finding> {
+    use kiln_store::columns as col;
+    if f.offcpu().is_some() {
+        return Vec::new();
+    }
+    let Some((outcome_s, of)) = outcome_time(f) else {
+        return Vec::new();
+    };
+    let in_flight = f.outcome.concurrency.unwrap_or(f64::INFINITY);
+    let cpu_share = f.cpus.target.unwrap_or(0.0) * f.secs / outcome_s.max(1e-9);
+    let mut out = Vec::new();
+    for (bucket, class, what, named_from) in [
+        (
+            "disk",
+            Class::DiskIo,
+            "waited for the disk (in uninterruptible sleep, or on the page cache and the journal)",
+            0.1,
+        ),
+        (
+            "futex",
+            Class::LockContention,
+            "waited on a futex (a lock, or a condition variable)",
+            0.3,
+        ),
+        ("sleep", Class::SleepInPath, "slept (nanosleep)", 0.3),
+    ] {
+        let Some(n) = f.mean(col::TARGET, &col::per_group(col::WAITING, bucket)) else {
+            continue;
+        };
+        let share = n * f.secs / outcome_s.max(1e-9);
+        let could_be_requests = bucket == "disk" || (n <= in_flight + 0.5 && cpu_share < 0.5);
+        if share < named_from || !could_be_requests {
+            continue;
+        }
+        let score = share.min(1.0) * if bucket == "disk" { 0.9 } else { 0.6 };
+        let mut e = f.ev(
+            format!("threads asleep in {bucket} waits"),
+            format!("{n:.1} on average"),
+            "/proc/PID/task/TID/stat and wchan, sampled once a second",
+        );
+        e.series = Some(format!(
+            "{}/{}",
+            col::TARGET,
+            col::per_group(col::WAITING, bucket)
+        ));
+        out.push(
+            Finding::new(
+                "sleeping",
+                class,
+                score,
+                format!(
+                    "the server's threads {what}: {n:.1} of them on average, {} of the {}s' time — record -e cpu,offcpu to name the code that waits",
+                    pct(share.min(1.0)),
+                    f.outcome.unit
+                ),
+            )
+            .evidence(e)
+            .explains(share.min(1.0) * 100.0, of.clone())
+            .check(format!(
+                "cat /proc/{}/task/*/wchan (several times); perf trace -s -p {} -- sleep {}",
+                f.meta.target.pids.first().copied().unwrap_or(0),
+                f.pid(),
+                f.secs_arg()
+            )),
+        );
+    }
+    out
+}
+
 /// Goroutines parked on a lock, from Go's own block and mutex profiles of the same
 /// seconds (a goroutine waiting for a `sync.Mutex` parks without blocking a thread, so the
 /// thread-level view cannot see it): the lock and the program's frame that took it.

@@ -286,6 +286,8 @@ struct Counts {
     throttled: Option<(f64, u64)>,
     /// Socket inodes of the target (to find its listeners).
     inodes: HashSet<u64>,
+    /// Threads asleep now, by where they wait ([`read::waiting_in`]).
+    waiting: BTreeMap<&'static str, u64>,
 }
 
 impl ProcSampler {
@@ -484,6 +486,12 @@ impl ProcSampler {
         let Some((user, system)) = st.cpu_ticks() else {
             return;
         };
+        if matches!(st.state(), b'S' | b'D') {
+            let wchan = read::read(format!("{base}/wchan")).unwrap_or_default();
+            *c.waiting
+                .entry(read::waiting_in(st.state(), &wchan))
+                .or_default() += 1;
+        }
         let status = read::read(format!("{base}/status")).unwrap_or_default();
         let (on_cpu_ns, runq_ns) = read::read(format!("{base}/schedstat"))
             .and_then(|s| read::schedstat(&s))
@@ -548,6 +556,14 @@ impl ProcSampler {
             (col::DISK_READ.into(), "bytes/s", per_s(c.read_bytes)),
             (col::DISK_WRITE.into(), "bytes/s", per_s(c.write_bytes)),
         ];
+        for bucket in ["disk", "futex", "poll", "network", "sleep", "pipe", "other"] {
+            let n = c.waiting.get(bucket).copied().unwrap_or(0);
+            row.push((
+                col::per_group(col::WAITING, bucket),
+                "count",
+                Some(n as f64),
+            ));
+        }
         if let Some(q) = c.accept_queue {
             row.push((col::ACCEPT_QUEUE.into(), "count", Some(q as f64)));
         }

@@ -37,6 +37,15 @@ impl<'a> Stat<'a> {
         std::str::from_utf8(f).ok()?.parse().ok()
     }
 
+    /// The state letter (`R`, `S`, `D`...).
+    pub(crate) fn state(&self) -> u8 {
+        self.fields
+            .first()
+            .and_then(|f| f.first())
+            .copied()
+            .unwrap_or(b'?')
+    }
+
     /// utime and stime, clock ticks (fields 14 and 15).
     pub(crate) fn cpu_ticks(&self) -> Option<(u64, u64)> {
         Some((self.num(14)?, self.num(15)?))
@@ -61,6 +70,62 @@ pub(crate) fn schedstat(s: &[u8]) -> Option<(u64, u64)> {
         .filter(|f| !f.is_empty())
         .map(|f| std::str::from_utf8(f).ok()?.parse::<u64>().ok());
     Some((it.next()??, it.next()??))
+}
+
+/// Where a sleeping thread waits, from its state and its `wchan` (the kernel function it
+/// sleeps in): a bucket of [`kiln_store::columns::WAITING`].
+pub(crate) fn waiting_in(state: u8, wchan: &[u8]) -> &'static str {
+    let w = std::str::from_utf8(wchan).unwrap_or("").trim();
+    let has = |p: &[&str]| p.iter().any(|x| w.starts_with(x));
+    if has(&[
+        "io_schedule",
+        "folio_wait",
+        "wait_on_page",
+        "jbd2",
+        "blk_",
+        "bit_wait_io",
+        "__wait_on_buffer",
+        "submit_bio_wait",
+        "wait_for_completion_io",
+        "ext4_",
+        "xfs_",
+    ]) {
+        "disk"
+    } else if has(&["futex"]) {
+        "futex"
+    } else if has(&[
+        "do_epoll_wait",
+        "ep_poll",
+        "do_sys_poll",
+        "do_select",
+        "core_sys_select",
+        "poll_schedule_timeout",
+    ]) {
+        "poll"
+    } else if has(&[
+        "wait_woken",
+        "sk_wait_data",
+        "inet_csk_accept",
+        "unix_stream",
+        "tcp_",
+        "sock_",
+        "inet_wait",
+    ]) {
+        "network"
+    } else if has(&[
+        "hrtimer_nanosleep",
+        "do_nanosleep",
+        "msleep",
+        "schedule_hrtimeout",
+    ]) {
+        "sleep"
+    } else if state == b'D' {
+        "disk"
+    } else if has(&["pipe_"]) {
+        "pipe"
+    } else {
+        "other"
+    }
 }
 
 /// A name as a series column or a table shows it: UTF-8 as it is, other bytes as `\xNN`
@@ -178,6 +243,17 @@ mod tests {
         assert_eq!(name_of(st.comm), "aсерве\\xd1");
         assert_eq!(name_of(b"spin\xff"), "spin\\xff");
         assert_ne!(name_of(b"spin\xfe"), name_of(b"spin\xff"));
+    }
+
+    #[test]
+    fn where_threads_wait() {
+        assert_eq!(waiting_in(b'S', b"futex_do_wait"), "futex");
+        assert_eq!(waiting_in(b'S', b"do_epoll_wait"), "poll");
+        assert_eq!(waiting_in(b'S', b"wait_woken"), "network");
+        assert_eq!(waiting_in(b'S', b"hrtimer_nanosleep"), "sleep");
+        assert_eq!(waiting_in(b'D', b"folio_wait_bit_common"), "disk");
+        assert_eq!(waiting_in(b'D', b"0"), "disk");
+        assert_eq!(waiting_in(b'S', b"0"), "other");
     }
 
     #[test]
