@@ -326,18 +326,12 @@ fn a_rate_sweep_finds_its_knee_and_what_grew() {
         text.contains("knee at rate=1000:") || text.contains("knee at rate=3000:"),
         "{text}"
     );
-    // What grew when the broker fell over: the backlog of messages sent and not received
-    // (the flood step sends far more than the broker passes on), with the broker's own
-    // count of what was ready in the queue, and whether the broker ran out of CPU.
-    assert!(text.contains("the backlog grew by "), "{text}");
-    assert!(text.contains("the latency is queueing"), "{text}");
-    assert!(text.contains("ready in the broker's queue"), "{text}");
-    assert!(
-        text.contains("CPU-bound")
-            || text.contains("CPUs were full")
-            || text.contains("not short of CPU"),
-        "{text}"
-    );
+    // Why, at the step where it broke (the flood, not the step after the knee): the
+    // findings of that step's window — the backlog the flood built (the broker's queue,
+    // or messages sent and not received before it), with the wait it means by Little's
+    // law.
+    assert!(text.contains("at rate=1000000: queue growing"), "{text}");
+    assert!(text.contains("Little's law"), "{text}");
     assert!(
         text.contains(" queue"),
         "the table has the queue's depth: {text}"

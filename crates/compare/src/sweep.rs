@@ -8,12 +8,16 @@
 //! * a **rate** sweep: the last step (from the first on) that held its rate with its
 //!   median latency near the sweep's floor (at most [`NEAR_FLOOR`] times the lowest, or
 //!   1 ms above it);
-//! * a **concurrency** sweep: where throughput stops growing
-//!   ([`plateau`], the rule `kiln load http` uses too).
+//! * a **concurrency** sweep: the step before the one whose throughput stopped following
+//!   its clients ([`kiln_model::saturation`]: by Little's law the clients added there
+//!   only queued).
 //!
-//! The windows just before and just after the knee are then compared the way
-//! `kiln compare` compares runs ([`crate::compare()`]): figures, and the functions
-//! whose CPU time per operation grew when the server fell over.
+//! The step where the outcome broke (the first past the knee that did not hold its rate,
+//! left its latency floor or stopped following its clients — the wall, not merely the
+//! step after the knee) is then explained by the findings of its window
+//! ([`kiln_findings`]), and the knee's window and the wall's are compared the way `kiln
+//! compare` compares runs ([`crate::compare()`]): figures, and the functions whose CPU
+//! time per operation grew.
 use crate::window::window_view;
 use crate::{format_value, Comparison, Group, Held, Options, Rules};
 use kiln_model::transform::{default_merge_rules, Transforms};
@@ -26,9 +30,6 @@ pub(crate) const NEAR_FLOOR: f64 = 3.0;
 /// ... or up to this much above it, µs (floors of a few hundred µs vary by more than 3×
 /// on a busy machine without anything falling over).
 pub(crate) const NEAR_FLOOR_SLACK_US: f64 = 1000.0;
-/// Throughput growth below which a concurrency step counts as the plateau, unless the
-/// load kept its own (`kiln load http --plateau-threshold`).
-pub(crate) const PLATEAU_GROWTH: f64 = 0.1;
 
 /// One step of a sweep.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -84,13 +85,12 @@ pub struct Sweep {
     pub steps: Vec<Step>,
     /// The knee, when the sweep found one.
     pub knee: Option<Knee>,
-    /// The finding in words: where the knee is, then why (the queue, the CPU, the cost
-    /// per operation, the functions), each sentence of [`Sweep::why`] after the first.
+    /// The finding in words: where the knee is, then why (each sentence of
+    /// [`Sweep::why`] after the first).
     pub finding: String,
     /// Where the knee is, in one sentence (the finding's first).
     pub knee_text: String,
-    /// Why the server fell over at the knee, a sentence each: what grew (the queue), what
-    /// ran out (CPU), what got cheaper or dearer per operation, where its CPU went.
+    /// Why it broke: the findings of the step where the outcome broke, a sentence each.
     pub why: Vec<String>,
     /// The windows before and after the knee compared.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,12 +163,35 @@ pub fn plateau(throughput: &[f64], p50: &[f64], threshold: f64) -> Option<usize>
     })
 }
 
-/// The knee of a concurrency sweep: where throughput stops growing by `growth` (0.1:
-/// 10%) from one step on.
-pub(crate) fn concurrency_knee(steps: &[Step], growth: f64) -> Option<usize> {
-    let tp: Vec<f64> = steps.iter().map(|s| s.achieved.unwrap_or(0.0)).collect();
-    let p50: Vec<f64> = steps.iter().map(|s| s.p50_us.unwrap_or(0.0)).collect();
-    plateau(&tp, &p50, growth)
+/// The steps as the saturation rule reads them.
+fn plain(steps: &[Step]) -> Vec<kiln_model::saturation::Step> {
+    steps
+        .iter()
+        .map(|s| kiln_model::saturation::Step {
+            value: s.value,
+            throughput: s.achieved.unwrap_or(0.0),
+            p50_us: s.p50_us,
+        })
+        .collect()
+}
+
+/// The knee of a concurrency sweep: the step before the one whose throughput stopped
+/// following its clients ([`kiln_model::saturation::concurrency_break`]: Little's law).
+pub(crate) fn concurrency_knee(steps: &[Step]) -> Option<usize> {
+    let (i, _) = kiln_model::saturation::concurrency_break(&plain(steps))?;
+    i.checked_sub(1)
+}
+
+/// The step where a sweep broke: the first whose rate was not held or whose latency left
+/// its floor (a rate sweep), or whose throughput stopped following its clients.
+pub(crate) fn break_of(rate: bool, steps: &[Step]) -> Option<usize> {
+    let p = plain(steps);
+    let b = if rate {
+        kiln_model::saturation::rate_break(&p)
+    } else {
+        kiln_model::saturation::concurrency_break(&p)
+    };
+    b.map(|(i, _)| i)
 }
 
 /// The run's sweep, if it has one (windows named `PARAM=VALUE`), with its knee; when the
@@ -189,22 +212,17 @@ pub fn sweep(run: &RunData, rules: &Rules, functions: usize) -> Option<Sweep> {
         run.meta.load.unit.clone()
     };
     let rate = param == "rate";
-    // The load's own plateau threshold (`--plateau-threshold`), when it kept one.
-    let growth = run
-        .meta
-        .load
-        .report
-        .pointer("/summary/plateau/threshold")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(PLATEAU_GROWTH);
     let knee = if rate {
         rate_knee(&steps)
     } else {
-        concurrency_knee(&steps, growth)
+        concurrency_knee(&steps)
     }
     .map(|k| Knee {
         step: k,
-        next: (k + 1 < steps.len()).then_some(k + 1),
+        // The step where the outcome broke (the wall), not merely the one after the knee.
+        next: break_of(rate, &steps)
+            .filter(|&b| b > k)
+            .or((k + 1 < steps.len()).then_some(k + 1)),
     });
     let across = knee
         .as_ref()
@@ -228,8 +246,22 @@ pub fn sweep(run: &RunData, rules: &Rules, functions: usize) -> Option<Sweep> {
             .ok()
         });
     let head = finding(&param, &steps, knee.as_ref());
-    let why = match knee.as_ref().and_then(|k| Some((k.step, k.next?))) {
-        Some((a, b)) => why(&unit, run.meta.cpus, &steps[a], &steps[b], across.as_ref()),
+    // Why it broke: the findings of the step where it did, as a run's are found.
+    let why = match knee.as_ref().and_then(|k| k.next) {
+        Some(b) => kiln_findings::analyse(run, Some(windows[b]))
+            .findings
+            .iter()
+            .filter(|f| f.class != kiln_findings::Class::Knee)
+            .take(3)
+            .map(|f| {
+                format!(
+                    "at {}: {} — {}",
+                    steps[b].name,
+                    f.title.to_lowercase(),
+                    f.claim
+                )
+            })
+            .collect(),
         None => Vec::new(),
     };
     let finding = std::iter::once(head.clone())
@@ -320,158 +352,6 @@ fn finding(param: &str, steps: &[Step], knee: Option<&Knee>) -> String {
             latency(b.p50_us)
         )
     }
-}
-
-/// A function's self share must grow by this many points to be named as what grew.
-const SHARE_MOVED: f64 = 0.5;
-/// A queue that grew by less than this many messages over a step was kept up with.
-const QUEUE_GREW: f64 = 1000.0;
-/// A server using at least this share of the machine's CPUs is short of CPU.
-const CPU_BOUND_SHARE: f64 = 0.85;
-/// A machine at least this busy (% of all CPUs) had no CPU to give.
-const MACHINE_FULL_PCT: f64 = 90.0;
-
-/// Why the server fell over between step `a` (the knee) and `b`, a sentence each: the
-/// queue, the CPU, the cost per operation, the functions.
-fn why(unit: &str, cpus: u32, a: &Step, b: &Step, across: Option<&Comparison>) -> Vec<String> {
-    let mut out = Vec::new();
-    out.extend(backlog_sentence(unit, a, b));
-    out.extend(cpu_sentence(cpus, b));
-    out.extend(cost_sentence(unit, a, b));
-    out.extend(functions_sentence(unit, across));
-    out
-}
-
-/// What grew at `b`, the step past the knee: the backlog of operations sent but not yet
-/// completed (the load's own counts, scaled by the deliveries per send it saw at the knee
-/// `a`, where it kept up: a fan-out delivers each message to every consumer), and of it
-/// what the broker counted ready in its queue. A backlog that grows is the latency: by
-/// Little's law, its size over the rate it drained at.
-fn backlog_sentence(unit: &str, a: &Step, b: &Step) -> Option<String> {
-    let msgs = |v: f64| format_value(v, "msg").replace("msg", unit);
-    let queue = b.queue.map(|(_, last)| last);
-    let grew = match (a.counts, b.counts) {
-        (Some((sa, ca)), Some((sb, cb))) if sa > 0.0 && ca > 0.0 => {
-            let per_send = ca / sa;
-            // Only a whole number of deliveries per send can be scaled by.
-            ((per_send - per_send.round()).abs() < 0.05 && per_send.round() >= 1.0)
-                .then(|| sb * per_send.round() - cb)
-        }
-        _ => None,
-    };
-    let grew = grew.or(b.queue.map(|(first, last)| last - first))?;
-    if grew < QUEUE_GREW {
-        return Some(match queue {
-            Some(q) => format!(
-                "at {} no backlog built up ({} ready in the broker's queue at the end): the \
-                 latency is not waiting",
-                b.name,
-                msgs(q)
-            ),
-            None => format!(
-                "at {} no backlog built up: the latency is not waiting",
-                b.name
-            ),
-        });
-    }
-    let mut s = format!(
-        "at {} the backlog grew by {} (sent but not yet received): the latency is queueing",
-        b.name,
-        msgs(grew)
-    );
-    if let Some(r) = b.achieved.filter(|r| *r > 0.0) {
-        s.push_str(&format!(
-            " ({} at {} is ~{:.1} s of waiting)",
-            msgs(grew),
-            format_value(r, "/s"),
-            grew / r
-        ));
-    }
-    match queue {
-        Some(q) if q >= grew * 0.5 => {
-            s.push_str(&format!("; {} of it ready in the broker's queue", msgs(q)))
-        }
-        Some(q) => s.push_str(&format!(
-            "; only {} of it ready in the broker's queue: the rest waited before the queue, in \
-             the sockets and the broker's connection processes (its flow control)",
-            msgs(q)
-        )),
-        None => {}
-    }
-    Some(s)
-}
-
-/// Whether the target ran out of CPU at `b`: its own use against the machine's CPUs, and
-/// the machine's busy share (others' use counts: the load generator, kiln, anything else).
-fn cpu_sentence(cpus: u32, b: &Step) -> Option<String> {
-    let used = b.target_cpu_pct? / 100.0;
-    let cores = f64::from(cpus.max(1));
-    let busy = b.machine_busy_pct;
-    let of = format!("{used:.2} of {cpus} CPUs");
-    let machine = busy.map_or(String::new(), |m| format!(", the machine {m:.0}% busy"));
-    Some(if used >= CPU_BOUND_SHARE * cores {
-        format!("the server is CPU-bound ({of}{machine})")
-    } else if busy.is_some_and(|m| m >= MACHINE_FULL_PCT) {
-        format!(
-            "the machine's CPUs were full ({of} for the server{machine}: the rest went to other \
-             processes, the load generator and kiln among them)"
-        )
-    } else {
-        format!("the server is not short of CPU ({of}{machine}): look at where it waited")
-    })
-}
-
-/// What one operation cost the server at the knee and past it.
-fn cost_sentence(unit: &str, a: &Step, b: &Step) -> Option<String> {
-    let (x, y) = (a.cpu_per_op_us?, b.cpu_per_op_us?);
-    let change = (y - x) / x.max(1e-9) * 100.0;
-    let costs = format!("{} → {}", latency(Some(x)), latency(Some(y)));
-    Some(if change <= -10.0 {
-        format!("per {unit} it got cheaper ({costs}: work batched under load)")
-    } else if change >= 10.0 {
-        format!("per {unit} it got dearer ({costs})")
-    } else {
-        format!("per {unit} it cost about the same ({costs})")
-    })
-}
-
-/// The functions that took more of the server past the knee: by cost per operation, or
-/// (when batching made every operation cheaper) by share of its profile.
-fn functions_sentence(unit: &str, across: Option<&Comparison>) -> Option<String> {
-    let t = across?.functions.first()?;
-    let grew: Vec<String> = t
-        .rows
-        .iter()
-        .filter(|r| r.delta() > 0.0)
-        .take(5)
-        .map(|r| format!("{} {:.2} → {:.2}", r.name, r.before.median, r.after.median))
-        .collect();
-    if !grew.is_empty() {
-        return Some(format!(
-            "grew past the knee ({}): {}",
-            t.unit,
-            grew.join(", ")
-        ));
-    }
-    // Unnamed frames (`[unknown]`) are no place to look.
-    let mut by_share: Vec<_> = t
-        .rows
-        .iter()
-        .filter(|r| r.self_after >= r.self_before + SHARE_MOVED && !r.name.starts_with('['))
-        .collect();
-    by_share
-        .sort_by(|x, y| (y.self_after - y.self_before).total_cmp(&(x.self_after - x.self_before)));
-    let grew: Vec<String> = by_share
-        .iter()
-        .take(5)
-        .map(|r| format!("{} {:.1}% → {:.1}%", r.name, r.self_before, r.self_after))
-        .collect();
-    (!grew.is_empty()).then(|| {
-        format!(
-            "no function cost more per {unit}; grew as a share of the profile (self): {}",
-            grew.join(", ")
-        )
-    })
 }
 
 impl Sweep {
@@ -586,47 +466,6 @@ mod tests {
         assert_eq!(rate_knee(&s[..3]), Some(2));
     }
 
-    /// Past the knee: what grew is the backlog (sent, not received), and of it what the
-    /// broker had ready in its queue; the CPU is judged against the machine's.
-    #[test]
-    fn why_the_server_fell_over() {
-        let mut a = step("rate=40000", Some(40000.0), 40000.0, 500.0);
-        let mut b = step("rate=80000", Some(80000.0), 60000.0, 533_000.0);
-        a.counts = Some((160_000.0, 160_000.0));
-        b.counts = Some((320_000.0, 240_000.0));
-        b.queue = Some((0.0, 267.0));
-        let s = backlog_sentence("msg", &a, &b).unwrap();
-        assert!(s.contains("the backlog grew by 80.0k msg"), "{s}");
-        assert!(s.contains("~1.3 s of waiting"), "{s}");
-        assert!(s.contains("only 267 msg of it ready"), "{s}");
-        // The broker's queue holds the backlog when the consumer is what fell behind.
-        b.queue = Some((0.0, 79_000.0));
-        let s = backlog_sentence("msg", &a, &b).unwrap();
-        assert!(
-            s.contains("79.0k msg of it ready in the broker's queue"),
-            "{s}"
-        );
-        // A fan-out delivers each message twice: the backlog is counted in deliveries.
-        a.counts = Some((100_000.0, 200_000.0));
-        b.counts = Some((100_000.0, 200_000.0));
-        b.queue = None;
-        let s = backlog_sentence("msg", &a, &b).unwrap();
-        assert!(s.contains("no backlog built up"), "{s}");
-        // CPU: the server's own use, and the machine's.
-        b.target_cpu_pct = Some(137.0);
-        b.machine_busy_pct = Some(97.0);
-        let s = cpu_sentence(2, &b).unwrap();
-        assert!(s.contains("CPUs were full (1.37 of 2 CPUs"), "{s}");
-        b.target_cpu_pct = Some(190.0);
-        assert!(cpu_sentence(2, &b).unwrap().contains("CPU-bound"));
-        b.target_cpu_pct = Some(26.0);
-        b.machine_busy_pct = Some(40.0);
-        assert!(cpu_sentence(2, &b).unwrap().contains("not short of CPU"));
-        a.cpu_per_op_us = Some(33.6);
-        b.cpu_per_op_us = Some(22.9);
-        assert!(cost_sentence("msg", &a, &b).unwrap().contains("cheaper"));
-    }
-
     /// The table marks the knee the finding names: a last step that held is no knee.
     #[test]
     fn the_table_and_the_finding_name_the_same_knee() {
@@ -655,13 +494,17 @@ mod tests {
 
     #[test]
     fn the_knee_of_a_concurrency_sweep() {
-        let s = [
+        let mut s = [
             step("connections=1", None, 1000.0, 900.0),
             step("connections=8", None, 6000.0, 1300.0),
             step("connections=64", None, 6200.0, 10_000.0),
             step("connections=256", None, 6100.0, 40_000.0),
         ];
-        assert_eq!(concurrency_knee(&s, 0.1), Some(1));
-        assert_eq!(concurrency_knee(&s[..2], 0.1), None);
+        for (x, v) in s.iter_mut().zip([1.0, 8.0, 64.0, 256.0]) {
+            x.value = v;
+        }
+        assert_eq!(concurrency_knee(&s), Some(1));
+        assert_eq!(break_of(false, &s), Some(2));
+        assert_eq!(concurrency_knee(&s[..2]), None);
     }
 }

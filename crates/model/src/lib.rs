@@ -48,6 +48,7 @@ mod labels;
 pub mod native;
 mod profile;
 mod samples;
+pub mod saturation;
 mod stacks;
 mod strings;
 pub mod text;

@@ -18,13 +18,6 @@ pub struct Step {
     pub p50_us: Option<f64>,
 }
 
-/// A rate step's rate is held from this share of it.
-const HELD: f64 = 0.95;
-/// A concurrency step whose throughput grew by less than this power of its connections'
-/// growth (throughput ∝ connectionsᵉ) only queued: by Little's law its latency grew in
-/// proportion to the connections added.
-const QUEUED: f64 = 0.25;
-
 /// The steps of a sweep, in order, and what it swept (`rate`, `connections`).
 pub fn steps(f: &Facts) -> Option<(String, Vec<Step>)> {
     let run = &f.run;
@@ -49,56 +42,53 @@ pub fn steps(f: &Facts) -> Option<(String, Vec<Step>)> {
     (out.len() >= 2).then(|| (param.unwrap_or_default(), out))
 }
 
-/// The step where the outcome broke, and in words how.
+/// The step where the outcome broke ([`kiln_model::saturation`]), and in words how.
 pub fn break_step(param: &str, steps: &[Step]) -> Option<(usize, String)> {
-    let mut floor = f64::INFINITY;
-    for (i, s) in steps.iter().enumerate() {
-        let p50 = s.p50_us.unwrap_or(0.0);
-        if param == "rate" {
-            let not_held = s.throughput < HELD * s.value;
-            let slow = i > 0 && floor.is_finite() && p50 > (3.0 * floor).max(floor + 1000.0);
-            if not_held || slow {
-                let how = if not_held {
-                    format!(
-                        "the rate was not held ({}/s of {}/s asked, {:+.0}%), p50 {}",
-                        super::queues::thousands(s.throughput),
-                        super::queues::thousands(s.value),
-                        (s.throughput / s.value - 1.0) * 100.0,
-                        secs(p50 / 1e6)
-                    )
-                } else {
-                    format!(
-                        "p50 rose to {} from a floor of {}",
-                        secs(p50 / 1e6),
-                        secs(floor / 1e6)
-                    )
-                };
-                return Some((i, how));
-            }
-        } else if i > 0 {
+    use kiln_model::saturation::{concurrency_break, rate_break, Broke};
+    let plain: Vec<kiln_model::saturation::Step> = steps
+        .iter()
+        .map(|s| kiln_model::saturation::Step {
+            value: s.value,
+            throughput: s.throughput,
+            p50_us: s.p50_us,
+        })
+        .collect();
+    let (i, broke) = if param == "rate" {
+        rate_break(&plain)?
+    } else {
+        concurrency_break(&plain)?
+    };
+    let s = &steps[i];
+    let p50 = s.p50_us.unwrap_or(0.0);
+    let how = match broke {
+        Broke::NotHeld => format!(
+            "the rate was not held ({}/s of {}/s asked, {:+.0}%), p50 {}",
+            super::queues::thousands(s.throughput),
+            super::queues::thousands(s.value),
+            (s.throughput / s.value - 1.0) * 100.0,
+            secs(p50 / 1e6)
+        ),
+        Broke::LeftFloor(floor) => format!(
+            "p50 rose to {} from a floor of {}",
+            secs(p50 / 1e6),
+            secs(floor / 1e6)
+        ),
+        Broke::Queued(_) => {
             let prev = &steps[i - 1];
-            let grow_n = (s.value / prev.value.max(1e-9)).ln();
-            let grow_x = (s.throughput / prev.throughput.max(1e-9)).ln();
-            if grow_n > 0.0 && grow_x / grow_n < QUEUED {
-                let how = format!(
-                    "{} → {} {param} gave {}/s → {}/s (×{:.2} for ×{:.1}) while p50 went {} → {}: the added {param} only queued (Little's law: latency = {param} ÷ throughput)",
-                    prev.value,
-                    s.value,
-                    super::queues::thousands(prev.throughput),
-                    super::queues::thousands(s.throughput),
-                    s.throughput / prev.throughput.max(1e-9),
-                    s.value / prev.value.max(1e-9),
-                    secs(prev.p50_us.unwrap_or(0.0) / 1e6),
-                    secs(p50 / 1e6)
-                );
-                return Some((i, how));
-            }
+            format!(
+                "{} → {} {param} gave {}/s → {}/s (×{:.2} for ×{:.1}) while p50 went {} → {}: the added {param} only queued (Little's law: latency = {param} ÷ throughput)",
+                prev.value,
+                s.value,
+                super::queues::thousands(prev.throughput),
+                super::queues::thousands(s.throughput),
+                s.throughput / prev.throughput.max(1e-9),
+                s.value / prev.value.max(1e-9),
+                secs(prev.p50_us.unwrap_or(0.0) / 1e6),
+                secs(p50 / 1e6)
+            )
         }
-        if p50 > 0.0 {
-            floor = floor.min(p50);
-        }
-    }
-    None
+    };
+    Some((i, how))
 }
 
 /// Where a sweep broke, and why: the step where the rate stopped being held or the
