@@ -72,7 +72,7 @@ pub fn concurrency_break(steps: &[Step]) -> Option<(usize, Broke)> {
 /// How throughput grew from `a` to `b` against the clients: e in throughput ∝ clientsᵉ.
 pub fn exponent(a: &Step, b: &Step) -> Option<f64> {
     let n = (b.value / a.value).ln();
-    if !(n > 0.0) || a.throughput <= 0.0 {
+    if n.is_nan() || n <= 0.0 || a.throughput <= 0.0 {
         return None;
     }
     Some((b.throughput.max(1e-9) / a.throughput).ln() / n)
