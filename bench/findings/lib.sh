@@ -89,6 +89,10 @@ start_server() {
   [ -n "$SERVER_PORT" ] || { say "$name did not say where it listens within 60 s"; exit 1; }
 }
 
+# warm_up URL SECONDS : a few seconds of requests before kiln starts (wrk, 4 connections),
+# so that a JIT compiler has compiled the handler: the server is measured in its steady state.
+warm_up() { wrk -t1 -c4 -d"$2"s "$1" > "$WORK/warm-up.out" 2>&1 || say "warm-up: $(tail -1 "$WORK/warm-up.out")"; }
+
 # mono : CLOCK_MONOTONIC in ns (the clock of the window, bpftrace's nsecs and kiln's).
 mono() { "$PY" "$FINDINGS/oracle_lib.py" now; }
 

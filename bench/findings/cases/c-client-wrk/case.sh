@@ -1,6 +1,6 @@
 #!/bin/bash
 # Planted: the load generator is the limit. A fast server (~1 us of CPU a request) driven by
-# wrk with one thread whose Lua response hook spends ~1 ms of CPU on every response.
+# wrk with one thread whose Lua response hook spends ~0.2 ms of CPU on every response.
 # Oracle: the kernel's schedstat of wrk's threads (on CPU, waiting for one) and of the
 # server's threads, over the window.
 . "$(dirname "$0")/../../lib.sh"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Planted: garbage collection. A Go server whose handler builds each answer from 20,000
+# Planted: garbage collection. A Go server whose handler builds each answer from 5,000
 # small objects (buildCatalogue), run with GOGC=10: the collector runs all the time.
 # Oracle: the runtime's own CPU accounting (runtime/metrics /cpu/classes/gc/total and
 # /cpu/classes/total, less idle), served by the program at /metrics, read at the window's

@@ -1,4 +1,4 @@
-// A catalogue server whose handler builds each answer from tens of thousands of small,
+// A catalogue server whose handler builds each answer from thousands of small,
 // short-lived objects (buildCatalogue), run with a low GOGC: the collector runs all the
 // time. GET /metrics answers the runtime's own CPU accounting (runtime/metrics) as JSON.
 package main
@@ -28,7 +28,7 @@ var live [][]*item
 
 func buildCatalogue(seed int) float64 {
 	var head *item
-	for i := 0; i < 20000; i++ {
+	for i := 0; i < 5000; i++ {
 		it := &item{name: "item-" + strconv.Itoa(seed+i), tags: make([]string, 2), price: float64(i % 97), next: head}
 		it.tags[0] = it.name[:4]
 		head = it

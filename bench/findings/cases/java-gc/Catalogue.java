@@ -1,7 +1,7 @@
 // An HTTP server (com.sun.net.httpserver, 4 threads) in a small heap whose handler builds
-// each answer from ~100,000 short-lived objects (buildPage) and keeps the last pages in a
-// cache that turns over (recent): objects live long enough to be copied and promoted, and
-// the collector runs most of the time.
+// each answer from ~40,000 short-lived objects (buildPage) and keeps the last 10 pages in a
+// cache that turns over (recent): objects live long enough to be copied and promoted, the
+// old generation fills with pages already dropped, and the collector runs most of the time.
 import com.sun.net.httpserver.HttpServer;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -12,14 +12,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 
 public class Catalogue {
-    static final int KEEP = 600;
+    static final int KEEP = 10;
     static final Object[] recent = new Object[KEEP];
     static final AtomicLong seq = new AtomicLong();
 
     static long buildPage(long n) {
         List<String> lines = new ArrayList<>();
         long sum = 0;
-        for (int i = 0; i < 50_000; i++) {
+        for (int i = 0; i < 20_000; i++) {
             String s = "item-" + (n + i);
             lines.add(s);
             sum += s.length();

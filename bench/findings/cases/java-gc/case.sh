@@ -1,7 +1,7 @@
 #!/bin/bash
 # Planted: garbage collection in Java. An HttpServer (4 threads) in a 64 MiB heap with the
-# serial collector, whose handler builds each page from ~100,000 short-lived objects and
-# keeps the last 600 pages (buildPage): the collector copies and promotes them, and the old
+# serial collector, whose handler builds each page from ~40,000 short-lived objects and
+# keeps the last 10 pages (buildPage): the collector copies and promotes them, and the old
 # generation fills and is collected again and again.
 # Oracle: jstat -gcutil -t PID 1000 over the window: the GC time (GCT) it adds per second of
 # the JVM's clock.
@@ -10,6 +10,7 @@
 mkdir "$WORK/classes"
 javac -d "$WORK/classes" "$CASE_DIR/Catalogue.java"
 start_server server java -XX:+PreserveFramePointer -XX:+UseSerialGC -Xms64m -Xmx64m -cp "$WORK/classes" Catalogue
+warm_up "http://127.0.0.1:$SERVER_PORT/" 4
 
 oracle_window() {
   jstat -gcutil -t "$SERVER_PID" 1000 "$D" > "$WORK/jstat.txt"

@@ -10,6 +10,7 @@
 mkdir "$WORK/classes"
 javac -d "$WORK/classes" "$CASE_DIR/Ledger.java"
 start_server server java -XX:+PreserveFramePointer -Xms256m -Xmx256m -cp "$WORK/classes" Ledger
+warm_up "http://127.0.0.1:$SERVER_PORT/" 4
 
 jvm_counters() { jstat -J-Djstat.showUnsupported=true -snap "$SERVER_PID" | grep -E '^sun\.(rt\._sync_|os\.hrt\.)' > "$1"; }
 oracle_window() {

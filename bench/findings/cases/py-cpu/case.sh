@@ -28,11 +28,12 @@ f = {
     "render_report_pct_of_samples": round(100 * hot / total, 1) if total else None,
     "main_thread_active_pct": round(100 * total / (100 * d), 1),
     "main_thread_cpu_pct": PROC.get("hottest_thread_cpu_pct"),
+    "main_thread_busy_pct": PROC.get("busiest_thread_busy_pct"),
     "threads": PROC.get("threads"),
 }
 text = (f"py-spy record (100 Hz, {d:.0f} s, active samples only): {total} samples = the main thread active "
         f"{f['main_thread_active_pct']}% of the time; {f['render_report_pct_of_samples']}% of them in render_report\n"
-        f"/proc: the busiest thread on CPU {f['main_thread_cpu_pct']}% of the time\n")
+        f"/proc: the main thread on CPU {f['main_thread_cpu_pct']}% of the time, on CPU or runnable {f['main_thread_busy_pct']}%\n")
 write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
 PY
 }
