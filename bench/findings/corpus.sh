@@ -18,7 +18,7 @@ cases=()
 for a in "$@"; do
   case $a in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "corpus.sh: unknown option $a" >&2; exit 2 ;;
     *) cases+=("$a") ;;
   esac

@@ -13,7 +13,6 @@ oracle_end() {
 samples = read_jsonl(os.path.join(WORK, "proc.jsonl"))
 a, b = around(samples, T0, T1)
 dt = (b["t"] - a["t"]) / 1e9
-pid = ARGS[0] if ARGS else None
 main_tid = min(b["tasks"], key=int)
 def cpu(tid):
     return (b["tasks"][tid][1] - a["tasks"].get(tid, [0, 0])[1]) / 1e9
