@@ -53,6 +53,8 @@ _cleanup() {
     wait "$p" 2> /dev/null
   done
   if declare -F case_cleanup > /dev/null; then case_cleanup; fi
+  # The JIT maps the targets wrote (Node's --perf-basic-prof, the JVM's, the BEAM's).
+  for p in "${_PIDS[@]}" ${SERVER_PID:+"$SERVER_PID"}; do rm -f "/tmp/perf-$p.map"; done
   if [ "${FINDINGS_KEEP:-0}" = 1 ]; then echo "$CASE: work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
   exit $rc
 }

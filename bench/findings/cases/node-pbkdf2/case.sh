@@ -6,7 +6,8 @@
 # event loop, tid = pid) against the others (libuv's pool, V8's).
 . "$(dirname "$0")/../../lib.sh"
 
-start_server server node --perf-basic-prof --interpreted-frames-native-stack "$CASE_DIR/server.js"
+# In the work directory: V8 writes its isolate log (isolate-*-v8.log) in the current one.
+start_server server env -C "$WORK" node --perf-basic-prof --interpreted-frames-native-stack "$CASE_DIR/server.js"
 
 oracle_end() {
   oracle_py << 'PY'
