@@ -47,11 +47,7 @@ _cleanup() {
   local i
   for ((i = ${#_SAMPLERS[@]} - 1; i >= 0; i--)); do kill -INT "${_SAMPLERS[i]}" 2> /dev/null; done
   for ((i = ${#_PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${_PIDS[i]}" 2> /dev/null; done
-  for p in "${_SAMPLERS[@]}" "${_PIDS[@]}"; do
-    for _ in $(seq 50); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2> /dev/null
-    wait "$p" 2> /dev/null
-  done
+  for p in "${_SAMPLERS[@]}" "${_PIDS[@]}"; do stop_pid "$p" TERM; done
   if declare -F case_cleanup > /dev/null; then case_cleanup; fi
   # The JIT maps the targets wrote (Node's --perf-basic-prof, the JVM's, the BEAM's).
   for p in "${_PIDS[@]}" ${SERVER_PID:+"$SERVER_PID"}; do rm -f "/tmp/perf-$p.map"; done
@@ -63,6 +59,18 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 say() { echo "$CASE: $*" >&2; }
+
+# stop_pid PID SIGNAL : sends SIGNAL and gives PID 5 s to exit, then SIGTERM and 5 s, then
+# SIGKILL; reaps it. (A script's background command starts with SIGINT ignored, and keeps
+# it so unless it sets its own handler, as bpftrace and the samplers do.)
+stop_pid() {
+  local p=$1 sig=$2 n
+  for sig in "$sig" TERM KILL; do
+    kill -"$sig" "$p" 2> /dev/null || break
+    for n in $(seq 50); do kill -0 "$p" 2> /dev/null || break 2; sleep 0.1; done
+  done
+  wait "$p" 2> /dev/null || true
+}
 
 # cc_build NAME SOURCE... : a C server built as the corpus builds them, into $WORK/NAME.
 cc_build() {
@@ -116,8 +124,8 @@ bg() {
   _PIDS+=("$BG_PID")
 }
 
-# sampler CMD... : an oracle's sampler, stopped with SIGINT after kiln ends (bpftrace then
-# prints what it holds). Sets BG_PID.
+# sampler CMD... : an oracle's sampler (or anything else to stop as soon as kiln ends),
+# stopped with SIGINT then (bpftrace then prints what it holds). Sets BG_PID.
 sampler() {
   "$@" &
   BG_PID=$!
@@ -140,7 +148,7 @@ bpftrace_sampler() {
 run_kiln() {
   local target=${TARGET_PID:-$SERVER_PID}
   set -- --unwind "$UNWIND" "$@"
-  printf '%q ' kiln run --name "$CASE" "$@" > "$OUT/command.txt"
+  printf '%q ' ${KILN_WRAP[@]+"${KILN_WRAP[@]}"} kiln run --name "$CASE" "$@" > "$OUT/command.txt"
   echo >> "$OUT/command.txt"
   tr '\0' ' ' < "/proc/$target/cmdline" > "$OUT/target_cmdline.txt" || true
   echo >> "$OUT/target_cmdline.txt"
@@ -173,7 +181,7 @@ run_kiln() {
     cp "$WORK/t0" "$WORK/t1"
   fi
   for p in "${_SAMPLERS[@]}"; do kill -INT "$p" 2> /dev/null || true; done
-  for p in "${_SAMPLERS[@]}"; do wait "$p" 2> /dev/null || true; done
+  for p in "${_SAMPLERS[@]}"; do stop_pid "$p" INT; done
   _SAMPLERS=()
   "$KILN" runs show "$CASE" --store "$STORE" --json > "$OUT/kiln.json" 2> "$WORK/show.err" ||
     say "kiln runs show failed: $(cat "$WORK/show.err")"
