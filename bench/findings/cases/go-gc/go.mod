@@ -1,0 +1,3 @@
+module gcserver
+
+go 1.21

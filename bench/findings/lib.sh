@@ -1,0 +1,207 @@
+# Sourced by every bench/findings/cases/*/case.sh: a private work directory and store,
+# building and starting servers on free ports, and `run_kiln`, which runs `kiln run` with
+# the case's oracle over the same seconds.
+#
+# A case.sh is called as `case.sh OUT-DIR` and writes there: kiln.txt (kiln run's
+# stdout), kiln.err, kiln.json (`kiln runs show NAME --json`), oracle.txt, oracle.json,
+# proc.txt/proc.json (the universal /proc oracle of the target), command.txt and
+# expect.json. It may define, before calling run_kiln:
+#   oracle_begin    before kiln starts (start samplers with `bg`, wait until they are ready)
+#   oracle_window   at the measurement's start, in the background; lasts about $D seconds
+#                   (KILN_PID is kiln's pid, for a case whose load command is the subject)
+#   oracle_end      after kiln ended and the samplers stopped: writes oracle.txt/.json
+#   case_cleanup    on exit, once the processes started with `bg`/`start_server` stopped
+# and may set KILN_WRAP (an array: a command kiln runs under, e.g. (nice -n -15)).
+# Environment: KILN (default: the worktree's target/release/kiln), FINDINGS_EVENTS
+# (default cpu,offcpu,runnable), FINDINGS_UNWIND (kiln run --unwind; default copy: where
+# the kernel's verifier rejects the in-kernel unwinder, `auto` spends tens of seconds
+# finding that out and then copies stacks anyway), FINDINGS_KEEP=1 keeps the work directory.
+set -euo pipefail
+
+FINDINGS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$FINDINGS/../.." && pwd)
+CASE_DIR=$(cd "$(dirname "$0")" && pwd)
+CASE=$(basename "$CASE_DIR")
+KILN=${KILN:-$ROOT/target/release/kiln}
+EVENTS=${FINDINGS_EVENTS:-cpu,offcpu,runnable}
+UNWIND=${FINDINGS_UNWIND:-copy}
+D=10
+WARMUP=2
+PY=/usr/bin/python3
+export PATH="/usr/local/go/bin:$HOME/.cargo/bin:$PATH"
+
+[ $# -ge 1 ] || { echo "usage: $0 OUT-DIR" >&2; exit 2; }
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd)
+rm -f "$OUT"/kiln.txt "$OUT"/kiln.err "$OUT"/kiln.json "$OUT"/oracle.txt "$OUT"/oracle.json "$OUT"/proc.json "$OUT"/proc.txt
+[ -x "$KILN" ] || { echo "$CASE: no kiln at $KILN (cargo build --release -p kiln, or set KILN)" >&2; exit 1; }
+WORK=$(mktemp -d "/tmp/kiln-findings-$CASE.XXXXXX")
+STORE=$WORK/runs.db
+cp "$CASE_DIR/expect.json" "$OUT/expect.json"
+
+_PIDS=()
+_SAMPLERS=()
+_cleanup() {
+  local rc=$?
+  set +e
+  local i
+  for ((i = ${#_SAMPLERS[@]} - 1; i >= 0; i--)); do kill -INT "${_SAMPLERS[i]}" 2> /dev/null; done
+  for ((i = ${#_PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${_PIDS[i]}" 2> /dev/null; done
+  for p in "${_SAMPLERS[@]}" "${_PIDS[@]}"; do stop_pid "$p" TERM; done
+  if declare -F case_cleanup > /dev/null; then case_cleanup; fi
+  # The JIT maps the targets wrote (Node's --perf-basic-prof, the JVM's, the BEAM's).
+  for p in "${_PIDS[@]}" ${SERVER_PID:+"$SERVER_PID"}; do rm -f "/tmp/perf-$p.map"; done
+  if [ "${FINDINGS_KEEP:-0}" = 1 ]; then echo "$CASE: work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
+  exit $rc
+}
+trap _cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say() { echo "$CASE: $*" >&2; }
+
+# stop_pid PID SIGNAL : sends SIGNAL and gives PID 5 s to exit, then SIGTERM and 5 s, then
+# SIGKILL; reaps it. (A script's background command starts with SIGINT ignored, and keeps
+# it so unless it sets its own handler, as bpftrace and the samplers do.)
+stop_pid() {
+  local p=$1 sig=$2 n
+  for sig in "$sig" TERM KILL; do
+    kill -"$sig" "$p" 2> /dev/null || break
+    for n in $(seq 50); do kill -0 "$p" 2> /dev/null || break 2; sleep 0.1; done
+  done
+  wait "$p" 2> /dev/null || true
+}
+
+# cc_build NAME SOURCE... : a C server built as the corpus builds them, into $WORK/NAME.
+cc_build() {
+  local name=$1
+  shift
+  cc -O2 -g -fno-omit-frame-pointer -pthread -Wall -I"$FINDINGS/cases/common" -o "$WORK/$name" "$@"
+}
+
+# start_server NAME CMD... : starts CMD (its stdout and stderr in $WORK/NAME.out, .err),
+# waits for its line `listening on HOST:PORT` and sets SERVER_PID and SERVER_PORT.
+start_server() {
+  local name=$1
+  shift
+  "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
+  SERVER_PID=$!
+  _PIDS+=("$SERVER_PID")
+  local i
+  for i in $(seq 1200); do
+    if grep -q '^listening on ' "$WORK/$name.out"; then break; fi
+    if ! kill -0 "$SERVER_PID" 2> /dev/null; then
+      say "$name exited before listening:"; tail -20 "$WORK/$name.err" >&2; exit 1
+    fi
+    sleep 0.05
+  done
+  SERVER_PORT=$(sed -n 's/^listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$WORK/$name.out" | head -1)
+  [ -n "$SERVER_PORT" ] || { say "$name did not say where it listens within 60 s"; exit 1; }
+}
+
+# warm_up URL SECONDS : a few seconds of requests before kiln starts (wrk, 4 connections),
+# so that a JIT compiler has compiled the handler: the server is measured in its steady state.
+warm_up() { wrk -t1 -c4 -d"$2"s "$1" > "$WORK/warm-up.out" 2>&1 || say "warm-up: $(tail -1 "$WORK/warm-up.out")"; }
+
+# mono : CLOCK_MONOTONIC in ns (the clock of the window, bpftrace's nsecs and kiln's).
+mono() { "$PY" "$FINDINGS/oracle_lib.py" now; }
+
+# snap FILE CMD... : CMD's output in FILE, then a line "@t NS": the CLOCK_MONOTONIC time
+# halfway through CMD (when its snapshot was taken). oracle_lib.read_snap reads it back.
+snap() {
+  local file=$1 a b
+  shift
+  a=$(mono)
+  "$@" > "$file"
+  b=$(mono)
+  echo "@t $(((a + b) / 2))" >> "$file"
+}
+
+# bg CMD... : a helper process (a neighbour, a downstream), stopped at exit. Sets BG_PID.
+bg() {
+  "$@" &
+  BG_PID=$!
+  _PIDS+=("$BG_PID")
+}
+
+# sampler CMD... : an oracle's sampler (or anything else to stop as soon as kiln ends),
+# stopped with SIGINT then (bpftrace then prints what it holds). Sets BG_PID.
+sampler() {
+  "$@" &
+  BG_PID=$!
+  _SAMPLERS+=("$BG_PID")
+}
+
+# bpftrace_sampler NAME SCRIPT PID : bpftrace with the script's output in
+# $WORK/NAME.bt.out, PID as its $1 (and -p, so that user stacks are named from its maps);
+# waits until its BEGIN printed READY (every probe attached).
+bpftrace_sampler() {
+  local name=$1 script=$2 pid=$3
+  sampler bpftrace -q -p "$pid" "$script" "$pid" > "$WORK/$name.bt.out" 2> "$WORK/$name.bt.err"
+  if ! "$PY" -c "import sys; sys.path.insert(0, '$FINDINGS'); import oracle_lib as o; sys.exit(0 if o.wait_ready('$WORK/$name.bt.out', timeout=90) else 1)"; then
+    say "bpftrace did not start:"; cat "$WORK/$name.bt.err" >&2; exit 1
+  fi
+}
+
+# run_kiln ARGS... : `kiln run --store PRIVATE --name CASE ARGS…` with the oracle over the
+# same seconds; TARGET_PID (default SERVER_PID) is the process the universal oracle reads.
+run_kiln() {
+  local target=${TARGET_PID:-$SERVER_PID}
+  set -- --unwind "$UNWIND" "$@"
+  printf '%q ' ${KILN_WRAP[@]+"${KILN_WRAP[@]}"} kiln run --name "$CASE" "$@" > "$OUT/command.txt"
+  echo >> "$OUT/command.txt"
+  tr '\0' ' ' < "/proc/$target/cmdline" > "$OUT/target_cmdline.txt" || true
+  echo >> "$OUT/target_cmdline.txt"
+  sampler nice -n -20 "$PY" "$FINDINGS/oracle_lib.py" sample-proc "$target" "$WORK/proc.jsonl" "${SERVER_PORT:-}"
+  if declare -F oracle_begin > /dev/null; then oracle_begin; fi
+  ${KILN_WRAP[@]+"${KILN_WRAP[@]}"} "$KILN" run --store "$STORE" --no-report --name "$CASE" "$@" > "$OUT/kiln.txt" 2> "$OUT/kiln.err" &
+  KILN_PID=$!
+  _PIDS+=("$KILN_PID")
+  # The watcher runs at the highest priority (its oracle commands too), so that a busy or
+  # starved machine does not delay the moment it notices the measurement's start.
+  (
+    renice -n -20 -p "$BASHPID" > /dev/null 2>&1 || true
+    for _ in $(seq 4800); do
+      grep -q '^measuring' "$OUT/kiln.err" 2> /dev/null && break
+      kill -0 "$KILN_PID" 2> /dev/null || exit 0
+      sleep 0.025
+    done
+    t0=$(mono)
+    echo "$t0" > "$WORK/t0"
+    echo $((t0 + D * 1000000000)) > "$WORK/t1"
+    if declare -F oracle_window > /dev/null; then oracle_window > "$WORK/window.log" 2>&1; fi
+  ) &
+  local watcher=$! rc=0
+  wait "$KILN_PID" || rc=$?
+  echo "$rc" > "$OUT/kiln.rc"
+  wait "$watcher" || say "the oracle's window commands failed: $(tail -3 "$WORK/window.log")"
+  if [ ! -s "$WORK/t0" ]; then
+    say "kiln never said 'measuring'; the oracle has no window"
+    mono > "$WORK/t0"
+    cp "$WORK/t0" "$WORK/t1"
+  fi
+  for p in "${_SAMPLERS[@]}"; do kill -INT "$p" 2> /dev/null || true; done
+  for p in "${_SAMPLERS[@]}"; do stop_pid "$p" INT; done
+  _SAMPLERS=()
+  "$KILN" runs show "$CASE" --store "$STORE" --json > "$OUT/kiln.json" 2> "$WORK/show.err" ||
+    say "kiln runs show failed: $(cat "$WORK/show.err")"
+  "$PY" "$FINDINGS/oracle_lib.py" summarise-proc "$OUT" "$WORK"
+  if declare -F oracle_end > /dev/null; then oracle_end; fi
+  [ -s "$OUT/oracle.json" ] || say "the oracle wrote no figures"
+  say "kiln run exited $rc; oracle: $(tr -d '\n ' < "$OUT/oracle.json" 2> /dev/null | cut -c1-160)"
+}
+
+# oracle_py : runs the Python on stdin with oracle_lib imported, OUT and WORK as
+# variables and the window as T0, T1 (ns).
+oracle_py() {
+  "$PY" - "$OUT" "$WORK" "$@" << EOF
+import sys, os, json
+sys.path.insert(0, "$FINDINGS")
+from oracle_lib import *
+OUT, WORK = sys.argv[1], sys.argv[2]
+ARGS = sys.argv[3:]
+T0, T1 = window(WORK)
+PROC = json.load(open(os.path.join(OUT, "proc.json")))
+$(cat)
+EOF
+}

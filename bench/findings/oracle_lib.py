@@ -1,0 +1,371 @@
+"""The corpus's oracles: samplers that read the system's own account of a server (the
+kernel's /proc, `ss`, `nstat`, bpftrace's in-kernel counts, the runtimes' own tools) and
+helpers that reduce what they printed to the figures of one measurement window.
+
+Used two ways:
+  python3 oracle_lib.py now                      CLOCK_MONOTONIC in ns (the window's clock)
+  python3 oracle_lib.py sample-proc PID OUT [PORT]   every 0.5 s until PID exits or SIGINT:
+        per-thread run and run-queue wait (/proc/PID/task/*/schedstat), faults, RSS, I/O
+        bytes, the machine's CPU (/proc/stat), the listen queue (`ss -ltn`, with PORT) and
+        the TCP counters (`nstat -asz`), one JSON line per sample
+  python3 oracle_lib.py summarise-proc OUT-DIR WORK-DIR   the universal figures (proc.json)
+and imported by each case's summary (`from oracle_lib import *`).
+
+Nothing here reads kiln's output: the window is the monotonic time at which kiln said the
+measurement began (`measuring`), plus -d.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+NSTAT_COUNTERS = [
+    "TcpExtListenOverflows",
+    "TcpExtListenDrops",
+    "TcpExtDelayedACKs",
+    "TcpExtTCPTimeouts",
+    "TcpRetransSegs",
+    "TcpActiveOpens",
+    "TcpPassiveOpens",
+]
+
+
+def now_ns():
+    return time.monotonic_ns()
+
+
+# ---- the window -------------------------------------------------------------------------
+
+def window(work):
+    """(t0, t1) in CLOCK_MONOTONIC ns: when kiln said `measuring`, and t0 + -d."""
+    with open(os.path.join(work, "t0")) as f:
+        t0 = int(f.read().strip())
+    with open(os.path.join(work, "t1")) as f:
+        t1 = int(f.read().strip())
+    return t0, t1
+
+
+# ---- /proc sampling ---------------------------------------------------------------------
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _stat_fields(text):
+    """/proc/…/stat after the comm (which may hold spaces and parentheses)."""
+    rp = text.rfind(")")
+    return text[text.find("(") + 1:rp], text[rp + 2:].split()
+
+
+def sample_proc(pid, port=None):
+    s = {"t": now_ns(), "tasks": {}}
+    stat = _read(f"/proc/{pid}/stat")
+    if stat is None:
+        return None
+    _, f = _stat_fields(stat)
+    s["minflt"] = int(f[7])
+    s["majflt"] = int(f[9])
+    s["rss_kb"] = int(f[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    io = _read(f"/proc/{pid}/io") or ""
+    for line in io.splitlines():
+        k, _, v = line.partition(":")
+        if k in ("read_bytes", "write_bytes", "syscr", "syscw"):
+            s[k] = int(v)
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        tids = []
+    for tid in tids:
+        st = _read(f"/proc/{pid}/task/{tid}/stat")
+        ss = _read(f"/proc/{pid}/task/{tid}/schedstat")
+        if st is None or ss is None:
+            continue
+        comm, tf = _stat_fields(st)
+        run_ns, wait_ns, _ = (int(x) for x in ss.split())
+        s["tasks"][tid] = [comm, run_ns, wait_ns, tf[0]]
+    cpu = (_read("/proc/stat") or "").splitlines()[0].split()[1:]
+    vals = [int(x) for x in cpu]
+    s["machine"] = [sum(vals), vals[3] + vals[4]]  # total jiffies, idle + iowait
+    if port:
+        try:
+            out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, timeout=5).stdout
+            qs = [int(line.split()[1]) for line in out.splitlines() if line.split()]
+            s["listen_recvq"] = max(qs) if qs else 0
+        except (OSError, ValueError, subprocess.SubprocessError):
+            pass
+    try:
+        out = subprocess.run(["nstat", "-asz", "-j"] + NSTAT_COUNTERS, capture_output=True, text=True, timeout=5).stdout
+        s["nstat"] = json.loads(out).get("kernel", {})
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
+    return s
+
+
+def run_sampler(pid, out, port=None, interval=0.5):
+    stop = []
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    with open(out, "w") as f:
+        while not stop:
+            s = sample_proc(pid, port)
+            if s is None:
+                break
+            f.write(json.dumps(s) + "\n")
+            f.flush()
+            time.sleep(interval)
+
+
+def read_jsonl(path):
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        rows.append(json.loads(line))
+                    except ValueError:
+                        pass
+    except OSError:
+        pass
+    return rows
+
+
+def around(samples, t0, t1):
+    """The samples that bound the window from inside its load: the last at or before t0
+    and the last at or before t1 (not after: by then the load may have stopped and its
+    threads exited). The nearest ones when the sampling started late."""
+    if not samples:
+        return None, None
+    a = [s for s in samples if s["t"] <= t0]
+    b = [s for s in samples if s["t"] <= t1]
+    first = a[-1] if a else samples[0]
+    last = b[-1] if b and b[-1]["t"] > first["t"] else samples[-1]
+    return first, last
+
+
+def proc_figures(samples, t0, t1):
+    """The universal figures of the target over the window, from its /proc samples."""
+    a, b = around(samples, t0, t1)
+    if a is None or b["t"] <= a["t"]:
+        return {}
+    dt = (b["t"] - a["t"]) / 1e9
+    # Each thread as last seen inside the window: one that exited before its end (the
+    # load's connections closed) keeps what it did.
+    last = {}
+    for s in samples:
+        if a["t"] <= s["t"] <= b["t"]:
+            last.update(s["tasks"])
+    threads = []
+    for tid, (comm, run_ns, wait_ns, _) in last.items():
+        prev = a["tasks"].get(tid, [comm, 0, 0, ""])
+        threads.append((comm, tid, (run_ns - prev[1]) / 1e9, (wait_ns - prev[2]) / 1e9))
+    run = sum(t[2] for t in threads)
+    wait = sum(t[3] for t in threads)
+    busiest = max(threads, key=lambda t: t[2] + t[3]) if threads else ("", "", 0, 0)
+    hottest = max(threads, key=lambda t: t[2]) if threads else ("", "", 0, 0)
+    active = [t for t in threads if t[2] + t[3] > 0.01 * dt]
+    ncpu = os.cpu_count() or 1
+    capacity = min(ncpu, max(1, len(active)))
+    mt = b["machine"][0] - a["machine"][0]
+    midle = b["machine"][1] - a["machine"][1]
+    f = {
+        "window_s": round(dt, 2),
+        "cpus": ncpu,
+        "threads": len(threads),
+        "threads_active": len(active),
+        "target_cpu_pct": round(100 * run / dt, 1),
+        "target_runq_wait_ms_per_s": round(1000 * wait / dt, 1),
+        "runq_wait_share_pct": round(100 * wait / (run + wait), 1) if run + wait > 0 else 0.0,
+        "hottest_thread": hottest[0],
+        "hottest_thread_cpu_pct": round(100 * hottest[2] / dt, 1),
+        "busiest_thread": busiest[0],
+        "busiest_thread_busy_pct": round(100 * (busiest[2] + busiest[3]) / dt, 1),
+        "target_busy_pct_of_capacity": round(100 * (run + wait) / dt / capacity, 1),
+        "machine_busy_pct": round(100 * (mt - midle) / mt, 1) if mt > 0 else None,
+        "minflt_per_s": round((b["minflt"] - a["minflt"]) / dt, 1),
+        "rss_start_mb": round(a["rss_kb"] / 1024, 1),
+        "rss_end_mb": round(b["rss_kb"] / 1024, 1),
+        "rss_growth_mb_per_s": round((b["rss_kb"] - a["rss_kb"]) / 1024 / dt, 2),
+    }
+    if "read_bytes" in a and "read_bytes" in b:
+        f["disk_read_mb_per_s"] = round((b["read_bytes"] - a["read_bytes"]) / 1048576 / dt, 3)
+        f["disk_write_mb_per_s"] = round((b["write_bytes"] - a["write_bytes"]) / 1048576 / dt, 3)
+    qs = [s["listen_recvq"] for s in samples if "listen_recvq" in s and t0 <= s["t"] <= t1]
+    if qs:
+        f["accept_queue_max"] = max(qs)
+        f["accept_queue_mean"] = round(sum(qs) / len(qs), 1)
+    if "nstat" in a and "nstat" in b:
+        for k in NSTAT_COUNTERS:
+            if k in a["nstat"] and k in b["nstat"]:
+                f[k + "_per_s"] = round((b["nstat"][k] - a["nstat"][k]) / dt, 1)
+    f["by_thread"] = sorted(
+        ({"thread": c, "tid": int(t), "cpu_pct": round(100 * r / dt, 1), "runq_wait_pct": round(100 * w / dt, 1)}
+         for c, t, r, w in threads if r + w > 0),
+        key=lambda x: -(x["cpu_pct"] + x["runq_wait_pct"]))[:12]
+    return f
+
+
+def proc_text(f):
+    if not f:
+        return "(no /proc samples of the target)\n"
+    lines = [
+        f"target over {f['window_s']} s ({f['threads']} threads, {f['threads_active']} active; {f['cpus']} CPUs; machine {f['machine_busy_pct']}% busy):",
+        f"  CPU {f['target_cpu_pct']}% of a core; run-queue wait {f['target_runq_wait_ms_per_s']} ms/s ({f['runq_wait_share_pct']}% of its runnable time)",
+        f"  hottest thread {f['hottest_thread']!r} {f['hottest_thread_cpu_pct']}% on CPU; busiest {f['busiest_thread']!r} {f['busiest_thread_busy_pct']}% on CPU or runnable",
+        f"  RSS {f['rss_start_mb']} -> {f['rss_end_mb']} MiB ({f['rss_growth_mb_per_s']} MiB/s); minor faults {f['minflt_per_s']}/s",
+    ]
+    if "disk_read_mb_per_s" in f:
+        lines.append(f"  storage I/O read {f['disk_read_mb_per_s']} MiB/s, written {f['disk_write_mb_per_s']} MiB/s (/proc/PID/io)")
+    if "accept_queue_max" in f:
+        lines.append(f"  listen queue (ss -ltn Recv-Q): max {f['accept_queue_max']}, mean {f['accept_queue_mean']}")
+    tcp = [f"{k[:-6]} {f[k]}/s" for k in sorted(f) if k.startswith(("TcpExt", "Tcp")) and k.endswith("_per_s")]
+    if tcp:
+        lines.append("  nstat (whole machine): " + ", ".join(tcp))
+    for t in f["by_thread"][:6]:
+        lines.append(f"    thread {t['thread']!r} ({t['tid']}): {t['cpu_pct']}% on CPU, {t['runq_wait_pct']}% runnable")
+    return "\n".join(lines) + "\n"
+
+
+# ---- bpftrace per-second dumps ----------------------------------------------------------
+
+_BPF_LINE = re.compile(r"^@(\w+)(?:\[(.*)\])?:\s*(-?\d+)\s*$")
+
+
+def bpf_seconds(path):
+    """Reads a bpftrace script's per-second dumps: a line `@T NS` (nsecs, CLOCK_MONOTONIC)
+    opens each interval, then `@name: N` or `@name[key]: N` lines of the counts since the
+    previous one. Returns [(t_ns, {name: {key: n}})]."""
+    out = []
+    cur = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("@T "):
+                cur = (int(line.split()[1]), {})
+                out.append(cur)
+                continue
+            m = _BPF_LINE.match(line)
+            if m and cur is not None:
+                name, key, n = m.group(1), m.group(2) or "", int(m.group(3))
+                cur[1].setdefault(name, {})[key] = cur[1].get(name, {}).get(key, 0) + n
+    return out
+
+
+def bpf_window(path, t0, t1):
+    """Sums every map over the intervals that end inside the window (shifted by half a
+    second, so an interval counts where most of it lies). Returns (sums, seconds)."""
+    recs = bpf_seconds(path)
+    total = {}
+    first = last = None
+    prev_t = None
+    for t, maps in recs:
+        if prev_t is not None and t0 + 5e8 < t <= t1 + 5e8:
+            first = prev_t if first is None else first
+            last = t
+            for name, kv in maps.items():
+                for k, n in kv.items():
+                    total.setdefault(name, {})
+                    total[name][k] = total[name].get(k, 0) + n
+        prev_t = t
+    secs = (last - first) / 1e9 if first is not None and last is not None else 0.0
+    return total, secs
+
+
+def bpf_sum(sums, name):
+    return sum(sums.get(name, {}).values())
+
+
+def perf_stacks(perf_data):
+    """The samples of a `perf record -g` file as lists of function names, leaf first
+    (`perf script -F ip,sym`; a compiler's `.constprop.0`-style suffix dropped)."""
+    out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "ip,sym"], capture_output=True, text=True).stdout
+    stacks, cur = [], []
+    for line in out.splitlines():
+        w = line.split()
+        if not w:
+            if cur:
+                stacks.append(cur)
+            cur = []
+        elif len(w) >= 2:
+            cur.append(w[1].split("+")[0].split(".")[0])
+    if cur:
+        stacks.append(cur)
+    return stacks
+
+
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0, "min": 60.0, "hrs": 3600.0, "h": 3600.0}
+
+
+def go_duration(text):
+    """A duration as `go tool pprof -top` prints it (`31.20s`, `1.50mins`, `850ms`), in s."""
+    m = re.match(r"^([\d.]+)([a-zµ]+)$", text.strip())
+    if not m or m.group(2) not in _GO_UNITS:
+        raise ValueError(f"not a pprof duration: {text!r}")
+    return float(m.group(1)) * _GO_UNITS[m.group(2)]
+
+
+def wait_ready(path, marker="READY", timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if marker in (_read(path) or ""):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def read_snap(path):
+    """A snapshot `snap FILE CMD…` wrote (lib.sh): (t_ns, the command's output)."""
+    t, lines = None, []
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("@t "):
+                t = int(line.split()[1])
+            else:
+                lines.append(line)
+    return t, "".join(lines)
+
+
+# ---- writing the oracle's output --------------------------------------------------------
+
+def write_oracle(out_dir, text, figures):
+    with open(os.path.join(out_dir, "oracle.txt"), "w") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+    with open(os.path.join(out_dir, "oracle.json"), "w") as f:
+        json.dump(figures, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def summarise_proc(out_dir, work):
+    t0, t1 = window(work)
+    f = proc_figures(read_jsonl(os.path.join(work, "proc.jsonl")), t0, t1)
+    with open(os.path.join(out_dir, "proc.json"), "w") as fh:
+        json.dump(f, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    with open(os.path.join(out_dir, "proc.txt"), "w") as fh:
+        fh.write(proc_text(f))
+    return f
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] == "now":
+        print(now_ns())
+    elif len(argv) in (4, 5) and argv[1] == "sample-proc":
+        run_sampler(int(argv[2]), argv[3], argv[4] if len(argv) == 5 else None)
+    elif len(argv) == 4 and argv[1] == "summarise-proc":
+        summarise_proc(argv[2], argv[3])
+    else:
+        sys.stderr.write(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
