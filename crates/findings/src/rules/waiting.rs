@@ -309,7 +309,11 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     }
     let mut f0 = Finding::new("outside", Class::NetworkWait, (1.0 - share) * 0.85, claim)
         .evidence(f.ev(
-            format!("{} latency", l.name),
+            if l.name.contains("latency") {
+                l.name.replace('_', " ")
+            } else {
+                format!("{} latency", l.name)
+            },
             format!(
                 "mean {}, p50 {}, p99 {}",
                 secs(l.mean_us / 1e6),

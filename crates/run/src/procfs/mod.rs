@@ -347,7 +347,7 @@ impl ProcSampler {
             .filter_map(|&p| net::listen_queue(p, &c.inodes))
             .map(|(waiting, _)| waiting)
             .reduce(|a, b| a + b);
-        totals.kiln_s = read::cpu_of(&[std::process::id()], tps);
+        totals.kiln_s = read::own_cpu_of(std::process::id(), tps);
         let procs = read::all_processes();
         let load_tree = self.load_pid.map(|lp| read::tree_of(&procs, lp));
         if let Some(tree) = &load_tree {

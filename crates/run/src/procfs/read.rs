@@ -217,6 +217,19 @@ pub(crate) fn cpu_of(pids: &[u32], ticks_per_s: f64) -> f64 {
         .sum()
 }
 
+/// CPU seconds (user + system) of one process's own threads, without the children it
+/// reaped: kiln's own CPU, whose reaped children are an external load command (counted as
+/// the load command's, not kiln's).
+pub(crate) fn own_cpu_of(pid: u32, ticks_per_s: f64) -> f64 {
+    read(format!("/proc/{pid}/stat"))
+        .and_then(|s| {
+            let st = Stat::parse(&s)?;
+            let (u, sy) = st.cpu_ticks()?;
+            Some((u + sy) as f64 / ticks_per_s)
+        })
+        .unwrap_or(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
