@@ -91,10 +91,7 @@ impl<'a> Facts<'a> {
     /// The facts of `run` over its measurement window, or over `w`.
     pub fn of(run: &'a RunData, w: Option<&Window>) -> Facts<'a> {
         let (run, window): (Cow<'a, RunData>, Window) = match w {
-            Some(w) if *w != run.meta.measure => (
-                Cow::Owned(kiln_store::window::window_data(run.clone(), w)),
-                w.clone(),
-            ),
+            Some(w) if *w != run.meta.measure => (Cow::Owned(windowed(run, w)), w.clone()),
             _ => (Cow::Borrowed(run), run.meta.measure.clone()),
         };
         let meta = if window == run.meta.measure && w.is_none() {
@@ -171,6 +168,26 @@ impl<'a> Facts<'a> {
             _ => o.concurrency.map(|c| c * self.secs),
         }
     }
+}
+
+/// `run` cut to window `w`. Profiles without timestamps (a Go server's own block and
+/// mutex profiles, fetched over the whole measurement) cannot be cut: each is kept with
+/// its weights scaled by the window's share of the measurement, the same delay spread
+/// evenly — a step of a sweep still sees the lock its run waited on.
+fn windowed(run: &RunData, w: &Window) -> RunData {
+    let mut out = kiln_store::window::window_data(run.clone(), w);
+    let share = w.seconds() / run.meta.measure.seconds().max(1e-9);
+    for (p, cut) in run.profiles.iter().zip(out.profiles.iter_mut()) {
+        let untimed = !p.samples.is_empty() && !p.samples.has_time();
+        if untimed && share > 0.0 && share < 1.0 {
+            let mut q = p.clone();
+            for x in q.samples.weight.iter_mut() {
+                *x = ((*x as f64) * share).round() as u64;
+            }
+            *cut = q;
+        }
+    }
+    out
 }
 
 /// The time-weighted mean of `(value, seconds)` pairs.

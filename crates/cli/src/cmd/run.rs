@@ -1043,6 +1043,15 @@ fn target_lines(s: &mut String, facts: &kiln_findings::Facts, unit: &str, secs: 
         if let Some(c) = h.cpu_per_op_us {
             let _ = write!(s, " = {} per {unit}", fv(c, "us"));
         }
+        // kiln's own cost inside the target: its eBPF programs run on the target's
+        // threads (their system time), at most this much of it.
+        if let Some(b) = h.kiln_bpf_cpu_s.filter(|b| *b > 0.0) {
+            let _ = write!(
+                s,
+                "; of it at most {:.1}% kiln's eBPF programs",
+                b / secs * 100.0
+            );
+        }
         let _ = writeln!(s);
         s.push_str(&kiln_findings::text::thread_states(
             &facts.groups,
