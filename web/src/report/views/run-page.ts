@@ -103,7 +103,10 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   const cards = new FigureCards(r.figures, r.latency);
   const head = runHeader(r, sectionLinks(r, sweep !== null, dist !== null), cards);
   head.id = 'r-head-figures';
-  root.append(head, windowBar.bar, tl.section, ...(sweep ? [sweep.section] : []), ...(dist ? [dist.section] : []), profiles.section);
+  // The window bar stays in view over the charts only: it never covers a flame graph
+  // (each has its own time strip and says its window).
+  const charts = el('div', { class: 'r-charts' }, windowBar.bar, tl.section, ...(sweep ? [sweep.section] : []), ...(dist ? [dist.section] : []));
+  root.append(head, charts, profiles.section);
   // The measurement's figures by the rule of every window's (the legends' too).
   const measurementFigures = windowFigures(r, measure);
 
