@@ -1343,7 +1343,7 @@ try {
     assert.equal(await page.evaluate(() => window.__kiln.app.derived.layout.total[0]), inWindow(groups.find((g) => g.name === 'worker')));
   });
 
-  await check('tracks: the activity is a share of one CPU, said by a hover: the samples of the bar times the period over its length', async () => {
+  await check('tracks: the activity is CPUs used, said by a hover: the samples of the bar times the period over its length', async () => {
     page = await open('record-cpu.html');
     const bar = await page.evaluate(() => {
       const app = window.__kiln.app;
@@ -1364,8 +1364,8 @@ try {
     await settle(page);
     const tip = await page.textContent('.tooltip');
     const share = (bar.count * 1_001_001) / bar.len;
-    const pct = Math.round(share * 100);
-    assert.match(tip, new RegExp(`^worker \\[7\\]${pct}% of a CPU, [0-9.]+ ms at [0-9.]+ sFull height: 1 CPU$`), `${tip}: ${bar.count} samples of 1.001 ms in ${bar.len} ns`);
+    const cpus = (Math.round(share * 100) / 100).toFixed(2);
+    assert.match(tip, new RegExp(`^worker \\[7\\]${cpus.replace('.', '\\.')} CPUs?, [0-9.]+ ms at [0-9.]+ sFull height: 1 CPU$`), `${tip}: ${bar.count} samples of 1.001 ms in ${bar.len} ns`);
     assert.equal(await page.isVisible('.tooltip'), true);
   });
 

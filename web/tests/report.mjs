@@ -922,7 +922,7 @@ try {
       const cpu = await page.evaluate(() => window.__kiln.apps.findIndex((a) => a.model.unit.event === 'cpu-clock'));
       assert.ok(cpu >= 0);
       const mount = page.locator(`.kiln-mount >> nth=${cpu}`);
-      assert.match(await mount.locator('.tracks-title').textContent(), /off-CPU time \(lighter\)/);
+      assert.match(await mount.locator('.tracks-title').textContent(), /time blocked \(lighter/);
       // Every group opened: a track per thread.
       for (const t of await mount.locator('.track-twisty').all()) if ((await t.textContent()) === '▸') await t.click();
       await settle(page);
@@ -958,6 +958,16 @@ try {
       assert.ok(rows.length >= 1, `thread tracks: ${JSON.stringify(rows)}`);
       assert.ok(rows.some((r) => r.want > 0), `some thread was blocked: ${JSON.stringify(rows)}`);
       for (const r of rows) assert.ok(r.drawn !== null && Math.abs(r.drawn - r.want) <= 1e-6 * Math.max(1, r.want) + 1, `${r.label}: drawn ${r.drawn} ns blocked, the profile's ${r.want}`);
+      // The CPU scale of every track is CPUs, never beyond the machine's (time blocked is
+      // its own share of the threads' time, not CPUs).
+      const cpus = await page.evaluate(() => window.__kilnReport.run.data.cpus);
+      assert.equal(await page.evaluate(([i]) => window.__kiln.apps[i].model.meta.cpus, [cpu]), cpus, 'the page knows the machine\'s CPUs');
+      const tops = await page.evaluate(([i]) => [...window.__kiln.apps[i].tracks.drawn.values()].map((a) => [a.kind, a.top, Math.max(0, ...(a.off ?? [0]))]), [cpu]);
+      for (const [kind, top, off] of tops) {
+        assert.equal(kind, 'cpu');
+        assert.ok(top >= 1 && top <= Math.max(1, cpus), `a track's full height ${top} CPUs on a machine of ${cpus}`);
+        assert.ok(off <= 1 + 1e-9, `time blocked ${off} of the threads' time`);
+      }
     });
 
     await check('markers: the run\'s phases on the charts\' time axis at the stored times; a click on one selects its span', async () => {
@@ -1003,6 +1013,28 @@ try {
       assert.ok(top >= -1 && top < 200, `the section is at the top of the view: ${top}`);
       assert.ok(focused === last || focused?.startsWith('r-h-profile'), `focus moved to the section: ${focused}`);
       assert.equal(await page.evaluate(() => location.hash), hash, 'the URL keeps the window');
+    });
+
+    await check('nothing covers a flame graph: the window bar stays over the charts; the CPU viewer\'s canvas at 1366x768 and 1600x1000', async () => {
+      const size = page.viewportSize();
+      for (const [w, h] of [[1366, 768], [1600, 1000]]) {
+        await page.setViewportSize({ width: w, height: h });
+        // Scrolled so the viewer's top is at the window's top, and by a third of it.
+        for (const by of [0, 1 / 3]) {
+          await page.evaluate((f) => {
+            const k = document.querySelector('[data-profile] .kiln');
+            window.scrollBy(0, k.getBoundingClientRect().top + f * k.getBoundingClientRect().height);
+          }, by);
+          await settle(page);
+          const [bar, viewer] = await page.evaluate(() => [document.querySelector('.r-windowbar'), document.querySelector('[data-profile] .kiln')].map((e) => JSON.parse(JSON.stringify(e.getBoundingClientRect()))));
+          assert.ok(bar.bottom <= Math.max(0, viewer.top) + 0.5, `${w}x${h}: the window bar (to ${bar.bottom} px) covers the viewer (from ${viewer.top} px)`);
+        }
+        const canvas = await page.$eval('[data-profile] .main-flame canvas.flame-canvas', (e) => e.getBoundingClientRect().height);
+        assert.ok(canvas >= 0.5 * h, `${w}x${h}: the CPU flame graph's canvas is ${canvas} px`);
+        console.log(`  ${w}x${h}: the CPU flame graph's canvas ${canvas} px`);
+      }
+      await page.setViewportSize(size);
+      await page.evaluate(() => window.scrollTo(0, 0));
     });
 
     await check('Ctrl+wheel zooms every chart\'s time axis, never the selected window; 0 or the button shows the whole axis', async () => {

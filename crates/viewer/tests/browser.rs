@@ -483,7 +483,9 @@ fn write_fixtures(dir: &Path) {
         ..plain.clone()
     };
     write_embedded(&[&many], &categorised, "cpu", None, &mut room).unwrap();
-    room.extend_from_slice(b"<section style=\"height:1500px\"><h2>After the viewer</h2></section></main>\n");
+    room.extend_from_slice(
+        b"<section style=\"height:1500px\"><h2>After the viewer</h2></section></main>\n",
+    );
     write_viewer_script(&mut room).unwrap();
     room.extend_from_slice(b"</body></html>\n");
     std::fs::write(dir.join("room.html"), room).unwrap();
