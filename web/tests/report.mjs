@@ -323,9 +323,26 @@ async function assertMarkers(page, exp, chart, what) {
   const got = await page.$$eval('.r-marker', (bs) =>
     bs.map((b) => {
       const r = b.getBoundingClientRect();
-      return { kind: b.dataset.marker, name: b.dataset.name, left: r.left, right: r.right, hidden: b.hidden, label: b.getAttribute('aria-label') };
+      return { kind: b.dataset.marker, name: b.dataset.name, left: r.left, right: r.right, top: r.top, bottom: r.bottom, hidden: b.hidden, label: b.getAttribute('aria-label') };
     }),
   );
+  // No marker drawn over another: overlapping spans of a lane take rows of their own.
+  const shown = got.filter((m) => !m.hidden);
+  for (const [i, a] of shown.entries())
+    for (const b of shown.slice(0, i)) {
+      const apart = a.right <= b.left + 0.5 || b.right <= a.left + 0.5 || a.bottom <= b.top + 0.5 || b.bottom <= a.top + 0.5;
+      assert.ok(apart, `${what}: the marker ${a.name} is drawn over ${b.name}`);
+    }
+  // The marker table lists every marker, and its search finds them by name.
+  assert.equal(await page.$$eval('[data-ctrl=marker-table] tbody tr', (rs) => rs.length), got.length, `${what}: a table row per marker`);
+  const some = got[got.length - 1].name;
+  await page.evaluate(() => (document.querySelector('[data-ctrl=marker-table]').open = true));
+  await page.fill('[data-ctrl=marker-search]', some);
+  const found = await page.$$eval('[data-ctrl=marker-table] tbody tr td:first-child', (ts) => ts.map((t) => t.textContent));
+  assert.ok(found.length < got.length || got.every((m) => m.name === some), `${what}: searching ${some} leaves out the others: ${found}`);
+  assert.ok(found.includes(some), `${what}: searching ${some} finds it: ${found}`);
+  await page.fill('[data-ctrl=marker-search]', '');
+  await page.evaluate(() => (document.querySelector('[data-ctrl=marker-table]').open = false));
   const lo = geo.left + 72;
   const hi = geo.left + geo.width - 14;
   const clamp = (x) => Math.min(hi, Math.max(lo, x));

@@ -69,6 +69,11 @@ body{background:var(--bg)}
 .r-profile-col{min-width:0}
 .r-profile-col-head{font-size:13px;margin:6px 0 0;color:var(--muted)}
 .r-table{border-collapse:collapse;font-size:12px;margin:6px 0}
+.r-marker-table{margin:4px 0 0 72px;font-size:12px}
+.r-marker-table summary{cursor:pointer;color:var(--link)}
+.r-marker-tools{display:flex;gap:10px;align-items:center;margin:4px 0}
+.r-marker-table .r-table td:nth-child(2),.r-marker-table .r-table td:nth-child(6){text-align:left}
+.r-link{font:inherit;color:var(--link);background:none;border:none;padding:0;cursor:pointer;text-align:left}
 .r-table th,.r-table td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:right;white-space:nowrap}
 .r-table th:first-child,.r-table td:first-child{text-align:left;white-space:pre;max-width:520px;overflow:hidden;text-overflow:ellipsis}
 .r-table thead th{border-bottom:2px solid var(--line);vertical-align:bottom}
