@@ -431,6 +431,46 @@ try {
       }
     });
 
+    await check('legends hide and isolate series (Grafana\'s): a click shows one series alone, again all, Ctrl+click hides one', async () => {
+      // Pixels of each series' colour on a chart's base canvas.
+      const colours = (id) =>
+        page.evaluate((cid) => {
+          const c = window.__kilnReport.run.group.charts.find((x) => x.spec.id === cid);
+          const px = c.base.getContext('2d').getImageData(0, 0, c.base.width, c.base.height).data;
+          return c.spec.lines.map((l) => {
+            const h = l.color.replace('#', '');
+            const [r, g, b] = [0, 2, 4].map((k) => parseInt(h.slice(k, k + 2), 16));
+            let n = 0;
+            for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 200 && Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 12) n++;
+            return n;
+          });
+        }, id);
+      // A chart of lines in colours (not greys, which the grid shares).
+      const coloured = (c) => /^#[0-9a-f]{6}$/i.test(c) && Math.max(...[1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16))) - Math.min(...[1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16))) > 40;
+      const id = await page.evaluate((f) => window.__kilnReport.run.group.charts.find((c) => c.spec.kind === 'lines' && c.spec.lines.length >= 2 && c.spec.lines.every((l) => new Function('c', `return (${f})(c)`)(l.color)))?.spec.id, coloured.toString());
+      assert.ok(id, 'a chart of several series');
+      const items = page.locator(`[data-chart="${id}"] .r-legend .r-item`);
+      const all = await colours(id);
+      const drawn = all.map((n, k) => (n > 0 ? k : -1)).filter((k) => k >= 0);
+      assert.ok(drawn.length >= 1, `${id}: its series drawn: ${all}`);
+      const one = drawn[0];
+      await items.nth(one).click();
+      await settle(page);
+      const alone = await colours(id);
+      assert.ok(alone[one] > 0 && alone.every((n, k) => k === one || n === 0), `${id}: series ${one} alone: ${alone} (all: ${all})`);
+      assert.deepEqual(await items.evaluateAll((is) => is.map((i) => i.getAttribute('aria-pressed'))), all.map((_, k) => String(k === one)));
+      await items.nth(one).click();
+      await settle(page);
+      assert.deepEqual(await colours(id), all, `${id}: every series again`);
+      await items.nth(one).click({ modifiers: ['Control'] });
+      await settle(page);
+      const hid = await colours(id);
+      assert.ok(hid[one] === 0 && drawn.every((k) => k === one || hid[k] > 0), `${id}: series ${one} hidden: ${hid}`);
+      await items.nth(one).click({ modifiers: ['Control'] });
+      await settle(page);
+      assert.deepEqual(await colours(id), all);
+    });
+
     await check('hover shows the stored values of that second', async () => {
       const geo = await chartGeometry(page, 'cpu');
       const cols = ['cpu user:phases', 'cpu system:phases'];

@@ -46,6 +46,10 @@ body{background:var(--bg)}
 .r-caption{font-size:12px;color:var(--muted)}
 .r-legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:2px 0 2px ${72}px;min-height:16px}
 .r-item{white-space:nowrap}
+button.r-item{font:inherit;color:inherit;background:none;border:1px solid transparent;border-radius:3px;padding:0 3px;cursor:pointer}
+button.r-item:hover{border-color:#888}
+.r-item.r-off{opacity:.5}
+.r-item.r-off .r-label{text-decoration:line-through}
 .r-swatch{display:inline-block;width:14px;height:4px;margin-right:4px;vertical-align:middle;background:var(--c)}
 .r-swatch.dashed{background:repeating-linear-gradient(90deg,var(--c) 0 4px,transparent 4px 6px)}
 .r-label{margin-right:4px}
