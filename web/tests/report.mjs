@@ -6,7 +6,8 @@
 // from the page. Every check acts like a user (hover, drag, click, keys, URL) and compares
 // what the page shows with the store.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { deflateSync, inflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import { axe, launch } from './chromium.mjs';
 import { decodePng } from './png.mjs';
@@ -1198,6 +1199,55 @@ try {
   // ---------------------------------------------------------------- one event: one viewer
   if (existsSync(join(dir, 'one.html'))) {
     const exp = expectOf('one');
+    await check('findings: the panel at the top lists the page\'s findings in their order, each linked to its window, chart and flame graph', async () => {
+      // The run's page with findings written by hand here (the shape crates/findings
+      // gives the page), on the run's own series and profile.
+      const html = readFileSync(join(dir, 'run.html'), 'utf8');
+      const m = /(<script[^>]*id="kiln-report-data"[^>]*>)([^<]*)(<\/script>)/.exec(html);
+      assert.ok(m, 'the page\'s data');
+      const compressed = /data-compressed="1"/.test(m[1]);
+      const raw = Buffer.from(m[2].trim(), 'base64');
+      const data = JSON.parse((compressed ? inflateSync(raw) : raw).toString('utf8'));
+      const cpuKey = data.run.profiles.find((p) => p.event === 'cpu-clock').key;
+      data.run.findings = [
+        {
+          rule: 'one-thread-saturated', class: 'one-thread-saturated', title: 'One thread saturated',
+          claim: 'The <b>phases</b> thread ran 97% of the time on one CPU.', explains: { pct: 64.2, of: 'request time' },
+          evidence: [{ what: 'CPU of the thread', value: '0.97 CPU', source: 'cpu-clock samples', from_s: 1, to_s: 3, series: 'target/cpu user:phases', profile: 'cpu-clock', focus: 'phase_even' }],
+          check: "pidstat -t -p PID 1", score: 0.64,
+        },
+        { rule: 'sleep-in-path', class: 'sleep-in-path', title: 'Sleep in the request path', claim: 'nanosleep under main.', explains: null, evidence: [], check: '', score: 0.1 },
+      ];
+      let body = Buffer.from(JSON.stringify(data), 'utf8');
+      if (compressed) body = deflateSync(body);
+      writeFileSync(join(dir, 'run-findings.html'), html.replace(m[0], `${m[1]}${body.toString('base64')}${m[3]}`));
+      page = await open('run-findings.html');
+      const items = await page.$$eval('#r-findings .r-finding', (e) => e.map((x) => [x.dataset.finding, x.querySelector('.r-finding-claim').textContent]));
+      assert.deepEqual(items.map((i) => i[0]), ['one-thread-saturated', 'sleep-in-path'], 'in the page\'s order');
+      assert.equal(items[0][1], 'One thread saturated: The <b>phases</b> thread ran 97% of the time on one CPU. [64% of request time]', 'text, as the summary writes it');
+      assert.equal(await page.$$eval('#r-findings b', (e) => e.length), 0, 'names stay text');
+      const top = await page.$eval('#r-findings', (e) => e.getBoundingClientRect().top);
+      const timeline = await page.$eval('#r-timeline', (e) => e.getBoundingClientRect().top);
+      assert.ok(top < timeline, 'the panel is above the charts');
+      // Its window: the seconds the evidence covers, on the page's clock.
+      await page.click('[data-finding-window]');
+      await settle(page);
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), [1e9, 3e9]);
+      // Its chart: scrolled to and focused.
+      await page.click('[data-finding-series]');
+      await settle(page);
+      const chart = await page.evaluate(() => document.activeElement?.closest('.r-chart')?.dataset.chart);
+      assert.equal(chart, 'cpu', 'the chart of target/cpu user:phases');
+      // Its flame graph, the function searched.
+      await page.click('[data-finding-profile]');
+      await page.waitForFunction((k) => document.querySelector(`#r-profile-${k} [data-ctrl=search]`)?.value === 'phase_even', cpuKey);
+      const app = await page.evaluate((k) => window.__kiln.apps.findIndex((a) => document.getElementById(`r-profile-${k}`).contains(a.root)), cpuKey);
+      await page.waitForFunction((i) => window.__kiln.apps[i].state.query === 'phase_even', app);
+      const sectionTop = await page.$eval(`#r-profile-${cpuKey}`, (e) => e.getBoundingClientRect().top);
+      assert.ok(Math.abs(sectionTop) < 5, `the flame graph scrolled to: ${sectionTop}`);
+      await axe(page, 'findings');
+    });
+
     await check('a page of one viewer: its heading counts the window\'s samples, as the viewer does', async () => {
       assert.equal(exp.profiles.length, 1);
       const e = edgesOf(exp.tables.target).filter((x) => x >= exp.measure[0]);
@@ -1648,6 +1698,26 @@ try {
           assert.ok(m > a && m < b, `${f.key}: mark at ${m} between ${a} and ${b}`);
         }
       }
+      // Axes with ticks; latency on a log scale (its values all positive).
+      for (const f of c.figures) {
+        const sel = `svg[data-trend-chart="${f.key}"][data-config="0"]`;
+        const ticks = await page.$$eval(`${sel} [data-tick]`, (e) => e.length);
+        assert.ok(ticks >= 2, `${f.key}: ${ticks} ticks`);
+        if (/^p\d|latency/.test(f.key) && f.values.every((v) => v === null || v > 0)) assert.equal(await page.getAttribute(sel, 'data-scale'), 'log', `${f.key}: a log scale`);
+        // Every point and change point is reached by the keyboard and says what it is.
+        const focusable = await page.$$eval(`${sel} circle[data-run]`, (e) => e.map((x) => [x.getAttribute('tabindex'), x.getAttribute('aria-label')]));
+        for (const [tab, label] of focusable) assert.ok(tab === '0' && /run #\d+ \(.*\): /.test(label), `${f.key}: a point ${tab} ${label}`);
+      }
+      const first = c.figures.find((f) => f.change_points.length);
+      if (first) {
+        const hit = `svg[data-trend-chart="${first.key}"][data-config="0"] [data-change-point-hit="${first.change_points[0].run}"]`;
+        await page.focus(hit);
+        await page.keyboard.press('Enter');
+        await settle(page);
+        assert.equal(await page.$eval('[data-config="0"] [data-diffs="0"]', (x) => Number(x.dataset.run)), first.change_points[0].run, 'Enter on a change point shows its flame graph');
+      }
+      // The runs left out, said as the text output says them.
+      if (te.left_out.other_configurations > 0) assert.match(await page.textContent('[data-field=left-out]'), new RegExp(`^Left out: ${te.left_out.other_configurations} run\\(s\\) of ${te.left_out.configurations} other configuration`));
       const rows = await page.$$eval('[data-table=change-points] tbody tr', (e) => e.map((x) => [x.dataset.figure, Number(x.dataset.run)]));
       const want = c.figures.flatMap((f) => f.change_points.map((s) => [f.key, s.run]));
       assert.deepEqual(rows, want, 'one row per change point');

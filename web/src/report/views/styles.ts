@@ -77,6 +77,16 @@ button.r-item:hover{border-color:#888}
 .r-marker-table summary{cursor:pointer;color:var(--link)}
 .r-marker-tools{display:flex;gap:10px;align-items:center;margin:4px 0}
 .r-marker-table .r-table td:nth-child(2),.r-marker-table .r-table td:nth-child(6){text-align:left}
+.r-trend-focus:focus{outline:none;stroke:var(--focus);stroke-width:2}
+.r-trend-focus:focus-visible{outline:none}
+.r-findings-list{margin:4px 0;padding-left:22px}
+.r-finding{margin:6px 0}
+.r-finding-claim{margin:0;white-space:pre-wrap;word-break:break-word}
+.r-finding-explains{font-weight:bold}
+.r-evidence-list{margin:2px 0;padding-left:18px;font-size:12px}
+.r-evidence{white-space:pre-wrap;word-break:break-word}
+.r-finding-check{margin:2px 0;font-size:12px;color:var(--muted)}
+.r-finding-check code{color:var(--fg);white-space:pre-wrap;word-break:break-all}
 .r-link{font:inherit;color:var(--link);background:none;border:none;padding:0;cursor:pointer;text-align:left}
 .r-table th,.r-table td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:right;white-space:nowrap}
 .r-table th:first-child,.r-table td:first-child{text-align:left;white-space:pre;max-width:520px;overflow:hidden;text-overflow:ellipsis}
