@@ -10,8 +10,10 @@
 //   transforms (TRANSFORMS=1, kiln pages) ms of each transform applied alone (state change
 //         and redraw; median of 3, on the three heaviest nodes three levels deep, so no
 //         run finds another's result cached), of undoing it, of undoing the second of two
-//         (merge, then drop), wall and the browser's CPU time; and per key press of 50
-//         ArrowDown in the call tree (the key's own work, and Playwright's presses end to end)
+//         (merge, then drop), wall and the browser's CPU time; the call tree's first open,
+//         its inversion (key b) and back (three times; the first open of a fresh page said
+//         alone); and per key press of 50 ArrowDown in the call tree (the key's own work,
+//         and Playwright's presses end to end)
 // Usage: [REPEAT=n] [TRANSFORMS=1] node measure.mjs TIMEOUT_S FILE...   prints one JSON line per file;
 // with REPEAT, each file is opened n times in fresh browsers and the medians are printed
 // (show and zoom; peak is the largest), which tames a busy machine's noise.
@@ -231,6 +233,39 @@ async function transforms(page, dir) {
       put(`undo ${list[0].kind}`, undo);
     }
   }
+  // The call tree's first open (top down, built from the flame graph's layout) and its
+  // inversion (key b), each a state change and the tree's rows drawn, then back.
+  const tree = [];
+  for (let k = 0; k < 3; k++) {
+    const c0 = cpuOf(dir);
+    const r = await page.evaluate(async () => {
+      const app = window.__kiln.app;
+      const frame = () => new Promise((ok) => requestAnimationFrame(() => ok()));
+      const time = (patch) => {
+        const t = performance.now();
+        app.setState(patch);
+        app.drawNow?.();
+        return performance.now() - t;
+      };
+      const out = {};
+      out.open = time({ view: 'tree', invert: false, transforms: [] });
+      await frame();
+      out.invert = time({ invert: true });
+      await frame();
+      out.back = time({ invert: false });
+      await frame();
+      app.setState({ view: 'flame', invert: false });
+      await frame();
+      return out;
+    });
+    r.cpu = cpuOf(dir) - c0;
+    tree.push(r);
+  }
+  wall['call tree, first open'] = Math.round(tree[0].open);
+  wall['call tree, open again'] = Math.round(med(tree.slice(1).map((r) => r.open)));
+  wall['invert (b)'] = Math.round(med(tree.map((r) => r.invert)));
+  wall['invert back'] = Math.round(med(tree.map((r) => r.back)));
+  cpu['call tree open, invert and back'] = med(tree.map((r) => r.cpu));
   // The call tree: 50 ArrowDown, each key's own work.
   const keys = await page.evaluate(async () => {
     const app = window.__kiln.app;

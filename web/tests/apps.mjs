@@ -11,7 +11,7 @@
 // computed them from the file) must hold each thread's leaf functions with kiln's self
 // times and add up to kiln's thread totals. No request may leave 127.0.0.1.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, normalize } from 'node:path';
@@ -27,17 +27,12 @@ if (!dir) {
 const speedscopeDir = join(dirname(createRequire(import.meta.url).resolve('speedscope/package.json')), 'dist/release');
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm', '.png': 'image/png', '.ico': 'image/x-icon', '.woff2': 'font/woff2' };
 
-/**
- * A static server on 127.0.0.1: `/app/…` from `app`, `/data/…` from `data`; with
- * `fallback`, the app at the root too (the Firefox Profiler loads its files from `/`)
- * and paths that are no file get its index.html (its routes, `/from-url/…/calltree/`).
- */
-async function serve(app, data, fallback = false) {
+/** A static server on 127.0.0.1: `/app/…` from `app`, `/data/…` from `data`. */
+async function serve(app, data) {
   const server = http.createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
-    const [root, rest] = path.startsWith('/data/') ? [data, path.slice(6)] : path.startsWith('/app/') ? [app, path.slice(5)] : fallback ? [app, path.slice(1)] : [null, ''];
-    let file = root && normalize(join(root, rest || 'index.html'));
-    if (fallback && root === app && file && !existsSync(file)) file = join(app, 'index.html');
+    const [root, rest] = path.startsWith('/data/') ? [data, path.slice(6)] : path.startsWith('/app/') ? [app, path.slice(5)] : [null, ''];
+    const file = root && normalize(join(root, rest || 'index.html'));
     if (!file || !file.startsWith(normalize(root))) {
       res.writeHead(404).end();
       return;
@@ -68,59 +63,39 @@ function near(shown, want, what) {
 }
 
 /**
- * The Firefox Profiler, when a build of it is given (`KILN_FIREFOX_PROFILER_DIST`: its
- * `dist` directory; the app is not published on a package registry, so it is built from
- * its source by hand): kiln's gecko export loaded with `/from-url/…`, every thread's
- * inverted call tree (leaf functions and their sample counts, as the profiler computed
- * them) compared with kiln's recording.
+ * The Firefox Profiler's own loading code (the pinned `@firefox-devtools/profiler-cli`
+ * package, tests/profiler-cli.mjs) on kiln's gecko export of the recording: one thread
+ * per recorded thread, each with every leaf function and its samples (the functions'
+ * self samples, as the profiler's call tree counts them), and the CPU time its activity
+ * graph draws (the samples' CPU deltas after the first: samples × the timer's period).
  */
-async function firefoxProfiler(context) {
-  const dist = process.env.KILN_FIREFOX_PROFILER_DIST;
+async function firefoxProfiler() {
   const expect = JSON.parse(readFileSync(join(dir, 'gecko.expect.json'), 'utf8'));
-  if (!dist) {
-    console.log('SKIPPED: Firefox Profiler: set KILN_FIREFOX_PROFILER_DIST to a build of it to load the gecko export there');
-    return;
-  }
-  const fx = await serve(dist, dir, true);
+  const fx = await openInProfiler(join(dir, expect.file));
   try {
-    const file = JSON.parse(readFileSync(join(dir, expect.file), 'utf8'));
-    const page = await context.newPage();
-    const problems = [];
-    // The profiler registers a service worker the build may lack (sw.js); nothing else may fail.
-    page.on('pageerror', (e) => /ServiceWorker/.test(e.message) || problems.push(e.message));
-    page.on('request', (r) => r.url().startsWith(fx.origin) || r.url().startsWith('data:') || r.url().startsWith('blob:') || problems.push(`request to ${r.url()}`));
-    const profileURL = encodeURIComponent(`${fx.origin}/data/${expect.file}`);
     let total = 0;
-    for (const [i, t] of file.threads.entries()) {
-      step = `Firefox Profiler: thread ${i} (${t.name} ${t.tid})`;
-      const thread = expect.threads.find((x) => x.name === t.name && String(x.tid) === String(t.tid));
-      assert.ok(thread, `${step}: no such thread in the recording`);
-      await page.goto(`${fx.origin}/from-url/${profileURL}/calltree/?thread=${i}&invertCallstack`);
-      await page.waitForFunction(() => document.querySelector('.treeViewRowScrolledColumns[aria-level="1"]'), null, { timeout: 60000 });
-      assert.match(await page.title(), new RegExp(`Firefox Profiler`), step);
-      // Inverted, the first level is every leaf function with its self count.
-      const leaves = await page.evaluate(() => [...document.querySelectorAll('.treeViewRowScrolledColumns[aria-level="1"]')].map((r) => r.getAttribute('aria-label')));
+    const listed = fx.threads.threads;
+    assert.equal(listed.length, expect.threads.length, `one thread per recorded thread: ${listed.map((t) => `${t.name} ${t.tid}`).join(', ')}`);
+    for (const thread of expect.threads) {
+      step = `Firefox Profiler: thread ${thread.name} (${thread.tid})`;
+      const t = listed.find((x) => x.name === thread.name && String(x.tid).split('.')[0] === String(thread.tid));
+      assert.ok(t, `${step}: not in the profile`);
+      const fns = fx.ask(['thread', 'functions', '--thread', t.threadHandle]);
       const counts = new Map();
-      for (const label of leaves) {
-        // Counts are shown with thousands separators (`382,284 samples`).
-        const m = /^(.*), running count is ([\d,]+) samples? \(/.exec(label);
-        assert.ok(m, `${step}: unexpected row ${label}`);
-        counts.set(m[1], (counts.get(m[1]) ?? 0) + Number(m[2].replaceAll(',', '')));
-      }
+      for (const f of fns.functions) if (f.selfSamples > 0) counts.set(f.name, (counts.get(f.name) ?? 0) + f.selfSamples);
       const want = new Map(Object.entries(thread.selfNs).map(([k, v]) => [k, v / expect.periodNs]));
-      assert.deepEqual(Object.fromEntries(counts), Object.fromEntries(want), `${step}: leaf functions and their samples`);
+      assert.deepEqual(Object.fromEntries([...counts].sort()), Object.fromEntries([...want].sort()), `${step}: leaf functions and their samples`);
       const sum = [...counts.values()].reduce((a, b) => a + b, 0);
       assert.equal(sum, thread.totalNs / expect.periodNs, `${step}: the thread's samples`);
+      // The CPU its activity graph draws: every sample's period but the first's.
+      const cpuMs = (thread.totalNs - thread.firstNs) / 1e6;
+      assert.ok(Math.abs(t.cpuMs - cpuMs) <= 1e-6 * cpuMs + 1e-3, `${step}: the profiler's CPU time ${t.cpuMs} ms, the recording's ${cpuMs} ms`);
       total += sum;
-      await page.screenshot({ path: join(shots, `firefox-profiler-${i}.png`) });
-      console.log(`ok - Firefox Profiler: thread ${t.name} (${t.tid}): ${counts.size} leaf functions, ${sum} samples`);
+      console.log(`ok - Firefox Profiler: thread ${thread.name} (${thread.tid}): ${counts.size} leaf functions, ${sum} samples, ${t.cpuMs.toFixed(2)} ms of CPU`);
     }
-    assert.equal(file.threads.length, expect.threads.length, 'one track per thread');
-    assert.deepEqual(problems, [], 'Firefox Profiler: page errors or requests outside 127.0.0.1');
-    console.log(`ok - Firefox Profiler: ${file.threads.length} threads, ${total} samples`);
-    await page.close();
+    console.log(`ok - Firefox Profiler: ${listed.length} threads, ${total} samples`);
   } finally {
-    await fx.close();
+    fx.close();
   }
 }
 
@@ -258,7 +233,7 @@ try {
   }
   assert.equal(seen.size, expect.threads.length, 'every thread shown once');
   await viewerExport(context, expect);
-  await firefoxProfiler(context);
+  await firefoxProfiler();
   step = 'offline';
   assert.deepEqual(outside, [], 'requests outside 127.0.0.1');
   assert.deepEqual(errors, [], 'page errors');

@@ -931,6 +931,7 @@ try {
     const t = await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get('t'));
     assert.equal(t, `${6.2e9}-${10.9e9}`);
     // A window dragged on one viewer's strip reaches the other; a search stays its own.
+    await page.locator('.kiln-mount >> nth=1 >> .timeline-canvas').scrollIntoViewIfNeeded();
     const box = await page.$eval('.kiln-mount >> nth=1 >> .timeline-canvas', (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
     await page.mouse.move(box.x + box.width * 0.02, box.y + 10);
     await page.mouse.down();
@@ -946,6 +947,96 @@ try {
     const ids = await page.$$eval('[id]', (els) => els.map((e) => e.id));
     assert.equal(new Set(ids).size, ids.length, 'element ids are unique on the page');
     await axe(page, 'two viewers');
+  });
+
+  await check('an embedded viewer has room: its height, full screen, the tracks and the legend in the URL; the wheel reaches the page', async () => {
+    const rect = (sel) => page.$eval(sel, (e) => JSON.parse(JSON.stringify(e.getBoundingClientRect())));
+    const canvasH = async () => (await rect('.main-flame canvas.flame-canvas')).height;
+    // One viewer on the page: its URL keys have no prefix.
+    const hashOf = (key) => page.evaluate((k) => new URLSearchParams(location.hash.slice(1)).get(k), key);
+    for (const [w, h] of [[1366, 768], [1600, 1000]]) {
+      await page.setViewportSize({ width: w, height: h });
+      page = await open('room.html');
+      await page.evaluate(() => document.querySelector('.kiln').scrollIntoView());
+      await settle(page);
+      const viewer = await rect('.kiln');
+      const c0 = await canvasH();
+      // The viewer takes the window's height (less a margin), its canvas most of it.
+      assert.ok(viewer.height >= h - 40, `${w}x${h}: the viewer is ${viewer.height} px high`);
+      assert.ok(c0 >= 0.5 * h, `${w}x${h}: the canvas is ${c0} px of ${viewer.height}`);
+      // The tracks, then the legend, closed: the canvas gets their room.
+      await page.click('[data-ctrl=tracks]');
+      await settle(page);
+      assert.equal(await hashOf('tracks'), '0');
+      const c1 = await canvasH();
+      assert.ok(c1 > c0, `${w}x${h}: tracks closed, the canvas ${c0} -> ${c1} px`);
+      await page.click('[data-ctrl=legend-toggle]');
+      await settle(page);
+      assert.equal(await hashOf('legend'), '0');
+      assert.equal(await page.getAttribute('[data-ctrl=legend-toggle]', 'aria-expanded'), 'false');
+      assert.match(await page.textContent('[data-ctrl=legend-toggle]'), /By category \(\d+ categor/);
+      const c2 = await canvasH();
+      assert.ok(c2 > c1, `${w}x${h}: legend closed, the canvas ${c1} -> ${c2} px`);
+      // Full screen: the viewer fills the window; Esc goes back.
+      await page.click('[data-ctrl=full]');
+      await settle(page);
+      const full = await rect('.kiln');
+      assert.deepEqual([full.x, full.y, full.width, full.height], [0, 0, w, h], `${w}x${h}: full screen`);
+      assert.equal(await hashOf('full'), '1');
+      const c3 = await canvasH();
+      assert.ok(c3 > c2, `${w}x${h}: full screen, the canvas ${c2} -> ${c3} px`);
+      await page.focus('.main-flame canvas.flame-canvas');
+      await page.keyboard.press('Escape');
+      await settle(page);
+      assert.equal(await hashOf('full'), null);
+      assert.ok((await rect('.kiln')).height < h, 'back in the page');
+      console.log(`  ${w}x${h}: viewer ${viewer.height} px, canvas ${c0} px; tracks closed ${c1}, legend closed ${c2}, full screen ${c3}`);
+      // Reloaded, the URL gives the same room.
+      page = await open('room.html', (await hash(page)).slice(1));
+      assert.equal(await page.$eval('.kiln .tracks', (e) => e.hidden), true, 'tracks stay closed');
+      assert.equal(await page.getAttribute('[data-ctrl=legend-toggle]', 'aria-expanded'), 'false');
+    }
+    // The resize handle: a drag makes the viewer taller, kept in the URL; the keys step it.
+    page = await open('room.html');
+    await page.evaluate(() => document.querySelector('.kiln-resize').scrollIntoView({ block: 'center' }));
+    const before = (await rect('.kiln')).height;
+    const bar = await rect('.kiln-resize');
+    await page.mouse.move(bar.x + 50, bar.y + 3);
+    await page.mouse.down();
+    await page.mouse.move(bar.x + 50, bar.y + 103, { steps: 5 });
+    await page.mouse.up();
+    await settle(page);
+    const taller = (await rect('.kiln')).height;
+    assert.ok(Math.abs(taller - before - 100) <= 2, `dragged 100 px: ${before} -> ${taller}`);
+    assert.equal(Number(await hashOf('h')), Math.round(taller));
+    await page.focus('.kiln-resize');
+    await page.keyboard.press('ArrowUp');
+    await settle(page);
+    assert.equal(Number(await hashOf('h')), Math.round(taller) - 40);
+    assert.equal(Number(await page.getAttribute('.kiln-resize', 'aria-valuenow')), Math.round(taller) - 40);
+    page = await open('room.html', (await hash(page)).slice(1));
+    assert.equal(Math.round((await rect('.kiln')).height), Math.round(taller) - 40, 'the URL restores the height');
+    await page.focus('.kiln-resize');
+    await page.keyboard.press('Home');
+    await settle(page);
+    assert.equal(await hashOf('h'), null, 'Home: the page\'s height');
+    // The wheel: over a graph at its end it scrolls the page; the other way, the graph.
+    await page.evaluate(() => window.scrollTo(0, 0));
+    const cv = await rect('.main-flame canvas.flame-canvas');
+    await page.mouse.move(cv.x + cv.width / 2, cv.y + cv.height / 2);
+    const scrollOf = () => page.evaluate(() => window.__kiln.apps[0].main.scene.scrollY);
+    await page.mouse.wheel(0, -120);
+    await settle(page);
+    assert.ok((await scrollOf()) > 0, 'wheel up: the graph shows its deeper frames');
+    assert.equal(await page.evaluate(() => window.scrollY), 0, 'the page stays');
+    await page.mouse.wheel(0, 5000);
+    await settle(page);
+    assert.equal(await scrollOf(), 0, 'wheel down: the graph back at its root');
+    assert.equal(await page.evaluate(() => window.scrollY), 0, 'the page still stays');
+    await page.mouse.wheel(0, 120);
+    await page.waitForFunction(() => window.scrollY > 0);
+    await axe(page, 'an embedded viewer with room');
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   await check('search: smart case, and functions only unless process and thread names are asked for', async () => {
@@ -1252,7 +1343,7 @@ try {
     assert.equal(await page.evaluate(() => window.__kiln.app.derived.layout.total[0]), inWindow(groups.find((g) => g.name === 'worker')));
   });
 
-  await check('tracks: the activity is a share of one CPU, said by a hover: the samples of the bar times the period over its length', async () => {
+  await check('tracks: the activity is CPUs used, said by a hover: the samples of the bar times the period over its length', async () => {
     page = await open('record-cpu.html');
     const bar = await page.evaluate(() => {
       const app = window.__kiln.app;
@@ -1273,8 +1364,8 @@ try {
     await settle(page);
     const tip = await page.textContent('.tooltip');
     const share = (bar.count * 1_001_001) / bar.len;
-    const pct = Math.round(share * 100);
-    assert.match(tip, new RegExp(`^worker \\[7\\]${pct}% of a CPU, [0-9.]+ ms at [0-9.]+ sFull height: 1 CPU$`), `${tip}: ${bar.count} samples of 1.001 ms in ${bar.len} ns`);
+    const cpus = (Math.round(share * 100) / 100).toFixed(2);
+    assert.match(tip, new RegExp(`^worker \\[7\\]${cpus.replace('.', '\\.')} CPUs?, [0-9.]+ ms at [0-9.]+ sFull height: 1 CPU$`), `${tip}: ${bar.count} samples of 1.001 ms in ${bar.len} ns`);
     assert.equal(await page.isVisible('.tooltip'), true);
   });
 

@@ -12,6 +12,7 @@ import { defaultState, fromHash, toHash } from '../src/app-state/state.js';
 import { colorOf, nameHash } from '../src/lib/palette.js';
 import { decodeProfile, DecodeError } from '../src/import/decode.js';
 import { percent } from '../src/lib/format.js';
+import { CallTree, heaviestFirst } from '../src/lib/calltree.js';
 
 type Stacks = [number[], number][];
 
@@ -426,4 +427,47 @@ test('decoding rejects truncated or foreign data with a message', () => {
   assert.throws(() => decodeProfile(hdr), /truncated/);
   v.setUint32(4, 1, true);
   assert.throws(() => decodeProfile(hdr), /version 1; this viewer reads version 2/);
+});
+
+test('call tree inverted: the functions that ran, heaviest first (ties in name order), each with its own weight and nodes; the fast sort is the comparator\'s', () => {
+  const r = rng(7);
+  for (let round = 0; round < 30; round++) {
+    const nFrames = 2 + Math.floor(r() * 12);
+    const names = Array.from({ length: nFrames }, (_, i) => `f${(i * 7) % nFrames}_${i}`);
+    const fs = frames(names);
+    const stacks = randomStacks(r, nFrames);
+    const l = layoutTree(treeOf(stacks, nFrames), fs, 'alphabetical');
+    const tree = new CallTree(l, true, fs.order);
+    const roots = tree.roots();
+    // Reference: self weight per frame, summed over nodes.
+    const want = new Map<number, number>();
+    for (let v = 1; v < l.n; v++) if (l.self[v] > 0) want.set(l.frame[v], (want.get(l.frame[v]) ?? 0) + l.self[v]);
+    const order = [...want.keys()].sort((a, b) => want.get(b)! - want.get(a)! || fs.order[a] - fs.order[b]);
+    assert.deepEqual(roots.map((n) => n.frame), order);
+    for (const n of roots) {
+      assert.equal(n.total, want.get(n.frame));
+      const ws = [...n.weights!.subarray(n.from, n.to)];
+      assert.equal(ws.reduce((a, b) => a + b, 0), n.total);
+      assert.ok([...n.nodes!.subarray(n.from, n.to)].every((v) => l.frame[v] === n.frame && l.self[v] > 0));
+      // Its callers: the weight of its nodes under a parent, by the parent's frame.
+      const callers = new Map<number, number>();
+      for (let v = 1; v < l.n; v++) if (l.self[v] > 0 && l.frame[v] === n.frame && l.parent[v] > 0) callers.set(l.frame[l.parent[v]], (callers.get(l.frame[l.parent[v]]) ?? 0) + l.self[v]);
+      assert.deepEqual(new Map(tree.children(n).map((c) => [c.frame, c.total])), callers);
+    }
+  }
+  // The packed sort (whole totals) and the comparator (fractional totals) agree.
+  const sums = new Float64Array(1000);
+  const rank = new Uint32Array(1000);
+  const list: number[] = [];
+  for (let f = 0; f < 1000; f++) {
+    rank[f] = (f * 389) % 1000;
+    sums[f] = Math.floor(r() * 20);
+    if (sums[f] > 0) list.push(f);
+  }
+  const ref = (s: Float64Array) => [...list].sort((a, b) => s[b] - s[a] || rank[a] - rank[b]);
+  assert.deepEqual([...heaviestFirst(list, sums, rank)], ref(sums));
+  const frac = sums.map((x) => x / 3);
+  assert.deepEqual([...heaviestFirst(list, frac, rank)], ref(frac));
+  const big = sums.map((x) => x * 2 ** 40);
+  assert.deepEqual([...heaviestFirst(list, big, rank)], ref(big));
 });

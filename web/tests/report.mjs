@@ -6,7 +6,8 @@
 // from the page. Every check acts like a user (hover, drag, click, keys, URL) and compares
 // what the page shows with the store.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { deflateSync, inflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import { axe, launch } from './chromium.mjs';
 import { decodePng } from './png.mjs';
@@ -323,9 +324,26 @@ async function assertMarkers(page, exp, chart, what) {
   const got = await page.$$eval('.r-marker', (bs) =>
     bs.map((b) => {
       const r = b.getBoundingClientRect();
-      return { kind: b.dataset.marker, name: b.dataset.name, left: r.left, right: r.right, hidden: b.hidden, label: b.getAttribute('aria-label') };
+      return { kind: b.dataset.marker, name: b.dataset.name, left: r.left, right: r.right, top: r.top, bottom: r.bottom, hidden: b.hidden, label: b.getAttribute('aria-label') };
     }),
   );
+  // No marker drawn over another: overlapping spans of a lane take rows of their own.
+  const shown = got.filter((m) => !m.hidden);
+  for (const [i, a] of shown.entries())
+    for (const b of shown.slice(0, i)) {
+      const apart = a.right <= b.left + 0.5 || b.right <= a.left + 0.5 || a.bottom <= b.top + 0.5 || b.bottom <= a.top + 0.5;
+      assert.ok(apart, `${what}: the marker ${a.name} is drawn over ${b.name}`);
+    }
+  // The marker table lists every marker, and its search finds them by name.
+  assert.equal(await page.$$eval('[data-ctrl=marker-table] tbody tr', (rs) => rs.length), got.length, `${what}: a table row per marker`);
+  const some = got[got.length - 1].name;
+  await page.evaluate(() => (document.querySelector('[data-ctrl=marker-table]').open = true));
+  await page.fill('[data-ctrl=marker-search]', some);
+  const found = await page.$$eval('[data-ctrl=marker-table] tbody tr td:first-child', (ts) => ts.map((t) => t.textContent));
+  assert.ok(found.length < got.length || got.every((m) => m.name === some), `${what}: searching ${some} leaves out the others: ${found}`);
+  assert.ok(found.includes(some), `${what}: searching ${some} finds it: ${found}`);
+  await page.fill('[data-ctrl=marker-search]', '');
+  await page.evaluate(() => (document.querySelector('[data-ctrl=marker-table]').open = false));
   const lo = geo.left + 72;
   const hi = geo.left + geo.width - 14;
   const clamp = (x) => Math.min(hi, Math.max(lo, x));
@@ -412,6 +430,46 @@ try {
         const n = colouredPixels(png, { left: geo.left + 72, top: geo.top, width: geo.width - 86, height: geo.plotH });
         assert.ok(n > 300, `${id}: ${n} coloured pixels`);
       }
+    });
+
+    await check('legends hide and isolate series (Grafana\'s): a click shows one series alone, again all, Ctrl+click hides one', async () => {
+      // Pixels of each series' colour on a chart's base canvas.
+      const colours = (id) =>
+        page.evaluate((cid) => {
+          const c = window.__kilnReport.run.group.charts.find((x) => x.spec.id === cid);
+          const px = c.base.getContext('2d').getImageData(0, 0, c.base.width, c.base.height).data;
+          return c.spec.lines.map((l) => {
+            const h = l.color.replace('#', '');
+            const [r, g, b] = [0, 2, 4].map((k) => parseInt(h.slice(k, k + 2), 16));
+            let n = 0;
+            for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 200 && Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 12) n++;
+            return n;
+          });
+        }, id);
+      // A chart of lines in colours (not greys, which the grid shares).
+      const coloured = (c) => /^#[0-9a-f]{6}$/i.test(c) && Math.max(...[1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16))) - Math.min(...[1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16))) > 40;
+      const id = await page.evaluate((f) => window.__kilnReport.run.group.charts.find((c) => c.spec.kind === 'lines' && c.spec.lines.length >= 2 && c.spec.lines.every((l) => new Function('c', `return (${f})(c)`)(l.color)))?.spec.id, coloured.toString());
+      assert.ok(id, 'a chart of several series');
+      const items = page.locator(`[data-chart="${id}"] .r-legend .r-item`);
+      const all = await colours(id);
+      const drawn = all.map((n, k) => (n > 0 ? k : -1)).filter((k) => k >= 0);
+      assert.ok(drawn.length >= 1, `${id}: its series drawn: ${all}`);
+      const one = drawn[0];
+      await items.nth(one).click();
+      await settle(page);
+      const alone = await colours(id);
+      assert.ok(alone[one] > 0 && alone.every((n, k) => k === one || n === 0), `${id}: series ${one} alone: ${alone} (all: ${all})`);
+      assert.deepEqual(await items.evaluateAll((is) => is.map((i) => i.getAttribute('aria-pressed'))), all.map((_, k) => String(k === one)));
+      await items.nth(one).click();
+      await settle(page);
+      assert.deepEqual(await colours(id), all, `${id}: every series again`);
+      await items.nth(one).click({ modifiers: ['Control'] });
+      await settle(page);
+      const hid = await colours(id);
+      assert.ok(hid[one] === 0 && drawn.every((k) => k === one || hid[k] > 0), `${id}: series ${one} hidden: ${hid}`);
+      await items.nth(one).click({ modifiers: ['Control'] });
+      await settle(page);
+      assert.deepEqual(await colours(id), all);
     });
 
     await check('hover shows the stored values of that second', async () => {
@@ -922,7 +980,7 @@ try {
       const cpu = await page.evaluate(() => window.__kiln.apps.findIndex((a) => a.model.unit.event === 'cpu-clock'));
       assert.ok(cpu >= 0);
       const mount = page.locator(`.kiln-mount >> nth=${cpu}`);
-      assert.match(await mount.locator('.tracks-title').textContent(), /off-CPU time \(lighter\)/);
+      assert.match(await mount.locator('.tracks-title').textContent(), /time blocked \(lighter/);
       // Every group opened: a track per thread.
       for (const t of await mount.locator('.track-twisty').all()) if ((await t.textContent()) === '▸') await t.click();
       await settle(page);
@@ -958,6 +1016,16 @@ try {
       assert.ok(rows.length >= 1, `thread tracks: ${JSON.stringify(rows)}`);
       assert.ok(rows.some((r) => r.want > 0), `some thread was blocked: ${JSON.stringify(rows)}`);
       for (const r of rows) assert.ok(r.drawn !== null && Math.abs(r.drawn - r.want) <= 1e-6 * Math.max(1, r.want) + 1, `${r.label}: drawn ${r.drawn} ns blocked, the profile's ${r.want}`);
+      // The CPU scale of every track is CPUs, never beyond the machine's (time blocked is
+      // its own share of the threads' time, not CPUs).
+      const cpus = await page.evaluate(() => window.__kilnReport.run.data.cpus);
+      assert.equal(await page.evaluate(([i]) => window.__kiln.apps[i].model.meta.cpus, [cpu]), cpus, 'the page knows the machine\'s CPUs');
+      const tops = await page.evaluate(([i]) => [...window.__kiln.apps[i].tracks.drawn.values()].map((a) => [a.kind, a.top, Math.max(0, ...(a.off ?? [0]))]), [cpu]);
+      for (const [kind, top, off] of tops) {
+        assert.equal(kind, 'cpu');
+        assert.ok(top >= 1 && top <= Math.max(1, cpus), `a track's full height ${top} CPUs on a machine of ${cpus}`);
+        assert.ok(off <= 1 + 1e-9, `time blocked ${off} of the threads' time`);
+      }
     });
 
     await check('markers: the run\'s phases on the charts\' time axis at the stored times; a click on one selects its span', async () => {
@@ -1003,6 +1071,28 @@ try {
       assert.ok(top >= -1 && top < 200, `the section is at the top of the view: ${top}`);
       assert.ok(focused === last || focused?.startsWith('r-h-profile'), `focus moved to the section: ${focused}`);
       assert.equal(await page.evaluate(() => location.hash), hash, 'the URL keeps the window');
+    });
+
+    await check('nothing covers a flame graph: the window bar stays over the charts; the CPU viewer\'s canvas at 1366x768 and 1600x1000', async () => {
+      const size = page.viewportSize();
+      for (const [w, h] of [[1366, 768], [1600, 1000]]) {
+        await page.setViewportSize({ width: w, height: h });
+        // Scrolled so the viewer's top is at the window's top, and by a third of it.
+        for (const by of [0, 1 / 3]) {
+          await page.evaluate((f) => {
+            const k = document.querySelector('[data-profile] .kiln');
+            window.scrollBy(0, k.getBoundingClientRect().top + f * k.getBoundingClientRect().height);
+          }, by);
+          await settle(page);
+          const [bar, viewer] = await page.evaluate(() => [document.querySelector('.r-windowbar'), document.querySelector('[data-profile] .kiln')].map((e) => JSON.parse(JSON.stringify(e.getBoundingClientRect()))));
+          assert.ok(bar.bottom <= Math.max(0, viewer.top) + 0.5, `${w}x${h}: the window bar (to ${bar.bottom} px) covers the viewer (from ${viewer.top} px)`);
+        }
+        const canvas = await page.$eval('[data-profile] .main-flame canvas.flame-canvas', (e) => e.getBoundingClientRect().height);
+        assert.ok(canvas >= 0.5 * h, `${w}x${h}: the CPU flame graph's canvas is ${canvas} px`);
+        console.log(`  ${w}x${h}: the CPU flame graph's canvas ${canvas} px`);
+      }
+      await page.setViewportSize(size);
+      await page.evaluate(() => window.scrollTo(0, 0));
     });
 
     await check('Ctrl+wheel zooms every chart\'s time axis, never the selected window; 0 or the button shows the whole axis', async () => {
@@ -1109,6 +1199,55 @@ try {
   // ---------------------------------------------------------------- one event: one viewer
   if (existsSync(join(dir, 'one.html'))) {
     const exp = expectOf('one');
+    await check('findings: the panel at the top lists the page\'s findings in their order, each linked to its window, chart and flame graph', async () => {
+      // The run's page with findings written by hand here (the shape crates/findings
+      // gives the page), on the run's own series and profile.
+      const html = readFileSync(join(dir, 'run.html'), 'utf8');
+      const m = /(<script[^>]*id="kiln-report-data"[^>]*>)([^<]*)(<\/script>)/.exec(html);
+      assert.ok(m, 'the page\'s data');
+      const compressed = /data-compressed="1"/.test(m[1]);
+      const raw = Buffer.from(m[2].trim(), 'base64');
+      const data = JSON.parse((compressed ? inflateSync(raw) : raw).toString('utf8'));
+      const cpuKey = data.run.profiles.find((p) => p.event === 'cpu-clock').key;
+      data.run.findings = [
+        {
+          rule: 'one-thread-saturated', class: 'one-thread-saturated', title: 'One thread saturated',
+          claim: 'The <b>phases</b> thread ran 97% of the time on one CPU.', explains: { pct: 64.2, of: 'request time' },
+          evidence: [{ what: 'CPU of the thread', value: '0.97 CPU', source: 'cpu-clock samples', from_s: 1, to_s: 3, series: 'target/cpu user:phases', profile: 'cpu-clock', focus: 'phase_even' }],
+          check: "pidstat -t -p PID 1", score: 0.64,
+        },
+        { rule: 'sleep-in-path', class: 'sleep-in-path', title: 'Sleep in the request path', claim: 'nanosleep under main.', explains: null, evidence: [], check: '', score: 0.1 },
+      ];
+      let body = Buffer.from(JSON.stringify(data), 'utf8');
+      if (compressed) body = deflateSync(body);
+      writeFileSync(join(dir, 'run-findings.html'), html.replace(m[0], `${m[1]}${body.toString('base64')}${m[3]}`));
+      page = await open('run-findings.html');
+      const items = await page.$$eval('#r-findings .r-finding', (e) => e.map((x) => [x.dataset.finding, x.querySelector('.r-finding-claim').textContent]));
+      assert.deepEqual(items.map((i) => i[0]), ['one-thread-saturated', 'sleep-in-path'], 'in the page\'s order');
+      assert.equal(items[0][1], 'One thread saturated: The <b>phases</b> thread ran 97% of the time on one CPU. [64% of request time]', 'text, as the summary writes it');
+      assert.equal(await page.$$eval('#r-findings b', (e) => e.length), 0, 'names stay text');
+      const top = await page.$eval('#r-findings', (e) => e.getBoundingClientRect().top);
+      const timeline = await page.$eval('#r-timeline', (e) => e.getBoundingClientRect().top);
+      assert.ok(top < timeline, 'the panel is above the charts');
+      // Its window: the seconds the evidence covers, on the page's clock.
+      await page.click('[data-finding-window]');
+      await settle(page);
+      assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), [1e9, 3e9]);
+      // Its chart: scrolled to and focused.
+      await page.click('[data-finding-series]');
+      await settle(page);
+      const chart = await page.evaluate(() => document.activeElement?.closest('.r-chart')?.dataset.chart);
+      assert.equal(chart, 'cpu', 'the chart of target/cpu user:phases');
+      // Its flame graph, the function searched.
+      await page.click('[data-finding-profile]');
+      await page.waitForFunction((k) => document.querySelector(`#r-profile-${k} [data-ctrl=search]`)?.value === 'phase_even', cpuKey);
+      const app = await page.evaluate((k) => window.__kiln.apps.findIndex((a) => document.getElementById(`r-profile-${k}`).contains(a.root)), cpuKey);
+      await page.waitForFunction((i) => window.__kiln.apps[i].state.query === 'phase_even', app);
+      const sectionTop = await page.$eval(`#r-profile-${cpuKey}`, (e) => e.getBoundingClientRect().top);
+      assert.ok(Math.abs(sectionTop) < 5, `the flame graph scrolled to: ${sectionTop}`);
+      await axe(page, 'findings');
+    });
+
     await check('a page of one viewer: its heading counts the window\'s samples, as the viewer does', async () => {
       assert.equal(exp.profiles.length, 1);
       const e = edgesOf(exp.tables.target).filter((x) => x >= exp.measure[0]);
@@ -1559,6 +1698,26 @@ try {
           assert.ok(m > a && m < b, `${f.key}: mark at ${m} between ${a} and ${b}`);
         }
       }
+      // Axes with ticks; latency on a log scale (its values all positive).
+      for (const f of c.figures) {
+        const sel = `svg[data-trend-chart="${f.key}"][data-config="0"]`;
+        const ticks = await page.$$eval(`${sel} [data-tick]`, (e) => e.length);
+        assert.ok(ticks >= 2, `${f.key}: ${ticks} ticks`);
+        if (/^p\d|latency/.test(f.key) && f.values.every((v) => v === null || v > 0)) assert.equal(await page.getAttribute(sel, 'data-scale'), 'log', `${f.key}: a log scale`);
+        // Every point and change point is reached by the keyboard and says what it is.
+        const focusable = await page.$$eval(`${sel} circle[data-run]`, (e) => e.map((x) => [x.getAttribute('tabindex'), x.getAttribute('aria-label')]));
+        for (const [tab, label] of focusable) assert.ok(tab === '0' && /run #\d+ \(.*\): /.test(label), `${f.key}: a point ${tab} ${label}`);
+      }
+      const first = c.figures.find((f) => f.change_points.length);
+      if (first) {
+        const hit = `svg[data-trend-chart="${first.key}"][data-config="0"] [data-change-point-hit="${first.change_points[0].run}"]`;
+        await page.focus(hit);
+        await page.keyboard.press('Enter');
+        await settle(page);
+        assert.equal(await page.$eval('[data-config="0"] [data-diffs="0"]', (x) => Number(x.dataset.run)), first.change_points[0].run, 'Enter on a change point shows its flame graph');
+      }
+      // The runs left out, said as the text output says them.
+      if (te.left_out.other_configurations > 0) assert.match(await page.textContent('[data-field=left-out]'), new RegExp(`^Left out: ${te.left_out.other_configurations} run\\(s\\) of ${te.left_out.configurations} other configuration`));
       const rows = await page.$$eval('[data-table=change-points] tbody tr', (e) => e.map((x) => [x.dataset.figure, Number(x.dataset.run)]));
       const want = c.figures.flatMap((f) => f.change_points.map((s) => [f.key, s.run]));
       assert.deepEqual(rows, want, 'one row per change point');

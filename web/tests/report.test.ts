@@ -13,6 +13,7 @@ import { categorySharesIn, distributionIn, distributionOfRuns, percentilesIn } f
 import { meanIn, secondsOn, windowFigures } from '../src/report/lib/figures.js';
 import { plainColumn, plainGroup } from '../src/report/lib/names.js';
 import * as markersLib from '../src/report/lib/markers.js';
+import { Marker, rowsOf, searchMarkers } from '../src/report/lib/markers.js';
 
 /** A deterministic pseudo-random sequence. */
 function rng(seed: number): () => number {
@@ -554,4 +555,36 @@ test('a group\'s latency distribution over a window: its runs\' buckets added by
   // A window of each: the seconds whose middle lies in it.
   assert.deepEqual(distributionOfRuns([{ ps: a, w: [1e9, 3e9] }], 'lat'), distributionIn(a, 'lat', [1e9, 3e9]));
   assert.equal(distributionOfRuns([{ ps: a, w: [7e9, 9e9] }], 'lat'), null);
+});
+
+test('markers: a lane has as many rows as its markers need not to overlap; the table searches names, lanes and details', () => {
+  const m = (lane: string, name: string, start: number, end: number, detail = ''): Marker => ({ lane, name, kind: 'flag', start, end, count: null, unit: '', detail });
+  const markers = [
+    m('phases', 'warm-up', 0, 5),
+    m('phases', 'measurement', 5, 20),
+    m('flow control', 'blocked', 6, 12),
+    m('flow control', 'stalled', 8, 10),
+    m('flow control', 'blocked', 12, 14),
+    m('flow control', 'stalled', 9, 13),
+    m('errors', 'requests failed', 3, 4, 'connection reset'),
+  ];
+  const { rows, rowOf } = rowsOf(markers);
+  // Phases touch end to start: one row. Flow control: "stalled" inside "blocked" takes a
+  // second row, the next "stalled" (9, still under both) a third, the second "blocked"
+  // (from 12, when the first ended) the first again.
+  assert.deepEqual(rows, [
+    { lane: 'phases', first: true },
+    { lane: 'flow control', first: true },
+    { lane: 'flow control', first: false },
+    { lane: 'flow control', first: false },
+    { lane: 'errors', first: true },
+  ]);
+  assert.deepEqual(rowOf, [0, 0, 1, 2, 1, 3, 4]);
+  for (let i = 0; i < markers.length; i++)
+    for (let j = 0; j < i; j++)
+      if (rowOf[i] === rowOf[j]) assert.ok(markers[i].end <= markers[j].start || markers[j].end <= markers[i].start, `${i} and ${j} overlap in row ${rowOf[i]}`);
+  assert.deepEqual(searchMarkers(markers, ''), [0, 6, 1, 2, 3, 5, 4], 'every marker in time order');
+  assert.deepEqual(searchMarkers(markers, 'STALL'), [3, 5]);
+  assert.deepEqual(searchMarkers(markers, 'flow'), [2, 3, 5, 4]);
+  assert.deepEqual(searchMarkers(markers, 'reset'), [6]);
 });

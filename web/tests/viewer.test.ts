@@ -604,19 +604,30 @@ test('tracks: activity as a share of one CPU, or of the wall time blocked, per b
   assert.deepEqual([...a.ownNs], [15e6, 10e6, 0, 0]);
   assert.equal(a.top, 1.5, 'the full height is the group\'s busiest bucket beyond one CPU');
   assert.equal(fullHeight(a), '1.50 CPUs');
-  assert.equal(describeBucket(a, 0, 0, (w) => unit.format(w)), '150% of a CPU, 15.0 ms at 0.00 s');
+  assert.equal(describeBucket(a, 0, 0, (w) => unit.format(w)), '1.50 CPUs, 15.0 ms at 0.00 s');
+  // On a one-CPU machine two threads use one CPU at most: the scale stops there.
+  assert.equal(activity('cpu', sched, null, unit.ns(1), 2, 1).top, 1);
+  assert.equal(activity('cpu', sched, null, unit.ns(1), 2, 4).top, 1.5);
   const l = activity('cpu', logger, null, unit.ns(1), 1);
   assert.deepEqual([...l.own], [0, 0, 0.4, 0]);
   assert.equal(l.top, 1, 'one CPU at full height when the track used less');
   assert.equal(fullHeight(l), '1 CPU');
   // On the page's clock: a run whose measurement began 1 s before the profile's origin.
-  assert.equal(describeBucket(l, 2, 1e9, (w) => unit.format(w)), '40% of a CPU, 4.00 ms at 1.02 s');
-  // The off-CPU profile's time blocked stacked above: 6 ms of the logger's third bucket.
+  assert.equal(describeBucket(l, 2, 1e9, (w) => unit.format(w)), '0.40 CPU, 4.00 ms at 1.02 s');
+  // The off-CPU profile's time blocked, on its own scale (a share of the threads' time):
+  // 6 ms of the logger's third bucket; it never raises the CPU scale.
   const off = { buckets: Float64Array.from([0, 0, 6e6, 0]), from: 0, to: 40e6, max: 6e6 };
   const s = activity('cpu', logger, off, unit.ns(1), 1);
   assert.deepEqual([...(s.off ?? [])], [0, 0, 0.6, 0]);
-  assert.equal(s.top, 1, 'running and blocked: the whole bucket');
-  assert.equal(describeBucket(s, 2, 0, (w) => unit.format(w)), '40% of a CPU, 4.00 ms; blocked 60% of the time, 6.00 ms at 0.02 s');
+  assert.equal(s.top, 1, 'one CPU, whatever the time blocked');
+  assert.equal(describeBucket(s, 2, 0, (w) => unit.format(w)), '0.40 CPU, 4.00 ms; blocked 60% of the time, 6.00 ms at 0.02 s');
+  // Two threads blocked 30 ms in 10 ms (each blocked, then the other): 150% of one
+  // thread's time is 75% of the two threads', and the CPU scale stays the CPU's.
+  const offTwo = { buckets: Float64Array.from([15e6, 0, 0, 0]), from: 0, to: 40e6, max: 15e6 };
+  const st = activity('cpu', sched, offTwo, unit.ns(1), 2, 2);
+  assert.deepEqual([...(st.off ?? [])], [0.75, 0, 0, 0]);
+  assert.equal(st.top, 1.5);
+  assert.equal(describeBucket(st, 0, 0, (w) => unit.format(w)), "1.50 CPUs, 15.0 ms; blocked 75% of 2 threads' time, 15.0 ms at 0.00 s");
   // An off-CPU profile: a 10 ms block from 5 ms, half in each of the first two buckets.
   const blocks = raw([{ stack: ['main', 'sleep'], weight: 10e6, time: 5e6, thread: 0 }], ['worker-1']);
   const ou = Unit.of({ unit: 'ns', event: 'offcpu', quantity: 'time', nsPerUnit: 1 });
@@ -637,7 +648,7 @@ test('tracks: activity as a share of one CPU, or of the wall time blocked, per b
   // full height (one CPU), said as measured.
   const one = activity('cpu', sched, null, unit.ns(1), 1);
   assert.equal(one.top, 1);
-  assert.equal(describeBucket(one, 0, 0, (x) => unit.format(x)), '150% of a CPU, 15.0 ms at 0.00 s');
+  assert.equal(describeBucket(one, 0, 0, (x) => unit.format(x)), '1.50 CPUs, 15.0 ms at 0.00 s');
   assert.deepEqual([0, 0.0004, 0.045, 0.3449, 2.3].map(percent), ['0%', '<0.1%', '4.5%', '34%', '230%']);
 });
 

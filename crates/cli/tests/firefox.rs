@@ -3,8 +3,10 @@
 //! exported for the Firefox Profiler, checked as JSON here and loaded by the profiler's
 //! own loading code (the pinned `@firefox-devtools/profiler-cli` package: its importer,
 //! format upgraders and processing, run in Node by `web/tests/firefox.mjs`), which must
-//! find every thread with its samples, every stored series as a counter with its values,
-//! and the warm-up and the measurement as markers, with their lengths.
+//! find every thread with its samples, the CPU threads' activity graphs drawn from the
+//! CPU time their samples stand for, the off-CPU thread's time traced, every stored
+//! series with a value as a counter track with its values, and the warm-up and the
+//! measurement as markers, with their lengths.
 //!
 //! Needs `npm ci` in `web/`.
 use assert_cmd::Command;
@@ -35,28 +37,57 @@ fn kiln(store: &Path) -> Command {
     c
 }
 
-/// What the store holds of the run, as the profiler should show it: per thread (name and
-/// tid) its samples, per series its name and values, the phases.
+/// What the store holds of the run, as the profiler should show it: per thread (its
+/// name as exported, tid and event) its samples, the CPU time they stand for (a timer's:
+/// samples × period; the profiler counts the CPU since the thread's first sample) or the
+/// time they trace (off-CPU blocks), per series its name and values, the phases.
 fn expected(store: &Path, file: &str) -> Value {
     let s = SqliteStore::open(store).unwrap();
     let id = s.resolve("ff").unwrap().last().unwrap().id.unwrap();
     let run = s.load(id).unwrap();
-    let mut threads: BTreeMap<(String, u32), u64> = BTreeMap::new();
+    let several = run.profiles.len() > 1;
+    let mut threads = Vec::new();
     for p in &run.profiles {
+        // Per thread: samples, total weight, the (time, weight) of its first sample.
+        type PerThread = (u64, u64, (u64, u64));
+        let mut per: BTreeMap<(String, u32), PerThread> = BTreeMap::new();
         for i in 0..p.samples.len() {
             let t = p.threads.get(p.samples.thread[i]).expect("named thread");
             let name = p.strings.get_lossy(t.name).into_owned();
-            *threads.entry((name, t.tid.unwrap())).or_default() += 1;
+            let e = per
+                .entry((name, t.tid.unwrap()))
+                .or_insert((0, 0, (u64::MAX, 0)));
+            e.0 += 1;
+            e.1 += p.samples.weight[i];
+            e.2 = e.2.min((p.samples.time[i], p.samples.weight[i]));
+        }
+        let period = p.event.sample_period_ns.filter(|_| p.event.is_clock());
+        let traced = match p.event.quantity() {
+            kiln_model::Quantity::Time { ns_per_unit } => Some(ns_per_unit as f64),
+            _ => None,
+        };
+        for ((name, tid), (n, weight, (_, first))) in per {
+            let name = if several {
+                format!("{name} ({})", p.event.name)
+            } else {
+                name
+            };
+            threads.push(json!({
+                "name": name, "tid": tid, "event": p.event.name, "samples": n,
+                "cpuMs": period.map(|ns| (weight - first) as f64 * ns as f64 / 1e6),
+                "tracedMs": traced.map(|ns| weight as f64 * ns / 1e6),
+            }));
         }
     }
     let timeline = kiln_report::firefox_timeline(&run);
     json!({
         "file": file,
-        "threads": threads.into_iter().map(|((name, tid), n)| json!({"name": name, "tid": tid, "samples": n})).collect::<Vec<_>>(),
+        "threads": threads,
         "counters": timeline.counters.iter().map(|c| json!({
             "name": c.name, "category": c.category,
             "values": c.values.iter().map(|v| v.unwrap_or(0.0)).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
+        "leftOut": timeline.left_out,
         "markers": timeline.markers.iter().map(|m| json!({"name": m.name, "ms": (m.end_ns - m.start_ns) as f64 / 1e6})).collect::<Vec<_>>(),
     })
 }
@@ -129,14 +160,25 @@ fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
     let nginx = kiln_testkit::Nginx::start().unwrap();
     kiln(&store)
         .args([
-            "run", "--name", "ff", "-e", "cpu", "-d", "3", "--warmup", "1",
+            "run",
+            "--name",
+            "ff",
+            "-e",
+            "cpu,offcpu",
+            "-d",
+            "3",
+            "--warmup",
+            "1",
         ])
         .args(["--no-report", "-p", &target.pid()])
+        // The load outlasts the run: the warm-up starts once the profilers are attached
+        // (loading eBPF programs takes a minute on a busy machine), and the run stops the
+        // load when the measurement ends.
         .args([
-            "load", "http", "-R", "200", "-c", "2", "-t", "1", "-d", "12s",
+            "load", "http", "-R", "200", "-c", "2", "-t", "1", "-d", "120s",
         ])
         .arg(nginx.url("/"))
-        .timeout(Duration::from_secs(120))
+        .timeout(Duration::from_secs(300))
         .assert()
         .success();
     // --format firefox with any name; the summary line says what it wrote.
@@ -183,14 +225,33 @@ fn a_run_exported_for_the_firefox_profiler_loads_in_its_own_code() {
         ["warm-up", "measurement"],
         "the load's seconds after it may follow"
     );
-    assert!(
-        expect["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["name"] == "busy"),
-        "{expect}"
-    );
+    for want in ["busy (cpu-clock)", "busy (offcpu)"] {
+        assert!(
+            expect["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["name"] == want),
+            "{want}: {expect}"
+        );
+    }
+    // Each thread's samples: a timer's carry the CPU time each stands for (µs), an
+    // off-CPU profile's are traced time (ms) without CPU deltas.
+    for t in fx["threads"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        let s = &t["samples"];
+        if name.ends_with("(cpu-clock)") {
+            assert_eq!(s["weightType"], "samples", "{name}");
+            let d = s["threadCPUDelta"].as_array().expect("CPU deltas");
+            assert!(d.iter().all(|x| x.as_f64().unwrap() > 0.0), "{name}: {d:?}");
+        } else if name.ends_with("(offcpu)") {
+            assert_eq!(s["weightType"], "tracing-ms", "{name}");
+            assert!(
+                s.get("threadCPUDelta").is_none(),
+                "{name}: CPU deltas unknown"
+            );
+        }
+    }
     // A window of the run: the whole run, its measurement marker the window's second.
     assert!((marker_ms(&fx, "measurement") - 3000.0).abs() < 50.0);
     let win = tmp.path().join("win.json");

@@ -6,34 +6,96 @@
 //! One thread track per kiln thread, grouped into processes by pid, with every sample at
 //! its timestamp, so the profiler's timeline, call tree and flame graph all work.
 //! Weights: counted samples of a timer are samples at the timer's interval; time
-//! profiles (perf periods, off-CPU blocks) are samples of one microsecond each (the
-//! format's weights are integers, so a 2.5 ms block weighs 2,500); bytes are bytes.
+//! profiles (perf periods of a clock, off-CPU blocks) are traced time (`tracing-ms`: a
+//! 2.5 ms block weighs 2.5, to the µs); bytes are bytes; counted events are samples.
 //! Samples without timestamps are spread one interval apart, in input order.
+//!
+//! The activity graph: each sample of a CPU profile (a timer's samples, a clock's
+//! periods) carries the CPU time it stands for as its `threadCPUDelta` (µs), so the
+//! profiler draws the thread's CPU use between samples; where that is not known (off-CPU
+//! blocks, counted events, bytes) the column is left out and the profiler draws each
+//! sample as busy, as it does for traced profiles.
 //!
 //! A run adds its [`Timeline`] ([`write_with`]): its per-second series as counter tracks
 //! and its phases and load events as markers, on the samples' clock, in a process of their own (`kiln
 //! run`, one thread holding the markers), so the load and the samples share one time axis.
+//! The profiler makes a counter track for every counter of a process it shows (a
+//! `line-rate` graph: each sample's value over the time since the previous one, which
+//! for per-second series is the value's shape, and the value itself in its tooltip).
 use fxprof_processed_profile as fx;
 use kiln_model::{FrameKind, Profile, ThreadId, WeightUnit, NO_TIME};
 use std::collections::HashMap;
 
-/// Weight type, interval (ns) and factor turning a kiln weight into the written one.
-fn weights(p: &Profile) -> (fx::WeightType, u64, f64) {
+/// How one profile's weights are written.
+struct Weights {
+    /// The profiler's weight type.
+    wtype: fx::WeightType,
+    /// The sampling interval, ns.
+    interval_ns: u64,
+    /// The factor turning a kiln weight into the written (integer) one.
+    factor: f64,
+    /// Written weights are µs of traced time, turned into ms after writing
+    /// (`tracing-ms` weights are fractional; the writer takes integers).
+    tracing: bool,
+    /// The CPU time one written unit of weight stands for, µs, when the profile measures
+    /// CPU time (a timer's samples, a clock's periods); `None` when it is not known.
+    cpu_us: Option<f64>,
+}
+
+/// How `p`'s weights are written.
+fn weights(p: &Profile) -> Weights {
+    let clock = p.event.is_clock();
+    let period = p.event.sample_period_ns.filter(|&x| x > 0);
+    let traced = |ns_per_unit: f64, cpu: bool| Weights {
+        wtype: fx::WeightType::TracingMs,
+        interval_ns: 1_000_000,
+        factor: ns_per_unit / 1e3,
+        tracing: true,
+        cpu_us: cpu.then_some(1.0),
+    };
     match p.event.unit {
-        WeightUnit::Samples => (
-            fx::WeightType::Samples,
-            p.event
-                .sample_period_ns
-                .filter(|&x| x > 0)
-                .unwrap_or(1_000_000),
-            1.0,
-        ),
-        WeightUnit::Period if p.event.is_clock() => (fx::WeightType::Samples, 1_000, 1e-3),
-        WeightUnit::Nanoseconds => (fx::WeightType::Samples, 1_000, 1e-3),
-        WeightUnit::Microseconds => (fx::WeightType::Samples, 1_000, 1.0),
-        WeightUnit::Bytes => (fx::WeightType::Bytes, 1_000_000, 1.0),
-        _ => (fx::WeightType::Samples, 1_000_000, 1.0),
+        WeightUnit::Samples => Weights {
+            wtype: fx::WeightType::Samples,
+            interval_ns: period.unwrap_or(1_000_000),
+            factor: 1.0,
+            tracing: false,
+            cpu_us: period.map(|ns| ns as f64 / 1e3),
+        },
+        WeightUnit::Period if clock => traced(1.0, true),
+        WeightUnit::Nanoseconds => traced(1.0, clock),
+        WeightUnit::Microseconds => traced(1e3, clock),
+        WeightUnit::Bytes => Weights {
+            wtype: fx::WeightType::Bytes,
+            interval_ns: 1_000_000,
+            factor: 1.0,
+            tracing: false,
+            cpu_us: None,
+        },
+        _ => Weights {
+            wtype: fx::WeightType::Samples,
+            interval_ns: 1_000_000,
+            factor: 1.0,
+            tracing: false,
+            cpu_us: None,
+        },
     }
+}
+
+/// What is set on a written thread after the writer is done: its name (the writer
+/// holds a tag in its place, so the thread is found again whatever order the writer put
+/// the threads in), its weights and CPU deltas.
+struct ThreadFix {
+    name: String,
+    tracing: bool,
+    cpu_us: Option<f64>,
+}
+
+/// The start of the tag naming a written thread until [`fix_threads`] names it.
+const TAG: &str = "\u{1}kiln-thread-";
+
+/// The tag naming the `k`th written thread.
+fn tag(k: usize) -> String {
+    format!("{TAG}{k}")
 }
 
 /// What a run shows beside its samples: per-second series and markers, in ns on the
@@ -45,6 +107,9 @@ pub struct Timeline {
     /// The phases (warm-up, measurement, sweep steps) and what the load did (flow
     /// control, connections dropped, failed requests, agents), one marker each.
     pub markers: Vec<Marker>,
+    /// The series left out: nothing but zeros or nothing measured (a track that would
+    /// draw nothing), by name.
+    pub left_out: Vec<String>,
 }
 
 /// One per-second series: `values[i]` is measured over `(time_ns[i] - step, time_ns[i]]`.
@@ -126,7 +191,9 @@ pub fn write_with(
     name: &str,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let interval = profiles.first().map_or(1_000_000, |p| weights(p).1);
+    let interval = profiles
+        .first()
+        .map_or(1_000_000, |p| weights(p).interval_ns);
     let mut fp = fx::Profile::new(
         name,
         fx::ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
@@ -149,6 +216,7 @@ pub fn write_with(
         .unwrap_or(0);
     let mut processes: HashMap<(usize, Option<u32>), fx::ProcessHandle> = HashMap::new();
     let mut threads_written = Vec::new();
+    let mut fixes = Vec::new();
     let several = profiles.len() > 1;
     for (pi, p) in profiles.iter().enumerate() {
         let event = if p.event.name.is_empty() {
@@ -187,14 +255,17 @@ pub fn write_with(
             });
             let thread =
                 fp.add_thread(process, info.and_then(|t| t.tid).unwrap_or(0), start, false);
-            fp.set_thread_name(
-                thread,
-                &if several {
+            let w = weights(p);
+            fp.set_thread_name(thread, &tag(fixes.len()));
+            fixes.push(ThreadFix {
+                name: if several {
                     format!("{tname} ({event})")
                 } else {
                     tname
                 },
-            );
+                tracing: w.tracing,
+                cpu_us: w.cpu_us,
+            });
             write_samples(&mut fp, thread, p, &rows, t0, &cats);
             threads_written.push(thread);
         }
@@ -206,9 +277,53 @@ pub fn write_with(
             fp.add_initial_visible_thread(t);
         }
     }
+    let mut json = serde_json::to_value(&fp).map_err(std::io::Error::other)?;
+    fix_threads(&mut json, &fixes);
     let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
-    serde_json::to_writer(&mut w, &fp).map_err(std::io::Error::other)?;
+    serde_json::to_writer(&mut w, &json).map_err(std::io::Error::other)?;
     std::io::Write::flush(&mut w)
+}
+
+/// Names each tagged thread of the written profile, turns its traced weights (µs) into
+/// ms, and sets its CPU deltas from its weights, or leaves them out where unknown.
+fn fix_threads(json: &mut serde_json::Value, fixes: &[ThreadFix]) {
+    use serde_json::Value;
+    let Some(threads) = json.get_mut("threads").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for t in threads {
+        let Some(fix) = t
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|n| n.strip_prefix(TAG))
+            .and_then(|k| k.parse::<usize>().ok())
+            .and_then(|k| fixes.get(k))
+        else {
+            continue;
+        };
+        t["name"] = Value::from(fix.name.as_str());
+        let Some(samples) = t.get_mut("samples").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let written: Vec<f64> = samples
+            .get("weight")
+            .and_then(Value::as_array)
+            .map(|w| w.iter().map(|x| x.as_f64().unwrap_or(0.0)).collect())
+            .unwrap_or_default();
+        match fix.cpu_us {
+            Some(us) => {
+                let deltas = written.iter().map(|&w| Value::from(w * us)).collect();
+                samples.insert("threadCPUDelta".into(), Value::Array(deltas));
+            }
+            None => {
+                samples.remove("threadCPUDelta");
+            }
+        }
+        if fix.tracing {
+            let ms = written.iter().map(|&w| Value::from(w / 1e3)).collect();
+            samples.insert("weight".into(), Value::Array(ms));
+        }
+    }
 }
 
 /// One kiln thread's samples (`rows` of `p`, in time order) on `thread`.
@@ -220,7 +335,12 @@ fn write_samples(
     t0: u64,
     cats: &Categories,
 ) {
-    let (wtype, interval_ns, factor) = weights(p);
+    let Weights {
+        wtype,
+        interval_ns,
+        factor,
+        ..
+    } = weights(p);
     fp.set_thread_samples_weight_type(thread, wtype);
     // Stacks, memoised per kiln stack node.
     let mut stacks: HashMap<u32, fx::StackHandle> = HashMap::new();

@@ -132,6 +132,13 @@ fn gecko_threads_hold_every_sample_with_its_time() {
         );
         let weights = s["weight"].as_array().unwrap();
         assert_eq!(weights.len(), n);
+        // cpu-clock's periods: CPU time, traced (ms) with each sample's CPU (µs).
+        assert_eq!(s["weightType"], "tracing-ms");
+        let cpu = s["threadCPUDelta"].as_array().expect("CPU deltas");
+        for (w, d) in weights.iter().zip(cpu) {
+            let (w, d) = (w.as_f64().unwrap(), d.as_f64().unwrap());
+            assert!((w * 1e3 - d).abs() < 1e-6, "{w} ms of CPU, {d} µs");
+        }
         let st = &t["stackTable"];
         let ft = &t["frameTable"];
         let fun = &t["funcTable"];
@@ -161,14 +168,14 @@ fn gecko_threads_hold_every_sample_with_its_time() {
             }
             names.reverse();
             stacks.insert(names.join(";"));
-            weight_us += w.as_u64().unwrap();
+            weight_us += (w.as_f64().unwrap() * 1e3).round() as u64;
         }
         samples += n;
     }
     assert_eq!(samples, p.samples.len(), "every sample at its time");
     let want: Vec<String> = folded(&p).into_keys().collect();
     assert_eq!(stacks.into_iter().collect::<Vec<_>>(), want);
-    // Nanoseconds written as whole microseconds per sample.
+    // Nanoseconds written as ms to the microsecond per sample.
     let total_ns: u64 = p.samples.weight.iter().sum();
     assert!(weight_us * 1000 <= total_ns && total_ns - weight_us * 1000 < 1000 * samples as u64);
 }

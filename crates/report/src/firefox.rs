@@ -1,6 +1,6 @@
 //! A run for the Firefox Profiler: its profiles' threads as tracks, every stored
 //! per-second series (the load's rates and latency percentiles, the target's CPU, queue
-//! depth where measured) as a counter track, and its markers (phases: warm-up,
+//! depth where measured) with a value other than 0 as a counter track, and its markers (phases: warm-up,
 //! measurement, the seconds after it, sweep steps; what the load did: [`crate::markers`])
 //! as markers, all on the run's one clock ([`kiln_formats::gecko::write_with`]).
 use crate::markers::{run_markers, Marker};
@@ -12,18 +12,27 @@ use kiln_store::RunData;
 /// The series and markers of `run` on its clock.
 pub fn timeline(run: &RunData) -> Timeline {
     let mut counters = Vec::new();
+    let mut left_out = Vec::new();
     for t in &run.series {
         let step_ns = typical_step(&t.time_ns);
         for c in &t.columns {
-            if !c.values.iter().any(|v| v.is_some_and(f64::is_finite)) {
+            let name = if c.unit.is_empty() {
+                format!("{}: {}", t.name, c.name)
+            } else {
+                format!("{}: {} ({})", t.name, c.name, c.unit)
+            };
+            // The profiler draws a value of 0 as nothing: a series without any other
+            // would be an empty track.
+            if !c
+                .values
+                .iter()
+                .any(|v| v.is_some_and(|x| x.is_finite() && x != 0.0))
+            {
+                left_out.push(name);
                 continue;
             }
             counters.push(Counter {
-                name: if c.unit.is_empty() {
-                    format!("{}: {}", t.name, c.name)
-                } else {
-                    format!("{}: {} ({})", t.name, c.name, c.unit)
-                },
+                name,
                 category: t.name.clone(),
                 description: format!("{} of the {} table, per second", c.name, t.name),
                 time_ns: t.time_ns.clone(),
@@ -47,7 +56,11 @@ pub fn timeline(run: &RunData) -> Timeline {
             end_ns: m.end_ns,
         })
         .collect();
-    Timeline { counters, markers }
+    Timeline {
+        counters,
+        markers,
+        left_out,
+    }
 }
 
 /// The warm-up (the series' seconds before the measurement), the measurement, the

@@ -969,6 +969,7 @@ fn profile_viewers<'a>(
                 // Under the flame graphs' section (h2) and the profile's heading (h3).
                 heading_level: Some(4),
                 categories: frame_cats,
+                cpus: (m.cpus > 0).then_some(m.cpus),
                 ..Default::default()
             },
         });

@@ -17,6 +17,8 @@ struct TrendPage<'a> {
     #[serde(flatten)]
     report: &'a Report,
     diffs: Vec<DiffInfo>,
+    /// The runs left out, in the words the text output says them (`None`: none).
+    left_out_text: Option<String>,
 }
 
 /// A differential flame graph of the page: the runs either side of change points.
@@ -58,7 +60,11 @@ pub fn write_trend_report(
             viewers.push(viewer);
         }
     }
-    let data = TrendPage { report, diffs };
+    let data = TrendPage {
+        report,
+        diffs,
+        left_out_text: report.left_out.text(),
+    };
     let title = format!("kiln runs trend {}", report.name);
     page::write(&title, "trend", &data, &viewers, None, opts, out)
 }

@@ -89,6 +89,9 @@ pub struct HtmlOptions {
     /// `kiln_report::categories::frame_categories`): the viewer then offers "by category"
     /// colouring with a legend, and starts with it. Default: `None` (palettes only).
     pub categories: Option<serde_json::Value>,
+    /// The machine's CPU count (a run's): the thread tracks' CPU scale stops there (a
+    /// process cannot use more). Default: `None` (unknown: the tracks' threads bound it).
+    pub cpus: Option<u32>,
 }
 
 impl Default for HtmlOptions {
@@ -107,6 +110,7 @@ impl Default for HtmlOptions {
             diff_marked: None,
             heading_level: None,
             categories: None,
+            cpus: None,
         }
     }
 }
@@ -303,6 +307,7 @@ fn encode_page(
         "view": if opts.flamechart { "chart" } else { "flame" },
         "marked": opts.diff_marked,
         "categories": opts.categories,
+        "cpus": opts.cpus,
         "profiles": profiles.iter().zip(&blobs).enumerate().map(|(i, (p, (_, c)))| {
             let mut m = unit_meta(p.event.quantity());
             m.insert("unit".into(), p.event.unit.name().into());

@@ -284,6 +284,28 @@ fn deep_profile() -> Profile {
     p
 }
 
+/// 13 threads of one process, each sampled every 10 ms for 2 s, in stacks 45 frames deep
+/// (`worker`, 43 levels of `rec`, `leaf`) and a few 3 deep.
+fn many_threads_profile() -> Profile {
+    let mut p = Profile::default();
+    let mut deep: Vec<&[u8]> = vec![b"worker"];
+    deep.extend(std::iter::repeat_n(&b"rec"[..], 43));
+    deep.push(b"leaf");
+    let base = 1_700_000_000_000_000_000u64;
+    for k in 0..13u32 {
+        let t = p.thread(Some(100), Some(100 + k), b"server");
+        for i in 0..200u64 {
+            let time = base + i * 10_000_000 + u64::from(k) * 100_000;
+            if i % 10 == 0 {
+                add(&mut p, &[b"worker", b"poll", b"epoll_wait"], 1, time, t);
+            } else {
+                add(&mut p, &deep, 1, time, t);
+            }
+        }
+    }
+    p
+}
+
 /// Plain names, for comparing the page's exports with kiln's own output.
 fn export_profile() -> Profile {
     let mut p = Profile::default();
@@ -446,6 +468,27 @@ fn write_fixtures(dir: &Path) {
     write_viewer_script(&mut two).unwrap();
     two.extend_from_slice(b"</body></html>\n");
     std::fs::write(dir.join("two.html"), two).unwrap();
+    // An embedded viewer with room to find: 13 threads of one process (a track each when
+    // opened), stacks 45 frames deep, categories with a legend, and a page that goes on
+    // below it (the wheel must reach it).
+    let many = many_threads_profile();
+    let mut room = b"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>room</title></head><body><main>\n<h1>A run</h1>\n".to_vec();
+    let categorised = HtmlOptions {
+        categories: Some(serde_json::json!({
+            "names": ["spin", "other", "other (kernel)"],
+            "frames": [["leaf", 0, 0]], "threads": [],
+            "other": 1, "other_kernel": 2, "yield_category": null,
+        })),
+        heading_level: Some(2),
+        ..plain.clone()
+    };
+    write_embedded(&[&many], &categorised, "cpu", None, &mut room).unwrap();
+    room.extend_from_slice(
+        b"<section style=\"height:1500px\"><h2>After the viewer</h2></section></main>\n",
+    );
+    write_viewer_script(&mut room).unwrap();
+    room.extend_from_slice(b"</body></html>\n");
+    std::fs::write(dir.join("room.html"), room).unwrap();
     // Exports: the page's must equal kiln's own output of the same view.
     let e = export_profile();
     page(dir, "export.html", &e, &plain);

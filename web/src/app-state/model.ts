@@ -46,6 +46,8 @@ export interface Meta {
   marked?: string[] | null;
   /** What kind of work each frame is (the run report's categories): "by category" colours. */
   categories?: unknown;
+  /** The machine's CPU count (a run's), when known: the tracks' CPU scale stops there. */
+  cpus?: number | null;
 }
 
 /** A view's categories: per node, and each category's colour and share of the view. */

@@ -10,6 +10,9 @@ import { Transform, decodeTransforms, encodeTransforms } from '../lib/transforms
 export type ViewName = 'flame' | 'chart' | 'tree' | 'table' | 'sandwich';
 export const VIEWS: readonly ViewName[] = ['flame', 'chart', 'tree', 'table', 'sandwich'];
 
+/** The least height an embedded viewer can be given (CSS px). */
+export const MIN_HEIGHT = 240;
+
 export type SortKey = 'self' | 'total' | 'name' | 'delta' | 'dself';
 
 export interface ViewState {
@@ -48,13 +51,21 @@ export interface ViewState {
   normalise: boolean;
   sort: SortKey;
   filter: string;
+  /** The tracks are shown (the toolbar's Tracks). */
+  tracks: boolean;
+  /** The category legend is open (closed: one line naming how many categories). */
+  legend: boolean;
+  /** An embedded viewer's height in CSS px (its resize handle); 0: the page's default. */
+  height: number;
+  /** The viewer fills the browser's window (full screen). */
+  full: boolean;
 }
 
 export function defaultState(palette: Palette, icicle: boolean, leftHeavy: boolean, view: ViewName = 'flame', colors: ViewState['colors'] = 'palette'): ViewState {
   return {
     view, icicle, order: leftHeavy ? 'left-heavy' : 'alphabetical', palette, colors, category: -1,
     query: '', matchCase: false, searchNames: false, zoom: [], transforms: [], threadMode: 'merged', hidden: [], invert: false, range: null,
-    fn: -1, normalise: true, sort: 'total', filter: '',
+    fn: -1, normalise: true, sort: 'total', filter: '', tracks: true, legend: true, height: 0, full: false,
   };
 }
 
@@ -91,6 +102,10 @@ export function toParams(s: ViewState, defaults: ViewState, shift = 0, nThreads 
   if (s.normalise !== defaults.normalise) p.set('norm', s.normalise ? '1' : '0');
   if (s.sort !== defaults.sort) p.set('sort', s.sort);
   if (s.filter) p.set('filter', s.filter);
+  if (!s.tracks) p.set('tracks', '0');
+  if (!s.legend) p.set('legend', '0');
+  if (s.height > 0) p.set('h', String(Math.round(s.height)));
+  if (s.full) p.set('full', '1');
   return p;
 }
 
@@ -141,6 +156,11 @@ export function fromParams(p: URLSearchParams, defaults: ViewState, nFrames: num
   const sort = p.get('sort');
   if (sort === 'self' || sort === 'total' || sort === 'name' || sort === 'delta' || sort === 'dself') s.sort = sort;
   s.filter = p.get('filter') ?? '';
+  s.tracks = p.get('tracks') !== '0';
+  s.legend = p.get('legend') !== '0';
+  const h = Number(p.get('h') ?? 0);
+  if (Number.isInteger(h) && h >= MIN_HEIGHT && h <= 20000) s.height = h;
+  s.full = p.get('full') === '1';
   return s;
 }
 

@@ -22,9 +22,14 @@ export interface CallNode {
   self: number;
   /** Layout node (the flame graph's node) of a row of the tree as it stands; -1 inverted. */
   node: number;
-  /** Inverted rows: the layout nodes their samples pass through, and the weight of each. */
+  /**
+   * Inverted rows: the layout nodes their samples pass through, and the weight of each:
+   * `nodes[from..to)` and `weights[from..to)` (the first level's rows share two arrays).
+   */
   nodes?: Int32Array;
   weights?: Float64Array;
+  from?: number;
+  to?: number;
 }
 
 export class CallTree {
@@ -78,27 +83,42 @@ export class CallTree {
       this.top = this.sort(this.childrenOfNode(0, '', 0));
       return this.top;
     }
-    // Functions that ran: every node with self weight, grouped by frame.
-    const byFrame = new Map<number, number[]>();
+    // Functions that ran: every node with self weight, grouped by frame in one counting
+    // pass over typed arrays (a million nodes: no per-function arrays to grow); each
+    // row's nodes and weights are views of the shared arrays.
+    const self = this.selfW;
+    let frames = 0;
+    for (let v = 1; v < l.n; v++) if (l.frame[v] >= frames) frames = l.frame[v] + 1;
+    const start = new Int32Array(frames + 1);
+    for (let v = 1; v < l.n; v++) if (self[v] > 0) start[l.frame[v] + 1]++;
+    for (let f = 0; f < frames; f++) start[f + 1] += start[f];
+    const at = start.slice(0, frames);
+    const nodes = new Int32Array(start[frames]);
+    const weights = new Float64Array(start[frames]);
     for (let v = 1; v < l.n; v++) {
-      if (!(this.selfW[v] > 0)) continue;
-      const f = l.frame[v];
-      let list = byFrame.get(f);
-      if (!list) byFrame.set(f, (list = []));
-      list.push(v);
+      if (!(self[v] > 0)) continue;
+      const i = at[l.frame[v]]++;
+      nodes[i] = v;
+      weights[i] = self[v];
     }
-    const out: CallNode[] = [];
-    for (const [f, vs] of byFrame) {
-      const nodes = Int32Array.from(vs);
-      const weights = new Float64Array(vs.length);
+    // The functions' totals, sorted as typed arrays (heaviest first, ties in name
+    // order), then one row each in that order.
+    const fs: number[] = [];
+    const sums = new Float64Array(frames);
+    for (let f = 0; f < frames; f++) {
+      if (start[f] === start[f + 1]) continue;
       let sum = 0;
-      vs.forEach((v, i) => {
-        weights[i] = this.selfW[v];
-        sum += weights[i];
-      });
-      out.push({ key: String(f), frame: f, depth: 0, total: sum, self: sum, node: -1, nodes, weights });
+      for (let i = start[f]; i < start[f + 1]; i++) sum += weights[i];
+      sums[f] = sum;
+      fs.push(f);
     }
-    this.top = this.sort(out);
+    const order = heaviestFirst(fs, sums, this.rank);
+    const out: CallNode[] = new Array(order.length);
+    for (let k = 0; k < order.length; k++) {
+      const f = order[k];
+      out[k] = { key: String(f), frame: f, depth: 0, total: sums[f], self: sums[f], node: -1, nodes, weights, from: start[f], to: start[f + 1] };
+    }
+    this.top = out;
     return this.top;
   }
 
@@ -127,7 +147,7 @@ export class CallTree {
       const groups = new Map<number, { nodes: number[]; weights: number[]; sum: number }>();
       const nodes = n.nodes!;
       const weights = n.weights!;
-      for (let i = 0; i < nodes.length; i++) {
+      for (let i = n.from ?? 0, end = n.to ?? nodes.length; i < end; i++) {
         const p = l.parent[nodes[i]];
         if (p <= 0) continue;
         const f = l.frame[p];
@@ -155,20 +175,25 @@ export class CallTree {
     }
     const l = this.layout;
     const nodes = n.nodes!;
-    for (let i = 0; i < nodes.length; i++) if (l.parent[nodes[i]] > 0) return true;
+    for (let i = n.from ?? 0, end = n.to ?? nodes.length; i < end; i++) if (l.parent[nodes[i]] > 0) return true;
     return false;
   }
 
   /** The rows shown: every first-level row, and the children of expanded rows, depth first. */
   rows(expanded: ReadonlySet<string>): CallNode[] {
+    const roots = this.roots();
+    // Nothing open: the first level as it is (a million-node inverted tree has hundreds
+    // of thousands of rows there).
+    if (expanded.size === 0) return roots.slice();
     const out: CallNode[] = [];
     const walk = (list: CallNode[]): void => {
-      for (const n of list) {
+      for (let i = 0; i < list.length; i++) {
+        const n = list[i];
         out.push(n);
         if (expanded.has(n.key)) walk(this.children(n));
       }
     };
-    walk(this.roots());
+    walk(roots);
     return out;
   }
 
@@ -205,6 +230,50 @@ export class CallTree {
     }
     return out;
   }
+}
+
+const RANK_BITS = 2 ** 21;
+
+/**
+ * `frames` ordered by `sums` (heaviest first), ties by `rank` (name order). Whole totals
+ * under 2^31 with distinct ranks under 2^21 (sample counts: the common case) are sorted as
+ * one number each, -total × 2^21 + rank, by the engine's numeric sort (no comparator to
+ * call 200,000 times × log); other weights by a comparator.
+ */
+export function heaviestFirst(frames: number[], sums: Float64Array, rank: Uint32Array): Uint32Array {
+  const n = frames.length;
+  let packed = true;
+  let maxRank = 0;
+  for (let k = 0; k < n && packed; k++) {
+    const t = sums[frames[k]];
+    const r = rank[frames[k]];
+    if (!Number.isInteger(t) || t < 0 || t >= 2 ** 31 || r >= RANK_BITS) packed = false;
+    else if (r > maxRank) maxRank = r;
+  }
+  const byRank = packed ? new Int32Array(maxRank + 1).fill(-1) : null;
+  if (byRank) {
+    for (let k = 0; k < n; k++) {
+      const r = rank[frames[k]];
+      if (byRank[r] >= 0) {
+        packed = false;
+        break;
+      }
+      byRank[r] = frames[k];
+    }
+  }
+  if (!packed || !byRank) {
+    const order = Uint32Array.from(frames);
+    return order.sort((a, b) => sums[b] - sums[a] || rank[a] - rank[b]);
+  }
+  const keys = new Float64Array(n);
+  for (let k = 0; k < n; k++) keys[k] = -sums[frames[k]] * RANK_BITS + rank[frames[k]];
+  keys.sort();
+  const order = new Uint32Array(n);
+  for (let k = 0; k < n; k++) {
+    const r = ((keys[k] % RANK_BITS) + RANK_BITS) % RANK_BITS;
+    order[k] = byRank[r];
+  }
+  return order;
 }
 
 /** The frame ids of a key (a row's path). */

@@ -96,7 +96,8 @@ export function speedscopeOf(l: Layout, frames: FrameSet, unit: Unit, name: stri
  * 55, which the profiler upgrades on load): one thread whose stack table is the layout's
  * nodes and whose samples are each node's self weight, as time (ms, `tracing-ms`) when
  * the weights are time, bytes when bytes, else sample counts; the call tree and flame
- * graph there are this graph's.
+ * graph there are this graph's. The samples are one per node, 1 ms apart, not in time:
+ * they carry no CPU deltas (the profiler then draws each as busy).
  */
 export function firefoxOf(l: Layout, frames: FrameSet, unit: Unit, name: string): string {
   const [weightType, scale] = unit.kind === 'time' ? ['tracing-ms', unit.ns(1) / 1e6] : unit.kind === 'bytes' ? ['bytes', unit.scale] : ['samples', 1];
@@ -149,7 +150,7 @@ export function firefoxOf(l: Layout, frames: FrameSet, unit: Unit, name: string)
     processType: 'default',
     registerTime: 0,
     resourceTable: { length: 0, lib: [], name: [], host: [], type: [] },
-    samples: { length: sampleStack.length, weightType, stack: sampleStack, timeDeltas: sampleStack.map((_, i) => (i ? 1 : 0)), weight, threadCPUDelta: fill(sampleStack.length, 0) },
+    samples: { length: sampleStack.length, weightType, stack: sampleStack, timeDeltas: sampleStack.map((_, i) => (i ? 1 : 0)), weight },
     // The frame table's rows are the functions' (one each): a stack's frame is its function.
     stackTable: { length: prefix.length, prefix, frame: frameCol },
     stringArray: strings,

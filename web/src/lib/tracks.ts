@@ -78,9 +78,9 @@ export function isSelected(selection: readonly number[], threads: readonly numbe
 }
 
 /**
- * What a track's height measures: CPU time as a share of one CPU, time blocked (an
- * off-CPU profile) or other time as a share of the wall time, or (weights that are not
- * time: bytes, events, samples without a period) the weight itself.
+ * What a track's height measures: CPU time in CPUs, time blocked (an off-CPU profile) or
+ * other time as a share of its threads' wall time, or (weights that are not time: bytes,
+ * events, samples without a period) the weight itself.
  */
 export type ActivityKind = 'cpu' | 'blocked' | 'time' | 'weight';
 
@@ -94,22 +94,29 @@ export function activityKind(unit: Unit): ActivityKind {
 export interface Activity {
   kind: ActivityKind;
   /**
-   * Per bucket: the time measured over the bucket's length (1: a whole CPU, or blocked
-   * all along; a group of threads can exceed 1), or for 'weight' the weight.
+   * Per bucket: for 'cpu' the CPUs used (CPU time over the bucket's length: 1 is a whole
+   * CPU, a group of threads can use several); for 'blocked' and 'time' the share of the
+   * track's threads' wall time (1: every thread all along); for 'weight' the weight.
    */
   own: Float64Array;
   /** Per bucket, ns of `own` (0 for 'weight'). */
   ownNs: Float64Array;
-  /** Another profile's time blocked over the bucket's length, stacked above; null without. */
+  /**
+   * Another profile's time blocked, per bucket, as a share of the track's threads' wall
+   * time (1: every thread blocked all along), drawn down from the top on its own scale;
+   * null without.
+   */
   off: Float64Array | null;
   offNs: Float64Array | null;
   /**
-   * The value drawn at the track's full height: 1 (one CPU, or the whole wall time)
-   * unless the track's threads went beyond it, then its busiest bucket (own and off
-   * together), at most one per thread (a thread runs on one CPU at a time: more in a
-   * bucket is sampling jitter, clipped); for 'weight' its busiest bucket.
+   * The value drawn at the track's full height: for 'cpu' 1 CPU unless the track used
+   * more, then its busiest bucket, at most one CPU per thread and at most the machine's
+   * CPUs (more in a bucket is sampling jitter, clipped); 1 for shares of the wall time;
+   * for 'weight' its busiest bucket.
    */
   top: number;
+  /** The track's threads (the wall time blocked time is a share of). */
+  threads: number;
   /** The buckets' span (ns since the profile's origin) and length. */
   from: number;
   bucketNs: number;
@@ -119,13 +126,14 @@ export interface Activity {
  * The activity of a track of `threads` threads from its histogram over the time axis
  * (`own`, in the profile's weight; `nsPerWeight`: ns one unit of weight stands for, the
  * sampling period for timer samples, 0 when weights are not time) and another profile's
- * time blocked (`off`, in ns over the same buckets). A bucket of 10 ms holding 4 samples
- * of a 1 ms timer is 40% of a CPU.
+ * time blocked (`off`, in ns over the same buckets); `cpus`: the machine's CPUs (0:
+ * unknown). A bucket of 10 ms holding 4 samples of a 1 ms timer is 0.40 CPU.
  */
-export function activity(kind: ActivityKind, own: Histogram, off: Histogram | null, nsPerWeight: number, threads: number): Activity {
+export function activity(kind: ActivityKind, own: Histogram, off: Histogram | null, nsPerWeight: number, threads: number, cpus = 0): Activity {
   const n = own.buckets.length;
   const bucketNs = (own.to - own.from) / Math.max(1, n);
   const isTime = kind !== 'weight' && nsPerWeight > 0 && bucketNs > 0;
+  const wall = bucketNs * Math.max(1, threads);
   const ownNs = new Float64Array(n);
   const share = new Float64Array(n);
   const offNs = isTime && off ? new Float64Array(n) : null;
@@ -138,14 +146,27 @@ export function activity(kind: ActivityKind, own: Histogram, off: Histogram | nu
       continue;
     }
     ownNs[k] = own.buckets[k] * nsPerWeight;
-    share[k] = ownNs[k] / bucketNs;
+    share[k] = ownNs[k] / (kind === 'cpu' ? bucketNs : wall);
     if (offNs && offShare && off) {
       offNs[k] = off.buckets[k] ?? 0;
-      offShare[k] = offNs[k] / bucketNs;
+      offShare[k] = offNs[k] / wall;
     }
-    top = Math.max(top, share[k] + (offShare ? offShare[k] : 0));
+    top = Math.max(top, share[k]);
   }
-  return { kind: isTime ? kind : 'weight', own: share, ownNs, off: offShare, offNs, top: isTime ? Math.min(Math.max(1, threads), Math.max(1, top)) : top, from: own.from, bucketNs };
+  const most = Math.max(1, cpus > 0 ? Math.min(threads, cpus) : threads);
+  const full = !isTime ? top : kind === 'cpu' ? Math.min(most, Math.max(1, top)) : 1;
+  return { kind: isTime ? kind : 'weight', own: share, ownNs, off: offShare, offNs, top: full, threads: Math.max(1, threads), from: own.from, bucketNs };
+}
+
+/** CPUs used: "0.34 CPU", "1 CPU", "2.30 CPUs". */
+export function cpusText(x: number): string {
+  if (x === 1) return '1 CPU';
+  return `${(Math.round(x * 100) / 100).toFixed(2)} ${x > 1 ? 'CPUs' : 'CPU'}`;
+}
+
+/** The wall time a share of a track's time is of: "the time", "3 threads' time". */
+function wallOf(a: Activity): string {
+  return a.threads > 1 ? `${a.threads} threads' time` : 'the time';
 }
 
 /** A share as a percentage: 34%, 4.5%, <0.1%, 0%. */
@@ -159,20 +180,21 @@ export function percent(share: number): string {
 /** What the full height of a track stands for: "1 CPU", "2.30 CPUs", "100% of the time". */
 export function fullHeight(a: Activity): string {
   if (a.kind === 'weight') return '';
-  if (a.kind === 'cpu') return a.top === 1 ? '1 CPU' : `${(Math.round(a.top * 100) / 100).toFixed(2)} CPUs`;
-  return `${percent(a.top)} of the time`;
+  if (a.kind === 'cpu') return cpusText(a.top);
+  return `${percent(a.top)} of ${wallOf(a)}`;
 }
 
 /**
- * Bucket k of a track as its tooltip says it: "34% of a CPU, 12 ms at 1.20 s", "blocked
- * 80% of the time, 40 ms at 1.20 s"; stacked, both ("…; blocked 50% of the time, 18 ms").
- * `shift` is added to times to read them on the page's clock; `format` writes a weight.
+ * Bucket k of a track as its tooltip says it: "0.34 CPU, 12 ms at 1.20 s", "blocked 80% of
+ * the time, 40 ms at 1.20 s"; with the time blocked beside, both ("…; blocked 50% of 3
+ * threads' time, 18 ms"). `shift` is added to times to read them on the page's clock;
+ * `format` writes a weight.
  */
 export function describeBucket(a: Activity, k: number, shift: number, format: (w: number) => string): string {
   const at = ` at ${formatInstant(a.from + k * a.bucketNs + shift, a.bucketNs)}`;
   if (a.kind === 'weight') return `${format(a.own[k])}${at}`;
-  const own = `${percent(a.own[k])} ${a.kind === 'cpu' ? 'of a CPU' : 'of the time'}, ${formatNs(a.ownNs[k])}`;
+  const own = a.kind === 'cpu' ? `${cpusText(a.own[k])}, ${formatNs(a.ownNs[k])}` : `${percent(a.own[k])} of ${wallOf(a)}, ${formatNs(a.ownNs[k])}`;
   const lead = a.kind === 'blocked' ? `blocked ${own}` : own;
-  const off = a.off && a.offNs ? `; blocked ${percent(a.off[k])} of the time, ${formatNs(a.offNs[k])}` : '';
+  const off = a.off && a.offNs ? `; blocked ${percent(a.off[k])} of ${wallOf(a)}, ${formatNs(a.offNs[k])}` : '';
   return `${lead}${off}${at}`;
 }

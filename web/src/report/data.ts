@@ -129,7 +129,37 @@ export interface ProfileInfo {
   origin: string | null;
 }
 
+/** One piece of a finding's evidence (crates/findings): where to look, with what it says. */
+export interface FindingEvidence {
+  what: string;
+  value: string;
+  source: string;
+  /** Seconds on the page's clock (0: the measurement's start) the evidence covers. */
+  from_s?: number | null;
+  to_s?: number | null;
+  /** A series to show: "table/column". */
+  series?: string | null;
+  /** The profile (its event) whose flame graph shows it. */
+  profile?: string | null;
+  /** The function to find in that flame graph. */
+  focus?: string | null;
+}
+
+/** A finding of the run (crates/findings, ranked by Rust for the page's window). */
+export interface Finding {
+  rule: string;
+  class: string;
+  title: string;
+  claim: string;
+  explains: { pct: number; of: string } | null;
+  evidence: FindingEvidence[];
+  check: string;
+  score: number;
+}
+
 export interface RunPage {
+  /** What the run's data says went wrong or limited it, most important first (absent: not computed). */
+  findings?: Finding[];
   name: string;
   id: number | null;
   complete: boolean;
@@ -303,6 +333,8 @@ export interface TrendPage {
   gates?: { condition: string; status: string; message: string }[];
   /** The differential flame graphs of the runs either side of change points (none when no profile was read). */
   diffs?: TrendDiff[];
+  /** The runs left out (incomplete, damaged, other configurations, untagged), as the text output says them. */
+  left_out_text?: string | null;
 }
 
 /** A differential flame graph of the trend page: each side's runs merged (crates/report/src/trend.rs). */

@@ -12,6 +12,7 @@ import { CallTree } from '../lib/calltree.js';
 import { Layout, pathOf } from '../lib/layout.js';
 import { Palette } from '../lib/palette.js';
 import { CategoryLegend } from './category-legend.js';
+import { Resizer } from './resizer.js';
 import { histogram, timeSpan } from '../lib/timeline.js';
 import { timeIndex } from '../lib/timeindex.js';
 import { percent } from '../lib/format.js';
@@ -98,6 +99,8 @@ export class App {
   private readonly transformsBar: HTMLDivElement;
   private readonly menu = new Menu();
   private readonly help: HelpDialog;
+  /** An embedded viewer's resize handle. */
+  private readonly resizer: Resizer | null;
   private readonly panes: Record<ViewName, HTMLElement>;
   private readonly chartPane: ChartPane;
   private readonly sandwich: SandwichPane;
@@ -153,7 +156,7 @@ export class App {
     // The header and the page's parts around the views.
     this.header = buildHeader(model, viewTabs(this.chart !== null), this.ids, opts.embedded ? opts.key ?? '' : null, opts.headingLevel ?? 1, this.headerActions());
     this.ctrl = this.header.ctrl;
-    this.categoryLegend = model.categories ? new CategoryLegend((k) => this.setState({ category: k })) : null;
+    this.categoryLegend = model.categories ? new CategoryLegend((k) => this.setState({ category: k }), () => this.setState({ legend: !this.state.legend })) : null;
     if (this.categoryLegend) this.header.el.append(this.categoryLegend.el);
     this.details = el('div', { class: 'details', 'data-ctrl': 'details' });
     this.status = el('div', { class: 'sr-only', role: 'status', 'aria-live': 'polite', 'data-ctrl': 'status' });
@@ -163,6 +166,7 @@ export class App {
     this.crumbs = el('nav', { class: 'crumbs', 'aria-label': opts.embedded ? `Zoom path of the ${opts.key} flame graph` : 'Zoom path' });
     this.transformsBar = el('div', { class: 'transforms', hidden: true });
     this.help = new HelpDialog(`${this.ids}-help-title`);
+    this.resizer = opts.embedded ? new Resizer(opts.key ?? '', () => this.root, (height) => this.setState({ height })) : null;
     // The parts beside the app.
     this.chartPane = new ChartPane(this.chart, { model, shift: this.shift, state: () => this.state, ctrl: this.ctrl, notice: this.notice, span: () => this.chartSpan });
     const parts = this.parts();
@@ -309,6 +313,7 @@ export class App {
       matchCase: () => this.setState({ matchCase: !this.state.matchCase }),
       exportMenu: (b) => this.exports.openMenu(b),
       help: () => this.help.toggle(),
+      full: () => this.setState({ full: !this.state.full }),
     };
   }
 
@@ -329,6 +334,7 @@ export class App {
       this.crumbs,
       el('div', { class: 'panes' }, ...VIEWS.map((v) => this.panes[v]), this.empty),
       this.details,
+      this.resizer ? this.resizer.el : null,
       this.status,
       this.hover.tooltip,
       this.menu.el,
@@ -470,6 +476,7 @@ export class App {
     this.lastNormalise = s.normalise;
     const frames = m.frames(s);
     const { error } = m.search(s, frames);
+    this.renderRoom();
     showState(this.header, s, !(this.tracks?.el.hidden ?? true), error);
     renderTransforms(this.transformsBar, s.transforms, frames.names, (i) => this.setState({ transforms: this.state.transforms.slice(0, i), zoom: [] }));
     this.timeline?.setRange(s.range);
@@ -478,7 +485,7 @@ export class App {
     this.renderTracks();
     if (s.view === 'chart') {
       // The chart's colours by category are the flame graph's: its legend with them.
-      this.categoryLegend?.show(s.colors === 'category' && this.categoryLegend ? this.derived.categories : null, s.category);
+      this.categoryLegend?.show(s.colors === 'category' && this.categoryLegend ? this.derived.categories : null, s.category, s.legend);
       this.chartPane.render();
       this.renderEmpty(null);
       return;
@@ -488,7 +495,7 @@ export class App {
     setText(this.ctrl.matched, error ? 'Invalid regex' : d.match ? `Matched: ${percent(d.matchedWeight, d.layout.total[0])}` : '');
     this.matches.renderCount();
     if (d.diff) showDiffTotals(this.ctrl, m, d.diff, s.normalise);
-    this.categoryLegend?.show(s.colors === 'category' && (s.view === 'flame' || s.view === 'sandwich') ? d.categories : null, s.category);
+    this.categoryLegend?.show(s.colors === 'category' && (s.view === 'flame' || s.view === 'sandwich') ? d.categories : null, s.category, s.legend);
     if (s.view === 'flame') {
       renderCrumbs(this.crumbs, d, (l, v) => this.labelOf(l, v), (zoom) => this.setState({ zoom, view: 'flame' }));
       this.main.show(d.layout, d.color, searchDimmer(d.match, d.layout), (v) => this.labelOf(d.layout, v), s.icicle, d.zoomNode);
@@ -528,11 +535,20 @@ export class App {
 
   /** Shows or hides the track list. */
   private toggleTracks(): void {
-    const t = this.tracks;
-    if (!t) return;
-    t.el.hidden = !t.el.hidden;
-    this.ctrl.tracks?.setAttribute('aria-pressed', String(!t.el.hidden));
-    this.renderTracks();
+    if (this.tracks) this.setState({ tracks: !this.state.tracks });
+  }
+
+  /**
+   * The viewer's room: the tracks shown or not, its height (an embedded viewer's resize
+   * handle) and full screen, from the state.
+   */
+  private renderRoom(): void {
+    const s = this.state;
+    if (this.tracks) this.tracks.el.hidden = !s.tracks;
+    this.root.classList.toggle('kiln-full', s.full);
+    document.documentElement.classList.toggle('kiln-has-full', s.full || document.querySelector('.kiln-full') !== null);
+    if (this.opts.embedded) this.root.style.height = s.height > 0 && !s.full ? `${s.height}px` : '';
+    this.resizer?.show(s.height);
   }
 
   /** The tracks' selection (the threads not hidden), the window and each thread's samples in it. */

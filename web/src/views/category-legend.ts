@@ -1,7 +1,8 @@
 // The legend of a flame graph coloured by category: each category of the view with its
 // frame colour and its share of what is shown (the window's, after transforms), largest
 // first; a click highlights one category (the others' frames greyed), a second click
-// clears it. Names are text only (a user's rules name categories).
+// clears it; its head opens and closes it (the URL keeps which). Names are text only (a
+// user's rules name categories).
 import { CategoryView } from '../app-state/model.js';
 import { el, setText } from './dom.js';
 
@@ -10,17 +11,28 @@ export class CategoryLegend {
   private readonly list: HTMLElement;
   private key = '';
 
-  constructor(private readonly pick: (category: number) => void) {
+  private readonly toggle: HTMLButtonElement;
+
+  constructor(
+    private readonly pick: (category: number) => void,
+    /** Opens or closes the legend. */
+    flip: () => void,
+  ) {
     this.list = el('span', { class: 'category-items' });
-    this.el = el('div', { class: 'legend category-legend', 'data-ctrl': 'category-legend', role: 'group', 'aria-label': 'Categories: share of what is shown' }, el('span', { class: 'legend-note', text: 'By category:' }), this.list);
+    this.toggle = el('button', { type: 'button', class: 'legend-note legend-toggle', 'data-ctrl': 'legend-toggle', 'aria-expanded': 'true', title: 'Close or open the legend', text: 'By category:' });
+    this.toggle.addEventListener('click', flip);
+    this.el = el('div', { class: 'legend category-legend', 'data-ctrl': 'category-legend', role: 'group', 'aria-label': 'Categories: share of what is shown' }, this.toggle, this.list);
   }
 
-  /** Shows the categories of `c` (hidden when null: palette colours or no categories). */
-  show(c: CategoryView | null, highlighted: number): void {
+  /** Shows the categories of `c` (hidden when null: palette colours or no categories), open or closed. */
+  show(c: CategoryView | null, highlighted: number, open = true): void {
     this.el.hidden = !c;
     if (!c) return;
     const order = c.names.map((_, i) => i).filter((i) => c.shares[i] > 0);
     order.sort((a, b) => c.shares[b] - c.shares[a] || a - b);
+    this.list.hidden = !open;
+    this.toggle.setAttribute('aria-expanded', String(open));
+    setText(this.toggle, open ? '\u25be By category:' : `\u25b8 By category (${order.length} categor${order.length === 1 ? 'y' : 'ies'})`);
     const key = `${order.join(',')}|${highlighted}|${order.map((i) => c.shares[i].toFixed(1)).join(',')}`;
     if (key === this.key) return;
     this.key = key;

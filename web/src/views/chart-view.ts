@@ -290,16 +290,22 @@ export class ChartView {
   private onWheel(e: WheelEvent): void {
     const s = this.scene;
     if (!s) return;
+    if (!e.ctrlKey && !e.metaKey && !e.shiftKey && Math.abs(e.deltaX) <= Math.abs(e.deltaY)) {
+      // Scrolls the lanes while they can, then the page.
+      const before = s.scrollY;
+      s.scrollY += e.deltaY;
+      this.clampScroll();
+      if (s.scrollY === before) return;
+      e.preventDefault();
+      this.requestDraw();
+      return;
+    }
     e.preventDefault();
     if (e.ctrlKey || e.metaKey) {
       const at = s.t0 + (e.offsetX / this.renderer.width) * (s.t1 - s.t0);
       this.zoomBy(Math.exp(e.deltaY * 0.002), at);
-    } else if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
-      this.panBy((e.shiftKey ? e.deltaY : e.deltaX) / this.renderer.width);
     } else {
-      s.scrollY += e.deltaY;
-      this.clampScroll();
-      this.requestDraw();
+      this.panBy((e.shiftKey ? e.deltaY : e.deltaX) / this.renderer.width);
     }
   }
 }

@@ -1,7 +1,8 @@
 // An interactive flame graph pane: a canvas, its viewport, the mouse (hover, click to
-// zoom, drag to pan, Ctrl+wheel to zoom, wheel to scroll, right-click for actions) and the
-// keyboard (Tab to the canvas; arrows move between frames, Enter zooms, the context-menu
-// key or Shift+F10 opens the actions of the selected frame).
+// zoom, drag to pan, Ctrl+wheel to zoom, wheel to scroll the graph and then the page,
+// right-click for actions) and the keyboard (Tab to the canvas; arrows move between
+// frames, Enter zooms, the context-menu key or Shift+F10 opens the actions of the
+// selected frame).
 import { Layout, firstEndingAfter } from '../lib/layout.js';
 import { DrawStats, FlameRenderer, FlameScene, ROW_HEIGHT } from '../render/flame-renderer.js';
 import { currentTheme } from '../render/theme.js';
@@ -323,6 +324,17 @@ export class FlameView {
   private onWheel(e: WheelEvent): void {
     const s = this.scene;
     if (!s) return;
+    if (!e.ctrlKey && !e.metaKey && !e.shiftKey && Math.abs(e.deltaX) <= Math.abs(e.deltaY)) {
+      // Scrolls the graph while it can, then the page (no wheel trap in a page of
+      // several viewers).
+      const before = s.scrollY;
+      s.scrollY += s.icicle ? e.deltaY : -e.deltaY;
+      this.clampScroll();
+      if (s.scrollY === before) return;
+      e.preventDefault();
+      this.requestDraw();
+      return;
+    }
     e.preventDefault();
     if (e.ctrlKey || e.metaKey) {
       const f = Math.exp(e.deltaY * 0.002);
@@ -332,8 +344,6 @@ export class FlameView {
       const d = (e.shiftKey ? e.deltaY : e.deltaX) / this.renderer.width;
       const span = s.x1 - s.x0;
       this.setRange(s.x0 + d * span, s.x1 + d * span);
-    } else {
-      s.scrollY += s.icicle ? e.deltaY : -e.deltaY;
     }
     this.requestDraw();
   }

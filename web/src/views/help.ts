@@ -38,7 +38,7 @@ export class HelpDialog {
     this.el.replaceChildren(
       el('h2', { id: titleId, text: 'Keyboard shortcuts' }),
       el('table', {}, el('tbody', {}, ...SHORTCUTS.map(([k, t]) => el('tr', {}, el('th', { scope: 'row' }, el('kbd', { text: k })), el('td', { text: t }))))),
-      el('p', { text: 'Mouse: click a frame to zoom, drag to pan, Ctrl+wheel to zoom, wheel to scroll, right-click for actions; drag on the time strip to select a window. The URL keeps the view: copy it to share.' }),
+      el('p', { text: 'Mouse: click a frame to zoom, drag to pan, Ctrl+wheel to zoom, wheel to scroll (the graph, then the page), right-click for actions; drag on the time strip to select a window; drag the bar under an embedded viewer to resize it, Full screen to fill the window (Esc goes back). The URL keeps the view: copy it to share.' }),
       close,
     );
     this.el.addEventListener('keydown', (e) => {

@@ -75,13 +75,14 @@ export function onKey(k: KeySource, e: KeyboardEvent): void {
   }
 }
 
-/** Escape closes what is open, leaves a field, then undoes the search, the chart's zoom, the window or the zoom. */
+/** Escape closes what is open, leaves a field or full screen, then undoes the search, the chart's zoom, the window or the zoom. */
 function onEscape(k: KeySource, t: HTMLElement, typing: boolean): void {
   if (k.menu.isOpen) return k.menu.close();
   if (k.help.isOpen) return k.help.close();
   if (typing) return (t as HTMLInputElement).blur();
   const s = k.state();
-  if (s.query) k.setState({ query: '' });
+  if (s.full) k.setState({ full: false });
+  else if (s.query) k.setState({ query: '' });
   else if (s.view === 'chart') {
     // First the chart's own zoom, then the window.
     if (!k.unzoomChart()) k.setState({ range: null });

@@ -8,7 +8,15 @@ export const STYLES = `
 --link:#a9c1ff;--hover:#2c3142;--stripe:#1d1e23;--active:#2b3a66;--tip:#2a2b22;--tip-line:#6b6a55;--warn-bg:#33301f;--warn-line:#5a5535;--focus:#7fb0ff;--error:#ff8a8a;--kbd:#2a2c33}}
 html,body{margin:0;height:100%;font:13px Verdana,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg)}
 .kiln{display:flex;flex-direction:column;height:100vh}
-.kiln-mount .kiln{height:var(--kiln-viewer-height,70vh);border:1px solid var(--line)}
+.kiln-mount .kiln{box-sizing:border-box;height:var(--kiln-viewer-height,calc(100vh - 24px));min-height:240px;border:1px solid var(--line)}
+.kiln-mount .kiln.kiln-full,.kiln.kiln-full{position:fixed;inset:0;z-index:30;height:100vh;border:none;background:var(--bg)}
+html.kiln-has-full{overflow:hidden}
+.kiln-resize{flex:0 0 auto;height:8px;cursor:ns-resize;border-top:1px solid var(--line);background:var(--panel);touch-action:none}
+.kiln-resize:hover,.kiln-resize:focus-visible{background:var(--active)}
+.kiln-full .kiln-resize{display:none}
+.legend-toggle{font:inherit;color:inherit;background:none;border:1px solid transparent;border-radius:3px;padding:1px 4px;cursor:pointer}
+.legend-toggle:hover{border-color:#888}
+.category-items[hidden]{display:none}
 .kiln-header{padding:4px 8px;border-bottom:1px solid var(--line);background:var(--panel);min-width:0}
 .title{font-size:16px;margin:2px 0;white-space:pre;overflow:hidden;text-overflow:ellipsis}
 .subtitle{color:var(--muted);font-size:12px;white-space:pre;overflow:hidden;text-overflow:ellipsis}
@@ -45,7 +53,7 @@ select,input{border:1px solid var(--button-line);border-radius:3px}
 .timeline-label{font-size:11px;padding:1px 8px;color:var(--muted);white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .timeline-bars{height:44px}
 .timeline-canvas{width:100%;height:100%;display:block;cursor:crosshair}
-.tracks{border-bottom:1px solid var(--line);flex:0 1 auto;overflow:hidden auto;max-height:40%;min-height:0}
+.tracks{border-bottom:1px solid var(--line);flex:0 1 auto;overflow:hidden auto;max-height:25%;min-height:0}
 .tracks[hidden]{display:none}
 .tracks-title{font-size:11px;padding:1px 8px;color:var(--muted)}
 .track{position:relative;height:22px;border-top:1px solid var(--line);cursor:pointer}

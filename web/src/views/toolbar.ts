@@ -38,6 +38,8 @@ export interface HeaderActions {
   matchCase(): void;
   exportMenu(anchor: HTMLElement): void;
   help(): void;
+  /** Fills the browser's window with the viewer, or back. */
+  full(): void;
 }
 
 /** One line saying what a profile is: where from, which event, how much, over how long. */
@@ -140,6 +142,7 @@ export function buildHeader(model: Model, views: TabSpec[], idPrefix: string, em
     searchGroup,
     button('export', 'Export', 'Export this view: SVG, PNG or folded stacks (e)', (b) => a.exportMenu(b), { 'aria-haspopup': 'menu' }),
     button('help', '?', 'Keyboard shortcuts (?)', () => a.help()),
+    button('full', 'Full screen', 'Fill the window with this viewer; Esc or this button goes back', () => a.full()),
   );
   const info = model.isDiff
     ? el(
@@ -240,6 +243,7 @@ export function showState(h: HeaderParts, s: ViewState, tracksShown: boolean, se
   ctrl.case.setAttribute('aria-pressed', String(s.matchCase));
   ctrl.names.setAttribute('aria-pressed', String(s.searchNames));
   ctrl.tracks?.setAttribute('aria-pressed', String(tracksShown));
+  ctrl.full.setAttribute('aria-pressed', String(s.full));
   const search = ctrl.search as HTMLInputElement;
   if (search.value !== s.query) search.value = s.query;
   search.classList.toggle('invalid', searchError !== null);

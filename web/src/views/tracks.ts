@@ -49,6 +49,8 @@ export interface TrackSource {
   /** What the activity measures, and ns per unit of weight (0: weights are not time). */
   kind: ActivityKind;
   nsPerWeight: number;
+  /** The machine's CPUs, 0 when unknown: the CPU scale stops there. */
+  cpus: number;
   /** Added to a time (ns since the profile's origin) to read it on the page's clock. */
   shift: number;
   /** A weight as the reader reads it. */
@@ -306,7 +308,7 @@ export class TrackList {
   setOffCpu(off: OffCpuSource | null): void {
     this.off = this.src.kind === 'cpu' && this.src.nsPerWeight > 0 ? off : null;
     this.histKey = '';
-    setText(this.title, this.off ? `${TITLE}; share of a CPU, off-CPU time (lighter) above it` : TITLE);
+    setText(this.title, this.off ? `${TITLE}; CPUs used from the bottom, time blocked (lighter, a share of the threads' time) from the top` : TITLE);
     this.requestDraw();
   }
 
@@ -373,10 +375,11 @@ export class TrackList {
   }
 
   /**
-   * A row's bars: its activity from the bottom, the full height standing for `a.top`
-   * (one CPU, or the whole time, unless the track used more); with another profile's
-   * time blocked, that stacked above (lighter). What the full height stands for is
-   * written at the row's right.
+   * A row's bars: its activity from the bottom, the full height standing for `a.top` (one
+   * CPU unless the track used more; its threads' whole time); with another profile's time
+   * blocked, that down from the top (lighter), on its own scale: the full height is every
+   * thread of the track blocked all along. What the full height stands for is written at
+   * the row's right.
    */
   private drawBars(ctx: CanvasRenderingContext2D, a: Activity, left: number, bw: number, w: number, h: number): void {
     const theme = currentTheme();
@@ -386,16 +389,16 @@ export class TrackList {
     for (let k = 0; k < n; k++) {
       // Beyond the full height (sampling jitter on a saturated thread): clipped.
       const c = Math.min(a.own[k], a.top);
-      const o = a.off ? Math.min(a.off[k], a.top - c) : 0;
+      const o = a.off ? Math.min(a.off[k], 1) : 0;
       const ch = c > 0 ? Math.max(1, c * scale) : 0;
+      if (o > 0) {
+        const oh = Math.max(1, o * (h - 3));
+        ctx.fillStyle = theme.dark ? 'rgba(160,160,175,0.45)' : 'rgba(120,120,135,0.35)';
+        ctx.fillRect(left + k * bw, 1, Math.max(1, bw - 0.5), oh);
+      }
       if (ch > 0) {
         ctx.fillStyle = theme.bar;
         ctx.fillRect(left + k * bw, h - ch, Math.max(1, bw - 0.5), ch);
-      }
-      if (o > 0) {
-        const oh = Math.max(1, o * scale);
-        ctx.fillStyle = theme.dark ? 'rgba(160,160,175,0.55)' : 'rgba(120,120,135,0.45)';
-        ctx.fillRect(left + k * bw, h - ch - oh, Math.max(1, bw - 0.5), oh);
       }
     }
     const top = fullHeight(a);
@@ -462,7 +465,7 @@ export class TrackList {
       const own = hists.get(r.key);
       if (own) {
         const threads = r.key === 'all' ? this.src.nThreads : r.threads.length;
-        const act = activity(this.src.kind, own, this.offHists.get(r.key) ?? null, this.src.nsPerWeight, threads);
+        const act = activity(this.src.kind, own, this.offHists.get(r.key) ?? null, this.src.nsPerWeight, threads, this.src.cpus);
         this.drawn.set(r.key, act);
         this.drawBars(ctx, act, left, pw / n, w, h);
       }
@@ -512,6 +515,7 @@ export function tracksFor(model: Model, strip: TrackAxis | null, titleId: string
     },
     kind: activityKind(unit),
     nsPerWeight: unit.isTime ? unit.ns(1) : 0,
+    cpus: model.meta.cpus ?? 0,
     shift: hooks.shift,
     format: (w) => unit.format(w),
     hover: hooks.hover,

@@ -676,8 +676,12 @@ fn export_firefox(store: &dyn Store, run: &str, output: &std::path::Path) -> Res
         })
         .sum();
     let timeline = kiln_report::firefox_timeline(&data);
+    let zero = match timeline.left_out.len() {
+        0 => String::new(),
+        n => format!("; {n} series without a value other than 0 left out"),
+    };
     eprintln!(
-        "wrote run #{last} for the Firefox Profiler ({threads} thread(s), {} counter(s), {} marker(s)) to {}",
+        "wrote run #{last} for the Firefox Profiler ({threads} thread(s), {} counter(s), {} marker(s){zero}) to {}",
         timeline.counters.len(),
         timeline.markers.len(),
         to.map_or_else(|| "standard output".to_string(), |p| p.display().to_string())

@@ -19,6 +19,7 @@ import { ChartGroup, MARGIN_LEFT, MARGIN_RIGHT, TimeChart } from './time-chart.j
 import { FigureCards, SectionLink, runHeader } from './header.js';
 import { XYChart, XYSeries } from './xy-chart.js';
 import { MarkerRow } from './marker-row.js';
+import { findingsPanel } from './findings.js';
 
 /** What the page exposes for tests and benchmarks (window.__kilnReport). */
 export interface RunView {
@@ -103,7 +104,15 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   const cards = new FigureCards(r.figures, r.latency);
   const head = runHeader(r, sectionLinks(r, sweep !== null, dist !== null), cards);
   head.id = 'r-head-figures';
-  root.append(head, windowBar.bar, tl.section, ...(sweep ? [sweep.section] : []), ...(dist ? [dist.section] : []), profiles.section);
+  // The window bar stays in view over the charts only: it never covers a flame graph
+  // (each has its own time strip and says its window).
+  const charts = el('div', { class: 'r-charts' }, windowBar.bar, tl.section, ...(sweep ? [sweep.section] : []), ...(dist ? [dist.section] : []));
+  const findings = findingsPanel(r.findings, {
+    window: (w) => apply(w),
+    series: (s) => showSeries(s),
+    profile: (event, focus) => showProfile(r, event, focus),
+  });
+  root.append(head, ...(findings ? [findings] : []), charts, profiles.section);
   // The measurement's figures by the rule of every window's (the legends' too).
   const measurementFigures = windowFigures(r, measure);
 
@@ -376,6 +385,7 @@ function buildProfiles(r: RunPage): { section: HTMLElement; windows: HTMLElement
 /** The header's jump links: the figures, then every section the page has. */
 function sectionLinks(r: RunPage, sweep: boolean, dist: boolean): SectionLink[] {
   const links: SectionLink[] = [{ id: 'r-head-figures', label: 'Figures' }];
+  if (r.findings) links.push({ id: 'r-findings', label: 'Findings' });
   links.push({ id: 'r-timeline', label: 'Timeline' });
   if (sweep) links.push({ id: 'r-sweep', label: 'Sweep' });
   if (dist) links.push({ id: 'r-dist', label: 'Latency distribution' });
@@ -470,4 +480,33 @@ function listen(st: RunState, group: ChartGroup, headings: ProfileHeading[], sho
     snapViewers(group, origin);
     requestAnimationFrame(() => alignStrips(group, origin));
   }
+}
+
+/** Scrolls to the chart holding a series ("table/column") and focuses it; false when none does. */
+function showSeries(series: string): boolean {
+  const cut = series.lastIndexOf('/');
+  const [table, column] = cut > 0 ? [series.slice(0, cut), series.slice(cut + 1)] : ['', series];
+  for (const item of document.querySelectorAll<HTMLElement>('.r-chart .r-item')) {
+    if (item.dataset.column !== column || (table && item.dataset.table !== table)) continue;
+    const chart = item.closest<HTMLElement>('.r-chart');
+    chart?.scrollIntoView({ block: 'center' });
+    chart?.querySelector<HTMLElement>('.r-overlay')?.focus({ preventScroll: true });
+    return true;
+  }
+  return false;
+}
+
+/** Scrolls to a profile's flame graph and searches a function in it; false when the page has none. */
+function showProfile(r: RunPage, event: string, focus: string | null): boolean {
+  const p = r.profiles.find((x) => x.event === event || x.key === event);
+  const section = p ? document.getElementById(`r-profile-${p.key}`) : null;
+  if (!section) return false;
+  section.scrollIntoView({ block: 'start' });
+  const search = section.querySelector<HTMLInputElement>('[data-ctrl=search]');
+  if (focus && search) {
+    // As the viewer's own search escapes nothing: a function's name, literally.
+    search.value = focus.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    search.dispatchEvent(new Event('input', { bubbles: true }));
+  }
+  return true;
 }

@@ -46,6 +46,10 @@ body{background:var(--bg)}
 .r-caption{font-size:12px;color:var(--muted)}
 .r-legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:2px 0 2px ${72}px;min-height:16px}
 .r-item{white-space:nowrap}
+button.r-item{font:inherit;color:inherit;background:none;border:1px solid transparent;border-radius:3px;padding:0 3px;cursor:pointer}
+button.r-item:hover{border-color:#888}
+.r-item.r-off{opacity:.5}
+.r-item.r-off .r-label{text-decoration:line-through}
 .r-swatch{display:inline-block;width:14px;height:4px;margin-right:4px;vertical-align:middle;background:var(--c)}
 .r-swatch.dashed{background:repeating-linear-gradient(90deg,var(--c) 0 4px,transparent 4px 6px)}
 .r-label{margin-right:4px}
@@ -69,6 +73,21 @@ body{background:var(--bg)}
 .r-profile-col{min-width:0}
 .r-profile-col-head{font-size:13px;margin:6px 0 0;color:var(--muted)}
 .r-table{border-collapse:collapse;font-size:12px;margin:6px 0}
+.r-marker-table{margin:4px 0 0 72px;font-size:12px}
+.r-marker-table summary{cursor:pointer;color:var(--link)}
+.r-marker-tools{display:flex;gap:10px;align-items:center;margin:4px 0}
+.r-marker-table .r-table td:nth-child(2),.r-marker-table .r-table td:nth-child(6){text-align:left}
+.r-trend-focus:focus{outline:none;stroke:var(--focus);stroke-width:2}
+.r-trend-focus:focus-visible{outline:none}
+.r-findings-list{margin:4px 0;padding-left:22px}
+.r-finding{margin:6px 0}
+.r-finding-claim{margin:0;white-space:pre-wrap;word-break:break-word}
+.r-finding-explains{font-weight:bold}
+.r-evidence-list{margin:2px 0;padding-left:18px;font-size:12px}
+.r-evidence{white-space:pre-wrap;word-break:break-word}
+.r-finding-check{margin:2px 0;font-size:12px;color:var(--muted)}
+.r-finding-check code{color:var(--fg);white-space:pre-wrap;word-break:break-all}
+.r-link{font:inherit;color:var(--link);background:none;border:none;padding:0;cursor:pointer;text-align:left}
 .r-table th,.r-table td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:right;white-space:nowrap}
 .r-table th:first-child,.r-table td:first-child{text-align:left;white-space:pre;max-width:520px;overflow:hidden;text-overflow:ellipsis}
 .r-table thead th{border-bottom:2px solid var(--line);vertical-align:bottom}

@@ -180,6 +180,9 @@ export class TimeChart {
   private readonly legend: HTMLElement;
   private readonly caption: HTMLElement;
   private readonly values: HTMLElement[] = [];
+  private readonly items: HTMLElement[] = [];
+  /** The series the legend hid (indices into the spec's lines). */
+  readonly hidden = new Set<number>();
   private readonly steps: number[];
   private scale: Scale;
   /** Cumulative sums of a stacked chart's layers. */
@@ -197,22 +200,30 @@ export class TimeChart {
     this.steps = spec.lines.map((l) => typicalStep(l.time));
     if (spec.kind === 'stacked') this.stack = cumulative(spec.lines);
     this.scale = this.yScale();
+    const toggles = spec.kind !== 'spans' && spec.lines.length > 1;
     const titleId = `r-chart-${spec.id.replace(/[^A-Za-z0-9_-]/g, '_')}`;
     this.caption = el('span', { class: 'r-caption', 'data-ctrl': 'caption' });
     this.legend = el('div', { class: 'r-legend' });
-    for (const l of spec.lines) {
+    if (spec.kind !== 'spans' && spec.lines.length > 1) {
+      this.legend.setAttribute('role', 'group');
+      this.legend.setAttribute('aria-label', 'Series: a click shows one alone (again: every series), Ctrl+click hides or shows one');
+    }
+    spec.lines.forEach((l, i) => {
       const v = el('span', { class: 'r-value', 'data-value': '' });
       this.values.push(v);
-      this.legend.append(
-        el(
-          'span',
-          { class: 'r-item', 'data-column': l.column, 'data-table': l.table, title: l.hint ?? undefined },
-          el('span', { class: `r-swatch${l.dash ? ' dashed' : ''}`, style: `--c:${l.color}` }),
-          el('span', { class: 'r-label', text: l.label }),
-          v,
-        ),
+      // Grafana's legend: a click shows this series alone (again: all of them), Ctrl or
+      // Shift with it hides or shows this one.
+      const item = el(
+        toggles ? 'button' : 'span',
+        { class: 'r-item', 'data-column': l.column, 'data-table': l.table, title: l.hint ?? undefined, ...(toggles ? { type: 'button', 'aria-pressed': 'true' } : {}) },
+        el('span', { class: `r-swatch${l.dash ? ' dashed' : ''}`, style: `--c:${l.color}` }),
+        el('span', { class: 'r-label', text: l.label }),
+        v,
       );
-    }
+      if (toggles) item.addEventListener('click', (e) => this.pick(i, (e as MouseEvent).ctrlKey || (e as MouseEvent).metaKey || (e as MouseEvent).shiftKey));
+      this.items.push(item);
+      this.legend.append(item);
+    });
     this.base = el('canvas', { class: 'r-base', 'aria-hidden': 'true' });
     const how = group.opts.selectable
       ? '; arrow keys move the cursor a second, Shift with arrows extends a window, Enter selects it, Escape clears, plus and minus zoom the time axis, 0 shows the whole time'
@@ -244,12 +255,41 @@ export class TimeChart {
     this.listen();
   }
 
+  /**
+   * The legend's pick: series `i` alone (or every series again, when it was alone), or,
+   * toggling, `i` hidden or shown; the axis follows what is shown.
+   */
+  pick(i: number, toggle: boolean): void {
+    const n = this.spec.lines.length;
+    if (toggle) {
+      if (this.hidden.has(i)) this.hidden.delete(i);
+      else if (this.hidden.size < n - 1) this.hidden.add(i);
+    } else {
+      const alone = this.hidden.size === n - 1 && !this.hidden.has(i);
+      this.hidden.clear();
+      if (!alone) for (let k = 0; k < n; k++) if (k !== i) this.hidden.add(k);
+    }
+    this.items.forEach((it, k) => {
+      it.setAttribute('aria-pressed', String(!this.hidden.has(k)));
+      it.classList.toggle('r-off', this.hidden.has(k));
+    });
+    if (this.spec.kind === 'stacked') this.stack = cumulative(this.shown());
+    this.scale = this.yScale();
+    this.draw();
+    this.drawOverlay();
+  }
+
+  /** The series drawn: those the legend did not hide. */
+  shown(): Line[] {
+    return this.spec.lines.filter((_, k) => !this.hidden.has(k));
+  }
+
   private yScale(): Scale {
     const s = this.spec;
     if (s.kind === 'spans') return linearScale(0, 1);
     let lo = Infinity;
     let hi = -Infinity;
-    const rows = this.stack ? [this.stack[this.stack.length - 1]] : s.lines.map((l) => l.values);
+    const rows = this.stack ? [this.stack[this.stack.length - 1] ?? []] : this.shown().map((l) => l.values);
     for (const vs of rows) {
       for (const v of vs) {
         if (v === null || v === undefined || !Number.isFinite(v)) continue;
@@ -473,7 +513,7 @@ export class TimeChart {
     if (s.kind === 'spans') this.drawSpans(ctx, x, plotH, theme.text);
     else if (this.stack) this.drawStacked(ctx, x, y, a, b);
     else {
-      for (const l of s.lines) drawLine(ctx, l, decimate(l.time, l.values, a, b, x, y));
+      for (const l of this.shown()) drawLine(ctx, l, decimate(l.time, l.values, a, b, x, y));
     }
     ctx.restore();
     ctx.strokeStyle = theme.grid;
@@ -484,7 +524,7 @@ export class TimeChart {
 
   private drawStacked(ctx: CanvasRenderingContext2D, x: (t: number) => number, y: (v: number) => number, a: number, b: number): void {
     const st = this.stack!;
-    const lines = this.spec.lines;
+    const lines = this.shown();
     const time = lines[0]?.time ?? [];
     const i0 = Math.max(0, lowerBound(time, a) - 1);
     const i1 = Math.min(time.length, lowerBound(time, b) + 1);

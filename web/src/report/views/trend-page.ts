@@ -8,6 +8,7 @@
 import { el } from '../../views/dom.js';
 import { TrendConfiguration, TrendDiff, TrendPage, TrendSeries, TrendShift } from '../data.js';
 import { formatValue } from '../lib/format.js';
+import { Scale, linearScale, logScale } from '../lib/scale.js';
 
 export interface TrendView {
   /** Each figure's chart: configuration index, figure key, the change points drawn. */
@@ -49,53 +50,86 @@ export function shiftText(s: TrendShift, f: TrendSeries): string {
   return `run #${s.run} (${day(s.started_unix_ms)}): ${f.label} ${pct(s.percent)} (${pText(s.p)}), ${formatValue(s.before, f.unit)} → ${formatValue(s.after, f.unit)}, ${s.verdict}${moved ? `; functions that moved: ${moved}` : ''}${machine}`;
 }
 
+/** Latency and other times are read on a log scale (a few slow runs leave the rest readable). */
+const isTime = (unit: string): boolean => /^(ns|us|µs|ms|s)$/.test(unit);
+
+/** The y scale of a figure: log for times whose values are all positive, else linear. */
+export function trendScale(f: TrendSeries): Scale {
+  const vals = [...f.values.filter((v): v is number => v !== null && Number.isFinite(v)), ...f.segments.map((s) => s.median)];
+  const lo = Math.min(...vals);
+  const hi = Math.max(...vals);
+  if (isTime(f.unit) && lo > 0) return logScale(lo, hi);
+  const pad = hi > lo ? 0 : Math.abs(lo) || 1;
+  return linearScale(lo - pad, hi + pad, 4, null);
+}
+
+/** Up to `most` run indices spread over n runs, the first and last among them. */
+function runTicks(n: number, most: number): number[] {
+  if (n <= most) return Array.from({ length: n }, (_, i) => i);
+  const step = Math.ceil((n - 1) / (most - 1));
+  const out: number[] = [];
+  for (let i = 0; i < n - 1; i += step) out.push(i);
+  out.push(n - 1);
+  return out;
+}
+
 function chart(c: TrendConfiguration, f: TrendSeries, ci: number, select: Select | null): SVGSVGElement {
   const n = c.runs.length;
-  const vals = f.values.filter((v): v is number => v !== null && Number.isFinite(v));
-  let lo = Math.min(...vals, ...f.segments.map((s) => s.median));
-  let hi = Math.max(...vals, ...f.segments.map((s) => s.median));
-  if (!(hi > lo)) {
-    hi = lo + 1;
-    lo -= 1;
-  }
+  const scale = trendScale(f);
   const x = (i: number): number => PAD.left + (n <= 1 ? 0.5 : i / (n - 1)) * (W - PAD.left - PAD.right);
-  const y = (v: number): number => PAD.top + (1 - (v - lo) / (hi - lo)) * (H - PAD.top - PAD.bottom);
-  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': `${f.label} over ${n} runs`, 'data-trend-chart': f.key, 'data-config': ci });
-  // Axis labels: the range and the runs at both ends.
+  const y = (v: number): number => PAD.top + (1 - scale.frac(v)) * (H - PAD.top - PAD.bottom);
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'group', 'aria-label': `${f.label} over ${n} runs (${scale.kind === 'log' ? 'log scale' : 'linear scale'}); Tab reaches each run and change point`, 'data-trend-chart': f.key, 'data-config': ci, 'data-scale': scale.kind });
   const label = (tx: number, ty: number, text: string, anchor = 'start'): SVGTextElement => {
-    const t = svg('text', { x: tx, y: ty, 'font-size': 10, fill: 'currentColor', 'text-anchor': anchor });
+    const t = svg('text', { x: tx, y: ty, 'font-size': 10, fill: 'currentColor', 'text-anchor': anchor, 'aria-hidden': 'true' });
     t.textContent = text;
     return t;
   };
-  root.append(
-    svg('line', { x1: PAD.left, x2: W - PAD.right, y1: H - PAD.bottom, y2: H - PAD.bottom, stroke: 'currentColor', 'stroke-opacity': 0.3 }),
-    label(PAD.left - 4, y(hi) + 4, formatValue(hi, f.unit), 'end'),
-    label(PAD.left - 4, y(lo) + 4, formatValue(lo, f.unit), 'end'),
-    label(x(0), H - 6, `#${c.runs[0]?.id ?? '?'}`, 'start'),
-    label(x(n - 1), H - 6, `#${c.runs[n - 1]?.id ?? '?'}`, 'end'),
-  );
+  // Axes: the value's ticks with grid lines, the runs' ids along the bottom.
+  root.append(svg('line', { x1: PAD.left, x2: W - PAD.right, y1: H - PAD.bottom, y2: H - PAD.bottom, stroke: 'currentColor', 'stroke-opacity': 0.3 }));
+  for (const v of scale.ticks) {
+    const ty = y(v);
+    if (!(ty >= PAD.top - 0.5 && ty <= H - PAD.bottom + 0.5)) continue;
+    root.append(
+      svg('line', { x1: PAD.left, x2: W - PAD.right, y1: ty, y2: ty, stroke: 'currentColor', 'stroke-opacity': 0.12, 'data-tick': v }),
+      label(PAD.left - 4, ty + 3, formatValue(v, f.unit), 'end'),
+    );
+  }
+  const xt = runTicks(n, 8);
+  xt.forEach((i, k) => {
+    root.append(
+      svg('line', { x1: x(i), x2: x(i), y1: H - PAD.bottom, y2: H - PAD.bottom + 3, stroke: 'currentColor', 'stroke-opacity': 0.5 }),
+      label(x(i), H - 6, `#${c.runs[i]?.id ?? '?'}`, k === 0 && n > 1 ? 'start' : k === xt.length - 1 && n > 1 ? 'end' : 'middle'),
+    );
+  });
   // Segment medians, as steps.
   f.segments.forEach((s, k) => {
     const end = k + 1 < f.segments.length ? f.segments[k + 1].first : n;
     root.append(svg('line', { x1: x(s.first), x2: x(Math.max(s.first, end - 1)), y1: y(s.median), y2: y(s.median), stroke: '#4e79a7', 'stroke-width': 2, 'stroke-opacity': 0.6, 'data-segment': k }, title(`runs #${c.runs[s.first]?.id} … #${c.runs[end - 1]?.id}: median ${formatValue(s.median, f.unit)} (${s.runs} runs)`)));
   });
-  // Change points: a line between the last run before and the first after.
+  // Change points: a line between the last run before and the first after; focusable,
+  // Enter or a click shows its differential flame graph.
   for (const s of f.change_points) {
     const at = (x(s.index - 1) + x(s.index)) / 2;
     const colour = s.verdict === 'regressed' ? '#e15759' : '#59a14f';
     root.append(svg('line', { x1: at, x2: at, y1: PAD.top, y2: H - PAD.bottom, stroke: colour, 'stroke-width': 2, 'stroke-dasharray': '4 3', 'data-change-point': s.run }, title(shiftText(s, f))));
     if (select) {
-      // A wider, invisible band to click: the mark's differential flame graph.
-      const hit = svg('rect', { x: at - 6, y: PAD.top, width: 12, height: H - PAD.top - PAD.bottom, fill: 'transparent', 'pointer-events': 'all', style: 'cursor:pointer', 'data-change-point-hit': s.run }, title(`${shiftText(s, f)} — click: its differential flame graph`));
+      // A wider, invisible band to click or focus: the mark's differential flame graph.
+      const hit = svg('rect', { x: at - 6, y: PAD.top, width: 12, height: H - PAD.top - PAD.bottom, fill: 'transparent', 'pointer-events': 'all', style: 'cursor:pointer', class: 'r-trend-focus', tabindex: 0, role: 'button', 'aria-label': `Change point: ${shiftText(s, f)}; Enter shows its differential flame graph`, 'data-change-point-hit': s.run }, title(`${shiftText(s, f)} — click: its differential flame graph`));
       hit.addEventListener('click', () => select(f.key, s.run, true));
+      hit.addEventListener('keydown', (e) => {
+        if (e.key !== 'Enter' && e.key !== ' ') return;
+        e.preventDefault();
+        select(f.key, s.run, true);
+      });
       root.append(hit);
     }
   }
-  // The runs' values.
+  // The runs' values: each focusable, its value, run and date said.
   f.values.forEach((v, i) => {
     if (v === null || !Number.isFinite(v)) return;
     const r = c.runs[i];
-    root.append(svg('circle', { cx: x(i), cy: y(v), r: 2.5, fill: 'currentColor', 'data-run': r.id }, title(`run #${r.id} (${day(r.started_unix_ms)}): ${formatValue(v, f.unit)}`)));
+    const text = `run #${r.id} (${day(r.started_unix_ms)}): ${formatValue(v, f.unit)}`;
+    root.append(svg('circle', { cx: x(i), cy: y(v), r: 3, fill: 'currentColor', class: 'r-trend-focus', tabindex: 0, role: 'img', 'aria-label': `${f.label}, ${text}; its report: kiln runs report '#${r.id}'`, 'data-run': r.id }, title(`${text} (kiln runs report '#${r.id}')`)));
   });
   return root;
 }
@@ -170,6 +204,7 @@ export function buildTrendPage(root: HTMLElement, t: TrendPage, pageTitle: strin
     el('header', { class: 'r-head' }, el('h1', { 'data-field': 'title', text: pageTitle })),
     el('p', { 'data-field': 'method', text: `Change points by ${m.name}: a permutation test of ${m.permutations} shuffles per split at alpha ${m.alpha}, segments of ${m.min_segment} runs or more, changes under ${m.threshold_pct}% counted but not listed.` }),
   );
+  if (t.left_out_text) root.append(el('p', { class: 'r-note-wide', 'data-field': 'left-out', text: `Left out: ${t.left_out_text}.` }));
   if (t.gates?.length) {
     root.append(el('ul', { class: 'r-warnings', 'aria-label': 'Gates' }, ...t.gates.map((g) => el('li', { 'data-gate': g.status, text: `fail-if ${g.condition}: ${g.status} (${g.message})` }))));
   }
