@@ -290,6 +290,17 @@ fn the_summary_names_the_lock_behind_the_plateau() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "kiln run failed: {stderr}\n{stdout}");
 
+    // The first finding is the lock, at the program's frame that takes it (at the step
+    // where the sweep broke, when it broke within the two steps).
+    let first = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("  findings"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no findings:\n{stdout}"));
+    assert!(
+        first.contains("lock") && first.contains("main.(*blockCache).get"),
+        "the first finding is not the cache's lock: {first}\n{stdout}"
+    );
     // kiln's words: the lock and its caller, and its share of Go's block delay.
     let lead = "goroutines waited in sync.(*Mutex).Lock under main.(*blockCache).get: ";
     let line = stdout
