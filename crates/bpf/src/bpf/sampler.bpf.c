@@ -168,10 +168,14 @@ struct kiln_perf_event_data {
 #define PT_CS 17
 #define PT_SP 19
 
-struct walk {
-	struct task_struct *task;
-	struct record *rec;
-	struct proc *proc;
+/*
+ * The walk's values are kept in map memory, its pointers on the stack: the
+ * verifier knows nothing of what it reads back from a map, so every step of
+ * the loop starts alike to it and its check of the loop ends at once. With the
+ * values on the stack, each frame count and flag a step left was a new state
+ * to explore: Linux 6.18's verifier gave up at a million instructions.
+ */
+struct walk_vals {
 	u64 ip, sp, bp;
 	u32 base;      /* index of the first user slot in rec->ips */
 	u32 n;         /* user frames written */
@@ -181,6 +185,21 @@ struct walk {
 	u64 fp;
 	u64 prologue;
 	u32 flags;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct walk_vals);
+} walks SEC(".maps");
+
+struct walk {
+	struct task_struct *task;
+	struct record *rec;
+	struct proc *proc;
+	struct walk_vals *v;
 };
 
 /* What kind of memory an address lies in (see code_kind). */
@@ -316,7 +335,7 @@ static __always_inline int jit_edge(struct walk *w)
 	u64 ra, skip = 0;
 	int leave = 0;
 
-	if (bpf_probe_read_user(b, sizeof(b), (void *)(w->ip - 8)))
+	if (bpf_probe_read_user(b, sizeof(b), (void *)(w->v->ip - 8)))
 		return 0;
 	/* b[8] is the byte at ip, the first of an instruction. */
 	if (b[8] == 0x55 || b[8] == 0xc3) {
@@ -334,13 +353,13 @@ static __always_inline int jit_edge(struct walk *w)
 	} else {
 		return 0;
 	}
-	if (read_u64(w->sp + skip, &ra))
+	if (read_u64(w->v->sp + skip, &ra))
 		return 0;
 	if (leave && (ra == 0 || !find_mapping(w->proc, ra - 1)))
 		return 0;
-	w->sp += skip + 8;
-	w->ip = ra;
-	w->prologue++;
+	w->v->sp += skip + 8;
+	w->v->ip = ra;
+	w->v->prologue++;
 	return 1;
 }
 
@@ -351,12 +370,12 @@ static long step(u32 i, void *arg)
 	struct row *r = 0;
 	u64 pc, slot, cfa, ra, nbp;
 
-	slot = w->base + w->n;
+	slot = w->v->base + w->v->n;
 	if (slot >= MAX_KERNEL + 1 + MAX_USER) {
-		w->end = END_DEPTH;
+		w->v->end = END_DEPTH;
 		return 1;
 	}
-	pc = w->n == 0 ? w->ip : w->ip - 1;
+	pc = w->v->n == 0 ? w->v->ip : w->v->ip - 1;
 	m = find_mapping(w->proc, pc);
 	if (!m && w->proc) {
 		u32 kind = code_kind(w, pc);
@@ -366,74 +385,74 @@ static long step(u32 i, void *arg)
 			 * unwind rows the walk would stop or go astray here. The
 			 * sample is left to perf (a stack copy), and the records of
 			 * the new mapping bring the tables up to date. */
-			w->end = END_INCOMPLETE;
+			w->v->end = END_INCOMPLETE;
 			return 1;
 		}
 		if (kind == CODE_ANON)
-			w->flags |= F_UNLISTED_CODE;
-		else if (w->n > 0 && w->prev_fp) {
+			w->v->flags |= F_UNLISTED_CODE;
+		else if (w->v->n > 0 && w->v->prev_fp) {
 			/* A frame-pointer walk read something that is not a return address. */
-			w->end = END_BAD_RA;
+			w->v->end = END_BAD_RA;
 			return 1;
 		}
 	}
-	w->rec->ips[slot] = w->ip;
-	w->n++;
+	w->rec->ips[slot] = w->v->ip;
+	w->v->n++;
 
 	if (m && m->row_count)
 		r = find_row(m, pc - m->bias);
 	if (r && r->kind == ROW_END) {
-		w->end = END_ROOT;
+		w->v->end = END_ROOT;
 		return 1;
 	}
 	if (r && r->kind != ROW_NONE) {
 		if (r->kind == ROW_CFA_RSP)
-			cfa = w->sp + (s64)r->cfa_off;
+			cfa = w->v->sp + (s64)r->cfa_off;
 		else if (r->kind == ROW_CFA_RBP)
-			cfa = w->bp + (s64)r->cfa_off;
+			cfa = w->v->bp + (s64)r->cfa_off;
 		else /* ROW_PLT */
-			cfa = w->sp + 8 + ((w->ip & 15) >= r->arg ? 8 : 0);
+			cfa = w->v->sp + 8 + ((w->v->ip & 15) >= r->arg ? 8 : 0);
 		if (read_u64(cfa - 8, &ra)) {
-			w->end = END_READ;
+			w->v->end = END_READ;
 			return 1;
 		}
-		if (r->rbp_off != 0 && read_u64(cfa + (s64)r->rbp_off, &w->bp)) {
-			w->end = END_READ;
+		if (r->rbp_off != 0 && read_u64(cfa + (s64)r->rbp_off, &w->v->bp)) {
+			w->v->end = END_READ;
 			return 1;
 		}
-		w->sp = cfa;
-		w->ip = ra;
-		w->prev_fp = 0;
-		w->cfi++;
+		w->v->sp = cfa;
+		w->v->ip = ra;
+		w->v->prev_fp = 0;
+		w->v->cfi++;
 	} else {
-		if (w->n == 1 && !(m && m->row_count) && w->proc && jit_edge(w))
+		if (w->v->n == 1 && !(m && m->row_count) && w->proc && jit_edge(w))
 			goto next;
-		if (w->bp == 0) {
-			w->end = END_FP_ZERO;
+		if (w->v->bp == 0) {
+			w->v->end = END_FP_ZERO;
 			return 1;
 		}
-		if (w->bp & 7) {
-			w->end = END_NO_RULE;
+		if (w->v->bp & 7) {
+			w->v->end = END_NO_RULE;
 			return 1;
 		}
-		if (read_u64(w->bp + 8, &ra) || read_u64(w->bp, &nbp)) {
-			w->end = END_READ;
+		if (read_u64(w->v->bp + 8, &ra) || read_u64(w->v->bp, &nbp)) {
+			w->v->end = END_READ;
 			return 1;
 		}
 		/* Frames of one stack are chained towards higher addresses. */
-		if (w->prev_fp && nbp != 0 && nbp <= w->bp) {
-			w->end = END_LOOP;
+		if (w->v->prev_fp && nbp != 0 && nbp <= w->v->bp) {
+			w->v->end = END_LOOP;
 			return 1;
 		}
-		w->sp = w->bp + 16;
-		w->bp = nbp;
-		w->ip = ra;
-		w->prev_fp = 1;
-		w->fp++;
+		w->v->sp = w->v->bp + 16;
+		w->v->bp = nbp;
+		w->v->ip = ra;
+		w->v->prev_fp = 1;
+		w->v->fp++;
 	}
 next:
-	if (w->ip == 0) {
-		w->end = END_RA_ZERO;
+	if (w->v->ip == 0) {
+		w->v->end = END_RA_ZERO;
 		return 1;
 	}
 	return 0;
@@ -474,23 +493,27 @@ static __always_inline int sample_common(void *ctx, u32 slot, const int tp, int 
 			return 1;
 	}
 	count(C_SAMPLES, 1);
-	w.end = END_NO_USER;
-	w.ip = ip;
-	w.sp = sp;
-	w.bp = bp;
+	w.v = bpf_map_lookup_elem(&walks, &zero);
+	if (!w.v)
+		return 0;
+	__builtin_memset(w.v, 0, sizeof(*w.v));
+	w.v->end = END_NO_USER;
+	w.v->ip = ip;
+	w.v->sp = sp;
+	w.v->bp = bp;
 	if (!in_user) {
 		task = bpf_get_current_task_btf();
 		if (task && !(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
 			struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
 
 			if (u) {
-				w.ip = BPF_CORE_READ(u, ip);
-				w.sp = BPF_CORE_READ(u, sp);
-				w.bp = BPF_CORE_READ(u, bp);
+				w.v->ip = BPF_CORE_READ(u, ip);
+				w.v->sp = BPF_CORE_READ(u, sp);
+				w.v->bp = BPF_CORE_READ(u, bp);
 			}
 		}
 	}
-	if (w.ip != 0 && tgid != 0) {
+	if (w.v->ip != 0 && tgid != 0) {
 		if (!tp)
 			w.proc = bpf_map_lookup_elem(&procs, &tgid);
 		if (w.proc) {
@@ -533,22 +556,22 @@ static __always_inline int sample_common(void *ctx, u32 slot, const int tp, int 
 	}
 	if (w.proc) {
 		w.task = bpf_get_current_task_btf();
-		w.base = rec->h.nkernel;
-		if (w.base > MAX_KERNEL)
-			w.base = MAX_KERNEL;
-		w.end = END_DEPTH;
+		w.v->base = rec->h.nkernel;
+		if (w.v->base > MAX_KERNEL)
+			w.v->base = MAX_KERNEL;
+		w.v->end = END_DEPTH;
 		bpf_loop(MAX_USER, step, &w, 0);
-		if (w.end == END_INCOMPLETE) {
+		if (w.v->end == END_INCOMPLETE) {
 			count(C_INCOMPLETE, 1);
 			return 1;
 		}
-		rec->h.nuser = w.n;
-		rec->h.flags = w.flags;
-		count(C_CFI_FRAMES, w.cfi);
-		count(C_FP_FRAMES, w.fp);
-		count(C_JIT_PROLOGUE, w.prologue);
+		rec->h.nuser = w.v->n;
+		rec->h.flags = w.v->flags;
+		count(C_CFI_FRAMES, w.v->cfi);
+		count(C_FP_FRAMES, w.v->fp);
+		count(C_JIT_PROLOGUE, w.v->prologue);
 	}
-	rec->h.end = w.end;
+	rec->h.end = w.v->end;
 	size = sizeof(struct hdr) + ((u64)rec->h.nkernel + rec->h.nuser) * sizeof(u64);
 	if (size > sizeof(*rec))
 		size = sizeof(*rec);
