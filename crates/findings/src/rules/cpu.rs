@@ -216,16 +216,21 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
 /// False when: the threads waited little for a CPU against the time they ran; the time
 /// waited explains little of the operations' time.
 pub fn starvation(f: &Facts) -> Vec<Finding> {
-    let (Some(runnable), Some(target)) = (f.cpus.runnable, f.cpus.target) else {
+    let (Some(mut runnable), Some(target)) = (f.cpus.runnable, f.cpus.target) else {
         return Vec::new();
     };
+    // Threads that yield as they spin stay runnable: that time is the busy-wait's.
+    if let Some((yielded, _)) = super::runtime::yielding(f) {
+        runnable *= 1.0 - yielded;
+    }
     if runnable < 0.05 || runnable / (runnable + target).max(1e-9) < 0.15 {
         return Vec::new();
     }
     let waited_s = runnable * f.secs;
     let of_request = f.request_time_s().map(|r| waited_s / r.max(1e-9));
     let ready = runnable / (runnable + target);
-    let score = of_request.map_or(ready * 0.7, |x| x.min(1.0) * 0.95);
+    // Without the operations' time: how many threads waited, against one waiting always.
+    let score = of_request.map_or(ready * runnable.min(1.0) * 0.7, |x| x.min(1.0) * 0.95);
     let takers = takers(f);
     let mut claim = format!(
         "the server's threads spent {} of the time they were ready to run waiting for a CPU ({:.1} of them waiting on average)",

@@ -150,7 +150,13 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
         ));
     }
     claim.push_str(": the server accepts slower than clients connect");
-    let score = 0.45 + 0.35 * waiting.unwrap_or(0.3) + if dropped >= 1.0 { 0.1 } else { 0.0 };
+    // A dropped connection waits for the client's SYN to be sent again (a second, then
+    // more): drops outweigh any other time outside the server.
+    let score = if dropped >= 1.0 {
+        0.8 + 0.15 * waiting.unwrap_or(0.5)
+    } else {
+        0.45 + 0.35 * waiting.unwrap_or(0.3)
+    };
     let mut e = f.ev(
         "accept queue",
         format!("{q:.1} on average, {max:.0} at most"),

@@ -94,6 +94,13 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
     if share < 0.1 && !(share >= 0.05 && per_op.is_some_and(|x| x >= 50.0)) {
         return Vec::new();
     }
+    // Memory that grows is faulted in once: that is growth, not churn.
+    let rss = f.values(col::TARGET, col::RSS);
+    if let (Some(m), Some(&(a, _)), Some(&(b, _))) = (minor, rss.first(), rss.last()) {
+        if b - a >= 0.5 * m * 4096.0 {
+            return Vec::new();
+        }
+    }
     let mut claim = format!(
         "{} of the server's CPU went to the kernel's page faults ({}) and memory mapping (mmap, munmap, brk: {})",
         pct(share),
@@ -197,6 +204,10 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
             );
         }
     }
+    if let Some(x) = yield_loops(f) {
+        out.push(x);
+        return out;
+    }
     let Some(p) = f.cpu_profile() else {
         return out;
     };
@@ -261,6 +272,109 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
         .check(format!("perf record -g -p {} -- sleep {}; perf report --no-children", f.pid(), f.secs_arg())),
     );
     out
+}
+
+/// The share of the target's runnable time (the `runnable` profile) spent in
+/// `sched_yield`, and the program's functions above those yields: threads that yield as
+/// they spin stay runnable, and look like threads waiting for a CPU.
+pub fn yielding(f: &Facts) -> Option<(f64, Vec<(String, u128)>)> {
+    let p = f.profile("runnable")?;
+    let keep: Vec<bool> = {
+        let mut path = Vec::new();
+        let by_stack: Vec<bool> = p
+            .stacks
+            .ids()
+            .map(|id| {
+                path.clear();
+                p.stacks.path_into(id, &mut path);
+                path.iter().any(|&fr| {
+                    let n = String::from_utf8_lossy(p.frame_name(fr));
+                    n.contains("sched_yield") || n == "do_sched_yield"
+                })
+            })
+            .collect();
+        p.samples
+            .stack
+            .iter()
+            .map(|s| by_stack.get(s.0 as usize).copied().unwrap_or(false))
+            .collect()
+    };
+    let total: u128 = p.samples.weight.iter().map(|&w| w as u128).sum();
+    let yielded: u128 = p
+        .samples
+        .weight
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(&w, _)| w as u128)
+        .sum();
+    if total == 0 {
+        return None;
+    }
+    let (by, _) = program_functions(p, &keep);
+    Some((yielded as f64 / total as f64, by))
+}
+
+/// Threads spinning with `sched_yield` between looks (the runnable profile shows them
+/// yielding): the program's functions that spin, and their share of the CPU.
+fn yield_loops(f: &Facts) -> Option<Finding> {
+    let (share, spinners) = yielding(f)?;
+    if share < 0.5 || spinners.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = spinners.iter().take(3).map(|(n, _)| n.as_str()).collect();
+    // Their CPU: the CPU profile's samples under those functions.
+    let cpu = f.cpu_profile().map(|p| {
+        let mut path = Vec::new();
+        let under: Vec<bool> = p
+            .stacks
+            .ids()
+            .map(|id| {
+                path.clear();
+                p.stacks.path_into(id, &mut path);
+                path.iter()
+                    .any(|&fr| names.contains(&String::from_utf8_lossy(p.frame_name(fr)).as_ref()))
+            })
+            .collect();
+        let total: u128 = p.samples.weight.iter().map(|&w| w as u128).sum();
+        let spun: u128 = p
+            .samples
+            .stack
+            .iter()
+            .zip(&p.samples.weight)
+            .filter(|(s, _)| under.get(s.0 as usize).copied().unwrap_or(false))
+            .map(|(_, &w)| w as u128)
+            .sum();
+        spun as f64 / total.max(1) as f64
+    });
+    let cpu_share = cpu.unwrap_or(share);
+    let mut e = f.ev(
+        "runnable time in sched_yield",
+        format!("{} of it, under {}", pct(share), names.join(", ")),
+        "the runnable profile (eBPF sched_switch: preempted or yielded)",
+    );
+    e.profile = Some("runnable".into());
+    e.focus = names.first().map(|s| s.to_string());
+    Some(
+        Finding::new(
+            "busy-wait",
+            Class::BusyWait,
+            weight(f, cpu_share).max(0.5),
+            format!(
+                "the server's threads spin waiting for each other, yielding between looks: {} of their runnable time is sched_yield under {}, which take {} of the server's CPU — CPUs burnt while nothing moves",
+                pct(share),
+                names.join(", "),
+                pct(cpu_share)
+            ),
+        )
+        .evidence(e)
+        .explains(cpu_share * 100.0, "of the server's CPU")
+        .check(format!(
+            "perf trace -s -e sched_yield -p {} -- sleep {}",
+            f.pid(),
+            f.secs_arg()
+        )),
+    )
 }
 
 /// The server's resident memory grew through the window.

@@ -272,7 +272,8 @@ const DELAYED_ACK_MS: f64 = 40.0;
 /// on a CPU, runnable or blocked in their work.
 ///
 /// False when: the server's threads were busy a fair share of the operations' time; a
-/// queue or a saturated thread explains the wait (their rules speak).
+/// saturated thread, or connections waiting in (or dropped from) the accept queue,
+/// explain the wait (their rules speak).
 pub fn outside(f: &Facts) -> Vec<Finding> {
     let (Some(l), Some(req_s)) = (f.outcome.latency.as_ref(), f.request_time_s()) else {
         return Vec::new();

@@ -123,6 +123,10 @@ pub struct ProcSampler {
     processes: HashMap<u32, ProcessSeen>,
     /// Every other process's CPU ticks as last seen, by (pid, start time).
     others_seen: HashMap<(u32, u64), u64>,
+    /// The load command's processes' CPU ticks as last seen, by (pid, start time), and
+    /// the ticks of those that have ended: its CPU only ever grows, whoever exits.
+    load_seen: HashMap<(u32, u64), u64>,
+    load_ended: u64,
     /// Context switches of the target's threads so far (sums of each thread's own).
     switches: (u64, u64),
     prev: Option<Totals>,
@@ -307,6 +311,8 @@ impl ProcSampler {
             tasks: HashMap::new(),
             processes: HashMap::new(),
             others_seen: HashMap::new(),
+            load_seen: HashMap::new(),
+            load_ended: 0,
             switches: (0, 0),
             prev: None,
             history: Vec::new(),
@@ -351,7 +357,7 @@ impl ProcSampler {
         let procs = read::all_processes();
         let load_tree = self.load_pid.map(|lp| read::tree_of(&procs, lp));
         if let Some(tree) = &load_tree {
-            totals.load_s = read::cpu_of(tree, tps);
+            totals.load_s = self.load_ticks(&procs, tree) as f64 / tps;
         }
         if let Some((busy, total)) = read::machine_ticks() {
             totals.machine_busy_s = busy as f64 / tps;
@@ -369,6 +375,22 @@ impl ProcSampler {
         self.prev = Some(totals.clone());
         self.history.push(totals.clone());
         totals
+    }
+
+    /// The load command's CPU so far, ticks: its processes' own, those that ended at what
+    /// they had when last seen (a command that exits does not take its CPU with it).
+    fn load_ticks(&mut self, procs: &[read::ProcEntry], tree: &[u32]) -> u64 {
+        let mut now = HashMap::with_capacity(tree.len());
+        for p in procs.iter().filter(|p| tree.contains(&p.pid)) {
+            now.insert((p.pid, p.start), p.ticks);
+        }
+        for (k, t) in &self.load_seen {
+            if !now.contains_key(k) {
+                self.load_ended += t;
+            }
+        }
+        self.load_seen = now;
+        self.load_ended + self.load_seen.values().sum::<u64>()
     }
 
     /// Every process that is neither the target, kiln, nor the load command: the CPU

@@ -8,9 +8,9 @@
 //! * A full accept queue drops connections: the kernel counts them in
 //!   `/proc/PID/net/netstat` (`TcpExt: ListenOverflows ListenDrops`, what `nstat -az
 //!   TcpExtListenOverflows` reads) for the target's network namespace.
-//! * A cgroup v2 `cpu.max` quota stops the target's threads when they have used it
-//!   (`cpu.stat`: `nr_throttled`, `throttled_usec`): they are then neither running nor
-//!   waiting on a run queue the scheduler counts as theirs.
+//! * A cgroup's CPU quota (v2 `cpu.max`, v1 `cpu.cfs_quota_us`) stops the target's threads
+//!   when they have used it (`cpu.stat`: `throttled_usec`, or v1's `throttled_time`):
+//!   they then wait on a throttled run queue.
 use super::read::read;
 use std::collections::HashSet;
 
@@ -75,27 +75,52 @@ pub(crate) fn listen_overflows(pid: u32) -> Option<(u64, u64)> {
     Some((field(b"ListenOverflows")?, field(b"ListenDrops")?))
 }
 
-/// The cgroup v2 `cpu.stat` of `pid`'s cgroup, when the cgroup has a CPU quota
-/// (`cpu.max` not `max`): (the quota in CPUs, throttled µs so far).
+/// The CPU quota of `pid`'s cgroup, when it has one: (the quota in CPUs, µs throttled so
+/// far). cgroup v2 (`cpu.max`, `cpu.stat`'s `throttled_usec`) or v1 (the `cpu`
+/// controller's `cpu.cfs_quota_us` and `cpu.cfs_period_us`, `cpu.stat`'s
+/// `throttled_time` in ns), whichever holds the quota.
 pub(crate) fn throttling(pid: u32) -> Option<(f64, u64)> {
     let cg = read(format!("/proc/{pid}/cgroup"))?;
-    let path = cg
-        .split(|&b| b == b'\n')
-        .find_map(|l| l.strip_prefix(b"0::"))?;
-    let dir = std::path::Path::new("/sys/fs/cgroup").join(
-        std::str::from_utf8(path)
-            .ok()?
-            .trim()
-            .trim_start_matches('/'),
-    );
-    let max = read(dir.join("cpu.max"))?;
-    let quota = quota_cpus(&max)?;
-    let stat = read(dir.join("cpu.stat"))?;
-    let us = stat.split(|&b| b == b'\n').find_map(|l| {
-        let v = l.strip_prefix(b"throttled_usec ")?;
+    for l in cg.split(|&b| b == b'\n') {
+        // hierarchy-ID:controllers:path
+        let mut f = l.splitn(3, |&b| b == b':');
+        let (Some(_), Some(ctl), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let rel = String::from_utf8_lossy(path);
+        let rel = rel.trim().trim_start_matches('/');
+        if ctl.is_empty() {
+            for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+                let d = std::path::Path::new(root).join(rel);
+                if let Some(q) = read(d.join("cpu.max")).and_then(|m| quota_cpus(&m)) {
+                    let us = stat_value(&read(d.join("cpu.stat"))?, b"throttled_usec ")?;
+                    return Some((q, us));
+                }
+            }
+        } else if ctl.split(|&b| b == b',').any(|c| c == b"cpu") {
+            let d = std::path::Path::new("/sys/fs/cgroup/cpu").join(rel);
+            let quota = num(&read(d.join("cpu.cfs_quota_us"))?)?;
+            let period = num(&read(d.join("cpu.cfs_period_us"))?)?;
+            if quota > 0.0 && period > 0.0 {
+                let ns = stat_value(&read(d.join("cpu.stat"))?, b"throttled_time ")?;
+                return Some((quota / period, ns / 1000));
+            }
+        }
+    }
+    None
+}
+
+/// A number file's value.
+fn num(b: &[u8]) -> Option<f64> {
+    std::str::from_utf8(b).ok()?.trim().parse().ok()
+}
+
+/// The value of `key` (with its trailing space) in a `cpu.stat`.
+fn stat_value(stat: &[u8], key: &[u8]) -> Option<u64> {
+    stat.split(|&b| b == b'\n').find_map(|l| {
+        let v = l.strip_prefix(key)?;
         std::str::from_utf8(v).ok()?.trim().parse().ok()
-    })?;
-    Some((quota, us))
+    })
 }
 
 /// `cpu.max` (`QUOTA PERIOD`, or `max PERIOD`) as CPUs; `None` without a quota.
@@ -134,6 +159,51 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A process in a cgroup with a CPU quota (v1's `cpu` controller, or v2's `cpu.max`):
+    /// the quota and the time throttled, as the cgroup's own `cpu.stat` counts it.
+    #[test]
+    fn a_real_quota_throttles() {
+        let v1 = std::path::Path::new("/sys/fs/cgroup/cpu");
+        let v2 = std::path::Path::new("/sys/fs/cgroup");
+        let (dir, files): (std::path::PathBuf, [(&str, &str); 2]) =
+            if v1.join("cpu.cfs_quota_us").exists() {
+                (
+                    v1.join(format!("kiln-test-{}", std::process::id())),
+                    [
+                        ("cpu.cfs_period_us", "100000"),
+                        ("cpu.cfs_quota_us", "20000"),
+                    ],
+                )
+            } else {
+                (
+                    v2.join(format!("kiln-test-{}", std::process::id())),
+                    [("cpu.max", "20000 100000"), ("cpu.max", "20000 100000")],
+                )
+            };
+        if std::fs::create_dir(&dir).is_err() {
+            kiln_testkit::skip("no writable cgroup CPU controller");
+            return;
+        }
+        for (f, v) in files {
+            std::fs::write(dir.join(f), v).unwrap();
+        }
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).unwrap();
+        let got = kiln_testkit::poll_until(std::time::Duration::from_secs(30), || {
+            throttling(child.id()).is_some_and(|(_, us)| us > 0)
+        });
+        let seen = throttling(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir(&dir);
+        assert!(got.is_some(), "never throttled: {seen:?}");
+        let (q, _) = seen.unwrap();
+        assert!((q - 0.2).abs() < 1e-9, "{q}");
     }
 
     /// A real listener of this process: its accept queue holds the connections made and

@@ -159,6 +159,8 @@ pub(crate) struct ProcEntry {
     pub pid: u32,
     pub ppid: u32,
     pub comm: Vec<u8>,
+    /// Its own CPU ticks (user + system of its threads, without the children it reaped:
+    /// those were counted as themselves while they ran).
     pub ticks: u64,
     /// Start time (clock ticks after boot): a pid reused by another process is another.
     pub start: u64,
@@ -180,12 +182,11 @@ pub(crate) fn all_processes() -> Vec<ProcEntry> {
         let (Some((u, sy)), Some(ppid)) = (st.cpu_ticks(), st.num(4)) else {
             continue;
         };
-        let children = st.num(16).unwrap_or(0) + st.num(17).unwrap_or(0);
         out.push(ProcEntry {
             pid,
             ppid: ppid as u32,
             comm: st.comm.to_vec(),
-            ticks: u + sy + children,
+            ticks: u + sy,
             start: st.num(22).unwrap_or(0),
         });
     }
@@ -202,19 +203,6 @@ pub(crate) fn tree_of(procs: &[ProcEntry], root: u32) -> Vec<u32> {
         i += 1;
     }
     tree
-}
-
-/// CPU seconds (user + system, plus reaped children) of a set of processes.
-pub(crate) fn cpu_of(pids: &[u32], ticks_per_s: f64) -> f64 {
-    pids.iter()
-        .filter_map(|p| read(format!("/proc/{p}/stat")))
-        .filter_map(|s| {
-            let st = Stat::parse(&s)?;
-            let (u, sy) = st.cpu_ticks()?;
-            let children = st.num(16)? + st.num(17)?;
-            Some((u + sy + children) as f64 / ticks_per_s)
-        })
-        .sum()
 }
 
 /// CPU seconds (user + system) of one process's own threads, without the children it
