@@ -29,6 +29,9 @@ pub struct Group {
     pub runnable: Option<f64>,
     /// The CPU of its busiest thread, each second's busiest averaged (1: a whole CPU).
     pub busiest: Option<f64>,
+    /// The time its busiest thread was on a CPU or waiting for one, each second's busiest
+    /// averaged (1: never idle).
+    pub busiest_busy: Option<f64>,
     /// Blocked: the rest of its wall time.
     pub blocked: f64,
     /// Blocked by why (from the off-CPU profile), when the run recorded one.
@@ -43,6 +46,12 @@ impl Group {
             .filter(|(r, _)| *r == reason)
             .map(|(_, t)| t)
             .sum()
+    }
+
+    /// Whether one of its threads never waited for work: on a CPU at least 85% of the
+    /// time, or on one or ready for one at least 90%.
+    pub fn has_saturated_thread(&self) -> bool {
+        self.busiest.is_some_and(|b| b >= 0.85) || self.busiest_busy.is_some_and(|b| b >= 0.9)
     }
 
     /// Time spent working or waiting in the work's path: on a CPU, runnable, and blocked
@@ -98,6 +107,7 @@ pub fn groups(run: &RunData, w: &Window) -> Vec<Group> {
                 on_cpu,
                 runnable,
                 busiest: at(col::GROUP_BUSIEST).map(|p| p / 100.0),
+                busiest_busy: at(col::GROUP_BUSIEST_BUSY).map(|p| p / 100.0),
                 blocked,
                 blocked_by,
             }

@@ -6,6 +6,9 @@ use kiln_model::waits::{StackOwner, WaitReason};
 use kiln_model::{FrameKind, Profile};
 use std::collections::HashMap;
 
+/// What a wait for CPython's global interpreter lock is called.
+pub const GIL: &str = "take_gil (Python's GIL)";
+
 /// A place the program waited: its frame and what it called there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Site {
@@ -97,10 +100,17 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
             p.stacks.path_into(st, &mut path);
             let names = user_frames(p, &path);
             let owner = stack_owner(&names);
-            let site = program_frame(&names).map(|i| {
-                let prim = names.get(i + 1).cloned().unwrap_or_default();
-                (names[i].clone(), prim)
-            });
+            let gil = kiln_model::waits::is_gil_wait(&names);
+            let site = match program_frame(&names) {
+                Some(i) if gil => Some((names[i].clone(), GIL.to_string())),
+                Some(i) => Some((
+                    names[i].clone(),
+                    names.get(i + 1).cloned().unwrap_or_default(),
+                )),
+                // Nothing of the program's own but the interpreter: the GIL still has a name.
+                None if gil => Some(("the interpreter".to_string(), GIL.to_string())),
+                None => None,
+            };
             (owner, site)
         });
         match (*owner, site, reason) {

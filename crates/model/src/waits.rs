@@ -89,6 +89,9 @@ const LOCK: &[&str] = &[
     r"^(erts_proc_lock_failed|ethr_mutex_lock\w*|ethr_rwmutex_\w*lock\w*|erts_mtx_lock\w*|erts_rwmtx_\w*lock\w*)$",
     r"^(sync\.\(\*(Mutex|RWMutex)\)\.\w*[Ll]ock\w*|runtime\.lock2|runtime\.lockWithRank|runtime\.semacquire\w*|sync\.runtime_Semacquire\w*)$",
     r"^(ObjectMonitor::enter\w*|Mutex::lock\w*|Monitor::lock\w*)",
+    // CPython: the GIL (take_gil, static, under the exported functions that call it) and
+    // the interpreter's own locks.
+    r"^(take_gil|PyEval_RestoreThread|PyEval_AcquireThread|PyEval_AcquireLock|PyThread_acquire_lock\w*|acquire_timed)$",
     r"^(__mutex_lock\w*|mutex_lock\w*|rwsem_down_\w+|down_read\w*|down_write\w*|__down\w*|rt_mutex_\w+)$",
 ];
 
@@ -148,6 +151,9 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
             f.strip_prefix("__GI_").unwrap_or(f)
         })
         .collect();
+    if is_gil_wait(&names) {
+        return WaitReason::Lock;
+    }
     // Idle: a runtime's idle loop with no lock wait after it.
     let lock_at = names.iter().rposition(|f| c.lock.is_match(f));
     let idle_at = names.iter().position(|f| c.idle.is_match(f)).or_else(|| {
@@ -179,6 +185,31 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
         return WaitReason::Futex;
     }
     WaitReason::Other
+}
+
+/// Whether a stack (root to leaf) waits for CPython's GIL: `take_gil`, or — in Debian's
+/// stripped interpreter, where `take_gil` is an unnamed static function — the
+/// interpreter's own code waiting on a condition variable with a timeout (the GIL's wait
+/// is the only one CPython makes that way: its `threading` locks wait on semaphores).
+pub fn is_gil_wait<S: AsRef<str>>(frames: &[S]) -> bool {
+    frames.windows(2).any(|w| {
+        let (a, b) = (w[0].as_ref(), w[1].as_ref());
+        a == "take_gil"
+            || (is_python_binary_address(a)
+                && matches!(
+                    b.trim_start_matches('_'),
+                    "pthread_cond_timedwait"
+                        | "pthread_cond_timedwait64"
+                        | "GI___pthread_cond_timedwait"
+                ))
+    })
+}
+
+/// `python3.11+0x4f92c0`: an address in the CPython binary that no symbol names.
+fn is_python_binary_address(name: &str) -> bool {
+    name.strip_prefix("python3")
+        .and_then(|r| r.split_once("+0x"))
+        .is_some_and(|(v, _)| v.is_empty() || v.starts_with('.'))
 }
 
 /// Whether `name` is a waiting primitive rather than the code that waits: a lock, sleep,
@@ -280,7 +311,7 @@ const NOT_PROGRAM: &[&str] = &[
     // The JVM: monitors, parking, the VM's own frames (libjvm addresses), stubs.
     r"^(ObjectMonitor|ObjectSynchronizer|JavaThread|Parker|os::|PlatformEvent|PlatformMonitor|PlatformMutex|Monitor|Mutex|MutexLocker|ThreadBlockInVM|InterpreterRuntime|SharedRuntime|Runtime1|OptoRuntime|JavaCalls|JVM_|Unsafe_|StubRoutines|CallStub|VMThread|SafepointSynchronize|Interpreter$|call_stub|libjvm\.so)",
     // CPython: the eval loop and its calls, the GIL and its locks.
-    r"^(take_gil|drop_gil|PyThread_\w+|PyCOND_\w+|PyMUTEX_\w+|_?PyEval_\w+|_PyObject_\w+|_PyFunction_\w+|PyObject_\w+|method_vectorcall\w*|cfunction_\w+|slot_tp_\w+|pysleep|time_sleep|lock_PyThread_acquire_lock|acquire_timed|libpython\S*\+0x)",
+    r"^(take_gil|drop_gil|_?Py[A-Z_]\w*|method_vectorcall\w*|cfunction_\w+|slot_tp_\w+|pysleep|time_sleep|lock_PyThread_acquire_lock|acquire_timed|libpython\S*\+0x|python3(\.\d+)?\+0x)",
     // libuv, Node and V8 internals.
     r"^(uv_\w+|uv__\w+|node::|v8::|Builtins_|libnode\S*\+0x)",
     // The BEAM's runtime.
@@ -361,6 +392,21 @@ mod tests {
         assert_eq!(r("scheduler;$global::process_main;erts_schedule;erts_port_task_execute;___pthread_mutex_lock;__GI___lll_lock_wait;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_futex;do_futex;futex_wait;__futex_wait;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("scheduler;$global::call_light_bif_shared;erl_send;erts_send_message;erts_proc_sig_queue_lock;erts_proc_lock_failed;ethr_event_wait;syscall;do_syscall_64;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("poller;__clone3;start_thread;erts_check_io;erts_port_task_schedule;___pthread_mutex_lock;__GI___lll_lock_wait;futex_do_wait"), WaitReason::Lock);
+    }
+
+    #[test]
+    fn pythons_gil_is_a_lock_even_stripped() {
+        assert_eq!(r("python3;worker (gil.py:12);python3.11+0x4f92c0;__pthread_cond_timedwait;__futex_abstimed_wait_common;futex_wait"), WaitReason::Lock);
+        assert_eq!(
+            r("python3;worker;take_gil;PyCOND_TIMEDWAIT;pthread_cond_timedwait"),
+            WaitReason::Lock
+        );
+        // A threading.Lock waits on a semaphore: a lock too, by its own name.
+        assert_eq!(
+            r("python3;worker;PyThread_acquire_lock_timed;sem_clockwait;futex_wait"),
+            WaitReason::Lock
+        );
+        assert!(!is_gil_wait(&["app", "worker", "pthread_cond_timedwait"]));
     }
 
     #[test]

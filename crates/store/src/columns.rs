@@ -78,6 +78,11 @@ pub const GROUP_THREADS: &str = THREADS;
 /// used a whole CPU: nothing it does can go faster). Added in 0.4.
 pub const GROUP_BUSIEST: &str = "busiest thread";
 
+/// Per thread group: the time its busiest thread was on a CPU or runnable (waiting for
+/// one) over the second, `%`: at 100 the thread never waited for work — the group's
+/// bottleneck, starved of CPU or not. Added in 0.4.
+pub const GROUP_BUSIEST_BUSY: &str = "busiest thread busy";
+
 /// The machine's busy share, `%` of all its CPUs.
 pub const BUSY: &str = "busy";
 /// kiln's own CPU, `%`.

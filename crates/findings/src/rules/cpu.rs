@@ -38,12 +38,13 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     let hot: Vec<_> = f
         .groups
         .iter()
-        .filter(|g| g.busiest.is_some_and(|b| b >= SATURATED))
+        .filter(|g| g.has_saturated_thread())
         .collect();
     let [g] = hot.as_slice() else {
         return Vec::new();
     };
     let busiest = g.busiest.unwrap_or(0.0);
+    let never_idle = g.busiest_busy.unwrap_or(busiest).max(busiest);
     // The rest of the server: if it too ran CPUs flat out, the server is CPU-bound.
     let rest = target - busiest;
     let limit = f
@@ -108,7 +109,10 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     ));
     finding.claim = claim;
     vec![finding
-        .explains(busiest * 100.0, "of the thread's time on a CPU")
+        .explains(
+            never_idle.min(1.0) * 100.0,
+            "of the thread's time busy (on a CPU or waiting for one)",
+        )
         .check(format!(
             "pidstat -t -p {} 1 {}   # or: top -H -p {}",
             f.pid(),
@@ -230,7 +234,10 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     let of_request = f.request_time_s().map(|r| waited_s / r.max(1e-9));
     let ready = runnable / (runnable + target);
     // Without the operations' time: how many threads waited, against one waiting always.
-    let score = of_request.map_or(ready * runnable.min(1.0) * 0.7, |x| x.min(1.0) * 0.95);
+    // Others taking the CPU is the machine's state, not the server's defect: a cause the
+    // server has of its own ranks first when it explains as much.
+    let score =
+        of_request.map_or(ready * runnable.min(1.0) * 0.7, |x| x.min(1.0) * 0.95) * ENVIRONMENT;
     let takers = takers(f);
     let mut claim = format!(
         "the server's threads spent {} of the time they were ready to run waiting for a CPU ({:.1} of them waiting on average)",
@@ -276,6 +283,10 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
         f.meta.target.pids.first().copied().unwrap_or(0)
     ))]
 }
+
+/// What a cause outside the server (the machine's other work) weighs against one of the
+/// server's own that explains as much.
+const ENVIRONMENT: f64 = 0.75;
 
 /// Who had the CPU besides the server: the other processes over 5% of a CPU, kiln's own
 /// load generator and an external load command, busiest first.

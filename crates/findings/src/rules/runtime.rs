@@ -401,10 +401,12 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
         "/proc/PID/stat (rss)",
     );
     e.series = Some(format!("{}/{}", col::TARGET, col::RSS));
+    // A leak at 10 MiB/s or more outruns any server's memory in minutes.
+    let rate = (per_s / (10.0 * 1048576.0)).min(1.0);
     vec![Finding::new(
         "growth",
         Class::MemoryGrowth,
-        0.3,
+        0.4 + 0.4 * rate,
         format!(
             "the server's memory grew by {} ({}/s) and did not come back",
             kiln_model::format_bytes(grew),

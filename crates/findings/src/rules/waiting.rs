@@ -37,7 +37,9 @@ fn check_of(f: &Facts, reason: WaitReason) -> String {
 /// What a wait of `reason` is, as the claim says it.
 fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> (Class, String) {
     let at = site.map(|s| s.label()).unwrap_or_default();
-    let gil = at.contains("take_gil");
+    let gil = ["take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread"]
+        .iter()
+        .any(|g| at.contains(g));
     let monitor =
         at.contains("ObjectMonitor") || f.runtime() == Runtime::Jvm && reason == WaitReason::Lock;
     match reason {

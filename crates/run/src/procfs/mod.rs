@@ -264,6 +264,9 @@ struct GroupCounts {
     threads: u64,
     /// The most CPU one of its threads used since the previous sample, ns.
     busiest_ns: u64,
+    /// The most time one of its threads was on a CPU or runnable since the previous
+    /// sample, ns: a thread never idle is the group's bottleneck, starved or not.
+    busiest_busy_ns: u64,
 }
 
 /// What one sample counts over the target's processes.
@@ -544,6 +547,7 @@ impl ProcSampler {
         e.runq_ns += d.runq_ns;
         e.threads += 1;
         e.busiest_ns = e.busiest_ns.max(d.on_cpu_ns);
+        e.busiest_busy_ns = e.busiest_busy_ns.max(d.on_cpu_ns + d.runq_ns);
         seen_now.insert((pid, tid), cur);
     }
 
@@ -622,6 +626,11 @@ impl ProcSampler {
                 col::per_group(col::GROUP_BUSIEST, g),
                 "%",
                 ns_pct(gc.busiest_ns),
+            ));
+            row.push((
+                col::per_group(col::GROUP_BUSIEST_BUSY, g),
+                "%",
+                ns_pct(gc.busiest_busy_ns),
             ));
         }
         self.target.row(now, &row);
