@@ -5,9 +5,6 @@ use crate::profile::{categories, in_group, top_named};
 use crate::{Class, Facts, Finding};
 use kiln_store::columns as col;
 
-/// A thread at this share of a CPU or more ran all the time it could.
-const SATURATED: f64 = 0.85;
-
 /// What a saturated thread is, in its runtime's words.
 fn thread_kind(f: &Facts, group: &str, threads: f64) -> String {
     let main = group == f.meta.target.comm || group == "MainThread";
