@@ -564,7 +564,7 @@ fn kiln_histograms(store: &Path, name: &str) -> Vec<(String, String, Buckets)> {
         .iter()
         .filter(|h| h.window != kiln_store::PER_SECOND)
         .map(|h| {
-            let d = kiln_store::hdr::decode_histogram(&h.data).unwrap_or_else(|| {
+            let d = kiln_hdr::decode_histogram(&h.data).unwrap_or_else(|| {
                 panic!(
                     "{}/{} ({} bytes) does not decode",
                     h.window,
