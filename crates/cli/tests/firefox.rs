@@ -7,8 +7,8 @@
 //! and the warm-up and the measurement as markers, with their lengths.
 //!
 //! Needs `npm ci` in `web/`.
-use assert_cmd::Command;
 use kiln_store::{SqliteStore, Store};
+use kiln_testkit::kiln_in as kiln;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,12 +28,6 @@ int main(void) {
     for (;;) { spin(); nanosleep(&ts, 0); }
 }
 "#;
-
-fn kiln(store: &Path) -> Command {
-    let mut c = kiln_testkit::kiln();
-    c.env("KILN_STORE", store);
-    c
-}
 
 /// What the store holds of the run, as the profiler should show it: per thread (name and
 /// tid) its samples, per series its name and values, the phases.
