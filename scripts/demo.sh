@@ -38,8 +38,10 @@ chmod +x "$dir/ctl"
 
 load=(load amqp -h "$uri" -x 1 -y 0 -c 2000 -f persistent --queue kiln-demo --queue-args x-queue-type=stream --auto-delete false)
 echo "== kiln run: 'before' (tracing off) and 'after' (rabbitmqctl trace_on: the firehose copies every message), interleaved in $repeat rounds of ${secs} s against $uri, profiled (pid $beam)" >&2
+# Each run's own variant sets the tracer as it needs (no --after-each: every rabbitmqctl
+# boots an Erlang VM, a second or two of CPU each on two cores).
 "$kiln" run --variant before="$dir/ctl trace_off" --variant after="$dir/ctl trace_on" \
-  --after-each "$dir/ctl trace_off" --repeat "$repeat" -p "$beam" -e cpu --no-report \
+  --repeat "$repeat" -p "$beam" -e cpu --no-report \
   -d "$secs" --warmup 3 "${load[@]}" | tee "$out/run.txt" || true
 echo "== the run reports" >&2
 "$kiln" runs report before -o "$out/before.html"

@@ -2,7 +2,7 @@
 //! latency's per-second histograms, read again by the run report): no panic; a log that
 //! reads, written again, reads back to the same intervals.
 #![no_main]
-use kiln_store::hdr::{read_interval_log, write_interval_log};
+use kiln_hdr::{read_interval_log, write_interval_log};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -235,8 +235,18 @@ fn system_wide_sees_every_process() {
     let mut c = collector(None, 0);
     prog.go_on();
     assert_eq!(prog.line(), "done");
-    std::thread::sleep(Duration::from_millis(50));
-    let entries = c.drain().unwrap();
+    // The sleeper's blocks are in the ring before it says done; other processes' come as
+    // they wake: drained until three processes were seen.
+    let mut entries = Vec::new();
+    kiln_testkit::poll_until(Duration::from_secs(10), || {
+        entries.extend(c.drain().unwrap());
+        entries
+            .iter()
+            .map(|e| e.blocked.pid)
+            .collect::<HashSet<u32>>()
+            .len()
+            >= 3
+    });
     let (count, _) = nanosleep_blocks(&entries, &ksyms, prog.pid());
     let pids: HashSet<u32> = entries.iter().map(|e| e.blocked.pid).collect();
     let keys: HashSet<(u32, u32, Vec<u64>, Vec<u64>)> = entries
@@ -500,10 +510,20 @@ fn runnable_time_is_what_the_scheduler_counts() {
     // summed, as schedstat's delta over the same span counts them.
     c.drain().unwrap();
     let (t0, d0) = (monotonic_ns(), schedstat(pid).1);
-    std::thread::sleep(Duration::from_secs(2));
+    // The span ends once the scheduler has counted a second of waiting for a CPU.
+    let span = kiln_testkit::poll_until(Duration::from_secs(60), || {
+        schedstat(pid).1 - d0 > 1_000_000_000
+    });
+    assert!(span.is_some(), "the loop never waited a second for its CPU");
     let (t1, d1) = (monotonic_ns(), schedstat(pid).1);
-    std::thread::sleep(Duration::from_millis(100));
-    let blocks = c.drain().unwrap();
+    // The loop's blocks follow one another: once one that started after t1 has reached
+    // the ring, every one that started before it has.
+    let mut blocks = Vec::new();
+    let after = kiln_testkit::poll_until(Duration::from_secs(30), || {
+        blocks.extend(c.drain().unwrap());
+        blocks.iter().any(|b| b.start_ns >= t1)
+    });
+    assert!(after.is_some(), "no runnable block after the span");
     assert!(blocks.iter().all(|b| b.runnable && b.blocked.pid == pid));
     let waited: u64 = blocks
         .iter()

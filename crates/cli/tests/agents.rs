@@ -12,25 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-fn kiln_exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_kiln"))
-}
-
-/// The GNU build id of the kiln under test, as readelf prints it.
-fn build_id() -> String {
-    let out = Command::new("readelf")
-        .arg("-n")
-        .arg(kiln_exe())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .expect("kiln has a build id")
-        .trim()
-        .to_string()
-}
-
 /// A fake ssh: `body` after a line that writes the script's PID to `ssh.pid`.
 fn fake_ssh(dir: &Path, body: &str) -> PathBuf {
     let path = dir.join("ssh");
@@ -49,7 +30,7 @@ fn fake_ssh(dir: &Path, body: &str) -> PathBuf {
 /// `kiln run` of one agent `h` through the fake ssh, with a connect timeout of `timeout`
 /// seconds.
 fn run_through(dir: &Path, ssh: &Path, timeout: &str, run: &[&str]) -> Command {
-    let mut c = Command::new(kiln_exe());
+    let mut c = kiln_testkit::kiln_process();
     c.env("KILN_STORE", dir.join("runs.db"))
         .args(["run", "--no-report", "--connect-timeout", timeout])
         .arg("--ssh-command")
@@ -229,7 +210,7 @@ impl PlayedAgent {
             w.write_all(wire::MAGIC).unwrap();
             let hello = FromAgent::Hello(Hello {
                 version: "test".into(),
-                build: build_id(),
+                build: kiln_testkit::kiln_build_id(),
                 hostname: "played".into(),
                 cpus: 1,
                 ..Default::default()
@@ -269,7 +250,7 @@ fn monotonic_ns() -> u64 {
 }
 
 fn show(store: &Path, name: &str) -> serde_json::Value {
-    let out = Command::new(kiln_exe())
+    let out = kiln_testkit::kiln_process()
         .env("KILN_STORE", store)
         .args(["runs", "show", name, "--json"])
         .output()
@@ -410,7 +391,7 @@ fn sigint_ends_the_wait_for_a_load_that_does_not_stop_and_the_run_is_stored() {
 /// refused as "already running".
 #[test]
 fn kiln_agent_frees_its_load_slot_however_the_load_ended() {
-    let mut agent = Command::new(kiln_exe())
+    let mut agent = kiln_testkit::kiln_process()
         .arg("agent")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -469,7 +450,7 @@ fn ipv6_destinations_reach_ssh_without_their_brackets() {
             args.display()
         ),
     );
-    let mut c = Command::new(kiln_exe());
+    let mut c = kiln_testkit::kiln_process();
     c.env("KILN_STORE", dir.path().join("runs.db"))
         .args(["run", "--no-report", "--connect-timeout", "2"])
         .arg("--ssh-command")
@@ -494,7 +475,7 @@ fn ipv6_destinations_reach_ssh_without_their_brackets() {
         .collect();
     let at = words.iter().position(|w| w == "-p").expect("a port");
     assert_eq!(words[at + 1..at + 3], ["2222", "bench@::1"], "{words:?}");
-    let out = Command::new(kiln_exe())
+    let out = kiln_testkit::kiln_process()
         .env("KILN_STORE", dir.path().join("runs.db"))
         .args([
             "run",

@@ -13,12 +13,6 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn kiln(store: &Path) -> Command {
-    let mut c = kiln_testkit::kiln_process();
-    c.env("KILN_STORE", store);
-    c
-}
-
 /// Runs `c` with standard output a pipe whose reader is closed before the command starts
 /// (every write there fails with EPIPE); asserts it ended with 141 and said nothing of it.
 fn assert_quiet_141(mut c: Command, what: &str) {
@@ -111,7 +105,7 @@ fn profile_commands_end_quietly_when_the_reader_goes() {
         ),
     ];
     for (what, args) in cases {
-        let mut c = kiln(&store);
+        let mut c = kiln_testkit::kiln_process_in(&store);
         c.args(args);
         assert_quiet_141(c, what);
     }
@@ -128,7 +122,7 @@ fn collapse_into_head_1_ends_quietly() {
         .map(|i| format!("main;work;leaf_{i} {}\n", i + 1))
         .collect();
     std::fs::write(&big, text).unwrap();
-    let mut child = kiln(&dir.path().join("none.db"))
+    let mut child = kiln_testkit::kiln_process_in(&dir.path().join("none.db"))
         .args(["collapse", "-q"])
         .arg(&big)
         .stdout(Stdio::piped())
@@ -169,7 +163,7 @@ fn store_commands_end_quietly_when_the_reader_goes() {
         &["collapse", "run:before"],
         &["flamegraph", "run:1"],
     ] {
-        let mut c = kiln(&store);
+        let mut c = kiln_testkit::kiln_process_in(&store);
         c.args(args);
         assert_quiet_141(c, &args.join(" "));
     }
@@ -178,14 +172,14 @@ fn store_commands_end_quietly_when_the_reader_goes() {
 #[test]
 fn a_load_ends_quietly_when_the_reader_goes() {
     let n = kiln_testkit::Nginx::start().unwrap();
-    let mut c = kiln(Path::new("none.db"));
+    let mut c = kiln_testkit::kiln_process_in(Path::new("none.db"));
     c.args(["load", "http", "-d", "1", "-c", "2", &n.url("/")]);
     assert_quiet_141(c, "load http");
 }
 
 #[test]
 fn a_recording_ends_quietly_when_the_reader_goes() {
-    let mut c = kiln(Path::new("none.db"));
+    let mut c = kiln_testkit::kiln_process_in(Path::new("none.db"));
     c.args(["record", "--", "sh", "-c"])
         .arg("i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done");
     assert_quiet_141(c, "record");

@@ -1,6 +1,7 @@
 //! `kiln compare` as a CI gate, and the knee of a sweep, on real servers: the testkit's
 //! RabbitMQ (one private vhost per test, so that the firehose tracer traces nothing of
 //! the other tests) and the Go example query server.
+use kiln_testkit::json;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -15,11 +16,6 @@ fn broker_turn() -> std::sync::MutexGuard<'static, ()> {
 }
 
 use kiln_testkit::kiln_in as kiln;
-
-fn json(out: &[u8]) -> Value {
-    serde_json::from_slice(out)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
-}
 
 fn row<'a>(cmp: &'a Value, key: &str) -> &'a Value {
     cmp["rows"]
@@ -127,7 +123,13 @@ fn the_gate_fires_on_the_firehose_and_never_on_noise() {
             .spawn()
             .unwrap(),
     );
-    std::thread::sleep(Duration::from_secs(1));
+    // The tracer takes the copies once the broker lists its consumer.
+    let consuming = kiln_testkit::poll_until(Duration::from_secs(60), || {
+        broker
+            .ctl(&["list_consumers", "-p", &vh, "-q", "--no-table-headers"])
+            .is_ok_and(|o| !String::from_utf8_lossy(&o.stdout).trim().is_empty())
+    });
+    assert!(consuming.is_some(), "the tracer never consumed");
     runs(&store, &beam, &uri, "firehose", 5, "2000");
     drop(tracer);
     let off = broker.ctl(&["trace_off", "-p", &vh]).unwrap();

@@ -9,8 +9,8 @@
 //! measurement as markers, with their lengths.
 //!
 //! Needs `npm ci` in `web/`.
-use assert_cmd::Command;
 use kiln_store::{SqliteStore, Store};
+use kiln_testkit::kiln_in as kiln;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,12 +30,6 @@ int main(void) {
     for (;;) { spin(); nanosleep(&ts, 0); }
 }
 "#;
-
-fn kiln(store: &Path) -> Command {
-    let mut c = kiln_testkit::kiln();
-    c.env("KILN_STORE", store);
-    c
-}
 
 /// What the store holds of the run, as the profiler should show it: per thread (its
 /// name as exported, tid and event) its samples, the CPU time they stand for (a timer's:

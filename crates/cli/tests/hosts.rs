@@ -2,10 +2,11 @@
 //! bridge, 10.200.S.N), Debian's sshd in each with a key made by the test, kiln's agent
 //! started there over ssh, real brokers on the test network, real targets in the
 //! namespaces.
+use kiln_testkit::json;
 use kiln_testkit::{Mosquitto, MosquittoOptions, SshKeys, Sshd, TestNet};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -15,25 +16,6 @@ struct Hosts {
     keys: SshKeys,
     agent_dir: tempfile::TempDir,
     net: TestNet,
-}
-
-fn kiln_exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_kiln"))
-}
-
-/// The GNU build id of the kiln under test, as readelf prints it.
-fn build_id() -> String {
-    let out = Command::new("readelf")
-        .arg("-n")
-        .arg(kiln_exe())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .expect("kiln has a build id")
-        .trim()
-        .to_string()
 }
 
 impl Hosts {
@@ -50,9 +32,11 @@ impl Hosts {
             .collect();
         let agent_dir = tempfile::tempdir().unwrap();
         if preinstalled {
-            let to = agent_dir.path().join(format!("kiln-{}", build_id()));
-            std::fs::hard_link(kiln_exe(), &to)
-                .or_else(|_| std::fs::copy(kiln_exe(), &to).map(|_| ()))
+            let to = agent_dir
+                .path()
+                .join(format!("kiln-{}", kiln_testkit::kiln_build_id()));
+            std::fs::hard_link(kiln_testkit::kiln_bin(), &to)
+                .or_else(|_| std::fs::copy(kiln_testkit::kiln_bin(), &to).map(|_| ()))
                 .unwrap();
         }
         Hosts {
@@ -65,7 +49,7 @@ impl Hosts {
 
     /// `kiln run` with the store, the ssh command and the agent directory set.
     fn kiln(&self, store: &Path) -> Command {
-        let mut c = Command::new(kiln_exe());
+        let mut c = kiln_testkit::kiln_process();
         c.env("KILN_STORE", store)
             .env("KILN_SSH", self.keys.ssh_command())
             .arg("run")
@@ -125,15 +109,10 @@ fn broker(net: &TestNet) -> Mosquitto {
     .expect("mosquitto starts")
 }
 
-fn json(out: &[u8]) -> Value {
-    serde_json::from_slice(out)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
-}
-
 /// The stored run `name`: its metadata (as `kiln runs show --json` prints it) and its
 /// series.
 fn show(store: &Path, name: &str) -> Value {
-    let out = Command::new(kiln_exe())
+    let out = kiln_testkit::kiln_process()
         .env("KILN_STORE", store)
         .args(["runs", "show", name, "--json"])
         .output()
@@ -468,7 +447,7 @@ fn fixed_rate_amqp_from_two_agents_merges_histograms_exactly() {
         .unwrap();
     kiln_testkit::succeeded(&out);
     let export = h.agent_dir.path().join("amqp2.kiln");
-    let st = Command::new(kiln_exe())
+    let st = kiln_testkit::kiln_process()
         .env("KILN_STORE", &store)
         .args(["runs", "export", "amqp2", "-o"])
         .arg(&export)
@@ -564,7 +543,7 @@ fn kiln_histograms(store: &Path, name: &str) -> Vec<(String, String, Buckets)> {
         .iter()
         .filter(|h| h.window != kiln_store::PER_SECOND)
         .map(|h| {
-            let d = kiln_store::hdr::decode_histogram(&h.data).unwrap_or_else(|| {
+            let d = kiln_hdr::decode_histogram(&h.data).unwrap_or_else(|| {
                 panic!(
                     "{}/{} ({} bytes) does not decode",
                     h.window,
@@ -621,7 +600,7 @@ fn a_process_on_another_host_is_recorded_on_this_hosts_clock() {
     );
     assert!((o - 5_000_000_000_000).abs() <= u, "offset {o} ± {u}");
     // The remote node's flame graph: its own functions, under its host label.
-    let folded = Command::new(kiln_exe())
+    let folded = kiln_testkit::kiln_process()
         .env("KILN_STORE", &store)
         .args(["collapse", "--focus-label", "host=h0", "run:remote"])
         .output()
@@ -658,7 +637,7 @@ fn a_process_on_another_host_is_recorded_on_this_hosts_clock() {
     // The report shows each node's flame graph beside the cluster's; kiln compare compares
     // the cluster node by node and as a whole.
     let html = h.agent_dir.path().join("remote.html");
-    let st = Command::new(kiln_exe())
+    let st = kiln_testkit::kiln_process()
         .env("KILN_STORE", &store)
         .args(["runs", "report", "remote", "-o"])
         .arg(&html)
@@ -668,7 +647,7 @@ fn a_process_on_another_host_is_recorded_on_this_hosts_clock() {
     assert!(std::fs::read_to_string(&html)
         .unwrap()
         .contains("cpu-clock on h0"));
-    let cmp = Command::new(kiln_exe())
+    let cmp = kiln_testkit::kiln_process()
         .env("KILN_STORE", &store)
         .args(["compare", "remote", "remote", "--format", "json"])
         .output()
@@ -721,7 +700,6 @@ fn an_agent_killed_mid_run_is_marked_and_the_other_goes_on() {
     // Killed mid-measurement: once the run says it measures, however busy the machine.
     let measuring = progress.wait_for(Duration::from_secs(60), |l| l.contains("measuring"));
     assert!(measuring.is_some(), "the run never measured");
-    std::thread::sleep(Duration::from_millis(500));
     kiln_testkit::signal(victim, 9);
     let out = kiln.wait_with_output().unwrap();
     let stderr = progress.all();
@@ -756,17 +734,20 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
     let mut kiln = h
         .mqtt_fleet(&store, &["--name", "dropped", "-d", "60"], &b, 200, 5)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut progress = kiln_testkit::Lines::follow(kiln.stderr.take().unwrap());
     let up = kiln_testkit::poll_until(Duration::from_secs(30), || {
         !h.agents(0).is_empty() && !h.agents(1).is_empty()
     });
     assert!(up.is_some(), "agents start");
-    std::thread::sleep(Duration::from_secs(2));
+    // Both agents' loads run once the run measures.
+    let measuring = progress.wait_for(Duration::from_secs(60), |l| l.contains("measuring"));
+    assert!(measuring.is_some(), "the run never measured");
     let (a0, a1) = (h.agents(0)[0], h.agents(1)[0]);
     // The connection to h1 drops: its ssh client dies.
-    let ssh1 = children(kiln.id())
+    let ssh1 = kiln_testkit::children(kiln.id())
         .into_iter()
         .find(|&p| {
             std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| {
@@ -799,23 +780,6 @@ fn a_dropped_connection_or_a_killed_kiln_leaves_no_agent_behind() {
         "the broker still counts {} clients",
         sys.last()
     );
-}
-
-/// Direct children of `pid`, whichever of its threads started them (kiln starts its ssh
-/// children from a thread of their own).
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .flat_map(|t| {
-            std::fs::read_to_string(t.path().join("children"))
-                .unwrap_or_default()
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
 }
 
 /// Both nodes of a two-node RabbitMQ cluster (RabbitMQ's own clustering, on this machine)
@@ -857,7 +821,7 @@ fn both_nodes_of_a_rabbitmq_cluster_are_profiled_with_erlang_frames() {
         .unwrap();
     kiln_testkit::succeeded(&out);
     for node in ["h0", "h1"] {
-        let folded = Command::new(kiln_exe())
+        let folded = kiln_testkit::kiln_process()
             .env("KILN_STORE", &store)
             .args([
                 "collapse",

@@ -722,7 +722,15 @@ fn drop_idle_leaves_out_runtime_idle_waiting_and_says_so() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // The threads take their locks once kiln's off-CPU programs are attached (three
+    // links: a context switch, a fork, an exit; the wake-up one only with --runnable).
+    let attached = kiln_testkit::poll_until(std::time::Duration::from_secs(60), || {
+        kiln_testkit::bpf_links(rec_cmd.id()) >= 3
+    });
+    assert!(
+        attached.is_some(),
+        "kiln record never attached its programs"
+    );
     use std::io::Write as _;
     let _ = stdin.write_all(b"go\ngo\n");
     let out = rec_cmd.wait_with_output().unwrap();

@@ -70,7 +70,7 @@ fn window_latencies(run: &kiln_store::RunData, origin: i64) -> Value {
         .iter()
         .filter(|h| h.window == kiln_store::PER_SECOND)
     {
-        let seconds: Vec<_> = kiln_store::hdr::read_interval_log(&h.data)
+        let seconds: Vec<_> = kiln_hdr::read_interval_log(&h.data)
             .unwrap()
             .into_iter()
             .map(|(_, h)| h)

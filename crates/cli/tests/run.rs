@@ -1,6 +1,7 @@
 //! `kiln run`, `kiln runs` and `kiln compare` end to end: real targets built here, a real
 //! RabbitMQ, real SQLite stores.
 use kiln_testkit::Started;
+use kiln_testkit::{json, runs};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
@@ -8,18 +9,6 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use kiln_testkit::kiln_in as kiln;
-
-fn json(out: &[u8]) -> Value {
-    serde_json::from_slice(out)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
-}
-
-/// `kiln runs --json` of a store.
-fn runs(store: &Path) -> Vec<Value> {
-    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
-    kiln_testkit::succeeded(&out);
-    json(&out.stdout).as_array().unwrap().clone()
-}
 
 fn metric<'a>(cmp: &'a Value, key: &str) -> &'a Value {
     cmp["rows"]

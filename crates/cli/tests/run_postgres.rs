@@ -5,6 +5,7 @@
 use assert_cmd::Command;
 use kiln_testkit::Started;
 use kiln_testkit::{have_postgres, Postgres};
+use kiln_testkit::{json, runs};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
@@ -16,17 +17,6 @@ fn kiln(store: &str, dir: &Path) -> Command {
     let mut c = kiln_testkit::kiln();
     c.env("KILN_STORE", store).current_dir(dir);
     c
-}
-
-fn json(out: &[u8]) -> Value {
-    serde_json::from_slice(out)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
-}
-
-fn runs(store: &str, dir: &Path) -> Vec<Value> {
-    let out = kiln(store, dir).args(["runs", "--json"]).output().unwrap();
-    kiln_testkit::succeeded(&out);
-    json(&out.stdout).as_array().unwrap().clone()
 }
 
 /// A `kiln run` in the background, on `machine` (a tag), into `store` (`--store`).
@@ -141,7 +131,7 @@ fn two_machines_record_into_one_store_and_compare() {
         // The report goes to the working directory.
         assert!(err.contains("kiln run: report ./"), "{err}");
     }
-    let all = runs(&url, dir.path());
+    let all = runs(Path::new(&url));
     assert_eq!(all.len(), 4);
     let mut ids: Vec<i64> = all.iter().map(|r| r["id"].as_i64().unwrap()).collect();
     ids.dedup();
@@ -206,13 +196,13 @@ fn two_machines_record_into_one_store_and_compare() {
         .unwrap()
         .starts_with(b"SQLite format 3\0"));
     let local = file.to_str().unwrap();
-    assert_eq!(runs(local, dir.path()).len(), 2);
+    assert_eq!(runs(Path::new(local)).len(), 2);
     // Removed from the shared store.
     kiln(&url, dir.path())
         .args(["runs", "rm", "b"])
         .assert()
         .success();
-    assert_eq!(runs(&url, dir.path()).len(), 2);
+    assert_eq!(runs(Path::new(&url)).len(), 2);
     // A database without a store: nothing to list, and a reader creates nothing.
     let empty = pg.create_database("empty").unwrap();
     kiln(&empty, dir.path())
@@ -245,7 +235,7 @@ fn a_server_restarted_during_a_run_or_gone_loses_no_run() {
     let (st, out, err) = finish(c);
     assert!(st.success(), "{out}\n{err}");
     assert!(!err.contains("kept in"), "{err}");
-    let all = runs(&url, dir.path());
+    let all = runs(Path::new(&url));
     assert_eq!(all.len(), 1);
     assert_eq!(all[0]["name"], "restarted");
 
@@ -270,17 +260,14 @@ fn a_server_restarted_during_a_run_or_gone_loses_no_run() {
         "{out}"
     );
     assert!(fallback.exists());
-    assert_eq!(
-        runs(fallback.to_str().unwrap(), dir.path())[0]["name"],
-        "away"
-    );
+    assert_eq!(runs(&fallback)[0]["name"], "away");
     // Pushed once the server is back.
     pg.start_again().unwrap();
     kiln(&url, dir.path())
         .args(["runs", "import", "kiln-unsaved-runs.db"])
         .assert()
         .success();
-    let names: Vec<Value> = runs(&url, dir.path())
+    let names: Vec<Value> = runs(Path::new(&url))
         .iter()
         .map(|r| r["name"].clone())
         .collect();

@@ -5,6 +5,7 @@
 //! point of the latency is found at the step, with functions that moved; a history
 //! without the step has none, even with one run of the other setting at its end;
 //! `--fail-if` fires only on the newest segment.
+use kiln_testkit::json;
 use serde_json::Value;
 use std::io::BufRead;
 use std::path::Path;
@@ -72,11 +73,6 @@ impl Drop for Server {
 }
 
 use kiln_testkit::kiln_in as kiln;
-
-fn json(out: &[u8]) -> Value {
-    serde_json::from_slice(out)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
-}
 
 /// `repeat` runs named svc of the server at 50 requests a second.
 fn record(store: &Path, server: &Server, repeat: u32, extra: &[&str]) {

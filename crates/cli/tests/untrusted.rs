@@ -8,7 +8,6 @@ use kiln_store::{Attachment, RunData, RunMeta, RunStatus, SqliteStore, Store, Wi
 use kiln_testkit::Started;
 use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -567,7 +566,7 @@ fn a_run_with_a_nan_among_good_ones_degrades_only_itself() {
 /// Runs `kiln` as the unprivileged user `nobody` (setpriv), when this test runs as root.
 fn as_nobody() -> Option<std::process::Command> {
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || which("setpriv").is_none() {
+    if unsafe { libc::geteuid() } != 0 || kiln_testkit::which("setpriv").is_none() {
         kiln_testkit::skip("running kiln as another user needs root and setpriv");
         return None;
     }
@@ -575,14 +574,6 @@ fn as_nobody() -> Option<std::process::Command> {
     c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(kiln_testkit::kiln_bin());
     Some(c)
-}
-
-fn which(prog: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(prog))
-            .find(|f| f.exists())
-    })
 }
 
 #[test]
@@ -636,7 +627,8 @@ fn a_store_in_a_read_only_directory_is_read_by_another_user() {
 
 #[test]
 fn a_full_disk_during_the_save_keeps_the_run_where_kiln_says_and_it_imports() {
-    if which("bash").is_none() {
+    if kiln_testkit::which("bash").is_none() {
+        kiln_testkit::skip("bash is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -985,7 +977,7 @@ fn a_hung_pprof_endpoint_never_holds_a_stop_and_the_run_is_stored() {
 fn fake_broker(after: &'static [u8]) -> Served {
     Served::start(move |mut c| {
         let mut b = [0u8; 1024];
-        if matches!(c.read(&mut b), Ok(n) if n > 0) && !after.is_empty() {
+        if matches!(c.read(&mut b), Ok(n) if n > 0) {
             let _ = c.write_all(&[0x20, 0x02, 0x00, 0x00]);
             std::thread::sleep(Duration::from_millis(300));
             let _ = c.write_all(after);
@@ -1024,8 +1016,17 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
         text(&out.stderr)
     );
     drop(broker);
-    // A broker that never answers CONNECT: SIGTERM in the handshake exits 143.
-    let broker = fake_broker(b"");
+    // A broker that never answers CONNECT: SIGTERM in the handshake exits 143, sent once
+    // both clients' CONNECTs have come.
+    let connects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = connects.clone();
+    let broker = Served::start(move |mut c| {
+        let mut b = [0u8; 1024];
+        if matches!(c.read(&mut b), Ok(n) if n > 0) {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        while matches!(c.read(&mut b), Ok(n) if n > 0) {}
+    });
     let bin = kiln_testkit::kiln_bin();
     let mut child = std::process::Command::new(&bin)
         .args([
@@ -1045,7 +1046,10 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(1));
+    let connected = kiln_testkit::poll_until(Duration::from_secs(30), || {
+        connects.load(Ordering::SeqCst) >= 2
+    });
+    assert!(connected.is_some(), "kiln's clients never sent CONNECT");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();

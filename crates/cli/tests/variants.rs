@@ -1,6 +1,7 @@
 //! `kiln run --variant` end to end: interleaved variants of one experiment against a real
 //! target built here (the ticker), on a machine a CPU hog of the test's own makes drift
 //! halfway, and `kiln compare` of the variants paired by round.
+use kiln_testkit::json;
 use kiln_testkit::Started;
 use predicates::prelude::*;
 use serde_json::Value;
@@ -9,11 +10,6 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use kiln_testkit::kiln_in as kiln;
-
-fn json(out: &[u8]) -> Value {
-    serde_json::from_slice(out)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
-}
 
 fn stored(store: &Path) -> usize {
     let out = kiln(store).args(["runs", "--json"]).output().unwrap();

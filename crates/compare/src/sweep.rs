@@ -148,21 +148,6 @@ pub(crate) fn rate_knee(steps: &[Step]) -> Option<usize> {
     steps.iter().take_while(|s| good(s)).count().checked_sub(1)
 }
 
-/// The plateau of a sweep of growing concurrency: the first step k after which no later
-/// step's throughput exceeds step k's by `threshold` (0.1 = 10%) while the next step's
-/// median latency grows by more than `threshold`. `None`: throughput kept growing. One
-/// rule for `kiln load http --concurrency-sweep` and the knee `kiln run` finds.
-pub fn plateau(throughput: &[f64], p50: &[f64], threshold: f64) -> Option<usize> {
-    (0..throughput.len().saturating_sub(1)).find(|&k| {
-        let flat = throughput[k + 1..]
-            .iter()
-            .all(|&t| t < throughput[k] * (1.0 + threshold));
-        let slower = p50.get(k + 1).copied().unwrap_or(0.0)
-            > p50.get(k).copied().unwrap_or(0.0) * (1.0 + threshold);
-        flat && slower
-    })
-}
-
 /// The steps as the saturation rule reads them.
 fn plain(steps: &[Step]) -> Vec<kiln_model::saturation::Step> {
     steps

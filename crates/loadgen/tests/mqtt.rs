@@ -315,9 +315,21 @@ fn broker_restart_qos1_persistent_sessions_lose_nothing_and_qos0_losses_are_coun
             drain: Duration::from_secs(5),
             ..opts(port, Scenario::PubSub)
         };
+        // The broker restarts once messages go through (a second with some received).
+        let flowing = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
-            let h = s.spawn(|| go(&o));
-            std::thread::sleep(Duration::from_secs(2));
+            let h = s.spawn(|| {
+                run(&o, &Stop::new(), &mut |t| {
+                    if t.rate("received") > 0.0 {
+                        flowing.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                })
+                .expect("run completes")
+            });
+            let up = kiln_testkit::poll_until(Duration::from_secs(30), || {
+                flowing.load(std::sync::atomic::Ordering::SeqCst)
+            });
+            assert!(up.is_some(), "no message went through before the restart");
             b.restart().expect("mosquitto restarts");
             h.join().unwrap()
         })

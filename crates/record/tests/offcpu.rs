@@ -376,8 +376,8 @@ fn cpu_and_runnable_account_for_a_busy_threads_wall_time() {
 
 /// The collector runs from before sampling starts (a gated recording loads it during the
 /// warm-up): the off-CPU profile holds the sampling window's time only. A shell sleeping
-/// in 0.2 s naps is blocked nearly all the time, waiting for them: 1.5 s of naps before
-/// the gate opens are not in the profile, and the window's blocked time is at most the
+/// in 0.2 s naps is blocked nearly all the time, waiting for them: the naps that end
+/// before the gate opens are not in the profile, and the window's blocked time is at most the
 /// window.
 #[test]
 fn blocks_before_a_gated_start_are_left_out_and_edges_cut() {
@@ -394,8 +394,15 @@ fn blocks_before_a_gated_start_are_left_out_and_edges_cut() {
     opts.gate = Some(gate.clone());
     let recording = std::thread::spawn(move || record(&opts));
     while !gate.ready.sleep(Duration::from_millis(50)) && !recording.is_finished() {}
-    // The naps of the warm-up end, and are handed over, before sampling starts.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Naps of the warm-up end before sampling starts: five of the shell's `sleep`s seen
+    // since the collector was loaded, one at a time, so at least three began and ended
+    // under it.
+    let mut naps = std::collections::HashSet::new();
+    let warmed = kiln_testkit::poll_until(Duration::from_secs(30), || {
+        naps.extend(kiln_testkit::children(pid));
+        naps.len() >= 5
+    });
+    assert!(warmed.is_some(), "the shell napped {} times", naps.len());
     gate.go.raise();
     let rec = recording
         .join()

@@ -23,7 +23,7 @@ pub struct Distribution {
     pub max: f64,
 }
 
-use kiln_store::hdr::HistogramSum;
+use kiln_hdr::HistogramSum;
 
 /// The histograms named `name` for window `window`, merged; `None` if there are none (or
 /// none can be read: `skipped` counts those).
@@ -134,7 +134,7 @@ pub fn per_second(
     type Buckets = Vec<(u64, u64)>;
     let mut decoded: Vec<(String, Vec<Buckets>)> = Vec::new();
     for h in hists.iter().filter(|h| h.window == kiln_store::PER_SECOND) {
-        let Ok(log) = kiln_store::hdr::read_interval_log(&h.data) else {
+        let Ok(log) = kiln_hdr::read_interval_log(&h.data) else {
             *skipped += 1;
             continue;
         };
@@ -202,15 +202,13 @@ pub fn per_second(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
     fn stored(name: &str, window: &str, values: &[u64]) -> Stored {
         let mut h = Histogram::<u64>::new(3).unwrap();
         for &v in values {
             h.record(v).unwrap();
         }
-        let mut data = Vec::new();
-        V2DeflateSerializer::new().serialize(&h, &mut data).unwrap();
+        let data = kiln_hdr::encode_histogram(&h).unwrap();
         Stored {
             name: name.into(),
             window: window.into(),
@@ -231,8 +229,7 @@ mod tests {
                 (end, h)
             })
             .collect();
-        kiln_store::hdr::write_interval_log("test", hs.iter().map(|(end, h)| (*end, 1.0, h)))
-            .unwrap()
+        kiln_hdr::write_interval_log("test", hs.iter().map(|(end, h)| (*end, 1.0, h))).unwrap()
     }
 
     #[test]

@@ -2,9 +2,8 @@
 //! resource samples and the recording.
 use crate::procfs::{ProcSampler, TableBuilder, Totals};
 use crate::{LoadOutcome, LoadTick};
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use kiln_store::hdr::HistogramSum;
+use kiln_hdr::HistogramSum;
 use kiln_store::{
     Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window, QUEUE_DEPTH,
 };
@@ -63,12 +62,6 @@ fn skipped_warning(skipped: usize, w: &Window) -> Option<String> {
     })
 }
 
-pub(crate) fn serialise(h: &Histogram<u64>) -> Option<Vec<u8>> {
-    let mut buf = Vec::new();
-    V2DeflateSerializer::new().serialize(h, &mut buf).ok()?;
-    Some(buf)
-}
-
 /// Every latency's per-second histograms as one interval log each (window
 /// [`kiln_store::PER_SECOND`]): one line per load second, in the order of the `load`
 /// series, an empty histogram where the second recorded none of that latency.
@@ -102,7 +95,7 @@ fn per_second(ticks: &[LoadTick]) -> Vec<StoredHistogram> {
             .iter()
             .zip(&seconds)
             .map(|(t, h)| (t.end_ns, t.interval_s, h));
-        if let Ok(data) = kiln_store::hdr::write_interval_log(&comment, lines) {
+        if let Ok(data) = kiln_hdr::write_interval_log(&comment, lines) {
             out.push(StoredHistogram {
                 name: name.to_string(),
                 window: kiln_store::PER_SECOND.into(),
@@ -202,12 +195,14 @@ fn latency(
         h.max_us = Some(p.max() as f64);
     }
     let stored = |name: String, window: &str, p: &Histogram<u64>| {
-        serialise(p).map(|data| StoredHistogram {
-            name,
-            window: window.to_string(),
-            unit: "us".into(),
-            data,
-        })
+        kiln_hdr::encode_histogram(p)
+            .ok()
+            .map(|data| StoredHistogram {
+                name,
+                window: window.to_string(),
+                unit: "us".into(),
+                data,
+            })
     };
     histograms.extend(
         hist.iter()
@@ -513,7 +508,7 @@ mod tests {
         let logs = per_second(&ticks);
         assert_eq!(logs.len(), 1);
         assert_eq!(logs[0].window, kiln_store::PER_SECOND);
-        let lines: Vec<(u64, u64)> = kiln_store::hdr::read_interval_log(&logs[0].data)
+        let lines: Vec<(u64, u64)> = kiln_hdr::read_interval_log(&logs[0].data)
             .unwrap()
             .into_iter()
             .map(|(end, h)| (end, h.len()))

@@ -54,7 +54,7 @@ pub use engine::EngineLoad;
 pub use exec::ExecLoad;
 pub use files::{read_options, FileReaders};
 pub use headline::{group_cpu, GroupCpu, FLEET_UNIT};
-pub(crate) use kiln_store::hdr::decode_histogram;
+pub(crate) use kiln_hdr::decode_histogram;
 pub use orchestrate::run;
 
 use kiln_os::stop::Stop;
@@ -174,7 +174,7 @@ impl Latency {
         }
         Some(Latency {
             name: name.into(),
-            data: headline::serialise(h)?,
+            data: kiln_hdr::encode_histogram(h).ok()?,
         })
     }
 

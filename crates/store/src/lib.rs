@@ -45,17 +45,19 @@
 //!   read as ever.
 //! * **Bulk data compressed.** Profiles are kiln's native format ([`kiln_model::native`]),
 //!   series are columnar JSON, both zstd-compressed; latency histograms are HdrHistogram's
-//!   own compressed serialisation, mergeable across repeats and windows ([`hdr`]: their
-//!   one decoder, for untrusted bytes, their one merge and the per-second interval logs,
-//!   used by every crate that writes or reads them).
+//!   own compressed serialisation, mergeable across repeats and windows ([`kiln_hdr`],
+//!   here as [`hdr`]: their one codec, for untrusted bytes, their one merge and the
+//!   per-second interval logs, used by every crate that writes or reads them).
 //! * **Never damage what is not ours.** A file that is not a kiln store, is damaged, or was
 //!   written by a newer kiln is refused with a clear error and left as it is.
 #![deny(missing_docs)]
 
+/// The latency histograms' codec, as the store reads and writes them.
+pub use kiln_hdr as hdr;
+
 mod check;
 mod codec;
 pub mod columns;
-pub mod hdr;
 mod listing;
 mod model;
 mod postgres;

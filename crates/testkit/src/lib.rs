@@ -58,7 +58,7 @@ pub use mosquitto::{Mosquitto, MosquittoOptions, Witness};
 pub use netns::{in_private_netns, set_sysctl};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};
-pub use proc::{monotonic_ns, schedstat, signal, Hog};
+pub use proc::{bpf_links, children, monotonic_ns, schedstat, signal, Hog};
 pub use programs::{build_c, build_hot, build_ticker, Started};
 pub use rabbitmq::{free_port, listening, shared_rabbitmq, RabbitMq, RabbitMqOptions};
 
@@ -264,9 +264,59 @@ pub fn poll_until(
     }
 }
 
-/// [`kiln`] with its run store at `store` (`KILN_STORE`).
+/// [`kiln`] with its run store at `store` (`KILN_STORE`: a path, or a database URL as
+/// one).
 pub fn kiln_in(store: &std::path::Path) -> assert_cmd::Command {
     let mut c = kiln();
     c.env("KILN_STORE", store);
     c
+}
+
+/// [`kiln_process`] with its run store at `store` (`KILN_STORE`).
+pub fn kiln_process_in(store: &std::path::Path) -> std::process::Command {
+    let mut c = kiln_process();
+    c.env("KILN_STORE", store);
+    c
+}
+
+/// `out` (a command's standard output) as JSON; a panic showing it when it is not.
+#[track_caller]
+pub fn json(out: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+/// `kiln runs --json` of the store at `store` (a path, or a database URL as one).
+#[track_caller]
+pub fn runs(store: &std::path::Path) -> Vec<serde_json::Value> {
+    let out = kiln_in(store).args(["runs", "--json"]).output().unwrap();
+    succeeded(&out);
+    match json(&out.stdout) {
+        serde_json::Value::Array(runs) => runs,
+        other => panic!("kiln runs --json printed no list: {other}"),
+    }
+}
+
+/// `prog` as found on `PATH`, if it is there.
+pub fn which(prog: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(prog))
+            .find(|f| f.exists())
+    })
+}
+
+/// The GNU build id of the kiln under test, as readelf prints it.
+pub fn kiln_build_id() -> String {
+    let out = std::process::Command::new("readelf")
+        .arg("-n")
+        .arg(kiln_bin())
+        .output()
+        .unwrap_or_else(|e| panic!("readelf: {e}"));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .expect("kiln has a build id")
+        .trim()
+        .to_string()
 }

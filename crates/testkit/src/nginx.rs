@@ -152,7 +152,7 @@ impl Nginx {
                     });
                 }
             }
-            self.workers = children(self.pid());
+            self.workers = crate::proc::children(self.pid());
             if self.workers.len() >= workers
                 && crate::listening(std::net::Ipv4Addr::LOCALHOST, self.port)
             {
@@ -268,20 +268,6 @@ fn io(what: &str, source: std::io::Error) -> Error {
         what: what.to_string(),
         source,
     }
-}
-
-/// The PIDs whose parent is `pid`.
-pub(crate) fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for t in tasks.flatten() {
-            let p = t.path().join("children");
-            if let Ok(s) = std::fs::read_to_string(p) {
-                out.extend(s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
-            }
-        }
-    }
-    out
 }
 
 fn static_body(n: usize) -> Vec<u8> {

@@ -15,9 +15,8 @@ fn starts_serves_and_dies_when_killed() {
     assert_eq!(hdr[0], 1, "a method frame");
     assert!(b.beam_pid().is_some());
     b.kill().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        TcpStream::connect(("127.0.0.1", b.port())).is_err(),
-        "port closed after kill"
-    );
+    let closed = kiln_testkit::poll_until(Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", b.port())).is_err()
+    });
+    assert!(closed.is_some(), "port closed after kill");
 }

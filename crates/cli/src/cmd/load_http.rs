@@ -107,7 +107,7 @@ pub struct HttpArgs {
     concurrency_sweep: Option<String>,
 
     /// Throughput growth below which the next steps of a concurrency sweep count as flat.
-    #[arg(long, default_value_t = 0.1, value_name = "FRACTION")]
+    #[arg(long, default_value_t = kiln_loadgen::engine::sweep::PLATEAU_GROWTH, value_name = "FRACTION")]
     plateau_threshold: f64,
 
     #[command(flatten)]

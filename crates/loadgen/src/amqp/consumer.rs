@@ -1,7 +1,7 @@
 //! A consumer: one connection, one thread reading deliveries in place and batching acks.
 use super::conn::{Connection, FrameReader, Writer};
 use super::driver::{Shared, M};
-use super::wire::{self, m, Dec};
+use super::wire::{self, m, Assembled, Deliveries, Delivery};
 use crate::engine::body::{self, Stamp};
 use crate::Error;
 use std::time::{Duration, Instant};
@@ -80,118 +80,35 @@ fn try_set_up(sh: &Shared, idx: usize) -> Result<(FrameReader, std::sync::Arc<Wr
     Ok(conn.split())
 }
 
-/// Where the frame after a `basic.deliver` stands.
-enum Expect {
-    Method,
-    Header {
-        tag: u64,
-    },
-    Body {
-        tag: u64,
-        remaining: u64,
-        got: usize,
-        prefix: [u8; 20],
-    },
-}
-
-/// A message delivered whole: its delivery tag and the first bytes of its body (where
-/// its send time is stamped).
-struct Delivery {
-    tag: u64,
-    prefix: [u8; 20],
-    got: usize,
-}
-
 /// Reads the next frame and assembles deliveries (`basic.deliver`, its content header,
 /// its body frames): a delivery when its last frame has come, `None` otherwise.
 fn next_delivery(
     sh: &Shared,
     reader: &mut FrameReader,
     writer: &Writer,
-    expect: &mut Expect,
+    deliveries: &mut Deliveries,
 ) -> Result<Option<Delivery>, Error> {
     let f = reader.next()?;
-    Ok(match (f.kind, &mut *expect) {
-        (wire::FRAME_METHOD, _) => {
-            let id = wire::method_id(f.payload);
-            let mut d = Dec::new(&f.payload[4..]);
-            match id {
-                Some(m::BASIC_DELIVER) => {
-                    let _ = d.shortstr();
-                    let tag = d.u64().map_err(|_| short(sh, "basic.deliver"))?;
-                    *expect = Expect::Header { tag };
-                    None
-                }
-                Some(m::BASIC_CANCEL) => {
-                    return Err(Error::Closed {
-                        uri: sh.uri.display(),
-                        code: 0,
-                        text: "the broker cancelled the consumer (queue deleted?)".into(),
-                    })
-                }
-                Some(m::CONN_CLOSE) | Some(m::CHAN_CLOSE) => {
-                    return Err(super::driver::closed_by_broker(
-                        &mut d, id, f.channel, writer, sh,
-                    ));
-                }
-                _ => None,
-            }
+    let channel = f.channel;
+    Ok(match deliveries.feed(f).map_err(|what| short(sh, what))? {
+        Assembled::Delivery(d) => Some(d),
+        Assembled::Method(m::BASIC_CANCEL, _) => {
+            return Err(Error::Closed {
+                uri: sh.uri.display(),
+                code: 0,
+                text: "the broker cancelled the consumer (queue deleted?)".into(),
+            })
         }
-        (wire::FRAME_HEADER, Expect::Header { tag }) => {
-            let mut d = Dec::new(f.payload);
-            let size = (|| {
-                d.u16()?;
-                d.u16()?;
-                d.u64()
-            })()
-            .map_err(|_| short(sh, "content header"))?;
-            let tag = *tag;
-            if size == 0 {
-                *expect = Expect::Method;
-                Some(Delivery {
-                    tag,
-                    prefix: [0; 20],
-                    got: 0,
-                })
-            } else {
-                *expect = Expect::Body {
-                    tag,
-                    remaining: size,
-                    got: 0,
-                    prefix: [0; 20],
-                };
-                None
-            }
+        Assembled::Method(id @ (m::CONN_CLOSE | m::CHAN_CLOSE), mut d) => {
+            return Err(super::driver::closed_by_broker(
+                &mut d,
+                Some(id),
+                channel,
+                writer,
+                sh,
+            ));
         }
-        (
-            wire::FRAME_BODY,
-            Expect::Body {
-                tag,
-                remaining,
-                got,
-                prefix,
-            },
-        ) => {
-            let p = f.payload;
-            if *got < 20 {
-                let k = (20 - *got).min(p.len());
-                prefix[*got..*got + k].copy_from_slice(&p[..k]);
-                *got += k;
-            }
-            *remaining = remaining.saturating_sub(p.len() as u64);
-            if *remaining == 0 {
-                let d = Delivery {
-                    tag: *tag,
-                    prefix: *prefix,
-                    got: *got,
-                };
-                *expect = Expect::Method;
-                Some(d)
-            } else {
-                None
-            }
-        }
-        _ => None,
+        Assembled::Method(..) | Assembled::Nothing => None,
     })
 }
 
@@ -226,7 +143,7 @@ impl Acks {
         self.last_tag = tag;
         self.unacked += 1;
         if self.unacked >= self.every {
-            ack(&mut self.buf, self.last_tag, self.every > 1);
+            wire::ack(&mut self.buf, self.last_tag, self.every > 1);
             self.unacked = 0;
         }
     }
@@ -234,7 +151,7 @@ impl Acks {
     /// Acknowledges every delivery not acknowledged yet.
     fn all(&mut self) {
         if self.unacked > 0 {
-            ack(&mut self.buf, self.last_tag, true);
+            wire::ack(&mut self.buf, self.last_tag, true);
             self.unacked = 0;
         }
     }
@@ -265,10 +182,10 @@ fn consume_loop(
         unacked: 0,
         last_tag: 0,
     };
-    let mut expect = Expect::Method;
+    let mut deliveries = Deliveries::default();
     let mut pace_start: Option<(Instant, u64)> = None;
     loop {
-        if let Some(d) = next_delivery(sh, &mut reader, writer, &mut expect)? {
+        if let Some(d) = next_delivery(sh, &mut reader, writer, &mut deliveries)? {
             st.received += 1;
             // Counted where its latency is recorded, one by one: the receive counter and
             // the latency histogram are one event's and must agree whenever the loop ends
@@ -343,12 +260,6 @@ fn close_politely(reader: &mut FrameReader, writer: &Writer) {
         }
     }
     writer.shutdown();
-}
-
-fn ack(out: &mut Vec<u8>, tag: u64, multiple: bool) {
-    wire::method_frame(out, 1, m::BASIC_ACK, |e| {
-        e.u64(tag).u8(multiple as u8);
-    });
 }
 
 fn short(sh: &Shared, what: &str) -> Error {

@@ -14,6 +14,18 @@ pub mod report;
 mod watch;
 mod wire;
 
+/// AMQP 0.9.1 framing as the load speaks it, for its fuzz target and its benchmark
+/// against `amq-protocol`: frames split off a read buffer ([`parse_frame`](codec::parse_frame)),
+/// a producer's messages ([`Publish`](codec::Publish)), a consumer's deliveries assembled
+/// from their frames ([`Deliveries`](codec::Deliveries)) and its acknowledgements
+/// ([`ack`](codec::ack)), a confirm read back ([`read_ack`](codec::read_ack)).
+pub mod codec {
+    pub use super::wire::{
+        ack, method, method_id, parse_frame, read_ack, Assembled, Dec, Deliveries, Delivery, Frame,
+        Publish, Short, FRAME_BODY, FRAME_END, FRAME_HEADER, FRAME_HEARTBEAT, FRAME_METHOD,
+    };
+}
+
 pub use conn::Uri;
 pub use driver::{AmqpDriver, SCHEMA};
 pub use options::{parse_key_values, parse_value_duration, AmqpOptions, QueuePattern};

@@ -2,7 +2,7 @@
 //! and flow-control notifications.
 use super::conn::{Connection, FrameReader, Writer};
 use super::driver::{Shared, M};
-use super::wire::{self, m, Dec};
+use super::wire::{self, m};
 use crate::engine::body::{self, Stamp};
 use crate::engine::pacer::{self, Constant, Schedule, Steps};
 use crate::Error;
@@ -162,14 +162,7 @@ fn session(
         Some(q) => topo.key_for(o, q),
         None => topo.routing_key.as_str(),
     };
-    let mut method = Vec::new();
-    wire::method_frame(&mut method, 1, m::BASIC_PUBLISH, |e| {
-        e.u16(0)
-            .shortstr(&o.exchange)
-            .shortstr(rk)
-            .u8(o.mandatory as u8);
-    });
-    let frame_max = conn.frame_max();
+    let enc = wire::Publish::new(&o.exchange, rk, o.mandatory, conn.frame_max(), o.persistent);
     let (reader, writer) = conn.split();
     sh.register(&writer);
     connected();
@@ -192,11 +185,6 @@ fn session(
                 }
             }
         });
-        let enc = Encoder {
-            method: &method,
-            frame_max,
-            persistent: o.persistent,
-        };
         let r = publish_loop(sh, idx, st, &writer, window.as_ref(), &failed_flag, &enc);
         over.store(true, Ordering::SeqCst);
         writer.shutdown();
@@ -216,58 +204,6 @@ fn closed(sh: &Shared) -> Error {
     Error::Io {
         uri: sh.uri.display(),
         source: std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "connection closed"),
-    }
-}
-
-struct Encoder<'a> {
-    method: &'a [u8],
-    frame_max: usize,
-    persistent: bool,
-}
-
-impl Encoder<'_> {
-    /// Appends publish + content header + body frames; `prefix` is written at the start of
-    /// a zero-filled body of `size` bytes (or `json` is the body).
-    fn message(&self, buf: &mut Vec<u8>, size: usize, prefix: &[u8], json: Option<&[u8]>) {
-        buf.extend_from_slice(self.method);
-        let body_len = json.map_or(size.max(prefix.len()), |j| j.len());
-        let props = if self.persistent { 1 } else { 0 };
-        buf.extend_from_slice(&[wire::FRAME_HEADER, 0, 1]);
-        buf.extend_from_slice(&(14u32 + props).to_be_bytes());
-        buf.extend_from_slice(&[0, 60, 0, 0]);
-        buf.extend_from_slice(&(body_len as u64).to_be_bytes());
-        if self.persistent {
-            buf.extend_from_slice(&[0x10, 0x00, 2]);
-        } else {
-            buf.extend_from_slice(&[0, 0]);
-        }
-        buf.push(wire::FRAME_END);
-        let chunk = self.frame_max - 8;
-        let mut written = 0;
-        while written < body_len {
-            let n = chunk.min(body_len - written);
-            buf.extend_from_slice(&[wire::FRAME_BODY, 0, 1]);
-            buf.extend_from_slice(&(n as u32).to_be_bytes());
-            let at = buf.len();
-            match json {
-                Some(j) => buf.extend_from_slice(&j[written..written + n]),
-                None => {
-                    buf.resize(at + n, 0);
-                    if written < prefix.len() {
-                        let k = (prefix.len() - written).min(n);
-                        buf[at..at + k].copy_from_slice(&prefix[written..written + k]);
-                    }
-                }
-            }
-            buf.push(wire::FRAME_END);
-            written += n;
-        }
-    }
-
-    /// Bytes [`Encoder::message`] appends for a body of `body_len`.
-    fn encoded_len(&self, body_len: usize) -> usize {
-        let frames = body_len.div_ceil(self.frame_max - 8);
-        self.method.len() + 8 + 14 + self.persistent as usize + frames * 8 + body_len
     }
 }
 
@@ -303,7 +239,7 @@ fn publish_loop(
     writer: &Writer,
     window: Option<&Window>,
     failed: &AtomicBool,
-    enc: &Encoder,
+    enc: &wire::Publish,
 ) -> Result<(), Error> {
     let o = sh.opts;
     let ctx = sh.ctx;
@@ -428,7 +364,7 @@ impl Stamps<'_> {
         &self,
         st: &mut State,
         window: Option<&Window>,
-        enc: &Encoder,
+        enc: &wire::Publish,
         b: &mut Batch,
         intended: &[f64],
         size: usize,
@@ -482,12 +418,10 @@ fn read_loop(
         if f.kind != wire::FRAME_METHOD {
             continue;
         }
-        let id = wire::method_id(f.payload);
-        let mut d = Dec::new(&f.payload[4..]);
+        let (id, mut d) = wire::method(f.payload);
         match id {
             Some(m::BASIC_ACK) | Some(m::BASIC_NACK) => {
-                let tag = d.u64().unwrap_or(0);
-                let multiple = d.u8().unwrap_or(0) & 1 == 1;
+                let (tag, multiple) = wire::read_ack(&mut d).map_err(|_| short_ack(sh))?;
                 if let Some(w) = window {
                     w.settle(sh, slot, tag, multiple, id == Some(m::BASIC_NACK));
                     if w.waiting.load(Ordering::SeqCst) {
@@ -524,6 +458,13 @@ fn read_loop(
         ctx.flag_off(M.blocked);
     }
     r
+}
+
+fn short_ack(sh: &Shared) -> Error {
+    Error::Protocol {
+        uri: sh.uri.display(),
+        reason: "short basic.ack frame".into(),
+    }
 }
 
 /// A broker that refuses a message for its size says so in a 406; name the flag.

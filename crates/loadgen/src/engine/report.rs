@@ -6,7 +6,6 @@ use super::stats::{
     per_second, Count, CounterId, Event, FlagId, Latency, LatencyId, Percentiles, Schema, Tick,
 };
 use crate::Error;
-use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use kiln_os::io::AtomicFile;
 use std::fmt::Write as _;
@@ -122,18 +121,16 @@ pub struct HistogramBlob {
 impl HistogramBlob {
     /// Serialises `h` (`None` if HdrHistogram refuses).
     pub fn encode(name: &str, h: &Histogram<u64>) -> Option<Self> {
-        let mut out = Vec::new();
-        V2DeflateSerializer::new().serialize(h, &mut out).ok()?;
         Some(HistogramBlob {
             name: name.to_string(),
             unit: "µs".into(),
-            v2_deflate: out,
+            v2_deflate: kiln_hdr::encode_histogram(h).ok()?,
         })
     }
 
     /// Reads the histogram back.
     pub fn decode(&self) -> Result<Histogram<u64>, String> {
-        kiln_store::hdr::try_decode_histogram(&self.v2_deflate)
+        kiln_hdr::try_decode_histogram(&self.v2_deflate)
             .map_err(|e| format!("histogram {}: {e}", self.name))
     }
 }

@@ -55,6 +55,26 @@ pub fn parse_steps(flag: &'static str, s: &str) -> Result<Vec<f64>, Error> {
     Ok(values)
 }
 
+/// Throughput growth below which a concurrency step counts as the plateau, unless the
+/// user set their own (`kiln load http --plateau-threshold`, kept in the report).
+pub const PLATEAU_GROWTH: f64 = 0.1;
+
+/// The plateau of a sweep of growing concurrency: the first step k after which no later
+/// step's throughput exceeds step k's by `threshold` (0.1 = 10%) while the next step's
+/// median latency grows by more than `threshold`. `None`: throughput kept growing. One
+/// rule for `kiln load http --concurrency-sweep` and the knee `kiln run` finds in a
+/// stored sweep.
+pub fn plateau(throughput: &[f64], p50: &[f64], threshold: f64) -> Option<usize> {
+    (0..throughput.len().saturating_sub(1)).find(|&k| {
+        let flat = throughput[k + 1..]
+            .iter()
+            .all(|&t| t < throughput[k] * (1.0 + threshold));
+        let slower = p50.get(k + 1).copied().unwrap_or(0.0)
+            > p50.get(k).copied().unwrap_or(0.0) * (1.0 + threshold);
+        flat && slower
+    })
+}
+
 /// Runs one step per value of `param`: `driver_for(value)` makes the step's driver. Ticks
 /// reach `on_tick` with [`Tick::step`] set. Stops early on `stop` or a failed step and
 /// returns the steps so far; the report's headline covers the whole sweep (totals summed,
@@ -223,5 +243,21 @@ mod tests {
             let e = parse_steps("--rate-sweep", bad).unwrap_err().to_string();
             assert!(e.contains("--rate-sweep"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn the_plateau_is_where_throughput_stops_growing_and_latency_does_not() {
+        // Throughput flat from the second step on while latency doubles: step 1.
+        let tp = [1000.0, 4000.0, 4100.0, 4050.0];
+        let p50 = [100.0, 120.0, 260.0, 900.0];
+        assert_eq!(plateau(&tp, &p50, PLATEAU_GROWTH), Some(1));
+        // Flat throughput with flat latency is not a plateau yet: the next step is.
+        assert_eq!(plateau(&tp, &[100.0, 120.0, 125.0, 900.0], 0.1), Some(2));
+        // Throughput that keeps growing by more than the threshold has none.
+        assert_eq!(plateau(&[1.0, 2.0, 4.0], &[1.0, 2.0, 4.0], 0.1), None);
+        // One step, or none: no plateau, no panic; missing latencies read as 0.
+        assert_eq!(plateau(&[5.0], &[1.0], 0.1), None);
+        assert_eq!(plateau(&[], &[], 0.1), None);
+        assert_eq!(plateau(&[5.0, 5.0], &[], 0.1), None);
     }
 }

@@ -344,7 +344,7 @@ pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Pl
     let cpus = cpus();
     let p50 = |r: &SweepRow| r.latency.map_or(0.0, |l| l.p50_us as f64);
     let ok: Vec<&SweepRow> = rows.iter().filter(|r| r.failure.is_none()).collect();
-    let found = kiln_compare::sweep::plateau(
+    let found = crate::engine::sweep::plateau(
         &ok.iter().map(|r| r.answered_rate).collect::<Vec<_>>(),
         &ok.iter().map(|r| p50(r)).collect::<Vec<_>>(),
         threshold,

@@ -321,7 +321,7 @@ impl<'a> FleetLoad<'a> {
                 ));
             }
             for (hname, h) in merged {
-                if let Some(data) = headline::serialise(&h) {
+                if let Ok(data) = kiln_hdr::encode_histogram(&h) {
                     hists.push(kiln_store::Histogram {
                         name: hname,
                         window: format!("{}@{name}", w.name),

@@ -1,0 +1,1 @@
+//! Only its benchmark (benches/codec.rs).
