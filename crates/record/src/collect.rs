@@ -91,9 +91,10 @@ pub struct PythonSummary {
     pub processes: Vec<(u32, (u8, u8))>,
     /// Samples with their thread's Python frames in place of the evaluation loop.
     pub merged: u64,
-    /// Samples of those processes without Python frames: a thread Python does not know
-    /// (or the interpreter not running yet), or samples taken before the process's tables
-    /// reached the kernel. Their stacks are native only.
+    /// Samples of those processes unwound in the kernel without Python frames: a thread
+    /// Python does not know, or the interpreter not running yet. Their stacks are native
+    /// only, as are those unwound from stack copies (counted with the in-kernel walks:
+    /// taken before the process's tables reached the kernel).
     pub without_frames: u64,
     /// Samples whose frames ended at memory that could not be read (those read are kept).
     pub unreadable: u64,
