@@ -7,8 +7,8 @@
 #                                    RabbitMQ and Erlang for the demo
 #   scripts/install-deps.sh --tests  that and what the test suite and benchmarks add
 #                                    (scripts/test.sh): the other servers, the anchor tools,
-#                                    Chromium, Go, Node, a JDK, the oldest Rust, nightly's cargo-fuzz,
-#                                    an OpenTelemetry Collector
+#                                    Chromium, Go, Node, a JDK, Python's headers and py-spy, the
+#                                    oldest Rust, nightly's cargo-fuzz, an OpenTelemetry Collector
 set -euo pipefail
 level=main
 case "${1:-}" in
@@ -31,7 +31,7 @@ if [ "$level" = tests ]; then
   # The tests' servers and oracles, the benchmarks' anchors.
   pkgs+=(linux-perf bpftool chromium mosquitto mosquitto-clients hyperfine time make binutils
          util-linux nginx wrk debuginfod postgresql bpftrace
-         openssh-server openssh-client iproute2 openjdk-17-jdk-headless)
+         openssh-server openssh-client iproute2 openjdk-17-jdk-headless python3-dev python3-venv)
 fi
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
@@ -82,6 +82,13 @@ fi
 if ! command -v inferno-collapse-perf >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/inferno-collapse-perf" ]; then
   echo "install-deps: installing inferno 0.12.3 from crates.io" >&2
   cargo install --locked --quiet inferno --version 0.12.3
+fi
+# py-spy, the oracle of the Python frames test, from PyPI into a virtual environment of its
+# own (Debian's pip installs nothing system-wide). KILN_PY_SPY points the test elsewhere.
+if [ ! -x /opt/kiln-py-spy/bin/py-spy ]; then
+  echo "install-deps: installing py-spy 0.4.3 from PyPI into /opt/kiln-py-spy" >&2
+  { /usr/bin/python3 -m venv /opt/kiln-py-spy && /opt/kiln-py-spy/bin/pip install -q py-spy==0.4.3; } || \
+    echo "install-deps: py-spy could not be installed; the Python frames test will fail" >&2
 fi
 # vegeta, the constant-rate HTTP anchor of bench/http, from the Go module proxy.
 if ! command -v vegeta >/dev/null 2>&1 && [ ! -x "$HOME/go/bin/vegeta" ]; then

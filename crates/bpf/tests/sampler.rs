@@ -1,5 +1,5 @@
 //! The sampling program loads (the verifier accepts it) and takes tables.
-use kiln_bpf::sampler::{CodeMapping, Sampler, SamplerConfig};
+use kiln_bpf::sampler::{CodeMapping, PythonLayout, Sampler, SamplerConfig, PYTHON_FRAME_BYTES};
 use kiln_bpf::unwind_table;
 
 #[test]
@@ -28,6 +28,29 @@ fn loads_and_takes_tables() {
         })
         .collect();
     assert_eq!(s.set_process(4242, &maps).unwrap(), 300 - 256);
+    // CPython 3.11's layout is taken; one with a frame field past the bytes read at once
+    // is refused.
+    let py311 = PythonLayout {
+        head_addr: 0x7f00_0028,
+        interp_threads: 16,
+        tstate_next: 8,
+        tstate_thread: 152,
+        tstate_frame: 56,
+        cframe_frame: Some(8),
+        frame_code: 32,
+        frame_previous: 48,
+        frame_instr: 56,
+        instr_is_index: false,
+        frame_entry: Some(68),
+        frame_owner: Some(69),
+    };
+    s.set_python(4242, Some(&py311)).unwrap();
+    let past = PythonLayout {
+        frame_owner: Some(PYTHON_FRAME_BYTES),
+        ..py311
+    };
+    assert!(s.set_python(4242, Some(&past)).is_err());
+    s.set_python(4242, None).unwrap();
     let (n, bad) = s.drain(|_| {}).unwrap();
     assert_eq!((n, bad), (0, 0));
 }

@@ -2,7 +2,8 @@
 //! user sees them: a Node.js and a Java HTTP server under a load of `kiln run`, and the
 //! first of the run's top functions is the server's hot function by its source name
 //! (Node with `--perf-basic-prof`; a JVM asked for its map with `jcmd`, as kiln does
-//! itself when the JVM has none).
+//! itself when the JVM has none). And a Python HTTP server (the standard library's
+//! `http.server`, Debian's python3), whose functions kiln reads from the interpreter.
 use kiln_testkit::Lines;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -113,5 +114,22 @@ fn a_java_servers_hot_method_leads_the_top_functions() {
     assert!(
         top.first().is_some_and(|f| f.contains("HotServer.hotSpin")),
         "the Java method first: {top:?}\n{text}"
+    );
+}
+
+#[test]
+fn a_python_servers_hot_function_leads_the_top_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.arg(programs().join("hot_server.py"));
+    let (server, port) = serve(cmd);
+    let text = run_against(server.0.id(), port, &dir.path().join("runs.db"));
+    let top = top_functions(&text);
+    eprintln!("top functions: {top:?}");
+    // A Python frame reads `qualname (file:line)`: the line is the one the loop stood at.
+    assert!(
+        top.first()
+            .is_some_and(|f| f.starts_with("hot_spin (hot_server.py:")),
+        "the Python function first: {top:?}\n{text}"
     );
 }

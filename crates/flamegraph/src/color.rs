@@ -74,7 +74,8 @@ pub enum Palette {
     Js,
     /// Perl: Perl code green, C++ yellow, kernel orange.
     Perl,
-    /// Python: `.py` code green, CPython yellow, kernel orange.
+    /// Python: `.py` code (and the Python frames kiln reads) green, CPython yellow, kernel
+    /// orange.
     Python,
     /// Rust: standard library orange, crates (`a::b`) aqua, the rest yellow.
     Rust,
@@ -378,6 +379,26 @@ fn resolve(palette: Palette, name: &[u8], waker: bool) -> Palette {
     }
 }
 
+/// The colour of a frame of `kind` called `name`: as [`palette_color`], except that the
+/// python palette draws the Python frames kiln reads from the interpreter
+/// ([`kiln_model::FrameKind::Python`]) green and kernel frames orange, whatever their
+/// names say.
+pub(crate) fn frame_color(
+    palette: Palette,
+    name: &[u8],
+    kind: kiln_model::FrameKind,
+    waker: bool,
+    v: [f64; 3],
+) -> Rgb {
+    use kiln_model::FrameKind;
+    let flat = match (palette, kind) {
+        (Palette::Python, FrameKind::Python) => Palette::Green,
+        (Palette::Python, FrameKind::Kernel) => Palette::Orange,
+        _ => palette,
+    };
+    palette_color(flat, name, waker, v)
+}
+
 /// The colour of `name` in `palette`, with the three variation values `v`.
 pub(crate) fn palette_color(palette: Palette, name: &[u8], waker: bool, v: [f64; 3]) -> Rgb {
     use Palette::*;
@@ -561,6 +582,34 @@ mod tests {
         );
         assert_eq!(resolve(Palette::Rust, b"kiln::main", false), Palette::Aqua);
         assert_eq!(resolve(Palette::Chain, b"f", true), Palette::Aqua);
+        use kiln_model::FrameKind;
+        let py = frame_color(
+            Palette::Python,
+            b"handle",
+            FrameKind::Python,
+            false,
+            [0.0; 3],
+        );
+        assert_eq!(
+            py,
+            palette_color(Palette::Green, b"handle", false, [0.0; 3])
+        );
+        let k = frame_color(
+            Palette::Python,
+            b"do_syscall_64",
+            FrameKind::Kernel,
+            false,
+            [0.0; 3],
+        );
+        assert_eq!(k, palette_color(Palette::Orange, b"x", false, [0.0; 3]));
+        let c = frame_color(
+            Palette::Python,
+            b"PyObject_Call",
+            FrameKind::User,
+            false,
+            [0.0; 3],
+        );
+        assert_eq!(c, palette_color(Palette::Red, b"x", false, [0.0; 3]));
         assert_eq!(Palette::Io.default_background(), Background::Blue);
         assert_eq!(
             Background::parse("#0a0B0c"),

@@ -420,7 +420,10 @@ impl<'a> SvgWriter<'a> {
             }
         }
         let v = color::variation(self.opts.color_mode, name, &mut self.rng);
-        let c = color::palette_color(self.opts.colors, name, waker, v);
+        let kind = f.map_or(kiln_model::FrameKind::Unknown, |f| {
+            self.p.frames.get(f).kind
+        });
+        let c = color::frame_color(self.opts.colors, name, kind, waker, v);
         if let Some(map) = &mut self.palette_map {
             map.insert(name, c);
         }

@@ -27,6 +27,8 @@ pub enum FrameKind {
     Inline,
     /// The root pseudo-frame naming a process or thread.
     Root,
+    /// A Python function, read from the interpreter's own frames (`qualname (file:line)`).
+    Python,
 }
 
 /// A function in a stack: its name and kind.

@@ -31,7 +31,8 @@
 //! `timedelta` is the zig-zag encoded wrapping difference from the previous sample's time
 //! (starting at 0), so `NO_TIME` round-trips. Units: 0 samples, 1 period, 2 ns, 3 us,
 //! 4 bytes, 5 events. `period_ns` is [`EventInfo::sample_period_ns`]: the CPU time one
-//! sample stands for. Frame kinds: 0 unknown, 1 user, 2 kernel, 3 JIT, 4 inline, 5 root.
+//! sample stands for. Frame kinds: 0 unknown, 1 user, 2 kernel, 3 JIT, 4 inline, 5 root,
+//! 6 Python (an older reader rejects a file with Python frames for its kind 6).
 //! Version 1 files (no period) are read too; readers reject anything else (a newer
 //! version says so in the error).
 use crate::{
@@ -83,6 +84,7 @@ fn kind_code(k: FrameKind) -> u8 {
         FrameKind::Jit => 3,
         FrameKind::Inline => 4,
         FrameKind::Root => 5,
+        FrameKind::Python => 6,
     }
 }
 
@@ -328,6 +330,7 @@ fn decode_tables(r: &mut Reader<'_>, p: &mut Profile) -> Result<Tables, ModelErr
             3 => FrameKind::Jit,
             4 => FrameKind::Inline,
             5 => FrameKind::Root,
+            6 => FrameKind::Python,
             k => return Err(r.err(format!("unknown frame kind {k}"))),
         };
         if p.frames.intern(Frame { name, kind }).0 as usize != i {

@@ -4,10 +4,12 @@
 //! but symbolized only at the end: a raw stack is a path of *locations* (kernel address,
 //! image + stated address, JIT address of a pid) kept in a prefix tree, so each distinct
 //! location is named once, after the JIT has written its perf map.
+use crate::python;
 use crate::symbols::{demangle, KernelSymbols, PerfMap};
-use crate::unwind::{Images, Process, UserLoc};
+use crate::unwind::{Images, MapKind, Process, UserLoc};
 use kiln_model::{EventInfo, FrameKind, Profile, StackId};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Fast hashing for the per-sample interning tables (local data, not attacker-controlled).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
@@ -77,6 +79,35 @@ pub struct Summary {
     /// What kiln's own eBPF programs cost the machine, per program: CPU time the kernel
     /// spent in them (on the recorded threads' behalf, outside kiln's process), and runs.
     pub own_bpf: Vec<BpfCost>,
+    /// How the Python processes' frames were read (see [`crate::python`]).
+    pub python: PythonSummary,
+}
+
+/// How the frames of Python processes were read and merged into their stacks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PythonSummary {
+    /// The processes whose Python frames were read, with their version: `(pid, (3, 11))`.
+    pub processes: Vec<(u32, (u8, u8))>,
+    /// Samples with their thread's Python frames in place of the evaluation loop.
+    pub merged: u64,
+    /// Samples of those processes unwound in the kernel without Python frames: a thread
+    /// Python does not know, or the interpreter not running yet. Their stacks are native
+    /// only, as are those unwound from stack copies (counted with the in-kernel walks:
+    /// taken before the process's tables reached the kernel).
+    pub without_frames: u64,
+    /// Samples whose frames ended at memory that could not be read (those read are kept).
+    pub unreadable: u64,
+    /// Samples cut at 128 Python frames: their outermost frames are missing.
+    pub truncated: u64,
+    /// Runs of Python frames with no evaluation-loop frame in the native stack to take
+    /// the place of (the native walk ended before it): put at the stack's root side.
+    pub unplaced_runs: u64,
+    /// Evaluation-loop frames with no Python frames to put in their place (left out, as
+    /// py-spy leaves them: a loop entered before its first frame was pushed).
+    pub empty_loops: u64,
+    /// Python frames whose code object could not be read (left out).
+    pub unnamed_frames: u64,
 }
 
 /// CPU time and runs of one of kiln's eBPF programs during a recording.
@@ -124,6 +155,12 @@ enum Loc {
     Comm(Box<[u8]>),
     Kernel(u64),
     User(UserLoc),
+    /// A Python frame, named (`qualname (file:line)`).
+    Python(Box<[u8]>),
+    /// A native frame of a stack with Python frames merged in, in the interpreter's image
+    /// or JIT code: left out when it is the interpreter's machinery (see
+    /// [`crate::python::keeps_interpreter_function`]) or a perf trampoline (`py::…`).
+    PyNative(UserLoc),
 }
 
 /// How frames are named.
@@ -193,6 +230,14 @@ pub(crate) enum UserStack<'a> {
     /// first.
     #[cfg_attr(not(feature = "bpf"), allow(dead_code))]
     Lookup(&'a [u64]),
+    /// Addresses already walked ([`UserStack::Ips`]) and the thread's Python frames,
+    /// innermost first, read at the same instant: merged when the process is a Python
+    /// process kiln knows.
+    #[cfg_attr(not(feature = "bpf"), allow(dead_code))]
+    Python {
+        ips: &'a [u64],
+        frames: &'a [crate::python::FrameRef],
+    },
     /// No user part (kernel threads, or the sample was taken in the kernel with no user
     /// context).
     None,
@@ -230,6 +275,9 @@ pub(crate) struct Collector {
     /// CPU while it exec'd has its exec (one ring) handled after the mappings it made just
     /// after (another ring): the exec must keep those, not wipe them.
     recent_maps: FastMap<u32, std::collections::VecDeque<RecentMap>>,
+    /// Processes whose interpreter image was found: the image, its bias, and what reads
+    /// its frames (`None`: a version kiln does not read).
+    python: FastMap<u32, (u32, u64, Option<crate::python::Process>)>,
     pub summary: Summary,
 }
 
@@ -271,6 +319,7 @@ impl Collector {
             execs: Vec::new(),
             exec_ns: FastMap::default(),
             recent_maps: FastMap::default(),
+            python: FastMap::default(),
         }
     }
 
@@ -595,6 +644,22 @@ impl Collector {
                 let p = &self.procs[&pid];
                 user_locs.extend(addrs.iter().map(|&a| p.locate(a, pid, &self.images)));
             }
+            UserStack::Python { ips, frames } if !ips.is_empty() => {
+                self.process(pid);
+                let mut locs = Vec::with_capacity(ips.len() + frames.len());
+                if self.python_locs(pid, ips, frames, &mut locs) {
+                    for l in locs {
+                        let l = self.loc(l);
+                        path.push(l);
+                    }
+                } else {
+                    let p = &self.procs[&pid];
+                    for (i, &a) in ips.iter().enumerate() {
+                        let a = if i == 0 { a } else { a.saturating_sub(1) };
+                        user_locs.push(p.locate(a, pid, &self.images));
+                    }
+                }
+            }
             _ => {}
         }
         for u in user_locs.drain(..) {
@@ -729,6 +794,7 @@ impl Collector {
 
     /// Names every location and builds one profile per event.
     pub fn finish(mut self) -> (Vec<Profile>, Summary) {
+        self.warn_python_unread();
         let ks = self.kallsyms.clone();
         let mut kallsyms = ks.get_or_init(KernelSymbols::read);
         // Code the kernel loaded after kallsyms was read (eBPF programs, modules) has no
@@ -751,29 +817,24 @@ impl Collector {
         // without a symbol there.
         let mut named: Vec<Option<Result<(), Option<u32>>>> =
             Vec::with_capacity(self.loc_list.len());
-        for loc in &self.loc_list {
+        // Native frames of stacks with Python frames merged in that py-spy leaves out.
+        let mut dropped = vec![false; self.loc_list.len()];
+        for (i, loc) in self.loc_list.iter().enumerate() {
             named.push(self.symbol_found(kallsyms, loc));
             let name = match loc {
-                Loc::User(UserLoc::Jit { pid, addr }) => {
-                    let m = perf_maps
-                        .entry(*pid)
-                        .or_insert_with(|| PerfMap::for_pid(*pid));
-                    match m.as_ref().and_then(|m| m.lookup(*addr)) {
-                        Some(n) => {
-                            let mut n = n.to_vec();
-                            if self.naming.annotate_jit {
-                                n.extend_from_slice(b"_[j]");
-                            }
-                            (n, FrameKind::Jit)
-                        }
-                        None => {
-                            if let Some(x) = named.last_mut() {
-                                *x = Some(Err(None));
-                            }
+                Loc::User(u) | Loc::PyNative(u) => {
+                    let (name, jit_named) = self.user_name(kallsyms, u, &mut perf_maps);
+                    if !jit_named {
+                        named[i] = Some(Err(None));
+                        if let UserLoc::Jit { pid, .. } = u {
                             *unnamed_jit.entry(*pid).or_default() += 1;
-                            (b"[unknown]".to_vec(), FrameKind::User)
                         }
                     }
+                    if matches!(loc, Loc::PyNative(_)) && !kept_beside_python(u, &name.0) {
+                        dropped[i] = true;
+                        named[i] = None;
+                    }
+                    name
                 }
                 _ => self.name_of(kallsyms, loc),
             };
@@ -784,9 +845,35 @@ impl Collector {
         let profiles = self
             .events
             .into_iter()
-            .map(|acc| profile_of(acc, &names))
+            .map(|acc| profile_of(acc, &names, &dropped))
             .collect();
         (profiles, self.summary)
+    }
+
+    /// The frame name and kind of a user location; false when it is JIT code its perf map
+    /// does not name.
+    fn user_name(
+        &self,
+        kallsyms: &KernelSymbols,
+        u: &UserLoc,
+        perf_maps: &mut HashMap<u32, Option<PerfMap>>,
+    ) -> ((Vec<u8>, FrameKind), bool) {
+        let UserLoc::Jit { pid, addr } = u else {
+            return (self.name_of(kallsyms, &Loc::User(u.clone())), true);
+        };
+        let m = perf_maps
+            .entry(*pid)
+            .or_insert_with(|| PerfMap::for_pid(*pid));
+        match m.as_ref().and_then(|m| m.lookup(*addr)) {
+            Some(n) => {
+                let mut n = n.to_vec();
+                if self.naming.annotate_jit {
+                    n.extend_from_slice(b"_[j]");
+                }
+                ((n, FrameKind::Jit), true)
+            }
+            None => ((b"[unknown]".to_vec(), FrameKind::User), false),
+        }
     }
 
     /// JIT code of a runtime that writes its perf map on demand (a JVM): asked now,
@@ -822,6 +909,8 @@ impl Collector {
             ),
             Loc::User(UserLoc::Jit { .. }) => Some(Ok(())),
             Loc::User(UserLoc::Named { .. }) => Some(Err(None)),
+            Loc::PyNative(u) => self.symbol_found(kallsyms, &Loc::User(u.clone())),
+            Loc::Python(_) => Some(Ok(())),
         }
     }
 
@@ -856,6 +945,8 @@ impl Collector {
             }
             Loc::User(UserLoc::Named { name }) => (name.to_vec(), FrameKind::User),
             Loc::User(UserLoc::Jit { .. }) => (b"[unknown]".to_vec(), FrameKind::User),
+            Loc::PyNative(u) => self.name_of(kallsyms, &Loc::User(u.clone())),
+            Loc::Python(name) => (name.to_vec(), FrameKind::Python),
         }
     }
 
@@ -881,19 +972,175 @@ impl Collector {
     }
 }
 
+/// Python processes: finding their interpreter, merging their frames into their stacks.
+impl Collector {
+    /// The interpreter image of process `pid`: its id, its bias (runtime minus stated
+    /// address) and what it is.
+    fn interpreter_of(&self, pid: u32) -> Option<(u32, u64, Arc<python::Interpreter>)> {
+        let p = self.procs.get(&pid)?;
+        p.mappings().find_map(|(start, m)| match m.kind {
+            MapKind::Elf(id) => {
+                let img = &self.images.list[id as usize];
+                let interp = img.python()?.clone();
+                Some((id, img.base_avma(start, m.pgoff), interp))
+            }
+            _ => None,
+        })
+    }
+
+    /// Where the in-kernel sampler finds process `pid`'s Python frames: its version's
+    /// layout and the address of its runtime's list of interpreters; `None` when it runs
+    /// no interpreter kiln reads (a version it does not know is said once).
+    #[cfg(feature = "bpf")]
+    pub(crate) fn python_layout(&mut self, pid: u32) -> Option<(&'static python::Layout, u64)> {
+        let Some((image, bias, interp)) = self.interpreter_of(pid) else {
+            self.python.remove(&pid);
+            return None;
+        };
+        let known = self
+            .python
+            .get(&pid)
+            .is_some_and(|e| e.0 == image && e.1 == bias);
+        if !known {
+            let (major, minor) = interp.version;
+            let layout = python::layout(major, minor);
+            if layout.is_none() {
+                self.summary.warnings.push(format!(
+                    "process {pid} runs Python {major}.{minor}: kiln reads the frames of Python {}; \
+                     its stacks show the interpreter's C functions",
+                    python::known_versions()
+                ));
+            } else {
+                self.summary.python.processes.push((pid, (major, minor)));
+            }
+            let reader = layout.map(|l| python::Process::new(pid, l, image, interp.clone(), bias));
+            self.python.insert(pid, (image, bias, reader));
+        }
+        let p = self.python.get(&pid)?.2.as_ref()?;
+        let head = interp
+            .runtime
+            .wrapping_add(bias)
+            .wrapping_add(u64::from(p.layout.runtime_interp_head));
+        Some((p.layout, head))
+    }
+
+    /// The locations of a sample of process `pid` with its Python frames merged in, leaf
+    /// first (see [`crate::python`]); false when the process is no Python process kiln reads.
+    fn python_locs(
+        &mut self,
+        pid: u32,
+        ips: &[u64],
+        frames: &[python::FrameRef],
+        out: &mut Vec<Loc>,
+    ) -> bool {
+        let (Some((_, _, Some(py))), Some(proc_)) =
+            (self.python.get_mut(&pid), self.procs.get(&pid))
+        else {
+            return false;
+        };
+        let s = &mut self.summary.python;
+        let runs = python::loop_runs(py.layout, frames);
+        let mut next = 0;
+        for (i, &a) in ips.iter().enumerate() {
+            let a = if i == 0 { a } else { a.saturating_sub(1) };
+            match proc_.locate(a, pid, &self.images) {
+                UserLoc::Elf { image, svma }
+                    if image == py.image && py.interpreter.in_eval_loop(svma) =>
+                {
+                    match runs.get(next) {
+                        Some(r) => push_python_frames(py, &frames[r.clone()], s, out),
+                        None => s.empty_loops += 1,
+                    }
+                    next += 1;
+                }
+                u @ UserLoc::Elf { image, .. } if image == py.image => out.push(Loc::PyNative(u)),
+                u @ UserLoc::Jit { .. } => out.push(Loc::PyNative(u)),
+                u => out.push(Loc::User(u)),
+            }
+        }
+        for r in runs.iter().skip(next) {
+            s.unplaced_runs += 1;
+            push_python_frames(py, &frames[r.clone()], s, out);
+        }
+        s.merged += 1;
+        true
+    }
+
+    /// Says which processes run an interpreter whose frames this recording did not read
+    /// (stacks copied instead of unwound in the kernel, or eBPF unavailable).
+    fn warn_python_unread(&mut self) {
+        let mut unread: Vec<u32> = self
+            .procs
+            .keys()
+            .copied()
+            .filter(|pid| !self.python.contains_key(pid))
+            .filter(|&pid| {
+                self.interpreter_of(pid)
+                    .is_some_and(|(_, _, i)| python::layout(i.version.0, i.version.1).is_some())
+            })
+            .collect();
+        if unread.is_empty() {
+            return;
+        }
+        unread.sort_unstable();
+        let n = unread.len();
+        let list: Vec<String> = unread.iter().take(5).map(u32::to_string).collect();
+        self.summary.warnings.push(format!(
+            "{n} Python process{} ({}{}): their Python frames are read by the in-kernel sampler \
+             (eBPF, --unwind kernel), which this recording did not use for them; their stacks \
+             show the interpreter's C functions",
+            if n == 1 { "" } else { "es" },
+            list.join(", "),
+            if n > 5 { ", …" } else { "" }
+        ));
+    }
+}
+
+/// Appends the names of `frames` (innermost first), leaving out those without one.
+fn push_python_frames(
+    py: &mut python::Process,
+    frames: &[python::FrameRef],
+    s: &mut PythonSummary,
+    out: &mut Vec<Loc>,
+) {
+    for f in frames {
+        match py.name(f) {
+            Some(n) => out.push(Loc::Python(n.into_bytes().into_boxed_slice())),
+            None => s.unnamed_frames += 1,
+        }
+    }
+}
+
+/// Whether a native frame of a stack with Python frames merged in stays: py-spy's
+/// functions of the interpreter (see [`python::keeps_interpreter_function`]), JIT code
+/// other than the perf trampolines of `python -X perf` (`py::…`, the Python frames say
+/// the same), and anything else.
+fn kept_beside_python(u: &UserLoc, name: &[u8]) -> bool {
+    match u {
+        UserLoc::Elf { .. } => python::keeps_interpreter_function(name),
+        UserLoc::Jit { .. } => !name.starts_with(b"py::"),
+        UserLoc::Named { .. } => true,
+    }
+}
+
 /// One event's profile from its accumulated stack nodes, threads and samples, its
-/// frames named by `names` (one per location).
-fn profile_of(acc: EventAcc, names: &[(Vec<u8>, FrameKind)]) -> Profile {
+/// frames named by `names` (one per location); nodes of `dropped` locations are left out
+/// (their children hang from their parents).
+fn profile_of(acc: EventAcc, names: &[(Vec<u8>, FrameKind)], dropped: &[bool]) -> Profile {
     let mut p = Profile::new(acc.info);
     let mut frame_of_loc: HashMap<u32, kiln_model::FrameId> = HashMap::new();
     let mut stack_of_node: Vec<StackId> = Vec::with_capacity(acc.node_loc.len());
     for (i, &l) in acc.node_loc.iter().enumerate() {
+        let parent = acc.node_parent[i];
+        let parent = (parent != NO_PARENT).then(|| stack_of_node[parent as usize]);
+        if let (true, Some(parent)) = (dropped[l as usize], parent) {
+            stack_of_node.push(parent);
+            continue;
+        }
         let f = *frame_of_loc.entry(l).or_insert_with(|| {
             let (n, k) = &names[l as usize];
             p.frame(n, *k)
         });
-        let parent = acc.node_parent[i];
-        let parent = (parent != NO_PARENT).then(|| stack_of_node[parent as usize]);
         stack_of_node.push(p.stacks.intern(parent, f));
     }
     let mut thread_ids = vec![kiln_model::ThreadId::NONE; acc.threads.len()];

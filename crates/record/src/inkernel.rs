@@ -11,9 +11,12 @@
 use crate::collect::{Collector, UserStack};
 use crate::error::RecordError;
 use crate::live::SlotUse;
+use crate::python::FrameRef;
 use crate::records::Weigher;
 use crate::unwind::{Images, MapKind};
-use kiln_bpf::sampler::{CodeMapping, RowRange, Sampler, SamplerConfig, SlotKind, StackEnd};
+use kiln_bpf::sampler::{
+    CodeMapping, PyEnd, PythonLayout, RowRange, Sampler, SamplerConfig, SlotKind, StackEnd,
+};
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 
@@ -231,6 +234,31 @@ impl InKernel {
                 }
             }
             self.pushed.insert(pid, maps);
+            self.sync_python(pid, c);
+        }
+    }
+
+    /// Gives the kernel where process `pid`'s Python frames are, or takes it back.
+    fn sync_python(&mut self, pid: u32, c: &mut Collector) {
+        let layout = c.python_layout(pid).map(|(l, head_addr)| PythonLayout {
+            head_addr,
+            interp_threads: l.interp_threads,
+            tstate_next: l.tstate_next,
+            tstate_thread: l.tstate_thread_id,
+            tstate_frame: l.tstate_frame,
+            cframe_frame: l.cframe_frame,
+            frame_code: l.frame_code,
+            frame_previous: l.frame_previous,
+            frame_instr: l.frame_instr,
+            instr_is_index: l.instr_is_index,
+            frame_entry: l.frame_entry,
+            frame_owner: l.frame_owner,
+        });
+        if let Err(e) = self.sampler.set_python(pid, layout.as_ref()) {
+            c.summary.warnings.push(format!(
+                "process {pid}'s Python frames cannot be read: {e}; its stacks show the \
+                 interpreter's C functions"
+            ));
         }
     }
 
@@ -239,6 +267,7 @@ impl InKernel {
         let slots = &self.slots;
         let s = &mut self.summary;
         let suspect = &mut self.suspect;
+        let mut frames: Vec<FrameRef> = Vec::new();
         let result = self.sampler.drain(|k| {
             let Some(&(ev, tracepoint)) = slots.get(k.slot as usize) else {
                 c.summary.unattributed += 1;
@@ -269,10 +298,29 @@ impl InKernel {
                 StackEnd::NoUser => s.no_user_stack += 1,
                 _ => {}
             }
+            let py = &mut c.summary.python;
+            match k.python_end {
+                PyEnd::NotPython | PyEnd::Root => {}
+                PyEnd::Depth => py.truncated += 1,
+                PyEnd::Unreadable => py.unreadable += 1,
+                _ => py.without_frames += 1,
+            }
+            frames.clear();
+            frames.extend(k.python.iter().map(|f| FrameRef {
+                code: f.code,
+                instr: f.instr,
+                entry: f.entry,
+                owner: f.owner,
+            }));
             let user = if k.user.is_empty() {
                 UserStack::None
-            } else {
+            } else if frames.is_empty() {
                 UserStack::Ips(k.user)
+            } else {
+                UserStack::Python {
+                    ips: k.user,
+                    frames: &frames,
+                }
             };
             // A tracepoint program's kernel stack starts in the code that ran it.
             let kernel = if tracepoint {

@@ -52,13 +52,14 @@ mod inkernel;
 mod live;
 mod offcpu;
 pub mod perf_data;
+pub mod python;
 mod records;
 mod runtimes;
 pub mod symbols;
 mod sys;
 mod unwind;
 
-pub use collect::{BpfCost, NamingOptions, Summary, UnnamedImage};
+pub use collect::{BpfCost, NamingOptions, PythonSummary, Summary, UnnamedImage};
 pub use error::RecordError;
 pub use events::EventSpec;
 #[cfg(feature = "bpf")]

@@ -49,6 +49,7 @@ pub(crate) struct Image {
     debuginfod: Option<Arc<crate::debuginfo::Debuginfod>>,
     #[cfg(feature = "bpf")]
     table: OnceLock<Option<kiln_bpf::unwind_table::UnwindTable>>,
+    python: OnceLock<Option<Arc<crate::python::Interpreter>>>,
 }
 
 impl Image {
@@ -81,7 +82,18 @@ impl Image {
             debuginfod: None,
             #[cfg(feature = "bpf")]
             table: OnceLock::new(),
+            python: OnceLock::new(),
         })
+    }
+
+    /// The CPython interpreter this image is (its executable or `libpython`), if it is one.
+    pub(crate) fn python(&self) -> Option<&Arc<crate::python::Interpreter>> {
+        self.python
+            .get_or_init(|| {
+                let name = self.path.file_name()?.to_str()?;
+                crate::python::Interpreter::of(name, &self.map).map(Arc::new)
+            })
+            .as_ref()
     }
 
     /// This kernel's vDSO, the same image in every process: a copy of the one mapped in
@@ -521,7 +533,6 @@ impl Process {
     }
 
     /// The executable mappings, by start address.
-    #[cfg(any(feature = "bpf", test))]
     pub fn mappings(&self) -> impl Iterator<Item = (u64, &Mapping)> {
         self.maps.iter().map(|(&s, m)| (s, m))
     }

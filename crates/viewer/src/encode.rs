@@ -19,6 +19,7 @@
 //! text     UTF-8 of every name (invalid UTF-8 already replaced by U+FFFD), joined
 //! u32[strings]  length of each name in UTF-16 units of the decoded text
 //! u32[frames] name Δ · u8[frames] kind · u32[frames] rank in byte order of names
+//!              (kinds: 0 unknown, 1 user, 2 kernel, 3 JIT, 4 inline, 5 root, 6 Python)
 //!              (flag 128: names and frames are numbered in byte order of names, so a
 //!              frame's rank is its index and the column is left out; sorted names
 //!              also compress better, shared prefixes side by side)
@@ -106,6 +107,7 @@ fn kind_code(k: FrameKind) -> u8 {
         FrameKind::Jit => 3,
         FrameKind::Inline => 4,
         FrameKind::Root => 5,
+        FrameKind::Python => 6,
         _ => 0,
     }
 }

@@ -29,6 +29,15 @@
 // pointers and keeps its frames on the Erlang process's own stack, far from
 // the C stack. A copy of the stack taken at sample time and unwound later
 // cannot reach those frames; reading them here can.
+//
+// For a CPython process (user space gives its interpreter's layout, see
+// python.rs in kiln-record), the sampled thread's Python frames are read too,
+// at the same instant: the thread's PyThreadState (found in the interpreter's
+// list of threads by its pthread_self(), which is the thread's fs base, and
+// remembered per thread), then its chain of frames from the innermost out.
+// Each frame is written as its code object's address and where it stood in
+// its bytecode; user space names them and puts them in place of the
+// interpreter's evaluation-loop frames of the native stack.
 
 #include "kiln_kernel.h"
 #include <bpf/bpf_helpers.h>
@@ -40,6 +49,11 @@
 #define MAX_MAPS 256
 #define MAP_STEPS 9    /* log2(MAX_MAPS) + 1 */
 #define ROW_STEPS 25   /* up to 2^24 rows per image */
+#define MAX_PY 128     /* Python frames per sample */
+#define MAX_PY_THREADS 1024 /* thread states looked through to find a thread's */
+#define PY_BUF 128     /* bytes of a Python frame read at once (user space's frame_len) */
+#define PY_NONE 0xffff /* an offset the interpreter's version does not have */
+#define PY_RECHECK_NS 100000000ULL /* a thread without a Python state is looked for again after */
 
 /* Keep in sync with unwind_table.rs (RowKind) and sampler.rs. */
 enum row_kind { ROW_NONE = 0, ROW_CFA_RSP = 1, ROW_CFA_RBP = 2, ROW_PLT = 3, ROW_END = 4 };
@@ -56,6 +70,16 @@ enum stack_end {
 	END_LOOP,          /* a frame-pointer chain that did not move up the stack */
 	END_BAD_RA,        /* a return address outside the process's code: the walk left real frames */
 	END_INCOMPLETE,    /* code of a mapped file the tables do not list yet (never written out) */
+};
+
+/* How the Python part of a sample ended. Keep in sync with sampler.rs (PyEnd). */
+enum py_end {
+	PY_NOT_PYTHON = 0, /* no interpreter layout for this process */
+	PY_ROOT,           /* the outermost frame was reached */
+	PY_NO_INTERP,      /* the runtime has no interpreter (yet) */
+	PY_NO_THREAD,      /* the thread has no Python thread state */
+	PY_READ,           /* the interpreter's memory could not be read */
+	PY_DEPTH,          /* MAX_PY frames (or the record's room) were taken */
 };
 
 /* Keep in sync with sampler.rs (Counter). */
@@ -109,16 +133,83 @@ struct hdr {
 	u16 slot;      /* which program (event) took the sample */
 	u16 flags;     /* F_* below */
 	u64 value;     /* the sample's period, or a tracepoint's field */
+	u16 npy;       /* Python frames after the user frames, two words each */
+	u16 pyend;     /* enum py_end */
+	u32 pad2;
 };
 
 /* The walk went through code the tables do not list (found executable in the
  * process's memory map): user space should read the process's mappings again. */
 #define F_UNLISTED_CODE 1
 
+#define REC_WORDS (MAX_KERNEL + 1 + MAX_USER + 2 * MAX_PY)
+_Static_assert((REC_WORDS & (REC_WORDS - 1)) == 0, "REC_WORDS is a power of two");
+
 struct record {
 	struct hdr h;
-	u64 ips[MAX_KERNEL + 1 + MAX_USER];
+	u64 ips[REC_WORDS];
 };
+
+/*
+ * Where a CPython process keeps its threads and frames: the runtime's address and
+ * the offsets of its version's structures (python.rs in kiln-record builds it;
+ * keep in sync with sampler.rs, PythonLayout). Offsets are of fields in the
+ * structure named; PY_NONE where the version has no such field.
+ */
+struct py_proc {
+	u64 head_addr;        /* address of _PyRuntime.interpreters.head */
+	u16 interp_threads;   /* PyInterpreterState: its first PyThreadState */
+	u16 tstate_next;      /* PyThreadState.next */
+	u16 tstate_thread;    /* PyThreadState.thread_id: pthread_self(), the fs base */
+	u16 tstate_frame;     /* PyThreadState: the frame (3.10, 3.13+) or the _PyCFrame */
+	u16 cframe_frame;     /* _PyCFrame.current_frame (3.11, 3.12), or PY_NONE */
+	u16 frame_code;       /* frame: its code object */
+	u16 frame_previous;   /* frame: the caller's frame */
+	u16 frame_instr;      /* frame: the instruction pointer, or an index (3.10's f_lasti) */
+	u16 frame_entry;      /* frame: is_entry (3.11), or PY_NONE */
+	u16 frame_owner;      /* frame: owner (3.11+), or PY_NONE */
+	u16 frame_len;        /* bytes to read of a frame: past its last field above */
+	u8 instr_is_index;    /* frame_instr is a 4-byte index, not a pointer */
+	u8 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, u32);
+	__type(value, struct py_proc);
+} pyprocs SEC(".maps");
+
+/* Each thread's PyThreadState, found once (0: none, looked for at `checked`). */
+struct py_thread {
+	u64 tstate;
+	u64 checked;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, struct py_thread);
+} pythreads SEC(".maps");
+
+/* A frame's bytes, read at once (8 spare bytes for a field at the last offset),
+ * and the values of the walk of a thread's frames. */
+struct py_buf {
+	u8 b[PY_BUF + 8];
+	u64 frame;     /* the next frame to read */
+	u32 slot;      /* the next word of rec->ips */
+	u32 n;         /* frames written */
+	u32 end;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct py_buf);
+} pyscratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -458,6 +549,198 @@ next:
 	return 0;
 }
 
+/*
+ * Python frames.
+ */
+
+/* The thread's fs base: on x86-64 glibc and musl, what pthread_self() returns,
+ * which CPython keeps in each PyThreadState.thread_id. */
+struct thread_struct___py {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
+
+struct task_struct___py {
+	struct thread_struct___py thread;
+} __attribute__((preserve_access_index));
+
+struct py_search {
+	struct py_proc *cfg;
+	u64 tstate;     /* the one being looked at; the thread's when found */
+	u64 want;       /* the thread's pthread_self() */
+	u32 found;
+	u32 failed;
+};
+
+static long py_thread_step(u32 i, void *arg)
+{
+	struct py_search *s = arg;
+	u64 id = 0;
+
+	if (s->tstate == 0)
+		return 1;
+	if (read_u64(s->tstate + s->cfg->tstate_thread, &id)) {
+		s->failed = 1;
+		return 1;
+	}
+	if (id == s->want) {
+		s->found = 1;
+		return 1;
+	}
+	if (read_u64(s->tstate + s->cfg->tstate_next, &s->tstate)) {
+		s->failed = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The sampled thread's PyThreadState (0: none), or the reason there is none. */
+static __always_inline u64 py_thread_state(struct py_proc *cfg, u32 tid, u32 *end)
+{
+	struct task_struct___py *task = (void *)bpf_get_current_task_btf();
+	struct py_search s = { .cfg = cfg };
+	struct py_thread *known, fresh = {};
+	u64 interp = 0, now = bpf_ktime_get_ns(), id = 0;
+
+	if (!task) {
+		*end = PY_NO_THREAD;
+		return 0;
+	}
+	s.want = BPF_CORE_READ(task, thread.fsbase);
+	known = bpf_map_lookup_elem(&pythreads, &tid);
+	if (known && known->tstate) {
+		/* Still this thread's (a thread state is freed when its thread ends). */
+		if (!read_u64(known->tstate + cfg->tstate_thread, &id) && id == s.want)
+			return known->tstate;
+	} else if (known && now - known->checked < PY_RECHECK_NS) {
+		*end = PY_NO_THREAD;
+		return 0;
+	}
+	if (read_u64(cfg->head_addr, &interp)) {
+		*end = PY_READ;
+		return 0;
+	}
+	if (interp == 0) {
+		*end = PY_NO_INTERP;
+		return 0;
+	}
+	if (read_u64(interp + cfg->interp_threads, &s.tstate)) {
+		*end = PY_READ;
+		return 0;
+	}
+	bpf_loop(MAX_PY_THREADS, py_thread_step, &s, 0);
+	if (s.failed) {
+		*end = PY_READ;
+		return 0;
+	}
+	fresh.tstate = s.found ? s.tstate : 0;
+	fresh.checked = now;
+	bpf_map_update_elem(&pythreads, &tid, &fresh, BPF_ANY);
+	if (!s.found)
+		*end = PY_NO_THREAD;
+	return fresh.tstate;
+}
+
+struct py_walk {
+	struct record *rec;
+	struct py_proc *cfg;
+	struct py_buf *buf;  /* the frame read, and the walk's values (see struct walk) */
+};
+
+/* The 8 bytes at `off` of the frame read into the buffer. */
+static __always_inline u64 py_field(struct py_buf *buf, u32 off)
+{
+	u64 v;
+
+	__builtin_memcpy(&v, &buf->b[off & (PY_BUF - 1)], sizeof(v));
+	return v;
+}
+
+static long py_step(u32 i, void *arg)
+{
+	struct py_walk *w = arg;
+	struct py_proc *c = w->cfg;
+	u32 len = c->frame_len, slot = w->buf->slot, next;
+	u64 code, instr, word;
+
+	if (w->buf->frame == 0) {
+		w->buf->end = PY_ROOT;
+		return 1;
+	}
+	if (slot + 1 >= REC_WORDS) {
+		w->buf->end = PY_DEPTH;
+		return 1;
+	}
+	if (len > PY_BUF)
+		len = PY_BUF;
+	if (len < 8)
+		len = 8;
+	if (bpf_probe_read_user(w->buf->b, len, (void *)w->buf->frame)) {
+		w->buf->end = PY_READ;
+		return 1;
+	}
+	code = py_field(w->buf, c->frame_code);
+	instr = py_field(w->buf, c->frame_instr);
+	/* Where the frame stood: an index (3.10), or the instruction pointer as an
+	 * offset from its code object, whose bytecode it lies in. */
+	word = (c->instr_is_index ? instr : instr - code) & 0xffffffff;
+	if (c->frame_entry != PY_NONE)
+		word |= (py_field(w->buf, c->frame_entry) & 0xff) << 32;
+	if (c->frame_owner != PY_NONE)
+		word |= (py_field(w->buf, c->frame_owner) & 0xff) << 40;
+	/* REC_WORDS is a power of two: the masks only show the verifier the bound
+	 * (the empty asm keeps the compiler from dropping them as redundant). */
+	next = slot + 1;
+	asm volatile("" : "+r"(slot), "+r"(next));
+	w->rec->ips[slot & (REC_WORDS - 1)] = code;
+	w->rec->ips[next & (REC_WORDS - 1)] = word;
+	slot = next;
+	w->buf->slot = slot + 1;
+	w->buf->n++;
+	w->buf->frame = py_field(w->buf, c->frame_previous);
+	return 0;
+}
+
+/*
+ * Appends the thread's Python frames to the record, innermost first. A global
+ * function: the verifier checks it once, whatever the states of its callers
+ * (inlined, its loops were checked again for each of them, past the limit).
+ */
+__noinline int python_frames(struct record *rec, u32 tgid, u32 tid)
+{
+	struct py_walk w = {};
+	u32 zero = 0, end = PY_ROOT;
+	u64 tstate, frame = 0;
+
+	if (!rec)
+		return 0;
+	w.rec = rec;
+	w.cfg = bpf_map_lookup_elem(&pyprocs, &tgid);
+	if (!w.cfg)
+		return 0;
+	w.buf = bpf_map_lookup_elem(&pyscratch, &zero);
+	if (!w.buf)
+		return 0;
+	tstate = py_thread_state(w.cfg, tid, &end);
+	if (!tstate) {
+		rec->h.pyend = end;
+		return 0;
+	}
+	if (read_u64(tstate + w.cfg->tstate_frame, &frame) ||
+	    (w.cfg->cframe_frame != PY_NONE && frame &&
+	     read_u64(frame + w.cfg->cframe_frame, &frame))) {
+		rec->h.pyend = PY_READ;
+		return 0;
+	}
+	w.buf->frame = frame;
+	w.buf->n = 0;
+	w.buf->slot = (u32)rec->h.nkernel + rec->h.nuser;
+	w.buf->end = PY_DEPTH;
+	bpf_loop(MAX_PY, py_step, &w, 0);
+	rec->h.npy = w.buf->n;
+	rec->h.pyend = w.buf->end;
+	return w.buf->n;
+}
+
 /* The value of a tracepoint slot: the 8-byte field at the offset user space set. */
 static __always_inline u64 tp_value(void *ctx, u32 slot)
 {
@@ -547,6 +830,8 @@ static __always_inline int sample_common(void *ctx, u32 slot, const int tp, int 
 	rec->h.nuser = 0;
 	rec->h.slot = slot;
 	rec->h.flags = 0;
+	rec->h.npy = 0;
+	rec->h.pyend = PY_NOT_PYTHON;
 	rec->h.value = tp ? tp_value(ctx, slot) : ((struct kiln_perf_event_data *)ctx)->sample_period;
 	w.rec = rec;
 	if (!in_user) {
@@ -570,9 +855,11 @@ static __always_inline int sample_common(void *ctx, u32 slot, const int tp, int 
 		count(C_CFI_FRAMES, w.v->cfi);
 		count(C_FP_FRAMES, w.v->fp);
 		count(C_JIT_PROLOGUE, w.v->prologue);
+		python_frames(rec, tgid, (u32)id);
 	}
 	rec->h.end = w.v->end;
-	size = sizeof(struct hdr) + ((u64)rec->h.nkernel + rec->h.nuser) * sizeof(u64);
+	size = sizeof(struct hdr) +
+	       ((u64)rec->h.nkernel + rec->h.nuser + 2 * (u64)rec->h.npy) * sizeof(u64);
 	if (size > sizeof(*rec))
 		size = sizeof(*rec);
 	if (bpf_ringbuf_output(&events, rec, size, 0))

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Sample a live process: CPU, off-CPU, page faults, syscalls or any tracepoint, with
-/// complete stacks through native and JIT code (no `perf script`).
+/// complete stacks through native and JIT code, and Python functions (CPython 3.10 to 3.13)
+/// in place of the interpreter's loop (no `perf script`).
 ///
 /// Examples:
 ///   kiln record -p $(pgrep beam.smp) -d 30 -o rabbit.svg --merge-threads
@@ -208,6 +209,13 @@ impl Args {
     }
 }
 
+/// Whether a profile holds Python frames read from an interpreter.
+fn has_python_frames(p: &Profile) -> bool {
+    p.frames
+        .iter()
+        .any(|(_, f)| f.kind == kiln_model::FrameKind::Python)
+}
+
 fn write_one(
     p: &Profile,
     path: Option<&Path>,
@@ -225,6 +233,9 @@ fn write_one(
                 let mut o = kiln_flamegraph::Options::default();
                 if chain {
                     o.colors = kiln_flamegraph::Palette::Chain;
+                } else if has_python_frames(p) {
+                    // Python functions green, the interpreter's C red, the kernel orange.
+                    o.colors = kiln_flamegraph::Palette::Python;
                 }
                 o.title = title.map(str::to_string);
                 o.count_name = p.event.count_name().to_string();
@@ -386,6 +397,7 @@ fn report(args: &Args, rec: &kiln_record::Recording, profiles: &[Profile], writt
     }
     if s.frames > 0 {
         report_names(s);
+        report_python(&s.python);
     }
     if s.offcpu_blocks > 0 {
         report_offcpu(s, args.wakers);
@@ -467,6 +479,36 @@ fn report_names(s: &kiln_record::Summary) {
                 super::common::shown(&fix)
             );
         }
+    }
+}
+
+/// The Python processes whose frames were read, and the samples without them.
+fn report_python(py: &kiln_record::PythonSummary) {
+    if py.processes.is_empty() {
+        return;
+    }
+    let procs: Vec<String> = py
+        .processes
+        .iter()
+        .map(|(pid, (major, minor))| format!("{pid} (Python {major}.{minor})"))
+        .collect();
+    eprintln!(
+        "kiln record: Python frames of {}: {} samples with them in place of the evaluation loop, \
+         {} without (threads Python does not know; samples unwound from stack copies have \
+         none either), {} cut at 128 frames, {} at unreadable memory",
+        procs.join(", "),
+        py.merged,
+        py.without_frames,
+        py.truncated,
+        py.unreadable
+    );
+    if py.unplaced_runs + py.empty_loops + py.unnamed_frames > 0 {
+        eprintln!(
+            "kiln record: Python frames: {} runs put at the root side (the native walk ended \
+             before their loop), {} loop frames without Python frames left out, {} frames \
+             whose code object could not be read left out",
+            py.unplaced_runs, py.empty_loops, py.unnamed_frames
+        );
     }
 }
 
