@@ -114,7 +114,19 @@ fn sets(name: &str, kind: FrameKind) -> Option<BeamState> {
         "call_driver_",
     ]) {
         Some(BeamState::Port)
-    } else if name.contains("aux_work") {
+    } else if name.contains("aux_work")
+        || starts(&[
+            // What the scheduler's aux work (handle_aux_work, static in a stripped VM) calls:
+            // delayed deallocation, thread progress, misc aux jobs.
+            "erts_alloc_handle_delayed_dealloc",
+            "erts_alcu_check_delayed_dealloc",
+            "erts_thr_progress_update",
+            "erts_thr_progress_leader_update",
+            "erts_thr_progress_finalize_wait",
+            // erts_handle_canceled_timers, _yielded_alcu_blockscan, _yielded_ets_all_request.
+            "erts_handle_",
+        ])
+    {
         Some(BeamState::Aux)
     } else if name == "process_main"
         || name == "$global::process_main"
