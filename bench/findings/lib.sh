@@ -13,9 +13,9 @@
 #   case_cleanup    on exit, once the processes started with `bg`/`start_server` stopped
 # and may set KILN_WRAP (an array: a command kiln runs under, e.g. (nice -n -15)).
 # Environment: KILN (default: the worktree's target/release/kiln), FINDINGS_EVENTS
-# (default cpu,offcpu,runnable), FINDINGS_UNWIND (kiln run --unwind; default copy: where
-# the kernel's verifier rejects the in-kernel unwinder, `auto` spends tens of seconds
-# finding that out and then copies stacks anyway), FINDINGS_KEEP=1 keeps the work directory.
+# (default cpu,offcpu,runnable), FINDINGS_UNWIND (kiln run --unwind; default auto, kiln's
+# own default: stacks unwound in the kernel, Python frames read at the sample; `copy`
+# unwinds copies of the stack in user space), FINDINGS_KEEP=1 keeps the work directory.
 set -euo pipefail
 
 FINDINGS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,7 +24,7 @@ CASE_DIR=$(cd "$(dirname "$0")" && pwd)
 CASE=$(basename "$CASE_DIR")
 KILN=${KILN:-$ROOT/target/release/kiln}
 EVENTS=${FINDINGS_EVENTS:-cpu,offcpu,runnable}
-UNWIND=${FINDINGS_UNWIND:-copy}
+UNWIND=${FINDINGS_UNWIND:-auto}
 D=10
 WARMUP=2
 PY=/usr/bin/python3

@@ -210,7 +210,7 @@ fn outcome(run: &RunData, meta: &RunMeta, w: &Window) -> Outcome {
         p99_us: hist.value_at_quantile(0.99) as f64,
         mean_us: hist.mean(),
     });
-    let errors = ["errors", "nacked", "returned", "status_5xx"]
+    let errors = ["errors", "nacked", "returned"]
         .iter()
         .filter_map(|c| count_of(&values(load, c, w)))
         .reduce(|a, b| a + b);

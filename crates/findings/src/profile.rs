@@ -45,12 +45,26 @@ pub fn program_functions(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u1
         let name = slot.get_or_insert_with(|| {
             path.clear();
             p.stacks.path_into(st, &mut path);
-            let names: Vec<String> = path
+            let user: Vec<(String, FrameKind)> = path
                 .iter()
-                .filter(|&&f| !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root))
-                .map(|&f| String::from_utf8_lossy(p.frame_name(f)).into_owned())
+                .map(|&f| {
+                    (
+                        String::from_utf8_lossy(p.frame_name(f)).into_owned(),
+                        p.frames.get(f).kind,
+                    )
+                })
+                .filter(|(_, k)| !matches!(k, FrameKind::Kernel | FrameKind::Root))
                 .collect();
-            program_frame(&names).map(|i| names[i].clone())
+            // In a managed runtime the program is its JIT-compiled (or interpreted Python)
+            // code: the deepest such frame, above the runtime's and the libraries' C.
+            let managed = user
+                .iter()
+                .rposition(|(n, k)| {
+                    matches!(k, FrameKind::Jit | FrameKind::Python) && !n.starts_with("$global::")
+                })
+                .map(|i| user[i].0.clone());
+            let names: Vec<&str> = user.iter().map(|(n, _)| n.as_str()).collect();
+            managed.or_else(|| program_frame(&names).map(|i| names[i].to_string()))
         });
         if let Some(n) = name {
             *by.entry(n.clone()).or_default() += w;

@@ -465,6 +465,13 @@ fn stack_categories(p: &Profile, c: &Categoriser) -> Vec<Option<usize>> {
     // A yield decides only when no user-space frame above it does (the system call's
     // entry frames in between do not count): `user_cat` is the deepest user frame's.
     let yield_cat = c.categories.iter().position(|n| n == YIELD);
+    // A runtime's catch-all (`Go runtime (other)`: any `runtime.` function) decides only
+    // when nothing above it does: `runtime.memmove` under the collector is collecting.
+    let catch_all: Vec<bool> = c
+        .categories
+        .iter()
+        .map(|n| n.ends_with("(other)"))
+        .collect();
     let mut stack_cat: Vec<Option<usize>> = Vec::with_capacity(parents.len());
     let mut user_cat: Vec<Option<usize>> = Vec::with_capacity(parents.len());
     for i in 0..parents.len() {
@@ -476,8 +483,15 @@ fn stack_categories(p: &Profile, c: &Categoriser) -> Vec<Option<usize>> {
         };
         let (inherited, inherited_user) = (parent(&stack_cat), parent(&user_cat));
         let is_user = p.frames.get(frames[i]).kind != FrameKind::Kernel;
+        let weak = own.is_some_and(|k| catch_all.get(k).copied().unwrap_or(false));
         let decided = if unnamed.get(f).copied().unwrap_or(false) {
             inherited.or(own)
+        } else if weak {
+            // ... but not above a catch-all of its own runtime's: a BEAM frame above Go's
+            // is not a thing, and a category only a catch-all gave is no better.
+            inherited
+                .filter(|k| !catch_all.get(*k).copied().unwrap_or(false))
+                .or(own)
         } else if own.is_some() && own == yield_cat {
             inherited_user.or(own)
         } else {
@@ -524,6 +538,39 @@ mod tests {
 
     /// Totals by category: a thread rule first, then the deepest frame a rule names, the
     /// rest `other` or `other (kernel)` by the leaf; the shares add up to the whole.
+    /// A runtime's catch-all under a named category keeps the named one: the collector's
+    /// memmove is collecting.
+    #[test]
+    fn a_catch_all_does_not_hide_its_callers_category() {
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = p.thread(Some(1), Some(1), b"srv");
+        let path = |p: &mut Profile, names: &[&str]| -> Vec<crate::FrameId> {
+            names
+                .iter()
+                .map(|n| p.frame(n.as_bytes(), FrameKind::User))
+                .collect()
+        };
+        let gc = path(
+            &mut p,
+            &[
+                "runtime.gcBgMarkWorker",
+                "runtime.gcDrain",
+                "runtime.memmove",
+            ],
+        );
+        let alone = path(&mut p, &["main.serve", "runtime.memmove"]);
+        p.add_sample_path(&gc, 3, NO_TIME, t);
+        p.add_sample_path(&alone, 1, NO_TIME, t);
+        let c = Categoriser::new(&Rules::builtin()).unwrap();
+        let (totals, _) = c.totals(&p);
+        assert_eq!(totals[0], (GC.to_string(), 3), "{totals:?}");
+        assert_eq!(
+            totals[1],
+            ("Go runtime (other)".to_string(), 1),
+            "{totals:?}"
+        );
+    }
+
     #[test]
     fn totals_by_category() {
         let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));

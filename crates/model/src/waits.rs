@@ -316,6 +316,9 @@ const NOT_PROGRAM: &[&str] = &[
     r"^(uv_\w+|uv__\w+|node::|v8::|Builtins_|libnode\S*\+0x)",
     // The BEAM's runtime.
     r"^(erts_\w+|ethr_\w+|beam\.smp\+0x|\$global::|process_main$|sys_\w+)",
+    // An address no symbol names (`_asyncio.cpython-311-x86_64-linux-gnu.so+0x7db0`): no
+    // name a reader can look for.
+    r"\+0x[0-9a-f]+$",
 ];
 
 struct Owners {

@@ -1,5 +1,6 @@
 //! The load itself: the client as the limit, and operations that failed.
 use super::{cpus, pct};
+use crate::facts::count_of;
 use crate::{Class, Facts, Finding};
 
 /// The load generator, not the server, was the limit: it used at least half a CPU, more
@@ -65,35 +66,75 @@ pub fn client(f: &Facts) -> Vec<Finding> {
     )]
 }
 
-/// Operations failed: a share of them did not complete.
+/// Operations failed: answered with a server error (HTTP 5xx: within the answers), or
+/// failed outright (refused, reset, timed out; AMQP nacks and returns).
 ///
 /// False when: under 1% failed.
 pub fn errors(f: &Facts) -> Vec<Finding> {
-    let (Some(errors), Some(ops)) = (f.outcome.errors, f.outcome.ops) else {
-        return Vec::new();
-    };
-    let all = ops + errors;
-    if all <= 0.0 || errors / all < 0.01 {
+    use kiln_store::columns as col;
+    let count = |c: &str| count_of(&f.values(col::LOAD, c)).unwrap_or(0.0);
+    let answered_bad = count("status_5xx");
+    let outright = count("errors") + count("nacked") + count("returned");
+    let ops = f.outcome.ops.unwrap_or(0.0);
+    let all = ops + outright;
+    let bad = answered_bad + outright;
+    if all <= 0.0 || bad / all < 0.01 {
         return Vec::new();
     }
-    let share = errors / all;
+    let share = bad / all;
+    let unit = &f.outcome.unit;
+    let mut parts = Vec::new();
+    if answered_bad > 0.0 {
+        // The codes, from the load's own count of each status over its run.
+        let codes: Vec<String> = f
+            .meta
+            .load
+            .report
+            .pointer("/summary/status")
+            .and_then(|v| v.as_object())
+            .map(|m| {
+                let mut v: Vec<(&String, u64)> = m
+                    .iter()
+                    .filter(|(k, _)| k.starts_with('5'))
+                    .filter_map(|(k, n)| Some((k, n.as_u64()?)))
+                    .collect();
+                v.sort_by(|a, b| b.1.cmp(&a.1));
+                v.into_iter().take(3).map(|(k, _)| k.clone()).collect()
+            })
+            .unwrap_or_default();
+        let how = if codes.is_empty() {
+            "a server error (5xx)".to_string()
+        } else {
+            format!("a server error ({})", codes.join(", "))
+        };
+        parts.push(format!("{} answered with {how}", thousands(answered_bad)));
+    }
+    if outright > 0.0 {
+        parts.push(format!(
+            "{} failed outright (refused, reset, timed out, nacked or returned)",
+            thousands(outright)
+        ));
+    }
     vec![Finding::new(
         "errors",
         Class::Errors,
         (share * 3.0).min(0.9),
         format!(
-            "{} of the {}s failed ({} errors against {} completed)",
+            "{} of the {unit}s failed: {} of {}",
             pct(share),
-            f.outcome.unit,
-            super::queues::thousands(errors),
-            super::queues::thousands(ops)
+            parts.join(", "),
+            thousands(all)
         ),
     )
     .evidence(f.ev(
-        "errors",
-        super::queues::thousands(errors),
-        "the load's own counts",
+        "failed",
+        thousands(bad),
+        "the load's own counts (status classes, errors)",
     ))
-    .explains(share * 100.0, format!("of the {}s", f.outcome.unit))
-    .check("the server's own log; ss -s; nstat -az".to_string())]
+    .explains(share * 100.0, format!("of the {unit}s"))
+    .check("the server's own log; curl -sv the same URL; ss -s; nstat -az".to_string())]
+}
+
+fn thousands(v: f64) -> String {
+    super::queues::thousands(v)
 }

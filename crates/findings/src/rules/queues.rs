@@ -153,7 +153,7 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
     // A dropped connection waits for the client's SYN to be sent again (a second, then
     // more): drops outweigh any other time outside the server.
     let score = if dropped >= 1.0 {
-        0.8 + 0.15 * waiting.unwrap_or(0.5)
+        0.85 + 0.1 * waiting.unwrap_or(0.5)
     } else {
         0.45 + 0.35 * waiting.unwrap_or(0.3)
     };

@@ -285,11 +285,29 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     }
     let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
     let share = busy / req_s.max(1e-9);
+    // A thread never idle, or a group whose threads all work, is where operations wait.
     let saturated = f
         .groups
         .iter()
-        .any(|g| g.busiest.is_some_and(|b| b >= 0.85));
-    if share >= 0.3 || saturated {
+        .any(|g| g.has_saturated_thread() || (g.threads >= 1.0 && g.busy() / g.threads >= 0.85));
+    // Connections waiting in the accept queue, or dropped from it, are the server's: the
+    // accept rule names them.
+    let accept = f
+        .mean(
+            kiln_store::columns::TARGET,
+            kiln_store::columns::ACCEPT_QUEUE,
+        )
+        .is_some_and(|q| q >= 1.0)
+        || crate::facts::count_of(&f.values(
+            kiln_store::columns::TARGET,
+            kiln_store::columns::LISTEN_OVERFLOWS,
+        ))
+        .is_some_and(|d| d >= 1.0);
+    // Goroutines and Erlang processes wait inside the server without blocking a thread:
+    // their threads idle while the work waits on a lock, a channel or a mailbox. Only a
+    // server hardly awake at all says the time is outside it.
+    let green = matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam);
+    if share >= 0.3 || saturated || accept || (green && share >= 0.05) {
         return Vec::new();
     }
     let per_op = f.outcome.ops.filter(|o| *o > 0.0).map(|o| busy / o);
@@ -309,6 +327,20 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         ));
     } else {
         claim.push_str(": in the network stack, the client, or a service the server waits for");
+    }
+    // Where its threads waited, when an off-CPU profile says: a call to a downstream
+    // service reads its socket under the program's own frame.
+    if let Some(p) = f.offcpu() {
+        let w = crate::waits::offcpu_waits(p);
+        let net: Vec<&crate::waits::Site> = w.sites_of(WaitReason::Poll).collect();
+        let all: u128 = net.iter().map(|s| s.weight).sum();
+        if let Some(top) = net.first().filter(|_| all > 0) {
+            claim.push_str(&format!(
+                "; its threads waited most in {} ({} of their network waits)",
+                top.label(),
+                pct(top.weight as f64 / all as f64)
+            ));
+        }
     }
     let mut f0 = Finding::new("outside", Class::NetworkWait, (1.0 - share) * 0.85, claim)
         .evidence(f.ev(
