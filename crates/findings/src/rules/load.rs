@@ -98,7 +98,7 @@ pub fn errors(f: &Facts) -> Vec<Finding> {
                     .filter(|(k, _)| k.starts_with('5'))
                     .filter_map(|(k, n)| Some((k, n.as_u64()?)))
                     .collect();
-                v.sort_by(|a, b| b.1.cmp(&a.1));
+                v.sort_by_key(|x| std::cmp::Reverse(x.1));
                 v.into_iter().take(3).map(|(k, _)| k.clone()).collect()
             })
             .unwrap_or_default();
