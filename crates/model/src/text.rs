@@ -89,6 +89,30 @@ pub fn clean_bytes(b: &[u8], max: usize) -> String {
     out
 }
 
+/// A name that came as bytes (a process's `comm`, a thread's name) as text to keep: its
+/// UTF-8 as it is and every byte that is not UTF-8 as `\xNN`, so that no byte is lost and
+/// the name can be stored, compared and matched as text. Control characters stay: what
+/// shows the name escapes them ([`clean`]).
+///
+/// ```
+/// use kiln_model::text::from_bytes;
+/// assert_eq!(from_bytes(b"spin\xff"), "spin\\xff");
+/// assert_eq!(from_bytes("a\u{441}".as_bytes()), "a\u{441}");
+/// ```
+pub fn from_bytes(b: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(b) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(b.len() + 8);
+    for chunk in b.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for x in chunk.invalid() {
+            let _ = write!(out, "\\x{x:02x}");
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// What a text is made of: characters, and bytes that are not UTF-8.
 #[derive(Clone, Copy)]
 enum Unit {
@@ -202,5 +226,12 @@ mod tests {
         assert_eq!(clean_bytes(b"ok\xff\xfe\x1b", 100), "ok\\xff\\xfe\\x1b");
         assert_eq!(clean_bytes("é".as_bytes(), 100), "é");
         assert_eq!(clean_bytes(&[b'a'; 50], 10), "aaaaaaaaa… [50 bytes]");
+        // Kept as text: the cut character's bytes escaped, the controls left for `clean`.
+        let mut comm = "aсервер-".as_bytes().to_vec();
+        comm.push(0xd0);
+        assert_eq!(from_bytes(&comm), "aсервер-\\xd0");
+        assert_eq!(from_bytes(b"t\x1b\xff"), "t\x1b\\xff");
+        assert_eq!(clean(&from_bytes(b"t\x1b\xff")), "t\\x1b\\xff");
+        assert!(matches!(from_bytes(b"plain"), Cow::Borrowed(_)));
     }
 }

@@ -34,9 +34,10 @@ impl Runtime {
             "beam.smp" | "beam" => Some(Runtime::Beam),
             "java" => Some(Runtime::Jvm),
             "node" | "nodejs" => Some(Runtime::Node),
-            _ => std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            // Bytes: a mapped file's path need not be UTF-8.
+            _ => kiln_os::proc::read(format!("/proc/{pid}/maps"))
                 .ok()
-                .filter(|m| m.contains("/libjvm.so"))
+                .filter(|m| m.windows(10).any(|w| w == b"/libjvm.so"))
                 .map(|_| Runtime::Jvm),
         }
     }

@@ -143,10 +143,7 @@ fn end(child: &mut Child) -> Option<std::process::ExitStatus> {
 
 /// Whether `child` has exited (without reaping it: [`end`] does, after its group).
 fn exited(child: &Child) -> bool {
-    std::fs::read_to_string(format!("/proc/{}/stat", child.id())).map_or(true, |s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with(['Z', 'X']))
-    })
+    !kiln_os::proc::alive(child.id())
 }
 
 /// How long connecting to a host may take, and the run's stop, which ends every wait on a

@@ -1,0 +1,34 @@
+/* A target whose names are not UTF-8. Built as `aсервер-приложение`, its command name is
+ * cut by the kernel to 15 bytes, inside the Cyrillic п (0xd0 0xbf): "aсервер-\xd0". One
+ * thread names itself "spin\xff" (prctl(PR_SET_NAME)) and spins; the main thread sleeps.
+ *
+ *   badnames          (runs until killed)
+ */
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) static void spin_work(void) {
+    unsigned long x = sink + 1;
+    for (long i = 0; i < 1000000; i++)
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+}
+
+static void *spin(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "spin\xff", 0, 0, 0);
+    for (;;)
+        spin_work();
+    return 0;
+}
+
+int main(void) {
+    pthread_t t;
+    if (pthread_create(&t, 0, spin, 0) != 0)
+        return 1;
+    for (;;)
+        pause();
+}
