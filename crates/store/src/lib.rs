@@ -328,6 +328,21 @@ pub trait Store {
     }
     /// Removes a run.
     fn remove(&mut self, id: RunId) -> Result<()>;
+    /// Adds to stored run `id` what ran after it was saved (`--after-each`): the commands'
+    /// records in its metadata and their output as attachments, in one transaction. A run
+    /// is saved before such a command runs, so that no command (hung, killed, or kiln
+    /// killed meanwhile) can lose it.
+    fn add_commands(
+        &mut self,
+        id: RunId,
+        commands: &[CommandRecord],
+        attachments: &[Attachment],
+    ) -> Result<()>;
+    /// Gives `f` every stored blob that no reader could read back, by its declared size
+    /// alone (past the input limit, [`Store::set_max_input`], or negative): its run and
+    /// what is wrong. Only the sizes are read. `kiln runs check` counts such a run as
+    /// damaged: every command that reads it would fail.
+    fn unreadable_blobs(&self, f: &mut dyn FnMut(RunId, String)) -> Result<()>;
     /// The store's location, for messages: a file's path, or a URL without its password.
     fn location(&self) -> &Path;
     /// Sets the most bytes one stored blob may inflate to (`--max-input`;

@@ -18,7 +18,7 @@
 //! retried after its commit's answer was lost finds its run (same name and metadata)
 //! instead of writing it twice.
 use crate::codec;
-use crate::model::{RunData, RunId};
+use crate::model::{Attachment, CommandRecord, RunData, RunId};
 use crate::{Listed, Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
 use postgres::{Client, Config, NoTls};
 use std::cell::RefCell;
@@ -592,6 +592,91 @@ impl Store for PgStore {
                 path: self.location.clone(),
                 hint: String::new(),
             });
+        }
+        Ok(())
+    }
+
+    fn add_commands(
+        &mut self,
+        id: RunId,
+        commands: &[CommandRecord],
+        attachments: &[Attachment],
+    ) -> Result<()> {
+        enum Outcome {
+            Done,
+            Missing,
+            Refused(String),
+        }
+        let outcome = self.with_client(|c, attempt| {
+            let mut tx = c.transaction()?;
+            let Some(row) = tx.query_opt(
+                "SELECT meta FROM kiln.runs WHERE id = $1 FOR UPDATE",
+                &[&id],
+            )?
+            else {
+                return Ok(Outcome::Missing);
+            };
+            let meta: String = row.get(0);
+            if attempt > 0 {
+                // The previous attempt's commit may have landed before the connection
+                // broke: the commands are there then, whole (one transaction).
+                if codec::decode_meta(id, &meta).is_ok_and(|m| m.commands.ends_with(commands)) {
+                    return Ok(Outcome::Done);
+                }
+            }
+            let names: Vec<String> = tx
+                .query(
+                    "SELECT name FROM kiln.blobs WHERE run_id = $1 AND kind = 'attachment'",
+                    &[&id],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let enc = match codec::encode_addition(id, &meta, commands, attachments, &names) {
+                Ok(e) => e,
+                Err(why) => return Ok(Outcome::Refused(why)),
+            };
+            // The trigger empties the listing columns when the metadata changes; they are
+            // written again from the new metadata.
+            tx.execute(
+                "UPDATE kiln.runs SET meta = $2 WHERE id = $1",
+                &[&id, &enc.meta_json],
+            )?;
+            write_listing(&mut tx, id, &enc.listed)?;
+            let insert = tx.prepare(
+                "INSERT INTO kiln.blobs (run_id, kind, name, codec, size, data) VALUES ($1, $2, $3, $4, $5, $6)",
+            )?;
+            for b in &enc.blobs {
+                tx.execute(&insert, &[&id, &b.kind, &b.name, &b.codec, &b.size, &b.data])?;
+            }
+            tx.commit()?;
+            Ok(Outcome::Done)
+        })?;
+        match outcome {
+            Outcome::Done => Ok(()),
+            Outcome::Missing => Err(StoreError::NoSuchRun {
+                reference: format!("#{id}"),
+                path: self.location.clone(),
+                hint: String::new(),
+            }),
+            Outcome::Refused(what) => Err(self.corrupt(id, what)),
+        }
+    }
+
+    fn unreadable_blobs(&self, f: &mut dyn FnMut(RunId, String)) -> Result<()> {
+        let limit = i64::try_from(self.max_input).unwrap_or(i64::MAX);
+        let rows = self.with_client(|c, _| {
+            c.query(
+                "SELECT run_id, kind, name, size FROM kiln.blobs WHERE size > $1 OR size < 0 ORDER BY run_id, kind, name COLLATE \"C\"",
+                &[&limit],
+            )
+        })?;
+        for r in rows {
+            let (id, kind, name, size): (RunId, String, String, i64) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            if let Some(why) = codec::size_problem(&kind, &name, size, self.max_input) {
+                f(id, why);
+            }
         }
         Ok(())
     }

@@ -11,7 +11,7 @@
 //! in one transaction. An older store opened to read is read as it is: its runs are
 //! listed from their metadata (slower), until a writing kiln migrates it.
 use crate::codec;
-use crate::model::{RunData, RunId, RunMeta};
+use crate::model::{Attachment, CommandRecord, RunData, RunId, RunMeta};
 use crate::{Listed, Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -526,6 +526,91 @@ impl Store for SqliteStore {
                 path: self.path.clone(),
                 hint: String::new(),
             });
+        }
+        Ok(())
+    }
+
+    fn add_commands(
+        &mut self,
+        id: RunId,
+        commands: &[CommandRecord],
+        attachments: &[Attachment],
+    ) -> Result<()> {
+        enum Failed {
+            Sql(rusqlite::Error),
+            Missing,
+            Refused(String),
+        }
+        impl From<rusqlite::Error> for Failed {
+            fn from(e: rusqlite::Error) -> Failed {
+                Failed::Sql(e)
+            }
+        }
+        let added = (|| -> std::result::Result<(), Failed> {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let meta: String = tx
+                .query_row("SELECT meta FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?
+                .ok_or(Failed::Missing)?;
+            let names: Vec<String> = {
+                let mut st = tx.prepare_cached(
+                    "SELECT name FROM blobs WHERE run_id = ?1 AND kind = 'attachment'",
+                )?;
+                let rows = st.query_map([id], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            let enc = codec::encode_addition(id, &meta, commands, attachments, &names)
+                .map_err(Failed::Refused)?;
+            // The trigger empties the listing columns when the metadata changes; they are
+            // written again from the new metadata.
+            tx.execute(
+                "UPDATE runs SET meta = ?2 WHERE id = ?1",
+                params![id, enc.meta_json],
+            )?;
+            write_listing(&tx, id, &enc.listed)?;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO blobs (run_id, kind, name, codec, size, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?;
+                for b in &enc.blobs {
+                    insert.execute(params![id, b.kind, b.name, b.codec, b.size, b.data])?;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })();
+        match added {
+            Ok(()) => Ok(()),
+            Err(Failed::Sql(e)) => Err(self.write_err(e)),
+            Err(Failed::Missing) => Err(StoreError::NoSuchRun {
+                reference: format!("#{id}"),
+                path: self.path.clone(),
+                hint: String::new(),
+            }),
+            Err(Failed::Refused(what)) => Err(self.corrupt(id, what)),
+        }
+    }
+
+    fn unreadable_blobs(&self, f: &mut dyn FnMut(RunId, String)) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, kind, name, size FROM blobs WHERE size > ?1 OR size < 0 ORDER BY run_id, kind, name",
+            )
+            .map_err(|e| self.err(e))?;
+        let limit = i64::try_from(self.max_input).unwrap_or(i64::MAX);
+        let mut rows = stmt.query([limit]).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let row = (|| -> rusqlite::Result<(RunId, String, String, i64)> {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })()
+            .map_err(|e| self.err(e))?;
+            let (id, kind, name, size) = row;
+            if let Some(why) = codec::size_problem(&kind, &name, size, self.max_input) {
+                f(id, why);
+            }
         }
         Ok(())
     }

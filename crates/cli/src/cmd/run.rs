@@ -172,8 +172,16 @@ pub struct Args {
 
     /// A command run through sh -c after each run (each variant's and each repeat's), its
     /// output and exit status kept with the run; one that fails stops the runs after it.
+    /// The run is saved before it starts.
     #[arg(long, value_name = "COMMAND")]
     pub after_each: Option<String>,
+
+    /// The longest a --variant set-up or --after-each command may take: past it kiln ends
+    /// the command (its whole process group) and it counts as failed. A stop (Ctrl-C,
+    /// SIGTERM) ends it at once. Their output is kept with the run, the first and the last
+    /// 8 MiB of each stream (the bytes between counted).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub setup_timeout: f64,
 
     /// Off-CPU blocks shorter than this many microseconds add no time.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
@@ -691,6 +699,10 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     opts.max_input = max_input;
     check_targets(&opts, experiment.as_ref())?;
     let after_each = args.after_each.clone();
+    let commands = Commands {
+        stop: stop.clone(),
+        timeout: seconds("--setup-timeout", args.setup_timeout, false)?,
+    };
     let otlp = super::common::OtlpArgs {
         otlp_endpoint: args.otlp_endpoint.clone(),
     };
@@ -723,7 +735,7 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
         }
         opts.repeat = (i, repeat);
         let setup = match (&experiment, v) {
-            (Some(x), Some(v)) => Some(set_up(x, v, &mut opts, &default_pids, stored)?),
+            (Some(x), Some(v)) => Some(set_up(x, v, &mut opts, &default_pids, stored, &commands)?),
             _ => {
                 opts.group = Some(group.clone());
                 None
@@ -735,23 +747,27 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
         });
         progress.done();
         let mut run = run?;
-        let after_failed = around(
+        around(
             &mut run,
             experiment.as_ref().map(|x| (x.id.as_str(), i)),
             setup,
-            after_each.as_deref(),
-        )?
+        );
+        say_pprof_warnings(&run);
+        let (id, kept_in) = save_run(store.as_mut(), &run)?;
+        run.meta.id = Some(id);
+        // Only once the run is saved: no command run after it can lose it.
+        let after_failed = match after_each.as_deref() {
+            Some(c) => after_run(c, &mut run, store.as_mut(), kept_in.as_deref(), &commands)?,
+            None => None,
+        }
         .map(|f| {
             format!(
                 "{f} after run {}/{total}; the runs after it are not made",
                 k + 1
             )
         });
-        say_pprof_warnings(&run);
-        let (id, kept_in) = save_run(store.as_mut(), &run)?;
         kept_all &= kept_in.is_none();
         let (stored_in, report_base) = places(store.as_ref(), kept_in);
-        run.meta.id = Some(id);
         all_complete &= run.meta.status.complete;
         print_run(&run, json, &stored_in)?;
         stored += 1;
@@ -829,30 +845,70 @@ fn warn_few_repeats(repeat: u32, variants: bool) {
     }
 }
 
-/// What ran around a run, kept with it: its experiment and round (`experiment`), its
-/// variant's set-up, and the `--after-each` command, run now. Returns how the latter
-/// failed, when it did.
+/// How the commands run around runs (set-ups, `--after-each`) end: on the run's stop, or
+/// after `--setup-timeout`.
+struct Commands {
+    stop: Stop,
+    timeout: std::time::Duration,
+}
+
+/// What ran before a run, kept with it: its experiment and round (`experiment`) and its
+/// variant's set-up.
 fn around(
     run: &mut RunData,
     experiment: Option<(&str, u32)>,
     setup: Option<kiln_run::variants::Ran>,
-    after_each: Option<&str>,
-) -> Result<Option<String>> {
-    let after = match after_each {
-        Some(c) => Some(kiln_run::variants::run_command("after-each", c)?),
-        None => None,
-    };
-    let failed = after
-        .as_ref()
-        .filter(|a| !a.ok())
-        .map(|a| format!("--after-each `{}` {}", a.record.command, a.status_text()));
+) {
     if let Some((id, round)) = experiment {
         run.meta.experiment = Some(id.to_string());
         run.meta.round = Some(round);
     }
-    for ran in setup.into_iter().chain(after) {
+    if let Some(ran) = setup {
         ran.keep(run);
     }
+}
+
+/// The `--after-each` command, run once `run` is saved (in `store`, or in the file
+/// `kept_in` when the store could not take it); its record and output are then added to
+/// the stored run. Not started when kiln was asked to stop. How it failed, when it did.
+fn after_run(
+    command: &str,
+    run: &mut RunData,
+    store: &mut dyn kiln_store::Store,
+    kept_in: Option<&Path>,
+    how: &Commands,
+) -> Result<Option<String>> {
+    if how.stop.is_raised() {
+        eprintln!(
+            "kiln run: --after-each `{}` not run: kiln was asked to stop",
+            text::clean_cut(command, 200)
+        );
+        return Ok(None);
+    }
+    let ran = kiln_run::variants::run_command("after-each", command, &how.stop, how.timeout)?;
+    let failed = (!ran.ok()).then(|| {
+        format!(
+            "--after-each `{}` {}",
+            text::clean_cut(&ran.record.command, 200),
+            ran.status_text()
+        )
+    });
+    let id = run.meta.id.unwrap_or(0);
+    let (record, attachments) = ran.split();
+    let added = match kept_in {
+        Some(file) => kiln_store::SqliteStore::open(file).and_then(|mut s| {
+            kiln_store::Store::add_commands(&mut s, id, std::slice::from_ref(&record), &attachments)
+        }),
+        None => store.add_commands(id, std::slice::from_ref(&record), &attachments),
+    };
+    if let Err(e) = added {
+        eprintln!(
+            "kiln run: warning: run #{id} is saved, but the --after-each command's record could not be added to it: {}",
+            text::clean_lines(&e.to_string())
+        );
+    }
+    run.meta.commands.push(record);
+    run.attachments.extend(attachments);
     Ok(failed)
 }
 
@@ -865,12 +921,13 @@ fn set_up(
     opts: &mut RunOptions,
     default_pids: &[u32],
     stored: usize,
+    how: &Commands,
 ) -> Result<kiln_run::variants::Ran> {
     let var = &x.variants[v];
     opts.name = var.name.clone();
     opts.group = Some(x.group(v));
     opts.pids = var.pids.clone().unwrap_or_else(|| default_pids.to_vec());
-    let ran = kiln_run::variants::run_command("setup", &var.setup)?;
+    let ran = kiln_run::variants::run_command("setup", &var.setup, &how.stop, how.timeout)?;
     if !ran.ok() {
         bail!(
             "{}

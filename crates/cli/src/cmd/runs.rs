@@ -830,13 +830,32 @@ fn list_json(r: &kiln_store::Stored, out: &mut dyn Write) -> Result<()> {
 /// how many are damaged.
 fn check(store: &StoreArgs, out: &mut dyn Write) -> Result<usize> {
     let s = store.open_existing()?;
-    let (mut total, mut damaged) = (0usize, Vec::new());
+    let mut total = 0usize;
+    // What is wrong with each damaged run, by id: its metadata, and any blob no reader
+    // can read back (an attachment past the input limit makes every command that reads
+    // the run fail).
+    let mut wrong: std::collections::BTreeMap<i64, (String, Vec<String>)> = Default::default();
+    let mut names: std::collections::HashMap<i64, String> = Default::default();
     s.scan(kiln_store::Select::All, &mut |r| {
         total += 1;
         if let Err(what) = &r.meta {
-            damaged.push(damaged_line(r.id, &r.name, what));
+            wrong.insert(r.id, (r.name.clone(), vec![what.clone()]));
+        } else {
+            names.insert(r.id, r.name);
         }
     })?;
+    s.unreadable_blobs(&mut |id, what| {
+        let name = names.get(&id).cloned().unwrap_or_default();
+        wrong
+            .entry(id)
+            .or_insert_with(|| (name, Vec::new()))
+            .1
+            .push(what);
+    })?;
+    let damaged: Vec<String> = wrong
+        .iter()
+        .map(|(id, (name, what))| damaged_line(*id, name, &what.join("; ")))
+        .collect();
     for d in &damaged {
         writeln!(out, "{d}")?;
     }
