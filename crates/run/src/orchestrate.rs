@@ -607,18 +607,17 @@ pub fn run(
         gate,
     };
     let measured = drive(&mut pass, load, &controls, &rec_opts, &mut remote, tx);
-    if pass.outcome.as_ref().is_some_and(|o| !o.started) && !pass.started {
-        let o = pass.outcome.take().unwrap_or_default();
-        return Err(RunError::LoadStart(
-            o.failure.unwrap_or_else(|| "it ended at once".into()),
-        ));
-    }
+    let target_gone = pass.outcome.as_ref().is_some_and(|o| !o.started)
+        && !pass.started
+        && early_exit(opts, &mut pass)?;
     let gate_opened = measured.gate_opened;
     // A recorder that failed before sampling counts whether or not the gate opened.
     let mut rec = match measured.recording {
         Some(recording) if gate_opened => {
             recorded(Some(recording), stop, pass.schedule_done, &mut pass.reasons)
         }
+        // The target's early end is said already.
+        Some(Ok(Err(RecordError::NoSuchProcess(_)))) if target_gone => Recorded::default(),
         Some(Ok(Err(e))) => recorded(Some(Ok(Err(e))), stop, false, &mut pass.reasons),
         _ => Recorded::default(),
     };
@@ -658,6 +657,25 @@ pub fn run(
     }
     add_fetched(&mut data, measured.fetched);
     Ok(data)
+}
+
+/// The load did not start: when a target process has exited meanwhile, that is why the
+/// run is cut short (it is stored, incomplete, saying so: `Ok(true)`); else the load's own
+/// failure is the run's error.
+fn early_exit(opts: &RunOptions, pass: &mut Pass<'_>) -> Result<bool, RunError> {
+    let why = pass
+        .outcome
+        .as_ref()
+        .and_then(|o| o.failure.clone())
+        .unwrap_or_else(|| "it ended at once".into());
+    let Some(gone) = opts.pids.iter().find(|&&p| !kiln_os::proc::alive(p)) else {
+        return Err(RunError::LoadStart(why));
+    };
+    pass.reasons.push(format!(
+        "the target (pid {gone}) exited {:.1} s after the run began, before the load started (the load: {why})",
+        pass.t0.elapsed().as_secs_f64()
+    ));
+    Ok(true)
 }
 
 /// How long the other hosts get to send their recordings once sampling stopped (they
