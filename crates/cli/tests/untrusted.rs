@@ -1052,3 +1052,113 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
     assert_eq!(status.code(), Some(143));
     drop(broker);
 }
+
+/// `kiln run` of `target` in `work` (its store `work/runs.db`), once it measures; its
+/// standard error followed.
+fn run_until_measuring(
+    work: &std::path::Path,
+    target: &Started,
+) -> (std::process::Child, kiln_testkit::Lines) {
+    let mut child = kiln_testkit::kiln_process()
+        .env("KILN_STORE", work.join("runs.db"))
+        .current_dir(work)
+        .args([
+            "run",
+            "--name",
+            "kept",
+            "-d",
+            "2",
+            "--no-report",
+            "--unwind",
+            "copy",
+        ])
+        .args(["-p", &target.pid(), "exec", "--", "sleep", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = kiln_testkit::Lines::follow(child.stderr.take().unwrap());
+    assert!(
+        lines
+            .wait_for(Duration::from_secs(300), |l| l.starts_with("measuring"))
+            .is_some(),
+        "kiln run never measured"
+    );
+    (child, lines)
+}
+
+/// The run in the fallback file `kiln-unsaved-runs.db` of `work`.
+fn kept_run(work: &std::path::Path) -> Vec<RunMeta> {
+    SqliteStore::open_existing(&work.join("kiln-unsaved-runs.db"))
+        .unwrap()
+        .list()
+        .unwrap()
+}
+
+/// The store's `-shm` file made immutable while kiln measures: the save is refused
+/// before SQLite writes through its mapping of it (which would end kiln with SIGBUS and
+/// lose the run), and the run is kept in the fallback file.
+#[test]
+fn an_immutable_shm_file_keeps_the_run_elsewhere_instead_of_a_sigbus() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let t = Started::new(std::path::Path::new("/bin/sleep"), &["600"]);
+    let store = work.join("runs.db");
+    SqliteStore::open(&store).unwrap();
+    let (child, lines) = run_until_measuring(work, &t);
+    let shm = work.join("runs.db-shm");
+    let immutable = shm.exists()
+        && std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&shm)
+            .status()
+            .is_ok_and(|s| s.success());
+    let out = child.wait_with_output().unwrap();
+    if immutable {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&shm)
+            .status();
+    } else {
+        kiln_testkit::skip(
+            "chattr +i does not work here (e2fsprogs, a file system with the immutable flag)",
+        );
+        return;
+    }
+    let err = lines.all();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the store's shared-memory file cannot be written"),
+        "{err}"
+    );
+    assert_eq!(kept_run(work).len(), 1, "{err}");
+}
+
+/// SIGTERM while the store is locked by another process: kiln stops waiting for the lock
+/// at once and keeps the run in the fallback file, saying why.
+#[test]
+fn sigterm_while_the_store_is_locked_keeps_the_run_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let t = Started::new(std::path::Path::new("/bin/sleep"), &["600"]);
+    let store = work.join("runs.db");
+    SqliteStore::open(&store).unwrap();
+    let lock = rusqlite::Connection::open(&store).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (child, lines) = run_until_measuring(work, &t);
+    // Waiting for the lock: the measurement is over.
+    let mut lines = lines;
+    assert!(lines
+        .wait_for(Duration::from_secs(300), |l| l.starts_with("finishing"))
+        .is_some());
+    kiln_testkit::signal(child.id(), libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    let err = lines.all();
+    drop(lock);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(
+        err.contains("database is locked: another process holds its lock, and kiln was asked to stop rather than wait for it"),
+        "{err}"
+    );
+    assert_eq!(kept_run(work).len(), 1, "{err}");
+}

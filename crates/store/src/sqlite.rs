@@ -67,6 +67,39 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
 /// The version that added the listing columns (filled for older runs by the migration).
 const LISTED_SINCE: i64 = 2;
 
+/// How long a writer waits for another's lock on the store.
+const LOCK_WAIT: Duration = Duration::from_secs(60);
+
+thread_local! {
+    /// When the current wait for the store's lock began.
+    static WAITING_SINCE: std::cell::Cell<Option<std::time::Instant>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// SQLite's busy handler: waits for another process's lock up to [`LOCK_WAIT`], in short
+/// naps, and gives up at once when a signal asked kiln to stop (the caller then keeps a
+/// run elsewhere instead of holding the person's Ctrl-C for a minute). `attempt` counts
+/// the calls of one wait from 0.
+fn wait_for_lock(attempt: i32) -> bool {
+    let now = std::time::Instant::now();
+    let since = WAITING_SINCE.with(|w| {
+        if attempt == 0 || w.get().is_none() {
+            w.set(Some(now));
+        }
+        w.get().unwrap_or(now)
+    });
+    if kiln_os::stop::signalled() || now.duration_since(since) >= LOCK_WAIT {
+        return false;
+    }
+    let nap = Duration::from_millis(if attempt < 10 {
+        1 << attempt.min(5)
+    } else {
+        50
+    });
+    std::thread::sleep(nap);
+    !kiln_os::stop::signalled()
+}
+
 /// A run store in one SQLite file.
 #[derive(Debug)]
 pub struct SqliteStore {
@@ -160,7 +193,7 @@ impl SqliteStore {
             ),
         }
         .map_err(sql)?;
-        conn.busy_timeout(Duration::from_secs(60)).map_err(sql)?;
+        conn.busy_handler(Some(wait_for_lock)).map_err(sql)?;
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
@@ -218,6 +251,18 @@ impl SqliteStore {
     /// says nothing of a full disk or of `ulimit -f`).
     fn write_err(&self, error: rusqlite::Error) -> StoreError {
         if let rusqlite::Error::SqliteFailure(e, msg) = &error {
+            if e.code == rusqlite::ErrorCode::DatabaseBusy && kiln_os::stop::signalled() {
+                let text = msg.clone().unwrap_or_else(|| e.to_string());
+                return StoreError::Sqlite {
+                    path: self.path.clone(),
+                    error: rusqlite::Error::SqliteFailure(
+                        *e,
+                        Some(format!(
+                            "{text}: another process holds its lock, and kiln was asked to stop rather than wait for it"
+                        )),
+                    ),
+                };
+            }
             if matches!(
                 e.code,
                 rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::DiskFull
@@ -359,12 +404,36 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Fails when the store's shared-memory file (`-shm`, which SQLite maps to coordinate
+    /// readers and writers) can no longer be written — made immutable, or read-only,
+    /// since the store was opened: a write through its mapping would then end kiln with
+    /// SIGBUS and lose the run, where an error lets the caller keep it elsewhere.
+    fn check_shm(&self) -> Result<()> {
+        let mut shm = self.path.as_os_str().to_owned();
+        shm.push("-shm");
+        let shm = PathBuf::from(shm);
+        match std::fs::OpenOptions::new().read(true).write(true).open(&shm) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::Io {
+                path: shm,
+                error: std::io::Error::new(
+                    e.kind(),
+                    format!("the store's shared-memory file cannot be written ({e}); a write through SQLite's mapping of it would crash"),
+                ),
+            }),
+        }
+    }
+}
+
 impl Store for SqliteStore {
     fn save(&mut self, run: &RunData) -> Result<RunId> {
         let enc = codec::encode_run(run).map_err(|error| StoreError::Io {
             path: self.path.clone(),
             error,
         })?;
+        self.check_shm()?;
         let saved = (|| -> rusqlite::Result<RunId> {
             let tx = self
                 .conn
@@ -541,6 +610,7 @@ impl Store for SqliteStore {
             Missing,
             Refused(String),
         }
+        self.check_shm()?;
         impl From<rusqlite::Error> for Failed {
             fn from(e: rusqlite::Error) -> Failed {
                 Failed::Sql(e)
