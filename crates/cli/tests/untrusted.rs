@@ -1162,3 +1162,85 @@ fn sigterm_while_the_store_is_locked_keeps_the_run_elsewhere() {
     );
     assert_eq!(kept_run(work).len(), 1, "{err}");
 }
+
+/// A run as a save leaves it, with a throughput and latencies, named `name`.
+fn measured_run(name: &str) -> RunData {
+    let mut r = stored_run(name, None, &[]);
+    r.meta.host = "h".into();
+    r.meta.headline.throughput = Some(20_000.0);
+    r.meta.headline.p50_us = Some(100.0);
+    r.meta.headline.p99_us = Some(900.0);
+    r.meta.headline.cpu_per_op_us = Some(12.0);
+    r
+}
+
+/// Listing columns and the columns a run is found by, changed by hand around kiln:
+/// impossible figures are never printed (the run is listed from its metadata), a renamed
+/// row is damaged for every command alike, and `kiln runs check` names both kinds.
+#[test]
+fn listing_columns_changed_by_hand_are_never_shown_raw_and_check_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&store).unwrap();
+    for n in ["one", "two", "three", "four"] {
+        s.save(&measured_run(n)).unwrap();
+    }
+    drop(s);
+    let db = rusqlite::Connection::open(&store).unwrap();
+    db.execute_batch(
+        "UPDATE runs SET throughput = 1e300 WHERE id = 1;
+         UPDATE runs SET cpu_per_op_us = -5.0 WHERE id = 2;
+         UPDATE runs SET name = 'renamed' WHERE id = 3;
+         UPDATE runs SET p99_us = 5.0 WHERE id = 4;",
+    )
+    .unwrap();
+    drop(db);
+    let list = kiln(&store).arg("runs").output().unwrap();
+    let listed = text(&list.stdout);
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    assert!(
+        !listed.contains("e300") && !listed.contains("-5"),
+        "{listed}"
+    );
+    let line = |id: &str| {
+        listed
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no run {id}: {listed}"))
+            .to_string()
+    };
+    assert!(line("1").contains("20.0k/s"), "{listed}");
+    assert!(line("2").contains("12.0 µs"), "{listed}");
+    assert!(
+        line("3").contains("renamed") && line("3").ends_with("DAMAGED"),
+        "{listed}"
+    );
+    let show = kiln(&store)
+        .args(["runs", "show", "renamed"])
+        .output()
+        .unwrap();
+    assert_eq!(show.status.code(), Some(1));
+    assert!(
+        text(&show.stderr).contains("its name column says 'renamed' but its metadata 'three'"),
+        "{}",
+        text(&show.stderr)
+    );
+    let check = kiln(&store).args(["runs", "check"]).output().unwrap();
+    let found = text(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{found}");
+    assert!(
+        found.contains("run #3 'renamed' is damaged: its name column says 'renamed'"),
+        "{found}"
+    );
+    assert!(
+        found.contains(
+            "run #4 'four' is damaged: its listing columns disagree with its metadata (p99"
+        ),
+        "{found}"
+    );
+    assert!(
+        text(&check.stderr).contains("2 damaged"),
+        "{}",
+        text(&check.stderr)
+    );
+}

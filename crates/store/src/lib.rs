@@ -223,6 +223,45 @@ pub struct Stored {
 }
 
 impl Stored {
+    /// The run as a row holds it, its name, group and start columns checked against its
+    /// metadata: the columns are what a run is found by (`kiln runs show NAME`), the
+    /// metadata what is shown, so a row whose columns were changed around kiln (by hand,
+    /// by another tool) is damaged, said the same way by every command.
+    pub(crate) fn checked(mut self) -> Stored {
+        let Ok(m) = &self.meta else {
+            return self;
+        };
+        let show = |s: &str| kiln_model::text::clean_cut(s, 60).into_owned();
+        let mut wrong = Vec::new();
+        if m.name != self.name {
+            wrong.push(format!(
+                "its name column says '{}' but its metadata '{}'",
+                show(&self.name),
+                show(&m.name)
+            ));
+        }
+        if m.group != self.group {
+            wrong.push(format!(
+                "its group column says '{}' but its metadata '{}'",
+                show(&self.group),
+                show(&m.group)
+            ));
+        }
+        if m.started_unix_ms != self.started_unix_ms {
+            wrong.push(format!(
+                "its start column says {} but its metadata {}",
+                self.started_unix_ms, m.started_unix_ms
+            ));
+        }
+        if !wrong.is_empty() {
+            self.meta = Err(format!(
+                "{} (the row was changed around kiln)",
+                wrong.join("; ")
+            ));
+        }
+        self
+    }
+
     /// Its metadata; a damaged run is [`StoreError::DamagedRun`] (in the store at `path`).
     pub fn into_meta(self, path: &Path) -> Result<RunMeta> {
         self.meta.map_err(|what| StoreError::DamagedRun {

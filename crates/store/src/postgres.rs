@@ -211,6 +211,9 @@ impl PgStore {
             max_input: kiln_model::input::DEFAULT_LIMIT,
         };
         store.prepare_schema(create)?;
+        if create {
+            store.with_client(|c, _| watch_row_columns(c))?;
+        }
         Ok(store)
     }
 
@@ -363,6 +366,37 @@ fn migrate(c: &mut Client) -> std::result::Result<i64, postgres::Error> {
     Ok(SCHEMA_VERSION)
 }
 
+/// Makes the listing columns' trigger watch the columns a run is found by (name, group,
+/// start, complete) as well as its metadata (the SQLite store's `watch_row_columns`):
+/// done once, by the first writer, under the schema lock.
+fn watch_row_columns(c: &mut Client) -> std::result::Result<(), postgres::Error> {
+    const DEF: &str = "SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t \
+        WHERE t.tgname = 'runs_meta_changed' AND t.tgrelid = 'kiln.runs'::regclass";
+    let watched =
+        |c: &mut postgres::Transaction<'_>| -> std::result::Result<bool, postgres::Error> {
+            Ok(c.query_opt(DEF, &[])?
+                .is_some_and(|r| r.get::<_, String>(0).contains("started_ms")))
+        };
+    let mut tx = c.transaction()?;
+    if watched(&mut tx)? {
+        return tx.rollback();
+    }
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+    if !watched(&mut tx)? {
+        tx.batch_execute(
+            "DROP TRIGGER IF EXISTS runs_meta_changed ON kiln.runs;
+             CREATE TRIGGER runs_meta_changed
+                 BEFORE UPDATE OF meta, name, grp, started_ms, complete ON kiln.runs FOR EACH ROW
+                 WHEN (OLD.meta IS DISTINCT FROM NEW.meta OR OLD.name IS DISTINCT FROM NEW.name
+                     OR OLD.grp IS DISTINCT FROM NEW.grp
+                     OR OLD.started_ms IS DISTINCT FROM NEW.started_ms
+                     OR OLD.complete IS DISTINCT FROM NEW.complete)
+                 EXECUTE FUNCTION kiln.runs_meta_changed();",
+        )?;
+    }
+    tx.commit()
+}
+
 /// The `AND` clause of a [`Select`] after `id > $1`, and its parameters.
 fn filter<'a>(
     select: &'a Select<'a>,
@@ -383,14 +417,15 @@ fn listed_row(r: &postgres::Row) -> std::result::Result<Listed, postgres::Error>
     let config: Option<String> = r.try_get(11)?;
     let damaged: Option<String> = r.try_get(12)?;
     let (id, complete) = (r.try_get(0)?, r.try_get(4)?);
-    if config.is_none() && damaged.is_none() {
+    if let Some(meta) = r.try_get::<_, Option<&str>>(13)? {
         let s = Stored {
             id,
             name: r.try_get(1)?,
             group: r.try_get(2)?,
             started_unix_ms: r.try_get(3)?,
-            meta: codec::decode_meta(id, r.try_get::<_, Option<&str>>(13)?.unwrap_or("")),
-        };
+            meta: codec::decode_meta(id, meta),
+        }
+        .checked();
         return Ok(Listed::of(&s, complete));
     }
     Ok(Listed {
@@ -457,7 +492,8 @@ fn fill_listing(tx: &mut postgres::Transaction<'_>) -> std::result::Result<(), p
                 group: r.try_get(2)?,
                 started_unix_ms: r.try_get(3)?,
                 meta: codec::decode_meta(id, r.try_get(5)?),
-            };
+            }
+            .checked();
             write_listing(tx, id, &Listed::of(&s, r.try_get(4)?))?;
         }
     }
@@ -519,20 +555,21 @@ impl Store for PgStore {
                 group: r.try_get(2)?,
                 started_unix_ms: r.try_get(3)?,
                 meta,
-            });
+            }
+            .checked());
             Ok(id)
         })
     }
 
     fn listing(&self, select: Select<'_>, f: &mut dyn FnMut(Listed)) -> Result<()> {
         let (filter, keys) = filter(&select);
-        // A run's metadata is read only where its columns are empty (a row changed or
-        // written around kiln).
+        // A run's metadata is read only where its columns are empty or impossible (a row
+        // changed or written around kiln).
         let sql = format!(
-            "SELECT id, name, grp, started_ms, complete, {}, \
-             CASE WHEN config IS NULL AND damaged IS NULL THEN meta END \
+            "SELECT id, name, grp, started_ms, complete, {}, {} \
              FROM kiln.runs WHERE id > $1 {filter} ORDER BY id",
-            crate::listing::COLUMNS
+            crate::listing::COLUMNS,
+            crate::listing::META_WHEN_NEEDED
         );
         self.rows(&sql, &keys, &mut |r| {
             let l = listed_row(r)?;

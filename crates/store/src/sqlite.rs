@@ -64,6 +64,21 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
 ",
 ];
 
+/// The trigger of the listing columns (the migration's, watching the columns a run is
+/// found by too): a row whose metadata, name, group, start or completeness is changed
+/// around kiln is listed from its metadata.
+const ROW_TRIGGER: &str = "
+    DROP TRIGGER IF EXISTS runs_meta_changed;
+    CREATE TRIGGER runs_meta_changed AFTER UPDATE OF meta, name, grp, started_ms, complete ON runs
+        WHEN OLD.meta IS NOT NEW.meta OR OLD.name IS NOT NEW.name OR OLD.grp IS NOT NEW.grp
+            OR OLD.started_ms IS NOT NEW.started_ms OR OLD.complete IS NOT NEW.complete
+    BEGIN
+        UPDATE runs SET target_comm = NULL, load_text = NULL, throughput = NULL,
+            p50_us = NULL, p99_us = NULL, cpu_per_op_us = NULL, config = NULL, damaged = NULL
+        WHERE id = NEW.id;
+    END;
+";
+
 /// The version that added the listing columns (filled for older runs by the migration).
 const LISTED_SINCE: i64 = 2;
 
@@ -214,8 +229,40 @@ impl SqliteStore {
                 return Err(store.damaged(problems));
             }
             store.check_schema(true)?;
+            store.watch_row_columns()?;
         }
         Ok(store)
+    }
+
+    /// Makes the trigger that empties a run's listing columns when its row is changed
+    /// around kiln watch the columns a run is found by (name, group, start, complete) as
+    /// well as its metadata, so that `kiln runs` lists such a row from its metadata (and
+    /// as damaged when they disagree, as `kiln runs show` and `runs check` say). Stores
+    /// made before it watched only the metadata get the new trigger from their first
+    /// writer; nothing else changes.
+    fn watch_row_columns(&mut self) -> Result<()> {
+        let sql = |error| StoreError::Sqlite {
+            path: self.path.clone(),
+            error,
+        };
+        let current: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'runs_meta_changed'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        if current.is_some_and(|s| s.contains("started_ms")) {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        tx.execute_batch(ROW_TRIGGER).map_err(sql)?;
+        tx.commit().map_err(sql)
     }
 
     /// What is wrong with the file: its size (a file cut short) and `PRAGMA
@@ -493,8 +540,9 @@ impl Store for SqliteStore {
         // written around kiln, or every row of an older store read as it is.
         let columns = if self.listed() {
             format!(
-                "{}, CASE WHEN config IS NULL AND damaged IS NULL THEN meta END",
-                crate::listing::COLUMNS
+                "{}, {}",
+                crate::listing::COLUMNS,
+                crate::listing::META_WHEN_NEEDED
             )
         } else {
             "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, meta".to_string()
@@ -720,7 +768,8 @@ fn stored_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Stored, bool)> {
         group: r.get(2)?,
         started_unix_ms: r.get(3)?,
         meta: meta_of(id, r.get_ref(5)?),
-    };
+    }
+    .checked();
     Ok((s, r.get::<_, Option<bool>>(4)?.unwrap_or(false)))
 }
 
@@ -743,7 +792,7 @@ fn listed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Listed> {
     let config: Option<String> = r.get(11)?;
     let damaged: Option<String> = r.get(12)?;
     let complete = r.get::<_, Option<bool>>(4)?.unwrap_or(false);
-    if config.is_none() && damaged.is_none() {
+    if r.get_ref(13)? != rusqlite::types::ValueRef::Null {
         let id: RunId = r.get(0)?;
         let s = Stored {
             id,
@@ -751,7 +800,8 @@ fn listed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Listed> {
             group: r.get(2)?,
             started_unix_ms: r.get(3)?,
             meta: meta_of(id, r.get_ref(13)?),
-        };
+        }
+        .checked();
         return Ok(Listed::of(&s, complete));
     }
     Ok(Listed {

@@ -328,6 +328,30 @@ pub fn listing_columns_agree_with_the_metadata(s: &mut dyn kiln_store::Store, ex
     assert_eq!(listed[2].config, keys[0]);
     let damaged = listed[3].damaged.as_deref().unwrap_or_default();
     assert!(damaged.contains("headline.throughput"), "{damaged}");
+    // An impossible figure in a column is never listed: the run is listed from its
+    // metadata.
+    exec(&format!(
+        "UPDATE {{runs}} SET p99_us = -5.0, throughput = 1e300 WHERE id = {}",
+        saved[4]
+    ));
+    // The columns a run is found by, changed: listed from its metadata, and damaged as a
+    // read of the run says.
+    exec(&format!(
+        "UPDATE {{runs}} SET name = 'renamed' WHERE id = {}",
+        saved[5]
+    ));
+    let listed = listing(&*s, Select::All);
+    assert_eq!(
+        (listed[4].throughput, listed[4].p99_us),
+        (Some(20_000.0), Some(1234.0))
+    );
+    let damaged = listed[5].damaged.as_deref().unwrap_or_default();
+    assert!(
+        damaged.contains("its name column says 'renamed' but its metadata 'd'"),
+        "{damaged}"
+    );
+    let read = s.stored(Select::Id(saved[5])).unwrap();
+    assert_eq!(read[0].meta.as_ref().err(), listed[5].damaged.as_ref());
 }
 
 /// What ran after a run was saved (`--after-each`), added to it: the records in its
