@@ -1244,3 +1244,22 @@ fn listing_columns_changed_by_hand_are_never_shown_raw_and_check_names_them() {
         text(&check.stderr)
     );
 }
+
+/// An attachment named with a megabyte (an imported run, another tool's store) is listed
+/// cut, saying how long its name is.
+#[test]
+fn a_megabyte_attachment_name_is_listed_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut r = stored_run("big-names", None, &[]);
+    r.attachments[0].name = "n".repeat(1 << 20);
+    SqliteStore::open(&store).unwrap().save(&r).unwrap();
+    let out = kiln(&store)
+        .args(["runs", "attachment", "big-names", "--list"])
+        .output()
+        .unwrap();
+    let listed = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(listed.len() < 2000, "{} bytes listed", listed.len());
+    assert!(listed.contains("… [1048576 chars]\t5"), "{listed}");
+}

@@ -464,7 +464,12 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
             let data = latest_data(&*store, &run, None)?;
             if list {
                 for a in &data.attachments {
-                    writeln!(out, "{}\t{}", text::clean(&a.name), a.data.len())?;
+                    writeln!(
+                        out,
+                        "{}\t{}",
+                        text::clean_cut(&a.name, 2 * text::MAX_SHOWN),
+                        a.data.len()
+                    )?;
                 }
             } else {
                 attachment(&*store, &data, name, output, &mut out)?;
