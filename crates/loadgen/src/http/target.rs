@@ -14,6 +14,20 @@ pub fn cpu_us(pid: &str) -> Option<(u64, u64)> {
     Some((utime * us, stime * us))
 }
 
+/// kiln's own CPU time (user + system, every thread), µs, from getrusage: it needs no file
+/// descriptor, so a load holding every descriptor it may open (`ulimit -n`) still
+/// measures itself.
+pub fn own_cpu_us() -> u64 {
+    // SAFETY: rusage is plain data; zeroed is a valid value for getrusage to fill.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage with RUSAGE_SELF and a valid out-pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) } != 0 {
+        return 0;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    us(r.ru_utime) + us(r.ru_stime)
+}
+
 fn ticks_per_second() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -312,7 +326,7 @@ impl Sampler {
         for i in 0..s.pids.len() {
             s.last[i] = s.read(i);
         }
-        s.client_last = cpu_us("self").map(|(u, s)| u + s);
+        s.client_last = Some(own_cpu_us());
         s
     }
 
@@ -322,8 +336,17 @@ impl Sampler {
             (Some((u, s)), Some(c)) => Some((u, s, c, runq_wait_us(p))),
             _ => {
                 if self.error.is_none() {
+                    // Why: the process ended, or kiln could not open /proc (every file
+                    // descriptor it may open in use: `ulimit -n`).
+                    let why = match std::fs::File::open(format!("/proc/{p}/stat")) {
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            "it ended".to_string()
+                        }
+                        Err(e) => e.to_string(),
+                        Ok(_) => "its files did not parse".to_string(),
+                    };
                     self.error = Some(format!(
-                        "target process {p} could not be read from /proc (it ended?); its CPU is counted up to then"
+                        "target process {p} could not be read from /proc ({why}); its CPU is counted up to then"
                     ));
                 }
                 None
@@ -344,12 +367,11 @@ impl Sampler {
             }
             self.last[i] = Some(now);
         }
-        if let Some((u, s)) = cpu_us("self") {
-            if let Some(prev) = self.client_last {
-                ctx.add(0, M.client_cpu_us, (u + s).saturating_sub(prev));
-            }
-            self.client_last = Some(u + s);
+        let own = own_cpu_us();
+        if let Some(prev) = self.client_last {
+            ctx.add(0, M.client_cpu_us, own.saturating_sub(prev));
         }
+        self.client_last = Some(own);
         ctx.set_level(
             M.accept_backlog,
             accept_backlog(self.server).map(|n| n as f64),
