@@ -1263,3 +1263,44 @@ fn a_megabyte_attachment_name_is_listed_cut() {
     assert!(listed.len() < 2000, "{} bytes listed", listed.len());
     assert!(listed.contains("… [1048576 chars]\t5"), "{listed}");
 }
+
+/// An exported run whose attachment's name is not UTF-8 (a tampered file): importing it,
+/// listing its attachments and checking it say so in kiln's words, never SQLite's.
+#[test]
+fn an_attachment_name_that_is_not_utf8_is_damage_said_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.kiln");
+    SqliteStore::open(&file)
+        .unwrap()
+        .save(&stored_run("tampered", None, &[]))
+        .unwrap();
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch(
+            "UPDATE blobs SET name = CAST(X'6c6f6164ff2e73746f7574' AS TEXT) WHERE kind = 'attachment'",
+        )
+        .unwrap();
+    let want = "attachment 'load\\xff.stout': its name is not UTF-8 text";
+    let import = kiln(&dir.path().join("runs.db"))
+        .args(["runs", "import"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = text(&import.stderr);
+    assert_eq!(import.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(want) && !err.contains("Conversion error"),
+        "{err}"
+    );
+    let list = kiln(&file)
+        .args(["runs", "attachment", "tampered", "--list"])
+        .output()
+        .unwrap();
+    assert!(text(&list.stderr).contains(want), "{}", text(&list.stderr));
+    let check = kiln(&file).args(["runs", "check"]).output().unwrap();
+    assert!(
+        text(&check.stdout).contains(&format!("run #1 'tampered' is damaged: {want}")),
+        "{}",
+        text(&check.stdout)
+    );
+}

@@ -604,7 +604,7 @@ impl Store for SqliteStore {
         let rows = stmt
             .query_map(params![id, kind], |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
+                    blob_name(kind, r.get_ref(0)?),
                     r.get::<_, String>(1)?,
                     r.get::<_, i64>(2)?,
                     r.get::<_, Vec<u8>>(3)?,
@@ -614,6 +614,7 @@ impl Store for SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (name, codec, size, data) = row.map_err(|e| self.err(e))?;
+            let name = name.map_err(|what| self.corrupt(id, what))?;
             let raw = codec::decode_blob(kind, &name, &codec, size, data, self.max_input)
                 .map_err(|what| self.corrupt(id, what))?;
             out.push((name, raw));
@@ -712,22 +713,30 @@ impl Store for SqliteStore {
     }
 
     fn unreadable_blobs(&self, f: &mut dyn FnMut(RunId, String)) -> Result<()> {
+        // Every blob's name and size (never its data): a name that is not UTF-8 text is
+        // found here too, which no reader could read back.
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT run_id, kind, name, size FROM blobs WHERE size > ?1 OR size < 0 ORDER BY run_id, kind, name",
+                "SELECT run_id, kind, name, size FROM blobs ORDER BY run_id, kind, name",
             )
             .map_err(|e| self.err(e))?;
-        let limit = i64::try_from(self.max_input).unwrap_or(i64::MAX);
-        let mut rows = stmt.query([limit]).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
-            let row = (|| -> rusqlite::Result<(RunId, String, String, i64)> {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            let row = (|| -> rusqlite::Result<_> {
+                let kind: String = r.get(1)?;
+                let name = blob_name(&kind, r.get_ref(2)?);
+                Ok((r.get::<_, RunId>(0)?, kind, name, r.get::<_, i64>(3)?))
             })()
             .map_err(|e| self.err(e))?;
             let (id, kind, name, size) = row;
-            if let Some(why) = codec::size_problem(&kind, &name, size, self.max_input) {
-                f(id, why);
+            match name {
+                Err(why) => f(id, why),
+                Ok(name) => {
+                    if let Some(why) = codec::size_problem(&kind, &name, size, self.max_input) {
+                        f(id, why);
+                    }
+                }
             }
         }
         Ok(())
@@ -771,6 +780,27 @@ fn stored_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Stored, bool)> {
     }
     .checked();
     Ok((s, r.get::<_, Option<bool>>(4)?.unwrap_or(false)))
+}
+
+/// A blob's name from its column; `Err` says what is wrong with one that is not UTF-8 text
+/// (a damaged or tampered file: damage of its run, not a store error).
+fn blob_name(kind: &str, v: rusqlite::types::ValueRef<'_>) -> std::result::Result<String, String> {
+    let bytes = match v {
+        rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => t,
+        other => {
+            return Err(format!(
+                "a {kind}'s name is {:?}, not text",
+                other.data_type()
+            ))
+        }
+    };
+    match std::str::from_utf8(bytes) {
+        Ok(s) if matches!(v, rusqlite::types::ValueRef::Text(_)) => Ok(s.to_string()),
+        _ => Err(format!(
+            "{kind} '{}': its name is not UTF-8 text (a damaged or tampered file?)",
+            kiln_model::text::clean_bytes(bytes, 80)
+        )),
+    }
 }
 
 /// A run's metadata from its column. Metadata that is not text (a hand-edited row) is
