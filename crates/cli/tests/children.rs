@@ -345,3 +345,54 @@ fn runs_check_reports_an_attachment_past_the_input_limit() {
     );
     assert!(err.contains("1 damaged"), "{err}");
 }
+
+/// A variant's own target (`--variant-pid`) that exits during the experiment: the
+/// experiment stops, saying so, naming --variant-pid (not -p), and keeps the runs made.
+#[test]
+fn a_variants_target_that_exits_stops_the_experiment_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let a = target();
+    // b's target is no child of the test: once killed, it is reaped at once.
+    let out = std::process::Command::new("sh")
+        .args(["-c", "sleep 100000 >/dev/null 2>&1 & echo $!"])
+        .output()
+        .unwrap();
+    let b: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let child = kiln_run(
+        &store,
+        &[
+            "--variant",
+            &format!("a=kill -9 {b}"),
+            "--variant",
+            "b=true",
+            "--variant-pid",
+            &format!("a={}", a.pid()),
+            "--variant-pid",
+            &format!("b={b}"),
+            "-d",
+            "1",
+            "--no-report",
+            "--unwind",
+            "copy",
+            "exec",
+            "--",
+            "sleep",
+            "600",
+        ],
+    );
+    let (code, stderr) = finish(child, Duration::from_secs(600));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "variant 'b': its target, process {b} (--variant-pid), has exited"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("stops at round 1 (variant 'b'); the 1 run(s) made before it are stored"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("with -p"), "{stderr}");
+    assert_eq!(runs(&store).len(), 1);
+}

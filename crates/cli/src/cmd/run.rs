@@ -746,7 +746,27 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
             progress.show(p, &label)
         });
         progress.done();
-        let mut run = run?;
+        let mut run = match (run, &experiment) {
+            (Ok(r), _) => r,
+            // An experiment's run that could not be made (its variant's target gone):
+            // the experiment stops, and says so and what it kept.
+            (Err(e), Some(x)) => {
+                let why = match (&e, v.and_then(|v| x.variants[v].pids.as_ref())) {
+                    // Its own target, given with --variant-pid, not -p.
+                    (kiln_run::RunError::NoTarget(p), Some(_)) => format!(
+                        "variant '{}': its target, process {p} (--variant-pid), has exited",
+                        opts.name
+                    ),
+                    _ => e.to_string(),
+                };
+                bail!(
+                    "{why}\nkiln run: the experiment {} stops at round {i} (variant '{}'); the {stored} run(s) made before it are stored",
+                    x.id,
+                    opts.name
+                )
+            }
+            (Err(e), None) => return Err(e.into()),
+        };
         around(
             &mut run,
             experiment.as_ref().map(|x| (x.id.as_str(), i)),
