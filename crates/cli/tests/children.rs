@@ -396,3 +396,61 @@ fn a_variants_target_that_exits_stops_the_experiment_and_says_so() {
     assert!(!stderr.contains("with -p"), "{stderr}");
     assert_eq!(runs(&store).len(), 1);
 }
+
+/// Variants named with a space, `$(…)` and a quote: the `kiln compare …` kiln suggests at
+/// the end is pasted into a shell as those names, compares them, and runs nothing else.
+#[test]
+fn the_suggested_compare_is_quoted_for_a_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let t = target();
+    let pwned = dir.path().join("pwned");
+    let evil = format!("a b$(touch {})", pwned.display());
+    let child = kiln_run(
+        &store,
+        &[
+            "--variant",
+            &format!("{evil}=true"),
+            "--variant",
+            "it's=true",
+            "-d",
+            "1",
+            "--no-report",
+            "--unwind",
+            "copy",
+            "-p",
+            &t.pid(),
+            "exec",
+            "--",
+            "sleep",
+            "600",
+        ],
+    );
+    let (code, stderr) = finish(child, Duration::from_secs(600));
+    assert_eq!(code, Some(0), "{stderr}");
+    let suggested = stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once("round by round with: ")?
+                .1
+                .strip_prefix("kiln ")
+        })
+        .unwrap_or_else(|| panic!("no suggestion: {stderr}"))
+        .to_string();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("\"$KILN\" {suggested} --format json"))
+        .env("KILN", kiln_testkit::kiln_bin())
+        .env("KILN_STORE", &store)
+        .output()
+        .unwrap();
+    assert!(!pwned.exists(), "the suggestion ran a command: {suggested}");
+    let cmp = json(&out.stdout);
+    let labels: Vec<&str> = cmp["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{cmp:#}\n{}", String::from_utf8_lossy(&out.stderr)))
+        .iter()
+        .map(|g| g["label"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(labels, [evil.as_str(), "it's"], "{suggested}");
+}

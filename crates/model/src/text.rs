@@ -113,6 +113,30 @@ pub fn from_bytes(b: &[u8]) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `s` as one word of a command kiln suggests (`kiln compare NAME …`): as it is when a
+/// shell reads it back unchanged, else single-quoted (a `'` inside as `'\''`), so that a
+/// name holding spaces, `;`, `$(…)` or quotes is pasted as the name, never run; then
+/// shown as [`clean`] shows it.
+///
+/// ```
+/// use kiln_model::text::shell_word;
+/// assert_eq!(shell_word("before"), "before");
+/// assert_eq!(shell_word("a b; rm -rf ~"), "'a b; rm -rf ~'");
+/// assert_eq!(shell_word("it's"), r"'it'\''s'");
+/// ```
+pub fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,/:@%+=".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return clean(s).into_owned();
+    }
+    shell_quoted(s)
+}
+
+/// [`shell_word`], always single-quoted (`'postgres://…'`).
+pub fn shell_quoted(s: &str) -> String {
+    clean(&format!("'{}'", s.replace('\'', r"'\''"))).into_owned()
+}
+
 /// What a text is made of: characters, and bytes that are not UTF-8.
 #[derive(Clone, Copy)]
 enum Unit {

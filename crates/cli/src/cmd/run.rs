@@ -566,13 +566,13 @@ fn save_run(
             eprintln!(
                 "kiln run: could not save the run{retried}: {}\n\
                  kiln run: the run is kept in {} as #{id}{}; once the store can take it, push it with\n\
-                 \x20   kiln runs import {} --store '{}'\n\
+                 \x20   kiln runs import {} --store {}\n\
                  kiln run: {}then remove {}",
                 text::clean_lines(&error.to_string()),
                 file.display(),
                 left_out.map(|l| format!(" ({l})")).unwrap_or_default(),
-                file.display(),
-                store.location().display(),
+                text::shell_word(&file.to_string_lossy()),
+                text::shell_quoted(&store.location().to_string_lossy()),
                 if kiln_store::is_url(store.location()) {
                     "(with the URL's password if it has one), "
                 } else {
@@ -664,10 +664,15 @@ fn print_run(run: &RunData, json: bool, stored_in: &Path) -> Result<()> {
 
 /// How many of the experiment's runs were made, and how to compare them.
 fn say_experiment_done(x: &kiln_run::variants::Experiment, stored: usize, total: u32) {
-    let names: Vec<&str> = x.variants.iter().map(|v| v.name.as_str()).collect();
+    // Names as shell words: a name with a space or `$(…)` is pasted as the name.
+    let names: Vec<String> = x
+        .variants
+        .iter()
+        .map(|v| text::shell_word(&v.name))
+        .collect();
     eprintln!(
         "kiln run: experiment {}: {stored} run(s) of {total}; compare the variants round by round with: kiln compare {}",
-        x.id,
+        text::clean(&x.id),
         names.join(" ")
     );
 }
@@ -1225,7 +1230,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             s,
             "  windows: {} (kiln compare {n}@STEP …, kiln flamegraph run:{n}@STEP)",
             names.join(", "),
-            n = text::clean_cut(&m.name, 80)
+            n = text::shell_word(&text::clean_cut(&m.name, 80))
         );
     }
     s.push_str(&kiln_findings::text::details(&facts));
