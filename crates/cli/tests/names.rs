@@ -107,6 +107,17 @@ fn run_exec_stores_a_target_whose_name_is_not_utf8() {
         .unwrap();
     let text = kiln_testkit::succeeded(&out);
     assert!(text.contains("run 'cut' #1 (complete)"), "{text}");
+    // A thread named with terminal escapes: its name shown escaped, never obeyed.
+    for bad in ['\u{1b}', '\u{7}'] {
+        assert!(!text.contains(bad), "raw {bad:?} in {text:?}");
+    }
+    assert!(text.contains("\\x1b[2J\\x1b]0;PWNED\\x07"), "{text}");
+    let shown = kiln(&store).args(["runs", "show", "#1"]).output().unwrap();
+    let shown = kiln_testkit::succeeded(&shown);
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
     assert!(
         text.contains(&format!("target {COMM_SHOWN} (pid {})", t.pid())),
         "{text}"

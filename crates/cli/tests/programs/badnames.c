@@ -1,6 +1,8 @@
 /* A target whose names are not UTF-8. Built as `aсервер-приложение`, its command name is
  * cut by the kernel to 15 bytes, inside the Cyrillic п (0xd0 0xbf): "aсервер-\xd0". One
- * thread names itself "spin\xff" (prctl(PR_SET_NAME)) and spins; the main thread sleeps.
+ * thread names itself "spin\xff" (prctl(PR_SET_NAME)) and spins; another names itself
+ * with terminal escapes (clear the screen, retitle the window) and sleeps; the main thread
+ * sleeps.
  *
  *   badnames          (runs until killed)
  */
@@ -25,9 +27,17 @@ static void *spin(void *arg) {
     return 0;
 }
 
+static void *hostile(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "\x1b[2J\x1b]0;PWNED\x07", 0, 0, 0);
+    for (;;)
+        pause();
+    return 0;
+}
+
 int main(void) {
-    pthread_t t;
-    if (pthread_create(&t, 0, spin, 0) != 0)
+    pthread_t t, h;
+    if (pthread_create(&t, 0, spin, 0) != 0 || pthread_create(&h, 0, hostile, 0) != 0)
         return 1;
     for (;;)
         pause();
