@@ -1304,3 +1304,53 @@ fn an_attachment_name_that_is_not_utf8_is_damage_said_plainly() {
         text(&check.stdout)
     );
 }
+
+/// A run of `name` with six seconds of a load's rate, as `kiln run` keeps them.
+fn run_with_seconds(name: &str, rate: f64) -> RunData {
+    let mut r = measured_run(name);
+    r.meta.load.completed = "received".into();
+    r.meta.measure = Window {
+        name: "measure".into(),
+        start_ns: 1_000_000_000,
+        end_ns: 7_000_000_000,
+    };
+    r.series = vec![kiln_store::SeriesTable {
+        name: "load".into(),
+        time_ns: (2..=7).map(|s| s * 1_000_000_000).collect(),
+        columns: vec![kiln_store::Column {
+            name: "received".into(),
+            unit: "msg/s".into(),
+            values: vec![Some(rate); 6],
+        }],
+    }];
+    r
+}
+
+/// A window narrower than the run's seconds (`@1.0004-1.0005`) is named as given, not
+/// `1s-1s`, and holds no second of its own: kiln compare says so rather than headline
+/// 'no change beyond noise' over nothing.
+#[test]
+fn a_window_without_a_whole_second_is_an_error_named_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&store).unwrap();
+    s.save(&run_with_seconds("a", 100.0)).unwrap();
+    s.save(&run_with_seconds("b", 200.0)).unwrap();
+    drop(s);
+    let out = kiln(&store)
+        .args(["compare", "a@1.0004-1.0005", "b@1.0004-1.0005"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}{err}", text(&out.stdout));
+    assert!(
+        err.contains("window '1.0004s-1.0005s' of run 'a' (#1) holds no whole second"),
+        "{err}"
+    );
+    assert!(!text(&out.stdout).contains("no change beyond noise"));
+    let ok = kiln(&store)
+        .args(["compare", "a@1-3", "b@1-3", "--format", "json"])
+        .output()
+        .unwrap();
+    kiln_testkit::succeeded(&ok);
+}
