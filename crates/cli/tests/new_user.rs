@@ -51,8 +51,6 @@ fn a_refused_protocol_version_says_what_was_sent_and_what_to_give() {
     assert!(!all.contains("kiln sent MQTT"), "{all}");
 }
 
-/// Keeps `Started` and `Value` and `Path` used by the tests that follow.
-#[allow(dead_code)]
 fn runs(store: &Path) -> Vec<Value> {
     let out = kiln(store).args(["runs", "--json"]).output().unwrap();
     serde_json::from_slice::<Value>(&out.stdout)
@@ -61,7 +59,139 @@ fn runs(store: &Path) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-#[allow(dead_code)]
-fn sleeper() -> Started {
-    Started::new(Path::new("/bin/sleep"), &["100000"])
+/// A fleet opened at one connection per 50 ms: measured at once, it is still connecting,
+/// which the run says (and the headline holds the count beside the one asked for);
+/// `--warmup fleet` waits until it holds every connection.
+#[test]
+fn a_fleet_still_connecting_is_said_and_warmup_fleet_waits_for_it() {
+    let Some(b) = broker() else { return };
+    let port = b.mqtt_port().expect("the MQTT plugin's port").to_string();
+    let beam = b.beam_pid().expect("the broker's pid").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let fleet = |name: &str, warmup: &str| {
+        kiln(&store)
+            .args([
+                "run",
+                "--name",
+                name,
+                "-d",
+                "2",
+                "--warmup",
+                warmup,
+                "--no-report",
+            ])
+            .args(["--unwind", "copy", "-p", &beam])
+            .args([
+                "load",
+                "mqtt",
+                "conn",
+                "-V",
+                "4",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+            ])
+            .args(["-c", "150", "-i", "50", "--prefix", name])
+            .timeout(Duration::from_secs(600))
+            .output()
+            .unwrap()
+    };
+    let out = fleet("growing", "0");
+    let said = text(&out.stdout);
+    assert!(
+        said.contains(
+            "of the 150 connections asked for when the measurement began (still connecting"
+        ),
+        "{said}{}",
+        text(&out.stderr)
+    );
+    assert!(said.contains("connections held of 150 asked for"), "{said}");
+    let r = &runs(&store)[0];
+    assert!(
+        r["warnings"]
+            .to_string()
+            .contains("when the measurement began"),
+        "{r:#}"
+    );
+    let out = fleet("whole", "fleet");
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert!(!said.contains("when the measurement began"), "{said}");
+    assert!(said.contains(": 150 connections held"), "{said}");
+}
+
+/// A repeat whose load cannot start (the broker stopped after the first run) is tried
+/// once more once the broker had time to settle; failing again, the group keeps the
+/// repeats it has and says which failed.
+#[test]
+fn a_failed_repeat_is_retried_and_the_group_keeps_what_it_has() {
+    let b = match kiln_testkit::RabbitMq::start() {
+        Ok(b) => b,
+        Err(e) => return kiln_testkit::skip(&format!("RabbitMQ: {e}")),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let go = dir.path().join("go");
+    let t = Started::new(Path::new("/bin/sleep"), &["100000"]);
+    // After the first run the broker stops (the test stops it while the after-each waits).
+    let after = format!(
+        "[ -e '{0}.done' ] || {{ while [ ! -e '{0}' ]; do sleep 0.1; done; touch '{0}.done'; }}",
+        go.display()
+    );
+    let mut child = kiln_testkit::kiln_process()
+        .env("KILN_STORE", &store)
+        .args([
+            "run",
+            "--name",
+            "flaky",
+            "--repeat",
+            "3",
+            "-d",
+            "1",
+            "--no-report",
+        ])
+        .args(["--unwind", "copy", "--after-each", &after, "-p", &t.pid()])
+        .args([
+            "load",
+            "amqp",
+            "-h",
+            &b.uri(),
+            "-x",
+            "1",
+            "-y",
+            "1",
+            "-r",
+            "100",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = kiln_testkit::poll_until(Duration::from_secs(600), || runs(&store).len() == 1);
+    assert!(first.is_some(), "the first run was never stored");
+    b.ctl(&["stop_app"]).unwrap();
+    std::fs::write(&go, b"").unwrap();
+    let ended = kiln_testkit::poll_until(Duration::from_secs(600), || {
+        matches!(child.try_wait(), Ok(Some(_)))
+    });
+    if ended.is_none() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(ended.is_some(), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("repeat 2/3 failed: ")
+            && err.contains("trying it once more once the broker settles"),
+        "{err}"
+    );
+    assert!(err.contains("repeat 2/3 failed again: "), "{err}");
+    assert!(
+        err.contains("1 of 3 repeats stored; failed: repeat 2 (") && err.contains("; repeat 3 ("),
+        "{err}"
+    );
+    assert_eq!(runs(&store).len(), 1);
 }

@@ -118,9 +118,12 @@ pub struct Args {
     #[arg(short, long, value_name = "SECONDS", default_value_t = 30.0)]
     pub duration: f64,
 
-    /// Seconds of load before the measurement starts (connections warmed, caches filled).
-    #[arg(short, long, value_name = "SECONDS", default_value_t = 0.0)]
-    pub warmup: f64,
+    /// Seconds of load before the measurement starts (connections warmed, caches filled);
+    /// `fleet` (or `SECONDS,fleet`): for a fleet (load mqtt conn), then until it holds
+    /// every connection asked for — or has opened none for 30 s, said in the run. A fleet
+    /// still connecting when the measurement begins is said too, with how many it held.
+    #[arg(short, long, value_name = "SECONDS|fleet", default_value = "0", value_parser = parse_warmup)]
+    pub warmup: Warmup,
 
     /// Run the same configuration N times (one group: kiln compare uses the repeats to tell
     /// change from noise). 4 or more: groups of 3 can never show a change at p < 0.05 (the
@@ -271,6 +274,33 @@ pub enum RunLoad {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<OsString>,
     },
+}
+
+/// `--warmup`: seconds, and whether to wait for a fleet to connect.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Warmup {
+    /// Seconds of load first.
+    pub seconds: f64,
+    /// Then until the fleet holds every connection asked for.
+    pub fleet: bool,
+}
+
+fn parse_warmup(s: &str) -> std::result::Result<Warmup, String> {
+    let mut w = Warmup {
+        seconds: 0.0,
+        fleet: false,
+    };
+    for part in s.split(',') {
+        match part.trim() {
+            "fleet" => w.fleet = true,
+            n => {
+                w.seconds = n.parse().map_err(|_| {
+                    format!("'{n}': give SECONDS, `fleet`, or SECONDS,fleet (--warmup 5,fleet)")
+                })?
+            }
+        }
+    }
+    Ok(w)
 }
 
 fn seconds(flag: &'static str, v: f64, zero_ok: bool) -> Result<Duration> {
@@ -483,7 +513,8 @@ fn run_options(args: &Args) -> Result<RunOptions> {
     opts.events = events;
     opts.frequency = args.frequency;
     opts.duration = seconds("-d/--duration", args.duration, false)?;
-    opts.warmup = seconds("--warmup", args.warmup, true)?;
+    opts.warmup = seconds("--warmup", args.warmup.seconds, true)?;
+    opts.warmup_fleet = args.warmup.fleet;
     opts.min_block_us = args.min_block;
     opts.unwind = match args.unwind {
         super::record::UnwindArg::Auto => UnwindMode::Auto,
@@ -731,6 +762,8 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     let total = steps.len() as u32;
     let default_pids = opts.pids.clone();
     let mut stored = 0usize;
+    // Repeats whose load could not start, twice: (repeat, why).
+    let mut failed: Vec<(u32, String)> = Vec::new();
     for (k, &(i, v)) in steps.iter().enumerate() {
         if stop.is_raised() {
             break;
@@ -747,11 +780,8 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
             }
         };
         let label = step_label(&opts.name, v.is_some(), i, repeat);
-        let run = kiln_run::run(&opts, load.as_mut(), stop, &mut |p| {
-            progress.show(p, &label)
-        });
-        progress.done();
-        let mut run = match (run, &experiment) {
+        let made = make_run(&opts, load.as_mut(), stop, &mut progress, &label, fleet);
+        let mut run = match (made, &experiment) {
             (Ok(r), _) => r,
             // An experiment's run that could not be made (its variant's target gone):
             // the experiment stops, and says so and what it kept.
@@ -769,6 +799,15 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
                     x.id,
                     opts.name
                 )
+            }
+            // A repeat whose load failed twice: the group keeps the repeats it has.
+            (Err(e @ kiln_run::RunError::LoadStart(_)), None) if repeat > 1 => {
+                eprintln!(
+                    "kiln run: repeat {i}/{repeat} failed again: {}; the group keeps the repeats it has and goes on",
+                    text::clean_lines(&e.to_string())
+                );
+                failed.push((i, e.to_string()));
+                continue;
             }
             (Err(e), None) => return Err(e.into()),
         };
@@ -811,13 +850,68 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     if let Some(x) = &experiment {
         say_experiment_done(x, stored, total);
     }
-    Ok(if all_complete && kept_all && sent_all {
-        ExitCode::SUCCESS
-    } else {
-        // Stored, but cut short, or kept locally instead of in the store: say so to
-        // scripts too (a signal's own code wins in main).
-        ExitCode::from(1)
-    })
+    if !failed.is_empty() {
+        let which: Vec<String> = failed
+            .iter()
+            .map(|(i, why)| format!("repeat {i} ({})", text::clean_cut(why, 200)))
+            .collect();
+        eprintln!(
+            "kiln run: group {}: {stored} of {repeat} repeats stored; failed: {}",
+            text::clean(&group),
+            which.join("; ")
+        );
+    }
+    Ok(
+        if all_complete && kept_all && sent_all && failed.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            // Stored, but cut short, or kept locally instead of in the store: say so to
+            // scripts too (a signal's own code wins in main).
+            ExitCode::from(1)
+        },
+    )
+}
+
+/// How long a repeat whose load could not start waits before it is tried once more: for a
+/// broker still letting the last repeat's connections go, or restarting.
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// One run of the loop. A repeat whose load could not start (a broker still closing the
+/// last fleet: "no CONNACK within 30 s") is tried once more, after the target has let the
+/// last fleet go (`fleet`: its sockets before the first) and [`SETTLE`]; the second
+/// failure is the caller's (the group keeps the repeats it has).
+fn make_run(
+    opts: &RunOptions,
+    load: &mut dyn Workload,
+    stop: &Stop,
+    progress: &mut ProgressLine,
+    label: &str,
+    fleet: Option<u64>,
+) -> std::result::Result<RunData, kiln_run::RunError> {
+    let size = load.info().concurrency;
+    let mut once = |progress: &mut ProgressLine| {
+        let r = kiln_run::run(opts, load, stop, &mut |p| progress.show(p, label));
+        progress.done();
+        r
+    };
+    match once(progress) {
+        Err(e @ kiln_run::RunError::LoadStart(_)) if opts.repeat.1 > 1 && !stop.is_raised() => {
+            eprintln!(
+                "kiln run: repeat {}/{} failed: {}; trying it once more once the broker settles",
+                opts.repeat.0,
+                opts.repeat.1,
+                text::clean_lines(&e.to_string())
+            );
+            if let Some(baseline) = fleet {
+                await_fleet_released(&opts.pids, baseline, size, stop);
+            }
+            if stop.sleep(SETTLE) {
+                return Err(e);
+            }
+            once(progress)
+        }
+        r => r,
+    }
 }
 
 /// The experiment of `--variant`s, when there are any; the seed of `--order random`
@@ -1074,6 +1168,15 @@ fn load_lines(s: &mut String, m: &kiln_store::RunMeta, unit: &str) {
     let _ = write!(s, "  load: {}", c(&m.load.to_string()));
     if let Some(c) = h.connections {
         let _ = write!(s, ": {} connections held", kiln_model::thousands(c));
+        // Beside the count asked for, when the fleet fell short of it.
+        if let Some(asked) = m
+            .load
+            .concurrency
+            .map(|a| a.round() as u64)
+            .filter(|&a| a > c)
+        {
+            let _ = write!(s, " of {} asked for", kiln_model::thousands(asked));
+        }
     }
     if let Some(t) = h.throughput {
         let _ = write!(s, ": {} {unit}", fv(t, "/s"));

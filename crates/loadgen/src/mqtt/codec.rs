@@ -41,7 +41,9 @@ impl Version {
     /// sent, where a CONNECT was refused or closed without an answer.
     pub fn hint(self) -> String {
         let other = match self {
-            Version::V5 => "give -V 4 (MQTT 3.1.1: RabbitMQ before 3.13 and many brokers speak only that)",
+            Version::V5 => {
+                "give -V 4 (MQTT 3.1.1: RabbitMQ before 3.13 and many brokers speak only that)"
+            }
             Version::V4 => "give -V 3 for a broker of MQTT 3.1 only, or -V 5",
             Version::V3 => "give -V 4 (MQTT 3.1.1)",
         };
