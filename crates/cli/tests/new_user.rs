@@ -195,3 +195,63 @@ fn a_failed_repeat_is_retried_and_the_group_keeps_what_it_has() {
     );
     assert_eq!(runs(&store).len(), 1);
 }
+
+/// A sweep whose `-d` is shorter than its steps: said before the run and kept with it;
+/// the steps it cut short are marked in the table and the JSON.
+#[test]
+fn a_sweep_longer_than_its_measurement_is_said_and_its_cut_steps_marked() {
+    let Some(b) = broker() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let t = Started::new(Path::new("/bin/sleep"), &["100000"]);
+    let queue = format!("kiln-new-user-sweep-{}", std::process::id());
+    let out = kiln(&store)
+        .args([
+            "run",
+            "--name",
+            "short",
+            "-d",
+            "5",
+            "--no-report",
+            "--unwind",
+            "copy",
+        ])
+        .args([
+            "-p",
+            &t.pid(),
+            "load",
+            "amqp",
+            "-h",
+            &b.uri(),
+            "-x",
+            "1",
+            "-y",
+            "1",
+        ])
+        .args(["-z", "3", "--rate-sweep", "100,200,300", "--queue", &queue])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let (said, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        err.contains("warning: -d 5 s is shorter than the sweep: its 3 steps of 3 s take 9 s")
+            && err.contains("give -d 19 or more"),
+        "{err}"
+    );
+    assert!(said.contains("(cut short: "), "{said}{err}");
+    let shown = kiln(&store)
+        .args(["runs", "show", "short", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert!(
+        v["warnings"].to_string().contains("shorter than the sweep"),
+        "{v:#}"
+    );
+    let steps = v["sweep"]["steps"].as_array().expect("the sweep's steps");
+    assert!(
+        steps.iter().any(|s| s["cut_short_s"].is_number()),
+        "{:#}",
+        v["sweep"]
+    );
+}

@@ -56,7 +56,7 @@ pub use files::{read_options, FileReaders};
 pub use headline::{group_cpu, GroupCpu, FLEET_UNIT};
 pub(crate) use kiln_store::hdr::decode_histogram;
 pub use orchestrate::run;
-pub use orchestrate::FLEET_STALL;
+pub use orchestrate::{sweep_too_long, FLEET_STALL};
 
 use kiln_os::stop::Stop;
 use kiln_record::{EventSpec, UnwindMode};
@@ -256,6 +256,11 @@ pub trait Workload: Send {
     fn align_ticks(&mut self, origin_mono_ns: u64);
     /// Runs until it ends by itself or `stop` is raised, reporting through `events`.
     fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome;
+    /// A sweep's schedule ([`kiln_loadgen::Load::schedule`]): how many steps, each how
+    /// long. Default: none.
+    fn schedule(&self) -> Option<(usize, Duration)> {
+        None
+    }
 }
 
 /// Options of a run.

@@ -637,6 +637,7 @@ pub fn run(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunData, RunError> {
     validate(opts)?;
+    let short_sweep = sweep_too_long(opts, load.schedule());
     // Other hosts first: their agents start, their clocks are measured.
     let fleet =
         (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote, opts.max_input, stop));
@@ -661,6 +662,7 @@ pub fn run(
         .filter(|r| !r.is_empty());
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut pass = Pass::new(opts, stop, on_progress, rx, sampler.clone());
+    pass.warnings.extend(short_sweep);
     pass.fleet_asked = (load_info.unit == crate::FLEET_UNIT)
         .then(|| load_info.concurrency.map(|c| c.round() as u64))
         .flatten();
@@ -789,6 +791,30 @@ fn add_hosts(
             h.switches_per_op = Some(sw as f64 / ops as f64);
         }
     }
+}
+
+/// What a sweep's `-d` must cover beyond its steps: the load connects (and probes the
+/// server) before its first step begins. The measurement ends with the sweep's last step,
+/// so a longer `-d` costs nothing.
+const SWEEP_SLACK: Duration = Duration::from_secs(10);
+
+/// A sweep (`steps` steps, each so long) must fit the measurement, or its last steps are
+/// cut short or never measured: `-d` of the steps' time and [`SWEEP_SLACK`], less the
+/// warm-up (during which the sweep already runs). What to say before the run (and keep
+/// with it) when it does not; `kiln run` says it before its first run.
+pub fn sweep_too_long(opts: &RunOptions, schedule: Option<(usize, Duration)>) -> Option<String> {
+    let (steps, each) = schedule?;
+    let sweep = each.saturating_mul(steps as u32);
+    let need = (sweep + SWEEP_SLACK).saturating_sub(opts.warmup);
+    (opts.duration < need).then(|| {
+        format!(
+            "-d {} s is shorter than the sweep: its {steps} steps of {} s take {} s, and its first begins once the load has connected; its last steps are cut short or not measured (marked in the sweep's table): give -d {} or more (the measurement ends with the sweep's last step, so a longer -d costs nothing)",
+            opts.duration.as_secs_f64(),
+            each.as_secs_f64(),
+            sweep.as_secs_f64(),
+            need.as_secs_f64().ceil()
+        )
+    })
 }
 
 fn validate(opts: &RunOptions) -> Result<(), RunError> {

@@ -757,6 +757,9 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     let mut all_complete = true;
     let mut kept_all = true;
     let mut sent_all = true;
+    if let Some(w) = kiln_run::sweep_too_long(&opts, load.schedule()) {
+        eprintln!("kiln run: warning: {w}");
+    }
     let fleet = fleet_baseline(repeat, load.as_ref(), &opts.pids);
     let steps = steps(experiment.as_ref(), repeat);
     let total = steps.len() as u32;

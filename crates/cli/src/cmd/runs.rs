@@ -287,6 +287,10 @@ fn show_json(run: &kiln_store::RunData) -> Result<serde_json::Value> {
             "finding_limits".into(),
             serde_json::to_value(&found.limits)?,
         );
+        // A sweep's steps as its table gives them (those cut short marked), its knee.
+        if let Some(sw) = kiln_compare::sweep::sweep(run, &Default::default(), 0) {
+            o.insert("sweep".into(), serde_json::to_value(&sw)?);
+        }
     }
     Ok(v)
 }

@@ -372,6 +372,13 @@ impl Load for HttpLoad {
     fn id(&self) -> &str {
         &self.opts.id
     }
+    fn schedule(&self) -> Option<(usize, Duration)> {
+        let steps = match self.sweep.as_ref()? {
+            Sweep::Rate(r) => r.len(),
+            Sweep::Connections(c) => c.len(),
+        };
+        Some((steps, self.opts.duration.unwrap_or(Duration::from_secs(10))))
+    }
     fn preflight(&self) -> Result<Vec<String>, Error> {
         Ok(preflight(&self.opts, self.sweep.as_ref())?.notes())
     }
