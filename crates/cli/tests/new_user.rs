@@ -255,3 +255,60 @@ fn a_sweep_longer_than_its_measurement_is_said_and_its_cut_steps_marked() {
         v["sweep"]
     );
 }
+
+/// A named queue is durable only with `-f persistent`, as the README and --help say.
+#[test]
+fn a_named_queue_is_durable_only_with_f_persistent() {
+    let Some(b) = broker() else { return };
+    let help = kiln_testkit::kiln()
+        .args(["load", "amqp", "--help"])
+        .output()
+        .unwrap();
+    let help = text(&help.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(help.contains("durable only with -f persistent"), "{help}");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let pid = std::process::id();
+    for (queue, flags) in [
+        (format!("kiln-transient-{pid}"), &[][..]),
+        (format!("kiln-durable-{pid}"), &["-f", "persistent"][..]),
+    ] {
+        let out = kiln(&store)
+            .args([
+                "load",
+                "amqp",
+                "-h",
+                &b.uri(),
+                "-x",
+                "1",
+                "-y",
+                "1",
+                "-z",
+                "1",
+            ])
+            .args(["-u", &queue, "--auto-delete", "false"])
+            .args(flags)
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let listed = b.ctl(&["list_queues", "name", "durable"]).unwrap();
+    let listed = text(&listed.stdout);
+    let durable = |q: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(q))
+            .unwrap_or_else(|| panic!("no queue {q}: {listed}"))
+            .trim_end()
+            .ends_with("true")
+    };
+    assert!(!durable(&format!("kiln-transient-{pid}")), "{listed}");
+    assert!(durable(&format!("kiln-durable-{pid}")), "{listed}");
+    for q in ["transient", "durable"] {
+        let _ = b.ctl(&["delete_queue", &format!("kiln-{q}-{pid}")]);
+    }
+}

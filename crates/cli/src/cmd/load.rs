@@ -338,7 +338,9 @@ pub struct AmqpArgs {
     #[arg(short = 'a', long)]
     autoack: bool,
 
-    /// Message flag, repeatable: persistent, mandatory.
+    /// Message flag, repeatable: persistent, mandatory. `-f persistent` also declares the
+    /// queues durable (as PerfTest does); without it a named queue (-u) is not durable
+    /// (quorum queues and streams always are).
     #[arg(short = 'f', long = "flag", value_parser = ["persistent", "mandatory"])]
     flags: Vec<String>,
 
@@ -346,7 +348,8 @@ pub struct AmqpArgs {
     #[arg(short = 's', long, default_value_t = 12)]
     size: usize,
 
-    /// Queue name (default: one exclusive server-named queue per consumer).
+    /// Queue name (default: one exclusive server-named queue per consumer); durable only
+    /// with -f persistent.
     #[arg(short = 'u', long)]
     queue: Option<String>,
 
