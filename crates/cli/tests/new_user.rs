@@ -312,3 +312,91 @@ fn a_named_queue_is_durable_only_with_f_persistent() {
         let _ = b.ctl(&["delete_queue", &format!("kiln-{q}-{pid}")]);
     }
 }
+
+/// `kiln load mqtt -s 32` (smaller than kiln's 36-byte stamp) is accepted, as emqtt-bench
+/// takes any size: the messages are sent at that size and counted as the broker delivers
+/// them, and the run says what it cannot measure.
+#[test]
+fn a_payload_smaller_than_the_stamp_is_sent_and_what_it_cannot_measure_said() {
+    let Some(b) = broker() else { return };
+    let port = b.mqtt_port().expect("the MQTT plugin's port").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("small");
+    let out = kiln_testkit::kiln()
+        .args([
+            "load",
+            "mqtt",
+            "pubsub",
+            "-V",
+            "4",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+        ])
+        .args([
+            "-s",
+            "32",
+            "-c",
+            "2",
+            "--subscribers",
+            "1",
+            "-I",
+            "10",
+            "-q",
+            "1",
+        ])
+        .args([
+            "-L",
+            "100",
+            "-t",
+            "kiln-small/%i",
+            "--prefix",
+            "small",
+            "-o",
+        ])
+        .arg(&prefix)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert!(
+        said.contains("200 sent, ")
+            && said.contains("-s 32 is smaller than kiln's 36-byte stamp")
+            && said.contains("lost, duplicated and out-of-order messages are not counted"),
+        "{said}"
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(prefix.with_extension("json")).unwrap())
+            .unwrap();
+    assert!(
+        json["totals"]["received"].as_u64().unwrap_or(0) >= 200,
+        "{:#}",
+        json["totals"]
+    );
+    // 32 bytes carry the send time: the messages' latency is measured.
+    let latencies = json["headline"]["latencies"].to_string();
+    assert!(latencies.contains("latency"), "{latencies}");
+    // 8 bytes carry nothing of it, and the run says so.
+    let out = kiln_testkit::kiln()
+        .args([
+            "load",
+            "mqtt",
+            "pub",
+            "-V",
+            "4",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+        ])
+        .args(["-s", "8", "-c", "1", "-I", "10", "-q", "1", "-L", "20"])
+        .args(["-t", "kiln-small/x", "--prefix", "tiny"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert!(said.contains("nor is a message's latency"), "{said}");
+}
