@@ -400,3 +400,44 @@ fn a_payload_smaller_than_the_stamp_is_sent_and_what_it_cannot_measure_said() {
     assert!(out.status.success(), "{said}{}", text(&out.stderr));
     assert!(said.contains("nor is a message's latency"), "{said}");
 }
+
+/// A BEAM started with `+JPperf map` whose map kiln cannot read (here moved away while
+/// it runs): kiln does not tell it to start with `+JPperf map`, but says it was, and
+/// where kiln looked.
+#[test]
+fn a_vm_started_with_its_perf_map_is_not_told_to_start_with_it() {
+    let Some(b) = broker() else { return };
+    let beam = b.beam_pid().expect("the broker's pid");
+    let map = format!("/tmp/perf-{beam}.map");
+    let aside = format!("/tmp/perf-{beam}.map.kiln-test-aside");
+    if std::fs::rename(&map, &aside).is_err() {
+        return kiln_testkit::skip("the broker wrote no perf map to move aside");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let queue = format!("kiln-new-user-jit-{}", std::process::id());
+    let out = kiln(&store)
+        .args([
+            "run",
+            "--name",
+            "jit",
+            "-d",
+            "3",
+            "--no-report",
+            "--unwind",
+            "copy",
+        ])
+        .args(["-p", &beam.to_string(), "load", "amqp", "-h", &b.uri()])
+        .args(["-x", "1", "-y", "1", "-r", "2000", "--queue", &queue])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let _ = std::fs::rename(&aside, &map);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("start the VM with +JPperf map"), "{said}");
+    assert!(
+        said.contains("have no name") && said.contains("started with its perf map on"),
+        "{said}"
+    );
+}
