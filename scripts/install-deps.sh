@@ -105,6 +105,9 @@ if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
   gobin=$(command -v go || echo /usr/local/go/bin/go)
   (cd "$(dirname "$0")/../crates/formats/tests/otlpdecode" && GOTOOLCHAIN=local "$gobin" mod download) || \
     echo "install-deps: the OTLP decoder's Go modules could not be downloaded; its test will fail" >&2
+  # Go's protobuf runtime, the strict proto3 decoder the pprof output's test reads it with.
+  (cd "$(dirname "$0")/../crates/formats/tests/pprofstrict" && GOTOOLCHAIN=local "$gobin" mod download) || \
+    echo "install-deps: the strict pprof decoder's Go module could not be downloaded; its test will fail" >&2
 fi
 # google/pprof's module, for its test profiles (profile/testdata: gobench.heap has a sample
 # without a stack), which the pprof tests read with go tool pprof as the oracle.

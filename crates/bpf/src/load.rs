@@ -54,8 +54,10 @@ pub(crate) fn is_permission(e: &libbpf_rs::Error) -> bool {
 
 /// The effective uid, read from /proc to stay free of `unsafe`.
 fn unsafe_free_euid() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
+    // Bytes: kiln's own name (its executable's, as copied) need not be UTF-8.
+    std::fs::read("/proc/self/status")
         .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
         .and_then(|s| {
             s.lines()
                 .find_map(|l| l.strip_prefix("Uid:"))

@@ -68,15 +68,18 @@ fn fit(ranges: &mut Vec<(u64, u64)>, cap: usize) {
 /// Reads the executable ranges of process `tgid`.
 pub(crate) fn read_exec_ranges(tgid: u32) -> Result<Vec<(u64, u64)>, BpfError> {
     let path = PathBuf::from(format!("/proc/{tgid}/maps"));
-    let text = std::fs::read_to_string(&path).map_err(|source| BpfError::Io { path, source })?;
-    Ok(exec_ranges(&text))
+    // Bytes: a mapped file's path need not be UTF-8 (only the ranges and permissions are
+    // read here).
+    let bytes = std::fs::read(&path).map_err(|source| BpfError::Io { path, source })?;
+    Ok(exec_ranges(&String::from_utf8_lossy(&bytes)))
 }
 
 /// Resolves a pid to its process (thread group) id via `/proc/PID/status`.
 pub(crate) fn tgid_of(pid: u32) -> Result<u32, BpfError> {
     let path = PathBuf::from(format!("/proc/{pid}/status"));
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    // Bytes: the process's name on the first line need not be UTF-8.
+    let text = match std::fs::read(&path) {
+        Ok(t) => String::from_utf8_lossy(&t).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(BpfError::NoSuchProcess { pid })
         }

@@ -6,7 +6,8 @@
 //! that transform a file (`collapse`, `flamegraph`, `diff`) have nothing worth keeping
 //! half-done: they *exit* at once. Either way a second signal exits at once, and every
 //! exit removes the temporary files of unfinished outputs, so Ctrl-C never leaves a
-//! `.x.svg.*.kiln-tmp` behind. The exit status after a signal is 128 + its number (130
+//! `.x.svg.*.kiln-tmp` behind, and kills the process groups of the programs kiln started
+//! (set-up commands, loads, ssh), so none is left orphaned. The exit status after a signal is 128 + its number (130
 //! for Ctrl-C), in every command, after the results are written.
 use kiln_os::stop::Stop;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -49,6 +50,8 @@ pub fn install(mode: OnSignal) -> std::io::Result<Stop> {
         .spawn(move || {
             for sig in signals.forever() {
                 if mode == OnSignal::Exit || s.is_raised() {
+                    // Nothing kiln started outlives it (a set-up command, a load, ssh).
+                    kiln_os::child::kill_all();
                     kiln_os::io::remove_temporary_files();
                     eprintln!("kiln: {}: stopped", name(sig));
                     std::process::exit(128 + sig);

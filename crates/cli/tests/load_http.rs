@@ -330,3 +330,40 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
         .stderr(predicate::str::contains("has no window '3'"))
         .stderr(predicate::str::contains("START-END"));
 }
+
+/// Every file descriptor kiln may open held by its connections (`ulimit -n 256`, 250
+/// connections): kiln still measures its own CPU (getrusage needs no descriptor), and a
+/// target it cannot read is said to be unreadable for that reason, not to have ended.
+#[test]
+fn with_every_descriptor_in_use_kiln_still_measures_itself() {
+    let server = kiln_testkit::FaultServer::start(kiln_testkit::Fault::None).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 256; exec '{}' load http -d 3 -c 250 --no-preflight --target-pid {} {}",
+            kiln_testkit::kiln_bin().display(),
+            std::process::id(),
+            server.url("/")
+        ))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let cpu: f64 = text
+        .lines()
+        .find_map(|l| {
+            l.split_once("kiln CPU: ")?
+                .1
+                .split('%')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no kiln CPU: {text}"));
+    assert!(cpu > 0.0, "{text}");
+    if let Some(l) = text
+        .lines()
+        .find(|l| l.contains("could not be read from /proc"))
+    {
+        assert!(!l.contains("it ended"), "{l}");
+    }
+}

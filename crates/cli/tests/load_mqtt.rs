@@ -6,7 +6,7 @@ use kiln_testkit::kiln;
 #[test]
 fn bad_flags_and_uris_are_named() {
     for (args, flag) in [
-        (&["pub", "-s", "10"][..], "-s"),
+        (&["pub", "-s", "300000000"][..], "-s"),
         (&["pub", "-q", "3"][..], "-q"),
         (&["pub", "-t", "a/+"][..], "-t"),
         (&["conn", "-V", "4", "--topic-alias"][..], "MQTT 5"),

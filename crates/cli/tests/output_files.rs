@@ -284,3 +284,161 @@ fn signals_during_a_long_render_leave_no_temporary_file() {
     }
     assert!(interrupted > 0, "no signal arrived while the command ran");
 }
+
+/// Runs `script` with `sh -c` in `dir`, `$KILN` the kiln binary and `$KILN_STORE` the
+/// directory's store; its status must be 0.
+fn sh(dir: &Path, script: &str) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir)
+        .env("KILN", kiln_testkit::kiln_bin())
+        .env("KILN_STORE", dir.join("runs.db"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Three runs of one name in the directory's store, as `kiln run` would have saved them.
+fn stored_runs(dir: &Path) {
+    use kiln_store::{Headline, RunData, RunMeta, RunStatus, SqliteStore, Store, Window};
+    let mut s = SqliteStore::open(&dir.join("runs.db")).unwrap();
+    for (i, t) in [100.0, 101.0, 99.0].into_iter().enumerate() {
+        let mut p = kiln_model::Profile::new(kiln_model::EventInfo {
+            name: "cpu-clock".into(),
+            ..Default::default()
+        });
+        let th = p.thread(Some(1), Some(1), b"main");
+        let f = [p.frame(b"main", kiln_model::FrameKind::User)];
+        p.add_sample_path(&f, 1_000_000, 1_000_000_000, th);
+        let run = RunData {
+            meta: RunMeta {
+                name: "nightly".into(),
+                group: format!("nightly@{i}"),
+                repeat: (1, 1),
+                started_unix_ms: 1_795_449_600_000 + i as i64 * 86_400_000,
+                status: RunStatus {
+                    complete: true,
+                    reason: None,
+                },
+                events: vec!["cpu-clock".into()],
+                measure: Window {
+                    name: "measure".into(),
+                    start_ns: 1_000_000_000,
+                    end_ns: 11_000_000_000,
+                },
+                headline: Headline {
+                    throughput: Some(t),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            profiles: vec![p],
+            ..Default::default()
+        };
+        s.save(&run).unwrap();
+    }
+}
+
+/// `-o /dev/stdout` (and `/dev/fd/1`, `/proc/self/fd/1`, `/dev/stderr`, `-`) writes to the
+/// stream as it is: into a pipe, and into a file the shell redirected to, after what was
+/// written there before and before what follows (`>` and `>>` as the shell asked); no
+/// temporary file beside anything.
+#[test]
+fn standard_output_by_any_name_is_written_as_the_shell_left_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    folded(d);
+    stored_runs(d);
+    let read = |name: &str| fs::read_to_string(d.join(name)).unwrap();
+
+    // A report between a header and a footer, each of its names for standard output.
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1", "-"] {
+        sh(
+            d,
+            &format!(
+                "(echo header; \"$KILN\" runs report '#1' -o {name}; echo footer) > report.html"
+            ),
+        );
+        let page = read("report.html");
+        assert!(
+            page.starts_with("header\n<!DOCTYPE html>"),
+            "{name}: {}",
+            &page[..40]
+        );
+        assert!(
+            page.ends_with("</html>\nfooter\n") || page.ends_with("</html>footer\n"),
+            "{name}"
+        );
+    }
+    // Appended to what the file held.
+    fs::write(d.join("log"), "before\n").unwrap();
+    sh(
+        d,
+        "\"$KILN\" collapse good.folded -o /dev/stdout >> log; echo after >> log",
+    );
+    assert_eq!(read("log"), "before\nmain;a;b 5\nmain;c 3\nafter\n");
+    // Into a pipe: the bytes, not a file named after the pipe.
+    sh(
+        d,
+        "\"$KILN\" flamegraph good.folded -o /dev/stdout | cat > piped.svg",
+    );
+    assert!(read("piped.svg").contains("<svg"));
+    sh(
+        d,
+        "\"$KILN\" collapse good.folded -o /dev/stderr 2> err.folded",
+    );
+    // With the diagnostics standard error carries before it.
+    let err = read("err.folded");
+    assert!(err.ends_with("skipped\nmain;a;b 5\nmain;c 3\n"), "{err}");
+    // A run exported into a pipe is a store kiln reads back.
+    sh(
+        d,
+        "\"$KILN\" runs export '#2' -o /dev/stdout | cat > two.kiln",
+    );
+    let out = kiln()
+        .args(["runs", "--json", "--store"])
+        .arg(d.join("two.kiln"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0]["group"],
+        "nightly@1"
+    );
+    // `kiln runs trend NAME -o -`: the report once, on standard output, in --format; no
+    // file named `-`.
+    sh(
+        d,
+        "\"$KILN\" runs trend nightly --format json -o - > trend.json",
+    );
+    let t: serde_json::Value = serde_json::from_str(&read("trend.json")).unwrap();
+    assert!(t.is_object(), "{t}");
+    sh(
+        d,
+        "\"$KILN\" runs trend nightly -o /dev/stdout --format markdown > trend.md",
+    );
+    assert!(!read("trend.md").trim_start().starts_with('{'));
+    // (The store's own -wal and -shm files aside.)
+    let left: Vec<String> = names(d)
+        .into_iter()
+        .filter(|n| !n.starts_with("runs.db-"))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            "err.folded",
+            "good.folded",
+            "log",
+            "piped.svg",
+            "report.html",
+            "runs.db",
+            "trend.json",
+            "trend.md",
+            "two.kiln"
+        ]
+    );
+}

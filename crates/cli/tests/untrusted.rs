@@ -1056,3 +1056,305 @@ fn mqtt_conn_names_every_drops_reason_and_sigterm_is_143_in_the_handshake() {
     assert_eq!(status.code(), Some(143));
     drop(broker);
 }
+
+/// `kiln run` of `target` in `work` (its store `work/runs.db`), once it measures; its
+/// standard error followed.
+fn run_until_measuring(
+    work: &std::path::Path,
+    target: &Started,
+) -> (std::process::Child, kiln_testkit::Lines) {
+    let mut child = kiln_testkit::kiln_process()
+        .env("KILN_STORE", work.join("runs.db"))
+        .current_dir(work)
+        .args([
+            "run",
+            "--name",
+            "kept",
+            "-d",
+            "2",
+            "--no-report",
+            "--unwind",
+            "copy",
+        ])
+        .args(["-p", &target.pid(), "exec", "--", "sleep", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = kiln_testkit::Lines::follow(child.stderr.take().unwrap());
+    assert!(
+        lines
+            .wait_for(Duration::from_secs(300), |l| l.starts_with("measuring"))
+            .is_some(),
+        "kiln run never measured"
+    );
+    (child, lines)
+}
+
+/// The run in the fallback file `kiln-unsaved-runs.db` of `work`.
+fn kept_run(work: &std::path::Path) -> Vec<RunMeta> {
+    SqliteStore::open_existing(&work.join("kiln-unsaved-runs.db"))
+        .unwrap()
+        .list()
+        .unwrap()
+}
+
+/// The store's `-shm` file made immutable while kiln measures: the save is refused
+/// before SQLite writes through its mapping of it (which would end kiln with SIGBUS and
+/// lose the run), and the run is kept in the fallback file.
+#[test]
+fn an_immutable_shm_file_keeps_the_run_elsewhere_instead_of_a_sigbus() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let t = Started::new(std::path::Path::new("/bin/sleep"), &["600"]);
+    let store = work.join("runs.db");
+    SqliteStore::open(&store).unwrap();
+    let (child, lines) = run_until_measuring(work, &t);
+    let shm = work.join("runs.db-shm");
+    let immutable = shm.exists()
+        && std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&shm)
+            .status()
+            .is_ok_and(|s| s.success());
+    let out = child.wait_with_output().unwrap();
+    if immutable {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&shm)
+            .status();
+    } else {
+        kiln_testkit::skip(
+            "chattr +i does not work here (e2fsprogs, a file system with the immutable flag)",
+        );
+        return;
+    }
+    let err = lines.all();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the store's shared-memory file cannot be written"),
+        "{err}"
+    );
+    assert_eq!(kept_run(work).len(), 1, "{err}");
+}
+
+/// SIGTERM while the store is locked by another process: kiln stops waiting for the lock
+/// at once and keeps the run in the fallback file, saying why.
+#[test]
+fn sigterm_while_the_store_is_locked_keeps_the_run_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let t = Started::new(std::path::Path::new("/bin/sleep"), &["600"]);
+    let store = work.join("runs.db");
+    SqliteStore::open(&store).unwrap();
+    let lock = rusqlite::Connection::open(&store).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (child, lines) = run_until_measuring(work, &t);
+    // Waiting for the lock: the measurement is over.
+    let mut lines = lines;
+    assert!(lines
+        .wait_for(Duration::from_secs(300), |l| l.starts_with("finishing"))
+        .is_some());
+    kiln_testkit::signal(child.id(), libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    let err = lines.all();
+    drop(lock);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(
+        err.contains("database is locked: another process holds its lock, and kiln was asked to stop rather than wait for it"),
+        "{err}"
+    );
+    assert_eq!(kept_run(work).len(), 1, "{err}");
+}
+
+/// A run as a save leaves it, with a throughput and latencies, named `name`.
+fn measured_run(name: &str) -> RunData {
+    let mut r = stored_run(name, None, &[]);
+    r.meta.host = "h".into();
+    r.meta.headline.throughput = Some(20_000.0);
+    r.meta.headline.p50_us = Some(100.0);
+    r.meta.headline.p99_us = Some(900.0);
+    r.meta.headline.cpu_per_op_us = Some(12.0);
+    r
+}
+
+/// Listing columns and the columns a run is found by, changed by hand around kiln:
+/// impossible figures are never printed (the run is listed from its metadata), a renamed
+/// row is damaged for every command alike, and `kiln runs check` names both kinds.
+#[test]
+fn listing_columns_changed_by_hand_are_never_shown_raw_and_check_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&store).unwrap();
+    for n in ["one", "two", "three", "four"] {
+        s.save(&measured_run(n)).unwrap();
+    }
+    drop(s);
+    let db = rusqlite::Connection::open(&store).unwrap();
+    db.execute_batch(
+        "UPDATE runs SET throughput = 1e300 WHERE id = 1;
+         UPDATE runs SET cpu_per_op_us = -5.0 WHERE id = 2;
+         UPDATE runs SET name = 'renamed' WHERE id = 3;
+         UPDATE runs SET p99_us = 5.0 WHERE id = 4;",
+    )
+    .unwrap();
+    drop(db);
+    let list = kiln(&store).arg("runs").output().unwrap();
+    let listed = text(&list.stdout);
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    assert!(
+        !listed.contains("e300") && !listed.contains("-5"),
+        "{listed}"
+    );
+    let line = |id: &str| {
+        listed
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no run {id}: {listed}"))
+            .to_string()
+    };
+    assert!(line("1").contains("20.0k/s"), "{listed}");
+    assert!(line("2").contains("12.0 µs"), "{listed}");
+    assert!(
+        line("3").contains("renamed") && line("3").ends_with("DAMAGED"),
+        "{listed}"
+    );
+    let show = kiln(&store)
+        .args(["runs", "show", "renamed"])
+        .output()
+        .unwrap();
+    assert_eq!(show.status.code(), Some(1));
+    assert!(
+        text(&show.stderr).contains("its name column says 'renamed' but its metadata 'three'"),
+        "{}",
+        text(&show.stderr)
+    );
+    let check = kiln(&store).args(["runs", "check"]).output().unwrap();
+    let found = text(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{found}");
+    assert!(
+        found.contains("run #3 'renamed' is damaged: its name column says 'renamed'"),
+        "{found}"
+    );
+    assert!(
+        found.contains(
+            "run #4 'four' is damaged: its listing columns disagree with its metadata (p99"
+        ),
+        "{found}"
+    );
+    assert!(
+        text(&check.stderr).contains("2 damaged"),
+        "{}",
+        text(&check.stderr)
+    );
+}
+
+/// An attachment named with a megabyte (an imported run, another tool's store) is listed
+/// cut, saying how long its name is.
+#[test]
+fn a_megabyte_attachment_name_is_listed_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut r = stored_run("big-names", None, &[]);
+    r.attachments[0].name = "n".repeat(1 << 20);
+    SqliteStore::open(&store).unwrap().save(&r).unwrap();
+    let out = kiln(&store)
+        .args(["runs", "attachment", "big-names", "--list"])
+        .output()
+        .unwrap();
+    let listed = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(listed.len() < 2000, "{} bytes listed", listed.len());
+    assert!(listed.contains("… [1048576 chars]\t5"), "{listed}");
+}
+
+/// An exported run whose attachment's name is not UTF-8 (a tampered file): importing it,
+/// listing its attachments and checking it say so in kiln's words, never SQLite's.
+#[test]
+fn an_attachment_name_that_is_not_utf8_is_damage_said_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.kiln");
+    SqliteStore::open(&file)
+        .unwrap()
+        .save(&stored_run("tampered", None, &[]))
+        .unwrap();
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch(
+            "UPDATE blobs SET name = CAST(X'6c6f6164ff2e73746f7574' AS TEXT) WHERE kind = 'attachment'",
+        )
+        .unwrap();
+    let want = "attachment 'load\\xff.stout': its name is not UTF-8 text";
+    let import = kiln(&dir.path().join("runs.db"))
+        .args(["runs", "import"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = text(&import.stderr);
+    assert_eq!(import.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(want) && !err.contains("Conversion error"),
+        "{err}"
+    );
+    let list = kiln(&file)
+        .args(["runs", "attachment", "tampered", "--list"])
+        .output()
+        .unwrap();
+    assert!(text(&list.stderr).contains(want), "{}", text(&list.stderr));
+    let check = kiln(&file).args(["runs", "check"]).output().unwrap();
+    assert!(
+        text(&check.stdout).contains(&format!("run #1 'tampered' is damaged: {want}")),
+        "{}",
+        text(&check.stdout)
+    );
+}
+
+/// A run of `name` with six seconds of a load's rate, as `kiln run` keeps them.
+fn run_with_seconds(name: &str, rate: f64) -> RunData {
+    let mut r = measured_run(name);
+    r.meta.load.completed = "received".into();
+    r.meta.measure = Window {
+        name: "measure".into(),
+        start_ns: 1_000_000_000,
+        end_ns: 7_000_000_000,
+    };
+    r.series = vec![kiln_store::SeriesTable {
+        name: "load".into(),
+        time_ns: (2..=7).map(|s| s * 1_000_000_000).collect(),
+        columns: vec![kiln_store::Column {
+            name: "received".into(),
+            unit: "msg/s".into(),
+            values: vec![Some(rate); 6],
+        }],
+    }];
+    r
+}
+
+/// A window narrower than the run's seconds (`@1.0004-1.0005`) is named as given, not
+/// `1s-1s`, and holds no second of its own: kiln compare says so rather than headline
+/// 'no change beyond noise' over nothing.
+#[test]
+fn a_window_without_a_whole_second_is_an_error_named_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let mut s = SqliteStore::open(&store).unwrap();
+    s.save(&run_with_seconds("a", 100.0)).unwrap();
+    s.save(&run_with_seconds("b", 200.0)).unwrap();
+    drop(s);
+    let out = kiln(&store)
+        .args(["compare", "a@1.0004-1.0005", "b@1.0004-1.0005"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}{err}", text(&out.stdout));
+    assert!(
+        err.contains("window '1.0004s-1.0005s' of run 'a' (#1) holds no whole second"),
+        "{err}"
+    );
+    assert!(!text(&out.stdout).contains("no change beyond noise"));
+    let ok = kiln(&store)
+        .args(["compare", "a@1-3", "b@1-3", "--format", "json"])
+        .output()
+        .unwrap();
+    kiln_testkit::succeeded(&ok);
+}

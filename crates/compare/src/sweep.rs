@@ -63,6 +63,13 @@ pub struct Step {
     pub start_ns: u64,
     /// End of the window.
     pub end_ns: u64,
+    /// A step the measurement did not cover whole (it ended before the step did: `-d`
+    /// shorter than the sweep, a stop; or the step began in the warm-up): the seconds it
+    /// measured of it. `None` for a step measured whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_short_s: Option<f64>,
+    /// The step's length as the sweep ran it (its steps' usual length), seconds.
+    pub length_s: f64,
 }
 
 /// Where the server fell over.
@@ -129,8 +136,33 @@ fn step_of(run: &RunData, w: &Window) -> (Step, RunMeta) {
         )),
         start_ns: w.start_ns,
         end_ns: w.end_ns,
+        cut_short_s: None,
+        length_s: secs,
     };
     (step, view)
+}
+
+/// Marks the steps the measurement `m` did not cover whole: each step's length is the
+/// sweep's usual one (the median of its steps': one schedule gives them all), and a step
+/// of which the measurement holds less than 90 % is cut short.
+fn mark_cut_short(steps: &mut [Step], m: &Window) {
+    let mut lengths: Vec<f64> = steps
+        .iter()
+        .map(|s| s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9)
+        .collect();
+    lengths.sort_by(f64::total_cmp);
+    let Some(&usual) = lengths.get(lengths.len() / 2) else {
+        return;
+    };
+    for s in steps.iter_mut() {
+        let from = s.start_ns.max(m.start_ns);
+        let to = s.end_ns.min(m.end_ns);
+        let measured = to.saturating_sub(from) as f64 / 1e9;
+        s.length_s = usual;
+        if measured < 0.9 * usual {
+            s.cut_short_s = Some(measured);
+        }
+    }
 }
 
 /// The knee of a rate sweep: the last step from the first that held its rate with its
@@ -190,7 +222,9 @@ pub fn sweep(run: &RunData, rules: &Rules, functions: usize) -> Option<Sweep> {
         .filter(|w| w.name.contains('='))
         .collect();
     let param = windows.first()?.name.split_once('=')?.0.to_string();
-    let (steps, views): (Vec<Step>, Vec<RunMeta>) = windows.iter().map(|w| step_of(run, w)).unzip();
+    let (mut steps, views): (Vec<Step>, Vec<RunMeta>) =
+        windows.iter().map(|w| step_of(run, w)).unzip();
+    mark_cut_short(&mut steps, &run.meta.measure);
     let unit = if run.meta.load.unit.is_empty() {
         "op".to_string()
     } else {
@@ -359,10 +393,13 @@ impl Sweep {
         for (i, s) in self.steps.iter().enumerate() {
             // The table marks the knee the finding names: a last step that held is no
             // knee ("no knee within the sweep").
-            let mark = match &self.knee {
-                Some(k) if k.step == i && k.next.is_some() => " ◀ knee",
-                _ => "",
+            let mut mark = match &self.knee {
+                Some(k) if k.step == i && k.next.is_some() => " ◀ knee".to_string(),
+                _ => String::new(),
             };
+            if let Some(m) = s.cut_short_s {
+                let _ = write!(mark, " (cut short: {m:.1} of {:.0} s measured)", s.length_s);
+            }
             rows.push(vec![
                 format!("{}{mark}", s.name),
                 s.attempted.map_or("-".into(), |v| format_value(v, "/s")),
@@ -428,7 +465,48 @@ mod tests {
             counts: None,
             start_ns: 0,
             end_ns: 0,
+            cut_short_s: None,
+            length_s: 0.0,
         }
+    }
+
+    /// The step the measurement ended in, and one begun in the warm-up, are cut short;
+    /// the steps measured whole are not.
+    #[test]
+    fn steps_the_measurement_did_not_cover_are_cut_short() {
+        let s = 1_000_000_000u64;
+        let mut steps: Vec<Step> = (0..7)
+            .map(|i| {
+                let mut st = step(&format!("connections={i}"), None, 1.0, 1.0);
+                (st.start_ns, st.end_ns) = (10 * i * s, 10 * (i + 1) * s);
+                st
+            })
+            .collect();
+        let m = Window {
+            name: "measure".into(),
+            start_ns: 2 * s,
+            end_ns: 64_300_000_000,
+        };
+        mark_cut_short(&mut steps, &m);
+        let cut: Vec<Option<f64>> = steps.iter().map(|s| s.cut_short_s).collect();
+        assert_eq!(cut, [Some(8.0), None, None, None, None, None, Some(4.3)]);
+        assert_eq!(steps[6].length_s, 10.0);
+        let sw = Sweep {
+            param: "connections".into(),
+            unit: "req".into(),
+            steps,
+            knee: None,
+            finding: String::new(),
+            knee_text: String::new(),
+            why: Vec::new(),
+            across: None,
+        };
+        assert!(sw
+            .text()
+            .contains("connections=6 (cut short: 4.3 of 10 s measured)"));
+        let json = serde_json::to_value(&sw).unwrap();
+        assert_eq!(json["steps"][6]["cut_short_s"], 4.3);
+        assert!(json["steps"][3].get("cut_short_s").is_none());
     }
 
     #[test]

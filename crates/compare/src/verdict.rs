@@ -67,6 +67,9 @@ pub enum Unsure {
         smallest_p: f64,
         /// The smallest group size that can reach alpha.
         need: usize,
+        /// How many runs (or rounds) of each group measured the figure: fewer than the
+        /// groups' runs when some did not.
+        measured: [usize; 2],
     },
     /// The groups overlap: the runs of a group differ from each other by as much as the
     /// change.
@@ -97,7 +100,19 @@ impl Unsure {
             Unsure::OneRun { need } => {
                 format!("one run: noise unknown (kiln run --repeat {need})")
             }
-            Unsure::TooFewRepeats { smallest_p, need } => format!(
+            // Groups of one size: more repeats are the remedy. Of two sizes, some runs did
+            // not measure the figure: saying "--repeat N" to groups that had N would be
+            // wrong.
+            Unsure::TooFewRepeats {
+                smallest_p,
+                need,
+                measured: [m, n],
+            } if m != n => format!(
+                "too few repeats: {m} and {n} runs measured this figure, which can never reach the alpha (smallest p {smallest_p:.3}): each group needs {need} runs that measure it"
+            ),
+            Unsure::TooFewRepeats {
+                smallest_p, need, ..
+            } => format!(
                 "too few repeats: these groups can never reach the alpha (smallest p {smallest_p:.3}; --repeat {need} can)"
             ),
             Unsure::Noise { spread_pct } => {
@@ -312,6 +327,7 @@ pub fn decide(
         return cannot(Unsure::TooFewRepeats {
             smallest_p: smallest,
             need,
+            measured: [m, n],
         });
     }
     let p = mann_whitney(&before.values, &after.values);
@@ -421,6 +437,7 @@ pub fn decide_paired(
         return cannot(Unsure::TooFewRepeats {
             smallest_p: smallest_paired_p(n),
             need,
+            measured: [n, n],
         });
     }
     let p = signed_rank(&d);
@@ -472,9 +489,27 @@ mod tests {
             Verdict::CannotTell {
                 why: Unsure::TooFewRepeats {
                     smallest_p: 0.1,
-                    need: 4
+                    need: 4,
+                    measured: [3, 3]
                 }
             }
+        );
+        // Four runs against three that measured the figure (one run without it): the
+        // groups' size is not what is short, and the words say so.
+        let c = decide(
+            &stat(&low[..4]),
+            &stat(&high[..3]),
+            Better::Lower,
+            &r,
+            None,
+            None,
+        );
+        let Verdict::CannotTell { why } = &c.verdict else {
+            panic!("{c:?}")
+        };
+        assert_eq!(
+            why.text(),
+            "too few repeats: 4 and 3 runs measured this figure, which can never reach the alpha (smallest p 0.057): each group needs 4 runs that measure it"
         );
         // ... unless alpha allows it.
         let loose = Rules { alpha: 0.1, ..r };
@@ -612,7 +647,8 @@ mod tests {
             Verdict::CannotTell {
                 why: Unsure::TooFewRepeats {
                     smallest_p: 0.0625,
-                    need: 6
+                    need: 6,
+                    measured: [5, 5]
                 }
             }
         );

@@ -328,3 +328,58 @@ fn read_in_place_two_types_inlined_frames_shared_and_identical_stacks() {
     assert!(d.profiles[0].samples.is_empty());
     assert_eq!(d.stats[0].kept, 4);
 }
+
+/// Names that are not UTF-8 (a stripped binary's symbols, a thread named with any bytes):
+/// kiln's pprof output is read by Go's protobuf runtime as the proto3 message it is —
+/// which refuses a `string` that is not UTF-8 — with the stray bytes kept as `\xNN`.
+#[test]
+fn names_that_are_not_utf8_make_a_pprof_strict_decoders_read() {
+    use kiln_testkit::go_oracle::{go_build, have_go};
+    if !have_go() {
+        return;
+    }
+    let mut p = kiln_model::Profile::new(kiln_model::EventInfo {
+        name: "cpu-clock".into(),
+        ..Default::default()
+    });
+    let th = p.thread(Some(1), Some(2), b"spin\xff");
+    let frames = [
+        p.frame(b"main", kiln_model::FrameKind::User),
+        p.frame(b"cut\xd0", kiln_model::FrameKind::User),
+        p.frame(b"\xff\xfe", kiln_model::FrameKind::User),
+    ];
+    p.add_sample_path(&frames, 10, 1_000, th);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.pb.gz");
+    let mut out = Vec::new();
+    kiln_formats::write(
+        std::slice::from_ref(&p),
+        kiln_formats::Format::Pprof,
+        &Default::default(),
+        &mut out,
+    )
+    .unwrap();
+    std::fs::write(&file, &out).unwrap();
+    let strict = go_build("pprofstrict", dir.path());
+    let run = std::process::Command::new(&strict)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let back = kiln_formats::read(Some(&file), &Default::default()).unwrap();
+    let names: Vec<String> = back
+        .collapsed
+        .profile
+        .frames
+        .iter()
+        .map(|(_, f)| {
+            String::from_utf8_lossy(back.collapsed.profile.strings.get(f.name)).into_owned()
+        })
+        .collect();
+    assert!(names.iter().any(|n| n == "cut\\xd0"), "{names:?}");
+    assert!(names.iter().any(|n| n == "\\xff\\xfe"), "{names:?}");
+}

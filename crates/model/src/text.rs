@@ -89,6 +89,54 @@ pub fn clean_bytes(b: &[u8], max: usize) -> String {
     out
 }
 
+/// A name that came as bytes (a process's `comm`, a thread's name) as text to keep: its
+/// UTF-8 as it is and every byte that is not UTF-8 as `\xNN`, so that no byte is lost and
+/// the name can be stored, compared and matched as text. Control characters stay: what
+/// shows the name escapes them ([`clean`]).
+///
+/// ```
+/// use kiln_model::text::from_bytes;
+/// assert_eq!(from_bytes(b"spin\xff"), "spin\\xff");
+/// assert_eq!(from_bytes("a\u{441}".as_bytes()), "a\u{441}");
+/// ```
+pub fn from_bytes(b: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(b) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(b.len() + 8);
+    for chunk in b.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for x in chunk.invalid() {
+            let _ = write!(out, "\\x{x:02x}");
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `s` as one word of a command kiln suggests (`kiln compare NAME …`): as it is when a
+/// shell reads it back unchanged, else single-quoted (a `'` inside as `'\''`), so that a
+/// name holding spaces, `;`, `$(…)` or quotes is pasted as the name, never run; then
+/// shown as [`clean`] shows it.
+///
+/// ```
+/// use kiln_model::text::shell_word;
+/// assert_eq!(shell_word("before"), "before");
+/// assert_eq!(shell_word("a b; rm -rf ~"), "'a b; rm -rf ~'");
+/// assert_eq!(shell_word("it's"), r"'it'\''s'");
+/// ```
+pub fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,/:@%+=".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return clean(s).into_owned();
+    }
+    shell_quoted(s)
+}
+
+/// [`shell_word`], always single-quoted (`'postgres://…'`).
+pub fn shell_quoted(s: &str) -> String {
+    clean(&format!("'{}'", s.replace('\'', r"'\''"))).into_owned()
+}
+
 /// What a text is made of: characters, and bytes that are not UTF-8.
 #[derive(Clone, Copy)]
 enum Unit {
@@ -202,5 +250,12 @@ mod tests {
         assert_eq!(clean_bytes(b"ok\xff\xfe\x1b", 100), "ok\\xff\\xfe\\x1b");
         assert_eq!(clean_bytes("é".as_bytes(), 100), "é");
         assert_eq!(clean_bytes(&[b'a'; 50], 10), "aaaaaaaaa… [50 bytes]");
+        // Kept as text: the cut character's bytes escaped, the controls left for `clean`.
+        let mut comm = "aсервер-".as_bytes().to_vec();
+        comm.push(0xd0);
+        assert_eq!(from_bytes(&comm), "aсервер-\\xd0");
+        assert_eq!(from_bytes(b"t\x1b\xff"), "t\x1b\\xff");
+        assert_eq!(clean(&from_bytes(b"t\x1b\xff")), "t\\x1b\\xff");
+        assert!(matches!(from_bytes(b"plain"), Cow::Borrowed(_)));
     }
 }

@@ -14,6 +14,12 @@
 //! * **A device node, FIFO or socket** (`/dev/null`, a named pipe): written directly, as a
 //!   shell redirection would; it is never replaced by a regular file.
 //! * **A directory**: refused.
+//! * **A stream kiln already holds open**: `-` (standard output), `/dev/stdout`,
+//!   `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N` (and this process's `/proc/PID/fd/N`,
+//!   through any symbolic links to them) are written through that descriptor as it is —
+//!   never reopened, replaced, truncated or moved: a pipe gets the bytes, and a file the
+//!   shell redirected standard output to gets them where the shell left it (after what
+//!   was written before, truncated or appended to as the shell asked: `>` or `>>`).
 //!
 //! Temporary files get an unpredictable name and are created exclusively without following
 //! links (`O_EXCL`, via the `tempfile` crate), so a planted symbolic link cannot redirect
@@ -49,6 +55,9 @@ enum Mode {
     CopyInto,
     /// Writing straight into the destination (not a regular file).
     Direct,
+    /// Writing into a descriptor this process already held (`-`, `/dev/stdout`): a
+    /// duplicate of it, so that its position and flags are the stream's own.
+    Stream,
 }
 
 /// A file being written; [`AtomicFile::commit`] moves it into place. Dropping it without
@@ -61,10 +70,47 @@ pub struct AtomicFile {
     writer: Option<BufWriter<File>>,
 }
 
-/// Follows symbolic links from `path` to what they finally name (which may not exist yet).
-fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+/// The descriptor of this process that `path` names, read from the path's words alone: `-`
+/// (standard output), `/dev/stdout`, `/dev/stderr`, `/dev/stdin`, `/dev/fd/N`,
+/// `/proc/self/fd/N`, `/proc/thread-self/fd/N` and `/proc/PID/fd/N` for this process's PID.
+/// Opening such a path would make a new description of the file (at offset 0, or a
+/// bogus `pipe:[…]` path once its link is followed); writing to the descriptor keeps the
+/// stream as it is.
+pub fn stream_fd(path: &Path) -> Option<i32> {
+    let s = path.to_str()?;
+    match s {
+        "-" | "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        "/dev/stdin" => return Some(0),
+        _ => {}
+    }
+    let own = std::process::id().to_string();
+    let n = ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
+        .iter()
+        .find_map(|p| s.strip_prefix(p))
+        .or_else(|| {
+            s.strip_prefix("/proc/")?
+                .strip_prefix(own.as_str())?
+                .strip_prefix("/fd/")
+        })?;
+    let fd: i32 = n.trim_end_matches('/').parse().ok()?;
+    (fd >= 0).then_some(fd)
+}
+
+/// What an output path names: a path (links followed), or a descriptor kiln holds.
+enum Target {
+    Path(PathBuf),
+    Fd(i32),
+}
+
+/// Follows symbolic links from `path` to what they finally name (which may not exist yet),
+/// stopping at a name of one of this process's descriptors ([`stream_fd`]).
+fn resolve_target(path: &Path) -> io::Result<Target> {
     let mut p = path.to_path_buf();
     for _ in 0..40 {
+        if let Some(fd) = stream_fd(&p) {
+            return Ok(Target::Fd(fd));
+        }
         match fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_symlink() => {
                 let target = fs::read_link(&p)?;
@@ -73,7 +119,7 @@ fn resolve_links(path: &Path) -> io::Result<PathBuf> {
                     _ => target,
                 };
             }
-            _ => return Ok(p),
+            _ => return Ok(Target::Path(p)),
         }
     }
     Err(io::Error::other(format!(
@@ -97,7 +143,10 @@ impl AtomicFile {
                 "output path is empty".into(),
             ));
         }
-        let dest = resolve_links(asked)?;
+        let dest = match resolve_target(asked)? {
+            Target::Fd(fd) => return Self::stream(asked, fd),
+            Target::Path(p) => p,
+        };
         let existing = match fs::metadata(&dest) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -165,6 +214,34 @@ impl AtomicFile {
         })
     }
 
+    /// Writing into descriptor `fd`, which `asked` names: through a duplicate of it (the
+    /// same open file description: its offset, `O_APPEND`), never reopened or truncated.
+    fn stream(asked: &Path, fd: i32) -> io::Result<Self> {
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) on any integer is defined: it fails with EBADF
+        // for a descriptor that is not open.
+        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+        if dup < 0 {
+            let e = io::Error::last_os_error();
+            return Err(err(
+                e.kind(),
+                format!("'{}': descriptor {fd} is not open: {e}", asked.display()),
+            ));
+        }
+        // SAFETY: `dup` is a descriptor just made for us alone; the File owns it.
+        let file = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(dup) };
+        Ok(AtomicFile {
+            dest: asked.to_path_buf(),
+            mode: Mode::Stream,
+            tmp: None,
+            writer: Some(BufWriter::with_capacity(128 * 1024, file)),
+        })
+    }
+
+    /// Whether this output goes into a stream kiln already held (`-`, `/dev/stdout`).
+    pub fn is_stream(&self) -> bool {
+        matches!(self.mode, Mode::Stream)
+    }
+
     /// The destination path (after following symbolic links).
     pub fn path(&self) -> &Path {
         &self.dest
@@ -179,7 +256,7 @@ impl AtomicFile {
         let file = w.into_inner().map_err(|e| e.into_error())?;
         let tmp = self.tmp.take();
         let result = match (&self.mode, tmp) {
-            (Mode::Direct, _) => Ok(()),
+            (Mode::Direct | Mode::Stream, _) => Ok(()),
             (_, None) => Err(io::Error::other("temporary file missing")),
             (Mode::Rename, Some(tmp)) => {
                 file.sync_all()?;
@@ -440,6 +517,85 @@ mod tests {
         remove_temporary_files();
         assert!(names(dir.path()).is_empty());
         drop(f);
+    }
+
+    #[test]
+    fn streams_are_named_by_their_paths() {
+        let me = std::process::id();
+        for (p, fd) in [
+            ("-", Some(1)),
+            ("/dev/stdout", Some(1)),
+            ("/dev/stderr", Some(2)),
+            ("/dev/fd/7", Some(7)),
+            ("/proc/self/fd/12", Some(12)),
+            ("/proc/thread-self/fd/3", Some(3)),
+            (&format!("/proc/{me}/fd/5"), Some(5)),
+            (&format!("/proc/{}/fd/5", me + 1), None),
+            ("/dev/fd/x", None),
+            ("./-", None),
+            ("/dev/null", None),
+            ("out.svg", None),
+        ] {
+            assert_eq!(stream_fd(Path::new(p)), fd, "{p}");
+        }
+    }
+
+    /// A descriptor opened as a shell opens a redirection: `>>` appends, `>` after what
+    /// was written before keeps it; a pipe gets the bytes; a link to the descriptor's
+    /// name is followed to it. Nothing is reopened, truncated or replaced.
+    #[test]
+    fn streams_are_written_as_they_are() {
+        use std::os::fd::AsRawFd;
+        let _serial = serial();
+        let dir = tempfile::tempdir().unwrap();
+        let appended = dir.path().join("appended");
+        fs::write(&appended, b"before\n").unwrap();
+        let f = OpenOptions::new().append(true).open(&appended).unwrap();
+        write_atomically::<io::Error>(format!("/dev/fd/{}", f.as_raw_fd()), |w| {
+            w.write_all(b"kiln\n")
+        })
+        .unwrap();
+        assert_eq!(fs::read(&appended).unwrap(), b"before\nkiln\n");
+
+        let truncated = dir.path().join("truncated");
+        fs::write(&truncated, b"old contents, longer than the new\n").unwrap();
+        let mut f = OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&truncated)
+            .unwrap();
+        f.write_all(b"header\n").unwrap();
+        write_atomically::<io::Error>(format!("/proc/self/fd/{}", f.as_raw_fd()), |w| {
+            w.write_all(b"kiln\n")
+        })
+        .unwrap();
+        f.write_all(b"footer\n").unwrap();
+        assert_eq!(fs::read(&truncated).unwrap(), b"header\nkiln\nfooter\n");
+
+        let mut fds = [0; 2];
+        // SAFETY: a valid array of two descriptors for pipe(2) to fill.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the descriptors pipe(2) just made, owned from here on.
+        let (r, w) = unsafe {
+            use std::os::fd::FromRawFd;
+            (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1]))
+        };
+        let link = dir.path().join("to-the-pipe");
+        symlink(format!("/proc/self/fd/{}", w.as_raw_fd()), &link).unwrap();
+        let out = AtomicFile::create(&link).unwrap();
+        assert!(out.is_stream());
+        let mut out = out;
+        out.write_all(b"through the pipe").unwrap();
+        out.commit().unwrap();
+        drop(w);
+        let mut got = Vec::new();
+        io::Read::read_to_end(&mut &r, &mut got).unwrap();
+        assert_eq!(got, b"through the pipe");
+        assert_eq!(names(dir.path()), ["appended", "to-the-pipe", "truncated"]);
+        assert!(live().is_empty());
+
+        let e = AtomicFile::create("/dev/fd/999").unwrap_err();
+        assert!(e.to_string().contains("descriptor 999 is not open"), "{e}");
     }
 
     #[test]

@@ -9,8 +9,13 @@
 //!   binary) or by a deadline.
 //! * [`io`]: output files that appear whole or not at all, and never damage what they
 //!   replace, with the registry of temporary files the signal handler removes.
+//! * [`child`]: the programs kiln starts, each in a process group of its own that ends
+//!   with kiln, on a stop or at a deadline, its output captured within a bound.
+//! * [`proc`]: `/proc` read as bytes, so that a process whose name is not UTF-8 is seen.
 #![deny(missing_docs)]
 
+pub mod child;
 pub mod clock;
 pub mod io;
+pub mod proc;
 pub mod stop;

@@ -14,6 +14,16 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+/// Whether a signal has asked this process to stop ([`Stop::raise_for_signal`] of any
+/// stop): for waits that hold no [`Stop`] (a database's lock wait), which must not outlast
+/// the person's Ctrl-C.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a signal has asked this process to stop (any [`Stop`] raised for a signal).
+pub fn signalled() -> bool {
+    SIGNALLED.load(Ordering::Relaxed)
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     raised: AtomicBool,
@@ -42,6 +52,7 @@ impl Stop {
     /// [`Stop::raise`] because the process received signal `signo` (the first one is
     /// kept: it decides the exit code).
     pub fn raise_for_signal(&self, signo: i32) {
+        SIGNALLED.store(true, Ordering::SeqCst);
         let _ = self
             .0
             .signal

@@ -965,7 +965,7 @@ impl Collector {
                 };
                 self.summary.warnings.push(format!(
                     "{n} locations in JIT code of process {pid} have no name ({why}): {}",
-                    rt.advice()
+                    rt.advice_for(pid)
                 ));
             }
         }

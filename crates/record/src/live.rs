@@ -570,15 +570,9 @@ fn all_pids() -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// Read as bytes: a process whose name is not UTF-8 exists too.
 fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => {
-            // The state follows the parenthesised command name.
-            let state = s.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
-            !matches!(state, Some('Z') | Some('X'))
-        }
-        Err(_) => false,
-    }
+    kiln_os::proc::alive(pid)
 }
 
 fn raise_fd_limit() {

@@ -34,9 +34,10 @@ impl Runtime {
             "beam.smp" | "beam" => Some(Runtime::Beam),
             "java" => Some(Runtime::Jvm),
             "node" | "nodejs" => Some(Runtime::Node),
-            _ => std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            // Bytes: a mapped file's path need not be UTF-8.
+            _ => kiln_os::proc::read(format!("/proc/{pid}/maps"))
                 .ok()
-                .filter(|m| m.contains("/libjvm.so"))
+                .filter(|m| m.windows(10).any(|w| w == b"/libjvm.so"))
                 .map(|_| Runtime::Jvm),
         }
     }
@@ -47,6 +48,47 @@ impl Runtime {
             Runtime::Beam => "start the VM with +JPperf map (and +JPfp true for stacks through JIT code; both are on with +JPperf true)",
             Runtime::Jvm => "start java with -XX:+PreserveFramePointer (stacks through JIT code); kiln asks a JVM of JDK 17 or later for its perf map itself (jcmd PID Compiler.perfmap)",
             Runtime::Node => "start node with --perf-basic-prof (or --perf-prof) and --interpreted-frames-native-stack",
+        }
+    }
+
+    /// Whether `argv` (a process's command line) already asks the runtime for its perf map:
+    /// then advising it to would be wrong.
+    pub(crate) fn started_with_perf_map(self, argv: &[&[u8]]) -> bool {
+        let has = |w: &[u8]| argv.contains(&w);
+        match self {
+            // `+JPperf map`, `+JPperf true` (map and frame pointers), or `+JPperf dump`'s
+            // sibling values: any +JPperf but `false`/`none`.
+            Runtime::Beam => argv
+                .windows(2)
+                .any(|w| w[0] == b"+JPperf" && !matches!(w[1], b"false" | b"none" | b"no")),
+            // kiln asks a JVM for its map itself (jcmd); the flag it advises is the
+            // frame pointers'.
+            Runtime::Jvm => has(b"-XX:+PreserveFramePointer"),
+            Runtime::Node => {
+                has(b"--perf-basic-prof")
+                    || has(b"--perf-prof")
+                    || has(b"--perf-basic-prof-only-functions")
+            }
+        }
+    }
+
+    /// [`Runtime::advice`] for process `pid`, checked against its command line: a runtime
+    /// already started with its perf map is not told to start with it, but told where
+    /// kiln looked for the map.
+    pub(crate) fn advice_for(self, pid: u32) -> String {
+        let cmdline = kiln_os::proc::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let argv: Vec<&[u8]> = cmdline
+            .split(|&c| c == 0)
+            .filter(|a| !a.is_empty())
+            .collect();
+        match (self, self.started_with_perf_map(&argv)) {
+            (_, false) => self.advice().to_string(),
+            (Runtime::Jvm, true) => format!(
+                "it was started with -XX:+PreserveFramePointer (its command line says so); kiln asks a JVM of JDK 17 or later for its perf map itself (jcmd {pid} Compiler.perfmap): an older JVM needs a perf-map agent writing /tmp/perf-{pid}.map"
+            ),
+            (_, true) => format!(
+                "it was started with its perf map on (its command line says so), yet kiln found no name in /tmp/perf-{pid}.map: a runtime in a container writes it to its own /tmp, and code made after the map was last written has no entry"
+            ),
         }
     }
 }
@@ -98,4 +140,28 @@ pub(crate) fn ask_for_perf_map(pid: u32) -> Option<String> {
             JCMD_TIMEOUT.as_secs()
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The advice to start a runtime with its perf map is given only to one whose command
+    /// line does not already ask for it.
+    #[test]
+    fn advice_is_checked_against_the_command_line() {
+        let beam: Vec<&[u8]> = vec![b"beam.smp", b"+JPperf", b"map", b"--", b"-root"];
+        assert!(Runtime::Beam.started_with_perf_map(&beam));
+        let off: Vec<&[u8]> = vec![b"beam.smp", b"+JPperf", b"false"];
+        assert!(!Runtime::Beam.started_with_perf_map(&off));
+        assert!(!Runtime::Beam.started_with_perf_map(&[b"beam.smp", b"+JPperf"]));
+        let node: Vec<&[u8]> = vec![b"node", b"--perf-basic-prof", b"app.js"];
+        assert!(Runtime::Node.started_with_perf_map(&node));
+        assert!(!Runtime::Node.started_with_perf_map(&[b"node", b"app.js"]));
+        let java: Vec<&[u8]> = vec![b"java", b"-XX:+PreserveFramePointer", b"Main"];
+        assert!(Runtime::Jvm.started_with_perf_map(&java));
+        // This test process is none of them: the plain advice.
+        let me = std::process::id();
+        assert_eq!(Runtime::Beam.advice_for(me), Runtime::Beam.advice());
+    }
 }

@@ -288,7 +288,7 @@ impl Drop for RingBuffer {
 /// The ids of the online CPUs (`/sys/devices/system/cpu/online`, such as `0-3,8`); when
 /// the file cannot be read, 0 to the number of online CPUs sysconf gives (at least one).
 pub(crate) fn online_cpus() -> Vec<i32> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let text = kiln_os::proc::read_text("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut cpus = Vec::new();
     for part in text.trim().split(',') {
         let (a, b) = part.split_once('-').unwrap_or((part, part));
@@ -320,7 +320,7 @@ pub(crate) fn poll(fds: &[&OwnedFd], timeout_ms: i32) {
 
 /// `/proc/sys/kernel/perf_event_paranoid`, for error messages.
 pub(crate) fn paranoid() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+    kiln_os::proc::read_text("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
+        .unwrap_or_else(|| "unknown".into())
 }

@@ -88,6 +88,10 @@ impl Workload for EngineLoad {
         self.load.align_ticks(origin_mono_ns);
     }
 
+    fn schedule(&self) -> Option<(usize, std::time::Duration)> {
+        self.load.schedule()
+    }
+
     fn info(&self) -> LoadInfo {
         let settings = self.load.settings();
         LoadInfo {

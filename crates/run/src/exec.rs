@@ -1,26 +1,26 @@
 //! An external command as the load: `kiln run ... exec -- wrk -c 48 -d 40 URL`.
 //!
-//! The command runs in its own process group, so that stopping it at the end of the
-//! measurement reaches the processes it started too: SIGINT first (load tools such as wrk,
-//! vegeta and PerfTest print their results on Ctrl-C), SIGTERM and then SIGKILL if it
-//! lingers. It never outlives kiln: the kernel kills it when kiln dies
-//! (`PR_SET_PDEATHSIG`), and a watcher kills its whole group ([`GroupWatch`]). Its standard output and error are kept with the run (up to
-//! [`CAPTURE_LIMIT`] bytes each; bytes beyond are counted, not kept), and its CPU is
+//! The command runs in its own process group ([`kiln_os::child`]), so that stopping it at
+//! the end of the measurement reaches the processes it started too: SIGINT first (load
+//! tools such as wrk, vegeta and PerfTest print their results on Ctrl-C), SIGTERM and then
+//! SIGKILL if it lingers; when a signal stopped kiln, within a second. It never outlives
+//! kiln: the kernel kills it when kiln dies (`PR_SET_PDEATHSIG`), a watcher kills its
+//! whole group, and so does kiln's signal handler before it exits. Its standard output
+//! and error are kept with the run (their first and last bytes, up to
+//! [`kiln_os::child::CAPTURE_LIMIT`] each; the bytes between are counted, not kept), and its CPU is
 //! sampled beside the target's: on a 2-core machine a load generator's own CPU decides
 //! what the numbers mean.
 use crate::{LoadEvents, LoadOutcome, Workload};
+use kiln_os::child::{Capture, Captured, GroupWatch, Registered};
 use kiln_os::stop::Stop;
 use kiln_store::{Attachment, LoadInfo};
 use std::ffi::OsString;
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Bytes of each of stdout and stderr kept with a run.
-pub const CAPTURE_LIMIT: usize = 16 << 20;
-
-/// Time a stopped command gets between SIGTERM and SIGKILL.
+/// Time a stopped command gets between SIGINT, SIGTERM and SIGKILL at the end of a
+/// measurement (a load tool printing its results).
 const GRACE: Duration = Duration::from_secs(5);
 
 /// An external command driving the load.
@@ -39,44 +39,32 @@ impl ExecLoad {
 /// The load command, its output piped, in a process group of its own, killed if kiln
 /// dies.
 fn command(prog: &OsString, args: &[OsString]) -> Command {
-    let parent = std::process::id() as libc::pid_t;
     let mut cmd = Command::new(prog);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // SAFETY: the hook runs in the child between fork and exec and calls only
-    // async-signal-safe functions (prctl, getppid, _exit).
-    unsafe {
-        cmd.pre_exec(move || {
-            // The load dies with kiln, however kiln ends (kill -9, the OOM killer): it
-            // must not go on hammering the server unwatched.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // kiln died before the line above: nobody would kill us then.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
+        .stderr(Stdio::piped());
+    // The load dies with kiln, however kiln ends (kill -9, the OOM killer): it must not
+    // go on hammering the server unwatched.
+    kiln_os::child::own_group(&mut cmd);
     cmd
 }
 
-/// An output being captured: its bytes kept and the count of those dropped.
-type Captured = Option<std::thread::JoinHandle<(Vec<u8>, u64)>>;
-
 /// The captured outputs as attachments, and a note for each that was cut.
-fn collected(outputs: [(&str, Captured); 2]) -> (Vec<Attachment>, Vec<String>) {
+fn collected(outputs: [(&str, Option<Capture>); 2]) -> (Vec<Attachment>, Vec<String>) {
     let mut attachments = Vec::new();
     let mut notes = Vec::new();
-    for (name, h) in outputs {
-        if let Some(Ok((data, dropped))) = h.map(|h| h.join()) {
-            if dropped > 0 {
+    for (name, c) in outputs {
+        if let Some(Captured {
+            data,
+            total,
+            left_out,
+        }) = c.map(Capture::finish)
+        {
+            if left_out > 0 {
                 notes.push(format!(
-                    "{name}: {dropped} bytes beyond the first {CAPTURE_LIMIT} were not kept"
+                    "{name}: {total} bytes written; the first and the last {} MiB kept, the {left_out} bytes between left out",
+                    kiln_os::child::KEEP_EACH >> 20
                 ));
             }
             attachments.push(Attachment {
@@ -108,88 +96,20 @@ fn failure(
     }
 }
 
-/// A captured stream: the bytes kept and how many more there were.
-fn capture(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<(Vec<u8>, u64)> {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut dropped = 0u64;
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = CAPTURE_LIMIT.saturating_sub(kept.len()).min(n);
-                    kept.extend_from_slice(&buf[..room]);
-                    dropped += (n - room) as u64;
-                }
-            }
-        }
-        (kept, dropped)
-    })
-}
-
-/// A watcher that kills the load's whole process group if kiln dies first, however it
-/// dies (`kill -9`, the OOM killer): the load's own child gets SIGKILL from the kernel
-/// then (`PR_SET_PDEATHSIG`), but what it started in turn (a shell's commands) would
-/// otherwise go on loading the server, orphaned. The watcher is a shell reading a line
-/// from kiln: `done` when kiln has stopped the load itself, end of file when kiln died.
-/// It sits in a group of its own and ignores the terminal's signals, so that only kiln's
-/// word or kiln's death ends it.
-struct GroupWatch {
-    tell: Option<std::process::ChildStdin>,
-    child: Child,
-}
-
-impl GroupWatch {
-    fn start(pgid: u32) -> Option<GroupWatch> {
-        let mut child = Command::new("/bin/sh")
-            .args([
-                "-c",
-                "trap '' INT TERM HUP; read x; [ \"$x\" = done ] || kill -s KILL -- \"-$1\"",
-                "kiln-load-watch",
-                &pgid.to_string(),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .ok()?;
-        Some(GroupWatch {
-            tell: child.stdin.take(),
-            child,
-        })
-    }
-
-    /// The load has ended under kiln's eyes: the watcher goes without killing anything.
-    fn release(mut self) {
-        use std::io::Write;
-        if let Some(mut w) = self.tell.take() {
-            let _ = w.write_all(b"done\n");
-        }
-        let _ = self.child.wait();
-    }
-}
-
-fn signal_group(child: &Child, sig: i32) {
-    // SAFETY: signalling the process group we created for our own child (pgid = its pid).
-    unsafe { libc::kill(-(child.id() as i32), sig) };
-}
-
-/// Stops a running command: SIGINT, then SIGTERM, then SIGKILL, a grace period apart.
-fn stop_child(child: &mut Child) -> Option<std::process::ExitStatus> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        signal_group(child, sig);
+/// Stops a running command: SIGINT, then SIGTERM, then SIGKILL, `grace` apart.
+fn stop_child(child: &mut Child, grace: Duration) -> Option<std::process::ExitStatus> {
+    'signals: for sig in [libc::SIGINT, libc::SIGTERM] {
+        kiln_os::child::signal_group(child.id() as i32, sig);
         let t = Instant::now();
-        while t.elapsed() < GRACE {
-            if let Ok(Some(s)) = child.try_wait() {
-                return Some(s);
+        while t.elapsed() < grace {
+            if kiln_os::child::has_exited(child) {
+                break 'signals;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    signal_group(child, libc::SIGKILL);
-    child.wait().ok()
+    // The leader ended or lingered: its group goes with it, then it is reaped.
+    kiln_os::child::end_group(child, Duration::ZERO)
 }
 
 impl Workload for ExecLoad {
@@ -227,25 +147,31 @@ impl Workload for ExecLoad {
                 ))
             }
         };
+        let registered = Registered::new(child.id());
         let watch = GroupWatch::start(child.id());
-        let out = child.stdout.take().map(capture);
-        let err = child.stderr.take().map(capture);
+        let out = child.stdout.take().map(Capture::start);
+        let err = child.stderr.take().map(Capture::start);
         events.started(Some(child.id()));
         let mut stopped_by_us = false;
         let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) => {}
-                Err(_) => break None,
+            if kiln_os::child::has_exited(&child) {
+                // What it left running in its group goes with it.
+                break kiln_os::child::end_group(&mut child, Duration::ZERO);
             }
             if stop.sleep(Duration::from_millis(50)) {
                 stopped_by_us = true;
-                break stop_child(&mut child);
+                // A signal stopped kiln: the person waits, the load ends within a second.
+                let grace = match stop.signal() {
+                    Some(_) => kiln_os::child::STOP_GRACE / 2,
+                    None => GRACE,
+                };
+                break stop_child(&mut child, grace);
             }
         };
         if let Some(w) = watch {
             w.release();
         }
+        drop(registered);
         let (attachments, notes) = collected([("load.stdout", out), ("load.stderr", err)]);
         let code = status.and_then(|s| s.code());
         let signal = status.and_then(|s| s.signal());

@@ -56,6 +56,7 @@ pub use files::{read_options, FileReaders};
 pub use headline::{group_cpu, GroupCpu, FLEET_UNIT};
 pub(crate) use kiln_hdr::decode_histogram;
 pub use orchestrate::run;
+pub use orchestrate::{sweep_too_long, FLEET_STALL};
 
 use kiln_os::stop::Stop;
 use kiln_record::{EventSpec, UnwindMode};
@@ -255,6 +256,11 @@ pub trait Workload: Send {
     fn align_ticks(&mut self, origin_mono_ns: u64);
     /// Runs until it ends by itself or `stop` is raised, reporting through `events`.
     fn run(&mut self, stop: &Stop, events: &mut dyn LoadEvents) -> LoadOutcome;
+    /// A sweep's schedule ([`kiln_loadgen::Load::schedule`]): how many steps, each how
+    /// long. Default: none.
+    fn schedule(&self) -> Option<(usize, Duration)> {
+        None
+    }
 }
 
 /// Options of a run.
@@ -284,6 +290,9 @@ pub struct RunOptions {
     pub duration: Duration,
     /// Load time before the measurement. Default: 0.
     pub warmup: Duration,
+    /// After `warmup`, warm up until a fleet (MQTT `conn`) holds every connection it was
+    /// asked for (`--warmup fleet`), or has opened none for [`FLEET_STALL`]. Default: false.
+    pub warmup_fleet: bool,
     /// kiln's command line, kept with the run.
     pub command_line: Vec<String>,
     /// Resource sampling interval. Default: 1 s.
@@ -316,6 +325,7 @@ impl RunOptions {
             unwind: UnwindMode::Auto,
             duration: Duration::from_secs(30),
             warmup: Duration::ZERO,
+            warmup_fleet: false,
             command_line: Vec::new(),
             sample_interval: Duration::from_secs(1),
             pprof: Vec::new(),

@@ -60,16 +60,19 @@ pub fn target_info(pids: &[u32]) -> TargetInfo {
     let Some(&first) = pids.first() else {
         return TargetInfo::default();
     };
-    let comm = std::fs::read_to_string(format!("/proc/{first}/comm"))
-        .map(|s| s.trim_end().to_string())
+    // Bytes: a name cut mid-character by the kernel (15 bytes) is not UTF-8; its stray
+    // bytes are kept as `\xNN`, never dropped.
+    let text = |b: &[u8]| kiln_model::text::from_bytes(b).into_owned();
+    let comm = kiln_os::proc::comm(first)
+        .map(|b| text(b.trim_ascii_end()))
         .unwrap_or_default();
     let exe_path = std::fs::read_link(format!("/proc/{first}/exe")).ok();
     let build_id = build_id(std::path::Path::new(&format!("/proc/{first}/exe")));
-    let cmdline = std::fs::read(format!("/proc/{first}/cmdline"))
+    let cmdline = kiln_os::proc::read(format!("/proc/{first}/cmdline"))
         .map(|b| {
             b.split(|&c| c == 0)
                 .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .map(text)
                 .collect()
         })
         .unwrap_or_default();
@@ -77,7 +80,7 @@ pub fn target_info(pids: &[u32]) -> TargetInfo {
         pids: pids.to_vec(),
         comm,
         exe: exe_path
-            .map(|p| p.display().to_string())
+            .map(|p| text(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())))
             .unwrap_or_default(),
         build_id,
         cmdline,

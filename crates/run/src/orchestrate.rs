@@ -65,6 +65,24 @@ fn lock(s: &Mutex<ProcSampler>) -> MutexGuard<'_, ProcSampler> {
 
 type RecorderHandle<'s> = ScopedJoinHandle<'s, Result<Recording, RecordError>>;
 
+/// How long `--warmup fleet` waits for a fleet that opens no more connections before the
+/// measurement starts anyway (and says so).
+pub const FLEET_STALL: Duration = Duration::from_secs(30);
+
+/// Connections a fleet holds by the ticks so far: those its seconds counted connected,
+/// less those dropped.
+fn held(ticks: &[LoadTick]) -> u64 {
+    let count = |name: &str| -> f64 {
+        ticks
+            .iter()
+            .flat_map(|t| t.values.iter().map(move |v| (v, t.interval_s)))
+            .filter(|(v, _)| v.name == name)
+            .filter_map(|(v, s)| Some(v.value? * s))
+            .sum()
+    };
+    (count("connected") - count("dropped")).round().max(0.0) as u64
+}
+
 /// What the pass has seen so far.
 struct Pass<'a> {
     opts: &'a RunOptions,
@@ -87,6 +105,10 @@ struct Pass<'a> {
     /// stopped with it, as it should.
     schedule_done: bool,
     last_progress: Instant,
+    /// The connections a fleet was asked to hold (a load of [`crate::FLEET_UNIT`]).
+    fleet_asked: Option<u64>,
+    /// Warnings of the pass itself (a fleet still connecting when the measurement began).
+    warnings: Vec<String>,
 }
 
 impl Pass<'_> {
@@ -195,7 +217,8 @@ impl Pass<'_> {
         }
     }
 
-    /// Lets the load run unrecorded for the warm-up.
+    /// Lets the load run unrecorded for the warm-up; with `--warmup fleet`, then until the
+    /// fleet holds every connection asked for (or opens none for [`FLEET_STALL`]).
     fn warm_up(&mut self) {
         let end = Instant::now() + self.opts.warmup;
         while self.outcome.is_none() && !self.stop.is_raised() && Instant::now() < end {
@@ -206,6 +229,43 @@ impl Pass<'_> {
                 break;
             }
             self.progress(Phase::Warmup, false);
+        }
+        let Some(asked) = self.fleet_asked.filter(|_| self.opts.warmup_fleet) else {
+            return;
+        };
+        let (mut last, mut since) = (held(&self.ticks), Instant::now());
+        while self.outcome.is_none() && !self.stop.is_raised() && last < asked {
+            if since.elapsed() >= FLEET_STALL {
+                self.warnings.push(format!(
+                    "--warmup fleet: the fleet opened no connection for {} s at {last} of {asked}; the measurement started without the rest",
+                    FLEET_STALL.as_secs()
+                ));
+                return;
+            }
+            if !self.pump(Duration::from_millis(200)) {
+                break;
+            }
+            self.progress(Phase::Warmup, false);
+            let now = held(&self.ticks);
+            if now > last {
+                (last, since) = (now, Instant::now());
+            }
+        }
+    }
+
+    /// A fleet that does not hold every connection asked for when the measurement begins
+    /// is said: its figures cover a fleet still growing.
+    fn check_fleet_at_start(&mut self) {
+        let Some(asked) = self.fleet_asked else {
+            return;
+        };
+        let now = held(&self.ticks);
+        if now < asked && self.outcome.is_none() && !self.stop.is_raised() {
+            self.warnings.push(format!(
+                "the fleet held {} of the {} connections asked for when the measurement began (still connecting: its figures cover a fleet still growing; --warmup fleet waits for every connection)",
+                kiln_model::thousands(now),
+                kiln_model::thousands(asked)
+            ));
         }
     }
 
@@ -218,6 +278,7 @@ impl Pass<'_> {
         rec_stop: &Stop,
         remote: &mut Option<RemoteRecordings<'_>>,
     ) {
+        self.check_fleet_at_start();
         let from = Instant::now();
         self.measure_from = Some(from);
         // Said as it begins (not at the next second's line): a log, or a script
@@ -405,6 +466,8 @@ impl<'a> Pass<'a> {
             stopping: false,
             schedule_done: false,
             last_progress: Instant::now(),
+            fleet_asked: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -539,7 +602,7 @@ fn drive(
         };
         // 2–3. With no warm-up the recorders are ready before the load starts; otherwise
         // they get ready while the load warms up. 4. The measurement.
-        if opts.warmup.is_zero() {
+        if opts.warmup.is_zero() && !opts.warmup_fleet {
             pass.await_ready(&c.gate, recorder.as_ref(), remote);
             start_load(tx);
         } else {
@@ -574,6 +637,7 @@ pub fn run(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunData, RunError> {
     validate(opts)?;
+    let short_sweep = sweep_too_long(opts, load.schedule());
     // Other hosts first: their agents start, their clocks are measured.
     let fleet =
         (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote, opts.max_input, stop));
@@ -598,6 +662,10 @@ pub fn run(
         .filter(|r| !r.is_empty());
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut pass = Pass::new(opts, stop, on_progress, rx, sampler.clone());
+    pass.warnings.extend(short_sweep);
+    pass.fleet_asked = (load_info.unit == crate::FLEET_UNIT)
+        .then(|| load_info.concurrency.map(|c| c.round() as u64))
+        .flatten();
     let local = !opts.pids.is_empty();
     let controls = Controls {
         sampler: sampler.clone(),
@@ -607,18 +675,17 @@ pub fn run(
         gate,
     };
     let measured = drive(&mut pass, load, &controls, &rec_opts, &mut remote, tx);
-    if pass.outcome.as_ref().is_some_and(|o| !o.started) && !pass.started {
-        let o = pass.outcome.take().unwrap_or_default();
-        return Err(RunError::LoadStart(
-            o.failure.unwrap_or_else(|| "it ended at once".into()),
-        ));
-    }
+    let target_gone = pass.outcome.as_ref().is_some_and(|o| !o.started)
+        && !pass.started
+        && early_exit(opts, &mut pass)?;
     let gate_opened = measured.gate_opened;
     // A recorder that failed before sampling counts whether or not the gate opened.
     let mut rec = match measured.recording {
         Some(recording) if gate_opened => {
             recorded(Some(recording), stop, pass.schedule_done, &mut pass.reasons)
         }
+        // The target's early end is said already.
+        Some(Ok(Err(RecordError::NoSuchProcess(_)))) if target_gone => Recorded::default(),
         Some(Ok(Err(e))) => recorded(Some(Ok(Err(e))), stop, false, &mut pass.reasons),
         _ => Recorded::default(),
     };
@@ -637,6 +704,7 @@ pub fn run(
             &mut hosts,
         );
     }
+    let pass_warnings = std::mem::take(&mut pass.warnings);
     let sampler = std::mem::replace(&mut *lock(&sampler), ProcSampler::new(&[], None));
     let target = match hosts.first() {
         Some(h) if !local => h.target.clone(),
@@ -653,11 +721,31 @@ pub fn run(
         rec,
         pass.reasons,
     );
+    data.meta.warnings.extend(pass_warnings);
     if let Some(f) = &fleet {
         add_hosts(&mut data, f, fleet_load.as_ref(), hosts);
     }
     add_fetched(&mut data, measured.fetched);
     Ok(data)
+}
+
+/// The load did not start: when a target process has exited meanwhile, that is why the
+/// run is cut short (it is stored, incomplete, saying so: `Ok(true)`); else the load's own
+/// failure is the run's error.
+fn early_exit(opts: &RunOptions, pass: &mut Pass<'_>) -> Result<bool, RunError> {
+    let why = pass
+        .outcome
+        .as_ref()
+        .and_then(|o| o.failure.clone())
+        .unwrap_or_else(|| "it ended at once".into());
+    let Some(gone) = opts.pids.iter().find(|&&p| !kiln_os::proc::alive(p)) else {
+        return Err(RunError::LoadStart(why));
+    };
+    pass.reasons.push(format!(
+        "the target (pid {gone}) exited {:.1} s after the run began, before the load started (the load: {why})",
+        pass.t0.elapsed().as_secs_f64()
+    ));
+    Ok(true)
 }
 
 /// How long the other hosts get to send their recordings once sampling stopped (they
@@ -703,6 +791,30 @@ fn add_hosts(
             h.switches_per_op = Some(sw as f64 / ops as f64);
         }
     }
+}
+
+/// What a sweep's `-d` must cover beyond its steps: the load connects (and probes the
+/// server) before its first step begins. The measurement ends with the sweep's last step,
+/// so a longer `-d` costs nothing.
+const SWEEP_SLACK: Duration = Duration::from_secs(10);
+
+/// A sweep (`steps` steps, each so long) must fit the measurement, or its last steps are
+/// cut short or never measured: `-d` of the steps' time and [`SWEEP_SLACK`], less the
+/// warm-up (during which the sweep already runs). What to say before the run (and keep
+/// with it) when it does not; `kiln run` says it before its first run.
+pub fn sweep_too_long(opts: &RunOptions, schedule: Option<(usize, Duration)>) -> Option<String> {
+    let (steps, each) = schedule?;
+    let sweep = each.saturating_mul(steps as u32);
+    let need = (sweep + SWEEP_SLACK).saturating_sub(opts.warmup);
+    (opts.duration < need).then(|| {
+        format!(
+            "-d {} s is shorter than the sweep: its {steps} steps of {} s take {} s, and its first begins once the load has connected; its last steps are cut short or not measured (marked in the sweep's table): give -d {} or more (the measurement ends with the sweep's last step, so a longer -d costs nothing)",
+            opts.duration.as_secs_f64(),
+            each.as_secs_f64(),
+            sweep.as_secs_f64(),
+            need.as_secs_f64().ceil()
+        )
+    })
 }
 
 fn validate(opts: &RunOptions) -> Result<(), RunError> {

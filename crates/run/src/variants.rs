@@ -12,8 +12,10 @@
 //! kiln run --variant before='rabbitmqctl trace_off' --variant after='rabbitmqctl trace_on' \
 //!     --repeat 6 -p "$(pgrep -o beam.smp)" -d 5 load amqp -r 25000
 //! ```
+use kiln_os::stop::Stop;
 use kiln_store::{Attachment, CommandRecord, RunData};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 /// Why variants cannot be run.
 #[derive(Debug, thiserror::Error)]
@@ -235,7 +237,8 @@ impl SplitMix {
     }
 }
 
-/// A command run around a run, with what it wrote.
+/// A command run around a run, with what it wrote (its head and tail, within
+/// [`kiln_os::child::CAPTURE_LIMIT`] bytes a stream).
 #[derive(Clone, Debug)]
 pub struct Ran {
     /// The command and how it ended.
@@ -244,6 +247,8 @@ pub struct Ran {
     pub stdout: Vec<u8>,
     /// Its stderr.
     pub stderr: Vec<u8>,
+    /// The signal whose stop ended it, when one did.
+    pub signal_stop: Option<i32>,
 }
 
 impl Ran {
@@ -252,8 +257,12 @@ impl Ran {
         self.record.exit_code == Some(0)
     }
 
-    /// How it ended, in words: `exited with status 3`, `was ended by signal 9`.
+    /// How it ended, in words: `exited with status 3`, `was ended by signal 9`, `was
+    /// ended by kiln: it ran past --setup-timeout 600 s`.
     pub fn status_text(&self) -> String {
+        if let Some(why) = &self.record.stopped {
+            return format!("was ended by kiln: {why}");
+        }
         match (self.record.exit_code, self.record.signal) {
             (Some(c), _) => format!("exited with status {c}"),
             (None, Some(s)) => format!("was ended by signal {s}"),
@@ -261,18 +270,32 @@ impl Ran {
         }
     }
 
+    /// Whether kiln ended it because a signal asked kiln to stop.
+    pub fn stopped_by_signal(&self) -> bool {
+        self.signal_stop.is_some()
+    }
+
     /// Keeps it with `run`: the record in its metadata, the output (when there is any)
     /// as the attachments `ROLE.stdout` and `ROLE.stderr`.
     pub fn keep(self, run: &mut RunData) {
+        let (record, attachments) = self.split();
+        run.attachments.extend(attachments);
+        run.meta.commands.push(record);
+    }
+
+    /// Its record and its output as the attachments `ROLE.stdout` and `ROLE.stderr` (those
+    /// that are not empty).
+    pub fn split(self) -> (CommandRecord, Vec<Attachment>) {
+        let mut attachments = Vec::new();
         for (what, data) in [("stdout", self.stdout), ("stderr", self.stderr)] {
             if !data.is_empty() {
-                run.attachments.push(Attachment {
+                attachments.push(Attachment {
                     name: format!("{}.{what}", self.record.role),
                     data,
                 });
             }
         }
-        run.meta.commands.push(self.record);
+        (self.record, attachments)
     }
 
     /// The error for a variant's set-up that failed.
@@ -294,30 +317,64 @@ impl Ran {
     }
 }
 
-/// Runs `command` through `sh -c` (stdin empty), its output kept; `role` is `setup` or
-/// `after-each`.
-pub fn run_command(role: &str, command: &str) -> Result<Ran, VariantError> {
-    use std::os::unix::process::ExitStatusExt;
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| VariantError::Spawn {
-            role: role.to_string(),
-            command: command.to_string(),
-            source,
-        })?;
+/// Runs `command` through `sh -c` (stdin empty), its output kept within a bound; `role` is
+/// `setup` or `after-each`. It runs in a process group of its own that kiln ends — within
+/// a second — when `stop` is raised or after `timeout` (`--setup-timeout`), and that dies
+/// with kiln ([`kiln_os::child`]).
+pub fn run_command(
+    role: &str,
+    command: &str,
+    stop: &Stop,
+    timeout: Duration,
+) -> Result<Ran, VariantError> {
+    use kiln_os::child::Ended;
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg(command);
+    let f = kiln_os::child::run(sh, stop, timeout).map_err(|source| VariantError::Spawn {
+        role: role.to_string(),
+        command: command.to_string(),
+        source,
+    })?;
+    let (stopped, signal_stop) = match f.ended {
+        Ended::Itself => (None, None),
+        Ended::Stopped(sig) => (
+            Some(match sig {
+                Some(s) => format!("stopped on {}", signal_name(s)),
+                None => "stopped".to_string(),
+            }),
+            sig,
+        ),
+        Ended::TimedOut(t) => (
+            Some(format!("it ran past --setup-timeout {} s", t.as_secs_f64())),
+            None,
+        ),
+    };
+    let notes = [f.stdout.note("stdout"), f.stderr.note("stderr")]
+        .into_iter()
+        .flatten()
+        .collect();
     Ok(Ran {
         record: CommandRecord {
             role: role.to_string(),
             command: command.to_string(),
-            exit_code: out.status.code(),
-            signal: out.status.signal(),
+            exit_code: f.code(),
+            signal: f.signal(),
+            stopped,
+            notes,
         },
-        stdout: out.stdout,
-        stderr: out.stderr,
+        stdout: f.stdout.data,
+        stderr: f.stderr.data,
+        signal_stop,
     })
+}
+
+fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        s => format!("signal {s}"),
+    }
 }
 
 #[cfg(test)]
@@ -398,6 +455,8 @@ mod tests {
 
     #[test]
     fn commands_run_through_sh_and_keep_their_output() {
+        let forever = Duration::from_secs(3600);
+        let run_command = |role: &str, c: &str| run_command(role, c, &Stop::new(), forever);
         let ran = run_command("setup", "echo out; echo err >&2; exit 3").unwrap();
         assert!(!ran.ok());
         assert_eq!(ran.status_text(), "exited with status 3");
@@ -415,5 +474,26 @@ mod tests {
         let killed = run_command("after-each", "kill -9 $$").unwrap();
         assert_eq!(killed.status_text(), "was ended by signal 9");
         assert!(run_command("setup", "true").unwrap().ok());
+        let hung = super::run_command(
+            "setup",
+            "sleep 100000",
+            &Stop::new(),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        assert!(!hung.ok());
+        assert_eq!(
+            hung.status_text(),
+            "was ended by kiln: it ran past --setup-timeout 0.05 s"
+        );
+        assert!(!hung.stopped_by_signal());
+        let stop = Stop::new();
+        stop.raise_for_signal(libc::SIGTERM);
+        let stopped = super::run_command("after-each", "sleep 100000", &stop, forever).unwrap();
+        assert_eq!(
+            stopped.status_text(),
+            "was ended by kiln: stopped on SIGTERM"
+        );
+        assert!(stopped.stopped_by_signal());
     }
 }

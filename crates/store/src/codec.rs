@@ -3,7 +3,7 @@
 //! JSON, latency histograms in HdrHistogram's own serialisation, attachments as they are).
 //! The SQLite and the PostgreSQL stores share these functions, so a run reads back the
 //! same from either and moves between them byte for byte.
-use crate::model::{Attachment, Histogram, RunData, RunId, RunMeta, SeriesTable};
+use crate::model::{Attachment, CommandRecord, Histogram, RunData, RunId, RunMeta, SeriesTable};
 use std::path::PathBuf;
 
 /// zstd level for bulk data: fast to write (a run is saved within a second of its end),
@@ -49,29 +49,10 @@ fn histogram_blob_name(h: &Histogram) -> String {
 /// Encodes and compresses a whole run (before any transaction starts: the store's lock
 /// is held only while rows are written).
 pub(crate) fn encode_run(run: &RunData) -> std::io::Result<EncodedRun> {
-    // Impossible figures are left out (the run's warnings say which), never stored.
-    let mut meta = run.meta.clone();
-    crate::check::clear_impossible(&mut meta);
-    let meta_json = serde_json::to_string(&meta).map_err(std::io::Error::other)?;
-    // The listing columns say what a read of the stored metadata would (a damaged run
-    // is listed as damaged), by the same rule.
-    let stored = crate::Stored {
-        id: 0,
-        name: meta.name.clone(),
-        group: meta.group.clone(),
-        started_unix_ms: meta.started_unix_ms,
-        meta: decode_meta(0, &meta_json),
-    };
-    let listed = crate::Listed::of(&stored, meta.status.complete);
+    let (meta_json, listed) = encode_meta(run.meta.clone())?;
     let mut blobs = Vec::new();
     let mut put = |kind: &'static str, name: String, raw: &[u8]| -> std::io::Result<()> {
-        blobs.push(Blob {
-            kind,
-            name,
-            size: raw.len() as i64,
-            codec: "zstd",
-            data: compress(raw)?,
-        });
+        blobs.push(blob(kind, name, raw)?);
         Ok(())
     };
     for (i, p) in run.profiles.iter().enumerate() {
@@ -93,6 +74,80 @@ pub(crate) fn encode_run(run: &RunData) -> std::io::Result<EncodedRun> {
         blobs,
         listed,
     })
+}
+
+/// A blob of `raw`, compressed.
+fn blob(kind: &'static str, name: String, raw: &[u8]) -> std::io::Result<Blob> {
+    Ok(Blob {
+        kind,
+        name,
+        size: raw.len() as i64,
+        codec: "zstd",
+        data: compress(raw)?,
+    })
+}
+
+/// Metadata as it is stored, and the listing columns of it.
+fn encode_meta(mut meta: RunMeta) -> std::io::Result<(String, crate::Listed)> {
+    // Impossible figures are left out (the run's warnings say which), never stored.
+    crate::check::clear_impossible(&mut meta);
+    let meta_json = serde_json::to_string(&meta).map_err(std::io::Error::other)?;
+    // The listing columns say what a read of the stored metadata would (a damaged run
+    // is listed as damaged), by the same rule.
+    let stored = crate::Stored {
+        id: 0,
+        name: meta.name.clone(),
+        group: meta.group.clone(),
+        started_unix_ms: meta.started_unix_ms,
+        meta: decode_meta(0, &meta_json),
+    };
+    let listed = crate::Listed::of(&stored, meta.status.complete);
+    Ok((meta_json, listed))
+}
+
+/// Stored run `id`'s metadata (`meta_json`) with `commands` added, and the blobs of
+/// `attachments`: what [`crate::Store::add_commands`] writes. `Err` says why it cannot be
+/// (the stored metadata is damaged, an attachment of that name is there already).
+pub(crate) fn encode_addition(
+    id: RunId,
+    meta_json: &str,
+    commands: &[CommandRecord],
+    attachments: &[Attachment],
+    existing: &[String],
+) -> Result<EncodedRun, String> {
+    let mut meta = decode_meta(id, meta_json)?;
+    meta.commands.extend_from_slice(commands);
+    let (meta_json, listed) = encode_meta(meta).map_err(|e| e.to_string())?;
+    let mut blobs = Vec::new();
+    for a in attachments {
+        if existing.contains(&a.name) {
+            return Err(format!(
+                "the run already has an attachment '{}'",
+                kiln_model::text::clean_cut(&a.name, 80)
+            ));
+        }
+        blobs.push(blob("attachment", a.name.clone(), &a.data).map_err(|e| e.to_string())?);
+    }
+    Ok(EncodedRun {
+        meta_json,
+        blobs,
+        listed,
+    })
+}
+
+/// Why a blob of `size` bytes cannot be read back under the input limit `limit`; `None`
+/// when it can. A run holding one is damaged for every reader.
+pub(crate) fn size_problem(kind: &str, name: &str, size: i64, limit: u64) -> Option<String> {
+    let what = || format!("{kind} '{}'", kiln_model::text::clean_cut(name, 80));
+    match u64::try_from(size) {
+        Err(_) => Some(format!("{}: negative size {size}", what())),
+        Ok(declared) if declared > limit => Some(format!(
+            "{}: its size, {declared} bytes, exceeds the input limit of {} (--max-input raises it; a damaged or tampered file?)",
+            what(),
+            kiln_model::input::format_size(limit)
+        )),
+        Ok(_) => None,
+    }
 }
 
 /// A blob's bytes as they were saved; `Err` says what is wrong with it.
@@ -117,12 +172,8 @@ pub(crate) fn decode_blob(
     };
     match codec {
         "zstd" => {
-            if declared > limit {
-                return Err(format!(
-                    "{}: its size, {declared} bytes, exceeds the input limit of {} (--max-input raises it; a damaged or tampered file?)",
-                    what(),
-                    input::format_size(limit)
-                ));
+            if let Some(why) = size_problem(kind, name, size, limit) {
+                return Err(why);
             }
             match zstd::zstd_safe::get_frame_content_size(&data) {
                 Ok(Some(n)) if n != declared => {

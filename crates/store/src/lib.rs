@@ -225,6 +225,45 @@ pub struct Stored {
 }
 
 impl Stored {
+    /// The run as a row holds it, its name, group and start columns checked against its
+    /// metadata: the columns are what a run is found by (`kiln runs show NAME`), the
+    /// metadata what is shown, so a row whose columns were changed around kiln (by hand,
+    /// by another tool) is damaged, said the same way by every command.
+    pub(crate) fn checked(mut self) -> Stored {
+        let Ok(m) = &self.meta else {
+            return self;
+        };
+        let show = |s: &str| kiln_model::text::clean_cut(s, 60).into_owned();
+        let mut wrong = Vec::new();
+        if m.name != self.name {
+            wrong.push(format!(
+                "its name column says '{}' but its metadata '{}'",
+                show(&self.name),
+                show(&m.name)
+            ));
+        }
+        if m.group != self.group {
+            wrong.push(format!(
+                "its group column says '{}' but its metadata '{}'",
+                show(&self.group),
+                show(&m.group)
+            ));
+        }
+        if m.started_unix_ms != self.started_unix_ms {
+            wrong.push(format!(
+                "its start column says {} but its metadata {}",
+                self.started_unix_ms, m.started_unix_ms
+            ));
+        }
+        if !wrong.is_empty() {
+            self.meta = Err(format!(
+                "{} (the row was changed around kiln)",
+                wrong.join("; ")
+            ));
+        }
+        self
+    }
+
     /// Its metadata; a damaged run is [`StoreError::DamagedRun`] (in the store at `path`).
     pub fn into_meta(self, path: &Path) -> Result<RunMeta> {
         self.meta.map_err(|what| StoreError::DamagedRun {
@@ -330,6 +369,21 @@ pub trait Store {
     }
     /// Removes a run.
     fn remove(&mut self, id: RunId) -> Result<()>;
+    /// Adds to stored run `id` what ran after it was saved (`--after-each`): the commands'
+    /// records in its metadata and their output as attachments, in one transaction. A run
+    /// is saved before such a command runs, so that no command (hung, killed, or kiln
+    /// killed meanwhile) can lose it.
+    fn add_commands(
+        &mut self,
+        id: RunId,
+        commands: &[CommandRecord],
+        attachments: &[Attachment],
+    ) -> Result<()>;
+    /// Gives `f` every stored blob that no reader could read back, by its declared size
+    /// alone (past the input limit, [`Store::set_max_input`], or negative): its run and
+    /// what is wrong. Only the sizes are read. `kiln runs check` counts such a run as
+    /// damaged: every command that reads it would fail.
+    fn unreadable_blobs(&self, f: &mut dyn FnMut(RunId, String)) -> Result<()>;
     /// The store's location, for messages: a file's path, or a URL without its password.
     fn location(&self) -> &Path;
     /// Sets the most bytes one stored blob may inflate to (`--max-input`;

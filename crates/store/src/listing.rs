@@ -100,3 +100,12 @@ pub fn configuration(r: &RunMeta) -> String {
 /// grp, started_ms, complete`.
 pub(crate) const COLUMNS: &str =
     "target_comm, load_text, throughput, p50_us, p99_us, cpu_per_op_us, config, damaged";
+
+/// The metadata column where a run's listing must be read from it: its columns are empty
+/// (a row changed or written around kiln), or hold a figure no save writes (changed by
+/// hand: `1e300`, a negative latency; NaN and infinities are past every bound) — the
+/// bounds of [`crate::check_meta`].
+pub(crate) const META_WHEN_NEEDED: &str = "CASE WHEN config IS NULL AND damaged IS NULL \
+     OR throughput < 0 OR throughput > 1e12 \
+     OR p50_us < 0 OR p50_us > 31536000000000 OR p99_us < 0 OR p99_us > 31536000000000 \
+     OR cpu_per_op_us < 0 OR cpu_per_op_us > 1e12 THEN meta END";

@@ -479,6 +479,13 @@ pub struct CommandRecord {
     /// The signal that ended it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
+    /// Why kiln ended it, when kiln did (`stopped on SIGTERM`, `ran past --setup-timeout
+    /// 600 s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// What was not kept of its output (`stdout: 1181116006 bytes written; …`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A whole run.

@@ -18,7 +18,7 @@
 //! retried after its commit's answer was lost finds its run (same name and metadata)
 //! instead of writing it twice.
 use crate::codec;
-use crate::model::{RunData, RunId};
+use crate::model::{Attachment, CommandRecord, RunData, RunId};
 use crate::{Listed, Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
 use postgres::{Client, Config, NoTls};
 use std::cell::RefCell;
@@ -211,6 +211,9 @@ impl PgStore {
             max_input: kiln_model::input::DEFAULT_LIMIT,
         };
         store.prepare_schema(create)?;
+        if create {
+            store.with_client(|c, _| watch_row_columns(c))?;
+        }
         Ok(store)
     }
 
@@ -363,6 +366,37 @@ fn migrate(c: &mut Client) -> std::result::Result<i64, postgres::Error> {
     Ok(SCHEMA_VERSION)
 }
 
+/// Makes the listing columns' trigger watch the columns a run is found by (name, group,
+/// start, complete) as well as its metadata (the SQLite store's `watch_row_columns`):
+/// done once, by the first writer, under the schema lock.
+fn watch_row_columns(c: &mut Client) -> std::result::Result<(), postgres::Error> {
+    const DEF: &str = "SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t \
+        WHERE t.tgname = 'runs_meta_changed' AND t.tgrelid = 'kiln.runs'::regclass";
+    let watched =
+        |c: &mut postgres::Transaction<'_>| -> std::result::Result<bool, postgres::Error> {
+            Ok(c.query_opt(DEF, &[])?
+                .is_some_and(|r| r.get::<_, String>(0).contains("started_ms")))
+        };
+    let mut tx = c.transaction()?;
+    if watched(&mut tx)? {
+        return tx.rollback();
+    }
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+    if !watched(&mut tx)? {
+        tx.batch_execute(
+            "DROP TRIGGER IF EXISTS runs_meta_changed ON kiln.runs;
+             CREATE TRIGGER runs_meta_changed
+                 BEFORE UPDATE OF meta, name, grp, started_ms, complete ON kiln.runs FOR EACH ROW
+                 WHEN (OLD.meta IS DISTINCT FROM NEW.meta OR OLD.name IS DISTINCT FROM NEW.name
+                     OR OLD.grp IS DISTINCT FROM NEW.grp
+                     OR OLD.started_ms IS DISTINCT FROM NEW.started_ms
+                     OR OLD.complete IS DISTINCT FROM NEW.complete)
+                 EXECUTE FUNCTION kiln.runs_meta_changed();",
+        )?;
+    }
+    tx.commit()
+}
+
 /// The `AND` clause of a [`Select`] after `id > $1`, and its parameters.
 fn filter<'a>(
     select: &'a Select<'a>,
@@ -383,14 +417,15 @@ fn listed_row(r: &postgres::Row) -> std::result::Result<Listed, postgres::Error>
     let config: Option<String> = r.try_get(11)?;
     let damaged: Option<String> = r.try_get(12)?;
     let (id, complete) = (r.try_get(0)?, r.try_get(4)?);
-    if config.is_none() && damaged.is_none() {
+    if let Some(meta) = r.try_get::<_, Option<&str>>(13)? {
         let s = Stored {
             id,
             name: r.try_get(1)?,
             group: r.try_get(2)?,
             started_unix_ms: r.try_get(3)?,
-            meta: codec::decode_meta(id, r.try_get::<_, Option<&str>>(13)?.unwrap_or("")),
-        };
+            meta: codec::decode_meta(id, meta),
+        }
+        .checked();
         return Ok(Listed::of(&s, complete));
     }
     Ok(Listed {
@@ -457,7 +492,8 @@ fn fill_listing(tx: &mut postgres::Transaction<'_>) -> std::result::Result<(), p
                 group: r.try_get(2)?,
                 started_unix_ms: r.try_get(3)?,
                 meta: codec::decode_meta(id, r.try_get(5)?),
-            };
+            }
+            .checked();
             write_listing(tx, id, &Listed::of(&s, r.try_get(4)?))?;
         }
     }
@@ -519,20 +555,21 @@ impl Store for PgStore {
                 group: r.try_get(2)?,
                 started_unix_ms: r.try_get(3)?,
                 meta,
-            });
+            }
+            .checked());
             Ok(id)
         })
     }
 
     fn listing(&self, select: Select<'_>, f: &mut dyn FnMut(Listed)) -> Result<()> {
         let (filter, keys) = filter(&select);
-        // A run's metadata is read only where its columns are empty (a row changed or
-        // written around kiln).
+        // A run's metadata is read only where its columns are empty or impossible (a row
+        // changed or written around kiln).
         let sql = format!(
-            "SELECT id, name, grp, started_ms, complete, {}, \
-             CASE WHEN config IS NULL AND damaged IS NULL THEN meta END \
+            "SELECT id, name, grp, started_ms, complete, {}, {} \
              FROM kiln.runs WHERE id > $1 {filter} ORDER BY id",
-            crate::listing::COLUMNS
+            crate::listing::COLUMNS,
+            crate::listing::META_WHEN_NEEDED
         );
         self.rows(&sql, &keys, &mut |r| {
             let l = listed_row(r)?;
@@ -592,6 +629,91 @@ impl Store for PgStore {
                 path: self.location.clone(),
                 hint: String::new(),
             });
+        }
+        Ok(())
+    }
+
+    fn add_commands(
+        &mut self,
+        id: RunId,
+        commands: &[CommandRecord],
+        attachments: &[Attachment],
+    ) -> Result<()> {
+        enum Outcome {
+            Done,
+            Missing,
+            Refused(String),
+        }
+        let outcome = self.with_client(|c, attempt| {
+            let mut tx = c.transaction()?;
+            let Some(row) = tx.query_opt(
+                "SELECT meta FROM kiln.runs WHERE id = $1 FOR UPDATE",
+                &[&id],
+            )?
+            else {
+                return Ok(Outcome::Missing);
+            };
+            let meta: String = row.get(0);
+            if attempt > 0 {
+                // The previous attempt's commit may have landed before the connection
+                // broke: the commands are there then, whole (one transaction).
+                if codec::decode_meta(id, &meta).is_ok_and(|m| m.commands.ends_with(commands)) {
+                    return Ok(Outcome::Done);
+                }
+            }
+            let names: Vec<String> = tx
+                .query(
+                    "SELECT name FROM kiln.blobs WHERE run_id = $1 AND kind = 'attachment'",
+                    &[&id],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let enc = match codec::encode_addition(id, &meta, commands, attachments, &names) {
+                Ok(e) => e,
+                Err(why) => return Ok(Outcome::Refused(why)),
+            };
+            // The trigger empties the listing columns when the metadata changes; they are
+            // written again from the new metadata.
+            tx.execute(
+                "UPDATE kiln.runs SET meta = $2 WHERE id = $1",
+                &[&id, &enc.meta_json],
+            )?;
+            write_listing(&mut tx, id, &enc.listed)?;
+            let insert = tx.prepare(
+                "INSERT INTO kiln.blobs (run_id, kind, name, codec, size, data) VALUES ($1, $2, $3, $4, $5, $6)",
+            )?;
+            for b in &enc.blobs {
+                tx.execute(&insert, &[&id, &b.kind, &b.name, &b.codec, &b.size, &b.data])?;
+            }
+            tx.commit()?;
+            Ok(Outcome::Done)
+        })?;
+        match outcome {
+            Outcome::Done => Ok(()),
+            Outcome::Missing => Err(StoreError::NoSuchRun {
+                reference: format!("#{id}"),
+                path: self.location.clone(),
+                hint: String::new(),
+            }),
+            Outcome::Refused(what) => Err(self.corrupt(id, what)),
+        }
+    }
+
+    fn unreadable_blobs(&self, f: &mut dyn FnMut(RunId, String)) -> Result<()> {
+        let limit = i64::try_from(self.max_input).unwrap_or(i64::MAX);
+        let rows = self.with_client(|c, _| {
+            c.query(
+                "SELECT run_id, kind, name, size FROM kiln.blobs WHERE size > $1 OR size < 0 ORDER BY run_id, kind, name COLLATE \"C\"",
+                &[&limit],
+            )
+        })?;
+        for r in rows {
+            let (id, kind, name, size): (RunId, String, String, i64) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            if let Some(why) = codec::size_problem(&kind, &name, size, self.max_input) {
+                f(id, why);
+            }
         }
         Ok(())
     }

@@ -11,7 +11,7 @@
 //! in one transaction. An older store opened to read is read as it is: its runs are
 //! listed from their metadata (slower), until a writing kiln migrates it.
 use crate::codec;
-use crate::model::{RunData, RunId, RunMeta};
+use crate::model::{Attachment, CommandRecord, RunData, RunId, RunMeta};
 use crate::{Listed, Result, Select, Store, StoreError, Stored, SCHEMA_VERSION};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -64,8 +64,56 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
 ",
 ];
 
+/// The trigger of the listing columns (the migration's, watching the columns a run is
+/// found by too): a row whose metadata, name, group, start or completeness is changed
+/// around kiln is listed from its metadata.
+const ROW_TRIGGER: &str = "
+    DROP TRIGGER IF EXISTS runs_meta_changed;
+    CREATE TRIGGER runs_meta_changed AFTER UPDATE OF meta, name, grp, started_ms, complete ON runs
+        WHEN OLD.meta IS NOT NEW.meta OR OLD.name IS NOT NEW.name OR OLD.grp IS NOT NEW.grp
+            OR OLD.started_ms IS NOT NEW.started_ms OR OLD.complete IS NOT NEW.complete
+    BEGIN
+        UPDATE runs SET target_comm = NULL, load_text = NULL, throughput = NULL,
+            p50_us = NULL, p99_us = NULL, cpu_per_op_us = NULL, config = NULL, damaged = NULL
+        WHERE id = NEW.id;
+    END;
+";
+
 /// The version that added the listing columns (filled for older runs by the migration).
 const LISTED_SINCE: i64 = 2;
+
+/// How long a writer waits for another's lock on the store.
+const LOCK_WAIT: Duration = Duration::from_secs(60);
+
+thread_local! {
+    /// When the current wait for the store's lock began.
+    static WAITING_SINCE: std::cell::Cell<Option<std::time::Instant>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// SQLite's busy handler: waits for another process's lock up to [`LOCK_WAIT`], in short
+/// naps, and gives up at once when a signal asked kiln to stop (the caller then keeps a
+/// run elsewhere instead of holding the person's Ctrl-C for a minute). `attempt` counts
+/// the calls of one wait from 0.
+fn wait_for_lock(attempt: i32) -> bool {
+    let now = std::time::Instant::now();
+    let since = WAITING_SINCE.with(|w| {
+        if attempt == 0 || w.get().is_none() {
+            w.set(Some(now));
+        }
+        w.get().unwrap_or(now)
+    });
+    if kiln_os::stop::signalled() || now.duration_since(since) >= LOCK_WAIT {
+        return false;
+    }
+    let nap = Duration::from_millis(if attempt < 10 {
+        1 << attempt.min(5)
+    } else {
+        50
+    });
+    std::thread::sleep(nap);
+    !kiln_os::stop::signalled()
+}
 
 /// A run store in one SQLite file.
 #[derive(Debug)]
@@ -160,7 +208,7 @@ impl SqliteStore {
             ),
         }
         .map_err(sql)?;
-        conn.busy_timeout(Duration::from_secs(60)).map_err(sql)?;
+        conn.busy_handler(Some(wait_for_lock)).map_err(sql)?;
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
@@ -181,8 +229,40 @@ impl SqliteStore {
                 return Err(store.damaged(problems));
             }
             store.check_schema(true)?;
+            store.watch_row_columns()?;
         }
         Ok(store)
+    }
+
+    /// Makes the trigger that empties a run's listing columns when its row is changed
+    /// around kiln watch the columns a run is found by (name, group, start, complete) as
+    /// well as its metadata, so that `kiln runs` lists such a row from its metadata (and
+    /// as damaged when they disagree, as `kiln runs show` and `runs check` say). Stores
+    /// made before it watched only the metadata get the new trigger from their first
+    /// writer; nothing else changes.
+    fn watch_row_columns(&mut self) -> Result<()> {
+        let sql = |error| StoreError::Sqlite {
+            path: self.path.clone(),
+            error,
+        };
+        let current: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'runs_meta_changed'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        if current.is_some_and(|s| s.contains("started_ms")) {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        tx.execute_batch(ROW_TRIGGER).map_err(sql)?;
+        tx.commit().map_err(sql)
     }
 
     /// What is wrong with the file: its size (a file cut short) and `PRAGMA
@@ -218,6 +298,18 @@ impl SqliteStore {
     /// says nothing of a full disk or of `ulimit -f`).
     fn write_err(&self, error: rusqlite::Error) -> StoreError {
         if let rusqlite::Error::SqliteFailure(e, msg) = &error {
+            if e.code == rusqlite::ErrorCode::DatabaseBusy && kiln_os::stop::signalled() {
+                let text = msg.clone().unwrap_or_else(|| e.to_string());
+                return StoreError::Sqlite {
+                    path: self.path.clone(),
+                    error: rusqlite::Error::SqliteFailure(
+                        *e,
+                        Some(format!(
+                            "{text}: another process holds its lock, and kiln was asked to stop rather than wait for it"
+                        )),
+                    ),
+                };
+            }
             if matches!(
                 e.code,
                 rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::DiskFull
@@ -359,12 +451,36 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Fails when the store's shared-memory file (`-shm`, which SQLite maps to coordinate
+    /// readers and writers) can no longer be written — made immutable, or read-only,
+    /// since the store was opened: a write through its mapping would then end kiln with
+    /// SIGBUS and lose the run, where an error lets the caller keep it elsewhere.
+    fn check_shm(&self) -> Result<()> {
+        let mut shm = self.path.as_os_str().to_owned();
+        shm.push("-shm");
+        let shm = PathBuf::from(shm);
+        match std::fs::OpenOptions::new().read(true).write(true).open(&shm) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::Io {
+                path: shm,
+                error: std::io::Error::new(
+                    e.kind(),
+                    format!("the store's shared-memory file cannot be written ({e}); a write through SQLite's mapping of it would crash"),
+                ),
+            }),
+        }
+    }
+}
+
 impl Store for SqliteStore {
     fn save(&mut self, run: &RunData) -> Result<RunId> {
         let enc = codec::encode_run(run).map_err(|error| StoreError::Io {
             path: self.path.clone(),
             error,
         })?;
+        self.check_shm()?;
         let saved = (|| -> rusqlite::Result<RunId> {
             let tx = self
                 .conn
@@ -424,8 +540,9 @@ impl Store for SqliteStore {
         // written around kiln, or every row of an older store read as it is.
         let columns = if self.listed() {
             format!(
-                "{}, CASE WHEN config IS NULL AND damaged IS NULL THEN meta END",
-                crate::listing::COLUMNS
+                "{}, {}",
+                crate::listing::COLUMNS,
+                crate::listing::META_WHEN_NEEDED
             )
         } else {
             "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, meta".to_string()
@@ -487,7 +604,7 @@ impl Store for SqliteStore {
         let rows = stmt
             .query_map(params![id, kind], |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
+                    blob_name(kind, r.get_ref(0)?),
                     r.get::<_, String>(1)?,
                     r.get::<_, i64>(2)?,
                     r.get::<_, Vec<u8>>(3)?,
@@ -497,6 +614,7 @@ impl Store for SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (name, codec, size, data) = row.map_err(|e| self.err(e))?;
+            let name = name.map_err(|what| self.corrupt(id, what))?;
             let raw = codec::decode_blob(kind, &name, &codec, size, data, self.max_input)
                 .map_err(|what| self.corrupt(id, what))?;
             out.push((name, raw));
@@ -526,6 +644,100 @@ impl Store for SqliteStore {
                 path: self.path.clone(),
                 hint: String::new(),
             });
+        }
+        Ok(())
+    }
+
+    fn add_commands(
+        &mut self,
+        id: RunId,
+        commands: &[CommandRecord],
+        attachments: &[Attachment],
+    ) -> Result<()> {
+        enum Failed {
+            Sql(rusqlite::Error),
+            Missing,
+            Refused(String),
+        }
+        self.check_shm()?;
+        impl From<rusqlite::Error> for Failed {
+            fn from(e: rusqlite::Error) -> Failed {
+                Failed::Sql(e)
+            }
+        }
+        let added = (|| -> std::result::Result<(), Failed> {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let meta: String = tx
+                .query_row("SELECT meta FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?
+                .ok_or(Failed::Missing)?;
+            let names: Vec<String> = {
+                let mut st = tx.prepare_cached(
+                    "SELECT name FROM blobs WHERE run_id = ?1 AND kind = 'attachment'",
+                )?;
+                let rows = st.query_map([id], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            let enc = codec::encode_addition(id, &meta, commands, attachments, &names)
+                .map_err(Failed::Refused)?;
+            // The trigger empties the listing columns when the metadata changes; they are
+            // written again from the new metadata.
+            tx.execute(
+                "UPDATE runs SET meta = ?2 WHERE id = ?1",
+                params![id, enc.meta_json],
+            )?;
+            write_listing(&tx, id, &enc.listed)?;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO blobs (run_id, kind, name, codec, size, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?;
+                for b in &enc.blobs {
+                    insert.execute(params![id, b.kind, b.name, b.codec, b.size, b.data])?;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })();
+        match added {
+            Ok(()) => Ok(()),
+            Err(Failed::Sql(e)) => Err(self.write_err(e)),
+            Err(Failed::Missing) => Err(StoreError::NoSuchRun {
+                reference: format!("#{id}"),
+                path: self.path.clone(),
+                hint: String::new(),
+            }),
+            Err(Failed::Refused(what)) => Err(self.corrupt(id, what)),
+        }
+    }
+
+    fn unreadable_blobs(&self, f: &mut dyn FnMut(RunId, String)) -> Result<()> {
+        // Every blob's name and size (never its data): a name that is not UTF-8 text is
+        // found here too, which no reader could read back.
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, kind, name, size FROM blobs ORDER BY run_id, kind, name",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let row = (|| -> rusqlite::Result<_> {
+                let kind: String = r.get(1)?;
+                let name = blob_name(&kind, r.get_ref(2)?);
+                Ok((r.get::<_, RunId>(0)?, kind, name, r.get::<_, i64>(3)?))
+            })()
+            .map_err(|e| self.err(e))?;
+            let (id, kind, name, size) = row;
+            match name {
+                Err(why) => f(id, why),
+                Ok(name) => {
+                    if let Some(why) = codec::size_problem(&kind, &name, size, self.max_input) {
+                        f(id, why);
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -565,8 +777,30 @@ fn stored_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Stored, bool)> {
         group: r.get(2)?,
         started_unix_ms: r.get(3)?,
         meta: meta_of(id, r.get_ref(5)?),
-    };
+    }
+    .checked();
     Ok((s, r.get::<_, Option<bool>>(4)?.unwrap_or(false)))
+}
+
+/// A blob's name from its column; `Err` says what is wrong with one that is not UTF-8 text
+/// (a damaged or tampered file: damage of its run, not a store error).
+fn blob_name(kind: &str, v: rusqlite::types::ValueRef<'_>) -> std::result::Result<String, String> {
+    let bytes = match v {
+        rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => t,
+        other => {
+            return Err(format!(
+                "a {kind}'s name is {:?}, not text",
+                other.data_type()
+            ))
+        }
+    };
+    match std::str::from_utf8(bytes) {
+        Ok(s) if matches!(v, rusqlite::types::ValueRef::Text(_)) => Ok(s.to_string()),
+        _ => Err(format!(
+            "{kind} '{}': its name is not UTF-8 text (a damaged or tampered file?)",
+            kiln_model::text::clean_bytes(bytes, 80)
+        )),
+    }
 }
 
 /// A run's metadata from its column. Metadata that is not text (a hand-edited row) is
@@ -588,7 +822,7 @@ fn listed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Listed> {
     let config: Option<String> = r.get(11)?;
     let damaged: Option<String> = r.get(12)?;
     let complete = r.get::<_, Option<bool>>(4)?.unwrap_or(false);
-    if config.is_none() && damaged.is_none() {
+    if r.get_ref(13)? != rusqlite::types::ValueRef::Null {
         let id: RunId = r.get(0)?;
         let s = Stored {
             id,
@@ -596,7 +830,8 @@ fn listed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Listed> {
             group: r.get(2)?,
             started_unix_ms: r.get(3)?,
             meta: meta_of(id, r.get_ref(13)?),
-        };
+        }
+        .checked();
         return Ok(Listed::of(&s, complete));
     }
     Ok(Listed {

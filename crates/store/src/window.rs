@@ -87,9 +87,10 @@ fn span(name: &str) -> Option<(f64, f64)> {
     (a < b).then_some((a, b))
 }
 
-/// A number of seconds as written back: `10`, `2.5`.
+/// A number of seconds as written back: `10`, `2.5`, `1.0004` (to the nanosecond the
+/// window's edges are kept at, so that a window's two ends never read the same).
 fn trim(v: f64) -> String {
-    let t = format!("{v:.3}");
+    let t = format!("{v:.9}");
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
@@ -111,6 +112,22 @@ pub fn intervals(time_ns: &[u64]) -> impl Iterator<Item = (u64, u64)> + '_ {
         };
         (start, end)
     })
+}
+
+/// How many of the run's seconds lie in `w` (a second belongs to the window its middle
+/// lies in), by its per-second tables (the load's, else the target's); `None` when the run
+/// kept no per-second table. A window holding none has no figure of its own.
+pub fn seconds_in(run: &RunData, w: &Window) -> Option<usize> {
+    let t = ["load", "target"].iter().find_map(|n| {
+        run.series
+            .iter()
+            .find(|t| t.name == *n && !t.time_ns.is_empty())
+    })?;
+    Some(
+        intervals(&t.time_ns)
+            .filter(|(start, end)| w.contains(start + (end - start) / 2))
+            .count(),
+    )
 }
 
 /// Values of column `name` of `table` for the seconds in `w` (a second belongs to the
@@ -375,6 +392,14 @@ mod tests {
         assert_eq!(window_view(&run, &w).headline.throughput, Some(300.0));
         let w = find_window(&run.meta, "1.5s-9s").unwrap();
         assert_eq!((w.name.as_str(), w.end_ns), ("1.5s-9s", 6_000_000_000));
+        assert_eq!(seconds_in(&run, &w), Some(5));
+        // A span within one second: named as given, and holding no second of its own.
+        let w = find_window(&run.meta, "1.0004-1.0005").unwrap();
+        assert_eq!(
+            (w.name.as_str(), w.start_ns, w.end_ns),
+            ("1.0004s-1.0005s", 1_000_400_000, 1_000_500_000)
+        );
+        assert_eq!(seconds_in(&run, &w), Some(0));
         for bad in ["6-3", "3-3", "-1-2", "a-b", "1e3-2e3", "7-9", "3-"] {
             assert!(find_window(&run.meta, bad).is_none(), "{bad}");
         }

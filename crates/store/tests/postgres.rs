@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::{
-    assert_listing_is_the_metadatas, damaged_runs_degrade_one_at_a_time, folded, listing,
-    listing_columns_agree_with_the_metadata, run,
+    assert_listing_is_the_metadatas, commands_are_added_to_a_saved_run,
+    damaged_runs_degrade_one_at_a_time, folded, listing, listing_columns_agree_with_the_metadata,
+    run,
 };
 use kiln_testkit::have_postgres;
 
@@ -367,6 +368,17 @@ fn listing_columns_agree_with_the_metadata_and_find_configurations() {
     let mut s = PgStore::open(&url).unwrap();
     let exec = |statement: &str| sql(&url, &statement.replace("{runs}", "kiln.runs"));
     listing_columns_agree_with_the_metadata(&mut s, &exec);
+}
+
+#[test]
+fn commands_run_after_a_save_are_added_to_the_run() {
+    if !have_postgres() {
+        return;
+    }
+    let pg = Postgres::start().unwrap();
+    let url = pg.create_database("added").unwrap();
+    let mut s = PgStore::open(&url).unwrap();
+    commands_are_added_to_a_saved_run(&mut s);
 }
 
 /// A database of the schema before the listing columns (version 1) is migrated by the

@@ -7,9 +7,17 @@ use std::time::Duration;
 
 mod common;
 use common::{
-    assert_listing_is_the_metadatas, damaged_runs_degrade_one_at_a_time, folded, listing,
-    listing_columns_agree_with_the_metadata, run,
+    assert_listing_is_the_metadatas, commands_are_added_to_a_saved_run,
+    damaged_runs_degrade_one_at_a_time, folded, listing, listing_columns_agree_with_the_metadata,
+    run,
 };
+
+#[test]
+fn commands_run_after_a_save_are_added_to_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = SqliteStore::open(&dir.path().join("runs.db")).unwrap();
+    commands_are_added_to_a_saved_run(&mut s);
+}
 
 #[test]
 fn a_run_reads_back_as_it_was_saved() {

@@ -60,7 +60,9 @@ pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};
 pub use proc::{bpf_links, children, monotonic_ns, schedstat, signal, Hog};
 pub use programs::{build_c, build_hot, build_ticker, Started};
-pub use rabbitmq::{free_port, listening, shared_rabbitmq, RabbitMq, RabbitMqOptions};
+pub use rabbitmq::{
+    free_port, listening, shared_rabbitmq, shared_rabbitmq_mqtt, RabbitMq, RabbitMqOptions,
+};
 
 /// Asserts that a finished command succeeded (its status, standard output and error in
 /// the message when it did not) and returns its standard output.

@@ -14,12 +14,14 @@ pub fn signal(pid: u32, sig: i32) {
     }
 }
 
-/// Whether `pid` still exists (a zombie counts as gone).
+/// Whether `pid` still exists (a zombie counts as gone). Read as bytes: a process whose
+/// name is not UTF-8 exists too.
 pub(crate) fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+    match std::fs::read(format!("/proc/{pid}/stat")) {
         Ok(s) => !s
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+            .iter()
+            .rposition(|&c| c == b')')
+            .is_some_and(|i| s[i + 1..].trim_ascii_start().starts_with(b"Z")),
         Err(_) => false,
     }
 }

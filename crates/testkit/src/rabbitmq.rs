@@ -415,9 +415,23 @@ fn set_mode_600(p: &Path) -> Result<(), Error> {
 /// however it exits, the pipe closes and the reaper kills the node and its epmd by PID and
 /// removes the node's directory.
 pub fn shared_rabbitmq() -> Result<&'static RabbitMq, Error> {
-    static SHARED: OnceLock<Result<(RabbitMq, std::process::ChildStdin), String>> = OnceLock::new();
-    let r = SHARED.get_or_init(|| {
-        let b = RabbitMq::start().map_err(|e| e.to_string())?;
+    static SHARED: SharedSlot = OnceLock::new();
+    shared(&SHARED, &[])
+}
+
+/// [`shared_rabbitmq`] with its MQTT plugin enabled ([`RabbitMq::mqtt_port`]): one per test
+/// binary, apart from the plain one.
+pub fn shared_rabbitmq_mqtt() -> Result<&'static RabbitMq, Error> {
+    static SHARED: SharedSlot = OnceLock::new();
+    shared(&SHARED, &["rabbitmq_mqtt"])
+}
+
+type SharedSlot = OnceLock<Result<(RabbitMq, std::process::ChildStdin), String>>;
+
+fn shared(slot: &'static SharedSlot, plugins: &[&str]) -> Result<&'static RabbitMq, Error> {
+    let r = slot.get_or_init(|| {
+        let b = RabbitMq::start_with_plugins(&RabbitMqOptions::default(), plugins)
+            .map_err(|e| e.to_string())?;
         let reaper = b.reaper().map_err(|e| e.to_string())?;
         Ok((b, reaper))
     });

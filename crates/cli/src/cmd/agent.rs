@@ -26,7 +26,7 @@ fn make_load(argv: &[String]) -> Result<Box<dyn kiln_run::Workload>, String> {
             .iter()
             .any(|a| a == "--prefix" || a.starts_with("--prefix="))
     {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host = kiln_os::proc::read_text("/proc/sys/kernel/hostname").unwrap_or_default();
         let host: String = host
             .trim()
             .chars()

@@ -123,18 +123,25 @@ const OUTPUTS: &[kiln_formats::Format] = &[
 
 pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
     args.store.max_input = max_input;
+    let format = Format::named(&args.format).context("unknown --format")?;
+    // `-o -` (or /dev/stdout): the report once, on standard output, in -o's format,
+    // --format's when no extension or --output-format names one.
+    let to_stdout = args.output.as_deref().and_then(kiln_os::io::stream_fd) == Some(1);
     // An output name that says nothing fails before any work.
     let out_format = match &args.output {
         Some(path) => Some(kiln_formats::output_format(
             Some(path),
             args.output_format.as_deref(),
             OUTPUTS,
-            None,
+            kiln_os::io::stream_fd(path).map(|_| match format {
+                Format::Json => kiln_formats::Format::Json,
+                Format::Markdown => kiln_formats::Format::Markdown,
+                _ => kiln_formats::Format::Text,
+            }),
         )?),
         None => None,
     };
     let gates = judging(args.fail_if.as_deref(), args.alpha, args.threshold)?;
-    let format = Format::named(&args.format).context("unknown --format")?;
     if !args.keep_threads && args.transforms.merge_rule.is_empty() {
         args.transforms.merge_threads = true;
     }
@@ -178,9 +185,11 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
     let mut c = compare::compare(&groups, &opts)?;
     let status = c.check(&gates);
     super::common::ensure_stdout_open()?;
-    let mut out = std::io::stdout().lock();
-    format.exporter().export(&c, &mut out)?;
-    out.flush()?;
+    if !to_stdout {
+        let mut out = std::io::stdout().lock();
+        format.exporter().export(&c, &mut out)?;
+        out.flush()?;
+    }
     if let (Some(path), Some(f)) = (&args.output, out_format) {
         use kiln_formats::Format as F;
         let written = match f {
@@ -207,7 +216,9 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
             _ => write_with(path, &compare::export::Text, &c),
         };
         written.with_context(|| format!("Failed to write '{}'", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        if !to_stdout {
+            eprintln!("wrote {}", path.display());
+        }
     }
     for g in &c.gates {
         let word = match g.status {

@@ -88,6 +88,10 @@ pub struct HttpArgs {
     #[arg(long, value_name = "PID[,PID…]", value_delimiter = ',')]
     target_pid: Vec<u32>,
 
+    /// The target pids are `kiln run -p`'s, not --target-pid's (for messages).
+    #[arg(skip)]
+    target_pid_from_run: bool,
+
     /// Save the run as PREFIX.json (summary, every second, histograms) and PREFIX.csv (the
     /// series); a sweep also as PREFIX.sweep.csv (one row per step). `-o results` or `-o
     /// results.json`: results.json and results.csv.
@@ -190,11 +194,17 @@ impl HttpArgs {
             pipeline: self.pipeline,
             max_requests: self.requests,
             target_pids: self.target_pid,
+            target_pids_flag: self.target_pid_from_run.then_some("-p"),
             id: self.id,
             source_addresses: self.fleet.sources()?,
             no_preflight: self.fleet.no_preflight,
         };
         opts.validate()?;
+        // Under kiln run, the run checks its own target (and stores a run whose target
+        // exited early, saying so).
+        if !self.target_pid_from_run {
+            opts.check_target_pids()?;
+        }
         // Compile the targets now: a bad template fails before anything is sent.
         opts.plan()?;
         let sweep = match (&self.rate_sweep, &self.concurrency_sweep) {
@@ -222,6 +232,7 @@ pub fn default_target(cmd: &mut super::load::LoadCommand, pids: &[u32]) {
     if let super::load::LoadCommand::Http(a) = cmd {
         if a.target_pid.is_empty() {
             a.target_pid = pids.to_vec();
+            a.target_pid_from_run = true;
         }
     }
 }

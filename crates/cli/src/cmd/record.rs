@@ -276,7 +276,10 @@ pub fn run(args: Args, stop: &kiln_os::stop::Stop) -> Result<ExitCode> {
     )?;
     let multi = format.info().multi;
     args.otlp.check()?;
-    let to_stdout = args.output.as_deref().is_none_or(|p| p == Path::new("-"));
+    let to_stdout = args
+        .output
+        .as_deref()
+        .is_none_or(|p| kiln_os::io::stream_fd(p).is_some());
     let write = args.output.is_some() || args.otlp.to_stdout(None);
     if write && to_stdout && opts.events.len() > 1 && !multi {
         bail!("Several events give several profiles: write them with -o FILE.kiln (one file) or -o FILE.svg (one per event)");
@@ -323,7 +326,10 @@ fn write_profiles(
     time_nanos: i64,
 ) -> Result<()> {
     let multi = format.info().multi;
-    let to_stdout = args.output.as_deref().is_none_or(|p| p == Path::new("-"));
+    let to_stdout = args
+        .output
+        .as_deref()
+        .is_none_or(|p| kiln_os::io::stream_fd(p).is_some());
     let write = args.output.is_some() || args.otlp.to_stdout(None);
     match args.output.as_deref() {
         // Only sent (--otlp-endpoint without -o).

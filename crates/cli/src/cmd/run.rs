@@ -118,9 +118,12 @@ pub struct Args {
     #[arg(short, long, value_name = "SECONDS", default_value_t = 30.0)]
     pub duration: f64,
 
-    /// Seconds of load before the measurement starts (connections warmed, caches filled).
-    #[arg(short, long, value_name = "SECONDS", default_value_t = 0.0)]
-    pub warmup: f64,
+    /// Seconds of load before the measurement starts (connections warmed, caches filled);
+    /// `fleet` (or `SECONDS,fleet`): for a fleet (load mqtt conn), then until it holds
+    /// every connection asked for — or has opened none for 30 s, said in the run. A fleet
+    /// still connecting when the measurement begins is said too, with how many it held.
+    #[arg(short, long, value_name = "SECONDS|fleet", default_value = "0", value_parser = parse_warmup)]
+    pub warmup: Warmup,
 
     /// Run the same configuration N times (one group: kiln compare uses the repeats to tell
     /// change from noise). 4 or more: groups of 3 can never show a change at p < 0.05 (the
@@ -172,8 +175,16 @@ pub struct Args {
 
     /// A command run through sh -c after each run (each variant's and each repeat's), its
     /// output and exit status kept with the run; one that fails stops the runs after it.
+    /// The run is saved before it starts.
     #[arg(long, value_name = "COMMAND")]
     pub after_each: Option<String>,
+
+    /// The longest a --variant set-up or --after-each command may take: past it kiln ends
+    /// the command (its whole process group) and it counts as failed. A stop (Ctrl-C,
+    /// SIGTERM) ends it at once. Their output is kept with the run, the first and the last
+    /// 8 MiB of each stream (the bytes between counted).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub setup_timeout: f64,
 
     /// Off-CPU blocks shorter than this many microseconds add no time.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
@@ -263,6 +274,33 @@ pub enum RunLoad {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<OsString>,
     },
+}
+
+/// `--warmup`: seconds, and whether to wait for a fleet to connect.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Warmup {
+    /// Seconds of load first.
+    pub seconds: f64,
+    /// Then until the fleet holds every connection asked for.
+    pub fleet: bool,
+}
+
+fn parse_warmup(s: &str) -> std::result::Result<Warmup, String> {
+    let mut w = Warmup {
+        seconds: 0.0,
+        fleet: false,
+    };
+    for part in s.split(',') {
+        match part.trim() {
+            "fleet" => w.fleet = true,
+            n => {
+                w.seconds = n.parse().map_err(|_| {
+                    format!("'{n}': give SECONDS, `fleet`, or SECONDS,fleet (--warmup 5,fleet)")
+                })?
+            }
+        }
+    }
+    Ok(w)
 }
 
 fn seconds(flag: &'static str, v: f64, zero_ok: bool) -> Result<Duration> {
@@ -475,7 +513,8 @@ fn run_options(args: &Args) -> Result<RunOptions> {
     opts.events = events;
     opts.frequency = args.frequency;
     opts.duration = seconds("-d/--duration", args.duration, false)?;
-    opts.warmup = seconds("--warmup", args.warmup, true)?;
+    opts.warmup = seconds("--warmup", args.warmup.seconds, true)?;
+    opts.warmup_fleet = args.warmup.fleet;
     opts.min_block_us = args.min_block;
     opts.unwind = match args.unwind {
         super::record::UnwindArg::Auto => UnwindMode::Auto,
@@ -558,13 +597,13 @@ fn save_run(
             eprintln!(
                 "kiln run: could not save the run{retried}: {}\n\
                  kiln run: the run is kept in {} as #{id}{}; once the store can take it, push it with\n\
-                 \x20   kiln runs import {} --store '{}'\n\
+                 \x20   kiln runs import {} --store {}\n\
                  kiln run: {}then remove {}",
                 text::clean_lines(&error.to_string()),
                 file.display(),
                 left_out.map(|l| format!(" ({l})")).unwrap_or_default(),
-                file.display(),
-                store.location().display(),
+                text::shell_word(&file.to_string_lossy()),
+                text::shell_quoted(&store.location().to_string_lossy()),
                 if kiln_store::is_url(store.location()) {
                     "(with the URL's password if it has one), "
                 } else {
@@ -656,10 +695,15 @@ fn print_run(run: &RunData, json: bool, stored_in: &Path) -> Result<()> {
 
 /// How many of the experiment's runs were made, and how to compare them.
 fn say_experiment_done(x: &kiln_run::variants::Experiment, stored: usize, total: u32) {
-    let names: Vec<&str> = x.variants.iter().map(|v| v.name.as_str()).collect();
+    // Names as shell words: a name with a space or `$(…)` is pasted as the name.
+    let names: Vec<String> = x
+        .variants
+        .iter()
+        .map(|v| text::shell_word(&v.name))
+        .collect();
     eprintln!(
         "kiln run: experiment {}: {stored} run(s) of {total}; compare the variants round by round with: kiln compare {}",
-        x.id,
+        text::clean(&x.id),
         names.join(" ")
     );
 }
@@ -691,6 +735,10 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     opts.max_input = max_input;
     check_targets(&opts, experiment.as_ref())?;
     let after_each = args.after_each.clone();
+    let commands = Commands {
+        stop: stop.clone(),
+        timeout: seconds("--setup-timeout", args.setup_timeout, false)?,
+    };
     let otlp = super::common::OtlpArgs {
         otlp_endpoint: args.otlp_endpoint.clone(),
     };
@@ -709,11 +757,16 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     let mut all_complete = true;
     let mut kept_all = true;
     let mut sent_all = true;
+    if let Some(w) = kiln_run::sweep_too_long(&opts, load.schedule()) {
+        eprintln!("kiln run: warning: {w}");
+    }
     let fleet = fleet_baseline(repeat, load.as_ref(), &opts.pids);
     let steps = steps(experiment.as_ref(), repeat);
     let total = steps.len() as u32;
     let default_pids = opts.pids.clone();
     let mut stored = 0usize;
+    // Repeats whose load could not start, twice: (repeat, why).
+    let mut failed: Vec<(u32, String)> = Vec::new();
     for (k, &(i, v)) in steps.iter().enumerate() {
         if stop.is_raised() {
             break;
@@ -723,35 +776,65 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
         }
         opts.repeat = (i, repeat);
         let setup = match (&experiment, v) {
-            (Some(x), Some(v)) => Some(set_up(x, v, &mut opts, &default_pids, stored)?),
+            (Some(x), Some(v)) => Some(set_up(x, v, &mut opts, &default_pids, stored, &commands)?),
             _ => {
                 opts.group = Some(group.clone());
                 None
             }
         };
         let label = step_label(&opts.name, v.is_some(), i, repeat);
-        let run = kiln_run::run(&opts, load.as_mut(), stop, &mut |p| {
-            progress.show(p, &label)
-        });
-        progress.done();
-        let mut run = run?;
-        let after_failed = around(
+        let made = make_run(&opts, load.as_mut(), stop, &mut progress, &label, fleet);
+        let mut run = match (made, &experiment) {
+            (Ok(r), _) => r,
+            // An experiment's run that could not be made (its variant's target gone):
+            // the experiment stops, and says so and what it kept.
+            (Err(e), Some(x)) => {
+                let why = match (&e, v.and_then(|v| x.variants[v].pids.as_ref())) {
+                    // Its own target, given with --variant-pid, not -p.
+                    (kiln_run::RunError::NoTarget(p), Some(_)) => format!(
+                        "variant '{}': its target, process {p} (--variant-pid), has exited",
+                        opts.name
+                    ),
+                    _ => e.to_string(),
+                };
+                bail!(
+                    "{why}\nkiln run: the experiment {} stops at round {i} (variant '{}'); the {stored} run(s) made before it are stored",
+                    x.id,
+                    opts.name
+                )
+            }
+            // A repeat whose load failed twice: the group keeps the repeats it has.
+            (Err(e @ kiln_run::RunError::LoadStart(_)), None) if repeat > 1 => {
+                eprintln!(
+                    "kiln run: repeat {i}/{repeat} failed again: {}; the group keeps the repeats it has and goes on",
+                    text::clean_lines(&e.to_string())
+                );
+                failed.push((i, e.to_string()));
+                continue;
+            }
+            (Err(e), None) => return Err(e.into()),
+        };
+        around(
             &mut run,
             experiment.as_ref().map(|x| (x.id.as_str(), i)),
             setup,
-            after_each.as_deref(),
-        )?
+        );
+        say_pprof_warnings(&run);
+        let (id, kept_in) = save_run(store.as_mut(), &run)?;
+        run.meta.id = Some(id);
+        // Only once the run is saved: no command run after it can lose it.
+        let after_failed = match after_each.as_deref() {
+            Some(c) => after_run(c, &mut run, store.as_mut(), kept_in.as_deref(), &commands)?,
+            None => None,
+        }
         .map(|f| {
             format!(
                 "{f} after run {}/{total}; the runs after it are not made",
                 k + 1
             )
         });
-        say_pprof_warnings(&run);
-        let (id, kept_in) = save_run(store.as_mut(), &run)?;
         kept_all &= kept_in.is_none();
         let (stored_in, report_base) = places(store.as_ref(), kept_in);
-        run.meta.id = Some(id);
         all_complete &= run.meta.status.complete;
         print_run(&run, json, &stored_in)?;
         stored += 1;
@@ -770,13 +853,68 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     if let Some(x) = &experiment {
         say_experiment_done(x, stored, total);
     }
-    Ok(if all_complete && kept_all && sent_all {
-        ExitCode::SUCCESS
-    } else {
-        // Stored, but cut short, or kept locally instead of in the store: say so to
-        // scripts too (a signal's own code wins in main).
-        ExitCode::from(1)
-    })
+    if !failed.is_empty() {
+        let which: Vec<String> = failed
+            .iter()
+            .map(|(i, why)| format!("repeat {i} ({})", text::clean_cut(why, 200)))
+            .collect();
+        eprintln!(
+            "kiln run: group {}: {stored} of {repeat} repeats stored; failed: {}",
+            text::clean(&group),
+            which.join("; ")
+        );
+    }
+    Ok(
+        if all_complete && kept_all && sent_all && failed.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            // Stored, but cut short, or kept locally instead of in the store: say so to
+            // scripts too (a signal's own code wins in main).
+            ExitCode::from(1)
+        },
+    )
+}
+
+/// How long a repeat whose load could not start waits before it is tried once more: for a
+/// broker still letting the last repeat's connections go, or restarting.
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// One run of the loop. A repeat whose load could not start (a broker still closing the
+/// last fleet: "no CONNACK within 30 s") is tried once more, after the target has let the
+/// last fleet go (`fleet`: its sockets before the first) and [`SETTLE`]; the second
+/// failure is the caller's (the group keeps the repeats it has).
+fn make_run(
+    opts: &RunOptions,
+    load: &mut dyn Workload,
+    stop: &Stop,
+    progress: &mut ProgressLine,
+    label: &str,
+    fleet: Option<u64>,
+) -> std::result::Result<RunData, kiln_run::RunError> {
+    let size = load.info().concurrency;
+    let mut once = |progress: &mut ProgressLine| {
+        let r = kiln_run::run(opts, load, stop, &mut |p| progress.show(p, label));
+        progress.done();
+        r
+    };
+    match once(progress) {
+        Err(e @ kiln_run::RunError::LoadStart(_)) if opts.repeat.1 > 1 && !stop.is_raised() => {
+            eprintln!(
+                "kiln run: repeat {}/{} failed: {}; trying it once more once the broker settles",
+                opts.repeat.0,
+                opts.repeat.1,
+                text::clean_lines(&e.to_string())
+            );
+            if let Some(baseline) = fleet {
+                await_fleet_released(&opts.pids, baseline, size, stop);
+            }
+            if stop.sleep(SETTLE) {
+                return Err(e);
+            }
+            once(progress)
+        }
+        r => r,
+    }
 }
 
 /// The experiment of `--variant`s, when there are any; the seed of `--order random`
@@ -829,30 +967,70 @@ fn warn_few_repeats(repeat: u32, variants: bool) {
     }
 }
 
-/// What ran around a run, kept with it: its experiment and round (`experiment`), its
-/// variant's set-up, and the `--after-each` command, run now. Returns how the latter
-/// failed, when it did.
+/// How the commands run around runs (set-ups, `--after-each`) end: on the run's stop, or
+/// after `--setup-timeout`.
+struct Commands {
+    stop: Stop,
+    timeout: std::time::Duration,
+}
+
+/// What ran before a run, kept with it: its experiment and round (`experiment`) and its
+/// variant's set-up.
 fn around(
     run: &mut RunData,
     experiment: Option<(&str, u32)>,
     setup: Option<kiln_run::variants::Ran>,
-    after_each: Option<&str>,
-) -> Result<Option<String>> {
-    let after = match after_each {
-        Some(c) => Some(kiln_run::variants::run_command("after-each", c)?),
-        None => None,
-    };
-    let failed = after
-        .as_ref()
-        .filter(|a| !a.ok())
-        .map(|a| format!("--after-each `{}` {}", a.record.command, a.status_text()));
+) {
     if let Some((id, round)) = experiment {
         run.meta.experiment = Some(id.to_string());
         run.meta.round = Some(round);
     }
-    for ran in setup.into_iter().chain(after) {
+    if let Some(ran) = setup {
         ran.keep(run);
     }
+}
+
+/// The `--after-each` command, run once `run` is saved (in `store`, or in the file
+/// `kept_in` when the store could not take it); its record and output are then added to
+/// the stored run. Not started when kiln was asked to stop. How it failed, when it did.
+fn after_run(
+    command: &str,
+    run: &mut RunData,
+    store: &mut dyn kiln_store::Store,
+    kept_in: Option<&Path>,
+    how: &Commands,
+) -> Result<Option<String>> {
+    if how.stop.is_raised() {
+        eprintln!(
+            "kiln run: --after-each `{}` not run: kiln was asked to stop",
+            text::clean_cut(command, 200)
+        );
+        return Ok(None);
+    }
+    let ran = kiln_run::variants::run_command("after-each", command, &how.stop, how.timeout)?;
+    let failed = (!ran.ok()).then(|| {
+        format!(
+            "--after-each `{}` {}",
+            text::clean_cut(&ran.record.command, 200),
+            ran.status_text()
+        )
+    });
+    let id = run.meta.id.unwrap_or(0);
+    let (record, attachments) = ran.split();
+    let added = match kept_in {
+        Some(file) => kiln_store::SqliteStore::open(file).and_then(|mut s| {
+            kiln_store::Store::add_commands(&mut s, id, std::slice::from_ref(&record), &attachments)
+        }),
+        None => store.add_commands(id, std::slice::from_ref(&record), &attachments),
+    };
+    if let Err(e) = added {
+        eprintln!(
+            "kiln run: warning: run #{id} is saved, but the --after-each command's record could not be added to it: {}",
+            text::clean_lines(&e.to_string())
+        );
+    }
+    run.meta.commands.push(record);
+    run.attachments.extend(attachments);
     Ok(failed)
 }
 
@@ -865,12 +1043,13 @@ fn set_up(
     opts: &mut RunOptions,
     default_pids: &[u32],
     stored: usize,
+    how: &Commands,
 ) -> Result<kiln_run::variants::Ran> {
     let var = &x.variants[v];
     opts.name = var.name.clone();
     opts.group = Some(x.group(v));
     opts.pids = var.pids.clone().unwrap_or_else(|| default_pids.to_vec());
-    let ran = kiln_run::variants::run_command("setup", &var.setup)?;
+    let ran = kiln_run::variants::run_command("setup", &var.setup, &how.stop, how.timeout)?;
     if !ran.ok() {
         bail!(
             "{}
@@ -992,6 +1171,15 @@ fn load_lines(s: &mut String, m: &kiln_store::RunMeta, unit: &str) {
     let _ = write!(s, "  load: {}", c(&m.load.to_string()));
     if let Some(c) = h.connections {
         let _ = write!(s, ": {} connections held", kiln_model::thousands(c));
+        // Beside the count asked for, when the fleet fell short of it.
+        if let Some(asked) = m
+            .load
+            .concurrency
+            .map(|a| a.round() as u64)
+            .filter(|&a| a > c)
+        {
+            let _ = write!(s, " of {} asked for", kiln_model::thousands(asked));
+        }
     }
     if let Some(t) = h.throughput {
         let _ = write!(s, ": {} {unit}", fv(t, "/s"));
@@ -1148,7 +1336,7 @@ pub fn summary(run: &RunData, store: &std::path::Path) -> String {
             s,
             "  windows: {} (kiln compare {n}@STEP …, kiln flamegraph run:{n}@STEP)",
             names.join(", "),
-            n = text::clean_cut(&m.name, 80)
+            n = text::shell_word(&text::clean_cut(&m.name, 80))
         );
     }
     s.push_str(&kiln_findings::text::details(&facts));

@@ -287,6 +287,10 @@ fn show_json(run: &kiln_store::RunData) -> Result<serde_json::Value> {
             "finding_limits".into(),
             serde_json::to_value(&found.limits)?,
         );
+        // A sweep's steps as its table gives them (those cut short marked), its knee.
+        if let Some(sw) = kiln_compare::sweep::sweep(run, &Default::default(), 0) {
+            o.insert("sweep".into(), serde_json::to_value(&sw)?);
+        }
     }
     Ok(v)
 }
@@ -464,7 +468,12 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
             let data = latest_data(&*store, &run, None)?;
             if list {
                 for a in &data.attachments {
-                    writeln!(out, "{}\t{}", text::clean(&a.name), a.data.len())?;
+                    writeln!(
+                        out,
+                        "{}\t{}",
+                        text::clean_cut(&a.name, 2 * text::MAX_SHOWN),
+                        a.data.len()
+                    )?;
                 }
             } else {
                 attachment(&*store, &data, name, output, &mut out)?;
@@ -826,17 +835,77 @@ fn list_json(r: &kiln_store::Stored, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// The listing's fields that are not what the run's metadata makes of them.
+fn listing_differs(l: &kiln_store::Listed, want: &kiln_store::Listed) -> Vec<&'static str> {
+    let same = |a: Option<f64>, b: Option<f64>| a.map(f64::to_bits) == b.map(f64::to_bits);
+    [
+        ("target", l.target == want.target),
+        ("load", l.load == want.load),
+        ("throughput", same(l.throughput, want.throughput)),
+        ("p50", same(l.p50_us, want.p50_us)),
+        ("p99", same(l.p99_us, want.p99_us)),
+        ("cpu/op", same(l.cpu_per_op_us, want.cpu_per_op_us)),
+        ("complete", l.complete == want.complete),
+        ("configuration", l.config == want.config),
+        ("damaged", l.damaged == want.damaged),
+    ]
+    .into_iter()
+    .filter(|(_, ok)| !ok)
+    .map(|(what, _)| what)
+    .collect()
+}
+
 /// `kiln runs check`: every run read; one line per damaged run on standard output. `Ok(n)`:
 /// how many are damaged.
 fn check(store: &StoreArgs, out: &mut dyn Write) -> Result<usize> {
     let s = store.open_existing()?;
-    let (mut total, mut damaged) = (0usize, Vec::new());
+    let mut total = 0usize;
+    // What is wrong with each damaged run, by id: its metadata, and any blob no reader
+    // can read back (an attachment past the input limit makes every command that reads
+    // the run fail).
+    let mut wrong: std::collections::BTreeMap<i64, (String, Vec<String>)> = Default::default();
+    let mut names: std::collections::HashMap<i64, String> = Default::default();
+    // What `kiln runs` lists of each run, to hold against its metadata.
+    let mut listed: std::collections::HashMap<i64, kiln_store::Listed> = Default::default();
+    s.listing(kiln_store::Select::All, &mut |l| {
+        listed.insert(l.id, l);
+    })?;
     s.scan(kiln_store::Select::All, &mut |r| {
         total += 1;
         if let Err(what) = &r.meta {
-            damaged.push(damaged_line(r.id, &r.name, what));
+            wrong.insert(r.id, (r.name.clone(), vec![what.clone()]));
+            return;
         }
+        if let Some(l) = listed.get(&r.id) {
+            let differ = listing_differs(l, &kiln_store::Listed::of(&r, l.complete));
+            if !differ.is_empty() {
+                wrong.insert(
+                    r.id,
+                    (
+                        r.name.clone(),
+                        vec![format!(
+                            "its listing columns disagree with its metadata ({}; changed around kiln)",
+                            differ.join(", ")
+                        )],
+                    ),
+                );
+                return;
+            }
+        }
+        names.insert(r.id, r.name);
     })?;
+    s.unreadable_blobs(&mut |id, what| {
+        let name = names.get(&id).cloned().unwrap_or_default();
+        wrong
+            .entry(id)
+            .or_insert_with(|| (name, Vec::new()))
+            .1
+            .push(what);
+    })?;
+    let damaged: Vec<String> = wrong
+        .iter()
+        .map(|(id, (name, what))| damaged_line(*id, name, &what.join("; ")))
+        .collect();
     for d in &damaged {
         writeln!(out, "{d}")?;
     }

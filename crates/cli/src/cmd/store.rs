@@ -129,9 +129,24 @@ fn resolve_window(
     for m in runs {
         let w = named_window(&m, run, window)?;
         let data = store.load(m.id.context("run without id")?)?;
+        check_seconds(&data, run, &w)?;
         out.push(kiln_compare::window::window_data(data, &w));
     }
     Ok(out)
+}
+
+/// A window's figures come from the seconds whose middle lies in it: one that holds no
+/// such second has none, and is an error rather than a comparison of nothing.
+fn check_seconds(data: &kiln_store::RunData, run: &str, w: &kiln_store::Window) -> Result<()> {
+    if kiln_store::window::seconds_in(data, w) == Some(0) {
+        anyhow::bail!(
+            "window '{}' of run '{}' (#{}) holds no whole second of the run's per-second figures (a second counts in the window its middle lies in): give a span of a second or more",
+            kiln_model::text::clean_cut(&w.name, 80),
+            kiln_model::text::clean_cut(run, 80),
+            data.meta.id.unwrap_or(0)
+        );
+    }
+    Ok(())
 }
 
 /// The latest run `reference` names, loaded once, and how many runs it names; for
@@ -152,6 +167,7 @@ pub fn latest_data(store: &dyn Store, reference: &str) -> Result<(kiln_store::Ru
     let mut data = store.load(last.id.context("run without id")?)?;
     if let Some((run, window)) = window {
         let w = named_window(&data.meta, run, window)?;
+        check_seconds(&data, run, &w)?;
         data.meta = kiln_compare::window::window_view(&data, &w);
     }
     Ok((data, n))

@@ -187,17 +187,19 @@ pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
     };
     report.gates = report.configurations[0].check(&gates, baseline);
     super::common::ensure_stdout_open()?;
-    let mut out = std::io::stdout().lock();
-    match format {
-        "json" => trend::export::json(&report, &mut out)?,
-        "markdown" | "md" => trend::export::markdown(&report, &mut out)?,
-        _ => trend::export::text(&report, &mut out)?,
+    // `-o -` (or /dev/stdout): the report once, on standard output.
+    let to_stdout = args.output.as_deref().and_then(kiln_os::io::stream_fd) == Some(1);
+    if !to_stdout {
+        let mut out = std::io::stdout().lock();
+        write_as(format, &report, &mut out)?;
+        out.flush()?;
     }
-    out.flush()?;
     if let Some(path) = &args.output {
-        write_file(path, &report)
+        write_file(path, &report, format)
             .with_context(|| format!("Failed to write '{}'", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        if !to_stdout {
+            eprintln!("wrote {}", path.display());
+        }
     }
     if format != "text" {
         for g in &report.gates {
@@ -210,9 +212,19 @@ pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
     ))
 }
 
+/// `report` in `format` (--format: text, markdown or json).
+fn write_as(format: &str, report: &Report, w: &mut dyn Write) -> std::io::Result<()> {
+    match format {
+        "json" => trend::export::json(report, w),
+        "markdown" | "md" => trend::export::markdown(report, w),
+        _ => trend::export::text(report, w),
+    }
+}
+
 /// Writes `report` to `path` in the format its extension names (.html the page; .json,
-/// .md; anything else text), to a temporary file renamed into place.
-fn write_file(path: &std::path::Path, report: &Report) -> Result<()> {
+/// .md, .txt; anything else, `-` and `/dev/stdout` included, `format`), to a temporary
+/// file renamed into place (a stream: written as it is).
+fn write_file(path: &std::path::Path, report: &Report, format: &str) -> Result<()> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -227,7 +239,8 @@ fn write_file(path: &std::path::Path, report: &Report) -> Result<()> {
         }
         "json" => trend::export::json(report, w),
         "md" | "markdown" => trend::export::markdown(report, w),
-        _ => trend::export::text(report, w),
+        "txt" | "text" => trend::export::text(report, w),
+        _ => write_as(format, report, w),
     })?;
     Ok(())
 }

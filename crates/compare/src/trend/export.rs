@@ -27,6 +27,9 @@ fn trim(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// The most characters of a function's name a report line shows.
+const FUNCTION_SHOWN: usize = 200;
+
 /// `f +3.1 pts (+40%), g -2.0 pts (-12%)`: each function's change of share of the profile
 /// and of its cost; or `none beyond noise`.
 fn movers_text(s: &Shift) -> String {
@@ -41,7 +44,13 @@ fn movers_text(s: &Shift) -> String {
             } else {
                 "new".into()
             };
-            format!("{} {:+.1} pts ({cost})", m.name, m.points)
+            // A function's name came from a profile (any bytes, any length): escaped and
+            // cut, as every name shown.
+            format!(
+                "{} {:+.1} pts ({cost})",
+                kiln_model::text::clean_cut(&m.name, FUNCTION_SHOWN),
+                m.points
+            )
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -250,4 +259,47 @@ pub fn markdown(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()>
 pub fn json(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, r)?;
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trend::Mover;
+
+    /// A function's name comes from a profile: a megabyte of it, or escapes, never reach
+    /// the report whole or raw.
+    #[test]
+    fn function_names_are_escaped_and_cut() {
+        let mover = |name: String| Mover {
+            name,
+            before_pct: 1.0,
+            after_pct: 4.0,
+            points: 3.0,
+            cost_pct: 300.0,
+            verdict: "regressed",
+        };
+        let shift = Shift {
+            index: 0,
+            run: 1,
+            started_unix_ms: 0,
+            before: 1.0,
+            after: 2.0,
+            percent: 100.0,
+            p: 0.01,
+            verdict: "regressed",
+            windows: (0..1, 1..2),
+            functions: vec![
+                mover("f".repeat(1 << 20)),
+                mover("esc\x1b]2;PWNED\x07".into()),
+            ],
+            machine: None,
+        };
+        let t = movers_text(&shift);
+        assert!(t.len() < 1000, "{} bytes", t.len());
+        assert!(t.contains(&format!(
+            "{}… [1048576 chars] +3.0 pts",
+            "f".repeat(FUNCTION_SHOWN - 1)
+        )));
+        assert!(t.ends_with("esc\\x1b]2;PWNED\\x07 +3.0 pts (+300%)"), "{t}");
+    }
 }

@@ -259,9 +259,11 @@ impl<'p> Tables<'p> {
             return i;
         }
         let p = self.p;
-        let name = p.strings.get_lossy(p.frames.get(f).name);
+        // OTLP's strings are UTF-8: a name's other bytes as `\xNN`, never dropped.
+        let text = |id| kiln_model::text::from_bytes(p.strings.get(id));
+        let name = text(p.frames.get(f).name);
         let (file, line) = p.frames.source(f).map_or((String::new(), 0), |s| {
-            (p.strings.get_lossy(s.file).into_owned(), i64::from(s.line))
+            (text(s.file).into_owned(), i64::from(s.line))
         });
         let function_index = dict.function(&name, &file, 0);
         let i = idx(dict.d.location_table.len());
@@ -301,7 +303,7 @@ impl<'p> Tables<'p> {
             .or_insert_with(|| {
                 let mut a = Vec::new();
                 if let Some(th) = p.threads.get(t) {
-                    let name = p.strings.get_lossy(th.name).into_owned();
+                    let name = kiln_model::text::from_bytes(p.strings.get(th.name)).into_owned();
                     if !name.is_empty() {
                         a.push(dict.attribute("thread.name", Value::StringValue(name)));
                     }

@@ -40,12 +40,17 @@ impl Strings {
         s
     }
 
+    /// The index of `v` in the table. The table's strings are proto3 `string`s, which
+    /// must be UTF-8 (strict decoders — Go's protobuf, protobuf-java — refuse a file
+    /// holding one that is not): bytes that are not are written as `\xNN`
+    /// ([`kiln_model::text::from_bytes`]), never dropped.
     fn get(&mut self, v: &[u8]) -> i64 {
         if let Some(&i) = self.index.get(v) {
             return i;
         }
         let i = self.table.len() as i64;
-        self.table.push(v.to_vec());
+        self.table
+            .push(kiln_model::text::from_bytes(v).into_owned().into_bytes());
         self.index.insert(v.to_vec(), i);
         i
     }

@@ -29,7 +29,7 @@
 /// Bytes of the sequence number and send time (PerfTest's minimum).
 pub const MIN: usize = 12;
 /// Bytes up to and including the intended send time.
-pub(crate) const WITH_INTENDED: usize = 20;
+pub const WITH_INTENDED: usize = 20;
 /// Bytes of the whole stamp (with the origin).
 pub const FULL: usize = 36;
 /// The layout this kiln writes (bytes 24..26).

@@ -612,7 +612,7 @@ pub fn preflight(f: &Fleet, run_anyway: bool) -> Result<Plan, Error> {
 }
 
 fn read_u64s(path: &str) -> Option<Vec<u64>> {
-    let s = std::fs::read_to_string(path).ok()?;
+    let s = kiln_os::proc::read_text(path)?;
     s.split_whitespace().map(|x| x.parse().ok()).collect()
 }
 
@@ -722,7 +722,7 @@ impl Machine {
             .filter(|v| v.len() == 2)
             .map_or((32768, 60999), |v| (v[0] as u16, v[1] as u16));
         let (lo, hi) = m.port_range;
-        m.unusable_ports = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_reserved_ports")
+        m.unusable_ports = kiln_os::proc::read_text("/proc/sys/net/ipv4/ip_local_reserved_ports")
             .map_or(0, |t| reserved_in(&t, lo, hi));
         // TIME_WAIT pairs are reused after a second when tcp_tw_reuse allows it (1: always,
         // 2: loopback only, the default).
@@ -732,7 +732,7 @@ impl Machine {
         let hz = 100; // USER_HZ: /proc/net/tcp's timers are in clock ticks.
         let mut listening = std::collections::BTreeSet::new();
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            let Ok(text) = std::fs::read_to_string(table) else {
+            let Some(text) = kiln_os::proc::read_text(table) else {
                 continue;
             };
             for row in parse_tcp_table(&text) {
@@ -783,7 +783,7 @@ impl Machine {
                 m.not_local.push((a, e.to_string()));
             }
         }
-        m.mem_available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        m.mem_available = kiln_os::proc::read_text("/proc/meminfo").and_then(|t| {
             t.lines()
                 .find_map(|l| l.strip_prefix("MemAvailable:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())

@@ -85,6 +85,11 @@ pub trait Load: Send {
     fn settings(&self) -> Settings {
         Settings::default()
     }
+    /// A sweep's schedule: how many steps, each how long. `kiln run` checks its `-d`
+    /// against it before the run. Default: no sweep.
+    fn schedule(&self) -> Option<(usize, std::time::Duration)> {
+        None
+    }
     /// The run's label (`--id`).
     fn id(&self) -> &str;
     /// Makes this load end its seconds on the grid of whole seconds from `origin_mono_ns`

@@ -105,6 +105,10 @@ pub struct HttpOptions {
     /// Processes whose CPU time and context switches are counted beside the load
     /// (`--target-pid`). Default none.
     pub target_pids: Vec<u32>,
+    /// The flag the user gave the target's pids with, for messages: `None` for
+    /// `--target-pid`, `Some("-p")` when they are `kiln run -p`'s.
+    #[serde(skip)]
+    pub target_pids_flag: Option<&'static str>,
     /// The run's label (`--id`). Default `http`.
     pub id: String,
     /// Local addresses the connections are bound to, round-robin (`--source-address`);
@@ -136,6 +140,7 @@ impl Default for HttpOptions {
             pipeline: 1,
             max_requests: 0,
             target_pids: Vec::new(),
+            target_pids_flag: None,
             id: "http".into(),
             source_addresses: Vec::new(),
             no_preflight: false,
@@ -173,9 +178,19 @@ impl HttpOptions {
         if self.targets.is_empty() {
             return bad("URL", String::new(), "give a URL or --targets FILE");
         }
+        Ok(())
+    }
+
+    /// Checks that the `--target-pid` processes exist (the command line's check: a target
+    /// that exits once the load runs is counted up to then, and said).
+    pub fn check_target_pids(&self) -> Result<(), Error> {
         for p in &self.target_pids {
             if !std::path::Path::new(&format!("/proc/{p}")).exists() {
-                return bad("--target-pid", p.to_string(), "no such process");
+                return Err(Error::Option {
+                    flag: self.target_pids_flag.unwrap_or("--target-pid"),
+                    value: p.to_string(),
+                    reason: "no such process".into(),
+                });
             }
         }
         Ok(())
@@ -357,6 +372,13 @@ impl Load for HttpLoad {
     fn id(&self) -> &str {
         &self.opts.id
     }
+    fn schedule(&self) -> Option<(usize, Duration)> {
+        let steps = match self.sweep.as_ref()? {
+            Sweep::Rate(r) => r.len(),
+            Sweep::Connections(c) => c.len(),
+        };
+        Some((steps, self.opts.duration.unwrap_or(Duration::from_secs(10))))
+    }
     fn preflight(&self) -> Result<Vec<String>, Error> {
         Ok(preflight(&self.opts, self.sweep.as_ref())?.notes())
     }
@@ -375,5 +397,39 @@ impl Load for HttpLoad {
             Some(s) => sweep(&self.opts, s, self.plateau_threshold, stop, on_tick),
             None => run(&self.opts, stop, on_tick),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A target that is not there is named by the flag it was given with.
+    #[test]
+    fn a_missing_target_is_named_by_its_flag() {
+        let mut o = HttpOptions {
+            targets: vec![Target {
+                method: "GET".into(),
+                url: "http://127.0.0.1:1/".into(),
+                headers: vec![],
+                body: vec![],
+            }],
+            target_pids: vec![u32::MAX],
+            ..Default::default()
+        };
+        assert!(
+            o.validate().is_ok(),
+            "existence is the command line's check"
+        );
+        let e = o.check_target_pids().unwrap_err().to_string();
+        assert!(
+            e.contains("--target-pid") && e.contains("no such process"),
+            "{e}"
+        );
+        o.target_pids_flag = Some("-p");
+        let e = o.check_target_pids().unwrap_err().to_string();
+        assert!(e.contains("-p") && !e.contains("--target-pid"), "{e}");
+        o.target_pids = vec![std::process::id()];
+        assert!(o.check_target_pids().is_ok());
     }
 }

@@ -3,17 +3,29 @@
 //! sweep) says how busy the server was.
 use super::driver::M;
 use crate::engine::Ctx;
+use std::os::unix::ffi::OsStrExt;
 
-/// Reads `/proc/PID/stat`: (user, system) CPU time in µs.
+/// Reads `/proc/PID/stat` (as bytes: the command name in it need not be UTF-8): (user,
+/// system) CPU time in µs.
 pub fn cpu_us(pid: &str) -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces), from field 3 on.
-    let rest = s.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
+    let s = kiln_os::proc::Stat::parse(&kiln_os::proc::read(format!("/proc/{pid}/stat")).ok()?)?;
+    let (utime, stime) = (s.field(14)?, s.field(15)?);
     let us = 1_000_000 / ticks_per_second();
     Some((utime * us, stime * us))
+}
+
+/// kiln's own CPU time (user + system, every thread), µs, from getrusage: it needs no file
+/// descriptor, so a load holding every descriptor it may open (`ulimit -n`) still
+/// measures itself.
+pub fn own_cpu_us() -> u64 {
+    // SAFETY: rusage is plain data; zeroed is a valid value for getrusage to fill.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage with RUSAGE_SELF and a valid out-pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) } != 0 {
+        return 0;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    us(r.ru_utime) + us(r.ru_stime)
 }
 
 fn ticks_per_second() -> u64 {
@@ -33,16 +45,12 @@ pub fn ctx_switches(pid: &str) -> Option<u64> {
         .ok()?
         .flatten()
     {
-        let Ok(s) = std::fs::read_to_string(t.path().join("status")) else {
+        // Bytes: the thread's name on its first line need not be UTF-8.
+        let Ok(s) = kiln_os::proc::read(t.path().join("status")) else {
             continue;
         };
-        for l in s.lines() {
-            if let Some(v) = l
-                .strip_prefix("voluntary_ctxt_switches:")
-                .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
-            {
-                total += v.trim().parse::<u64>().unwrap_or(0);
-            }
+        for key in ["voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"] {
+            total += kiln_os::proc::status_number(&s, key).unwrap_or(0);
         }
     }
     Some(total)
@@ -58,7 +66,7 @@ pub fn runq_wait_us(pid: &str) -> Option<u64> {
         .ok()?
         .flatten()
     {
-        let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) else {
+        let Some(s) = kiln_os::proc::read_text(t.path().join("schedstat")) else {
             continue;
         };
         if let Some(ns) = s
@@ -76,8 +84,7 @@ pub fn runq_wait_us(pid: &str) -> Option<u64> {
 /// The machine's CPUs as /proc/stat counts them (`cpuN` lines): what its busy time is
 /// shared over.
 pub fn machine_cores() -> usize {
-    std::fs::read_to_string("/proc/stat")
-        .ok()
+    kiln_os::proc::read_text("/proc/stat")
         .map(|s| {
             s.lines()
                 .filter(|l| {
@@ -149,26 +156,27 @@ pub fn cpu_room(pids: &[u32]) -> CpuRoom {
 }
 
 fn threads(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|v| v.trim().parse().ok())
+    let s = kiln_os::proc::read(format!("/proc/{pid}/status")).ok()?;
+    kiln_os::proc::status_number(&s, "Threads")
 }
 
 /// The CPU quota of a process's cgroup in CPUs, the smallest along its ancestors:
 /// cgroup v2 (`0::/path`, `cpu.max`: "QUOTA PERIOD" or "max PERIOD") or v1 (the `cpu`
 /// controller's `cpu.cfs_quota_us` / `cpu.cfs_period_us`, -1 for none).
 fn cgroup_quota(pid: u32) -> Option<f64> {
-    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    // Bytes: a cgroup's path need not be UTF-8, and is used as it is.
+    let cg = kiln_os::proc::read(format!("/proc/{pid}/cgroup")).ok()?;
     let mut best: Option<f64> = None;
     let mut take = |q: Option<f64>| {
         if let Some(q) = q.filter(|q| *q > 0.0) {
             best = Some(best.map_or(q, |b| b.min(q)));
         }
     };
-    for line in cg.lines() {
-        let mut f = line.splitn(3, ':');
-        let (_, controllers, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
+    for line in cg.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
+        let mut f = line.splitn(3, |&c| c == b':');
+        let (_, controllers, path) = (f.next(), f.next().unwrap_or(b""), f.next().unwrap_or(b""));
+        let controllers = String::from_utf8_lossy(controllers);
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
         let (base, v2) = if controllers.is_empty() {
             // The unified hierarchy: at /sys/fs/cgroup, or beside v1's (hybrid).
             let b = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
@@ -190,16 +198,14 @@ fn cgroup_quota(pid: u32) -> Option<f64> {
             continue;
         };
         let mut dir = std::path::PathBuf::from(&base);
-        dir.push(path.trim_start_matches('/'));
+        dir.push(path.strip_prefix("/").unwrap_or(path));
         // The cgroup and its ancestors up to the mount point.
         loop {
             take(if v2 {
-                std::fs::read_to_string(dir.join("cpu.max"))
-                    .ok()
-                    .and_then(|s| parse_cpu_max(&s))
+                kiln_os::proc::read_text(dir.join("cpu.max")).and_then(|s| parse_cpu_max(&s))
             } else {
-                let q = std::fs::read_to_string(dir.join("cpu.cfs_quota_us")).ok();
-                let p = std::fs::read_to_string(dir.join("cpu.cfs_period_us")).ok();
+                let q = kiln_os::proc::read_text(dir.join("cpu.cfs_quota_us"));
+                let p = kiln_os::proc::read_text(dir.join("cpu.cfs_period_us"));
                 q.zip(p).and_then(|(q, p)| {
                     let q: f64 = q.trim().parse().ok()?;
                     let p: f64 = p.trim().parse().ok()?;
@@ -224,7 +230,7 @@ fn parse_cpu_max(s: &str) -> Option<f64> {
 
 /// The machine's busy CPU time (all CPUs, everything but idle and iowait), µs.
 pub fn machine_busy_us() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let s = kiln_os::proc::read_text("/proc/stat")?;
     let line = s.lines().next()?.strip_prefix("cpu ")?;
     let v: Vec<u64> = line
         .split_whitespace()
@@ -245,7 +251,7 @@ pub(crate) fn accept_backlog(addr: std::net::SocketAddr) -> Option<u64> {
     } else {
         "/proc/net/tcp6"
     };
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = kiln_os::proc::read_text(file)?;
     listen_queue(&text, addr)
 }
 
@@ -320,7 +326,7 @@ impl Sampler {
         for i in 0..s.pids.len() {
             s.last[i] = s.read(i);
         }
-        s.client_last = cpu_us("self").map(|(u, s)| u + s);
+        s.client_last = Some(own_cpu_us());
         s
     }
 
@@ -330,8 +336,17 @@ impl Sampler {
             (Some((u, s)), Some(c)) => Some((u, s, c, runq_wait_us(p))),
             _ => {
                 if self.error.is_none() {
+                    // Why: the process ended, or kiln could not open /proc (every file
+                    // descriptor it may open in use: `ulimit -n`).
+                    let why = match std::fs::File::open(format!("/proc/{p}/stat")) {
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            "it ended".to_string()
+                        }
+                        Err(e) => e.to_string(),
+                        Ok(_) => "its files did not parse".to_string(),
+                    };
                     self.error = Some(format!(
-                        "target process {p} could not be read from /proc (it ended?); its CPU is counted up to then"
+                        "target process {p} could not be read from /proc ({why}); its CPU is counted up to then"
                     ));
                 }
                 None
@@ -352,12 +367,11 @@ impl Sampler {
             }
             self.last[i] = Some(now);
         }
-        if let Some((u, s)) = cpu_us("self") {
-            if let Some(prev) = self.client_last {
-                ctx.add(0, M.client_cpu_us, (u + s).saturating_sub(prev));
-            }
-            self.client_last = Some(u + s);
+        let own = own_cpu_us();
+        if let Some(prev) = self.client_last {
+            ctx.add(0, M.client_cpu_us, own.saturating_sub(prev));
         }
+        self.client_last = Some(own);
         ctx.set_level(
             M.accept_backlog,
             accept_backlog(self.server).map(|n| n as f64),

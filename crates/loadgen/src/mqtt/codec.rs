@@ -28,6 +28,28 @@ impl Version {
             _ => None,
         }
     }
+    /// What a person reads: `MQTT 5`, `MQTT 3.1.1`, `MQTT 3.1`, with its `-V`.
+    pub fn shown(self) -> &'static str {
+        match self {
+            Version::V3 => "MQTT 3.1 (-V 3)",
+            Version::V4 => "MQTT 3.1.1 (-V 4)",
+            Version::V5 => "MQTT 5 (-V 5, the default)",
+        }
+    }
+
+    /// What to try when a broker will not speak this version: said with the version kiln
+    /// sent, where a CONNECT was refused or closed without an answer.
+    pub fn hint(self) -> String {
+        let other = match self {
+            Version::V5 => {
+                "give -V 4 (MQTT 3.1.1: RabbitMQ before 3.13 and many brokers speak only that)"
+            }
+            Version::V4 => "give -V 3 for a broker of MQTT 3.1 only, or -V 5",
+            Version::V3 => "give -V 4 (MQTT 3.1.1)",
+        };
+        format!("kiln sent {}; {other}", self.shown())
+    }
+
     fn v5(self) -> bool {
         self == Version::V5
     }

@@ -83,6 +83,13 @@ impl Load for MqttLoad {
     fn id(&self) -> &str {
         &self.opts.id
     }
+    fn schedule(&self) -> Option<(usize, std::time::Duration)> {
+        let steps = self.sweep.as_ref()?.len();
+        Some((
+            steps,
+            self.opts.time.unwrap_or(std::time::Duration::from_secs(10)),
+        ))
+    }
     fn settings(&self) -> crate::engine::Settings {
         let o = &self.opts;
         let publishes = matches!(o.scenario, Scenario::Pub | Scenario::PubSub);

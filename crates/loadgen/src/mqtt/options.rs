@@ -38,7 +38,9 @@ pub struct MqttOptions {
     pub sub_topic: Option<String>,
     /// QoS (`-q`) 0, 1 or 2. Default 0.
     pub qos: u8,
-    /// Payload bytes (`-s`), at least 36 (the stamp). Default 256.
+    /// Payload bytes (`-s`). Default 256. kiln's stamp takes 36 (sequence, send and
+    /// intended times, publisher and load); a smaller payload is sent as asked, carrying
+    /// what fits of it ([`MqttOptions::unmarked`]).
     pub size: usize,
     /// Milliseconds between messages of a publisher (`-I`); 0 = as fast as possible.
     /// Default 1000.
@@ -191,6 +193,29 @@ impl MqttOptions {
         }
     }
 
+    /// Whether the payload is too small for kiln's whole stamp (`-s` under 36 bytes, as
+    /// emqtt-bench allows): messages then carry no origin, so every message received
+    /// counts, lost, duplicated and out-of-order ones are not counted, and latency is
+    /// measured from the send time only when 12 bytes carry it.
+    pub fn unmarked(&self) -> bool {
+        self.size < crate::engine::body::FULL
+    }
+
+    /// What a payload of `-s` cannot measure, in words; `None` for a whole stamp.
+    pub fn unmarked_note(&self) -> Option<String> {
+        self.unmarked().then(|| {
+            let latency = if self.size < crate::engine::body::MIN {
+                "; nor is a message's latency (its send time needs 12 bytes)"
+            } else {
+                ""
+            };
+            format!(
+                "-s {} is smaller than kiln's 36-byte stamp: messages carry no origin, so each one received counts (whoever published it) and lost, duplicated and out-of-order messages are not counted{latency}",
+                self.size
+            )
+        })
+    }
+
     /// Checks combinations that cannot work, naming the flag.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |flag, value: String, reason: &str| {
@@ -202,13 +227,6 @@ impl MqttOptions {
         };
         if self.qos > 2 {
             return bad("-q", self.qos.to_string(), "QoS is 0, 1 or 2");
-        }
-        if self.size < crate::engine::body::FULL {
-            return bad(
-                "-s",
-                self.size.to_string(),
-                "the minimum is 36 bytes (sequence, send and intended times, publisher and load)",
-            );
         }
         if self.size > 256 * 1024 * 1024 - 1024 {
             return bad(
@@ -300,8 +318,24 @@ mod tests {
         }
         let e = o.set_uri("mqtt://u:pw@h:99999").unwrap_err().to_string();
         assert!(!e.contains("pw"), "{e}");
+        // Smaller than the stamp: sent as asked, what it cannot measure said.
         let o = MqttOptions {
             size: 10,
+            ..Default::default()
+        };
+        assert!(o.validate().is_ok() && o.unmarked());
+        assert!(o
+            .unmarked_note()
+            .unwrap()
+            .contains("nor is a message's latency"));
+        let o = MqttOptions {
+            size: 32,
+            ..Default::default()
+        };
+        assert!(!o.unmarked_note().unwrap().contains("latency"));
+        assert!(!MqttOptions::default().unmarked());
+        let o = MqttOptions {
+            size: 300 << 20,
             ..Default::default()
         };
         assert!(o.validate().unwrap_err().to_string().contains("-s"));

@@ -67,6 +67,14 @@ impl Summary {
 }
 
 fn verdict(o: &MqttOptions, h: &Headline, unjudged: Option<u64>) -> String {
+    if let Some(note) = o.unmarked_note().filter(|_| o.scenario != Scenario::Conn) {
+        return format!(
+            "QoS {}: {} sent, {} received: {note}",
+            o.qos,
+            h.total_of(M.sent),
+            h.total_of(M.received)
+        );
+    }
     if o.scenario != Scenario::PubSub {
         return match o.scenario {
             Scenario::Conn => format!(

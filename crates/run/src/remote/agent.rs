@@ -38,7 +38,7 @@ fn send(out: &Out, msg: &FromAgent, blobs: &[&[u8]]) {
 
 /// The agent's time namespace's CLOCK_MONOTONIC offset, ns (0 outside one).
 fn timens_monotonic_ns() -> i64 {
-    let s = std::fs::read_to_string("/proc/self/timens_offsets").unwrap_or_default();
+    let s = kiln_os::proc::read_text("/proc/self/timens_offsets").unwrap_or_default();
     s.lines()
         .find_map(|l| {
             let mut w = l.split_whitespace();

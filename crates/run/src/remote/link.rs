@@ -80,35 +80,20 @@ fn ssh_command(ssh: &SshConfig, dest: &Destination, remote: &str) -> Command {
     // Its own process group: a Ctrl-C at the terminal is kiln's to handle (it stops the
     // agents and keeps the run), and kiln ends the whole group (ssh and whatever it
     // started) on every path. It dies with kiln too, however kiln ends.
-    use std::os::unix::process::CommandExt;
-    c.process_group(0);
-    // SAFETY: getpid is async-signal-safe.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: prctl and getppid are async-signal-safe system calls; nothing is allocated.
-    unsafe {
-        c.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                return Err(std::io::Error::other("kiln ended"));
-            }
-            Ok(())
-        });
-    }
+    kiln_os::child::own_group(&mut c);
     c
 }
 
-/// Starts `c` from a thread that lives as long as the process: the death signal of an ssh
-/// child follows the thread that started it, and the threads that connect end early.
-fn spawn(mut c: Command) -> std::io::Result<Child> {
+/// Starts `c` from a thread that lives as long as the process (the death signal of an ssh
+/// child follows the thread that started it, and the threads that connect end early), its
+/// group registered for the signal handler's [`kiln_os::child::kill_all`] until [`end`].
+fn spawn(c: Command) -> std::io::Result<Child> {
+    let child = spawn_here(c)?;
+    kiln_os::child::register(child.id());
+    Ok(child)
+}
+
+fn spawn_here(mut c: Command) -> std::io::Result<Child> {
     type Order = (Command, Sender<std::io::Result<Child>>);
     static SPAWNER: std::sync::OnceLock<Option<Sender<Order>>> = std::sync::OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
@@ -138,15 +123,13 @@ fn end(child: &mut Child) -> Option<std::process::ExitStatus> {
     // reaped only here, after: its PID, the group's id, cannot have been reused.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     let _ = child.kill();
+    kiln_os::child::unregister(child.id());
     child.wait().ok()
 }
 
 /// Whether `child` has exited (without reaping it: [`end`] does, after its group).
 fn exited(child: &Child) -> bool {
-    std::fs::read_to_string(format!("/proc/{}/stat", child.id())).map_or(true, |s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with(['Z', 'X']))
-    })
+    kiln_os::child::has_exited(child)
 }
 
 /// How long connecting to a host may take, and the run's stop, which ends every wait on a

@@ -328,4 +328,99 @@ pub fn listing_columns_agree_with_the_metadata(s: &mut dyn kiln_store::Store, ex
     assert_eq!(listed[2].config, keys[0]);
     let damaged = listed[3].damaged.as_deref().unwrap_or_default();
     assert!(damaged.contains("headline.throughput"), "{damaged}");
+    // An impossible figure in a column is never listed: the run is listed from its
+    // metadata.
+    exec(&format!(
+        "UPDATE {{runs}} SET p99_us = -5.0, throughput = 1e300 WHERE id = {}",
+        saved[4]
+    ));
+    // The columns a run is found by, changed: listed from its metadata, and damaged as a
+    // read of the run says.
+    exec(&format!(
+        "UPDATE {{runs}} SET name = 'renamed' WHERE id = {}",
+        saved[5]
+    ));
+    let listed = listing(&*s, Select::All);
+    assert_eq!(
+        (listed[4].throughput, listed[4].p99_us),
+        (Some(20_000.0), Some(1234.0))
+    );
+    let damaged = listed[5].damaged.as_deref().unwrap_or_default();
+    assert!(
+        damaged.contains("its name column says 'renamed' but its metadata 'd'"),
+        "{damaged}"
+    );
+    let read = s.stored(Select::Id(saved[5])).unwrap();
+    assert_eq!(read[0].meta.as_ref().err(), listed[5].damaged.as_ref());
+}
+
+/// What ran after a run was saved (`--after-each`), added to it: the records in its
+/// metadata, the output as attachments, the listing columns as the new metadata says; an
+/// attachment's name taken twice or an unknown run refused without a change. A blob past
+/// the input limit is named by [`kiln_store::Store::unreadable_blobs`].
+pub fn commands_are_added_to_a_saved_run(s: &mut dyn kiln_store::Store) {
+    use kiln_store::{CommandRecord, Select, StoreError};
+    let id = s.save(&run("after", "g", 1)).unwrap();
+    let record = CommandRecord {
+        role: "after-each".into(),
+        command: "sleep 100000".into(),
+        exit_code: None,
+        signal: Some(9),
+        stopped: Some("stopped on SIGTERM".into()),
+        notes: vec!["stdout: 3 bytes written".into()],
+    };
+    let out = Attachment {
+        name: "after-each.stdout".into(),
+        data: vec![b'x'; 3000],
+    };
+    s.add_commands(
+        id,
+        std::slice::from_ref(&record),
+        std::slice::from_ref(&out),
+    )
+    .unwrap();
+    let back = s.load(id).unwrap();
+    assert_eq!(back.meta.commands, std::slice::from_ref(&record));
+    assert_eq!(
+        back.attachments
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>(),
+        ["after-each.stdout", "load.stdout"]
+    );
+    assert_eq!(back.attachments[0], out);
+    assert_listing_is_the_metadatas(&*s);
+    assert_eq!(listing(&*s, Select::Id(id))[0].damaged, None);
+    // The same attachment again: refused, nothing changed.
+    let e = s
+        .add_commands(
+            id,
+            std::slice::from_ref(&record),
+            std::slice::from_ref(&out),
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("already has an attachment 'after-each.stdout'"),
+        "{e}"
+    );
+    assert_eq!(s.load(id).unwrap().meta.commands.len(), 1);
+    assert!(matches!(
+        s.add_commands(id + 1000, &[record], &[]),
+        Err(StoreError::NoSuchRun { .. })
+    ));
+    let mut unreadable = Vec::new();
+    s.unreadable_blobs(&mut |id, why| unreadable.push((id, why)))
+        .unwrap();
+    assert!(unreadable.is_empty(), "{unreadable:?}");
+    s.set_max_input(2048);
+    s.unreadable_blobs(&mut |id, why| unreadable.push((id, why)))
+        .unwrap();
+    assert!(
+        unreadable.contains(&(
+            id,
+            "attachment 'after-each.stdout': its size, 3000 bytes, exceeds the input limit of 2 KiB (--max-input raises it; a damaged or tampered file?)".to_string()
+        )),
+        "{unreadable:?}"
+    );
 }

@@ -121,6 +121,7 @@ impl Loop<'_> {
         let pairs = self.publishers as u64 * self.tracks.len() as u64;
         let undelivered = (self.publishers > 0
             && self.subscribers > 0
+            && !self.opts.unmarked()
             && !self.shared_subscription
             && pairs <= 100_000)
             .then(|| {
@@ -172,6 +173,10 @@ impl Loop<'_> {
     /// this load's subscribers get only part of its messages: the rest is not judged lost
     /// but kept as not received here (the run as a whole judges delivery).
     pub(super) fn account_tail(&mut self) {
+        if self.opts.unmarked() {
+            // Messages without an origin: nothing to account per publisher.
+            return;
+        }
         let counts = self.pub_counts();
         let mut lost = 0;
         for t in &mut self.tracks {
@@ -190,6 +195,9 @@ impl Loop<'_> {
 
     /// Per publisher, what its subscribers received, lost, got twice or out of order.
     pub(super) fn deliveries(&self) -> Vec<Delivery> {
+        if self.opts.unmarked() {
+            return Vec::new();
+        }
         let counts = self.pub_counts();
         (0..self.publishers as usize)
             .map(|p| {
@@ -219,6 +227,13 @@ impl Loop<'_> {
             return;
         };
         let st = Stamp::read(payload);
+        if self.opts.unmarked() {
+            // Payloads too small for an origin: every message counts, its latency from
+            // its send time when it carries one.
+            self.ctx.add(0, M.received, 1);
+            self.record_latency(st);
+            return;
+        }
         // In pubsub only this load's messages count: stamped by one of its publishers
         // (its load id) after the load began.
         let ours = st.and_then(|st| match st.origin {
@@ -239,19 +254,7 @@ impl Loop<'_> {
         let Some(st) = st else {
             return;
         };
-        let now = crate::engine::clock::real_ns();
-        {
-            let mut h = self.ctx.hists(0);
-            if now.abs_diff(st.sent_ns) < 3_600_000_000_000 {
-                h.record(M.latency, now.saturating_sub(st.sent_ns) / 1000);
-                if let Some(it) = st
-                    .intended_ns
-                    .filter(|&t| now.abs_diff(t) < 3_600_000_000_000)
-                {
-                    h.record(M.latency_intended, now.saturating_sub(it) / 1000);
-                }
-            }
-        }
+        self.record_latency(Some(st));
         let Some(p) = ours else {
             return;
         };
@@ -266,6 +269,25 @@ impl Loop<'_> {
                 Seen::InOrder => {}
                 Seen::Late => self.ctx.add(0, M.out_of_order, 1),
                 Seen::Duplicate => self.ctx.add(0, M.duplicated, 1),
+            }
+        }
+    }
+
+    /// A received message's latency from its stamp's send time (and intended time), when
+    /// it carries one within an hour of now.
+    fn record_latency(&self, st: Option<Stamp>) {
+        let Some(st) = st else {
+            return;
+        };
+        let now = crate::engine::clock::real_ns();
+        let mut h = self.ctx.hists(0);
+        if now.abs_diff(st.sent_ns) < 3_600_000_000_000 {
+            h.record(M.latency, now.saturating_sub(st.sent_ns) / 1000);
+            if let Some(it) = st
+                .intended_ns
+                .filter(|&t| now.abs_diff(t) < 3_600_000_000_000)
+            {
+                h.record(M.latency_intended, now.saturating_sub(it) / 1000);
             }
         }
     }

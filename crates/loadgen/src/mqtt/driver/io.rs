@@ -255,7 +255,10 @@ impl Loop<'_> {
     /// Why the broker's closing connection `i` matters, by where it was.
     pub(super) fn closed_reason(&self, i: usize) -> String {
         match self.conns[i].state {
-            ConnState::Handshake => "the broker closed the connection without a CONNACK (not an MQTT broker, or one refusing this protocol version?)".into(),
+            ConnState::Handshake => format!(
+                "the broker closed the connection without a CONNACK (not an MQTT broker, or one refusing this protocol version? {})",
+                self.opts.version.hint()
+            ),
             _ => "the broker closed the connection".into(),
         }
     }

@@ -82,13 +82,19 @@ impl Loop<'_> {
             };
             let real = crate::engine::clock::real_ns();
             let it_ns = intended.map(|t| self.ctx.clock().real_at(go + (t * 1e9) as u64));
+            // A payload too small for the whole stamp carries what fits, without an
+            // origin (which would not fit whole).
             let stamp = Stamp {
                 seq: ps.next_seq,
                 sent_ns: real,
-                intended_ns: it_ns,
-                origin: Origin::Load {
-                    load: self.load_id,
-                    publisher: p,
+                intended_ns: it_ns.filter(|_| o.size >= body::WITH_INTENDED),
+                origin: if o.unmarked() {
+                    Origin::Unmarked
+                } else {
+                    Origin::Load {
+                        load: self.load_id,
+                        publisher: p,
+                    }
                 },
             };
             let before = out.len();
@@ -171,7 +177,8 @@ fn encode_next(
     out: &mut Vec<u8>,
 ) {
     let mut head = [0u8; body::FULL];
-    let hl = stamp.write(&mut head);
+    // The payload as asked, the stamp cut to it when it is smaller.
+    let hl = stamp.write(&mut head).min(o.size);
     let pid = if o.qos > 0 {
         let pid = ps.next_packet_id;
         ps.next_packet_id = if ps.next_packet_id == u16::MAX {

@@ -90,9 +90,17 @@ impl Loop<'_> {
                 if code != 0 {
                     let why = self.refused("CONNACK", code);
                     let reason = props.reason.map(|r| format!(": {r}")).unwrap_or_default();
+                    // The protocol version refused (3.1.1's 1, MQTT 5's 0x84): say which
+                    // kiln sent, and what to give instead.
+                    let v5 = self.opts.version == codec::Version::V5;
+                    let hint = if (!v5 && code == 1) || (v5 && code == 0x84) {
+                        format!(" ({})", self.opts.version.hint())
+                    } else {
+                        String::new()
+                    };
                     self.failed(
                         i,
-                        format!("the broker refused the connection: {why}{reason}"),
+                        format!("the broker refused the connection: {why}{reason}{hint}"),
                     );
                     return;
                 }
