@@ -11,12 +11,21 @@
 #    each copy's p50 and CPU per request set to 100 ± 5% noise with a step of +30% at 70%
 #    of the runs; RSS, wall time and CPU (/usr/bin/time -v, the best of 3).
 #
+# 3. `kiln compare NAME '#1'` with that name as the baseline (its history read as the
+#    noise floor), on the same store.
+#
+# The copies carry the listing columns a save writes (kiln runs list reads them, not the
+# metadata); the newest BLOBS runs (default 2000) carry the real run's profiles and
+# series, the older ones none, so that 100,000 runs fit in a few GB: `kiln runs trend`
+# reads the newest --last (1000) runs of a configuration.
+#
 # Usage: bench/store/trend.sh [POINTS] [RUNS] [KILN]
 #        (KILN default target/release/kiln; the example is built --release)
 set -euo pipefail
 points=${1:-100000}
 runs=${2:-1000}
 kiln=${3:-target/release/kiln}
+blobs=${BLOBS:-2000}
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -65,9 +74,14 @@ INSERT INTO runs (id, name, grp, started_ms, complete, meta)
                   '\$.headline.p50_us', (CASE WHEN i > $step THEN 130 ELSE 100 END) * (0.95 + (abs(random()) % 1000) / 10000.0),
                   '\$.headline.cpu_per_op_us', (CASE WHEN i > $step THEN 130 ELSE 100 END) * (0.95 + (abs(random()) % 1000) / 10000.0))
   FROM n, runs WHERE runs.id = 1;
+UPDATE runs SET (target_comm, load_text, throughput, p99_us, config) =
+  (SELECT target_comm, load_text, throughput, p99_us, config FROM runs WHERE id = 1),
+  p50_us = json_extract(meta, '\$.headline.p50_us'),
+  cpu_per_op_us = json_extract(meta, '\$.headline.cpu_per_op_us')
+  WHERE id > 1;
 INSERT INTO blobs (run_id, kind, name, codec, size, data)
   SELECT r.id, b.kind, b.name, b.codec, b.size, b.data FROM runs r, blobs b
-  WHERE b.run_id = 1 AND r.id > 1;
+  WHERE b.run_id = 1 AND r.id > 1 AND r.id > $runs - $blobs;
 SQL
 echo "kiln runs trend over $runs runs ($(du -m "$work/t.db" | cut -f1) MB SQLite store), step at run $((step + 1)):"
 KILN_STORE="$work/t.db" "$kiln" runs trend trend | grep -E '^  run #|p50|CPU per' | sed 's/^/  /'
@@ -81,3 +95,11 @@ for f in 3 0; do
   done
   echo "  --functions $f: ${best#* }"
 done
+best=""
+for _ in 1 2 3; do
+  KILN_STORE="$work/t.db" /usr/bin/time -f '%e %U %S %M' -o "$work/time.txt" "$kiln" compare trend '#1' >/dev/null 2>&1 || true
+  read -r wall user sys rss <"$work/time.txt"
+  line=$(printf '%7.2f s wall %7.2f s CPU %8.1f MB' "$wall" "$(echo "$user + $sys" | bc)" "$(echo "scale=1; $rss / 1024" | bc)")
+  if [ -z "$best" ] || awk -v a="$wall" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then best="$wall $line"; fi
+done
+echo "kiln compare trend '#1' (the name as baseline, its history the noise floor): ${best#* }"

@@ -305,6 +305,22 @@ fn a_step_in_the_history_is_found_at_its_run() {
     let (all, out) = trend(&store, &["--all-configs"]);
     kiln_testkit::succeeded(&out);
     assert_eq!(all["configurations"].as_array().unwrap().len(), 2);
+    // --last: the newest runs only, the older ones counted and said; the same newest runs.
+    let (last, out) = trend(&store, &["--last", "12"]);
+    kiln_testkit::succeeded(&out);
+    let kept = last["configurations"][0]["runs"].as_array().unwrap();
+    assert_eq!(kept.len(), 12, "{last:#}");
+    assert_eq!(kept[..], runs[18..], "{last:#}");
+    assert_eq!(last["left_out"]["older"], 18, "{last:#}");
+    let out = kiln(&store)
+        .args(["runs", "trend", "svc", "--last", "12"])
+        .output()
+        .unwrap();
+    let text = kiln_testkit::succeeded(&out);
+    assert!(
+        text.contains("18 older run(s) (--last shows more)"),
+        "{text}"
+    );
     let (tagged, out) = trend(&store, &["--tag", "setting=other"]);
     kiln_testkit::succeeded(&out);
     assert_eq!(

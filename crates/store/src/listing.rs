@@ -109,3 +109,45 @@ pub(crate) const META_WHEN_NEEDED: &str = "CASE WHEN config IS NULL AND damaged 
      OR throughput < 0 OR throughput > 1e12 \
      OR p50_us < 0 OR p50_us > 31536000000000 OR p99_us < 0 OR p99_us > 31536000000000 \
      OR cpu_per_op_us < 0 OR cpu_per_op_us > 1e12 THEN meta END";
+
+/// The complete runs of one name, by configuration, as the listing columns give them: no
+/// run's metadata is decoded, so a name with 100,000 runs costs its listing. `kiln runs
+/// trend` and a name-as-baseline `kiln compare` read this first, then the metadata of the
+/// newest runs only.
+#[derive(Debug, Default)]
+pub struct Configurations {
+    /// Each configuration's key and its complete runs, oldest first (by start, then id);
+    /// the configuration with the newest run first.
+    pub configs: Vec<(String, Vec<Listed>)>,
+    /// Damaged runs of the name (`kiln runs check` lists them).
+    pub damaged: usize,
+    /// Incomplete runs of the name.
+    pub incomplete: usize,
+}
+
+/// The runs named `name` in `store`, as [`Configurations`].
+pub fn configurations(store: &dyn crate::Store, name: &str) -> crate::Result<Configurations> {
+    let mut out = Configurations::default();
+    store.listing(crate::Select::Name(name), &mut |l| {
+        if l.name != name {
+            return;
+        }
+        if l.damaged.is_some() {
+            out.damaged += 1;
+        } else if !l.complete {
+            out.incomplete += 1;
+        } else {
+            match out.configs.iter_mut().find(|(k, _)| *k == l.config) {
+                Some((_, runs)) => runs.push(l),
+                None => out.configs.push((l.config.clone(), vec![l])),
+            }
+        }
+    })?;
+    for (_, runs) in &mut out.configs {
+        runs.sort_by_key(|r| (r.started_unix_ms, r.id));
+    }
+    let newest = |runs: &Vec<Listed>| runs.last().map(|r| (r.started_unix_ms, r.id));
+    out.configs
+        .sort_by_key(|(_, runs)| std::cmp::Reverse(newest(runs)));
+    Ok(out)
+}

@@ -252,19 +252,19 @@ fn history(
         .collect();
     let mut out: Vec<Vec<kiln_store::RunMeta>> = Vec::new();
     let mut order: Vec<String> = Vec::new();
-    // Only the runs of its name are read; damaged ones are not history.
-    let mut named = Vec::new();
-    store.scan(kiln_store::Select::Name(&first.name), &mut |s| {
-        named.extend(s.meta.ok())
-    })?;
-    for r in named {
-        if r.name != first.name
-            || compared.contains(&r.group.as_str())
-            || !r.status.complete
-            || compare::configuration(&r) != key
-        {
-            continue;
-        }
+    // Only the runs of its name and configuration are listed, and only the newest
+    // HISTORY_RUNS of them read: a name with 100,000 runs costs its listing. Damaged and
+    // incomplete runs are not history.
+    let found = kiln_store::configurations(store, &first.name)?;
+    let Some((_, runs)) = found.configs.into_iter().find(|(k, _)| *k == key) else {
+        return Ok(Vec::new());
+    };
+    let runs: Vec<_> = runs
+        .into_iter()
+        .filter(|r| !compared.contains(&r.group.as_str()))
+        .collect();
+    for l in &runs[runs.len().saturating_sub(HISTORY_RUNS)..] {
+        let r = store.meta(l.id)?;
         match order.iter().position(|g| *g == r.group) {
             Some(i) => out[i].push(r),
             None => {
@@ -275,6 +275,9 @@ fn history(
     }
     Ok(out)
 }
+
+/// The newest runs of a baseline's name and configuration read as its history.
+const HISTORY_RUNS: usize = 1000;
 
 /// The gates `--fail-if` asks for, once `--alpha` and `--threshold` are checked: as
 /// `kiln compare` and `kiln runs trend` take them.

@@ -53,6 +53,11 @@ pub struct Args {
     #[arg(long)]
     pub all_configs: bool,
 
+    /// The newest N runs of each configuration shown (0: all); older ones are counted
+    /// and left out, so that a long history costs what is shown.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub last: usize,
+
     /// Output format: text, markdown or json.
     #[arg(long, default_value = "text", value_parser = ["text", "markdown", "md", "json"])]
     pub format: String,
@@ -104,41 +109,48 @@ pub enum Against {
 }
 
 /// The runs of `name` (with `tags`), sorted into configurations, the newest
-/// configuration first, each oldest run first; and what was left out. The one place a
-/// trend's runs are selected.
+/// configuration first, each oldest run first, at most its newest `last` runs (all when 0)
+/// and, unless `all_configs`, only the newest configuration; and what was left out. The
+/// one place a trend's runs are selected: from the listing columns, so that only the runs
+/// shown have their metadata read (a name with 100,000 runs costs its listing).
 fn select(
     store: &dyn Store,
     name: &str,
     tags: &[(String, String)],
+    last: usize,
+    all_configs: bool,
 ) -> Result<(Vec<Vec<RunMeta>>, LeftOut)> {
-    let mut left = LeftOut::default();
-    let mut configs: Vec<(String, Vec<RunMeta>)> = Vec::new();
-    store.scan(kiln_store::Select::Name(name), &mut |s| {
-        let Ok(m) = s.meta else {
-            left.damaged += 1;
-            return;
-        };
-        if m.name != name {
-            return;
-        }
-        if !tags.iter().all(|t| m.tags.contains(t)) {
-            left.untagged += 1;
-        } else if !m.status.complete {
-            left.incomplete += 1;
-        } else {
-            let key = compare::configuration(&m);
-            match configs.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, runs)) => runs.push(m),
-                None => configs.push((key, vec![m])),
+    let found = kiln_store::configurations(store, name)?;
+    let mut left = LeftOut {
+        damaged: found.damaged,
+        incomplete: found.incomplete,
+        ..LeftOut::default()
+    };
+    let mut configs: Vec<Vec<RunMeta>> = Vec::new();
+    for (_, mut runs) in found.configs {
+        // The tags are part of a configuration: its newest run's say for all of them.
+        if !tags.is_empty() {
+            let newest = runs.last().map(|r| store.meta(r.id)).transpose()?;
+            if !newest.is_some_and(|m| tags.iter().all(|t| m.tags.contains(t))) {
+                left.untagged += runs.len();
+                continue;
             }
         }
-    })?;
-    let newest = |runs: &Vec<RunMeta>| runs.iter().map(|r| (r.started_unix_ms, r.id)).max();
-    let mut configs: Vec<Vec<RunMeta>> = configs.into_iter().map(|(_, r)| r).collect();
-    for runs in &mut configs {
-        runs.sort_by_key(|r| (r.started_unix_ms, r.id));
+        if !all_configs && !configs.is_empty() {
+            left.configurations += 1;
+            left.other_configurations += runs.len();
+            continue;
+        }
+        if last > 0 && runs.len() > last {
+            left.older += runs.len() - last;
+            runs.drain(..runs.len() - last);
+        }
+        let metas = runs
+            .iter()
+            .map(|r| store.meta(r.id))
+            .collect::<kiln_store::Result<Vec<_>>>()?;
+        configs.push(metas);
     }
-    configs.sort_by_key(|runs| std::cmp::Reverse(newest(runs)));
     Ok((configs, left))
 }
 
@@ -148,7 +160,7 @@ pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
     let tags = super::run::parse_tags(&args.tag)?;
     let name = args.name.strip_prefix("name:").unwrap_or(&args.name);
     let store = store_args.open_existing()?;
-    let (mut configs, mut left) = select(&*store, name, &tags)?;
+    let (configs, left) = select(&*store, name, &tags, args.last, args.all_configs)?;
     if configs.is_empty() {
         bail!(
             "no complete run named '{}' in '{}'{}",
@@ -156,11 +168,6 @@ pub fn run(args: Args, store_args: &StoreArgs) -> Result<ExitCode> {
             store.location().display(),
             left.text().map_or(String::new(), |t| format!(" ({t})"))
         );
-    }
-    if !args.all_configs {
-        let others = configs.split_off(1);
-        left.configurations = others.len();
-        left.other_configurations = others.iter().map(Vec::len).sum();
     }
     let rules = Rules {
         alpha: args.alpha,

@@ -65,6 +65,8 @@ pub struct LeftOut {
     pub incomplete: usize,
     /// Damaged runs (`kiln runs check` lists them).
     pub damaged: usize,
+    /// Runs older than the newest `--last` of their configuration.
+    pub older: usize,
 }
 
 impl LeftOut {
@@ -76,6 +78,9 @@ impl LeftOut {
                 "{} run(s) of {} other configuration(s) (--all-configs shows each)",
                 self.other_configurations, self.configurations
             ));
+        }
+        if self.older > 0 {
+            parts.push(format!("{} older run(s) (--last shows more)", self.older));
         }
         if self.untagged > 0 {
             parts.push(format!(
