@@ -323,6 +323,63 @@ fn beam_busy_wait_only_when_the_flags_allow_it() {
     assert!(rules::runtime::busy_wait(&Facts::of(&r, None)).is_empty());
 }
 
+/// Spinning is where a stack runs (a spin lock, sched_yield under the program), never a
+/// caller's name: Node's main thread runs under node::SpinEventLoop whatever it does, and
+/// `_raw_spin_unlock_irqrestore` is where cpu-clock samples land when interrupts come back.
+#[test]
+fn busy_wait_is_the_running_frame_not_a_caller() {
+    let mut r = run(10, 2);
+    headline(&mut r, 300.0, 0.4, 60.0, 0.1);
+    r.profiles = vec![cpu_profile(&[
+        (
+            &[
+                "node",
+                "node::SpinEventLoop",
+                "uv_run",
+                "pbkdf2",
+                "sha256_block",
+            ],
+            "node",
+            900,
+        ),
+        (
+            &[
+                "node",
+                "node::SpinEventLoop",
+                "write",
+                "k:_raw_spin_unlock_irqrestore",
+            ],
+            "node",
+            100,
+        ),
+    ])];
+    let found = rules::runtime::busy_wait(&Facts::of(&r, None));
+    assert!(found.is_empty(), "{found:#?}");
+    // A spin lock where the threads run: busy-wait, named under its caller.
+    r.profiles = vec![cpu_profile(&[
+        (
+            &["main", "worker", "take_slot", "pthread_spin_lock"],
+            "srv",
+            600,
+        ),
+        (
+            &[
+                "main",
+                "worker",
+                "k:__x64_sys_write",
+                "k:native_queued_spin_lock_slowpath",
+            ],
+            "srv",
+            100,
+        ),
+        (&["main", "worker", "compute"], "srv", 300),
+    ])];
+    let found = rules::runtime::busy_wait(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].claim.starts_with("70%"), "{}", found[0].claim);
+    assert!(found[0].claim.contains("take_slot"), "{}", found[0].claim);
+}
+
 /// A lock from the off-CPU profile, named at the program's frame, weighed against the
 /// requests' time.
 #[test]

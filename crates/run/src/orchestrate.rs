@@ -825,7 +825,8 @@ fn validate(opts: &RunOptions) -> Result<(), RunError> {
         });
     }
     for &p in &opts.pids {
-        if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+        // A zombie (killed, not yet reaped by its parent) has exited too.
+        if !kiln_os::proc::alive(p) {
             return Err(RunError::NoTarget(p));
         }
     }

@@ -543,7 +543,7 @@ fn check_targets(
         .flat_map(|x| &x.variants)
         .flat_map(|v| v.pids.iter().flatten());
     for &p in opts.pids.iter().chain(variant_pids) {
-        if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+        if !kiln_os::proc::alive(p) {
             bail!("no process {p} (the target must be running; give its pid with -p)");
         }
     }

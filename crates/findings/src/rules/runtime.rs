@@ -156,7 +156,9 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
 /// Frames that spin: a spin lock, a yield loop, a runtime's spin-wait.
 fn spins(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    n.contains("spin")
+    // `_raw_spin_unlock_irqrestore`: where a cpu-clock sample lands when interrupts come
+    // back on, standing for the kernel code before it; releasing a lock is not spinning.
+    n.contains("spin") && !n.contains("unlock")
         || n.contains("sched_yield")
         || n == "runtime.procyield"
         || n == "runtime.osyield"
@@ -211,7 +213,10 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
     let Some(p) = f.cpu_profile() else {
         return out;
     };
-    // Samples whose stack spins (any user frame, or the kernel's sched_yield).
+    // Samples whose stack spins where it runs: the leaf's kernel frames and the first
+    // frame of the program under them (a spin lock, sched_yield, Go's procyield). A frame
+    // further down is a caller, not the spinning (Node's main thread runs under
+    // node::SpinEventLoop whatever it does).
     let mut path = Vec::new();
     let stack_spins: Vec<bool> = p
         .stacks
@@ -219,10 +224,19 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
         .map(|id| {
             path.clear();
             p.stacks.path_into(id, &mut path);
-            path.iter().any(|&fr| {
+            for &fr in path.iter().rev() {
                 let k = p.frames.get(fr).kind;
-                k != FrameKind::Root && spins(&String::from_utf8_lossy(p.frame_name(fr)))
-            })
+                if k == FrameKind::Root {
+                    break;
+                }
+                if spins(&String::from_utf8_lossy(p.frame_name(fr))) {
+                    return true;
+                }
+                if k != FrameKind::Kernel {
+                    break;
+                }
+            }
+            false
         })
         .collect();
     let beam_off = f.meta.headline.beam.is_some();
