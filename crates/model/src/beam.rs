@@ -85,7 +85,12 @@ impl BeamState {
 /// The state a frame sets, if it sets one.
 fn sets(name: &str, kind: FrameKind) -> Option<BeamState> {
     let starts = |p: &[&str]| p.iter().any(|x| name.starts_with(x));
-    if name == "erts_schedule" {
+    // A stack cut short (the unwinder lost the way in a stripped VM) may hold only the
+    // wait primitive a scheduler called: epoll_wait is only ever the poll's (asleep, as
+    // erts_poll_wait), sched_yield only the busy-wait's (other). Without them such a
+    // stack would count as Erlang code, and an idle broker's seconds blocked in the poll
+    // as awake.
+    if name == "erts_schedule" || name.contains("sched_yield") && kind != FrameKind::Kernel {
         Some(BeamState::Other)
     } else if starts(&[
         "ethr_event_twait",
@@ -94,7 +99,8 @@ fn sets(name: &str, kind: FrameKind) -> Option<BeamState> {
         // A scheduler waiting in the poll: msacc counts it asleep (scheduler_wait sets
         // `sleep` around the call), blocked or on its way in and out of the kernel.
         "erts_poll_wait",
-    ]) {
+    ]) || (kind != FrameKind::Kernel && name.ends_with("epoll_wait"))
+    {
         Some(BeamState::Sleep)
     } else if starts(&["erts_check_io", "erts_poll_", "check_io_"]) {
         Some(BeamState::CheckIo)
@@ -236,6 +242,17 @@ mod tests {
             s("[unknown];erts_schedule;beam.smp+0x73ee0;sched_yield;__x64_sys_sched_yield"),
             BeamState::Other
         );
+        // Stacks cut short at the wait primitive (recorded from an idle RabbitMQ): the
+        // poll is asleep, the yield is the busy-wait; neither is Erlang code.
+        assert_eq!(
+            s("epoll_wait;__x64_sys_epoll_wait;do_epoll_wait"),
+            BeamState::Sleep
+        );
+        assert_eq!(
+            s("__GI___sched_yield;__x64_sys_sched_yield"),
+            BeamState::Other
+        );
+        assert_eq!(s("[unknown];beam.smp+0x1234"), BeamState::Emulator);
         assert_eq!(
             s("[unknown];erts_schedule;beam.smp+0x73ee0;ethr_event_twait;syscall;do_syscall_64"),
             BeamState::Sleep
