@@ -554,8 +554,10 @@ fn an_idle_mqtt_fleet_reads_connections_held_and_cpu_by_thread_group() {
         .args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-p"])
         .arg(broker.port().to_string())
         // Connecting as fast as the broker accepts: on a busy machine 60 connects paced
-        // 10 ms apart have run past a 1 s warm-up (36 of 60 held once).
-        .args(["-c", "60", "-k", "1", "-i", "0"])
+        // 10 ms apart have run past a 1 s warm-up (36 of 60 held once). A keep-alive of
+        // 1 s had the broker close every connection whose ping a busy machine delayed
+        // past 1.5 s (0 of 60 held once); 5 s pings once in the measurement.
+        .args(["-c", "60", "-k", "5", "-i", "0"])
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();

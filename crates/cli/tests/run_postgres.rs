@@ -241,7 +241,9 @@ fn a_server_restarted_during_a_run_or_gone_loses_no_run() {
 
     // Stopped during the run and still away after the retries: kept in a local file,
     // with a message saying where and how to push it; the exit status says so.
-    let c = spawn_run_and_await_store(&pg, &url, dir.path(), "away", &t.pid(), &["-d", "2"]);
+    // Long enough for the server's fast shutdown (a checkpoint) to end before the
+    // measurement does on a busy machine (2 s was not: the run was saved before it).
+    let c = spawn_run_and_await_store(&pg, &url, dir.path(), "away", &t.pid(), &["-d", "8"]);
     pg.stop();
     let (st, out, err) = finish(c);
     assert_eq!(st.code(), Some(1), "{out}\n{err}");

@@ -321,6 +321,12 @@ fn beam_busy_wait_only_when_the_flags_allow_it() {
         .map(String::from)
         .collect();
     assert!(rules::runtime::busy_wait(&Facts::of(&r, None)).is_empty());
+    // As erlexec passes them on to beam.smp (what /proc/PID/cmdline shows of RabbitMQ).
+    r.meta.target.cmdline = "/usr/lib/erlang/erts-13.1.5/bin/beam.smp -W w -MBas ageffcbf -stbt db -zdbbl 128000 -sbwt none -sbwtdcpu none -sbwtdio none -JPperf map -- -root /usr/lib/erlang"
+        .split(' ')
+        .map(String::from)
+        .collect();
+    assert!(rules::runtime::busy_wait(&Facts::of(&r, None)).is_empty());
 }
 
 /// Spinning is where a stack runs (a spin lock, sched_yield under the program), never a

@@ -60,7 +60,11 @@ impl Runtime {
             // sibling values: any +JPperf but `false`/`none`.
             Runtime::Beam => argv
                 .windows(2)
-                .any(|w| w[0] == b"+JPperf" && !matches!(w[1], b"false" | b"none" | b"no")),
+                // erlexec passes erl's +JPperf on to beam.smp as -JPperf.
+                .any(|w| {
+                    matches!(w[0], b"+JPperf" | b"-JPperf")
+                        && !matches!(w[1], b"false" | b"none" | b"no")
+                }),
             // kiln asks a JVM for its map itself (jcmd); the flag it advises is the
             // frame pointers'.
             Runtime::Jvm => has(b"-XX:+PreserveFramePointer"),
@@ -152,6 +156,8 @@ mod tests {
     fn advice_is_checked_against_the_command_line() {
         let beam: Vec<&[u8]> = vec![b"beam.smp", b"+JPperf", b"map", b"--", b"-root"];
         assert!(Runtime::Beam.started_with_perf_map(&beam));
+        let passed: Vec<&[u8]> = vec![b"beam.smp", b"-W", b"w", b"-JPperf", b"map", b"--"];
+        assert!(Runtime::Beam.started_with_perf_map(&passed));
         let off: Vec<&[u8]> = vec![b"beam.smp", b"+JPperf", b"false"];
         assert!(!Runtime::Beam.started_with_perf_map(&off));
         assert!(!Runtime::Beam.started_with_perf_map(&[b"beam.smp", b"+JPperf"]));

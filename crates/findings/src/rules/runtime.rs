@@ -166,12 +166,17 @@ fn spins(name: &str) -> bool {
         || n == "pause"
 }
 
-/// Whether a BEAM's command line turns its schedulers' busy-wait off.
+/// Whether a BEAM's command line turns its schedulers' busy-wait off: `+sbwt none` as
+/// given to `erl`, or `-sbwt none` as erlexec passes it on to beam.smp (what its
+/// /proc/PID/cmdline shows).
 fn beam_busy_wait_off(cmdline: &str) -> bool {
     let off = |flag: &str| {
-        cmdline.contains(&format!("{flag} none")) || cmdline.contains(&format!("{flag}none"))
+        ["+", "-"].iter().any(|sign| {
+            cmdline.contains(&format!("{sign}{flag} none"))
+                || cmdline.contains(&format!("{sign}{flag}none"))
+        })
     };
-    off("+sbwt") && off("+sbwtdcpu") && off("+sbwtdio")
+    off("sbwt") && off("sbwtdcpu") && off("sbwtdio")
 }
 
 /// Threads spinning on a CPU while they wait: a spin lock, a yield loop, the BEAM

@@ -283,6 +283,11 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     if f.groups.is_empty() || l.mean_us < 1000.0 {
         return Vec::new();
     }
+    // A load without a count of operations (a fleet holding connections, whose latency is
+    // its pings') has no operation whose time could be outside the server.
+    if !f.outcome.ops.is_some_and(|o| o > 0.0) {
+        return Vec::new();
+    }
     let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
     let share = busy / req_s.max(1e-9);
     // A thread never idle, or a group whose threads all work, is where operations wait.
