@@ -329,6 +329,24 @@ fn beam_busy_wait_only_when_the_flags_allow_it() {
     assert!(rules::runtime::busy_wait(&Facts::of(&r, None)).is_empty());
 }
 
+/// A pool starved of CPU: each thread "never idle" (waiting for a CPU), none serialising
+/// the work. Starvation, never one thread.
+#[test]
+fn a_starved_pool_is_not_one_saturated_thread() {
+    let mut r = run(10, 2);
+    headline(&mut r, 500.0, 0.2, 100.0, 0.1);
+    let mut g = group("server", 16.0, 20.0, 1500.0, 2.0);
+    g.push(("busiest thread busy:server".into(), 100.0));
+    r.series = vec![target(10, 1500.0, &[g])];
+    let f = Facts::of(&r, None);
+    assert!(rules::cpu::one_thread(&f).is_empty());
+    // One thread never idle while its 15 siblings wait for work: one thread.
+    let mut g = group("server", 16.0, 20.0, 30.0, 2.0);
+    g.push(("busiest thread busy:server".into(), 100.0));
+    r.series = vec![target(10, 30.0, &[g])];
+    assert_eq!(rules::cpu::one_thread(&Facts::of(&r, None)).len(), 1);
+}
+
 /// Spinning is where a stack runs (a spin lock, sched_yield under the program), never a
 /// caller's name: Node's main thread runs under node::SpinEventLoop whatever it does, and
 /// `_raw_spin_unlock_irqrestore` is where cpu-clock samples land when interrupts come back.

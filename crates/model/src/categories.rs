@@ -128,7 +128,8 @@ BIFs and NIFs = user:^(\$global::call_(light_)?bif\w*|\$global::\w*bif\w*|erts_c
 Erlang code = user:^\$?[a-z][A-Za-z0-9_@.]*:[^/]+/[0-9]+$|^'[^']+':.+/[0-9]+$
 BEAM runtime (other) = user:^(erts_\w+|ethr_\w+|beam_\w+|db_\w+|copy_\w+|size_object\w*|process_main|\$global::\w+|beam\.smp\+0x[0-9a-f]+)$
 # Go
-garbage collection = user:^runtime\.(gcBgMarkWorker|gcDrain\w*|gcMark\w*|gcAssist\w*|scanobject|scanblock|scanstack|markroot\w*|greyobject|sweepone|bgsweep|bgscavenge|mallocgc\w*|gcStart|gcSweep\w*|wbBufFlush\w*|findObject)$
+garbage collection = user:^runtime\.(gcBgMarkWorker|gcDrain\w*|gcMark\w*|gcAssist\w*|scanobject|scanblock|scanstack|markroot\w*|greyobject|gcStart|wbBufFlush\w*|findObject|stopTheWorld\w*|startTheWorld\w*)$
+Go allocation and sweeping = user:^runtime\.(mallocgc\w*|newobject|newarray|makeslice\w*|growslice|nextFreeFast|sweepone|bgsweep|bgscavenge|gcSweep\w*|deductSweepCredit|\(\*mcache\)\.\w+|\(\*mcentral\)\.\w+|\(\*mheap\)\.\w+|\(\*mspan\)\.\w+|\(\*sweepLocked\)\.\w+)$
 I/O polling (poll/epoll) = user:^(runtime\.netpoll\w*|internal/poll\.\w+|runtime\.epollwait)$
 Go scheduler = user:^runtime\.(schedule|findRunnable|findrunnable|park_m|mcall|stealWork|runqsteal|runqgrab|notesleep|notewakeup|futexsleep|futexwakeup|usleep|osyield|stopm|startm|wakep|handoffp|goready|ready|gopark|goschedImpl|gosched_m|checkTimers|runtimer)$
 Go system calls = user:^(syscall\.\w*[Ss]yscall\w*|internal/runtime/syscall\.\w+|runtime/internal/syscall\.\w+|runtime\.entersyscall\w*|runtime\.exitsyscall\w*)$
@@ -569,6 +570,41 @@ mod tests {
             ("Go runtime (other)".to_string(), 1),
             "{totals:?}"
         );
+    }
+
+    /// Go's allocation is not collection (runtime/metrics counts it as the program's
+    /// time): mallocgc and what it calls are allocation, unless it assists the collector.
+    #[test]
+    fn go_allocation_is_not_garbage_collection_unless_it_assists() {
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = p.thread(Some(1), Some(1), b"srv");
+        let mut path = |names: &[&str]| -> Vec<crate::FrameId> {
+            names
+                .iter()
+                .map(|n| p.frame(n.as_bytes(), FrameKind::User))
+                .collect()
+        };
+        let alloc = path(&[
+            "main.build",
+            "runtime.mallocgc",
+            "runtime.memclrNoHeapPointers",
+        ]);
+        let assist = path(&[
+            "main.build",
+            "runtime.mallocgc",
+            "runtime.gcAssistAlloc",
+            "runtime.gcDrainN",
+            "runtime.scanobject",
+        ]);
+        p.add_sample_path(&alloc, 5, NO_TIME, t);
+        p.add_sample_path(&assist, 2, NO_TIME, t);
+        let c = Categoriser::new(&Rules::builtin()).unwrap();
+        let (totals, _) = c.totals(&p);
+        assert!(
+            totals.contains(&("Go allocation and sweeping".to_string(), 5)),
+            "{totals:?}"
+        );
+        assert!(totals.contains(&(GC.to_string(), 2)), "{totals:?}");
     }
 
     #[test]

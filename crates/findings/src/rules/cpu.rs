@@ -51,6 +51,18 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     if rest >= 0.5 * (limit - 1.0).max(0.5) || target >= 0.9 * limit {
         return Vec::new();
     }
+    // The other threads on a CPU or waiting for one add up to a whole thread: the work is
+    // not serialised on one (a starved pool's threads are all "never idle", each waiting
+    // for a CPU; the starvation rule speaks for them).
+    let others: f64 = f
+        .groups
+        .iter()
+        .map(|g| g.on_cpu + g.runnable.unwrap_or(0.0))
+        .sum::<f64>()
+        - never_idle;
+    if others >= 1.0 {
+        return Vec::new();
+    }
     let kind = thread_kind(f, &g.name, g.threads);
     let mut claim = format!(
         "{kind} ran {} of a CPU while the server used {} of {}: its work is serialised on that thread, and more clients or CPUs will not make it faster",
