@@ -170,7 +170,7 @@ def main(dirs):
         if r["findings"]:
             for i, f in enumerate(r["findings"][:3]):
                 ex = f.get("explains") or {}
-                pct = f" [{ex.get('pct')}% of {ex.get('of')}]" if ex.get("pct") is not None else ""
+                pct = f" [{ex.get('pct'):.1f}% {ex.get('of')}]" if ex.get("pct") is not None else ""
                 print(f"   {i + 1}. {f.get('class')}: {f.get('claim')}{pct}")
         else:
             print(f"   kiln says (first {SUMMARY_LINES} lines):")
