@@ -185,6 +185,9 @@ fn a_growing_queue_is_explained_by_littles_law() {
     headline(&mut r, 1000.0, 0.3, 50.0, 0.3);
     r.meta.headline.send_rate = Some(3000.0);
     r.meta.load.unit = "msg".into();
+    r.meta.load.argv = ["-x", "1", "-y", "2", "-u", "orders"]
+        .map(String::from)
+        .to_vec();
     let mut load = table("load", 10, &[("sent", 3000.0), ("answered", 1000.0)]);
     load.columns.push(Column {
         name: kiln_store::QUEUE_DEPTH.into(),
@@ -198,7 +201,9 @@ fn a_growing_queue_is_explained_by_littles_law() {
     let found = rules::queues::queue(&Facts::of(&r, None));
     assert_eq!(found[0].class, Class::QueueGrowing);
     assert!(
-        found[0].claim.contains("80 to 18,080"),
+        found[0]
+            .claim
+            .contains("queue 'orders' grew from 80 to 18,080"),
         "{}",
         found[0].claim
     );
@@ -208,6 +213,12 @@ fn a_growing_queue_is_explained_by_littles_law() {
         found[0].claim
     );
     assert_eq!(classes(&r)[0], Class::QueueGrowing);
+    // The messages' time is in the broker's queue, not outside the server.
+    assert!(
+        !classes(&r).contains(&Class::NetworkWait),
+        "{:?}",
+        classes(&r)
+    );
 }
 
 #[test]

@@ -137,7 +137,7 @@ Go runtime (other) = user:^runtime\.\w+
 # JVM
 garbage collection = thread:^(GC Thread|G1 |VM Periodic|GC task|ParGC|ConcGC|ZWorker|Shenandoah)
 JVM JIT compiler = thread:^(C1 CompilerThre|C2 CompilerThre|C\d CompilerThread)
-garbage collection = user:^(G1\w+|PSScavenge\w*|PSParallelCompact\w*|ParallelScavengeHeap\w*|ConcurrentMark\w*|MarkSweep\w*|OopClosure\w*|CollectedHeap\w*|ZHeap\w*|ShenandoahHeap\w*|GCTask\w*)(::.*)?$
+garbage collection = user:^(G1\w+|PSScavenge\w*|PSParallelCompact\w*|PSPromotionManager\w*|PSOldGen|PSYoungGen|ParallelScavengeHeap\w*|ParallelCompactData|ConcurrentMark\w*|MarkSweep\w*|GenMarkSweep|SerialHeap|GenCollectedHeap|DefNewGeneration|TenuredGeneration|CardGeneration|ContiguousSpace|CompactibleSpace|TenuredSpace|CardTableRS|OopClosure\w*|CollectedHeap\w*|ZHeap\w*|Z[A-Z]\w*(Mark|Relocate)\w*|ShenandoahHeap\w*|GCTask\w*|WeakProcessor\w*|ReferenceProcessor\w*|StringDedup\w*)(<.*>)?(::.*)?$|^OopOopIterate\w*Dispatch<
 JVM safepoints = user:^(SafepointSynchronize|SafepointMechanism)::
 JVM interpreter = user:^(Interpreter|interpreter|TemplateInterpreter\w*|BytecodeInterpreter\w*)
 Java code = user:^(L[a-z][\w/$]*;::\w+|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+\.[A-Z][\w$]*[.:]+[\w$<>]+)
@@ -605,6 +605,29 @@ mod tests {
             "{totals:?}"
         );
         assert!(totals.contains(&(GC.to_string(), 2)), "{totals:?}");
+    }
+
+    /// The serial collector runs in the JVM's "VM Thread": its work is named by the
+    /// collector's classes (a young collection, a compaction, the closures it iterates).
+    #[test]
+    fn the_serial_collectors_functions_are_garbage_collection() {
+        let c = Categoriser::new(&Rules::builtin()).unwrap();
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = p.thread(Some(1), Some(2), b"VM Thread");
+        for leaf in [
+            "ContiguousSpace::prepare_for_compaction()",
+            "DefNewGeneration::copy_to_survivor_space(oopDesc*)",
+            "OopOopIterateDispatch<MarkAndPushClosure>::Table::oop_oop_iterate<InstanceKlass, narrowOop>",
+            "CompactibleSpace::compact()",
+        ] {
+            let path = [
+                p.frame(b"VMThread::run()", FrameKind::User),
+                p.frame(leaf.as_bytes(), FrameKind::User),
+            ];
+            p.add_sample_path(&path, 1, NO_TIME, t);
+        }
+        let (totals, _) = c.totals(&p);
+        assert_eq!(totals, vec![(GC.to_string(), 4)], "{totals:?}");
     }
 
     #[test]

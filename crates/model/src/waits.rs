@@ -76,6 +76,10 @@ const IDLE: &[&str] = &[
     r"^runtime\.(findRunnable|findrunnable|stopm|sysmon|templateThread)$",
     // JVM: idle worker gangs and the periodic task thread.
     r"^(WorkerThread::run|GangWorker::loop|WatcherThread::sleep|WorkerThreads::\w+)",
+    // Java: a pool's worker waiting for its next task (its queue's take or poll under
+    // getTask, a fork-join worker with nothing to steal). The JIT's names carry the
+    // return type first: "java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask()".
+    r"(^|[ .])java\.util\.concurrent\.(ThreadPoolExecutor\.getTask|ForkJoinPool\.awaitWork|ScheduledThreadPoolExecutor\$DelayedWorkQueue\.take)\(",
 ];
 
 /// The BEAM's scheduler loop: idle when it waits for an event directly (no lock frame
@@ -89,6 +93,9 @@ const LOCK: &[&str] = &[
     r"^(erts_proc_lock_failed|ethr_mutex_lock\w*|ethr_rwmutex_\w*lock\w*|erts_mtx_lock\w*|erts_rwmtx_\w*lock\w*)$",
     r"^(sync\.\(\*(Mutex|RWMutex)\)\.\w*[Ll]ock\w*|runtime\.lock2|runtime\.lockWithRank|runtime\.semacquire\w*|sync\.runtime_Semacquire\w*)$",
     r"^(ObjectMonitor::enter\w*|Mutex::lock\w*|Monitor::lock\w*)",
+    // Java's own locks, above the park they wait in (a contended queue lock under a
+    // pool's getTask is a lock, not an idle worker).
+    r"(^|[ .])java\.util\.concurrent\.locks\.(ReentrantLock|ReentrantReadWriteLock\$\w+Lock|AbstractQueuedSynchronizer)\.(lock\w*|acquire\w*)\(",
     // CPython: the GIL (take_gil, static, under the exported functions that call it) and
     // the interpreter's own locks.
     r"^(take_gil|PyEval_RestoreThread|PyEval_AcquireThread|PyEval_AcquireLock|PyThread_acquire_lock\w*|acquire_timed)$",
@@ -384,6 +391,13 @@ mod tests {
 
     fn r(stack: &str) -> WaitReason {
         wait_reason(&stack.split(';').collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_java_pools_idle_workers_are_idle_and_its_locks_are_locks() {
+        assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();void java.util.concurrent.ThreadPoolExecutor.runWorker(java.util.concurrent.ThreadPoolExecutor$Worker);java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.LockSupport.park(java.lang.Object);void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;Parker::park;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
+        assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.ReentrantLock.lockInterruptibly();void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;futex_do_wait"), WaitReason::Lock);
+        assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();long Ledger.post(long);ObjectMonitor::enter;ObjectMonitor::EnterI;PlatformEvent::park;futex_do_wait"), WaitReason::Lock);
     }
 
     #[test]

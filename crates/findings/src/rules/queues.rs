@@ -76,8 +76,11 @@ fn queue_finding(f: &Facts, first: f64, last: f64) -> Finding {
     let sent = f.outcome.sent.unwrap_or(0.0);
     let per_s = (last - first) / f.secs.max(1e-9);
     let wait = (rate > 0.0).then(|| last / rate);
+    let name = queue_name(&f.meta.load.argv)
+        .map(|q| format!(" '{}'", kiln_model::text::clean_cut(q, 80)))
+        .unwrap_or_default();
     let mut claim = format!(
-        "the broker's queue grew from {} to {} {unit}s (+{}/s): publishers sent {}/s and consumers took {}/s",
+        "the broker's queue{name} grew from {} to {} {unit}s (+{}/s): publishers sent {}/s and consumers took {}/s",
         thousands(first),
         thousands(last),
         thousands(per_s),
@@ -104,6 +107,15 @@ fn queue_finding(f: &Facts, first: f64, last: f64) -> Finding {
         x = x.explains(e * 100.0, "of the latency");
     }
     x
+}
+
+/// The queue a load's command line names (`-u NAME`, `--queue NAME`, `--queue=NAME`, as
+/// PerfTest and `kiln load amqp` take it).
+fn queue_name(argv: &[String]) -> Option<&str> {
+    argv.iter().enumerate().find_map(|(i, a)| match a.as_str() {
+        "-u" | "--queue" => argv.get(i + 1).map(String::as_str),
+        _ => a.strip_prefix("--queue="),
+    })
 }
 
 /// The share of the mean latency a wait of `wait` seconds is.

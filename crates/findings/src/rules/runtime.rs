@@ -396,6 +396,22 @@ fn yield_loops(f: &Facts) -> Option<Finding> {
     )
 }
 
+/// A JVM's `-Xmx` (the last one given), in bytes.
+fn max_heap(cmdline: &[String]) -> Option<f64> {
+    let v = cmdline.iter().rev().find_map(|a| a.strip_prefix("-Xmx"))?;
+    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    let n: f64 = num.parse().ok()?;
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "" => 1.0,
+        "k" => 1024.0,
+        "m" => 1048576.0,
+        "g" => 1073741824.0,
+        "t" => 1099511627776.0,
+        _ => return None,
+    };
+    Some(n * scale)
+}
+
 /// The server's resident memory grew through the window.
 ///
 /// False when: it grew by less than 64 MiB or a fifth, or fell back at the end.
@@ -408,6 +424,15 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
     let grew = b - a;
     if grew < 64.0 * 1048576.0 || grew < 0.2 * a || b < 0.9 * max {
         return Vec::new();
+    }
+    // A JVM's heap grows to its maximum before it collects much: resident memory under
+    // that maximum (its -Xmx; a JVM without one may take a quarter of the machine) is the
+    // heap filling its allowance, not memory kept.
+    if super::Runtime::Jvm == f.runtime() {
+        match max_heap(&f.meta.target.cmdline) {
+            Some(heap) if b > 1.5 * heap + 256.0 * 1048576.0 => {}
+            _ => return Vec::new(),
+        }
     }
     let per_s = grew / f.secs.max(1e-9);
     let mut e = f.ev(
@@ -441,6 +466,21 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_jvms_max_heap_from_its_command_line() {
+        let cmd = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            super::max_heap(&cmd("java -Xms64m -Xmx64m Main")),
+            Some(64.0 * 1048576.0)
+        );
+        assert_eq!(
+            super::max_heap(&cmd("java -Xmx2g -Xmx1G Main")),
+            Some(1073741824.0)
+        );
+        assert_eq!(super::max_heap(&cmd("java Main")), None);
+        assert_eq!(super::max_heap(&cmd("java -Xmxlots Main")), None);
+    }
+
     use super::*;
 
     #[test]

@@ -288,6 +288,10 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     if !f.outcome.ops.is_some_and(|o| o > 0.0) {
         return Vec::new();
     }
+    // Messages waiting in a queue the broker holds are inside it: the queue rule says so.
+    if !super::queues::queue(f).is_empty() {
+        return Vec::new();
+    }
     let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
     let share = busy / req_s.max(1e-9);
     // A thread never idle, or a group whose threads all work, is where operations wait.
