@@ -57,6 +57,12 @@ impl Group {
     /// Time spent working or waiting in the work's path: on a CPU, runnable, and blocked
     /// for any reason but waiting for work (a runtime idling, an event poll).
     pub fn busy(&self) -> f64 {
+        // Threads that never ran in the window (a JVM's cleaner and finalizer parked on a
+        // condition, a main thread in join) were in no operation's path, whatever they
+        // were blocked on.
+        if self.on_cpu + self.runnable.unwrap_or(0.0) < 1e-3 * self.threads.max(1.0) {
+            return 0.0;
+        }
         let idle = self.blocked_for(WaitReason::Idle) + self.blocked_for(WaitReason::Poll);
         let blocked_working = if self.blocked_by.is_empty() {
             0.0

@@ -317,6 +317,9 @@ const NOT_PROGRAM: &[&str] = &[
     r"^(read|write|pread64|pwrite64|readv|writev|recv|recvfrom|recvmsg|send|sendto|sendmsg|accept4?|connect|fsync|fdatasync|sync_file_range|openat|open|close|poll|ppoll|select|epoll_wait|epoll_pwait2?|nanosleep|usleep|sleep|clock_nanosleep|syscall|pthread_\w+|sem_\w+|sched_yield|\[unknown\]|\[vdso\]|\[unknown kernel\])$",
     // The JVM: monitors, parking, the VM's own frames (libjvm addresses), stubs.
     r"^(ObjectMonitor|ObjectSynchronizer|JavaThread|Parker|os::|PlatformEvent|PlatformMonitor|PlatformMutex|Monitor|Mutex|MutexLocker|ThreadBlockInVM|InterpreterRuntime|SharedRuntime|Runtime1|OptoRuntime|JavaCalls|JVM_|Unsafe_|StubRoutines|CallStub|VMThread|SafepointSynchronize|Interpreter$|call_stub|libjvm\.so)",
+    // The JIT's runtime stubs in its perf map (`_complete_monitor_locking_Java`, the
+    // allocation and rethrow stubs, adapters): the compiled method above is the program's.
+    r"^(_\w+_Java$|Stub::|RuntimeStub|I2C/C2I adapters|i2c_|c2i_)",
     // CPython: the eval loop and its calls, the GIL and its locks.
     r"^(take_gil|drop_gil|_?Py[A-Z_]\w*|method_vectorcall\w*|cfunction_\w+|slot_tp_\w+|pysleep|time_sleep|lock_PyThread_acquire_lock|acquire_timed|libpython\S*\+0x|python3(\.\d+)?\+0x)",
     // libuv, Node and V8 internals.
@@ -398,6 +401,19 @@ mod tests {
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();void java.util.concurrent.ThreadPoolExecutor.runWorker(java.util.concurrent.ThreadPoolExecutor$Worker);java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.LockSupport.park(java.lang.Object);void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;Parker::park;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.ReentrantLock.lockInterruptibly();void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();long Ledger.post(long);ObjectMonitor::enter;ObjectMonitor::EnterI;PlatformEvent::park;futex_do_wait"), WaitReason::Lock);
+        // A contended synchronized block in compiled code: the compiled method above the
+        // runtime's stub is the program's frame.
+        let frames = [
+            "pool-1-thread-3",
+            "void java.lang.Thread.run()",
+            "long Ledger.post(long)",
+            "_complete_monitor_locking_Java",
+            "SharedRuntime::complete_monitor_locking_C",
+            "ObjectMonitor::enter",
+            "PlatformEvent::park",
+            "__futex_abstimed_wait_common",
+        ];
+        assert_eq!(program_frame(&frames), Some(2));
     }
 
     #[test]

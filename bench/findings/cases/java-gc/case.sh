@@ -9,7 +9,10 @@
 
 mkdir "$WORK/classes"
 javac -d "$WORK/classes" "$CASE_DIR/Catalogue.java"
-start_server server java -XX:+PreserveFramePointer -XX:+UseSerialGC -Xms64m -Xmx64m -cp "$WORK/classes" Catalogue
+# -Dsun.net.httpserver.nodelay=true: the JDK's HttpServer writes headers and body apart, and
+# without TCP_NODELAY every response waits for the client's delayed ACK (44 ms): a
+# second cause beside the planted one, which kiln rightly names first.
+start_server server java -Dsun.net.httpserver.nodelay=true -XX:+PreserveFramePointer -XX:+UseSerialGC -Xms64m -Xmx64m -cp "$WORK/classes" Catalogue
 warm_up "http://127.0.0.1:$SERVER_PORT/" 4
 
 oracle_window() {

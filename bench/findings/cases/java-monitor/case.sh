@@ -9,7 +9,10 @@
 
 mkdir "$WORK/classes"
 javac -d "$WORK/classes" "$CASE_DIR/Ledger.java"
-start_server server java -XX:+PreserveFramePointer -Xms256m -Xmx256m -cp "$WORK/classes" Ledger
+# -Dsun.net.httpserver.nodelay=true: the JDK's HttpServer writes headers and body apart, and
+# without TCP_NODELAY every response waits for the client's delayed ACK (44 ms): a
+# second cause beside the planted one, which kiln rightly names first.
+start_server server java -Dsun.net.httpserver.nodelay=true -XX:+PreserveFramePointer -Xms256m -Xmx256m -cp "$WORK/classes" Ledger
 warm_up "http://127.0.0.1:$SERVER_PORT/" 4
 
 jvm_counters() { jstat -J-Djstat.showUnsupported=true -snap "$SERVER_PID" | grep -E '^sun\.(rt\._sync_|os\.hrt\.)' > "$1"; }

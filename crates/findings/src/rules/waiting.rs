@@ -40,13 +40,34 @@ fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> (Class, Str
     let gil = ["take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread"]
         .iter()
         .any(|g| at.contains(g));
-    let monitor =
-        at.contains("ObjectMonitor") || f.runtime() == Runtime::Jvm && reason == WaitReason::Lock;
+    // A synchronized block: the monitor's own frames or the JIT's stub for it. HotSpot's
+    // internal Mutex and Monitor (the heap's lock an allocation waits on while the
+    // collector runs) are the JVM's own locks, not the program's monitors.
+    let monitor = [
+        "ObjectMonitor",
+        "ObjectSynchronizer",
+        "monitor_locking",
+        "monitorenter",
+    ]
+    .iter()
+    .any(|m| at.contains(m));
+    let vm_lock =
+        f.runtime() == Runtime::Jvm && ["Mutex::", "Monitor::"].iter().any(|m| at.starts_with(m));
     match reason {
         WaitReason::Lock if gil => (Class::LockContention, "waited for Python's GIL".into()),
+        // Compiled code locks through the JIT's stub: the method named is the compiled
+        // one, and the method whose synchronized block it is may be inlined into it.
+        WaitReason::Lock if monitor && at.contains("_Java") => (
+            Class::LockContention,
+            "waited to enter a Java monitor (synchronized, in the compiled method named or one the JIT inlined into it: a thread dump names the method and the monitor's class)".into(),
+        ),
         WaitReason::Lock if monitor => (
             Class::LockContention,
             "waited to enter a Java monitor (synchronized)".into(),
+        ),
+        WaitReason::Lock if vm_lock => (
+            Class::LockContention,
+            "waited on the JVM's own locks (HotSpot's, not the program's)".into(),
         ),
         WaitReason::Lock => (Class::LockContention, "waited on a lock".into()),
         WaitReason::Io => (Class::DiskIo, "waited for the disk".into()),
@@ -295,10 +316,12 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
     let share = busy / req_s.max(1e-9);
     // A thread never idle, or a group whose threads all work, is where operations wait.
-    let saturated = f
-        .groups
-        .iter()
-        .any(|g| g.has_saturated_thread() || (g.threads >= 1.0 && g.busy() / g.threads >= 0.85));
+    // (On a CPU or waiting for one: a thread blocked all the time on a condition is not
+    // saturated.)
+    let saturated = f.groups.iter().any(|g| {
+        g.has_saturated_thread()
+            || (g.threads >= 1.0 && (g.on_cpu + g.runnable.unwrap_or(0.0)) / g.threads >= 0.85)
+    });
     // Connections waiting in the accept queue, or dropped from it, are the server's: the
     // accept rule names them.
     let accept = f
