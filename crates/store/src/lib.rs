@@ -65,7 +65,7 @@ mod sqlite;
 pub mod window;
 
 pub use check::check_meta;
-pub use listing::{configuration, configurations, Configurations, Listed};
+pub use listing::{configuration, configurations, Configurations, Listed, RunRef};
 pub use model::{
     Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, LoadInfo,
     RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window,

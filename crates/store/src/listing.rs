@@ -111,18 +111,29 @@ pub(crate) const META_WHEN_NEEDED: &str = "CASE WHEN config IS NULL AND damaged 
      OR cpu_per_op_us < 0 OR cpu_per_op_us > 1e12 THEN meta END";
 
 /// The complete runs of one name, by configuration, as the listing columns give them: no
-/// run's metadata is decoded, so a name with 100,000 runs costs its listing. `kiln runs
-/// trend` and a name-as-baseline `kiln compare` read this first, then the metadata of the
-/// newest runs only.
+/// run's metadata is decoded, and only what finds a run is kept of each row, so a name
+/// with 100,000 runs costs its listing. `kiln runs trend` and a name-as-baseline `kiln
+/// compare` read this first, then the metadata of the newest runs only.
 #[derive(Debug, Default)]
 pub struct Configurations {
     /// Each configuration's key and its complete runs, oldest first (by start, then id);
     /// the configuration with the newest run first.
-    pub configs: Vec<(String, Vec<Listed>)>,
+    pub configs: Vec<(String, Vec<RunRef>)>,
     /// Damaged runs of the name (`kiln runs check` lists them).
     pub damaged: usize,
     /// Incomplete runs of the name.
     pub incomplete: usize,
+}
+
+/// A run as [`Configurations`] keeps it: what finds it and orders it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunRef {
+    /// Its id.
+    pub id: RunId,
+    /// Its start, ms since the Unix epoch.
+    pub started_unix_ms: i64,
+    /// Its group of `--repeat` runs.
+    pub group: String,
 }
 
 /// The runs named `name` in `store`, as [`Configurations`].
@@ -137,16 +148,21 @@ pub fn configurations(store: &dyn crate::Store, name: &str) -> crate::Result<Con
         } else if !l.complete {
             out.incomplete += 1;
         } else {
+            let r = RunRef {
+                id: l.id,
+                started_unix_ms: l.started_unix_ms,
+                group: l.group,
+            };
             match out.configs.iter_mut().find(|(k, _)| *k == l.config) {
-                Some((_, runs)) => runs.push(l),
-                None => out.configs.push((l.config.clone(), vec![l])),
+                Some((_, runs)) => runs.push(r),
+                None => out.configs.push((l.config, vec![r])),
             }
         }
     })?;
     for (_, runs) in &mut out.configs {
         runs.sort_by_key(|r| (r.started_unix_ms, r.id));
     }
-    let newest = |runs: &Vec<Listed>| runs.last().map(|r| (r.started_unix_ms, r.id));
+    let newest = |runs: &Vec<RunRef>| runs.last().map(|r| (r.started_unix_ms, r.id));
     out.configs
         .sort_by_key(|(_, runs)| std::cmp::Reverse(newest(runs)));
     Ok(out)
