@@ -319,7 +319,7 @@ const NOT_PROGRAM: &[&str] = &[
     r"^(ObjectMonitor|ObjectSynchronizer|JavaThread|Parker|os::|PlatformEvent|PlatformMonitor|PlatformMutex|Monitor|Mutex|MutexLocker|ThreadBlockInVM|InterpreterRuntime|SharedRuntime|Runtime1|OptoRuntime|JavaCalls|JVM_|Unsafe_|StubRoutines|CallStub|VMThread|SafepointSynchronize|Interpreter$|call_stub|libjvm\.so)",
     // The JIT's runtime stubs in its perf map (`_complete_monitor_locking_Java`, the
     // allocation and rethrow stubs, adapters): the compiled method above is the program's.
-    r"^(_\w+_Java$|Stub::|RuntimeStub|I2C/C2I adapters|i2c_|c2i_)",
+    r"^(_\w+_Java$|Stub::|RuntimeStub|I2C/C2I adapters|i2c_|c2i_)|\sstub$",
     // CPython: the eval loop and its calls, the GIL and its locks.
     r"^(take_gil|drop_gil|_?Py[A-Z_]\w*|method_vectorcall\w*|cfunction_\w+|slot_tp_\w+|pysleep|time_sleep|lock_PyThread_acquire_lock|acquire_timed|libpython\S*\+0x|python3(\.\d+)?\+0x)",
     // libuv, Node and V8 internals.
@@ -411,6 +411,17 @@ mod tests {
             "SharedRuntime::complete_monitor_locking_C",
             "ObjectMonitor::enter",
             "PlatformEvent::park",
+            "__futex_abstimed_wait_common",
+        ];
+        assert_eq!(program_frame(&frames), Some(2));
+        // The same in C1's code: its Runtime1 stub.
+        let frames = [
+            "pool-1-thread-3",
+            "void java.lang.Thread.run()",
+            "long Ledger.post(long)",
+            "monitorenter_nofpu Runtime1 stub",
+            "Runtime1::monitorenter",
+            "ObjectMonitor::enter",
             "__futex_abstimed_wait_common",
         ];
         assert_eq!(program_frame(&frames), Some(2));
