@@ -147,10 +147,22 @@ fn sets(name: &str, kind: FrameKind) -> Option<BeamState> {
 /// The state of a scheduler's stack, root → leaf as (name, kind) (the thread's root frame
 /// included or not).
 pub fn state_of(path: &[(&str, FrameKind)]) -> BeamState {
-    path.iter()
-        .rev()
-        .find_map(|&(n, k)| sets(n, k))
-        .unwrap_or(BeamState::Emulator)
+    named_state(path).unwrap_or(BeamState::Emulator)
+}
+
+/// The state a frame of `path` names, nearest the leaf first; `None` when none does (a
+/// stack the unwinder cut short, or Erlang code without a perf map).
+fn named_state(path: &[(&str, FrameKind)]) -> Option<BeamState> {
+    path.iter().rev().find_map(|&(n, k)| sets(n, k))
+}
+
+/// The state of a scheduler's time *blocked* with this stack: [`blocked_state`] of the
+/// state it names; a stack that names none is asleep — a scheduler blocks to sleep, in
+/// its event wait or the poll, and a stack cut short there has lost the frames that say
+/// so (on an idle broker those seconds are most of its time, and counted as Erlang code
+/// they swamp its awake shares).
+pub fn blocked_state_of(path: &[(&str, FrameKind)]) -> BeamState {
+    named_state(path).map_or(BeamState::Sleep, blocked_state)
 }
 
 /// The state of a scheduler's time *blocked* (off CPU, not runnable) in `state`: a
@@ -176,6 +188,19 @@ pub fn is_scheduler(thread: &str) -> bool {
 /// order of [`BeamState::ALL`], in the profile's weight; `None` when no sample is a
 /// scheduler's.
 pub fn scheduler_states(p: &Profile) -> Option<[u128; 7]> {
+    scheduler_states_by(p, state_of)
+}
+
+/// [`scheduler_states`] of an off-CPU profile: each stack's time in the state it is
+/// blocked in ([`blocked_state_of`]).
+pub fn blocked_scheduler_states(p: &Profile) -> Option<[u128; 7]> {
+    scheduler_states_by(p, blocked_state_of)
+}
+
+fn scheduler_states_by(
+    p: &Profile,
+    state_of: fn(&[(&str, FrameKind)]) -> BeamState,
+) -> Option<[u128; 7]> {
     let mut out = [0u128; 7];
     let mut memo: Vec<Option<Option<BeamState>>> = vec![None; p.stacks.len()];
     let mut any = false;
@@ -253,6 +278,22 @@ mod tests {
             BeamState::Other
         );
         assert_eq!(s("[unknown];beam.smp+0x1234"), BeamState::Emulator);
+        // Blocked: a stack that names no state is asleep (cut short in the event wait);
+        // one that names a state stays in it, the poll excepted.
+        let b = |stack: &str| {
+            let path: Vec<(&str, FrameKind)> = stack.split(';').map(|f| (f, User)).collect();
+            blocked_state_of(&path)
+        };
+        assert_eq!(b("syscall;do_syscall_64;futex_wait"), BeamState::Sleep);
+        assert_eq!(b("[unknown];beam.smp+0x1234"), BeamState::Sleep);
+        assert_eq!(
+            b("erts_schedule;erts_port_task_execute;beam.smp+0x17a370;__writev"),
+            BeamState::Port
+        );
+        assert_eq!(
+            b("erts_schedule;erts_check_io;epoll_wait"),
+            BeamState::Sleep
+        );
         assert_eq!(
             s("[unknown];erts_schedule;beam.smp+0x73ee0;ethr_event_twait;syscall;do_syscall_64"),
             BeamState::Sleep

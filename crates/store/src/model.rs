@@ -221,12 +221,16 @@ impl SchedulerStates {
     /// BEAM's microstate accounting counts it: on CPU, waiting for a CPU (preempted, or
     /// yielded in the busy-wait) and blocked, each in the state its stack names.
     pub fn of_profiles(profiles: &[kiln_model::Profile]) -> Option<SchedulerStates> {
-        use kiln_model::beam::{scheduler_states, BeamState};
+        use kiln_model::beam::{blocked_scheduler_states, scheduler_states, BeamState};
         let at = |s: BeamState| BeamState::ALL.iter().position(|&x| x == s).unwrap_or(0);
         // Each profile's scheduler time by state, in ns.
         let ns_of = |p: &kiln_model::Profile| -> Option<[f64; 7]> {
             let per = p.event.ns_per_weight()?;
             Some(scheduler_states(p)?.map(|w| w as f64 * per))
+        };
+        let blocked_ns_of = |p: &kiln_model::Profile| -> Option<[f64; 7]> {
+            let per = p.event.ns_per_weight()?;
+            Some(blocked_scheduler_states(p)?.map(|w| w as f64 * per))
         };
         let (cpu_profile, cpu) = profiles
             .iter()
@@ -235,12 +239,12 @@ impl SchedulerStates {
         let named = |n: &str| profiles.iter().find(|p| p.event.name == n);
         let (blocked, runnable) = match (named("offcpu"), named("runnable")) {
             (Some(o), Some(r)) => {
-                // Blocked time in the state msacc counts it in (a blocking poll is sleep).
-                let mut b = [0.0; 7];
-                for (s, x) in BeamState::ALL.iter().zip(ns_of(o).unwrap_or_default()) {
-                    b[at(kiln_model::beam::blocked_state(*s))] += x;
-                }
-                (b, Some(ns_of(r).unwrap_or_default()))
+                // Blocked time in the state msacc counts it in (a blocking poll is sleep;
+                // a stack that names no state, asleep).
+                (
+                    blocked_ns_of(o).unwrap_or_default(),
+                    Some(ns_of(r).unwrap_or_default()),
+                )
             }
             _ => ([0.0; 7], None),
         };
