@@ -543,7 +543,7 @@ fn check_targets(
         .flat_map(|x| &x.variants)
         .flat_map(|v| v.pids.iter().flatten());
     for &p in opts.pids.iter().chain(variant_pids) {
-        if !kiln_os::proc::alive(p) {
+        if !std::path::Path::new(&format!("/proc/{p}")).exists() {
             bail!("no process {p} (the target must be running; give its pid with -p)");
         }
     }
@@ -783,7 +783,15 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
             }
         };
         let label = step_label(&opts.name, v.is_some(), i, repeat);
-        let made = make_run(&opts, load.as_mut(), stop, &mut progress, &label, fleet);
+        // A variant's own target (--variant-pid) gone since the last round — exited, or
+        // killed and not yet reaped by its parent (a zombie) — makes no run.
+        let gone = v
+            .and_then(|v| experiment.as_ref()?.variants[v].pids.as_ref())
+            .and_then(|ps| ps.iter().copied().find(|&p| !kiln_os::proc::alive(p)));
+        let made = match gone {
+            Some(p) => Err(kiln_run::RunError::NoTarget(p)),
+            None => make_run(&opts, load.as_mut(), stop, &mut progress, &label, fleet),
+        };
         let mut run = match (made, &experiment) {
             (Ok(r), _) => r,
             // An experiment's run that could not be made (its variant's target gone):

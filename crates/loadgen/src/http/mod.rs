@@ -185,7 +185,7 @@ impl HttpOptions {
     /// that exits once the load runs is counted up to then, and said).
     pub fn check_target_pids(&self) -> Result<(), Error> {
         for p in &self.target_pids {
-            if !kiln_os::proc::alive(*p) {
+            if !std::path::Path::new(&format!("/proc/{p}")).exists() {
                 return Err(Error::Option {
                     flag: self.target_pids_flag.unwrap_or("--target-pid"),
                     value: p.to_string(),
