@@ -240,6 +240,30 @@ fn an_accept_backlog_is_named() {
         "{}",
         found[0].claim
     );
+    // Its one thread is never idle: each finding names the other's figure.
+    let mut busy = group("srv", 1.0, 90.0, 9.0, 90.0);
+    busy.push(("busiest thread busy:srv".into(), 99.0));
+    let mut t = target(10, 9.0, &[busy]);
+    t.columns.push(Column {
+        name: "accept queue".into(),
+        unit: "count".into(),
+        values: vec![Some(31.0); 10],
+    });
+    r.series = vec![t];
+    let f = Facts::of(&r, None);
+    let found = rules::queues::accept(&f);
+    assert!(
+        found[0].claim.contains("busiest 'srv' thread busy 99%"),
+        "{}",
+        found[0].claim
+    );
+    let one = rules::cpu::one_thread(&f);
+    assert!(
+        one[0]
+            .claim
+            .contains("accept queue for it (31.0 on average"),
+        "{one:#?}"
+    );
     // Empty: nothing said.
     r.series = vec![target(10, 2.0, &[group("srv", 1.0, 90.0, 2.0, 90.0)])];
     assert!(rules::queues::accept(&Facts::of(&r, None)).is_empty());

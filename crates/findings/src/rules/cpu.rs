@@ -70,6 +70,16 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
         cpus(target),
         cpus(limit)
     );
+    // Where the clients wait for it, when they wait before it even accepts them.
+    let queued = f.mean(col::TARGET, col::ACCEPT_QUEUE).unwrap_or(0.0);
+    let dropped =
+        crate::facts::count_of(&f.values(col::TARGET, col::LISTEN_OVERFLOWS)).unwrap_or(0.0);
+    if queued >= 1.0 || dropped >= 1.0 {
+        claim.push_str(&format!(
+            "; connections wait in its accept queue for it ({queued:.1} on average, {} dropped from a full queue)",
+            kiln_model::thousands(dropped.round() as u64)
+        ));
+    }
     let mut finding = Finding::new(
         "one-thread",
         Class::OneThreadSaturated,

@@ -162,6 +162,14 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
         ));
     }
     claim.push_str(": the server accepts slower than clients connect");
+    // Why, when the threads say so: one of them never idle (it accepts between requests).
+    if let Some(g) = f.groups.iter().find(|g| g.has_saturated_thread()) {
+        claim.push_str(&format!(
+            ", its busiest '{}' thread busy {} of the time (on a CPU or waiting for one)",
+            g.name,
+            super::pct(g.busiest_busy.or(g.busiest).unwrap_or(1.0).min(1.0))
+        ));
+    }
     // A dropped connection waits for the client's SYN to be sent again (a second, then
     // more): drops outweigh any other time outside the server.
     let score = if dropped >= 1.0 {
