@@ -506,8 +506,10 @@ fn runnable_time_is_what_the_scheduler_counts() {
     })
     .unwrap_or_else(|e| panic!("starting the collector: {e}"));
     let mut plain = collector(Some(vec![pid]), 0);
-    // Blocks that started before t0 are left out; those that start in [t0, t1] are
-    // summed, as schedstat's delta over the same span counts them.
+    // The scheduler adds a wait to its run delay when the wait ends (the thread gets its
+    // CPU back): the blocks that end in [t0, t1] are summed, as schedstat's delta over the
+    // same span counts them (a wait begun before t0 counts whole; on a busy machine one
+    // wait can last hundreds of milliseconds).
     c.drain().unwrap();
     let (t0, d0) = (monotonic_ns(), schedstat(pid).1);
     // The span ends once the scheduler has counted a second of waiting for a CPU.
@@ -527,7 +529,7 @@ fn runnable_time_is_what_the_scheduler_counts() {
     assert!(blocks.iter().all(|b| b.runnable && b.blocked.pid == pid));
     let waited: u64 = blocks
         .iter()
-        .filter(|b| (t0..t1).contains(&b.start_ns))
+        .filter(|b| (t0..t1).contains(&(b.start_ns + b.duration_ns)))
         .map(|b| b.duration_ns)
         .sum();
     let counted = d1 - d0;
