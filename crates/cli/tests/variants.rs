@@ -175,11 +175,19 @@ fn an_aa_experiment_under_drift_is_paired_and_fires_no_gate() {
         .args(["exec", "--", "sleep", "600"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let child = run.spawn().unwrap();
+    let mut child = run.spawn().unwrap();
     // Halfway (3 rounds of 2 variants stored), the machine gets busy.
     let deadline = Instant::now() + Duration::from_secs(300);
     while stored(&store) < 6 {
-        assert!(Instant::now() < deadline, "6 runs not stored in 300 s");
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "6 runs not stored in 300 s ({} stored):\n{}",
+                stored(&store),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     let hogs = Hogs::start();

@@ -255,8 +255,13 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     // Without the operations' time: how many threads waited, against one waiting always.
     // Others taking the CPU is the machine's state, not the server's defect: a cause the
     // server has of its own ranks first when it explains as much.
-    let score =
+    let mut score =
         of_request.map_or(ready * runnable.min(1.0) * 0.7, |x| x.min(1.0) * 0.95) * ENVIRONMENT;
+    // A thread every operation waits for (one never idle): its time waiting for a CPU
+    // slows all of them, however small a share of their time it is.
+    if f.groups.iter().any(|g| g.has_saturated_thread()) {
+        score = score.max(ready * 0.95 * ENVIRONMENT);
+    }
     let takers = takers(f);
     let mut claim = format!(
         "the server's threads spent {} of the time they were ready to run waiting for a CPU ({:.1} of them waiting on average)",
