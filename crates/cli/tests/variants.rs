@@ -183,8 +183,9 @@ fn an_aa_experiment_under_drift_is_paired_and_fires_no_gate() {
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
             panic!(
-                "6 runs not stored in 300 s ({} stored):\n{}",
+                "6 runs not stored in 300 s ({} stored; kiln ended: {}):\n{}",
                 stored(&store),
+                out.status,
                 String::from_utf8_lossy(&out.stderr)
             );
         }
