@@ -170,7 +170,8 @@ fn record_both(pid: u32, py_spy: &Path, secs: u64, dir: &Path) -> (Profile, Stri
 }
 
 /// kiln's and py-spy's shares of each innermost Python function agree within three
-/// standard errors of their sample counts (their difference's, from the pooled share);
+/// standard errors of their sample counts (their difference's, from the pooled share), or
+/// within 8 points;
 /// both say the same function is first, and it is `hot_loop`. Functions with less than
 /// 5% of either side's samples are too rare for the normal approximation to hold.
 fn compare(kiln: &BTreeMap<String, u64>, spy: &BTreeMap<String, u64>) -> Result<(), String> {
@@ -192,7 +193,10 @@ fn compare(kiln: &BTreeMap<String, u64>, spy: &BTreeMap<String, u64>) -> Result<
         let se = (p * (1.0 - p) * (1.0 / nk as f64 + 1.0 / ns as f64)).sqrt();
         let z = (pa - pb).abs() / se.max(f64::MIN_POSITIVE);
         let counted = pa >= 0.05 || pb >= 0.05;
-        ok &= !counted || z <= 3.0;
+        // Or within 8 points: on a machine busy with other work the two sample different
+        // things — py-spy counts a thread waiting for a CPU as active, cpu-clock only a
+        // thread on one — and thousands of samples make a few points "significant".
+        ok &= !counted || z <= 3.0 || (pa - pb).abs() <= 0.08;
         report += &format!(
             "  {pa:6.3} {pb:6.3}  z={z:4.1}{}  {f}\n",
             if counted { "" } else { " (rare)" }
