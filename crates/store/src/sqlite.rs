@@ -456,21 +456,27 @@ impl SqliteStore {
     /// readers and writers) can no longer be written — made immutable, or read-only,
     /// since the store was opened: a write through its mapping would then end kiln with
     /// SIGBUS and lose the run, where an error lets the caller keep it elsewhere.
+    ///
+    /// Asked with access(2), never by opening the file: closing any descriptor of a file
+    /// drops every POSIX lock this process holds on it, SQLite's among them — a reader
+    /// that opened the store next found no one else on it, reset the shared memory, and
+    /// this process died of SIGBUS at its next write (a run lost while `kiln runs`
+    /// polled the store).
     fn check_shm(&self) -> Result<()> {
         let mut shm = self.path.as_os_str().to_owned();
         shm.push("-shm");
         let shm = PathBuf::from(shm);
-        match std::fs::OpenOptions::new().read(true).write(true).open(&shm) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::Io {
-                path: shm,
-                error: std::io::Error::new(
-                    e.kind(),
-                    format!("the store's shared-memory file cannot be written ({e}); a write through SQLite's mapping of it would crash"),
-                ),
-            }),
+        if !shm.exists() || writable(&shm) {
+            return Ok(());
         }
+        let e = std::io::Error::last_os_error();
+        Err(StoreError::Io {
+            path: shm,
+            error: std::io::Error::new(
+                e.kind(),
+                format!("the store's shared-memory file cannot be written ({e}); a write through SQLite's mapping of it would crash"),
+            ),
+        })
     }
 }
 
