@@ -264,6 +264,19 @@ fn an_accept_backlog_is_named() {
             .contains("accept queue for it (31.0 on average"),
         "{one:#?}"
     );
+    // A queue of a few of many clients (a step's new connections, waiting a moment to be
+    // accepted) weighs what it explains: under a wait that holds half their time.
+    let mut t = target(10, 2.0, &[group("srv", 1.0, 90.0, 2.0, 90.0)]);
+    t.columns.push(Column {
+        name: "accept queue".into(),
+        unit: "count".into(),
+        values: vec![Some(1.6); 10],
+    });
+    r.series = vec![t];
+    r.meta.load.concurrency = Some(16.0);
+    let few = rules::queues::accept(&Facts::of(&r, None));
+    assert!(few[0].score < 0.5 * 0.95, "{few:#?}");
+    assert!((few[0].explains.as_ref().unwrap().pct - 10.0).abs() < 1e-9);
     // Empty: nothing said.
     r.series = vec![target(10, 2.0, &[group("srv", 1.0, 90.0, 2.0, 90.0)])];
     assert!(rules::queues::accept(&Facts::of(&r, None)).is_empty());

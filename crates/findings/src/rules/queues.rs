@@ -171,11 +171,15 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
         ));
     }
     // A dropped connection waits for the client's SYN to be sent again (a second, then
-    // more): drops outweigh any other time outside the server.
-    let score = if dropped >= 1.0 {
-        0.85 + 0.1 * waiting.unwrap_or(0.5)
-    } else {
-        0.45 + 0.35 * waiting.unwrap_or(0.3)
+    // more): drops outweigh any other time outside the server. Without drops, the queue
+    // weighs what it explains (Little's law: the share of the clients waiting in it is the
+    // share of their time), as every other wait does: a step's new connections waiting a
+    // moment to be accepted rank below a lock that holds half the requests' time. At most
+    // 0.8: a thread that never idles, the cause of such a queue, ranks above it.
+    let score = match (dropped >= 1.0, waiting) {
+        (true, w) => 0.85 + 0.1 * w.unwrap_or(0.5),
+        (false, Some(w)) => 0.8 * w,
+        (false, None) => 0.55,
     };
     let mut e = f.ev(
         "accept queue",
