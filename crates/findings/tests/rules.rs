@@ -575,3 +575,71 @@ fn disk_waits_are_named_from_thread_states_alone() {
     assert_eq!(found[0].class, Class::DiskIo);
     assert!((found[0].explains.as_ref().unwrap().pct - 75.0).abs() < 1.0);
 }
+
+#[test]
+fn a_cap_below_the_machine_is_named_as_the_limit() {
+    // A server at one CPU of two: without a cap it is not CPU-bound (a CPU stood idle).
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 0.97, 60.0, 0.2);
+    r.meta.load.concurrency = Some(16.0);
+    r.series = vec![target(10, 3.0, &[group("srv", 4.0, 97.0, 3.0, 60.0)])];
+    assert!(rules::cpu::cpu_bound(&Facts::of(&r, None)).is_empty());
+    // Allowed one CPU (taskset, a cpuset): that CPU is all it may use, and kiln says so.
+    r.meta.target.cpus_allowed = Some(1);
+    let found = rules::cpu::cpu_bound(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].claim.contains("its CPU affinity (1 CPUs allowed)")
+            && found[0].claim.contains("0.97 CPU of 1.00 CPU"),
+        "{}",
+        found[0].claim
+    );
+    assert_eq!(classes(&r)[0], Class::CpuBound);
+    // Two allowed of two: no cap.
+    r.meta.target.cpus_allowed = Some(2);
+    assert!(rules::cpu::cpu_bound(&Facts::of(&r, None)).is_empty());
+    // The BEAM's schedulers online, as erlexec passes `+S 2:1` to beam.smp.
+    r.meta.target.cpus_allowed = None;
+    r.meta.target.comm = "beam.smp".into();
+    r.meta.target.cmdline = [
+        "/usr/lib/erlang/erts-13/bin/beam.smp",
+        "-SDio",
+        "1",
+        "-S",
+        "2:1",
+        "--",
+        "-root",
+    ]
+    .map(String::from)
+    .to_vec();
+    let found = rules::cpu::cpu_bound(&Facts::of(&r, None));
+    assert!(
+        found[0].claim.contains("+S 1 (schedulers online)"),
+        "{found:#?}"
+    );
+    // Go's GOMAXPROCS, from the environment kiln keeps of the target.
+    r.meta.target.comm = "srv".into();
+    r.meta.target.cmdline = vec!["./srv".into()];
+    r.meta.target.env = vec!["GOMAXPROCS=1".into()];
+    r.profiles = vec![cpu_profile(&[(&["runtime.main", "main.work"], "srv", 100)])];
+    let found = rules::cpu::cpu_bound(&Facts::of(&r, None));
+    assert!(
+        found[0]
+            .claim
+            .contains("GOMAXPROCS=1 lets it run on 1.00 CPU"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn beam_schedulers_online_read_from_the_command_line() {
+    let s = |a: &[&str]| {
+        rules::beam_schedulers_online(&a.iter().map(|x| x.to_string()).collect::<Vec<_>>())
+    };
+    assert_eq!(s(&["beam.smp", "-S", "4:2"]), Some(2));
+    assert_eq!(s(&["beam.smp", "+S", "3"]), Some(3));
+    assert_eq!(s(&["beam.smp", "-S1"]), Some(1));
+    assert_eq!(s(&["beam.smp", "-SP", "50:50", "-SDcpu", "1:1"]), None);
+    assert_eq!(s(&["beam.smp", "-S"]), None);
+    assert_eq!(s(&["beam.smp"]), None);
+}

@@ -69,7 +69,7 @@ pub use listing::{configuration, configurations, Configurations, Listed, RunRef}
 pub use model::{
     Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, LoadInfo,
     RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window,
-    PER_SECOND, PPROF_EVENT_PREFIX, QUEUE_DEPTH,
+    PER_SECOND, PPROF_EVENT_PREFIX, QUEUE_DEPTH, RUNTIME_ENV,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

@@ -35,7 +35,35 @@ pub struct TargetInfo {
     /// Its command line.
     #[serde(default)]
     pub cmdline: Vec<String>,
+    /// How many CPUs it may run on (`Cpus_allowed_list` of `/proc/PID/status`: its
+    /// affinity and cpuset); absent when unread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_allowed: Option<u32>,
+    /// Its runtimes' settings from its environment (`GOMAXPROCS=1`,
+    /// `JAVA_TOOL_OPTIONS=…`): only the variables of [`RUNTIME_ENV`], never the rest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
+
+/// The environment variables kiln keeps of a target: the runtimes' own settings of
+/// parallelism, memory and flags (an environment holds secrets too: nothing else is read).
+pub const RUNTIME_ENV: &[&str] = &[
+    "GOMAXPROCS",
+    "GOGC",
+    "GOMEMLIMIT",
+    "GODEBUG",
+    "UV_THREADPOOL_SIZE",
+    "NODE_OPTIONS",
+    "ERL_FLAGS",
+    "ERL_AFLAGS",
+    "ERL_ZFLAGS",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "OMP_NUM_THREADS",
+    "MALLOC_ARENA_MAX",
+    "PYTHONMALLOC",
+];
 
 /// The load a run drove.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
