@@ -381,6 +381,62 @@ fn a_server_allowed_one_cpu_is_named_at_its_affinity() {
 }
 
 #[test]
+fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/PoolServer.java");
+    let st = Command::new("javac")
+        .arg("-d")
+        .arg(dir.path())
+        .arg(&src)
+        .status()
+        .expect("javac runs (Debian package openjdk-17-jdk-headless)");
+    assert!(st.success());
+    // TCP_NODELAY: the JDK's server writes headers and body apart, and would otherwise
+    // wait for the client's delayed ACK on every response (a second cause).
+    let mut child = Command::new("java")
+        .args([
+            "-Dsun.net.httpserver.nodelay=true",
+            "-XX:+PreserveFramePointer",
+            "-cp",
+        ])
+        .arg(dir.path())
+        .arg("PoolServer")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("java starts");
+    let mut lines = Lines::follow(child.stdout.take().unwrap());
+    let ready = lines
+        .wait_for(Duration::from_secs(60), |l| l.starts_with("ready "))
+        .expect("the server says ready");
+    let port = ready[6..].trim().parse().unwrap();
+    let p = Planted { child, port };
+    // 32 requests in flight, 4 threads: by Little's law 28 wait for a thread.
+    let (text, v, k) = run(&dir.path().join("r.db"), "pool", &p, 32);
+    let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", p.pid()));
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 30.0, &text);
+    assert!(
+        named(&found, "network-wait").is_none(),
+        "the time in the pool's queue said to be outside the server:\n{text}"
+    );
+    let first = &found[0];
+    assert_eq!(first.0, "sleep-in-path", "{text}");
+    assert!(
+        first
+            .1
+            .contains("all 4 'pool-N-thread' threads were occupied")
+            && first.1.contains("waited inside the server for a thread"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_neighbour_that_takes_the_cpu_is_named() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();

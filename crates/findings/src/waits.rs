@@ -103,9 +103,16 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
             let gil = kiln_model::waits::is_gil_wait(&names);
             let site = match program_frame(&names) {
                 Some(i) if gil => Some((names[i].clone(), GIL.to_string())),
+                // The function it called to wait: the next frame with a name (JIT code
+                // the map did not know yet is `[unknown]`, the JVM's interpreter
+                // `Interpreter`).
                 Some(i) => Some((
                     names[i].clone(),
-                    names.get(i + 1).cloned().unwrap_or_default(),
+                    names[i + 1..]
+                        .iter()
+                        .find(|n| !n.starts_with('[') && *n != "Interpreter")
+                        .cloned()
+                        .unwrap_or_default(),
                 )),
                 // Nothing of the program's own but the interpreter: the GIL still has a name.
                 None if gil => Some(("the interpreter".to_string(), GIL.to_string())),

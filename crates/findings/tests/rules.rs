@@ -643,3 +643,94 @@ fn beam_schedulers_online_read_from_the_command_line() {
     assert_eq!(s(&["beam.smp", "-S"]), None);
     assert_eq!(s(&["beam.smp"]), None);
 }
+
+/// A pool of 4 threads, each asleep in the handler's work nearly all the time, with 32
+/// requests in flight: 28 of them wait inside the server for a thread. Not "outside".
+#[test]
+fn a_saturated_pool_is_the_limit_not_the_outside() {
+    let mut r = run(10, 2);
+    headline(&mut r, 365.0, 0.17, 40.0, 0.3);
+    r.meta.load.concurrency = Some(32.0);
+    r.meta.target.comm = "java".into();
+    let pool = |cpu: f64, runnable: f64| {
+        target(
+            10,
+            runnable,
+            &[
+                group("pool-N-thread", 4.0, cpu, runnable, 2.0),
+                group("GC Thread", 2.0, 0.1, 0.0, 0.1),
+            ],
+        )
+    };
+    let offcpu = |asleep_s: f64, idle_s: f64| {
+        let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+        let root = p.frame(b"java", FrameKind::Root);
+        let handler = p.frame(
+            b"void com.sun.net.httpserver.Filter$Chain.doFilter(com.sun.net.httpserver.HttpExchange)",
+            FrameKind::User,
+        );
+        let sleep = p.frame(b"JVM_Sleep", FrameKind::User);
+        let cond = p.frame(b"__futex_abstimed_wait_common", FrameKind::User);
+        let getter = p.frame(
+            b"java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask()",
+            FrameKind::User,
+        );
+        let park = p.frame(b"Unsafe_Park", FrameKind::User);
+        let gc = p.frame(b"WorkerThread::run", FrameKind::User);
+        let futex = p.frame(b"futex_wait", FrameKind::Kernel);
+        for i in 0..4u32 {
+            let th = p.thread(
+                Some(4242),
+                Some(10 + i),
+                format!("pool-1-thread-{}", i + 1).as_bytes(),
+            );
+            p.add_sample_path(
+                &[root, handler, sleep, cond, futex],
+                (asleep_s / 4.0 * 1e6) as u64,
+                0,
+                th,
+            );
+            p.add_sample_path(
+                &[root, getter, park, futex],
+                (idle_s / 4.0 * 1e6) as u64,
+                0,
+                th,
+            );
+        }
+        for i in 0..2u32 {
+            let th = p.thread(
+                Some(4242),
+                Some(20 + i),
+                format!("GC Thread#{i}").as_bytes(),
+            );
+            p.add_sample_path(&[root, gc, cond, futex], 9_900_000, 0, th);
+        }
+        p
+    };
+    // Asleep in the work 37 of the pool's 40 thread-seconds.
+    r.series = vec![pool(6.0, 20.0)];
+    r.profiles = vec![offcpu(37.0, 0.5)];
+    let f = Facts::of(&r, None);
+    let found = rules::queues::pool(&f);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let c = &found[0].claim;
+    assert!(
+        c.starts_with("all 4 'pool-N-thread' threads were occupied"),
+        "{c}"
+    );
+    assert!(
+        c.contains("slept") && c.contains("32.0 reqs were in flight"),
+        "{c}"
+    );
+    assert!(c.contains("the other 28.0 waited inside the server"), "{c}");
+    assert_eq!(found[0].class, Class::SleepInPath);
+    assert!(rules::waiting::outside(&f).is_empty());
+    assert_eq!(classes(&r)[0], Class::SleepInPath);
+    // The same pool idle half the time (its threads in getTask): not the limit.
+    r.profiles = vec![offcpu(18.0, 19.5)];
+    assert!(rules::queues::pool(&Facts::of(&r, None)).is_empty());
+    // As many threads as requests in flight (a thread per connection): no pool's queue.
+    r.meta.load.concurrency = Some(4.0);
+    r.profiles = vec![offcpu(37.0, 0.5)];
+    assert!(rules::queues::pool(&Facts::of(&r, None)).is_empty());
+}

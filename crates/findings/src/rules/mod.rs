@@ -42,6 +42,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("go-waits", waiting::go_waits),
     ("queue", queues::queue),
     ("accept", queues::accept),
+    ("pool", queues::pool),
     ("gc", runtime::gc),
     ("churn", runtime::churn),
     ("busy-wait", runtime::busy_wait),

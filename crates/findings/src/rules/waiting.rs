@@ -35,7 +35,7 @@ fn check_of(f: &Facts, reason: WaitReason) -> String {
 }
 
 /// What a wait of `reason` is, as the claim says it.
-fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> (Class, String) {
+pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> (Class, String) {
     let at = site.map(|s| s.label()).unwrap_or_default();
     let gil = ["take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread"]
         .iter()
@@ -318,10 +318,12 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     // A thread never idle, or a group whose threads all work, is where operations wait.
     // (On a CPU or waiting for one: a thread blocked all the time on a condition is not
     // saturated.)
+    // A pool whose threads were all occupied (blocked in the work included) holds the
+    // rest of the operations in its own queue: the pool rule speaks.
     let saturated = f.groups.iter().any(|g| {
         g.has_saturated_thread()
             || (g.threads >= 1.0 && (g.on_cpu + g.runnable.unwrap_or(0.0)) / g.threads >= 0.85)
-    });
+    }) || super::queues::saturated_pool(f).is_some();
     // Connections waiting in the accept queue, or dropped from it, are the server's: the
     // accept rule names them.
     let accept = f
