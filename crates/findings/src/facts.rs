@@ -90,14 +90,18 @@ pub struct Facts<'a> {
 impl<'a> Facts<'a> {
     /// The facts of `run` over its measurement window, or over `w`.
     pub fn of(run: &'a RunData, w: Option<&Window>) -> Facts<'a> {
+        let whole = run;
         let (run, window): (Cow<'a, RunData>, Window) = match w {
             Some(w) if *w != run.meta.measure => (Cow::Owned(windowed(run, w)), w.clone()),
             _ => (Cow::Borrowed(run), run.meta.measure.clone()),
         };
+        // The window's figures from the whole run's seconds (its samples in the seconds
+        // the window holds, as `kiln runs show RUN@A-B` counts them), not from the
+        // samples cut to the window.
         let meta = if window == run.meta.measure && w.is_none() {
             run.meta.clone()
         } else {
-            kiln_store::window::window_view(&run, &window)
+            kiln_store::window::window_view(whole, &window)
         };
         let secs = window.seconds().max(1e-9);
         let outcome = outcome(&run, &meta, &window);

@@ -114,20 +114,12 @@ pub fn intervals(time_ns: &[u64]) -> impl Iterator<Item = (u64, u64)> + '_ {
     })
 }
 
-/// How many of the run's seconds lie in `w` (a second belongs to the window its middle
-/// lies in), by its per-second tables (the load's, else the target's); `None` when the run
-/// kept no per-second table. A window holding none has no figure of its own.
+/// How many of the run's seconds ([`crate::seconds::grid`]) lie in `w` (a second belongs
+/// to the window its middle lies in); `None` when the run kept no per-second table. A
+/// window holding none has no figure of its own.
 pub fn seconds_in(run: &RunData, w: &Window) -> Option<usize> {
-    let t = ["load", "target"].iter().find_map(|n| {
-        run.series
-            .iter()
-            .find(|t| t.name == *n && !t.time_ns.is_empty())
-    })?;
-    Some(
-        intervals(&t.time_ns)
-            .filter(|(start, end)| w.contains(start + (end - start) / 2))
-            .count(),
-    )
+    let grid = crate::seconds::grid(run);
+    (!grid.is_empty()).then(|| crate::seconds::range_in(&grid, w).len())
 }
 
 /// Values of column `name` of `table` for the seconds in `w` (a second belongs to the
@@ -186,43 +178,48 @@ fn seconds(v: &[(f64, f64)]) -> f64 {
 }
 
 /// The latency histogram of window `w` and what it measures: the one the run kept for the
-/// window, else the merge of its seconds' histograms (the headline's latency first).
+/// window, else the merge of its seconds' histograms. One latency for every window of a
+/// run: its headline's (`consumer_latency` of an AMQP load, not the confirms' the load
+/// kept beside it), else the first kept that is not from the intended send time.
 pub fn latency_of(run: &RunData, w: &Window) -> Option<(String, hdrhistogram::Histogram<u64>)> {
-    run.histograms
+    let kept: Vec<_> = run
+        .histograms
         .iter()
-        .find(|x| x.window == w.name)
+        .filter(|x| x.window == w.name)
+        .collect();
+    let named = match run.meta.headline.latency.as_deref() {
+        Some(wanted) => kept.iter().find(|x| x.name == wanted),
+        None => kept
+            .iter()
+            .find(|x| !x.name.ends_with("_intended"))
+            .or(kept.first()),
+    };
+    named
         .and_then(|x| Some((x.name.clone(), crate::hdr::decode_histogram(&x.data)?)))
         .or_else(|| per_second_latency(run, w))
 }
 
 /// `run` as seen through window `w`: metadata whose measurement window is `w` and whose
-/// headline figures cover `w` only.
+/// headline figures cover `w` only: its seconds of the run's grid ([`crate::seconds`]).
 pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
-    let sliced: Vec<kiln_model::Profile> = if run.meta.headline.beam.is_some() {
-        slice(&run.profiles, w)
-    } else {
-        Vec::new()
-    };
-    view_with(run, w, &sliced)
+    view_with(run, w)
 }
 
 /// The run seen through window `w`: [`window_view`]'s metadata, and its profiles cut to
-/// the window's samples (each profile sliced once, for both).
+/// the window's samples.
 pub fn window_data(mut run: RunData, w: &Window) -> RunData {
-    run.profiles = slice(&run.profiles, w);
-    run.meta = view_with(&run, w, &run.profiles);
+    run.meta = view_with(&run, w);
+    run.profiles = run
+        .profiles
+        .iter()
+        .map(|p| p.time_slice(w.start_ns, w.end_ns))
+        .collect();
     run
 }
 
-fn slice(profiles: &[kiln_model::Profile], w: &Window) -> Vec<kiln_model::Profile> {
-    profiles
-        .iter()
-        .map(|p| p.time_slice(w.start_ns, w.end_ns))
-        .collect()
-}
-
-/// [`window_view`] given the run's profiles already cut to the window.
-fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMeta {
+/// [`window_view`]: the window's figures from its seconds of the run's grid, and its
+/// latency histograms.
+fn view_with(run: &RunData, w: &Window) -> RunMeta {
     let mut meta = run.meta.clone();
     let table = |n: &str| run.series.iter().find(|t| t.name == n);
     let (load, target, machine, kiln) = (
@@ -290,11 +287,11 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
         h.cpu_per_op_us = Some(cpu * 1e6 / ops as f64);
         h.switches_per_op = switches.map(|s| s as f64 / ops as f64);
     }
-    // The BEAM's scheduler states from the window's samples (blocks by their start).
-    if meta.headline.beam.is_some() {
-        h.beam = crate::SchedulerStates::of_profiles(sliced);
-    }
+    own_seconds(run, w, &mut h);
     meta.headline = h;
+    if let Some(note) = crate::seconds::recorded_part(&run.meta.measure, w) {
+        meta.warnings.push(format!("window {}: {note}", w.name));
+    }
     meta.measure = w.clone();
     // A sweep step's setting is its window's value.
     match w.name.split_once('=') {
@@ -303,6 +300,28 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
         _ => {}
     }
     meta
+}
+
+/// The window's figures from what the run keeps as samples or one total, put on its
+/// seconds ([`crate::seconds`]): the BEAM's scheduler states of its seconds' samples
+/// (blocks by their start), and kiln's eBPF CPU given to its seconds by their share of
+/// the recorded samples.
+fn own_seconds(run: &RunData, w: &Window, h: &mut Headline) {
+    let beam = run.meta.headline.beam.is_some();
+    let bpf = run.meta.headline.kiln_bpf_cpu_s.is_some();
+    if !beam && !bpf {
+        return;
+    }
+    let grid = crate::seconds::grid(run);
+    let r = crate::seconds::range_in(&grid, w);
+    if beam {
+        h.beam = crate::seconds::StatesBySecond::of(&run.profiles, &grid)
+            .and_then(|s| s.between(r.clone()));
+    }
+    if bpf {
+        h.kiln_bpf_cpu_s =
+            crate::seconds::bpf_cpu_per_second(run, &grid).map(|v| v[r].iter().sum());
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ import { COLORS, runCharts } from '../lib/charts.js';
 import { windowFigures } from '../lib/figures.js';
 import { compact, formatValue, formatWindow } from '../lib/format.js';
 import { edgesOf, parseWindow, typicalStep, writeWindow } from '../lib/intervals.js';
+import { beamText, recordedPart } from '../lib/grid.js';
 import { buildKnee, stepBoundaries } from './sweep.js';
 import { plainLatency } from '../lib/names.js';
 import { distributionIn } from '../lib/window.js';
@@ -112,14 +113,20 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     series: (s) => showSeries(s),
     profile: (event, focus) => showProfile(r, event, focus),
   });
+  const beam = r.beam ? el('p', { class: 'r-beam', 'data-field': 'beam' }) : null;
+  if (beam) cards.el.after(beam);
   root.append(head, ...(findings ? [findings] : []), charts, profiles.section);
-  // The measurement's figures by the rule of every window's (the legends' too).
+  // The measurement's figures by the rule of every window's (the legends' too); kiln's
+  // eBPF CPU over the measurement is the run's headline (measured once for the recording).
   const measurementFigures = windowFigures(r, measure);
+  measurementFigures.delete('kiln_bpf_cpu');
 
   const show = (): void => {
     const w = st.current;
-    setText(windowBar.text, w ? `Window: ${formatWindow(w)}` : `No window: figures and legends are the measurement's (${formatWindow(measure)}), flame graphs every sample of the run`);
-    for (const e of profiles.windows) setText(e, w ? `Samples in ${formatWindow(w)} only` : 'Every sample of the run');
+    const note = w ? recordedPart(r, w) : null;
+    setText(windowBar.text, w ? `Window: ${formatWindow(w)}${note ? ` \u2014 ${note}` : ''}` : `No window: figures and legends are the measurement's (${formatWindow(measure)}), flame graphs every sample of the run`);
+    for (const e of profiles.windows) setText(e, w ? `Samples in ${formatWindow(w)} only${note ? `: ${note}` : ''}` : 'Every sample of the run');
+    if (beam && r.beam) setText(beam, beamText(r.beam, w));
     cards.show(w, w ? windowFigures(r, w) : measurementFigures, measurementFigures);
     tl.markers.select(w);
     showHeadings(profiles.headings, origin, w);
