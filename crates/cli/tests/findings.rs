@@ -408,9 +408,14 @@ fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
         .expect("java starts");
     let mut lines = Lines::follow(child.stdout.take().unwrap());
     let ready = lines
-        .wait_for(Duration::from_secs(60), |l| l.starts_with("ready "))
-        .expect("the server says ready");
-    let port = ready[6..].trim().parse().unwrap();
+        .wait_for(Duration::from_secs(60), |l| {
+            l.starts_with("listening on 127.0.0.1:")
+        })
+        .expect("the server says where it listens");
+    let port = ready["listening on 127.0.0.1:".len()..]
+        .trim()
+        .parse()
+        .unwrap();
     let p = Planted { child, port };
     // 32 requests in flight, 4 threads: by Little's law 28 wait for a thread.
     let (text, v, k) = run(&dir.path().join("r.db"), "pool", &p, 32);

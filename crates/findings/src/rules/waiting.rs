@@ -231,9 +231,9 @@ pub fn sleeping(f: &Facts) -> Vec<Finding> {
 /// seconds (a goroutine waiting for a `sync.Mutex` parks without blocking a thread, so the
 /// thread-level view cannot see it): the lock and the program's frame that took it.
 ///
-/// False when: the run fetched no block profile; the delay on locks (not channels or
-/// selects: those are goroutines waiting for work) is a small share of the operations'
-/// time.
+/// False when: the run fetched no block profile; the delay on locks (and on channels or
+/// selects in a request's path; elsewhere those are goroutines waiting for work) is a
+/// small share of the operations' time.
 pub fn go_waits(f: &Facts) -> Vec<Finding> {
     let Some(p) = f
         .run
@@ -248,10 +248,17 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
     };
     let ns = p.event.ns_per_weight().unwrap_or(1.0);
     let (sites, _) = go_sites(p);
+    // Locks, and channels or selects a request waited on (a semaphore made of a channel, a
+    // pool's slot): goroutines waiting for work are left out.
     let locks: Vec<&Site> = sites
         .iter()
-        .filter(|s| s.primitive.contains("Mutex") || s.primitive.contains("semacquire"))
+        .filter(|s| matches!(s.reason, WaitReason::Lock | WaitReason::Futex))
         .collect();
+    let lock_w: u128 = locks
+        .iter()
+        .filter(|s| s.reason == WaitReason::Lock)
+        .map(|s| s.weight)
+        .sum();
     let w: u128 = locks.iter().map(|s| s.weight).sum();
     let t = w as f64 * ns / 1e9;
     let share = t / outcome_s.max(1e-9);
@@ -266,15 +273,21 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
         .take(3)
         .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
         .collect();
+    // Mostly channels: a semaphore or a pool's slot, the request's concurrency limit.
+    let on = if lock_w * 2 >= w {
+        "a lock"
+    } else {
+        "a channel in the request's path (a semaphore, a pool's slot or another goroutine's result)"
+    };
     let claim = format!(
-        "goroutines waited on a lock {} of the {}s' time ({} in all), in {}",
+        "goroutines waited on {on} {} of the {}s' time ({} in all), in {}",
         pct(share.min(1.0)),
         f.outcome.unit,
         secs(t),
         places.join(", ")
     );
     let mut e = f.ev(
-        "goroutines blocked on locks",
+        "goroutines blocked on locks, and on channels in requests",
         format!("{} at {}", secs(t), places.join(", ")),
         format!("Go's block profile ({}), the same seconds", p.event.name),
     );

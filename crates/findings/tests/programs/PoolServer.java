@@ -1,6 +1,7 @@
 // A Java HTTP server whose pool of 4 threads sleeps 10 ms in every request: with more
 // requests in flight than threads, the rest wait in the pool's queue, inside the server.
-// Prints "ready PORT" once listening. Started by the findings tests.
+// Prints "listening on 127.0.0.1:PORT" once listening. Started by the findings tests and
+// the findings corpus (bench/findings/cases/java-pool).
 import com.sun.net.httpserver.HttpServer;
 import java.net.InetSocketAddress;
 import java.util.concurrent.Executors;
@@ -21,6 +22,6 @@ public class PoolServer {
         });
         s.setExecutor(Executors.newFixedThreadPool(4));
         s.start();
-        System.out.println("ready " + s.getAddress().getPort());
+        System.out.println("listening on 127.0.0.1:" + s.getAddress().getPort());
     }
 }
