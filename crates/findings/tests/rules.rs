@@ -734,3 +734,49 @@ fn a_saturated_pool_is_the_limit_not_the_outside() {
     r.profiles = vec![offcpu(37.0, 0.5)];
     assert!(rules::queues::pool(&Facts::of(&r, None)).is_empty());
 }
+
+/// Responses that came in two parts 41 ms apart (the load's receive times): the
+/// delayed-ACK stall, named even while a lock holds the server's threads busy.
+#[test]
+fn responses_in_parts_a_delayed_ack_apart_are_the_stall() {
+    let mut r = run(10, 2);
+    headline(&mut r, 176.0, 0.6, 60.0, 0.2);
+    r.meta.load.concurrency = Some(16.0);
+    r.series = vec![
+        target(10, 2.0, &[group("srv", 16.0, 60.0, 2.0, 10.0)]),
+        table(
+            "load",
+            10,
+            &[
+                ("answered", 176.0),
+                ("split_responses", 170.0),
+                ("split_wait_us", 170.0 * 41_000.0),
+            ],
+        ),
+    ];
+    let found = rules::waiting::split(&Facts::of(&r, None)).expect("a split finding");
+    assert!(
+        found.claim.starts_with(
+            "97% of the responses arrived in parts, their last bytes 41.0 ms after their first"
+        ),
+        "{}",
+        found.claim
+    );
+    assert!(found.claim.contains("delayed-ACK"), "{}", found.claim);
+    // 170 × 41 ms of the 160 s the 16 connections spent each second: 44%.
+    assert!(
+        (found.explains.as_ref().unwrap().pct - 43.6).abs() < 0.5,
+        "{found:#?}"
+    );
+    // Parts 5 ms apart: the server's own pace, not the stall, and too little to say.
+    r.series[1] = table(
+        "load",
+        10,
+        &[
+            ("answered", 176.0),
+            ("split_responses", 170.0),
+            ("split_wait_us", 170.0 * 5_000.0),
+        ],
+    );
+    assert!(rules::waiting::split(&Facts::of(&r, None)).is_none());
+}

@@ -48,6 +48,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("busy-wait", runtime::busy_wait),
     ("cpu-bound", cpu::cpu_bound),
     ("outside", waiting::outside),
+    ("split", waiting::split_responses),
     ("client", load::client),
     ("errors", load::errors),
     ("growth", runtime::growth),

@@ -302,6 +302,74 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
 /// Linux's delayed-ACK timer (ms): a small write held by Nagle's algorithm waits for it.
 const DELAYED_ACK_MS: f64 = 40.0;
 
+/// Whether a gap between a response's first and last bytes is Linux's delayed-ACK timer
+/// (40 ms, and 200 ms once its estimate has grown), as Nagle's algorithm meets it.
+fn delayed_ack(ms: f64) -> bool {
+    (ms - DELAYED_ACK_MS).abs() <= 0.35 * DELAYED_ACK_MS || (ms - 200.0).abs() <= 25.0
+}
+
+/// Responses that arrived in parts, their last bytes long after their first (the load's
+/// own receive times, the kernel's stamps): the server wrote each in pieces and the rest
+/// waited — for the client's delayed ACK under Nagle's algorithm when the gap is that
+/// timer's, else for the server's own work between the pieces.
+///
+/// False when: few responses were split, or their gaps are a small share of the
+/// operations' time; the load is not kiln's HTTP client (no such count).
+pub fn split(f: &Facts) -> Option<Finding> {
+    // Rates per second: their counts are each rate times its second's length.
+    let sum = |c: &str| crate::facts::count_of(&f.values(kiln_store::columns::LOAD, c));
+    let (n, wait_us) = (sum("split_responses")?, sum("split_wait_us")?);
+    let ops = f.outcome.ops.filter(|o| *o > 0.0)?;
+    let req_s = f.request_time_s()?;
+    let share = wait_us / 1e6 / req_s.max(1e-9);
+    if n / ops < 0.2 || share < NAMED {
+        return None;
+    }
+    let gap_ms = wait_us / 1000.0 / n.max(1.0);
+    let nagle = delayed_ack(gap_ms);
+    let mut claim = format!(
+        "{} of the responses arrived in parts, their last bytes {gap_ms:.1} ms after their first on average: {} of the {}s' time",
+        pct((n / ops).min(1.0)),
+        pct(share.min(1.0)),
+        f.outcome.unit
+    );
+    claim.push_str(if nagle {
+        " — the delayed-ACK stall: the server writes each response in pieces without TCP_NODELAY, and the last piece waits for the client's ACK (Nagle's algorithm): set TCP_NODELAY on its sockets, or write each response at once"
+    } else {
+        " — the server wrote them in pieces and the rest came later (its work between the pieces, or the network)"
+    });
+    let e = f.ev(
+        "responses in parts",
+        format!(
+            "{} of {} ({:.1} ms between first and last byte on average)",
+            kiln_model::thousands(n.round() as u64),
+            kiln_model::thousands(ops.round() as u64),
+            gap_ms
+        ),
+        "the load's own receive times (the kernel's stamps on each read)",
+    );
+    Some(
+        Finding::new(
+            "split",
+            Class::NetworkWait,
+            share.min(1.0) * 0.95,
+            claim,
+        )
+        .evidence(e)
+        .explains(share * 100.0, format!("of the {}s' time", f.outcome.unit))
+        .check(if nagle {
+            format!("strace -f -tt -e trace=write,writev,sendto,setsockopt -p {} (two writes per response, no TCP_NODELAY); nstat -az TcpExtDelayedACKs", f.pid())
+        } else {
+            format!("strace -f -tt -e trace=write,writev,sendto -p {}", f.pid())
+        }),
+    )
+}
+
+/// The rule form of [`split`].
+pub fn split_responses(f: &Facts) -> Vec<Finding> {
+    split(f).into_iter().collect()
+}
+
 /// The server was idle while the operations took long: the time is outside it — in the
 /// network stack, the client, or a service it waits for. By Little's law the operations'
 /// time is their latencies summed; the server's share of it is the time its threads were
@@ -355,6 +423,11 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     // server hardly awake at all says the time is outside it.
     let green = matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam);
     if share >= 0.3 || saturated || accept || (green && share >= 0.05) {
+        return Vec::new();
+    }
+    // Responses held by the delayed ACK: the split rule names the stall from the client's
+    // own receive times.
+    if split(f).is_some_and(|x| x.claim.contains("delayed-ACK")) {
         return Vec::new();
     }
     let per_op = f.outcome.ops.filter(|o| *o > 0.0).map(|o| busy / o);
