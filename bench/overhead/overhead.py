@@ -301,6 +301,8 @@ class Nginx(Target):
         return int(text.splitlines()[2].split()[2])
 
     def stop(self):
+        if not getattr(self, "dir", None):
+            return
         subprocess.run([os.path.join(ROOT, "bench/http/nginx.sh"), "stop", self.dir],
                        capture_output=True)
 
@@ -331,8 +333,9 @@ class GoServer(Target):
             return None
 
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
+        if getattr(self, "proc", None):
+            self.proc.terminate()
+            self.proc.wait()
 
 
 class PingPong(Target):
@@ -360,8 +363,9 @@ class PingPong(Target):
         return None
 
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
+        if getattr(self, "proc", None):
+            self.proc.terminate()
+            self.proc.wait()
 
 
 def free_port():
@@ -509,13 +513,15 @@ def main():
 
 
 def run_target(target, recs, load_kiln, args, work):
-    target.start(work)
     per_window = args.settle + args.seconds + 8
     load_secs = int(len(recs) * args.rounds * per_window * 2 + 60)
-    argv = target.load(load_kiln, load_secs)
-    load = argv and subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+    load = None
     try:
+        # Inside the try: a target that started but never answered is stopped too.
+        target.start(work)
+        argv = target.load(load_kiln, load_secs)
+        load = argv and subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
         first = target.answered()
         poll_until("the load's first requests", lambda: target.answered() > first + 1000)
         results = {r.name: [] for r in recs}
