@@ -158,13 +158,19 @@ pub fn details(f: &Facts) -> String {
 /// BLOCKED threads waited on; `None` when the run took none.
 pub fn jvm_dumps(f: &Facts) -> Option<String> {
     let d = f.jvm_dumps()?;
-    let took: f64 = d.dumps.iter().map(|x| x.took_ms).sum();
-    let longest = d.dumps.iter().map(|x| x.took_ms).fold(0.0, f64::max);
     let mut s = format!(
-        "  JVM thread dumps: {} of {} taken over the window ({took:.1} ms in all answering, the longest {longest:.1} ms; each a safepoint)",
+        "  JVM thread dumps: {} of {} taken over the window",
         d.dumps.len(),
         d.asked
     );
+    if !d.dumps.is_empty() {
+        let took: f64 = d.dumps.iter().map(|x| x.took_ms).fold(0.0, |a, b| a + b);
+        let longest = d.dumps.iter().map(|x| x.took_ms).fold(0.0, f64::max);
+        let _ = write!(
+            s,
+            " ({took:.1} ms in all answering, the longest {longest:.1} ms; each a safepoint)"
+        );
+    }
     match crate::rules::waiting::contended(&d) {
         Some(m) => {
             let _ = write!(

@@ -318,6 +318,21 @@ mod tests {
         assert!(!rs.catches_sigquit);
     }
 
+    /// A process that does not catch SIGQUIT (here `sleep`) is not sent it: the dump is
+    /// refused with the reason, and the process lives on.
+    #[test]
+    fn a_process_without_a_sigquit_handler_is_not_signalled() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let got = thread_dump(child.id(), Duration::from_secs(2));
+        assert!(matches!(got, Err(AttachError::NoSigquit)), "{got:?}");
+        assert!(child.try_wait().unwrap().is_none(), "sleep still runs");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
     /// The result code decides: 0 gives the text, another code is said with the JVM's
     /// words escaped.
     #[test]
