@@ -6,7 +6,7 @@ use crate::threads::{self, Group};
 use kiln_model::Profile;
 use kiln_store::columns as col;
 use kiln_store::window::values;
-use kiln_store::{RunData, RunMeta, SeriesTable, Window};
+use kiln_store::{JvmDumps, RunData, RunMeta, SeriesTable, Window, JVM_DUMPS_ATTACHMENT};
 use std::borrow::Cow;
 
 /// The outcome of the load over the window.
@@ -149,6 +149,20 @@ impl<'a> Facts<'a> {
     /// The off-CPU profile, when the run recorded one.
     pub fn offcpu(&self) -> Option<&Profile> {
         self.profile("offcpu")
+    }
+
+    /// What the thread dumps `kiln run` took of a JVM target showed, the dumps in the
+    /// window only; `None` when the run took none (not a JVM, `--jvm-dumps 0`, an older
+    /// kiln) or the attachment does not read (a run imported from elsewhere).
+    pub fn jvm_dumps(&self) -> Option<JvmDumps> {
+        let a = self
+            .run
+            .attachments
+            .iter()
+            .find(|a| a.name == JVM_DUMPS_ATTACHMENT)?;
+        let mut d: JvmDumps = serde_json::from_slice(&a.data).ok()?;
+        d.dumps.retain(|x| self.window.contains(x.at_ns));
+        Some(d)
     }
 
     /// The target's command line as one string (for flags it already has).

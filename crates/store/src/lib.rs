@@ -68,9 +68,10 @@ pub mod window;
 pub use check::check_meta;
 pub use listing::{configuration, configurations, Configurations, Listed, RunRef};
 pub use model::{
-    Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, LoadInfo,
-    RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable, StateSources, StateSums,
-    TargetInfo, Window, PER_SECOND, PPROF_EVENT_PREFIX, QUEUE_DEPTH, RUNTIME_ENV,
+    Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, JvmDump,
+    JvmDumps, LoadInfo, MonitorWait, RunData, RunId, RunMeta, RunStatus, SchedulerStates,
+    SeriesTable, StateSources, StateSums, TargetInfo, Window, JVM_DUMPS_ATTACHMENT, PER_SECOND,
+    PPROF_EVENT_PREFIX, QUEUE_DEPTH, RUNTIME_ENV,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

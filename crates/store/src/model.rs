@@ -474,6 +474,67 @@ pub const QUEUE_DEPTH: &str = "queue_depth";
 /// target's own.
 pub const PPROF_EVENT_PREFIX: &str = "pprof ";
 
+/// The attachment in which `kiln run` keeps what its thread dumps of a JVM target showed
+/// (JSON, a [`JvmDumps`]): who waited on which monitor, in which method, held by whom.
+pub const JVM_DUMPS_ATTACHMENT: &str = "jvm-thread-dumps.json";
+
+/// What the thread dumps `kiln run` took of a JVM target over the measurement showed
+/// (HotSpot's attach protocol, the `threaddump` command `jstack` sends). A dump names the
+/// Java method a thread waits in even where the JIT inlined it into its caller, which a
+/// profile's compiled frames cannot.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JvmDumps {
+    /// The JVM's process id.
+    pub pid: u32,
+    /// How many dumps kiln asked for.
+    pub asked: u32,
+    /// The dumps the JVM answered, in order.
+    pub dumps: Vec<JvmDump>,
+    /// Why the others are missing, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+}
+
+/// One thread dump's summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JvmDump {
+    /// When the dump arrived, CLOCK_MONOTONIC ns (the run's clock).
+    pub at_ns: u64,
+    /// How long the JVM took to answer, ms (its threads stop at a safepoint meanwhile).
+    pub took_ms: f64,
+    /// The Java threads dumped, by their name with each run of digits as `N`
+    /// (`pool-N-thread-N`): how many.
+    pub groups: Vec<(String, u32)>,
+    /// The threads BLOCKED waiting to enter a monitor.
+    pub blocked: Vec<MonitorWait>,
+    /// Lines of the dump's threads kiln did not understand (not dropped silently).
+    #[serde(default)]
+    pub unparsed: u32,
+}
+
+/// A thread BLOCKED waiting to enter a monitor, as a dump shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MonitorWait {
+    /// The thread's name.
+    pub thread: String,
+    /// Its name with each run of digits as `N`.
+    pub group: String,
+    /// The Java method waiting to lock (`pkg.Ledger.post`): the frame above the dump's
+    /// `- waiting to lock` line.
+    pub method: String,
+    /// The monitor's object: its address (`0x000000069cc14e50`).
+    pub address: String,
+    /// ... and its class (`pkg.Ledger`).
+    pub class: String,
+    /// The thread that held the monitor, when the dump shows one (`- locked` at the same
+    /// address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// The holder's method that locked it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder_method: Option<String>,
+}
+
 /// A file kept with a run: an external load's stdout and stderr, for instance.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Attachment {
