@@ -598,6 +598,24 @@ fn a_cap_below_the_machine_is_named_as_the_limit() {
     // Two allowed of two: no cap.
     r.meta.target.cpus_allowed = Some(2);
     assert!(rules::cpu::cpu_bound(&Facts::of(&r, None)).is_empty());
+    // A cgroup's quota of one CPU throttling it: starvation's to say (the threads wait
+    // ready to run), not a cap the program set.
+    let mut q = target(10, 3.0, &[group("srv", 4.0, 97.0, 3.0, 60.0)]);
+    q.columns.push(Column {
+        name: "cpu quota".into(),
+        unit: "count".into(),
+        values: vec![Some(1.0); 10],
+    });
+    q.columns.push(Column {
+        name: "throttled".into(),
+        unit: "%".into(),
+        values: vec![Some(90.0); 10],
+    });
+    r.series = vec![q];
+    assert!(rules::cpu::cpu_bound(&Facts::of(&r, None))
+        .iter()
+        .all(|x| !x.claim.contains("quota")));
+    r.series = vec![target(10, 3.0, &[group("srv", 4.0, 97.0, 3.0, 60.0)])];
     // The BEAM's schedulers online, as erlexec passes `+S 2:1` to beam.smp.
     r.meta.target.cpus_allowed = None;
     r.meta.target.comm = "beam.smp".into();

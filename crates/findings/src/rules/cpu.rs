@@ -147,6 +147,10 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     };
     let (limit, cap) = f.cpu_limit();
+    // A cgroup's quota throttles threads that are ready to run: the starvation rule names
+    // it (run-queue time, the periods throttled). A cap the program or its runtime set
+    // (an affinity, GOMAXPROCS, +S) is this rule's.
+    let cap = cap.filter(|why| !why.contains("quota"));
     let busy = f.cpus.busy.unwrap_or(target / f.cpus.machine);
     let share = target / limit;
     // A cap below the machine (a quota, an affinity, the runtime's own setting) is full
