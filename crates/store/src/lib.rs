@@ -65,11 +65,13 @@ mod sqlite;
 pub mod window;
 
 pub use check::check_meta;
+/// The load's column of the depth of its queues ([`columns::QUEUE_DEPTH`]).
+pub use columns::QUEUE_DEPTH;
 pub use listing::{configuration, configurations, Configurations, Listed, RunRef};
 pub use model::{
     Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, LoadInfo,
     RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window,
-    PER_SECOND, PPROF_EVENT_PREFIX, QUEUE_DEPTH,
+    PER_SECOND, PPROF_EVENT_PREFIX,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;
