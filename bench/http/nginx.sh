@@ -1,6 +1,7 @@
 #!/bin/sh
 # A private nginx for the HTTP benchmarks, as the tests start it (crates/testkit/src/nginx.rs):
-# one worker, keep-alive, a small static file, bound to 127.0.0.1, no access log.
+# one worker, keep-alive, a small static file, bound to 127.0.0.1, no access log; /status is
+# nginx's stub_status (its third line counts the requests answered).
 #
 #   bench/http/nginx.sh start DIR PORT [BODY_BYTES]   prints the worker's PID
 #   bench/http/nginx.sh stop DIR                       stops it by the master's PID
@@ -32,7 +33,7 @@ http {
     keepalive_timeout 65;
     keepalive_requests 100000000;
     default_type text/html;
-    server { listen 127.0.0.1:$port backlog=4096; root $dir/html; }
+    server { listen 127.0.0.1:$port backlog=4096; root $dir/html; location = /status { stub_status; } }
 }
 CONF
   /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log"

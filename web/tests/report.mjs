@@ -1403,6 +1403,77 @@ try {
       await settle(page);
       assert.deepEqual(await page.evaluate(() => window.__kilnReport.run.window), [sw.windows[0].start, sw.windows[0].end]);
     });
+    await check('one time grid: under a step or a window of whole seconds, every figure, the BEAM states, the latency named and what the recording holds are kiln runs show\'s', async () => {
+      page = await open('sweep.html');
+      const data = await page.evaluate(() => window.__kilnReport.run.data);
+      // The category charts are on the load's seconds, as every other figure of a window.
+      const loadEdges = edgesOf(sw.tables.load);
+      for (const c of data.categories) assert.deepEqual(c.edges, loadEdges, `${c.event}: the category chart's seconds are the load's`);
+      assert.ok(data.beam, 'a BEAM target: its scheduler states are on the page');
+      assert.ok(sw.show.length >= 2, `the steps and a span: ${sw.show.map((s) => s.ref)}`);
+      const headline = (s, k) => s.json.headline[k] ?? null;
+      for (const s of sw.show) {
+        await page.evaluate((w) => window.__kilnReport.run.setWindow(w), s.window);
+        await settle(page);
+        const what = `${s.ref} (${s.window})`;
+        const cards = await cardsOf(page);
+        // The BEAM's line(s) as the command prints them; none where it prints none.
+        const cli = s.text
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((l) => l.startsWith('BEAM schedulers by state') || l.startsWith('waiting for a CPU'))
+          .join('\n');
+        const beam = await page.textContent('[data-field=beam]');
+        if (cli) assert.equal(beam, cli, what);
+        else assert.equal(beam, 'BEAM schedulers by state: no scheduler sample in these seconds', `${what}: kiln runs show prints none:\n${s.text}`);
+        // One latency: the command's is the page's, and its percentiles are the cards'.
+        const lat = /^ {2}latency \(([^)]+)\)/m.exec(s.text);
+        assert.ok(lat, `${what}: a latency line in\n${s.text}`);
+        assert.equal(lat[1], data.latency, `${what}: the command's latency is the page's`);
+        assert.equal(headline(s, 'latency'), data.latency, what);
+        for (const [card, key] of [['p50', 'p50_us'], ['p99', 'p99_us'], ['p999', 'p999_us'], ['max', 'max_us']]) {
+          assert.equal(cards[card]?.[0], headline(s, key), `${what}: ${card}`);
+        }
+        // The load's and the target's figures: the same seconds, the same sums.
+        assert.ok(close_(cards.throughput[0], headline(s, 'throughput')), `${what}: throughput ${cards.throughput[0]} against ${headline(s, 'throughput')}`);
+        const secsOf = (t) => rowsIn(t, s.window).reduce((a, [, dt]) => a + dt / 1e9, 0);
+        // The target's CPU: the sampler's counters over exactly the window
+        // (kiln_store::window::figures), its share of the window's length.
+        const cpuS = headline(s, 'target_cpu_s');
+        assert.ok(close_((cards.target_cpu[0] * (s.window[1] - s.window[0])) / 1e9 / 100, cpuS), `${what}: target CPU ${cards.target_cpu[0]}% against ${cpuS} s`);
+        assert.equal(cards.rss[0], headline(s, 'rss_max_bytes'), `${what}: RSS`);
+        // kiln's eBPF CPU of the window: the recording's, given to the seconds by their
+        // samples, summed over the window's (as the command sums it).
+        const bpf = headline(s, 'kiln_bpf_cpu_s');
+        if (bpf !== null) {
+          assert.ok(cards.kiln_bpf_cpu && cards.kiln_bpf_cpu[1] === 'window', `${what}: the eBPF card is the window's`);
+          assert.ok(close_((cards.kiln_bpf_cpu[0] * secsOf(sw.tables.load)) / 100, bpf), `${what}: eBPF ${cards.kiln_bpf_cpu[0]}% against ${bpf} s`);
+        } else assert.equal(data.ebpf ?? null, null, `${what}: the run measured no eBPF CPU`);
+        // A window reaching outside the recording says what it holds, as the command warns.
+        const warn = /warning: window [^:]+: (the recording covers .*)$/m.exec(s.text);
+        const bar = await page.textContent('[data-ctrl=window]');
+        const profileWindows = await page.$$eval('[data-ctrl=profile-window]', (e) => e.map((x) => x.textContent));
+        if (warn) {
+          assert.ok(bar.includes(warn[1]), `${what}: the window bar says ${warn[1]}: ${bar}`);
+          for (const t of profileWindows) assert.ok(t.includes(warn[1]), `${what}: above the flame graph: ${t}`);
+        } else assert.ok(!bar.includes('the recording covers'), `${what}: ${bar}`);
+      }
+      assert.ok(
+        sw.show.some((s) => /the recording covers/.test(s.text)),
+        'a step outside the 3 s recording is said',
+      );
+      // The sweep's curves and both its tables give each step's latency as the command does.
+      for (const p of data.sweep.points) {
+        const s = sw.show.find((x) => x.ref === `sweep@${p.name}`);
+        assert.ok(s, `${p.name}: kiln runs show sweep@${p.name}`);
+        assert.equal(p.latency?.p50 ?? null, headline(s, 'p50_us'), `${p.name}: the sweep's p50`);
+        assert.equal(p.latency?.p99 ?? null, headline(s, 'p99_us'), `${p.name}: the sweep's p99`);
+        const k = data.knee.steps.find((x) => x.name === p.name);
+        assert.equal(k.p50_us, headline(s, 'p50_us'), `${p.name}: the steps' table p50`);
+      }
+      await page.evaluate(() => window.__kilnReport.run.setWindow(null));
+      await settle(page);
+    });
     await check('rate-limited load: intended-time latency beside the measured one; flow-control strip; hover equals the store', async () => {
       const lat = await page.$$eval('[data-chart="latency:consumer_latency"] .r-item', (e) => e.map((x) => x.getAttribute('data-column')));
       assert.ok(lat.includes('consumer_latency p99') && lat.includes('consumer_latency_intended p99'), `${lat}`);
@@ -1629,6 +1700,23 @@ try {
       }
       const shown = Number(await page.getAttribute('[data-table=window-figures] tr[data-metric=throughput] td[data-group="0"]', 'data-value'));
       assert.ok(secs > 0 && Math.abs(shown - sum / secs) <= 1e-6 * (sum / secs), `throughput over 1-3 s: shown ${shown}, stored ${col} ${sum / secs}`);
+      // Every row kiln compare prints for these seconds, and its medians: the BEAM's
+      // busy-wait and polling and kiln's eBPF CPU too (put on the runs' seconds by Rust).
+      const rows = await page.$$eval('[data-table=window-figures] tr[data-metric]', (trs) =>
+        trs.map((tr) => ({ key: tr.dataset.metric, values: [...tr.querySelectorAll('td[data-group]')].map((td) => ({ value: td.dataset.value, text: td.textContent })) })),
+      );
+      const cmp = ce.window.json;
+      assert.deepEqual(rows.map((r) => r.key).sort(), cmp.rows.map((r) => r.key).sort(), 'the same figures as kiln compare');
+      for (const k of ['beam_busy_wait', 'beam_check_io']) assert.ok(cmp.rows.some((r) => r.key === k), `kiln compare has ${k} for a window of a BEAM: ${cmp.rows.map((r) => r.key)}`);
+      for (const want of cmp.rows) {
+        const got = rows.find((r) => r.key === want.key);
+        const line = ce.window.text.split('\n').find((l) => l.startsWith(`${want.label}  `));
+        assert.ok(line, `${want.key}: a line in kiln compare's text`);
+        want.groups.forEach((g, i) => {
+          if (g) assert.ok(Math.abs(Number(got.values[i].value) - g.median) <= 1e-9 * Math.max(1, Math.abs(g.median)), `${want.key} of group ${i}: page ${got.values[i].value}, kiln compare ${g.median}`);
+          assert.ok(line.includes(got.values[i].text), `${want.key}: group ${i} '${got.values[i].text}' in '${line}'`);
+        });
+      }
       await page.keyboard.press('Escape');
       await settle(page);
     });

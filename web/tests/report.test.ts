@@ -13,6 +13,7 @@ import { CategorySeries, ColumnNames, PerSecond, RunPage, Table } from '../src/r
 import { categorySharesIn, distributionIn, distributionOfRuns, percentilesIn } from '../src/report/lib/window.js';
 import { meanIn, secondsOn, windowFigures } from '../src/report/lib/figures.js';
 import { plainColumn, plainGroup } from '../src/report/lib/names.js';
+import { beamText, recordedPart } from '../src/report/lib/grid.js';
 import * as markersLib from '../src/report/lib/markers.js';
 import { Marker, rowsOf, searchMarkers } from '../src/report/lib/markers.js';
 
@@ -636,4 +637,27 @@ test('a window dragged on a page has the figures the Rust side computes for it (
   // The measurement's cards are the run's headline, as kiln computed it.
   const measure = FIXTURE.cases[0];
   assert.deepEqual(Object.fromEntries((r.figures as { key: string; value: number }[]).map((f) => [f.key, f.value])), measure.figures);
+});
+
+test('one grid: a window\'s BEAM states are those Rust gave its seconds; a window reaching outside the recording says what it holds', () => {
+  // The load's seconds end 3 ms after whole seconds; Rust kept the states of seconds 0..2
+  // and 1..3 (first second, end second).
+  const beam = {
+    time: [1.003e9, 2.003e9, 3.003e9],
+    step: 1,
+    whole: '  BEAM schedulers by state (whole): Erlang code (emulator) 50.0%\n    waiting for a CPU: 1.0% of their awake time\n',
+    windows: [
+      [0, 2, '  BEAM schedulers by state: first two\n'],
+      [1, 3, '  BEAM schedulers by state: last two\n'],
+    ] as [number, number, string][],
+  };
+  assert.equal(beamText(beam, null), 'BEAM schedulers by state (whole): Erlang code (emulator) 50.0%\nwaiting for a CPU: 1.0% of their awake time');
+  // Seconds whose middle lies in the window: 0.503 and 1.503 s; then 1.503 and 2.503 s.
+  assert.equal(beamText(beam, [0, 2e9]), 'BEAM schedulers by state: first two');
+  assert.equal(beamText(beam, [1e9, 3.1e9]), 'BEAM schedulers by state: last two');
+  assert.match(beamText(beam, [0, 3.1e9]), /whole 1-second steps/);
+  const r = { measure: { name: 'measure', start: 0, end: 3e9 }, windows: [{ name: 'rate=10', start: -4e9, end: 2e9, note: 'as Rust wrote it' }] } as unknown as RunPage;
+  assert.equal(recordedPart(r, [-4e9, 2e9]), 'as Rust wrote it');
+  assert.equal(recordedPart(r, [1e9, 2e9]), null);
+  assert.match(recordedPart(r, [2e9, 5e9]) ?? '', /^the recording covers 1\.0 s of this window's 3\.0 s \(the window runs from 2\.0 s to 5\.0 s/);
 });

@@ -109,17 +109,43 @@ fn run(
     let stdout = Lines::follow(child.stdout.take().unwrap());
     let mut stderr = Lines::follow(child.stderr.take().unwrap());
     let limit = Duration::from_secs(300);
-    let kernel = stderr
+    // The kernel's count over the seconds between kiln saying it measures and saying it
+    // finishes, read again every 50 ms meanwhile: a thread that ends (a connection closed
+    // as the load stops) keeps its last count, instead of taking it with it.
+    let mut kernel = None;
+    if stderr
         .wait_for(limit, |l| l.starts_with("measuring"))
-        .map(|_| (schedstat(p.pid()), std::time::Instant::now()))
-        .and_then(|(a, t)| {
-            stderr.wait_for(limit, |l| l.starts_with("finishing"))?;
-            let (b, s) = (schedstat(p.pid()), t.elapsed().as_secs_f64());
-            Some(Kernel {
-                on_cpu: b.0.saturating_sub(a.0) as f64 / 1e9 / s,
-                runnable: b.1.saturating_sub(a.1) as f64 / 1e9 / s,
-            })
-        });
+        .is_some()
+    {
+        let (a, t) = (schedstat(p.pid()), std::time::Instant::now());
+        let mut last = a.clone();
+        let finished = loop {
+            if stderr
+                .wait_for(Duration::from_millis(50), |l| l.starts_with("finishing"))
+                .is_some()
+            {
+                break true;
+            }
+            if t.elapsed() > limit || child.try_wait().unwrap().is_some() {
+                break false;
+            }
+            last.extend(schedstat(p.pid()));
+        };
+        if finished {
+            let s = t.elapsed().as_secs_f64();
+            last.extend(schedstat(p.pid()));
+            let (mut on, mut wait) = (0, 0);
+            for (tid, (on_b, wait_b)) in &last {
+                let (on_a, wait_a) = a.get(tid).copied().unwrap_or((0, 0));
+                on += on_b.saturating_sub(on_a);
+                wait += wait_b.saturating_sub(wait_a);
+            }
+            kernel = Some(Kernel {
+                on_cpu: on as f64 / 1e9 / s,
+                runnable: wait as f64 / 1e9 / s,
+            });
+        }
+    }
     let status = child.wait().unwrap();
     let (text, err) = (stdout.all(), stderr.all());
     assert!(status.success(), "kiln run failed:\n{text}\n{err}");
@@ -154,9 +180,9 @@ fn named<'a>(found: &'a [(String, String, f64)], class: &str) -> Option<&'a (Str
 }
 
 /// The target's threads' time on a CPU and waiting on a run queue (ns), summed.
-fn schedstat(pid: u32) -> (u64, u64) {
-    let mut on = 0;
-    let mut wait = 0;
+/// Each thread's time on a CPU and waiting for one, ns (`/proc/PID/task/TID/schedstat`).
+fn schedstat(pid: u32) -> std::collections::HashMap<String, (u64, u64)> {
+    let mut out = std::collections::HashMap::new();
     for e in std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap()
         .flatten()
@@ -166,11 +192,17 @@ fn schedstat(pid: u32) -> (u64, u64) {
                 .split_whitespace()
                 .filter_map(|x| x.parse().ok())
                 .collect();
-            on += v.first().copied().unwrap_or(0);
-            wait += v.get(1).copied().unwrap_or(0);
+            let tid = e.file_name().to_string_lossy().into_owned();
+            out.insert(
+                tid,
+                (
+                    v.first().copied().unwrap_or(0),
+                    v.get(1).copied().unwrap_or(0),
+                ),
+            );
         }
     }
-    (on, wait)
+    out
 }
 
 /// What the kernel counted of the target's threads over a run: their CPU and their
@@ -310,6 +342,106 @@ fn one_saturated_thread_is_named_with_what_it_runs() {
 }
 
 #[test]
+fn a_server_allowed_one_cpu_is_named_at_its_affinity() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // A thread per connection, every request on the CPU, the whole server on CPU 0 of the
+    // machine's: more clients, more threads, the same one CPU.
+    let p = Planted::start(&planted_exe(dir.path()), "work", dir.path(), Some(0));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", p.pid())).unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(str::trim)
+        .unwrap();
+    assert_eq!(allowed, "0", "taskset did not pin the server");
+    let (text, v, k) = run(&dir.path().join("r.db"), "pinned", &p, 8);
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 9.0, &text);
+    let bound = named(&found, "cpu-bound");
+    if let Some(b) = bound {
+        assert!(b.1.contains("its CPU affinity (1 CPUs allowed)"), "{text}");
+    }
+    if k.on_cpu >= 0.85 {
+        // It had its CPU: that CPU, all it may use, is the limit, said first.
+        let b = bound.unwrap_or_else(|| panic!("no cpu-bound finding:\n{text}"));
+        assert_eq!(found[0].0, "cpu-bound", "{text}");
+        assert!(b.1.contains("of 1.00 CPU"), "{text}");
+    } else {
+        // Other work on CPU 0 (a busy machine) took part of it: waiting for it comes first.
+        assert!(
+            ["cpu-bound", "cpu-starvation"].contains(&found[0].0.as_str()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/PoolServer.java");
+    let st = Command::new("javac")
+        .arg("-d")
+        .arg(dir.path())
+        .arg(&src)
+        .status()
+        .expect("javac runs (Debian package openjdk-17-jdk-headless)");
+    assert!(st.success());
+    // TCP_NODELAY: the JDK's server writes headers and body apart, and would otherwise
+    // wait for the client's delayed ACK on every response (a second cause).
+    let mut child = Command::new("java")
+        .args([
+            "-Dsun.net.httpserver.nodelay=true",
+            "-XX:+PreserveFramePointer",
+            "-cp",
+        ])
+        .arg(dir.path())
+        .arg("PoolServer")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("java starts");
+    let mut lines = Lines::follow(child.stdout.take().unwrap());
+    let ready = lines
+        .wait_for(Duration::from_secs(60), |l| {
+            l.starts_with("listening on 127.0.0.1:")
+        })
+        .expect("the server says where it listens");
+    let port = ready["listening on 127.0.0.1:".len()..]
+        .trim()
+        .parse()
+        .unwrap();
+    let p = Planted { child, port };
+    // 32 requests in flight, 4 threads: by Little's law 28 wait for a thread.
+    let (text, v, k) = run(&dir.path().join("r.db"), "pool", &p, 32);
+    let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", p.pid()));
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 30.0, &text);
+    assert!(
+        named(&found, "network-wait").is_none(),
+        "the time in the pool's queue said to be outside the server:\n{text}"
+    );
+    let first = &found[0];
+    assert_eq!(first.0, "sleep-in-path", "{text}");
+    assert!(
+        first
+            .1
+            .contains("all 4 'pool-N-thread' threads were occupied")
+            && first.1.contains("waited inside the server for a thread"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_neighbour_that_takes_the_cpu_is_named() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
@@ -343,7 +475,16 @@ fn a_neighbour_that_takes_the_cpu_is_named() {
     );
     let starved =
         named(&found, "cpu-starvation").unwrap_or_else(|| panic!("no starvation:\n{text}"));
-    assert!(starved.1.contains("neighbour"), "{text}");
+    // The neighbour among the processes that took the CPUs, unless three busier ones
+    // (another suite on a busy machine) outranked it: kiln names the three busiest.
+    if !starved.1.contains("neighbour") {
+        let went = starved.1.split("the CPUs went to ").nth(1).unwrap_or("");
+        let others = went
+            .split(", ")
+            .filter(|t| !t.starts_with("kiln ") && t.contains(" CPU"))
+            .count();
+        assert!(others >= 3, "the neighbour is not named:\n{text}");
+    }
     assert_eq!(found[0].0, "cpu-starvation", "{text}");
 }
 

@@ -181,6 +181,44 @@ fn expectations(store: &Path, reference: &str) -> Value {
     })
 }
 
+/// What `kiln runs show` prints (text and JSON) for windows of the latest run `name`: each
+/// of its named windows (a sweep's steps) and the seconds 1 to 3 of its measurement, each
+/// with the window in ns since the page's origin: what the page must say of that window.
+fn shown_windows(store: &Path, name: &str) -> Value {
+    let s = SqliteStore::open_existing(store).unwrap();
+    let id = s.resolve(name).unwrap().last().unwrap().id.unwrap();
+    let m = s.load(id).unwrap().meta;
+    let o = m.measure.start_ns as i64;
+    let mut windows: Vec<(String, [i64; 2])> = m
+        .windows
+        .iter()
+        .map(|w| {
+            (
+                format!("{name}@{}", w.name),
+                [w.start_ns as i64 - o, w.end_ns as i64 - o],
+            )
+        })
+        .collect();
+    windows.push((format!("{name}@1-3"), [1_000_000_000, 3_000_000_000]));
+    let show = |reference: &str, json: bool| {
+        let mut c = kiln(store);
+        c.args(["runs", "show", reference]);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        kiln_testkit::succeeded(&out);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    windows
+        .into_iter()
+        .map(|(reference, w)| {
+            let json: Value = serde_json::from_str(&show(&reference, true)).unwrap();
+            json!({ "ref": reference, "window": w, "text": show(&reference, false), "json": json })
+        })
+        .collect()
+}
+
 fn fixtures_dir(tmp: &Path, sub: &str) -> PathBuf {
     let dir = std::env::var_os("KILN_FIXTURES")
         .map(|d| PathBuf::from(d).join(sub))
@@ -405,11 +443,9 @@ fn rabbitmq_sweep_and_comparison_pages() {
         .timeout(Duration::from_secs(180))
         .assert()
         .success();
-    std::fs::write(
-        dir.join("sweep.expect.json"),
-        expectations(&store, "sweep").to_string(),
-    )
-    .unwrap();
+    let mut sweep_expect = expectations(&store, "sweep");
+    sweep_expect["show"] = shown_windows(&store, "sweep");
+    std::fs::write(dir.join("sweep.expect.json"), sweep_expect.to_string()).unwrap();
     // Two rates, compared; the first name is hostile.
     let slow = "<i>slow</i>";
     for (name, rate) in [(slow, "300"), ("fast", "900")] {
@@ -452,9 +488,22 @@ fn rabbitmq_sweep_and_comparison_pages() {
         .stderr(predicate::str::contains("wrote"));
     let first = expectations(&store, slow);
     let load = &first["tables"]["load"];
+    // What `kiln compare` says of seconds 1-3 of both runs: the page's window must say it.
+    let refs = [format!("{slow}@1-3"), "fast@1-3".to_string()];
+    let out = kiln(&store)
+        .arg("compare")
+        .args(&refs)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    kiln_testkit::succeeded(&out);
+    let window: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = kiln(&store).arg("compare").args(&refs).output().unwrap();
+    kiln_testkit::succeeded(&out);
     let compare = json!({
         "labels": [slow, "fast"],
         "runs": [{ "load": load }],
+        "window": { "json": window, "text": String::from_utf8(out.stdout).unwrap() },
     });
     std::fs::write(dir.join("compare.expect.json"), compare.to_string()).unwrap();
     browser(&dir);

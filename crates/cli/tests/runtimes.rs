@@ -4,6 +4,9 @@
 //! (Node with `--perf-basic-prof`; a JVM asked for its map with `jcmd`, as kiln does
 //! itself when the JVM has none). And a Python HTTP server (the standard library's
 //! `http.server`, Debian's python3), whose functions kiln reads from the interpreter.
+//! And a Java server whose pool waits on one monitor: kiln's own thread dumps of the JVM
+//! name the synchronized method and the monitor's class, which the JIT inlined away from
+//! the profile's frames.
 use kiln_testkit::Lines;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -131,5 +134,78 @@ fn a_python_servers_hot_function_leads_the_top_functions() {
         top.first()
             .is_some_and(|f| f.starts_with("hot_spin (hot_server.py:")),
         "the Python function first: {top:?}\n{text}"
+    );
+}
+
+/// A Java server's pool BLOCKED on one ledger's monitor (`Ledger.post`, synchronized):
+/// the first lock finding names the method and the monitor's class from the thread dumps
+/// kiln takes itself (HotSpot's attach protocol, no jcmd), and the run says how many it
+/// took.
+#[test]
+fn a_java_monitor_is_named_from_the_jvms_thread_dumps() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = Command::new("javac")
+        .arg("-d")
+        .arg(dir.path())
+        .arg(programs().join("LedgerServer.java"))
+        .status()
+        .expect("javac runs (Debian package openjdk-17-jdk-headless)");
+    assert!(st.success());
+    let mut cmd = Command::new("java");
+    cmd.args([
+        "-XX:+PreserveFramePointer",
+        "-Dsun.net.httpserver.nodelay=true",
+        "-cp",
+    ])
+    .arg(dir.path())
+    .arg("LedgerServer");
+    let (server, port) = serve(cmd);
+    let store = dir.path().join("runs.db");
+    let out = kiln_testkit::kiln_in(&store)
+        .args(["run", "--name", "ledger", "--no-report", "-e", "cpu,offcpu"])
+        .args(["-d", "4", "--warmup", "3", "-p", &server.0.id().to_string()])
+        .args(["load", "http", "-c", "16", "-d", "120s"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .output()
+        .unwrap();
+    let text = kiln_testkit::succeeded(&out);
+    let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", server.0.id()));
+    let dumps = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("JVM thread dumps:"))
+        .unwrap_or_else(|| panic!("the run says its thread dumps:\n{text}"));
+    eprintln!("{dumps}");
+    let taken: u32 = dumps
+        .trim_start()
+        .strip_prefix("JVM thread dumps: ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a count of dumps: {dumps}"));
+    assert!(
+        dumps.contains(&format!("{taken} of 4 taken")) && taken >= 1,
+        "the dumps taken of the 4 asked for: {dumps}"
+    );
+    let show = kiln_testkit::kiln_in(&store)
+        .args(["runs", "show", "ledger", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let lock = v["findings"]
+        .as_array()
+        .expect("findings in the JSON")
+        .iter()
+        .find(|f| f["class"] == "lock-contention")
+        .unwrap_or_else(|| panic!("a lock finding:\n{text}"));
+    let claim = lock["claim"].as_str().unwrap();
+    eprintln!("{claim}");
+    assert!(
+        claim.contains("in Ledger.post") && claim.contains("monitor of a Ledger "),
+        "the method and the monitor's class named: {claim}\n{text}"
+    );
+    let evidence = lock["evidence"].to_string();
+    assert!(
+        evidence.contains("dumped pool-N-thread-N threads BLOCKED on it in")
+            && evidence.contains(&format!("of {taken} dumps")),
+        "the dumps counted in the evidence: {evidence}"
     );
 }

@@ -6,7 +6,7 @@ use crate::threads::{self, Group};
 use kiln_model::Profile;
 use kiln_store::columns as col;
 use kiln_store::window::values;
-use kiln_store::{RunData, RunMeta, SeriesTable, Window};
+use kiln_store::{JvmDumps, RunData, RunMeta, SeriesTable, Window, JVM_DUMPS_ATTACHMENT};
 use std::borrow::Cow;
 
 /// The outcome of the load over the window.
@@ -90,14 +90,18 @@ pub struct Facts<'a> {
 impl<'a> Facts<'a> {
     /// The facts of `run` over its measurement window, or over `w`.
     pub fn of(run: &'a RunData, w: Option<&Window>) -> Facts<'a> {
+        let whole = run;
         let (run, window): (Cow<'a, RunData>, Window) = match w {
             Some(w) if *w != run.meta.measure => (Cow::Owned(windowed(run, w)), w.clone()),
             _ => (Cow::Borrowed(run), run.meta.measure.clone()),
         };
+        // The window's figures from the whole run's seconds (its samples in the seconds
+        // the window holds, as `kiln runs show RUN@A-B` counts them), not from the
+        // samples cut to the window.
         let meta = if window == run.meta.measure && w.is_none() {
             run.meta.clone()
         } else {
-            kiln_store::window::window_view(&run, &window)
+            kiln_store::window::window_view(whole, &window)
         };
         let secs = window.seconds().max(1e-9);
         let outcome = outcome(&run, &meta, &window);
@@ -145,6 +149,20 @@ impl<'a> Facts<'a> {
     /// The off-CPU profile, when the run recorded one.
     pub fn offcpu(&self) -> Option<&Profile> {
         self.profile("offcpu")
+    }
+
+    /// What the thread dumps `kiln run` took of a JVM target showed, the dumps in the
+    /// window only; `None` when the run took none (not a JVM, `--jvm-dumps 0`, an older
+    /// kiln) or the attachment does not read (a run imported from elsewhere).
+    pub fn jvm_dumps(&self) -> Option<JvmDumps> {
+        let a = self
+            .run
+            .attachments
+            .iter()
+            .find(|a| a.name == JVM_DUMPS_ATTACHMENT)?;
+        let mut d: JvmDumps = serde_json::from_slice(&a.data).ok()?;
+        d.dumps.retain(|x| self.window.contains(x.at_ns));
+        Some(d)
     }
 
     /// The target's command line as one string (for flags it already has).

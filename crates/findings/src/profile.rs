@@ -5,7 +5,7 @@
 use crate::threads::group_of;
 use kiln_model::categories::{Categoriser, Rules};
 use kiln_model::waits::program_frame;
-use kiln_model::{FrameKind, Profile, ThreadId};
+use kiln_model::{FrameId, FrameKind, Profile, ThreadId};
 use std::collections::HashMap;
 
 /// Which of `p`'s samples belong to thread group `group` (all of them for `None`).
@@ -23,6 +23,38 @@ pub fn in_group(p: &Profile, group: Option<&str>) -> Vec<bool> {
         .iter()
         .map(|&t| t != ThreadId::NONE && of_thread.get(t.0 as usize).copied().unwrap_or(false))
         .collect()
+}
+
+/// Which of `p`'s samples have a stack `pred` holds for, given the stack's frames from
+/// the root to the leaf (each stack walked once, however many samples share it).
+pub fn with_stack(p: &Profile, mut pred: impl FnMut(&[FrameId]) -> bool) -> Vec<bool> {
+    let mut path = Vec::new();
+    let by_stack: Vec<bool> = p
+        .stacks
+        .ids()
+        .map(|id| {
+            path.clear();
+            p.stacks.path_into(id, &mut path);
+            pred(&path)
+        })
+        .collect();
+    p.samples
+        .stack
+        .iter()
+        .map(|s| by_stack.get(s.0 as usize).copied().unwrap_or(false))
+        .collect()
+}
+
+/// The share of `p`'s weight in the samples `keep` marks (0 for an empty profile).
+pub fn kept_share(p: &Profile, keep: &[bool]) -> f64 {
+    let (mut kept, mut total) = (0u128, 0u128);
+    for (i, &w) in p.samples.weight.iter().enumerate() {
+        total += w as u128;
+        if keep.get(i).copied().unwrap_or(false) {
+            kept += w as u128;
+        }
+    }
+    kept as f64 / total.max(1) as f64
 }
 
 /// `p`'s weight (of the samples `keep` marks) by the program's function nearest the leaf,

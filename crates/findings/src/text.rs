@@ -153,6 +153,51 @@ pub fn details(f: &Facts) -> String {
     s
 }
 
+/// The line of a JVM target's thread dumps: how many were taken of how many asked for,
+/// what they cost (each stops the JVM's threads at a safepoint), and which monitor their
+/// BLOCKED threads waited on; `None` when the run took none.
+pub fn jvm_dumps(f: &Facts) -> Option<String> {
+    let d = f.jvm_dumps()?;
+    let mut s = format!(
+        "  JVM thread dumps: {} of {} taken over the window",
+        d.dumps.len(),
+        d.asked
+    );
+    if !d.dumps.is_empty() {
+        let took: f64 = d.dumps.iter().map(|x| x.took_ms).fold(0.0, |a, b| a + b);
+        let longest = d.dumps.iter().map(|x| x.took_ms).fold(0.0, f64::max);
+        let _ = write!(
+            s,
+            " ({took:.1} ms in all answering, the longest {longest:.1} ms; each a safepoint)"
+        );
+    }
+    match crate::rules::waiting::contended(&d) {
+        Some(m) => {
+            let _ = write!(
+                s,
+                "; {} of {} dumped {} threads BLOCKED on a {}'s monitor in {} of {} dumps, waiting in {}",
+                m.blocked,
+                m.of,
+                c(&m.group),
+                c(&m.class),
+                m.in_dumps,
+                m.dumps,
+                c(&m.method)
+            );
+            if let Some(h) = &m.holder {
+                let _ = write!(s, " (held in {})", c(h));
+            }
+        }
+        None if !d.dumps.is_empty() => s.push_str("; no thread BLOCKED on a monitor"),
+        None => {}
+    }
+    if let Some(why) = d.failures.first() {
+        let _ = write!(s, "; missing: {}", c(why));
+    }
+    s.push('\n');
+    Some(s)
+}
+
 /// What the BEAM's schedulers did, in msacc's states.
 pub fn beam_states(b: &kiln_store::SchedulerStates) -> String {
     let mut parts = [

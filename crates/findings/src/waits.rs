@@ -103,9 +103,16 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
             let gil = kiln_model::waits::is_gil_wait(&names);
             let site = match program_frame(&names) {
                 Some(i) if gil => Some((names[i].clone(), GIL.to_string())),
+                // The function it called to wait: the next frame with a name (JIT code
+                // the map did not know yet is `[unknown]`, the JVM's interpreter
+                // `Interpreter`).
                 Some(i) => Some((
                     names[i].clone(),
-                    names.get(i + 1).cloned().unwrap_or_default(),
+                    names[i + 1..]
+                        .iter()
+                        .find(|n| !n.starts_with('[') && *n != "Interpreter")
+                        .cloned()
+                        .unwrap_or_default(),
                 )),
                 // Nothing of the program's own but the interpreter: the GIL still has a name.
                 None if gil => Some(("the interpreter".to_string(), GIL.to_string())),
@@ -147,10 +154,11 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
 /// A Go block or mutex profile's delay by site (the primitive and the program's frame
 /// that called it), heaviest first, and in all.
 pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
-    let mut by_site: HashMap<(String, String), u128> = HashMap::new();
+    type Key = (WaitReason, String, String);
+    let mut by_site: HashMap<Key, u128> = HashMap::new();
     let mut total = 0u128;
     let mut path = Vec::new();
-    let mut seen: Vec<Option<Option<(String, String)>>> = vec![None; p.stacks.len()];
+    let mut seen: Vec<Option<Option<Key>>> = vec![None; p.stacks.len()];
     for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
         total += w as u128;
         let Some(slot) = seen.get_mut(st.0 as usize) else {
@@ -160,7 +168,12 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
             path.clear();
             p.stacks.path_into(st, &mut path);
             let names = user_frames(p, &path);
-            go_wait_site(&names).map(|(a, u)| (u.to_string(), a.to_string()))
+            let (at, primitive) = go_wait_site(&names)?;
+            Some((
+                go_wait_reason(&names, at),
+                primitive.to_string(),
+                at.to_string(),
+            ))
         });
         if let Some(k) = here {
             *by_site.entry(k.clone()).or_default() += w as u128;
@@ -168,8 +181,8 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
     }
     let mut v: Vec<Site> = by_site
         .into_iter()
-        .map(|((at, primitive), weight)| Site {
-            reason: WaitReason::Lock,
+        .map(|((reason, at, primitive), weight)| Site {
+            reason,
             at,
             primitive,
             weight,
@@ -179,10 +192,62 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
     (v, total)
 }
 
+/// Frames that serve one request (Go's HTTP server, gRPC's handlers): a goroutine under
+/// them waits in a request's path.
+const GO_REQUEST_PATH: [&str; 4] = [
+    "net/http.(*conn).serve",
+    "google.golang.org/grpc.(*Server).handleStream",
+    "github.com/valyala/fasthttp.(*Server).serveConn",
+    "ServeHTTP",
+];
+
+/// Why a goroutine in a Go block or mutex profile waited at `primitive`: a lock (a mutex,
+/// a semaphore); a channel or a select in a request's path (a pool's slot, a semaphore made
+/// of a channel, another goroutine's result): [`WaitReason::Futex`], a wait on an event
+/// the request needs; anywhere else a goroutine waiting for work
+/// ([`WaitReason::Idle`]). Profiling's own handlers (`net/http/pprof`) wait for nothing
+/// the program does.
+fn go_wait_reason(frames: &[String], primitive: &str) -> WaitReason {
+    if primitive.contains("Mutex") || primitive.contains("semacquire") {
+        return WaitReason::Lock;
+    }
+    let in_request = frames
+        .iter()
+        .any(|f| GO_REQUEST_PATH.iter().any(|r| f.contains(r)));
+    let profiling = frames.iter().any(|f| f.starts_with("net/http/pprof."));
+    if in_request && !profiling {
+        WaitReason::Futex
+    } else {
+        WaitReason::Idle
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use kiln_model::{EventInfo, ThreadId, WeightUnit, NO_TIME};
+
+    #[test]
+    fn a_channel_a_request_waits_on_is_in_its_path_a_workers_is_not() {
+        let v = |s: &str| s.split(';').map(String::from).collect::<Vec<_>>();
+        let handler = v("runtime.goexit;net/http.(*conn).serve;net/http.serverHandler.ServeHTTP;main.work;runtime.chansend1");
+        assert_eq!(
+            go_wait_reason(&handler, "runtime.chansend1"),
+            WaitReason::Futex
+        );
+        let worker = v("runtime.goexit;main.worker;runtime.chanrecv2");
+        assert_eq!(
+            go_wait_reason(&worker, "runtime.chanrecv2"),
+            WaitReason::Idle
+        );
+        let pprof = v("runtime.goexit;net/http.(*conn).serve;net/http/pprof.Profile;net/http/pprof.sleep;runtime.selectgo");
+        assert_eq!(go_wait_reason(&pprof, "runtime.selectgo"), WaitReason::Idle);
+        let lock = v("runtime.goexit;main.worker;sync.(*Mutex).Lock");
+        assert_eq!(
+            go_wait_reason(&lock, "sync.(*Mutex).Lock"),
+            WaitReason::Lock
+        );
+    }
 
     #[test]
     fn waits_by_reason_and_site() {

@@ -264,6 +264,19 @@ fn an_accept_backlog_is_named() {
             .contains("accept queue for it (31.0 on average"),
         "{one:#?}"
     );
+    // A queue of a few of many clients (a step's new connections, waiting a moment to be
+    // accepted) weighs what it explains: under a wait that holds half their time.
+    let mut t = target(10, 2.0, &[group("srv", 1.0, 90.0, 2.0, 90.0)]);
+    t.columns.push(Column {
+        name: "accept queue".into(),
+        unit: "count".into(),
+        values: vec![Some(1.6); 10],
+    });
+    r.series = vec![t];
+    r.meta.load.concurrency = Some(16.0);
+    let few = rules::queues::accept(&Facts::of(&r, None));
+    assert!(few[0].score < 0.5 * 0.95, "{few:#?}");
+    assert!((few[0].explains.as_ref().unwrap().pct - 10.0).abs() < 1e-9);
     // Empty: nothing said.
     r.series = vec![target(10, 2.0, &[group("srv", 1.0, 90.0, 2.0, 90.0)])];
     assert!(rules::queues::accept(&Facts::of(&r, None)).is_empty());
@@ -557,4 +570,209 @@ fn disk_waits_are_named_from_thread_states_alone() {
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].class, Class::DiskIo);
     assert!((found[0].explains.as_ref().unwrap().pct - 75.0).abs() < 1.0);
+}
+
+#[test]
+fn a_cap_below_the_machine_is_named_as_the_limit() {
+    // A server at one CPU of two: without a cap it is not CPU-bound (a CPU stood idle).
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 0.97, 60.0, 0.2);
+    r.meta.load.concurrency = Some(16.0);
+    r.series = vec![target(10, 3.0, &[group("srv", 4.0, 97.0, 3.0, 60.0)])];
+    assert!(rules::cpu::cpu_bound(&Facts::of(&r, None)).is_empty());
+    // Allowed one CPU (taskset, a cpuset): that CPU is all it may use, and kiln says so.
+    r.meta.target.cpus_allowed = Some(1);
+    let found = rules::cpu::cpu_bound(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].claim.contains("its CPU affinity (1 CPUs allowed)")
+            && found[0].claim.contains("0.97 CPU of 1.00 CPU"),
+        "{}",
+        found[0].claim
+    );
+    assert_eq!(classes(&r)[0], Class::CpuBound);
+    // Two allowed of two: no cap.
+    r.meta.target.cpus_allowed = Some(2);
+    assert!(rules::cpu::cpu_bound(&Facts::of(&r, None)).is_empty());
+    // The BEAM's schedulers online, as erlexec passes `+S 2:1` to beam.smp.
+    r.meta.target.cpus_allowed = None;
+    r.meta.target.comm = "beam.smp".into();
+    r.meta.target.cmdline = [
+        "/usr/lib/erlang/erts-13/bin/beam.smp",
+        "-SDio",
+        "1",
+        "-S",
+        "2:1",
+        "--",
+        "-root",
+    ]
+    .map(String::from)
+    .to_vec();
+    let found = rules::cpu::cpu_bound(&Facts::of(&r, None));
+    assert!(
+        found[0].claim.contains("+S 1 (schedulers online)"),
+        "{found:#?}"
+    );
+    // Go's GOMAXPROCS, from the environment kiln keeps of the target.
+    r.meta.target.comm = "srv".into();
+    r.meta.target.cmdline = vec!["./srv".into()];
+    r.meta.target.env = vec!["GOMAXPROCS=1".into()];
+    r.profiles = vec![cpu_profile(&[(&["runtime.main", "main.work"], "srv", 100)])];
+    let found = rules::cpu::cpu_bound(&Facts::of(&r, None));
+    assert!(
+        found[0]
+            .claim
+            .contains("GOMAXPROCS=1 lets it run on 1.00 CPU"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn beam_schedulers_online_read_from_the_command_line() {
+    let s = |a: &[&str]| {
+        rules::beam_schedulers_online(&a.iter().map(|x| x.to_string()).collect::<Vec<_>>())
+    };
+    assert_eq!(s(&["beam.smp", "-S", "4:2"]), Some(2));
+    assert_eq!(s(&["beam.smp", "+S", "3"]), Some(3));
+    assert_eq!(s(&["beam.smp", "-S1"]), Some(1));
+    assert_eq!(s(&["beam.smp", "-SP", "50:50", "-SDcpu", "1:1"]), None);
+    assert_eq!(s(&["beam.smp", "-S"]), None);
+    assert_eq!(s(&["beam.smp"]), None);
+}
+
+/// A pool of 4 threads, each asleep in the handler's work nearly all the time, with 32
+/// requests in flight: 28 of them wait inside the server for a thread. Not "outside".
+#[test]
+fn a_saturated_pool_is_the_limit_not_the_outside() {
+    let mut r = run(10, 2);
+    headline(&mut r, 365.0, 0.17, 40.0, 0.3);
+    r.meta.load.concurrency = Some(32.0);
+    r.meta.target.comm = "java".into();
+    let pool = |cpu: f64, runnable: f64| {
+        target(
+            10,
+            runnable,
+            &[
+                group("pool-N-thread", 4.0, cpu, runnable, 2.0),
+                group("GC Thread", 2.0, 0.1, 0.0, 0.1),
+            ],
+        )
+    };
+    let offcpu = |asleep_s: f64, idle_s: f64| {
+        let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+        let root = p.frame(b"java", FrameKind::Root);
+        let handler = p.frame(
+            b"void com.sun.net.httpserver.Filter$Chain.doFilter(com.sun.net.httpserver.HttpExchange)",
+            FrameKind::User,
+        );
+        let sleep = p.frame(b"JVM_Sleep", FrameKind::User);
+        let cond = p.frame(b"__futex_abstimed_wait_common", FrameKind::User);
+        let getter = p.frame(
+            b"java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask()",
+            FrameKind::User,
+        );
+        let park = p.frame(b"Unsafe_Park", FrameKind::User);
+        let gc = p.frame(b"WorkerThread::run", FrameKind::User);
+        let futex = p.frame(b"futex_wait", FrameKind::Kernel);
+        for i in 0..4u32 {
+            let th = p.thread(
+                Some(4242),
+                Some(10 + i),
+                format!("pool-1-thread-{}", i + 1).as_bytes(),
+            );
+            p.add_sample_path(
+                &[root, handler, sleep, cond, futex],
+                (asleep_s / 4.0 * 1e6) as u64,
+                0,
+                th,
+            );
+            p.add_sample_path(
+                &[root, getter, park, futex],
+                (idle_s / 4.0 * 1e6) as u64,
+                0,
+                th,
+            );
+        }
+        for i in 0..2u32 {
+            let th = p.thread(
+                Some(4242),
+                Some(20 + i),
+                format!("GC Thread#{i}").as_bytes(),
+            );
+            p.add_sample_path(&[root, gc, cond, futex], 9_900_000, 0, th);
+        }
+        p
+    };
+    // Asleep in the work 37 of the pool's 40 thread-seconds.
+    r.series = vec![pool(6.0, 20.0)];
+    r.profiles = vec![offcpu(37.0, 0.5)];
+    let f = Facts::of(&r, None);
+    let found = rules::queues::pool(&f);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let c = &found[0].claim;
+    assert!(
+        c.starts_with("all 4 'pool-N-thread' threads were occupied"),
+        "{c}"
+    );
+    assert!(
+        c.contains("slept") && c.contains("32.0 reqs were in flight"),
+        "{c}"
+    );
+    assert!(c.contains("the other 28.0 waited inside the server"), "{c}");
+    assert_eq!(found[0].class, Class::SleepInPath);
+    assert!(rules::waiting::outside(&f).is_empty());
+    assert_eq!(classes(&r)[0], Class::SleepInPath);
+    // The same pool idle half the time (its threads in getTask): not the limit.
+    r.profiles = vec![offcpu(18.0, 19.5)];
+    assert!(rules::queues::pool(&Facts::of(&r, None)).is_empty());
+    // As many threads as requests in flight (a thread per connection): no pool's queue.
+    r.meta.load.concurrency = Some(4.0);
+    r.profiles = vec![offcpu(37.0, 0.5)];
+    assert!(rules::queues::pool(&Facts::of(&r, None)).is_empty());
+}
+
+/// Responses that came in two parts 41 ms apart (the load's receive times): the
+/// delayed-ACK stall, named even while a lock holds the server's threads busy.
+#[test]
+fn responses_in_parts_a_delayed_ack_apart_are_the_stall() {
+    let mut r = run(10, 2);
+    headline(&mut r, 176.0, 0.6, 60.0, 0.2);
+    r.meta.load.concurrency = Some(16.0);
+    r.series = vec![
+        target(10, 2.0, &[group("srv", 16.0, 60.0, 2.0, 10.0)]),
+        table(
+            "load",
+            10,
+            &[
+                ("answered", 176.0),
+                ("split_responses", 170.0),
+                ("split_wait_us", 170.0 * 41_000.0),
+            ],
+        ),
+    ];
+    let found = rules::waiting::split(&Facts::of(&r, None)).expect("a split finding");
+    assert!(
+        found.claim.starts_with(
+            "97% of the responses arrived in parts, their last bytes 41.0 ms after their first"
+        ),
+        "{}",
+        found.claim
+    );
+    assert!(found.claim.contains("delayed-ACK"), "{}", found.claim);
+    // 170 × 41 ms of the 160 s the 16 connections spent each second: 44%.
+    assert!(
+        (found.explains.as_ref().unwrap().pct - 43.6).abs() < 0.5,
+        "{found:#?}"
+    );
+    // Parts 5 ms apart: the server's own pace, not the stall, and too little to say.
+    r.series[1] = table(
+        "load",
+        10,
+        &[
+            ("answered", 176.0),
+            ("split_responses", 170.0),
+            ("split_wait_us", 170.0 * 5_000.0),
+        ],
+    );
+    assert!(rules::waiting::split(&Facts::of(&r, None)).is_none());
 }

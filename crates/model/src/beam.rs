@@ -202,27 +202,50 @@ fn scheduler_states_by(
     state_of: fn(&[(&str, FrameKind)]) -> BeamState,
 ) -> Option<[u128; 7]> {
     let mut out = [0u128; 7];
-    let mut memo: Vec<Option<Option<BeamState>>> = vec![None; p.stacks.len()];
     let mut any = false;
-    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
-        let i = st.0 as usize;
-        let state = *memo[i].get_or_insert_with(|| {
-            let frames = p.named_path(st);
-            let root = frames.first()?;
-            if root.1 != FrameKind::Root || !is_scheduler(&root.0) {
-                return None;
-            }
-            let refs: Vec<(&str, FrameKind)> =
-                frames[1..].iter().map(|(s, k)| (s.as_str(), *k)).collect();
-            Some(state_of(&refs))
-        });
-        if let Some(s) = state {
+    for (s, &w) in states_by(p, state_of).into_iter().zip(&p.samples.weight) {
+        if let Some(s) = s {
             any = true;
             let k = BeamState::ALL.iter().position(|&x| x == s).unwrap_or(0);
             out[k] += w as u128;
         }
     }
     any.then_some(out)
+}
+
+/// Each sample's state, `None` for a sample not on a scheduler thread: what
+/// [`scheduler_states`] (`blocked` false) or [`blocked_scheduler_states`] (`blocked`
+/// true: an off-CPU profile) sum, for a caller that sums samples by their time.
+pub fn sample_states(p: &Profile, blocked: bool) -> Vec<Option<BeamState>> {
+    states_by(p, if blocked { blocked_state_of } else { state_of })
+}
+
+fn states_by(
+    p: &Profile,
+    state_of: fn(&[(&str, FrameKind)]) -> BeamState,
+) -> Vec<Option<BeamState>> {
+    let mut memo: Vec<Option<Option<BeamState>>> = vec![None; p.stacks.len()];
+    p.samples
+        .stack
+        .iter()
+        .map(|&st| {
+            let i = st.0 as usize;
+            let of_stack = || {
+                let frames = p.named_path(st);
+                let root = frames.first()?;
+                if root.1 != FrameKind::Root || !is_scheduler(&root.0) {
+                    return None;
+                }
+                let refs: Vec<(&str, FrameKind)> =
+                    frames[1..].iter().map(|(s, k)| (s.as_str(), *k)).collect();
+                Some(state_of(&refs))
+            };
+            match memo.get_mut(i) {
+                Some(m) => *m.get_or_insert_with(of_stack),
+                None => of_stack(),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

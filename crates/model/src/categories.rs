@@ -142,6 +142,8 @@ JVM safepoints = user:^(SafepointSynchronize|SafepointMechanism)::
 JVM interpreter = user:^(Interpreter|interpreter|TemplateInterpreter\w*|BytecodeInterpreter\w*)
 Java code = user:^(L[a-z][\w/$]*;::\w+|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+\.[A-Z][\w$]*[.:]+[\w$<>]+)
 JVM runtime (other) = user:^(JVM_\w+|jni_\w+|Unsafe_\w+|JavaCalls::\w+|JavaThread::\w+|libjvm\.so\+0x[0-9a-f]+)
+# V8 (Node.js)
+garbage collection = user:^v8::internal::(Heap|Scavenger\w*|ScavengeJob|MarkCompactCollector|MinorMarkCompactCollector|MinorMarkSweepCollector|ConcurrentMarking\w*|IncrementalMarking\w*|MarkingVisitor\w*|MainMarkingVisitor|ConcurrentMarkingVisitor\w*|MarkingWorklists?\w*|MarkingBarrier|Sweeper|ArrayBufferSweeper|GCTracer|Evacuat\w+|RecordMigratedSlotVisitor|PointersUpdatingVisitor|LiveObjectVisitor|MemoryReducer|GlobalHandles)(<.*>)?(::.*)?$
 # kernel
 kernel page faults = kernel:^(asm_exc_page_fault|exc_page_fault|do_user_addr_fault|handle_mm_fault|__handle_mm_fault|do_anonymous_page|do_fault|do_page_fault)$
 kernel softirq = kernel:^(__do_softirq|handle_softirqs|do_softirq\w*|net_rx_action|__napi_poll|run_ksoftirqd|irq_exit_rcu|__irq_exit_rcu)$
@@ -628,6 +630,34 @@ mod tests {
         }
         let (totals, _) = c.totals(&p);
         assert_eq!(totals, vec![(GC.to_string(), 4)], "{totals:?}");
+    }
+
+    /// V8's collector on Node's main thread and its helpers, as perf names it (frames
+    /// seen under `node --max-semi-space-size=1` allocating per request).
+    #[test]
+    fn v8s_collector_is_garbage_collection() {
+        let c = Categoriser::new(&Rules::builtin()).unwrap();
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = p.thread(Some(1), Some(1), b"node");
+        for leaf in [
+            "v8::internal::Scavenger::EvacuateInPlaceInternalizableString<v8::internal::FullHeapObjectSlot>",
+            "v8::internal::ScavengerCollector::CollectGarbage",
+            "v8::internal::ConcurrentMarking::RunMajor",
+            "v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace, v8::internal::GarbageCollectionReason, v8::GCCallbackFlags)",
+            "v8::internal::MarkCompactCollector::CollectGarbage",
+        ] {
+            let path = [
+                p.frame(b"JS:*buildPage /srv.js:3:19", FrameKind::User),
+                p.frame(leaf.as_bytes(), FrameKind::User),
+            ];
+            p.add_sample_path(&path, 1, NO_TIME, t);
+        }
+        // The program's own JavaScript is not.
+        let js = [p.frame(b"JS:*buildPage /srv.js:3:19", FrameKind::User)];
+        p.add_sample_path(&js, 1, NO_TIME, t);
+        let (totals, _) = c.totals(&p);
+        assert_eq!(totals[0], (GC.to_string(), 5), "{totals:?}");
+        assert_eq!(totals.iter().map(|t| t.1).sum::<u128>(), 6, "{totals:?}");
     }
 
     #[test]

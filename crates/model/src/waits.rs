@@ -109,6 +109,8 @@ const IO: &[&str] = &[
 const SLEEP: &[&str] = &[
     r"^(do_nanosleep|hrtimer_nanosleep|common_nsleep|__x64_sys_nanosleep|__x64_sys_clock_nanosleep|msleep\w*|usleep_range\w*|schedule_timeout_\w*interruptible)$",
     r"^(nanosleep|__nanosleep|clock_nanosleep|__clock_nanosleep\w*|usleep|sleep|runtime\.usleep|time\.Sleep)$",
+    // A JVM's Thread.sleep parks on a condition with a timeout: its own frames say sleep.
+    r"^(JVM_Sleep|JavaThread::sleep\w*|os::sleep\w*|(\S+ )?java\.lang\.Thread\.sleep\w*\(.*)$",
 ];
 
 const POLL: &[&str] = &[
@@ -400,6 +402,7 @@ mod tests {
     fn a_java_pools_idle_workers_are_idle_and_its_locks_are_locks() {
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();void java.util.concurrent.ThreadPoolExecutor.runWorker(java.util.concurrent.ThreadPoolExecutor$Worker);java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.LockSupport.park(java.lang.Object);void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;Parker::park;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.ReentrantLock.lockInterruptibly();void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;futex_do_wait"), WaitReason::Lock);
+        assert_eq!(r("pool-1-thread-1;__clone3;start_thread;thread_native_entry;Interpreter;void com.sun.net.httpserver.Filter$Chain.doFilter(com.sun.net.httpserver.HttpExchange);void java.lang.Thread.sleep(long);JVM_Sleep;JavaThread::sleep;os::PlatformEvent::park;__GI___pthread_cond_timedwait;__futex_abstimed_wait_common;do_syscall_64;__x64_sys_futex;do_futex;futex_wait;__futex_wait;futex_do_wait"), WaitReason::Sleep);
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();long Ledger.post(long);ObjectMonitor::enter;ObjectMonitor::EnterI;PlatformEvent::park;futex_do_wait"), WaitReason::Lock);
         // A contended synchronized block in compiled code: the compiled method above the
         // runtime's stub is the program's frame.

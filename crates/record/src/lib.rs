@@ -65,6 +65,7 @@ pub use events::EventSpec;
 #[cfg(feature = "bpf")]
 pub use inkernel::{EventWalks, InKernelSummary};
 pub use live::{record, Recording, StopReason};
+pub use runtimes::is_jvm;
 
 use kiln_model::WeightUnit;
 use std::ffi::OsString;

@@ -97,6 +97,12 @@ impl Runtime {
     }
 }
 
+/// Whether process `pid` is a Java virtual machine (its executable is `java`, or it
+/// mapped `libjvm.so`).
+pub fn is_jvm(pid: u32) -> bool {
+    Runtime::of(pid) == Some(Runtime::Jvm)
+}
+
 /// Makes sure process `pid` has a perf map when it can be asked for one: a JVM without
 /// `/tmp/perf-<pid>.map` is asked with `jcmd <pid> Compiler.perfmap`. Returns a line for
 /// the recording's warnings when it asked (what came of it), `None` when there was nothing

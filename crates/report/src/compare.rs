@@ -118,6 +118,51 @@ struct RunSeries {
     completed: Option<String>,
     latency: Option<String>,
     cpus: u32,
+    /// kiln's eBPF CPU over the run's seconds (% of one CPU), when the run measured it:
+    /// what `kiln compare NAME@START-END` sums for a window.
+    ebpf: Option<Table>,
+    /// The BEAM's schedulers' weight by state per second of the run, when its target is a
+    /// BEAM: a window's states as `kiln compare NAME@START-END` computes them.
+    beam: Option<BeamSeconds>,
+}
+
+/// The BEAM's schedulers' weight by state (in the order of
+/// [`kiln_model::beam::BeamState::ALL`]) in each of the run's seconds
+/// ([`kiln_store::seconds`]), and what a unit of each weight stands for: the page sums a
+/// window's seconds and computes its states as [`kiln_store::StateSources::states`] does.
+#[derive(Serialize)]
+struct BeamSeconds {
+    /// The seconds' ends, ns since the run's start of measurement.
+    time: Vec<i64>,
+    /// CPU samples' weight by state, per second.
+    cpu: Vec<[f64; 7]>,
+    /// Off-CPU weight by the state blocked in, per second.
+    blocked: Vec<[f64; 7]>,
+    /// Runnable weight by state, per second.
+    runnable: Vec<[f64; 7]>,
+    /// ns per unit of CPU weight.
+    cpu_ns: f64,
+    /// ns per unit of off-CPU and of runnable weight; `None`: shares of CPU time.
+    wall_ns: Option<[f64; 2]>,
+}
+
+fn beam_seconds(r: &RunData, grid: &[(u64, u64)], origin: u64) -> Option<BeamSeconds> {
+    r.meta.headline.beam.as_ref()?;
+    let by = kiln_store::seconds::StatesBySecond::of(&r.profiles, grid)?;
+    let (cpu_ns, wall_ns, _) = by.sources().scales();
+    let per = by.per_second();
+    let f = |x: &[u128; 7]| x.map(|v| v as f64);
+    Some(BeamSeconds {
+        time: grid
+            .iter()
+            .map(|&(_, e)| e as i64 - origin as i64)
+            .collect(),
+        cpu: per.iter().map(|s| f(&s.cpu)).collect(),
+        blocked: per.iter().map(|s| f(&s.blocked)).collect(),
+        runnable: per.iter().map(|s| f(&s.runnable)).collect(),
+        cpu_ns,
+        wall_ns,
+    })
 }
 
 #[derive(Serialize)]
@@ -361,6 +406,7 @@ fn run_series(runs: &[Vec<RunData>]) -> Vec<RunSeries> {
         .flat_map(|(gi, runs)| {
             runs.iter().enumerate().map(move |(i, r)| {
                 let o = origin_of(&r.meta, &r.series);
+                let grid = kiln_store::seconds::grid(r);
                 let load = r.series.iter().find(|t| t.name == columns::LOAD);
                 let load_time = load.map_or(&[][..], |t| &t.time_ns[..]);
                 RunSeries {
@@ -386,6 +432,8 @@ fn run_series(runs: &[Vec<RunData>]) -> Vec<RunSeries> {
                         .or_else(|| completed_column(r)),
                     latency: r.meta.headline.latency.clone(),
                     cpus: r.meta.cpus,
+                    ebpf: crate::run::bpf_table(r, &grid, o),
+                    beam: beam_seconds(r, &grid, o),
                 }
             })
         })

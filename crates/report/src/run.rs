@@ -57,6 +57,10 @@ pub(crate) struct Span {
     pub name: String,
     pub start: i64,
     pub end: i64,
+    /// What of it the recording holds, when it reaches outside it (a sweep step that began
+    /// during the warm-up), as `kiln runs show RUN@STEP` warns of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A marker of the run on the page's clock ([`crate::markers::Marker`]).
@@ -77,7 +81,91 @@ pub(crate) fn span(w: &Window, origin: u64) -> Span {
         name: w.name.clone(),
         start: w.start_ns as i64 - origin as i64,
         end: w.end_ns as i64 - origin as i64,
+        note: None,
     }
+}
+
+/// The BEAM's scheduler states as `kiln runs show` prints them, for the measurement and
+/// for windows of the run's seconds ([`kiln_store::seconds`]): every span of whole seconds
+/// when the run has at most [`BEAM_CUTS`] of them, else every span of whole blocks of
+/// `step` seconds, and every named window.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct BeamPage {
+    /// The seconds' ends, ns since the origin (the load's seconds).
+    pub time: Vec<i64>,
+    /// The seconds a window's ends are multiples of (`step` seconds from the first).
+    pub step: usize,
+    /// The measurement's line (the run's headline, as `kiln runs show RUN` prints it).
+    pub whole: String,
+    /// `(first second, end second, line)`: the line of the seconds `first..end`, as `kiln
+    /// runs show RUN@A-B` prints it for a window holding those seconds.
+    pub windows: Vec<(usize, usize, String)>,
+}
+
+/// What the page says of seconds that hold no scheduler sample (`kiln runs show` prints no
+/// BEAM line for them).
+const NO_BEAM_STATES: &str = "BEAM schedulers by state: no scheduler sample in these seconds";
+
+/// At most this many cuts of the run's seconds have every span between them on the page.
+const BEAM_CUTS: usize = 40;
+
+fn beam_page(run: &RunData, grid: &[(u64, u64)], origin: u64) -> Option<BeamPage> {
+    let whole = run.meta.headline.beam.as_ref()?;
+    let by = kiln_store::seconds::StatesBySecond::of(&run.profiles, grid)?;
+    let n = by.seconds();
+    let step = n.div_ceil(BEAM_CUTS).max(1);
+    let mut cuts: Vec<usize> = (0..n).step_by(step).collect();
+    cuts.push(n);
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (i, &a) in cuts.iter().enumerate() {
+        spans.extend(cuts[i + 1..].iter().map(|&b| (a, b)));
+    }
+    for w in std::iter::once(&run.meta.measure).chain(&run.meta.windows) {
+        let r = kiln_store::seconds::range_in(grid, w);
+        if !spans.contains(&(r.start, r.end)) {
+            spans.push((r.start, r.end));
+        }
+    }
+    let line = kiln_findings::text::beam_states;
+    Some(BeamPage {
+        time: grid
+            .iter()
+            .map(|&(_, e)| e as i64 - origin as i64)
+            .collect(),
+        step,
+        whole: line(whole),
+        windows: spans
+            .into_iter()
+            .map(|(a, b)| {
+                let text = by
+                    .between(a..b)
+                    .map_or_else(|| NO_BEAM_STATES.to_string(), |states| line(&states));
+                (a, b, text)
+            })
+            .collect(),
+    })
+}
+
+/// kiln's eBPF CPU per second of the run's seconds, % of one CPU, as the page's table
+/// `kiln eBPF` (column `kiln eBPF cpu`): what `kiln runs show RUN@A-B` sums for a window.
+pub(crate) fn bpf_table(run: &RunData, grid: &[(u64, u64)], origin: u64) -> Option<Table> {
+    let per = kiln_store::seconds::bpf_cpu_per_second(run, grid)?;
+    Some(Table {
+        name: "kiln eBPF".into(),
+        time: grid
+            .iter()
+            .map(|&(_, e)| e as i64 - origin as i64)
+            .collect(),
+        columns: vec![Col {
+            name: "kiln eBPF cpu".into(),
+            unit: "%".into(),
+            values: grid
+                .iter()
+                .zip(per)
+                .map(|(&(a, b), s)| Some(s * 1e11 / (b - a).max(1) as f64))
+                .collect(),
+        }],
+    })
 }
 
 /// A line of the header: `Target: beam.smp (pid 42)`.
@@ -273,6 +361,12 @@ pub(crate) struct RunPage {
     pub window_findings: Vec<(String, kiln_findings::Findings)>,
     /// The names of the series the page reads, as kiln writes them. Added in 0.4.
     pub columns: ColumnNames,
+    /// The BEAM's scheduler states of the measurement and of windows of the run's seconds,
+    /// when the run has them. Added in 0.4.
+    pub beam: Option<BeamPage>,
+    /// kiln's eBPF CPU spread over the run's seconds, when the run measured it. Added in
+    /// 0.4.
+    pub ebpf: Option<Table>,
 }
 
 /// The names of the tables and columns of a run's series that a page reads
@@ -751,36 +845,20 @@ fn distributions(run: &RunData, skipped: &mut usize) -> Vec<Distribution> {
         .collect()
 }
 
-/// Interval edges for the category charts: the target's seconds (so categories line up
-/// with its CPU), else the load's, else whole seconds of the measurement.
-fn category_edges(run: &RunData) -> Vec<u64> {
-    let t = run
-        .series
-        .iter()
-        .find(|t| t.name == columns::TARGET && t.time_ns.len() >= 2)
-        .or_else(|| run.series.iter().find(|t| t.time_ns.len() >= 2));
-    match t {
-        Some(t) => {
-            let step = typical_step(&t.time_ns);
-            let mut e = Vec::with_capacity(t.time_ns.len() + 1);
-            e.push(t.time_ns[0].saturating_sub(step));
-            for &x in &t.time_ns {
-                if x > *e.last().unwrap_or(&0) {
-                    e.push(x);
-                }
-            }
-            e
-        }
-        None => {
-            let m = &run.meta.measure;
-            let mut e = vec![m.start_ns];
-            while *e.last().unwrap_or(&0) < m.end_ns {
-                let next = e.last().unwrap_or(&0) + 1_000_000_000;
-                e.push(next.min(m.end_ns));
-            }
-            e
-        }
+/// Interval edges for the category charts: the run's seconds (the load's: a window's
+/// categories are those of the seconds its other figures count), else whole seconds of
+/// the measurement.
+fn category_edges(run: &RunData, grid: &[(u64, u64)]) -> Vec<u64> {
+    if !grid.is_empty() {
+        return kiln_store::seconds::edges(grid);
     }
+    let m = &run.meta.measure;
+    let mut e = vec![m.start_ns];
+    while *e.last().unwrap_or(&0) < m.end_ns {
+        let next = e.last().unwrap_or(&0) + 1_000_000_000;
+        e.push(next.min(m.end_ns));
+    }
+    e
 }
 
 /// The run's profiles, each clock event given the CPU time one sample stands for when the
@@ -868,7 +946,9 @@ pub(crate) fn run_page<'a>(
         .find(|t| t.name == columns::LOAD)
         .map_or(&[][..], |t| &t.time_ns[..]);
     let latency_seconds = latency::per_second(&run.histograms, load_time, origin, &mut skipped);
-    let categories = charted_categories(run, profiles_in, opts, origin, &mut warnings)?;
+    // The run's seconds: every window's figure is counted on them.
+    let grid = kiln_store::seconds::grid(run);
+    let categories = charted_categories(run, profiles_in, opts, origin, &grid, &mut warnings)?;
     if skipped > 0 {
         warnings.push(format!(
             "{skipped} stored latency histogram(s) could not be read and are left out"
@@ -895,7 +975,14 @@ pub(crate) fn run_page<'a>(
         latency: m.headline.latency.clone(),
         cpus: m.cpus,
         measure: span(&m.measure, origin),
-        windows: m.windows.iter().map(|w| span(w, origin)).collect(),
+        windows: m
+            .windows
+            .iter()
+            .map(|w| Span {
+                note: kiln_store::seconds::recorded_part(&m.measure, w),
+                ..span(w, origin)
+            })
+            .collect(),
         tables: run.series.iter().map(|t| table(t, origin)).collect(),
         sweep,
         knee,
@@ -916,6 +1003,8 @@ pub(crate) fn run_page<'a>(
             .map(|w| (w.name.clone(), kiln_findings::analyse(run, Some(w))))
             .collect(),
         columns: ColumnNames::KILN,
+        beam: beam_page(run, &grid, origin),
+        ebpf: bpf_table(run, &grid, origin),
     };
     Ok((page, viewers, origin))
 }
@@ -944,9 +1033,10 @@ fn charted_categories(
     profiles_in: &[Cow<'_, Profile>],
     opts: &ReportOptions,
     origin: u64,
+    grid: &[(u64, u64)],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<CategorySeries>, ReportError> {
-    let edges = category_edges(run);
+    let edges = category_edges(run, grid);
     let mut categories = Vec::new();
     for p in profiles_in.iter().map(|p| p.as_ref()) {
         if let Some(c) = categorise(p, &opts.rules, &edges, origin)? {

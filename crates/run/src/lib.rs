@@ -42,6 +42,7 @@ mod engine;
 mod exec;
 pub mod files;
 mod headline;
+pub mod jvm;
 mod meta;
 mod orchestrate;
 pub mod pprof;
@@ -301,6 +302,9 @@ pub struct RunOptions {
     /// as [`pprof::normalise_url`] gives them: its own profiles of the measurement window
     /// are kept with the run. Default: none.
     pub pprof: Vec<String>,
+    /// How many thread dumps to take of a JVM target over the measurement window (each a
+    /// safepoint pause: see [`jvm`]); 0 takes none. Default: [`jvm::DUMPS`].
+    pub jvm_dumps: u32,
     /// Other hosts: load agents and processes recorded there (`--agent`, `-p HOST:PID`),
     /// reached over SSH. Default: none.
     pub remote: remote::RemoteOptions,
@@ -329,6 +333,7 @@ impl RunOptions {
             command_line: Vec::new(),
             sample_interval: Duration::from_secs(1),
             pprof: Vec::new(),
+            jvm_dumps: jvm::DUMPS,
             remote: remote::RemoteOptions::default(),
             max_input: kiln_model::input::DEFAULT_LIMIT,
         }

@@ -84,5 +84,36 @@ pub fn target_info(pids: &[u32]) -> TargetInfo {
             .unwrap_or_default(),
         build_id,
         cmdline,
+        cpus_allowed: kiln_os::proc::read(format!("/proc/{first}/status"))
+            .ok()
+            .and_then(|b| kiln_os::proc::status_value(&b, "Cpus_allowed_list").map(cpu_list_len)),
+        env: runtime_env(first),
     }
+}
+
+/// How many CPUs a list such as `0-3,6` names (a `Cpus_allowed_list`).
+fn cpu_list_len(list: &[u8]) -> u32 {
+    String::from_utf8_lossy(list)
+        .split(',')
+        .filter_map(|r| {
+            let (a, b) = r.trim().split_once('-').unwrap_or((r.trim(), r.trim()));
+            let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+            b.checked_sub(a).map(|n| n + 1)
+        })
+        .sum()
+}
+
+/// The runtimes' settings in `pid`'s environment ([`kiln_store::RUNTIME_ENV`]), as
+/// `NAME=value`; none when it cannot be read.
+fn runtime_env(pid: u32) -> Vec<String> {
+    let Ok(b) = kiln_os::proc::read(format!("/proc/{pid}/environ")) else {
+        return Vec::new();
+    };
+    b.split(|&c| c == 0)
+        .filter(|v| {
+            let name = v.split(|&c| c == b'=').next().unwrap_or(v);
+            kiln_store::RUNTIME_ENV.iter().any(|k| k.as_bytes() == name)
+        })
+        .map(|v| kiln_model::text::from_bytes(v).into_owned())
+        .collect()
 }

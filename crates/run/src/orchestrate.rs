@@ -435,12 +435,22 @@ fn spawn_sampler<'s>(
     });
 }
 
+/// What the window gave: whether it measured, the target's own profiles (being fetched),
+/// a JVM target's thread dumps, and the window (monotonic ns).
+type WindowMeasured = (
+    bool,
+    Option<PprofSession>,
+    Option<crate::jvm::DumpResult>,
+    Option<(u64, u64)>,
+);
+
 /// What the scoped part of a pass hands back: the local recording, whether the gate
 /// opened, the target's own profiles, and the measured window (monotonic ns).
 struct Measured {
     recording: Option<std::thread::Result<Result<Recording, RecordError>>>,
     gate_opened: bool,
     fetched: Option<PprofResult>,
+    dumps: Option<crate::jvm::DumpResult>,
     window: Option<(u64, u64)>,
 }
 
@@ -475,20 +485,21 @@ impl<'a> Pass<'a> {
 
     /// Step 4 of a pass, the measurement, unless the load never started, ended already,
     /// or a stop: the gate opens, the other hosts sample, the target's own profiles are
-    /// fetched. Returns whether it measured, the profiles' session and the window
-    /// (monotonic ns).
+    /// fetched, a JVM target's thread dumps are taken. Returns whether it measured, the
+    /// profiles' session, the dumps and the window (monotonic ns).
     fn measure_window(
         &mut self,
         gate: &StartGate,
         recorder: Option<&RecorderHandle<'_>>,
         rec_stop: &Stop,
         remote: &mut Option<RemoteRecordings<'_>>,
-    ) -> (bool, Option<PprofSession>, Option<(u64, u64)>) {
+    ) -> WindowMeasured {
         let opts = self.opts;
         let measuring = self.outcome.is_none()
             && !self.stop.is_raised()
             && recorder.is_none_or(|r| gate.ready.is_raised() && !r.is_finished());
         let mut session = None;
+        let mut dumps = None;
         let mut window = None;
         if measuring {
             gate.go.raise();
@@ -500,8 +511,14 @@ impl<'a> Pass<'a> {
             // threads of their own, concurrently with the window.
             session = (!opts.pprof.is_empty())
                 .then(|| crate::pprof::begin(&opts.pprof, opts.duration, opts.max_input));
+            // A JVM target's thread dumps, spread over the window on a thread of their own.
+            let jvm = opts
+                .pids
+                .first()
+                .and_then(|&pid| crate::jvm::begin(pid, opts.duration, opts.jvm_dumps, self.stop));
             self.measure(recorder, rec_stop, remote);
             window = Some((from, kiln_os::clock::monotonic_ns()));
+            dumps = jvm.map(|j| j.finish());
             if let Some(r) = remote.as_ref() {
                 r.stop();
             }
@@ -513,7 +530,7 @@ impl<'a> Pass<'a> {
                 r.stop();
             }
         }
-        (measuring, session, window)
+        (measuring, session, dumps, window)
     }
 
     /// The other hosts' recordings, then their clocks once more (the drift) and goodbye;
@@ -613,7 +630,7 @@ fn drive(
             pass.warm_up();
             pass.await_ready(&c.gate, recorder.as_ref(), remote);
         }
-        let (gate_opened, session, window) =
+        let (gate_opened, session, dumps, window) =
             pass.measure_window(&c.gate, recorder.as_ref(), &c.rec_stop, remote);
         let recording = recorder.map(|r| r.join());
         // 5. The load stops; the sampler takes its last sample; the fetches' answers are
@@ -626,6 +643,7 @@ fn drive(
             recording,
             gate_opened,
             fetched,
+            dumps,
             window,
         }
     })
@@ -729,6 +747,10 @@ pub fn run(
         add_hosts(&mut data, f, fleet_load.as_ref(), hosts, &load_seconds);
     }
     add_fetched(&mut data, measured.fetched);
+    if let Some(d) = measured.dumps {
+        data.attachments.extend(d.attachments);
+        data.meta.warnings.extend(d.warnings);
+    }
     Ok(data)
 }
 

@@ -61,6 +61,7 @@ pub mod columns;
 mod listing;
 mod model;
 mod postgres;
+pub mod seconds;
 mod sqlite;
 pub mod window;
 
@@ -69,9 +70,10 @@ pub use check::check_meta;
 pub use columns::QUEUE_DEPTH;
 pub use listing::{configuration, configurations, Configurations, Listed, RunRef};
 pub use model::{
-    Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, LoadInfo,
-    RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable, TargetInfo, Window,
-    PER_SECOND, PPROF_EVENT_PREFIX,
+    Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, JvmDump,
+    JvmDumps, LoadInfo, MonitorWait, RunData, RunId, RunMeta, RunStatus, SchedulerStates,
+    SeriesTable, StateSources, StateSums, TargetInfo, Window, JVM_DUMPS_ATTACHMENT, PER_SECOND,
+    PPROF_EVENT_PREFIX, RUNTIME_ENV,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

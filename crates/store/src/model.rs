@@ -35,7 +35,35 @@ pub struct TargetInfo {
     /// Its command line.
     #[serde(default)]
     pub cmdline: Vec<String>,
+    /// How many CPUs it may run on (`Cpus_allowed_list` of `/proc/PID/status`: its
+    /// affinity and cpuset); absent when unread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_allowed: Option<u32>,
+    /// Its runtimes' settings from its environment (`GOMAXPROCS=1`,
+    /// `JAVA_TOOL_OPTIONS=…`): only the variables of [`RUNTIME_ENV`], never the rest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
+
+/// The environment variables kiln keeps of a target: the runtimes' own settings of
+/// parallelism, memory and flags (an environment holds secrets too: nothing else is read).
+pub const RUNTIME_ENV: &[&str] = &[
+    "GOMAXPROCS",
+    "GOGC",
+    "GOMEMLIMIT",
+    "GODEBUG",
+    "UV_THREADPOOL_SIZE",
+    "NODE_OPTIONS",
+    "ERL_FLAGS",
+    "ERL_AFLAGS",
+    "ERL_ZFLAGS",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "OMP_NUM_THREADS",
+    "MALLOC_ARENA_MAX",
+    "PYTHONMALLOC",
+];
 
 /// The load a run drove.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -221,32 +249,142 @@ impl SchedulerStates {
     /// BEAM's microstate accounting counts it: on CPU, waiting for a CPU (preempted, or
     /// yielded in the busy-wait) and blocked, each in the state its stack names.
     pub fn of_profiles(profiles: &[kiln_model::Profile]) -> Option<SchedulerStates> {
-        use kiln_model::beam::{blocked_scheduler_states, scheduler_states, BeamState};
-        let at = |s: BeamState| BeamState::ALL.iter().position(|&x| x == s).unwrap_or(0);
-        // Each profile's scheduler time by state, in ns.
-        let ns_of = |p: &kiln_model::Profile| -> Option<[f64; 7]> {
-            let per = p.event.ns_per_weight()?;
-            Some(scheduler_states(p)?.map(|w| w as f64 * per))
-        };
-        let blocked_ns_of = |p: &kiln_model::Profile| -> Option<[f64; 7]> {
-            let per = p.event.ns_per_weight()?;
-            Some(blocked_scheduler_states(p)?.map(|w| w as f64 * per))
-        };
-        let (cpu_profile, cpu) = profiles
+        let src = StateSources::of(profiles)?;
+        src.states(&src.sums(|_| true))
+    }
+}
+
+/// The profiles the BEAM's scheduler states are read from ([`SchedulerStates::of_profiles`]):
+/// the first CPU profile with a scheduler's sample, and the `offcpu` and `runnable`
+/// profiles of the same recording (both, or neither), each with the ns one unit of its
+/// weight stands for.
+#[derive(Clone, Copy, Debug)]
+pub struct StateSources<'a> {
+    cpu: (&'a kiln_model::Profile, f64),
+    wall: Option<[(&'a kiln_model::Profile, Option<f64>); 2]>,
+}
+
+/// The schedulers' weight by state (in the order of [`kiln_model::beam::BeamState::ALL`])
+/// in the CPU, off-CPU and runnable profiles of some of their samples: integers, so that
+/// sums over seconds add up to the sum over their window in any order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StateSums {
+    /// CPU samples' weight by state.
+    pub cpu: [u128; 7],
+    /// Off-CPU weight by the state the scheduler was blocked in.
+    pub blocked: [u128; 7],
+    /// Runnable weight by state.
+    pub runnable: [u128; 7],
+}
+
+impl StateSums {
+    /// Adds `o` to `self`.
+    pub fn add(&mut self, o: &StateSums) {
+        for k in 0..7 {
+            self.cpu[k] += o.cpu[k];
+            self.blocked[k] += o.blocked[k];
+            self.runnable[k] += o.runnable[k];
+        }
+    }
+
+    /// `self` minus `o`, `o` a part of `self` (an earlier prefix sum).
+    pub fn minus(&self, o: &StateSums) -> StateSums {
+        let mut d = *self;
+        for k in 0..7 {
+            d.cpu[k] -= o.cpu[k].min(d.cpu[k]);
+            d.blocked[k] -= o.blocked[k].min(d.blocked[k]);
+            d.runnable[k] -= o.runnable[k].min(d.runnable[k]);
+        }
+        d
+    }
+}
+
+impl<'a> StateSources<'a> {
+    /// The sources among `profiles`; `None` when no CPU profile has a scheduler's sample.
+    pub fn of(profiles: &'a [kiln_model::Profile]) -> Option<StateSources<'a>> {
+        let cpu = profiles
             .iter()
             .filter(|p| p.event.is_clock())
-            .find_map(|p| Some((p, ns_of(p)?)))?;
+            .find_map(|p| {
+                let per = p.event.ns_per_weight()?;
+                kiln_model::beam::scheduler_states(p)?;
+                Some((p, per))
+            })?;
         let named = |n: &str| profiles.iter().find(|p| p.event.name == n);
-        let (blocked, runnable) = match (named("offcpu"), named("runnable")) {
+        let wall = match (named("offcpu"), named("runnable")) {
             (Some(o), Some(r)) => {
-                // Blocked time in the state msacc counts it in (a blocking poll is sleep;
-                // a stack that names no state, asleep).
-                (
-                    blocked_ns_of(o).unwrap_or_default(),
-                    Some(ns_of(r).unwrap_or_default()),
-                )
+                Some([(o, o.event.ns_per_weight()), (r, r.event.ns_per_weight())])
             }
-            _ => ([0.0; 7], None),
+            _ => None,
+        };
+        Some(StateSources { cpu, wall })
+    }
+
+    /// The ns one unit of weight stands for: in the CPU profile, and in the off-CPU and
+    /// runnable ones when the recording had both (`None`: the shares are of CPU time); and
+    /// the CPU profile's sampling period, ns. What [`StateSources::states`] multiplies the
+    /// weights by.
+    pub fn scales(&self) -> (f64, Option<[f64; 2]>, f64) {
+        let wall = self
+            .wall
+            .map(|[o, r]| [o.1.unwrap_or(0.0), r.1.unwrap_or(0.0)]);
+        let period = self.cpu.0.event.sample_period_ns.unwrap_or(1).max(1) as f64;
+        (self.cpu.1, wall, period)
+    }
+
+    /// Every scheduler sample's weight by state, with its time (an off-CPU or runnable
+    /// block's: when it began): `f(time, that one sample's sums)`.
+    pub fn each(&self, mut f: impl FnMut(u64, &StateSums)) {
+        let mut parts = vec![(self.cpu.0, 0usize)];
+        if let Some([o, r]) = &self.wall {
+            parts.extend([(o.0, 1), (r.0, 2)]);
+        }
+        for (p, n) in parts {
+            let states = kiln_model::beam::sample_states(p, n == 1);
+            for (i, s) in states.into_iter().enumerate() {
+                let Some(s) = s else { continue };
+                let k = kiln_model::beam::BeamState::ALL
+                    .iter()
+                    .position(|&x| x == s)
+                    .unwrap_or(0);
+                let mut one = StateSums::default();
+                let w = p.samples.weight[i] as u128;
+                match n {
+                    0 => one.cpu[k] = w,
+                    1 => one.blocked[k] = w,
+                    _ => one.runnable[k] = w,
+                }
+                f(p.samples.time[i], &one);
+            }
+        }
+    }
+
+    /// The weights by state of the scheduler samples whose time `keep` holds.
+    pub fn sums(&self, keep: impl Fn(u64) -> bool) -> StateSums {
+        let mut out = StateSums::default();
+        self.each(|t, one| {
+            if keep(t) {
+                out.add(one);
+            }
+        });
+        out
+    }
+
+    /// The states of the samples summed in `s`; `None` when they hold no scheduler time.
+    pub fn states(&self, s: &StateSums) -> Option<SchedulerStates> {
+        use kiln_model::beam::BeamState;
+        let at = |x: BeamState| BeamState::ALL.iter().position(|&y| y == x).unwrap_or(0);
+        // Scheduler time by state, in ns.
+        let ns = |w: &[u128; 7], per: Option<f64>| -> [f64; 7] {
+            let per = per.unwrap_or(0.0);
+            w.map(|x| x as f64 * per)
+        };
+        let cpu = ns(&s.cpu, Some(self.cpu.1));
+        let (blocked, runnable) = match &self.wall {
+            // Blocked time in the state msacc counts it in (a blocking poll is sleep; a
+            // stack that names no state, asleep).
+            Some([o, r]) => (ns(&s.blocked, o.1), Some(ns(&s.runnable, r.1))),
+            None => ([0.0; 7], None),
         };
         let mut w = cpu;
         for (i, x) in w.iter_mut().enumerate() {
@@ -259,7 +397,7 @@ impl SchedulerStates {
             return None;
         }
         let pct = |x: f64| if awake > 0.0 { x * 100.0 / awake } else { 0.0 };
-        let period = cpu_profile.event.sample_period_ns.unwrap_or(1).max(1) as f64;
+        let period = self.cpu.0.event.sample_period_ns.unwrap_or(1).max(1) as f64;
         Some(SchedulerStates {
             emulator_pct: pct(w[at(BeamState::Emulator)]),
             port_pct: pct(w[at(BeamState::Port)]),
@@ -331,6 +469,67 @@ pub const PER_SECOND: &str = "per-second";
 /// `pprof mutex delay`, kept by `kiln run --pprof`): the report marks them by it as the
 /// target's own.
 pub const PPROF_EVENT_PREFIX: &str = "pprof ";
+
+/// The attachment in which `kiln run` keeps what its thread dumps of a JVM target showed
+/// (JSON, a [`JvmDumps`]): who waited on which monitor, in which method, held by whom.
+pub const JVM_DUMPS_ATTACHMENT: &str = "jvm-thread-dumps.json";
+
+/// What the thread dumps `kiln run` took of a JVM target over the measurement showed
+/// (HotSpot's attach protocol, the `threaddump` command `jstack` sends). A dump names the
+/// Java method a thread waits in even where the JIT inlined it into its caller, which a
+/// profile's compiled frames cannot.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JvmDumps {
+    /// The JVM's process id.
+    pub pid: u32,
+    /// How many dumps kiln asked for.
+    pub asked: u32,
+    /// The dumps the JVM answered, in order.
+    pub dumps: Vec<JvmDump>,
+    /// Why the others are missing, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+}
+
+/// One thread dump's summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JvmDump {
+    /// When the dump arrived, CLOCK_MONOTONIC ns (the run's clock).
+    pub at_ns: u64,
+    /// How long the JVM took to answer, ms (its threads stop at a safepoint meanwhile).
+    pub took_ms: f64,
+    /// The Java threads dumped, by their name with each run of digits as `N`
+    /// (`pool-N-thread-N`): how many.
+    pub groups: Vec<(String, u32)>,
+    /// The threads BLOCKED waiting to enter a monitor.
+    pub blocked: Vec<MonitorWait>,
+    /// Lines of the dump's threads kiln did not understand (not dropped silently).
+    #[serde(default)]
+    pub unparsed: u32,
+}
+
+/// A thread BLOCKED waiting to enter a monitor, as a dump shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MonitorWait {
+    /// The thread's name.
+    pub thread: String,
+    /// Its name with each run of digits as `N`.
+    pub group: String,
+    /// The Java method waiting to lock (`pkg.Ledger.post`): the frame above the dump's
+    /// `- waiting to lock` line.
+    pub method: String,
+    /// The monitor's object: its address (`0x000000069cc14e50`).
+    pub address: String,
+    /// ... and its class (`pkg.Ledger`).
+    pub class: String,
+    /// The thread that held the monitor, when the dump shows one (`- locked` at the same
+    /// address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// The holder's method that locked it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder_method: Option<String>,
+}
 
 /// A file kept with a run: an external load's stdout and stderr, for instance.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

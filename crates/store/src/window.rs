@@ -128,16 +128,12 @@ pub fn rows_in<'a>(time_ns: &'a [u64], w: &'a Window) -> impl Iterator<Item = bo
     intervals(time_ns).map(|(start, end)| w.contains(start + (end - start) / 2))
 }
 
-/// How many of the run's seconds lie in `w` (a second belongs to the window its middle
-/// lies in), by its per-second tables (the load's, else the target's); `None` when the run
-/// kept no per-second table. A window holding none has no figure of its own.
+/// How many of the run's seconds ([`crate::seconds::grid`]) lie in `w` (a second belongs
+/// to the window its middle lies in); `None` when the run kept no per-second table. A
+/// window holding none has no figure of its own.
 pub fn seconds_in(run: &RunData, w: &Window) -> Option<usize> {
-    let t = [columns::LOAD, columns::TARGET].iter().find_map(|n| {
-        run.series
-            .iter()
-            .find(|t| t.name == *n && !t.time_ns.is_empty())
-    })?;
-    Some(rows_in(&t.time_ns, w).filter(|&inside| inside).count())
+    let grid = crate::seconds::grid(run);
+    (!grid.is_empty()).then(|| crate::seconds::range_in(&grid, w).len())
 }
 
 /// Values of column `name` of `table` for the seconds in `w` (a second belongs to the
@@ -221,39 +217,43 @@ fn table<'a>(run: &'a RunData, name: &str) -> Option<&'a SeriesTable> {
 }
 
 /// The latency histogram of window `w` and what it measures: the one the run kept for the
-/// window, else the merge of its seconds' histograms (the headline's latency first).
+/// window, else the merge of its seconds' histograms. One latency for every window of a
+/// run: its headline's (`consumer_latency` of an AMQP load, not the confirms' the load
+/// kept beside it), else the first kept that is not from the intended send time.
 pub fn latency_of(run: &RunData, w: &Window) -> Option<(String, hdrhistogram::Histogram<u64>)> {
-    run.histograms
+    let kept: Vec<_> = run
+        .histograms
         .iter()
-        .find(|x| x.window == w.name)
+        .filter(|x| x.window == w.name)
+        .collect();
+    let named = match run.meta.headline.latency.as_deref() {
+        Some(wanted) => kept.iter().find(|x| x.name == wanted),
+        None => kept
+            .iter()
+            .find(|x| !x.name.ends_with("_intended"))
+            .or(kept.first()),
+    };
+    named
         .and_then(|x| Some((x.name.clone(), crate::hdr::decode_histogram(&x.data)?)))
         .or_else(|| per_second_latency(run, w))
 }
 
 /// `run` as seen through window `w`: metadata whose measurement window is `w` and whose
-/// headline figures cover `w` only.
+/// headline figures cover `w` only: its seconds of the run's grid ([`crate::seconds`]).
 pub fn window_view(run: &RunData, w: &Window) -> RunMeta {
-    let sliced: Vec<kiln_model::Profile> = if run.meta.headline.beam.is_some() {
-        slice(&run.profiles, w)
-    } else {
-        Vec::new()
-    };
-    view_with(run, w, &sliced)
+    view_with(run, w)
 }
 
 /// The run seen through window `w`: [`window_view`]'s metadata, and its profiles cut to
-/// the window's samples (each profile sliced once, for both).
+/// the window's samples.
 pub fn window_data(mut run: RunData, w: &Window) -> RunData {
-    run.profiles = slice(&run.profiles, w);
-    run.meta = view_with(&run, w, &run.profiles);
-    run
-}
-
-fn slice(profiles: &[kiln_model::Profile], w: &Window) -> Vec<kiln_model::Profile> {
-    profiles
+    run.meta = view_with(&run, w);
+    run.profiles = run
+        .profiles
         .iter()
         .map(|p| p.time_slice(w.start_ns, w.end_ns))
-        .collect()
+        .collect();
+    run
 }
 
 /// The unit of a load whose operations are connections held open (MQTT `conn`): its
@@ -283,7 +283,7 @@ fn is_measurement(meta: &RunMeta, w: &Window) -> bool {
 /// What no second holds stands for the measurement only: an external load command's own
 /// summary (wrk's throughput and percentiles, over its whole run, when kiln counted
 /// nothing itself). The BEAM's scheduler states (from the profiles) and kiln's eBPF CPU
-/// are the caller's.
+/// are [`window_view`]'s, on the run's grid ([`crate::seconds`]).
 pub fn figures(run: &RunData, w: &Window) -> Headline {
     figures_over(run, w, None)
 }
@@ -432,19 +432,16 @@ fn own_figures(h: &mut Headline, run: &RunData, w: &Window) {
         .map(|(n, secs)| n / secs);
 }
 
-/// [`window_view`] given the run's profiles already cut to the window.
-fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMeta {
+/// [`window_view`]: the window's figures by the one rule ([`figures`]), and what the run
+/// keeps as samples or one total put on its seconds ([`own_seconds`]).
+fn view_with(run: &RunData, w: &Window) -> RunMeta {
     let mut meta = run.meta.clone();
     let mut h = figures(run, w);
-    // The BEAM's scheduler states from the window's samples (blocks by their start).
-    if meta.headline.beam.is_some() {
-        h.beam = crate::SchedulerStates::of_profiles(sliced);
-    }
-    // The eBPF programs' CPU is the recording's: the measurement's only.
-    if is_measurement(&meta, w) {
-        h.kiln_bpf_cpu_s = meta.headline.kiln_bpf_cpu_s;
-    }
+    own_seconds(run, w, &mut h);
     meta.headline = h;
+    if let Some(note) = crate::seconds::recorded_part(&run.meta.measure, w) {
+        meta.warnings.push(format!("window {}: {note}", w.name));
+    }
     meta.measure = w.clone();
     // A sweep step's setting is its window's value.
     match w.name.split_once('=') {
@@ -453,6 +450,28 @@ fn view_with(run: &RunData, w: &Window, sliced: &[kiln_model::Profile]) -> RunMe
         _ => {}
     }
     meta
+}
+
+/// The window's figures from what the run keeps as samples or one total, put on its
+/// seconds ([`crate::seconds`]): the BEAM's scheduler states of its seconds' samples
+/// (blocks by their start), and kiln's eBPF CPU given to its seconds by their share of
+/// the recorded samples.
+fn own_seconds(run: &RunData, w: &Window, h: &mut Headline) {
+    let beam = run.meta.headline.beam.is_some();
+    let bpf = run.meta.headline.kiln_bpf_cpu_s.is_some();
+    if !beam && !bpf {
+        return;
+    }
+    let grid = crate::seconds::grid(run);
+    let r = crate::seconds::range_in(&grid, w);
+    if beam {
+        h.beam = crate::seconds::StatesBySecond::of(&run.profiles, &grid)
+            .and_then(|s| s.between(r.clone()));
+    }
+    if bpf {
+        h.kiln_bpf_cpu_s =
+            crate::seconds::bpf_cpu_per_second(run, &grid).map(|v| v[r].iter().sum());
+    }
 }
 
 #[cfg(test)]

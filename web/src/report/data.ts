@@ -21,6 +21,8 @@ export interface Span {
   name: string;
   start: number;
   end: number;
+  /** What of it the recording holds when it reaches outside it (a sweep step begun in the warm-up). */
+  note?: string | null;
 }
 
 export interface Fact {
@@ -219,6 +221,22 @@ export interface RunPage {
   profiles: ProfileInfo[];
   /** The run's markers: its phases, then what the load did (crates/report `markers`). */
   markers: Marker[];
+  /** The BEAM's scheduler states as `kiln runs show` prints them (crates/report/src/run.rs `BeamPage`). */
+  beam?: BeamPage | null;
+  /** kiln's eBPF CPU per second of the run's seconds (% of one CPU), as `kiln runs show RUN@A-B` sums it. */
+  ebpf?: Table | null;
+}
+
+/** The BEAM's scheduler states, computed by Rust for the measurement and windows of the run's seconds. */
+export interface BeamPage {
+  /** The run's seconds' ends, ns since the origin. */
+  time: number[];
+  /** Windows' ends are multiples of this many seconds (or the last second). */
+  step: number;
+  /** The measurement's line (the run's headline). */
+  whole: string;
+  /** [first second, end second, line] of the seconds first..end. */
+  windows: [number, number, string][];
 }
 
 /** The rules, the runs' comparability and their pairing by round (crates/report/src/compare.rs `Judging`). */
@@ -292,6 +310,23 @@ export interface RunSeries {
   completed: string | null;
   latency: string | null;
   cpus: number;
+  /** kiln's eBPF CPU over the run's seconds (% of one CPU), when it measured it (crates/report/src/run.rs `bpf_table`). */
+  ebpf?: Table | null;
+  /** The BEAM's schedulers' weight by state per second, when the target is a BEAM (crates/report/src/compare.rs `BeamSeconds`). */
+  beam?: BeamSeconds | null;
+}
+
+/** The BEAM's schedulers' weight by state (emulator, port, gc, check_io, aux, other, sleep) in each second of the run. */
+export interface BeamSeconds {
+  /** The seconds' ends, ns since the run's start of measurement. */
+  time: number[];
+  cpu: number[][];
+  blocked: number[][];
+  runnable: number[][];
+  /** ns per unit of CPU weight. */
+  cpu_ns: number;
+  /** ns per unit of off-CPU and of runnable weight; null: the shares are of CPU time. */
+  wall_ns: [number, number] | null;
 }
 
 export interface FunctionRow {

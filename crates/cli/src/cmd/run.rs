@@ -207,6 +207,14 @@ pub struct Args {
     #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
     pub pprof: Vec<String>,
 
+    /// How many thread dumps to take of a JVM target, spread over the measurement (through
+    /// HotSpot's attach protocol, as jstack does; no JDK needed on kiln's side). Each stops
+    /// the JVM's threads at a safepoint for a few milliseconds; the findings name the Java
+    /// method a BLOCKED thread waits in, the monitor's class and its holder, even where
+    /// the JIT inlined the method. 0 takes none. Example: --jvm-dumps 0
+    #[arg(long, value_name = "N", default_value_t = kiln_run::jvm::DUMPS, value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub jvm_dumps: u32,
+
     /// A note kept with the run (what changed).
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
@@ -527,6 +535,7 @@ fn run_options(args: &Args) -> Result<RunOptions> {
         .map(|u| kiln_run::pprof::normalise_url(u.trim()))
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!("--pprof {e}"))?;
+    opts.jvm_dumps = args.jvm_dumps;
     opts.note = args.note.clone();
     opts.tags = parse_tags(&args.tag)?;
     opts.command_line = std::env::args().collect();
@@ -1253,6 +1262,9 @@ fn target_lines(s: &mut String, facts: &kiln_findings::Facts, unit: &str, secs: 
             &facts.groups,
             h.connections,
         ));
+    }
+    if let Some(l) = kiln_findings::text::jvm_dumps(facts) {
+        s.push_str(&l);
     }
 }
 

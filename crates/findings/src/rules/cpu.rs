@@ -44,10 +44,7 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     let never_idle = g.busiest_busy.unwrap_or(busiest).max(busiest);
     // The rest of the server: if it too ran CPUs flat out, the server is CPU-bound.
     let rest = target - busiest;
-    let limit = f
-        .cpus
-        .quota
-        .map_or(f.cpus.machine, |q| q.0.min(f.cpus.machine));
+    let (limit, _) = f.cpu_limit();
     if rest >= 0.5 * (limit - 1.0).max(0.5) || target >= 0.9 * limit {
         return Vec::new();
     }
@@ -149,19 +146,18 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
     let Some(target) = f.cpus.target else {
         return Vec::new();
     };
-    let limit = f
-        .cpus
-        .quota
-        .map_or(f.cpus.machine, |q| q.0.min(f.cpus.machine));
+    let (limit, cap) = f.cpu_limit();
     let busy = f.cpus.busy.unwrap_or(target / f.cpus.machine);
     let share = target / limit;
-    let full = share >= 0.8 || (busy >= 0.9 && share >= 0.45);
+    // A cap below the machine (a quota, an affinity, the runtime's own setting) is full
+    // when the server reaches it, whatever the other CPUs do.
+    let full = share >= 0.8 || (cap.is_none() && busy >= 0.9 && share >= 0.45);
     if !full {
         return Vec::new();
     }
     let kiln = f.cpus.kiln.unwrap_or(0.0) + f.cpus.load_command.unwrap_or(0.0);
     let others: f64 = f.cpus.others.iter().map(|(_, c)| c).sum();
-    if others > target || kiln > target {
+    if cap.is_none() && (others > target || kiln > target) {
         return Vec::new();
     }
     let mut claim = format!(
@@ -169,7 +165,13 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
         cpus(target),
         cpus(limit)
     );
-    if share < 0.8 {
+    if let Some(why) = &cap {
+        claim.push_str(&format!(
+            ", all it may use: {why} lets it run on {} of the machine's {} at once — it goes no faster with more clients, only with that setting raised",
+            cpus(limit),
+            f.cpus.machine
+        ));
+    } else if share < 0.8 {
         claim.push_str(&format!(
             " and the rest went to the load generator and kiln ({}) and other processes ({}): the machine was {} busy",
             cpus(kiln),
@@ -177,12 +179,23 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
             pct(busy)
         ));
     }
-    let mut finding = Finding::new(
-        "cpu-bound",
-        Class::CpuBound,
-        0.35 + 0.2 * share.min(1.0),
-        String::new(),
-    );
+    // A cap below the machine is the server's setting, the cause to change; a full machine
+    // says where to look (what the CPU did).
+    let score = if cap.is_some() {
+        0.6 + 0.35 * share.min(1.0)
+    } else {
+        0.35 + 0.2 * share.min(1.0)
+    };
+    let mut finding = Finding::new("cpu-bound", Class::CpuBound, score, String::new());
+    if let Some(why) = &cap {
+        let source = match why {
+            w if w.contains("quota") => "the cgroup's cpu.max",
+            w if w.contains("affinity") => "/proc/PID/status (Cpus_allowed_list)",
+            w if w.starts_with("GOMAXPROCS") => "/proc/PID/environ",
+            _ => "/proc/PID/cmdline",
+        };
+        finding = finding.evidence(f.ev("the CPUs it may use", why.clone(), source));
+    }
     if let Some(p) = f.cpu_profile() {
         let keep = in_group(p, None);
         let cats = categories(p, &keep);

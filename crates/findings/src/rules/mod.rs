@@ -42,11 +42,13 @@ pub const RULES: &[(&str, Rule)] = &[
     ("go-waits", waiting::go_waits),
     ("queue", queues::queue),
     ("accept", queues::accept),
+    ("pool", queues::pool),
     ("gc", runtime::gc),
     ("churn", runtime::churn),
     ("busy-wait", runtime::busy_wait),
     ("cpu-bound", cpu::cpu_bound),
     ("outside", waiting::outside),
+    ("split", waiting::split_responses),
     ("client", load::client),
     ("errors", load::errors),
     ("growth", runtime::growth),
@@ -137,6 +139,62 @@ impl Facts<'_> {
         self.secs.round().max(1.0) as u64
     }
 
+    /// How many CPUs the server could run on at once, and what set it when not the
+    /// machine: its cgroup's quota, its CPU affinity, or its runtime's setting (Go's
+    /// `GOMAXPROCS`, the BEAM's schedulers online `+S`, a JVM's
+    /// `-XX:ActiveProcessorCount`). The smallest of them holds.
+    pub fn cpu_limit(&self) -> (f64, Option<String>) {
+        let machine = self.cpus.machine;
+        let t = &self.meta.target;
+        let env = |k: &str| {
+            t.env
+                .iter()
+                .find_map(|v| v.strip_prefix(k)?.strip_prefix('='))
+        };
+        let mut caps: Vec<(f64, String)> = Vec::new();
+        if let Some((q, _)) = self.cpus.quota {
+            caps.push((q, format!("its cgroup's CPU quota ({})", cpus(q))));
+        }
+        if let Some(n) = t.cpus_allowed.filter(|&n| n > 0) {
+            caps.push((f64::from(n), format!("its CPU affinity ({n} CPUs allowed)")));
+        }
+        match self.runtime() {
+            Runtime::Go => {
+                if let Some(n) = env("GOMAXPROCS").and_then(|v| v.trim().parse::<u32>().ok()) {
+                    caps.push((f64::from(n.max(1)), format!("GOMAXPROCS={n}")));
+                }
+            }
+            Runtime::Beam => {
+                if let Some(n) = beam_schedulers_online(&t.cmdline) {
+                    caps.push((f64::from(n), format!("+S {n} (schedulers online)")));
+                }
+            }
+            Runtime::Jvm => {
+                let opts = ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"];
+                let from_env = opts
+                    .iter()
+                    .filter_map(|k| env(k))
+                    .flat_map(|v| v.split_whitespace());
+                let n = t
+                    .cmdline
+                    .iter()
+                    .map(String::as_str)
+                    .chain(from_env)
+                    .filter_map(|a| a.strip_prefix("-XX:ActiveProcessorCount="))
+                    .filter_map(|v| v.parse::<u32>().ok())
+                    .next_back();
+                if let Some(n) = n.filter(|&n| n > 0) {
+                    caps.push((f64::from(n), format!("-XX:ActiveProcessorCount={n}")));
+                }
+            }
+            _ => {}
+        }
+        caps.into_iter()
+            .filter(|(c, _)| *c < machine)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map_or((machine, None), |(c, why)| (c, Some(why)))
+    }
+
     /// The target's runtime, from its executable, name and command line.
     pub fn runtime(&self) -> Runtime {
         let t = &self.meta.target;
@@ -207,4 +265,30 @@ pub fn cpus(c: f64) -> String {
     } else {
         format!("{c:.2} CPUs")
     }
+}
+
+/// The schedulers a BEAM runs Erlang code on (`+S N:M`, passed to `beam.smp` as `-S N:M`:
+/// M online, else N), when its command line sets them.
+pub fn beam_schedulers_online(cmdline: &[String]) -> Option<u32> {
+    let mut it = cmdline.iter().map(String::as_str).peekable();
+    let mut found = None;
+    while let Some(a) = it.next() {
+        let Some(rest) = a.strip_prefix("-S").or_else(|| a.strip_prefix("+S")) else {
+            continue;
+        };
+        let v = if rest.is_empty() {
+            match it.peek() {
+                Some(v) => *v,
+                None => break,
+            }
+        } else {
+            rest
+        };
+        let (n, m) = v.split_once(':').unwrap_or((v, ""));
+        let parse = |x: &str| x.parse::<u32>().ok().filter(|&x| x > 0);
+        if let Some(k) = parse(m).or_else(|| parse(n)) {
+            found = Some(k);
+        }
+    }
+    found
 }

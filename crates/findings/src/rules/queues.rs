@@ -3,6 +3,7 @@
 use super::secs;
 use crate::facts::count_of;
 use crate::{Class, Facts, Finding};
+use kiln_model::waits::WaitReason;
 use kiln_store::columns as col;
 
 /// A backlog that grew by less than this, or less than a second of the work, kept up.
@@ -171,11 +172,15 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
         ));
     }
     // A dropped connection waits for the client's SYN to be sent again (a second, then
-    // more): drops outweigh any other time outside the server.
-    let score = if dropped >= 1.0 {
-        0.85 + 0.1 * waiting.unwrap_or(0.5)
-    } else {
-        0.45 + 0.35 * waiting.unwrap_or(0.3)
+    // more): drops outweigh any other time outside the server. Without drops, the queue
+    // weighs what it explains (Little's law: the share of the clients waiting in it is the
+    // share of their time), as every other wait does: a step's new connections waiting a
+    // moment to be accepted rank below a lock that holds half the requests' time. At most
+    // 0.8: a thread that never idles, the cause of such a queue, ranks above it.
+    let score = match (dropped >= 1.0, waiting) {
+        (true, w) => 0.85 + 0.1 * w.unwrap_or(0.5),
+        (false, Some(w)) => 0.8 * w,
+        (false, None) => 0.55,
     };
     let mut e = f.ev(
         "accept queue",
@@ -189,6 +194,137 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
     if let Some(w) = waiting {
         x = x.explains(w * 100.0, "of the clients, waiting to be accepted");
     }
+    vec![x]
+}
+
+/// What occupies a pool's threads in the work: a lock, the disk, a sleep — waits the
+/// program's code asked for. (A condition or an event poll is how a thread waits for work
+/// too: a collector's threads, an idle pool's.)
+const IN_THE_WORK: [WaitReason; 3] = [WaitReason::Lock, WaitReason::Io, WaitReason::Sleep];
+
+/// A group's time on a CPU, waiting for one, and blocked in the work ([`IN_THE_WORK`]).
+fn occupied(g: &crate::threads::Group) -> (f64, f64) {
+    let cpu = g.on_cpu + g.runnable.unwrap_or(0.0);
+    let blocked: f64 = IN_THE_WORK.iter().map(|&r| g.blocked_for(r)).sum();
+    (cpu, blocked)
+}
+
+/// The thread group whose every thread was occupied in the work's path nearly all the
+/// time, mostly blocked in it (a lock, the disk, a sleep), while more operations were in
+/// flight than it has threads: a pool that is the limit. The group, and the operations in
+/// flight on average (Little's law).
+pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group, f64)> {
+    // Goroutines and Erlang processes wait without holding a thread.
+    if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) {
+        return None;
+    }
+    let in_flight = f.request_time_s()? / f.secs.max(1e-9);
+    let total = |g: &crate::threads::Group| {
+        let (c, b) = occupied(g);
+        c + b
+    };
+    f.groups
+        .iter()
+        .filter(|g| g.threads >= 1.5 && in_flight >= 1.5 * g.threads)
+        .filter(|g| {
+            let (cpu, blocked) = occupied(g);
+            // Occupied on CPUs alone is the CPUs' limit, not the pool's: their rules speak.
+            (cpu + blocked) / g.threads >= 0.9 && blocked > cpu
+        })
+        .max_by(|a, b| total(a).total_cmp(&total(b)))
+        .map(|g| (g, in_flight))
+}
+
+/// Every thread of a pool was occupied all the time while more operations were in flight
+/// than it has threads: the rest waited inside the server for a thread (its pool's queue),
+/// and what occupied the threads (their CPU, or the wait they were blocked in, at the
+/// program's frame) is all of the operations' time — the pool is the limit.
+///
+/// False when: no group's threads were all occupied (a pool with idle threads is not the
+/// limit); no more operations were in flight than the pool has threads (thread per
+/// connection); the runtime schedules its own tasks on threads (Go, the BEAM).
+pub fn pool(f: &Facts) -> Vec<Finding> {
+    let Some((g, in_flight)) = saturated_pool(f) else {
+        return Vec::new();
+    };
+    let (cpu, blocked) = occupied(g);
+    let occupied = cpu + blocked;
+    // What occupied the threads, the heaviest first.
+    let mut parts: Vec<(WaitReason, f64)> = IN_THE_WORK
+        .iter()
+        .map(|&r| (r, g.blocked_for(r)))
+        .filter(|(_, t)| *t > 0.0)
+        .collect();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let top_blocked = parts.first().copied();
+    let waiting = ((in_flight - g.threads) / in_flight).clamp(0.0, 1.0);
+    let (class, doing) = match top_blocked {
+        Some((reason, t)) => {
+            let site = f.offcpu().and_then(|p| {
+                crate::waits::offcpu_waits(p)
+                    .sites_of(reason)
+                    .next()
+                    .map(|s| s.label())
+            });
+            let (class, what) = super::waiting::waited_for(reason, f, None);
+            (
+                class,
+                format!(
+                    "{} of it blocked: {what}{}",
+                    super::pct(t / occupied.max(1e-9)),
+                    site.map(|s| format!(" in {s}")).unwrap_or_default()
+                ),
+            )
+        }
+        _ => (
+            Class::CpuBound,
+            format!(
+                "{} of it on a CPU or waiting for one",
+                super::pct(cpu / occupied.max(1e-9))
+            ),
+        ),
+    };
+    let claim = format!(
+        "all {:.0} '{}' threads were occupied {} of the time ({doing}) while {:.1} {}s were in flight on average: the other {:.1} waited inside the server for a thread (Little's law: {} of their time) — the pool is the limit: more threads, or less time in each",
+        g.threads,
+        g.name,
+        super::pct((occupied / g.threads).min(1.0)),
+        in_flight,
+        f.outcome.unit,
+        (in_flight - g.threads).max(0.0),
+        super::pct(waiting)
+    );
+    let mut e = f.ev(
+        format!("'{}' threads occupied", g.name),
+        format!(
+            "{:.2} of {:.0} threads (on a CPU {:.2}, runnable {:.2}, blocked in the work {:.2})",
+            occupied,
+            g.threads,
+            g.on_cpu,
+            g.runnable.unwrap_or(0.0),
+            (occupied - cpu).max(0.0)
+        ),
+        "/proc/PID/task/*/schedstat and the off-CPU profile (why each block)",
+    );
+    e.series = Some(format!(
+        "{}/{}",
+        col::TARGET,
+        col::per_group(col::GROUP_THREADS, &g.name)
+    ));
+    let x = Finding::new("pool", class, 0.9, claim)
+        .evidence(e)
+        .evidence(f.ev(
+            "in flight",
+            format!("{in_flight:.1} on average"),
+            "the load's own latencies and counts (Little's law: their latencies summed over the seconds)",
+        ))
+        .explains(100.0, format!("of the {}s' time: waiting for a thread, then in it", f.outcome.unit))
+        .check(format!(
+            "top -H -p {} (every '{}' thread busy or asleep in the work); jstack/py-spy dump/gdb -p {} for what each does",
+            f.pid(),
+            g.name,
+            f.pid()
+        ));
     vec![x]
 }
 

@@ -2,7 +2,7 @@
 //! from the kernel and given back, spinning; and memory growing.
 use super::{cpus, pct, Runtime};
 use crate::facts::count_of;
-use crate::profile::{categories, in_group, program_functions, share_of};
+use crate::profile::{categories, in_group, kept_share, program_functions, share_of, with_stack};
 use crate::{Class, Facts, Finding};
 use kiln_model::categories::GC;
 use kiln_model::FrameKind;
@@ -222,45 +222,23 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
     // frame of the program under them (a spin lock, sched_yield, Go's procyield). A frame
     // further down is a caller, not the spinning (Node's main thread runs under
     // node::SpinEventLoop whatever it does).
-    let mut path = Vec::new();
-    let stack_spins: Vec<bool> = p
-        .stacks
-        .ids()
-        .map(|id| {
-            path.clear();
-            p.stacks.path_into(id, &mut path);
-            for &fr in path.iter().rev() {
-                let k = p.frames.get(fr).kind;
-                if k == FrameKind::Root {
-                    break;
-                }
-                if spins(&String::from_utf8_lossy(p.frame_name(fr))) {
-                    return true;
-                }
-                if k != FrameKind::Kernel {
-                    break;
-                }
+    let keep = with_stack(p, |path| {
+        for &fr in path.iter().rev() {
+            let k = p.frames.get(fr).kind;
+            if k == FrameKind::Root {
+                break;
             }
-            false
-        })
-        .collect();
+            if spins(&String::from_utf8_lossy(p.frame_name(fr))) {
+                return true;
+            }
+            if k != FrameKind::Kernel {
+                break;
+            }
+        }
+        false
+    });
     let beam_off = f.meta.headline.beam.is_some();
-    let keep: Vec<bool> = p
-        .samples
-        .stack
-        .iter()
-        .map(|s| stack_spins.get(s.0 as usize).copied().unwrap_or(false))
-        .collect();
-    let total: u128 = p.samples.weight.iter().map(|&w| w as u128).sum();
-    let spun: u128 = p
-        .samples
-        .weight
-        .iter()
-        .zip(&keep)
-        .filter(|(_, k)| **k)
-        .map(|(&w, _)| w as u128)
-        .sum();
-    let share = spun as f64 / total.max(1) as f64;
+    let share = kept_share(p, &keep);
     if share < 0.15 || beam_off && !out.is_empty() {
         return out;
     }
@@ -298,40 +276,17 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
 /// they spin stay runnable, and look like threads waiting for a CPU.
 pub fn yielding(f: &Facts) -> Option<(f64, Vec<(String, u128)>)> {
     let p = f.profile("runnable")?;
-    let keep: Vec<bool> = {
-        let mut path = Vec::new();
-        let by_stack: Vec<bool> = p
-            .stacks
-            .ids()
-            .map(|id| {
-                path.clear();
-                p.stacks.path_into(id, &mut path);
-                path.iter().any(|&fr| {
-                    let n = String::from_utf8_lossy(p.frame_name(fr));
-                    n.contains("sched_yield") || n == "do_sched_yield"
-                })
-            })
-            .collect();
-        p.samples
-            .stack
-            .iter()
-            .map(|s| by_stack.get(s.0 as usize).copied().unwrap_or(false))
-            .collect()
-    };
-    let total: u128 = p.samples.weight.iter().map(|&w| w as u128).sum();
-    let yielded: u128 = p
-        .samples
-        .weight
-        .iter()
-        .zip(&keep)
-        .filter(|(_, k)| **k)
-        .map(|(&w, _)| w as u128)
-        .sum();
-    if total == 0 {
+    let keep = with_stack(p, |path| {
+        path.iter().any(|&fr| {
+            let n = String::from_utf8_lossy(p.frame_name(fr));
+            n.contains("sched_yield") || n == "do_sched_yield"
+        })
+    });
+    if p.samples.weight.iter().all(|&w| w == 0) {
         return None;
     }
     let (by, _) = program_functions(p, &keep);
-    Some((yielded as f64 / total as f64, by))
+    Some((kept_share(p, &keep), by))
 }
 
 /// Threads spinning with `sched_yield` between looks (the runnable profile shows them
@@ -344,27 +299,11 @@ fn yield_loops(f: &Facts) -> Option<Finding> {
     let names: Vec<&str> = spinners.iter().take(3).map(|(n, _)| n.as_str()).collect();
     // Their CPU: the CPU profile's samples under those functions.
     let cpu = f.cpu_profile().map(|p| {
-        let mut path = Vec::new();
-        let under: Vec<bool> = p
-            .stacks
-            .ids()
-            .map(|id| {
-                path.clear();
-                p.stacks.path_into(id, &mut path);
-                path.iter()
-                    .any(|&fr| names.contains(&String::from_utf8_lossy(p.frame_name(fr)).as_ref()))
-            })
-            .collect();
-        let total: u128 = p.samples.weight.iter().map(|&w| w as u128).sum();
-        let spun: u128 = p
-            .samples
-            .stack
-            .iter()
-            .zip(&p.samples.weight)
-            .filter(|(s, _)| under.get(s.0 as usize).copied().unwrap_or(false))
-            .map(|(_, &w)| w as u128)
-            .sum();
-        spun as f64 / total.max(1) as f64
+        let under = with_stack(p, |path| {
+            path.iter()
+                .any(|&fr| names.contains(&String::from_utf8_lossy(p.frame_name(fr)).as_ref()))
+        });
+        kept_share(p, &under)
     });
     let cpu_share = cpu.unwrap_or(share);
     let mut e = f.ev(

@@ -5,6 +5,7 @@ use super::{pct, secs, Runtime};
 use crate::waits::{go_sites, offcpu_waits, Site};
 use crate::{Class, Facts, Finding};
 use kiln_model::waits::WaitReason;
+use kiln_store::{JvmDumps, MonitorWait};
 
 /// A wait this share of the operations' time (or of the server's working time) is named.
 const NAMED: f64 = 0.1;
@@ -34,23 +35,115 @@ fn check_of(f: &Facts, reason: WaitReason) -> String {
     }
 }
 
-/// What a wait of `reason` is, as the claim says it.
-fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> (Class, String) {
-    let at = site.map(|s| s.label()).unwrap_or_default();
-    let gil = ["take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread"]
-        .iter()
-        .any(|g| at.contains(g));
-    // A synchronized block: the monitor's own frames or the JIT's stub for it. HotSpot's
-    // internal Mutex and Monitor (the heap's lock an allocation waits on while the
-    // collector runs) are the JVM's own locks, not the program's monitors.
-    let monitor = [
+/// Whether a wait at `at` (a site's label) is a synchronized block's: the monitor's own
+/// frames or the JIT's stub for it. HotSpot's internal Mutex and Monitor (the heap's lock
+/// an allocation waits on while the collector runs) are the JVM's own locks, not the
+/// program's monitors.
+fn is_monitor(at: &str) -> bool {
+    [
         "ObjectMonitor",
         "ObjectSynchronizer",
         "monitor_locking",
         "monitorenter",
     ]
     .iter()
-    .any(|m| at.contains(m));
+    .any(|m| at.contains(m))
+}
+
+/// The monitor the JVM's thread dumps found the most threads BLOCKED on, by its class and
+/// the Java method waiting to enter it: what names it where the profile cannot (the JIT
+/// inlined the synchronized method into the compiled one the profile shows).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Contended {
+    /// The method waiting (`Ledger.post`).
+    pub method: String,
+    /// The monitor's class (`Ledger`).
+    pub class: String,
+    /// The method that held it, the most often seen.
+    pub holder: Option<String>,
+    /// Threads BLOCKED on it, summed over the dumps (N).
+    pub blocked: u32,
+    /// The threads of their groups (pools) dumped, summed over the dumps (M).
+    pub of: u32,
+    /// Their group, the most common (`pool-N-thread-N`).
+    pub group: String,
+    /// The dumps in which a thread was BLOCKED on it (K).
+    pub in_dumps: usize,
+    /// The dumps.
+    pub dumps: usize,
+}
+
+/// The most waited-on monitor of dumps `d`; `None` when no thread of any dump was BLOCKED
+/// on a monitor.
+pub(crate) fn contended(d: &JvmDumps) -> Option<Contended> {
+    fn most<'a>(it: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+        let mut n: Vec<(&str, u32)> = Vec::new();
+        for x in it {
+            match n.iter_mut().find(|(y, _)| *y == x) {
+                Some((_, c)) => *c += 1,
+                None => n.push((x, 1)),
+            }
+        }
+        // The first seen wins a tie.
+        n.iter()
+            .fold(None, |best: Option<(&str, u32)>, &(x, c)| match best {
+                Some((_, b)) if b >= c => best,
+                _ => Some((x, c)),
+            })
+            .map(|(x, _)| x)
+    }
+    let keys = d
+        .dumps
+        .iter()
+        .flat_map(|x| &x.blocked)
+        .map(|b| (b.class.as_str(), b.method.as_str()));
+    let mut counts: Vec<((&str, &str), u32)> = Vec::new();
+    for k in keys {
+        match counts.iter_mut().find(|(y, _)| *y == k) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((k, 1)),
+        }
+    }
+    let &((class, method), blocked) =
+        counts
+            .iter()
+            .fold(None, |best: Option<&((&str, &str), u32)>, e| match best {
+                Some(b) if b.1 >= e.1 => best,
+                _ => Some(e),
+            })?;
+    let on = |b: &&MonitorWait| b.class == class && b.method == method;
+    let waits: Vec<&MonitorWait> = d.dumps.iter().flat_map(|x| &x.blocked).filter(on).collect();
+    let groups: Vec<&str> = waits.iter().map(|w| w.group.as_str()).collect();
+    let of = d
+        .dumps
+        .iter()
+        .flat_map(|x| &x.groups)
+        .filter(|(g, _)| groups.contains(&g.as_str()))
+        .map(|(_, n)| n)
+        .sum();
+    Some(Contended {
+        method: method.to_string(),
+        class: class.to_string(),
+        holder: most(waits.iter().filter_map(|w| w.holder_method.as_deref())).map(String::from),
+        blocked,
+        of,
+        group: most(groups.iter().copied()).unwrap_or_default().to_string(),
+        in_dumps: d
+            .dumps
+            .iter()
+            .filter(|x| x.blocked.iter().any(|b| on(&b)))
+            .count(),
+        dumps: d.dumps.len(),
+    })
+}
+
+/// What a wait of `reason` is, as the claim says it.
+pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> (Class, String) {
+    let at = site.map(|s| s.label()).unwrap_or_default();
+    let gil = ["take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread"]
+        .iter()
+        .any(|g| at.contains(g));
+    let monitor = is_monitor(&at);
     let vm_lock =
         f.runtime() == Runtime::Jvm && ["Mutex::", "Monitor::"].iter().any(|m| at.starts_with(m));
     match reason {
@@ -112,7 +205,26 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             continue;
         }
         let top = sites[0];
-        let (class, what) = waited_for(reason, f, Some(top));
+        let (class, mut what) = waited_for(reason, f, Some(top));
+        // A JVM's thread dumps name the monitor's method and class; when none of them saw
+        // a thread BLOCKED on a monitor, the profile's claim stands unnamed.
+        let dumps =
+            (reason == WaitReason::Lock && f.runtime() == Runtime::Jvm && is_monitor(&top.label()))
+                .then(|| f.jvm_dumps())
+                .flatten()
+                .filter(|d| !d.dumps.is_empty());
+        let named = dumps.as_ref().and_then(contended);
+        if let Some(m) = &named {
+            let held = m
+                .holder
+                .as_ref()
+                .map(|h| format!(", held in {h}"))
+                .unwrap_or_default();
+            what = format!(
+                "waited to enter the monitor of a {} in {} (synchronized, as the JVM's thread dumps name it{held})",
+                m.class, m.method
+            );
+        }
         let who = if f.outcome.latency.is_some() {
             format!("{}s", f.outcome.unit)
         } else {
@@ -139,14 +251,54 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         );
         e.profile = Some(p.event.name.clone());
         e.focus = Some(top.at.clone());
+        let mut finding = Finding::new("blocked", class, share.min(1.0) * 0.95, claim).evidence(e);
+        if let Some(d) = &dumps {
+            finding = finding.evidence(dumps_evidence(f, d, named.as_ref()));
+        }
         out.push(
-            Finding::new("blocked", class, share.min(1.0) * 0.95, claim)
-                .evidence(e)
+            finding
                 .explains(share * 100.0, of.clone())
                 .check(check_of(f, reason)),
         );
     }
     out
+}
+
+/// The thread dumps' evidence of a monitor wait: how many of the dumped threads of the
+/// waiters' pool were BLOCKED on it in how many dumps, or that none was on any monitor.
+fn dumps_evidence(f: &Facts, d: &JvmDumps, m: Option<&Contended>) -> crate::Evidence {
+    let source = format!(
+        "{} thread dumps of the JVM over the window (HotSpot's attach protocol; each a safepoint)",
+        d.dumps.len()
+    );
+    match m {
+        Some(m) => {
+            let held = m
+                .holder
+                .as_ref()
+                .map(|h| format!("; held in {h}"))
+                .unwrap_or_default();
+            f.ev(
+                format!("BLOCKED on a {}'s monitor", m.class),
+                format!(
+                    "{} of {} dumped {} threads BLOCKED on it in {} of {} dumps, waiting to lock in {}{held}",
+                    m.blocked, m.of, m.group, m.in_dumps, m.dumps, m.method
+                ),
+                source,
+            )
+        }
+        None => {
+            let threads: u32 = d.dumps.iter().flat_map(|x| &x.groups).map(|(_, n)| n).sum();
+            f.ev(
+                "BLOCKED on a monitor",
+                format!(
+                    "no thread in any of {} dumps ({threads} threads dumped): the profile's monitor waits were not caught in a dump, so the method is not named",
+                    d.dumps.len()
+                ),
+                source,
+            )
+        }
+    }
 }
 
 /// Without an off-CPU profile: where the target's asleep threads waited, sampled once a
@@ -231,9 +383,9 @@ pub fn sleeping(f: &Facts) -> Vec<Finding> {
 /// seconds (a goroutine waiting for a `sync.Mutex` parks without blocking a thread, so the
 /// thread-level view cannot see it): the lock and the program's frame that took it.
 ///
-/// False when: the run fetched no block profile; the delay on locks (not channels or
-/// selects: those are goroutines waiting for work) is a small share of the operations'
-/// time.
+/// False when: the run fetched no block profile; the delay on locks (and on channels or
+/// selects in a request's path; elsewhere those are goroutines waiting for work) is a
+/// small share of the operations' time.
 pub fn go_waits(f: &Facts) -> Vec<Finding> {
     let Some(p) = f
         .run
@@ -248,10 +400,17 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
     };
     let ns = p.event.ns_per_weight().unwrap_or(1.0);
     let (sites, _) = go_sites(p);
+    // Locks, and channels or selects a request waited on (a semaphore made of a channel, a
+    // pool's slot): goroutines waiting for work are left out.
     let locks: Vec<&Site> = sites
         .iter()
-        .filter(|s| s.primitive.contains("Mutex") || s.primitive.contains("semacquire"))
+        .filter(|s| matches!(s.reason, WaitReason::Lock | WaitReason::Futex))
         .collect();
+    let lock_w: u128 = locks
+        .iter()
+        .filter(|s| s.reason == WaitReason::Lock)
+        .map(|s| s.weight)
+        .sum();
     let w: u128 = locks.iter().map(|s| s.weight).sum();
     let t = w as f64 * ns / 1e9;
     let share = t / outcome_s.max(1e-9);
@@ -266,15 +425,21 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
         .take(3)
         .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
         .collect();
+    // Mostly channels: a semaphore or a pool's slot, the request's concurrency limit.
+    let on = if lock_w * 2 >= w {
+        "a lock"
+    } else {
+        "a channel in the request's path (a semaphore, a pool's slot or another goroutine's result)"
+    };
     let claim = format!(
-        "goroutines waited on a lock {} of the {}s' time ({} in all), in {}",
+        "goroutines waited on {on} {} of the {}s' time ({} in all), in {}",
         pct(share.min(1.0)),
         f.outcome.unit,
         secs(t),
         places.join(", ")
     );
     let mut e = f.ev(
-        "goroutines blocked on locks",
+        "goroutines blocked on locks, and on channels in requests",
         format!("{} at {}", secs(t), places.join(", ")),
         format!("Go's block profile ({}), the same seconds", p.event.name),
     );
@@ -288,6 +453,74 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
 
 /// Linux's delayed-ACK timer (ms): a small write held by Nagle's algorithm waits for it.
 const DELAYED_ACK_MS: f64 = 40.0;
+
+/// Whether a gap between a response's first and last bytes is Linux's delayed-ACK timer
+/// (40 ms, and 200 ms once its estimate has grown), as Nagle's algorithm meets it.
+fn delayed_ack(ms: f64) -> bool {
+    (ms - DELAYED_ACK_MS).abs() <= 0.35 * DELAYED_ACK_MS || (ms - 200.0).abs() <= 25.0
+}
+
+/// Responses that arrived in parts, their last bytes long after their first (the load's
+/// own receive times, the kernel's stamps): the server wrote each in pieces and the rest
+/// waited — for the client's delayed ACK under Nagle's algorithm when the gap is that
+/// timer's, else for the server's own work between the pieces.
+///
+/// False when: few responses were split, or their gaps are a small share of the
+/// operations' time; the load is not kiln's HTTP client (no such count).
+pub fn split(f: &Facts) -> Option<Finding> {
+    // Rates per second: their counts are each rate times its second's length.
+    let sum = |c: &str| crate::facts::count_of(&f.values(kiln_store::columns::LOAD, c));
+    let (n, wait_us) = (sum("split_responses")?, sum("split_wait_us")?);
+    let ops = f.outcome.ops.filter(|o| *o > 0.0)?;
+    let req_s = f.request_time_s()?;
+    let share = wait_us / 1e6 / req_s.max(1e-9);
+    if n / ops < 0.2 || share < NAMED {
+        return None;
+    }
+    let gap_ms = wait_us / 1000.0 / n.max(1.0);
+    let nagle = delayed_ack(gap_ms);
+    let mut claim = format!(
+        "{} of the responses arrived in parts, their last bytes {gap_ms:.1} ms after their first on average: {} of the {}s' time",
+        pct((n / ops).min(1.0)),
+        pct(share.min(1.0)),
+        f.outcome.unit
+    );
+    claim.push_str(if nagle {
+        " — the delayed-ACK stall: the server writes each response in pieces without TCP_NODELAY, and the last piece waits for the client's ACK (Nagle's algorithm): set TCP_NODELAY on its sockets, or write each response at once"
+    } else {
+        " — the server wrote them in pieces and the rest came later (its work between the pieces, or the network)"
+    });
+    let e = f.ev(
+        "responses in parts",
+        format!(
+            "{} of {} ({:.1} ms between first and last byte on average)",
+            kiln_model::thousands(n.round() as u64),
+            kiln_model::thousands(ops.round() as u64),
+            gap_ms
+        ),
+        "the load's own receive times (the kernel's stamps on each read)",
+    );
+    Some(
+        Finding::new(
+            "split",
+            Class::NetworkWait,
+            share.min(1.0) * 0.95,
+            claim,
+        )
+        .evidence(e)
+        .explains(share * 100.0, format!("of the {}s' time", f.outcome.unit))
+        .check(if nagle {
+            format!("strace -f -tt -e trace=write,writev,sendto,setsockopt -p {} (two writes per response, no TCP_NODELAY); nstat -az TcpExtDelayedACKs", f.pid())
+        } else {
+            format!("strace -f -tt -e trace=write,writev,sendto -p {}", f.pid())
+        }),
+    )
+}
+
+/// The rule form of [`split`].
+pub fn split_responses(f: &Facts) -> Vec<Finding> {
+    split(f).into_iter().collect()
+}
 
 /// The server was idle while the operations took long: the time is outside it — in the
 /// network stack, the client, or a service it waits for. By Little's law the operations'
@@ -318,10 +551,12 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     // A thread never idle, or a group whose threads all work, is where operations wait.
     // (On a CPU or waiting for one: a thread blocked all the time on a condition is not
     // saturated.)
+    // A pool whose threads were all occupied (blocked in the work included) holds the
+    // rest of the operations in its own queue: the pool rule speaks.
     let saturated = f.groups.iter().any(|g| {
         g.has_saturated_thread()
             || (g.threads >= 1.0 && (g.on_cpu + g.runnable.unwrap_or(0.0)) / g.threads >= 0.85)
-    });
+    }) || super::queues::saturated_pool(f).is_some();
     // Connections waiting in the accept queue, or dropped from it, are the server's: the
     // accept rule names them.
     let accept = f
@@ -340,6 +575,11 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     // server hardly awake at all says the time is outside it.
     let green = matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam);
     if share >= 0.3 || saturated || accept || (green && share >= 0.05) {
+        return Vec::new();
+    }
+    // Responses held by the delayed ACK: the split rule names the stall from the client's
+    // own receive times.
+    if split(f).is_some_and(|x| x.claim.contains("delayed-ACK")) {
         return Vec::new();
     }
     let per_op = f.outcome.ops.filter(|o| *o > 0.0).map(|o| busy / o);
@@ -408,4 +648,73 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         format!("ss -tni; perf trace -s -p {} -- sleep {}", f.pid(), f.secs_arg())
     });
     vec![f0]
+}
+
+#[cfg(test)]
+mod dump_tests {
+    use super::*;
+    use kiln_store::JvmDump;
+
+    fn wait(thread: &str, class: &str, method: &str, holder: Option<&str>) -> MonitorWait {
+        MonitorWait {
+            thread: thread.into(),
+            group: "pool-N-thread-N".into(),
+            method: method.into(),
+            address: "0x1".into(),
+            class: class.into(),
+            holder: holder.map(|_| "pool-1-thread-9".into()),
+            holder_method: holder.map(String::from),
+        }
+    }
+
+    /// N of M pool threads in K of the dumps: the monitor most waited on, counted over
+    /// every dump; none when no dump caught a BLOCKED thread.
+    #[test]
+    fn the_most_waited_on_monitor_is_counted_over_the_dumps() {
+        let pool = vec![("pool-N-thread-N".to_string(), 16), ("main".to_string(), 1)];
+        let dump = |blocked| JvmDump {
+            groups: pool.clone(),
+            blocked,
+            ..JvmDump::default()
+        };
+        let d = JvmDumps {
+            pid: 1,
+            asked: 3,
+            dumps: vec![
+                dump(vec![
+                    wait(
+                        "pool-1-thread-1",
+                        "Ledger",
+                        "Ledger.post",
+                        Some("Ledger.post"),
+                    ),
+                    wait("pool-1-thread-2", "Ledger", "Ledger.post", None),
+                    wait("pool-1-thread-3", "Cache", "Cache.get", None),
+                ]),
+                dump(Vec::new()),
+                dump(vec![wait(
+                    "pool-1-thread-4",
+                    "Ledger",
+                    "Ledger.post",
+                    Some("Ledger.post"),
+                )]),
+            ],
+            failures: Vec::new(),
+        };
+        let m = contended(&d).unwrap();
+        assert_eq!(
+            (m.class.as_str(), m.method.as_str()),
+            ("Ledger", "Ledger.post")
+        );
+        assert_eq!((m.blocked, m.of, m.in_dumps, m.dumps), (3, 48, 2, 3));
+        assert_eq!(
+            (m.group.as_str(), m.holder.as_deref()),
+            ("pool-N-thread-N", Some("Ledger.post"))
+        );
+        let none = JvmDumps {
+            dumps: vec![dump(Vec::new())],
+            ..d
+        };
+        assert_eq!(contended(&none), None);
+    }
 }

@@ -74,6 +74,10 @@ enum ConnState {
     Open,
 }
 
+/// A response whose last byte arrived this long after its first is counted as split
+/// (`split_responses`, `split_wait_us`): Linux delays an ACK 40 ms at least.
+const SPLIT_NS: u64 = 20_000_000;
+
 #[derive(Debug)]
 struct Conn {
     sock: Option<TcpStream>,
@@ -90,6 +94,8 @@ struct Conn {
     closing: bool,
     /// Index in the free list, when free.
     free: bool,
+    /// When the first bytes of the response being read arrived (ns on the run's clock).
+    first_byte_ns: Option<u64>,
 }
 
 impl Conn {
@@ -106,6 +112,7 @@ impl Conn {
             generation: 0,
             closing: false,
             free: false,
+            first_byte_ns: None,
         }
     }
 }
@@ -602,6 +609,7 @@ impl<'a> Worker<'a> {
                 );
                 return false;
             }
+            let first = *c.first_byte_ns.get_or_insert(arrived);
             match c.reader.feed(&self.rbuf[at..n], head) {
                 Ok((used, None)) => {
                     at += used;
@@ -615,6 +623,15 @@ impl<'a> Worker<'a> {
                         break;
                     };
                     c.done = sent.seq;
+                    c.first_byte_ns = None;
+                    // A response whose last bytes came long after its first: the server
+                    // wrote it in parts and the rest waited (for the client's delayed ACK
+                    // under Nagle's algorithm, or for the server's work between them).
+                    let split = now.saturating_sub(first);
+                    if split >= SPLIT_NS {
+                        self.ctx.add(self.agent, M.split_responses, 1);
+                        self.ctx.add(self.agent, M.split_wait_us, split / 1000);
+                    }
                     if !resp.keep_alive {
                         c.closing = true;
                     }
@@ -708,6 +725,7 @@ impl<'a> Worker<'a> {
         }
         c.inflight.clear();
         c.reader = ResponseReader::new();
+        c.first_byte_ns = None;
         c.wbuf.clear();
         c.wpos = 0;
         c.seq = 0;

@@ -17,7 +17,7 @@ metrics! {
     counters(COUNTERS) {
         sent, answered, unanswered, not_sent, bytes_read, bytes_written, connects,
         target_cpu_user_us, target_cpu_sys_us, target_ctx_switches, client_cpu_us,
-        machine_busy_us, target_runq_wait_us,
+        machine_busy_us, target_runq_wait_us, split_responses, split_wait_us,
     }
     latencies(LATENCIES) { latency_intended, latency }
     flags(FLAGS) { stalled, errors }
@@ -108,6 +108,18 @@ const COUNTERS: &[CounterDef] = &[
         Show::NonZero,
     ),
     CounterDef::new("bytes_read", "B", "bytes of responses read", Show::Always),
+    CounterDef::new(
+        "split_responses",
+        "req",
+        "responses whose last byte arrived 20 ms or more after their first (written in parts; the rest waited)",
+        Show::NonZero,
+    ),
+    CounterDef::new(
+        "split_wait_us",
+        "µs",
+        "the time between the first and the last byte of the split responses, summed",
+        Show::Never,
+    ),
     CounterDef::new(
         "bytes_written",
         "B",

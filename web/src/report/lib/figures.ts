@@ -168,7 +168,10 @@ export function windowFigures(r: RunPage, w: [number, number]): Map<string, Wind
   const held = r.unit === 'conn' && load ? connectionsHeld(load, w[1], names) : null;
   if (held !== null) out.set('connections', { value: held, text: thousands(held), detail: 'at the end of the window' });
   if (r.latency) {
-    const p = percentilesIn(r.latency_seconds, r.latency, w);
+    // A sweep's step: the histogram the load kept for it, as `kiln runs show RUN@STEP`
+    // and the sweep's table give it; any other window: its seconds' histograms merged.
+    const step = r.sweep?.points.find((x) => x.start === w[0] && x.end === w[1]);
+    const p = step?.latency ?? percentilesIn(r.latency_seconds, r.latency, w);
     if (p) {
       for (const [key, v] of [['p50', p.p50], ['p99', p.p99], ['p999', p.p999], ['max', p.max]] as const) out.set(key, { value: v, text: formatValue(v, 'us'), detail: `of ${thousands(p.count)} values` });
     }
@@ -209,6 +212,10 @@ export function windowFigures(r: RunPage, w: [number, number]): Map<string, Wind
   if (k !== null) out.set('kiln_cpu', { value: k, text: `${k.toFixed(1)}% of one CPU` });
   const l = mean(kiln, names.load_command_cpu);
   if (l !== null) out.set('load_cpu', { value: l, text: `${l.toFixed(1)}% of one CPU` });
+  // kiln's eBPF CPU: the recording's total given to each second by Rust (crates/store
+  // seconds.rs); a window's is its seconds' sum, as `kiln runs show RUN@A-B` gives it.
+  const bpf = rateIn(r.ebpf ?? undefined, 'kiln eBPF cpu', w);
+  if (bpf !== null) out.set('kiln_bpf_cpu', { value: bpf, text: `${bpf.toFixed(1)}% of one CPU`, detail: 'the recording\u2019s eBPF CPU given to each second by its share of the recorded samples' });
   const busy = mean(machine, names.busy);
   if (busy !== null) out.set('machine_busy', { value: busy, text: `${busy.toFixed(0)}% of ${r.cpus} CPUs` });
   return out;

@@ -13,7 +13,7 @@
 // Not ported: the function tables and the profile's movers (they need the profiles: the
 // command gives them), `--fail-if` gates, and the noise floor of the baseline's history
 // (a window never has one: kiln compare takes history only for whole measurements).
-import { ColumnNames, Judging, PerSecond, Table } from '../data.js';
+import { BeamSeconds, ColumnNames, Judging, PerSecond, Table } from '../data.js';
 import { integral, isTable, maxIn, overlapIn } from './figures.js';
 import { percentilesIn } from './window.js';
 
@@ -393,7 +393,7 @@ interface FigureDef {
 
 const fig = (key: string, label: string, unit: string, better: Better, kind: Kind, resolution = 0): FigureDef => ({ key, label, unit, better, kind, resolution });
 
-/** The figures a window has, in table order (figures.rs `FIGURES`; those a window never has left out: BEAM's, kiln's eBPF CPU). */
+/** The figures a window has, in table order (figures.rs `FIGURES`). */
 export const FIGURES: FigureDef[] = [
   fig('set_rate', 'rate set', '/s', 'higher', 'set_rate'),
   fig('concurrency', 'concurrency', '', 'higher', 'concurrency'),
@@ -407,8 +407,11 @@ export const FIGURES: FigureDef[] = [
   fig('switches_per_op', 'context switches per {op}', '', 'lower', 'outcome'),
   fig('rss', 'target RSS max', 'bytes', 'lower', 'outcome', 1024 * 1024),
   fig('queue_depth', 'queue depth max', 'msg', 'lower', 'outcome', 1000),
+  fig('beam_busy_wait', 'BEAM schedulers busy-waiting (msacc other)', '%', 'lower', 'context', 1),
+  fig('beam_check_io', 'BEAM schedulers polling (msacc check_io)', '%', 'lower', 'context', 1),
   fig('target_cpu', 'target CPU', '%', 'lower', 'load_driven'),
   fig('kiln_cpu', 'kiln CPU', '%', 'lower', 'context'),
+  fig('kiln_bpf_cpu', 'kiln eBPF CPU', '%', 'lower', 'context'),
   fig('machine_busy', 'machine busy', '%', 'lower', 'context'),
 ];
 
@@ -486,6 +489,36 @@ export interface WindowRun {
   counted: string | null;
   latency: string | null;
   latency_seconds: PerSecond;
+  ebpf?: Table | null;
+  beam?: BeamSeconds | null;
+}
+
+/**
+ * The BEAM's schedulers' busy-wait and polling shares over the seconds of w, % of their
+ * awake time: their weights by state summed over those seconds, then the arithmetic of
+ * crates/store/src/model.rs `StateSources::states` in its order; null without scheduler
+ * time there.
+ */
+export function beamSharesIn(b: BeamSeconds, w: [number, number]): { other: number; checkIo: number } | null {
+  const sum = (per: number[][]): number[] => {
+    const out = [0, 0, 0, 0, 0, 0, 0];
+    for (let i = 0; i < b.time.length; i++) {
+      const len = i > 0 ? (b.time[i] - b.time[i - 1]) / 1e9 : 1;
+      const mid = b.time[i] - Math.trunc(len * 0.5e9);
+      if (mid >= w[0] && mid < w[1]) per[i].forEach((x, k) => (out[k] += x));
+    }
+    return out;
+  };
+  const cpu = sum(b.cpu).map((x) => x * b.cpu_ns);
+  const blocked = b.wall_ns ? sum(b.blocked).map((x) => x * b.wall_ns![0]) : null;
+  const runnable = b.wall_ns ? sum(b.runnable).map((x) => x * b.wall_ns![1]) : null;
+  const all7 = cpu.map((x, k) => x + ((blocked ? blocked[k] : 0) + (runnable ? runnable[k] : 0)));
+  const all = all7.reduce((a, x) => a + x, 0);
+  // BeamState::ALL: emulator, port, gc, check_io, aux, other, sleep.
+  const awake = all - all7[6];
+  if (!(all > 0)) return null;
+  const pct = (x: number): number => (awake > 0 ? (x * 100) / awake : 0);
+  return { other: pct(all7[5]), checkIo: pct(all7[3]) };
 }
 
 /** Latency percentiles of the run's per-second histograms over w (the headline's latency, else the first kept), as the run page's (lib/window.ts). */
@@ -544,6 +577,16 @@ export function windowHeadline(r: WindowRun, w: [number, number], names: ColumnN
   if (rss !== null && Math.trunc(rss) > 0) set('rss', Math.trunc(rss));
   const k = cpuOf(names.kiln_cpu, kiln ? [kiln] : []);
   if (k !== null && secs > 0) set('kiln_cpu', (k / secs) * 100);
+  // kiln's eBPF CPU and the BEAM's states: what the store put on the run's seconds.
+  // Whole seconds of the grid, as Rust sums them (crates/store/src/seconds.rs).
+  const bpfSum = integral(r.ebpf ?? undefined, 'kiln eBPF cpu', w);
+  const bpf = bpfSum.any ? bpfSum.sum / 100 : null;
+  if (bpf !== null && secs > 0) set('kiln_bpf_cpu', (bpf / secs) * 100);
+  const beam = r.beam ? beamSharesIn(r.beam, w) : null;
+  if (beam) {
+    set('beam_busy_wait', beam.other);
+    set('beam_check_io', beam.checkIo);
+  }
   const busy = overlapIn(machine ? [machine] : [], names.busy, w);
   if (busy.any && busy.seconds > 0) set('machine_busy', busy.sum / busy.seconds);
   const depth = maxIn(load, names.queue_depth, w);

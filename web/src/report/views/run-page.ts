@@ -12,6 +12,7 @@ import { COLORS, runCharts } from '../lib/charts.js';
 import { WindowFigure, windowFigures } from '../lib/figures.js';
 import { compact, formatValue, formatWindow } from '../lib/format.js';
 import { edgesOf, parseWindow, typicalStep, writeWindow } from '../lib/intervals.js';
+import { beamText, recordedPart } from '../lib/grid.js';
 import { buildKnee, stepBoundaries } from './sweep.js';
 import { plainLatency } from '../lib/names.js';
 import { distributionIn } from '../lib/window.js';
@@ -112,6 +113,8 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
     series: (s) => showSeries(s),
     profile: (event, focus) => showProfile(r, event, focus),
   });
+  const beam = r.beam ? el('p', { class: 'r-beam', 'data-field': 'beam' }) : null;
+  if (beam) cards.el.after(beam);
   root.append(head, ...(findings ? [findings] : []), charts, profiles.section);
   // The measurement's figures are the run's headline, as kiln computed them (r.figures);
   // a window's are computed here by the same rule (lib/figures.ts).
@@ -119,8 +122,10 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
 
   const show = (): void => {
     const w = st.current;
-    setText(windowBar.text, w ? `Window: ${formatWindow(w)}` : `No window: figures and legends are the measurement's (${formatWindow(measure)}), flame graphs every sample of the run`);
-    for (const e of profiles.windows) setText(e, w ? `Samples in ${formatWindow(w)} only` : 'Every sample of the run');
+    const note = w ? recordedPart(r, w) : null;
+    setText(windowBar.text, w ? `Window: ${formatWindow(w)}${note ? ` \u2014 ${note}` : ''}` : `No window: figures and legends are the measurement's (${formatWindow(measure)}), flame graphs every sample of the run`);
+    for (const e of profiles.windows) setText(e, w ? `Samples in ${formatWindow(w)} only${note ? `: ${note}` : ''}` : 'Every sample of the run');
+    if (beam && r.beam) setText(beam, beamText(r.beam, w));
     cards.show(w, w ? windowFigures(r, w) : measurementFigures, measurementFigures);
     tl.markers.select(w);
     showHeadings(profiles.headings, origin, w);

@@ -19,6 +19,7 @@ body{background:var(--bg)}
 .r-facts dt{color:var(--muted)}
 .r-facts dd{margin:0;min-width:0;white-space:pre-wrap;word-break:break-all;max-height:4.5em;overflow:auto;unicode-bidi:isolate}
 .r-figures{display:flex;flex-wrap:wrap;gap:8px;margin:10px 0}
+.r-beam{white-space:pre-line;margin:4px 0 10px;font-size:13px}
 .r-figure{border:1px solid var(--line);border-radius:4px;padding:6px 10px;min-width:130px;background:var(--panel)}
 .r-figure-label{font-size:11px;color:var(--muted);white-space:pre-wrap}
 .r-figure-value{font-size:17px;font-weight:bold;white-space:nowrap}

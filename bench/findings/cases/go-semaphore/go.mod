@@ -1,0 +1,3 @@
+module gosemaphore
+
+go 1.19

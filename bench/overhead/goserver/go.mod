@@ -1,0 +1,3 @@
+module kiln.bench/overhead-goserver
+
+go 1.21
