@@ -1,6 +1,7 @@
 // Unit tests of the report's DOM-free parts (src/report/lib) and of time windows over
 // samples that weigh time (src/lib/profile.ts), against slow, obviously-correct models.
 import { test } from 'node:test';
+import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { decimate, columnMeans, lowerBound } from '../src/report/lib/decimate.js';
 import { edgesOf, parseWindow, rowAt, rowsIn, snap, writeWindow } from '../src/report/lib/intervals.js';
@@ -8,13 +9,19 @@ import { binaryStep, linearScale, logScale, nines, ninesTicks, timeTicks } from 
 import { formatSeconds, formatSpan, formatValue, formatWindow, unitText } from '../src/report/lib/format.js';
 import { runCharts, shade } from '../src/report/lib/charts.js';
 import { RawProfile, baseTree } from '../src/lib/profile.js';
-import { CategorySeries, PerSecond, RunPage, Table } from '../src/report/data.js';
+import { CategorySeries, ColumnNames, PerSecond, RunPage, Table } from '../src/report/data.js';
 import { categorySharesIn, distributionIn, distributionOfRuns, percentilesIn } from '../src/report/lib/window.js';
 import { meanIn, secondsOn, windowFigures } from '../src/report/lib/figures.js';
 import { plainColumn, plainGroup } from '../src/report/lib/names.js';
 import { beamText, recordedPart } from '../src/report/lib/grid.js';
 import * as markersLib from '../src/report/lib/markers.js';
 import { Marker, rowsOf, searchMarkers } from '../src/report/lib/markers.js';
+
+// A run page's data and the figures the Rust side computes for windows of it, written by
+// crates/report (run.rs, the_windows_figures_for_the_pages_own_test).
+const FIXTURE = JSON.parse(readFileSync(new URL('../tests/fixtures/window-figures.json', import.meta.url), 'utf8'));
+/** The names of the series, as kiln writes them (sent with every page's data). */
+const NAMES: ColumnNames = FIXTURE.page.columns;
 
 /** A deterministic pseudo-random sequence. */
 function rng(seed: number): () => number {
@@ -160,7 +167,7 @@ test('a run’s charts: only series that hold something, latency on a log scale 
     ],
   };
   const machine: Table = { name: 'machine', time, columns: [{ name: 'busy', unit: '%', values: [50, 60, 70] }] };
-  const charts = runCharts({ tables: [load, target, machine], unit: 'msg', latency: 'consumer_latency', cpus: 2, categories: [] });
+  const charts = runCharts({ tables: [load, target, machine], columns: NAMES, unit: 'msg', latency: 'consumer_latency', cpus: 2, categories: [] });
   const ids = charts.map((c) => c.id);
   assert.deepEqual(ids, ['rates', 'events:conn/s', 'latency:consumer_latency', 'spans', 'cpu', 'rss', 'machine']);
   assert.deepEqual(charts[0].lines.map((l) => l.column), ['sent'], 'all-zero rates are left out');
@@ -247,6 +254,7 @@ test('window figures: rates and CPU from the seconds inside, the largest RSS, sh
   const time = [1e9, 2e9, 3e9, 4e9];
   const t = (name: string, columns: [string, string, (number | null)[]][]): Table => ({ name, time, columns: columns.map(([n, u, v]) => ({ name: n, unit: u, values: v })) });
   const r = {
+    columns: NAMES,
     unit: 'msg',
     latency: 'lat',
     cpus: 2,
@@ -279,6 +287,7 @@ test('window figures: rates and CPU from the seconds inside, the largest RSS, sh
 test('a fleet: the connections held at the window\'s end, CPU per 1,000 of them, no throughput', () => {
   const time = [1e9, 2e9, 3e9, 4e9];
   const r = {
+    columns: NAMES,
     unit: 'conn',
     latency: null,
     cpus: 2,
@@ -318,7 +327,7 @@ test('one rule for a window\'s seconds: a second is the window\'s when its middl
 
 test('window figures: the card, the legend and the Rust summary agree for windows of 1, 2 and every second', () => {
   const load: Table = { name: 'load', time: TICKS, columns: [{ name: 'received', unit: 'msg/s', values: RATES }] };
-  const r = { unit: 'msg', latency: null, cpus: 1, completed: 'received', tables: [load] } as unknown as RunPage;
+  const r = { columns: NAMES, unit: 'msg', latency: null, cpus: 1, completed: 'received', tables: [load] } as unknown as RunPage;
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   for (const [w, want] of [
     [[1e9, 2e9], RATES[1]],
@@ -468,7 +477,7 @@ test('verdict: a run over a window counts the seconds whose middle lies in it (w
       { name: 'target', time, columns: [{ name: 'cpu user', unit: '', values: [50, 50, 50, 50, 50] }, { name: 'cpu system', unit: '', values: [10, 10, 10, 10, 10] }] },
     ],
   } as unknown as V.WindowRun;
-  const at = (a: number, b: number) => V.windowHeadline(run, [a, b]);
+  const at = (a: number, b: number) => V.windowHeadline(run, [a, b], NAMES);
   assert.ok(Math.abs(at(1e9, 2e9).get('throughput')! - 70.6e3) < 1e-6);
   assert.ok(Math.abs(at(1e9, 3e9).get('throughput')! - 78.6e3) < 1e-6);
   assert.ok(Math.abs(at(0, 2.4e9).get('throughput')! - (74.0e3 + 70.6e3) / 2) < 1e-6);
@@ -496,7 +505,7 @@ test('verdict: a window\'s rows: a set rate held is a setting, the target\'s CPU
   // Six rounds drifting together; the candidate 25% dearer in each.
   const runs = [0, 1, 2, 3, 4, 5].flatMap((i) => [mk(0, i, 10 * 1.15 ** i), mk(1, i, 12.5 * 1.15 ** i)]);
   const paired = { alpha: 0.05, threshold_pct: 5, not_comparable: null, paired: [null, { experiment: 'a/b@1', pairs: [0, 1, 2, 3, 4, 5].map((i) => [i, i] as [number, number]) }], unmatched: [null, null] };
-  const j = V.judgeWindow(['a', 'b'], runs, paired, [0, 3e9]);
+  const j = V.judgeWindow(['a', 'b'], runs, paired, [0, 3e9], NAMES);
   const row = (k: string) => j.rows.find((r) => r.key === k)!;
   assert.equal(row('throughput').role, 'setting');
   assert.equal(row('throughput').cells[0], '1000/s, held');
@@ -512,7 +521,7 @@ test('verdict: a window\'s rows: a set rate held is a setting, the target\'s CPU
   const five = { ...paired, paired: [null, { experiment: 'x', pairs: paired.paired[1]!.pairs.slice(0, 5) }] };
   assert.ok(V.analysisNotes(['a', 'b'], five)[0].endsWith('(coverage 93.8%); drift of the machine between rounds cancels; 5 rounds can never show a change at alpha 0.05 (smallest p 0.062): --repeat 6'));
   // Unpaired, the drift (+15% a round, 100% over the six) hides the change.
-  const unpaired = V.judgeWindow(['a', 'b'], runs, { ...paired, paired: [null, null] }, [0, 3e9]);
+  const unpaired = V.judgeWindow(['a', 'b'], runs, { ...paired, paired: [null, null] }, [0, 3e9], NAMES);
   assert.equal(unpaired.rows.find((r) => r.key === 'cpu_per_op')!.changes[1]!.verdict.verdict, 'cannot_tell');
 });
 
@@ -588,6 +597,46 @@ test('markers: a lane has as many rows as its markers need not to overlap; the t
   assert.deepEqual(searchMarkers(markers, 'STALL'), [3, 5]);
   assert.deepEqual(searchMarkers(markers, 'flow'), [2, 3, 5, 4]);
   assert.deepEqual(searchMarkers(markers, 'reset'), [6]);
+});
+
+test('a window dragged on a page has the figures the Rust side computes for it (fixtures/window-figures.json)', () => {
+  const r = FIXTURE.page as RunPage;
+  const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+  const same = (got: Map<string, number>, want: Record<string, number | null | undefined>, what: string) => {
+    const known = Object.entries(want).filter((x): x is [string, number] => x[1] !== null && x[1] !== undefined);
+    assert.deepEqual([...got.keys()].sort(), known.map(([k]) => k).sort(), `${what}: the same figures`);
+    for (const [k, v] of known) assert.ok(close(got.get(k)!, v), `${what}: ${k} is ${got.get(k)} on the page, ${v} in Rust`);
+  };
+  assert.ok(FIXTURE.cases.length >= 5);
+  for (const c of FIXTURE.cases as { window: [number, number]; figures: Record<string, number>; headline: Record<string, number> }[]) {
+    const w = c.window;
+    // The run page's cards.
+    const cards = new Map([...windowFigures(r, w)].map(([k, f]) => [k, f.value]));
+    same(cards, c.figures, `run page over ${w}`);
+    // The compare page's judging of a window (kiln compare RUN@START-END).
+    const run = { group: 0, id: null, index: 0, tables: r.tables, measure_end: w[1], unit: r.unit, rate: null, concurrency: null, counted: r.completed, latency: r.latency, latency_seconds: r.latency_seconds } as V.WindowRun;
+    const h = c.headline;
+    const secs = (w[1] - w[0]) / 1e9;
+    const per = (x: number | undefined) => (x === undefined ? undefined : (x / secs) * 100);
+    same(V.windowHeadline(run, w, r.columns), {
+      throughput: h.throughput,
+      send_rate: h.send_rate,
+      p50: h.p50_us,
+      p99: h.p99_us,
+      p999: h.p999_us,
+      max: h.max_us,
+      target_cpu: per(h.target_cpu_s),
+      rss: h.rss_max_bytes,
+      kiln_cpu: per(h.kiln_cpu_s),
+      machine_busy: h.machine_busy_pct,
+      queue_depth: h.queue_depth_max,
+      cpu_per_op: h.cpu_per_op_us,
+      switches_per_op: h.switches_per_op,
+    }, `compare page over ${w}`);
+  }
+  // The measurement's cards are the run's headline, as kiln computed it.
+  const measure = FIXTURE.cases[0];
+  assert.deepEqual(Object.fromEntries((r.figures as { key: string; value: number }[]).map((f) => [f.key, f.value])), measure.figures);
 });
 
 test('one grid: a window\'s BEAM states are those Rust gave its seconds; a window reaching outside the recording says what it holds', () => {

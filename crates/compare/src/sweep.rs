@@ -129,11 +129,8 @@ fn step_of(run: &RunData, w: &Window) -> (Step, RunMeta) {
             .map(|c| c / secs * 100.0),
         machine_busy_pct: h.machine_busy_pct,
         queue: crate::window::queue_depth(run, w),
-        counts: crate::window::load_count(run, w, "sent").zip(crate::window::load_count(
-            run,
-            w,
-            &run.meta.load.completed,
-        )),
+        counts: crate::window::load_count(run, w, kiln_store::columns::SENT)
+            .zip(crate::window::load_count(run, w, &run.meta.load.completed)),
         start_ns: w.start_ns,
         end_ns: w.end_ns,
         cut_short_s: None,

@@ -259,7 +259,7 @@ fn cpus(run: &RunData, meta: &RunMeta, w: &Window) -> Cpus {
                 .iter()
                 .filter_map(|c| {
                     let m = mean_of(&values(Some(t), &c.name, w))? / 100.0;
-                    let name = c.name.strip_prefix("cpu:").unwrap_or(&c.name);
+                    let name = col::other_name(&c.name);
                     Some((name.to_string(), m))
                 })
                 .filter(|(_, m)| *m > 0.0)

@@ -497,11 +497,7 @@ fn an_idle_server_with_slow_requests_points_outside() {
     for _ in 0..1000 {
         h.record(40_100).unwrap();
     }
-    let mut data = Vec::new();
-    use hdrhistogram::serialization::Serializer;
-    hdrhistogram::serialization::V2DeflateSerializer::new()
-        .serialize(&h, &mut data)
-        .unwrap();
+    let data = kiln_store::hdr::encode_histogram(&h).unwrap();
     r.histograms = vec![kiln_store::Histogram {
         name: "latency".into(),
         window: "measure".into(),

@@ -10,7 +10,7 @@ use crate::run::{completed_column, origin_of, table, Table};
 use crate::{ReportError, ReportOptions};
 use kiln_compare::export::group_text;
 use kiln_compare::{Comparison, Exporter, Role, Rounds, Verdict};
-use kiln_store::RunData;
+use kiln_store::{columns, RunData};
 use serde::Serialize;
 use std::io::Write;
 
@@ -227,6 +227,8 @@ struct ComparePage {
     series: Vec<RunSeries>,
     functions: Vec<FunctionTablePage>,
     diff: Option<DiffInfo>,
+    /// The names of the series the page reads, as kiln writes them. Added in 0.4.
+    columns: crate::run::ColumnNames,
 }
 
 fn verdict_key(v: &Verdict) -> &'static str {
@@ -271,6 +273,7 @@ pub fn write_compare_report(
         judging: judging(cmp, runs),
         functions: function_pages(cmp),
         diff,
+        columns: crate::run::ColumnNames::KILN,
     };
     let labels: Vec<&str> = cmp.groups.iter().map(|g| g.label.as_str()).collect();
     let title = format!("kiln compare {}", labels.join(" vs "));
@@ -404,7 +407,7 @@ fn run_series(runs: &[Vec<RunData>]) -> Vec<RunSeries> {
             runs.iter().enumerate().map(move |(i, r)| {
                 let o = origin_of(&r.meta, &r.series);
                 let grid = kiln_store::seconds::grid(r);
-                let load = r.series.iter().find(|t| t.name == "load");
+                let load = r.series.iter().find(|t| t.name == columns::LOAD);
                 let load_time = load.map_or(&[][..], |t| &t.time_ns[..]);
                 RunSeries {
                     group: gi,

@@ -9,7 +9,7 @@
 //! seconds (`load@NAME`) stop before the load's. A second is the interval ending at its
 //! row's time, so a run of rows spans from the first row's start to the last row's end.
 use crate::run::typical_step;
-use kiln_store::{RunData, SeriesTable};
+use kiln_store::{columns, RunData, SeriesTable};
 
 /// One marker: a span of the run's clock with what happened in it.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,7 +65,7 @@ fn flag_name(column: &str) -> &str {
 /// The lane and plain name of a counter that counts events, if it is one.
 fn counter_name(column: &str) -> Option<(&'static str, &'static str)> {
     Some(match column {
-        "dropped" => ("connections", "connections dropped"),
+        columns::DROPPED => ("connections", "connections dropped"),
         "reconnects" => ("connections", "reconnects"),
         "failed" => ("connections", "connection attempts failed"),
         "refused" => ("errors", "refused by the server"),
@@ -171,7 +171,7 @@ fn agent_markers(run: &RunData) -> Vec<Marker> {
     let Some(end) = run
         .series
         .iter()
-        .find(|t| t.name == "load")
+        .find(|t| t.name == columns::LOAD)
         .and_then(|t| Some((*t.time_ns.last()?, typical_step(&t.time_ns))))
     else {
         return Vec::new();
@@ -179,7 +179,8 @@ fn agent_markers(run: &RunData) -> Vec<Marker> {
     let (end, step) = end;
     let mut out = Vec::new();
     for t in &run.series {
-        let (Some(agent), Some(&last)) = (t.name.strip_prefix("load@"), t.time_ns.last()) else {
+        let agent = columns::host_of(&t.name, columns::LOAD);
+        let (Some(agent), Some(&last)) = (agent, t.time_ns.last()) else {
             continue;
         };
         if (end.saturating_sub(last) as f64) < step as f64 * 1.5 {
@@ -213,7 +214,7 @@ pub(crate) fn run_markers(run: &RunData) -> Vec<Marker> {
         .into_iter()
         .filter(|p| p.end_ns > p.start_ns)
         .collect();
-    if let Some(load) = run.series.iter().find(|t| t.name == "load") {
+    if let Some(load) = run.series.iter().find(|t| t.name == columns::LOAD) {
         out.extend(event_markers(load));
     }
     out.extend(agent_markers(run));

@@ -5,7 +5,7 @@ use crate::latency::{self, Distribution, Percentiles};
 use crate::page::{self, Viewer};
 use crate::{ReportError, ReportOptions};
 use kiln_model::Profile;
-use kiln_store::{RunData, RunMeta, SeriesTable, Window};
+use kiln_store::{columns, RunData, RunMeta, SeriesTable, Window};
 use kiln_viewer::HtmlOptions;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -359,12 +359,70 @@ pub(crate) struct RunPage {
     pub finding_limits: Vec<String>,
     /// The findings of each named window (a sweep's steps): `(name, findings)`. Added in 0.4.
     pub window_findings: Vec<(String, kiln_findings::Findings)>,
+    /// The names of the series the page reads, as kiln writes them. Added in 0.4.
+    pub columns: ColumnNames,
     /// The BEAM's scheduler states of the measurement and of windows of the run's seconds,
     /// when the run has them. Added in 0.4.
     pub beam: Option<BeamPage>,
     /// kiln's eBPF CPU spread over the run's seconds, when the run measured it. Added in
     /// 0.4.
     pub ebpf: Option<Table>,
+}
+
+/// The names of the tables and columns of a run's series that a page reads
+/// ([`kiln_store::columns`]), sent with the data so that the page spells none itself.
+#[derive(Serialize, Debug, Clone, Copy)]
+pub(crate) struct ColumnNames {
+    pub load: &'static str,
+    pub target: &'static str,
+    pub machine: &'static str,
+    pub kiln: &'static str,
+    pub cpu_user: &'static str,
+    pub cpu_system: &'static str,
+    pub rss: &'static str,
+    pub threads: &'static str,
+    pub voluntary: &'static str,
+    pub involuntary: &'static str,
+    pub open_files: &'static str,
+    pub sockets: &'static str,
+    pub busy: &'static str,
+    pub kiln_cpu: &'static str,
+    pub load_command_cpu: &'static str,
+    pub sent: &'static str,
+    pub connected: &'static str,
+    pub dropped: &'static str,
+    pub queue_depth: &'static str,
+    /// What joins a per-group column and its group (`cpu user:scheduler`).
+    pub group_separator: char,
+    /// What joins a table and the other host it is of (`target@db1`).
+    pub host_separator: char,
+}
+
+impl ColumnNames {
+    /// The names this kiln writes.
+    pub(crate) const KILN: ColumnNames = ColumnNames {
+        load: columns::LOAD,
+        target: columns::TARGET,
+        machine: columns::MACHINE,
+        kiln: columns::KILN,
+        cpu_user: columns::CPU_USER,
+        cpu_system: columns::CPU_SYSTEM,
+        rss: columns::RSS,
+        threads: columns::THREADS,
+        voluntary: columns::VOLUNTARY,
+        involuntary: columns::INVOLUNTARY,
+        open_files: columns::OPEN_FILES,
+        sockets: columns::SOCKETS,
+        busy: columns::BUSY,
+        kiln_cpu: columns::KILN_CPU,
+        load_command_cpu: columns::LOAD_COMMAND_CPU,
+        sent: columns::SENT,
+        connected: columns::CONNECTED,
+        dropped: columns::DROPPED,
+        queue_depth: columns::QUEUE_DEPTH,
+        group_separator: columns::GROUP_SEPARATOR,
+        host_separator: columns::HOST_SEPARATOR,
+    };
 }
 
 /// The origin of a run's page: the start of its measurement (x = 0 on every chart).
@@ -663,22 +721,6 @@ fn facts(m: &RunMeta) -> Vec<Fact> {
     f
 }
 
-/// Rows of `t` whose interval's middle lies in `w` (as the headline figures count them).
-fn rows_in(t: &SeriesTable, w: &Window) -> Vec<usize> {
-    let step = typical_step(&t.time_ns);
-    (0..t.time_ns.len())
-        .filter(|&i| {
-            let start = if i > 0 {
-                t.time_ns[i - 1]
-            } else {
-                t.time_ns[0].saturating_sub(step)
-            };
-            let mid = start + (t.time_ns[i].saturating_sub(start)) / 2;
-            w.contains(mid)
-        })
-        .collect()
-}
-
 /// The usual interval of a table (its median step), 1 s when it has one row.
 pub(crate) fn typical_step(times: &[u64]) -> u64 {
     let mut d: Vec<u64> = times
@@ -692,21 +734,20 @@ pub(crate) fn typical_step(times: &[u64]) -> u64 {
     d[d.len() / 2].max(1)
 }
 
-fn mean_of(t: &SeriesTable, col: &str, rows: &[usize]) -> Option<f64> {
-    let c = t.column(col)?;
-    let v: Vec<f64> = rows
-        .iter()
-        .filter_map(|&i| c.values.get(i).copied().flatten())
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+/// The mean of column `col` of `t` over the seconds of `w`, each weighted by its length
+/// (the headline's rule for a rate: its count over the seconds counted).
+fn mean_of(t: &SeriesTable, col: &str, w: &Window) -> Option<f64> {
+    let v = kiln_store::window::values(Some(t), col, w);
+    let secs: f64 = v.iter().map(|(_, s)| s).sum();
+    (secs > 0.0).then(|| v.iter().map(|(x, s)| x * s).sum::<f64>() / secs)
 }
 
 /// The load column that counts completed operations: among the rates of the load's unit,
 /// the one whose mean over the measurement equals the headline throughput.
 pub(crate) fn completed_column(run: &RunData) -> Option<String> {
-    let load = run.series.iter().find(|t| t.name == "load")?;
+    let load = run.series.iter().find(|t| t.name == columns::LOAD)?;
     let unit = format!("{}/s", op_unit(&run.meta));
-    let rows = rows_in(load, &run.meta.measure);
+    let w = &run.meta.measure;
     let candidates: Vec<&str> = load
         .columns
         .iter()
@@ -716,12 +757,12 @@ pub(crate) fn completed_column(run: &RunData) -> Option<String> {
     match run.meta.headline.throughput {
         Some(t) => candidates
             .iter()
-            .filter_map(|&c| Some((c, (mean_of(load, c, &rows)? - t).abs())))
+            .filter_map(|&c| Some((c, (mean_of(load, c, w)? - t).abs())))
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(c, _)| c.to_string()),
         None => candidates
             .iter()
-            .find(|&&c| c != "sent")
+            .find(|&&c| c != columns::SENT)
             .or(candidates.first())
             .map(|c| c.to_string()),
     }
@@ -737,8 +778,7 @@ fn sweep(run: &RunData, origin: u64, skipped: &mut usize) -> Option<Sweep> {
         .split_once('=')
         .map(|(p, _)| p.to_string())
         .unwrap_or_else(|| "step".into());
-    let load = run.series.iter().find(|t| t.name == "load");
-    let target = run.series.iter().find(|t| t.name == "target");
+    let load = run.series.iter().find(|t| t.name == columns::LOAD);
     let completed = completed_column(run);
     let lat = m.headline.latency.clone().or_else(|| {
         run.histograms
@@ -755,13 +795,15 @@ fn sweep(run: &RunData, origin: u64, skipped: &mut usize) -> Option<Sweep> {
                 .split_once('=')
                 .and_then(|(_, v)| v.trim().parse::<f64>().ok());
             let throughput = match (load, &completed) {
-                (Some(t), Some(c)) => mean_of(t, c, &rows_in(t, w)),
+                (Some(t), Some(c)) => mean_of(t, c, w),
                 _ => None,
             };
-            let target_cpu = target.and_then(|t| {
-                let rows = rows_in(t, w);
-                Some(mean_of(t, "cpu user", &rows)? + mean_of(t, "cpu system", &rows)?)
-            });
+            // The step's CPU by the rule of every window's headline.
+            let secs = w.seconds();
+            let target_cpu = kiln_store::window::figures(run, w)
+                .target_cpu_s
+                .filter(|_| secs > 0.0)
+                .map(|c| c / secs * 100.0);
             let pct = |name: &str, skipped: &mut usize| {
                 latency::merged(&run.histograms, name, &w.name, skipped)
                     .map(|h| latency::percentiles(&h))
@@ -901,7 +943,7 @@ pub(crate) fn run_page<'a>(
     let load_time = run
         .series
         .iter()
-        .find(|t| t.name == "load")
+        .find(|t| t.name == columns::LOAD)
         .map_or(&[][..], |t| &t.time_ns[..]);
     let latency_seconds = latency::per_second(&run.histograms, load_time, origin, &mut skipped);
     // The run's seconds: every window's figure is counted on them.
@@ -960,6 +1002,7 @@ pub(crate) fn run_page<'a>(
             .iter()
             .map(|w| (w.name.clone(), kiln_findings::analyse(run, Some(w))))
             .collect(),
+        columns: ColumnNames::KILN,
         beam: beam_page(run, &grid, origin),
         ebpf: bpf_table(run, &grid, origin),
     };
@@ -1177,6 +1220,214 @@ mod tests {
             profiles: vec![p],
             ..Default::default()
         }
+    }
+
+    /// A run whose every series is uneven: seconds of the load 3 ms after each whole
+    /// second with one of 1.4 s, the sampler's rows 0.4 s after them, another host's
+    /// target, latencies in every second.
+    fn uneven_run() -> RunData {
+        let s = 1_000_000_000u64;
+        let t0 = 50 * s;
+        let col = |name: &str, unit: &str, v: Vec<Option<f64>>| Column {
+            name: name.into(),
+            unit: unit.into(),
+            values: v,
+        };
+        let mut at = t0 - s + 3_000_000;
+        let load_time: Vec<u64> = (0..10)
+            .map(|i| {
+                at += if i == 4 { s * 14 / 10 } else { s };
+                at
+            })
+            .collect();
+        let n = load_time.len();
+        let load = SeriesTable {
+            name: columns::LOAD.into(),
+            time_ns: load_time.clone(),
+            columns: vec![
+                col(
+                    columns::SENT,
+                    "msg/s",
+                    (0..n).map(|i| Some(1000.0 + 37.0 * i as f64)).collect(),
+                ),
+                col(
+                    "received",
+                    "msg/s",
+                    (0..n)
+                        .map(|i| (i != 6).then_some(990.0 + 41.5 * i as f64))
+                        .collect(),
+                ),
+                col(
+                    columns::QUEUE_DEPTH,
+                    "msg",
+                    (0..n).map(|i| Some((i * 7 % 5) as f64)).collect(),
+                ),
+            ],
+        };
+        let sampled = |name: &str, offset: u64, cols: &[(&str, &str, f64)]| SeriesTable {
+            name: name.into(),
+            time_ns: (0..11).map(|i| t0 + offset + i * s).collect(),
+            columns: cols
+                .iter()
+                .map(|&(c, unit, base)| {
+                    col(
+                        c,
+                        unit,
+                        (0..11)
+                            .map(|i| Some(base * (1.0 + (i * 13 % 7) as f64 / 10.0)))
+                            .collect(),
+                    )
+                })
+                .collect(),
+        };
+        let target = sampled(
+            columns::TARGET,
+            400_000_000,
+            &[
+                (columns::CPU_USER, "%", 61.5),
+                (columns::CPU_SYSTEM, "%", 9.25),
+                (columns::RSS, "bytes", 1.5e8),
+                (columns::VOLUNTARY, "1/s", 1234.5),
+                (columns::INVOLUNTARY, "1/s", 17.25),
+            ],
+        );
+        let other = sampled(
+            &columns::on_host(columns::TARGET, "db1"),
+            700_000_000,
+            &[
+                (columns::CPU_USER, "%", 20.0),
+                (columns::CPU_SYSTEM, "%", 5.5),
+                (columns::VOLUNTARY, "1/s", 300.0),
+                (columns::INVOLUNTARY, "1/s", 3.0),
+            ],
+        );
+        let machine = sampled(columns::MACHINE, 400_000_000, &[(columns::BUSY, "%", 35.0)]);
+        let kiln = sampled(columns::KILN, 400_000_000, &[(columns::KILN_CPU, "%", 2.5)]);
+        let seconds: Vec<hdrhistogram::Histogram<u64>> = (0..n as u64)
+            .map(|i| {
+                let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+                for v in 0..200 {
+                    h.record(100 + (v * 7919 + i * 104_729) % (2000 + 300 * i))
+                        .unwrap();
+                }
+                h
+            })
+            .collect();
+        let log = kiln_hdr::write_interval_log(
+            "per second",
+            load_time.iter().zip(&seconds).map(|(&t, h)| (t, 1.0, h)),
+        )
+        .unwrap();
+        let mut run = RunData {
+            meta: RunMeta {
+                name: "uneven".into(),
+                measure: Window {
+                    name: "measure".into(),
+                    start_ns: t0,
+                    end_ns: t0 + 8 * s,
+                },
+                cpus: 4,
+                load: LoadInfo {
+                    protocol: "amqp".into(),
+                    unit: "msg".into(),
+                    completed: "received".into(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            series: vec![load, target, other, machine, kiln],
+            histograms: vec![kiln_store::Histogram {
+                name: "consumer_latency".into(),
+                window: kiln_store::PER_SECOND.into(),
+                unit: "us".into(),
+                data: log,
+            }],
+            ..Default::default()
+        };
+        run.meta.headline = kiln_store::window::figures(&run, &run.meta.measure);
+        run
+    }
+
+    /// The page's own rule for a window dragged in the browser (web/src/report/lib
+    /// figures.ts `windowFigures`, verdict.ts `windowHeadline`) is the store's: this
+    /// writes the page's data of an uneven run with what the Rust side computes for some
+    /// windows (`web/tests/fixtures/window-figures.json`), and web/tests/report.test.ts
+    /// asserts the page computes the same. A fixture that differs is written again and
+    /// the test fails, to be run once more and the file committed.
+    #[test]
+    fn the_windows_figures_for_the_pages_own_test() {
+        let run = uneven_run();
+        let (page, _, origin) = run_page(&run, &[], None, &ReportOptions::default()).unwrap();
+        let s = 1_000_000_000u64;
+        let spans = [
+            (0, 8 * s),
+            (s, 3 * s),
+            (s * 5 / 4, s * 37 / 10),
+            (s * 5 / 2, s * 29 / 10),
+            (0, s * 44 / 10),
+            (s * 51 / 10, 8 * s),
+            (s * 33 / 10, s * 61 / 10),
+        ];
+        let cases: Vec<serde_json::Value> = spans
+            .iter()
+            .map(|&(a, b)| {
+                let w = Window {
+                    name: "a span".into(),
+                    start_ns: origin + a,
+                    end_ns: origin + b,
+                };
+                let meta = kiln_store::window::window_view(&run, &w);
+                let figures: serde_json::Map<String, serde_json::Value> = figures(&meta)
+                    .into_iter()
+                    .map(|f| (f.key.to_string(), serde_json::json!(f.value)))
+                    .collect();
+                serde_json::json!({
+                    "window": [a, b],
+                    "figures": figures,
+                    "headline": meta.headline,
+                })
+            })
+            .collect();
+        let page = serde_json::to_value(&page).unwrap();
+        let keep = [
+            "columns",
+            "unit",
+            "latency",
+            "cpus",
+            "tables",
+            "latency_seconds",
+            "completed",
+            "figures",
+        ];
+        let page: serde_json::Map<String, serde_json::Value> = keep
+            .iter()
+            .map(|&k| (k.to_string(), page[k].clone()))
+            .collect();
+        let fixture = serde_json::json!({
+            "about": "written by crates/report (run.rs, the_windows_figures_for_the_pages_own_test): a run page's data and the figures the Rust side computes for windows of it (ns from the page's origin); web/tests/report.test.ts asserts the page computes the same",
+            "page": page,
+            "cases": cases,
+        });
+        let text = serde_json::to_string_pretty(&fixture).unwrap() + "\n";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../web/tests/fixtures/window-figures.json");
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            kiln_os::io::write_atomically(&path, |w| -> std::io::Result<()> {
+                w.write_all(text.as_bytes())
+            })
+            .unwrap();
+            panic!(
+                "{} was out of date and is written again: run the test once more and commit it",
+                path.display()
+            );
+        }
+        // The measurement's figures by the window rule are the run's headline's (the page's).
+        let headline: serde_json::Map<String, serde_json::Value> = figures(&run.meta)
+            .into_iter()
+            .map(|f| (f.key.to_string(), serde_json::json!(f.value)))
+            .collect();
+        assert_eq!(cases[0]["figures"], serde_json::Value::Object(headline));
     }
 
     #[test]

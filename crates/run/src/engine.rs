@@ -162,6 +162,30 @@ mod tests {
     use kiln_loadgen::amqp::{AmqpLoad, AmqpOptions};
     use kiln_loadgen::engine::stats::Count;
 
+    /// The load's columns every reader looks for by name ([`kiln_store::columns`]) are
+    /// the names the protocols give their counters and levels (the load generator needs
+    /// no store, so it spells its own).
+    #[test]
+    fn the_protocols_name_their_columns_as_the_store_declares_them() {
+        use kiln_store::columns;
+        let schemas = [
+            &kiln_loadgen::amqp::SCHEMA,
+            &kiln_loadgen::http::SCHEMA,
+            &kiln_loadgen::http::SCHEMA_RATE,
+            &kiln_loadgen::mqtt::SCHEMA_CONN,
+            &kiln_loadgen::mqtt::SCHEMA_PUB,
+            &kiln_loadgen::mqtt::SCHEMA_SUB,
+        ];
+        for s in schemas {
+            assert_eq!(s.counter_def(s.sent).name, columns::SENT, "{}", s.protocol);
+        }
+        let fleet = &kiln_loadgen::mqtt::SCHEMA_CONN;
+        assert!(fleet.counter(columns::CONNECTED).is_some());
+        assert!(fleet.counter(columns::DROPPED).is_some());
+        let amqp = &kiln_loadgen::amqp::SCHEMA;
+        assert!(amqp.levels.iter().any(|l| l.name == columns::QUEUE_DEPTH));
+    }
+
     fn tick(counts: &[(&'static str, u64)]) -> Tick {
         Tick {
             time_s: 1.0,
@@ -206,7 +230,10 @@ mod tests {
         let received = schema.counter("received").unwrap().index();
         assert_eq!(t.completed, Some(10 * (received as u64 + 1)));
         assert_eq!(t.sent, Some(10 * (schema.sent.index() as u64 + 1)));
-        assert_eq!(schema.counter_def(schema.sent).name, "sent");
+        assert_eq!(
+            schema.counter_def(schema.sent).name,
+            kiln_store::columns::SENT
+        );
         assert_eq!(t.value("received"), Some(20.0 * (received as f64 + 1.0)));
         assert_eq!(t.count("received"), 10.0 * (received as f64 + 1.0));
         assert_eq!(t.end_ns, 7_000_000_000);

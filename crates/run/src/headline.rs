@@ -1,27 +1,36 @@
-//! The figures of a run over its measurement window, from the load's seconds, the
-//! resource samples and the recording.
-use crate::procfs::{ProcSampler, TableBuilder, Totals};
+//! What a run keeps of its load's seconds (their series, their latency histograms) and
+//! its headline over the measurement: the store's one rule for a window's figures
+//! ([`kiln_store::window::figures`]) applied to what the run stores, so that any later
+//! reading of the same window (`kiln compare RUN@measure`, the report) finds the same
+//! figures.
+use crate::procfs::TableBuilder;
 use crate::{LoadOutcome, LoadTick};
 use hdrhistogram::Histogram;
 use kiln_hdr::HistogramSum;
-use kiln_store::{
-    Headline, Histogram as StoredHistogram, LoadInfo, SeriesTable, Window, QUEUE_DEPTH,
-};
+use kiln_store::{columns, Histogram as StoredHistogram, RunData, SeriesTable, Window};
 
-pub(crate) struct Computed {
-    pub headline: Headline,
-    pub histograms: Vec<StoredHistogram>,
-    pub warnings: Vec<String>,
+/// A load second's span, `(start, end)` ns: its own length before its end.
+fn span(t: &LoadTick) -> (u64, u64) {
+    (
+        t.end_ns.saturating_sub((t.interval_s * 1e9) as u64),
+        t.end_ns,
+    )
+}
+
+/// The load's seconds as `(start, end)` ns, one per row of its series
+/// ([`kiln_store::window::figures_over`]).
+pub(crate) fn seconds(ticks: &[LoadTick]) -> Vec<(u64, u64)> {
+    ticks.iter().map(span).collect()
 }
 
 /// Whether a second belongs to a window: its middle lies in it.
 pub(crate) fn in_window(t: &LoadTick, w: &Window) -> bool {
-    let mid = t.end_ns.saturating_sub((t.interval_s * 0.5e9) as u64);
-    w.contains(mid)
+    let (start, end) = span(t);
+    w.contains(start + (end - start) / 2)
 }
 
 /// The latency histograms of the seconds in `w`, merged per name (in first-seen order),
-/// and how many could not be read or added.
+/// and how many could not be read or added: the seconds the throughput is counted over.
 pub(crate) fn merged(ticks: &[LoadTick], w: &Window) -> (Vec<(String, Histogram<u64>)>, usize) {
     merged_all(ticks.iter().filter(|t| in_window(t, w)))
 }
@@ -119,37 +128,25 @@ pub struct GroupCpu {
 }
 
 /// The target's CPU by thread group over `w` (the `cpu user:GROUP` and `cpu system:GROUP`
-/// columns of its series: CPU seconds over the seconds whose middle lies in `w`), busiest
+/// columns of its series: CPU seconds over exactly `w`, by the rule of the headline's CPU,
+/// [`kiln_store::window::overlap`], over the seconds of `w` the series covers), busiest
 /// first; groups that used no CPU are left out.
 pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
-    let rows: Vec<(usize, f64)> = kiln_store::window::intervals(&target.time_ns)
-        .enumerate()
-        .filter(|(_, (start, end))| w.contains(start + (end - start) / 2))
-        .map(|(i, (start, end))| (i, (end - start) as f64 / 1e9))
-        .collect();
-    let secs: f64 = rows.iter().map(|r| r.1).sum();
+    let secs: f64 = kiln_store::window::intervals(&target.time_ns)
+        .map(|(start, end)| end.min(w.end_ns).saturating_sub(start.max(w.start_ns)) as f64 / 1e9)
+        .sum();
     let mean = |col: &str| -> f64 {
-        let Some(c) = target.column(col) else {
-            return 0.0;
-        };
-        let sum: f64 = rows
-            .iter()
-            .filter_map(|&(i, dt)| Some(c.values.get(i).copied().flatten()? * dt))
-            .sum();
-        if secs > 0.0 {
-            sum / secs
-        } else {
-            0.0
+        match kiln_store::window::overlap(Some(target), col, w) {
+            Some((cpu, _)) if secs > 0.0 => cpu / secs,
+            _ => 0.0,
         }
     };
-    let mut out: Vec<GroupCpu> = target
-        .columns
-        .iter()
-        .filter_map(|c| c.name.strip_prefix("cpu user:"))
+    let mut out: Vec<GroupCpu> = columns::groups(target, columns::GROUP_CPU_USER)
+        .into_iter()
         .map(|g| GroupCpu {
             name: g.to_string(),
-            user: mean(&format!("cpu user:{g}")),
-            system: mean(&format!("cpu system:{g}")),
+            user: mean(&columns::per_group(columns::GROUP_CPU_USER, g)),
+            system: mean(&columns::per_group(columns::GROUP_CPU_SYSTEM, g)),
         })
         .filter(|g| g.user + g.system > 0.0)
         .collect();
@@ -158,178 +155,70 @@ pub fn group_cpu(target: &SeriesTable, w: &Window) -> Vec<GroupCpu> {
 }
 
 /// The unit of a load whose operations are connections held open (MQTT `conn`).
-pub const FLEET_UNIT: &str = "conn";
+pub use kiln_store::window::FLEET_UNIT;
 
-/// The count of `f` over the seconds of `w`, and its rate over their length.
-fn rate(ticks: &[LoadTick], w: &Window, f: fn(&LoadTick) -> Option<u64>) -> Option<(u64, f64)> {
-    let mut n = 0u64;
-    let mut secs = 0.0;
-    let mut any = false;
-    for t in ticks.iter().filter(|t| in_window(t, w)) {
-        if let Some(c) = f(t) {
-            n += c;
-            any = true;
-        }
-        secs += t.interval_s;
-    }
-    (any && secs > 0.0).then(|| (n, n as f64 / secs))
-}
-
-/// The latency figures from the window's merged histograms, and the histograms to store:
-/// the window's, one per second, one per step of a sweep.
-fn latency(
-    h: &mut Headline,
-    warnings: &mut Vec<String>,
-    ticks: &[LoadTick],
+/// The latency histograms a run keeps: each latency's merged over the measurement `w`
+/// (the headline's first), every second's as one interval log per latency, and each
+/// sweep step's merged; with the warnings for seconds' histograms that could not be merged.
+pub(crate) fn histograms(
     w: &Window,
+    ticks: &[LoadTick],
     outcome: &LoadOutcome,
-) -> Vec<StoredHistogram> {
-    let mut histograms = Vec::new();
-    let (hist, skipped) = merged(ticks, w);
-    warnings.extend(skipped_warning(skipped, w));
-    if let Some((name, p)) = hist.first() {
-        h.latency = Some(name.clone());
-        h.p50_us = Some(p.value_at_quantile(0.5) as f64);
-        h.p99_us = Some(p.value_at_quantile(0.99) as f64);
-        h.p999_us = Some(p.value_at_quantile(0.999) as f64);
-        h.max_us = Some(p.max() as f64);
-    }
-    let stored = |name: String, window: &str, p: &Histogram<u64>| {
+) -> (Vec<StoredHistogram>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let stored = |name: &str, window: &str, p: &Histogram<u64>| {
         kiln_hdr::encode_histogram(p)
             .ok()
             .map(|data| StoredHistogram {
-                name,
+                name: name.to_string(),
                 window: window.to_string(),
                 unit: "us".into(),
                 data,
             })
     };
-    histograms.extend(
-        hist.iter()
-            .filter_map(|(n, p)| stored(n.clone(), &w.name, p)),
-    );
-    histograms.extend(per_second(ticks));
+    let mut out = Vec::new();
+    let (hist, skipped) = merged(ticks, w);
+    warnings.extend(skipped_warning(skipped, w));
+    out.extend(hist.iter().filter_map(|(n, p)| stored(n, &w.name, p)));
+    out.extend(per_second(ticks));
     for step in &outcome.windows {
         let (hists, skipped) = merged(ticks, step);
         warnings.extend(skipped_warning(skipped, step));
-        histograms.extend(
-            hists
-                .iter()
-                .filter_map(|(n, p)| stored(n.clone(), &step.name, p)),
-        );
+        out.extend(hists.iter().filter_map(|(n, p)| stored(n, &step.name, p)));
     }
-    histograms
+    (out, warnings)
 }
 
-/// Throughput and latency from an external load command's own summary (wrk's), and the
-/// warning that they cover its whole run.
-fn external_summary(h: &mut Headline, info: &LoadInfo, outcome: &LoadOutcome) -> Option<String> {
-    if let Some(p) = outcome.report.get("parsed").filter(|p| !p.is_null()) {
-        h.throughput = p.get("requests_per_s").and_then(|v| v.as_f64());
-        let pct = |q: f64| {
-            p.get("latency_us")?
-                .as_array()?
-                .iter()
-                .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
-                .find(|(p, _)| (*p - q).abs() < 1e-9)
-                .map(|(_, v)| v)
-        };
-        h.p50_us = pct(50.0);
-        h.p99_us = pct(99.0);
-        h.p999_us = pct(99.9);
-        if h.p50_us.is_some() {
-            h.latency = Some("request (as the load command reported it)".into());
-        }
-        if h.throughput.is_some() {
-            return Some(format!(
-                "throughput and latency are the load command's own figures over its whole run ('{}'), not only the measurement window",
-                info.argv.first().map(String::as_str).unwrap_or("?")
-            ));
-        }
-    }
-    None
+/// The run's headline over its measurement: the store's rule for any window's figures
+/// ([`kiln_store::window::figures`]) over the series and histograms the run keeps, every
+/// host's target counted; kiln's eBPF CPU and the BEAM's scheduler states, which no second
+/// holds, are kept as they are.
+pub(crate) fn measure(data: &mut RunData, load_seconds: &[(u64, u64)]) {
+    let (bpf, beam) = (
+        data.meta.headline.kiln_bpf_cpu_s,
+        data.meta.headline.beam.take(),
+    );
+    let mut h = kiln_store::window::figures_over(data, &data.meta.measure, Some(load_seconds));
+    h.kiln_bpf_cpu_s = bpf;
+    h.beam = beam;
+    data.meta.headline = h;
 }
 
-/// The target's CPU and switches, kiln's and the load command's CPU and the machine's
-/// busy share between totals `a` and `b` (whether a full machine limited the load is a
-/// finding, weighed against the target's threads: kiln-findings).
-fn cpu_figures(h: &mut Headline, a: &Totals, b: &Totals, info: &LoadInfo) {
-    let user = (b.target_user_s - a.target_user_s).max(0.0);
-    let system = (b.target_system_s - a.target_system_s).max(0.0);
-    h.target_user_s = Some(user);
-    h.target_system_s = Some(system);
-    h.target_cpu_s = Some(user + system);
-    let switches = (b.voluntary + b.involuntary).saturating_sub(a.voluntary + a.involuntary);
-    h.context_switches = Some(switches);
-    h.kiln_cpu_s = Some((b.kiln_s - a.kiln_s).max(0.0));
-    if info.protocol == "exec" {
-        h.load_cpu_s = Some((b.load_s - a.load_s).max(0.0));
-    }
-    let total = b.machine_total_s - a.machine_total_s;
-    if total > 0.0 {
-        let busy = ((b.machine_busy_s - a.machine_busy_s) / total * 100.0).clamp(0.0, 100.0);
-        h.machine_busy_pct = Some(busy);
-    }
-    if let Some(ops) = h.operations.filter(|&o| o > 0) {
-        h.cpu_per_op_us = Some((user + system) * 1e6 / ops as f64);
-        h.switches_per_op = Some(switches as f64 / ops as f64);
-    }
-}
-
-pub(crate) fn compute(
-    w: &Window,
-    ticks: &[LoadTick],
-    sampler: &ProcSampler,
-    info: &LoadInfo,
-    outcome: &LoadOutcome,
-) -> Computed {
-    let mut h = Headline::default();
-    let mut warnings = Vec::new();
-    let secs = w.seconds();
-    let completed = rate(ticks, w, |t| t.completed);
-    h.throughput = completed.map(|c| c.1);
-    // The exact count of the seconds in the window, not a rate times its length.
-    h.operations = completed.map(|c| c.0);
-    h.send_rate = rate(ticks, w, |t| t.sent).map(|c| c.1);
-    if info.unit == FLEET_UNIT {
-        // A fleet's work is holding its connections, not opening them: no rate of
-        // connections per second stands for it (an idle fleet would read "0/s").
-        h.connections = kiln_store::window::connections_held(Some(&load_series(ticks)), w.end_ns);
-        h.throughput = None;
-        h.send_rate = None;
-        h.operations = None;
-    }
-    let histograms = latency(&mut h, &mut warnings, ticks, w, outcome);
-    // An external command's own summary, when it prints one (wrk).
-    if h.throughput.is_none() {
-        warnings.extend(external_summary(&mut h, info, outcome));
-    }
-    if let (None, Some(t)) = (h.operations, h.throughput) {
-        // An external command's own throughput: no count to take.
-        h.operations = Some((t * secs).round() as u64);
-    }
-    if let (Some(a), Some(b)) = (sampler.totals_at(w.start_ns), sampler.totals_at(w.end_ns)) {
-        cpu_figures(&mut h, &a, &b, info);
-    }
-    h.queue_depth_max = ticks
-        .iter()
-        .filter(|t| in_window(t, w))
-        .filter_map(|t| t.value(QUEUE_DEPTH))
-        .reduce(f64::max);
-    let rss = sampler.peak_rss();
-    if rss > 0 {
-        h.rss_max_bytes = Some(rss);
-    }
-    Computed {
-        headline: h,
-        histograms,
-        warnings,
-    }
+/// What a reader must know when the headline's throughput and latency are an external
+/// load command's own (wrk's summary): they cover its whole run.
+pub(crate) fn command_summary_warning(data: &RunData) -> Option<String> {
+    let m = &data.meta;
+    (m.load.completed.is_empty() && m.headline.throughput.is_some()).then(|| {
+        format!(
+            "throughput and latency are the load command's own figures over its whole run ('{}'), not only the measurement window",
+            m.load.argv.first().map(String::as_str).unwrap_or("?")
+        )
+    })
 }
 
 /// The load's seconds as a series table.
 pub(crate) fn load_series(ticks: &[LoadTick]) -> SeriesTable {
-    let mut t = TableBuilder::new("load");
+    let mut t = TableBuilder::new(columns::LOAD);
     for tick in ticks {
         let row: Vec<(String, &str, Option<f64>)> = tick
             .values
@@ -495,6 +384,150 @@ mod tests {
         let held = |end| kiln_store::window::connections_held(Some(&load_series(&ticks)), end);
         assert_eq!(held(2 * s), Some(150));
         assert_eq!(held(4 * s), Some(140));
+    }
+
+    /// A load's second as an engine's: `completed` messages received, as many sent, and
+    /// their latencies.
+    fn load_second(end_ns: u64, interval_s: f64, completed: u64) -> LoadTick {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in 0..completed.min(500) {
+            h.record(100 + (v * 7919 + end_ns / 1_000_000) % 5000)
+                .unwrap();
+        }
+        let rate = |name: &str, n: u64| crate::Value {
+            name: name.into(),
+            unit: "msg/s".into(),
+            kind: crate::ValueKind::Rate,
+            value: Some(n as f64 / interval_s),
+        };
+        LoadTick {
+            end_ns,
+            interval_s,
+            completed: Some(completed),
+            sent: Some(completed + 3),
+            values: vec![
+                rate(columns::SENT, completed + 3),
+                rate("received", completed),
+                crate::Value {
+                    name: columns::QUEUE_DEPTH.into(),
+                    unit: "msg".into(),
+                    kind: crate::ValueKind::Level,
+                    value: Some((end_ns % 97) as f64),
+                },
+            ],
+            latency: crate::Latency::encode("consumer_latency", &h)
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// Same window, same figures: the headline `kiln run` computes as it saves a run
+    /// equals the one the store's window rule computes again from the stored run, and so
+    /// does any other window of it before and after the store. The
+    /// target's series are a real sampler's of this very process (its CPU, switches and
+    /// memory), the measurement's edges in the middle of its rows and of the load's
+    /// seconds; the operations are the load's own counts of its seconds in the window.
+    #[test]
+    fn the_saved_headline_is_the_stored_runs_window_figures() {
+        let mut sampler = crate::procfs::ProcSampler::new(&[std::process::id()], None);
+        let mut spin = 0u64;
+        let mut times = Vec::new();
+        for _ in 0..8 {
+            times.push(sampler.sample().time_ns);
+            for i in 0..20_000_000u64 {
+                spin = spin.wrapping_mul(6364136223846793005).wrapping_add(i);
+            }
+            std::hint::black_box(spin);
+        }
+        let (first, last) = (times[0], times[times.len() - 1]);
+        let step = (last - first) / 10;
+        let ticks: Vec<LoadTick> = (1..=10)
+            .map(|i| load_second(first + i * step + 3_000, step as f64 / 1e9, 800 + 37 * i))
+            .collect();
+        let measure = Window {
+            name: "measure".into(),
+            start_ns: times[1] + (times[2] - times[1]) / 3,
+            end_ns: last - step * 2 / 5,
+        };
+        let outcome = LoadOutcome::default();
+        let (histograms, warnings) = histograms(&measure, &ticks, &outcome);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let mut series = vec![load_series(&ticks)];
+        series.extend(sampler.finish());
+        let mut data = RunData {
+            series,
+            histograms,
+            ..Default::default()
+        };
+        data.meta.name = "same-window".into();
+        data.meta.measure = measure.clone();
+        data.meta.load.completed = "received".into();
+        data.meta.load.unit = "msg".into();
+        super::measure(&mut data, &seconds(&ticks));
+        let h = data.meta.headline.clone();
+        // The load's own counts of its seconds whose middle lies in the window.
+        let counted: u64 = ticks
+            .iter()
+            .filter(|t| in_window(t, &measure))
+            .filter_map(|t| t.completed)
+            .sum();
+        assert_eq!(h.operations, Some(counted));
+        assert_eq!(h.latency.as_deref(), Some("consumer_latency"));
+        assert!(h.target_cpu_s.is_some_and(|c| c > 0.0), "{h:?}");
+        assert!(h.rss_max_bytes.is_some_and(|r| r > 0), "{h:?}");
+        assert!(h.cpu_per_op_us.is_some() && h.kiln_cpu_s.is_some() && h.queue_depth_max.is_some());
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = kiln_store::SqliteStore::open(&dir.path().join("runs.db")).unwrap();
+        use kiln_store::Store as _;
+        let id = store.save(&data).unwrap();
+        let stored = store.load(id).unwrap();
+        // The store keeps numbers to within a unit of their last digit.
+        let again = kiln_store::window::window_view(&stored, &stored.meta.measure);
+        same_figures(
+            &again.headline,
+            &h,
+            "the stored run seen through its measurement",
+        );
+        same_figures(&stored.meta.headline, &h, "the stored headline");
+        // Another window, before and after the store: the same figures too.
+        let span = Window {
+            name: "a span".into(),
+            start_ns: measure.start_ns + step * 13 / 10,
+            end_ns: measure.start_ns + step * 47 / 10,
+        };
+        same_figures(
+            &kiln_store::window::window_view(&stored, &span).headline,
+            &kiln_store::window::window_view(&data, &span).headline,
+            "a span of the run",
+        );
+    }
+
+    /// `a` and `b` have the same figures: the same counts and names, numbers equal to
+    /// within 1e-12 of their size (what a store's round trip of an f64 may change).
+    fn same_figures(a: &kiln_store::Headline, b: &kiln_store::Headline, what: &str) {
+        let (x, y) = (
+            serde_json::to_value(a).unwrap(),
+            serde_json::to_value(b).unwrap(),
+        );
+        let (serde_json::Value::Object(x), serde_json::Value::Object(y)) = (&x, &y) else {
+            panic!("{what}: a headline is an object");
+        };
+        assert_eq!(
+            x.keys().collect::<Vec<_>>(),
+            y.keys().collect::<Vec<_>>(),
+            "{what}"
+        );
+        for (k, u) in x {
+            let v = &y[k];
+            match (u.as_f64(), v.as_f64()) {
+                (Some(p), Some(q)) if !(u.is_u64() && v.is_u64()) => assert!(
+                    (p - q).abs() <= 1e-12 * p.abs().max(q.abs()),
+                    "{what}: {k} {p} vs {q}"
+                ),
+                _ => assert_eq!(u, v, "{what}: {k}"),
+            }
+        }
     }
 
     #[test]

@@ -80,7 +80,9 @@ fn held(ticks: &[LoadTick]) -> u64 {
             .filter_map(|(v, s)| Some(v.value? * s))
             .sum()
     };
-    (count("connected") - count("dropped")).round().max(0.0) as u64
+    (count(kiln_store::columns::CONNECTED) - count(kiln_store::columns::DROPPED))
+        .round()
+        .max(0.0) as u64
 }
 
 /// What the pass has seen so far.
@@ -728,6 +730,7 @@ pub fn run(
         Some(h) if !local => h.target.clone(),
         _ => target,
     };
+    let load_seconds = headline::seconds(&pass.ticks);
     let mut data = build(
         opts,
         started_unix_ms,
@@ -741,7 +744,7 @@ pub fn run(
     );
     data.meta.warnings.extend(pass_warnings);
     if let Some(f) = &fleet {
-        add_hosts(&mut data, f, fleet_load.as_ref(), hosts);
+        add_hosts(&mut data, f, fleet_load.as_ref(), hosts, &load_seconds);
     }
     add_fetched(&mut data, measured.fetched);
     if let Some(d) = measured.dumps {
@@ -782,6 +785,7 @@ fn add_hosts(
     fleet: &Fleet,
     load: Option<&FleetLoad<'_>>,
     hosts: Vec<HostRecording>,
+    load_seconds: &[(u64, u64)],
 ) {
     data.meta.hosts = fleet.hosts_info();
     data.meta.warnings.extend(fleet.warnings());
@@ -795,24 +799,12 @@ fn add_hosts(
     for r in hosts {
         data.meta.warnings.extend(r.warnings);
         data.series.extend(r.series);
-        if let Some((user, system, switches)) = r.cpu {
-            h.target_user_s = Some(h.target_user_s.unwrap_or(0.0) + user);
-            h.target_system_s = Some(h.target_system_s.unwrap_or(0.0) + system);
-            h.target_cpu_s = Some(h.target_cpu_s.unwrap_or(0.0) + user + system);
-            h.context_switches = Some(h.context_switches.unwrap_or(0) + switches);
-        }
         if let Some(b) = r.bpf_cpu_s {
             h.kiln_bpf_cpu_s = Some(h.kiln_bpf_cpu_s.unwrap_or(0.0) + b);
         }
     }
-    if let Some(ops) = h.operations.filter(|&o| o > 0) {
-        if let Some(cpu) = h.target_cpu_s {
-            h.cpu_per_op_us = Some(cpu * 1e6 / ops as f64);
-        }
-        if let Some(sw) = h.context_switches {
-            h.switches_per_op = Some(sw as f64 / ops as f64);
-        }
-    }
+    // The cluster's CPU per operation: every host's target series counted by the rule.
+    headline::measure(data, load_seconds);
 }
 
 /// What a sweep's `-d` must cover beyond its steps: the load connects (and probes the
@@ -886,11 +878,8 @@ fn build(
         start_ns: start,
         end_ns: end,
     };
-    let mut computed = headline::compute(&measure, &ticks, &sampler, &load_info, &outcome);
-    computed.headline.kiln_bpf_cpu_s = rec.bpf_cpu_s;
-    computed.headline.beam = kiln_store::SchedulerStates::of_profiles(&rec.profiles);
-    let mut warnings = rec.warnings;
-    warnings.extend(computed.warnings);
+    let (histograms, mut warnings) = headline::histograms(&measure, &ticks, &outcome);
+    warnings.splice(0..0, rec.warnings);
     let mut series = vec![headline::load_series(&ticks)];
     series.retain(|s| !s.time_ns.is_empty());
     series.extend(sampler.finish());
@@ -922,18 +911,29 @@ fn build(
         frequency: opts.frequency,
         measure,
         windows: outcome.windows.clone(),
-        headline: computed.headline,
+        headline: kiln_store::Headline {
+            kiln_bpf_cpu_s: rec.bpf_cpu_s,
+            beam: kiln_store::SchedulerStates::of_profiles(&rec.profiles),
+            ..Default::default()
+        },
         warnings,
         hosts: Vec::new(),
         experiment: None,
         round: None,
         commands: Vec::new(),
     };
-    RunData {
+    let mut data = RunData {
         meta,
         series,
-        histograms: computed.histograms,
+        histograms,
         profiles: rec.profiles,
         attachments: outcome.attachments,
+    };
+    // The headline by the rule of every window's, over what the run keeps.
+    let load_seconds = headline::seconds(&ticks);
+    headline::measure(&mut data, &load_seconds);
+    if let Some(w) = headline::command_summary_warning(&data) {
+        data.meta.warnings.push(w);
     }
+    data
 }

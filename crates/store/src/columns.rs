@@ -8,7 +8,9 @@
 //! Units: `%` is percent of one CPU (a second of CPU per second is 100), `1/s` a rate,
 //! `count` and `bytes` a level read at the end of the second.
 
-/// The load's table (its own columns are the protocol's: `sent`, `received`, `p50`...).
+/// The load's table (its own columns are the protocol's: `sent`, `received`, `p50`...;
+/// those every reader looks for are below: [`SENT`], [`CONNECTED`], [`DROPPED`],
+/// [`QUEUE_DEPTH`]).
 pub const LOAD: &str = "load";
 /// The target's table.
 pub const TARGET: &str = "target";
@@ -90,20 +92,69 @@ pub const KILN_CPU: &str = "kiln cpu";
 /// An external load command's CPU (with its children), `%`.
 pub const LOAD_COMMAND_CPU: &str = "load command cpu";
 
+/// The load's operations sent (messages published, requests written), `X/s`: every
+/// protocol of kiln's names its counter so.
+pub const SENT: &str = "sent";
+/// A fleet's connections opened (MQTT), `conn/s`.
+pub const CONNECTED: &str = "connected";
+/// A fleet's connections lost, `conn/s`.
+pub const DROPPED: &str = "dropped";
+/// The depth of the queues the load feeds (messages ready, as the broker counts them), a
+/// level: its largest reading stands.
+pub const QUEUE_DEPTH: &str = "queue_depth";
+
+/// What joins a per-group column's name and its group ([`per_group`]).
+pub const GROUP_SEPARATOR: char = ':';
+
 /// The column of `column` for thread group `group`: `cpu user:scheduler`.
 pub fn per_group(column: &str, group: &str) -> String {
-    format!("{column}:{group}")
+    format!("{column}{GROUP_SEPARATOR}{group}")
 }
 
 /// The groups a table has a per-group `column` for, in its order.
 pub fn groups<'a>(t: &'a crate::SeriesTable, column: &str) -> Vec<&'a str> {
     t.columns
         .iter()
-        .filter_map(|c| c.name.strip_prefix(column)?.strip_prefix(':'))
+        .filter_map(|c| c.name.strip_prefix(column)?.strip_prefix(GROUP_SEPARATOR))
         .collect()
 }
 
+/// What joins a table's name and the other host it is of ([`on_host`]).
+pub const HOST_SEPARATOR: char = '@';
+
+/// Another host's copy of `table` (its `/proc` series, its load agent's seconds), as a run
+/// of several hosts keeps it beside the local one: `target@db1`.
+pub fn on_host(table: &str, host: &str) -> String {
+    format!("{table}{HOST_SEPARATOR}{host}")
+}
+
+/// The host a table of another host is of (`db1` of `target@db1`), when `name` is
+/// `table`'s copy on another host.
+pub fn host_of<'a>(name: &'a str, table: &str) -> Option<&'a str> {
+    name.strip_prefix(table)?.strip_prefix(HOST_SEPARATOR)
+}
+
+/// Whether a table named `name` is `table`, the local one or another host's
+/// ([`on_host`]).
+pub fn is_table(name: &str, table: &str) -> bool {
+    name == table || host_of(name, table).is_some()
+}
+
+/// What begins the name of every column of [`OTHERS`], before the process it is.
+pub const OTHER_PREFIX: &str = "cpu:";
+
 /// The column of another process in [`OTHERS`]: `cpu:NAME (PID)`.
 pub fn other_process(name: &str, pid: u32) -> String {
-    format!("cpu:{name} ({pid})")
+    format!("{OTHER_PREFIX}{name} ({pid})")
+}
+
+/// The column of [`OTHERS`] that sums the processes beyond those kept one by one:
+/// `cpu:(N other processes)`.
+pub fn other_processes(n: usize) -> String {
+    format!("{OTHER_PREFIX}({n} other processes)")
+}
+
+/// The process a column of [`OTHERS`] is (`NAME (PID)`), as a reader names it.
+pub fn other_name(column: &str) -> &str {
+    column.strip_prefix(OTHER_PREFIX).unwrap_or(column)
 }

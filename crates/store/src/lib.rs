@@ -66,12 +66,14 @@ mod sqlite;
 pub mod window;
 
 pub use check::check_meta;
+/// The load's column of the depth of its queues ([`columns::QUEUE_DEPTH`]).
+pub use columns::QUEUE_DEPTH;
 pub use listing::{configuration, configurations, Configurations, Listed, RunRef};
 pub use model::{
     Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, JvmDump,
     JvmDumps, LoadInfo, MonitorWait, RunData, RunId, RunMeta, RunStatus, SchedulerStates,
     SeriesTable, StateSources, StateSums, TargetInfo, Window, JVM_DUMPS_ATTACHMENT, PER_SECOND,
-    PPROF_EVENT_PREFIX, QUEUE_DEPTH, RUNTIME_ENV,
+    PPROF_EVENT_PREFIX, RUNTIME_ENV,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

@@ -465,10 +465,6 @@ pub struct Histogram {
 /// existed have none.
 pub const PER_SECOND: &str = "per-second";
 
-/// The column of the `load` series that is the depth of the queues the load feeds
-/// (messages ready, as the broker counts them): a level, its largest reading stands.
-pub const QUEUE_DEPTH: &str = "queue_depth";
-
 /// How the names of a run's profiles fetched from the target itself begin (`pprof cpu`,
 /// `pprof mutex delay`, kept by `kiln run --pprof`): the report marks them by it as the
 /// target's own.

@@ -1,9 +1,12 @@
 //! A run seen through one of its windows: a step of a sweep (`run:sweep@48`), or any span
-//! of its clock. The headline figures are computed again from what the run stored for
-//! every second — the load's rates, the target's CPU, memory and switches — and from the
+//! of its clock. The headline figures are computed from what the run stored for every
+//! second — the load's rates, the target's CPU, memory and switches — and from the
 //! latency histograms kept for that window, so `kiln compare sweep@48 sweep@256` compares
-//! two steps of one run as it compares two runs.
-use crate::{Headline, RunData, RunMeta, SeriesTable, Window};
+//! two steps of one run as it compares two runs. [`figures`] is the one rule for them:
+//! `kiln run` computes its own headline with it over the series it stores, so a window
+//! read again later (`kiln compare RUN@measure`, the findings, the report) gives the same
+//! figures as the run did.
+use crate::{columns, Headline, RunData, RunMeta, SeriesTable, Window};
 
 /// Finds the window `name` names in `meta`: a window's full name (`connections=48`), the
 /// value after its `=` (`48`), `measure`, or a span of seconds from the start of the
@@ -41,7 +44,10 @@ pub fn find_window(meta: &RunMeta, name: &str) -> Option<Window> {
 
 /// The latency histogram of the seconds in `w` (a second belongs to the window its middle
 /// lies in), merged from the run's per-second histograms, for a window the run kept none
-/// of its own for (a span): the headline's latency, else the first kept.
+/// of its own for (a span): the headline's latency, else the first kept. The log's seconds
+/// are the load's rows (one line per row, in its order): placed by the load's own times
+/// when the counts agree (the log's timestamps are to the millisecond), so that latency
+/// and throughput count the same seconds.
 fn per_second_latency(run: &RunData, w: &Window) -> Option<(String, hdrhistogram::Histogram<u64>)> {
     let logs: Vec<_> = run
         .histograms
@@ -54,12 +60,13 @@ fn per_second_latency(run: &RunData, w: &Window) -> Option<(String, hdrhistogram
         .find(|x| Some(x.name.as_str()) == wanted)
         .or(logs.first())?;
     let seconds = crate::hdr::read_interval_log(&log.data).ok()?;
+    let ends: Vec<u64> = match table(run, columns::LOAD) {
+        Some(load) if load.time_ns.len() == seconds.len() => load.time_ns.clone(),
+        _ => seconds.iter().map(|(end, _)| *end).collect(),
+    };
     let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
-    let mut prev: Option<u64> = None;
-    for (end, h) in seconds {
-        let len = prev.map_or(1_000_000_000, |p| end.saturating_sub(p));
-        prev = Some(end);
-        if !w.contains(end.saturating_sub(len / 2)) {
+    for ((_, h), inside) in seconds.into_iter().zip(rows_in(&ends, w)) {
+        if !inside {
             continue;
         }
         match &mut sum {
@@ -114,6 +121,13 @@ pub fn intervals(time_ns: &[u64]) -> impl Iterator<Item = (u64, u64)> + '_ {
     })
 }
 
+/// Whether each row of a table (its times, `time_ns`) is one of `w`'s seconds: a row is
+/// the window's when the middle of its interval ([`intervals`]) lies in it, so that each
+/// second is in exactly one of two windows that meet.
+pub fn rows_in<'a>(time_ns: &'a [u64], w: &'a Window) -> impl Iterator<Item = bool> + 'a {
+    intervals(time_ns).map(|(start, end)| w.contains(start + (end - start) / 2))
+}
+
 /// How many of the run's seconds ([`crate::seconds::grid`]) lie in `w` (a second belongs
 /// to the window its middle lies in); `None` when the run kept no per-second table. A
 /// window holding none has no figure of its own.
@@ -132,25 +146,45 @@ pub fn values(table: Option<&SeriesTable>, name: &str, w: &Window) -> Vec<(f64, 
         return Vec::new();
     };
     intervals(&t.time_ns)
+        .zip(rows_in(&t.time_ns, w))
         .zip(&c.values)
-        .filter(|((start, end), _)| w.contains(start + (end - start) / 2))
-        .filter_map(|((start, end), v)| Some(((*v)?, (end - start) as f64 / 1e9)))
+        .filter(|((_, inside), _)| *inside)
+        .filter_map(|(((start, end), _), v)| Some(((*v)?, (end - start) as f64 / 1e9)))
         .collect()
+}
+
+/// Rate column `name` of `table` over `w`, each row weighted by the part of its interval
+/// inside `w`: `(count, seconds)`, Σ rate × seconds inside and Σ seconds inside, over the
+/// rows with a value; `None` when none overlaps. A counter's total read at the window's
+/// edges, interpolated between the samples around each (the rate is constant within a
+/// row): as exact as samples taken every second allow, whatever the window's edges.
+pub fn overlap(table: Option<&SeriesTable>, name: &str, w: &Window) -> Option<(f64, f64)> {
+    let c = table?.column(name)?;
+    let mut out: Option<(f64, f64)> = None;
+    for ((start, end), v) in intervals(&table?.time_ns).zip(&c.values) {
+        let inside = end.min(w.end_ns).saturating_sub(start.max(w.start_ns));
+        let Some(v) = v.filter(|_| inside > 0) else {
+            continue;
+        };
+        let secs = inside as f64 / 1e9;
+        let (n, s) = out.get_or_insert((0.0, 0.0));
+        *n += v * secs;
+        *s += secs;
+    }
+    out
 }
 
 /// The depth of the load's queues over `w`: the reading at the end of its first second and
 /// of its last, messages, when the load watched a queue.
 pub fn queue_depth(run: &RunData, w: &Window) -> Option<(f64, f64)> {
-    let load = run.series.iter().find(|t| t.name == "load");
-    let v = values(load, crate::QUEUE_DEPTH, w);
+    let v = values(table(run, columns::LOAD), columns::QUEUE_DEPTH, w);
     Some((v.first()?.0, v.last()?.0))
 }
 
 /// The count of rate column `name` of the load over `w` (its rate × each second's
 /// length), when the load has it.
 pub fn load_count(run: &RunData, w: &Window, name: &str) -> Option<f64> {
-    let load = run.series.iter().find(|t| t.name == "load");
-    integral(&values(load, name, w))
+    integral(&values(table(run, columns::LOAD), name, w))
 }
 
 /// Connections a fleet holds open at `end_ns`: connected minus dropped (the load's
@@ -163,8 +197,8 @@ pub fn connections_held(load: Option<&SeriesTable>, end_ns: u64) -> Option<u64> 
         start_ns: 0,
         end_ns,
     };
-    let connected = integral(&values(load, "connected", &upto))?;
-    let open = connected - integral(&values(load, "dropped", &upto)).unwrap_or(0.0);
+    let connected = integral(&values(load, columns::CONNECTED, &upto))?;
+    let open = connected - integral(&values(load, columns::DROPPED, &upto)).unwrap_or(0.0);
     Some(open.round().max(0.0) as u64)
 }
 
@@ -175,6 +209,11 @@ fn integral(v: &[(f64, f64)]) -> Option<f64> {
 
 fn seconds(v: &[(f64, f64)]) -> f64 {
     v.iter().map(|(_, s)| s).sum()
+}
+
+/// The run's table `name` (the local host's).
+fn table<'a>(run: &'a RunData, name: &str) -> Option<&'a SeriesTable> {
+    run.series.iter().find(|t| t.name == name)
 }
 
 /// The latency histogram of window `w` and what it measures: the one the run kept for the
@@ -217,76 +256,187 @@ pub fn window_data(mut run: RunData, w: &Window) -> RunData {
     run
 }
 
-/// [`window_view`]: the window's figures from its seconds of the run's grid, and its
-/// latency histograms.
-fn view_with(run: &RunData, w: &Window) -> RunMeta {
-    let mut meta = run.meta.clone();
-    let table = |n: &str| run.series.iter().find(|t| t.name == n);
-    let (load, target, machine, kiln) = (
-        table("load"),
-        table("target"),
-        table("machine"),
-        table("kiln"),
-    );
+/// The unit of a load whose operations are connections held open (MQTT `conn`): its
+/// figure is the connections it holds, never a rate of connections.
+pub const FLEET_UNIT: &str = "conn";
+
+/// Whether `w` is the run's measurement (the same span, whatever its name).
+fn is_measurement(meta: &RunMeta, w: &Window) -> bool {
+    w.start_ns == meta.measure.start_ns && w.end_ns == meta.measure.end_ns
+}
+
+/// The headline figures of window `w` of `run`, from what it keeps of every second: the
+/// one rule for them. `kiln run` computes its own headline with it over the series it
+/// stores, and `kiln compare RUN@WINDOW`, the findings and the report compute any window's
+/// again with it, so the same seconds give the same figures everywhere. Two kinds of
+/// seconds:
+///
+/// * the load's (`load`): whole seconds, a second the window's when its middle lies in it
+///   (a second's latency histogram cannot be cut): throughput and the send rate (each
+///   second's rate × its length, over their length), the operations counted (rounded),
+///   latency percentiles ([`latency_of`]), the queue's depth, a fleet's connections held;
+/// * the sampler's (`target`, and every other host's `target@HOST`; `machine`, `kiln`):
+///   CPU and context switches over exactly the window ([`overlap`]: the totals
+///   interpolated at its edges); resident memory, a level, over the seconds whose middle
+///   lies in it.
+///
+/// What no second holds stands for the measurement only: an external load command's own
+/// summary (wrk's throughput and percentiles, over its whole run, when kiln counted
+/// nothing itself). The BEAM's scheduler states (from the profiles) and kiln's eBPF CPU
+/// are [`window_view`]'s, on the run's grid ([`crate::seconds`]).
+pub fn figures(run: &RunData, w: &Window) -> Headline {
+    figures_over(run, w, None)
+}
+
+/// [`figures`], given the load's seconds as `(start, end)` ns, one per row of its table,
+/// when the caller knows them exactly (`kiln run`, from its load's own seconds: the first
+/// may be shorter than the others); else they are the table's [`intervals`].
+pub fn figures_over(run: &RunData, w: &Window, load_seconds: Option<&[(u64, u64)]>) -> Headline {
+    let meta = &run.meta;
     let mut h = Headline::default();
-    if run.meta.headline.connections.is_some() {
-        // A fleet's work is holding its connections: those open at the window's end.
-        h.connections = connections_held(load, w.end_ns);
-    } else if !meta.load.completed.is_empty() {
-        let v = values(load, &meta.load.completed, w);
-        let secs = seconds(&v);
-        if secs > 0.0 {
-            h.throughput = integral(&v).map(|n| n / secs);
-            // The count over the window's seconds (their rates times their lengths).
-            h.operations = integral(&v).map(|n| n.round().max(0.0) as u64);
-        }
-    }
-    let sent = values(load, "sent", w);
-    if seconds(&sent) > 0.0 {
-        h.send_rate = integral(&sent).map(|n| n / seconds(&sent));
-    }
-    if let Some(hist) = latency_of(run, w) {
-        let (name, p) = hist;
+    load_figures(&mut h, run, w, load_seconds);
+    if let Some((name, p)) = latency_of(run, w) {
         h.latency = Some(name);
         h.p50_us = Some(p.value_at_quantile(0.5) as f64);
         h.p99_us = Some(p.value_at_quantile(0.99) as f64);
         h.p999_us = Some(p.value_at_quantile(0.999) as f64);
         h.max_us = Some(p.max() as f64);
     }
-    let user = integral(&values(target, "cpu user", w)).map(|x| x / 100.0);
-    let system = integral(&values(target, "cpu system", w)).map(|x| x / 100.0);
-    h.target_user_s = user;
-    h.target_system_s = system;
-    h.target_cpu_s = match (user, system) {
-        (Some(u), Some(s)) => Some(u + s),
-        _ => None,
-    };
-    let switches = match (
-        integral(&values(target, "voluntary switches", w)),
-        integral(&values(target, "involuntary switches", w)),
-    ) {
-        (Some(a), Some(b)) => Some((a + b).round() as u64),
-        _ => None,
-    };
-    h.context_switches = switches;
-    h.rss_max_bytes = values(target, "rss", w)
-        .iter()
-        .map(|(v, _)| *v as u64)
-        .max();
-    h.kiln_cpu_s = integral(&values(kiln, "kiln cpu", w)).map(|x| x / 100.0);
-    h.load_cpu_s = integral(&values(kiln, "load command cpu", w)).map(|x| x / 100.0);
-    let busy = values(machine, "busy", w);
-    if seconds(&busy) > 0.0 {
-        h.machine_busy_pct = integral(&busy).map(|x| x / seconds(&busy));
+    if h.throughput.is_none() && is_measurement(meta, w) {
+        command_summary(&mut h, &meta.load, w);
     }
-    h.queue_depth_max = values(load, crate::QUEUE_DEPTH, w)
+    target_figures(&mut h, run, w);
+    own_figures(&mut h, run, w);
+    if let (Some(cpu), Some(ops)) = (h.target_cpu_s, h.operations.filter(|&o| o > 0)) {
+        h.cpu_per_op_us = Some(cpu * 1e6 / ops as f64);
+        h.switches_per_op = h.context_switches.map(|s| s as f64 / ops as f64);
+    }
+    h
+}
+
+/// The load's figures over the window's seconds: its rates, the operations counted, the
+/// queue's depth; a fleet's connections held at the window's end instead of a rate.
+fn load_figures(h: &mut Headline, run: &RunData, w: &Window, load_seconds: Option<&[(u64, u64)]>) {
+    let load = table(run, columns::LOAD);
+    let seconds_of = |t: &SeriesTable| -> Vec<(u64, u64)> {
+        match load_seconds {
+            Some(s) if s.len() == t.time_ns.len() => s.to_vec(),
+            _ => intervals(&t.time_ns).collect(),
+        }
+    };
+    let load_seconds = load.map(seconds_of).unwrap_or_default();
+    let values = |t: Option<&SeriesTable>, name: &str, w: &Window| -> Vec<(f64, f64)> {
+        let Some(c) = t.and_then(|t| t.column(name)) else {
+            return Vec::new();
+        };
+        load_seconds
+            .iter()
+            .zip(&c.values)
+            .filter(|((start, end), _)| w.contains(start + (end - start) / 2))
+            .filter_map(|((start, end), v)| Some(((*v)?, (end - start) as f64 / 1e9)))
+            .collect()
+    };
+    if run.meta.load.unit == FLEET_UNIT {
+        // A fleet's work is holding its connections, not opening them: no rate of
+        // connections per second stands for it (an idle fleet would read "0/s").
+        h.connections = connections_held(load, w.end_ns);
+    } else {
+        if !run.meta.load.completed.is_empty() {
+            let v = values(load, &run.meta.load.completed, w);
+            let secs = seconds(&v);
+            if secs > 0.0 {
+                h.throughput = integral(&v).map(|n| n / secs);
+                // The count over the window's seconds (their rates times their lengths).
+                h.operations = integral(&v).map(|n| n.round().max(0.0) as u64);
+            }
+        }
+        let sent = values(load, columns::SENT, w);
+        if seconds(&sent) > 0.0 {
+            h.send_rate = integral(&sent).map(|n| n / seconds(&sent));
+        }
+    }
+    h.queue_depth_max = values(load, columns::QUEUE_DEPTH, w)
         .iter()
         .map(|(v, _)| *v)
         .reduce(f64::max);
-    if let (Some(cpu), Some(ops)) = (h.target_cpu_s, h.operations.filter(|&o| o > 0)) {
-        h.cpu_per_op_us = Some(cpu * 1e6 / ops as f64);
-        h.switches_per_op = switches.map(|s| s as f64 / ops as f64);
+}
+
+/// Throughput and latency from an external load command's own summary (wrk's, kept in
+/// the load's report as `parsed`), over its whole run.
+fn command_summary(h: &mut Headline, load: &crate::LoadInfo, w: &Window) {
+    let Some(p) = load.report.get("parsed").filter(|p| !p.is_null()) else {
+        return;
+    };
+    h.throughput = p.get("requests_per_s").and_then(|v| v.as_f64());
+    let pct = |q: f64| {
+        p.get("latency_us")?
+            .as_array()?
+            .iter()
+            .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
+            .find(|(p, _)| (*p - q).abs() < 1e-9)
+            .map(|(_, v)| v)
+    };
+    h.p50_us = pct(50.0);
+    h.p99_us = pct(99.0);
+    h.p999_us = pct(99.9);
+    if h.p50_us.is_some() {
+        h.latency = Some(COMMAND_LATENCY.into());
     }
+    // No count to take: its rate over the window's length.
+    h.operations = h.throughput.map(|t| (t * w.seconds()).round() as u64);
+}
+
+/// What the latency figures of an external command's own summary are called.
+pub const COMMAND_LATENCY: &str = "request (as the load command reported it)";
+
+/// The target's CPU and context switches over exactly the window, every host's target
+/// summed (a cluster's CPU per operation); its largest resident set over the window's
+/// seconds (this host's).
+fn target_figures(h: &mut Headline, run: &RunData, w: &Window) {
+    let targets: Vec<&SeriesTable> = run
+        .series
+        .iter()
+        .filter(|t| columns::is_table(&t.name, columns::TARGET))
+        .collect();
+    let total = |col: &str| -> Option<f64> {
+        targets
+            .iter()
+            .filter_map(|t| overlap(Some(t), col, w))
+            .map(|(n, _)| n)
+            .reduce(|a, b| a + b)
+    };
+    let user = total(columns::CPU_USER).map(|x| x / 100.0);
+    let system = total(columns::CPU_SYSTEM).map(|x| x / 100.0);
+    h.target_user_s = user;
+    h.target_system_s = system;
+    h.target_cpu_s = user.zip(system).map(|(u, s)| u + s);
+    h.context_switches = total(columns::VOLUNTARY)
+        .zip(total(columns::INVOLUNTARY))
+        .map(|(a, b)| (a + b).round().max(0.0) as u64);
+    // A reading of 0 is no process read, not a process without memory.
+    h.rss_max_bytes = values(table(run, columns::TARGET), columns::RSS, w)
+        .iter()
+        .map(|(v, _)| *v as u64)
+        .filter(|&v| v > 0)
+        .max();
+}
+
+/// kiln's own CPU, an external load command's and the machine's busy share, over exactly
+/// the window.
+fn own_figures(h: &mut Headline, run: &RunData, w: &Window) {
+    let kiln = table(run, columns::KILN);
+    h.kiln_cpu_s = overlap(kiln, columns::KILN_CPU, w).map(|(n, _)| n / 100.0);
+    h.load_cpu_s = overlap(kiln, columns::LOAD_COMMAND_CPU, w).map(|(n, _)| n / 100.0);
+    h.machine_busy_pct = overlap(table(run, columns::MACHINE), columns::BUSY, w)
+        .filter(|(_, secs)| *secs > 0.0)
+        .map(|(n, secs)| n / secs);
+}
+
+/// [`window_view`]: the window's figures by the one rule ([`figures`]), and what the run
+/// keeps as samples or one total put on its seconds ([`own_seconds`]).
+fn view_with(run: &RunData, w: &Window) -> RunMeta {
+    let mut meta = run.meta.clone();
+    let mut h = figures(run, w);
     own_seconds(run, w, &mut h);
     meta.headline = h;
     if let Some(note) = crate::seconds::recorded_part(&run.meta.measure, w) {
@@ -422,6 +572,79 @@ mod tests {
         for bad in ["6-3", "3-3", "-1-2", "a-b", "1e3-2e3", "7-9", "3-"] {
             assert!(find_window(&run.meta, bad).is_none(), "{bad}");
         }
+    }
+
+    /// A counter's total over any window, by [`overlap`] over the rates a sampler stores
+    /// (each row's count over its length), equals the total read at the window's edges by
+    /// interpolating the counter between the samples around each — the rule `kiln run`
+    /// used over its live samples — whatever the edges and the rows' uneven lengths; and a
+    /// window of whole rows counts exactly those rows.
+    #[test]
+    fn a_rates_count_over_a_window_is_its_total_interpolated_at_the_edges() {
+        // Samples 0.9 to 1.6 s apart (never a gap: under twice the usual step), the
+        // counter (CPU seconds) growing unevenly.
+        let gaps = [1.0, 1.2, 0.9, 1.6, 1.0, 1.0, 0.95, 1.3, 1.0];
+        let grow = [0.25, 1.0, 0.0, 0.7, 0.33, 0.9, 0.05, 1.2, 0.6];
+        let mut t = vec![10_000_000_000u64];
+        let mut total = vec![0.0f64];
+        for (g, d) in gaps.iter().zip(grow) {
+            t.push(t[t.len() - 1] + (g * 1e9) as u64);
+            total.push(total[total.len() - 1] + d);
+        }
+        let at = |x: u64| -> f64 {
+            let i = t.partition_point(|&s| s <= x).clamp(1, t.len() - 1);
+            let f = (x as f64 - t[i - 1] as f64) / (t[i] - t[i - 1]) as f64;
+            total[i - 1] + (total[i] - total[i - 1]) * f.clamp(0.0, 1.0)
+        };
+        // The stored rows: one per sample after the first, % of one CPU. The first row's
+        // start is one usual step (the median of the rows' gaps, 1.0 s) before its end,
+        // as here.
+        let rows: Vec<f64> = (1..t.len())
+            .map(|i| (total[i] - total[i - 1]) / ((t[i] - t[i - 1]) as f64 / 1e9) * 100.0)
+            .collect();
+        let table = SeriesTable {
+            name: columns::TARGET.into(),
+            time_ns: t[1..].to_vec(),
+            columns: vec![Column {
+                name: columns::CPU_USER.into(),
+                unit: "%".into(),
+                values: rows.iter().map(|&v| Some(v)).collect(),
+            }],
+        };
+        let mut edges = vec![t[0], t[3], t[t.len() - 1]];
+        for k in 0..40u64 {
+            edges.push(t[0] + (k * 7_777_777_777) % (t[t.len() - 1] - t[0]));
+        }
+        for &a in &edges {
+            for &b in edges.iter().filter(|&&b| b > a) {
+                let w = Window {
+                    name: "w".into(),
+                    start_ns: a,
+                    end_ns: b,
+                };
+                let (count, secs) = overlap(Some(&table), columns::CPU_USER, &w).unwrap();
+                let want = at(b) - at(a);
+                assert!(
+                    (count / 100.0 - want).abs() < 1e-9,
+                    "{a}-{b}: {count} vs {want}"
+                );
+                assert!((secs - w.seconds()).abs() < 1e-9);
+            }
+        }
+        // Whole rows: rows 3 and 4 exactly.
+        let w = Window {
+            name: "w".into(),
+            start_ns: t[2],
+            end_ns: t[4],
+        };
+        let (count, _) = overlap(Some(&table), columns::CPU_USER, &w).unwrap();
+        assert!((count / 100.0 - (total[4] - total[2])).abs() < 1e-12);
+        let outside = Window {
+            name: "w".into(),
+            start_ns: 0,
+            end_ns: t[0],
+        };
+        assert_eq!(overlap(Some(&table), columns::CPU_USER, &outside), None);
     }
 
     /// The per-second data of the page's own unit test (web/tests/report.test.ts): seconds

@@ -159,9 +159,42 @@ export interface Finding {
   score: number;
 }
 
+/**
+ * The names of the tables and columns of a run's series that the pages read, as kiln
+ * writes them (crates/store/src/columns.rs, sent with the data: crates/report/src/run.rs
+ * `ColumnNames`), so that no page spells one of its own.
+ */
+export interface ColumnNames {
+  load: string;
+  target: string;
+  machine: string;
+  kiln: string;
+  cpu_user: string;
+  cpu_system: string;
+  rss: string;
+  threads: string;
+  voluntary: string;
+  involuntary: string;
+  open_files: string;
+  sockets: string;
+  busy: string;
+  kiln_cpu: string;
+  load_command_cpu: string;
+  sent: string;
+  connected: string;
+  dropped: string;
+  queue_depth: string;
+  /** What joins a per-group column and its group (`cpu user:scheduler`). */
+  group_separator: string;
+  /** What joins a table and the other host it is of (`target@db1`). */
+  host_separator: string;
+}
+
 export interface RunPage {
   /** What the run's data says went wrong or limited it, most important first (absent: not computed). */
   findings?: Finding[];
+  /** The names of the series, as kiln writes them. */
+  columns: ColumnNames;
   name: string;
   id: number | null;
   complete: boolean;
@@ -326,6 +359,8 @@ export interface ComparePage {
   series: RunSeries[];
   functions: FunctionTable[];
   diff: { key: string; event: string; title: string; marked: boolean } | null;
+  /** The names of the series, as kiln writes them. */
+  columns: ColumnNames;
 }
 
 /** `kiln runs trend NAME -o trend.html`: crates/compare/src/trend (its JSON, as `--format json`). */

@@ -30,7 +30,7 @@ pub fn queue(f: &Facts) -> Vec<Finding> {
         _ => 0.0,
     };
     // The backlog the load counted: sent and not completed, one delivery per send.
-    let sent = count_of(&f.values(col::LOAD, "sent"));
+    let sent = count_of(&f.values(col::LOAD, col::SENT));
     let done = count_of(&f.values(col::LOAD, &f.meta.load.completed));
     if let (Some(s), Some(d)) = (sent, done) {
         let backlog = s - d;

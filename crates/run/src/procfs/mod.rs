@@ -734,7 +734,7 @@ fn busiest_others(mut t: SeriesTable, keep: usize) -> SeriesTable {
         .map(|i| Some(rest.iter().filter_map(|c| c.values[i]).sum()))
         .collect();
     t.columns.push(Column {
-        name: format!("cpu:({} other processes)", rest.len()),
+        name: columns::other_processes(rest.len()),
         unit: "%".into(),
         values,
     });

@@ -309,7 +309,7 @@ impl<'a> FleetLoad<'a> {
                 ));
             }
             let mut t = headline::load_series(ticks);
-            t.name = format!("load@{name}");
+            t.name = kiln_store::columns::on_host(kiln_store::columns::LOAD, name);
             if !t.time_ns.is_empty() {
                 series.push(t);
             }
@@ -791,8 +791,6 @@ pub(crate) struct HostRecording {
     pub series: Vec<SeriesTable>,
     pub warnings: Vec<String>,
     pub target: TargetInfo,
-    /// The target's CPU user and system seconds and context switches in the sampling window.
-    pub cpu: Option<(f64, f64, u64)>,
     pub bpf_cpu_s: Option<f64>,
 }
 
@@ -1003,7 +1001,7 @@ impl<'a> RemoteRecordings<'a> {
                 .series
                 .into_iter()
                 .map(|mut t| {
-                    t.name = format!("{}@{name}", t.name);
+                    t.name = kiln_store::columns::on_host(&t.name, &name);
                     for x in &mut t.time_ns {
                         *x = map.to_local(*x);
                     }
@@ -1015,13 +1013,6 @@ impl<'a> RemoteRecordings<'a> {
                 series,
                 warnings,
                 target: r.target,
-                cpu: r.cpu.map(|[a, b]| {
-                    (
-                        (b.0 - a.0).max(0.0),
-                        (b.1 - a.1).max(0.0),
-                        b.2.saturating_sub(a.2),
-                    )
-                }),
                 bpf_cpu_s: r.bpf_cpu_s,
             });
         }

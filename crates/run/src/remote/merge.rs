@@ -470,7 +470,7 @@ fn run_delivery(
         return None;
     }
     let sum = |name: &str| read.iter().map(|(_, h)| h.total(name)).sum::<u64>();
-    let (sent, own) = (sum("sent"), sum("received"));
+    let (sent, own) = (sum(kiln_store::columns::SENT), sum("received"));
     let from_run: u64 = summaries
         .iter()
         .filter_map(|s| s["from_run"].as_u64())

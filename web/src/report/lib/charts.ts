@@ -3,7 +3,7 @@
 // measured one), flow-control spans, the target's CPU by thread group (stacked), memory,
 // context switches, threads and files, who used the machine's CPUs, and CPU by category.
 // Only series that hold something are charted; every chart names its unit.
-import { CategorySeries, Column, PerSecond, Table } from '../data.js';
+import { CategorySeries, Column, ColumnNames, PerSecond, Table } from '../data.js';
 import { plainGroup, plainLatency } from './names.js';
 import { categorySharesIn, percentilesIn } from './window.js';
 import { ScaleKind } from './scale.js';
@@ -27,6 +27,11 @@ export interface Line {
   group?: number;
   /** The store's own name of the series (tooltip), when the label is in plain words. */
   hint?: string;
+  /**
+   * A sampled rate (CPU, switches): its figure over a window counts the part of each
+   * second inside it (lib/figures.ts `overlapOf`), as the headline's CPU does.
+   */
+  exact?: boolean;
 }
 
 /** What a chart's legend shows for a window when the cursor is away (default: means). */
@@ -97,6 +102,8 @@ export function latencyFamilies(t: Table): Map<string, Column[]> {
 
 export interface RunShape {
   tables: Table[];
+  /** The names of the series, as kiln writes them. */
+  columns: ColumnNames;
   /** What one operation is (`msg`). */
   unit: string;
   /** The headline latency's name. */
@@ -216,46 +223,50 @@ for (const fam of order) {
 function targetCharts(r: RunShape, target: Table, machine: Table | undefined, kiln: Table | undefined): ChartSpec[] {
   const out: ChartSpec[] = [];
   const n = target.time.length;
+  const names = r.columns;
   const groups = new Map<string, { user?: Column; system?: Column }>();
   for (const c of target.columns) {
-    const m = /^cpu (user|system):(.*)$/.exec(c.name);
-    if (!m) continue;
-    const g = groups.get(m[2]) ?? {};
-    g[m[1] as 'user' | 'system'] = c;
-    groups.set(m[2], g);
+    for (const [part, col] of [['user', names.cpu_user], ['system', names.cpu_system]] as const) {
+      const prefix = col + names.group_separator;
+      if (!c.name.startsWith(prefix)) continue;
+      const name = c.name.slice(prefix.length);
+      const g = groups.get(name) ?? {};
+      g[part] = c;
+      groups.set(name, g);
+    }
   }
   const layers: Line[] = [];
   let k = 0;
   for (const [g, { user, system }] of groups) {
     if (!(user && hasValue(user)) && !(system && hasValue(system))) continue;
     const color = COLORS[k++ % COLORS.length];
-    if (user) layers.push(line(target, user, color, `${plainGroup(g)} user`));
-    if (system) layers.push(line(target, system, shade(color), `${plainGroup(g)} system`));
+    if (user) layers.push(line(target, user, color, `${plainGroup(g)} user`, { exact: true }));
+    if (system) layers.push(line(target, system, shade(color), `${plainGroup(g)} system`, { exact: true }));
   }
   if (!layers.length) {
-    for (const [name, color] of [['cpu user', COLORS[0]], ['cpu system', shade(COLORS[0])]]) {
+    for (const [name, color] of [[names.cpu_user, COLORS[0]], [names.cpu_system, shade(COLORS[0])]]) {
       const c = target.columns.find((x) => x.name === name);
-      if (c) layers.push(line(target, c, color));
+      if (c) layers.push(line(target, c, color, c.name, { exact: true }));
     }
   }
   if (layers.length) {
     out.push({ id: 'cpu', title: 'Target CPU by thread group, % of one CPU (lighter: system time)', unit: '%', scale: 'linear', kind: 'stacked', height: 150, lines: layers });
   }
-  const rss = target.columns.find((c) => c.name === 'rss');
+  const rss = target.columns.find((c) => c.name === names.rss);
   if (rss && anyValue(rss)) out.push({ id: 'rss', title: 'Target resident memory (RSS)', unit: 'bytes', scale: 'linear', kind: 'lines', height: 90, lines: [line(target, rss, COLORS[4])] });
-  const sw = ['voluntary switches', 'involuntary switches'].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
-  if (sw.length) out.push({ id: 'switches', title: 'Target context switches per second', unit: '1/s', scale: 'linear', kind: 'lines', height: 90, lines: sw.map((c, i) => line(target, c, COLORS[(i + 5) % COLORS.length])) });
-  const counts = ['threads', 'open files', 'sockets'].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
+  const sw = [names.voluntary, names.involuntary].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
+  if (sw.length) out.push({ id: 'switches', title: 'Target context switches per second', unit: '1/s', scale: 'linear', kind: 'lines', height: 90, lines: sw.map((c, i) => line(target, c, COLORS[(i + 5) % COLORS.length], c.name, { exact: true })) });
+  const counts = [names.threads, names.open_files, names.sockets].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
   if (counts.length) out.push({ id: 'counts', title: 'Target threads, open files and sockets', unit: 'count', scale: 'linear', kind: 'lines', height: 80, lines: counts.map((c, i) => line(target, c, COLORS[(i + 6) % COLORS.length])) });
-  const busy = machine?.columns.find((c) => c.name === 'busy');
+  const busy = machine?.columns.find((c) => c.name === names.busy);
   const lines: Line[] = [];
   if (machine && busy && anyValue(busy)) {
-    lines.push({ ...line(machine, busy, '#888888', `machine (all processes, ${r.cpus} CPUs)`), values: busy.values.map((v) => (v === null ? null : v * Math.max(1, r.cpus))) });
+    lines.push({ ...line(machine, busy, '#888888', `machine (all processes, ${r.cpus} CPUs)`, { exact: true }), values: busy.values.map((v) => (v === null ? null : v * Math.max(1, r.cpus))) });
   }
-  const cpuCols = target.columns.filter((c) => c.name === 'cpu user' || c.name === 'cpu system');
-  if (cpuCols.length) lines.push({ label: 'target', column: 'cpu user+system', table: 'target', time: target.time, values: sumColumns(cpuCols, n), color: COLORS[0] });
+  const cpuCols = target.columns.filter((c) => c.name === names.cpu_user || c.name === names.cpu_system);
+  if (cpuCols.length) lines.push({ label: 'target', column: `${names.cpu_user}+system`, table: names.target, time: target.time, values: sumColumns(cpuCols, n), color: COLORS[0], exact: true });
   for (const c of kiln?.columns ?? []) {
-    if (c.unit === '%' && anyValue(c)) lines.push(line(kiln!, c, c.name.startsWith('kiln') ? COLORS[2] : COLORS[1], c.name.replace(/ cpu$/, '')));
+    if (c.unit === '%' && anyValue(c)) lines.push(line(kiln!, c, c.name === names.kiln_cpu ? COLORS[2] : COLORS[1], c.name === names.kiln_cpu ? 'kiln' : c.name === names.load_command_cpu ? 'load command' : c.name, { exact: true }));
   }
   if (lines.length > 1 || busy) {
     out.push({
@@ -276,10 +287,10 @@ function targetCharts(r: RunShape, target: Table, machine: Table | undefined, ki
 export function runCharts(r: RunShape): ChartSpec[] {
   const out: ChartSpec[] = [];
   const table = (n: string): Table | undefined => r.tables.find((t) => t.name === n);
-  const load = table('load');
-  const target = table('target');
-  const machine = table('machine');
-  const kiln = table('kiln');
+  const load = table(r.columns.load);
+  const target = table(r.columns.target);
+  const machine = table(r.columns.machine);
+  const kiln = table(r.columns.kiln);
   if (load) out.push(...loadCharts(r, load));
   if (target) out.push(...targetCharts(r, target, machine, kiln));
   for (const c of r.categories) out.push(categoryChart(c));

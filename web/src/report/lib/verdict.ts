@@ -13,7 +13,9 @@
 // Not ported: the function tables and the profile's movers (they need the profiles: the
 // command gives them), `--fail-if` gates, and the noise floor of the baseline's history
 // (a window never has one: kiln compare takes history only for whole measurements).
-import { BeamSeconds, Judging, PerSecond, Table } from '../data.js';
+import { BeamSeconds, ColumnNames, Judging, PerSecond, Table } from '../data.js';
+import { integral, isTable, maxIn, overlapIn } from './figures.js';
+import { percentilesIn } from './window.js';
 
 // ---------------------------------------------------------------- stats.rs
 
@@ -519,59 +521,11 @@ export function beamSharesIn(b: BeamSeconds, w: [number, number]): { other: numb
   return { other: pct(all7[5]), checkIo: pct(all7[3]) };
 }
 
-/** Values of a column over the seconds of w (a second is the window's when its middle lies in it), with each second's length. */
-function valuesIn(t: Table | undefined, name: string, w: [number, number]): [number, number][] {
-  const c = t?.columns.find((x) => x.name === name);
-  if (!t || !c) return [];
-  const out: [number, number][] = [];
-  for (let i = 0; i < t.time.length; i++) {
-    const len = i > 0 ? (t.time[i] - t.time[i - 1]) / 1e9 : 1;
-    const mid = t.time[i] - Math.trunc(len * 0.5e9);
-    const v = c.values[i];
-    if (mid >= w[0] && mid < w[1] && v !== null && v !== undefined) out.push([v, len]);
-  }
-  return out;
-}
-
-const integralOf = (v: [number, number][]): number | null => (v.length ? v.reduce((s, [x, l]) => s + x * l, 0) : null);
-const secondsOf = (v: [number, number][]): number => v.reduce((s, [, l]) => s + l, 0);
-
-/** Latency percentiles of the run's per-second histograms over w (the headline's latency, else the first kept). */
+/** Latency percentiles of the run's per-second histograms over w (the headline's latency, else the first kept), as the run page's (lib/window.ts). */
 function latencyIn(r: WindowRun, w: [number, number]): { p50: number; p99: number; p999: number; max: number } | null {
   const ps = r.latency_seconds;
   const l = ps.series.find((x) => x.name === r.latency) ?? ps.series[0];
-  if (!l) return null;
-  const counts = new Float64Array(ps.values.length);
-  for (let i = 0; i < l.time.length; i++) {
-    const len = i > 0 ? l.time[i] - l.time[i - 1] : 1e9;
-    const mid = l.time[i] - Math.floor(len / 2);
-    if (mid < w[0] || mid >= w[1]) continue;
-    let k = 0;
-    const c = l.counts[i];
-    for (let j = 0; j + 1 < c.length; j += 2) {
-      k += c[j];
-      counts[k] += c[j + 1];
-    }
-  }
-  let total = 0;
-  let top = -1;
-  counts.forEach((c, k) => {
-    if (c > 0) {
-      total += c;
-      top = k;
-    }
-  });
-  if (!total) return null;
-  const at = (q: number): number => {
-    const want = Math.max(1, Math.ceil(q * total));
-    let run = 0;
-    for (let k = 0; k < counts.length; k++) {
-      run += counts[k];
-      if (run >= want) return ps.values[k];
-    }
-    return 0;
-  };
-  return { p50: at(0.5), p99: at(0.99), p999: at(0.999), max: ps.values[top] };
+  return l ? percentilesIn(ps, l.name, w) : null;
 }
 
 /** The window of a run: w (ns from the start of its measurement) cut at its end; null when nothing is left. */
@@ -580,11 +534,18 @@ export function runWindow(r: WindowRun, w: [number, number]): [number, number] |
   return end > w[0] ? [w[0], end] : null;
 }
 
-/** A run's figures over w, by key (window.rs `window_view`); a key is missing where the window has no value. */
-export function windowHeadline(r: WindowRun, w: [number, number]): Map<string, number> {
+/**
+ * A run's figures over w, by key: the rule of crates/store/src/window.rs `figures` (as
+ * `kiln compare NAME@START-END` computes them), the one of the run page's window figures
+ * (lib/figures.ts): the load's whole seconds whose middle lies in w, the sampler's rates
+ * over exactly w, every host's target counted. A key is missing where the window has no
+ * value.
+ */
+export function windowHeadline(r: WindowRun, w: [number, number], names: ColumnNames): Map<string, number> {
   const h = new Map<string, number>();
   const table = (n: string) => r.tables.find((t) => t.name === n);
-  const [load, target, machine, kiln] = [table('load'), table('target'), table('machine'), table('kiln')];
+  const [load, target, machine, kiln] = [table(names.load), table(names.target), table(names.machine), table(names.kiln)];
+  const targets = r.tables.filter((t) => isTable(t.name, names.target, names));
   const set = (k: string, v: number | null | undefined): void => {
     if (v !== null && v !== undefined) h.set(k, v);
   };
@@ -592,43 +553,44 @@ export function windowHeadline(r: WindowRun, w: [number, number]): Map<string, n
   set('concurrency', r.concurrency);
   let ops: number | null = null;
   if (r.counted) {
-    const v = valuesIn(load, r.counted, w);
-    const n = integralOf(v);
-    if (secondsOf(v) > 0 && n !== null) {
-      set('throughput', n / secondsOf(v));
-      ops = Math.max(Math.round(n), 0);
+    const v = integral(load, r.counted, w);
+    if (v.any && v.seconds > 0) {
+      set('throughput', v.sum / v.seconds);
+      ops = Math.max(Math.round(v.sum), 0);
     }
   }
-  const sent = valuesIn(load, 'sent', w);
-  if (secondsOf(sent) > 0) set('send_rate', integralOf(sent)! / secondsOf(sent));
+  const sent = integral(load, names.sent, w);
+  if (sent.any && sent.seconds > 0) set('send_rate', sent.sum / sent.seconds);
   const lat = latencyIn(r, w);
   if (lat) for (const k of ['p50', 'p99', 'p999', 'max'] as const) set(k, lat[k]);
   const secs = (w[1] - w[0]) / 1e9;
-  const cpuOf = (col: string, t = target): number | null => {
-    const x = integralOf(valuesIn(t, col, w));
-    return x === null ? null : x / 100;
+  const cpuOf = (col: string, ts: Table[]): number | null => {
+    const x = overlapIn(ts, col, w);
+    return x.any ? x.sum / 100 : null;
   };
-  const [user, system] = [cpuOf('cpu user'), cpuOf('cpu system')];
+  const [user, system] = [cpuOf(names.cpu_user, targets), cpuOf(names.cpu_system, targets)];
   const cpu = user !== null && system !== null ? user + system : null;
   if (cpu !== null && secs > 0) set('target_cpu', (cpu / secs) * 100);
-  const [vol, inv] = [integralOf(valuesIn(target, 'voluntary switches', w)), integralOf(valuesIn(target, 'involuntary switches', w))];
-  const switches = vol !== null && inv !== null ? Math.round(vol + inv) : null;
-  const rss = valuesIn(target, 'rss', w);
-  if (rss.length) set('rss', Math.max(...rss.map(([v]) => Math.trunc(Math.max(v, 0)))));
-  const k = cpuOf('kiln cpu', kiln);
+  const [vol, inv] = [overlapIn(targets, names.voluntary, w), overlapIn(targets, names.involuntary, w)];
+  const switches = vol.any && inv.any ? Math.max(0, Math.round(vol.sum + inv.sum)) : null;
+  const rss = maxIn(target, names.rss, w);
+  if (rss !== null && Math.trunc(rss) > 0) set('rss', Math.trunc(rss));
+  const k = cpuOf(names.kiln_cpu, kiln ? [kiln] : []);
   if (k !== null && secs > 0) set('kiln_cpu', (k / secs) * 100);
   // kiln's eBPF CPU and the BEAM's states: what the store put on the run's seconds.
-  const bpf = r.ebpf ? cpuOf('kiln eBPF cpu', r.ebpf) : null;
+  // Whole seconds of the grid, as Rust sums them (crates/store/src/seconds.rs).
+  const bpfSum = integral(r.ebpf ?? undefined, 'kiln eBPF cpu', w);
+  const bpf = bpfSum.any ? bpfSum.sum / 100 : null;
   if (bpf !== null && secs > 0) set('kiln_bpf_cpu', (bpf / secs) * 100);
   const beam = r.beam ? beamSharesIn(r.beam, w) : null;
   if (beam) {
     set('beam_busy_wait', beam.other);
     set('beam_check_io', beam.checkIo);
   }
-  const busy = valuesIn(machine, 'busy', w);
-  if (secondsOf(busy) > 0) set('machine_busy', integralOf(busy)! / secondsOf(busy));
-  const depth = valuesIn(load, 'queue_depth', w);
-  if (depth.length) set('queue_depth', Math.max(...depth.map(([v]) => v)));
+  const busy = overlapIn(machine ? [machine] : [], names.busy, w);
+  if (busy.any && busy.seconds > 0) set('machine_busy', busy.sum / busy.seconds);
+  const depth = maxIn(load, names.queue_depth, w);
+  if (depth !== null) set('queue_depth', depth);
   if (cpu !== null && ops !== null && ops > 0) {
     set('cpu_per_op', (cpu * 1e6) / ops);
     if (switches !== null) set('switches_per_op', switches / ops);
@@ -726,7 +688,7 @@ function rowOf(f: FigureDef, groups: Map<string, number>[][], rates: (number | n
  * `labels` of `runs`: what `kiln compare LABEL@START-END ...` prints, but the function
  * tables and the profile's movers.
  */
-export function judgeWindow(labels: string[], runs: WindowRun[], j: Judging, w: [number, number]): WindowJudgement {
+export function judgeWindow(labels: string[], runs: WindowRun[], j: Judging, w: [number, number], names: ColumnNames): WindowJudgement {
   const outside: WindowRun[] = [];
   const groups: Map<string, number>[][] = labels.map((_, g) =>
     runs
@@ -735,7 +697,7 @@ export function judgeWindow(labels: string[], runs: WindowRun[], j: Judging, w: 
       .map((r) => {
         const rw = runWindow(r, w);
         if (!rw) outside.push(r);
-        return rw ? windowHeadline(r, rw) : new Map<string, number>();
+        return rw ? windowHeadline(r, rw, names) : new Map<string, number>();
       }),
   );
   const rates = labels.map((_, g) => setRate(runs.filter((r) => r.group === g).sort((a, b) => a.index - b.index)));

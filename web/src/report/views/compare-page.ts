@@ -230,12 +230,13 @@ function overlaySpecs(c: ComparePage): ChartSpec[] {
     },
   });
   const unit = c.series[0]?.unit ?? 'op';
-  overlay('throughput', `Throughput: ${unit} completed per second`, `${unit}/s`, 'linear', (s) => columnLine(s, 'load', s.completed));
-  overlay('p99', 'Latency p99 per second (log scale)', 'us', 'log', (s) => columnLine(s, 'load', s.latency ? `${s.latency} p99` : null), figureOf('p99'));
-  overlay('target_cpu', 'Target CPU, % of one CPU', '%', 'linear', (s) => sumLine(s, 'target', ['cpu user', 'cpu system'], 'cpu user+system'));
-  overlay('rss', 'Target resident memory (RSS)', 'bytes', 'linear', (s) => columnLine(s, 'target', 'rss'));
-  overlay('switches', 'Target context switches per second', '1/s', 'linear', (s) => sumLine(s, 'target', ['voluntary switches', 'involuntary switches'], 'switches'));
-  overlay('machine', 'Machine busy, % of all CPUs', '%', 'linear', (s) => columnLine(s, 'machine', 'busy'));
+  const n = c.columns;
+  overlay('throughput', `Throughput: ${unit} completed per second`, `${unit}/s`, 'linear', (s) => columnLine(s, n.load, s.completed));
+  overlay('p99', 'Latency p99 per second (log scale)', 'us', 'log', (s) => columnLine(s, n.load, s.latency ? `${s.latency} p99` : null), figureOf('p99'));
+  overlay('target_cpu', 'Target CPU, % of one CPU', '%', 'linear', (s) => sumLine(s, n.target, [n.cpu_user, n.cpu_system], `${n.cpu_user}+system`));
+  overlay('rss', 'Target resident memory (RSS)', 'bytes', 'linear', (s) => columnLine(s, n.target, n.rss));
+  overlay('switches', 'Target context switches per second', '1/s', 'linear', (s) => sumLine(s, n.target, [n.voluntary, n.involuntary], 'switches'));
+  overlay('machine', 'Machine busy, % of all CPUs', '%', 'linear', (s) => columnLine(s, n.machine, n.busy));
   return specs;
 }
 
@@ -339,7 +340,7 @@ function showWindowFigures(box: HTMLElement, c: ComparePage, w: [number, number]
   const [a, b] = [secs(Math.max(0, w[0])), secs(w[1])];
   const refs = labels.map((l) => `${l}@${a}-${b}`);
   // Named as the command names them: its overall line says `after@1-3 against before@1-3`.
-  const j = judgeWindow(refs, c.series, c.judging, [Math.round(Number(a) * 1e9), Math.round(Number(b) * 1e9)]);
+  const j = judgeWindow(refs, c.series, c.judging, [Math.round(Number(a) * 1e9), Math.round(Number(b) * 1e9)], c.columns);
   const rules = `alpha ${c.judging.alpha}, threshold ${c.judging.threshold_pct}%`;
   box.append(
     el('h3', { text: `Window ${formatWindow(w)} of each measurement, judged (${rules})` }),

@@ -9,7 +9,7 @@ import { el, setText } from '../../views/dom.js';
 import { thousands } from '../../lib/units.js';
 import { RunPage, Table } from '../data.js';
 import { COLORS, runCharts } from '../lib/charts.js';
-import { windowFigures } from '../lib/figures.js';
+import { WindowFigure, windowFigures } from '../lib/figures.js';
 import { compact, formatValue, formatWindow } from '../lib/format.js';
 import { edgesOf, parseWindow, typicalStep, writeWindow } from '../lib/intervals.js';
 import { beamText, recordedPart } from '../lib/grid.js';
@@ -116,10 +116,9 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
   const beam = r.beam ? el('p', { class: 'r-beam', 'data-field': 'beam' }) : null;
   if (beam) cards.el.after(beam);
   root.append(head, ...(findings ? [findings] : []), charts, profiles.section);
-  // The measurement's figures by the rule of every window's (the legends' too); kiln's
-  // eBPF CPU over the measurement is the run's headline (measured once for the recording).
-  const measurementFigures = windowFigures(r, measure);
-  measurementFigures.delete('kiln_bpf_cpu');
+  // The measurement's figures are the run's headline, as kiln computed them (r.figures);
+  // a window's are computed here by the same rule (lib/figures.ts).
+  const measurementFigures = new Map(r.figures.map((f): [string, WindowFigure] => [f.key, { value: f.value, text: f.text, detail: f.detail ?? undefined }]));
 
   const show = (): void => {
     const w = st.current;
@@ -160,7 +159,7 @@ export function buildRunPage(root: HTMLElement, r: RunPage, origin: number, stat
 
 /** The charts' group: one time axis, one selection, the measurement and the sweep's steps marked. */
 function chartGroup(r: RunPage, measure: Window, status: HTMLElement, apply: (w: Window | null) => void, onView: (zoomed: boolean) => void): ChartGroup {
-  const primary = r.tables.find((t) => t.name === 'load' && t.time.length > 1) ?? r.tables.find((t) => t.name === 'target' && t.time.length > 1) ?? r.tables.find((t) => t.time.length > 1);
+  const primary = r.tables.find((t) => t.name === r.columns.load && t.time.length > 1) ?? r.tables.find((t) => t.name === r.columns.target && t.time.length > 1) ?? r.tables.find((t) => t.time.length > 1);
   const range = extentOf(r.tables, [measure, ...r.markers.map((p): Window => [p.start, p.end])]);
   return new ChartGroup(range, {
     selectable: true,
@@ -202,7 +201,7 @@ function buildWindowBar(r: RunPage, measure: Window, apply: (w: Window | null) =
 function buildTimeline(r: RunPage, group: ChartGroup, apply: (w: Window | null) => void): { section: HTMLElement; charts: Record<string, TimeChart>; markers: MarkerRow } {
   const charts: Record<string, TimeChart> = {};
   const section = el('section', { class: 'r-section', id: 'r-timeline', 'aria-labelledby': 'r-h-timeline' }, el('h2', { id: 'r-h-timeline', text: 'Timeline (seconds from the start of the measurement; shaded: outside it)' }));
-  for (const spec of runCharts({ tables: r.tables, unit: r.unit, latency: r.latency, cpus: r.cpus, categories: r.categories, latencySeconds: r.latency_seconds })) {
+  for (const spec of runCharts({ tables: r.tables, columns: r.columns, unit: r.unit, latency: r.latency, cpus: r.cpus, categories: r.categories, latencySeconds: r.latency_seconds })) {
     const c = group.add(spec);
     charts[spec.id] = c;
     section.append(c.el);

@@ -16,7 +16,7 @@ import { ChartSpec, Line } from '../lib/charts.js';
 import { columnMeans, decimate, lowerBound } from '../lib/decimate.js';
 import { formatInstant, formatSeconds, formatSpan, formatTick, formatValue, formatWindow } from '../lib/format.js';
 import { rowAt, rowStart, snap, typicalStep } from '../lib/intervals.js';
-import { meanIn, secondsOn } from '../lib/figures.js';
+import { meanIn, overlapMean, secondsOn } from '../lib/figures.js';
 import { Scale, linearScale, logScale, timeTicks } from '../lib/scale.js';
 import { drawStepBoundaries } from './sweep.js';
 
@@ -661,7 +661,7 @@ export class TimeChart {
         const n = secondsOn(l.time, l.values, w);
         this.setValue(k, n, `${n} s`);
       } else {
-        const m = meanIn(l.time, l.values, w);
+        const m = l.exact ? overlapMean(l.time, l.values, w) : meanIn(l.time, l.values, w);
         this.setValue(k, m, formatValue(m, s.unit));
       }
     });
