@@ -1,6 +1,6 @@
 //! The CPUs as a resource (the USE method): one thread saturated, the CPUs full of the
 //! server's own work, and the server's threads ready to run but not running.
-use super::{cpus, pct, secs, Runtime};
+use super::{cpus, pct, secs, CpuCap, Runtime};
 use crate::profile::{categories, in_group, top_named};
 use crate::{Class, Facts, Finding};
 use kiln_store::columns as col;
@@ -150,7 +150,7 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
     // A cgroup's quota throttles threads that are ready to run: the starvation rule names
     // it (run-queue time, the periods throttled). A cap the program or its runtime set
     // (an affinity, GOMAXPROCS, +S) is this rule's.
-    let cap = cap.filter(|why| !why.contains("quota"));
+    let cap = cap.filter(CpuCap::set_by_program);
     let busy = f.cpus.busy.unwrap_or(target / f.cpus.machine);
     let share = target / limit;
     // A cap below the machine (a quota, an affinity, the runtime's own setting) is full
@@ -169,7 +169,7 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
         cpus(target),
         cpus(limit)
     );
-    if let Some(why) = &cap {
+    if let Some(why) = cap.map(|c| c.describe()) {
         claim.push_str(&format!(
             ", all it may use: {why} lets it run on {} of the machine's {} at once — it goes no faster with more clients, only with that setting raised",
             cpus(limit),
@@ -191,14 +191,8 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
         0.35 + 0.2 * share.min(1.0)
     };
     let mut finding = Finding::new("cpu-bound", Class::CpuBound, score, String::new());
-    if let Some(why) = &cap {
-        let source = match why {
-            w if w.contains("quota") => "the cgroup's cpu.max",
-            w if w.contains("affinity") => "/proc/PID/status (Cpus_allowed_list)",
-            w if w.starts_with("GOMAXPROCS") => "/proc/PID/environ",
-            _ => "/proc/PID/cmdline",
-        };
-        finding = finding.evidence(f.ev("the CPUs it may use", why.clone(), source));
+    if let Some(cap) = cap {
+        finding = finding.evidence(f.ev("the CPUs it may use", cap.describe(), cap.source()));
     }
     if let Some(p) = f.cpu_profile() {
         let keep = in_group(p, None);

@@ -143,7 +143,7 @@ impl Facts<'_> {
     /// machine: its cgroup's quota, its CPU affinity, or its runtime's setting (Go's
     /// `GOMAXPROCS`, the BEAM's schedulers online `+S`, a JVM's
     /// `-XX:ActiveProcessorCount`). The smallest of them holds.
-    pub fn cpu_limit(&self) -> (f64, Option<String>) {
+    pub fn cpu_limit(&self) -> (f64, Option<CpuCap>) {
         let machine = self.cpus.machine;
         let t = &self.meta.target;
         let env = |k: &str| {
@@ -151,22 +151,22 @@ impl Facts<'_> {
                 .iter()
                 .find_map(|v| v.strip_prefix(k)?.strip_prefix('='))
         };
-        let mut caps: Vec<(f64, String)> = Vec::new();
+        let mut caps: Vec<(f64, CpuCap)> = Vec::new();
         if let Some((q, _)) = self.cpus.quota {
-            caps.push((q, format!("its cgroup's CPU quota ({})", cpus(q))));
+            caps.push((q, CpuCap::Quota(q)));
         }
         if let Some(n) = t.cpus_allowed.filter(|&n| n > 0) {
-            caps.push((f64::from(n), format!("its CPU affinity ({n} CPUs allowed)")));
+            caps.push((f64::from(n), CpuCap::Affinity(n)));
         }
         match self.runtime() {
             Runtime::Go => {
                 if let Some(n) = env("GOMAXPROCS").and_then(|v| v.trim().parse::<u32>().ok()) {
-                    caps.push((f64::from(n.max(1)), format!("GOMAXPROCS={n}")));
+                    caps.push((f64::from(n.max(1)), CpuCap::GoMaxProcs(n)));
                 }
             }
             Runtime::Beam => {
                 if let Some(n) = beam_schedulers_online(&t.cmdline) {
-                    caps.push((f64::from(n), format!("+S {n} (schedulers online)")));
+                    caps.push((f64::from(n), CpuCap::BeamSchedulers(n)));
                 }
             }
             Runtime::Jvm => {
@@ -184,7 +184,7 @@ impl Facts<'_> {
                     .filter_map(|v| v.parse::<u32>().ok())
                     .next_back();
                 if let Some(n) = n.filter(|&n| n > 0) {
-                    caps.push((f64::from(n), format!("-XX:ActiveProcessorCount={n}")));
+                    caps.push((f64::from(n), CpuCap::JvmProcessors(n)));
                 }
             }
             _ => {}
@@ -222,6 +222,50 @@ impl Facts<'_> {
         } else {
             Runtime::Native
         }
+    }
+}
+
+/// What held a server to fewer CPUs than the machine has.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CpuCap {
+    /// Its cgroup's `cpu.max`, in CPUs.
+    Quota(f64),
+    /// Its CPU affinity: the CPUs `Cpus_allowed_list` holds.
+    Affinity(u32),
+    /// Go's `GOMAXPROCS` from its environment.
+    GoMaxProcs(u32),
+    /// The BEAM's schedulers online (`+S N:M`).
+    BeamSchedulers(u32),
+    /// A JVM's `-XX:ActiveProcessorCount`.
+    JvmProcessors(u32),
+}
+
+impl CpuCap {
+    /// The cap in words, as a clause.
+    pub fn describe(&self) -> String {
+        match *self {
+            CpuCap::Quota(q) => format!("its cgroup's CPU quota ({})", cpus(q)),
+            CpuCap::Affinity(n) => format!("its CPU affinity ({n} CPUs allowed)"),
+            CpuCap::GoMaxProcs(n) => format!("GOMAXPROCS={n}"),
+            CpuCap::BeamSchedulers(n) => format!("+S {n} (schedulers online)"),
+            CpuCap::JvmProcessors(n) => format!("-XX:ActiveProcessorCount={n}"),
+        }
+    }
+
+    /// Where the system says so, independently of kiln.
+    pub fn source(&self) -> &'static str {
+        match self {
+            CpuCap::Quota(_) => "the cgroup's cpu.max",
+            CpuCap::Affinity(_) => "/proc/PID/status (Cpus_allowed_list)",
+            CpuCap::GoMaxProcs(_) => "/proc/PID/environ",
+            CpuCap::BeamSchedulers(_) | CpuCap::JvmProcessors(_) => "/proc/PID/cmdline",
+        }
+    }
+
+    /// Whether the program (or its runtime) set it, rather than the cgroup it runs in: a
+    /// quota throttles threads that are ready to run, which is starvation's to say.
+    pub fn set_by_program(&self) -> bool {
+        !matches!(self, CpuCap::Quota(_))
     }
 }
 

@@ -256,34 +256,23 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
         .filter(|(_, t)| *t > 0.0)
         .collect();
     parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let top_blocked = parts.first().copied();
-    let waiting = ((in_flight - g.threads) / in_flight).clamp(0.0, 1.0);
-    let (class, doing) = match top_blocked {
-        Some((reason, t)) => {
-            let site = f.offcpu().and_then(|p| {
-                crate::waits::offcpu_waits(p)
-                    .sites_of(reason)
-                    .next()
-                    .map(|s| s.label())
-            });
-            let (class, what) = super::waiting::waited_for(reason, f, None);
-            (
-                class,
-                format!(
-                    "{} of it blocked: {what}{}",
-                    super::pct(t / occupied.max(1e-9)),
-                    site.map(|s| format!(" in {s}")).unwrap_or_default()
-                ),
-            )
-        }
-        _ => (
-            Class::CpuBound,
-            format!(
-                "{} of it on a CPU or waiting for one",
-                super::pct(cpu / occupied.max(1e-9))
-            ),
-        ),
+    // A saturated pool is mostly blocked in the work: there is a heaviest wait.
+    let Some(&(reason, t)) = parts.first() else {
+        return Vec::new();
     };
+    let waiting = ((in_flight - g.threads) / in_flight).clamp(0.0, 1.0);
+    let site = f.offcpu().and_then(|p| {
+        crate::waits::offcpu_waits(p)
+            .sites_of(reason)
+            .next()
+            .map(|s| s.label())
+    });
+    let (class, what) = super::waiting::waited_for(reason, f, None);
+    let doing = format!(
+        "{} of it blocked: {what}{}",
+        super::pct(t / occupied.max(1e-9)),
+        site.map(|s| format!(" in {s}")).unwrap_or_default()
+    );
     let claim = format!(
         "all {:.0} '{}' threads were occupied {} of the time ({doing}) while {:.1} {}s were in flight on average: the other {:.1} waited inside the server for a thread (Little's law: {} of their time) — the pool is the limit: more threads, or less time in each",
         g.threads,

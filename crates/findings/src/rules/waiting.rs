@@ -460,14 +460,21 @@ fn delayed_ack(ms: f64) -> bool {
     (ms - DELAYED_ACK_MS).abs() <= 0.35 * DELAYED_ACK_MS || (ms - 200.0).abs() <= 25.0
 }
 
-/// Responses that arrived in parts, their last bytes long after their first (the load's
-/// own receive times, the kernel's stamps): the server wrote each in pieces and the rest
-/// waited — for the client's delayed ACK under Nagle's algorithm when the gap is that
-/// timer's, else for the server's own work between the pieces.
-///
-/// False when: few responses were split, or their gaps are a small share of the
-/// operations' time; the load is not kiln's HTTP client (no such count).
-pub fn split(f: &Facts) -> Option<Finding> {
+/// Responses that arrived in parts, as the load's client counted them.
+struct Split {
+    /// Responses split, and operations in all.
+    n: f64,
+    ops: f64,
+    /// Their gaps' share of the operations' time.
+    share: f64,
+    /// The mean gap between a split response's first and last bytes.
+    gap_ms: f64,
+    /// Whether the gap is the delayed-ACK timer's.
+    nagle: bool,
+}
+
+/// The split responses of a window, when enough of them were split for a finding.
+fn split_stall(f: &Facts) -> Option<Split> {
     // Rates per second: their counts are each rate times its second's length.
     let sum = |c: &str| crate::facts::count_of(&f.values(kiln_store::columns::LOAD, c));
     let (n, wait_us) = (sum("split_responses")?, sum("split_wait_us")?);
@@ -478,7 +485,30 @@ pub fn split(f: &Facts) -> Option<Finding> {
         return None;
     }
     let gap_ms = wait_us / 1000.0 / n.max(1.0);
-    let nagle = delayed_ack(gap_ms);
+    Some(Split {
+        n,
+        ops,
+        share,
+        gap_ms,
+        nagle: delayed_ack(gap_ms),
+    })
+}
+
+/// Responses that arrived in parts, their last bytes long after their first (the load's
+/// own receive times, the kernel's stamps): the server wrote each in pieces and the rest
+/// waited — for the client's delayed ACK under Nagle's algorithm when the gap is that
+/// timer's, else for the server's own work between the pieces.
+///
+/// False when: few responses were split, or their gaps are a small share of the
+/// operations' time; the load is not kiln's HTTP client (no such count).
+pub fn split(f: &Facts) -> Option<Finding> {
+    let Split {
+        n,
+        ops,
+        share,
+        gap_ms,
+        nagle,
+    } = split_stall(f)?;
     let mut claim = format!(
         "{} of the responses arrived in parts, their last bytes {gap_ms:.1} ms after their first on average: {} of the {}s' time",
         pct((n / ops).min(1.0)),
@@ -579,7 +609,7 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     }
     // Responses held by the delayed ACK: the split rule names the stall from the client's
     // own receive times.
-    if split(f).is_some_and(|x| x.claim.contains("delayed-ACK")) {
+    if split_stall(f).is_some_and(|x| x.nagle) {
         return Vec::new();
     }
     let per_op = f.outcome.ops.filter(|o| *o > 0.0).map(|o| busy / o);
