@@ -246,8 +246,8 @@ impl Bpftrace {
             "tracepoint:syscalls:sys_enter_{call} /pid == {pid}/ {{ @s[tid] = nsecs; }} \
              tracepoint:syscalls:sys_exit_{call} /@s[tid]/ {{ @t = sum(nsecs - @s[tid]); delete(@s[tid]); }} \
              BEGIN {{ printf(\"tracing\\n\"); }} \
-             interval:s:{secs} {{ exit(); }} \
-             END {{ clear(@s); printf(\"total\\n\"); print(@t); clear(@t); }}"
+             interval:s:1 {{ printf(\"second\\n\"); print(@t); clear(@t); @n = @n + 1; if (@n == {secs}) {{ exit(); }} }} \
+             END {{ clear(@s); clear(@n); printf(\"total\\n\"); }}"
         );
         let mut child = Command::new("bpftrace")
             .arg("-e")
@@ -261,17 +261,36 @@ impl Bpftrace {
         Some(Bpftrace { child, lines })
     }
 
-    /// Seconds in the call per second traced (none: bpftrace prints no total).
-    fn per_second(self, secs: u32) -> f64 {
+    /// Seconds in the call in each second traced (a second without a call prints none).
+    fn seconds(self) -> Vec<f64> {
         let mut child = self.child;
         let _ = child.wait();
         let all = self.lines.all();
         assert!(all.contains("total"), "bpftrace ended early:\n{all}");
-        let ns: f64 = all
-            .lines()
-            .find_map(|l| l.strip_prefix("@t: "))
-            .map_or(0.0, |v| v.trim().parse().unwrap());
-        ns / 1e9 / f64::from(secs)
+        all.split("second\n")
+            .skip(1)
+            .map(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("@t: "))
+                    .map_or(0.0, |v| v.trim().parse::<f64>().unwrap() / 1e9)
+            })
+            .collect()
+    }
+
+    /// Seconds in the call per second traced.
+    fn per_second(self, secs: u32) -> f64 {
+        self.seconds().iter().sum::<f64>() / f64::from(secs)
+    }
+
+    /// Seconds in the call per second while the load ran: the median of the seconds that
+    /// had at least half the busiest one's (the seconds before the load began and after
+    /// it ended left out).
+    fn under_load(self) -> f64 {
+        let mut v = self.seconds();
+        let top = v.iter().copied().fold(0.0, f64::max);
+        v.retain(|&x| x >= 0.5 * top);
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
     }
 }
 
@@ -438,6 +457,71 @@ fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
             .contains("all 4 'pool-N-thread' threads were occupied")
             && first.1.contains("waited inside the server for a thread"),
         "{text}"
+    );
+}
+
+/// An event loop that blocks: one Python thread serves every connection and sleeps 4 ms
+/// synchronously in each request. The rest of the requests wait inside the server for
+/// that thread (Little's law), never "outside the server" although its CPU is idle.
+/// bpftrace times the thread's clock_nanosleep calls: the account kiln's share is held to.
+#[test]
+fn an_event_loop_blocked_in_its_work_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/blocking_loop.py");
+    let mut child = Command::new("python3")
+        .arg(&src)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 starts");
+    let mut lines = Lines::follow(child.stdout.take().unwrap());
+    let ready = lines
+        .wait_for(Duration::from_secs(30), |l| l.starts_with("ready "))
+        .expect("the server says where it listens");
+    let port = ready[6..].trim().parse().unwrap();
+    let p = Planted { child, port };
+    let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 8) else {
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "loop", &p, 32);
+    let slept = bt.under_load();
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {slept:.2} s asleep per second",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 1.0, &text);
+    assert!(
+        named(&found, "network-wait").is_none(),
+        "the time waiting for the loop said to be outside the server:\n{text}"
+    );
+    // The kernel's account: the thread slept most of each second in the work.
+    if slept < 0.5 {
+        eprintln!("the loop slept {slept:.2} s/s here (starved of CPU): no finding required");
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "sleep-in-path", "{text}");
+    assert!(
+        first.1.contains("one 'python' thread serves every req")
+            && first.1.contains("waited inside the server for it"),
+        "{text}"
+    );
+    // kiln's share of the thread's time asleep in the work, against bpftrace's.
+    let blocked = v["findings"][0]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| {
+            let value = e["value"].as_str()?;
+            let at = value.find("blocked in the work ")? + "blocked in the work ".len();
+            value[at..].trim_end_matches(')').parse::<f64>().ok()
+        })
+        .unwrap_or_else(|| panic!("no blocked figure in the evidence:\n{text}"));
+    assert!(
+        (blocked - slept).abs() <= 0.2,
+        "kiln: blocked in the work {blocked:.2}; bpftrace: asleep {slept:.2} s/s\n{text}"
     );
 }
 

@@ -202,17 +202,43 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
 /// too: a collector's threads, an idle pool's.)
 const IN_THE_WORK: [WaitReason; 3] = [WaitReason::Lock, WaitReason::Io, WaitReason::Sleep];
 
-/// A group's time on a CPU, waiting for one, and blocked in the work ([`IN_THE_WORK`]).
-fn occupied(g: &crate::threads::Group) -> (f64, f64) {
+/// A group's time blocked in the work ([`IN_THE_WORK`]), by why, the heaviest first.
+/// From the off-CPU profile when the run recorded one; else, for a group that holds
+/// (nearly) all the target's threads, from the states `wchan` gave each second (the disk,
+/// a sleep — a futex is left out: an idle pool waits on one too).
+fn in_the_work(f: &Facts, g: &crate::threads::Group) -> Vec<(WaitReason, f64)> {
+    let mut parts: Vec<(WaitReason, f64)> = if f.offcpu().is_some() {
+        IN_THE_WORK.iter().map(|&r| (r, g.blocked_for(r))).collect()
+    } else {
+        let all = f.mean(col::TARGET, col::THREADS).unwrap_or(g.threads);
+        if g.threads < 0.9 * all {
+            return Vec::new();
+        }
+        [("disk", WaitReason::Io), ("sleep", WaitReason::Sleep)]
+            .into_iter()
+            .filter_map(|(bucket, r)| {
+                let n = f.mean(col::TARGET, &col::per_group(col::WAITING, bucket))?;
+                Some((r, n.min(g.blocked)))
+            })
+            .collect()
+    };
+    parts.retain(|(_, t)| *t > 0.0);
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    parts
+}
+
+/// A group's time on a CPU or waiting for one, and blocked in the work.
+fn occupied(f: &Facts, g: &crate::threads::Group) -> (f64, f64) {
     let cpu = g.on_cpu + g.runnable.unwrap_or(0.0);
-    let blocked: f64 = IN_THE_WORK.iter().map(|&r| g.blocked_for(r)).sum();
-    (cpu, blocked)
+    let blocked: f64 = in_the_work(f, g).iter().map(|(_, t)| t).sum();
+    (cpu, blocked.min(g.blocked))
 }
 
 /// The thread group whose every thread was occupied in the work's path nearly all the
 /// time, mostly blocked in it (a lock, the disk, a sleep), while more operations were in
-/// flight than it has threads: a pool that is the limit. The group, and the operations in
-/// flight on average (Little's law).
+/// flight than it has threads: a pool that is the limit — or one thread that serves every
+/// operation (an event loop, a single-threaded server) blocked in its work. The group,
+/// and the operations in flight on average (Little's law).
 pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group, f64)> {
     // Goroutines and Erlang processes wait without holding a thread.
     if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) {
@@ -220,14 +246,20 @@ pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group
     }
     let in_flight = f.request_time_s()? / f.secs.max(1e-9);
     let total = |g: &crate::threads::Group| {
-        let (c, b) = occupied(g);
+        let (c, b) = occupied(f, g);
         c + b
+    };
+    // A lone thread serves the operations when the server's CPU is mostly its own (a
+    // JVM's main thread parked in join, a signal thread asleep, do no work).
+    let target_cpu = f.cpus.target.unwrap_or(0.0);
+    let serves = |g: &crate::threads::Group| {
+        g.threads >= 1.5 || (g.threads >= 0.5 && g.on_cpu > 0.0 && g.on_cpu >= 0.5 * target_cpu)
     };
     f.groups
         .iter()
-        .filter(|g| g.threads >= 1.5 && in_flight >= 1.5 * g.threads)
+        .filter(|g| serves(g) && in_flight >= 1.5 * g.threads.max(1.0))
         .filter(|g| {
-            let (cpu, blocked) = occupied(g);
+            let (cpu, blocked) = occupied(f, g);
             // Occupied on CPUs alone is the CPUs' limit, not the pool's: their rules speak.
             (cpu + blocked) / g.threads >= 0.9 && blocked > cpu
         })
@@ -247,15 +279,10 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
     let Some((g, in_flight)) = saturated_pool(f) else {
         return Vec::new();
     };
-    let (cpu, blocked) = occupied(g);
+    let (cpu, blocked) = occupied(f, g);
     let occupied = cpu + blocked;
     // What occupied the threads, the heaviest first.
-    let mut parts: Vec<(WaitReason, f64)> = IN_THE_WORK
-        .iter()
-        .map(|&r| (r, g.blocked_for(r)))
-        .filter(|(_, t)| *t > 0.0)
-        .collect();
-    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let parts = in_the_work(f, g);
     // A saturated pool is mostly blocked in the work: there is a heaviest wait.
     let Some(&(reason, t)) = parts.first() else {
         return Vec::new();
@@ -273,16 +300,27 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
         super::pct(t / occupied.max(1e-9)),
         site.map(|s| format!(" in {s}")).unwrap_or_default()
     );
-    let claim = format!(
-        "all {:.0} '{}' threads were occupied {} of the time ({doing}) while {:.1} {}s were in flight on average: the other {:.1} waited inside the server for a thread (Little's law: {} of their time) — the pool is the limit: more threads, or less time in each",
-        g.threads,
-        g.name,
-        super::pct((occupied / g.threads).min(1.0)),
-        in_flight,
-        f.outcome.unit,
-        (in_flight - g.threads).max(0.0),
-        super::pct(waiting)
-    );
+    let busy = super::pct((occupied / g.threads.max(1e-9)).min(1.0));
+    let unit = &f.outcome.unit;
+    let others = (in_flight - g.threads).max(0.0);
+    let mut claim = if g.threads < 1.5 {
+        format!(
+            "one '{}' thread serves every {unit} and was occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for it (Little's law: {} of their time) — the thread is the limit: take the wait off it (asynchronous, or on other threads), or less time in each",
+            g.name,
+            super::pct(waiting)
+        )
+    } else {
+        format!(
+            "all {:.0} '{}' threads were occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for a thread (Little's law: {} of their time) — the pool is the limit: more threads, or less time in each",
+            g.threads,
+            g.name,
+            super::pct(waiting)
+        )
+    };
+    let from_wchan = f.offcpu().is_none();
+    if from_wchan {
+        claim.push_str(" (record -e cpu,offcpu to name the code that waits)");
+    }
     let mut e = f.ev(
         format!("'{}' threads occupied", g.name),
         format!(
@@ -293,7 +331,11 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
             g.runnable.unwrap_or(0.0),
             (occupied - cpu).max(0.0)
         ),
-        "/proc/PID/task/*/schedstat and the off-CPU profile (why each block)",
+        if from_wchan {
+            "/proc/PID/task/*/schedstat, and wchan each second (why each block)"
+        } else {
+            "/proc/PID/task/*/schedstat and the off-CPU profile (why each block)"
+        },
     );
     e.series = Some(format!(
         "{}/{}",
