@@ -505,6 +505,9 @@ fn an_event_loop_blocked_in_its_work_is_the_limit() {
     assert_eq!(first.0, "sleep-in-path", "{text}");
     assert!(
         first.1.contains("one 'python' thread serves every req")
+            && first
+                .1
+                .contains("time_sleep under lookup (blocking_loop.py:")
             && first.1.contains("waited inside the server for it"),
         "{text}"
     );

@@ -151,6 +151,16 @@ impl<'a> Facts<'a> {
         self.profile("offcpu")
     }
 
+    /// The off-CPU profile's waits by reason and site, a CPython wait's site named at
+    /// the Python function the CPU profile finds above it.
+    pub fn waits(&self) -> Option<crate::waits::Waits> {
+        let mut w = crate::waits::offcpu_waits(self.offcpu()?);
+        if let Some(cpu) = self.cpu_profile() {
+            w.name_python_callers(cpu);
+        }
+        Some(w)
+    }
+
     /// What the thread dumps `kiln run` took of a JVM target showed, the dumps in the
     /// window only; `None` when the run took none (not a JVM, `--jvm-dumps 0`, an older
     /// kiln) or the attachment does not read (a run imported from elsewhere).

@@ -140,7 +140,7 @@ pub fn details(f: &Facts) -> String {
     go_waits(&mut s, f);
     for p in &f.run.profiles {
         if p.event.name == "offcpu" {
-            offcpu(&mut s, p, &f.meta.name);
+            offcpu(&mut s, p, f.cpu_profile(), &f.meta.name);
         } else if matches!(
             p.event.quantity(),
             kiln_model::Quantity::Bytes | kiln_model::Quantity::Events
@@ -287,8 +287,11 @@ pub fn top_self(p: &Profile, n: usize) -> Vec<(String, f64)> {
 }
 
 /// Off-CPU time by why it waited, then where the program waited (idle waiting left out).
-fn offcpu(s: &mut String, p: &Profile, run_name: &str) {
-    let w = offcpu_waits(p);
+fn offcpu(s: &mut String, p: &Profile, cpu: Option<&Profile>, run_name: &str) {
+    let mut w = offcpu_waits(p);
+    if let Some(cpu) = cpu {
+        w.name_python_callers(cpu);
+    }
     if w.total == 0 {
         return;
     }

@@ -103,6 +103,12 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
             let gil = kiln_model::waits::is_gil_wait(&names);
             let site = match program_frame(&names) {
                 Some(i) if gil => Some((names[i].clone(), GIL.to_string())),
+                // CPython: the C function the Python code called to wait (`time_sleep`),
+                // its caller named from the CPU profile's Python frames when there is one
+                // ([`Waits::name_python_callers`]).
+                _ if !gil && python_callee(&names).is_some() => {
+                    python_callee(&names).map(|c| (PYTHON_CODE.to_string(), c.to_string()))
+                }
                 // The function it called to wait: the next frame with a name (JIT code
                 // the map did not know yet is `[unknown]`, the JVM's interpreter
                 // `Interpreter`).
@@ -148,6 +154,101 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
         by_reason,
         sites,
         others,
+    }
+}
+
+/// Where a CPython process waited: its Python code, until the CPU profile names the
+/// function ([`Waits::name_python_callers`]).
+pub const PYTHON_CODE: &str = "Python code";
+
+/// The interpreter's own frames between Python code and the C function it calls.
+fn python_call_helper(f: &str) -> bool {
+    [
+        "cfunction_",
+        "_PyObject_",
+        "PyObject_Call",
+        "PyObject_Vectorcall",
+        "method_vectorcall",
+        "_PyFunction_Vectorcall",
+        "_PyEval_Vector",
+        "slot_tp_call",
+        "vectorcall_method",
+        "object_vacall",
+    ]
+    .iter()
+    .any(|h| f.starts_with(h))
+}
+
+/// In a CPython stack (root first), the C function the innermost Python code called:
+/// the first frame after the last `_PyEval_EvalFrameDefault` that is not the
+/// interpreter's call machinery (`time_sleep`, `select_epoll_poll`). `None` when the
+/// stack is not the interpreter's, or it waits in the eval loop itself.
+fn python_callee<S: AsRef<str>>(names: &[S]) -> Option<&str> {
+    let k = names
+        .iter()
+        .rposition(|f| f.as_ref() == "_PyEval_EvalFrameDefault")?;
+    names[k + 1..]
+        .iter()
+        .map(AsRef::as_ref)
+        .find(|f| !python_call_helper(f) && !f.starts_with('['))
+}
+
+impl Waits {
+    /// Names the Python function above each CPython wait (`time_sleep under lookup
+    /// (server.py:12)`) from a CPU profile whose stacks hold the interpreter's frames: the
+    /// Python frame nearest above the same C function, the heaviest such caller. A wait
+    /// whose C function the CPU profile never caught stays under "Python code".
+    pub fn name_python_callers(&mut self, cpu: &Profile) {
+        let wanted: std::collections::HashSet<&str> = self
+            .sites
+            .iter()
+            .filter(|s| s.at == PYTHON_CODE)
+            .map(|s| s.primitive.as_str())
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let mut callers: HashMap<(String, String), u128> = HashMap::new();
+        let mut path = Vec::new();
+        for (&st, &w) in cpu.samples.stack.iter().zip(&cpu.samples.weight) {
+            path.clear();
+            cpu.stacks.path_into(st, &mut path);
+            let kinds: Vec<(FrameKind, &str)> = path
+                .iter()
+                .map(|&id| {
+                    let kind = cpu.frames.get(id).kind;
+                    (kind, std::str::from_utf8(cpu.frame_name(id)).unwrap_or(""))
+                })
+                .collect();
+            for (i, (_, name)) in kinds.iter().enumerate() {
+                if !wanted.contains(name) {
+                    continue;
+                }
+                let caller = kinds[..i]
+                    .iter()
+                    .rev()
+                    .find(|(k, n)| *k == FrameKind::Python || !python_call_helper(n));
+                if let Some((FrameKind::Python, py)) = caller {
+                    *callers
+                        .entry((name.to_string(), py.to_string()))
+                        .or_default() += w as u128;
+                }
+            }
+        }
+        let mut best: HashMap<&str, (&str, u128)> = HashMap::new();
+        for ((c, py), w) in &callers {
+            let e = best.entry(c.as_str()).or_insert((py.as_str(), 0));
+            if *w > e.1 || (*w == e.1 && py.as_str() < e.0) {
+                *e = (py.as_str(), *w);
+            }
+        }
+        for site in &mut self.sites {
+            if site.at == PYTHON_CODE {
+                if let Some((py, _)) = best.get(site.primitive.as_str()) {
+                    site.at = py.to_string();
+                }
+            }
+        }
     }
 }
 
@@ -269,5 +370,43 @@ mod tests {
         assert_eq!(lock_site.label(), "pthread_mutex_lock under serve");
         let read_site = w.sites_of(WaitReason::Poll).next().unwrap();
         assert_eq!(read_site.label(), "__libc_read under serve");
+    }
+
+    /// A CPython wait: the off-CPU stack holds the interpreter's C frames only; the CPU
+    /// profile's stacks hold the Python frames above the same C function.
+    #[test]
+    fn a_python_wait_is_named_at_the_python_function_that_called_it() {
+        let mut off = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+        let path = |p: &mut Profile, s: &str| -> Vec<kiln_model::FrameId> {
+            s.split(';')
+                .map(|n| {
+                    let kind = match n {
+                        "python3" => FrameKind::Root,
+                        "hrtimer_nanosleep" => FrameKind::Kernel,
+                        n if n.contains(".py:") => FrameKind::Python,
+                        _ => FrameKind::User,
+                    };
+                    p.frame(n.as_bytes(), kind)
+                })
+                .collect()
+        };
+        let sleep = path(&mut off, "python3;Py_RunMain;_PyEval_EvalFrameDefault;task_step_impl;PyGen_am_send;_PyEval_EvalFrameDefault;cfunction_vectorcall_O;time_sleep;__clock_nanosleep_2;hrtimer_nanosleep");
+        off.add_sample_path(&sleep, 90, NO_TIME, ThreadId::NONE);
+        let mut w = offcpu_waits(&off);
+        let site = w.sites.first().unwrap();
+        assert_eq!(site.label(), "time_sleep under Python code");
+        let mut cpu = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let a = path(
+            &mut cpu,
+            "python3;<module> (s.py:30);handle (s.py:14);lookup (s.py:7);time_sleep",
+        );
+        let b = path(
+            &mut cpu,
+            "python3;<module> (s.py:30);other (s.py:20);time_sleep",
+        );
+        cpu.add_sample_path(&a, 3, NO_TIME, ThreadId::NONE);
+        cpu.add_sample_path(&b, 1, NO_TIME, ThreadId::NONE);
+        w.name_python_callers(&cpu);
+        assert_eq!(w.sites[0].label(), "time_sleep under lookup (s.py:7)");
     }
 }

@@ -288,12 +288,9 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     };
     let waiting = ((in_flight - g.threads) / in_flight).clamp(0.0, 1.0);
-    let site = f.offcpu().and_then(|p| {
-        crate::waits::offcpu_waits(p)
-            .sites_of(reason)
-            .next()
-            .map(|s| s.label())
-    });
+    let site = f
+        .waits()
+        .and_then(|w| w.sites_of(reason).next().map(|s| s.label()));
     let (class, what) = super::waiting::waited_for(reason, f, None);
     let doing = format!(
         "{} of it blocked: {what}{}",

@@ -2,7 +2,7 @@
 //! goroutines parked on locks (Go's own profiles), and the time that is not the server's
 //! at all (Little's law against the server's busy time).
 use super::{pct, secs, Runtime};
-use crate::waits::{go_sites, offcpu_waits, Site};
+use crate::waits::{go_sites, Site};
 use crate::{Class, Facts, Finding};
 use kiln_model::waits::WaitReason;
 use kiln_store::{JvmDumps, MonitorWait};
@@ -185,7 +185,9 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     let Some((outcome_s, of)) = outcome_time(f) else {
         return Vec::new();
     };
-    let waits = offcpu_waits(p);
+    let Some(waits) = f.waits() else {
+        return Vec::new();
+    };
     // A block lasts until the thread runs again, its wait for a CPU after the wake-up
     // included: the waits share the blocked time the kernel counted (schedstat).
     let raw_s = waits.total as f64 * ns / 1e9;
@@ -632,8 +634,7 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     }
     // Where its threads waited, when an off-CPU profile says: a call to a downstream
     // service reads its socket under the program's own frame.
-    if let Some(p) = f.offcpu() {
-        let w = crate::waits::offcpu_waits(p);
+    if let Some(w) = f.waits() {
         let net: Vec<&crate::waits::Site> = w.sites_of(WaitReason::Poll).collect();
         let all: u128 = net.iter().map(|s| s.weight).sum();
         if let Some(top) = net.first().filter(|_| all > 0) {
