@@ -21,6 +21,9 @@ pub struct Site {
     pub primitive: String,
     /// Time waited there, in the profile's weight.
     pub weight: u128,
+    /// A CPython wait's C frames below the eval loop, outermost first: where the CPU
+    /// profile's Python frames are looked for ([`Waits::name_python_callers`]).
+    pub python_chain: Vec<String>,
 }
 
 impl Site {
@@ -79,6 +82,7 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
     let mut by_reason: HashMap<WaitReason, u128> = HashMap::new();
     let mut by_site: HashMap<(WaitReason, String, String), u128> = HashMap::new();
     let mut others: HashMap<StackOwner, u128> = HashMap::new();
+    let mut chains: HashMap<(WaitReason, String, String), Vec<String>> = HashMap::new();
     let mut total = 0u128;
     let mut path = Vec::new();
     // Per stack, once: its owner and its site.
@@ -129,7 +133,13 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
         match (*owner, site, reason) {
             (_, _, WaitReason::Idle) => {}
             (StackOwner::Program, Some((at, prim)), r) => {
-                *by_site.entry((r, at.clone(), prim.clone())).or_default() += w
+                let key = (r, at.clone(), prim.clone());
+                if at == PYTHON_CODE && !chains.contains_key(&key) {
+                    path.clear();
+                    p.stacks.path_into(st, &mut path);
+                    chains.insert(key.clone(), python_chain(&user_frames(p, &path)));
+                }
+                *by_site.entry(key).or_default() += w
             }
             (StackOwner::Program, None, _) => {}
             (o, _, _) => *others.entry(o).or_default() += w,
@@ -137,11 +147,16 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
     }
     let mut sites: Vec<Site> = by_site
         .into_iter()
-        .map(|((reason, at, primitive), weight)| Site {
-            reason,
-            at,
-            primitive,
-            weight,
+        .map(|(key, weight)| {
+            let python_chain = chains.remove(&key).unwrap_or_default();
+            let (reason, at, primitive) = key;
+            Site {
+                reason,
+                at,
+                primitive,
+                weight,
+                python_chain,
+            }
         })
         .collect();
     sites.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));
@@ -193,44 +208,46 @@ fn python_callee<S: AsRef<str>>(names: &[S]) -> Option<&str> {
         .find(|f| !python_call_helper(f) && !f.starts_with('['))
 }
 
+/// A CPython stack's frames after its last `_PyEval_EvalFrameDefault` (root first).
+fn python_chain<S: AsRef<str>>(names: &[S]) -> Vec<String> {
+    let Some(k) = names
+        .iter()
+        .rposition(|f| f.as_ref() == "_PyEval_EvalFrameDefault")
+    else {
+        return Vec::new();
+    };
+    names[k + 1..]
+        .iter()
+        .map(|f| f.as_ref().to_string())
+        .collect()
+}
+
 impl Waits {
     /// Names the Python function above each CPython wait (`time_sleep under lookup
     /// (server.py:12)`) from a CPU profile whose stacks hold the interpreter's frames: the
     /// Python frame nearest above the same C function, the heaviest such caller. A wait
     /// whose C function the CPU profile never caught stays under "Python code".
     pub fn name_python_callers(&mut self, cpu: &Profile) {
-        let wanted: std::collections::HashSet<&str> = self
-            .sites
-            .iter()
-            .filter(|s| s.at == PYTHON_CODE)
-            .map(|s| s.primitive.as_str())
-            .collect();
-        if wanted.is_empty() {
+        if !self.sites.iter().any(|s| s.at == PYTHON_CODE) {
             return;
         }
+        // The C frame directly below a Python frame in the CPU profile (the interpreter's
+        // call machinery skipped), and that Python frame: the heaviest caller of each.
         let mut callers: HashMap<(String, String), u128> = HashMap::new();
         let mut path = Vec::new();
         for (&st, &w) in cpu.samples.stack.iter().zip(&cpu.samples.weight) {
             path.clear();
             cpu.stacks.path_into(st, &mut path);
-            let kinds: Vec<(FrameKind, &str)> = path
-                .iter()
-                .map(|&id| {
-                    let kind = cpu.frames.get(id).kind;
-                    (kind, std::str::from_utf8(cpu.frame_name(id)).unwrap_or(""))
-                })
-                .collect();
-            for (i, (_, name)) in kinds.iter().enumerate() {
-                if !wanted.contains(name) {
-                    continue;
-                }
-                let caller = kinds[..i]
-                    .iter()
-                    .rev()
-                    .find(|(k, n)| *k == FrameKind::Python || !python_call_helper(n));
-                if let Some((FrameKind::Python, py)) = caller {
+            let mut py: Option<&str> = None;
+            for &id in &path {
+                let name = std::str::from_utf8(cpu.frame_name(id)).unwrap_or("");
+                if cpu.frames.get(id).kind == FrameKind::Python {
+                    py = Some(name);
+                } else if python_call_helper(name) {
+                    // Still between the Python frame and the function it called.
+                } else if let Some(caller) = py.take() {
                     *callers
-                        .entry((name.to_string(), py.to_string()))
+                        .entry((name.to_string(), caller.to_string()))
                         .or_default() += w as u128;
                 }
             }
@@ -243,10 +260,18 @@ impl Waits {
             }
         }
         for site in &mut self.sites {
-            if site.at == PYTHON_CODE {
-                if let Some((py, _)) = best.get(site.primitive.as_str()) {
-                    site.at = py.to_string();
-                }
+            if site.at != PYTHON_CODE {
+                continue;
+            }
+            // The outermost C frame of the wait that the CPU profile saw called from
+            // Python code: the function the Python code called.
+            if let Some((c, (py, _))) = site
+                .python_chain
+                .iter()
+                .find_map(|c| best.get(c.as_str()).map(|b| (c, b)))
+            {
+                site.primitive = c.clone();
+                site.at = py.to_string();
             }
         }
     }
@@ -287,6 +312,7 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
             at,
             primitive,
             weight,
+            python_chain: Vec::new(),
         })
         .collect();
     v.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));
