@@ -60,7 +60,13 @@ impl Group {
         // Threads that never ran in the window (a JVM's cleaner and finalizer parked on a
         // condition, a main thread in join) were in no operation's path, whatever they
         // were blocked on.
-        if self.on_cpu + self.runnable.unwrap_or(0.0) < 1e-3 * self.threads.max(1.0) {
+        // (A thread that ran a few microseconds a request, blocked in its work the rest,
+        // did run: the off-CPU profile holds its blocks, each ended by running again.)
+        let ran = self
+            .blocked_by
+            .iter()
+            .any(|(r, t)| *t > 0.0 && !matches!(r, WaitReason::Idle | WaitReason::Poll));
+        if !ran && self.on_cpu + self.runnable.unwrap_or(0.0) < 1e-3 * self.threads.max(1.0) {
             return 0.0;
         }
         let idle = self.blocked_for(WaitReason::Idle) + self.blocked_for(WaitReason::Poll);

@@ -35,6 +35,9 @@ pub enum WaitReason {
     Sleep,
     /// Waiting for events on file descriptors (epoll, poll, select), or network reads.
     Poll,
+    /// Writing into a full pipe or socket: the reader at the other end is slower than
+    /// the writer (a log shipper, a slow client, a downstream service).
+    Write,
     /// A futex wait that is not a lock: a condition variable, an event, a semaphore.
     Futex,
     /// Anything else.
@@ -43,12 +46,13 @@ pub enum WaitReason {
 
 impl WaitReason {
     /// Every reason, in the order reports list them.
-    pub const ALL: [WaitReason; 7] = [
+    pub const ALL: [WaitReason; 8] = [
         WaitReason::Idle,
         WaitReason::Lock,
         WaitReason::Io,
         WaitReason::Sleep,
         WaitReason::Poll,
+        WaitReason::Write,
         WaitReason::Futex,
         WaitReason::Other,
     ];
@@ -61,6 +65,7 @@ impl WaitReason {
             WaitReason::Io => "disk and page I/O",
             WaitReason::Sleep => "sleep",
             WaitReason::Poll => "event poll and network",
+            WaitReason::Write => "writing to a full pipe or socket",
             WaitReason::Futex => "condition or event (futex)",
             WaitReason::Other => "other",
         }
@@ -114,8 +119,13 @@ const SLEEP: &[&str] = &[
 ];
 
 const POLL: &[&str] = &[
-    r"^(do_epoll_wait|ep_poll|do_sys_poll|do_select|core_sys_select|poll_schedule_timeout\w*|sk_wait_data|inet_csk_accept|wait_woken|unix_stream_read_generic|pipe_read|pipe_write|tcp_recvmsg\w*|sock_recvmsg)$",
+    r"^(do_epoll_wait|ep_poll|do_sys_poll|do_select|core_sys_select|poll_schedule_timeout\w*|sk_wait_data|inet_csk_accept|wait_woken|unix_stream_read_generic|pipe_read|anon_pipe_read|tcp_recvmsg\w*|sock_recvmsg)$",
     r"^(epoll_wait|epoll_pwait2?|__GI_ppoll|ppoll|poll|__poll|select|pselect|runtime\.netpoll\w*|internal/poll\.\w+)$",
+];
+
+/// A writer blocked until the reader makes room: a pipe's buffer, a socket's send buffer.
+const WRITE: &[&str] = &[
+    r"^(pipe_write|anon_pipe_write|pipe_wait_writable|sk_stream_wait_memory|unix_wait_for_peer|sock_alloc_send_pskb)$",
 ];
 
 const FUTEX: &[&str] =
@@ -129,6 +139,7 @@ struct Compiled {
     io: RegexSet,
     sleep: RegexSet,
     poll: RegexSet,
+    write: RegexSet,
     futex: RegexSet,
 }
 
@@ -145,6 +156,7 @@ fn compiled() -> &'static Compiled {
             io: set(IO),
             sleep: set(SLEEP),
             poll: set(POLL),
+            write: set(WRITE),
             futex: set(FUTEX),
         }
     })
@@ -183,6 +195,7 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
             (&c.lock, WaitReason::Lock),
             (&c.io, WaitReason::Io),
             (&c.sleep, WaitReason::Sleep),
+            (&c.write, WaitReason::Write),
             (&c.poll, WaitReason::Poll),
         ] {
             if set.is_match(f) {
@@ -471,6 +484,19 @@ mod tests {
         assert_eq!(r("server;runtime.mstart;runtime.schedule;runtime.findRunnable;runtime.stopm;runtime.mPark;runtime.notesleep;runtime.futexsleep;runtime.futex;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("server;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex"), WaitReason::Lock);
         assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Other);
+        // A writer waits for its reader to make room; a reader waits for data.
+        assert_eq!(
+            r("p;serve;log_request;__GI___libc_write;do_syscall_64;ksys_write;vfs_write;anon_pipe_write"),
+            WaitReason::Write
+        );
+        assert_eq!(
+            r("p;serve;send;do_syscall_64;tcp_sendmsg;tcp_sendmsg_locked;sk_stream_wait_memory"),
+            WaitReason::Write
+        );
+        assert_eq!(
+            r("p;serve;read;do_syscall_64;ksys_read;vfs_read;anon_pipe_read"),
+            WaitReason::Poll
+        );
     }
 
     fn frames(folded: &str) -> Vec<&str> {

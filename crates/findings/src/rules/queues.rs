@@ -200,7 +200,12 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
 /// What occupies a pool's threads in the work: a lock, the disk, a sleep — waits the
 /// program's code asked for. (A condition or an event poll is how a thread waits for work
 /// too: a collector's threads, an idle pool's.)
-const IN_THE_WORK: [WaitReason; 3] = [WaitReason::Lock, WaitReason::Io, WaitReason::Sleep];
+const IN_THE_WORK: [WaitReason; 4] = [
+    WaitReason::Lock,
+    WaitReason::Io,
+    WaitReason::Sleep,
+    WaitReason::Write,
+];
 
 /// A group's time blocked in the work ([`IN_THE_WORK`]), by why, the heaviest first.
 /// From the off-CPU profile when the run recorded one; else, for a group that holds

@@ -31,6 +31,7 @@ fn check_of(f: &Facts, reason: WaitReason) -> String {
         (WaitReason::Lock, _) => format!("perf trace -s -p {pid} -- sleep {s}   # futex time per thread"),
         (WaitReason::Io, _) => format!("perf trace -s -p {pid} -- sleep {s}   # fsync/fdatasync/pread time; and: cat /proc/{pid}/io; iostat -x 1"),
         (WaitReason::Sleep, _) => format!("perf trace -e nanosleep,clock_nanosleep -p {pid} -- sleep {s}"),
+        (WaitReason::Write, _) => format!("perf trace -e write,writev,sendto,sendmsg -p {pid} -- sleep {s}   # long writes; ls -l /proc/{pid}/fd (which pipe or socket); ss -tmp"),
         _ => format!("perf trace -s -p {pid} -- sleep {s}"),
     }
 }
@@ -165,6 +166,10 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
         WaitReason::Lock => (Class::LockContention, "waited on a lock".into()),
         WaitReason::Io => (Class::DiskIo, "waited for the disk".into()),
         WaitReason::Sleep => (Class::SleepInPath, "slept".into()),
+        WaitReason::Write => (
+            Class::NetworkWait,
+            "waited to write into a full pipe or socket (the reader at its other end — a log collector, a slow client, a downstream service — takes less than they write)".into(),
+        ),
         _ => (Class::NetworkWait, "waited".into()),
     }
 }
@@ -198,7 +203,12 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         1.0
     };
     let mut out = Vec::new();
-    for reason in [WaitReason::Lock, WaitReason::Io, WaitReason::Sleep] {
+    for reason in [
+        WaitReason::Lock,
+        WaitReason::Io,
+        WaitReason::Sleep,
+        WaitReason::Write,
+    ] {
         let sites: Vec<&Site> = waits.sites_of(reason).collect();
         let w: u128 = sites.iter().map(|s| s.weight).sum();
         let t = w as f64 * ns / 1e9 * scale;
@@ -337,6 +347,12 @@ pub fn sleeping(f: &Facts) -> Vec<Finding> {
             0.3,
         ),
         ("sleep", Class::SleepInPath, "slept (nanosleep)", 0.3),
+        (
+            "pipe",
+            Class::NetworkWait,
+            "waited on a pipe (to write into a full one, or to read an empty one)",
+            0.3,
+        ),
     ] {
         let Some(n) = f.mean(col::TARGET, &col::per_group(col::WAITING, bucket)) else {
             continue;
@@ -578,7 +594,22 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     if !super::queues::queue(f).is_empty() {
         return Vec::new();
     }
-    let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
+    let mut busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
+    // Without an off-CPU profile a blocked thread's reason is its wchan, once a second:
+    // asleep on the disk, in a sleep, or writing to a pipe is work, not waiting for it (a
+    // futex is left out: idle pools wait on one).
+    if f.offcpu().is_none() {
+        let asleep: f64 = ["disk", "sleep", "pipe"]
+            .iter()
+            .filter_map(|b| {
+                f.mean(
+                    kiln_store::columns::TARGET,
+                    &kiln_store::columns::per_group(kiln_store::columns::WAITING, b),
+                )
+            })
+            .sum();
+        busy += asleep.min(req_s / f.secs.max(1e-9)) * f.secs;
+    }
     let share = busy / req_s.max(1e-9);
     // A thread never idle, or a group whose threads all work, is where operations wait.
     // (On a CPU or waiting for one: a thread blocked all the time on a condition is not

@@ -15,6 +15,8 @@
  *   nodelay as nagle, with TCP_NODELAY
  *   spin    a thread per connection; every request holds one spin lock while it works
  *   sleep   a thread per connection; every request sleeps 5 ms
+ *   log     a thread per connection; every request writes a 2 KiB line to standard
+ *           error (a pipe whose reader sets the pace)
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -80,8 +82,19 @@ static void churn(void) {
 	free(p);
 }
 
+/* One 2 KiB line per request on standard error: whatever reads it sets the pace. */
+static void log_request(void) {
+	char line[2048];
+	memset(line, 'l', sizeof line - 1);
+	line[sizeof line - 1] = '\n';
+	if (write(2, line, sizeof line) < 0)
+		perror("log");
+}
+
 static void handle(void) {
-	if (!strcmp(mode, "lock"))
+	if (!strcmp(mode, "log"))
+		log_request();
+	else if (!strcmp(mode, "lock"))
 		locked_work();
 	else if (!strcmp(mode, "work") || !strcmp(mode, "single"))
 		work(20);
