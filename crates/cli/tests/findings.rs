@@ -581,6 +581,41 @@ fn a_log_pipe_read_slowly_is_a_wait_in_the_work() {
     );
 }
 
+/// A pool of two resources behind a condition variable, 16 connections: each request
+/// waits for a free one most of its time, under the connection's own frames — in its
+/// path, not a worker waiting for work. bpftrace times the futex waits.
+#[test]
+fn a_condition_waited_on_in_the_requests_path_is_named() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::start(&planted_exe(dir.path()), "dbpool", dir.path(), None);
+    let Some(bt) = bpftrace_or_skip("futex", p.pid(), 8) else {
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "dbpool", &p, 16);
+    let waited = bt.under_load();
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {waited:.2} s in futex per second",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 17.0, &text);
+    // The pool's wait, by the kernel's account, is most of the 16 connections' time.
+    if waited / 16.0 < 0.5 {
+        eprintln!("futex waits took {waited:.2} s/s here: no finding required");
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "lock-contention", "{text}");
+    assert!(first.1.contains("under acquire_conn"), "{text}");
+    let share = first.2 / 100.0;
+    assert!(
+        (share - waited / 16.0).abs() <= 0.2,
+        "kiln: {share:.2} of the requests' time; bpftrace: {:.2}\n{text}",
+        waited / 16.0
+    );
+}
+
 #[test]
 fn a_neighbour_that_takes_the_cpu_is_named() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -24,6 +24,10 @@ pub struct Site {
     /// A CPython wait's C frames below the eval loop, outermost first: where the CPU
     /// profile's Python frames are looked for ([`Waits::name_python_callers`]).
     pub python_chain: Vec<String>,
+    /// A condition waited on under the program's frames that also read or write its
+    /// connections: in a request's path (a pool of resources, a hand-off to another
+    /// thread), not a worker waiting for work.
+    pub in_request_path: bool,
 }
 
 impl Site {
@@ -83,6 +87,12 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
     let mut by_site: HashMap<(WaitReason, String, String), u128> = HashMap::new();
     let mut others: HashMap<StackOwner, u128> = HashMap::new();
     let mut chains: HashMap<(WaitReason, String, String), Vec<String>> = HashMap::new();
+    // The program's frames under which threads read or wrote their connections, and each
+    // condition wait's: a condition waited on under a connection's frames is in the
+    // request's path (a pool of resources, a hand-off), not a worker waiting for work.
+    type Key = (WaitReason, String, String);
+    let mut io_frames: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut futex_stacks: Vec<(Key, u128, Vec<String>)> = Vec::new();
     let mut total = 0u128;
     let mut path = Vec::new();
     // Per stack, once: its owner and its site.
@@ -139,26 +149,53 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
                     p.stacks.path_into(st, &mut path);
                     chains.insert(key.clone(), python_chain(&user_frames(p, &path)));
                 }
+                if matches!(r, WaitReason::Futex | WaitReason::Poll | WaitReason::Write) {
+                    path.clear();
+                    p.stacks.path_into(st, &mut path);
+                    let own: Vec<String> = user_frames(p, &path)
+                        .into_iter()
+                        .filter(|f| kiln_model::waits::is_program_frame(f))
+                        .collect();
+                    if r == WaitReason::Futex {
+                        futex_stacks.push((key.clone(), w, own));
+                    } else {
+                        // The connection's own frames are the innermost few: a thread's
+                        // root (`java.lang.Thread.run()`, `main`) is every thread's.
+                        io_frames.extend(own.into_iter().rev().take(3));
+                    }
+                }
                 *by_site.entry(key).or_default() += w
             }
             (StackOwner::Program, None, _) => {}
             (o, _, _) => *others.entry(o).or_default() += w,
         }
     }
-    let mut sites: Vec<Site> = by_site
-        .into_iter()
-        .map(|(key, weight)| {
-            let python_chain = chains.remove(&key).unwrap_or_default();
-            let (reason, at, primitive) = key;
-            Site {
-                reason,
-                at,
-                primitive,
-                weight,
-                python_chain,
-            }
-        })
-        .collect();
+    let mut in_path: HashMap<Key, u128> = HashMap::new();
+    for (key, w, own) in futex_stacks {
+        if own.iter().any(|f| io_frames.contains(f)) {
+            *in_path.entry(key).or_default() += w;
+        }
+    }
+    let mut sites: Vec<Site> = Vec::new();
+    for (key, weight) in by_site {
+        let python_chain = chains.remove(&key).unwrap_or_default();
+        let in_request = in_path.get(&key).copied().unwrap_or(0);
+        let (reason, at, primitive) = key;
+        let site = |weight, in_request_path| Site {
+            reason,
+            at: at.clone(),
+            primitive: primitive.clone(),
+            weight,
+            python_chain: python_chain.clone(),
+            in_request_path,
+        };
+        if in_request > 0 {
+            sites.push(site(in_request, true));
+        }
+        if weight > in_request {
+            sites.push(site(weight - in_request, false));
+        }
+    }
     sites.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));
     let mut by_reason: Vec<(WaitReason, u128)> = by_reason.into_iter().collect();
     by_reason.sort_by_key(|(r, _)| WaitReason::ALL.iter().position(|x| x == r));
@@ -313,6 +350,7 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
             primitive,
             weight,
             python_chain: Vec::new(),
+            in_request_path: false,
         })
         .collect();
     v.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));
@@ -396,6 +434,49 @@ mod tests {
         assert_eq!(lock_site.label(), "pthread_mutex_lock under serve");
         let read_site = w.sites_of(WaitReason::Poll).next().unwrap();
         assert_eq!(read_site.label(), "__libc_read under serve");
+    }
+
+    /// A condition waited on under a connection's own frames is in the request's path; a
+    /// worker's, under frames that never touch a connection, is waiting for work.
+    #[test]
+    fn a_condition_under_a_connections_frames_is_in_the_requests_path() {
+        let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+        let mut add = |s: &str, w| {
+            let ids: Vec<_> = s
+                .split(';')
+                .map(|n| {
+                    let kind = match n {
+                        "srv" => FrameKind::Root,
+                        "sk_wait_data" | "futex_wait" => FrameKind::Kernel,
+                        _ => FrameKind::User,
+                    };
+                    p.frame(n.as_bytes(), kind)
+                })
+                .collect();
+            p.add_sample_path(&ids, w, NO_TIME, ThreadId::NONE);
+        };
+        add("srv;start_thread;serve;__libc_read;sk_wait_data", 10);
+        add(
+            "srv;start_thread;serve;query_db;acquire_conn;pthread_cond_wait;futex_wait",
+            80,
+        );
+        add(
+            "srv;start_thread;worker;queue_pop;pthread_cond_wait;futex_wait",
+            40,
+        );
+        let w = offcpu_waits(&p);
+        let conds: Vec<(String, bool, u128)> = w
+            .sites_of(WaitReason::Futex)
+            .map(|s| (s.at.clone(), s.in_request_path, s.weight))
+            .collect();
+        assert!(
+            conds.contains(&("acquire_conn".into(), true, 80)),
+            "{conds:?}"
+        );
+        assert!(
+            conds.contains(&("queue_pop".into(), false, 40)),
+            "{conds:?}"
+        );
     }
 
     /// A CPython wait: the off-CPU stack holds the interpreter's C frames only; the CPU

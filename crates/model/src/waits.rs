@@ -375,6 +375,13 @@ pub fn stack_owner<S: AsRef<str>>(frames: &[S]) -> StackOwner {
         .map_or(StackOwner::Program, |&(owner, _)| owner)
 }
 
+/// Whether a frame is the program's own code (not a runtime's, a library's wait
+/// primitive, or the thread's start).
+pub fn is_program_frame(f: &str) -> bool {
+    let o = owners();
+    !o.go_runtime.is_match(f) && !is_wait_primitive(f) && !o.not_program.is_match(f)
+}
+
 /// The program's code nearest the leaf in `frames` (root to leaf, user frames only): a
 /// Go `main.` frame (or a package outside Go's standard library); else the frame nearest
 /// the leaf that is neither a waiting primitive, Go's runtime, sync or internal packages,

@@ -28,7 +28,7 @@ fn check_of(f: &Facts, reason: WaitReason) -> String {
     match (reason, f.runtime()) {
         (WaitReason::Lock, Runtime::Jvm) => format!("jcmd {pid} Thread.print | grep -B2 -A6 'waiting to lock'"),
         (WaitReason::Lock, Runtime::Python) => format!("py-spy dump --pid {pid}   # threads waiting in take_gil"),
-        (WaitReason::Lock, _) => format!("perf trace -s -p {pid} -- sleep {s}   # futex time per thread"),
+        (WaitReason::Lock | WaitReason::Futex, _) => format!("perf trace -s -p {pid} -- sleep {s}   # futex time per thread"),
         (WaitReason::Io, _) => format!("perf trace -s -p {pid} -- sleep {s}   # fsync/fdatasync/pread time; and: cat /proc/{pid}/io; iostat -x 1"),
         (WaitReason::Sleep, _) => format!("perf trace -e nanosleep,clock_nanosleep -p {pid} -- sleep {s}"),
         (WaitReason::Write, _) => format!("perf trace -e write,writev,sendto,sendmsg -p {pid} -- sleep {s}   # long writes; ls -l /proc/{pid}/fd (which pipe or socket); ss -tmp"),
@@ -166,6 +166,10 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
         WaitReason::Lock => (Class::LockContention, "waited on a lock".into()),
         WaitReason::Io => (Class::DiskIo, "waited for the disk".into()),
         WaitReason::Sleep => (Class::SleepInPath, "slept".into()),
+        WaitReason::Futex => (
+            Class::LockContention,
+            "waited on a condition in their own path (a semaphore, a pool's free resource, another thread's answer)".into(),
+        ),
         WaitReason::Write => (
             Class::NetworkWait,
             "waited to write into a full pipe or socket (the reader at its other end — a log collector, a slow client, a downstream service — takes less than they write)".into(),
@@ -208,8 +212,14 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         WaitReason::Io,
         WaitReason::Sleep,
         WaitReason::Write,
+        WaitReason::Futex,
     ] {
-        let sites: Vec<&Site> = waits.sites_of(reason).collect();
+        // A condition counts only in a request's path (a worker waiting for work waits on
+        // one too).
+        let sites: Vec<&Site> = waits
+            .sites_of(reason)
+            .filter(|s| reason != WaitReason::Futex || s.in_request_path)
+            .collect();
         let w: u128 = sites.iter().map(|s| s.weight).sum();
         let t = w as f64 * ns / 1e9 * scale;
         let share = t / outcome_s.max(1e-9);

@@ -17,6 +17,8 @@
  *   sleep   a thread per connection; every request sleeps 5 ms
  *   log     a thread per connection; every request writes a 2 KiB line to standard
  *           error (a pipe whose reader sets the pace)
+ *   dbpool  a thread per connection; every request takes one of two "connections" from
+ *           a pool (a condition variable while none is free) and holds it 2 ms
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -82,6 +84,33 @@ static void churn(void) {
 	free(p);
 }
 
+/* A pool of two "database connections": a request takes one (waiting on a condition
+ * variable until one is free), holds it 2 ms, and gives it back. */
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
+static int pool_free = 2;
+
+static void acquire_conn(void) {
+	pthread_mutex_lock(&pool_mu);
+	while (pool_free == 0)
+		pthread_cond_wait(&pool_cv, &pool_mu);
+	pool_free--;
+	pthread_mutex_unlock(&pool_mu);
+}
+
+static void release_conn(void) {
+	pthread_mutex_lock(&pool_mu);
+	pool_free++;
+	pthread_cond_signal(&pool_cv);
+	pthread_mutex_unlock(&pool_mu);
+}
+
+static void query_db(void) {
+	acquire_conn();
+	usleep(2000);
+	release_conn();
+}
+
 /* One 2 KiB line per request on standard error: whatever reads it sets the pace. */
 static void log_request(void) {
 	char line[2048];
@@ -94,6 +123,8 @@ static void log_request(void) {
 static void handle(void) {
 	if (!strcmp(mode, "log"))
 		log_request();
+	else if (!strcmp(mode, "dbpool"))
+		query_db();
 	else if (!strcmp(mode, "lock"))
 		locked_work();
 	else if (!strcmp(mode, "work") || !strcmp(mode, "single"))
