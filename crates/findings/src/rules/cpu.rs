@@ -1,6 +1,6 @@
 //! The CPUs as a resource (the USE method): one thread saturated, the CPUs full of the
 //! server's own work, and the server's threads ready to run but not running.
-use super::{cpus, pct, secs, CpuCap, Runtime};
+use super::{cpus, pct, secs, Runtime};
 use crate::profile::{categories, in_group, top_named};
 use crate::{Class, Facts, Finding};
 use kiln_store::columns as col;
@@ -148,9 +148,12 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
     };
     let (limit, cap) = f.cpu_limit();
     // A cgroup's quota throttles threads that are ready to run: the starvation rule names
-    // it (run-queue time, the periods throttled). A cap the program or its runtime set
-    // (an affinity, GOMAXPROCS, +S) is this rule's.
-    let cap = cap.filter(CpuCap::set_by_program);
+    // it (run-queue time, the periods throttled), and a server held to a fraction of a CPU
+    // is not "CPU-bound". A cap the program or its runtime set (an affinity, GOMAXPROCS,
+    // +S) is this rule's.
+    if cap.is_some_and(|c| !c.set_by_program()) {
+        return Vec::new();
+    }
     let busy = f.cpus.busy.unwrap_or(target / f.cpus.machine);
     let share = target / limit;
     // A cap below the machine (a quota, an affinity, the runtime's own setting) is full
