@@ -1,7 +1,7 @@
 //! The CPUs as a resource (the USE method): one thread saturated, the CPUs full of the
 //! server's own work, and the server's threads ready to run but not running.
 use super::{cpus, pct, secs, Runtime};
-use crate::profile::{categories, in_group, top_named};
+use crate::profile::{categories, in_group, kept_share, top_named, with_stack};
 use crate::{Class, Facts, Finding};
 use kiln_store::columns as col;
 
@@ -137,6 +137,21 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
         ))]
 }
 
+/// The system calls that wait for the disk to hold the data (kernel entry points, and
+/// glibc's wrappers for a stack the kernel part of which was not kept).
+const SYNC_CALLS: [&str; 10] = [
+    "__x64_sys_fsync",
+    "__x64_sys_fdatasync",
+    "__x64_sys_sync_file_range",
+    "__x64_sys_msync",
+    "__x64_sys_sync",
+    "__x64_sys_syncfs",
+    "fsync",
+    "fdatasync",
+    "__GI_fdatasync",
+    "__GI_fsync",
+];
+
 /// The server's own work filled the CPUs it could use: it is CPU-bound, and what its CPU
 /// did is where to look (the categories and functions name it).
 ///
@@ -155,6 +170,19 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     }
     let busy = f.cpus.busy.unwrap_or(target / f.cpus.machine);
+    // CPU spent inside a call that waits for the disk (the file system's work for an
+    // fsync: its journal, its writeback) is the disk's cost, said by the disk rule, not
+    // the program's own work.
+    let in_sync = f.cpu_profile().map_or(0.0, |p| {
+        let keep = with_stack(p, |path| {
+            path.iter().any(|&id| {
+                let name = p.frame_name(id);
+                SYNC_CALLS.iter().any(|s| name == s.as_bytes())
+            })
+        });
+        kept_share(p, &keep)
+    });
+    let target = target * (1.0 - in_sync);
     let share = target / limit;
     // A cap below the machine (a quota, an affinity, the runtime's own setting) is full
     // when the server reaches it, whatever the other CPUs do.
