@@ -7,12 +7,14 @@
 //! | [`cpu::one_thread`] | thread states, USE (one thread as a resource) | one thread at a whole CPU while the server could use more |
 //! | [`cpu::cpu_bound`] | USE (the CPUs) | the server's own work filling the CPUs |
 //! | [`cpu::starvation`] | thread states (runnable), who else ran | threads ready but not running |
-//! | [`waiting::blocked`] | thread states (blocked by reason) | locks, the disk, sleeps in the path |
+//! | [`waiting::blocked`] | thread states (blocked by reason) | locks, conditions in a request's path, the disk, sleeps, full pipes and sockets |
 //! | [`waiting::sleeping`] | thread states from `wchan` (no off-CPU profile) | disk waits, futexes, sleeps |
 //! | [`waiting::go_waits`] | Go's block and mutex profiles | goroutines waiting on a lock or channel |
 //! | [`waiting::outside`] | Little's law against the server's busy time | the time spent outside the server |
 //! | [`queues::queue`] | Little's law on a measured queue | a broker's queue, or a backlog before it, growing |
 //! | [`queues::accept`] | USE (the listen queue) | connections waiting to be accepted |
+//! | [`queues::pool`] | thread states, Little's law | a pool (or the one thread) every operation waits for |
+//! | [`waiting::split_responses`] | the load's receive stamps | responses held by the delayed ACK |
 //! | [`runtime::gc`] | the runtimes' categories, msacc | garbage collection's share |
 //! | [`runtime::churn`] | page faults, the kernel's memory paths | memory taken and given back per operation |
 //! | [`runtime::busy_wait`] | spin categories, the VM's flags | spinning |
