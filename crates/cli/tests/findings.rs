@@ -242,8 +242,13 @@ struct Bpftrace {
 
 impl Bpftrace {
     fn time_in(call: &str, pid: u32, secs: u32) -> Option<Bpftrace> {
+        Bpftrace::time_where(call, &format!("pid == {pid}"), secs)
+    }
+
+    /// As [`Bpftrace::time_in`], for the threads `filter` (a bpftrace predicate) selects.
+    fn time_where(call: &str, filter: &str, secs: u32) -> Option<Bpftrace> {
         let script = format!(
-            "tracepoint:syscalls:sys_enter_{call} /pid == {pid}/ {{ @s[tid] = nsecs; }} \
+            "tracepoint:syscalls:sys_enter_{call} /{filter}/ {{ @s[tid] = nsecs; }} \
              tracepoint:syscalls:sys_exit_{call} /@s[tid]/ {{ @t = sum(nsecs - @s[tid]); delete(@s[tid]); }} \
              BEGIN {{ printf(\"tracing\\n\"); }} \
              interval:s:1 {{ printf(\"second\\n\"); print(@t); clear(@t); @n = @n + 1; if (@n == {secs}) {{ exit(); }} }} \
@@ -520,9 +525,12 @@ fn an_event_loop_blocked_in_its_work_is_the_limit() {
             value[at..].trim_end_matches(')').parse::<f64>().ok()
         })
         .unwrap_or_else(|| panic!("no blocked figure in the evidence:\n{text}"));
+    // (kiln's blocked time is the kernel's, without the wait for a CPU after each
+    // wake-up that the system call's time holds.)
     assert!(
-        (blocked - slept).abs() <= 0.2,
-        "kiln: blocked in the work {blocked:.2}; bpftrace: asleep {slept:.2} s/s\n{text}"
+        blocked <= slept + 0.2 && blocked >= slept - k.runnable - 0.2,
+        "kiln: blocked in the work {blocked:.2}; bpftrace: asleep {slept:.2} s/s, run-queue {:.2}\n{text}",
+        k.runnable
     );
 }
 
@@ -573,11 +581,13 @@ fn a_log_pipe_read_slowly_is_a_wait_in_the_work() {
     );
     // kiln's share of the requests' time against bpftrace's time in write over the 16
     // connections' time (responses are written with write too: a few µs each).
+    // (On a busy machine kiln's share may be lower by the threads' run-queue time: a
+    // write's system call lasts until its thread runs again.)
     let share = first.2 / 100.0;
+    let (bt, runq) = (writing / 16.0, k.runnable / 16.0);
     assert!(
-        (share - writing / 16.0).abs() <= 0.2,
-        "kiln: {share:.2} of the requests' time; bpftrace: {:.2}\n{text}",
-        writing / 16.0
+        share <= bt + 0.2 && share >= bt - runq - 0.2,
+        "kiln: {share:.2} of the requests' time; bpftrace: {bt:.2}, run-queue {runq:.2}\n{text}"
     );
 }
 
@@ -608,11 +618,76 @@ fn a_condition_waited_on_in_the_requests_path_is_named() {
     let first = &found[0];
     assert_eq!(first.0, "lock-contention", "{text}");
     assert!(first.1.contains("under acquire_conn"), "{text}");
+    // A wait's system call lasts until its thread runs again; kiln counts the wait for a
+    // CPU after the wake-up as that (starvation's), so on a busy machine kiln's share may
+    // be lower by the threads' run-queue time.
     let share = first.2 / 100.0;
+    let (bt, runq) = (waited / 16.0, k.runnable / 16.0);
     assert!(
-        (share - waited / 16.0).abs() <= 0.2,
-        "kiln: {share:.2} of the requests' time; bpftrace: {:.2}\n{text}",
-        waited / 16.0
+        share <= bt + 0.2 && share >= bt - runq - 0.2,
+        "kiln: {share:.2} of the requests' time; bpftrace: {bt:.2}, run-queue {runq:.2}\n{text}"
+    );
+}
+
+/// Node's event loop blocked in a synchronous wait: every request calls lookupUser(),
+/// which waits 3 ms with Atomics.wait on the loop's thread, so the other connections'
+/// requests wait for the loop. Node's threads (the loop, V8's and libuv's workers) share
+/// one name: the loop is found by what it does (it polls, and does the CPU). bpftrace
+/// times the futex waits of the loop's thread alone (its tid is the process's).
+#[test]
+fn a_node_event_loop_blocked_in_a_synchronous_call_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/blocking_loop.js");
+    let mut child = Command::new("node")
+        .arg("--perf-basic-prof")
+        .arg(&src)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node starts (Debian package nodejs)");
+    let mut lines = Lines::follow(child.stdout.take().unwrap());
+    let ready = lines
+        .wait_for(Duration::from_secs(30), |l| l.starts_with("ready "))
+        .expect("the server says where it listens");
+    let port = ready[6..].trim().parse().unwrap();
+    let p = Planted { child, port };
+    let Some(bt) = Bpftrace::time_where("futex", &format!("tid == {}", p.pid()), 8) else {
+        kiln_testkit::skip("bpftrace is not installed or cannot trace system calls");
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "loop", &p, 16);
+    let waited = bt.under_load();
+    let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", p.pid()));
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: the loop's thread {waited:.2} s in futex per second",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 7.0, &text);
+    assert!(
+        named(&found, "network-wait").is_none(),
+        "the time waiting for the loop said to be outside the server:\n{text}"
+    );
+    if waited < 0.3 {
+        eprintln!("the loop waited {waited:.2} s/s here (starved of CPU): no finding required");
+        return;
+    }
+    let first = &found[0];
+    assert!(
+        first.1.contains("the event loop") && first.1.contains("lookupUser"),
+        "{text}"
+    );
+    // kiln's blocked share of the loop's time against bpftrace's futex time of its thread.
+    let blocked = v["findings"][0]["evidence"][0]["value"]
+        .as_str()
+        .and_then(|s| s.split("blocked outside its poll ").nth(1))
+        .and_then(|s| s.trim_end_matches('%').parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no blocked share in the evidence:\n{text}"));
+    // (kiln's blocks hold the wait for a CPU after each wake-up, as the system call does.)
+    assert!(
+        (blocked / 100.0 - waited).abs() <= 0.2,
+        "kiln: blocked {blocked}%; bpftrace: {waited:.2} s/s\n{text}"
     );
 }
 

@@ -14,6 +14,7 @@
 //! | [`queues::queue`] | Little's law on a measured queue | a broker's queue, or a backlog before it, growing |
 //! | [`queues::accept`] | USE (the listen queue) | connections waiting to be accepted |
 //! | [`queues::pool`] | thread states, Little's law | a pool (or the one thread) every operation waits for |
+//! | [`queues::event_loop`] | per-thread states from the profiles, Little's law | an event loop blocked in a synchronous call |
 //! | [`waiting::split_responses`] | the load's receive stamps | responses held by the delayed ACK |
 //! | [`runtime::gc`] | the runtimes' categories, msacc | garbage collection's share |
 //! | [`runtime::churn`] | page faults, the kernel's memory paths | memory taken and given back per operation |
@@ -45,6 +46,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("queue", queues::queue),
     ("accept", queues::accept),
     ("pool", queues::pool),
+    ("event-loop", queues::event_loop),
     ("gc", runtime::gc),
     ("churn", runtime::churn),
     ("busy-wait", runtime::busy_wait),

@@ -371,6 +371,154 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
     vec![x]
 }
 
+/// Per thread (by its kernel id), from the off-CPU profile: time it waited for events
+/// (a poll, a read of an idle connection, a runtime idling), time blocked otherwise (the
+/// work's), and that time by why.
+#[derive(Default)]
+struct ThreadWaits {
+    polled_s: f64,
+    work_s: f64,
+    by_reason: Vec<(WaitReason, f64)>,
+}
+
+fn thread_waits(p: &kiln_model::Profile) -> std::collections::HashMap<u32, ThreadWaits> {
+    let ns = p.event.ns_per_weight().unwrap_or(1.0);
+    let reasons = kiln_model::waits::stack_reasons(p);
+    let mut out: std::collections::HashMap<u32, ThreadWaits> = Default::default();
+    for ((st, &w), th) in p
+        .samples
+        .stack
+        .iter()
+        .zip(&p.samples.weight)
+        .zip(&p.samples.thread)
+    {
+        let Some(tid) = p.threads.get(*th).and_then(|t| t.tid) else {
+            continue;
+        };
+        let r = reasons
+            .get(st.0 as usize)
+            .copied()
+            .unwrap_or(WaitReason::Other);
+        let s = w as f64 * ns / 1e9;
+        let e = out.entry(tid).or_default();
+        if matches!(r, WaitReason::Poll | WaitReason::Idle) {
+            e.polled_s += s;
+        } else {
+            e.work_s += s;
+            match e.by_reason.iter_mut().find(|(x, _)| *x == r) {
+                Some((_, t)) => *t += s,
+                None => e.by_reason.push((r, s)),
+            }
+        }
+    }
+    out
+}
+
+/// CPU seconds per thread (by its kernel id), from the CPU profile.
+fn thread_cpu(p: &kiln_model::Profile) -> std::collections::HashMap<u32, f64> {
+    let ns = p.event.ns_per_weight().unwrap_or(0.0);
+    let mut out: std::collections::HashMap<u32, f64> = Default::default();
+    for (&w, th) in p.samples.weight.iter().zip(&p.samples.thread) {
+        if let Some(tid) = p.threads.get(*th).and_then(|t| t.tid) {
+            *out.entry(tid).or_default() += w as f64 * ns / 1e9;
+        }
+    }
+    out
+}
+
+/// An event loop blocked in its work: the thread that polls for the server's events (it
+/// also blocks in a poll, or it is the process's first thread) and does most of its CPU was occupied nearly all the time — on a
+/// CPU, or blocked in something other than its poll (a synchronous call: a sleep, a lock,
+/// a condition, the disk) — while more operations were in flight than the one it could
+/// serve. The thread's id, its occupied share, its blocked share, the heaviest wait, and
+/// the operations in flight.
+pub fn blocked_event_loop(f: &Facts) -> Option<(u32, f64, f64, WaitReason, f64)> {
+    if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) {
+        return None;
+    }
+    let in_flight = f.request_time_s()? / f.secs.max(1e-9);
+    if in_flight < 1.5 {
+        return None;
+    }
+    let waits = thread_waits(f.offcpu()?);
+    let cpu = f.cpu_profile().map(thread_cpu).unwrap_or_default();
+    let total_cpu: f64 = cpu.values().sum();
+    let secs = f.secs.max(1e-9);
+    // The loop polls for events — unless it never waited for one, every request queued
+    // behind it: then it is the process's first thread (Node's, an asyncio server's).
+    let main = f.meta.target.pids.first().copied();
+    waits
+        .iter()
+        .filter(|(&tid, w)| w.polled_s > 0.0 || Some(tid) == main)
+        .filter_map(|(&tid, w)| {
+            let on = cpu.get(&tid).copied().unwrap_or(0.0);
+            // A loop's time is on a CPU, waiting for one, blocked in its work, or polling:
+            // what it did not spend polling it was occupied (preempted and waiting for a
+            // CPU included, which no block holds).
+            let occupied = (1.0 - w.polled_s / secs).clamp(0.0, 1.0);
+            let blocked = (w.work_s / secs).min(1.0);
+            let top = w
+                .by_reason
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(r, _)| *r)?;
+            // Blocked in its work a fair share of the window, so a loop idle in one long
+            // poll (a block that had not ended when the window did) is not taken for busy.
+            (occupied >= 0.85 && blocked >= 0.3 && blocked > on / secs && on >= 0.5 * total_cpu)
+                .then_some((tid, occupied, blocked, top, in_flight))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// The rule form of [`blocked_event_loop`]: the one thread every operation waits for was
+/// blocked in its work, so the others waited for it (Little's law).
+///
+/// False when: no thread both polls for events and does most of the CPU; the loop idled
+/// in its poll a fair share of the time; a pool's rule already names the thread's group.
+pub fn event_loop(f: &Facts) -> Vec<Finding> {
+    if saturated_pool(f).is_some() {
+        return Vec::new();
+    }
+    let Some((tid, occupied, blocked, reason, in_flight)) = blocked_event_loop(f) else {
+        return Vec::new();
+    };
+    let site = f
+        .waits()
+        .and_then(|w| w.sites_of(reason).next().map(|s| s.label()));
+    let (class, what) = super::waiting::waited_for(reason, f, None);
+    let unit = &f.outcome.unit;
+    let waiting = ((in_flight - 1.0) / in_flight).clamp(0.0, 1.0);
+    let claim = format!(
+        "the event loop (thread {tid}, the one that polls for the server's connections and does most of its CPU) was occupied {} of the time, {} of it blocked — it {what}{} — while {in_flight:.1} {unit}s were in flight on average: the other {:.1} waited for the loop (Little's law: {} of their time); nothing else runs while it blocks: make that call asynchronous or move it off the loop",
+        super::pct(occupied),
+        super::pct(blocked),
+        site.map(|s| format!(" in {s}")).unwrap_or_default(),
+        (in_flight - 1.0).max(0.0),
+        super::pct(waiting)
+    );
+    let e = f.ev(
+        format!("thread {tid} occupied"),
+        format!(
+            "{} of the window: blocked outside its poll {}",
+            super::pct(occupied),
+            super::pct(blocked)
+        ),
+        "the off-CPU profile by thread (why each block) and the CPU profile by thread",
+    );
+    vec![Finding::new("event-loop", class, 0.9, claim)
+        .evidence(e)
+        .evidence(f.ev(
+            "in flight",
+            format!("{in_flight:.1} on average"),
+            "the load's own latencies and counts (Little's law: their latencies summed over the seconds)",
+        ))
+        .explains(100.0, format!("of the {unit}s' time: waiting for the loop, then in it"))
+        .check(format!(
+            "perf trace -s -t {tid} -- sleep {}   # where the loop's thread spends its time",
+            f.secs_arg()
+        ))]
+}
+
 /// A count as text with thousands separators.
 pub fn thousands(v: f64) -> String {
     kiln_model::thousands(v.round().max(0.0) as u64)

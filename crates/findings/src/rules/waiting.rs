@@ -168,7 +168,7 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
         WaitReason::Sleep => (Class::SleepInPath, "slept".into()),
         WaitReason::Futex => (
             Class::LockContention,
-            "waited on a condition in their own path (a semaphore, a pool's free resource, another thread's answer)".into(),
+            "waited on a condition in the request's path (a semaphore, a pool's free resource, another thread's answer, a synchronous wait)".into(),
         ),
         WaitReason::Write => (
             Class::NetworkWait,
@@ -629,7 +629,8 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     let saturated = f.groups.iter().any(|g| {
         g.has_saturated_thread()
             || (g.threads >= 1.0 && (g.on_cpu + g.runnable.unwrap_or(0.0)) / g.threads >= 0.85)
-    }) || super::queues::saturated_pool(f).is_some();
+    }) || super::queues::saturated_pool(f).is_some()
+        || super::queues::blocked_event_loop(f).is_some();
     // Connections waiting in the accept queue, or dropped from it, are the server's: the
     // accept rule names them.
     let accept = f
