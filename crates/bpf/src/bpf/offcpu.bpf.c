@@ -437,11 +437,12 @@ static long fp_step(u32 i, void *arg)
  *
  * Walked here rather than by bpf_get_stack(BPF_F_USER_STACK): the kernel's walk
  * goes on until a read faults or 127 frames, so it ends in a fault taken with
- * page faults disabled at nearly every block — at address 0 where a chain ends
- * (Go clears rbp at the bottom of every thread's scheduler stack), in junk
- * after code without frame pointers (Debian's libc). This walk stops before
- * reading a null, unaligned or descending frame pointer, or at the first
- * return address outside the code: the same stacks, the same hashes.
+ * page faults disabled at nearly every block (where a chain ends in a null
+ * frame pointer, or in junk after code without frame pointers: Debian's libc);
+ * recording a Go service, the machine's kernel-mode page faults went from one
+ * a block to none. This walk stops before reading a null, unaligned or
+ * descending frame pointer, or at the first return address outside the code:
+ * the same stacks, the same hashes.
  */
 static __always_inline u64 user_stack(struct scratch *s, struct ranges *r, u64 ip, u64 bp,
 				      u64 *seen)
