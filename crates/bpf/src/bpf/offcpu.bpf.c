@@ -121,6 +121,10 @@ struct ustack_val {
 };
 
 struct scratch {
+	/* The user frame-pointer walk's state (see fp_step). */
+	u64 fp_bp;
+	u64 fp_hash;
+	u64 fp_n;
 	u64 words[SCAN_WORDS];
 	struct ustack_val ustack;
 	struct ustack_val kstack;
@@ -393,61 +397,69 @@ static __always_inline u64 store_stack(void *map, u64 hash, struct ustack_val *v
 	return hash;
 }
 
-struct ips_ctx {
+struct fp_ctx {
 	struct scratch *s;
 	struct ranges *r;
-	u32 n;
-	u64 hash;
 };
 
-/* One ip of the user stack: kept (and hashed) while it returns into code.
- * Returns 1 when the stack ends. */
-static __always_inline int keep_one(struct ips_ctx *c, u64 i)
+/* One frame of the frame-pointer walk: the return address at bp + 8, kept (and
+ * hashed) while it returns into code, then on to the caller's frame at [bp],
+ * which must lie higher on the stack. Returns 1 when the stack ends. The walk's
+ * state lives in map memory (scratch), where the verifier does not track values,
+ * so that one pass over the callback covers every frame. */
+static long fp_step(u32 i, void *arg)
 {
-	u64 idx = i, ip;
+	struct fp_ctx *c = arg;
+	struct scratch *s = c->s;
+	u64 frame[2], n = s->fp_n, bp = s->fp_bp;
 
-	if (i >= c->n)
+	if (n >= MAX_STACK_DEPTH || bp == 0 || (bp & 7))
 		return 1;
-	asm volatile("%[x] &= 127" : [x] "+r"(idx)); /* MAX_STACK_DEPTH, for the verifier */
-	ip = c->s->ustack.ips[idx];
-	/* The first ip comes from the registers; later ones must return into code. */
-	if (i > 0 && c->r && !in_code(c->r, ip))
+	if (bpf_probe_read_user(frame, sizeof(frame), (void *)bp))
 		return 1;
-	c->hash = (c->hash ^ ip) * 0x100000001b3ULL;
-	c->s->ustack.len = i + 1;
+	if (frame[1] == 0 || (c->r && !in_code(c->r, frame[1])))
+		return 1;
+	asm volatile("%[x] &= 127" : [x] "+r"(n)); /* MAX_STACK_DEPTH, for the verifier */
+	s->ustack.ips[n] = frame[1];
+	s->fp_hash = (s->fp_hash ^ frame[1]) * 0x100000001b3ULL;
+	s->fp_n = n + 1;
+	if (frame[0] <= bp)
+		return 1;
+	s->fp_bp = frame[0];
 	return 0;
 }
 
-/* Eight ips per callback: a bpf_loop callback costs more than an ip. */
-static long keep_ips(u32 i, void *arg)
-{
-	struct ips_ctx *c = arg;
-	u64 base = (u64)i * 8;
-
-	return keep_one(c, base) || keep_one(c, base + 1) || keep_one(c, base + 2) ||
-	       keep_one(c, base + 3) || keep_one(c, base + 4) || keep_one(c, base + 5) ||
-	       keep_one(c, base + 6) || keep_one(c, base + 7);
-}
-
 /*
- * Frame-pointer walk of the user stack, cut at the first return address that
- * is not in an executable mapping (the walk has left real frames there), and
- * stored under its hash. Returns the hash, 0 if there is no stack.
+ * Frame-pointer walk of the user stack from the thread's registers, cut at the
+ * first return address that is not in an executable mapping (the walk has left
+ * real frames there: code without frame pointers leaves rbp pointing anywhere),
+ * and stored under its hash. Returns the hash, 0 if there is no stack.
+ *
+ * Walked here rather than by bpf_get_stack(BPF_F_USER_STACK): the kernel's walk
+ * goes on until a read faults or 127 frames, so it ends in a fault taken with
+ * page faults disabled at nearly every block (where a chain ends in a null
+ * frame pointer, or in junk after code without frame pointers: Debian's libc);
+ * recording a Go service, the machine's kernel-mode page faults went from one
+ * a block to none. This walk stops before reading a null, unaligned or
+ * descending frame pointer, or at the first return address outside the code:
+ * the same stacks, the same hashes.
  */
-static __always_inline u64 user_stack(void *ctx, struct scratch *s, struct ranges *r, u64 *seen)
+static __always_inline u64 user_stack(struct scratch *s, struct ranges *r, u64 ip, u64 bp,
+				      u64 *seen)
 {
-	struct ips_ctx c = { .s = s, .r = r, .hash = 0xcbf29ce484222325ULL };
-	long bytes;
+	struct fp_ctx c = { .s = s, .r = r };
 
-	bytes = bpf_get_stack(ctx, s->ustack.ips, MAX_STACK_DEPTH * sizeof(u64), BPF_F_USER_STACK);
-	if (bytes <= 0) {
+	if (ip == 0) {
 		count(C_USTACK_ERR, 1);
 		return 0;
 	}
-	c.n = bytes / sizeof(u64);
-	s->ustack.len = 0;
-	bpf_loop((MAX_STACK_DEPTH + 7) / 8, keep_ips, &c, 0);
-	return store_stack(&ustacks, c.hash, &s->ustack, C_USTACK_ERR, seen);
+	s->ustack.ips[0] = ip;
+	s->fp_n = 1;
+	s->fp_bp = bp;
+	s->fp_hash = (0xcbf29ce484222325ULL ^ ip) * 0x100000001b3ULL;
+	bpf_loop(MAX_STACK_DEPTH - 1, fp_step, &c, 0);
+	s->ustack.len = s->fp_n;
+	return store_stack(&ustacks, s->fp_hash, &s->ustack, C_USTACK_ERR, seen);
 }
 
 /* Copy up to user_stack_bytes of the stack from sp upwards, page by page:
@@ -512,18 +524,19 @@ static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u
 
 static __always_inline void on_sleep(void *ctx, struct task_struct *prev, u32 runnable)
 {
-	u32 tgid = BPF_CORE_READ(prev, tgid);
-	u32 pid = BPF_CORE_READ(prev, pid);
-	u32 zero = 0, cpu;
+	/* prev is the current task at sched_switch: its ids without reading it. The
+	 * filter comes first, as most switches of the machine are not traced. */
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, pid = (u32)id;
+	u32 cpu, flags;
 	struct pending *p;
 	struct scratch *s;
-
-	u32 flags = BPF_CORE_READ(prev, flags);
 
 	if (pid == 0)
 		return;
 	if (cfg.filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return;
+	flags = BPF_CORE_READ(prev, flags);
 	/* A thread's last switch-out is not a block; its memory is gone by then. A
 	 * block it began before whose end went unseen is counted here, as it can
 	 * no longer be at its next block. */
@@ -565,7 +578,7 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev, u32 ru
 			ip = BPF_CORE_READ(regs, ip);
 			sp = BPF_CORE_READ(regs, sp);
 			bp = BPF_CORE_READ(regs, bp);
-			p->key.ustack = user_stack(ctx, s, r, &p->seen_ustack);
+			p->key.ustack = user_stack(s, r, ip, bp, &p->seen_ustack);
 			p->key.caller_hash = caller_hash(s, r, sp, bp) ^ kind_hash(prev);
 			snapshot(s, &p->key, ip, sp, bp, p);
 		} else {
@@ -717,7 +730,7 @@ int BPF_PROG(kiln_wakeup, struct task_struct *p)
 			u64 ip = BPF_CORE_READ(regs, ip), sp = BPF_CORE_READ(regs, sp),
 			    bp = BPF_CORE_READ(regs, bp);
 
-			pd->wkey.ustack = user_stack(ctx, s, r, 0);
+			pd->wkey.ustack = user_stack(s, r, ip, bp, 0);
 			pd->wkey.caller_hash = caller_hash(s, r, sp, bp) ^ kind_hash(cur);
 			snapshot(s, &pd->wkey, ip, sp, bp, 0);
 		}
