@@ -1797,6 +1797,89 @@ try {
     });
   }
 
+  // compare-profile.expect.json holds what `kiln compare LABEL@A-B ...` printed (JSON and
+  // text) for a window, and the whole measurements' JSON: under the window the page's
+  // overall line must carry the command's clause on the profile, and its function tables
+  // must be the command's for those seconds, after a reload too.
+  if (existsSync(join(dir, 'compare-profile.html'))) {
+    const pe = expectOf('compare-profile');
+    const [a, b] = pe.window;
+    const cmp = pe.json;
+    // The clause the command puts on its overall line (before the findings' changes).
+    const clauseOf = (line) => {
+      const at = line.search(/(in the profile|but the profile changed) \(/);
+      if (at < 0) return null;
+      const end = line.indexOf('; findings: ', at);
+      return line.slice(at, end < 0 ? undefined : end);
+    };
+    const clause = clauseOf(cmp.overall.line);
+    // The check can tell a window's profile from the whole measurements' only when they differ.
+    const key = (tables) => JSON.stringify(tables.map((t) => t.rows.map((r) => [r.name, r.before.median, r.after.median])));
+    const shownTables = (page) =>
+      page.$$eval('[data-field=functions] table[data-table=functions]', (ts) =>
+        ts.map((t) => ({
+          event: t.dataset.event,
+          window: t.dataset.window,
+          rows: [...t.querySelectorAll('tbody tr')].map((tr) => ({ name: tr.dataset.function, verdict: tr.dataset.verdict, delta: Number(tr.querySelector('[data-delta]').dataset.delta), cells: [...tr.querySelectorAll('td')].map((td) => td.textContent) })),
+        })),
+      );
+    const close = (x, y, what) => assert.ok(Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(y)), `${what}: page ${x}, kiln compare ${y}`);
+    /** The page's tables are `want`'s (the command's JSON), every cell in the command's text when `text` is given. */
+    const sameTables = (got, want, text, what) => {
+      const tables = want.filter((t) => t.rows.length);
+      assert.deepEqual(got.map((t) => t.event), tables.map((t) => t.event), `${what}: the same tables`);
+      tables.forEach((t, ti) => {
+        const g = got[ti];
+        assert.deepEqual(g.rows.map((r) => r.name), t.rows.map((r) => r.name), `${what} (${t.event}): the same functions in the same order`);
+        t.rows.forEach((r, i) => {
+          const gr = g.rows[i];
+          assert.equal(gr.verdict, r.change.verdict, `${what} (${t.event}) ${r.name}: verdict`);
+          close(gr.delta, r.after.median - r.before.median, `${what} (${t.event}) ${r.name}: change of cost`);
+          if (!text) return;
+          // Its line in the text table (names clipped at 60 characters there): every cost and change the page shows is in it.
+          const cells = gr.cells.slice(1, 4);
+          const lines = text.split('\n').filter((l) => l.trimStart().startsWith(r.name.slice(0, 40)));
+          assert.ok(lines.some((l) => cells.every((c) => l.includes(c))), `${what} (${t.event}) ${r.name}: '${cells.join("', '")}' in one of ${JSON.stringify(lines)}`);
+        });
+      });
+    };
+    const overallOf = (page) => page.$eval('[data-field=window-overall]', (p) => ({ verdict: p.dataset.verdict, text: p.textContent }));
+    await check('compare: a window has its own profile: the overall line\'s clause and the function tables of kiln compare LABEL@START-END, kept by a reload', async () => {
+      assert.ok(clause, `kiln compare's window names what moved in the profile: '${cmp.overall.line}'`);
+      assert.notEqual(key(cmp.functions), key(pe.whole.functions), 'the window\'s tables differ from the whole measurements\'');
+      let page = await open('compare-profile.html');
+      sameTables(await shownTables(page), pe.whole.functions, null, 'no window');
+      const geo = await chartGeometry(page, 'throughput');
+      await page.mouse.move(pageX(geo, (a + 0.2) * 1e9), geo.top + 30);
+      await page.mouse.down();
+      await page.mouse.move(pageX(geo, (a + b) * 0.5e9), geo.top + 30, { steps: 3 });
+      await page.mouse.move(pageX(geo, (b - 0.2) * 1e9), geo.top + 30, { steps: 3 });
+      await page.mouse.up();
+      await settle(page);
+      assert.equal(await page.textContent('[data-field=window-command]'), `kiln compare ${pe.labels.map((l) => `${l}@${a}-${b}`).join(' ')}`);
+      const judged = async (what) => {
+        const o = await overallOf(page);
+        assert.equal(o.verdict, cmp.overall.verdict, `${what}: verdict`);
+        assert.equal(clauseOf(o.text), clause, `${what}: the profile's clause`);
+        // The whole line, up to the findings' changes (the command's alone).
+        assert.ok(cmp.overall.line === o.text || cmp.overall.line.startsWith(`${o.text}; findings: `), `${what}: page '${o.text}', kiln compare '${cmp.overall.line}'`);
+        const tables = await shownTables(page);
+        for (const t of tables) assert.equal(t.window, `${a}-${b}`, `${what}: the table of ${t.event} is the window's`);
+        sameTables(tables, cmp.functions, pe.text, what);
+      };
+      await judged('dragged');
+      const hash = await page.evaluate(() => location.hash);
+      assert.equal(new URLSearchParams(hash.slice(1)).get('cmp.t'), `${a * 1e9}-${b * 1e9}`, 'the URL holds the window');
+      await page.keyboard.press('Escape');
+      await settle(page);
+      sameTables(await shownTables(page), pe.whole.functions, null, 'window cleared');
+      assert.equal(new URLSearchParams((await page.evaluate(() => location.hash)).slice(1)).get('cmp.t'), null, 'the URL without the window');
+      page = await open('compare-profile.html', hash.slice(1));
+      await judged('reloaded');
+      assert.equal(await page.evaluate(() => location.hash), hash, 'the URL keeps the window');
+    });
+  }
+
   // ---------------------------------------------------------------- trend
   if (existsSync(join(dir, 'trend.html'))) {
     const te = JSON.parse(readFileSync(join(dir, 'trend.expect.json'), 'utf8'));

@@ -563,3 +563,62 @@ fn a_window_on_the_comparison_page_is_judged_as_kiln_compare_judges_it() {
     .unwrap();
     browser(&dir);
 }
+
+/// A window on the comparison page has its own profile: the window's function tables and
+/// the overall line's clause on what moved in its profile are what `kiln compare
+/// LABEL@START-END ...` prints for the same seconds, and a reload keeps the window. Real
+/// runs of nginx: four serving its small page, four a 256 KiB file (its kernel's copying
+/// and sending grow), so the profile moves beyond noise.
+#[test]
+fn a_window_on_the_comparison_page_has_its_own_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fixtures_dir(tmp.path(), "compare-profile");
+    let store = tmp.path().join("runs.db");
+    let nginx = kiln_testkit::Nginx::start().unwrap();
+    std::fs::write(nginx.dir().join("html/big.bin"), vec![b'k'; 256 * 1024]).unwrap();
+    let worker = nginx.worker_pids()[0].to_string();
+    for (name, path) in [("small", "/"), ("big", "/big.bin")] {
+        kiln(&store)
+            .args(["run", "--name", name, "--repeat", "4"])
+            .args(["-d", "4", "--warmup", "1", "-e", "cpu", "-p", &worker])
+            .arg("--no-report")
+            .args(["load", "http", "-R", "200", "-c", "2", "-t", "1"])
+            .arg(nginx.url(path))
+            .timeout(Duration::from_secs(400))
+            .assert()
+            .success();
+    }
+    kiln(&store)
+        .args(["compare", "small", "big", "-o"])
+        .arg(dir.join("compare-profile.html"))
+        .assert()
+        .success();
+    let json = |refs: &[&str]| -> Value {
+        let out = kiln(&store)
+            .arg("compare")
+            .args(refs)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        kiln_testkit::succeeded(&out);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let refs = ["small@1-3", "big@1-3"];
+    let out = kiln(&store).arg("compare").args(refs).output().unwrap();
+    kiln_testkit::succeeded(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    eprintln!("{text}");
+    std::fs::write(
+        dir.join("compare-profile.expect.json"),
+        json!({
+            "labels": ["small", "big"],
+            "window": [1, 3],
+            "json": json(&refs),
+            "whole": json(&["small", "big"]),
+            "text": text,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    browser(&dir);
+}

@@ -911,16 +911,8 @@ fn overall(
             });
         }
     }
-    let movers = table.map(profile_movers).unwrap_or_default();
-    if !movers.is_empty() {
-        let what = table.map_or("", |t| t.event.as_str());
-        parts.push(match verdict {
-            OverallVerdict::NoChange | OverallVerdict::CannotTell => format!(
-                "but the profile changed ({what}, beyond noise): {}",
-                movers.join(", ")
-            ),
-            _ => format!("in the profile ({what}): {}", movers.join(", ")),
-        });
+    if let Some(clause) = table.and_then(|t| profile_clause(t, verdict)) {
+        parts.push(clause);
     }
     let line = if parts.is_empty() {
         format!("{b} against {a}: {word}")
@@ -928,6 +920,55 @@ fn overall(
         format!("{b} against {a}: {word}. {}", parts.join("; "))
     };
     Overall { verdict, line }
+}
+
+/// The overall line's clause on what moved in the profile of `table`, worded for the
+/// overall `verdict`, or `None` when nothing moved beyond noise.
+fn profile_clause(table: &FunctionTable, verdict: OverallVerdict) -> Option<String> {
+    let movers = profile_movers(table);
+    if movers.is_empty() {
+        return None;
+    }
+    let what = &table.event;
+    Some(match verdict {
+        OverallVerdict::NoChange | OverallVerdict::CannotTell => format!(
+            "but the profile changed ({what}, beyond noise): {}",
+            movers.join(", ")
+        ),
+        _ => format!("in the profile ({what}): {}", movers.join(", ")),
+    })
+}
+
+/// The profile's side of a comparison: the function tables and the overall line's
+/// clause on what moved, as [`compare()`] computes them.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileChange {
+    /// The function tables, first group against the last.
+    pub tables: Vec<FunctionTable>,
+    /// The clause when the figures moved (improved, regressed or mixed): `in the profile
+    /// (cpu-clock): …`; `None` when nothing moved in the profile.
+    pub moved: Option<String>,
+    /// The clause when they did not (no change, cannot tell): `but the profile changed
+    /// (cpu-clock, beyond noise): …`.
+    pub quiet: Option<String>,
+}
+
+/// The function tables of `groups` (their first group against their last) and the clause
+/// the overall line gives them, by [`compare()`]'s rule, without judging the figures: the
+/// report computes them for each window of the runs, and judges the window's figures
+/// itself.
+pub fn profile_change(groups: &[Group], opts: &Options) -> Result<ProfileChange, CompareError> {
+    if groups.len() < 2 {
+        return Err(CompareError::TooFew);
+    }
+    let op = op_unit(groups);
+    let (tables, _) = function_tables(&groups[0], &groups[groups.len() - 1], opts, &op)?;
+    let first = tables.first();
+    Ok(ProfileChange {
+        moved: first.and_then(|t| profile_clause(t, OverallVerdict::Improved)),
+        quiet: first.and_then(|t| profile_clause(t, OverallVerdict::NoChange)),
+        tables,
+    })
 }
 
 /// Why the runs cannot be compared at all: incomplete runs, different loads, other hosts

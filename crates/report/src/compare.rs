@@ -3,7 +3,9 @@
 //! overlaid (aligned at the start of measurement), the differential flame graph and the
 //! function table. The page judges a window of the series itself (web/src/report/lib/
 //! verdict.ts, the rules of `kiln compare NAME@START-END`): it gets each run's seconds and
-//! per-second latency histograms, the rules and the runs' pairing by round from here.
+//! per-second latency histograms, the rules and the runs' pairing by round from here, and
+//! each window of whole seconds' function tables and profile clause, computed here by
+//! [`kiln_compare::profile_change`] (the profiles are not on the page).
 use crate::latency::{self, Distribution};
 use crate::page::{self, Viewer};
 use crate::run::{completed_column, origin_of, table, Table};
@@ -22,18 +24,34 @@ pub struct CompareHtml<'a> {
     pub runs: &'a [Vec<RunData>],
     /// Page options.
     pub opts: &'a ReportOptions,
+    /// The comparison's options, when the page is to give each window of the runs its
+    /// function tables and what moved in its profile (the runs' profiles then as the
+    /// comparison read them: transformed alike).
+    pub windows: Option<&'a kiln_compare::Options>,
 }
 
 impl<'a> CompareHtml<'a> {
     /// The page of `runs` with `opts`.
     pub fn new(runs: &'a [Vec<RunData>], opts: &'a ReportOptions) -> Self {
-        CompareHtml { runs, opts }
+        CompareHtml {
+            runs,
+            opts,
+            windows: None,
+        }
+    }
+
+    /// The same page, giving each window of whole seconds its function tables and the
+    /// overall line's clause on its profile, computed with `options` as `kiln compare
+    /// NAME@START-END` computes them.
+    pub fn with_windows(mut self, options: &'a kiln_compare::Options) -> Self {
+        self.windows = Some(options);
+        self
     }
 }
 
 impl Exporter for CompareHtml<'_> {
     fn export(&self, c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
-        write_compare_report(c, self.runs, self.opts, out).map_err(|e| match e {
+        write_page(c, self.runs, self.opts, self.windows, out).map_err(|e| match e {
             ReportError::Io(e) => e,
             e => std::io::Error::other(e.to_string()),
         })
@@ -229,6 +247,95 @@ struct ComparePage {
     diff: Option<DiffInfo>,
     /// The names of the series the page reads, as kiln writes them. Added in 0.4.
     columns: crate::run::ColumnNames,
+    /// Each window of whole seconds of every run's measurement: its function tables and
+    /// what moved in its profile. Empty when not computed.
+    windows: Vec<WindowProfile>,
+}
+
+/// A window's profile side, as `kiln compare NAME@START-END` computes it.
+#[derive(Serialize)]
+struct WindowProfile {
+    /// Seconds from the start of each measurement.
+    start: u64,
+    end: u64,
+    functions: Vec<FunctionTablePage>,
+    /// The overall line's clause when the window's figures moved, and when they did not.
+    moved: Option<String>,
+    quiet: Option<String>,
+}
+
+/// The longest measurement whose windows are computed, in seconds: a measurement of n
+/// seconds has n(n+1)/2 windows of whole seconds.
+const WINDOWS_UP_TO_S: u64 = 60;
+
+/// Every window of whole seconds A-B of the runs' measurements (the first second to the
+/// end of the longest), each as `kiln compare LABEL@A-B …` reads its runs: each run's
+/// metadata over the window (`window_view`) and its profiles cut to it.
+fn window_profiles(
+    cmp: &Comparison,
+    runs: &[Vec<RunData>],
+    options: &kiln_compare::Options,
+) -> Vec<WindowProfile> {
+    let all = || runs.iter().flatten();
+    // Only runs compared over their whole measurements have windows of seconds.
+    if all().any(|r| r.meta.measure.end_ns <= r.meta.measure.start_ns) {
+        return Vec::new();
+    }
+    let longest = all()
+        .map(|r| (r.meta.measure.end_ns - r.meta.measure.start_ns).div_ceil(1_000_000_000))
+        .max()
+        .unwrap_or(0);
+    if longest > WINDOWS_UP_TO_S {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for a in 0..longest {
+        for b in a + 1..=longest {
+            let name = format!("{a}-{b}");
+            let mut groups = Vec::new();
+            for (g, rs) in cmp.groups.iter().zip(runs) {
+                let mut metas = Vec::new();
+                let mut profiles = Vec::new();
+                for r in rs {
+                    let Some(w) = kiln_store::window::find_window(&r.meta, &name) else {
+                        continue;
+                    };
+                    metas.push(kiln_store::window::window_view(r, &w));
+                    profiles.push(
+                        r.profiles
+                            .iter()
+                            .map(|p| p.time_slice(w.start_ns, w.end_ns))
+                            .collect(),
+                    );
+                }
+                groups.push(kiln_compare::Group {
+                    label: format!("{}@{name}", g.label),
+                    runs: metas,
+                    profiles,
+                    findings: Vec::new(),
+                });
+            }
+            // A run whose measurement ends before the window: kiln compare refuses it.
+            if groups
+                .iter()
+                .zip(runs)
+                .any(|(g, rs)| g.runs.len() != rs.len())
+            {
+                continue;
+            }
+            let Ok(p) = kiln_compare::profile_change(&groups, options) else {
+                continue;
+            };
+            out.push(WindowProfile {
+                start: a,
+                end: b,
+                functions: p.tables.iter().map(function_page).collect(),
+                moved: p.moved,
+                quiet: p.quiet,
+            });
+        }
+    }
+    out
 }
 
 fn verdict_key(v: &Verdict) -> &'static str {
@@ -245,6 +352,16 @@ pub fn write_compare_report(
     cmp: &Comparison,
     runs: &[Vec<RunData>],
     opts: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    write_page(cmp, runs, opts, None, out)
+}
+
+fn write_page(
+    cmp: &Comparison,
+    runs: &[Vec<RunData>],
+    opts: &ReportOptions,
+    windows: Option<&kiln_compare::Options>,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
     if cmp.groups.len() < 2 || runs.len() != cmp.groups.len() {
@@ -274,6 +391,9 @@ pub fn write_compare_report(
         functions: function_pages(cmp),
         diff,
         columns: crate::run::ColumnNames::KILN,
+        windows: windows
+            .map(|o| window_profiles(cmp, runs, o))
+            .unwrap_or_default(),
     };
     let labels: Vec<&str> = cmp.groups.iter().map(|g| g.label.as_str()).collect();
     let title = format!("kiln compare {}", labels.join(" vs "));
@@ -486,28 +606,30 @@ fn judging(cmp: &Comparison, runs: &[Vec<RunData>]) -> Judging {
 
 /// The function tables.
 fn function_pages(cmp: &Comparison) -> Vec<FunctionTablePage> {
-    cmp.functions
-        .iter()
-        .map(|t| FunctionTablePage {
-            event: t.event.clone(),
-            unit: t.unit.clone(),
-            what: t.what.clone(),
-            rows: t
-                .rows
-                .iter()
-                .map(|f| FunctionPage {
-                    name: f.name.clone(),
-                    before: kiln_compare::export::cost_text(&f.before),
-                    after: kiln_compare::export::cost_text(&f.after),
-                    delta: f.delta(),
-                    verdict: verdict_key(&f.change.verdict),
-                    change: f.change.text(),
-                    total_before: f.total_before,
-                    total_after: f.total_after,
-                })
-                .collect(),
-        })
-        .collect()
+    cmp.functions.iter().map(function_page).collect()
+}
+
+/// One function table.
+fn function_page(t: &kiln_compare::FunctionTable) -> FunctionTablePage {
+    FunctionTablePage {
+        event: t.event.clone(),
+        unit: t.unit.clone(),
+        what: t.what.clone(),
+        rows: t
+            .rows
+            .iter()
+            .map(|f| FunctionPage {
+                name: f.name.clone(),
+                before: kiln_compare::export::cost_text(&f.before),
+                after: kiln_compare::export::cost_text(&f.after),
+                delta: f.delta(),
+                verdict: verdict_key(&f.change.verdict),
+                change: f.change.text(),
+                total_before: f.total_before,
+                total_after: f.total_after,
+            })
+            .collect(),
+    }
 }
 
 /// The differential flame graph of the first and last groups, and its viewer.

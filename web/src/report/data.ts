@@ -361,6 +361,16 @@ export interface ComparePage {
   diff: { key: string; event: string; title: string; marked: boolean } | null;
   /** The names of the series, as kiln writes them. */
   columns: ColumnNames;
+  /** Each window of whole seconds (from the start of each measurement): its function tables and what moved in its profile, as kiln compare NAME@START-END computes them. */
+  windows?: CompareWindow[];
+}
+
+export interface CompareWindow {
+  start: number;
+  end: number;
+  functions: FunctionTable[];
+  moved: string | null;
+  quiet: string | null;
 }
 
 /** `kiln runs trend NAME -o trend.html`: crates/compare/src/trend (its JSON, as `--format json`). */

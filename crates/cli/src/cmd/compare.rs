@@ -195,7 +195,7 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
         let written = match f {
             F::Svg => write_flame(path, &c),
             F::Html => {
-                let runs = groups
+                let mut runs = groups
                     .iter()
                     .map(|g| {
                         g.runs
@@ -205,11 +205,31 @@ pub fn run(mut args: Args, max_input: u64) -> Result<ExitCode> {
                             .collect()
                     })
                     .collect::<Result<Vec<Vec<_>>, _>>()?;
-                write_with(
-                    path,
-                    &kiln_report::CompareHtml::new(&runs, &Default::default()),
-                    &c,
-                )
+                // Runs compared whole: the page gives each window of their seconds its
+                // function tables, from the profiles as compared (transformed alike).
+                let whole = groups.iter().zip(&runs).all(|(g, rs)| {
+                    g.runs.len() == rs.len()
+                        && g.profiles.len() == rs.len()
+                        && g.runs
+                            .iter()
+                            .zip(rs)
+                            .all(|(m, r)| m.measure == r.meta.measure)
+                });
+                if whole {
+                    for (g, rs) in groups.iter().zip(runs.iter_mut()) {
+                        for (p, r) in g.profiles.iter().zip(rs.iter_mut()) {
+                            r.profiles = p.clone();
+                        }
+                    }
+                }
+                let report_opts = Default::default();
+                let page = kiln_report::CompareHtml::new(&runs, &report_opts);
+                let page = if whole {
+                    page.with_windows(&opts)
+                } else {
+                    page
+                };
+                write_with(path, &page, &c)
             }
             F::Markdown => write_with(path, &compare::export::Markdown, &c),
             F::Json => write_with(path, &compare::export::Json, &c),

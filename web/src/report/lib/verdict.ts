@@ -688,7 +688,7 @@ function rowOf(f: FigureDef, groups: Map<string, number>[][], rates: (number | n
  * `labels` of `runs`: what `kiln compare LABEL@START-END ...` prints, but the function
  * tables and the profile's movers.
  */
-export function judgeWindow(labels: string[], runs: WindowRun[], j: Judging, w: [number, number], names: ColumnNames): WindowJudgement {
+export function judgeWindow(labels: string[], runs: WindowRun[], j: Judging, w: [number, number], names: ColumnNames, profile: ProfileClause | null = null): WindowJudgement {
   const outside: WindowRun[] = [];
   const groups: Map<string, number>[][] = labels.map((_, g) =>
     runs
@@ -704,11 +704,20 @@ export function judgeWindow(labels: string[], runs: WindowRun[], j: Judging, w: 
   const counted = groups.some((g) => g.some((h) => h.has('throughput')));
   const op = runs.find((r) => r.unit && r.unit !== 'op')?.unit ?? 'op';
   const rows = FIGURES.map((f) => rowOf(f, groups, rates, counted, op, j)).filter((r): r is WindowRow => r !== null);
-  return { rows, overall: overallOf(labels, rows), outside };
+  return { rows, overall: overallOf(labels, rows, profile), outside };
 }
 
-/** The sentence at the top (lib.rs `overall`), without what moved in the profile. */
-export function overallOf(labels: string[], rows: WindowRow[]): WindowJudgement['overall'] {
+/**
+ * What moved in the window's profile, as kiln computed it for the window (lib.rs
+ * `profile_clause`): worded for figures that moved, and for figures that did not.
+ */
+export interface ProfileClause {
+  moved: string | null;
+  quiet: string | null;
+}
+
+/** The sentence at the top (lib.rs `overall`), with what moved in the profile when given. */
+export function overallOf(labels: string[], rows: WindowRow[], profile: ProfileClause | null = null): WindowJudgement['overall'] {
   const last = labels.length - 1;
   const [worse, better, same, unsure]: [string[], string[], string[], [string, string][]] = [[], [], [], []];
   for (const r of rows.filter((x) => x.role === 'outcome')) {
@@ -738,6 +747,8 @@ export function overallOf(labels: string[], rows: WindowRow[]): WindowJudgement[
     const [sb, sa] = [formatFigure(hb.set, '/s'), formatFigure(ha.set, '/s')];
     parts.push(hb.set === ha.set && hb.held && ha.held ? `rate ${sb} held in both` : `rate ${sb} ${hb.text} → ${sa} ${ha.text}`);
   }
+  const clause = verdict === 'no_change' || verdict === 'cannot_tell' ? profile?.quiet : profile?.moved;
+  if (clause) parts.push(clause);
   const [a, b] = [labels[0], labels[last]];
   return { verdict, line: parts.length ? `${b} against ${a}: ${word}. ${parts.join('; ')}` : `${b} against ${a}: ${word}` };
 }

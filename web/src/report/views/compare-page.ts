@@ -2,10 +2,12 @@
 // by role (outcomes with their verdict: green improved, red regressed; settings held or
 // not; context shown), the latency distributions
 // overlaid, the series overlaid with every run aligned at the start of its measurement
-// (a window dragged on them judged as kiln compare NAME@START-END judges it), the
-// function table and the differential flame graph.
+// (a window dragged on them judged as kiln compare NAME@START-END judges it: its figures
+// here, its function tables and what moved in its profile as kiln computed them for each
+// window of whole seconds; the window kept in the URL), the function tables and the
+// differential flame graph (of the whole measurements).
 import { el } from '../../views/dom.js';
-import { ComparePage } from '../data.js';
+import { ComparePage, CompareWindow, FunctionTable } from '../data.js';
 import { ChartSpec, GROUP_COLORS, Line, Summary, sumColumns } from '../lib/charts.js';
 import { compact, formatWindow, unitText } from '../lib/format.js';
 import { analysisNotes, fixed, judgeWindow, runWindow, WindowJudgement } from '../lib/verdict.js';
@@ -40,10 +42,25 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
   const table = figuresTable(c);
   const notes = c.notes.length ? el('ul', { class: 'r-warnings', 'aria-label': 'Notes' }, ...c.notes.map((n) => el('li', { 'data-field': 'note', text: n }))) : null;
   const dist = distributionChart(c);
-  const { section: series, group, charts } = seriesSection(c, status, (w) => dist?.show(w));
-  const distribution = dist?.chart ?? null;
-  const functions = functionSections(c);
+  // The function tables: the whole measurements', or a window's as kiln computed them.
+  const functions = el('div', { 'data-field': 'functions' }, ...functionSections(c.functions, c));
   const diff = diffSection(c);
+  const diffNote = diff ? el('p', { class: 'r-warnings', 'data-field': 'diff-window', hidden: true }) : null;
+  if (diff && diffNote) diff.append(diffNote);
+  const onWindow = (w: [number, number] | null): void => {
+    dist?.show(w);
+    const win = windowOf(c, w);
+    functions.replaceChildren(...functionSections(w && win ? win.functions : c.functions, c, w && win ? w : null));
+    if (diffNote) {
+      diffNote.hidden = w === null;
+      setWindowNote(diffNote, c, w);
+    }
+    // The window in the URL: a reload keeps it.
+    const h = writeCompareWindow(location.hash, w);
+    history.replaceState(history.state, '', h ? `#${h}` : location.pathname + location.search);
+  };
+  const { section: series, group, charts } = seriesSection(c, status, onWindow);
+  const distribution = dist?.chart ?? null;
   root.append(
     head,
     // The groups under a heading of their level (the page's headings go 1, 2, 3).
@@ -51,9 +68,16 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     el('section', { class: 'r-section', 'aria-labelledby': 'r-h-figures' }, el('h2', { id: 'r-h-figures', text: 'Figures' }), overall, scroll(table, 'Figures side by side'), notes),
     ...(distribution ? [el('section', { class: 'r-section', 'aria-labelledby': 'r-h-dist' }, el('h2', { id: 'r-h-dist', text: 'Latency distributions' }), distribution.el)] : []),
     series,
-    ...functions,
+    functions,
     ...(diff ? [diff] : []),
   );
+  const fromUrl = parseCompareWindow(location.hash);
+  if (fromUrl) {
+    const w = group.snap(fromUrl);
+    group.setSelection(w);
+    showWindowFigures(series.querySelector<HTMLElement>('[data-field="window-figures"]')!, c, w);
+    onWindow(w);
+  }
   return { group, charts, distribution };
 }
 
@@ -240,14 +264,56 @@ function overlaySpecs(c: ComparePage): ChartSpec[] {
   return specs;
 }
 
-/** The function tables: functions judged like figures, ranked by change of cost. */
-function functionSections(c: ComparePage): HTMLElement[] {
+/**
+ * The URL's key for the window (ns from the start of each measurement, `A-B`). Not the
+ * viewers' shared `t`: that is a time on a profile's own clock, and the differential
+ * flame graph merges runs of different clocks. The dot keeps every viewer off it.
+ */
+const WINDOW_KEY = 'cmp.t';
+
+/** The window the URL holds, or null. */
+function parseCompareWindow(hash: string): [number, number] | null {
+  const m = /^(\d+)-(\d+)$/.exec(new URLSearchParams(hash.replace(/^#/, '')).get(WINDOW_KEY) ?? '');
+  const w: [number, number] | null = m ? [Number(m[1]), Number(m[2])] : null;
+  return w && Number.isSafeInteger(w[1]) && w[0] < w[1] ? w : null;
+}
+
+/** The hash with the window set (or removed); every other key kept. */
+function writeCompareWindow(hash: string, w: [number, number] | null): string {
+  const p = new URLSearchParams(hash.replace(/^#/, ''));
+  if (w) p.set(WINDOW_KEY, `${Math.round(Math.max(0, w[0]))}-${Math.round(w[1])}`);
+  else p.delete(WINDOW_KEY);
+  return p.toString();
+}
+
+/** Whole seconds of a window, as the page's windows are kept (ns from each measurement's start). */
+const wholeSeconds = (w: [number, number]): [number, number] | null => {
+  const [a, b] = [w[0] / 1e9, w[1] / 1e9];
+  return Number.isInteger(a) && Number.isInteger(b) ? [a, b] : null;
+};
+
+/** The window's function tables and profile clause as kiln computed them, or null when it did not. */
+function windowOf(c: ComparePage, w: [number, number] | null): CompareWindow | null {
+  const s = w ? wholeSeconds([Math.max(0, w[0]), w[1]]) : null;
+  return (s && c.windows?.find((x) => x.start === s[0] && x.end === s[1])) || null;
+}
+
+/** Under a window: says the differential flame graph is still of the whole measurements, and the command that gives the window's. */
+function setWindowNote(p: HTMLElement, c: ComparePage, w: [number, number] | null): void {
+  if (!w) return;
+  const [a, b] = [secs(Math.max(0, w[0])), secs(w[1])];
+  p.textContent = `This flame graph is of the whole measurements; the window's: kiln compare ${c.groups.map((g) => `${g.label}@${a}-${b}`).join(' ')} -o diff.svg`;
+}
+
+/** The function tables: functions judged like figures, ranked by change of cost; a window's when w is given. */
+function functionSections(tables: FunctionTable[], c: ComparePage, w: [number, number] | null = null): HTMLElement[] {
   const labels = c.groups.map((g) => g.label);
   const functions: HTMLElement[] = [];
   const [a, b] = [labels[0], labels[labels.length - 1]];
-  c.functions.forEach((t, ti) => {
+  const over = w ? ` over the window ${formatWindow(w)} of each measurement` : '';
+  tables.forEach((t, ti) => {
     if (!t.rows.length) return;
-    const ft = el('table', { class: 'r-table', 'data-table': 'functions', 'data-event': t.event });
+    const ft = el('table', { class: 'r-table', 'data-table': 'functions', 'data-event': t.event, 'data-window': w ? `${secs(w[0])}-${secs(w[1])}` : '' });
     ft.append(el('thead', {}, el('tr', {}, ...['function', `${unitText(t.unit)} ${a}`, `${unitText(t.unit)} ${b}`, 'change', `total % ${a}`, `total % ${b}`].map((h) => el('th', { scope: 'col', text: h })))));
     const tb = el('tbody');
     for (const f of t.rows) {
@@ -268,7 +334,7 @@ function functionSections(c: ComparePage): HTMLElement[] {
     }
     ft.append(tb);
     const id = `r-h-functions-${ti}`;
-    functions.push(el('section', { class: 'r-section', 'aria-labelledby': id }, el('h2', { id, text: `Functions (${t.event}): ${t.what}, ranked by change` }), scroll(ft, `Functions (${t.event})`)));
+    functions.push(el('section', { class: 'r-section', 'aria-labelledby': id }, el('h2', { id, text: `Functions (${t.event})${over}: ${t.what}, ranked by change` }), scroll(ft, `Functions (${t.event})`)));
   });
   return functions;
 }
@@ -340,7 +406,8 @@ function showWindowFigures(box: HTMLElement, c: ComparePage, w: [number, number]
   const [a, b] = [secs(Math.max(0, w[0])), secs(w[1])];
   const refs = labels.map((l) => `${l}@${a}-${b}`);
   // Named as the command names them: its overall line says `after@1-3 against before@1-3`.
-  const j = judgeWindow(refs, c.series, c.judging, [Math.round(Number(a) * 1e9), Math.round(Number(b) * 1e9)], c.columns);
+  const win = windowOf(c, w);
+  const j = judgeWindow(refs, c.series, c.judging, [Math.round(Number(a) * 1e9), Math.round(Number(b) * 1e9)], c.columns, win);
   const rules = `alpha ${c.judging.alpha}, threshold ${c.judging.threshold_pct}%`;
   box.append(
     el('h3', { text: `Window ${formatWindow(w)} of each measurement, judged (${rules})` }),
