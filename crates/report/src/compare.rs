@@ -264,9 +264,11 @@ struct WindowProfile {
     quiet: Option<String>,
 }
 
-/// The longest measurement whose windows are computed, in seconds: a measurement of n
-/// seconds has n(n+1)/2 windows of whole seconds.
-const WINDOWS_UP_TO_S: u64 = 60;
+/// The most windows × runs computed when the page is written: a measurement of n seconds
+/// has n(n+1)/2 windows of whole seconds, each cut from every run's profiles (12 s
+/// measurements, two runs: 156, 0.4 s in all). Past it the page's tables stay the whole
+/// measurements' and say so.
+const WINDOW_RUNS_AT_MOST: u64 = 1_000;
 
 /// Every window of whole seconds A-B of the runs' measurements (the first second to the
 /// end of the longest), each as `kiln compare LABEL@A-B …` reads its runs: each run's
@@ -285,7 +287,8 @@ fn window_profiles(
         .map(|r| (r.meta.measure.end_ns - r.meta.measure.start_ns).div_ceil(1_000_000_000))
         .max()
         .unwrap_or(0);
-    if longest > WINDOWS_UP_TO_S {
+    let windows = longest * (longest + 1) / 2;
+    if windows * all().count() as u64 > WINDOW_RUNS_AT_MOST {
         return Vec::new();
     }
     let mut out = Vec::new();

@@ -51,6 +51,18 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
     dist?.show(w);
     const win = windowOf(c, w);
     functions.replaceChildren(...functionSections(w && win ? win.functions : c.functions, c, w && win ? w : null));
+    // A window kiln did not compute when it wrote the page (long measurements, many runs):
+    // the tables stay the whole measurements', and say so with the command for the window's.
+    if (w && !win) {
+      const [a, b] = [secs(w[0]), secs(w[1])];
+      functions.prepend(
+        el('p', {
+          class: 'r-warnings',
+          'data-field': 'functions-window',
+          text: `These function tables are of the whole measurements (this page holds no tables for a window of runs this long); the window's: kiln compare ${c.groups.map((g) => `${g.label}@${a}-${b}`).join(' ')}`,
+        }),
+      );
+    }
     if (diffNote) {
       diffNote.hidden = w === null;
       setWindowNote(diffNote, c, w);
