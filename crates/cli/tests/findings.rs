@@ -640,7 +640,9 @@ fn a_node_event_loop_blocked_in_a_synchronous_call_is_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let src =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/blocking_loop.js");
+    // V8 writes its isolate log into the working directory with --perf-basic-prof.
     let mut child = Command::new("node")
+        .current_dir(dir.path())
         .arg("--perf-basic-prof")
         .arg(&src)
         .stdout(Stdio::piped())
