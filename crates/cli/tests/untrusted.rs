@@ -793,7 +793,26 @@ fn canned(answer: fn(&str) -> (u16, Vec<u8>)) -> Served {
                 Ok(n) => buf.extend_from_slice(&b[..n]),
             }
         }
-        let req = text(&buf);
+        // The request's body too (an OTLP export posts one): a socket closed with unread
+        // bytes sends a reset, which can reach the client before the answer does.
+        let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
+        let head = text(&buf[..head_end]);
+        let length: usize = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        while buf.len() < head_end + length {
+            match c.read(&mut b) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&b[..n]),
+            }
+        }
+        let req = text(&buf[..head_end]);
         let path = req.split_whitespace().nth(1).unwrap_or("/").to_string();
         let (status, body) = answer(&path);
         let _ = write!(
