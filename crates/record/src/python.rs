@@ -403,7 +403,8 @@ fn line_in_locations(table: &[u8], first: u32, offset: u64) -> Option<u32> {
             _ => Some(0),
         };
         if let Some(d) = delta {
-            line += d;
+            // A damaged table's deltas may add past any line: no line, not a wrap.
+            line = line.checked_add(d)?;
         }
         if start <= offset && offset < end {
             return delta.and_then(|_| u32::try_from(line).ok());
@@ -749,6 +750,22 @@ mod tests {
         assert_eq!(line_in_locations(&long, 10, 0), Some(7));
         // Damaged: a continuation byte where an entry starts.
         assert_eq!(line_in_locations(&[0x10, 0x80], 1, 0), None);
+        // Damaged: entries whose huge deltas would add past any line (a fuzzer's find).
+        let huge = [
+            0x80 | (14 << 3),
+            0x7e,
+            0x7f,
+            0x7f,
+            0x7f,
+            0x7f,
+            0x7f,
+            0x7f,
+            0x7f,
+            0x7f,
+            0x3f,
+        ];
+        let many: Vec<u8> = huge.iter().copied().cycle().take(huge.len() * 64).collect();
+        assert_eq!(line_in_locations(&many, 1, 2 * 64 + 1), None);
     }
 
     #[test]
