@@ -159,7 +159,7 @@ pub fn group_text(r: &Row, i: usize) -> String {
 }
 
 /// A change cell: its verdict for outcomes, the bare change for settings and context.
-pub(crate) fn change_text(r: &Row, c: &Option<Change>) -> String {
+pub fn change_text(r: &Row, c: &Option<Change>) -> String {
     match c {
         None => String::new(),
         Some(c) if r.role == Role::Outcome => c.text(),

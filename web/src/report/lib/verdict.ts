@@ -6,7 +6,9 @@
 // (settings, outcomes, context; a rate held or not), window.rs (a run's headline over a
 // span of seconds) and the rows and overall line of lib.rs. The same arithmetic in the
 // same order, so that the page and the command agree to the last digit they print
-// (crates/cli/tests/report.rs checks them against each other on real runs).
+// (crates/cli/tests/report.rs checks them against each other on real runs, and
+// tests/verdicts.test.ts holds `judgeFigures` to the words kiln compare says of the inputs
+// in tests/fixtures/compare-verdicts.json, written by crates/compare/tests/web_verdicts.rs).
 // One difference of input, not of rule: a second's latency histogram is placed by the load
 // series' time of that second (the page's copy of the log, kept only when the log's
 // seconds are the load's, within 2 ms), where the command reads the log's own timestamps.
@@ -252,7 +254,7 @@ const significant = (r: Rules, p: number): boolean => p <= r.alpha * (1 + 1e-9);
 
 export type Unsure =
   | { why: 'one_run'; need: number }
-  | { why: 'too_few_repeats'; smallest_p: number; need: number }
+  | { why: 'too_few_repeats'; smallest_p: number; need: number; measured: [number, number] }
   | { why: 'noise'; spread_pct: number }
   | { why: 'not_comparable'; reason: string };
 
@@ -289,6 +291,10 @@ export function unsureText(u: Unsure): string {
     case 'one_run':
       return `one run: noise unknown (kiln run --repeat ${u.need})`;
     case 'too_few_repeats':
+      // Groups of one size: more repeats are the remedy. Of two sizes, some runs did not
+      // measure the figure: saying "--repeat N" to groups that had N would be wrong.
+      if (u.measured[0] !== u.measured[1])
+        return `too few repeats: ${u.measured[0]} and ${u.measured[1]} runs measured this figure, which can never reach the alpha (smallest p ${fixed(u.smallest_p, 3)}): each group needs ${u.need} runs that measure it`;
       return `too few repeats: these groups can never reach the alpha (smallest p ${fixed(u.smallest_p, 3)}; --repeat ${u.need} can)`;
     case 'noise':
       return `noise (±${fixed(u.spread_pct, 1)}% run to run) wider than the change`;
@@ -348,7 +354,7 @@ export function decide(before: Stat, after: Stat, better: Better, rules: Rules, 
   const [m, n] = [before.values.length, after.values.length];
   if (m < 2 || n < 2) return cannot({ why: 'one_run', need });
   const smallest = smallestP(m, n);
-  if (!significant(rules, smallest)) return cannot({ why: 'too_few_repeats', smallest_p: smallest, need });
+  if (!significant(rules, smallest)) return cannot({ why: 'too_few_repeats', smallest_p: smallest, need, measured: [m, n] });
   const p = mannWhitney(before.values, after.values);
   const spread = Math.max(spreadPct(before), spreadPct(after));
   return { percent, p, paired: null, verdict: judge(percent, p, spread, better, rules) };
@@ -369,7 +375,7 @@ export function decidePaired(all: [number, number][], better: Better, rules: Rul
   if (notComparable !== null) return cannot({ why: 'not_comparable', reason: notComparable });
   const n = pairs.length;
   if (n < 2) return cannot({ why: 'one_run', need });
-  if (!significant(rules, smallestPairedP(n))) return cannot({ why: 'too_few_repeats', smallest_p: smallestPairedP(n), need });
+  if (!significant(rules, smallestPairedP(n))) return cannot({ why: 'too_few_repeats', smallest_p: smallestPairedP(n), need, measured: [n, n] });
   const p = signedRank(d);
   const each = d.map(asPct);
   const spread = (Math.max(...each) - Math.min(...each)) / 2;
@@ -624,8 +630,8 @@ export interface WindowJudgement {
   outside: WindowRun[];
 }
 
-/** The rate every run of a group was set to, when they agree. */
-function setRate(runs: WindowRun[]): number | null {
+/** The rate every run of a group was set to, when they agree (figures.rs `set_rate`). */
+function setRate(runs: { rate: number | null }[]): number | null {
   const first = runs[0]?.rate ?? null;
   return first !== null && runs.every((r) => r.rate === first) ? first : null;
 }
@@ -690,21 +696,40 @@ function rowOf(f: FigureDef, groups: Map<string, number>[][], rates: (number | n
  */
 export function judgeWindow(labels: string[], runs: WindowRun[], j: Judging, w: [number, number], names: ColumnNames, profile: ProfileClause | null = null): WindowJudgement {
   const outside: WindowRun[] = [];
-  const groups: Map<string, number>[][] = labels.map((_, g) =>
+  const groups: FigureRun[][] = labels.map((_, g) =>
     runs
       .filter((r) => r.group === g)
       .sort((a, b) => a.index - b.index)
       .map((r) => {
         const rw = runWindow(r, w);
         if (!rw) outside.push(r);
-        return rw ? windowHeadline(r, rw, names) : new Map<string, number>();
+        return { unit: r.unit, rate: r.rate, figures: rw ? windowHeadline(r, rw, names) : new Map<string, number>() };
       }),
   );
-  const rates = labels.map((_, g) => setRate(runs.filter((r) => r.group === g).sort((a, b) => a.index - b.index)));
+  return { ...judgeFigures(labels, groups, j, profile), outside };
+}
+
+/** A run as its figures are judged: its figures by key (`windowHeadline`'s), the rate its load was set to, its operation's unit. */
+export interface FigureRun {
+  unit: string;
+  rate: number | null;
+  figures: Map<string, number>;
+}
+
+/**
+ * The rows and the overall line of groups of runs, the first the baseline (lib.rs
+ * `compare` without its function tables and findings): every figure's row (`Setting::row`)
+ * and the sentence at the top (`overall`), with the profile's clause when given.
+ * web/tests/verdicts.test.ts holds it to what kiln compare says of the same inputs.
+ */
+export function judgeFigures(labels: string[], runs: FigureRun[][], j: Judging, profile: ProfileClause | null = null): Omit<WindowJudgement, 'outside'> {
+  const groups = runs.map((g) => g.map((r) => r.figures));
+  const rates = runs.map(setRate);
   const counted = groups.some((g) => g.some((h) => h.has('throughput')));
-  const op = runs.find((r) => r.unit && r.unit !== 'op')?.unit ?? 'op';
+  // The first unit any run names (lib.rs `op_unit`; the page's runs say "op" for none).
+  const op = runs.flat().find((r) => r.unit && r.unit !== 'op')?.unit ?? 'op';
   const rows = FIGURES.map((f) => rowOf(f, groups, rates, counted, op, j)).filter((r): r is WindowRow => r !== null);
-  return { rows, overall: overallOf(labels, rows, profile), outside };
+  return { rows, overall: overallOf(labels, rows, profile) };
 }
 
 /**
