@@ -59,7 +59,12 @@ def contradictions(f, expect, oracle, proc, cmdline):
         out.append(f"client-limited, but the server's busiest thread was on CPU or runnable {busiest}% of the time ({capacity}% of what its threads could use; schedstat)")
     if cls in ("cpu-bound", "one-thread-saturated", "busy-wait") and cpu is not None and cpu < 30:
         out.append(f"{cls}, but the target used {cpu}% of a core (/proc)")
-    if cls == "one-thread-saturated" and hottest is not None and hottest < 60 and (busiest or 0) < 70:
+    # Work said to run on one thread at a time (a goroutine, an Erlang process) is no one
+    # thread's: the process, not a thread, must have run most of a CPU.
+    serial = "one thread at a time" in claim
+    if cls == "one-thread-saturated" and serial and cpu is not None and cpu < 60:
+        out.append(f"one-thread-saturated (serialised work), but the target used {cpu}% of a core (/proc)")
+    if cls == "one-thread-saturated" and not serial and hottest is not None and hottest < 60 and (busiest or 0) < 70:
         out.append(f"one-thread-saturated, but its hottest thread was on CPU {hottest}% of the time (/proc)")
     if cls == "garbage-collection":
         gc = num(oracle.get("gc_cpu_pct_of_used", oracle.get("gc_time_pct")))

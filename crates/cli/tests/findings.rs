@@ -870,3 +870,120 @@ fn a_response_held_by_nagle_is_time_outside_the_server() {
     let found = findings(&v);
     assert!(named(&found, "network-wait").is_none_or(|f| !f.1.contains("delayed-ACK")));
 }
+
+/// Go's own account of where its goroutines are: `/debug/pprof/goroutine?debug=1`, the
+/// goroutines counted under each program (`main.`) function on their stacks.
+fn goroutines_in(port: u16) -> std::collections::HashMap<String, u64> {
+    use std::io::{Read, Write};
+    let mut by = std::collections::HashMap::new();
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return by;
+    };
+    let _ = s.write_all(
+        b"GET /debug/pprof/goroutine?debug=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    let mut body = String::new();
+    let _ = s.read_to_string(&mut body);
+    // "N @ 0x..." then "#\t0x...\tfunc+0x..\tfile:line" lines, leaf first.
+    let mut count = 0u64;
+    let mut seen: Vec<String> = Vec::new();
+    for line in body.lines() {
+        if let Some((n, _)) = line.split_once(" @ ") {
+            count = n.trim().parse().unwrap_or(0);
+            seen.clear();
+        } else if let Some(rest) = line.strip_prefix("#\t") {
+            let func = rest.split('\t').nth(1).unwrap_or("");
+            let func = func.split('+').next().unwrap_or("");
+            if func.starts_with("main.") && !seen.iter().any(|s| s == func) {
+                *by.entry(func.to_string()).or_insert(0) += count;
+                seen.push(func.to_string());
+            }
+        }
+    }
+    by
+}
+
+#[test]
+fn a_goroutine_that_serves_every_request_is_the_limit() {
+    if !kiln_testkit::go_oracle::have_go() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/one_worker");
+    let exe = dir.path().join("one_worker");
+    let out = kiln_testkit::go_oracle::go()
+        .current_dir(&src)
+        .args(["build", "-o"])
+        .arg(&exe)
+        .arg(".")
+        .output()
+        .expect("go build");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut child = Command::new(&exe)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the server starts");
+    let mut lines = Lines::follow(child.stdout.take().unwrap());
+    let ready = lines
+        .wait_for(Duration::from_secs(30), |l| l.starts_with("listening on "))
+        .expect("the server says where it listens");
+    let port: u16 = ready.rsplit(':').next().unwrap().trim().parse().unwrap();
+    let p = Planted { child, port };
+    // Go's account while the load runs: the goroutines in the worker and in the handlers,
+    // read until kiln's run ends.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut most = (0u64, 0u64);
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let by = goroutines_in(port);
+                let handling = by.get("main.handle").copied().unwrap_or(0);
+                if handling > most.1 {
+                    most = (by.get("main.worker").copied().unwrap_or(0), handling);
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            most
+        })
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "worker", &p, 24);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (workers, handling) = watcher.join().unwrap();
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; Go: {workers} goroutine(s) in main.worker while {handling} waited in main.handle",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 8.0, &text);
+    // Go's own account: one goroutine does the work while the handlers wait for it, and
+    // the kernel's: the process ran about one CPU of the two.
+    assert_eq!(workers, 1, "{text}");
+    assert!(
+        handling >= 12,
+        "Go saw {handling} handlers waiting:\n{text}"
+    );
+    assert!(
+        k.on_cpu <= 1.3,
+        "the kernel saw {:.2} CPUs:\n{text}",
+        k.on_cpu
+    );
+    if k.on_cpu < 0.7 {
+        eprintln!(
+            "the server ran {:.2} CPU here (starved): no finding required",
+            k.on_cpu
+        );
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "one-thread-saturated", "{text}");
+    assert!(
+        first.1.contains("main.worker") && first.1.contains("one thread at a time"),
+        "{text}"
+    );
+}

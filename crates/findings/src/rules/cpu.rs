@@ -137,6 +137,216 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
         ))]
 }
 
+/// Work that ran on one thread at a time, no one thread holding it: a goroutine that
+/// serves every request from a channel, one Erlang process, an actor, code run under a
+/// lock that spins rather than sleeps. The CPU profile's timestamps say it: the function's
+/// samples never fall on two threads in the same sampling period, while it ran most of
+/// the time and the server had CPUs to spare.
+struct Serial {
+    /// The outermost program function whose work is serialised, and its hottest function.
+    name: String,
+    hottest: Option<(String, f64)>,
+    /// Its CPU, in CPUs.
+    cpus: f64,
+    /// The share of the sampling periods it ran in that had it on two threads or more.
+    overlap: f64,
+    /// The sampling periods it ran in.
+    periods: usize,
+}
+
+/// The heaviest serialised work of `p` over `secs` seconds (see [`Serial`]): functions
+/// that ran at least 0.5 of a CPU, the outermost (largest) of those whose samples fell on
+/// two threads in at most 3% of their sampling periods.
+fn serial_work(p: &kiln_model::Profile, secs: f64) -> Option<Serial> {
+    use kiln_model::{FrameKind, ThreadId, NO_TIME};
+    use std::collections::HashMap;
+    let period = p.event.sample_period_ns.filter(|&x| x > 0)?;
+    let ns = p.event.ns_per_weight()?;
+    // Each stack's program frames (once each), from the root.
+    let mut path = Vec::new();
+    let frames_of: Vec<Vec<kiln_model::FrameId>> = p
+        .stacks
+        .ids()
+        .map(|id| {
+            path.clear();
+            p.stacks.path_into(id, &mut path);
+            let mut out: Vec<kiln_model::FrameId> = Vec::new();
+            for &f in &path {
+                let kind = p.frames.get(f).kind;
+                if matches!(kind, FrameKind::Kernel | FrameKind::Root) || out.contains(&f) {
+                    continue;
+                }
+                let name = String::from_utf8_lossy(p.frame_name(f));
+                if kiln_model::waits::is_program_frame(&name) {
+                    out.push(f);
+                }
+            }
+            out
+        })
+        .collect();
+    let mut weight: HashMap<kiln_model::FrameId, f64> = HashMap::new();
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        for f in frames_of.get(st.0 as usize).into_iter().flatten() {
+            *weight.entry(*f).or_default() += w as f64 * ns;
+        }
+    }
+    let cpus_of = |f: &kiln_model::FrameId| weight.get(f).copied().unwrap_or(0.0) / 1e9 / secs;
+    let mut candidates: Vec<kiln_model::FrameId> = weight
+        .keys()
+        .copied()
+        .filter(|f| cpus_of(f) >= 0.5)
+        .collect();
+    // Largest first; the outermost of a chain of equal weight (the caller) by name order
+    // of no meaning, so: deterministic by frame id.
+    candidates.sort_by(|a, b| cpus_of(b).total_cmp(&cpus_of(a)).then(a.0.cmp(&b.0)));
+    for f in candidates {
+        // Per sampling period, the threads it ran on (two are enough to know).
+        let mut on: HashMap<u64, (ThreadId, bool)> = HashMap::new();
+        for i in 0..p.samples.len() {
+            let (t, th) = (p.samples.time[i], p.samples.thread[i]);
+            if t == NO_TIME || th == ThreadId::NONE {
+                continue;
+            }
+            let st = p.samples.stack[i];
+            if !frames_of.get(st.0 as usize).is_some_and(|v| v.contains(&f)) {
+                continue;
+            }
+            let e = on.entry(t / period).or_insert((th, false));
+            if e.0 != th {
+                e.1 = true;
+            }
+        }
+        let periods = on.len();
+        if periods < 200 {
+            continue;
+        }
+        let overlap = on.values().filter(|(_, two)| *two).count() as f64 / periods as f64;
+        if overlap > 0.03 {
+            continue;
+        }
+        let keep = crate::profile::with_stack(p, |path| path.contains(&f));
+        let hottest = top_named(p, &keep, 1).into_iter().next();
+        // Its time on a CPU: the periods it ran in (one thread at a time), or its
+        // samples' weight if less.
+        let ran = periods as f64 * period as f64 / 1e9 / secs;
+        return Some(Serial {
+            name: String::from_utf8_lossy(p.frame_name(f)).into_owned(),
+            hottest,
+            cpus: cpus_of(&f).min(ran),
+            overlap,
+            periods,
+        });
+    }
+    None
+}
+
+/// Work serialised without a thread of its own (see [`Serial`]): the server could use
+/// more CPUs and more operations were in flight, but the work every operation needs ran
+/// on one thread at a time, nearly all the time.
+///
+/// False when: one thread held it (the one-thread rule speaks); the server used the CPUs
+/// it could (CPU-bound); its threads waited on a lock (the lock's rule names it, at the
+/// lock); fewer than two operations were in flight; the work ran less than 0.7 of a CPU.
+pub fn serialised(f: &Facts) -> Vec<Finding> {
+    let Some(target) = f.cpus.target else {
+        return Vec::new();
+    };
+    let (limit, _) = f.cpu_limit();
+    if limit < 1.5 || target >= limit - 0.4 {
+        return Vec::new();
+    }
+    if f.groups.iter().any(|g| g.has_saturated_thread()) {
+        return Vec::new();
+    }
+    let in_flight = f
+        .outcome
+        .concurrency
+        .or_else(|| Some(f.request_time_s()? / f.secs));
+    let Some(in_flight) = in_flight.filter(|c| *c >= 2.0) else {
+        return Vec::new();
+    };
+    if super::waiting::lock_share(f) >= 0.1 {
+        return Vec::new();
+    }
+    let Some(p) = f.cpu_profile() else {
+        return Vec::new();
+    };
+    let Some(s) = serial_work(p, f.secs) else {
+        return Vec::new();
+    };
+    if s.cpus < 0.7 {
+        return Vec::new();
+    }
+    let (on, class) = match f.runtime() {
+        Runtime::Python => ("the thread holding Python's GIL", Class::LockContention),
+        Runtime::Go => (
+            "one goroutine (or a lock that spins)",
+            Class::OneThreadSaturated,
+        ),
+        Runtime::Beam => ("one Erlang process", Class::OneThreadSaturated),
+        _ => (
+            "one thread at a time (an actor, a lock that spins)",
+            Class::OneThreadSaturated,
+        ),
+    };
+    let mut claim = format!(
+        "the work under {} ran on one thread at a time ({} of a CPU, on two threads at once in {} of {} sampling periods) while {:.1} {}s were in flight and the server used {} of {}: it is serialised on {on}, and more clients or CPUs will not make it faster",
+        s.name,
+        pct(s.cpus.min(1.0)),
+        (s.overlap * s.periods as f64).round(),
+        kiln_model::thousands(s.periods as u64),
+        in_flight,
+        f.outcome.unit,
+        cpus(target),
+        cpus(limit)
+    );
+    if let Some((h, share)) = &s.hottest {
+        if *h != s.name {
+            claim.push_str(&format!("; its CPU is mostly in {h} ({})", pct(*share)));
+        }
+    }
+    let mut e = f.ev(
+        format!(
+            "sampling periods {} ran in, and those it ran on two threads at once",
+            s.name
+        ),
+        format!(
+            "{} and {}; {} of a CPU",
+            kiln_model::thousands(s.periods as u64),
+            (s.overlap * s.periods as f64).round(),
+            pct(s.cpus.min(1.0))
+        ),
+        format!(
+            "CPU profile ({}), its samples' threads and times",
+            p.event.name
+        ),
+    );
+    e.profile = Some(p.event.name.clone());
+    e.focus = Some(s.name.clone());
+    let finding = Finding::new("serialised", class, 0.6 + 0.36 * s.cpus.min(1.0), claim)
+        .evidence(e)
+        .evidence(f.ev(
+            "the server's CPU",
+            format!(
+                "{} of {} ({} CPUs on the machine)",
+                cpus(target),
+                cpus(limit),
+                f.cpus.machine
+            ),
+            "/proc/PID/stat",
+        ))
+        .explains(
+            s.cpus.min(1.0) * 100.0,
+            "of the serialised work's time on a CPU",
+        );
+    let check = match f.runtime() {
+        Runtime::Go => "curl -s 'http://HOST/debug/pprof/goroutine?debug=1'   # one goroutine in the work, the rest waiting for it".to_string(),
+        Runtime::Beam => "recon:proc_count(reductions, 5)   # in the node's shell: the busiest processes".to_string(),
+        _ => format!("pidstat -t -p {} 1 {}   # no thread at a whole CPU, the process at about one", f.pid(), f.secs_arg()),
+    };
+    vec![finding.check(check)]
+}
+
 /// The system calls that wait for the disk to hold the data (kernel entry points, and
 /// glibc's wrappers for a stack the kernel part of which was not kept).
 const SYNC_CALLS: [&str; 10] = [

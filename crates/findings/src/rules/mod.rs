@@ -5,6 +5,7 @@
 //! | rule | method | finds |
 //! |---|---|---|
 //! | [`cpu::one_thread`] | thread states, USE (one thread as a resource) | one thread at a whole CPU while the server could use more |
+//! | [`cpu::serialised`] | the CPU profile's threads and times | work that ran on one thread at a time with no thread of its own (a goroutine, an Erlang process) |
 //! | [`cpu::cpu_bound`] | USE (the CPUs) | the server's own work filling the CPUs |
 //! | [`cpu::starvation`] | thread states (runnable), who else ran | threads ready but not running |
 //! | [`waiting::blocked`] | thread states (blocked by reason) | locks, conditions in a request's path, the disk, sleeps, full pipes and sockets |
@@ -39,6 +40,7 @@ pub type Rule = fn(&Facts) -> Vec<Finding>;
 pub const RULES: &[(&str, Rule)] = &[
     ("knee", sweep::knee),
     ("one-thread", cpu::one_thread),
+    ("serialised", cpu::serialised),
     ("starvation", cpu::starvation),
     ("blocked", waiting::blocked),
     ("sleeping", waiting::sleeping),
@@ -91,6 +93,33 @@ fn limits(f: &Facts) -> Vec<String> {
         out.push(
             "threads were blocked, but the run recorded no off-CPU profile: record with -e cpu,offcpu to name what they waited for".into(),
         );
+    }
+    // Goroutines and Erlang processes wait without blocking a thread: operations that
+    // spent most of their time where no thread of the server worked or waited in its
+    // work waited there, unseen by any thread-level profile.
+    let parked_unseen = match f.runtime() {
+        Runtime::Go => !f
+            .run
+            .profiles
+            .iter()
+            .any(|p| p.event.name.starts_with("pprof block")),
+        Runtime::Beam => true,
+        _ => false,
+    };
+    if let (true, Some(req_s)) = (parked_unseen, f.request_time_s()) {
+        let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
+        if req_s >= 2.0 * f.secs && req_s > 3.0 * busy {
+            let how = if f.runtime() == Runtime::Go {
+                "a Go server's goroutines wait on locks, channels and sleeps without blocking a thread: serve net/http/pprof (with runtime.SetBlockProfileRate and runtime.SetMutexProfileFraction set) and run with --pprof http://HOST:PORT/debug/pprof/ to name where they wait"
+            } else {
+                "Erlang processes wait in receive (for a gen_server's reply, a timer, a port) without blocking a scheduler: look at the node's processes by message queue and current function (recon:proc_window(message_queue_len, 5, 1000), or etop)"
+            };
+            out.push(format!(
+                "the {}s spent {} of their time where no thread of the server worked or waited in its work; {how}",
+                f.outcome.unit,
+                pct((1.0 - busy / req_s).clamp(0.0, 1.0))
+            ));
+        }
     }
     if f.outcome.latency.is_none() && f.outcome.throughput.is_none() {
         out.push(

@@ -21,13 +21,42 @@ fn outcome_time(f: &Facts) -> Option<(f64, String)> {
     (busy > 0.0).then(|| (busy, "of the server's working time".to_string()))
 }
 
+/// The share of the operations' time (or of the server's working time) they waited on a
+/// lock: threads blocked on one (the off-CPU profile: a mutex, a monitor, Python's GIL),
+/// goroutines parked on one (Go's block profile). 0 without either profile.
+pub fn lock_share(f: &Facts) -> f64 {
+    let Some((outcome_s, _)) = outcome_time(f) else {
+        return 0.0;
+    };
+    let mut t = 0.0;
+    if let (Some(p), Some(w)) = (f.offcpu(), f.waits()) {
+        t += w.of(WaitReason::Lock) as f64 * p.event.ns_per_weight().unwrap_or(0.0) / 1e9;
+    }
+    if let Some(p) = f
+        .run
+        .profiles
+        .iter()
+        .find(|p| p.event.name.starts_with("pprof block delay"))
+    {
+        let (sites, _) = go_sites(p);
+        let w: u128 = sites
+            .iter()
+            .filter(|s| s.reason == WaitReason::Lock)
+            .map(|s| s.weight)
+            .sum();
+        t += w as f64 * p.event.ns_per_weight().unwrap_or(1.0) / 1e9;
+    }
+    t / outcome_s.max(1e-9)
+}
+
 /// The command that checks a wait of `reason` without kiln.
-fn check_of(f: &Facts, reason: WaitReason) -> String {
+fn check_of(f: &Facts, reason: WaitReason, at: &str) -> String {
     let pid = f.pid();
     let s = f.secs_arg();
     match (reason, f.runtime()) {
         (WaitReason::Lock, Runtime::Jvm) => format!("jcmd {pid} Thread.print | grep -B2 -A6 'waiting to lock'"),
-        (WaitReason::Lock, Runtime::Python) => format!("py-spy dump --pid {pid}   # threads waiting in take_gil"),
+        (WaitReason::Lock, Runtime::Python) if at.contains("take_gil") => format!("py-spy dump --pid {pid}   # threads waiting in take_gil"),
+        (WaitReason::Lock, Runtime::Python) => format!("py-spy dump --pid {pid}   # threads waiting in acquire (a threading.Lock), and the function holding it"),
         (WaitReason::Lock | WaitReason::Futex, _) => format!("perf trace -s -p {pid} -- sleep {s}   # futex time per thread"),
         (WaitReason::Io, _) => format!("perf trace -s -p {pid} -- sleep {s}   # fsync/fdatasync/pread time; and: cat /proc/{pid}/io; iostat -x 1"),
         (WaitReason::Sleep, _) => format!("perf trace -e nanosleep,clock_nanosleep -p {pid} -- sleep {s}"),
@@ -277,11 +306,11 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         if let Some(d) = &dumps {
             finding = finding.evidence(dumps_evidence(f, d, named.as_ref()));
         }
-        out.push(
-            finding
-                .explains(share * 100.0, of.clone())
-                .check(check_of(f, reason)),
-        );
+        out.push(finding.explains(share * 100.0, of.clone()).check(check_of(
+            f,
+            reason,
+            &top.label(),
+        )));
     }
     out
 }
@@ -473,7 +502,14 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
     );
     e.profile = Some(p.event.name.clone());
     e.focus = Some(top.at.clone());
-    vec![Finding::new("go-waits", Class::LockContention, share.min(1.0) * 0.95, claim)
+    // Channels every request waits on for one goroutine that does the work: the
+    // serialised work is the cause (its rule names the goroutine's function), the
+    // channel only where the wait shows.
+    let mut score = share.min(1.0) * 0.95;
+    if lock_w * 2 < w && !super::cpu::serialised(f).is_empty() {
+        score *= 0.8;
+    }
+    vec![Finding::new("go-waits", Class::LockContention, score, claim)
         .evidence(e)
         .explains(share * 100.0, of)
         .check("kiln runs attachment RUN pprof-block.pb.gz -o block.pb.gz && go tool pprof -top block.pb.gz".to_string())]

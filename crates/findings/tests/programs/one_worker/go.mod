@@ -1,0 +1,3 @@
+module oneworker
+
+go 1.19
