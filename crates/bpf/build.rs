@@ -15,7 +15,8 @@ use std::path::PathBuf;
 use libbpf_cargo::SkeletonBuilder;
 
 #[cfg(feature = "programs")]
-const SOURCES: [(&str, &str); 2] = [
+const SOURCES: [(&str, &str); 3] = [
+    ("src/bpf/goparks.bpf.c", "goparks.skel.rs"),
     ("src/bpf/offcpu.bpf.c", "offcpu.skel.rs"),
     ("src/bpf/sampler.bpf.c", "sampler.skel.rs"),
 ];

@@ -45,6 +45,8 @@
 #[cfg(feature = "programs")]
 mod error;
 #[cfg(feature = "programs")]
+pub mod goparks;
+#[cfg(feature = "programs")]
 mod load;
 #[cfg(feature = "programs")]
 pub mod offcpu;
@@ -71,6 +73,16 @@ mod skel {
         unused_imports,
         unsafe_op_in_unsafe_fn
     )]
+    mod goparks {
+        include!(concat!(env!("OUT_DIR"), "/goparks.skel.rs"));
+    }
+    #[allow(
+        clippy::all,
+        clippy::undocumented_unsafe_blocks,
+        missing_docs,
+        unused_imports,
+        unsafe_op_in_unsafe_fn
+    )]
     mod offcpu {
         include!(concat!(env!("OUT_DIR"), "/offcpu.skel.rs"));
     }
@@ -84,6 +96,7 @@ mod skel {
     mod sampler {
         include!(concat!(env!("OUT_DIR"), "/sampler.skel.rs"));
     }
+    pub(crate) use goparks::{GoparksSkel, GoparksSkelBuilder};
     pub(crate) use offcpu::{OffcpuSkel, OffcpuSkelBuilder};
     pub(crate) use sampler::{SamplerSkel, SamplerSkelBuilder};
 }

@@ -874,16 +874,8 @@ fn a_response_held_by_nagle_is_time_outside_the_server() {
 /// Go's own account of where its goroutines are: `/debug/pprof/goroutine?debug=1`, the
 /// goroutines counted under each program (`main.`) function on their stacks.
 fn goroutines_in(port: u16) -> std::collections::HashMap<String, u64> {
-    use std::io::{Read, Write};
     let mut by = std::collections::HashMap::new();
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return by;
-    };
-    let _ = s.write_all(
-        b"GET /debug/pprof/goroutine?debug=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-    );
-    let mut body = String::new();
-    let _ = s.read_to_string(&mut body);
+    let body = get(port, "/debug/pprof/goroutine?debug=1");
     // "N @ 0x..." then "#\t0x...\tfunc+0x..\tfile:line" lines, leaf first.
     let mut count = 0u64;
     let mut seen: Vec<String> = Vec::new();
@@ -903,15 +895,13 @@ fn goroutines_in(port: u16) -> std::collections::HashMap<String, u64> {
     by
 }
 
-#[test]
-fn a_goroutine_that_serves_every_request_is_the_limit() {
-    if !kiln_testkit::go_oracle::have_go() {
-        return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/one_worker");
-    let exe = dir.path().join("one_worker");
+/// Builds the Go program in crates/findings/tests/programs/`name` into `dir` and starts
+/// it, waiting for the port it says it listens on.
+fn go_server(name: &str, dir: &Path) -> Planted {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../findings/tests/programs")
+        .join(name);
+    let exe = dir.join(name);
     let out = kiln_testkit::go_oracle::go()
         .current_dir(&src)
         .args(["build", "-o"])
@@ -933,7 +923,32 @@ fn a_goroutine_that_serves_every_request_is_the_limit() {
         .wait_for(Duration::from_secs(30), |l| l.starts_with("listening on "))
         .expect("the server says where it listens");
     let port: u16 = ready.rsplit(':').next().unwrap().trim().parse().unwrap();
-    let p = Planted { child, port };
+    Planted { child, port }
+}
+
+/// A GET of `path` on 127.0.0.1:`port`, its whole answer (headers too); empty if it fails.
+fn get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+    );
+    let mut body = String::new();
+    let _ = s.read_to_string(&mut body);
+    body
+}
+
+#[test]
+fn a_goroutine_that_serves_every_request_is_the_limit() {
+    if !kiln_testkit::go_oracle::have_go() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = go_server("one_worker", dir.path());
+    let port = p.port;
     // Go's account while the load runs: the goroutines in the worker and in the handlers,
     // read until kiln's run ends.
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -985,5 +1000,110 @@ fn a_goroutine_that_serves_every_request_is_the_limit() {
     assert!(
         first.1.contains("main.worker") && first.1.contains("one thread at a time"),
         "{text}"
+    );
+}
+
+/// Go's block profile (`/debug/pprof/block?debug=1`): the seconds goroutines spent blocked
+/// under each program (`main.`) function, from the process's start.
+fn blocked_under(port: u16) -> std::collections::HashMap<String, f64> {
+    let body = get(port, "/debug/pprof/block?debug=1");
+    let mut by = std::collections::HashMap::new();
+    let hz: f64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix("cycles/second="))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0);
+    if hz <= 0.0 {
+        return by;
+    }
+    // "CYCLES COUNT @ ADDRS" then "#\tADDR\tFUNC+OFF\tFILE:LINE" lines, leaf first.
+    let mut delay = 0.0;
+    let mut seen: Vec<String> = Vec::new();
+    for line in body.lines() {
+        if let Some((head, _)) = line.split_once(" @ ") {
+            delay = head
+                .split_whitespace()
+                .next()
+                .and_then(|c| c.parse::<f64>().ok())
+                .unwrap_or(0.0)
+                / hz;
+            seen.clear();
+        } else if let Some(rest) = line.strip_prefix("#\t") {
+            let func = rest.split('\t').nth(1).unwrap_or("");
+            let func = func.split('+').next().unwrap_or("");
+            if func.starts_with("main.") && !seen.iter().any(|s| s == func) {
+                *by.entry(func.to_string()).or_insert(0.0) += delay;
+                seen.push(func.to_string());
+            }
+        }
+    }
+    by
+}
+
+#[test]
+fn goroutines_parked_on_a_mutex_are_seen_without_the_programs_profiles() {
+    if !kiln_testkit::go_oracle::have_go() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = go_server("go_mutex", dir.path());
+    let port = p.port;
+    // Go's own account: its block profile read until kiln's run ends, the time and the
+    // seconds blocked under main.updateInventory at each read.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut reads = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let by = blocked_under(port);
+                let at = std::time::Instant::now();
+                reads.push((at, by.get("main.updateInventory").copied().unwrap_or(0.0)));
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            reads
+        })
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "mutex", &p, 16);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = watcher.join().unwrap();
+    // The steepest second of Go's account: the load's, not its ramp or its end.
+    let mut rate: f64 = 0.0;
+    for (i, a) in reads.iter().enumerate() {
+        let later = reads[i..]
+            .iter()
+            .find(|b| b.0.duration_since(a.0) >= Duration::from_secs(1));
+        if let Some(b) = later {
+            rate = rate.max((b.1 - a.1) / b.0.duration_since(a.0).as_secs_f64());
+        }
+    }
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; Go's block profile: {rate:.2} s blocked per second under main.updateInventory (of 16 connections)",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 8.0, &text);
+    assert!(
+        named(&found, "network-wait").is_none(),
+        "the goroutines' wait said to be outside the server:\n{text}"
+    );
+    let share = rate / 16.0;
+    assert!(
+        share >= 0.5,
+        "Go's block profile saw {rate:.2} s/s blocked:\n{text}"
+    );
+    let first = &found[0];
+    assert_eq!(first.0, "lock-contention", "{text}");
+    assert!(
+        first.1.contains("goroutines waited on a lock") && first.1.contains("main.updateInventory"),
+        "{text}"
+    );
+    // kiln's share of the requests' time against Go's own account of the same load.
+    assert!(
+        (first.2 / 100.0 - share).abs() <= 0.2,
+        "kiln: {}%; Go: {:.0}%\n{text}",
+        first.2,
+        share * 100.0
     );
 }

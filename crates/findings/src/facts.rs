@@ -146,6 +146,19 @@ impl<'a> Facts<'a> {
             .find(|p| p.event.is_clock() && !p.samples.is_empty())
     }
 
+    /// Where goroutines waited: Go's own block profile of the window (`--pprof`), else
+    /// the goroutine waits kiln traced at each park (`-e offcpu` on a Go target).
+    pub fn goroutine_waits(&self) -> Option<&Profile> {
+        let find = |pred: &dyn Fn(&str) -> bool| {
+            self.run
+                .profiles
+                .iter()
+                .find(|p| pred(&p.event.name) && !p.samples.is_empty())
+        };
+        find(&|n| n.starts_with("pprof block delay"))
+            .or_else(|| find(&|n| n == kiln_store::GOROUTINE_WAITS_EVENT))
+    }
+
     /// The off-CPU profile, when the run recorded one.
     pub fn offcpu(&self) -> Option<&Profile> {
         self.profile("offcpu")

@@ -146,7 +146,9 @@ pub fn details(f: &Facts) -> String {
             kiln_model::Quantity::Bytes | kiln_model::Quantity::Events
         ) {
             causes(&mut s, p);
-        } else if !p.event.name.starts_with(kiln_store::PPROF_EVENT_PREFIX) || p.event.is_clock() {
+        } else if p.event.name != kiln_store::GOROUTINE_WAITS_EVENT
+            && (!p.event.name.starts_with(kiln_store::PPROF_EVENT_PREFIX) || p.event.is_clock())
+        {
             top_functions(&mut s, p);
         }
     }
@@ -349,10 +351,20 @@ fn offcpu(s: &mut String, p: &Profile, cpu: Option<&Profile>, run_name: &str) {
 fn go_waits(s: &mut String, f: &Facts) {
     let mut lines = Vec::new();
     for p in &f.run.profiles {
-        let Some(rest) = p.event.name.strip_prefix(kiln_store::PPROF_EVENT_PREFIX) else {
+        let rest = if p.event.name == kiln_store::GOROUTINE_WAITS_EVENT {
+            "goroutine waits"
+        } else if let Some(rest) = p.event.name.strip_prefix(kiln_store::PPROF_EVENT_PREFIX) {
+            rest
+        } else {
             continue;
         };
-        let (kind, lead, whose) = if rest.starts_with("block delay") {
+        let (kind, lead, whose) = if rest == "goroutine waits" {
+            (
+                "parked",
+                "goroutines parked in",
+                "traced at each park; goroutines waiting for work left out",
+            )
+        } else if rest.starts_with("block delay") {
             ("block", "goroutines waited in", "Go's block profile")
         } else if rest.starts_with("mutex delay") {
             (
@@ -367,7 +379,19 @@ fn go_waits(s: &mut String, f: &Facts) {
             .split_once(" (")
             .map(|(_, t)| format!(", {}", t.trim_end_matches(')')))
             .unwrap_or_default();
-        let (sites, total) = go_sites(p);
+        let (mut sites, mut total) = go_sites(p);
+        // Traced at every park, the goroutines waiting for work (a connection's next
+        // request, the collector's workers) are there too: left out, as the off-CPU list
+        // leaves idle threads out.
+        if kind == "parked" {
+            sites.retain(|s| {
+                !matches!(
+                    s.reason,
+                    kiln_model::waits::WaitReason::Idle | kiln_model::waits::WaitReason::Poll
+                )
+            });
+            total = sites.iter().map(|s| s.weight).sum();
+        }
         if total == 0 {
             continue;
         }
@@ -390,7 +414,7 @@ fn go_waits(s: &mut String, f: &Facts) {
     }
     let _ = writeln!(
         s,
-        "  where goroutines waited (Go's own profiles of the same seconds; goroutines park without blocking a thread, so the thread-level off-CPU view cannot show these waits):"
+        "  where goroutines waited (the same seconds; goroutines park without blocking a thread, so the thread-level off-CPU view cannot show these waits):"
     );
     for l in lines {
         let _ = writeln!(s, "{l}");

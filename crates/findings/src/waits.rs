@@ -317,7 +317,7 @@ impl Waits {
 /// A Go block or mutex profile's delay by site (the primitive and the program's frame
 /// that called it), heaviest first, and in all.
 pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
-    type Key = (WaitReason, String, String);
+    type Key = (WaitReason, String, String, bool);
     let mut by_site: HashMap<Key, u128> = HashMap::new();
     let mut total = 0u128;
     let mut path = Vec::new();
@@ -336,6 +336,7 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
                 go_wait_reason(&names, at),
                 primitive.to_string(),
                 at.to_string(),
+                go_in_request(&names),
             ))
         });
         if let Some(k) = here {
@@ -344,13 +345,13 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
     }
     let mut v: Vec<Site> = by_site
         .into_iter()
-        .map(|((reason, at, primitive), weight)| Site {
+        .map(|((reason, at, primitive, in_request_path), weight)| Site {
             reason,
             at,
             primitive,
             weight,
             python_chain: Vec::new(),
-            in_request_path: false,
+            in_request_path,
         })
         .collect();
     v.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));
@@ -366,6 +367,16 @@ const GO_REQUEST_PATH: [&str; 4] = [
     "ServeHTTP",
 ];
 
+/// Whether a goroutine's stack (root to leaf) serves a request: under a server's frames
+/// for one ([`GO_REQUEST_PATH`]), and not profiling's own handlers (`net/http/pprof`),
+/// which wait for nothing the program does.
+fn go_in_request(frames: &[String]) -> bool {
+    frames
+        .iter()
+        .any(|f| GO_REQUEST_PATH.iter().any(|r| f.contains(r)))
+        && !frames.iter().any(|f| f.starts_with("net/http/pprof."))
+}
+
 /// Why a goroutine in a Go block or mutex profile waited at `primitive`: a lock (a mutex,
 /// a semaphore); a channel or a select in a request's path (a pool's slot, a semaphore made
 /// of a channel, another goroutine's result): [`WaitReason::Futex`], a wait on an event
@@ -376,11 +387,15 @@ fn go_wait_reason(frames: &[String], primitive: &str) -> WaitReason {
     if primitive.contains("Mutex") || primitive.contains("semacquire") {
         return WaitReason::Lock;
     }
-    let in_request = frames
-        .iter()
-        .any(|f| GO_REQUEST_PATH.iter().any(|r| f.contains(r)));
-    let profiling = frames.iter().any(|f| f.starts_with("net/http/pprof."));
-    if in_request && !profiling {
+    // Goroutine waits traced at the park (not only the block profile's events): a read
+    // or write waiting on the network poller, and a timer.
+    if frames.iter().any(|f| f == "runtime.netpollblock") {
+        return WaitReason::Poll;
+    }
+    if primitive == "time.Sleep" || frames.iter().any(|f| f == "runtime.timeSleep") {
+        return WaitReason::Sleep;
+    }
+    if go_in_request(frames) {
         WaitReason::Futex
     } else {
         WaitReason::Idle
@@ -407,6 +422,11 @@ mod tests {
         );
         let pprof = v("runtime.goexit;net/http.(*conn).serve;net/http/pprof.Profile;net/http/pprof.sleep;runtime.selectgo");
         assert_eq!(go_wait_reason(&pprof, "runtime.selectgo"), WaitReason::Idle);
+        let poll = v("runtime.goexit;net/http.(*conn).serve;net.(*conn).Read;internal/poll.(*FD).Read;runtime.netpollblock;runtime.gopark");
+        assert_eq!(go_wait_reason(&poll, "net.(*conn).Read"), WaitReason::Poll);
+        let sleep =
+            v("runtime.goexit;net/http.(*conn).serve;main.handle;time.Sleep;runtime.gopark");
+        assert_eq!(go_wait_reason(&sleep, "time.Sleep"), WaitReason::Sleep);
         let lock = v("runtime.goexit;main.worker;sync.(*Mutex).Lock");
         assert_eq!(
             go_wait_reason(&lock, "sync.(*Mutex).Lock"),

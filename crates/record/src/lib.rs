@@ -47,6 +47,7 @@ mod collect;
 pub mod debuginfo;
 mod error;
 mod events;
+pub mod goparks;
 #[cfg(feature = "bpf")]
 mod inkernel;
 mod live;

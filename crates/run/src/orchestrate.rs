@@ -442,6 +442,7 @@ type WindowMeasured = (
     Option<PprofSession>,
     Option<crate::jvm::DumpResult>,
     Option<(u64, u64)>,
+    Option<PprofResult>,
 );
 
 /// What the scoped part of a pass hands back: the local recording, whether the gate
@@ -452,6 +453,8 @@ struct Measured {
     fetched: Option<PprofResult>,
     dumps: Option<crate::jvm::DumpResult>,
     window: Option<(u64, u64)>,
+    /// A Go target's goroutine waits over the window (with an off-CPU profile).
+    parks: Option<PprofResult>,
 }
 
 impl<'a> Pass<'a> {
@@ -501,6 +504,7 @@ impl<'a> Pass<'a> {
         let mut session = None;
         let mut dumps = None;
         let mut window = None;
+        let mut parks = None;
         if measuring {
             gate.go.raise();
             let from = kiln_os::clock::monotonic_ns();
@@ -516,8 +520,12 @@ impl<'a> Pass<'a> {
                 .pids
                 .first()
                 .and_then(|&pid| crate::jvm::begin(pid, opts.duration, opts.jvm_dumps, self.stop));
+            // A Go target's goroutines park without blocking a thread: with an off-CPU
+            // profile asked for, their waits are traced too.
+            let go = go_parks(opts);
             self.measure(recorder, rec_stop, remote);
             window = Some((from, kiln_os::clock::monotonic_ns()));
+            parks = go.map(finish_go_parks);
             dumps = jvm.map(|j| j.finish());
             if let Some(r) = remote.as_ref() {
                 r.stop();
@@ -530,7 +538,7 @@ impl<'a> Pass<'a> {
                 r.stop();
             }
         }
-        (measuring, session, dumps, window)
+        (measuring, session, dumps, window, parks)
     }
 
     /// The other hosts' recordings, then their clocks once more (the drift) and goodbye;
@@ -564,6 +572,31 @@ impl<'a> Pass<'a> {
         } else if self.stop.is_raised() {
             self.reasons.insert(0, "interrupted".into());
         }
+    }
+}
+
+/// Starts tracing the goroutine waits of a Go target when the run records off-CPU time.
+fn go_parks(opts: &RunOptions) -> Option<Result<kiln_record::goparks::GoParkSession, String>> {
+    if !opts.events.contains(&kiln_record::EventSpec::OffCpu) {
+        return None;
+    }
+    kiln_record::goparks::begin(*opts.pids.first()?)
+}
+
+/// The goroutine waits traced over the window, as the run keeps them.
+fn finish_go_parks(started: Result<kiln_record::goparks::GoParkSession, String>) -> PprofResult {
+    let (mut profile, warnings) = match started {
+        Ok(s) => s.finish(),
+        Err(w) => (None, vec![w]),
+    };
+    // The name the findings and the pages look for.
+    if let Some(p) = profile.as_mut() {
+        p.event.name = kiln_store::GOROUTINE_WAITS_EVENT.into();
+    }
+    PprofResult {
+        profiles: profile.into_iter().collect(),
+        attachments: Vec::new(),
+        warnings,
     }
 }
 
@@ -630,7 +663,7 @@ fn drive(
             pass.warm_up();
             pass.await_ready(&c.gate, recorder.as_ref(), remote);
         }
-        let (gate_opened, session, dumps, window) =
+        let (gate_opened, session, dumps, window, parks) =
             pass.measure_window(&c.gate, recorder.as_ref(), &c.rec_stop, remote);
         let recording = recorder.map(|r| r.join());
         // 5. The load stops; the sampler takes its last sample; the fetches' answers are
@@ -645,6 +678,7 @@ fn drive(
             fetched,
             dumps,
             window,
+            parks,
         }
     })
 }
@@ -747,6 +781,7 @@ pub fn run(
         add_hosts(&mut data, f, fleet_load.as_ref(), hosts, &load_seconds);
     }
     add_fetched(&mut data, measured.fetched);
+    add_fetched(&mut data, measured.parks);
     if let Some(d) = measured.dumps {
         data.attachments.extend(d.attachments);
         data.meta.warnings.extend(d.warnings);

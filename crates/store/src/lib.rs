@@ -72,8 +72,8 @@ pub use listing::{configuration, configurations, Configurations, Listed, RunRef}
 pub use model::{
     Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, JvmDump,
     JvmDumps, LoadInfo, MonitorWait, RunData, RunId, RunMeta, RunStatus, SchedulerStates,
-    SeriesTable, StateSources, StateSums, TargetInfo, Window, JVM_DUMPS_ATTACHMENT, PER_SECOND,
-    PPROF_EVENT_PREFIX, RUNTIME_ENV,
+    SeriesTable, StateSources, StateSums, TargetInfo, Window, GOROUTINE_WAITS_EVENT,
+    JVM_DUMPS_ATTACHMENT, PER_SECOND, PPROF_EVENT_PREFIX, RUNTIME_ENV,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};
 pub use sqlite::SqliteStore;

@@ -470,6 +470,10 @@ pub const PER_SECOND: &str = "per-second";
 /// target's own.
 pub const PPROF_EVENT_PREFIX: &str = "pprof ";
 
+/// The event of a Go target's goroutine waits, traced at each park (kiln-record's
+/// `goparks`): nanoseconds parked by the stack where each goroutine parked.
+pub const GOROUTINE_WAITS_EVENT: &str = "goroutine waits";
+
 /// The attachment in which `kiln run` keeps what its thread dumps of a JVM target showed
 /// (JSON, a [`JvmDumps`]): who waited on which monitor, in which method, held by whom.
 pub const JVM_DUMPS_ATTACHMENT: &str = "jvm-thread-dumps.json";

@@ -98,11 +98,7 @@ fn limits(f: &Facts) -> Vec<String> {
     // spent most of their time where no thread of the server worked or waited in its
     // work waited there, unseen by any thread-level profile.
     let parked_unseen = match f.runtime() {
-        Runtime::Go => !f
-            .run
-            .profiles
-            .iter()
-            .any(|p| p.event.name.starts_with("pprof block")),
+        Runtime::Go => f.goroutine_waits().is_none(),
         Runtime::Beam => true,
         _ => false,
     };
@@ -110,7 +106,7 @@ fn limits(f: &Facts) -> Vec<String> {
         let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
         if req_s >= 2.0 * f.secs && req_s > 3.0 * busy {
             let how = if f.runtime() == Runtime::Go {
-                "a Go server's goroutines wait on locks, channels and sleeps without blocking a thread: serve net/http/pprof (with runtime.SetBlockProfileRate and runtime.SetMutexProfileFraction set) and run with --pprof http://HOST:PORT/debug/pprof/ to name where they wait"
+                "a Go server's goroutines wait on locks, channels and sleeps without blocking a thread: record with -e cpu,offcpu (kiln then traces where goroutines park, in a binary with its symbols), or serve net/http/pprof (with runtime.SetBlockProfileRate set) and run with --pprof http://HOST:PORT/debug/pprof/"
             } else {
                 "Erlang processes wait in receive (for a gen_server's reply, a timer, a port) without blocking a scheduler: look at the node's processes by message queue and current function (recon:proc_window(message_queue_len, 5, 1000), or etop)"
             };

@@ -32,12 +32,7 @@ pub fn lock_share(f: &Facts) -> f64 {
     if let (Some(p), Some(w)) = (f.offcpu(), f.waits()) {
         t += w.of(WaitReason::Lock) as f64 * p.event.ns_per_weight().unwrap_or(0.0) / 1e9;
     }
-    if let Some(p) = f
-        .run
-        .profiles
-        .iter()
-        .find(|p| p.event.name.starts_with("pprof block delay"))
-    {
+    if let Some(p) = f.goroutine_waits() {
         let (sites, _) = go_sites(p);
         let w: u128 = sites
             .iter()
@@ -436,83 +431,120 @@ pub fn sleeping(f: &Facts) -> Vec<Finding> {
     out
 }
 
-/// Goroutines parked on a lock, from Go's own block and mutex profiles of the same
-/// seconds (a goroutine waiting for a `sync.Mutex` parks without blocking a thread, so the
-/// thread-level view cannot see it): the lock and the program's frame that took it.
+/// Goroutines parked on a lock, a channel in a request's path or a timer (a goroutine
+/// waiting for a `sync.Mutex` parks without blocking a thread, so the thread-level view
+/// cannot see it), from Go's own block profile of the same seconds (`--pprof`) or, without
+/// one, from the waits kiln traced at each park: the wait and the program's frame above it.
 ///
-/// False when: the run fetched no block profile; the delay on locks (and on channels or
-/// selects in a request's path; elsewhere those are goroutines waiting for work) is a
-/// small share of the operations' time.
+/// False when: the run has neither profile; the delay on locks (and on channels or
+/// selects in a request's path; elsewhere those are goroutines waiting for work), or on
+/// timers, is a small share of the operations' time.
 pub fn go_waits(f: &Facts) -> Vec<Finding> {
-    let Some(p) = f
-        .run
-        .profiles
-        .iter()
-        .find(|p| p.event.name.starts_with("pprof block delay"))
-    else {
+    let Some(p) = f.goroutine_waits() else {
         return Vec::new();
     };
     let Some((outcome_s, of)) = outcome_time(f) else {
         return Vec::new();
     };
+    let traced = !p.event.name.starts_with(kiln_store::PPROF_EVENT_PREFIX);
     let ns = p.event.ns_per_weight().unwrap_or(1.0);
     let (sites, _) = go_sites(p);
+    let mut out = Vec::new();
     // Locks, and channels or selects a request waited on (a semaphore made of a channel, a
-    // pool's slot): goroutines waiting for work are left out.
-    let locks: Vec<&Site> = sites
-        .iter()
-        .filter(|s| matches!(s.reason, WaitReason::Lock | WaitReason::Futex))
-        .collect();
-    let lock_w: u128 = locks
-        .iter()
-        .filter(|s| s.reason == WaitReason::Lock)
-        .map(|s| s.weight)
-        .sum();
-    let w: u128 = locks.iter().map(|s| s.weight).sum();
-    let t = w as f64 * ns / 1e9;
-    let share = t / outcome_s.max(1e-9);
-    let Some(top) = locks.first() else {
-        return Vec::new();
-    };
-    if share < NAMED {
-        return Vec::new();
+    // pool's slot): goroutines waiting for work are left out. Then timers (the block
+    // profile has none: a sleep is not a blocking event to it).
+    for sleep in [false, true] {
+        let picked: Vec<&Site> = sites
+            .iter()
+            .filter(|s| match sleep {
+                false => matches!(s.reason, WaitReason::Lock | WaitReason::Futex),
+                true => s.reason == WaitReason::Sleep && in_request(s),
+            })
+            .collect();
+        let lock_w: u128 = picked
+            .iter()
+            .filter(|s| s.reason == WaitReason::Lock)
+            .map(|s| s.weight)
+            .sum();
+        let w: u128 = picked.iter().map(|s| s.weight).sum();
+        let t = w as f64 * ns / 1e9;
+        let share = t / outcome_s.max(1e-9);
+        let Some(top) = picked.first() else {
+            continue;
+        };
+        if share < NAMED {
+            continue;
+        }
+        let places: Vec<String> = picked
+            .iter()
+            .take(3)
+            .enumerate()
+            .filter(|(i, s)| *i == 0 || s.weight * 100 >= w)
+            .map(|(_, s)| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
+            .collect();
+        // Mostly channels: a semaphore or a pool's slot, the request's concurrency limit.
+        let (on, class) = if sleep {
+            ("a timer (a sleep)", Class::SleepInPath)
+        } else if lock_w * 2 >= w {
+            ("a lock", Class::LockContention)
+        } else {
+            (
+                "a channel in the request's path (a semaphore, a pool's slot or another goroutine's result)",
+                Class::LockContention,
+            )
+        };
+        let claim = format!(
+            "goroutines waited on {on} {} of the {}s' time ({} in all), in {}",
+            pct(share.min(1.0)),
+            f.outcome.unit,
+            secs(t),
+            places.join(", ")
+        );
+        let source = if traced {
+            "goroutine waits traced at each park (uprobes on runtime.gopark and runtime.execute), the same seconds".to_string()
+        } else {
+            format!("Go's block profile ({}), the same seconds", p.event.name)
+        };
+        let mut e = f.ev(
+            if sleep {
+                "goroutines asleep in requests"
+            } else {
+                "goroutines blocked on locks, and on channels in requests"
+            },
+            format!("{} at {}", secs(t), places.join(", ")),
+            source,
+        );
+        e.profile = Some(p.event.name.clone());
+        e.focus = Some(top.at.clone());
+        // Channels every request waits on for one goroutine that does the work: the
+        // serialised work is the cause (its rule names the goroutine's function), the
+        // channel only where the wait shows.
+        let mut score = share.min(1.0) * 0.95;
+        if !sleep && lock_w * 2 < w && !super::cpu::serialised(f).is_empty() {
+            score *= 0.8;
+        }
+        let check = if traced {
+            format!(
+                "bpftrace -e 'uprobe:/proc/{pid}/exe:runtime.gopark /pid == {pid}/ {{ @[ustack(8)] = count(); }}'   # where goroutines park, by count",
+                pid = f.pid()
+            )
+        } else {
+            "kiln runs attachment RUN pprof-block.pb.gz -o block.pb.gz && go tool pprof -top block.pb.gz".to_string()
+        };
+        out.push(
+            Finding::new("go-waits", class, score, claim)
+                .evidence(e)
+                .explains(share * 100.0, of.clone())
+                .check(check),
+        );
     }
-    let places: Vec<String> = locks
-        .iter()
-        .take(3)
-        .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
-        .collect();
-    // Mostly channels: a semaphore or a pool's slot, the request's concurrency limit.
-    let on = if lock_w * 2 >= w {
-        "a lock"
-    } else {
-        "a channel in the request's path (a semaphore, a pool's slot or another goroutine's result)"
-    };
-    let claim = format!(
-        "goroutines waited on {on} {} of the {}s' time ({} in all), in {}",
-        pct(share.min(1.0)),
-        f.outcome.unit,
-        secs(t),
-        places.join(", ")
-    );
-    let mut e = f.ev(
-        "goroutines blocked on locks, and on channels in requests",
-        format!("{} at {}", secs(t), places.join(", ")),
-        format!("Go's block profile ({}), the same seconds", p.event.name),
-    );
-    e.profile = Some(p.event.name.clone());
-    e.focus = Some(top.at.clone());
-    // Channels every request waits on for one goroutine that does the work: the
-    // serialised work is the cause (its rule names the goroutine's function), the
-    // channel only where the wait shows.
-    let mut score = share.min(1.0) * 0.95;
-    if lock_w * 2 < w && !super::cpu::serialised(f).is_empty() {
-        score *= 0.8;
-    }
-    vec![Finding::new("go-waits", Class::LockContention, score, claim)
-        .evidence(e)
-        .explains(share * 100.0, of)
-        .check("kiln runs attachment RUN pprof-block.pb.gz -o block.pb.gz && go tool pprof -top block.pb.gz".to_string())]
+    out
+}
+
+/// Whether a goroutine's wait is in a request's path (a handler's sleep, not a
+/// background loop's).
+fn in_request(s: &Site) -> bool {
+    s.in_request_path
 }
 
 /// Linux's delayed-ACK timer (ms): a small write held by Nagle's algorithm waits for it.

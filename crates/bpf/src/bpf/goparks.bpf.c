@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// Goroutine waits: how long goroutines stayed parked, and where they parked. A goroutine
+// that waits on a sync.Mutex, a channel, a select or a timer parks in Go's scheduler and
+// leaves its thread free to run others, so no thread blocks and an off-CPU profile of
+// threads cannot see the wait (Go's own block profile can, when the program serves it).
+//
+// Two uprobes on the traced binary's runtime (attached for one process):
+//   * runtime.gopark: the running goroutine (register R14 under Go's register ABI) is
+//     about to park. Note when, its user stack (Go keeps frame pointers) and its caller
+//     (the return address on top of the stack: at the function's first instruction it is
+//     in no frame yet, so the frame-pointer walk would skip it).
+//   * runtime.execute(gp): goroutine gp (RAX) is about to run again. If it has a note, it
+//     was parked from then until now: added to the sum of its (stack, caller).
+// The sums stay in the kernel; user space reads them, and the notes of goroutines still
+// parked, when the measurement ends.
+
+#include "kiln_kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define MAX_STACK_DEPTH 127
+
+/* Keep in sync with goparks.rs (Counter). */
+enum counter {
+	C_PARKS = 0,     /* parks noted */
+	C_RESUMED,       /* parked goroutines seen running again */
+	C_STACK_ERR,     /* parks without their stack */
+	C_NOTES_FULL,    /* parks not noted: the notes map was full */
+	C_SUMS_FULL,     /* waits not added: the sums map was full */
+	C_MAX,
+};
+
+struct note {
+	__u64 t;
+	__u64 caller;
+	__s32 stack;
+	__u32 pad;
+};
+
+struct site {
+	__u64 caller;
+	__s32 stack;
+	__u32 pad;
+};
+
+struct sum {
+	__u64 ns;
+	__u64 count;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct note);
+} notes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct site);
+	__type(value, struct sum);
+} sums SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 c)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &c);
+	if (v)
+		*v += 1;
+}
+
+SEC("uprobe")
+int kiln_gopark(struct pt_regs *ctx)
+{
+	__u64 g = BPF_CORE_READ(ctx, r14);
+	__u64 sp = BPF_CORE_READ(ctx, sp);
+	struct note n = {};
+
+	if (!g)
+		return 0;
+	n.t = bpf_ktime_get_ns();
+	if (bpf_probe_read_user(&n.caller, sizeof(n.caller), (void *)sp))
+		n.caller = 0;
+	n.stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (n.stack < 0)
+		count(C_STACK_ERR);
+	if (bpf_map_update_elem(&notes, &g, &n, BPF_ANY))
+		count(C_NOTES_FULL);
+	else
+		count(C_PARKS);
+	return 0;
+}
+
+SEC("uprobe")
+int kiln_goexecute(struct pt_regs *ctx)
+{
+	__u64 gp = BPF_CORE_READ(ctx, ax);
+	struct note *n = bpf_map_lookup_elem(&notes, &gp);
+	struct site k = {};
+	struct sum *s;
+	__u64 now;
+
+	if (!n)
+		return 0;
+	now = bpf_ktime_get_ns();
+	k.caller = n->caller;
+	k.stack = n->stack;
+	if (now > n->t) {
+		s = bpf_map_lookup_elem(&sums, &k);
+		if (s) {
+			__sync_fetch_and_add(&s->ns, now - n->t);
+			__sync_fetch_and_add(&s->count, 1);
+		} else {
+			struct sum first = { .ns = now - n->t, .count = 1 };
+			if (bpf_map_update_elem(&sums, &k, &first, BPF_NOEXIST)) {
+				s = bpf_map_lookup_elem(&sums, &k);
+				if (s) {
+					__sync_fetch_and_add(&s->ns, now - n->t);
+					__sync_fetch_and_add(&s->count, 1);
+				} else {
+					count(C_SUMS_FULL);
+				}
+			}
+		}
+	}
+	bpf_map_delete_elem(&notes, &gp);
+	count(C_RESUMED);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

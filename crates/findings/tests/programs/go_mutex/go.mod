@@ -1,0 +1,3 @@
+module gomutex
+
+go 1.19

@@ -1,0 +1,145 @@
+//! A Go target's goroutine waits over a measurement ([`kiln_bpf::goparks`]) as a profile:
+//! the time goroutines stayed parked (on a `sync.Mutex`, a channel, a select, a timer, the
+//! network poller) by the stack where they parked, named from the binary's symbols.
+//! Goroutines park without blocking a thread, so this is the off-CPU view of a Go
+//! program that the threads' off-CPU profile cannot give; Go's own block profile gives it
+//! too, when the program serves `net/http/pprof` and sets a block profile rate.
+use std::path::Path;
+#[cfg(feature = "bpf")]
+use std::path::PathBuf;
+
+use kiln_model::Profile;
+#[cfg(feature = "bpf")]
+use kiln_model::{EventInfo, FrameKind, ThreadId, WeightUnit, NO_TIME};
+
+#[cfg(feature = "bpf")]
+use crate::unwind::{Images, Process, UserLoc};
+
+/// The runtime functions whose probes time the waits: where a goroutine parks, and where
+/// one runs again.
+const RUNTIME_FUNCTIONS: [&str; 2] = ["runtime.gopark", "runtime.execute"];
+
+/// The profile's event name.
+pub const EVENT: &str = "goroutine waits";
+
+/// Whether `exe` is a Go program whose waits can be traced: an ELF file with Go's
+/// line table and the runtime functions the probes attach to in its symbol table.
+pub fn is_go(exe: &Path) -> bool {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let Ok(data) = std::fs::read(exe) else {
+        return false;
+    };
+    let Ok(obj) = object::File::parse(&*data) else {
+        return false;
+    };
+    if obj.section_by_name(".gopclntab").is_none() {
+        return false;
+    }
+    let found = obj
+        .symbols()
+        .filter(|s| s.name().is_ok_and(|n| RUNTIME_FUNCTIONS.contains(&n)))
+        .count();
+    // A stripped binary has Go's line table but no symbols to attach to.
+    found == RUNTIME_FUNCTIONS.len() && obj.section_by_name(".text").is_some_and(|t| t.size() > 0)
+}
+
+/// Goroutine waits being collected for one process.
+#[derive(Debug)]
+pub struct GoParkSession {
+    #[cfg(feature = "bpf")]
+    parks: kiln_bpf::goparks::GoParks,
+    #[cfg(feature = "bpf")]
+    pid: u32,
+    #[cfg(feature = "bpf")]
+    exe: PathBuf,
+}
+
+/// Without eBPF: no goroutine waits.
+#[cfg(not(feature = "bpf"))]
+pub fn begin(_pid: u32) -> Option<Result<GoParkSession, String>> {
+    None
+}
+
+#[cfg(not(feature = "bpf"))]
+impl GoParkSession {
+    /// Nothing collected.
+    pub fn finish(self) -> (Option<Profile>, Vec<String>) {
+        (None, Vec::new())
+    }
+}
+
+/// Starts collecting process `pid`'s goroutine waits when it runs a Go program (`None`
+/// when it does not, or is gone); the error says why a Go program's could not be.
+#[cfg(feature = "bpf")]
+pub fn begin(pid: u32) -> Option<Result<GoParkSession, String>> {
+    let exe = PathBuf::from(format!("/proc/{pid}/exe"));
+    if !is_go(&exe) {
+        return None;
+    }
+    Some(
+        kiln_bpf::goparks::GoParks::start(pid, &exe)
+            .map(|parks| GoParkSession { parks, pid, exe })
+            .map_err(|e| format!("goroutine waits not traced: {e}")),
+    )
+}
+
+#[cfg(feature = "bpf")]
+impl GoParkSession {
+    /// Stops collecting: the profile of the waits (the still parked counted until now),
+    /// or what went wrong; and what was lost, if anything, in words.
+    pub fn finish(self) -> (Option<Profile>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let (sites, stats) = match self.parks.finish(kiln_os::clock::monotonic_ns()) {
+            Ok(x) => x,
+            Err(e) => return (None, vec![format!("goroutine waits not read: {e}")]),
+        };
+        if stats.notes_full + stats.sums_full > 0 {
+            warnings.push(format!(
+                "goroutine waits: {} parks of {} not counted (the probes' maps were full)",
+                stats.notes_full + stats.sums_full,
+                stats.parks + stats.notes_full
+            ));
+        }
+        let mut images = Images::new(false);
+        let process = Process::from_proc(self.pid, &mut images);
+        let mut p = Profile::new(EventInfo::new(EVENT, WeightUnit::Nanoseconds));
+        let root = p.frame(
+            self.exe
+                .canonicalize()
+                .ok()
+                .and_then(|x| x.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "go".into())
+                .as_bytes(),
+            FrameKind::Root,
+        );
+        let mut unnamed = 0u64;
+        for s in &sites {
+            let mut frames = vec![root];
+            for (i, &ip) in s.stack.iter().enumerate().rev() {
+                // Return addresses point after the call: look up the call itself.
+                let at = if i == 0 { ip } else { ip.saturating_sub(1) };
+                let name = match process.locate(at, self.pid, &images) {
+                    UserLoc::Elf { image, svma } => images
+                        .list
+                        .get(image as usize)
+                        .and_then(|im| im.symbols().lookup(svma).map(<[u8]>::to_vec)),
+                    _ => None,
+                };
+                let name = name.unwrap_or_else(|| {
+                    unnamed += 1;
+                    format!("[unknown {ip:#x}]").into_bytes()
+                });
+                frames.push(p.frame(&name, FrameKind::User));
+            }
+            if let Some(st) = p.stacks.intern_path(&frames) {
+                p.samples.push(st, s.ns, NO_TIME, ThreadId::NONE);
+            }
+        }
+        if unnamed > 0 {
+            warnings.push(format!(
+                "goroutine waits: {unnamed} addresses without a symbol (named by address)"
+            ));
+        }
+        (Some(p), warnings)
+    }
+}
