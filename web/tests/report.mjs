@@ -1844,11 +1844,28 @@ try {
       });
     };
     const overallOf = (page) => page.$eval('[data-field=window-overall]', (p) => ({ verdict: p.dataset.verdict, text: p.textContent }));
-    await check('compare: a window has its own profile: the overall line\'s clause and the function tables of kiln compare LABEL@START-END, kept by a reload', async () => {
+    // The differential flame graph's sides as drawn: each side's total weight (before's
+    // without the normalisation to after's) and the note under it.
+    const diffShown = (page) =>
+      page.evaluate(() => {
+        const mount = document.querySelector('[data-kiln-mount="diff"]');
+        const app = window.__kiln.apps.find((x) => mount.contains(x.root));
+        const d = app.derived.diff;
+        const note = document.querySelector('[data-field=diff-window]');
+        return { before: d.sumBefore / d.scale, after: d.sumAfter, note: note.hidden ? null : note.textContent, window: note.dataset.window ?? null };
+      });
+    const sameTotals = (got, want, what) => {
+      const near = (x, y) => Math.abs(x - y) <= 1e-9 * Math.max(Math.abs(x), Math.abs(y));
+      assert.ok(near(got.before, want[0]) && near(got.after, want[1]), `${what}: the flame graph's totals ${got.before} → ${got.after}, kiln collapse's ${want[0]} → ${want[1]}`);
+    };
+    await check('compare: a window has its own profile: the overall line\'s clause, the function tables of kiln compare LABEL@START-END and the flame graph of its seconds, kept by a reload', async () => {
       assert.ok(clause, `kiln compare's window names what moved in the profile: '${cmp.overall.line}'`);
       assert.notEqual(key(cmp.functions), key(pe.whole.functions), 'the window\'s tables differ from the whole measurements\'');
+      const col = pe.collapsed;
+      assert.ok(col.window[0] < col.whole[0] && col.window[1] < col.whole[1], `the window's samples are fewer than the whole measurements': ${JSON.stringify(col)}`);
       let page = await open('compare-profile.html');
       sameTables(await shownTables(page), pe.whole.functions, null, 'no window');
+      sameTotals(await diffShown(page), col.whole, 'no window');
       const geo = await chartGeometry(page, 'throughput');
       await page.mouse.move(pageX(geo, (a + 0.2) * 1e9), geo.top + 30);
       await page.mouse.down();
@@ -1866,6 +1883,10 @@ try {
         const tables = await shownTables(page);
         for (const t of tables) assert.equal(t.window, `${a}-${b}`, `${what}: the table of ${t.event} is the window's`);
         sameTables(tables, cmp.functions, pe.text, what);
+        const d = await diffShown(page);
+        sameTotals(d, col.window, what);
+        assert.equal(d.window, `${a}-${b}`, `${what}: the flame graph's note names its seconds`);
+        assert.ok(d.note.includes(`seconds ${a}-${b}`) && d.note.includes(`kiln compare ${pe.labels.map((l) => `${l}@${a}-${b}`).join(' ')} -o diff.svg`), `${what}: ${d.note}`);
       };
       await judged('dragged');
       const hash = await page.evaluate(() => location.hash);
@@ -1873,7 +1894,19 @@ try {
       await page.keyboard.press('Escape');
       await settle(page);
       sameTables(await shownTables(page), pe.whole.functions, null, 'window cleared');
+      const cleared = await diffShown(page);
+      sameTotals(cleared, col.whole, 'window cleared');
+      assert.equal(cleared.note, null, 'window cleared: no note under the flame graph');
       assert.equal(new URLSearchParams((await page.evaluate(() => location.hash)).slice(1)).get('cmp.t'), null, 'the URL without the window');
+      // A window chosen in the flame graph's own time strip (on the measurements' clock) is
+      // the page's, widened to whole seconds as a drag on a chart is.
+      await page.evaluate(([x, y]) => {
+        const mount = document.querySelector('[data-kiln-mount="diff"]');
+        window.__kiln.apps.find((app) => mount.contains(app.root)).setWindow([x, y], true);
+      }, [(a + 0.3) * 1e9, (b - 0.3) * 1e9]);
+      await settle(page);
+      await judged('chosen in the flame graph');
+      assert.equal(new URLSearchParams((await page.evaluate(() => location.hash)).slice(1)).get('cmp.t'), `${a * 1e9}-${b * 1e9}`, 'the URL holds the window chosen in the flame graph');
       page = await open('compare-profile.html', hash.slice(1));
       await judged('reloaded');
       assert.equal(await page.evaluate(() => location.hash), hash, 'the URL keeps the window');

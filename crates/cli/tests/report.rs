@@ -227,6 +227,24 @@ fn fixtures_dir(tmp: &Path, sub: &str) -> PathBuf {
     dir
 }
 
+/// The total weight of the profile `kiln collapse REFERENCE` gives (folded stacks, each
+/// line's last field its weight).
+fn collapsed_total(store: &Path, reference: &str) -> f64 {
+    let out = kiln(store).args(["collapse", reference]).output().unwrap();
+    let text = kiln_testkit::succeeded(&out);
+    let total: f64 = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let w = l.rsplit(' ').next().unwrap();
+            w.parse::<f64>()
+                .unwrap_or_else(|e| panic!("'{l}': weight {w}: {e}"))
+        })
+        .sum();
+    assert!(total > 0.0, "{reference} has samples: {text}");
+    total
+}
+
 /// Runs `web/tests/report.mjs` over the pages in `dir`.
 fn browser(dir: &Path) {
     kiln_testkit::run_browser_checks("report.mjs", dir);
@@ -566,9 +584,10 @@ fn a_window_on_the_comparison_page_is_judged_as_kiln_compare_judges_it() {
 
 /// A window on the comparison page has its own profile: the window's function tables and
 /// the overall line's clause on what moved in its profile are what `kiln compare
-/// LABEL@START-END ...` prints for the same seconds, and a reload keeps the window. Real
-/// runs of nginx: four serving its small page, four a 256 KiB file (its kernel's copying
-/// and sending grow), so the profile moves beyond noise.
+/// LABEL@START-END ...` prints for the same seconds, its differential flame graph holds
+/// the samples `kiln collapse run:LABEL@START-END` gives for them (each side's total), and
+/// a reload keeps the window. Real runs of nginx: four serving its small page, four a
+/// 256 KiB file (its kernel's copying and sending grow), so the profile moves beyond noise.
 #[test]
 fn a_window_on_the_comparison_page_has_its_own_profile() {
     let tmp = tempfile::tempdir().unwrap();
@@ -616,6 +635,11 @@ fn a_window_on_the_comparison_page_has_its_own_profile() {
             "json": json(&refs),
             "whole": json(&["small", "big"]),
             "text": text,
+            // Each side's total weight, the window's and the whole measurements'.
+            "collapsed": {
+                "window": [collapsed_total(&store, "run:small@1-3"), collapsed_total(&store, "run:big@1-3")],
+                "whole": [collapsed_total(&store, "run:small"), collapsed_total(&store, "run:big")],
+            },
         })
         .to_string(),
     )

@@ -5,13 +5,16 @@
 //! verdict.ts, the rules of `kiln compare NAME@START-END`): it gets each run's seconds and
 //! per-second latency histograms, the rules and the runs' pairing by round from here, and
 //! each window of whole seconds' function tables and profile clause, computed here by
-//! [`kiln_compare::profile_change`] (the profiles are not on the page).
+//! [`kiln_compare::profile_change`] (the runs' profiles are not on the page, only the
+//! differential flame graph's two merged sides: their samples timed from each run's
+//! measurement start, the page's viewer shows a window's seconds of them).
 use crate::latency::{self, Distribution};
 use crate::page::{self, Viewer};
 use crate::run::{completed_column, origin_of, table, Table};
 use crate::{ReportError, ReportOptions};
 use kiln_compare::export::group_text;
 use kiln_compare::{Comparison, Exporter, Role, Rounds, Verdict};
+use kiln_model::{Profile, NO_TIME};
 use kiln_store::{columns, RunData};
 use serde::Serialize;
 use std::io::Write;
@@ -210,6 +213,11 @@ struct DiffInfo {
     title: String,
     /// Whether only the frames beyond noise are coloured.
     marked: bool,
+    /// When the flame graph can show a window: its samples are timed in ns from the start
+    /// of their run's measurement (those outside it untimed), and this is the shortest
+    /// measurement's length, ns (a window starting at or past it is not every run's).
+    /// Null: the whole measurements only.
+    windows_below_ns: Option<u64>,
 }
 
 /// What a window's verdicts are decided by, as `kiln compare NAME@START-END` decides
@@ -381,7 +389,8 @@ fn write_page(
             "{skipped} stored latency histogram(s) could not be read and are left out"
         ));
     }
-    let (diff, viewers) = diff_viewer(cmp, opts);
+    let timed = windows.and_then(|_| timed_diff(cmp, runs));
+    let (diff, viewers) = diff_viewer(cmp, timed.as_ref(), opts);
     let data = ComparePage {
         overall: verdict_word(cmp),
         overall_line: cmp.overall.line.clone(),
@@ -400,7 +409,10 @@ fn write_page(
     };
     let labels: Vec<&str> = cmp.groups.iter().map(|g| g.label.as_str()).collect();
     let title = format!("kiln compare {}", labels.join(" vs "));
-    page::write(&title, "compare", &data, &viewers, None, opts, out)
+    // A flame graph timed from each measurement's start has that start for its origin: its
+    // times read as the measurements' seconds.
+    let origin = timed.as_ref().map(|_| 0);
+    page::write(&title, "compare", &data, &viewers, origin, opts, out)
 }
 
 /// Each group's label and runs.
@@ -635,9 +647,65 @@ fn function_page(t: &kiln_compare::FunctionTable) -> FunctionTablePage {
     }
 }
 
-/// The differential flame graph of the first and last groups, and its viewer.
+/// The differential flame graph's two sides as the comparison merged them (each group's
+/// runs' profiles of its event, in order), each sample timed from the start of its run's
+/// measurement instead of on its run's clock, so that a window of the measurements' seconds
+/// cuts them as `kiln compare NAME@START-END` cuts each run's profile (`time_slice` of the
+/// window's [start, end)): a sample before the measurement or at or past its end is in no
+/// window, and left untimed. With the shortest measurement's length, ns. None when the
+/// runs' profiles are not the ones compared or none is timed.
+fn timed_diff(cmp: &Comparison, runs: &[Vec<RunData>]) -> Option<(Profile, Profile, u64)> {
+    let (b, _) = cmp.diff.as_ref()?;
+    let event = &b.event.name;
+    let side = |rs: &[RunData]| -> Option<Profile> {
+        let mut out: Option<Profile> = None;
+        for r in rs {
+            let Some(p) = r.profiles.iter().find(|p| &p.event.name == event) else {
+                continue;
+            };
+            let (start, end) = (r.meta.measure.start_ns, r.meta.measure.end_ns);
+            let mut p = p.clone();
+            for t in &mut p.samples.time {
+                *t = if *t != NO_TIME && *t >= start && *t < end {
+                    *t - start
+                } else {
+                    NO_TIME
+                };
+            }
+            match &mut out {
+                Some(o) => o.merge_from(&p),
+                None => out = Some(p),
+            }
+        }
+        out
+    };
+    let (tb, ta) = (side(&runs[0])?, side(&runs[runs.len() - 1])?);
+    // The same samples as the comparison's sides, only timed otherwise.
+    let (cb, ca) = cmp.diff.as_ref()?;
+    if tb.samples.len() != cb.samples.len() || ta.samples.len() != ca.samples.len() {
+        return None;
+    }
+    tb.samples.time_range()?;
+    ta.samples.time_range()?;
+    let shortest = runs
+        .iter()
+        .flatten()
+        .map(|r| {
+            r.meta
+                .measure
+                .end_ns
+                .saturating_sub(r.meta.measure.start_ns)
+        })
+        .min()?;
+    Some((tb, ta, shortest))
+}
+
+/// The differential flame graph of the first and last groups, and its viewer: of the
+/// sides timed from each measurement's start when given (the page then shows a window's
+/// samples in it).
 fn diff_viewer<'a>(
     cmp: &'a Comparison,
+    timed: Option<&'a (Profile, Profile, u64)>,
     opts: &ReportOptions,
 ) -> (Option<DiffInfo>, Vec<Viewer<'a>>) {
     let first = &cmp.groups[0].label;
@@ -646,7 +714,8 @@ fn diff_viewer<'a>(
     let marked = cmp.marked();
     let diff = cmp.diff.as_ref().map(|(b, a)| {
         let title = format!("{first} → {last} ({})", a.event.name);
-        viewers.push(Viewer::diff(
+        let (b, a) = timed.map_or((b, a), |(tb, ta, _)| (tb, ta));
+        let mut viewer = Viewer::diff(
             "diff".into(),
             (b, a),
             title.clone(),
@@ -658,12 +727,15 @@ fn diff_viewer<'a>(
                     .collect()
             }),
             opts,
-        ));
+        );
+        viewer.opts.instants = timed.is_some();
+        viewers.push(viewer);
         DiffInfo {
             key: "diff".into(),
             event: a.event.name.clone(),
             title,
             marked: marked.is_some(),
+            windows_below_ns: timed.map(|t| t.2),
         }
     });
     (diff, viewers)

@@ -92,6 +92,11 @@ pub struct HtmlOptions {
     /// The machine's CPU count (a run's): the thread tracks' CPU scale stops there (a
     /// process cannot use more). Default: `None` (unknown: the tracks' threads bound it).
     pub cpus: Option<u32>,
+    /// The samples' times are instants, whatever their weights: a time window holds the
+    /// samples stamped in it, wholly (as `kiln collapse RUN@START-END` cuts a profile),
+    /// rather than the part of each sample's span inside it. Default: false (a sample
+    /// weighing time covers [t, t + weight]).
+    pub instants: bool,
 }
 
 impl Default for HtmlOptions {
@@ -111,6 +116,7 @@ impl Default for HtmlOptions {
             heading_level: None,
             categories: None,
             cpus: None,
+            instants: false,
         }
     }
 }
@@ -308,6 +314,7 @@ fn encode_page(
         "marked": opts.diff_marked,
         "categories": opts.categories,
         "cpus": opts.cpus,
+        "instants": opts.instants,
         "profiles": profiles.iter().zip(&blobs).enumerate().map(|(i, (p, (_, c)))| {
             let mut m = unit_meta(p.event.quantity());
             m.insert("unit".into(), p.event.unit.name().into());

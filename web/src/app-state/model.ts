@@ -48,6 +48,12 @@ export interface Meta {
   categories?: unknown;
   /** The machine's CPU count (a run's), when known: the tracks' CPU scale stops there. */
   cpus?: number | null;
+  /**
+   * The samples' times are instants whatever their weights: a window holds the samples
+   * stamped in it, wholly (as kiln cuts a profile to a window), not the part of each span
+   * inside it.
+   */
+  instants?: boolean;
 }
 
 /** A view's categories: per node, and each category's colour and share of the view. */
@@ -247,10 +253,12 @@ export class Model {
         const roots = threadRoots(raw, s.threadMode);
         const frames = this.isDiff ? frameSetOf(raw, roots.names) : this.frames(s);
         const unit = this.units[i];
+        // The window on each side's own time origin (the state's is the drawn profile's).
+        const range: [number, number] | null = s.range && [s.range[0] + this.raw.timeOrigin - raw.timeOrigin, s.range[1] + this.raw.timeOrigin - raw.timeOrigin];
         const build = (): Tree =>
           baseTree(raw, {
-            range: s.range,
-            nsPerWeight: unit.kind === 'time' ? unit.scale : null,
+            range,
+            nsPerWeight: unit.kind === 'time' && !this.meta.instants ? unit.scale : null,
             threadMode: s.threadMode,
             firstThreadFrame: firstThreadFrame(frames, roots.names.length),
             rootOf: roots.rootOf,
@@ -497,7 +505,7 @@ export class Model {
 
   /** Samples of the drawn profile in a window (null: all), per thread (cached). */
   samplesIn(range: [number, number] | null): WindowCounts {
-    return this.memo(`counts|${range ?? ''}`, () => samplesIn(this.raw, range, this.nsPerWeight));
+    return this.memo(`counts|${range ?? ''}`, () => samplesIn(this.raw, range, this.meta.instants ? null : this.nsPerWeight));
   }
 
   /** The call tree of a state (its derived layout, inverted or not, its search). */

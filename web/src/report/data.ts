@@ -358,7 +358,12 @@ export interface ComparePage {
   distributions: Distribution[];
   series: RunSeries[];
   functions: FunctionTable[];
-  diff: { key: string; event: string; title: string; marked: boolean } | null;
+  /**
+   * The differential flame graph. `windows_below_ns`, when set: its samples are timed in ns
+   * from the start of their run's measurement, so that it shows a window of whole seconds
+   * starting before it (the shortest measurement's length); null: the whole measurements only.
+   */
+  diff: { key: string; event: string; title: string; marked: boolean; windows_below_ns?: number | null } | null;
   /** The names of the series, as kiln writes them. */
   columns: ColumnNames;
   /** Each window of whole seconds (from the start of each measurement): its function tables and what moved in its profile, as kiln compare NAME@START-END computes them. */

@@ -5,7 +5,8 @@
 // (a window dragged on them judged as kiln compare NAME@START-END judges it: its figures
 // here, its function tables and what moved in its profile as kiln computed them for each
 // window of whole seconds; the window kept in the URL), the function tables and the
-// differential flame graph (of the whole measurements).
+// differential flame graph (a window's samples in it, cut from each measurement's start as
+// kiln compare NAME@START-END cuts them).
 import { el } from '../../views/dom.js';
 import { ComparePage, CompareWindow, FunctionTable } from '../data.js';
 import { ChartSpec, GROUP_COLORS, Line, Summary, sumColumns } from '../lib/charts.js';
@@ -63,15 +64,26 @@ export function buildComparePage(root: HTMLElement, c: ComparePage, title: strin
         }),
       );
     }
-    if (diffNote) {
-      diffNote.hidden = w === null;
-      setWindowNote(diffNote, c, w);
-    }
-    // The window in the URL: a reload keeps it.
+    // The window in the URL: a reload keeps it (the flame graph's viewer keeps its own).
     const h = writeCompareWindow(location.hash, w);
     history.replaceState(history.state, '', h ? `#${h}` : location.pathname + location.search);
+    if (diffNote) {
+      diffNote.hidden = w === null;
+      diffShown = setWindowNote(diffNote, c, w);
+      showDiffWindow(c, diffShown);
+    }
   };
+  // The viewers' script runs after this one: its flame graph takes the window once ready.
+  let diffShown: [number, number] | null = null;
+  window.addEventListener('kiln-viewers-ready', () => showDiffWindow(c, diffShown));
   const { section: series, group, charts } = seriesSection(c, status, onWindow);
+  // A window chosen in the flame graph's own time strip is the page's (its clock is the
+  // measurements' when it follows windows), widened to whole seconds as a drag on a chart is.
+  window.addEventListener('kiln-window', (e) => {
+    const d = (e as CustomEvent<{ source: unknown; window: [number, number] | null }>).detail;
+    if (!d || c.diff?.windows_below_ns == null || diffApp(c) !== d.source) return;
+    group.commit(d.window);
+  });
   const distribution = dist?.chart ?? null;
   root.append(
     head,
@@ -310,11 +322,53 @@ function windowOf(c: ComparePage, w: [number, number] | null): CompareWindow | n
   return (s && c.windows?.find((x) => x.start === s[0] && x.end === s[1])) || null;
 }
 
-/** Under a window: says the differential flame graph is still of the whole measurements, and the command that gives the window's. */
-function setWindowNote(p: HTMLElement, c: ComparePage, w: [number, number] | null): void {
-  if (!w) return;
+/**
+ * The seconds [A, B) of a window the differential flame graph can show: whole seconds,
+ * starting within every run's measurement, its samples timed from each measurement's start.
+ */
+function diffSeconds(c: ComparePage, w: [number, number] | null): [number, number] | null {
+  const below = c.diff?.windows_below_ns;
+  const s = w && below != null ? wholeSeconds([Math.max(0, w[0]), w[1]]) : null;
+  return s && s[0] * 1e9 < below! ? s : null;
+}
+
+/**
+ * Under a window: says which seconds the differential flame graph shows (the window's, as
+ * the command gives them), or that it is of the whole measurements and the command that
+ * gives the window's. Returns the samples' window to show ([A s, B s) as ns on the
+ * measurements' clock, both ends included: the samples are instants), or null for all.
+ */
+function setWindowNote(p: HTMLElement, c: ComparePage, w: [number, number] | null): [number, number] | null {
+  p.removeAttribute('data-window');
+  if (!w) return null;
   const [a, b] = [secs(Math.max(0, w[0])), secs(w[1])];
-  p.textContent = `This flame graph is of the whole measurements; the window's: kiln compare ${c.groups.map((g) => `${g.label}@${a}-${b}`).join(' ')} -o diff.svg`;
+  const command = `kiln compare ${c.groups.map((g) => `${g.label}@${a}-${b}`).join(' ')} -o diff.svg`;
+  const s = diffSeconds(c, w);
+  if (!s) {
+    p.textContent = `This flame graph is of the whole measurements (this page holds no samples timed for this window); the window's: ${command}`;
+    return null;
+  }
+  p.setAttribute('data-window', `${s[0]}-${s[1]}`);
+  p.textContent = `This flame graph is of the window ${formatWindow(w)} of each measurement: the samples of its seconds ${s[0]}-${s[1]}, as ${command} draws them`;
+  return [s[0] * 1e9, s[1] * 1e9 - 1];
+}
+
+/** The viewers' apps on the page (web/src/main.ts), once their script has run. */
+interface DiffApp {
+  root: HTMLElement;
+  setWindow(w: [number, number] | null): void;
+}
+
+/** The differential flame graph's viewer, once the viewers' script has run. */
+function diffApp(c: ComparePage): DiffApp | undefined {
+  const mount = c.diff && document.querySelector<HTMLElement>(`[data-kiln-mount="${CSS.escape(c.diff.key)}"]`);
+  const apps = (window as unknown as { __kiln?: { apps: DiffApp[] } }).__kiln?.apps ?? [];
+  return mount ? apps.find((x) => mount.contains(x.root)) : undefined;
+}
+
+/** Shows the samples of `w` (ns from each measurement's start) in the differential flame graph, or all. */
+function showDiffWindow(c: ComparePage, w: [number, number] | null): void {
+  diffApp(c)?.setWindow(w);
 }
 
 /** The function tables: functions judged like figures, ranked by change of cost; a window's when w is given. */
