@@ -4,10 +4,16 @@
 //! scheduler and its thread runs other goroutines, so no thread blocks: the off-CPU
 //! profile of threads ([`crate::offcpu`]) cannot see the wait. Two uprobes on the
 //! program's runtime can (`src/bpf/goparks.bpf.c`): `runtime.gopark` notes when a
-//! goroutine parks, its stack and its caller; `runtime.execute` ends the note when the
-//! goroutine runs again and adds the time parked to the sum of its stack. The sums stay
-//! in the kernel until [`GoParks::finish`] reads them, with the goroutines still parked
-//! then (their wait so far).
+//! goroutine parks, its stack and its caller; `runtime.ready` ends the note when the
+//! goroutine is woken (a lock released, a channel's other side, a timer) and adds the
+//! time parked to the sum of its stack. The sums stay in the kernel until
+//! [`GoParks::finish`] reads them, with the notes still open then (the goroutines still
+//! parked, and the parks woken by other paths: the network poller wakes a goroutine
+//! waiting to read without `runtime.ready`, so its wait is not timed).
+//!
+//! `runtime.ready` rather than `runtime.execute` (which runs each time a goroutine is
+//! scheduled): about a third of the probe hits on a Go HTTP service, each hit being a
+//! trap into the kernel.
 //!
 //! Needs a Go binary (amd64, Go 1.17 or later: the register ABI keeps the running
 //! goroutine in R14 and the first argument in RAX) with its symbol table (not stripped
@@ -28,7 +34,7 @@ const PROGRAM: &str = "goroutine-wait";
 /// The runtime functions the probes attach to.
 pub const PARK: &str = "runtime.gopark";
 /// See [`PARK`].
-pub const RESUME: &str = "runtime.execute";
+pub const RESUME: &str = "runtime.ready";
 
 /// Where goroutines waited, and how long in all.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,8 +45,11 @@ pub struct ParkSite {
     pub stack: Vec<u64>,
     /// Time parked, nanoseconds (the goroutines still parked at the end: until then).
     pub ns: u64,
-    /// Parks ended (goroutines run again), plus those still parked at the end.
+    /// Parks ended (goroutines woken), or open at the end.
     pub count: u64,
+    /// Whether these are notes still open at the end: goroutines still parked (their
+    /// wait so far), or woken by a path the probes do not see (their wait unknown).
+    pub open: bool,
 }
 
 /// What the probes counted.
@@ -56,14 +65,17 @@ pub struct ParkStats {
     pub notes_full: u64,
     /// Waits not added: the sums map was full (their time is lost).
     pub sums_full: u64,
-    /// Goroutines still parked when the collection ended (their time so far is kept).
+    /// Notes still open when the collection ended.
     pub still_parked: u64,
 }
 
 /// Running goroutine-wait collection for one process. Dropping it detaches the probes.
 pub struct GoParks {
     skel: GoparksSkel<'static>,
-    _links: Vec<Link>,
+    links: Vec<Link>,
+    pid: i32,
+    exe: std::path::PathBuf,
+    generation: u32,
 }
 
 impl std::fmt::Debug for GoParks {
@@ -85,14 +97,54 @@ impl GoParks {
                 .map_err(load::open_error(PROGRAM))?;
             open.load().map_err(load::load_error(
                 PROGRAM,
-                "uprobes on runtime.gopark and runtime.execute",
+                "uprobes on runtime.gopark and runtime.ready",
             ))
         })?;
-        let pid_arg = i32::try_from(pid)
+        let pid = i32::try_from(pid)
             .map_err(|_| BpfError::InvalidConfig(format!("pid {pid} is out of range")))?;
+        let mut parks = GoParks {
+            skel,
+            links: Vec::new(),
+            pid,
+            exe: exe.to_path_buf(),
+            generation: 0,
+        };
+        parks.resume()?;
+        Ok(parks)
+    }
+
+    /// Whether the probes are attached.
+    pub fn attached(&self) -> bool {
+        !self.links.is_empty()
+    }
+
+    /// Detaches the probes: the program costs the process nothing until [`GoParks::resume`].
+    pub fn pause(&mut self) {
+        self.links.clear();
+    }
+
+    /// Attaches the probes again (a no-op when attached). The notes taken before end
+    /// nothing: a goroutine parked then may have been woken unseen.
+    pub fn resume(&mut self) -> Result<(), BpfError> {
+        if self.attached() {
+            return Ok(());
+        }
+        self.generation = self.generation.wrapping_add(1);
+        self.skel
+            .maps
+            .generation
+            .update(
+                &0u32.to_ne_bytes(),
+                &self.generation.to_ne_bytes(),
+                MapFlags::ANY,
+            )
+            .map_err(load::map_err(
+                "setting the goroutine-wait probes' generation",
+            ))?;
+        let (pid, exe) = (self.pid, self.exe.as_path());
         let attach = |prog: &libbpf_rs::ProgramMut<'_>, func: &'static str| {
             prog.attach_uprobe_with_opts(
-                pid_arg,
+                pid,
                 exe,
                 0,
                 UprobeOpts {
@@ -110,22 +162,26 @@ impl GoParks {
                 })
             })
         };
-        let links = vec![
-            attach(&skel.progs.kiln_gopark, PARK)?,
-            attach(&skel.progs.kiln_goexecute, RESUME)?,
-        ];
-        Ok(GoParks {
-            skel,
-            _links: links,
-        })
+        let park = attach(&self.skel.progs.kiln_gopark, PARK)?;
+        let ready = attach(&self.skel.progs.kiln_goready, RESUME)?;
+        self.links = vec![park, ready];
+        Ok(())
     }
 
     /// Detaches the probes and reads where goroutines waited (heaviest first) and the
     /// counts; a goroutine still parked counts its wait until `now` (CLOCK_MONOTONIC
     /// nanoseconds, the clock of `bpf_ktime_get_ns`).
     pub fn finish(self, now: u64) -> Result<(Vec<ParkSite>, ParkStats), BpfError> {
-        let GoParks { skel, _links } = self;
-        drop(_links);
+        let GoParks {
+            skel,
+            links,
+            generation,
+            ..
+        } = self;
+        // Notes open at the end count only while the probes are attached: after a pause
+        // a goroutine may have been woken unseen.
+        let live = (!links.is_empty()).then_some(generation);
+        drop(links);
         let maps = &skel.maps;
         let counter = |i: u32| load::percpu_counter(&maps.counters, i);
         let mut stats = ParkStats {
@@ -136,8 +192,8 @@ impl GoParks {
             sums_full: counter(4),
             still_parked: 0,
         };
-        // (caller, stack id) → (ns, count)
-        let mut sums: HashMap<(u64, i32), (u64, u64)> = HashMap::new();
+        // (caller, stack id, open) → (ns, count)
+        let mut sums: HashMap<(u64, i32, bool), (u64, u64)> = HashMap::new();
         for k in maps.sums.keys() {
             let Some((caller, stack)) = site_key(&k) else {
                 continue;
@@ -147,7 +203,7 @@ impl GoParks {
                 .lookup(&k, MapFlags::ANY)
                 .map_err(load::map_err("reading the goroutine waits"))?;
             if let Some(v) = v.filter(|v| v.len() >= 16) {
-                let e = sums.entry((caller, stack)).or_default();
+                let e = sums.entry((caller, stack, false)).or_default();
                 e.0 += u64_at(&v, 0);
                 e.1 += u64_at(&v, 8);
             }
@@ -157,9 +213,12 @@ impl GoParks {
                 .notes
                 .lookup(&k, MapFlags::ANY)
                 .map_err(load::map_err("reading the goroutines still parked"))?;
-            if let Some(v) = v.filter(|v| v.len() >= 20) {
+            if let Some(v) = v.filter(|v| v.len() >= 24) {
                 let (t, caller, stack) = (u64_at(&v, 0), u64_at(&v, 8), i32_at(&v, 16));
-                let e = sums.entry((caller, stack)).or_default();
+                if live != Some(u32_at(&v, 20)) {
+                    continue;
+                }
+                let e = sums.entry((caller, stack, true)).or_default();
                 e.0 += now.saturating_sub(t);
                 e.1 += 1;
                 stats.still_parked += 1;
@@ -167,7 +226,7 @@ impl GoParks {
         }
         let mut out: Vec<ParkSite> = sums
             .into_iter()
-            .map(|((caller, stack), (ns, count))| {
+            .map(|((caller, stack, open), (ns, count))| {
                 let mut ips = if stack >= 0 {
                     read_stack(&maps.stacks, stack as u32)
                 } else {
@@ -183,6 +242,7 @@ impl GoParks {
                     stack: ips,
                     ns,
                     count,
+                    open,
                 }
             })
             .filter(|s| !s.stack.is_empty())
@@ -196,6 +256,12 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u64::from_ne_bytes)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_ne_bytes)
 }
 
 fn i32_at(b: &[u8], at: usize) -> i32 {

@@ -17,7 +17,7 @@ use crate::unwind::{Images, Process, UserLoc};
 
 /// The runtime functions whose probes time the waits: where a goroutine parks, and where
 /// one runs again.
-const RUNTIME_FUNCTIONS: [&str; 2] = ["runtime.gopark", "runtime.execute"];
+const RUNTIME_FUNCTIONS: [&str; 2] = ["runtime.gopark", "runtime.ready"];
 
 /// The profile's event name.
 pub const EVENT: &str = "goroutine waits";
@@ -43,15 +43,66 @@ pub fn is_go(exe: &Path) -> bool {
     found == RUNTIME_FUNCTIONS.len() && obj.section_by_name(".text").is_some_and(|t| t.size() > 0)
 }
 
+/// How long the probes stay attached, then detached, in turn: each probe hit is a trap
+/// into the kernel (about 8 µs on a Go HTTP service here, several a request), so the
+/// waits are traced a third of the time and scaled to the whole.
+#[cfg(feature = "bpf")]
+const TRACED: std::time::Duration = std::time::Duration::from_secs(1);
+#[cfg(feature = "bpf")]
+const UNTRACED: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Goroutine waits being collected for one process.
 #[derive(Debug)]
 pub struct GoParkSession {
     #[cfg(feature = "bpf")]
-    parks: kiln_bpf::goparks::GoParks,
+    turns: std::thread::JoinHandle<Turns>,
+    #[cfg(feature = "bpf")]
+    stop: std::sync::mpsc::Sender<()>,
+    #[cfg(feature = "bpf")]
+    started: std::time::Instant,
     #[cfg(feature = "bpf")]
     pid: u32,
     #[cfg(feature = "bpf")]
     exe: PathBuf,
+}
+
+/// What the thread that attaches and detaches the probes hands back.
+#[cfg(feature = "bpf")]
+struct Turns {
+    parks: kiln_bpf::goparks::GoParks,
+    /// Time the probes were attached.
+    traced: std::time::Duration,
+    warnings: Vec<String>,
+}
+
+/// Attaches and detaches the probes in turn ([`TRACED`], [`UNTRACED`]) until `stop`.
+#[cfg(feature = "bpf")]
+fn take_turns(mut parks: kiln_bpf::goparks::GoParks, stop: std::sync::mpsc::Receiver<()>) -> Turns {
+    use std::sync::mpsc::RecvTimeoutError::Timeout;
+    let mut traced = std::time::Duration::ZERO;
+    let mut warnings = Vec::new();
+    let mut since = std::time::Instant::now();
+    loop {
+        let ended = !matches!(stop.recv_timeout(TRACED), Err(Timeout));
+        traced += since.elapsed();
+        if ended {
+            break;
+        }
+        parks.pause();
+        if !matches!(stop.recv_timeout(UNTRACED), Err(Timeout)) {
+            break;
+        }
+        if let Err(e) = parks.resume() {
+            warnings.push(format!("goroutine waits: tracing stopped early: {e}"));
+            break;
+        }
+        since = std::time::Instant::now();
+    }
+    Turns {
+        parks,
+        traced,
+        warnings,
+    }
 }
 
 /// Without eBPF: no goroutine waits.
@@ -78,8 +129,26 @@ pub fn begin(pid: u32) -> Option<Result<GoParkSession, String>> {
     }
     Some(
         kiln_bpf::goparks::GoParks::start(pid, &exe)
-            .map(|parks| GoParkSession { parks, pid, exe })
-            .map_err(|e| format!("goroutine waits not traced: {e}")),
+            .map(|parks| {
+                let (stop, rx) = std::sync::mpsc::channel();
+                let started = std::time::Instant::now();
+                let turns = std::thread::Builder::new()
+                    .name("kiln-goparks".into())
+                    .spawn(move || take_turns(parks, rx));
+                (turns, stop, started)
+            })
+            .map_err(|e| format!("goroutine waits not traced: {e}"))
+            .and_then(|(turns, stop, started)| {
+                let turns =
+                    turns.map_err(|e| format!("goroutine waits not traced: no thread: {e}"))?;
+                Ok(GoParkSession {
+                    turns,
+                    stop,
+                    started,
+                    pid,
+                    exe,
+                })
+            }),
     )
 }
 
@@ -88,8 +157,15 @@ impl GoParkSession {
     /// Stops collecting: the profile of the waits (the still parked counted until now),
     /// or what went wrong; and what was lost, if anything, in words.
     pub fn finish(self) -> (Option<Profile>, Vec<String>) {
-        let mut warnings = Vec::new();
-        let (sites, stats) = match self.parks.finish(kiln_os::clock::monotonic_ns()) {
+        let _ = self.stop.send(());
+        let whole = self.started.elapsed();
+        let Ok(turns) = self.turns.join() else {
+            return (None, vec!["goroutine waits: their thread failed".into()]);
+        };
+        let mut warnings = turns.warnings;
+        // Waits seen while traced stand for the whole measurement's.
+        let scale = whole.as_secs_f64() / turns.traced.as_secs_f64().max(1e-3);
+        let (sites, stats) = match turns.parks.finish(kiln_os::clock::monotonic_ns()) {
             Ok(x) => x,
             Err(e) => return (None, vec![format!("goroutine waits not read: {e}")]),
         };
@@ -115,6 +191,7 @@ impl GoParkSession {
         let mut unnamed = 0u64;
         for s in &sites {
             let mut frames = vec![root];
+            let mut names: Vec<Vec<u8>> = Vec::with_capacity(s.stack.len());
             for (i, &ip) in s.stack.iter().enumerate().rev() {
                 // Return addresses point after the call: look up the call itself.
                 let at = if i == 0 { ip } else { ip.saturating_sub(1) };
@@ -130,9 +207,19 @@ impl GoParkSession {
                     format!("[unknown {ip:#x}]").into_bytes()
                 });
                 frames.push(p.frame(&name, FrameKind::User));
+                names.push(name);
+            }
+            // A note still open at the end is a goroutine still parked only where the
+            // probes see the wake-up: a lock, a channel, a select, a timer, a condition.
+            // Any other (the network poller's, the collector's workers') may have been
+            // woken long ago.
+            let caller = names.len().checked_sub(2).map(|i| names[i].as_slice());
+            if s.open && !caller.is_some_and(woken_by_ready) {
+                continue;
             }
             if let Some(st) = p.stacks.intern_path(&frames) {
-                p.samples.push(st, s.ns, NO_TIME, ThreadId::NONE);
+                let ns = (s.ns as f64 * scale).round() as u64;
+                p.samples.push(st, ns, NO_TIME, ThreadId::NONE);
             }
         }
         if unnamed > 0 {
@@ -142,4 +229,23 @@ impl GoParkSession {
         }
         (Some(p), warnings)
     }
+}
+
+/// Whether a goroutine parked by `caller` (the function that called `runtime.gopark`) is
+/// woken through `runtime.ready`: the locks' and semaphores', channels', selects',
+/// timers' and conditions' parks.
+#[cfg(feature = "bpf")]
+fn woken_by_ready(caller: &[u8]) -> bool {
+    [
+        &b"runtime.semacquire"[..],
+        b"runtime.chanrecv",
+        b"runtime.chansend",
+        b"runtime.selectgo",
+        b"runtime.timeSleep",
+        b"time.Sleep",
+        b"sync.runtime_notifyListWait",
+        b"runtime.notifyListWait",
+    ]
+    .iter()
+    .any(|p| caller.starts_with(p))
 }

@@ -10,10 +10,12 @@
 //     about to park. Note when, its user stack (Go keeps frame pointers) and its caller
 //     (the return address on top of the stack: at the function's first instruction it is
 //     in no frame yet, so the frame-pointer walk would skip it).
-//   * runtime.execute(gp): goroutine gp (RAX) is about to run again. If it has a note, it
+//   * runtime.ready(gp): goroutine gp (RAX) is made ready to run again. If it has a note, it
 //     was parked from then until now: added to the sum of its (stack, caller).
 // The sums stay in the kernel; user space reads them, and the notes of goroutines still
-// parked, when the measurement ends.
+// parked, when the measurement ends. User space may detach the probes and attach them
+// again (each hit is a trap: it traces part of the time); a note from before the last
+// attach ends nothing (generation).
 
 #include "kiln_kernel.h"
 #include <bpf/bpf_helpers.h>
@@ -36,7 +38,7 @@ struct note {
 	__u64 t;
 	__u64 caller;
 	__s32 stack;
-	__u32 pad;
+	__u32 gen;
 };
 
 struct site {
@@ -71,6 +73,15 @@ struct {
 	__type(value, struct sum);
 } sums SEC(".maps");
 
+/* The probes' generation: user space raises it each time it attaches them again, so a
+ * note taken before a pause (its goroutine may have been woken unseen) ends nothing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} generation SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, C_MAX);
@@ -85,6 +96,13 @@ static __always_inline void count(__u32 c)
 		*v += 1;
 }
 
+static __always_inline __u32 current_gen(void)
+{
+	__u32 zero = 0;
+	__u32 *g = bpf_map_lookup_elem(&generation, &zero);
+	return g ? *g : 0;
+}
+
 SEC("uprobe")
 int kiln_gopark(struct pt_regs *ctx)
 {
@@ -95,6 +113,7 @@ int kiln_gopark(struct pt_regs *ctx)
 	if (!g)
 		return 0;
 	n.t = bpf_ktime_get_ns();
+	n.gen = current_gen();
 	if (bpf_probe_read_user(&n.caller, sizeof(n.caller), (void *)sp))
 		n.caller = 0;
 	n.stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
@@ -108,7 +127,7 @@ int kiln_gopark(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int kiln_goexecute(struct pt_regs *ctx)
+int kiln_goready(struct pt_regs *ctx)
 {
 	__u64 gp = BPF_CORE_READ(ctx, ax);
 	struct note *n = bpf_map_lookup_elem(&notes, &gp);
@@ -118,6 +137,10 @@ int kiln_goexecute(struct pt_regs *ctx)
 
 	if (!n)
 		return 0;
+	if (n->gen != current_gen()) {
+		bpf_map_delete_elem(&notes, &gp);
+		return 0;
+	}
 	now = bpf_ktime_get_ns();
 	k.caller = n->caller;
 	k.stack = n->stack;
