@@ -1,11 +1,13 @@
 //! AMQP 0.9.1 framing on arbitrary bytes from a broker: frames split off never panic nor
 //! pass the input's end, deliveries assemble or fail naming the frame, every method's
-//! arguments read with bounds; and a message the producer encodes, with a size, a stamp
+//! arguments read with bounds; a method frame read off the input and written again from
+//! its channel, id and arguments is the same bytes; an acknowledgement with a tag from the
+//! input reads back as that tag; and a message the producer encodes, with a size, a stamp
 //! and a frame-max from the input, splits back into its frames with its body intact.
 #![no_main]
 use kiln_loadgen::amqp::codec::{
-    method, parse_frame, read_ack, Assembled, Dec, Deliveries, Publish, FRAME_BODY,
-    FRAME_HEADER, FRAME_METHOD,
+    ack, method, method_frame, method_id, parse_frame, read_ack, Assembled, Dec, Deliveries,
+    Publish, FRAME_BODY, FRAME_HEADER, FRAME_METHOD,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -30,6 +32,45 @@ fn read_stream(data: &[u8], frame_max: usize) {
             Ok(Assembled::Nothing) | Err(_) => {}
         }
     }
+}
+
+/// The first frame of the input, when it is a method frame, written again by the encoder
+/// from what the decoder read of it: the same bytes.
+fn re_encode(data: &[u8]) {
+    let Ok(Some((f, n))) = parse_frame(data, 131_072) else {
+        return;
+    };
+    if f.kind != FRAME_METHOD {
+        return;
+    }
+    let Some(id) = method_id(f.payload) else {
+        return;
+    };
+    let mut out = Vec::new();
+    method_frame(&mut out, f.channel, id, |e| {
+        for &b in &f.payload[4..] {
+            e.u8(b);
+        }
+    });
+    assert_eq!(out, &data[..n]);
+}
+
+/// `basic.ack` of a tag and `multiple` bit taken from the input reads back as both.
+fn ack_round_trip(params: &[u8]) {
+    let Some((tag, rest)) = params.split_first_chunk::<8>() else {
+        return;
+    };
+    let tag = u64::from_be_bytes(*tag);
+    let multiple = rest.first().is_some_and(|b| b & 1 == 1);
+    let mut out = vec![0x55];
+    ack(&mut out, tag, multiple);
+    let (f, n) = parse_frame(&out[1..], 4096)
+        .expect("kiln's ack parses")
+        .expect("kiln's ack is whole");
+    assert_eq!((f.kind, f.channel, n), (FRAME_METHOD, 1, out.len() - 1));
+    let (id, mut args) = method(f.payload);
+    assert_eq!(id, Some((60, 80)));
+    assert_eq!(read_ack(&mut args).ok(), Some((tag, multiple)));
 }
 
 /// A message encoded with the input's parameters splits back into publish, header and
@@ -71,5 +112,7 @@ fn round_trip(params: &[u8]) {
 fuzz_target!(|data: &[u8]| {
     read_stream(data, 131_072);
     read_stream(data, 4096);
+    re_encode(data);
+    ack_round_trip(data);
     round_trip(data);
 });

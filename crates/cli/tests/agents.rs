@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use kiln_testkit::{alive, monotonic_ns, show};
+
 /// A fake ssh: `body` after a line that writes the script's PID to `ssh.pid`.
 fn fake_ssh(dir: &Path, body: &str) -> PathBuf {
     let path = dir.join("ssh");
@@ -41,13 +43,6 @@ fn run_through(dir: &Path, ssh: &Path, timeout: &str, run: &[&str]) -> Command {
         .args(run)
         .args(["load", "mqtt", "conn", "-h", "127.0.0.1", "-c", "1"]);
     c
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-    })
 }
 
 /// The PIDs the fake ssh wrote (its own, and any it started).
@@ -237,30 +232,6 @@ impl PlayedAgent {
             }
         });
     }
-}
-
-fn monotonic_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-fn show(store: &Path, name: &str) -> serde_json::Value {
-    let out = kiln_testkit::kiln_process()
-        .env("KILN_STORE", store)
-        .args(["runs", "show", name, "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// An agent whose seconds claim 2^64 - 1 operations and whose report is nested 100

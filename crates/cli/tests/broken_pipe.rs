@@ -3,15 +3,10 @@
 //! SIGPIPE, what a shell reports for a program SIGPIPE ended), no error, no panic.
 use kiln_model::{EventInfo, FrameKind, Profile};
 use kiln_store::{Attachment, Headline, RunData, RunMeta, RunStatus, SqliteStore, Store, Window};
+use kiln_testkit::perf_fixture;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../collapse/tests/data/perf")
-        .join(name)
-}
 
 /// Runs `c` with standard output a pipe whose reader is closed before the command starts
 /// (every write there fails with EPIPE); asserts it ended with 141 and said nothing of it.
@@ -83,8 +78,8 @@ fn stored_run(name: &str, throughput: f64) -> RunData {
 fn profile_commands_end_quietly_when_the_reader_goes() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("none.db");
-    let fp = fixture("cpu-fp.txt");
-    let jit = fixture("erlang-jit.txt");
+    let fp = perf_fixture("cpu-fp.txt");
+    let jit = perf_fixture("erlang-jit.txt");
     let cases: Vec<(&str, Vec<&std::ffi::OsStr>)> = vec![
         ("collapse", vec!["collapse".as_ref(), fp.as_os_str()]),
         (

@@ -4,25 +4,12 @@
 //! before its after-each runs; a gigabyte of output is kept within a bound and a store
 //! holding more than its readers accept is reported damaged by `kiln runs check`.
 use kiln_testkit::Started;
-use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use kiln_testkit::kiln_in as kiln;
-
-fn json(out: &[u8]) -> Value {
-    serde_json::from_slice(out)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
-}
-
-fn runs(store: &Path) -> Vec<Value> {
-    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
-    serde_json::from_slice::<Value>(&out.stdout)
-        .ok()
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default()
-}
+use kiln_testkit::{alive, json, runs_or_empty as runs};
 
 /// A target for the runs: a sleeping process (nothing to record; the runs are about what
 /// runs around them).
@@ -71,17 +58,6 @@ fn pid_in(file: &Path) -> u32 {
         .unwrap()
 }
 
-/// Whether `pid` is gone (reaped, or a zombie about to be).
-fn gone(pid: u32) -> bool {
-    match std::fs::read(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(s) => {
-            let i = s.iter().rposition(|&c| c == b')').unwrap_or(0);
-            s[i + 1..].trim_ascii_start().starts_with(b"Z")
-        }
-    }
-}
-
 /// A shell command that starts a background sleep (a grandchild of kiln), writes its pid
 /// to `file`, and waits: hung, with something of its own to orphan.
 fn hung(file: &Path) -> String {
@@ -115,7 +91,7 @@ fn a_hung_set_up_ends_on_the_first_sigterm_with_its_whole_group() {
         ],
     );
     let sleeper = pid_in(&bg);
-    assert!(!gone(sleeper));
+    assert!(alive(sleeper));
     kiln_testkit::signal(child.id(), libc::SIGTERM);
     let (code, stderr) = finish(child, Duration::from_secs(120));
     assert_eq!(code, Some(143), "{stderr}");
@@ -125,7 +101,7 @@ fn a_hung_set_up_ends_on_the_first_sigterm_with_its_whole_group() {
     );
     assert!(stderr.contains("the experiment"), "{stderr}");
     assert!(
-        kiln_testkit::poll_until(Duration::from_secs(60), || gone(sleeper)).is_some(),
+        kiln_testkit::poll_until(Duration::from_secs(60), || !alive(sleeper)).is_some(),
         "the set-up's background sleep {sleeper} outlived kiln"
     );
     assert!(runs(&store).is_empty());
@@ -165,7 +141,7 @@ fn a_set_up_past_its_timeout_is_ended_and_stops_the_experiment() {
         "{stderr}"
     );
     assert!(
-        kiln_testkit::poll_until(Duration::from_secs(60), || gone(sleeper)).is_some(),
+        kiln_testkit::poll_until(Duration::from_secs(60), || !alive(sleeper)).is_some(),
         "the set-up's background sleep {sleeper} outlived its timeout"
     );
 }
@@ -210,16 +186,12 @@ fn a_run_is_saved_before_its_after_each_and_a_hung_one_ends_on_sigterm() {
     let (code, stderr) = finish(child, Duration::from_secs(120));
     assert_eq!(code, Some(143), "{stderr}");
     assert!(
-        kiln_testkit::poll_until(Duration::from_secs(60), || gone(sleeper)).is_some(),
+        kiln_testkit::poll_until(Duration::from_secs(60), || !alive(sleeper)).is_some(),
         "the after-each's background sleep {sleeper} outlived kiln"
     );
     let after = runs(&store);
     assert_eq!(after.len(), 1, "{after:#?}");
-    let out = kiln(&store)
-        .args(["runs", "show", "#1", "--json"])
-        .output()
-        .unwrap();
-    let shown = json(&out.stdout);
+    let shown = kiln_testkit::show(&store, "#1");
     let cmd = &shown["commands"][0];
     assert_eq!(cmd["role"], "after-each", "{shown:#}");
     assert_eq!(cmd["stopped"], "stopped on SIGTERM", "{shown:#}");
@@ -283,13 +255,7 @@ fn a_gigabyte_of_set_up_output_is_kept_within_the_bound() {
     assert!(data[..keep].iter().all(|&b| b == 0));
     assert_eq!(&data[keep..keep + marker.len()], marker.as_bytes());
     assert!(data.ends_with(b"\0\0end-of-output\n"));
-    let shown = json(
-        &kiln(&store)
-            .args(["runs", "show", "a", "--json"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let shown = kiln_testkit::show(&store, "a");
     let notes = shown["commands"][0]["notes"].to_string();
     assert!(
         notes.contains(&format!("stdout: {written} bytes written")),

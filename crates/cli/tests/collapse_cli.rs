@@ -1,19 +1,14 @@
 //! The `kiln collapse` and `kiln diff` commands as a user runs them: stdout and stderr
 //! checked separately, exit codes, and outputs that appear whole or not at all.
+use kiln_testkit::perf_fixture;
 use predicates::prelude::*;
 use std::path::PathBuf;
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../collapse/tests/data/perf")
-        .join(name)
-}
 
 use kiln_testkit::kiln;
 
 #[test]
 fn collapses_from_stdin_and_summarises_on_stderr() {
-    let input = std::fs::read(fixture("tracepoints.txt")).unwrap();
+    let input = std::fs::read(perf_fixture("tracepoints.txt")).unwrap();
     kiln()
         .args(["collapse", "--count-samples"])
         .write_stdin(input)
@@ -34,7 +29,7 @@ fn collapses_from_stdin_and_summarises_on_stderr() {
 fn merge_threads_and_quiet() {
     kiln()
         .args(["collapse", "-q", "--merge-threads", "--count-samples"])
-        .arg(fixture("erlang-jit.txt"))
+        .arg(perf_fixture("erlang-jit.txt"))
         .assert()
         .success()
         .stderr("")

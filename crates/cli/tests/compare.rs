@@ -2,7 +2,7 @@
 //! RabbitMQ (one private vhost per test, so that the firehose tracer traces nothing of
 //! the other tests) and the Go example query server.
 use kiln_testkit::json;
-use serde_json::Value;
+use kiln_testkit::row;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
@@ -16,15 +16,6 @@ fn broker_turn() -> std::sync::MutexGuard<'static, ()> {
 }
 
 use kiln_testkit::kiln_in as kiln;
-
-fn row<'a>(cmp: &'a Value, key: &str) -> &'a Value {
-    cmp["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["key"] == key)
-        .unwrap_or_else(|| panic!("no {key} in {cmp:#}"))
-}
 
 /// A vhost of its own on the shared broker, with guest's permissions.
 fn vhost(broker: &kiln_testkit::RabbitMq, name: &str) -> String {
@@ -622,11 +613,7 @@ fn the_beam_schedulers_spin_named_and_checked_against_msacc() {
             .map_or(0.0, |(_, v)| v * 100.0 / awake_ns)
     };
     // kiln over the seconds msacc read: the run seen through that window.
-    let shown = kiln(&store)
-        .args(["runs", "show", "spin", "--json"])
-        .output()
-        .unwrap();
-    let run = json(kiln_testkit::succeeded(&shown).as_bytes());
+    let run = kiln_testkit::show(&store, "spin");
     let (start, end) = (
         run["measure"]["start_ns"].as_u64().unwrap(),
         run["measure"]["end_ns"].as_u64().unwrap(),

@@ -2,7 +2,7 @@
 //! bridge, 10.200.S.N), Debian's sshd in each with a key made by the test, kiln's agent
 //! started there over ssh, real brokers on the test network, real targets in the
 //! namespaces.
-use kiln_testkit::json;
+use kiln_testkit::{alive, json};
 use kiln_testkit::{Mosquitto, MosquittoOptions, SshKeys, Sshd, TestNet};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -112,15 +112,10 @@ fn broker(net: &TestNet) -> Mosquitto {
 /// The stored run `name`: its metadata (as `kiln runs show --json` prints it) and its
 /// series.
 fn show(store: &Path, name: &str) -> Value {
-    let out = kiln_testkit::kiln_process()
-        .env("KILN_STORE", store)
-        .args(["runs", "show", name, "--json"])
-        .output()
-        .unwrap();
-    kiln_testkit::succeeded(&out);
+    let meta = kiln_testkit::show(store, name);
     let run = load_run(store, name);
     serde_json::json!({
-        "meta": json(&out.stdout),
+        "meta": meta,
         "series": serde_json::to_value(&run.series).unwrap(),
     })
 }
@@ -142,13 +137,6 @@ fn total(report: &Value, counter: &str) -> u64 {
         .find(|c| c["name"] == counter)
         .and_then(|c| c["value"].as_u64())
         .unwrap_or(0)
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-    })
 }
 
 /// Follows mosquitto's own count of connected clients (`$SYS/broker/clients/connected`,

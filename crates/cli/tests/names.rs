@@ -3,8 +3,7 @@
 //! `aсервер-приложение`, and a thread may name itself any bytes (`spin\xff`). Such a
 //! target is recorded, run and loaded like any other, and its names are shown with the
 //! stray bytes escaped, never dropped.
-use kiln_testkit::{kiln_in as kiln, Started};
-use serde_json::Value;
+use kiln_testkit::{kiln_in as kiln, runs, Started};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -40,16 +39,6 @@ fn start_badnames(dir: &Path) -> (Started, PathBuf) {
         "the kernel cut the name where this test expects"
     );
     (t, exe)
-}
-
-fn runs(store: &Path) -> Vec<Value> {
-    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
-    let text = kiln_testkit::succeeded(&out);
-    serde_json::from_str::<Value>(&text)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

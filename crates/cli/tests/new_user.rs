@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use kiln_testkit::kiln_in as kiln;
+use kiln_testkit::{runs_or_empty as runs, text};
 
 fn broker() -> Option<&'static kiln_testkit::RabbitMq> {
     match kiln_testkit::shared_rabbitmq_mqtt() {
@@ -15,10 +16,6 @@ fn broker() -> Option<&'static kiln_testkit::RabbitMq> {
             None
         }
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// kiln's default MQTT 5 CONNECT to a broker that speaks 3.1.1 only: the error says which
@@ -49,14 +46,6 @@ fn a_refused_protocol_version_says_what_was_sent_and_what_to_give() {
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{all}");
     assert!(!all.contains("kiln sent MQTT"), "{all}");
-}
-
-fn runs(store: &Path) -> Vec<Value> {
-    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
-    serde_json::from_slice::<Value>(&out.stdout)
-        .ok()
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default()
 }
 
 /// A fleet opened at one connection per 50 ms: measured at once, it is still connecting,
@@ -239,11 +228,7 @@ fn a_sweep_longer_than_its_measurement_is_said_and_its_cut_steps_marked() {
         "{err}"
     );
     assert!(said.contains("(cut short: "), "{said}{err}");
-    let shown = kiln(&store)
-        .args(["runs", "show", "short", "--json"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let v = kiln_testkit::show(&store, "short");
     assert!(
         v["warnings"].to_string().contains("shorter than the sweep"),
         "{v:#}"

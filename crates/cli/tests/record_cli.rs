@@ -385,15 +385,6 @@ mod libc_sig {
     pub const SIGTERM: i32 = 15;
 }
 
-/// A free TCP port on 127.0.0.1.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Names for a stripped binary: none without its debug file (and the summary says so),
 /// from `.gnu_debuglink` when its debug file is beside it, and from a debuginfod server
 /// (Debian's, started here on a free port, serving the unstripped binary) when
@@ -491,7 +482,7 @@ fn stripped_binaries_are_named_from_debug_files_and_debuginfod() {
     assert!(folded.contains(";main;work;hot_a"), "{folded}");
 
     // debuginfod, serving the unstripped binary by its build id.
-    let port = free_port();
+    let port = kiln_testkit::unused_port();
     let db = dir.path().join("debuginfod.sqlite");
     let mut server = std::process::Command::new("debuginfod")
         .args(["-p", &port.to_string(), "-d"])

@@ -1,23 +1,14 @@
 //! `kiln run`, `kiln runs` and `kiln compare` end to end: real targets built here, a real
 //! RabbitMQ, real SQLite stores.
+use kiln_testkit::row;
 use kiln_testkit::Started;
 use kiln_testkit::{json, runs};
 use predicates::prelude::*;
-use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use kiln_testkit::kiln_in as kiln;
-
-fn metric<'a>(cmp: &'a Value, key: &str) -> &'a Value {
-    cmp["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["key"] == key)
-        .unwrap_or_else(|| panic!("no {key} in {cmp:#}"))
-}
 
 /// An event taken at a kernel site is ranked by the code that caused it: the C program's
 /// only caller of mmap (its source is the account), never the tracepoint's kernel site or
@@ -100,7 +91,7 @@ fn an_ab_change_is_detected_and_an_aa_comparison_is_not() {
     };
     // A/B: variable_work cut to a quarter, so the target's CPU falls by about 60%.
     let ab = cmp("a", "b-quarter");
-    let cpu = metric(&ab, "target_cpu");
+    let cpu = row(&ab, "target_cpu");
     let change = &cpu["changes"][1];
     assert!(
         change["percent"].as_f64().unwrap() < -30.0,
@@ -504,7 +495,7 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
         .unwrap();
     let cmp = json(&out.stdout);
     // Both rates were set and held: settings, not better or worse.
-    let thr = metric(&cmp, "throughput");
+    let thr = row(&cmp, "throughput");
     assert_eq!(thr["role"], "setting", "{thr:#}");
     let held: Vec<bool> = thr["held"]
         .as_array()
@@ -521,12 +512,12 @@ fn an_amqp_run_at_two_rates_shows_rate_and_broker_cpu() {
         assert!(tp[1] < 2500.0, "not held, yet {tp:?}: {thr:#}");
     }
     // The broker's total CPU at another rate is context; CPU per message is judged.
-    assert_eq!(metric(&cmp, "target_cpu")["role"], "context");
-    assert_eq!(metric(&cmp, "kiln_cpu")["role"], "context");
-    let per_msg = metric(&cmp, "cpu_per_op");
+    assert_eq!(row(&cmp, "target_cpu")["role"], "context");
+    assert_eq!(row(&cmp, "kiln_cpu")["role"], "context");
+    let per_msg = row(&cmp, "cpu_per_op");
     assert_eq!(per_msg["role"], "outcome");
     assert_eq!(per_msg["changes"][1]["why"], "one_run", "{per_msg:#}");
-    let cpu = &metric(&cmp, "target_cpu")["groups"];
+    let cpu = &row(&cmp, "target_cpu")["groups"];
     assert!(
         cpu[1]["median"].as_f64().unwrap() > cpu[0]["median"].as_f64().unwrap(),
         "broker CPU grows with the rate: {cpu}"

@@ -22,15 +22,6 @@ fn total(p: &kiln_model::Profile) -> u64 {
     p.total_weight()
 }
 
-/// A port nothing listens on.
-fn dead_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn a_go_servers_own_profiles_of_the_window_are_kept_beside_kilns() {
     if !have_go() {
@@ -56,7 +47,10 @@ fn a_go_servers_own_profiles_of_the_window_are_kept_beside_kilns() {
     )
     .expect("go example starts");
     let base = server.url("/debug/pprof/");
-    let dead = format!("http://127.0.0.1:{}/debug/pprof/", dead_port());
+    let dead = format!(
+        "http://127.0.0.1:{}/debug/pprof/",
+        kiln_testkit::unused_port()
+    );
     // The server is up but serves no pprof there: 404s.
     let missing = server.url("/nope/");
     let window_s = 4u64;

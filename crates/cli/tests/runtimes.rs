@@ -185,11 +185,7 @@ fn a_java_monitor_is_named_from_the_jvms_thread_dumps() {
         dumps.contains(&format!("{taken} of 4 taken")) && taken >= 1,
         "the dumps taken of the 4 asked for: {dumps}"
     );
-    let show = kiln_testkit::kiln_in(&store)
-        .args(["runs", "show", "ledger", "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let v = kiln_testkit::show(&store, "ledger");
     let lock = v["findings"]
         .as_array()
         .expect("findings in the JSON")

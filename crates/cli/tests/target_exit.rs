@@ -1,26 +1,11 @@
 //! A target that exits in the first seconds of `kiln run`, before its load starts: the run
 //! is stored, incomplete, saying so, and no message names a flag the user did not give
 //! (`--target-pid` when the user gave `-p`).
-use serde_json::Value;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use kiln_testkit::kiln_in as kiln;
-
-fn runs(store: &Path) -> Vec<Value> {
-    let out = kiln(store).args(["runs", "--json"]).output().unwrap();
-    serde_json::from_slice::<Value>(&out.stdout)
-        .ok()
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default()
-}
-
-/// A port nothing listens on.
-fn closed_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+use kiln_testkit::runs_or_empty as runs;
 
 /// The target has exited (a zombie this test has not reaped: it is still in /proc, so
 /// kiln's first check passes, as for a target that exits just after it) and the load
@@ -38,7 +23,7 @@ fn a_target_that_exited_before_the_load_started_is_a_stored_incomplete_run() {
         })
     });
     assert!(exited.is_some(), "the target never exited");
-    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let url = format!("http://127.0.0.1:{}/", kiln_testkit::unused_port());
     let out = kiln(&store)
         .args([
             "run",

@@ -14,10 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kiln_testkit::kiln_in as kiln;
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use kiln_testkit::text;
 
 /// Bytes a terminal would obey, or that reorder a line: none may come out of kiln.
 fn assert_no_raw_controls(what: &str, out: &[u8]) {

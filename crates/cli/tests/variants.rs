@@ -2,6 +2,7 @@
 //! target built here (the ticker), on a machine a CPU hog of the test's own makes drift
 //! halfway, and `kiln compare` of the variants paired by round.
 use kiln_testkit::json;
+use kiln_testkit::row;
 use kiln_testkit::Started;
 use predicates::prelude::*;
 use serde_json::Value;
@@ -28,15 +29,6 @@ fn compare(store: &Path, extra: &[&str]) -> (Value, std::process::Output) {
         .unwrap();
     let v = json(&out.stdout);
     (v, out)
-}
-
-fn row<'a>(cmp: &'a Value, key: &str) -> &'a Value {
-    cmp["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["key"] == key)
-        .unwrap_or_else(|| panic!("no {key} in {cmp:#}"))
 }
 
 /// CPU hogs of the test's own (one per CPU), killed by PID when dropped.

@@ -58,7 +58,7 @@ pub use mosquitto::{Mosquitto, MosquittoOptions, Witness};
 pub use netns::{in_private_netns, set_sysctl};
 pub use nginx::{AccessEntry, Nginx, NginxOptions};
 pub use postgres::{have_postgres, postgres_installed, Postgres, POSTGRES_BIN};
-pub use proc::{bpf_links, children, monotonic_ns, schedstat, signal, Hog};
+pub use proc::{alive, bpf_links, children, monotonic_ns, schedstat, signal, Hog};
 pub use programs::{build_c, build_hot, build_ticker, Started};
 pub use rabbitmq::{
     free_port, listening, shared_rabbitmq, shared_rabbitmq_mqtt, RabbitMq, RabbitMqOptions,
@@ -297,6 +297,61 @@ pub fn runs(store: &std::path::Path) -> Vec<serde_json::Value> {
         serde_json::Value::Array(runs) => runs,
         other => panic!("kiln runs --json printed no list: {other}"),
     }
+}
+
+/// `kiln runs --json` of the store at `store`, or no runs when kiln cannot list them (the
+/// store not created yet, or being written by a run this test waits for): for waiting on a
+/// run to land and for stores that may not exist. [`runs`] fails the test instead.
+pub fn runs_or_empty(store: &std::path::Path) -> Vec<serde_json::Value> {
+    let out = kiln_in(store).args(["runs", "--json"]).output().unwrap();
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// `kiln runs show REFERENCE --json` of the store at `store`: the stored run's metadata as
+/// JSON; the test fails, showing kiln's output, when kiln does.
+#[track_caller]
+pub fn show(store: &std::path::Path, reference: &str) -> serde_json::Value {
+    let out = kiln_in(store)
+        .args(["runs", "show", reference, "--json"])
+        .output()
+        .unwrap();
+    json(succeeded(&out).as_bytes())
+}
+
+/// The row keyed `key` in the `rows` of a comparison (`kiln compare --json`); a panic
+/// showing the comparison when it has none.
+#[track_caller]
+pub fn row<'a>(cmp: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
+    cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} in {cmp:#}"))
+}
+
+/// Bytes a command wrote, as text (invalid UTF-8 replaced).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The `perf script` fixture `name` of the collapse crate's tests
+/// (`crates/collapse/tests/data/perf/`).
+pub fn perf_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../collapse/tests/data/perf")
+        .join(name)
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on (bound once and released): a server
+/// that is down, or a port to give a server of the test's own. [`free_port`] with the
+/// test failing if no port can be bound.
+#[track_caller]
+pub fn unused_port() -> u16 {
+    free_port().expect("binding a port on 127.0.0.1")
 }
 
 /// `prog` as found on `PATH`, if it is there.

@@ -16,7 +16,7 @@ pub fn signal(pid: u32, sig: i32) {
 
 /// Whether `pid` still exists (a zombie counts as gone). Read as bytes: a process whose
 /// name is not UTF-8 exists too.
-pub(crate) fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     match std::fs::read(format!("/proc/{pid}/stat")) {
         Ok(s) => !s
             .iter()

@@ -18,11 +18,14 @@ mod wire;
 /// against `amq-protocol`: frames split off a read buffer ([`parse_frame`](codec::parse_frame)),
 /// a producer's messages ([`Publish`](codec::Publish)), a consumer's deliveries assembled
 /// from their frames ([`Deliveries`](codec::Deliveries)) and its acknowledgements
-/// ([`ack`](codec::ack)), a confirm read back ([`read_ack`](codec::read_ack)).
+/// ([`ack`](codec::ack)), a confirm read back ([`read_ack`](codec::read_ack)), and any
+/// method frame written from its arguments ([`method_frame`](codec::method_frame) with an
+/// [`Enc`](codec::Enc)), which the fuzz target uses to write a decoded frame back.
 pub mod codec {
     pub use super::wire::{
-        ack, method, method_id, parse_frame, read_ack, Assembled, Dec, Deliveries, Delivery, Frame,
-        Publish, Short, FRAME_BODY, FRAME_END, FRAME_HEADER, FRAME_HEARTBEAT, FRAME_METHOD,
+        ack, method, method_frame, method_id, parse_frame, read_ack, Assembled, Dec, Deliveries,
+        Delivery, Enc, Frame, Publish, Short, FRAME_BODY, FRAME_END, FRAME_HEADER, FRAME_HEARTBEAT,
+        FRAME_METHOD,
     };
 }
 

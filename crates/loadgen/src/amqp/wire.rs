@@ -85,18 +85,22 @@ pub struct Enc {
 }
 
 impl Enc {
+    /// An octet.
     pub fn u8(&mut self, v: u8) -> &mut Self {
         self.buf.push(v);
         self
     }
+    /// A short (big-endian).
     pub fn u16(&mut self, v: u16) -> &mut Self {
         self.buf.extend_from_slice(&v.to_be_bytes());
         self
     }
+    /// A long (big-endian).
     pub fn u32(&mut self, v: u32) -> &mut Self {
         self.buf.extend_from_slice(&v.to_be_bytes());
         self
     }
+    /// A long long (big-endian).
     pub fn u64(&mut self, v: u64) -> &mut Self {
         self.buf.extend_from_slice(&v.to_be_bytes());
         self
@@ -113,6 +117,7 @@ impl Enc {
         self.buf.extend_from_slice(b);
         self
     }
+    /// A field table: its byte length, then each name and its typed value.
     pub fn table(&mut self, t: &[(String, FieldValue)]) -> &mut Self {
         let at = self.buf.len();
         self.u32(0);
