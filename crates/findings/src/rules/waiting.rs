@@ -501,7 +501,7 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
             places.join(", ")
         );
         let source = if traced {
-            "goroutine waits traced at each park (uprobes on runtime.gopark and runtime.ready, attached one second in three and scaled to the window)".to_string()
+            "goroutine waits traced at each park (uprobes on runtime.gopark and runtime.ready, attached one second in five and scaled to the window)".to_string()
         } else {
             format!("Go's block profile ({}), the same seconds", p.event.name)
         };
