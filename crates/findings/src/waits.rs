@@ -384,6 +384,12 @@ fn go_in_request(frames: &[String]) -> bool {
 /// ([`WaitReason::Idle`]). Profiling's own handlers (`net/http/pprof`) wait for nothing
 /// the program does.
 fn go_wait_reason(frames: &[String], primitive: &str) -> WaitReason {
+    // The collector holding an allocating goroutine (an assist that found no work left,
+    // a collection being started): garbage collection's cost, which its own finding
+    // says, not a lock or a channel of the program's.
+    if frames.iter().any(|f| GO_COLLECTOR.contains(&f.as_str())) {
+        return WaitReason::Other;
+    }
     if primitive.contains("Mutex") || primitive.contains("semacquire") {
         return WaitReason::Lock;
     }
@@ -395,12 +401,22 @@ fn go_wait_reason(frames: &[String], primitive: &str) -> WaitReason {
     if primitive == "time.Sleep" || frames.iter().any(|f| f == "runtime.timeSleep") {
         return WaitReason::Sleep;
     }
-    if go_in_request(frames) {
+    // A channel or a condition waited on by the server's machinery alone (net/http
+    // ending a request's background read) is not the program's.
+    if go_in_request(frames) && frames.iter().any(|f| kiln_model::waits::is_go_program(f)) {
         WaitReason::Futex
     } else {
         WaitReason::Idle
     }
 }
+
+/// The runtime's frames that make a goroutine wait for the garbage collector.
+const GO_COLLECTOR: [&str; 4] = [
+    "runtime.gcParkAssist",
+    "runtime.gcAssistAlloc",
+    "runtime.gcStart",
+    "runtime.GC",
+];
 
 #[cfg(test)]
 mod tests {
@@ -427,6 +443,26 @@ mod tests {
         let sleep =
             v("runtime.goexit;net/http.(*conn).serve;main.handle;time.Sleep;runtime.gopark");
         assert_eq!(go_wait_reason(&sleep, "time.Sleep"), WaitReason::Sleep);
+        let server = v("runtime.goexit;net/http.(*conn).serve;net/http.(*response).finishRequest;net/http.(*connReader).abortPendingRead;sync.(*Cond).Wait");
+        assert_eq!(
+            go_wait_reason(&server, "sync.(*Cond).Wait"),
+            WaitReason::Idle
+        );
+        let module = v("runtime.goexit;net/http.(*conn).serve;github.com/acme/pool.(*Pool).Get;runtime.chanrecv1");
+        assert_eq!(
+            go_wait_reason(&module, "runtime.chanrecv1"),
+            WaitReason::Futex
+        );
+        let assist = v("runtime.goexit;net/http.(*conn).serve;main.handle;runtime.newobject;runtime.mallocgc;runtime.gcAssistAlloc;runtime.gcParkAssist");
+        assert_eq!(
+            go_wait_reason(&assist, "runtime.newobject"),
+            WaitReason::Other
+        );
+        let start = v("runtime.goexit;net/http.(*conn).serve;main.handle;runtime.mallocgc;runtime.gcStart;runtime.semacquire1");
+        assert_eq!(
+            go_wait_reason(&start, "runtime.semacquire1"),
+            WaitReason::Other
+        );
         let lock = v("runtime.goexit;main.worker;sync.(*Mutex).Lock");
         assert_eq!(
             go_wait_reason(&lock, "sync.(*Mutex).Lock"),

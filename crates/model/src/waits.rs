@@ -401,6 +401,12 @@ pub fn program_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
         })
 }
 
+/// Whether a Go function is the program's own or a module's it imports (package `main`,
+/// an import path starting with a domain), not the standard library's or the runtime's.
+pub fn is_go_program(f: &str) -> bool {
+    owners().go_program.is_match(f)
+}
+
 /// Where a Go profile's stack (block or mutex: root to leaf) waited, as a reader names it:
 /// the program's frame nearest the leaf ([`program_frame`]) and the function it called
 /// there (`sync.(*Mutex).Lock` under `main.(*blockCache).get`). `None` for an empty stack.

@@ -466,6 +466,11 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
             .filter(|s| s.reason == WaitReason::Lock)
             .map(|s| s.weight)
             .sum();
+        let cond_w: u128 = picked
+            .iter()
+            .filter(|s| s.reason == WaitReason::Futex && s.primitive.contains("Cond"))
+            .map(|s| s.weight)
+            .sum();
         let w: u128 = picked.iter().map(|s| s.weight).sum();
         let t = w as f64 * ns / 1e9;
         let share = t / outcome_s.max(1e-9);
@@ -487,6 +492,11 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
             ("a timer (a sleep)", Class::SleepInPath)
         } else if lock_w * 2 >= w {
             ("a lock", Class::LockContention)
+        } else if cond_w * 2 >= w - lock_w {
+            (
+                "a condition in the request's path (sync.Cond: a pool's free resource or another goroutine's signal)",
+                Class::LockContention,
+            )
         } else {
             (
                 "a channel in the request's path (a semaphore, a pool's slot or another goroutine's result)",
