@@ -557,6 +557,27 @@ fn in_request(s: &Site) -> bool {
     s.in_request_path
 }
 
+/// Seconds goroutines spent parked inside the server on the operations' behalf (a lock,
+/// a channel or condition in a request's path, a sleep in it), from the goroutine waits
+/// or Go's block profile: time in the server that no thread spent.
+fn go_parked_in_path_s(f: &Facts) -> f64 {
+    let Some(p) = f.goroutine_waits() else {
+        return 0.0;
+    };
+    let ns = p.event.ns_per_weight().unwrap_or(1.0);
+    let (sites, _) = go_sites(p);
+    let w: u128 = sites
+        .iter()
+        .filter(|s| match s.reason {
+            WaitReason::Lock | WaitReason::Futex => true,
+            WaitReason::Sleep => in_request(s),
+            _ => false,
+        })
+        .map(|s| s.weight)
+        .sum();
+    w as f64 * ns / 1e9
+}
+
 /// Linux's delayed-ACK timer (ms): a small write held by Nagle's algorithm waits for it.
 const DELAYED_ACK_MS: f64 = 40.0;
 
@@ -698,6 +719,8 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
             .sum();
         busy += asleep.min(req_s / f.secs.max(1e-9)) * f.secs;
     }
+    // Goroutines parked on a lock or a channel in a request's path waited inside it.
+    busy += go_parked_in_path_s(f);
     let share = busy / req_s.max(1e-9);
     // A thread never idle, or a group whose threads all work, is where operations wait.
     // (On a CPU or waiting for one: a thread blocked all the time on a condition is not
