@@ -246,6 +246,9 @@ impl Bpftrace {
     }
 
     /// As [`Bpftrace::time_in`], for the threads `filter` (a bpftrace predicate) selects.
+    /// A bpftrace that ends before it traces (seen on a machine busy with another suite:
+    /// "tracepoint not found" for a while) is started again, up to four times; what the
+    /// last one said is printed.
     fn time_where(call: &str, filter: &str, secs: u32) -> Option<Bpftrace> {
         let script = format!(
             "tracepoint:syscalls:sys_enter_{call} /{filter}/ {{ @s[tid] = nsecs; }} \
@@ -254,16 +257,39 @@ impl Bpftrace {
              interval:s:1 {{ printf(\"second\\n\"); print(@t); clear(@t); @n = @n + 1; if (@n == {secs}) {{ exit(); }} }} \
              END {{ clear(@s); clear(@n); printf(\"total\\n\"); }}"
         );
-        let mut child = Command::new("bpftrace")
-            .arg("-e")
-            .arg(script)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let mut lines = Lines::follow(child.stdout.take()?);
-        lines.wait_for(Duration::from_secs(120), |l| l == "tracing")?;
-        Some(Bpftrace { child, lines })
+        let mut said = String::new();
+        for _ in 0..4 {
+            let err = tempfile::tempfile().ok()?;
+            let mut child = Command::new("bpftrace")
+                .arg("-e")
+                .arg(&script)
+                .stdout(Stdio::piped())
+                .stderr(err.try_clone().ok()?)
+                .spawn()
+                .ok()?;
+            let mut lines = Lines::follow(child.stdout.take()?);
+            let started = std::time::Instant::now();
+            if lines
+                .wait_for(Duration::from_secs(120), |l| l == "tracing")
+                .is_some()
+            {
+                return Some(Bpftrace { child, lines });
+            }
+            // Ended early (its output closed), or never ready: only the first is tried again.
+            let ended = started.elapsed() < Duration::from_secs(110);
+            let _ = child.kill();
+            let _ = child.wait();
+            said.clear();
+            let mut err = err;
+            use std::io::{Read, Seek};
+            let _ = err.rewind();
+            let _ = err.read_to_string(&mut said);
+            if !ended {
+                break;
+            }
+        }
+        eprintln!("bpftrace did not start tracing {call}; it said:\n{said}");
+        None
     }
 
     /// Seconds in the call in each second traced (a second without a call prints none).

@@ -1,7 +1,7 @@
 //! Feeding parsed perf records (from a ring buffer or a perf.data file) to the collector.
 use crate::collect::{Collector, UserStack};
 use crate::sys::{REG_BP, REG_IP, REG_SP};
-use linux_perf_data::linux_perf_event_reader::{EventRecord, RawData, SampleRecord};
+use linux_perf_data::linux_perf_event_reader::{EventRecord, RawData, RecordType, SampleRecord};
 use std::collections::HashMap;
 
 /// Context markers in a callchain (`PERF_CONTEXT_*`): values from -4095 up.
@@ -71,6 +71,14 @@ pub(crate) fn handle(
             time,
         ),
         EventRecord::Lost(r) => c.summary.lost += r.count,
+        // Samples the kernel dropped without room for them (PERF_RECORD_LOST_SAMPLES: a
+        // u64 count first): lost as well, never silently.
+        EventRecord::Raw(r) if r.record_type == RecordType::LOST_SAMPLES => {
+            let body = r.data.as_slice();
+            if let Some(n) = body.get(..8).and_then(|b| b.try_into().ok()) {
+                c.summary.lost += u64::from_ne_bytes(n);
+            }
+        }
         EventRecord::Throttle(_) => c.summary.throttled += 1,
         _ => {}
     }

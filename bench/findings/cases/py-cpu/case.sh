@@ -7,7 +7,7 @@
 # thread's CPU (/proc).
 . "$(dirname "$0")/../../lib.sh"
 
-PYSPY=$(command -v py-spy || true)
+PYSPY=$(command -v py-spy || command -v /opt/kiln-py-spy/bin/py-spy || true)
 [ -n "$PYSPY" ] || { say "py-spy not found (pip install py-spy)"; exit 1; }
 start_server server "$PY" "$CASE_DIR/server.py"
 
