@@ -327,6 +327,13 @@ fn a_rate_sweep_finds_its_knee_and_what_grew() {
     // at 3,000/s already: the break is then that step, and it is explained there.
     if text.contains("knee at rate=1000:") && text.contains("at rate=3000 the outcome broke") {
         assert!(text.contains("\n    at rate=3000: "), "{text}");
+    } else if text.contains("at rate=1000000: cpu-bound") {
+        // On a busy machine the flood's two seconds can build less than a second of
+        // backlog (the queue rule's threshold) while the broker fills the CPUs left to it:
+        // that step is then the broker's CPU, and the run's own findings hold the backlog
+        // the flood built, by Little's law.
+        assert!(text.contains("Queue growing: "), "{text}");
+        assert!(text.contains("Little's law"), "{text}");
     } else {
         assert!(text.contains("at rate=1000000: queue growing"), "{text}");
         assert!(text.contains("Little's law"), "{text}");

@@ -763,7 +763,14 @@ fn a_neighbour_that_takes_the_cpu_is_named() {
             .count();
         assert!(others >= 3, "the neighbour is not named:\n{text}");
     }
-    assert_eq!(found[0].0, "cpu-starvation", "{text}");
+    // First: the starvation, or — when the server's threads won most of the CPU it is
+    // pinned to from the one neighbour thread (the scheduler shares by thread) — that
+    // pinned CPU, full: both are so, and the second is the setting to change.
+    assert!(
+        found[0].0 == "cpu-starvation"
+            || (found[0].0 == "cpu-bound" && found[0].1.contains("CPU affinity")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -794,10 +801,13 @@ fn memory_given_back_and_taken_again_is_churn_and_perf_counts_the_faults() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let p = Planted::start(&planted_exe(dir.path()), "churn", dir.path(), None);
-    // perf's own count of the page faults over 4 s of the run.
+    // perf's own count of the page faults, a quarter of a second at a time over 8 s that
+    // hold the run's load (and the idle seconds around it, left out below).
     let perf = Command::new("perf")
         .args([
             "stat",
+            "-I",
+            "250",
             "-x",
             ",",
             "-e",
@@ -806,25 +816,33 @@ fn memory_given_back_and_taken_again_is_churn_and_perf_counts_the_faults() {
             &p.pid().to_string(),
             "--",
             "sleep",
-            "4",
+            "8",
         ])
         .stderr(Stdio::piped())
         .spawn();
     let (text, v, k) = run(&dir.path().join("r.db"), "churn", &p, 8);
     let perf = perf.expect("perf runs").wait_with_output().unwrap();
     let perf_text = String::from_utf8_lossy(&perf.stderr);
-    let perf_faults: f64 = perf_text
+    // Each interval's line: its end time, then its count.
+    let mut per_s: Vec<f64> = perf_text
         .lines()
-        .find(|l| l.contains("page-faults"))
-        .and_then(|l| l.split(',').next()?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("perf stat: {perf_text}"));
-    println!("{text}\nperf: {perf_faults} page faults in 4 s");
+        .filter(|l| l.contains("page-faults"))
+        .filter_map(|l| l.split(',').nth(1)?.trim().parse::<f64>().ok())
+        .map(|n| n / 0.25)
+        .collect();
+    assert!(!per_s.is_empty(), "perf stat: {perf_text}");
+    // The loaded quarters: those within half of the busiest, their median.
+    let top = per_s.iter().copied().fold(0.0, f64::max);
+    per_s.retain(|&x| x >= 0.5 * top);
+    per_s.sort_by(f64::total_cmp);
+    let perf_rate = per_s[per_s.len() / 2];
+    println!("{text}\nperf: {perf_rate:.0} page faults a second under load");
     let found = findings(&v);
     none_contradicted(&found, &k, 9.0, &text);
     let churn = named(&found, "memory-churn").unwrap_or_else(|| panic!("no churn:\n{text}"));
     assert!(churn.1.contains("new pages per req"), "{text}");
     // kiln's own series of minor faults against perf's count: the same order of faults
-    // per second (perf's 4 s and kiln's measurement overlap but are not the same seconds).
+    // per second under load (perf's quarters and kiln's seconds are not the same ones).
     let target = v["series"]
         .as_array()
         .unwrap()
@@ -844,7 +862,6 @@ fn memory_given_back_and_taken_again_is_churn_and_perf_counts_the_faults() {
         .filter_map(|x| x.as_f64())
         .collect();
     let kiln_rate = vals.iter().sum::<f64>() / vals.len() as f64;
-    let perf_rate = perf_faults / 4.0;
     assert!(
         kiln_rate > perf_rate * 0.3 && kiln_rate < perf_rate * 3.0,
         "kiln {kiln_rate:.0}/s, perf {perf_rate:.0}/s"
