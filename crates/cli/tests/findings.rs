@@ -801,27 +801,30 @@ fn memory_given_back_and_taken_again_is_churn_and_perf_counts_the_faults() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let p = Planted::start(&planted_exe(dir.path()), "churn", dir.path(), None);
-    // perf's own count of the page faults, a quarter of a second at a time over 8 s that
-    // hold the run's load (and the idle seconds around it, left out below).
-    let perf = Command::new("perf")
-        .args([
-            "stat",
-            "-I",
-            "250",
-            "-x",
-            ",",
-            "-e",
-            "page-faults",
-            "-p",
-            &p.pid().to_string(),
-            "--",
-            "sleep",
-            "8",
-        ])
-        .stderr(Stdio::piped())
-        .spawn();
+    // perf's own count of the page faults, a quarter of a second at a time over 2 s of
+    // the load. `perf stat -p` counts the threads there when it starts, and the server
+    // makes one per connection: it starts once the 8 connections' threads are there.
+    let pid = p.pid();
+    let perf = std::thread::spawn(move || {
+        let threads = || std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while threads() < 9 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server never had its 8 connections' threads"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Command::new("perf")
+            .args(["stat", "-I", "250", "-x", ",", "-e", "page-faults", "-p"])
+            .arg(pid.to_string())
+            .args(["--", "sleep", "2"])
+            .stderr(Stdio::piped())
+            .output()
+            .expect("perf runs")
+    });
     let (text, v, k) = run(&dir.path().join("r.db"), "churn", &p, 8);
-    let perf = perf.expect("perf runs").wait_with_output().unwrap();
+    let perf = perf.join().unwrap();
     let perf_text = String::from_utf8_lossy(&perf.stderr);
     // Each interval's line: its end time, then its count.
     let mut per_s: Vec<f64> = perf_text
