@@ -205,3 +205,39 @@ PROC = json.load(open(os.path.join(OUT, "proc.json")))
 $(cat)
 EOF
 }
+
+# go_block_oracle FUNC CONNS NAME : the oracle of goroutines waiting under FUNC, from Go's
+# own block profile over the same seconds (GET /debug/pprof/block?seconds=D, a delta, read
+# with `go tool pprof -top -cum -sample_index=delay`): the delay under FUNC as NAME_s_per_s,
+# NAME_pct_of_block_delay and NAME_pct_of_request_time (over the CONNS connections' time).
+# Defines the case's oracle_window and oracle_end.
+go_block_oracle() {
+  GO_BLOCK=("$@")
+  oracle_window() {
+    curl -sS --max-time $((D + 20)) -o "$WORK/block.pb.gz" "http://127.0.0.1:$SERVER_PORT/debug/pprof/block?seconds=$D"
+  }
+  oracle_end() {
+    go tool pprof -top -cum -sample_index=delay "$WORK/block.pb.gz" > "$WORK/block.top" 2> "$WORK/block.top.err" || true
+    oracle_py "$D" "${GO_BLOCK[@]}" << 'PY'
+d, func, conns, name = float(ARGS[0]), ARGS[1], int(ARGS[2]), ARGS[3]
+top = open(os.path.join(WORK, "block.top")).read()
+total = go_duration(re.search(r"of ([\d.]+\w+) total", top).group(1)) if "total" in top else 0.0
+under = 0.0
+for line in top.splitlines():
+    w = line.split()
+    if len(w) >= 6 and w[5] == func:
+        under = go_duration(w[3])
+f = {
+    "block_delay_s_per_s": round(total / d, 2),
+    f"{name}_s_per_s": round(under / d, 2),
+    f"{name}_pct_of_block_delay": round(100 * under / total, 1) if total else None,
+    f"{name}_pct_of_request_time": round(100 * under / (conns * d), 1),
+    "target_cpu_pct": PROC.get("target_cpu_pct"),
+}
+text = (f"Go's block profile over the window (delta of {d:.0f} s, go tool pprof -top -cum -sample_index=delay):\n"
+        f"  total delay {total:.1f} s; under {func} {under:.1f} s, "
+        f"{f[name + '_pct_of_request_time']}% of the {conns} connections' time\n\n" + "\n".join(top.splitlines()[:14]) + "\n")
+write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+PY
+  }
+}
