@@ -103,10 +103,15 @@ fn trim(v: f64) -> String {
 
 /// Each row's interval of a series table, `(start, end)` ns: a row holds the interval
 /// that ends at its time and starts at the row before, unless there is a gap (over twice
-/// the table's usual step, its median difference), then one step before its end. The rule
-/// of the report's pages too (`web/src/report/lib/intervals.ts`, `rowStart`).
+/// the table's usual step), then one step before its end. The usual step is the median
+/// difference between rows other than the last (the last is the sample taken when the
+/// run stopped, mostly part of a period: a 1 s run's two rows, 0.95 s and 0.08 s after
+/// its start, made the first row's interval 0.08 s long and its CPU a seventh of what it
+/// was), and the sampler's second when no other difference is there. The rule of the
+/// report's pages too (`web/src/report/lib/intervals.ts`, `rowStart`).
 pub fn intervals(time_ns: &[u64]) -> impl Iterator<Item = (u64, u64)> + '_ {
-    let mut d: Vec<u64> = time_ns
+    let before_last = &time_ns[..time_ns.len().saturating_sub(1)];
+    let mut d: Vec<u64> = before_last
         .windows(2)
         .map(|x| x[1].saturating_sub(x[0]))
         .collect();
@@ -493,6 +498,21 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// A 1 s run's table: the periodic sample 0.95 s after the run's first reading, the
+    /// last one 0.08 s later, when the run stopped. The first row is the 0.95 s before it.
+    #[test]
+    fn a_short_last_row_is_not_the_tables_step() {
+        let t = [10_953_778_365, 11_034_958_357];
+        let got: Vec<(u64, u64)> = intervals(&t).collect();
+        assert_eq!(got, vec![(9_953_778_365, t[0]), (t[0], t[1])]);
+        // Longer tables: the last row's part of a period is not their step either.
+        let t = [1_000, 2_000, 2_100].map(|x| x * 1_000_000);
+        let got: Vec<(u64, u64)> = intervals(&t).collect();
+        assert_eq!(got[0], (0, 1_000_000_000));
+        let t = [1_000, 1_100, 1_200, 1_300, 1_320].map(|x| x * 1_000_000);
+        assert_eq!(intervals(&t).next(), Some((900_000_000, 1_000_000_000)));
     }
 
     #[test]

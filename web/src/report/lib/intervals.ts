@@ -7,7 +7,11 @@ import { lowerBound } from './decimate.js';
 
 const steps = new WeakMap<object, number>();
 
-/** The usual step of a table's time column (its median difference), 1 s by default. */
+/**
+ * The usual step of a table's time column: its median difference between rows other than
+ * the last (the sample taken when the run stopped, mostly part of a period), 1 s when
+ * there is none (crates/store/src/window.rs, `intervals`).
+ */
 export function typicalStep(time: ArrayLike<number>): number {
   // Asked for on every window and legend: computed once per column.
   const known = steps.get(time as object);
@@ -19,7 +23,7 @@ export function typicalStep(time: ArrayLike<number>): number {
 
 function medianStep(time: ArrayLike<number>): number {
   const d: number[] = [];
-  for (let i = 1; i < time.length; i++) d.push(time[i] - time[i - 1]);
+  for (let i = 1; i < time.length - 1; i++) d.push(time[i] - time[i - 1]);
   if (!d.length) return 1e9;
   d.sort((a, b) => a - b);
   return Math.max(1, d[d.length >> 1]);
