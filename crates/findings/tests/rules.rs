@@ -485,6 +485,78 @@ fn a_lock_is_named_at_the_programs_frame() {
     assert_eq!(classes(&r)[0], Class::LockContention);
 }
 
+/// A JVM whose off-CPU profile named no lock (its pool's threads runnable on a saturated
+/// machine, or no off-CPU profile at all), while its own thread dumps caught most of the
+/// pool BLOCKED on one monitor: the dumps alone name it, with their counts; caught in a
+/// single dump of four, or a few threads of the pool, it is not said.
+#[test]
+fn a_java_monitor_is_named_from_the_jvms_thread_dumps() {
+    use kiln_store::{Attachment, JvmDump, JvmDumps, MonitorWait, JVM_DUMPS_ATTACHMENT};
+    let jvm = |blocked_per_dump: &[usize]| {
+        let mut r = run(10, 2);
+        headline(&mut r, 700.0, 0.9, 95.0, 0.1);
+        r.meta.load.concurrency = Some(16.0);
+        r.meta.target.comm = "java".into();
+        r.series = vec![target(
+            10,
+            150.0,
+            &[group("pool-N-thread", 16.0, 80.0, 140.0, 6.0)],
+        )];
+        let wait = |i: usize| MonitorWait {
+            thread: format!("pool-1-thread-{i}"),
+            group: "pool-N-thread-N".into(),
+            method: "Ledger.post".into(),
+            address: "0x1".into(),
+            class: "Ledger".into(),
+            holder: Some("pool-1-thread-16".into()),
+            holder_method: Some("Ledger.post".into()),
+        };
+        let dumps = JvmDumps {
+            pid: 4242,
+            asked: blocked_per_dump.len() as u32,
+            dumps: blocked_per_dump
+                .iter()
+                .enumerate()
+                .map(|(k, &n)| JvmDump {
+                    at_ns: (2 + 2 * k as u64) * S,
+                    groups: vec![("pool-N-thread-N".into(), 16), ("main".into(), 1)],
+                    blocked: (0..n).map(wait).collect(),
+                    ..JvmDump::default()
+                })
+                .collect(),
+            failures: Vec::new(),
+        };
+        r.attachments = vec![Attachment {
+            name: JVM_DUMPS_ATTACHMENT.into(),
+            data: serde_json::to_vec(&dumps).unwrap(),
+        }];
+        r
+    };
+    let r = jvm(&[12, 9, 10, 8]);
+    let found = rules::waiting::monitors(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].class, Class::LockContention);
+    assert!(
+        found[0].claim.contains(
+            "waited to enter the monitor of a Ledger in Ledger.post (synchronized, held in \
+             Ledger.post): the JVM's thread dumps found 61% of the pool-N-thread-N threads \
+             serving them BLOCKED on it (39 of 64 dumped, in 4 of 4 dumps)"
+        ),
+        "{}",
+        found[0].claim
+    );
+    assert_eq!(classes(&r).first(), Some(&Class::LockContention));
+    // One dump of four, or three of the sixteen threads: not said.
+    for quiet in [&[12, 0, 0, 0][..], &[1, 0, 1, 1][..]] {
+        let found = rules::waiting::monitors(&Facts::of(&jvm(quiet), None));
+        assert!(found.is_empty(), "{quiet:?}: {found:#?}");
+    }
+    // Not a JVM: the attachment is not read.
+    let mut r = jvm(&[12, 9, 10, 8]);
+    r.meta.target.comm = "srv".into();
+    assert!(rules::waiting::monitors(&Facts::of(&r, None)).is_empty());
+}
+
 /// The server idle while each request took 40 ms: the time is outside it, and 40 ms is
 /// the delayed-ACK timer.
 #[test]

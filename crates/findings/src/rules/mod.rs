@@ -11,6 +11,7 @@
 //! | [`waiting::blocked`] | thread states (blocked by reason) | locks, conditions in a request's path, the disk, sleeps, full pipes and sockets |
 //! | [`waiting::sleeping`] | thread states from `wchan` (no off-CPU profile) | disk waits, futexes, sleeps |
 //! | [`waiting::go_waits`] | Go's block and mutex profiles | goroutines waiting on a lock or channel |
+//! | [`waiting::monitors`] | the JVM's thread dumps (threads BLOCKED, sampled) | a Java monitor its pool's threads wait to enter |
 //! | [`waiting::outside`] | Little's law against the server's busy time | the time spent outside the server |
 //! | [`queues::queue`] | Little's law on a measured queue | a broker's queue, or a backlog before it, growing |
 //! | [`queues::accept`] | USE (the listen queue) | connections waiting to be accepted |
@@ -45,6 +46,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("blocked", waiting::blocked),
     ("sleeping", waiting::sleeping),
     ("go-waits", waiting::go_waits),
+    ("monitors", waiting::monitors),
     ("queue", queues::queue),
     ("accept", queues::accept),
     ("pool", queues::pool),

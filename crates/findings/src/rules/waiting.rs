@@ -310,6 +310,65 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     out
 }
 
+/// A JVM's threads BLOCKED on one monitor in its own thread dumps: a finding from the dumps
+/// alone, for when the off-CPU profile did not name the lock (a machine so busy that the
+/// waiters spin or wait for a CPU more than they sleep, or no off-CPU profile recorded).
+/// The share of the pool's threads BLOCKED on it over the dumps is the share of their
+/// time they waited (each dump a sample of every thread), and of the operations' time when
+/// those threads are the ones serving them. A finding from the profile, where it names
+/// the lock, ranks above this one and says the same.
+///
+/// False when: not a JVM, no dumps, fewer than two dumps caught a thread BLOCKED on the
+/// monitor, or its waiters are a small share of their pool.
+pub fn monitors(f: &Facts) -> Vec<Finding> {
+    if f.runtime() != Runtime::Jvm {
+        return Vec::new();
+    }
+    let Some(d) = f.jvm_dumps().filter(|d| !d.dumps.is_empty()) else {
+        return Vec::new();
+    };
+    let Some(m) = contended(&d) else {
+        return Vec::new();
+    };
+    let share = m.blocked as f64 / m.of.max(1) as f64;
+    if m.in_dumps < 2 || 2 * m.in_dumps < m.dumps || share < NAMED {
+        return Vec::new();
+    }
+    let held = m
+        .holder
+        .as_ref()
+        .map(|h| format!(", held in {h}"))
+        .unwrap_or_default();
+    let who = if f.outcome.latency.is_some() {
+        format!("{}s", f.outcome.unit)
+    } else {
+        "the server's threads".into()
+    };
+    let claim = format!(
+        "{who} waited to enter the monitor of a {} in {} (synchronized{held}): the JVM's thread dumps found {} of the {} threads serving them BLOCKED on it ({} of {} dumped, in {} of {} dumps)",
+        m.class,
+        m.method,
+        pct(share.min(1.0)),
+        m.group,
+        m.blocked,
+        m.of,
+        m.in_dumps,
+        m.dumps
+    );
+    let of = outcome_time(f)
+        .map(|(_, of)| of)
+        .unwrap_or_else(|| "of the server's working time".into());
+    vec![Finding::new(
+        "monitors",
+        Class::LockContention,
+        share.min(1.0) * 0.9,
+        claim,
+    )
+    .evidence(dumps_evidence(f, &d, Some(&m)))
+    .explains(share * 100.0, of)
+    .check(check_of(f, WaitReason::Lock, ""))]
+}
+
 /// The thread dumps' evidence of a monitor wait: how many of the dumped threads of the
 /// waiters' pool were BLOCKED on it in how many dumps, or that none was on any monitor.
 fn dumps_evidence(f: &Facts, d: &JvmDumps, m: Option<&Contended>) -> crate::Evidence {
