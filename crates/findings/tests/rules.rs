@@ -557,6 +557,71 @@ fn a_java_monitor_is_named_from_the_jvms_thread_dumps() {
     assert!(rules::waiting::monitors(&Facts::of(&r, None)).is_empty());
 }
 
+/// One Erlang process (a gen_server every request calls) on a machine busy with other
+/// work: its function ran on one scheduler thread at a time, 0.45 of a CPU, and waited
+/// for a CPU in the middle of it 0.45 more (the runnable profile): serialised, the time
+/// waiting for a CPU counted with it. Without the runnable profile, 0.45 of a CPU is not
+/// enough to say it.
+#[test]
+fn serialised_work_counts_its_wait_for_a_cpu() {
+    let mut r = run(10, 2);
+    headline(&mut r, 800.0, 0.6, 100.0, 0.05);
+    r.meta.load.concurrency = Some(16.0);
+    r.meta.target.comm = "beam.smp".into();
+    r.series = vec![target(
+        10,
+        60.0,
+        &[group("scheduler", 2.0, 60.0, 60.0, 40.0)],
+    )];
+    // 99 Hz: 990 periods in 10 s, the work in 450 of them, each on one of the two
+    // schedulers in turn; the idle loop in others, on both at once.
+    let period = 1_000_000_000 / 99;
+    let mut cpu = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+    cpu.event.sample_period_ns = Some(period);
+    // The callee's frame made first: of two functions of equal weight, the caller is
+    // named, whatever their ids.
+    let (root, spin, work, idle) = (
+        cpu.frame(b"beam.smp", FrameKind::Root),
+        cpu.frame(b"$ledger:spin/2", FrameKind::User),
+        cpu.frame(b"$ledger:handle_call/3", FrameKind::User),
+        cpu.frame(b"erts_schedule", FrameKind::User),
+    );
+    let th = [
+        cpu.thread(Some(4242), Some(11), b"1_scheduler"),
+        cpu.thread(Some(4242), Some(12), b"2_scheduler"),
+    ];
+    for i in 0..990u64 {
+        let t = i * period + period / 2;
+        if i % 11 < 5 {
+            cpu.add_sample_path(&[root, work, spin], 1, t, th[(i % 2) as usize]);
+        } else if i % 11 == 5 {
+            cpu.add_sample_path(&[root, idle], 1, t, th[0]);
+        }
+    }
+    let mut runnable = Profile::new(EventInfo::new("runnable", WeightUnit::Microseconds));
+    let (rr, rw, rs) = (
+        runnable.frame(b"beam.smp", FrameKind::Root),
+        runnable.frame(b"$ledger:handle_call/3", FrameKind::User),
+        runnable.frame(b"$ledger:spin/2", FrameKind::User),
+    );
+    let rth = runnable.thread(Some(4242), Some(11), b"1_scheduler");
+    runnable.add_sample_path(&[rr, rw, rs], 4_500_000, 0, rth);
+    r.profiles = vec![cpu.clone(), runnable];
+    let found = rules::cpu::serialised(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].claim.contains(
+            "the work under $ledger:handle_call/3 ran on one thread at a time (45% of a CPU, \
+             and 45% of the time waiting for one in it"
+        ) && found[0].claim.contains("serialised on one Erlang process"),
+        "{}",
+        found[0].claim
+    );
+    assert!((found[0].explains.as_ref().unwrap().pct - 90.0).abs() < 2.0);
+    r.profiles = vec![cpu];
+    assert!(rules::cpu::serialised(&Facts::of(&r, None)).is_empty());
+}
+
 /// The server idle while each request took 40 ms: the time is outside it, and 40 ms is
 /// the delayed-ACK timer.
 #[test]

@@ -339,8 +339,10 @@ const NOT_PROGRAM: &[&str] = &[
     r"^(take_gil|drop_gil|_?Py[A-Z_]\w*|method_vectorcall\w*|cfunction_\w+|slot_tp_\w+|pysleep|time_sleep|lock_PyThread_acquire_lock|acquire_timed|libpython\S*\+0x|python3(\.\d+)?\+0x)",
     // libuv, Node and V8 internals.
     r"^(uv_\w+|uv__\w+|node::|v8::|Builtins_|libnode\S*\+0x)",
-    // The BEAM's runtime.
+    // The BEAM's runtime, and OTP's process machinery every process runs in (a process's
+    // entry and exit, the behaviours' loops: the program's code is the callback they call).
     r"^(erts_\w+|ethr_\w+|beam\.smp\+0x|\$global::|process_main$|sys_\w+)",
+    r"^\$(erts_\w+|proc_lib|gen|gen_server2?|gen_statem|gen_event|supervisor2?|erlang|erl_eval|init):",
     // An address no symbol names (`_asyncio.cpython-311-x86_64-linux-gnu.so+0x7db0`): no
     // name a reader can look for.
     r"\+0x[0-9a-f]+$",
@@ -465,6 +467,28 @@ mod tests {
         assert_eq!(r("scheduler;$global::process_main;erts_schedule;erts_port_task_execute;___pthread_mutex_lock;__GI___lll_lock_wait;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_futex;do_futex;futex_wait;__futex_wait;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("scheduler;$global::call_light_bif_shared;erl_send;erts_send_message;erts_proc_sig_queue_lock;erts_proc_lock_failed;ethr_event_wait;syscall;do_syscall_64;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("poller;__clone3;start_thread;erts_check_io;erts_port_task_schedule;___pthread_mutex_lock;__GI___lll_lock_wait;futex_do_wait"), WaitReason::Lock);
+        // OTP's process machinery is not the program's code; the behaviour's callback is.
+        for f in [
+            "$erts_beamasm:normal_exit/0",
+            "$proc_lib:init_p_do_apply/3",
+            "$gen_server:loop/7",
+            "$gen_server2:handle_msg/2",
+        ] {
+            assert!(!is_program_frame(f), "{f}");
+        }
+        assert!(is_program_frame("$ledger:handle_call/3"));
+        assert!(is_program_frame("$rabbit_channel:handle_cast/2"));
+        let frames = [
+            "1_scheduler",
+            "$erts_beamasm:normal_exit/0",
+            "$proc_lib:init_p_do_apply/3",
+            "$gen_server:loop/7",
+            "$gen_server:handle_msg/6",
+            "$ledger:handle_call/3",
+            "$ledger:spin/2",
+            "erts_mixed_plus",
+        ];
+        assert_eq!(program_frame(&frames), Some(6));
     }
 
     #[test]

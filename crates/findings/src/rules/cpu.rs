@@ -155,8 +155,9 @@ struct Serial {
 }
 
 /// The heaviest serialised work of `p` over `secs` seconds (see [`Serial`]): functions
-/// that ran at least 0.5 of a CPU, the outermost (largest) of those whose samples fell on
-/// two threads in at most 3% of their sampling periods.
+/// that ran at least 0.3 of a CPU (on a machine busy with other work, the rest of its
+/// time it waits for one: [`waited_for_cpu`]), the outermost (largest) of those whose
+/// samples fell on two threads in at most 3% of their sampling periods.
 fn serial_work(p: &kiln_model::Profile, secs: f64) -> Option<Serial> {
     use kiln_model::{FrameKind, ThreadId, NO_TIME};
     use std::collections::HashMap;
@@ -194,11 +195,23 @@ fn serial_work(p: &kiln_model::Profile, secs: f64) -> Option<Serial> {
     let mut candidates: Vec<kiln_model::FrameId> = weight
         .keys()
         .copied()
-        .filter(|f| cpus_of(f) >= 0.5)
+        .filter(|f| cpus_of(f) >= 0.3)
         .collect();
-    // Largest first; the outermost of a chain of equal weight (the caller) by name order
-    // of no meaning, so: deterministic by frame id.
-    candidates.sort_by(|a, b| cpus_of(b).total_cmp(&cpus_of(a)).then(a.0.cmp(&b.0)));
+    // Largest first; of a chain of equal weight (a function and what it calls, always
+    // under it), the outermost: the caller nearest the root; then by frame id.
+    let mut depth: HashMap<kiln_model::FrameId, usize> = HashMap::new();
+    for frames in &frames_of {
+        for (i, f) in frames.iter().enumerate() {
+            let d = depth.entry(*f).or_insert(i);
+            *d = (*d).min(i);
+        }
+    }
+    candidates.sort_by(|a, b| {
+        cpus_of(b)
+            .total_cmp(&cpus_of(a))
+            .then(depth.get(a).cmp(&depth.get(b)))
+            .then(a.0.cmp(&b.0))
+    });
     for f in candidates {
         // Per sampling period, the threads it ran on (two are enough to know).
         let mut on: HashMap<u64, (ThreadId, bool)> = HashMap::new();
@@ -240,13 +253,39 @@ fn serial_work(p: &kiln_model::Profile, secs: f64) -> Option<Serial> {
     None
 }
 
+/// The CPUs' worth of time the threads running `name` waited for a CPU in it (the
+/// `runnable` profile's weight under a frame of that name over `secs` seconds; 0 without
+/// that profile): preempted in the middle of the work, which waits with them.
+fn waited_for_cpu(f: &Facts, name: &str, secs: f64) -> f64 {
+    let Some(p) = f.profile("runnable") else {
+        return 0.0;
+    };
+    let Some(ns) = p.event.ns_per_weight() else {
+        return 0.0;
+    };
+    let keep = with_stack(p, |path| {
+        path.iter().any(|&fr| p.frame_name(fr) == name.as_bytes())
+    });
+    let w: u128 = p
+        .samples
+        .weight
+        .iter()
+        .zip(&keep)
+        .filter(|(_, &k)| k)
+        .map(|(&w, _)| w as u128)
+        .sum();
+    w as f64 * ns / 1e9 / secs.max(1e-9)
+}
+
 /// Work serialised without a thread of its own (see [`Serial`]): the server could use
 /// more CPUs and more operations were in flight, but the work every operation needs ran
-/// on one thread at a time, nearly all the time.
+/// on one thread at a time, nearly all the time — on a CPU, or waiting for one in the
+/// middle of it (a machine busy with other work).
 ///
 /// False when: one thread held it (the one-thread rule speaks); the server used the CPUs
 /// it could (CPU-bound); its threads waited on a lock (the lock's rule names it, at the
-/// lock); fewer than two operations were in flight; the work ran less than 0.7 of a CPU.
+/// lock); fewer than two operations were in flight; the work ran, or waited for a CPU in
+/// the middle of it, less than 0.7 of the time.
 pub fn serialised(f: &Facts) -> Vec<Finding> {
     let Some(target) = f.cpus.target else {
         return Vec::new();
@@ -274,9 +313,19 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
     let Some(s) = serial_work(p, f.secs) else {
         return Vec::new();
     };
-    if s.cpus < 0.7 {
+    let waited = waited_for_cpu(f, &s.name, f.secs);
+    let occupied = (s.cpus + waited).min(1.0);
+    if occupied < 0.7 {
         return Vec::new();
     }
+    let waiting = if waited >= 0.05 {
+        format!(
+            ", and {} of the time waiting for one in it",
+            pct(waited.min(1.0))
+        )
+    } else {
+        String::new()
+    };
     let (on, class) = match f.runtime() {
         Runtime::Python => ("the thread holding Python's GIL", Class::LockContention),
         Runtime::Go => (
@@ -290,7 +339,7 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
         ),
     };
     let mut claim = format!(
-        "the work under {} ran on one thread at a time ({} of a CPU, on two threads at once in {} of {} sampling periods) while {:.1} {}s were in flight and the server used {} of {}: it is serialised on {on}, and more clients or CPUs will not make it faster",
+        "the work under {} ran on one thread at a time ({} of a CPU{waiting}, on two threads at once in {} of {} sampling periods) while {:.1} {}s were in flight and the server used {} of {}: it is serialised on {on}, and more clients or CPUs will not make it faster",
         s.name,
         pct(s.cpus.min(1.0)),
         (s.overlap * s.periods as f64).round(),
@@ -323,8 +372,18 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
     );
     e.profile = Some(p.event.name.clone());
     e.focus = Some(s.name.clone());
-    let finding = Finding::new("serialised", class, 0.6 + 0.36 * s.cpus.min(1.0), claim)
-        .evidence(e)
+    let mut finding = Finding::new("serialised", class, 0.6 + 0.36 * occupied, claim).evidence(e);
+    if waited >= 0.05 {
+        let mut w = f.ev(
+            format!("waiting for a CPU in {}", s.name),
+            format!("{} of a CPU's time", pct(waited.min(1.0))),
+            "runnable profile (sched_switch of a preempted thread, its stack)",
+        );
+        w.profile = Some("runnable".into());
+        w.focus = Some(s.name.clone());
+        finding = finding.evidence(w);
+    }
+    let finding = finding
         .evidence(f.ev(
             "the server's CPU",
             format!(
@@ -336,8 +395,8 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
             "/proc/PID/stat",
         ))
         .explains(
-            s.cpus.min(1.0) * 100.0,
-            "of the serialised work's time on a CPU",
+            occupied * 100.0,
+            "of the time, the serialised work on a CPU or waiting for one",
         );
     let check = match f.runtime() {
         Runtime::Go => "curl -s 'http://HOST/debug/pprof/goroutine?debug=1'   # one goroutine in the work, the rest waiting for it".to_string(),
