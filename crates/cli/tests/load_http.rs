@@ -97,7 +97,7 @@ fn closed_loop_and_constant_rate_against_nginx() {
         "load",
         "http",
         "-c",
-        "4",
+        "16",
         "-R",
         "500",
         "-d",
@@ -106,10 +106,31 @@ fn closed_loop_and_constant_rate_against_nginx() {
         "r",
         &n.url("/"),
     ]);
+    // Every scheduled request sent and answered, or said not sent: on a machine busy with
+    // other work a response can take longer than the 16 connections' share of the
+    // schedule (8 ms), and the one due then is counted, not dropped.
+    let line = s
+        .lines()
+        .find(|l| l.starts_with("id: r, requests: "))
+        .unwrap_or_else(|| panic!("no accounting line in {s}"));
+    let sent: u64 = line["id: r, requests: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
     assert!(
-        s.contains("id: r, requests: 1000 sent = 1000 answered + 0 failed"),
+        line.starts_with(&format!(
+            "id: r, requests: {sent} sent = {sent} answered + 0 failed + 0 unanswered"
+        )),
         "{s}"
     );
+    let not_sent: u64 = line
+        .split("; ")
+        .nth(1)
+        .map(|x| x.split(' ').next().unwrap().parse().unwrap())
+        .unwrap_or(0);
+    assert_eq!(sent + not_sent, 1000, "{s}");
+    assert!(not_sent <= 20, "{s}");
     assert!(s.contains("id: r, latency from intended send min/"), "{s}");
     assert!(s.contains("service time (actual send to response)"), "{s}");
 }
