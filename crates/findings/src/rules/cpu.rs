@@ -163,57 +163,75 @@ fn serial_work(p: &kiln_model::Profile, secs: f64) -> Option<Serial> {
     use std::collections::HashMap;
     let period = p.event.sample_period_ns.filter(|&x| x > 0)?;
     let ns = p.event.ns_per_weight()?;
-    // Each stack's program frames (once each), from the root.
+    // Each stack's program functions (once each), from the root, by name: a function the
+    // profile holds as several frames (code addresses of a JIT's, lines) is one function.
+    let mut names: Vec<&[u8]> = Vec::new();
+    let mut key_of: HashMap<&[u8], usize> = HashMap::new();
     let mut path = Vec::new();
-    let frames_of: Vec<Vec<kiln_model::FrameId>> = p
+    let funcs_of: Vec<Vec<usize>> = p
         .stacks
         .ids()
         .map(|id| {
             path.clear();
             p.stacks.path_into(id, &mut path);
-            let mut out: Vec<kiln_model::FrameId> = Vec::new();
+            let mut out: Vec<usize> = Vec::new();
             for &f in &path {
-                let kind = p.frames.get(f).kind;
-                if matches!(kind, FrameKind::Kernel | FrameKind::Root) || out.contains(&f) {
+                if matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root) {
                     continue;
                 }
-                let name = String::from_utf8_lossy(p.frame_name(f));
-                if kiln_model::waits::is_program_frame(&name) {
-                    out.push(f);
+                let name = p.frame_name(f);
+                if !kiln_model::waits::is_program_frame(&String::from_utf8_lossy(name)) {
+                    continue;
+                }
+                let k = *key_of.entry(name).or_insert_with(|| {
+                    names.push(name);
+                    names.len() - 1
+                });
+                if !out.contains(&k) {
+                    out.push(k);
                 }
             }
             out
         })
         .collect();
-    let mut weight: HashMap<kiln_model::FrameId, f64> = HashMap::new();
+    let mut weight: HashMap<usize, f64> = HashMap::new();
     for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
-        for f in frames_of.get(st.0 as usize).into_iter().flatten() {
-            *weight.entry(*f).or_default() += w as f64 * ns;
+        for k in funcs_of.get(st.0 as usize).into_iter().flatten() {
+            *weight.entry(*k).or_default() += w as f64 * ns;
         }
     }
-    let cpus_of = |f: &kiln_model::FrameId| weight.get(f).copied().unwrap_or(0.0) / 1e9 / secs;
-    let mut candidates: Vec<kiln_model::FrameId> = weight
+    let cpus_of = |k: &usize| weight.get(k).copied().unwrap_or(0.0) / 1e9 / secs;
+    let mut candidates: Vec<usize> = weight
         .keys()
         .copied()
-        .filter(|f| cpus_of(f) >= 0.3)
+        .filter(|k| cpus_of(k) >= 0.3)
         .collect();
-    // Largest first; of a chain of equal weight (a function and what it calls, always
-    // under it), the outermost: the caller nearest the root; then by frame id.
-    let mut depth: HashMap<kiln_model::FrameId, usize> = HashMap::new();
-    for frames in &frames_of {
-        for (i, f) in frames.iter().enumerate() {
-            let d = depth.entry(*f).or_insert(i);
-            *d = (*d).min(i);
+    // Where each function sits in its stacks: its mean depth among the program's
+    // functions, by weight (a caller above its callee, a stack unwound short aside).
+    let mut depth: HashMap<usize, (f64, f64)> = HashMap::new();
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        for (i, k) in funcs_of
+            .get(st.0 as usize)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let d = depth.entry(*k).or_default();
+            d.0 += i as f64 * w as f64;
+            d.1 += w as f64;
         }
     }
+    let depth_of = |k: &usize| depth.get(k).map_or(0.0, |(s, w)| s / w.max(1.0));
+    // Largest first, then nearest the root, then by name.
     candidates.sort_by(|a, b| {
         cpus_of(b)
             .total_cmp(&cpus_of(a))
-            .then(depth.get(a).cmp(&depth.get(b)))
-            .then(a.0.cmp(&b.0))
+            .then(depth_of(a).total_cmp(&depth_of(b)))
+            .then(names[*a].cmp(names[*b]))
     });
-    for f in candidates {
-        // Per sampling period, the threads it ran on (two are enough to know).
+    // Per sampling period, the threads `k` ran on (two are enough to know): the periods
+    // it ran in and the share of them on two threads, when serialised.
+    let serial = |k: usize| -> Option<(usize, f64)> {
         let mut on: HashMap<u64, (ThreadId, bool)> = HashMap::new();
         for i in 0..p.samples.len() {
             let (t, th) = (p.samples.time[i], p.samples.thread[i]);
@@ -221,7 +239,7 @@ fn serial_work(p: &kiln_model::Profile, secs: f64) -> Option<Serial> {
                 continue;
             }
             let st = p.samples.stack[i];
-            if !frames_of.get(st.0 as usize).is_some_and(|v| v.contains(&f)) {
+            if !funcs_of.get(st.0 as usize).is_some_and(|v| v.contains(&k)) {
                 continue;
             }
             let e = on.entry(t / period).or_insert((th, false));
@@ -230,27 +248,36 @@ fn serial_work(p: &kiln_model::Profile, secs: f64) -> Option<Serial> {
             }
         }
         let periods = on.len();
-        if periods < 200 {
-            continue;
-        }
-        let overlap = on.values().filter(|(_, two)| *two).count() as f64 / periods as f64;
-        if overlap > 0.03 {
-            continue;
-        }
-        let keep = crate::profile::with_stack(p, |path| path.contains(&f));
-        let hottest = top_named(p, &keep, 1).into_iter().next();
-        // Its time on a CPU: the periods it ran in (one thread at a time), or its
-        // samples' weight if less.
-        let ran = periods as f64 * period as f64 / 1e9 / secs;
-        return Some(Serial {
-            name: String::from_utf8_lossy(p.frame_name(f)).into_owned(),
-            hottest,
-            cpus: cpus_of(&f).min(ran),
-            overlap,
-            periods,
-        });
-    }
-    None
+        let overlap = on.values().filter(|(_, two)| *two).count() as f64 / periods.max(1) as f64;
+        (periods >= 200 && overlap <= 0.03).then_some((periods, overlap))
+    };
+    let first = candidates
+        .iter()
+        .copied()
+        .find_map(|k| Some((k, serial(k)?)))?;
+    // Of a chain of nearly equal weight (a function and what it calls, under it but for
+    // a few stacks unwound short), the outermost serialised one: the caller.
+    let (k, (periods, overlap)) = candidates
+        .iter()
+        .copied()
+        .filter(|&c| c != first.0)
+        .filter(|c| cpus_of(c) >= 0.95 * cpus_of(&first.0) && depth_of(c) < depth_of(&first.0))
+        .filter_map(|c| Some((c, serial(c)?)))
+        .min_by(|a, b| depth_of(&a.0).total_cmp(&depth_of(&b.0)))
+        .unwrap_or(first);
+    let keep =
+        crate::profile::with_stack(p, |path| path.iter().any(|&f| p.frame_name(f) == names[k]));
+    let hottest = top_named(p, &keep, 1).into_iter().next();
+    // Its time on a CPU: the periods it ran in (one thread at a time), or its samples'
+    // weight if less.
+    let ran = periods as f64 * period as f64 / 1e9 / secs;
+    Some(Serial {
+        name: String::from_utf8_lossy(names[k]).into_owned(),
+        hottest,
+        cpus: cpus_of(&k).min(ran),
+        overlap,
+        periods,
+    })
 }
 
 /// The CPUs' worth of time the threads running `name` waited for a CPU in it (the
@@ -285,7 +312,8 @@ fn waited_for_cpu(f: &Facts, name: &str, secs: f64) -> f64 {
 /// False when: one thread held it (the one-thread rule speaks); the server used the CPUs
 /// it could (CPU-bound); its threads waited on a lock (the lock's rule names it, at the
 /// lock); fewer than two operations were in flight; the work ran, or waited for a CPU in
-/// the middle of it, less than 0.7 of the time.
+/// the middle of it, less than 0.7 of the time, unless it was three quarters of the
+/// server's CPU and half a CPU at least.
 pub fn serialised(f: &Facts) -> Vec<Finding> {
     let Some(target) = f.cpus.target else {
         return Vec::new();
@@ -315,7 +343,12 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
     };
     let waited = waited_for_cpu(f, &s.name, f.secs);
     let occupied = (s.cpus + waited).min(1.0);
-    if occupied < 0.7 {
+    // Or most of the server's CPU, half a CPU at least: what an Erlang process or a
+    // goroutine waits in its runtime's run queue while its thread runs others (the
+    // connections' work) is on no thread's account, and the serial part of the server's
+    // work bounds its speed-up all the same (Amdahl).
+    let of_server = (s.cpus / target.max(1e-9)).min(1.0);
+    if occupied < 0.7 && (s.cpus < 0.5 || of_server < 0.75) {
         return Vec::new();
     }
     let waiting = if waited >= 0.05 {
@@ -339,9 +372,10 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
         ),
     };
     let mut claim = format!(
-        "the work under {} ran on one thread at a time ({} of a CPU{waiting}, on two threads at once in {} of {} sampling periods) while {:.1} {}s were in flight and the server used {} of {}: it is serialised on {on}, and more clients or CPUs will not make it faster",
+        "the work under {} ran on one thread at a time ({} of a CPU, {} of the server's{waiting}, on two threads at once in {} of {} sampling periods) while {:.1} {}s were in flight and the server used {} of {}: it is serialised on {on}, and more clients or CPUs will not make it faster",
         s.name,
         pct(s.cpus.min(1.0)),
+        pct(of_server),
         (s.overlap * s.periods as f64).round(),
         kiln_model::thousands(s.periods as u64),
         in_flight,
@@ -372,7 +406,13 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
     );
     e.profile = Some(p.event.name.clone());
     e.focus = Some(s.name.clone());
-    let mut finding = Finding::new("serialised", class, 0.6 + 0.36 * occupied, claim).evidence(e);
+    let mut finding = Finding::new(
+        "serialised",
+        class,
+        0.6 + 0.36 * occupied.max(of_server),
+        claim,
+    )
+    .evidence(e);
     if waited >= 0.05 {
         let mut w = f.ev(
             format!("waiting for a CPU in {}", s.name),
