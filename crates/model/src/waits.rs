@@ -238,7 +238,8 @@ fn is_python_binary_address(name: &str) -> bool {
 /// poll or futex function, or a system call's wrapper (`syscall`, `__GI_…`).
 pub fn is_wait_primitive(name: &str) -> bool {
     let c = compiled();
-    let n = name.strip_prefix("__GI_").unwrap_or(name);
+    let n = unversioned(name);
+    let n = n.strip_prefix("__GI_").unwrap_or(n);
     n == "syscall"
         || c.lock.is_match(n)
         || c.sleep.is_match(n)
@@ -377,10 +378,29 @@ pub fn stack_owner<S: AsRef<str>>(frames: &[S]) -> StackOwner {
         .map_or(StackOwner::Program, |&(owner, _)| owner)
 }
 
+/// A symbol without its version (`pthread_spin_lock@@GLIBC_2.34`, `memcpy@GLIBC_2.2.5`:
+/// a shared library's versioned name, as its symbol table spells it).
+pub fn unversioned(name: &str) -> &str {
+    match name.split_once('@') {
+        Some((base, v))
+            if !base.is_empty()
+                && v.trim_start_matches('@')
+                    .starts_with(|c: char| c.is_ascii_uppercase())
+                && v.trim_start_matches('@').chars().all(|c| {
+                    c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '.'
+                }) =>
+        {
+            base
+        }
+        _ => name,
+    }
+}
+
 /// Whether a frame is the program's own code (not a runtime's, a library's wait
 /// primitive, or the thread's start).
 pub fn is_program_frame(f: &str) -> bool {
     let o = owners();
+    let f = unversioned(f);
     !o.go_runtime.is_match(f) && !is_wait_primitive(f) && !o.not_program.is_match(f)
 }
 
@@ -397,7 +417,7 @@ pub fn program_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
         .rposition(|f| o.go_program.is_match(f.as_ref()))
         .or_else(|| {
             frames.iter().rposition(|f| {
-                let f = f.as_ref();
+                let f = unversioned(f.as_ref());
                 !o.go_runtime.is_match(f) && !is_wait_primitive(f) && !o.not_program.is_match(f)
             })
         })
@@ -467,6 +487,20 @@ mod tests {
         assert_eq!(r("scheduler;$global::process_main;erts_schedule;erts_port_task_execute;___pthread_mutex_lock;__GI___lll_lock_wait;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_futex;do_futex;futex_wait;__futex_wait;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("scheduler;$global::call_light_bif_shared;erl_send;erts_send_message;erts_proc_sig_queue_lock;erts_proc_lock_failed;ethr_event_wait;syscall;do_syscall_64;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("poller;__clone3;start_thread;erts_check_io;erts_port_task_schedule;___pthread_mutex_lock;__GI___lll_lock_wait;futex_do_wait"), WaitReason::Lock);
+        // A versioned symbol is the primitive it names.
+        assert!(!is_program_frame("pthread_spin_lock@@GLIBC_2.34"));
+        assert_eq!(unversioned("memcpy@GLIBC_2.2.5"), "memcpy");
+        assert_eq!(
+            unversioned("JS:*f /app/node_modules/@scope/x.js:1"),
+            "JS:*f /app/node_modules/@scope/x.js:1"
+        );
+        let frames = [
+            "srv",
+            "serve",
+            "post_entry",
+            "pthread_spin_lock@@GLIBC_2.34",
+        ];
+        assert_eq!(program_frame(&frames), Some(2));
         // OTP's process machinery is not the program's code; the behaviour's callback is.
         for f in [
             "$erts_beamasm:normal_exit/0",
