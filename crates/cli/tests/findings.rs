@@ -1049,6 +1049,98 @@ fn a_goroutine_that_serves_every_request_is_the_limit() {
     );
 }
 
+/// A gen_server every request calls (crates/findings/tests/programs/ledger.erl, ~1 ms of
+/// work in handle_call): the work runs in one Erlang process, on one scheduler thread at a
+/// time, whichever it is given, so no thread stands out; the node's own account (the
+/// process's status every 10 ms) says it was running or runnable nearly all the time.
+#[test]
+fn an_erlang_process_every_request_calls_is_the_limit() {
+    let have = |c: &str| {
+        Command::new(c)
+            .arg("-version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    };
+    if !have("erlc") || !have("erl") {
+        kiln_testkit::skip("no erlc or erl (Debian package erlang-nox)");
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/ledger.erl");
+    kiln_testkit::succeeded(
+        &Command::new("erlc")
+            .arg("-o")
+            .arg(dir.path())
+            .arg(&src)
+            .output()
+            .unwrap(),
+    );
+    let samples = dir.path().join("samples");
+    let mut child = Command::new("erl")
+        .args(["-noshell", "+JPperf", "true", "-pa"])
+        .arg(dir.path())
+        .arg("-eval")
+        .arg(format!("ledger:start(\"{}\")", samples.display()))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("erl starts");
+    let mut lines = Lines::follow(child.stdout.take().unwrap());
+    let ready = lines
+        .wait_for(Duration::from_secs(60), |l| l.starts_with("listening on "))
+        .expect("the node says where it listens");
+    let port: u16 = ready.rsplit(':').next().unwrap().trim().parse().unwrap();
+    let p = Planted { child, port };
+    let (text, v, k) = run(&dir.path().join("r.db"), "ledger", &p, 16);
+    // The node's account, a second at a time (cumulative counts: running or runnable,
+    // idle): its busiest second, one under the load.
+    let account = std::fs::read_to_string(&samples).unwrap_or_default();
+    let rows: Vec<Vec<u64>> = account
+        .lines()
+        .map(|l| {
+            l.split(' ')
+                .filter_map(|x| x.trim().parse().ok())
+                .collect::<Vec<u64>>()
+        })
+        .filter(|r| r.len() == 5)
+        .collect();
+    let busy = rows
+        .windows(2)
+        .map(|w| {
+            (w[1][1] - w[0][1]) as f64 / ((w[1][1] + w[1][2]) - (w[0][1] + w[0][2])).max(1) as f64
+        })
+        .fold(0.0, f64::max);
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; the node: the ledger running or runnable {:.0}% of its busiest second",
+        k.on_cpu,
+        k.runnable,
+        busy * 100.0
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 4.0, &text);
+    assert!(
+        busy > 0.8,
+        "the node saw its ledger busy {busy:.2}:\n{text}"
+    );
+    if k.on_cpu < 0.6 {
+        eprintln!(
+            "the node ran {:.2} CPU here (starved): no finding required",
+            k.on_cpu
+        );
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "one-thread-saturated", "{text}");
+    assert!(
+        first.1.contains("$ledger:handle_call/3")
+            && first.1.contains("one thread at a time")
+            && first.1.contains("one Erlang process"),
+        "{text}"
+    );
+}
+
 /// Go's block profile (`/debug/pprof/block?debug=1`): the seconds goroutines spent blocked
 /// under each program (`main.`) function, from the process's start.
 fn blocked_under(port: u16) -> std::collections::HashMap<String, f64> {

@@ -9,7 +9,8 @@
 # seconds: the share of samples it was running or runnable, and the callers queued.
 . "$(dirname "$0")/../../lib.sh"
 
-erlc -o "$WORK" "$CASE_DIR/ledger.erl"
+# (The server is the test suite's: crates/findings/tests/programs/ledger.erl.)
+erlc -o "$WORK" "$CASE_DIR/../../../../crates/findings/tests/programs/ledger.erl"
 start_server server erl -noshell +JPperf true -pa "$WORK" -eval "ledger:start(\"$WORK/samples\")"
 warm_up "http://127.0.0.1:$SERVER_PORT/" 3
 
