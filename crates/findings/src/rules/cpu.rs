@@ -448,6 +448,35 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
 
 /// The system calls that wait for the disk to hold the data (kernel entry points, and
 /// glibc's wrappers for a stack the kernel part of which was not kept).
+/// The samples of `p` inside a call that waits for the disk to hold the data
+/// ([`SYNC_CALLS`]).
+pub(crate) fn in_sync_calls(p: &kiln_model::Profile) -> Vec<bool> {
+    with_stack(p, |path| {
+        path.iter().any(|&id| {
+            let name = p.frame_name(id);
+            SYNC_CALLS.iter().any(|s| name == s.as_bytes())
+        })
+    })
+}
+
+/// The seconds `p`'s samples inside a call that waits for the disk stand for (0 for a
+/// profile with no time per sample).
+pub(crate) fn seconds_in_sync_calls(p: &kiln_model::Profile) -> f64 {
+    let Some(ns) = p.event.ns_per_weight() else {
+        return 0.0;
+    };
+    let keep = in_sync_calls(p);
+    let w: u128 = p
+        .samples
+        .weight
+        .iter()
+        .zip(&keep)
+        .filter(|(_, &k)| k)
+        .map(|(&w, _)| w as u128)
+        .sum();
+    w as f64 * ns / 1e9
+}
+
 const SYNC_CALLS: [&str; 10] = [
     "__x64_sys_fsync",
     "__x64_sys_fdatasync",
@@ -482,15 +511,9 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
     // CPU spent inside a call that waits for the disk (the file system's work for an
     // fsync: its journal, its writeback) is the disk's cost, said by the disk rule, not
     // the program's own work.
-    let in_sync = f.cpu_profile().map_or(0.0, |p| {
-        let keep = with_stack(p, |path| {
-            path.iter().any(|&id| {
-                let name = p.frame_name(id);
-                SYNC_CALLS.iter().any(|s| name == s.as_bytes())
-            })
-        });
-        kept_share(p, &keep)
-    });
+    let in_sync = f
+        .cpu_profile()
+        .map_or(0.0, |p| kept_share(p, &in_sync_calls(p)));
     let target = target * (1.0 - in_sync);
     let share = target / limit;
     // A cap below the machine (a quota, an affinity, the runtime's own setting) is full

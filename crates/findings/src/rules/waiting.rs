@@ -246,7 +246,10 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .collect();
         let w: u128 = sites.iter().map(|s| s.weight).sum();
         let t = w as f64 * ns / 1e9 * scale;
-        let share = t / outcome_s.max(1e-9);
+        let sync = (reason == WaitReason::Io)
+            .then(|| sync_call_time(f, &sites, w as f64 * ns / 1e9 - t))
+            .flatten();
+        let share = (t + sync.as_ref().map_or(0.0, SyncTime::beyond_blocks)) / outcome_s.max(1e-9);
         if share < NAMED || sites.is_empty() {
             continue;
         }
@@ -281,12 +284,20 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .take(3)
             .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
             .collect();
-        let claim = format!(
-            "{who} {what} {} of their time ({} blocked in all), in {}",
-            pct(share.min(1.0)),
-            secs(t),
-            places.join(", ")
-        );
+        let claim = match &sync {
+            Some(st) => format!(
+                "{who} {what} {} of their time, in {}: {}",
+                pct(share.min(1.0)),
+                places.join(", "),
+                st.parts(t)
+            ),
+            None => format!(
+                "{who} {what} {} of their time ({} blocked in all), in {}",
+                pct(share.min(1.0)),
+                secs(t),
+                places.join(", ")
+            ),
+        };
         let mut e = f.ev(
             format!("blocked: {}", reason.name()),
             format!("{} of the threads' time, at {}", secs(t), places.join(", ")),
@@ -308,6 +319,59 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         )));
     }
     out
+}
+
+/// The time inside the calls that wait for the disk to hold the data (fsync, fdatasync)
+/// beyond their blocks: the file system's work on a CPU inside them (the CPU profile), a
+/// preemption there (the runnable profile), and the wait for a CPU once the disk answered
+/// (the off-CPU time past the kernel's count of blocked time). A trace of the calls
+/// (bpftrace, strace -T) counts all of it as the call's time; on a machine busy with
+/// other work most of it can be the waits for a CPU.
+struct SyncTime {
+    woken: f64,
+    cpu: f64,
+    preempted: f64,
+}
+
+impl SyncTime {
+    fn beyond_blocks(&self) -> f64 {
+        self.woken + self.cpu + self.preempted
+    }
+
+    /// The parts, blocked `t` first, each said when it is 1% of the whole or more.
+    fn parts(&self, t: f64) -> String {
+        let all = t + self.beyond_blocks();
+        let mut out = vec![format!("{} blocked on it", secs(t))];
+        for (v, what) in [
+            (self.woken, "waiting for a CPU once it answered"),
+            (self.cpu, "on a CPU in the file system's work for them"),
+            (self.preempted, "waiting for a CPU in the middle of them"),
+        ] {
+            if v >= 0.01 * all {
+                out.push(format!("{} {what}", secs(v)));
+            }
+        }
+        format!("{} in all inside the calls ({})", secs(all), out.join(", "))
+    }
+}
+
+/// [`SyncTime`] of the disk waits at `sites`, when they are calls that wait for the disk
+/// to hold the data; `woken` is their off-CPU time past the blocked time.
+fn sync_call_time(f: &Facts, sites: &[&Site], woken: f64) -> Option<SyncTime> {
+    let sync = ["fsync", "fdatasync", "sync_file_range", "msync", "syncfs"];
+    let top = sites.first()?.label();
+    if !sync.iter().any(|c| top.contains(c)) {
+        return None;
+    }
+    Some(SyncTime {
+        woken: woken.max(0.0),
+        cpu: f
+            .cpu_profile()
+            .map_or(0.0, super::cpu::seconds_in_sync_calls),
+        preempted: f
+            .profile("runnable")
+            .map_or(0.0, super::cpu::seconds_in_sync_calls),
+    })
 }
 
 /// A JVM's threads BLOCKED on one monitor in its own thread dumps: a finding from the dumps
