@@ -618,6 +618,17 @@ fn serialised_work_counts_its_wait_for_a_cpu() {
         found[0].claim
     );
     assert!((found[0].explains.as_ref().unwrap().pct - 90.0).abs() < 2.0);
+    // Each second's busiest scheduler at 92% of a CPU, the work passed between the two
+    // over the window (neither ran a quarter of it): not one thread's, still serialised.
+    let mut hopping = r.clone();
+    hopping.series = vec![target(
+        10,
+        60.0,
+        &[group("scheduler", 2.0, 60.0, 60.0, 92.0)],
+    )];
+    assert!(rules::cpu::one_thread(&Facts::of(&hopping, None)).is_empty());
+    let found = rules::cpu::serialised(&Facts::of(&hopping, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
     // Without the runnable profile: 0.45 of a CPU, though 76% of the server's, is not
     // enough to say it (half a CPU at least).
     r.profiles = vec![cpu];

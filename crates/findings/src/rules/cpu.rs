@@ -22,21 +22,44 @@ fn thread_kind(f: &Facts, group: &str, threads: f64) -> String {
     }
 }
 
+/// The CPU of the busiest single thread of group `g` over the whole window, by the CPU
+/// profile's samples (1: a whole CPU); `None` without a timed CPU profile.
+fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<f64> {
+    let p = f.cpu_profile()?;
+    let ns = p.event.ns_per_weight()?;
+    let keep = in_group(p, Some(&g.name));
+    let mut by: std::collections::HashMap<kiln_model::ThreadId, u128> =
+        std::collections::HashMap::new();
+    for ((&t, &w), &k) in p.samples.thread.iter().zip(&p.samples.weight).zip(&keep) {
+        if k {
+            *by.entry(t).or_default() += w as u128;
+        }
+    }
+    let top = by.values().copied().max()?;
+    Some(top as f64 * ns / 1e9 / f.secs.max(1e-9))
+}
+
+/// Whether group `g` has one thread saturated — the same thread over the window, not
+/// one a second: work that moves from thread to thread (an Erlang process its
+/// schedulers pass between them, a goroutine) makes each second's busiest thread hot
+/// while no thread is, and is the serialised rule's.
+fn one_hot_thread(f: &Facts, g: &crate::threads::Group) -> bool {
+    g.has_saturated_thread()
+        && hottest_over_window(f, g).is_none_or(|h| h >= 0.7 * g.busiest.unwrap_or(0.0))
+}
+
 /// One thread ran a whole CPU while the server could have used more: its work is
 /// serialised on that thread (an event loop, an interpreter, a single worker, one Erlang
 /// process), and nothing it does goes faster with more CPUs or more clients.
 ///
 /// False when: the server used (nearly) every CPU anyway (then it is CPU-bound); the hot
-/// thread mostly waited for a CPU (starvation); several threads were hot.
+/// thread mostly waited for a CPU (starvation); several threads were hot; each second's
+/// hot thread was another (the work moved between threads: serialised, not one thread's).
 pub fn one_thread(f: &Facts) -> Vec<Finding> {
     let Some(target) = f.cpus.target else {
         return Vec::new();
     };
-    let hot: Vec<_> = f
-        .groups
-        .iter()
-        .filter(|g| g.has_saturated_thread())
-        .collect();
+    let hot: Vec<_> = f.groups.iter().filter(|g| one_hot_thread(f, g)).collect();
     let [g] = hot.as_slice() else {
         return Vec::new();
     };
@@ -322,7 +345,7 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
     if limit < 1.5 || target >= limit - 0.4 {
         return Vec::new();
     }
-    if f.groups.iter().any(|g| g.has_saturated_thread()) {
+    if f.groups.iter().any(|g| one_hot_thread(f, g)) {
         return Vec::new();
     }
     let in_flight = f
