@@ -52,7 +52,7 @@
 //!   `returned`, `received`…), `latencies` ([`engine::stats::Latency`], µs: service time and
 //!   time from the intended send), `flags` (`blocked`, `stalled`, `disconnected`…); in a
 //!   sweep, `step`. Units of every name are in the protocol's [`engine::stats::Schema`].
-//! - **[`Report`]**: the neutral [`engine::Headline`] (primary throughput with its unit,
+//! - **[`Report`]**: the neutral [`engine::LoadHeadline`] (primary throughput with its unit,
 //!   totals by counter, latency percentiles by name, failure, interrupted, start and end as
 //!   `CLOCK_MONOTONIC` ns), the whole `series`, `events`, mergeable whole-run latency
 //!   `histograms` (HdrHistogram V2 deflate, by name), the protocol's own `options` and
@@ -84,7 +84,7 @@ pub use amqp::{
 pub use engine::stats::{
     CounterDef, CounterId, Event, FlagId, LatencyId, Level, LevelId, Percentiles, Schema, Tick,
 };
-pub use engine::{Headline, Load, Report, Settings};
+pub use engine::{Load, LoadHeadline, Report, Settings};
 
 /// The first 40 bytes a server answered, printable ASCII as itself and anything else as
 /// `.`: what a handshake error shows of an answer from something else than the broker.

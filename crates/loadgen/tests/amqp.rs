@@ -1,15 +1,15 @@
 //! Load runs against a real RabbitMQ (Debian's rabbitmq-server, a private node on
 //! 127.0.0.1 started by kiln-testkit). One broker is shared by the tests of this binary, each
 //! with its own queue names; tests that kill or block a broker start their own.
-use kiln_loadgen::amqp::{run, Summary};
+use kiln_loadgen::amqp::{run, AmqpSummary};
 use kiln_loadgen::{AmqpOptions, FieldValue, Report, Tick};
 use kiln_os::stop::Stop;
 use kiln_testkit::{RabbitMq, RabbitMqOptions};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-fn summary(r: &Report) -> Summary {
-    Summary::of(&r.headline)
+fn summary(r: &Report) -> AmqpSummary {
+    AmqpSummary::of(&r.headline)
 }
 
 fn uri() -> String {

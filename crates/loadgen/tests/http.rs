@@ -1,7 +1,7 @@
 //! The HTTP client against real servers started here: a private nginx (exact accounting
 //! against its access log, a constant rate), misbehaving servers (stalls, resets, slow
 //! headers, silence) and refused connections.
-use kiln_loadgen::http::{self, HttpOptions, Summary, Target};
+use kiln_loadgen::http::{self, HttpOptions, HttpSummary, Target};
 use kiln_loadgen::Report;
 use kiln_os::stop::Stop;
 use kiln_testkit::{Fault, FaultServer, Nginx};
@@ -29,7 +29,7 @@ fn opts(url: &str) -> HttpOptions {
 /// The totals and the HTTP summary of a run.
 struct T {
     r: Report,
-    s: Summary,
+    s: HttpSummary,
 }
 
 impl T {
@@ -57,7 +57,7 @@ impl T {
 
 fn run(o: &HttpOptions) -> T {
     let r = http::run(o, &Stop::new(), &mut |_| {}).expect("load starts");
-    let s: Summary = serde_json::from_value(r.summary.clone()).expect("HTTP summary");
+    let s: HttpSummary = serde_json::from_value(r.summary.clone()).expect("HTTP summary");
     assert!(s.accounted, "every request in one bucket: {s:?}");
     T { r, s }
 }

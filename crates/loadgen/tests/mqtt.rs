@@ -1,6 +1,6 @@
 //! MQTT loads against real brokers started privately on 127.0.0.1: mosquitto (3.1, 3.1.1,
 //! 5) and RabbitMQ's MQTT plugin (3.1.1).
-use kiln_loadgen::mqtt::{codec::Version, run, MqttOptions, Scenario, Summary};
+use kiln_loadgen::mqtt::{codec::Version, run, MqttOptions, MqttSummary, Scenario};
 use kiln_loadgen::Report;
 use kiln_os::stop::Stop;
 use kiln_testkit::{Mosquitto, MosquittoOptions, RabbitMq, RabbitMqOptions};
@@ -21,7 +21,7 @@ fn go(o: &MqttOptions) -> Report {
     run(o, &Stop::new(), &mut |_| {}).expect("run completes")
 }
 
-fn summary(r: &Report) -> Summary {
+fn summary(r: &Report) -> MqttSummary {
     serde_json::from_value(r.summary.clone()).unwrap()
 }
 

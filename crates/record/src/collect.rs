@@ -19,7 +19,7 @@ use std::path::Path;
 /// Counts that say how complete a recording is. Nothing is dropped without being counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Summary {
+pub struct RecordingSummary {
     /// Samples kept, per event (same order as the profiles).
     pub samples: Vec<u64>,
     /// Records the kernel could not write because the ring buffer was full.
@@ -122,8 +122,8 @@ pub struct BpfCost {
     pub runs: u64,
 }
 
-impl Summary {
-    /// Finds the Debian package of each stripped image among [`Summary::unnamed_images`]
+impl RecordingSummary {
+    /// Finds the Debian package of each stripped image among [`RecordingSummary::unnamed_images`]
     /// (one `dpkg -S` for all: ~0.1 s, which is why the recording does not do it before
     /// its output is written).
     pub fn find_packages(&mut self) {
@@ -278,7 +278,7 @@ pub(crate) struct Collector {
     /// Processes whose interpreter image was found: the image, its bias, and what reads
     /// its frames (`None`: a version kiln does not read).
     python: FastMap<u32, (u32, u64, Option<crate::python::Process>)>,
-    pub summary: Summary,
+    pub summary: RecordingSummary,
 }
 
 /// How long a mapping's record is remembered for an exec handled after it: rings are read
@@ -307,7 +307,7 @@ impl Collector {
             addrs: Vec::new(),
             user_locs: Vec::new(),
             loc_list: Vec::new(),
-            summary: Summary {
+            summary: RecordingSummary {
                 samples: vec![0; events.len()],
                 ..Default::default()
             },
@@ -793,7 +793,7 @@ impl Collector {
     }
 
     /// Names every location and builds one profile per event.
-    pub fn finish(mut self) -> (Vec<Profile>, Summary) {
+    pub fn finish(mut self) -> (Vec<Profile>, RecordingSummary) {
         self.warn_python_unread();
         let ks = self.kallsyms.clone();
         let mut kallsyms = ks.get_or_init(KernelSymbols::read);
@@ -1208,7 +1208,7 @@ impl Collector {
                     path: i.path.clone(),
                     frames: n,
                     build_id: i.build_id(),
-                    // Asked after the output is written ([`Summary::find_packages`]).
+                    // Asked after the output is written ([`RecordingSummary::find_packages`]).
                     package: None,
                     note,
                 }

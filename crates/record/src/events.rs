@@ -36,7 +36,7 @@ pub enum EventSpec {
     /// `brk` weighed by the bytes each call grows the heap by: the break it returns
     /// (`syscalls:sys_exit_brk`'s `ret`) minus the process's previous break. Calls that
     /// shrink or query the break weigh 0; so does a process's first call seen when its
-    /// previous break is unknown (counted in [`crate::Summary::brk_unknown_base`]).
+    /// previous break is unknown (counted in [`crate::RecordingSummary::brk_unknown_base`]).
     Brk,
 }
 

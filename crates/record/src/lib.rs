@@ -60,7 +60,7 @@ pub mod symbols;
 mod sys;
 mod unwind;
 
-pub use collect::{BpfCost, NamingOptions, PythonSummary, Summary, UnnamedImage};
+pub use collect::{BpfCost, NamingOptions, PythonSummary, RecordingSummary, UnnamedImage};
 pub use error::RecordError;
 pub use events::EventSpec;
 #[cfg(feature = "bpf")]
@@ -127,7 +127,7 @@ pub struct RecordOptions {
     /// Where user stacks are unwound. Default: [`UnwindMode::Auto`].
     pub unwind: UnwindMode,
     /// Off-CPU blocks shorter than this many microseconds add no time (they are counted
-    /// in [`Summary::offcpu_short_blocks`]). Default: 0 (every block).
+    /// in [`RecordingSummary::offcpu_short_blocks`]). Default: 0 (every block).
     pub offcpu_min_block_us: u64,
     /// Unit of off-CPU weights: [`WeightUnit::Microseconds`] (as bcc's `offcputime` and
     /// the usual off-CPU flame graph recipes) or [`WeightUnit::Nanoseconds`]. Blocks are

@@ -21,7 +21,7 @@
 //! Writing the profiles is the caller's (the `kiln` binary writes `.folded`, `.svg`,
 //! `.html` or `.kiln`).
 use crate::child::HeldChild;
-use crate::collect::{Collector, Summary};
+use crate::collect::{Collector, RecordingSummary};
 use crate::error::RecordError;
 use crate::events::EventSpec;
 use crate::records::{self, Scratch, Weigh, Weigher};
@@ -44,7 +44,7 @@ pub struct Recording {
     /// One profile per event, in the order the events were given.
     pub profiles: Vec<Profile>,
     /// How complete the recording is.
-    pub summary: Summary,
+    pub summary: RecordingSummary,
     /// Why the recording stopped.
     pub stopped: StopReason,
     /// Exit status of the spawned command, if it exited.

@@ -13,7 +13,7 @@
 //! warm-up): each block is cut to the sampling window, so the off-CPU and runnable
 //! profiles hold the same seconds as the CPU samples — a block that began before the
 //! window counts from its start, one that ends after it up to its end, and one wholly
-//! before it not at all (counted in [`crate::Summary::offcpu_before_window`]).
+//! before it not at all (counted in [`crate::RecordingSummary::offcpu_before_window`]).
 use crate::collect::Collector;
 #[cfg(feature = "bpf")]
 use crate::collect::UserStack;

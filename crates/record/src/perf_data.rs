@@ -42,7 +42,7 @@ pub fn read(path: &Path, opts: &PerfDataOptions) -> Result<Vec<Profile>, RecordE
 pub fn read_with_summary(
     path: &Path,
     opts: &PerfDataOptions,
-) -> Result<(Vec<Profile>, crate::Summary), RecordError> {
+) -> Result<(Vec<Profile>, crate::RecordingSummary), RecordError> {
     let open = || {
         std::fs::File::open(path).map_err(|source| RecordError::Io {
             path: path.to_path_buf(),
@@ -58,7 +58,7 @@ pub fn read_bytes(
     bytes: &[u8],
     name: &Path,
     opts: &PerfDataOptions,
-) -> Result<(Vec<Profile>, crate::Summary), RecordError> {
+) -> Result<(Vec<Profile>, crate::RecordingSummary), RecordError> {
     read_stream(|| Ok(std::io::Cursor::new(bytes)), name, opts)
 }
 
@@ -66,7 +66,7 @@ fn read_stream<R: Read + Seek>(
     open: impl Fn() -> Result<R, RecordError>,
     path: &Path,
     opts: &PerfDataOptions,
-) -> Result<(Vec<Profile>, crate::Summary), RecordError> {
+) -> Result<(Vec<Profile>, crate::RecordingSummary), RecordError> {
     let bad = |why: String| RecordError::PerfData {
         path: path.to_path_buf(),
         why,

@@ -232,7 +232,7 @@ pub(crate) fn load_series(ticks: &[LoadTick]) -> SeriesTable {
 
 /// What a reader of the run must know about the recording; `start_ns`: the start of the
 /// measurement (CLOCK_MONOTONIC), which times are given from.
-pub(crate) fn recording_warnings(s: &kiln_record::Summary, start_ns: u64) -> Vec<String> {
+pub(crate) fn recording_warnings(s: &kiln_record::RecordingSummary, start_ns: u64) -> Vec<String> {
     let mut w = Vec::new();
     if s.lost > 0 {
         w.push(format!(

@@ -15,7 +15,7 @@ use crate::headline;
 use crate::pprof::{PprofResult, PprofSession};
 use crate::procfs::ProcSampler;
 use crate::remote::fleet::{merge_profiles, HostRecording};
-use crate::remote::{Fleet, FleetLoad, RemoteRecordings};
+use crate::remote::{RemoteHosts, RemoteLoad, RemoteRecordings};
 use crate::{
     meta, LoadEvents, LoadOutcome, LoadTick, Phase, Progress, RunError, RunOptions, Workload,
 };
@@ -387,9 +387,9 @@ fn recorded(
 
 /// The fleet's load in place of `load` when other hosts run it (not an `exec` load).
 fn fleet_load<'f>(
-    fleet: &'f Option<Fleet>,
+    fleet: &'f Option<RemoteHosts>,
     load: &dyn Workload,
-) -> Result<Option<FleetLoad<'f>>, RunError> {
+) -> Result<Option<RemoteLoad<'f>>, RunError> {
     match fleet {
         Some(f) if f.has_load() => {
             let info = load.info();
@@ -399,7 +399,7 @@ fn fleet_load<'f>(
                     reason: "agents run kiln's own loads (load amqp|mqtt|http), not exec".into(),
                 });
             }
-            Ok(Some(FleetLoad::new(f, info)))
+            Ok(Some(RemoteLoad::new(f, info)))
         }
         _ => Ok(None),
     }
@@ -545,7 +545,7 @@ impl<'a> Pass<'a> {
     /// their failures join the reasons.
     fn gather_hosts(
         &mut self,
-        fleet: &Fleet,
+        fleet: &RemoteHosts,
         remote: Option<RemoteRecordings<'_>>,
         window: Option<(u64, u64)>,
     ) -> Vec<HostRecording> {
@@ -694,7 +694,7 @@ pub fn run(
     let short_sweep = sweep_too_long(opts, load.schedule());
     // Other hosts first: their agents start, their clocks are measured.
     let fleet =
-        (!opts.remote.is_empty()).then(|| Fleet::connect(&opts.remote, opts.max_input, stop));
+        (!opts.remote.is_empty()).then(|| RemoteHosts::connect(&opts.remote, opts.max_input, stop));
     let mut fleet_load = fleet_load(&fleet, load)?;
     let load: &mut dyn Workload = match fleet_load.as_mut() {
         Some(f) => f,
@@ -817,8 +817,8 @@ const REMOTE_RECORDING_WAIT: Duration = Duration::from_secs(120);
 /// the headline (the cluster's CPU per operation), their warnings.
 fn add_hosts(
     data: &mut RunData,
-    fleet: &Fleet,
-    load: Option<&FleetLoad<'_>>,
+    fleet: &RemoteHosts,
+    load: Option<&RemoteLoad<'_>>,
     hosts: Vec<HostRecording>,
     load_seconds: &[(u64, u64)],
 ) {

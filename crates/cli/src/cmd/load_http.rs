@@ -1,7 +1,9 @@
 //! `kiln load http`: wrk's and vegeta's flags in, [`kiln_loadgen::http::HttpOptions`] out.
 use anyhow::{Context, Result};
 use kiln_loadgen::engine::report as er;
-use kiln_loadgen::http::{self, HttpLoad, HttpOptions, Plateau, Summary, Sweep, SweepRow, Target};
+use kiln_loadgen::http::{
+    self, HttpLoad, HttpOptions, HttpSummary, Plateau, Sweep, SweepRow, Target,
+};
 use kiln_loadgen::Load;
 use std::io::Write;
 use std::path::PathBuf;
@@ -272,7 +274,7 @@ pub fn run(args: HttpArgs, stop: &kiln_os::stop::Stop) -> Result<ExitCode> {
             eprintln!("wrote {}", csv.display());
         }
     } else {
-        let summary: Option<Summary> = serde_json::from_value(report.summary.clone()).ok();
+        let summary: Option<HttpSummary> = serde_json::from_value(report.summary.clone()).ok();
         let lines = summary.map(|s| s.lines()).unwrap_or_default();
         write!(
             out,

@@ -454,7 +454,7 @@ fn report(args: &Args, rec: &kiln_record::Recording, profiles: &[Profile], writt
 }
 
 /// How many frames have a name, and where those without one are.
-fn report_names(s: &kiln_record::Summary) {
+fn report_names(s: &kiln_record::RecordingSummary) {
     eprintln!(
         "kiln record: {:.1}% of frames named by a symbol ({} of {})",
         100.0 * s.named_frames as f64 / s.frames as f64,
@@ -519,7 +519,7 @@ fn report_python(py: &kiln_record::PythonSummary) {
 }
 
 /// Off-CPU blocks seen, too short, lost, and without their waker.
-fn report_offcpu(s: &kiln_record::Summary, wakers: bool) {
+fn report_offcpu(s: &kiln_record::RecordingSummary, wakers: bool) {
     eprintln!(
         "kiln record: off-CPU: {} blocks, {} shorter than --min-block, {} lost",
         s.offcpu_blocks, s.offcpu_short_blocks, s.offcpu_dropped_blocks

@@ -487,7 +487,7 @@ impl Driver for AmqpDriver {
     }
 
     fn summary(&self, r: &Report) -> serde_json::Value {
-        serde_json::to_value(super::report::Summary::of(&r.headline))
+        serde_json::to_value(super::report::AmqpSummary::of(&r.headline))
             .unwrap_or(serde_json::Value::Null)
     }
 }

@@ -32,7 +32,7 @@ pub mod codec {
 pub use conn::Uri;
 pub use driver::{AmqpDriver, SCHEMA};
 pub use options::{parse_key_values, parse_value_duration, AmqpOptions, QueuePattern};
-pub use report::{format_summary, format_sweep, format_tick, sweep_rows, Summary, SweepRow};
+pub use report::{format_summary, format_sweep, format_tick, sweep_rows, AmqpSummary, SweepRow};
 pub use wire::FieldValue;
 
 use crate::engine::stats::{CounterId, Tick};

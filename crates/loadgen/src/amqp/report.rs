@@ -1,6 +1,6 @@
 //! PerfTest's view of a run: its summary fields, its console lines, the rate-sweep table.
 use super::driver::{M, SCHEMA};
-use crate::engine::report::{self as er, pheader, write_file, Headline, Report};
+use crate::engine::report::{self as er, pheader, write_file, LoadHeadline, Report};
 use crate::engine::stats::{Percentiles, Tick};
 use crate::Error;
 use std::fmt::Write as _;
@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Totals of a run, PerfTest's names (the `summary` object of the JSON file).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Summary {
+pub struct AmqpSummary {
     /// The run's `--id`.
     pub id: String,
     /// Duration of the load in seconds.
@@ -54,10 +54,10 @@ pub struct Summary {
     pub interrupted: bool,
 }
 
-impl Summary {
+impl AmqpSummary {
     /// PerfTest's summary of a run's headline.
-    pub fn of(h: &Headline) -> Self {
-        Summary {
+    pub fn of(h: &LoadHeadline) -> Self {
+        AmqpSummary {
             id: h.id.clone(),
             duration_s: h.duration_s,
             sent: h.total_of(M.sent),
@@ -92,7 +92,7 @@ pub fn format_tick(id: &str, t: &Tick) -> String {
 }
 
 /// The final summary, PerfTest's lines plus flow control and faults.
-pub fn format_summary(h: &Headline) -> String {
+pub fn format_summary(h: &LoadHeadline) -> String {
     let flow = format!(
         "flow control: {} blocked notification(s), {} s blocked, {} s stalled, {} s disconnected, {} reconnect(s)",
         h.total_of(M.blocked_notifications),

@@ -9,7 +9,7 @@
 //! - the message layout ([`body`]);
 //! - the ticker: once a second it sums the agents' counters, drains their latency
 //!   histograms and emits a [`Tick`]; the series, the whole-run histograms and the
-//!   [`Headline`] make the [`Report`];
+//!   [`LoadHeadline`] make the [`Report`];
 //! - the end: a duration (a hard deadline: every wait in the engine and the drivers wakes on
 //!   the run's [`Stop`]), the driver's own end (message counts), a failure, or the caller's
 //!   stop;
@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-pub use report::{Headline, HistogramBlob, Report, Step, Throughput};
+pub use report::{HistogramBlob, LoadHeadline, Report, Step, Throughput};
 
 /// A level not observed (a NaN payload no observation stores: [`Ctx::set_level`] keeps
 /// only finite values).
@@ -111,7 +111,7 @@ pub trait Load: Send {
     }
     /// Runs the load. An `Err` means it could not start (bad options, nothing listening,
     /// refused credentials); faults during the run end it with `Ok` and
-    /// [`Headline::failure`] set, keeping the results so far.
+    /// [`LoadHeadline::failure`] set, keeping the results so far.
     fn run(&mut self, stop: &Stop, on_tick: &mut dyn FnMut(&Tick)) -> Result<Report, Error>;
 }
 
@@ -420,7 +420,7 @@ impl Hists<'_> {
 ///
 /// `stop` ends the run early (Ctrl-C, or `kiln run`'s window); `on_tick` sees every second as
 /// it completes. A load that cannot start is an `Err`; a fault during the run ends it with
-/// `Ok`, the results so far and [`Headline::failure`] set.
+/// `Ok`, the results so far and [`LoadHeadline::failure`] set.
 pub fn run(
     driver: &dyn Driver,
     stop: &Stop,
@@ -621,7 +621,7 @@ impl Ticker {
             })
             .collect();
         let tp = s.counter_def(s.throughput);
-        let headline = Headline {
+        let headline = LoadHeadline {
             protocol: s.protocol.into(),
             id: driver.id().to_string(),
             throughput: Throughput {

@@ -25,7 +25,7 @@ pub struct Throughput {
 
 /// A run's results in a shape every protocol shares: what `kiln run` stores and compares.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Headline {
+pub struct LoadHeadline {
     /// `amqp`, `mqtt`, `http`.
     pub protocol: String,
     /// The run's label.
@@ -52,7 +52,7 @@ pub struct Headline {
     pub interrupted: bool,
 }
 
-impl Headline {
+impl LoadHeadline {
     /// The total of counter `name` (0 if there is none).
     pub fn total(&self, name: &str) -> u64 {
         self.totals
@@ -160,7 +160,7 @@ pub struct Step {
     /// `CLOCK_MONOTONIC` ns when it ended.
     pub end_mono_ns: u64,
     /// The step's own results.
-    pub headline: Headline,
+    pub headline: LoadHeadline,
 }
 
 /// Everything a run produced.
@@ -175,7 +175,7 @@ pub struct Report {
     /// The protocol's own summary (for AMQP PerfTest's totals and rates).
     pub summary: serde_json::Value,
     /// The same results in every protocol's shape.
-    pub headline: Headline,
+    pub headline: LoadHeadline,
     /// One entry per second (in a sweep, each step's seconds in turn).
     pub series: Vec<Tick>,
     /// Flow-control, connection and refusal events.
@@ -376,7 +376,7 @@ pub fn format_tick(schema: &Schema, id: &str, t: &Tick) -> String {
 
 /// The summary lines every protocol shares: totals, average rates, latencies, the end.
 /// A protocol adds its own lines (AMQP: flow control) between latencies and the end.
-pub fn format_summary(schema: &Schema, h: &Headline, extra: &[String]) -> String {
+pub fn format_summary(schema: &Schema, h: &LoadHeadline, extra: &[String]) -> String {
     let id = &h.id;
     let mut o = String::new();
     let totals: Vec<String> = schema
@@ -490,7 +490,7 @@ mod tests {
             unit: "msg".into(),
             value,
         };
-        let mut h = Headline {
+        let mut h = LoadHeadline {
             protocol: "amqp".into(),
             id: "x".into(),
             throughput: Throughput {

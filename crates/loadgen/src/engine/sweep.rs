@@ -1,6 +1,6 @@
 //! Sweeps: one run per step of a parameter (a rate, a connection count), each step a window
 //! of its own on `CLOCK_MONOTONIC`, so `kiln run` can keep one profile per step.
-use super::report::{Headline, Report, Step, Throughput};
+use super::report::{LoadHeadline, Report, Step, Throughput};
 use super::stats::{merge, Count, Latency, Percentiles, Tick};
 use super::Driver;
 use crate::Error;
@@ -178,11 +178,11 @@ pub(crate) fn run_sweep<D: Driver>(
 
 /// The headline of consecutive steps: totals summed, time from the first start to the last
 /// end, the first failure. Latencies are left as the first step's (the caller merges).
-fn combine(steps: &[Step]) -> Headline {
+fn combine(steps: &[Step]) -> LoadHeadline {
     let first = &steps[0].headline;
     let last = &steps[steps.len() - 1].headline;
     let duration_s: f64 = steps.iter().map(|s| s.headline.duration_s).sum();
-    let sum = |pick: fn(&Headline) -> &Vec<Count>| -> Vec<Count> {
+    let sum = |pick: fn(&LoadHeadline) -> &Vec<Count>| -> Vec<Count> {
         pick(first)
             .iter()
             .map(|c| Count {
@@ -205,7 +205,7 @@ fn combine(steps: &[Step]) -> Headline {
         .iter()
         .find(|c| c.name == tp.counter)
         .map_or(0, |c| c.value);
-    Headline {
+    LoadHeadline {
         protocol: first.protocol.clone(),
         id: first.id.clone(),
         throughput: Throughput {

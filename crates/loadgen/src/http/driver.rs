@@ -461,7 +461,8 @@ impl Driver for HttpDriver {
 
     fn summary(&self, report: &Report) -> serde_json::Value {
         let x = self.extra.lock().unwrap_or_else(|p| p.into_inner());
-        serde_json::to_value(super::report::Summary::of(&self.opts, report, &x)).unwrap_or_default()
+        serde_json::to_value(super::report::HttpSummary::of(&self.opts, report, &x))
+            .unwrap_or_default()
     }
 }
 

@@ -23,7 +23,7 @@ mod stamped;
 mod target;
 
 pub use driver::{HttpDriver, SCHEMA, SCHEMA_RATE};
-pub use report::{find_plateau, format_sweep, sweep_rows, Plateau, Summary, SweepRow};
+pub use report::{find_plateau, format_sweep, sweep_rows, HttpSummary, Plateau, SweepRow};
 pub use request::{
     parse_header, parse_targets, parse_targets_file, parse_url, Csv, Plan, Target, Url,
 };

@@ -2,7 +2,7 @@
 //! the accounting of every request, the target's CPU; the sweep table and the plateau.
 use super::driver::{Extra, M};
 use super::{ErrorKind, HttpOptions};
-use crate::engine::report::Headline;
+use crate::engine::report::LoadHeadline;
 use crate::engine::stats::Percentiles;
 use crate::engine::Report;
 use std::collections::BTreeMap;
@@ -21,7 +21,7 @@ pub struct ErrorCount {
 
 /// The HTTP summary of a run (the `summary` object of the JSON file).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Summary {
+pub struct HttpSummary {
     /// The run's `--id`.
     pub id: String,
     /// `closed-loop` or `constant-rate`.
@@ -78,7 +78,7 @@ fn pct_of_core(us: u64, secs: f64) -> f64 {
     us as f64 / (secs.max(1e-9) * 1e6) * 100.0
 }
 
-impl Summary {
+impl HttpSummary {
     /// The summary of a finished run of `opts`.
     pub(crate) fn of(opts: &HttpOptions, r: &Report, x: &Extra) -> Self {
         let h = &r.headline;
@@ -89,7 +89,7 @@ impl Summary {
             .sum();
         let measured = !opts.target_pids.is_empty();
         let answered = h.total_of(M.answered);
-        Summary {
+        HttpSummary {
             id: h.id.clone(),
             mode: if opts.rate.is_some() {
                 "constant-rate".into()
@@ -250,7 +250,7 @@ pub struct SweepRow {
     pub failure: Option<String>,
 }
 
-fn row_of(param: &str, value: f64, h: &Headline, measured: bool) -> SweepRow {
+fn row_of(param: &str, value: f64, h: &LoadHeadline, measured: bool) -> SweepRow {
     let secs = h.duration_s;
     let failed: u64 = ErrorKind::ALL[1..]
         .iter()

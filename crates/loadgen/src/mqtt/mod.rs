@@ -12,7 +12,7 @@ pub mod report;
 
 pub use driver::{preflight, Delivery, MqttDriver, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
 pub use options::{MqttOptions, Scenario};
-pub use report::{format_summary, format_tick, schema, Summary};
+pub use report::{format_summary, format_tick, schema, MqttSummary};
 
 use crate::engine::stats::{CounterId, Tick};
 use crate::engine::{Load, Report};

@@ -1,13 +1,13 @@
 //! An MQTT run in words: delivery per publisher, refusals by name, what QoS promised.
 use super::driver::{Delivery, Outcome, M, SCHEMA_CONN, SCHEMA_PUB, SCHEMA_SUB};
 use super::options::{MqttOptions, Scenario};
-use crate::engine::report::{self as er, Headline, Report};
+use crate::engine::report::{self as er, LoadHeadline, Report};
 use crate::engine::stats::{Schema, Tick};
 use std::collections::BTreeMap;
 
 /// The protocol's own summary (the `summary` object of the JSON file).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Summary {
+pub struct MqttSummary {
     /// `conn`, `sub`, `pub` or `pubsub`.
     pub scenario: Scenario,
     /// QoS of the run.
@@ -43,10 +43,10 @@ pub struct Summary {
     pub verdict: String,
 }
 
-impl Summary {
+impl MqttSummary {
     pub(crate) fn of(o: &MqttOptions, r: &Report, out: &Outcome) -> Self {
         let h = &r.headline;
-        Summary {
+        MqttSummary {
             scenario: o.scenario,
             qos: o.qos,
             connected: h
@@ -66,7 +66,7 @@ impl Summary {
     }
 }
 
-fn verdict(o: &MqttOptions, h: &Headline, unjudged: Option<u64>) -> String {
+fn verdict(o: &MqttOptions, h: &LoadHeadline, unjudged: Option<u64>) -> String {
     if let Some(note) = o.unmarked_note().filter(|_| o.scenario != Scenario::Conn) {
         return format!(
             "QoS {}: {} sent, {} received: {note}",
@@ -149,7 +149,7 @@ pub fn format_summary(o: &MqttOptions, r: &Report) -> String {
             h.total_of(M.pongs)
         ));
     }
-    if let Ok(s) = serde_json::from_value::<Summary>(r.summary.clone()) {
+    if let Ok(s) = serde_json::from_value::<MqttSummary>(r.summary.clone()) {
         for (name, n) in &s.refusals {
             extra.push(format!("refused: {name} × {n}"));
         }

@@ -45,7 +45,7 @@ struct Host {
 }
 
 /// The other hosts of a run, connected.
-pub struct Fleet {
+pub struct RemoteHosts {
     hosts: Vec<Host>,
     load_rx: Mutex<Receiver<(usize, Routed)>>,
     record_rx: Mutex<Receiver<(usize, Routed)>>,
@@ -53,13 +53,13 @@ pub struct Fleet {
     patience: Patience,
 }
 
-impl Fleet {
+impl RemoteHosts {
     /// Starts an agent on every host of `opts` (in parallel) and measures its clock. A host
     /// that cannot be reached is marked failed; the others are connected all the same.
     /// `stop` (the run's: Ctrl-C) ends every wait on a host, now and later, within
     /// `link::STOP_BUDGET` (0.8 s). No agent's frame past `max_input` bytes (the input
     /// limit) is read.
-    pub fn connect(opts: &RemoteOptions, max_input: u64, stop: &Stop) -> Fleet {
+    pub fn connect(opts: &RemoteOptions, max_input: u64, stop: &Stop) -> RemoteHosts {
         let patience = Patience::new(opts.ssh.connect_timeout, stop.clone());
         let mut hosts: Vec<Host> = Vec::new();
         let mut add = |spec: &HostSpec, role: &'static str, pid: Option<u32>| {
@@ -131,7 +131,7 @@ impl Fleet {
             hosts.iter().filter_map(|h| h.link.clone()).collect(),
             heartbeat.clone(),
         );
-        Fleet {
+        RemoteHosts {
             hosts,
             load_rx: Mutex::new(load_rx),
             record_rx: Mutex::new(record_rx),
@@ -250,7 +250,7 @@ impl Fleet {
     }
 }
 
-impl Drop for Fleet {
+impl Drop for RemoteHosts {
     fn drop(&mut self) {
         self.heartbeat.raise();
     }
@@ -258,8 +258,8 @@ impl Drop for Fleet {
 
 /// A load of kiln's engine run by every `--agent` at once, each running the load as given;
 /// their seconds merged exactly into the run's, and each agent's kept as its own series.
-pub struct FleetLoad<'a> {
-    fleet: &'a Fleet,
+pub struct RemoteLoad<'a> {
+    fleet: &'a RemoteHosts,
     info: LoadInfo,
     argv: Vec<String>,
     per_host: Vec<(usize, Vec<LoadTick>)>,
@@ -270,12 +270,12 @@ pub struct FleetLoad<'a> {
     reports: Vec<AgentReport>,
 }
 
-impl<'a> FleetLoad<'a> {
+impl<'a> RemoteLoad<'a> {
     /// The load `info` describes (a kiln load protocol and its flags) on `fleet`'s agents.
-    pub fn new(fleet: &'a Fleet, info: LoadInfo) -> Self {
+    pub fn new(fleet: &'a RemoteHosts, info: LoadInfo) -> Self {
         let mut argv = vec![info.protocol.clone()];
         argv.extend(info.argv.iter().cloned());
-        FleetLoad {
+        RemoteLoad {
             fleet,
             info,
             argv,
@@ -492,7 +492,7 @@ impl Invalid {
     }
 }
 
-impl Workload for FleetLoad<'_> {
+impl Workload for RemoteLoad<'_> {
     /// The agents' seconds are aligned already: each agent's load ends its seconds on the
     /// grid the controller sends it.
     fn align_ticks(&mut self, _origin_mono_ns: u64) {}
@@ -588,7 +588,7 @@ impl Agents {
     }
 }
 
-impl FleetLoad<'_> {
+impl RemoteLoad<'_> {
     /// Asks each agent to start its load on the grid of `origin`; an agent without a
     /// connection is done.
     fn start_loads(&self, a: &mut Agents, origin: u64) {
@@ -796,7 +796,7 @@ pub(crate) struct HostRecording {
 
 /// The recordings of `-p HOST:PID` targets.
 pub struct RemoteRecordings<'a> {
-    fleet: &'a Fleet,
+    fleet: &'a RemoteHosts,
     hosts: Vec<usize>,
     ready: Vec<bool>,
     gone: Vec<bool>,
@@ -808,7 +808,7 @@ pub struct RemoteRecordings<'a> {
 impl<'a> RemoteRecordings<'a> {
     /// Asks every target host to prepare its recording (`opts`' events); sampling waits for
     /// [`RemoteRecordings::go`].
-    pub fn start(fleet: &'a Fleet, opts: &RunOptions) -> Self {
+    pub fn start(fleet: &'a RemoteHosts, opts: &RunOptions) -> Self {
         let hosts = fleet.with_role("target");
         let mut r = RemoteRecordings {
             fleet,
@@ -948,7 +948,7 @@ impl<'a> RemoteRecordings<'a> {
         }
     }
 
-    /// The recordings, on the controlling host's clock (call after [`Fleet::finish`], so
+    /// The recordings, on the controlling host's clock (call after [`RemoteHosts::finish`], so
     /// that the drift is known). With the measurement's `window` (controller ns), samples
     /// placed outside it by more than the clock's uncertainty are left out and counted in
     /// a warning: an agent's recording starts at the gate and runs its duration from there,

@@ -370,12 +370,12 @@ pub(crate) fn merged_report(
     agents: &[AgentReport],
     hists: &[(String, Histogram<u64>)],
 ) -> serde_json::Value {
-    use kiln_loadgen::engine::report::Headline;
+    use kiln_loadgen::engine::report::LoadHeadline;
     use kiln_loadgen::engine::stats::{Count, Latency};
-    let mut read: Vec<(&AgentReport, Headline)> = Vec::new();
+    let mut read: Vec<(&AgentReport, LoadHeadline)> = Vec::new();
     let mut unreadable = Vec::new();
     for a in agents {
-        match serde_json::from_value::<Headline>(a.report["headline"].clone()) {
+        match serde_json::from_value::<LoadHeadline>(a.report["headline"].clone()) {
             Ok(h) => read.push((a, h)),
             Err(e) => unreadable.push(serde_json::json!({"host": a.host, "error": e.to_string()})),
         }
@@ -462,7 +462,7 @@ pub(crate) fn merged_report(
 /// subscription whose group the agents share, no agent can judge alone (each got part of
 /// every agent's messages); the sum can: every message to exactly one subscriber.
 fn run_delivery(
-    read: &[(&AgentReport, kiln_loadgen::engine::report::Headline)],
+    read: &[(&AgentReport, kiln_loadgen::engine::report::LoadHeadline)],
 ) -> Option<serde_json::Value> {
     let summaries: Vec<&serde_json::Value> =
         read.iter().map(|(a, _)| &a.report["summary"]).collect();
@@ -869,7 +869,7 @@ mod tests {
         ];
         let hists = run_histograms([&ta, &tb]);
         let m = merged_report(&agents, &hists);
-        let h: kiln_loadgen::engine::report::Headline =
+        let h: kiln_loadgen::engine::report::LoadHeadline =
             serde_json::from_value(m["headline"].clone()).unwrap();
         assert_eq!(h.total("sent"), 15_989);
         assert_eq!(h.total("received"), 15_989);

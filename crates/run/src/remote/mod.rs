@@ -10,7 +10,7 @@
 //! copied there first, into `~/.cache/kiln/kiln-BUILD_ID` by default, when that build is
 //! not there yet: the build id in the file's name is the version check, and the agent's
 //! greeting says its build again. One agent per host serves whatever the run asks of the
-//! host: a load of kiln's engine ([`FleetLoad`]), a recording of its processes with their
+//! host: a load of kiln's engine ([`RemoteLoad`]), a recording of its processes with their
 //! `/proc` series, clock exchanges ([`clock`]).
 //!
 //! ## Design constraints
@@ -42,7 +42,7 @@ mod link;
 mod merge;
 pub mod wire;
 
-pub use fleet::{Fleet, FleetLoad, RemoteRecordings};
+pub use fleet::{RemoteHosts, RemoteLoad, RemoteRecordings};
 pub(crate) use merge::latency_values;
 
 /// Where an agent runs: `ssh://[user@]host[:port]`, or `[user@]host`; an IPv6 address in

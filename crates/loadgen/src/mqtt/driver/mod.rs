@@ -387,7 +387,8 @@ impl Driver for MqttDriver {
 
     fn summary(&self, r: &Report) -> serde_json::Value {
         let out = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
-        serde_json::to_value(super::report::Summary::of(&self.opts, r, &out)).unwrap_or_default()
+        serde_json::to_value(super::report::MqttSummary::of(&self.opts, r, &out))
+            .unwrap_or_default()
     }
 }
 
