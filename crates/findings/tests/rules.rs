@@ -648,7 +648,7 @@ fn an_idle_server_with_slow_requests_points_outside() {
         h.record(40_100).unwrap();
     }
     let data = kiln_store::hdr::encode_histogram(&h).unwrap();
-    r.histograms = vec![kiln_store::Histogram {
+    r.histograms = vec![kiln_store::StoredHistogram {
         name: "latency".into(),
         window: "measure".into(),
         unit: "us".into(),

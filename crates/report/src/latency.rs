@@ -2,7 +2,7 @@
 //! performance article draws (latency on a log scale against "nines" of percentile),
 //! exact for a window and mergeable across repeated runs.
 use hdrhistogram::Histogram;
-use kiln_store::Histogram as Stored;
+use kiln_store::StoredHistogram as Stored;
 use serde::Serialize;
 
 /// A latency distribution: `(percentile, value)` points in increasing order.

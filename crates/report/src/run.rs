@@ -1336,7 +1336,7 @@ mod tests {
                 ..Default::default()
             },
             series: vec![load, target, other, machine, kiln],
-            histograms: vec![kiln_store::Histogram {
+            histograms: vec![kiln_store::StoredHistogram {
                 name: "consumer_latency".into(),
                 window: kiln_store::PER_SECOND.into(),
                 unit: "us".into(),

@@ -7,7 +7,7 @@ use crate::procfs::TableBuilder;
 use crate::{LoadOutcome, LoadTick};
 use hdrhistogram::Histogram;
 use kiln_hdr::HistogramSum;
-use kiln_store::{columns, Histogram as StoredHistogram, RunData, SeriesTable, Window};
+use kiln_store::{columns, RunData, SeriesTable, StoredHistogram, Window};
 
 /// A load second's span, `(start, end)` ns: its own length before its end.
 fn span(t: &LoadTick) -> (u64, u64) {

@@ -8,8 +8,8 @@
 //! ```
 use kiln_model::{FrameKind, Profile};
 use kiln_store::{
-    Column, Headline, Histogram, RunData, RunMeta, RunStatus, SeriesTable, SqliteStore, Store,
-    Window,
+    Column, Headline, RunData, RunMeta, RunStatus, SeriesTable, SqliteStore, Store,
+    StoredHistogram, Window,
 };
 use std::time::Instant;
 
@@ -81,7 +81,7 @@ fn run(name: &str, samples: u64) -> RunData {
                 })
                 .collect(),
         }],
-        histograms: vec![Histogram {
+        histograms: vec![StoredHistogram {
             name: "consumer".into(),
             window: "measure".into(),
             unit: "us".into(),

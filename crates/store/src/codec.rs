@@ -3,7 +3,9 @@
 //! JSON, latency histograms in HdrHistogram's own serialisation, attachments as they are).
 //! The SQLite and the PostgreSQL stores share these functions, so a run reads back the
 //! same from either and moves between them byte for byte.
-use crate::model::{Attachment, CommandRecord, Histogram, RunData, RunId, RunMeta, SeriesTable};
+use crate::model::{
+    Attachment, CommandRecord, RunData, RunId, RunMeta, SeriesTable, StoredHistogram,
+};
 use std::path::PathBuf;
 
 /// zstd level for bulk data: fast to write (a run is saved within a second of its end),
@@ -42,7 +44,7 @@ fn profile_blob_name(index: usize, event: &str) -> String {
     format!("{index:03}:{event}")
 }
 
-fn histogram_blob_name(h: &Histogram) -> String {
+fn histogram_blob_name(h: &StoredHistogram) -> String {
     format!("{}\t{}\t{}", h.window, h.name, h.unit)
 }
 
@@ -263,7 +265,7 @@ pub(crate) fn decode_series(blobs: Vec<(String, Vec<u8>)>) -> Result<Vec<SeriesT
 }
 
 /// The histograms from their blobs.
-pub(crate) fn decode_histograms(blobs: Vec<(String, Vec<u8>)>) -> Vec<Histogram> {
+pub(crate) fn decode_histograms(blobs: Vec<(String, Vec<u8>)>) -> Vec<StoredHistogram> {
     blobs
         .into_iter()
         .map(|(name, data)| {
@@ -273,7 +275,7 @@ pub(crate) fn decode_histograms(blobs: Vec<(String, Vec<u8>)>) -> Vec<Histogram>
                 parts.next().unwrap_or_default().to_string(),
                 parts.next().unwrap_or_default().to_string(),
             );
-            Histogram {
+            StoredHistogram {
                 name: hname,
                 window,
                 unit,

@@ -70,9 +70,9 @@ pub use check::check_meta;
 pub use columns::QUEUE_DEPTH;
 pub use listing::{configuration, configurations, Configurations, Listed, RunRef};
 pub use model::{
-    Attachment, ClockOffset, Column, CommandRecord, Headline, Histogram, HostInfo, JvmDump,
-    JvmDumps, LoadInfo, MonitorWait, RunData, RunId, RunMeta, RunStatus, SchedulerStates,
-    SeriesTable, StateSources, StateSums, TargetInfo, Window, GOROUTINE_WAITS_EVENT,
+    Attachment, ClockOffset, Column, CommandRecord, Headline, HostInfo, JvmDump, JvmDumps,
+    LoadInfo, MonitorWait, RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable,
+    StateSources, StateSums, StoredHistogram, TargetInfo, Window, GOROUTINE_WAITS_EVENT,
     JVM_DUMPS_ATTACHMENT, PER_SECOND, PPROF_EVENT_PREFIX, RUNTIME_ENV,
 };
 pub use postgres::{redact, PgStore, DEFAULT_RETRY, READ_RETRY};

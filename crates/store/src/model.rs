@@ -446,7 +446,7 @@ pub struct Column {
 /// A latency histogram (HdrHistogram, V2 deflate serialisation: mergeable, so repeated
 /// runs and windows combine exactly).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Histogram {
+pub struct StoredHistogram {
     /// What it measures (`consumer`, `consumer (intended)`, `confirm`, `request`).
     pub name: String,
     /// The window it covers (`measure`, or a sweep step's name), or [`PER_SECOND`].
@@ -699,7 +699,7 @@ pub struct RunData {
     /// Per-second series.
     pub series: Vec<SeriesTable>,
     /// Latency histograms.
-    pub histograms: Vec<Histogram>,
+    pub histograms: Vec<StoredHistogram>,
     /// One profile per recorded event.
     pub profiles: Vec<Profile>,
     /// Files kept with the run.

@@ -376,7 +376,7 @@ mod tests {
         let mut run = RunData::default();
         run.meta.headline.latency = Some("consumer_latency".into());
         for (name, v) in [("confirm_latency", 100), ("consumer_latency", 700)] {
-            run.histograms.push(crate::Histogram {
+            run.histograms.push(crate::StoredHistogram {
                 name: name.into(),
                 window: "rate=10".into(),
                 unit: "us".into(),

@@ -295,7 +295,11 @@ impl<'a> RemoteLoad<'a> {
     pub(crate) fn host_data(
         &self,
         w: &Window,
-    ) -> (Vec<SeriesTable>, Vec<kiln_store::Histogram>, Vec<String>) {
+    ) -> (
+        Vec<SeriesTable>,
+        Vec<kiln_store::StoredHistogram>,
+        Vec<String>,
+    ) {
         let mut series = Vec::new();
         let mut hists = Vec::new();
         let mut warnings = Vec::new();
@@ -322,7 +326,7 @@ impl<'a> RemoteLoad<'a> {
             }
             for (hname, h) in merged {
                 if let Ok(data) = kiln_hdr::encode_histogram(&h) {
-                    hists.push(kiln_store::Histogram {
+                    hists.push(kiln_store::StoredHistogram {
                         name: hname,
                         window: format!("{}@{name}", w.name),
                         unit: "us".into(),

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 use kiln_model::{FrameKind, Profile};
 use kiln_store::{
-    Attachment, Column, Headline, Histogram, RunData, RunMeta, RunStatus, SeriesTable, Window,
+    Attachment, Column, Headline, RunData, RunMeta, RunStatus, SeriesTable, StoredHistogram, Window,
 };
 
 pub fn profile(event: &str, n: u64) -> Profile {
@@ -62,7 +62,7 @@ pub fn run(name: &str, group: &str, samples: u64) -> RunData {
                 values: vec![Some(19_999.5), None],
             }],
         }],
-        histograms: vec![Histogram {
+        histograms: vec![StoredHistogram {
             name: "consumer".into(),
             window: "measure".into(),
             unit: "us".into(),
