@@ -5,7 +5,9 @@
 //! limit: every damage is an error.
 #![no_main]
 use kiln_model::{EventInfo, FrameKind, Profile};
-use kiln_store::{Attachment, Column, Histogram, RunData, RunMeta, SeriesTable, SqliteStore, Store};
+use kiln_store::{
+    Attachment, Column, RunData, RunMeta, SeriesTable, SqliteStore, Store, StoredHistogram,
+};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 
@@ -37,7 +39,7 @@ fn base() -> &'static [u8] {
                     values: vec![Some(1.0), None],
                 }],
             }],
-            histograms: vec![Histogram {
+            histograms: vec![StoredHistogram {
                 name: "latency".into(),
                 window: "measure".into(),
                 unit: "us".into(),
