@@ -798,7 +798,7 @@ fn a_per_request_fdatasync_is_a_disk_wait() {
     // counts it (blocked, on a CPU inside them, waiting for a CPU there).
     let traced = 100.0 * synced / 8.0;
     assert!(
-        (disk.2 - traced).abs() < 20.0,
+        (disk.2 - traced).abs() < 25.0,
         "kiln {:.1}% against bpftrace's {traced:.1}%:\n{text}",
         disk.2
     );
