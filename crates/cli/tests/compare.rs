@@ -214,7 +214,13 @@ fn the_gate_fires_on_the_firehose_and_never_on_noise() {
     // runs spread (once 150 to 247 µs of CPU per message) and the gate may only say it
     // cannot tell — which kiln must then say of that figure, not fire nor pass.
     let first = text.lines().next().unwrap();
-    if out.status.code() == Some(4) && busy_median(&text, 1) >= 95.0 {
+    // Or the firehose's runs did not hold their rate (the broker starved by other work:
+    // throughput 40 to 2,068 msg/s of 2,000): their CPU per message is no measure either.
+    let rate_not_held = text
+        .lines()
+        .find(|l| l.starts_with("throughput"))
+        .is_some_and(|l| l.contains("not held"));
+    if out.status.code() == Some(4) && (busy_median(&text, 1) >= 95.0 || rate_not_held) {
         assert!(
             stderr.contains("fail-if: cpu_per_msg>+10%: cannot tell") && first.contains("worse: "),
             "{text}\n{stderr}"
