@@ -57,6 +57,23 @@ pub fn kept_share(p: &Profile, keep: &[bool]) -> f64 {
     kept as f64 / total.max(1) as f64
 }
 
+/// The seconds `p`'s samples that `keep` marks stand for (0 for a profile with no time
+/// per sample).
+pub fn kept_seconds(p: &Profile, keep: &[bool]) -> f64 {
+    let Some(ns) = p.event.ns_per_weight() else {
+        return 0.0;
+    };
+    let w: u128 = p
+        .samples
+        .weight
+        .iter()
+        .zip(keep)
+        .filter(|(_, &k)| k)
+        .map(|(&w, _)| w as u128)
+        .sum();
+    w as f64 * ns / 1e9
+}
+
 /// `p`'s weight (of the samples `keep` marks) by the program's function nearest the leaf,
 /// heaviest first, and the weight of those samples in all. Samples with no program frame
 /// (all runtime, all kernel) are left out of the list, not of the total.

@@ -1,7 +1,7 @@
 //! The CPUs as a resource (the USE method): one thread saturated, the CPUs full of the
 //! server's own work, and the server's threads ready to run but not running.
 use super::{cpus, pct, secs, Runtime};
-use crate::profile::{categories, in_group, kept_share, top_named, with_stack};
+use crate::profile::{categories, in_group, kept_seconds, kept_share, top_named, with_stack};
 use crate::{Class, Facts, Finding};
 use kiln_store::columns as col;
 
@@ -310,21 +310,10 @@ fn waited_for_cpu(f: &Facts, name: &str, secs: f64) -> f64 {
     let Some(p) = f.profile("runnable") else {
         return 0.0;
     };
-    let Some(ns) = p.event.ns_per_weight() else {
-        return 0.0;
-    };
     let keep = with_stack(p, |path| {
         path.iter().any(|&fr| p.frame_name(fr) == name.as_bytes())
     });
-    let w: u128 = p
-        .samples
-        .weight
-        .iter()
-        .zip(&keep)
-        .filter(|(_, &k)| k)
-        .map(|(&w, _)| w as u128)
-        .sum();
-    w as f64 * ns / 1e9 / secs.max(1e-9)
+    kept_seconds(p, &keep) / secs.max(1e-9)
 }
 
 /// Work serialised without a thread of its own (see [`Serial`]): the server could use
@@ -485,19 +474,7 @@ pub(crate) fn in_sync_calls(p: &kiln_model::Profile) -> Vec<bool> {
 /// The seconds `p`'s samples inside a call that waits for the disk stand for (0 for a
 /// profile with no time per sample).
 pub(crate) fn seconds_in_sync_calls(p: &kiln_model::Profile) -> f64 {
-    let Some(ns) = p.event.ns_per_weight() else {
-        return 0.0;
-    };
-    let keep = in_sync_calls(p);
-    let w: u128 = p
-        .samples
-        .weight
-        .iter()
-        .zip(&keep)
-        .filter(|(_, &k)| k)
-        .map(|(&w, _)| w as u128)
-        .sum();
-    w as f64 * ns / 1e9
+    kept_seconds(p, &in_sync_calls(p))
 }
 
 const SYNC_CALLS: [&str; 10] = [
