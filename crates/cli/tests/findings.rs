@@ -50,16 +50,20 @@ impl Planted {
             }
             None => Command::new(exe),
         };
+        cmd.args([mode, "0"]).arg(dir);
+        Planted::serve(cmd)
+    }
+
+    /// Starts a server that prints `ready PORT` on its standard output, and waits for it.
+    fn serve(mut cmd: Command) -> Planted {
         let mut child = cmd
-            .args([mode, "0"])
-            .arg(dir)
             .stdout(Stdio::piped())
             .spawn()
-            .expect("planted starts");
+            .unwrap_or_else(|e| panic!("{cmd:?} starts: {e}"));
         let mut lines = Lines::follow(child.stdout.take().unwrap());
         let ready = lines
             .wait_for(Duration::from_secs(30), |l| l.starts_with("ready "))
-            .expect("planted says ready");
+            .unwrap_or_else(|| panic!("{cmd:?} never said where it listens"));
         let port = ready[6..].trim().parse().unwrap();
         Planted { child, port }
     }
@@ -501,17 +505,9 @@ fn an_event_loop_blocked_in_its_work_is_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let src =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/blocking_loop.py");
-    let mut child = Command::new("python3")
-        .arg(&src)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 starts");
-    let mut lines = Lines::follow(child.stdout.take().unwrap());
-    let ready = lines
-        .wait_for(Duration::from_secs(30), |l| l.starts_with("ready "))
-        .expect("the server says where it listens");
-    let port = ready[6..].trim().parse().unwrap();
-    let p = Planted { child, port };
+    let mut python = Command::new("python3");
+    python.arg(&src);
+    let p = Planted::serve(python);
     let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 8) else {
         return;
     };
@@ -569,13 +565,10 @@ fn a_log_pipe_read_slowly_is_a_wait_in_the_work() {
     use std::io::Read;
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(planted_exe(dir.path()))
-        .args(["log", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("planted starts");
-    let mut log = child.stderr.take().unwrap();
+    let mut planted = Command::new(planted_exe(dir.path()));
+    planted.args(["log", "0"]).stderr(Stdio::piped());
+    let mut p = Planted::serve(planted);
+    let mut log = p.child.stderr.take().unwrap();
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 16384];
         // The pace of a slow log collector; ends when the server does.
@@ -583,12 +576,6 @@ fn a_log_pipe_read_slowly_is_a_wait_in_the_work() {
             std::thread::sleep(Duration::from_millis(100));
         }
     });
-    let mut lines = Lines::follow(child.stdout.take().unwrap());
-    let ready = lines
-        .wait_for(Duration::from_secs(30), |l| l.starts_with("ready "))
-        .expect("planted says ready");
-    let port = ready[6..].trim().parse().unwrap();
-    let p = Planted { child, port };
     let Some(bt) = bpftrace_or_skip("write", p.pid(), 8) else {
         return;
     };
@@ -667,19 +654,11 @@ fn a_node_event_loop_blocked_in_a_synchronous_call_is_the_limit() {
     let src =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/blocking_loop.js");
     // V8 writes its isolate log into the working directory with --perf-basic-prof.
-    let mut child = Command::new("node")
-        .current_dir(dir.path())
+    let mut node = Command::new("node");
+    node.current_dir(dir.path())
         .arg("--perf-basic-prof")
-        .arg(&src)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("node starts (Debian package nodejs)");
-    let mut lines = Lines::follow(child.stdout.take().unwrap());
-    let ready = lines
-        .wait_for(Duration::from_secs(30), |l| l.starts_with("ready "))
-        .expect("the server says where it listens");
-    let port = ready[6..].trim().parse().unwrap();
-    let p = Planted { child, port };
+        .arg(&src);
+    let p = Planted::serve(node);
     let Some(bt) = Bpftrace::time_where("futex", &format!("tid == {}", p.pid()), 8) else {
         kiln_testkit::skip("bpftrace is not installed or cannot trace system calls");
         return;

@@ -189,6 +189,92 @@ pub fn share_of(cats: &(Vec<(String, u128)>, u128), pred: impl Fn(&str) -> bool)
         / cats.1 as f64
 }
 
+/// The name of the system call a kernel frame is the entry point of (`__x64_sys_sendto`,
+/// `__do_sys_sched_yield`, `ksys_write`: `sendto`, `sched_yield`, `write`), if it is one.
+pub fn system_call_of(frame: &str) -> Option<&str> {
+    [
+        "__x64_sys_",
+        "__ia32_sys_",
+        "__arm64_sys_",
+        "__se_sys_",
+        "__do_sys_",
+        "ksys_",
+    ]
+    .iter()
+    .find_map(|p| frame.strip_prefix(p))
+    .filter(|n| !n.is_empty())
+}
+
+/// Where `keep`'s samples spent their CPU in the kernel: the weight of the samples whose
+/// leaf is a kernel frame, and of those by system call (the outermost entry point the
+/// stack names, with the program's function that made the call), heaviest first.
+#[derive(Debug, Default)]
+pub struct KernelTime {
+    /// By system call and its caller in the program (when the stack names one).
+    pub calls: Vec<(String, Option<String>, u128)>,
+    /// The samples in the kernel, whether or not a system call is named.
+    pub kernel: u128,
+    /// All the samples `keep` marks.
+    pub total: u128,
+}
+
+impl KernelTime {
+    /// The share (0 to 1) of the samples in the kernel.
+    pub fn share(&self) -> f64 {
+        self.kernel as f64 / self.total.max(1) as f64
+    }
+}
+
+/// [`KernelTime`] of `keep`'s samples.
+pub fn kernel_time(p: &Profile, keep: &[bool]) -> KernelTime {
+    let mut by: HashMap<(String, Option<String>), u128> = HashMap::new();
+    let mut out = KernelTime::default();
+    let mut path = Vec::new();
+    // Per stack: None when its leaf is not the kernel's, else the call and its caller.
+    type Call = Option<(String, Option<String>)>;
+    let mut seen: Vec<Option<Option<Call>>> = vec![None; p.stacks.len()];
+    for i in 0..p.samples.len() {
+        if !keep.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        let (st, w) = (p.samples.stack[i], p.samples.weight[i] as u128);
+        out.total += w;
+        let Some(slot) = seen.get_mut(st.0 as usize) else {
+            continue;
+        };
+        let at = slot.get_or_insert_with(|| {
+            path.clear();
+            p.stacks.path_into(st, &mut path);
+            let kind = |f: &FrameId| p.frames.get(*f).kind;
+            if path.last().map(kind) != Some(FrameKind::Kernel) {
+                return None;
+            }
+            let name = |f: &FrameId| String::from_utf8_lossy(p.frame_name(*f)).into_owned();
+            let call = path
+                .iter()
+                .filter(|f| kind(f) == FrameKind::Kernel)
+                .find_map(|f| system_call_of(&name(f)).map(str::to_string));
+            let user: Vec<String> = path
+                .iter()
+                .filter(|f| !matches!(kind(f), FrameKind::Kernel | FrameKind::Root))
+                .map(name)
+                .collect();
+            let caller = program_frame(&user).map(|i| user[i].clone());
+            Some(call.map(|c| (c, caller)))
+        });
+        if let Some(call) = at {
+            out.kernel += w;
+            if let Some(c) = call {
+                *by.entry(c.clone()).or_default() += w;
+            }
+        }
+    }
+    out.calls = by.into_iter().map(|((c, by), w)| (c, by, w)).collect();
+    out.calls
+        .sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    out
+}
+
 /// The top `n` program functions of `keep`'s samples as `name (share)`, shares of the
 /// samples' weight.
 pub fn top_named(p: &Profile, keep: &[bool], n: usize) -> Vec<(String, f64)> {
@@ -200,4 +286,60 @@ pub fn top_named(p: &Profile, keep: &[bool], n: usize) -> Vec<(String, f64)> {
         .take(n)
         .map(|(name, w)| (name, w as f64 / total as f64))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_model::{EventInfo, WeightUnit, NO_TIME};
+
+    /// A sample's stack, root first, each frame `kind:name` (u user, k kernel).
+    fn add(p: &mut Profile, stack: &str, w: u64) {
+        let t = p.thread(Some(1), Some(1), b"server");
+        let frames: Vec<FrameId> = stack
+            .split(';')
+            .map(|f| {
+                let (k, n) = f.split_once(':').unwrap();
+                let kind = if k == "k" {
+                    FrameKind::Kernel
+                } else {
+                    FrameKind::User
+                };
+                p.frame(n.as_bytes(), kind)
+            })
+            .collect();
+        p.add_sample_path(&frames, w, NO_TIME, t);
+    }
+
+    #[test]
+    fn kernel_time_is_by_system_call_and_the_program_function_that_made_it() {
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        add(&mut p, "u:main;u:serve;u:emit_metrics;u:__libc_sendto;k:entry_SYSCALL_64;k:do_syscall_64;k:__x64_sys_sendto;k:__sys_sendto;k:udp_sendmsg", 6);
+        // A softirq under the same call is the call's.
+        add(&mut p, "u:main;u:serve;u:emit_metrics;u:__libc_sendto;k:entry_SYSCALL_64;k:__x64_sys_sendto;k:__local_bh_enable_ip;k:net_rx_action", 2);
+        add(
+            &mut p,
+            "u:main;u:serve;u:respond;u:__libc_write;k:entry_SYSCALL_64;k:ksys_write;k:tcp_sendmsg",
+            1,
+        );
+        // In the kernel without a system call (a page fault), and in the program.
+        add(
+            &mut p,
+            "u:main;u:serve;k:asm_exc_page_fault;k:handle_mm_fault",
+            1,
+        );
+        add(&mut p, "u:main;u:serve;u:parse", 2);
+        let k = kernel_time(&p, &vec![true; p.samples.len()]);
+        assert_eq!((k.kernel, k.total), (10, 12));
+        assert_eq!(
+            k.calls,
+            vec![
+                ("sendto".to_string(), Some("emit_metrics".to_string()), 8),
+                ("write".to_string(), Some("respond".to_string()), 1),
+            ]
+        );
+        assert_eq!(system_call_of("__do_sys_sched_yield"), Some("sched_yield"));
+        assert_eq!(system_call_of("__x64_sys_"), None);
+        assert_eq!(system_call_of("do_syscall_64"), None);
+    }
 }

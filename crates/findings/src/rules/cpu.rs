@@ -48,6 +48,28 @@ fn one_hot_thread(f: &Facts, g: &crate::threads::Group) -> bool {
         && hottest_over_window(f, g).is_none_or(|h| h >= 0.7 * g.busiest.unwrap_or(0.0))
 }
 
+/// A clause for a finding about CPU: when most of `keep`'s CPU was in the kernel and one
+/// system call holds a quarter of it or more, `N% of it in the kernel, M% under CALL
+/// (from FUNCTION)`: the cost is the calls, not the program's own work (fewer, larger
+/// calls are what lowers it). `None` otherwise.
+fn kernel_clause(p: &kiln_model::Profile, keep: &[bool]) -> Option<String> {
+    let k = crate::profile::kernel_time(p, keep);
+    let (call, caller, w) = k.calls.first()?;
+    let of_all = *w as f64 / k.total.max(1) as f64;
+    if k.share() < 0.5 || of_all < 0.25 {
+        return None;
+    }
+    let from = caller
+        .as_ref()
+        .map(|c| format!(", called from {c}"))
+        .unwrap_or_default();
+    Some(format!(
+        "{} of it in the kernel, {} under the {call} system call{from}: the calls cost more than the program's own work",
+        pct(k.share()),
+        pct(of_all),
+    ))
+}
+
 /// One thread ran a whole CPU while the server could have used more: its work is
 /// serialised on that thread (an event loop, an interpreter, a single worker, one Erlang
 /// process), and nothing it does goes faster with more CPUs or more clients.
@@ -111,6 +133,9 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
         let top = top_named(p, &keep, 3);
         if let Some((name, share)) = top.first() {
             claim.push_str(&format!("; its CPU is mostly in {name} ({})", pct(*share)));
+            if let Some(k) = kernel_clause(p, &keep) {
+                claim.push_str(&format!(", {k}"));
+            }
             let mut e = f.ev(
                 format!("'{}' threads' CPU by the program's function", g.name),
                 top.iter()
@@ -573,6 +598,9 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
                 "; the heaviest of the program's functions is {name} ({})",
                 pct(*s)
             ));
+        }
+        if let Some(k) = kernel_clause(p, &keep) {
+            claim.push_str(&format!("; {k}"));
         }
         let mut e = f.ev(
             "where the CPU went",
