@@ -904,6 +904,58 @@ fn a_response_held_by_nagle_is_time_outside_the_server() {
     assert!(named(&found, "network-wait").is_none_or(|f| !f.1.contains("delayed-ACK")));
 }
 
+/// The kernel's count of TCP connections accepted on this machine (`PassiveOpens` in
+/// /proc/net/snmp), as nstat reads it.
+fn passive_opens() -> u64 {
+    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap();
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next().unwrap(), tcp.next().unwrap());
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "PassiveOpens")
+        .unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+/// Keep-alive off at the server: every response says `Connection: close` and the
+/// connection ends with it, so each request is a new connection. kiln's count of them
+/// is held to the kernel's (PassiveOpens over the run, which holds it); with keep-alive
+/// on, the same server draws no such word.
+#[test]
+fn a_server_that_closes_after_each_answer_costs_a_connection_per_request() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let exe = planted_exe(dir.path());
+    let p = Planted::start(&exe, "close", dir.path(), None);
+    let before = passive_opens();
+    let (text, v, k) = run(&dir.path().join("r.db"), "close", &p, 16);
+    let accepted = passive_opens() - before;
+    println!(
+        "{text}
+the kernel: {accepted} connections accepted over the run"
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 17.0, &text);
+    let churn = named(&found, "connection-churn").unwrap_or_else(|| panic!("{text}"));
+    assert!(churn.2 >= 90.0, "{text}");
+    assert!(churn.1.contains("Connection: close"), "{text}");
+    let opened: u64 = churn
+        .1
+        .split(": ")
+        .nth(1)
+        .and_then(|x| x.split(" new connections").next())
+        .map(|n| n.replace(',', ""))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of connections in {}", churn.1));
+    assert!(
+        opened > 100 && opened <= accepted,
+        "kiln: {opened} new connections in its window; the kernel accepted {accepted} over the whole run\n{text}"
+    );
+    let q = Planted::start(&exe, "work", dir.path(), None);
+    let (text, v, _) = run(&dir.path().join("r.db"), "kept", &q, 16);
+    assert!(named(&findings(&v), "connection-churn").is_none(), "{text}");
+}
+
 /// Go's own account of where its goroutines are: `/debug/pprof/goroutine?debug=1`, the
 /// goroutines counted under each program (`main.`) function on their stacks.
 fn goroutines_in(port: u16) -> std::collections::HashMap<String, u64> {

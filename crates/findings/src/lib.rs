@@ -71,6 +71,8 @@ pub enum Class {
     QueueGrowing,
     /// Connections waited in the server's accept queue.
     AcceptBacklog,
+    /// Each operation paid for a new connection: the server closed them after each answer.
+    ConnectionChurn,
     /// Threads spun on a CPU waiting for something.
     BusyWait,
     /// The load generator, not the server, was the limit.
@@ -99,6 +101,7 @@ impl Class {
             Class::MemoryChurn => "Memory churn",
             Class::QueueGrowing => "Queue growing",
             Class::AcceptBacklog => "Accept backlog",
+            Class::ConnectionChurn => "A new connection per request",
             Class::BusyWait => "Busy-wait",
             Class::ClientLimited => "Limited by the client",
             Class::SleepInPath => "Sleep in the request path",
@@ -121,6 +124,7 @@ impl Class {
             Class::MemoryChurn => "memory-churn",
             Class::QueueGrowing => "queue-growing",
             Class::AcceptBacklog => "accept-backlog",
+            Class::ConnectionChurn => "connection-churn",
             Class::BusyWait => "busy-wait",
             Class::ClientLimited => "client-limited",
             Class::SleepInPath => "sleep-in-path",

@@ -135,6 +135,88 @@ pub fn errors(f: &Facts) -> Vec<Finding> {
     .check("the server's own log; curl -sv the same URL; ss -s; nstat -az".to_string())]
 }
 
+/// Each request came on a new connection: the load keeps its connections open (HTTP
+/// keep-alive) unless told otherwise, so connections it opened at the pace of its answers
+/// were closed by the server (`Connection: close`, or a close after each response). Every
+/// request then pays a TCP handshake, an accept and the server's set-up of a connection
+/// (a thread, buffers) besides its own work.
+///
+/// False when: under half as many connections opened as answers; the load asked for it
+/// (a `Connection: close` header of its own); the connections were reopened after
+/// failures (the errors rule speaks for those).
+pub fn connections(f: &Facts) -> Vec<Finding> {
+    use kiln_store::columns as col;
+    let count = |c: &str| count_of(&f.values(col::LOAD, c));
+    let (Some(opened), Some(ops)) = (count("connects"), f.outcome.ops) else {
+        return Vec::new();
+    };
+    let failed = count("errors").unwrap_or(0.0);
+    let asked = f.meta.load.argv.iter().any(|a| {
+        a.to_ascii_lowercase()
+            .replace(' ', "")
+            .contains("connection:close")
+    });
+    let per = opened / ops.max(1.0);
+    if ops < 100.0 || per < 0.5 || asked || failed > 0.1 * opened {
+        return Vec::new();
+    }
+    let unit = &f.outcome.unit;
+    let mut claim = format!(
+        "the server closed its connections after their answers: {} new connections for {} {unit}s ({:.2} per {unit}; the load keeps a connection open until the server closes it), so each {unit} paid a TCP handshake, an accept and the server's set-up of a connection besides its work — turn keep-alive on at the server (no `Connection: close`)",
+        thousands(opened),
+        thousands(ops),
+        per,
+    );
+    // What the set-up cost the server: its CPU in the kernel's connection paths and in
+    // creating and ending threads, when the profile says.
+    if let Some(p) = f.cpu_profile() {
+        let keep = crate::profile::in_group(p, None);
+        let k = crate::profile::kernel_time(p, &keep);
+        let setup: u128 = k
+            .calls
+            .iter()
+            .filter(|(c, _, _)| {
+                matches!(
+                    c.as_str(),
+                    "accept"
+                        | "accept4"
+                        | "close"
+                        | "shutdown"
+                        | "clone"
+                        | "clone3"
+                        | "mmap"
+                        | "munmap"
+                        | "mprotect"
+                        | "exit"
+                        | "madvise"
+                        | "set_robust_list"
+                )
+            })
+            .map(|(_, _, w)| w)
+            .sum();
+        let share = setup as f64 / k.total.max(1) as f64;
+        if share >= 0.05 {
+            claim.push_str(&format!(
+                "; {} of the server's CPU went to accepting, closing and the threads and memory of connections (accept, close, clone, mmap…)",
+                pct(share)
+            ));
+        }
+    }
+    vec![Finding::new(
+        "connections",
+        Class::ConnectionChurn,
+        0.45 + 0.4 * per.min(1.0),
+        claim,
+    )
+    .evidence(f.ev(
+        "connections opened",
+        format!("{} for {} {unit}s", thousands(opened), thousands(ops)),
+        "the load's own counts (connects, answered)",
+    ))
+    .explains(100.0 * per.min(1.0), format!("of the {unit}s on a new connection"))
+    .check("curl -sv URL -o /dev/null 2>&1 | grep -i '^< connection'; nstat -az TcpPassiveOpens (twice, a second apart)".to_string())]
+}
+
 fn thousands(v: f64) -> String {
     super::queues::thousands(v)
 }

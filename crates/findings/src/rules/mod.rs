@@ -24,6 +24,7 @@
 //! | [`runtime::growth`] | RSS over the window | memory growing |
 //! | [`load::client`] | the load generator's CPU against the server's states | the client as the limit |
 //! | [`load::errors`] | the load's own counts | failed operations |
+//! | [`load::connections`] | the load's connections opened against its answers | a new connection per request (keep-alive off at the server) |
 //! | [`sweep::knee`] | Little's law across steps, then every rule on the step | where a sweep broke, and why |
 use crate::{Evidence, Facts, Finding, Findings, MIN_SCORE};
 
@@ -59,6 +60,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("split", waiting::split_responses),
     ("client", load::client),
     ("errors", load::errors),
+    ("connections", load::connections),
     ("growth", runtime::growth),
 ];
 

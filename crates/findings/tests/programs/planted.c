@@ -19,6 +19,8 @@
  *           error (a pipe whose reader sets the pace)
  *   dbpool  a thread per connection; every request takes one of two "connections" from
  *           a pool (a condition variable while none is free) and holds it 2 ms
+ *   close   a thread per connection; every response says `Connection: close` and the
+ *           connection is closed after it (keep-alive off)
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -44,6 +46,8 @@ static volatile unsigned long sink;
 
 static const char HEAD[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\n";
 static const char BODY[] = "ok";
+static const char CLOSE_HEAD[] =
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n";
 
 /* CPU work of about `units` × a few µs. */
 static void work(int units) {
@@ -146,6 +150,12 @@ static int respond(int c) {
 			return -1;
 		return write(c, BODY, sizeof BODY - 1) < 0 ? -1 : 0;
 	}
+	if (!strcmp(mode, "close")) {
+		char all[sizeof CLOSE_HEAD + sizeof BODY];
+		memcpy(all, CLOSE_HEAD, sizeof CLOSE_HEAD - 1);
+		memcpy(all + sizeof CLOSE_HEAD - 1, BODY, sizeof BODY - 1);
+		return write(c, all, sizeof CLOSE_HEAD - 1 + sizeof BODY - 1) < 0 ? -1 : 0;
+	}
 	char all[sizeof HEAD + sizeof BODY];
 	memcpy(all, HEAD, sizeof HEAD - 1);
 	memcpy(all + sizeof HEAD - 1, BODY, sizeof BODY - 1);
@@ -181,7 +191,7 @@ static void *serve(void *arg) {
 		len += (size_t)r;
 		for (int n = requests_in(buf, &len); n > 0; n--) {
 			handle();
-			if (respond(c) < 0)
+			if (respond(c) < 0 || !strcmp(mode, "close"))
 				goto out;
 		}
 		if (len == sizeof buf)
