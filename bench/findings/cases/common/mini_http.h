@@ -121,4 +121,29 @@ MH_FN void serve_thread_per_connection(int lfd, void *(*fn)(void *)) {
     }
 }
 
+/* What a case does with one request on connection fd (n: the request head's length):
+ * its work and its response. Returns < 0 to close the connection. */
+typedef int (*request_fn)(int fd, size_t n);
+
+static request_fn mh_handler;
+
+/* A connection's thread: each request read, consumed and handed to the case's handler. */
+MH_FN void *serve_requests(void *arg) {
+    struct conn *c = arg;
+    ssize_t n;
+    while ((n = read_request(c)) > 0) {
+        conn_consume(c, (size_t)n);
+        if (mh_handler(c->fd, (size_t)n) < 0) break;
+    }
+    close(c->fd);
+    free(c);
+    return NULL;
+}
+
+/* Accepts forever, one thread per connection, every request handled by fn. */
+MH_FN void serve_each_request(int lfd, request_fn fn) {
+    mh_handler = fn;
+    serve_thread_per_connection(lfd, serve_requests);
+}
+
 #endif

@@ -664,6 +664,18 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     if f.groups.iter().any(|g| g.has_saturated_thread()) {
         score = score.max(ready * 0.95 * ENVIRONMENT);
     }
+    // More of the server's threads ready than CPUs, on a machine the server itself keeps
+    // busy, wait for each other: that is the server's own load (CPU-bound), not others
+    // taking the CPUs. Unless a quota throttles it, the wait counts in the proportion of
+    // the busy CPUs others used (whole when they used half of them or more).
+    let throttled = f.cpus.quota.is_some_and(|(_, t)| t > 0.05);
+    if let (Some(b), false) = (f.cpus.busy, throttled) {
+        let busy = b * f.cpus.machine;
+        if busy > 0.0 {
+            let others = ((busy - target) / busy).clamp(0.0, 1.0);
+            score *= (2.0 * others).min(1.0);
+        }
+    }
     let takers = takers(f);
     let mut claim = format!(
         "the server's threads spent {} of the time they were ready to run waiting for a CPU ({:.1} of them waiting on average)",
