@@ -13,19 +13,12 @@ static __attribute__((noinline)) void access_log(size_t n) {
     __asm__ volatile("" ::: "memory");
 }
 
-static void *serve(void *arg) {
-    struct conn *c = arg;
-    ssize_t n;
-    while ((n = read_request(c)) > 0) {
-        conn_consume(c, (size_t)n);
-        if (respond(c->fd, 200, "ok\n", 3) < 0) break;
-        access_log((size_t)n);
-    }
-    close(c->fd);
-    free(c);
-    return NULL;
+static int handle(int fd, size_t n) {
+    if (respond(fd, 200, "ok\n", 3) < 0) return -1;
+    access_log(n);
+    return 0;
 }
 
 int main(void) {
-    serve_thread_per_connection(listen_any(128), serve);
+    serve_each_request(listen_any(128), handle);
 }

@@ -11,18 +11,11 @@ static __attribute__((noinline)) int send_response(int fd, const char *body, siz
     return write_all(fd, body, len);
 }
 
-static void *serve(void *arg) {
-    struct conn *c = arg;
-    ssize_t n;
-    while ((n = read_request(c)) > 0) {
-        conn_consume(c, (size_t)n);
-        if (send_response(c->fd, "{\"status\":\"ok\"}\n", 16) < 0) break;
-    }
-    close(c->fd);
-    free(c);
-    return NULL;
+static int handle(int fd, size_t n) {
+    (void)n;
+    return send_response(fd, "{\"status\":\"ok\"}\n", 16);
 }
 
 int main(void) {
-    serve_thread_per_connection(listen_any(128), serve);
+    serve_each_request(listen_any(128), handle);
 }

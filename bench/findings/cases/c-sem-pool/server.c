@@ -19,20 +19,13 @@ static __attribute__((noinline)) void render_quote(void) {
     __asm__ volatile("" ::: "memory");
 }
 
-static void *serve(void *arg) {
-    struct conn *c = arg;
-    ssize_t n;
-    while ((n = read_request(c)) > 0) {
-        conn_consume(c, (size_t)n);
-        render_quote();
-        if (respond(c->fd, 200, "ok\n", 3) < 0) break;
-    }
-    close(c->fd);
-    free(c);
-    return NULL;
+static int handle(int fd, size_t n) {
+    (void)n;
+    render_quote();
+    return respond(fd, 200, "ok\n", 3);
 }
 
 int main(void) {
     sem_init(&upstream, 0, 3);
-    serve_thread_per_connection(listen_any(128), serve);
+    serve_each_request(listen_any(128), handle);
 }

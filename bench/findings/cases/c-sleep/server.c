@@ -10,19 +10,12 @@ static __attribute__((noinline)) void throttle(void) {
     __asm__ volatile("" ::: "memory");
 }
 
-static void *serve(void *arg) {
-    struct conn *c = arg;
-    ssize_t n;
-    while ((n = read_request(c)) > 0) {
-        conn_consume(c, (size_t)n);
-        throttle();
-        if (respond(c->fd, 200, "ok\n", 3) < 0) break;
-    }
-    close(c->fd);
-    free(c);
-    return NULL;
+static int handle(int fd, size_t n) {
+    (void)n;
+    throttle();
+    return respond(fd, 200, "ok\n", 3);
 }
 
 int main(void) {
-    serve_thread_per_connection(listen_any(128), serve);
+    serve_each_request(listen_any(128), handle);
 }

@@ -20,20 +20,13 @@ static __attribute__((noinline)) void post_entry(void) {
     __asm__ volatile("" ::: "memory");
 }
 
-static void *serve(void *arg) {
-    struct conn *c = arg;
-    ssize_t n;
-    while ((n = read_request(c)) > 0) {
-        conn_consume(c, (size_t)n);
-        post_entry();
-        if (respond(c->fd, 200, "ok\n", 3) < 0) break;
-    }
-    close(c->fd);
-    free(c);
-    return NULL;
+static int handle(int fd, size_t n) {
+    (void)n;
+    post_entry();
+    return respond(fd, 200, "ok\n", 3);
 }
 
 int main(void) {
     pthread_spin_init(&ledger_lock, PTHREAD_PROCESS_PRIVATE);
-    serve_thread_per_connection(listen_any(128), serve);
+    serve_each_request(listen_any(128), handle);
 }

@@ -20,17 +20,9 @@ static __attribute__((noinline)) void emit_metrics(size_t n) {
     __asm__ volatile("" ::: "memory");
 }
 
-static void *serve(void *arg) {
-    struct conn *c = arg;
-    ssize_t n;
-    while ((n = read_request(c)) > 0) {
-        conn_consume(c, (size_t)n);
-        emit_metrics((size_t)n);
-        if (respond(c->fd, 200, "ok\n", 3) < 0) break;
-    }
-    close(c->fd);
-    free(c);
-    return NULL;
+static int handle(int fd, size_t n) {
+    emit_metrics(n);
+    return respond(fd, 200, "ok\n", 3);
 }
 
 int main(void) {
@@ -42,5 +34,5 @@ int main(void) {
     if (getsockname(sink, (struct sockaddr *)&collector, &len) < 0) die("getsockname");
     metrics_fd = socket(AF_INET, SOCK_DGRAM, 0);
     if (metrics_fd < 0) die("socket");
-    serve_thread_per_connection(listen_any(128), serve);
+    serve_each_request(listen_any(128), handle);
 }
