@@ -73,6 +73,8 @@ def sample_proc(pid, port=None):
     s["minflt"] = int(f[7])
     s["majflt"] = int(f[9])
     s["rss_kb"] = int(f[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    # The CPU of the children it waited for (cutime + cstime), clock ticks.
+    s["children_ticks"] = int(f[13]) + int(f[14])
     io = _read(f"/proc/{pid}/io") or ""
     for line in io.splitlines():
         k, _, v = line.partition(":")
@@ -93,6 +95,9 @@ def sample_proc(pid, port=None):
     cpu = (_read("/proc/stat") or "").splitlines()[0].split()[1:]
     vals = [int(x) for x in cpu]
     s["machine"] = [sum(vals), vals[3] + vals[4]]  # total jiffies, idle + iowait
+    for line in (_read("/proc/stat") or "").splitlines():
+        if line.startswith("processes "):
+            s["forks"] = int(line.split()[1])  # processes started on the machine
     if port:
         try:
             out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, timeout=5).stdout
@@ -195,6 +200,11 @@ def proc_figures(samples, t0, t1):
         "rss_end_mb": round(b["rss_kb"] / 1024, 1),
         "rss_growth_mb_per_s": round((b["rss_kb"] - a["rss_kb"]) / 1024 / dt, 2),
     }
+    if "children_ticks" in a and "children_ticks" in b:
+        hz = os.sysconf("SC_CLK_TCK")
+        f["children_cpu_pct"] = round(100 * (b["children_ticks"] - a["children_ticks"]) / hz / dt, 1)
+    if "forks" in a and "forks" in b:
+        f["machine_forks_per_s"] = round((b["forks"] - a["forks"]) / dt, 1)
     if "read_bytes" in a and "read_bytes" in b:
         f["disk_read_mb_per_s"] = round((b["read_bytes"] - a["read_bytes"]) / 1048576 / dt, 3)
         f["disk_write_mb_per_s"] = round((b["write_bytes"] - a["write_bytes"]) / 1048576 / dt, 3)

@@ -122,6 +122,7 @@ fn run(
         .is_some()
     {
         let (a, t) = (schedstat(p.pid()), std::time::Instant::now());
+        let children0 = children_cpu_s(p.pid());
         let mut last = a.clone();
         let finished = loop {
             if stderr
@@ -147,6 +148,7 @@ fn run(
             kernel = Some(Kernel {
                 on_cpu: on as f64 / 1e9 / s,
                 runnable: wait as f64 / 1e9 / s,
+                children: (children_cpu_s(p.pid()) - children0) / s,
             });
         }
     }
@@ -214,6 +216,8 @@ fn schedstat(pid: u32) -> std::collections::HashMap<String, (u64, u64)> {
 struct Kernel {
     on_cpu: f64,
     runnable: f64,
+    /// The CPU of the children it waited for (`cutime` + `cstime`), CPUs.
+    children: f64,
 }
 
 /// No finding the kernel's account contradicts: starvation only with run-queue time,
@@ -954,6 +958,80 @@ the kernel: {accepted} connections accepted over the run"
     let q = Planted::start(&exe, "work", dir.path(), None);
     let (text, v, _) = run(&dir.path().join("r.db"), "kept", &q, 16);
     assert!(named(&findings(&v), "connection-churn").is_none(), "{text}");
+}
+
+/// The CPU time of the children `pid` has waited for (`cutime` + `cstime` of
+/// /proc/PID/stat), seconds.
+fn children_cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command's closing parenthesis, from the third (state).
+    let rest: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = rest[13].parse::<f64>().unwrap() + rest[14].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+/// The processes this machine has started since it booted (`processes` of /proc/stat).
+fn forks() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("processes "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A server that runs a program per request and waits for it: kiln names the wait for the
+/// child processes, counts them under the processes the kernel started over the run, and
+/// gives the children's CPU as the kernel counts it for the parent (`cutime` + `cstime`).
+#[test]
+fn a_server_that_runs_a_program_per_request_waits_for_its_children() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let exe = planted_exe(dir.path());
+    let p = Planted::start(&exe, "spawn", dir.path(), None);
+    let forks0 = forks();
+    let (text, v, k) = run(&dir.path().join("r.db"), "spawn", &p, 8);
+    let (cpu, started) = (k.children, forks() - forks0);
+    println!("{text}\nthe kernel: {started} processes started on the machine over the run; the children's CPU {cpu:.2} CPUs while kiln measured");
+    let found = findings(&v);
+    none_contradicted(&found, &k, 9.0, &text);
+    let first = &found[0];
+    assert_eq!(first.0, "child-processes", "{text}");
+    let claim = &first.1;
+    let number_before = |what: &str| -> f64 {
+        let head = &claim[..claim
+            .find(what)
+            .unwrap_or_else(|| panic!("no {what:?} in {claim}"))];
+        head.rsplit(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .find(|x| !x.is_empty())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("no number before {what:?} in {claim}"))
+    };
+    let waits = number_before(" waits for a child to end");
+    assert!(
+        waits > 100.0 && waits <= started as f64,
+        "kiln: {waits} children waited for; the machine started {started}\n{text}"
+    );
+    let per = number_before(" per req");
+    assert!(
+        // At most one child per request; fewer when the kernel lost records of blocks.
+        (0.5..=1.1).contains(&per),
+        "{per} children per request\n{text}"
+    );
+    let said: f64 = claim
+        .split(" used ")
+        .nth(1)
+        .and_then(|x| x.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no CPU of the children in {claim}"));
+    assert!(
+        said >= 0.75 * cpu && said <= 1.25 * cpu,
+        "kiln: the children used {said} CPUs; the kernel: {cpu:.2}\n{text}"
+    );
 }
 
 /// Go's own account of where its goroutines are: `/debug/pprof/goroutine?debug=1`, the

@@ -67,6 +67,9 @@ pub struct Cpus {
     /// The target's cgroup's CPU quota, CPUs, and the share of the window it was
     /// throttled.
     pub quota: Option<(f64, f64)>,
+    /// The CPU of the target's child processes that ended in the window and were waited
+    /// for (`cutime` + `cstime`): programs it ran for its work.
+    pub children: Option<f64>,
 }
 
 /// A run, or a window of it, as the rules read it.
@@ -85,16 +88,21 @@ pub struct Facts<'a> {
     pub cpus: Cpus,
     /// The target's thread groups, the busiest first.
     pub groups: Vec<Group>,
+    /// The programs the target ran (its child processes under other names), as the CPU
+    /// profile sampled them before their samples were set apart: their CPU seconds, and
+    /// by name. The profiles the rules read hold the target's own samples only.
+    pub ran: Option<(f64, Vec<(String, f64)>)>,
 }
 
 impl<'a> Facts<'a> {
     /// The facts of `run` over its measurement window, or over `w`.
     pub fn of(run: &'a RunData, w: Option<&Window>) -> Facts<'a> {
         let whole = run;
-        let (run, window): (Cow<'a, RunData>, Window) = match w {
+        let (mut run, window): (Cow<'a, RunData>, Window) = match w {
             Some(w) if *w != run.meta.measure => (Cow::Owned(windowed(run, w)), w.clone()),
             _ => (Cow::Borrowed(run), run.meta.measure.clone()),
         };
+        let ran = set_programs_apart(&mut run);
         // The window's figures from the whole run's seconds (its samples in the seconds
         // the window holds, as `kiln runs show RUN@A-B` counts them), not from the
         // samples cut to the window.
@@ -115,6 +123,7 @@ impl<'a> Facts<'a> {
             outcome,
             cpus,
             groups,
+            ran,
         }
     }
 
@@ -209,6 +218,35 @@ impl<'a> Facts<'a> {
             _ => o.concurrency.map(|c| c * self.secs),
         }
     }
+}
+
+/// The samples of programs the target ran ([`crate::profile::programs_ran`]) taken out of
+/// `run`'s profiles, so that what the rules call the server's CPU is the server's; their
+/// CPU by the CPU profile, `None` when it holds none.
+fn set_programs_apart(run: &mut Cow<'_, RunData>) -> Option<(f64, Vec<(String, f64)>)> {
+    let (pids, comm) = (&run.meta.target.pids, run.meta.target.comm.as_str());
+    let ran: Vec<Vec<bool>> = run
+        .profiles
+        .iter()
+        .map(|p| crate::profile::programs_ran(p, pids, comm))
+        .collect();
+    if !ran.iter().flatten().any(|&r| r) {
+        return None;
+    }
+    let cpu = run
+        .profiles
+        .iter()
+        .find(|p| p.event.is_clock() && !p.samples.is_empty())
+        .and_then(|p| crate::profile::others_cpu(p, pids, comm));
+    let owned = run.to_mut();
+    for (p, ran) in owned.profiles.iter_mut().zip(&ran) {
+        if ran.iter().any(|&r| r) {
+            let threads = &p.samples.thread;
+            let q = p.samples_where(|i| !ran.get(threads[i].0 as usize).copied().unwrap_or(false));
+            *p = q;
+        }
+    }
+    cpu
 }
 
 /// `run` cut to window `w`. Profiles without timestamps (a Go server's own block and
@@ -307,5 +345,6 @@ fn cpus(run: &RunData, meta: &RunMeta, w: &Window) -> Cpus {
         others,
         runnable: mean(col::TARGET, col::RUNNABLE).map(|p| p / 100.0),
         quota,
+        children: mean(col::TARGET, col::CHILDREN_CPU).map(|p| p / 100.0),
     }
 }

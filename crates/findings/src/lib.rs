@@ -73,6 +73,8 @@ pub enum Class {
     AcceptBacklog,
     /// Each operation paid for a new connection: the server closed them after each answer.
     ConnectionChurn,
+    /// Threads waited for programs they started (child processes) to finish.
+    ChildProcesses,
     /// Threads spun on a CPU waiting for something.
     BusyWait,
     /// The load generator, not the server, was the limit.
@@ -102,6 +104,7 @@ impl Class {
             Class::QueueGrowing => "Queue growing",
             Class::AcceptBacklog => "Accept backlog",
             Class::ConnectionChurn => "A new connection per request",
+            Class::ChildProcesses => "Waiting for child processes",
             Class::BusyWait => "Busy-wait",
             Class::ClientLimited => "Limited by the client",
             Class::SleepInPath => "Sleep in the request path",
@@ -125,6 +128,7 @@ impl Class {
             Class::QueueGrowing => "queue-growing",
             Class::AcceptBacklog => "accept-backlog",
             Class::ConnectionChurn => "connection-churn",
+            Class::ChildProcesses => "child-processes",
             Class::BusyWait => "busy-wait",
             Class::ClientLimited => "client-limited",
             Class::SleepInPath => "sleep-in-path",

@@ -25,6 +25,57 @@ pub fn in_group(p: &Profile, group: Option<&str>) -> Vec<bool> {
         .collect()
 }
 
+/// Which of `p`'s threads are programs the target ran: threads of processes other than
+/// `pids` (the recording follows the target's children) under a name none of the target's
+/// threads (nor `comm`) has — a program it executed (`sh`, `convert`), not a copy of
+/// itself forked to serve (a forking server's children are the server).
+pub fn programs_ran(p: &Profile, pids: &[u32], comm: &str) -> Vec<bool> {
+    if pids.is_empty() {
+        return vec![false; p.threads.len()];
+    }
+    let own: std::collections::HashSet<&[u8]> = p
+        .threads
+        .iter()
+        .filter(|(_, t)| t.pid.is_some_and(|x| pids.contains(&x)))
+        .map(|(_, t)| p.strings.get(t.name))
+        .chain(std::iter::once(comm.as_bytes()))
+        .collect();
+    p.threads
+        .iter()
+        .map(|(_, t)| {
+            t.pid.is_some_and(|x| !pids.contains(&x)) && !own.contains(p.strings.get(t.name))
+        })
+        .collect()
+}
+
+/// The CPU of the programs the target ran ([`programs_ran`]) in `p`: their seconds and
+/// their names by seconds, heaviest first. `None` when none ran.
+pub fn others_cpu(p: &Profile, pids: &[u32], comm: &str) -> Option<(f64, Vec<(String, f64)>)> {
+    let ns = p.event.ns_per_weight()?;
+    let ran = programs_ran(p, pids, comm);
+    let mut by_name: HashMap<String, u128> = HashMap::new();
+    for (&t, &w) in p.samples.thread.iter().zip(&p.samples.weight) {
+        if !ran.get(t.0 as usize).copied().unwrap_or(false) {
+            continue;
+        }
+        if let Some(th) = p.threads.get(t) {
+            *by_name
+                .entry(String::from_utf8_lossy(p.strings.get(th.name)).into_owned())
+                .or_default() += w as u128;
+        }
+    }
+    let all: u128 = by_name.values().sum();
+    if all == 0 {
+        return None;
+    }
+    let mut names: Vec<(String, f64)> = by_name
+        .into_iter()
+        .map(|(n, w)| (n, w as f64 * ns / 1e9))
+        .collect();
+    names.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Some((all as f64 * ns / 1e9, names))
+}
+
 /// Which of `p`'s samples have a stack `pred` holds for, given the stack's frames from
 /// the root to the leaf (each stack walked once, however many samples share it).
 pub fn with_stack(p: &Profile, mut pred: impl FnMut(&[FrameId]) -> bool) -> Vec<bool> {

@@ -368,6 +368,15 @@ impl Profile {
     /// The samples taken in `[from, to)` (ns on the samples' clock; off-CPU blocks by their
     /// start), with the same names, frames, stacks and threads: a window of a run.
     pub fn time_slice(&self, from: u64, to: u64) -> Profile {
+        let time = &self.samples.time;
+        self.samples_where(|i| {
+            let t = time[i];
+            t != crate::NO_TIME && t >= from && t < to
+        })
+    }
+
+    /// The profile with the samples `keep` holds for (by index), its tables whole.
+    pub fn samples_where(&self, mut keep: impl FnMut(usize) -> bool) -> Profile {
         let mut p = Profile {
             strings: self.strings.clone(),
             frames: self.frames.clone(),
@@ -379,10 +388,14 @@ impl Profile {
         p.samples.label_sets = self.samples.label_sets.clone();
         let s = &self.samples;
         for i in 0..s.len() {
-            let t = s.time[i];
-            if t != crate::NO_TIME && t >= from && t < to {
-                p.samples
-                    .push_labeled(s.stack[i], s.weight[i], t, s.thread[i], s.label_set(i));
+            if keep(i) {
+                p.samples.push_labeled(
+                    s.stack[i],
+                    s.weight[i],
+                    s.time[i],
+                    s.thread[i],
+                    s.label_set(i),
+                );
             }
         }
         p

@@ -40,13 +40,16 @@ pub enum WaitReason {
     Write,
     /// A futex wait that is not a lock: a condition variable, an event, a semaphore.
     Futex,
+    /// Waiting for a child process to end (wait4, waitpid, waitid; Node's spawnSync):
+    /// a program the server ran to do part of the work.
+    Child,
     /// Anything else.
     Other,
 }
 
 impl WaitReason {
     /// Every reason, in the order reports list them.
-    pub const ALL: [WaitReason; 8] = [
+    pub const ALL: [WaitReason; 9] = [
         WaitReason::Idle,
         WaitReason::Lock,
         WaitReason::Io,
@@ -54,6 +57,7 @@ impl WaitReason {
         WaitReason::Poll,
         WaitReason::Write,
         WaitReason::Futex,
+        WaitReason::Child,
         WaitReason::Other,
     ];
 
@@ -67,6 +71,7 @@ impl WaitReason {
             WaitReason::Poll => "event poll and network",
             WaitReason::Write => "writing to a full pipe or socket",
             WaitReason::Futex => "condition or event (futex)",
+            WaitReason::Child => "child process",
             WaitReason::Other => "other",
         }
     }
@@ -128,6 +133,18 @@ const WRITE: &[&str] = &[
     r"^(pipe_write|anon_pipe_write|pipe_wait_writable|sk_stream_wait_memory|unix_wait_for_peer|sock_alloc_send_pskb)$",
 ];
 
+/// A parent waiting for its child to end: the kernel's wait (wait4, waitid), libc's and the
+/// runtimes' calls of it, Node's synchronous spawn (its private loop polls for the exit).
+const CHILD: &[&str] = &[
+    r"^(do_wait|kernel_wait4|kernel_waitid|__do_sys_wait4|__x64_sys_wait4|__x64_sys_waitid|__do_sys_waitid|do_waitid)$",
+    r"^(wait4|__wait4|waitpid|__waitpid|waitid|__waitid|os\.\(\*Process\)\.(wait|blockUntilWaitable)|os_waitpid\w*|os_wait\w*_impl)$",
+    // Python's subprocess: waiting for the exit, or reading the child's output to its end.
+    r"^(Popen\.(communicate|_communicate|wait|_wait|_try_wait)|run|check_output|check_call|call) \(subprocess\.py:",
+    // Go's os/exec: Wait (and Run, Output) for the process and the copying of its output.
+    r"^os/exec\.\(\*Cmd\)\.(Wait|Run|Output|CombinedOutput)$",
+    r"^(node::SyncProcessRunner::\w+|java\.lang\.ProcessHandleImpl\.waitForProcessExit0|Java_java_lang_ProcessHandleImpl_waitForProcessExit0)",
+];
+
 const FUTEX: &[&str] =
     &[r"^(futex_wait\w*|futex_do_wait|__futex_wait|futex_wait_queue\w*|do_futex)$"];
 
@@ -141,6 +158,7 @@ struct Compiled {
     poll: RegexSet,
     write: RegexSet,
     futex: RegexSet,
+    child: RegexSet,
 }
 
 fn compiled() -> &'static Compiled {
@@ -158,6 +176,7 @@ fn compiled() -> &'static Compiled {
             poll: set(POLL),
             write: set(WRITE),
             futex: set(FUTEX),
+            child: set(CHILD),
         }
     })
 }
@@ -188,6 +207,11 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
         if lock_at.is_none_or(|l| l < i) {
             return WaitReason::Idle;
         }
+    }
+    // A wait under a call that waits for a child process is for the child, whatever the
+    // wait's own frames (Node's spawnSync polls its private loop for the exit).
+    if names.iter().any(|f| c.child.is_match(f)) {
+        return WaitReason::Child;
     }
     // Otherwise the frame nearest the leaf that names a kind of wait.
     for f in names.iter().rev() {
@@ -447,6 +471,20 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_for_a_child_process_is_the_childs_whatever_its_own_frames() {
+        assert_eq!(r("spawn;start_thread;handle;render_with_helper;__GI___wait4;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_wait4;__do_sys_wait4;kernel_wait4;do_wait;schedule"), WaitReason::Child);
+        assert_eq!(r("main;main.render;os/exec.(*Cmd).Wait;os.(*Process).wait;os.(*Process).blockUntilWaitable;syscall.Syscall6;do_syscall_64;__x64_sys_waitid;do_waitid;do_wait;schedule"), WaitReason::Child);
+        // Node's execSync waits for the exit in epoll on a private loop.
+        assert_eq!(r("node;uv_run;node::SyncProcessRunner::Run;uv_run;uv__io_poll;epoll_wait;do_epoll_wait;ep_poll;schedule"), WaitReason::Child);
+        assert_eq!(
+            r("node;uv_run;uv__io_poll;epoll_wait;do_epoll_wait;ep_poll;schedule"),
+            WaitReason::Poll
+        );
+        // Python reading a child's output to its end (subprocess.run(capture_output=True)).
+        assert_eq!(r("python3;do_GET (srv.py:7);run (subprocess.py:550);Popen.communicate (subprocess.py:1209);Popen._communicate (subprocess.py:2115);_PollLikeSelector.select (selectors.py:415);select_poll_poll;__GI___poll;do_sys_poll"), WaitReason::Child);
+    }
+
+    #[test]
     fn a_java_pools_idle_workers_are_idle_and_its_locks_are_locks() {
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();void java.util.concurrent.ThreadPoolExecutor.runWorker(java.util.concurrent.ThreadPoolExecutor$Worker);java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.LockSupport.park(java.lang.Object);void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;Parker::park;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.ReentrantLock.lockInterruptibly();void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;futex_do_wait"), WaitReason::Lock);
@@ -554,7 +592,8 @@ mod tests {
         );
         assert_eq!(r("server;runtime.mstart;runtime.schedule;runtime.findRunnable;runtime.stopm;runtime.mPark;runtime.notesleep;runtime.futexsleep;runtime.futex;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("server;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex"), WaitReason::Lock);
-        assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Other);
+        assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Child);
+        assert_eq!(r("x;main;pause;sys_pause"), WaitReason::Other);
         // A writer waits for its reader to make room; a reader waits for data.
         assert_eq!(
             r("p;serve;log_request;__GI___libc_write;do_syscall_64;ksys_write;vfs_write;anon_pipe_write"),

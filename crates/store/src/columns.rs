@@ -61,6 +61,9 @@ pub const LISTEN_OVERFLOWS: &str = "listen overflows";
 pub const THROTTLED: &str = "throttled";
 /// The target's cgroup CPU quota (`cpu.max`), CPUs. Added in 0.4.
 pub const CPU_QUOTA: &str = "cpu quota";
+/// CPU of the target's child processes once they ended and it waited for them
+/// (`cutime` + `cstime` of `/proc/PID/stat`: programs it ran), `%` of one CPU.
+pub const CHILDREN_CPU: &str = "children cpu";
 
 /// Threads of the target asleep at each sample, by where they waited (their state and
 /// `/proc/PID/task/TID/wchan`): `waiting:disk`, `waiting:futex` (a lock or a condition),

@@ -667,12 +667,14 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     // More of the server's threads ready than CPUs, on a machine the server itself keeps
     // busy, wait for each other: that is the server's own load (CPU-bound), not others
     // taking the CPUs. Unless a quota throttles it, the wait counts in the proportion of
-    // the busy CPUs others used (whole when they used half of them or more).
+    // the busy CPUs others used (whole when they used half of them or more). The programs
+    // the server ran for its work (its child processes) are its own load too.
     let throttled = f.cpus.quota.is_some_and(|(_, t)| t > 0.05);
     if let (Some(b), false) = (f.cpus.busy, throttled) {
         let busy = b * f.cpus.machine;
+        let own = target + f.cpus.children.unwrap_or(0.0);
         if busy > 0.0 {
-            let others = ((busy - target) / busy).clamp(0.0, 1.0);
+            let others = ((busy - own) / busy).clamp(0.0, 1.0);
             score *= (2.0 * others).min(1.0);
         }
     }
@@ -742,6 +744,12 @@ pub fn takers(f: &Facts) -> Vec<String> {
     }
     if let Some(k) = f.cpus.load_command.filter(|k| *k >= 0.05) {
         v.push(("the load command".into(), k));
+    }
+    if let Some(k) = f.cpus.children.filter(|k| *k >= 0.05) {
+        v.push((
+            "the programs the server ran (its child processes)".into(),
+            k,
+        ));
     }
     v.sort_by(|a, b| b.1.total_cmp(&a.1));
     v.into_iter()

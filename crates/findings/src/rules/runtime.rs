@@ -94,6 +94,12 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
     if share < 0.1 && !(share >= 0.05 && per_op.is_some_and(|x| x >= 50.0)) {
         return Vec::new();
     }
+    // Churn faults pages in: under 100 faults a second by the kernel's count, what the
+    // profile shows is mapping calls that touch nothing (a spawn's stack) or a child's
+    // faults before its exec, not memory taken again.
+    if minor.is_some_and(|m| m / f.secs.max(1e-9) < 100.0) {
+        return Vec::new();
+    }
     // Memory that grows is faulted in once: that is growth, not churn.
     let rss = f.values(col::TARGET, col::RSS);
     if let (Some(m), Some(&(a, _)), Some(&(b, _))) = (minor, rss.first(), rss.last()) {

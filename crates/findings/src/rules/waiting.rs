@@ -1,7 +1,7 @@
 //! Threads blocked in the work's path (the thread-state method's blocked share, by why),
 //! goroutines parked on locks (Go's own profiles), and the time that is not the server's
 //! at all (Little's law against the server's busy time).
-use super::{pct, secs, Runtime};
+use super::{cpus, pct, secs, Runtime};
 use crate::waits::{go_sites, Site};
 use crate::{Class, Facts, Finding};
 use kiln_model::waits::WaitReason;
@@ -55,6 +55,7 @@ fn check_of(f: &Facts, reason: WaitReason, at: &str) -> String {
         (WaitReason::Lock | WaitReason::Futex, _) => format!("perf trace -s -p {pid} -- sleep {s}   # futex time per thread"),
         (WaitReason::Io, _) => format!("perf trace -s -p {pid} -- sleep {s}   # fsync/fdatasync/pread time; and: cat /proc/{pid}/io; iostat -x 1"),
         (WaitReason::Sleep, _) => format!("perf trace -e nanosleep,clock_nanosleep -p {pid} -- sleep {s}"),
+        (WaitReason::Child, _) => format!("perf stat -e sched:sched_process_fork,sched:sched_process_exec -p {pid} -- sleep {s}   # processes started; and twice, {s} s apart: awk '{{print $16+$17}}' /proc/{pid}/stat (their CPU, in clock ticks, once waited for)"),
         (WaitReason::Write, _) => format!("perf trace -e write,writev,sendto,sendmsg -p {pid} -- sleep {s}   # long writes; ls -l /proc/{pid}/fd (which pipe or socket); ss -tmp"),
         _ => format!("perf trace -s -p {pid} -- sleep {s}"),
     }
@@ -194,6 +195,10 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
             Class::LockContention,
             "waited on a condition in the request's path (a semaphore, a pool's free resource, another thread's answer, a synchronous wait)".into(),
         ),
+        WaitReason::Child => (
+            Class::ChildProcesses,
+            "waited for programs the server ran for them to end (child processes)".into(),
+        ),
         WaitReason::Write => (
             Class::NetworkWait,
             "waited to write into a full pipe or socket (the reader at its other end — a log collector, a slow client, a downstream service — takes less than they write)".into(),
@@ -237,6 +242,7 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         WaitReason::Sleep,
         WaitReason::Write,
         WaitReason::Futex,
+        WaitReason::Child,
     ] {
         // A condition counts only in a request's path (a worker waiting for work waits on
         // one too).
@@ -284,6 +290,11 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .take(3)
             .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
             .collect();
+        let children = if reason == WaitReason::Child {
+            children_said(f, p)
+        } else {
+            String::new()
+        };
         let claim = match &sync {
             Some(st) => format!(
                 "{who} {what} {} of their time, in {}: {}",
@@ -292,7 +303,7 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
                 st.parts(t)
             ),
             None => format!(
-                "{who} {what} {} of their time ({} blocked in all), in {}",
+                "{who} {what} {} of their time ({} blocked in all), in {}{children}",
                 pct(share.min(1.0)),
                 secs(t),
                 places.join(", ")
@@ -317,6 +328,69 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             reason,
             &top.label(),
         )));
+    }
+    out
+}
+
+/// What the child processes a server waited for were: how many waits ended (one per
+/// child, the off-CPU profile's blocks in a wait for one), per operation, and the CPU the
+/// children used themselves (the CPU profile's samples of other processes: the recording
+/// follows the target's children), which the server's own figures leave out.
+fn children_said(f: &Facts, offcpu: &kiln_model::Profile) -> String {
+    let reasons = kiln_model::waits::stack_reasons(offcpu);
+    let pids = &f.meta.target.pids;
+    // The server's own waits: a shell it ran waits for its own children too.
+    let waits = offcpu
+        .samples
+        .stack
+        .iter()
+        .zip(&offcpu.samples.thread)
+        .filter(|(s, t)| {
+            reasons.get(s.0 as usize) == Some(&WaitReason::Child)
+                && offcpu
+                    .threads
+                    .get(**t)
+                    .and_then(|t| t.pid)
+                    .is_none_or(|p| pids.is_empty() || pids.contains(&p))
+        })
+        .count();
+    let mut out = String::new();
+    if waits > 0 {
+        let per_op = f
+            .outcome
+            .ops
+            .filter(|&o| o > 0.0)
+            .map(|o| format!(", {:.2} per {}", waits as f64 / o, f.outcome.unit))
+            .unwrap_or_default();
+        out += &format!(
+            "; {waits} waits for a child to end ({:.0}/s{per_op})",
+            waits as f64 / f.secs.max(1e-9)
+        );
+    }
+    let profiled = f.ran.as_ref();
+    // Their CPU as the kernel counted it for the server (once waited for), else as the
+    // CPU profile sampled it (which loses samples when children come and go by thousands).
+    let used = f
+        .cpus
+        .children
+        .or_else(|| profiled.map(|(s, _)| s / f.secs.max(1e-9)));
+    if let Some(used) = used.filter(|&c| c >= 0.005) {
+        let names: Vec<String> = profiled
+            .iter()
+            .flat_map(|(_, n)| n.iter())
+            .filter(|(_, c)| c / f.secs.max(1e-9) >= 0.005)
+            .take(3)
+            .map(|(n, _)| n.clone())
+            .collect();
+        let names = if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        };
+        out += &format!(
+            "; the children{names} used {} of their own, outside the server's figures",
+            cpus(used)
+        );
     }
     out
 }

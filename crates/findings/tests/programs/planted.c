@@ -21,6 +21,8 @@
  *           a pool (a condition variable while none is free) and holds it 2 ms
  *   close   a thread per connection; every response says `Connection: close` and the
  *           connection is closed after it (keep-alive off)
+ *   spawn   a thread per connection; every request runs a program (`/bin/sh -c 'exit 0'`)
+ *           and waits for it to end
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -34,7 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -124,6 +128,17 @@ static void log_request(void) {
 		perror("log");
 }
 
+extern char **environ;
+
+/* Runs a program for the request and waits for it, as a server shelling out does. */
+static void run_helper(void) {
+	char *argv[] = {"/bin/sh", "-c", "exit 0", NULL};
+	pid_t pid;
+	int st;
+	if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) == 0)
+		waitpid(pid, &st, 0);
+}
+
 static void handle(void) {
 	if (!strcmp(mode, "log"))
 		log_request();
@@ -141,6 +156,8 @@ static void handle(void) {
 		spun_work();
 	else if (!strcmp(mode, "sleep"))
 		usleep(5000);
+	else if (!strcmp(mode, "spawn"))
+		run_helper();
 }
 
 /* Writes the response: in two writes for nagle and nodelay, else in one. */

@@ -109,6 +109,8 @@ struct ProcessSeen {
     write_bytes: u64,
     overflows: Option<u64>,
     throttled_us: Option<u64>,
+    /// The CPU of its children it waited for (`cutime` + `cstime`), clock ticks.
+    children_ticks: u64,
 }
 
 /// Samples `/proc` for a set of target processes.
@@ -287,6 +289,8 @@ struct Counts {
     read_bytes: u64,
     write_bytes: u64,
     overflows: Option<u64>,
+    /// Since the previous sample: the CPU of children the processes waited for, ticks.
+    children_ticks: u64,
     /// Connections waiting in the accept queues of the target's listeners now.
     accept_queue: Option<u64>,
     /// The cgroup's quota (CPUs) and the µs it was throttled since the previous sample.
@@ -444,6 +448,7 @@ impl ProcSampler {
                 c.rss += st.num(24).unwrap_or(0) * self.page_size;
                 now.minor_faults = st.num(10).unwrap_or(0);
                 now.major_faults = st.num(12).unwrap_or(0);
+                now.children_ticks = st.num(16).unwrap_or(0) + st.num(17).unwrap_or(0);
             }
         }
         if let Some(io) = read::read(format!("/proc/{pid}/io")) {
@@ -458,6 +463,7 @@ impl ProcSampler {
             c.major_faults += now.major_faults.saturating_sub(before.major_faults);
             c.read_bytes += now.read_bytes.saturating_sub(before.read_bytes);
             c.write_bytes += now.write_bytes.saturating_sub(before.write_bytes);
+            c.children_ticks += now.children_ticks.saturating_sub(before.children_ticks);
             if let (Some(a), Some(b)) = (now.overflows, before.overflows) {
                 // One network namespace counts once, however many target processes share it.
                 c.overflows = Some(c.overflows.unwrap_or(0).max(a.saturating_sub(b)));
@@ -581,6 +587,11 @@ impl ProcSampler {
             (col::MAJOR_FAULTS.into(), "1/s", per_s(c.major_faults)),
             (col::DISK_READ.into(), "bytes/s", per_s(c.read_bytes)),
             (col::DISK_WRITE.into(), "bytes/s", per_s(c.write_bytes)),
+            (
+                col::CHILDREN_CPU.into(),
+                "%",
+                Some(c.children_ticks as f64 / tps / dt * 100.0),
+            ),
         ];
         for bucket in ["disk", "futex", "poll", "network", "sleep", "pipe", "other"] {
             let n = c.waiting.get(bucket).copied().unwrap_or(0);
