@@ -608,6 +608,39 @@ fn a_log_pipe_read_slowly_is_a_wait_in_the_work() {
     );
 }
 
+/// A wait no rule has a name for (each request waits 3 ms in sigtimedwait for a signal
+/// that never comes): still named, at the program's frame, as the share of the requests'
+/// time bpftrace counts in the call — ranked as what it is, a wait of no known kind.
+#[test]
+fn a_wait_of_no_known_kind_in_the_requests_path_is_still_named() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::start(&planted_exe(dir.path()), "sigwait", dir.path(), None);
+    let Some(bt) = bpftrace_or_skip("rt_sigtimedwait", p.pid(), 8) else {
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "sigwait", &p, 8);
+    let waited = bt.under_load();
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {waited:.2} s in rt_sigtimedwait per second",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 9.0, &text);
+    let first = &found[0];
+    assert_eq!(first.0, "blocked-other", "{text}");
+    assert!(
+        first.1.contains("sigtimedwait under await_signal"),
+        "{text}"
+    );
+    let share = first.2 / 100.0;
+    let (bt, runq) = (waited / 8.0, k.runnable / 8.0);
+    assert!(
+        share <= bt + 0.15 && share >= bt - runq - 0.15,
+        "kiln: {share:.2} of the requests' time; bpftrace: {bt:.2}, run-queue {runq:.2}\n{text}"
+    );
+}
+
 /// A pool of two resources behind a condition variable, 16 connections: each request
 /// waits for a free one most of its time, under the connection's own frames — in its
 /// path, not a worker waiting for work. bpftrace times the futex waits.

@@ -75,6 +75,8 @@ pub enum Class {
     ConnectionChurn,
     /// Threads waited for programs they started (child processes) to finish.
     ChildProcesses,
+    /// Threads blocked in the work's path in a wait of no kind kiln names.
+    BlockedOther,
     /// Threads spun on a CPU waiting for something.
     BusyWait,
     /// The load generator, not the server, was the limit.
@@ -105,6 +107,7 @@ impl Class {
             Class::AcceptBacklog => "Accept backlog",
             Class::ConnectionChurn => "A new connection per request",
             Class::ChildProcesses => "Waiting for child processes",
+            Class::BlockedOther => "Blocked in the kernel",
             Class::BusyWait => "Busy-wait",
             Class::ClientLimited => "Limited by the client",
             Class::SleepInPath => "Sleep in the request path",
@@ -129,6 +132,7 @@ impl Class {
             Class::AcceptBacklog => "accept-backlog",
             Class::ConnectionChurn => "connection-churn",
             Class::ChildProcesses => "child-processes",
+            Class::BlockedOther => "blocked-other",
             Class::BusyWait => "busy-wait",
             Class::ClientLimited => "client-limited",
             Class::SleepInPath => "sleep-in-path",

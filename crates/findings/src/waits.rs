@@ -149,14 +149,17 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
                     p.stacks.path_into(st, &mut path);
                     chains.insert(key.clone(), python_chain(&user_frames(p, &path)));
                 }
-                if matches!(r, WaitReason::Futex | WaitReason::Poll | WaitReason::Write) {
+                if matches!(
+                    r,
+                    WaitReason::Futex | WaitReason::Poll | WaitReason::Write | WaitReason::Other
+                ) {
                     path.clear();
                     p.stacks.path_into(st, &mut path);
                     let own: Vec<String> = user_frames(p, &path)
                         .into_iter()
                         .filter(|f| kiln_model::waits::is_program_frame(f))
                         .collect();
-                    if r == WaitReason::Futex {
+                    if matches!(r, WaitReason::Futex | WaitReason::Other) {
                         futex_stacks.push((key.clone(), w, own));
                     } else {
                         // The connection's own frames are the innermost few: a thread's
@@ -390,6 +393,11 @@ fn go_wait_reason(frames: &[String], primitive: &str) -> WaitReason {
     if frames.iter().any(|f| GO_COLLECTOR.contains(&f.as_str())) {
         return WaitReason::Other;
     }
+    // A program run and waited for (os/exec's Wait, Run, Output: its exit, the copying
+    // of its output).
+    if kiln_model::waits::waits_for_child(frames) {
+        return WaitReason::Child;
+    }
     if primitive.contains("Mutex") || primitive.contains("semacquire") {
         return WaitReason::Lock;
     }
@@ -462,6 +470,11 @@ mod tests {
         assert_eq!(
             go_wait_reason(&start, "runtime.semacquire1"),
             WaitReason::Other
+        );
+        let output = v("runtime.goexit;net/http.(*conn).serve;main.render;os/exec.(*Cmd).Output;os/exec.(*Cmd).Wait;os/exec.(*Cmd).awaitGoroutines;runtime.chanrecv1");
+        assert_eq!(
+            go_wait_reason(&output, "runtime.chanrecv1"),
+            WaitReason::Child
         );
         let lock = v("runtime.goexit;main.worker;sync.(*Mutex).Lock");
         assert_eq!(

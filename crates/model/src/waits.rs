@@ -99,6 +99,8 @@ const BEAM_SCHEDULER: &str = r"^erts_schedule$";
 const BEAM_EVENT_WAIT: &str = r"^(ethr_event_twait|ethr_event_wait)$";
 
 const LOCK: &[&str] = &[
+    // File locks (flock, fcntl's POSIX locks, lockf), System V semaphores, a socket's lock.
+    r"^(locks_lock_inode_wait|locks_lock_file_wait|flock_lock_inode_wait|posix_lock_inode_wait|do_lock_file_wait|fcntl_setlk\w*|__x64_sys_flock|do_semtimedop|__x64_sys_semop|__x64_sys_semtimedop|__lock_sock|lock_sock_nested)$",
     r"^(_{0,3}pthread_mutex_(timed)?lock\w*|__lll_lock_wait\w*|pthread_rwlock_\w*lock|__pthread_rwlock_\w+|lll_lock_wait)$",
     r"^(erts_proc_lock_failed|ethr_mutex_lock\w*|ethr_rwmutex_\w*lock\w*|erts_mtx_lock\w*|erts_rwmtx_\w*lock\w*)$",
     r"^(sync\.\(\*(Mutex|RWMutex)\)\.\w*[Ll]ock\w*|runtime\.lock2|runtime\.lockWithRank|runtime\.semacquire\w*|sync\.runtime_Semacquire\w*)$",
@@ -113,6 +115,8 @@ const LOCK: &[&str] = &[
 ];
 
 const IO: &[&str] = &[
+    // Linux AIO's io_getevents.
+    r"^(read_events|do_io_getevents|__x64_sys_io_getevents)$",
     r"^(io_schedule\w*|folio_wait_bit\w*|folio_wait_\w+|wait_on_page_bit\w*|__folio_lock\w*|submit_bio_wait|blk_mq_\w+|wait_for_completion_io\w*|jbd2_\w+|ext4_sync_file|xfs_file_fsync|bit_wait_io|__wait_on_buffer|filemap_fault|do_read_cache_\w+)$",
 ];
 
@@ -124,6 +128,8 @@ const SLEEP: &[&str] = &[
 ];
 
 const POLL: &[&str] = &[
+    // Connecting (a downstream slow to accept), opening a FIFO until its other end does.
+    r"^(inet_wait_for_connect|__inet_stream_connect|wait_for_partner|fifo_open)$",
     r"^(do_epoll_wait|ep_poll|do_sys_poll|do_select|core_sys_select|poll_schedule_timeout\w*|sk_wait_data|inet_csk_accept|wait_woken|unix_stream_read_generic|pipe_read|anon_pipe_read|tcp_recvmsg\w*|sock_recvmsg)$",
     r"^(epoll_wait|epoll_pwait2?|__GI_ppoll|ppoll|poll|__poll|select|pselect|runtime\.netpoll\w*|internal/poll\.\w+)$",
 ];
@@ -145,8 +151,11 @@ const CHILD: &[&str] = &[
     r"^(node::SyncProcessRunner::\w+|java\.lang\.ProcessHandleImpl\.waitForProcessExit0|Java_java_lang_ProcessHandleImpl_waitForProcessExit0)",
 ];
 
-const FUTEX: &[&str] =
-    &[r"^(futex_wait\w*|futex_do_wait|__futex_wait|futex_wait_queue\w*|do_futex)$"];
+const FUTEX: &[&str] = &[
+    r"^(futex_wait\w*|futex_do_wait|__futex_wait|futex_wait_queue\w*|do_futex)$",
+    // A hand-off through a System V or POSIX message queue: waiting for another's message.
+    r"^(do_msgrcv|__x64_sys_msgrcv|do_mq_timedreceive|__x64_sys_mq_timedreceive)$",
+];
 
 struct Compiled {
     idle: RegexSet,
@@ -233,6 +242,13 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
     WaitReason::Other
 }
 
+/// Whether a stack (root to leaf) waits for a child process: a frame of a call that
+/// waits for one to end (or for its output to end), whatever waits below it.
+pub fn waits_for_child<S: AsRef<str>>(frames: &[S]) -> bool {
+    let c = compiled();
+    frames.iter().any(|f| c.child.is_match(f.as_ref()))
+}
+
 /// Whether a stack (root to leaf) waits for CPython's GIL: `take_gil`, or — in Debian's
 /// stripped interpreter, where `take_gil` is an unnamed static function — the
 /// interpreter's own code waiting on a condition variable with a timeout (the GIL's wait
@@ -270,6 +286,7 @@ pub fn is_wait_primitive(name: &str) -> bool {
         || c.poll.is_match(n)
         || c.futex.is_match(n)
         || c.io.is_match(n)
+        || c.child.is_match(n)
         || c.beam_event_wait.is_match(n)
 }
 
@@ -354,7 +371,10 @@ const GO_PROGRAM: &str = r"^(main\.|[\w-]+(\.[\w-]+)+/[^;\s]*\.)";
 const NOT_PROGRAM: &[&str] = &[
     // glibc: wrappers, futex and pthread internals, thread starts.
     r"^(__GI_|__libc_|__lll_|___?pthread_|__pthread_|__futex|futex_|__new_sem|sem_(timed)?wait|do_futex_wait|__?sched_yield|__nanosleep|__clock_nanosleep|__poll|__select|__?epoll_\w+|__recv\w*|__send\w*|__read\w*|__write\w*|__fsync|__fdatasync|__open\w*|__close\w*|start_thread|__?clone\d*|thread_start|_start|__libc_start\w*)",
-    r"^(read|write|pread64|pwrite64|readv|writev|recv|recvfrom|recvmsg|send|sendto|sendmsg|accept4?|connect|fsync|fdatasync|sync_file_range|openat|open|close|poll|ppoll|select|epoll_wait|epoll_pwait2?|nanosleep|usleep|sleep|clock_nanosleep|syscall|pthread_\w+|sem_\w+|sched_yield|\[unknown\]|\[vdso\]|\[unknown kernel\])$",
+    // Names that begin with two underscores and a lowercase letter are reserved to the C
+    // implementation (`__sigtimedwait`, `__wait4`, `__flock`): a library's, not the program's.
+    r"^__[a-z]",
+    r"^(read|write|pread64|pwrite64|readv|writev|recv|recvfrom|recvmsg|send|sendto|sendmsg|accept4?|connect|fsync|fdatasync|sync_file_range|openat|open|close|poll|ppoll|select|epoll_wait|epoll_pwait2?|nanosleep|usleep|sleep|clock_nanosleep|wait4|waitpid|waitid|flock|lockf|fcntl|semop|semtimedop|msgrcv|mq_timedreceive|sigtimedwait|sigwaitinfo|sigwait|sigsuspend|pause|syscall|pthread_\w+|sem_\w+|sched_yield|\[unknown\]|\[vdso\]|\[unknown kernel\])$",
     // The JVM: monitors, parking, the VM's own frames (libjvm addresses), stubs.
     r"^(ObjectMonitor|ObjectSynchronizer|JavaThread|Parker|os::|PlatformEvent|PlatformMonitor|PlatformMutex|Monitor|Mutex|MutexLocker|ThreadBlockInVM|InterpreterRuntime|SharedRuntime|Runtime1|OptoRuntime|JavaCalls|JVM_|Unsafe_|StubRoutines|CallStub|VMThread|SafepointSynchronize|Interpreter$|call_stub|libjvm\.so)",
     // The JIT's runtime stubs in its perf map (`_complete_monitor_locking_Java`, the
@@ -594,6 +614,16 @@ mod tests {
         assert_eq!(r("server;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex"), WaitReason::Lock);
         assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Child);
         assert_eq!(r("x;main;pause;sys_pause"), WaitReason::Other);
+        assert_eq!(r("x;serve;take_ticket;__GI___flock;do_syscall_64;__x64_sys_flock;locks_lock_inode_wait;schedule"), WaitReason::Lock);
+        assert_eq!(
+            r("x;serve;reserve;semop;do_syscall_64;__x64_sys_semop;do_semtimedop;schedule"),
+            WaitReason::Lock
+        );
+        assert_eq!(
+            r("x;serve;next_job;msgrcv;do_syscall_64;__x64_sys_msgrcv;do_msgrcv;schedule"),
+            WaitReason::Futex
+        );
+        assert_eq!(r("x;serve;call_backend;__libc_connect;__sys_connect;__inet_stream_connect;inet_wait_for_connect;schedule"), WaitReason::Poll);
         // A writer waits for its reader to make room; a reader waits for data.
         assert_eq!(
             r("p;serve;log_request;__GI___libc_write;do_syscall_64;ksys_write;vfs_write;anon_pipe_write"),

@@ -195,6 +195,10 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
             Class::LockContention,
             "waited on a condition in the request's path (a semaphore, a pool's free resource, another thread's answer, a synchronous wait)".into(),
         ),
+        WaitReason::Other => (
+            Class::BlockedOther,
+            "were blocked in a wait kiln has no name for (the off-CPU flame graph shows the kernel's frames under it)".into(),
+        ),
         WaitReason::Child => (
             Class::ChildProcesses,
             "waited for programs the server ran for them to end (child processes)".into(),
@@ -243,12 +247,15 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         WaitReason::Write,
         WaitReason::Futex,
         WaitReason::Child,
+        WaitReason::Other,
     ] {
-        // A condition counts only in a request's path (a worker waiting for work waits on
-        // one too).
+        // A condition, or a wait of no kind kiln names, counts only in a request's path (a
+        // worker waiting for work waits on one too).
         let sites: Vec<&Site> = waits
             .sites_of(reason)
-            .filter(|s| reason != WaitReason::Futex || s.in_request_path)
+            .filter(|s| {
+                !matches!(reason, WaitReason::Futex | WaitReason::Other) || s.in_request_path
+            })
             .collect();
         let w: u128 = sites.iter().map(|s| s.weight).sum();
         let t = w as f64 * ns / 1e9 * scale;
@@ -319,7 +326,15 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         );
         e.profile = Some(p.event.name.clone());
         e.focus = Some(top.at.clone());
-        let mut finding = Finding::new("blocked", class, share.min(1.0) * 0.95, claim).evidence(e);
+        // A wait of no kind kiln names ranks under every cause it can name that explains
+        // as much.
+        let weight = if reason == WaitReason::Other {
+            0.6
+        } else {
+            0.95
+        };
+        let mut finding =
+            Finding::new("blocked", class, share.min(1.0) * weight, claim).evidence(e);
         if let Some(d) = &dumps {
             finding = finding.evidence(dumps_evidence(f, d, named.as_ref()));
         }

@@ -23,6 +23,8 @@
  *           connection is closed after it (keep-alive off)
  *   spawn   a thread per connection; every request runs a program (`/bin/sh -c 'exit 0'`)
  *           and waits for it to end
+ *   sigwait a thread per connection; every request waits 3 ms for a signal that never
+ *           comes (sigtimedwait): a wait of a kind no rule names
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -36,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
@@ -139,6 +142,15 @@ static void run_helper(void) {
 		waitpid(pid, &st, 0);
 }
 
+/* Waits 3 ms for SIGUSR2 (blocked in every thread, never sent). */
+static void await_signal(void) {
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR2);
+	struct timespec ts = {0, 3000000};
+	sigtimedwait(&s, NULL, &ts);
+}
+
 static void handle(void) {
 	if (!strcmp(mode, "log"))
 		log_request();
@@ -158,6 +170,8 @@ static void handle(void) {
 		usleep(5000);
 	else if (!strcmp(mode, "spawn"))
 		run_helper();
+	else if (!strcmp(mode, "sigwait"))
+		await_signal();
 }
 
 /* Writes the response: in two writes for nagle and nodelay, else in one. */
@@ -267,6 +281,10 @@ int main(int argc, char **argv) {
 	}
 	mode = argv[1];
 	pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+	sigset_t usr2;
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &usr2, NULL);
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (!strcmp(mode, "fsync")) {
 		char path[4096];
