@@ -99,6 +99,18 @@ start_server() {
   [ -n "$SERVER_PORT" ] || { say "$name did not say where it listens within 60 s"; exit 1; }
 }
 
+# c_server [BT] : the case's C server (its server.c, with the corpus's flags) built and
+# started, no arguments; with BT (a bpftrace script taking the server's pid), the case's
+# oracle_begin samples it with BT into $WORK/sys.bt.out (a case may define its own after).
+c_server() {
+  cc_build server "$CASE_DIR/server.c"
+  start_server server "$WORK/server"
+  SYS_BT=${1:-}
+  if [ -n "$SYS_BT" ]; then
+    oracle_begin() { bpftrace_sampler sys "$SYS_BT" "$SERVER_PID"; }
+  fi
+}
+
 # warm_up URL SECONDS : a few seconds of requests before kiln starts (wrk, 4 connections),
 # so that a JIT compiler has compiled the handler: the server is measured in its steady state.
 warm_up() { wrk -t1 -c4 -d"$2"s "$1" > "$WORK/warm-up.out" 2>&1 || say "warm-up: $(tail -1 "$WORK/warm-up.out")"; }

@@ -6,8 +6,7 @@
 # socket, sampled twice a second, and the server thread's CPU (/proc).
 . "$(dirname "$0")/../../lib.sh"
 
-cc_build server "$CASE_DIR/server.c"
-start_server server "$WORK/server"
+c_server
 
 oracle_end() {
   oracle_py << 'PY'

@@ -5,8 +5,7 @@
 # and end.
 . "$(dirname "$0")/../../lib.sh"
 
-cc_build server "$CASE_DIR/server.c"
-start_server server "$WORK/server"
+c_server
 
 oracle_window() {
   snap "$WORK/stats.0" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/stats"

@@ -5,10 +5,7 @@
 # over the window), and its own count of bytes kept (requests x 8 KiB, from bpftrace).
 . "$(dirname "$0")/../../lib.sh"
 
-cc_build server "$CASE_DIR/server.c"
-start_server server "$WORK/server"
-
-oracle_begin() { bpftrace_sampler sys "$FINDINGS/bt/syscall_time.bt" "$SERVER_PID"; }
+c_server "$FINDINGS/bt/syscall_time.bt"
 oracle_end() {
   oracle_py << 'PY'
 s, secs = bpf_window(os.path.join(WORK, "sys.bt.out"), T0, T1)

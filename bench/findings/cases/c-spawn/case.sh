@@ -6,10 +6,7 @@
 # /proc's cutime+cstime of the server (the children's CPU) in the universal sampler.
 . "$(dirname "$0")/../../lib.sh"
 
-cc_build server "$CASE_DIR/server.c"
-start_server server "$WORK/server"
-
-oracle_begin() { bpftrace_sampler sys "$CASE_DIR/fork.bt" "$SERVER_PID"; }
+c_server "$CASE_DIR/fork.bt"
 oracle_end() {
   oracle_py << 'PY'
 s, secs = bpf_window(os.path.join(WORK, "sys.bt.out"), T0, T1)

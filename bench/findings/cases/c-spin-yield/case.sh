@@ -7,10 +7,7 @@
 # (99 Hz, call graphs, over the window) for where its CPU samples land.
 . "$(dirname "$0")/../../lib.sh"
 
-cc_build server "$CASE_DIR/server.c"
-start_server server "$WORK/server"
-
-oracle_begin() { bpftrace_sampler sys "$FINDINGS/bt/syscall_time.bt" "$SERVER_PID"; }
+c_server "$FINDINGS/bt/syscall_time.bt"
 oracle_window() { perf record -q -F 99 -g -p "$SERVER_PID" -o "$WORK/perf.data" -- sleep "$D"; }
 oracle_end() {
   oracle_py << 'PY'

@@ -6,8 +6,7 @@
 # CPU samples spinning in pthread_spin_lock, and in apply_entry (the work under the lock).
 . "$(dirname "$0")/../../lib.sh"
 
-cc_build server "$CASE_DIR/server.c"
-start_server server "$WORK/server"
+c_server
 
 oracle_window() { perf record -q -F 99 -g -p "$SERVER_PID" -o "$WORK/perf.data" -- sleep "$D"; }
 oracle_end() {
