@@ -6,6 +6,9 @@ use kiln_model::waits::{StackOwner, WaitReason};
 use kiln_model::{FrameKind, Profile};
 use std::collections::HashMap;
 
+/// What a wait for a process's address-space lock is called.
+pub const MMAP_LOCK: &str = "mmap_lock (the address space's lock: mmap, munmap, page faults)";
+
 /// What a wait for CPython's global interpreter lock is called.
 pub const GIL: &str = "take_gil (Python's GIL)";
 
@@ -115,8 +118,17 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
             let names = user_frames(p, &path);
             let owner = stack_owner(&names);
             let gil = kiln_model::waits::is_gil_wait(&names);
+            let all: Vec<std::borrow::Cow<'_, str>> = path
+                .iter()
+                .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
+                .collect();
+            let mmap_lock =
+                reason == WaitReason::Lock && kiln_model::waits::waits_for_mmap_lock(&all);
             let site = match program_frame(&names) {
                 Some(i) if gil => Some((names[i].clone(), GIL.to_string())),
+                // The kernel's lock on the address space, whichever call took it (a page
+                // fault in memset, munmap in free).
+                Some(i) if mmap_lock => Some((names[i].clone(), MMAP_LOCK.to_string())),
                 // CPython: the C function the Python code called to wait (`time_sleep`),
                 // its caller named from the CPU profile's Python frames when there is one
                 // ([`Waits::name_python_callers`]).

@@ -98,7 +98,13 @@ const IDLE: &[&str] = &[
 const BEAM_SCHEDULER: &str = r"^erts_schedule$";
 const BEAM_EVENT_WAIT: &str = r"^(ethr_event_twait|ethr_event_wait)$";
 
+/// The kernel's frames that wait for a process's address-space lock (`mmap_lock`): a page
+/// fault taking it to read, mmap and munmap to write (the wait is inlined into these),
+/// a VMA's own lock.
+const MMAP_LOCK: &str = r"^(lock_mm_and_find_vma|mmap_read_lock\w*|mmap_write_lock\w*|__vm_munmap|vm_mmap_pgoff|__vma_start_write|vma_start_write|do_madvise|__do_sys_brk|__x64_sys_brk|__x64_sys_mprotect|do_mprotect_pkey)$";
+
 const LOCK: &[&str] = &[
+    MMAP_LOCK,
     // File locks (flock, fcntl's POSIX locks, lockf), System V semaphores, a socket's lock.
     r"^(locks_lock_inode_wait|locks_lock_file_wait|flock_lock_inode_wait|posix_lock_inode_wait|do_lock_file_wait|fcntl_setlk\w*|__x64_sys_flock|do_semtimedop|__x64_sys_semop|__x64_sys_semtimedop|__lock_sock|lock_sock_nested)$",
     r"^(_{0,3}pthread_mutex_(timed)?lock\w*|__lll_lock_wait\w*|pthread_rwlock_\w*lock|__pthread_rwlock_\w+|lll_lock_wait)$",
@@ -242,6 +248,27 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
     WaitReason::Other
 }
 
+/// Whether a blocked stack (root to leaf, kernel frames included) waited for its process's
+/// address-space lock (`mmap_lock`): the leaf-most frame that names a wait is one of its.
+pub fn waits_for_mmap_lock<S: AsRef<str>>(frames: &[S]) -> bool {
+    static R: OnceLock<regex::Regex> = OnceLock::new();
+    let r = R.get_or_init(|| regex::Regex::new(MMAP_LOCK).expect("built-in wait rules compile"));
+    let c = compiled();
+    frames
+        .iter()
+        .rev()
+        .map(|f| f.as_ref())
+        .find(|f| {
+            r.is_match(f)
+                || c.lock.is_match(f)
+                || c.io.is_match(f)
+                || c.sleep.is_match(f)
+                || c.poll.is_match(f)
+                || c.write.is_match(f)
+        })
+        .is_some_and(|f| r.is_match(f))
+}
+
 /// Whether a stack (root to leaf) waits for a child process: a frame of a call that
 /// waits for one to end (or for its output to end), whatever waits below it.
 pub fn waits_for_child<S: AsRef<str>>(frames: &[S]) -> bool {
@@ -371,9 +398,11 @@ const GO_PROGRAM: &str = r"^(main\.|[\w-]+(\.[\w-]+)+/[^;\s]*\.)";
 const NOT_PROGRAM: &[&str] = &[
     // glibc: wrappers, futex and pthread internals, thread starts.
     r"^(__GI_|__libc_|__lll_|___?pthread_|__pthread_|__futex|futex_|__new_sem|sem_(timed)?wait|do_futex_wait|__?sched_yield|__nanosleep|__clock_nanosleep|__poll|__select|__?epoll_\w+|__recv\w*|__send\w*|__read\w*|__write\w*|__fsync|__fdatasync|__open\w*|__close\w*|start_thread|__?clone\d*|thread_start|_start|__libc_start\w*)",
-    // Names that begin with two underscores and a lowercase letter are reserved to the C
-    // implementation (`__sigtimedwait`, `__wait4`, `__flock`): a library's, not the program's.
-    r"^__[a-z]",
+    // The C library's internal names (`__sigtimedwait`, `__wait4`, `__memset_avx2_…`) and
+    // its allocator's (`sysmalloc_mmap`, `_int_free`): a library's, not the program's.
+    r"^__(mem\w+|str\w+|sig\w+|wait\w*|flock|lockf\w*|fcntl\w*|ioctl|mmap\w*|munmap|mprotect|madvise|brk|sbrk|getrandom|posix_spawn\w*|spawn\w*|execve|fork|vfork|exit\w*|lseek\w*|internal_\w+|nptl_\w+|GI_\w+|libc_\w+)",
+    r"^(_int_\w+|sysmalloc\w*|malloc_consolidate|munmap_chunk|tcache_\w+|arena_get\w*|new_heap|grow_heap|alloc_perturb)",
+    r"^(malloc|free|calloc|realloc|memalign|posix_memalign|aligned_alloc|mmap|mmap64|munmap|mprotect|madvise|brk|sbrk|memset|memcpy|memmove)$",
     r"^(read|write|pread64|pwrite64|readv|writev|recv|recvfrom|recvmsg|send|sendto|sendmsg|accept4?|connect|fsync|fdatasync|sync_file_range|openat|open|close|poll|ppoll|select|epoll_wait|epoll_pwait2?|nanosleep|usleep|sleep|clock_nanosleep|wait4|waitpid|waitid|flock|lockf|fcntl|semop|semtimedop|msgrcv|mq_timedreceive|sigtimedwait|sigwaitinfo|sigwait|sigsuspend|pause|syscall|pthread_\w+|sem_\w+|sched_yield|\[unknown\]|\[vdso\]|\[unknown kernel\])$",
     // The JVM: monitors, parking, the VM's own frames (libjvm addresses), stubs.
     r"^(ObjectMonitor|ObjectSynchronizer|JavaThread|Parker|os::|PlatformEvent|PlatformMonitor|PlatformMutex|Monitor|Mutex|MutexLocker|ThreadBlockInVM|InterpreterRuntime|SharedRuntime|Runtime1|OptoRuntime|JavaCalls|JVM_|Unsafe_|StubRoutines|CallStub|VMThread|SafepointSynchronize|Interpreter$|call_stub|libjvm\.so)",
@@ -614,6 +643,16 @@ mod tests {
         assert_eq!(r("server;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex"), WaitReason::Lock);
         assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Child);
         assert_eq!(r("x;main;pause;sys_pause"), WaitReason::Other);
+        let munmap = "pf;start_thread;serve;build_report;__GI___libc_free;__GI___munmap;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_munmap;__vm_munmap";
+        assert_eq!(r(munmap), WaitReason::Lock);
+        assert!(waits_for_mmap_lock(&munmap.split(';').collect::<Vec<_>>()));
+        assert_eq!(r("pf;serve;build_report;__memset_avx512_unaligned_erms;asm_exc_page_fault;exc_page_fault;lock_mm_and_find_vma"), WaitReason::Lock);
+        assert!(!waits_for_mmap_lock(&[
+            "x",
+            "serve",
+            "pthread_mutex_lock",
+            "futex_wait"
+        ]));
         assert_eq!(r("x;serve;take_ticket;__GI___flock;do_syscall_64;__x64_sys_flock;locks_lock_inode_wait;schedule"), WaitReason::Lock);
         assert_eq!(
             r("x;serve;reserve;semop;do_syscall_64;__x64_sys_semop;do_semtimedop;schedule"),

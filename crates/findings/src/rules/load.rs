@@ -15,13 +15,11 @@ pub fn client(f: &Facts) -> Vec<Finding> {
     if client < 0.5 {
         return Vec::new();
     }
-    // The server's side: busy (on a CPU or runnable) against its threads' time.
+    // The server's side: busy (on a CPU, runnable, or blocked in its work: a lock, the
+    // disk, a child, any wait that is not a runtime idling or polling for events) against
+    // its threads' time.
     let threads: f64 = f.groups.iter().map(|g| g.threads).sum();
-    let working: f64 = f
-        .groups
-        .iter()
-        .map(|g| g.on_cpu + g.runnable.unwrap_or(0.0))
-        .sum();
+    let working: f64 = f.groups.iter().map(|g| g.busy()).sum();
     let hot = f
         .groups
         .iter()
@@ -56,7 +54,7 @@ pub fn client(f: &Facts) -> Vec<Finding> {
         "/proc/PID/stat of kiln (or the load command and its children)",
     ))
     .evidence(f.ev(
-        "the server's threads on a CPU or runnable",
+        "the server's threads on a CPU, runnable or blocked in their work",
         format!("{} of {:.0} threads' time", pct(working / threads), threads),
         "/proc/PID/task/*/schedstat",
     ))
