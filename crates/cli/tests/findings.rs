@@ -608,6 +608,21 @@ fn a_log_pipe_read_slowly_is_a_wait_in_the_work() {
     );
 }
 
+/// A thread of the server's own that sleeps between its rounds (a periodic refresher,
+/// touching no connection) is no sleep in the requests' path: the requests never slept.
+#[test]
+fn a_background_threads_sleep_is_not_in_the_requests_path() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::start(&planted_exe(dir.path()), "refresh", dir.path(), None);
+    let (text, v, k) = run(&dir.path().join("r.db"), "refresh", &p, 8);
+    let found = findings(&v);
+    none_contradicted(&found, &k, 10.0, &text);
+    assert!(named(&found, "sleep-in-path").is_none(), "{text}");
+    // The sleep is in the profile all the same (its thread slept the whole window).
+    assert!(text.contains("sleep"), "{text}");
+}
+
 /// A wait no rule has a name for (each request waits 3 ms in sigtimedwait for a signal
 /// that never comes): still named, at the program's frame, as the share of the requests'
 /// time bpftrace counts in the call — ranked as what it is, a wait of no known kind.

@@ -163,7 +163,11 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
                 }
                 if matches!(
                     r,
-                    WaitReason::Futex | WaitReason::Poll | WaitReason::Write | WaitReason::Other
+                    WaitReason::Futex
+                        | WaitReason::Poll
+                        | WaitReason::Write
+                        | WaitReason::Other
+                        | WaitReason::Sleep
                 ) {
                     path.clear();
                     p.stacks.path_into(st, &mut path);
@@ -171,7 +175,7 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
                         .into_iter()
                         .filter(|f| kiln_model::waits::is_program_frame(f))
                         .collect();
-                    if matches!(r, WaitReason::Futex | WaitReason::Other) {
+                    if matches!(r, WaitReason::Futex | WaitReason::Other | WaitReason::Sleep) {
                         futex_stacks.push((key.clone(), w, own));
                     } else {
                         // The connection's own frames are the innermost few: a thread's
@@ -187,7 +191,12 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
     }
     let mut in_path: HashMap<Key, u128> = HashMap::new();
     for (key, w, own) in futex_stacks {
-        if own.iter().any(|f| io_frames.contains(f)) {
+        // A sleep is in the path unless its frames show it is not: a thread of the
+        // program's own (a periodic refresher, a flusher) that never touches a connection.
+        // Without frames of the program's (an interpreter's C stack) or of connections, it
+        // counts.
+        let sleep_unknown = key.0 == WaitReason::Sleep && (own.is_empty() || io_frames.is_empty());
+        if sleep_unknown || own.iter().any(|f| io_frames.contains(f)) {
             *in_path.entry(key).or_default() += w;
         }
     }

@@ -322,7 +322,8 @@ pub enum Runtime {
 
 /// A share as text: `78%`, `0.4%`.
 pub fn pct(x: f64) -> String {
-    let p = x * 100.0;
+    // (+ 0.0: an empty sum is -0.0, never said "-0%".)
+    let p = x * 100.0 + 0.0;
     if p < 1.0 && p > 0.0 {
         format!("{p:.1}%")
     } else {
@@ -337,6 +338,8 @@ pub fn secs(s: f64) -> String {
 
 /// CPUs as text: `0.85 CPU`, `1.90 CPUs`.
 pub fn cpus(c: f64) -> String {
+    // (+ 0.0: an empty sum is -0.0, never said "-0.00 CPU".)
+    let c = c + 0.0;
     if (c - 1.0).abs() < 0.005 || c < 1.0 {
         format!("{c:.2} CPU")
     } else {
@@ -368,4 +371,16 @@ pub fn beam_schedulers_online(cmdline: &[String]) -> Option<u32> {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_sum_is_said_as_nothing_not_minus_nothing() {
+        let none: f64 = std::iter::empty::<f64>().sum();
+        assert_eq!(cpus(none), "0.00 CPU");
+        assert_eq!(pct(none), "0%");
+    }
 }

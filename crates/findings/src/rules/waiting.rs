@@ -249,12 +249,16 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         WaitReason::Child,
         WaitReason::Other,
     ] {
-        // A condition, or a wait of no kind kiln names, counts only in a request's path (a
-        // worker waiting for work waits on one too).
+        // A condition, a sleep, or a wait of no kind kiln names, counts only in a request's
+        // path (a worker waiting for work waits on a condition too; a periodic refresher
+        // sleeps between its rounds).
         let sites: Vec<&Site> = waits
             .sites_of(reason)
             .filter(|s| {
-                !matches!(reason, WaitReason::Futex | WaitReason::Other) || s.in_request_path
+                !matches!(
+                    reason,
+                    WaitReason::Futex | WaitReason::Other | WaitReason::Sleep
+                ) || s.in_request_path
             })
             .collect();
         let w: u128 = sites.iter().map(|s| s.weight).sum();

@@ -25,6 +25,8 @@
  *           and waits for it to end
  *   sigwait a thread per connection; every request waits 3 ms for a signal that never
  *           comes (sigtimedwait): a wait of a kind no rule names
+ *   refresh as work, and a thread of its own that sleeps 100 ms at a time and touches
+ *           no connection (a periodic refresher): its sleep is in no request's path
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -142,6 +144,16 @@ static void run_helper(void) {
 		waitpid(pid, &st, 0);
 }
 
+/* A periodic refresher: sleeps, then a little work, forever. */
+static void *refresher(void *arg) {
+	(void)arg;
+	for (;;) {
+		usleep(100000);
+		work(1);
+	}
+	return NULL;
+}
+
 /* Waits 3 ms for SIGUSR2 (blocked in every thread, never sent). */
 static void await_signal(void) {
 	sigset_t s;
@@ -158,7 +170,7 @@ static void handle(void) {
 		query_db();
 	else if (!strcmp(mode, "lock"))
 		locked_work();
-	else if (!strcmp(mode, "work") || !strcmp(mode, "single"))
+	else if (!strcmp(mode, "work") || !strcmp(mode, "single") || !strcmp(mode, "refresh"))
 		work(20);
 	else if (!strcmp(mode, "fsync"))
 		append_and_sync();
@@ -309,6 +321,10 @@ int main(int argc, char **argv) {
 	listen(s, !strcmp(mode, "single") ? 4 : 128);
 	printf("ready %d\n", ntohs(a.sin_port));
 	fflush(stdout);
+	if (!strcmp(mode, "refresh")) {
+		pthread_t r;
+		pthread_create(&r, NULL, refresher, NULL);
+	}
 	if (!strcmp(mode, "single")) {
 		single(s);
 		return 0;
