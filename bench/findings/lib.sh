@@ -214,6 +214,9 @@ OUT, WORK = sys.argv[1], sys.argv[2]
 ARGS = sys.argv[3:]
 T0, T1 = window(WORK)
 PROC = json.load(open(os.path.join(OUT, "proc.json")))
+def oracle(text, figures):
+    """The case's oracle: its text (then the universal /proc figures') and its figures."""
+    write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), figures)
 $(cat)
 EOF
 }

@@ -40,7 +40,7 @@ f = {
 text = (f"erlang:process_info(ledger, [status, message_queue_len]) every 10 ms, {n} samples over "
         f"{(b[0] - a[0]) / 1e9:.1f} s of the window: running or runnable {f['ledger_busy_pct']}%, "
         f"{f['ledger_queue_mean']} calls queued on average\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -22,7 +22,7 @@ text = (f"nstat (whole machine) over the window: ListenOverflows {f['listen_over
         f"ListenDrops {f['listen_drops_per_s']}/s, passive opens {f['passive_opens_per_s']}/s\n"
         f"ss -ltn Recv-Q of the listening socket (backlog 2): max {f['accept_queue_max']}, mean {f['accept_queue_mean']}\n"
         f"the server's one thread on CPU {f['server_thread_cpu_pct']}% of the time\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -34,7 +34,7 @@ f = {
 }
 text = ("the client (wrk):\n" + proc_text(c) +
         f"\nthe server: CPU {f['server_cpu_pct']}% of a core, busiest thread {f['server_busiest_thread_busy_pct']}% on CPU or runnable\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -29,7 +29,7 @@ f = {
 text = (f"bpftrace over {secs:.1f} s: the front's workers waited in recvfrom (the downstream) {f['downstream_wait_s_per_s']} s per s "
         f"= {f['downstream_wait_pct_of_worker_time']}% of the {workers} workers' time; {f['downstream_calls_per_s']} calls/s, "
         f"{f['downstream_ms_mean']} ms each\nthe front's CPU: {f['server_cpu_pct']}% of a core\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -28,7 +28,7 @@ f = {
 }
 text = (f"the server's own counters over the window: {r1 - r0} requests, {e1 - e0} answered 503 "
         f"({f['error_pct']}%)\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

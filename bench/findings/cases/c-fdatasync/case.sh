@@ -25,7 +25,7 @@ f = {
 text = (f"bpftrace over {secs:.1f} s of the window:\n"
         f"  fdatasync: {calls} calls ({f['fdatasync_per_s']}/s), {f['fdatasync_ms_mean']} ms each, "
         f"{f['fdatasync_pct_of_request_time']}% of the {conns} connection threads' time\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

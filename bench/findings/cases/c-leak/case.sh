@@ -18,7 +18,7 @@ f = {
 }
 text = (f"/proc: RSS {f['rss_start_mb']} -> {f['rss_end_mb']} MiB over the window, {f['rss_growth_mb_per_s']} MiB/s\n"
         f"bpftrace: {req} responses = {f['kept_mb_per_s']} MiB/s of 8 KiB sessions kept\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -30,7 +30,7 @@ text = (f"bpftrace over {secs:.1f} s of the window (the server's {PROC.get('thre
         f"{f['lock_wait_pct_of_request_time']}% of the {conns} connection threads' time\n"
         f"  pread64 (the read under the lock): {reads} reads, {f['pread_ms_mean']} ms each, "
         f"{f['read_under_lock_s_per_s']} s per s (1.0 = one read at a time, always)\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

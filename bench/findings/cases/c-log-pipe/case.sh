@@ -24,7 +24,7 @@ f = {
 }
 text = (f"bpftrace over {secs:.1f} s: {calls} writes, {wrote:.1f} s in them "
         f"({f['write_ms_mean']} ms each): {f['write_pct_of_request_time']}% of the {conns} connection threads' time\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

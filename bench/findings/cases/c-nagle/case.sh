@@ -21,7 +21,7 @@ f = {
 text = (f"nstat: {delayed} delayed ACKs/s (whole machine) against {f['responses_per_s']} responses/s "
         f"(bpftrace: the server's write(2) calls / 2) = {f['delayed_acks_per_response']} per response\n"
         f"the server's CPU: {f['server_cpu_pct']}% of a core\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

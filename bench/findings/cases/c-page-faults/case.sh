@@ -21,7 +21,7 @@ f = {
 }
 text = (f"bpftrace over {secs:.1f} s: {faults} page faults, {mmaps} mmap, {munmaps} munmap for {req} responses: "
         f"{f['page_faults_per_request']} faults, {f['mmap_per_request']} mmap and {f['munmap_per_request']} munmap a request\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

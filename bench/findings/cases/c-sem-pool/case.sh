@@ -21,7 +21,7 @@ f = {
 }
 text = (f"bpftrace over {secs:.1f} s: {waited:.1f} s in futex for {req} responses: "
         f"{f['sem_wait_pct_of_request_time']}% of the {conns} connection threads' time\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

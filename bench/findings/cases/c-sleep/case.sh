@@ -19,7 +19,7 @@ f = {
 }
 text = (f"bpftrace over {secs:.1f} s: {calls} clock_nanosleep calls for {req} responses, {f['sleep_ms_mean']} ms each; "
         f"{f['sleep_pct_of_request_time']}% of the {conns} connection threads' time asleep\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -23,7 +23,7 @@ text = (f"bpftrace over {secs:.1f} s: {forks} processes started by the server fo
         f"({f['forks_per_request']} per response); {waited:.1f} s inside wait4, "
         f"{f['wait4_pct_of_request_time']}% of the 16 connections' time\n"
         f"/proc: the children's CPU (cutime+cstime) {f['children_cpu_pct']}% of a core; the server's own {f['server_cpu_pct']}%\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

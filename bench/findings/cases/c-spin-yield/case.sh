@@ -30,7 +30,7 @@ f = {
 text = (f"bpftrace over {secs:.1f} s: {yields} sched_yield calls for {req} responses ({f['sched_yield_per_request']} a request)\n"
         f"perf record at 99 Hz over the window ({total} samples of the server): {f['spin_pct_of_cpu_samples']}% spinning (in await_reply, next_job or sched_yield), "
         f"{f['work_pct_of_cpu_samples']}% in compute_digest (the work)\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

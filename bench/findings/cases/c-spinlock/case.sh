@@ -22,7 +22,7 @@ f = {
 }
 text = (f"perf record at 99 Hz over the window ({total} samples of the server): {f['spin_pct_of_cpu_samples']}% "
         f"spinning in pthread_spin_lock, {f['work_pct_of_cpu_samples']}% in apply_entry (the work under the lock)\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

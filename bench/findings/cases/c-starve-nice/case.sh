@@ -41,7 +41,7 @@ f = {
 text = (f"schedstat of the server's threads over the window: on CPU {f['target_cpu_pct']}% of a core, "
         f"runnable and waiting {f['top_runq_wait_ms_per_s']} ms/s ({f['runq_wait_share_pct']}% of their runnable time)\n"
         f"the neighbours (nice -19 burners) used {f['neighbour_cpus']} CPUs; the machine was {f['machine_busy_pct']}% busy\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

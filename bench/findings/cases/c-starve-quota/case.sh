@@ -51,7 +51,7 @@ text = (f"the cgroup's cpu.stat over the window ({ARGS[0]}): {throttled} of {per
         f"({f['throttled_periods_pct']}%), throttled {f['throttled_ms_per_s']} ms/s; quota 0.2 CPU\n"
         f"schedstat of the server's threads: on CPU {f['target_cpu_pct']}% of a core, runnable and waiting "
         f"{f['top_runq_wait_ms_per_s']} ms/s ({f['runq_wait_share_pct']}% of their runnable time)\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

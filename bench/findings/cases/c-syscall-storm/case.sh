@@ -21,7 +21,7 @@ f = {
 }
 text = (f"bpftrace over {secs:.1f} s: {calls} sendto calls for {req} responses, {f['sendto_us_mean']} us each; "
         f"{sent:.1f} s inside them, {f['sendto_pct_of_server_cpu']}% of the server's CPU time\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

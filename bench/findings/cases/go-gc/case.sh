@@ -29,7 +29,7 @@ f = {
 }
 text = (f"runtime/metrics over the window: GC {gc:.2f} CPU-s of {used:.2f} used ({f['gc_cpu_pct_of_used']}%), "
         f"{f['gc_cycles_per_s']} cycles/s\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -60,7 +60,7 @@ text = (f"Go's CPU profile over the window (go tool pprof -top -cum): main.worke
         f"Go's goroutine profile, {len(workers)} reads: goroutines in main.worker at most {f['worker_goroutines_max']}, "
         f"in main.handle (waiting for it) median {f['handlers_waiting_median']}\n\n"
         + "\n".join(top.splitlines()[:14]) + "\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

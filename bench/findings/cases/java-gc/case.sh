@@ -40,7 +40,7 @@ f = {
 text = (f"jstat -gcutil over {secs:.1f} s of the JVM's clock: GC time {b['GCT'] - a['GCT']:.2f} s "
         f"= {f['gc_time_pct']}% of the wall time; {f['young_gc_per_s']} young and {f['full_gc_per_s']} full collections/s\n\n"
         + open(os.path.join(WORK, "jstat.txt")).read())
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -51,7 +51,7 @@ text = (f"jstat -snap over {secs:.1f} s (the JVM's clock): {f['contended_lock_at
         f"enters/s, {f['monitor_parks_per_s']} parks/s\n"
         f"jcmd Thread.print at 1/3 and 2/3 of the window: {blocked} of {pool} pool threads BLOCKED waiting to lock "
         f"the Ledger in Ledger.post\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

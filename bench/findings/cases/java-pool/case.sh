@@ -33,7 +33,7 @@ f = {
     "target_cpu_pct": PROC.get("target_cpu_pct"),
 }
 text = (f"jcmd Thread.print at 1/3 and 2/3 of the window: {asleep} of {pool} pool threads asleep in Thread.sleep\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -26,7 +26,7 @@ f = {
 }
 text = (f"/proc over {dt:.1f} s: the main thread (the event loop, tid {main_tid}) on CPU {f['main_thread_cpu_pct']}% "
         f"(on CPU or runnable {f['main_thread_busy_pct']}%); all other threads together {f['other_threads_cpu_pct']}%\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -34,7 +34,7 @@ f = {
 text = (f"py-spy record (100 Hz, {d:.0f} s, active samples only): {total} samples = the main thread active "
         f"{f['main_thread_active_pct']}% of the time; {f['render_report_pct_of_samples']}% of them in render_report\n"
         f"/proc: the main thread on CPU {f['main_thread_cpu_pct']}% of the time, on CPU or runnable {f['main_thread_busy_pct']}%\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

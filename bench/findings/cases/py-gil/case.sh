@@ -30,7 +30,7 @@ text = (f"bpftrace over {secs:.1f} s: the server's threads waited in futex (the 
         f"{f['gil_wait_pct_of_thread_time']}% of the {conns} connection threads' time\n"
         f"/proc: the process used {f['process_cpu_pct']}% of a core on a {f['cpus']}-CPU machine\n\n"
         f"py-spy dump at mid-window:\n{dump[:3000]}\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

@@ -24,7 +24,7 @@ f = {
 }
 text = (f"bpftrace over {secs:.1f} s: {calls} clock_nanosleep calls for {req} responses, {f['sleep_ms_mean']} ms each; "
         f"the one thread asleep {f['loop_asleep_pct']}% of the time\n")
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 

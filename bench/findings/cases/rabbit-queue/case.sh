@@ -73,7 +73,7 @@ text = (f"rabbitmqctl list_queues, {len(snaps)} answers inside the window, the f
         f"{q} messages_ready {f['queue_depth_start']} -> {f['queue_depth_end']} ({f['queue_growth_per_s']}/s), "
         f"{f['unacked_end']} unacknowledged, {f['consumers']} consumers\n"
         + "".join(f"  at {(t - T0) / 1e9:5.1f} s: ready {r[0]}, unacked {r[1]}, consumers {r[2]}\n" for t, r in snaps))
-write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+oracle(text, f)
 PY
 }
 
