@@ -447,9 +447,25 @@ pub fn blocked_event_loop(f: &Facts) -> Option<(u32, f64, f64, WaitReason, f64)>
     // The loop polls for events — unless it never waited for one, every request queued
     // behind it: then it is the process's first thread (Node's, an asyncio server's).
     let main = f.meta.target.pids.first().copied();
+    let polls = |tid: u32, w: &ThreadWaits| w.polled_s > 0.0 || Some(tid) == main;
+    // The time the threads that poll were blocked for each reason: a loop's block is its
+    // own, not one of many such threads' doing the same (a thread per connection, each
+    // reading its socket and blocked in its work). Threads that never poll (a runtime's
+    // workers, idle on their condition) are no loops.
+    let mut all_by: Vec<(WaitReason, f64)> = Vec::new();
+    for (r, s) in waits
+        .iter()
+        .filter(|(&tid, w)| polls(tid, w))
+        .flat_map(|(_, w)| &w.by_reason)
+    {
+        match all_by.iter_mut().find(|(x, _)| x == r) {
+            Some((_, t)) => *t += s,
+            None => all_by.push((*r, *s)),
+        }
+    }
     waits
         .iter()
-        .filter(|(&tid, w)| w.polled_s > 0.0 || Some(tid) == main)
+        .filter(|(&tid, w)| polls(tid, w))
         .filter_map(|(&tid, w)| {
             let on = cpu.get(&tid).copied().unwrap_or(0.0);
             // A loop's time is on a CPU, waiting for one, blocked in its work, or polling:
@@ -457,11 +473,15 @@ pub fn blocked_event_loop(f: &Facts) -> Option<(u32, f64, f64, WaitReason, f64)>
             // CPU included, which no block holds).
             let occupied = (1.0 - w.polled_s / secs).clamp(0.0, 1.0);
             let blocked = (w.work_s / secs).min(1.0);
-            let top = w
+            let (top, top_s) = w
                 .by_reason
                 .iter()
                 .max_by(|a, b| a.1.total_cmp(&b.1))
-                .map(|(r, _)| *r)?;
+                .copied()?;
+            let everyones = all_by.iter().find(|(r, _)| *r == top).map_or(0.0, |x| x.1);
+            if top_s < 0.5 * everyones {
+                return None;
+            }
             // Blocked in its work a fair share of the window, so a loop idle in one long
             // poll (a block that had not ended when the window did) is not taken for busy.
             (occupied >= 0.85 && blocked >= 0.3 && blocked > on / secs && on >= 0.5 * total_cpu)
@@ -474,7 +494,9 @@ pub fn blocked_event_loop(f: &Facts) -> Option<(u32, f64, f64, WaitReason, f64)>
 /// blocked in its work, so the others waited for it (Little's law).
 ///
 /// False when: no thread both polls for events and does most of the CPU; the loop idled
-/// in its poll a fair share of the time; a pool's rule already names the thread's group.
+/// in its poll a fair share of the time; other threads were blocked for the same reason
+/// as long as it (a thread per connection: each carries its own); a pool's rule already
+/// names the thread's group.
 pub fn event_loop(f: &Facts) -> Vec<Finding> {
     if saturated_pool(f).is_some() {
         return Vec::new();
