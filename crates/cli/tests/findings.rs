@@ -279,12 +279,17 @@ impl Bpftrace {
              interval:s:1 {{ @tick[@n + 1] = nsecs; @n = @n + 1; if (@n == {secs}) {{ exit(); }} }} \
              END {{ clear(@s); clear(@i); clear(@tick); clear(@n); print(@t); printf(\"total\\n\"); }}"
         );
+        Bpftrace::start(&script, secs, call)
+    }
+
+    /// Starts `script`, which prints "tracing" once it traces and "total" as it ends.
+    fn start(script: &str, secs: u32, what: &str) -> Option<Bpftrace> {
         let mut said = String::new();
         for _ in 0..4 {
             let err = tempfile::tempfile().ok()?;
             let mut child = Command::new("bpftrace")
                 .arg("-e")
-                .arg(&script)
+                .arg(script)
                 .stdout(Stdio::piped())
                 .stderr(err.try_clone().ok()?)
                 .spawn()
@@ -310,18 +315,25 @@ impl Bpftrace {
                 break;
             }
         }
-        eprintln!("bpftrace did not start tracing {call}; it said:\n{said}");
+        eprintln!("bpftrace did not start tracing {what}; it said:\n{said}");
         None
+    }
+
+    /// All it printed, once it has ended.
+    fn output(self) -> String {
+        let mut child = self.child;
+        let _ = child.wait();
+        let all = self.lines.all();
+        assert!(all.contains("total"), "bpftrace ended early:\n{all}");
+        all
     }
 
     /// Seconds in the call in each second traced (a second without a call prints none;
     /// the calls still under way when the trace ended are not counted in its last).
     fn seconds(self) -> Vec<f64> {
-        let mut child = self.child;
-        let _ = child.wait();
-        let all = self.lines.all();
-        assert!(all.contains("total"), "bpftrace ended early:\n{all}");
-        let mut v = vec![0.0; self.secs as usize];
+        let secs = self.secs;
+        let all = self.output();
+        let mut v = vec![0.0; secs as usize];
         for l in all.lines() {
             let Some((k, t)) = l.strip_prefix("@t[").and_then(|l| l.split_once("]: ")) else {
                 continue;
@@ -632,6 +644,101 @@ fn a_log_pipe_read_slowly_is_a_wait_in_the_work() {
     assert!(
         share <= bt + 0.2 && share >= bt - runq - 0.2,
         "kiln: {share:.2} of the requests' time; bpftrace: {bt:.2}, run-queue {runq:.2}\n{text}"
+    );
+}
+
+/// A duration as kiln writes it (`62.7 ms`, `501 ms`, `1.02 s`, `950 µs`), in ms.
+fn ms_of(s: &str) -> Option<f64> {
+    let (v, unit) = s.trim().split_once(' ')?;
+    let v: f64 = v.parse().ok()?;
+    let unit = unit.trim_end_matches([',', ';', ')']);
+    Some(match unit {
+        "s" => v * 1e3,
+        "ms" => v,
+        "µs" => v / 1e3,
+        "ns" => v / 1e6,
+        _ => return None,
+    })
+}
+
+/// A lock its requests take briefly, which a snapshot thread holds 60 ms every 500 ms
+/// asleep: said as stalls — how long, how far apart, how many threads waited at once —
+/// and the thread that held it. bpftrace's futex calls over 10 ms are the account: the
+/// longest, and the spacing of their bursts.
+#[test]
+fn a_lock_held_at_times_for_long_is_said_as_stalls_with_their_holder() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::start(&planted_exe(dir.path()), "stall", dir.path(), None);
+    let script = format!(
+        "BEGIN {{ printf(\"tracing\\n\"); }} \
+         tracepoint:syscalls:sys_enter_futex /pid == {}/ {{ @s[tid] = nsecs; }} \
+         tracepoint:syscalls:sys_exit_futex /@s[tid]/ {{ $d = nsecs - @s[tid]; delete(@s[tid]); \
+           if ($d > 10000000) {{ printf(\"long %d %d\\n\", nsecs - $d, $d); }} }} \
+         interval:s:8 {{ exit(); }} END {{ clear(@s); printf(\"total\\n\"); }}",
+        p.pid()
+    );
+    let Some(bt) = Bpftrace::start(&script, 8, "futex") else {
+        kiln_testkit::skip("bpftrace is not installed or cannot trace system calls");
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "stall", &p, 16);
+    let mut long: Vec<(u64, u64)> = bt
+        .output()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("long ")?.split(' ');
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    long.sort_unstable();
+    // Bursts: waits that began within 200 ms of their burst's first.
+    let mut bursts: Vec<u64> = Vec::new();
+    for &(start, _) in &long {
+        if bursts.last().is_none_or(|&b| start > b + 200_000_000) {
+            bursts.push(start);
+        }
+    }
+    let longest = long.iter().map(|l| l.1).max().unwrap_or(0) as f64 / 1e6;
+    let apart = match bursts.len() {
+        n if n > 1 => (bursts[n - 1] - bursts[0]) as f64 / (n - 1) as f64 / 1e6,
+        _ => 0.0,
+    };
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {} bursts of futex waits over 10 ms, {apart:.0} ms apart, the longest {longest:.1} ms",
+        k.on_cpu,
+        k.runnable,
+        bursts.len()
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 18.0, &text);
+    let lock = named(&found, "lock-contention").unwrap_or_else(|| panic!("no lock:\n{text}"));
+    assert!(lock.1.contains("under read_table"), "{text}");
+    // "… stalls of up to 62.7 ms, 501 ms apart on average …"
+    let first_two = |s: &str| ms_of(&s.split(' ').take(2).collect::<Vec<_>>().join(" "));
+    let tail = lock.1.split("stalls of up to ").nth(1);
+    let up_to = tail.and_then(first_two);
+    let kiln_apart = tail
+        .and_then(|t| t.split_once(", "))
+        .and_then(|(_, r)| first_two(r));
+    let (Some(up_to), Some(kiln_apart)) = (up_to, kiln_apart) else {
+        // A machine that starved the server spreads its waits: then the stalls may not
+        // stand apart, and the starvation is what must be said.
+        assert!(k.runnable > k.on_cpu, "no stalls said:\n{text}");
+        return;
+    };
+    assert!(
+        lock.1
+            .contains("held by a thread blocked in usleep under snapshotter"),
+        "{text}"
+    );
+    assert!(
+        (up_to - longest).abs() <= 0.25 * longest,
+        "kiln: stalls up to {up_to} ms; bpftrace: the longest wait {longest:.1} ms\n{text}"
+    );
+    assert!(
+        (kiln_apart - apart).abs() <= 0.2 * apart,
+        "kiln: {kiln_apart} ms apart; bpftrace: {apart:.0} ms\n{text}"
     );
 }
 

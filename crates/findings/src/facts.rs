@@ -39,6 +39,10 @@ pub struct Latency {
     pub p50_us: f64,
     /// 99th percentile, µs.
     pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+    /// The slowest, µs.
+    pub max_us: f64,
     /// Mean, µs.
     pub mean_us: f64,
 }
@@ -287,6 +291,8 @@ fn outcome(run: &RunData, meta: &RunMeta, w: &Window) -> Outcome {
         name,
         p50_us: hist.value_at_quantile(0.5) as f64,
         p99_us: hist.value_at_quantile(0.99) as f64,
+        p999_us: hist.value_at_quantile(0.999) as f64,
+        max_us: hist.max() as f64,
         mean_us: hist.mean(),
     });
     let errors = ["errors", "nacked", "returned"]

@@ -83,6 +83,130 @@ fn user_frames(p: &Profile, path: &[kiln_model::FrameId]) -> Vec<String> {
         .collect()
 }
 
+/// A stack's owner and, for the program's waits, its site: the program's frame above the
+/// wait and the function it called to wait.
+fn site_of_stack(
+    p: &Profile,
+    st: kiln_model::StackId,
+    reason: WaitReason,
+    path: &mut Vec<kiln_model::FrameId>,
+) -> (StackOwner, Option<(String, String)>) {
+    path.clear();
+    p.stacks.path_into(st, path);
+    let names = user_frames(p, path);
+    let owner = stack_owner(&names);
+    let gil = kiln_model::waits::is_gil_wait(&names);
+    let all: Vec<std::borrow::Cow<'_, str>> = path
+        .iter()
+        .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
+        .collect();
+    let mmap_lock = reason == WaitReason::Lock && kiln_model::waits::waits_for_mmap_lock(&all);
+    let site = match program_frame(&names) {
+        Some(i) if gil => Some((names[i].clone(), GIL.to_string())),
+        // The kernel's lock on the address space, whichever call took it (a page
+        // fault in memset, munmap in free).
+        Some(i) if mmap_lock => Some((names[i].clone(), MMAP_LOCK.to_string())),
+        // CPython: the C function the Python code called to wait (`time_sleep`),
+        // its caller named from the CPU profile's Python frames when there is one
+        // ([`Waits::name_python_callers`]).
+        _ if !gil && python_callee(&names).is_some() => {
+            python_callee(&names).map(|c| (PYTHON_CODE.to_string(), c.to_string()))
+        }
+        // The function it called to wait: the next frame with a name (JIT code
+        // the map did not know yet is `[unknown]`, the JVM's interpreter
+        // `Interpreter`).
+        Some(i) => Some((
+            names[i].clone(),
+            names[i + 1..]
+                .iter()
+                .find(|n| !n.starts_with('[') && *n != "Interpreter")
+                .cloned()
+                .unwrap_or_default(),
+        )),
+        // Nothing of the program's own but the interpreter: the GIL still has a name.
+        None if gil => Some(("the interpreter".to_string(), GIL.to_string())),
+        None => None,
+    };
+    (owner, site)
+}
+
+/// One of the program's blocks: when it began and ended (ns, on the profile's clock), its
+/// thread (the profile's index) and its site (an index into the labels beside it).
+#[derive(Clone, Copy, Debug)]
+pub struct Block {
+    /// When the thread blocked, ns.
+    pub start: u64,
+    /// When it ran again, ns.
+    pub end: u64,
+    /// Its thread, the profile's index.
+    pub thread: u32,
+    /// Why it waited.
+    pub reason: WaitReason,
+    /// Its site, an index into the labels.
+    pub site: usize,
+}
+
+/// The program's blocks one by one, with their sites' labels (`primitive under at`, as
+/// [`Site::label`] says them); idle waits, others' and untimed blocks left out.
+pub fn program_blocks(p: &Profile) -> (Vec<String>, Vec<Block>) {
+    let Some(ns) = p.event.ns_per_weight() else {
+        return Default::default();
+    };
+    let reasons = stack_reasons(p);
+    let mut labels: Vec<String> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut seen: Vec<Option<Option<usize>>> = vec![None; p.stacks.len()];
+    let mut path = Vec::new();
+    let mut out = Vec::new();
+    for ((&st, &w), (&t, th)) in p
+        .samples
+        .stack
+        .iter()
+        .zip(&p.samples.weight)
+        .zip(p.samples.time.iter().zip(&p.samples.thread))
+    {
+        let reason = reasons
+            .get(st.0 as usize)
+            .copied()
+            .unwrap_or(WaitReason::Other);
+        if reason == WaitReason::Idle || t == kiln_model::NO_TIME {
+            continue;
+        }
+        let Some(slot) = seen.get_mut(st.0 as usize) else {
+            continue;
+        };
+        let site = *slot.get_or_insert_with(|| match site_of_stack(p, st, reason, &mut path) {
+            (StackOwner::Program, Some((at, prim))) => {
+                let label = Site {
+                    reason,
+                    at,
+                    primitive: prim,
+                    weight: 0,
+                    python_chain: Vec::new(),
+                    in_request_path: false,
+                }
+                .label();
+                let n = labels.len();
+                Some(*index.entry(label.clone()).or_insert_with(|| {
+                    labels.push(label);
+                    n
+                }))
+            }
+            _ => None,
+        });
+        if let Some(site) = site {
+            out.push(Block {
+                start: t,
+                end: t.saturating_add((w as f64 * ns) as u64),
+                thread: th.0,
+                reason,
+                site,
+            });
+        }
+    }
+    (labels, out)
+}
+
 /// An off-CPU profile's waits.
 pub fn offcpu_waits(p: &Profile) -> Waits {
     let reasons = stack_reasons(p);
@@ -112,46 +236,7 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
         let Some(slot) = seen.get_mut(st.0 as usize) else {
             continue;
         };
-        let (owner, site) = slot.get_or_insert_with(|| {
-            path.clear();
-            p.stacks.path_into(st, &mut path);
-            let names = user_frames(p, &path);
-            let owner = stack_owner(&names);
-            let gil = kiln_model::waits::is_gil_wait(&names);
-            let all: Vec<std::borrow::Cow<'_, str>> = path
-                .iter()
-                .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
-                .collect();
-            let mmap_lock =
-                reason == WaitReason::Lock && kiln_model::waits::waits_for_mmap_lock(&all);
-            let site = match program_frame(&names) {
-                Some(i) if gil => Some((names[i].clone(), GIL.to_string())),
-                // The kernel's lock on the address space, whichever call took it (a page
-                // fault in memset, munmap in free).
-                Some(i) if mmap_lock => Some((names[i].clone(), MMAP_LOCK.to_string())),
-                // CPython: the C function the Python code called to wait (`time_sleep`),
-                // its caller named from the CPU profile's Python frames when there is one
-                // ([`Waits::name_python_callers`]).
-                _ if !gil && python_callee(&names).is_some() => {
-                    python_callee(&names).map(|c| (PYTHON_CODE.to_string(), c.to_string()))
-                }
-                // The function it called to wait: the next frame with a name (JIT code
-                // the map did not know yet is `[unknown]`, the JVM's interpreter
-                // `Interpreter`).
-                Some(i) => Some((
-                    names[i].clone(),
-                    names[i + 1..]
-                        .iter()
-                        .find(|n| !n.starts_with('[') && *n != "Interpreter")
-                        .cloned()
-                        .unwrap_or_default(),
-                )),
-                // Nothing of the program's own but the interpreter: the GIL still has a name.
-                None if gil => Some(("the interpreter".to_string(), GIL.to_string())),
-                None => None,
-            };
-            (owner, site)
-        });
+        let (owner, site) = slot.get_or_insert_with(|| site_of_stack(p, st, reason, &mut path));
         match (*owner, site, reason) {
             (_, _, WaitReason::Idle) => {}
             (StackOwner::Program, Some((at, prim)), r) => {

@@ -301,10 +301,12 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .take(3)
             .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
             .collect();
-        let children = if reason == WaitReason::Child {
-            children_said(f, p)
-        } else {
-            String::new()
+        let children = match reason {
+            WaitReason::Child => children_said(f, p),
+            WaitReason::Lock if named.is_none() => {
+                stalls(f, p, top).map(|s| s.said(f)).unwrap_or_default()
+            }
+            _ => String::new(),
         };
         let claim = match &sync {
             Some(st) => format!(
@@ -349,6 +351,149 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         )));
     }
     out
+}
+
+/// Waits at one lock that came in stalls: most of its time in blocks far longer than an
+/// operation's median (5×, 1 ms at least), overlapping one another (threads waiting at
+/// once) and coming again and again — the lock held that long at times, not taken too
+/// often. Its holder is the thread whose own block spanned most of each stall and ended as
+/// the first waiter's did (blocked with the lock held: a sleep, a disk write), when one
+/// did in most stalls.
+struct Stalls {
+    count: usize,
+    longest_ns: u64,
+    apart_ns: u64,
+    most_waiting: usize,
+    holder: Option<(String, usize)>,
+}
+
+fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
+    let lat = f.outcome.latency.as_ref()?;
+    let long_ns = (lat.p50_us * 5.0).max(1000.0) * 1e3;
+    let (labels, blocks) = crate::waits::program_blocks(p);
+    let label = top.label();
+    let site = labels.iter().position(|l| *l == label)?;
+    let len = |b: &crate::waits::Block| b.end.saturating_sub(b.start);
+    let mut at: Vec<&crate::waits::Block> = blocks
+        .iter()
+        .filter(|b| b.site == site && b.reason == top.reason)
+        .collect();
+    let total: u64 = at.iter().map(|b| len(b)).sum();
+    at.retain(|b| len(b) as f64 >= long_ns);
+    let long: u64 = at.iter().map(|b| len(b)).sum();
+    if (long as f64) < 0.5 * total as f64 {
+        return None;
+    }
+    at.sort_by_key(|b| b.start);
+    // (start, end, the first waiter's end, the waiters' threads)
+    let mut eps: Vec<(u64, u64, u64, Vec<u32>)> = Vec::new();
+    for b in at {
+        match eps.last_mut() {
+            Some(e) if b.start <= e.1 => {
+                e.1 = e.1.max(b.end);
+                e.2 = e.2.min(b.end);
+                if !e.3.contains(&b.thread) {
+                    e.3.push(b.thread);
+                }
+            }
+            _ => eps.push((b.start, b.end, b.end, vec![b.thread])),
+        }
+    }
+    // The stalls are the longest of them (a quarter of the longest at least): a lock
+    // taken often makes short overlaps of its own, which are no stall.
+    let longest = eps.iter().map(|e| e.1 - e.0).max().unwrap_or(0);
+    eps.retain(|e| (e.1 - e.0) * 4 >= longest);
+    let in_stalls: u64 = eps
+        .iter()
+        .map(|e| {
+            blocks
+                .iter()
+                .filter(|b| b.site == site && b.start >= e.0 && b.end <= e.1)
+                .map(len)
+                .sum::<u64>()
+        })
+        .sum();
+    if eps.len() < 3 || (in_stalls as f64) < 0.5 * total as f64 {
+        return None;
+    }
+    let mut held: Vec<(usize, usize)> = Vec::new();
+    for (start, _, first_end, waiters) in &eps {
+        let mut here: Vec<usize> = blocks
+            .iter()
+            .filter(|b| {
+                // (A thread blocked reading its connection holds no lock of the
+                // server's: it waits for its client.)
+                b.site != site
+                    && !matches!(b.reason, WaitReason::Poll | WaitReason::Idle)
+                    && !waiters.contains(&b.thread)
+                    && b.end <= first_end + 100_000
+                    && b.end + 2_000_000 >= *first_end
+                    && len(b) * 2 >= first_end.saturating_sub(*start)
+            })
+            .map(|b| b.site)
+            .collect();
+        here.sort_unstable();
+        here.dedup();
+        for s in here {
+            match held.iter_mut().find(|h| h.0 == s) {
+                Some(h) => h.1 += 1,
+                None => held.push((s, 1)),
+            }
+        }
+    }
+    let holder = held
+        .into_iter()
+        .max_by_key(|h| h.1)
+        .filter(|h| h.1 * 5 >= eps.len() * 3)
+        .map(|(s, n)| (labels[s].clone(), n));
+    Some(Stalls {
+        count: eps.len(),
+        longest_ns: longest,
+        apart_ns: (eps[eps.len() - 1].0 - eps[0].0) / (eps.len() as u64 - 1),
+        most_waiting: eps.iter().map(|e| e.3.len()).max().unwrap_or(0),
+        holder,
+    })
+}
+
+impl Stalls {
+    /// `; its waits came in 10 stalls …`, said after a lock's claim.
+    fn said(&self, f: &Facts) -> String {
+        let ns = |n: u64| kiln_model::format_ns(n as f64);
+        let holder = self
+            .holder
+            .as_ref()
+            .map(|(h, n)| {
+                format!(
+                    ", held by a thread blocked in {h} (its block spanned the stall and ended as the waiters' began to, in {n} of the {})",
+                    self.count
+                )
+            })
+            .unwrap_or_default();
+        let tail = f
+            .outcome
+            .latency
+            .as_ref()
+            .filter(|l| {
+                let r = self.longest_ns as f64 / (l.max_us * 1e3).max(1.0);
+                (0.5..=1.5).contains(&r)
+            })
+            .map(|l| {
+                format!(
+                    "; the slowest {}s (p99.9 {}, max {}) are these stalls",
+                    f.outcome.unit,
+                    ns((l.p999_us * 1e3) as u64),
+                    ns((l.max_us * 1e3) as u64)
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "; its waits came in {} stalls of up to {}, {} apart on average, with up to {} threads waiting at once: the lock was held that long at times{holder}{tail}",
+            self.count,
+            ns(self.longest_ns),
+            ns(self.apart_ns),
+            self.most_waiting
+        )
+    }
 }
 
 /// What the child processes a server waited for were: how many waits ended (one per

@@ -27,6 +27,8 @@
  *           comes (sigtimedwait): a wait of a kind no rule names
  *   refresh as work, and a thread of its own that sleeps 100 ms at a time and touches
  *           no connection (a periodic refresher): its sleep is in no request's path
+ *   stall   a thread per connection; every request reads a table under a mutex, which a
+ *           snapshot thread holds 60 ms every 500 ms (the tail waits, the median not)
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -154,6 +156,27 @@ static void *refresher(void *arg) {
 	return NULL;
 }
 
+/* A table its requests read under a lock, which a snapshot thread holds 60 ms every
+ * 500 ms (as a periodic dump or compaction does): the requests that come then wait. */
+static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void read_table(void) {
+	pthread_mutex_lock(&table_mu);
+	work(2);
+	pthread_mutex_unlock(&table_mu);
+}
+
+static void *snapshotter(void *arg) {
+	(void)arg;
+	for (;;) {
+		usleep(440000);
+		pthread_mutex_lock(&table_mu);
+		usleep(60000);
+		pthread_mutex_unlock(&table_mu);
+	}
+	return NULL;
+}
+
 /* Waits 3 ms for SIGUSR2 (blocked in every thread, never sent). */
 static void await_signal(void) {
 	sigset_t s;
@@ -184,6 +207,8 @@ static void handle(void) {
 		run_helper();
 	else if (!strcmp(mode, "sigwait"))
 		await_signal();
+	else if (!strcmp(mode, "stall"))
+		read_table();
 }
 
 /* Writes the response: in two writes for nagle and nodelay, else in one. */
@@ -321,9 +346,9 @@ int main(int argc, char **argv) {
 	listen(s, !strcmp(mode, "single") ? 4 : 128);
 	printf("ready %d\n", ntohs(a.sin_port));
 	fflush(stdout);
-	if (!strcmp(mode, "refresh")) {
+	if (!strcmp(mode, "refresh") || !strcmp(mode, "stall")) {
 		pthread_t r;
-		pthread_create(&r, NULL, refresher, NULL);
+		pthread_create(&r, NULL, !strcmp(mode, "stall") ? snapshotter : refresher, NULL);
 	}
 	if (!strcmp(mode, "single")) {
 		single(s);
