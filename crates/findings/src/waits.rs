@@ -207,6 +207,59 @@ pub fn program_blocks(p: &Profile) -> (Vec<String>, Vec<Block>) {
     (labels, out)
 }
 
+/// A CPU profile's time in each of `windows` (start, end, the threads left out by their
+/// kernel ids; ns on the profile's clock), by the program's frame nearest the leaf and the
+/// program's frame that called it (`work under snapshotter`), heaviest first.
+pub fn cpu_in_windows(p: &Profile, windows: &[(u64, u64, Vec<u32>)]) -> Vec<Vec<(String, f64)>> {
+    let mut out: Vec<HashMap<String, f64>> = vec![HashMap::new(); windows.len()];
+    let Some(ns) = p.event.ns_per_weight() else {
+        return Vec::new();
+    };
+    let mut labels: Vec<Option<Option<String>>> = vec![None; p.stacks.len()];
+    let mut path = Vec::new();
+    for ((&st, &w), (&t, th)) in p
+        .samples
+        .stack
+        .iter()
+        .zip(&p.samples.weight)
+        .zip(p.samples.time.iter().zip(&p.samples.thread))
+    {
+        let Some(i) = windows.iter().position(|x| t >= x.0 && t < x.1) else {
+            continue;
+        };
+        let tid = p.threads.get(*th).and_then(|t| t.tid);
+        if tid.is_some_and(|tid| windows[i].2.contains(&tid)) {
+            continue;
+        }
+        let Some(slot) = labels.get_mut(st.0 as usize) else {
+            continue;
+        };
+        let label = slot.get_or_insert_with(|| {
+            path.clear();
+            p.stacks.path_into(st, &mut path);
+            let names = user_frames(p, &path);
+            let at = program_frame(&names)?;
+            let caller = names[..at]
+                .iter()
+                .rposition(|f| kiln_model::waits::is_program_frame(f));
+            Some(match caller {
+                Some(c) => format!("{} under {}", names[at], names[c]),
+                None => names[at].clone(),
+            })
+        });
+        if let Some(l) = label {
+            *out[i].entry(l.clone()).or_default() += w as f64 * ns;
+        }
+    }
+    out.into_iter()
+        .map(|m| {
+            let mut v: Vec<(String, f64)> = m.into_iter().collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            v
+        })
+        .collect()
+}
+
 /// An off-CPU profile's waits.
 pub fn offcpu_waits(p: &Profile) -> Waits {
     let reasons = stack_reasons(p);

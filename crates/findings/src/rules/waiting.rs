@@ -301,11 +301,12 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .take(3)
             .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
             .collect();
-        let children = match reason {
-            WaitReason::Child => children_said(f, p),
-            WaitReason::Lock if named.is_none() => {
-                stalls(f, p, top).map(|s| s.said(f)).unwrap_or_default()
-            }
+        let stalled = (reason == WaitReason::Lock && named.is_none())
+            .then(|| stalls(f, p, top))
+            .flatten();
+        let children = match (reason, &stalled) {
+            (WaitReason::Child, _) => children_said(f, p),
+            (_, Some(s)) => s.said(f),
             _ => String::new(),
         };
         let claim = match &sync {
@@ -339,8 +340,15 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         } else {
             0.95
         };
-        let mut finding =
-            Finding::new("blocked", class, share.min(1.0) * weight, claim).evidence(e);
+        // Stalls that are the slowest operations rank by the share of those operations'
+        // latency they explain (all of it beyond the median), whatever their share of
+        // every operation's time: the tail is the problem they are.
+        let score = share.min(1.0) * weight;
+        let score = match stalled.as_ref().and_then(|s| s.tail(f)) {
+            Some(t) => score.max(t * weight),
+            None => score,
+        };
+        let mut finding = Finding::new("blocked", class, score, claim).evidence(e);
         if let Some(d) = &dumps {
             finding = finding.evidence(dumps_evidence(f, d, named.as_ref()));
         }
@@ -357,8 +365,9 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
 /// operation's median (5×, 1 ms at least), overlapping one another (threads waiting at
 /// once) and coming again and again — the lock held that long at times, not taken too
 /// often. Its holder is the thread whose own block spanned most of each stall and ended as
-/// the first waiter's did (blocked with the lock held: a sleep, a disk write), when one
-/// did in most stalls.
+/// the first waiter's did (blocked with the lock held: a sleep, a disk write), else the
+/// code another thread ran through a third of each stall at least, when one did in most
+/// stalls.
 struct Stalls {
     count: usize,
     longest_ns: u64,
@@ -441,11 +450,39 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
             }
         }
     }
-    let holder = held
+    let mut holder = held
         .into_iter()
         .max_by_key(|h| h.1)
         .filter(|h| h.1 * 5 >= eps.len() * 3)
-        .map(|(s, n)| (labels[s].clone(), n));
+        .map(|(s, n)| (format!("a thread blocked in {}", labels[s]), n));
+    // Else a holder on a CPU: the program's code another thread ran for a third of each
+    // stall at least (its samples there; the waiters' own left out), in most stalls.
+    if let (None, Some(cpu)) = (&holder, f.cpu_profile()) {
+        let tid = |t: &u32| p.threads.get(kiln_model::ThreadId(*t)).and_then(|t| t.tid);
+        let windows: Vec<(u64, u64, Vec<u32>)> = eps
+            .iter()
+            .map(|e| (e.0, e.2, e.3.iter().filter_map(tid).collect()))
+            .collect();
+        let mut ran: Vec<(String, usize)> = Vec::new();
+        for (w, by) in windows
+            .iter()
+            .zip(crate::waits::cpu_in_windows(cpu, &windows))
+        {
+            for (label, t) in by {
+                if t * 3.0 >= w.1.saturating_sub(w.0) as f64 {
+                    match ran.iter_mut().find(|r| r.0 == label) {
+                        Some(r) => r.1 += 1,
+                        None => ran.push((label, 1)),
+                    }
+                }
+            }
+        }
+        holder = ran
+            .into_iter()
+            .max_by_key(|r| r.1)
+            .filter(|r| r.1 * 5 >= eps.len() * 3)
+            .map(|(l, n)| (format!("a thread running {l}"), n));
+    }
     Some(Stalls {
         count: eps.len(),
         longest_ns: longest,
@@ -456,6 +493,17 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
 }
 
 impl Stalls {
+    /// When the slowest operations are these stalls (the longest is half to one and a
+    /// half times the slowest, which is 20 times the median at least): the share of the
+    /// slowest one's latency beyond the median.
+    fn tail(&self, f: &Facts) -> Option<f64> {
+        let l = f.outcome.latency.as_ref()?;
+        let max_ns = (l.max_us * 1e3).max(1.0);
+        let r = self.longest_ns as f64 / max_ns;
+        ((0.5..=1.5).contains(&r) && l.max_us >= 20.0 * l.p50_us)
+            .then(|| (1.0 - l.p50_us / l.max_us).clamp(0.0, 1.0))
+    }
+
     /// `; its waits came in 10 stalls …`, said after a lock's claim.
     fn said(&self, f: &Facts) -> String {
         let ns = |n: u64| kiln_model::format_ns(n as f64);
@@ -464,7 +512,7 @@ impl Stalls {
             .as_ref()
             .map(|(h, n)| {
                 format!(
-                    ", held by a thread blocked in {h} (its block spanned the stall and ended as the waiters' began to, in {n} of the {})",
+                    ", held by {h} (through each stall until the waiters began to run again, in {n} of the {})",
                     self.count
                 )
             })
@@ -473,10 +521,7 @@ impl Stalls {
             .outcome
             .latency
             .as_ref()
-            .filter(|l| {
-                let r = self.longest_ns as f64 / (l.max_us * 1e3).max(1.0);
-                (0.5..=1.5).contains(&r)
-            })
+            .filter(|_| self.tail(f).is_some())
             .map(|l| {
                 format!(
                     "; the slowest {}s (p99.9 {}, max {}) are these stalls",

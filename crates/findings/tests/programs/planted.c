@@ -29,6 +29,7 @@
  *           no connection (a periodic refresher): its sleep is in no request's path
  *   stall   a thread per connection; every request reads a table under a mutex, which a
  *           snapshot thread holds 60 ms every 500 ms (the tail waits, the median not)
+ *   compact as stall, the thread working on the CPU under the lock instead of asleep
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -177,6 +178,18 @@ static void *snapshotter(void *arg) {
 	return NULL;
 }
 
+/* As the snapshotter, working on the CPU under the lock (some 60 ms) instead of asleep. */
+static void *compactor(void *arg) {
+	(void)arg;
+	for (;;) {
+		usleep(440000);
+		pthread_mutex_lock(&table_mu);
+		work(22000);
+		pthread_mutex_unlock(&table_mu);
+	}
+	return NULL;
+}
+
 /* Waits 3 ms for SIGUSR2 (blocked in every thread, never sent). */
 static void await_signal(void) {
 	sigset_t s;
@@ -207,7 +220,7 @@ static void handle(void) {
 		run_helper();
 	else if (!strcmp(mode, "sigwait"))
 		await_signal();
-	else if (!strcmp(mode, "stall"))
+	else if (!strcmp(mode, "stall") || !strcmp(mode, "compact"))
 		read_table();
 }
 
@@ -346,9 +359,12 @@ int main(int argc, char **argv) {
 	listen(s, !strcmp(mode, "single") ? 4 : 128);
 	printf("ready %d\n", ntohs(a.sin_port));
 	fflush(stdout);
-	if (!strcmp(mode, "refresh") || !strcmp(mode, "stall")) {
+	if (!strcmp(mode, "refresh") || !strcmp(mode, "stall") || !strcmp(mode, "compact")) {
+		void *(*f)(void *) = !strcmp(mode, "stall")     ? snapshotter
+				     : !strcmp(mode, "compact") ? compactor
+								: refresher;
 		pthread_t r;
-		pthread_create(&r, NULL, !strcmp(mode, "stall") ? snapshotter : refresher, NULL);
+		pthread_create(&r, NULL, f, NULL);
 	}
 	if (!strcmp(mode, "single")) {
 		single(s);
