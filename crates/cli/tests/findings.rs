@@ -687,7 +687,7 @@ fn stalls_said(mode: &str, holder: &str) {
         "BEGIN {{ printf(\"tracing\\n\"); }} \
          tracepoint:syscalls:sys_enter_futex /pid == {}/ {{ @s[tid] = nsecs; }} \
          tracepoint:syscalls:sys_exit_futex /@s[tid]/ {{ $d = nsecs - @s[tid]; delete(@s[tid]); \
-           if ($d > 10000000) {{ printf(\"long %d %d\\n\", nsecs - $d, $d); }} }} \
+           if ($d > 10000000) {{ printf(\"long %llu %llu\\n\", nsecs - $d, $d); }} }} \
          interval:s:8 {{ exit(); }} END {{ clear(@s); printf(\"total\\n\"); }}",
         p.pid()
     );
@@ -896,6 +896,85 @@ fn a_node_event_loop_blocked_in_a_synchronous_call_is_the_limit() {
     assert!(
         (blocked / 100.0 - waited).abs() <= 0.2,
         "kiln: blocked {blocked}%; bpftrace: {waited:.2} s/s\n{text}"
+    );
+}
+
+/// A Node event loop that re-indexes its catalogue for some 60 ms every 500 ms on a timer:
+/// its long runs of that function are said — how long, how far apart — as what the
+/// slowest requests waited for. bpftrace times the loop's turns between its polls
+/// (`epoll_pwait` returning, then called again) over 20 ms: the account kiln is held to.
+#[test]
+fn an_event_loop_that_runs_one_function_for_long_at_times_is_said() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings/tests/programs/stalling_loop.js");
+    let mut node = Command::new("node");
+    node.current_dir(dir.path())
+        .arg("--perf-basic-prof")
+        .arg(&src);
+    let p = Planted::serve(node);
+    let script = format!(
+        "BEGIN {{ printf(\"tracing\\n\"); }} \
+         tracepoint:syscalls:sys_exit_epoll_pwait /tid == {0}/ {{ @back = nsecs; }} \
+         tracepoint:syscalls:sys_enter_epoll_pwait /tid == {0} && @back/ {{ $d = nsecs - @back; \
+           if ($d > 20000000) {{ printf(\"turn %llu %llu\\n\", @back, $d); }} }} \
+         interval:s:8 {{ exit(); }} END {{ clear(@back); printf(\"total\\n\"); }}",
+        p.pid()
+    );
+    let Some(bt) = Bpftrace::start(&script, 8, "epoll_pwait") else {
+        kiln_testkit::skip("bpftrace is not installed or cannot trace system calls");
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "loop", &p, 16);
+    let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", p.pid()));
+    // (bpftrace prints each CPU's lines in turn: sorted by when they began.)
+    let mut turns: Vec<(u64, u64)> = bt
+        .output()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("turn ")?.split(' ');
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    turns.sort_unstable();
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v.get(v.len() / 2).map_or(0.0, |&x| x as f64 / 1e6)
+    };
+    let long = median(turns.iter().map(|t| t.1).collect());
+    let apart = median(turns.windows(2).map(|w| w[1].0 - w[0].0).collect());
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {} turns of the loop over 20 ms, {long:.1} ms each, {apart:.0} ms apart (medians)",
+        k.on_cpu,
+        k.runnable,
+        turns.len()
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 7.0, &text);
+    let said = found
+        .iter()
+        .find(|f| f.1.contains("reindexCatalogue") && f.1.contains(" at a time ("))
+        .unwrap_or_else(|| panic!("the loop's long runs not said:\n{text}"));
+    assert!(
+        found[0].0 == "one-thread-saturated" || found[0].0 == "cpu-starvation",
+        "{text}"
+    );
+    // "… ran JS:reindexCatalogue … for 59.2 ms at a time (9 times, 500 ms apart; …"
+    let first_two = |s: &str| ms_of(&s.split(' ').take(2).collect::<Vec<_>>().join(" "));
+    let tail = said.1.split("js:10:26 for ").nth(1);
+    let each = tail.and_then(first_two).unwrap_or_else(|| panic!("{text}"));
+    let kiln_apart = tail
+        .and_then(|t| t.split_once(" times, "))
+        .and_then(|(_, r)| first_two(r))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        (each - long).abs() <= 0.25 * long,
+        "kiln: {each} ms at a time; bpftrace: {long:.1} ms\n{text}"
+    );
+    assert!(
+        (kiln_apart - apart).abs() <= 0.2 * apart,
+        "kiln: {kiln_apart} ms apart; bpftrace: {apart:.0} ms\n{text}"
     );
 }
 

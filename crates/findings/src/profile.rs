@@ -394,3 +394,180 @@ mod tests {
         assert_eq!(system_call_of("do_syscall_64"), None);
     }
 }
+
+/// One stretch of a thread's CPU samples in one function of the program's: its name, the
+/// first sample's time and the last's end (ns, on the profile's clock).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    /// The deepest function of the program's on every sample of the stretch.
+    pub name: String,
+    /// The first sample's time.
+    pub start: u64,
+    /// The last sample's time and its duration.
+    pub end: u64,
+}
+
+/// The stretches of `min_ns` at least in which thread `tid` (its kernel id) ran one
+/// function of the program's without a break: every one of its samples in them has the
+/// function on its stack, and no two are further apart than five samples' time (a thread
+/// that blocked between them did something else). Functions on half the thread's samples
+/// or more (its roots, its loop) name no stretch; overlapping stretches are one, named by
+/// the deepest function whose stretches cover two thirds of it, and stretches less than
+/// 2 ms apart (one function's, twice `min_ns`) are one. Oldest first.
+pub fn thread_runs(p: &Profile, tid: u32, min_ns: u64) -> Vec<Run> {
+    let Some(ns) = p.event.ns_per_weight() else {
+        return Vec::new();
+    };
+    let mut on: Vec<usize> = (0..p.samples.len())
+        .filter(|&i| {
+            p.samples.time[i] != kiln_model::NO_TIME
+                && p.threads.get(p.samples.thread[i]).and_then(|t| t.tid) == Some(tid)
+        })
+        .collect();
+    on.sort_by_key(|&i| p.samples.time[i]);
+    if on.len() < 8 {
+        return Vec::new();
+    }
+    let mut path = Vec::new();
+    // Functions by name, a JIT's tiers as one (V8's `JS:^f` becomes `JS:*f` mid-run).
+    let mut names: Vec<String> = Vec::new();
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    let mut frames_of: HashMap<kiln_model::StackId, Vec<(usize, usize)>> = HashMap::new();
+    let mut present: HashMap<usize, usize> = HashMap::new();
+    for &i in &on {
+        let st = p.samples.stack[i];
+        let fs = frames_of.entry(st).or_insert_with(|| {
+            path.clear();
+            p.stacks.path_into(st, &mut path);
+            let mut v: Vec<(usize, usize)> = Vec::new();
+            for (depth, &f) in path.iter().enumerate() {
+                let name = String::from_utf8_lossy(p.frame_name(f));
+                let own = match p.frames.get(f).kind {
+                    FrameKind::Kernel | FrameKind::Root => false,
+                    FrameKind::Jit | FrameKind::Python => true,
+                    _ => kiln_model::waits::is_program_frame(&name),
+                };
+                if !own {
+                    continue;
+                }
+                let name = match name.strip_prefix("JS:") {
+                    Some(r) => format!("JS:{}", r.trim_start_matches(['*', '^', '~', '+'])),
+                    None => name.into_owned(),
+                };
+                let n = names.len();
+                let id = *ids.entry(name.clone()).or_insert_with(|| {
+                    names.push(name);
+                    n
+                });
+                if !v.iter().any(|x| x.0 == id) {
+                    v.push((id, depth));
+                }
+            }
+            v
+        });
+        for &(f, _) in fs.iter() {
+            *present.entry(f).or_default() += 1;
+        }
+    }
+    let half = on.len() / 2;
+    // Per function: its open stretch (first sample, last sample, depth).
+    let mut open: HashMap<usize, (usize, usize, usize)> = HashMap::new();
+    let mut done: Vec<(usize, usize, u64, u64)> = Vec::new();
+    let dur = |i: usize| (p.samples.weight[i] as f64 * ns) as u64;
+    let close = |f: usize, (a, b, d): (usize, usize, usize), done: &mut Vec<_>| {
+        let (s, e) = (p.samples.time[on[a]], p.samples.time[on[b]] + dur(on[b]));
+        if e.saturating_sub(s) >= min_ns {
+            done.push((f, d, s, e));
+        }
+    };
+    for (k, &i) in on.iter().enumerate() {
+        let gap = k > 0
+            && p.samples.time[i].saturating_sub(p.samples.time[on[k - 1]])
+                > 5 * dur(on[k - 1]).max(1);
+        for &(f, depth) in &frames_of[&p.samples.stack[i]] {
+            if present[&f] >= half {
+                continue;
+            }
+            match open.get_mut(&f) {
+                Some(r) if r.1 + 1 == k && !gap => r.1 = k,
+                Some(r) => {
+                    let old = *r;
+                    *r = (k, k, depth);
+                    close(f, old, &mut done);
+                }
+                None => {
+                    open.insert(f, (k, k, depth));
+                }
+            }
+        }
+    }
+    for (f, r) in open {
+        close(f, r, &mut done);
+    }
+    done.sort_by_key(|d| d.2);
+    // Overlapping stretches: one, named by the deepest that covers most of it.
+    let mut out: Vec<Run> = Vec::new();
+    let mut group: Vec<(usize, usize, u64, u64)> = Vec::new();
+    let flush = |group: &mut Vec<(usize, usize, u64, u64)>, out: &mut Vec<Run>| {
+        if group.is_empty() {
+            return;
+        }
+        let s = group.iter().map(|g| g.2).min().unwrap_or(0);
+        let e = group.iter().map(|g| g.3).max().unwrap_or(0);
+        // Per function, the time its stretches cover (a frameless leaf hides its caller
+        // from a few samples: the caller's stretch comes in pieces) and its depth.
+        let mut cover: Vec<(usize, usize, u64)> = Vec::new();
+        for g in group.iter() {
+            match cover.iter_mut().find(|c| c.0 == g.0) {
+                Some(c) => c.2 += g.3 - g.2,
+                None => cover.push((g.0, g.1, g.3 - g.2)),
+            }
+        }
+        let best = cover
+            .iter()
+            .filter(|c| c.2 * 3 >= (e - s) * 2)
+            .max_by_key(|c| c.1)
+            .or_else(|| cover.iter().max_by_key(|c| c.2));
+        if let Some(b) = best {
+            out.push(Run {
+                name: names[b.0].clone(),
+                start: s,
+                end: e,
+            });
+        }
+        group.clear();
+    };
+    for d in done {
+        let end = group.iter().map(|g| g.3).max();
+        if end.is_some_and(|e| d.2 >= e) {
+            flush(&mut group, &mut out);
+        }
+        group.push(d);
+    }
+    flush(&mut group, &mut out);
+    // Pieces of one stretch (the thread preempted, or blocked a moment, in between) are
+    // one, named by its longest piece.
+    let mut merged: Vec<(Run, u64)> = Vec::new();
+    for r in out {
+        let len = r.end - r.start;
+        match merged.last_mut() {
+            // (A function's own pieces further apart: a moment of it the samples did
+            // not see, a collection in the middle.)
+            Some((m, longest))
+                if r.start.saturating_sub(m.end)
+                    < if m.name == r.name {
+                        2 * min_ns
+                    } else {
+                        min_ns.min(2_000_000)
+                    } =>
+            {
+                m.end = m.end.max(r.end);
+                if len > *longest {
+                    (m.name, *longest) = (r.name, len);
+                }
+            }
+            _ => merged.push((r, len)),
+        }
+    }
+    merged.into_iter().map(|(r, _)| r).collect()
+}

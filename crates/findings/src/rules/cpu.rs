@@ -112,6 +112,10 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
         cpus(target),
         cpus(limit)
     );
+    // The function it ran for long at times, when those times are the slowest operations.
+    if let Some(r) = super::queues::loop_runs(f) {
+        claim.push_str(&format!("; it {}", r.said(f)));
+    }
     // Where the clients wait for it, when they wait before it even accepts them.
     let queued = f.mean(col::TARGET, col::ACCEPT_QUEUE).unwrap_or(0.0);
     let dropped =

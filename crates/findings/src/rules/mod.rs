@@ -17,6 +17,7 @@
 //! | [`queues::accept`] | USE (the listen queue) | connections waiting to be accepted |
 //! | [`queues::pool`] | thread states, Little's law | a pool (or the one thread) every operation waits for |
 //! | [`queues::event_loop`] | per-thread states from the profiles, Little's law | an event loop blocked in a synchronous call |
+//! | [`queues::loop_stalls`] | the loop thread's CPU samples in time order | an event loop that runs one function for long at times |
 //! | [`waiting::split_responses`] | the load's receive stamps | responses held by the delayed ACK |
 //! | [`runtime::gc`] | the runtimes' categories, msacc | garbage collection's share |
 //! | [`runtime::churn`] | page faults, the kernel's memory paths | memory taken and given back per operation |
@@ -52,6 +53,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("accept", queues::accept),
     ("pool", queues::pool),
     ("event-loop", queues::event_loop),
+    ("loop-stalls", queues::loop_stalls),
     ("gc", runtime::gc),
     ("churn", runtime::churn),
     ("busy-wait", runtime::busy_wait),

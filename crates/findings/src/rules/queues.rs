@@ -490,6 +490,170 @@ pub fn blocked_event_loop(f: &Facts) -> Option<(u32, f64, f64, WaitReason, f64)>
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// The event loop's long runs of one function: the thread that polls for the server's
+/// connections and does most of its CPU ran one function of the program's for far longer
+/// than an operation's median (10×, 5 ms at least), again and again (3 times at least),
+/// and such a run is as long as the slowest operation (its median length half to one and
+/// a half times it, which is 20 times the operations' median at least): no other operation was served meanwhile, and the slowest
+/// are those that came then. Its thread, the function, how many runs, their median length,
+/// the median time between their starts.
+pub struct LoopRuns {
+    /// The loop's thread (kernel id).
+    pub tid: u32,
+    /// The function it ran.
+    pub name: String,
+    /// How many runs (a quarter of the longest at least).
+    pub count: usize,
+    /// Their median length, ns.
+    pub typical_ns: u64,
+    /// The median time between their starts, ns.
+    pub apart_ns: u64,
+    /// The share of the slowest operation's latency beyond the median.
+    pub tail: f64,
+}
+
+/// [`LoopRuns`] of the run, if its loop had them.
+pub fn loop_runs(f: &Facts) -> Option<LoopRuns> {
+    if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) {
+        return None;
+    }
+    let lat = f.outcome.latency.as_ref()?;
+    let cpu = f.cpu_profile()?;
+    let by_cpu = thread_cpu(cpu);
+    let total: f64 = by_cpu.values().sum();
+    let main = f.meta.target.pids.first().copied();
+    let polls: Vec<u32> = match f.offcpu() {
+        Some(p) => thread_waits(p)
+            .into_iter()
+            .filter(|(tid, w)| w.polled_s > 0.0 || Some(*tid) == main)
+            .map(|(tid, _)| tid)
+            .collect(),
+        None => main.into_iter().collect(),
+    };
+    let (tid, on) = polls
+        .iter()
+        .map(|t| (*t, by_cpu.get(t).copied().unwrap_or(0.0)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if on < 0.5 * total || total <= 0.0 {
+        return None;
+    }
+    let min_ns = (lat.p50_us * 10.0 * 1e3).max(5e6) as u64;
+    let mut runs = crate::profile::thread_runs(cpu, tid, min_ns);
+    let longest = runs.iter().map(|r| r.end - r.start).max()?;
+    runs.retain(|r| (r.end - r.start) * 4 >= longest);
+    // The function with the most time in them.
+    let mut by: Vec<(&str, u64, usize)> = Vec::new();
+    for r in &runs {
+        match by.iter_mut().find(|b| b.0 == r.name) {
+            Some(b) => {
+                b.1 += r.end - r.start;
+                b.2 += 1;
+            }
+            None => by.push((&r.name, r.end - r.start, 1)),
+        }
+    }
+    // The function with the most time in them names them.
+    let (name, _, _) = by.into_iter().max_by_key(|b| b.1)?;
+    // Their median length (a stretch may take in a moment of what came next); the
+    // stretches of about that length are counted whatever their name (the samples may
+    // hide the function in part of one: its caller names it then).
+    let mut lens: Vec<u64> = runs
+        .iter()
+        .filter(|r| r.name == name && (r.end - r.start) * 2 >= longest)
+        .map(|r| r.end - r.start)
+        .collect();
+    lens.sort_unstable();
+    let typical = lens[lens.len() / 2];
+    let mine: Vec<&crate::profile::Run> = runs
+        .iter()
+        .filter(|r| (r.end - r.start) * 2 >= typical && (r.end - r.start) <= typical * 3 / 2)
+        .collect();
+    let count = mine.len();
+    let ratio = typical as f64 / (lat.max_us * 1e3).max(1.0);
+    if count < 3 || !(0.5..=1.5).contains(&ratio) || lat.max_us < 20.0 * lat.p50_us {
+        return None;
+    }
+    // The median time between starts (one the samples missed doubles one gap, not all).
+    let mut gaps: Vec<u64> = mine.windows(2).map(|w| w[1].start - w[0].start).collect();
+    gaps.sort_unstable();
+    Some(LoopRuns {
+        tid,
+        name: name.to_string(),
+        count,
+        typical_ns: typical,
+        apart_ns: gaps[gaps.len() / 2],
+        tail: (1.0 - lat.p50_us / lat.max_us).clamp(0.0, 1.0),
+    })
+}
+
+impl LoopRuns {
+    /// `ran reindex for up to 61 ms at a time …`, said after the thread.
+    pub fn said(&self, f: &Facts) -> String {
+        let ns = |n: u64| kiln_model::format_ns(n as f64);
+        let unit = &f.outcome.unit;
+        let tail = f
+            .outcome
+            .latency
+            .as_ref()
+            .map(|l| {
+                format!(
+                    "; the slowest {unit}s (p99.9 {}, max {}) are those that came then",
+                    secs(l.p999_us / 1e6),
+                    secs(l.max_us / 1e6)
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "ran {} for {} at a time ({} times, {} apart; medians): no other {unit} was served meanwhile{tail}",
+            self.name,
+            ns(self.typical_ns),
+            self.count,
+            ns(self.apart_ns)
+        )
+    }
+}
+
+/// The rule form of [`loop_runs`], when no thread is said saturated (that finding says
+/// them then).
+pub fn loop_stalls(f: &Facts) -> Vec<Finding> {
+    let Some(r) = loop_runs(f) else {
+        return Vec::new();
+    };
+    let who = match f.runtime() {
+        super::Runtime::Node if f.meta.target.pids.first() == Some(&r.tid) => {
+            "Node's event loop (the main thread)".to_string()
+        }
+        _ => format!(
+            "the event loop (thread {}, the one that polls for the server's connections and does most of its CPU)",
+            r.tid
+        ),
+    };
+    let claim = format!("{who} {}", r.said(f));
+    let cpu = f
+        .cpu_profile()
+        .map(|p| p.event.name.clone())
+        .unwrap_or_default();
+    let mut e = f.ev(
+        format!("thread {}'s CPU samples in one function", r.tid),
+        format!(
+            "{} runs of {}, {} each (the median)",
+            r.count,
+            r.name,
+            kiln_model::format_ns(r.typical_ns as f64)
+        ),
+        format!("CPU profile ({cpu}), the thread's samples in time order"),
+    );
+    e.profile = Some(cpu);
+    e.focus = Some(r.name.clone());
+    vec![Finding::new("loop-stalls", Class::OneThreadSaturated, 0.9 * r.tail, claim)
+        .evidence(e)
+        .check(format!(
+            "perf record -F 999 -g -t {} -- sleep {}; perf script | less   # the loop's samples in time order",
+            r.tid,
+            f.secs_arg()
+        ))]
+}
+
 /// The rule form of [`blocked_event_loop`]: the one thread every operation waits for was
 /// blocked in its work, so the others waited for it (Little's law).
 ///
