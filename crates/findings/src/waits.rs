@@ -158,13 +158,7 @@ pub fn program_blocks(p: &Profile) -> (Vec<String>, Vec<Block>) {
     let mut seen: Vec<Option<Option<usize>>> = vec![None; p.stacks.len()];
     let mut path = Vec::new();
     let mut out = Vec::new();
-    for ((&st, &w), (&t, th)) in p
-        .samples
-        .stack
-        .iter()
-        .zip(&p.samples.weight)
-        .zip(p.samples.time.iter().zip(&p.samples.thread))
-    {
+    for (st, w, t, th) in p.samples.rows() {
         let reason = reasons
             .get(st.0 as usize)
             .copied()
@@ -217,17 +211,11 @@ pub fn cpu_in_windows(p: &Profile, windows: &[(u64, u64, Vec<u32>)]) -> Vec<Vec<
     };
     let mut labels: Vec<Option<Option<String>>> = vec![None; p.stacks.len()];
     let mut path = Vec::new();
-    for ((&st, &w), (&t, th)) in p
-        .samples
-        .stack
-        .iter()
-        .zip(&p.samples.weight)
-        .zip(p.samples.time.iter().zip(&p.samples.thread))
-    {
+    for (st, w, t, th) in p.samples.rows() {
         let Some(i) = windows.iter().position(|x| t >= x.0 && t < x.1) else {
             continue;
         };
-        let tid = p.threads.get(*th).and_then(|t| t.tid);
+        let tid = p.threads.get(th).and_then(|t| t.tid);
         if tid.is_some_and(|tid| windows[i].2.contains(&tid)) {
             continue;
         }

@@ -31,6 +31,15 @@ pub struct SampleTable {
 }
 
 impl SampleTable {
+    /// Each sample's stack, weight, time and thread, in order.
+    pub fn rows(&self) -> impl Iterator<Item = (StackId, u64, u64, ThreadId)> + '_ {
+        self.stack
+            .iter()
+            .zip(&self.weight)
+            .zip(self.time.iter().zip(&self.thread))
+            .map(|((&s, &w), (&t, &th))| (s, w, t, th))
+    }
+
     /// Appends a sample.
     #[inline]
     pub fn push(&mut self, stack: StackId, weight: u64, time: u64, thread: ThreadId) {

@@ -301,9 +301,11 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .take(3)
             .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
             .collect();
-        let stalled = (reason == WaitReason::Lock && named.is_none())
-            .then(|| stalls(f, p, top))
-            .flatten();
+        // (The BEAM's locks are the VM's own, under no code of the program's.)
+        let stalled =
+            (reason == WaitReason::Lock && named.is_none() && f.runtime() != Runtime::Beam)
+                .then(|| stalls(f, p, top))
+                .flatten();
         let children = match (reason, &stalled) {
             (WaitReason::Child, _) => children_said(f, p),
             (_, Some(s)) => s.said(f),
