@@ -312,6 +312,12 @@ fn yield_loops(f: &Facts) -> Option<Finding> {
         kept_share(p, &under)
     });
     let cpu_share = cpu.unwrap_or(share);
+    // Spinning burns CPUs: a server that used little of one burnt none (Go's goroutines
+    // yield a starved thread's turn too, and a machine full of others makes them wait).
+    let target = f.cpus.target.unwrap_or(0.0);
+    if target < 0.3 || target * cpu_share < 0.1 {
+        return None;
+    }
     let mut e = f.ev(
         "runnable time in sched_yield",
         format!("{} of it, under {}", pct(share), names.join(", ")),

@@ -366,8 +366,9 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
 /// Waits at one lock that came in stalls: most of its time in blocks far longer than an
 /// operation's median (5×, 1 ms at least), overlapping one another (threads waiting at
 /// once) and coming again and again — the lock held that long at times, not taken too
-/// often. Its holder is the thread whose own block spanned most of each stall and ended as
-/// the first waiter's did (blocked with the lock held: a sleep, a disk write), else the
+/// often. Its holder is the thread whose own block spanned most of each stall and ended in
+/// its last quarter (blocked with the lock held: a sleep, a disk write; then it waited for
+/// a CPU to let go), else the
 /// code another thread ran through a third of each stall at least, when one did in most
 /// stalls.
 struct Stalls {
@@ -438,7 +439,7 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
                     && !matches!(b.reason, WaitReason::Poll | WaitReason::Idle)
                     && !waiters.contains(&b.thread)
                     && b.end <= first_end + 100_000
-                    && b.end + 2_000_000 >= *first_end
+                    && b.end + (first_end.saturating_sub(*start) / 4).max(2_000_000) >= *first_end
                     && len(b) * 2 >= first_end.saturating_sub(*start)
             })
             .map(|b| b.site)
