@@ -96,6 +96,12 @@ pub struct Facts<'a> {
     /// profile sampled them before their samples were set apart: their CPU seconds, and
     /// by name. The profiles the rules read hold the target's own samples only.
     pub ran: Option<(f64, Vec<(String, f64)>)>,
+    /// The event loop's long runs of one function, found once
+    /// ([`crate::rules::queues::loop_runs`]).
+    pub(crate) loop_runs: std::cell::OnceCell<Option<crate::rules::queues::LoopRuns>>,
+    /// The serving threads' long runs of one function, found once
+    /// ([`crate::rules::queues::slow_runs`]).
+    pub(crate) slow_runs: std::cell::OnceCell<Option<crate::rules::queues::LoopRuns>>,
 }
 
 impl<'a> Facts<'a> {
@@ -128,6 +134,8 @@ impl<'a> Facts<'a> {
             cpus,
             groups,
             ran,
+            loop_runs: Default::default(),
+            slow_runs: Default::default(),
         }
     }
 

@@ -405,16 +405,33 @@ pub struct Run {
     pub start: u64,
     /// The last sample's time and its duration.
     pub end: u64,
+    /// Its thread's kernel id.
+    pub tid: u32,
+    /// The shallowest function of the stretch's own (on its samples, and mostly in such
+    /// stretches), when not `name`: where its path begins.
+    pub entry: Option<String>,
 }
 
 /// The stretches of `min_ns` at least in which thread `tid` (its kernel id) ran one
 /// function of the program's without a break: every one of its samples in them has the
 /// function on its stack, and no two are further apart than five samples' time (a thread
-/// that blocked between them did something else). Functions on half the thread's samples
-/// or more (its roots, its loop) name no stretch; overlapping stretches are one, named by
+/// that blocked between them did something else). Functions on `roots` of the thread's
+/// samples or more (its roots, its loop: half of an event loop's samples, nearly all of a
+/// connection's thread's) name no stretch; overlapping stretches are one, named by
 /// the deepest function whose stretches cover two thirds of it, and stretches less than
 /// 2 ms apart (one function's, twice `min_ns`) are one. Oldest first.
-pub fn thread_runs(p: &Profile, tid: u32, min_ns: u64) -> Vec<Run> {
+///
+/// With the thread's blocks (`blocked`: when it was off a CPU waiting for something,
+/// start and end, oldest first: the off-CPU profile's), a gap between two samples breaks
+/// a stretch only when the thread blocked in it: a thread preempted on a busy machine
+/// goes on with the same work when it runs again.
+pub fn thread_runs(
+    p: &Profile,
+    tid: u32,
+    min_ns: u64,
+    roots: f64,
+    blocked: Option<&[(u64, u64)]>,
+) -> Vec<Run> {
     let Some(ns) = p.event.ns_per_weight() else {
         return Vec::new();
     };
@@ -469,23 +486,33 @@ pub fn thread_runs(p: &Profile, tid: u32, min_ns: u64) -> Vec<Run> {
             *present.entry(f).or_default() += 1;
         }
     }
-    let half = on.len() / 2;
+    let rooted = |n: usize| n as f64 >= roots * on.len() as f64;
     // Per function: its open stretch (first sample, last sample, depth).
     let mut open: HashMap<usize, (usize, usize, usize)> = HashMap::new();
     let mut done: Vec<(usize, usize, u64, u64)> = Vec::new();
     let dur = |i: usize| (p.samples.weight[i] as f64 * ns) as u64;
-    let close = |f: usize, (a, b, d): (usize, usize, usize), done: &mut Vec<_>| {
+    // Per function, its samples inside its own stretches.
+    let mut inside: HashMap<usize, usize> = HashMap::new();
+    let mut close = |f: usize, (a, b, d): (usize, usize, usize), done: &mut Vec<_>| {
         let (s, e) = (p.samples.time[on[a]], p.samples.time[on[b]] + dur(on[b]));
         if e.saturating_sub(s) >= min_ns {
             done.push((f, d, s, e));
+            *inside.entry(f).or_default() += b - a + 1;
         }
     };
     for (k, &i) in on.iter().enumerate() {
-        let gap = k > 0
-            && p.samples.time[i].saturating_sub(p.samples.time[on[k - 1]])
-                > 5 * dur(on[k - 1]).max(1);
+        let gap = k > 0 && {
+            let (a, b) = (p.samples.time[on[k - 1]], p.samples.time[i]);
+            b.saturating_sub(a) > 5 * dur(on[k - 1]).max(1)
+                && blocked.is_none_or(|bl| {
+                    // A block that began before this sample and ended after the last
+                    // (one thread's blocks do not overlap: the latest to begin ends last).
+                    let n = bl.partition_point(|x| x.0 < b);
+                    n > 0 && bl[n - 1].1 > a
+                })
+        };
         for &(f, depth) in &frames_of[&p.samples.stack[i]] {
-            if present[&f] >= half {
+            if rooted(present[&f]) {
                 continue;
             }
             match open.get_mut(&f) {
@@ -523,16 +550,31 @@ pub fn thread_runs(p: &Profile, tid: u32, min_ns: u64) -> Vec<Run> {
                 None => cover.push((g.0, g.1, g.3 - g.2)),
             }
         }
-        let best = cover
-            .iter()
-            .filter(|c| c.2 * 3 >= (e - s) * 2)
+        // (Of those, the deepest that runs mostly in such stretches: a helper every
+        // operation calls, deeper than the slow path, is not what makes it slow.)
+        let covering = || cover.iter().filter(|c| c.2 * 3 >= (e - s) * 2);
+        let mostly_inside = |c: &&(usize, usize, u64)| {
+            inside.get(&c.0).copied().unwrap_or(0) * 5 >= present[&c.0] * 4
+        };
+        let best = covering()
+            .filter(mostly_inside)
             .max_by_key(|c| c.1)
+            .or_else(|| covering().max_by_key(|c| c.1))
             .or_else(|| cover.iter().max_by_key(|c| c.2));
+        // And the shallowest such: where the stretch's path begins (the deepest may be a
+        // callback it calls over and over, a comparator under a sort).
+        let entry = covering()
+            .filter(mostly_inside)
+            .min_by_key(|c| c.1)
+            .filter(|c| best.is_some_and(|b| b.0 != c.0))
+            .map(|c| names[c.0].clone());
         if let Some(b) = best {
             out.push(Run {
                 name: names[b.0].clone(),
+                entry,
                 start: s,
                 end: e,
+                tid,
             });
         }
         group.clear();

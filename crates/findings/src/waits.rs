@@ -146,6 +146,27 @@ pub struct Block {
     pub site: usize,
 }
 
+/// Every thread's blocks (idle waits and others' included), by its kernel id: start and
+/// end, ns on the profile's clock, oldest first. Untimed blocks are left out.
+pub fn thread_blocks(p: &Profile) -> HashMap<u32, Vec<(u64, u64)>> {
+    let ns = p.event.ns_per_weight().unwrap_or(0.0);
+    let mut out: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for (_, w, t, th) in p.samples.rows() {
+        let Some(tid) = p.threads.get(th).and_then(|x| x.tid) else {
+            continue;
+        };
+        if t != kiln_model::NO_TIME {
+            out.entry(tid)
+                .or_default()
+                .push((t, t.saturating_add((w as f64 * ns) as u64)));
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_unstable();
+    }
+    out
+}
+
 /// The program's blocks one by one, with their sites' labels (`primitive under at`, as
 /// [`Site::label`] says them); idle waits, others' and untimed blocks left out.
 pub fn program_blocks(p: &Profile) -> (Vec<String>, Vec<Block>) {

@@ -622,6 +622,15 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
         e.focus = top.first().map(|t| t.0.clone());
         finding = finding.evidence(e);
     }
+    // The slowest operations' slow path, when they took one: it ranks by their latency.
+    if let Some(r) = super::queues::slow_runs(f) {
+        claim.push_str(&format!(
+            "; the slowest {}s {}",
+            f.outcome.unit,
+            r.said_of_path(f)
+        ));
+        finding.score = finding.score.max(0.9 * r.tail);
+    }
     finding.claim = claim;
     vec![finding
         .evidence(f.ev(

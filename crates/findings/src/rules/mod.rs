@@ -18,6 +18,8 @@
 //! | [`queues::pool`] | thread states, Little's law | a pool (or the one thread) every operation waits for |
 //! | [`queues::event_loop`] | per-thread states from the profiles, Little's law | an event loop blocked in a synchronous call |
 //! | [`queues::loop_stalls`] | the loop thread's CPU samples in time order | an event loop that runs one function for long at times |
+//! | [`queues::slow_paths`] | the serving threads' CPU samples in time order | a slow path on the CPU that the slowest operations took |
+//! | [`queues::slow_paths`] | the serving threads' CPU samples in time order | a slow path on the CPU that the slowest operations took |
 //! | [`waiting::split_responses`] | the load's receive stamps | responses held by the delayed ACK |
 //! | [`runtime::gc`] | the runtimes' categories, msacc | garbage collection's share |
 //! | [`runtime::churn`] | page faults, the kernel's memory paths | memory taken and given back per operation |
@@ -58,6 +60,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("churn", runtime::churn),
     ("busy-wait", runtime::busy_wait),
     ("cpu-bound", cpu::cpu_bound),
+    ("slow-paths", queues::slow_paths),
     ("outside", waiting::outside),
     ("split", waiting::split_responses),
     ("client", load::client),

@@ -498,10 +498,14 @@ pub fn blocked_event_loop(f: &Facts) -> Option<(u32, f64, f64, WaitReason, f64)>
 /// are those that came then. Its thread, the function, how many runs, their median length,
 /// the median time between their starts.
 pub struct LoopRuns {
-    /// The loop's thread (kernel id).
+    /// The loop's thread (kernel id); of several threads', the one with the most runs.
     pub tid: u32,
+    /// How many threads ran them.
+    pub threads: usize,
     /// The function it ran.
     pub name: String,
+    /// Where the runs' path began, when not in `name` itself (most of them).
+    pub entry: Option<String>,
     /// How many runs (a quarter of the longest at least).
     pub count: usize,
     /// Their median length, ns.
@@ -512,8 +516,12 @@ pub struct LoopRuns {
     pub tail: f64,
 }
 
-/// [`LoopRuns`] of the run, if its loop had them.
-pub fn loop_runs(f: &Facts) -> Option<LoopRuns> {
+/// [`LoopRuns`] of the run, if its loop had them (found once).
+pub fn loop_runs<'f>(f: &'f Facts) -> Option<&'f LoopRuns> {
+    f.loop_runs.get_or_init(|| find_loop_runs(f)).as_ref()
+}
+
+fn find_loop_runs(f: &Facts) -> Option<LoopRuns> {
     if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) {
         return None;
     }
@@ -537,8 +545,58 @@ pub fn loop_runs(f: &Facts) -> Option<LoopRuns> {
     if on < 0.5 * total || total <= 0.0 {
         return None;
     }
+    // (An event loop's roots and its loop's frames are on half its samples or more.)
+    long_runs(lat, cpu, f.offcpu(), &[tid], 0.5)
+}
+
+/// The runs of one function for as long as the slowest operations (see [`LoopRuns`]) on
+/// the threads that serve the connections (they wait for them: a thread per connection,
+/// or a pool's), the busiest 64, when the loop had none (found once): a slow path some
+/// operations take now and then, which no other operation on that thread waits for.
+pub fn slow_runs<'f>(f: &'f Facts) -> Option<&'f LoopRuns> {
+    f.slow_runs.get_or_init(|| find_slow_runs(f)).as_ref()
+}
+
+fn find_slow_runs(f: &Facts) -> Option<LoopRuns> {
+    if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) || loop_runs(f).is_some() {
+        return None;
+    }
+    let lat = f.outcome.latency.as_ref()?;
+    let cpu = f.cpu_profile()?;
+    let by_cpu = thread_cpu(cpu);
+    let mut tids: Vec<(u32, f64)> = thread_waits(f.offcpu()?)
+        .into_iter()
+        .filter(|(_, w)| w.polled_s > 0.0)
+        .filter_map(|(t, _)| by_cpu.get(&t).map(|c| (t, *c)))
+        .collect();
+    tids.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    tids.truncate(64);
+    let tids: Vec<u32> = tids.into_iter().map(|t| t.0).collect();
+    // (A connection's thread has its serving frames on nearly every sample.)
+    long_runs(lat, cpu, f.offcpu(), &tids, 0.97)
+}
+
+/// The runs of one function (see [`LoopRuns`]) on the threads given, the slowest
+/// operations' length; `tid` is the thread with the most of them.
+fn long_runs(
+    lat: &crate::facts::Latency,
+    cpu: &kiln_model::Profile,
+    offcpu: Option<&kiln_model::Profile>,
+    tids: &[u32],
+    roots: f64,
+) -> Option<LoopRuns> {
     let min_ns = (lat.p50_us * 10.0 * 1e3).max(5e6) as u64;
-    let mut runs = crate::profile::thread_runs(cpu, tid, min_ns);
+    let blocks = offcpu.map(crate::waits::thread_blocks);
+    let mut runs: Vec<crate::profile::Run> = tids
+        .iter()
+        .flat_map(|&t| {
+            let bl = blocks
+                .as_ref()
+                .map(|b| b.get(&t).map_or(&[][..], |v| v.as_slice()));
+            crate::profile::thread_runs(cpu, t, min_ns, roots, bl)
+        })
+        .collect();
+    runs.sort_by_key(|r| r.start);
     let longest = runs.iter().map(|r| r.end - r.start).max()?;
     runs.retain(|r| (r.end - r.start) * 4 >= longest);
     // The function with the most time in them.
@@ -564,20 +622,52 @@ pub fn loop_runs(f: &Facts) -> Option<LoopRuns> {
         .collect();
     lens.sort_unstable();
     let typical = lens[lens.len() / 2];
+    // (On a busy machine a run stretches by the time its thread waited for a CPU: the
+    // function's runs are its, however long.)
     let mine: Vec<&crate::profile::Run> = runs
         .iter()
-        .filter(|r| (r.end - r.start) * 2 >= typical && (r.end - r.start) <= typical * 3 / 2)
+        .filter(|r| {
+            r.name == name
+                || ((r.end - r.start) * 2 >= typical && (r.end - r.start) <= typical * 3 / 2)
+        })
         .collect();
     let count = mine.len();
-    let ratio = typical as f64 / (lat.max_us * 1e3).max(1.0);
+    let mut lens: Vec<u64> = mine.iter().map(|r| r.end - r.start).collect();
+    lens.sort_unstable();
+    let typical = lens[lens.len() / 2];
+    // The slowest operation waited about as long as the longest run.
+    let ratio = lens[lens.len() - 1] as f64 / (lat.max_us * 1e3).max(1.0);
     if count < 3 || !(0.5..=1.5).contains(&ratio) || lat.max_us < 20.0 * lat.p50_us {
         return None;
     }
     // The median time between starts (one the samples missed doubles one gap, not all).
     let mut gaps: Vec<u64> = mine.windows(2).map(|w| w[1].start - w[0].start).collect();
     gaps.sort_unstable();
+    let mut by_thread: Vec<(u32, usize)> = Vec::new();
+    for r in &mine {
+        match by_thread.iter_mut().find(|t| t.0 == r.tid) {
+            Some(t) => t.1 += 1,
+            None => by_thread.push((r.tid, 1)),
+        }
+    }
+    let mut entries: Vec<(&str, usize)> = Vec::new();
+    for r in mine.iter().filter(|r| r.name == name) {
+        if let Some(e) = &r.entry {
+            match entries.iter_mut().find(|x| x.0 == e) {
+                Some(x) => x.1 += 1,
+                None => entries.push((e, 1)),
+            }
+        }
+    }
+    let entry = entries
+        .into_iter()
+        .max_by_key(|x| x.1)
+        .filter(|x| x.1 * 2 > count)
+        .map(|x| x.0.to_string());
     Some(LoopRuns {
-        tid,
+        entry,
+        tid: by_thread.iter().max_by_key(|t| t.1).map_or(0, |t| t.0),
+        threads: by_thread.len(),
         name: name.to_string(),
         count,
         typical_ns: typical,
@@ -587,6 +677,46 @@ pub fn loop_runs(f: &Facts) -> Option<LoopRuns> {
 }
 
 impl LoopRuns {
+    /// `compare_rows (in rebuild_index)`, or the function alone.
+    pub fn named(&self) -> String {
+        match &self.entry {
+            Some(e) => format!("{} (in {e})", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// `(p99.9 2.31 ms, max 67.1 ms) ran rebuild_index on the CPU …`, said after the
+    /// slowest operations.
+    pub fn said_of_path(&self, f: &Facts) -> String {
+        let ns = |n: u64| kiln_model::format_ns(n as f64);
+        let unit = &f.outcome.unit;
+        let lat = f
+            .outcome
+            .latency
+            .as_ref()
+            .map(|l| {
+                format!(
+                    "(p99.9 {}, max {}; median {}) ",
+                    secs(l.p999_us / 1e6),
+                    secs(l.max_us / 1e6),
+                    secs(l.p50_us / 1e6)
+                )
+            })
+            .unwrap_or_default();
+        let threads = if self.threads > 1 {
+            format!(" on {} threads", self.threads)
+        } else {
+            format!(" on thread {}", self.tid)
+        };
+        format!(
+            "{lat}are those that ran {} on the CPU for {} at a time ({} times{threads}, {} apart; medians): a slow path that some {unit}s take now and then, not the work of every {unit}",
+            self.named(),
+            ns(self.typical_ns),
+            self.count,
+            ns(self.apart_ns)
+        )
+    }
+
     /// `ran reindex for up to 61 ms at a time …`, said after the thread.
     pub fn said(&self, f: &Facts) -> String {
         let ns = |n: u64| kiln_model::format_ns(n as f64);
@@ -605,7 +735,7 @@ impl LoopRuns {
             .unwrap_or_default();
         format!(
             "ran {} for {} at a time ({} times, {} apart; medians): no other {unit} was served meanwhile{tail}",
-            self.name,
+            self.named(),
             ns(self.typical_ns),
             self.count,
             ns(self.apart_ns)
@@ -651,6 +781,43 @@ pub fn loop_stalls(f: &Facts) -> Vec<Finding> {
             "perf record -F 999 -g -t {} -- sleep {}; perf script | less   # the loop's samples in time order",
             r.tid,
             f.secs_arg()
+        ))]
+}
+
+/// The rule form of [`slow_runs`]: a slow path on the CPU that the slowest operations
+/// took. (The CPU-bound finding says it too, when the server filled its CPUs.)
+pub fn slow_paths(f: &Facts) -> Vec<Finding> {
+    let Some(r) = slow_runs(f) else {
+        return Vec::new();
+    };
+    let unit = &f.outcome.unit;
+    let claim = format!("the slowest {unit}s {}", r.said_of_path(f));
+    let cpu = f
+        .cpu_profile()
+        .map(|p| p.event.name.clone())
+        .unwrap_or_default();
+    let mut e = f.ev(
+        "the serving threads' CPU samples in one function",
+        format!(
+            "{} runs of {} on {} threads, {} each (the median)",
+            r.count,
+            r.name,
+            r.threads,
+            kiln_model::format_ns(r.typical_ns as f64)
+        ),
+        format!("CPU profile ({cpu}), each thread's samples in time order"),
+    );
+    e.profile = Some(cpu);
+    e.focus = Some(r.name.clone());
+    vec![Finding::new("slow-paths", Class::CpuBound, 0.9 * r.tail, claim)
+        .evidence(e)
+        .explains(r.tail * 100.0, format!("of the slowest {unit}'s latency"))
+        .check(format!(
+            "perf record -F 999 -g -p {} -- sleep {}; perf script | less   # each thread's samples in time order: {} for {} at a time",
+            f.pid(),
+            f.secs_arg(),
+            r.name,
+            kiln_model::format_ns(r.typical_ns as f64)
         ))]
 }
 

@@ -267,10 +267,21 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .then(|| sync_call_time(f, &sites, w as f64 * ns / 1e9 - t))
             .flatten();
         let share = (t + sync.as_ref().map_or(0.0, SyncTime::beyond_blocks)) / outcome_s.max(1e-9);
-        if share < NAMED || sites.is_empty() {
+        let Some(&top) = sites.first() else {
+            continue;
+        };
+        // (The BEAM's locks are the VM's own, under no code of the program's; a Go
+        // thread's block is no goroutine's.)
+        let stalled = (f.runtime() != Runtime::Beam
+            && (reason == WaitReason::Lock || f.runtime() != Runtime::Go))
+            .then(|| stalls(f, p, top))
+            .flatten();
+        // A wait that is a small share of all the time is said when it is the slowest
+        // operations.
+        let tail = stalled.as_ref().and_then(|s| s.tail(f));
+        if share < NAMED && tail.is_none() {
             continue;
         }
-        let top = sites[0];
         let (class, mut what) = waited_for(reason, f, Some(top));
         // A JVM's thread dumps name the monitor's method and class; when none of them saw
         // a thread BLOCKED on a monitor, the profile's claim stands unnamed.
@@ -301,11 +312,8 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .take(3)
             .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
             .collect();
-        // (The BEAM's locks are the VM's own, under no code of the program's.)
-        let stalled =
-            (reason == WaitReason::Lock && named.is_none() && f.runtime() != Runtime::Beam)
-                .then(|| stalls(f, p, top))
-                .flatten();
+        // (A monitor the thread dumps named is said as they say it.)
+        let stalled = stalled.filter(|_| named.is_none());
         let children = match (reason, &stalled) {
             (WaitReason::Child, _) => children_said(f, p),
             (_, Some(s)) => s.said(f),
@@ -313,7 +321,7 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         };
         let claim = match &sync {
             Some(st) => format!(
-                "{who} {what} {} of their time, in {}: {}",
+                "{who} {what} {} of their time, in {}: {}{children}",
                 pct(share.min(1.0)),
                 places.join(", "),
                 st.parts(t)
@@ -354,24 +362,31 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         if let Some(d) = &dumps {
             finding = finding.evidence(dumps_evidence(f, d, named.as_ref()));
         }
-        out.push(finding.explains(share * 100.0, of.clone()).check(check_of(
-            f,
-            reason,
-            &top.label(),
-        )));
+        let (explained, of) = match tail {
+            Some(t) if share < NAMED => (t, format!("of the slowest {}'s latency", f.outcome.unit)),
+            _ => (share, of.clone()),
+        };
+        out.push(
+            finding
+                .explains(explained * 100.0, of)
+                .check(check_of(f, reason, &top.label())),
+        );
     }
     out
 }
 
-/// Waits at one lock that came in stalls: most of its time in blocks far longer than an
-/// operation's median (5×, 1 ms at least), overlapping one another (threads waiting at
-/// once) and coming again and again — the lock held that long at times, not taken too
-/// often. Its holder is the thread whose own block spanned most of each stall and ended in
-/// its last quarter (blocked with the lock held: a sleep, a disk write; then it waited for
-/// a CPU to let go), else the
-/// code another thread ran through a third of each stall at least, when one did in most
-/// stalls.
+/// Waits at one site that came in stalls: most of its time in blocks far longer than an
+/// operation's median (5×, 1 ms at least), coming again and again (3 times at least).
+/// At a lock, blocks that overlap are one stall (threads waiting at once: the lock held
+/// that long at times, not taken too often), and its holder is the thread whose own block
+/// spanned most of each stall and ended in its last quarter (blocked with the lock held:
+/// a sleep, a disk write; then it waited for a CPU to let go), else the code another
+/// thread ran through a third of each stall at least, when one did in most stalls.
+/// Elsewhere (the disk, a sleep, a call of no kind kiln names) the long waits must be the
+/// serving threads' — those that also wait for their connections — to be said: a thread
+/// of the program's own that flushes now and then delays no operation by its waits.
 struct Stalls {
+    lock: bool,
     count: usize,
     longest_ns: u64,
     apart_ns: u64,
@@ -395,6 +410,24 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
     let long: u64 = at.iter().map(|b| len(b)).sum();
     if (long as f64) < 0.5 * total as f64 {
         return None;
+    }
+    let lock = top.reason == WaitReason::Lock;
+    if !lock {
+        let mut serving: Vec<u32> = blocks
+            .iter()
+            .filter(|b| b.reason == WaitReason::Poll)
+            .map(|b| b.thread)
+            .collect();
+        serving.sort_unstable();
+        serving.dedup();
+        let theirs: u64 = at
+            .iter()
+            .filter(|b| serving.binary_search(&b.thread).is_ok())
+            .map(|b| len(b))
+            .sum();
+        if theirs * 2 < long {
+            return None;
+        }
     }
     at.sort_by_key(|b| b.start);
     // (start, end, the first waiter's end, the waiters' threads)
@@ -429,7 +462,7 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
         return None;
     }
     let mut held: Vec<(usize, usize)> = Vec::new();
-    for (start, _, first_end, waiters) in &eps {
+    for (start, _, first_end, waiters) in eps.iter().filter(|_| lock) {
         let mut here: Vec<usize> = blocks
             .iter()
             .filter(|b| {
@@ -460,7 +493,7 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
         .map(|(s, n)| (format!("a thread blocked in {}", labels[s]), n));
     // Else a holder on a CPU: the program's code another thread ran for a third of each
     // stall at least (its samples there; the waiters' own left out), in most stalls.
-    if let (None, Some(cpu)) = (&holder, f.cpu_profile()) {
+    if let (None, Some(cpu), true) = (&holder, f.cpu_profile(), lock) {
         let tid = |t: &u32| p.threads.get(kiln_model::ThreadId(*t)).and_then(|t| t.tid);
         let windows: Vec<(u64, u64, Vec<u32>)> = eps
             .iter()
@@ -487,6 +520,7 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
             .map(|(l, n)| (format!("a thread running {l}"), n));
     }
     Some(Stalls {
+        lock,
         count: eps.len(),
         longest_ns: longest,
         apart_ns: (eps[eps.len() - 1].0 - eps[0].0) / (eps.len() as u64 - 1),
@@ -527,13 +561,27 @@ impl Stalls {
             .filter(|_| self.tail(f).is_some())
             .map(|l| {
                 format!(
-                    "; the slowest {}s (p99.9 {}, max {}) are these stalls",
+                    "; the slowest {}s (p99.9 {}, max {}) are these {}",
                     f.outcome.unit,
                     ns((l.p999_us * 1e3) as u64),
-                    ns((l.max_us * 1e3) as u64)
+                    ns((l.max_us * 1e3) as u64),
+                    if self.lock { "stalls" } else { "waits" }
                 )
             })
             .unwrap_or_default();
+        if !self.lock {
+            let at_once = if self.most_waiting > 1 {
+                format!(", with up to {} threads waiting at once", self.most_waiting)
+            } else {
+                String::new()
+            };
+            return format!(
+                "; most of it in {} long waits of up to {}, {} apart on average{at_once}{tail}",
+                self.count,
+                ns(self.longest_ns),
+                ns(self.apart_ns)
+            );
+        }
         format!(
             "; its waits came in {} stalls of up to {}, {} apart on average, with up to {} threads waiting at once: the lock was held that long at times{holder}{tail}",
             self.count,

@@ -30,6 +30,11 @@
  *   stall   a thread per connection; every request reads a table under a mutex, which a
  *           snapshot thread holds 60 ms every 500 ms (the tail waits, the median not)
  *   compact as stall, the thread working on the CPU under the lock instead of asleep
+ *   checkpoint a thread per connection; every request works a little, and the first
+ *           request 500 ms after the last checkpoint writes 4 MiB to DIR/checkpoint and
+ *           fdatasyncs it before answering (the slowest requests wait for the disk, in no
+ *           lock: the median does not)
+ *   rebuild as checkpoint, that request rebuilding on the CPU (some 60 ms) instead
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -48,6 +53,7 @@
 #include <sys/epoll.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *mode;
@@ -190,6 +196,42 @@ static void *compactor(void *arg) {
 	return NULL;
 }
 
+/* The first request 500 ms after the last one does the periodic work inline: a 4 MiB
+ * checkpoint written and synced (checkpoint), or some 60 ms on the CPU (rebuild). */
+static int checkpoint_fd = -1;
+static long long last_ns;
+
+static void write_checkpoint(void) {
+	static char chunk[1 << 20];
+	memset(chunk, 'c', sizeof chunk);
+	if (lseek(checkpoint_fd, 0, SEEK_SET) < 0)
+		perror("checkpoint");
+	for (int i = 0; i < 32; i++)
+		if (write(checkpoint_fd, chunk, sizeof chunk) < 0)
+			perror("checkpoint");
+	if (fdatasync(checkpoint_fd) < 0)
+		perror("checkpoint");
+}
+
+static void rebuild_index(void) {
+	for (int pass = 0; pass < 4; pass++)
+		work(5500);
+}
+
+static void maybe_periodic(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	long long last = __atomic_load_n(&last_ns, __ATOMIC_RELAXED);
+	if (now - last < 500000000LL ||
+	    !__atomic_compare_exchange_n(&last_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	if (!strcmp(mode, "checkpoint"))
+		write_checkpoint();
+	else
+		rebuild_index();
+}
+
 /* Waits 3 ms for SIGUSR2 (blocked in every thread, never sent). */
 static void await_signal(void) {
 	sigset_t s;
@@ -222,6 +264,10 @@ static void handle(void) {
 		await_signal();
 	else if (!strcmp(mode, "stall") || !strcmp(mode, "compact"))
 		read_table();
+	else if (!strcmp(mode, "checkpoint") || !strcmp(mode, "rebuild")) {
+		work(2);
+		maybe_periodic();
+	}
 }
 
 /* Writes the response: in two writes for nagle and nodelay, else in one. */
@@ -341,6 +387,15 @@ int main(int argc, char **argv) {
 		snprintf(path, sizeof path, "%s/log", argc > 3 ? argv[3] : ".");
 		log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (log_fd < 0) {
+			perror(path);
+			return 1;
+		}
+	}
+	if (!strcmp(mode, "checkpoint")) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/checkpoint", argc > 3 ? argv[3] : ".");
+		checkpoint_fd = open(path, O_WRONLY | O_CREAT, 0600);
+		if (checkpoint_fd < 0) {
 			perror(path);
 			return 1;
 		}
