@@ -422,9 +422,10 @@ pub struct Run {
 /// 2 ms apart (one function's, twice `min_ns`) are one. Oldest first.
 ///
 /// With the thread's blocks (`blocked`: when it was off a CPU waiting for something,
-/// start and end, oldest first: the off-CPU profile's), a gap between two samples breaks
-/// a stretch only when the thread blocked in it: a thread preempted on a busy machine
-/// goes on with the same work when it runs again.
+/// start and end, oldest first: the off-CPU profile's), a stretch breaks where the thread
+/// blocked between two samples, and only there: a thread preempted on a busy machine goes
+/// on with the same work when it runs again, and one that served another request between
+/// two samples a moment apart blocked to read it.
 pub fn thread_runs(
     p: &Profile,
     tid: u32,
@@ -503,13 +504,16 @@ pub fn thread_runs(
     for (k, &i) in on.iter().enumerate() {
         let gap = k > 0 && {
             let (a, b) = (p.samples.time[on[k - 1]], p.samples.time[i]);
-            b.saturating_sub(a) > 5 * dur(on[k - 1]).max(1)
-                && blocked.is_none_or(|bl| {
-                    // A block that began before this sample and ended after the last
-                    // (one thread's blocks do not overlap: the latest to begin ends last).
+            match blocked {
+                // A block that began before this sample and ended after the last (one
+                // thread's blocks do not overlap: the latest to begin ends last), however
+                // close the samples: a thread per connection blocks between requests.
+                Some(bl) => {
                     let n = bl.partition_point(|x| x.0 < b);
                     n > 0 && bl[n - 1].1 > a
-                })
+                }
+                None => b.saturating_sub(a) > 5 * dur(on[k - 1]).max(1),
+            }
         };
         for &(f, depth) in &frames_of[&p.samples.stack[i]] {
             if rooted(present[&f]) {

@@ -77,6 +77,23 @@ impl Group {
         };
         self.on_cpu + self.runnable.unwrap_or(0.0) + blocked_working
     }
+
+    /// [`Group::busy`], blocked time counted only where the off-CPU profile saw a block
+    /// end in the work: a runtime's thread parked through the whole window (a Go M that
+    /// never woke) is blocked by the kernel's count, in no operation's path.
+    pub fn busy_seen(&self) -> f64 {
+        if self.blocked_by.is_empty() {
+            return self.busy();
+        }
+        let working: f64 = self
+            .blocked_by
+            .iter()
+            .filter(|(r, _)| !matches!(r, WaitReason::Idle | WaitReason::Poll))
+            .map(|(_, t)| *t)
+            .sum();
+        self.busy()
+            .min(self.on_cpu + self.runnable.unwrap_or(0.0) + working)
+    }
 }
 
 /// The target's thread groups over `w`, the busiest first ([`Group::busy`], then CPU).

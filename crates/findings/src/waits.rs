@@ -125,6 +125,21 @@ fn site_of_stack(
         )),
         // Nothing of the program's own but the interpreter: the GIL still has a name.
         None if gil => Some(("the interpreter".to_string(), GIL.to_string())),
+        // A user stack that ends at the call that waited (a library built without frame
+        // pointers: the interpreter's `fsync`, and nothing above it): the wait is still
+        // the program's, at that call, its caller named from the CPU profile when it saw
+        // one ([`Waits::name_python_callers`]). Disk, lock, pipe and child waits only: a
+        // sleep or a condition with no frames above it could be any thread's.
+        None if matches!(
+            reason,
+            WaitReason::Io | WaitReason::Lock | WaitReason::Write | WaitReason::Child
+        ) && owner == StackOwner::Program =>
+        {
+            names
+                .iter()
+                .find(|n| !n.starts_with('['))
+                .map(|n| (UNSEEN_CALLER.to_string(), n.clone()))
+        }
         None => None,
     };
     (owner, site)
@@ -308,6 +323,9 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
                     p.stacks.path_into(st, &mut path);
                     chains.insert(key.clone(), python_chain(&user_frames(p, &path)));
                 }
+                if at == UNSEEN_CALLER && !chains.contains_key(&key) {
+                    chains.insert(key.clone(), vec![prim.clone()]);
+                }
                 if matches!(
                     r,
                     WaitReason::Futex
@@ -384,6 +402,9 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
 /// function ([`Waits::name_python_callers`]).
 pub const PYTHON_CODE: &str = "Python code";
 
+/// The placeholder caller of a wait whose user stack ends at the call that waited.
+pub const UNSEEN_CALLER: &str = "a caller the stack does not show";
+
 /// The interpreter's own frames between Python code and the C function it calls.
 fn python_call_helper(f: &str) -> bool {
     [
@@ -435,23 +456,44 @@ impl Waits {
     /// (server.py:12)`) from a CPU profile whose stacks hold the interpreter's frames: the
     /// Python frame nearest above the same C function, the heaviest such caller. A wait
     /// whose C function the CPU profile never caught stays under "Python code".
+    ///
+    /// A wait whose stack ends at the call ([`UNSEEN_CALLER`]) is named the same way by
+    /// the program's frame (Python's, or the program's own) nearest above that call in the
+    /// CPU profile, however deep below it the call is.
     pub fn name_python_callers(&mut self, cpu: &Profile) {
-        if !self.sites.iter().any(|s| s.at == PYTHON_CODE) {
+        if !self
+            .sites
+            .iter()
+            .any(|s| s.at == PYTHON_CODE || s.at == UNSEEN_CALLER)
+        {
             return;
         }
         // The C frame directly below a Python frame in the CPU profile (the interpreter's
         // call machinery skipped), and that Python frame: the heaviest caller of each.
+        // And every frame below a frame of the program's, with the nearest such.
         let mut callers: HashMap<(String, String), u128> = HashMap::new();
+        let mut under: HashMap<(String, String), u128> = HashMap::new();
         let mut path = Vec::new();
         for (&st, &w) in cpu.samples.stack.iter().zip(&cpu.samples.weight) {
             path.clear();
             cpu.stacks.path_into(st, &mut path);
             let mut py: Option<&str> = None;
+            let mut own: Option<&str> = None;
             for &id in &path {
                 let name = std::str::from_utf8(cpu.frame_name(id)).unwrap_or("");
-                if cpu.frames.get(id).kind == FrameKind::Python {
+                let kind = cpu.frames.get(id).kind;
+                if kind == FrameKind::Python {
                     py = Some(name);
-                } else if python_call_helper(name) {
+                    own = Some(name);
+                    continue;
+                }
+                if let Some(o) = own {
+                    *under.entry((name.to_string(), o.to_string())).or_default() += w as u128;
+                }
+                if matches!(kind, FrameKind::User) && kiln_model::waits::is_program_frame(name) {
+                    own = Some(name);
+                }
+                if python_call_helper(name) {
                     // Still between the Python frame and the function it called.
                 } else if let Some(caller) = py.take() {
                     *callers
@@ -460,14 +502,25 @@ impl Waits {
                 }
             }
         }
-        let mut best: HashMap<&str, (&str, u128)> = HashMap::new();
-        for ((c, py), w) in &callers {
-            let e = best.entry(c.as_str()).or_insert((py.as_str(), 0));
-            if *w > e.1 || (*w == e.1 && py.as_str() < e.0) {
-                *e = (py.as_str(), *w);
+        fn heaviest(callers: &HashMap<(String, String), u128>) -> HashMap<&str, (&str, u128)> {
+            let mut best: HashMap<&str, (&str, u128)> = HashMap::new();
+            for ((c, py), w) in callers {
+                let e = best.entry(c.as_str()).or_insert((py.as_str(), 0));
+                if *w > e.1 || (*w == e.1 && py.as_str() < e.0) {
+                    *e = (py.as_str(), *w);
+                }
             }
+            best
         }
+        let best = heaviest(&callers);
+        let nearest = heaviest(&under);
         for site in &mut self.sites {
+            if site.at == UNSEEN_CALLER {
+                if let Some((caller, _)) = nearest.get(site.primitive.as_str()) {
+                    site.at = caller.to_string();
+                }
+                continue;
+            }
             if site.at != PYTHON_CODE {
                 continue;
             }
@@ -482,6 +535,22 @@ impl Waits {
                 site.at = py.to_string();
             }
         }
+        // Sites named alike now (a Python function's waits, some seen whole and some
+        // ending at the call) are one.
+        let mut merged: Vec<Site> = Vec::new();
+        for site in std::mem::take(&mut self.sites) {
+            match merged.iter_mut().find(|m| {
+                m.reason == site.reason
+                    && m.at == site.at
+                    && m.primitive == site.primitive
+                    && m.in_request_path == site.in_request_path
+            }) {
+                Some(m) => m.weight += site.weight,
+                None => merged.push(site),
+            }
+        }
+        merged.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));
+        self.sites = merged;
     }
 }
 
@@ -538,6 +607,26 @@ const GO_REQUEST_PATH: [&str; 4] = [
     "ServeHTTP",
 ];
 
+/// Calls out of the server (an HTTP or gRPC client, a dial, a name lookup): a goroutine
+/// parked under one waits for another service, whatever it parks on (net/http's client
+/// waits for its connection's reader on a channel).
+pub const GO_CALLS_OUT: [&str; 6] = [
+    "net/http.(*Client).",
+    "net/http.(*Transport).roundTrip",
+    "google.golang.org/grpc.(*ClientConn).Invoke",
+    "google.golang.org/grpc.invoke",
+    "net.(*Dialer).DialContext",
+    "net.(*Resolver).",
+];
+
+/// Whether a goroutine's frames (root to leaf) are in a call out of the server
+/// ([`GO_CALLS_OUT`]).
+pub fn go_calls_out<S: AsRef<str>>(frames: &[S]) -> bool {
+    frames
+        .iter()
+        .any(|f| GO_CALLS_OUT.iter().any(|c| f.as_ref().starts_with(c)))
+}
+
 /// Whether a goroutine's stack (root to leaf) serves a request: under a server's frames
 /// for one ([`GO_REQUEST_PATH`]), and not profiling's own handlers (`net/http/pprof`),
 /// which wait for nothing the program does.
@@ -570,8 +659,8 @@ fn go_wait_reason(frames: &[String], primitive: &str) -> WaitReason {
         return WaitReason::Lock;
     }
     // Goroutine waits traced at the park (not only the block profile's events): a read
-    // or write waiting on the network poller, and a timer.
-    if frames.iter().any(|f| f == "runtime.netpollblock") {
+    // or write waiting on the network poller, a call to another service, and a timer.
+    if frames.iter().any(|f| f == "runtime.netpollblock") || go_calls_out(frames) {
         return WaitReason::Poll;
     }
     if primitive == "time.Sleep" || frames.iter().any(|f| f == "runtime.timeSleep") {
@@ -649,6 +738,13 @@ mod tests {
             go_wait_reason(&lock, "sync.(*Mutex).Lock"),
             WaitReason::Lock
         );
+        // net/http's client waits for its connection's reader on a channel: a call to
+        // another service, not a channel of the program's.
+        let client = v("runtime.goexit;net/http.(*conn).serve;main.callInventoryService;net/http.(*Client).Get;net/http.(*Client).do;net/http.(*Transport).roundTrip;net/http.(*persistConn).roundTrip;runtime.selectgo");
+        assert_eq!(
+            go_wait_reason(&client, "net/http.(*Client).Get"),
+            WaitReason::Poll
+        );
     }
 
     #[test]
@@ -671,6 +767,43 @@ mod tests {
         assert_eq!(lock_site.label(), "pthread_mutex_lock under serve");
         let read_site = w.sites_of(WaitReason::Poll).next().unwrap();
         assert_eq!(read_site.label(), "__libc_read under serve");
+    }
+
+    /// A disk wait whose user stack ends at the call (a library without frame pointers) is
+    /// still the program's, named by the CPU profile's frame of the program's above the
+    /// same call, and one site with the waits seen whole there.
+    #[test]
+    fn a_wait_whose_stack_ends_at_the_call_is_named_by_the_cpu_profile() {
+        let stack = |p: &mut Profile, s: &str| -> Vec<kiln_model::FrameId> {
+            s.split(';')
+                .map(|n| {
+                    let kind = match n {
+                        "srv" => FrameKind::Root,
+                        _ if n.starts_with("k:") => FrameKind::Kernel,
+                        _ => FrameKind::User,
+                    };
+                    p.frame(n.trim_start_matches("k:").as_bytes(), kind)
+                })
+                .collect()
+        };
+        let mut off = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+        let cut = stack(&mut off, "srv;fsync;k:ext4_sync_file;k:io_schedule");
+        let whole = stack(
+            &mut off,
+            "srv;serve;append_order;fsync;k:ext4_sync_file;k:io_schedule",
+        );
+        off.add_sample_path(&cut, 90, NO_TIME, ThreadId::NONE);
+        off.add_sample_path(&whole, 10, NO_TIME, ThreadId::NONE);
+        let mut cpu = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let ran = stack(&mut cpu, "srv;serve;append_order;fsync;k:ext4_sync_file");
+        cpu.add_sample_path(&ran, 5, NO_TIME, ThreadId::NONE);
+        let mut w = offcpu_waits(&off);
+        w.name_python_callers(&cpu);
+        let disk: Vec<(String, u128)> = w
+            .sites_of(WaitReason::Io)
+            .map(|s| (s.label(), s.weight))
+            .collect();
+        assert_eq!(disk, vec![("fsync under append_order".to_string(), 100)]);
     }
 
     /// A condition waited on under a connection's own frames is in the request's path; a

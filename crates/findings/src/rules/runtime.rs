@@ -120,7 +120,14 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
             (x * 4.0).round()
         ));
     }
-    claim.push_str(": memory is given back to the kernel and taken again (a buffer above malloc's mmap threshold, freed each time)");
+    // A runtime with a collector keeps its own heap: its pages come and go as the
+    // collector frees and maps them, no malloc threshold in it.
+    claim.push_str(match f.runtime() {
+        super::Runtime::Node | super::Runtime::Jvm | super::Runtime::Go | super::Runtime::Beam => {
+            ": memory is given back to the kernel and taken again (the runtime's heap: pages its collector unmaps, or a young generation it maps anew, faulted in again at each use)"
+        }
+        _ => ": memory is given back to the kernel and taken again (a buffer above malloc's mmap threshold, freed each time)",
+    });
     // Who asked: the program's frame above the faults and the mappings.
     let in_kernel_mem =
         crate::profile::in_categories(p, |n| n == "kernel page faults" || n == "syscall: memory");
@@ -374,6 +381,18 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
     let max = rss.iter().map(|(v, _)| *v).fold(0.0, f64::max);
     let grew = b - a;
     if grew < 64.0 * 1048576.0 || grew < 0.2 * a || b < 0.9 * max {
+        return Vec::new();
+    }
+    // Kept, not a sawtooth read at two of its tops (a collector freeing its heap every few
+    // seconds): the low of the last third of the window is above every value of its first
+    // third, and holds most of the growth.
+    let k = (rss.len() / 3).max(1);
+    let low_end = rss[rss.len() - k..]
+        .iter()
+        .map(|(v, _)| *v)
+        .fold(f64::INFINITY, f64::min);
+    let high_start = rss[..k].iter().map(|(v, _)| *v).fold(0.0, f64::max);
+    if low_end <= high_start || low_end - a < 0.5 * grew {
         return Vec::new();
     }
     // A JVM's heap grows to its maximum before it collects much: resident memory under

@@ -692,7 +692,21 @@ impl SyncTime {
 /// [`SyncTime`] of the disk waits at `sites`, when they are calls that wait for the disk
 /// to hold the data; `woken` is their off-CPU time past the blocked time.
 fn sync_call_time(f: &Facts, sites: &[&Site], woken: f64) -> Option<SyncTime> {
-    let sync = ["fsync", "fdatasync", "sync_file_range", "msync", "syncfs"];
+    // (The C calls, and the runtimes' own names for them: Go's `os.(*File).Sync`, Java's
+    // `FileChannel.force`, `FileDescriptor.sync`, Node's `fsyncSync`.)
+    let sync = [
+        "fsync",
+        "fdatasync",
+        "sync_file_range",
+        "msync",
+        "syncfs",
+        "os.(*File).Sync",
+        "FileChannel.force",
+        "FileChannelImpl.force",
+        "FileDescriptor.sync",
+        "fsyncSync",
+        "fdatasyncSync",
+    ];
     let top = sites.first()?.label();
     if !sync.iter().any(|c| top.contains(c)) {
         return None;
@@ -1160,7 +1174,15 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     if !super::queues::queue(f).is_empty() {
         return Vec::new();
     }
-    let mut busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
+    // (A Go server's threads are its runtime's: the ones parked through the window, never
+    // seen to wake, are idle Ms; the goroutines' own waits are added below.)
+    let go = f.runtime() == super::Runtime::Go && f.goroutine_waits().is_some();
+    let mut busy: f64 = f
+        .groups
+        .iter()
+        .map(|g| if go { g.busy_seen() } else { g.busy() })
+        .sum::<f64>()
+        * f.secs;
     // Without an off-CPU profile a blocked thread's reason is its wchan, once a second:
     // asleep on the disk, in a sleep, or writing to a pipe is work, not waiting for it (a
     // futex is left out: idle pools wait on one).
@@ -1234,7 +1256,22 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     }
     // Where its threads waited, when an off-CPU profile says: a call to a downstream
     // service reads its socket under the program's own frame.
-    if let Some(w) = f.waits() {
+    // A Go server's goroutines: the calls out of it they parked in.
+    let calls_out = f.goroutine_waits().map(|p| {
+        let (sites, _) = go_sites(p);
+        sites
+            .into_iter()
+            .filter(|s| {
+                s.reason == WaitReason::Poll && crate::waits::go_calls_out(&[&s.primitive, &s.at])
+            })
+            .collect::<Vec<Site>>()
+    });
+    if let Some(top) = calls_out.as_ref().and_then(|c| c.first()) {
+        claim.push_str(&format!(
+            "; its goroutines waited in calls to other services, most in {}",
+            top.label()
+        ));
+    } else if let Some(w) = f.waits() {
         let net: Vec<&crate::waits::Site> = w.sites_of(WaitReason::Poll).collect();
         let all: u128 = net.iter().map(|s| s.weight).sum();
         if let Some(top) = net.first().filter(|_| all > 0) {

@@ -1,0 +1,3 @@
+module downstream
+
+go 1.21

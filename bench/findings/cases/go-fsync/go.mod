@@ -1,0 +1,3 @@
+module fsyncserver
+
+go 1.21
