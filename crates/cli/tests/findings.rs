@@ -332,6 +332,20 @@ impl Bpftrace {
     }
 
     /// All it printed, once it has ended.
+    /// The script's `long START DURATION` lines (ns), oldest first.
+    fn long_calls(self) -> Vec<(u64, u64)> {
+        let mut long: Vec<(u64, u64)> = self
+            .output()
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.strip_prefix("long ")?.split(' ');
+                Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+            })
+            .collect();
+        long.sort_unstable();
+        long
+    }
+
     fn output(self) -> String {
         let mut child = self.child;
         let _ = child.wait();
@@ -708,15 +722,7 @@ fn stalls_said(mode: &str, holder: &str) {
         return;
     };
     let (text, v, k) = run(&dir.path().join("r.db"), mode, &p, 16);
-    let mut long: Vec<(u64, u64)> = bt
-        .output()
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.strip_prefix("long ")?.split(' ');
-            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
-        })
-        .collect();
-    long.sort_unstable();
+    let long = bt.long_calls();
     // Bursts: waits that began within 200 ms of their burst's first; the stalls, those
     // whose longest wait is half the longest at least (a machine short of CPU makes
     // waits over 10 ms of its own, a preempted holder's).
@@ -839,15 +845,7 @@ fn slow_path_said(mode: &str, class: &str, words: &[&str]) {
     };
     // A fixed rate the machine serves with CPUs to spare: the tail is the slow path's.
     let (text, v, k) = run_with(&dir.path().join("r.db"), mode, &p, 16, &["-R", "2000"]);
-    let mut long: Vec<(u64, u64)> = bt
-        .output()
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.strip_prefix("long ")?.split(' ');
-            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
-        })
-        .collect();
-    long.sort_unstable();
+    let long = bt.long_calls();
     let mut lens: Vec<u64> = long.iter().map(|l| l.1).collect();
     lens.sort_unstable();
     let mut gaps: Vec<u64> = long.windows(2).map(|w| w[1].0 - w[0].0).collect();
