@@ -407,6 +407,9 @@ pub struct Run {
     pub end: u64,
     /// Its thread's kernel id.
     pub tid: u32,
+    /// Its thread's time on a CPU in it (its samples'): less than its length when the
+    /// thread waited for a CPU meanwhile.
+    pub cpu_ns: u64,
     /// The shallowest function of the stretch's own (on its samples, and mostly in such
     /// stretches), when not `name`: where its path begins.
     pub entry: Option<String>,
@@ -418,14 +421,16 @@ pub struct Run {
 /// that blocked between them did something else). Functions on `roots` of the thread's
 /// samples or more (its roots, its loop: half of an event loop's samples, nearly all of a
 /// connection's thread's) name no stretch; overlapping stretches are one, named by
-/// the deepest function whose stretches cover two thirds of it, and stretches less than
-/// 2 ms apart (one function's, twice `min_ns`) are one. Oldest first.
+/// the deepest function whose stretches cover two thirds of it and whose samples are
+/// mostly (4 in 5) in such stretches (none: no run), and stretches less than 2 ms apart
+/// (one function's, twice `min_ns`) are one. Oldest first.
 ///
-/// With the thread's blocks (`blocked`: when it was off a CPU waiting for something,
-/// start and end, oldest first: the off-CPU profile's), a stretch breaks where the thread
-/// blocked between two samples, and only there: a thread preempted on a busy machine goes
-/// on with the same work when it runs again, and one that served another request between
-/// two samples a moment apart blocked to read it.
+/// With the thread's waits for more work (`blocked`: polling or reading its connections,
+/// a runtime's idle wait; start and end, oldest first: the off-CPU profile's), a stretch
+/// breaks where the thread waited for more work between two samples, and only there: a
+/// thread preempted on a busy machine, or blocked a moment inside the work, goes on with
+/// the same work when it runs again, and one that served another request between two
+/// samples a moment apart waited to read it.
 pub fn thread_runs(
     p: &Profile,
     tid: u32,
@@ -560,11 +565,9 @@ pub fn thread_runs(
         let mostly_inside = |c: &&(usize, usize, u64)| {
             inside.get(&c.0).copied().unwrap_or(0) * 5 >= present[&c.0] * 4
         };
-        let best = covering()
-            .filter(mostly_inside)
-            .max_by_key(|c| c.1)
-            .or_else(|| covering().max_by_key(|c| c.1))
-            .or_else(|| cover.iter().max_by_key(|c| c.2));
+        // A stretch no function of its own names (its functions run as much outside such
+        // stretches: a connection's loop serving requests back to back) is no run.
+        let best = covering().filter(mostly_inside).max_by_key(|c| c.1);
         // And the shallowest such: where the stretch's path begins (the deepest may be a
         // callback it calls over and over, a comparator under a sort).
         let entry = covering()
@@ -576,6 +579,7 @@ pub fn thread_runs(
             out.push(Run {
                 name: names[b.0].clone(),
                 entry,
+                cpu_ns: 0,
                 start: s,
                 end: e,
                 tid,
@@ -615,5 +619,14 @@ pub fn thread_runs(
             _ => merged.push((r, len)),
         }
     }
-    merged.into_iter().map(|(r, _)| r).collect()
+    // Each run's time on a CPU: its thread's samples in it.
+    merged
+        .into_iter()
+        .map(|(mut r, _)| {
+            let a = on.partition_point(|&i| p.samples.time[i] < r.start);
+            let b = on.partition_point(|&i| p.samples.time[i] < r.end);
+            r.cpu_ns = on[a..b].iter().map(|&i| dur(i)).sum();
+            r
+        })
+        .collect()
 }

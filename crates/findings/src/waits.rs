@@ -161,16 +161,23 @@ pub struct Block {
     pub site: usize,
 }
 
-/// Every thread's blocks (idle waits and others' included), by its kernel id: start and
-/// end, ns on the profile's clock, oldest first. Untimed blocks are left out.
+/// Every thread's waits for more work — for its connections (an event poll, a read) or
+/// a runtime's idle wait — by its kernel id: start and end, ns on the profile's clock,
+/// oldest first. A wait inside the work (a lock, the disk) is not one. Untimed blocks are
+/// left out.
 pub fn thread_blocks(p: &Profile) -> HashMap<u32, Vec<(u64, u64)>> {
     let ns = p.event.ns_per_weight().unwrap_or(0.0);
+    let reasons = stack_reasons(p);
     let mut out: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
-    for (_, w, t, th) in p.samples.rows() {
+    for (st, w, t, th) in p.samples.rows() {
         let Some(tid) = p.threads.get(th).and_then(|x| x.tid) else {
             continue;
         };
-        if t != kiln_model::NO_TIME {
+        let more_work = matches!(
+            reasons.get(st.0 as usize),
+            Some(WaitReason::Poll | WaitReason::Idle)
+        );
+        if t != kiln_model::NO_TIME && more_work {
             out.entry(tid)
                 .or_default()
                 .push((t, t.saturating_add((w as f64 * ns) as u64)));

@@ -374,8 +374,11 @@ fn watch_row_columns(c: &mut Client) -> std::result::Result<(), postgres::Error>
         WHERE t.tgname = 'runs_meta_changed' AND t.tgrelid = 'kiln.runs'::regclass";
     let watched =
         |c: &mut postgres::Transaction<'_>| -> std::result::Result<bool, postgres::Error> {
+            // (NULL for a trigger another writer is replacing at this moment: not yet
+            // watched, and this writer waits for the schema lock below.)
             Ok(c.query_opt(DEF, &[])?
-                .is_some_and(|r| r.get::<_, String>(0).contains("started_ms")))
+                .and_then(|r| r.get::<_, Option<String>>(0))
+                .is_some_and(|d| d.contains("started_ms")))
         };
     let mut tx = c.transaction()?;
     if watched(&mut tx)? {

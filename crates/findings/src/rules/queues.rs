@@ -627,11 +627,18 @@ fn long_runs(
     let mine: Vec<&crate::profile::Run> = runs
         .iter()
         .filter(|r| {
-            r.name == name
-                || ((r.end - r.start) * 2 >= typical && (r.end - r.start) <= typical * 3 / 2)
+            (r.end - r.start) * 2 >= typical
+                && (r.name == name || (r.end - r.start) <= typical * 3 / 2)
         })
         .collect();
     let count = mine.len();
+    // Runs that were mostly waiting for a CPU (a quota's throttling, a full machine) are
+    // the starvation's to say: the thread was ready, not slow.
+    let wall: u64 = mine.iter().map(|r| r.end - r.start).sum();
+    let on_cpu: u64 = mine.iter().map(|r| r.cpu_ns).sum();
+    if on_cpu * 2 < wall {
+        return None;
+    }
     let mut lens: Vec<u64> = mine.iter().map(|r| r.end - r.start).collect();
     lens.sort_unstable();
     let typical = lens[lens.len() / 2];
@@ -640,9 +647,13 @@ fn long_runs(
     if count < 3 || !(0.5..=1.5).contains(&ratio) || lat.max_us < 20.0 * lat.p50_us {
         return None;
     }
-    // The median time between starts (one the samples missed doubles one gap, not all).
+    // The median time between starts (one the samples missed doubles one gap, not all):
+    // twice their length at least — runs now and then, not one burst of them.
     let mut gaps: Vec<u64> = mine.windows(2).map(|w| w[1].start - w[0].start).collect();
     gaps.sort_unstable();
+    if gaps[gaps.len() / 2] < 2 * typical {
+        return None;
+    }
     let mut by_thread: Vec<(u32, usize)> = Vec::new();
     for r in &mine {
         match by_thread.iter_mut().find(|t| t.0 == r.tid) {
