@@ -39,6 +39,12 @@ fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<f64> {
     Some(top as f64 * ns / 1e9 / f.secs.max(1e-9))
 }
 
+/// Whether the runtime runs its own threads (goroutines, Erlang processes) on its
+/// scheduler threads: a scheduler thread's CPU is then theirs.
+fn green_threads(f: &Facts) -> bool {
+    matches!(f.runtime(), Runtime::Go | Runtime::Beam)
+}
+
 /// Whether group `g` has one thread saturated — the same thread over the window, not
 /// one a second: work that moves from thread to thread (an Erlang process its
 /// schedulers pass between them, a goroutine) makes each second's busiest thread hot
@@ -85,6 +91,11 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     let [g] = hot.as_slice() else {
         return Vec::new();
     };
+    // A runtime's scheduler thread is hot with what its runtime ran on it: one Erlang
+    // process or goroutine the runtime did not move, which the serialised rule names.
+    if green_threads(f) && !serialised(f).is_empty() {
+        return Vec::new();
+    }
     let busiest = g.busiest.unwrap_or(0.0);
     let never_idle = g.busiest_busy.unwrap_or(busiest).max(busiest);
     // The rest of the server: if it too ran CPUs flat out, the server is CPU-bound.
@@ -350,7 +361,8 @@ fn waited_for_cpu(f: &Facts, name: &str, secs: f64) -> f64 {
 /// on one thread at a time, nearly all the time — on a CPU, or waiting for one in the
 /// middle of it (a machine busy with other work).
 ///
-/// False when: one thread held it (the one-thread rule speaks); the server used the CPUs
+/// False when: one thread held it, not a runtime's scheduler (the one-thread rule
+/// speaks); the server used the CPUs
 /// it could (CPU-bound); its threads waited on a lock (the lock's rule names it, at the
 /// lock); fewer than two operations were in flight; the work ran, or waited for a CPU in
 /// the middle of it, less than 0.7 of the time, unless it was three quarters of the
@@ -363,7 +375,7 @@ pub fn serialised(f: &Facts) -> Vec<Finding> {
     if limit < 1.5 || target >= limit - 0.4 {
         return Vec::new();
     }
-    if f.groups.iter().any(|g| one_hot_thread(f, g)) {
+    if !green_threads(f) && f.groups.iter().any(|g| one_hot_thread(f, g)) {
         return Vec::new();
     }
     let in_flight = f

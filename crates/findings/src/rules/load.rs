@@ -8,12 +8,19 @@ use crate::{Class, Facts, Finding};
 ///
 /// False when: the server's threads were on a CPU or runnable most of their time, or one
 /// of them ran a whole CPU (the server was the limit, whatever the machine's state); the
-/// client had CPU to spare.
+/// client had CPU to spare; the load was set to a rate and held it (the rate asked for
+/// was the load: nothing limited it).
 pub fn client(f: &Facts) -> Vec<Finding> {
     let client = f.cpus.load_command.or(f.cpus.kiln).unwrap_or(0.0);
     // A client that used little CPU limited nothing, however busy the machine was.
     if client < 0.5 {
         return Vec::new();
+    }
+    let sent = f.outcome.sent.or(f.outcome.throughput);
+    if let (Some(rate), Some(sent)) = (f.outcome.rate, sent) {
+        if rate > 0.0 && sent >= 0.95 * rate {
+            return Vec::new();
+        }
     }
     // The server's side: busy (on a CPU, runnable, or blocked in its work: a lock, the
     // disk, a child, any wait that is not a runtime idling or polling for events) against

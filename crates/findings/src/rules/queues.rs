@@ -492,11 +492,13 @@ pub fn blocked_event_loop(f: &Facts) -> Option<(u32, f64, f64, WaitReason, f64)>
 
 /// The event loop's long runs of one function: the thread that polls for the server's
 /// connections and does most of its CPU ran one function of the program's for far longer
-/// than an operation's median (10×, 5 ms at least), again and again (3 times at least),
-/// and such a run is as long as the slowest operation (its median length half to one and
-/// a half times it, which is 20 times the operations' median at least): no other operation was served meanwhile, and the slowest
-/// are those that came then. Its thread, the function, how many runs, their median length,
-/// the median time between their starts.
+/// than an operation's median (10×, 5 ms at least), again and again (3 times at least, the
+/// median time between their starts twice their median length at least), mostly on a
+/// CPU, and the longest run is as long as the slowest operation (half to one and a half
+/// times it, which is 20 times the operations' median at least; the median run 0.4 of it
+/// at least): no other operation was
+/// served meanwhile, and the slowest are those that came then. Its thread, the function,
+/// how many runs, their median length, the median time between their starts.
 pub struct LoopRuns {
     /// The loop's thread (kernel id); of several threads', the one with the most runs.
     pub tid: u32,
@@ -573,7 +575,14 @@ fn find_slow_runs(f: &Facts) -> Option<LoopRuns> {
     tids.truncate(64);
     let tids: Vec<u32> = tids.into_iter().map(|t| t.0).collect();
     // (A connection's thread has its serving frames on nearly every sample.)
-    long_runs(lat, cpu, f.offcpu(), &tids, 0.97)
+    let runs = long_runs(lat, cpu, f.offcpu(), &tids, 0.97)?;
+    // A path that runs, then waits long in the same function (a write's copy into the
+    // page cache, then its fdatasync) is the wait's to say: the run is part of it.
+    let waits_too = [Some(&runs.name), runs.entry.as_ref()]
+        .into_iter()
+        .flatten()
+        .any(|n| super::waiting::long_waits_under(f, n));
+    (!waits_too).then_some(runs)
 }
 
 /// The runs of one function (see [`LoopRuns`]) on the threads given, the slowest
@@ -642,9 +651,16 @@ fn long_runs(
     let mut lens: Vec<u64> = mine.iter().map(|r| r.end - r.start).collect();
     lens.sort_unstable();
     let typical = lens[lens.len() / 2];
-    // The slowest operation waited about as long as the longest run.
-    let ratio = lens[lens.len() - 1] as f64 / (lat.max_us * 1e3).max(1.0);
-    if count < 3 || !(0.5..=1.5).contains(&ratio) || lat.max_us < 20.0 * lat.p50_us {
+    // The slowest operation waited about as long as the longest run, and a typical run
+    // is most of that wait (a run that is a part of the slowest operations' path, the
+    // page cache's copy of a write before its fdatasync, is not what they waited for).
+    let max_ns = (lat.max_us * 1e3).max(1.0);
+    let ratio = lens[lens.len() - 1] as f64 / max_ns;
+    if count < 3
+        || !(0.5..=1.5).contains(&ratio)
+        || (typical as f64) < 0.4 * max_ns
+        || lat.max_us < 20.0 * lat.p50_us
+    {
         return None;
     }
     // The median time between starts (one the samples missed doubles one gap, not all):

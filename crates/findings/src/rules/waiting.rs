@@ -394,6 +394,18 @@ struct Stalls {
     holder: Option<(String, usize)>,
 }
 
+/// Whether the server's threads waited in long waits (see [`stalls`]) at a site under
+/// `name`, for a reason other than waiting for more work.
+pub(crate) fn long_waits_under(f: &Facts, name: &str) -> bool {
+    let (Some(p), Some(w)) = (f.offcpu(), f.waits()) else {
+        return false;
+    };
+    w.sites
+        .iter()
+        .filter(|s| s.at == name && !matches!(s.reason, WaitReason::Poll | WaitReason::Idle))
+        .any(|s| stalls(f, p, s).is_some())
+}
+
 fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
     let lat = f.outcome.latency.as_ref()?;
     let long_ns = (lat.p50_us * 5.0).max(1000.0) * 1e3;
