@@ -4,7 +4,8 @@
 #   bench/amqp/broker.sh stop DIR
 # Same isolation as kiln-testkit: own data/log/config dirs, cookie, epmd port.
 # BROKER_ERL_ARGS adds emulator flags (e.g. "+JPperf map" for JIT perf maps and frame
-# pointers, "+sbwt none"); BROKER_MQTT_PORT enables the MQTT plugin on that port.
+# pointers, "+sbwt none"); BROKER_MQTT_PORT enables the MQTT plugin on that port;
+# BROKER_CONF adds lines to rabbitmq.conf (e.g. "vm_memory_high_watermark.absolute = 200MB").
 set -eu
 cmd=$1 dir=$2
 node="kilnbench@localhost"
@@ -22,6 +23,7 @@ start)
   printf 'KILNBENCH%s' "$PORT" > "$dir/home/.erlang.cookie"; chmod 600 "$dir/home/.erlang.cookie"
   printf 'loopback_users = none\n' > "$dir/rabbitmq.conf"
   echo '[].' > "$dir/enabled_plugins"; : > "$dir/rabbitmq-env.conf"
+  if [ -n "${BROKER_CONF:-}" ]; then printf '%s\n' "$BROKER_CONF" >> "$dir/rabbitmq.conf"; fi
   if [ -n "${BROKER_MQTT_PORT:-}" ]; then
     printf 'mqtt.listeners.tcp.default = 127.0.0.1:%s\nmqtt.allow_anonymous = true\n' "$BROKER_MQTT_PORT" >> "$dir/rabbitmq.conf"
     echo '[rabbitmq_mqtt].' > "$dir/enabled_plugins"

@@ -111,6 +111,33 @@ c_server() {
   fi
 }
 
+# start_rabbitmq [CONF-LINE]: a private RabbitMQ node (bench/amqp/broker.sh, the JIT's
+# perf map on) on free ports, CONF-LINE added to its rabbitmq.conf; sets SERVER_PID,
+# SERVER_PORT and BROKER, stops the node when the case ends, and defines `rmqctl ARGS…`.
+start_rabbitmq() {
+  local port
+  port=$("$PY" -c '
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 40000)
+    try:
+        for q in (p, p + 1, p + 3, p + 20000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+        print(p); break
+    except OSError:
+        pass')
+  BROKER=$WORK/broker
+  mkdir -p "$BROKER"
+  case_cleanup() { "$ROOT/bench/amqp/broker.sh" stop "$BROKER" > /dev/null 2>&1 || true; }
+  SERVER_PID=$(BROKER_CONF="${1:-}" BROKER_ERL_ARGS="+JPperf map" "$ROOT/bench/amqp/broker.sh" start "$BROKER" "$port" | tail -1)
+  SERVER_PORT=$port
+  [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" || { say "the broker did not start"; exit 1; }
+}
+rmqctl() {
+  HOME=$BROKER/home ERL_EPMD_PORT=$((SERVER_PORT + 3)) ERL_EPMD_ADDRESS=127.0.0.1 \
+    /usr/lib/rabbitmq/bin/rabbitmqctl -n kilnbench@localhost "$@"
+}
+
 # warm_up URL SECONDS : a few seconds of requests before kiln starts (wrk, 4 connections),
 # so that a JIT compiler has compiled the handler: the server is measured in its steady state.
 warm_up() { wrk -t1 -c4 -d"$2"s "$1" > "$WORK/warm-up.out" 2>&1 || say "warm-up: $(tail -1 "$WORK/warm-up.out")"; }

@@ -93,6 +93,10 @@ def contradictions(f, expect, oracle, proc, cmdline):
         ov = num(proc.get("TcpExtListenOverflows_per_s"))
         if q is not None and q == 0 and (ov or 0) == 0:
             out.append("accept-backlog, but the listen queue stayed empty (ss -ltn) and no listen overflows (nstat)")
+    if cls == "held-back":
+        a = num(oracle.get("alarm_share_pct"))
+        if a is not None and a == 0:
+            out.append("held-back, but the broker named no alarm in the window (rabbit_alarm:get_alarms())")
     agree = expect.get("agree")
     pct = num((f.get("explains") or {}).get("pct"))
     if agree and f is not None and cls == expect.get("class") and pct is not None:

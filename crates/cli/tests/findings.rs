@@ -1789,3 +1789,121 @@ fn goroutines_parked_on_a_mutex_are_seen_without_the_programs_profiles() {
         share * 100.0
     );
 }
+
+/// A RabbitMQ node in its memory alarm (a high watermark of one byte: set as it starts)
+/// blocks every publishing connection (`connection.blocked`): kiln says the broker held
+/// the load back, in the broker's words, and not that the time was outside it. The
+/// broker's own account: `rabbit_alarm:get_alarms()` names the memory alarm.
+#[test]
+fn a_broker_that_blocks_its_publishers_holds_the_load_back() {
+    let Ok(b) = kiln_testkit::RabbitMq::start_with(&kiln_testkit::RabbitMqOptions {
+        extra_config: vec!["vm_memory_high_watermark.absolute = 1".into()],
+        ..Default::default()
+    }) else {
+        kiln_testkit::skip("RabbitMQ does not start here (Debian package rabbitmq-server)");
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.db");
+    let pid = b.beam_pid().expect("the node's pid").to_string();
+    let out = kiln_testkit::kiln_process()
+        .env("KILN_STORE", &store)
+        .args([
+            "run", "--name", "alarm", "-e", "cpu", "-d", "3", "--warmup", "1",
+        ])
+        .args(["--no-report", "-p", &pid, "load", "amqp", "-h", &b.uri()])
+        .args(["-x", "2", "-y", "1", "-z", "60"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let alarms = b.ctl(&["eval", "rabbit_alarm:get_alarms()."]).unwrap();
+    let alarms = String::from_utf8_lossy(&alarms.stdout).into_owned();
+    println!("{text}\nthe broker's alarms: {alarms}");
+    let show = kiln()
+        .env("KILN_STORE", &store)
+        .args(["runs", "show", "alarm", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let found = findings(&v);
+    assert!(alarms.contains("memory"), "the node's alarm: {alarms}");
+    let first = &found[0];
+    assert_eq!(first.0, "held-back", "{text}");
+    assert!(
+        first.1.contains("low on memory") && first.1.contains("memory alarm"),
+        "{text}"
+    );
+    // The whole window blocked, as the load's own flag counted it.
+    assert!(first.1.contains("100% of the window"), "{text}");
+    assert!(named(&found, "network-wait").is_none(), "{text}");
+}
+
+/// A load that asks for a URL the server does not serve measures the answer 'not found',
+/// not the work: kiln says so first, with the status the server gave. The server's own
+/// account: Python's http.server logs each request's status.
+#[test]
+fn a_load_answered_not_found_is_said_to_measure_the_refusal() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let mut python = Command::new("python3");
+    python
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(
+            "import http.server as h\n\
+             s = h.ThreadingHTTPServer(('127.0.0.1', 0), h.SimpleHTTPRequestHandler)\n\
+             print('ready', s.server_address[1], flush=True)\n\
+             s.serve_forever()",
+        )
+        .stderr(std::fs::File::create(&log).unwrap());
+    let p = Planted::serve(python);
+    let mut child = kiln_testkit::kiln_process()
+        .env("KILN_STORE", dir.path().join("r.db"))
+        .args([
+            "run", "--name", "missing", "-e", "cpu", "-d", "2", "--warmup", "1",
+        ])
+        .args(["--no-report", "-p", &p.pid().to_string()])
+        .args(["load", "http", "-d", "60s", "-c", "4"])
+        .arg(format!("http://127.0.0.1:{}/no-such-page", p.port))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = Lines::follow(child.stdout.take().unwrap()).all();
+    assert!(child.wait().unwrap().success(), "{text}");
+    let show = kiln()
+        .env("KILN_STORE", dir.path().join("r.db"))
+        .args(["runs", "show", "missing", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let served = std::fs::read_to_string(&log).unwrap();
+    let statuses: Vec<&str> = served
+        .lines()
+        .filter_map(|l| l.split("HTTP/1.1\" ").nth(1)?.split(' ').next())
+        .collect();
+    println!(
+        "{text}\nthe server's log: {} requests, {} answered 404",
+        statuses.len(),
+        statuses.iter().filter(|s| **s == "404").count()
+    );
+    assert!(
+        !statuses.is_empty() && statuses.iter().all(|s| *s == "404"),
+        "{served}"
+    );
+    let found = findings(&v);
+    let first = &found[0];
+    assert_eq!(first.0, "errors", "{text}");
+    assert!(
+        first.1.starts_with("100% of the reqs failed")
+            && first.1.contains("client error (404)")
+            && first.1.contains("Not Found"),
+        "{text}"
+    );
+}

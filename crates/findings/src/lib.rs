@@ -81,6 +81,8 @@ pub enum Class {
     BusyWait,
     /// The load generator, not the server, was the limit.
     ClientLimited,
+    /// The server held the load back (a broker's flow control: a resource alarm).
+    HeldBack,
     /// A sleep in the path of the work.
     SleepInPath,
     /// Operations failed.
@@ -110,6 +112,7 @@ impl Class {
             Class::BlockedOther => "Blocked in the kernel",
             Class::BusyWait => "Busy-wait",
             Class::ClientLimited => "Limited by the client",
+            Class::HeldBack => "Held back by the server",
             Class::SleepInPath => "Sleep in the request path",
             Class::Errors => "Errors",
             Class::MemoryGrowth => "Memory growth",
@@ -135,6 +138,7 @@ impl Class {
             Class::BlockedOther => "blocked-other",
             Class::BusyWait => "busy-wait",
             Class::ClientLimited => "client-limited",
+            Class::HeldBack => "held-back",
             Class::SleepInPath => "sleep-in-path",
             Class::Errors => "errors",
             Class::MemoryGrowth => "memory-growth",

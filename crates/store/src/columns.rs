@@ -102,6 +102,9 @@ pub const SENT: &str = "sent";
 pub const CONNECTED: &str = "connected";
 /// A fleet's connections lost, `conn/s`.
 pub const DROPPED: &str = "dropped";
+/// Whether the broker held the load's publishers back (AMQP `connection.blocked` in
+/// force: a resource alarm), each second `0` or `1`.
+pub const BLOCKED: &str = "blocked";
 /// The depth of the queues the load feeds (messages ready, as the broker counts them), a
 /// level: its largest reading stands.
 pub const QUEUE_DEPTH: &str = "queue_depth";

@@ -9,26 +9,7 @@
 # given inside the window.
 . "$(dirname "$0")/../../lib.sh"
 
-port=$("$PY" -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 40000)
-    try:
-        for q in (p, p + 1, p + 3, p + 20000):
-            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
-        print(p); break
-    except OSError:
-        pass')
-BROKER=$WORK/broker
-mkdir -p "$BROKER"
-case_cleanup() { "$ROOT/bench/amqp/broker.sh" stop "$BROKER" > /dev/null 2>&1 || true; }
-SERVER_PID=$(BROKER_ERL_ARGS="+JPperf map" "$ROOT/bench/amqp/broker.sh" start "$BROKER" "$port" | tail -1)
-SERVER_PORT=$port
-[ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" || { say "the broker did not start"; exit 1; }
-rmqctl() {
-  HOME=$BROKER/home ERL_EPMD_PORT=$((port + 3)) ERL_EPMD_ADDRESS=127.0.0.1 \
-    /usr/lib/rabbitmq/bin/rabbitmqctl -n kilnbench@localhost "$@"
-}
+start_rabbitmq
 
 oracle_window() {
   local i=0 t1
@@ -78,4 +59,4 @@ PY
 }
 
 run_kiln -p "$SERVER_PID" -e "$EVENTS" -d "$D" --warmup "$WARMUP" \
-  load amqp -h "amqp://guest:guest@127.0.0.1:$port" -x 1 -y 2 -r 1500 -L 4000 -q 20 -u slow-orders
+  load amqp -h "amqp://guest:guest@127.0.0.1:$SERVER_PORT" -x 1 -y 2 -r 1500 -L 4000 -q 20 -u slow-orders

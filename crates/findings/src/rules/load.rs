@@ -71,14 +71,99 @@ pub fn client(f: &Facts) -> Vec<Finding> {
     )]
 }
 
-/// Operations failed: answered with a server error (HTTP 5xx: within the answers), or
-/// failed outright (refused, reset, timed out; AMQP nacks and returns).
+/// The broker held the publishers back: AMQP's `connection.blocked` was in force a
+/// tenth of the window or more — a resource alarm (memory above its high watermark, free
+/// disk under its limit) stops every publishing connection until it clears, so the rate
+/// sent is the alarm's, not the broker's speed, and what the consumers get is the
+/// backlog. The reason is the broker's own (the notification's words).
+///
+/// False when: no publisher was blocked, or for under a tenth of the window.
+pub fn held_back(f: &Facts) -> Vec<Finding> {
+    use kiln_store::columns as col;
+    let flag = f.values(col::LOAD, col::BLOCKED);
+    let secs: f64 = flag.iter().map(|(_, s)| s).sum();
+    let blocked: f64 = flag.iter().filter(|(v, _)| *v >= 0.5).map(|(_, s)| s).sum();
+    if secs <= 0.0 || blocked < 0.1 * secs {
+        return Vec::new();
+    }
+    let share = blocked / secs;
+    // The broker's reasons, as its notifications gave them ("low on memory").
+    let mut reasons: Vec<String> = f.meta.load.report["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "blocked")
+        .filter_map(|e| e["detail"].as_str())
+        .map(|d| d.rsplit(": ").next().unwrap_or(d).to_string())
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    let why = reasons
+        .iter()
+        .map(|r| kiln_model::text::clean_cut(r, 80))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let alarm = if why.contains("memory") {
+        "its memory alarm (the node's memory above vm_memory_high_watermark)"
+    } else if why.contains("disk") {
+        "its disk alarm (free disk under disk_free_limit)"
+    } else {
+        "a resource alarm"
+    };
+    let sent = count_of(&f.values(col::LOAD, col::SENT)).unwrap_or(0.0);
+    let unit = &f.outcome.unit;
+    let mut claim = format!(
+        "the broker blocked the publishers {} of the window ({:.0} s of {:.0} s; connection.blocked{}): {alarm} stops every publishing connection until it clears, so they sent {}/s — the alarm's rate, not the broker's speed",
+        pct(share),
+        blocked,
+        secs,
+        if why.is_empty() { String::new() } else { format!(": \"{why}\"") },
+        kiln_model::thousands((sent / f.secs.max(1e-9)).round() as u64),
+    );
+    let backlog = crate::rules::queues::backlog_at_end(f).filter(|b| *b >= 1.0);
+    if let Some(b) = backlog {
+        claim.push_str(&format!(
+            "; {} {unit}s sent were not yet received (in the broker's queue, or unread in its sockets), the consumers taking {}/s of them",
+            kiln_model::thousands(b.round() as u64),
+            kiln_model::thousands(f.outcome.throughput.unwrap_or(0.0).round() as u64)
+        ));
+    }
+    let mut e = f.ev(
+        "publishers blocked (connection.blocked in force)",
+        format!("{blocked:.0} s of {secs:.0} s"),
+        "the load's own flow-control flag and the broker's notifications",
+    );
+    e.series = Some(format!("{}/{}", col::LOAD, col::BLOCKED));
+    let mut x = Finding::new("held-back", Class::HeldBack, 0.6 + 0.38 * share, claim)
+        .evidence(e)
+        .explains(share * 100.0, "of the window, the publishers blocked")
+        .check("rabbitmq-diagnostics alarms   # or: rabbitmqctl status (its Alarms); the node's log says 'resource limit alarm set'".to_string());
+    if let Some(rss) = f
+        .values(col::TARGET, col::RSS)
+        .iter()
+        .map(|v| v.0)
+        .reduce(f64::max)
+    {
+        x = x.evidence(f.ev(
+            "the broker's resident memory (largest)",
+            kiln_model::format_bytes(rss),
+            "/proc/PID/status",
+        ));
+    }
+    vec![x]
+}
+
+/// Operations failed: answered with a server error (HTTP 5xx) or refused as the client's
+/// (4xx: a URL the server does not serve, a rate limit's 429 — fast answers that measure
+/// the refusal, not the work), or failed outright (refused, reset, timed out; AMQP nacks
+/// and returns).
 ///
 /// False when: under 1% failed.
 pub fn errors(f: &Facts) -> Vec<Finding> {
     use kiln_store::columns as col;
     let count = |c: &str| count_of(&f.values(col::LOAD, c)).unwrap_or(0.0);
-    let answered_bad = count("status_5xx");
+    let (server, client) = (count("status_5xx"), count("status_4xx"));
+    let answered_bad = server + client;
     let outright = count("errors") + count("nacked") + count("returned");
     let ops = f.outcome.ops.unwrap_or(0.0);
     let all = ops + outright;
@@ -89,10 +174,10 @@ pub fn errors(f: &Facts) -> Vec<Finding> {
     let share = bad / all;
     let unit = &f.outcome.unit;
     let mut parts = Vec::new();
-    if answered_bad > 0.0 {
-        // The codes, from the load's own count of each status over its run.
-        let codes: Vec<String> = f
-            .meta
+    // The codes of a class, most first, from the load's own count of each status over
+    // its run.
+    let codes = |class: char| -> Vec<String> {
+        f.meta
             .load
             .report
             .pointer("/summary/status")
@@ -100,19 +185,40 @@ pub fn errors(f: &Facts) -> Vec<Finding> {
             .map(|m| {
                 let mut v: Vec<(&String, u64)> = m
                     .iter()
-                    .filter(|(k, _)| k.starts_with('5'))
+                    .filter(|(k, _)| k.starts_with(class))
                     .filter_map(|(k, n)| Some((k, n.as_u64()?)))
                     .collect();
                 v.sort_by_key(|x| std::cmp::Reverse(x.1));
                 v.into_iter().take(3).map(|(k, _)| k.clone()).collect()
             })
-            .unwrap_or_default();
-        let how = if codes.is_empty() {
+            .unwrap_or_default()
+    };
+    if server > 0.0 {
+        let c = codes('5');
+        let how = if c.is_empty() {
             "a server error (5xx)".to_string()
         } else {
-            format!("a server error ({})", codes.join(", "))
+            format!("a server error ({})", c.join(", "))
         };
-        parts.push(format!("{} answered with {how}", thousands(answered_bad)));
+        parts.push(format!("{} answered with {how}", thousands(server)));
+    }
+    if client > 0.0 {
+        let c = codes('4');
+        let meaning = match c.first().map(String::as_str) {
+            Some("429") => ": the server's rate limit refused them (Too Many Requests) — the load measured the refusal, not the work",
+            Some("404") => ": the server does not serve that URL (Not Found) — the load measured the answer 'not found', not the work",
+            Some("401" | "403") => ": the server refused the load's credentials — the load measured the refusal, not the work",
+            _ => ": the server refused the requests as the client's error",
+        };
+        parts.push(format!(
+            "{} answered with a client error ({}){meaning}",
+            thousands(client),
+            if c.is_empty() {
+                "4xx".to_string()
+            } else {
+                c.join(", ")
+            }
+        ));
     }
     if outright > 0.0 {
         parts.push(format!(
@@ -125,10 +231,11 @@ pub fn errors(f: &Facts) -> Vec<Finding> {
         Class::Errors,
         (share * 3.0).min(0.9),
         format!(
-            "{} of the {unit}s failed: {} of {}",
+            "{} of the {unit}s failed ({} of {}): {}",
             pct(share),
-            parts.join(", "),
-            thousands(all)
+            thousands(bad),
+            thousands(all),
+            parts.join("; ")
         ),
     )
     .evidence(f.ev(

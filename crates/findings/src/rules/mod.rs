@@ -19,13 +19,13 @@
 //! | [`queues::event_loop`] | per-thread states from the profiles, Little's law | an event loop blocked in a synchronous call |
 //! | [`queues::loop_stalls`] | the loop thread's CPU samples in time order | an event loop that runs one function for long at times |
 //! | [`queues::slow_paths`] | the serving threads' CPU samples in time order | a slow path on the CPU that the slowest operations took |
-//! | [`queues::slow_paths`] | the serving threads' CPU samples in time order | a slow path on the CPU that the slowest operations took |
 //! | [`waiting::split_responses`] | the load's receive stamps | responses held by the delayed ACK |
 //! | [`runtime::gc`] | the runtimes' categories, msacc | garbage collection's share |
 //! | [`runtime::churn`] | page faults, the kernel's memory paths | memory taken and given back per operation |
 //! | [`runtime::busy_wait`] | spin categories, the VM's flags | spinning |
 //! | [`runtime::growth`] | RSS over the window | memory growing |
 //! | [`load::client`] | the load generator's CPU against the server's states | the client as the limit |
+//! | [`load::held_back`] | the load's flow-control flag and events | publishers blocked by the broker's resource alarm |
 //! | [`load::errors`] | the load's own counts | failed operations |
 //! | [`load::connections`] | the load's connections opened against its answers | a new connection per request (keep-alive off at the server) |
 //! | [`sweep::knee`] | Little's law across steps, then every rule on the step | where a sweep broke, and why |
@@ -64,6 +64,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("outside", waiting::outside),
     ("split", waiting::split_responses),
     ("client", load::client),
+    ("held-back", load::held_back),
     ("errors", load::errors),
     ("connections", load::connections),
     ("growth", runtime::growth),
@@ -111,6 +112,8 @@ fn limits(f: &Facts) -> Vec<String> {
         Runtime::Beam => true,
         _ => false,
     };
+    // (Messages in a broker's backlog waited in its queue: the queue's finding says so.)
+    let parked_unseen = parked_unseen && !queues::held_in_broker(f);
     if let (true, Some(req_s)) = (parked_unseen, f.request_time_s()) {
         let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
         if req_s >= 2.0 * f.secs && req_s > 3.0 * busy {

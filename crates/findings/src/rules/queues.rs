@@ -15,7 +15,8 @@ const GREW: f64 = 1000.0;
 /// completed (the load's own counts) when no queue was watched or the backlog sat before
 /// it (flow control: in the sockets and the broker's connection processes).
 ///
-/// False when: the queue (and the backlog) grew by less than a second of the work.
+/// False when: the queue (and the backlog) grew by less than a second of the work, or
+/// shrank.
 pub fn queue(f: &Facts) -> Vec<Finding> {
     let depth = f.values(col::LOAD, kiln_store::QUEUE_DEPTH);
     let rate = f.outcome.throughput.unwrap_or(0.0);
@@ -23,7 +24,10 @@ pub fn queue(f: &Facts) -> Vec<Finding> {
     let threshold = GREW.max(rate);
     let mut out = Vec::new();
     let queue_grew = match (depth.first(), depth.last()) {
-        (Some(&(a, _)), Some(&(b, _))) if b - a >= threshold || b >= 2.0 * threshold => {
+        // (A deep queue that did not shrink: a backlog draining is no queue growing.)
+        (Some(&(a, _)), Some(&(b, _)))
+            if b - a >= threshold || (b >= 2.0 * threshold && b >= a) =>
+        {
             out.push(queue_finding(f, a, b));
             b - a
         }
@@ -117,6 +121,31 @@ fn queue_name(argv: &[String]) -> Option<&str> {
         "-u" | "--queue" => argv.get(i + 1).map(String::as_str),
         _ => a.strip_prefix("--queue="),
     })
+}
+
+/// The operations sent and not yet completed from the load's start to the window's end
+/// (the load's own counts, one completion per send): the backlog the broker held then,
+/// whether built in the window or before it. `None` when the load counts neither.
+pub(crate) fn backlog_at_end(f: &Facts) -> Option<f64> {
+    let w = kiln_store::Window {
+        name: String::new(),
+        start_ns: 0,
+        end_ns: f.window.end_ns,
+    };
+    let t = f.table(col::LOAD);
+    let count = |c: &str| count_of(&kiln_store::window::values(t, c, &w));
+    Some(count(col::SENT)? - count(&f.meta.load.completed)?)
+}
+
+/// Whether the operations waited in a backlog the broker held: a queue that grew, the
+/// publishers blocked by its flow control, or messages sent and not yet received at the
+/// window's end (built before the window, drained in it) — time inside the broker, which
+/// no thread's state shows.
+pub(crate) fn held_in_broker(f: &Facts) -> bool {
+    let drain = f.outcome.throughput.unwrap_or(0.0);
+    !queue(f).is_empty()
+        || !super::load::held_back(f).is_empty()
+        || backlog_at_end(f).is_some_and(|b| b >= GREW.max(drain))
 }
 
 /// The share of the mean latency a wait of `wait` seconds is.

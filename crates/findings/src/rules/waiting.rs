@@ -1183,7 +1183,7 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     }
     // Messages waiting in a queue the broker holds are inside it: the queue rule says so.
-    if !super::queues::queue(f).is_empty() {
+    if super::queues::held_in_broker(f) {
         return Vec::new();
     }
     // (A Go server's threads are its runtime's: the ones parked through the window, never
