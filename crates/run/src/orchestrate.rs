@@ -72,17 +72,19 @@ pub const FLEET_STALL: Duration = Duration::from_secs(30);
 /// Connections a fleet holds by the ticks so far: those its seconds counted connected,
 /// less those dropped.
 fn held(ticks: &[LoadTick]) -> u64 {
-    let count = |name: &str| -> f64 {
-        ticks
-            .iter()
-            .flat_map(|t| t.values.iter().map(move |v| (v, t.interval_s)))
-            .filter(|(v, _)| v.name == name)
-            .filter_map(|(v, s)| Some(v.value? * s))
-            .sum()
-    };
-    (count(kiln_store::columns::CONNECTED) - count(kiln_store::columns::DROPPED))
+    (total(ticks, kiln_store::columns::CONNECTED) - total(ticks, kiln_store::columns::DROPPED))
         .round()
         .max(0.0) as u64
+}
+
+/// Counter `name`'s total over the load's ticks so far.
+fn total(ticks: &[LoadTick], name: &str) -> f64 {
+    ticks
+        .iter()
+        .flat_map(|t| t.values.iter().map(move |v| (v, t.interval_s)))
+        .filter(|(v, _)| v.name == name)
+        .filter_map(|(v, s)| Some(v.value? * s))
+        .sum()
 }
 
 /// What the pass has seen so far.
@@ -263,8 +265,19 @@ impl Pass<'_> {
         };
         let now = held(&self.ticks);
         if now < asked && self.outcome.is_none() && !self.stop.is_raised() {
+            // Attempts that failed are not coming (without --reconnect): a fleet short of
+            // them is the broker's refusal, not one still growing.
+            let failed = total(&self.ticks, kiln_store::columns::FAILED).round() as u64;
+            let why = if failed > 0 {
+                format!(
+                    "{} connection attempts failed (the load's events say why): the broker refused them",
+                    kiln_model::thousands(failed)
+                )
+            } else {
+                "still connecting: its figures cover a fleet still growing; --warmup fleet waits for every connection".to_string()
+            };
             self.warnings.push(format!(
-                "the fleet held {} of the {} connections asked for when the measurement began (still connecting: its figures cover a fleet still growing; --warmup fleet waits for every connection)",
+                "the fleet held {} of the {} connections asked for when the measurement began ({why})",
                 kiln_model::thousands(now),
                 kiln_model::thousands(asked)
             ));

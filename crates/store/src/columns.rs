@@ -102,6 +102,8 @@ pub const SENT: &str = "sent";
 pub const CONNECTED: &str = "connected";
 /// A fleet's connections lost, `conn/s`.
 pub const DROPPED: &str = "dropped";
+/// A fleet's connection attempts that failed or were refused, `conn/s`.
+pub const FAILED: &str = "failed";
 /// Whether the broker held the load's publishers back (AMQP `connection.blocked` in
 /// force: a resource alarm), each second `0` or `1`.
 pub const BLOCKED: &str = "blocked";

@@ -247,6 +247,70 @@ pub fn errors(f: &Facts) -> Vec<Finding> {
     .check("the server's own log; curl -sv the same URL; ss -s; nstat -az".to_string())]
 }
 
+/// A fleet held fewer connections than it asked for because the server refused the rest:
+/// attempts that failed or were refused (a CONNACK's refusal), over the whole load (a
+/// fleet short of them at the window's start stays short through it), with the reasons
+/// the load counted. A broker's limit (its connection limit, its open files) is the usual
+/// cause; the figures are then the smaller fleet's.
+///
+/// False when: the load is no fleet of connections; under 1% of the connections asked for
+/// failed.
+pub fn refused(f: &Facts) -> Vec<Finding> {
+    let summary = &f.meta.load.report["summary"];
+    let mut reasons: Vec<(&str, u64)> = ["failed", "refusals"]
+        .iter()
+        .filter_map(|k| summary[k].as_object())
+        .flatten()
+        .filter_map(|(why, n)| Some((why.as_str(), n.as_u64()?)))
+        .collect();
+    let n: u64 = reasons.iter().map(|r| r.1).sum();
+    let Some(asked) = f.meta.load.concurrency.filter(|a| *a >= 1.0) else {
+        return Vec::new();
+    };
+    if n == 0 || (n as f64) < 0.01 * asked {
+        return Vec::new();
+    }
+    reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let said: Vec<String> = reasons
+        .iter()
+        .take(2)
+        .map(|(why, k)| {
+            format!(
+                "\"{}\" ({})",
+                kiln_model::text::clean_cut(why, 120),
+                thousands(*k as f64)
+            )
+        })
+        .collect();
+    let more = if reasons.len() > 2 {
+        format!(", and {} more reasons", reasons.len() - 2)
+    } else {
+        String::new()
+    };
+    let held = summary["connected"]
+        .as_u64()
+        .map(|c| format!(", and the fleet held {}", thousands(c as f64)))
+        .unwrap_or_default();
+    let share = (n as f64 / asked).min(1.0);
+    let claim = format!(
+        "{} of the {} connections asked for failed{held}: the server refused them — {}{more}; a limit of the server's is the usual cause (its connection limit: mosquitto's max_connections, RabbitMQ's connection_max; its open files: ulimit -n), and the figures are the smaller fleet's",
+        thousands(n as f64),
+        thousands(asked),
+        said.join("; "),
+    );
+    vec![Finding::new("refused", Class::Errors, 0.5 + 0.45 * share, claim)
+        .evidence(f.ev(
+            "connection attempts failed or refused",
+            format!("{} of {}", thousands(n as f64), thousands(asked)),
+            "the load's own counts, by reason (the whole load)",
+        ))
+        .explains(share * 100.0, "of the connections asked for")
+        .check(format!(
+            "the server's log (mosquitto: max_connections); ls /proc/{0}/fd | wc -l; grep 'open files' /proc/{0}/limits",
+            f.pid()
+        ))]
+}
+
 /// Each request came on a new connection: the load keeps its connections open (HTTP
 /// keep-alive) unless told otherwise, so connections it opened at the pace of its answers
 /// were closed by the server (`Connection: close`, or a close after each response). Every

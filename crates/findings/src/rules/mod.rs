@@ -27,6 +27,7 @@
 //! | [`load::client`] | the load generator's CPU against the server's states | the client as the limit |
 //! | [`load::held_back`] | the load's flow-control flag and events | publishers blocked by the broker's resource alarm |
 //! | [`load::errors`] | the load's own counts | failed operations |
+//! | [`load::refused`] | the fleet's failed connection attempts, by reason | connections the server refused |
 //! | [`load::connections`] | the load's connections opened against its answers | a new connection per request (keep-alive off at the server) |
 //! | [`sweep::knee`] | Little's law across steps, then every rule on the step | where a sweep broke, and why |
 use crate::{Evidence, Facts, Finding, Findings, MIN_SCORE};
@@ -66,6 +67,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("client", load::client),
     ("held-back", load::held_back),
     ("errors", load::errors),
+    ("refused", load::refused),
     ("connections", load::connections),
     ("growth", runtime::growth),
 ];

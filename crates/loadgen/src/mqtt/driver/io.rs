@@ -255,6 +255,10 @@ impl Loop<'_> {
     /// Why the broker's closing connection `i` matters, by where it was.
     pub(super) fn closed_reason(&self, i: usize) -> String {
         match self.conns[i].state {
+            // It accepted others in this protocol: a limit of its, not the protocol.
+            ConnState::Handshake if self.load_started => {
+                "the broker closed the connection without a CONNACK, having accepted others (a limit of the broker's: its connection limit, its open files?)".into()
+            }
             ConnState::Handshake => format!(
                 "the broker closed the connection without a CONNACK (not an MQTT broker, or one refusing this protocol version? {})",
                 self.opts.version.hint()
