@@ -1987,3 +1987,87 @@ fn a_broker_that_refuses_part_of_a_fleet_is_said_to() {
     );
     assert!(!text.contains("still connecting"), "{text}");
 }
+
+/// A server allowed 40 open files (`prlimit --nofile`) under 64 connections: accept()
+/// fails at the limit, and kiln says the limit first. The kernel's account: the target's
+/// `/proc/PID/fd` and `/proc/PID/limits`, read while kiln measures.
+#[test]
+fn a_server_at_its_open_files_limit_is_said_to_be() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new("prlimit");
+    server.args(["--nofile=40:40", "python3", "-c"]).arg(
+        "import http.server as h\n\
+         class H(h.BaseHTTPRequestHandler):\n\
+         \x20   protocol_version = 'HTTP/1.1'\n\
+         \x20   def do_GET(self):\n\
+         \x20       self.send_response(200)\n\
+         \x20       self.send_header('Content-Length', '2')\n\
+         \x20       self.end_headers()\n\
+         \x20       self.wfile.write(b'ok')\n\
+         \x20   def log_message(self, *a):\n\
+         \x20       pass\n\
+         s = h.ThreadingHTTPServer(('127.0.0.1', 0), H)\n\
+         print('ready', s.server_address[1], flush=True)\n\
+         s.serve_forever()",
+    );
+    let p = Planted::serve(server);
+    let mut child = kiln_testkit::kiln_process()
+        .env("KILN_STORE", dir.path().join("r.db"))
+        .args([
+            "run", "--name", "fds", "-e", "cpu", "-d", "3", "--warmup", "1",
+        ])
+        .args(["--no-report", "-p", &p.pid().to_string()])
+        .args(["load", "http", "-d", "60s", "-c", "64"])
+        .arg(format!("http://127.0.0.1:{}/", p.port))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = Lines::follow(child.stderr.take().unwrap());
+    stderr
+        .wait_for(Duration::from_secs(120), |l| l.starts_with("measuring"))
+        .expect("kiln measures");
+    // The most files it held while kiln measured, read every 50 ms.
+    let mut open = 0;
+    while stderr
+        .wait_for(Duration::from_millis(50), |l| l.starts_with("finishing"))
+        .is_none()
+        && child.try_wait().unwrap().is_none()
+    {
+        let now = std::fs::read_dir(format!("/proc/{}/fd", p.pid())).map_or(0, |d| d.count());
+        open = open.max(now);
+    }
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", p.pid())).unwrap();
+    let text = Lines::follow(child.stdout.take().unwrap()).all();
+    let err = stderr.all();
+    assert!(child.wait().unwrap().success(), "{text}\n{err}");
+    println!("{text}\nthe kernel: {open} files open; {limits}");
+    assert!(limits
+        .lines()
+        .any(|l| l.starts_with("Max open files") && l.contains(" 40 ")));
+    assert!(
+        open >= 38,
+        "the server was not at its limit here: {open} open"
+    );
+    let show = kiln()
+        .env("KILN_STORE", dir.path().join("r.db"))
+        .args(["runs", "show", "fds", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let found = findings(&v);
+    let first = &found[0];
+    assert_eq!(first.0, "open-files-limit", "{text}");
+    let said: usize = first
+        .1
+        .split(" files open, the limit 40")
+        .next()
+        .and_then(|s| s.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count said:\n{text}"));
+    assert!(
+        said.abs_diff(open) <= 2,
+        "kiln: {said} open; the kernel: {open}\n{text}"
+    );
+}

@@ -71,6 +71,8 @@ pub enum Class {
     QueueGrowing,
     /// Connections waited in the server's accept queue.
     AcceptBacklog,
+    /// The server held as many files open as it may (`ulimit -n`): accepts fail.
+    OpenFilesLimit,
     /// Each operation paid for a new connection: the server closed them after each answer.
     ConnectionChurn,
     /// Threads waited for programs they started (child processes) to finish.
@@ -107,6 +109,7 @@ impl Class {
             Class::MemoryChurn => "Memory churn",
             Class::QueueGrowing => "Queue growing",
             Class::AcceptBacklog => "Accept backlog",
+            Class::OpenFilesLimit => "At its open-files limit",
             Class::ConnectionChurn => "A new connection per request",
             Class::ChildProcesses => "Waiting for child processes",
             Class::BlockedOther => "Blocked in the kernel",
@@ -133,6 +136,7 @@ impl Class {
             Class::MemoryChurn => "memory-churn",
             Class::QueueGrowing => "queue-growing",
             Class::AcceptBacklog => "accept-backlog",
+            Class::OpenFilesLimit => "open-files-limit",
             Class::ConnectionChurn => "connection-churn",
             Class::ChildProcesses => "child-processes",
             Class::BlockedOther => "blocked-other",

@@ -88,7 +88,21 @@ pub fn target_info(pids: &[u32]) -> TargetInfo {
             .ok()
             .and_then(|b| kiln_os::proc::status_value(&b, "Cpus_allowed_list").map(cpu_list_len)),
         env: runtime_env(first),
+        open_files_limit: open_files_limit(first),
     }
+}
+
+/// The soft limit of `pid`'s open files (`Max open files` of `/proc/PID/limits`); `None`
+/// when unlimited or unread.
+fn open_files_limit(pid: u32) -> Option<u64> {
+    let b = kiln_os::proc::read(format!("/proc/{pid}/limits")).ok()?;
+    String::from_utf8_lossy(&b)
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// How many CPUs a list such as `0-3,6` names (a `Cpus_allowed_list`).

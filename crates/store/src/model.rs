@@ -43,6 +43,10 @@ pub struct TargetInfo {
     /// `JAVA_TOOL_OPTIONS=…`): only the variables of [`RUNTIME_ENV`], never the rest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// How many files it may hold open (the soft `Max open files` of `/proc/PID/limits`,
+    /// `ulimit -n`); absent when unlimited or unread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files_limit: Option<u64>,
 }
 
 /// The environment variables kiln keeps of a target: the runtimes' own settings of

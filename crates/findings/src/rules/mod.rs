@@ -27,6 +27,7 @@
 //! | [`load::client`] | the load generator's CPU against the server's states | the client as the limit |
 //! | [`load::held_back`] | the load's flow-control flag and events | publishers blocked by the broker's resource alarm |
 //! | [`load::errors`] | the load's own counts | failed operations |
+//! | [`queues::open_files`] | the open files against the target's limit | a server at its open-files limit (`ulimit -n`) |
 //! | [`load::refused`] | the fleet's failed connection attempts, by reason | connections the server refused |
 //! | [`load::connections`] | the load's connections opened against its answers | a new connection per request (keep-alive off at the server) |
 //! | [`sweep::knee`] | Little's law across steps, then every rule on the step | where a sweep broke, and why |
@@ -54,6 +55,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("monitors", waiting::monitors),
     ("queue", queues::queue),
     ("accept", queues::accept),
+    ("open-files", queues::open_files),
     ("pool", queues::pool),
     ("event-loop", queues::event_loop),
     ("loop-stalls", queues::loop_stalls),

@@ -155,6 +155,66 @@ fn latency_share(f: &Facts, wait: Option<f64>) -> Option<f64> {
     (l.mean_us > 0.0).then(|| (w * 1e6 / l.mean_us).min(1.0))
 }
 
+/// The server held as many files open as it may (`ulimit -n`, RLIMIT_NOFILE): each
+/// connection is one, so at the limit `accept()` fails (EMFILE) and new connections wait
+/// in the listen queue, are dropped from it, or are reset — and a server that polls its
+/// listener may spin on it, readable and never accepted.
+///
+/// False when: the limit is unknown or unlimited; the open files stayed under 95% of it.
+pub fn open_files(f: &Facts) -> Vec<Finding> {
+    let Some(limit) = f.meta.target.open_files_limit.filter(|l| *l > 0) else {
+        return Vec::new();
+    };
+    let open = f.values(col::TARGET, col::OPEN_FILES);
+    let Some(most) = open.iter().map(|v| v.0).reduce(f64::max) else {
+        return Vec::new();
+    };
+    let at = open
+        .iter()
+        .filter(|v| v.0 >= 0.95 * limit as f64)
+        .map(|v| v.1)
+        .sum::<f64>();
+    let secs: f64 = open.iter().map(|v| v.1).sum();
+    if most < 0.95 * limit as f64 || secs <= 0.0 {
+        return Vec::new();
+    }
+    let share = at / secs;
+    let queued = f.mean(col::TARGET, col::ACCEPT_QUEUE).unwrap_or(0.0);
+    let mut claim = format!(
+        "the server was at its open-files limit {2} of the window ({0} files open, the limit {1}: ulimit -n): each connection is one, so at the limit accept() fails (EMFILE) and new connections wait or are refused",
+        thousands(most),
+        thousands(limit as f64),
+        super::pct(share)
+    );
+    if queued >= 1.0 {
+        claim.push_str(&format!(
+            "; {queued:.1} connections waited in its listen queue on average"
+        ));
+    }
+    claim.push_str(" — raise the limit (LimitNOFILE= in its systemd unit, ulimit -n where it starts) or hold fewer files");
+    let mut e = f.ev(
+        "open files, the most",
+        format!(
+            "{} of a limit of {}",
+            thousands(most),
+            thousands(limit as f64)
+        ),
+        "/proc/PID/fd and /proc/PID/limits (Max open files)",
+    );
+    e.series = Some(format!("{}/{}", col::TARGET, col::OPEN_FILES));
+    vec![Finding::new(
+        "open-files",
+        Class::OpenFilesLimit,
+        0.6 + 0.35 * share,
+        claim,
+    )
+    .evidence(e)
+    .check(format!(
+        "ls /proc/{0}/fd | wc -l; grep 'open files' /proc/{0}/limits",
+        f.pid()
+    ))]
+}
+
 /// Connections waited in the server's accept queue (its listening sockets' Recv-Q, as `ss
 /// -lnt` shows it), or were dropped from a full one (`ListenOverflows`): the server takes
 /// new connections slower than they come, and each waits before anything is done for it.
