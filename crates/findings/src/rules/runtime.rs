@@ -76,7 +76,9 @@ pub fn gc(f: &Facts) -> Vec<Finding> {
 /// above malloc's mmap threshold (128 KiB) is mapped and unmapped at each use, and every
 /// page of it is faulted in and zeroed again.
 ///
-/// False when: those paths are a small share of the CPU.
+/// False when: those paths are a small share of the CPU; each operation came on a new
+/// connection and faulted in a few pages (64 at most: a connection's thread and buffers,
+/// which the connections' rule counts).
 pub fn churn(f: &Facts) -> Vec<Finding> {
     let Some(p) = f.cpu_profile() else {
         return Vec::new();
@@ -98,6 +100,12 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
     // profile shows is mapping calls that touch nothing (a spawn's stack) or a child's
     // faults before its exec, not memory taken again.
     if minor.is_some_and(|m| m / f.secs.max(1e-9) < 100.0) {
+        return Vec::new();
+    }
+    // A connection per operation, each with its thread's stack and buffers mapped and
+    // faulted in (a few pages), is the connections' cost: their rule says it, with the
+    // kernel's share of accepting, closing, cloning and mapping.
+    if per_op.is_some_and(|x| x <= 64.0) && !super::load::connections(f).is_empty() {
         return Vec::new();
     }
     // Memory that grows is faulted in once: that is growth, not churn.
