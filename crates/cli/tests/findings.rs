@@ -120,6 +120,32 @@ fn run(
     run_with(store, name, p, connections, &[])
 }
 
+/// The run `name` of `store` as `kiln runs show --json` has it.
+fn shown(store: &Path, name: &str) -> serde_json::Value {
+    let show = kiln()
+        .env("KILN_STORE", store)
+        .args(["runs", "show", name, "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&show.stdout).expect("runs show --json")
+}
+
+/// `kiln run` into `store` on process `pid` for `secs` seconds after a second's warm-up,
+/// CPU profile only, with `load` (`http …`, `amqp …`), started with its output piped.
+fn start_run(store: &Path, name: &str, pid: &str, secs: &str, load: &[&str]) -> Child {
+    kiln_testkit::kiln_process()
+        .env("KILN_STORE", store)
+        .args([
+            "run", "--name", name, "-e", "cpu", "-d", secs, "--warmup", "1",
+        ])
+        .args(["--no-report", "-p", pid, "load"])
+        .args(load)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// [`run`], with more options for the load (`-R 2000`: a fixed rate).
 fn run_with(
     store: &Path,
@@ -196,12 +222,7 @@ fn run_with(
     assert!(status.success(), "kiln run failed:\n{text}\n{err}");
     let kernel =
         kernel.unwrap_or_else(|| panic!("kiln never said it measured and finished:\n{err}"));
-    let show = kiln()
-        .env("KILN_STORE", store)
-        .args(["runs", "show", name, "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let v = shown(store, name);
     (text, v, kernel)
 }
 
@@ -1807,14 +1828,10 @@ fn a_broker_that_blocks_its_publishers_holds_the_load_back() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("r.db");
     let pid = b.beam_pid().expect("the node's pid").to_string();
-    let out = kiln_testkit::kiln_process()
-        .env("KILN_STORE", &store)
-        .args([
-            "run", "--name", "alarm", "-e", "cpu", "-d", "3", "--warmup", "1",
-        ])
-        .args(["--no-report", "-p", &pid, "load", "amqp", "-h", &b.uri()])
-        .args(["-x", "2", "-y", "1", "-z", "60"])
-        .output()
+    let uri = b.uri();
+    let load = ["amqp", "-h", &uri, "-x", "2", "-y", "1", "-z", "60"];
+    let out = start_run(&store, "alarm", &pid, "3", &load)
+        .wait_with_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
@@ -1825,12 +1842,7 @@ fn a_broker_that_blocks_its_publishers_holds_the_load_back() {
     let alarms = b.ctl(&["eval", "rabbit_alarm:get_alarms()."]).unwrap();
     let alarms = String::from_utf8_lossy(&alarms.stdout).into_owned();
     println!("{text}\nthe broker's alarms: {alarms}");
-    let show = kiln()
-        .env("KILN_STORE", &store)
-        .args(["runs", "show", "alarm", "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let v = shown(&store, "alarm");
     let found = findings(&v);
     assert!(alarms.contains("memory"), "the node's alarm: {alarms}");
     let first = &found[0];
@@ -1864,25 +1876,20 @@ fn a_load_answered_not_found_is_said_to_measure_the_refusal() {
         )
         .stderr(std::fs::File::create(&log).unwrap());
     let p = Planted::serve(python);
-    let mut child = kiln_testkit::kiln_process()
-        .env("KILN_STORE", dir.path().join("r.db"))
-        .args([
-            "run", "--name", "missing", "-e", "cpu", "-d", "2", "--warmup", "1",
-        ])
-        .args(["--no-report", "-p", &p.pid().to_string()])
-        .args(["load", "http", "-d", "60s", "-c", "4"])
-        .arg(format!("http://127.0.0.1:{}/no-such-page", p.port))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let text = Lines::follow(child.stdout.take().unwrap()).all();
-    assert!(child.wait().unwrap().success(), "{text}");
-    let show = kiln()
-        .env("KILN_STORE", dir.path().join("r.db"))
-        .args(["runs", "show", "missing", "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let url = format!("http://127.0.0.1:{}/no-such-page", p.port);
+    let load = ["http", "-d", "60s", "-c", "4", &url];
+    let out = start_run(
+        &dir.path().join("r.db"),
+        "missing",
+        &p.pid().to_string(),
+        "2",
+        &load,
+    )
+    .wait_with_output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    let v = shown(&dir.path().join("r.db"), "missing");
     let served = std::fs::read_to_string(&log).unwrap();
     let statuses: Vec<&str> = served
         .lines()
@@ -1926,26 +1933,21 @@ fn a_broker_that_refuses_part_of_a_fleet_is_said_to() {
     let store = dir.path().join("r.db");
     let pid = b.pid().expect("the broker's pid").to_string();
     let port = b.port().to_string();
-    let mut child = kiln_testkit::kiln_process()
-        .env("KILN_STORE", &store)
-        .args([
-            "run", "--name", "fleet", "-e", "cpu", "-d", "2", "--warmup", "1",
-        ])
-        .args([
-            "--no-report",
-            "-p",
-            &pid,
-            "load",
-            "mqtt",
-            "conn",
-            "-h",
-            "127.0.0.1",
-        ])
-        .args(["-p", &port, "-c", "80", "-i", "5", "-z", "60"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let load = [
+        "mqtt",
+        "conn",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-c",
+        "80",
+        "-i",
+        "5",
+        "-z",
+        "60",
+    ];
+    let mut child = start_run(&store, "fleet", &pid, "2", &load);
     let mut stderr = Lines::follow(child.stderr.take().unwrap());
     // The broker's connections while kiln measures (its own count: the sockets the
     // kernel holds established on its port).
@@ -1965,12 +1967,7 @@ fn a_broker_that_refuses_part_of_a_fleet_is_said_to() {
     let err = stderr.all();
     assert!(child.wait().unwrap().success(), "{text}\n{err}");
     println!("{text}\n{err}\nthe broker's port: {established} connections established");
-    let show = kiln()
-        .env("KILN_STORE", &store)
-        .args(["runs", "show", "fleet", "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let v = shown(&store, "fleet");
     let found = findings(&v);
     // (40 or 41: the broker counts its limit its own way; kiln's count is held to the
     // kernel's.)
@@ -2012,18 +2009,15 @@ fn a_server_at_its_open_files_limit_is_said_to_be() {
          s.serve_forever()",
     );
     let p = Planted::serve(server);
-    let mut child = kiln_testkit::kiln_process()
-        .env("KILN_STORE", dir.path().join("r.db"))
-        .args([
-            "run", "--name", "fds", "-e", "cpu", "-d", "3", "--warmup", "1",
-        ])
-        .args(["--no-report", "-p", &p.pid().to_string()])
-        .args(["load", "http", "-d", "60s", "-c", "64"])
-        .arg(format!("http://127.0.0.1:{}/", p.port))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let url = format!("http://127.0.0.1:{}/", p.port);
+    let load = ["http", "-d", "60s", "-c", "64", &url];
+    let mut child = start_run(
+        &dir.path().join("r.db"),
+        "fds",
+        &p.pid().to_string(),
+        "3",
+        &load,
+    );
     let mut stderr = Lines::follow(child.stderr.take().unwrap());
     stderr
         .wait_for(Duration::from_secs(120), |l| l.starts_with("measuring"))
@@ -2050,12 +2044,7 @@ fn a_server_at_its_open_files_limit_is_said_to_be() {
         open >= 38,
         "the server was not at its limit here: {open} open"
     );
-    let show = kiln()
-        .env("KILN_STORE", dir.path().join("r.db"))
-        .args(["runs", "show", "fds", "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&show.stdout).expect("runs show --json");
+    let v = shown(&dir.path().join("r.db"), "fds");
     let found = findings(&v);
     let first = &found[0];
     assert_eq!(first.0, "open-files-limit", "{text}");
