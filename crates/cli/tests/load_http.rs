@@ -234,8 +234,10 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
             "sweep",
             "-p",
             &worker.to_string(),
+            // Longer than the sweep (two steps of 1 s): the run ends with the load, and a
+            // recorder that starts late on a busy machine still sees both steps.
             "-d",
-            "1.5",
+            "5",
         ])
         .arg("--store")
         .arg(&store)

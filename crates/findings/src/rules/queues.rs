@@ -180,6 +180,7 @@ pub fn open_files(f: &Facts) -> Vec<Finding> {
     }
     let share = at / secs;
     let queued = f.mean(col::TARGET, col::ACCEPT_QUEUE).unwrap_or(0.0);
+    let dropped = count_of(&f.values(col::TARGET, col::LISTEN_OVERFLOWS)).unwrap_or(0.0);
     let mut claim = format!(
         "the server was at its open-files limit {2} of the window ({0} files open, the limit {1}: ulimit -n): each connection is one, so at the limit accept() fails (EMFILE) and new connections wait or are refused",
         thousands(most),
@@ -202,17 +203,20 @@ pub fn open_files(f: &Facts) -> Vec<Finding> {
         "/proc/PID/fd and /proc/PID/limits (Max open files)",
     );
     e.series = Some(format!("{}/{}", col::TARGET, col::OPEN_FILES));
-    vec![Finding::new(
-        "open-files",
-        Class::OpenFilesLimit,
-        0.6 + 0.35 * share,
-        claim,
-    )
-    .evidence(e)
-    .check(format!(
-        "ls /proc/{0}/fd | wc -l; grep 'open files' /proc/{0}/limits",
-        f.pid()
-    ))]
+    // The cause of the accept queue it fills (whose own finding is at most 0.97).
+    let score = if share >= 0.5 && (queued >= 1.0 || dropped >= 1.0) {
+        0.98
+    } else {
+        0.6 + 0.35 * share
+    };
+    vec![
+        Finding::new("open-files", Class::OpenFilesLimit, score, claim)
+            .evidence(e)
+            .check(format!(
+                "ls /proc/{0}/fd | wc -l; grep 'open files' /proc/{0}/limits",
+                f.pid()
+            )),
+    ]
 }
 
 /// Connections waited in the server's accept queue (its listening sockets' Recv-Q, as `ss
