@@ -344,6 +344,13 @@ impl Bpftrace {
 
     /// Starts `script`, which prints "tracing" once it traces and "total" as it ends.
     fn start(script: &str, secs: u32, what: &str) -> Option<Bpftrace> {
+        // bpftrace finds tracepoints in tracefs and does not mount it (kiln does, as perf
+        // does): on a machine just started, before any recording, it is not there yet.
+        if !std::path::Path::new("/sys/kernel/tracing/events").exists() {
+            let _ = Command::new("mount")
+                .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+                .status();
+        }
         let mut said = String::new();
         for _ in 0..4 {
             let err = tempfile::tempfile().ok()?;

@@ -758,9 +758,9 @@ fn long_runs(
     }
     // The median time between starts (one the samples missed doubles one gap, not all):
     // twice their length at least — runs now and then, not one burst of them.
-    let mut gaps: Vec<u64> = mine.windows(2).map(|w| w[1].start - w[0].start).collect();
-    gaps.sort_unstable();
-    if gaps[gaps.len() / 2] < 2 * typical {
+    let gaps: Vec<u64> = mine.windows(2).map(|w| w[1].start - w[0].start).collect();
+    let apart = period(&gaps);
+    if apart < 2 * typical {
         return None;
     }
     let mut by_thread: Vec<(u32, usize)> = Vec::new();
@@ -791,9 +791,34 @@ fn long_runs(
         name: name.to_string(),
         count,
         typical_ns: typical,
-        apart_ns: gaps[gaps.len() / 2],
+        apart_ns: apart,
         tail: (1.0 - lat.p50_us / lat.max_us).clamp(0.0, 1.0),
     })
+}
+
+/// The time between the starts of runs that come at a steady pace, from the gaps between
+/// those seen (one at least): their median, or, when every gap is a whole number of the
+/// shortest (within an eighth of it), the median of the gaps each divided by that number:
+/// a run the samples missed (broken by a pause of the profile, a CPU it waited for) makes
+/// one gap two, and half of them missed would double the median.
+fn period(gaps: &[u64]) -> u64 {
+    let mut g = gaps.to_vec();
+    g.sort_unstable();
+    let least = g[0].max(1);
+    let steps: Option<Vec<u64>> = g
+        .iter()
+        .map(|&x| {
+            let k = (x as f64 / least as f64).round().max(1.0);
+            ((x as f64 - k * least as f64).abs() <= least as f64 / 8.0).then(|| x / k as u64)
+        })
+        .collect();
+    match steps {
+        Some(mut s) if g[g.len() - 1] > least + least / 2 => {
+            s.sort_unstable();
+            s[s.len() / 2]
+        }
+        _ => g[g.len() / 2],
+    }
 }
 
 impl LoopRuns {
@@ -1002,5 +1027,17 @@ mod tests {
     #[test]
     fn counts_read_with_separators() {
         assert_eq!(super::thousands(22049.4), "22,049");
+    }
+
+    #[test]
+    fn runs_at_a_steady_pace_are_that_pace_apart_when_some_were_missed() {
+        use super::period;
+        // Every other run missed: the pace, not the median gap (993).
+        assert_eq!(period(&[500, 993, 1002]), 500);
+        assert_eq!(period(&[499, 501, 500, 1000]), 500);
+        // No run missed, or gaps of no common pace: their median.
+        assert_eq!(period(&[480, 500, 520]), 500);
+        assert_eq!(period(&[300, 700, 1000]), 700);
+        assert_eq!(period(&[1000]), 1000);
     }
 }
