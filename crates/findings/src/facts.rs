@@ -102,6 +102,9 @@ pub struct Facts<'a> {
     /// The serving threads' long runs of one function, found once
     /// ([`crate::rules::queues::slow_runs`]).
     pub(crate) slow_runs: std::cell::OnceCell<Option<crate::rules::queues::LoopRuns>>,
+    /// Whether the operations waited in a backlog the broker held, found once
+    /// ([`crate::rules::queues::held_in_broker`]).
+    pub(crate) held_in_broker: std::cell::OnceCell<bool>,
 }
 
 impl<'a> Facts<'a> {
@@ -136,6 +139,7 @@ impl<'a> Facts<'a> {
             ran,
             loop_runs: Default::default(),
             slow_runs: Default::default(),
+            held_in_broker: Default::default(),
         }
     }
 

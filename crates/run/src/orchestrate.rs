@@ -270,7 +270,7 @@ impl Pass<'_> {
             let failed = total(&self.ticks, kiln_store::columns::FAILED).round() as u64;
             let why = if failed > 0 {
                 format!(
-                    "{} connection attempts failed (the load's events say why): the broker refused them",
+                    "{} connection attempts failed (the load's events say why: refused, or not answered in time)",
                     kiln_model::thousands(failed)
                 )
             } else {

@@ -292,11 +292,27 @@ pub fn refused(f: &Facts) -> Vec<Finding> {
         .map(|c| format!(", and the fleet held {}", thousands(c as f64)))
         .unwrap_or_default();
     let share = (n as f64 / asked).min(1.0);
+    // What most of them were: refused (closed, reset, a refusal's code), or never answered
+    // (the server too busy to accept them, its listen backlog full): each has its causes.
+    let of_kind = |kind: Failure| -> u64 {
+        reasons
+            .iter()
+            .filter(|r| failure_kind(r.0) == kind)
+            .map(|r| r.1)
+            .sum()
+    };
+    let how = if of_kind(Failure::Refused) * 2 > n {
+        "the server refused them — {}; a limit of the server's is the usual cause (its connection limit: mosquitto's max_connections, RabbitMQ's connection_max; its open files: ulimit -n)"
+    } else if of_kind(Failure::Unanswered) * 2 > n {
+        "the server did not answer them in time — {}; a server too busy to accept connections, or its listen backlog full (ss -ltn: Recv-Q at Send-Q), is the usual cause"
+    } else {
+        "{}"
+    };
     let claim = format!(
-        "{} of the {} connections asked for failed{held}: the server refused them — {}{more}; a limit of the server's is the usual cause (its connection limit: mosquitto's max_connections, RabbitMQ's connection_max; its open files: ulimit -n), and the figures are the smaller fleet's",
+        "{} of the {} connections asked for failed{held}: {}{more}, and the figures are the smaller fleet's",
         thousands(n as f64),
         thousands(asked),
-        said.join("; "),
+        how.replace("{}", &said.join("; ")),
     );
     vec![Finding::new("refused", Class::Errors, 0.5 + 0.45 * share, claim)
         .evidence(f.ev(
@@ -309,6 +325,42 @@ pub fn refused(f: &Facts) -> Vec<Finding> {
             "the server's log (mosquitto: max_connections); ls /proc/{0}/fd | wc -l; grep 'open files' /proc/{0}/limits",
             f.pid()
         ))]
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Failure {
+    Refused,
+    Unanswered,
+    Other,
+}
+
+/// What a load's reason for a failed connection says happened (its words, any case).
+fn failure_kind(why: &str) -> Failure {
+    let w = why.to_ascii_lowercase();
+    let any = |words: &[&str]| words.iter().any(|x| w.contains(x));
+    if any(&[
+        "timed out",
+        "timeout",
+        "did not come",
+        "no answer",
+        "not answered",
+    ]) {
+        Failure::Unanswered
+    } else if any(&[
+        "refused",
+        "reset",
+        "closed",
+        "not authorized",
+        "unavailable",
+        "rejected",
+        "too many",
+        "banned",
+        "quota",
+    ]) {
+        Failure::Refused
+    } else {
+        Failure::Other
+    }
 }
 
 /// Each request came on a new connection: the load keeps its connections open (HTTP
@@ -395,4 +447,29 @@ pub fn connections(f: &Facts) -> Vec<Finding> {
 
 fn thousands(v: f64) -> String {
     super::queues::thousands(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{failure_kind, Failure};
+
+    #[test]
+    fn a_failed_connection_is_refused_or_unanswered_by_its_reason() {
+        for (why, kind) in [
+            (
+                "connect: Connection refused (os error 111)",
+                Failure::Refused,
+            ),
+            ("closed by the broker before its CONNACK", Failure::Refused),
+            (
+                "the broker refused the connection: Server unavailable",
+                Failure::Refused,
+            ),
+            ("connect: connection timed out", Failure::Unanswered),
+            ("CONNACK did not come within 10 s", Failure::Unanswered),
+            ("epoll: Bad file descriptor", Failure::Other),
+        ] {
+            assert_eq!(failure_kind(why), kind, "{why}");
+        }
+    }
 }

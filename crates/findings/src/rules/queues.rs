@@ -140,12 +140,14 @@ pub(crate) fn backlog_at_end(f: &Facts) -> Option<f64> {
 /// Whether the operations waited in a backlog the broker held: a queue that grew, the
 /// publishers blocked by its flow control, or messages sent and not yet received at the
 /// window's end (built before the window, drained in it) — time inside the broker, which
-/// no thread's state shows.
+/// no thread's state shows (found once).
 pub(crate) fn held_in_broker(f: &Facts) -> bool {
-    let drain = f.outcome.throughput.unwrap_or(0.0);
-    !queue(f).is_empty()
-        || !super::load::held_back(f).is_empty()
-        || backlog_at_end(f).is_some_and(|b| b >= GREW.max(drain))
+    *f.held_in_broker.get_or_init(|| {
+        let drain = f.outcome.throughput.unwrap_or(0.0);
+        !queue(f).is_empty()
+            || !super::load::held_back(f).is_empty()
+            || backlog_at_end(f).is_some_and(|b| b >= GREW.max(drain))
+    })
 }
 
 /// The share of the mean latency a wait of `wait` seconds is.
