@@ -96,11 +96,21 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     if green_threads(f) && !serialised(f).is_empty() {
         return Vec::new();
     }
+    // A runtime held to one CPU by its own setting (GOMAXPROCS=1, +S 1) runs its code on
+    // one thread at a time, moved between threads as they block: the setting is the
+    // limit (the CPU-bound rule says it), not a thread (each second's busiest is another).
+    let (limit, cap) = f.cpu_limit();
+    if green_threads(f)
+        && limit < 1.5
+        && cap.is_some_and(|c| c.set_by_program())
+        && !cpu_bound(f).is_empty()
+    {
+        return Vec::new();
+    }
     let busiest = g.busiest.unwrap_or(0.0);
     let never_idle = g.busiest_busy.unwrap_or(busiest).max(busiest);
     // The rest of the server: if it too ran CPUs flat out, the server is CPU-bound.
     let rest = target - busiest;
-    let (limit, _) = f.cpu_limit();
     if rest >= 0.5 * (limit - 1.0).max(0.5) || target >= 0.9 * limit {
         return Vec::new();
     }
@@ -558,8 +568,12 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
     let target = target * (1.0 - in_sync);
     let share = target / limit;
     // A cap below the machine (a quota, an affinity, the runtime's own setting) is full
-    // when the server reaches it, whatever the other CPUs do.
-    let full = share >= 0.8 || (cap.is_none() && busy >= 0.9 && share >= 0.45);
+    // when the server reaches it, whatever the other CPUs do — or would have, but for the
+    // time its threads waited for a CPU others held (a busy machine): ready for the cap.
+    let waited = f.cpus.runnable.filter(|_| cap.is_some()).unwrap_or(0.0);
+    let ready = (target + waited) / limit;
+    let starved = (0.5..0.8).contains(&share) && ready >= 0.9;
+    let full = share >= 0.8 || starved || (cap.is_none() && busy >= 0.9 && share >= 0.45);
     if !full {
         return Vec::new();
     }
@@ -573,6 +587,13 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
         cpus(target),
         cpus(limit)
     );
+    if starved {
+        claim.push_str(&format!(
+            " and waited for a CPU {} more (ready for {}: others held the machine's CPUs meanwhile)",
+            cpus(waited),
+            cpus(target + waited)
+        ));
+    }
     if let Some(why) = cap.map(|c| c.describe()) {
         claim.push_str(&format!(
             ", all it may use: {why} lets it run on {} of the machine's {} at once — it goes no faster with more clients, only with that setting raised",

@@ -1,0 +1,3 @@
+module quoteserver
+
+go 1.21
