@@ -1998,6 +1998,97 @@ fn a_broker_that_refuses_part_of_a_fleet_is_said_to() {
     assert!(!text.contains("still connecting"), "{text}");
 }
 
+/// A broker that keeps five messages for a subscriber (mosquitto's max_queued_messages,
+/// one in flight) under ten publishers at QoS 1 into one subscriber: it drops the rest,
+/// and kiln says the messages were lost, not that they queued. The broker's own account:
+/// its $SYS counts of the PUBLISH packets it received and sent over its life (this load's
+/// alone), the difference the ones it dropped.
+#[test]
+fn a_broker_that_drops_a_subscribers_messages_is_said_to_lose_them() {
+    let Ok(b) = kiln_testkit::Mosquitto::start_with(&kiln_testkit::MosquittoOptions {
+        extra_config: vec![
+            "max_queued_messages 5".into(),
+            "max_inflight_messages 1".into(),
+            "sys_interval 1".into(),
+        ],
+        ..Default::default()
+    }) else {
+        kiln_testkit::skip("mosquitto does not start here (Debian package mosquitto)");
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.db");
+    let pid = b.pid().expect("the broker's pid").to_string();
+    let port = b.port().to_string();
+    let load = [
+        "mqtt",
+        "pubsub",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-c",
+        "10",
+        "-I",
+        "1",
+        "-q",
+        "1",
+        "-t",
+        "prices/1",
+    ];
+    let mut child = start_run(&store, "drops", &pid, "3", &load);
+    let text = Lines::follow(child.stdout.take().unwrap()).all();
+    let err = Lines::follow(child.stderr.take().unwrap()).all();
+    assert!(child.wait().unwrap().success(), "{text}\n{err}");
+    // The broker's counts, published each second under $SYS: the last of each.
+    let sys = Command::new("mosquitto_sub")
+        .args([
+            "-p",
+            &port,
+            "-t",
+            "$SYS/broker/publish/messages/+",
+            "-v",
+            "-W",
+            "3",
+        ])
+        .output()
+        .expect("mosquitto_sub runs");
+    let sys = String::from_utf8_lossy(&sys.stdout).into_owned();
+    let last = |k: &str| {
+        sys.lines()
+            .filter_map(|l| l.strip_prefix(&format!("$SYS/broker/publish/messages/{k} ")))
+            .filter_map(|v| v.trim().parse::<f64>().ok())
+            .next_back()
+    };
+    let (Some(into), Some(out)) = (last("received"), last("sent")) else {
+        panic!("no $SYS counts:\n{sys}");
+    };
+    println!(
+        "{text}\nthe broker's $SYS: {into} PUBLISH received, {out} sent: {} dropped",
+        into - out
+    );
+    let v = shown(&store, "drops");
+    let found = findings(&v);
+    let first = &found[0];
+    assert_eq!(first.0, "messages-lost", "{text}");
+    assert!(!found.iter().any(|f| f.0 == "queue-growing"), "{text}");
+    // "40,227 of the 110,079 msgs published at QoS 1 never reached a subscriber"
+    let lost: f64 = first
+        .1
+        .split(' ')
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    let dropped = into - out;
+    assert!(
+        dropped > 0.0 && (lost - dropped).abs() <= 0.1 * dropped,
+        "kiln: {lost} lost; the broker: {dropped} dropped\n{text}"
+    );
+}
+
 /// A server allowed 40 open files (`prlimit --nofile`) under 64 connections: accept()
 /// fails at the limit, and kiln says the limit first. The kernel's account: the target's
 /// `/proc/PID/fd` and `/proc/PID/limits`, read while kiln measures.

@@ -89,6 +89,8 @@ pub enum Class {
     SleepInPath,
     /// Operations failed.
     Errors,
+    /// Messages sent were never delivered (a broker's queue limit dropped them).
+    MessagesLost,
     /// Memory grew through the run.
     MemoryGrowth,
     /// Where a sweep's outcome broke.
@@ -118,6 +120,7 @@ impl Class {
             Class::HeldBack => "Held back by the server",
             Class::SleepInPath => "Sleep in the request path",
             Class::Errors => "Errors",
+            Class::MessagesLost => "Messages lost",
             Class::MemoryGrowth => "Memory growth",
             Class::Knee => "Knee",
         }
@@ -145,6 +148,7 @@ impl Class {
             Class::HeldBack => "held-back",
             Class::SleepInPath => "sleep-in-path",
             Class::Errors => "errors",
+            Class::MessagesLost => "messages-lost",
             Class::MemoryGrowth => "memory-growth",
             Class::Knee => "knee",
         }

@@ -153,6 +153,80 @@ pub fn held_back(f: &Facts) -> Vec<Finding> {
     vec![x]
 }
 
+/// The load's delivery accounts (sent, received, lost per publisher: MQTT's pubsub), summed:
+/// `(sent, received, lost)` over the whole load, when it keeps them.
+pub(crate) fn delivery(f: &Facts) -> Option<(u64, u64, u64)> {
+    let rows = f.meta.load.report["summary"]["delivery"].as_array()?;
+    let sum = |k: &str| rows.iter().filter_map(|r| r[k].as_u64()).sum::<u64>();
+    Some((sum("sent"), sum("received"), sum("lost")))
+}
+
+/// The share of what the load sent that it counted lost (never received, the load over):
+/// 0 when it keeps no such account.
+pub(crate) fn lost_share(f: &Facts) -> f64 {
+    match delivery(f) {
+        Some((sent, _, lost)) if sent > 0 => (lost as f64 / sent as f64).min(1.0),
+        _ => 0.0,
+    }
+}
+
+/// Messages sent were never delivered: the load counted them lost (sent by a publisher
+/// that stayed connected, not received by its subscribers when the load had drained).
+/// A broker drops a subscriber's messages when the queue it keeps for it is full: the
+/// subscribers fell behind, or the broker's limit is below the publishers' burst.
+///
+/// False when: under 1% of what was sent was lost; the load keeps no delivery account.
+pub fn lost(f: &Facts) -> Vec<Finding> {
+    let Some((sent, received, lost)) = delivery(f) else {
+        return Vec::new();
+    };
+    let share = lost_share(f);
+    if lost == 0 || share < 0.01 {
+        return Vec::new();
+    }
+    let unit = &f.outcome.unit;
+    let qos = f.meta.load.report["summary"]["qos"]
+        .as_u64()
+        .map(|q| format!(" at QoS {q}"))
+        .unwrap_or_default();
+    let dropped: u64 = f.meta.load.report["summary"]["dropped"]
+        .as_object()
+        .map(|m| m.values().filter_map(|v| v.as_u64()).sum())
+        .unwrap_or(0);
+    let why = if dropped > 0 {
+        format!(
+            "{} of the load's connections were lost meanwhile, and what was on its way to them with them",
+            super::queues::thousands(dropped as f64)
+        )
+    } else {
+        "the broker dropped them: it drops a subscriber's messages when the queue it keeps for that subscriber is full (mosquitto: max_queued_messages, 1,000 by default, and max_inflight_messages; RabbitMQ: a queue's max-length with overflow drop-head; EMQX: max_mqueue_len) — the subscribers fell behind the publishers, or that limit is below their burst".to_string()
+    };
+    let claim = format!(
+        "{} of the {} {unit}s published{qos} never reached a subscriber ({}; {} received): {why}; the latency and rate are those of the {unit}s that got through",
+        super::queues::thousands(lost as f64),
+        super::queues::thousands(sent as f64),
+        pct(share),
+        super::queues::thousands(received as f64),
+    );
+    vec![
+        Finding::new("lost", Class::MessagesLost, 0.5 + 0.45 * share, claim)
+            .evidence(f.ev(
+                format!("{unit}s lost"),
+                format!(
+                    "{} of {}",
+                    super::queues::thousands(lost as f64),
+                    super::queues::thousands(sent as f64)
+                ),
+                "the load's own delivery accounts, per publisher (the whole load)",
+            ))
+            .explains(share * 100.0, format!("of the {unit}s sent"))
+            .check(format!(
+                "the broker's own counts: mosquitto_sub -p PORT -t '$SYS/broker/publish/messages/+' -t '$SYS/broker/load/publish/dropped/+' -v -W 12 (PUBLISH received less sent: the dropped, for one subscriber), or rabbitmqctl list_queues name messages; the broker's configuration (pid {}): its queue limits",
+                f.pid()
+            )),
+    ]
+}
+
 /// Operations failed: answered with a server error (HTTP 5xx) or refused as the client's
 /// (4xx: a URL the server does not serve, a rate limit's 429 — fast answers that measure
 /// the refusal, not the work), or failed outright (refused, reset, timed out; AMQP nacks

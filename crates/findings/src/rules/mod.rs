@@ -70,6 +70,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("held-back", load::held_back),
     ("errors", load::errors),
     ("refused", load::refused),
+    ("lost", load::lost),
     ("connections", load::connections),
     ("growth", runtime::growth),
 ];

@@ -37,7 +37,8 @@ pub fn queue(f: &Facts) -> Vec<Finding> {
     let sent = count_of(&f.values(col::LOAD, col::SENT));
     let done = count_of(&f.values(col::LOAD, &f.meta.load.completed));
     if let (Some(s), Some(d)) = (sent, done) {
-        let backlog = s - d;
+        // What the load counted lost (dropped by the broker) is not waiting anywhere.
+        let backlog = s - d - s * super::load::lost_share(f);
         if backlog >= threshold && backlog > 2.0 * queue_grew {
             let wait = (rate > 0.0).then(|| backlog / rate);
             let mut claim = format!(
@@ -134,7 +135,9 @@ pub(crate) fn backlog_at_end(f: &Facts) -> Option<f64> {
     };
     let t = f.table(col::LOAD);
     let count = |c: &str| count_of(&kiln_store::window::values(t, c, &w));
-    Some(count(col::SENT)? - count(&f.meta.load.completed)?)
+    let sent = count(col::SENT)?;
+    // (What the load counted lost, the broker dropped: it waits nowhere.)
+    Some(sent - count(&f.meta.load.completed)? - sent * super::load::lost_share(f))
 }
 
 /// Whether the operations waited in a backlog the broker held: a queue that grew, the
