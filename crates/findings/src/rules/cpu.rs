@@ -5,11 +5,30 @@ use crate::profile::{categories, in_group, kept_seconds, kept_share, top_named, 
 use crate::{Class, Facts, Finding};
 use kiln_store::columns as col;
 
-/// What a saturated thread is, in its runtime's words.
-fn thread_kind(f: &Facts, group: &str, threads: f64) -> String {
-    let main = group == f.meta.target.comm || group == "MainThread";
+/// What a saturated thread is, in its runtime's words; `hot` its kernel id when known (the
+/// process's first thread is its main one: Node's threads share its name).
+fn thread_kind(f: &Facts, group: &str, threads: f64, hot: Option<u32>) -> String {
+    let first = f.meta.target.pids.first().copied();
+    let main = match (hot, first) {
+        (Some(t), Some(p)) => t == p,
+        _ => group == f.meta.target.comm || group == "MainThread",
+    };
+    let env = |k: &str| {
+        f.meta
+            .target
+            .env
+            .iter()
+            .find_map(|v| v.strip_prefix(k)?.strip_prefix('='))
+    };
     match f.runtime() {
         Runtime::Node if main => "Node's event loop (the main thread)".into(),
+        Runtime::Node => format!(
+            "one of Node's other threads, not its event loop (a worker_threads Worker, or libuv's pool, which runs its crypto, zlib, fs and dns calls: {})",
+            match env("UV_THREADPOOL_SIZE") {
+                Some(n) => format!("UV_THREADPOOL_SIZE={n}"),
+                None => "4 threads unless UV_THREADPOOL_SIZE says otherwise".to_string(),
+            }
+        ),
         Runtime::Python if threads <= 1.5 => {
             format!("the Python interpreter's only thread ('{group}')")
         }
@@ -23,8 +42,9 @@ fn thread_kind(f: &Facts, group: &str, threads: f64) -> String {
 }
 
 /// The CPU of the busiest single thread of group `g` over the whole window, by the CPU
-/// profile's samples (1: a whole CPU); `None` without a timed CPU profile.
-fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<f64> {
+/// profile's samples (1: a whole CPU), and its kernel id when the profile has it; `None`
+/// without a timed CPU profile.
+fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<(f64, Option<u32>)> {
     let p = f.cpu_profile()?;
     let ns = p.event.ns_per_weight()?;
     let keep = in_group(p, Some(&g.name));
@@ -35,8 +55,11 @@ fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<f64> {
             *by.entry(t).or_default() += w as u128;
         }
     }
-    let top = by.values().copied().max()?;
-    Some(top as f64 * ns / 1e9 / f.secs.max(1e-9))
+    let (&t, &top) = by
+        .iter()
+        .max_by_key(|(t, w)| (**w, std::cmp::Reverse(t.0)))?;
+    let tid = p.threads.get(t).and_then(|x| x.tid);
+    Some((top as f64 * ns / 1e9 / f.secs.max(1e-9), tid))
 }
 
 /// Whether the runtime runs its own threads (goroutines, Erlang processes) on its
@@ -51,7 +74,7 @@ fn green_threads(f: &Facts) -> bool {
 /// while no thread is, and is the serialised rule's.
 fn one_hot_thread(f: &Facts, g: &crate::threads::Group) -> bool {
     g.has_saturated_thread()
-        && hottest_over_window(f, g).is_none_or(|h| h >= 0.7 * g.busiest.unwrap_or(0.0))
+        && hottest_over_window(f, g).is_none_or(|h| h.0 >= 0.7 * g.busiest.unwrap_or(0.0))
 }
 
 /// A clause for a finding about CPU: when most of `keep`'s CPU was in the kernel and one
@@ -126,7 +149,8 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     if others >= 1.0 {
         return Vec::new();
     }
-    let kind = thread_kind(f, &g.name, g.threads);
+    let hot = hottest_over_window(f, g).and_then(|h| h.1);
+    let kind = thread_kind(f, &g.name, g.threads, hot);
     let mut claim = format!(
         "{kind} ran {} of a CPU while the server used {} of {}: its work is serialised on that thread, and more clients or CPUs will not make it faster",
         pct(busiest),
