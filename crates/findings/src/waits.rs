@@ -31,6 +31,10 @@ pub struct Site {
     /// connections: in a request's path (a pool of resources, a hand-off to another
     /// thread), not a worker waiting for work.
     pub in_request_path: bool,
+    /// The labels its blocks were found under before the CPU profile named the Python
+    /// function above them ([`Waits::name_python_callers`]: `time_sleep under Python
+    /// code`), as [`program_blocks`] says them, besides its own label.
+    pub found_as: Vec<String>,
 }
 
 impl Site {
@@ -221,6 +225,7 @@ pub fn program_blocks(p: &Profile) -> (Vec<String>, Vec<Block>) {
                     weight: 0,
                     python_chain: Vec::new(),
                     in_request_path: false,
+                    found_as: Vec::new(),
                 }
                 .label();
                 let n = labels.len();
@@ -365,9 +370,13 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
     for (key, w, own) in futex_stacks {
         // A sleep is in the path unless its frames show it is not: a thread of the
         // program's own (a periodic refresher, a flusher) that never touches a connection.
-        // Without frames of the program's (an interpreter's C stack) or of connections, it
-        // counts.
-        let sleep_unknown = key.0 == WaitReason::Sleep && (own.is_empty() || io_frames.is_empty());
+        // Without frames of the program's or of connections, it counts — an interpreter's
+        // C stack too (CPython's): its frames are the interpreter's call machinery, the
+        // same under any Python code, and which of them a call goes through depends on how
+        // the interpreter specialised it (`time.sleep` called straight from the eval loop
+        // shares none with a socket's read).
+        let sleep_unknown = key.0 == WaitReason::Sleep
+            && (own.is_empty() || io_frames.is_empty() || key.1 == PYTHON_CODE);
         if sleep_unknown || own.iter().any(|f| io_frames.contains(f)) {
             *in_path.entry(key).or_default() += w;
         }
@@ -384,6 +393,7 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
             weight,
             python_chain: python_chain.clone(),
             in_request_path,
+            found_as: Vec::new(),
         };
         if in_request > 0 {
             sites.push(site(in_request, true));
@@ -524,6 +534,7 @@ impl Waits {
         for site in &mut self.sites {
             if site.at == UNSEEN_CALLER {
                 if let Some((caller, _)) = nearest.get(site.primitive.as_str()) {
+                    site.found_as = vec![site.label()];
                     site.at = caller.to_string();
                 }
                 continue;
@@ -538,6 +549,7 @@ impl Waits {
                 .iter()
                 .find_map(|c| best.get(c.as_str()).map(|b| (c, b)))
             {
+                site.found_as = vec![site.label()];
                 site.primitive = c.clone();
                 site.at = py.to_string();
             }
@@ -552,7 +564,10 @@ impl Waits {
                     && m.primitive == site.primitive
                     && m.in_request_path == site.in_request_path
             }) {
-                Some(m) => m.weight += site.weight,
+                Some(m) => {
+                    m.weight += site.weight;
+                    m.found_as.extend(site.found_as);
+                }
                 None => merged.push(site),
             }
         }
@@ -599,6 +614,7 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
             weight,
             python_chain: Vec::new(),
             in_request_path,
+            found_as: Vec::new(),
         })
         .collect();
     v.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.at.cmp(&b.at)));

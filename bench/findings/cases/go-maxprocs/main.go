@@ -1,54 +1,30 @@
 // A quote server whose handler hashes for about a millisecond (priceQuote), run with
 // GOMAXPROCS=1: the runtime runs Go code on one thread at a time, whatever the machine
-// has. GET /metrics answers the runtime's own accounts (runtime/metrics) as JSON, and
-// /debug/pprof/ its profiles.
+// has. GET /gomaxprocs answers the runtime's own setting; /debug/pprof/ its profiles.
 package main
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	_ "net/http/pprof"
-	"runtime/metrics"
+	"runtime"
 )
 
-func priceQuote(seed byte) [32]byte {
-	buf := make([]byte, 4096)
-	buf[0] = seed
-	sum := sha256.Sum256(buf)
-	for i := 0; i < 400; i++ {
-		copy(buf, sum[:])
-		sum = sha256.Sum256(buf)
+// priceQuote is the work: 400 rounds of SHA-256 over a 4 KiB quote sheet.
+func priceQuote(seed byte) []byte {
+	sheet := make([]byte, 4096)
+	sheet[0] = seed
+	h := sha256.New()
+	var sum []byte
+	for round := 0; round <= 400; round++ {
+		h.Reset()
+		h.Write(sum)
+		h.Write(sheet)
+		sum = h.Sum(sum[:0])
 	}
 	return sum
-}
-
-var names = []string{
-	"/sched/gomaxprocs:threads",
-	"/cpu/classes/user:cpu-seconds",
-	"/cpu/classes/total:cpu-seconds",
-	"/cpu/classes/idle:cpu-seconds",
-}
-
-func metricsHandler(w http.ResponseWriter, _ *http.Request) {
-	samples := make([]metrics.Sample, len(names))
-	for i, name := range names {
-		samples[i].Name = name
-	}
-	metrics.Read(samples)
-	out := map[string]float64{}
-	for _, s := range samples {
-		switch s.Value.Kind() {
-		case metrics.KindFloat64:
-			out[s.Name] = s.Value.Float64()
-		case metrics.KindUint64:
-			out[s.Name] = float64(s.Value.Uint64())
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
 }
 
 func main() {
@@ -58,9 +34,10 @@ func main() {
 	}
 	fmt.Printf("listening on %s\n", l.Addr())
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		sum := priceQuote(byte(len(r.URL.Path)))
-		fmt.Fprintf(w, "%x\n", sum[:4])
+		fmt.Fprintf(w, "%x\n", priceQuote(byte(len(r.URL.Path)))[:4])
 	})
-	http.HandleFunc("/metrics", metricsHandler)
+	http.HandleFunc("/gomaxprocs", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "%d\n", runtime.GOMAXPROCS(0))
+	})
 	panic(http.Serve(l, nil))
 }

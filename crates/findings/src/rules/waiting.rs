@@ -411,11 +411,20 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
     let long_ns = (lat.p50_us * 5.0).max(1000.0) * 1e3;
     let (labels, blocks) = crate::waits::program_blocks(p);
     let label = top.label();
-    let site = labels.iter().position(|l| *l == label)?;
+    // (Under its own label, or those it had before the CPU profile named its caller.)
+    let sites: Vec<usize> = labels
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| **l == label || top.found_as.contains(l))
+        .map(|(i, _)| i)
+        .collect();
+    if sites.is_empty() {
+        return None;
+    }
     let len = |b: &crate::waits::Block| b.end.saturating_sub(b.start);
     let mut at: Vec<&crate::waits::Block> = blocks
         .iter()
-        .filter(|b| b.site == site && b.reason == top.reason)
+        .filter(|b| sites.contains(&b.site) && b.reason == top.reason)
         .collect();
     let total: u64 = at.iter().map(|b| len(b)).sum();
     at.retain(|b| len(b) as f64 >= long_ns);
@@ -444,7 +453,39 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
     at.sort_by_key(|b| b.start);
     // (start, end, the first waiter's end, the waiters' threads)
     let mut eps: Vec<(u64, u64, u64, Vec<u32>)> = Vec::new();
+    // Long waits that are no lock's and chain into one (each request's own sleep, many
+    // threads asleep at any moment) are each their own: the threads did not wait for one
+    // another.
+    let chained = !lock && {
+        let mut end = 0;
+        let mut breaks = 0;
+        for b in &at {
+            if b.start > end {
+                breaks += 1;
+            }
+            end = end.max(b.end);
+        }
+        breaks < 3 && at.len() >= 3
+    };
+    let at_once = chained.then(|| {
+        let mut n = 0usize;
+        let mut most = 0usize;
+        let mut edges: Vec<(u64, i32)> = at
+            .iter()
+            .flat_map(|b| [(b.start, 1), (b.end, -1)])
+            .collect();
+        edges.sort_unstable();
+        for (_, d) in edges {
+            n = (n as i64 + i64::from(d)) as usize;
+            most = most.max(n);
+        }
+        most
+    });
     for b in at {
+        if chained {
+            eps.push((b.start, b.end, b.end, vec![b.thread]));
+            continue;
+        }
         match eps.last_mut() {
             Some(e) if b.start <= e.1 => {
                 e.1 = e.1.max(b.end);
@@ -465,7 +506,7 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
         .map(|e| {
             blocks
                 .iter()
-                .filter(|b| b.site == site && b.start >= e.0 && b.end <= e.1)
+                .filter(|b| sites.contains(&b.site) && b.start >= e.0 && b.end <= e.1)
                 .map(len)
                 .sum::<u64>()
         })
@@ -480,7 +521,7 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
             .filter(|b| {
                 // (A thread blocked reading its connection holds no lock of the
                 // server's: it waits for its client.)
-                b.site != site
+                !sites.contains(&b.site)
                     && !matches!(b.reason, WaitReason::Poll | WaitReason::Idle)
                     && !waiters.contains(&b.thread)
                     && b.end <= first_end + 100_000
@@ -536,7 +577,7 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
         count: eps.len(),
         longest_ns: longest,
         apart_ns: (eps[eps.len() - 1].0 - eps[0].0) / (eps.len() as u64 - 1),
-        most_waiting: eps.iter().map(|e| e.3.len()).max().unwrap_or(0),
+        most_waiting: at_once.unwrap_or_else(|| eps.iter().map(|e| e.3.len()).max().unwrap_or(0)),
         holder,
     })
 }
