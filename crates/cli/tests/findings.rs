@@ -1019,6 +1019,58 @@ fn a_python_server_that_sleeps_now_and_then_is_said_to() {
     );
 }
 
+/// An asyncio server that hands each request's blocking call (a 20 ms sleep) to a pool of
+/// four threads, which share the process's name with the event loop: the pool is said to
+/// be the limit, its four threads apart from the loop, not the time "outside the server".
+/// bpftrace's clock_nanosleep time per second is the account of the pool's blocked time.
+#[test]
+fn a_pool_beside_an_event_loop_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut python = Command::new("python3");
+    python.arg(program_path("executor_pool.py"));
+    let p = Planted::serve(python);
+    let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 8) else {
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "pool", &p, 16);
+    let slept = bt.under_load();
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {slept:.2} s asleep per second",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 10.0, &text);
+    assert!(
+        named(&found, "network-wait").is_none(),
+        "the wait for the pool said to be outside the server:\n{text}"
+    );
+    if k.runnable > k.on_cpu {
+        eprintln!("starved: the pool not required");
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "sleep-in-path", "{text}");
+    assert!(
+        first
+            .1
+            .contains("all 4 'python' threads (besides 1 of its name that polled")
+            && first.1.contains("under fetch_rates (executor_pool.py:")
+            && first.1.contains("the pool is the limit"),
+        "{text}"
+    );
+    // kiln's time blocked in the work against bpftrace's time asleep, per second.
+    let blocked = v["findings"][0]["evidence"][0]["value"]
+        .as_str()
+        .and_then(|s| s.split("blocked in the work ").nth(1))
+        .and_then(|s| s.trim_end_matches(')').parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no blocked time in the evidence:\n{text}"));
+    assert!(
+        (blocked - slept).abs() <= 0.5,
+        "kiln: blocked {blocked}; bpftrace: {slept:.2} s/s\n{text}"
+    );
+}
+
 /// A thread of the server's own that sleeps between its rounds (a periodic refresher,
 /// touching no connection) is no sleep in the requests' path: the requests never slept.
 #[test]

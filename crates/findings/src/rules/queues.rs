@@ -351,8 +351,9 @@ fn occupied(f: &Facts, g: &crate::threads::Group) -> (f64, f64) {
 /// time, mostly blocked in it (a lock, the disk, a sleep), while more operations were in
 /// flight than it has threads: a pool that is the limit — or one thread that serves every
 /// operation (an event loop, a single-threaded server) blocked in its work. The group,
-/// and the operations in flight on average (Little's law).
-pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group, f64)> {
+/// the operations in flight on average (Little's law), and the pool's threads (the
+/// group's, less those that polled for events most of the window).
+pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group, f64, f64)> {
     // Goroutines and Erlang processes wait without holding a thread.
     if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) {
         return None;
@@ -368,16 +369,57 @@ pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group
     let serves = |g: &crate::threads::Group| {
         g.threads >= 1.5 || (g.threads >= 0.5 && g.on_cpu > 0.0 && g.on_cpu >= 0.5 * target_cpu)
     };
+    let pollers = pollers_by_group(f);
     f.groups
         .iter()
-        .filter(|g| serves(g) && in_flight >= 1.5 * g.threads.max(1.0))
+        .filter(|g| serves(g) && in_flight >= 1.5 * pool_threads(g, &pollers).max(1.0))
         .filter(|g| {
             let (cpu, blocked) = occupied(f, g);
             // Occupied on CPUs alone is the CPUs' limit, not the pool's: their rules speak.
-            (cpu + blocked) / g.threads >= 0.9 && blocked > cpu
+            (cpu + blocked) / pool_threads(g, &pollers) >= 0.9 && blocked > cpu
         })
         .max_by(|a, b| total(a).total_cmp(&total(b)))
-        .map(|g| (g, in_flight))
+        .map(|g| (g, in_flight, pool_threads(g, &pollers)))
+}
+
+/// Per thread group, its threads that waited for events most of the window (an event
+/// loop, an acceptor: most of their blocked time polling or reading idle connections),
+/// by the off-CPU profile: a pool's threads that share their name with such a thread (a
+/// Python or Node process's threads are all named after it) are the group less these.
+fn pollers_by_group(f: &Facts) -> Vec<(String, f64)> {
+    let Some(p) = f.offcpu() else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, f64)> = Vec::new();
+    let names: std::collections::HashMap<u32, String> = p
+        .threads
+        .iter()
+        .filter_map(|(_, t)| Some((t.tid?, crate::threads::group_of(p.strings.get(t.name)))))
+        .collect();
+    for (tid, w) in thread_waits(p) {
+        if w.polled_s < 0.5 * f.secs {
+            continue;
+        }
+        let Some(g) = names.get(&tid) else {
+            continue;
+        };
+        match out.iter_mut().find(|o| &o.0 == g) {
+            Some(o) => o.1 += 1.0,
+            None => out.push((g.clone(), 1.0)),
+        }
+    }
+    out
+}
+
+/// The threads of group `g` that may be a pool's: all of them but those that waited for
+/// events most of the window (see [`pollers_by_group`]), when some did not.
+fn pool_threads(g: &crate::threads::Group, pollers: &[(String, f64)]) -> f64 {
+    let polling = pollers.iter().find(|p| p.0 == g.name).map_or(0.0, |p| p.1);
+    if g.threads - polling >= 0.5 {
+        g.threads - polling
+    } else {
+        g.threads
+    }
 }
 
 /// Every thread of a pool was occupied all the time while more operations were in flight
@@ -389,18 +431,32 @@ pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group
 /// limit); no more operations were in flight than the pool has threads (thread per
 /// connection); the runtime schedules its own tasks on threads (Go, the BEAM).
 pub fn pool(f: &Facts) -> Vec<Finding> {
-    let Some((g, in_flight)) = saturated_pool(f) else {
+    let Some((g, in_flight, threads)) = saturated_pool(f) else {
         return Vec::new();
     };
     let (cpu, blocked) = occupied(f, g);
     let occupied = cpu + blocked;
+    // Beside the pool, threads of its name that polled for events (an event loop).
+    let polling = g.threads - threads;
+    let besides = if polling >= 0.5 {
+        format!(
+            " (besides {polling:.0} of its name that polled for events: {})",
+            if polling < 1.5 {
+                "an event loop"
+            } else {
+                "event loops"
+            }
+        )
+    } else {
+        String::new()
+    };
     // What occupied the threads, the heaviest first.
     let parts = in_the_work(f, g);
     // A saturated pool is mostly blocked in the work: there is a heaviest wait.
     let Some(&(reason, t)) = parts.first() else {
         return Vec::new();
     };
-    let waiting = ((in_flight - g.threads) / in_flight).clamp(0.0, 1.0);
+    let waiting = ((in_flight - threads) / in_flight).clamp(0.0, 1.0);
     let site = f
         .waits()
         .and_then(|w| w.sites_of(reason).next().map(|s| s.label()));
@@ -410,10 +466,10 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
         super::pct(t / occupied.max(1e-9)),
         site.map(|s| format!(" in {s}")).unwrap_or_default()
     );
-    let busy = super::pct((occupied / g.threads.max(1e-9)).min(1.0));
+    let busy = super::pct((occupied / threads.max(1e-9)).min(1.0));
     let unit = &f.outcome.unit;
-    let others = (in_flight - g.threads).max(0.0);
-    let mut claim = if g.threads < 1.5 {
+    let others = (in_flight - threads).max(0.0);
+    let mut claim = if threads < 1.5 {
         format!(
             "one '{}' thread serves every {unit} and was occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for it (Little's law: {} of their time) — the thread is the limit: take the wait off it (asynchronous, or on other threads), or less time in each",
             g.name,
@@ -421,8 +477,8 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
         )
     } else {
         format!(
-            "all {:.0} '{}' threads were occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for a thread (Little's law: {} of their time) — the pool is the limit: more threads, or less time in each",
-            g.threads,
+            "all {:.0} '{}' threads{besides} were occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for a thread (Little's law: {} of their time) — the pool is the limit: more threads, or less time in each",
+            threads,
             g.name,
             super::pct(waiting)
         )
@@ -435,8 +491,8 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
         format!("'{}' threads occupied", g.name),
         format!(
             "{:.2} of {:.0} threads (on a CPU {:.2}, runnable {:.2}, blocked in the work {:.2})",
-            occupied,
-            g.threads,
+            occupied.min(threads),
+            threads,
             g.on_cpu,
             g.runnable.unwrap_or(0.0),
             (occupied - cpu).max(0.0)
