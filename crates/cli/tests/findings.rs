@@ -86,6 +86,13 @@ impl Planted {
         Planted::serve(node)
     }
 
+    /// `python3 PROGRAM` (one of the findings crate's test programs).
+    fn python(program: &str) -> Planted {
+        let mut python = Command::new("python3");
+        python.arg(program_path(program));
+        Planted::serve(python)
+    }
+
     fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -606,10 +613,7 @@ fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
 fn an_event_loop_blocked_in_its_work_is_the_limit() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let src = program_path("blocking_loop.py");
-    let mut python = Command::new("python3");
-    python.arg(&src);
-    let p = Planted::serve(python);
+    let p = Planted::python("blocking_loop.py");
     let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 8) else {
         return;
     };
@@ -956,9 +960,7 @@ fn slow_path_said(mode: &str, class: &str, words: &[&str]) {
 fn a_python_server_that_sleeps_now_and_then_is_said_to() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let mut python = Command::new("python3");
-    python.arg(program_path("tail_sleep.py"));
-    let p = Planted::serve(python);
+    let p = Planted::python("tail_sleep.py");
     let script = format!(
         "BEGIN {{ printf(\"tracing\\n\"); }} \
          tracepoint:syscalls:sys_enter_clock_nanosleep /pid == {0}/ {{ @s[tid] = nsecs; }} \
@@ -1027,9 +1029,7 @@ fn a_python_server_that_sleeps_now_and_then_is_said_to() {
 fn a_pool_beside_an_event_loop_is_the_limit() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let mut python = Command::new("python3");
-    python.arg(program_path("executor_pool.py"));
-    let p = Planted::serve(python);
+    let p = Planted::python("executor_pool.py");
     let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 8) else {
         return;
     };
