@@ -605,6 +605,26 @@ fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
     );
 }
 
+/// `kiln run` on Python test program `program` under `connections`, and bpftrace's time
+/// in clock_nanosleep per second under the load (the run's text, JSON, the kernel's
+/// figures, that time); `None` (skipped) where bpftrace cannot trace.
+fn asleep_in(
+    program: &str,
+    name: &str,
+    connections: u32,
+) -> Option<(String, serde_json::Value, Kernel, f64)> {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::python(program);
+    let bt = bpftrace_or_skip("clock_nanosleep", p.pid(), 8)?;
+    let (text, v, k) = run(&dir.path().join("r.db"), name, &p, connections);
+    let slept = bt.under_load();
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {slept:.2} s asleep per second",
+        k.on_cpu, k.runnable
+    );
+    Some((text, v, k, slept))
+}
+
 /// An event loop that blocks: one Python thread serves every connection and sleeps 4 ms
 /// synchronously in each request. The rest of the requests wait inside the server for
 /// that thread (Little's law), never "outside the server" although its CPU is idle.
@@ -612,17 +632,9 @@ fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
 #[test]
 fn an_event_loop_blocked_in_its_work_is_the_limit() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let p = Planted::python("blocking_loop.py");
-    let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 8) else {
+    let Some((text, v, k, slept)) = asleep_in("blocking_loop.py", "loop", 32) else {
         return;
     };
-    let (text, v, k) = run(&dir.path().join("r.db"), "loop", &p, 32);
-    let slept = bt.under_load();
-    println!(
-        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {slept:.2} s asleep per second",
-        k.on_cpu, k.runnable
-    );
     let found = findings(&v);
     none_contradicted(&found, &k, 1.0, &text);
     assert!(
@@ -1028,17 +1040,9 @@ fn a_python_server_that_sleeps_now_and_then_is_said_to() {
 #[test]
 fn a_pool_beside_an_event_loop_is_the_limit() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let p = Planted::python("executor_pool.py");
-    let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 8) else {
+    let Some((text, v, k, slept)) = asleep_in("executor_pool.py", "pool", 16) else {
         return;
     };
-    let (text, v, k) = run(&dir.path().join("r.db"), "pool", &p, 16);
-    let slept = bt.under_load();
-    println!(
-        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {slept:.2} s asleep per second",
-        k.on_cpu, k.runnable
-    );
     let found = findings(&v);
     none_contradicted(&found, &k, 10.0, &text);
     assert!(
