@@ -542,6 +542,32 @@ fn run_options(args: &Args) -> Result<RunOptions> {
     Ok(opts)
 }
 
+/// Adds to `pids` the workers each one forked that still run its program (a master
+/// process does little of the work: nginx's, PostgreSQL's), and says so.
+fn with_workers(pids: &mut Vec<u32>) {
+    let mut added: Vec<(u32, Vec<u32>)> = Vec::new();
+    for &p in pids.clone().iter() {
+        let new: Vec<u32> = kiln_run::procfs::forked_workers(p)
+            .into_iter()
+            .filter(|w| !pids.contains(w))
+            .collect();
+        if !new.is_empty() {
+            pids.extend(&new);
+            added.push((p, new));
+        }
+    }
+    for (p, w) in added {
+        let list: Vec<String> = w.iter().map(u32::to_string).collect();
+        eprintln!(
+            "kiln: measuring pid {p} with the {} process{} it forked that run{} its program ({}): a master does little of the work",
+            w.len(),
+            if w.len() == 1 { "" } else { "es" },
+            if w.len() == 1 { "s" } else { "" },
+            list.join(", ")
+        );
+    }
+}
+
 /// Every target named is running, and every variant has one.
 fn check_targets(
     opts: &RunOptions,
@@ -743,6 +769,7 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     let mut opts = run_options(&args)?;
     opts.max_input = max_input;
     check_targets(&opts, experiment.as_ref())?;
+    with_workers(&mut opts.pids);
     let after_each = args.after_each.clone();
     let commands = Commands {
         stop: stop.clone(),

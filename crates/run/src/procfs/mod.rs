@@ -191,6 +191,25 @@ impl TableBuilder {
     }
 }
 
+/// The processes a target forked to serve and that still run its program: its
+/// descendants whose executable is its own (nginx's and Apache's workers, PostgreSQL's
+/// backends, a pre-forking Python server's). A master process does little of the work,
+/// so measuring it alone measures almost nothing. Programs it ran with a different
+/// executable are not included (a shell, a helper). Ordered by pid.
+pub fn forked_workers(pid: u32) -> Vec<u32> {
+    let exe = |p: u32| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    let Some(own) = exe(pid) else {
+        return Vec::new();
+    };
+    let procs = read::all_processes();
+    let mut out: Vec<u32> = read::tree_of(&procs, pid)
+        .into_iter()
+        .filter(|&p| p != pid && exe(p).as_ref() == Some(&own))
+        .collect();
+    out.sort_unstable();
+    out
+}
+
 /// The sockets `pids` hold open now (their file descriptors that are sockets); `None` when
 /// none of them can be read.
 pub fn socket_count(pids: &[u32]) -> Option<u64> {
@@ -759,6 +778,38 @@ const OTHER_SHOWN_PCT: f64 = 2.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shell that forked a subshell (its own program) and ran `sleep` (another): the
+    /// subshell is its worker, the sleeps are not.
+    #[test]
+    fn forked_workers_are_the_descendants_running_the_same_program() {
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "(sleep 30; :) & sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let pid = sh.id();
+        // (The shell, its subshell, and two sleeps once all have started.)
+        for _ in 0..200 {
+            if read::tree_of(&read::all_processes(), pid).len() >= 4 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let workers = forked_workers(pid);
+        let exe = |p: u32| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+        let all = read::tree_of(&read::all_processes(), pid);
+        let exes: Vec<_> = all.iter().map(|&p| exe(p)).collect();
+        for p in all.iter().rev() {
+            let _ = std::process::Command::new("kill")
+                .arg(p.to_string())
+                .status();
+        }
+        let _ = sh.wait();
+        assert!(all.len() >= 4, "{all:?}");
+        assert_eq!(workers.len(), 1, "{workers:?} of {all:?}: {exes:?}");
+        let at = all.iter().position(|&p| p == workers[0]).unwrap();
+        assert_eq!(exes[at], exes[0], "{exes:?}");
+    }
 
     /// The busiest other processes keep their columns; the rest are summed, none lost.
     #[test]
