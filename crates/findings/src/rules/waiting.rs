@@ -1281,7 +1281,16 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     // their threads idle while the work waits on a lock, a channel or a mailbox. Only a
     // server hardly awake at all says the time is outside it.
     let green = matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam);
-    if share >= 0.3 || saturated || accept || (green && share >= 0.05) {
+    // (Awake by its own doing: the time its threads waited for a CPU others held, on a
+    // busy machine, wakes no goroutine; the starvation rule says it.)
+    let queued: f64 = f
+        .groups
+        .iter()
+        .map(|g| g.runnable.unwrap_or(0.0))
+        .sum::<f64>()
+        * f.secs;
+    let awake = (busy - queued).max(0.0) / req_s.max(1e-9);
+    if share >= 0.3 || saturated || accept || (green && awake >= 0.05) {
         return Vec::new();
     }
     // Responses held by the delayed ACK: the split rule names the stall from the client's
