@@ -195,16 +195,30 @@ impl TableBuilder {
 /// descendants whose executable is its own (nginx's and Apache's workers, PostgreSQL's
 /// backends, a pre-forking Python server's). A master process does little of the work,
 /// so measuring it alone measures almost nothing. Programs it ran with a different
-/// executable are not included (a shell, a helper). Ordered by pid.
+/// executable are not included (a shell, a helper), nor those a second old or less: a
+/// server that forks for each request (to run a program) has copies of itself for a
+/// moment, about to become another program and end. Ordered by pid.
 pub fn forked_workers(pid: u32) -> Vec<u32> {
     let exe = |p: u32| std::fs::read_link(format!("/proc/{p}/exe")).ok();
     let Some(own) = exe(pid) else {
         return Vec::new();
     };
+    // Now, in clock ticks after boot (a process's start time is counted so).
+    // SAFETY: sysconf has no preconditions.
+    let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let tps = if tck > 0 { tck as f64 } else { 100.0 };
+    let now = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|s| (s * tps) as u64);
     let procs = read::all_processes();
+    let old = |p: u32| {
+        let start = procs.iter().find(|e| e.pid == p).map(|e| e.start);
+        matches!((now, start), (Some(n), Some(s)) if n.saturating_sub(s) as f64 >= tps)
+    };
     let mut out: Vec<u32> = read::tree_of(&procs, pid)
         .into_iter()
-        .filter(|&p| p != pid && exe(p).as_ref() == Some(&own))
+        .filter(|&p| p != pid && old(p) && exe(p).as_ref() == Some(&own))
         .collect();
     out.sort_unstable();
     out
@@ -795,6 +809,9 @@ mod tests {
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        // (Copies of itself a second old or less are not its workers yet.)
+        assert!(forked_workers(pid).is_empty());
+        std::thread::sleep(std::time::Duration::from_millis(1100));
         let workers = forked_workers(pid);
         let exe = |p: u32| std::fs::read_link(format!("/proc/{p}/exe")).ok();
         let all = read::tree_of(&read::all_processes(), pid);
