@@ -221,6 +221,52 @@ fn ctrl_c_ends_the_run_with_a_summary() {
     );
 }
 
+/// Under `kiln run`, an HTTP load without -d lasts as long as the run measures: a run of
+/// 11 s after a warm-up is complete, never cut at the 10 s a load on its own lasts.
+#[test]
+fn under_kiln_run_a_load_without_a_duration_lasts_the_run() {
+    let n = Nginx::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let worker = n.worker_pids()[0];
+    kiln()
+        .args(["run", "--name", "long", "-p", &worker.to_string()])
+        .args(["-d", "11", "--warmup", "1", "--no-report", "--store"])
+        .arg(&store)
+        .args([
+            "load",
+            "http",
+            "-t",
+            "1",
+            "-c",
+            "2",
+            "-R",
+            "200",
+            &n.url("/"),
+        ])
+        .assert()
+        .success();
+    let out = kiln()
+        .args(["runs", "show", "long", "--json", "--store"])
+        .arg(&store)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let run: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(run["status"]["complete"], true, "{run:#}");
+    let m = &run["measure"];
+    let measured = (m["end_ns"].as_u64().unwrap() - m["start_ns"].as_u64().unwrap()) as f64 / 1e9;
+    assert!(measured >= 10.9, "measured {measured} s of 11");
+    // The load ran through the measurement: it answered in its last second too.
+    let load_s = run["load"]["report"]["summary"]["duration_s"].as_f64();
+    assert!(
+        load_s.is_none_or(|d| d >= 11.5),
+        "the load lasted {load_s:?} s"
+    );
+}
+
 #[test]
 fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
     let n = Nginx::start().unwrap();

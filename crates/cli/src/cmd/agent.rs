@@ -35,7 +35,9 @@ fn make_load(argv: &[String]) -> Result<Box<dyn kiln_run::Workload>, String> {
         argv.push("--prefix".into());
         argv.push(format!("kiln-{host}"));
     }
-    let parsed = AgentLoad::try_parse_from(&argv).map_err(|e| e.to_string())?;
+    let mut parsed = AgentLoad::try_parse_from(&argv).map_err(|e| e.to_string())?;
+    // The controlling kiln stops the load when its run ends.
+    super::load_http::lasts_the_run(&mut parsed.load);
     let (load, _) = super::load::into_load(parsed.load).map_err(|e| format!("{e:#}"))?;
     let mut rest = argv;
     if rest.first().map(String::as_str) == Some(load.protocol()) {

@@ -32,9 +32,11 @@ pub struct HttpArgs {
     #[arg(short = 't', long, default_value_t = 2)]
     threads: u32,
 
-    /// Duration of the load, e.g. 30s, 2m, 500ms (a bare number is seconds).
-    #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
-    duration: Duration,
+    /// Duration of the load, e.g. 30s, 2m, 500ms (a bare number is seconds); of each step
+    /// in a sweep. Default 10s; under `kiln run`, as long as the run measures (its
+    /// warm-up and its -d), each sweep step 10s.
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    duration: Option<Duration>,
 
     /// Constant total rate in requests per second (wrk2's -R). Latency is then measured
     /// from each request's intended send time, so a stalled server shows in it. Without
@@ -93,6 +95,10 @@ pub struct HttpArgs {
     /// The target pids are `kiln run -p`'s, not --target-pid's (for messages).
     #[arg(skip)]
     target_pid_from_run: bool,
+
+    /// The load runs under `kiln run`, which stops it: without -d it lasts until then.
+    #[arg(skip)]
+    under_run: bool,
 
     /// Save the run as PREFIX.json (summary, every second, histograms) and PREFIX.csv (the
     /// series); a sweep also as PREFIX.sweep.csv (one row per step). `-o results` or `-o
@@ -190,7 +196,13 @@ impl HttpArgs {
             csv: self.csv,
             connections: self.connections,
             threads: self.threads,
-            duration: Some(self.duration),
+            // A load without -d under kiln run lasts as long as the run's warm-up and
+            // measurement (the run stops it); on its own, wrk's 10 s.
+            duration: match self.duration {
+                Some(d) => Some(d),
+                None if self.under_run => None,
+                None => Some(Duration::from_secs(10)),
+            },
             rate: self.rate,
             timeout: self.timeout,
             pipeline: self.pipeline,
@@ -228,9 +240,12 @@ impl HttpArgs {
     }
 }
 
-/// Under `kiln run -p PID`, an HTTP load without `--target-pid` counts the run's target,
-/// so a concurrency sweep can tell whether the target was short of CPU.
-pub fn default_target(cmd: &mut super::load::LoadCommand, pids: &[u32]) {
+/// Under `kiln run`, an HTTP load without -d lasts until the run stops it (the run's
+/// warm-up and -d, not wrk's 10 s: a run measuring 10 s after a warm-up would otherwise
+/// lose its last seconds); under `kiln run -p PID`, one without `--target-pid` counts the
+/// run's target, so a concurrency sweep can tell whether the target was short of CPU.
+pub fn under_run(cmd: &mut super::load::LoadCommand, pids: &[u32]) {
+    lasts_the_run(cmd);
     if let super::load::LoadCommand::Http(a) = cmd {
         if a.target_pid.is_empty() {
             a.target_pid = pids.to_vec();
@@ -338,4 +353,12 @@ fn write_sweep_csv(path: &std::path::Path, rows: &[SweepRow]) -> Result<()> {
         Ok(())
     })
     .with_context(|| format!("saving the sweep to {}", path.display()))
+}
+
+/// An HTTP load without -d lasts until the run that started it stops it (`kiln run`, or
+/// a `kiln agent`'s controller).
+pub fn lasts_the_run(cmd: &mut super::load::LoadCommand) {
+    if let super::load::LoadCommand::Http(a) = cmd {
+        a.under_run = true;
+    }
 }

@@ -787,7 +787,7 @@ pub fn run(mut args: Args, max_input: u64, stop: &Stop) -> Result<ExitCode> {
     let report = (!args.no_report).then_some(args.report.clone());
     let mut load_cmd = args.load;
     if let RunLoad::Load(cmd) = &mut load_cmd {
-        super::load_http::default_target(cmd, &opts.pids);
+        super::load_http::under_run(cmd, &opts.pids);
     }
     let mut load = make_load(load_cmd)?;
     let group = format!("{}@{}", opts.name, kiln_os::clock::unix_ms());
