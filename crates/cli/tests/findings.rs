@@ -1125,7 +1125,9 @@ fn a_wait_of_no_known_kind_in_the_requests_path_is_still_named() {
 
 /// A pool of two resources behind a condition variable, 16 connections: each request
 /// waits for a free one most of its time, under the connection's own frames — in its
-/// path, not a worker waiting for work. bpftrace times the futex waits.
+/// path, not a worker waiting for work. A refresher thread beside them sleeps 100 ms at a
+/// time: the requests' waits do not end with its sleeps, and it is not said to be what
+/// they wait on. bpftrace times the futex waits.
 #[test]
 fn a_condition_waited_on_in_the_requests_path_is_named() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -1149,7 +1151,10 @@ fn a_condition_waited_on_in_the_requests_path_is_named() {
     }
     let first = &found[0];
     assert_eq!(first.0, "lock-contention", "{text}");
-    assert!(first.1.contains("under acquire_conn"), "{text}");
+    assert!(
+        first.1.contains("under acquire_conn") && !first.1.contains("refresher"),
+        "{text}"
+    );
     // A wait's system call lasts until its thread runs again; kiln counts the wait for a
     // CPU after the wake-up as that (starvation's), so on a busy machine kiln's share may
     // be lower by the threads' run-queue time.
@@ -1158,6 +1163,50 @@ fn a_condition_waited_on_in_the_requests_path_is_named() {
     assert!(
         share <= bt + 0.2 && share >= bt - runq - 0.2,
         "kiln: {share:.2} of the requests' time; bpftrace: {bt:.2}, run-queue {runq:.2}\n{text}"
+    );
+}
+
+/// Group commit on a timer: every request waits on a condition variable until a committer
+/// thread, which serves no connection, writes the batch — every 10 ms, by its own sleep.
+/// The requests' wait ends as the committer's sleep does: kiln follows the chain to the
+/// sleep. bpftrace times the process's clock_nanosleep calls (the committer's alone): the
+/// share of a thread kiln says it slept.
+#[test]
+fn requests_that_wait_on_a_thread_that_sleeps_are_said_to() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::start(&planted_exe(dir.path()), "linger", dir.path(), None);
+    let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 8) else {
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "linger", &p, 16);
+    let slept = bt.under_load();
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: {slept:.2} s asleep per second",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 17.0, &text);
+    let first = &found[0];
+    assert_eq!(first.0, "sleep-in-path", "{text}");
+    assert!(
+        first.1.contains("under wait_for_commit")
+            && first.1.contains("usleep under committer")
+            && first.1.contains("waited for another thread's answer"),
+        "{text}"
+    );
+    // "(asleep, N% of a thread's time)": the committer's share, against bpftrace's.
+    let said = first
+        .1
+        .split("(asleep, ")
+        .nth(1)
+        .and_then(|r| r.split('%').next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no share of the committer's time in {}", first.1))
+        / 100.0;
+    assert!(
+        (said - slept).abs() <= 0.15,
+        "kiln: the committer asleep {said:.2} of its time; bpftrace: {slept:.2} s per second\n{text}"
     );
 }
 

@@ -282,7 +282,22 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         if share < NAMED && tail.is_none() {
             continue;
         }
-        let (class, mut what) = waited_for(reason, f, Some(top));
+        let (mut class, mut what) = waited_for(reason, f, Some(top));
+        // A condition the requests wait on that another thread's wait ends: that wait is
+        // where their time goes (the chain's end names the cause).
+        let chain = (reason == WaitReason::Futex)
+            .then(|| answered_by(f, p, &waits, &sites, ns * scale))
+            .flatten();
+        if let Some(c) = &chain {
+            class = match c.site.reason {
+                WaitReason::Sleep => Class::SleepInPath,
+                WaitReason::Io => Class::DiskIo,
+                WaitReason::Write => Class::NetworkWait,
+                WaitReason::Child => Class::ChildProcesses,
+                _ => Class::LockContention,
+            };
+            what = "waited for another thread's answer (a condition variable)".into();
+        }
         // A JVM's thread dumps name the monitor's method and class; when none of them saw
         // a thread BLOCKED on a monitor, the profile's claim stands unnamed.
         let dumps =
@@ -314,9 +329,10 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .collect();
         // (A monitor the thread dumps named is said as they say it.)
         let stalled = stalled.filter(|_| named.is_none());
-        let children = match (reason, &stalled) {
-            (WaitReason::Child, _) => children_said(f, p),
-            (_, Some(s)) => s.said(f),
+        let children = match (reason, &stalled, &chain) {
+            (_, _, Some(c)) => c.said(),
+            (WaitReason::Child, _, _) => children_said(f, p),
+            (_, Some(s), _) => s.said(f),
             _ => String::new(),
         };
         let claim = match &sync {
@@ -359,6 +375,9 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             None => score,
         };
         let mut finding = Finding::new("blocked", class, score, claim).evidence(e);
+        if let Some(c) = &chain {
+            finding = finding.evidence(c.evidence(f, p));
+        }
         if let Some(d) = &dumps {
             finding = finding.evidence(dumps_evidence(f, d, named.as_ref()));
         }
@@ -373,6 +392,153 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         );
     }
     out
+}
+
+/// The wait of a thread that serves no connection whose ends the requests' condition
+/// waits follow: the thread they wait on, and what it waited for.
+struct Answerer {
+    site: Site,
+    /// Its time there, in threads (1: one thread the whole window).
+    threads: f64,
+    /// The requests' condition waits that ended within [`ANSWER_NS`] after one of its
+    /// waits ended, a share.
+    followed: f64,
+    /// That share if the ends fell at random.
+    chance: f64,
+}
+
+/// How soon after the answering thread ran again a request's wait must end to follow it.
+const ANSWER_NS: u64 = 1_000_000;
+
+impl Answerer {
+    fn doing(&self) -> &'static str {
+        match self.site.reason {
+            WaitReason::Sleep => "asleep",
+            WaitReason::Io => "waiting for the disk",
+            WaitReason::Write => "writing into a full pipe or socket",
+            WaitReason::Child => "waiting for programs it ran",
+            _ => "waiting on a lock",
+        }
+    }
+
+    fn said(&self) -> String {
+        let whose = if self.threads <= 1.05 {
+            format!("{} of a thread's time", pct(self.threads.min(1.0)))
+        } else {
+            format!("{:.1} threads' time", self.threads)
+        };
+        let on = match self.site.reason {
+            WaitReason::Sleep => "its sleep (a timer paces them)",
+            WaitReason::Io => "the disk",
+            WaitReason::Write => "the reader of its pipe or socket",
+            WaitReason::Child => "its programs",
+            _ => "a lock",
+        };
+        format!(
+            "; {} of their waits ended as a thread that serves no connection ran again after a wait at {} ({}, {whose}): they wait on that thread, and it on {on}",
+            pct(self.followed),
+            self.site.label(),
+            self.doing()
+        )
+    }
+
+    fn evidence(&self, f: &Facts, p: &kiln_model::Profile) -> crate::Evidence {
+        f.ev(
+            "the wait the requests' wait follows",
+            format!(
+                "{} of the requests' condition waits ended within 1 ms after a wait at {} ended ({} if they fell at random); that thread {} there {}",
+                pct(self.followed),
+                self.site.label(),
+                pct(self.chance.min(1.0)),
+                self.doing(),
+                secs(self.threads * f.secs)
+            ),
+            format!("off-CPU profile ({}), each block's start and end", p.event.name),
+        )
+    }
+}
+
+/// The thread the requests' condition waits at `sites` wait on: a site outside the
+/// requests' path (a thread that serves no connection) where a thread waited for a
+/// reason of its own — a sleep, the disk, a lock, a full pipe, a child — for a third of
+/// a thread's time at least, after whose waits most of the requests' waits ended: half of
+/// them at least, and twice as many as would by chance. `None` when no such site.
+fn answered_by(
+    f: &Facts,
+    p: &kiln_model::Profile,
+    waits: &crate::waits::Waits,
+    sites: &[&Site],
+    ns_per_weight: f64,
+) -> Option<Answerer> {
+    let window_ns = (f.secs * 1e9).max(1.0);
+    let candidates: Vec<&Site> = waits
+        .sites
+        .iter()
+        .filter(|s| {
+            !s.in_request_path
+                && matches!(
+                    s.reason,
+                    WaitReason::Sleep
+                        | WaitReason::Io
+                        | WaitReason::Lock
+                        | WaitReason::Write
+                        | WaitReason::Child
+                )
+                && s.weight as f64 * ns_per_weight / 1e9 / f.secs.max(1e-9) >= 1.0 / 3.0
+        })
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let (labels, blocks) = crate::waits::program_blocks(p);
+    let index = |l: &str| labels.iter().position(|x| x == l);
+    let waited: Vec<usize> = sites.iter().filter_map(|s| index(&s.label())).collect();
+    let mut ends: Vec<u64> = blocks
+        .iter()
+        .filter(|b| waited.contains(&b.site))
+        .map(|b| b.end)
+        .collect();
+    ends.sort_unstable();
+    if ends.len() < 20 {
+        return None;
+    }
+    candidates
+        .into_iter()
+        .filter_map(|c| {
+            let at = index(&c.label())?;
+            let mut theirs: Vec<(u64, u32)> = blocks
+                .iter()
+                .filter(|b| b.site == at)
+                .map(|b| (b.end, b.thread))
+                .collect();
+            theirs.sort_unstable();
+            // (The waiting threads are not the answering one.)
+            let waiters: std::collections::HashSet<u32> = blocks
+                .iter()
+                .filter(|b| waited.contains(&b.site))
+                .map(|b| b.thread)
+                .collect();
+            if theirs.iter().any(|(_, t)| waiters.contains(t)) {
+                return None;
+            }
+            let answers: Vec<u64> = theirs.iter().map(|x| x.0).collect();
+            let followed = ends
+                .iter()
+                .filter(|&&e| {
+                    let i = answers.partition_point(|&a| a <= e);
+                    i > 0 && e - answers[i - 1] <= ANSWER_NS
+                })
+                .count() as f64
+                / ends.len() as f64;
+            let chance = answers.len() as f64 * ANSWER_NS as f64 / window_ns;
+            (followed >= 0.5 && followed >= 2.0 * chance).then(|| Answerer {
+                site: c.clone(),
+                threads: c.weight as f64 * ns_per_weight / 1e9 / f.secs.max(1e-9),
+                followed,
+                chance,
+            })
+        })
+        .max_by(|a, b| a.followed.total_cmp(&b.followed))
 }
 
 /// Waits at one site that came in stalls: most of its time in blocks far longer than an

@@ -18,7 +18,8 @@
  *   log     a thread per connection; every request writes a 2 KiB line to standard
  *           error (a pipe whose reader sets the pace)
  *   dbpool  a thread per connection; every request takes one of two "connections" from
- *           a pool (a condition variable while none is free) and holds it 2 ms
+ *           a pool (a condition variable while none is free) and holds it 2 ms; a
+ *           refresher thread (as in refresh) sleeps beside them
  *   close   a thread per connection; every response says `Connection: close` and the
  *           connection is closed after it (keep-alive off)
  *   spawn   a thread per connection; every request runs a program (`/bin/sh -c 'exit 0'`)
@@ -35,6 +36,12 @@
  *           fdatasyncs it before answering (the slowest requests wait for the disk, in no
  *           lock: the median does not)
  *   rebuild as checkpoint, that request rebuilding on the CPU (some 60 ms) instead
+ *   commit  a thread per connection; every request appends a record for a committer
+ *           thread and waits (a condition variable) until the committer has written it
+ *           to DIR/journal and fdatasynced it (group commit: the requests wait on a
+ *           thread that waits on the disk)
+ *   linger  as commit, the committer writing (no sync) every 10 ms by its clock: the
+ *           requests wait on a thread that sleeps
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -232,6 +239,55 @@ static void maybe_periodic(void) {
 		rebuild_index();
 }
 
+/* Group commit: requests append a record to the batch and wait until a committer has
+ * made it durable (commit: written and fdatasynced as soon as there is one; linger:
+ * written every 10 ms, as a batching producer's linger does). */
+static pthread_mutex_t batch_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t batch_filled = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t batch_done = PTHREAD_COND_INITIALIZER;
+static unsigned long batch_appended, batch_durable;
+static int journal_fd = -1;
+
+static void wait_for_commit(void) {
+	pthread_mutex_lock(&batch_mu);
+	unsigned long mine = ++batch_appended;
+	pthread_cond_signal(&batch_filled);
+	while (batch_durable < mine)
+		pthread_cond_wait(&batch_done, &batch_mu);
+	pthread_mutex_unlock(&batch_mu);
+}
+
+static void write_batch(unsigned long records) {
+	static char rec[256];
+	memset(rec, 'r', sizeof rec);
+	for (unsigned long i = 0; i < records; i++)
+		if (write(journal_fd, rec, sizeof rec) < 0)
+			perror("journal");
+	if (!strcmp(mode, "commit") && fdatasync(journal_fd) < 0)
+		perror("journal");
+}
+
+static void *committer(void *arg) {
+	(void)arg;
+	unsigned long done = 0;
+	for (;;) {
+		if (!strcmp(mode, "linger"))
+			usleep(10000);
+		pthread_mutex_lock(&batch_mu);
+		while (batch_appended == done)
+			pthread_cond_wait(&batch_filled, &batch_mu);
+		unsigned long upto = batch_appended;
+		pthread_mutex_unlock(&batch_mu);
+		write_batch(upto - done);
+		done = upto;
+		pthread_mutex_lock(&batch_mu);
+		batch_durable = upto;
+		pthread_cond_broadcast(&batch_done);
+		pthread_mutex_unlock(&batch_mu);
+	}
+	return NULL;
+}
+
 /* Waits 3 ms for SIGUSR2 (blocked in every thread, never sent). */
 static void await_signal(void) {
 	sigset_t s;
@@ -267,6 +323,9 @@ static void handle(void) {
 	else if (!strcmp(mode, "checkpoint") || !strcmp(mode, "rebuild")) {
 		work(2);
 		maybe_periodic();
+	} else if (!strcmp(mode, "commit") || !strcmp(mode, "linger")) {
+		work(2);
+		wait_for_commit();
 	}
 }
 
@@ -400,6 +459,17 @@ int main(int argc, char **argv) {
 			return 1;
 		}
 	}
+	if (!strcmp(mode, "commit") || !strcmp(mode, "linger")) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/journal", argc > 3 ? argv[3] : ".");
+		journal_fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (journal_fd < 0) {
+			perror(path);
+			return 1;
+		}
+		pthread_t t;
+		pthread_create(&t, NULL, committer, NULL);
+	}
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 	int one = 1;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -414,7 +484,8 @@ int main(int argc, char **argv) {
 	listen(s, !strcmp(mode, "single") ? 4 : 128);
 	printf("ready %d\n", ntohs(a.sin_port));
 	fflush(stdout);
-	if (!strcmp(mode, "refresh") || !strcmp(mode, "stall") || !strcmp(mode, "compact")) {
+	if (!strcmp(mode, "refresh") || !strcmp(mode, "dbpool") || !strcmp(mode, "stall") ||
+	    !strcmp(mode, "compact")) {
 		void *(*f)(void *) = !strcmp(mode, "stall")     ? snapshotter
 				     : !strcmp(mode, "compact") ? compactor
 								: refresher;
