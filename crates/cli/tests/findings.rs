@@ -211,16 +211,21 @@ fn run_with(
         if finished {
             let s = t.elapsed().as_secs_f64();
             last.extend(schedstat(p.pid()));
-            let (mut on, mut wait) = (0, 0);
+            let (mut on, mut wait, mut busiest) = (0, 0, (0, 0));
             for (tid, (on_b, wait_b)) in &last {
                 let (on_a, wait_a) = a.get(tid).copied().unwrap_or((0, 0));
-                on += on_b.saturating_sub(on_a);
-                wait += wait_b.saturating_sub(wait_a);
+                let (o, w) = (on_b.saturating_sub(on_a), wait_b.saturating_sub(wait_a));
+                on += o;
+                wait += w;
+                if o + w > busiest.0 + busiest.1 {
+                    busiest = (o, w);
+                }
             }
             kernel = Some(Kernel {
                 on_cpu: on as f64 / 1e9 / s,
                 runnable: wait as f64 / 1e9 / s,
                 children: (children_cpu_s(p.pid()) - children0) / s,
+                busiest: (busiest.0 as f64 / 1e9 / s, busiest.1 as f64 / 1e9 / s),
             });
         }
     }
@@ -285,6 +290,8 @@ struct Kernel {
     runnable: f64,
     /// The CPU of the children it waited for (`cutime` + `cstime`), CPUs.
     children: f64,
+    /// Its busiest thread (on a CPU and runnable the most): on a CPU, and runnable.
+    busiest: (f64, f64),
 }
 
 /// No finding the kernel's account contradicts: starvation only with run-queue time,
@@ -1207,6 +1214,55 @@ fn requests_that_wait_on_a_thread_that_sleeps_are_said_to() {
     assert!(
         (said - slept).abs() <= 0.15,
         "kiln: the committer asleep {said:.2} of its time; bpftrace: {slept:.2} s per second\n{text}"
+    );
+}
+
+/// Every request hands its work to one worker thread and waits on a condition variable
+/// for it: the worker is never idle (on a CPU, or waiting for one while the woken
+/// requests take the CPUs), and the requests' threads use as much CPU again waking and
+/// handing over. The worker is the limit — the kernel's count of the busiest thread (its
+/// schedstat) says so, and kiln's figure for it is held to that count.
+#[test]
+fn a_worker_every_request_waits_for_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::start(&planted_exe(dir.path()), "handoff", dir.path(), None);
+    let (text, v, k) = run(&dir.path().join("r.db"), "handoff", &p, 16);
+    let (on, wait) = k.busiest;
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; the busiest thread on CPU {on:.2}, runnable {wait:.2}",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 17.0, &text);
+    if on + wait < 0.8 {
+        eprintln!(
+            "the kernel saw the worker busy {:.2} of the time: no finding required",
+            on + wait
+        );
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "one-thread-saturated", "{text}");
+    assert!(
+        first
+            .1
+            .contains("waited for it at ___pthread_cond_wait under wait_for_commit")
+            && first.1.contains("mostly in work"),
+        "{text}"
+    );
+    // "(on a CPU N%": the busiest thread's CPU, against the kernel's.
+    let said = first
+        .1
+        .split("(on a CPU ")
+        .nth(1)
+        .and_then(|r| r.split('%').next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no CPU share in {}", first.1))
+        / 100.0;
+    assert!(
+        (said - on).abs() <= 0.15,
+        "kiln: the worker on a CPU {said:.2}; the kernel: {on:.2}\n{text}"
     );
 }
 

@@ -110,9 +110,22 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     let Some(target) = f.cpus.target else {
         return Vec::new();
     };
+    // The requests waiting on a condition for a group's busiest thread (a hand-off to
+    // one worker): that thread is their limit when it is busy 80% of the time, even while
+    // the waiting threads' own CPU (waking, handing over) keeps the machine busy.
+    let awaited_in = |g: &crate::threads::Group| {
+        let busy = g.busiest_busy.unwrap_or(0.0).max(g.busiest.unwrap_or(0.0));
+        (busy >= 0.8)
+            .then(|| hottest_over_window(f, g).and_then(|h| h.1))
+            .flatten()
+            .and_then(|t| super::waiting::handed_to(f, t))
+    };
+    let awaited: Vec<_> = f.groups.iter().filter_map(|g| Some((g, awaited_in(g)?))).collect();
     let hot: Vec<_> = f.groups.iter().filter(|g| one_hot_thread(f, g)).collect();
-    let [g] = hot.as_slice() else {
-        return Vec::new();
+    let (g, awaited) = match (awaited.as_slice(), hot.as_slice()) {
+        ([(g, a)], _) => (*g, Some(a.clone())),
+        (_, [g]) => (*g, None),
+        _ => return Vec::new(),
     };
     // A runtime's scheduler thread is hot with what its runtime ran on it: one Erlang
     // process or goroutine the runtime did not move, which the serialised rule names.
@@ -132,9 +145,10 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     }
     let busiest = g.busiest.unwrap_or(0.0);
     let never_idle = g.busiest_busy.unwrap_or(busiest).max(busiest);
+    let hot = hottest_over_window(f, g).and_then(|h| h.1);
     // The rest of the server: if it too ran CPUs flat out, the server is CPU-bound.
     let rest = target - busiest;
-    if rest >= 0.5 * (limit - 1.0).max(0.5) || target >= 0.9 * limit {
+    if awaited.is_none() && (rest >= 0.5 * (limit - 1.0).max(0.5) || target >= 0.9 * limit) {
         return Vec::new();
     }
     // The other threads on a CPU or waiting for one add up to a whole thread: the work is
@@ -146,17 +160,26 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
         .map(|g| g.on_cpu + g.runnable.unwrap_or(0.0))
         .sum::<f64>()
         - never_idle;
-    if others >= 1.0 {
+    if awaited.is_none() && others >= 1.0 {
         return Vec::new();
     }
-    let hot = hottest_over_window(f, g).and_then(|h| h.1);
     let kind = thread_kind(f, &g.name, g.threads, hot);
-    let mut claim = format!(
-        "{kind} ran {} of a CPU while the server used {} of {}: its work is serialised on that thread, and more clients or CPUs will not make it faster",
-        pct(busiest),
-        cpus(target),
-        cpus(limit)
-    );
+    let mut claim = match &awaited {
+        Some((at, share)) => format!(
+            "{kind} was busy {} of the time (on a CPU {}, waiting for one {}) while the {}s waited for it at {at} ({} of their time): their work is serialised on that thread",
+            pct(never_idle.min(1.0)),
+            pct(busiest),
+            pct((never_idle - busiest).max(0.0)),
+            f.outcome.unit,
+            pct(*share)
+        ),
+        None => format!(
+            "{kind} ran {} of a CPU while the server used {} of {}: its work is serialised on that thread, and more clients or CPUs will not make it faster",
+            pct(busiest),
+            cpus(target),
+            cpus(limit)
+        ),
+    };
     // The function it ran for long at times, when those times are the slowest operations.
     if let Some(r) = super::queues::loop_runs(f) {
         claim.push_str(&format!("; it {}", r.said(f)));
@@ -178,15 +201,25 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
         String::new(),
     );
     if let Some(p) = f.cpu_profile() {
-        let keep = in_group(p, Some(&g.name));
+        let mut keep = in_group(p, Some(&g.name));
+        // The thread the requests wait for, alone: the waiting threads' CPU is theirs.
+        if let (Some(_), Some(tid)) = (&awaited, hot) {
+            for (k, t) in keep.iter_mut().zip(&p.samples.thread) {
+                *k &= p.threads.get(*t).and_then(|x| x.tid) == Some(tid);
+            }
+        }
         let top = top_named(p, &keep, 3);
         if let Some((name, share)) = top.first() {
             claim.push_str(&format!("; its CPU is mostly in {name} ({})", pct(*share)));
             if let Some(k) = kernel_clause(p, &keep) {
                 claim.push_str(&format!(", {k}"));
             }
+            let whose = match (&awaited, hot) {
+                (Some(_), Some(t)) => format!("the busiest '{}' thread's (tid {t})", g.name),
+                _ => format!("'{}' threads'", g.name),
+            };
             let mut e = f.ev(
-                format!("'{}' threads' CPU by the program's function", g.name),
+                format!("{whose} CPU by the program's function"),
                 top.iter()
                     .map(|(n, s)| format!("{n} {}", pct(*s)))
                     .collect::<Vec<_>>()

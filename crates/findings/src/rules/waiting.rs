@@ -394,6 +394,46 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     out
 }
 
+/// The requests' waits on a condition in their path (a hand-off to another thread) when
+/// they are a third of the operations' time or more and thread `tid` (by its kernel id)
+/// had no part in them (under 5% of their time): the heaviest site's label and their
+/// share of the operations' time. `None` otherwise.
+pub(crate) fn handed_to(f: &Facts, tid: u32) -> Option<(String, f64)> {
+    let p = f.offcpu()?;
+    let ns = p.event.ns_per_weight()?;
+    let (outcome_s, _) = outcome_time(f)?;
+    f.outcome.latency.as_ref()?;
+    let waits = f.waits()?;
+    let sites: Vec<&Site> = waits
+        .sites_of(WaitReason::Futex)
+        .filter(|s| s.in_request_path)
+        .collect();
+    let top = sites.first()?;
+    let w: u128 = sites.iter().map(|s| s.weight).sum();
+    let share = w as f64 * ns / 1e9 / outcome_s.max(1e-9);
+    if share < 1.0 / 3.0 {
+        return None;
+    }
+    let (labels, blocks) = crate::waits::program_blocks(p);
+    let at: Vec<usize> = sites
+        .iter()
+        .filter_map(|s| labels.iter().position(|l| *l == s.label()))
+        .collect();
+    let (mut mine, mut all) = (0u64, 0u64);
+    for b in blocks.iter().filter(|b| at.contains(&b.site)) {
+        let d = b.end.saturating_sub(b.start);
+        all += d;
+        if p.threads
+            .get(kiln_model::ThreadId(b.thread))
+            .and_then(|t| t.tid)
+            == Some(tid)
+        {
+            mine += d;
+        }
+    }
+    (all > 0 && (mine as f64) < 0.05 * all as f64).then(|| (top.label(), share.min(1.0)))
+}
+
 /// The wait of a thread that serves no connection whose ends the requests' condition
 /// waits follow: the thread they wait on, and what it waited for.
 struct Answerer {

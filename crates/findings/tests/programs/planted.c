@@ -42,6 +42,8 @@
  *           thread that waits on the disk)
  *   linger  as commit, the committer writing (no sync) every 10 ms by its clock: the
  *           requests wait on a thread that sleeps
+ *   handoff as commit, the committer working on the CPU for each record instead of
+ *           writing it (one thread does every request's work)
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -259,6 +261,11 @@ static void wait_for_commit(void) {
 
 static void write_batch(unsigned long records) {
 	static char rec[256];
+	if (!strcmp(mode, "handoff")) {
+		for (unsigned long i = 0; i < records; i++)
+			work(20);
+		return;
+	}
 	memset(rec, 'r', sizeof rec);
 	for (unsigned long i = 0; i < records; i++)
 		if (write(journal_fd, rec, sizeof rec) < 0)
@@ -323,7 +330,7 @@ static void handle(void) {
 	else if (!strcmp(mode, "checkpoint") || !strcmp(mode, "rebuild")) {
 		work(2);
 		maybe_periodic();
-	} else if (!strcmp(mode, "commit") || !strcmp(mode, "linger")) {
+	} else if (!strcmp(mode, "commit") || !strcmp(mode, "linger") || !strcmp(mode, "handoff")) {
 		work(2);
 		wait_for_commit();
 	}
@@ -459,7 +466,7 @@ int main(int argc, char **argv) {
 			return 1;
 		}
 	}
-	if (!strcmp(mode, "commit") || !strcmp(mode, "linger")) {
+	if (!strcmp(mode, "commit") || !strcmp(mode, "linger") || !strcmp(mode, "handoff")) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/journal", argc > 3 ? argv[3] : ".");
 		journal_fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
