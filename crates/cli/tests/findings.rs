@@ -1266,6 +1266,78 @@ fn a_worker_every_request_waits_for_is_the_limit() {
     );
 }
 
+/// A reverse proxy waiting for its upstream: nginx passes every request, over kept-alive
+/// connections, to a planted server that sleeps 5 ms in each. nginx's worker is idle: the
+/// time is outside it, in the service it calls, which kiln names by the connections
+/// nginx holds to it. `ss` (the kernel's socket table over netlink) counts them too.
+#[test]
+fn a_proxy_waiting_for_its_upstream_names_the_service_it_calls() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let up = Planted::start(&planted_exe(dir.path()), "sleep", dir.path(), None);
+    let n = kiln_testkit::Nginx::start_with(&kiln_testkit::NginxOptions {
+        http_lines: vec![format!(
+            "upstream app {{ server 127.0.0.1:{}; keepalive 32; }}",
+            up.port
+        )],
+        server_lines: vec![
+            "location /api/ { proxy_pass http://app/; proxy_http_version 1.1; proxy_set_header Connection \"\"; }".into(),
+        ],
+        access_log: false,
+        ..Default::default()
+    })
+    .expect("nginx starts");
+    let store = dir.path().join("r.db");
+    // The master and its worker (a worker under a second old is not taken for one).
+    let pids: Vec<String> = std::iter::once(n.pid())
+        .chain(n.worker_pids().iter().copied())
+        .map(|p| p.to_string())
+        .collect();
+    let out = kiln_testkit::kiln_process()
+        .env("KILN_STORE", &store)
+        .args(["run", "--name", "proxy", "-e", "cpu,offcpu", "-d", "3"])
+        .args(["--warmup", "1", "--no-report", "-p", &pids.join(",")])
+        .args(["load", "http", "-c", "8"])
+        .arg(n.url("/api/"))
+        .output()
+        .unwrap();
+    let text = kiln_testkit::succeeded(&out);
+    let ss = Command::new("ss")
+        .args(["-tnpH", "state", "established", "dst"])
+        .arg(format!("127.0.0.1:{}", up.port))
+        .output()
+        .expect("ss runs (Debian package iproute2)");
+    let ss = String::from_utf8_lossy(&ss.stdout).into_owned();
+    let by_nginx = ss.lines().filter(|l| l.contains("\"nginx\"")).count();
+    println!("{text}\nss: {by_nginx} of nginx's connections to the upstream\n{ss}");
+    let v = shown(&store, "proxy");
+    let found = findings(&v);
+    let first = &found[0];
+    assert_eq!(first.0, "network-wait", "{text}");
+    let to = format!("127.0.0.1:{} (", up.port);
+    assert!(
+        first.1.contains(&to) && first.1.contains(&format!("planted (pid {})", up.pid())),
+        "{text}"
+    );
+    // "(N connections": as many as the kernel's table holds of nginx's, give or take the
+    // ones nginx opened or closed between the two reads.
+    let said: usize = first
+        .1
+        .split(&to)
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no connection count in {}", first.1));
+    assert!(
+        by_nginx > 0,
+        "ss saw no connection of nginx's to the upstream:\n{ss}"
+    );
+    assert!(
+        said.abs_diff(by_nginx) <= 2,
+        "kiln: {said}; ss: {by_nginx}\n{text}"
+    );
+}
+
 /// Node's event loop blocked in a synchronous wait: every request calls lookupUser(),
 /// which waits 3 ms with Atomics.wait on the loop's thread, so the other connections'
 /// requests wait for the loop. Node's threads (the loop, V8's and libuv's workers) share

@@ -742,6 +742,10 @@ pub fn run(
         gate,
     };
     let measured = drive(&mut pass, load, &controls, &rec_opts, &mut remote, tx);
+    // The services the target calls, as its connections to them stand now (a client's
+    // pool keeps them open past the load).
+    let mut target = target;
+    target.peers = crate::procfs::peers(&opts.pids);
     let target_gone = pass.outcome.as_ref().is_some_and(|o| !o.started)
         && !pass.started
         && early_exit(opts, &mut pass)?;

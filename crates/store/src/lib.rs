@@ -71,7 +71,7 @@ pub use columns::QUEUE_DEPTH;
 pub use listing::{configuration, configurations, Configurations, Listed, RunRef};
 pub use model::{
     Attachment, ClockOffset, Column, CommandRecord, Headline, HostInfo, JvmDump, JvmDumps,
-    LoadInfo, MonitorWait, RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable,
+    LoadInfo, MonitorWait, Peer, RunData, RunId, RunMeta, RunStatus, SchedulerStates, SeriesTable,
     StateSources, StateSums, StoredHistogram, TargetInfo, Window, GOROUTINE_WAITS_EVENT,
     JVM_DUMPS_ATTACHMENT, PER_SECOND, PPROF_EVENT_PREFIX, RUNTIME_ENV,
 };

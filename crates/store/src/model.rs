@@ -47,6 +47,23 @@ pub struct TargetInfo {
     /// `ulimit -n`); absent when unlimited or unread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_files_limit: Option<u64>,
+    /// The services it was connected to as a client when the measurement ended (its
+    /// established TCP connections from a port it does not listen on), by address, the
+    /// most connections first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<Peer>,
+}
+
+/// A service the target held connections to, as a client.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Peer {
+    /// Its address, `127.0.0.1:5432` or `[::1]:8080`.
+    pub address: String,
+    /// The target's connections to it.
+    pub connections: u32,
+    /// The process listening there, when it is on this host: `postgres (pid 812)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
 }
 
 /// The environment variables kiln keeps of a target: the runtimes' own settings of

@@ -24,6 +24,8 @@ pub struct NginxOptions {
     /// Lines added inside `server { … }`, e.g. `location /slow { return 204; }`.
     /// Default: none.
     pub server_lines: Vec<String>,
+    /// Lines added inside `http { … }`, e.g. an `upstream` block. Default: none.
+    pub http_lines: Vec<String>,
 }
 
 impl Default for NginxOptions {
@@ -34,6 +36,7 @@ impl Default for NginxOptions {
             worker_connections: 16384,
             access_log: true,
             server_lines: Vec::new(),
+            http_lines: Vec::new(),
         }
     }
 }
@@ -305,6 +308,7 @@ http {{
     sendfile on;
     tcp_nopush on;
     default_type text/html;
+{http_extra}
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         root {d}/html;
@@ -321,6 +325,11 @@ http {{
         } else {
             "off".into()
         },
+        http_extra = o
+            .http_lines
+            .iter()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>(),
         extra = o
             .server_lines
             .iter()

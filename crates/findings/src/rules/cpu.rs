@@ -120,7 +120,11 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
             .flatten()
             .and_then(|t| super::waiting::handed_to(f, t))
     };
-    let awaited: Vec<_> = f.groups.iter().filter_map(|g| Some((g, awaited_in(g)?))).collect();
+    let awaited: Vec<_> = f
+        .groups
+        .iter()
+        .filter_map(|g| Some((g, awaited_in(g)?)))
+        .collect();
     let hot: Vec<_> = f.groups.iter().filter(|g| one_hot_thread(f, g)).collect();
     let (g, awaited) = match (awaited.as_slice(), hot.as_slice()) {
         ([(g, a)], _) => (*g, Some(a.clone())),

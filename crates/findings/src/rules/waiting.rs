@@ -394,6 +394,44 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     out
 }
 
+/// `; it was connected to 127.0.0.1:5432 (postgres (pid 812)) by 4 connections, …: the
+/// services it calls`: the target's connections as a client as the measurement ended
+/// (empty when it held none).
+fn peers_said(f: &Facts) -> String {
+    let peers = &f.meta.target.peers;
+    if peers.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = peers
+        .iter()
+        .take(3)
+        .map(|p| {
+            let who = p
+                .process
+                .as_ref()
+                .map(|x| format!(", {x}"))
+                .unwrap_or_default();
+            format!(
+                "{} ({} connection{}{who})",
+                p.address,
+                p.connections,
+                if p.connections == 1 { "" } else { "s" }
+            )
+        })
+        .collect();
+    let more = peers.len().saturating_sub(3);
+    format!(
+        "; it was connected as a client to {}{}: the service{} it calls",
+        each.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+        if peers.len() == 1 { "" } else { "s" }
+    )
+}
+
 /// The requests' waits on a condition in their path (a hand-off to another thread) when
 /// they are a third of the operations' time or more and thread `tid` (by its kernel id)
 /// had no part in them (under 5% of their time): the heaviest site's label and their
@@ -1521,6 +1559,7 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         ));
     } else {
         claim.push_str(": in the network stack, the client, or a service the server waits for");
+        claim.push_str(&peers_said(f));
     }
     // Where its threads waited, when an off-CPU profile says: a call to a downstream
     // service reads its socket under the program's own frame.

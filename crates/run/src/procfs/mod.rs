@@ -22,6 +22,7 @@ use kiln_store::{columns, Column, SeriesTable};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod net;
+pub use net::peers;
 mod read;
 
 /// Cumulative counters at one instant; differences of two give rates and window totals.

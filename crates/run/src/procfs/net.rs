@@ -59,6 +59,157 @@ fn listening(text: &[u8]) -> impl Iterator<Item = (u64, u64)> + '_ {
     })
 }
 
+/// One line of `/proc/net/tcp{,6}`: local and remote address (`127.0.0.1:80`,
+/// `[::1]:80`), state (hex, `01` established, `0A` listening) and inode.
+struct TcpLine {
+    local: String,
+    local_port: u16,
+    remote: String,
+    remote_port: u16,
+    state: u8,
+    inode: u64,
+}
+
+/// An address of `/proc/net/tcp{,6}` (`0100007F:1F90`: each 32-bit word in the host's
+/// order, here little-endian) as `127.0.0.1` or `[::1]`, and its port.
+fn address(field: &[u8]) -> Option<(String, u16)> {
+    let s = std::str::from_utf8(field).ok()?;
+    let (ip, port) = s.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let words: Vec<u32> = (0..ip.len() / 8)
+        .map(|i| u32::from_str_radix(&ip[i * 8..i * 8 + 8], 16).map(u32::from_be))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+    let ip = match bytes.len() {
+        4 => std::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).to_string(),
+        16 => {
+            let a: [u8; 16] = bytes.try_into().ok()?;
+            let v6 = std::net::Ipv6Addr::from(a);
+            match v6.to_ipv4_mapped() {
+                Some(v4) => v4.to_string(),
+                None => format!("[{v6}]"),
+            }
+        }
+        _ => return None,
+    };
+    Some((ip, port))
+}
+
+fn tcp_lines(text: &[u8]) -> impl Iterator<Item = TcpLine> + '_ {
+    text.split(|&b| b == b'\n').skip(1).filter_map(|line| {
+        let mut f = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|x| !x.is_empty());
+        // sl local remote st tx_queue:rx_queue tr:when retrnsmt uid timeout inode
+        let (local, local_port) = address(f.nth(1)?)?;
+        let (remote, remote_port) = address(f.next()?)?;
+        let state = u8::from_str_radix(std::str::from_utf8(f.next()?).ok()?, 16).ok()?;
+        let inode = std::str::from_utf8(f.nth(5)?).ok()?.parse().ok()?;
+        Some(TcpLine {
+            local,
+            local_port,
+            remote,
+            remote_port,
+            state,
+            inode,
+        })
+    })
+}
+
+/// The services `pids` are connected to as clients: their established TCP connections
+/// from ports they do not listen on (the connections their own clients opened to them
+/// are left out), by remote address, the most connections first; with the process that
+/// listens there when it is on this host (`/proc/*/fd`). Read from the first process's
+/// network namespace.
+pub fn peers(pids: &[u32]) -> Vec<kiln_store::Peer> {
+    const ESTABLISHED: u8 = 0x01;
+    const LISTEN: u8 = 0x0A;
+    let Some(&first) = pids.first() else {
+        return Vec::new();
+    };
+    let mut inodes = HashSet::new();
+    for &pid in pids {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for e in dir.flatten() {
+            if let Ok(l) = std::fs::read_link(e.path()) {
+                if let Some(i) = socket_inode(l.as_os_str().as_encoded_bytes()) {
+                    inodes.insert(i);
+                }
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    for f in ["tcp", "tcp6"] {
+        if let Some(text) = read(format!("/proc/{first}/net/{f}")) {
+            lines.extend(tcp_lines(&text));
+        }
+    }
+    let listens: HashSet<u16> = lines
+        .iter()
+        .filter(|l| l.state == LISTEN && inodes.contains(&l.inode))
+        .map(|l| l.local_port)
+        .collect();
+    let mut by: Vec<(String, u16, String, u32)> = Vec::new();
+    for l in lines.iter().filter(|l| {
+        l.state == ESTABLISHED && inodes.contains(&l.inode) && !listens.contains(&l.local_port)
+    }) {
+        match by
+            .iter_mut()
+            .find(|b| b.0 == l.remote && b.1 == l.remote_port)
+        {
+            Some(b) => b.3 += 1,
+            None => by.push((l.remote.clone(), l.remote_port, l.local.clone(), 1)),
+        }
+    }
+    by.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| (&a.0, a.1).cmp(&(&b.0, b.1))));
+    by.truncate(8);
+    by.into_iter()
+        .map(|(ip, port, _, n)| {
+            // The listener on this host: a listening socket on that port (any address).
+            let listener = lines
+                .iter()
+                .find(|l| {
+                    l.state == LISTEN
+                        && l.local_port == port
+                        && (l.local == ip || l.local == "0.0.0.0" || l.local == "[::]")
+                })
+                .map(|l| l.inode);
+            kiln_store::Peer {
+                address: format!("{ip}:{port}"),
+                connections: n,
+                process: listener.and_then(owner_of),
+            }
+        })
+        .collect()
+}
+
+/// The process that holds socket `inode` open: `name (pid N)`.
+fn owner_of(inode: u64) -> Option<String> {
+    let want = format!("socket:[{inode}]");
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|l| l.as_os_str().as_encoded_bytes() == want.as_bytes())
+        });
+        if holds {
+            let comm = kiln_os::proc::comm(pid)
+                .map(|b| kiln_model::text::from_bytes(b.trim_ascii_end()).into_owned())
+                .unwrap_or_default();
+            return Some(format!("{comm} (pid {pid})"));
+        }
+    }
+    None
+}
+
 /// `TcpExt: ListenOverflows` and `ListenDrops` of `pid`'s network namespace.
 pub(crate) fn listen_overflows(pid: u32) -> Option<(u64, u64)> {
     let text = read(format!("/proc/{pid}/net/netstat"))?;
@@ -145,6 +296,46 @@ mod tests {
         assert_eq!(socket_inode(b"pipe:[4242]"), None);
         assert_eq!(quota_cpus(b"50000 100000\n"), Some(0.5));
         assert_eq!(quota_cpus(b"max 100000\n"), None);
+    }
+
+    #[test]
+    fn addresses_of_the_kernels_tcp_tables() {
+        assert_eq!(address(b"0100007F:1F90"), Some(("127.0.0.1".into(), 8080)));
+        assert_eq!(
+            address(b"00000000000000000000000001000000:0050"),
+            Some(("[::1]".into(), 80))
+        );
+        // An IPv4 address mapped into IPv6 is said as IPv4.
+        assert_eq!(
+            address(b"0000000000000000FFFF00000100007F:1F90"),
+            Some(("127.0.0.1".into(), 8080))
+        );
+        assert_eq!(address(b"zz:1"), None);
+    }
+
+    /// A connection this test opens to a listener it holds is its peer, named by the
+    /// process that listens (this one); the accepted end, from a port it listens on, is
+    /// not.
+    #[test]
+    fn a_process_connected_to_a_service_has_it_as_its_peer() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let _c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _a = l.accept().unwrap();
+        let me = std::process::id();
+        let peers = peers(&[me]);
+        let p = peers
+            .iter()
+            .find(|p| p.address == format!("127.0.0.1:{port}"))
+            .unwrap_or_else(|| panic!("{peers:?}"));
+        assert_eq!(p.connections, 1, "{peers:?}");
+        assert!(
+            p.process
+                .as_deref()
+                .is_some_and(|x| x.ends_with(&format!("(pid {me})"))),
+            "{peers:?}"
+        );
+        assert!(peers.len() == 1 || peers.iter().all(|p| !p.address.is_empty()));
     }
 
     /// The inodes of the sockets among `pid`'s open files.
