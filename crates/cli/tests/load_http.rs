@@ -221,6 +221,19 @@ fn ctrl_c_ends_the_run_with_a_summary() {
     );
 }
 
+/// Run `name` of `store` as `kiln runs show --json` gives it.
+fn shown(store: &std::path::Path, name: &str) -> serde_json::Value {
+    let out = kiln()
+        .args(["runs", "show", name, "--json", "--store"])
+        .arg(store)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
 /// Under `kiln run`, an HTTP load without -d lasts as long as the run measures: a run of
 /// 11 s after a warm-up is complete, never cut at the 10 s a load on its own lasts.
 #[test]
@@ -246,15 +259,7 @@ fn under_kiln_run_a_load_without_a_duration_lasts_the_run() {
         ])
         .assert()
         .success();
-    let out = kiln()
-        .args(["runs", "show", "long", "--json", "--store"])
-        .arg(&store)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let run: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let run = shown(&store, "long");
     assert_eq!(run["status"]["complete"], true, "{run:#}");
     let m = &run["measure"];
     let measured = (m["end_ns"].as_u64().unwrap() - m["start_ns"].as_u64().unwrap()) as f64 / 1e9;
@@ -303,15 +308,7 @@ fn under_kiln_run_each_sweep_step_is_a_window_and_the_target_is_the_runs() {
         // is then stored marked incomplete (exit 1); its load and windows are kept either way.
         .code(predicate::in_iter([0, 1]))
         .stdout(predicate::str::contains("stored in"));
-    let out = kiln()
-        .args(["runs", "show", "sweep", "--json", "--store"])
-        .arg(&store)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let run: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let run = shown(&store, "sweep");
     let windows: Vec<String> = run["windows"]
         .as_array()
         .unwrap()

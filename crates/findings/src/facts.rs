@@ -105,6 +105,9 @@ pub struct Facts<'a> {
     /// Whether the operations waited in a backlog the broker held, found once
     /// ([`crate::rules::queues::held_in_broker`]).
     pub(crate) held_in_broker: std::cell::OnceCell<bool>,
+    /// Work serialised on no thread of its own, found once ([`crate::rules::cpu::serialised`]:
+    /// the rule, and the rules that defer to it).
+    pub(crate) serialised: std::cell::OnceCell<Vec<crate::Finding>>,
 }
 
 impl<'a> Facts<'a> {
@@ -140,6 +143,7 @@ impl<'a> Facts<'a> {
             loop_runs: Default::default(),
             slow_runs: Default::default(),
             held_in_broker: Default::default(),
+            serialised: Default::default(),
         }
     }
 

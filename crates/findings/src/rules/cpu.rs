@@ -439,6 +439,10 @@ fn waited_for_cpu(f: &Facts, name: &str, secs: f64) -> f64 {
 /// the middle of it, less than 0.7 of the time, unless it was three quarters of the
 /// server's CPU and half a CPU at least.
 pub fn serialised(f: &Facts) -> Vec<Finding> {
+    f.serialised.get_or_init(|| find_serialised(f)).clone()
+}
+
+fn find_serialised(f: &Facts) -> Vec<Finding> {
     let Some(target) = f.cpus.target else {
         return Vec::new();
     };

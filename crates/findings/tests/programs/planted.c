@@ -436,6 +436,16 @@ static void single(int s) {
 	}
 }
 
+/* DIR/NAME opened for writing (created, with `flags` added); -1, said, when it cannot be. */
+static int open_in(const char *dir, const char *name, int flags) {
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | flags, 0600);
+	if (fd < 0)
+		perror(path);
+	return fd;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: planted MODE PORT [DIR]\n");
@@ -448,32 +458,14 @@ int main(int argc, char **argv) {
 	sigaddset(&usr2, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &usr2, NULL);
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	if (!strcmp(mode, "fsync")) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/log", argc > 3 ? argv[3] : ".");
-		log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (log_fd < 0) {
-			perror(path);
-			return 1;
-		}
-	}
-	if (!strcmp(mode, "checkpoint")) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/checkpoint", argc > 3 ? argv[3] : ".");
-		checkpoint_fd = open(path, O_WRONLY | O_CREAT, 0600);
-		if (checkpoint_fd < 0) {
-			perror(path);
-			return 1;
-		}
-	}
+	const char *dir = argc > 3 ? argv[3] : ".";
+	if (!strcmp(mode, "fsync") && (log_fd = open_in(dir, "log", O_APPEND)) < 0)
+		return 1;
+	if (!strcmp(mode, "checkpoint") && (checkpoint_fd = open_in(dir, "checkpoint", 0)) < 0)
+		return 1;
 	if (!strcmp(mode, "commit") || !strcmp(mode, "linger") || !strcmp(mode, "handoff")) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/journal", argc > 3 ? argv[3] : ".");
-		journal_fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (journal_fd < 0) {
-			perror(path);
+		if ((journal_fd = open_in(dir, "journal", O_APPEND)) < 0)
 			return 1;
-		}
 		pthread_t t;
 		pthread_create(&t, NULL, committer, NULL);
 	}

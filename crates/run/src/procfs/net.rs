@@ -117,6 +117,20 @@ fn tcp_lines(text: &[u8]) -> impl Iterator<Item = TcpLine> + '_ {
     })
 }
 
+/// The inodes of the sockets among `pid`'s open files.
+fn socket_inodes(pid: u32, into: &mut HashSet<u64>) {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return;
+    };
+    for e in dir.flatten() {
+        if let Ok(l) = std::fs::read_link(e.path()) {
+            if let Some(i) = socket_inode(l.as_os_str().as_encoded_bytes()) {
+                into.insert(i);
+            }
+        }
+    }
+}
+
 /// The services `pids` are connected to as clients: their established TCP connections
 /// from ports they do not listen on (the connections their own clients opened to them
 /// are left out), by remote address, the most connections first; with the process that
@@ -130,16 +144,7 @@ pub fn peers(pids: &[u32]) -> Vec<kiln_store::Peer> {
     };
     let mut inodes = HashSet::new();
     for &pid in pids {
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-            continue;
-        };
-        for e in dir.flatten() {
-            if let Ok(l) = std::fs::read_link(e.path()) {
-                if let Some(i) = socket_inode(l.as_os_str().as_encoded_bytes()) {
-                    inodes.insert(i);
-                }
-            }
-        }
+        socket_inodes(pid, &mut inodes);
     }
     let mut lines = Vec::new();
     for f in ["tcp", "tcp6"] {
@@ -336,20 +341,6 @@ mod tests {
             "{peers:?}"
         );
         assert!(peers.len() == 1 || peers.iter().all(|p| !p.address.is_empty()));
-    }
-
-    /// The inodes of the sockets among `pid`'s open files.
-    fn socket_inodes(pid: u32, into: &mut HashSet<u64>) {
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-            return;
-        };
-        for e in dir.flatten() {
-            if let Ok(l) = std::fs::read_link(e.path()) {
-                if let Some(i) = socket_inode(l.as_os_str().as_encoded_bytes()) {
-                    into.insert(i);
-                }
-            }
-        }
     }
 
     /// A process in a cgroup with a CPU quota (v1's `cpu` controller, or v2's `cpu.max`):
