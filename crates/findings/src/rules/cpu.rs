@@ -106,6 +106,9 @@ fn kernel_clause(p: &kiln_model::Profile, keep: &[bool]) -> Option<String> {
 /// False when: the server used (nearly) every CPU anyway (then it is CPU-bound); the hot
 /// thread mostly waited for a CPU (starvation); several threads were hot; each second's
 /// hot thread was another (the work moved between threads: serialised, not one thread's).
+/// Unless the operations waited on a condition for that thread ([`super::waiting::handed_to`]:
+/// a third of their time, the thread busy 80% of it and no part of those waits): then the
+/// rest of the server's CPU is their waking and handing over, and the thread is the limit.
 pub fn one_thread(f: &Facts) -> Vec<Finding> {
     let Some(target) = f.cpus.target else {
         return Vec::new();

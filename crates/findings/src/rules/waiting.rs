@@ -394,8 +394,8 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     out
 }
 
-/// `; it was connected to 127.0.0.1:5432 (postgres (pid 812)) by 4 connections, …: the
-/// services it calls`: the target's connections as a client as the measurement ended
+/// `; it was connected as a client to 127.0.0.1:5432 (4 connections, postgres (pid 812)):
+/// the service it calls`: the target's connections as a client as the measurement ended
 /// (empty when it held none).
 fn peers_said(f: &Facts) -> String {
     let peers = &f.meta.target.peers;
@@ -580,6 +580,12 @@ fn answered_by(
     if ends.len() < 20 {
         return None;
     }
+    // (The waiting threads are not the answering one.)
+    let waiters: std::collections::HashSet<u32> = blocks
+        .iter()
+        .filter(|b| waited.contains(&b.site))
+        .map(|b| b.thread)
+        .collect();
     candidates
         .into_iter()
         .filter_map(|c| {
@@ -590,12 +596,6 @@ fn answered_by(
                 .map(|b| (b.end, b.thread))
                 .collect();
             theirs.sort_unstable();
-            // (The waiting threads are not the answering one.)
-            let waiters: std::collections::HashSet<u32> = blocks
-                .iter()
-                .filter(|b| waited.contains(&b.site))
-                .map(|b| b.thread)
-                .collect();
             if theirs.iter().any(|(_, t)| waiters.contains(t)) {
                 return None;
             }

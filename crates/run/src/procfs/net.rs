@@ -135,7 +135,7 @@ fn socket_inodes(pid: u32, into: &mut HashSet<u64>) {
 /// from ports they do not listen on (the connections their own clients opened to them
 /// are left out), by remote address, the most connections first; with the process that
 /// listens there when it is on this host (`/proc/*/fd`). Read from the first process's
-/// network namespace.
+/// network namespace. A connection to Erlang's port mapper (epmd, port 4369) is not one.
 pub fn peers(pids: &[u32]) -> Vec<kiln_store::Peer> {
     const ESTABLISHED: u8 = 0x01;
     const LISTEN: u8 = 0x0A;
@@ -171,6 +171,9 @@ pub fn peers(pids: &[u32]) -> Vec<kiln_store::Peer> {
     }
     by.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| (&a.0, a.1).cmp(&(&b.0, b.1))));
     by.truncate(8);
+    // (Erlang's port mapper: every distributed BEAM node holds a connection to it, and it
+    // serves none of the node's work.)
+    by.retain(|b| b.1 != EPMD_PORT);
     by.into_iter()
         .map(|(ip, port, _, n)| {
             // The listener on this host: a listening socket on that port (any address).
@@ -190,6 +193,9 @@ pub fn peers(pids: &[u32]) -> Vec<kiln_store::Peer> {
         })
         .collect()
 }
+
+/// epmd's port, which every distributed Erlang node is connected to.
+const EPMD_PORT: u16 = 4369;
 
 /// The process that holds socket `inode` open: `name (pid N)`.
 fn owner_of(inode: u64) -> Option<String> {
