@@ -1332,6 +1332,14 @@ fn a_proxy_waiting_for_its_upstream_names_the_service_it_calls() {
         by_nginx > 0,
         "ss saw no connection of nginx's to the upstream:\n{ss}"
     );
+    // The summary lists them beside the target's threads.
+    assert!(
+        text.contains(&format!(
+            "  connected as a client to: 127.0.0.1:{} (",
+            up.port
+        )),
+        "{text}"
+    );
     assert!(
         said.abs_diff(by_nginx) <= 2,
         "kiln: {said}; ss: {by_nginx}\n{text}"

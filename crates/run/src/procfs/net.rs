@@ -212,8 +212,12 @@ fn owner_of(inode: u64) -> Option<String> {
                 .is_ok_and(|l| l.as_os_str().as_encoded_bytes() == want.as_bytes())
         });
         if holds {
+            // (A name is the process's to choose: control characters are escaped.)
             let comm = kiln_os::proc::comm(pid)
-                .map(|b| kiln_model::text::from_bytes(b.trim_ascii_end()).into_owned())
+                .map(|b| {
+                    let t = kiln_model::text::from_bytes(b.trim_ascii_end()).into_owned();
+                    kiln_model::text::clean(&t).into_owned()
+                })
                 .unwrap_or_default();
             return Some(format!("{comm} (pid {pid})"));
         }
