@@ -135,7 +135,7 @@ fn socket_inodes(pid: u32, into: &mut HashSet<u64>) {
 /// from ports they do not listen on (the connections their own clients opened to them
 /// are left out), by remote address, the most connections first; with the process that
 /// listens there when it is on this host (`/proc/*/fd`). Read from the first process's
-/// network namespace. A connection to Erlang's port mapper (epmd, port 4369) is not one.
+/// network namespace. A connection to Erlang's port mapper (epmd) is not one.
 pub fn peers(pids: &[u32]) -> Vec<kiln_store::Peer> {
     const ESTABLISHED: u8 = 0x01;
     const LISTEN: u8 = 0x0A;
@@ -170,11 +170,13 @@ pub fn peers(pids: &[u32]) -> Vec<kiln_store::Peer> {
         }
     }
     by.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| (&a.0, a.1).cmp(&(&b.0, b.1))));
-    by.truncate(8);
-    // (Erlang's port mapper: every distributed BEAM node holds a connection to it, and it
-    // serves none of the node's work.)
+    // (Erlang's port mapper: every distributed BEAM node holds a connection to it, on its
+    // port or one of the node's choosing, and it serves none of the node's work.)
     by.retain(|b| b.1 != EPMD_PORT);
-    by.into_iter()
+    // (Each listener is looked for through every process's files: a few at the most.)
+    by.truncate(9);
+    let mut out: Vec<kiln_store::Peer> = by
+        .into_iter()
         .map(|(ip, port, _, n)| {
             // The listener on this host: a listening socket on that port (any address).
             let listener = lines
@@ -191,7 +193,14 @@ pub fn peers(pids: &[u32]) -> Vec<kiln_store::Peer> {
                 process: listener.and_then(owner_of),
             }
         })
-        .collect()
+        .filter(|p| {
+            !p.process
+                .as_deref()
+                .is_some_and(|x| x.starts_with("epmd ("))
+        })
+        .collect();
+    out.truncate(8);
+    out
 }
 
 /// epmd's port, which every distributed Erlang node is connected to.
