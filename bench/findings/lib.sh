@@ -28,7 +28,7 @@ UNWIND=${FINDINGS_UNWIND:-auto}
 D=10
 WARMUP=2
 PY=/usr/bin/python3
-export PATH="/usr/local/go/bin:$HOME/.cargo/bin:$PATH"
+export PATH="/usr/local/go/bin:$HOME/.cargo/bin:/opt/kiln-py-spy/bin:$PATH"
 
 [ $# -ge 1 ] || { echo "usage: $0 OUT-DIR" >&2; exit 2; }
 mkdir -p "$1"

@@ -87,8 +87,10 @@ impl Planted {
     }
 
     /// `python3 PROGRAM` (one of the findings crate's test programs).
+    /// `program` under Debian's interpreter (stripped: its static functions unnamed),
+    /// the one a user of this machine's packages profiles.
     fn python(program: &str) -> Planted {
-        let mut python = Command::new("python3");
+        let mut python = Command::new("/usr/bin/python3");
         python.arg(program_path(program));
         Planted::serve(python)
     }
@@ -1283,6 +1285,66 @@ fn a_worker_every_request_waits_for_is_the_limit() {
         (said - on).abs() <= 0.15,
         "kiln: the worker on a CPU {said:.2}; the kernel: {on:.2}\n{text}"
     );
+}
+
+/// The same hand-off in Python: the handlers put each request's work on a queue for one
+/// worker thread and wait on a `threading.Event` (a lock acquired under `Condition.wait`,
+/// in a stripped interpreter whose dispatcher frames have no names). The worker is the
+/// limit, not "a lock" — the kernel's count of the busiest thread says how busy it was.
+#[test]
+fn a_python_worker_every_request_waits_for_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::python("handoff.py");
+    let (text, v, k) = run(&dir.path().join("r.db"), "handoff", &p, 16);
+    let (on, wait) = k.busiest;
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; the busiest thread on CPU {on:.2}, runnable {wait:.2}",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 17.0, &text);
+    if on + wait < 0.8 {
+        eprintln!(
+            "the kernel saw the worker busy {:.2} of the time: no finding required",
+            on + wait
+        );
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "one-thread-saturated", "{text}");
+    assert!(
+        first.1.contains(
+            "waited for it at PyThread_acquire_lock_timed under Condition.wait (threading.py:"
+        ) && first.1.contains("mostly in price_order (handoff.py:"),
+        "{text}"
+    );
+    let said = first
+        .1
+        .split("(on a CPU ")
+        .nth(1)
+        .and_then(|r| r.split('%').next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no CPU share in {}", first.1))
+        / 100.0;
+    assert!(
+        (said - on).abs() <= 0.15,
+        "kiln: the worker on a CPU {said:.2}; the kernel: {on:.2}\n{text}"
+    );
+    // "for the GIL N%": time the worker was off a CPU, which the kernel bounds.
+    if let Some(gil) = first
+        .1
+        .split("for the GIL ")
+        .nth(1)
+        .and_then(|r| r.split('%').next())
+        .and_then(|x| x.parse::<f64>().ok())
+    {
+        let blocked = (1.0 - on - wait).max(0.0);
+        assert!(
+            gil / 100.0 <= blocked + 0.05,
+            "kiln: the worker waited for the GIL {gil}%; the kernel: off a CPU {blocked:.2}\n{text}"
+        );
+    }
 }
 
 /// A reverse proxy waiting for its upstream: nginx passes every request, over kept-alive

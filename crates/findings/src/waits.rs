@@ -38,6 +38,12 @@ pub struct Site {
 }
 
 impl Site {
+    /// Whether [`program_blocks`]' label `l` is this site's: its own, or one it was found
+    /// under before its Python caller was named.
+    pub fn is_labelled(&self, l: &str) -> bool {
+        l == self.label() || self.found_as.iter().any(|x| x == l)
+    }
+
     /// `pthread_mutex_lock under read_block`, or `read_block`.
     pub fn label(&self) -> String {
         if self.primitive == self.at || self.primitive.is_empty() {
@@ -314,7 +320,12 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
     // Per stack, once: its owner and its site.
     type Seen = (StackOwner, Option<(String, String)>);
     let mut seen: Vec<Option<Seen>> = vec![None; p.stacks.len()];
-    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+    // CPython's threads, which its stacks do not tell apart (the interpreter's frames are
+    // every thread's): those that waited on the network serve connections, and a lock
+    // they wait on under Python code is in a request's path.
+    let mut net_threads: std::collections::HashSet<kiln_model::ThreadId> = Default::default();
+    let mut python_locks: Vec<(Key, u128, kiln_model::ThreadId)> = Vec::new();
+    for (st, w, _, thread) in p.samples.rows() {
         let w = w as u128;
         total += w;
         let reason = reasons
@@ -322,6 +333,9 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
             .copied()
             .unwrap_or(WaitReason::Other);
         *by_reason.entry(reason).or_default() += w;
+        if reason == WaitReason::Poll {
+            net_threads.insert(thread);
+        }
         let Some(slot) = seen.get_mut(st.0 as usize) else {
             continue;
         };
@@ -330,6 +344,9 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
             (_, _, WaitReason::Idle) => {}
             (StackOwner::Program, Some((at, prim)), r) => {
                 let key = (r, at.clone(), prim.clone());
+                if at == PYTHON_CODE && r == WaitReason::Lock {
+                    python_locks.push((key.clone(), w, thread));
+                }
                 if at == PYTHON_CODE && !chains.contains_key(&key) {
                     path.clear();
                     p.stacks.path_into(st, &mut path);
@@ -367,6 +384,11 @@ pub fn offcpu_waits(p: &Profile) -> Waits {
         }
     }
     let mut in_path: HashMap<Key, u128> = HashMap::new();
+    for (key, w, thread) in python_locks {
+        if net_threads.contains(&thread) {
+            *in_path.entry(key).or_default() += w;
+        }
+    }
     for (key, w, own) in futex_stacks {
         // A sleep is in the path unless its frames show it is not: a thread of the
         // program's own (a periodic refresher, a flusher) that never touches a connection.
@@ -422,8 +444,14 @@ pub const PYTHON_CODE: &str = "Python code";
 /// The placeholder caller of a wait whose user stack ends at the call that waited.
 pub const UNSEEN_CALLER: &str = "a caller the stack does not show";
 
-/// The interpreter's own frames between Python code and the C function it calls.
+/// The interpreter's own frames between Python code and the C function it calls; in a
+/// stripped interpreter (Debian's), its unnamed static functions too: the call
+/// machinery (`method_vectorcall_VARARGS_KEYWORDS`) is one of them, and the same
+/// dispatcher serves every method, so it never says which call a wait was in.
 fn python_call_helper(f: &str) -> bool {
+    if kiln_model::waits::is_python_binary_address(f) {
+        return true;
+    }
     [
         "cfunction_",
         "_PyObject_",
@@ -452,6 +480,25 @@ fn python_callee<S: AsRef<str>>(names: &[S]) -> Option<&str> {
         .iter()
         .map(AsRef::as_ref)
         .find(|f| !python_call_helper(f) && !f.starts_with('['))
+}
+
+/// Whether a Python function (`Condition.wait (threading.py:320)`; 3.10 names it bare)
+/// is one of the standard library's ways to wait for another thread — a condition, an
+/// event, a semaphore, a barrier, a queue, a thread's end, a future's result — which
+/// wait on a lock that the signalling thread releases, not one it holds.
+fn is_python_signal_wait(at: &str) -> bool {
+    let Some((func, file)) = at.split_once(" (") else {
+        return false;
+    };
+    let file = file.split(':').next().unwrap_or("");
+    let func = func.rsplit('.').next().unwrap_or(func);
+    matches!(
+        file,
+        "threading.py" | "queue.py" | "concurrent/futures/_base.py"
+    ) && matches!(
+        func,
+        "wait" | "wait_for" | "acquire" | "get" | "put" | "join" | "result"
+    )
 }
 
 /// A CPython stack's frames after its last `_PyEval_EvalFrameDefault` (root first).
@@ -531,6 +578,7 @@ impl Waits {
         }
         let best = heaviest(&callers);
         let nearest = heaviest(&under);
+        let mut moved: Vec<u128> = Vec::new();
         for site in &mut self.sites {
             if site.at == UNSEEN_CALLER {
                 if let Some((caller, _)) = nearest.get(site.primitive.as_str()) {
@@ -552,6 +600,26 @@ impl Waits {
                 site.found_as = vec![site.label()];
                 site.primitive = c.clone();
                 site.at = py.to_string();
+                // A Python lock acquired by `threading`'s or `queue`'s waiting functions is
+                // their signal, not a lock another thread holds: a condition.
+                if site.reason == WaitReason::Lock && is_python_signal_wait(&site.at) {
+                    site.reason = WaitReason::Futex;
+                    moved.push(site.weight);
+                }
+            }
+        }
+        for w in moved {
+            for (r, total) in &mut self.by_reason {
+                match r {
+                    WaitReason::Lock => *total = total.saturating_sub(w),
+                    WaitReason::Futex => *total += w,
+                    _ => {}
+                }
+            }
+            if !self.by_reason.iter().any(|(r, _)| *r == WaitReason::Futex) {
+                self.by_reason.push((WaitReason::Futex, w));
+                self.by_reason
+                    .sort_by_key(|(r, _)| WaitReason::ALL.iter().position(|x| x == r));
             }
         }
         // Sites named alike now (a Python function's waits, some seen whole and some
@@ -908,5 +976,64 @@ mod tests {
         cpu.add_sample_path(&b, 1, NO_TIME, ThreadId::NONE);
         w.name_python_callers(&cpu);
         assert_eq!(w.sites[0].label(), "time_sleep under lookup (s.py:7)");
+    }
+
+    /// A stripped interpreter (Debian's): its static functions have no names. A handler
+    /// thread waiting on a `threading.Event` waits in the exported lock function under
+    /// the unnamed method dispatcher every call goes through — which says nothing of
+    /// the call; the Python function is `Condition.wait`, a signal from another thread
+    /// (a condition in the request's path: the thread also reads its connection), while
+    /// the worker's same wait for work is not in it.
+    #[test]
+    fn a_stripped_pythons_event_wait_is_a_condition_in_the_requests_path() {
+        let kind = |n: &str| match n {
+            "python3" => FrameKind::Root,
+            "futex_wait" | "sk_wait_data" => FrameKind::Kernel,
+            n if n.contains(".py:") => FrameKind::Python,
+            _ => FrameKind::User,
+        };
+        let mut off = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+        let mut add = |p: &mut Profile, s: &str, w: u64, thread: ThreadId| {
+            let path: Vec<_> = s
+                .split(';')
+                .map(|n| p.frame(n.as_bytes(), kind(n)))
+                .collect();
+            p.add_sample_path(&path, w, NO_TIME, thread);
+        };
+        let handler = off.thread(Some(1), Some(11), b"python3");
+        let worker = off.thread(Some(1), Some(12), b"python3");
+        let event = "python3;start_thread;python3.11+0x6543a0;_PyEval_EvalFrameDefault;PyObject_Vectorcall;python3.11+0x550b00;python3.11+0x5897a0;PyThread_acquire_lock_timed;__new_sem_wait_slow64.constprop.0;__futex_abstimed_wait_common;futex_wait";
+        let recv = "python3;start_thread;python3.11+0x6543a0;_PyEval_EvalFrameDefault;PyObject_Vectorcall;python3.11+0x550b00;python3.11+0x67d020;recv;sk_wait_data";
+        let gil = "python3;start_thread;python3.11+0x6543a0;_PyEval_EvalFrameDefault;PyObject_Vectorcall;python3.11+0x550b00;python3.11+0x67d020;PyEval_RestoreThread;python3.11+0x4f92c0;___pthread_mutex_lock;__lll_lock_wait;futex_wait";
+        add(&mut off, event, 60, handler);
+        add(&mut off, recv, 10, handler);
+        add(&mut off, gil, 20, handler);
+        add(&mut off, event, 5, worker);
+        let mut w = offcpu_waits(&off);
+        // The GIL's mutex, taken back after a call, is the GIL.
+        assert!(w
+            .sites
+            .iter()
+            .any(|s| s.reason == WaitReason::Lock && s.primitive == GIL && s.weight == 20));
+        let mut cpu = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = cpu.thread(Some(1), Some(11), b"python3");
+        add(&mut cpu, "python3;Handler.do_GET (server.py:35);Event.wait (threading.py:622);Condition.wait (threading.py:320);python3.11+0x550b00;python3.11+0x5897a0;PyThread_acquire_lock_timed", 2, t);
+        add(&mut cpu, "python3;Handler.do_GET (server.py:30);SocketIO.readinto (socket.py:706);python3.11+0x550b00;python3.11+0x67d020;recv", 9, t);
+        w.name_python_callers(&cpu);
+        let waits: Vec<_> = w
+            .sites
+            .iter()
+            .filter(|s| s.at == "Condition.wait (threading.py:320)")
+            .map(|s| (s.primitive.as_str(), s.reason, s.in_request_path, s.weight))
+            .collect();
+        assert_eq!(
+            waits,
+            [
+                ("PyThread_acquire_lock_timed", WaitReason::Futex, true, 60),
+                ("PyThread_acquire_lock_timed", WaitReason::Futex, false, 5)
+            ]
+        );
+        assert_eq!(w.of(WaitReason::Futex), 65);
+        assert_eq!(w.of(WaitReason::Lock), 20);
     }
 }

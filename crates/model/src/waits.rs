@@ -284,6 +284,9 @@ pub fn is_gil_wait<S: AsRef<str>>(frames: &[S]) -> bool {
     frames.windows(2).any(|w| {
         let (a, b) = (w[0].as_ref(), w[1].as_ref());
         a == "take_gil"
+            // Taking the GIL back after a call that let it go: whatever it blocks on there
+            // (the GIL's condition, or the mutex beside it) is the GIL.
+            || matches!(a, "PyEval_RestoreThread" | "PyEval_AcquireThread")
             || (is_python_binary_address(a)
                 && matches!(
                     b.trim_start_matches('_'),
@@ -294,9 +297,11 @@ pub fn is_gil_wait<S: AsRef<str>>(frames: &[S]) -> bool {
     })
 }
 
-/// `python3.11+0x4f92c0`: an address in the CPython binary that no symbol names.
-fn is_python_binary_address(name: &str) -> bool {
+/// `python3.11+0x4f92c0`: an address in the CPython binary (or `libpython3.11.so.1.0`) that
+/// no symbol names.
+pub fn is_python_binary_address(name: &str) -> bool {
     name.strip_prefix("python3")
+        .or_else(|| name.strip_prefix("libpython3"))
         .and_then(|r| r.split_once("+0x"))
         .is_some_and(|(v, _)| v.is_empty() || v.starts_with('.'))
 }

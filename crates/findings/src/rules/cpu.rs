@@ -32,7 +32,12 @@ fn thread_kind(f: &Facts, group: &str, threads: f64, hot: Option<u32>) -> String
         Runtime::Python if threads <= 1.5 => {
             format!("the Python interpreter's only thread ('{group}')")
         }
-        Runtime::Python => format!("the Python thread holding the GIL ('{group}')"),
+        Runtime::Python => match hot {
+            Some(t) => format!(
+                "one Python thread ('{group}', tid {t}; it holds the GIL while it runs)"
+            ),
+            None => format!("the Python thread holding the GIL ('{group}')"),
+        },
         Runtime::Beam if group.contains("scheduler") => {
             format!("one BEAM scheduler ('{group}': one Erlang process, or one at a time)")
         }
@@ -116,10 +121,17 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     // The requests waiting on a condition for a group's busiest thread (a hand-off to
     // one worker): that thread is their limit when it is busy 80% of the time, even while
     // the waiting threads' own CPU (waking, handing over) keeps the machine busy.
+    // (A Python thread waiting for the GIL waits for its turn to run, as one in the run
+    // queue waits for a CPU: busy too.)
+    let gil_of = |tid: Option<u32>| match (f.runtime(), tid) {
+        (Runtime::Python, Some(t)) => super::waiting::gil_wait_of(f, t),
+        _ => 0.0,
+    };
     let awaited_in = |g: &crate::threads::Group| {
         let busy = g.busiest_busy.unwrap_or(0.0).max(g.busiest.unwrap_or(0.0));
-        (busy >= 0.8)
-            .then(|| hottest_over_window(f, g).and_then(|h| h.1))
+        let tid = hottest_over_window(f, g).and_then(|h| h.1);
+        (busy + gil_of(tid) >= 0.8)
+            .then_some(tid)
             .flatten()
             .and_then(|t| super::waiting::handed_to(f, t))
     };
@@ -171,12 +183,19 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     }
     let kind = thread_kind(f, &g.name, g.threads, hot);
+    let gil = if awaited.is_some() { gil_of(hot) } else { 0.0 };
+    let never_idle = (never_idle + gil).min(1.0);
     let mut claim = match &awaited {
         Some((at, share)) => format!(
-            "{kind} was busy {} of the time (on a CPU {}, waiting for one {}) while the {}s waited for it at {at} ({} of their time): their work is serialised on that thread",
-            pct(never_idle.min(1.0)),
+            "{kind} was busy {} of the time (on a CPU {}, waiting for one {}{}) while the {}s waited for it at {at} ({} of their time): their work is serialised on that thread",
+            pct(never_idle),
             pct(busiest),
-            pct((never_idle - busiest).max(0.0)),
+            pct((never_idle - busiest - gil).max(0.0)),
+            if gil > 0.0 {
+                format!(", for the GIL {}", pct(gil))
+            } else {
+                String::new()
+            },
             f.outcome.unit,
             pct(*share)
         ),
@@ -264,7 +283,11 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
     vec![finding
         .explains(
             never_idle.min(1.0) * 100.0,
-            "of the thread's time busy (on a CPU or waiting for one)",
+            if gil > 0.0 {
+                "of the thread's time busy (on a CPU, or waiting for one or for the GIL)"
+            } else {
+                "of the thread's time busy (on a CPU or waiting for one)"
+            },
         )
         .check(format!(
             "pidstat -t -p {} 1 {}   # or: top -H -p {}",

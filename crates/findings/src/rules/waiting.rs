@@ -455,7 +455,13 @@ pub(crate) fn handed_to(f: &Facts, tid: u32) -> Option<(String, f64)> {
     let (labels, blocks) = crate::waits::program_blocks(p);
     let at: Vec<usize> = sites
         .iter()
-        .filter_map(|s| labels.iter().position(|l| *l == s.label()))
+        .flat_map(|s| {
+            labels
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| s.is_labelled(l))
+                .map(|(i, _)| i)
+        })
         .collect();
     let (mut mine, mut all) = (0u64, 0u64);
     for b in blocks.iter().filter(|b| at.contains(&b.site)) {
@@ -470,6 +476,32 @@ pub(crate) fn handed_to(f: &Facts, tid: u32) -> Option<(String, f64)> {
         }
     }
     (all > 0 && (mine as f64) < 0.05 * all as f64).then(|| (top.label(), share.min(1.0)))
+}
+
+/// The share of the window thread `tid` (a kernel id) waited for Python's GIL, by the
+/// off-CPU profile; 0 without one. A Python thread that waits for the GIL waits for the
+/// right to run, as a thread in the run queue waits for a CPU.
+pub(crate) fn gil_wait_of(f: &Facts, tid: u32) -> f64 {
+    let Some(p) = f.offcpu() else {
+        return 0.0;
+    };
+    let (labels, blocks) = crate::waits::program_blocks(p);
+    let gil: Vec<bool> = labels
+        .iter()
+        .map(|l| l.starts_with(crate::waits::GIL))
+        .collect();
+    let ns: u64 = blocks
+        .iter()
+        .filter(|b| {
+            gil.get(b.site).copied().unwrap_or(false)
+                && p.threads
+                    .get(kiln_model::ThreadId(b.thread))
+                    .and_then(|t| t.tid)
+                    == Some(tid)
+        })
+        .map(|b| b.end.saturating_sub(b.start))
+        .sum();
+    (ns as f64 / 1e9 / f.secs.max(1e-9)).min(1.0)
 }
 
 /// The wait of a thread that serves no connection whose ends the requests' condition
@@ -569,8 +601,15 @@ fn answered_by(
         return None;
     }
     let (labels, blocks) = crate::waits::program_blocks(p);
-    let index = |l: &str| labels.iter().position(|x| x == l);
-    let waited: Vec<usize> = sites.iter().filter_map(|s| index(&s.label())).collect();
+    let index = |s: &Site| -> Vec<usize> {
+        labels
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| s.is_labelled(l))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let waited: Vec<usize> = sites.iter().flat_map(|s| index(s)).collect();
     let mut ends: Vec<u64> = blocks
         .iter()
         .filter(|b| waited.contains(&b.site))
@@ -589,10 +628,10 @@ fn answered_by(
     candidates
         .into_iter()
         .filter_map(|c| {
-            let at = index(&c.label())?;
+            let at = index(c);
             let mut theirs: Vec<(u64, u32)> = blocks
                 .iter()
-                .filter(|b| b.site == at)
+                .filter(|b| at.contains(&b.site))
                 .map(|b| (b.end, b.thread))
                 .collect();
             theirs.sort_unstable();
@@ -654,12 +693,11 @@ fn stalls(f: &Facts, p: &kiln_model::Profile, top: &Site) -> Option<Stalls> {
     let lat = f.outcome.latency.as_ref()?;
     let long_ns = (lat.p50_us * 5.0).max(1000.0) * 1e3;
     let (labels, blocks) = crate::waits::program_blocks(p);
-    let label = top.label();
     // (Under its own label, or those it had before the CPU profile named its caller.)
     let sites: Vec<usize> = labels
         .iter()
         .enumerate()
-        .filter(|(_, l)| **l == label || top.found_as.contains(l))
+        .filter(|(_, l)| top.is_labelled(l))
         .map(|(i, _)| i)
         .collect();
     if sites.is_empty() {
