@@ -993,7 +993,7 @@ mod tests {
             _ => FrameKind::User,
         };
         let mut off = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
-        let mut add = |p: &mut Profile, s: &str, w: u64, thread: ThreadId| {
+        let add = |p: &mut Profile, s: &str, w: u64, thread: ThreadId| {
             let path: Vec<_> = s
                 .split(';')
                 .map(|n| p.frame(n.as_bytes(), kind(n)))
