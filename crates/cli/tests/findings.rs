@@ -2478,6 +2478,94 @@ fn a_broker_that_refuses_part_of_a_fleet_is_said_to() {
     assert!(!text.contains("still connecting"), "{text}");
 }
 
+/// A broker's one thread saturated by fan-out: mosquitto (one thread) asked for 400,000
+/// deliveries a second (20 publishers at 1,000 msg/s, 20 subscribers to all of them). Its
+/// thread is the limit and kiln says so first; the deliveries it had not made when the
+/// load stopped are counted as deliveries owed (each message to 20 subscribers), and said
+/// to be behind, not dropped, when they came after the last each subscriber received. The
+/// kernel's account: the broker's threads (/proc/PID/task) and its thread's CPU time
+/// (schedstat) over the measurement.
+#[test]
+fn a_broker_saturated_by_fan_out_is_its_one_thread() {
+    let Some((_broker, pid, port)) = mosquitto_with(&[]) else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.db");
+    let load = [
+        "mqtt",
+        "pubsub",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-c",
+        "20",
+        "--subscribers",
+        "20",
+        "-I",
+        "1",
+        "-q",
+        "0",
+        "-t",
+        "fan/%i",
+        "--sub-topic",
+        "fan/#",
+    ];
+    let oncpu_ns = || -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let mut child = start_run(&store, "fan", &pid, "4", &load);
+    let mut out = child.stdout.take().unwrap();
+    let mut err = Lines::follow(child.stderr.take().unwrap());
+    // The measurement's seconds, as kiln says them on its progress lines.
+    let _ = err.wait_for(Duration::from_secs(60), |l| l.starts_with("measuring"));
+    let (t0, c0) = (std::time::Instant::now(), oncpu_ns());
+    let _ = err.wait_for(Duration::from_secs(60), |l| l.starts_with("finishing"));
+    let busy = (oncpu_ns() - c0) as f64 / 1e9 / t0.elapsed().as_secs_f64();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut out, &mut text).unwrap();
+    assert!(child.wait().unwrap().success(), "{text}");
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .count();
+    println!(
+        "{text}
+kernel: the broker's {threads} thread(s) on a CPU {busy:.2} of the measurement"
+    );
+    let v = shown(&store, "fan");
+    let found = findings(&v);
+    if busy < 0.85 {
+        eprintln!("the broker's thread was busy {busy:.2} here: no finding required");
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "one-thread-saturated", "{text}");
+    assert!(first.1.contains("'mosquitto' thread ran"), "{text}");
+    let said = first
+        .1
+        .split(" thread ran ")
+        .nth(1)
+        .and_then(|r| r.split('%').next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no CPU share in {}", first.1))
+        / 100.0;
+    assert!(
+        (said - busy).abs() <= 0.15,
+        "kiln: the thread ran {said:.2}; the kernel: {busy:.2}\n{text}"
+    );
+    if let Some(lost) = found.iter().find(|f| f.0 == "messages-lost") {
+        assert!(
+            lost.1.contains("deliveries owed") && lost.1.contains("each to 20 subscribers"),
+            "{text}"
+        );
+    }
+}
+
 /// A broker that keeps five messages for a subscriber (mosquitto's max_queued_messages,
 /// one in flight) under ten publishers at QoS 1 into one subscriber: it drops the rest,
 /// and kiln says the messages were lost, not that they queued. The broker's own account:

@@ -479,6 +479,11 @@ fn find_serialised(f: &Facts) -> Vec<Finding> {
     if !green_threads(f) && f.groups.iter().any(|g| one_hot_thread(f, g)) {
         return Vec::new();
     }
+    // A server of one thread runs everything on one thread at a time: that says nothing.
+    // Whether that thread is the limit is the one-thread rule's to judge (by its time busy).
+    if !green_threads(f) && f.groups.iter().map(|g| g.threads).sum::<f64>() <= 1.5 {
+        return Vec::new();
+    }
     let in_flight = f
         .outcome
         .concurrency

@@ -153,19 +153,42 @@ pub fn held_back(f: &Facts) -> Vec<Finding> {
     vec![x]
 }
 
-/// The load's delivery accounts (sent, received, lost per publisher: MQTT's pubsub), summed:
-/// `(sent, received, lost)` over the whole load, when it keeps them.
-pub(crate) fn delivery(f: &Facts) -> Option<(u64, u64, u64)> {
-    let rows = f.meta.load.report["summary"]["delivery"].as_array()?;
-    let sum = |k: &str| rows.iter().filter_map(|r| r[k].as_u64()).sum::<u64>();
-    Some((sum("sent"), sum("received"), sum("lost")))
+/// The load's delivery accounts (sent, received, lost per publisher: MQTT's pubsub), summed
+/// over the whole load, when it keeps them.
+pub(crate) struct Delivery {
+    /// Messages the publishers sent.
+    pub sent: u64,
+    /// Deliveries the subscribers received (each subscriber counts each message).
+    pub received: u64,
+    /// Deliveries never received.
+    pub lost: u64,
+    /// Of them, those after the last each subscriber received: still on their way when the
+    /// load stopped, not gaps in the sequence.
+    pub at_end: u64,
+    /// Deliveries owed: each message to each subscriber of its topic (received once, or
+    /// lost) — `sent` with one subscriber, `sent` × N when N subscribers share the topic.
+    pub owed: u64,
 }
 
-/// The share of what the load sent that it counted lost (never received, the load over):
-/// 0 when it keeps no such account.
+pub(crate) fn delivery(f: &Facts) -> Option<Delivery> {
+    let rows = f.meta.load.report["summary"]["delivery"].as_array()?;
+    let sum = |k: &str| rows.iter().filter_map(|r| r[k].as_u64()).sum::<u64>();
+    let (sent, received, lost) = (sum("sent"), sum("received"), sum("lost"));
+    let owed = (received.saturating_sub(sum("duplicated")) + lost).max(sent);
+    Some(Delivery {
+        sent,
+        received,
+        lost,
+        at_end: sum("lost_at_end").min(lost),
+        owed,
+    })
+}
+
+/// The share of the deliveries the load owed that it counted lost (never received, the
+/// load over): 0 when it keeps no such account.
 pub(crate) fn lost_share(f: &Facts) -> f64 {
     match delivery(f) {
-        Some((sent, _, lost)) if sent > 0 => (lost as f64 / sent as f64).min(1.0),
+        Some(d) if d.owed > 0 => (d.lost as f64 / d.owed as f64).min(1.0),
         _ => 0.0,
     }
 }
@@ -177,7 +200,14 @@ pub(crate) fn lost_share(f: &Facts) -> f64 {
 ///
 /// False when: under 1% of what was sent was lost; the load keeps no delivery account.
 pub fn lost(f: &Facts) -> Vec<Finding> {
-    let Some((sent, received, lost)) = delivery(f) else {
+    let Some(Delivery {
+        sent,
+        received,
+        lost,
+        at_end,
+        owed,
+    }) = delivery(f)
+    else {
         return Vec::new();
     };
     let share = lost_share(f);
@@ -198,13 +228,32 @@ pub fn lost(f: &Facts) -> Vec<Finding> {
             "{} of the load's connections were lost meanwhile, and what was on its way to them with them",
             super::queues::thousands(dropped as f64)
         )
+    } else if at_end as f64 >= 0.5 * lost as f64 {
+        // After the last message each subscriber got: the broker had not passed them on
+        // when the load stopped — behind, not dropping (gaps in the sequence are drops).
+        format!(
+            "{} of them came after the last message each subscriber received — still queued in the broker or unread in its sockets when the load stopped, its drain over: the broker fell behind the publishers (it passed on {}/s); {} were gaps in the sequence (dropped)",
+            super::queues::thousands(at_end as f64),
+            kiln_model::thousands(f.outcome.throughput.unwrap_or(0.0).round() as u64),
+            super::queues::thousands(lost.saturating_sub(at_end) as f64),
+        )
     } else {
         "the broker dropped them: it drops a subscriber's messages when the queue it keeps for that subscriber is full (mosquitto: max_queued_messages, 1,000 by default, and max_inflight_messages; RabbitMQ: a queue's max-length with overflow drop-head; EMQX: max_mqueue_len) — the subscribers fell behind the publishers, or that limit is below their burst".to_string()
     };
+    // Each message owed to every subscriber of its topic: the count is of deliveries.
+    let fan_out = owed as f64 / sent.max(1) as f64;
+    let of = if fan_out >= 1.5 {
+        format!(
+            "deliveries owed ({} {unit}s published{qos}, each to {fan_out:.0} subscribers on average)",
+            super::queues::thousands(sent as f64),
+        )
+    } else {
+        format!("{unit}s published{qos}")
+    };
     let claim = format!(
-        "{} of the {} {unit}s published{qos} never reached a subscriber ({}; {} received): {why}; the latency and rate are those of the {unit}s that got through",
+        "{} of the {} {of} never reached a subscriber ({}; {} received): {why}; the latency and rate are those of the {unit}s that got through",
         super::queues::thousands(lost as f64),
-        super::queues::thousands(sent as f64),
+        super::queues::thousands(owed as f64),
         pct(share),
         super::queues::thousands(received as f64),
     );
@@ -213,13 +262,14 @@ pub fn lost(f: &Facts) -> Vec<Finding> {
             .evidence(f.ev(
                 format!("{unit}s lost"),
                 format!(
-                    "{} of {}",
+                    "{} of {} owed ({} sent)",
                     super::queues::thousands(lost as f64),
+                    super::queues::thousands(owed as f64),
                     super::queues::thousands(sent as f64)
                 ),
-                "the load's own delivery accounts, per publisher (the whole load)",
+                "the load's own delivery accounts, per publisher and subscriber (the whole load)",
             ))
-            .explains(share * 100.0, format!("of the {unit}s sent"))
+            .explains(share * 100.0, format!("of the {unit}s' deliveries"))
             .check(format!(
                 "the broker's own counts: mosquitto_sub -p PORT -t '$SYS/broker/publish/messages/+' -t '$SYS/broker/load/publish/dropped/+' -v -W 12 (PUBLISH received less sent: the dropped, for one subscriber), or rabbitmqctl list_queues name messages; the broker's configuration (pid {}): its queue limits",
                 f.pid()

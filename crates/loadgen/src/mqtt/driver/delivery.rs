@@ -24,6 +24,11 @@ pub struct Delivery {
     /// whose group other loads' subscribers share (they may have received them).
     #[serde(default)]
     pub not_received_here: u64,
+    /// Of `lost`, those after the last message each subscriber received from it: still on
+    /// their way when the load stopped (its drain over) — queued in the broker or unread
+    /// in its sockets — rather than gaps the broker left in the sequence (drops).
+    #[serde(default)]
+    pub lost_at_end: u64,
 }
 
 /// One subscriber's (or a shared group's) view of one publisher's sequence.
@@ -34,6 +39,8 @@ pub(super) struct Track {
     /// Bit i set: sequence `next - 1 - i` was seen (the last 1024).
     seen: [u64; 16],
     missing: u64,
+    /// Of `missing`, those after the highest sequence seen (set at the end).
+    tail: u64,
     received: u64,
     duplicated: u64,
     out_of_order: u64,
@@ -183,6 +190,8 @@ impl Loop<'_> {
             for (p, &(encoded, unsent)) in counts.iter().enumerate() {
                 let tail = encoded.saturating_sub(t[p].next_seq);
                 t[p].missing = (t[p].missing + tail).saturating_sub(unsent);
+                // (Messages never written are the sequence's last.)
+                t[p].tail = tail.saturating_sub(unsent);
                 lost += t[p].missing;
             }
         }
@@ -210,7 +219,10 @@ impl Loop<'_> {
                     d.received += t[p].received;
                     match self.unjudged {
                         Some(_) => d.not_received_here += t[p].missing,
-                        None => d.lost += t[p].missing,
+                        None => {
+                            d.lost += t[p].missing;
+                            d.lost_at_end += t[p].tail;
+                        }
                     }
                     d.duplicated += t[p].duplicated;
                     d.out_of_order += t[p].out_of_order;
