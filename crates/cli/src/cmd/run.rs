@@ -46,9 +46,9 @@ pub struct Args {
     pub name: String,
 
     /// The process(es) to profile (the server under load). Comma-separated or repeated.
-    /// A local process's workers come with it: its descendants, older than a second, that
-    /// run its own program (nginx's, PostgreSQL's, a pre-forking server's), as kiln says on
-    /// stderr. HOST:PID records a process on another host, through kiln's agent there (started
+    /// A local process's workers come with it: its descendants that run its own program
+    /// (nginx's, PostgreSQL's, a pre-forking server's) and live past their first second
+    /// (kiln waits that long for young ones), as kiln says on stderr. HOST:PID records a process on another host, through kiln's agent there (started
     /// over ssh, as for --agent), with the same events: HOST is a --host or --agent name,
     /// or an ssh destination ([user@]host, ssh's own config applies). Every sample is
     /// labelled with its host (host=NAME: kiln flamegraph --focus-label host=node1

@@ -386,29 +386,75 @@ pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group
 /// loop, an acceptor: most of their blocked time polling or reading idle connections),
 /// by the off-CPU profile: a pool's threads that share their name with such a thread (a
 /// Python or Node process's threads are all named after it) are the group less these.
+///
+/// With the CPU profile beside it, a group's threads that neither profile saw are counted
+/// with them: a thread blocked the whole window in one wait that began before it and had
+/// not ended (a pre-forking server's master in `wait()`, a signal thread) did no work.
 fn pollers_by_group(f: &Facts) -> Vec<(String, f64)> {
     let Some(p) = f.offcpu() else {
         return Vec::new();
     };
     let mut out: Vec<(String, f64)> = Vec::new();
+    let mut add = |g: &str, n: f64| match out.iter_mut().find(|o| o.0 == g) {
+        Some(o) => o.1 += n,
+        None => out.push((g.to_string(), n)),
+    };
     let names: std::collections::HashMap<u32, String> = p
         .threads
         .iter()
         .filter_map(|(_, t)| Some((t.tid?, crate::threads::group_of(p.strings.get(t.name)))))
         .collect();
-    for (tid, w) in thread_waits(p) {
+    let waits = thread_waits(p);
+    for (tid, w) in &waits {
         if w.polled_s < 0.5 * f.secs {
             continue;
         }
-        let Some(g) = names.get(&tid) else {
-            continue;
-        };
-        match out.iter_mut().find(|o| &o.0 == g) {
-            Some(o) => o.1 += 1.0,
-            None => out.push((g.clone(), 1.0)),
+        if let Some(g) = names.get(tid) {
+            add(g, 1.0);
+        }
+    }
+    for g in &f.groups {
+        let silent = silent_threads(f, g);
+        if silent >= 1.0 {
+            add(&g.name, silent);
         }
     }
     out
+}
+
+/// The threads of group `g` that neither the off-CPU nor the CPU profile saw: blocked the
+/// whole window in one wait that began before it (see [`pollers_by_group`]); 0 without
+/// both profiles, when they saw none of the group, or when the target is one process (an
+/// idle pool's thread can wait the whole window for work: only a master process beside
+/// its workers is set apart so).
+fn silent_threads(f: &Facts, g: &crate::threads::Group) -> f64 {
+    let (Some(off), Some(cpu)) = (f.offcpu(), f.cpu_profile()) else {
+        return 0.0;
+    };
+    if f.meta.target.pids.len() < 2 {
+        return 0.0;
+    }
+    let mut seen: std::collections::HashSet<u32> = Default::default();
+    for p in [off, cpu] {
+        let mut ids = std::collections::HashSet::new();
+        for th in &p.samples.thread {
+            ids.insert(*th);
+        }
+        for id in ids {
+            if let Some(t) = p.threads.get(id) {
+                if crate::threads::group_of(p.strings.get(t.name)) == g.name {
+                    if let Some(tid) = t.tid {
+                        seen.insert(tid);
+                    }
+                }
+            }
+        }
+    }
+    let seen = seen.len() as f64;
+    if seen < 1.0 {
+        return 0.0;
+    }
+    (g.threads - seen).round().max(0.0)
 }
 
 /// The threads of group `g` that may be a pool's: all of them but those that waited for
@@ -436,8 +482,11 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
     };
     let (cpu, blocked) = occupied(f, g);
     let occupied = cpu + blocked;
-    // Beside the pool, threads of its name that polled for events (an event loop).
-    let polling = g.threads - threads;
+    // Beside the pool, threads of its name that polled for events (an event loop), and
+    // those that waited the whole window without working (a master waiting for its
+    // workers).
+    let silent = silent_threads(f, g);
+    let polling = g.threads - threads - silent;
     let besides = if polling >= 0.5 {
         format!(
             " (besides {polling:.0} of its name that polled for events: {})",
@@ -476,13 +525,25 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
             super::pct(waiting)
         )
     } else {
+        // A pool of processes (a pre-forking server's workers): each thread its own.
+        let processes = f.meta.target.pids.len() as f64 >= threads;
         format!(
-            "all {:.0} '{}' threads{besides} were occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for a thread (Little's law: {} of their time) — the pool is the limit: more threads, or less time in each",
+            "all {:.0} '{}' {}{besides} were occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for {} (Little's law: {} of their time) — the pool is the limit: more {}, or less time in each",
             threads,
             g.name,
-            super::pct(waiting)
+            if processes { "worker processes" } else { "threads" },
+            if processes { "a worker" } else { "a thread" },
+            super::pct(waiting),
+            if processes { "workers" } else { "threads" },
         )
     };
+    // Where they waited, when it was before the server took their connections.
+    let queued = f.mean(col::TARGET, col::ACCEPT_QUEUE).unwrap_or(0.0);
+    if queued >= 1.0 {
+        claim.push_str(&format!(
+            "; connections waited in its accept queue ({queued:.1} on average) until a worker took them"
+        ));
+    }
     let from_wchan = f.offcpu().is_none();
     if from_wchan {
         claim.push_str(" (record -e cpu,offcpu to name the code that waits)");

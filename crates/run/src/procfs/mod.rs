@@ -196,13 +196,28 @@ impl TableBuilder {
 /// descendants whose executable is its own (nginx's and Apache's workers, PostgreSQL's
 /// backends, a pre-forking Python server's). A master process does little of the work,
 /// so measuring it alone measures almost nothing. Programs it ran with a different
-/// executable are not included (a shell, a helper), nor those a second old or less: a
-/// server that forks for each request (to run a program) has copies of itself for a
-/// moment, about to become another program and end. Ordered by pid.
+/// executable are not included (a shell, a helper), nor those that live a second or
+/// less: a server that forks for each request (to run a program) has copies of itself for
+/// a moment, about to become another program and end. A copy younger than a second is
+/// waited for until it is a second old (a server started just before kiln has young
+/// workers), and kept if it still runs the program then. Ordered by pid.
 pub fn forked_workers(pid: u32) -> Vec<u32> {
+    let (mut out, young) = forked_copies(pid);
+    if let Some(wait) = young.iter().map(|y| y.1).max() {
+        std::thread::sleep(wait);
+        let (now, _) = forked_copies(pid);
+        out.extend(young.iter().map(|y| y.0).filter(|p| now.contains(p)));
+        out.sort_unstable();
+    }
+    out
+}
+
+/// [`forked_workers`]' candidates now: the copies a second old or more, and the younger
+/// ones with how long until they are a second old.
+fn forked_copies(pid: u32) -> (Vec<u32>, Vec<(u32, std::time::Duration)>) {
     let exe = |p: u32| std::fs::read_link(format!("/proc/{p}/exe")).ok();
     let Some(own) = exe(pid) else {
-        return Vec::new();
+        return Default::default();
     };
     // Now, in clock ticks after boot (a process's start time is counted so).
     // SAFETY: sysconf has no preconditions.
@@ -213,16 +228,25 @@ pub fn forked_workers(pid: u32) -> Vec<u32> {
         .and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok())
         .map(|s| (s * tps) as u64);
     let procs = read::all_processes();
-    let old = |p: u32| {
-        let start = procs.iter().find(|e| e.pid == p).map(|e| e.start);
-        matches!((now, start), (Some(n), Some(s)) if n.saturating_sub(s) as f64 >= tps)
+    // How long until `p` is a second old (zero: it is); `None` when unknown.
+    let until_old = |p: u32| {
+        let start = procs.iter().find(|e| e.pid == p).map(|e| e.start)?;
+        let age = now?.saturating_sub(start) as f64 / tps;
+        Some(std::time::Duration::from_secs_f64((1.0 - age).max(0.0)))
     };
-    let mut out: Vec<u32> = read::tree_of(&procs, pid)
-        .into_iter()
-        .filter(|&p| p != pid && old(p) && exe(p).as_ref() == Some(&own))
-        .collect();
+    let (mut out, mut young) = (Vec::new(), Vec::new());
+    for p in read::tree_of(&procs, pid) {
+        if p == pid || exe(p).as_ref() != Some(&own) {
+            continue;
+        }
+        match until_old(p) {
+            Some(d) if d.is_zero() => out.push(p),
+            Some(d) => young.push((p, d + std::time::Duration::from_millis(20))),
+            None => {}
+        }
+    }
     out.sort_unstable();
-    out
+    (out, young)
 }
 
 /// The sockets `pids` hold open now (their file descriptors that are sockets); `None` when
@@ -388,12 +412,7 @@ impl ProcSampler {
         self.switches.0 += c.voluntary;
         self.switches.1 += c.involuntary;
         (totals.voluntary, totals.involuntary) = self.switches;
-        c.accept_queue = self
-            .pids
-            .iter()
-            .filter_map(|&p| net::listen_queue(p, &c.inodes))
-            .map(|(waiting, _)| waiting)
-            .reduce(|a, b| a + b);
+        c.accept_queue = net::listen_queues(&self.pids, &c.inodes);
         totals.kiln_s = read::own_cpu_of(std::process::id(), tps);
         let procs = read::all_processes();
         let load_tree = self.load_pid.map(|lp| read::tree_of(&procs, lp));
@@ -794,26 +813,30 @@ const OTHER_SHOWN_PCT: f64 = 2.0;
 mod tests {
     use super::*;
 
-    /// A shell that forked a subshell (its own program) and ran `sleep` (another): the
-    /// subshell is its worker, the sleeps are not.
+    /// A shell that forked two subshells (its own program) — one that lives, one that
+    /// ends within half a second — and ran `sleep` (another): the subshell that lives is
+    /// its worker; the one that ended and the sleeps are not. Asked at once, kiln waits
+    /// until its young copies are a second old to tell.
     #[test]
     fn forked_workers_are_the_descendants_running_the_same_program() {
         let mut sh = std::process::Command::new("sh")
-            .args(["-c", "(sleep 30; :) & sleep 30 & wait"])
+            .args(["-c", "(sleep 30; :) & (sleep 0.4; :) & sleep 30 & wait"])
             .spawn()
             .unwrap();
         let pid = sh.id();
-        // (The shell, its subshell, and two sleeps once all have started.)
+        // (The shell, its subshells, and three sleeps once all have started.)
         for _ in 0..200 {
-            if read::tree_of(&read::all_processes(), pid).len() >= 4 {
+            if read::tree_of(&read::all_processes(), pid).len() >= 6 {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        // (Copies of itself a second old or less are not its workers yet.)
-        assert!(forked_workers(pid).is_empty());
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let asked = std::time::Instant::now();
         let workers = forked_workers(pid);
+        assert!(
+            asked.elapsed() >= std::time::Duration::from_millis(500),
+            "the young copies were not waited for"
+        );
         let exe = |p: u32| std::fs::read_link(format!("/proc/{p}/exe")).ok();
         let all = read::tree_of(&read::all_processes(), pid);
         let exes: Vec<_> = all.iter().map(|&p| exe(p)).collect();

@@ -22,7 +22,26 @@ pub(crate) fn socket_inode(link: &[u8]) -> Option<u64> {
 
 /// The listening TCP sockets among `inodes`, read from `pid`'s network namespace: how
 /// many connections wait to be accepted (summed), and how many listeners there are.
+#[cfg(test)]
 pub(crate) fn listen_queue(pid: u32, inodes: &HashSet<u64>) -> Option<(u64, u64)> {
+    listen_queue_once(pid, inodes, &mut HashSet::new())
+}
+
+/// [`listen_queue`] over several processes: each listener counted once, however many of
+/// them hold it (a pre-forking server's master and workers share one).
+pub(crate) fn listen_queues(pids: &[u32], inodes: &HashSet<u64>) -> Option<u64> {
+    let mut counted = HashSet::new();
+    pids.iter()
+        .filter_map(|&p| listen_queue_once(p, inodes, &mut counted))
+        .map(|(waiting, _)| waiting)
+        .reduce(|a, b| a + b)
+}
+
+fn listen_queue_once(
+    pid: u32,
+    inodes: &HashSet<u64>,
+    counted: &mut HashSet<u64>,
+) -> Option<(u64, u64)> {
     let mut found: Option<(u64, u64)> = None;
     for f in ["tcp", "tcp6"] {
         let Some(text) = read(format!("/proc/{pid}/net/{f}")) else {
@@ -31,8 +50,10 @@ pub(crate) fn listen_queue(pid: u32, inodes: &HashSet<u64>) -> Option<(u64, u64)
         for (waiting, inode) in listening(&text) {
             if inodes.contains(&inode) {
                 let e = found.get_or_insert((0, 0));
-                e.0 += waiting;
-                e.1 += 1;
+                if counted.insert(inode) {
+                    e.0 += waiting;
+                    e.1 += 1;
+                }
             }
         }
     }
@@ -425,5 +446,8 @@ mod tests {
         let _ = l.accept().unwrap();
         assert_eq!(listen_queue(me, &inodes), Some((2, 1)));
         assert!(listen_overflows(me).is_some());
+        // A listener several target processes hold (a master and its workers, as this
+        // process named twice stands for) is one queue.
+        assert_eq!(listen_queues(&[me, me], &inodes), Some(2));
     }
 }
