@@ -99,6 +99,36 @@ start_server() {
   [ -n "$SERVER_PORT" ] || { say "$name did not say where it listens within 60 s"; exit 1; }
 }
 
+# start_ready_server NAME CMD... : as start_server, for the test suite's programs, which
+# say "ready PORT" once they listen on 127.0.0.1.
+start_ready_server() {
+  local name=$1
+  shift
+  "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
+  SERVER_PID=$!
+  _PIDS+=("$SERVER_PID")
+  local i
+  for i in $(seq 1200); do
+    grep -q '^ready ' "$WORK/$name.out" && break
+    kill -0 "$SERVER_PID" 2> /dev/null || { say "$name exited before listening:"; tail -20 "$WORK/$name.err" >&2; exit 1; }
+    sleep 0.05
+  done
+  SERVER_PORT=$(awk '/^ready /{print $2; exit}' "$WORK/$name.out")
+  [ -n "$SERVER_PORT" ] || { say "$name did not say where it listens within 60 s"; exit 1; }
+}
+
+# thread_dumps : the case's oracle_window: two JVM thread dumps (jcmd PID Thread.print)
+# at 1/3 and 2/3 of the window, in $WORK/threads.1 and $WORK/threads.2.
+thread_dumps() {
+  oracle_window() {
+    local t0=$SECONDS
+    sleep $((D / 3 - (SECONDS - t0))) 2> /dev/null || true
+    jcmd "$SERVER_PID" Thread.print > "$WORK/threads.1"
+    sleep $((2 * D / 3 - (SECONDS - t0))) 2> /dev/null || true
+    jcmd "$SERVER_PID" Thread.print > "$WORK/threads.2"
+  }
+}
+
 # c_server [BT] : the case's C server (its server.c, with the corpus's flags) built and
 # started, no arguments; with BT (a bpftrace script taking the server's pid), the case's
 # oracle_begin samples it with BT into $WORK/sys.bt.out (a case may define its own after).

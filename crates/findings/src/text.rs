@@ -155,6 +155,33 @@ pub fn details(f: &Facts) -> String {
     s
 }
 
+/// The line of the services the target called (its connections to them as they stood
+/// when the measurement ended: address, connections, the listening process when it is
+/// local); `None` when it held none.
+pub fn peers(f: &Facts) -> Option<String> {
+    let peers = &f.meta.target.peers;
+    if peers.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = peers
+        .iter()
+        .map(|p| {
+            let who = p
+                .process
+                .as_deref()
+                .map(|x| clean_cut(x, 2 * kiln_model::text::MAX_SHOWN).into_owned())
+                .unwrap_or_default();
+            let sep = if who.is_empty() { "" } else { ", " };
+            format!(
+                "{} ({} open{sep}{who})",
+                clean_cut(&p.address, 2 * kiln_model::text::MAX_SHOWN),
+                p.connections
+            )
+        })
+        .collect();
+    Some(format!("  connected as a client to: {}\n", each.join("; ")))
+}
+
 /// The line of a JVM target's thread dumps: how many were taken of how many asked for,
 /// what they cost (each stops the JVM's threads at a safepoint), and which monitor their
 /// BLOCKED threads waited on; `None` when the run took none.

@@ -12,13 +12,7 @@ javac -d "$WORK/classes" "$CASE_DIR/HandoffServer.java"
 start_server server java -Dsun.net.httpserver.nodelay=true -XX:+PreserveFramePointer -Xms128m -Xmx128m -cp "$WORK/classes" HandoffServer
 warm_up "http://127.0.0.1:$SERVER_PORT/" 4
 
-oracle_window() {
-  local t0=$SECONDS
-  sleep $((D / 3 - (SECONDS - t0))) 2> /dev/null || true
-  jcmd "$SERVER_PID" Thread.print > "$WORK/threads.1"
-  sleep $((2 * D / 3 - (SECONDS - t0))) 2> /dev/null || true
-  jcmd "$SERVER_PID" Thread.print > "$WORK/threads.2"
-}
+thread_dumps
 oracle_end() {
   oracle_py << 'PY'
 in_price, waiting = [], []

@@ -3,12 +3,13 @@
 # (Debian's python3, ThreadingHTTPServer, keep-alive) whose handlers put each request's
 # pricing (~1.5 ms of pure-Python CPU in price_order()) on a queue.Queue and wait on a
 # threading.Event for the one worker thread that prices them one at a time.
+# (The server is the test suite's: crates/findings/tests/programs/handoff.py.)
 # Oracle: /proc, the worker thread's CPU (the process's hottest thread, from
 # /proc/PID/task/*/stat over the window); py-spy, where each thread is at mid-window (the
 # worker in price_order, the handlers in Event.wait).
 . "$(dirname "$0")/../../lib.sh"
 
-start_server server "$PY" "$CASE_DIR/server.py"
+start_ready_server server "$PY" "$CASE_DIR/../../../../crates/findings/tests/programs/handoff.py"
 
 oracle_window() {
   sleep $((D / 2))

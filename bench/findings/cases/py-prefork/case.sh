@@ -9,12 +9,7 @@
 . "$(dirname "$0")/../../lib.sh"
 
 SRC="$CASE_DIR/../../../../crates/findings/tests/programs/prefork.py"
-"$PY" "$SRC" > "$WORK/server.out" 2> "$WORK/server.err" &
-SERVER_PID=$!
-_PIDS+=("$SERVER_PID")
-for _ in $(seq 200); do grep -q '^ready ' "$WORK/server.out" && break; sleep 0.05; done
-SERVER_PORT=$(awk '/^ready /{print $2}' "$WORK/server.out")
-[ -n "$SERVER_PORT" ] || { say "the server did not start"; exit 1; }
+start_ready_server server "$PY" "$SRC"
 WORKERS=$(pgrep -P "$SERVER_PID" | paste -sd, -)
 
 oracle_begin() {

@@ -1292,19 +1292,8 @@ fn target_lines(s: &mut String, facts: &kiln_findings::Facts, unit: &str, secs: 
             h.connections,
         ));
     }
-    // The services it called, as its connections to them stood when the measurement ended.
-    if !m.target.peers.is_empty() {
-        let each: Vec<String> = m
-            .target
-            .peers
-            .iter()
-            .map(|p| {
-                let who = p.process.as_deref().map(c).unwrap_or_default();
-                let sep = if who.is_empty() { "" } else { ", " };
-                format!("{} ({} open{sep}{who})", c(&p.address), p.connections)
-            })
-            .collect();
-        let _ = writeln!(s, "  connected as a client to: {}", each.join("; "));
+    if let Some(l) = kiln_findings::text::peers(facts) {
+        s.push_str(&l);
     }
     if let Some(l) = kiln_findings::text::jvm_dumps(facts) {
         s.push_str(&l);
