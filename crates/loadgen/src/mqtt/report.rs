@@ -61,12 +61,19 @@ impl MqttSummary {
             load: out.load.map(|l| l.to_string()),
             not_received_here: out.unjudged,
             from_run: out.from_run,
-            verdict: verdict(o, h, out.unjudged),
+            verdict: verdict(
+                o,
+                h,
+                out.unjudged,
+                out.deliveries.iter().map(|d| d.lost_at_end).sum(),
+            ),
         }
     }
 }
 
-fn verdict(o: &MqttOptions, h: &LoadHeadline, unjudged: Option<u64>) -> String {
+/// `at_end`: of the lost, those after the last message each subscriber received (still on
+/// their way when the load stopped: a broker behind, not dropping them).
+fn verdict(o: &MqttOptions, h: &LoadHeadline, unjudged: Option<u64>, at_end: u64) -> String {
     if let Some(note) = o.unmarked_note().filter(|_| o.scenario != Scenario::Conn) {
         return format!(
             "QoS {}: {} sent, {} received: {note}",
@@ -110,10 +117,22 @@ fn verdict(o: &MqttOptions, h: &LoadHeadline, unjudged: Option<u64>) -> String {
             o.qos
         );
     }
+    // "received" counts each subscriber's copy: with N subscribers a message is owed N times.
+    let counts = if at_end > 0 {
+        format!(
+            "{counts}; {at_end} of the lost came after the last message each subscriber received: still queued in the broker or unread in its sockets when the load stopped (a broker behind), the other {} gaps in the sequence",
+            lost.saturating_sub(at_end)
+        )
+    } else {
+        counts
+    };
     match o.qos {
         0 if lost == 0 => {
             format!("QoS 0: {counts}: every message arrived (QoS 0 does not promise it)")
         }
+        0 if at_end * 2 >= lost => format!(
+            "QoS 0: {counts}: {lost} never arrived, most of them behind in the broker when the load stopped (counted, not hidden)"
+        ),
         0 => format!(
             "QoS 0: {counts}: the broker dropped {lost} (QoS 0 allows it; counted, not hidden)"
         ),
