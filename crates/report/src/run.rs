@@ -688,6 +688,20 @@ fn facts(m: &RunMeta) -> Vec<Fact> {
     }
     push("exe", "Executable", exe);
     push("target_cmdline", "Target command", words(&m.target.cmdline));
+    // The services it called, as its connections stood when the measurement ended.
+    push(
+        "peers",
+        "Connected as a client to",
+        m.target
+            .peers
+            .iter()
+            .map(|p| match &p.process {
+                Some(who) => format!("{} ({} open, {who})", p.address, p.connections),
+                None => format!("{} ({} open)", p.address, p.connections),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
     push(
         "load",
         "Load",
@@ -1199,6 +1213,14 @@ mod tests {
                 name: name.into(),
                 id: Some(7),
                 note: Some("<b>note</b>".into()),
+                target: kiln_store::TargetInfo {
+                    peers: vec![kiln_store::Peer {
+                        address: "127.0.0.1:5432".into(),
+                        connections: 8,
+                        process: Some("<img src=y onerror=alert(3)> (pid 9)".into()),
+                    }],
+                    ..Default::default()
+                },
                 measure: Window {
                     name: "measure".into(),
                     start_ns: t0,
@@ -1460,6 +1482,12 @@ mod tests {
         let profiles = timed_profiles(&run);
         let (page, viewers, origin) =
             run_page(&run, &profiles, None, &ReportOptions::default()).unwrap();
+        // The services the target called, a fact of the page as the summary says them.
+        let peers = page.facts.iter().find(|f| f.key == "peers").unwrap();
+        assert_eq!(
+            peers.value,
+            "127.0.0.1:5432 (8 open, <img src=y onerror=alert(3)> (pid 9))"
+        );
         assert_eq!(origin, run.meta.measure.start_ns);
         assert_eq!(viewers.len(), 1);
         assert_eq!(page.tables[0].time[0], 0);
