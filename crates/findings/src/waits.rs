@@ -501,6 +501,27 @@ fn is_python_signal_wait(at: &str) -> bool {
     )
 }
 
+/// Whether a Python frame (`Condition.wait (threading.py:320)`) is the standard library's
+/// threading, queues, sockets or servers — code every program calls through, not its own.
+fn in_python_library(frame: &str) -> bool {
+    let Some((_, file)) = frame.split_once(" (") else {
+        return false;
+    };
+    [
+        "threading.py",
+        "queue.py",
+        "concurrent/",
+        "socket.py",
+        "socketserver.py",
+        "selectors.py",
+        "http/",
+        "asyncio/",
+        "ssl.py",
+    ]
+    .iter()
+    .any(|l| file.starts_with(l))
+}
+
 /// A CPython stack's frames after its last `_PyEval_EvalFrameDefault` (root first).
 fn python_chain<S: AsRef<str>>(names: &[S]) -> Vec<String> {
     let Some(k) = names
@@ -537,16 +558,29 @@ impl Waits {
         // And every frame below a frame of the program's, with the nearest such.
         let mut callers: HashMap<(String, String), u128> = HashMap::new();
         let mut under: HashMap<(String, String), u128> = HashMap::new();
+        // A standard library's waiting function (`Condition.wait`), and the program's own
+        // Python frame nearest above it (`query_orders`), the heaviest of each.
+        let mut from_program: HashMap<(String, String), u128> = HashMap::new();
         let mut path = Vec::new();
         for (&st, &w) in cpu.samples.stack.iter().zip(&cpu.samples.weight) {
             path.clear();
             cpu.stacks.path_into(st, &mut path);
             let mut py: Option<&str> = None;
             let mut own: Option<&str> = None;
+            let mut mine: Option<&str> = None;
             for &id in &path {
                 let name = std::str::from_utf8(cpu.frame_name(id)).unwrap_or("");
                 let kind = cpu.frames.get(id).kind;
                 if kind == FrameKind::Python {
+                    if is_python_signal_wait(name) {
+                        if let Some(m) = mine {
+                            *from_program
+                                .entry((name.to_string(), m.to_string()))
+                                .or_default() += w as u128;
+                        }
+                    } else if !in_python_library(name) {
+                        mine = Some(name);
+                    }
                     py = Some(name);
                     own = Some(name);
                     continue;
@@ -578,6 +612,7 @@ impl Waits {
         }
         let best = heaviest(&callers);
         let nearest = heaviest(&under);
+        let programs = heaviest(&from_program);
         let mut moved: Vec<u128> = Vec::new();
         for site in &mut self.sites {
             if site.at == UNSEEN_CALLER {
@@ -605,6 +640,14 @@ impl Waits {
                 if site.reason == WaitReason::Lock && is_python_signal_wait(&site.at) {
                     site.reason = WaitReason::Futex;
                     moved.push(site.weight);
+                    // In a request's path, the program's function that waited so (a
+                    // handler's Event.wait, a query's Semaphore.acquire).
+                    if let Some((m, _)) = programs
+                        .get(site.at.as_str())
+                        .filter(|_| site.in_request_path)
+                    {
+                        site.at = format!("{} from {m}", site.at);
+                    }
                 }
             }
         }
@@ -1023,14 +1066,15 @@ mod tests {
         let waits: Vec<_> = w
             .sites
             .iter()
-            .filter(|s| s.at == "Condition.wait (threading.py:320)")
-            .map(|s| (s.primitive.as_str(), s.reason, s.in_request_path, s.weight))
+            .filter(|s| s.at.starts_with("Condition.wait (threading.py:320)"))
+            .map(|s| (s.label(), s.reason, s.in_request_path, s.weight))
             .collect();
+        // (In the request's path, named with the handler that waited so.)
         assert_eq!(
             waits,
             [
-                ("PyThread_acquire_lock_timed", WaitReason::Futex, true, 60),
-                ("PyThread_acquire_lock_timed", WaitReason::Futex, false, 5)
+                ("PyThread_acquire_lock_timed under Condition.wait (threading.py:320) from Handler.do_GET (server.py:35)".to_string(), WaitReason::Futex, true, 60),
+                ("PyThread_acquire_lock_timed under Condition.wait (threading.py:320)".to_string(), WaitReason::Futex, false, 5)
             ]
         );
         assert_eq!(w.of(WaitReason::Futex), 65);
