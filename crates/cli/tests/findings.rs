@@ -1322,6 +1322,107 @@ fn a_python_worker_every_request_waits_for_is_the_limit() {
     );
 }
 
+/// A pre-forking server (gunicorn's sync workers' way): a master waiting for two worker
+/// processes, each blocked 10 ms in every request, under 32 connections. kiln, given the
+/// master's pid as a user gives it the moment the server is up, takes the two young
+/// workers (it waits until they are a second old), leaves the master out of the pool (it
+/// waited the whole window) and says the pool of workers is the limit, the connections
+/// waiting in the accept queue — counted once, though three processes hold the listener.
+/// bpftrace times the workers' clock_nanosleep calls; `ss` reads the accept queue.
+#[test]
+fn a_pool_of_worker_processes_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::python("prefork.py");
+    let workers: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&c| {
+            std::fs::read_to_string(format!("/proc/{c}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(") ")
+                        .next()?
+                        .split(' ')
+                        .nth(1)?
+                        .parse::<u32>()
+                        .ok()
+                })
+                == Some(p.pid())
+        })
+        .collect();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let filter = workers
+        .iter()
+        .map(|w| format!("pid == {w}"))
+        .collect::<Vec<_>>()
+        .join(" || ");
+    let Some(bt) = Bpftrace::time_where("clock_nanosleep", &filter, 8) else {
+        kiln_testkit::skip("bpftrace is not installed or cannot trace system calls");
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "prefork", &p, 32);
+    let slept = bt.under_load();
+    let ss = Command::new("ss")
+        .args(["-ltnH", "sport", "=", &p.port.to_string()])
+        .output();
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; bpftrace: the workers asleep {slept:.2} s per second; ss after: {}",
+        k.on_cpu,
+        k.runnable,
+        ss.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default()
+    );
+    // The workers measured with the master: "target python3 (pid M,W1,W2)".
+    let pids = format!(
+        "(pid {},{})",
+        p.pid(),
+        workers
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    assert!(text.contains(&pids), "{pids} not measured:\n{text}");
+    let found = findings(&v);
+    none_contradicted(&found, &k, 33.0, &text);
+    if slept < 1.6 {
+        eprintln!("the workers slept {slept:.2} s/s here (starved of CPU): no finding required");
+        return;
+    }
+    let first = &found[0];
+    assert_eq!(first.0, "sleep-in-path", "{text}");
+    assert!(
+        first.1.contains("all 2 'python' worker processes")
+            && first.1.contains("under lookup_inventory (prefork.py:")
+            && first.1.contains("the pool is the limit"),
+        "{text}"
+    );
+    // kiln's time blocked in the work against bpftrace's time asleep, per second.
+    let blocked = v["findings"][0]["evidence"][0]["value"]
+        .as_str()
+        .and_then(|s| s.split("blocked in the work ").nth(1))
+        .and_then(|s| s.trim_end_matches(')').parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no blocked time in the evidence:\n{text}"));
+    assert!(
+        (blocked - slept).abs() <= 0.3,
+        "kiln: blocked {blocked}; bpftrace: {slept:.2} s/s\n{text}"
+    );
+    // The accept queue: no more connections than the load holds (one listener, once).
+    if let Some(a) = named(&found, "accept-backlog") {
+        let q: f64 =
+            a.1.split("accept queue: ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| panic!("no queue in {}", a.1));
+        assert!(
+            q <= 32.0,
+            "kiln: {q} waiting of the load's 32 connections\n{text}"
+        );
+    }
+}
+
 /// A reverse proxy waiting for its upstream: nginx passes every request, over kept-alive
 /// connections, to a planted server that sleeps 5 ms in each. nginx's worker is idle: the
 /// time is outside it, in the service it calls, which kiln names by the connections
