@@ -64,6 +64,27 @@ def _stat_fields(text):
     return text[text.find("(") + 1:rp], text[rp + 2:].split()
 
 
+def copies_of(pid):
+    """The target's children that run its own program (a pre-forking server's workers, a
+    Node cluster's): their threads are the target's too. Programs it runs for a request
+    (another executable) are not."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+        kids = set()
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            kids.update(int(c) for c in (_read(f"/proc/{pid}/task/{tid}/children") or "").split())
+    except OSError:
+        return []
+    out = []
+    for k in sorted(kids):
+        try:
+            if os.readlink(f"/proc/{k}/exe") == exe:
+                out.append(k)
+        except OSError:
+            pass
+    return out
+
+
 def sample_proc(pid, port=None):
     s = {"t": now_ns(), "tasks": {}}
     stat = _read(f"/proc/{pid}/stat")
@@ -80,13 +101,15 @@ def sample_proc(pid, port=None):
         k, _, v = line.partition(":")
         if k in ("read_bytes", "write_bytes", "syscr", "syscw"):
             s[k] = int(v)
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        tids = []
-    for tid in tids:
-        st = _read(f"/proc/{pid}/task/{tid}/stat")
-        ss = _read(f"/proc/{pid}/task/{tid}/schedstat")
+    tasks = []
+    for p in [pid] + copies_of(pid):
+        try:
+            tasks += [(p, tid) for tid in os.listdir(f"/proc/{p}/task")]
+        except OSError:
+            pass
+    for p, tid in tasks:
+        st = _read(f"/proc/{p}/task/{tid}/stat")
+        ss = _read(f"/proc/{p}/task/{tid}/schedstat")
         if st is None or ss is None:
             continue
         comm, tf = _stat_fields(st)

@@ -1551,6 +1551,68 @@ fn a_node_event_loop_blocked_in_a_synchronous_call_is_the_limit() {
     );
 }
 
+/// A Node front whose every request waits for a local service (another Node process
+/// answering in 20 ms) over keep-alive connections: its event loop idles while the
+/// requests wait outside it, and V8's and libuv's idle workers are no work of theirs. kiln
+/// says the time is outside the server and names the service it was connected to. The
+/// front's own account (GET /metrics before and after the run): its time in the calls
+/// over its requests' time from arrival to answer.
+#[test]
+fn a_node_front_waiting_for_a_downstream_is_said_to_wait_outside_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut inventory = Command::new("node");
+    inventory
+        .current_dir(dir.path())
+        .arg(program_path("downstream_front.js"))
+        .arg("--inventory");
+    let down = Planted::serve(inventory);
+    let mut front = Command::new("node");
+    front
+        .current_dir(dir.path())
+        .arg("--perf-basic-prof")
+        .arg(program_path("downstream_front.js"))
+        .arg(format!("http://127.0.0.1:{}/stock", down.port));
+    let p = Planted::serve(front);
+    let metrics = || -> serde_json::Value {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", p.port)).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut got = String::new();
+        s.read_to_string(&mut got).unwrap();
+        let body = got.split("\r\n\r\n").nth(1).expect("an answer with a body");
+        serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {got}"))
+    };
+    let before = metrics();
+    let (text, v, k) = run(&dir.path().join("r.db"), "front", &p, 16);
+    let after = metrics();
+    let delta = |key: &str| after[key].as_f64().unwrap() - before[key].as_f64().unwrap();
+    let in_calls = delta("ns") / delta("req_ns");
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; the front's own account: {} calls, {:.1}% of its requests' time in them",
+        k.on_cpu,
+        k.runnable,
+        delta("calls"),
+        100.0 * in_calls
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 7.0, &text);
+    let first = &found[0];
+    assert_eq!(first.0, "network-wait", "{text}");
+    assert!(
+        first.1.contains(&format!("127.0.0.1:{}", down.port)),
+        "the service it waited for is not named:\n{text}"
+    );
+    // Outside the server: the calls, and the network and the client beside them.
+    assert!(
+        first.2 >= 100.0 * in_calls - 10.0,
+        "kiln: {:.1}% outside; the front: {:.1}% in the calls\n{text}",
+        first.2,
+        100.0 * in_calls
+    );
+}
+
 /// A Node server whose requests each run crypto.pbkdf2 asynchronously, with libuv's pool
 /// of one thread (UV_THREADPOOL_SIZE=1): that pool thread is the limit, not the event
 /// loop, and kiln says which. The kernel's account: each thread's CPU time
@@ -1924,6 +1986,27 @@ fn a_response_held_by_nagle_is_time_outside_the_server() {
     assert!(!text.contains("delayed-ACK"), "{text}");
     let found = findings(&v);
     assert!(named(&found, "network-wait").is_none_or(|f| !f.1.contains("delayed-ACK")));
+}
+
+/// Python's standard HTTP server as the library makes it (two sends per response, Nagle's
+/// algorithm left on): the stall is named with the remedy in the library's own terms.
+#[test]
+fn a_python_stdlib_server_held_by_nagle_is_told_its_own_remedy() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::python("stdlib_nagle.py");
+    let median = client_median_ms(p.port, 20);
+    let (text, v, k) = run(&dir.path().join("r.db"), "stdlib", &p, 16);
+    println!("{text}\nthe test's client: median {median:.1} ms");
+    let found = findings(&v);
+    none_contradicted(&found, &k, 17.0, &text);
+    assert!(median > 30.0, "no delayed-ACK stall here: {median:.1} ms");
+    let first = &found[0];
+    assert_eq!(first.0, "network-wait", "{text}");
+    assert!(
+        first.1.contains("delayed-ACK") && first.1.contains("disable_nagle_algorithm = True"),
+        "{text}"
+    );
 }
 
 /// The kernel's count of TCP connections accepted on this machine (`PassiveOpens` in

@@ -217,6 +217,12 @@ impl<'a> Facts<'a> {
         Some(d)
     }
 
+    /// Whether thread `tid` is the first thread of one of the target's processes (its
+    /// main thread: Node's event loop, in each worker of a cluster).
+    pub fn is_main_thread(&self, tid: u32) -> bool {
+        self.meta.target.pids.contains(&tid)
+    }
+
     /// The target's command line as one string (for flags it already has).
     pub fn cmdline(&self) -> String {
         self.meta.target.cmdline.join(" ")

@@ -156,12 +156,19 @@ pub fn program_functions(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u1
                 .filter(|(_, k)| !matches!(k, FrameKind::Kernel | FrameKind::Root))
                 .collect();
             // In a managed runtime the program is its JIT-compiled (or interpreted Python)
-            // code: the deepest such frame, above the runtime's and the libraries' C.
-            let managed = user
-                .iter()
-                .rposition(|(n, k)| {
-                    matches!(k, FrameKind::Jit | FrameKind::Python) && !n.starts_with("$global::")
+            // code: the deepest such frame, above the runtime's and the libraries' C — the
+            // program's own before its standard library's (a JVM's intrinsic stub under
+            // `MessageDigest.digest` under `Receipt.sign` is `Receipt.sign`'s work).
+            let managed = |own: bool| {
+                user.iter().rposition(|(n, k)| {
+                    matches!(k, FrameKind::Jit | FrameKind::Python)
+                        && !n.starts_with("$global::")
+                        && !is_jvm_generated(n)
+                        && (!own || !is_jdk_method(n))
                 })
+            };
+            let managed = managed(true)
+                .or_else(|| managed(false))
                 .map(|i| user[i].0.clone());
             let names: Vec<&str> = user.iter().map(|(n, _)| n.as_str()).collect();
             managed.or_else(|| program_frame(&names).map(|i| names[i].to_string()))
@@ -173,6 +180,36 @@ pub fn program_functions(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u1
     let mut v: Vec<(String, u128)> = by.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     (v, total)
+}
+
+/// Code the JVM generates for itself, named in its perf map beside the methods: the
+/// interpreter, call stubs and intrinsics (`StubRoutines (2)`: SHA-256, array copies),
+/// adapters between compiled and interpreted code.
+fn is_jvm_generated(name: &str) -> bool {
+    name == "Interpreter"
+        || [
+            "StubRoutines",
+            "I2C/C2I adapters",
+            "vtable chunks",
+            "itable stub",
+            "RuntimeStub",
+            "Stub<",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// A method of the JDK (`void java.util.HashMap.resize()`, `byte[]
+/// sun.security.provider.DigestBase.digest()`): its name as the JVM's map says it, the
+/// return type first.
+fn is_jdk_method(name: &str) -> bool {
+    let Some((head, _)) = name.split_once('(') else {
+        return false;
+    };
+    let method = head.rsplit(' ').next().unwrap_or(head);
+    ["java.", "javax.", "jdk.", "sun.", "com.sun."]
+        .iter()
+        .any(|p| method.starts_with(p))
 }
 
 /// The built-in category rules, compiled once.
@@ -360,6 +397,45 @@ mod tests {
             })
             .collect();
         p.add_sample_path(&frames, w, NO_TIME, t);
+    }
+
+    #[test]
+    fn a_jvm_programs_function_is_its_own_method_above_the_jdk_and_the_jvms_stubs() {
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = p.thread(Some(1), Some(1), b"pool-1-thread-1");
+        let frames: Vec<FrameId> = [
+            ("start_thread", FrameKind::User),
+            ("StubRoutines (1)", FrameKind::Jit),
+            (
+                "void sun.net.httpserver.ServerImpl$Exchange.run()",
+                FrameKind::Jit,
+            ),
+            ("byte[] ReceiptServer$Receipt.sign(byte)", FrameKind::Jit),
+            (
+                "byte[] java.security.MessageDigest.digest()",
+                FrameKind::Jit,
+            ),
+            ("StubRoutines (2)", FrameKind::Jit),
+        ]
+        .iter()
+        .map(|(n, k)| p.frame(n.as_bytes(), *k))
+        .collect();
+        p.add_sample_path(&frames, 3, NO_TIME, t);
+        // A JDK server's own work: its deepest method, the JDK's, when the program has none.
+        let jdk = [frames[0], frames[1], frames[2]];
+        p.add_sample_path(&jdk, 1, NO_TIME, t);
+        let (v, total) = program_functions(&p, &vec![true; p.samples.len()]);
+        assert_eq!(total, 4);
+        assert_eq!(
+            v,
+            vec![
+                ("byte[] ReceiptServer$Receipt.sign(byte)".to_string(), 3),
+                (
+                    "void sun.net.httpserver.ServerImpl$Exchange.run()".to_string(),
+                    1
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn site_of_stack(
             names[i + 1..]
                 .iter()
                 .find(|n| !n.starts_with('[') && *n != "Interpreter")
-                .cloned()
+                .map(|n| said_as(n).to_string())
                 .unwrap_or_default(),
         )),
         // Nothing of the program's own but the interpreter: the GIL still has a name.
@@ -148,11 +148,18 @@ fn site_of_stack(
             names
                 .iter()
                 .find(|n| !n.starts_with('['))
-                .map(|n| (UNSEEN_CALLER.to_string(), n.clone()))
+                .map(|n| (UNSEEN_CALLER.to_string(), said_as(n).to_string()))
         }
         None => None,
     };
     (owner, site)
+}
+
+/// A wait's function as its program called it: glibc's calls from inside itself go
+/// through hidden aliases (`__GI_fdatasync`, `__GI___lll_lock_wait`) that no program calls
+/// by that name.
+fn said_as(name: &str) -> &str {
+    name.strip_prefix("__GI_").unwrap_or(name)
 }
 
 /// One of the program's blocks: when it began and ended (ns, on the profile's clock), its

@@ -218,6 +218,7 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
             .position(|f| c.beam_event_wait.is_match(f))
             .map(|i| sched + i)
     });
+    let idle_at = idle_at.or_else(|| waits_for_a_task(&names));
     if let Some(i) = idle_at {
         if lock_at.is_none_or(|l| l < i) {
             return WaitReason::Idle;
@@ -246,6 +247,19 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
         return WaitReason::Futex;
     }
     WaitReason::Other
+}
+
+/// Where a pool's thread waits for its next task on the pool's condition: the wait called
+/// straight from the thread's loop — libuv's pool (`worker`, the threads Node's `fs`,
+/// `dns.lookup`, `crypto.pbkdf2` and zlib use), Node's platform workers (V8's GC and
+/// compiler tasks). The same loop blocked anywhere deeper is at work.
+fn waits_for_a_task(names: &[&str]) -> Option<usize> {
+    names.windows(2).position(|w| {
+        matches!(
+            w[0],
+            "worker" | "node::(anonymous namespace)::PlatformWorkerThread"
+        ) && w[1] == "uv_cond_wait"
+    })
 }
 
 /// Whether a blocked stack (root to leaf, kernel frames included) waited for its process's
@@ -568,6 +582,17 @@ mod tests {
             "__futex_abstimed_wait_common",
         ];
         assert_eq!(program_frame(&frames), Some(2));
+    }
+
+    #[test]
+    fn node_pool_threads_waiting_for_a_task_are_idle() {
+        // libuv's pool and the platform's workers waiting for a task are idle; the same
+        // threads blocked inside a task are not.
+        assert_eq!(r("node;__clone3;start_thread;node::(anonymous namespace)::PlatformWorkerThread;uv_cond_wait;___pthread_cond_wait;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
+        assert_eq!(r("node;__clone3;start_thread;worker;uv_cond_wait;___pthread_cond_wait;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
+        assert_eq!(r("node;__clone3;start_thread;worker;uv__fs_work;__GI_fdatasync;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_fdatasync;ext4_sync_file;io_schedule"), WaitReason::Io);
+        assert_eq!(r("node;__clone3;start_thread;worker;uv_mutex_lock;___pthread_mutex_lock;__GI___lll_lock_wait;futex_do_wait"), WaitReason::Lock);
+        assert_eq!(r("node;__clone3;start_thread;node::(anonymous namespace)::PlatformWorkerThread;v8::platform::DefaultJobWorker::Run;v8::internal::ScavengerCollector::JobTask::Run;___pthread_cond_wait;futex_do_wait"), WaitReason::Futex);
     }
 
     #[test]

@@ -8,9 +8,8 @@ use kiln_store::columns as col;
 /// What a saturated thread is, in its runtime's words; `hot` its kernel id when known (the
 /// process's first thread is its main one: Node's threads share its name).
 fn thread_kind(f: &Facts, group: &str, threads: f64, hot: Option<u32>) -> String {
-    let first = f.meta.target.pids.first().copied();
-    let main = match (hot, first) {
-        (Some(t), Some(p)) => t == p,
+    let main = match hot {
+        Some(t) if !f.meta.target.pids.is_empty() => f.is_main_thread(t),
         _ => group == f.meta.target.comm || group == "MainThread",
     };
     let env = |k: &str| {

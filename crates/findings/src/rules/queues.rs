@@ -661,8 +661,7 @@ pub fn blocked_event_loop(f: &Facts) -> Option<(u32, f64, f64, WaitReason, f64)>
     let secs = f.secs.max(1e-9);
     // The loop polls for events — unless it never waited for one, every request queued
     // behind it: then it is the process's first thread (Node's, an asyncio server's).
-    let main = f.meta.target.pids.first().copied();
-    let polls = |tid: u32, w: &ThreadWaits| w.polled_s > 0.0 || Some(tid) == main;
+    let polls = |tid: u32, w: &ThreadWaits| w.polled_s > 0.0 || f.is_main_thread(tid);
     // The time the threads that poll were blocked for each reason: a loop's block is its
     // own, not one of many such threads' doing the same (a thread per connection, each
     // reading its socket and blocked in its work). Threads that never poll (a runtime's
@@ -746,14 +745,13 @@ fn find_loop_runs(f: &Facts) -> Option<LoopRuns> {
     let cpu = f.cpu_profile()?;
     let by_cpu = thread_cpu(cpu);
     let total: f64 = by_cpu.values().sum();
-    let main = f.meta.target.pids.first().copied();
     let polls: Vec<u32> = match f.offcpu() {
         Some(p) => thread_waits(p)
             .into_iter()
-            .filter(|(tid, w)| w.polled_s > 0.0 || Some(*tid) == main)
+            .filter(|(tid, w)| w.polled_s > 0.0 || f.is_main_thread(*tid))
             .map(|(tid, _)| tid)
             .collect(),
-        None => main.into_iter().collect(),
+        None => f.meta.target.pids.clone(),
     };
     let (tid, on) = polls
         .iter()
@@ -1017,7 +1015,7 @@ pub fn loop_stalls(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     };
     let who = match f.runtime() {
-        super::Runtime::Node if f.meta.target.pids.first() == Some(&r.tid) => {
+        super::Runtime::Node if f.is_main_thread(r.tid) => {
             "Node's event loop (the main thread)".to_string()
         }
         _ => format!(

@@ -1427,6 +1427,28 @@ fn split_stall(f: &Facts) -> Option<Split> {
     })
 }
 
+/// How to turn Nagle's algorithm off, in the words of the server the CPU profile saw: the
+/// JDK's HttpServer takes a system property (unless its command line already sets it),
+/// Python's `http.server` a handler attribute; any other, the socket option.
+fn nodelay_advice(f: &Facts) -> String {
+    let saw = |prefix: &[u8]| {
+        f.cpu_profile().is_some_and(|p| {
+            p.frames.iter().any(|(_, fr)| {
+                let name = p.strings.get(fr.name);
+                name.windows(prefix.len()).any(|w| w == prefix)
+            })
+        })
+    };
+    const JDK: &str = "-Dsun.net.httpserver.nodelay=true";
+    if saw(b"sun.net.httpserver.") && !f.cmdline().contains(JDK) {
+        format!("start the JVM with {JDK} (the JDK's HttpServer sets TCP_NODELAY only then), or write each response at once")
+    } else if saw(b"BaseHTTPRequestHandler.") {
+        "set disable_nagle_algorithm = True on the handler class (Python's http.server leaves Nagle's algorithm on), or write each response at once".to_string()
+    } else {
+        "set TCP_NODELAY on its sockets, or write each response at once".to_string()
+    }
+}
+
 /// Responses that arrived in parts, their last bytes long after their first (the load's
 /// own receive times, the kernel's stamps): the server wrote each in pieces and the rest
 /// waited — for the client's delayed ACK under Nagle's algorithm when the gap is that
@@ -1448,11 +1470,12 @@ pub fn split(f: &Facts) -> Option<Finding> {
         pct(share.min(1.0)),
         f.outcome.unit
     );
-    claim.push_str(if nagle {
-        " — the delayed-ACK stall: the server writes each response in pieces without TCP_NODELAY, and the last piece waits for the client's ACK (Nagle's algorithm): set TCP_NODELAY on its sockets, or write each response at once"
+    if nagle {
+        claim.push_str(" — the delayed-ACK stall: the server writes each response in pieces without TCP_NODELAY, and the last piece waits for the client's ACK (Nagle's algorithm): ");
+        claim.push_str(&nodelay_advice(f));
     } else {
-        " — the server wrote them in pieces and the rest came later (its work between the pieces, or the network)"
-    });
+        claim.push_str(" — the server wrote them in pieces and the rest came later (its work between the pieces, or the network)");
+    }
     let e = f.ev(
         "responses in parts",
         format!(
@@ -1509,13 +1532,14 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     if super::queues::held_in_broker(f) {
         return Vec::new();
     }
-    // (A Go server's threads are its runtime's: the ones parked through the window, never
-    // seen to wake, are idle Ms; the goroutines' own waits are added below.)
-    let go = f.runtime() == super::Runtime::Go && f.goroutine_waits().is_some();
+    // A thread parked through the whole window, never seen to wake by the off-CPU profile,
+    // served no operation in it: a Go server's idle Ms, Node's inspector and signal
+    // threads. (A Go server's goroutines' own waits are added below.)
+    let seen = f.offcpu().is_some();
     let mut busy: f64 = f
         .groups
         .iter()
-        .map(|g| if go { g.busy_seen() } else { g.busy() })
+        .map(|g| if seen { g.busy_seen() } else { g.busy() })
         .sum::<f64>()
         * f.secs;
     // Without an off-CPU profile a blocked thread's reason is its wchan, once a second:

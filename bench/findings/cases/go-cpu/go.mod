@@ -1,0 +1,3 @@
+module receiptserver
+
+go 1.21

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Planted: a slow downstream, in Node. The front calls a local "inventory service" (another
+# Node process answering after 20 ms) in every request (callInventoryService, http.get over
+# a keep-alive agent); the event loop idles while its 16 clients' requests wait for the
+# downstream. Started with the perf map flags README.md gives for Node.
+# Oracle: the front's own timing of callInventoryService (GET /metrics at the window's ends:
+# calls and summed duration, process.hrtime) over the 16 connections' time; the front's
+# CPU (/proc).
+. "$(dirname "$0")/../../lib.sh"
+
+start_server downstream env -C "$WORK" node "$ROOT/crates/findings/tests/programs/downstream_front.js" --inventory
+DOWN_PORT=$SERVER_PORT
+start_server server env -C "$WORK" node --perf-basic-prof --interpreted-frames-native-stack "$ROOT/crates/findings/tests/programs/downstream_front.js" "http://127.0.0.1:$DOWN_PORT/stock"
+
+oracle_window() {
+  snap "$WORK/metrics.0" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/metrics"
+  sleep $((D - 1))
+  snap "$WORK/metrics.1" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/metrics"
+}
+oracle_end() {
+  oracle_py 16 << 'PY'
+conns = int(ARGS[0])
+(_, a), (_, b) = read_snap(os.path.join(WORK, "metrics.0")), read_snap(os.path.join(WORK, "metrics.1"))
+a, b = json.loads(a), json.loads(b)
+secs = (b["now_ns"] - a["now_ns"]) / 1e9
+calls = b["calls"] - a["calls"]
+waited = (b["ns"] - a["ns"]) / 1e9
+f = {
+    "downstream_wait_pct_of_request_time": round(100 * waited / (conns * secs), 1),
+    "downstream_calls_per_s": round(calls / secs, 1),
+    "downstream_ms_mean": round(1000 * waited / calls, 2) if calls else None,
+    "front_cpu_pct": PROC.get("target_cpu_pct"),
+}
+text = (f"the front's own timing over {secs:.1f} s (GET /metrics): {calls} calls of callInventoryService, "
+        f"{f['downstream_ms_mean']} ms each: {f['downstream_wait_pct_of_request_time']}% of the {conns} "
+        f"connections' time; the front's CPU {f['front_cpu_pct']}% of a core\n")
+oracle(text, f)
+PY
+}
+
+run_kiln -p "$SERVER_PID" -e "$EVENTS" -d "$D" --warmup "$WARMUP" load http -c 16 -d 30s "http://127.0.0.1:$SERVER_PORT/"
