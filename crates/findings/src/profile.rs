@@ -163,8 +163,8 @@ pub fn program_functions(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u1
                 user.iter().rposition(|(n, k)| {
                     matches!(k, FrameKind::Jit | FrameKind::Python)
                         && !n.starts_with("$global::")
-                        && !is_jvm_generated(n)
-                        && (!own || !is_jdk_method(n))
+                        && !kiln_model::waits::is_jvm_generated(n)
+                        && (!own || !kiln_model::waits::is_jdk_method(n))
                 })
             };
             let managed = managed(true)
@@ -180,36 +180,6 @@ pub fn program_functions(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u1
     let mut v: Vec<(String, u128)> = by.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     (v, total)
-}
-
-/// Code the JVM generates for itself, named in its perf map beside the methods: the
-/// interpreter, call stubs and intrinsics (`StubRoutines (2)`: SHA-256, array copies),
-/// adapters between compiled and interpreted code.
-fn is_jvm_generated(name: &str) -> bool {
-    name == "Interpreter"
-        || [
-            "StubRoutines",
-            "I2C/C2I adapters",
-            "vtable chunks",
-            "itable stub",
-            "RuntimeStub",
-            "Stub<",
-        ]
-        .iter()
-        .any(|p| name.starts_with(p))
-}
-
-/// A method of the JDK (`void java.util.HashMap.resize()`, `byte[]
-/// sun.security.provider.DigestBase.digest()`): its name as the JVM's map says it, the
-/// return type first.
-fn is_jdk_method(name: &str) -> bool {
-    let Some((head, _)) = name.split_once('(') else {
-        return false;
-    };
-    let method = head.rsplit(' ').next().unwrap_or(head);
-    ["java.", "javax.", "jdk.", "sun.", "com.sun."]
-        .iter()
-        .any(|p| method.starts_with(p))
 }
 
 /// The built-in category rules, compiled once.

@@ -111,7 +111,20 @@ fn site_of_stack(
         .map(|&f| String::from_utf8_lossy(p.frame_name(f)))
         .collect();
     let mmap_lock = reason == WaitReason::Lock && kiln_model::waits::waits_for_mmap_lock(&all);
-    let site = match program_frame(&names) {
+    // A JVM's wait inside the JDK (`ReentrantLock.lock`, `Unsafe.park` under it) is the
+    // program's at its own method that called into the JDK.
+    let program = program_frame(&names).map(|i| {
+        use kiln_model::waits::{is_jdk_method, is_jvm_method};
+        let own = names
+            .iter()
+            .rposition(|n| is_jvm_method(n) && !is_jdk_method(n));
+        let deepest = names.iter().rposition(|n| is_jvm_method(n));
+        match (own, deepest) {
+            (Some(j), Some(k)) if j < k => j,
+            _ => i,
+        }
+    });
+    let site = match program {
         Some(i) if gil => Some((names[i].clone(), GIL.to_string())),
         // The kernel's lock on the address space, whichever call took it (a page
         // fault in memset, munmap in free).

@@ -510,6 +510,7 @@ fn a_java_monitor_is_named_from_the_jvms_thread_dumps() {
             class: "Ledger".into(),
             holder: Some("pool-1-thread-16".into()),
             holder_method: Some("Ledger.post".into()),
+            parked: false,
         };
         let dumps = JvmDumps {
             pid: 4242,

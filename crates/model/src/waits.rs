@@ -262,6 +262,48 @@ fn waits_for_a_task(names: &[&str]) -> Option<usize> {
     })
 }
 
+/// Code the JVM generates for itself, named in its perf map beside the methods: the
+/// interpreter, call stubs and intrinsics (`StubRoutines (2)`: SHA-256, array copies),
+/// adapters between compiled and interpreted code.
+pub fn is_jvm_generated(name: &str) -> bool {
+    name == "Interpreter"
+        || [
+            "StubRoutines",
+            "I2C/C2I adapters",
+            "vtable chunks",
+            "itable stub",
+            "RuntimeStub",
+            "Stub<",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// A method of the JDK (`void java.util.HashMap.resize()`, `byte[]
+/// sun.security.provider.DigestBase.digest()`): its name as the JVM's map says it, the
+/// return type first.
+pub fn is_jdk_method(name: &str) -> bool {
+    let Some((head, _)) = name.split_once('(') else {
+        return false;
+    };
+    let method = head.rsplit(' ').next().unwrap_or(head);
+    ["java.", "javax.", "jdk.", "sun.", "com.sun."]
+        .iter()
+        .any(|p| method.starts_with(p))
+}
+
+/// A method as the JVM's map names it (`long Journal.append(long)`: a return type, a
+/// class-qualified name, its parameters), the JDK's or the program's.
+pub fn is_jvm_method(name: &str) -> bool {
+    let Some((head, _)) = name.split_once('(') else {
+        return false;
+    };
+    name.ends_with(')')
+        && head
+            .rsplit_once(' ')
+            .is_some_and(|(ret, m)| !ret.is_empty() && m.contains('.') && !m.contains(' '))
+}
+
 /// Whether a blocked stack (root to leaf, kernel frames included) waited for its process's
 /// address-space lock (`mmap_lock`): the leaf-most frame that names a wait is one of its.
 pub fn waits_for_mmap_lock<S: AsRef<str>>(frames: &[S]) -> bool {
@@ -582,6 +624,25 @@ mod tests {
             "__futex_abstimed_wait_common",
         ];
         assert_eq!(program_frame(&frames), Some(2));
+    }
+
+    #[test]
+    fn jvm_methods_are_told_from_the_jdks_and_the_jvms_own_code() {
+        assert!(is_jvm_method("long Journal.append(long)"));
+        assert!(is_jvm_method(
+            "void jdk.internal.misc.Unsafe.park(boolean, long)"
+        ));
+        assert!(!is_jvm_method("post_entry (server.py:24)"));
+        assert!(!is_jvm_method("StubRoutines (2)"));
+        assert!(!is_jvm_method("JavaCalls::call_helper"));
+        assert!(is_jdk_method(
+            "void jdk.internal.misc.Unsafe.park(boolean, long)"
+        ));
+        assert!(is_jdk_method(
+            "void java.util.concurrent.locks.ReentrantLock.lock()"
+        ));
+        assert!(!is_jdk_method("long Journal.append(long)"));
+        assert!(is_jvm_generated("StubRoutines (2)") && is_jvm_generated("Interpreter"));
     }
 
     #[test]

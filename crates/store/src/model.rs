@@ -533,7 +533,8 @@ pub struct JvmDump {
     pub unparsed: u32,
 }
 
-/// A thread BLOCKED waiting to enter a monitor, as a dump shows it.
+/// A thread BLOCKED waiting to enter a monitor, or parked waiting for a
+/// `java.util.concurrent` lock (`parked`), as a dump shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MonitorWait {
     /// The thread's name.
@@ -554,6 +555,11 @@ pub struct MonitorWait {
     /// The holder's method that locked it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder_method: Option<String>,
+    /// Parked waiting for a `java.util.concurrent` lock (`ReentrantLock`: WAITING
+    /// (parking), the lock's class in `class`, the program's method that took it in
+    /// `method`), not BLOCKED on a monitor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parked: bool,
 }
 
 /// A file kept with a run: an external load's stdout and stderr, for instance.

@@ -65,6 +65,12 @@ fn check_of(f: &Facts, reason: WaitReason, at: &str) -> String {
 /// frames or the JIT's stub for it. HotSpot's internal Mutex and Monitor (the heap's lock
 /// an allocation waits on while the collector runs) are the JVM's own locks, not the
 /// program's monitors.
+/// A JVM thread parked (`Unsafe.park`): a `java.util.concurrent` lock's waiter, or a
+/// condition's.
+fn is_parked(at: &str) -> bool {
+    at.contains("Unsafe_Park") || at.contains("Unsafe.park")
+}
+
 fn is_monitor(at: &str) -> bool {
     [
         "ObjectMonitor",
@@ -97,6 +103,25 @@ pub(crate) struct Contended {
     pub in_dumps: usize,
     /// The dumps.
     pub dumps: usize,
+    /// A `java.util.concurrent` lock its waiters park on, not a monitor.
+    pub parked: bool,
+}
+
+impl Contended {
+    /// What its waiters did, as the dumps show it.
+    fn waited(&self, held: &str) -> String {
+        if self.parked {
+            format!(
+                "waited for a {} in {} (parked, as the JVM's thread dumps name it{held})",
+                self.class, self.method
+            )
+        } else {
+            format!(
+                "waited to enter the monitor of a {} in {} (synchronized, as the JVM's thread dumps name it{held})",
+                self.class, self.method
+            )
+        }
+    }
 }
 
 /// The most waited-on monitor of dumps `d`; `None` when no thread of any dump was BLOCKED
@@ -139,6 +164,7 @@ pub(crate) fn contended(d: &JvmDumps) -> Option<Contended> {
             })?;
     let on = |b: &&MonitorWait| b.class == class && b.method == method;
     let waits: Vec<&MonitorWait> = d.dumps.iter().flat_map(|x| &x.blocked).filter(on).collect();
+    let parked = waits.iter().any(|w| w.parked);
     let groups: Vec<&str> = waits.iter().map(|w| w.group.as_str()).collect();
     let of = d
         .dumps
@@ -160,6 +186,7 @@ pub(crate) fn contended(d: &JvmDumps) -> Option<Contended> {
             .filter(|x| x.blocked.iter().any(|b| on(&b)))
             .count(),
         dumps: d.dumps.len(),
+        parked,
     })
 }
 
@@ -300,11 +327,12 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         }
         // A JVM's thread dumps name the monitor's method and class; when none of them saw
         // a thread BLOCKED on a monitor, the profile's claim stands unnamed.
-        let dumps =
-            (reason == WaitReason::Lock && f.runtime() == Runtime::Jvm && is_monitor(&top.label()))
-                .then(|| f.jvm_dumps())
-                .flatten()
-                .filter(|d| !d.dumps.is_empty());
+        let dumps = (reason == WaitReason::Lock
+            && f.runtime() == Runtime::Jvm
+            && (is_monitor(&top.label()) || is_parked(&top.label())))
+        .then(|| f.jvm_dumps())
+        .flatten()
+        .filter(|d| !d.dumps.is_empty());
         let named = dumps.as_ref().and_then(contended);
         if let Some(m) = &named {
             let held = m
@@ -312,10 +340,7 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
                 .as_ref()
                 .map(|h| format!(", held in {h}"))
                 .unwrap_or_default();
-            what = format!(
-                "waited to enter the monitor of a {} in {} (synchronized, as the JVM's thread dumps name it{held})",
-                m.class, m.method
-            );
+            what = m.waited(&held);
         }
         let who = if f.outcome.latency.is_some() {
             format!("{}s", f.outcome.unit)
@@ -1092,11 +1117,15 @@ pub fn monitors(f: &Facts) -> Vec<Finding> {
         "the server's threads".into()
     };
     let claim = format!(
-        "{who} waited to enter the monitor of a {} in {} (synchronized{held}): the JVM's thread dumps found {} of the {} threads serving them BLOCKED on it ({} of {} dumped, in {} of {} dumps)",
-        m.class,
-        m.method,
+        "{who} {}: the JVM's thread dumps found {} of the {} threads serving them {} it ({} of {} dumped, in {} of {} dumps)",
+        if m.parked {
+            format!("waited for a {} in {} (parked{held})", m.class, m.method)
+        } else {
+            format!("waited to enter the monitor of a {} in {} (synchronized{held})", m.class, m.method)
+        },
         pct(share.min(1.0)),
         m.group,
+        if m.parked { "parked waiting for" } else { "BLOCKED on" },
         m.blocked,
         m.of,
         m.in_dumps,
@@ -1130,10 +1159,21 @@ fn dumps_evidence(f: &Facts, d: &JvmDumps, m: Option<&Contended>) -> crate::Evid
                 .as_ref()
                 .map(|h| format!("; held in {h}"))
                 .unwrap_or_default();
+            let (what, state) = if m.parked {
+                (
+                    format!("parked waiting for a {}", m.class),
+                    "parked waiting for it",
+                )
+            } else {
+                (
+                    format!("BLOCKED on a {}'s monitor", m.class),
+                    "BLOCKED on it",
+                )
+            };
             f.ev(
-                format!("BLOCKED on a {}'s monitor", m.class),
+                what,
                 format!(
-                    "{} of {} dumped {} threads BLOCKED on it in {} of {} dumps, waiting to lock in {}{held}",
+                    "{} of {} dumped {} threads {state} in {} of {} dumps, waiting to lock in {}{held}",
                     m.blocked, m.of, m.group, m.in_dumps, m.dumps, m.method
                 ),
                 source,
@@ -1701,6 +1741,7 @@ mod dump_tests {
             class: class.into(),
             holder: holder.map(|_| "pool-1-thread-9".into()),
             holder_method: holder.map(String::from),
+            parked: false,
         }
     }
 

@@ -45,6 +45,9 @@ pub struct StackFrame {
     pub waiting_to_lock: Option<ObjectRef>,
     /// The monitors it holds (`- locked`).
     pub locked: Vec<ObjectRef>,
+    /// The object it parks waiting for (`- parking to wait for`: a `java.util.concurrent`
+    /// lock's or condition's).
+    pub parked_on: Option<ObjectRef>,
 }
 
 /// An object a dump names: `<0x000000069cc14e50> (a Ledger)`.
@@ -151,14 +154,14 @@ fn frame_line(thread: &mut JavaThread, t: &str) -> bool {
             Some(o) => frame.locked.push(o),
             None => return false,
         }
-    } else if ![
-        "waiting on ",
-        "parking to wait for ",
-        "waiting to re-lock",
-        "eliminated ",
-    ]
-    .iter()
-    .any(|p| what.starts_with(p))
+    } else if let Some(rest) = what.strip_prefix("parking to wait for ") {
+        match object_ref(rest) {
+            Some(o) => frame.parked_on = Some(o),
+            None => return false,
+        }
+    } else if !["waiting on ", "waiting to re-lock", "eliminated "]
+        .iter()
+        .any(|p| what.starts_with(p))
     {
         return false;
     }
@@ -225,6 +228,7 @@ pub fn summarise(dump: &ThreadDump, at_ns: u64, took_ms: f64) -> JvmDump {
             }
         }
     }
+    let parked = dump.threads.iter().filter_map(parked_on_lock);
     let blocked = dump
         .threads
         .iter()
@@ -243,8 +247,10 @@ pub fn summarise(dump: &ThreadDump, at_ns: u64, took_ms: f64) -> JvmDump {
                 class: o.class.clone(),
                 holder: holder.map(|(h, _)| h.to_string()),
                 holder_method: holder.map(|(_, m)| m.to_string()),
+                parked: false,
             })
         })
+        .chain(parked)
         .collect();
     JvmDump {
         at_ns,
@@ -253,6 +259,41 @@ pub fn summarise(dump: &ThreadDump, at_ns: u64, took_ms: f64) -> JvmDump {
         blocked,
         unparsed: dump.unparsed,
     }
+}
+
+/// A thread parked waiting for a `java.util.concurrent` lock (a `ReentrantLock`, either
+/// side of a `ReentrantReadWriteLock`): the lock's class without its inner `Sync`, and the
+/// program's method that asked for it — the innermost frame outside the JDK. A thread
+/// parked on a condition or a queue (a pool's idle worker) is not one.
+fn parked_on_lock(t: &JavaThread) -> Option<MonitorWait> {
+    if !t.state.contains("(parking)") {
+        return None;
+    }
+    let o = t.frames.iter().find_map(|f| f.parked_on.as_ref())?;
+    let lock = o.class.split('$').next().unwrap_or(&o.class);
+    if !matches!(
+        lock,
+        "java.util.concurrent.locks.ReentrantLock"
+            | "java.util.concurrent.locks.ReentrantReadWriteLock"
+    ) {
+        return None;
+    }
+    let jdk = |m: &str| {
+        ["java.", "javax.", "jdk.", "sun.", "com.sun."]
+            .iter()
+            .any(|p| m.starts_with(p))
+    };
+    let f = t.frames.iter().find(|f| !jdk(&f.method))?;
+    Some(MonitorWait {
+        thread: t.name.clone(),
+        group: group_of(&t.name),
+        method: f.method.clone(),
+        address: o.address.clone(),
+        class: lock.to_string(),
+        holder: None,
+        holder_method: None,
+        parked: true,
+    })
 }
 
 #[cfg(test)]
@@ -354,6 +395,52 @@ mod tests {
             "JVM threads are not Java threads"
         );
         assert_eq!((s.at_ns, s.took_ms, s.unparsed), (7, 1.5, 0));
+    }
+
+    /// From `jcmd PID Thread.print` of a server whose 16 threads take one ReentrantLock
+    /// (bench/findings/cases/java-reentrant): one parked on the lock, one idle worker
+    /// parked on its queue's condition.
+    const PARKED: &str = "\"pool-1-thread-1\" #15 prio=5 os_prio=0 cpu=42.29ms elapsed=3.20s tid=0x00007f5d98008ea0 nid=0x44cf waiting on condition  [0x00007f5e106fd000]
+   java.lang.Thread.State: WAITING (parking)
+\tat jdk.internal.misc.Unsafe.park(java.base@17.0.15/Native Method)
+\t- parking to wait for  <0x000000069cc00508> (a java.util.concurrent.locks.ReentrantLock$NonfairSync)
+\tat java.util.concurrent.locks.LockSupport.park(java.base@17.0.15/LockSupport.java:211)
+\tat java.util.concurrent.locks.AbstractQueuedSynchronizer.acquire(java.base@17.0.15/AbstractQueuedSynchronizer.java:715)
+\tat java.util.concurrent.locks.ReentrantLock$Sync.lock(java.base@17.0.15/ReentrantLock.java:153)
+\tat java.util.concurrent.locks.ReentrantLock.lock(java.base@17.0.15/ReentrantLock.java:322)
+\tat Journal.append(Journal.java:17)
+\tat Journal.lambda$main$0(Journal.java:32)
+\tat com.sun.net.httpserver.Filter$Chain.doFilter(jdk.httpserver@17.0.15/Filter.java:95)
+
+\"pool-1-thread-2\" #16 prio=5 os_prio=0 cpu=36.62ms elapsed=1.76s tid=0x00007f59f8007bd0 nid=0x4335 waiting on condition  [0x00007f5a169fd000]
+   java.lang.Thread.State: WAITING (parking)
+\tat jdk.internal.misc.Unsafe.park(java.base@17.0.15/Native Method)
+\t- parking to wait for  <0x000000069dc00de8> (a java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject)
+\tat java.util.concurrent.locks.LockSupport.park(java.base@17.0.15/LockSupport.java:341)
+\tat java.util.concurrent.LinkedBlockingQueue.take(java.base@17.0.15/LinkedBlockingQueue.java:435)
+\tat java.util.concurrent.ThreadPoolExecutor.getTask(java.base@17.0.15/ThreadPoolExecutor.java:1062)
+\tat java.lang.Thread.run(java.base@17.0.15/Thread.java:840)
+
+";
+
+    #[test]
+    fn a_thread_parked_on_a_reentrant_lock_is_a_wait_at_the_programs_method() {
+        let d = parse(PARKED);
+        assert_eq!((d.threads.len(), d.unparsed), (2, 0));
+        let s = summarise(&d, 0, 1.0);
+        assert_eq!(
+            s.blocked,
+            vec![MonitorWait {
+                thread: "pool-1-thread-1".into(),
+                group: "pool-N-thread-N".into(),
+                method: "Journal.append".into(),
+                address: "0x000000069cc00508".into(),
+                class: "java.util.concurrent.locks.ReentrantLock".into(),
+                holder: None,
+                holder_method: None,
+                parked: true,
+            }]
+        );
     }
 
     #[test]
