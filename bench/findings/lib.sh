@@ -278,6 +278,59 @@ $(cat)
 EOF
 }
 
+# snap_window URL [NAME] : the case's oracle_window: URL's answer (a server's own account,
+# JSON) at the window's start and end, in $WORK/NAME.0 and $WORK/NAME.1 (NAME: stats), each
+# with the moment it was taken; oracle_lib.window_json reads the pair back.
+snap_window() {
+  SNAP_URL=$1 SNAP_NAME=${2:-stats}
+  oracle_window() {
+    snap "$WORK/$SNAP_NAME.0" curl -sS --max-time 5 "$SNAP_URL"
+    sleep $((D - 1))
+    snap "$WORK/$SNAP_NAME.1" curl -sS --max-time 5 "$SNAP_URL"
+  }
+}
+
+# go_cpu_oracle FUNC : the oracle of a Go server's CPU, from the runtime's own CPU profile
+# over the window (GET /debug/pprof/profile?seconds=D, read with `go tool pprof -top -cum`)
+# and its GOMAXPROCS (GET /gomaxprocs: runtime.GOMAXPROCS(0)): its CPU as a share of a core
+# and of what GOMAXPROCS lets it use, and FUNC's share of it (func_pct_of_cpu). (runtime/
+# metrics' CPU classes are no account here: they count a P's time while its thread waits
+# for a CPU.) Defines the case's oracle_window and oracle_end.
+go_cpu_oracle() {
+  GO_FUNC=$1
+  oracle_window() {
+    curl -sS --max-time $((D + 20)) -o "$WORK/cpu.pb.gz" "http://127.0.0.1:$SERVER_PORT/debug/pprof/profile?seconds=$D"
+    curl -sS --max-time 5 -o "$WORK/gomaxprocs.txt" "http://127.0.0.1:$SERVER_PORT/gomaxprocs"
+  }
+  oracle_end() {
+    go tool pprof -top -cum "$WORK/cpu.pb.gz" > "$WORK/cpu.top" 2> "$WORK/cpu.top.err" || true
+    oracle_py "$D" "$GO_FUNC" << 'PY'
+d, func = float(ARGS[0]), ARGS[1]
+top = open(os.path.join(WORK, "cpu.top")).read()
+procs = int(open(os.path.join(WORK, "gomaxprocs.txt")).read())
+m = re.search(r"Total samples = (\S+)", top)
+total = go_duration(m.group(1)) if m else None
+used = 0.0
+for line in top.splitlines():
+    w = line.split()
+    if len(w) >= 6 and w[5] == func:
+        used = go_duration(w[3])
+f = {
+    "gomaxprocs": procs,
+    "go_cpu_pct_of_a_core": round(100 * total / d, 1) if total is not None else None,
+    "go_cpu_pct_of_cap": round(100 * total / d / procs, 1) if total is not None and procs else None,
+    "func_pct_of_cpu": round(100 * used / total, 1) if total else None,
+    "target_cpu_pct": PROC.get("target_cpu_pct"),
+    "runq_wait_ms_per_s": PROC.get("target_runq_wait_ms_per_s"),
+}
+text = (f"Go's CPU profile over the window (go tool pprof -top -cum): {total} s of CPU in {d:.0f} s = "
+        f"{f['go_cpu_pct_of_a_core']}% of a core, {f['go_cpu_pct_of_cap']}% of the {procs} CPUs GOMAXPROCS lets it "
+        f"use (runtime.GOMAXPROCS); {func} {f['func_pct_of_cpu']}% of it\n\n" + "\n".join(top.splitlines()[:12]) + "\n")
+write_oracle(OUT, text + "\n" + open(os.path.join(OUT, "proc.txt")).read(), f)
+PY
+  }
+}
+
 # go_block_oracle FUNC CONNS NAME : the oracle of goroutines waiting under FUNC, from Go's
 # own block profile over the same seconds (GET /debug/pprof/block?seconds=D, a delta, read
 # with `go tool pprof -top -cum -sample_index=delay`): the delay under FUNC as NAME_s_per_s,

@@ -366,6 +366,12 @@ def read_snap(path):
     return t, "".join(lines)
 
 
+def window_json(work, name="stats"):
+    """The JSON answers lib.sh's snap_window took at the window's start and end."""
+    a, b = (read_snap(os.path.join(work, f"{name}.{i}"))[1] for i in (0, 1))
+    return json.loads(a), json.loads(b)
+
+
 # ---- writing the oracle's output --------------------------------------------------------
 
 def write_oracle(out_dir, text, figures):

@@ -9,16 +9,11 @@
 (cd "$CASE_DIR" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off go build -o "$WORK/sleepserver" .)
 start_server server "$WORK/sleepserver"
 
-oracle_window() {
-  snap "$WORK/metrics.0" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/metrics"
-  sleep $((D - 1))
-  snap "$WORK/metrics.1" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/metrics"
-}
+snap_window "http://127.0.0.1:$SERVER_PORT/metrics" metrics
 oracle_end() {
   oracle_py 16 << 'PY'
 conns = int(ARGS[0])
-(_, a), (_, b) = read_snap(os.path.join(WORK, "metrics.0")), read_snap(os.path.join(WORK, "metrics.1"))
-a, b = json.loads(a), json.loads(b)
+a, b = window_json(WORK, "metrics")
 secs = (b["now_ns"] - a["now_ns"]) / 1e9
 calls = b["calls"] - a["calls"]
 slept = (b["ns"] - a["ns"]) / 1e9

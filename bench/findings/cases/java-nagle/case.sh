@@ -14,15 +14,10 @@ javac -d "$WORK/classes" "$CASE_DIR/QuoteServer.java"
 start_server server java -XX:+PreserveFramePointer -Xms128m -Xmx128m -cp "$WORK/classes" QuoteServer
 warm_up "http://127.0.0.1:$SERVER_PORT/" 4
 
-oracle_window() {
-  snap "$WORK/stats.0" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/stats"
-  sleep $((D - 1))
-  snap "$WORK/stats.1" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/stats"
-}
+snap_window "http://127.0.0.1:$SERVER_PORT/stats"
 oracle_end() {
   oracle_py << 'PY'
-(_, a), (_, b) = read_snap(os.path.join(WORK, "stats.0")), read_snap(os.path.join(WORK, "stats.1"))
-a, b = json.loads(a), json.loads(b)
+a, b = window_json(WORK)
 secs = (b["now_ns"] - a["now_ns"]) / 1e9
 rate = (b["responses"] - a["responses"]) / secs
 delayed = PROC.get("TcpExtDelayedACKs_per_s")

@@ -12,16 +12,11 @@ start_server downstream env -C "$WORK" node "$ROOT/crates/findings/tests/program
 DOWN_PORT=$SERVER_PORT
 start_server server env -C "$WORK" node --perf-basic-prof --interpreted-frames-native-stack "$ROOT/crates/findings/tests/programs/downstream_front.js" "http://127.0.0.1:$DOWN_PORT/stock"
 
-oracle_window() {
-  snap "$WORK/metrics.0" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/metrics"
-  sleep $((D - 1))
-  snap "$WORK/metrics.1" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/metrics"
-}
+snap_window "http://127.0.0.1:$SERVER_PORT/metrics" metrics
 oracle_end() {
   oracle_py 16 << 'PY'
 conns = int(ARGS[0])
-(_, a), (_, b) = read_snap(os.path.join(WORK, "metrics.0")), read_snap(os.path.join(WORK, "metrics.1"))
-a, b = json.loads(a), json.loads(b)
+a, b = window_json(WORK, "metrics")
 secs = (b["now_ns"] - a["now_ns"]) / 1e9
 calls = b["calls"] - a["calls"]
 waited = (b["ns"] - a["ns"]) / 1e9

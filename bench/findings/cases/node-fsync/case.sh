@@ -12,18 +12,13 @@
 start_server server env -C "$WORK" node --perf-basic-prof --interpreted-frames-native-stack "$CASE_DIR/server.js"
 
 oracle_begin() { bpftrace_sampler sys "$FINDINGS/bt/fsync_time.bt" "$SERVER_PID"; }
-oracle_window() {
-  snap "$WORK/stats.0" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/stats"
-  sleep $((D - 1))
-  snap "$WORK/stats.1" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/stats"
-}
+snap_window "http://127.0.0.1:$SERVER_PORT/stats"
 oracle_end() {
   oracle_py 16 4 << 'PY'
 conns, pool = int(ARGS[0]), int(ARGS[1])
 s, bsecs = bpf_window(os.path.join(WORK, "sys.bt.out"), T0, T1)
 synced, calls = bpf_sum(s, "fdatasync_ns") / 1e9, bpf_sum(s, "fdatasync_calls")
-(_, a), (_, b) = read_snap(os.path.join(WORK, "stats.0")), read_snap(os.path.join(WORK, "stats.1"))
-a, b = json.loads(a), json.loads(b)
+a, b = window_json(WORK)
 secs = (b["now_ns"] - a["now_ns"]) / 1e9
 orders = b["orders"] - a["orders"]
 waited = (b["sync_ns"] - a["sync_ns"]) / 1e9

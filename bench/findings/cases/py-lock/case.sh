@@ -10,16 +10,11 @@
 
 start_server server "$PY" "$CASE_DIR/server.py"
 
-oracle_window() {
-  snap "$WORK/stats.0" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/stats"
-  sleep $((D - 1))
-  snap "$WORK/stats.1" curl -sS --max-time 5 "http://127.0.0.1:$SERVER_PORT/stats"
-}
+snap_window "http://127.0.0.1:$SERVER_PORT/stats"
 oracle_end() {
   oracle_py 16 << 'PY'
 conns = int(ARGS[0])
-(_, a), (_, b) = read_snap(os.path.join(WORK, "stats.0")), read_snap(os.path.join(WORK, "stats.1"))
-a, b = json.loads(a), json.loads(b)
+a, b = window_json(WORK)
 secs = (b["now_ns"] - a["now_ns"]) / 1e9
 posts = b["posts"] - a["posts"]
 waited = (b["lock_wait_ns"] - a["lock_wait_ns"]) / 1e9

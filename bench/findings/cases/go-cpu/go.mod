@@ -1,3 +1,0 @@
-module receiptserver
-
-go 1.21
