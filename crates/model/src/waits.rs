@@ -209,6 +209,10 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
     if is_gil_wait(&names) {
         return WaitReason::Lock;
     }
+    // A pool's thread waiting for its next task, whatever its queue waits with.
+    if waits_for_a_task(&names) {
+        return WaitReason::Idle;
+    }
     // Idle: a runtime's idle loop with no lock wait after it.
     let lock_at = names.iter().rposition(|f| c.lock.is_match(f));
     let idle_at = names.iter().position(|f| c.idle.is_match(f)).or_else(|| {
@@ -218,7 +222,6 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
             .position(|f| c.beam_event_wait.is_match(f))
             .map(|i| sched + i)
     });
-    let idle_at = idle_at.or_else(|| waits_for_a_task(&names));
     if let Some(i) = idle_at {
         if lock_at.is_none_or(|l| l < i) {
             return WaitReason::Idle;
@@ -249,16 +252,20 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
     WaitReason::Other
 }
 
-/// Where a pool's thread waits for its next task on the pool's condition: the wait called
+/// Whether a pool's thread waits for its next task on the pool's queue: the wait called
 /// straight from the thread's loop — libuv's pool (`worker`, the threads Node's `fs`,
 /// `dns.lookup`, `crypto.pbkdf2` and zlib use), Node's platform workers (V8's GC and
-/// compiler tasks). The same loop blocked anywhere deeper is at work.
-fn waits_for_a_task(names: &[&str]) -> Option<usize> {
-    names.windows(2).position(|w| {
-        matches!(
+/// compiler tasks) — or Python's `queue.SimpleQueue.get` (the `_queue` module: a
+/// `concurrent.futures` executor's idle workers, asyncio's default executor among them).
+/// The same loop blocked anywhere deeper is at work.
+fn waits_for_a_task(names: &[&str]) -> bool {
+    names.windows(2).any(|w| {
+        (matches!(
             w[0],
             "worker" | "node::(anonymous namespace)::PlatformWorkerThread"
-        ) && w[1] == "uv_cond_wait"
+        ) && w[1] == "uv_cond_wait")
+            || ((w[0].starts_with("_queue.cpython-") || w[0].starts_with("_queue_SimpleQueue_get"))
+                && w[1] == "PyThread_acquire_lock_timed")
     })
 }
 
@@ -646,7 +653,7 @@ mod tests {
     }
 
     #[test]
-    fn node_pool_threads_waiting_for_a_task_are_idle() {
+    fn pool_threads_waiting_for_a_task_are_idle() {
         // libuv's pool and the platform's workers waiting for a task are idle; the same
         // threads blocked inside a task are not.
         assert_eq!(r("node;__clone3;start_thread;node::(anonymous namespace)::PlatformWorkerThread;uv_cond_wait;___pthread_cond_wait;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
@@ -654,6 +661,10 @@ mod tests {
         assert_eq!(r("node;__clone3;start_thread;worker;uv__fs_work;__GI_fdatasync;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_fdatasync;ext4_sync_file;io_schedule"), WaitReason::Io);
         assert_eq!(r("node;__clone3;start_thread;worker;uv_mutex_lock;___pthread_mutex_lock;__GI___lll_lock_wait;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("node;__clone3;start_thread;node::(anonymous namespace)::PlatformWorkerThread;v8::platform::DefaultJobWorker::Run;v8::internal::ScavengerCollector::JobTask::Run;___pthread_cond_wait;futex_do_wait"), WaitReason::Futex);
+        // Python's executor workers waiting on their SimpleQueue (Debian's stripped
+        // interpreter: the _queue module by address); taking the GIL back after is the GIL.
+        assert_eq!(r("python3;__clone3;start_thread;python3.11+0x6543a0;_PyEval_EvalFrameDefault;PyObject_Vectorcall;python3.11+0x5deca0;_queue.cpython-311-x86_64-linux-gnu.so+0x2880;PyThread_acquire_lock_timed;__new_sem_wait_slow64.constprop.0;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
+        assert_eq!(r("python3;__clone3;start_thread;_PyEval_EvalFrameDefault;_queue.cpython-311-x86_64-linux-gnu.so+0x2880;PyEval_RestoreThread;python3.11+0x4f92c0;__GI___pthread_cond_timedwait;futex_do_wait"), WaitReason::Lock);
     }
 
     #[test]

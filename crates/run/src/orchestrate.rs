@@ -113,6 +113,9 @@ struct Pass<'a> {
     fleet_asked: Option<u64>,
     /// Warnings of the pass itself (a fleet still connecting when the measurement began).
     warnings: Vec<String>,
+    /// The services the target was connected to as the window ended, the load still
+    /// running (a connection per call is open then, gone once the load stops).
+    peers: Vec<kiln_store::Peer>,
 }
 
 impl Pass<'_> {
@@ -496,6 +499,7 @@ impl<'a> Pass<'a> {
             last_progress: Instant::now(),
             fleet_asked: None,
             warnings: Vec::new(),
+            peers: Vec::new(),
         }
     }
 
@@ -538,6 +542,7 @@ impl<'a> Pass<'a> {
             let go = go_parks(opts);
             self.measure(recorder, rec_stop, remote);
             window = Some((from, kiln_os::clock::monotonic_ns()));
+            self.peers = crate::procfs::peers(&opts.pids);
             parks = go.map(finish_go_parks);
             dumps = jvm.map(|j| j.finish());
             if let Some(r) = remote.as_ref() {
@@ -586,6 +591,29 @@ impl<'a> Pass<'a> {
             self.reasons.insert(0, "interrupted".into());
         }
     }
+}
+
+/// Two readings of the target's peers as one: each address once, with the most
+/// connections either saw, the busiest first.
+fn merge_peers(a: Vec<kiln_store::Peer>, b: Vec<kiln_store::Peer>) -> Vec<kiln_store::Peer> {
+    let mut out: Vec<kiln_store::Peer> = Vec::new();
+    for p in a.into_iter().chain(b) {
+        match out.iter_mut().find(|o| o.address == p.address) {
+            Some(o) => {
+                o.connections = o.connections.max(p.connections);
+                if o.process.is_none() {
+                    o.process = p.process;
+                }
+            }
+            None => out.push(p),
+        }
+    }
+    out.sort_by(|x, y| {
+        y.connections
+            .cmp(&x.connections)
+            .then(x.address.cmp(&y.address))
+    });
+    out
 }
 
 /// Starts tracing the goroutine waits of a Go target when the run records off-CPU time.
@@ -742,10 +770,14 @@ pub fn run(
         gate,
     };
     let measured = drive(&mut pass, load, &controls, &rec_opts, &mut remote, tx);
-    // The services the target calls, as its connections to them stand now (a client's
-    // pool keeps them open past the load).
+    // The services the target calls: as its connections to them stood as the window
+    // ended (a connection per call), and stand now (a client's pool keeps them open past
+    // the load), the most of each.
     let mut target = target;
-    target.peers = crate::procfs::peers(&opts.pids);
+    target.peers = merge_peers(
+        std::mem::take(&mut pass.peers),
+        crate::procfs::peers(&opts.pids),
+    );
     let target_gone = pass.outcome.as_ref().is_some_and(|o| !o.started)
         && !pass.started
         && early_exit(opts, &mut pass)?;
@@ -988,4 +1020,32 @@ fn build(
         data.meta.warnings.push(w);
     }
     data
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection per call is seen as the window ends, a pool's connections after: both
+    /// are the target's peers, each once with the most connections seen.
+    #[test]
+    fn peers_read_twice_are_each_said_once() {
+        let peer = |a: &str, n: u32, p: Option<&str>| kiln_store::Peer {
+            address: a.into(),
+            connections: n,
+            process: p.map(String::from),
+        };
+        let during = vec![peer("127.0.0.1:9000", 14, Some("inventory (pid 7)"))];
+        let after = vec![
+            peer("127.0.0.1:5432", 4, Some("postgres (pid 812)")),
+            peer("127.0.0.1:9000", 1, None),
+        ];
+        assert_eq!(
+            merge_peers(during, after),
+            vec![
+                peer("127.0.0.1:9000", 14, Some("inventory (pid 7)")),
+                peer("127.0.0.1:5432", 4, Some("postgres (pid 812)")),
+            ]
+        );
+    }
 }
