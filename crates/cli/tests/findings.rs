@@ -2009,6 +2009,40 @@ fn a_python_stdlib_server_held_by_nagle_is_told_its_own_remedy() {
     );
 }
 
+/// A Python server that runs `date` for every answer (subprocess.run): the programs' CPU
+/// is outside the server's own figures, and the GIL waits it causes are not the first
+/// thing to say. The kernel's account: the server's children's CPU (cutime + cstime).
+#[test]
+fn a_python_server_running_a_program_per_request_is_said_to() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::python("spawn_per_request.py");
+    let (text, v, k) = run(&dir.path().join("r.db"), "spawn", &p, 16);
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; its children's CPU {:.2}",
+        k.on_cpu, k.runnable, k.children
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 17.0, &text);
+    let first = &found[0];
+    assert_eq!(first.0, "child-processes", "{text}");
+    assert!(
+        first.1.contains("stamp_receipt") && first.1.contains("date"),
+        "{text}"
+    );
+    // kiln's figure of the children's CPU against the kernel's over the same seconds.
+    let said = v["findings"][0]["evidence"][0]["value"]
+        .as_str()
+        .and_then(|s| s.split(" CPU").next())
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no children's CPU in the evidence:\n{text}"));
+    assert!(
+        (said - k.children).abs() <= 0.1 + 0.3 * k.children,
+        "kiln: {said:.2} CPU; the kernel: {:.2}\n{text}",
+        k.children
+    );
+}
+
 /// The kernel's count of TCP connections accepted on this machine (`PassiveOpens` in
 /// /proc/net/snmp), as nstat reads it.
 fn passive_opens() -> u64 {

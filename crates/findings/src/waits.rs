@@ -523,7 +523,7 @@ fn is_python_signal_wait(at: &str) -> bool {
 
 /// Whether a Python frame (`Condition.wait (threading.py:320)`) is the standard library's
 /// threading, queues, sockets or servers — code every program calls through, not its own.
-fn in_python_library(frame: &str) -> bool {
+pub(crate) fn in_python_library(frame: &str) -> bool {
     let Some((_, file)) = frame.split_once(" (") else {
         return false;
     };
@@ -537,6 +537,8 @@ fn in_python_library(frame: &str) -> bool {
         "http/",
         "asyncio/",
         "ssl.py",
+        "subprocess.py",
+        "multiprocessing/",
     ]
     .iter()
     .any(|l| file.starts_with(l))

@@ -2,12 +2,13 @@
 # Planted: a program run per request, in Python. A ThreadingHTTPServer (Debian's python3,
 # keep-alive) whose handler runs `date +%s` for each answer (stamp_receipt:
 # subprocess.run, its output captured through a pipe) and waits for it; 16 connections.
+# (The server is the test suite's: crates/findings/tests/programs/spawn_per_request.py.)
 # Oracle: bpftrace, the processes the server started and its time inside wait4 per second,
 # its sendto(2) calls (two per response); /proc's cutime+cstime of the server (the
 # children's CPU) in the universal sampler.
 . "$(dirname "$0")/../../lib.sh"
 
-start_server server "$PY" "$CASE_DIR/server.py"
+start_server server "$PY" "$ROOT/crates/findings/tests/programs/spawn_per_request.py"
 
 oracle_begin() { bpftrace_sampler sys "$CASE_DIR/fork.bt" "$SERVER_PID"; }
 oracle_end() {

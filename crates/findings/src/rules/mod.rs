@@ -9,6 +9,7 @@
 //! | [`cpu::cpu_bound`] | USE (the CPUs) | the server's own work filling the CPUs |
 //! | [`cpu::starvation`] | thread states (runnable), who else ran | threads ready but not running |
 //! | [`waiting::blocked`] | thread states (blocked by reason) | locks, conditions in a request's path, the disk, sleeps, full pipes and sockets |
+//! | [`waiting::programs`] | the kernel's count of its children's CPU, the CPU profile | programs the server runs for its operations |
 //! | [`waiting::sleeping`] | thread states from `wchan` (no off-CPU profile) | disk waits, futexes, sleeps |
 //! | [`waiting::go_waits`] | Go's block and mutex profiles | goroutines waiting on a lock or channel |
 //! | [`waiting::monitors`] | the JVM's thread dumps (threads BLOCKED, sampled) | a Java monitor its pool's threads wait to enter |
@@ -50,6 +51,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("serialised", cpu::serialised),
     ("starvation", cpu::starvation),
     ("blocked", waiting::blocked),
+    ("programs", waiting::programs),
     ("sleeping", waiting::sleeping),
     ("go-waits", waiting::go_waits),
     ("monitors", waiting::monitors),

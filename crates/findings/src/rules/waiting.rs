@@ -957,23 +957,15 @@ impl Stalls {
 /// children used themselves (the CPU profile's samples of other processes: the recording
 /// follows the target's children), which the server's own figures leave out.
 fn children_said(f: &Facts, offcpu: &kiln_model::Profile) -> String {
-    let reasons = kiln_model::waits::stack_reasons(offcpu);
-    let pids = &f.meta.target.pids;
-    // The server's own waits: a shell it ran waits for its own children too.
-    let waits = offcpu
-        .samples
-        .stack
-        .iter()
-        .zip(&offcpu.samples.thread)
-        .filter(|(s, t)| {
-            reasons.get(s.0 as usize) == Some(&WaitReason::Child)
-                && offcpu
-                    .threads
-                    .get(**t)
-                    .and_then(|t| t.pid)
-                    .is_none_or(|p| pids.is_empty() || pids.contains(&p))
-        })
-        .count();
+    let mut out = child_waits_said(f, offcpu);
+    out.push_str(&children_cpu_said(f));
+    out
+}
+
+/// How many times the server waited for a child to end (its own waits: a shell it ran
+/// waits for its own children too), per second and per operation.
+fn child_waits_said(f: &Facts, offcpu: &kiln_model::Profile) -> String {
+    let waits = child_waits(f, offcpu);
     let mut out = String::new();
     if waits > 0 {
         let per_op = f
@@ -987,6 +979,33 @@ fn children_said(f: &Facts, offcpu: &kiln_model::Profile) -> String {
             waits as f64 / f.secs.max(1e-9)
         );
     }
+    out
+}
+
+/// The server's own blocks waiting for a child to end.
+fn child_waits(f: &Facts, offcpu: &kiln_model::Profile) -> usize {
+    let reasons = kiln_model::waits::stack_reasons(offcpu);
+    let pids = &f.meta.target.pids;
+    // The server's own waits: a shell it ran waits for its own children too.
+    offcpu
+        .samples
+        .stack
+        .iter()
+        .zip(&offcpu.samples.thread)
+        .filter(|(s, t)| {
+            reasons.get(s.0 as usize) == Some(&WaitReason::Child)
+                && offcpu
+                    .threads
+                    .get(**t)
+                    .and_then(|t| t.pid)
+                    .is_none_or(|p| pids.is_empty() || pids.contains(&p))
+        })
+        .count()
+}
+
+/// The children's CPU as the kernel counted it, with their names.
+fn children_cpu_said(f: &Facts) -> String {
+    let mut out = String::new();
     let profiled = f.ran.as_ref();
     // Their CPU as the kernel counted it for the server (once waited for), else as the
     // CPU profile sampled it (which loses samples when children come and go by thousands).
@@ -1013,6 +1032,160 @@ fn children_said(f: &Facts, offcpu: &kiln_model::Profile) -> String {
         );
     }
     out
+}
+
+/// The server ran programs for its operations, and they cost a fair share of what serving
+/// cost: the kernel's count of its children's CPU (cutime + cstime, once waited for)
+/// against its own — CPU its own figures leave out, on top of starting each (a fork or
+/// vfork, an exec, reading its output to the end) on its own threads. Said with where the
+/// program starts them (the CPU profile's frame of the program's own above the fork) and
+/// how many it waited for.
+///
+/// False when: its children used under 0.05 CPU, or under a quarter of its own CPU; its
+/// waits for them are a fair share of its waits (the blocked rule names them there).
+pub fn programs(f: &Facts) -> Vec<Finding> {
+    let (Some(kids), Some(own)) = (f.cpus.children, f.cpus.target) else {
+        return Vec::new();
+    };
+    if kids < 0.05 || kids < 0.25 * own {
+        return Vec::new();
+    }
+    if f.waits().is_some_and(|w| {
+        let all: u128 = w.sites.iter().map(|s| s.weight).sum();
+        w.of(WaitReason::Child) as f64 >= 0.1 * all.max(1) as f64
+    }) {
+        return Vec::new();
+    }
+    let share = kids / (kids + own).max(1e-9);
+    let unit = &f.outcome.unit;
+    let at = f
+        .cpu_profile()
+        .and_then(spawned_under)
+        .map(|s| format!(", started under {s}"))
+        .unwrap_or_default();
+    // (Its waits for them, when most operations waited once at least: a program that
+    // ended before the wait leaves none to count.)
+    let waits = f
+        .offcpu()
+        .filter(|p| {
+            f.outcome
+                .ops
+                .is_some_and(|o| o > 0.0 && child_waits(f, p) as f64 >= 0.5 * o)
+        })
+        .map(|p| child_waits_said(f, p))
+        .unwrap_or_default();
+    let claim = format!(
+        "the server ran programs for its {unit}s (child processes{at}): they used {} of their own beside its {} ({} of the CPU serving cost, outside the server's own figures){}{waits} — do the work in the server, or keep one program running and talk to it",
+        cpus(kids),
+        cpus(own),
+        pct(share),
+        ran_names(f)
+    );
+    vec![Finding::new(
+        "programs",
+        Class::ChildProcesses,
+        (0.5 + share / 2.0).min(0.95),
+        claim,
+    )
+    .evidence(f.ev(
+        "its children's CPU",
+        format!("{} (the server's own {})", cpus(kids), cpus(own)),
+        "/proc/PID/stat (cutime + cstime: its children's CPU once waited for)",
+    ))
+    .explains(
+        share * 100.0,
+        "of the CPU serving cost (the server's and its children's)",
+    )
+    .check(check_of(f, WaitReason::Child, ""))]
+}
+
+/// Where the target starts processes, by its CPU profile: the program's own frame nearest
+/// above a fork, vfork, clone or spawn (a Python function outside the standard library,
+/// else the program's native frame), the heaviest.
+fn spawned_under(p: &kiln_model::Profile) -> Option<String> {
+    const SPAWN: &[&str] = &[
+        "fork",
+        "_Fork",
+        "__libc_fork",
+        "vfork",
+        "__vfork",
+        "__GI___vfork",
+        "clone",
+        "__clone",
+        "clone3",
+        "__clone3_internal",
+        "posix_spawn",
+        "__spawni",
+        "__spawnix",
+        "__x64_sys_vfork",
+        "__x64_sys_clone",
+        "__x64_sys_clone3",
+        "kernel_clone",
+    ];
+    let mut by: std::collections::HashMap<String, u128> = Default::default();
+    let mut path = Vec::new();
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        path.clear();
+        p.stacks.path_into(st, &mut path);
+        let names: Vec<(String, kiln_model::FrameKind)> = path
+            .iter()
+            .map(|&id| {
+                (
+                    String::from_utf8_lossy(p.frame_name(id)).into_owned(),
+                    p.frames.get(id).kind,
+                )
+            })
+            .collect();
+        // A thread's own start (clone3 at its root) is no spawn: the first spawn frame
+        // below a frame of the program's.
+        let Some(k) = names
+            .iter()
+            .enumerate()
+            .skip(1)
+            .position(|(_, (n, _))| SPAWN.contains(&n.as_str()))
+            .map(|i| i + 1)
+        else {
+            continue;
+        };
+        let above = &names[..k];
+        let own = above
+            .iter()
+            .rposition(|(n, kind)| {
+                *kind == kiln_model::FrameKind::Python && !crate::waits::in_python_library(n)
+            })
+            .or_else(|| {
+                let plain: Vec<&str> = above
+                    .iter()
+                    .filter(|(_, kind)| *kind == kiln_model::FrameKind::User)
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                kiln_model::waits::program_frame(&plain)
+                    .and_then(|i| above.iter().position(|(n, _)| n == plain[i]))
+            });
+        if let Some(i) = own {
+            *by.entry(above[i].0.clone()).or_default() += w as u128;
+        }
+    }
+    by.into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map(|(n, _)| n)
+}
+
+/// The programs the CPU profile saw the target run, by name (`date`), the busiest three.
+fn ran_names(f: &Facts) -> String {
+    let names: Vec<String> = f
+        .ran
+        .iter()
+        .flat_map(|(_, n)| n.iter())
+        .filter(|(_, c)| c / f.secs.max(1e-9) >= 0.005)
+        .take(3)
+        .map(|(n, _)| n.clone())
+        .collect();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("; the programs: {}", names.join(", "))
+    }
 }
 
 /// The time inside the calls that wait for the disk to hold the data (fsync, fdatasync)

@@ -1,7 +1,7 @@
 """A thread-per-connection HTTP server (ThreadingHTTPServer, keep-alive, TCP_NODELAY) whose
 handler asks a command-line tool for each answer (stamp_receipt: subprocess.run of
 `date +%s`, its output captured) and waits for it.
-usage: server.py  (prints "listening on 127.0.0.1:PORT" once it listens)
+usage: spawn_per_request.py  (prints "listening on 127.0.0.1:PORT" once it listens)
 """
 import http.server
 import subprocess
