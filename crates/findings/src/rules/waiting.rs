@@ -65,12 +65,6 @@ fn check_of(f: &Facts, reason: WaitReason, at: &str) -> String {
 /// frames or the JIT's stub for it. HotSpot's internal Mutex and Monitor (the heap's lock
 /// an allocation waits on while the collector runs) are the JVM's own locks, not the
 /// program's monitors.
-/// A JVM thread parked (`Unsafe.park`): a `java.util.concurrent` lock's waiter, or a
-/// condition's.
-fn is_parked(at: &str) -> bool {
-    at.contains("Unsafe_Park") || at.contains("Unsafe.park")
-}
-
 fn is_monitor(at: &str) -> bool {
     [
         "ObjectMonitor",
@@ -80,6 +74,12 @@ fn is_monitor(at: &str) -> bool {
     ]
     .iter()
     .any(|m| at.contains(m))
+}
+
+/// A JVM thread parked (`Unsafe.park`): a `java.util.concurrent` lock's waiter, or a
+/// condition's.
+fn is_parked(at: &str) -> bool {
+    at.contains("Unsafe_Park") || at.contains("Unsafe.park")
 }
 
 /// The monitor the JVM's thread dumps found the most threads BLOCKED on, by its class and
@@ -1136,8 +1136,15 @@ fn spawned_under(p: &kiln_model::Profile) -> Option<String> {
                 )
             })
             .collect();
-        // A thread's own start (clone3 at its root) is no spawn: the first spawn frame
-        // below a frame of the program's.
+        // A thread's own start (clone3 at its root) is no spawn, nor is a thread the
+        // program creates (pthread_create clones too): the first spawn frame below a
+        // frame of the program's.
+        if names
+            .iter()
+            .any(|(n, _)| n.starts_with("pthread_create") || n == "create_thread")
+        {
+            continue;
+        }
         let Some(k) = names
             .iter()
             .enumerate()
@@ -1898,6 +1905,59 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         format!("ss -tni; perf trace -s -p {} -- sleep {}", f.pid(), f.secs_arg())
     });
     vec![f0]
+}
+
+#[cfg(test)]
+mod spawn_tests {
+    use super::*;
+    use kiln_model::{EventInfo, FrameKind, Profile, WeightUnit, NO_TIME};
+
+    /// Where a program is started: the program's own frame above the fork (a Python
+    /// function outside the standard library), not a thread it creates to serve.
+    #[test]
+    fn programs_are_started_where_the_programs_own_frame_forks() {
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = p.thread(Some(1), Some(2), b"python3");
+        let mut add = |frames: &[(&str, FrameKind)], w: u64| {
+            let ids: Vec<_> = frames
+                .iter()
+                .map(|(n, k)| p.frame(n.as_bytes(), *k))
+                .collect();
+            p.add_sample_path(&ids, w, NO_TIME, t);
+        };
+        let py = FrameKind::Python;
+        let c = FrameKind::User;
+        add(
+            &[
+                ("__clone3", c),
+                ("start_thread", c),
+                ("stamp_receipt (server.py:11)", py),
+                ("run (subprocess.py:548)", py),
+                ("Popen._execute_child (subprocess.py:1884)", py),
+                ("__GI___vfork", c),
+            ],
+            3,
+        );
+        add(
+            &[
+                ("__clone3", c),
+                ("start_thread", c),
+                ("ThreadingMixIn.process_request (socketserver.py:705)", py),
+                ("serve (server.py:40)", py),
+                ("pthread_create@@GLIBC_2.34", c),
+                ("create_thread", c),
+                ("__clone_internal", c),
+                ("__clone3", c),
+                ("__x64_sys_clone3", FrameKind::Kernel),
+                ("kernel_clone", FrameKind::Kernel),
+            ],
+            5,
+        );
+        assert_eq!(
+            spawned_under(&p).as_deref(),
+            Some("stamp_receipt (server.py:11)")
+        );
+    }
 }
 
 #[cfg(test)]
