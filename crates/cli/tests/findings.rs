@@ -2024,14 +2024,23 @@ fn a_python_server_running_a_program_per_request_is_said_to() {
     );
     let found = findings(&v);
     none_contradicted(&found, &k, 17.0, &text);
-    let first = &found[0];
-    assert_eq!(first.0, "child-processes", "{text}");
+    // First on a quiet machine; on a busy one the GIL waits the spawns cause (the parent
+    // holds the GIL through vfork) can rank above it, and are said as the GIL's.
+    let at = found
+        .iter()
+        .position(|f| f.0 == "child-processes")
+        .unwrap_or_else(|| panic!("the programs not said:\n{text}"));
     assert!(
-        first.1.contains("stamp_receipt") && first.1.contains("date"),
+        at == 0 || (at == 1 && found[0].0 == "lock-contention" && found[0].1.contains("GIL")),
+        "{text}"
+    );
+    let said_as = &found[at];
+    assert!(
+        said_as.1.contains("stamp_receipt") && said_as.1.contains("date"),
         "{text}"
     );
     // kiln's figure of the children's CPU against the kernel's over the same seconds.
-    let said = v["findings"][0]["evidence"][0]["value"]
+    let said = v["findings"][at]["evidence"][0]["value"]
         .as_str()
         .and_then(|s| s.split(" CPU").next())
         .and_then(|s| s.parse::<f64>().ok())
@@ -2242,13 +2251,13 @@ fn a_goroutine_that_serves_every_request_is_the_limit() {
     let watcher = {
         let done = done.clone();
         std::thread::spawn(move || {
+            // The most goroutines seen in the worker, and in the handlers, over the
+            // dumps (a dump can miss the goroutine running on a CPU as it is taken).
             let mut most = (0u64, 0u64);
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 let by = goroutines_in(port);
-                let handling = by.get("main.handle").copied().unwrap_or(0);
-                if handling > most.1 {
-                    most = (by.get("main.worker").copied().unwrap_or(0), handling);
-                }
+                most.0 = most.0.max(by.get("main.worker").copied().unwrap_or(0));
+                most.1 = most.1.max(by.get("main.handle").copied().unwrap_or(0));
                 std::thread::sleep(Duration::from_millis(200));
             }
             most
