@@ -57,6 +57,11 @@ pub struct RecordingSummary {
     /// when it ran again, as happens while another thread's state is freed on that
     /// CPU): their time is unknown, so they are not in the profile.
     pub offcpu_unseen_ends: u64,
+    /// Off-CPU (and runnable) blocks whose user stack is the frame-pointer walk alone:
+    /// the kernel could not store the copy of their stack a full unwind needs (its
+    /// buffer of copies was full while the collector fell behind), so frames of code
+    /// built without frame pointers (Debian's libc, libuv) are missing from them.
+    pub offcpu_fp_only: u64,
     /// Off-CPU blocks recorded without their waker (with wakers asked for): no wake-up
     /// was seen, or it came before the minimum block time.
     pub offcpu_without_waker: u64,
@@ -1279,6 +1284,17 @@ fn offset_name(path: &Path, svma: u64) -> Vec<u8> {
         .map(|s| s.to_string_lossy())
         .unwrap_or_default();
     format!("{base}+0x{svma:x}").into_bytes()
+}
+
+/// The warning for `n` off-CPU blocks whose user stack is the frame-pointer walk alone
+/// (see [`RecordingSummary::offcpu_fp_only`]).
+pub fn fp_only_said(n: u64, blocks: u64) -> String {
+    format!(
+        "{n} of {blocks} off-CPU blocks have only a frame-pointer user stack: the kernel's \
+         buffer of stack copies was full while kiln fell behind (a later block at the same \
+         place has its full stack), so frames of code built without frame pointers (Debian's \
+         libc, libuv) are missing from them and their caller may be one the stack does not show"
+    )
 }
 
 #[cfg(test)]

@@ -60,7 +60,9 @@ pub mod symbols;
 mod sys;
 mod unwind;
 
-pub use collect::{BpfCost, NamingOptions, PythonSummary, RecordingSummary, UnnamedImage};
+pub use collect::{
+    fp_only_said, BpfCost, NamingOptions, PythonSummary, RecordingSummary, UnnamedImage,
+};
 pub use error::RecordError;
 pub use events::EventSpec;
 #[cfg(feature = "bpf")]

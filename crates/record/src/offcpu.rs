@@ -187,8 +187,23 @@ impl OffCpu {
             .clone()
     }
 
-    /// The user stack of `t` (lookup addresses, leaf first), unwound once per key.
+    /// The user stack of `t` (lookup addresses, leaf first), unwound once per key. A
+    /// block without its key's snapshot (the kernel's buffer of copies was full) has the
+    /// frame-pointer walk alone, and is not kept for the key: a later block of it may
+    /// bring the snapshot.
     fn user(&mut self, c: &mut Collector, t: &kiln_bpf::offcpu::TaskStacks) -> Arc<[u64]> {
+        if t.user.is_none() && !t.user_ips.is_empty() && !self.user_cache.contains_key(&t.key) {
+            let out: Vec<u64> = t
+                .user_ips
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| if i == 0 { a } else { a.saturating_sub(1) })
+                .collect();
+            if out.len() == 1 {
+                c.summary.shallow_user_stacks += 1;
+            }
+            return Arc::from(out);
+        }
         let (addrs, shallow) = self
             .user_cache
             .entry(t.key)
@@ -244,6 +259,7 @@ impl OffCpu {
         c.summary.offcpu_short_blocks = s.short_blocks;
         c.summary.offcpu_blocks = s.blocks;
         c.summary.offcpu_unseen_ends = s.unseen_ends;
+        c.summary.offcpu_fp_only = s.missing_snapshots;
         c.summary.offcpu_without_waker = s.blocks_without_waker;
         c.summary.bad_records += s.bad_records;
     }

@@ -273,6 +273,9 @@ pub(crate) fn recording_warnings(s: &kiln_record::RecordingSummary, start_ns: u6
             s.offcpu_unseen_ends
         ));
     }
+    if s.offcpu_fp_only > 0 {
+        w.push(kiln_record::fp_only_said(s.offcpu_fp_only, s.offcpu_blocks));
+    }
     if s.bad_records > 0 {
         w.push(format!("{} records could not be parsed", s.bad_records));
     }

@@ -498,14 +498,18 @@ static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u
 	long err;
 	u8 one = 1;
 
-	if (seen) {
-		if (seen->seen_snap_ustack == key->ustack && seen->seen_snap_caller == key->caller_hash)
-			return;
-		seen->seen_snap_ustack = key->ustack;
-		seen->seen_snap_caller = key->caller_hash;
-	}
-	if (bpf_map_lookup_elem(&snapped, &sk))
+	/* A thread that blocks where its last snapshot was stored skips the lookups;
+	 * one that failed (the buffer full while user space fell behind) tries again
+	 * at its next block there. */
+	if (seen && seen->seen_snap_ustack == key->ustack && seen->seen_snap_caller == key->caller_hash)
 		return;
+	if (bpf_map_lookup_elem(&snapped, &sk)) {
+		if (seen) {
+			seen->seen_snap_ustack = key->ustack;
+			seen->seen_snap_caller = key->caller_hash;
+		}
+		return;
+	}
 	s->hdr.ip = ip;
 	s->hdr.sp = sp;
 	s->hdr.bp = bp;
@@ -514,11 +518,17 @@ static __always_inline void snapshot(struct scratch *s, struct stack_key *key, u
 	if (s->hdr.len == 0)
 		count(C_STACK_COPY_ERR, 1);
 	err = bpf_map_update_elem(&snaps, &sk, &s->hdr, BPF_NOEXIST);
+	if (err == 0 || err == -17 /* EEXIST: another CPU stored it first */) {
+		if (seen) {
+			seen->seen_snap_ustack = key->ustack;
+			seen->seen_snap_caller = key->caller_hash;
+		}
+	}
 	if (err == 0) {
 		bpf_map_update_elem(&snapped, &sk, &one, BPF_ANY);
 		count(C_SNAP_TAKEN, 1);
 	}
-	else if (err != -17 /* EEXIST: another CPU stored it first */)
+	else if (err != -17)
 		count(C_SNAP_ERR, 1);
 }
 

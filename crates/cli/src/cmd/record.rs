@@ -545,6 +545,12 @@ fn report_offcpu(s: &kiln_record::RecordingSummary, wakers: bool) {
             s.offcpu_unseen_ends
         );
     }
+    if s.offcpu_fp_only > 0 {
+        eprintln!(
+            "kiln record: warning: {}",
+            kiln_record::fp_only_said(s.offcpu_fp_only, s.offcpu_blocks)
+        );
+    }
     if wakers {
         eprintln!(
             "kiln record: off-CPU: {} blocks without their waker (no wake-up seen, or woken before --min-block)",
