@@ -36,6 +36,10 @@ pub struct Group {
     pub blocked: f64,
     /// Blocked by why (from the off-CPU profile), when the run recorded one.
     pub blocked_by: Vec<(WaitReason, f64)>,
+    /// The function its threads were started in, when the group is the part of a name's
+    /// threads that one entry runs (a name that holds two pools: Node's libuv `worker`s
+    /// and V8's platform workers are all 'node'); its figures are then the profiles'.
+    pub entry: Option<String>,
 }
 
 impl Group {
@@ -139,6 +143,7 @@ pub fn groups(run: &RunData, w: &Window) -> Vec<Group> {
                 busiest_busy: at(col::GROUP_BUSIEST_BUSY).map(|p| p / 100.0),
                 blocked,
                 blocked_by,
+                entry: None,
             }
         })
         .collect();

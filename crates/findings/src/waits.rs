@@ -138,14 +138,26 @@ fn site_of_stack(
         // The function it called to wait: the next frame with a name (JIT code
         // the map did not know yet is `[unknown]`, the JVM's interpreter
         // `Interpreter`).
-        Some(i) => Some((
-            names[i].clone(),
-            names[i + 1..]
+        Some(i) => {
+            let called = names[i + 1..]
                 .iter()
                 .find(|n| !n.starts_with('[') && *n != "Interpreter")
                 .map(|n| said_as(n).to_string())
-                .unwrap_or_default(),
-        )),
+                .unwrap_or_default();
+            // A disk wait through a library's code (libuv's `uv__fs_work`) is said with
+            // the call that waited: `fdatasync in uv__fs_work`.
+            let leaf = names
+                .last()
+                .filter(|n| !n.starts_with('['))
+                .map(|n| said_as(n));
+            let called = match leaf {
+                Some(l) if reason == WaitReason::Io && !called.is_empty() && l != called => {
+                    format!("{l} in {called}")
+                }
+                _ => called,
+            };
+            Some((names[i].clone(), called))
+        }
         // Nothing of the program's own but the interpreter: the GIL still has a name.
         None if gil => Some(("the interpreter".to_string(), GIL.to_string())),
         // A user stack that ends at the call that waited (a library built without frame

@@ -12,13 +12,7 @@ fn thread_kind(f: &Facts, group: &str, threads: f64, hot: Option<u32>) -> String
         Some(t) if !f.meta.target.pids.is_empty() => f.is_main_thread(t),
         _ => group == f.meta.target.comm || group == "MainThread",
     };
-    let env = |k: &str| {
-        f.meta
-            .target
-            .env
-            .iter()
-            .find_map(|v| v.strip_prefix(k)?.strip_prefix('='))
-    };
+    let env = |k: &str| f.environ(k);
     match f.runtime() {
         Runtime::Node if main => "Node's event loop (the main thread)".into(),
         Runtime::Node => format!(

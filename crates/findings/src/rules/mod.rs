@@ -187,6 +187,16 @@ impl Facts<'_> {
         self.secs.round().max(1.0) as u64
     }
 
+    /// The value of a runtime's setting `k` in the target's environment (only those kiln
+    /// keeps: `kiln_store::RUNTIME_ENV`).
+    pub fn environ(&self, k: &str) -> Option<&str> {
+        self.meta
+            .target
+            .env
+            .iter()
+            .find_map(|v| v.strip_prefix(k)?.strip_prefix('='))
+    }
+
     /// How many CPUs the server could run on at once, and what set it when not the
     /// machine: its cgroup's quota, its CPU affinity, or its runtime's setting (Go's
     /// `GOMAXPROCS`, the BEAM's schedulers online `+S`, a JVM's
@@ -194,11 +204,7 @@ impl Facts<'_> {
     pub fn cpu_limit(&self) -> (f64, Option<CpuCap>) {
         let machine = self.cpus.machine;
         let t = &self.meta.target;
-        let env = |k: &str| {
-            t.env
-                .iter()
-                .find_map(|v| v.strip_prefix(k)?.strip_prefix('='))
-        };
+        let env = |k: &str| self.environ(k);
         let mut caps: Vec<(f64, CpuCap)> = Vec::new();
         if let Some((q, _)) = self.cpus.quota {
             caps.push((q, CpuCap::Quota(q)));

@@ -353,7 +353,7 @@ fn occupied(f: &Facts, g: &crate::threads::Group) -> (f64, f64) {
 /// operation (an event loop, a single-threaded server) blocked in its work. The group,
 /// the operations in flight on average (Little's law), and the pool's threads (the
 /// group's, less those that polled for events most of the window).
-pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group, f64, f64)> {
+pub fn saturated_pool(f: &Facts) -> Option<(crate::threads::Group, f64, f64)> {
     // Goroutines and Erlang processes wait without holding a thread.
     if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) {
         return None;
@@ -370,16 +370,183 @@ pub fn saturated_pool<'f>(f: &'f Facts<'_>) -> Option<(&'f crate::threads::Group
         g.threads >= 1.5 || (g.threads >= 0.5 && g.on_cpu > 0.0 && g.on_cpu >= 0.5 * target_cpu)
     };
     let pollers = pollers_by_group(f);
+    // A name that holds two pools is two candidates, each its entry's threads.
+    let split = pools_by_entry(f);
     f.groups
         .iter()
+        .filter(|g| !split.iter().any(|s| s.name == g.name))
+        .chain(&split)
         .filter(|g| serves(g) && in_flight >= 1.5 * pool_threads(g, &pollers).max(1.0))
         .filter(|g| {
             let (cpu, blocked) = occupied(f, g);
             // Occupied on CPUs alone is the CPUs' limit, not the pool's: their rules speak.
-            (cpu + blocked) / pool_threads(g, &pollers) >= 0.9 && blocked > cpu
+            // (Time waiting for a CPU is the machine's: the threads' own CPU is what the
+            // blocked time must outweigh.)
+            (cpu + blocked) / pool_threads(g, &pollers) >= 0.9 && blocked > g.on_cpu
         })
         .max_by(|a, b| total(a).total_cmp(&total(b)))
-        .map(|g| (g, in_flight, pool_threads(g, &pollers)))
+        .map(|g| (g.clone(), in_flight, pool_threads(g, &pollers)))
+}
+
+/// The thread groups whose name holds two pools or more (Node's libuv `worker`s and V8's
+/// platform workers, all 'node'), split by the function each thread was started in: a
+/// group per entry that at least two threads run, its figures from the profiles (CPU,
+/// runnable, off-CPU, per thread). Empty without an off-CPU profile and a CPU profile, or
+/// when every name holds one pool (its threads started in one function, the process's
+/// first thread aside).
+fn pools_by_entry(f: &Facts) -> Vec<crate::threads::Group> {
+    use std::collections::HashMap;
+    let (Some(off), Some(cpu)) = (f.offcpu(), f.cpu_profile()) else {
+        return Vec::new();
+    };
+    let entries = thread_entries(&[off, cpu]);
+    let mut names: HashMap<u32, String> = HashMap::new();
+    for p in [off, cpu] {
+        for (_, t) in p.threads.iter() {
+            if let Some(tid) = t.tid {
+                names
+                    .entry(tid)
+                    .or_insert_with(|| crate::threads::group_of(p.strings.get(t.name)));
+            }
+        }
+    }
+    // Per name, per entry, its threads.
+    let mut by: HashMap<&str, HashMap<&str, Vec<u32>>> = HashMap::new();
+    for (tid, e) in &entries {
+        if let Some(n) = names.get(tid) {
+            by.entry(n).or_default().entry(e).or_default().push(*tid);
+        }
+    }
+    let secs = f.secs.max(1e-9);
+    let on = thread_cpu(cpu);
+    let ready = f.profile("runnable").map(thread_cpu);
+    let waits = thread_waits(off);
+    let mut out = Vec::new();
+    for (name, pools) in by {
+        let pools: Vec<(&str, Vec<u32>)> =
+            pools.into_iter().filter(|(_, t)| t.len() >= 2).collect();
+        if pools.len() < 2 {
+            continue;
+        }
+        for (entry, tids) in pools {
+            let sum =
+                |m: &HashMap<u32, f64>| tids.iter().filter_map(|t| m.get(t)).sum::<f64>() / secs;
+            let threads = tids.len() as f64;
+            let on_cpu = sum(&on);
+            let runnable = ready.as_ref().map(sum);
+            let blocked = (threads - on_cpu - runnable.unwrap_or(0.0)).max(0.0);
+            let mut blocked_by: Vec<(WaitReason, f64)> = Vec::new();
+            let mut add = |r: WaitReason, t: f64| match blocked_by.iter_mut().find(|(x, _)| *x == r)
+            {
+                Some((_, v)) => *v += t,
+                None => blocked_by.push((r, t)),
+            };
+            for w in tids.iter().filter_map(|t| waits.get(t)) {
+                add(WaitReason::Idle, w.polled_s / secs);
+                for &(r, t) in &w.by_reason {
+                    add(r, t / secs);
+                }
+            }
+            // A block lasts until the thread runs again (its wait for a CPU included):
+            // the reasons share the time the threads were neither on a CPU nor ready.
+            let all: f64 = blocked_by.iter().map(|(_, t)| t).sum();
+            if all > blocked && all > 0.0 {
+                for (_, t) in &mut blocked_by {
+                    *t *= blocked / all;
+                }
+            }
+            out.push(crate::threads::Group {
+                name: name.to_string(),
+                threads,
+                on_cpu,
+                runnable,
+                blocked,
+                blocked_by,
+                entry: Some(entry.to_string()),
+                ..Default::default()
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name).then(a.entry.cmp(&b.entry)));
+    out
+}
+
+/// A pool that is one entry's threads of a name, in words: ` started in worker (libuv's
+/// thread pool)`, and where its size is set (` (UV_THREADPOOL_SIZE; 4 unless set)`) when
+/// kiln knows the runtime's pool.
+fn entry_said(f: &Facts, entry: &str) -> (String, String) {
+    let libuv = f.runtime() == super::Runtime::Node && entry == "worker";
+    if libuv {
+        let set = f
+            .environ("UV_THREADPOOL_SIZE")
+            .map(|v| format!("set to {v} in its environment"))
+            .unwrap_or_else(|| "4 unless set".into());
+        (
+            " started in worker (libuv's thread pool: file system calls, DNS lookups, crypto and zlib run there)".into(),
+            format!(" (UV_THREADPOOL_SIZE, {set})"),
+        )
+    } else {
+        (format!(" started in {entry}"), String::new())
+    }
+}
+
+/// Per thread (by its kernel id), the function it was started in: the frame above its
+/// start (`start_thread`, a `clone`) at its stacks' root, the most time over `profiles`.
+/// Threads whose stacks show no start (the process's first thread, stacks cut short) have
+/// none.
+fn thread_entries(profiles: &[&kiln_model::Profile]) -> std::collections::HashMap<u32, String> {
+    use std::collections::HashMap;
+    const START: &[&[u8]] = &[
+        b"__clone3",
+        b"__clone",
+        b"clone",
+        b"clone3",
+        b"__GI___clone3",
+        b"__GI___clone",
+        b"start_thread",
+        b"thread_start",
+    ];
+    let mut by: HashMap<u32, HashMap<String, f64>> = HashMap::new();
+    let mut path = Vec::new();
+    for p in profiles {
+        let ns = p.event.ns_per_weight().unwrap_or(1.0);
+        let mut of_stack: HashMap<u32, Option<String>> = HashMap::new();
+        for ((st, &w), th) in p
+            .samples
+            .stack
+            .iter()
+            .zip(&p.samples.weight)
+            .zip(&p.samples.thread)
+        {
+            let Some(tid) = p.threads.get(*th).and_then(|t| t.tid) else {
+                continue;
+            };
+            let entry = of_stack.entry(st.0).or_insert_with(|| {
+                path.clear();
+                p.stacks.path_into(*st, &mut path);
+                // (The root may be the thread's name, as perf script's folding puts it.)
+                let first = path
+                    .iter()
+                    .take(3)
+                    .position(|&id| START.contains(&p.frame_name(id)))?;
+                path[first..]
+                    .iter()
+                    .map(|&id| p.frame_name(id))
+                    .find(|n| !START.contains(n))
+                    .map(|n| String::from_utf8_lossy(n).into_owned())
+            });
+            if let Some(e) = entry {
+                *by.entry(tid).or_default().entry(e.clone()).or_default() += w as f64 * ns;
+            }
+        }
+    }
+    by.into_iter()
+        .filter_map(|(tid, m)| {
+            m.into_iter()
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map(|(e, _)| (tid, e))
+        })
+        .collect()
 }
 
 /// Per thread group, its threads that waited for events most of the window (an event
@@ -431,6 +598,10 @@ fn silent_threads(f: &Facts, g: &crate::threads::Group) -> f64 {
     let (Some(off), Some(cpu)) = (f.offcpu(), f.cpu_profile()) else {
         return 0.0;
     };
+    // (An entry's threads are those the profiles saw.)
+    if g.entry.is_some() {
+        return 0.0;
+    }
     if f.meta.target.pids.len() < 2 {
         return 0.0;
     }
@@ -460,6 +631,9 @@ fn silent_threads(f: &Facts, g: &crate::threads::Group) -> f64 {
 /// The threads of group `g` that may be a pool's: all of them but those that waited for
 /// events most of the window (see [`pollers_by_group`]), when some did not.
 fn pool_threads(g: &crate::threads::Group, pollers: &[(String, f64)]) -> f64 {
+    if g.entry.is_some() {
+        return g.threads;
+    }
     let polling = pollers.iter().find(|p| p.0 == g.name).map_or(0.0, |p| p.1);
     if g.threads - polling >= 0.5 {
         g.threads - polling
@@ -480,6 +654,7 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
     let Some((g, in_flight, threads)) = saturated_pool(f) else {
         return Vec::new();
     };
+    let g = &g;
     let (cpu, blocked) = occupied(f, g);
     let occupied = cpu + blocked;
     // Beside the pool, threads of its name that polled for events (an event loop), and
@@ -526,9 +701,13 @@ pub fn pool(f: &Facts) -> Vec<Finding> {
         )
     } else {
         // A pool of processes (a pre-forking server's workers): each thread its own.
-        let processes = f.meta.target.pids.len() as f64 >= threads;
+        let processes = g.entry.is_none() && f.meta.target.pids.len() as f64 >= threads;
+        let (started, more) = match &g.entry {
+            Some(e) => entry_said(f, e),
+            None => (String::new(), String::new()),
+        };
         format!(
-            "all {:.0} '{}' {}{besides} were occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for {} (Little's law: {} of their time) — the pool is the limit: more {}, or less time in each",
+            "all {:.0} '{}' {}{started}{besides} were occupied {busy} of the time ({doing}) while {in_flight:.1} {unit}s were in flight on average: the other {others:.1} waited inside the server for {} (Little's law: {} of their time) — the pool is the limit: more {}{more}, or less time in each",
             threads,
             g.name,
             if processes { "worker processes" } else { "threads" },
@@ -1144,6 +1323,65 @@ pub fn thousands(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use kiln_model::{EventInfo, FrameKind, Profile, WeightUnit, NO_TIME};
+
+    /// Threads of one name started in different functions are told apart by the frame
+    /// above their start, the thread's name at the root or not; a stack cut short, or the
+    /// process's first thread, has none; a thread is its heaviest entry's.
+    #[test]
+    fn a_thread_is_of_the_function_it_was_started_in() {
+        let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Nanoseconds));
+        let mut add = |tid: u32, frames: &[&str], w: u64| {
+            let t = p.thread(Some(1), Some(tid), b"node");
+            let ids: Vec<_> = frames
+                .iter()
+                .map(|n| p.frame(n.as_bytes(), FrameKind::User))
+                .collect();
+            p.add_sample_path(&ids, w, NO_TIME, t);
+        };
+        add(
+            2,
+            &[
+                "node",
+                "__clone3",
+                "start_thread",
+                "worker",
+                "uv__fs_work",
+                "fdatasync",
+            ],
+            50,
+        );
+        add(2, &["__futex_abstimed_wait_common"], 80);
+        add(
+            3,
+            &[
+                "__clone3",
+                "start_thread",
+                "node::(anonymous namespace)::PlatformWorkerThread",
+                "uv_cond_wait",
+            ],
+            90,
+        );
+        add(
+            3,
+            &["__clone3", "start_thread", "worker", "uv_cond_wait"],
+            10,
+        );
+        add(
+            1,
+            &["_start", "__libc_start_main", "node::Start", "uv_run"],
+            70,
+        );
+        let e = super::thread_entries(&[&p]);
+        assert_eq!(e.get(&2).map(String::as_str), Some("worker"));
+        assert_eq!(
+            e.get(&3).map(String::as_str),
+            Some("node::(anonymous namespace)::PlatformWorkerThread")
+        );
+        assert_eq!(e.get(&1), None);
+        assert_eq!(e.len(), 2);
+    }
+
     #[test]
     fn counts_read_with_separators() {
         assert_eq!(super::thousands(22049.4), "22,049");

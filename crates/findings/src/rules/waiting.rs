@@ -419,6 +419,26 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     out
 }
 
+/// Whether the server had nothing outside it to wait on but kiln's own client over the
+/// loopback: it held no socket beyond the load's connections and a listener or two (the
+/// sampler's count: a service's connection, TCP or Unix, or a UDP socket would be one
+/// more), none as a client (its peers), and the load is kiln's own to 127.0.0.1 or
+/// localhost. Its operations' time in no thread's work is then spent inside it, read and
+/// not yet answered (a callback waiting for the event loop, a call for a pool thread).
+fn nothing_outside(f: &Facts) -> bool {
+    let load = &f.meta.load;
+    let Some(conns) = load.concurrency.filter(|c| *c >= 1.0) else {
+        return false;
+    };
+    let loopback = load
+        .argv
+        .iter()
+        .any(|a| a.contains("://127.") || a.contains("://localhost") || a.contains("://[::1]"));
+    let own = matches!(load.protocol.as_str(), "http" | "amqp" | "mqtt");
+    let sockets = f.mean(kiln_store::columns::TARGET, kiln_store::columns::SOCKETS);
+    own && loopback && f.meta.target.peers.is_empty() && sockets.is_some_and(|s| s <= conns + 2.5)
+}
+
 /// `; it was connected as a client to 127.0.0.1:5432 (4 connections, postgres (pid 812)):
 /// the service it calls`: the target's connections as a client as the measurement ended
 /// (empty when it held none).
@@ -1819,6 +1839,7 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     if share >= 0.3 || saturated || accept || (green && awake >= 0.05) {
         return Vec::new();
     }
+
     // Responses held by the delayed ACK: the split rule names the stall from the client's
     // own receive times.
     if split_stall(f).is_some_and(|x| x.nagle) {
@@ -1835,6 +1856,11 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     let p50_ms = l.p50_us / 1000.0;
     let nagle =
         (p50_ms - DELAYED_ACK_MS).abs() <= 0.15 * DELAYED_ACK_MS || (p50_ms - 200.0).abs() <= 15.0;
+    // Nothing outside to wait for: the time is the server's own queues' (work read and not
+    // yet answered, waiting for a thread), not the network's.
+    if !nagle && nothing_outside(f) {
+        return Vec::new();
+    }
     if nagle {
         claim.push_str(&format!(
             "; a median of {p50_ms:.0} ms is the delayed-ACK timer: a response written in pieces waits for the client's ACK (Nagle's algorithm) — set TCP_NODELAY on the server's sockets, or write each response at once"
