@@ -2099,16 +2099,19 @@ fn a_python_server_running_a_program_per_request_is_said_to() {
     );
     let found = findings(&v);
     none_contradicted(&found, &k, 17.0, &text);
-    // First on a quiet machine; on a busy one the GIL waits the spawns cause (the parent
-    // holds the GIL through vfork) can rank above it, and are said as the GIL's.
+    // First: the GIL waits the starts cause (Python holds it through fork_exec and
+    // subprocess's own code) are said as theirs, and rank under them.
     let at = found
         .iter()
         .position(|f| f.0 == "child-processes")
         .unwrap_or_else(|| panic!("the programs not said:\n{text}"));
-    assert!(
-        at == 0 || (at == 1 && found[0].0 == "lock-contention" && found[0].1.contains("GIL")),
-        "{text}"
-    );
+    assert_eq!(at, 0, "{text}");
+    if found
+        .iter()
+        .any(|f| f.0 == "lock-contention" && f.1.contains("GIL") && f.2 >= 10.0)
+    {
+        assert!(found[0].1.contains("waits for the GIL"), "{text}");
+    }
     let said_as = &found[at];
     assert!(
         said_as.1.contains("stamp_receipt") && said_as.1.contains("date"),

@@ -44,6 +44,29 @@ pub fn lock_share(f: &Facts) -> f64 {
     t / outcome_s.max(1e-9)
 }
 
+/// The share of the operations' time (or of the server's working time) threads waited
+/// for Python's GIL (the off-CPU profile), the kernel's blocked time shared as the blocked
+/// rule shares it; 0 without it.
+fn gil_share(f: &Facts) -> f64 {
+    let (Some((outcome_s, _)), Some(p), Some(w)) = (outcome_time(f), f.offcpu(), f.waits()) else {
+        return 0.0;
+    };
+    let ns = p.event.ns_per_weight().unwrap_or(0.0);
+    let raw_s = w.total as f64 * ns / 1e9;
+    let blocked_s: f64 = f.groups.iter().map(|g| g.blocked).sum::<f64>() * f.secs;
+    let scale = if raw_s > blocked_s && blocked_s > 0.0 {
+        blocked_s / raw_s
+    } else {
+        1.0
+    };
+    let gil: u128 = w
+        .sites_of(WaitReason::Lock)
+        .filter(|s| s.primitive == crate::waits::GIL)
+        .map(|s| s.weight)
+        .sum();
+    gil as f64 * ns / 1e9 * scale / outcome_s.max(1e-9)
+}
+
 /// The command that checks a wait of `reason` without kiln.
 fn check_of(f: &Facts, reason: WaitReason, at: &str) -> String {
     let pid = f.pid();
@@ -1078,11 +1101,26 @@ pub fn programs(f: &Facts) -> Vec<Finding> {
     }
     let share = kids / (kids + own).max(1e-9);
     let unit = &f.outcome.unit;
-    let at = f
-        .cpu_profile()
-        .and_then(spawned_under)
-        .map(|s| format!(", started under {s}"))
+    let spawned = f.cpu_profile().and_then(|p| spawns(p, &f.meta.target.pids));
+    let at = spawned
+        .as_ref()
+        .map(|(s, _)| format!(", started under {s}"))
         .unwrap_or_default();
+    // CPython starts a program holding its GIL (fork_exec), and subprocess's Python code
+    // around it holds it too: when the function that starts them is most of the server's
+    // CPU, the other threads' waits for the GIL are theirs, a consequence ranked under its
+    // cause.
+    let gil = gil_share(f);
+    let held = spawned
+        .as_ref()
+        .filter(|(_, s)| f.runtime() == Runtime::Python && *s >= 0.3 && gil >= NAMED)
+        .map(|(_, s)| {
+            format!(
+                "; Python holds its GIL to start each one and to run subprocess's own code around it, {} of the server's CPU: the other threads' waits for the GIL ({} of the {unit}s' time) are theirs",
+                pct(*s),
+                pct(gil.min(1.0))
+            )
+        });
     // (Its waits for them, when most operations waited once at least: a program that
     // ended before the wait leaves none to count.)
     let waits = f
@@ -1095,34 +1133,40 @@ pub fn programs(f: &Facts) -> Vec<Finding> {
         .map(|p| child_waits_said(f, p))
         .unwrap_or_default();
     let claim = format!(
-        "the server ran programs for its {unit}s (child processes{at}): they used {} of their own beside its {} ({} of the CPU serving cost, outside the server's own figures){}{waits} — do the work in the server, or keep one program running and talk to it",
+        "the server ran programs for its {unit}s (child processes{at}): they used {} of their own beside its {} ({} of the CPU serving cost, outside the server's own figures){}{waits}{} — do the work in the server, or keep one program running and talk to it",
         cpus(kids),
         cpus(own),
         pct(share),
-        ran_names(f)
+        ran_names(f),
+        held.as_deref().unwrap_or_default()
     );
-    vec![Finding::new(
-        "programs",
-        Class::ChildProcesses,
-        (0.5 + share / 2.0).min(0.95),
-        claim,
-    )
-    .evidence(f.ev(
-        "its children's CPU",
-        format!("{} (the server's own {})", cpus(kids), cpus(own)),
-        "/proc/PID/stat (cutime + cstime: its children's CPU once waited for)",
-    ))
-    .explains(
-        share * 100.0,
-        "of the CPU serving cost (the server's and its children's)",
-    )
-    .check(check_of(f, WaitReason::Child, ""))]
+    let mut score = (0.5 + share / 2.0).min(0.95);
+    if held.is_some() {
+        // Above the GIL's finding (its share × 0.95), which it explains.
+        score = score.max((gil.min(1.0) * 0.95 + 0.01).min(0.99));
+    }
+    vec![
+        Finding::new("programs", Class::ChildProcesses, score, claim)
+            .evidence(f.ev(
+                "its children's CPU",
+                format!("{} (the server's own {})", cpus(kids), cpus(own)),
+                "/proc/PID/stat (cutime + cstime: its children's CPU once waited for)",
+            ))
+            .explains(
+                share * 100.0,
+                "of the CPU serving cost (the server's and its children's)",
+            )
+            .check(check_of(f, WaitReason::Child, "")),
+    ]
 }
 
 /// Where the target starts processes, by its CPU profile: the program's own frame nearest
 /// above a fork, vfork, clone or spawn (a Python function outside the standard library,
-/// else the program's native frame), the heaviest.
-fn spawned_under(p: &kiln_model::Profile) -> Option<String> {
+/// else the program's native frame), the heaviest; and the share of the CPU of `pids`
+/// (the target's processes; every sample's when empty) under that frame: what starting
+/// its programs costs the server, the runtime's own machinery for it included (Python's
+/// `subprocess`).
+fn spawns(p: &kiln_model::Profile, pids: &[u32]) -> Option<(String, f64)> {
     const SPAWN: &[&str] = &[
         "fork",
         "_Fork",
@@ -1193,9 +1237,30 @@ fn spawned_under(p: &kiln_model::Profile) -> Option<String> {
             *by.entry(above[i].0.clone()).or_default() += w as u128;
         }
     }
-    by.into_iter()
+    let at = by
+        .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-        .map(|(n, _)| n)
+        .map(|(n, _)| n)?;
+    let (mut all, mut under) = (0u128, 0u128);
+    for ((&st, &w), th) in p
+        .samples
+        .stack
+        .iter()
+        .zip(&p.samples.weight)
+        .zip(&p.samples.thread)
+    {
+        let pid = p.threads.get(*th).and_then(|t| t.pid);
+        if !pids.is_empty() && !pid.is_some_and(|x| pids.contains(&x)) {
+            continue;
+        }
+        all += w as u128;
+        path.clear();
+        p.stacks.path_into(st, &mut path);
+        if path.iter().any(|&id| p.frame_name(id) == at.as_bytes()) {
+            under += w as u128;
+        }
+    }
+    Some((at, under as f64 / all.max(1) as f64))
 }
 
 /// The programs the CPU profile saw the target run, by name (`date`), the busiest three.
@@ -1980,7 +2045,7 @@ mod spawn_tests {
             5,
         );
         assert_eq!(
-            spawned_under(&p).as_deref(),
+            spawns(&p, &[]).map(|(at, _)| at).as_deref(),
             Some("stamp_receipt (server.py:11)")
         );
     }
