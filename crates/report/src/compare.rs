@@ -88,6 +88,9 @@ struct Cell {
     min: f64,
     max: f64,
     n: usize,
+    /// Each run's own value, in the group's order, as the figures table prints a value: a
+    /// legend beside a run's line gives its run's, not the group's median.
+    each: Vec<String>,
     /// `held`, `not held (−12%)`, or null.
     held: Option<String>,
 }
@@ -466,6 +469,11 @@ fn metric_pages(cmp: &Comparison) -> Vec<MetricPage> {
                         min: s.min,
                         max: s.max,
                         n: s.values.len(),
+                        each: s
+                            .values
+                            .iter()
+                            .map(|&v| kiln_compare::export::format_value(v, r.unit))
+                            .collect(),
                         held: r.held[i].as_ref().map(|h| h.text()),
                     })
                 })

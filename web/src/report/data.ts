@@ -269,6 +269,8 @@ export interface Cell {
   min: number;
   max: number;
   n: number;
+  /** Each run's own value, in the group's order (the figures table's format); absent in pages written before it. */
+  each?: string[];
   /** `held`, `not held (−12%)`, or null. */
   held: string | null;
 }

@@ -259,22 +259,32 @@ function overlaySpecs(c: ComparePage): ChartSpec[] {
   const measureEnd = measureEndOf(c);
   const specs: ChartSpec[] = [];
   const runLabel = (s: Series): string => `${labels[s.group]} #${s.id ?? '?'}`;
-  const overlay = (id: string, title: string, unit: string, scale: 'linear' | 'log', pickLine: (s: Series) => Line | null, summary?: (lines: Line[]) => Summary): void => {
+  const overlay = (id: string, title: string, unit: string, scale: 'linear' | 'log', pickLine: (s: Series) => Line | null, summary?: (lines: Line[], runs: Series[]) => Summary): void => {
     const lines: Line[] = [];
+    const runs: Series[] = [];
     for (const s of c.series) {
       const l = pickLine(s);
-      if (l && l.values.some((v) => v !== null)) lines.push({ ...l, label: runLabel(s), color: groupColor(s.group), width: s.index === 0 ? 1.75 : 1, group: s.group });
+      if (l && l.values.some((v) => v !== null)) {
+        lines.push({ ...l, label: runLabel(s), color: groupColor(s.group), width: s.index === 0 ? 1.75 : 1, group: s.group });
+        runs.push(s);
+      }
     }
-    if (lines.length) specs.push({ id, title, unit, scale, kind: 'lines', lines, height: 120, summary: summary?.(lines) });
+    if (lines.length) specs.push({ id, title, unit, scale, kind: 'lines', lines, height: 120, summary: summary?.(lines, runs) });
   };
   // A percentile over a measurement is its histogram's, never a mean of per-second
-  // percentiles: the legend gives each group's figure as the table above has it.
-  const figureOf = (key: string) => (lines: Line[]): Summary => ({
-    caption: `${key} over each whole measurement, from its histograms (the figures table's; repeats: their median; a window's: kiln compare NAME@START-END)`,
+  // percentiles: the legend gives each run's own figure as the table above counts it (its
+  // group's median beside it when the group has repeats).
+  const figureOf = (key: string) => (lines: Line[], runs: Series[]): Summary => ({
+    caption: `${key} over each whole measurement, from its histograms (each run's, as the figures table counts it; a window's: kiln compare NAME@START-END)`,
     value: (k, w) => {
       if (w[0] > 0 || w[1] < measureEnd) return null;
-      const cell = c.metrics.find((m) => m.key === key)?.cells[lines[k].group ?? 0];
-      return cell ? { value: cell.median, text: cell.n > 1 ? `${cell.text} (median of ${cell.n})` : cell.text } : null;
+      const group = lines[k].group ?? 0;
+      const cell = c.metrics.find((m) => m.key === key)?.cells[group];
+      if (!cell) return null;
+      const size = c.groups[group]?.runs.length ?? 0;
+      const own = cell.each && cell.each.length === size ? cell.each[runs[k].index] : undefined;
+      if (own === undefined) return { value: cell.median, text: cell.n > 1 ? `${cell.text} (median of ${cell.n})` : cell.text };
+      return { value: cell.median, text: cell.n > 1 ? `${own} (its group's median ${cell.text.replace(/ \(.*$/, '')})` : own };
     },
   });
   const unit = c.series[0]?.unit ?? 'op';
