@@ -511,19 +511,10 @@ fn thread_entries(profiles: &[&kiln_model::Profile]) -> std::collections::HashMa
     for p in profiles {
         let ns = p.event.ns_per_weight().unwrap_or(1.0);
         let mut of_stack: HashMap<u32, Option<String>> = HashMap::new();
-        for ((st, &w), th) in p
-            .samples
-            .stack
-            .iter()
-            .zip(&p.samples.weight)
-            .zip(&p.samples.thread)
-        {
-            let Some(tid) = p.threads.get(*th).and_then(|t| t.tid) else {
-                continue;
-            };
+        for (tid, st, w) in by_thread(p) {
             let entry = of_stack.entry(st.0).or_insert_with(|| {
                 path.clear();
-                p.stacks.path_into(*st, &mut path);
+                p.stacks.path_into(st, &mut path);
                 // (The root may be the thread's name, as perf script's folding puts it.)
                 let first = path
                     .iter()
@@ -779,16 +770,7 @@ fn thread_waits(p: &kiln_model::Profile) -> std::collections::HashMap<u32, Threa
     let ns = p.event.ns_per_weight().unwrap_or(1.0);
     let reasons = kiln_model::waits::stack_reasons(p);
     let mut out: std::collections::HashMap<u32, ThreadWaits> = Default::default();
-    for ((st, &w), th) in p
-        .samples
-        .stack
-        .iter()
-        .zip(&p.samples.weight)
-        .zip(&p.samples.thread)
-    {
-        let Some(tid) = p.threads.get(*th).and_then(|t| t.tid) else {
-            continue;
-        };
+    for (tid, st, w) in by_thread(p) {
         let r = reasons
             .get(st.0 as usize)
             .copied()
@@ -812,12 +794,23 @@ fn thread_waits(p: &kiln_model::Profile) -> std::collections::HashMap<u32, Threa
 fn thread_cpu(p: &kiln_model::Profile) -> std::collections::HashMap<u32, f64> {
     let ns = p.event.ns_per_weight().unwrap_or(0.0);
     let mut out: std::collections::HashMap<u32, f64> = Default::default();
-    for (&w, th) in p.samples.weight.iter().zip(&p.samples.thread) {
-        if let Some(tid) = p.threads.get(*th).and_then(|t| t.tid) {
-            *out.entry(tid).or_default() += w as f64 * ns / 1e9;
-        }
+    for (tid, _, w) in by_thread(p) {
+        *out.entry(tid).or_default() += w as f64 * ns / 1e9;
     }
     out
+}
+
+/// A profile's samples with their thread's kernel id (those without one left out): the
+/// thread, the stack and the weight.
+fn by_thread(
+    p: &kiln_model::Profile,
+) -> impl Iterator<Item = (u32, kiln_model::StackId, u64)> + '_ {
+    p.samples
+        .stack
+        .iter()
+        .zip(&p.samples.weight)
+        .zip(&p.samples.thread)
+        .filter_map(|((&st, &w), th)| Some((p.threads.get(*th)?.tid?, st, w)))
 }
 
 /// An event loop blocked in its work: the thread that polls for the server's events (it

@@ -44,6 +44,18 @@ pub fn lock_share(f: &Facts) -> f64 {
     t / outcome_s.max(1e-9)
 }
 
+/// What the off-CPU profile's `raw_s` seconds of blocks are scaled by to be the blocked
+/// time the kernel counted (schedstat): a block lasts until the thread runs again, its
+/// wait for a CPU after the wake-up included. 1 when they are within it.
+fn blocked_scale(f: &Facts, raw_s: f64) -> f64 {
+    let blocked_s: f64 = f.groups.iter().map(|g| g.blocked).sum::<f64>() * f.secs;
+    if raw_s > blocked_s && blocked_s > 0.0 {
+        blocked_s / raw_s
+    } else {
+        1.0
+    }
+}
+
 /// The share of the operations' time (or of the server's working time) threads waited
 /// for Python's GIL (the off-CPU profile), the kernel's blocked time shared as the blocked
 /// rule shares it; 0 without it.
@@ -52,13 +64,7 @@ fn gil_share(f: &Facts) -> f64 {
         return 0.0;
     };
     let ns = p.event.ns_per_weight().unwrap_or(0.0);
-    let raw_s = w.total as f64 * ns / 1e9;
-    let blocked_s: f64 = f.groups.iter().map(|g| g.blocked).sum::<f64>() * f.secs;
-    let scale = if raw_s > blocked_s && blocked_s > 0.0 {
-        blocked_s / raw_s
-    } else {
-        1.0
-    };
+    let scale = blocked_scale(f, w.total as f64 * ns / 1e9);
     let gil: u128 = w
         .sites_of(WaitReason::Lock)
         .filter(|s| s.primitive == crate::waits::GIL)
@@ -280,15 +286,7 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     let Some(waits) = f.waits() else {
         return Vec::new();
     };
-    // A block lasts until the thread runs again, its wait for a CPU after the wake-up
-    // included: the waits share the blocked time the kernel counted (schedstat).
-    let raw_s = waits.total as f64 * ns / 1e9;
-    let blocked_s: f64 = f.groups.iter().map(|g| g.blocked).sum::<f64>() * f.secs;
-    let scale = if raw_s > blocked_s && blocked_s > 0.0 {
-        blocked_s / raw_s
-    } else {
-        1.0
-    };
+    let scale = blocked_scale(f, waits.total as f64 * ns / 1e9);
     let mut out = Vec::new();
     for reason in [
         WaitReason::Lock,
