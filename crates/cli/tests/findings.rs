@@ -1875,7 +1875,7 @@ fn disk_share_agrees(said: f64, traced: f64, points: f64, k: &Kernel, text: &str
 }
 
 /// A Node server that appends each order to a journal and syncs it (`fs.write`, then
-/// `fs.fdatasync`) through libuv's pool, recorded as the README records a server (`-e
+/// `fs.fdatasync`) through libuv's pool of two threads, recorded as the README records a server (`-e
 /// cpu,offcpu,runnable`): the disk is said at the call that waited, `fdatasync` in
 /// libuv's `uv__fs_work`, with its share of the requests' time as bpftrace times the
 /// server's fdatasync calls; and the pool's waits for work keep their callers (the
@@ -1886,7 +1886,14 @@ fn a_node_server_syncing_each_request_waits_for_the_disk_in_libuvs_pool() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // A directory on a real file system (a tmpfs would make fdatasync free).
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let p = Planted::node(dir.path(), "journal_fsync.js");
+    // A pool of two: the requests queue for its threads, in no thread's work, and the
+    // server holds no socket but its clients' (the time once said to be outside it).
+    let mut node = Command::new("node");
+    node.current_dir(dir.path())
+        .env("UV_THREADPOOL_SIZE", "2")
+        .arg("--perf-basic-prof")
+        .arg(program_path("journal_fsync.js"));
+    let p = Planted::serve(node);
     let Some(bt) = Bpftrace::time_where("fdatasync", &format!("pid == {}", p.pid()), 6) else {
         kiln_testkit::skip("bpftrace is not installed or cannot trace system calls");
         return;
