@@ -388,6 +388,28 @@ pub fn saturated_pool(f: &Facts) -> Option<(crate::threads::Group, f64, f64)> {
         .map(|g| (g.clone(), in_flight, pool_threads(g, &pollers)))
 }
 
+/// The most occupied of the server's pools of threads (a group, or one entry's threads of
+/// a name that holds two pools: [`pools_by_entry`]), by its threads' time on a CPU, ready
+/// for one, or blocked in the work: the group, that share of its threads' time (0–1), its
+/// threads, and the heaviest wait in its work (why, thread-seconds per second), if any.
+pub fn most_occupied(
+    f: &Facts,
+) -> Option<(crate::threads::Group, f64, f64, Option<(WaitReason, f64)>)> {
+    let pollers = pollers_by_group(f);
+    let split = pools_by_entry(f);
+    f.groups
+        .iter()
+        .filter(|g| !split.iter().any(|s| s.name == g.name))
+        .chain(&split)
+        .map(|g| {
+            let (cpu, blocked) = occupied(f, g);
+            let n = pool_threads(g, &pollers).max(1.0);
+            (g, ((cpu + blocked) / n).min(1.0), n)
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(g, o, n)| (g.clone(), o, n, in_the_work(f, g).first().copied()))
+}
+
 /// The thread groups whose name holds two pools or more (Node's libuv `worker`s and V8's
 /// platform workers, all 'node'), split by the function each thread was started in: a
 /// group per entry that at least two threads run, its figures from the profiles (CPU,
@@ -474,7 +496,7 @@ fn pools_by_entry(f: &Facts) -> Vec<crate::threads::Group> {
 /// A pool that is one entry's threads of a name, in words: ` started in worker (libuv's
 /// thread pool)`, and where its size is set (` (UV_THREADPOOL_SIZE; 4 unless set)`) when
 /// kiln knows the runtime's pool.
-fn entry_said(f: &Facts, entry: &str) -> (String, String) {
+pub(crate) fn entry_said(f: &Facts, entry: &str) -> (String, String) {
     let libuv = f.runtime() == super::Runtime::Node && entry == "worker";
     if libuv {
         let set = f

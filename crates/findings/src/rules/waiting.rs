@@ -440,6 +440,74 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
     out
 }
 
+/// The operations' time in no thread's work of a server with nothing outside it to wait
+/// on ([`nothing_outside`]): by elimination they waited inside it, read and not yet
+/// answered, for its threads — said with its most occupied pool and the wait that
+/// occupies it (the disk, a lock, a sleep), whose class it takes: the work they queue
+/// behind.
+///
+/// False when: the most occupied pool's threads were occupied less than half the time, or
+/// blocked in their work less than a fifth of it (on a CPU or waiting for one: the CPU
+/// rules speak).
+fn inside(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Finding> {
+    let Some((g, occupied, threads, Some((reason, t)))) = super::queues::most_occupied(f) else {
+        return Vec::new();
+    };
+    // (A disk call's file-system work runs on the thread's CPU inside it: the wait need
+    // not outweigh the CPU, only be a fair part of the threads' time.)
+    if t < 0.2 * threads || occupied < 0.5 {
+        return Vec::new();
+    }
+    let site = f
+        .waits()
+        .and_then(|w| w.sites_of(reason).next().map(|s| s.label()));
+    let (class, what) = waited_for(reason, f, None);
+    let started = g
+        .entry
+        .as_ref()
+        .map(|e| super::queues::entry_said(f, e).0)
+        .unwrap_or_default();
+    let unit = &f.outcome.unit;
+    let claim = format!(
+        "each {unit} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time no thread worked on it, and the server had nothing outside it to wait for (no socket but its clients' connections and its listener, over loopback, to kiln's own client) — the {unit}s waited inside it for its threads, read and not yet answered; its most occupied threads, {threads:.0} '{}'{started}, were occupied {} of the time, {} of it blocked: {what}{}",
+        secs(mean_us / 1e6),
+        per_op.map_or("little".to_string(), secs),
+        pct(1.0 - share),
+        g.name,
+        pct(occupied),
+        pct((t / threads.max(1e-9)).min(1.0)),
+        site.map(|s| format!(" in {s}")).unwrap_or_default()
+    );
+    vec![Finding::new("inside", class, (1.0 - share) * 0.85, claim)
+        .evidence(f.ev(
+            format!("'{}' threads occupied", g.name),
+            format!(
+                "{} of {threads:.0} threads' time (blocked in the work {:.2} threads)",
+                pct(occupied),
+                t
+            ),
+            "/proc/PID/task/*/schedstat and the off-CPU and CPU profiles (each thread's)",
+        ))
+        .evidence(f.ev(
+            "sockets",
+            format!(
+                "{:.1} on average, the load's {:.0} connections",
+                f.mean(kiln_store::columns::TARGET, kiln_store::columns::SOCKETS)
+                    .unwrap_or(0.0),
+                f.meta.load.concurrency.unwrap_or(0.0)
+            ),
+            "/proc/PID/fd",
+        ))
+        .explains(
+            (1.0 - share) * 100.0,
+            format!("of the {unit}s' time: waiting inside the server for its threads"),
+        )
+        .check(format!(
+            "top -H -p {} (its threads busy or blocked); ss -tnp (no connection but its clients')",
+            f.pid()
+        ))]
+}
+
 /// Whether the server had nothing outside it to wait on but kiln's own client over the
 /// loopback: it held no socket beyond the load's connections and a listener or two (the
 /// sampler's count: a service's connection, TCP or Unix, or a UDP socket would be one
@@ -1922,7 +1990,7 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     // Nothing outside to wait for: the time is the server's own queues' (work read and not
     // yet answered, waiting for a thread), not the network's.
     if !nagle && nothing_outside(f) {
-        return Vec::new();
+        return inside(f, share, per_op, l.mean_us);
     }
     if nagle {
         claim.push_str(&format!(
