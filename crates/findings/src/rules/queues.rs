@@ -388,13 +388,23 @@ pub fn saturated_pool(f: &Facts) -> Option<(crate::threads::Group, f64, f64)> {
         .map(|g| (g.clone(), in_flight, pool_threads(g, &pollers)))
 }
 
+/// A pool of threads and how occupied it was ([`most_occupied`]).
+#[derive(Debug)]
+pub struct Occupied {
+    /// The group, or one entry's threads of a name that holds two pools.
+    pub group: crate::threads::Group,
+    /// Its threads' time on a CPU, ready for one, or blocked in the work (0–1).
+    pub share: f64,
+    /// Its threads (a pool's: those of its name that polled for events left out).
+    pub threads: f64,
+    /// The heaviest wait in its work: why, thread-seconds per second.
+    pub heaviest: Option<(WaitReason, f64)>,
+}
+
 /// The most occupied of the server's pools of threads (a group, or one entry's threads of
 /// a name that holds two pools: [`pools_by_entry`]), by its threads' time on a CPU, ready
-/// for one, or blocked in the work: the group, that share of its threads' time (0–1), its
-/// threads, and the heaviest wait in its work (why, thread-seconds per second), if any.
-pub fn most_occupied(
-    f: &Facts,
-) -> Option<(crate::threads::Group, f64, f64, Option<(WaitReason, f64)>)> {
+/// for one, or blocked in the work.
+pub fn most_occupied(f: &Facts) -> Option<Occupied> {
     let pollers = pollers_by_group(f);
     let split = pools_by_entry(f);
     f.groups
@@ -407,7 +417,12 @@ pub fn most_occupied(
             (g, ((cpu + blocked) / n).min(1.0), n)
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(g, o, n)| (g.clone(), o, n, in_the_work(f, g).first().copied()))
+        .map(|(g, share, threads)| Occupied {
+            group: g.clone(),
+            share,
+            threads,
+            heaviest: in_the_work(f, g).first().copied(),
+        })
 }
 
 /// The thread groups whose name holds two pools or more (Node's libuv `worker`s and V8's

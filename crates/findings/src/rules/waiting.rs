@@ -450,7 +450,13 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
 /// blocked in their work less than a fifth of it (on a CPU or waiting for one: the CPU
 /// rules speak).
 fn inside(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Finding> {
-    let Some((g, occupied, threads, Some((reason, t)))) = super::queues::most_occupied(f) else {
+    let Some(super::queues::Occupied {
+        group: g,
+        share: occupied,
+        threads,
+        heaviest: Some((reason, t)),
+    }) = super::queues::most_occupied(f)
+    else {
         return Vec::new();
     };
     // (A disk call's file-system work runs on the thread's CPU inside it: the wait need
