@@ -370,12 +370,8 @@ pub fn saturated_pool(f: &Facts) -> Option<(crate::threads::Group, f64, f64)> {
         g.threads >= 1.5 || (g.threads >= 0.5 && g.on_cpu > 0.0 && g.on_cpu >= 0.5 * target_cpu)
     };
     let pollers = pollers_by_group(f);
-    // A name that holds two pools is two candidates, each its entry's threads.
-    let split = pools_by_entry(f);
-    f.groups
+    pools(f)
         .iter()
-        .filter(|g| !split.iter().any(|s| s.name == g.name))
-        .chain(&split)
         .filter(|g| serves(g) && in_flight >= 1.5 * pool_threads(g, &pollers).max(1.0))
         .filter(|g| {
             let (cpu, blocked) = occupied(f, g);
@@ -386,6 +382,20 @@ pub fn saturated_pool(f: &Facts) -> Option<(crate::threads::Group, f64, f64)> {
         })
         .max_by(|a, b| total(a).total_cmp(&total(b)))
         .map(|g| (g.clone(), in_flight, pool_threads(g, &pollers)))
+}
+
+/// The server's pools of threads: its thread groups, a name that holds two pools or more
+/// split into one per entry ([`pools_by_entry`]).
+fn pools(f: &Facts) -> Vec<crate::threads::Group> {
+    let split = pools_by_entry(f);
+    let mut out: Vec<crate::threads::Group> = f
+        .groups
+        .iter()
+        .filter(|g| !split.iter().any(|s| s.name == g.name))
+        .cloned()
+        .collect();
+    out.extend(split);
+    out
 }
 
 /// A pool of threads and how occupied it was ([`most_occupied`]).
@@ -406,11 +416,8 @@ pub struct Occupied {
 /// for one, or blocked in the work.
 pub fn most_occupied(f: &Facts) -> Option<Occupied> {
     let pollers = pollers_by_group(f);
-    let split = pools_by_entry(f);
-    f.groups
+    pools(f)
         .iter()
-        .filter(|g| !split.iter().any(|s| s.name == g.name))
-        .chain(&split)
         .map(|g| {
             let (cpu, blocked) = occupied(f, g);
             let n = pool_threads(g, &pollers).max(1.0);
