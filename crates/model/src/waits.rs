@@ -146,9 +146,12 @@ const WRITE: &[&str] = &[
 ];
 
 /// A parent waiting for its child to end: the kernel's wait (wait4, waitid), libc's and the
-/// runtimes' calls of it, Node's synchronous spawn (its private loop polls for the exit).
+/// runtimes' calls of it, Node's synchronous spawn (its private loop polls for the exit);
+/// and for its child to start: a vfork (posix_spawn's) holds the parent until the child
+/// has run its program (`wait_for_vfork_done`), which takes the longer the busier the
+/// machine is.
 const CHILD: &[&str] = &[
-    r"^(do_wait|kernel_wait4|kernel_waitid|__do_sys_wait4|__x64_sys_wait4|__x64_sys_waitid|__do_sys_waitid|do_waitid)$",
+    r"^(do_wait|kernel_wait4|kernel_waitid|__do_sys_wait4|__x64_sys_wait4|__x64_sys_waitid|__do_sys_waitid|do_waitid|wait_for_vfork_done)$",
     r"^(wait4|__wait4|waitpid|__waitpid|waitid|__waitid|os\.\(\*Process\)\.(wait|blockUntilWaitable)|os_waitpid\w*|os_wait\w*_impl)$",
     // Python's subprocess: waiting for the exit, or reading the child's output to its end.
     r"^(Popen\.(communicate|_communicate|wait|_wait|_try_wait)|run|check_output|check_call|call) \(subprocess\.py:",
@@ -744,6 +747,11 @@ mod tests {
         assert_eq!(r("server;runtime.mstart;runtime.schedule;runtime.findRunnable;runtime.stopm;runtime.mPark;runtime.notesleep;runtime.futexsleep;runtime.futex;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("server;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex"), WaitReason::Lock);
         assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Child);
+        // posix_spawn's parent, held until its child has run its program.
+        assert_eq!(
+            r("x;run_helper;__posix_spawn;__spawni;__GI___clone3;__x64_sys_clone3;kernel_clone;wait_for_vfork_done;schedule"),
+            WaitReason::Child
+        );
         assert_eq!(r("x;main;pause;sys_pause"), WaitReason::Other);
         let munmap = "pf;start_thread;serve;build_report;__GI___libc_free;__GI___munmap;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_munmap;__vm_munmap";
         assert_eq!(r(munmap), WaitReason::Lock);

@@ -257,7 +257,7 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
         ),
         WaitReason::Child => (
             Class::ChildProcesses,
-            "waited for programs the server ran for them to end (child processes)".into(),
+            "waited for programs the server ran for them to start or end (child processes)".into(),
         ),
         WaitReason::Write => (
             Class::NetworkWait,
@@ -1097,9 +1097,21 @@ fn child_waits_said(f: &Facts, offcpu: &kiln_model::Profile) -> String {
     out
 }
 
-/// The server's own blocks waiting for a child to end.
+/// The server's own blocks waiting for a child to end (not those for one to start: a
+/// vfork's parent waits for its child's exec).
 fn child_waits(f: &Facts, offcpu: &kiln_model::Profile) -> usize {
     let reasons = kiln_model::waits::stack_reasons(offcpu);
+    let starts: Vec<bool> = offcpu
+        .stacks
+        .ids()
+        .map(|id| {
+            offcpu
+                .stacks
+                .path(id)
+                .iter()
+                .any(|&fr| offcpu.frame_name(fr) == b"wait_for_vfork_done")
+        })
+        .collect();
     let pids = &f.meta.target.pids;
     // The server's own waits: a shell it ran waits for its own children too.
     offcpu
@@ -1109,6 +1121,7 @@ fn child_waits(f: &Facts, offcpu: &kiln_model::Profile) -> usize {
         .zip(&offcpu.samples.thread)
         .filter(|(s, t)| {
             reasons.get(s.0 as usize) == Some(&WaitReason::Child)
+                && !starts.get(s.0 as usize).copied().unwrap_or(false)
                 && offcpu
                     .threads
                     .get(**t)
