@@ -167,9 +167,13 @@ pub fn end_group(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
 /// A watcher that kills a child's whole process group if kiln dies first, however it
 /// dies (`kill -9`, the OOM killer): the child gets SIGKILL from the kernel then
 /// (`PR_SET_PDEATHSIG`), but what it started in turn (a shell's commands) would otherwise
-/// go on, orphaned. The watcher is a shell reading a line from kiln: `done` when kiln has
-/// ended the child itself, end of file when kiln died. It sits in a group of its own and
-/// ignores the terminal's signals, so that only kiln's word or kiln's death ends it.
+/// go on, orphaned. The watcher is a shell reading lines from kiln: the group to watch,
+/// then `done` when kiln has ended the child itself, or end of file when kiln died. It
+/// sits in a group of its own and ignores the terminal's signals, so that only kiln's word
+/// or kiln's death ends it. It is started before the child ([`GroupWatch::start`]) and
+/// told its group as soon as the child is ([`GroupWatch::watch`]): a watcher started
+/// after the child would leave a window, as long as a shell takes to start on a busy
+/// machine, in which kiln's death orphans what the child has started.
 #[derive(Debug)]
 pub struct GroupWatch {
     tell: Option<std::process::ChildStdin>,
@@ -177,14 +181,13 @@ pub struct GroupWatch {
 }
 
 impl GroupWatch {
-    /// Watches the process group `pgid`; `None` when no shell could be started.
-    pub fn start(pgid: u32) -> Option<GroupWatch> {
+    /// A watcher watching nothing yet; `None` when no shell could be started.
+    pub fn start() -> Option<GroupWatch> {
         let mut child = Command::new("/bin/sh")
             .args([
                 "-c",
-                "trap '' INT TERM HUP; read x; [ \"$x\" = done ] || kill -s KILL -- \"-$1\"",
+                "trap '' INT TERM HUP; read g || exit 0; read x; [ \"$x\" = done ] || kill -s KILL -- \"-$g\"",
                 "kiln-group-watch",
-                &pgid.to_string(),
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -198,12 +201,29 @@ impl GroupWatch {
         })
     }
 
+    /// Watches the process group `pgid` (the pipe holds the line: the shell need not
+    /// have started yet).
+    pub fn watch(mut self, pgid: u32) -> GroupWatch {
+        use std::io::Write;
+        if let Some(w) = self.tell.as_mut() {
+            let _ = writeln!(w, "{pgid}");
+        }
+        self
+    }
+
     /// The child has ended under kiln's eyes: the watcher goes without killing anything.
     pub fn release(mut self) {
         use std::io::Write;
         if let Some(mut w) = self.tell.take() {
             let _ = w.write_all(b"done\n");
         }
+    }
+}
+
+impl Drop for GroupWatch {
+    /// Unreleased, its group is killed (kiln is going down); unarmed, it just ends.
+    fn drop(&mut self) {
+        drop(self.tell.take());
         let _ = self.child.wait();
     }
 }
@@ -335,9 +355,10 @@ pub fn run(mut cmd: Command, stop: &Stop, timeout: Duration) -> io::Result<Finis
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     own_group(&mut cmd);
+    let watch = GroupWatch::start();
     let mut child = cmd.spawn()?;
+    let watch = watch.map(|w| w.watch(child.id()));
     let registered = Registered::new(child.id());
-    let watch = GroupWatch::start(child.id());
     let out = child.stdout.take().map(Capture::start);
     let err = child.stderr.take().map(Capture::start);
     let deadline = Instant::now().checked_add(timeout);

@@ -138,6 +138,7 @@ impl Workload for ExecLoad {
             return LoadOutcome::failed_to_start("no load command given after `exec --`".into());
         };
         let mut cmd = command(prog, args);
+        let watch = GroupWatch::start();
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
@@ -147,8 +148,8 @@ impl Workload for ExecLoad {
                 ))
             }
         };
+        let watch = watch.map(|w| w.watch(child.id()));
         let registered = Registered::new(child.id());
-        let watch = GroupWatch::start(child.id());
         let out = child.stdout.take().map(Capture::start);
         let err = child.stderr.take().map(Capture::start);
         events.started(Some(child.id()));
