@@ -633,6 +633,16 @@ impl OffCpuCollector {
         let _ = self.load_code_ranges(pid);
     }
 
+    /// Traces process `tgid` too (one forked by a traced process before the programs
+    /// were attached, which the fork tracepoint did not see).
+    pub fn trace(&mut self, tgid: u32) -> Result<(), BpfError> {
+        self.skel
+            .maps
+            .pids
+            .update(&tgid.to_ne_bytes(), &[1], MapFlags::ANY)
+            .map_err(map_err("adding a pid to the off-CPU program's filter"))
+    }
+
     /// The text of process `pid`'s `/proc/PID/maps`, read by the caller: its code
     /// ranges for the caller hash.
     pub fn set_maps(&mut self, pid: u32, maps: &[u8]) {

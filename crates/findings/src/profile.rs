@@ -76,6 +76,31 @@ pub fn others_cpu(p: &Profile, pids: &[u32], comm: &str) -> Option<(f64, Vec<(St
     Some((all as f64 * ns / 1e9, names))
 }
 
+/// The CPU seconds `p` holds of processes other than `pids` (the target as first found):
+/// in a profile without the programs the target ran ([`programs_ran`], set apart), the
+/// copies of itself it forked to serve since (PostgreSQL's backend for each connection, a
+/// forking server's child for each client). `None` without a clock profile.
+pub fn copies_cpu(p: &Profile, pids: &[u32]) -> Option<f64> {
+    let ns = p.event.ns_per_weight()?;
+    if pids.is_empty() {
+        return Some(0.0);
+    }
+    let other: Vec<bool> = p
+        .threads
+        .iter()
+        .map(|(_, t)| t.pid.is_some_and(|x| !pids.contains(&x)))
+        .collect();
+    let w: u128 = p
+        .samples
+        .thread
+        .iter()
+        .zip(&p.samples.weight)
+        .filter(|(t, _)| other.get(t.0 as usize).copied().unwrap_or(false))
+        .map(|(_, &w)| w as u128)
+        .sum();
+    Some(w as f64 * ns / 1e9)
+}
+
 /// Which of `p`'s samples have a stack `pred` holds for, given the stack's frames from
 /// the root to the leaf (each stack walked once, however many samples share it).
 pub fn with_stack(p: &Profile, mut pred: impl FnMut(&[FrameId]) -> bool) -> Vec<bool> {

@@ -744,6 +744,11 @@ impl Started {
                 kernel: kernel.as_mut(),
                 offcpu: offcpu.as_mut(),
             };
+            let copies = match &opts.target {
+                Target::Pids(_) => follow.copies(&pids),
+                _ => Vec::new(),
+            };
+            let pids = [pids, copies].concat();
             follow.track_mappings(opts, &pids);
             follow.open_new_threads(&pids)?;
         }
@@ -840,6 +845,40 @@ impl Following<'_> {
         if let Some(k) = self.kernel.as_deref_mut() {
             sync_unwinder(k, self.collector);
         }
+    }
+
+    /// The copies of `pids` forked before sampling began (their descendants running the
+    /// same executable: PostgreSQL's backend for each connection the load opened while
+    /// kiln was loading its programs), traced off CPU from now on; their threads are
+    /// opened with the targets'. Forks from here on are followed by the kernel
+    /// (inherited events, the off-CPU program's fork tracepoint).
+    fn copies(&mut self, pids: &[u32]) -> Vec<u32> {
+        let exe = |p: u32| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+        let parents: Vec<(u32, u32)> = kiln_os::proc::ids("/proc")
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|p| Some((p, kiln_os::proc::stat(p)?.field(4)? as u32)))
+            .collect();
+        let mut out: Vec<u32> = Vec::new();
+        for &root in pids {
+            let Some(own) = exe(root) else { continue };
+            let mut tree = vec![root];
+            let mut i = 0;
+            while i < tree.len() {
+                let p = tree[i];
+                tree.extend(parents.iter().filter(|e| e.1 == p).map(|e| e.0));
+                i += 1;
+            }
+            for p in tree.into_iter().skip(1) {
+                if !pids.contains(&p) && !out.contains(&p) && exe(p).as_ref() == Some(&own) {
+                    out.push(p);
+                }
+            }
+        }
+        if let Some(o) = self.offcpu.as_deref_mut() {
+            out.retain(|&p| o.trace(p).is_ok());
+        }
+        out
     }
 
     /// Threads started while the events were being opened: attached to as well (new

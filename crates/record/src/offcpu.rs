@@ -245,6 +245,14 @@ impl OffCpu {
         self.collector.set_maps(pid, maps);
     }
 
+    /// Traces process `pid` too (a copy of the target forked before the programs were
+    /// attached).
+    pub fn trace(&mut self, pid: u32) -> Result<(), RecordError> {
+        self.collector
+            .trace(pid)
+            .map_err(|e| RecordError::OffCpu(e.to_string()))
+    }
+
     /// Writes the collector's counts into the summary.
     pub(crate) fn summarise(&self, c: &mut Collector) {
         let s = self.collector.stats();
@@ -288,6 +296,9 @@ impl OffCpu {
         Ok(())
     }
     pub fn set_maps(&mut self, _: u32, _: &[u8]) {}
+    pub fn trace(&mut self, _: u32) -> Result<(), RecordError> {
+        Ok(())
+    }
     pub fn window_starts(&mut self, _: u64) {}
     pub fn window_ends(&mut self, _: u64) {}
     pub(crate) fn summarise(&self, _: &mut Collector) {}

@@ -966,6 +966,13 @@ fn build(
     warnings.splice(0..0, rec.warnings);
     let mut series = vec![headline::load_series(&ticks)];
     series.retain(|s| !s.time_ns.is_empty());
+    let copies = sampler.copies_followed();
+    if copies > 0 {
+        warnings.push(format!(
+            "the target forked {copies} process{} running its own program during the run (a backend or worker for each connection): measured as the target from when each was a second old",
+            if copies == 1 { "" } else { "es" }
+        ));
+    }
     series.extend(sampler.finish());
     load_info.report = outcome.report;
     let events = rec.profiles.iter().map(|p| p.event.name.clone()).collect();

@@ -139,6 +139,26 @@ pub struct ProcSampler {
     kiln: TableBuilder,
     others: TableBuilder,
     peak_rss: u64,
+    /// Copies of the target it forked during the run ([`ProcSampler::follow_copies`]).
+    copies: Copies,
+}
+
+/// The copies of the target's processes forked during the run and followed since.
+#[derive(Debug, Default)]
+struct Copies {
+    /// The processes the run was given, and their executables.
+    roots: Vec<(u32, Option<std::path::PathBuf>)>,
+    /// Followed: (pid, start) with their user and system ticks as last seen.
+    followed: HashMap<(u32, u64), (u64, u64)>,
+    /// Descendants found not to run the target's program, by (pid, start).
+    rejected: HashSet<(u32, u64)>,
+    /// The ticks of followed copies that have ended (user, system): the target's CPU
+    /// only grows when one ends, and its parent's count of its children's CPU grows by
+    /// as much, which is no program's.
+    ended: (u64, u64),
+    ended_since_sample: u64,
+    /// How many were followed in all.
+    count: usize,
 }
 /// A [`SeriesTable`] built row by row, with columns that may appear later (a thread group
 /// started during the run): earlier rows are `None` there.
@@ -386,6 +406,70 @@ impl ProcSampler {
             kiln: TableBuilder::new(columns::KILN),
             others: TableBuilder::new(columns::OTHERS),
             peak_rss: 0,
+            copies: Copies {
+                roots: pids
+                    .iter()
+                    .map(|&p| (p, std::fs::read_link(format!("/proc/{p}/exe")).ok()))
+                    .collect(),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// How many processes the target forked during the run that ran its program and were
+    /// followed (a backend per connection: PostgreSQL's, a forking server's).
+    pub fn copies_followed(&self) -> usize {
+        self.copies.count
+    }
+
+    /// Follows the copies of the target's processes forked since the run began (their
+    /// descendants running the same executable, a second old or more: PostgreSQL's
+    /// backend for each of the load's connections); forgets those that ended, keeping
+    /// their CPU as the target's.
+    fn follow_copies(&mut self, procs: &[read::ProcEntry]) {
+        let now = std::fs::read_to_string("/proc/uptime")
+            .ok()
+            .and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok())
+            .map(|s| (s * self.ticks_per_s) as u64);
+        let c = &mut self.copies;
+        // Ended: its last ticks stay the target's.
+        let alive: HashSet<(u32, u64)> = procs.iter().map(|e| (e.pid, e.start)).collect();
+        let gone: Vec<(u32, u64)> = c
+            .followed
+            .keys()
+            .filter(|k| !alive.contains(k))
+            .copied()
+            .collect();
+        for k in gone {
+            if let Some((u, s)) = c.followed.remove(&k) {
+                c.ended.0 += u;
+                c.ended.1 += s;
+                c.ended_since_sample += u + s;
+                self.pids.retain(|&p| p != k.0);
+            }
+        }
+        for &(root, ref exe) in &c.roots {
+            let Some(exe) = exe else { continue };
+            for p in read::tree_of(procs, root) {
+                if self.pids.contains(&p) {
+                    continue;
+                }
+                let Some(e) = procs.iter().find(|e| e.pid == p) else {
+                    continue;
+                };
+                let key = (p, e.start);
+                let old = now.is_some_and(|n| n.saturating_sub(e.start) as f64 >= self.ticks_per_s);
+                if c.rejected.contains(&key) || !old {
+                    continue;
+                }
+                if std::fs::read_link(format!("/proc/{p}/exe")).ok().as_ref() == Some(exe) {
+                    self.pids.push(p);
+                    c.followed.insert(key, (0, 0));
+                    c.count += 1;
+                } else {
+                    c.rejected.insert(key);
+                }
+            }
         }
     }
 
@@ -405,16 +489,23 @@ impl ProcSampler {
         };
         let mut c = Counts::default();
         let mut seen_now: HashMap<(u32, u32), TaskSeen> = HashMap::new();
+        let procs = read::all_processes();
+        self.follow_copies(&procs);
         for &pid in &self.pids.clone() {
             self.read_process(pid, &mut totals, &mut c, &mut seen_now);
         }
+        self.copies_seen(&procs);
+        totals.target_user_s += self.copies.ended.0 as f64 / tps;
+        totals.target_system_s += self.copies.ended.1 as f64 / tps;
+        c.children_ticks = c
+            .children_ticks
+            .saturating_sub(std::mem::take(&mut self.copies.ended_since_sample));
         self.tasks = seen_now;
         self.switches.0 += c.voluntary;
         self.switches.1 += c.involuntary;
         (totals.voluntary, totals.involuntary) = self.switches;
         c.accept_queue = net::listen_queues(&self.pids, &c.inodes);
         totals.kiln_s = read::own_cpu_of(std::process::id(), tps);
-        let procs = read::all_processes();
         let load_tree = self.load_pid.map(|lp| read::tree_of(&procs, lp));
         if let Some(tree) = &load_tree {
             totals.load_s = self.load_ticks(&procs, tree) as f64 / tps;
@@ -435,6 +526,20 @@ impl ProcSampler {
         self.prev = Some(totals.clone());
         self.history.push(totals.clone());
         totals
+    }
+
+    /// The followed copies' ticks as now seen (user, system), kept for when they end.
+    fn copies_seen(&mut self, procs: &[read::ProcEntry]) {
+        for (&(pid, start), t) in self.copies.followed.iter_mut() {
+            if !procs.iter().any(|e| e.pid == pid && e.start == start) {
+                continue;
+            }
+            if let Some((u, s)) = read::read(format!("/proc/{pid}/stat"))
+                .and_then(|st| read::Stat::parse(&st).and_then(|st| st.cpu_ticks()))
+            {
+                *t = (u, s);
+            }
+        }
     }
 
     /// The load command's CPU so far, ticks: its processes' own, those that ended at what
@@ -850,6 +955,63 @@ mod tests {
         assert_eq!(workers.len(), 1, "{workers:?} of {all:?}: {exes:?}");
         let at = all.iter().position(|&p| p == workers[0]).unwrap();
         assert_eq!(exes[at], exes[0], "{exes:?}");
+    }
+
+    /// A copy the target forks during the run is followed from its first second, and
+    /// when it ends its CPU stays the target's (its parent's count of its children's CPU
+    /// grows by as much: no program it ran).
+    #[test]
+    fn copies_forked_during_the_run_are_followed_and_kept() {
+        let mut sh = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "sleep 0.2; (i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done) & wait; sleep 1",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = sh.id();
+        let mut s = ProcSampler::new(&[pid], None);
+        let first = s.sample();
+        let mut last = first.clone();
+        let t = std::time::Instant::now();
+        let mut ended = false;
+        while t.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            last = s.sample();
+            let copy_running = read::tree_of(&read::all_processes(), pid).len() > 1;
+            if s.copies_followed() > 0 && !copy_running {
+                ended = true;
+                break;
+            }
+        }
+        // The copy's CPU, as its parent counts its children's once it waited for them.
+        let children = read::read(format!("/proc/{pid}/stat"))
+            .and_then(|t| {
+                read::Stat::parse(&t).map(|st| st.num(16).unwrap_or(0) + st.num(17).unwrap_or(0))
+            })
+            .unwrap_or(0) as f64
+            / s.ticks_per_s;
+        let _ = sh.kill();
+        let _ = sh.wait();
+        assert!(ended, "the copy was not followed, or did not end");
+        assert_eq!(s.copies_followed(), 1);
+        let target = |t: &Totals| t.target_user_s + t.target_system_s;
+        let kept = target(&last) - target(&first);
+        assert!(
+            children > 0.2 && kept >= 0.8 * children,
+            "the target's CPU grew {kept:.2} s; its reaped copy used {children:.2} s"
+        );
+        let said: f64 = s
+            .target
+            .columns
+            .iter()
+            .find(|c| c.name == columns::CHILDREN_CPU)
+            .map(|c| c.values.iter().flatten().sum())
+            .unwrap_or(0.0);
+        assert!(
+            said < 10.0,
+            "the copy's CPU counted as its children's: {said}% summed over the samples"
+        );
     }
 
     /// The busiest other processes keep their columns; the rest are summed, none lost.
