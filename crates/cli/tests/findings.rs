@@ -3053,3 +3053,146 @@ fn a_server_at_its_open_files_limit_is_said_to_be() {
         "kiln: {said} open; the kernel: {open}\n{text}"
     );
 }
+
+/// `psql` on the test's PostgreSQL: one statement's rows, fields split on `|`.
+fn psql(port: u16, sql: &str) -> Vec<Vec<String>> {
+    let out = Command::new("psql")
+        .args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "kiln",
+            "-d",
+            "postgres",
+        ])
+        .args(["-p", &port.to_string(), "-c", sql])
+        .stdin(Stdio::null())
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql -c {sql:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split('|').map(str::to_string).collect())
+        .collect()
+}
+
+/// PostgreSQL's clients queued behind one row's lock: 16 pgbench clients each update row
+/// 1 and sleep 2 ms before committing, so that the row stays locked while its holder
+/// sleeps. The backends are forked when pgbench connects, after kiln started (kiln
+/// follows them), and their wait is a latch's epoll in the kernel: kiln must say a lock
+/// at PostgreSQL's row-lock wait, not the network, nor programs the server ran (a
+/// backend is the server forked, not a program), with the share PostgreSQL's own
+/// pg_stat_activity gives over the same seconds.
+#[test]
+fn a_database_whose_clients_queue_for_a_row_lock_is_said_to() {
+    if !kiln_testkit::have_postgres() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let pg = kiln_testkit::Postgres::start().unwrap();
+    let port = pg.port();
+    psql(
+        port,
+        "create table hot(id int primary key, n bigint); insert into hot values (1, 0), (2, 0)",
+    );
+    let script = dir.path().join("hot.sql");
+    std::fs::write(
+        &script,
+        "BEGIN;\nUPDATE hot SET n = n + 1 WHERE id = 1;\nSELECT pg_sleep(0.002);\nCOMMIT;\n",
+    )
+    .unwrap();
+    let store = dir.path().join("r.db");
+    let mut child = kiln_testkit::kiln_process()
+        .env("KILN_STORE", &store)
+        .args(["run", "--name", "rowlock", "-e", "cpu,offcpu,runnable"])
+        .args(["-d", "4", "--warmup", "2", "--no-report"])
+        .args(["-p", &pg.pid().unwrap().to_string(), "exec", "--"])
+        .args([
+            "pgbench",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "kiln",
+            "-n",
+            "-c",
+            "16",
+            "-j",
+            "2",
+        ])
+        .args(["-p", &port.to_string(), "-T", "120", "-f"])
+        .arg(&script)
+        .arg("postgres")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = Lines::follow(child.stdout.take().unwrap());
+    let mut stderr = Lines::follow(child.stderr.take().unwrap());
+    // PostgreSQL's own account over the measured seconds: the client backends by what
+    // they wait for, every 100 ms.
+    let (mut lock, mut clients) = (0u32, 0u32);
+    let limit = Duration::from_secs(300);
+    if stderr
+        .wait_for(limit, |l| l.starts_with("measuring"))
+        .is_some()
+    {
+        while stderr
+            .wait_for(Duration::from_millis(100), |l| l.starts_with("finishing"))
+            .is_none()
+        {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            for r in psql(
+                port,
+                "select coalesce(wait_event_type, '-') from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()",
+            ) {
+                clients += 1;
+                lock += u32::from(r[0] == "Lock");
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    let (text, err) = (stdout.all(), stderr.all());
+    assert!(status.success(), "kiln run failed:\n{text}\n{err}");
+    assert!(
+        clients > 0,
+        "pg_stat_activity saw no client:\n{err}\n{text}"
+    );
+    let said_by_pg = 100.0 * f64::from(lock) / f64::from(clients);
+    println!("{text}\npg_stat_activity: {lock} of {clients} client backends' samples waiting for a Lock ({said_by_pg:.0}%)");
+    assert!(
+        text.contains("forked 16 processes running its own program"),
+        "kiln did not say it followed the backends:\n{err}\n{text}"
+    );
+    let found = findings(&shown(&store, "rowlock"));
+    assert!(
+        !found.iter().any(|f| f.0 == "child-processes"),
+        "the backends were said to be programs the server ran:\n{text}"
+    );
+    let first = &found[0];
+    assert_eq!(first.0, "lock-contention", "{text}");
+    assert!(
+        first.1.contains("XactLockTableWait") || first.1.contains("LockTuple"),
+        "the lock not named at PostgreSQL's row-lock wait: {}",
+        first.1
+    );
+    // The share of the server's working time (PostgreSQL's background processes, idle,
+    // left out), against PostgreSQL's share of its 16 backends' samples; on a busy
+    // machine a backend waiting for a CPU is 'active' to PostgreSQL, and runnable to kiln.
+    assert!(
+        (first.2 - said_by_pg).abs() <= 25.0,
+        "kiln: a lock {:.0}% of the server's working time; pg_stat_activity: {said_by_pg:.0}% of the backends'\n{text}",
+        first.2
+    );
+}

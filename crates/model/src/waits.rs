@@ -90,6 +90,11 @@ const IDLE: &[&str] = &[
     // getTask, a fork-join worker with nothing to steal). The JIT's names carry the
     // return type first: "java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask()".
     r"(^|[ .])java\.util\.concurrent\.(ThreadPoolExecutor\.getTask|ForkJoinPool\.awaitWork|ScheduledThreadPoolExecutor\$DelayedWorkQueue\.take)\(",
+    // PostgreSQL: the postmaster's loop and its background processes' (the WAL writer,
+    // the background writer, the checkpointer spreading its writes, autovacuum's
+    // launcher, the archiver, the logical replication launcher), which wait for their
+    // next round whatever the load.
+    r"^(ServerLoop|WalWriterMain|BackgroundWriterMain|CheckpointWriteDelay|AutoVacLauncherMain|PgArchiverMain|ApplyLauncherMain|SysLoggerMain|WalSndWaitForWal)$",
 ];
 
 /// The BEAM's scheduler loop: idle when it waits for an event directly (no lock frame
@@ -160,6 +165,22 @@ const CHILD: &[&str] = &[
     r"^(node::SyncProcessRunner::\w+|java\.lang\.ProcessHandleImpl\.waitForProcessExit0|Java_java_lang_ProcessHandleImpl_waitForProcessExit0)",
 ];
 
+/// Calls that wait for a kind of thing whatever their own wait is made of: a database's
+/// lock manager sleeps on a latch (PostgreSQL's `ProcSleep` polls its latch's
+/// descriptors; its lightweight locks wait on a semaphore), a sleep function on a latch or
+/// `select`. The wait under the nearest of them to the leaf is of its kind.
+const WAITS_UNDER: &[(WaitReason, &str)] = &[
+    (
+        WaitReason::Lock,
+        r"^(ProcSleep|LockAcquire\w*|XactLockTableWait|LockTuple|WaitOnLock|LWLockAcquire\w*|LWLockWaitForVar|LockBufferForCleanup|SyncRepWaitForLSN)$",
+    ),
+    (WaitReason::Sleep, r"^(pg_sleep|pg_usleep)$"),
+    (
+        WaitReason::Io,
+        r"^(issue_xlog_fsync|pg_fsync\w*|pg_fdatasync|FileSync)$",
+    ),
+];
+
 const FUTEX: &[&str] = &[
     r"^(futex_wait\w*|futex_do_wait|__futex_wait|futex_wait_queue\w*|do_futex)$",
     // A hand-off through a System V or POSIX message queue: waiting for another's message.
@@ -177,6 +198,7 @@ struct Compiled {
     write: RegexSet,
     futex: RegexSet,
     child: RegexSet,
+    under: Vec<(WaitReason, regex::Regex)>,
 }
 
 fn compiled() -> &'static Compiled {
@@ -195,6 +217,7 @@ fn compiled() -> &'static Compiled {
             write: set(WRITE),
             futex: set(FUTEX),
             child: set(CHILD),
+            under: WAITS_UNDER.iter().map(|&(r, p)| (r, one(p))).collect(),
         }
     })
 }
@@ -234,6 +257,12 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
     // wait's own frames (Node's spawnSync polls its private loop for the exit).
     if names.iter().any(|f| c.child.is_match(f)) {
         return WaitReason::Child;
+    }
+    // A wait under a call that waits for a kind of thing is of its kind.
+    for f in names.iter().rev() {
+        if let Some((r, _)) = c.under.iter().find(|(_, re)| re.is_match(f)) {
+            return *r;
+        }
     }
     // Otherwise the frame nearest the leaf that names a kind of wait.
     for f in names.iter().rev() {
@@ -482,6 +511,9 @@ const NOT_PROGRAM: &[&str] = &[
     r"^(_\w+_Java$|Stub::|RuntimeStub|I2C/C2I adapters|i2c_|c2i_)|\sstub$",
     // CPython: the eval loop and its calls, the GIL and its locks.
     r"^(take_gil|drop_gil|_?Py[A-Z_]\w*|method_vectorcall\w*|cfunction_\w+|slot_tp_\w+|pysleep|time_sleep|lock_PyThread_acquire_lock|acquire_timed|libpython\S*\+0x|python3(\.\d+)?\+0x)",
+    // PostgreSQL's waiting machinery: latches, wait event sets, its lock manager's sleep
+    // and semaphores (the caller above is the lock or the read waited for).
+    r"^(WaitEventSetWait\w*|WaitLatch\w*|ProcSleep|WaitOnLock|LockAcquire\w*|LWLockAcquire\w*|PGSemaphoreLock|ConditionVariable(Sleep|TimedSleep))$",
     // libuv, Node and V8 internals.
     r"^(uv_\w+|uv__\w+|node::|v8::|Builtins_|libnode\S*\+0x)",
     // The BEAM's runtime, and OTP's process machinery every process runs in (a process's
@@ -747,6 +779,32 @@ mod tests {
         assert_eq!(r("server;runtime.mstart;runtime.schedule;runtime.findRunnable;runtime.stopm;runtime.mPark;runtime.notesleep;runtime.futexsleep;runtime.futex;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("server;main.(*blockCache).get;sync.(*Mutex).Lock;sync.(*Mutex).lockSlow;runtime.semacquire1;runtime.futex"), WaitReason::Lock);
         assert_eq!(r("x;main;wait4;do_wait"), WaitReason::Child);
+        // PostgreSQL: a row lock's wait polls the backend's latch; a lightweight lock waits
+        // on a semaphore; pg_sleep on the latch; the WAL writer waits for its next round.
+        let pg =
+            "postgres;main;PostmasterMain;PostgresMain;PortalRun;standard_ExecutorRun;heap_update";
+        assert_eq!(
+            r(&format!("{pg};XactLockTableWait;LockAcquireExtended;ProcSleep;WaitLatch;WaitEventSetWait;epoll_wait;do_epoll_wait")),
+            WaitReason::Lock
+        );
+        assert_eq!(
+            r(&format!(
+                "{pg};LWLockAcquire;PGSemaphoreLock;__new_sem_wait_slow64.constprop.0;futex_wait"
+            )),
+            WaitReason::Lock
+        );
+        assert_eq!(
+            r("postgres;PostgresMain;PortalRun;pg_sleep;WaitLatch;WaitEventSetWait;epoll_wait"),
+            WaitReason::Sleep
+        );
+        assert_eq!(
+            r("postgres;main;PostmasterMain;AuxiliaryProcessMain;WalWriterMain;WaitLatch;WaitEventSetWait;epoll_wait"),
+            WaitReason::Idle
+        );
+        assert_eq!(
+            r("postgres;PostgresMain;pq_getbyte;secure_read;WaitEventSetWait;epoll_wait"),
+            WaitReason::Poll
+        );
         // posix_spawn's parent, held until its child has run its program.
         assert_eq!(
             r("x;run_helper;__posix_spawn;__spawni;__GI___clone3;__x64_sys_clone3;kernel_clone;wait_for_vfork_done;schedule"),

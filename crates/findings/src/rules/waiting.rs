@@ -78,6 +78,8 @@ fn check_of(f: &Facts, reason: WaitReason, at: &str) -> String {
     let pid = f.pid();
     let s = f.secs_arg();
     match (reason, f.runtime()) {
+        // PostgreSQL's own account of what each backend waits for.
+        (WaitReason::Lock | WaitReason::Io | WaitReason::Sleep | WaitReason::Futex, _) if f.meta.target.comm == "postgres" => "psql -c \"SELECT wait_event_type, wait_event, count(*) FROM pg_stat_activity WHERE state = 'active' GROUP BY 1, 2 ORDER BY 3 DESC\"   # a few times: the backends waiting, by what for (Lock: a row's or a table's lock; LWLock; IO)".into(),
         (WaitReason::Lock, Runtime::Jvm) => format!("jcmd {pid} Thread.print | grep -B2 -A6 'waiting to lock'"),
         (WaitReason::Lock, Runtime::Python) if at.contains("take_gil") => format!("py-spy dump --pid {pid}   # threads waiting in take_gil"),
         (WaitReason::Lock, Runtime::Python) => format!("py-spy dump --pid {pid}   # threads waiting in acquire (a threading.Lock), and the function holding it"),
@@ -1176,6 +1178,16 @@ pub fn programs(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     };
     if kids < 0.05 || kids < 0.25 * own {
+        return Vec::new();
+    }
+    // Children the CPU profile saw as copies of the server more than as programs it ran
+    // are the server itself, forked to serve (a backend per connection), not programs.
+    let ran = f.ran.as_ref().map_or(0.0, |r| r.0);
+    let copies = f
+        .cpu_profile()
+        .and_then(|p| crate::profile::copies_cpu(p, &f.meta.target.pids))
+        .unwrap_or(0.0);
+    if copies > 0.0 && copies >= ran {
         return Vec::new();
     }
     if f.waits().is_some_and(|w| {
