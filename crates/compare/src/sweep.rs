@@ -178,10 +178,10 @@ pub(crate) fn rate_knee(steps: &[Step]) -> Option<usize> {
 }
 
 /// The steps as the saturation rule reads them.
-fn plain(steps: &[Step]) -> Vec<kiln_model::saturation::Step> {
+fn plain(steps: &[Step]) -> Vec<kiln_model::saturation::SweepPoint> {
     steps
         .iter()
-        .map(|s| kiln_model::saturation::Step {
+        .map(|s| kiln_model::saturation::SweepPoint {
             value: s.value,
             throughput: s.achieved.unwrap_or(0.0),
             p50_us: s.p50_us,

@@ -25,14 +25,14 @@ pub struct Outcome {
     /// The connections or producers that drove it (a closed loop).
     pub concurrency: Option<f64>,
     /// Latency: what it measures, median, 99th percentile and mean, µs.
-    pub latency: Option<Latency>,
+    pub latency: Option<WindowLatency>,
     /// Failed operations in the window, and what the load called them.
     pub errors: Option<f64>,
 }
 
 /// A latency over the window.
 #[derive(Clone, Debug, Default)]
-pub struct Latency {
+pub struct WindowLatency {
     /// What it measures (`latency`, `consumer_latency`).
     pub name: String,
     /// Median, µs.
@@ -309,7 +309,7 @@ pub fn count_of(v: &[(f64, f64)]) -> Option<f64> {
 fn outcome(run: &RunData, meta: &RunMeta, w: &Window) -> Outcome {
     let h = &meta.headline;
     let load = run.series.iter().find(|t| t.name == col::LOAD);
-    let latency = kiln_store::window::latency_of(run, w).map(|(name, hist)| Latency {
+    let latency = kiln_store::window::latency_of(run, w).map(|(name, hist)| WindowLatency {
         name,
         p50_us: hist.value_at_quantile(0.5) as f64,
         p99_us: hist.value_at_quantile(0.99) as f64,

@@ -13,7 +13,7 @@
 /// One step: the swept value (a rate, a number of clients), the throughput achieved and
 /// the median latency (µs).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Step {
+pub struct SweepPoint {
     /// The rate asked for, or the clients.
     pub value: f64,
     /// Operations completed per second.
@@ -44,7 +44,7 @@ pub enum Broke {
 }
 
 /// The first step of a rate sweep that broke, and how.
-pub fn rate_break(steps: &[Step]) -> Option<(usize, Broke)> {
+pub fn rate_break(steps: &[SweepPoint]) -> Option<(usize, Broke)> {
     let mut floor = f64::INFINITY;
     for (i, s) in steps.iter().enumerate() {
         if s.throughput < HELD * s.value {
@@ -62,7 +62,7 @@ pub fn rate_break(steps: &[Step]) -> Option<(usize, Broke)> {
 }
 
 /// The first step of a concurrency sweep whose throughput did not follow its clients.
-pub fn concurrency_break(steps: &[Step]) -> Option<(usize, Broke)> {
+pub fn concurrency_break(steps: &[SweepPoint]) -> Option<(usize, Broke)> {
     (1..steps.len()).find_map(|i| {
         let e = exponent(&steps[i - 1], &steps[i])?;
         (e < QUEUED).then_some((i, Broke::Queued(e)))
@@ -70,7 +70,7 @@ pub fn concurrency_break(steps: &[Step]) -> Option<(usize, Broke)> {
 }
 
 /// How throughput grew from `a` to `b` against the clients: e in throughput ∝ clientsᵉ.
-pub fn exponent(a: &Step, b: &Step) -> Option<f64> {
+pub fn exponent(a: &SweepPoint, b: &SweepPoint) -> Option<f64> {
     let n = (b.value / a.value).ln();
     if n.is_nan() || n <= 0.0 || a.throughput <= 0.0 {
         return None;
@@ -82,8 +82,8 @@ pub fn exponent(a: &Step, b: &Step) -> Option<f64> {
 mod tests {
     use super::*;
 
-    fn s(value: f64, throughput: f64, p50_ms: f64) -> Step {
-        Step {
+    fn s(value: f64, throughput: f64, p50_ms: f64) -> SweepPoint {
+        SweepPoint {
             value,
             throughput,
             p50_us: Some(p50_ms * 1000.0),

@@ -71,7 +71,7 @@ pub fn distribution(name: &str, group: usize, h: &Histogram<u64>) -> Distributio
 
 /// Latency percentiles of a window (µs): p50, p99, p99.9, max.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Percentiles {
+pub struct WindowPercentiles {
     /// Median.
     pub p50: f64,
     /// 99th percentile.
@@ -85,8 +85,8 @@ pub struct Percentiles {
 }
 
 /// The percentiles of `h`.
-pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
-    Percentiles {
+pub fn percentiles(h: &Histogram<u64>) -> WindowPercentiles {
+    WindowPercentiles {
         p50: h.value_at_quantile(0.5) as f64,
         p99: h.value_at_quantile(0.99) as f64,
         p999: h.value_at_quantile(0.999) as f64,

@@ -1,7 +1,7 @@
 //! The report of one run: what `web/src/report/` draws (see `data.ts` there for the same
 //! shapes on the page's side).
 use crate::categories::{categorise, frame_categories, CategorySeries};
-use crate::latency::{self, Distribution, Percentiles};
+use crate::latency::{self, Distribution, WindowPercentiles};
 use crate::page::{self, Viewer};
 use crate::{ReportError, ReportOptions};
 use kiln_model::Profile;
@@ -199,9 +199,9 @@ pub(crate) struct SweepPoint {
     pub end: i64,
     /// Operations completed per second in the step.
     pub throughput: Option<f64>,
-    pub latency: Option<Percentiles>,
+    pub latency: Option<WindowPercentiles>,
     /// Latency from the intended send time, when the rate was fixed.
-    pub intended: Option<Percentiles>,
+    pub intended: Option<WindowPercentiles>,
     /// Target CPU, % of one CPU (mean of the step's seconds).
     pub target_cpu: Option<f64>,
 }

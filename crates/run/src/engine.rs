@@ -71,7 +71,7 @@ fn convert(t: &Tick, schema: &Schema, completed: CounterId) -> LoadTick {
         .latencies
         .iter()
         .zip(&t.histograms)
-        .filter_map(|(l, h)| crate::Latency::encode(l.name.as_ref(), h.as_ref()?))
+        .filter_map(|(l, h)| crate::EncodedLatency::encode(l.name.as_ref(), h.as_ref()?))
         .collect();
     LoadTick {
         end_ns: t.end_mono_ns,

@@ -311,7 +311,9 @@ mod tests {
         LoadTick {
             end_ns,
             interval_s: 1.0,
-            latency: crate::Latency::encode("consumer", &h).into_iter().collect(),
+            latency: crate::EncodedLatency::encode("consumer", &h)
+                .into_iter()
+                .collect(),
             ..Default::default()
         }
     }
@@ -418,7 +420,7 @@ mod tests {
                     value: Some((end_ns % 97) as f64),
                 },
             ],
-            latency: crate::Latency::encode("consumer_latency", &h)
+            latency: crate::EncodedLatency::encode("consumer_latency", &h)
                 .into_iter()
                 .collect(),
         }

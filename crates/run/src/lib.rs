@@ -137,14 +137,14 @@ pub struct LoadTick {
     pub values: Vec<Value>,
     /// The second's latency histograms (µs), the headline one first, each holding a
     /// value; merged exactly over a window.
-    pub latency: Vec<Latency>,
+    pub latency: Vec<EncodedLatency>,
 }
 
 /// One latency histogram of a second (µs), encoded once as the run store and the agents'
 /// wire carry it (HdrHistogram's V2 with Deflate: a few hundred bytes instead of the
 /// ~190 KB of a decoded histogram, so an hour-long run stays small).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Latency {
+pub struct EncodedLatency {
     /// Its name (`consumer_latency`, `request`).
     pub name: String,
     /// The encoded histogram; on the agents' wire it travels as the frame's blob, not in
@@ -153,28 +153,28 @@ pub struct Latency {
 }
 
 /// In a message, a histogram is its name (its bytes are the frame's blob).
-impl Serialize for Latency {
+impl Serialize for EncodedLatency {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.name)
     }
 }
 
-impl<'de> Deserialize<'de> for Latency {
+impl<'de> Deserialize<'de> for EncodedLatency {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Latency {
+        Ok(EncodedLatency {
             name: String::deserialize(d)?,
             data: Vec::new(),
         })
     }
 }
 
-impl Latency {
+impl EncodedLatency {
     /// `h` encoded under `name`; `None` when it holds no value or cannot be encoded.
     pub fn encode(name: impl Into<String>, h: &hdrhistogram::Histogram<u64>) -> Option<Self> {
         if h.is_empty() {
             return None;
         }
-        Some(Latency {
+        Some(EncodedLatency {
             name: name.into(),
             data: kiln_hdr::encode_histogram(h).ok()?,
         })

@@ -118,7 +118,7 @@ pub enum Order {
 
 /// One run of the experiment: its round (1-based) and the variant's index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Step {
+pub struct Turn {
     /// The round.
     pub round: u32,
     /// Index into the experiment's variants.
@@ -194,13 +194,13 @@ impl Experiment {
     }
 
     /// Every run in the order they are made.
-    pub fn steps(&self) -> Vec<Step> {
+    pub fn steps(&self) -> Vec<Turn> {
         schedule(self.variants.len(), self.rounds, self.order)
     }
 }
 
 /// The runs of `variants` variants over `rounds` rounds, in order.
-pub fn schedule(variants: usize, rounds: u32, order: Order) -> Vec<Step> {
+pub fn schedule(variants: usize, rounds: u32, order: Order) -> Vec<Turn> {
     let mut rng = match order {
         Order::Random(seed) => Some(SplitMix(seed)),
         Order::Abba => None,
@@ -219,7 +219,7 @@ pub fn schedule(variants: usize, rounds: u32, order: Order) -> Vec<Step> {
                 }
             }
         }
-        steps.extend(idx.into_iter().map(|variant| Step { round, variant }));
+        steps.extend(idx.into_iter().map(|variant| Turn { round, variant }));
     }
     steps
 }
@@ -381,7 +381,7 @@ fn signal_name(sig: i32) -> String {
 mod tests {
     use super::*;
 
-    fn order(steps: &[Step]) -> Vec<(u32, usize)> {
+    fn order(steps: &[Turn]) -> Vec<(u32, usize)> {
         steps.iter().map(|s| (s.round, s.variant)).collect()
     }
 

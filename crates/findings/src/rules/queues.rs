@@ -1017,7 +1017,7 @@ fn find_slow_runs(f: &Facts) -> Option<LoopRuns> {
 /// The runs of one function (see [`LoopRuns`]) on the threads given, the slowest
 /// operations' length; `tid` is the thread with the most of them.
 fn long_runs(
-    lat: &crate::facts::Latency,
+    lat: &crate::facts::WindowLatency,
     cpu: &kiln_model::Profile,
     offcpu: Option<&kiln_model::Profile>,
     tids: &[u32],

@@ -7,7 +7,7 @@ use kiln_store::Window;
 
 /// One step's figures.
 #[derive(Clone, Debug)]
-pub struct Step {
+pub struct StepFigures {
     /// The window.
     pub window: Window,
     /// The swept value (the rate, the connections).
@@ -19,7 +19,7 @@ pub struct Step {
 }
 
 /// The steps of a sweep, in order, and what it swept (`rate`, `connections`).
-pub fn steps(f: &Facts) -> Option<(String, Vec<Step>)> {
+pub fn steps(f: &Facts) -> Option<(String, Vec<StepFigures>)> {
     let run = &f.run;
     let mut param = None;
     let mut out = Vec::new();
@@ -32,7 +32,7 @@ pub fn steps(f: &Facts) -> Option<(String, Vec<Step>)> {
         };
         param.get_or_insert_with(|| p.to_string());
         let view = window_view(run, w);
-        out.push(Step {
+        out.push(StepFigures {
             window: w.clone(),
             value,
             throughput: view.headline.throughput.unwrap_or(0.0),
@@ -43,11 +43,11 @@ pub fn steps(f: &Facts) -> Option<(String, Vec<Step>)> {
 }
 
 /// The step where the outcome broke ([`kiln_model::saturation`]), and in words how.
-pub fn break_step(param: &str, steps: &[Step]) -> Option<(usize, String)> {
+pub fn break_step(param: &str, steps: &[StepFigures]) -> Option<(usize, String)> {
     use kiln_model::saturation::{concurrency_break, rate_break, Broke};
-    let plain: Vec<kiln_model::saturation::Step> = steps
+    let plain: Vec<kiln_model::saturation::SweepPoint> = steps
         .iter()
-        .map(|s| kiln_model::saturation::Step {
+        .map(|s| kiln_model::saturation::SweepPoint {
             value: s.value,
             throughput: s.throughput,
             p50_us: s.p50_us,
@@ -168,8 +168,8 @@ pub fn knee(f: &Facts) -> Vec<Finding> {
 mod tests {
     use super::*;
 
-    fn step(value: f64, throughput: f64, p50_ms: f64) -> Step {
-        Step {
+    fn step(value: f64, throughput: f64, p50_ms: f64) -> StepFigures {
+        StepFigures {
             window: Window {
                 name: format!("x={value}"),
                 start_ns: 0,

@@ -6,7 +6,7 @@ use super::merge::{merged_report, run_histograms, AgentReport, Merger};
 use super::wire::{FromAgent, RecordRequest, ToAgent, WireOutcome, WireRecorded};
 use super::{HostSpec, RemoteOptions, SshConfig};
 use crate::headline;
-use crate::{Latency, LoadEvents, LoadOutcome, LoadTick, RunOptions, Workload};
+use crate::{EncodedLatency, LoadEvents, LoadOutcome, LoadTick, RunOptions, Workload};
 use kiln_model::{Label, LabelSetId, LabelValue, Profile};
 use kiln_os::stop::Stop;
 use kiln_store::{HostInfo, LoadInfo, SeriesTable, TargetInfo, Window};
@@ -365,7 +365,7 @@ fn to_tick(mut t: LoadTick, blobs: Vec<Vec<u8>>, map: &ClockMap) -> (LoadTick, u
     t.latency = std::mem::take(&mut t.latency)
         .into_iter()
         .zip(blobs)
-        .map(|(l, data)| Latency { data, ..l })
+        .map(|(l, data)| EncodedLatency { data, ..l })
         .filter(|l| l.decode().is_some())
         .collect();
     t.end_ns = map.to_local(t.end_ns);

@@ -12,7 +12,7 @@
 //! percentiles taken from the merged histogram, never averaged. A second is released once
 //! every agent still running has reported it or a later one, so no agent's part is left out
 //! and none is counted twice.
-use crate::{Latency, LoadTick, Value, ValueKind};
+use crate::{EncodedLatency, LoadTick, Value, ValueKind};
 use hdrhistogram::Histogram;
 use kiln_loadgen::Percentiles;
 use std::collections::BTreeMap;
@@ -95,7 +95,8 @@ pub(crate) fn split(origin: u64, t: LoadTick) -> Vec<(i64, LoadTick)> {
                     *x = v;
                 }
             }
-            part.latency.extend(Latency::encode(name.clone(), &h));
+            part.latency
+                .extend(EncodedLatency::encode(name.clone(), &h));
         }
     }
     for part in &mut parts {
@@ -346,7 +347,7 @@ fn combine(parts: Vec<LoadTick>, consecutive: bool) -> LoadTick {
         values,
         latency: latency
             .iter()
-            .filter_map(|(n, h)| Latency::encode(n.clone(), h))
+            .filter_map(|(n, h)| EncodedLatency::encode(n.clone(), h))
             .collect(),
     }
 }
@@ -546,7 +547,7 @@ mod tests {
             completed: Some(completed),
             sent: Some(completed),
             values,
-            latency: Latency::encode("consumer_latency", &h)
+            latency: crate::EncodedLatency::encode("consumer_latency", &h)
                 .into_iter()
                 .collect(),
         }
