@@ -168,6 +168,44 @@ rmqctl() {
     /usr/lib/rabbitmq/bin/rabbitmqctl -n kilnbench@localhost "$@"
 }
 
+# start_postgres : a private PostgreSQL (Debian's package) on a free port of 127.0.0.1,
+# stopped (a fast shutdown) when the case ends; sets SERVER_PID (the postmaster) and
+# SERVER_PORT, and defines `pg ARGS…` (psql on it).
+start_postgres() {
+  local bin=/usr/lib/postgresql/15/bin dir=$WORK/pg
+  [ -x "$bin/postgres" ] || { say "PostgreSQL 15 is not installed (scripts/install-deps.sh)"; exit 1; }
+  mkdir -p "$dir"
+  chown postgres "$dir" "$WORK"
+  runuser -u postgres -- "$bin/initdb" -D "$dir/data" -U kiln --auth=trust > "$WORK/initdb.out" 2>&1 ||
+    { say "initdb failed: $(tail -3 "$WORK/initdb.out")"; exit 1; }
+  SERVER_PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  runuser -u postgres -- "$bin/postgres" -D "$dir/data" -p "$SERVER_PORT" -k "$dir" \
+    -c listen_addresses=127.0.0.1 -c max_connections=40 > "$WORK/postgres.log" 2>&1 &
+  _PIDS+=("$!")
+  pg() { psql -X -q -h 127.0.0.1 -p "$SERVER_PORT" -U kiln -d postgres "$@"; }
+  local i
+  for i in $(seq 600); do pg -c 'select 1' > /dev/null 2>&1 && break; sleep 0.05; done
+  # The postmaster (runuser's child): the target.
+  SERVER_PID=$(head -1 "$dir/data/postmaster.pid" 2> /dev/null)
+  [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" || { say "PostgreSQL did not start: $(tail -3 "$WORK/postgres.log")"; exit 1; }
+  case_cleanup() { kill -INT "$SERVER_PID" 2> /dev/null || true; }
+}
+
+# pg_activity_window : the case's oracle_window: PostgreSQL's own account of what its
+# backends wait for, pg_stat_activity every 100 ms through the window, in
+# $WORK/activity.txt (oracle_lib.pg_activity reads it back).
+pg_activity_window() {
+  oracle_window() {
+    local t1
+    t1=$(cat "$WORK/t1")
+    while [ "$(mono)" -lt "$t1" ]; do
+      echo "@t $(mono)"
+      pg -A -t -c "select backend_type, state, coalesce(wait_event_type, '-'), coalesce(wait_event, '-') from pg_stat_activity where pid <> pg_backend_pid()"
+      sleep 0.1
+    done > "$WORK/activity.txt"
+  }
+}
+
 # warm_up URL SECONDS : a few seconds of requests before kiln starts (wrk, 4 connections),
 # so that a JIT compiler has compiled the handler: the server is measured in its steady state.
 warm_up() { wrk -t1 -c4 -d"$2"s "$1" > "$WORK/warm-up.out" 2>&1 || say "warm-up: $(tail -1 "$WORK/warm-up.out")"; }

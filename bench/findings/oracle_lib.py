@@ -96,13 +96,18 @@ def sample_proc(pid, port=None):
     s["rss_kb"] = int(f[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
     # The CPU of the children it waited for (cutime + cstime), clock ticks.
     s["children_ticks"] = int(f[13]) + int(f[14])
-    io = _read(f"/proc/{pid}/io") or ""
-    for line in io.splitlines():
-        k, _, v = line.partition(":")
-        if k in ("read_bytes", "write_bytes", "syscr", "syscw"):
-            s[k] = int(v)
+    # Storage bytes by process: the target's and its copies' (PostgreSQL's backends
+    # write the WAL), compared between samples for the processes in both.
+    s["io"] = {}
+    copies = copies_of(pid)
+    for p in [pid] + copies:
+        io = _read(f"/proc/{p}/io") or ""
+        for line in io.splitlines():
+            k, _, v = line.partition(":")
+            if k in ("read_bytes", "write_bytes", "syscr", "syscw"):
+                s["io"].setdefault(str(p), {})[k] = int(v)
     tasks = []
-    for p in [pid] + copies_of(pid):
+    for p in [pid] + copies:
         try:
             tasks += [(p, tid) for tid in os.listdir(f"/proc/{p}/task")]
         except OSError:
@@ -228,9 +233,11 @@ def proc_figures(samples, t0, t1):
         f["children_cpu_pct"] = round(100 * (b["children_ticks"] - a["children_ticks"]) / hz / dt, 1)
     if "forks" in a and "forks" in b:
         f["machine_forks_per_s"] = round((b["forks"] - a["forks"]) / dt, 1)
-    if "read_bytes" in a and "read_bytes" in b:
-        f["disk_read_mb_per_s"] = round((b["read_bytes"] - a["read_bytes"]) / 1048576 / dt, 3)
-        f["disk_write_mb_per_s"] = round((b["write_bytes"] - a["write_bytes"]) / 1048576 / dt, 3)
+    both = [p for p in a.get("io", {}) if p in b.get("io", {}) and "read_bytes" in a["io"][p] and "read_bytes" in b["io"][p]]
+    if both:
+        moved = lambda k: sum(b["io"][p][k] - a["io"][p][k] for p in both)
+        f["disk_read_mb_per_s"] = round(moved("read_bytes") / 1048576 / dt, 3)
+        f["disk_write_mb_per_s"] = round(moved("write_bytes") / 1048576 / dt, 3)
     qs = [s["listen_recvq"] for s in samples if "listen_recvq" in s and t0 <= s["t"] <= t1]
     if qs:
         f["accept_queue_max"] = max(qs)
@@ -373,6 +380,22 @@ def window_json(work, name="stats"):
 
 
 # ---- writing the oracle's output --------------------------------------------------------
+
+def pg_activity(work, t0, t1):
+    """lib.sh's pg_activity_window samples inside [t0, t1]: their count, and the client
+    backends' rows over all of them, as (state, wait_event_type, wait_event)."""
+    snaps, cur = [], None
+    for line in open(os.path.join(work, "activity.txt")):
+        line = line.rstrip("\n")
+        if line.startswith("@t "):
+            cur = (int(line[3:]), [])
+            snaps.append(cur)
+        elif line and cur is not None:
+            cur[1].append(line.split("|"))
+    snaps = [s for s in snaps if t0 <= s[0] <= t1]
+    rows = [tuple(r[1:4]) for _, rs in snaps for r in rs if len(r) >= 4 and r[0] == "client backend"]
+    return len(snaps), rows
+
 
 def write_oracle(out_dir, text, figures):
     with open(os.path.join(out_dir, "oracle.txt"), "w") as f:

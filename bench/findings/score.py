@@ -100,9 +100,14 @@ def contradictions(f, expect, oracle, proc, cmdline):
     agree = expect.get("agree")
     pct = num((f.get("explains") or {}).get("pct"))
     if agree and f is not None and cls == expect.get("class") and pct is not None:
-        o = num(oracle.get(agree["figure"]))
-        if o is not None and abs(pct - o) > 2 * agree["within"]:
-            out.append(f"explains {pct}%, the oracle's {agree['figure']} is {o} (more than twice the {agree['within']}-point tolerance apart)")
+        # One figure, or several accounts of the same cause (the time inside the disk's
+        # calls; the time queued for the threads making them): the claim must agree with
+        # one of them.
+        names = agree["figure"] if isinstance(agree["figure"], list) else [agree["figure"]]
+        seen = [(k, num(oracle.get(k))) for k in names if num(oracle.get(k)) is not None]
+        if seen and all(abs(pct - o) > 2 * agree["within"] for _, o in seen):
+            said = ", ".join(f"{k} is {o}" for k, o in seen)
+            out.append(f"explains {pct}%, the oracle's {said} (more than twice the {agree['within']}-point tolerance apart)")
     advice = " ".join(str(x) for x in (claim, f.get("advice", "")) if x)
     for flag in ADVICE.findall(advice):
         flag = flag.strip()
@@ -169,8 +174,9 @@ def main(dirs):
         for c in r["contradicted"]:
             print(f"   contradicted: {c}")
         key = r["expect"].get("agree", {}).get("figure")
-        figs = {k: r["oracle"][k] for k in [key] if k and k in r["oracle"]}
-        figs.update({k: v for k, v in r["oracle"].items() if k != key})
+        keys = key if isinstance(key, list) else [key]
+        figs = {k: r["oracle"][k] for k in keys if k and k in r["oracle"]}
+        figs.update({k: v for k, v in r["oracle"].items() if k not in keys})
         print(f"   oracle: {short(figs, 5)}")
         p = r["proc"]
         if p:

@@ -167,6 +167,18 @@ impl<'a> Facts<'a> {
         self.run.profiles.iter().find(|p| p.event.name == name)
     }
 
+    /// Whether the server's children are copies of itself more than programs it ran,
+    /// by the CPU profile: the server forked to serve (a backend per connection), and
+    /// their CPU in its count of its children's is its own.
+    pub fn children_are_copies(&self) -> bool {
+        let ran = self.ran.as_ref().map_or(0.0, |r| r.0);
+        let copies = self
+            .cpu_profile()
+            .and_then(|p| crate::profile::copies_cpu(p, &self.meta.target.pids))
+            .unwrap_or(0.0);
+        copies > 0.0 && copies >= ran
+    }
+
     /// The CPU profile (cpu-clock or task-clock).
     pub fn cpu_profile(&self) -> Option<&Profile> {
         self.run

@@ -150,8 +150,34 @@ fn site_of_stack(
                 .last()
                 .filter(|n| !n.starts_with('['))
                 .map(|n| said_as(n));
+            // (A file call's name only: a commit waiting on the WAL's lock while another
+            // syncs it is said at the lock, not at the futex under it.)
+            let file_call = |l: &str| {
+                let l = l.trim_start_matches('_');
+                [
+                    "fsync",
+                    "fdatasync",
+                    "sync_file_range",
+                    "pread",
+                    "pwrite",
+                    "read",
+                    "write",
+                ]
+                .iter()
+                .any(|c| {
+                    l == *c
+                        || l.strip_prefix(c).is_some_and(|r| {
+                            r.starts_with(|x: char| x.is_ascii_digit() || x == 'v')
+                        })
+                })
+            };
             let called = match leaf {
-                Some(l) if reason == WaitReason::Io && !called.is_empty() && l != called => {
+                Some(l)
+                    if reason == WaitReason::Io
+                        && !called.is_empty()
+                        && l != called
+                        && file_call(l) =>
+                {
                     format!("{l} in {called}")
                 }
                 _ => called,

@@ -168,16 +168,18 @@ const CHILD: &[&str] = &[
 /// Calls that wait for a kind of thing whatever their own wait is made of: a database's
 /// lock manager sleeps on a latch (PostgreSQL's `ProcSleep` polls its latch's
 /// descriptors; its lightweight locks wait on a semaphore), a sleep function on a latch or
-/// `select`. The wait under the nearest of them to the leaf is of its kind.
+/// `select`. A wait anywhere under one of them is of its kind, the first row that holds
+/// deciding: a commit flushing the WAL waits for the disk, in its own fsync or for the
+/// lock of the backend doing it (`XLogFlush` → `LWLockAcquireOrWait`, group commit).
 const WAITS_UNDER: &[(WaitReason, &str)] = &[
     (
-        WaitReason::Lock,
-        r"^(ProcSleep|LockAcquire\w*|XactLockTableWait|LockTuple|WaitOnLock|LWLockAcquire\w*|LWLockWaitForVar|LockBufferForCleanup|SyncRepWaitForLSN)$",
+        WaitReason::Io,
+        r"^(XLogFlush|issue_xlog_fsync|pg_fsync\w*|pg_fdatasync|FileSync)$",
     ),
     (WaitReason::Sleep, r"^(pg_sleep|pg_usleep)$"),
     (
-        WaitReason::Io,
-        r"^(issue_xlog_fsync|pg_fsync\w*|pg_fdatasync|FileSync)$",
+        WaitReason::Lock,
+        r"^(ProcSleep|LockAcquire\w*|XactLockTableWait|LockTuple|WaitOnLock|LWLockAcquire\w*|LWLockWaitForVar|LockBufferForCleanup|SyncRepWaitForLSN)$",
     ),
 ];
 
@@ -259,8 +261,8 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
         return WaitReason::Child;
     }
     // A wait under a call that waits for a kind of thing is of its kind.
-    for f in names.iter().rev() {
-        if let Some((r, _)) = c.under.iter().find(|(_, re)| re.is_match(f)) {
+    for (r, re) in &c.under {
+        if names.iter().any(|f| re.is_match(f)) {
             return *r;
         }
     }
@@ -796,6 +798,11 @@ mod tests {
         assert_eq!(
             r("postgres;PostgresMain;PortalRun;pg_sleep;WaitLatch;WaitEventSetWait;epoll_wait"),
             WaitReason::Sleep
+        );
+        // A commit waiting for another backend's WAL flush (group commit): the disk.
+        assert_eq!(
+            r("postgres;PostgresMain;CommitTransaction;RecordTransactionCommit;XLogFlush;LWLockAcquireOrWait;PGSemaphoreLock;__new_sem_wait_slow64;futex_wait"),
+            WaitReason::Io
         );
         assert_eq!(
             r("postgres;main;PostmasterMain;AuxiliaryProcessMain;WalWriterMain;WaitLatch;WaitEventSetWait;epoll_wait"),

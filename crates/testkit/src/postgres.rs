@@ -46,6 +46,9 @@ pub struct Postgres {
     reaper: Option<Reaper>,
     /// The unprivileged user and group to run as when we are root.
     ids: Option<(u32, u32)>,
+    /// Whether it syncs its writes to the disk (PostgreSQL's default; off for the tests
+    /// that only need a database).
+    durable: bool,
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -69,9 +72,19 @@ fn user_ids(name: &str) -> Option<(u32, u32)> {
 }
 
 impl Postgres {
-    /// Initialises a database cluster and starts the server; waits until it accepts
-    /// connections.
+    /// Initialises a database cluster and starts the server (`fsync` off: nothing a test
+    /// writes needs to survive a crash); waits until it accepts connections.
     pub fn start() -> Result<Self, Error> {
+        Self::start_as(false)
+    }
+
+    /// [`Postgres::start`], syncing its writes as PostgreSQL does by default (`fsync`,
+    /// `synchronous_commit` on): each commit waits for the WAL to reach the disk.
+    pub fn start_durable() -> Result<Self, Error> {
+        Self::start_as(true)
+    }
+
+    fn start_as(durable: bool) -> Result<Self, Error> {
         if !postgres_installed() {
             return Err(Error::NotInstalled {
                 program: format!("{POSTGRES_BIN}/postgres"),
@@ -106,6 +119,7 @@ impl Postgres {
             child: None,
             reaper: None,
             ids,
+            durable,
         };
         let out = me
             .command("initdb")
@@ -189,7 +203,13 @@ impl Postgres {
                 "unix_socket_directories={}",
                 self.dir.path().display()
             ))
-            .args(["-c", "fsync=off", "-c", "max_connections=50"])
+            .arg("-c")
+            .arg(if self.durable {
+                "fsync=on"
+            } else {
+                "fsync=off"
+            })
+            .args(["-c", "max_connections=50"])
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2)

@@ -880,7 +880,11 @@ pub fn takers(f: &Facts) -> Vec<String> {
     if let Some(k) = f.cpus.load_command.filter(|k| *k >= 0.05) {
         v.push(("the load command".into(), k));
     }
-    if let Some(k) = f.cpus.children.filter(|k| *k >= 0.05) {
+    if let Some(k) = f
+        .cpus
+        .children
+        .filter(|k| *k >= 0.05 && !f.children_are_copies())
+    {
         v.push((
             "the programs the server ran (its child processes)".into(),
             k,

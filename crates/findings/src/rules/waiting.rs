@@ -1180,14 +1180,7 @@ pub fn programs(f: &Facts) -> Vec<Finding> {
     if kids < 0.05 || kids < 0.25 * own {
         return Vec::new();
     }
-    // Children the CPU profile saw as copies of the server more than as programs it ran
-    // are the server itself, forked to serve (a backend per connection), not programs.
-    let ran = f.ran.as_ref().map_or(0.0, |r| r.0);
-    let copies = f
-        .cpu_profile()
-        .and_then(|p| crate::profile::copies_cpu(p, &f.meta.target.pids))
-        .unwrap_or(0.0);
-    if copies > 0.0 && copies >= ran {
+    if f.children_are_copies() {
         return Vec::new();
     }
     if f.waits().is_some_and(|w| {
