@@ -397,6 +397,18 @@ def pg_activity(work, t0, t1):
     return len(snaps), rows
 
 
+def pg_shares(work, t0, t1, **preds):
+    """The share (%) of the client backends' samples each predicate of `preds` holds for
+    (a row: state, wait_event_type, wait_event), with `samples` and
+    `client_backends_mean`."""
+    n_snaps, rows = pg_activity(work, t0, t1)
+    n = len(rows)
+    f = {"samples": n_snaps, "client_backends_mean": round(n / n_snaps, 1) if n_snaps else None}
+    for name, pred in preds.items():
+        f[name] = round(100 * sum(1 for r in rows if pred(r)) / n, 1) if n else None
+    return f
+
+
 def write_oracle(out_dir, text, figures):
     with open(os.path.join(out_dir, "oracle.txt"), "w") as f:
         f.write(text if text.endswith("\n") else text + "\n")

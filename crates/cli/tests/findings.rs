@@ -3097,7 +3097,17 @@ struct Pgbench {
 }
 
 impl Pgbench {
-    fn run(name: &str, durable: bool, setup: &[&str], script: &str, clients: u32) -> Pgbench {
+    /// `None` (the test skipped, saying so) where PostgreSQL is not installed.
+    fn run(
+        name: &str,
+        durable: bool,
+        setup: &[&str],
+        script: &str,
+        clients: u32,
+    ) -> Option<Pgbench> {
+        if !kiln_testkit::have_postgres() {
+            return None;
+        }
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let pg = if durable {
@@ -3165,7 +3175,7 @@ impl Pgbench {
             !found.iter().any(|f| f.0 == "child-processes"),
             "the backends were said to be programs the server ran:\n{text}"
         );
-        Pgbench { text, found, waits }
+        Some(Pgbench { text, found, waits })
     }
 
     /// The share of the backends' samples (%) whose wait event `pred` holds for.
@@ -3184,16 +3194,15 @@ impl Pgbench {
 /// pg_stat_activity gives over the same seconds.
 #[test]
 fn a_database_whose_clients_queue_for_a_row_lock_is_said_to() {
-    if !kiln_testkit::have_postgres() {
-        return;
-    }
-    let r = Pgbench::run(
+    let Some(r) = Pgbench::run(
         "rowlock",
         false,
         &["create table hot(id int primary key, n bigint); insert into hot values (1, 0), (2, 0)"],
         "BEGIN;\nUPDATE hot SET n = n + 1 WHERE id = 1;\nSELECT pg_sleep(0.002);\nCOMMIT;\n",
         16,
-    );
+    ) else {
+        return;
+    };
     let by_pg = r.share(|w| w.starts_with("Lock:"));
     println!(
         "{}\npg_stat_activity: {by_pg:.0}% of the client backends' samples waiting for a Lock",
@@ -3224,16 +3233,15 @@ fn a_database_whose_clients_queue_for_a_row_lock_is_said_to() {
 /// pg_stat_activity gives (WALWrite, WALSync) over the same seconds.
 #[test]
 fn a_database_whose_commits_wait_for_the_wal_to_reach_the_disk_is_said_to() {
-    if !kiln_testkit::have_postgres() {
-        return;
-    }
-    let r = Pgbench::run(
+    let Some(r) = Pgbench::run(
         "walsync",
         true,
         &["create table journal(id bigserial primary key, entry text)"],
         "INSERT INTO journal(entry) VALUES (repeat('x', 50));\n",
         8,
-    );
+    ) else {
+        return;
+    };
     let by_pg = r.share(|w| w == "LWLock:WALWrite" || w == "IO:WALSync");
     println!("{}\npg_stat_activity: {by_pg:.0}% of the client backends' samples waiting for the WAL's lock or its sync", r.text);
     let disk = named(&r.found, "disk-io").unwrap_or_else(|| panic!("no disk finding:\n{}", r.text));

@@ -20,18 +20,12 @@ SQL
 pg_activity_window
 oracle_end() {
   oracle_py << 'PY'
-n_snaps, rows = pg_activity(WORK, T0, T1)
-n = len(rows)
-pct = lambda k: round(100 * sum(1 for r in rows if k(r)) / n, 1) if n else None
-f = {
-    "samples": n_snaps,
-    "client_backends_mean": round(n / n_snaps, 1) if n_snaps else None,
-    "lock_wait_pct_of_backend_time": pct(lambda r: r[1] == "Lock"),
-    "pg_sleep_pct_of_backend_time": pct(lambda r: r[2] == "PgSleep"),
-    "idle_in_transaction_pct": pct(lambda r: r[0].startswith("idle in transaction")),
-    "target_cpu_pct": PROC.get("target_cpu_pct"),
-}
-text = (f"pg_stat_activity, {n_snaps} samples inside the window, {f['client_backends_mean']} client backends on average:\n"
+f = pg_shares(WORK, T0, T1,
+              lock_wait_pct_of_backend_time=lambda r: r[1] == "Lock",
+              pg_sleep_pct_of_backend_time=lambda r: r[2] == "PgSleep",
+              idle_in_transaction_pct=lambda r: r[0].startswith("idle in transaction"))
+f["target_cpu_pct"] = PROC.get("target_cpu_pct")
+text = (f"pg_stat_activity, {f['samples']} samples inside the window, {f['client_backends_mean']} client backends on average:\n"
         f"  waiting for a lock (wait_event_type Lock) {f['lock_wait_pct_of_backend_time']}% of the samples, "
         f"in pg_sleep {f['pg_sleep_pct_of_backend_time']}%, idle in transaction {f['idle_in_transaction_pct']}%\n")
 oracle(text, f)

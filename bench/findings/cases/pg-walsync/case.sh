@@ -15,18 +15,12 @@ echo "INSERT INTO journal(entry) VALUES (repeat('x', 50));" > "$WORK/insert.sql"
 pg_activity_window
 oracle_end() {
   oracle_py << 'PY'
-n_snaps, rows = pg_activity(WORK, T0, T1)
-n = len(rows)
-pct = lambda k: round(100 * sum(1 for r in rows if k(r)) / n, 1) if n else None
-f = {
-    "samples": n_snaps,
-    "client_backends_mean": round(n / n_snaps, 1) if n_snaps else None,
-    "wal_wait_pct_of_backend_time": pct(lambda r: r[2] in ("WALWrite", "WALSync", "WALWriteLock")),
-    "wal_sync_pct_of_backend_time": pct(lambda r: r[2] == "WALSync"),
-    "client_read_pct": pct(lambda r: r[2] == "ClientRead"),
-    "target_cpu_pct": PROC.get("target_cpu_pct"),
-}
-text = (f"pg_stat_activity, {n_snaps} samples inside the window, {f['client_backends_mean']} client backends on average:\n"
+f = pg_shares(WORK, T0, T1,
+              wal_wait_pct_of_backend_time=lambda r: r[2] in ("WALWrite", "WALSync", "WALWriteLock"),
+              wal_sync_pct_of_backend_time=lambda r: r[2] == "WALSync",
+              client_read_pct=lambda r: r[2] == "ClientRead")
+f["target_cpu_pct"] = PROC.get("target_cpu_pct")
+text = (f"pg_stat_activity, {f['samples']} samples inside the window, {f['client_backends_mean']} client backends on average:\n"
         f"  waiting for the WAL's write lock or its sync {f['wal_wait_pct_of_backend_time']}% of the samples "
         f"(in the sync itself {f['wal_sync_pct_of_backend_time']}%), reading from the client {f['client_read_pct']}%\n")
 oracle(text, f)
