@@ -328,11 +328,20 @@ fn runs_cut_short_are_stored_and_marked() {
     let t = Started::new(&exe, &["10"]);
     kiln(&store)
         .args(["run", "--name", "load-fails", "-d", "60", "-p", &t.pid()])
-        .args(["exec", "--", "sh", "-c", "sleep 1; exit 7"])
+        .args([
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "sleep 1; echo starting; echo 'no such table: big' >&2; exit 7",
+        ])
         .timeout(Duration::from_secs(120))
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("exited with status 7"));
+        // Why, in its own words.
+        .stdout(predicate::str::contains(
+            "exited with status 7, saying: no such table: big",
+        ));
     // Ctrl-C.
     let bin = kiln_testkit::kiln_bin();
     let child = std::process::Command::new(&bin)

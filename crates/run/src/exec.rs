@@ -76,6 +76,36 @@ fn collected(outputs: [(&str, Option<Capture>); 2]) -> (Vec<Attachment>, Vec<Str
     (attachments, notes)
 }
 
+/// The last lines (at most 3, 400 characters) a stream of the load command carried, on
+/// one line, control characters escaped; `None` when it wrote nothing.
+fn last_words(attachments: &[Attachment], name: &str) -> Option<String> {
+    let a = attachments.iter().find(|a| a.name == name)?;
+    let text = String::from_utf8_lossy(&a.data);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let last = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if last.is_empty() {
+        return None;
+    }
+    let mut out: String = last.escape_debug().collect();
+    if out.chars().count() > 400 {
+        out = format!(
+            "…{}",
+            out.chars()
+                .rev()
+                .take(400)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<String>()
+        );
+    }
+    Some(out)
+}
+
 /// Why the load command's end is a failure: none when kiln stopped it or it exited 0.
 fn failure(
     shown: &str,
@@ -176,7 +206,16 @@ impl Workload for ExecLoad {
         let (attachments, notes) = collected([("load.stdout", out), ("load.stderr", err)]);
         let code = status.and_then(|s| s.code());
         let signal = status.and_then(|s| s.signal());
-        let failure = failure(&shown, stopped_by_us, code, signal);
+        // What it said last, with the failure: why it failed is in its own words.
+        let failure = failure(&shown, stopped_by_us, code, signal).map(|f| {
+            match ["load.stderr", "load.stdout"]
+                .iter()
+                .find_map(|n| last_words(&attachments, n))
+            {
+                Some(w) => format!("{f}, saying: {w}"),
+                None => f,
+            }
+        });
         let stdout = attachments
             .iter()
             .find(|a| a.name == "load.stdout")
