@@ -108,6 +108,15 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
     if per_op.is_some_and(|x| x <= 64.0) && !super::load::connections(f).is_empty() {
         return Vec::new();
     }
+    // Churn faults in anonymous memory (zeroed pages: `do_anonymous_page`). Faults that
+    // map pages a process shares (a file's, a shared memory segment's:
+    // `filemap_map_pages`, `shmem_fault`) or copy them on a write after a fork
+    // (`do_wp_page`) are new processes touching memory the first time (a forking
+    // server's backends in its shared buffers), not memory given back and taken again.
+    let kinds = fault_kinds(p);
+    if kinds.0 + kinds.1 > 0 && (kinds.0 as f64) < 0.5 * (kinds.0 + kinds.1) as f64 {
+        return Vec::new();
+    }
     // Memory that grows is faulted in once: that is growth, not churn.
     let rss = f.values(col::TARGET, col::RSS);
     if let (Some(m), Some(&(a, _)), Some(&(b, _))) = (minor, rss.first(), rss.last()) {
@@ -172,6 +181,36 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
             f.pid(),
             f.secs_arg()
         ))]
+}
+
+/// The CPU profile's page-fault samples by kind: (anonymous memory zeroed,
+/// shared or copied pages: a file's or shared memory's pages mapped, a page copied on
+/// write after a fork).
+fn fault_kinds(p: &kiln_model::Profile) -> (u128, u128) {
+    let kind = |name: &[u8]| match name {
+        b"do_anonymous_page" => Some(true),
+        b"filemap_map_pages" | b"do_read_fault" | b"do_shared_fault" | b"shmem_fault"
+        | b"filemap_fault" | b"do_wp_page" | b"wp_page_copy" | b"do_cow_fault" => Some(false),
+        _ => None,
+    };
+    let mut of_stack: std::collections::HashMap<kiln_model::StackId, Option<bool>> =
+        std::collections::HashMap::new();
+    let (mut anon, mut shared) = (0u128, 0u128);
+    for (&st, &w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        let k = *of_stack.entry(st).or_insert_with(|| {
+            p.stacks
+                .path(st)
+                .iter()
+                .rev()
+                .find_map(|&fr| kind(p.frame_name(fr)))
+        });
+        match k {
+            Some(true) => anon += w as u128,
+            Some(false) => shared += w as u128,
+            None => {}
+        }
+    }
+    (anon, shared)
 }
 
 /// Frames that spin: a spin lock, a yield loop, a runtime's spin-wait.
@@ -444,6 +483,40 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
+    use kiln_model::{EventInfo, FrameKind, Profile, WeightUnit, NO_TIME};
+
+    /// Faults that zero anonymous pages are told from those that map shared pages or
+    /// copy them after a fork, by the kernel's frames under the fault.
+    #[test]
+    fn page_faults_by_kind() {
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = p.thread(Some(1), Some(1), b"postgres");
+        let mut add = |frames: &[&str], w: u64| {
+            let ids: Vec<_> = frames
+                .iter()
+                .map(|n| p.frame(n.as_bytes(), FrameKind::Kernel))
+                .collect();
+            p.add_sample_path(&ids, w, NO_TIME, t);
+        };
+        let fault = [
+            "main",
+            "asm_exc_page_fault",
+            "handle_mm_fault",
+            "__handle_mm_fault",
+        ];
+        add(
+            &[&fault[..], &["do_fault", "filemap_map_pages"]].concat(),
+            5,
+        );
+        add(&[&fault[..], &["do_wp_page", "wp_page_copy"]].concat(), 2);
+        add(
+            &[&fault[..], &["do_anonymous_page", "clear_page_erms"]].concat(),
+            3,
+        );
+        add(&["main", "heap_getnext"], 9);
+        assert_eq!(super::fault_kinds(&p), (3, 7));
+    }
+
     #[test]
     fn a_jvms_max_heap_from_its_command_line() {
         let cmd = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
