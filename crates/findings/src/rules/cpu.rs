@@ -796,7 +796,16 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
         of_request.map_or(ready * runnable.min(1.0) * 0.7, |x| x.min(1.0) * 0.95) * ENVIRONMENT;
     // A thread every operation waits for (one never idle): its time waiting for a CPU
     // slows all of them, however small a share of their time it is.
-    if f.groups.iter().any(|g| g.has_saturated_thread()) {
+    // A server whose threads were ready for every CPU of the machine (on one or waiting
+    // for one) is CPU-bound: every operation queues for its CPUs (in its runtime's queue,
+    // where a Go server's goroutines wait for a P, as well as the kernel's), and the time
+    // its threads waited for a CPU slows all of them too. (Under a cap of its own — a
+    // quota, GOMAXPROCS — the cap is the limit its rule names.)
+    let at_limit = match f.cpu_limit() {
+        (limit, None) => target + runnable >= 0.9 * limit,
+        _ => false,
+    };
+    if at_limit || f.groups.iter().any(|g| g.has_saturated_thread()) {
         score = score.max(ready * 0.95 * ENVIRONMENT);
     }
     // More of the server's threads ready than CPUs, on a machine the server itself keeps
@@ -820,6 +829,13 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
         runnable
     );
     match f.cpus.quota {
+        // (The kernel counts the throttled time on each CPU: over a second per second
+        // means throttled all the time, on more than one CPU.)
+        Some((q, throttled)) if throttled > 1.0 => claim.push_str(&format!(
+            "; its cgroup's CPU quota ({}) throttled it all the time ({} of throttled time per second, counted on each CPU)",
+            cpus(q),
+            secs(throttled)
+        )),
         Some((q, throttled)) if throttled > 0.05 => claim.push_str(&format!(
             "; its cgroup's CPU quota ({}) throttled it {} of the time",
             cpus(q),

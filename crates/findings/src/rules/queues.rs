@@ -584,8 +584,9 @@ fn thread_entries(profiles: &[&kiln_model::Profile]) -> std::collections::HashMa
         .collect()
 }
 
-/// Per thread group, its threads that waited for events most of the window (an event
-/// loop, an acceptor: most of their blocked time polling or reading idle connections),
+/// Per thread group, its threads that waited for events most of the window and blocked
+/// in little else (an event loop, an acceptor: most of their blocked time polling or
+/// reading idle connections),
 /// by the off-CPU profile: a pool's threads that share their name with such a thread (a
 /// Python or Node process's threads are all named after it) are the group less these.
 ///
@@ -608,7 +609,10 @@ fn pollers_by_group(f: &Facts) -> Vec<(String, f64)> {
         .collect();
     let waits = thread_waits(p);
     for (tid, w) in &waits {
-        if w.polled_s < 0.5 * f.secs {
+        // (A thread that also blocks in the work — a thread per connection reading its
+        // client, then taking a lock — serves the operations: it is the pool, however
+        // long its client keeps it reading.)
+        if w.polled_s < 0.5 * f.secs || w.work_s >= 0.1 * f.secs {
             continue;
         }
         if let Some(g) = names.get(tid) {
