@@ -229,7 +229,8 @@ pub fn open_files(f: &Facts) -> Vec<Finding> {
 /// new connections slower than they come, and each waits before anything is done for it.
 ///
 /// False when: the queue was empty (under one connection on average) and none was
-/// dropped.
+/// dropped (drops counted while its queue was seen empty at every sample are another
+/// listener's).
 pub fn accept(f: &Facts) -> Vec<Finding> {
     let queue = f
         .mean(col::TARGET, col::ACCEPT_QUEUE)
@@ -240,7 +241,12 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
         .chain(f.values(col::LOAD, "accept_backlog").iter())
         .map(|(v, _)| *v)
         .fold(0.0, f64::max);
-    let dropped = count_of(&f.values(col::TARGET, col::LISTEN_OVERFLOWS)).unwrap_or(0.0);
+    // The kernel counts drops per network namespace, every listener's: they are the
+    // server's only when its own queue was seen holding a connection (a queue that
+    // overflows is full; one seen empty at every sample dropped nothing — the drops were
+    // another listener's, a neighbour's on the same machine).
+    let dropped = count_of(&f.values(col::TARGET, col::LISTEN_OVERFLOWS)).unwrap_or(0.0)
+        * if max >= 1.0 { 1.0 } else { 0.0 };
     let q = queue.unwrap_or(0.0);
     if q < 1.0 && dropped < 1.0 {
         return Vec::new();
