@@ -154,6 +154,7 @@ fn site_of_stack(
             // syncs it is said at the lock, not at the futex under it.)
             let file_call = |l: &str| {
                 let l = l.trim_start_matches('_');
+                let l = l.strip_prefix("libc_").unwrap_or(l);
                 [
                     "fsync",
                     "fdatasync",
