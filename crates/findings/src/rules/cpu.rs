@@ -797,12 +797,16 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     // A thread every operation waits for (one never idle): its time waiting for a CPU
     // slows all of them, however small a share of their time it is.
     // A server whose threads were ready for every CPU of the machine (on one or waiting
-    // for one) is CPU-bound: every operation queues for its CPUs (in its runtime's queue,
-    // where a Go server's goroutines wait for a P, as well as the kernel's), and the time
-    // its threads waited for a CPU slows all of them too. (Under a cap of its own — a
-    // quota, GOMAXPROCS — the cap is the limit its rule names.)
+    // for one) while others held more of them than it did: every operation queues for
+    // its CPUs (in its runtime's queue, where a Go server's goroutines wait for a P, as
+    // well as the kernel's), and the time its threads waited for a CPU slows all of them.
+    // (With most of the CPUs its own, it is CPU-bound, its rule's; under a cap of its
+    // own — a quota, GOMAXPROCS — the cap is the limit its rule names.)
+    let held_by_others = f.cpus.others.iter().map(|(_, c)| c).sum::<f64>()
+        + f.cpus.kiln.unwrap_or(0.0)
+        + f.cpus.load_command.unwrap_or(0.0);
     let at_limit = match f.cpu_limit() {
-        (limit, None) => target + runnable >= 0.9 * limit,
+        (limit, None) => target + runnable >= 0.9 * limit && held_by_others > target,
         _ => false,
     };
     if at_limit || f.groups.iter().any(|g| g.has_saturated_thread()) {
