@@ -157,6 +157,8 @@ struct Copies {
     /// as much, which is no program's.
     ended: (u64, u64),
     ended_since_sample: u64,
+    /// How many ended since the previous sample.
+    ended_count: usize,
     /// How many were followed in all.
     count: usize,
 }
@@ -445,6 +447,7 @@ impl ProcSampler {
                 c.ended.0 += u;
                 c.ended.1 += s;
                 c.ended_since_sample += u + s;
+                c.ended_count += 1;
                 self.pids.retain(|&p| p != k.0);
             }
         }
@@ -495,11 +498,16 @@ impl ProcSampler {
             self.read_process(pid, &mut totals, &mut c, &mut seen_now);
         }
         self.copies_seen(&procs);
+        // A copy that ended since the previous sample was reaped by its parent, which
+        // counted its CPU among its children's then: all of that growth is the copies'
+        // (what they used after they were last seen included), the target's own.
+        let last_seen = std::mem::take(&mut self.copies.ended_since_sample);
+        if std::mem::take(&mut self.copies.ended_count) > 0 {
+            self.copies.ended.0 += c.children_ticks.saturating_sub(last_seen);
+            c.children_ticks = 0;
+        }
         totals.target_user_s += self.copies.ended.0 as f64 / tps;
         totals.target_system_s += self.copies.ended.1 as f64 / tps;
-        c.children_ticks = c
-            .children_ticks
-            .saturating_sub(std::mem::take(&mut self.copies.ended_since_sample));
         self.tasks = seen_now;
         self.switches.0 += c.voluntary;
         self.switches.1 += c.involuntary;
