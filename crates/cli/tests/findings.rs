@@ -12,7 +12,7 @@ use kiln_testkit::{kiln, Lines};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One planted server at a time: each wants the machine's CPUs to itself.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -3123,6 +3123,16 @@ impl Pgbench {
         let file = dir.path().join("script.sql");
         std::fs::write(&file, script).unwrap();
         let store = dir.path().join("r.db");
+        // The server's own count of what pgbench did: its committed transactions.
+        let commits = || -> f64 {
+            psql(
+                port,
+                "select xact_commit from pg_stat_database where datname = 'postgres'",
+            )[0][0]
+                .parse()
+                .unwrap()
+        };
+        let commits_before = commits();
         let mut child = kiln_testkit::kiln_process()
             .env("KILN_STORE", &store)
             .args(["run", "--name", name, "-e", "cpu,offcpu,runnable"])
@@ -3130,7 +3140,7 @@ impl Pgbench {
             .args(["-p", &pg.pid().unwrap().to_string(), "exec", "--"])
             .args(["pgbench", "-h", "127.0.0.1", "-U", "kiln", "-n", "-j", "2"])
             .args(["-c", &clients.to_string(), "-p", &port.to_string()])
-            .args(["-T", "120", "-f"])
+            .args(["-P", "1", "-T", "120", "-f"])
             .arg(&file)
             .arg("postgres")
             .stdout(Stdio::piped())
@@ -3170,7 +3180,30 @@ impl Pgbench {
             )),
             "kiln did not say it followed the backends:\n{err}\n{text}"
         );
-        let found = findings(&shown(&store, name));
+        let run = shown(&store, name);
+        // Stopped by kiln before its summary, pgbench's progress lines give the rate; the
+        // transactions they count are the ones PostgreSQL committed (less the part-second
+        // after the last line, and the statements psql ran here).
+        // A backend reports its counts as it exits: once pgbench's are gone.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while psql(port, "select count(*) from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()")[0][0] != "0"
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let did = commits() - commits_before;
+        let parsed = &run["load"]["report"]["parsed"];
+        let counted = parsed["requests"].as_f64().unwrap_or(0.0);
+        println!("pgbench counted {counted} transactions; PostgreSQL committed {did}");
+        assert!(
+            parsed["tool"] == "pgbench"
+                && run["load"]["unit"] == "tx"
+                && run["headline"]["throughput"].as_f64().is_some()
+                && counted <= did * 1.02 + 10.0
+                && counted >= did * 0.6,
+            "pgbench's figures {parsed} against {did} commits PostgreSQL counted:\n{text}"
+        );
+        let found = findings(&run);
         assert!(
             !found.iter().any(|f| f.0 == "child-processes"),
             "the backends were said to be programs the server ran:\n{text}"

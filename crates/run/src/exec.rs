@@ -216,11 +216,13 @@ impl Workload for ExecLoad {
                 None => f,
             }
         });
-        let stdout = attachments
-            .iter()
-            .find(|a| a.name == "load.stdout")
-            .map(|a| String::from_utf8_lossy(&a.data).into_owned())
-            .unwrap_or_default();
+        let text = |name: &str| {
+            attachments
+                .iter()
+                .find(|a| a.name == name)
+                .map(|a| String::from_utf8_lossy(&a.data).into_owned())
+                .unwrap_or_default()
+        };
         LoadOutcome {
             failure,
             ended_by_itself: !stopped_by_us,
@@ -229,7 +231,7 @@ impl Workload for ExecLoad {
                 "signal": signal,
                 "stopped_by_kiln": stopped_by_us,
                 "notes": notes,
-                "parsed": crate::wrk::parse(&stdout),
+                "parsed": crate::summary::parse(&text("load.stdout"), &text("load.stderr")),
             }),
             attachments,
             started: true,

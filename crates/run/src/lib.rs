@@ -48,8 +48,8 @@ mod orchestrate;
 pub mod pprof;
 pub mod procfs;
 pub mod remote;
+pub mod summary;
 pub mod variants;
-pub mod wrk;
 
 pub use engine::EngineLoad;
 pub use exec::ExecLoad;

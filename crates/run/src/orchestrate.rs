@@ -975,6 +975,16 @@ fn build(
     }
     series.extend(sampler.finish());
     load_info.report = outcome.report;
+    if load_info.unit.is_empty() {
+        // An external command's operations, as its own summary counts them.
+        if let Some(u) = load_info
+            .report
+            .pointer("/parsed/unit")
+            .and_then(|u| u.as_str())
+        {
+            load_info.unit = u.to_string();
+        }
+    }
     let events = rec.profiles.iter().map(|p| p.event.name.clone()).collect();
     let meta = RunMeta {
         id: None,

@@ -366,13 +366,14 @@ fn load_figures(h: &mut Headline, run: &RunData, w: &Window, load_seconds: Optio
         .reduce(f64::max);
 }
 
-/// Throughput and latency from an external load command's own summary (wrk's, kept in
-/// the load's report as `parsed`), over its whole run.
+/// Throughput and latency from an external load command's own summary (wrk's, pgbench's,
+/// ab's, PerfTest's: kept in the load's report as `parsed`), over its whole run.
 fn command_summary(h: &mut Headline, load: &crate::LoadInfo, w: &Window) {
     let Some(p) = load.report.get("parsed").filter(|p| !p.is_null()) else {
         return;
     };
     h.throughput = p.get("requests_per_s").and_then(|v| v.as_f64());
+    h.send_rate = p.get("sent_per_s").and_then(|v| v.as_f64());
     let pct = |q: f64| {
         p.get("latency_us")?
             .as_array()?
@@ -385,14 +386,19 @@ fn command_summary(h: &mut Headline, load: &crate::LoadInfo, w: &Window) {
     h.p99_us = pct(99.0);
     h.p999_us = pct(99.9);
     if h.p50_us.is_some() {
-        h.latency = Some(COMMAND_LATENCY.into());
+        // What it measured (a request, a transaction, a consumer's), said as its own.
+        let what = p
+            .get("latency")
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty());
+        h.latency = Some(format!("{} {COMMAND_LATENCY}", what.unwrap_or("request")));
     }
     // No count to take: its rate over the window's length.
     h.operations = h.throughput.map(|t| (t * w.seconds()).round() as u64);
 }
 
 /// What the latency figures of an external command's own summary are called.
-pub const COMMAND_LATENCY: &str = "request (as the load command reported it)";
+pub const COMMAND_LATENCY: &str = "(as the load command reported it)";
 
 /// The target's CPU and context switches over exactly the window, every host's target
 /// summed (a cluster's CPU per operation); its largest resident set over the window's

@@ -277,8 +277,10 @@ pub enum RunLoad {
     /// A kiln load protocol, with its own flags (see kiln load amqp --help).
     #[command(subcommand)]
     Load(Box<LoadCommand>),
-    /// Any command, after `--`: wrk, vegeta, PerfTest, a script. It runs in its own process
-    /// group and is stopped (SIGINT, then SIGTERM, then SIGKILL) when the measurement ends.
+    /// Any command, after `--`: wrk, pgbench, ab, PerfTest, a script. It runs in its own
+    /// process group and is stopped (SIGINT, then SIGTERM, then SIGKILL) when the measurement
+    /// ends. The throughput and latency of a wrk, pgbench (its summary, or with -P its
+    /// progress lines), ab or PerfTest summary in its output are read.
     Exec {
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
