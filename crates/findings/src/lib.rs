@@ -209,6 +209,10 @@ pub struct Finding {
     pub check: String,
     /// Its rank: the larger, the more of the outcome it explains (0 to 1).
     pub score: f64,
+    /// A cause outside the server (others holding the CPUs): it ranks below the server's
+    /// own causes that explain more of the same outcome, whatever its score.
+    #[serde(skip)]
+    pub outside: bool,
 }
 
 impl Finding {
@@ -223,6 +227,7 @@ impl Finding {
             evidence: Vec::new(),
             check: String::new(),
             score: score.clamp(0.0, 1.0),
+            outside: false,
         }
     }
 

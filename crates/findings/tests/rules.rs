@@ -971,3 +971,81 @@ fn growth_is_memory_kept_not_a_sawtooth() {
         .collect();
     assert!(!with_rss(saw).contains(&Class::MemoryGrowth));
 }
+
+/// Others holding the CPUs (the machine's state) ranks below a cause of the server's own
+/// that explains more of the same outcome, however its own rule ranked it; above one that
+/// explains less, or the same share of something else.
+#[test]
+fn a_cause_outside_the_server_ranks_below_its_own_causes_that_explain_more() {
+    use kiln_findings::Finding;
+    fn disk(_: &Facts) -> Vec<Finding> {
+        vec![Finding::new("disk", Class::DiskIo, 0.3, "disk").explains(29.0, "of the reqs' time")]
+    }
+    fn lock(_: &Facts) -> Vec<Finding> {
+        vec![Finding::new("lock", Class::LockContention, 0.2, "lock")
+            .explains(10.0, "of the reqs' time")]
+    }
+    fn cpu(_: &Facts) -> Vec<Finding> {
+        vec![Finding::new("cpu", Class::CpuBound, 0.25, "cpu")
+            .explains(90.0, "of the CPUs it could use")]
+    }
+    fn starved(_: &Facts) -> Vec<Finding> {
+        let mut x = Finding::new("starvation", Class::CpuStarvation, 0.5, "starved")
+            .explains(16.0, "of the reqs' time");
+        x.outside = true;
+        vec![x]
+    }
+    let r = run(10, 2);
+    let f = Facts::of(&r, None);
+    let ranked: Vec<Class> = rules::run_rules(
+        &f,
+        &[
+            ("lock", lock),
+            ("cpu", cpu),
+            ("starved", starved),
+            ("disk", disk),
+        ],
+    )
+    .findings
+    .iter()
+    .map(|x| x.class)
+    .collect();
+    assert_eq!(
+        ranked,
+        [
+            Class::DiskIo,
+            Class::CpuStarvation,
+            Class::CpuBound,
+            Class::LockContention
+        ]
+    );
+    // Without the disk, nothing of its own explains more: the machine's state comes first.
+    let ranked = rules::run_rules(&f, &[("lock", lock), ("starved", starved)]).findings;
+    assert_eq!(ranked[0].class, Class::CpuStarvation);
+}
+
+/// A server whose own threads were ready for every CPU (on one or waiting for one) is
+/// CPU-bound though others held more of the CPUs than it ran on; with its threads ready
+/// for less, the others filled the machine and the rule is silent.
+#[test]
+fn a_server_ready_for_the_whole_machine_is_cpu_bound_beside_others() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1000.0, 1.2, 100.0, 0.1);
+    let others = table("others", 10, &[("cpu:rustc (777)", 124.0)]);
+    r.series = vec![
+        target(10, 100.0, &[group("srv", 4.0, 120.0, 100.0, 30.0)]),
+        others.clone(),
+    ];
+    let found = rules::cpu::cpu_bound(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].claim.contains("other processes (1.24 CPUs)"),
+        "{}",
+        found[0].claim
+    );
+    r.series = vec![
+        target(10, 20.0, &[group("srv", 4.0, 120.0, 20.0, 30.0)]),
+        others,
+    ];
+    assert!(rules::cpu::cpu_bound(&Facts::of(&r, None)).is_empty());
+}

@@ -668,7 +668,11 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
     }
     let kiln = f.cpus.kiln.unwrap_or(0.0) + f.cpus.load_command.unwrap_or(0.0);
     let others: f64 = f.cpus.others.iter().map(|(_, c)| c).sum();
-    if cap.is_none() && (others > target || kiln > target) {
+    // Others holding more of the CPUs than the server filled them — unless the server's
+    // own threads were ready for all of them (on a CPU or waiting for one): its own work
+    // would fill the machine alone, and the others' share is its starvation besides.
+    let wanted = target + f.cpus.runnable.unwrap_or(0.0);
+    if cap.is_none() && (others > target || kiln > target) && wanted < 0.95 * limit {
         return Vec::new();
     }
     let mut claim = format!(
@@ -788,6 +792,9 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     }
     let waited_s = runnable * f.secs;
     let of_request = f.request_time_s().map(|r| waited_s / r.max(1e-9));
+    // What it explains: of the operations' time, else of the server's working time (the
+    // threads' time waiting for a CPU is part of it).
+    let explained = super::waiting::outcome_time(f).map(|(t, of)| (waited_s / t.max(1e-9), of));
     let ready = runnable / (runnable + target);
     // Without the operations' time: how many threads waited, against one waiting always.
     // Others taking the CPU is the machine's state, not the server's defect: a cause the
@@ -869,9 +876,12 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
             "/proc/stat",
         ));
     }
-    if let Some(x) = of_request {
-        finding = finding.explains(x * 100.0, format!("of the {}s' time", f.outcome.unit));
+    if let Some((x, of)) = explained {
+        finding = finding.explains(x * 100.0, of);
     }
+    // Ranked above its share by the machine's state: below the server's own causes that
+    // explain more of the same outcome (see `run_rules`).
+    finding.outside = true;
     vec![finding.check(format!(
         "perf sched timehist -p {} (or: cat /proc/{}/task/*/schedstat, second field, twice a second apart); top -b -n 1 -o %CPU",
         f.pid(),

@@ -87,6 +87,30 @@ pub fn run_all(f: &Facts) -> Findings {
 pub fn run_rules(f: &Facts, rules: &[(&str, Rule)]) -> Findings {
     let mut all: Vec<Finding> = rules.iter().flat_map(|(_, r)| r(f)).collect();
     all.retain(|x| x.score >= MIN_SCORE && x.score.is_finite());
+    // A cause outside the server goes below each of the server's own that explains more
+    // of the same outcome (the machine's state is not the server's defect).
+    let own: Vec<(String, f64, f64)> = all
+        .iter()
+        .filter(|x| !x.outside)
+        .filter_map(|x| {
+            Some((
+                x.explains.as_ref()?.of.clone(),
+                x.explains.as_ref()?.pct,
+                x.score,
+            ))
+        })
+        .collect();
+    for x in all.iter_mut().filter(|x| x.outside) {
+        let Some(e) = &x.explains else { continue };
+        if let Some(below) = own
+            .iter()
+            .filter(|(of, pct, _)| *of == e.of && *pct > e.pct)
+            .map(|(_, _, score)| *score)
+            .reduce(f64::min)
+        {
+            x.score = x.score.min(below - 1e-6);
+        }
+    }
     // Stable: ties keep the rules' order.
     all.sort_by(|a, b| b.score.total_cmp(&a.score));
     // One finding per kind of cause: the best-ranked says it.

@@ -13,7 +13,7 @@ const NAMED: f64 = 0.1;
 /// The time the findings weigh waits against: the operations' time (their latencies
 /// summed), else the server's working time (threads on a CPU, runnable or blocked in
 /// their work), seconds; and what it is, in words.
-fn outcome_time(f: &Facts) -> Option<(f64, String)> {
+pub(crate) fn outcome_time(f: &Facts) -> Option<(f64, String)> {
     if let Some(r) = f.request_time_s() {
         return Some((r, format!("of the {}s' time", f.outcome.unit)));
     }
