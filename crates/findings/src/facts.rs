@@ -251,8 +251,18 @@ impl<'a> Facts<'a> {
     /// for a closed loop without a latency, the time its connections were in flight.
     pub fn request_time_s(&self) -> Option<f64> {
         let o = &self.outcome;
+        // A closed loop's connection holds one request at a time: their time in the
+        // window is at most the connections' (after a long stall the latencies of requests
+        // completed in the window reach back before it).
+        let held = o
+            .concurrency
+            .filter(|_| o.unit == "req" && o.rate.is_none())
+            .map(|c| c * self.secs);
         match (&o.latency, o.ops) {
-            (Some(l), Some(n)) if n > 0.0 && l.mean_us > 0.0 => Some(l.mean_us * 1e-6 * n),
+            (Some(l), Some(n)) if n > 0.0 && l.mean_us > 0.0 => {
+                let t = l.mean_us * 1e-6 * n;
+                Some(held.map_or(t, |h| t.min(h)))
+            }
             _ => o.concurrency.map(|c| c * self.secs),
         }
     }
@@ -329,6 +339,7 @@ fn outcome(run: &RunData, meta: &RunMeta, w: &Window) -> Outcome {
         max_us: hist.max() as f64,
         mean_us: hist.mean(),
     });
+    let latency = latency.or_else(|| command_latency(meta));
     let errors = ["errors", "nacked", "returned"]
         .iter()
         .filter_map(|c| count_of(&values(load, c, w)))
@@ -347,6 +358,46 @@ fn outcome(run: &RunData, meta: &RunMeta, w: &Window) -> Outcome {
         latency,
         errors,
     }
+}
+
+/// The latency an external load command reported of its whole run (its summary, kept as
+/// the load's `parsed` report), where it gave a mean: the operations' time is its mean
+/// times their count. Its percentiles where it gave them, else the mean stands for them
+/// (and the largest it gave for the maximum).
+fn command_latency(meta: &RunMeta) -> Option<WindowLatency> {
+    let p = meta.load.report.get("parsed")?;
+    let num = |k: &str| {
+        p.get(k)
+            .and_then(|v| v.as_f64())
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
+    let mean = num("mean_latency_us")?;
+    let at = |q: f64| -> Option<f64> {
+        p.get("latency_us")?
+            .as_array()?
+            .iter()
+            .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
+            .find(|(p, _)| (*p - q).abs() < 1e-9)
+            .map(|(_, v)| v)
+    };
+    let p50 = at(50.0).unwrap_or(mean);
+    let max = num("max_latency_us");
+    let p99 = at(99.0).or(max).unwrap_or(mean);
+    let p999 = at(99.9).unwrap_or(p99);
+    Some(WindowLatency {
+        name: format!(
+            "{} {}",
+            p.get("latency")
+                .and_then(|v| v.as_str())
+                .unwrap_or("request"),
+            kiln_store::window::COMMAND_LATENCY
+        ),
+        p50_us: p50,
+        p99_us: p99,
+        p999_us: p999,
+        max_us: max.unwrap_or(p999).max(p999),
+        mean_us: mean,
+    })
 }
 
 fn cpus(run: &RunData, meta: &RunMeta, w: &Window) -> Cpus {

@@ -664,6 +664,33 @@ fn an_idle_server_with_slow_requests_points_outside() {
     assert!(rules::waiting::outside(&Facts::of(&r, None)).is_empty());
 }
 
+/// A load command's own latency (wrk's summary, `kiln run … exec --`) is the operations'
+/// time where kiln's load measured none: the idle server's slow requests point outside as
+/// they do under kiln's own load.
+#[test]
+fn a_load_commands_latency_weighs_the_findings() {
+    let mut r = run(10, 2);
+    headline(&mut r, 360.0, 0.02, 30.0, 0.1);
+    r.meta.load.unit = "req".into();
+    r.meta.load.completed = String::new();
+    r.series = vec![target(10, 0.1, &[group("srv", 16.0, 2.0, 0.1, 1.0)])];
+    let found = rules::waiting::outside(&Facts::of(&r, None));
+    assert!(found.is_empty(), "no latency, no claim: {found:#?}");
+    r.meta.load.report = serde_json::json!({"parsed": {
+        "tool": "wrk", "latency": "request", "requests_per_s": 360.0,
+        "latency_us": [[50.0, 44000.0], [99.0, 48000.0]],
+        "mean_latency_us": 44100.0, "max_latency_us": 52000.0
+    }});
+    let found = rules::waiting::outside(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].claim.contains("delayed-ACK"), "{}", found[0].claim);
+    assert!(
+        found[0].claim.contains("44.1 ms on average"),
+        "{}",
+        found[0].claim
+    );
+}
+
 /// A concurrency sweep is explained at the step where throughput stopped following the
 /// connections, by the findings of that step.
 #[test]

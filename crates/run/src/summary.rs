@@ -28,6 +28,9 @@ pub struct CommandSummary {
     /// Mean latency, µs, where the tool gives it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_latency_us: Option<f64>,
+    /// The longest latency, µs, where the tool gives it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_latency_us: Option<f64>,
     /// Failed operations (socket errors and non-2xx/3xx responses, failed transactions).
     pub errors: u64,
     /// Read from the tool's periodic lines because it stopped before its summary: the
@@ -54,6 +57,9 @@ pub fn parse(stdout: &str, stderr: &str) -> Option<CommandSummary> {
     PARSERS.iter().find_map(|(tool, read)| {
         let mut s = read(&out)?;
         s.tool = (*tool).to_string();
+        if s.max_latency_us.is_none() {
+            s.max_latency_us = s.latency_us.iter().find(|p| p.0 == 100.0).map(|p| p.1);
+        }
         // Figures that overflowed (a sum of absurd lines) say nothing.
         s.is_finite().then_some(s)
     })
@@ -65,6 +71,7 @@ impl CommandSummary {
             .into_iter()
             .chain(self.sent_per_s)
             .chain(self.mean_latency_us)
+            .chain(self.max_latency_us)
             .chain(self.latency_us.iter().flat_map(|&(p, v)| [p, v]))
             .all(f64::is_finite)
     }
@@ -118,6 +125,13 @@ fn wrk(out: &str) -> Option<CommandSummary> {
                 .sum::<u64>();
         } else if let Some(rest) = t.strip_prefix("Non-2xx or 3xx responses:") {
             s.errors += rest.trim().parse::<u64>().unwrap_or(0);
+        } else if let Some(rest) = t.strip_prefix("Latency ") {
+            // Thread Stats: `Latency   135.54us  101.58us   5.21ms   94.65%` (avg, stdev, max).
+            let w: Vec<&str> = rest.split_ascii_whitespace().collect();
+            if let [avg, _, max, ..] = w.as_slice() {
+                s.mean_latency_us = duration_us(avg);
+                s.max_latency_us = duration_us(max);
+            }
         } else {
             let mut parts = t.split_ascii_whitespace();
             if let (Some(p), Some(v), None) = (parts.next(), parts.next(), parts.next()) {
@@ -349,16 +363,15 @@ Transfer/sec:     60.34MB
         assert!((s.seconds - 10.1).abs() < 1e-9);
         assert!((s.requests_per_s - 74513.42).abs() < 1e-9);
         assert_eq!(s.latency_us, vec![(50.0, 117.0), (99.0, 1440.0)]);
+        assert_eq!(s.mean_latency_us, Some(135.54));
+        assert_eq!(s.max_latency_us, Some(5210.0));
         assert_eq!(s.errors, 8);
         assert!(parse("no summary here", "").is_none());
     }
 
     /// A tool's output as it printed it (the commands in `tests/data/load-summaries/COMMANDS`).
     fn fixture(name: &str) -> Option<CommandSummary> {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/load-summaries/"
-        );
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/load-summaries/");
         let read = |ext: &str| std::fs::read_to_string(format!("{dir}{name}.{ext}")).unwrap();
         parse(&read("stdout"), &read("stderr"))
     }
@@ -400,6 +413,7 @@ Transfer/sec:     60.34MB
         );
         assert_eq!(s.latency_us.last(), Some(&(100.0, 15000.0)));
         assert_eq!(s.latency_us.len(), 9);
+        assert_eq!(s.max_latency_us, Some(15000.0));
     }
 
     #[test]

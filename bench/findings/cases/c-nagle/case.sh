@@ -6,7 +6,9 @@
 # server's CPU (/proc).
 . "$(dirname "$0")/../../lib.sh"
 
-c_server "$FINDINGS/bt/syscall_time.bt"
+cc_build server "$FINDINGS/cases/c-nagle/server.c"
+start_server server "$WORK/server"
+oracle_begin() { bpftrace_sampler sys "$FINDINGS/bt/syscall_time.bt" "$SERVER_PID"; }
 oracle_end() {
   oracle_py << 'PY'
 s, secs = bpf_window(os.path.join(WORK, "sys.bt.out"), T0, T1)
@@ -25,4 +27,9 @@ oracle(text, f)
 PY
 }
 
-run_kiln -p "$SERVER_PID" -e "$EVENTS" -d "$D" --warmup "$WARMUP" load http -c 16 -d 30s "http://127.0.0.1:$SERVER_PORT/"
+# (c-nagle-wrk: the same server driven by wrk, its latency as wrk reports it.)
+if [ "${NAGLE_BY_WRK:-0}" = 1 ]; then
+  run_kiln -p "$SERVER_PID" -e "$EVENTS" -d "$D" --warmup "$WARMUP" exec -- wrk -t 1 -c 16 -d 60s --latency "http://127.0.0.1:$SERVER_PORT/"
+else
+  run_kiln -p "$SERVER_PID" -e "$EVENTS" -d "$D" --warmup "$WARMUP" load http -c 16 -d 30s "http://127.0.0.1:$SERVER_PORT/"
+fi

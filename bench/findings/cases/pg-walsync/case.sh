@@ -28,4 +28,4 @@ PY
 }
 
 run_kiln -p "$SERVER_PID" -e "$EVENTS" -d "$D" --warmup "$WARMUP" \
-  exec -- pgbench -h 127.0.0.1 -p "$SERVER_PORT" -U kiln -n -c 8 -j 2 -T $((D + WARMUP + 30)) -f "$WORK/insert.sql" postgres
+  exec -- pgbench -h 127.0.0.1 -p "$SERVER_PORT" -U kiln -n -c 8 -j 2 -P 1 -T $((D + WARMUP + 30)) -f "$WORK/insert.sql" postgres
