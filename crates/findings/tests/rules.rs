@@ -236,7 +236,19 @@ fn an_accept_backlog_is_named() {
     let found = rules::queues::accept(&Facts::of(&r, None));
     assert_eq!(found.len(), 1);
     assert!(
-        found[0].claim.contains("31.0 on average"),
+        found[0].claim.contains("31.0 on average") && found[0].claim.contains("of the 64 the load"),
+        "{}",
+        found[0].claim
+    );
+    // More queued than the load held open: the ones it gave up on, said so.
+    let mut fewer = r.clone();
+    fewer.meta.load.concurrency = Some(16.0);
+    let found = rules::queues::accept(&Facts::of(&fewer, None));
+    assert!(
+        found[0]
+            .claim
+            .contains("more than the 16 the load kept open")
+            && !found[0].claim.contains("of the 16"),
         "{}",
         found[0].claim
     );

@@ -257,8 +257,14 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
         "connections waited in the server's accept queue: {:.1} on average (at most {max:.0})",
         q
     );
-    if let Some(c) = clients {
-        claim.push_str(&format!(" of the {c:.0} the load kept open or opening"));
+    match clients {
+        // More than the load held: connections it gave up on (timed out, closed and
+        // replaced) stayed in the queue until the server took them.
+        Some(c) if q > c + 0.5 => claim.push_str(&format!(
+            ", more than the {c:.0} the load kept open: connections it gave up on and replaced stayed queued"
+        )),
+        Some(c) => claim.push_str(&format!(" of the {c:.0} the load kept open or opening")),
+        None => {}
     }
     if dropped >= 1.0 {
         claim.push_str(&format!(
