@@ -372,14 +372,7 @@ fn command_latency(meta: &RunMeta) -> Option<WindowLatency> {
             .filter(|v| v.is_finite() && *v > 0.0)
     };
     let mean = num("mean_latency_us")?;
-    let at = |q: f64| -> Option<f64> {
-        p.get("latency_us")?
-            .as_array()?
-            .iter()
-            .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
-            .find(|(p, _)| (*p - q).abs() < 1e-9)
-            .map(|(_, v)| v)
-    };
+    let at = |q: f64| kiln_store::window::command_percentile(p, q);
     let p50 = at(50.0).unwrap_or(mean);
     let max = num("max_latency_us");
     let p99 = at(99.0).or(max).unwrap_or(mean);

@@ -66,6 +66,15 @@ pub fn parse(stdout: &str, stderr: &str) -> Option<CommandSummary> {
 }
 
 impl CommandSummary {
+    /// An empty summary of operations counted as `unit`, latency measuring `latency`.
+    fn of(unit: &str, latency: &str) -> Self {
+        CommandSummary {
+            unit: unit.into(),
+            latency: latency.into(),
+            ..Default::default()
+        }
+    }
+
     fn is_finite(&self) -> bool {
         [self.requests_per_s, self.seconds]
             .into_iter()
@@ -102,11 +111,7 @@ fn number(s: &str) -> Option<f64> {
 
 /// wrk's or wrk2's summary (`Requests/sec:`; percentiles with `--latency`).
 fn wrk(out: &str) -> Option<CommandSummary> {
-    let mut s = CommandSummary {
-        unit: "req".into(),
-        latency: "request".into(),
-        ..Default::default()
-    };
+    let mut s = CommandSummary::of("req", "request");
     let mut found = false;
     for line in out.lines() {
         let t = line.trim();
@@ -149,11 +154,7 @@ fn wrk(out: &str) -> Option<CommandSummary> {
 /// printing one (it has no handler for SIGINT), the mean of its `-P` progress lines
 /// (`progress: 3.0 s, 1547.0 tps, lat 2.580 ms stddev 1.528, 0 failed`).
 fn pgbench(out: &str) -> Option<CommandSummary> {
-    let mut s = CommandSummary {
-        unit: "tx".into(),
-        latency: "transaction".into(),
-        ..Default::default()
-    };
+    let mut s = CommandSummary::of("tx", "transaction");
     let mut tps = None;
     // Progress: (interval end s, tps, latency ms, failed).
     let mut progress: Vec<(f64, f64, Option<f64>, u64)> = Vec::new();
@@ -236,11 +237,7 @@ fn pgbench(out: &str) -> Option<CommandSummary> {
 /// ApacheBench's summary (`Requests per second:`, `Percentage of the requests served
 /// within a certain time (ms)`); it prints it on SIGINT too.
 fn apache_bench(out: &str) -> Option<CommandSummary> {
-    let mut s = CommandSummary {
-        unit: "req".into(),
-        latency: "request".into(),
-        ..Default::default()
-    };
+    let mut s = CommandSummary::of("req", "request");
     let mut found = false;
     let mut in_percentiles = false;
     let field = |t: &str, name: &str| -> Option<f64> {
@@ -286,11 +283,7 @@ fn apache_bench(out: &str) -> Option<CommandSummary> {
 /// RabbitMQ PerfTest's summary (`sending rate avg: N msg/s`, `receiving rate avg: …`,
 /// `consumer latency min/median/75th/95th/99th a/b/c/d/e µs`).
 fn perftest(out: &str) -> Option<CommandSummary> {
-    let mut s = CommandSummary {
-        unit: "msg".into(),
-        latency: "consumer".into(),
-        ..Default::default()
-    };
+    let mut s = CommandSummary::of("msg", "consumer");
     let mut received = None;
     let rate = |t: &str, name: &str| -> Option<f64> {
         let (_, rest) = t.split_once(name)?;

@@ -374,14 +374,7 @@ fn command_summary(h: &mut Headline, load: &crate::LoadInfo, w: &Window) {
     };
     h.throughput = p.get("requests_per_s").and_then(|v| v.as_f64());
     h.send_rate = p.get("sent_per_s").and_then(|v| v.as_f64());
-    let pct = |q: f64| {
-        p.get("latency_us")?
-            .as_array()?
-            .iter()
-            .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
-            .find(|(p, _)| (*p - q).abs() < 1e-9)
-            .map(|(_, v)| v)
-    };
+    let pct = |q: f64| command_percentile(p, q);
     h.p50_us = pct(50.0);
     h.p99_us = pct(99.0);
     h.p999_us = pct(99.9);
@@ -395,6 +388,18 @@ fn command_summary(h: &mut Headline, load: &crate::LoadInfo, w: &Window) {
     }
     // No count to take: its rate over the window's length.
     h.operations = h.throughput.map(|t| (t * w.seconds()).round() as u64);
+}
+
+/// The `q` percentile (50, 99.9) of a load command's summary (the load's `parsed`
+/// report), µs, where it gave that one.
+pub fn command_percentile(parsed: &serde_json::Value, q: f64) -> Option<f64> {
+    parsed
+        .get("latency_us")?
+        .as_array()?
+        .iter()
+        .filter_map(|x| Some((x.get(0)?.as_f64()?, x.get(1)?.as_f64()?)))
+        .find(|(p, _)| (*p - q).abs() < 1e-9)
+        .map(|(_, v)| v)
 }
 
 /// What the latency figures of an external command's own summary are called.
