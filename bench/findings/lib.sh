@@ -328,6 +328,34 @@ snap_window() {
   }
 }
 
+# timer_oracle CONNS FUNC : the oracle of a server that holds its requests on a timer of
+# its own in FUNC and times it (GET /metrics at the window's ends: {calls, ns, now_ns}): the
+# time in FUNC over the CONNS connections' time, and the server's CPU (/proc). Defines the
+# case's oracle_window and oracle_end.
+timer_oracle() {
+  TIMER_CONNS=$1 TIMER_FUNC=$2
+  snap_window "http://127.0.0.1:$SERVER_PORT/metrics" metrics
+  oracle_end() {
+    oracle_py "$TIMER_CONNS" "$TIMER_FUNC" << 'PY'
+conns, func = int(ARGS[0]), ARGS[1]
+a, b = window_json(WORK, "metrics")
+secs = (b["now_ns"] - a["now_ns"]) / 1e9
+calls = b["calls"] - a["calls"]
+waited = (b["ns"] - a["ns"]) / 1e9
+f = {
+    "timer_wait_pct_of_request_time": round(100 * waited / (conns * secs), 1),
+    "timers_per_s": round(calls / secs, 1),
+    "timer_ms_mean": round(1000 * waited / calls, 2) if calls else None,
+    "server_cpu_pct": PROC.get("target_cpu_pct"),
+}
+text = (f"the server's own timing over {secs:.1f} s (GET /metrics): {calls} waits in {func}, "
+        f"{f['timer_ms_mean']} ms each: {f['timer_wait_pct_of_request_time']}% of the {conns} "
+        f"connections' time; the server's CPU {f['server_cpu_pct']}% of a core\n")
+oracle(text, f)
+PY
+  }
+}
+
 # go_cpu_oracle FUNC : the oracle of a Go server's CPU, from the runtime's own CPU profile
 # over the window (GET /debug/pprof/profile?seconds=D, read with `go tool pprof -top -cum`)
 # and its GOMAXPROCS (GET /gomaxprocs: runtime.GOMAXPROCS(0)): its CPU as a share of a core

@@ -1628,6 +1628,47 @@ fn a_node_front_waiting_for_a_downstream_is_said_to_wait_outside_it() {
     );
 }
 
+/// A Node server that holds every request 20 ms on a timer of its own (setTimeout in
+/// waitForRateLimit): no thread works or waits on the requests, and it calls no one. kiln
+/// says the program held them itself on a timer — not the network, not "none stood out".
+/// The server's own account (GET /metrics): its time in the timer over its requests' time.
+#[test]
+fn a_node_server_holding_requests_on_a_timer_is_said_to() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut front = Command::new("node");
+    front
+        .current_dir(dir.path())
+        .arg("--perf-basic-prof")
+        .arg(program_path("downstream_front.js"))
+        .arg("--throttle");
+    let p = Planted::serve(front);
+    let metrics = || get_json(p.port, "/metrics");
+    let before = metrics();
+    let (text, v, k) = run(&dir.path().join("r.db"), "timer", &p, 16);
+    let after = metrics();
+    let delta = |key: &str| after[key].as_f64().unwrap() - before[key].as_f64().unwrap();
+    let in_timer = delta("ns") / delta("req_ns");
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; the server's own account: {} timers, {:.1}% of its requests' time in them",
+        k.on_cpu,
+        k.runnable,
+        delta("calls"),
+        100.0 * in_timer
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 7.0, &text);
+    let first = &found[0];
+    assert_eq!(first.0, "sleep-in-path", "{text}");
+    assert!(first.1.contains("on a timer"), "{text}");
+    assert!(
+        (first.2 - 100.0 * in_timer).abs() <= 10.0,
+        "kiln: {:.1}% held; the server: {:.1}% in its timers\n{text}",
+        first.2,
+        100.0 * in_timer
+    );
+}
+
 /// A Node server whose requests each run crypto.pbkdf2 asynchronously, with libuv's pool
 /// of one thread (UV_THREADPOOL_SIZE=1): that pool thread is the limit, not the event
 /// loop, and kiln says which. The kernel's account: each thread's CPU time

@@ -224,14 +224,9 @@ pub fn open_files(f: &Facts) -> Vec<Finding> {
     ]
 }
 
-/// Connections waited in the server's accept queue (its listening sockets' Recv-Q, as `ss
-/// -lnt` shows it), or were dropped from a full one (`ListenOverflows`): the server takes
-/// new connections slower than they come, and each waits before anything is done for it.
-///
-/// False when: the queue was empty (under one connection on average) and none was
-/// dropped (drops counted while its queue was seen empty at every sample are another
-/// listener's).
-pub fn accept(f: &Facts) -> Vec<Finding> {
+/// The server's accept queue over the window: its mean length, its longest, and the
+/// connections dropped from it (`ListenOverflows`). `None` where none was read.
+pub(crate) fn accept_queue(f: &Facts) -> Option<(f64, f64, f64)> {
     let queue = f
         .mean(col::TARGET, col::ACCEPT_QUEUE)
         .or_else(|| f.mean(col::LOAD, "accept_backlog"));
@@ -247,7 +242,20 @@ pub fn accept(f: &Facts) -> Vec<Finding> {
     // another listener's, a neighbour's on the same machine).
     let dropped = count_of(&f.values(col::TARGET, col::LISTEN_OVERFLOWS)).unwrap_or(0.0)
         * if max >= 1.0 { 1.0 } else { 0.0 };
-    let q = queue.unwrap_or(0.0);
+    queue.map(|q| (q, max, dropped))
+}
+
+/// Connections waited in the server's accept queue (its listening sockets' Recv-Q, as `ss
+/// -lnt` shows it), or were dropped from a full one (`ListenOverflows`): the server takes
+/// new connections slower than they come, and each waits before anything is done for it.
+///
+/// False when: the queue was empty (under one connection on average) and none was
+/// dropped (drops counted while its queue was seen empty at every sample are another
+/// listener's).
+pub fn accept(f: &Facts) -> Vec<Finding> {
+    let Some((q, max, dropped)) = accept_queue(f) else {
+        return Vec::new();
+    };
     if q < 1.0 && dropped < 1.0 {
         return Vec::new();
     }

@@ -477,10 +477,11 @@ fn inside(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Findi
         .unwrap_or_default();
     let unit = &f.outcome.unit;
     let claim = format!(
-        "each {unit} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time no thread worked on it, and the server had nothing outside it to wait for (no socket but its clients' connections and its listener, over loopback, to kiln's own client) — the {unit}s waited inside it for its threads, read and not yet answered; its most occupied threads, {threads:.0} '{}'{started}, were occupied {} of the time, {} of it blocked: {what}{}",
+        "each {unit} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time no thread worked on it, and the server had nothing outside it to wait for (no socket but its clients' connections and its listener{}, over loopback, to kiln's own client) — the {unit}s waited inside it for its threads, read and not yet answered; its most occupied threads, {threads:.0} '{}'{started}, were occupied {} of the time, {} of it blocked: {what}{}",
         secs(mean_us / 1e6),
         per_op.map_or("little".to_string(), secs),
         pct(1.0 - share),
+        own_pair_said(f),
         g.name,
         pct(occupied),
         pct((t / threads.max(1e-9)).min(1.0)),
@@ -516,6 +517,74 @@ fn inside(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Findi
         ))]
 }
 
+/// The operations' time in no thread's work of a server with nothing outside it to wait
+/// on, and none of its threads occupied either (no pool busy or blocked in the work): by
+/// elimination the program held them itself, with no thread on them — a timer or a
+/// callback it scheduled (`setTimeout`, `asyncio.sleep`, a delayed retry, a batch
+/// flushed on a tick), the waits an event loop keeps in its own timer queue.
+///
+/// False when: a pool was occupied half its time or more ([`inside`] or the CPU rules
+/// speak), or something outside it was there to wait on (the network rule speaks).
+fn held(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Finding> {
+    let unit = &f.outcome.unit;
+    // Where its threads waited meanwhile: an event loop's poll, whose timeout is its
+    // nearest timer.
+    let poll = f.waits().and_then(|w| {
+        let net: Vec<&Site> = w.sites_of(WaitReason::Poll).collect();
+        let all: u128 = net.iter().map(|s| s.weight).sum();
+        net.first()
+            .filter(|_| all > 0)
+            .map(|s| format!("; its threads waited in {} between their turns", s.label()))
+    });
+    let claim = format!(
+        "each {unit} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time no thread worked on it or was occupied, and the server had nothing outside it to wait for (no socket but its clients' connections and its listener{}, over loopback, to kiln's own client) — the program held the {unit}s itself, on a timer or a callback it scheduled (a sleep in an async handler: setTimeout, asyncio.sleep; a delayed retry; a batch flushed on a tick){}",
+        secs(mean_us / 1e6),
+        per_op.map_or("little".to_string(), secs),
+        pct(1.0 - share),
+        own_pair_said(f),
+        poll.unwrap_or_default()
+    );
+    let most = super::queues::most_occupied(f);
+    if most.as_ref().is_some_and(|o| o.share >= 0.5) {
+        return Vec::new();
+    }
+    let occupied = most.map(|o| {
+        format!(
+            "'{}' {} of {:.0} threads' time",
+            o.group.name,
+            pct(o.share),
+            o.threads
+        )
+    });
+    let mut x = Finding::new("held", Class::SleepInPath, (1.0 - share) * 0.85, claim);
+    if let Some(o) = occupied {
+        x = x.evidence(f.ev(
+            "the most occupied threads",
+            o,
+            "/proc/PID/task/*/schedstat and the off-CPU profile (each thread's)",
+        ));
+    }
+    vec![x
+        .evidence(f.ev(
+            "sockets",
+            format!(
+                "{:.1} on average, the load's {:.0} connections",
+                f.mean(kiln_store::columns::TARGET, kiln_store::columns::SOCKETS)
+                    .unwrap_or(0.0),
+                f.meta.load.concurrency.unwrap_or(0.0)
+            ),
+            "/proc/PID/fd",
+        ))
+        .explains(
+            (1.0 - share) * 100.0,
+            format!("of the {unit}s' time: held inside the server, no thread on them"),
+        )
+        .check(format!(
+            "strace -f -T -e trace=epoll_wait,epoll_pwait -p {} (its event loop's polls returning 0 after their timeout: a timer woke it, not a client)",
+            f.pid()
+        ))]
+}
+
 /// Whether the server had nothing outside it to wait on but kiln's own client over the
 /// loopback: it held no socket beyond the load's connections and a listener or two (the
 /// sampler's count: a service's connection, TCP or Unix, or a UDP socket would be one
@@ -533,7 +602,34 @@ fn nothing_outside(f: &Facts) -> bool {
         .any(|a| a.contains("://127.") || a.contains("://localhost") || a.contains("://[::1]"));
     let own = matches!(load.protocol.as_str(), "http" | "amqp" | "mqtt");
     let sockets = f.mean(kiln_store::columns::TARGET, kiln_store::columns::SOCKETS);
-    own && loopback && f.meta.target.peers.is_empty() && sockets.is_some_and(|s| s <= conns + 2.5)
+    let own_pair = if asyncio_loop(f) { 2.0 } else { 0.0 };
+    own && loopback
+        && f.meta.target.peers.is_empty()
+        && sockets.is_some_and(|s| s <= conns + 2.5 + own_pair)
+}
+
+/// Whether the server runs Python's asyncio loop (its threads wait in the selector),
+/// which holds a pair of connected sockets of its own (its self-pipe, to be woken from a
+/// signal or another thread): not a service it waits on.
+fn asyncio_loop(f: &Facts) -> bool {
+    f.runtime() == Runtime::Python
+        && f.waits().is_some_and(|w| {
+            w.sites_of(WaitReason::Poll)
+                .chain(w.sites_of(WaitReason::Idle))
+                .any(|s| {
+                    let l = s.label();
+                    l.contains("selectors.py") || l.contains("asyncio")
+                })
+        })
+}
+
+/// `, and asyncio's own socket pair` where [`asyncio_loop`].
+fn own_pair_said(f: &Facts) -> &'static str {
+    if asyncio_loop(f) {
+        ", and its asyncio loop's own socket pair"
+    } else {
+        ""
+    }
 }
 
 /// `; it was connected as a client to 127.0.0.1:5432 (4 connections, postgres (pid 812)):
@@ -1967,17 +2063,8 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         || super::queues::blocked_event_loop(f).is_some();
     // Connections waiting in the accept queue, or dropped from it, are the server's: the
     // accept rule names them.
-    let accept = f
-        .mean(
-            kiln_store::columns::TARGET,
-            kiln_store::columns::ACCEPT_QUEUE,
-        )
-        .is_some_and(|q| q >= 1.0)
-        || crate::facts::count_of(&f.values(
-            kiln_store::columns::TARGET,
-            kiln_store::columns::LISTEN_OVERFLOWS,
-        ))
-        .is_some_and(|d| d >= 1.0);
+    let accept =
+        super::queues::accept_queue(f).is_some_and(|(q, _, dropped)| q >= 1.0 || dropped >= 1.0);
     // Goroutines and Erlang processes wait inside the server without blocking a thread:
     // their threads idle while the work waits on a lock, a channel or a mailbox. Only a
     // server hardly awake at all says the time is outside it.
@@ -2014,7 +2101,12 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     // Nothing outside to wait for: the time is the server's own queues' (work read and not
     // yet answered, waiting for a thread), not the network's.
     if !nagle && nothing_outside(f) {
-        return inside(f, share, per_op, l.mean_us);
+        let found = inside(f, share, per_op, l.mean_us);
+        return if found.is_empty() {
+            held(f, share, per_op, l.mean_us)
+        } else {
+            found
+        };
     }
     if nagle {
         claim.push_str(&format!(

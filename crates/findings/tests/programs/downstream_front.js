@@ -1,6 +1,8 @@
 // A front that asks a local "inventory service" in every request (callInventoryService,
 // http.get over a keep-alive agent) and answers with its reply. The same file serves the
-// inventory (`downstream_front.js --inventory`: every answer after 20 ms, a timer).
+// inventory (`downstream_front.js --inventory`: every answer after 20 ms, a timer), and,
+// with `--throttle`, a front that asks no one but holds every request 20 ms on a timer of
+// its own (waitForRateLimit: setTimeout, no thread on it), timed as the calls are.
 // GET /metrics on the front answers its own account (ns, process.hrtime: CLOCK_MONOTONIC):
 // the calls and their summed duration, the requests answered and their summed time from
 // arrival to answer, and the clock.
@@ -20,7 +22,19 @@ if (process.argv[2] === '--inventory') {
   const downstream = process.argv[2];
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const stats = { calls: 0, ns: 0n, requests: 0, req_ns: 0n };
+  function waitForRateLimit(done) {
+    const t0 = process.hrtime.bigint();
+    setTimeout(() => {
+      stats.calls++;
+      stats.ns += process.hrtime.bigint() - t0;
+      done('ok\n');
+    }, 20);
+  }
   function callInventoryService(done) {
+    if (downstream === '--throttle') {
+      waitForRateLimit(done);
+      return;
+    }
     const t0 = process.hrtime.bigint();
     http.get(downstream, { agent }, (r) => {
       let body = '';
