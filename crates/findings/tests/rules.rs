@@ -1018,7 +1018,10 @@ fn growth_is_memory_kept_not_a_sawtooth() {
 fn a_cause_outside_the_server_ranks_below_its_own_causes_that_explain_more() {
     use kiln_findings::Finding;
     fn disk(_: &Facts) -> Vec<Finding> {
-        vec![Finding::new("disk", Class::DiskIo, 0.3, "disk").explains(29.0, "of the reqs' time")]
+        vec![Finding::new("disk", Class::DiskIo, 0.3, "disk").explains(
+            29.0,
+            "of the reqs' time: waiting inside the server for its threads",
+        )]
     }
     fn lock(_: &Facts) -> Vec<Finding> {
         vec![Finding::new("lock", Class::LockContention, 0.2, "lock")

@@ -104,7 +104,7 @@ pub fn run_rules(f: &Facts, rules: &[(&str, Rule)]) -> Findings {
         let Some(e) = &x.explains else { continue };
         if let Some(below) = own
             .iter()
-            .filter(|(of, pct, _)| *of == e.of && *pct > e.pct)
+            .filter(|(of, pct, _)| same_outcome(of, &e.of) && *pct > e.pct)
             .map(|(_, _, score)| *score)
             .reduce(f64::min)
         {
@@ -124,6 +124,16 @@ pub fn run_rules(f: &Facts, rules: &[(&str, Rule)]) -> Findings {
         findings: all,
         limits: limits(f),
     }
+}
+
+/// Whether two findings' shares are of the same outcome: the same words, or one's a part
+/// of the other's (`of the reqs' time: waiting inside the server` is of `of the reqs' time`).
+fn same_outcome(a: &str, b: &str) -> bool {
+    let part = |x: &str, of: &str| {
+        x.strip_prefix(of)
+            .is_some_and(|r| r.is_empty() || r.starts_with(':'))
+    };
+    part(a, b) || part(b, a)
 }
 
 /// What the run lacked to tell more.
