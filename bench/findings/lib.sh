@@ -328,29 +328,31 @@ snap_window() {
   }
 }
 
-# timer_oracle CONNS FUNC : the oracle of a server that holds its requests on a timer of
-# its own in FUNC and times it (GET /metrics at the window's ends: {calls, ns, now_ns}): the
-# time in FUNC over the CONNS connections' time, and the server's CPU (/proc). Defines the
-# case's oracle_window and oracle_end.
-timer_oracle() {
-  TIMER_CONNS=$1 TIMER_FUNC=$2
+# timed_oracle CONNS FUNC WHAT : the oracle of a server that times its own FUNC (a call to
+# a downstream, a sleep, a timer it holds the request on) and answers GET /metrics with
+# {calls, ns, now_ns}, read at the window's ends: the time in FUNC over the CONNS
+# connections' time (WHAT_pct_of_request_time), the calls a second, their mean, and the
+# server's CPU (/proc). Defines the case's oracle_window and oracle_end.
+timed_oracle() {
+  TIMED_CONNS=$1 TIMED_FUNC=$2 TIMED_WHAT=$3
   snap_window "http://127.0.0.1:$SERVER_PORT/metrics" metrics
   oracle_end() {
-    oracle_py "$TIMER_CONNS" "$TIMER_FUNC" << 'PY'
-conns, func = int(ARGS[0]), ARGS[1]
+    oracle_py "$TIMED_CONNS" "$TIMED_FUNC" "$TIMED_WHAT" << 'PY'
+conns, func, what = int(ARGS[0]), ARGS[1], ARGS[2]
 a, b = window_json(WORK, "metrics")
 secs = (b["now_ns"] - a["now_ns"]) / 1e9
 calls = b["calls"] - a["calls"]
 waited = (b["ns"] - a["ns"]) / 1e9
+share = what + "_pct_of_request_time"
 f = {
-    "timer_wait_pct_of_request_time": round(100 * waited / (conns * secs), 1),
-    "timers_per_s": round(calls / secs, 1),
-    "timer_ms_mean": round(1000 * waited / calls, 2) if calls else None,
+    share: round(100 * waited / (conns * secs), 1),
+    "calls_per_s": round(calls / secs, 1),
+    "call_ms_mean": round(1000 * waited / calls, 2) if calls else None,
     "server_cpu_pct": PROC.get("target_cpu_pct"),
 }
-text = (f"the server's own timing over {secs:.1f} s (GET /metrics): {calls} waits in {func}, "
-        f"{f['timer_ms_mean']} ms each: {f['timer_wait_pct_of_request_time']}% of the {conns} "
-        f"connections' time; the server's CPU {f['server_cpu_pct']}% of a core\n")
+text = (f"the server's own timing over {secs:.1f} s (GET /metrics): {calls} calls of {func}, "
+        f"{f['call_ms_mean']} ms each: {f[share]}% of the {conns} connections' time; "
+        f"the server's CPU {f['server_cpu_pct']}% of a core\n")
 oracle(text, f)
 PY
   }

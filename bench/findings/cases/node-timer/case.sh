@@ -8,5 +8,5 @@
 . "$(dirname "$0")/../../lib.sh"
 
 start_server server env -C "$WORK" node --perf-basic-prof "$ROOT/crates/findings/tests/programs/downstream_front.js" --throttle
-timer_oracle 16 waitForRateLimit
+timed_oracle 16 waitForRateLimit timer_wait
 run_kiln -p "$SERVER_PID" -e "$EVENTS" -d "$D" --warmup "$WARMUP" load http -c 16 -d 30s "http://127.0.0.1:$SERVER_PORT/"

@@ -8,5 +8,5 @@
 . "$(dirname "$0")/../../lib.sh"
 
 start_server server "$PY" "$FINDINGS/cases/py-async-downstream/server.py" --throttle
-timer_oracle 16 wait_for_rate_limit
+timed_oracle 16 wait_for_rate_limit timer_wait
 run_kiln -p "$SERVER_PID" -e "$EVENTS" -d "$D" --warmup "$WARMUP" load http -c 16 -d 30s "http://127.0.0.1:$SERVER_PORT/"

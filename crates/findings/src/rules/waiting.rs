@@ -497,16 +497,7 @@ fn inside(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Findi
             ),
             "/proc/PID/task/*/schedstat and the off-CPU and CPU profiles (each thread's)",
         ))
-        .evidence(f.ev(
-            "sockets",
-            format!(
-                "{:.1} on average, the load's {:.0} connections",
-                f.mean(kiln_store::columns::TARGET, kiln_store::columns::SOCKETS)
-                    .unwrap_or(0.0),
-                f.meta.load.concurrency.unwrap_or(0.0)
-            ),
-            "/proc/PID/fd",
-        ))
+        .evidence(sockets_evidence(f))
         .explains(
             (1.0 - share) * 100.0,
             format!("of the {unit}s' time: waiting inside the server for its threads"),
@@ -565,16 +556,7 @@ fn held(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Finding
         ));
     }
     vec![x
-        .evidence(f.ev(
-            "sockets",
-            format!(
-                "{:.1} on average, the load's {:.0} connections",
-                f.mean(kiln_store::columns::TARGET, kiln_store::columns::SOCKETS)
-                    .unwrap_or(0.0),
-                f.meta.load.concurrency.unwrap_or(0.0)
-            ),
-            "/proc/PID/fd",
-        ))
+        .evidence(sockets_evidence(f))
         .explains(
             (1.0 - share) * 100.0,
             format!("of the {unit}s' time: held inside the server, no thread on them"),
@@ -606,6 +588,20 @@ fn nothing_outside(f: &Facts) -> bool {
     own && loopback
         && f.meta.target.peers.is_empty()
         && sockets.is_some_and(|s| s <= conns + 2.5 + own_pair)
+}
+
+/// The target's sockets beside the load's connections: what [`nothing_outside`] rests on.
+fn sockets_evidence(f: &Facts) -> crate::Evidence {
+    f.ev(
+        "sockets",
+        format!(
+            "{:.1} on average, the load's {:.0} connections",
+            f.mean(kiln_store::columns::TARGET, kiln_store::columns::SOCKETS)
+                .unwrap_or(0.0),
+            f.meta.load.concurrency.unwrap_or(0.0)
+        ),
+        "/proc/PID/fd",
+    )
 }
 
 /// Whether the server runs Python's asyncio loop (its threads wait in the selector),
