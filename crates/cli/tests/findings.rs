@@ -1280,7 +1280,7 @@ fn a_worker_every_request_waits_for_is_the_limit() {
 }
 
 /// Runs `p` (a server whose requests hand their work to one thread) under 16 connections:
-/// when the kernel saw that thread busy 80% of the time, kiln's first finding is that
+/// when the kernel saw that thread busy 85% of the time, kiln's first finding is that
 /// thread, the requests waiting for it `at`, its CPU `work`; its CPU within 0.15 of the
 /// kernel's (schedstat), and its wait for the GIL, if said, no more than the kernel saw it
 /// off a CPU.
@@ -1294,7 +1294,10 @@ fn handed_off(p: &Planted, dir: &Path, at: &str, work: &str) {
     );
     let found = findings(&v);
     none_contradicted(&found, &k, 17.0, &text);
-    if on + wait < 0.8 {
+    // The rule speaks at 80% busy by kiln's count; the test's count is the kernel's over
+    // its own seconds (a few tenths apart from kiln's window): near the line, on a machine
+    // so busy that the worker mostly waits for a CPU, either may fall on either side.
+    if on + wait < 0.85 {
         eprintln!(
             "the kernel saw the worker busy {:.2} of the time: no finding required",
             on + wait
