@@ -164,6 +164,27 @@ fn starvation_names_who_took_the_cpu_and_needs_run_queue_time() {
     assert!(rules::cpu::starvation(&Facts::of(&r2, None)).is_empty());
 }
 
+/// A server whose threads wait for CPUs held by its own short-lived workers (forked for
+/// one query and gone within the second: no count of the target's holds them) is not
+/// starved by others: what the others were seen to use bounds their share.
+#[test]
+fn waiting_for_cpus_the_server_itself_held_is_not_starvation() {
+    let mut r = run(10, 2);
+    headline(&mut r, 100.0, 0.7, 100.0, 0.1);
+    r.meta.headline.operations = Some(1_000);
+    r.series = vec![
+        target(10, 400.0, &[group("srv", 8.0, 70.0, 400.0, 12.0)]),
+        table("others", 10, &[("cpu:perf (777)", 8.0)]),
+    ];
+    let found = rules::cpu::starvation(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1);
+    // Kiln 0.1 and perf 0.08 of 2 busy CPUs: under a tenth each, a fifth of its weight.
+    let weak = found[0].score;
+    r.series[1] = table("others", 10, &[("cpu:hog (777)", 110.0)]);
+    let strong = rules::cpu::starvation(&Facts::of(&r, None))[0].score;
+    assert!(weak < 0.25 * strong, "{weak} against {strong}");
+}
+
 /// "Limited by the client" only while the server's threads waited for work.
 #[test]
 fn the_client_is_the_limit_only_when_the_server_waited() {

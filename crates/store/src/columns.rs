@@ -37,7 +37,8 @@ pub const VOLUNTARY: &str = "voluntary switches";
 pub const INVOLUNTARY: &str = "involuntary switches";
 /// Open file descriptors, `count`.
 pub const OPEN_FILES: &str = "open files";
-/// Open sockets, `count`.
+/// Open sockets that could carry work from outside the target, `count`: each once however
+/// many of its processes hold it, not its TCP listeners nor the Unix socket pairs of its own.
 pub const SOCKETS: &str = "sockets";
 /// Time the target's threads were runnable and waited for a CPU (`schedstat`'s run-queue
 /// time), `%` (of one CPU: 100 is one thread waiting the whole second). Added in 0.4.

@@ -825,11 +825,16 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     // the busy CPUs others used (whole when they used half of them or more). The programs
     // the server ran for its work (its child processes) are its own load too.
     let throttled = f.cpus.quota.is_some_and(|(_, t)| t > 0.05);
+    // (The others' share is the smaller of what the server left of the busy CPUs and
+    // what the others were seen to use: CPU the server's own short-lived processes used
+    // and no count of its own holds is not the others'.)
     if let (Some(b), false) = (f.cpus.busy, throttled) {
         let busy = b * f.cpus.machine;
         let own = target + f.cpus.children.unwrap_or(0.0);
         if busy > 0.0 {
-            let others = ((busy - own) / busy).clamp(0.0, 1.0);
+            let others = ((busy - own) / busy)
+                .min(held_by_others / busy)
+                .clamp(0.0, 1.0);
             score *= (2.0 * others).min(1.0);
         }
     }

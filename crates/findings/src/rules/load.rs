@@ -289,7 +289,9 @@ pub fn errors(f: &Facts) -> Vec<Finding> {
     let (server, client) = (count("status_5xx"), count("status_4xx"));
     let answered_bad = server + client;
     let outright = count("errors") + count("nacked") + count("returned");
-    let ops = f.outcome.ops.unwrap_or(0.0);
+    // The window's operations and its answers by status are counted apart (at its edges
+    // they can differ by a few): the answered are at least the ones that failed.
+    let ops = f.outcome.ops.unwrap_or(0.0).max(answered_bad);
     let all = ops + outright;
     let bad = answered_bad + outright;
     if all <= 0.0 || bad / all < 0.01 {
@@ -331,7 +333,8 @@ pub fn errors(f: &Facts) -> Vec<Finding> {
         let meaning = match c.first().map(String::as_str) {
             Some("429") => ": the server's rate limit refused them (Too Many Requests) — the load measured the refusal, not the work",
             Some("404") => ": the server does not serve that URL (Not Found) — the load measured the answer 'not found', not the work",
-            Some("401" | "403") => ": the server refused the load's credentials — the load measured the refusal, not the work",
+            Some("401") => ": the server refused the load's credentials (Unauthorized) — the load measured the refusal, not the work",
+            Some("403") => ": the server forbade what the load asked for (Forbidden: its permissions on that path, or the load's credentials) — the load measured the refusal, not the work",
             _ => ": the server refused the requests as the client's error",
         };
         parts.push(format!(

@@ -477,11 +477,10 @@ fn inside(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Findi
         .unwrap_or_default();
     let unit = &f.outcome.unit;
     let claim = format!(
-        "each {unit} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time no thread worked on it, and the server had nothing outside it to wait for (no socket but its clients' connections and its listener{}, over loopback, to kiln's own client) — the {unit}s waited inside it for its threads, read and not yet answered; its most occupied threads, {threads:.0} '{}'{started}, were occupied {} of the time, {} of it blocked: {what}{}",
+        "each {unit} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time no thread worked on it, and the server had nothing outside it to wait for (no socket but its clients' connections, its listeners and socket pairs of its own, over loopback, to kiln's own client) — the {unit}s waited inside it for its threads, read and not yet answered; its most occupied threads, {threads:.0} '{}'{started}, were occupied {} of the time, {} of it blocked: {what}{}",
         secs(mean_us / 1e6),
         per_op.map_or("little".to_string(), secs),
         pct(1.0 - share),
-        own_pair_said(f),
         g.name,
         pct(occupied),
         pct((t / threads.max(1e-9)).min(1.0)),
@@ -528,11 +527,10 @@ fn held(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Finding
             .map(|s| format!("; its threads waited in {} between their turns", s.label()))
     });
     let claim = format!(
-        "each {unit} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time no thread worked on it or was occupied, and the server had nothing outside it to wait for (no socket but its clients' connections and its listener{}, over loopback, to kiln's own client) — the program held the {unit}s itself, on a timer or a callback it scheduled (a sleep in an async handler: setTimeout, asyncio.sleep; a delayed retry; a batch flushed on a tick){}",
+        "each {unit} took {} on average, but the server's threads spent {} on it (on a CPU, runnable or blocked in its work): {} of the time no thread worked on it or was occupied, and the server had nothing outside it to wait for (no socket but its clients' connections, its listeners and socket pairs of its own, over loopback, to kiln's own client) — the program held the {unit}s itself, on a timer or a callback it scheduled (a rate limit that delays rather than refuses; a sleep in an async handler: setTimeout, asyncio.sleep; a delayed retry; a batch flushed on a tick){}",
         secs(mean_us / 1e6),
         per_op.map_or("little".to_string(), secs),
         pct(1.0 - share),
-        own_pair_said(f),
         poll.unwrap_or_default()
     );
     let most = super::queues::most_occupied(f);
@@ -568,9 +566,10 @@ fn held(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Finding
 }
 
 /// Whether the server had nothing outside it to wait on but kiln's own client over the
-/// loopback: it held no socket beyond the load's connections and a listener or two (the
-/// sampler's count: a service's connection, TCP or Unix, or a UDP socket would be one
-/// more), none as a client (its peers), and the load is kiln's own to 127.0.0.1 or
+/// loopback: it held no socket beyond the load's connections and one or two more (the
+/// sampler's count, which leaves out its listeners and the socket pairs between its own
+/// threads or processes: a service's connection, TCP or Unix, or a UDP socket would be
+/// one more), none as a client (its peers), and the load is kiln's own to 127.0.0.1 or
 /// localhost. Its operations' time in no thread's work is then spent inside it, read and
 /// not yet answered (a callback waiting for the event loop, a call for a pool thread).
 fn nothing_outside(f: &Facts) -> bool {
@@ -584,10 +583,7 @@ fn nothing_outside(f: &Facts) -> bool {
         .any(|a| a.contains("://127.") || a.contains("://localhost") || a.contains("://[::1]"));
     let own = matches!(load.protocol.as_str(), "http" | "amqp" | "mqtt");
     let sockets = f.mean(kiln_store::columns::TARGET, kiln_store::columns::SOCKETS);
-    let own_pair = if asyncio_loop(f) { 2.0 } else { 0.0 };
-    own && loopback
-        && f.meta.target.peers.is_empty()
-        && sockets.is_some_and(|s| s <= conns + 2.5 + own_pair)
+    own && loopback && f.meta.target.peers.is_empty() && sockets.is_some_and(|s| s <= conns + 2.5)
 }
 
 /// The target's sockets beside the load's connections: what [`nothing_outside`] rests on.
@@ -600,32 +596,8 @@ fn sockets_evidence(f: &Facts) -> crate::Evidence {
                 .unwrap_or(0.0),
             f.meta.load.concurrency.unwrap_or(0.0)
         ),
-        "/proc/PID/fd",
+        "/proc/PID/fd, less its listeners and its own socket pairs (ss -x)",
     )
-}
-
-/// Whether the server runs Python's asyncio loop (its threads wait in the selector),
-/// which holds a pair of connected sockets of its own (its self-pipe, to be woken from a
-/// signal or another thread): not a service it waits on.
-fn asyncio_loop(f: &Facts) -> bool {
-    f.runtime() == Runtime::Python
-        && f.waits().is_some_and(|w| {
-            w.sites_of(WaitReason::Poll)
-                .chain(w.sites_of(WaitReason::Idle))
-                .any(|s| {
-                    let l = s.label();
-                    l.contains("selectors.py") || l.contains("asyncio")
-                })
-        })
-}
-
-/// `, and asyncio's own socket pair` where [`asyncio_loop`].
-fn own_pair_said(f: &Facts) -> &'static str {
-    if asyncio_loop(f) {
-        ", and its asyncio loop's own socket pair"
-    } else {
-        ""
-    }
 }
 
 /// `; it was connected as a client to 127.0.0.1:5432 (4 connections, postgres (pid 812)):
@@ -2092,8 +2064,20 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         pct(1.0 - share)
     );
     let p50_ms = l.p50_us / 1000.0;
-    let nagle =
-        (p50_ms - DELAYED_ACK_MS).abs() <= 0.15 * DELAYED_ACK_MS || (p50_ms - 200.0).abs() <= 15.0;
+    // A median at the delayed-ACK timer is Nagle's stall only if the responses could have
+    // been held by it: where the load's client counted the responses that arrived in
+    // parts (kiln's HTTP client does), a stall needs them split — a server that holds
+    // each request 40 ms on its own timer answers them whole.
+    let whole = {
+        let sum = |c: &str| crate::facts::count_of(&f.values(kiln_store::columns::LOAD, c));
+        match (sum("split_responses"), f.outcome.ops) {
+            (Some(n), Some(ops)) if ops > 0.0 => n / ops < 0.2,
+            _ => false,
+        }
+    };
+    let nagle = !whole
+        && ((p50_ms - DELAYED_ACK_MS).abs() <= 0.15 * DELAYED_ACK_MS
+            || (p50_ms - 200.0).abs() <= 15.0);
     // Nothing outside to wait for: the time is the server's own queues' (work read and not
     // yet answered, waiting for a thread), not the network's.
     if !nagle && nothing_outside(f) {

@@ -152,6 +152,10 @@ struct Copies {
     followed: HashMap<(u32, u64), (u64, u64)>,
     /// Descendants found not to run the target's program, by (pid, start).
     rejected: HashSet<(u32, u64)>,
+    /// Copies under a second old, not followed yet: one that ends so young (a worker
+    /// forked for one query) was reaped by its parent, whose count of its children's CPU
+    /// holds what it used — the target's, as a followed copy's is.
+    young: HashSet<(u32, u64)>,
     /// The ticks of followed copies that have ended (user, system): the target's CPU
     /// only grows when one ends, and its parent's count of its children's CPU grows by
     /// as much, which is no program's.
@@ -358,6 +362,7 @@ struct Counts {
     rss: u64,
     threads: u64,
     fds: u64,
+    /// Its sockets to the outside ([`net::outward_sockets`]).
     sockets: u64,
     /// Since the previous sample: every thread's run-queue wait (ns) and switches.
     runq_ns: u64,
@@ -442,6 +447,9 @@ impl ProcSampler {
             .filter(|k| !alive.contains(k))
             .copied()
             .collect();
+        let before = c.young.len();
+        c.young.retain(|k| alive.contains(k));
+        c.ended_count += before - c.young.len();
         for k in gone {
             if let Some((u, s)) = c.followed.remove(&k) {
                 c.ended.0 += u;
@@ -462,14 +470,22 @@ impl ProcSampler {
                 };
                 let key = (p, e.start);
                 let old = now.is_some_and(|n| n.saturating_sub(e.start) as f64 >= self.ticks_per_s);
-                if c.rejected.contains(&key) || !old {
+                if c.rejected.contains(&key) {
                     continue;
                 }
+                // (A young one is looked at again at each sample: a fork runs its parent's
+                // program until it execs another.)
                 if std::fs::read_link(format!("/proc/{p}/exe")).ok().as_ref() == Some(exe) {
-                    self.pids.push(p);
-                    c.followed.insert(key, (0, 0));
-                    c.count += 1;
+                    if old {
+                        c.young.remove(&key);
+                        self.pids.push(p);
+                        c.followed.insert(key, (0, 0));
+                        c.count += 1;
+                    } else {
+                        c.young.insert(key);
+                    }
                 } else {
+                    c.young.remove(&key);
                     c.rejected.insert(key);
                 }
             }
@@ -513,6 +529,9 @@ impl ProcSampler {
         self.switches.1 += c.involuntary;
         (totals.voluntary, totals.involuntary) = self.switches;
         c.accept_queue = net::listen_queues(&self.pids, &c.inodes);
+        if let Some(&first) = self.pids.first() {
+            c.sockets = net::outward_sockets(first, &c.inodes);
+        }
         totals.kiln_s = read::own_cpu_of(std::process::id(), tps);
         let load_tree = self.load_pid.map(|lp| read::tree_of(&procs, lp));
         if let Some(tree) = &load_tree {
@@ -567,14 +586,22 @@ impl ProcSampler {
     }
 
     /// Every process that is neither the target, kiln, nor the load command: the CPU
-    /// ticks each used since the previous sample, with its name and pid.
+    /// ticks each used since the previous sample, with its name and pid. The target's
+    /// descendants are not others: their CPU is the target's (a copy it followed, or
+    /// counted among its children's when it reaps them) — a worker forked for one query
+    /// and gone within the second is the server's work, not a process that took its CPUs.
     fn others_used(&mut self, procs: &[read::ProcEntry], load: &[u32]) -> Vec<(String, u32, u64)> {
         let me = std::process::id();
         let first = self.prev.is_none();
         let mut seen = HashMap::with_capacity(procs.len());
         let mut used = Vec::new();
+        let own: Vec<u32> = self
+            .pids
+            .iter()
+            .flat_map(|&p| read::tree_of(procs, p))
+            .collect();
         for p in procs {
-            if p.pid == me || self.pids.contains(&p.pid) || load.contains(&p.pid) {
+            if p.pid == me || own.contains(&p.pid) || load.contains(&p.pid) {
                 continue;
             }
             let key = (p.pid, p.start);
@@ -656,7 +683,6 @@ impl ProcSampler {
                 c.fds += 1;
                 if let Ok(l) = std::fs::read_link(e.path()) {
                     if let Some(i) = net::socket_inode(l.as_os_str().as_encoded_bytes()) {
-                        c.sockets += 1;
                         c.inodes.insert(i);
                     }
                 }
@@ -963,6 +989,68 @@ mod tests {
         assert_eq!(workers.len(), 1, "{workers:?} of {all:?}: {exes:?}");
         let at = all.iter().position(|&p| p == workers[0]).unwrap();
         assert_eq!(exes[at], exes[0], "{exes:?}");
+    }
+
+    /// Copies that end younger than a second (a worker forked for one query) are never
+    /// followed, but what they used is the target's when its parent reaps them, not its
+    /// children's (programs it ran), and not others' while they ran.
+    #[test]
+    fn copies_that_end_young_are_the_targets() {
+        let mut sh = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "sleep 0.3; for k in 1 2 3 4 5 6; do (i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done); done; sleep 30",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = sh.id();
+        let mut s = ProcSampler::new(&[pid], None);
+        let first = s.sample();
+        let mut last = first.clone();
+        let t = std::time::Instant::now();
+        let mut young_seen = false;
+        let mut seen = HashSet::new();
+        while t.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            last = s.sample();
+            young_seen |= !s.copies.young.is_empty();
+            // Done: the last subshell ended and the shell sleeps (its one child `sleep`).
+            let tree = read::tree_of(&read::all_processes(), pid);
+            seen.extend(tree.iter().copied());
+            let sleeping = tree.len() == 2
+                && tree.iter().any(|&p| {
+                    std::fs::read_link(format!("/proc/{p}/exe"))
+                        .is_ok_and(|e| e.to_string_lossy().ends_with("sleep"))
+                });
+            if young_seen && sleeping && t.elapsed() > std::time::Duration::from_millis(800) {
+                break;
+            }
+        }
+        let children = read::read(format!("/proc/{pid}/stat"))
+            .and_then(|t| {
+                read::Stat::parse(&t).map(|st| st.num(16).unwrap_or(0) + st.num(17).unwrap_or(0))
+            })
+            .unwrap_or(0) as f64
+            / s.ticks_per_s;
+        let _ = sh.kill();
+        let _ = sh.wait();
+        assert!(young_seen, "no young copy was seen");
+        assert_eq!(s.copies_followed(), 0, "a copy lived a second");
+        let target = |t: &Totals| t.target_user_s + t.target_system_s;
+        let kept = target(&last) - target(&first);
+        assert!(
+            children > 0.2 && kept >= 0.8 * children,
+            "the target's CPU grew {kept:.2} s; its reaped copies used {children:.2} s"
+        );
+        let others = s.others.finish();
+        assert!(
+            !others
+                .columns
+                .iter()
+                .any(|c| seen.iter().any(|p| c.name.ends_with(&format!(" ({p})")))),
+            "a copy counted among the others: {:?}",
+            others.columns.iter().map(|c| &c.name).collect::<Vec<_>>()
+        );
     }
 
     /// A copy the target forks during the run is followed from its first second, and

@@ -152,6 +152,123 @@ fn socket_inodes(pid: u32, into: &mut HashSet<u64>) {
     }
 }
 
+/// The target's own sockets that could carry work from outside it: its distinct sockets
+/// (one however many of its processes or descriptors hold it), less the TCP listeners
+/// (where connections arrive, not connections) and less the Unix sockets whose peer it
+/// holds too (a socket pair of its own: asyncio's self-pipe, nginx's channels between
+/// master and workers). Read from `pid`'s network namespace for TCP and kiln's for Unix
+/// sockets (their peers through the kernel's socket diagnostics, as `ss -x` reads them);
+/// without those, its Unix sockets count as they are.
+pub(crate) fn outward_sockets(pid: u32, inodes: &HashSet<u64>) -> u64 {
+    let mut listeners = HashSet::new();
+    for f in ["tcp", "tcp6"] {
+        if let Some(text) = read(format!("/proc/{pid}/net/{f}")) {
+            listeners.extend(
+                listening(&text)
+                    .map(|(_, i)| i)
+                    .filter(|i| inodes.contains(i)),
+            );
+        }
+    }
+    let peers = unix_peers().unwrap_or_default();
+    inodes
+        .iter()
+        .filter(|i| !listeners.contains(*i))
+        .filter(|i| !peers.get(*i).is_some_and(|p| inodes.contains(p)))
+        .count() as u64
+}
+
+/// Every connected Unix socket's peer in kiln's network namespace, by inode, from one
+/// `NETLINK_SOCK_DIAG` dump (`UDIAG_SHOW_PEER`); `None` when the kernel refuses it.
+pub(crate) fn unix_peers() -> Option<std::collections::HashMap<u64, u64>> {
+    const SOCK_DIAG_BY_FAMILY: u16 = 20;
+    const UDIAG_SHOW_PEER: u32 = 0x4;
+    const UNIX_DIAG_PEER: u16 = 2;
+    const NLMSG_DONE: u16 = 3;
+    const NLMSG_ERROR: u16 = 2;
+    // SAFETY: a plain socket(2); the descriptor is owned at once.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is a new descriptor no one else owns.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    use std::os::fd::AsRawFd;
+    // nlmsghdr (16 bytes) then unix_diag_req (24): family, protocol, pad, states, inode,
+    // show, cookie.
+    let mut req = Vec::with_capacity(40);
+    req.extend_from_slice(&40u32.to_ne_bytes());
+    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req.extend_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16).to_ne_bytes());
+    req.extend_from_slice(&1u32.to_ne_bytes());
+    req.extend_from_slice(&0u32.to_ne_bytes());
+    req.extend_from_slice(&[libc::AF_UNIX as u8, 0, 0, 0]);
+    req.extend_from_slice(&u32::MAX.to_ne_bytes());
+    req.extend_from_slice(&0u32.to_ne_bytes());
+    req.extend_from_slice(&UDIAG_SHOW_PEER.to_ne_bytes());
+    req.extend_from_slice(&[0xff; 8]);
+    // SAFETY: req is a live buffer of req.len() bytes.
+    let sent = unsafe { libc::send(fd.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) };
+    if sent != req.len() as isize {
+        return None;
+    }
+    let mut out = std::collections::HashMap::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    let u16_at = |b: &[u8], i: usize| b.get(i..i + 2).map(|x| u16::from_ne_bytes([x[0], x[1]]));
+    let u32_at = |b: &[u8], i: usize| {
+        b.get(i..i + 4)
+            .map(|x| u32::from_ne_bytes([x[0], x[1], x[2], x[3]]))
+    };
+    // (A dump ends with NLMSG_DONE; a bound on the reads keeps a kernel that never says
+    // so from holding the sampler.)
+    for _ in 0..10_000 {
+        // SAFETY: buf is a live buffer of buf.len() bytes.
+        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n <= 0 {
+            return None;
+        }
+        let b = &buf[..n as usize];
+        let mut at = 0;
+        while at + 16 <= b.len() {
+            let len = u32_at(b, at)? as usize;
+            let kind = u16_at(b, at + 4)?;
+            if len < 16 || at + len > b.len() {
+                return None;
+            }
+            match kind {
+                NLMSG_DONE => return Some(out),
+                NLMSG_ERROR => return None,
+                _ => {}
+            }
+            // unix_diag_msg: family, type, state, pad, inode, cookie[2]; then attributes.
+            let msg = &b[at + 16..at + len];
+            if let Some(inode) = u32_at(msg, 4) {
+                let mut a = 16;
+                while a + 4 <= msg.len() {
+                    let (alen, atype) = (u16_at(msg, a)? as usize, u16_at(msg, a + 2)?);
+                    if alen < 4 || a + alen > msg.len() {
+                        break;
+                    }
+                    if atype == UNIX_DIAG_PEER {
+                        if let Some(peer) = u32_at(msg, a + 4) {
+                            out.insert(inode as u64, peer as u64);
+                        }
+                    }
+                    a += (alen + 3) & !3;
+                }
+            }
+            at += (len + 3) & !3;
+        }
+    }
+    None
+}
+
 /// The services `pids` are connected to as clients: their established TCP connections
 /// from ports they do not listen on (the connections their own clients opened to them
 /// are left out), by remote address, the most connections first; with the process that
@@ -341,6 +458,45 @@ mod tests {
         assert_eq!(socket_inode(b"pipe:[4242]"), None);
         assert_eq!(quota_cpus(b"50000 100000\n"), Some(0.5));
         assert_eq!(quota_cpus(b"max 100000\n"), None);
+    }
+
+    /// A socket pair of kiln's own: the kernel's socket diagnostics give each end the
+    /// other as its peer (what `ss -x` shows), so a target's own pair is not a socket to
+    /// the outside.
+    #[test]
+    fn a_socket_pair_is_each_others_peer() {
+        use std::os::unix::fs::MetadataExt;
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ino = |s: &std::os::unix::net::UnixStream| {
+            use std::os::fd::AsRawFd;
+            std::fs::metadata(format!("/proc/self/fd/{}", s.as_raw_fd()))
+                .unwrap()
+                .ino()
+        };
+        let (ia, ib) = (ino(&a), ino(&b));
+        let peers = unix_peers().expect("NETLINK_SOCK_DIAG answers");
+        assert_eq!(peers.get(&ia), Some(&ib));
+        assert_eq!(peers.get(&ib), Some(&ia));
+        // The pair counts for nothing; a third socket of the process's own counts.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let out = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let inodes_of = |fds: &[i32]| -> HashSet<u64> {
+            fds.iter()
+                .map(|fd| {
+                    std::fs::metadata(format!("/proc/self/fd/{fd}"))
+                        .unwrap()
+                        .ino()
+                })
+                .collect()
+        };
+        use std::os::fd::AsRawFd;
+        let inodes = inodes_of(&[
+            a.as_raw_fd(),
+            b.as_raw_fd(),
+            listener.as_raw_fd(),
+            out.as_raw_fd(),
+        ]);
+        assert_eq!(outward_sockets(std::process::id(), &inodes), 1);
     }
 
     #[test]
