@@ -72,6 +72,13 @@ fi
 [ "$level" = tests ] || exit 0
 
 # Everything below is for the test suite and the benchmarks only.
+# The oracles' bpftrace and perf's tracepoints need tracefs, which a machine just booted
+# may not have mounted yet (kiln mounts it itself when it records a tracepoint; the
+# tests' oracles may run first).
+if [ ! -d /sys/kernel/tracing/events ] && [ -d /sys/kernel/tracing ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+    echo "install-deps: could not mount tracefs on /sys/kernel/tracing: bpftrace's tracepoints will not be found" >&2
+fi
 # The oldest Rust the workspace builds with (rust-version in Cargo.toml), for the check
 # `cargo +1.88.0 check --workspace --all-targets`.
 if command -v rustup >/dev/null 2>&1 && ! rustup run 1.88.0 rustfmt --version >/dev/null 2>&1; then

@@ -31,6 +31,8 @@ PY=/usr/bin/python3
 export PATH="/usr/local/go/bin:$HOME/.cargo/bin:/opt/kiln-py-spy/bin:$PATH"
 
 [ $# -ge 1 ] || { echo "usage: $0 OUT-DIR" >&2; exit 2; }
+# The oracles' bpftrace needs tracefs (a machine just booted may not have mounted it).
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2> /dev/null || true
 mkdir -p "$1"
 OUT=$(cd "$1" && pwd)
 rm -f "$OUT"/kiln.txt "$OUT"/kiln.err "$OUT"/kiln.json "$OUT"/oracle.txt "$OUT"/oracle.json "$OUT"/proc.json "$OUT"/proc.txt
@@ -191,19 +193,65 @@ start_postgres() {
   case_cleanup() { kill -INT "$SERVER_PID" 2> /dev/null || true; }
 }
 
+# start_nginx WORKERS HTTP-LINES SERVER-LINES : a private nginx (Debian's package) in
+# $WORK/nginx, WORKERS worker processes, bound to 127.0.0.1 on a free port, its root
+# $WORK/nginx/www, the access log $WORK/nginx/access.log in the format `$msec
+# $request_time $status $body_bytes_sent $limit_req_status` (nginx's own account of every request), the
+# lines given added inside http { } and server { }. Sets SERVER_PID (the master: kiln
+# takes its workers with it) and SERVER_PORT.
+start_nginx() {
+  local workers=$1 http_lines=$2 server_lines=$3 dir=$WORK/nginx i
+  [ -x /usr/sbin/nginx ] || { say "nginx is not installed (scripts/install-deps.sh)"; exit 1; }
+  mkdir -p "$dir/www" "$dir/tmp"
+  # The workers run as nginx's unprivileged user: they must reach the root through $WORK.
+  chmod 755 "$WORK" "$dir" "$dir/www"
+  SERVER_PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  cat > "$dir/nginx.conf" << CONF
+worker_processes $workers;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+  log_format timing '\$msec \$request_time \$status \$body_bytes_sent \$limit_req_status';
+  access_log $dir/access.log timing;
+  client_body_temp_path $dir/tmp/body;
+  proxy_temp_path $dir/tmp/proxy;
+  fastcgi_temp_path $dir/tmp/fastcgi;
+  uwsgi_temp_path $dir/tmp/uwsgi;
+  scgi_temp_path $dir/tmp/scgi;
+  default_type text/plain;
+  keepalive_requests 1000000;
+  $http_lines
+  server {
+    listen 127.0.0.1:$SERVER_PORT;
+    root $dir/www;
+    $server_lines
+  }
+}
+CONF
+  /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;' > "$WORK/nginx.out" 2> "$WORK/nginx.err" &
+  SERVER_PID=$!
+  _PIDS+=("$SERVER_PID")
+  for i in $(seq 600); do
+    "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $SERVER_PORT), 0.2)" 2> /dev/null && break
+    kill -0 "$SERVER_PID" 2> /dev/null || { say "nginx exited: $(tail -3 "$WORK/nginx.err" "$dir/error.log")"; exit 1; }
+    sleep 0.05
+  done
+}
+
 # pg_activity_window : the case's oracle_window: PostgreSQL's own account of what its
 # backends wait for, pg_stat_activity every 100 ms through the window, in
 # $WORK/activity.txt (oracle_lib.pg_activity reads it back).
-pg_activity_window() {
-  oracle_window() {
-    local t1
-    t1=$(cat "$WORK/t1")
-    while [ "$(mono)" -lt "$t1" ]; do
-      echo "@t $(mono)"
-      pg -A -t -c "select backend_type, state, coalesce(wait_event_type, '-'), coalesce(wait_event, '-') from pg_stat_activity where pid <> pg_backend_pid()"
-      sleep 0.1
-    done > "$WORK/activity.txt"
-  }
+# (pg_activity_sample is that sampling, for a case's own oracle_window.)
+pg_activity_window() { oracle_window() { pg_activity_sample; }; }
+pg_activity_sample() {
+  local t1
+  t1=$(cat "$WORK/t1")
+  while [ "$(mono)" -lt "$t1" ]; do
+    echo "@t $(mono)"
+    pg -A -t -c "select backend_type, state, coalesce(wait_event_type, '-'), coalesce(wait_event, '-') from pg_stat_activity where pid <> pg_backend_pid()"
+    sleep 0.1
+  done > "$WORK/activity.txt"
 }
 
 # warm_up URL SECONDS : a few seconds of requests before kiln starts (wrk, 4 connections),

@@ -48,6 +48,26 @@ def window(work):
     return t0, t1
 
 
+def wall_of(mono_ns):
+    """The wall-clock time (s since the epoch) of a CLOCK_MONOTONIC time, for logs that
+    stamp their lines with the wall clock (nginx's $msec)."""
+    return time.time() - (time.monotonic_ns() - mono_ns) / 1e9
+
+
+def nginx_requests(work, t0, t1):
+    """nginx's own account of the requests it ended inside the window (start_nginx's
+    access log, `$msec $request_time $status $body_bytes_sent $limit_req_status`): a
+    list of (request_time_s, status, limit_req_status)."""
+    a, b = wall_of(t0), wall_of(t1)
+    out = []
+    with open(os.path.join(work, "nginx", "access.log")) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 3 and a <= float(w[0]) <= b:
+                out.append((float(w[1]), int(w[2]), w[4] if len(w) > 4 else "-"))
+    return out
+
+
 # ---- /proc sampling ---------------------------------------------------------------------
 
 def _read(path):
