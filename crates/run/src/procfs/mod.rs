@@ -991,6 +991,16 @@ mod tests {
         assert_eq!(exes[at], exes[0], "{exes:?}");
     }
 
+    /// The CPU seconds of the children `pid` reaped (`cutime` + `cstime`).
+    fn reaped_cpu(pid: u32, ticks_per_s: f64) -> f64 {
+        read::read(format!("/proc/{pid}/stat"))
+            .and_then(|t| {
+                read::Stat::parse(&t).map(|st| st.num(16).unwrap_or(0) + st.num(17).unwrap_or(0))
+            })
+            .unwrap_or(0) as f64
+            / ticks_per_s
+    }
+
     /// Copies that end younger than a second (a worker forked for one query) are never
     /// followed, but what they used is the target's when its parent reaps them, not its
     /// children's (programs it ran), and not others' while they ran.
@@ -1026,12 +1036,7 @@ mod tests {
                 break;
             }
         }
-        let children = read::read(format!("/proc/{pid}/stat"))
-            .and_then(|t| {
-                read::Stat::parse(&t).map(|st| st.num(16).unwrap_or(0) + st.num(17).unwrap_or(0))
-            })
-            .unwrap_or(0) as f64
-            / s.ticks_per_s;
+        let children = reaped_cpu(pid, s.ticks_per_s);
         let _ = sh.kill();
         let _ = sh.wait();
         assert!(young_seen, "no young copy was seen");
@@ -1081,12 +1086,7 @@ mod tests {
             }
         }
         // The copy's CPU, as its parent counts its children's once it waited for them.
-        let children = read::read(format!("/proc/{pid}/stat"))
-            .and_then(|t| {
-                read::Stat::parse(&t).map(|st| st.num(16).unwrap_or(0) + st.num(17).unwrap_or(0))
-            })
-            .unwrap_or(0) as f64
-            / s.ticks_per_s;
+        let children = reaped_cpu(pid, s.ticks_per_s);
         let _ = sh.kill();
         let _ = sh.wait();
         assert!(ended, "the copy was not followed, or did not end");
