@@ -528,10 +528,9 @@ impl ProcSampler {
         self.switches.0 += c.voluntary;
         self.switches.1 += c.involuntary;
         (totals.voluntary, totals.involuntary) = self.switches;
-        c.accept_queue = net::listen_queues(&self.pids, &c.inodes);
-        if let Some(&first) = self.pids.first() {
-            c.sockets = net::outward_sockets(first, &c.inodes);
-        }
+        let listeners = net::listeners_of(&self.pids);
+        c.accept_queue = net::listen_queues(&listeners, &c.inodes).map(|(waiting, _)| waiting);
+        c.sockets = net::outward_sockets(&listeners, &c.inodes);
         totals.kiln_s = read::own_cpu_of(std::process::id(), tps);
         let load_tree = self.load_pid.map(|lp| read::tree_of(&procs, lp));
         if let Some(tree) = &load_tree {

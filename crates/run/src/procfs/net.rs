@@ -20,41 +20,39 @@ pub(crate) fn socket_inode(link: &[u8]) -> Option<u64> {
     std::str::from_utf8(rest).ok()?.parse().ok()
 }
 
-/// The listening TCP sockets among `inodes`, read from `pid`'s network namespace: how
-/// many connections wait to be accepted (summed), and how many listeners there are.
-#[cfg(test)]
-pub(crate) fn listen_queue(pid: u32, inodes: &HashSet<u64>) -> Option<(u64, u64)> {
-    listen_queue_once(pid, inodes, &mut HashSet::new())
-}
-
-/// [`listen_queue`] over several processes: each listener counted once, however many of
-/// them hold it (a pre-forking server's master and workers share one).
-pub(crate) fn listen_queues(pids: &[u32], inodes: &HashSet<u64>) -> Option<u64> {
-    let mut counted = HashSet::new();
-    pids.iter()
-        .filter_map(|&p| listen_queue_once(p, inodes, &mut counted))
-        .map(|(waiting, _)| waiting)
-        .reduce(|a, b| a + b)
-}
-
-fn listen_queue_once(
-    pid: u32,
-    inodes: &HashSet<u64>,
-    counted: &mut HashSet<u64>,
-) -> Option<(u64, u64)> {
-    let mut found: Option<(u64, u64)> = None;
-    for f in ["tcp", "tcp6"] {
-        let Some(text) = read(format!("/proc/{pid}/net/{f}")) else {
+/// The TCP listeners of the network namespaces `pids` are in: (connections waiting to be
+/// accepted, inode) each. Read once per namespace (`/proc/PID/net/tcp{,6}` walks the
+/// kernel's whole table of connections, which is slow when it is large: a server's
+/// copies share one namespace and are not read again).
+pub(crate) fn listeners_of(pids: &[u32]) -> Vec<(u64, u64)> {
+    let mut namespaces = HashSet::new();
+    let mut out = Vec::new();
+    for &pid in pids {
+        let ns = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+        if !namespaces.insert(ns) {
             continue;
-        };
-        for (waiting, inode) in listening(&text) {
-            if inodes.contains(&inode) {
-                let e = found.get_or_insert((0, 0));
-                if counted.insert(inode) {
-                    e.0 += waiting;
-                    e.1 += 1;
-                }
+        }
+        for f in ["tcp", "tcp6"] {
+            if let Some(text) = read(format!("/proc/{pid}/net/{f}")) {
+                out.extend(listening(&text));
             }
+        }
+    }
+    out
+}
+
+/// The listening TCP sockets among `inodes` ([`listeners_of`]): how many connections wait
+/// to be accepted (summed, each listener counted once however many of the target's
+/// processes hold it: a pre-forking server's master and workers share one), and how many
+/// listeners there are; `None` when none is the target's.
+pub(crate) fn listen_queues(listeners: &[(u64, u64)], inodes: &HashSet<u64>) -> Option<(u64, u64)> {
+    let mut counted = HashSet::new();
+    let mut found: Option<(u64, u64)> = None;
+    for &(waiting, inode) in listeners {
+        if inodes.contains(&inode) && counted.insert(inode) {
+            let e = found.get_or_insert((0, 0));
+            e.0 += waiting;
+            e.1 += 1;
         }
     }
     found
@@ -156,20 +154,11 @@ fn socket_inodes(pid: u32, into: &mut HashSet<u64>) {
 /// (one however many of its processes or descriptors hold it), less the TCP listeners
 /// (where connections arrive, not connections) and less the Unix sockets whose peer it
 /// holds too (a socket pair of its own: asyncio's self-pipe, nginx's channels between
-/// master and workers). Read from `pid`'s network namespace for TCP and kiln's for Unix
-/// sockets (their peers through the kernel's socket diagnostics, as `ss -x` reads them);
-/// without those, its Unix sockets count as they are.
-pub(crate) fn outward_sockets(pid: u32, inodes: &HashSet<u64>) -> u64 {
-    let mut listeners = HashSet::new();
-    for f in ["tcp", "tcp6"] {
-        if let Some(text) = read(format!("/proc/{pid}/net/{f}")) {
-            listeners.extend(
-                listening(&text)
-                    .map(|(_, i)| i)
-                    .filter(|i| inodes.contains(i)),
-            );
-        }
-    }
+/// master and workers). The listeners are [`listeners_of`]'s; the Unix sockets' peers are
+/// read in kiln's namespace through the kernel's socket diagnostics, as `ss -x` reads
+/// them (without those, its Unix sockets count as they are).
+pub(crate) fn outward_sockets(listeners: &[(u64, u64)], inodes: &HashSet<u64>) -> u64 {
+    let listeners: HashSet<u64> = listeners.iter().map(|l| l.1).collect();
     let peers = unix_peers().unwrap_or_default();
     inodes
         .iter()
@@ -496,7 +485,10 @@ mod tests {
             listener.as_raw_fd(),
             out.as_raw_fd(),
         ]);
-        assert_eq!(outward_sockets(std::process::id(), &inodes), 1);
+        assert_eq!(
+            outward_sockets(&listeners_of(&[std::process::id()]), &inodes),
+            1
+        );
     }
 
     #[test]
@@ -593,17 +585,19 @@ mod tests {
         let me = std::process::id();
         let mut inodes = HashSet::new();
         socket_inodes(me, &mut inodes);
-        assert_eq!(listen_queue(me, &inodes), Some((0, 1)));
+        assert_eq!(listen_queues(&listeners_of(&[me]), &inodes), Some((0, 1)));
         let _c: Vec<_> = (0..3)
             .map(|_| std::net::TcpStream::connect(addr).unwrap())
             .collect();
         // The handshakes complete in the kernel as connect returns.
-        assert_eq!(listen_queue(me, &inodes), Some((3, 1)));
+        assert_eq!(listen_queues(&listeners_of(&[me]), &inodes), Some((3, 1)));
         let _ = l.accept().unwrap();
-        assert_eq!(listen_queue(me, &inodes), Some((2, 1)));
+        assert_eq!(listen_queues(&listeners_of(&[me]), &inodes), Some((2, 1)));
         assert!(listen_overflows(me).is_some());
         // A listener several target processes hold (a master and its workers, as this
-        // process named twice stands for) is one queue.
-        assert_eq!(listen_queues(&[me, me], &inodes), Some(2));
+        // process named twice stands for) is one queue, its namespace read once.
+        let twice = listeners_of(&[me, me]);
+        assert_eq!(twice.len(), listeners_of(&[me]).len());
+        assert_eq!(listen_queues(&twice, &inodes), Some((2, 1)));
     }
 }
