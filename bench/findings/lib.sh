@@ -340,6 +340,18 @@ run_kiln() {
   _SAMPLERS=()
   "$KILN" runs show "$CASE" --store "$STORE" --json > "$OUT/kiln.json" 2> "$WORK/show.err" ||
     say "kiln runs show failed: $(cat "$WORK/show.err")"
+  # The oracle's window against kiln's own (one clock): a watcher that saw 'measuring'
+  # late measured other seconds, and the case's figures cannot judge kiln's.
+  "$PY" - "$OUT/kiln.json" "$WORK/t0" "$CASE" << 'PY' || true
+import json, sys
+try:
+    start = json.load(open(sys.argv[1]))["measure"]["start_ns"]
+    t0 = int(open(sys.argv[2]).read())
+except (OSError, ValueError, KeyError, TypeError):
+    sys.exit(0)
+if abs(t0 - start) > 1e9:
+    print(f"{sys.argv[3]}: the oracle's window began {(t0 - start) / 1e9:+.1f} s from kiln's measurement: its figures are of other seconds", file=sys.stderr)
+PY
   "$PY" "$FINDINGS/oracle_lib.py" summarise-proc "$OUT" "$WORK"
   if declare -F oracle_end > /dev/null; then oracle_end; fi
   [ -s "$OUT/oracle.json" ] || say "the oracle wrote no figures"
