@@ -1771,6 +1771,13 @@ fn an_event_loop_that_runs_one_function_for_long_at_times_is_said() {
         })
         .collect();
     turns.sort_unstable();
+    // On a busy machine a few ordinary turns stretch past 20 ms while the loop waits for
+    // a CPU (beside CI: 336 ms apart, against the timer's 500): the planted runs are the
+    // long ones, at least 0.6 of the 90th percentile's length.
+    let mut lengths: Vec<u64> = turns.iter().map(|t| t.1).collect();
+    lengths.sort_unstable();
+    let p90 = lengths.get(lengths.len() * 9 / 10).copied().unwrap_or(0);
+    turns.retain(|t| t.1 as f64 >= 0.6 * p90 as f64);
     let median = |mut v: Vec<u64>| {
         v.sort_unstable();
         v.get(v.len() / 2).map_or(0.0, |&x| x as f64 / 1e6)
