@@ -463,7 +463,7 @@ fn spawn_sampler<'s>(
             lock(&sampler).sample();
             // A sample that took longer than the period (a saturated machine) is not made
             // up for by samples back to back, which would hold the sampler's lock without
-            // a pause: the next is a period after this one ended.
+            // a pause: the next comes at least half a period after this one ended.
             next = (next + every).max(Instant::now() + every / 2);
         }
     });

@@ -457,6 +457,10 @@ int main(int argc, char **argv) {
 	sigemptyset(&usr2);
 	sigaddset(&usr2, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+	/* A client that goes while its answer is written (a load stopping, or a connection
+	 * reset as the load's phase changes) must not end the server: the write fails with
+	 * EPIPE instead of SIGPIPE killing it. */
+	signal(SIGPIPE, SIG_IGN);
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	const char *dir = argc > 3 ? argv[3] : ".";
 	if (!strcmp(mode, "fsync") && (log_fd = open_in(dir, "log", O_APPEND)) < 0)
