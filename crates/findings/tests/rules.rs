@@ -185,6 +185,58 @@ fn waiting_for_cpus_the_server_itself_held_is_not_starvation() {
     assert!(weak < 0.25 * strong, "{weak} against {strong}");
 }
 
+/// A server of eight threads ready for more CPUs than the machine has, beside a neighbour
+/// holding a third of them: its threads wait for each other more than for the neighbour.
+/// Only the neighbour's share of the wait is starvation, and the server's own CPU-bound
+/// work comes first.
+#[test]
+fn a_wait_for_cpus_is_the_others_only_in_their_share_of_them() {
+    let mut r = run(10, 2);
+    headline(&mut r, 100.0, 1.06, 100.0, 0.06);
+    r.meta.headline.operations = Some(1_000);
+    r.meta.load.concurrency = Some(8.0);
+    r.series = vec![
+        target(10, 390.0, &[group("srv", 8.0, 106.0, 390.0, 14.0)]),
+        table(
+            "others",
+            10,
+            &[("cpu:hog (777)", 56.0), ("cpu:perf (778)", 9.0)],
+        ),
+    ];
+    let found = rules::cpu::starvation(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1);
+    let share = found[0].explains.as_ref().unwrap().pct;
+    // 3.9 waiting of 8 connections' time is 49%; the others held 0.71 of 2 busy CPUs.
+    assert!(
+        (share - 48.75 * 0.355).abs() < 1.0,
+        "{share}: {}",
+        found[0].claim
+    );
+    assert!(
+        found[0].claim.contains("others held 36% of the busy CPUs"),
+        "{}",
+        found[0].claim
+    );
+    assert_eq!(classes(&r)[0], Class::CpuBound, "{:#?}", classes(&r));
+    // The same wait with the neighbour holding nine tenths of the CPUs: nearly all of it
+    // is the neighbour's, and starvation comes first.
+    let mut r2 = r.clone();
+    headline(&mut r2, 100.0, 0.14, 100.0, 0.06);
+    r2.meta.headline.operations = Some(1_000);
+    r2.series = vec![
+        target(10, 390.0, &[group("srv", 8.0, 14.0, 390.0, 2.0)]),
+        table("others", 10, &[("cpu:hog (777)", 180.0)]),
+    ];
+    let found = rules::cpu::starvation(&Facts::of(&r2, None));
+    assert!(found[0].explains.as_ref().unwrap().pct > 40.0, "{found:#?}");
+    assert!(
+        !found[0].claim.contains("others held"),
+        "{}",
+        found[0].claim
+    );
+    assert_eq!(classes(&r2)[0], Class::CpuStarvation, "{:#?}", classes(&r2));
+}
+
 /// "Limited by the client" only while the server's threads waited for work.
 #[test]
 fn the_client_is_the_limit_only_when_the_server_waited() {
@@ -192,6 +244,21 @@ fn the_client_is_the_limit_only_when_the_server_waited() {
     headline(&mut r, 1000.0, 0.2, 98.0, 1.6);
     r.series = vec![target(10, 1.0, &[group("srv", 4.0, 20.0, 1.0, 8.0)])];
     assert_eq!(rules::load::client(&Facts::of(&r, None)).len(), 1);
+    // Its requests slow (11 ms, the server's threads 0.8 ms on each): the time outside the
+    // server is the client's, and the client comes first.
+    r.meta.load.concurrency = Some(16.0);
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    for _ in 0..1000 {
+        h.record(11_000).unwrap();
+    }
+    r.histograms = vec![kiln_store::StoredHistogram {
+        name: "latency".into(),
+        window: "measure".into(),
+        unit: "us".into(),
+        data: kiln_store::hdr::encode_histogram(&h).unwrap(),
+    }];
+    assert!(rules::waiting::outside(&Facts::of(&r, None)).is_empty());
+    assert_eq!(classes(&r)[0], Class::ClientLimited, "{:#?}", classes(&r));
     // The server's thread ran a whole CPU: the server was the limit.
     let mut r2 = r.clone();
     headline(&mut r2, 1000.0, 1.0, 100.0, 1.0);

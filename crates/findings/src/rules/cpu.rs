@@ -790,17 +790,40 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     if runnable < 0.05 || runnable / (runnable + target).max(1e-9) < 0.15 {
         return Vec::new();
     }
-    let waited_s = runnable * f.secs;
+    let ready = runnable / (runnable + target);
+    let held_by_others = f.cpus.others.iter().map(|(_, c)| c).sum::<f64>()
+        + f.cpus.kiln.unwrap_or(0.0)
+        + f.cpus.load_command.unwrap_or(0.0);
+    // Whose CPUs the threads waited for. More of the server's threads ready than CPUs, on
+    // a machine the server itself keeps busy, wait for each other: that is the server's
+    // own load (CPU-bound), not others taking the CPUs. Unless a quota throttles it (the
+    // whole wait is then the quota's), the wait is the others' in the proportion of the
+    // busy CPUs they held — the smaller of what the server left of them and what the
+    // others were seen to use (CPU the server's own short-lived processes used, which no
+    // count of its own holds, is not the others'). The programs the server ran for its
+    // work (its child processes) are its own load too.
+    let throttled = f.cpus.quota.is_some_and(|(_, t)| t > 0.05);
+    let theirs = match (f.cpus.busy, throttled) {
+        (Some(b), false) if b > 0.0 => {
+            let busy = b * f.cpus.machine;
+            let own = target + f.cpus.children.unwrap_or(0.0);
+            ((busy - own) / busy)
+                .min(held_by_others / busy)
+                .clamp(0.0, 1.0)
+        }
+        _ => 1.0,
+    };
+    let waited_s = runnable * f.secs * theirs;
     let of_request = f.request_time_s().map(|r| waited_s / r.max(1e-9));
     // What it explains: of the operations' time, else of the server's working time (the
-    // threads' time waiting for a CPU is part of it).
+    // threads' time waiting for a CPU others held is part of it).
     let explained = super::waiting::outcome_time(f).map(|(t, of)| (waited_s / t.max(1e-9), of));
-    let ready = runnable / (runnable + target);
     // Without the operations' time: how many threads waited, against one waiting always.
     // Others taking the CPU is the machine's state, not the server's defect: a cause the
     // server has of its own ranks first when it explains as much.
-    let mut score =
-        of_request.map_or(ready * runnable.min(1.0) * 0.7, |x| x.min(1.0) * 0.95) * ENVIRONMENT;
+    let mut score = of_request.map_or(ready * runnable.min(1.0) * 0.7 * theirs, |x| {
+        x.min(1.0) * 0.95
+    }) * ENVIRONMENT;
     // A thread every operation waits for (one never idle): its time waiting for a CPU
     // slows all of them, however small a share of their time it is.
     // A server whose threads were ready for every CPU of the machine (on one or waiting
@@ -809,35 +832,15 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     // well as the kernel's), and the time its threads waited for a CPU slows all of them.
     // (With most of the CPUs its own, it is CPU-bound, its rule's; under a cap of its
     // own — a quota, GOMAXPROCS — the cap is the limit its rule names.)
-    let held_by_others = f.cpus.others.iter().map(|(_, c)| c).sum::<f64>()
-        + f.cpus.kiln.unwrap_or(0.0)
-        + f.cpus.load_command.unwrap_or(0.0);
     let at_limit = match f.cpu_limit() {
         (limit, None) => target + runnable >= 0.9 * limit && held_by_others > target,
         _ => false,
     };
     if at_limit || f.groups.iter().any(|g| g.has_saturated_thread()) {
-        score = score.max(ready * 0.95 * ENVIRONMENT);
+        score = score.max(ready * 0.95 * ENVIRONMENT * theirs);
     }
-    // More of the server's threads ready than CPUs, on a machine the server itself keeps
-    // busy, wait for each other: that is the server's own load (CPU-bound), not others
-    // taking the CPUs. Unless a quota throttles it, the wait counts in the proportion of
-    // the busy CPUs others used (whole when they used half of them or more). The programs
-    // the server ran for its work (its child processes) are its own load too.
-    let throttled = f.cpus.quota.is_some_and(|(_, t)| t > 0.05);
-    // (The others' share is the smaller of what the server left of the busy CPUs and
-    // what the others were seen to use: CPU the server's own short-lived processes used
-    // and no count of its own holds is not the others'.)
-    if let (Some(b), false) = (f.cpus.busy, throttled) {
-        let busy = b * f.cpus.machine;
-        let own = target + f.cpus.children.unwrap_or(0.0);
-        if busy > 0.0 {
-            let others = ((busy - own) / busy)
-                .min(held_by_others / busy)
-                .clamp(0.0, 1.0);
-            score *= (2.0 * others).min(1.0);
-        }
-    }
+    // A server mostly waiting for its own threads is the CPU-bound rule's.
+    score *= (2.0 * theirs).min(1.0);
     let takers = takers(f);
     let mut claim = format!(
         "the server's threads spent {} of the time they were ready to run waiting for a CPU ({:.1} of them waiting on average)",
@@ -861,6 +864,13 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     }
     if !takers.is_empty() {
         claim.push_str(&format!("; the CPUs went to {}", takers.join(", ")));
+    }
+    if theirs < 0.9 {
+        claim.push_str(&format!(
+            "; others held {} of the busy CPUs, and that share of the wait (about {} per second) is counted as theirs",
+            pct(theirs),
+            secs(runnable * theirs)
+        ));
     }
     let mut finding = Finding::new("starvation", Class::CpuStarvation, score, claim);
     let mut e = f.ev(

@@ -250,6 +250,16 @@ pub fn lost(f: &Facts) -> Vec<Finding> {
     } else {
         format!("{unit}s published{qos}")
     };
+    // Behind, not dropping, with a thread of the broker never idle: that thread is why it
+    // fell behind, and its finding ranks first (the messages left over are its outcome).
+    let behind = dropped == 0 && at_end as f64 >= 0.5 * lost as f64;
+    let limit = behind
+        .then(|| super::cpu::one_thread(f))
+        .and_then(|t| t.first().map(|t| t.score));
+    let why = match limit {
+        Some(_) => format!("{why} — its one saturated thread (its own finding) is why"),
+        None => why,
+    };
     let claim = format!(
         "{} of the {} {of} never reached a subscriber ({}; {} received): {why}; the latency and rate are those of the {unit}s that got through",
         super::queues::thousands(lost as f64),
@@ -258,7 +268,12 @@ pub fn lost(f: &Facts) -> Vec<Finding> {
         super::queues::thousands(received as f64),
     );
     vec![
-        Finding::new("lost", Class::MessagesLost, 0.5 + 0.45 * share, claim)
+        Finding::new(
+            "lost",
+            Class::MessagesLost,
+            limit.map_or(0.5 + 0.45 * share, |l| (0.5 + 0.45 * share).min(l - 1e-6)),
+            claim,
+        )
             .evidence(f.ev(
                 format!("{unit}s lost"),
                 format!(
