@@ -8,7 +8,7 @@
 # Prints per cache size the sweep table (answered req/s, latency, the server's CPU from
 # /proc, kiln's CPU, the machine's), kiln's plateau verdict, and the share of the server's
 # off-CPU time spent inside blockCache.get (the critical section: the read under the lock),
-# also as seconds blocked there per second of the run.
+# also as seconds blocked there per second of the run; and kiln's first two findings.
 #
 # Needs: Go, a release build of kiln ($KILN, default target/release/kiln), root (off-CPU).
 set -eu
@@ -55,6 +55,8 @@ for row in s["rows"]:
           f"{row['target_cpu_pct'] or 0:>23.1f} {row['target_ctx_switches_per_s'] or 0:>9.0f} {row['client_cpu_pct']:>10.1f} {row['machine_cpu_pct']:>13.1f}")
 print("plateau:", s["plateau"]["verdict"])
 print("run status:", r["status"])
+for i, f in enumerate((r.get("findings") or [])[:2]):
+    print(f"kiln's finding {i + 1}: {f.get('class')}: {f.get('claim')}")
 PY
   KILN_STORE="$store" "$kiln" collapse --event-filter offcpu "run:cache-$cache" > "$dir/off.folded" 2> /dev/null
   awk -v secs="$measure" '{ n = $NF; t += n; if ($0 ~ /main\.\(\*blockCache\)\.get/) b += n; if ($0 ~ /main\.\(\*blockCache\)\.get.*pread/) io += n }

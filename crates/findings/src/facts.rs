@@ -303,9 +303,33 @@ fn set_programs_apart(run: &mut Cow<'_, RunData>) -> Option<(f64, Vec<(String, f
 /// evenly — a step of a sweep still sees the lock its run waited on.
 fn windowed(run: &RunData, w: &Window) -> RunData {
     let mut out = kiln_store::window::window_data(run.clone(), w);
-    let share = w.seconds() / run.meta.measure.seconds().max(1e-9);
+    let secs_share = w.seconds() / run.meta.measure.seconds().max(1e-9);
+    // Waits in the operations' path (goroutines parked, Go's block and mutex profiles)
+    // come with the operations: an untimed profile of them is the window's in the
+    // proportion of the operations' time it holds (their latencies summed), not of its
+    // seconds — a sweep's first step of 8 connections holds far less of it than its last
+    // of 256.
+    let ops_time = |w: &Window| {
+        let (_, h) = kiln_store::window::latency_of(run, w)?;
+        let ops = kiln_store::window::window_view(run, w)
+            .headline
+            .operations? as f64;
+        Some(h.mean() * ops)
+    };
+    let ops_share = match (ops_time(w), ops_time(&run.meta.measure)) {
+        (Some(a), Some(b)) if b > 0.0 => Some((a / b).clamp(0.0, 1.0)),
+        _ => None,
+    };
     for (p, cut) in run.profiles.iter().zip(out.profiles.iter_mut()) {
         let untimed = !p.samples.is_empty() && !p.samples.has_time();
+        let name = &p.event.name;
+        let waits = name == kiln_store::GOROUTINE_WAITS_EVENT
+            || name.starts_with("pprof block")
+            || name.starts_with("pprof mutex");
+        let share = match ops_share {
+            Some(x) if waits => x,
+            _ => secs_share,
+        };
         if untimed && share > 0.0 && share < 1.0 {
             let mut q = p.clone();
             for x in q.samples.weight.iter_mut() {

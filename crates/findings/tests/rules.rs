@@ -828,6 +828,135 @@ fn a_sweep_is_explained_at_the_step_where_it_broke() {
     assert!(found[0].claim.contains("only queued"), "{}", found[0].claim);
 }
 
+/// A rate sweep that broke where the rate was not held: the step's latency in flight by
+/// Little's law, and the broker's queue holding few of them (the rest waited before it).
+#[test]
+fn a_rate_sweeps_wall_counts_what_was_in_flight() {
+    let mut r = run(9, 2);
+    r.meta.load.unit = "msg".into();
+    r.meta.load.completed = "received".into();
+    let steps = [
+        (1000.0, 0, 3, 500),
+        (2000.0, 3, 6, 600),
+        (3000.0, 6, 9, 400_000),
+    ];
+    r.meta.windows = steps
+        .iter()
+        .map(|&(c, a, b, _)| Window {
+            name: format!("rate={c}"),
+            start_ns: a * S,
+            end_ns: b * S,
+        })
+        .collect();
+    r.histograms = steps
+        .iter()
+        .map(|&(c, _, _, us)| {
+            let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+            for _ in 0..1000 {
+                h.record(us).unwrap();
+            }
+            kiln_store::StoredHistogram {
+                name: "latency".into(),
+                window: format!("rate={c}"),
+                unit: "us".into(),
+                data: kiln_store::hdr::encode_histogram(&h).unwrap(),
+            }
+        })
+        .collect();
+    let col = |name: &str, v: [f64; 9]| Column {
+        name: name.into(),
+        unit: String::new(),
+        values: v.iter().map(|x| Some(*x)).collect(),
+    };
+    let mut load = table("load", 9, &[]);
+    let got = [
+        1000.0, 1000.0, 1000.0, 2000.0, 2000.0, 2000.0, 2000.0, 2000.0, 2000.0,
+    ];
+    load.columns.push(col("received", got));
+    load.columns.push(col(
+        kiln_store::QUEUE_DEPTH,
+        [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 40.0, 50.0, 60.0],
+    ));
+    r.series = vec![load, target(9, 2.0, &[group("srv", 4.0, 50.0, 2.0, 10.0)])];
+    let found = rules::sweep::knee(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let claim = &found[0].claim;
+    assert!(
+        claim.starts_with("at rate=3000 the outcome broke"),
+        "{claim}"
+    );
+    assert!(
+        claim.contains("Little's law: at 2,000/s a median of 400 ms is 800 msgs in flight, the broker's queue held 50 of them on average (the rest waited before it"),
+        "{claim}"
+    );
+}
+
+/// A sweep's goroutine waits, traced without times, are a step's in the proportion of the
+/// operations' time it held: a first step of 1 connection holds little of them.
+#[test]
+fn untimed_waits_are_a_steps_by_the_operations_time_it_held() {
+    let mut r = run(8, 2);
+    // Two steps of 4 s: 1 connection at 1 ms, then 15 at 15 ms; 4,000 requests each.
+    let steps = [(1.0, 0, 4, 1000), (15.0, 4, 8, 15_000)];
+    r.meta.windows = steps
+        .iter()
+        .map(|&(c, a, b, _)| Window {
+            name: format!("connections={c}"),
+            start_ns: a * S,
+            end_ns: b * S,
+        })
+        .collect();
+    let hist = |us: u64, n: usize| {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        for _ in 0..n {
+            h.record(us).unwrap();
+        }
+        kiln_store::hdr::encode_histogram(&h).unwrap()
+    };
+    let stored = |w: String, data| kiln_store::StoredHistogram {
+        name: "latency".into(),
+        window: w,
+        unit: "us".into(),
+        data,
+    };
+    r.histograms = steps
+        .iter()
+        .map(|&(c, _, _, us)| stored(format!("connections={c}"), hist(us, 4000)))
+        .collect();
+    let mut whole = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    for _ in 0..4000 {
+        whole.record(1000).unwrap();
+        whole.record(15_000).unwrap();
+    }
+    r.histograms.push(stored(
+        "measure".into(),
+        kiln_store::hdr::encode_histogram(&whole).unwrap(),
+    ));
+    let mut load = table("load", 8, &[]);
+    load.columns.push(Column {
+        name: "answered".into(),
+        unit: "req/s".into(),
+        values: vec![Some(1000.0); 8],
+    });
+    r.series = vec![load, target(8, 2.0, &[group("srv", 4.0, 50.0, 2.0, 10.0)])];
+    let mut p = Profile::new(EventInfo::new(
+        kiln_store::GOROUTINE_WAITS_EVENT,
+        WeightUnit::Nanoseconds,
+    ));
+    let ids = [
+        p.frame(b"main.(*cache).get", FrameKind::User),
+        p.frame(b"sync.(*Mutex).Lock", FrameKind::User),
+    ];
+    let th = p.thread(None, None, b"");
+    p.add_sample_path(&ids, 64_000_000_000, kiln_model::NO_TIME, th);
+    r.profiles = vec![p];
+    let first = r.meta.windows[0].clone();
+    let f = Facts::of(&r, Some(&first));
+    let w: u64 = f.goroutine_waits().unwrap().samples.weight.iter().sum();
+    // 4 s of 1 ms requests against 4 s + 60 s: a sixteenth, not half.
+    assert!((w as f64 / 64e9 - 1.0 / 16.0).abs() < 0.01, "{w}");
+}
+
 /// Without an off-CPU profile, threads asleep in disk waits (their state and wchan) still
 /// name the disk; a futex is named only when the waiting threads could all be requests.
 #[test]

@@ -154,7 +154,9 @@ fn limits(f: &Facts) -> Vec<String> {
         _ => false,
     };
     // (Messages in a broker's backlog waited in its queue: the queue's finding says so.)
-    let parked_unseen = parked_unseen && !queues::held_in_broker(f);
+    // (A fleet holding idle connections, with no count of operations, waited for nothing.)
+    let parked_unseen =
+        parked_unseen && !queues::held_in_broker(f) && f.outcome.ops.is_some_and(|o| o > 0.0);
     if let (true, Some(req_s)) = (parked_unseen, f.request_time_s()) {
         let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
         if req_s >= 2.0 * f.secs && req_s > 3.0 * busy {

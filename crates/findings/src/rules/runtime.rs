@@ -228,15 +228,36 @@ fn spins(name: &str) -> bool {
 
 /// Whether a BEAM's command line turns its schedulers' busy-wait off: `+sbwt none` as
 /// given to `erl`, or `-sbwt none` as erlexec passes it on to beam.smp (what its
-/// /proc/PID/cmdline shows).
+/// /proc/PID/cmdline shows). The emulator reads its flags in order, so the last of each
+/// decides: RabbitMQ's scripts pass `+sbwt none` first and a user's `+sbwt very_long`
+/// after it turns the busy-wait back on.
 fn beam_busy_wait_off(cmdline: &str) -> bool {
-    let off = |flag: &str| {
-        ["+", "-"].iter().any(|sign| {
-            cmdline.contains(&format!("{sign}{flag} none"))
-                || cmdline.contains(&format!("{sign}{flag}none"))
-        })
+    const VALUES: [&str; 6] = ["none", "very_short", "short", "medium", "long", "very_long"];
+    let last = |flag: &str| {
+        // (The emulator's flags end at the first `--`: what follows is init's.)
+        let words: Vec<&str> = cmdline
+            .split_whitespace()
+            .take_while(|w| *w != "--")
+            .collect();
+        let mut value = None;
+        for (i, w) in words.iter().enumerate() {
+            let Some(rest) = w
+                .strip_prefix(['+', '-'])
+                .and_then(|x| x.strip_prefix(flag))
+            else {
+                continue;
+            };
+            if rest.is_empty() {
+                value = words.get(i + 1).copied().or(value);
+            } else if VALUES.contains(&rest) {
+                value = Some(rest);
+            }
+        }
+        value
     };
-    off("sbwt") && off("sbwtdcpu") && off("sbwtdio")
+    ["sbwt", "sbwtdcpu", "sbwtdio"]
+        .iter()
+        .all(|f| last(f) == Some("none"))
 }
 
 /// Threads spinning on a CPU while they wait: a spin lock, a yield loop, the BEAM
@@ -540,6 +561,19 @@ mod tests {
             "/usr/lib/erlang/erts-12/bin/beam.smp -W w +sbwt none +sbwtdcpu none +sbwtdio none -K true"
         ));
         assert!(!beam_busy_wait_off("beam.smp -W w +sbwt none -K true"));
+        assert!(beam_busy_wait_off(
+            "beam.smp -sbwtnone -sbwtdcpunone -sbwtdio none"
+        ));
+        // The last of each flag decides.
+        assert!(!beam_busy_wait_off(
+            "beam.smp -sbwt none -sbwtdcpu none -sbwtdio none -sbwt very_long -B i -- -root x"
+        ));
+        assert!(beam_busy_wait_off(
+            "beam.smp -sbwt none -sbwtdcpu none -sbwtdio none -- -sbwt very_long"
+        ));
+        assert!(beam_busy_wait_off(
+            "beam.smp -sbwt long -sbwt none -sbwtdcpu none -sbwtdio none"
+        ));
         assert!(spins("pthread_spin_lock"));
         assert!(spins("__sched_yield"));
         assert!(spins("SpinPause"));

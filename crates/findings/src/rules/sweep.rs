@@ -128,6 +128,35 @@ pub fn knee(f: &Facts) -> Vec<Finding> {
         }
         x = x.check(top.check.clone());
     }
+    // Little's law at the step: how many operations its latency held in flight, and how
+    // many of them the broker's queue held (the rest waited before it, or in the server).
+    if let Some(p50) = step
+        .p50_us
+        .filter(|_| param == "rate" && step.throughput > 0.0)
+    {
+        let held = step.throughput * p50 / 1e6;
+        let unit = &f.outcome.unit;
+        claim.push_str(&format!(
+            "; Little's law: at {}/s a median of {} is {} {unit}s in flight",
+            super::queues::thousands(step.throughput),
+            secs(p50 / 1e6),
+            super::queues::thousands(held)
+        ));
+        let depth = inner.values(kiln_store::columns::LOAD, kiln_store::QUEUE_DEPTH);
+        if !depth.is_empty() {
+            let secs_of: f64 = depth.iter().map(|(_, s)| s).sum();
+            let mean = depth.iter().map(|(v, s)| v * s).sum::<f64>() / secs_of.max(1e-9);
+            claim.push_str(&format!(
+                ", the broker's queue held {} of them on average{}",
+                super::queues::thousands(mean),
+                if mean < 0.5 * held {
+                    " (the rest waited before it: in the sockets and the broker's flow control, or in its processes)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
     if i > 0 {
         let prev = &steps[i - 1];
         claim.push_str(&format!(

@@ -2046,7 +2046,11 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         .sum::<f64>()
         * f.secs;
     let awake = (busy - queued).max(0.0) / req_s.max(1e-9);
-    if share >= 0.3 || saturated || accept || (green && awake >= 0.05) {
+    // Nor one whose threads were ready for most of the CPUs it could use: its goroutines
+    // or processes queue inside it for them (a BEAM's run queues, Go's for a P), unseen.
+    let ready = f.cpus.target.unwrap_or(0.0) + f.cpus.runnable.unwrap_or(0.0);
+    let full = green && ready >= 0.7 * f.cpu_limit().0;
+    if share >= 0.3 || saturated || accept || (green && awake >= 0.05) || full {
         return Vec::new();
     }
 
