@@ -114,6 +114,8 @@ def sample_proc(pid, port=None):
     s["minflt"] = int(f[7])
     s["majflt"] = int(f[9])
     s["rss_kb"] = int(f[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    # Its own CPU (utime + stime), clock ticks: the threads that ended are in it.
+    s["cpu_ticks"] = int(f[11]) + int(f[12])
     # The CPU of the children it waited for (cutime + cstime), clock ticks.
     s["children_ticks"] = int(f[13]) + int(f[14])
     # Storage bytes by process: the target's and its copies' (PostgreSQL's backends
@@ -222,6 +224,10 @@ def proc_figures(samples, t0, t1):
         threads.append((comm, tid, (run_ns - prev[1]) / 1e9, (wait_ns - prev[2]) / 1e9))
     run = sum(t[2] for t in threads)
     wait = sum(t[3] for t in threads)
+    # Threads that lived between two samples (a thread per connection) are in no sample's
+    # tasks; the process's own count holds them.
+    if "cpu_ticks" in a and "cpu_ticks" in b:
+        run = max(run, (b["cpu_ticks"] - a["cpu_ticks"]) / os.sysconf("SC_CLK_TCK"))
     busiest = max(threads, key=lambda t: t[2] + t[3]) if threads else ("", "", 0, 0)
     hottest = max(threads, key=lambda t: t[2]) if threads else ("", "", 0, 0)
     active = [t for t in threads if t[2] + t[3] > 0.01 * dt]

@@ -828,6 +828,39 @@ fn a_sweep_is_explained_at_the_step_where_it_broke() {
     assert!(found[0].claim.contains("only queued"), "{}", found[0].claim);
 }
 
+/// A sweep's steps as `r`'s windows, `(value, from s, to s, latency µs)` each, with `n`
+/// latencies per step stored for the step and for the whole measurement.
+fn sweep_steps(r: &mut RunData, param: &str, steps: &[(f64, u64, u64, u64)], n: usize) {
+    let stored = |window: String, values: &[u64]| {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        for &us in values {
+            for _ in 0..n {
+                h.record(us).unwrap();
+            }
+        }
+        kiln_store::StoredHistogram {
+            name: "latency".into(),
+            window,
+            unit: "us".into(),
+            data: kiln_store::hdr::encode_histogram(&h).unwrap(),
+        }
+    };
+    r.meta.windows = steps
+        .iter()
+        .map(|&(v, a, b, _)| Window {
+            name: format!("{param}={v}"),
+            start_ns: a * S,
+            end_ns: b * S,
+        })
+        .collect();
+    r.histograms = steps
+        .iter()
+        .map(|&(v, _, _, us)| stored(format!("{param}={v}"), &[us]))
+        .collect();
+    let all: Vec<u64> = steps.iter().map(|s| s.3).collect();
+    r.histograms.push(stored("measure".into(), &all));
+}
+
 /// A rate sweep that broke where the rate was not held: the step's latency in flight by
 /// Little's law, and the broker's queue holding few of them (the rest waited before it).
 #[test]
@@ -835,34 +868,16 @@ fn a_rate_sweeps_wall_counts_what_was_in_flight() {
     let mut r = run(9, 2);
     r.meta.load.unit = "msg".into();
     r.meta.load.completed = "received".into();
-    let steps = [
-        (1000.0, 0, 3, 500),
-        (2000.0, 3, 6, 600),
-        (3000.0, 6, 9, 400_000),
-    ];
-    r.meta.windows = steps
-        .iter()
-        .map(|&(c, a, b, _)| Window {
-            name: format!("rate={c}"),
-            start_ns: a * S,
-            end_ns: b * S,
-        })
-        .collect();
-    r.histograms = steps
-        .iter()
-        .map(|&(c, _, _, us)| {
-            let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
-            for _ in 0..1000 {
-                h.record(us).unwrap();
-            }
-            kiln_store::StoredHistogram {
-                name: "latency".into(),
-                window: format!("rate={c}"),
-                unit: "us".into(),
-                data: kiln_store::hdr::encode_histogram(&h).unwrap(),
-            }
-        })
-        .collect();
+    sweep_steps(
+        &mut r,
+        "rate",
+        &[
+            (1000.0, 0, 3, 500),
+            (2000.0, 3, 6, 600),
+            (3000.0, 6, 9, 400_000),
+        ],
+        1000,
+    );
     let col = |name: &str, v: [f64; 9]| Column {
         name: name.into(),
         unit: String::new(),
@@ -897,41 +912,12 @@ fn a_rate_sweeps_wall_counts_what_was_in_flight() {
 fn untimed_waits_are_a_steps_by_the_operations_time_it_held() {
     let mut r = run(8, 2);
     // Two steps of 4 s: 1 connection at 1 ms, then 15 at 15 ms; 4,000 requests each.
-    let steps = [(1.0, 0, 4, 1000), (15.0, 4, 8, 15_000)];
-    r.meta.windows = steps
-        .iter()
-        .map(|&(c, a, b, _)| Window {
-            name: format!("connections={c}"),
-            start_ns: a * S,
-            end_ns: b * S,
-        })
-        .collect();
-    let hist = |us: u64, n: usize| {
-        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
-        for _ in 0..n {
-            h.record(us).unwrap();
-        }
-        kiln_store::hdr::encode_histogram(&h).unwrap()
-    };
-    let stored = |w: String, data| kiln_store::StoredHistogram {
-        name: "latency".into(),
-        window: w,
-        unit: "us".into(),
-        data,
-    };
-    r.histograms = steps
-        .iter()
-        .map(|&(c, _, _, us)| stored(format!("connections={c}"), hist(us, 4000)))
-        .collect();
-    let mut whole = hdrhistogram::Histogram::<u64>::new(3).unwrap();
-    for _ in 0..4000 {
-        whole.record(1000).unwrap();
-        whole.record(15_000).unwrap();
-    }
-    r.histograms.push(stored(
-        "measure".into(),
-        kiln_store::hdr::encode_histogram(&whole).unwrap(),
-    ));
+    sweep_steps(
+        &mut r,
+        "connections",
+        &[(1.0, 0, 4, 1000), (15.0, 4, 8, 15_000)],
+        4000,
+    );
     let mut load = table("load", 8, &[]);
     load.columns.push(Column {
         name: "answered".into(),

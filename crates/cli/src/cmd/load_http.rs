@@ -114,7 +114,8 @@ pub struct HttpArgs {
     /// One run per connection count, e.g. 8,16,32,48,64,128,256 (each lasts -d; closed loop
     /// unless -R). Prints per step the rate, latency, the target's CPU (with --target-pid)
     /// and kiln's, and finds the plateau: the step after which throughput grows less than
-    /// --plateau-threshold while latency grows.
+    /// --plateau-threshold, or does not follow the connections (the added ones queued:
+    /// Little's law), while latency grows.
     #[arg(long, value_name = "LIST")]
     concurrency_sweep: Option<String>,
 

@@ -139,6 +139,13 @@ pub(crate) struct Contended {
 }
 
 impl Contended {
+    /// Whether the dumps saw it often enough to name the lock on their own: in two dumps
+    /// or more and half of them, with a named share of its group's threads waiting.
+    fn seen_often(&self) -> bool {
+        let share = self.blocked as f64 / self.of.max(1) as f64;
+        self.in_dumps >= 2 && 2 * self.in_dumps >= self.dumps && share >= NAMED
+    }
+
     /// What its waiters did, as the dumps show it.
     fn waited(&self, held: &str) -> String {
         if self.parked {
@@ -350,13 +357,18 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         }
         // A JVM's thread dumps name the monitor's method and class; when none of them saw
         // a thread BLOCKED on a monitor, the profile's claim stands unnamed.
-        let dumps = (reason == WaitReason::Lock
-            && f.runtime() == Runtime::Jvm
-            && (is_monitor(&top.label()) || is_parked(&top.label())))
-        .then(|| f.jvm_dumps())
-        .flatten()
-        .filter(|d| !d.dumps.is_empty());
-        let named = dumps.as_ref().and_then(contended);
+        // (Where the profile's site is no monitor's — the JIT inlined the synchronized
+        // method and its entry into compiled code the profile names otherwise, or the
+        // interpreter's frames hide it — a monitor the dumps saw often names it still.)
+        let monitor_site = is_monitor(&top.label()) || is_parked(&top.label());
+        let dumps = (reason == WaitReason::Lock && f.runtime() == Runtime::Jvm)
+            .then(|| f.jvm_dumps())
+            .flatten()
+            .filter(|d| !d.dumps.is_empty());
+        let named = dumps
+            .as_ref()
+            .and_then(contended)
+            .filter(|m| monitor_site || m.seen_often());
         if let Some(m) = &named {
             let held = m
                 .holder
@@ -1522,7 +1534,7 @@ pub fn monitors(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     };
     let share = m.blocked as f64 / m.of.max(1) as f64;
-    if m.in_dumps < 2 || 2 * m.in_dumps < m.dumps || share < NAMED {
+    if !m.seen_often() {
         return Vec::new();
     }
     let held = m

@@ -59,19 +59,28 @@ pub fn parse_steps(flag: &'static str, s: &str) -> Result<Vec<f64>, Error> {
 /// user set their own (`kiln load http --plateau-threshold`, kept in the report).
 pub const PLATEAU_GROWTH: f64 = 0.1;
 
-/// The plateau of a sweep of growing concurrency: the first step k after which no later
-/// step's throughput exceeds step k's by `threshold` (0.1 = 10%) while the next step's
-/// median latency grows by more than `threshold`. `None`: throughput kept growing. One
-/// rule for `kiln load http --concurrency-sweep` and the knee `kiln run` finds in a
-/// stored sweep.
-pub fn plateau(throughput: &[f64], p50: &[f64], threshold: f64) -> Option<usize> {
+/// The plateau of a sweep of growing concurrency (`values`, the connections): the first
+/// step k while the next step's median latency grows by more than `threshold` and either
+/// no later step's throughput exceeds step k's by `threshold` (0.1 = 10%), or the next
+/// step's throughput did not follow its connections — it grew as connectionsᵉ with e
+/// under [`kiln_model::saturation::QUEUED`] (×1.29 for ×6 the connections): the added
+/// connections only queued (Little's law), the rule of the knee `kiln run` finds in a
+/// stored sweep. `None`: throughput kept growing.
+pub fn plateau(values: &[f64], throughput: &[f64], p50: &[f64], threshold: f64) -> Option<usize> {
+    use kiln_model::saturation::{exponent, SweepPoint, QUEUED};
+    let point = |i: usize| SweepPoint {
+        value: values.get(i).copied().unwrap_or(0.0),
+        throughput: throughput[i],
+        p50_us: p50.get(i).copied(),
+    };
     (0..throughput.len().saturating_sub(1)).find(|&k| {
         let flat = throughput[k + 1..]
             .iter()
             .all(|&t| t < throughput[k] * (1.0 + threshold));
+        let queued = exponent(&point(k), &point(k + 1)).is_some_and(|e| e < QUEUED);
         let slower = p50.get(k + 1).copied().unwrap_or(0.0)
             > p50.get(k).copied().unwrap_or(0.0) * (1.0 + threshold);
-        flat && slower
+        (flat || queued) && slower
     })
 }
 
@@ -248,16 +257,23 @@ mod tests {
     #[test]
     fn the_plateau_is_where_throughput_stops_growing_and_latency_does_not() {
         // Throughput flat from the second step on while latency doubles: step 1.
+        let conns = [1.0, 4.0, 8.0, 16.0];
         let tp = [1000.0, 4000.0, 4100.0, 4050.0];
         let p50 = [100.0, 120.0, 260.0, 900.0];
-        assert_eq!(plateau(&tp, &p50, PLATEAU_GROWTH), Some(1));
+        assert_eq!(plateau(&conns, &tp, &p50, PLATEAU_GROWTH), Some(1));
         // Flat throughput with flat latency is not a plateau yet: the next step is.
-        assert_eq!(plateau(&tp, &[100.0, 120.0, 125.0, 900.0], 0.1), Some(2));
-        // Throughput that keeps growing by more than the threshold has none.
-        assert_eq!(plateau(&[1.0, 2.0, 4.0], &[1.0, 2.0, 4.0], 0.1), None);
+        let later = [100.0, 120.0, 125.0, 900.0];
+        assert_eq!(plateau(&conns, &tp, &later, 0.1), Some(2));
+        // Throughput that keeps growing with the connections has none.
+        let up = [1.0, 2.0, 4.0];
+        assert_eq!(plateau(&up, &up, &up, 0.1), None);
+        // ×1.29 for ×6 the connections, latency ×4.7: they queued, though it grew 29%.
+        let little = [28539.0, 36767.0, 41000.0];
+        let p50 = [128.0, 599.0, 1600.0];
+        assert_eq!(plateau(&[8.0, 48.0, 128.0], &little, &p50, 0.1), Some(0));
         // One step, or none: no plateau, no panic; missing latencies read as 0.
-        assert_eq!(plateau(&[5.0], &[1.0], 0.1), None);
-        assert_eq!(plateau(&[], &[], 0.1), None);
-        assert_eq!(plateau(&[5.0, 5.0], &[], 0.1), None);
+        assert_eq!(plateau(&[1.0], &[5.0], &[1.0], 0.1), None);
+        assert_eq!(plateau(&[], &[], &[], 0.1), None);
+        assert_eq!(plateau(&[1.0, 2.0], &[5.0, 5.0], &[], 0.1), None);
     }
 }

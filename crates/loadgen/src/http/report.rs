@@ -345,6 +345,7 @@ pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Pl
     let p50 = |r: &SweepRow| r.latency.map_or(0.0, |l| l.p50_us as f64);
     let ok: Vec<&SweepRow> = rows.iter().filter(|r| r.failure.is_none()).collect();
     let found = crate::engine::sweep::plateau(
+        &ok.iter().map(|r| r.value).collect::<Vec<_>>(),
         &ok.iter().map(|r| r.answered_rate).collect::<Vec<_>>(),
         &ok.iter().map(|r| p50(r)).collect::<Vec<_>>(),
         threshold,
@@ -384,6 +385,14 @@ pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Pl
         p50(a) / 1000.0,
         p50(b) / 1000.0
     );
+    // Still growing, but not with the connections: they queued (Little's law).
+    if b.answered_rate >= a.answered_rate * (1.0 + threshold) && a.value > 0.0 {
+        v.push_str(&format!(
+            ": ×{:.2} the throughput for ×{:.1} the connections, the added connections mostly queued (latency = connections ÷ throughput)",
+            b.answered_rate / a.answered_rate.max(1e-9),
+            b.value / a.value
+        ));
+    }
     // The target's CPU over the steps from the plateau on: how busy it is while flat.
     let flat: Vec<f64> = ok[k..].iter().filter_map(|r| r.target_cpu_pct).collect();
     if flat.is_empty() || opts.target_pids.is_empty() {
@@ -578,6 +587,21 @@ mod tests {
         );
         assert!(
             p.verdict.contains("the bottleneck is not CPU"),
+            "{}",
+            p.verdict
+        );
+        // ×1.29 the throughput for ×6 the connections while latency grew ×4.7: they
+        // queued, though each step grew by more than 10%.
+        let rows = vec![
+            row(8.0, 28539.0, 0.128, 100.0),
+            row(48.0, 36767.0, 0.599, 129.0),
+            row(128.0, 41000.0, 1.6, 130.0),
+        ];
+        let p = find_plateau(&rows, 0.1, &o);
+        assert_eq!(p.connections, Some(8.0), "{p:?}");
+        assert!(
+            p.verdict
+                .contains("×1.29 the throughput for ×6.0 the connections"),
             "{}",
             p.verdict
         );
