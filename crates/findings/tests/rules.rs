@@ -402,6 +402,10 @@ fn garbage_collection_outranks_the_generic_cpu_bound() {
     let c = classes(&r);
     assert_eq!(c[0], Class::GarbageCollection, "{c:?}");
     assert!(c.contains(&Class::CpuBound));
+    // The same share of a server that barely ran (0.03 CPU: collecting 1.4% of a core).
+    headline(&mut r, 10.0, 0.03, 5.0, 0.05);
+    r.series = vec![target(10, 0.1, &[group("srv", 8.0, 3.0, 0.1, 1.0)])];
+    assert!(rules::runtime::gc(&Facts::of(&r, None)).is_empty());
 }
 
 #[test]

@@ -16,6 +16,12 @@ fn weight(f: &Facts, share: f64) -> f64 {
     (2.0 * share).min(1.0) * (0.45 + 0.5 * busy)
 }
 
+/// Whether `share` of the server's CPU is under 2% of a core: a server that barely ran
+/// (an idle broker's collector at 14% of its 0.07 CPU) spends nothing worth naming there.
+fn negligible(f: &Facts, share: f64) -> bool {
+    f.cpus.target.is_some_and(|used| share * used < 0.02)
+}
+
 /// The command that shows a runtime's garbage collection in its own words.
 fn gc_check(f: &Facts) -> String {
     let pid = f.pid();
@@ -51,10 +57,10 @@ pub fn gc(f: &Facts) -> Vec<Finding> {
             source = "the BEAM schedulers' states (msacc's gc), from the CPU samples".into();
         }
     }
-    if share < 0.1 {
+    let used = f.cpus.target.unwrap_or(0.0);
+    if share < 0.1 || negligible(f, share) {
         return Vec::new();
     }
-    let used = f.cpus.target.unwrap_or(0.0);
     let claim = format!(
         "garbage collection took {} of the server's CPU ({} of the {} it used)",
         pct(share),
@@ -93,7 +99,8 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
         (Some(m), Some(o)) if o > 0.0 => Some(m / o),
         _ => None,
     };
-    if share < 0.1 && !(share >= 0.05 && per_op.is_some_and(|x| x >= 50.0)) {
+    if share < 0.1 && !(share >= 0.05 && per_op.is_some_and(|x| x >= 50.0)) || negligible(f, share)
+    {
         return Vec::new();
     }
     // Churn faults pages in: under 100 faults a second by the kernel's count, what the
@@ -320,7 +327,7 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
     });
     let beam_off = f.meta.headline.beam.is_some();
     let share = kept_share(p, &keep);
-    if share < 0.15 || beam_off && !out.is_empty() {
+    if share < 0.15 || beam_off && !out.is_empty() || negligible(f, share) {
         return out;
     }
     let (by, all) = program_functions(p, &keep);
