@@ -189,25 +189,6 @@ pub(crate) fn unix_peers() -> Option<std::collections::HashMap<u64, u64>> {
     // SAFETY: fd is a new descriptor no one else owns.
     let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     use std::os::fd::AsRawFd;
-    // A kernel that took the request and never answered must not hold the sampler: each
-    // read waits a second at most (this one answers in microseconds).
-    let timeout = libc::timeval {
-        tv_sec: 1,
-        tv_usec: 0,
-    };
-    // SAFETY: setsockopt(2) reads a timeval of the size given, alive for the call.
-    let set = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&timeout as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if set != 0 {
-        return None;
-    }
     // nlmsghdr (16 bytes) then unix_diag_req (24): family, protocol, pad, states, inode,
     // show, cookie.
     let mut req = Vec::with_capacity(40);
