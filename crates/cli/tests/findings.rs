@@ -2828,15 +2828,25 @@ fn a_broker_that_refuses_part_of_a_fleet_is_said_to() {
     stderr
         .wait_for(Duration::from_secs(120), |l| l.starts_with("measuring"))
         .expect("kiln measures");
+    // (The fewest over half a second: a connection the broker refused stays established
+    // until it has read its CONNECT and closed it, later on a busy machine.)
     let hex = format!(":{:04X} ", b.port());
-    let established = std::fs::read_to_string("/proc/net/tcp")
-        .unwrap()
-        .lines()
-        .filter(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            w.len() > 3 && w[1].ends_with(hex.trim_end()) && w[3] == "01"
+    let established = (0..5)
+        .map(|i| {
+            if i > 0 {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            std::fs::read_to_string("/proc/net/tcp")
+                .unwrap()
+                .lines()
+                .filter(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    w.len() > 3 && w[1].ends_with(hex.trim_end()) && w[3] == "01"
+                })
+                .count()
         })
-        .count();
+        .min()
+        .unwrap_or(0);
     let text = Lines::follow(child.stdout.take().unwrap()).all();
     let err = stderr.all();
     assert!(child.wait().unwrap().success(), "{text}\n{err}");

@@ -2096,12 +2096,6 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
             || (p50_ms - 200.0).abs() <= 15.0);
     // Nothing outside to wait for: the time is the server's own queues' (work read and not
     // yet answered, waiting for a thread), not the network's.
-    // A client that was the limit (its own CPUs full, the server's threads waiting for
-    // work) is where the time outside a server that calls no other service went: the
-    // client rule says so, more exactly.
-    if !nagle && f.meta.target.peers.is_empty() && !super::load::client(f).is_empty() {
-        return Vec::new();
-    }
     if !nagle && nothing_outside(f) {
         let found = inside(f, share, per_op, l.mean_us);
         return if found.is_empty() {
@@ -2109,6 +2103,12 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
         } else {
             found
         };
+    }
+    // A client that was the limit (its own CPUs full, the server's threads waiting for
+    // work) is where the time outside a server that calls no other service went: the
+    // client rule says so, more exactly. (Time held inside the server is said above.)
+    if !nagle && f.meta.target.peers.is_empty() && !super::load::client(f).is_empty() {
+        return Vec::new();
     }
     if nagle {
         claim.push_str(&format!(
