@@ -155,6 +155,10 @@ pub struct ProgramCost {
     pub run_time_ns: u64,
     /// Runs of the programs.
     pub runs: u64,
+    /// Times the kernel did not run a program because another eBPF program was running
+    /// on that CPU (`recursion_misses`): for a program attached to a perf event or a
+    /// tracepoint, a sample the kernel dropped.
+    pub missed: u64,
 }
 
 impl std::ops::Add for ProgramCost {
@@ -163,6 +167,7 @@ impl std::ops::Add for ProgramCost {
         ProgramCost {
             run_time_ns: self.run_time_ns + o.run_time_ns,
             runs: self.runs + o.runs,
+            missed: self.missed + o.missed,
         }
     }
 }
@@ -195,7 +200,8 @@ impl RunTimeStats {
 }
 
 /// The run time and runs of the program behind `fd` so far (zero before
-/// [`RunTimeStats::enable`], or when the kernel does not say).
+/// [`RunTimeStats::enable`], or when the kernel does not say), and its misses (counted
+/// whether or not run times are).
 pub(crate) fn cost_of(fd: std::os::fd::BorrowedFd<'_>) -> ProgramCost {
     use std::os::fd::AsRawFd;
     let mut info = libbpf_sys::bpf_prog_info::default();
@@ -209,5 +215,6 @@ pub(crate) fn cost_of(fd: std::os::fd::BorrowedFd<'_>) -> ProgramCost {
     ProgramCost {
         run_time_ns: info.run_time_ns,
         runs: info.run_cnt,
+        missed: info.recursion_misses,
     }
 }

@@ -22,8 +22,14 @@ use std::path::Path;
 pub struct RecordingSummary {
     /// Samples kept, per event (same order as the profiles).
     pub samples: Vec<u64>,
-    /// Records the kernel could not write because the ring buffer was full.
+    /// Records the kernel could not write because the ring buffer was full, and samples
+    /// it dropped because another eBPF program was running on that CPU when the event
+    /// fired (see [`BpfCost::missed`]).
     pub lost: u64,
+    /// Of [`RecordingSummary::lost`], samples of events sampled at every occurrence
+    /// (page faults, tracepoints) that the kernel counted but never gave, and no other
+    /// count covers.
+    pub unseen_samples: u64,
     /// Times the kernel throttled an event for firing faster than
     /// `kernel.perf_event_max_sample_rate` allows (events in the rest of that tick are not
     /// sampled and cannot be counted).
@@ -125,6 +131,10 @@ pub struct BpfCost {
     pub cpu_ns: u64,
     /// Times it ran.
     pub runs: u64,
+    /// Times the kernel skipped it because another eBPF program was running on that CPU:
+    /// for the sampler, samples dropped (also counted in [`RecordingSummary::lost`]); for
+    /// the off-CPU programs, switches and wake-ups not seen.
+    pub missed: u64,
 }
 
 impl RecordingSummary {

@@ -353,7 +353,11 @@ impl InKernel {
             program: "sampler",
             cpu_ns: cost.run_time_ns,
             runs: cost.runs,
+            missed: cost.missed,
         });
-        c.summary.lost += st.lost;
+        // A sample whose program the kernel skipped (another eBPF program was running on
+        // that CPU: a tracepoint hit inside one, or a timer's sample during one) is
+        // written nowhere: lost, never silently.
+        c.summary.lost += st.lost + cost.missed;
     }
 }

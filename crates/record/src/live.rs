@@ -423,6 +423,9 @@ struct Opened {
     fds: Vec<OwnedFd>,
     /// Sampler slot of each descriptor (same order as `fds`).
     slots: Vec<Option<u32>>,
+    /// Event index of each descriptor, for the events sampled at every occurrence
+    /// (same order as `fds`; `None` for the others).
+    every: Vec<Option<usize>>,
     buffers: Vec<RingBuffer>,
     /// Buffer index per CPU (position in `cpus`).
     leader: HashMap<i32, usize>,
@@ -454,6 +457,7 @@ impl Opened {
         Opened {
             fds: Vec::new(),
             slots: Vec::new(),
+            every: Vec::new(),
             buffers: Vec::new(),
             leader: HashMap::new(),
             ids: HashMap::new(),
@@ -515,6 +519,8 @@ impl Opened {
                 }
                 self.fds.push(fd);
                 self.slots.push(e.slot);
+                let every = a.flags & sys::FLAG_FREQ == 0 && a.sample_period_or_freq == 1;
+                self.every.push(every.then_some(e.index));
             }
         }
         Ok(())
@@ -1003,6 +1009,30 @@ impl Running {
         }
     }
 
+    /// Closes the books of the events sampled at every occurrence: what the kernel
+    /// counted is either a sample kept or counted lost. The rest is lost as well: the
+    /// kernel drops the sample of an event whose eBPF program it skips because another
+    /// one holds that CPU (a tracepoint's program preempted, another tool's), and says
+    /// so nowhere for a perf event's program.
+    fn count_unseen(&mut self) {
+        let mut counted: HashMap<usize, u64> = HashMap::new();
+        for (fd, ev) in self.opened.fds.iter().zip(&self.opened.every) {
+            if let (Some(ev), Some(n)) = (ev, sys::count(fd)) {
+                *counted.entry(*ev).or_default() += n;
+            }
+        }
+        let s = &mut self.collector.summary;
+        let short: u64 = counted
+            .iter()
+            .map(|(&ev, &n)| n.saturating_sub(s.samples.get(ev).copied().unwrap_or(0)))
+            .sum();
+        // Losses already counted are not per event: only what none of them covers.
+        let counted_lost = s.lost + s.unweighable + s.unattributed + s.bad_records;
+        let unseen = short.saturating_sub(counted_lost);
+        s.unseen_samples = unseen;
+        s.lost += unseen;
+    }
+
     /// Stage 5: what is left read, a started command stopped, the profiles built.
     fn finish(mut self, stopped: StopReason) -> Recording {
         let stopped_at = Instant::now();
@@ -1021,6 +1051,7 @@ impl Running {
             o.summarise(&mut self.collector);
         }
         self.collector.summary.brk_unknown_base = self.plan.weigher.unknown_break;
+        self.count_unseen();
         let drained = stopped_at.elapsed();
         // The recording may end first (duration, Ctrl-C): stop the program we started.
         let exit_status = self.child.as_mut().and_then(|c| c.stop());

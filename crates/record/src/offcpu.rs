@@ -263,6 +263,7 @@ impl OffCpu {
             program: "off-CPU",
             cpu_ns: cost.run_time_ns,
             runs: cost.runs,
+            missed: cost.missed,
         });
         c.summary.offcpu_short_blocks = s.short_blocks;
         c.summary.offcpu_blocks = s.blocks;

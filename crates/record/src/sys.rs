@@ -155,6 +155,17 @@ pub(crate) fn disable(fd: &OwnedFd) {
     unsafe { libc::ioctl(fd.as_raw_fd(), IOC_DISABLE as _, 0) };
 }
 
+/// The event's count so far (its children's, for an inherited event, included); `None`
+/// when it cannot be read. For an event sampled at every occurrence (period 1), the
+/// number of samples the kernel should have given.
+pub(crate) fn count(fd: &OwnedFd) -> Option<u64> {
+    let mut v = [0u8; 8];
+    // SAFETY: reading at most 8 bytes into a buffer of 8; read_format is 0, so the kernel
+    // writes one u64.
+    let n = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), v.len()) };
+    (n == 8).then(|| u64::from_ne_bytes(v))
+}
+
 /// Sends the records of `fd` into the ring buffer of `target` (same CPU).
 pub(crate) fn set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
     // SAFETY: plain ioctl on perf fds we own.

@@ -26,6 +26,7 @@ fn mmap_and_page_faults_of_an_mmap_heavy_program() {
     assert_eq!(rec.summary.unweighable, 0);
     let lost = rec.summary.lost;
     let throttled = rec.summary.throttled;
+    println!("{lost} events lost, {throttled} throttled");
     let names: Vec<_> = rec.profiles.iter().map(|p| p.event.name.as_str()).collect();
     assert_eq!(
         names,

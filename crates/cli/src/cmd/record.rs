@@ -420,8 +420,16 @@ fn report(args: &Args, rec: &kiln_record::Recording, profiles: &[Profile], writt
             s.unweighable
         );
     }
+    let unseen = if s.unseen_samples > 0 {
+        format!(
+            " ({} of them samples the kernel counted but never gave: skipped while another eBPF program held the CPU)",
+            s.unseen_samples
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "kiln record: {why}; {} lost records, {} throttled intervals, {} samples with a one-frame user stack, {} unreadable records",
+        "kiln record: {why}; {} lost records{unseen}, {} throttled intervals, {} samples with a one-frame user stack, {} unreadable records",
         s.lost, s.throttled, s.shallow_user_stacks, s.bad_records
     );
     #[cfg(feature = "bpf")]
@@ -434,8 +442,16 @@ fn report(args: &Args, rec: &kiln_record::Recording, profiles: &[Profile], writt
             .own_bpf
             .iter()
             .map(|c| {
+                let missed = if c.missed > 0 {
+                    format!(
+                        ", skipped {} times while another eBPF program ran on the CPU",
+                        c.missed
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{} {:.3} s in {} runs ({:.0} ns each)",
+                    "{} {:.3} s in {} runs ({:.0} ns each){missed}",
                     c.program,
                     c.cpu_ns as f64 / 1e9,
                     c.runs,
