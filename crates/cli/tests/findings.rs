@@ -1920,6 +1920,164 @@ fn a_per_request_fdatasync_is_a_disk_wait() {
     disk_share_agrees(disk.2, synced / 8.0, 25.0, &k, &text);
 }
 
+/// A memory cgroup this test made (v1's `memory` controller, or v2 with it enabled),
+/// removed when dropped (its processes ended first).
+struct MemoryCgroup {
+    dir: PathBuf,
+    v1: bool,
+}
+
+impl MemoryCgroup {
+    /// A cgroup limited to `bytes`, or `None` where none can be made.
+    fn create(bytes: u64) -> Option<MemoryCgroup> {
+        let name = format!("kiln-test-{}", std::process::id());
+        let v1 = Path::new("/sys/fs/cgroup/memory/memory.stat").exists();
+        let (dir, limit) = if v1 {
+            (
+                Path::new("/sys/fs/cgroup/memory").join(&name),
+                "memory.limit_in_bytes",
+            )
+        } else {
+            let root = Path::new("/sys/fs/cgroup");
+            let ctl = std::fs::read_to_string(root.join("cgroup.subtree_control")).ok()?;
+            if !ctl.split_whitespace().any(|c| c == "memory") {
+                return None;
+            }
+            (root.join(&name), "memory.max")
+        };
+        std::fs::create_dir(&dir).ok()?;
+        let cg = MemoryCgroup { dir, v1 };
+        std::fs::write(cg.dir.join(limit), bytes.to_string()).ok()?;
+        Some(cg)
+    }
+
+    /// File pages its processes read again after their eviction, so far (`memory.stat`).
+    fn refaults(&self) -> u64 {
+        let key = if self.v1 {
+            "total_workingset_refault_file "
+        } else {
+            "workingset_refault_file "
+        };
+        let stat = std::fs::read_to_string(self.dir.join("memory.stat")).unwrap();
+        stat.lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+            .expect("workingset_refault_file in memory.stat")
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        // Its processes are gone by now (a killed process leaves its cgroup at once).
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A server whose cgroup may keep 32 MiB (its memory and its file cache) and that reads
+/// 64 KiB at random from a 192 MiB file: its cache keeps evicting the pages it reads, and
+/// they are read from the disk again. kiln must name the limit first (its waits for the
+/// disk, and the CPU it spends reading pages back, are the limit's), with the pages read
+/// again per second the cgroup's own `memory.stat` counts over the same run.
+#[test]
+fn a_memory_limit_too_small_for_the_file_cache_is_why_the_disk_is_read() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = MemoryCgroup::create(32 << 20) else {
+        kiln_testkit::skip("no memory cgroup can be made here");
+        return;
+    };
+    // On a real file system, out of the page cache (written here, its pages charged to
+    // this test's cgroup, not the server's).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let data = dir.path().join("data");
+        let mut f = std::fs::File::create(&data).unwrap();
+        let mut block = vec![0u8; 1 << 20];
+        for (i, b) in block.iter_mut().enumerate() {
+            *b = (i * 7 + 3) as u8;
+        }
+        for _ in 0..192 {
+            f.write_all(&block).unwrap();
+        }
+        f.sync_all().unwrap();
+        // SAFETY: advice on a descriptor this block owns.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    }
+    let exe = planted_exe(dir.path());
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!(
+            "echo $$ > {}; exec \"$0\" cache 0 \"$1\"",
+            cg.dir.join("cgroup.procs").display()
+        ))
+        .arg(&exe)
+        .arg(dir.path());
+    let p = Planted::serve(cmd);
+    // The cgroup's count four times a second while the run goes: its rate from the first
+    // change to the last is the load's (kiln's own start and end left out).
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counts = std::thread::scope(|sc| {
+        let d = done.clone();
+        let cg = &cg;
+        let h = sc.spawn(move || {
+            let mut v = Vec::new();
+            while !d.load(std::sync::atomic::Ordering::Relaxed) {
+                v.push((Instant::now(), cg.refaults()));
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            v
+        });
+        let r = run(&dir.path().join("r.db"), "cache", &p, 8);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (r, h.join().unwrap())
+    });
+    let ((text, v, k), counts) = counts;
+    drop(p);
+    let moved: Vec<_> = counts.windows(2).filter(|w| w[1].1 > w[0].1).collect();
+    let (first, last) = (
+        moved.first().expect("refaults counted")[0],
+        moved.last().unwrap()[1],
+    );
+    let by_cgroup = (last.1 - first.1) as f64 / (last.0 - first.0).as_secs_f64();
+    println!(
+        "{text}
+memory.stat: {by_cgroup:.0} file pages a second read again after eviction"
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 9.0, &text);
+    let limit = named(&found, "memory-limit").unwrap_or_else(|| panic!("no limit named:\n{text}"));
+    assert!(limit.1.contains("memory limit (32 MiB"), "{text}");
+    // First — or, on a machine so busy the server mostly waited for a CPU, after that.
+    let at = |c: &str| found.iter().position(|f| f.0 == c);
+    assert!(
+        at("memory-limit") == Some(0)
+            || (found[0].0 == "cpu-starvation" && at("memory-limit") == Some(1)),
+        "{text}"
+    );
+    // The disk waits, when said, are the limit's, said below it at the read.
+    if let Some(disk) = named(&found, "disk-io") {
+        assert!(disk.1.contains("read_block"), "{text}");
+        assert!(at("disk-io") > at("memory-limit"), "{text}");
+    }
+    let said: f64 = limit
+        .1
+        .split("the kernel read ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no pages a second in: {}", limit.1));
+    // The run's warm-up and its end are in the cgroup's count, not in kiln's window.
+    assert!(
+        said > 0.6 * by_cgroup && said < 1.6 * by_cgroup,
+        "kiln: {said:.0} pages a second read again; memory.stat: {by_cgroup:.0}\n{text}"
+    );
+}
+
 /// The JSON a test program answers `GET path` with on `port` (its own account).
 fn get_json(port: u16, path: &str) -> serde_json::Value {
     use std::io::{Read, Write};

@@ -375,10 +375,10 @@ fn the_summary_names_the_lock_behind_the_plateau() {
     // use: here the machine's cores (the Go server has more threads than cores, no
     // quota), as /proc/stat counts them; "short of CPU" only with the machine's busy
     // share and the others named.
-    if let Some(v) = stdout
-        .lines()
-        .find(|l| l.contains("throughput stops growing at"))
-    {
+    if let Some(v) = stdout.lines().find(|l| {
+        l.contains("throughput stops growing at")
+            || l.contains("throughput stops following the connections at")
+    }) {
         let stat = std::fs::read_to_string("/proc/stat").unwrap();
         let cores = stat
             .lines()

@@ -93,6 +93,9 @@ pub enum Class {
     MessagesLost,
     /// Memory grew through the run.
     MemoryGrowth,
+    /// The server's cgroup's memory limit kept its file cache too small: what it reads was
+    /// evicted and read from the disk again.
+    MemoryLimit,
     /// Where a sweep's outcome broke.
     Knee,
 }
@@ -122,6 +125,7 @@ impl Class {
             Class::Errors => "Errors",
             Class::MessagesLost => "Messages lost",
             Class::MemoryGrowth => "Memory growth",
+            Class::MemoryLimit => "Memory limit",
             Class::Knee => "Knee",
         }
     }
@@ -150,6 +154,7 @@ impl Class {
             Class::Errors => "errors",
             Class::MessagesLost => "messages-lost",
             Class::MemoryGrowth => "memory-growth",
+            Class::MemoryLimit => "memory-limit",
             Class::Knee => "knee",
         }
     }

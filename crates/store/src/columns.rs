@@ -62,6 +62,16 @@ pub const LISTEN_OVERFLOWS: &str = "listen overflows";
 pub const THROTTLED: &str = "throttled";
 /// The target's cgroup CPU quota (`cpu.max`), CPUs. Added in 0.4.
 pub const CPU_QUOTA: &str = "cpu quota";
+/// The target's cgroup's memory limit (v2 `memory.max`, v1's hierarchical limit), MiB:
+/// only when it has one.
+pub const MEMORY_LIMIT: &str = "memory limit";
+/// The memory the target's cgroup used (`memory.current`, v1 `memory.usage_in_bytes`:
+/// its processes' and its file cache's), MiB, beside [`MEMORY_LIMIT`].
+pub const MEMORY_USED: &str = "memory used";
+/// File pages the target's cgroup read again after the kernel had evicted them
+/// (`memory.stat` `workingset_refault_file`), pages per second, beside [`MEMORY_LIMIT`]:
+/// its file cache too small for what it reads.
+pub const REFAULTS: &str = "file refaults";
 /// CPU of the target's child processes once they ended and it waited for them
 /// (`cutime` + `cstime` of `/proc/PID/stat`: programs it ran), `%` of one CPU.
 pub const CHILDREN_CPU: &str = "children cpu";

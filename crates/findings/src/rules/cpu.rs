@@ -213,10 +213,17 @@ pub fn one_thread(f: &Facts) -> Vec<Finding> {
             kiln_model::thousands(dropped.round() as u64)
         ));
     }
+    // A thread the operations wait for limits them however much of its time it spent
+    // waiting for a CPU (on a busy machine, most): it ranks by its busy time, above the
+    // wait on it it explains (the condition the blocked rule sees).
+    let score = match &awaited {
+        Some((_, share)) => (0.6 + 0.35 * never_idle).max((share * 0.95 + 0.01).min(1.0)),
+        None => 0.6 + 0.35 * busiest,
+    };
     let mut finding = Finding::new(
         "one-thread",
         Class::OneThreadSaturated,
-        0.6 + 0.35 * busiest,
+        score,
         String::new(),
     );
     if let Some(p) = f.cpu_profile() {
@@ -773,6 +780,36 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
         ))]
 }
 
+/// CPU others held while the server ran: other processes, kiln, the load's command.
+fn held_by_others(f: &Facts) -> f64 {
+    f.cpus.others.iter().map(|(_, c)| c).sum::<f64>()
+        + f.cpus.kiln.unwrap_or(0.0)
+        + f.cpus.load_command.unwrap_or(0.0)
+}
+
+/// Of the time the server's threads waited for a CPU, the share others caused (0 to 1).
+///
+/// More of the server's threads ready than CPUs, on a machine the server itself keeps
+/// busy, wait for each other: that is the server's own load (CPU-bound), not others
+/// taking the CPUs. Unless a quota throttles it (the whole wait is then the quota's), the
+/// wait is the others' in the proportion of the busy CPUs they held — the smaller of what
+/// the server left of them and what the others were seen to use (CPU the server's own
+/// short-lived processes used, which no count of its own holds, is not the others'). The
+/// programs the server ran for its work (its child processes) are its own load too.
+fn others_share_of_wait(f: &Facts) -> f64 {
+    let throttled = f.cpus.quota.is_some_and(|(_, t)| t > 0.05);
+    match (f.cpus.busy, throttled) {
+        (Some(b), false) if b > 0.0 => {
+            let busy = b * f.cpus.machine;
+            let own = f.cpus.target.unwrap_or(0.0) + f.cpus.children.unwrap_or(0.0);
+            ((busy - own) / busy)
+                .min(held_by_others(f) / busy)
+                .clamp(0.0, 1.0)
+        }
+        _ => 1.0,
+    }
+}
+
 /// The server's threads were ready to run but waited for a CPU (the kernel's run-queue
 /// time): other processes, or the server's cgroup quota, had the CPU. Its share of the
 /// operations' time says how much of the outcome it explains.
@@ -791,28 +828,8 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     }
     let ready = runnable / (runnable + target);
-    let held_by_others = f.cpus.others.iter().map(|(_, c)| c).sum::<f64>()
-        + f.cpus.kiln.unwrap_or(0.0)
-        + f.cpus.load_command.unwrap_or(0.0);
-    // Whose CPUs the threads waited for. More of the server's threads ready than CPUs, on
-    // a machine the server itself keeps busy, wait for each other: that is the server's
-    // own load (CPU-bound), not others taking the CPUs. Unless a quota throttles it (the
-    // whole wait is then the quota's), the wait is the others' in the proportion of the
-    // busy CPUs they held — the smaller of what the server left of them and what the
-    // others were seen to use (CPU the server's own short-lived processes used, which no
-    // count of its own holds, is not the others'). The programs the server ran for its
-    // work (its child processes) are its own load too.
-    let throttled = f.cpus.quota.is_some_and(|(_, t)| t > 0.05);
-    let theirs = match (f.cpus.busy, throttled) {
-        (Some(b), false) if b > 0.0 => {
-            let busy = b * f.cpus.machine;
-            let own = target + f.cpus.children.unwrap_or(0.0);
-            ((busy - own) / busy)
-                .min(held_by_others / busy)
-                .clamp(0.0, 1.0)
-        }
-        _ => 1.0,
-    };
+    let held_by_others = held_by_others(f);
+    let theirs = others_share_of_wait(f);
     let waited_s = runnable * f.secs * theirs;
     let of_request = f.request_time_s().map(|r| waited_s / r.max(1e-9));
     // What it explains: of the operations' time, else of the server's working time (the

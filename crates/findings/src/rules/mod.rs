@@ -87,6 +87,11 @@ pub fn run_all(f: &Facts) -> Findings {
 pub fn run_rules(f: &Facts, rules: &[(&str, Rule)]) -> Findings {
     let mut all: Vec<Finding> = rules.iter().flat_map(|(_, r)| r(f)).collect();
     all.retain(|x| x.score >= MIN_SCORE && x.score.is_finite());
+    // A cgroup's memory limit that evicted what the server reads: ranked by what the
+    // other rules found it caused (the disk waits, the CPU reading pages back).
+    if let Some(m) = waiting::memory_limit(f, &mut all) {
+        all.push(m);
+    }
     // A cause outside the server goes below each of the server's own that explains more
     // of the same outcome (the machine's state is not the server's defect).
     let own: Vec<(String, f64, f64)> = all

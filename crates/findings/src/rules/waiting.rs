@@ -276,6 +276,138 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
     }
 }
 
+/// The server's cgroup at its memory limit, its file cache too small for what it reads:
+/// the kernel evicted the pages it read and read them from the disk again
+/// (`workingset_refault_file`). Its consequences are found by other rules — the disk
+/// waits, the CPU spent reading pages into the cache and reclaiming others — and
+/// [`memory_limit`] ranks it by them.
+pub(crate) struct MemoryLimit {
+    /// The limit and the memory used, MiB.
+    pub limit_mib: f64,
+    pub used_mib: f64,
+    /// File pages read again after eviction, a second.
+    pub refaults: f64,
+}
+
+/// The cgroup's memory limit, when it held the file cache small.
+///
+/// None when: the cgroup has no limit; it used under 90% of it; fewer than 50 file pages
+/// a second were read again after eviction.
+pub(crate) fn memory_limited(f: &Facts) -> Option<MemoryLimit> {
+    use kiln_store::columns as col;
+    let limit_mib = f.mean(col::TARGET, col::MEMORY_LIMIT)?;
+    let used_mib = f.mean(col::TARGET, col::MEMORY_USED)?;
+    let refaults = f.mean(col::TARGET, col::REFAULTS)?;
+    (limit_mib > 0.0 && used_mib >= 0.9 * limit_mib && refaults >= 50.0).then_some(MemoryLimit {
+        limit_mib,
+        used_mib,
+        refaults,
+    })
+}
+
+/// Kernel functions that fill the page cache from the disk or make room in it under a
+/// cgroup's limit: the CPU an evicted file costs to read again.
+const CACHE_REFILL: &[&str] = &[
+    "page_cache_ra_unbounded",
+    "page_cache_ra_order",
+    "page_cache_sync_ra",
+    "page_cache_async_ra",
+    "try_to_free_mem_cgroup_pages",
+    "mem_cgroup_handle_over_high",
+];
+
+/// The share of the server's CPU (its CPU profile) in [`CACHE_REFILL`]'s functions.
+fn cache_refill_share(f: &Facts) -> Option<f64> {
+    let p = f.cpu_profile()?;
+    let (mut in_refill, mut all) = (0u64, 0u64);
+    let mut path = Vec::new();
+    let stack_hits: Vec<bool> = p
+        .stacks
+        .ids()
+        .map(|id| {
+            path.clear();
+            p.stacks.path_into(id, &mut path);
+            path.iter().any(|&fr| {
+                CACHE_REFILL
+                    .iter()
+                    .any(|c| p.frame_name(fr) == c.as_bytes())
+            })
+        })
+        .collect();
+    for (st, w) in p.samples.stack.iter().zip(&p.samples.weight) {
+        all += w;
+        if stack_hits.get(st.0 as usize).copied().unwrap_or(false) {
+            in_refill += w;
+        }
+    }
+    (all > 0).then(|| in_refill as f64 / all as f64)
+}
+
+/// The memory limit as a finding of its own, ranked by what it caused among `found` (the
+/// other rules' findings): above the disk waits it explains, and above a CPU finding when
+/// a third of the server's CPU or more went to reading evicted pages back. The disk
+/// finding says whose its waits are.
+pub(crate) fn memory_limit(f: &Facts, found: &mut [Finding]) -> Option<Finding> {
+    let m = memory_limited(f)?;
+    let refill = cache_refill_share(f).unwrap_or(0.0);
+    let target = f.cpus.target.unwrap_or(0.0);
+    let disk = found.iter().find(|x| x.class == Class::DiskIo);
+    let disk_share = disk.and_then(|d| d.explains.as_ref().map(|e| (e.pct, e.of.clone())));
+    let disk_score = disk.map_or(0.0, |d| d.score);
+    let cpu_score = found
+        .iter()
+        .filter(|x| matches!(x.class, Class::CpuBound | Class::OneThreadSaturated))
+        .map(|x| x.score)
+        .fold(0.0, f64::max);
+    let mut score = disk_score;
+    if refill >= 1.0 / 3.0 {
+        score = score.max(cpu_score);
+    }
+    if score <= 0.0 {
+        return None;
+    }
+    let mut claim = format!(
+        "its cgroup's memory limit ({:.0} MiB, {} used) is too small to cache what it reads: the kernel read {:.0} evicted file pages a second ({:.1} MB/s) back from the disk (workingset_refault_file)",
+        m.limit_mib,
+        pct(m.used_mib / m.limit_mib),
+        m.refaults,
+        m.refaults * 4096.0 / 1e6
+    );
+    if refill >= 0.05 {
+        claim.push_str(&format!(
+            "; {} of the server's CPU ({}) went to reading them into the cache and evicting others (page_cache_ra_*, try_to_free_mem_cgroup_pages)",
+            pct(refill),
+            cpus(refill * target)
+        ));
+    }
+    if let Some((p, of)) = &disk_share {
+        claim.push_str(&format!("; waiting for those reads took {p:.0}% {of}"));
+    }
+    claim.push_str(": raise the limit (memory.max; v1 memory.limit_in_bytes) above what it reads, or read less");
+    let mut finding = Finding::new("memory-limit", Class::MemoryLimit, (score + 0.005).min(1.0), claim)
+        .evidence(f.ev(
+            "its cgroup's memory",
+            format!(
+                "{:.0} MiB used of a {:.0} MiB limit; {:.0} file pages a second read again after eviction",
+                m.used_mib, m.limit_mib, m.refaults
+            ),
+            "the cgroup's memory.stat (workingset_refault_file) and memory.max (v1: memory.usage_in_bytes, hierarchical_memory_limit)",
+        ))
+        .check(format!(
+            "cat /proc/{}/cgroup, then that group's memory.stat twice, seconds apart: workingset_refault_file grows while memory.current stays at memory.max",
+            f.pid()
+        ));
+    finding = match &disk_share {
+        Some((p, of)) if refill < 1.0 / 3.0 => finding.explains(*p, of.clone()),
+        _ => finding.explains(refill * 100.0, "of the server's CPU"),
+    };
+    for x in found.iter_mut().filter(|x| x.class == Class::DiskIo) {
+        x.claim
+            .push_str("; the pages read were evicted by its cgroup's memory limit (its finding)");
+    }
+    Some(finding)
+}
+
 /// Threads blocked in the work's path, by why (an off-CPU profile): a lock, the disk, a
 /// sleep — each a finding when it is a fair share of the operations' time, named at the
 /// program's frame above the wait.

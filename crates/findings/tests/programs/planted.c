@@ -44,6 +44,9 @@
  *           requests wait on a thread that sleeps
  *   handoff as commit, the committer working on the CPU for each record instead of
  *           writing it (one thread does every request's work)
+ *   cache   a thread per connection; every request reads 64 KiB at a random page of
+ *           DIR/data (pread): a file larger than the cache its cgroup may keep is read
+ *           from the disk
  *
  * It prints "ready PORT" once listening. Built by the tests with
  * cc -O2 -g -fno-omit-frame-pointer -fno-inline -pthread. */
@@ -62,6 +65,7 @@
 #include <sys/epoll.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -295,6 +299,22 @@ static void *committer(void *arg) {
 	return NULL;
 }
 
+/* DIR/data, read by the cache mode. */
+static int data_fd = -1;
+static off_t data_pages;
+
+/* Reads 64 KiB at a random page of DIR/data. */
+static void read_block(void) {
+	static __thread unsigned seed;
+	if (!seed)
+		seed = (unsigned)time(NULL) ^ (unsigned)(unsigned long)&seed;
+	char buf[65536];
+	off_t at = (off_t)((unsigned long)rand_r(&seed) % (unsigned long)(data_pages - 16)) * 4096;
+	if (pread(data_fd, buf, sizeof buf, at) < 0)
+		perror("pread");
+	sink += (unsigned char)buf[0];
+}
+
 /* Waits 3 ms for SIGUSR2 (blocked in every thread, never sent). */
 static void await_signal(void) {
 	sigset_t s;
@@ -325,6 +345,8 @@ static void handle(void) {
 		run_helper();
 	else if (!strcmp(mode, "sigwait"))
 		await_signal();
+	else if (!strcmp(mode, "cache"))
+		read_block();
 	else if (!strcmp(mode, "stall") || !strcmp(mode, "compact"))
 		read_table();
 	else if (!strcmp(mode, "checkpoint") || !strcmp(mode, "rebuild")) {
@@ -467,6 +489,17 @@ int main(int argc, char **argv) {
 		return 1;
 	if (!strcmp(mode, "checkpoint") && (checkpoint_fd = open_in(dir, "checkpoint", 0)) < 0)
 		return 1;
+	if (!strcmp(mode, "cache")) {
+		char path[4096];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/data", dir);
+		if ((data_fd = open(path, O_RDONLY)) < 0 || fstat(data_fd, &st) < 0 ||
+		    st.st_size < 1 << 20) {
+			perror(path);
+			return 1;
+		}
+		data_pages = st.st_size / 4096;
+	}
 	if (!strcmp(mode, "commit") || !strcmp(mode, "linger") || !strcmp(mode, "handoff")) {
 		if ((journal_fd = open_in(dir, "journal", O_APPEND)) < 0)
 			return 1;

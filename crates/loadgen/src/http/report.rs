@@ -376,8 +376,15 @@ pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Pl
         return p;
     };
     let (a, b) = (ok[k], ok[k + 1]);
+    // Still growing, but not with the connections: they queued (Little's law).
+    let queued = b.answered_rate >= a.answered_rate * (1.0 + threshold) && a.value > 0.0;
     let mut v = format!(
-        "throughput stops growing at ~{} connections ({:.0} req/s; at {} connections {:.0} req/s while median latency went from {:.2} to {:.2} ms)",
+        "throughput stops {} at ~{} connections ({:.0} req/s; at {} connections {:.0} req/s while median latency went from {:.2} to {:.2} ms)",
+        if queued {
+            "following the connections"
+        } else {
+            "growing"
+        },
         a.value,
         a.answered_rate,
         b.value,
@@ -385,8 +392,7 @@ pub fn find_plateau(rows: &[SweepRow], threshold: f64, opts: &HttpOptions) -> Pl
         p50(a) / 1000.0,
         p50(b) / 1000.0
     );
-    // Still growing, but not with the connections: they queued (Little's law).
-    if b.answered_rate >= a.answered_rate * (1.0 + threshold) && a.value > 0.0 {
+    if queued {
         v.push_str(&format!(
             ": ×{:.2} the throughput for ×{:.1} the connections, the added connections mostly queued (latency = connections ÷ throughput)",
             b.answered_rate / a.answered_rate.max(1e-9),
@@ -601,7 +607,9 @@ mod tests {
         assert_eq!(p.connections, Some(8.0), "{p:?}");
         assert!(
             p.verdict
-                .contains("×1.29 the throughput for ×6.0 the connections"),
+                .contains("stops following the connections at ~8 connections")
+                && p.verdict
+                    .contains("×1.29 the throughput for ×6.0 the connections"),
             "{}",
             p.verdict
         );

@@ -13,7 +13,8 @@
 //! running — a CPU short). Per thread group that gives the thread-state split of every
 //! second (on CPU, runnable, the rest blocked) and the busiest thread's CPU (one thread at
 //! 100% of a CPU is as fast as it goes). Per process: page faults, storage bytes, the
-//! accept queues of its listening sockets, its cgroup's CPU quota and throttling; and
+//! accept queues of its listening sockets, its cgroup's CPU quota and throttling, its
+//! cgroup's memory limit, use and file pages read again after eviction; and
 //! every other process that used CPU meanwhile (`others`: who took the CPU).
 //! Everything is read as bytes: a name that is not UTF-8 keeps its numbers
 //! ([`read`]).
@@ -110,6 +111,8 @@ struct ProcessSeen {
     write_bytes: u64,
     overflows: Option<u64>,
     throttled_us: Option<u64>,
+    /// Its cgroup's file pages read again after eviction ([`net::memory_limit`]).
+    refaults: Option<u64>,
     /// The CPU of its children it waited for (`cutime` + `cstime`), clock ticks.
     children_ticks: u64,
 }
@@ -380,6 +383,9 @@ struct Counts {
     accept_queue: Option<u64>,
     /// The cgroup's quota (CPUs) and the µs it was throttled since the previous sample.
     throttled: Option<(f64, u64)>,
+    /// The cgroup's memory limit and use (bytes), and the file pages it read again after
+    /// eviction since the previous sample.
+    memory: Option<(u64, u64, u64)>,
     /// Socket inodes of the target (to find its listeners).
     inodes: HashSet<u64>,
     /// Threads asleep now, by where they wait ([`read::waiting_in`]).
@@ -650,6 +656,8 @@ impl ProcSampler {
         now.overflows = net::listen_overflows(pid).map(|(o, _)| o);
         let quota = net::throttling(pid);
         now.throttled_us = quota.map(|q| q.1);
+        let memory = net::memory_limit(pid);
+        now.refaults = memory.map(|m| m.2);
         if let Some(before) = self.processes.get(&pid) {
             c.minor_faults += now.minor_faults.saturating_sub(before.minor_faults);
             c.major_faults += now.major_faults.saturating_sub(before.major_faults);
@@ -665,6 +673,13 @@ impl ProcSampler {
             {
                 let e = c.throttled.get_or_insert((cpus, 0));
                 e.1 = e.1.max(a.saturating_sub(b));
+            }
+            // One cgroup counts once, however many target processes share it.
+            if let (Some((limit, used, _)), Some(a), Some(b)) =
+                (memory, now.refaults, before.refaults)
+            {
+                let e = c.memory.get_or_insert((limit, used, 0));
+                e.2 = e.2.max(a.saturating_sub(b));
             }
         }
         self.processes.insert(pid, now);
@@ -805,6 +820,12 @@ impl ProcSampler {
                 Some(us as f64 / 1e6 / dt * 100.0),
             ));
             row.push((col::CPU_QUOTA.into(), "CPUs", Some(cpus)));
+        }
+        if let Some((limit, used, refaults)) = c.memory {
+            let mib = |b: u64| Some(b as f64 / (1024.0 * 1024.0));
+            row.push((col::MEMORY_LIMIT.into(), "MiB", mib(limit)));
+            row.push((col::MEMORY_USED.into(), "MiB", mib(used)));
+            row.push((col::REFAULTS.into(), "1/s", per_s(refaults)));
         }
         for (g, gc) in &c.groups {
             let share = |t: u64| Some(t as f64 / tps / dt * 100.0);

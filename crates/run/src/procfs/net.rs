@@ -1,5 +1,5 @@
-//! The target's listening sockets and its cgroup's CPU quota: where work waits before the
-//! server takes it (the accept queue), and a limit on the CPU it may use.
+//! The target's listening sockets and its cgroup's limits: where work waits before the
+//! server takes it (the accept queue), and limits on the CPU and memory it may use.
 //!
 //! * A TCP socket in LISTEN holds the connections the kernel completed and the server
 //!   has not accepted yet: `/proc/PID/net/tcp{,6}` gives it as the socket's receive queue
@@ -8,6 +8,9 @@
 //! * A full accept queue drops connections: the kernel counts them in
 //!   `/proc/PID/net/netstat` (`TcpExt: ListenOverflows ListenDrops`, what `nstat -az
 //!   TcpExtListenOverflows` reads) for the target's network namespace.
+//! * A cgroup's memory limit (v2 `memory.max`, v1 `memory.limit_in_bytes`) holds its
+//!   processes' memory and their file cache: under it, files read are evicted and read
+//!   from the disk again (`memory.stat`: `workingset_refault_file`).
 //! * A cgroup's CPU quota (v2 `cpu.max`, v1 `cpu.cfs_quota_us`) stops the target's threads
 //!   when they have used it (`cpu.stat`: `throttled_usec`, or v1's `throttled_time`):
 //!   they then wait on a throttled run queue.
@@ -407,6 +410,51 @@ pub(crate) fn throttling(pid: u32) -> Option<(f64, u64)> {
                 let ns = stat_value(&read(d.join("cpu.stat"))?, b"throttled_time ")?;
                 return Some((quota / period, ns / 1000));
             }
+        }
+    }
+    None
+}
+
+/// The memory limit of `pid`'s cgroup, when it has one: (the limit, the memory it uses,
+/// in bytes; the file pages it read again after their eviction so far). cgroup v2 (the
+/// smallest `memory.max` from its group up, `memory.current`, `memory.stat`'s
+/// `workingset_refault_file`) or v1 (the `memory` controller's `memory.stat`:
+/// `hierarchical_memory_limit`, `total_workingset_refault_file`; `memory.usage_in_bytes`).
+pub(crate) fn memory_limit(pid: u32) -> Option<(u64, u64, u64)> {
+    let cg = read(format!("/proc/{pid}/cgroup"))?;
+    // No limit: v1 says a number near 2^63, v2 "max".
+    let limited = |l: u64| (l < 1 << 60).then_some(l);
+    for l in cg.split(|&b| b == b'\n') {
+        let mut f = l.splitn(3, |&b| b == b':');
+        let (Some(_), Some(ctl), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let rel = String::from_utf8_lossy(path);
+        let rel = rel.trim().trim_start_matches('/');
+        if ctl.is_empty() {
+            for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+                let d = std::path::Path::new(root).join(rel);
+                let Some(current) = read(d.join("memory.current")).and_then(|b| num(&b)) else {
+                    continue;
+                };
+                let limit = d
+                    .ancestors()
+                    .take_while(|a| a.starts_with(root))
+                    .filter_map(|a| num(&read(a.join("memory.max"))?))
+                    .map(|v| v as u64)
+                    .min()
+                    .and_then(limited)?;
+                let refaults =
+                    stat_value(&read(d.join("memory.stat"))?, b"workingset_refault_file ")?;
+                return Some((limit, current as u64, refaults));
+            }
+        } else if ctl.split(|&b| b == b',').any(|c| c == b"memory") {
+            let d = std::path::Path::new("/sys/fs/cgroup/memory").join(rel);
+            let stat = read(d.join("memory.stat"))?;
+            let limit = limited(stat_value(&stat, b"hierarchical_memory_limit ")?)?;
+            let used = num(&read(d.join("memory.usage_in_bytes"))?)? as u64;
+            let refaults = stat_value(&stat, b"total_workingset_refault_file ")?;
+            return Some((limit, used, refaults));
         }
     }
     None
