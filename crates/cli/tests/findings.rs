@@ -2078,6 +2078,83 @@ memory.stat: {by_cgroup:.0} file pages a second read again after eviction"
     );
 }
 
+/// A server that keeps 256 KiB of every request, in a cgroup that may keep 64 MiB, under
+/// 80 requests a second: the kernel's OOM killer ends it within the measurement. The run
+/// must be kept, marked incomplete with the kill as its reason, and its first finding
+/// the growth that got it killed, at the rate the server allocates (80 × 256 KiB a
+/// second) — the cgroup's own count of OOM kills is the kernel's account.
+#[test]
+fn a_server_killed_for_its_memory_is_said_to() {
+    let Some(cg) = MemoryCgroup::create(64 << 20) else {
+        kiln_testkit::skip("no memory cgroup can be made here");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!(
+            "echo $$ > {}; exec /usr/bin/python3 \"$0\"",
+            cg.dir.join("cgroup.procs").display()
+        ))
+        .arg(program_path("leak.py"));
+    let p = Planted::serve(cmd);
+    let store = dir.path().join("r.db");
+    let out = kiln_testkit::kiln_process()
+        .env("KILN_STORE", &store)
+        .args([
+            "run", "--name", "leak", "-e", "cpu", "-d", "8", "--warmup", "1",
+        ])
+        .args(["--no-report", "-p", &p.pid().to_string()])
+        .args(["load", "http", "-d", "60s", "-c", "2", "-R", "80"])
+        .arg(format!("http://127.0.0.1:{}/", p.port))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("{text}");
+    // Stored, and its exit says it is incomplete.
+    assert_eq!(out.status.code(), Some(1), "{text}\n{err}");
+    let kills = {
+        let (file, key) = if cg.v1 {
+            ("memory.oom_control", "oom_kill ")
+        } else {
+            ("memory.events", "oom_kill ")
+        };
+        std::fs::read_to_string(cg.dir.join(file))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(kills, 1, "the cgroup counts one OOM kill");
+    let v = shown(&store, "leak");
+    let reason = v["status"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("the kernel's OOM killer killed it")
+            && reason.contains(&format!("Killed process {} (", p.pid())),
+        "{reason}"
+    );
+    let found = findings(&v);
+    let first = &found[0];
+    assert_eq!(first.0, "memory-growth", "{text}");
+    assert!(first.1.contains("OOM killer"), "{text}");
+    // Memory taken and kept is not memory given back and taken again.
+    assert!(named(&found, "memory-churn").is_none(), "{text}");
+    // "(N MiB/s)": the rate it grew, against what the server keeps a second.
+    let said: f64 = first
+        .1
+        .split(" MiB/s)")
+        .next()
+        .and_then(|x| x.rsplit('(').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no rate in {}", first.1));
+    let kept = 80.0 * 256.0 / 1024.0;
+    assert!(
+        (said - kept).abs() <= 0.35 * kept,
+        "kiln: grew {said} MiB/s; the server keeps {kept} MiB/s\n{text}"
+    );
+}
+
 /// The JSON a test program answers `GET path` with on `port` (its own account).
 fn get_json(port: u16, path: &str) -> serde_json::Value {
     use std::io::{Read, Write};

@@ -12,10 +12,12 @@
 //! * [`child`]: the programs kiln starts, each in a process group of its own that ends
 //!   with kiln, on a stop or at a deadline, its output captured within a bound.
 //! * [`proc`]: `/proc` read as bytes, so that a process whose name is not UTF-8 is seen.
+//! * [`kmsg`]: the kernel's log, for the OOM killer's kill of a process kiln did not start.
 #![deny(missing_docs)]
 
 pub mod child;
 pub mod clock;
 pub mod io;
+pub mod kmsg;
 pub mod proc;
 pub mod stop;

@@ -369,6 +369,7 @@ struct Recorded {
 
 fn recorded(
     r: Option<std::thread::Result<Result<Recording, RecordError>>>,
+    pids: &[u32],
     stop: &Stop,
     schedule_done: bool,
     reasons: &mut Vec<String>,
@@ -380,9 +381,14 @@ fn recorded(
             let secs = out.window.map_or(0.0, |(a, b)| (b - a) as f64 / 1e9);
             match rec.stopped {
                 StopReason::Duration => {}
-                StopReason::TargetExited => reasons.push(format!(
-                    "the target exited {secs:.1} s into the measurement"
-                )),
+                StopReason::TargetExited => {
+                    // A process kiln did not start ends without saying why; the kernel
+                    // logs the kills its OOM killer makes.
+                    reasons.push(format!(
+                        "the target exited {secs:.1} s into the measurement{}",
+                        oom_said(pids)
+                    ))
+                }
                 StopReason::Interrupted => {
                     if !stop.is_raised() && !schedule_done && reasons.is_empty() {
                         reasons.push("the recording was stopped early".into());
@@ -802,12 +808,16 @@ pub fn run(
     let gate_opened = measured.gate_opened;
     // A recorder that failed before sampling counts whether or not the gate opened.
     let mut rec = match measured.recording {
-        Some(recording) if gate_opened => {
-            recorded(Some(recording), stop, pass.schedule_done, &mut pass.reasons)
-        }
+        Some(recording) if gate_opened => recorded(
+            Some(recording),
+            &opts.pids,
+            stop,
+            pass.schedule_done,
+            &mut pass.reasons,
+        ),
         // The target's early end is said already.
         Some(Ok(Err(RecordError::NoSuchProcess(_)))) if target_gone => Recorded::default(),
-        Some(Ok(Err(e))) => recorded(Some(Ok(Err(e))), stop, false, &mut pass.reasons),
+        Some(Ok(Err(e))) => recorded(Some(Ok(Err(e))), &opts.pids, stop, false, &mut pass.reasons),
         _ => Recorded::default(),
     };
     if !local && gate_opened {
@@ -859,6 +869,16 @@ pub fn run(
 /// The load did not start: when a target process has exited meanwhile, that is why the
 /// run is cut short (it is stored, incomplete, saying so: `Ok(true)`); else the load's own
 /// failure is the run's error.
+/// Why a target process kiln did not start ended, when the kernel's log says its OOM
+/// killer killed it: `: the kernel's OOM killer killed it (…)`, else nothing.
+fn oom_said(pids: &[u32]) -> String {
+    pids.iter()
+        .filter(|&&p| !kiln_os::proc::alive(p))
+        .find_map(|&p| kiln_os::kmsg::oom_kill_of(p))
+        .map(|l| format!(": the kernel's OOM killer killed it (its log: \"{l}\")"))
+        .unwrap_or_default()
+}
+
 fn early_exit(opts: &RunOptions, pass: &mut Pass<'_>) -> Result<bool, RunError> {
     let why = pass
         .outcome
@@ -869,8 +889,9 @@ fn early_exit(opts: &RunOptions, pass: &mut Pass<'_>) -> Result<bool, RunError> 
         return Err(RunError::LoadStart(why));
     };
     pass.reasons.push(format!(
-        "the target (pid {gone}) exited {:.1} s after the run began, before the load started (the load: {why})",
-        pass.t0.elapsed().as_secs_f64()
+        "the target (pid {gone}) exited {:.1} s after the run began, before the load started (the load: {why}){}",
+        pass.t0.elapsed().as_secs_f64(),
+        oom_said(&[*gone])
     ));
     Ok(true)
 }

@@ -124,10 +124,27 @@ pub fn churn(f: &Facts) -> Vec<Finding> {
     if kinds.0 + kinds.1 > 0 && (kinds.0 as f64) < 0.5 * (kinds.0 + kinds.1) as f64 {
         return Vec::new();
     }
-    // Memory that grows is faulted in once: that is growth, not churn.
-    let rss = f.values(col::TARGET, col::RSS);
-    if let (Some(m), Some(&(a, _)), Some(&(b, _))) = (minor, rss.first(), rss.last()) {
-        if b - a >= 0.5 * m * 4096.0 {
+    // Memory that grows is faulted in once: that is growth, not churn. (Its most, not its
+    // last: a target killed for its memory reads none at the end.)
+    // Compared as rates, from the reading before the window to the most: the faults'
+    // seconds and the memory's readings are not the same.
+    // (From the run's start for a target killed for its memory: its window may be a
+    // second.)
+    let lookback = if oom_log(f).is_some() {
+        u64::MAX
+    } else {
+        1_000_000_000
+    };
+    let rss = rss_readings(f, lookback);
+    let peak = rss
+        .iter()
+        .copied()
+        .fold((0, 0.0), |m, x| if x.1 > m.1 { x } else { m });
+    if let (Some(fault_rate), Some(&(t0, a))) =
+        (f.mean(col::TARGET, col::MINOR_FAULTS), rss.first())
+    {
+        let secs = peak.0.saturating_sub(t0) as f64 / 1e9;
+        if secs > 0.0 && (peak.1 - a) / secs >= 0.5 * fault_rate * 4096.0 {
             return Vec::new();
         }
     }
@@ -445,17 +462,71 @@ fn max_heap(cmdline: &[String]) -> Option<f64> {
     Some(n * scale)
 }
 
-/// The server's resident memory grew through the window.
+/// The kernel's log line of the OOM killer's kill of the target, when the run ended for
+/// it (its status says so).
+fn oom_log(f: &Facts) -> Option<String> {
+    let (_, log) = f
+        .meta
+        .status
+        .reason
+        .as_deref()?
+        .split_once("the kernel's OOM killer killed it")?;
+    let log = log.trim_start_matches([' ', '(']);
+    Some(
+        log.strip_prefix("its log: ")
+            .unwrap_or(log)
+            .trim_end_matches(')')
+            .to_string(),
+    )
+}
+
+/// The target's resident memory readings (their times, ns; bytes) from `lookback_ns`
+/// before the window to the window's end, of a process still alive (above 0: a killed target's
+/// last seconds read none).
+fn rss_readings(f: &Facts, lookback_ns: u64) -> Vec<(u64, f64)> {
+    let Some(c) = f
+        .table(col::TARGET)
+        .and_then(|t| Some((t, t.column(col::RSS)?)))
+    else {
+        return Vec::new();
+    };
+    let (t, c) = c;
+    let from = f.window.start_ns.saturating_sub(lookback_ns);
+    t.time_ns
+        .iter()
+        .zip(&c.values)
+        .filter_map(|(&ts, v)| {
+            let v = (*v)?;
+            (ts >= from && ts <= f.window.end_ns.saturating_add(1_000_000_000) && v > 0.0)
+                .then_some((ts, v))
+        })
+        .collect()
+}
+
+/// The server's resident memory grew through the window — until the kernel's OOM killer
+/// ended it, when the run says so.
 ///
-/// False when: it grew by less than 64 MiB or a fifth, or fell back at the end.
+/// False when: it grew by less than 64 MiB (any amount, killed for it) or a fifth, or
+/// fell back at the end.
 pub fn growth(f: &Facts) -> Vec<Finding> {
-    let rss = f.values(col::TARGET, col::RSS);
+    let oom = oom_log(f);
+    // Killed for its memory: its readings up to the kill, from the run's start (the
+    // window's are none at the end, and may be a second or two).
+    let readings = rss_readings(f, u64::MAX);
+    let (rss, secs): (Vec<(f64, f64)>, f64) = match (&oom, readings.first(), readings.last()) {
+        (Some(_), Some(a), Some(b)) => (
+            readings.iter().map(|&(_, v)| (v, 1.0)).collect(),
+            b.0.saturating_sub(a.0) as f64 / 1e9,
+        ),
+        _ => (f.values(col::TARGET, col::RSS), f.secs),
+    };
     let (Some(&(a, _)), Some(&(b, _))) = (rss.first(), rss.last()) else {
         return Vec::new();
     };
     let max = rss.iter().map(|(v, _)| *v).fold(0.0, f64::max);
     let grew = b - a;
-    if grew < 64.0 * 1048576.0 || grew < 0.2 * a || b < 0.9 * max {
+    let enough = if oom.is_some() { 0.0 } else { 64.0 * 1048576.0 };
+    if grew <= enough || grew < 0.2 * a || b < 0.9 * max {
         return Vec::new();
     }
     // Kept, not a sawtooth read at two of its tops (a collector freeing its heap every few
@@ -479,7 +550,7 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
             _ => return Vec::new(),
         }
     }
-    let per_s = grew / f.secs.max(1e-9);
+    let per_s = grew / secs.max(1e-9);
     let mut e = f.ev(
         "resident memory",
         format!(
@@ -490,23 +561,31 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
         "/proc/PID/stat (rss)",
     );
     e.series = Some(format!("{}/{}", col::TARGET, col::RSS));
-    // A leak at 10 MiB/s or more outruns any server's memory in minutes.
+    // A leak at 10 MiB/s or more outruns any server's memory in minutes; one that got the
+    // server killed ended the run: nothing else it measured matters as much.
     let rate = (per_s / (10.0 * 1048576.0)).min(1.0);
-    vec![Finding::new(
-        "growth",
-        Class::MemoryGrowth,
-        0.4 + 0.4 * rate,
-        format!(
-            "the server's memory grew by {} ({}/s) and did not come back",
-            kiln_model::format_bytes(grew),
-            kiln_model::format_bytes(per_s)
-        ),
-    )
-    .evidence(e)
-    .check(format!(
-        "grep -E 'Rss|Anon' /proc/{}/status (twice, seconds apart)",
-        f.meta.target.pids.first().copied().unwrap_or(0)
-    ))]
+    let mut claim = format!(
+        "the server's memory grew by {} ({}/s) and did not come back",
+        kiln_model::format_bytes(grew),
+        kiln_model::format_bytes(per_s)
+    );
+    if let Some(log) = &oom {
+        claim.push_str(&format!(
+            ", until the kernel's OOM killer killed it at {} (its log: {log})",
+            kiln_model::format_bytes(b)
+        ));
+    }
+    let score = if oom.is_some() {
+        0.99
+    } else {
+        0.4 + 0.4 * rate
+    };
+    vec![Finding::new("growth", Class::MemoryGrowth, score, claim)
+        .evidence(e)
+        .check(format!(
+            "grep -E 'Rss|Anon' /proc/{}/status (twice, seconds apart)",
+            f.meta.target.pids.first().copied().unwrap_or(0)
+        ))]
 }
 
 #[cfg(test)]

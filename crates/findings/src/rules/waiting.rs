@@ -2111,6 +2111,15 @@ pub fn split_responses(f: &Facts) -> Vec<Finding> {
     split(f).into_iter().collect()
 }
 
+/// Whether the target lived through most of the window by its readings (a process gone
+/// reads no resident memory).
+fn lived_through(f: &Facts) -> bool {
+    let v = f.values(kiln_store::columns::TARGET, kiln_store::columns::RSS);
+    let total: f64 = v.iter().map(|x| x.1).sum();
+    let alive: f64 = v.iter().filter(|x| x.0 > 0.0).map(|x| x.1).sum();
+    total <= 0.0 || alive >= 0.5 * total
+}
+
 /// The server was idle while the operations took long: the time is outside it — in the
 /// network stack, the client, or a service it waits for. By Little's law the operations'
 /// time is their latencies summed; the server's share of it is the time its threads were
@@ -2129,6 +2138,11 @@ pub fn outside(f: &Facts) -> Vec<Finding> {
     // A load without a count of operations (a fleet holding connections, whose latency is
     // its pings') has no operation whose time could be outside the server.
     if !f.outcome.ops.is_some_and(|o| o > 0.0) {
+        return Vec::new();
+    }
+    // A target gone for most of the window (it exited, was killed) has no threads left to
+    // account the operations' time to: elimination says nothing.
+    if !lived_through(f) {
         return Vec::new();
     }
     // Messages waiting in a queue the broker holds are inside it: the queue rule says so.
