@@ -2155,6 +2155,43 @@ fn a_server_killed_for_its_memory_is_said_to() {
     );
 }
 
+/// A Python server whose requests each write to one SQLite file on their own connection:
+/// one writes at a time, the others wait in SQLite's busy handler, which sleeps between
+/// tries. kiln must say the database's lock, not a sleep, at the function that writes,
+/// with the share of the 8 connections' time the kernel counts in the handler's sleeps
+/// (bpftrace: clock_nanosleep).
+#[test]
+fn requests_waiting_for_an_sqlite_write_lock_are_lock_contention() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut python = Command::new("/usr/bin/python3");
+    python
+        .arg(program_path("sqlite_hits.py"))
+        .arg(dir.path().join("hits.db"));
+    let p = Planted::serve(python);
+    let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 6) else {
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "sqlite", &p, 8);
+    let slept = bt.under_load();
+    println!("{text}\nbpftrace: {slept:.2} s in clock_nanosleep per second under the load");
+    let found = findings(&v);
+    none_contradicted(&found, &k, 9.0, &text);
+    assert!(named(&found, "sleep-in-path").is_none(), "{text}");
+    let first = found.iter().find(|f| f.0 != "cpu-starvation").unwrap();
+    assert_eq!(first.0, "lock-contention", "{text}");
+    assert!(
+        first.1.contains("SQLite database's lock") && first.1.contains("record_hit"),
+        "{text}"
+    );
+    assert!(
+        (first.2 - 100.0 * slept / 8.0).abs() <= 25.0,
+        "kiln: {:.0}% of the requests' time; bpftrace: {:.0}% in the busy handler's sleeps\n{text}",
+        first.2,
+        100.0 * slept / 8.0
+    );
+}
+
 /// The JSON a test program answers `GET path` with on `port` (its own account).
 fn get_json(port: u16, path: &str) -> serde_json::Value {
     use std::io::{Read, Write};

@@ -167,8 +167,8 @@ const CHILD: &[&str] = &[
 
 /// Calls that wait for a kind of thing whatever their own wait is made of: a database's
 /// lock manager sleeps on a latch (PostgreSQL's `ProcSleep` polls its latch's
-/// descriptors; its lightweight locks wait on a semaphore), a sleep function on a latch or
-/// `select`. A wait anywhere under one of them is of its kind, the first row that holds
+/// descriptors; its lightweight locks wait on a semaphore; SQLite's busy handler sleeps
+/// between tries), a sleep function on a latch or `select`. A wait anywhere under one of them is of its kind, the first row that holds
 /// deciding: a commit flushing the WAL waits for the disk, in its own fsync or for the
 /// lock of the backend doing it (`XLogFlush` → `LWLockAcquireOrWait`, group commit).
 const WAITS_UNDER: &[(WaitReason, &str)] = &[
@@ -177,6 +177,12 @@ const WAITS_UNDER: &[(WaitReason, &str)] = &[
         r"^(XLogFlush|issue_xlog_fsync|pg_fsync\w*|pg_fdatasync|FileSync)$",
     ),
     (WaitReason::Sleep, r"^(pg_sleep|pg_usleep)$"),
+    // SQLite's busy handler sleeps and tries again while another connection holds the
+    // database's lock: a lock waited for by polling.
+    (
+        WaitReason::Lock,
+        r"^(sqlite3InvokeBusyHandler|btreeInvokeBusyHandler|sqliteDefaultBusyCallback)$",
+    ),
     (
         WaitReason::Lock,
         r"^(ProcSleep|LockAcquire\w*|XactLockTableWait|LockTuple|WaitOnLock|LWLockAcquire\w*|LWLockWaitForVar|LockBufferForCleanup|SyncRepWaitForLSN)$",
@@ -769,6 +775,9 @@ mod tests {
     #[test]
     fn other_reasons() {
         assert_eq!(r("mm;main;usleep;__nanosleep;__clock_nanosleep_2;do_syscall_64;__x64_sys_clock_nanosleep;common_nsleep;hrtimer_nanosleep;do_nanosleep;schedule;__schedule"), WaitReason::Sleep);
+        // SQLite's busy handler sleeping between tries for the database's lock (Debian's
+        // libsqlite3 under Python's sqlite3 module, as the off-CPU profile has it).
+        assert_eq!(r("python3;start_thread;_PyEval_EvalFrameDefault;_sqlite3.cpython-311-x86_64-linux-gnu.so+0xb0d0;sqlite3_step;sqlite3VdbeExec;sqlite3BtreeBeginTrans;sqlite3PagerSharedLock;libsqlite3.so.0.8.6+0xae850;sqlite3InvokeBusyHandler;libsqlite3.so.0.8.6+0xa1c30;usleep;__nanosleep;__clock_nanosleep_2;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_clock_nanosleep;common_nsleep;hrtimer_nanosleep"), WaitReason::Lock);
         assert_eq!(
             r("nginx;main;ngx_process_events;epoll_wait;do_syscall_64;do_epoll_wait"),
             WaitReason::Poll

@@ -253,6 +253,10 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
             Class::LockContention,
             "waited on the JVM's own locks (HotSpot's, not the program's)".into(),
         ),
+        WaitReason::Lock if at.to_ascii_lowercase().contains("sqlite") => (
+            Class::LockContention,
+            "waited for an SQLite database's lock (SQLite's busy handler sleeps and tries again while another connection holds it: a write transaction, BEGIN IMMEDIATE, a commit)".into(),
+        ),
         WaitReason::Lock => (Class::LockContention, "waited on a lock".into()),
         WaitReason::Io => (Class::DiskIo, "waited for the disk".into()),
         WaitReason::Sleep => (Class::SleepInPath, "slept".into()),
