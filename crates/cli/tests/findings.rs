@@ -3578,7 +3578,9 @@ fn a_database_whose_clients_queue_for_a_row_lock_is_said_to() {
         "{}\npg_stat_activity: {by_pg:.0}% of the client backends' samples waiting for a Lock",
         r.text
     );
-    let first = &r.found[0];
+    // On a busy machine CPU starvation may come first (its share is others'); the lock
+    // must come before any other.
+    let first = r.found.iter().find(|f| f.0 != "cpu-starvation").unwrap();
     assert_eq!(first.0, "lock-contention", "{}", r.text);
     assert!(
         first.1.contains("XactLockTableWait") || first.1.contains("LockTuple"),
@@ -3587,9 +3589,15 @@ fn a_database_whose_clients_queue_for_a_row_lock_is_said_to() {
     );
     // The share of the server's working time (PostgreSQL's background processes, idle,
     // left out), against PostgreSQL's share of its 16 backends' samples; on a busy
-    // machine a backend waiting for a CPU is 'active' to PostgreSQL, and runnable to kiln.
+    // machine a backend waiting for a CPU is 'active' to PostgreSQL, and runnable to kiln
+    // (starved, the two part further).
+    let within = if named(&r.found, "cpu-starvation").is_some() {
+        35.0
+    } else {
+        25.0
+    };
     assert!(
-        (first.2 - by_pg).abs() <= 25.0,
+        (first.2 - by_pg).abs() <= within,
         "kiln: a lock {:.0}% of the server's working time; pg_stat_activity: {by_pg:.0}% of the backends'\n{}",
         first.2,
         r.text
