@@ -380,20 +380,32 @@ pub(crate) fn listen_overflows(pid: u32) -> Option<(u64, u64)> {
     Some((field(b"ListenOverflows")?, field(b"ListenDrops")?))
 }
 
+/// The cgroups of `pid` (`/proc/PID/cgroup`): each line's controllers (empty for v2's
+/// unified hierarchy) and its path, relative to the hierarchy's root.
+fn cgroups(pid: u32) -> Option<Vec<(Vec<u8>, String)>> {
+    let cg = read(format!("/proc/{pid}/cgroup"))?;
+    Some(
+        cg.split(|&b| b == b'\n')
+            .filter_map(|l| {
+                // hierarchy-ID:controllers:path
+                let mut f = l.splitn(3, |&b| b == b':');
+                let (Some(_), Some(ctl), Some(path)) = (f.next(), f.next(), f.next()) else {
+                    return None;
+                };
+                let rel = String::from_utf8_lossy(path);
+                Some((ctl.to_vec(), rel.trim().trim_start_matches('/').to_string()))
+            })
+            .collect(),
+    )
+}
+
 /// The CPU quota of `pid`'s cgroup, when it has one: (the quota in CPUs, µs throttled so
 /// far). cgroup v2 (`cpu.max`, `cpu.stat`'s `throttled_usec`) or v1 (the `cpu`
 /// controller's `cpu.cfs_quota_us` and `cpu.cfs_period_us`, `cpu.stat`'s
 /// `throttled_time` in ns), whichever holds the quota.
 pub(crate) fn throttling(pid: u32) -> Option<(f64, u64)> {
-    let cg = read(format!("/proc/{pid}/cgroup"))?;
-    for l in cg.split(|&b| b == b'\n') {
-        // hierarchy-ID:controllers:path
-        let mut f = l.splitn(3, |&b| b == b':');
-        let (Some(_), Some(ctl), Some(path)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let rel = String::from_utf8_lossy(path);
-        let rel = rel.trim().trim_start_matches('/');
+    for (ctl, rel) in cgroups(pid)? {
+        let rel = rel.as_str();
         if ctl.is_empty() {
             for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
                 let d = std::path::Path::new(root).join(rel);
@@ -421,16 +433,10 @@ pub(crate) fn throttling(pid: u32) -> Option<(f64, u64)> {
 /// `workingset_refault_file`) or v1 (the `memory` controller's `memory.stat`:
 /// `hierarchical_memory_limit`, `total_workingset_refault_file`; `memory.usage_in_bytes`).
 pub(crate) fn memory_limit(pid: u32) -> Option<(u64, u64, u64)> {
-    let cg = read(format!("/proc/{pid}/cgroup"))?;
     // No limit: v1 says a number near 2^63, v2 "max".
     let limited = |l: u64| (l < 1 << 60).then_some(l);
-    for l in cg.split(|&b| b == b'\n') {
-        let mut f = l.splitn(3, |&b| b == b':');
-        let (Some(_), Some(ctl), Some(path)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let rel = String::from_utf8_lossy(path);
-        let rel = rel.trim().trim_start_matches('/');
+    for (ctl, rel) in cgroups(pid)? {
+        let rel = rel.as_str();
         if ctl.is_empty() {
             for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
                 let d = std::path::Path::new(root).join(rel);
