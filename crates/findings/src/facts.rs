@@ -108,6 +108,12 @@ pub struct Facts<'a> {
     /// Work serialised on no thread of its own, found once ([`crate::rules::cpu::serialised`]:
     /// the rule, and the rules that defer to it).
     pub(crate) serialised: std::cell::OnceCell<Vec<crate::Finding>>,
+    /// The one-thread rule's result, found once ([`crate::rules::cpu::one_thread`]: the
+    /// rule, and the lost-messages rule that ranks below it).
+    pub(crate) one_thread: std::cell::OnceCell<Vec<crate::Finding>>,
+    /// The client rule's result, found once ([`crate::rules::load::client`]: the rule, and
+    /// the outside rule that gives way to it).
+    pub(crate) client: std::cell::OnceCell<Vec<crate::Finding>>,
 }
 
 impl<'a> Facts<'a> {
@@ -144,6 +150,8 @@ impl<'a> Facts<'a> {
             slow_runs: Default::default(),
             held_in_broker: Default::default(),
             serialised: Default::default(),
+            one_thread: Default::default(),
+            client: Default::default(),
         }
     }
 

@@ -108,6 +108,10 @@ fn kernel_clause(p: &kiln_model::Profile, keep: &[bool]) -> Option<String> {
 /// a third of their time, the thread busy 80% of it and no part of those waits): then the
 /// rest of the server's CPU is their waking and handing over, and the thread is the limit.
 pub fn one_thread(f: &Facts) -> Vec<Finding> {
+    f.one_thread.get_or_init(|| find_one_thread(f)).clone()
+}
+
+fn find_one_thread(f: &Facts) -> Vec<Finding> {
     let Some(target) = f.cpus.target else {
         return Vec::new();
     };

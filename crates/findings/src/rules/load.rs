@@ -11,6 +11,10 @@ use crate::{Class, Facts, Finding};
 /// client had CPU to spare; the load was set to a rate and held it (the rate asked for
 /// was the load: nothing limited it).
 pub fn client(f: &Facts) -> Vec<Finding> {
+    f.client.get_or_init(|| find_client(f)).clone()
+}
+
+fn find_client(f: &Facts) -> Vec<Finding> {
     let client = f.cpus.load_command.or(f.cpus.kiln).unwrap_or(0.0);
     // A client that used little CPU limited nothing, however busy the machine was.
     if client < 0.5 {
