@@ -433,13 +433,30 @@ pub(crate) fn throttling(pid: u32) -> Option<(f64, u64)> {
 /// `workingset_refault_file`) or v1 (the `memory` controller's `memory.stat`:
 /// `hierarchical_memory_limit`, `total_workingset_refault_file`; `memory.usage_in_bytes`).
 pub(crate) fn memory_limit(pid: u32) -> Option<(u64, u64, u64)> {
+    memory_limit_under(
+        cgroups(pid)?,
+        &[
+            std::path::Path::new("/sys/fs/cgroup"),
+            std::path::Path::new("/sys/fs/cgroup/unified"),
+        ],
+        std::path::Path::new("/sys/fs/cgroup/memory"),
+    )
+}
+
+/// [`memory_limit`] of a process in `groups` (its `/proc/PID/cgroup`), with cgroup v2
+/// mounted at one of `v2` and v1's memory controller at `v1`.
+fn memory_limit_under(
+    groups: Vec<(Vec<u8>, String)>,
+    v2: &[&std::path::Path],
+    v1: &std::path::Path,
+) -> Option<(u64, u64, u64)> {
     // No limit: v1 says a number near 2^63, v2 "max".
     let limited = |l: u64| (l < 1 << 60).then_some(l);
-    for (ctl, rel) in cgroups(pid)? {
+    for (ctl, rel) in groups {
         let rel = rel.as_str();
         if ctl.is_empty() {
-            for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
-                let d = std::path::Path::new(root).join(rel);
+            for &root in v2 {
+                let d = root.join(rel);
                 let Some(current) = read(d.join("memory.current")).and_then(|b| num(&b)) else {
                     continue;
                 };
@@ -455,7 +472,7 @@ pub(crate) fn memory_limit(pid: u32) -> Option<(u64, u64, u64)> {
                 return Some((limit, current as u64, refaults));
             }
         } else if ctl.split(|&b| b == b',').any(|c| c == b"memory") {
-            let d = std::path::Path::new("/sys/fs/cgroup/memory").join(rel);
+            let d = v1.join(rel);
             let stat = read(d.join("memory.stat"))?;
             let limit = limited(stat_value(&stat, b"hierarchical_memory_limit ")?)?;
             let used = num(&read(d.join("memory.usage_in_bytes"))?)? as u64;
@@ -491,6 +508,54 @@ fn quota_cpus(max: &[u8]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The limit is the smallest `memory.max` from the group up (v2), or v1's
+    /// hierarchical limit; a group under none has no limit.
+    #[test]
+    fn memory_limits_of_both_cgroup_versions() {
+        let t = tempfile::tempdir().unwrap();
+        let (v2, v1) = (t.path().join("v2"), t.path().join("v1"));
+        let w = |p: &std::path::Path, name: &str, text: &str| {
+            std::fs::create_dir_all(p).unwrap();
+            std::fs::write(p.join(name), text).unwrap();
+        };
+        let svc = v2.join("app.slice/web.service");
+        w(&v2.join("app.slice"), "memory.max", "67108864\n");
+        w(&svc, "memory.max", "max\n");
+        w(&svc, "memory.current", "60000000\n");
+        w(
+            &svc,
+            "memory.stat",
+            "anon 1\nworkingset_refault_file 123\nfile 2\n",
+        );
+        let v2_line = || vec![(Vec::new(), "app.slice/web.service".to_string())];
+        assert_eq!(
+            memory_limit_under(v2_line(), &[&v2], &v1),
+            Some((67108864, 60000000, 123))
+        );
+        // Unlimited all the way up.
+        w(&v2.join("app.slice"), "memory.max", "max\n");
+        assert_eq!(memory_limit_under(v2_line(), &[&v2], &v1), None);
+        let g = v1.join("kiln");
+        w(
+            &g,
+            "memory.stat",
+            "cache 1\nworkingset_refault_file 5\nhierarchical_memory_limit 50331648\ntotal_workingset_refault_file 77\n",
+        );
+        w(&g, "memory.usage_in_bytes", "50000000\n");
+        let v1_line = vec![(b"memory".to_vec(), "kiln".to_string())];
+        assert_eq!(
+            memory_limit_under(v1_line, &[&v2], &v1),
+            Some((50331648, 50000000, 77))
+        );
+        w(
+            &g,
+            "memory.stat",
+            "hierarchical_memory_limit 9223372036854771712\ntotal_workingset_refault_file 77\n",
+        );
+        let v1_line = vec![(b"memory".to_vec(), "kiln".to_string())];
+        assert_eq!(memory_limit_under(v1_line, &[&v2], &v1), None);
+    }
 
     #[test]
     fn listening_sockets_and_their_queues() {
