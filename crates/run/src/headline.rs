@@ -235,8 +235,24 @@ pub(crate) fn load_series(ticks: &[LoadTick]) -> SeriesTable {
 pub(crate) fn recording_warnings(s: &kiln_record::RecordingSummary, start_ns: u64) -> Vec<String> {
     let mut w = Vec::new();
     if s.lost > 0 {
+        // Of them, samples the kernel skipped while another eBPF program held the CPU (the
+        // programs' misses, and the events' own counts against the samples given).
+        let skipped = s.unseen_samples
+            + s.own_bpf
+                .iter()
+                .filter(|c| c.program == "sampler")
+                .map(|c| c.missed)
+                .sum::<u64>();
+        let why = if skipped > 0 {
+            format!(
+                "ring buffer full, or {} skipped while another eBPF program held the CPU",
+                skipped.min(s.lost)
+            )
+        } else {
+            "ring buffer full".to_string()
+        };
         w.push(format!(
-            "{} sample records were lost by the kernel (ring buffer full)",
+            "{} sample records were lost by the kernel ({why})",
             s.lost
         ));
     }
