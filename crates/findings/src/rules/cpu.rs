@@ -196,6 +196,16 @@ fn find_one_thread(f: &Facts) -> Vec<Finding> {
             f.outcome.unit,
             pct(*share)
         ),
+        // A thread that waited for a CPU a fair share of its time (others held them) is
+        // busy, not on a CPU, all the time: said so, as its share says it.
+        None if never_idle - busiest >= 0.15 => format!(
+            "{kind} was busy {} of the time (on a CPU {}, waiting for one {}) while the server used {} of {}: its work is serialised on that thread, and more clients will not make it faster (nor more CPUs, once it has one to itself)",
+            pct(never_idle),
+            pct(busiest),
+            pct(never_idle - busiest),
+            cpus(target),
+            cpus(limit)
+        ),
         None => format!(
             "{kind} ran {} of a CPU while the server used {} of {}: its work is serialised on that thread, and more clients or CPUs will not make it faster",
             pct(busiest),
