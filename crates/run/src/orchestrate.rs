@@ -386,7 +386,10 @@ fn recorded(
                     // logs the kills its OOM killer makes.
                     reasons.push(format!(
                         "the target exited {secs:.1} s into the measurement{}",
-                        oom_said(pids)
+                        oom_said(
+                            pids,
+                            out.window.map_or(0, |w| w.0.saturating_sub(OOM_SLACK_NS))
+                        )
                     ))
                 }
                 StopReason::Interrupted => {
@@ -866,19 +869,24 @@ pub fn run(
     Ok(data)
 }
 
-/// The load did not start: when a target process has exited meanwhile, that is why the
-/// run is cut short (it is stored, incomplete, saying so: `Ok(true)`); else the load's own
-/// failure is the run's error.
+/// How far before the run the kernel log's OOM kills are read from: its clock and
+/// CLOCK_MONOTONIC agree to well under this.
+const OOM_SLACK_NS: u64 = 5_000_000_000;
+
 /// Why a target process kiln did not start ended, when the kernel's log says its OOM
-/// killer killed it: `: the kernel's OOM killer killed it (…)`, else nothing.
-fn oom_said(pids: &[u32]) -> String {
+/// killer killed it since `since_ns` (CLOCK_MONOTONIC): `: the kernel's OOM killer killed
+/// it (…)`, else nothing.
+fn oom_said(pids: &[u32], since_ns: u64) -> String {
     pids.iter()
         .filter(|&&p| !kiln_os::proc::alive(p))
-        .find_map(|&p| kiln_os::kmsg::oom_kill_of(p))
+        .find_map(|&p| kiln_os::kmsg::oom_kill_of(p, since_ns))
         .map(|l| format!(": the kernel's OOM killer killed it (its log: \"{l}\")"))
         .unwrap_or_default()
 }
 
+/// The load did not start: when a target process has exited meanwhile, that is why the
+/// run is cut short (it is stored, incomplete, saying so: `Ok(true)`); else the load's own
+/// failure is the run's error.
 fn early_exit(opts: &RunOptions, pass: &mut Pass<'_>) -> Result<bool, RunError> {
     let why = pass
         .outcome
@@ -891,7 +899,11 @@ fn early_exit(opts: &RunOptions, pass: &mut Pass<'_>) -> Result<bool, RunError> 
     pass.reasons.push(format!(
         "the target (pid {gone}) exited {:.1} s after the run began, before the load started (the load: {why}){}",
         pass.t0.elapsed().as_secs_f64(),
-        oom_said(&[*gone])
+        oom_said(
+            &[*gone],
+            kiln_os::clock::monotonic_ns()
+                .saturating_sub(pass.t0.elapsed().as_nanos() as u64 + OOM_SLACK_NS)
+        )
     ));
     Ok(true)
 }
