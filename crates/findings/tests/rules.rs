@@ -309,6 +309,54 @@ fn a_growing_queue_is_explained_by_littles_law() {
     );
 }
 
+/// A stream keeps what it was sent: its count (deep, not shrinking while consumers keep
+/// pace) is what it retains, not a backlog anyone waits in.
+#[test]
+fn a_streams_retained_messages_are_no_queue() {
+    let mut r = run(10, 2);
+    headline(&mut r, 40000.0, 1.5, 50.0, 1.5);
+    r.meta.headline.send_rate = Some(40000.0);
+    r.meta.load.unit = "msg".into();
+    r.meta.load.argv = [
+        "-x",
+        "1",
+        "-y",
+        "0",
+        "--queue",
+        "events",
+        "--queue-args",
+        "x-queue-type=stream",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut load = table("load", 10, &[("sent", 40000.0), ("answered", 40000.0)]);
+    load.columns.push(Column {
+        name: kiln_store::QUEUE_DEPTH.into(),
+        unit: "msg".into(),
+        values: (0..10).map(|_| Some(244_379.0)).collect(),
+    });
+    r.series = vec![
+        load,
+        target(10, 1.5, &[group("beam", 2.0, 75.0, 1.0, 70.0)]),
+    ];
+    assert!(
+        rules::queues::queue(&Facts::of(&r, None)).is_empty(),
+        "{:?}",
+        rules::queues::queue(&Facts::of(&r, None))
+    );
+    // The same count in a classic queue is a backlog that did not drain, said so.
+    r.meta.load.argv.truncate(6);
+    let found = rules::queues::queue(&Facts::of(&r, None));
+    assert_eq!(found[0].class, Class::QueueGrowing);
+    assert!(
+        found[0]
+            .claim
+            .contains("queue 'events' held 244,379 msgs and did not drain"),
+        "{}",
+        found[0].claim
+    );
+}
+
 #[test]
 fn an_accept_backlog_is_named() {
     let mut r = run(10, 2);

@@ -18,7 +18,13 @@ const GREW: f64 = 1000.0;
 /// False when: the queue (and the backlog) grew by less than a second of the work, or
 /// shrank.
 pub fn queue(f: &Facts) -> Vec<Finding> {
-    let depth = f.values(col::LOAD, kiln_store::QUEUE_DEPTH);
+    // A stream keeps what it was sent (a log its consumers read, not a queue they empty):
+    // its count is what it retains, not a backlog.
+    let depth = if is_stream(f) {
+        Vec::new()
+    } else {
+        f.values(col::LOAD, kiln_store::QUEUE_DEPTH)
+    };
     let rate = f.outcome.throughput.unwrap_or(0.0);
     let unit = &f.outcome.unit;
     let threshold = GREW.max(rate);
@@ -85,11 +91,23 @@ fn queue_finding(f: &Facts, first: f64, last: f64) -> Finding {
     let name = queue_name(&f.meta.load.argv)
         .map(|q| format!(" '{}'", kiln_model::text::clean_cut(q, 80)))
         .unwrap_or_default();
+    // A deep queue that did not grow did not drain either: said as it was.
+    let how = if last - first >= GREW.max(rate) {
+        format!(
+            "grew from {} to {} {unit}s (+{}/s)",
+            thousands(first),
+            thousands(last),
+            thousands(per_s)
+        )
+    } else {
+        format!(
+            "held {} {unit}s and did not drain ({} at the end)",
+            thousands(first),
+            thousands(last)
+        )
+    };
     let mut claim = format!(
-        "the broker's queue{name} grew from {} to {} {unit}s (+{}/s): publishers sent {}/s and consumers took {}/s",
-        thousands(first),
-        thousands(last),
-        thousands(per_s),
+        "the broker's queue{name} {how}: publishers sent {}/s and consumers took {}/s",
         thousands(sent),
         thousands(rate)
     );
@@ -113,6 +131,17 @@ fn queue_finding(f: &Facts, first: f64, last: f64) -> Finding {
         x = x.explains(e * 100.0, "of the latency");
     }
     x
+}
+
+/// Whether the load's queue is a RabbitMQ stream (`x-queue-type=stream` among the queue's
+/// arguments on its command line, as `kiln load amqp --queue-args` and PerfTest's
+/// `--queue-args` take them).
+pub(crate) fn is_stream(f: &Facts) -> bool {
+    f.meta
+        .load
+        .argv
+        .iter()
+        .any(|a| a.contains("x-queue-type=stream"))
 }
 
 /// The queue a load's command line names (`-u NAME`, `--queue NAME`, `--queue=NAME`, as

@@ -143,7 +143,8 @@ pub fn knee(f: &Facts) -> Vec<Finding> {
             super::queues::thousands(held)
         ));
         let depth = inner.values(kiln_store::columns::LOAD, kiln_store::QUEUE_DEPTH);
-        if !depth.is_empty() {
+        // (A stream's count is what it retains, not what waits.)
+        if !depth.is_empty() && !super::queues::is_stream(&inner) {
             let secs_of: f64 = depth.iter().map(|(_, s)| s).sum();
             let mean = depth.iter().map(|(v, s)| v * s).sum::<f64>() / secs_of.max(1e-9);
             claim.push_str(&format!(
