@@ -2834,6 +2834,80 @@ fn an_erlang_process_every_request_calls_is_the_limit() {
     );
 }
 
+/// An Erlang server whose every request builds a large list
+/// (crates/findings/tests/programs/heaps.erl): each connection's process grows a heap the
+/// runtime collects on its dirty CPU schedulers. kiln's share of the server's CPU in
+/// garbage collection is held to the node's own account, msacc's `gc` state over its
+/// threads' awake time, dirty schedulers included, at a rate that leaves CPUs to spare
+/// (msacc counts wall time: a thread waiting for a CPU would count in its state).
+#[test]
+fn an_erlang_server_collecting_large_heaps_is_said_to_spend_it_in_garbage_collection() {
+    if Command::new("erlc").arg("-h").output().is_err() {
+        kiln_testkit::skip("no erlc or erl (Debian package erlang-nox)");
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    kiln_testkit::succeeded(
+        &Command::new("erlc")
+            .arg("-o")
+            .arg(dir.path())
+            .arg(program_path("heaps.erl"))
+            .output()
+            .unwrap(),
+    );
+    let samples = dir.path().join("samples");
+    let mut erl = Command::new("erl");
+    erl.args(["-noshell", "+JPperf", "true", "-pa"])
+        .arg(dir.path())
+        .arg("-eval")
+        .arg(format!("heaps:start(\"{}\")", samples.display()));
+    let p = Planted::serve(erl);
+    let (text, v, k) = run_events(
+        &dir.path().join("r.db"),
+        "heaps",
+        &p,
+        4,
+        "cpu,offcpu,runnable",
+        &["-R", "300"],
+    );
+    // The node's account, a second at a time: time in gc and awake, summed over its
+    // threads; the seconds under the load (awake at least a third of the most).
+    let rows: Vec<Vec<u64>> = std::fs::read_to_string(&samples)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.split(' ').filter_map(|x| x.trim().parse().ok()).collect())
+        .filter(|r: &Vec<u64>| r.len() == 4)
+        .collect();
+    let most = rows.iter().map(|r| r[2]).max().unwrap_or(0);
+    let (gc, awake) = rows
+        .iter()
+        .filter(|r| r[2] * 3 >= most)
+        .fold((0, 0), |(g, a), r| (g + r[1], a + r[2]));
+    let msacc = gc as f64 / awake.max(1) as f64 * 100.0;
+    println!(
+        "{text}\nkernel: on CPU {:.2}, runnable {:.2}; msacc: gc {msacc:.1}% of the threads' awake time",
+        k.on_cpu, k.runnable
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 16.0, &text);
+    assert!(
+        msacc >= 5.0,
+        "the node collected {msacc:.1}% of its time:\n{text}"
+    );
+    let said = named(&found, "garbage-collection")
+        .unwrap_or_else(|| panic!("no garbage collection finding (msacc {msacc:.1}%):\n{text}"));
+    assert!(said.1.contains("garbage collection took"), "{text}");
+    // (On a machine busy with other work, the node's threads wait for CPUs in their states
+    // too: the shares are farther apart.)
+    let points = if k.runnable > 0.2 { 20.0 } else { 10.0 };
+    assert!(
+        (said.2 - msacc).abs() <= points,
+        "kiln's {:.1}% against msacc's {msacc:.1}% (within {points} points):\n{text}",
+        said.2
+    );
+}
+
 /// Go's block profile (`/debug/pprof/block?debug=1`): the seconds goroutines spent blocked
 /// under each program (`main.`) function, from the process's start.
 fn blocked_under(port: u16) -> std::collections::HashMap<String, f64> {

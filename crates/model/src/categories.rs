@@ -15,7 +15,9 @@
 //! `memcpy` called by the garbage collector counts as garbage collection, and the
 //! kernel's scheduler running under `epoll_wait` counts as I/O polling (the system call
 //! decides, not the context switch inside it). Rules on thread names (`thread:`) are
-//! tried first: a dirty scheduler's CPU is the dirty schedulers' whatever it runs.
+//! tried first: a dirty scheduler's CPU is the dirty schedulers' whatever it runs —
+//! except garbage collection, which is garbage collection on any thread (the BEAM
+//! collects large heaps on its dirty CPU schedulers; msacc counts that time as `gc`).
 //! Samples no rule matches are `other` (or `other (kernel)` when their leaf is a kernel
 //! frame).
 //!
@@ -378,8 +380,10 @@ impl Categoriser {
 
     /// The category of each of `p`'s samples: its thread's (a `thread:` rule), else its
     /// stack's, else `other` (`categories().len()`) or `other (kernel)`
-    /// (`categories().len() + 1`) by its leaf frame.
+    /// (`categories().len() + 1`) by its leaf frame. A stack of garbage collection is
+    /// garbage collection whatever its thread.
     pub fn samples(&self, p: &Profile) -> Vec<usize> {
+        let gc = self.categories.iter().position(|c| c == GC);
         let stack_cat = self.stacks(p);
         let frames = p.stacks.raw_frames();
         let thread_cat: Vec<Option<usize>> = p
@@ -392,10 +396,12 @@ impl Categoriser {
             .map(|i| {
                 let st = p.samples.stack[i];
                 let th = p.samples.thread[i];
-                (th != ThreadId::NONE)
+                let stack = stack_cat.get(st.0 as usize).copied().flatten();
+                let collected = gc.is_some() && stack == gc;
+                (th != ThreadId::NONE && !collected)
                     .then(|| thread_cat.get(th.0 as usize).copied().flatten())
                     .flatten()
-                    .or_else(|| stack_cat.get(st.0 as usize).copied().flatten())
+                    .or(stack)
                     .unwrap_or_else(|| {
                         let kernel = frames
                             .get(st.0 as usize)

@@ -449,6 +449,18 @@ mod tests {
             category_of(&r, &dirty, "1_dirty_cpu_sch"),
             "BEAM dirty schedulers"
         );
+        // A large heap collected on a dirty scheduler is garbage collection, as msacc
+        // counts it (its `gc` column for the dirty_cpu threads).
+        let dirty_gc = [
+            ("erts_dirty_process_main", U),
+            ("erts_execute_dirty_system_task", U),
+            ("erts_garbage_collect_nobump", U),
+            ("beam.smp+0x204e00", U),
+        ];
+        assert_eq!(
+            category_of(&r, &dirty_gc, "2_dirty_cpu_sch"),
+            "garbage collection"
+        );
         let pf = [
             ("erts_alloc", U),
             ("asm_exc_page_fault", K),

@@ -4,8 +4,9 @@
 // stack as the report decides a sample's: the node's own frame's category, else its
 // caller's; a frame without a name of its own (`beam.smp+0x73ee0`) decides only when no
 // frame above does, `sched_yield` only when no user frame above does; a thread a rule
-// names decides for everything under it; undecided stacks are `other` (`other (kernel)`
-// under a kernel leaf). A node's self weight is then counted in its category exactly as
+// names decides for everything under it, except garbage collection, which is garbage
+// collection on any thread; undecided stacks are `other` (`other (kernel)` under a kernel
+// leaf). A node's self weight is then counted in its category exactly as
 // the report counts the samples ending there.
 import { Layout } from './layout.js';
 import { FrameSet, KIND_KERNEL, KIND_ROOT, threadGroupName } from './profile.js';
@@ -81,6 +82,7 @@ export function nodeCategories(l: Pick<Layout, 'n' | 'parent' | 'frame'>, frames
   // Per frame, found once: 0 not yet, 1 named, 2 unnamed.
   const named = new Uint8Array(frames.names.length);
   const yieldCat = c.yield_category ?? -2;
+  const gc = c.names.indexOf('garbage collection');
   const out = new Uint16Array(l.n);
   out[0] = c.other;
   for (let v = 1; v < l.n; v++) {
@@ -106,7 +108,8 @@ export function nodeCategories(l: Pick<Layout, 'n' | 'parent' | 'frame'>, frames
       decided[v] = k;
       user[v] = kind !== KIND_KERNEL ? k : inheritedUser;
     }
-    out[v] = thread[v] !== UNDECIDED ? thread[v] : decided[v] !== UNDECIDED ? decided[v] : kind === KIND_KERNEL ? c.other_kernel : c.other;
+    const collected = gc >= 0 && decided[v] === gc;
+    out[v] = thread[v] !== UNDECIDED && !collected ? thread[v] : decided[v] !== UNDECIDED ? decided[v] : kind === KIND_KERNEL ? c.other_kernel : c.other;
   }
   return out;
 }

@@ -165,7 +165,15 @@ fn limits(f: &Facts) -> Vec<String> {
     if let (true, Some(req_s)) = (parked_unseen, f.request_time_s()) {
         let busy: f64 = f.groups.iter().map(|g| g.busy()).sum::<f64>() * f.secs;
         if req_s >= 2.0 * f.secs && req_s > 3.0 * busy {
-            let how = if f.runtime() == Runtime::Go {
+            // Threads ready for most of the CPUs the server could use: the operations
+            // queued for them in the runtime's own run queues, not in a receive.
+            let ready = f.cpus.target.unwrap_or(0.0) + f.cpus.runnable.unwrap_or(0.0);
+            let full = ready >= 0.7 * f.cpu_limit().0;
+            let how = if full && f.runtime() == Runtime::Go {
+                "its threads were busy on the CPUs it could use, and its goroutines queued for them in the runtime's run queues (GODEBUG=schedtrace=1000 on the server: runqueue)"
+            } else if full {
+                "its schedulers were busy on the CPUs it could use, and its Erlang processes queued for them in the schedulers' run queues (erlang:statistics(total_run_queue_lengths) in the node's shell)"
+            } else if f.runtime() == Runtime::Go {
                 "a Go server's goroutines wait on locks, channels and sleeps without blocking a thread: record with -e cpu,offcpu (kiln then traces where goroutines park, in a binary with its symbols), or serve net/http/pprof (with runtime.SetBlockProfileRate set) and run with --pprof http://HOST:PORT/debug/pprof/"
             } else {
                 "Erlang processes wait in receive (for a gen_server's reply, a timer, a port) without blocking a scheduler: look at the node's processes by message queue and current function (recon:proc_window(message_queue_len, 5, 1000), or etop)"

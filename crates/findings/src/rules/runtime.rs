@@ -29,9 +29,19 @@ fn gc_check(f: &Facts) -> String {
         Runtime::Go => "GODEBUG=gctrace=1 on the server (each line: the GC's CPU share); or go tool pprof -sample_index=alloc_space heap".into(),
         Runtime::Jvm => format!("jstat -gcutil {pid} 1000 (GCT: seconds in GC so far)"),
         Runtime::Node => "node --trace-gc (each collection and its pause)".into(),
-        Runtime::Beam => "rabbitmqctl eval 'msacc:start(5000), msacc:print().' (the gc column)".into(),
+        Runtime::Beam => msacc_check(f, "gc"),
         Runtime::Python => "python -X importtime is no help here: gc.callbacks or gc.set_debug(gc.DEBUG_STATS) in the server".into(),
         Runtime::Native => format!("perf record -g -p {pid}; perf report --no-children"),
+    }
+}
+
+/// The command that shows a BEAM's scheduler states (msacc), pointing at `column`:
+/// through `rabbitmqctl` on a RabbitMQ node, in the node's own shell otherwise.
+fn msacc_check(f: &Facts, column: &str) -> String {
+    if f.cmdline().contains("rabbit") {
+        format!("rabbitmqctl eval 'msacc:start(5000), msacc:print().' (the {column} column)")
+    } else {
+        format!("in the node's shell (erl -remsh NODE): msacc:start(5000), msacc:print(). (the {column} column)")
     }
 }
 
@@ -296,11 +306,18 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
         let cmd = f.cmdline();
         if b.other_pct >= 20.0 && !beam_busy_wait_off(&cmd) {
             let share = b.other_pct / 100.0;
+            // The busy-wait runs when the schedulers have no work: on a machine with CPUs
+            // to spare it delays no operation, and costs only CPU nobody else wanted. It
+            // ranks below what the operations did wait for (a connection fleet without
+            // operations, an idle broker, is all its cost).
+            let spare =
+                f.cpus.busy.is_some_and(|b| b < 0.7) && f.outcome.ops.is_some_and(|o| o > 0.0);
+            let score = weight(f, share) * if spare { 0.5 } else { 1.0 };
             out.push(
                 Finding::new(
                     "busy-wait",
                     Class::BusyWait,
-                    weight(f, share),
+                    score,
                     format!(
                         "the BEAM's schedulers spent {} of their awake CPU in the busy-wait before sleeping: CPU spent waiting for work (+sbwt none +sbwtdcpu none +sbwtdio none turn it off; the command line does not)",
                         pct(share)
@@ -312,7 +329,7 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
                     "the schedulers' CPU samples in msacc's states",
                 ))
                 .explains(share * 100.0, "of the schedulers' awake CPU")
-                .check("rabbitmqctl eval 'msacc:start(5000), msacc:print().' (the other column)".to_string()),
+                .check(msacc_check(f, "other")),
             );
         }
     }
