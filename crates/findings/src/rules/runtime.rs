@@ -312,7 +312,20 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
             // operations, an idle broker, is all its cost).
             let spare =
                 f.cpus.busy.is_some_and(|b| b < 0.7) && f.outcome.ops.is_some_and(|o| o > 0.0);
-            let score = weight(f, share) * if spare { 0.5 } else { 1.0 };
+            // Its share is of the schedulers' awake CPU; it ranks by its share of the
+            // server's, as the other costs of CPU do (a node whose work runs on its dirty
+            // schedulers spends little of its CPU on its schedulers at all).
+            let schedulers: f64 = f
+                .groups
+                .iter()
+                .filter(|g| g.name == "scheduler")
+                .map(|g| g.on_cpu)
+                .sum();
+            let of_server = match f.cpus.target {
+                Some(t) if t > 0.0 && schedulers > 0.0 => (share * schedulers / t).min(share),
+                _ => share,
+            };
+            let score = weight(f, of_server) * if spare { 0.5 } else { 1.0 };
             out.push(
                 Finding::new(
                     "busy-wait",
