@@ -169,13 +169,16 @@ fn find_one_thread(f: &Facts) -> Vec<Finding> {
     }
     // The other threads on a CPU or waiting for one add up to a whole thread: the work is
     // not serialised on one (a starved pool's threads are all "never idle", each waiting
-    // for a CPU; the starvation rule speaks for them).
+    // for a CPU; the starvation rule speaks for them). Of their waits for a CPU, only the
+    // share the server itself caused counts: on a machine other processes keep busy,
+    // every thread that wakes waits for a CPU, busy with nothing of the server's.
+    let own = 1.0 - others_share_of_wait(f);
     let others: f64 = f
         .groups
         .iter()
-        .map(|g| g.on_cpu + g.runnable.unwrap_or(0.0))
+        .map(|g| g.on_cpu + g.runnable.unwrap_or(0.0) * own)
         .sum::<f64>()
-        - never_idle;
+        - (busiest + (never_idle - busiest).max(0.0) * own);
     if awaited.is_none() && others >= 1.0 {
         return Vec::new();
     }
@@ -294,15 +297,26 @@ fn find_one_thread(f: &Facts) -> Vec<Finding> {
         "/proc/PID/stat",
     ));
     finding.claim = claim;
-    vec![finding
-        .explains(
-            never_idle.min(1.0) * 100.0,
-            if gil > 0.0 {
-                "of the thread's time busy (on a CPU, or waiting for one or for the GIL)"
-            } else {
-                "of the thread's time busy (on a CPU or waiting for one)"
-            },
+    // What it explains: the thread's time busy; when others held the CPUs it waited for
+    // most of that wait, its time on a CPU (what /proc counts of it), the rest theirs.
+    let (explained, of) = if awaited.is_none() && never_idle - busiest >= 0.15 && own < 0.5 {
+        (
+            busiest,
+            "of the thread's time on a CPU (waiting for one besides, while others held them)",
         )
+    } else if gil > 0.0 {
+        (
+            never_idle,
+            "of the thread's time busy (on a CPU, or waiting for one or for the GIL)",
+        )
+    } else {
+        (
+            never_idle,
+            "of the thread's time busy (on a CPU or waiting for one)",
+        )
+    };
+    vec![finding
+        .explains(explained.min(1.0) * 100.0, of)
         .check(format!(
             "pidstat -t -p {} 1 {}   # or: top -H -p {}",
             f.pid(),
