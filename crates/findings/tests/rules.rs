@@ -547,6 +547,49 @@ fn a_starved_pool_is_not_one_saturated_thread() {
     assert_eq!(rules::cpu::one_thread(&Facts::of(&r, None)).len(), 1);
 }
 
+/// One thread busy all the time on a machine others keep busy (three spinning shells):
+/// on a CPU 60%, waiting for one 40%, while the server's other threads, woken for each
+/// request, wait for a CPU too. Their waits are the others' doing, not work of the
+/// server's: the thread is the limit, and what it explains is its time on a CPU.
+#[test]
+fn one_thread_saturated_beside_others_that_hold_the_cpus() {
+    let mut r = run(10, 2);
+    headline(&mut r, 1186.0, 0.93, 100.0, 0.19);
+    let mut pricer = group("pricer", 1.0, 60.0, 40.0, 60.0);
+    pricer.push(("busiest thread busy:pricer".into(), 99.0));
+    r.series = vec![
+        target(
+            10,
+            122.0,
+            &[
+                pricer,
+                group("pool", 16.0, 14.0, 44.0, 1.0),
+                group("compiler", 1.0, 12.0, 22.0, 12.0),
+                group("dispatcher", 1.0, 6.0, 8.0, 6.0),
+            ],
+        ),
+        table("others", 10, &[("cpu:sh (777)", 83.0)]),
+    ];
+    r.profiles = vec![cpu_profile(&[
+        (&["run", "price"], "pricer", 600),
+        (&["run", "handle"], "pool", 140),
+    ])];
+    let found = rules::cpu::one_thread(&Facts::of(&r, None));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].claim.contains("busy 99%") && found[0].claim.contains("on a CPU 60%"),
+        "{}",
+        found[0].claim
+    );
+    let e = found[0].explains.as_ref().unwrap();
+    assert!((e.pct - 60.0).abs() < 1.0, "{e:?}");
+    // The same waits on a machine only the server keeps busy (1.8 of its 2 CPUs) are its
+    // own threads' work: CPU-bound, no one thread the limit.
+    r.series.truncate(1);
+    headline(&mut r, 1186.0, 1.8, 100.0, 0.19);
+    assert!(rules::cpu::one_thread(&Facts::of(&r, None)).is_empty());
+}
+
 /// Spinning is where a stack runs (a spin lock, sched_yield under the program), never a
 /// caller's name: Node's main thread runs under node::SpinEventLoop whatever it does, and
 /// `_raw_spin_unlock_irqrestore` is where cpu-clock samples land when interrupts come back.

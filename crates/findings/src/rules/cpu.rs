@@ -299,11 +299,18 @@ fn find_one_thread(f: &Facts) -> Vec<Finding> {
     finding.claim = claim;
     // What it explains: the thread's time busy; when others held the CPUs it waited for
     // most of that wait, its time on a CPU (what /proc counts of it), the rest theirs.
-    let (explained, of) = if awaited.is_none() && never_idle - busiest >= 0.15 && own < 0.5 {
-        (
-            busiest,
-            "of the thread's time on a CPU (waiting for one besides, while others held them)",
-        )
+    let (explained, of) = if never_idle - busiest - gil >= 0.15 && own < 0.5 {
+        if gil > 0.0 {
+            (
+                busiest + gil,
+                "of the thread's time on a CPU or waiting for the GIL (waiting for a CPU besides, while others held them)",
+            )
+        } else {
+            (
+                busiest,
+                "of the thread's time on a CPU (waiting for one besides, while others held them)",
+            )
+        }
     } else if gil > 0.0 {
         (
             never_idle,
