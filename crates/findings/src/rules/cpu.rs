@@ -297,30 +297,16 @@ fn find_one_thread(f: &Facts) -> Vec<Finding> {
         "/proc/PID/stat",
     ));
     finding.claim = claim;
-    // What it explains: the thread's time busy; when others held the CPUs it waited for
-    // most of that wait, its time on a CPU (what /proc counts of it), the rest theirs.
-    let (explained, of) = if never_idle - busiest - gil >= 0.15 && own < 0.5 {
-        if gil > 0.0 {
-            (
-                busiest + gil,
-                "of the thread's time on a CPU or waiting for the GIL (waiting for a CPU besides, while others held them)",
-            )
-        } else {
-            (
-                busiest,
-                "of the thread's time on a CPU (waiting for one besides, while others held them)",
-            )
-        }
-    } else if gil > 0.0 {
-        (
-            never_idle,
-            "of the thread's time busy (on a CPU, or waiting for one or for the GIL)",
-        )
-    } else {
-        (
-            never_idle,
-            "of the thread's time busy (on a CPU or waiting for one)",
-        )
+    // What it explains: the thread's time busy, less the part of its waits for a CPU that
+    // others caused (their share of the busy CPUs): on a machine others keep busy, nearer
+    // its time on a CPU (what /proc counts of it).
+    let cpu_wait = (never_idle - busiest - gil).max(0.0);
+    let explained = busiest + gil + cpu_wait * own;
+    let of = match (gil > 0.0, cpu_wait * (1.0 - own) >= 0.01) {
+        (false, false) => "of the thread's time busy (on a CPU or waiting for one)",
+        (true, false) => "of the thread's time busy (on a CPU, or waiting for one or for the GIL)",
+        (false, true) => "of the thread's time busy (on a CPU, or waiting for one behind the server's own threads; the rest of its wait was for CPUs others held)",
+        (true, true) => "of the thread's time busy (on a CPU, waiting for the GIL, or for a CPU behind the server's own threads; the rest of its wait was for CPUs others held)",
     };
     vec![finding
         .explains(explained.min(1.0) * 100.0, of)
