@@ -195,12 +195,16 @@ fn run_events(
     // finishes, read again every 50 ms meanwhile: a thread that ends (a connection closed
     // as the load stops) keeps its last count, instead of taking it with it.
     let mut kernel = None;
+    let mut kernel_children: Vec<(u64, f64)> = Vec::new();
     if stderr
         .wait_for(limit, |l| l.starts_with("measuring"))
         .is_some()
     {
         let (a, t) = (schedstat(p.pid()), std::time::Instant::now());
-        let children0 = children_cpu_s(p.pid());
+        // The children's CPU, read with the time (kiln's clock) every 50 ms: counted over
+        // the seconds kiln sampled, which on a busy machine end well before it says it
+        // finishes (the last records drained, the profiles built).
+        let mut children = vec![(kiln_os::clock::monotonic_ns(), children_cpu_s(p.pid()))];
         let mut last = a.clone();
         let finished = loop {
             if stderr
@@ -213,7 +217,10 @@ fn run_events(
                 break false;
             }
             last.extend(schedstat(p.pid()));
+            children.push((kiln_os::clock::monotonic_ns(), children_cpu_s(p.pid())));
         };
+        children.push((kiln_os::clock::monotonic_ns(), children_cpu_s(p.pid())));
+        kernel_children = children;
         if finished {
             let s = t.elapsed().as_secs_f64();
             last.extend(schedstat(p.pid()));
@@ -230,7 +237,7 @@ fn run_events(
             kernel = Some(Kernel {
                 on_cpu: on as f64 / 1e9 / s,
                 runnable: wait as f64 / 1e9 / s,
-                children: (children_cpu_s(p.pid()) - children0) / s,
+                children: 0.0,
                 busiest: (busiest.0 as f64 / 1e9 / s, busiest.1 as f64 / 1e9 / s),
             });
         }
@@ -238,9 +245,27 @@ fn run_events(
     let status = child.wait().unwrap();
     let (text, err) = (stdout.all(), stderr.all());
     assert!(status.success(), "kiln run failed:\n{text}\n{err}");
-    let kernel =
+    let mut kernel =
         kernel.unwrap_or_else(|| panic!("kiln never said it measured and finished:\n{err}"));
     let v = shown(store, name);
+    // The children's CPU over kiln's own window: the readings just before it began and
+    // just after it ended.
+    let (from, to) = (
+        v["measure"]["start_ns"].as_u64().unwrap_or(0),
+        v["measure"]["end_ns"].as_u64().unwrap_or(u64::MAX),
+    );
+    let first = kernel_children
+        .iter()
+        .rev()
+        .find(|(t, _)| *t <= from)
+        .or(kernel_children.first());
+    let last = kernel_children
+        .iter()
+        .find(|(t, _)| *t >= to)
+        .or(kernel_children.last());
+    if let (Some(a), Some(b)) = (first, last) {
+        kernel.children = (b.1 - a.1) / ((b.0.saturating_sub(a.0)) as f64 / 1e9).max(1e-3);
+    }
     (text, v, kernel)
 }
 
@@ -294,7 +319,8 @@ fn schedstat(pid: u32) -> std::collections::HashMap<String, (u64, u64)> {
 struct Kernel {
     on_cpu: f64,
     runnable: f64,
-    /// The CPU of the children it waited for (`cutime` + `cstime`), CPUs.
+    /// The CPU of the children it waited for (`cutime` + `cstime`), CPUs, over the
+    /// seconds kiln sampled.
     children: f64,
     /// Its busiest thread (on a CPU and runnable the most): on a CPU, and runnable.
     busiest: (f64, f64),

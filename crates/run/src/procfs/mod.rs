@@ -166,6 +166,11 @@ struct Copies {
     ended_since_sample: u64,
     /// How many ended since the previous sample.
     ended_count: usize,
+    /// How many of those were followed (older than a second when seen).
+    followed_ended: usize,
+    /// How many descendants were found since the previous sample not to run the
+    /// target's program (programs it ran).
+    rejected_count: usize,
     /// How many were followed in all.
     count: usize,
 }
@@ -462,6 +467,7 @@ impl ProcSampler {
                 c.ended.1 += s;
                 c.ended_since_sample += u + s;
                 c.ended_count += 1;
+                c.followed_ended += 1;
                 self.pids.retain(|&p| p != k.0);
             }
         }
@@ -493,6 +499,7 @@ impl ProcSampler {
                 } else {
                     c.young.remove(&key);
                     c.rejected.insert(key);
+                    c.rejected_count += 1;
                 }
             }
         }
@@ -523,10 +530,24 @@ impl ProcSampler {
         // A copy that ended since the previous sample was reaped by its parent, which
         // counted its CPU among its children's then: all of that growth is the copies'
         // (what they used after they were last seen included), the target's own.
+        // Only young ones ended: one may have been seen between its fork and its exec (a
+        // program run with posix_spawn), so of the descendants seen since the previous
+        // sample, the share that were copies is the share of the growth that is theirs,
+        // the rest the programs' the target ran. A followed copy that ended takes it all.
         let last_seen = std::mem::take(&mut self.copies.ended_since_sample);
-        if std::mem::take(&mut self.copies.ended_count) > 0 {
-            self.copies.ended.0 += c.children_ticks.saturating_sub(last_seen);
-            c.children_ticks = 0;
+        let ended = std::mem::take(&mut self.copies.ended_count);
+        let followed = std::mem::take(&mut self.copies.followed_ended);
+        let programs = std::mem::take(&mut self.copies.rejected_count);
+        if ended > 0 {
+            let growth = c.children_ticks.saturating_sub(last_seen);
+            let share = if followed > 0 {
+                1.0
+            } else {
+                ended as f64 / (ended + programs) as f64
+            };
+            let copies = (growth as f64 * share).round() as u64;
+            self.copies.ended.0 += copies;
+            c.children_ticks = growth - copies;
         }
         totals.target_user_s += self.copies.ended.0 as f64 / tps;
         totals.target_system_s += self.copies.ended.1 as f64 / tps;
