@@ -592,6 +592,33 @@ fn one_thread_saturated_beside_others_that_hold_the_cpus() {
     assert!(rules::cpu::one_thread(&Facts::of(&r, None)).is_empty());
 }
 
+/// Two threads each nearly a CPU (a cluster's two workers, each an event loop, on a
+/// machine others keep busy): the work is spread, not serialised on one thread.
+#[test]
+fn two_hot_threads_are_not_one_saturated_thread() {
+    let mut r = run(10, 2);
+    headline(&mut r, 700.0, 1.18, 99.0, 0.2);
+    let mut main = group("main", 3.0, 120.0, 60.0, 70.0);
+    main.push(("busiest thread busy:main".into(), 100.0));
+    r.series = vec![
+        target(10, 60.0, &[main]),
+        table("others", 10, &[("cpu:cc1 (777)", 56.0)]),
+    ];
+    let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+    let frames: Vec<_> = ["main", "hashPassword"]
+        .iter()
+        .map(|f| p.frame(f.as_bytes(), FrameKind::User))
+        .collect();
+    for (pid, n) in [(4242u32, 700u64), (4243, 500)] {
+        let th = p.thread(Some(pid), Some(pid), b"main");
+        for i in 0..n {
+            p.add_sample_path(&frames, 1, i * 1_000_000, th);
+        }
+    }
+    r.profiles = vec![p];
+    assert!(rules::cpu::one_thread(&Facts::of(&r, None)).is_empty());
+}
+
 /// Spinning is where a stack runs (a spin lock, sched_yield under the program), never a
 /// caller's name: Node's main thread runs under node::SpinEventLoop whatever it does, and
 /// `_raw_spin_unlock_irqrestore` is where cpu-clock samples land when interrupts come back.

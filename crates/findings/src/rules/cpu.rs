@@ -60,6 +60,26 @@ fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<(f64, Opt
     Some((top as f64 * ns / 1e9 / f.secs.max(1e-9), tid))
 }
 
+/// The CPU of the target's second busiest thread over the window against its busiest's,
+/// by the CPU profile's samples; `None` without one, or with one thread.
+fn second_hottest_share(f: &Facts) -> Option<f64> {
+    let p = f.cpu_profile()?;
+    let keep = in_group(p, None);
+    let mut by: std::collections::HashMap<kiln_model::ThreadId, u128> =
+        std::collections::HashMap::new();
+    for ((&t, &w), &k) in p.samples.thread.iter().zip(&p.samples.weight).zip(&keep) {
+        if k {
+            *by.entry(t).or_default() += w as u128;
+        }
+    }
+    let mut w: Vec<u128> = by.into_values().collect();
+    w.sort_unstable_by(|a, b| b.cmp(a));
+    match w.as_slice() {
+        [top, second, ..] if *top > 0 => Some(*second as f64 / *top as f64),
+        _ => None,
+    }
+}
+
 /// Whether the runtime runs its own threads (goroutines, Erlang processes) on its
 /// scheduler threads: a scheduler thread's CPU is then theirs.
 fn green_threads(f: &Facts) -> bool {
@@ -180,6 +200,11 @@ fn find_one_thread(f: &Facts) -> Vec<Finding> {
         .sum::<f64>()
         - (busiest + (never_idle - busiest).max(0.0) * own);
     if awaited.is_none() && others >= 1.0 {
+        return Vec::new();
+    }
+    // Another thread nearly as much on a CPU over the window: the work is spread over
+    // several (a cluster's workers, each an event loop), not serialised on one.
+    if awaited.is_none() && second_hottest_share(f).is_some_and(|x| x >= 0.6) {
         return Vec::new();
     }
     let kind = thread_kind(f, &g.name, g.threads, hot);
