@@ -2776,6 +2776,28 @@ fn a_goroutine_that_serves_every_request_is_the_limit() {
     );
 }
 
+/// Compiles the BEAM test server `module` (crates/findings/tests/programs/`module`.erl,
+/// with the HTTP front they share) into `dir` and starts it on a node with its JIT's perf
+/// map, its own account written to the file returned beside it.
+fn erlang_server(module: &str, dir: &Path) -> (Planted, PathBuf) {
+    kiln_testkit::succeeded(
+        &Command::new("erlc")
+            .arg("-o")
+            .arg(dir)
+            .arg(program_path("http_front.erl"))
+            .arg(program_path(&format!("{module}.erl")))
+            .output()
+            .unwrap(),
+    );
+    let samples = dir.join("samples");
+    let mut erl = Command::new("erl");
+    erl.args(["-noshell", "+JPperf", "true", "-pa"])
+        .arg(dir)
+        .arg("-eval")
+        .arg(format!("{module}:start(\"{}\")", samples.display()));
+    (Planted::serve(erl), samples)
+}
+
 /// A gen_server every request calls (crates/findings/tests/programs/ledger.erl, ~1 ms of
 /// work in handle_call): the work runs in one Erlang process, on one scheduler thread at a
 /// time, whichever it is given, so no thread stands out; the node's own account (the
@@ -2796,22 +2818,7 @@ fn an_erlang_process_every_request_calls_is_the_limit() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let src = program_path("ledger.erl");
-    kiln_testkit::succeeded(
-        &Command::new("erlc")
-            .arg("-o")
-            .arg(dir.path())
-            .arg(&src)
-            .output()
-            .unwrap(),
-    );
-    let samples = dir.path().join("samples");
-    let mut erl = Command::new("erl");
-    erl.args(["-noshell", "+JPperf", "true", "-pa"])
-        .arg(dir.path())
-        .arg("-eval")
-        .arg(format!("ledger:start(\"{}\")", samples.display()));
-    let p = Planted::serve(erl);
+    let (p, samples) = erlang_server("ledger", dir.path());
     let (text, v, k) = run(&dir.path().join("r.db"), "ledger", &p, 16);
     // The node's account, a second at a time (cumulative counts: running or runnable,
     // idle): its busiest second, one under the load.
@@ -2874,21 +2881,7 @@ fn an_erlang_server_collecting_large_heaps_is_said_to_spend_it_in_garbage_collec
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    kiln_testkit::succeeded(
-        &Command::new("erlc")
-            .arg("-o")
-            .arg(dir.path())
-            .arg(program_path("heaps.erl"))
-            .output()
-            .unwrap(),
-    );
-    let samples = dir.path().join("samples");
-    let mut erl = Command::new("erl");
-    erl.args(["-noshell", "+JPperf", "true", "-pa"])
-        .arg(dir.path())
-        .arg("-eval")
-        .arg(format!("heaps:start(\"{}\")", samples.display()));
-    let p = Planted::serve(erl);
+    let (p, samples) = erlang_server("heaps", dir.path());
     let (text, v, k) = run_events(
         &dir.path().join("r.db"),
         "heaps",

@@ -1,4 +1,4 @@
-%% An HTTP server on the BEAM (gen_tcp, a process per connection) whose every request
+%% An HTTP server on the BEAM (http_front.erl: a process per connection) whose every request
 %% builds a list of 20,000 tuples and reverses it: each connection's process grows a heap
 %% large enough that the runtime collects it on its dirty CPU schedulers.
 %%
@@ -14,39 +14,12 @@
 -export([start/1]).
 
 start(Samples) ->
-    {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {packet, http_bin},
-                                 {active, false}, {reuseaddr, true}, {backlog, 128},
-                                 {nodelay, true}]),
-    {ok, Port} = inet:port(L),
-    io:format("listening on 127.0.0.1:~p~n", [Port]),
-    spawn(fun() -> accept(L) end),
+    http_front:listen(fun() -> build(20000) end),
     case Samples of
         "" -> ok;
         _ -> spawn(fun() -> account(Samples) end)
     end,
     receive stop -> ok end.
-
-accept(L) ->
-    {ok, S} = gen_tcp:accept(L),
-    spawn(fun() -> accept(L) end),
-    serve(S).
-
-serve(S) ->
-    case gen_tcp:recv(S, 0) of
-        {ok, {http_request, _, _, _}} -> headers(S);
-        _ -> gen_tcp:close(S)
-    end.
-
-headers(S) ->
-    case gen_tcp:recv(S, 0) of
-        {ok, {http_header, _, _, _, _}} -> headers(S);
-        {ok, http_eoh} ->
-            Body = integer_to_binary(build(20000)),
-            ok = gen_tcp:send(S, [<<"HTTP/1.1 200 OK\r\nContent-Length: ">>,
-                                  integer_to_binary(byte_size(Body) + 1), <<"\r\n\r\n">>, Body, <<"\n">>]),
-            serve(S);
-        _ -> gen_tcp:close(S)
-    end.
 
 build(N) ->
     L = [{X, integer_to_list(X)} || X <- lists:seq(1, N)],

@@ -1,4 +1,4 @@
-%% An HTTP server on the BEAM (gen_tcp, a process per connection) whose every request
+%% An HTTP server on the BEAM (http_front.erl: a process per connection) whose every request
 %% posts to one ledger: a gen_server registered as `ledger` whose handle_call computes for
 %% about a millisecond. Every connection's process waits in gen_server:call for the one
 %% ledger process, which runs on one scheduler thread at a time, whichever it is given.
@@ -15,39 +15,14 @@
 
 start(Samples) ->
     {ok, _} = gen_server:start({local, ledger}, ?MODULE, 17, []),
-    {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {packet, http_bin},
-                                 {active, false}, {reuseaddr, true}, {backlog, 128},
-                                 {nodelay, true}]),
-    {ok, Port} = inet:port(L),
-    io:format("listening on 127.0.0.1:~p~n", [Port]),
-    spawn(fun() -> accept(L) end),
+    http_front:listen(fun() ->
+                              gen_server:call(ledger, {post, erlang:unique_integer([positive])}, infinity)
+                      end),
     case Samples of
         "" -> ok;
         _ -> spawn(fun() -> sample(Samples, 0, 0, 0, 0, next_second()) end)
     end,
     receive stop -> ok end.
-
-accept(L) ->
-    {ok, S} = gen_tcp:accept(L),
-    spawn(fun() -> accept(L) end),
-    serve(S).
-
-serve(S) ->
-    case gen_tcp:recv(S, 0) of
-        {ok, {http_request, _, _, _}} -> headers(S);
-        _ -> gen_tcp:close(S)
-    end.
-
-headers(S) ->
-    case gen_tcp:recv(S, 0) of
-        {ok, {http_header, _, _, _, _}} -> headers(S);
-        {ok, http_eoh} ->
-            Body = integer_to_binary(gen_server:call(ledger, {post, erlang:unique_integer([positive])}, infinity)),
-            ok = gen_tcp:send(S, [<<"HTTP/1.1 200 OK\r\nContent-Length: ">>,
-                                  integer_to_binary(byte_size(Body) + 1), <<"\r\n\r\n">>, Body, <<"\n">>]),
-            serve(S);
-        _ -> gen_tcp:close(S)
-    end.
 
 init(Balance) -> {ok, Balance}.
 
