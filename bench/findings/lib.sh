@@ -119,6 +119,26 @@ start_ready_server() {
   [ -n "$SERVER_PORT" ] || { say "$name did not say where it listens within 60 s"; exit 1; }
 }
 
+# beam_server MODULE : the test suite's BEAM server MODULE (crates/findings/tests/programs/
+# MODULE.erl, with the HTTP front they share) compiled and started on a node with its
+# JIT's perf map, its own account written to $WORK/samples; warmed up for 3 s.
+beam_server() {
+  local src="$ROOT/crates/findings/tests/programs"
+  erlc -o "$WORK" "$src/http_front.erl" "$src/$1.erl"
+  start_server server erl -noshell +JPperf true -pa "$WORK" -eval "$1:start(\"$WORK/samples\")"
+  warm_up "http://127.0.0.1:$SERVER_PORT/" 3
+}
+
+# window_times : the case's oracle_window: the window's start and end (ns, wall clock) in
+# $WORK/w0 and $WORK/w1.
+window_times() {
+  oracle_window() {
+    date +%s%N > "$WORK/w0"
+    sleep "$D"
+    date +%s%N > "$WORK/w1"
+  }
+}
+
 # thread_dumps : the case's oracle_window: two JVM thread dumps (jcmd PID Thread.print)
 # at 1/3 and 2/3 of the window, in $WORK/threads.1 and $WORK/threads.2.
 thread_dumps() {

@@ -10,16 +10,8 @@
 . "$(dirname "$0")/../../lib.sh"
 
 # (The server is the test suite's: crates/findings/tests/programs/ledger.erl.)
-erlc -o "$WORK" "$CASE_DIR/../../../../crates/findings/tests/programs/http_front.erl" \
-  "$CASE_DIR/../../../../crates/findings/tests/programs/ledger.erl"
-start_server server erl -noshell +JPperf true -pa "$WORK" -eval "ledger:start(\"$WORK/samples\")"
-warm_up "http://127.0.0.1:$SERVER_PORT/" 3
-
-oracle_window() {
-  date +%s%N > "$WORK/w0"
-  sleep "$D"
-  date +%s%N > "$WORK/w1"
-}
+beam_server ledger
+window_times
 oracle_end() {
   oracle_py << 'PY'
 w0 = int(open(os.path.join(WORK, "w0")).read())
