@@ -619,6 +619,32 @@ fn two_hot_threads_are_not_one_saturated_thread() {
     assert!(rules::cpu::one_thread(&Facts::of(&r, None)).is_empty());
 }
 
+/// A broker whose own threads ran 78% of the CPUs and were ready for the rest (queued
+/// behind each other, the machine 85% busy, no one else on it) is CPU-bound; the same
+/// share with its threads seldom ready is not.
+#[test]
+fn a_server_whose_own_threads_queue_for_the_rest_of_the_cpus_is_cpu_bound() {
+    let mut r = run(10, 2);
+    headline(&mut r, 80000.0, 1.56, 85.0, 0.06);
+    r.series = vec![target(
+        10,
+        80.0,
+        &[group("scheduler", 2.0, 156.0, 80.0, 70.0)],
+    )];
+    r.profiles = vec![cpu_profile(&[(
+        &["process_main", "route"],
+        "scheduler",
+        1000,
+    )])];
+    assert_eq!(rules::cpu::cpu_bound(&Facts::of(&r, None)).len(), 1);
+    r.series = vec![target(
+        10,
+        10.0,
+        &[group("scheduler", 2.0, 156.0, 10.0, 70.0)],
+    )];
+    assert!(rules::cpu::cpu_bound(&Facts::of(&r, None)).is_empty());
+}
+
 /// Spinning is where a stack runs (a spin lock, sched_yield under the program), never a
 /// caller's name: Node's main thread runs under node::SpinEventLoop whatever it does, and
 /// `_raw_spin_unlock_irqrestore` is where cpu-clock samples land when interrupts come back.

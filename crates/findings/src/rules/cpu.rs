@@ -715,7 +715,13 @@ pub fn cpu_bound(f: &Facts) -> Vec<Finding> {
     let waited = f.cpus.runnable.filter(|_| cap.is_some()).unwrap_or(0.0);
     let ready = (target + waited) / limit;
     let starved = (0.5..0.8).contains(&share) && ready >= 0.9;
-    let full = share >= 0.8 || starved || (cap.is_none() && busy >= 0.9 && share >= 0.45);
+    // Or nearly so, its own threads ready for the rest: queued behind each other for the
+    // CPUs, not behind others (their share of the wait left out).
+    let queued = share >= 0.75
+        && target + f.cpus.runnable.unwrap_or(0.0) * (1.0 - others_share_of_wait(f))
+            >= 0.95 * limit;
+    let full =
+        share >= 0.8 || starved || (cap.is_none() && (queued || (busy >= 0.9 && share >= 0.45)));
     if !full {
         return Vec::new();
     }
