@@ -59,8 +59,9 @@ for i, f in enumerate((r.get("findings") or [])[:2]):
     print(f"kiln's finding {i + 1}: {f.get('class')}: {f.get('claim')}")
 PY
   KILN_STORE="$store" "$kiln" collapse --event-filter offcpu "run:cache-$cache" > "$dir/off.folded" 2> /dev/null
+  # Off-CPU weights are microseconds blocked (as bcc's offcputime counts them).
   awk -v secs="$measure" '{ n = $NF; t += n; if ($0 ~ /main\.\(\*blockCache\)\.get/) b += n; if ($0 ~ /main\.\(\*blockCache\)\.get.*pread/) io += n }
-    END { if (t > 0) printf "off-CPU: %.1f s blocked in all, %.1f%% of it inside blockCache.get (%.2f s per s of the run; the read under the lock: %.2f s per s)\n", t / 1e9, 100 * b / t, b / 1e9 / secs, io / 1e9 / secs }' "$dir/off.folded"
+    END { if (t > 0) printf "off-CPU: %.1f s blocked in all, %.1f%% of it inside blockCache.get (%.2f s per s of the run; the read under the lock: %.2f s per s)\n", t / 1e6, 100 * b / t, b / 1e6 / secs, io / 1e6 / secs }' "$dir/off.folded"
   kill "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
   server=""

@@ -1364,6 +1364,38 @@ fn growth_is_memory_kept_not_a_sawtooth() {
     assert!(!with_rss(saw).contains(&Class::MemoryGrowth));
 }
 
+/// A cache filling to its size (fast, then flat) is said to have filled a bound, not to
+/// leak; a leak at a steady pace keeps the leak's words.
+#[test]
+fn memory_that_grew_to_a_bound_and_held_is_not_called_a_leak() {
+    let mib = 1048576.0;
+    let claim = |values: Vec<f64>| {
+        let secs = values.len() as u64;
+        let mut r = run(secs, 2);
+        headline(&mut r, 1000.0, 1.0, 60.0, 0.1);
+        let mut t = target(secs, 0.0, &[group("srv", 4.0, 100.0, 0.0, 30.0)]);
+        t.columns.push(Column {
+            name: "rss".into(),
+            unit: "bytes".into(),
+            values: values.into_iter().map(|v| Some(v * mib)).collect(),
+        });
+        r.series.push(t);
+        rules::runtime::growth(&Facts::of(&r, None))
+            .pop()
+            .map(|x| x.claim)
+            .unwrap_or_default()
+    };
+    let cache: Vec<f64> = (0..12)
+        .map(|i| 20.0 + 260.0 * (1.0 - (-(i as f64) / 1.5).exp()))
+        .collect();
+    let said = claim(cache);
+    assert!(said.contains("then held"), "{said}");
+    assert!(!said.contains("did not come back"), "{said}");
+    let leak: Vec<f64> = (0..12).map(|i| 150.0 + 15.0 * i as f64).collect();
+    let said = claim(leak);
+    assert!(said.contains("did not come back"), "{said}");
+}
+
 /// Others holding the CPUs (the machine's state) ranks below a cause of the server's own
 /// that explains more of the same outcome, however its own rule ranked it; above one that
 /// explains less, or the same share of something else.

@@ -318,7 +318,7 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
             let schedulers: f64 = f
                 .groups
                 .iter()
-                .filter(|g| g.name == "scheduler")
+                .filter(|g| kiln_model::beam::is_scheduler(&g.name))
                 .map(|g| g.on_cpu)
                 .sum();
             let of_server = match f.cpus.target {
@@ -537,7 +537,8 @@ fn rss_readings(f: &Facts, lookback_ns: u64) -> Vec<(u64, f64)> {
 /// ended it, when the run says so.
 ///
 /// False when: it grew by less than 64 MiB (any amount, killed for it) or a fifth, or
-/// fell back at the end.
+/// fell back at the end. Said as a bound filled, not memory kept, when the last third of
+/// the readings added under a tenth of the growth.
 pub fn growth(f: &Facts) -> Vec<Finding> {
     let oom = oom_log(f);
     // Killed for its memory: its readings up to the kill, from the run's start (the
@@ -581,6 +582,12 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
         }
     }
     let per_s = grew / secs.max(1e-9);
+    // Filled to a bound, not kept without one: a cache, a pool or a heap growing to its
+    // size grows fast and then holds, where a leak under a steady load keeps its pace. The
+    // last third of the readings added under a tenth of the growth (and there are enough of
+    // them to tell).
+    let late = b - rss[rss.len() - k].0;
+    let held = oom.is_none() && rss.len() >= 6 && late < 0.1 * grew;
     let mut e = f.ev(
         "resident memory",
         format!(
@@ -594,6 +601,22 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
     // A leak at 10 MiB/s or more outruns any server's memory in minutes; one that got the
     // server killed ended the run: nothing else it measured matters as much.
     let rate = (per_s / (10.0 * 1048576.0)).min(1.0);
+    if held {
+        let last_s = secs * k as f64 / rss.len() as f64;
+        let claim = format!(
+            "the server's memory grew by {} to {} and then held ({} over the last {:.0} s): it filled to a bound — a cache, a pool or a heap's size — rather than leaking at this load",
+            kiln_model::format_bytes(grew),
+            kiln_model::format_bytes(b),
+            kiln_model::format_bytes(late.max(0.0)),
+            last_s
+        );
+        return vec![Finding::new("growth", Class::MemoryGrowth, 0.15, claim)
+            .evidence(e)
+            .check(format!(
+                "grep -E 'Rss|Anon' /proc/{}/status (over a longer run: a bound holds, a leak keeps growing)",
+                f.meta.target.pids.first().copied().unwrap_or(0)
+            ))];
+    }
     let mut claim = format!(
         "the server's memory grew by {} ({}/s) and did not come back",
         kiln_model::format_bytes(grew),
