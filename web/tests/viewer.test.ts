@@ -731,6 +731,7 @@ test('categories: a node is its frame’s category, else its caller’s; unnamed
     other: 6,
     other_kernel: 7,
     yield_category: 4,
+    gc_category: 0,
   };
   assert.ok(isFrameCategories(c));
   assert.ok(!isFrameCategories({ ...c, other: 99 }), 'an index out of range');

@@ -233,6 +233,9 @@ pub struct FrameCategories {
     pub other_kernel: usize,
     /// The category of `sched_yield`, which decides only when no user frame above does.
     pub yield_category: Option<usize>,
+    /// The category of garbage collection, which decides on any thread (a thread's own
+    /// category gives way to it).
+    pub gc_category: Option<usize>,
 }
 
 /// `p`'s frames by category under `rules`, names in `order` first (the profile's
@@ -278,6 +281,7 @@ pub fn frame_categories(
         other: at(all.len() - 2),
         other_kernel: at(all.len() - 1),
         yield_category: c.categories().iter().position(|n| n == YIELD).map(at),
+        gc_category: c.categories().iter().position(|n| n == GC).map(at),
         names,
         frames,
         threads,

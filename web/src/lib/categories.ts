@@ -21,6 +21,8 @@ export interface FrameCategories {
   other: number;
   other_kernel: number;
   yield_category: number | null;
+  /** The category of garbage collection, which decides on any thread. */
+  gc_category?: number | null;
 }
 
 /** Whether a value is a well-formed FrameCategories (the page's JSON is not trusted). */
@@ -38,7 +40,8 @@ export function isFrameCategories(c: unknown): c is FrameCategories {
     x.threads.every((t) => Array.isArray(t) && typeof t[0] === 'string' && idx(t[1])) &&
     idx(x.other) &&
     idx(x.other_kernel) &&
-    (x.yield_category === null || x.yield_category === undefined || idx(x.yield_category))
+    (x.yield_category === null || x.yield_category === undefined || idx(x.yield_category)) &&
+    (x.gc_category === null || x.gc_category === undefined || idx(x.gc_category))
   );
 }
 
@@ -82,7 +85,7 @@ export function nodeCategories(l: Pick<Layout, 'n' | 'parent' | 'frame'>, frames
   // Per frame, found once: 0 not yet, 1 named, 2 unnamed.
   const named = new Uint8Array(frames.names.length);
   const yieldCat = c.yield_category ?? -2;
-  const gc = c.names.indexOf('garbage collection');
+  const gc = c.gc_category ?? -2;
   const out = new Uint16Array(l.n);
   out[0] = c.other;
   for (let v = 1; v < l.n; v++) {

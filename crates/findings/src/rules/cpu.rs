@@ -39,13 +39,12 @@ fn thread_kind(f: &Facts, group: &str, threads: f64, hot: Option<u32>) -> String
     }
 }
 
-/// The CPU of the busiest single thread of group `g` over the whole window, by the CPU
-/// profile's samples (1: a whole CPU), and its kernel id when the profile has it; `None`
-/// without a timed CPU profile.
-fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<(f64, Option<u32>)> {
+/// The CPU profile's weight per thread of `group` (all the target's threads with
+/// `None`), busiest first (ties by thread id), with each thread's id; `None` without a
+/// CPU profile.
+fn thread_weights(f: &Facts, group: Option<&str>) -> Option<Vec<(u128, Option<u32>)>> {
     let p = f.cpu_profile()?;
-    let ns = p.event.ns_per_weight()?;
-    let keep = in_group(p, Some(&g.name));
+    let keep = in_group(p, group);
     let mut by: std::collections::HashMap<kiln_model::ThreadId, u128> =
         std::collections::HashMap::new();
     for ((&t, &w), &k) in p.samples.thread.iter().zip(&p.samples.weight).zip(&keep) {
@@ -53,29 +52,30 @@ fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<(f64, Opt
             *by.entry(t).or_default() += w as u128;
         }
     }
-    let (&t, &top) = by
-        .iter()
-        .max_by_key(|(t, w)| (**w, std::cmp::Reverse(t.0)))?;
-    let tid = p.threads.get(t).and_then(|x| x.tid);
+    let mut w: Vec<(u128, kiln_model::ThreadId)> = by.into_iter().map(|(t, w)| (w, t)).collect();
+    w.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1 .0.cmp(&b.1 .0)));
+    let w = w
+        .into_iter()
+        .map(|(w, t)| (w, p.threads.get(t).and_then(|x| x.tid)))
+        .collect();
+    Some(w)
+}
+
+/// The CPU of group `g`'s busiest thread over the whole window (its samples in the CPU
+/// profile, in CPUs) and its thread id; `None` without a CPU profile.
+fn hottest_over_window(f: &Facts, g: &crate::threads::Group) -> Option<(f64, Option<u32>)> {
+    let ns = f.cpu_profile()?.event.ns_per_weight()?;
+    let w = thread_weights(f, Some(&g.name))?;
+    let &(top, tid) = w.first()?;
     Some((top as f64 * ns / 1e9 / f.secs.max(1e-9), tid))
 }
 
 /// The CPU of the target's second busiest thread over the window against its busiest's,
 /// by the CPU profile's samples; `None` without one, or with one thread.
 fn second_hottest_share(f: &Facts) -> Option<f64> {
-    let p = f.cpu_profile()?;
-    let keep = in_group(p, None);
-    let mut by: std::collections::HashMap<kiln_model::ThreadId, u128> =
-        std::collections::HashMap::new();
-    for ((&t, &w), &k) in p.samples.thread.iter().zip(&p.samples.weight).zip(&keep) {
-        if k {
-            *by.entry(t).or_default() += w as u128;
-        }
-    }
-    let mut w: Vec<u128> = by.into_values().collect();
-    w.sort_unstable_by(|a, b| b.cmp(a));
+    let w = thread_weights(f, None)?;
     match w.as_slice() {
-        [top, second, ..] if *top > 0 => Some(*second as f64 / *top as f64),
+        [(top, _), (second, _), ..] if *top > 0 => Some(*second as f64 / *top as f64),
         _ => None,
     }
 }
