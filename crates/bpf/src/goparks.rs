@@ -50,7 +50,23 @@ pub struct ParkSite {
     /// Whether these are notes still open at the end: goroutines still parked (their
     /// wait so far), or woken by a path the probes do not see (their wait unknown).
     pub open: bool,
+    /// Whether a timer woke them (the runtime's timer code readied them: a sleep, or a
+    /// channel a timer sends to — `time.After`, a `Ticker`).
+    pub by_timer: bool,
 }
+
+/// The runtime's functions that run a timer and ready what waits for it: Go 1.23 and
+/// later run timers in `(*timer).unlockAndRun`, earlier ones in `runOneTimer`; a timer's
+/// channel is sent to by `time.sendTime`.
+pub const TIMER_FUNCTIONS: [&str; 4] = [
+    "runtime.(*timer).unlockAndRun",
+    "runtime.runOneTimer",
+    "time.sendTime",
+    "runtime.goroutineReady",
+];
+
+/// Keep in sync with `goparks.bpf.c` (`WOKEN_BY_TIMER`).
+const WOKEN_BY_TIMER: u32 = 1;
 
 /// What the probes counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,12 +105,19 @@ impl GoParks {
     /// `pid` runs: `/proc/PID/exe` will do) for process `pid` only.
     pub fn start(pid: u32, exe: &Path) -> Result<GoParks, BpfError> {
         crate::require_btf()?;
+        let timers = timer_ranges(pid, exe);
         let storage: &'static mut MaybeUninit<OpenObject> =
             Box::leak(Box::new(MaybeUninit::uninit()));
         let skel = load::capturing_log(|| -> Result<GoparksSkel<'static>, BpfError> {
-            let open = GoparksSkelBuilder::default()
+            let mut open = GoparksSkelBuilder::default()
                 .open(storage)
                 .map_err(load::open_error(PROGRAM))?;
+            if let Some(rodata) = open.maps.rodata_data.as_deref_mut() {
+                for (i, (lo, hi)) in timers.iter().take(rodata.timer_lo.len()).enumerate() {
+                    rodata.timer_lo[i] = *lo;
+                    rodata.timer_hi[i] = *hi;
+                }
+            }
             open.load().map_err(load::load_error(
                 PROGRAM,
                 "uprobes on runtime.gopark and runtime.ready",
@@ -192,10 +215,10 @@ impl GoParks {
             sums_full: counter(4),
             still_parked: 0,
         };
-        // (caller, stack id, open) → (ns, count)
-        let mut sums: HashMap<(u64, i32, bool), (u64, u64)> = HashMap::new();
+        // (caller, stack id, open, woken by a timer) → (ns, count)
+        let mut sums: HashMap<(u64, i32, bool, bool), (u64, u64)> = HashMap::new();
         for k in maps.sums.keys() {
-            let Some((caller, stack)) = site_key(&k) else {
+            let Some((caller, stack, woken)) = site_key(&k) else {
                 continue;
             };
             let v = maps
@@ -203,7 +226,9 @@ impl GoParks {
                 .lookup(&k, MapFlags::ANY)
                 .map_err(load::map_err("reading the goroutine waits"))?;
             if let Some(v) = v.filter(|v| v.len() >= 16) {
-                let e = sums.entry((caller, stack, false)).or_default();
+                let e = sums
+                    .entry((caller, stack, false, woken == WOKEN_BY_TIMER))
+                    .or_default();
                 e.0 += u64_at(&v, 0);
                 e.1 += u64_at(&v, 8);
             }
@@ -218,7 +243,7 @@ impl GoParks {
                 if live != Some(u32_at(&v, 20)) {
                     continue;
                 }
-                let e = sums.entry((caller, stack, true)).or_default();
+                let e = sums.entry((caller, stack, true, false)).or_default();
                 e.0 += now.saturating_sub(t);
                 e.1 += 1;
                 stats.still_parked += 1;
@@ -226,7 +251,7 @@ impl GoParks {
         }
         let mut out: Vec<ParkSite> = sums
             .into_iter()
-            .map(|((caller, stack, open), (ns, count))| {
+            .map(|((caller, stack, open, by_timer), (ns, count))| {
                 let mut ips = if stack >= 0 {
                     read_stack(&maps.stacks, stack as u32)
                 } else {
@@ -243,6 +268,7 @@ impl GoParks {
                     ns,
                     count,
                     open,
+                    by_timer,
                 }
             })
             .filter(|s| !s.stack.is_empty())
@@ -271,8 +297,58 @@ fn i32_at(b: &[u8], at: usize) -> i32 {
 }
 
 /// A `struct site` key: the caller, then the stack id.
-fn site_key(k: &[u8]) -> Option<(u64, i32)> {
-    (k.len() >= 12).then(|| (u64_at(k, 0), i32_at(k, 8)))
+fn site_key(k: &[u8]) -> Option<(u64, i32, u32)> {
+    (k.len() >= 16).then(|| (u64_at(k, 0), i32_at(k, 8), u32_at(k, 12)))
+}
+
+/// Where [`TIMER_FUNCTIONS`] are in process `pid` running `exe`: `[lo, hi)` address
+/// ranges, as the process sees them (a position-independent executable's moved by where
+/// it was loaded). None when the file cannot be read or names none of them: the waits are
+/// then traced without telling a timer's wake-up from another's.
+pub fn timer_ranges(pid: u32, exe: &Path) -> Vec<(u64, u64)> {
+    use object::{Object, ObjectKind, ObjectSegment, ObjectSymbol};
+    let Ok(data) = std::fs::read(exe) else {
+        return Vec::new();
+    };
+    let Ok(obj) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    let bias = match obj.kind() {
+        ObjectKind::Executable => 0,
+        _ => {
+            // The first mapping of the file (offset 0) is its lowest segment.
+            let low = obj.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
+            match load_address(pid, exe) {
+                Some(start) => start.wrapping_sub(low),
+                None => return Vec::new(),
+            }
+        }
+    };
+    let mut out: Vec<(u64, u64)> = obj
+        .symbols()
+        .filter(|s| s.size() > 0 && s.name().is_ok_and(|n| TIMER_FUNCTIONS.contains(&n)))
+        .map(|s| {
+            let lo = s.address().wrapping_add(bias);
+            (lo, lo.wrapping_add(s.size()))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Where process `pid` mapped `exe`'s first page (its mapping at file offset 0).
+fn load_address(pid: u32, exe: &Path) -> Option<u64> {
+    let exe = std::fs::canonicalize(exe).ok()?;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    maps.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let range = f.next()?;
+        let (_perms, offset, _dev, _inode) = (f.next()?, f.next()?, f.next()?, f.next()?);
+        let path = f.next()?;
+        (u64::from_str_radix(offset, 16).ok()? == 0 && Path::new(path) == exe)
+            .then(|| u64::from_str_radix(range.split('-').next()?, 16).ok())
+            .flatten()
+    })
 }
 
 /// A stack of the stack-trace map, leaf first, without its trailing zeros.

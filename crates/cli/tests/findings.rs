@@ -2964,6 +2964,97 @@ fn blocked_under(port: u16) -> std::collections::HashMap<String, f64> {
     by
 }
 
+/// A counter the target keeps of itself (seconds blocked, nanoseconds waited), read every
+/// 250 ms on a thread of its own until [`Watcher::plateau_rate`].
+struct Watcher {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    reads: std::thread::JoinHandle<Vec<(std::time::Instant, f64)>>,
+}
+
+impl Watcher {
+    fn start(read: impl Fn() -> f64 + Send + 'static) -> Watcher {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = done.clone();
+        let reads = std::thread::spawn(move || {
+            let mut reads = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let v = read();
+                reads.push((std::time::Instant::now(), v));
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            reads
+        });
+        Watcher { done, reads }
+    }
+
+    /// Stops reading: the counter's rate a second at a time over the load's plateau (the
+    /// seconds at half the steepest or more: not its ramp or its end), their median. (A
+    /// wait is counted when it ends: on a busy machine one second may hold more than its
+    /// share, another less.)
+    fn plateau_rate(self) -> f64 {
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let reads = self.reads.join().unwrap();
+        let mut rates: Vec<f64> = Vec::new();
+        for (i, a) in reads.iter().enumerate() {
+            let later = reads[i..]
+                .iter()
+                .find(|b| b.0.duration_since(a.0) >= Duration::from_secs(1));
+            if let Some(b) = later {
+                rates.push((b.1 - a.1) / b.0.duration_since(a.0).as_secs_f64());
+            }
+        }
+        let steepest = rates.iter().copied().fold(0.0, f64::max);
+        let mut plateau: Vec<f64> = rates.into_iter().filter(|r| *r >= 0.5 * steepest).collect();
+        plateau.sort_by(f64::total_cmp);
+        plateau.get(plateau.len() / 2).copied().unwrap_or(0.0)
+    }
+}
+
+/// Goroutines that wait on a timer's channel (`<-time.After`) park in a channel receive
+/// as those waiting for another goroutine do; the timer woke them, so kiln says a timer,
+/// not a channel in the request's path. The server's own account: the time its requests
+/// spent in that wait.
+#[test]
+fn goroutines_waiting_on_a_timers_channel_are_said_to_wait_on_the_timer() {
+    if !kiln_testkit::go_oracle::have_go() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = go_server("go_timer", dir.path());
+    let port = p.port;
+    const CONNS: u32 = 16;
+    let watcher = Watcher::start(move || {
+        get(port, "/metrics")
+            .lines()
+            .find_map(|l| l.strip_prefix("waited_ns "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(0.0, |ns| ns / 1e9)
+    });
+    let (text, v, k) = run(&dir.path().join("r.db"), "timer", &p, CONNS);
+    let rate = watcher.plateau_rate();
+    let share = (rate / f64::from(CONNS)).min(1.0);
+    println!(
+        "{text}\nthe server's account: {rate:.2} s a second waiting on the timer (of {CONNS} connections: {:.0}%)",
+        share * 100.0
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 8.0, &text);
+    assert!(share >= 0.5, "the server waited {rate:.2} s/s:\n{text}");
+    let first = &found[0];
+    assert_eq!(first.0, "sleep-in-path", "{text}");
+    assert!(
+        first.1.contains("timer's channel") && first.1.contains("main.throttle"),
+        "{text}"
+    );
+    assert!(
+        (first.2 / 100.0 - share).abs() <= 0.2,
+        "kiln: {}%; the server: {:.0}%\n{text}",
+        first.2,
+        share * 100.0
+    );
+}
+
 #[test]
 fn goroutines_parked_on_a_mutex_are_seen_without_the_programs_profiles() {
     if !kiln_testkit::go_oracle::have_go() {
@@ -2976,41 +3067,16 @@ fn goroutines_parked_on_a_mutex_are_seen_without_the_programs_profiles() {
     // Enough connections that the server's threads are nearly idle while the requests
     // wait: their time is the parked goroutines', inside the server.
     const CONNS: u32 = 32;
-    // Go's own account: its block profile read until kiln's run ends, the time and the
-    // seconds blocked under main.updateInventory at each read.
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watcher = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let mut reads = Vec::new();
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                let by = blocked_under(port);
-                let at = std::time::Instant::now();
-                reads.push((at, by.get("main.updateInventory").copied().unwrap_or(0.0)));
-                std::thread::sleep(Duration::from_millis(250));
-            }
-            reads
-        })
-    };
+    // Go's own account: its block profile read until kiln's run ends, the seconds
+    // blocked under main.updateInventory, a second at a time over the load's plateau.
+    let watcher = Watcher::start(move || {
+        blocked_under(port)
+            .get("main.updateInventory")
+            .copied()
+            .unwrap_or(0.0)
+    });
     let (text, v, k) = run(&dir.path().join("r.db"), "mutex", &p, CONNS);
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    let reads = watcher.join().unwrap();
-    // Go's account a second at a time, over the load's plateau (the seconds at half the
-    // steepest or more: not its ramp or its end): their median. (A delay is counted when
-    // it ends: on a busy machine one second may hold more than its share, another less.)
-    let mut rates: Vec<f64> = Vec::new();
-    for (i, a) in reads.iter().enumerate() {
-        let later = reads[i..]
-            .iter()
-            .find(|b| b.0.duration_since(a.0) >= Duration::from_secs(1));
-        if let Some(b) = later {
-            rates.push((b.1 - a.1) / b.0.duration_since(a.0).as_secs_f64());
-        }
-    }
-    let steepest = rates.iter().copied().fold(0.0, f64::max);
-    let mut plateau: Vec<f64> = rates.into_iter().filter(|r| *r >= 0.5 * steepest).collect();
-    plateau.sort_by(f64::total_cmp);
-    let rate = plateau.get(plateau.len() / 2).copied().unwrap_or(0.0);
+    let rate = watcher.plateau_rate();
     println!(
         "{text}\nkernel: on CPU {:.2}, runnable {:.2}; Go's block profile: {rate:.2} s blocked per second under main.updateInventory (of {CONNS} connections)",
         k.on_cpu, k.runnable

@@ -764,10 +764,15 @@ pub fn go_sites(p: &Profile) -> (Vec<Site>, u128) {
         let here = slot.get_or_insert_with(|| {
             path.clear();
             p.stacks.path_into(st, &mut path);
-            let names = user_frames(p, &path);
+            let mut names = user_frames(p, &path);
+            let by_timer =
+                names.last().map(String::as_str) == Some(kiln_model::waits::GO_WOKEN_BY_TIMER);
+            if by_timer {
+                names.pop();
+            }
             let (at, primitive) = go_wait_site(&names)?;
             Some((
-                go_wait_reason(&names, at),
+                go_wait_reason(&names, at, by_timer),
                 primitive.to_string(),
                 at.to_string(),
                 go_in_request(&names),
@@ -838,7 +843,7 @@ fn go_in_request(frames: &[String]) -> bool {
 /// the request needs; anywhere else a goroutine waiting for work
 /// ([`WaitReason::Idle`]). Profiling's own handlers (`net/http/pprof`) wait for nothing
 /// the program does.
-fn go_wait_reason(frames: &[String], primitive: &str) -> WaitReason {
+fn go_wait_reason(frames: &[String], primitive: &str, by_timer: bool) -> WaitReason {
     // The collector holding an allocating goroutine (an assist that found no work left,
     // a collection being started): garbage collection's cost, which its own finding
     // says, not a lock or a channel of the program's.
@@ -858,7 +863,8 @@ fn go_wait_reason(frames: &[String], primitive: &str) -> WaitReason {
     if frames.iter().any(|f| f == "runtime.netpollblock") || go_calls_out(frames) {
         return WaitReason::Poll;
     }
-    if primitive == "time.Sleep" || frames.iter().any(|f| f == "runtime.timeSleep") {
+    // A timer woke it: a sleep, or a channel a timer sends to (time.After, a Ticker).
+    if by_timer || primitive == "time.Sleep" || frames.iter().any(|f| f == "runtime.timeSleep") {
         return WaitReason::Sleep;
     }
     // A channel or a condition waited on by the server's machinery alone (net/http
@@ -888,56 +894,80 @@ mod tests {
         let v = |s: &str| s.split(';').map(String::from).collect::<Vec<_>>();
         let handler = v("runtime.goexit;net/http.(*conn).serve;net/http.serverHandler.ServeHTTP;main.work;runtime.chansend1");
         assert_eq!(
-            go_wait_reason(&handler, "runtime.chansend1"),
+            go_wait_reason(&handler, "runtime.chansend1", false),
             WaitReason::Futex
         );
         let worker = v("runtime.goexit;main.worker;runtime.chanrecv2");
         assert_eq!(
-            go_wait_reason(&worker, "runtime.chanrecv2"),
+            go_wait_reason(&worker, "runtime.chanrecv2", false),
             WaitReason::Idle
         );
         let pprof = v("runtime.goexit;net/http.(*conn).serve;net/http/pprof.Profile;net/http/pprof.sleep;runtime.selectgo");
-        assert_eq!(go_wait_reason(&pprof, "runtime.selectgo"), WaitReason::Idle);
+        assert_eq!(
+            go_wait_reason(&pprof, "runtime.selectgo", false),
+            WaitReason::Idle
+        );
         let poll = v("runtime.goexit;net/http.(*conn).serve;net.(*conn).Read;internal/poll.(*FD).Read;runtime.netpollblock;runtime.gopark");
-        assert_eq!(go_wait_reason(&poll, "net.(*conn).Read"), WaitReason::Poll);
+        assert_eq!(
+            go_wait_reason(&poll, "net.(*conn).Read", false),
+            WaitReason::Poll
+        );
         let sleep =
             v("runtime.goexit;net/http.(*conn).serve;main.handle;time.Sleep;runtime.gopark");
-        assert_eq!(go_wait_reason(&sleep, "time.Sleep"), WaitReason::Sleep);
+        assert_eq!(
+            go_wait_reason(&sleep, "time.Sleep", false),
+            WaitReason::Sleep
+        );
         let server = v("runtime.goexit;net/http.(*conn).serve;net/http.(*response).finishRequest;net/http.(*connReader).abortPendingRead;sync.(*Cond).Wait");
         assert_eq!(
-            go_wait_reason(&server, "sync.(*Cond).Wait"),
+            go_wait_reason(&server, "sync.(*Cond).Wait", false),
             WaitReason::Idle
         );
         let module = v("runtime.goexit;net/http.(*conn).serve;github.com/acme/pool.(*Pool).Get;runtime.chanrecv1");
         assert_eq!(
-            go_wait_reason(&module, "runtime.chanrecv1"),
+            go_wait_reason(&module, "runtime.chanrecv1", false),
             WaitReason::Futex
         );
         let assist = v("runtime.goexit;net/http.(*conn).serve;main.handle;runtime.newobject;runtime.mallocgc;runtime.gcAssistAlloc;runtime.gcParkAssist");
         assert_eq!(
-            go_wait_reason(&assist, "runtime.newobject"),
+            go_wait_reason(&assist, "runtime.newobject", false),
             WaitReason::Other
         );
         let start = v("runtime.goexit;net/http.(*conn).serve;main.handle;runtime.mallocgc;runtime.gcStart;runtime.semacquire1");
         assert_eq!(
-            go_wait_reason(&start, "runtime.semacquire1"),
+            go_wait_reason(&start, "runtime.semacquire1", false),
             WaitReason::Other
         );
         let output = v("runtime.goexit;net/http.(*conn).serve;main.render;os/exec.(*Cmd).Output;os/exec.(*Cmd).Wait;os/exec.(*Cmd).awaitGoroutines;runtime.chanrecv1");
         assert_eq!(
-            go_wait_reason(&output, "runtime.chanrecv1"),
+            go_wait_reason(&output, "runtime.chanrecv1", false),
             WaitReason::Child
         );
         let lock = v("runtime.goexit;main.worker;sync.(*Mutex).Lock");
         assert_eq!(
-            go_wait_reason(&lock, "sync.(*Mutex).Lock"),
+            go_wait_reason(&lock, "sync.(*Mutex).Lock", false),
             WaitReason::Lock
         );
         // net/http's client waits for its connection's reader on a channel: a call to
         // another service, not a channel of the program's.
         let client = v("runtime.goexit;net/http.(*conn).serve;main.callInventoryService;net/http.(*Client).Get;net/http.(*Client).do;net/http.(*Transport).roundTrip;net/http.(*persistConn).roundTrip;runtime.selectgo");
         assert_eq!(
-            go_wait_reason(&client, "net/http.(*Client).Get"),
+            go_wait_reason(&client, "net/http.(*Client).Get", false),
+            WaitReason::Poll
+        );
+        // A receive a timer's channel ended (time.After, a Ticker) waited for the timer; a
+        // read whose deadline a timer ended waited on the network.
+        let after = v("runtime.goexit;net/http.(*conn).serve;main.throttle;runtime.chanrecv1");
+        assert_eq!(
+            go_wait_reason(&after, "runtime.chanrecv1", true),
+            WaitReason::Sleep
+        );
+        assert_eq!(
+            go_wait_reason(&after, "runtime.chanrecv1", false),
+            WaitReason::Futex
+        );
+        assert_eq!(
+            go_wait_reason(&poll, "net.(*conn).Read", true),
             WaitReason::Poll
         );
     }

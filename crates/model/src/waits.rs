@@ -613,6 +613,11 @@ pub fn is_go_program(f: &str) -> bool {
     owners().go_program.is_match(f)
 }
 
+/// The leaf kiln puts above `runtime.gopark` in a goroutine-wait profile when a timer
+/// woke the goroutine (a sleep, or a receive from a timer's channel: `time.After`, a
+/// `Ticker`): its wait was for the timer, whatever it parked on.
+pub const GO_WOKEN_BY_TIMER: &str = "[woken by a timer]";
+
 /// Where a Go profile's stack (block or mutex: root to leaf) waited, as a reader names it:
 /// the program's frame nearest the leaf ([`program_frame`]) and the function it called
 /// there (`sync.(*Mutex).Lock` under `main.(*blockCache).get`). `None` for an empty stack.

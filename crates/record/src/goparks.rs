@@ -220,6 +220,12 @@ impl GoParkSession {
             if s.open && !caller.is_some_and(woken_by_ready) {
                 continue;
             }
+            if s.by_timer {
+                frames.push(p.frame(
+                    kiln_model::waits::GO_WOKEN_BY_TIMER.as_bytes(),
+                    FrameKind::User,
+                ));
+            }
             if let Some(st) = p.stacks.intern_path(&frames) {
                 let ns = (s.ns as f64 * scale).round() as u64;
                 p.samples.push(st, ns, NO_TIME, ThreadId::NONE);

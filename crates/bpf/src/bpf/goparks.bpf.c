@@ -11,7 +11,11 @@
 //     (the return address on top of the stack: at the function's first instruction it is
 //     in no frame yet, so the frame-pointer walk would skip it).
 //   * runtime.ready(gp): goroutine gp (RAX) is made ready to run again. If it has a note, it
-//     was parked from then until now: added to the sum of its (stack, caller).
+//     was parked from then until now: added to the sum of its (stack, caller, waker). The
+//     waker is a timer when a frame of the readying thread's stack (frame pointers, a few
+//     frames up) is in the runtime's timer code (`timer_lo`/`timer_hi`, set by user
+//     space): a goroutine parked on a channel that a timer sends to (time.After, a
+//     Ticker) waited for the timer, not for another goroutine.
 // The sums stay in the kernel; user space reads them, and the notes of goroutines still
 // parked, when the measurement ends. User space may detach the probes and attach them
 // again (each hit is a trap: it traces part of the time); a note from before the last
@@ -41,11 +45,20 @@ struct note {
 	__u32 gen;
 };
 
+/* Keep in sync with goparks.rs (WOKEN_BY_TIMER). */
+#define WOKEN_BY_TIMER 1
+#define TIMER_RANGES 4
+#define WAKER_FRAMES 12
+
 struct site {
 	__u64 caller;
 	__s32 stack;
-	__u32 pad;
+	__u32 woken; /* WOKEN_BY_TIMER, or 0 */
 };
+
+/* The runtime's timer code, as [lo, hi) address ranges in the process (lo 0: unused). */
+const volatile __u64 timer_lo[TIMER_RANGES] = {};
+const volatile __u64 timer_hi[TIMER_RANGES] = {};
 
 struct sum {
 	__u64 ns;
@@ -126,6 +139,39 @@ int kiln_gopark(struct pt_regs *ctx)
 	return 0;
 }
 
+static __always_inline int in_timer(__u64 ip)
+{
+	for (int r = 0; r < TIMER_RANGES; r++)
+		if (timer_lo[r] && ip >= timer_lo[r] && ip < timer_hi[r])
+			return 1;
+	return 0;
+}
+
+/* Whether the thread readying a goroutine is running a timer: its caller (the return
+ * address on top of the stack) or one of the frames above it (Go keeps frame pointers). */
+static __always_inline __u32 waker(struct pt_regs *ctx)
+{
+	__u64 sp = BPF_CORE_READ(ctx, sp);
+	__u64 fp = BPF_CORE_READ(ctx, bp);
+	__u64 ip = 0;
+
+	if (!timer_lo[0])
+		return 0;
+	if (!bpf_probe_read_user(&ip, sizeof(ip), (void *)sp) && in_timer(ip))
+		return WOKEN_BY_TIMER;
+	for (int i = 0; i < WAKER_FRAMES; i++) {
+		__u64 frame[2];
+		if (!fp || bpf_probe_read_user(frame, sizeof(frame), (void *)fp))
+			return 0;
+		if (in_timer(frame[1]))
+			return WOKEN_BY_TIMER;
+		if (frame[0] <= fp)
+			return 0;
+		fp = frame[0];
+	}
+	return 0;
+}
+
 SEC("uprobe")
 int kiln_goready(struct pt_regs *ctx)
 {
@@ -144,6 +190,7 @@ int kiln_goready(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	k.caller = n->caller;
 	k.stack = n->stack;
+	k.woken = waker(ctx);
 	if (now > n->t) {
 		s = bpf_map_lookup_elem(&sums, &k);
 		if (s) {

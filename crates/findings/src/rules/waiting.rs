@@ -1901,7 +1901,18 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
             .map(|(_, s)| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
             .collect();
         // Mostly channels: a semaphore or a pool's slot, the request's concurrency limit.
-        let (on, class) = if sleep {
+        // A timer that ended a receive or a select: its channel (time.After, a Ticker).
+        let timer_channel = picked.iter().any(|s| {
+            [&s.at, &s.primitive]
+                .iter()
+                .any(|x| x.contains("chanrecv") || x.contains("selectgo"))
+        });
+        let (on, class) = if sleep && timer_channel {
+            (
+                "a timer (a sleep, or a timer's channel: time.After, a Ticker)",
+                Class::SleepInPath,
+            )
+        } else if sleep {
             ("a timer (a sleep)", Class::SleepInPath)
         } else if lock_w * 2 >= w {
             ("a lock", Class::LockContention)

@@ -1,0 +1,3 @@
+module sleepserver
+
+go 1.21

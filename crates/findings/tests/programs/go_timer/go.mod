@@ -1,0 +1,3 @@
+module gotimer
+
+go 1.19
