@@ -438,6 +438,31 @@ PY
   }
 }
 
+# heap_oracle FIELD : the oracle of a server that leaks: its RSS from /proc (growth per
+# second over the window) and its runtime's own account of its live memory (GET /metrics:
+# JSON with FIELD in bytes, read at the window's ends), as MiB a second. Defines the case's
+# oracle_window and oracle_end.
+heap_oracle() {
+  HEAP_FIELD=$1
+  snap_window "http://127.0.0.1:$SERVER_PORT/metrics" metrics
+  oracle_end() {
+    oracle_py "$HEAP_FIELD" << 'PY'
+field = ARGS[0]
+(ta, a), (tb, b) = read_snap(os.path.join(WORK, "metrics.0")), read_snap(os.path.join(WORK, "metrics.1"))
+a, b, secs = json.loads(a), json.loads(b), (tb - ta) / 1e9
+f = {
+    "rss_growth_mb_per_s": PROC.get("rss_growth_mb_per_s"),
+    "rss_start_mb": PROC.get("rss_start_mb"),
+    "rss_end_mb": PROC.get("rss_end_mb"),
+    "heap_growth_mb_per_s": round((b[field] - a[field]) / 1048576 / secs, 2) if secs > 0 else None,
+}
+text = (f"/proc: RSS {f['rss_start_mb']} -> {f['rss_end_mb']} MiB over the window, {f['rss_growth_mb_per_s']} MiB/s\n"
+        f"the runtime's own account (GET /metrics {field}): {f['heap_growth_mb_per_s']} MiB/s of live memory over {secs:.1f} s\n")
+oracle(text, f)
+PY
+  }
+}
+
 # go_cpu_oracle FUNC : the oracle of a Go server's CPU, from the runtime's own CPU profile
 # over the window (GET /debug/pprof/profile?seconds=D, read with `go tool pprof -top -cum`)
 # and its GOMAXPROCS (GET /gomaxprocs: runtime.GOMAXPROCS(0)): its CPU as a share of a core

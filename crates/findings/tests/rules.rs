@@ -1338,24 +1338,27 @@ fn responses_in_parts_a_delayed_ack_apart_are_the_stall() {
     assert!(rules::waiting::split(&Facts::of(&r, None)).is_none());
 }
 
+/// A run of a server at 1,000 requests a second whose resident memory read `mib` MiB, a
+/// second at a time.
+fn with_rss_mib(mib: Vec<f64>) -> RunData {
+    let secs = mib.len() as u64;
+    let mut r = run(secs, 2);
+    headline(&mut r, 1000.0, 1.0, 60.0, 0.1);
+    let mut t = target(secs, 0.0, &[group("srv", 4.0, 100.0, 0.0, 30.0)]);
+    t.columns.push(Column {
+        name: "rss".into(),
+        unit: "bytes".into(),
+        values: mib.into_iter().map(|v| Some(v * 1048576.0)).collect(),
+    });
+    r.series.push(t);
+    r
+}
+
 /// Memory that grew and stayed is growth; a collector's sawtooth read at two of its tops
 /// (145 → 290 MiB and back every two seconds) is not, however far apart its ends.
 #[test]
 fn growth_is_memory_kept_not_a_sawtooth() {
-    let mib = 1048576.0;
-    let with_rss = |values: Vec<f64>| {
-        let secs = values.len() as u64;
-        let mut r = run(secs, 2);
-        headline(&mut r, 1000.0, 1.0, 60.0, 0.1);
-        let mut t = target(secs, 0.0, &[group("srv", 4.0, 100.0, 0.0, 30.0)]);
-        t.columns.push(Column {
-            name: "rss".into(),
-            unit: "bytes".into(),
-            values: values.into_iter().map(|v| Some(v * mib)).collect(),
-        });
-        r.series.push(t);
-        classes(&r)
-    };
+    let with_rss = |values: Vec<f64>| classes(&with_rss_mib(values));
     let leak: Vec<f64> = (0..10).map(|i| 150.0 + 15.0 * i as f64).collect();
     assert!(with_rss(leak).contains(&Class::MemoryGrowth));
     let saw: Vec<f64> = (0..10)
@@ -1368,19 +1371,8 @@ fn growth_is_memory_kept_not_a_sawtooth() {
 /// leak; a leak at a steady pace keeps the leak's words.
 #[test]
 fn memory_that_grew_to_a_bound_and_held_is_not_called_a_leak() {
-    let mib = 1048576.0;
     let claim = |values: Vec<f64>| {
-        let secs = values.len() as u64;
-        let mut r = run(secs, 2);
-        headline(&mut r, 1000.0, 1.0, 60.0, 0.1);
-        let mut t = target(secs, 0.0, &[group("srv", 4.0, 100.0, 0.0, 30.0)]);
-        t.columns.push(Column {
-            name: "rss".into(),
-            unit: "bytes".into(),
-            values: values.into_iter().map(|v| Some(v * mib)).collect(),
-        });
-        r.series.push(t);
-        rules::runtime::growth(&Facts::of(&r, None))
+        rules::runtime::growth(&Facts::of(&with_rss_mib(values), None))
             .pop()
             .map(|x| x.claim)
             .unwrap_or_default()

@@ -7,8 +7,9 @@
 # summed duration) over the 16 connections' time; the server's CPU (/proc).
 . "$(dirname "$0")/../../lib.sh"
 
-(cd "$CASE_DIR" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off go build -o "$WORK/sleepserver" .)
-start_server server "$WORK/sleepserver"
+# go-sleep's server, with -after.
+(cd "$CASE_DIR/../go-sleep" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off go build -o "$WORK/sleepserver" .)
+start_server server "$WORK/sleepserver" -after
 
 timed_oracle 16 throttle sleep
 

@@ -1,0 +1,3 @@
+module leakserver
+
+go 1.21

@@ -1,3 +1,0 @@
-module sleepserver
-
-go 1.21
