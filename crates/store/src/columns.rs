@@ -76,6 +76,16 @@ pub const REFAULTS: &str = "file refaults";
 /// (`cutime` + `cstime` of `/proc/PID/stat`: programs it ran), `%` of one CPU.
 pub const CHILDREN_CPU: &str = "children cpu";
 
+/// A JVM target's heap in use (every generation's spaces), by its own counters
+/// (`hsperfdata`, as `jstat` reads them), `bytes`: only for a JVM that keeps them.
+pub const JVM_HEAP_USED: &str = "jvm heap used";
+/// A JVM target's old generation in use (what survived its young collections), `bytes`.
+pub const JVM_OLD_USED: &str = "jvm old used";
+/// The most a JVM target's old generation may take (its maximum capacity), `bytes`.
+pub const JVM_OLD_MAX: &str = "jvm old max";
+/// A JVM target's collectors' time over the second (their `time` counters), `%`.
+pub const JVM_GC: &str = "jvm gc";
+
 /// Threads of the target asleep at each sample, by where they waited (their state and
 /// `/proc/PID/task/TID/wchan`): `waiting:disk`, `waiting:futex` (a lock or a condition),
 /// `waiting:poll`, `waiting:network`, `waiting:sleep`, `waiting:pipe`, `waiting:other`;

@@ -12,6 +12,7 @@
 //! [`JVM_DUMPS_ATTACHMENT`]), not their text.
 pub mod attach;
 pub mod dump;
+pub mod perfdata;
 
 use kiln_os::stop::Stop;
 use kiln_store::{Attachment, JvmDumps, JVM_DUMPS_ATTACHMENT};

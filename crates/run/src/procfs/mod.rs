@@ -144,6 +144,9 @@ pub struct ProcSampler {
     peak_rss: u64,
     /// Copies of the target it forked during the run ([`ProcSampler::follow_copies`]).
     copies: Copies,
+    /// A JVM target's counters file (`hsperfdata`), and its collectors' seconds as last
+    /// read.
+    jvm: Option<(std::path::PathBuf, Option<f64>)>,
 }
 
 /// The copies of the target's processes forked during the run and followed since.
@@ -395,6 +398,9 @@ struct Counts {
     inodes: HashSet<u64>,
     /// Threads asleep now, by where they wait ([`read::waiting_in`]).
     waiting: BTreeMap<&'static str, u64>,
+    /// A JVM target's heap, from its own counters, and its collectors' seconds since the
+    /// previous sample.
+    jvm: Option<(crate::jvm::perfdata::Heap, Option<f64>)>,
 }
 
 impl ProcSampler {
@@ -431,6 +437,10 @@ impl ProcSampler {
                     .collect(),
                 ..Default::default()
             },
+            jvm: pids
+                .first()
+                .and_then(|&p| crate::jvm::perfdata::path_of(p))
+                .map(|p| (p, None)),
         }
     }
 
@@ -568,6 +578,17 @@ impl ProcSampler {
             totals.machine_total_s = total as f64 / tps;
         }
         self.peak_rss = self.peak_rss.max(c.rss);
+        // A JVM's own account of its heap (a second it cannot be read reads empty).
+        if let Some((path, last_gc)) = &mut self.jvm {
+            if let Some(h) = crate::jvm::perfdata::read(path)
+                .ok()
+                .and_then(|c| crate::jvm::perfdata::heap(&c))
+            {
+                let since = last_gc.map(|g| (h.gc_s - g).max(0.0));
+                *last_gc = Some(h.gc_s);
+                c.jvm = Some((h, since));
+            }
+        }
         let others = self.others_used(&procs, load_tree.as_deref().unwrap_or(&[]));
         if let Some(prev) = self.prev.clone() {
             let dt = (now.saturating_sub(prev.time_ns)) as f64 / 1e9;
@@ -847,6 +868,12 @@ impl ProcSampler {
             row.push((col::MEMORY_LIMIT.into(), "MiB", mib(limit)));
             row.push((col::MEMORY_USED.into(), "MiB", mib(used)));
             row.push((col::REFAULTS.into(), "1/s", per_s(refaults)));
+        }
+        if let Some((h, gc_s)) = &c.jvm {
+            row.push((col::JVM_HEAP_USED.into(), "bytes", Some(h.used)));
+            row.push((col::JVM_OLD_USED.into(), "bytes", Some(h.old_used)));
+            row.push((col::JVM_OLD_MAX.into(), "bytes", Some(h.old_max)));
+            row.push((col::JVM_GC.into(), "%", gc_s.map(|s| s / dt * 100.0)));
         }
         for (g, gc) in &c.groups {
             let share = |t: u64| Some(t as f64 / tps / dt * 100.0);
