@@ -611,15 +611,13 @@ fn a_server_allowed_one_cpu_is_named_at_its_affinity() {
     }
 }
 
-#[test]
-fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let src = program_path("PoolServer.java");
+/// Compiles Java test program `class` (crates/findings/tests/programs/CLASS.java) into
+/// `dir` and starts it with `options`, waiting for the port it says it listens on.
+fn java_server(class: &str, dir: &Path, options: &[&str], args: &[&str]) -> Planted {
     let st = Command::new("javac")
         .arg("-d")
-        .arg(dir.path())
-        .arg(&src)
+        .arg(dir)
+        .arg(program_path(&format!("{class}.java")))
         .status()
         .expect("javac runs (Debian package openjdk-17-jdk-headless)");
     assert!(st.success());
@@ -629,11 +627,93 @@ fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
     java.args([
         "-Dsun.net.httpserver.nodelay=true",
         "-XX:+PreserveFramePointer",
-        "-cp",
     ])
-    .arg(dir.path())
-    .arg("PoolServer");
-    let p = Planted::serve(java);
+    .args(options)
+    .arg("-cp")
+    .arg(dir)
+    .arg(class)
+    .args(args);
+    Planted::serve(java)
+}
+
+/// A JVM whose program keeps every request's session grows its old generation; its
+/// resident memory says little (the JVM commits its heap as it likes), its own counters
+/// (hsperfdata) say it. The JVM's own account: `jstat -gcold` over the run.
+#[test]
+fn a_jvm_that_keeps_what_it_allocates_is_said_to_grow_its_old_generation() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // 32 KiB sessions at 1,000 requests a second, in a small young generation that
+    // promotes what survives its first collection: the old generation grows about 31 MiB
+    // a second, a step every half second, over kiln's 3 s window.
+    let p = java_server(
+        "Sessions",
+        dir.path(),
+        &[
+            "-Xms512m",
+            "-Xmx512m",
+            "-Xmn16m",
+            "-XX:MaxTenuringThreshold=0",
+        ],
+        &["32"],
+    );
+    let pid = p.pid().to_string();
+    // jstat's readings of the old generation in use (OU, KiB) a second apart, with the
+    // JVM's clock (seconds), while kiln runs.
+    let jstat = Command::new("jstat")
+        .args(["-gcold", "-t", &pid, "1000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("jstat runs (openjdk-17-jdk-headless)");
+    let (text, v, k) = run_with(&dir.path().join("r.db"), "sessions", &p, 8, &["-R", "1000"]);
+    let mut jstat = jstat;
+    let _ = jstat.kill();
+    let out = jstat.wait_with_output().unwrap();
+    let rows: Vec<(f64, f64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            // Timestamp MC MU CCSC CCSU OC OU YGC FGC CGC FGCT CGCT GCT
+            Some((w.first()?.parse().ok()?, w.get(6)?.parse().ok()?))
+        })
+        .collect();
+    // The JVM's pace under the load: its growth between readings a second apart, over
+    // the seconds it grew at half the steepest or more (not before the load, nor after),
+    // their median.
+    let jstat_text = String::from_utf8_lossy(&out.stdout);
+    let mut rates: Vec<f64> = rows
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| (w[1].1 - w[0].1) / 1024.0 / (w[1].0 - w[0].0))
+        .collect();
+    let steepest = rates.iter().copied().fold(0.0, f64::max);
+    rates.retain(|r| *r >= 0.5 * steepest && *r > 0.0);
+    rates.sort_by(f64::total_cmp);
+    assert!(rates.len() >= 2, "jstat's readings:\n{jstat_text}");
+    let jvm = rates[rates.len() / 2];
+    println!(
+        "{text}\njstat -gcold: the old generation grew {jvm:.2} MiB/s under the load\n{jstat_text}"
+    );
+    let found = findings(&v);
+    none_contradicted(&found, &k, 8.0, &text);
+    let (_, claim, _) = named(&found, "memory-growth").unwrap_or_else(|| panic!("{text}"));
+    assert!(claim.contains("old generation grew"), "{text}");
+    let said = claim
+        .split_once('(')
+        .and_then(|(_, r)| r.split_once("MiB/s"))
+        .and_then(|(n, _)| n.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no MiB/s in {claim}"));
+    assert!(
+        (said - jvm).abs() <= 0.35 * jvm,
+        "kiln: {said} MiB/s; jstat: {jvm:.2} MiB/s\n{text}"
+    );
+}
+
+#[test]
+fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = java_server("PoolServer", dir.path(), &[], &[]);
     // 32 requests in flight, 4 threads: by Little's law 28 wait for a thread.
     let (text, v, k) = run(&dir.path().join("r.db"), "pool", &p, 32);
     println!(

@@ -214,6 +214,19 @@ pub fn builtin() -> Option<&'static Categoriser> {
         .as_ref()
 }
 
+/// The built-in category of `p`'s user frame named `name` (the first so named), by the
+/// frame's own rule; `None` when no rule names it.
+pub fn frame_category<'a>(p: &Profile, name: &str) -> Option<&'a str> {
+    let c = builtin()?;
+    let cats = c.frames(p);
+    let (id, _) = p
+        .frames
+        .iter()
+        .find(|(_, f)| p.strings.get(f.name) == name.as_bytes())?;
+    let k = (*cats.get(id.0 as usize)?)?;
+    c.categories().get(k).map(String::as_str)
+}
+
 /// Whether each of `p`'s samples is in one of the categories `pred` names.
 pub fn in_categories(p: &Profile, pred: impl Fn(&str) -> bool) -> Vec<bool> {
     let Some(c) = builtin() else {

@@ -84,8 +84,9 @@ const IDLE: &[&str] = &[
     r"^(scheduler_wait|erts_check_io\w*|erts_poll_wait\w*|aux_thread|erts_sys_main_thread)$",
     // Go: an M with no goroutine to run, the network poller when idle, sysmon.
     r"^runtime\.(findRunnable|findrunnable|stopm|sysmon|templateThread)$",
-    // JVM: idle worker gangs and the periodic task thread.
-    r"^(WorkerThread::run|GangWorker::loop|WatcherThread::sleep|WorkerThreads::\w+)",
+    // JVM: idle worker gangs, the periodic task thread, and the attach listener waiting
+    // for its next tool (jcmd, jstack, a profiler's agent).
+    r"^(WorkerThread::run|GangWorker::loop|WatcherThread::sleep|WorkerThreads::\w+|\w*AttachListener::dequeue)",
     // Java: a pool's worker waiting for its next task (its queue's take or poll under
     // getTask, a fork-join worker with nothing to steal). The JIT's names carry the
     // return type first: "java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask()".
@@ -651,6 +652,8 @@ mod tests {
 
     #[test]
     fn a_java_pools_idle_workers_are_idle_and_its_locks_are_locks() {
+        // The attach listener between two tools' requests (kiln's own thread dumps).
+        assert_eq!(r("Attach Listener;__clone3;start_thread;thread_native_entry;Thread::call_run;JavaThread::thread_main_inner;attach_listener_thread_entry;LinuxAttachListener::dequeue;__libc_accept;do_syscall_64;__x64_sys_accept;inet_accept;inet_csk_accept;schedule"), WaitReason::Idle);
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();void java.util.concurrent.ThreadPoolExecutor.runWorker(java.util.concurrent.ThreadPoolExecutor$Worker);java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.LockSupport.park(java.lang.Object);void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;Parker::park;__futex_abstimed_wait_common;futex_do_wait"), WaitReason::Idle);
         assert_eq!(r("pool-1-thread-3;void java.lang.Thread.run();java.lang.Runnable java.util.concurrent.ThreadPoolExecutor.getTask();java.lang.Object java.util.concurrent.LinkedBlockingQueue.take();void java.util.concurrent.locks.ReentrantLock.lockInterruptibly();void jdk.internal.misc.Unsafe.park(boolean, long);Unsafe_Park;futex_do_wait"), WaitReason::Lock);
         assert_eq!(r("pool-1-thread-1;__clone3;start_thread;thread_native_entry;Interpreter;void com.sun.net.httpserver.Filter$Chain.doFilter(com.sun.net.httpserver.HttpExchange);void java.lang.Thread.sleep(long);JVM_Sleep;JavaThread::sleep;os::PlatformEvent::park;__GI___pthread_cond_timedwait;__futex_abstimed_wait_common;do_syscall_64;__x64_sys_futex;do_futex;futex_wait;__futex_wait;futex_do_wait"), WaitReason::Sleep);

@@ -1325,7 +1325,27 @@ pub fn slow_paths(f: &Facts) -> Vec<Finding> {
         return Vec::new();
     };
     let unit = &f.outcome.unit;
-    let claim = format!("the slowest {unit}s {}", r.said_of_path(f));
+    let mut claim = format!("the slowest {unit}s {}", r.said_of_path(f));
+    // The collector's work (a JVM's evacuation, Go's marking): its pauses, not the
+    // program's code.
+    let collector = f
+        .cpu_profile()
+        .and_then(|p| crate::profile::frame_category(p, &r.name))
+        == Some(kiln_model::categories::GC);
+    if collector {
+        let path = format!(
+            ": a slow path that some {unit}s take now and then, not the work of every {unit}"
+        );
+        claim = claim.replace(
+            &path,
+            &format!(": garbage collection's work, whose pauses hold the {unit}s in flight, not the program's"),
+        );
+    }
+    let class = if collector {
+        Class::GarbageCollection
+    } else {
+        Class::CpuBound
+    };
     let cpu = f
         .cpu_profile()
         .map(|p| p.event.name.clone())
@@ -1343,7 +1363,7 @@ pub fn slow_paths(f: &Facts) -> Vec<Finding> {
     );
     e.profile = Some(cpu);
     e.focus = Some(r.name.clone());
-    vec![Finding::new("slow-paths", Class::CpuBound, 0.9 * r.tail, claim)
+    vec![Finding::new("slow-paths", class, 0.9 * r.tail, claim)
         .evidence(e)
         .explains(r.tail * 100.0, format!("of the slowest {unit}'s latency"))
         .check(format!(

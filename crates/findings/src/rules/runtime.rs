@@ -551,27 +551,19 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
         ),
         _ => (f.values(col::TARGET, col::RSS), f.secs),
     };
-    let (Some(&(a, _)), Some(&(b, _))) = (rss.first(), rss.last()) else {
+    // A JVM's own account of its heap, when it keeps one: the old generation is what its
+    // collections left, where resident memory grows as the heap is committed, kept or not.
+    if oom.is_none() && super::Runtime::Jvm == f.runtime() {
+        let old = f.values(col::TARGET, col::JVM_OLD_USED);
+        if old.len() >= 3 {
+            return jvm_old_growth(f, &old);
+        }
+    }
+    let enough = if oom.is_some() { 0.0 } else { 64.0 * 1048576.0 };
+    let Some(g) = kept(&rss, enough) else {
         return Vec::new();
     };
-    let max = rss.iter().map(|(v, _)| *v).fold(0.0, f64::max);
-    let grew = b - a;
-    let enough = if oom.is_some() { 0.0 } else { 64.0 * 1048576.0 };
-    if grew <= enough || grew < 0.2 * a || b < 0.9 * max {
-        return Vec::new();
-    }
-    // Kept, not a sawtooth read at two of its tops (a collector freeing its heap every few
-    // seconds): the low of the last third of the window is above every value of its first
-    // third, and holds most of the growth.
-    let k = (rss.len() / 3).max(1);
-    let low_end = rss[rss.len() - k..]
-        .iter()
-        .map(|(v, _)| *v)
-        .fold(f64::INFINITY, f64::min);
-    let high_start = rss[..k].iter().map(|(v, _)| *v).fold(0.0, f64::max);
-    if low_end <= high_start || low_end - a < 0.5 * grew {
-        return Vec::new();
-    }
+    let (a, b, grew) = (g.from, g.to, g.to - g.from);
     // A JVM's heap grows to its maximum before it collects much: resident memory under
     // that maximum (its -Xmx; a JVM without one may take a quarter of the machine) is the
     // heap filling its allowance, not memory kept.
@@ -582,12 +574,9 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
         }
     }
     let per_s = grew / secs.max(1e-9);
-    // Filled to a bound, not kept without one: a cache, a pool or a heap growing to its
-    // size grows fast and then holds, where a leak under a steady load keeps its pace. The
-    // last third of the readings added under a tenth of the growth (and there are enough of
-    // them to tell).
-    let late = b - rss[rss.len() - k].0;
-    let held = oom.is_none() && rss.len() >= 6 && late < 0.1 * grew;
+    let held = oom.is_none() && g.held;
+    let k = g.last_third;
+    let late = g.late;
     let mut e = f.ev(
         "resident memory",
         format!(
@@ -602,7 +591,7 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
     // server killed ended the run: nothing else it measured matters as much.
     let rate = (per_s / (10.0 * 1048576.0)).min(1.0);
     if held {
-        let last_s = secs * k as f64 / rss.len() as f64;
+        let last_s = secs * k;
         let claim = format!(
             "the server's memory grew by {} to {} and then held ({} over the last {:.0} s): it filled to a bound — a cache, a pool or a heap's size — rather than leaking at this load",
             kiln_model::format_bytes(grew),
@@ -637,6 +626,141 @@ pub fn growth(f: &Facts) -> Vec<Finding> {
         .evidence(e)
         .check(format!(
             "grep -E 'Rss|Anon' /proc/{}/status (twice, seconds apart)",
+            f.meta.target.pids.first().copied().unwrap_or(0)
+        ))]
+}
+
+/// A level that grew through the window and kept most of it.
+struct Kept {
+    from: f64,
+    to: f64,
+    /// What the last third of the readings added.
+    late: f64,
+    /// The last third's share of the readings.
+    last_third: f64,
+    /// Filled to a bound, not kept without one: a cache, a pool or a heap growing to its
+    /// size grows fast and then holds, where a leak under a steady load keeps its pace.
+    /// The last third of the readings added under a tenth of the growth (and there are
+    /// enough of them to tell).
+    held: bool,
+}
+
+/// Whether `levels` (a level's readings over the window, in order) grew by more than
+/// `enough` and a fifth, ended near their highest, and kept it: not a sawtooth read at two
+/// of its tops (a collector freeing its heap every few seconds) — the low of the last
+/// third of the window is above every value of its first third, and holds most of the
+/// growth.
+fn kept(levels: &[(f64, f64)], enough: f64) -> Option<Kept> {
+    let (&(a, _), &(b, _)) = (levels.first()?, levels.last()?);
+    let max = levels.iter().map(|(v, _)| *v).fold(0.0, f64::max);
+    let grew = b - a;
+    if grew <= enough || grew < 0.2 * a || b < 0.9 * max {
+        return None;
+    }
+    let k = (levels.len() / 3).max(1);
+    let low_end = levels[levels.len() - k..]
+        .iter()
+        .map(|(v, _)| *v)
+        .fold(f64::INFINITY, f64::min);
+    let high_start = levels[..k].iter().map(|(v, _)| *v).fold(0.0, f64::max);
+    if low_end <= high_start || low_end - a < 0.5 * grew {
+        return None;
+    }
+    let late = b - levels[levels.len() - k].0;
+    Some(Kept {
+        from: a,
+        to: b,
+        late,
+        last_third: k as f64 / levels.len() as f64,
+        held: levels.len() >= 6 && late < 0.1 * grew,
+    })
+}
+
+/// The least-squares slope of `levels` (readings a second apart, or a window's seconds:
+/// `(value, seconds it stands for)`), per second; `None` with fewer than two.
+fn slope(levels: &[(f64, f64)]) -> Option<f64> {
+    let mut t = 0.0;
+    let pts: Vec<(f64, f64)> = levels
+        .iter()
+        .map(|&(v, w)| {
+            let at = t + w / 2.0;
+            t += w;
+            (at, v)
+        })
+        .collect();
+    let n = pts.len() as f64;
+    if pts.len() < 2 {
+        return None;
+    }
+    let (mt, mv) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / n,
+        pts.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let var: f64 = pts.iter().map(|p| (p.0 - mt).powi(2)).sum();
+    (var > 0.0).then(|| pts.iter().map(|p| (p.0 - mt) * (p.1 - mv)).sum::<f64>() / var)
+}
+
+/// A JVM's old generation (its own counters: what its collections left) grew through the
+/// window and no collection brought it back: objects the program keeps. Near the most
+/// the heap may take, the JVM will collect all the time, then fail.
+///
+/// False when: it grew by less than 32 MiB or a fifth, fell back (a collection of the old
+/// generation), or filled to a bound and held.
+fn jvm_old_growth(f: &Facts, old: &[(f64, f64)]) -> Vec<Finding> {
+    let Some(g) = kept(old, 32.0 * 1048576.0) else {
+        return Vec::new();
+    };
+    if g.held {
+        return Vec::new();
+    }
+    let grew = g.to - g.from;
+    // Its pace: the readings' least-squares slope (the young collections promote in
+    // bursts, and two readings at the ends may fall either side of one).
+    let per_s = slope(old).unwrap_or(grew / f.secs.max(1e-9));
+    let max = f
+        .values(col::TARGET, col::JVM_OLD_MAX)
+        .last()
+        .map(|(v, _)| *v)
+        .filter(|m| *m > 0.0);
+    let mut e = f.ev(
+        "the JVM's old generation in use",
+        format!(
+            "{} → {}",
+            kiln_model::format_bytes(g.from),
+            kiln_model::format_bytes(g.to)
+        ),
+        "hsperfdata, the JVM's own counters as jstat reads them: sun.gc.generation.1.space.0.used",
+    );
+    e.series = Some(format!("{}/{}", col::TARGET, col::JVM_OLD_USED));
+    let mut claim = format!(
+        "the JVM's old generation grew by {} ({}/s) and no collection brought it back: objects the program keeps",
+        kiln_model::format_bytes(grew),
+        kiln_model::format_bytes(per_s)
+    );
+    // Full within minutes: the JVM will soon do little but collect, then fail; nothing
+    // else the run measured matters as much.
+    let mut urgent = false;
+    if let Some(m) = max {
+        urgent = per_s > 0.0 && (m - g.to) / per_s < 600.0;
+        claim.push_str(&format!(
+            " ({} of the {} the old generation may take",
+            pct(g.to / m),
+            kiln_model::format_bytes(m)
+        ));
+        if per_s > 0.0 && g.to < m {
+            claim.push_str(&format!(
+                "; full in about {:.0} s at this pace, when the JVM will collect all the time, then fail with OutOfMemoryError",
+                (m - g.to) / per_s
+            ));
+        }
+        claim.push(')');
+    }
+    let rate = (per_s / (10.0 * 1048576.0)).min(1.0);
+    let score = if urgent { 0.97 } else { 0.4 + 0.4 * rate };
+    vec![Finding::new("growth", Class::MemoryGrowth, score, claim)
+        .evidence(e)
+        .check(format!(
+            "jstat -gcold {} 1000   # OU: the old generation in use, KiB",
             f.meta.target.pids.first().copied().unwrap_or(0)
         ))]
 }

@@ -237,6 +237,30 @@ pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> 
     let monitor = is_monitor(&at);
     let vm_lock =
         f.runtime() == Runtime::Jvm && ["Mutex::", "Monitor::"].iter().any(|m| at.starts_with(m));
+    // A JVM's threads held at a safepoint: every thread stopped while the JVM collects
+    // garbage (or runs another operation that needs them all stopped). Its own counters
+    // say whether its collectors ran meanwhile.
+    let safepoint = f.runtime() == Runtime::Jvm
+        && [
+            "WaitBarrier::wait",
+            "SafepointSynchronize::block",
+            "SafepointMechanism::",
+        ]
+        .iter()
+        .any(|m| at.contains(m));
+    if safepoint && matches!(reason, WaitReason::Lock | WaitReason::Futex) {
+        use kiln_store::columns as col;
+        return match f.mean(col::TARGET, col::JVM_GC) {
+            Some(gc) if gc > 0.0 => (
+                Class::GarbageCollection,
+                format!("were stopped at the JVM's safepoints while it collected garbage (its collectors ran {} of the time, by its own counters)", pct(gc / 100.0)),
+            ),
+            _ => (
+                Class::BlockedOther,
+                "were stopped at the JVM's safepoints (every thread held while the JVM collects garbage or runs another operation that needs them all stopped: -Xlog:safepoint names them)".into(),
+            ),
+        };
+    }
     match reason {
         WaitReason::Lock if gil => (Class::LockContention, "waited for Python's GIL".into()),
         // Compiled code locks through the JIT's stub: the method named is the compiled
