@@ -179,6 +179,11 @@ test('a run’s charts: only series that hold something, latency on a log scale 
   assert.equal(lat.title, 'Latency per second: latency, publish to consume (dashed: from the intended send time)');
   assert.equal(charts[6].yMax, 200);
   assert.deepEqual(charts[6].lines[0].values, [100, 120, 140], 'machine busy in % of one CPU');
+  // A JVM's own account of its heap joins its resident memory's chart.
+  target.columns.push({ name: NAMES.jvm_old_used!, unit: 'bytes', values: [1, 2, 3] }, { name: NAMES.jvm_heap_used!, unit: 'bytes', values: [null, null, null] });
+  const mem = runCharts({ tables: [load, target, machine], columns: NAMES, unit: 'msg', latency: 'consumer_latency', cpus: 2, categories: [] }).find((c) => c.id === 'rss')!;
+  assert.deepEqual(mem.lines.map((l) => l.label), ['resident (RSS)', 'JVM old generation in use'], 'a series with no value is left out');
+  assert.match(mem.title, /JVM's heap/);
 });
 
 test('a window over samples that weigh time counts the part of each block inside it', () => {

@@ -172,6 +172,10 @@ export interface ColumnNames {
   cpu_user: string;
   cpu_system: string;
   rss: string;
+  /** A JVM target's heap, old generation and its most, by its own counters (absent before 0.5). */
+  jvm_heap_used?: string;
+  jvm_old_used?: string;
+  jvm_old_max?: string;
   threads: string;
   voluntary: string;
   involuntary: string;

@@ -253,7 +253,21 @@ function targetCharts(r: RunShape, target: Table, machine: Table | undefined, ki
     out.push({ id: 'cpu', title: 'Target CPU by thread group, % of one CPU (lighter: system time)', unit: '%', scale: 'linear', kind: 'stacked', height: 150, lines: layers });
   }
   const rss = target.columns.find((c) => c.name === names.rss);
-  if (rss && anyValue(rss)) out.push({ id: 'rss', title: 'Target resident memory (RSS)', unit: 'bytes', scale: 'linear', kind: 'lines', height: 90, lines: [line(target, rss, COLORS[4])] });
+  // A JVM's own account of its heap beside its resident memory (the heap is committed as
+  // the JVM likes; what its old generation holds is what its collections left).
+  const jvm = [
+    [names.jvm_heap_used, 'JVM heap in use'],
+    [names.jvm_old_used, 'JVM old generation in use'],
+    [names.jvm_old_max, 'the most the old generation may take'],
+  ]
+    .map(([n, label]) => [target.columns.find((c) => n !== undefined && c.name === n), label] as const)
+    .filter((x): x is readonly [Column, string] => !!x[0] && anyValue(x[0]));
+  if (rss && anyValue(rss)) {
+    const lines = [line(target, rss, COLORS[4], jvm.length ? 'resident (RSS)' : undefined)];
+    jvm.forEach(([c, label], i) => lines.push(line(target, c, COLORS[(i + 7) % COLORS.length], label)));
+    const title = jvm.length ? "Target memory: resident (RSS) and the JVM's heap by its own counters" : 'Target resident memory (RSS)';
+    out.push({ id: 'rss', title, unit: 'bytes', scale: 'linear', kind: 'lines', height: jvm.length ? 120 : 90, lines });
+  }
   const sw = [names.voluntary, names.involuntary].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
   if (sw.length) out.push({ id: 'switches', title: 'Target context switches per second', unit: '1/s', scale: 'linear', kind: 'lines', height: 90, lines: sw.map((c, i) => line(target, c, COLORS[(i + 5) % COLORS.length], c.name, { exact: true })) });
   const counts = [names.threads, names.open_files, names.sockets].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
