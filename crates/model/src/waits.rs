@@ -164,6 +164,10 @@ const CHILD: &[&str] = &[
     // Go's os/exec: Wait (and Run, Output) for the process and the copying of its output.
     r"^os/exec\.\(\*Cmd\)\.(Wait|Run|Output|CombinedOutput)$",
     r"^(node::SyncProcessRunner::\w+|java\.lang\.ProcessHandleImpl\.waitForProcessExit0|Java_java_lang_ProcessHandleImpl_waitForProcessExit0)",
+    // Java's Process: waitFor (the reaper thread notifies it when the child ends), and
+    // reading the child's output to its end (its pipe's stream). The JIT's names carry
+    // the return type first.
+    r"(^|[ .])java\.lang\.(ProcessImpl\.waitFor|Process\.waitFor|ProcessImpl\$ProcessPipeInputStream\.)",
 ];
 
 /// Calls that wait for a kind of thing whatever their own wait is made of: a database's
@@ -646,6 +650,10 @@ mod tests {
             r("node;uv_run;uv__io_poll;epoll_wait;do_epoll_wait;ep_poll;schedule"),
             WaitReason::Poll
         );
+        // Java: a request's thread reading its child's output to the end, then waiting
+        // for the reaper thread's word that it ended.
+        assert_eq!(r("pool-1-thread-2;java.lang.String Receipts.stampReceipt();byte[] java.io.InputStream.readAllBytes();int java.lang.ProcessImpl$ProcessPipeInputStream.read(byte[], int, int);int java.io.FileInputStream.readBytes(byte[], int, int);readBytes;__libc_read;pipe_read;schedule"), WaitReason::Child);
+        assert_eq!(r("pool-1-thread-2;java.lang.String Receipts.stampReceipt();int java.lang.ProcessImpl.waitFor();void java.lang.Object.wait(long);ObjectMonitor::wait;futex_do_wait"), WaitReason::Child);
         // Python reading a child's output to its end (subprocess.run(capture_output=True)).
         assert_eq!(r("python3;do_GET (srv.py:7);run (subprocess.py:550);Popen.communicate (subprocess.py:1209);Popen._communicate (subprocess.py:2115);_PollLikeSelector.select (selectors.py:415);select_poll_poll;__GI___poll;do_sys_poll"), WaitReason::Child);
     }

@@ -162,8 +162,26 @@ impl Contended {
     }
 }
 
+/// Whether a JVM thread group (its name, digits as `N`: `process reaper (pid N)`) is one
+/// of the JDK's own service threads, which no request runs on.
+fn is_jdk_service_thread(group: &str) -> bool {
+    [
+        "process reaper",
+        "Attach Listener",
+        "Signal Dispatcher",
+        "Finalizer",
+        "Reference Handler",
+        "Common-Cleaner",
+        "Notification Thread",
+        "Service Thread",
+        "Monitor Deflation Thread",
+    ]
+    .iter()
+    .any(|s| group.starts_with(s))
+}
+
 /// The most waited-on monitor of dumps `d`; `None` when no thread of any dump was BLOCKED
-/// on a monitor.
+/// on a monitor (the JDK's service threads left out).
 pub(crate) fn contended(d: &JvmDumps) -> Option<Contended> {
     fn most<'a>(it: impl Iterator<Item = &'a str>) -> Option<&'a str> {
         let mut n: Vec<(&str, u32)> = Vec::new();
@@ -181,10 +199,13 @@ pub(crate) fn contended(d: &JvmDumps) -> Option<Contended> {
             })
             .map(|(x, _)| x)
     }
+    // The JDK's own service threads (the process reaper, the finalizer, the attach
+    // listener…) serve no request: their waits are not the requests'.
     let keys = d
         .dumps
         .iter()
         .flat_map(|x| &x.blocked)
+        .filter(|b| !is_jdk_service_thread(&b.group))
         .map(|b| (b.class.as_str(), b.method.as_str()));
     let mut counts: Vec<((&str, &str), u32)> = Vec::new();
     for k in keys {
@@ -200,7 +221,9 @@ pub(crate) fn contended(d: &JvmDumps) -> Option<Contended> {
                 Some(b) if b.1 >= e.1 => best,
                 _ => Some(e),
             })?;
-    let on = |b: &&MonitorWait| b.class == class && b.method == method;
+    let on = |b: &&MonitorWait| {
+        b.class == class && b.method == method && !is_jdk_service_thread(&b.group)
+    };
     let waits: Vec<&MonitorWait> = d.dumps.iter().flat_map(|x| &x.blocked).filter(on).collect();
     let parked = waits.iter().any(|w| w.parked);
     let groups: Vec<&str> = waits.iter().map(|w| w.group.as_str()).collect();
