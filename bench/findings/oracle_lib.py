@@ -435,6 +435,32 @@ def pg_shares(work, t0, t1, **preds):
     return f
 
 
+def fsync_figures(s, secs, conns):
+    """From fsync_time.bt's sums over a window of `secs`: the fsync(2) and fdatasync(2)
+    calls, their mean, and their time over `conns` connections' time."""
+    sync_s = (bpf_sum(s, "fsync_ns") + bpf_sum(s, "fdatasync_ns")) / 1e9
+    calls = bpf_sum(s, "fsync_calls") + bpf_sum(s, "fdatasync_calls")
+    return {
+        "window_s": round(secs, 2),
+        "fsync_calls": calls,
+        "fsync_per_s": round(calls / secs, 1) if secs else None,
+        "fsync_ms_mean": round(1000 * sync_s / calls, 3) if calls else None,
+        "fsync_pct_of_request_time": round(100 * sync_s / (conns * secs), 1) if secs else None,
+    }
+
+
+def read_jstat(path):
+    """`jstat -OPTION -t` output: one dict per reading, by its header's names."""
+    rows, head = [], None
+    for line in open(path):
+        w = line.split()
+        if w and w[0] == "Timestamp":
+            head = w
+        elif head and len(w) == len(head):
+            rows.append(dict(zip(head, (float(x) if x != "-" else 0.0 for x in w))))
+    return rows
+
+
 def write_oracle(out_dir, text, figures):
     with open(os.path.join(out_dir, "oracle.txt"), "w") as f:
         f.write(text if text.endswith("\n") else text + "\n")

@@ -17,18 +17,14 @@ oracle_end() {
   oracle_py 16 << 'PY'
 s, secs = bpf_window(os.path.join(WORK, "sys.bt.out"), T0, T1)
 conns = int(ARGS[0])
-sync_s = (bpf_sum(s, "fsync_ns") + bpf_sum(s, "fdatasync_ns")) / 1e9
-calls = bpf_sum(s, "fsync_calls") + bpf_sum(s, "fdatasync_calls")
 writes = bpf_sum(s, "write_calls")
-f = {
-    "window_s": round(secs, 2),
-    "fsync_per_s": round(calls / secs, 1) if secs else None,
-    "fsync_ms_mean": round(1000 * sync_s / calls, 3) if calls else None,
-    "fsync_pct_of_request_time": round(100 * sync_s / (conns * secs), 1) if secs else None,
+f = fsync_figures(s, secs, conns)
+calls = f.pop("fsync_calls")
+f.update({
     "fsyncs_per_write_pair": round(2 * calls / writes, 2) if writes else None,
     "disk_write_mb_per_s": PROC.get("disk_write_mb_per_s"),
     "target_cpu_pct": PROC.get("target_cpu_pct"),
-}
+})
 text = (f"bpftrace over {secs:.1f} s of the window:\n"
         f"  fsync/fdatasync: {calls} calls ({f['fsync_per_s']}/s), {f['fsync_ms_mean']} ms each, "
         f"{f['fsync_pct_of_request_time']}% of the {conns} connections' time\n"

@@ -18,14 +18,7 @@ oracle_window() {
 }
 oracle_end() {
   oracle_py << 'PY'
-rows = []
-head = None
-for line in open(os.path.join(WORK, "jstat.txt")):
-    w = line.split()
-    if w and w[0] == "Timestamp":
-        head = w
-    elif head and len(w) == len(head):
-        rows.append(dict(zip(head, (float(x) if x != "-" else 0.0 for x in w))))
+rows = read_jstat(os.path.join(WORK, "jstat.txt"))
 a, b = rows[0], rows[-1]
 secs = b["Timestamp"] - a["Timestamp"]
 f = {

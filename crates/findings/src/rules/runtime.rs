@@ -71,20 +71,36 @@ pub fn gc(f: &Facts) -> Vec<Finding> {
     if share < 0.1 || negligible(f, share) {
         return Vec::new();
     }
-    let claim = format!(
+    let mut claim = format!(
         "garbage collection took {} of the server's CPU ({} of the {} it used)",
         pct(share),
         cpus(share * used),
         cpus(used)
     );
+    // A JVM's own account beside kiln's: the time its collectors took (pauses and
+    // concurrent cycles), by its counters.
+    let jvm = f.mean(col::TARGET, col::JVM_GC);
+    if let Some(j) = jvm {
+        claim.push_str(&format!(
+            "; by the JVM's own counters its collectors ran {} of the time",
+            pct(j / 100.0)
+        ));
+    }
     let mut e = f.ev("garbage collection", pct(share), source);
     e.profile = Some(p.event.name.clone());
-    vec![
-        Finding::new("gc", Class::GarbageCollection, weight(f, share), claim)
-            .evidence(e)
-            .explains(share * 100.0, "of the server's CPU")
-            .check(gc_check(f)),
-    ]
+    let mut x = Finding::new("gc", Class::GarbageCollection, weight(f, share), claim).evidence(e);
+    if let Some(j) = jvm {
+        let mut ev = f.ev(
+            "the JVM's collectors' time",
+            format!("{} of the wall time", pct(j / 100.0)),
+            "hsperfdata, the JVM's own counters as jstat reads them: sun.gc.collector.N.time",
+        );
+        ev.series = Some(format!("{}/{}", col::TARGET, col::JVM_GC));
+        x = x.evidence(ev);
+    }
+    vec![x
+        .explains(share * 100.0, "of the server's CPU")
+        .check(gc_check(f))]
 }
 
 /// Memory taken from the kernel and given back over and over: the CPU in the kernel's
