@@ -162,6 +162,19 @@ fn starvation_names_who_took_the_cpu_and_needs_run_queue_time() {
     let mut r2 = r.clone();
     r2.series = vec![target(10, 2.0, &[group("srv", 8.0, 40.0, 2.0, 10.0)])];
     assert!(rules::cpu::starvation(&Facts::of(&r2, None)).is_empty());
+    // A third of their ready time waiting on a machine 16% busy (a CPU idle all the
+    // while): the scheduler's wake-up wait, not others holding the CPUs.
+    let mut r3 = r.clone();
+    headline(&mut r3, 1000.0, 0.14, 16.0, 0.2);
+    r3.series = vec![
+        target(10, 8.0, &[group("srv", 8.0, 14.0, 8.0, 3.0)]),
+        table("others", 10, &[("cpu:kworker (9)", 17.0)]),
+    ];
+    assert!(
+        rules::cpu::starvation(&Facts::of(&r3, None)).is_empty(),
+        "{:#?}",
+        rules::cpu::starvation(&Facts::of(&r3, None))
+    );
 }
 
 /// A server whose threads wait for CPUs held by its own short-lived workers (forked for
