@@ -589,7 +589,14 @@ static __always_inline void on_sleep(void *ctx, struct task_struct *prev, u32 ru
 			sp = BPF_CORE_READ(regs, sp);
 			bp = BPF_CORE_READ(regs, bp);
 			p->key.ustack = user_stack(s, r, ip, bp, &p->seen_ustack);
-			p->key.caller_hash = caller_hash(s, r, sp, bp) ^ kind_hash(prev);
+			/* The process's first thread is a kind of its own: its blocks
+			 * share no snapshot with its siblings' of the same name (all of
+			 * Node's threads are `node`; its main thread's timed condition
+			 * wait and a worker's condition wait scanned alike through a libc
+			 * without frame pointers, and the workers' blocks were unwound
+			 * with the main thread's stack). */
+			p->key.caller_hash = caller_hash(s, r, sp, bp) ^ kind_hash(prev) ^
+					     (pid == tgid ? 0x9e3779b97f4a7c15ULL : 0);
 			snapshot(s, &p->key, ip, sp, bp, p);
 		} else {
 			count(C_SNAP_ERR, 1);
