@@ -232,7 +232,7 @@ pid $dir/nginx.pid;
 error_log $dir/error.log warn;
 events { worker_connections 4096; }
 http {
-  log_format timing '\$msec \$request_time \$status \$body_bytes_sent \$limit_req_status';
+  log_format timing '\$msec \$request_time \$status \$body_bytes_sent \$limit_req_status \$upstream_response_time';
   access_log $dir/access.log timing;
   client_body_temp_path $dir/tmp/body;
   proxy_temp_path $dir/tmp/proxy;

@@ -56,15 +56,27 @@ def wall_of(mono_ns):
 
 def nginx_requests(work, t0, t1):
     """nginx's own account of the requests it ended inside the window (start_nginx's
-    access log, `$msec $request_time $status $body_bytes_sent $limit_req_status`): a
-    list of (request_time_s, status, limit_req_status)."""
+    access log, `$msec $request_time $status $body_bytes_sent $limit_req_status
+    $upstream_response_time`): a list of (request_time_s, status, limit_req_status)."""
+    return [(t, st, lim) for t, st, lim, _ in _nginx_log(work, t0, t1)]
+
+
+def nginx_upstream_times(work, t0, t1):
+    """The same requests as (request_time_s, upstream_response_time_s): the time nginx
+    waited for its upstream, by its own account (0 for a request that had none)."""
+    return [(t, up) for t, _, _, up in _nginx_log(work, t0, t1)]
+
+
+def _nginx_log(work, t0, t1):
     a, b = wall_of(t0), wall_of(t1)
     out = []
     with open(os.path.join(work, "nginx", "access.log")) as f:
         for line in f:
             w = line.split()
             if len(w) >= 3 and a <= float(w[0]) <= b:
-                out.append((float(w[1]), int(w[2]), w[4] if len(w) > 4 else "-"))
+                # Several upstream tries are listed "0.020, 0.021"; "-" is none.
+                up = sum(float(x) for x in " ".join(w[5:]).replace(",", " ").replace(":", " ").split() if x != "-")
+                out.append((float(w[1]), int(w[2]), w[4] if len(w) > 4 else "-", up))
     return out
 
 

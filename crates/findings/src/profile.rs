@@ -207,6 +207,58 @@ pub fn program_functions(p: &Profile, keep: &[bool]) -> (Vec<(String, u128)>, u1
     (v, total)
 }
 
+/// The program's function deepest in the stacks that runs under it in at least `min` of
+/// the weight `keep` marks (a job's entry under a pool's dispatch: `kdf_pbkdf2_derive`
+/// above the hash functions it spends its time in), and that share. `None` when no
+/// program frame covers that much.
+pub fn dominant_frame(p: &Profile, keep: &[bool], min: f64) -> Option<(String, f64)> {
+    // Each stack once, with its samples' weight.
+    let mut by_stack: HashMap<kiln_model::StackId, u128> = HashMap::new();
+    let mut total = 0u128;
+    for i in 0..p.samples.len() {
+        if keep.get(i).copied().unwrap_or(false) {
+            *by_stack.entry(p.samples.stack[i]).or_default() += p.samples.weight[i] as u128;
+            total += p.samples.weight[i] as u128;
+        }
+    }
+    let mut cover: HashMap<FrameId, (u128, f64)> = HashMap::new();
+    // The thread's own start (its first program frame) names no job: left out.
+    let mut entries: std::collections::HashSet<FrameId> = Default::default();
+    let mut path = Vec::new();
+    let program = |f: FrameId| {
+        !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root)
+            && kiln_model::waits::is_program_frame(&String::from_utf8_lossy(p.frame_name(f)))
+    };
+    for (st, w) in by_stack {
+        path.clear();
+        p.stacks.path_into(st, &mut path);
+        path.dedup();
+        let mut first = true;
+        for (d, &f) in path.iter().enumerate() {
+            if !program(f) || path[..d].contains(&f) {
+                continue;
+            }
+            if std::mem::take(&mut first) {
+                entries.insert(f);
+                continue;
+            }
+            let c = cover.entry(f).or_default();
+            c.0 += w;
+            c.1 += d as f64 * w as f64;
+        }
+    }
+    let total = total.max(1);
+    cover
+        .into_iter()
+        .filter(|(f, (w, _))| *w as f64 >= min * total as f64 && !entries.contains(f))
+        .map(|(f, (w, d))| {
+            let name = String::from_utf8_lossy(p.frame_name(f)).into_owned();
+            (name, w as f64 / total as f64, d / w.max(1) as f64)
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2).then(b.0.cmp(&a.0)))
+        .map(|(n, s, _)| (n, s))
+}
+
 /// The built-in category rules, compiled once.
 pub fn builtin() -> Option<&'static Categoriser> {
     static C: std::sync::OnceLock<Option<Categoriser>> = std::sync::OnceLock::new();
@@ -444,6 +496,34 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn a_pools_job_is_the_deepest_program_frame_under_most_of_its_samples() {
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let job = "u:start_thread;u:worker;u:node::ThreadPoolWork::ScheduleWork;u:PKCS5_PBKDF2_HMAC;u:kdf_pbkdf2_derive";
+        add(
+            &mut p,
+            &format!("{job};u:HMAC_Final;u:sha256_block_data_order"),
+            6,
+        );
+        add(
+            &mut p,
+            &format!("{job};u:HMAC_CTX_copy;u:EVP_MD_CTX_copy_ex"),
+            3,
+        );
+        add(
+            &mut p,
+            "u:start_thread;u:worker;u:uv_cond_wait;k:futex_wait",
+            1,
+        );
+        let all = vec![true; p.samples.len()];
+        assert_eq!(
+            dominant_frame(&p, &all, 0.8),
+            Some(("kdf_pbkdf2_derive".to_string(), 0.9))
+        );
+        // Nothing under 95% but the thread's start, which is no program's.
+        assert_eq!(dominant_frame(&p, &all, 0.95), None);
     }
 
     #[test]

@@ -129,6 +129,8 @@ const LOCK: &[&str] = &[
 const IO: &[&str] = &[
     // Linux AIO's io_getevents.
     r"^(read_events|do_io_getevents|__x64_sys_io_getevents)$",
+    // Direct I/O (O_DIRECT) waits for its request where it was submitted.
+    r"^(__iomap_dio_rw|iomap_dio_rw|blk_io_schedule|__blkdev_direct_IO\w*|blkdev_direct_IO\w*|__blockdev_direct_IO|do_blockdev_direct_IO|swap_read_folio\w*|swap_readpage\w*)$",
     r"^(io_schedule\w*|folio_wait_bit\w*|folio_wait_\w+|wait_on_page_bit\w*|__folio_lock\w*|submit_bio_wait|blk_mq_\w+|wait_for_completion_io\w*|jbd2_\w+|ext4_sync_file|xfs_file_fsync|bit_wait_io|__wait_on_buffer|filemap_fault|do_read_cache_\w+)$",
 ];
 
@@ -799,6 +801,8 @@ mod tests {
             WaitReason::Poll
         );
         assert_eq!(r("db;main;pread64;do_syscall_64;vfs_read;filemap_read;folio_wait_bit_common;io_schedule"), WaitReason::Io);
+        // O_DIRECT: the wait for the request is in the direct I/O code (its schedule trimmed).
+        assert_eq!(r("server;serve;read_block_from_disk;__GI___pread;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_pread64;vfs_read;ext4_file_read_iter;iomap_dio_rw;__iomap_dio_rw"), WaitReason::Io);
         assert_eq!(
             r("app;worker;pthread_cond_wait;do_syscall_64;futex_wait;futex_do_wait"),
             WaitReason::Futex

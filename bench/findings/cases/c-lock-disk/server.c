@@ -1,7 +1,8 @@
 /* A block store whose one mutex is held around a disk read: every request takes
  * `store_lock` in lookup_block() and, under it, reads a 16 KiB block from the data file
  * with O_DIRECT (read_block_from_disk), so requests wait for each other's reads.
- * usage: server DATA-FILE */
+ * With --no-lock (c-disk-read) no lock is taken: each request waits for its own read.
+ * usage: server DATA-FILE [--no-lock] */
 #include "mini_http.h"
 #include <fcntl.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
 static int data_fd;
 static long nblocks;
+static int no_lock;
 
 static __attribute__((noinline)) uint64_t read_block_from_disk(long block, unsigned char *buf) {
     if (pread(data_fd, buf, BLOCK, (off_t)block * BLOCK) != BLOCK) die("pread");
@@ -21,6 +23,7 @@ static __attribute__((noinline)) uint64_t read_block_from_disk(long block, unsig
 }
 
 static __attribute__((noinline)) uint64_t lookup_block(long block, unsigned char *buf) {
+    if (no_lock) return read_block_from_disk(block, buf);
     pthread_mutex_lock(&store_lock);
     uint64_t sum = read_block_from_disk(block, buf);
     pthread_mutex_unlock(&store_lock);
@@ -46,7 +49,8 @@ static void *serve(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) { fprintf(stderr, "usage: %s DATA-FILE\n", argv[0]); return 2; }
+    no_lock = argc == 3 && strcmp(argv[2], "--no-lock") == 0;
+    if (argc != 2 + no_lock) { fprintf(stderr, "usage: %s DATA-FILE [--no-lock]\n", argv[0]); return 2; }
     data_fd = open(argv[1], O_RDONLY | O_DIRECT);
     if (data_fd < 0) die(argv[1]);
     struct stat st;

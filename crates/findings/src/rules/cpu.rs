@@ -279,6 +279,15 @@ fn find_one_thread(f: &Facts) -> Vec<Finding> {
         let top = top_named(p, &keep, 3);
         if let Some((name, share)) = top.first() {
             claim.push_str(&format!("; its CPU is mostly in {name} ({})", pct(*share)));
+            // A library's function on a thread that runs jobs (a pool's): the job is the
+            // function all of it runs under (kdf_pbkdf2_derive over SHA-256's rounds).
+            if *share < 0.5 {
+                if let Some((under, all)) =
+                    crate::profile::dominant_frame(p, &keep, 0.8).filter(|(u, _)| u != name)
+                {
+                    claim.push_str(&format!(", all under {under} ({})", pct(all)));
+                }
+            }
             if let Some(k) = kernel_clause(p, &keep) {
                 claim.push_str(&format!(", {k}"));
             }
