@@ -3674,13 +3674,20 @@ fn psql(port: u16, sql: &str) -> Vec<Vec<String>> {
 
 /// A run of `kiln run -e cpu,offcpu,runnable` on a fresh PostgreSQL set up with `setup`
 /// (statements, one at a time),
-/// its load pgbench's `clients` running `script` over and over; with PostgreSQL's own
+/// its load pgbench's `clients` running `script` over and over (`connect_each`: a new
+/// connection for each transaction, pgbench's `-C`); with PostgreSQL's own
 /// account over the measured seconds: the client backends' wait events
-/// (`wait_event_type:wait_event`, `-:-` for none) every 100 ms.
+/// (`wait_event_type:wait_event`, `-:-` for none) every 100 ms, and the sessions it
+/// counted over the run.
 struct Pgbench {
     text: String,
     found: Vec<(String, String, f64)>,
     waits: Vec<String>,
+    run: serde_json::Value,
+    sessions: f64,
+    /// The CPU of the backends the postmaster reaped over the run (its cutime + cstime),
+    /// CPUs: the kernel's account of what the ended backends used.
+    reaped_cpus: f64,
 }
 
 impl Pgbench {
@@ -3691,6 +3698,17 @@ impl Pgbench {
         setup: &[&str],
         script: &str,
         clients: u32,
+    ) -> Option<Pgbench> {
+        Self::run_with(name, durable, setup, script, clients, false)
+    }
+
+    fn run_with(
+        name: &str,
+        durable: bool,
+        setup: &[&str],
+        script: &str,
+        clients: u32,
+        connect_each: bool,
     ) -> Option<Pgbench> {
         if !kiln_testkit::have_postgres() {
             return None;
@@ -3719,7 +3737,29 @@ impl Pgbench {
                 .parse()
                 .unwrap()
         };
-        let commits_before = commits();
+        let sessions = || -> f64 {
+            psql(
+                port,
+                "select sessions from pg_stat_database where datname = 'postgres'",
+            )[0][0]
+                .parse()
+                .unwrap()
+        };
+        let postmaster = pg.pid().unwrap();
+        let reaped = || -> f64 {
+            let stat = std::fs::read_to_string(format!("/proc/{postmaster}/stat")).unwrap();
+            let f: Vec<&str> = stat
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .split_whitespace()
+                .collect();
+            // cutime and cstime: fields 16 and 17, the 14th and 15th after the comm.
+            let ticks: f64 = f[13].parse::<f64>().unwrap() + f[14].parse::<f64>().unwrap();
+            ticks / 100.0
+        };
+        let (commits_before, sessions_before, reaped_before) = (commits(), sessions(), reaped());
+        let started = Instant::now();
         let mut child = kiln_testkit::kiln_process()
             .env("KILN_STORE", &store)
             .args(["run", "--name", name, "-e", "cpu,offcpu,runnable"])
@@ -3727,6 +3767,7 @@ impl Pgbench {
             .args(["-p", &pg.pid().unwrap().to_string(), "exec", "--"])
             .args(["pgbench", "-h", "127.0.0.1", "-U", "kiln", "-n", "-j", "2"])
             .args(["-c", &clients.to_string(), "-p", &port.to_string()])
+            .args(if connect_each { &["-C"][..] } else { &[][..] })
             .args(["-P", "1", "-T", "120", "-f"])
             .arg(&file)
             .arg("postgres")
@@ -3755,6 +3796,7 @@ impl Pgbench {
             }
         }
         let status = child.wait().unwrap();
+        let reaped_cpus = (reaped() - reaped_before) / started.elapsed().as_secs_f64();
         let (text, err) = (stdout.all(), stderr.all());
         assert!(status.success(), "kiln run failed:\n{text}\n{err}");
         assert!(
@@ -3762,9 +3804,10 @@ impl Pgbench {
             "pg_stat_activity saw no client:\n{err}\n{text}"
         );
         assert!(
-            text.contains(&format!(
-                "forked {clients} processes running its own program"
-            )),
+            connect_each
+                || text.contains(&format!(
+                    "forked {clients} processes running its own program"
+                )),
             "kiln did not say it followed the backends:\n{err}\n{text}"
         );
         let run = shown(&store, name);
@@ -3778,7 +3821,14 @@ impl Pgbench {
         {
             std::thread::sleep(Duration::from_millis(100));
         }
-        let did = commits() - commits_before;
+        // A backend's start commits a transaction of its own: with a connection for each,
+        // PostgreSQL's count of them is its sessions'.
+        let did = if connect_each {
+            sessions() - sessions_before
+        } else {
+            commits() - commits_before
+        };
+        let sessions = sessions() - sessions_before;
         let parsed = &run["load"]["report"]["parsed"];
         let counted = parsed["requests"].as_f64().unwrap_or(0.0);
         println!("pgbench counted {counted} transactions; PostgreSQL committed {did}");
@@ -3795,7 +3845,14 @@ impl Pgbench {
             !found.iter().any(|f| f.0 == "child-processes"),
             "the backends were said to be programs the server ran:\n{text}"
         );
-        Some(Pgbench { text, found, waits })
+        Some(Pgbench {
+            text,
+            found,
+            waits,
+            run,
+            sessions,
+            reaped_cpus,
+        })
     }
 
     /// The share of the backends' samples (%) whose wait event `pred` holds for.
@@ -3803,6 +3860,63 @@ impl Pgbench {
         let n = self.waits.iter().filter(|w| pred(w)).count();
         100.0 * n as f64 / self.waits.len() as f64
     }
+}
+
+/// A connection for every transaction: 8 pgbench clients connect anew for each (`-C`), one
+/// primary-key lookup a connection. PostgreSQL forks a backend per connection, which
+/// starts, authenticates, loads its caches and exits: kiln must say the server started a
+/// copy of itself per connection first (before the CPU or the network it shows up as),
+/// at the pace PostgreSQL's own count of its sessions gives, and with what the ended
+/// backends used as the kernel counted it for the postmaster (its cutime + cstime).
+#[test]
+fn a_database_whose_clients_connect_for_every_transaction_is_said_to_fork_a_backend_for_each() {
+    let Some(r) = Pgbench::run_with(
+        "connect",
+        false,
+        &["create table orders(id int primary key, total int); insert into orders select g, g % 97 from generate_series(1, 10000) g"],
+        "\\set id random(1, 10000)\nSELECT total FROM orders WHERE id = :id;\n",
+        8,
+        true,
+    ) else {
+        return;
+    };
+    let tps = r.run["headline"]["throughput"].as_f64().unwrap();
+    println!(
+        "{}\nPostgreSQL: {} sessions over the run, pgbench {tps:.0} tx/s; the postmaster reaped {:.2} CPUs of backends",
+        r.text, r.sessions, r.reaped_cpus
+    );
+    let first = r.found.iter().find(|f| f.0 != "cpu-starvation").unwrap();
+    assert_eq!(first.0, "connection-churn", "{}", r.text);
+    assert!(first.1.contains("copy of itself"), "{}", first.1);
+    // Its pace (the new processes that ran a sample, a lower bound) against pgbench's
+    // transactions a second, each on its own connection, as PostgreSQL's sessions say.
+    let pace: f64 = first
+        .1
+        .split(" a second, at least")
+        .next()
+        .and_then(|x| x.rsplit('(').next())
+        .and_then(|x| x.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pace in {}", first.1));
+    assert!(
+        pace >= 0.5 * tps && pace <= 1.15 * tps,
+        "kiln: {pace} new processes a second; pgbench: {tps:.0} tx/s\n{}",
+        r.text
+    );
+    // What the ended backends used, against the kernel's count for the postmaster over
+    // the whole run (warm-up and its end included: loosely).
+    let used: f64 = first
+        .1
+        .split("under a second old used ")
+        .nth(1)
+        .and_then(|x| x.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no CPU in {}", first.1));
+    assert!(
+        used >= 0.5 * r.reaped_cpus && used <= 2.0 * r.reaped_cpus,
+        "kiln: the ended backends used {used} CPUs; the kernel: {:.2}\n{}",
+        r.reaped_cpus,
+        r.text
+    );
 }
 
 /// PostgreSQL's clients queued behind one row's lock: 16 pgbench clients each update row

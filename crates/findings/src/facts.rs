@@ -74,6 +74,9 @@ pub struct Cpus {
     /// The CPU of the target's child processes that ended in the window and were waited
     /// for (`cutime` + `cstime`): programs it ran for its work.
     pub children: Option<f64>,
+    /// Of the target's CPU, the copies of it that ended under a second old (forked for
+    /// one connection: PostgreSQL's backends under `pgbench -C`).
+    pub young_copies: Option<f64>,
 }
 
 /// A run, or a window of it, as the rules read it.
@@ -462,5 +465,6 @@ fn cpus(run: &RunData, meta: &RunMeta, w: &Window) -> Cpus {
         runnable: mean(col::TARGET, col::RUNNABLE).map(|p| p / 100.0),
         quota,
         children: mean(col::TARGET, col::CHILDREN_CPU).map(|p| p / 100.0),
+        young_copies: mean(col::TARGET, col::YOUNG_COPIES_CPU).map(|p| p / 100.0),
     }
 }

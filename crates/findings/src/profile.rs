@@ -101,6 +101,34 @@ pub fn copies_cpu(p: &Profile, pids: &[u32]) -> Option<f64> {
     Some(w as f64 * ns / 1e9)
 }
 
+/// The processes of `p` other than `pids` (the target's when the recording began): how
+/// many ran a sample, and which samples are theirs. Once the programs it ran are left
+/// out ([`programs_ran`]), these are copies of the server it started in the window.
+pub fn new_processes(p: &Profile, pids: &[u32]) -> (usize, Vec<bool>) {
+    if pids.is_empty() {
+        return (0, vec![false; p.samples.len()]);
+    }
+    let other: Vec<Option<u32>> = p
+        .threads
+        .iter()
+        .map(|(_, t)| t.pid.filter(|x| !pids.contains(x)))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let keep = p
+        .samples
+        .thread
+        .iter()
+        .map(|t| match other.get(t.0 as usize).copied().flatten() {
+            Some(pid) => {
+                seen.insert(pid);
+                true
+            }
+            None => false,
+        })
+        .collect();
+    (seen.len(), keep)
+}
+
 /// Which of `p`'s samples have a stack `pred` holds for, given the stack's frames from
 /// the root to the leaf (each stack walked once, however many samples share it).
 pub fn with_stack(p: &Profile, mut pred: impl FnMut(&[FrameId]) -> bool) -> Vec<bool> {

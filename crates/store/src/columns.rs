@@ -75,6 +75,10 @@ pub const REFAULTS: &str = "file refaults";
 /// CPU of the target's child processes once they ended and it waited for them
 /// (`cutime` + `cstime` of `/proc/PID/stat`: programs it ran), `%` of one CPU.
 pub const CHILDREN_CPU: &str = "children cpu";
+/// CPU of copies of the target (its own program, forked) that ended under a second old,
+/// as their parent counted it once it waited for them: a process per connection. Part of
+/// the target's CPU, `%` of one CPU.
+pub const YOUNG_COPIES_CPU: &str = "young copies cpu";
 
 /// A JVM target's heap in use (every generation's spaces), by its own counters
 /// (`hsperfdata`, as `jstat` reads them), `bytes`: only for a JVM that keeps them.

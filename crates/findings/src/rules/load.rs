@@ -591,6 +591,85 @@ pub fn connections(f: &Facts) -> Vec<Finding> {
     .check("curl -sv URL -o /dev/null 2>&1 | grep -i '^< connection'; nstat -az TcpPassiveOpens (twice, a second apart)".to_string())]
 }
 
+/// The server started a copy of itself for its connections and each ended soon after (a
+/// forking server: PostgreSQL's backend per connection, inetd's, a prefork server told
+/// to serve one connection a child): processes it started at a fair share of the pace of
+/// its operations, whose CPU the kernel counted for it as they ended under a second old
+/// (`cutime` + `cstime` of their parent, once waited for) — a fair share of what serving
+/// cost. Every connection then pays a fork, the copy's set-up (its caches, its
+/// authentication) and its exit besides its work.
+///
+/// False when: the copies that ended young used under 0.05 CPU, or under a quarter of
+/// the server's CPU; fewer than 20 new processes ran in the window, or fewer than one
+/// for every five operations (long-lived workers replaced now and then). Programs the
+/// server ran (another executable) are no copies: the programs rule speaks for those.
+pub fn processes(f: &Facts) -> Vec<Finding> {
+    let (Some(kids), Some(all)) = (f.cpus.young_copies, f.cpus.target) else {
+        return Vec::new();
+    };
+    let share = kids / all.max(1e-9);
+    if kids < 0.05 || share < 0.25 {
+        return Vec::new();
+    }
+    let own = (all - kids).max(0.0);
+    let Some(p) = f.cpu_profile() else {
+        return Vec::new();
+    };
+    let (started, keep) = crate::profile::new_processes(p, &f.meta.target.pids);
+    let per_s = started as f64 / f.secs.max(1e-9);
+    let ops_per_s = f.outcome.ops.map(|o| o / f.secs.max(1e-9));
+    if started < 20 || ops_per_s.is_some_and(|o| per_s < 0.2 * o) {
+        return Vec::new();
+    }
+    let unit = &f.outcome.unit;
+    let pace = match ops_per_s {
+        Some(o) => format!(
+            " ({per_s:.0} a second, at least: those that ran a sample; {o:.0} {unit}s a second)"
+        ),
+        None => format!(" ({per_s:.0} a second, at least: those that ran a sample)"),
+    };
+    let top = crate::profile::top_named(p, &keep, 3);
+    let spent = if top.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the new processes' CPU is mostly in {}",
+            top.iter()
+                .map(|(n, s)| format!("{n} ({})", pct(*s)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let claim = format!(
+        "the server started a copy of itself for its connections and each ended soon after: {} new processes ran in the window{pace}, and those that ended under a second old used {} beside the rest of the server's {} ({} of its CPU){spent} — each connection pays a fork, the copy's set-up and its exit besides its work: keep connections open (a pool in the client, or a pooler in front such as pgbouncer for PostgreSQL)",
+        thousands(started as f64),
+        cpus(kids),
+        cpus(own),
+        pct(share),
+    );
+    vec![Finding::new(
+        "processes",
+        Class::ConnectionChurn,
+        (0.6 + 0.35 * share).min(0.95),
+        claim,
+    )
+    .evidence(f.ev(
+        "its copies' CPU, those that ended under a second old",
+        format!("{} (the rest of the server {})", cpus(kids), cpus(own)),
+        "/proc/PID/stat of their parents (cutime + cstime, once waited for)",
+    ))
+    .evidence(f.ev(
+        "new processes that ran",
+        format!("{} in {:.1} s", thousands(started as f64), f.secs),
+        format!("CPU profile ({}): processes other than the target's at the start", p.event.name),
+    ))
+    .explains(share * 100.0, "of the server's CPU")
+    .check(format!(
+        "perf stat -e sched:sched_process_fork -p {} -- sleep 5   # processes started; ss -tan state time-wait | wc -l",
+        f.meta.target.pids.first().copied().unwrap_or(0)
+    ))]
+}
+
 fn thousands(v: f64) -> String {
     super::queues::thousands(v)
 }

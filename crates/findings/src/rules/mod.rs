@@ -31,6 +31,7 @@
 //! | [`queues::open_files`] | the open files against the target's limit | a server at its open-files limit (`ulimit -n`) |
 //! | [`load::refused`] | the fleet's failed connection attempts, by reason | connections the server refused |
 //! | [`load::connections`] | the load's connections opened against its answers | a new connection per request (keep-alive off at the server) |
+//! | [`load::processes`] | the kernel's count of its ended children's CPU, the new processes in the CPU profile | a process started per connection (a forking server) |
 //! | [`sweep::knee`] | Little's law across steps, then every rule on the step | where a sweep broke, and why |
 use crate::{Evidence, Facts, Finding, Findings, MIN_SCORE};
 
@@ -74,6 +75,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("refused", load::refused),
     ("lost", load::lost),
     ("connections", load::connections),
+    ("processes", load::processes),
     ("growth", runtime::growth),
 ];
 

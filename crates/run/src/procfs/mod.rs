@@ -387,6 +387,9 @@ struct Counts {
     overflows: Option<u64>,
     /// Since the previous sample: the CPU of children the processes waited for, ticks.
     children_ticks: u64,
+    /// Since the previous sample: the CPU of copies of the target that ended young (a
+    /// process per connection), as their parents counted it once they waited for them.
+    young_copies_ticks: u64,
     /// Connections waiting in the accept queues of the target's listeners now.
     accept_queue: Option<u64>,
     /// The cgroup's quota (CPUs) and the µs it was throttled since the previous sample.
@@ -557,6 +560,7 @@ impl ProcSampler {
             };
             let copies = (growth as f64 * share).round() as u64;
             self.copies.ended.0 += copies;
+            c.young_copies_ticks = copies;
             c.children_ticks = growth - copies;
         }
         totals.target_user_s += self.copies.ended.0 as f64 / tps;
@@ -839,6 +843,11 @@ impl ProcSampler {
                 col::CHILDREN_CPU.into(),
                 "%",
                 Some(c.children_ticks as f64 / tps / dt * 100.0),
+            ),
+            (
+                col::YOUNG_COPIES_CPU.into(),
+                "%",
+                Some(c.young_copies_ticks as f64 / tps / dt * 100.0),
             ),
         ];
         for bucket in ["disk", "futex", "poll", "network", "sleep", "pipe", "other"] {
