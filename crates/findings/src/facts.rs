@@ -117,6 +117,9 @@ pub struct Facts<'a> {
     /// The client rule's result, found once ([`crate::rules::load::client`]: the rule, and
     /// the outside rule that gives way to it).
     pub(crate) client: std::cell::OnceCell<Vec<crate::Finding>>,
+    /// The threads that polled for events most of the window, by group, found once
+    /// ([`crate::rules::queues`]' pollers).
+    pub(crate) pollers: std::cell::OnceCell<std::collections::HashMap<String, Vec<u32>>>,
 }
 
 impl<'a> Facts<'a> {
@@ -155,6 +158,7 @@ impl<'a> Facts<'a> {
             serialised: Default::default(),
             one_thread: Default::default(),
             client: Default::default(),
+            pollers: Default::default(),
         }
     }
 

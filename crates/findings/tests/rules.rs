@@ -1214,6 +1214,46 @@ fn beam_schedulers_online_read_from_the_command_line() {
     assert_eq!(s(&["beam.smp"]), None);
 }
 
+/// Five threads that serve requests, on a lock 12% of the time, beside twelve event loops
+/// of the same name polling for events, on a machine others keep busy: 7.75 of the group's
+/// threads wait for a CPU on average, most of them the event loops. Their wait is not the
+/// pool's: the five are not 'occupied all the time', and no pool is said to be the limit.
+#[test]
+fn event_loops_waiting_for_a_cpu_do_not_fill_the_pool_beside_them() {
+    let mut r = run(10, 2);
+    headline(&mut r, 6000.0, 0.6, 100.0, 0.3);
+    r.meta.load.concurrency = Some(16.0);
+    r.series = vec![target(10, 775.0, &[group("srv", 17.0, 40.0, 775.0, 20.0)])];
+    let mut p = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+    let root = p.frame(b"srv", FrameKind::Root);
+    let start = p.frame(b"start_thread", FrameKind::User);
+    let serve = p.frame(b"serve", FrameKind::User);
+    let work = p.frame(b"locked_work", FrameKind::User);
+    let lock = p.frame(b"__lll_lock_wait", FrameKind::User);
+    let futex = p.frame(b"futex_wait", FrameKind::Kernel);
+    let looping = p.frame(b"event_loop", FrameKind::User);
+    let epoll = p.frame(b"epoll_wait", FrameKind::User);
+    let ep = p.frame(b"do_epoll_wait", FrameKind::Kernel);
+    for i in 0..5u32 {
+        let th = p.thread(Some(4242), Some(10 + i), b"srv");
+        p.add_sample_path(&[root, start, serve, work, lock, futex], 1_200_000, 0, th);
+    }
+    for i in 0..12u32 {
+        let th = p.thread(Some(4242), Some(20 + i), b"srv");
+        p.add_sample_path(&[root, start, looping, epoll, ep], 6_000_000, 0, th);
+    }
+    r.profiles = vec![p];
+    let f = Facts::of(&r, None);
+    eprintln!(
+        "DEBUG {:?} {:?} {:?}",
+        f.groups,
+        rules::queues::most_occupied(&f),
+        f.request_time_s()
+    );
+    let found = rules::queues::pool(&f);
+    assert!(found.is_empty(), "{found:#?}");
+}
+
 /// A pool of 4 threads, each asleep in the handler's work nearly all the time, with 32
 /// requests in flight: 28 of them wait inside the server for a thread. Not "outside".
 #[test]

@@ -389,11 +389,59 @@ fn in_the_work(f: &Facts, g: &crate::threads::Group) -> Vec<(WaitReason, f64)> {
     parts
 }
 
-/// A group's time on a CPU or waiting for one, and blocked in the work.
+/// A group's time on a CPU or waiting for one, and blocked in the work. The threads of
+/// its name that polled for events most of the window (event loops beside a pool) are
+/// not the pool's: their CPU and their wait for one are left out — on a machine others
+/// keep busy, a dozen event loops waiting for CPUs would otherwise fill the pool's time.
 fn occupied(f: &Facts, g: &crate::threads::Group) -> (f64, f64) {
-    let cpu = g.on_cpu + g.runnable.unwrap_or(0.0);
+    let mut cpu = g.on_cpu + g.runnable.unwrap_or(0.0);
+    if g.entry.is_none() {
+        if let Some(tids) = poller_tids(f).get(&g.name).filter(|t| !t.is_empty()) {
+            cpu = (cpu - pollers_busy(f, g, tids)).max(0.0);
+        }
+    }
     let blocked: f64 = in_the_work(f, g).iter().map(|(_, t)| t).sum();
     (cpu, blocked.min(g.blocked))
+}
+
+/// The time the threads `tids` of group `g` were on a CPU (the CPU profile's samples of
+/// them) and waiting for one (the group's run-queue time in the share of it the runnable
+/// profile gives them; without it, in the share of the group's threads they are), in
+/// thread-seconds per second.
+fn pollers_busy(f: &Facts, g: &crate::threads::Group, tids: &[u32]) -> f64 {
+    let secs = f.secs.max(1e-9);
+    let on = f
+        .cpu_profile()
+        .map(|p| {
+            let cpu = thread_cpu(p);
+            tids.iter().filter_map(|t| cpu.get(t)).sum::<f64>() / secs
+        })
+        .unwrap_or(0.0)
+        .min(g.on_cpu);
+    let share = f
+        .profile("runnable")
+        .and_then(|p| {
+            let (mut theirs, mut all) = (0u128, 0u128);
+            let of_group: std::collections::HashSet<u32> = p
+                .threads
+                .iter()
+                .filter(|(_, t)| crate::threads::group_of(p.strings.get(t.name)) == g.name)
+                .filter_map(|(_, t)| t.tid)
+                .collect();
+            for (tid, _, w) in by_thread(p) {
+                if !of_group.contains(&tid) {
+                    continue;
+                }
+                all += w as u128;
+                if tids.contains(&tid) {
+                    theirs += w as u128;
+                }
+            }
+            (all > 0).then(|| theirs as f64 / all as f64)
+        })
+        .unwrap_or(tids.len() as f64 / g.threads.max(1.0))
+        .min(1.0);
+    on + g.runnable.unwrap_or(0.0) * share
 }
 
 /// The thread group whose every thread was occupied in the work's path nearly all the
@@ -643,30 +691,16 @@ fn thread_entries(profiles: &[&kiln_model::Profile]) -> std::collections::HashMa
 /// with them: a thread blocked the whole window in one wait that began before it and had
 /// not ended (a pre-forking server's master in `wait()`, a signal thread) did no work.
 fn pollers_by_group(f: &Facts) -> Vec<(String, f64)> {
-    let Some(p) = f.offcpu() else {
+    if f.offcpu().is_none() {
         return Vec::new();
-    };
+    }
     let mut out: Vec<(String, f64)> = Vec::new();
     let mut add = |g: &str, n: f64| match out.iter_mut().find(|o| o.0 == g) {
         Some(o) => o.1 += n,
         None => out.push((g.to_string(), n)),
     };
-    let names: std::collections::HashMap<u32, String> = p
-        .threads
-        .iter()
-        .filter_map(|(_, t)| Some((t.tid?, crate::threads::group_of(p.strings.get(t.name)))))
-        .collect();
-    let waits = thread_waits(p);
-    for (tid, w) in &waits {
-        // (A thread that also blocks in the work — a thread per connection reading its
-        // client, then taking a lock — serves the operations: it is the pool, however
-        // long its client keeps it reading.)
-        if w.polled_s < 0.5 * f.secs || w.work_s >= 0.1 * f.secs {
-            continue;
-        }
-        if let Some(g) = names.get(tid) {
-            add(g, 1.0);
-        }
+    for (g, tids) in poller_tids(f) {
+        add(g, tids.len() as f64);
     }
     for g in &f.groups {
         let silent = silent_threads(f, g);
@@ -675,6 +709,38 @@ fn pollers_by_group(f: &Facts) -> Vec<(String, f64)> {
         }
     }
     out
+}
+
+/// The threads that waited for events (a poll, an idle connection's read, a runtime
+/// idling) half the window or more and in the work under a tenth of it, by group, from
+/// the off-CPU profile (found once).
+fn poller_tids<'f>(f: &'f Facts<'_>) -> &'f std::collections::HashMap<String, Vec<u32>> {
+    f.pollers.get_or_init(|| {
+        let mut out: std::collections::HashMap<String, Vec<u32>> = Default::default();
+        let Some(p) = f.offcpu() else {
+            return out;
+        };
+        let names: std::collections::HashMap<u32, String> = p
+            .threads
+            .iter()
+            .filter_map(|(_, t)| Some((t.tid?, crate::threads::group_of(p.strings.get(t.name)))))
+            .collect();
+        for (tid, w) in &thread_waits(p) {
+            // (A thread that also blocks in the work — a thread per connection reading its
+            // client, then taking a lock — serves the operations: it is the pool, however
+            // long its client keeps it reading.)
+            if w.polled_s < 0.5 * f.secs || w.work_s >= 0.1 * f.secs {
+                continue;
+            }
+            if let Some(g) = names.get(tid) {
+                out.entry(g.clone()).or_default().push(*tid);
+            }
+        }
+        for v in out.values_mut() {
+            v.sort_unstable();
+        }
+        out
+    })
 }
 
 /// The threads of group `g` that neither the off-CPU nor the CPU profile saw: blocked the
