@@ -1214,6 +1214,61 @@ fn beam_schedulers_online_read_from_the_command_line() {
     assert_eq!(s(&["beam.smp"]), None);
 }
 
+/// A Node server on a machine others keep busy: its event loop (the first thread) polled
+/// 30% of the window, ran 10%, and waited for a CPU 60% of it (the kernel's count); no
+/// thread was occupied in the work. The requests waited with the loop for a CPU: not
+/// 'held by the program on a timer', and starvation says the loop.
+#[test]
+fn a_starved_event_loop_holds_the_requests_not_a_timer() {
+    let mut r = run(10, 2);
+    headline(&mut r, 2000.0, 0.3, 100.0, 0.2);
+    r.meta.load.concurrency = Some(16.0);
+    r.meta.target.comm = "node".into();
+    let mut cols = group("node", 7.0, 30.0, 120.0, 10.0);
+    cols.push(("main thread runnable".into(), 60.0));
+    r.series = vec![
+        target(10, 120.0, &[cols]),
+        table("others", 10, &[("cpu:hog (777)", 150.0)]),
+    ];
+    let mut off = Profile::new(EventInfo::new("offcpu", WeightUnit::Microseconds));
+    let root = off.frame(b"node", FrameKind::Root);
+    let run_loop = off.frame(b"uv_run", FrameKind::User);
+    let epoll = off.frame(b"epoll_wait", FrameKind::User);
+    let ep = off.frame(b"do_epoll_wait", FrameKind::Kernel);
+    let main = off.thread(Some(4242), Some(4242), b"node");
+    off.add_sample_path(&[root, run_loop, epoll, ep], 3_000_000, 0, main);
+    let period = 10_000_000;
+    let mut cpu = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+    cpu.event.sample_period_ns = Some(period);
+    let (croot, handler) = (
+        cpu.frame(b"node", FrameKind::Root),
+        cpu.frame(b"JS:*handle server.js:3", FrameKind::Jit),
+    );
+    let cmain = cpu.thread(Some(4242), Some(4242), b"node");
+    for i in 0..100u64 {
+        cpu.add_sample_path(&[croot, handler], 1, i * period, cmain);
+    }
+    r.profiles = vec![off, cpu];
+    let f = Facts::of(&r, None);
+    assert_eq!(rules::queues::starved_loop(&f), Some((4242, 0.6)));
+    let found = rules::run_all(&f).findings;
+    assert!(
+        found.iter().all(|x| x.class != Class::SleepInPath),
+        "{found:#?}"
+    );
+    let starved = found
+        .iter()
+        .find(|x| x.class == Class::CpuStarvation)
+        .unwrap_or_else(|| panic!("{found:#?}"));
+    assert!(
+        starved
+            .claim
+            .contains("its event loop (thread 4242) waited for a CPU 60% of the time"),
+        "{}",
+        starved.claim
+    );
+}
+
 /// Five threads that serve requests, on a lock 12% of the time, beside twelve event loops
 /// of the same name polling for events, on a machine others keep busy: 7.75 of the group's
 /// threads wait for a CPU on average, most of them the event loops. Their wait is not the

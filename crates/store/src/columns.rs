@@ -79,6 +79,9 @@ pub const CHILDREN_CPU: &str = "children cpu";
 /// as their parent counted it once it waited for them: a process per connection. Part of
 /// the target's CPU, `%` of one CPU.
 pub const YOUNG_COPIES_CPU: &str = "young copies cpu";
+/// The run-queue wait of the target's first thread (of each process, the most of any
+/// one: an event loop's in Node or an asyncio server), `%` of the time.
+pub const MAIN_RUNNABLE: &str = "main thread runnable";
 
 /// A JVM target's heap in use (every generation's spaces), by its own counters
 /// (`hsperfdata`, as `jstat` reads them), `bytes`: only for a JVM that keeps them.

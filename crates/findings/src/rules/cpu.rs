@@ -929,6 +929,14 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     if at_limit || f.groups.iter().any(|g| g.has_saturated_thread()) {
         score = score.max(ready * 0.95 * ENVIRONMENT * theirs);
     }
+    // An event loop waiting for a CPU holds every operation in flight with it: the share
+    // of the window it waited is that share of their time, whatever the per-thread sums.
+    let starved_loop = super::queues::starved_loop(f);
+    let mut explained = explained;
+    if let Some((_, w)) = starved_loop {
+        score = score.max(w * theirs * 0.95 * ENVIRONMENT);
+        explained = explained.map(|(x, of)| (x.max(w * theirs), of));
+    }
     // A server mostly waiting for its own threads is the CPU-bound rule's.
     score *= (2.0 * theirs).min(1.0);
     let takers = takers(f);
@@ -951,6 +959,13 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
             pct(throttled)
         )),
         _ => {}
+    }
+    if let Some((tid, w)) = starved_loop {
+        claim.push_str(&format!(
+            "; its event loop (thread {tid}) waited for a CPU {} of the time, and every {} in flight with it",
+            pct(w),
+            f.outcome.unit
+        ));
     }
     if !takers.is_empty() {
         claim.push_str(&format!("; the CPUs went to {}", takers.join(", ")));

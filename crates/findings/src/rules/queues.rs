@@ -976,6 +976,35 @@ fn by_thread(
         .filter_map(|((&st, &w), th)| Some((p.threads.get(*th)?.tid?, st, w)))
 }
 
+/// An event loop that waited for a CPU a fifth of the window or more: a process's first
+/// thread that polls for the server's events and does most of its CPU (in Node, its first
+/// thread whatever its share), by the kernel's count of its run-queue wait (`schedstat`:
+/// woken and not yet run, or preempted — an off-CPU block holds the first until the
+/// thread runs again). Every operation in flight waits with it. Its kernel id and that
+/// share of the window.
+pub fn starved_loop(f: &Facts) -> Option<(u32, f64)> {
+    if matches!(f.runtime(), super::Runtime::Go | super::Runtime::Beam) {
+        return None;
+    }
+    let waited = f.mean(col::TARGET, col::MAIN_RUNNABLE)? / 100.0;
+    if waited < 0.2 {
+        return None;
+    }
+    let waits = thread_waits(f.offcpu()?);
+    let cpu = f.cpu_profile().map(thread_cpu)?;
+    let total_cpu: f64 = cpu.values().sum();
+    let node = f.runtime() == super::Runtime::Node;
+    waits
+        .iter()
+        .filter(|(&tid, w)| f.is_main_thread(tid) && (w.polled_s > 0.0 || node))
+        .filter(|(&tid, _)| {
+            let on = cpu.get(&tid).copied().unwrap_or(0.0);
+            on > 0.0 && (node || on >= 0.5 * total_cpu)
+        })
+        .map(|(&tid, _)| (tid, waited.min(1.0)))
+        .next()
+}
+
 /// An event loop blocked in its work: the thread that polls for the server's events (it
 /// also blocks in a poll, or it is the process's first thread) and does most of its CPU was occupied nearly all the time — on a
 /// CPU, or blocked in something other than its poll (a synchronous call: a sleep, a lock,

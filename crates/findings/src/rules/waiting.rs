@@ -709,7 +709,8 @@ fn inside(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Findi
 /// flushed on a tick), the waits an event loop keeps in its own timer queue.
 ///
 /// False when: a pool was occupied half its time or more ([`inside`] or the CPU rules
-/// speak), or something outside it was there to wait on (the network rule speaks).
+/// speak), or something outside it was there to wait on (the network rule speaks); its
+/// event loop waited for a CPU a fifth of the time or more (starvation speaks).
 fn held(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Finding> {
     let unit = &f.outcome.unit;
     // Where its threads waited meanwhile: an event loop's poll, whose timeout is its
@@ -730,6 +731,11 @@ fn held(f: &Facts, share: f64, per_op: Option<f64>, mean_us: f64) -> Vec<Finding
     );
     let most = super::queues::most_occupied(f);
     if most.as_ref().is_some_and(|o| o.share >= 0.5) {
+        return Vec::new();
+    }
+    // An event loop waiting for a CPU holds every operation in flight with it, on no
+    // thread's account: the CPUs' wait (starvation's), not a timer of the program's.
+    if super::queues::starved_loop(f).is_some() {
         return Vec::new();
     }
     let occupied = most.map(|o| {

@@ -390,6 +390,9 @@ struct Counts {
     /// Since the previous sample: the CPU of copies of the target that ended young (a
     /// process per connection), as their parents counted it once they waited for them.
     young_copies_ticks: u64,
+    /// Since the previous sample: the run-queue wait of the processes' first threads (an
+    /// event loop's, in Node or an asyncio server), the most of any one, ns.
+    main_runq_ns: u64,
     /// Connections waiting in the accept queues of the target's listeners now.
     accept_queue: Option<u64>,
     /// The cgroup's quota (CPUs) and the µs it was throttled since the previous sample.
@@ -798,6 +801,9 @@ impl ProcSampler {
         c.voluntary += d.voluntary;
         c.involuntary += d.involuntary;
         c.runq_ns += d.runq_ns;
+        if tid == pid {
+            c.main_runq_ns = c.main_runq_ns.max(d.runq_ns);
+        }
         let g = read::name_of(&merge_name(&self.rules, st.comm));
         let e = c.groups.entry(g).or_default();
         e.user += d.user;
@@ -849,6 +855,7 @@ impl ProcSampler {
                 "%",
                 Some(c.young_copies_ticks as f64 / tps / dt * 100.0),
             ),
+            (col::MAIN_RUNNABLE.into(), "%", ns_pct(c.main_runq_ns)),
         ];
         for bucket in ["disk", "futex", "poll", "network", "sleep", "pipe", "other"] {
             let n = c.waiting.get(bucket).copied().unwrap_or(0);
