@@ -1043,6 +1043,12 @@ fn build(
             if copies == 1 { "" } else { "es" }
         ));
     }
+    if let (n @ 1.., why) = sampler.jvm_unread() {
+        warnings.push(format!(
+            "the JVM's own counters could not be read at {n} of the seconds sampled (those seconds have no jvm heap or collector figures): {}",
+            why.unwrap_or("no reason given")
+        ));
+    }
     series.extend(sampler.finish());
     load_info.report = outcome.report;
     if load_info.unit.is_empty() {

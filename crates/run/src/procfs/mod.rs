@@ -147,6 +147,8 @@ pub struct ProcSampler {
     /// A JVM target's counters file (`hsperfdata`), and its collectors' seconds as last
     /// read.
     jvm: Option<(std::path::PathBuf, Option<f64>)>,
+    /// The samples at which the JVM's counters could not be read, and the first reason.
+    jvm_unread: (usize, Option<String>),
 }
 
 /// The copies of the target's processes forked during the run and followed since.
@@ -447,7 +449,15 @@ impl ProcSampler {
                 .first()
                 .and_then(|&p| crate::jvm::perfdata::path_of(p))
                 .map(|p| (p, None)),
+            jvm_unread: (0, None),
         }
+    }
+
+    /// How many samples found the JVM's counters file (`hsperfdata`) unreadable — gone
+    /// with its JVM, cut short, or of a layout kiln does not read — and the first reason:
+    /// those seconds have no `jvm …` figures.
+    pub fn jvm_unread(&self) -> (usize, Option<&str>) {
+        (self.jvm_unread.0, self.jvm_unread.1.as_deref())
     }
 
     /// How many processes the target forked during the run that ran its program and were
@@ -585,15 +595,27 @@ impl ProcSampler {
             totals.machine_total_s = total as f64 / tps;
         }
         self.peak_rss = self.peak_rss.max(c.rss);
-        // A JVM's own account of its heap (a second it cannot be read reads empty).
+        // A JVM's own account of its heap (a second it cannot be read reads empty, and
+        // is counted: [`ProcSampler::jvm_unread`]).
         if let Some((path, last_gc)) = &mut self.jvm {
-            if let Some(h) = crate::jvm::perfdata::read(path)
-                .ok()
-                .and_then(|c| crate::jvm::perfdata::heap(&c))
-            {
-                let since = last_gc.map(|g| (h.gc_s - g).max(0.0));
-                *last_gc = Some(h.gc_s);
-                c.jvm = Some((h, since));
+            let read = crate::jvm::perfdata::read(path).map_err(|e| e.to_string());
+            match read.and_then(|c| {
+                crate::jvm::perfdata::heap(&c).ok_or_else(|| {
+                    format!(
+                        "{}: no heap counters kiln knows (another collector's names)",
+                        path.display()
+                    )
+                })
+            }) {
+                Ok(h) => {
+                    let since = last_gc.map(|g| (h.gc_s - g).max(0.0));
+                    *last_gc = Some(h.gc_s);
+                    c.jvm = Some((h, since));
+                }
+                Err(e) => {
+                    self.jvm_unread.0 += 1;
+                    self.jvm_unread.1.get_or_insert(e);
+                }
             }
         }
         let others = self.others_used(&procs, load_tree.as_deref().unwrap_or(&[]));
@@ -1088,6 +1110,49 @@ mod tests {
     /// Copies that end younger than a second (a worker forked for one query) are never
     /// followed, but what they used is the target's when its parent reaps them, not its
     /// children's (programs it ran), and not others' while they ran.
+    /// A JVM's counters read while it runs; once it has ended (its counters file gone
+    /// with it) the samples that cannot read them are counted with the reason, not left
+    /// empty without a word.
+    #[test]
+    fn a_jvm_counters_file_that_cannot_be_read_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("Idle.java");
+        std::fs::write(
+            &src,
+            "public class Idle { public static void main(String[] a) throws Exception { Thread.sleep(60000); } }",
+        )
+        .unwrap();
+        let Ok(mut jvm) = std::process::Command::new("java")
+            .arg("-Xshare:auto")
+            .arg(&src)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        else {
+            kiln_testkit::skip("java is not installed");
+            return;
+        };
+        let pid = jvm.id();
+        // Its counters file appears once the JVM is up.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while crate::jvm::perfdata::path_of(pid).is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let mut s = ProcSampler::new(&[pid], None);
+        s.sample();
+        s.sample();
+        assert_eq!(s.jvm_unread(), (0, None), "a running JVM's counters unread");
+        let _ = jvm.kill();
+        let _ = jvm.wait();
+        s.sample();
+        let (n, why) = s.jvm_unread();
+        assert_eq!(n, 1);
+        assert!(
+            why.is_some_and(|w| w.contains(&pid.to_string())),
+            "the reason names the file: {why:?}"
+        );
+    }
+
     #[test]
     fn copies_that_end_young_are_the_targets() {
         let mut sh = std::process::Command::new("sh")
