@@ -81,6 +81,29 @@ cc_build() {
   cc -O2 -g -fno-omit-frame-pointer -pthread -Wall -I"$FINDINGS/cases/common" -o "$WORK/$name" "$@"
 }
 
+# new_cgroup V1 V2 : a fresh cgroup for the case's server in CG — under v1's hierarchy of
+# controller V1 (cpu, blkio, memory) when it is mounted, else v2's with controller V2
+# enabled (cpu, io, memory) — and CG_VERSION (v1 or v2); removed when the case ends.
+new_cgroup() {
+  if [ -w "/sys/fs/cgroup/$1" ] && [ -e "/sys/fs/cgroup/$1/cgroup.procs" ]; then
+    CG=$(mktemp -d "/sys/fs/cgroup/$1/kiln-findings.XXXXXX") CG_VERSION=v1
+  elif grep -qw "$2" /sys/fs/cgroup/cgroup.controllers 2> /dev/null; then
+    CG=$(mktemp -d /sys/fs/cgroup/kiln-findings.XXXXXX) CG_VERSION=v2
+  else
+    say "no writable cgroup $1 controller (v1 /sys/fs/cgroup/$1, or v2 with $2)"
+    exit 1
+  fi
+  # (Once the server has ended: a cgroup with a process in it cannot be removed.)
+  case_cleanup() { sleep 0.5; rmdir "$CG" 2> /dev/null || true; }
+}
+
+# start_in_cgroup NAME CMD... : start_server, the server in $CG (new_cgroup) from its start.
+start_in_cgroup() {
+  local name=$1
+  shift
+  start_server "$name" sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$CG" "$@"
+}
+
 # start_server NAME CMD... : starts CMD (its stdout and stderr in $WORK/NAME.out, .err),
 # waits for its line `listening on HOST:PORT` and sets SERVER_PID and SERVER_PORT.
 start_server() {

@@ -5,7 +5,7 @@
 # throttled: v1 blkio.throttle.read_iops_device, v2 io.max riops): the threads spend the
 # request's time waiting for their reads. (c-lock-disk's server, --no-lock.)
 # Oracle: bpftrace, the time the server's threads spend in pread64(2), per second, over
-# the 16 connection threads' time; the cgroup's own count of reads served.
+# the 16 connection threads' time.
 . "$(dirname "$0")/../../lib.sh"
 
 cc_build server "$CASE_DIR/../c-lock-disk/server.c"
@@ -15,18 +15,13 @@ DEV="$((DEV >> 8)):$((DEV & 255))"
 # The throttle applies to the whole disk, not a partition: its major:minor.
 PART=/sys/dev/block/$DEV
 [ -e "$PART/partition" ] && DEV=$(cat "$(readlink -f "$PART/..")/dev")
-if [ -w /sys/fs/cgroup/blkio ] && [ -e /sys/fs/cgroup/blkio/blkio.throttle.read_iops_device ]; then
-  CG=$(mktemp -d /sys/fs/cgroup/blkio/kiln-findings.XXXXXX)
+new_cgroup blkio io
+if [ "$CG_VERSION" = v1 ]; then
   echo "$DEV 1500" > "$CG/blkio.throttle.read_iops_device"
-elif grep -qw io /sys/fs/cgroup/cgroup.controllers 2> /dev/null; then
-  CG=/sys/fs/cgroup/kiln-findings.$$
-  mkdir "$CG"
-  echo "$DEV riops=1500" > "$CG/io.max"
 else
-  say "no writable cgroup block I/O controller (v1 /sys/fs/cgroup/blkio or v2 with io)"; exit 1
+  echo "$DEV riops=1500" > "$CG/io.max"
 fi
-case_cleanup() { rmdir "$CG" 2> /dev/null || true; }
-start_server server sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$CG" "$WORK/server" "$WORK/blocks.dat" --no-lock
+start_in_cgroup server "$WORK/server" "$WORK/blocks.dat" --no-lock
 
 oracle_begin() { bpftrace_sampler sys "$FINDINGS/bt/syscall_time.bt" "$SERVER_PID"; }
 oracle_end() {

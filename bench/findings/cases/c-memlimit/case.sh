@@ -19,14 +19,14 @@ with open(sys.argv[1], "wb") as f:
     os.fsync(f.fileno())
     os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 PY
-if [ -f /sys/fs/cgroup/memory/memory.stat ]; then
-  CG=/sys/fs/cgroup/memory/kiln-findings-$$; LIMIT=memory.limit_in_bytes; REFAULT=total_workingset_refault_file
+new_cgroup memory memory
+if [ "$CG_VERSION" = v1 ]; then
+  LIMIT=memory.limit_in_bytes REFAULT=total_workingset_refault_file
 else
-  CG=/sys/fs/cgroup/kiln-findings-$$; LIMIT=memory.max; REFAULT=workingset_refault_file
+  LIMIT=memory.max REFAULT=workingset_refault_file
 fi
-mkdir "$CG" && echo $((48 << 20)) > "$CG/$LIMIT" || { say "no memory cgroup can be made here"; exit 1; }
-case_cleanup() { sleep 0.5; rmdir "$CG" 2> /dev/null || true; }
-start_server server sh -c 'echo $$ > "$0/cgroup.procs"; exec "$1" "$2"' "$CG" "$WORK/server" "$WORK/tiles"
+echo $((48 << 20)) > "$CG/$LIMIT"
+start_in_cgroup server "$WORK/server" "$WORK/tiles"
 
 oracle_begin() { bpftrace_sampler sys "$FINDINGS/bt/syscall_time.bt" "$SERVER_PID"; }
 oracle_window() {

@@ -6,20 +6,14 @@
 . "$(dirname "$0")/../../lib.sh"
 
 cc_build server "$FINDINGS/cases/common/cpu_server.c"
-if [ -w /sys/fs/cgroup/cpu ] && [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
-  CG=$(mktemp -d /sys/fs/cgroup/cpu/kiln-findings.XXXXXX 2> /dev/null || true)
-  [ -n "$CG" ] || { CG=/sys/fs/cgroup/cpu/kiln-findings.$$; mkdir "$CG"; }
+new_cgroup cpu cpu
+if [ "$CG_VERSION" = v1 ]; then
   echo 100000 > "$CG/cpu.cfs_period_us"
   echo 20000 > "$CG/cpu.cfs_quota_us"
-elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2> /dev/null; then
-  CG=/sys/fs/cgroup/kiln-findings.$$
-  mkdir "$CG"
-  echo "20000 100000" > "$CG/cpu.max"
 else
-  say "no writable cgroup cpu controller (v1 /sys/fs/cgroup/cpu or v2 with cpu)"; exit 1
+  echo "20000 100000" > "$CG/cpu.max"
 fi
-case_cleanup() { rmdir "$CG" 2> /dev/null || true; }
-start_server server sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$CG" "$WORK/server" 150000
+start_in_cgroup server "$WORK/server" 150000
 
 oracle_window() {
   snap "$WORK/cpu.stat.0" cat "$CG/cpu.stat"
