@@ -162,6 +162,80 @@ impl Contended {
     }
 }
 
+/// The wait the holder of a monitor made under its holding method `holder` (as the
+/// thread dumps name it, `java.io.PrintStream.writeln`; the profile's frames carry the
+/// JIT's types, `void java.io.PrintStream.writeln(java.lang.String)`): the off-CPU
+/// profile's blocks under a frame of that method or its class for a reason other than a
+/// lock, a poll or idling, the heaviest reason, and its seconds per second (`ns` per unit of weight,
+/// scaled) — when it is half the window or more: the holder blocked in it most of the
+/// time.
+fn holder_blocked(
+    f: &Facts,
+    p: &kiln_model::Profile,
+    holder: &str,
+    ns: f64,
+) -> Option<(WaitReason, f64)> {
+    // Under the method, or any method of its class: the JIT inlines the holding method
+    // into its callers, and the blocks of the waiters are the lock's, left out below.
+    let called = format!("{holder}(");
+    let class = holder.rsplit_once('.').map(|(c, _)| format!("{c}."));
+    let reasons = kiln_model::waits::stack_reasons(p);
+    let under = crate::profile::with_stack(p, |path| {
+        path.iter().any(|&fr| {
+            let n = String::from_utf8_lossy(p.frame_name(fr));
+            n == holder
+                || n.contains(&called)
+                || class
+                    .as_ref()
+                    .is_some_and(|c| n.starts_with(c.as_str()) || n.contains(&format!(" {c}")))
+        })
+    });
+    // The threads that waited for the monitor (its holders in turn).
+    let waiters: std::collections::HashSet<kiln_model::ThreadId> = p
+        .samples
+        .stack
+        .iter()
+        .zip(&p.samples.thread)
+        .filter(|(st, _)| reasons.get(st.0 as usize) == Some(&WaitReason::Lock))
+        .map(|(_, t)| *t)
+        .collect();
+    let own = |r: WaitReason| {
+        !matches!(
+            r,
+            WaitReason::Lock
+                | WaitReason::Poll
+                | WaitReason::Idle
+                | WaitReason::Futex
+                | WaitReason::Other
+        )
+    };
+    let sum = |keep: &dyn Fn(usize) -> bool| {
+        let mut by: Vec<(WaitReason, u128)> = Vec::new();
+        for (i, (&st, &w)) in p.samples.stack.iter().zip(&p.samples.weight).enumerate() {
+            let r = reasons
+                .get(st.0 as usize)
+                .copied()
+                .unwrap_or(WaitReason::Other);
+            if !keep(i) || !own(r) {
+                continue;
+            }
+            match by.iter_mut().find(|(x, _)| *x == r) {
+                Some((_, t)) => *t += w as u128,
+                None => by.push((r, w as u128)),
+            }
+        }
+        by.into_iter()
+            .max_by_key(|(_, w)| *w)
+            .map(|(r, w)| (r, w as f64 * ns / 1e9 / f.secs.max(1e-9)))
+    };
+    // Under its methods by name; else (the JIT inlined them out of the stacks) the
+    // waiters' own waits of one kind that add up to one thread in it at a time — what a
+    // wait made under the monitor comes to — not more (a wait each makes apart from it).
+    sum(&|i| under[i]).filter(|(_, s)| *s >= 0.5).or_else(|| {
+        sum(&|i| waiters.contains(&p.samples.thread[i])).filter(|(_, s)| (0.5..=1.1).contains(s))
+    })
+}
+
 /// Whether a JVM thread group (its name, digits as `N`: `process reaper (pid N)`) is one
 /// of the JDK's own service threads, which no request runs on.
 fn is_jdk_service_thread(group: &str) -> bool {
@@ -552,6 +626,12 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .as_ref()
             .and_then(contended)
             .filter(|m| monitor_site || m.seen_often());
+        // What the monitor's holder did meanwhile: blocked most of the window in a wait of
+        // its own under the holding method (a write into a full pipe, the disk, a sleep),
+        // that wait is why the monitor is held so long — said after the monitor (which
+        // stays the cause: whether the wait would go faster without it, a disk's reads in
+        // parallel or a pipe's one reader, is not for the profile to say).
+        let mut holder_wait = String::new();
         if let Some(m) = &named {
             let held = m
                 .holder
@@ -559,6 +639,18 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
                 .map(|h| format!(", held in {h}"))
                 .unwrap_or_default();
             what = m.waited(&held);
+            if let Some((r, held_s)) = m
+                .holder
+                .as_deref()
+                .and_then(|h| holder_blocked(f, p, h, ns * scale))
+            {
+                let (_, said) = waited_for(r, f, None);
+                holder_wait = format!(
+                    "; its holder {said} under {} {} of the time (one thread at a time holds it: the wait it holds it through is the limit)",
+                    m.holder.as_deref().unwrap_or_default(),
+                    pct(held_s.min(1.0))
+                );
+            }
         }
         let who = if f.outcome.latency.is_some() {
             format!("{}s", f.outcome.unit)
@@ -580,13 +672,13 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         };
         let claim = match &sync {
             Some(st) => format!(
-                "{who} {what} {} of their time, in {}: {}{children}",
+                "{who} {what} {} of their time, in {}: {}{children}{holder_wait}",
                 pct(share.min(1.0)),
                 places.join(", "),
                 st.parts(t)
             ),
             None => format!(
-                "{who} {what} {} of their time ({} blocked in all), in {}{children}",
+                "{who} {what} {} of their time ({} blocked in all), in {}{children}{holder_wait}",
                 pct(share.min(1.0)),
                 secs(t),
                 places.join(", ")
