@@ -705,6 +705,70 @@ fn a_jvm_that_keeps_what_it_allocates_is_said_to_grow_its_old_generation() {
     );
 }
 
+/// A pool writing its access log through one PrintStream into a pipe whose reader is slow
+/// (a FIFO this test reads 32 KiB every 100 ms): the threads wait to enter the stream's
+/// monitor while its holder waits for room in the pipe. kiln must name the monitor and
+/// say that its holder waits on the pipe, against the kernel's account: bpftrace's time
+/// in write(2), about one thread at a time under the monitor.
+#[test]
+fn a_java_monitor_held_through_a_write_into_a_slow_pipe_is_said_with_the_pipe() {
+    use std::io::Read;
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("access.log");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // The collector: its open waits for the JVM's, and it reads until the JVM is gone.
+    let path = fifo.clone();
+    let collector = std::thread::spawn(move || {
+        let mut f = std::fs::File::open(path).unwrap();
+        let mut buf = vec![0u8; 32 << 10];
+        while f.read(&mut buf).is_ok_and(|n| n > 0) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let p = java_server(
+        "AccessLog",
+        dir.path(),
+        &["-Xms256m", "-Xmx256m"],
+        &[fifo.to_str().unwrap()],
+    );
+    let Some(bt) = bpftrace_or_skip("write", p.pid(), 6) else {
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "log", &p, 16);
+    let writing = bt.under_load();
+    println!("{text}\nbpftrace: {writing:.2} s in write per second under load");
+    let found = findings(&v);
+    none_contradicted(&found, &k, 20.0, &text);
+    let first = found.iter().find(|f| f.0 != "cpu-starvation").unwrap();
+    assert_eq!(first.0, "lock-contention", "{text}");
+    assert!(first.1.contains("java.io.PrintStream"), "{text}");
+    let holder = first
+        .1
+        .split("its holder ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("nothing said of the monitor's holder:\n{text}"));
+    assert!(holder.contains("full pipe"), "{holder}");
+    // Its share of the window in the write, against the kernel's time in write(2) a
+    // second (one writer at a time: at most about 1).
+    let said: f64 = holder
+        .split(" of the time")
+        .next()
+        .and_then(|x| x.rsplit(' ').next())
+        .and_then(|x| x.trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("no share in {holder}"));
+    assert!(
+        (said - 100.0 * writing.min(1.0)).abs() <= 30.0,
+        "kiln: the holder in the write {said}% of the time; bpftrace: {writing:.2} s a second\n{text}"
+    );
+    drop(p);
+    let _ = collector.join();
+}
+
 #[test]
 fn a_pool_whose_threads_all_sleep_in_the_work_is_the_limit() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

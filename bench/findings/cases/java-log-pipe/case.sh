@@ -1,17 +1,17 @@
 #!/bin/bash
 # Planted: an access log written into a pipe whose reader is slow, in Java, behind a
 # monitor. An HttpServer with a pool of 16 threads writes a 1 KiB line per request
-# (logRequest) through one PrintStream into fd 3, a pipe to c-log-pipe's collector
-# (~320 KiB/s): the thread that holds the stream's monitor waits for room in the pipe,
-# the others wait for the monitor.
+# (logRequest, the suite's AccessLog.java) through one PrintStream into fd 3, a pipe to
+# c-log-pipe's collector (~320 KiB/s): the thread that holds the stream's monitor waits
+# for room in the pipe, the others wait for the monitor.
 # The JVM runs with -XX:+PreserveFramePointer (README.md, JVM targets).
 # Oracle: bpftrace, the server's time in write(2) per second, and two thread dumps (jcmd
 # PID Thread.print): the pool's threads BLOCKED on the PrintStream or in its write.
 . "$(dirname "$0")/../../lib.sh"
 
 mkdir "$WORK/classes"
-javac -d "$WORK/classes" "$CASE_DIR/AccessLog.java"
-start_server server bash -c 'exec "$0" -Dsun.net.httpserver.nodelay=true -XX:+PreserveFramePointer -Xms256m -Xmx256m -cp "$1" AccessLog 3> >(exec "$2" "$3")' \
+javac -d "$WORK/classes" "$ROOT/crates/findings/tests/programs/AccessLog.java"
+start_server server bash -c 'exec "$0" -Dsun.net.httpserver.nodelay=true -XX:+PreserveFramePointer -Xms256m -Xmx256m -cp "$1" AccessLog /proc/self/fd/3 3> >(exec "$2" "$3")' \
   java "$WORK/classes" "$PY" "$CASE_DIR/../c-log-pipe/collector.py"
 
 oracle_begin() { bpftrace_sampler sys "$FINDINGS/bt/syscall_time.bt" "$SERVER_PID"; }
