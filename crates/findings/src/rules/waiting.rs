@@ -162,6 +162,31 @@ impl Contended {
     }
 }
 
+/// What a monitor's holder did while it held it, when it was blocked most of the window
+/// in a wait of its own under the holding method (a write into a full pipe, the disk, a
+/// sleep): that wait is why the monitor is held so long — said after the monitor (which
+/// stays the cause: whether the wait would go faster without it, a disk's reads in
+/// parallel or a pipe's one reader, is not for the profile to say). Empty otherwise.
+fn holder_said(f: &Facts, m: &Contended) -> String {
+    let (Some(h), Some(p)) = (m.holder.as_deref(), f.offcpu()) else {
+        return String::new();
+    };
+    let (Some(ns), Some(waits)) = (p.event.ns_per_weight(), f.waits()) else {
+        return String::new();
+    };
+    let scale = blocked_scale(f, waits.total as f64 * ns / 1e9);
+    match holder_blocked(f, p, h, ns * scale) {
+        Some((r, held_s)) => {
+            let (_, said) = waited_for(r, f, None);
+            format!(
+                "; its holder {said} under {h} {} of the time (one thread at a time holds it: the wait it holds it through is the limit)",
+                pct(held_s.min(1.0))
+            )
+        }
+        None => String::new(),
+    }
+}
+
 /// The wait the holder of a monitor made under its holding method `holder` (as the
 /// thread dumps name it, `java.io.PrintStream.writeln`; the profile's frames carry the
 /// JIT's types, `void java.io.PrintStream.writeln(java.lang.String)`): the off-CPU
@@ -228,12 +253,18 @@ fn holder_blocked(
             .max_by_key(|(_, w)| *w)
             .map(|(r, w)| (r, w as f64 * ns / 1e9 / f.secs.max(1e-9)))
     };
-    // Under its methods by name; else (the JIT inlined them out of the stacks) the
-    // waiters' own waits of one kind that add up to one thread in it at a time — what a
-    // wait made under the monitor comes to — not more (a wait each makes apart from it).
-    sum(&|i| under[i]).filter(|(_, s)| *s >= 0.5).or_else(|| {
-        sum(&|i| waiters.contains(&p.samples.thread[i])).filter(|(_, s)| (0.5..=1.1).contains(s))
-    })
+    // Under its methods by name; and the waiters' own waits of one kind when they add up
+    // to one thread in it at a time — what a wait made under the monitor comes to, not
+    // more (a wait each makes apart from it) — for the stacks the JIT inlined the holding
+    // method out of: the larger of the two of the same kind.
+    let by_name = sum(&|i| under[i]).filter(|(_, s)| *s >= 0.5);
+    let by_waiters =
+        sum(&|i| waiters.contains(&p.samples.thread[i])).filter(|(_, s)| (0.5..=1.1).contains(s));
+    match (by_name, by_waiters) {
+        (Some(a), Some(b)) if a.0 == b.0 && b.1 > a.1 => Some(b),
+        (Some(a), _) => Some(a),
+        (None, b) => b,
+    }
 }
 
 /// Whether a JVM thread group (its name, digits as `N`: `process reaper (pid N)`) is one
@@ -626,11 +657,6 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
             .as_ref()
             .and_then(contended)
             .filter(|m| monitor_site || m.seen_often());
-        // What the monitor's holder did meanwhile: blocked most of the window in a wait of
-        // its own under the holding method (a write into a full pipe, the disk, a sleep),
-        // that wait is why the monitor is held so long — said after the monitor (which
-        // stays the cause: whether the wait would go faster without it, a disk's reads in
-        // parallel or a pipe's one reader, is not for the profile to say).
         let mut holder_wait = String::new();
         if let Some(m) = &named {
             let held = m
@@ -639,18 +665,7 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
                 .map(|h| format!(", held in {h}"))
                 .unwrap_or_default();
             what = m.waited(&held);
-            if let Some((r, held_s)) = m
-                .holder
-                .as_deref()
-                .and_then(|h| holder_blocked(f, p, h, ns * scale))
-            {
-                let (_, said) = waited_for(r, f, None);
-                holder_wait = format!(
-                    "; its holder {said} under {} {} of the time (one thread at a time holds it: the wait it holds it through is the limit)",
-                    m.holder.as_deref().unwrap_or_default(),
-                    pct(held_s.min(1.0))
-                );
-            }
+            holder_wait = holder_said(f, m);
         }
         let who = if f.outcome.latency.is_some() {
             format!("{}s", f.outcome.unit)
@@ -1829,7 +1844,7 @@ pub fn monitors(f: &Facts) -> Vec<Finding> {
         "the server's threads".into()
     };
     let claim = format!(
-        "{who} {}: the JVM's thread dumps found {} of the {} threads serving them {} it ({} of {} dumped, in {} of {} dumps)",
+        "{who} {}: the JVM's thread dumps found {} of the {} threads serving them {} it ({} of {} dumped, in {} of {} dumps){}",
         if m.parked {
             format!("waited for a {} in {} (parked{held})", m.class, m.method)
         } else {
@@ -1841,7 +1856,8 @@ pub fn monitors(f: &Facts) -> Vec<Finding> {
         m.blocked,
         m.of,
         m.in_dumps,
-        m.dumps
+        m.dumps,
+        holder_said(f, &m)
     );
     let of = outcome_time(f)
         .map(|(_, of)| of)
