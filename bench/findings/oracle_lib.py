@@ -205,6 +205,20 @@ def read_jsonl(path):
     return rows
 
 
+def thread_times(work, t0, t1):
+    """The target's threads over the window, from the case's own /proc samples
+    (proc.jsonl): its seconds, the main thread's id (the lowest: the process's first
+    thread), and per thread id its seconds on a CPU and waiting for one (schedstat)."""
+    a, b = around(read_jsonl(os.path.join(work, "proc.jsonl")), t0, t1)
+    dt = (b["t"] - a["t"]) / 1e9
+    main = min(b["tasks"], key=int)
+    times = {}
+    for tid, now in b["tasks"].items():
+        then = a["tasks"].get(tid, [now[0], 0, 0])
+        times[tid] = ((now[1] - then[1]) / 1e9, (now[2] - then[2]) / 1e9)
+    return dt, main, times
+
+
 def around(samples, t0, t1):
     """The samples that bound the window from inside its load: the last at or before t0
     and the last at or before t1 (not after: by then the load may have stopped and its

@@ -85,12 +85,11 @@ fn spawn_run_and_await_store(
     });
     let c = spawn_run(store, dir, name, "test-box", pid, args);
     wait_for("kiln run never opened its store", || {
-        // Its last statement opening the store: the schema's check, or the transaction
-        // that checks the listing trigger (committed, or rolled back when it was there).
-        kiln_sessions(
-            pg,
-            "AND state = 'idle' AND (query LIKE '%FROM kiln.schema_version%' OR query IN ('COMMIT', 'ROLLBACK'))",
-        ) != "0"
+        // Its last statement opening the store: the transaction that checks the listing
+        // trigger (committed, or rolled back when it was there). Not the schema's check
+        // before it: a server stopped between the two is one kiln could not open (seen on
+        // a machine busy with another suite: 'run store …: Connection refused').
+        kiln_sessions(pg, "AND state = 'idle' AND query IN ('COMMIT', 'ROLLBACK')") != "0"
     });
     c
 }

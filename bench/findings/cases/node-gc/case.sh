@@ -28,11 +28,8 @@ gc_s = (b["gc_ms"] - a["gc_ms"]) / 1e3
 used = (b["cpu_user_us"] + b["cpu_system_us"] - a["cpu_user_us"] - a["cpu_system_us"]) / 1e6
 kinds = {k: round((v - a["gc_ms_by_kind"].get(k, 0)) / 1e3, 2) for k, v in b["gc_ms_by_kind"].items()}
 # Every thread of Node is named 'node': the helpers are the threads other than the main one.
-samples = read_jsonl(os.path.join(WORK, "proc.jsonl"))
-pa, pb = around(samples, T0, T1)
-main_tid = min(pb["tasks"], key=int)
-helpers = sum(pb["tasks"][t][1] - pa["tasks"].get(t, [0, 0])[1] for t in pb["tasks"] if t != main_tid) / 1e9
-pdt = (pb["t"] - pa["t"]) / 1e9
+pdt, main_tid, times = thread_times(WORK, T0, T1)
+helpers = sum(c for t, (c, _) in times.items() if t != main_tid)
 f = {
     "gc_cpu_pct_of_used": round(100 * gc_s / used, 1) if used > 0 else None,
     "gc_pause_pct_of_wall": round(100 * gc_s / d, 1),

@@ -11,17 +11,12 @@ start_server server env -C "$WORK" node --perf-basic-prof --interpreted-frames-n
 
 oracle_end() {
   oracle_py << 'PY'
-samples = read_jsonl(os.path.join(WORK, "proc.jsonl"))
-a, b = around(samples, T0, T1)
-dt = (b["t"] - a["t"]) / 1e9
-main_tid = min(b["tasks"], key=int)
-def cpu(tid):
-    return (b["tasks"][tid][1] - a["tasks"].get(tid, [0, 0])[1]) / 1e9
-main = cpu(main_tid)
-others = sum(cpu(t) for t in b["tasks"] if t != main_tid)
+dt, main_tid, times = thread_times(WORK, T0, T1)
+main, waited = times[main_tid]
+others = sum(c for t, (c, _) in times.items() if t != main_tid)
 f = {
     "main_thread_cpu_pct": round(100 * main / dt, 1),
-    "main_thread_busy_pct": round(100 * (main + (b["tasks"][main_tid][2] - a["tasks"].get(main_tid, [0, 0, 0])[2]) / 1e9) / dt, 1),
+    "main_thread_busy_pct": round(100 * (main + waited) / dt, 1),
     "other_threads_cpu_pct": round(100 * others / dt, 1),
 }
 text = (f"/proc over {dt:.1f} s: the main thread (the event loop, tid {main_tid}) on CPU {f['main_thread_cpu_pct']}% "

@@ -13,18 +13,13 @@ start_server server env -C "$WORK" UV_THREADPOOL_SIZE=1 node --perf-basic-prof -
 
 oracle_end() {
   oracle_py << 'PY'
-samples = read_jsonl(os.path.join(WORK, "proc.jsonl"))
-a, b = around(samples, T0, T1)
-dt = (b["t"] - a["t"]) / 1e9
-main_tid = min(b["tasks"], key=int)
-def delta(tid, i):
-    return (b["tasks"][tid][i] - a["tasks"].get(tid, [0, 0, 0])[i]) / 1e9
-pool_tid = max((t for t in b["tasks"] if t != main_tid), key=lambda t: delta(t, 1))
+dt, main_tid, times = thread_times(WORK, T0, T1)
+pool_tid = max((t for t in times if t != main_tid), key=lambda t: times[t][0])
 f = {
-    "pool_thread_cpu_pct": round(100 * delta(pool_tid, 1) / dt, 1),
-    "pool_thread_busy_pct": round(100 * (delta(pool_tid, 1) + delta(pool_tid, 2)) / dt, 1),
-    "main_thread_cpu_pct": round(100 * delta(main_tid, 1) / dt, 1),
-    "other_threads_cpu_pct": round(100 * sum(delta(t, 1) for t in b["tasks"] if t not in (main_tid, pool_tid)) / dt, 1),
+    "pool_thread_cpu_pct": round(100 * times[pool_tid][0] / dt, 1),
+    "pool_thread_busy_pct": round(100 * sum(times[pool_tid]) / dt, 1),
+    "main_thread_cpu_pct": round(100 * times[main_tid][0] / dt, 1),
+    "other_threads_cpu_pct": round(100 * sum(c for t, (c, _) in times.items() if t not in (main_tid, pool_tid)) / dt, 1),
 }
 text = (f"/proc over {dt:.1f} s: the pool's thread (tid {pool_tid}) on CPU {f['pool_thread_cpu_pct']}% "
         f"(on CPU or runnable {f['pool_thread_busy_pct']}%); the event loop (tid {main_tid}) {f['main_thread_cpu_pct']}%; "
