@@ -1002,7 +1002,7 @@ pub fn starved_loop(f: &Facts) -> Option<(u32, f64)> {
             on > 0.0 && (node || on >= 0.5 * total_cpu)
         })
         .map(|(&tid, _)| (tid, waited.min(1.0)))
-        .next()
+        .min_by_key(|(tid, _)| *tid)
 }
 
 /// An event loop blocked in its work: the thread that polls for the server's events (it

@@ -203,16 +203,19 @@ fn holder_blocked(
     // Under the method, or any method of its class: the JIT inlines the holding method
     // into its callers, and the blocks of the waiters are the lock's, left out below.
     let called = format!("{holder}(");
-    let class = holder.rsplit_once('.').map(|(c, _)| format!("{c}."));
+    // (`java.io.PrintStream.` at a frame's start, or after the JIT's return type.)
+    let class = holder
+        .rsplit_once('.')
+        .map(|(c, _)| (format!("{c}."), format!(" {c}.")));
     let reasons = kiln_model::waits::stack_reasons(p);
     let under = crate::profile::with_stack(p, |path| {
         path.iter().any(|&fr| {
             let n = String::from_utf8_lossy(p.frame_name(fr));
             n == holder
                 || n.contains(&called)
-                || class
-                    .as_ref()
-                    .is_some_and(|c| n.starts_with(c.as_str()) || n.contains(&format!(" {c}")))
+                || class.as_ref().is_some_and(|(c, typed)| {
+                    n.starts_with(c.as_str()) || n.contains(typed.as_str())
+                })
         })
     });
     // The threads that waited for the monitor (its holders in turn).

@@ -1138,6 +1138,10 @@ mod tests {
         while crate::jvm::perfdata::path_of(pid).is_none() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+        assert!(
+            crate::jvm::perfdata::path_of(pid).is_some(),
+            "the JVM (pid {pid}) wrote no counters file in 60 s"
+        );
         let mut s = ProcSampler::new(&[pid], None);
         s.sample();
         s.sample();
