@@ -545,6 +545,41 @@ fn a_lock_is_named_at_its_function_and_the_kernel_agrees() {
 }
 
 #[test]
+fn a_lock_held_through_a_sleep_is_said_with_the_holders_sleep() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let p = Planted::start(&planted_exe(dir.path()), "locksleep", dir.path(), None);
+    let Some(bt) = bpftrace_or_skip("clock_nanosleep", p.pid(), 6) else {
+        return;
+    };
+    let (text, v, k) = run(&dir.path().join("r.db"), "locksleep", &p, 16);
+    // One thread at a time sleeps under the lock: the kernel's account of the sleeps,
+    // seconds in clock_nanosleep per second, is how much of the time the lock's holder
+    // slept.
+    let slept = bt.under_load();
+    println!("{text}\nbpftrace: {slept:.2} s in clock_nanosleep per second under load");
+    let found = findings(&v);
+    none_contradicted(&found, &k, 17.0, &text);
+    let lock = named(&found, "lock-contention").unwrap_or_else(|| panic!("no lock named:\n{text}"));
+    assert_eq!(found[0].0, "lock-contention", "{text}");
+    assert!(lock.1.contains("locked_sleep"), "{text}");
+    let clause = "its holder slept under locked_sleep ";
+    let at = lock
+        .1
+        .find(clause)
+        .unwrap_or_else(|| panic!("the holder's sleep is not said:\n{text}"));
+    let held: f64 = lock.1[at + clause.len()..]
+        .split('%')
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no share after the clause:\n{text}"));
+    assert!(
+        (held - slept * 100.0).abs() <= 15.0,
+        "kiln: its holder slept {held}% of the time, bpftrace: {slept:.2} s a second\n{text}"
+    );
+}
+
+#[test]
 fn one_saturated_thread_is_named_with_what_it_runs() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();

@@ -175,7 +175,26 @@ fn holder_said(f: &Facts, m: &Contended) -> String {
         return String::new();
     };
     let scale = blocked_scale(f, waits.total as f64 * ns / 1e9);
-    match holder_blocked(f, p, h, ns * scale) {
+    // Under the method, or any method of its class: the JIT inlines the holding method
+    // into its callers, and the blocks of the waiters are the lock's, left out there.
+    let called = format!("{h}(");
+    // (`java.io.PrintStream.` at a frame's start, or after the JIT's return type.)
+    let class = h
+        .rsplit_once('.')
+        .map(|(c, _)| (format!("{c}."), format!(" {c}.")));
+    let holding = |n: &str| {
+        n == h
+            || n.contains(&called)
+            || class
+                .as_ref()
+                .is_some_and(|(c, typed)| n.starts_with(c.as_str()) || n.contains(typed.as_str()))
+    };
+    said_of_holder(f, h, holder_blocked(f, p, &holding, true, ns * scale))
+}
+
+/// The holder's wait as the claim's last clause (see [`holder_said`]).
+fn said_of_holder(f: &Facts, h: &str, held: Option<(WaitReason, f64)>) -> String {
+    match held {
         Some((r, held_s)) => {
             let (_, said) = waited_for(r, f, None);
             format!(
@@ -187,36 +206,48 @@ fn holder_said(f: &Facts, m: &Contended) -> String {
     }
 }
 
-/// The wait the holder of a monitor made under its holding method `holder` (as the
-/// thread dumps name it, `java.io.PrintStream.writeln`; the profile's frames carry the
-/// JIT's types, `void java.io.PrintStream.writeln(java.lang.String)`): the off-CPU
-/// profile's blocks under a frame of that method or its class for a reason other than a
-/// lock, a poll or idling, the heaviest reason, and its seconds per second (`ns` per unit of weight,
-/// scaled) — when it is half the window or more: the holder blocked in it most of the
-/// time.
+/// What the holder of a program's own lock (a pthread mutex, a semaphore: compiled code's)
+/// did while it held it, when it was blocked most of the window in a wait of its own
+/// under the function that takes the lock (the lock site's frame, `lookup_block`): a disk
+/// read, a sleep, a write into a full pipe, made one thread at a time (at most the
+/// window's seconds, which waits made apart from the lock by many threads at once
+/// exceed). Empty otherwise, and for a runtime whose lock is its own (the GIL, Go's
+/// runtime, the BEAM's) or whose holder the JVM's dumps name.
+fn lock_holder_said(f: &Facts, top: &Site) -> String {
+    if f.runtime() != Runtime::Native || top.reason != WaitReason::Lock {
+        return String::new();
+    }
+    let (Some(p), Some(waits)) = (f.offcpu(), f.waits()) else {
+        return String::new();
+    };
+    let Some(ns) = p.event.ns_per_weight() else {
+        return String::new();
+    };
+    let scale = blocked_scale(f, waits.total as f64 * ns / 1e9);
+    let held =
+        holder_blocked(f, p, &|n: &str| n == top.at, false, ns * scale).filter(|(_, s)| *s <= 1.1);
+    said_of_holder(f, &top.at, held)
+}
+
+/// The wait the holder of a lock made under its holding frames (`holding`: a monitor's
+/// method as the thread dumps name it, `java.io.PrintStream.writeln`, whose frames carry
+/// the JIT's types, `void java.io.PrintStream.writeln(java.lang.String)`; a C mutex's
+/// locking function): the off-CPU profile's blocks under such a frame for a reason other
+/// than a lock, a poll or idling, the heaviest reason, and its seconds per second (`ns`
+/// per unit of weight, scaled) — when it is half the window or more: the holder blocked
+/// in it most of the time. `inlined`: the holding frames may be missing (a JIT's), and
+/// the waiters' own waits stand for them.
 fn holder_blocked(
     f: &Facts,
     p: &kiln_model::Profile,
-    holder: &str,
+    holding: &dyn Fn(&str) -> bool,
+    inlined: bool,
     ns: f64,
 ) -> Option<(WaitReason, f64)> {
-    // Under the method, or any method of its class: the JIT inlines the holding method
-    // into its callers, and the blocks of the waiters are the lock's, left out below.
-    let called = format!("{holder}(");
-    // (`java.io.PrintStream.` at a frame's start, or after the JIT's return type.)
-    let class = holder
-        .rsplit_once('.')
-        .map(|(c, _)| (format!("{c}."), format!(" {c}.")));
     let reasons = kiln_model::waits::stack_reasons(p);
     let under = crate::profile::with_stack(p, |path| {
-        path.iter().any(|&fr| {
-            let n = String::from_utf8_lossy(p.frame_name(fr));
-            n == holder
-                || n.contains(&called)
-                || class.as_ref().is_some_and(|(c, typed)| {
-                    n.starts_with(c.as_str()) || n.contains(typed.as_str())
-                })
-        })
+        path.iter()
+            .any(|&fr| holding(&String::from_utf8_lossy(p.frame_name(fr))))
     });
     // The threads that waited for the monitor (its holders in turn).
     let waiters: std::collections::HashSet<kiln_model::ThreadId> = p
@@ -261,8 +292,10 @@ fn holder_blocked(
     // more (a wait each makes apart from it) — for the stacks the JIT inlined the holding
     // method out of: the larger of the two of the same kind.
     let by_name = sum(&|i| under[i]).filter(|(_, s)| *s >= 0.5);
-    let by_waiters =
-        sum(&|i| waiters.contains(&p.samples.thread[i])).filter(|(_, s)| (0.5..=1.1).contains(s));
+    let by_waiters = inlined
+        .then(|| sum(&|i| waiters.contains(&p.samples.thread[i])))
+        .flatten()
+        .filter(|(_, s)| (0.5..=1.1).contains(s));
     match (by_name, by_waiters) {
         (Some(a), Some(b)) if a.0 == b.0 && b.1 > a.1 => Some(b),
         (Some(a), _) => Some(a),
@@ -669,6 +702,8 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
                 .unwrap_or_default();
             what = m.waited(&held);
             holder_wait = holder_said(f, m);
+        } else if chain.is_none() && stalled.is_none() {
+            holder_wait = lock_holder_said(f, top);
         }
         let who = if f.outcome.latency.is_some() {
             format!("{}s", f.outcome.unit)

@@ -4,6 +4,8 @@
  *   planted MODE PORT [DIR]
  *
  *   lock    a thread per connection; every request holds one mutex while it works
+ *   locksleep a thread per connection; every request holds one mutex over a 1 ms sleep
+ *           (a blocking call made under a lock)
  *   work    a thread per connection; every request works on the CPU (no lock)
  *   single  one thread (epoll) serves every connection, working per request, with a
  *           listen backlog of 4
@@ -91,6 +93,12 @@ static void work(int units) {
 static void locked_work(void) {
 	pthread_mutex_lock(&lock);
 	work(20);
+	pthread_mutex_unlock(&lock);
+}
+
+static void locked_sleep(void) {
+	pthread_mutex_lock(&lock);
+	usleep(1000);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -331,6 +339,8 @@ static void handle(void) {
 		query_db();
 	else if (!strcmp(mode, "lock"))
 		locked_work();
+	else if (!strcmp(mode, "locksleep"))
+		locked_sleep();
 	else if (!strcmp(mode, "work") || !strcmp(mode, "single") || !strcmp(mode, "refresh"))
 		work(20);
 	else if (!strcmp(mode, "fsync"))
