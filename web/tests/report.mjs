@@ -463,6 +463,18 @@ try {
       }
     });
 
+    await check('every series of the target with a value is on a chart (what a finding cites can be shown)', async () => {
+      const drawn = await page.evaluate(() => window.__kilnReport.run.group.charts.flatMap((c) => c.spec.lines.map((l) => `${l.table}/${l.column}`)));
+      const cited = Object.entries(target.columns)
+        .filter(([name, v]) => (!name.includes(':') || /^(busiest thread|waiting|cpu user|cpu system):/.test(name)) && v.some((x) => x !== null && Number.isFinite(x) && x !== 0))
+        .map(([name]) => `target/${name}`)
+        // (The target's CPU in all is on the machine's chart, as user + system.)
+        .filter((c) => !['target/cpu user', 'target/cpu system'].includes(c) || !drawn.includes('target/cpu user+system'));
+      assert.ok(cited.includes('target/runnable'), `the run's threads waited for a CPU at some second: ${cited}`);
+      const missing = cited.filter((c) => !drawn.includes(c));
+      assert.deepEqual(missing, [], `on no chart: ${missing} (charted: ${drawn})`);
+    });
+
     await check('legends hide and isolate series (Grafana\'s): a click shows one series alone, again all, Ctrl+click hides one', async () => {
       // Pixels of each series' colour on a chart's base canvas.
       const colours = (id) =>

@@ -395,6 +395,16 @@ pub(crate) struct ColumnNames {
     pub connected: &'static str,
     pub dropped: &'static str,
     pub queue_depth: &'static str,
+    /// The target's waits for a CPU: all its threads', its first thread's, its quota's.
+    pub runnable: &'static str,
+    pub main_runnable: &'static str,
+    pub throttled: &'static str,
+    /// The CPU of the processes it started, and of its copies that ended young.
+    pub children_cpu: &'static str,
+    pub young_copies_cpu: &'static str,
+    /// Its threads blocked, per reason (`waiting:disk`), and each group's busiest thread.
+    pub waiting: &'static str,
+    pub busiest: &'static str,
     /// What joins a per-group column and its group (`cpu user:scheduler`).
     pub group_separator: char,
     /// What joins a table and the other host it is of (`target@db1`).
@@ -426,6 +436,13 @@ impl ColumnNames {
         connected: columns::CONNECTED,
         dropped: columns::DROPPED,
         queue_depth: columns::QUEUE_DEPTH,
+        runnable: columns::RUNNABLE,
+        main_runnable: columns::MAIN_RUNNABLE,
+        throttled: columns::THROTTLED,
+        children_cpu: columns::CHILDREN_CPU,
+        young_copies_cpu: columns::YOUNG_COPIES_CPU,
+        waiting: columns::WAITING,
+        busiest: columns::GROUP_BUSIEST,
         group_separator: columns::GROUP_SEPARATOR,
         host_separator: columns::HOST_SEPARATOR,
     };

@@ -188,6 +188,16 @@ export interface ColumnNames {
   connected: string;
   dropped: string;
   queue_depth: string;
+  /** The target's waits for a CPU: all its threads', its first thread's (an event loop's), its CPU quota's (absent before 0.6). */
+  runnable?: string;
+  main_runnable?: string;
+  throttled?: string;
+  /** The CPU of the processes the target started, and of its own copies that ended under a second old. */
+  children_cpu?: string;
+  young_copies_cpu?: string;
+  /** Its threads blocked per reason (`waiting:disk`), and each thread group's busiest thread (`busiest thread:pool`). */
+  waiting?: string;
+  busiest?: string;
   /** What joins a per-group column and its group (`cpu user:scheduler`). */
   group_separator: string;
   /** What joins a table and the other host it is of (`target@db1`). */

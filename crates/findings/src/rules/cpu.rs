@@ -989,6 +989,15 @@ pub fn starvation(f: &Facts) -> Vec<Finding> {
     );
     e.series = Some(format!("target/{}", col::RUNNABLE));
     finding = finding.evidence(e);
+    if let Some((tid, w)) = starved_loop {
+        let mut e = f.ev(
+            "its event loop, waiting for a CPU",
+            format!("thread {tid}, {} of the window", pct(w)),
+            "/proc/PID/task/TID/schedstat of its first thread (run-queue time)",
+        );
+        e.series = Some(format!("target/{}", col::MAIN_RUNNABLE));
+        finding = finding.evidence(e);
+    }
     if let Some(b) = f.cpus.busy {
         finding = finding.evidence(f.ev(
             "the machine",

@@ -653,11 +653,15 @@ pub fn processes(f: &Facts) -> Vec<Finding> {
         (0.6 + 0.35 * share).min(0.95),
         claim,
     )
-    .evidence(f.ev(
-        "its copies' CPU, those that ended under a second old",
-        format!("{} (the rest of the server {})", cpus(kids), cpus(own)),
-        "/proc/PID/stat of their parents (cutime + cstime, once waited for)",
-    ))
+    .evidence({
+        let mut e = f.ev(
+            "its copies' CPU, those that ended under a second old",
+            format!("{} (the rest of the server {})", cpus(kids), cpus(own)),
+            "/proc/PID/stat of their parents (cutime + cstime, once waited for)",
+        );
+        e.series = Some(format!("{}/{}", kiln_store::columns::TARGET, kiln_store::columns::YOUNG_COPIES_CPU));
+        e
+    })
     .evidence(f.ev(
         "new processes that ran",
         format!("{} in {:.1} s", thousands(started as f64), f.secs),
