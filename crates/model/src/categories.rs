@@ -35,8 +35,8 @@
 //! The built-in sets cover the BEAM (Erlang code, BIFs and NIFs, garbage collection, the
 //! scheduler's busy-wait, port and socket I/O, I/O polling, dirty schedulers, the rest
 //! of the runtime), Go (GC, scheduler, system calls, network polling, the runtime), the
-//! JVM (GC, JIT compilers, interpreter, safepoints, Java code, the VM) and the Linux
-//! kernel (system calls by family, softirq, page faults, idle). Their patterns name
+//! JVM (GC, JIT compilers, interpreter, safepoints, Java code, the VM), V8's and
+//! CPython's garbage collectors, and the Linux kernel (system calls by family, softirq, page faults, idle). Their patterns name
 //! runtime-specific functions, so they rarely meet; where they do, the same category
 //! name (`I/O polling (poll/epoll)`) joins them.
 use crate::{FrameKind, Profile, ThreadId};
@@ -117,7 +117,7 @@ impl Default for Rules {
 /// and the JVM's spin loops), so its caller's category decides, not the system call's.
 pub const YIELD: &str = "syscall: sched_yield (spinning)";
 
-/// The built-in sets (the BEAM, Go, the JVM, the Linux kernel), in the syntax of a user's
+/// The built-in sets (the BEAM, Go, the JVM, V8, CPython, the Linux kernel), in the syntax of a user's
 /// rules file and in order of precedence: `# SET` starts a set.
 pub const BUILTIN: &str = r#"# BEAM
 BEAM dirty schedulers = thread:dirty_(cpu|io)_s
@@ -146,6 +146,8 @@ Java code = user:^(L[a-z][\w/$]*;::\w+|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+\.[A-Z
 JVM runtime (other) = user:^(JVM_\w+|jni_\w+|Unsafe_\w+|JavaCalls::\w+|JavaThread::\w+|libjvm\.so\+0x[0-9a-f]+)
 # V8 (Node.js)
 garbage collection = user:^v8::internal::(Heap|Scavenger\w*|ScavengeJob|MarkCompactCollector|MinorMarkCompactCollector|MinorMarkSweepCollector|ConcurrentMarking\w*|IncrementalMarking\w*|MarkingVisitor\w*|MainMarkingVisitor|ConcurrentMarkingVisitor\w*|MarkingWorklists?\w*|MarkingBarrier|Sweeper|ArrayBufferSweeper|GCTracer|Evacuat\w+|RecordMigratedSlotVisitor|PointersUpdatingVisitor|LiveObjectVisitor|MemoryReducer|GlobalHandles)(<.*>)?(::.*)?$
+# CPython
+garbage collection = user:^(gc_collect_main|gc_collect_with_callback|gc_collect_generations|gc_collect_impl|collect_with_callback|collect_generations|_PyGC_CollectNoFail|PyGC_Collect|visit_decref|visit_reachable|move_unreachable|deduce_unreachable|move_legacy_finalizers|handle_legacy_finalizers|finalize_garbage|delete_garbage)$
 # kernel
 kernel page faults = kernel:^(asm_exc_page_fault|exc_page_fault|do_user_addr_fault|handle_mm_fault|__handle_mm_fault|do_anonymous_page|do_fault|do_page_fault)$
 kernel softirq = kernel:^(__do_softirq|handle_softirqs|do_softirq\w*|net_rx_action|__napi_poll|run_ksoftirqd|irq_exit_rcu|__irq_exit_rcu)$
@@ -162,7 +164,7 @@ syscall: other = kernel:^(__(x64|arm64|ia32|se)_sys_\w+|entry_SYSCALL_64\w*|do_s
 "#;
 
 impl Rules {
-    /// The built-in sets (BEAM, Go, JVM, kernel): [`BUILTIN`], each rule's origin its
+    /// The built-in sets (BEAM, Go, JVM, V8, CPython, kernel): [`BUILTIN`], each rule's origin its
     /// set (`built-in Go`).
     pub fn builtin() -> Rules {
         static RULES: std::sync::OnceLock<Vec<Rule>> = std::sync::OnceLock::new();
@@ -663,6 +665,36 @@ mod tests {
         p.add_sample_path(&js, 1, NO_TIME, t);
         let (totals, _) = c.totals(&p);
         assert_eq!(totals[0], (GC.to_string(), 5), "{totals:?}");
+        assert_eq!(totals.iter().map(|t| t.1).sum::<u128>(), 6, "{totals:?}");
+    }
+
+    /// CPython's cycle collector, as kiln names its frames in a Python server (Debian's
+    /// libpython3.11: `gc_collect_main` and the visits under it), and the Python code
+    /// that allocated: the collector's stacks are garbage collection, whatever their leaf.
+    #[test]
+    fn cpythons_collector_is_garbage_collection() {
+        let c = Categoriser::new(&Rules::builtin()).unwrap();
+        let mut p = Profile::new(EventInfo::new("cpu-clock", WeightUnit::Samples));
+        let t = p.thread(Some(1), Some(1), b"python3");
+        let py = p.frame(b"build_catalogue (server.py:40)", FrameKind::User);
+        let alloc = p.frame(b"_PyObject_GC_Link", FrameKind::User);
+        let collect = p.frame(b"gc_collect_main", FrameKind::User);
+        for leaf in ["visit_decref", "dict_traverse", "gc_collect_main"] {
+            let path = [
+                py,
+                alloc,
+                collect,
+                p.frame(leaf.as_bytes(), FrameKind::User),
+            ];
+            p.add_sample_path(&path, 1, NO_TIME, t);
+        }
+        // A broken stack of the collector's own visit is still the collector's.
+        let visit = [p.frame(b"visit_reachable", FrameKind::User)];
+        p.add_sample_path(&visit, 1, NO_TIME, t);
+        // The program's own Python is not.
+        p.add_sample_path(&[py], 2, NO_TIME, t);
+        let (totals, _) = c.totals(&p);
+        assert_eq!(totals[0], (GC.to_string(), 4), "{totals:?}");
         assert_eq!(totals.iter().map(|t| t.1).sum::<u128>(), 6, "{totals:?}");
     }
 
