@@ -174,6 +174,34 @@ thread_dumps() {
   }
 }
 
+# fsync_oracle CONNS : the case's oracle: bpftrace's fsync(2) and fdatasync(2) calls and
+# time in the server per second (bt/fsync_time.bt), over the CONNS connections' time, and
+# its write(2) calls (a record and a response per request).
+fsync_oracle() {
+  FSYNC_CONNS=$1
+  oracle_begin() { bpftrace_sampler sys "$FINDINGS/bt/fsync_time.bt" "$SERVER_PID"; }
+  oracle_end() {
+    oracle_py "$FSYNC_CONNS" << 'PY'
+s, secs = bpf_window(os.path.join(WORK, "sys.bt.out"), T0, T1)
+conns = int(ARGS[0])
+writes = bpf_sum(s, "write_calls")
+f = fsync_figures(s, secs, conns)
+calls = f.pop("fsync_calls")
+f.update({
+    "fsyncs_per_write_pair": round(2 * calls / writes, 2) if writes else None,
+    "disk_write_mb_per_s": PROC.get("disk_write_mb_per_s"),
+    "target_cpu_pct": PROC.get("target_cpu_pct"),
+})
+text = (f"bpftrace over {secs:.1f} s of the window:\n"
+        f"  fsync/fdatasync: {calls} calls ({f['fsync_per_s']}/s), {f['fsync_ms_mean']} ms each, "
+        f"{f['fsync_pct_of_request_time']}% of the {conns} connections' time\n"
+        f"  write(2): {writes} calls (a record and a response per request: "
+        f"{f['fsyncs_per_write_pair']} syncs per two writes)\n")
+oracle(text, f)
+PY
+  }
+}
+
 # c_server [BT] : the case's C server (its server.c, with the corpus's flags) built and
 # started, no arguments; with BT (a bpftrace script taking the server's pid), the case's
 # oracle_begin samples it with BT into $WORK/sys.bt.out (a case may define its own after).
