@@ -342,13 +342,28 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
                 _ => share,
             };
             let score = weight(f, of_server) * if spare { 0.5 } else { 1.0 };
+            // The threads that do the node's blocking work (files, NIFs) waiting for a CPU
+            // meanwhile: the spinning competes with them for the same CPUs.
+            let dirty: f64 = f
+                .groups
+                .iter()
+                .filter(|g| g.name.starts_with("dirty_"))
+                .filter_map(|g| g.runnable)
+                .sum();
+            let competes = if dirty >= 0.5 {
+                format!(
+                    "; meanwhile its dirty schedulers (where its file and NIF calls run) waited for a CPU, {dirty:.1} of them on average: the spinning competes with them for the CPUs"
+                )
+            } else {
+                String::new()
+            };
             out.push(
                 Finding::new(
                     "busy-wait",
                     Class::BusyWait,
                     score,
                     format!(
-                        "the BEAM's schedulers spent {} of their awake CPU in the busy-wait before sleeping: CPU spent waiting for work (+sbwt none +sbwtdcpu none +sbwtdio none turn it off; the command line does not)",
+                        "the BEAM's schedulers spent {} of their awake CPU in the busy-wait before sleeping: CPU spent waiting for work (+sbwt none +sbwtdcpu none +sbwtdio none turn it off; the command line does not){competes}",
                         pct(share)
                     ),
                 )
