@@ -7,11 +7,14 @@ time between each one's "start" and "stop" (gc.callbacks, time.perf_counter_ns),
 process's CPU time.
 usage: server.py  (prints "listening on 127.0.0.1:PORT" once it listens)
 """
-import asyncio
 import gc
 import json
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from async_front import serve  # noqa: E402
 
 # Long-lived objects every full collection walks.
 CACHE = [{"sku": i, "tags": [i, str(i)]} for i in range(150_000)]
@@ -53,33 +56,11 @@ def build_catalogue(seed):
     return sum(n.price for n in level) % 1000003
 
 
-async def handle(reader, writer):
-    n = 0
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            if not head:
-                break
-            n += 1
-            if head.startswith(b"GET /stats "):
-                body = json.dumps(dict(STATS, now_ns=time.monotonic_ns(), cpu_ns=time.process_time_ns())).encode() + b"\n"
-            else:
-                body = b"%d\n" % build_catalogue(n)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        pass
-    finally:
-        writer.close()
-
-
-async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=128)
-    port = server.sockets[0].getsockname()[1]
-    print(f"listening on 127.0.0.1:{port}", flush=True)
-    async with server:
-        await server.serve_forever()
+def answer(head, n):
+    if head.startswith(b"GET /stats "):
+        return json.dumps(dict(STATS, now_ns=time.monotonic_ns(), cpu_ns=time.process_time_ns())).encode() + b"\n"
+    return b"%d\n" % build_catalogue(n)
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    serve(answer)
