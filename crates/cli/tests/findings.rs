@@ -2001,6 +2001,14 @@ fn an_event_loop_that_runs_one_function_for_long_at_times_is_said() {
         .iter()
         .find(|f| f.1.contains("reindexCatalogue") && f.1.contains(" at a time ("))
     else {
+        // Kept busy by the load itself (on a CPU or waiting for one 90% of the time and
+        // more: 10.3k req/s in one run), the loop's turns run into each other and
+        // no run stands apart in the samples: the saturated loop is what is said first.
+        if k.on_cpu + k.runnable >= 0.9 && k.runnable <= k.on_cpu {
+            assert_eq!(found[0].0, "one-thread-saturated", "{text}");
+            assert!(found[0].1.contains("event loop"), "{text}");
+            return;
+        }
         // Starved of CPU, the loop's runs stretch and break: unsaid then, not wrong.
         assert!(
             k.runnable > k.on_cpu,
