@@ -1133,14 +1133,22 @@ mod tests {
             return;
         };
         let pid = jvm.id();
-        // Its counters file appears once the JVM is up.
+        // Its counters file appears once the JVM is up, and its heap's counters in it a
+        // moment later (the file is made first: read between the two, it names no heap).
+        use crate::jvm::perfdata;
+        let heap_counted = || {
+            perfdata::path_of(pid)
+                .and_then(|p| perfdata::read(&p).ok())
+                .and_then(|c| perfdata::heap(&c))
+                .is_some()
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while crate::jvm::perfdata::path_of(pid).is_none() && std::time::Instant::now() < deadline {
+        while !heap_counted() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         assert!(
-            crate::jvm::perfdata::path_of(pid).is_some(),
-            "the JVM (pid {pid}) wrote no counters file in 60 s"
+            heap_counted(),
+            "the JVM (pid {pid}) wrote no heap counters in 60 s"
         );
         let mut s = ProcSampler::new(&[pid], None);
         s.sample();
