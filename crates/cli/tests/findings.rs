@@ -591,7 +591,10 @@ fn one_saturated_thread_is_named_with_what_it_runs() {
     );
     let found = findings(&v);
     none_contradicted(&found, &k, 1.0, &text);
-    if k.on_cpu >= 0.85 {
+    // Busy nearly all the time, mostly on a CPU and the rest waiting for one (0.81 on a
+    // CPU and 0.19 waiting in a CI run, the load generator on the other CPU): the thread
+    // is the limit still, said first; waiting more than running, starvation is.
+    if k.on_cpu >= 0.85 || (k.on_cpu + k.runnable >= 0.9 && k.runnable <= k.on_cpu) {
         let one = named(&found, "one-thread-saturated")
             .unwrap_or_else(|| panic!("the kernel saw one thread at {:.2} CPU:\n{text}", k.on_cpu));
         assert!(one.1.contains("work"), "{text}");
