@@ -180,6 +180,17 @@ pub fn heap(c: &HashMap<String, i64>) -> Option<Heap> {
     })
 }
 
+/// Why counters hold no heap [`heap`] reads: a JVM makes its counters file first and
+/// writes its collector's counters a moment later, so a file without any `sun.gc.` counter
+/// is a JVM starting; one with other `sun.gc.` names is another collector's.
+pub fn why_no_heap(c: &HashMap<String, i64>) -> &'static str {
+    if c.keys().any(|k| k.starts_with("sun.gc.")) {
+        "no heap counters kiln knows (another collector's names)"
+    } else {
+        "no heap counters yet (the JVM was starting)"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,6 +255,19 @@ mod tests {
             assert_eq!(h.old_max, 412.0 * mib);
             assert_eq!(h.gc_s, 2.0);
         }
+    }
+
+    #[test]
+    fn a_jvm_starting_is_told_from_another_collector() {
+        // The file made, the collector's counters not written yet.
+        let starting = parse(&file(true, &[("sun.os.hrt.frequency", 1)])).unwrap();
+        assert!(heap(&starting).is_none());
+        assert!(why_no_heap(&starting).contains("starting"));
+        // A collector whose names kiln does not read.
+        let other = [("sun.os.hrt.frequency", 1), ("sun.gc.zheap.used", 1 << 20)];
+        let other = parse(&file(true, &other)).unwrap();
+        assert!(heap(&other).is_none());
+        assert!(why_no_heap(&other).contains("another collector"));
     }
 
     #[test]

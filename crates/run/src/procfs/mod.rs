@@ -602,8 +602,9 @@ impl ProcSampler {
             match read.and_then(|c| {
                 crate::jvm::perfdata::heap(&c).ok_or_else(|| {
                     format!(
-                        "{}: no heap counters kiln knows (another collector's names)",
-                        path.display()
+                        "{}: {}",
+                        path.display(),
+                        crate::jvm::perfdata::why_no_heap(&c)
                     )
                 })
             }) {
