@@ -184,6 +184,14 @@ pub fn is_scheduler(thread: &str) -> bool {
     t == "scheduler"
 }
 
+/// Whether a thread (its root frame's name) is one of the BEAM's dirty schedulers
+/// (`1_dirty_cpu_sch`, `dirty_io_sche`, merged or not): where its file calls and dirty
+/// NIFs run.
+pub fn is_dirty_scheduler(thread: &str) -> bool {
+    let t = thread.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
+    t.starts_with("dirty_cpu_s") || t.starts_with("dirty_io_s")
+}
+
 /// The schedulers' time by state in one profile (a CPU profile of `beam.smp`), in the
 /// order of [`BeamState::ALL`], in the profile's weight; `None` when no sample is a
 /// scheduler's.
@@ -341,5 +349,7 @@ mod tests {
         );
         assert!(is_scheduler("1_scheduler") && is_scheduler("scheduler"));
         assert!(!is_scheduler("1_dirty_cpu_sch") && !is_scheduler("poller"));
+        assert!(is_dirty_scheduler("1_dirty_cpu_sch") && is_dirty_scheduler("dirty_io_sche"));
+        assert!(!is_dirty_scheduler("1_scheduler") && !is_dirty_scheduler("dirty_thing"));
     }
 }

@@ -347,7 +347,7 @@ pub fn busy_wait(f: &Facts) -> Vec<Finding> {
             let dirty: f64 = f
                 .groups
                 .iter()
-                .filter(|g| g.name.starts_with("dirty_"))
+                .filter(|g| kiln_model::beam::is_dirty_scheduler(&g.name))
                 .filter_map(|g| g.runnable)
                 .sum();
             let competes = if dirty >= 0.5 {
