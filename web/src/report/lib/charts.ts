@@ -272,7 +272,7 @@ function targetCharts(r: RunShape, target: Table, machine: Table | undefined, ki
   if (sw.length) out.push({ id: 'switches', title: 'Target context switches per second', unit: '1/s', scale: 'linear', kind: 'lines', height: 90, lines: sw.map((c, i) => line(target, c, COLORS[(i + 5) % COLORS.length], c.name, { exact: true })) });
   const counts = [names.threads, names.open_files, names.sockets].map((x) => target.columns.find((c) => c.name === x)).filter((c): c is Column => !!c && anyValue(c));
   if (counts.length) out.push({ id: 'counts', title: 'Target threads, open files and sockets', unit: 'count', scale: 'linear', kind: 'lines', height: 80, lines: counts.map((c, i) => line(target, c, COLORS[(i + 6) % COLORS.length])) });
-  out.push(...waitCharts(r, target));
+  out.push(...waitCharts(r, target, out));
   const busy = machine?.columns.find((c) => c.name === names.busy);
   const lines: Line[] = [];
   if (machine && busy && anyValue(busy)) {
@@ -300,20 +300,15 @@ function targetCharts(r: RunShape, target: Table, machine: Table | undefined, ki
 
 /** The target's waits and queues (what its findings cite): its time waiting for a CPU,
  * each group's busiest thread, its threads blocked by reason, the processes it started;
- * then every other series it has values in, a chart per unit. */
-function waitCharts(r: RunShape, target: Table): ChartSpec[] {
+ * then every other series it has values in and no chart of `above` (or of these) draws,
+ * a chart per unit. */
+function waitCharts(r: RunShape, target: Table, above: ChartSpec[]): ChartSpec[] {
   const out: ChartSpec[] = [];
   const names = r.columns;
   const sep = names.group_separator;
-  const charted = new Set<string>([names.cpu_user, names.cpu_system, names.rss, names.voluntary, names.involuntary, names.threads, names.open_files, names.sockets]);
-  for (const n of [names.jvm_heap_used, names.jvm_old_used, names.jvm_old_max]) if (n) charted.add(n);
   const find = (n: string | undefined): Column | undefined => (n === undefined ? undefined : target.columns.find((c) => c.name === n && hasValue(c)));
   const grouped = (n: string | undefined): [string, Column][] =>
     n === undefined ? [] : target.columns.filter((c) => c.name.startsWith(n + sep) && hasValue(c)).map((c) => [c.name.slice(n.length + sep.length), c]);
-  const mark = (cs: Column[]): Column[] => {
-    for (const c of cs) charted.add(c.name);
-    return cs;
-  };
   const cpuWait = (
     [
       [names.runnable, 'all threads (runnable)'],
@@ -324,26 +319,25 @@ function waitCharts(r: RunShape, target: Table): ChartSpec[] {
     const c = find(n);
     return c ? [[c, label] as const] : [];
   });
-  mark(cpuWait.map(([c]) => c));
   if (cpuWait.length) {
     out.push({ id: 'cpu-wait', title: 'Target time waiting for a CPU, % of one thread', unit: '%', scale: 'linear', kind: 'lines', height: 90, lines: cpuWait.map(([c, label], i) => line(target, c, COLORS[(i + 2) % COLORS.length], label, { exact: true })) });
   }
   const busiest = grouped(names.busiest);
-  mark(busiest.map(([, c]) => c));
   if (busiest.length) {
     out.push({ id: 'busiest', title: "Each thread group's busiest thread, % of one CPU (100: a thread that cannot go faster)", unit: '%', scale: 'linear', kind: 'lines', height: 90, yMax: 100, lines: busiest.map(([g, c], i) => line(target, c, COLORS[i % COLORS.length], plainGroup(g), { exact: true })) });
   }
   const blocked = grouped(names.waiting);
-  mark(blocked.map(([, c]) => c));
   if (blocked.length) {
     out.push({ id: 'blocked', title: 'Target threads blocked, by what they waited on (threads, sampled)', unit: 'count', scale: 'linear', kind: 'stacked', height: 100, lines: blocked.map(([b, c], i) => line(target, c, COLORS[(i + 3) % COLORS.length], b, { exact: true })) });
   }
-  const started = mark([find(names.children_cpu), find(names.young_copies_cpu)].filter((c): c is Column => !!c));
+  const started = [find(names.children_cpu), find(names.young_copies_cpu)].filter((c): c is Column => !!c);
   if (started.length) {
     out.push({ id: 'children', title: "CPU of the processes the target started, and of its own copies that ended under a second old, % of one CPU", unit: '%', scale: 'linear', kind: 'lines', height: 90, lines: started.map((c, i) => line(target, c, COLORS[(i + 8) % COLORS.length], c.name, { exact: true })) });
   }
   // Every other series with a value, a chart per unit (per-group series other than the
-  // above stay in the tables).
+  // above stay in the tables). The target's CPU total is drawn above by its groups.
+  const charted = new Set<string>([names.cpu_user, names.cpu_system]);
+  for (const l of [...above, ...out].flatMap((c) => c.lines)) if (l.table === target.name) charted.add(l.column);
   const units = new Map<string, Column[]>();
   for (const c of target.columns) {
     if (charted.has(c.name) || c.name.includes(sep) || !hasValue(c)) continue;
