@@ -24,8 +24,10 @@ need_apt=()
 pkgs=(build-essential pkg-config curl clang libbpf-dev libelf-dev zlib1g-dev linux-libc-dev
       libsqlite3-dev libzstd-dev)
 if [ "$level" != build ]; then
-  # kiln's main job: a private RabbitMQ under load (scripts/demo.sh).
-  pkgs+=(rabbitmq-server erlang-nox python3)
+  # kiln's main job: a private RabbitMQ under load (scripts/demo.sh). Debian's python3 is
+  # stripped: python3-dbg's symbols (found by build id) name the interpreter's own frames
+  # in kiln's profiles of Python servers (its collector, its GIL), as perf's need them.
+  pkgs+=(rabbitmq-server erlang-nox python3 python3-dbg)
 fi
 if [ "$level" = tests ]; then
   # The tests' servers and oracles, the benchmarks' anchors.

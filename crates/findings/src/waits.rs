@@ -89,7 +89,12 @@ impl Waits {
 fn user_frames(p: &Profile, path: &[kiln_model::FrameId]) -> Vec<String> {
     path.iter()
         .filter(|&&f| !matches!(p.frames.get(f).kind, FrameKind::Kernel | FrameKind::Root))
-        .map(|&f| String::from_utf8_lossy(p.frame_name(f)).into_owned())
+        .map(|&f| {
+            let name = String::from_utf8_lossy(p.frame_name(f));
+            // A compiler's copy of a function (`os_fsync.lto_priv.0`) is said as the
+            // function.
+            kiln_model::waits::base_name(&name).to_string()
+        })
         .collect()
 }
 
@@ -209,9 +214,10 @@ fn site_of_stack(
 
 /// A wait's function as its program called it: glibc's calls from inside itself go
 /// through hidden aliases (`__GI_fdatasync`, `__GI___lll_lock_wait`) that no program calls
-/// by that name.
+/// by that name; a compiler's copy of a function (`sock_recv.lto_priv.0`) is the
+/// function.
 fn said_as(name: &str) -> &str {
-    name.strip_prefix("__GI_").unwrap_or(name)
+    kiln_model::waits::base_name(name.strip_prefix("__GI_").unwrap_or(name))
 }
 
 /// One of the program's blocks: when it began and ended (ns, on the profile's clock), its
@@ -539,6 +545,7 @@ fn python_callee<S: AsRef<str>>(names: &[S]) -> Option<&str> {
         .iter()
         .map(AsRef::as_ref)
         .find(|f| !python_call_helper(f) && !f.starts_with('['))
+        .map(said_as)
 }
 
 /// Whether a Python function (`Condition.wait (threading.py:320)`; 3.10 names it bare)
@@ -629,8 +636,14 @@ impl Waits {
             let mut py: Option<&str> = None;
             let mut own: Option<&str> = None;
             let mut mine: Option<&str> = None;
+            // In a Python stack the program's frames are its Python ones: the C under them
+            // is the interpreter's (named where its symbols are).
+            let python = path
+                .iter()
+                .any(|&id| cpu.frames.get(id).kind == FrameKind::Python);
             for &id in &path {
                 let name = std::str::from_utf8(cpu.frame_name(id)).unwrap_or("");
+                let name = kiln_model::waits::base_name(name);
                 let kind = cpu.frames.get(id).kind;
                 if kind == FrameKind::Python {
                     if is_python_signal_wait(name) {
@@ -649,7 +662,10 @@ impl Waits {
                 if let Some(o) = own {
                     *under.entry((name.to_string(), o.to_string())).or_default() += w as u128;
                 }
-                if matches!(kind, FrameKind::User) && kiln_model::waits::is_program_frame(name) {
+                if !python
+                    && matches!(kind, FrameKind::User)
+                    && kiln_model::waits::is_program_frame(name)
+                {
                     own = Some(name);
                 }
                 if python_call_helper(name) {

@@ -244,7 +244,7 @@ pub(crate) fn wait_reason<S: AsRef<str>>(frames: &[S]) -> WaitReason {
         .iter()
         .map(|f| {
             let f = f.as_ref();
-            f.strip_prefix("__GI_").unwrap_or(f)
+            base_name(f.strip_prefix("__GI_").unwrap_or(f))
         })
         .collect();
     if is_gil_wait(&names) {
@@ -392,7 +392,7 @@ pub fn waits_for_child<S: AsRef<str>>(frames: &[S]) -> bool {
 /// is the only one CPython makes that way: its `threading` locks wait on semaphores).
 pub fn is_gil_wait<S: AsRef<str>>(frames: &[S]) -> bool {
     frames.windows(2).any(|w| {
-        let (a, b) = (w[0].as_ref(), w[1].as_ref());
+        let (a, b) = (base_name(w[0].as_ref()), w[1].as_ref());
         a == "take_gil"
             // Taking the GIL back after a call that let it go: whatever it blocks on there
             // (the GIL's condition, or the mutex beside it) is the GIL.
@@ -421,7 +421,7 @@ pub fn is_python_binary_address(name: &str) -> bool {
 pub fn is_wait_primitive(name: &str) -> bool {
     let c = compiled();
     let n = unversioned(name);
-    let n = n.strip_prefix("__GI_").unwrap_or(n);
+    let n = base_name(n.strip_prefix("__GI_").unwrap_or(n));
     n == "syscall"
         || c.lock.is_match(n)
         || c.sleep.is_match(n)
@@ -587,6 +587,49 @@ pub fn unversioned(name: &str) -> &str {
     }
 }
 
+/// The suffixes compilers give the copies they make of a function: GCC's
+/// `.lto_priv.N` (a static function made private by link-time optimisation), `.isra.N`,
+/// `.constprop.N`, `.part.N`, `.cold` (the function's rarely run part), and clang's
+/// `.llvm.N`.
+const CLONE_KINDS: &[&str] = &[
+    "lto_priv",
+    "isra",
+    "constprop",
+    "part",
+    "cold",
+    "localalias",
+    "llvm",
+];
+
+/// A function's name without the suffixes its compiler's copies add
+/// (`gc_collect_main.lto_priv.0` → `gc_collect_main`, `take_gil.lto_priv.0.cold` →
+/// `take_gil`): the function the source names, for matching (the profile keeps the
+/// name as the symbol table spells it, as perf does).
+pub fn base_name(name: &str) -> &str {
+    let mut n = name;
+    loop {
+        let Some((head, tail)) = n.rsplit_once('.') else {
+            return n;
+        };
+        let numbered = !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit());
+        let shorter = if numbered {
+            match head.rsplit_once('.') {
+                Some((h, kind)) if CLONE_KINDS.contains(&kind) => h,
+                _ => return n,
+            }
+        } else if tail == "cold" && (!head.contains('.') || base_name(head) != head) {
+            // A bare `.cold` (a method named `cold` of a dotted class is not one).
+            head
+        } else {
+            return n;
+        };
+        if shorter.is_empty() {
+            return n;
+        }
+        n = shorter;
+    }
+}
+
 /// Whether a frame is the program's own code (not a runtime's, a library's wait
 /// primitive, or the thread's start).
 pub fn is_program_frame(f: &str) -> bool {
@@ -603,6 +646,12 @@ pub fn is_program_frame(f: &str) -> bool {
 /// of those.
 pub fn program_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
     let o = owners();
+    // CPython: the program is its Python; the C under its last Python frame is the
+    // interpreter's and its modules' (`sock_call_ex`, `select_poll_poll`, `thread_run`
+    // where the interpreter keeps its symbols), named or not.
+    if frames.iter().any(|f| is_cpython_frame(f.as_ref())) {
+        return frames.iter().rposition(|f| is_python_code(f.as_ref()));
+    }
     frames
         .iter()
         .rposition(|f| o.go_program.is_match(f.as_ref()))
@@ -612,6 +661,30 @@ pub fn program_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
                 !o.go_runtime.is_match(f) && !is_wait_primitive(f) && !o.not_program.is_match(f)
             })
         })
+}
+
+/// A Python function as kiln names it: `qualname (file.py:line)` (or a module the
+/// interpreter made: `<frozen importlib._bootstrap>`, `<string>`).
+pub fn is_python_code(f: &str) -> bool {
+    f.ends_with(')')
+        && f.rsplit_once(" (")
+            .is_some_and(|(_, at)| at.contains(".py") || at.starts_with('<'))
+}
+
+/// Whether a frame is CPython's: a Python function, or the interpreter's own code (its
+/// eval loop, entry, threads' start and GIL; its binary's unnamed addresses).
+fn is_cpython_frame(f: &str) -> bool {
+    is_python_code(f)
+        || is_python_binary_address(f)
+        || matches!(
+            base_name(f),
+            "_PyEval_EvalFrameDefault"
+                | "Py_RunMain"
+                | "Py_BytesMain"
+                | "take_gil"
+                | "thread_run"
+                | "pythread_wrapper"
+        )
 }
 
 /// Whether a Go function is the program's own or a module's it imports (package `main`,
@@ -773,6 +846,33 @@ mod tests {
             "erts_mixed_plus",
         ];
         assert_eq!(program_frame(&frames), Some(6));
+    }
+
+    #[test]
+    fn a_compilers_copies_of_a_function_are_the_function() {
+        assert_eq!(base_name("gc_collect_main.lto_priv.0"), "gc_collect_main");
+        assert_eq!(base_name("take_gil.lto_priv.0.cold"), "take_gil");
+        assert_eq!(base_name("finish_task_switch.isra.0"), "finish_task_switch");
+        assert_eq!(base_name("PyGC_Collect.cold"), "PyGC_Collect");
+        assert_eq!(base_name("work.constprop.0.part.0"), "work");
+        assert_eq!(base_name("foo.llvm.1234567"), "foo");
+        // Not a copy's suffix: left as it is.
+        for name in [
+            "java.lang.Thread.run",
+            "com.example.Weather.cold",
+            "handle (server.py:42)",
+            "python3.11+0x4f92c0",
+            "libc.so.6+0x1234",
+            ".isra.0",
+            "v8::internal::Heap::part",
+        ] {
+            assert_eq!(base_name(name), name);
+        }
+        // CPython's GIL as Debian's symbols name it.
+        assert_eq!(
+            r("python3;worker;take_gil.lto_priv.0;PyCOND_TIMEDWAIT;pthread_cond_timedwait"),
+            WaitReason::Lock
+        );
     }
 
     #[test]
@@ -952,6 +1052,15 @@ mod tests {
         assert_eq!(
             at("python3;_start;__libc_start_main;Py_RunMain;_PyEval_EvalFrameDefault;handle (server.py:42);take_gil;PyCOND_TIMEDWAIT;__futex_abstimed_wait_common"),
             Some("handle (server.py:42)")
+        );
+        // The interpreter's C named by its symbols (python3-dbg) is not the program's.
+        assert_eq!(
+            at("python3;start_thread;thread_run.lto_priv.0;_PyEval_EvalFrameDefault;Handler.do_GET (server.py:35);_PyEval_EvalFrameDefault;method_vectorcall_VARARGS.lto_priv.0;sock_recv.lto_priv.0;sock_call_ex.lto_priv.0;PyEval_RestoreThread;take_gil.lto_priv.0;pthread_cond_timedwait"),
+            Some("Handler.do_GET (server.py:35)")
+        );
+        assert_eq!(
+            at("python3;start_thread;thread_run.lto_priv.0;take_gil.lto_priv.0;pthread_cond_timedwait"),
+            None
         );
         assert_eq!(
             at("__clone3;start_thread;__futex_abstimed_wait_common"),
