@@ -137,9 +137,12 @@ fn site_of_stack(
         // CPython: the C function the Python code called to wait (`time_sleep`),
         // its caller named from the CPU profile's Python frames when there is one
         // ([`Waits::name_python_callers`]).
-        _ if !gil && python_callee(&names).is_some() => {
-            python_callee(&names).map(|c| (PYTHON_CODE.to_string(), c.to_string()))
-        }
+        _ if !gil && python_callee(&names).is_some() => python_callee(&names).map(|c| {
+            (
+                PYTHON_CODE.to_string(),
+                with_file_call(&names, reason, c.to_string()),
+            )
+        }),
         // The function it called to wait: the next frame with a name (JIT code
         // the map did not know yet is `[unknown]`, the JVM's interpreter
         // `Interpreter`).
@@ -149,45 +152,7 @@ fn site_of_stack(
                 .find(|n| !n.starts_with('[') && *n != "Interpreter")
                 .map(|n| said_as(n).to_string())
                 .unwrap_or_default();
-            // A disk wait through a library's code (libuv's `uv__fs_work`) is said with
-            // the call that waited: `fdatasync in uv__fs_work`.
-            let leaf = names
-                .last()
-                .filter(|n| !n.starts_with('['))
-                .map(|n| said_as(n));
-            // (A file call's name only: a commit waiting on the WAL's lock while another
-            // syncs it is said at the lock, not at the futex under it.)
-            let file_call = |l: &str| {
-                let l = l.trim_start_matches('_');
-                let l = l.strip_prefix("libc_").unwrap_or(l);
-                [
-                    "fsync",
-                    "fdatasync",
-                    "sync_file_range",
-                    "pread",
-                    "pwrite",
-                    "read",
-                    "write",
-                ]
-                .iter()
-                .any(|c| {
-                    l == *c
-                        || l.strip_prefix(c).is_some_and(|r| {
-                            r.starts_with(|x: char| x.is_ascii_digit() || x == 'v')
-                        })
-                })
-            };
-            let called = match leaf {
-                Some(l)
-                    if reason == WaitReason::Io
-                        && !called.is_empty()
-                        && l != called
-                        && file_call(l) =>
-                {
-                    format!("{l} in {called}")
-                }
-                _ => called,
-            };
+            let called = with_file_call(&names, reason, called);
             Some((names[i].clone(), called))
         }
         // Nothing of the program's own but the interpreter: the GIL still has a name.
@@ -210,6 +175,45 @@ fn site_of_stack(
         None => None,
     };
     (owner, site)
+}
+
+/// The function a stack called to wait (`called`), and for a disk wait through a
+/// library's code (libuv's `uv__fs_work`, CPython's `os_fsync`) the file call that waited
+/// before it: `fdatasync in uv__fs_work`.
+fn with_file_call(names: &[String], reason: WaitReason, called: String) -> String {
+    let leaf = names
+        .last()
+        .filter(|n| !n.starts_with('['))
+        .map(|n| said_as(n));
+    // (A file call's name only: a commit waiting on the WAL's lock while another syncs it
+    // is said at the lock, not at the futex under it.)
+    let file_call = |l: &str| {
+        let l = l.trim_start_matches('_');
+        let l = l.strip_prefix("libc_").unwrap_or(l);
+        [
+            "fsync",
+            "fdatasync",
+            "sync_file_range",
+            "pread",
+            "pwrite",
+            "read",
+            "write",
+        ]
+        .iter()
+        .any(|c| {
+            l == *c
+                || l.strip_prefix(c)
+                    .is_some_and(|r| r.starts_with(|x: char| x.is_ascii_digit() || x == 'v'))
+        })
+    };
+    match leaf {
+        Some(l)
+            if reason == WaitReason::Io && !called.is_empty() && l != called && file_call(l) =>
+        {
+            format!("{l} in {called}")
+        }
+        _ => called,
+    }
 }
 
 /// A wait's function as its program called it: glibc's calls from inside itself go
@@ -710,7 +714,11 @@ impl Waits {
                 .find_map(|c| best.get(c.as_str()).map(|b| (c, b)))
             {
                 site.found_as = vec![site.label()];
-                site.primitive = c.clone();
+                // (The file call that waited under it stays said: `fsync in os_fsync`.)
+                site.primitive = match site.primitive.split_once(" in ") {
+                    Some((call, _)) if call != c.as_str() => format!("{call} in {c}"),
+                    _ => c.clone(),
+                };
                 site.at = py.to_string();
                 // A Python lock acquired by `threading`'s or `queue`'s waiting functions is
                 // their signal, not a lock another thread holds: a condition.

@@ -392,6 +392,22 @@ pub(crate) fn contended(d: &JvmDumps) -> Option<Contended> {
     })
 }
 
+/// The places of `sites` as a claim lists them, with their weights, heaviest first:
+/// sites said alike (an SQLite busy handler's sleeps and its lock's waits, under the same
+/// function) are one place.
+fn places_said(sites: &[&Site]) -> Vec<(String, u128)> {
+    let mut out: Vec<(String, u128)> = Vec::new();
+    for s in sites {
+        let l = s.label();
+        match out.iter_mut().find(|o| o.0 == l) {
+            Some(o) => o.1 += s.weight,
+            None => out.push((l, s.weight)),
+        }
+    }
+    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out
+}
+
 /// What a wait of `reason` is, as the claim says it.
 pub(super) fn waited_for(reason: WaitReason, f: &Facts, site: Option<&Site>) -> (Class, String) {
     let at = site.map(|s| s.label()).unwrap_or_default();
@@ -710,10 +726,10 @@ pub fn blocked(f: &Facts) -> Vec<Finding> {
         } else {
             "the server's threads".into()
         };
-        let places: Vec<String> = sites
-            .iter()
+        let places: Vec<String> = places_said(&sites)
+            .into_iter()
             .take(3)
-            .map(|s| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
+            .map(|(l, x)| format!("{l} ({})", pct(x as f64 / w.max(1) as f64)))
             .collect();
         // (A monitor the thread dumps named is said as they say it.)
         let stalled = stalled.filter(|_| named.is_none());
@@ -2092,12 +2108,12 @@ pub fn go_waits(f: &Facts) -> Vec<Finding> {
         if share < NAMED {
             continue;
         }
-        let places: Vec<String> = picked
-            .iter()
+        let places: Vec<String> = places_said(&picked)
+            .into_iter()
             .take(3)
             .enumerate()
-            .filter(|(i, s)| *i == 0 || s.weight * 100 >= w)
-            .map(|(_, s)| format!("{} ({})", s.label(), pct(s.weight as f64 / w.max(1) as f64)))
+            .filter(|(i, (_, x))| *i == 0 || x * 100 >= w)
+            .map(|(_, (l, x))| format!("{l} ({})", pct(x as f64 / w.max(1) as f64)))
             .collect();
         // Mostly channels: a semaphore or a pool's slot, the request's concurrency limit.
         // A timer that ended a receive or a select: its channel (time.After, a Ticker).
