@@ -3233,8 +3233,14 @@ fn goroutines_waiting_on_a_timers_channel_are_said_to_wait_on_the_timer() {
         first.1.contains("timer's channel") && first.1.contains("main.throttle"),
         "{text}"
     );
+    // Starved (its threads waiting for a CPU more than running: 1.02 against 0.37 in a CI
+    // run beside another suite), the goroutines' parks traced one second in five and scaled
+    // vary more from second to second, and the server's share is of its connections' time,
+    // the client's own moments included (kiln's load generator the limit then): 100%
+    // against 80% in that run.
+    let within = if k.runnable > k.on_cpu { 0.3 } else { 0.2 };
     assert!(
-        (first.2 / 100.0 - share).abs() <= 0.2,
+        (first.2 / 100.0 - share).abs() <= within,
         "kiln: {}%; the server: {:.0}%\n{text}",
         first.2,
         share * 100.0
