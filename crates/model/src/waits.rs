@@ -672,18 +672,14 @@ pub fn is_python_code(f: &str) -> bool {
 }
 
 /// Whether a frame is CPython's: a Python function, or the interpreter's own code (its
-/// eval loop, entry, threads' start and GIL; its binary's unnamed addresses).
+/// eval loop, entry and GIL; its binary's unnamed addresses) by names no other program's
+/// functions take (its threads' start, `thread_run`, might be a C server's).
 fn is_cpython_frame(f: &str) -> bool {
     is_python_code(f)
         || is_python_binary_address(f)
         || matches!(
             base_name(f),
-            "_PyEval_EvalFrameDefault"
-                | "Py_RunMain"
-                | "Py_BytesMain"
-                | "take_gil"
-                | "thread_run"
-                | "pythread_wrapper"
+            "_PyEval_EvalFrameDefault" | "Py_RunMain" | "Py_BytesMain" | "take_gil"
         )
 }
 
@@ -1052,6 +1048,15 @@ mod tests {
         assert_eq!(
             at("python3;_start;__libc_start_main;Py_RunMain;_PyEval_EvalFrameDefault;handle (server.py:42);take_gil;PyCOND_TIMEDWAIT;__futex_abstimed_wait_common"),
             Some("handle (server.py:42)")
+        );
+        // A C server's own thread_run is its program's.
+        assert_eq!(
+            at("srv;start_thread;thread_run;serve;pthread_mutex_lock"),
+            Some("serve")
+        );
+        assert_eq!(
+            at("srv;start_thread;thread_run;__libc_read"),
+            Some("thread_run")
         );
         // The interpreter's C named by its symbols (python3-dbg) is not the program's.
         assert_eq!(
