@@ -404,7 +404,7 @@ fn places_said(sites: &[&Site]) -> Vec<(String, u128)> {
             None => out.push((l, s.weight)),
         }
     }
-    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out.sort_by_key(|b| std::cmp::Reverse(b.1));
     out
 }
 
